@@ -1,0 +1,1 @@
+//! udsfs: the Linux AF_UNIX socket layer in userspace, exposed as a FUSE filesystem.
