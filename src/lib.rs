@@ -1,1 +1,10 @@
 //! udsfs: the Linux AF_UNIX socket layer in userspace, exposed as a FUSE filesystem.
+//!
+//! `engine` has the sockets and knows nothing of FUSE; `fuse` maps files to
+//! engine calls; `cli` is the command line.
+
+pub mod engine;
+pub mod ctl;
+pub mod fuse;
+pub mod msgfmt;
+pub mod cli;

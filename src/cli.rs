@@ -1,0 +1,281 @@
+//! The command line: `udsfs mount` and `udsfs umount`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand};
+use fuser::{Config, MountOption, SessionACL};
+
+use crate::engine::{self, Engine};
+use crate::fuse::UdsFs;
+
+#[derive(Parser)]
+#[command(name = "udsfs", version, about = "Linux AF_UNIX sockets as a FUSE filesystem")]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Mount udsfs (foreground unless --background).
+    Mount(MountArgs),
+    /// Unmount a udsfs mount and stop its daemon.
+    Umount { mountpoint: PathBuf },
+}
+
+#[derive(Args, Clone)]
+struct MountArgs {
+    /// Return once the mount answers requests; print the daemon's PID.
+    #[arg(long)]
+    background: bool,
+    /// Let other users in (kernel default_permissions is always on).
+    #[arg(long)]
+    allow_other: bool,
+    /// FUSE worker threads.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Name-table buckets per half (1 = one lock, as before seed 003).
+    #[arg(long, default_value_t = 256)]
+    hash_buckets: usize,
+    /// Datagram queue length (default: the host's net.unix.max_dgram_qlen).
+    #[arg(long)]
+    max_dgram_qlen: Option<usize>,
+    /// Send buffer of new sockets, in bytes.
+    #[arg(long, default_value_t = 212992)]
+    sndbuf: usize,
+    /// Sockets in flight that trigger a collection.
+    #[arg(long, default_value_t = 16000)]
+    gc_trigger: usize,
+    /// Where the daemon logs when it runs in the background.
+    #[arg(long)]
+    log_file: Option<PathBuf>,
+    #[arg(default_value = "mountpoints/default")]
+    mountpoint: PathBuf,
+}
+
+const READY_FD_ENV: &str = "UDSFS_READY_FD";
+
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Mount(a) if a.background => background(&a),
+        Cmd::Mount(a) => {
+            init_log(a.log_file.as_deref());
+            match run(&a) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("udsfs: {e}");
+                    log::error!("{e}");
+                    1
+                }
+            }
+        }
+        Cmd::Umount { mountpoint } => match umount(&mountpoint) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("udsfs umount: {e}");
+                1
+            }
+        },
+    }
+}
+
+fn init_log(file: Option<&Path>) {
+    let mut b = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"));
+    if let Some(f) = file.and_then(|f| std::fs::OpenOptions::new().create(true).append(true).open(f).ok()) {
+        b.target(env_logger::Target::Pipe(Box::new(f)));
+    }
+    let _ = b.try_init();
+}
+
+/// Starts the daemon as a child and waits for its word that the mount is live.
+fn background(a: &MountArgs) -> i32 {
+    let (rd, wr) = match nix::unistd::pipe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("udsfs: pipe: {e}");
+            return 1;
+        }
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("udsfs"));
+    let args: Vec<String> = std::env::args().skip(1).filter(|x| x != "--background").collect();
+    let log = a
+        .log_file
+        .as_ref()
+        .and_then(|f| std::fs::OpenOptions::new().create(true).append(true).open(f).ok());
+    let stderr = match log {
+        Some(f) => Stdio::from(f),
+        None => Stdio::null(),
+    };
+    // The child gets the pipe's write end; it must survive exec.
+    let _ = nix::fcntl::fcntl(&wr, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()));
+    let mut cmd = Command::new(exe);
+    cmd.args(&args)
+        .env(READY_FD_ENV, wr.as_raw_fd().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    // SAFETY: setsid is async-signal-safe and touches only the child.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("udsfs: cannot start the daemon: {e}");
+            return 1;
+        }
+    };
+    drop(wr);
+    let mut line = String::new();
+    let _ = BufReader::new(std::fs::File::from(rd)).read_line(&mut line);
+    if line.trim() == "ready" {
+        println!("{}", child.id());
+        0
+    } else {
+        eprintln!("udsfs: the daemon did not come up{}", if line.is_empty() { "" } else { ": " });
+        eprint!("{line}");
+        1
+    }
+}
+
+fn run(a: &MountArgs) -> std::io::Result<()> {
+    let mountpoint = std::fs::canonicalize(&a.mountpoint)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", a.mountpoint.display())))?;
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    let cfg = engine::Config {
+        hash_buckets: a.hash_buckets.max(1),
+        max_dgram_qlen: a.max_dgram_qlen.unwrap_or_else(engine::host_max_dgram_qlen),
+        sndbuf: a.sndbuf.max(4608),
+        gc_trigger: a.gc_trigger,
+        mountpoint: Some(mountpoint.clone()),
+        root_uid: uid,
+        root_gid: gid,
+        ..engine::Config::default()
+    };
+    warn_request_timeout();
+    let eng = Engine::new(cfg);
+    let fs = UdsFs::new(eng, uid, gid);
+    let inner = fs.inner();
+    let mut config = Config::default();
+    config.mount_options = vec![
+        MountOption::FSName(format!("udsfs:{}", std::process::id())),
+        MountOption::Subtype("udsfs".into()),
+        MountOption::DefaultPermissions,
+    ];
+    if a.allow_other {
+        config.acl = SessionACL::All;
+    }
+    config.n_threads = Some(a.threads.max(1));
+    // Signals are taken by one thread with sigwait; block them everywhere first.
+    let mut set = nix::sys::signal::SigSet::empty();
+    set.add(nix::sys::signal::Signal::SIGINT);
+    set.add(nix::sys::signal::Signal::SIGTERM);
+    set.add(nix::sys::signal::Signal::SIGHUP);
+    let _ = set.thread_block();
+    let mut session = fuser::Session::new(fs, &mountpoint, &config)?;
+    let unmounter = Arc::new(parking_lot::Mutex::new(session.unmount_callable()));
+    {
+        let inner = inner.clone();
+        let unmounter = unmounter.clone();
+        std::thread::Builder::new().name("udsfs-signals".into()).spawn(move || {
+            if let Ok(sig) = set.wait() {
+                log::info!("{sig:?}: answering parked requests and unmounting");
+            }
+            inner.shutdown();
+            if let Err(e) = unmounter.lock().unmount() {
+                log::warn!("unmount: {e}");
+            }
+            // Files still open keep a lazily unmounted connection alive; the
+            // daemon's exit ends it for them.
+            std::thread::sleep(Duration::from_millis(500));
+            std::process::exit(0);
+        })?;
+    }
+    if let Ok(fd) = std::env::var(READY_FD_ENV) {
+        let mp = mountpoint.clone();
+        std::thread::spawn(move || {
+            let ok = std::fs::metadata(mp.join(".udsfs")).is_ok();
+            if let Ok(fd) = fd.parse::<i32>() {
+                // SAFETY: the parent passed us this fd and nothing else owns it.
+                let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+                let _ = f.write_all(if ok { b"ready\n" } else { b"mount does not answer\n" });
+            }
+        });
+    }
+    log::info!("udsfs mounted on {}", mountpoint.display());
+    session.run()?;
+    inner.shutdown();
+    Ok(())
+}
+
+/// A FUSE request timeout would abort the whole connection when a reader
+/// waits long: say so at start-up.
+fn warn_request_timeout() {
+    for f in ["default_request_timeout", "max_request_timeout"] {
+        if let Ok(v) = std::fs::read_to_string(format!("/proc/sys/fs/fuse/{f}")) {
+            if v.trim() != "0" {
+                log::warn!("fs.fuse.{f} is {}: blocked readers may abort the mount", v.trim());
+            }
+        }
+    }
+}
+
+/// Finds the daemon of a mount from its fsname ("udsfs:PID").
+fn daemon_pid(mp: &Path) -> Option<i32> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    let mp = mp.to_str()?;
+    mounts.lines().rev().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let src = f.next()?;
+        let dir = f.next()?;
+        if dir != mp {
+            return None;
+        }
+        src.strip_prefix("udsfs:")?.parse().ok()
+    })
+}
+
+fn is_mounted(mp: &Path) -> bool {
+    let Ok(m) = std::fs::read_to_string("/proc/self/mounts") else {
+        return false;
+    };
+    let mp = mp.to_string_lossy();
+    m.lines().any(|l| l.split_whitespace().nth(1) == Some(&mp))
+}
+
+fn umount(mp: &Path) -> Result<(), String> {
+    let mp = std::fs::canonicalize(mp).map_err(|e| format!("{}: {e}", mp.display()))?;
+    if let Some(pid) = daemon_pid(&mp) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(5) {
+            if !is_mounted(&mp) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    if !is_mounted(&mp) {
+        return Err(format!("{} is not mounted", mp.display()));
+    }
+    if nix::mount::umount2(&mp, nix::mount::MntFlags::MNT_DETACH).is_ok() {
+        return Ok(());
+    }
+    let st = Command::new("fusermount3")
+        .arg("-u")
+        .arg(&mp)
+        .status()
+        .map_err(|e| format!("fusermount3: {e}"))?;
+    if st.success() { Ok(()) } else { Err("fusermount3 -u failed".into()) }
+}

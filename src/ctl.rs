@@ -1,0 +1,89 @@
+//! The ctl command language (SPEC §3): one command per line.
+
+use nix::errno::Errno;
+
+use crate::engine::Addr;
+use crate::engine::socket::{RCV_SHUTDOWN, SEND_SHUTDOWN, SHUTDOWN_MASK};
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Command {
+    /// `bind ADDR`, or `bind` alone for autobind.
+    Bind(Option<Addr>),
+    Listen(i64),
+    /// `connect ADDR`, or `connect` alone to drop a dgram default peer.
+    Connect(Option<Addr>),
+    Shutdown(u8),
+    Passcred(bool),
+}
+
+/// Parses one line (without its newline).
+pub fn parse(line: &[u8]) -> Result<Command, Errno> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = trim(line);
+    let (word, rest) = match line.iter().position(|b| b.is_ascii_whitespace()) {
+        Some(i) => (&line[..i], trim(&line[i..])),
+        None => (line, &b""[..]),
+    };
+    let addr = |rest: &[u8]| if rest.is_empty() { Ok(None) } else { Addr::parse(rest).map(Some) };
+    match word {
+        b"bind" => Ok(Command::Bind(addr(rest)?)),
+        b"connect" => Ok(Command::Connect(addr(rest)?)),
+        b"listen" => {
+            if rest.is_empty() {
+                // listen() with no backlog: the kernel's default, somaxconn.
+                return Ok(Command::Listen(-1));
+            }
+            let s = std::str::from_utf8(rest).map_err(|_| Errno::EINVAL)?;
+            s.parse::<i64>().map(Command::Listen).map_err(|_| Errno::EINVAL)
+        }
+        b"shutdown" => match rest {
+            b"rd" | b"0" => Ok(Command::Shutdown(RCV_SHUTDOWN)),
+            b"wr" | b"1" => Ok(Command::Shutdown(SEND_SHUTDOWN)),
+            b"rdwr" | b"2" => Ok(Command::Shutdown(SHUTDOWN_MASK)),
+            _ => Err(Errno::EINVAL),
+        },
+        b"passcred" => match rest {
+            b"on" | b"1" => Ok(Command::Passcred(true)),
+            b"off" | b"0" => Ok(Command::Passcred(false)),
+            _ => Err(Errno::EINVAL),
+        },
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn trim(mut s: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = s {
+        if !first.is_ascii_whitespace() {
+            break;
+        }
+        s = rest;
+    }
+    while let [rest @ .., last] = s {
+        if !last.is_ascii_whitespace() {
+            break;
+        }
+        s = rest;
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_commands() {
+        assert_eq!(parse(b"bind run/a.sock"), Ok(Command::Bind(Some(Addr::Path(b"run/a.sock".to_vec())))));
+        assert_eq!(parse(b"  bind  "), Ok(Command::Bind(None)));
+        assert_eq!(parse(b"bind @x\\x00y"), Ok(Command::Bind(Some(Addr::Abstract(b"x\0y".to_vec())))));
+        assert_eq!(parse(b"listen 5"), Ok(Command::Listen(5)));
+        assert_eq!(parse(b"listen"), Ok(Command::Listen(-1)));
+        assert_eq!(parse(b"listen x"), Err(Errno::EINVAL));
+        assert_eq!(parse(b"shutdown wr"), Ok(Command::Shutdown(SEND_SHUTDOWN)));
+        assert_eq!(parse(b"shutdown 3"), Err(Errno::EINVAL));
+        assert_eq!(parse(b"passcred on\r"), Ok(Command::Passcred(true)));
+        assert_eq!(parse(b"connect"), Ok(Command::Connect(None)));
+        assert_eq!(parse(b"frobnicate"), Err(Errno::EINVAL));
+        assert_eq!(parse(b""), Err(Errno::EINVAL));
+    }
+}

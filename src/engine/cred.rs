@@ -1,0 +1,166 @@
+//! Who is calling. A FUSE request carries a thread id and the fsuid/fsgid; the
+//! rest (thread-group id, real and effective ids, umask, groups) is read from
+//! `/proc/<tid>/status`, once, and only when an operation needs it.
+
+use std::sync::OnceLock;
+
+/// Credentials as SCM_CREDENTIALS and SO_PEERCRED carry them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ucred {
+    pub pid: i32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Ucred {
+    /// What a message that carried no credentials shows (overflow uid/gid).
+    pub const NONE: Ucred = Ucred {
+        pid: 0,
+        uid: 65534,
+        gid: 65534,
+    };
+}
+
+/// The fields of /proc/<tid>/status that sockets care about.
+#[derive(Clone, Debug, Default)]
+pub struct ProcStatus {
+    pub tgid: i32,
+    /// real, effective, saved, fs
+    pub uids: [u32; 4],
+    pub gids: [u32; 4],
+    pub umask: u32,
+    pub groups: Vec<u32>,
+}
+
+impl ProcStatus {
+    pub fn read(tid: u32) -> Option<ProcStatus> {
+        let text = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+        Some(Self::parse(&text))
+    }
+
+    pub fn parse(text: &str) -> ProcStatus {
+        let mut st = ProcStatus {
+            umask: 0o022,
+            ..Default::default()
+        };
+        for line in text.lines() {
+            let Some((key, val)) = line.split_once(':') else {
+                continue;
+            };
+            let nums = || val.split_whitespace().filter_map(|v| v.parse::<u32>().ok());
+            match key {
+                "Tgid" => st.tgid = val.trim().parse().unwrap_or(0),
+                "Umask" => st.umask = u32::from_str_radix(val.trim(), 8).unwrap_or(0o022),
+                "Uid" => nums().take(4).enumerate().for_each(|(i, v)| st.uids[i] = v),
+                "Gid" => nums().take(4).enumerate().for_each(|(i, v)| st.gids[i] = v),
+                "Groups" => st.groups = nums().collect(),
+                _ => {}
+            }
+        }
+        st
+    }
+}
+
+/// The caller of one operation.
+pub struct Caller {
+    pub tid: u32,
+    pub fsuid: u32,
+    pub fsgid: u32,
+    status: OnceLock<ProcStatus>,
+}
+
+impl Caller {
+    pub fn new(tid: u32, fsuid: u32, fsgid: u32) -> Caller {
+        Caller {
+            tid,
+            fsuid,
+            fsgid,
+            status: OnceLock::new(),
+        }
+    }
+
+    /// This process itself (in-process users of the engine).
+    pub fn current() -> Caller {
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        Caller::new(
+            tid,
+            nix::unistd::geteuid().as_raw(),
+            nix::unistd::getegid().as_raw(),
+        )
+    }
+
+    /// A caller with known ids and no process behind it (tests).
+    pub fn with_status(tid: u32, status: ProcStatus) -> Caller {
+        let c = Caller::new(tid, status.uids[3], status.gids[3]);
+        let _ = c.status.set(status);
+        c
+    }
+
+    /// The process status; a vanished process reads as its fs ids with no groups.
+    pub fn status(&self) -> &ProcStatus {
+        self.status.get_or_init(|| {
+            ProcStatus::read(self.tid).unwrap_or_else(|| ProcStatus {
+                tgid: self.tid as i32,
+                uids: [self.fsuid; 4],
+                gids: [self.fsgid; 4],
+                umask: 0o022,
+                groups: Vec::new(),
+            })
+        })
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.fsuid == 0
+    }
+
+    pub fn umask(&self) -> u32 {
+        self.status().umask
+    }
+
+    /// SCM_CREDENTIALS: thread-group id, real uid, real gid.
+    pub fn scm_creds(&self) -> Ucred {
+        let st = self.status();
+        Ucred {
+            pid: st.tgid,
+            uid: st.uids[0],
+            gid: st.gids[0],
+        }
+    }
+
+    /// SO_PEERCRED: thread-group id, effective uid, effective gid.
+    pub fn peer_creds(&self) -> Ucred {
+        let st = self.status();
+        Ucred {
+            pid: st.tgid,
+            uid: st.uids[1],
+            gid: st.gids[1],
+        }
+    }
+
+    /// Whether `gid` is the caller's fsgid or one of its supplementary groups.
+    pub fn in_group(&self, gid: u32) -> bool {
+        gid == self.fsgid || self.status().groups.contains(&gid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_status() {
+        let text = "Name:\tx\nUmask:\t0027\nTgid:\t42\nPid:\t43\nUid:\t1000\t65534\t2000\t65534\nGid:\t10\t11\t12\t11\nGroups:\t4 24 27 \n";
+        let st = ProcStatus::parse(text);
+        assert_eq!(st.tgid, 42);
+        assert_eq!(st.umask, 0o027);
+        assert_eq!(st.uids, [1000, 65534, 2000, 65534]);
+        assert_eq!(st.gids, [10, 11, 12, 11]);
+        assert_eq!(st.groups, vec![4, 24, 27]);
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let c = Caller::current();
+        assert_eq!(c.scm_creds().pid, std::process::id() as i32);
+    }
+}

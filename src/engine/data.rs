@@ -1,0 +1,421 @@
+//! send and receive: dgram and seqpacket messages, stream chunks, the queue
+//! limits and the sender budget Linux applies.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use nix::errno::Errno;
+
+use super::socket::{BoundName, Conn, Msg, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, SockType, Socket, pollbits};
+use super::{Addr, Caller, Engine, MAX_MSG, Result, Ucred, Waiter, Wakeups};
+
+/// What one receive returns.
+#[derive(Debug, Default)]
+pub struct Received {
+    pub data: Vec<u8>,
+    /// The message's whole length (dgram, seqpacket): more than `data` when truncated.
+    pub full_len: usize,
+    pub from: Option<Arc<BoundName>>,
+    /// Credentials, present iff the receiver has passcred on.
+    pub creds: Option<Ucred>,
+}
+
+/// Memory a queued message is charged, as the kernel's skb truesize: 768
+/// bytes for a small message (278 one-byte sends fill 212992).
+fn truesize(len: usize) -> usize {
+    768 + len / 64 * 64
+}
+
+/// What the sender decided before touching the receiver.
+struct Outgoing<'a> {
+    data: &'a [u8],
+    from: Option<Arc<BoundName>>,
+    explicit: Option<Ucred>,
+    sender_passcred: bool,
+}
+
+impl Engine {
+    /// send(), sendto(), sendmsg() without rights. Stream sends may be
+    /// partial; EAGAIN means nothing was sent and `w` waits for room.
+    pub fn send(
+        &self,
+        s: &Arc<Socket>,
+        data: &[u8],
+        to: Option<&Addr>,
+        creds: Option<Ucred>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<usize> {
+        match s.ty {
+            SockType::Stream => self.stream_send(s, data, to, creds, caller, w),
+            SockType::Dgram => self.dgram_send(s, data, to, creds, caller, w),
+            SockType::Seqpacket => {
+                let peer = {
+                    let mut st = s.lock();
+                    if let Some(e) = st.err.take() {
+                        return Err(e);
+                    }
+                    match &st.conn {
+                        Conn::Connected(p) => p.clone(),
+                        _ => return Err(Errno::ENOTCONN),
+                    }
+                };
+                self.message_send(s, data, Some(peer), creds, caller, w)
+            }
+        }
+    }
+
+    fn max_message(&self, sndbuf: usize) -> usize {
+        sndbuf.saturating_sub(32).min(MAX_MSG)
+    }
+
+    fn dgram_send(
+        &self,
+        s: &Arc<Socket>,
+        data: &[u8],
+        to: Option<&Addr>,
+        creds: Option<Ucred>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<usize> {
+        self.autobind_if_passcred(s)?;
+        let sndbuf = s.lock().sndbuf;
+        if data.len() > self.max_message(sndbuf) {
+            return Err(Errno::EMSGSIZE);
+        }
+        let other = match to {
+            Some(a) => Some(self.find(a, SockType::Dgram, caller)?),
+            None => None,
+        };
+        self.message_send(s, data, other, creds, caller, w)
+    }
+
+    /// The dgram/seqpacket path (unix_dgram_sendmsg). `other` is the target;
+    /// None means the connected peer.
+    fn message_send(
+        &self,
+        s: &Arc<Socket>,
+        data: &[u8],
+        other: Option<Arc<Socket>>,
+        explicit: Option<Ucred>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<usize> {
+        let (other, from, sender_passcred) = {
+            let mut st = s.lock();
+            if data.len() > self.max_message(st.sndbuf) {
+                return Err(Errno::EMSGSIZE);
+            }
+            if let Some(e) = st.err.take() {
+                return Err(e);
+            }
+            if st.shutdown & SEND_SHUTDOWN != 0 {
+                return Err(Errno::EPIPE);
+            }
+            if s.wmem() >= st.sndbuf {
+                if let Some(w) = w {
+                    st.writers.add(w.clone());
+                }
+                return Err(Errno::EAGAIN);
+            }
+            let other = match other {
+                Some(o) => o,
+                None => Socket::peer(&st).cloned().ok_or(Errno::ENOTCONN)?,
+            };
+            (other, st.name.clone(), st.passcred)
+        };
+        let out = Outgoing {
+            data,
+            from,
+            explicit,
+            sender_passcred,
+        };
+        let creds = self.creds_for(&out, &other, caller);
+        let charge = truesize(data.len());
+        let mut wake = Wakeups::new();
+        {
+            let mut ot = if other.id == s.id { None } else { Some(other.lock()) };
+            let dead = ot.as_ref().is_some_and(|o| o.dead);
+            if dead {
+                drop(ot);
+                return Err(self.peer_died(s, &other));
+            }
+            let mut own = None;
+            let ot_ref: &mut SockState = match &mut ot {
+                Some(g) => g,
+                None => &mut *own.insert(s.lock()),
+            };
+            let other_peer_is_us = Socket::peer(ot_ref).map(|p| p.id == s.id);
+            if other_peer_is_us == Some(false) {
+                return Err(Errno::EPERM);
+            }
+            if ot_ref.shutdown & RCV_SHUTDOWN != 0 {
+                return Err(Errno::EPIPE);
+            }
+            if s.ty == SockType::Dgram && other_peer_is_us != Some(true) && ot_ref.rcvq.len() > ot_ref.max_dgram_qlen {
+                if let Some(w) = w {
+                    ot_ref.writers.add(w.clone());
+                }
+                return Err(Errno::EAGAIN);
+            }
+            s.wmem.fetch_add(charge, Ordering::AcqRel);
+            ot_ref.rcvq_bytes += data.len();
+            ot_ref.rcvq.push_back(Msg {
+                data: out.data.to_vec(),
+                off: 0,
+                from: out.from,
+                creds,
+                sender: s.clone(),
+                charge,
+            });
+            wake.extend(ot_ref.readers.take());
+        }
+        wake.run();
+        Ok(data.len())
+    }
+
+    /// A send found its target dead: a dgram socket connected to it is
+    /// disconnected (ECONNREFUSED, later sends ENOTCONN); seqpacket sees EPIPE.
+    fn peer_died(&self, s: &Arc<Socket>, other: &Arc<Socket>) -> Errno {
+        if s.ty == SockType::Seqpacket {
+            return Errno::EPIPE;
+        }
+        let mut wake = Wakeups::new();
+        {
+            let mut st = s.lock();
+            if Socket::peer(&st).is_some_and(|p| p.id == other.id) {
+                st.conn = Conn::Unconnected;
+                self.dgram_disconnected(&mut st, &mut wake);
+            }
+        }
+        wake.run();
+        Errno::ECONNREFUSED
+    }
+
+    /// The seed-002 rule: credentials travel only if someone asked for them.
+    fn creds_for(&self, out: &Outgoing<'_>, other: &Socket, caller: &Caller) -> Option<Ucred> {
+        if out.explicit.is_some() {
+            return out.explicit;
+        }
+        let wanted = out.sender_passcred || {
+            let ot = other.lock();
+            ot.passcred || ot.embryo
+        };
+        wanted.then(|| caller.scm_creds())
+    }
+
+    fn stream_send(
+        &self,
+        s: &Arc<Socket>,
+        data: &[u8],
+        to: Option<&Addr>,
+        explicit: Option<Ucred>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<usize> {
+        let (peer, sndbuf, from, sender_passcred) = {
+            let st = s.lock();
+            if to.is_some() {
+                return Err(match st.conn {
+                    Conn::Connected(_) => Errno::EISCONN,
+                    _ => Errno::EOPNOTSUPP,
+                });
+            }
+            let peer = Socket::peer(&st).cloned().ok_or(Errno::ENOTCONN)?;
+            if st.shutdown & SEND_SHUTDOWN != 0 {
+                return Err(Errno::EPIPE);
+            }
+            (peer, st.sndbuf, st.name.clone(), st.passcred)
+        };
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let out = Outgoing {
+            data,
+            from,
+            explicit,
+            sender_passcred,
+        };
+        let creds = self.creds_for(&out, &peer, caller);
+        let max_chunk = (sndbuf >> 1).saturating_sub(64).max(1);
+        let mut sent = 0;
+        let mut wake = Wakeups::new();
+        while sent < data.len() {
+            {
+                let mut st = s.lock();
+                if s.wmem() >= st.sndbuf {
+                    if sent == 0 {
+                        if let Some(w) = w {
+                            st.writers.add(w.clone());
+                        }
+                        drop(st);
+                        wake.run();
+                        return Err(Errno::EAGAIN);
+                    }
+                    break;
+                }
+            }
+            let n = (data.len() - sent).min(max_chunk);
+            let charge = truesize(n);
+            let mut pt = peer.lock();
+            if pt.dead || pt.shutdown & RCV_SHUTDOWN != 0 {
+                drop(pt);
+                wake.run();
+                return if sent > 0 { Ok(sent) } else { Err(Errno::EPIPE) };
+            }
+            s.wmem.fetch_add(charge, Ordering::AcqRel);
+            pt.rcvq_bytes += n;
+            pt.rcvq.push_back(Msg {
+                data: data[sent..sent + n].to_vec(),
+                off: 0,
+                from: out.from.clone(),
+                creds,
+                sender: s.clone(),
+                charge,
+            });
+            wake.extend(pt.readers.take());
+            sent += n;
+        }
+        wake.run();
+        Ok(sent)
+    }
+
+    /// recv(): one message (dgram, seqpacket; truncated to `maxlen`) or up to
+    /// `maxlen` stream bytes. EAGAIN means nothing is there and `w` waits.
+    pub fn recv(&self, s: &Arc<Socket>, maxlen: usize, w: Option<&Waiter>) -> Result<Received> {
+        let mut wake = Wakeups::new();
+        let res = {
+            let mut st = s.lock();
+            match s.ty {
+                SockType::Stream => Self::stream_recv(&mut st, maxlen, &mut wake, self),
+                _ => self.message_recv(s.ty, &mut st, maxlen, &mut wake),
+            }
+            .inspect_err(|e| {
+                if *e == Errno::EAGAIN {
+                    if let Some(w) = w {
+                        st.readers.add(w.clone());
+                    }
+                }
+            })
+        };
+        wake.run();
+        res
+    }
+
+    fn message_recv(&self, ty: SockType, st: &mut SockState, maxlen: usize, wake: &mut Wakeups) -> Result<Received> {
+        if ty == SockType::Seqpacket && !matches!(st.conn, Conn::Connected(_)) {
+            return Err(Errno::ENOTCONN);
+        }
+        if let Some(e) = st.err.take() {
+            return Err(e);
+        }
+        let Some(m) = st.rcvq.pop_front() else {
+            if ty == SockType::Seqpacket && st.shutdown & RCV_SHUTDOWN != 0 {
+                return Ok(Received::default());
+            }
+            return Err(Errno::EAGAIN);
+        };
+        st.rcvq_bytes -= m.data.len();
+        wake.extend(st.writers.take());
+        self.uncharge(&m, wake);
+        let full_len = m.data.len();
+        let mut data = m.data;
+        data.truncate(maxlen);
+        Ok(Received {
+            data,
+            full_len,
+            from: m.from,
+            creds: st.passcred.then(|| m.creds.unwrap_or(Ucred::NONE)),
+        })
+    }
+
+    fn stream_recv(st: &mut SockState, maxlen: usize, wake: &mut Wakeups, eng: &Engine) -> Result<Received> {
+        match st.conn {
+            Conn::Connected(_) => {}
+            _ => return Err(Errno::EINVAL),
+        }
+        let mut out = Received::default();
+        let mut first_creds = None;
+        while out.data.len() < maxlen {
+            let Some(m) = st.rcvq.front_mut() else { break };
+            if out.data.is_empty() {
+                first_creds = Some(m.creds);
+                out.from = m.from.clone();
+            } else if st.passcred && first_creds != Some(m.creds) {
+                // With passcred on, one read never spans different credentials.
+                break;
+            }
+            let n = (maxlen - out.data.len()).min(m.remaining());
+            out.data.extend_from_slice(&m.data[m.off..m.off + n]);
+            m.off += n;
+            st.rcvq_bytes -= n;
+            if m.remaining() == 0 {
+                let m = st.rcvq.pop_front().expect("front exists");
+                eng.uncharge(&m, wake);
+                wake.extend(st.writers.take());
+            }
+        }
+        if out.data.is_empty() && maxlen > 0 {
+            if let Some(e) = st.err.take() {
+                return Err(e);
+            }
+            if st.shutdown & RCV_SHUTDOWN == 0 {
+                return Err(Errno::EAGAIN);
+            }
+        }
+        out.full_len = out.data.len();
+        if st.passcred {
+            out.creds = Some(first_creds.flatten().unwrap_or(Ucred::NONE));
+        }
+        Ok(out)
+    }
+
+    /// The poll mask of `s` (unix_poll, unix_dgram_poll); `w` is woken at the
+    /// next change that may alter it.
+    pub fn poll(&self, s: &Arc<Socket>, w: Option<&Waiter>) -> u32 {
+        let (mut mask, full_peer) = {
+            let mut st = s.lock();
+            let mut mask = 0;
+            if st.err.is_some() {
+                mask |= pollbits::ERR;
+            }
+            if st.shutdown == super::socket::SHUTDOWN_MASK {
+                mask |= pollbits::HUP;
+            }
+            if st.shutdown & RCV_SHUTDOWN != 0 {
+                mask |= pollbits::RDHUP | pollbits::IN;
+            }
+            let readable = match &st.conn {
+                Conn::Listening { pending, .. } => !pending.is_empty(),
+                _ => !st.rcvq.is_empty(),
+            };
+            if readable {
+                mask |= pollbits::IN;
+            }
+            if s.ty.connection_oriented() && matches!(st.conn, Conn::Unconnected) {
+                mask |= pollbits::HUP;
+            }
+            if s.writable(&st) {
+                mask |= pollbits::OUT;
+            }
+            if let Some(w) = w {
+                st.readers.add(w.clone());
+                st.writers.add(w.clone());
+            }
+            let peer = (s.ty == SockType::Dgram).then(|| Socket::peer(&st).cloned()).flatten();
+            (mask, peer)
+        };
+        // A dgram socket is not writable while its one-way peer's queue is full.
+        if let Some(p) = full_peer.filter(|p| p.id != s.id) {
+            let mut pt = p.lock();
+            let mutual = Socket::peer(&pt).is_some_and(|x| x.id == s.id);
+            if !mutual && pt.rcvq.len() > pt.max_dgram_qlen {
+                mask &= !pollbits::OUT;
+                if let Some(w) = w {
+                    pt.writers.add(w.clone());
+                }
+            }
+        }
+        mask
+    }
+}

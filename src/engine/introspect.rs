@@ -1,0 +1,104 @@
+//! What a socket looks like from outside: the status file and the
+//! `/proc/net/unix` table.
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use super::socket::{Conn, Socket};
+use super::{Addr, Engine, SockType};
+
+impl Engine {
+    /// `.udsfs/sock/N/status`: one key=value per line.
+    pub fn status(&self, s: &Arc<Socket>) -> String {
+        let st = s.lock();
+        let local = st.name.as_ref().map(|n| n.addr.display()).unwrap_or_default();
+        let peer_sock = Socket::peer(&st).cloned();
+        let state = s.state_name(&st);
+        let passcred = st.passcred as u8;
+        let peercred = st
+            .peercred
+            .filter(|_| s.ty.connection_oriented() || matches!(st.conn, Conn::Connected(_)))
+            .map(|c| format!("{}:{}:{}", c.pid, c.uid, c.gid))
+            .unwrap_or_default();
+        let (msgs, bytes, sndbuf) = (st.rcvq.len(), st.rcvq_bytes, st.sndbuf);
+        let pending = match &st.conn {
+            Conn::Listening { pending, backlog } => Some((pending.len(), *backlog)),
+            _ => None,
+        };
+        drop(st);
+        // getpeername reads the peer's current name.
+        let peer = peer_sock
+            .and_then(|p| p.lock().name.as_ref().map(|n| n.addr.display()))
+            .unwrap_or_default();
+        let mut out = String::new();
+        let _ = writeln!(out, "type={}", s.ty.name());
+        let _ = writeln!(out, "state={state}");
+        let _ = writeln!(out, "local={local}");
+        let _ = writeln!(out, "peer={peer}");
+        let _ = writeln!(out, "passcred={passcred}");
+        let _ = writeln!(out, "peercred={peercred}");
+        let _ = writeln!(out, "rcvq_msgs={msgs}");
+        let _ = writeln!(out, "rcvq_bytes={bytes}");
+        let _ = writeln!(out, "sndbuf={sndbuf}");
+        let _ = writeln!(out, "wmem={}", s.wmem());
+        if let Some((n, b)) = pending {
+            let _ = writeln!(out, "pending={n}");
+            let _ = writeln!(out, "backlog={b}");
+        }
+        let _ = writeln!(out, "inflight=0");
+        let _ = writeln!(out, "refs={}", s.refs());
+        out
+    }
+
+    /// Every socket as Linux's /proc/net/unix prints it.
+    pub fn proc_net_unix(&self) -> String {
+        let mut out = String::from("Num       RefCount Protocol Flags    Type St Inode Path\n");
+        for (id, dir) in self.dirs() {
+            let s = &dir.sock;
+            if s.id != id {
+                continue;
+            }
+            let st = s.lock();
+            let listening = matches!(st.conn, Conn::Listening { .. });
+            let connected = matches!(st.conn, Conn::Connected(_));
+            // SS_UNCONNECTED 1, SS_CONNECTING 2 (embryo), SS_CONNECTED 3.
+            let ss = if st.embryo {
+                2
+            } else if connected {
+                3
+            } else {
+                1
+            };
+            let flags = if listening { 0x10000 } else { 0 };
+            let _ = write!(
+                out,
+                "{:016x}: {:08X} {:08X} {:08X} {:04X} {:02X} {:5}",
+                0,
+                s.refs() + 1,
+                0,
+                flags,
+                s.ty.number(),
+                ss,
+                s.id
+            );
+            if let Some(n) = &st.name {
+                out.push(' ');
+                match &n.addr {
+                    Addr::Path(p) => out.push_str(&String::from_utf8_lossy(p)),
+                    Addr::Abstract(a) => {
+                        out.push('@');
+                        let shown: Vec<u8> = a.iter().map(|&b| if b == 0 { b'@' } else { b }).collect();
+                        out.push_str(&String::from_utf8_lossy(&shown));
+                    }
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Bound abstract names, for `.udsfs/abstract/`.
+    pub fn abstract_names(&self) -> Vec<(SockType, Vec<u8>, Arc<Socket>)> {
+        self.names.abstract_names()
+    }
+}

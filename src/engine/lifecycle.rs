@@ -1,0 +1,74 @@
+//! The end of a socket: what its last reference going away does to its
+//! names, its peer, its pending connections and the messages it held.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use nix::errno::Errno;
+
+use super::socket::{Conn, Msg, SHUTDOWN_MASK, Socket};
+use super::{Engine, NameKey, Wakeups};
+
+impl Engine {
+    /// unix_release_sock.
+    pub(crate) fn release(&self, s: &Arc<Socket>) {
+        let mut wake = Wakeups::new();
+        let (conn, msgs, name, aliases, had_data, was_embryo) = {
+            let mut st = s.lock();
+            st.dead = true;
+            wake.extend(st.readers.take());
+            wake.extend(st.writers.take());
+            st.rcvq_bytes = 0;
+            (
+                std::mem::replace(&mut st.conn, Conn::Unconnected),
+                std::mem::take(&mut st.rcvq),
+                st.name.take(),
+                std::mem::take(&mut st.aliases),
+                !st.rcvq.is_empty(),
+                st.embryo,
+            )
+        };
+        let had_data = had_data || !msgs.is_empty();
+        self.names.remove(&NameKey::Unbound(s.id), s);
+        if let Some(n) = &name {
+            self.names.remove(&n.key, s);
+        }
+        match conn {
+            Conn::Listening { pending, .. } => {
+                // Pending connections die with the listener: their clients
+                // see ECONNRESET (unix_release_sock with embrion set).
+                for e in pending {
+                    self.put(&e);
+                }
+            }
+            Conn::Connected(peer) if s.ty.connection_oriented() => {
+                let mut pt = peer.lock();
+                if Socket::peer(&pt).is_some_and(|p| p.id == s.id) {
+                    pt.shutdown = SHUTDOWN_MASK;
+                    if had_data || was_embryo {
+                        pt.err = Some(Errno::ECONNRESET);
+                    }
+                }
+                wake.extend(pt.readers.take());
+                wake.extend(pt.writers.take());
+            }
+            _ => {}
+        }
+        for m in msgs {
+            self.uncharge(&m, &mut wake);
+        }
+        for id in aliases {
+            self.remove_dir(id);
+        }
+        self.remove_dir(s.id);
+        self.live.fetch_sub(1, Ordering::Relaxed);
+        log::debug!("socket {} released", s.id);
+        wake.run();
+    }
+
+    /// Gives a dequeued message's charge back to its sender.
+    pub(crate) fn uncharge(&self, m: &Msg, wake: &mut Wakeups) {
+        m.sender.wmem.fetch_sub(m.charge, Ordering::AcqRel);
+        wake.sender(m.sender.clone());
+    }
+}

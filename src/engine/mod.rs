@@ -1,0 +1,258 @@
+//! The engine: AF_UNIX sockets, their names, queues and credentials, with no
+//! FUSE in it. Every operation either completes, fails with the errno Linux
+//! gives, or fails with EAGAIN after leaving the given waiter where the state
+//! change that lets it proceed will find it.
+
+pub mod addr;
+pub mod cred;
+mod data;
+mod introspect;
+mod lifecycle;
+mod names;
+mod naming;
+pub mod socket;
+pub mod tree;
+pub mod wait;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use nix::errno::Errno;
+use parking_lot::Mutex;
+use slab::Slab;
+
+pub use addr::Addr;
+pub use cred::{Caller, Ucred};
+pub use data::Received;
+pub use names::NameKey;
+pub use socket::{SockType, Socket};
+pub use wait::{ThreadWaiter, Wake, Waiter, Wakeups};
+
+use names::NameTable;
+use tree::Tree;
+
+pub type Result<T> = std::result::Result<T, Errno>;
+
+/// Largest message one FUSE write can carry whole (fuse-notes: 1 MiB - 4 KiB).
+pub const MAX_MSG: usize = 1024 * 1024 - 4096;
+/// Kernel's net.core.somaxconn default.
+pub const SOMAXCONN: usize = 4096;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Buckets per half of the name table (seed 003).
+    pub hash_buckets: usize,
+    pub max_dgram_qlen: usize,
+    pub sndbuf: usize,
+    pub gc_trigger: usize,
+    pub somaxconn: usize,
+    /// Where the tree is mounted: absolute paths under it name tree paths.
+    pub mountpoint: Option<PathBuf>,
+    /// Owner of the tree root.
+    pub root_uid: u32,
+    pub root_gid: u32,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            hash_buckets: 256,
+            max_dgram_qlen: host_max_dgram_qlen(),
+            sndbuf: 212992,
+            gc_trigger: 16000,
+            somaxconn: SOMAXCONN,
+            mountpoint: None,
+            root_uid: 0,
+            root_gid: 0,
+        }
+    }
+}
+
+/// The host's net.unix.max_dgram_qlen, else Linux's default of 10.
+pub fn host_max_dgram_qlen() -> usize {
+    std::fs::read_to_string("/proc/sys/net/unix/max_dgram_qlen")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(10)
+}
+
+/// One `.udsfs/sock/N` directory: a socket and who may use it.
+#[derive(Clone)]
+pub struct SockDir {
+    pub sock: Arc<Socket>,
+    pub uid: u32,
+    pub gid: u32,
+    pub generation: u64,
+}
+
+/// Sockets by number, in slabs; several shards so that creating sockets on
+/// many threads does not meet on one lock.
+struct SockTable {
+    shards: Vec<Mutex<Slab<SockDir>>>,
+    next: AtomicUsize,
+}
+
+const SOCK_SHARDS: usize = 16;
+
+impl SockTable {
+    fn id(shard: usize, key: usize) -> u64 {
+        (key * SOCK_SHARDS + shard) as u64 + 1
+    }
+
+    fn split(id: u64) -> Option<(usize, usize)> {
+        let n = id.checked_sub(1)? as usize;
+        Some((n % SOCK_SHARDS, n / SOCK_SHARDS))
+    }
+}
+
+pub struct Engine {
+    pub cfg: Config,
+    pub tree: Tree,
+    names: NameTable,
+    socks: SockTable,
+    generation: AtomicU64,
+    live: AtomicUsize,
+}
+
+impl Engine {
+    pub fn new(cfg: Config) -> Arc<Engine> {
+        let prefix = cfg
+            .mountpoint
+            .as_ref()
+            .map(|p| p.as_os_str().as_encoded_bytes().to_vec());
+        Arc::new(Engine {
+            tree: Tree::new(cfg.hash_buckets, cfg.root_uid, cfg.root_gid, prefix),
+            names: NameTable::new(cfg.hash_buckets),
+            socks: SockTable {
+                shards: (0..SOCK_SHARDS).map(|_| Mutex::new(Slab::new())).collect(),
+                next: AtomicUsize::new(0),
+            },
+            generation: AtomicU64::new(1),
+            live: AtomicUsize::new(0),
+            cfg,
+        })
+    }
+
+    /// Makes a socket with no references yet, filed as unbound.
+    fn new_socket(&self, ty: SockType, uid: u32, gid: u32) -> Arc<Socket> {
+        let shard = self.socks.next.fetch_add(1, Ordering::Relaxed) % SOCK_SHARDS;
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        let mut slab = self.socks.shards[shard].lock();
+        let entry = slab.vacant_entry();
+        let id = SockTable::id(shard, entry.key());
+        let sock = Arc::new(Socket::new(id, generation, ty, self.cfg.sndbuf, self.cfg.max_dgram_qlen));
+        entry.insert(SockDir {
+            sock: sock.clone(),
+            uid,
+            gid,
+            generation,
+        });
+        drop(slab);
+        self.names.insert_unbound(&sock);
+        self.live.fetch_add(1, Ordering::Relaxed);
+        sock
+    }
+
+    /// socket(): a new socket held by one reference (the caller's handle).
+    pub fn socket(&self, ty: SockType, caller: &Caller) -> Arc<Socket> {
+        let s = self.new_socket(ty, caller.fsuid, caller.fsgid);
+        s.refs.store(1, Ordering::Release);
+        s
+    }
+
+    /// socketpair(): two connected sockets, one reference each.
+    pub fn socketpair(&self, ty: SockType, caller: &Caller) -> (Arc<Socket>, Arc<Socket>) {
+        let a = self.socket(ty, caller);
+        let b = self.socket(ty, caller);
+        let cred = ty.connection_oriented().then(|| caller.peer_creds());
+        let (mut sa, mut sb) = socket::lock2(&a, &b);
+        sa.conn = socket::Conn::Connected(b.clone());
+        sb.conn = socket::Conn::Connected(a.clone());
+        if let Some(c) = cred {
+            sa.peercred = Some(c);
+            sb.peercred = Some(c);
+        } else {
+            // SO_PEERCRED is set for all three types by socketpair().
+            let c = caller.peer_creds();
+            sa.peercred = Some(c);
+            sb.peercred = Some(c);
+        }
+        drop((sa, sb));
+        (a, b)
+    }
+
+    /// The socket directory `.udsfs/sock/N`.
+    pub fn dir(&self, id: u64) -> Option<SockDir> {
+        let (shard, key) = SockTable::split(id)?;
+        self.socks.shards.get(shard)?.lock().get(key).cloned()
+    }
+
+    /// Every socket directory, by number.
+    pub fn dirs(&self) -> Vec<(u64, SockDir)> {
+        let mut out = Vec::new();
+        for (shard, slab) in self.socks.shards.iter().enumerate() {
+            for (key, d) in slab.lock().iter() {
+                out.push((SockTable::id(shard, key), d.clone()));
+            }
+        }
+        out.sort_by_key(|(id, _)| *id);
+        out
+    }
+
+    /// Gives the directory of `id` to a new owner (accept).
+    pub fn set_owner(&self, id: u64, uid: u32, gid: u32) {
+        if let Some((shard, key)) = SockTable::split(id) {
+            if let Some(d) = self.socks.shards[shard].lock().get_mut(key) {
+                d.uid = uid;
+                d.gid = gid;
+            }
+        }
+    }
+
+    fn remove_dir(&self, id: u64) {
+        if let Some((shard, key)) = SockTable::split(id) {
+            let mut slab = self.socks.shards[shard].lock();
+            if slab.contains(key) {
+                slab.remove(key);
+            }
+        }
+    }
+
+    /// Sockets alive now.
+    pub fn live_sockets(&self) -> usize {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// Takes one more reference to `s`.
+    pub fn hold(&self, s: &Socket) {
+        s.refs.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Drops one reference; the last one closes the socket as Linux does.
+    pub fn put(&self, s: &Arc<Socket>) {
+        if s.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.release(s);
+        }
+    }
+
+    /// Turns a path given by a caller into a tree path: absolute paths must
+    /// lie inside the mount.
+    fn tree_path<'a>(&self, path: &'a [u8]) -> Result<&'a [u8]> {
+        self.tree.strip_mount_prefix(path).ok_or_else(|| {
+            log::info!("path {:?} is outside the mount", String::from_utf8_lossy(path));
+            Errno::EXDEV
+        })
+    }
+}
+
+/// A random u32 from the kernel.
+fn random_u32() -> u32 {
+    let mut b = [0u8; 4];
+    // SAFETY: getrandom writes at most b.len() bytes into b.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n != 4 {
+        return std::process::id().wrapping_mul(2654435761);
+    }
+    u32::from_ne_bytes(b)
+}

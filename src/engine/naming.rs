@@ -1,0 +1,394 @@
+//! bind, autobind, listen, connect, accept, shutdown: the operations that
+//! give sockets names and connections.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use nix::errno::Errno;
+
+use super::socket::{BoundName, Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockType, Socket, lock2};
+use super::{Addr, Caller, Engine, NameKey, Result, Waiter, Wakeups, random_u32};
+
+/// Autobind names: "\0" + 5 hex digits, 2^20 of them per type.
+const AUTOBIND_SPACE: u32 = 1 << 20;
+
+impl Engine {
+    /// Finds the socket an address names for a socket of type `ty`
+    /// (unix_find_other): path lookups check permissions and type, abstract
+    /// names live in one namespace per type.
+    pub fn find(&self, addr: &Addr, ty: SockType, caller: &Caller) -> Result<Arc<Socket>> {
+        match addr {
+            Addr::Path(p) => {
+                let ino = self.tree.connect_node(self.tree_path(p)?, caller)?;
+                let s = self.names.lookup(&NameKey::Path(ino)).ok_or(Errno::ECONNREFUSED)?;
+                if s.ty != ty {
+                    return Err(Errno::EPROTOTYPE);
+                }
+                Ok(s)
+            }
+            Addr::Abstract(n) => self
+                .names
+                .lookup(&NameKey::Abstract(ty, n.clone()))
+                .ok_or(Errno::ECONNREFUSED),
+        }
+    }
+
+    pub fn bind(&self, s: &Arc<Socket>, addr: &Addr, caller: &Caller) -> Result<()> {
+        match addr {
+            Addr::Path(p) => {
+                let path = self.tree_path(p)?;
+                // Like unix_bind_bsd: make the node first, then find the socket
+                // already bound and take the node back.
+                let perm = 0o777 & !caller.umask();
+                let ino = self.tree.bind_node(path, caller, perm)?;
+                let _bind = s.bind_lock.lock();
+                if s.lock().name.is_some() {
+                    self.tree.unbind_node(path, ino);
+                    return Err(Errno::EINVAL);
+                }
+                let key = NameKey::Path(ino);
+                self.names.rebind(s, &NameKey::Unbound(s.id), key.clone())?;
+                s.lock().name = Some(Arc::new(BoundName {
+                    addr: addr.clone(),
+                    key,
+                }));
+                Ok(())
+            }
+            Addr::Abstract(n) => {
+                let _bind = s.bind_lock.lock();
+                if s.lock().name.is_some() {
+                    return Err(Errno::EINVAL);
+                }
+                let key = NameKey::Abstract(s.ty, n.clone());
+                self.names.rebind(s, &NameKey::Unbound(s.id), key.clone())?;
+                s.lock().name = Some(Arc::new(BoundName {
+                    addr: addr.clone(),
+                    key,
+                }));
+                Ok(())
+            }
+        }
+    }
+
+    /// Autobind as unix_autobind: random start, linear scan with wrap,
+    /// ENOSPC when every name of this type is taken; a no-op when bound.
+    pub fn autobind(&self, s: &Arc<Socket>) -> Result<()> {
+        let _bind = s.bind_lock.lock();
+        if s.lock().name.is_some() {
+            return Ok(());
+        }
+        let last = random_u32() % AUTOBIND_SPACE;
+        let mut n = last;
+        loop {
+            n = (n + 1) % AUTOBIND_SPACE;
+            let name = format!("{n:05x}").into_bytes();
+            let key = NameKey::Abstract(s.ty, name.clone());
+            match self.names.rebind(s, &NameKey::Unbound(s.id), key.clone()) {
+                Ok(()) => {
+                    s.lock().name = Some(Arc::new(BoundName {
+                        addr: Addr::Abstract(name),
+                        key,
+                    }));
+                    return Ok(());
+                }
+                Err(Errno::EADDRINUSE) if n != last => continue,
+                Err(Errno::EADDRINUSE) => return Err(Errno::ENOSPC),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Autobind when SO_PASSCRED asks for it (connect, dgram send).
+    pub(crate) fn autobind_if_passcred(&self, s: &Arc<Socket>) -> Result<()> {
+        let need = {
+            let st = s.lock();
+            st.passcred && st.name.is_none()
+        };
+        if need { self.autobind(s) } else { Ok(()) }
+    }
+
+    pub fn listen(&self, s: &Arc<Socket>, backlog: i64, caller: &Caller) -> Result<()> {
+        if s.ty == SockType::Dgram {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let backlog = if backlog < 0 || backlog as usize > self.cfg.somaxconn {
+            self.cfg.somaxconn
+        } else {
+            backlog as usize
+        };
+        let cred = caller.peer_creds();
+        let mut wake = Wakeups::new();
+        {
+            let mut st = s.lock();
+            if st.name.is_none() {
+                return Err(Errno::EINVAL);
+            }
+            match &mut st.conn {
+                Conn::Connected(_) => return Err(Errno::EINVAL),
+                Conn::Listening { backlog: b, .. } => {
+                    // A larger backlog takes effect at once.
+                    *b = backlog;
+                    wake.extend(st.writers.take());
+                }
+                Conn::Unconnected => {
+                    st.conn = Conn::Listening {
+                        backlog,
+                        pending: VecDeque::new(),
+                    };
+                }
+            }
+            st.peercred = Some(cred);
+        }
+        wake.run();
+        Ok(())
+    }
+
+    /// connect(): stream and seqpacket connect to a listener (EAGAIN with the
+    /// waiter left on the listener when its backlog is full); dgram sets the
+    /// default peer.
+    pub fn connect(&self, s: &Arc<Socket>, addr: &Addr, caller: &Caller, w: Option<&Waiter>) -> Result<()> {
+        let other = self.find(addr, s.ty, caller)?;
+        self.connect_to(s, other, caller, w)
+    }
+
+    /// connect() to a socket already found (the connect view finds it by node).
+    pub fn connect_to(&self, s: &Arc<Socket>, other: Arc<Socket>, caller: &Caller, w: Option<&Waiter>) -> Result<()> {
+        if other.ty != s.ty {
+            return Err(Errno::EPROTOTYPE);
+        }
+        self.autobind_if_passcred(s)?;
+        if s.ty == SockType::Dgram {
+            return self.dgram_connect(s, other);
+        }
+        // Everything the new connection needs is made before taking locks.
+        let embryo = self.new_socket(s.ty, caller.fsuid, caller.fsgid);
+        embryo.refs.store(1, Ordering::Release);
+        let client_cred = caller.peer_creds();
+        let res = self.stream_connect(s, &other, &embryo, client_cred, w);
+        if res.is_err() {
+            self.put(&embryo);
+        }
+        res
+    }
+
+    fn stream_connect(
+        &self,
+        s: &Arc<Socket>,
+        other: &Arc<Socket>,
+        embryo: &Arc<Socket>,
+        client_cred: super::Ucred,
+        w: Option<&Waiter>,
+    ) -> Result<()> {
+        if s.id == other.id {
+            // Connecting a listener to itself.
+            return match s.lock().conn {
+                Conn::Connected(_) => Err(Errno::EISCONN),
+                _ => Err(Errno::EINVAL),
+            };
+        }
+        let mut wake = Wakeups::new();
+        {
+            let (mut st, mut ot) = lock2(s, other);
+            match st.conn {
+                Conn::Unconnected => {}
+                Conn::Listening { .. } => return Err(Errno::EINVAL),
+                Conn::Connected(_) => return Err(Errno::EISCONN),
+            }
+            if ot.dead || ot.shutdown & RCV_SHUTDOWN != 0 {
+                return Err(Errno::ECONNREFUSED);
+            }
+            let listener_name = ot.name.clone();
+            let listener_cred = ot.peercred;
+            let listener_passcred = ot.passcred;
+            let Conn::Listening { backlog, pending } = &mut ot.conn else {
+                return Err(Errno::ECONNREFUSED);
+            };
+            if pending.len() > *backlog {
+                if let Some(w) = w {
+                    ot.writers.add(w.clone());
+                }
+                return Err(Errno::EAGAIN);
+            }
+            {
+                let mut et = embryo.lock();
+                et.conn = Conn::Connected(s.clone());
+                et.name = listener_name;
+                et.peercred = Some(client_cred);
+                et.passcred = listener_passcred;
+                et.embryo = true;
+            }
+            pending.push_back(embryo.clone());
+            st.conn = Conn::Connected(embryo.clone());
+            st.peercred = listener_cred;
+            wake.extend(ot.readers.take());
+        }
+        wake.run();
+        Ok(())
+    }
+
+    fn dgram_connect(&self, s: &Arc<Socket>, other: Arc<Socket>) -> Result<()> {
+        let mut wake = Wakeups::new();
+        let old = {
+            let (mut st, ot) = if s.id == other.id {
+                (s.lock(), None)
+            } else {
+                let (a, b) = lock2(s, &other);
+                (a, Some(b))
+            };
+            if let Some(ot) = &ot {
+                if ot.dead {
+                    return Err(Errno::ECONNREFUSED);
+                }
+                if let Some(p) = super::socket::Socket::peer(ot) {
+                    if p.id != s.id {
+                        return Err(Errno::EPERM);
+                    }
+                }
+            }
+            let old = std::mem::replace(&mut st.conn, Conn::Connected(other.clone()));
+            match old {
+                Conn::Connected(o) if o.id != other.id => {
+                    self.dgram_disconnected(&mut st, &mut wake);
+                    Some(o)
+                }
+                _ => None,
+            }
+        };
+        if let Some(o) = old {
+            self.reset_if_peer_of(&o, s, &mut wake);
+        }
+        wake.run();
+        Ok(())
+    }
+
+    /// Drops the default peer of a dgram socket (connect to AF_UNSPEC).
+    pub fn disconnect(&self, s: &Arc<Socket>) -> Result<()> {
+        if s.ty != SockType::Dgram {
+            return Err(Errno::EINVAL);
+        }
+        let mut wake = Wakeups::new();
+        let old = {
+            let mut st = s.lock();
+            match std::mem::replace(&mut st.conn, Conn::Unconnected) {
+                Conn::Connected(o) => {
+                    self.dgram_disconnected(&mut st, &mut wake);
+                    Some(o)
+                }
+                other => {
+                    st.conn = other;
+                    None
+                }
+            }
+        };
+        if let Some(o) = old {
+            self.reset_if_peer_of(&o, s, &mut wake);
+        }
+        wake.run();
+        Ok(())
+    }
+
+    /// unix_dgram_disconnected, own half: the queue is purged.
+    pub(crate) fn dgram_disconnected(&self, st: &mut super::socket::SockState, wake: &mut Wakeups) -> bool {
+        if st.rcvq.is_empty() {
+            return false;
+        }
+        let msgs: Vec<_> = st.rcvq.drain(..).collect();
+        st.rcvq_bytes = 0;
+        wake.extend(st.writers.take());
+        for m in msgs {
+            self.uncharge(&m, wake);
+        }
+        true
+    }
+
+    /// unix_dgram_disconnected, the old peer's half: if it pointed back at
+    /// us, its next send sees ECONNRESET once.
+    fn reset_if_peer_of(&self, old: &Arc<Socket>, s: &Arc<Socket>, wake: &mut Wakeups) {
+        let mut ot = old.lock();
+        if !ot.dead && super::socket::Socket::peer(&ot).is_some_and(|p| p.id == s.id) {
+            ot.err = Some(Errno::ECONNRESET);
+            wake.extend(ot.writers.take());
+        }
+    }
+
+    /// accept(): the next pending connection, holding one reference (the
+    /// queue's, handed over).
+    pub fn accept(&self, s: &Arc<Socket>, w: Option<&Waiter>) -> Result<Arc<Socket>> {
+        if s.ty == SockType::Dgram {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let mut wake = Wakeups::new();
+        let got = {
+            let mut st = s.lock();
+            let shut = st.shutdown & RCV_SHUTDOWN != 0;
+            let Conn::Listening { pending, .. } = &mut st.conn else {
+                return Err(Errno::EINVAL);
+            };
+            match pending.pop_front() {
+                Some(e) => {
+                    wake.extend(st.writers.take());
+                    e
+                }
+                None if shut && w.is_some() => return Err(Errno::EINVAL),
+                None => {
+                    if let Some(w) = w {
+                        st.readers.add(w.clone());
+                    }
+                    return Err(Errno::EAGAIN);
+                }
+            }
+        };
+        got.lock().embryo = false;
+        wake.run();
+        Ok(got)
+    }
+
+    pub fn shutdown(&self, s: &Arc<Socket>, how: u8) -> Result<()> {
+        if how == 0 || how > 3 {
+            return Err(Errno::EINVAL);
+        }
+        let mut wake = Wakeups::new();
+        let peer = {
+            let mut st = s.lock();
+            st.shutdown |= how;
+            wake.extend(st.readers.take());
+            wake.extend(st.writers.take());
+            super::socket::Socket::peer(&st).cloned()
+        };
+        // Stream and seqpacket mirror the shutdown onto the peer.
+        if let Some(p) = peer.filter(|_| s.ty.connection_oriented()) {
+            let mut pt = p.lock();
+            if how & RCV_SHUTDOWN != 0 {
+                pt.shutdown |= SEND_SHUTDOWN;
+            }
+            if how & SEND_SHUTDOWN != 0 {
+                pt.shutdown |= RCV_SHUTDOWN;
+            }
+            wake.extend(pt.readers.take());
+            wake.extend(pt.writers.take());
+        }
+        wake.run();
+        Ok(())
+    }
+
+    pub fn set_passcred(&self, s: &Arc<Socket>, on: bool) {
+        s.lock().passcred = on;
+    }
+}
+
+impl Engine {
+    /// The socket bound at tree node `ino`, if the caller may connect to it
+    /// (write permission on the node; the kernel checked the directories).
+    pub fn find_by_node(&self, ino: u64, caller: &Caller) -> Result<Arc<Socket>> {
+        self.tree.check_connect_node(ino, caller)?;
+        self.names.lookup(&NameKey::Path(ino)).ok_or(Errno::ECONNREFUSED)
+    }
+
+    /// The socket bound at abstract `name`, trying the types in turn.
+    pub fn find_abstract_any(&self, name: &[u8]) -> Option<Arc<Socket>> {
+        [SockType::Stream, SockType::Seqpacket, SockType::Dgram]
+            .into_iter()
+            .find_map(|ty| self.names.lookup(&NameKey::Abstract(ty, name.to_vec())))
+    }
+}

@@ -1,0 +1,224 @@
+//! One socket: its type, its connection state as an enum, its receive queue
+//! and the waiters on it. The operations that change sockets are in `ops`.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use nix::errno::Errno;
+use parking_lot::{Mutex, MutexGuard};
+
+use super::addr::Addr;
+use super::cred::Ucred;
+use super::names::NameKey;
+use super::wait::{WaitList, Waiter};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SockType {
+    Stream,
+    Dgram,
+    Seqpacket,
+}
+
+impl SockType {
+    pub fn name(self) -> &'static str {
+        match self {
+            SockType::Stream => "stream",
+            SockType::Dgram => "dgram",
+            SockType::Seqpacket => "seqpacket",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<SockType> {
+        match s {
+            "stream" => Some(SockType::Stream),
+            "dgram" => Some(SockType::Dgram),
+            "seqpacket" => Some(SockType::Seqpacket),
+            _ => None,
+        }
+    }
+
+    /// The SOCK_* number /proc/net/unix shows.
+    pub fn number(self) -> u32 {
+        match self {
+            SockType::Stream => 1,
+            SockType::Dgram => 2,
+            SockType::Seqpacket => 5,
+        }
+    }
+
+    pub fn connection_oriented(self) -> bool {
+        self != SockType::Dgram
+    }
+}
+
+pub const RCV_SHUTDOWN: u8 = 1;
+pub const SEND_SHUTDOWN: u8 = 2;
+pub const SHUTDOWN_MASK: u8 = 3;
+
+/// A bound name: the address as given and the table key it is filed under.
+#[derive(Debug)]
+pub struct BoundName {
+    pub addr: Addr,
+    pub key: NameKey,
+}
+
+/// One queued message (dgram, seqpacket) or one chunk of a stream.
+pub struct Msg {
+    pub data: Vec<u8>,
+    /// Bytes of `data` already read (stream chunks only).
+    pub off: usize,
+    pub from: Option<Arc<BoundName>>,
+    pub creds: Option<Ucred>,
+    /// The socket charged for this message, and how much.
+    pub sender: Arc<Socket>,
+    pub charge: usize,
+}
+
+impl Msg {
+    pub fn remaining(&self) -> usize {
+        self.data.len() - self.off
+    }
+}
+
+/// What the socket is connected to, if anything.
+pub enum Conn {
+    Unconnected,
+    Listening {
+        backlog: usize,
+        /// Connections not yet accepted (embryos); each holds one reference.
+        pending: VecDeque<Arc<Socket>>,
+    },
+    /// Connected (stream, seqpacket) or with a default peer (dgram). The peer
+    /// may be dead: stream peers then see EOF, dgram senders ECONNREFUSED once.
+    Connected(Arc<Socket>),
+}
+
+pub struct SockState {
+    pub conn: Conn,
+    pub name: Option<Arc<BoundName>>,
+    pub rcvq: VecDeque<Msg>,
+    pub rcvq_bytes: usize,
+    pub shutdown: u8,
+    /// Pending socket error (sk_err), reported once.
+    pub err: Option<Errno>,
+    pub passcred: bool,
+    pub peercred: Option<Ucred>,
+    pub sndbuf: usize,
+    pub max_dgram_qlen: usize,
+    /// Not yet accepted: the listener it waits in.
+    pub embryo: bool,
+    pub dead: bool,
+    /// Waiting to read (data, connections, EOF, errors).
+    pub readers: WaitList,
+    /// Waiting for room in this socket's queue, or in its sender budget.
+    pub writers: WaitList,
+    /// Extra `.udsfs/sock/H` entries that refer to this socket.
+    pub aliases: Vec<u64>,
+}
+
+pub struct Socket {
+    pub id: u64,
+    pub ty: SockType,
+    /// FUSE generation of its directory: ids are reused, generations are not.
+    pub generation: u64,
+    pub(crate) st: Mutex<SockState>,
+    /// Serialises bind/autobind of this socket (Linux's bindlock).
+    pub(crate) bind_lock: Mutex<()>,
+    /// References that keep it alive: open handles, queues that hold it,
+    /// received-but-unopened entries.
+    pub(crate) refs: AtomicUsize,
+    /// Bytes this socket has queued at receivers (sk_wmem_alloc).
+    pub(crate) wmem: AtomicUsize,
+}
+
+impl Socket {
+    pub fn new(id: u64, generation: u64, ty: SockType, sndbuf: usize, max_dgram_qlen: usize) -> Socket {
+        Socket {
+            id,
+            ty,
+            generation,
+            st: Mutex::new(SockState {
+                conn: Conn::Unconnected,
+                name: None,
+                rcvq: VecDeque::new(),
+                rcvq_bytes: 0,
+                shutdown: 0,
+                err: None,
+                passcred: false,
+                peercred: None,
+                sndbuf,
+                max_dgram_qlen,
+                embryo: false,
+                dead: false,
+                readers: WaitList::default(),
+                writers: WaitList::default(),
+                aliases: Vec::new(),
+            }),
+            bind_lock: Mutex::new(()),
+            refs: AtomicUsize::new(0),
+            wmem: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, SockState> {
+        self.st.lock()
+    }
+
+    pub fn refs(&self) -> usize {
+        self.refs.load(Ordering::Acquire)
+    }
+
+    pub fn wmem(&self) -> usize {
+        self.wmem.load(Ordering::Acquire)
+    }
+
+    /// unix_writable(): the sender budget is at most a quarter used.
+    pub fn writable(&self, st: &SockState) -> bool {
+        !matches!(st.conn, Conn::Listening { .. }) && self.wmem() * 4 <= st.sndbuf
+    }
+
+    pub fn peer(st: &SockState) -> Option<&Arc<Socket>> {
+        match &st.conn {
+            Conn::Connected(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The state word status files and /proc/net/unix use.
+    pub fn state_name(&self, st: &SockState) -> &'static str {
+        match &st.conn {
+            Conn::Unconnected => "unconnected",
+            Conn::Listening { .. } => "listening",
+            Conn::Connected(p) if self.ty.connection_oriented() && p.lock().dead => "disconnected",
+            Conn::Connected(_) => "connected",
+        }
+    }
+}
+
+/// Locks two distinct sockets in ascending id order (gVisor's rule).
+pub fn lock2<'a>(a: &'a Socket, b: &'a Socket) -> (MutexGuard<'a, SockState>, MutexGuard<'a, SockState>) {
+    debug_assert_ne!(a.id, b.id);
+    if a.id < b.id {
+        let ga = a.lock();
+        (ga, b.lock())
+    } else {
+        let gb = b.lock();
+        (a.lock(), gb)
+    }
+}
+
+/// Poll bits as Linux's unix_poll / unix_dgram_poll report them.
+pub mod pollbits {
+    pub const IN: u32 = libc::POLLIN as u32 | libc::POLLRDNORM as u32;
+    pub const OUT: u32 = libc::POLLOUT as u32 | libc::POLLWRNORM as u32 | libc::POLLWRBAND as u32;
+    pub const ERR: u32 = libc::POLLERR as u32;
+    pub const HUP: u32 = libc::POLLHUP as u32;
+    pub const RDHUP: u32 = libc::POLLRDHUP as u32;
+}
+
+/// The parts of a socket's waiter registration a poll needs.
+pub fn register_poll(st: &mut SockState, w: &Waiter) {
+    st.readers.add(w.clone());
+    st.writers.add(w.clone());
+}

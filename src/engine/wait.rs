@@ -1,0 +1,111 @@
+//! Waiting without blocking: a blocked operation leaves a waiter on a socket's
+//! list; whoever changes the state that the operation waits for takes the list
+//! and wakes it after dropping its locks (the waker retries the operation).
+
+use std::sync::Arc;
+
+/// Something to call when a socket's state may let a blocked operation proceed.
+pub trait Wake: Send + Sync {
+    fn wake(&self);
+    /// False once the waiter was answered another way (signal, unmount): the
+    /// list drops it instead of keeping it until the next wake-up.
+    fn is_live(&self) -> bool {
+        true
+    }
+}
+
+pub type Waiter = Arc<dyn Wake>;
+
+/// Wake-ups gathered under a lock and run once every lock is dropped.
+#[derive(Default)]
+#[must_use]
+pub struct Wakeups {
+    waiters: Vec<Waiter>,
+    /// Senders whose budget grew: their writers are taken at run time, when
+    /// no socket lock is held (a socket may be its own sender).
+    senders: Vec<Arc<crate::engine::Socket>>,
+}
+
+impl Wakeups {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn extend(&mut self, waiters: Vec<Waiter>) {
+        self.waiters.extend(waiters);
+    }
+    pub fn sender(&mut self, s: Arc<crate::engine::Socket>) {
+        if !self.senders.iter().any(|x| x.id == s.id) {
+            self.senders.push(s);
+        }
+    }
+    pub fn run(mut self) {
+        for s in std::mem::take(&mut self.senders) {
+            let ws = s.lock().writers.take();
+            self.waiters.extend(ws);
+        }
+        for w in self.waiters {
+            w.wake();
+        }
+    }
+}
+
+/// The waiters of one event of one socket.
+#[derive(Default)]
+pub struct WaitList {
+    waiters: Vec<Waiter>,
+}
+
+/// Beyond this many entries a registration first drops the dead ones.
+const PRUNE_AT: usize = 32;
+
+impl WaitList {
+    pub fn add(&mut self, w: Waiter) {
+        if self.waiters.len() >= PRUNE_AT {
+            self.waiters.retain(|w| w.is_live());
+        }
+        self.waiters.push(w);
+    }
+
+    pub fn take(&mut self) -> Vec<Waiter> {
+        std::mem::take(&mut self.waiters)
+    }
+
+    pub fn len(&self) -> usize {
+        self.waiters.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.waiters.is_empty()
+    }
+}
+
+/// An in-process caller that blocks its own thread until woken (tests, benchmarks).
+pub struct ThreadWaiter {
+    woken: parking_lot::Mutex<bool>,
+    cv: parking_lot::Condvar,
+}
+
+impl ThreadWaiter {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            woken: parking_lot::Mutex::new(false),
+            cv: parking_lot::Condvar::new(),
+        })
+    }
+
+    /// Blocks until `wake` was called since the last `wait`.
+    pub fn wait(&self) {
+        let mut w = self.woken.lock();
+        while !*w {
+            self.cv.wait(&mut w);
+        }
+        *w = false;
+    }
+}
+
+impl Wake for ThreadWaiter {
+    fn wake(&self) {
+        *self.woken.lock() = true;
+        self.cv.notify_all();
+    }
+}

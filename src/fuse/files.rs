@@ -1,0 +1,220 @@
+//! Open files of the mount and the I/O on them: what a read, a write or a
+//! blocking open does, tried once at once and again from the waker.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use nix::errno::Errno;
+use parking_lot::Mutex;
+
+use crate::ctl::{self, Command};
+use crate::engine::{Caller, Engine, MAX_MSG, SockType, Socket, Ucred, Waiter};
+use crate::msgfmt;
+
+pub enum FileKind {
+    /// A control handle: reading gives `text`, writing runs commands.
+    Ctl { text: Vec<u8> },
+    Data,
+    Msg(Mutex<MsgReader>),
+    /// Text made at open (status, unix, gc).
+    Snapshot(Vec<u8>),
+}
+
+/// A received record being read out in pieces.
+#[derive(Default)]
+pub struct MsgReader {
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+pub struct OpenFile {
+    /// The socket this file holds a reference to.
+    pub sock: Option<Arc<Socket>>,
+    pub kind: FileKind,
+    /// A socketpair's second socket, held until one of its files is opened.
+    pub held: Mutex<Option<Arc<Socket>>>,
+}
+
+const SHARDS: usize = 16;
+
+/// Open files by handle number.
+pub struct Files {
+    shards: Vec<Mutex<HashMap<u64, Arc<OpenFile>>>>,
+    next: AtomicU64,
+}
+
+impl Files {
+    pub fn new() -> Files {
+        Files {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            next: AtomicU64::new(1),
+        }
+    }
+
+    pub fn insert(&self, f: OpenFile) -> u64 {
+        let fh = self.next.fetch_add(1, Ordering::Relaxed);
+        self.shards[(fh % SHARDS as u64) as usize].lock().insert(fh, Arc::new(f));
+        fh
+    }
+
+    pub fn get(&self, fh: u64) -> Option<Arc<OpenFile>> {
+        self.shards[(fh % SHARDS as u64) as usize].lock().get(&fh).cloned()
+    }
+
+    pub fn remove(&self, fh: u64) -> Option<Arc<OpenFile>> {
+        self.shards[(fh % SHARDS as u64) as usize].lock().remove(&fh)
+    }
+}
+
+impl Default for Files {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn read_at(text: &[u8], offset: u64, size: u32) -> Vec<u8> {
+    let start = (offset as usize).min(text.len());
+    let end = start.saturating_add(size as usize).min(text.len());
+    text[start..end].to_vec()
+}
+
+/// Explicit credentials are the caller's own unless it is root (scm_check_creds).
+fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
+    if !caller.is_root() {
+        let st = caller.status();
+        let pid_ok = c.pid == st.tgid;
+        let uid_ok = st.uids[..3].contains(&c.uid);
+        let gid_ok = st.gids[..3].contains(&c.gid);
+        if !(pid_ok && uid_ok && gid_ok) {
+            return Err(Errno::EPERM);
+        }
+    }
+    if c.pid <= 0 || !std::path::Path::new(&format!("/proc/{}", c.pid)).exists() {
+        return Err(if caller.is_root() { Errno::ESRCH } else { Errno::EPERM });
+    }
+    Ok(())
+}
+
+impl OpenFile {
+    /// One read. EAGAIN means nothing yet; `w` waits for it.
+    pub fn read(&self, eng: &Engine, offset: u64, size: u32, w: Option<&Waiter>) -> Result<Vec<u8>, Errno> {
+        match &self.kind {
+            FileKind::Ctl { text } => Ok(read_at(text, offset, size)),
+            FileKind::Snapshot(text) => Ok(read_at(text, offset, size)),
+            FileKind::Data => {
+                let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
+                Ok(eng.recv(s, size as usize, w)?.data)
+            }
+            FileKind::Msg(reader) => {
+                let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
+                let mut r = reader.lock();
+                if r.pos >= r.buf.len() {
+                    let want = if s.ty == SockType::Stream { size as usize } else { MAX_MSG };
+                    let got = eng.recv(s, want, w)?;
+                    let from = got.from.as_ref().map(|n| &n.addr);
+                    let mut rec = msgfmt::format_header(got.data.len(), from, got.creds, &[]).into_bytes();
+                    rec.extend_from_slice(&got.data);
+                    r.buf = rec;
+                    r.pos = 0;
+                }
+                let end = (r.pos + size as usize).min(r.buf.len());
+                let out = r.buf[r.pos..end].to_vec();
+                r.pos = end;
+                Ok(out)
+            }
+        }
+    }
+
+    /// One write, continued from `done` (bytes already taken). Ok(n) is the
+    /// count to report; EAGAIN leaves `w` waiting and `done` updated.
+    pub fn write(
+        &self,
+        eng: &Engine,
+        data: &[u8],
+        done: &mut usize,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<usize, Errno> {
+        let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
+        match &self.kind {
+            FileKind::Snapshot(_) => Err(Errno::EBADF),
+            FileKind::Ctl { .. } => {
+                while *done < data.len() {
+                    let rest = &data[*done..];
+                    let (line, used) = match rest.iter().position(|&b| b == b'\n') {
+                        Some(i) => (&rest[..i], i + 1),
+                        None => (rest, rest.len()),
+                    };
+                    if !line.iter().all(|b| b.is_ascii_whitespace()) {
+                        run_command(eng, s, line, caller, w).inspect_err(|e| {
+                            if *e != Errno::EAGAIN {
+                                log::info!(
+                                    "socket {}: {:?} failed: {}",
+                                    s.id,
+                                    String::from_utf8_lossy(line),
+                                    e.desc()
+                                );
+                            }
+                        })?;
+                    }
+                    *done += used;
+                }
+                Ok(data.len())
+            }
+            FileKind::Data => {
+                if s.ty != SockType::Stream {
+                    return eng.send(s, data, None, None, caller, w);
+                }
+                while *done < data.len() {
+                    match eng.send(s, &data[*done..], None, None, caller, w) {
+                        Ok(n) => *done += n,
+                        Err(e) if *done > 0 && e != Errno::EAGAIN => return Ok(*done),
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(data.len())
+            }
+            FileKind::Msg(_) => {
+                let (h, payload) = msgfmt::parse_record(data).inspect_err(|_| {
+                    log::info!("socket {}: malformed msg record", s.id);
+                })?;
+                if !h.rights.is_empty() {
+                    log::info!("socket {}: rights= is not supported yet", s.id);
+                    return Err(Errno::EOPNOTSUPP);
+                }
+                if let Some(c) = &h.creds {
+                    check_creds(c, caller)?;
+                }
+                if s.ty == SockType::Stream && payload.is_empty() {
+                    return Ok(data.len());
+                }
+                let mut sent = *done;
+                while sent < payload.len() || (payload.is_empty() && sent == 0) {
+                    let n = eng.send(s, &payload[sent..], h.to.as_ref(), h.creds, caller, w)?;
+                    if s.ty != SockType::Stream {
+                        break;
+                    }
+                    sent += n;
+                    *done = sent;
+                }
+                Ok(data.len())
+            }
+        }
+    }
+}
+
+fn run_command(eng: &Engine, s: &Arc<Socket>, line: &[u8], caller: &Caller, w: Option<&Waiter>) -> Result<(), Errno> {
+    match ctl::parse(line)? {
+        Command::Bind(Some(a)) => eng.bind(s, &a, caller),
+        Command::Bind(None) => eng.autobind(s),
+        Command::Listen(b) => eng.listen(s, b, caller),
+        Command::Connect(Some(a)) => eng.connect(s, &a, caller, w),
+        Command::Connect(None) => eng.disconnect(s),
+        Command::Shutdown(how) => eng.shutdown(s, how),
+        Command::Passcred(on) => {
+            eng.set_passcred(s, on);
+            Ok(())
+        }
+    }
+}

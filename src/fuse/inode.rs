@@ -1,0 +1,165 @@
+//! Inode numbers of the mount. The namespace tree keeps its own numbers; the
+//! control tree's nodes are encoded with a tag in the top byte.
+
+use crate::engine::SockType;
+
+const TAG_SHIFT: u32 = 56;
+const TAG_CTRL: u64 = 1;
+const TAG_SOCK: u64 = 2;
+const TAG_CONNECT: u64 = 3;
+const TAG_ABSTRACT: u64 = 4;
+const LOW: u64 = (1 << TAG_SHIFT) - 1;
+
+/// Fixed nodes of `.udsfs/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ctrl {
+    Root,
+    TypeDir(SockType),
+    Clone(SockType),
+    Pair(SockType),
+    SockDir,
+    AbstractDir,
+    Unix,
+    Gc,
+}
+
+/// Files of `.udsfs/sock/N/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SockFile {
+    Dir,
+    Ctl,
+    Data,
+    Msg,
+    Accept,
+    Status,
+}
+
+impl SockFile {
+    pub const FILES: [(SockFile, &'static str); 5] = [
+        (SockFile::Ctl, "ctl"),
+        (SockFile::Data, "data"),
+        (SockFile::Msg, "msg"),
+        (SockFile::Accept, "accept"),
+        (SockFile::Status, "status"),
+    ];
+
+    pub fn from_name(name: &[u8]) -> Option<SockFile> {
+        Self::FILES.iter().find(|(_, n)| n.as_bytes() == name).map(|(f, _)| *f)
+    }
+
+    fn code(self) -> u64 {
+        match self {
+            SockFile::Dir => 0,
+            SockFile::Ctl => 1,
+            SockFile::Data => 2,
+            SockFile::Msg => 3,
+            SockFile::Accept => 4,
+            SockFile::Status => 5,
+        }
+    }
+
+    fn from_code(c: u64) -> Option<SockFile> {
+        Some(match c {
+            0 => SockFile::Dir,
+            1 => SockFile::Ctl,
+            2 => SockFile::Data,
+            3 => SockFile::Msg,
+            4 => SockFile::Accept,
+            5 => SockFile::Status,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Node {
+    /// A node of the namespace tree.
+    Tree(u64),
+    Ctrl(Ctrl),
+    Sock(u64, SockFile),
+    /// The namespace tree seen through `.udsfs/connect/` (the tree root is
+    /// the connect directory itself).
+    Connect(u64),
+    /// An entry of `.udsfs/abstract/`, by the bound socket's number.
+    Abstract(u64),
+}
+
+const TYPES: [SockType; 3] = [SockType::Stream, SockType::Dgram, SockType::Seqpacket];
+
+fn type_code(t: SockType) -> u64 {
+    TYPES.iter().position(|x| *x == t).unwrap() as u64
+}
+
+impl Node {
+    pub fn ino(self) -> u64 {
+        match self {
+            Node::Tree(i) => i,
+            Node::Ctrl(c) => {
+                let n = match c {
+                    Ctrl::Root => 1,
+                    Ctrl::SockDir => 2,
+                    Ctrl::AbstractDir => 3,
+                    Ctrl::Unix => 4,
+                    Ctrl::Gc => 5,
+                    Ctrl::TypeDir(t) => 10 + type_code(t),
+                    Ctrl::Clone(t) => 20 + type_code(t),
+                    Ctrl::Pair(t) => 30 + type_code(t),
+                };
+                (TAG_CTRL << TAG_SHIFT) | n
+            }
+            Node::Sock(id, f) => (TAG_SOCK << TAG_SHIFT) | (id << 4) | f.code(),
+            Node::Connect(i) => (TAG_CONNECT << TAG_SHIFT) | i,
+            Node::Abstract(id) => (TAG_ABSTRACT << TAG_SHIFT) | id,
+        }
+    }
+
+    pub fn from_ino(ino: u64) -> Option<Node> {
+        let low = ino & LOW;
+        Some(match ino >> TAG_SHIFT {
+            0 => Node::Tree(ino),
+            TAG_CTRL => Node::Ctrl(match low {
+                1 => Ctrl::Root,
+                2 => Ctrl::SockDir,
+                3 => Ctrl::AbstractDir,
+                4 => Ctrl::Unix,
+                5 => Ctrl::Gc,
+                10..=12 => Ctrl::TypeDir(TYPES[(low - 10) as usize]),
+                20..=22 => Ctrl::Clone(TYPES[(low - 20) as usize]),
+                30..=32 => Ctrl::Pair(TYPES[(low - 30) as usize]),
+                _ => return None,
+            }),
+            TAG_SOCK => Node::Sock(low >> 4, SockFile::from_code(low & 0xf)?),
+            TAG_CONNECT => Node::Connect(low),
+            TAG_ABSTRACT => Node::Abstract(low),
+            _ => return None,
+        })
+    }
+}
+
+pub const TYPE_NAMES: [(SockType, &str); 3] = [
+    (SockType::Stream, "stream"),
+    (SockType::Dgram, "dgram"),
+    (SockType::Seqpacket, "seqpacket"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inodes_round_trip() {
+        let nodes = [
+            Node::Tree(1),
+            Node::Tree(12345),
+            Node::Ctrl(Ctrl::Root),
+            Node::Ctrl(Ctrl::Clone(SockType::Seqpacket)),
+            Node::Ctrl(Ctrl::TypeDir(SockType::Dgram)),
+            Node::Sock(77, SockFile::Msg),
+            Node::Connect(1),
+            Node::Abstract(9),
+        ];
+        for n in nodes {
+            assert_eq!(Node::from_ino(n.ino()), Some(n));
+        }
+    }
+}

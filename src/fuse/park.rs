@@ -1,0 +1,266 @@
+//! Parked requests: a read, write or open that cannot complete now keeps its
+//! reply here and is retried by whoever changes the socket. A watchdog
+//! answers EINTR for callers that got a signal, since fuser does not pass
+//! FUSE_INTERRUPT on and the kernel would otherwise make them wait forever.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use fuser::{Errno, ReplyData, ReplyOpen, ReplyWrite};
+use parking_lot::Mutex;
+
+use crate::engine::Wake;
+
+/// A reply still owed, with what is needed to retry the operation.
+pub enum Pending {
+    Read {
+        fh: u64,
+        size: u32,
+        reply: ReplyData,
+    },
+    Write {
+        fh: u64,
+        data: Vec<u8>,
+        /// Bytes already sent (stream) or commands already run (ctl).
+        done: usize,
+        reply: ReplyWrite,
+    },
+    Open {
+        op: OpenOp,
+        reply: ReplyOpen,
+    },
+}
+
+/// Opens that can block.
+pub enum OpenOp {
+    /// Opening `.udsfs/sock/N/accept`.
+    Accept { sock: Arc<crate::engine::Socket>, uid: u32, gid: u32 },
+    /// Opening a node of the connect view: the client socket made for it.
+    Connect {
+        client: Arc<crate::engine::Socket>,
+        target: Arc<crate::engine::Socket>,
+    },
+}
+
+impl Pending {
+    /// Answers with an error; a write that already sent bytes reports them.
+    pub fn fail(self, err: Errno) {
+        match self {
+            Pending::Read { reply, .. } => reply.error(err),
+            Pending::Write { reply, done, fh: _, data: _ } if done > 0 => reply.written(done as u32),
+            Pending::Write { reply, .. } => reply.error(err),
+            Pending::Open { reply, .. } => reply.error(err),
+        }
+    }
+}
+
+/// What retrying a pending request came to.
+pub enum Outcome {
+    Done,
+    Blocked(Pending),
+}
+
+/// Retries a pending request, leaving `waiter` on the socket if it blocks.
+pub trait Retry: Send + Sync + 'static {
+    fn attempt(&self, p: Pending, tid: u32, uid: u32, gid: u32, waiter: &Arc<Parked>) -> Outcome;
+    fn cleanup_open(&self, op: OpenOp);
+}
+
+pub struct Parked {
+    pub id: u64,
+    pub tid: u32,
+    pub uid: u32,
+    pub gid: u32,
+    slot: Mutex<Option<Pending>>,
+    kicked: AtomicBool,
+    done: AtomicBool,
+    owner: Weak<ParkTable>,
+}
+
+impl Parked {
+    /// Retries until done or blocked. A retry already running on another
+    /// thread (or up this thread's stack) is told to go round once more.
+    pub fn kick(self: &Arc<Self>) {
+        self.kicked.store(true, Ordering::SeqCst);
+        let Some(table) = self.owner.upgrade() else {
+            return;
+        };
+        loop {
+            let Some(mut slot) = self.slot.try_lock() else {
+                return;
+            };
+            if !self.kicked.swap(false, Ordering::SeqCst) {
+                return;
+            }
+            let Some(p) = slot.take() else {
+                return;
+            };
+            match table.retry.attempt(p, self.tid, self.uid, self.gid, self) {
+                Outcome::Done => {
+                    self.done.store(true, Ordering::SeqCst);
+                    drop(slot);
+                    table.remove(self.id);
+                    return;
+                }
+                Outcome::Blocked(p) => *slot = Some(p),
+            }
+        }
+    }
+}
+
+impl Wake for Parked {
+    fn wake(&self) {
+        // Wake is called through an Arc; rebuild it to kick.
+        if let Some(table) = self.owner.upgrade() {
+            if let Some(me) = table.get(self.id) {
+                me.kick();
+            }
+        }
+    }
+
+    fn is_live(&self) -> bool {
+        !self.done.load(Ordering::SeqCst)
+    }
+}
+
+const SHARDS: usize = 16;
+
+/// Every parked request, for the watchdog and for unmount.
+pub struct ParkTable {
+    shards: Vec<Mutex<HashMap<u64, Arc<Parked>>>>,
+    next: AtomicU64,
+    count: AtomicU64,
+    retry: Box<dyn Retry>,
+    closing: AtomicBool,
+}
+
+impl ParkTable {
+    pub fn new(retry: Box<dyn Retry>) -> Arc<ParkTable> {
+        Arc::new(ParkTable {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            next: AtomicU64::new(1),
+            count: AtomicU64::new(0),
+            retry,
+            closing: AtomicBool::new(false),
+        })
+    }
+
+    fn shard(&self, id: u64) -> &Mutex<HashMap<u64, Arc<Parked>>> {
+        &self.shards[(id % SHARDS as u64) as usize]
+    }
+
+    fn get(&self, id: u64) -> Option<Arc<Parked>> {
+        self.shard(id).lock().get(&id).cloned()
+    }
+
+    fn remove(&self, id: u64) {
+        if self.shard(id).lock().remove(&id).is_some() {
+            self.count.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Parks `p` and runs its first waiting attempt.
+    pub fn park(self: &Arc<Self>, p: Pending, tid: u32, uid: u32, gid: u32) {
+        if self.closing.load(Ordering::SeqCst) {
+            p.fail(Errno::ENOTCONN);
+            return;
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let parked = Arc::new(Parked {
+            id,
+            tid,
+            uid,
+            gid,
+            slot: Mutex::new(Some(p)),
+            kicked: AtomicBool::new(false),
+            done: AtomicBool::new(false),
+            owner: Arc::downgrade(self),
+        });
+        self.shard(id).lock().insert(id, parked.clone());
+        self.count.fetch_add(1, Ordering::SeqCst);
+        parked.kick();
+    }
+
+    pub fn len(&self) -> u64 {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn all(&self) -> Vec<Arc<Parked>> {
+        self.shards.iter().flat_map(|s| s.lock().values().cloned().collect::<Vec<_>>()).collect()
+    }
+
+    /// Answers every parked request with `err` (unmount).
+    pub fn fail_all(&self, err: Errno) {
+        self.closing.store(true, Ordering::SeqCst);
+        for p in self.all() {
+            self.interrupt(&p, err);
+        }
+    }
+
+    fn interrupt(&self, p: &Parked, err: Errno) {
+        let pending = p.slot.lock().take();
+        p.done.store(true, Ordering::SeqCst);
+        self.remove(p.id);
+        if let Some(pending) = pending {
+            if let Pending::Open { op, reply } = pending {
+                self.retry.cleanup_open(op);
+                reply.error(err);
+            } else {
+                pending.fail(err);
+            }
+        }
+    }
+
+    /// One watchdog pass: EINTR for every caller with a signal pending.
+    pub fn scan(&self) {
+        for p in self.all() {
+            if signal_pending(p.tid) {
+                log::debug!("request of thread {} interrupted by a signal", p.tid);
+                self.interrupt(&p, Errno::EINTR);
+            }
+        }
+    }
+
+    /// Runs the watchdog until the table is dropped.
+    pub fn spawn_watchdog(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("udsfs-watchdog".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(Duration::from_millis(20));
+                    let Some(t) = weak.upgrade() else { return };
+                    if !t.is_empty() {
+                        t.scan();
+                    }
+                }
+            })
+            .expect("spawn watchdog");
+    }
+}
+
+/// Whether thread `tid` has an unblocked signal pending, or is gone.
+pub fn signal_pending(tid: u32) -> bool {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
+        return true;
+    };
+    let mut pend = 0u64;
+    let mut blocked = 0u64;
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else { continue };
+        let v = u64::from_str_radix(v.trim(), 16).unwrap_or(0);
+        match k {
+            "SigPnd" | "ShdPnd" => pend |= v,
+            "SigBlk" => blocked = v,
+            _ => {}
+        }
+    }
+    // SIGKILL (bit 8) can never be blocked.
+    pend & (!blocked | (1 << 8)) != 0
+}
