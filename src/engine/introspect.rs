@@ -17,7 +17,6 @@ impl Engine {
         let passcred = st.passcred as u8;
         let peercred = st
             .peercred
-            .filter(|_| s.ty.connection_oriented() || matches!(st.conn, Conn::Connected(_)))
             .map(|c| format!("{}:{}:{}", c.pid, c.uid, c.gid))
             .unwrap_or_default();
         let (msgs, bytes, sndbuf) = (st.rcvq.len(), st.rcvq_bytes, st.sndbuf);

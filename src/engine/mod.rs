@@ -14,6 +14,9 @@ pub mod socket;
 pub mod tree;
 pub mod wait;
 
+#[cfg(test)]
+mod tests;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -165,19 +168,13 @@ impl Engine {
     pub fn socketpair(&self, ty: SockType, caller: &Caller) -> (Arc<Socket>, Arc<Socket>) {
         let a = self.socket(ty, caller);
         let b = self.socket(ty, caller);
-        let cred = ty.connection_oriented().then(|| caller.peer_creds());
+        // socketpair() sets SO_PEERCRED on both ends, whatever the type.
+        let cred = caller.peer_creds();
         let (mut sa, mut sb) = socket::lock2(&a, &b);
         sa.conn = socket::Conn::Connected(b.clone());
         sb.conn = socket::Conn::Connected(a.clone());
-        if let Some(c) = cred {
-            sa.peercred = Some(c);
-            sb.peercred = Some(c);
-        } else {
-            // SO_PEERCRED is set for all three types by socketpair().
-            let c = caller.peer_creds();
-            sa.peercred = Some(c);
-            sb.peercred = Some(c);
-        }
+        sa.peercred = Some(cred);
+        sb.peercred = Some(cred);
         drop((sa, sb));
         (a, b)
     }
@@ -227,6 +224,13 @@ impl Engine {
     /// Takes one more reference to `s`.
     pub fn hold(&self, s: &Socket) {
         s.refs.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Takes a reference unless the socket is already closing.
+    pub fn try_hold(&self, s: &Socket) -> bool {
+        s.refs
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n > 0).then_some(n + 1))
+            .is_ok()
     }
 
     /// Drops one reference; the last one closes the socket as Linux does.

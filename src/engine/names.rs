@@ -97,10 +97,6 @@ impl NameTable {
         self.buckets[self.bucket_of(key)].lock().get(key).cloned()
     }
 
-    pub fn contains(&self, key: &NameKey) -> bool {
-        self.buckets[self.bucket_of(key)].lock().contains_key(key)
-    }
-
     /// Removes `key` if it still names `sock`.
     pub fn remove(&self, key: &NameKey, sock: &Socket) {
         let mut b = self.buckets[self.bucket_of(key)].lock();

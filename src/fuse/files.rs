@@ -97,6 +97,10 @@ fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
 }
 
 impl OpenFile {
+    pub fn is_stream_data(&self) -> bool {
+        matches!(self.kind, FileKind::Data | FileKind::Msg(_)) && self.sock.as_ref().is_some_and(|s| s.ty == SockType::Stream)
+    }
+
     /// One read. EAGAIN means nothing yet; `w` waits for it.
     pub fn read(&self, eng: &Engine, offset: u64, size: u32, w: Option<&Waiter>) -> Result<Vec<u8>, Errno> {
         match &self.kind {

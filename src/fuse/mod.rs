@@ -306,7 +306,9 @@ impl Inner {
     /// handle; opening a held socketpair half or received socket adopts it.
     fn hold_sock(&self, id: u64) -> Result<Arc<Socket>, Errno> {
         let d = self.eng.dir(id).ok_or(Errno::ENOENT)?;
-        self.eng.hold(&d.sock);
+        if !self.eng.try_hold(&d.sock) {
+            return Err(Errno::ENOENT);
+        }
         if let Some(held) = self.held_pairs.lock().remove(&d.sock.id) {
             self.eng.put(&held);
         }
@@ -391,7 +393,12 @@ impl Inner {
                 match f.write(&self.eng, &data, &mut done, caller, w) {
                     Ok(n) => reply.written(n as u32),
                     Err(Errno::EAGAIN) => return Outcome::Blocked(Pending::Write { fh, data, done, reply }),
-                    Err(e) => reply.error(ferr(e)),
+                    Err(e) => {
+                        if e == Errno::EPIPE && f.is_stream_data() {
+                            sigpipe(caller.tid);
+                        }
+                        reply.error(ferr(e))
+                    }
                 }
                 Outcome::Done
             }
@@ -419,6 +426,17 @@ impl Inner {
     /// Answers every parked request and stops parking new ones (unmount).
     pub fn shutdown(&self) {
         self.parks.fail_all(FErrno::ENOTCONN);
+    }
+}
+
+/// Stream sends to a closed peer raise SIGPIPE in the sending thread, as
+/// unix_stream_sendmsg does.
+fn sigpipe(tid: u32) {
+    let c = Caller::new(tid, 0, 0);
+    let tgid = c.status().tgid;
+    // SAFETY: tgkill only sends a signal.
+    unsafe {
+        libc::syscall(libc::SYS_tgkill, tgid, tid as i32, libc::SIGPIPE);
     }
 }
 
@@ -784,7 +802,12 @@ impl Filesystem for UdsFs {
                 req,
             ),
             Err(Errno::EAGAIN) if done > 0 => reply.written(done as u32),
-            Err(e) => reply.error(ferr(e)),
+            Err(e) => {
+                if e == Errno::EPIPE && f.is_stream_data() {
+                    sigpipe(req.pid());
+                }
+                reply.error(ferr(e))
+            }
         }
     }
 
@@ -835,6 +858,21 @@ impl Filesystem for UdsFs {
             }
             Err(e) => reply.error(ferr(e)),
         }
+    }
+
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        // Shells probe terminals with TCGETS; these are no terminals.
+        reply.error(FErrno::ENOTTY);
     }
 
     fn access(&self, _req: &Request, _ino: INodeNo, _mask: fuser::AccessFlags, reply: ReplyEmpty) {

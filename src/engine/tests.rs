@@ -1,0 +1,226 @@
+//! In-process tests of the engine: Linux semantics without FUSE.
+
+use std::sync::Arc;
+
+use nix::errno::Errno;
+
+use super::cred::ProcStatus;
+use super::*;
+
+fn engine() -> Arc<Engine> {
+    Engine::new(Config {
+        hash_buckets: 4,
+        max_dgram_qlen: 10,
+        ..Config::default()
+    })
+}
+
+fn root() -> Caller {
+    Caller::with_status(
+        1,
+        ProcStatus {
+            tgid: 1,
+            uids: [0; 4],
+            gids: [0; 4],
+            umask: 0o022,
+            groups: vec![],
+        },
+    )
+}
+
+fn abs(n: &str) -> Addr {
+    Addr::Abstract(n.as_bytes().to_vec())
+}
+
+fn path(p: &str) -> Addr {
+    Addr::Path(p.as_bytes().to_vec())
+}
+
+fn recv(e: &Engine, s: &Arc<Socket>, n: usize) -> Result<Vec<u8>> {
+    e.recv(s, n, None).map(|r| r.data)
+}
+
+#[test]
+fn dgram_boundaries_truncation_and_empty_messages() {
+    let e = engine();
+    let c = root();
+    let srv = e.socket(SockType::Dgram, &c);
+    e.bind(&srv, &path("log.sock"), &c).unwrap();
+    let cli = e.socket(SockType::Dgram, &c);
+    e.connect(&cli, &path("log.sock"), &c, None).unwrap();
+    for m in [&b"one"[..], b"", b"0123456789"] {
+        e.send(&cli, m, None, None, &c, None).unwrap();
+    }
+    assert_eq!(recv(&e, &srv, 100).unwrap(), b"one");
+    assert_eq!(recv(&e, &srv, 100).unwrap(), b"");
+    let r = e.recv(&srv, 3, None).unwrap();
+    assert_eq!((r.data.as_slice(), r.full_len), (&b"012"[..], 10));
+    assert_eq!(recv(&e, &srv, 100), Err(Errno::EAGAIN));
+}
+
+#[test]
+fn dgram_size_limit_comes_before_enotconn() {
+    let e = engine();
+    let c = root();
+    let s = e.socket(SockType::Dgram, &c);
+    let big = vec![0u8; 212961];
+    assert_eq!(e.send(&s, &big, None, None, &c, None), Err(Errno::EMSGSIZE));
+    assert_eq!(e.send(&s, &big[..212960], None, None, &c, None), Err(Errno::ENOTCONN));
+}
+
+#[test]
+fn dgram_queue_limit_and_mutual_exception() {
+    let e = engine();
+    let c = root();
+    let srv = e.socket(SockType::Dgram, &c);
+    e.bind(&srv, &abs("q"), &c).unwrap();
+    let cli = e.socket(SockType::Dgram, &c);
+    e.connect(&cli, &abs("q"), &c, None).unwrap();
+    for _ in 0..11 {
+        e.send(&cli, b"x", None, None, &c, None).unwrap();
+    }
+    assert_eq!(e.send(&cli, b"x", None, None, &c, None), Err(Errno::EAGAIN));
+    // A blocked sender is woken by the receiver.
+    let w = ThreadWaiter::new();
+    let waiter: Waiter = w.clone();
+    assert_eq!(e.send(&cli, b"x", None, None, &c, Some(&waiter)), Err(Errno::EAGAIN));
+    recv(&e, &srv, 10).unwrap();
+    w.wait();
+    e.send(&cli, b"x", None, None, &c, None).unwrap();
+    // Mutually connected: bounded by the sender budget only.
+    let (a, b) = e.socketpair(SockType::Dgram, &c);
+    let mut n = 0;
+    while e.send(&a, b"x", None, None, &c, None).is_ok() {
+        n += 1;
+    }
+    assert_eq!(n, 278);
+    assert_eq!(b.lock().rcvq.len(), 278);
+}
+
+#[test]
+fn dgram_peer_close_refuses_once_then_enotconn() {
+    let e = engine();
+    let c = root();
+    let srv = e.socket(SockType::Dgram, &c);
+    e.bind(&srv, &abs("gone"), &c).unwrap();
+    let cli = e.socket(SockType::Dgram, &c);
+    e.connect(&cli, &abs("gone"), &c, None).unwrap();
+    e.put(&srv);
+    assert_eq!(e.send(&cli, b"x", None, None, &c, None), Err(Errno::ECONNREFUSED));
+    assert_eq!(e.send(&cli, b"x", None, None, &c, None), Err(Errno::ENOTCONN));
+    assert_eq!(recv(&e, &cli, 10), Err(Errno::EAGAIN));
+    // The abstract name was freed with the socket.
+    let again = e.socket(SockType::Dgram, &c);
+    e.bind(&again, &abs("gone"), &c).unwrap();
+}
+
+#[test]
+fn dgram_target_connected_elsewhere_is_eperm() {
+    let e = engine();
+    let c = root();
+    let a = e.socket(SockType::Dgram, &c);
+    e.bind(&a, &abs("a"), &c).unwrap();
+    let b = e.socket(SockType::Dgram, &c);
+    e.bind(&b, &abs("b"), &c).unwrap();
+    e.connect(&a, &abs("b"), &c, None).unwrap();
+    let third = e.socket(SockType::Dgram, &c);
+    assert_eq!(e.send(&third, b"x", Some(&abs("a")), None, &c, None), Err(Errno::EPERM));
+    assert_eq!(e.connect(&third, &abs("a"), &c, None), Err(Errno::EPERM));
+    // b, a's peer, may send to a.
+    e.send(&b, b"x", Some(&abs("a")), None, &c, None).unwrap();
+    // sendto own address is delivered to itself.
+    e.send(&b, b"me", Some(&abs("b")), None, &c, None).unwrap();
+    let r = e.recv(&b, 10, None).unwrap();
+    assert_eq!(r.data, b"me");
+    assert_eq!(r.from.unwrap().addr, abs("b"));
+}
+
+#[test]
+fn names_follow_linux() {
+    let e = engine();
+    let c = root();
+    let s = e.socket(SockType::Stream, &c);
+    e.bind(&s, &abs("n"), &c).unwrap();
+    assert_eq!(e.bind(&s, &abs("other"), &c), Err(Errno::EINVAL));
+    // One abstract namespace per type.
+    let d = e.socket(SockType::Dgram, &c);
+    e.bind(&d, &abs("n"), &c).unwrap();
+    let s2 = e.socket(SockType::Stream, &c);
+    assert_eq!(e.bind(&s2, &abs("n"), &c), Err(Errno::EADDRINUSE));
+    let q = e.socket(SockType::Seqpacket, &c);
+    assert_eq!(e.connect(&q, &abs("n"), &c, None), Err(Errno::ECONNREFUSED));
+    // Autobind: 5 hex digits, idempotent, explicit bind afterwards EINVAL.
+    let a = e.socket(SockType::Dgram, &c);
+    e.autobind(&a).unwrap();
+    let name = a.lock().name.clone().unwrap();
+    let Addr::Abstract(n) = &name.addr else { panic!("not abstract") };
+    assert!(n.len() == 5 && n.iter().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    e.autobind(&a).unwrap();
+    assert!(Arc::ptr_eq(&name, a.lock().name.as_ref().unwrap()));
+    assert_eq!(e.bind(&a, &abs("late"), &c), Err(Errno::EINVAL));
+    // Path names: stale node refuses, rebind needs rm.
+    let p = e.socket(SockType::Dgram, &c);
+    e.bind(&p, &path("p.sock"), &c).unwrap();
+    e.put(&p);
+    let p2 = e.socket(SockType::Dgram, &c);
+    assert_eq!(e.connect(&p2, &path("p.sock"), &c, None), Err(Errno::ECONNREFUSED));
+    assert_eq!(e.bind(&p2, &path("p.sock"), &c), Err(Errno::EADDRINUSE));
+    e.tree.unlink(tree::ROOT_INO, b"p.sock").unwrap();
+    e.bind(&p2, &path("p.sock"), &c).unwrap();
+    let st = e.socket(SockType::Stream, &c);
+    assert_eq!(e.connect(&st, &path("p.sock"), &c, None), Err(Errno::EPROTOTYPE));
+    assert_eq!(e.connect(&st, &path("missing"), &c, None), Err(Errno::ENOENT));
+}
+
+#[test]
+fn stream_connect_accept_and_close() {
+    let e = engine();
+    let c = root();
+    let l = e.socket(SockType::Stream, &c);
+    assert_eq!(e.listen(&l, 1, &c), Err(Errno::EINVAL));
+    e.bind(&l, &abs("srv"), &c).unwrap();
+    e.listen(&l, 1, &c).unwrap();
+    let c1 = e.socket(SockType::Stream, &c);
+    let c2 = e.socket(SockType::Stream, &c);
+    let c3 = e.socket(SockType::Stream, &c);
+    e.connect(&c1, &abs("srv"), &c, None).unwrap();
+    e.connect(&c2, &abs("srv"), &c, None).unwrap();
+    assert_eq!(e.connect(&c3, &abs("srv"), &c, None), Err(Errno::EAGAIN));
+    assert_eq!(e.connect(&c1, &abs("srv"), &c, None), Err(Errno::EISCONN));
+    // Sends before accept queue at the embryo and coalesce.
+    e.send(&c1, b"abc", None, None, &c, None).unwrap();
+    e.send(&c1, b"def", None, None, &c, None).unwrap();
+    let a1 = e.accept(&l, None).unwrap();
+    assert_eq!(recv(&e, &a1, 100).unwrap(), b"abcdef");
+    e.connect(&c3, &abs("srv"), &c, None).unwrap();
+    // Close with unread data: the peer sees ECONNRESET once, then EOF.
+    e.send(&a1, b"unread", None, None, &c, None).unwrap();
+    e.send(&c1, b"x", None, None, &c, None).unwrap();
+    e.put(&a1);
+    assert_eq!(recv(&e, &c1, 100).unwrap(), b"unread");
+    assert_eq!(recv(&e, &c1, 100), Err(Errno::ECONNRESET));
+    assert_eq!(recv(&e, &c1, 100).unwrap(), b"");
+    assert_eq!(e.send(&c1, b"x", None, None, &c, None), Err(Errno::EPIPE));
+    // The listener closing resets its pending clients.
+    e.put(&l);
+    assert_eq!(recv(&e, &c2, 100), Err(Errno::ECONNRESET));
+    assert_eq!(recv(&e, &c2, 100).unwrap(), b"");
+}
+
+#[test]
+fn sockets_are_freed_when_the_last_reference_goes() {
+    let e = engine();
+    let c = root();
+    let before = e.live_sockets();
+    let (a, b) = e.socketpair(SockType::Stream, &c);
+    let l = e.socket(SockType::Seqpacket, &c);
+    e.bind(&l, &abs("l"), &c).unwrap();
+    e.listen(&l, 5, &c).unwrap();
+    let cl = e.socket(SockType::Seqpacket, &c);
+    e.connect(&cl, &abs("l"), &c, None).unwrap();
+    for s in [&a, &b, &l, &cl] {
+        e.put(s);
+    }
+    assert_eq!(e.live_sockets(), before);
+    assert!(e.dirs().is_empty());
+}
