@@ -14,7 +14,11 @@ use crate::engine::{self, Engine};
 use crate::fuse::UdsFs;
 
 #[derive(Parser)]
-#[command(name = "udsfs", version, about = "Linux AF_UNIX sockets as a FUSE filesystem")]
+#[command(
+    name = "udsfs",
+    version,
+    about = "Linux AF_UNIX sockets as a FUSE filesystem"
+)]
 pub struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -87,7 +91,13 @@ pub fn main() -> i32 {
 
 fn init_log(file: Option<&Path>) {
     let mut b = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"));
-    if let Some(f) = file.and_then(|f| std::fs::OpenOptions::new().create(true).append(true).open(f).ok()) {
+    if let Some(f) = file.and_then(|f| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(f)
+            .ok()
+    }) {
         b.target(env_logger::Target::Pipe(Box::new(f)));
     }
     let _ = b.try_init();
@@ -103,17 +113,26 @@ fn background(a: &MountArgs) -> i32 {
         }
     };
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("udsfs"));
-    let args: Vec<String> = std::env::args().skip(1).filter(|x| x != "--background").collect();
-    let log = a
-        .log_file
-        .as_ref()
-        .and_then(|f| std::fs::OpenOptions::new().create(true).append(true).open(f).ok());
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|x| x != "--background")
+        .collect();
+    let log = a.log_file.as_ref().and_then(|f| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(f)
+            .ok()
+    });
     let stderr = match log {
         Some(f) => Stdio::from(f),
         None => Stdio::null(),
     };
     // The child gets the pipe's write end; it must survive exec.
-    let _ = nix::fcntl::fcntl(&wr, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()));
+    let _ = nix::fcntl::fcntl(
+        &wr,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+    );
     let mut cmd = Command::new(exe);
     cmd.args(&args)
         .env(READY_FD_ENV, wr.as_raw_fd().to_string())
@@ -142,7 +161,10 @@ fn background(a: &MountArgs) -> i32 {
         println!("{}", child.id());
         0
     } else {
-        eprintln!("udsfs: the daemon did not come up{}", if line.is_empty() { "" } else { ": " });
+        eprintln!(
+            "udsfs: the daemon did not come up{}",
+            if line.is_empty() { "" } else { ": " }
+        );
         eprint!("{line}");
         1
     }
@@ -188,19 +210,21 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
     {
         let inner = inner.clone();
         let unmounter = unmounter.clone();
-        std::thread::Builder::new().name("udsfs-signals".into()).spawn(move || {
-            if let Ok(sig) = set.wait() {
-                log::info!("{sig:?}: answering parked requests and unmounting");
-            }
-            inner.shutdown();
-            if let Err(e) = unmounter.lock().unmount() {
-                log::warn!("unmount: {e}");
-            }
-            // Files still open keep a lazily unmounted connection alive; the
-            // daemon's exit ends it for them.
-            std::thread::sleep(Duration::from_millis(500));
-            std::process::exit(0);
-        })?;
+        std::thread::Builder::new()
+            .name("udsfs-signals".into())
+            .spawn(move || {
+                if let Ok(sig) = set.wait() {
+                    log::info!("{sig:?}: answering parked requests and unmounting");
+                }
+                inner.shutdown();
+                if let Err(e) = unmounter.lock().unmount() {
+                    log::warn!("unmount: {e}");
+                }
+                // Files still open keep a lazily unmounted connection alive; the
+                // daemon's exit ends it for them.
+                std::thread::sleep(Duration::from_millis(500));
+                std::process::exit(0);
+            })?;
     }
     if let Ok(fd) = std::env::var(READY_FD_ENV) {
         let mp = mountpoint.clone();
@@ -209,7 +233,11 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
             if let Ok(fd) = fd.parse::<i32>() {
                 // SAFETY: the parent passed us this fd and nothing else owns it.
                 let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-                let _ = f.write_all(if ok { b"ready\n" } else { b"mount does not answer\n" });
+                let _ = f.write_all(if ok {
+                    b"ready\n"
+                } else {
+                    b"mount does not answer\n"
+                });
             }
         });
     }
@@ -223,10 +251,13 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
 /// waits long: say so at start-up.
 fn warn_request_timeout() {
     for f in ["default_request_timeout", "max_request_timeout"] {
-        if let Ok(v) = std::fs::read_to_string(format!("/proc/sys/fs/fuse/{f}")) {
-            if v.trim() != "0" {
-                log::warn!("fs.fuse.{f} is {}: blocked readers may abort the mount", v.trim());
-            }
+        if let Ok(v) = std::fs::read_to_string(format!("/proc/sys/fs/fuse/{f}"))
+            && v.trim() != "0"
+        {
+            log::warn!(
+                "fs.fuse.{f} is {}: blocked readers may abort the mount",
+                v.trim()
+            );
         }
     }
 }
@@ -257,7 +288,10 @@ fn is_mounted(mp: &Path) -> bool {
 fn umount(mp: &Path) -> Result<(), String> {
     let mp = std::fs::canonicalize(mp).map_err(|e| format!("{}: {e}", mp.display()))?;
     if let Some(pid) = daemon_pid(&mp) {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(5) {
             if !is_mounted(&mp) {
@@ -277,5 +311,9 @@ fn umount(mp: &Path) -> Result<(), String> {
         .arg(&mp)
         .status()
         .map_err(|e| format!("fusermount3: {e}"))?;
-    if st.success() { Ok(()) } else { Err("fusermount3 -u failed".into()) }
+    if st.success() {
+        Ok(())
+    } else {
+        Err("fusermount3 -u failed".into())
+    }
 }

@@ -24,7 +24,13 @@ pub fn parse(line: &[u8]) -> Result<Command, Errno> {
         Some(i) => (&line[..i], trim(&line[i..])),
         None => (line, &b""[..]),
     };
-    let addr = |rest: &[u8]| if rest.is_empty() { Ok(None) } else { Addr::parse(rest).map(Some) };
+    let addr = |rest: &[u8]| {
+        if rest.is_empty() {
+            Ok(None)
+        } else {
+            Addr::parse(rest).map(Some)
+        }
+    };
     match word {
         b"bind" => Ok(Command::Bind(addr(rest)?)),
         b"connect" => Ok(Command::Connect(addr(rest)?)),
@@ -34,7 +40,9 @@ pub fn parse(line: &[u8]) -> Result<Command, Errno> {
                 return Ok(Command::Listen(-1));
             }
             let s = std::str::from_utf8(rest).map_err(|_| Errno::EINVAL)?;
-            s.parse::<i64>().map(Command::Listen).map_err(|_| Errno::EINVAL)
+            s.parse::<i64>()
+                .map(Command::Listen)
+                .map_err(|_| Errno::EINVAL)
         }
         b"shutdown" => match rest {
             b"rd" | b"0" => Ok(Command::Shutdown(RCV_SHUTDOWN)),
@@ -73,9 +81,15 @@ mod tests {
 
     #[test]
     fn parses_commands() {
-        assert_eq!(parse(b"bind run/a.sock"), Ok(Command::Bind(Some(Addr::Path(b"run/a.sock".to_vec())))));
+        assert_eq!(
+            parse(b"bind run/a.sock"),
+            Ok(Command::Bind(Some(Addr::Path(b"run/a.sock".to_vec()))))
+        );
         assert_eq!(parse(b"  bind  "), Ok(Command::Bind(None)));
-        assert_eq!(parse(b"bind @x\\x00y"), Ok(Command::Bind(Some(Addr::Abstract(b"x\0y".to_vec())))));
+        assert_eq!(
+            parse(b"bind @x\\x00y"),
+            Ok(Command::Bind(Some(Addr::Abstract(b"x\0y".to_vec()))))
+        );
         assert_eq!(parse(b"listen 5"), Ok(Command::Listen(5)));
         assert_eq!(parse(b"listen"), Ok(Command::Listen(-1)));
         assert_eq!(parse(b"listen x"), Err(Errno::EINVAL));

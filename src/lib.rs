@@ -3,8 +3,8 @@
 //! `engine` has the sockets and knows nothing of FUSE; `fuse` maps files to
 //! engine calls; `cli` is the command line.
 
-pub mod engine;
+pub mod cli;
 pub mod ctl;
+pub mod engine;
 pub mod fuse;
 pub mod msgfmt;
-pub mod cli;

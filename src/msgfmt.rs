@@ -21,7 +21,11 @@ pub struct SendHeader {
 /// Splits a write into its header and payload; EINVAL unless it is exactly
 /// one well-formed record.
 pub fn parse_record(buf: &[u8]) -> Result<(SendHeader, &[u8]), Errno> {
-    let nl = buf.iter().take(MAX_HEADER).position(|&b| b == b'\n').ok_or(Errno::EINVAL)?;
+    let nl = buf
+        .iter()
+        .take(MAX_HEADER)
+        .position(|&b| b == b'\n')
+        .ok_or(Errno::EINVAL)?;
     let header = parse_header(&buf[..nl])?;
     let payload = &buf[nl + 1..];
     if payload.len() != header.len {
@@ -75,7 +79,12 @@ fn parse_creds(v: &str) -> Result<Ucred, Errno> {
 }
 
 /// The header of a received record.
-pub fn format_header(len: usize, from: Option<&Addr>, creds: Option<Ucred>, rights: &[u64]) -> String {
+pub fn format_header(
+    len: usize,
+    from: Option<&Addr>,
+    creds: Option<Ucred>,
+    rights: &[u64],
+) -> String {
     let mut s = format!("len={len}");
     if let Some(a) = from {
         s.push_str(" from=");
@@ -102,7 +111,14 @@ mod tests {
         let (h, p) = parse_record(b"len=5 to=@srv creds=1:2:3 rights=7,9\nhello").unwrap();
         assert_eq!(h.len, 5);
         assert_eq!(h.to, Some(Addr::Abstract(b"srv".to_vec())));
-        assert_eq!(h.creds, Some(Ucred { pid: 1, uid: 2, gid: 3 }));
+        assert_eq!(
+            h.creds,
+            Some(Ucred {
+                pid: 1,
+                uid: 2,
+                gid: 3
+            })
+        );
         assert_eq!(h.rights, vec![7, 9]);
         assert_eq!(p, b"hello");
         assert_eq!(parse_record(b"len=4\nhello"), Err(Errno::EINVAL));
@@ -112,7 +128,12 @@ mod tests {
         let many: Vec<String> = (0..254).map(|i| i.to_string()).collect();
         let rec = format!("len=0 rights={}\n", many.join(","));
         assert_eq!(parse_record(rec.as_bytes()), Err(Errno::EINVAL));
-        let hdr = format_header(3, Some(&Addr::Abstract(b"00001".to_vec())), Some(Ucred::NONE), &[]);
+        let hdr = format_header(
+            3,
+            Some(&Addr::Abstract(b"00001".to_vec())),
+            Some(Ucred::NONE),
+            &[],
+        );
         assert_eq!(hdr, "len=3 from=@00001 creds=0:65534:65534\n");
     }
 }

@@ -6,7 +6,9 @@ use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 
-use super::socket::{BoundName, Conn, Msg, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, SockType, Socket, pollbits};
+use super::socket::{
+    BoundName, Conn, Msg, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, SockType, Socket, pollbits,
+};
 use super::{Addr, Caller, Engine, MAX_MSG, Result, Ucred, Waiter, Wakeups};
 
 /// What one receive returns.
@@ -134,7 +136,11 @@ impl Engine {
         let charge = truesize(data.len());
         let mut wake = Wakeups::new();
         {
-            let mut ot = if other.id == s.id { None } else { Some(other.lock()) };
+            let mut ot = if other.id == s.id {
+                None
+            } else {
+                Some(other.lock())
+            };
             let dead = ot.as_ref().is_some_and(|o| o.dead);
             if dead {
                 drop(ot);
@@ -152,7 +158,10 @@ impl Engine {
             if ot_ref.shutdown & RCV_SHUTDOWN != 0 {
                 return Err(Errno::EPIPE);
             }
-            if s.ty == SockType::Dgram && other_peer_is_us != Some(true) && ot_ref.rcvq.len() > ot_ref.max_dgram_qlen {
+            if s.ty == SockType::Dgram
+                && other_peer_is_us != Some(true)
+                && ot_ref.rcvq.len() > ot_ref.max_dgram_qlen
+            {
                 if let Some(w) = w {
                     ot_ref.writers.add(w.clone());
                 }
@@ -261,7 +270,11 @@ impl Engine {
             if pt.dead || pt.shutdown & RCV_SHUTDOWN != 0 {
                 drop(pt);
                 wake.run();
-                return if sent > 0 { Ok(sent) } else { Err(Errno::EPIPE) };
+                return if sent > 0 {
+                    Ok(sent)
+                } else {
+                    Err(Errno::EPIPE)
+                };
             }
             s.wmem.fetch_add(charge, Ordering::AcqRel);
             pt.rcvq_bytes += n;
@@ -291,10 +304,10 @@ impl Engine {
                 _ => self.message_recv(s.ty, &mut st, maxlen, &mut wake),
             }
             .inspect_err(|e| {
-                if *e == Errno::EAGAIN {
-                    if let Some(w) = w {
-                        st.readers.add(w.clone());
-                    }
+                if *e == Errno::EAGAIN
+                    && let Some(w) = w
+                {
+                    st.readers.add(w.clone());
                 }
             })
         };
@@ -302,7 +315,13 @@ impl Engine {
         res
     }
 
-    fn message_recv(&self, ty: SockType, st: &mut SockState, maxlen: usize, wake: &mut Wakeups) -> Result<Received> {
+    fn message_recv(
+        &self,
+        ty: SockType,
+        st: &mut SockState,
+        maxlen: usize,
+        wake: &mut Wakeups,
+    ) -> Result<Received> {
         if ty == SockType::Seqpacket && !matches!(st.conn, Conn::Connected(_)) {
             return Err(Errno::ENOTCONN);
         }
@@ -329,7 +348,12 @@ impl Engine {
         })
     }
 
-    fn stream_recv(st: &mut SockState, maxlen: usize, wake: &mut Wakeups, eng: &Engine) -> Result<Received> {
+    fn stream_recv(
+        st: &mut SockState,
+        maxlen: usize,
+        wake: &mut Wakeups,
+        eng: &Engine,
+    ) -> Result<Received> {
         match st.conn {
             Conn::Connected(_) => {}
             _ => return Err(Errno::EINVAL),
@@ -402,7 +426,9 @@ impl Engine {
                 st.readers.add(w.clone());
                 st.writers.add(w.clone());
             }
-            let peer = (s.ty == SockType::Dgram).then(|| Socket::peer(&st).cloned()).flatten();
+            let peer = (s.ty == SockType::Dgram)
+                .then(|| Socket::peer(&st).cloned())
+                .flatten();
             (mask, peer)
         };
         // A dgram socket is not writable while its one-way peer's queue is full.

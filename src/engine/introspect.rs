@@ -11,7 +11,11 @@ impl Engine {
     /// `.udsfs/sock/N/status`: one key=value per line.
     pub fn status(&self, s: &Arc<Socket>) -> String {
         let st = s.lock();
-        let local = st.name.as_ref().map(|n| n.addr.display()).unwrap_or_default();
+        let local = st
+            .name
+            .as_ref()
+            .map(|n| n.addr.display())
+            .unwrap_or_default();
         let peer_sock = Socket::peer(&st).cloned();
         let state = s.state_name(&st);
         let passcred = st.passcred as u8;
@@ -86,7 +90,8 @@ impl Engine {
                     Addr::Path(p) => out.push_str(&String::from_utf8_lossy(p)),
                     Addr::Abstract(a) => {
                         out.push('@');
-                        let shown: Vec<u8> = a.iter().map(|&b| if b == 0 { b'@' } else { b }).collect();
+                        let shown: Vec<u8> =
+                            a.iter().map(|&b| if b == 0 { b'@' } else { b }).collect();
                         out.push_str(&String::from_utf8_lossy(&shown));
                     }
                 }

@@ -30,7 +30,7 @@ pub use cred::{Caller, Ucred};
 pub use data::Received;
 pub use names::NameKey;
 pub use socket::{SockType, Socket};
-pub use wait::{ThreadWaiter, Wake, Waiter, Wakeups};
+pub use wait::{ThreadWaiter, Waiter, Wake, Wakeups};
 
 use names::NameTable;
 use tree::Tree;
@@ -144,7 +144,13 @@ impl Engine {
         let mut slab = self.socks.shards[shard].lock();
         let entry = slab.vacant_entry();
         let id = SockTable::id(shard, entry.key());
-        let sock = Arc::new(Socket::new(id, generation, ty, self.cfg.sndbuf, self.cfg.max_dgram_qlen));
+        let sock = Arc::new(Socket::new(
+            id,
+            generation,
+            ty,
+            self.cfg.sndbuf,
+            self.cfg.max_dgram_qlen,
+        ));
         entry.insert(SockDir {
             sock: sock.clone(),
             uid,
@@ -199,11 +205,11 @@ impl Engine {
 
     /// Gives the directory of `id` to a new owner (accept).
     pub fn set_owner(&self, id: u64, uid: u32, gid: u32) {
-        if let Some((shard, key)) = SockTable::split(id) {
-            if let Some(d) = self.socks.shards[shard].lock().get_mut(key) {
-                d.uid = uid;
-                d.gid = gid;
-            }
+        if let Some((shard, key)) = SockTable::split(id)
+            && let Some(d) = self.socks.shards[shard].lock().get_mut(key)
+        {
+            d.uid = uid;
+            d.gid = gid;
         }
     }
 
@@ -229,7 +235,9 @@ impl Engine {
     /// Takes a reference unless the socket is already closing.
     pub fn try_hold(&self, s: &Socket) -> bool {
         s.refs
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n > 0).then_some(n + 1))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n > 0).then_some(n + 1)
+            })
             .is_ok()
     }
 
@@ -244,7 +252,10 @@ impl Engine {
     /// lie inside the mount.
     fn tree_path<'a>(&self, path: &'a [u8]) -> Result<&'a [u8]> {
         self.tree.strip_mount_prefix(path).ok_or_else(|| {
-            log::info!("path {:?} is outside the mount", String::from_utf8_lossy(path));
+            log::info!(
+                "path {:?} is outside the mount",
+                String::from_utf8_lossy(path)
+            );
             Errno::EXDEV
         })
     }

@@ -49,7 +49,11 @@ impl NameTable {
     }
 
     /// Locks the buckets of two keys in ascending order (one lock if they share it).
-    fn lock2(&self, a: usize, b: usize) -> (MutexGuard<'_, Bucket>, Option<MutexGuard<'_, Bucket>>) {
+    fn lock2(
+        &self,
+        a: usize,
+        b: usize,
+    ) -> (MutexGuard<'_, Bucket>, Option<MutexGuard<'_, Bucket>>) {
         match a.cmp(&b) {
             std::cmp::Ordering::Equal => (self.buckets[a].lock(), None),
             std::cmp::Ordering::Less => {
@@ -66,7 +70,9 @@ impl NameTable {
 
     pub fn insert_unbound(&self, sock: &Arc<Socket>) {
         let key = NameKey::Unbound(sock.id);
-        self.buckets[self.bucket_of(&key)].lock().insert(key, sock.clone());
+        self.buckets[self.bucket_of(&key)]
+            .lock()
+            .insert(key, sock.clone());
     }
 
     /// Moves `sock` from `old` to `new`; EADDRINUSE if `new` is taken.

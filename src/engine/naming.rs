@@ -21,7 +21,10 @@ impl Engine {
         match addr {
             Addr::Path(p) => {
                 let ino = self.tree.connect_node(self.tree_path(p)?, caller)?;
-                let s = self.names.lookup(&NameKey::Path(ino)).ok_or(Errno::ECONNREFUSED)?;
+                let s = self
+                    .names
+                    .lookup(&NameKey::Path(ino))
+                    .ok_or(Errno::ECONNREFUSED)?;
                 if s.ty != ty {
                     return Err(Errno::EPROTOTYPE);
                 }
@@ -147,13 +150,25 @@ impl Engine {
     /// connect(): stream and seqpacket connect to a listener (EAGAIN with the
     /// waiter left on the listener when its backlog is full); dgram sets the
     /// default peer.
-    pub fn connect(&self, s: &Arc<Socket>, addr: &Addr, caller: &Caller, w: Option<&Waiter>) -> Result<()> {
+    pub fn connect(
+        &self,
+        s: &Arc<Socket>,
+        addr: &Addr,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<()> {
         let other = self.find(addr, s.ty, caller)?;
         self.connect_to(s, other, caller, w)
     }
 
     /// connect() to a socket already found (the connect view finds it by node).
-    pub fn connect_to(&self, s: &Arc<Socket>, other: Arc<Socket>, caller: &Caller, w: Option<&Waiter>) -> Result<()> {
+    pub fn connect_to(
+        &self,
+        s: &Arc<Socket>,
+        other: Arc<Socket>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<()> {
         if other.ty != s.ty {
             return Err(Errno::EPROTOTYPE);
         }
@@ -240,10 +255,10 @@ impl Engine {
                 if ot.dead {
                     return Err(Errno::ECONNREFUSED);
                 }
-                if let Some(p) = super::socket::Socket::peer(ot) {
-                    if p.id != s.id {
-                        return Err(Errno::EPERM);
-                    }
+                if let Some(p) = super::socket::Socket::peer(ot)
+                    && p.id != s.id
+                {
+                    return Err(Errno::EPERM);
                 }
             }
             let old = std::mem::replace(&mut st.conn, Conn::Connected(other.clone()));
@@ -289,7 +304,11 @@ impl Engine {
     }
 
     /// unix_dgram_disconnected, own half: the queue is purged.
-    pub(crate) fn dgram_disconnected(&self, st: &mut super::socket::SockState, wake: &mut Wakeups) -> bool {
+    pub(crate) fn dgram_disconnected(
+        &self,
+        st: &mut super::socket::SockState,
+        wake: &mut Wakeups,
+    ) -> bool {
         if st.rcvq.is_empty() {
             return false;
         }
@@ -382,7 +401,9 @@ impl Engine {
     /// (write permission on the node; the kernel checked the directories).
     pub fn find_by_node(&self, ino: u64, caller: &Caller) -> Result<Arc<Socket>> {
         self.tree.check_connect_node(ino, caller)?;
-        self.names.lookup(&NameKey::Path(ino)).ok_or(Errno::ECONNREFUSED)
+        self.names
+            .lookup(&NameKey::Path(ino))
+            .ok_or(Errno::ECONNREFUSED)
     }
 
     /// The socket bound at abstract `name`, trying the types in turn.

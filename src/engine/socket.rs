@@ -133,7 +133,13 @@ pub struct Socket {
 }
 
 impl Socket {
-    pub fn new(id: u64, generation: u64, ty: SockType, sndbuf: usize, max_dgram_qlen: usize) -> Socket {
+    pub fn new(
+        id: u64,
+        generation: u64,
+        ty: SockType,
+        sndbuf: usize,
+        max_dgram_qlen: usize,
+    ) -> Socket {
         Socket {
             id,
             ty,
@@ -197,7 +203,10 @@ impl Socket {
 }
 
 /// Locks two distinct sockets in ascending id order (gVisor's rule).
-pub fn lock2<'a>(a: &'a Socket, b: &'a Socket) -> (MutexGuard<'a, SockState>, MutexGuard<'a, SockState>) {
+pub fn lock2<'a>(
+    a: &'a Socket,
+    b: &'a Socket,
+) -> (MutexGuard<'a, SockState>, MutexGuard<'a, SockState>) {
     debug_assert_ne!(a.id, b.id);
     if a.id < b.id {
         let ga = a.lock();

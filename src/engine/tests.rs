@@ -65,7 +65,10 @@ fn dgram_size_limit_comes_before_enotconn() {
     let s = e.socket(SockType::Dgram, &c);
     let big = vec![0u8; 212961];
     assert_eq!(e.send(&s, &big, None, None, &c, None), Err(Errno::EMSGSIZE));
-    assert_eq!(e.send(&s, &big[..212960], None, None, &c, None), Err(Errno::ENOTCONN));
+    assert_eq!(
+        e.send(&s, &big[..212960], None, None, &c, None),
+        Err(Errno::ENOTCONN)
+    );
 }
 
 #[test]
@@ -83,7 +86,10 @@ fn dgram_queue_limit_and_mutual_exception() {
     // A blocked sender is woken by the receiver.
     let w = ThreadWaiter::new();
     let waiter: Waiter = w.clone();
-    assert_eq!(e.send(&cli, b"x", None, None, &c, Some(&waiter)), Err(Errno::EAGAIN));
+    assert_eq!(
+        e.send(&cli, b"x", None, None, &c, Some(&waiter)),
+        Err(Errno::EAGAIN)
+    );
     recv(&e, &srv, 10).unwrap();
     w.wait();
     e.send(&cli, b"x", None, None, &c, None).unwrap();
@@ -106,8 +112,14 @@ fn dgram_peer_close_refuses_once_then_enotconn() {
     let cli = e.socket(SockType::Dgram, &c);
     e.connect(&cli, &abs("gone"), &c, None).unwrap();
     e.put(&srv);
-    assert_eq!(e.send(&cli, b"x", None, None, &c, None), Err(Errno::ECONNREFUSED));
-    assert_eq!(e.send(&cli, b"x", None, None, &c, None), Err(Errno::ENOTCONN));
+    assert_eq!(
+        e.send(&cli, b"x", None, None, &c, None),
+        Err(Errno::ECONNREFUSED)
+    );
+    assert_eq!(
+        e.send(&cli, b"x", None, None, &c, None),
+        Err(Errno::ENOTCONN)
+    );
     assert_eq!(recv(&e, &cli, 10), Err(Errno::EAGAIN));
     // The abstract name was freed with the socket.
     let again = e.socket(SockType::Dgram, &c);
@@ -124,7 +136,10 @@ fn dgram_target_connected_elsewhere_is_eperm() {
     e.bind(&b, &abs("b"), &c).unwrap();
     e.connect(&a, &abs("b"), &c, None).unwrap();
     let third = e.socket(SockType::Dgram, &c);
-    assert_eq!(e.send(&third, b"x", Some(&abs("a")), None, &c, None), Err(Errno::EPERM));
+    assert_eq!(
+        e.send(&third, b"x", Some(&abs("a")), None, &c, None),
+        Err(Errno::EPERM)
+    );
     assert_eq!(e.connect(&third, &abs("a"), &c, None), Err(Errno::EPERM));
     // b, a's peer, may send to a.
     e.send(&b, b"x", Some(&abs("a")), None, &c, None).unwrap();
@@ -153,8 +168,14 @@ fn names_follow_linux() {
     let a = e.socket(SockType::Dgram, &c);
     e.autobind(&a).unwrap();
     let name = a.lock().name.clone().unwrap();
-    let Addr::Abstract(n) = &name.addr else { panic!("not abstract") };
-    assert!(n.len() == 5 && n.iter().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    let Addr::Abstract(n) = &name.addr else {
+        panic!("not abstract")
+    };
+    assert!(
+        n.len() == 5
+            && n.iter()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    );
     e.autobind(&a).unwrap();
     assert!(Arc::ptr_eq(&name, a.lock().name.as_ref().unwrap()));
     assert_eq!(e.bind(&a, &abs("late"), &c), Err(Errno::EINVAL));
@@ -163,13 +184,22 @@ fn names_follow_linux() {
     e.bind(&p, &path("p.sock"), &c).unwrap();
     e.put(&p);
     let p2 = e.socket(SockType::Dgram, &c);
-    assert_eq!(e.connect(&p2, &path("p.sock"), &c, None), Err(Errno::ECONNREFUSED));
+    assert_eq!(
+        e.connect(&p2, &path("p.sock"), &c, None),
+        Err(Errno::ECONNREFUSED)
+    );
     assert_eq!(e.bind(&p2, &path("p.sock"), &c), Err(Errno::EADDRINUSE));
     e.tree.unlink(tree::ROOT_INO, b"p.sock").unwrap();
     e.bind(&p2, &path("p.sock"), &c).unwrap();
     let st = e.socket(SockType::Stream, &c);
-    assert_eq!(e.connect(&st, &path("p.sock"), &c, None), Err(Errno::EPROTOTYPE));
-    assert_eq!(e.connect(&st, &path("missing"), &c, None), Err(Errno::ENOENT));
+    assert_eq!(
+        e.connect(&st, &path("p.sock"), &c, None),
+        Err(Errno::EPROTOTYPE)
+    );
+    assert_eq!(
+        e.connect(&st, &path("missing"), &c, None),
+        Err(Errno::ENOENT)
+    );
 }
 
 #[test]

@@ -62,7 +62,11 @@ struct Node {
 impl Node {
     fn new(content: Content, perm: u32, uid: u32, gid: u32) -> Node {
         let now = SystemTime::now();
-        let nlink = if matches!(content, Content::Dir { .. }) { 2 } else { 1 };
+        let nlink = if matches!(content, Content::Dir { .. }) {
+            2
+        } else {
+            1
+        };
         Node {
             content,
             perm: perm & 0o7777,
@@ -151,19 +155,31 @@ struct Locked<'a> {
 impl Locked<'_> {
     fn get(&self, ino: u64) -> Result<&Node, Errno> {
         let s = (ino % self.nshards as u64) as usize;
-        let g = self.guards.iter().find(|(i, _)| *i == s).expect("shard locked");
+        let g = self
+            .guards
+            .iter()
+            .find(|(i, _)| *i == s)
+            .expect("shard locked");
         g.1.get(&ino).ok_or(Errno::ENOENT)
     }
 
     fn get_mut(&mut self, ino: u64) -> Result<&mut Node, Errno> {
         let s = (ino % self.nshards as u64) as usize;
-        let g = self.guards.iter_mut().find(|(i, _)| *i == s).expect("shard locked");
+        let g = self
+            .guards
+            .iter_mut()
+            .find(|(i, _)| *i == s)
+            .expect("shard locked");
         g.1.get_mut(&ino).ok_or(Errno::ENOENT)
     }
 
     fn remove(&mut self, ino: u64) {
         let s = (ino % self.nshards as u64) as usize;
-        let g = self.guards.iter_mut().find(|(i, _)| *i == s).expect("shard locked");
+        let g = self
+            .guards
+            .iter_mut()
+            .find(|(i, _)| *i == s)
+            .expect("shard locked");
         g.1.remove(&ino);
     }
 }
@@ -238,13 +254,19 @@ impl Tree {
         idx.sort_unstable();
         idx.dedup();
         Locked {
-            guards: idx.into_iter().map(|i| (i, self.shards[i].lock())).collect(),
+            guards: idx
+                .into_iter()
+                .map(|i| (i, self.shards[i].lock()))
+                .collect(),
             nshards: n,
         }
     }
 
     pub fn getattr(&self, ino: u64) -> Result<Attr, Errno> {
-        self.shard(ino).get(&ino).map(|n| n.attr(ino)).ok_or(Errno::ENOENT)
+        self.shard(ino)
+            .get(&ino)
+            .map(|n| n.attr(ino))
+            .ok_or(Errno::ENOENT)
     }
 
     fn child(&self, parent: u64, name: &[u8]) -> Result<u64, Errno> {
@@ -277,7 +299,10 @@ impl Tree {
             };
             (entries.clone(), *parent)
         };
-        let mut out = vec![(ino, Kind::Dir, b".".to_vec()), (parent, Kind::Dir, b"..".to_vec())];
+        let mut out = vec![
+            (ino, Kind::Dir, b".".to_vec()),
+            (parent, Kind::Dir, b"..".to_vec()),
+        ];
         for (name, child) in entries {
             if let Ok(a) = self.getattr(child) {
                 out.push((child, a.kind, name));
@@ -317,11 +342,23 @@ impl Tree {
             dir.nlink += 1;
         }
         let s = (ino % self.shards.len() as u64) as usize;
-        l.guards.iter_mut().find(|(i, _)| *i == s).unwrap().1.insert(ino, node);
+        l.guards
+            .iter_mut()
+            .find(|(i, _)| *i == s)
+            .unwrap()
+            .1
+            .insert(ino, node);
         Ok(attr)
     }
 
-    pub fn mkdir(&self, parent: u64, name: &[u8], perm: u32, uid: u32, gid: u32) -> Result<Attr, Errno> {
+    pub fn mkdir(
+        &self,
+        parent: u64,
+        name: &[u8],
+        perm: u32,
+        uid: u32,
+        gid: u32,
+    ) -> Result<Attr, Errno> {
         let content = Content::Dir {
             entries: BTreeMap::new(),
             parent,
@@ -329,15 +366,33 @@ impl Tree {
         self.insert(parent, name, Node::new(content, perm, uid, gid))
     }
 
-    pub fn mknod_socket(&self, parent: u64, name: &[u8], perm: u32, uid: u32, gid: u32) -> Result<Attr, Errno> {
+    pub fn mknod_socket(
+        &self,
+        parent: u64,
+        name: &[u8],
+        perm: u32,
+        uid: u32,
+        gid: u32,
+    ) -> Result<Attr, Errno> {
         self.insert(parent, name, Node::new(Content::Socket, perm, uid, gid))
     }
 
-    pub fn symlink(&self, parent: u64, name: &[u8], target: &[u8], uid: u32, gid: u32) -> Result<Attr, Errno> {
+    pub fn symlink(
+        &self,
+        parent: u64,
+        name: &[u8],
+        target: &[u8],
+        uid: u32,
+        gid: u32,
+    ) -> Result<Attr, Errno> {
         if target.is_empty() {
             return Err(Errno::ENOENT);
         }
-        self.insert(parent, name, Node::new(Content::Symlink(target.to_vec()), 0o777, uid, gid))
+        self.insert(
+            parent,
+            name,
+            Node::new(Content::Symlink(target.to_vec()), 0o777, uid, gid),
+        )
     }
 
     pub fn link(&self, ino: u64, parent: u64, name: &[u8]) -> Result<Attr, Errno> {
@@ -421,14 +476,22 @@ impl Tree {
         }
     }
 
-    pub fn rename(&self, parent: u64, name: &[u8], newparent: u64, newname: &[u8], flags: u32) -> Result<(), Errno> {
+    pub fn rename(
+        &self,
+        parent: u64,
+        name: &[u8],
+        newparent: u64,
+        newname: &[u8],
+        flags: u32,
+    ) -> Result<(), Errno> {
         check_name(newname)?;
         if newparent == ROOT_INO && newname == CONTROL_NAME {
             return Err(Errno::EPERM);
         }
         let noreplace = flags & libc::RENAME_NOREPLACE != 0;
         let exchange = flags & libc::RENAME_EXCHANGE != 0;
-        if flags & !(libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE) != 0 || (noreplace && exchange) {
+        if flags & !(libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE) != 0 || (noreplace && exchange)
+        {
             return Err(Errno::EINVAL);
         }
         let _moving = self.rename_lock.lock();
@@ -441,10 +504,15 @@ impl Tree {
         if src_is_dir && self.is_within(newparent, ino) {
             return Err(Errno::EINVAL);
         }
-        if let Some(t) = target {
-            if self.getattr(t)?.kind == Kind::Dir && self.is_within(parent, t) {
-                return Err(if exchange { Errno::EINVAL } else { Errno::ENOTEMPTY });
-            }
+        if let Some(t) = target
+            && self.getattr(t)?.kind == Kind::Dir
+            && self.is_within(parent, t)
+        {
+            return Err(if exchange {
+                Errno::EINVAL
+            } else {
+                Errno::ENOTEMPTY
+            });
         }
         let mut inos = vec![parent, newparent, ino];
         inos.extend(target);
@@ -458,9 +526,15 @@ impl Tree {
             let t = target.ok_or(Errno::ENOENT)?;
             let t_is_dir = l.get(t)?.kind() == Kind::Dir;
             l.get_mut(parent)?.entries_mut()?.insert(name.to_vec(), t);
-            l.get_mut(newparent)?.entries_mut()?.insert(newname.to_vec(), ino);
+            l.get_mut(newparent)?
+                .entries_mut()?
+                .insert(newname.to_vec(), ino);
             if src_is_dir != t_is_dir && parent != newparent {
-                let (dir_from, dir_to) = if src_is_dir { (parent, newparent) } else { (newparent, parent) };
+                let (dir_from, dir_to) = if src_is_dir {
+                    (parent, newparent)
+                } else {
+                    (newparent, parent)
+                };
                 l.get_mut(dir_from)?.nlink -= 1;
                 l.get_mut(dir_to)?.nlink += 1;
             }
@@ -489,7 +563,9 @@ impl Tree {
                 }
             }
             l.get_mut(parent)?.entries_mut()?.remove(name);
-            l.get_mut(newparent)?.entries_mut()?.insert(newname.to_vec(), ino);
+            l.get_mut(newparent)?
+                .entries_mut()?
+                .insert(newname.to_vec(), ino);
             if src_is_dir && parent != newparent {
                 l.get_mut(parent)?.nlink -= 1;
                 l.get_mut(newparent)?.nlink += 1;
@@ -550,7 +626,12 @@ impl Tree {
     /// search permission on every directory, symlinks followed (the last one
     /// only if `follow_last`). Returns the parent, the last name and the inode
     /// it names, if any.
-    pub fn walk(&self, path: &[u8], caller: &Caller, follow_last: bool) -> Result<(u64, Vec<u8>, Option<u64>), Errno> {
+    pub fn walk(
+        &self,
+        path: &[u8],
+        caller: &Caller,
+        follow_last: bool,
+    ) -> Result<(u64, Vec<u8>, Option<u64>), Errno> {
         let mut pending: Vec<Vec<u8>> = split(path);
         pending.reverse();
         let mut dir = ROOT_INO;
@@ -624,10 +705,10 @@ impl Tree {
     /// Takes back a node bind_node made (the socket turned out to be bound).
     pub fn unbind_node(&self, path: &[u8], ino: u64) {
         let root = Caller::new(0, 0, 0);
-        if let Ok((dir, name, Some(found))) = self.walk(path, &root, false) {
-            if found == ino {
-                let _ = self.unlink(dir, &name);
-            }
+        if let Ok((dir, name, Some(found))) = self.walk(path, &root, false)
+            && found == ino
+        {
+            let _ = self.unlink(dir, &name);
         }
     }
 
@@ -683,9 +764,18 @@ mod tests {
         let root = user(0);
         let run = t.mkdir(ROOT_INO, b"run", 0o755, 0, 0).unwrap();
         let ino = t.bind_node(b"run/a.sock", &root, 0o755).unwrap();
-        assert_eq!(t.bind_node(b"run/a.sock", &root, 0o755), Err(Errno::EADDRINUSE));
-        assert_eq!(t.bind_node(b"nodir/a.sock", &root, 0o755), Err(Errno::ENOENT));
-        assert_eq!(t.bind_node(b"run/a.sock/x", &root, 0o755), Err(Errno::ENOTDIR));
+        assert_eq!(
+            t.bind_node(b"run/a.sock", &root, 0o755),
+            Err(Errno::EADDRINUSE)
+        );
+        assert_eq!(
+            t.bind_node(b"nodir/a.sock", &root, 0o755),
+            Err(Errno::ENOENT)
+        );
+        assert_eq!(
+            t.bind_node(b"run/a.sock/x", &root, 0o755),
+            Err(Errno::ENOTDIR)
+        );
         assert_eq!(t.connect_node(b"/run/./a.sock", &root), Ok(ino));
         assert_eq!(t.connect_node(b"run", &root), Err(Errno::ECONNREFUSED));
         t.symlink(ROOT_INO, b"l", b"run/a.sock", 0, 0).unwrap();
@@ -696,10 +786,12 @@ mod tests {
         assert_eq!(t.connect_node(b"run/a.sock", &u), Err(Errno::EACCES));
         t.setattr(ino, Some(0o777), None, None, None, None).unwrap();
         assert_eq!(t.connect_node(b"run/a.sock", &u), Ok(ino));
-        t.setattr(run.ino, Some(0o700), None, None, None, None).unwrap();
+        t.setattr(run.ino, Some(0o700), None, None, None, None)
+            .unwrap();
         assert_eq!(t.connect_node(b"run/a.sock", &u), Err(Errno::EACCES));
         // rename keeps the inode; unlink removes the name.
-        t.rename(run.ino, b"a.sock", ROOT_INO, b"b.sock", 0).unwrap();
+        t.rename(run.ino, b"a.sock", ROOT_INO, b"b.sock", 0)
+            .unwrap();
         assert_eq!(t.connect_node(b"b.sock", &root), Ok(ino));
         assert_eq!(t.connect_node(b"run/a.sock", &root), Err(Errno::ENOENT));
         t.unlink(ROOT_INO, b"b.sock").unwrap();
@@ -713,7 +805,10 @@ mod tests {
         let b = t.mkdir(a.ino, b"b", 0o755, 0, 0).unwrap();
         assert_eq!(t.rename(ROOT_INO, b"a", b.ino, b"x", 0), Err(Errno::EINVAL));
         assert_eq!(t.rmdir(ROOT_INO, b"a"), Err(Errno::ENOTEMPTY));
-        assert_eq!(t.mkdir(ROOT_INO, CONTROL_NAME, 0o755, 0, 0).unwrap_err(), Errno::EEXIST);
+        assert_eq!(
+            t.mkdir(ROOT_INO, CONTROL_NAME, 0o755, 0, 0).unwrap_err(),
+            Errno::EEXIST
+        );
         assert_eq!(t.getattr(a.ino).unwrap().nlink, 3);
         t.rename(a.ino, b"b", ROOT_INO, b"b", 0).unwrap();
         assert_eq!(t.getattr(a.ino).unwrap().nlink, 2);

@@ -14,7 +14,9 @@ use crate::msgfmt;
 
 pub enum FileKind {
     /// A control handle: reading gives `text`, writing runs commands.
-    Ctl { text: Vec<u8> },
+    Ctl {
+        text: Vec<u8>,
+    },
     Data,
     Msg(Mutex<MsgReader>),
     /// Text made at open (status, unix, gc).
@@ -54,16 +56,23 @@ impl Files {
 
     pub fn insert(&self, f: OpenFile) -> u64 {
         let fh = self.next.fetch_add(1, Ordering::Relaxed);
-        self.shards[(fh % SHARDS as u64) as usize].lock().insert(fh, Arc::new(f));
+        self.shards[(fh % SHARDS as u64) as usize]
+            .lock()
+            .insert(fh, Arc::new(f));
         fh
     }
 
     pub fn get(&self, fh: u64) -> Option<Arc<OpenFile>> {
-        self.shards[(fh % SHARDS as u64) as usize].lock().get(&fh).cloned()
+        self.shards[(fh % SHARDS as u64) as usize]
+            .lock()
+            .get(&fh)
+            .cloned()
     }
 
     pub fn remove(&self, fh: u64) -> Option<Arc<OpenFile>> {
-        self.shards[(fh % SHARDS as u64) as usize].lock().remove(&fh)
+        self.shards[(fh % SHARDS as u64) as usize]
+            .lock()
+            .remove(&fh)
     }
 }
 
@@ -91,18 +100,29 @@ fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
         }
     }
     if c.pid <= 0 || !std::path::Path::new(&format!("/proc/{}", c.pid)).exists() {
-        return Err(if caller.is_root() { Errno::ESRCH } else { Errno::EPERM });
+        return Err(if caller.is_root() {
+            Errno::ESRCH
+        } else {
+            Errno::EPERM
+        });
     }
     Ok(())
 }
 
 impl OpenFile {
     pub fn is_stream_data(&self) -> bool {
-        matches!(self.kind, FileKind::Data | FileKind::Msg(_)) && self.sock.as_ref().is_some_and(|s| s.ty == SockType::Stream)
+        matches!(self.kind, FileKind::Data | FileKind::Msg(_))
+            && self.sock.as_ref().is_some_and(|s| s.ty == SockType::Stream)
     }
 
     /// One read. EAGAIN means nothing yet; `w` waits for it.
-    pub fn read(&self, eng: &Engine, offset: u64, size: u32, w: Option<&Waiter>) -> Result<Vec<u8>, Errno> {
+    pub fn read(
+        &self,
+        eng: &Engine,
+        offset: u64,
+        size: u32,
+        w: Option<&Waiter>,
+    ) -> Result<Vec<u8>, Errno> {
         match &self.kind {
             FileKind::Ctl { text } => Ok(read_at(text, offset, size)),
             FileKind::Snapshot(text) => Ok(read_at(text, offset, size)),
@@ -114,10 +134,15 @@ impl OpenFile {
                 let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
                 let mut r = reader.lock();
                 if r.pos >= r.buf.len() {
-                    let want = if s.ty == SockType::Stream { size as usize } else { MAX_MSG };
+                    let want = if s.ty == SockType::Stream {
+                        size as usize
+                    } else {
+                        MAX_MSG
+                    };
                     let got = eng.recv(s, want, w)?;
                     let from = got.from.as_ref().map(|n| &n.addr);
-                    let mut rec = msgfmt::format_header(got.data.len(), from, got.creds, &[]).into_bytes();
+                    let mut rec =
+                        msgfmt::format_header(got.data.len(), from, got.creds, &[]).into_bytes();
                     rec.extend_from_slice(&got.data);
                     r.buf = rec;
                     r.pos = 0;
@@ -208,7 +233,13 @@ impl OpenFile {
     }
 }
 
-fn run_command(eng: &Engine, s: &Arc<Socket>, line: &[u8], caller: &Caller, w: Option<&Waiter>) -> Result<(), Errno> {
+fn run_command(
+    eng: &Engine,
+    s: &Arc<Socket>,
+    line: &[u8],
+    caller: &Caller,
+    w: Option<&Waiter>,
+) -> Result<(), Errno> {
     match ctl::parse(line)? {
         Command::Bind(Some(a)) => eng.bind(s, &a, caller),
         Command::Bind(None) => eng.autobind(s),

@@ -44,7 +44,10 @@ impl SockFile {
     ];
 
     pub fn from_name(name: &[u8]) -> Option<SockFile> {
-        Self::FILES.iter().find(|(_, n)| n.as_bytes() == name).map(|(f, _)| *f)
+        Self::FILES
+            .iter()
+            .find(|(_, n)| n.as_bytes() == name)
+            .map(|(f, _)| *f)
     }
 
     fn code(self) -> u64 {

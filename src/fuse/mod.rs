@@ -12,15 +12,16 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
-    Errno as FErrno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig,
-    LockOwner, OpenFlags, PollEvents, PollFlags, PollNotifier, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyPoll, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    Errno as FErrno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    KernelConfig, LockOwner, OpenFlags, PollEvents, PollFlags, PollNotifier, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyPoll, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use crate::engine::tree::{self, Kind, ROOT_INO};
-use crate::engine::{Caller, Engine, SockType, Socket, Wake, Waiter, addr};
+use crate::engine::{Caller, Engine, SockType, Socket, Waiter, Wake, addr};
 use files::{FileKind, Files, MsgReader, OpenFile};
 use inode::{Ctrl, Node, SockFile, TYPE_NAMES};
 use park::{OpenOp, Outcome, ParkTable, Parked, Pending, Retry};
@@ -35,7 +36,9 @@ fn ferr(e: Errno) -> FErrno {
 }
 
 fn socket_open_flags() -> FopenFlags {
-    FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_STREAM | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
+    FopenFlags::FOPEN_DIRECT_IO
+        | FopenFlags::FOPEN_STREAM
+        | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
 }
 
 fn nonblocking(flags: i32) -> bool {
@@ -71,10 +74,10 @@ impl Retry for Retrier {
     }
 
     fn cleanup_open(&self, op: OpenOp) {
-        if let Some(inner) = self.0.upgrade() {
-            if let OpenOp::Connect { client, .. } = op {
-                inner.eng.put(&client);
-            }
+        if let Some(inner) = self.0.upgrade()
+            && let OpenOp::Connect { client, .. } = op
+        {
+            inner.eng.put(&client);
         }
     }
 }
@@ -162,7 +165,9 @@ impl Inner {
             }
             Node::Ctrl(c) => {
                 let (kind, perm) = match c {
-                    Ctrl::Root | Ctrl::TypeDir(_) | Ctrl::SockDir | Ctrl::AbstractDir => (FileType::Directory, 0o555),
+                    Ctrl::Root | Ctrl::TypeDir(_) | Ctrl::SockDir | Ctrl::AbstractDir => {
+                        (FileType::Directory, 0o555)
+                    }
                     Ctrl::Clone(_) | Ctrl::Pair(_) => (FileType::RegularFile, 0o666),
                     Ctrl::Unix => (FileType::RegularFile, 0o444),
                     Ctrl::Gc => (FileType::RegularFile, 0o644),
@@ -175,20 +180,31 @@ impl Inner {
                     SockFile::Dir => (FileType::Directory, 0o700, 0),
                     SockFile::Status => (FileType::RegularFile, 0o400, 0),
                     SockFile::Ctl | SockFile::Accept => (FileType::RegularFile, 0o600, 0),
-                    SockFile::Data | SockFile::Msg => (FileType::RegularFile, 0o600, SOCKET_FILE_SIZE),
+                    SockFile::Data | SockFile::Msg => {
+                        (FileType::RegularFile, 0o600, SOCKET_FILE_SIZE)
+                    }
                 };
                 mk(node.ino(), kind, perm, d.uid, d.gid, size)
             }
             Node::Abstract(id) => {
                 let d = self.eng.dir(id).ok_or(Errno::ENOENT)?;
-                mk(node.ino(), FileType::RegularFile, 0o666, d.uid, d.gid, SOCKET_FILE_SIZE)
+                mk(
+                    node.ino(),
+                    FileType::RegularFile,
+                    0o666,
+                    d.uid,
+                    d.gid,
+                    SOCKET_FILE_SIZE,
+                )
             }
         })
     }
 
     fn generation(&self, node: Node) -> u64 {
         match node {
-            Node::Sock(id, _) | Node::Abstract(id) => self.eng.dir(id).map(|d| d.generation).unwrap_or(0),
+            Node::Sock(id, _) | Node::Abstract(id) => {
+                self.eng.dir(id).map(|d| d.generation).unwrap_or(0)
+            }
             _ => 0,
         }
     }
@@ -223,7 +239,9 @@ impl Inner {
                 self.eng.dir(id).ok_or(Errno::ENOENT)?;
                 Ok(Node::Sock(id, SockFile::Dir))
             }
-            Node::Sock(id, SockFile::Dir) => SockFile::from_name(name).map(|f| Node::Sock(id, f)).ok_or(Errno::ENOENT),
+            Node::Sock(id, SockFile::Dir) => SockFile::from_name(name)
+                .map(|f| Node::Sock(id, f))
+                .ok_or(Errno::ENOENT),
             Node::Ctrl(Ctrl::AbstractDir) => {
                 let raw = addr::unescape(name).map_err(|_| Errno::ENOENT)?;
                 let s = self.eng.find_abstract_any(&raw).ok_or(Errno::ENOENT)?;
@@ -247,21 +265,37 @@ impl Inner {
                         Kind::Socket if view => reg,
                         Kind::Socket => FileType::Socket,
                     };
-                    let ino = if view { Node::Connect(child).ino() } else { child };
+                    let ino = if view {
+                        Node::Connect(child).ino()
+                    } else {
+                        child
+                    };
                     out.push((ino, ft, name));
                 }
                 if ino == ROOT_INO && !view {
-                    out.push((Node::Ctrl(Ctrl::Root).ino(), dir, tree::CONTROL_NAME.to_vec()));
+                    out.push((
+                        Node::Ctrl(Ctrl::Root).ino(),
+                        dir,
+                        tree::CONTROL_NAME.to_vec(),
+                    ));
                 }
             }
             Node::Ctrl(Ctrl::Root) => {
                 out.push((node.ino(), dir, b".".to_vec()));
                 out.push((ROOT_INO, dir, b"..".to_vec()));
                 for (t, n) in TYPE_NAMES {
-                    out.push((Node::Ctrl(Ctrl::TypeDir(t)).ino(), dir, n.as_bytes().to_vec()));
+                    out.push((
+                        Node::Ctrl(Ctrl::TypeDir(t)).ino(),
+                        dir,
+                        n.as_bytes().to_vec(),
+                    ));
                 }
                 out.push((Node::Ctrl(Ctrl::SockDir).ino(), dir, b"sock".to_vec()));
-                out.push((Node::Ctrl(Ctrl::AbstractDir).ino(), dir, b"abstract".to_vec()));
+                out.push((
+                    Node::Ctrl(Ctrl::AbstractDir).ino(),
+                    dir,
+                    b"abstract".to_vec(),
+                ));
                 out.push((Node::Connect(ROOT_INO).ino(), dir, b"connect".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Unix).ino(), reg, b"unix".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Gc).ino(), reg, b"gc".to_vec()));
@@ -276,7 +310,11 @@ impl Inner {
                 out.push((node.ino(), dir, b".".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Root).ino(), dir, b"..".to_vec()));
                 for (id, _) in self.eng.dirs() {
-                    out.push((Node::Sock(id, SockFile::Dir).ino(), dir, id.to_string().into_bytes()));
+                    out.push((
+                        Node::Sock(id, SockFile::Dir).ino(),
+                        dir,
+                        id.to_string().into_bytes(),
+                    ));
                 }
             }
             Node::Sock(id, SockFile::Dir) => {
@@ -318,7 +356,9 @@ impl Inner {
     fn ctl_handle(&self, s: Arc<Socket>, text: String) -> u64 {
         self.files.insert(OpenFile {
             sock: Some(s),
-            kind: FileKind::Ctl { text: text.into_bytes() },
+            kind: FileKind::Ctl {
+                text: text.into_bytes(),
+            },
             held: Mutex::new(None),
         })
     }
@@ -348,7 +388,12 @@ impl Inner {
     }
 
     /// Opens that may block: accept and the connect views.
-    fn open_blocking(&self, op: OpenOp, caller: &Caller, w: Option<&Waiter>) -> Result<(u64, FopenFlags), (Errno, Option<OpenOp>)> {
+    fn open_blocking(
+        &self,
+        op: OpenOp,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<(u64, FopenFlags), (Errno, Option<OpenOp>)> {
         match op {
             OpenOp::Accept { sock, uid, gid } => match self.eng.accept(&sock, w) {
                 Ok(new) => {
@@ -358,10 +403,12 @@ impl Inner {
                 }
                 Err(e) => Err((e, Some(OpenOp::Accept { sock, uid, gid }))),
             },
-            OpenOp::Connect { client, target } => match self.eng.connect_to(&client, target.clone(), caller, w) {
-                Ok(()) => Ok((self.data_handle(client), socket_open_flags())),
-                Err(e) => Err((e, Some(OpenOp::Connect { client, target }))),
-            },
+            OpenOp::Connect { client, target } => {
+                match self.eng.connect_to(&client, target.clone(), caller, w) {
+                    Ok(()) => Ok((self.data_handle(client), socket_open_flags())),
+                    Err(e) => Err((e, Some(OpenOp::Connect { client, target }))),
+                }
+            }
         }
     }
 
@@ -375,7 +422,9 @@ impl Inner {
                 };
                 match f.read(&self.eng, 0, size, w) {
                     Ok(d) => reply.data(&d),
-                    Err(Errno::EAGAIN) => return Outcome::Blocked(Pending::Read { fh, size, reply }),
+                    Err(Errno::EAGAIN) => {
+                        return Outcome::Blocked(Pending::Read { fh, size, reply });
+                    }
                     Err(e) => reply.error(ferr(e)),
                 }
                 Outcome::Done
@@ -392,7 +441,14 @@ impl Inner {
                 };
                 match f.write(&self.eng, &data, &mut done, caller, w) {
                     Ok(n) => reply.written(n as u32),
-                    Err(Errno::EAGAIN) => return Outcome::Blocked(Pending::Write { fh, data, done, reply }),
+                    Err(Errno::EAGAIN) => {
+                        return Outcome::Blocked(Pending::Write {
+                            fh,
+                            data,
+                            done,
+                            reply,
+                        });
+                    }
                     Err(e) => {
                         if e == Errno::EPIPE && f.is_stream_data() {
                             sigpipe(caller.tid);
@@ -467,7 +523,10 @@ impl Filesystem for UdsFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match Node::from_ino(ino.0).ok_or(Errno::ENOENT).and_then(|n| self.inner.attr_of(n)) {
+        match Node::from_ino(ino.0)
+            .ok_or(Errno::ENOENT)
+            .and_then(|n| self.inner.attr_of(n))
+        {
             Ok(a) => reply.attr(&TTL, &a),
             Err(e) => reply.error(ferr(e)),
         }
@@ -536,7 +595,16 @@ impl Filesystem for UdsFs {
         }
     }
 
-    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, _rdev: u32, reply: ReplyEntry) {
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
         let Some(Node::Tree(p)) = Node::from_ino(parent.0) else {
             return reply.error(FErrno::EPERM);
         };
@@ -544,7 +612,12 @@ impl Filesystem for UdsFs {
             log::info!("mknod of {:?}: only socket nodes may be made", name);
             return reply.error(FErrno::EPERM);
         }
-        match self.inner.eng.tree.mknod_socket(p, name.as_bytes(), mode, req.uid(), req.gid()) {
+        match self
+            .inner
+            .eng
+            .tree
+            .mknod_socket(p, name.as_bytes(), mode, req.uid(), req.gid())
+        {
             Ok(a) => match self.inner.attr_of(Node::Tree(a.ino)) {
                 Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
                 Err(e) => reply.error(ferr(e)),
@@ -553,7 +626,15 @@ impl Filesystem for UdsFs {
         }
     }
 
-    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
         let Some(Node::Tree(p)) = Node::from_ino(parent.0) else {
             return reply.error(FErrno::EPERM);
         };
@@ -589,7 +670,14 @@ impl Filesystem for UdsFs {
         }
     }
 
-    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
         let Some(Node::Tree(p)) = Node::from_ino(parent.0) else {
             return reply.error(FErrno::EPERM);
         };
@@ -597,7 +685,13 @@ impl Filesystem for UdsFs {
             .inner
             .eng
             .tree
-            .symlink(p, link_name.as_bytes(), target.as_os_str().as_bytes(), req.uid(), req.gid())
+            .symlink(
+                p,
+                link_name.as_bytes(),
+                target.as_os_str().as_bytes(),
+                req.uid(),
+                req.gid(),
+            )
             .and_then(|a| self.inner.attr_of(Node::Tree(a.ino)));
         match res {
             Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
@@ -615,7 +709,9 @@ impl Filesystem for UdsFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let (Some(Node::Tree(p)), Some(Node::Tree(np))) = (Node::from_ino(parent.0), Node::from_ino(newparent.0)) else {
+        let (Some(Node::Tree(p)), Some(Node::Tree(np))) =
+            (Node::from_ino(parent.0), Node::from_ino(newparent.0))
+        else {
             return reply.error(FErrno::EXDEV);
         };
         match self
@@ -629,8 +725,17 @@ impl Filesystem for UdsFs {
         }
     }
 
-    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
-        let (Some(Node::Tree(i)), Some(Node::Tree(np))) = (Node::from_ino(ino.0), Node::from_ino(newparent.0)) else {
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let (Some(Node::Tree(i)), Some(Node::Tree(np))) =
+            (Node::from_ino(ino.0), Node::from_ino(newparent.0))
+        else {
             return reply.error(FErrno::EXDEV);
         };
         let res = self
@@ -746,8 +851,20 @@ impl Filesystem for UdsFs {
         }
     }
 
-    fn create(&self, _req: &Request, _parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, _flags: i32, reply: ReplyCreate) {
-        log::info!("create {:?}: only directories, socket nodes and symlinks live here", name);
+    fn create(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        log::info!(
+            "create {:?}: only directories, socket nodes and symlinks live here",
+            name
+        );
         reply.error(FErrno::EPERM);
     }
 
@@ -768,7 +885,14 @@ impl Filesystem for UdsFs {
         };
         match f.read(&i.eng, offset, size, None) {
             Ok(d) => reply.data(&d),
-            Err(Errno::EAGAIN) if !nonblocking(flags.0) => i.park(Pending::Read { fh: fh.0, size, reply }, req),
+            Err(Errno::EAGAIN) if !nonblocking(flags.0) => i.park(
+                Pending::Read {
+                    fh: fh.0,
+                    size,
+                    reply,
+                },
+                req,
+            ),
             Err(e) => reply.error(ferr(e)),
         }
     }
@@ -811,7 +935,14 @@ impl Filesystem for UdsFs {
         }
     }
 
-    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
         reply.ok();
     }
 
@@ -827,10 +958,10 @@ impl Filesystem for UdsFs {
     ) {
         let i = &self.inner;
         if let Some(f) = i.files.remove(fh.0) {
-            if let Some(b) = f.held.lock().take() {
-                if let Some(held) = i.held_pairs.lock().remove(&b.id) {
-                    i.eng.put(&held);
-                }
+            if let Some(b) = f.held.lock().take()
+                && let Some(held) = i.held_pairs.lock().remove(&b.id)
+            {
+                i.eng.put(&held);
             }
             if let Some(s) = &f.sock {
                 i.eng.put(s);
@@ -839,18 +970,39 @@ impl Filesystem for UdsFs {
         reply.ok();
     }
 
-    fn fsync(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
         reply.ok();
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
         let res = Node::from_ino(ino.0)
             .ok_or(Errno::ENOENT)
             .and_then(|n| self.inner.entries(n));
         match res {
             Ok(entries) => {
-                for (idx, (ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
-                    if reply.add(INodeNo(ino), (idx + 1) as u64, kind, OsStr::from_bytes(&name)) {
+                for (idx, (ino, kind, name)) in
+                    entries.into_iter().enumerate().skip(offset as usize)
+                {
+                    if reply.add(
+                        INodeNo(ino),
+                        (idx + 1) as u64,
+                        kind,
+                        OsStr::from_bytes(&name),
+                    ) {
                         break;
                     }
                 }

@@ -36,7 +36,11 @@ pub enum Pending {
 /// Opens that can block.
 pub enum OpenOp {
     /// Opening `.udsfs/sock/N/accept`.
-    Accept { sock: Arc<crate::engine::Socket>, uid: u32, gid: u32 },
+    Accept {
+        sock: Arc<crate::engine::Socket>,
+        uid: u32,
+        gid: u32,
+    },
     /// Opening a node of the connect view: the client socket made for it.
     Connect {
         client: Arc<crate::engine::Socket>,
@@ -49,7 +53,12 @@ impl Pending {
     pub fn fail(self, err: Errno) {
         match self {
             Pending::Read { reply, .. } => reply.error(err),
-            Pending::Write { reply, done, fh: _, data: _ } if done > 0 => reply.written(done as u32),
+            Pending::Write {
+                reply,
+                done,
+                fh: _,
+                data: _,
+            } if done > 0 => reply.written(done as u32),
             Pending::Write { reply, .. } => reply.error(err),
             Pending::Open { reply, .. } => reply.error(err),
         }
@@ -113,10 +122,10 @@ impl Parked {
 impl Wake for Parked {
     fn wake(&self) {
         // Wake is called through an Arc; rebuild it to kick.
-        if let Some(table) = self.owner.upgrade() {
-            if let Some(me) = table.get(self.id) {
-                me.kick();
-            }
+        if let Some(table) = self.owner.upgrade()
+            && let Some(me) = table.get(self.id)
+        {
+            me.kick();
         }
     }
 
@@ -192,7 +201,10 @@ impl ParkTable {
     }
 
     fn all(&self) -> Vec<Arc<Parked>> {
-        self.shards.iter().flat_map(|s| s.lock().values().cloned().collect::<Vec<_>>()).collect()
+        self.shards
+            .iter()
+            .flat_map(|s| s.lock().values().cloned().collect::<Vec<_>>())
+            .collect()
     }
 
     /// Answers every parked request with `err` (unmount).
@@ -253,7 +265,9 @@ pub fn signal_pending(tid: u32) -> bool {
     let mut pend = 0u64;
     let mut blocked = 0u64;
     for line in text.lines() {
-        let Some((k, v)) = line.split_once(':') else { continue };
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
         let v = u64::from_str_radix(v.trim(), 16).unwrap_or(0);
         match k {
             "SigPnd" | "ShdPnd" => pend |= v,
