@@ -185,6 +185,13 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
         root_gid: gid,
         ..engine::Config::default()
     };
+    // Signals are taken by one thread with sigwait; block them before any thread starts,
+    // so every thread inherits the mask.
+    let mut set = nix::sys::signal::SigSet::empty();
+    set.add(nix::sys::signal::Signal::SIGINT);
+    set.add(nix::sys::signal::Signal::SIGTERM);
+    set.add(nix::sys::signal::Signal::SIGHUP);
+    let _ = set.thread_block();
     warn_request_timeout();
     let eng = Engine::new(cfg);
     let fs = UdsFs::new(eng, uid, gid);
@@ -199,17 +206,12 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
         config.acl = SessionACL::All;
     }
     config.n_threads = Some(a.threads.max(1));
-    // Signals are taken by one thread with sigwait; block them everywhere first.
-    let mut set = nix::sys::signal::SigSet::empty();
-    set.add(nix::sys::signal::Signal::SIGINT);
-    set.add(nix::sys::signal::Signal::SIGTERM);
-    set.add(nix::sys::signal::Signal::SIGHUP);
-    let _ = set.thread_block();
     let mut session = fuser::Session::new(fs, &mountpoint, &config)?;
     let unmounter = Arc::new(parking_lot::Mutex::new(session.unmount_callable()));
     {
         let inner = inner.clone();
         let unmounter = unmounter.clone();
+        let mp = mountpoint.clone();
         std::thread::Builder::new()
             .name("udsfs-signals".into())
             .spawn(move || {
@@ -218,7 +220,11 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
                 }
                 inner.shutdown();
                 if let Err(e) = unmounter.lock().unmount() {
-                    log::warn!("unmount: {e}");
+                    // Busy (files still open): detach it lazily instead.
+                    log::info!("unmount: {e}; detaching");
+                    if let Err(e) = detach(&mp) {
+                        log::warn!("detach: {e}");
+                    }
                 }
                 // Files still open keep a lazily unmounted connection alive; the
                 // daemon's exit ends it for them.
@@ -303,17 +309,22 @@ fn umount(mp: &Path) -> Result<(), String> {
     if !is_mounted(&mp) {
         return Err(format!("{} is not mounted", mp.display()));
     }
-    if nix::mount::umount2(&mp, nix::mount::MntFlags::MNT_DETACH).is_ok() {
+    detach(&mp)
+}
+
+/// Lazy unmount: as root directly, otherwise through fusermount3.
+fn detach(mp: &Path) -> Result<(), String> {
+    if nix::mount::umount2(mp, nix::mount::MntFlags::MNT_DETACH).is_ok() {
         return Ok(());
     }
     let st = Command::new("fusermount3")
-        .arg("-u")
-        .arg(&mp)
+        .args(["-u", "-z"])
+        .arg(mp)
         .status()
         .map_err(|e| format!("fusermount3: {e}"))?;
     if st.success() {
         Ok(())
     } else {
-        Err("fusermount3 -u failed".into())
+        Err("fusermount3 -u -z failed".into())
     }
 }

@@ -1,0 +1,353 @@
+# shellcheck shell=bash
+# integration/lib.sh: sourced by every integration script; it builds nothing.
+#
+# On sourcing it:
+#   - finds the binary: $UDSFS_BIN, else target/debug/udsfs under the repository root;
+#   - makes a scratch directory $TMP (mktemp -d) holding the mount point $MNT and the
+#     daemon log $LOG;
+#   - mounts udsfs on $MNT (`udsfs mount --background --log-file $LOG`), with the
+#     options in the array UDSFS_MOUNT_ARGS if the script set it before sourcing;
+#     set UDSFS_NO_MOUNT=1 before sourcing to mount later with `udsfs_mount`;
+#   - installs an EXIT trap that kills the script's background jobs, unmounts
+#     (`udsfs umount`, then the daemon's PID, then `umount -l` as a last resort),
+#     prints the daemon log if the script failed, and removes $TMP.
+#
+# Scripts run with `set -euo pipefail` and `umask 022`, and cd into $TMP, so relative
+# scratch files land there. $U is $MNT/.udsfs. RUST_LOG defaults to "info".
+
+set -euo pipefail
+umask 022
+
+LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$LIB_DIR/.." && pwd)
+UDSFS_BIN=${UDSFS_BIN:-$ROOT/target/debug/udsfs}
+export RUST_LOG=${RUST_LOG:-info}
+SCRIPT_NAME=$(basename "$0" .sh)
+
+if [ ! -x "$UDSFS_BIN" ]; then
+    echo "FAIL: udsfs binary not found at $UDSFS_BIN (build it with cargo build, or set UDSFS_BIN)" >&2
+    exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+    echo "FAIL: integration scripts must run as root (they mount FUSE without fusermount3)" >&2
+    exit 1
+fi
+
+TMP=$(realpath "$(mktemp -d "${TMPDIR:-/tmp}/udsfs-$SCRIPT_NAME.XXXXXX")")
+MNT=$TMP/mnt
+LOG=$TMP/log
+U=$MNT/.udsfs
+DAEMON_PID=
+mkdir "$MNT"
+: >"$LOG"
+export MNT U
+cd "$TMP"
+
+# ---------------------------------------------------------------- reporting
+
+say() { printf '%s\n' "$*"; }
+ok() { printf 'ok: %s\n' "$*"; }
+fail() {
+    printf 'FAIL: %s\n' "$*" >&2
+    exit 1
+}
+
+# ---------------------------------------------------------------- time and processes
+
+# now_ms: wall clock in milliseconds (no fork needed for the clock itself).
+now_ms() {
+    local t=${EPOCHREALTIME//[.,]/}
+    printf '%s\n' $((t / 1000))
+}
+
+# proc_alive PID: true while PID exists and is not a zombie (an unreaped child of this
+# script still answers `kill -0`, so look at its state).
+proc_alive() {
+    local st
+    # the comm field may hold spaces; read the state after the last ')'
+    st=$(sed -n 's/.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null) || return 1
+    [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+# ended_within PID MS [START_MS]: wait up to MS ms (counted from START_MS, default now)
+# for PID to end. Sets ELAPSED_MS (START_MS to the moment the end was seen). Returns
+# 0 if it ended in time, 1 otherwise (and then keeps waiting no longer).
+ELAPSED_MS=0
+ended_within() {
+    local pid=$1 limit=$2 start=${3:-$(now_ms)} now
+    while :; do
+        now=$(now_ms)
+        if ! proc_alive "$pid"; then
+            ELAPSED_MS=$((now - start))
+            return 0
+        fi
+        if [ $((now - start)) -gt "$limit" ]; then
+            ELAPSED_MS=$((now - start))
+            return 1
+        fi
+        sleep 0.002
+    done
+}
+
+# wait_parked PID [MS]: wait until PID sleeps inside a FUSE request (its wchan names the
+# FUSE request wait), i.e. it is parked by the daemon. Fails the script after MS ms.
+wait_parked() {
+    local pid=$1 limit=${2:-5000} start wchan
+    start=$(now_ms)
+    while :; do
+        wchan=$(cat "/proc/$pid/wchan" 2>/dev/null || true)
+        case $wchan in
+        *request_wait_answer* | *fuse*) return 0 ;;
+        esac
+        proc_alive "$pid" || fail "process $pid ended while we waited for it to block in the mount"
+        [ $(($(now_ms) - start)) -le "$limit" ] ||
+            fail "process $pid did not block in the mount within ${limit} ms (wchan=$wchan)"
+        sleep 0.005
+    done
+}
+
+# reap PID: collect the exit status of a background child into REAPED_STATUS.
+REAPED_STATUS=0
+reap() {
+    REAPED_STATUS=0
+    wait "$1" 2>/dev/null || REAPED_STATUS=$?
+}
+
+# timed VAR CMD...: run CMD, store its duration in ms in VAR; returns CMD's status.
+timed() {
+    local __var=$1 __t0 __rc=0
+    shift
+    __t0=$(now_ms)
+    "$@" || __rc=$?
+    printf -v "$__var" %s $(($(now_ms) - __t0))
+    return $__rc
+}
+
+# ---------------------------------------------------------------- errno checks
+
+declare -A ERRNO_TEXT=(
+    [EPERM]="Operation not permitted" [ENOENT]="No such file or directory"
+    [EINTR]="Interrupted system call" [EIO]="Input/output error"
+    [ENXIO]="No such device or address" [EBADF]="Bad file descriptor"
+    [EAGAIN]="Resource temporarily unavailable" [EACCES]="Permission denied"
+    [EEXIST]="File exists" [EXDEV]="Invalid cross-device link"
+    [ENOTDIR]="Not a directory" [EISDIR]="Is a directory" [EINVAL]="Invalid argument"
+    [ENOSPC]="No space left on device" [ESPIPE]="Illegal seek" [EPIPE]="Broken pipe"
+    [ENAMETOOLONG]="File name too long" [ENOTEMPTY]="Directory not empty"
+    [ELOOP]="Too many levels of symbolic links" [ENOTCONN]="Transport endpoint is not connected"
+    [EISCONN]="Transport endpoint is already connected" [EMSGSIZE]="Message too long"
+    [EPROTOTYPE]="Protocol wrong type for socket" [EOPNOTSUPP]="Operation not supported"
+    [EADDRINUSE]="Address already in use" [ECONNREFUSED]="Connection refused"
+    [ECONNRESET]="Connection reset by peer" [ETOOMANYREFS]="Too many references: cannot splice"
+    [ENOSYS]="Function not implemented"
+)
+
+errno_text() {
+    local t=${ERRNO_TEXT[$1]:-}
+    [ -n "$t" ] || t=$(python3 -c 'import errno,os,sys; print(os.strerror(getattr(errno, sys.argv[1])))' "$1")
+    printf '%s\n' "$t"
+}
+
+# expect_errno ERRNAME CMD...: CMD (a command or a shell function) must fail, and its
+# stderr must carry strerror(ERRNAME), as shell tools print it.
+expect_errno() {
+    local name=$1 text err rc=0
+    shift
+    text=$(errno_text "$name")
+    err=$("$@" 2>&1 >/dev/null) || rc=$?
+    if [ "$rc" -eq 0 ]; then
+        fail "'$*' succeeded; expected $name ($text)"
+    fi
+    case $err in
+    *"$text"*) ok "'$*' fails with $name ($text)" ;;
+    *) fail "'$*' failed (status $rc) but not with $name ($text): ${err:-<no message>}" ;;
+    esac
+}
+
+# expect_ok CMD...: CMD must succeed; prints what it checked.
+expect_ok() {
+    local err rc=0
+    err=$("$@" 2>&1 >/dev/null) || rc=$?
+    [ "$rc" -eq 0 ] || fail "'$*' failed (status $rc): $err"
+    ok "'$*' succeeds"
+}
+
+# expect_eq WHAT GOT WANT
+expect_eq() {
+    [ "$2" == "$3" ] || fail "$1: got '$2', want '$3'"
+    ok "$1 = '$3'"
+}
+
+# py CODE [ARGS...]: run python3 with a small prelude (os, sys, errno, stat, fcntl,
+# signal, threading, time imported; M = mount, U = M/.udsfs; err(fn, *args) returns
+# "OK" or the errno name of the OSError fn raised).
+PY_PRELUDE='
+import errno, fcntl, os, signal, stat, sys, threading, time
+M = os.environ["MNT"]
+U = os.environ["U"]
+def err(fn, *a):
+    try:
+        fn(*a)
+        return "OK"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+'
+py() {
+    local code=$1
+    shift
+    python3 -c "$PY_PRELUDE
+$code" "$@"
+}
+
+# ---------------------------------------------------------------- sockets
+
+# new_sock VAR TYPE: open .udsfs/TYPE/clone read-write, keep the control handle open in
+# this shell; sets VAR to the socket number and VAR_FD to the handle's fd.
+new_sock() {
+    local var=$1 type=$2 fd n
+    exec {fd}<>"$U/$type/clone" || fail "cannot open $U/$type/clone"
+    n=$(dd bs=64 count=1 status=none <&"$fd") || fail "cannot read the socket number from $type/clone"
+    n=${n%$'\n'}
+    [[ $n =~ ^[0-9]+$ ]] || fail "$type/clone read gave '$n', want a socket number and a newline"
+    printf -v "$var" %s "$n"
+    printf -v "${var}_FD" %s "$fd"
+}
+
+# ctl FD CMD: write one command line to a control handle (one write()).
+ctl() {
+    printf '%s\n' "$2" >&"$1"
+}
+
+# close_fd FD: close a descriptor this shell holds.
+close_fd() {
+    local fd=$1
+    eval "exec $fd>&-"
+}
+
+# send N TEXT: one write() of TEXT (no newline added) to socket N's data file.
+send() {
+    printf '%s' "$2" >"$U/sock/$1/data"
+}
+
+# recv N [BS]: one read() of at most BS (default 65536) bytes from socket N's data file.
+recv() {
+    dd bs="${2:-65536}" count=1 status=none <"$U/sock/$1/data"
+}
+
+# status_of N KEY: the value of KEY in socket N's status file.
+# Fails the script if the status file has no KEY= line.
+status_of() {
+    local st
+    st=$(cat "$U/sock/$1/status") || fail "cannot read $U/sock/$1/status"
+    grep -q "^$2=" <<<"$st" || fail "sock/$1/status has no $2= line (status: $(tr '\n' ' ' <<<"$st"))"
+    sed -n "s/^$2=//p" <<<"$st"
+}
+
+# expect_status N KEY VALUE
+expect_status() {
+    local got
+    got=$(status_of "$1" "$2") || exit 1
+    [ "$got" == "$3" ] || fail "sock/$1/status: $2='$got', want '$3' (status: $(tr '\n' ' ' <"$U/sock/$1/status"))"
+    ok "sock/$1/status has $2=$3"
+}
+
+# sock_gone N [MS]: wait until .udsfs/sock/N disappears (the socket closed).
+sock_gone() {
+    local n=$1 limit=${2:-2000} start
+    start=$(now_ms)
+    while [ -e "$U/sock/$n" ]; do
+        [ $(($(now_ms) - start)) -le "$limit" ] || return 1
+        sleep 0.005
+    done
+}
+
+# ---------------------------------------------------------------- mount and cleanup
+
+# mounted DIR: DIR is a mount point in this namespace (reads mountinfo; never stats DIR,
+# which would hang or fail on a dead FUSE mount).
+mounted() {
+    awk -v m="$1" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo
+}
+
+# udsfs_mount [OPTIONS...]: mount on $MNT in the background; sets DAEMON_PID.
+udsfs_mount() {
+    local out rc=0
+    out=$(timeout 30 "$UDSFS_BIN" mount --background --log-file "$LOG" "$@" "$MNT" </dev/null) || rc=$?
+    [ "$rc" -eq 0 ] || fail "udsfs mount --background $* $MNT exited with status $rc: $out"
+    DAEMON_PID=$(printf '%s\n' "$out" | tail -n1 | tr -d '[:space:]')
+    [[ $DAEMON_PID =~ ^[0-9]+$ ]] || fail "udsfs mount --background printed '$out', want the daemon PID"
+    mounted "$MNT" || fail "udsfs mount returned but $MNT is not in /proc/self/mountinfo"
+    [ -d "$U" ] || fail "$U is missing right after the mount"
+    say "mounted udsfs on $MNT (daemon pid $DAEMON_PID, log $LOG${*:+, options: $*})"
+}
+
+# udsfs_unmount: udsfs umount, then the daemon's PID, then umount -l; quiet and
+# best-effort (the cleanup path uses it).
+udsfs_unmount() {
+    if mounted "$MNT"; then
+        timeout 10 "$UDSFS_BIN" umount "$MNT" >/dev/null 2>&1 || true
+    fi
+    if [ -n "$DAEMON_PID" ]; then
+        if ! ended_within "$DAEMON_PID" 3000; then
+            say "cleanup: daemon $DAEMON_PID still running after udsfs umount; SIGTERM"
+            kill -TERM "$DAEMON_PID" 2>/dev/null || true
+            if ! ended_within "$DAEMON_PID" 2000; then
+                say "cleanup: daemon $DAEMON_PID ignores SIGTERM; SIGKILL"
+                kill -KILL "$DAEMON_PID" 2>/dev/null || true
+                ended_within "$DAEMON_PID" 2000 || true
+            fi
+        fi
+    fi
+    if mounted "$MNT"; then
+        say "cleanup: $MNT still mounted; umount -l"
+        umount -l "$MNT" 2>/dev/null || true
+    fi
+    DAEMON_PID=
+}
+
+print_log() {
+    local lines
+    lines=$(wc -l <"$LOG" 2>/dev/null || echo 0)
+    if [ "$lines" -gt 0 ]; then
+        say "----- daemon log ($LOG, last 300 of $lines lines) -----"
+        tail -n 300 "$LOG" | sed 's/^/  | /'
+        say "----- end of daemon log -----"
+    else
+        say "(daemon log is empty; RUST_LOG=$RUST_LOG)"
+    fi
+}
+
+_lib_cleanup() {
+    local rc=$? j
+    set +e
+    trap - EXIT INT TERM
+    # background jobs (parked readers, say): disown first so bash reports no "Killed"
+    j=$(jobs -p)
+    disown -a
+    # shellcheck disable=SC2086 # one PID per word
+    [ -z "$j" ] || kill -KILL $j 2>/dev/null
+    udsfs_unmount
+    if [ "$rc" -eq 0 ] && grep -q 'panicked' "$LOG" 2>/dev/null; then
+        say "FAIL: the daemon panicked (see its log)" >&2
+        rc=1
+    fi
+    [ "$rc" -eq 0 ] || print_log >&2
+    if mounted "$MNT"; then
+        say "cleanup: $MNT is still mounted; leaving $TMP in place" >&2
+    else
+        rm -rf --one-file-system "$TMP"
+    fi
+    if [ "$rc" -eq 0 ]; then
+        say "PASS: $SCRIPT_NAME"
+    else
+        say "FAIL: $SCRIPT_NAME (status $rc)" >&2
+    fi
+    exit "$rc"
+}
+trap _lib_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if [ "${UDSFS_NO_MOUNT:-0}" != 1 ]; then
+    udsfs_mount ${UDSFS_MOUNT_ARGS[@]+"${UDSFS_MOUNT_ARGS[@]}"}
+fi

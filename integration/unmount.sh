@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Ending the daemon: SIGTERM, SIGINT or `udsfs umount` unmount cleanly (the mount leaves
+# /proc/mounts, the daemon exits, the directory is usable again), and a `cat` parked in
+# the mount ends with an error instead of hanging, even while this shell still holds
+# open files in the mount.
+UDSFS_NO_MOUNT=1
+source "$(dirname "$0")/lib.sh"
+
+# How long the daemon and a parked reader may take to go.
+LIMIT=${UDSFS_UNMOUNT_LIMIT_MS:-3000}
+
+in_proc_mounts() { grep -q " $MNT " /proc/mounts; }
+
+end_daemon() { # end_daemon HOW
+    case $1 in
+    SIGTERM) kill -TERM "$DAEMON_PID" ;;
+    SIGINT) kill -INT "$DAEMON_PID" ;;
+    umount)
+        local ms rc=0
+        timed ms timeout 10 "$UDSFS_BIN" umount "$MNT" || rc=$?
+        [ "$rc" -eq 0 ] || fail "udsfs umount $MNT exited with status $rc"
+        say "udsfs umount returned after $ms ms"
+        [ "$ms" -le "$LIMIT" ] || fail "udsfs umount took $ms ms (limit $LIMIT ms)"
+        ;;
+    esac
+}
+
+for how in ${UNMOUNT_WAYS:-SIGTERM SIGINT umount}; do
+    say "--- ending the daemon with $how"
+    udsfs_mount
+    in_proc_mounts || fail "$MNT is not in /proc/mounts after the mount"
+    new_sock S dgram
+    ctl "$S_FD" "bind parked.sock" || fail "bind parked.sock"
+    env --default-signal=INT,TERM cat "$U/sock/$S/data" >"$TMP/cat.out" 2>"$TMP/cat.err" &
+    reader=$!
+    wait_parked "$reader"
+    ok "cat $reader parked on .udsfs/sock/$S/data; this shell holds its ctl fd"
+
+    daemon=$DAEMON_PID
+    t0=$(now_ms)
+    end_daemon "$how"
+    ended_within "$reader" "$LIMIT" "$t0" ||
+        fail "after $how the cat parked in the mount still runs after $ELAPSED_MS ms (wchan $(cat "/proc/$reader/wchan" 2>/dev/null))"
+    reap "$reader"
+    say "the parked cat ended $ELAPSED_MS ms after $how, exit status $REAPED_STATUS: $(cat "$TMP/cat.err")"
+    [ "$REAPED_STATUS" -ne 0 ] || fail "the parked cat exited 0 after $how; want an error"
+    ok "the parked cat ended with an error, not a hang"
+
+    ended_within "$daemon" "$LIMIT" "$t0" || fail "daemon $daemon still runs $ELAPSED_MS ms after $how"
+    ok "daemon $daemon exited $ELAPSED_MS ms after $how"
+    DAEMON_PID=
+    ! in_proc_mounts || fail "$MNT is still in /proc/mounts after $how"
+    ok "$MNT is gone from /proc/mounts"
+    close_fd "$S_FD"
+    listing=$(ls -A "$MNT") || fail "ls $MNT failed after $how"
+    [ -z "$listing" ] || fail "$MNT is not the empty directory again after $how: $listing"
+    ok "$MNT is a plain empty directory again"
+done

@@ -1,0 +1,154 @@
+//! Runs the shell scripts in `integration/` (all but `lib.sh`), one `#[test]` each.
+//!
+//! Each script mounts udsfs on its own temporary directory, using the binary cargo built
+//! for this test run (`UDSFS_BIN`). The scripts need root (they mount FUSE without
+//! fusermount3). They run one at a time, even when the harness runs tests in parallel,
+//! because several of them measure latencies in milliseconds. A script that runs past
+//! its timeout gets SIGTERM (its cleanup trap unmounts), then SIGKILL, to its whole
+//! process group.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+/// How long one script may run.
+const TIMEOUT: Duration = Duration::from_secs(120);
+/// After SIGTERM on timeout, how long the script's cleanup may take before SIGKILL.
+const GRACE: Duration = Duration::from_secs(15);
+
+/// Scripts run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn integration_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("integration")
+}
+
+fn require_root() {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    assert!(
+        euid == 0,
+        "the integration tests need root (euid is {euid}): they mount FUSE without \
+         fusermount3. Run `cargo test` as root, or `bash .ci/run`."
+    );
+}
+
+fn kill_group(pgid: u32, signal: libc::c_int) {
+    // SAFETY: kill has no memory-safety preconditions; a negative pid names the group.
+    unsafe {
+        libc::kill(-(pgid as libc::pid_t), signal);
+    }
+}
+
+fn run_script(name: &str) {
+    require_root();
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let path = integration_dir().join(format!("{name}.sh"));
+    assert!(path.is_file(), "{} is missing", path.display());
+
+    // stdout and stderr share one file, so the output keeps its order.
+    let mut output = tempfile::tempfile().expect("create a temporary file for the output");
+    let out = output.try_clone().expect("clone the output file");
+    let err = output.try_clone().expect("clone the output file");
+    let started = Instant::now();
+    let mut child = Command::new("bash")
+        .arg(&path)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("UDSFS_BIN", env!("CARGO_BIN_EXE_udsfs"))
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start bash {}: {e}", path.display()));
+    let pgid = child.id();
+
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the script") {
+            break status;
+        }
+        let elapsed = started.elapsed();
+        if !timed_out && elapsed > TIMEOUT {
+            timed_out = true;
+            kill_group(pgid, libc::SIGTERM);
+        } else if timed_out && elapsed > TIMEOUT + GRACE {
+            kill_group(pgid, libc::SIGKILL);
+            break child.wait().expect("wait for the killed script");
+        }
+        sleep(Duration::from_millis(20));
+    };
+    // Nothing of the script may outlive it (a reader left in the background, say).
+    kill_group(pgid, libc::SIGKILL);
+    let secs = started.elapsed().as_secs_f64();
+
+    output.seek(SeekFrom::Start(0)).expect("rewind the output");
+    let mut bytes = Vec::new();
+    output.read_to_end(&mut bytes).expect("read the output");
+    let text = String::from_utf8_lossy(&bytes);
+
+    let how = match (timed_out, status.code(), status.signal()) {
+        (true, _, _) => format!("timed out after {}s", TIMEOUT.as_secs()),
+        (false, Some(0), _) => String::new(),
+        (false, Some(code), _) => format!("exit status {code}"),
+        (false, None, Some(sig)) => format!("killed by signal {sig}"),
+        (false, None, None) => format!("{status}"),
+    };
+    if how.is_empty() {
+        println!("integration/{name}.sh: PASS ({secs:.1}s)\n{text}");
+    } else {
+        panic!(
+            "integration/{name}.sh: FAIL ({how}, {secs:.1}s)\n----- output -----\n{text}----- end -----"
+        );
+    }
+}
+
+macro_rules! scripts {
+    ($($name:ident),* $(,)?) => {
+        /// Every script the tests below run, by file stem.
+        const SCRIPTS: &[&str] = &[$(stringify!($name)),*];
+        $(
+            #[test]
+            fn $name() {
+                run_script(stringify!($name));
+            }
+        )*
+    };
+}
+
+scripts!(
+    blocked_reader,
+    dgram_limits,
+    dgram_server,
+    namespace,
+    nonblock,
+    unmount,
+);
+
+/// Every `integration/*.sh` but `lib.sh` has a test above, and every test has its script:
+/// nothing is skipped silently.
+#[test]
+fn every_script_has_a_test() {
+    let mut on_disk: Vec<String> = std::fs::read_dir(integration_dir())
+        .expect("list integration/")
+        .map(|entry| entry.expect("read integration/").file_name())
+        .filter_map(|name| name.to_str()?.strip_suffix(".sh").map(str::to_owned))
+        .filter(|stem| stem != "lib")
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = SCRIPTS.iter().map(|s| s.to_string()).collect();
+    listed.sort();
+    let unlisted: Vec<_> = on_disk.iter().filter(|s| !listed.contains(s)).collect();
+    let missing: Vec<_> = listed.iter().filter(|s| !on_disk.contains(s)).collect();
+    assert!(
+        unlisted.is_empty() && missing.is_empty(),
+        "tests/integration.rs and integration/ disagree: scripts without a test \
+         (add them to scripts!): {unlisted:?}; tests without a script: {missing:?}"
+    );
+}
