@@ -137,6 +137,17 @@ impl Caller {
         }
     }
 
+    /// The soft RLIMIT_NOFILE of the caller's process.
+    pub fn nofile_limit(&self) -> usize {
+        let text = std::fs::read_to_string(format!("/proc/{}/limits", self.status().tgid))
+            .unwrap_or_default();
+        text.lines()
+            .find(|l| l.starts_with("Max open files"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(usize::MAX)
+    }
+
     /// Whether `gid` is the caller's fsgid or one of its supplementary groups.
     pub fn in_group(&self, gid: u32) -> bool {
         gid == self.fsgid || self.status().groups.contains(&gid)

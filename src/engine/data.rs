@@ -20,12 +20,61 @@ pub struct Received {
     pub from: Option<Arc<BoundName>>,
     /// Credentials, present iff the receiver has passcred on.
     pub creds: Option<Ucred>,
+    /// Sockets received with it, each holding one reference.
+    pub rights: Vec<Arc<Socket>>,
 }
 
 /// Memory a queued message is charged, as the kernel's skb truesize: 768
 /// bytes for a small message (278 one-byte sends fill 212992).
 fn truesize(len: usize) -> usize {
     768 + len / 64 * 64
+}
+
+/// Sockets a message passes, checked and charged to the sending user.
+pub(crate) struct Pass<'a> {
+    rights: Option<&'a mut Vec<Arc<Socket>>>,
+    uid: u32,
+}
+
+impl<'a> Pass<'a> {
+    /// Linux's checks on the sending side: ETOOMANYREFS past the user's
+    /// RLIMIT_NOFILE (root exempt); a heavy user waits for a running
+    /// collection (seed 004); many sockets in flight schedule one.
+    fn new(eng: &Engine, rights: &'a mut Vec<Arc<Socket>>, caller: &Caller) -> Result<Pass<'a>> {
+        if rights.is_empty() {
+            return Ok(Pass {
+                rights: None,
+                uid: 0,
+            });
+        }
+        let uid = caller.scm_creds().uid;
+        let user = eng.gc.user_inflight(uid);
+        if !caller.is_root() && user > caller.nofile_limit() {
+            return Err(Errno::ETOOMANYREFS);
+        }
+        if user > super::gc::INFLIGHT_SANE_USER && eng.gc.is_running() {
+            eng.gc.wait_idle();
+        }
+        if eng.gc.total() > eng.cfg.gc_trigger {
+            eng.gc.schedule();
+        }
+        Ok(Pass {
+            rights: Some(rights),
+            uid,
+        })
+    }
+
+    /// Moves the sockets into a message queued at `receiver` (whose lock
+    /// the caller holds) and records them as in flight.
+    fn queue_at(&mut self, eng: &Engine, receiver: u64, st: &mut SockState) -> Vec<Arc<Socket>> {
+        let Some(r) = self.rights.take() else {
+            return Vec::new();
+        };
+        let rights = std::mem::take(r);
+        let listener = st.embryo.then_some(st.listener_id).flatten();
+        eng.gc.add(&rights, receiver, listener, self.uid);
+        rights
+    }
 }
 
 /// What the sender decided before touching the receiver.
@@ -37,8 +86,7 @@ struct Outgoing<'a> {
 }
 
 impl Engine {
-    /// send(), sendto(), sendmsg() without rights. Stream sends may be
-    /// partial; EAGAIN means nothing was sent and `w` waits for room.
+    /// send(), sendto(): `send_msg` without sockets to pass.
     pub fn send(
         &self,
         s: &Arc<Socket>,
@@ -48,9 +96,27 @@ impl Engine {
         caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<usize> {
+        self.send_msg(s, data, to, creds, &mut Vec::new(), caller, w)
+    }
+
+    /// sendmsg(). Stream sends may be partial; EAGAIN means nothing was sent
+    /// and `w` waits for room. `rights` (references the caller holds) move
+    /// into the queue when the message is queued; otherwise they stay.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_msg(
+        &self,
+        s: &Arc<Socket>,
+        data: &[u8],
+        to: Option<&Addr>,
+        creds: Option<Ucred>,
+        rights: &mut Vec<Arc<Socket>>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<usize> {
+        let out = Pass::new(self, rights, caller)?;
         match s.ty {
-            SockType::Stream => self.stream_send(s, data, to, creds, caller, w),
-            SockType::Dgram => self.dgram_send(s, data, to, creds, caller, w),
+            SockType::Stream => self.stream_send(s, data, to, creds, out, caller, w),
+            SockType::Dgram => self.dgram_send(s, data, to, creds, out, caller, w),
             SockType::Seqpacket => {
                 let peer = {
                     let mut st = s.lock();
@@ -62,7 +128,7 @@ impl Engine {
                         _ => return Err(Errno::ENOTCONN),
                     }
                 };
-                self.message_send(s, data, Some(peer), creds, caller, w)
+                self.message_send(s, data, Some(peer), creds, out, caller, w)
             }
         }
     }
@@ -71,12 +137,14 @@ impl Engine {
         sndbuf.saturating_sub(32).min(MAX_MSG)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn dgram_send(
         &self,
         s: &Arc<Socket>,
         data: &[u8],
         to: Option<&Addr>,
         creds: Option<Ucred>,
+        pass: Pass<'_>,
         caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<usize> {
@@ -89,17 +157,19 @@ impl Engine {
             Some(a) => Some(self.find(a, SockType::Dgram, caller)?),
             None => None,
         };
-        self.message_send(s, data, other, creds, caller, w)
+        self.message_send(s, data, other, creds, pass, caller, w)
     }
 
     /// The dgram/seqpacket path (unix_dgram_sendmsg). `other` is the target;
     /// None means the connected peer.
+    #[allow(clippy::too_many_arguments)]
     fn message_send(
         &self,
         s: &Arc<Socket>,
         data: &[u8],
         other: Option<Arc<Socket>>,
         explicit: Option<Ucred>,
+        pass: Pass<'_>,
         caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<usize> {
@@ -169,6 +239,8 @@ impl Engine {
             }
             s.wmem.fetch_add(charge, Ordering::AcqRel);
             ot_ref.rcvq_bytes += data.len();
+            let mut pass = pass;
+            let rights = pass.queue_at(self, other.id, ot_ref);
             ot_ref.rcvq.push_back(Msg {
                 data: out.data.to_vec(),
                 off: 0,
@@ -176,10 +248,12 @@ impl Engine {
                 creds,
                 sender: s.clone(),
                 charge,
+                rights,
+                rights_uid: pass.uid,
             });
             wake.extend(ot_ref.readers.take());
         }
-        wake.run();
+        self.finish(wake);
         Ok(data.len())
     }
 
@@ -197,7 +271,7 @@ impl Engine {
                 self.dgram_disconnected(&mut st, &mut wake);
             }
         }
-        wake.run();
+        self.finish(wake);
         Errno::ECONNREFUSED
     }
 
@@ -213,12 +287,14 @@ impl Engine {
         wanted.then(|| caller.scm_creds())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn stream_send(
         &self,
         s: &Arc<Socket>,
         data: &[u8],
         to: Option<&Addr>,
         explicit: Option<Ucred>,
+        mut pass: Pass<'_>,
         caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<usize> {
@@ -258,7 +334,7 @@ impl Engine {
                             st.writers.add(w.clone());
                         }
                         drop(st);
-                        wake.run();
+                        self.finish(wake);
                         return Err(Errno::EAGAIN);
                     }
                     break;
@@ -269,7 +345,7 @@ impl Engine {
             let mut pt = peer.lock();
             if pt.dead || pt.shutdown & RCV_SHUTDOWN != 0 {
                 drop(pt);
-                wake.run();
+                self.finish(wake);
                 return if sent > 0 {
                     Ok(sent)
                 } else {
@@ -278,6 +354,8 @@ impl Engine {
             }
             s.wmem.fetch_add(charge, Ordering::AcqRel);
             pt.rcvq_bytes += n;
+            // Passed sockets travel with the first chunk.
+            let rights = pass.queue_at(self, peer.id, &mut pt);
             pt.rcvq.push_back(Msg {
                 data: data[sent..sent + n].to_vec(),
                 off: 0,
@@ -285,11 +363,13 @@ impl Engine {
                 creds,
                 sender: s.clone(),
                 charge,
+                rights,
+                rights_uid: pass.uid,
             });
             wake.extend(pt.readers.take());
             sent += n;
         }
-        wake.run();
+        self.finish(wake);
         Ok(sent)
     }
 
@@ -300,8 +380,8 @@ impl Engine {
         let res = {
             let mut st = s.lock();
             match s.ty {
-                SockType::Stream => Self::stream_recv(&mut st, maxlen, &mut wake, self),
-                _ => self.message_recv(s.ty, &mut st, maxlen, &mut wake),
+                SockType::Stream => self.stream_recv(s.id, &mut st, maxlen, &mut wake),
+                _ => self.message_recv(s.ty, s.id, &mut st, maxlen, &mut wake),
             }
             .inspect_err(|e| {
                 if *e == Errno::EAGAIN
@@ -311,13 +391,14 @@ impl Engine {
                 }
             })
         };
-        wake.run();
+        self.finish(wake);
         res
     }
 
     fn message_recv(
         &self,
         ty: SockType,
+        receiver: u64,
         st: &mut SockState,
         maxlen: usize,
         wake: &mut Wakeups,
@@ -334,9 +415,11 @@ impl Engine {
             }
             return Err(Errno::EAGAIN);
         };
+        let mut m = m;
         st.rcvq_bytes -= m.data.len();
         wake.extend(st.writers.take());
         self.uncharge(&m, wake);
+        let rights = self.take_rights(receiver, &mut m);
         let full_len = m.data.len();
         let mut data = m.data;
         data.truncate(maxlen);
@@ -345,14 +428,16 @@ impl Engine {
             full_len,
             from: m.from,
             creds: st.passcred.then(|| m.creds.unwrap_or(Ucred::NONE)),
+            rights,
         })
     }
 
     fn stream_recv(
+        &self,
+        receiver: u64,
         st: &mut SockState,
         maxlen: usize,
         wake: &mut Wakeups,
-        eng: &Engine,
     ) -> Result<Received> {
         match st.conn {
             Conn::Connected(_) => {}
@@ -369,14 +454,24 @@ impl Engine {
                 // With passcred on, one read never spans different credentials.
                 break;
             }
+            let carries = !m.rights.is_empty();
+            if carries && !out.rights.is_empty() {
+                break;
+            }
             let n = (maxlen - out.data.len()).min(m.remaining());
             out.data.extend_from_slice(&m.data[m.off..m.off + n]);
             m.off += n;
             st.rcvq_bytes -= n;
+            // Passed sockets come with the first read that touches their chunk.
+            out.rights.extend(self.take_rights(receiver, m));
             if m.remaining() == 0 {
                 let m = st.rcvq.pop_front().expect("front exists");
-                eng.uncharge(&m, wake);
+                self.uncharge(&m, wake);
                 wake.extend(st.writers.take());
+            }
+            if carries {
+                // Nothing after a chunk that carried sockets joins this read.
+                break;
             }
         }
         if out.data.is_empty() && maxlen > 0 {

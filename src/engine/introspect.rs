@@ -48,7 +48,7 @@ impl Engine {
             let _ = writeln!(out, "pending={n}");
             let _ = writeln!(out, "backlog={b}");
         }
-        let _ = writeln!(out, "inflight=0");
+        let _ = writeln!(out, "inflight={}", s.inflight());
         let _ = writeln!(out, "refs={}", s.refs());
         out
     }

@@ -13,7 +13,7 @@ impl Engine {
     /// unix_release_sock.
     pub(crate) fn release(&self, s: &Arc<Socket>) {
         let mut wake = Wakeups::new();
-        let (conn, msgs, name, aliases, had_data, was_embryo) = {
+        let (conn, msgs, name, aliases, received, was_embryo) = {
             let mut st = s.lock();
             st.dead = true;
             wake.extend(st.readers.take());
@@ -24,11 +24,11 @@ impl Engine {
                 std::mem::take(&mut st.rcvq),
                 st.name.take(),
                 std::mem::take(&mut st.aliases),
-                !st.rcvq.is_empty(),
+                std::mem::take(&mut st.received),
                 st.embryo,
             )
         };
-        let had_data = had_data || !msgs.is_empty();
+        let had_data = !msgs.is_empty();
         self.names.remove(&NameKey::Unbound(s.id), s);
         if let Some(n) = &name {
             self.names.remove(&n.key, s);
@@ -55,15 +55,52 @@ impl Engine {
             _ => {}
         }
         for m in msgs {
-            self.uncharge(&m, &mut wake);
+            self.dequeued(s.id, m, &mut wake);
+        }
+        self.gc.forget_receiver(s.id);
+        // Received sockets nobody opened go with the receiver.
+        for id in received {
+            if let Some(r) = self.unopened.lock().remove(&id) {
+                self.remove_alias(&r, id);
+                wake.drop_ref(r);
+            }
         }
         for id in aliases {
+            self.unopened.lock().remove(&id);
             self.remove_dir(id);
         }
         self.remove_dir(s.id);
         self.live.fetch_sub(1, Ordering::Relaxed);
         log::debug!("socket {} released", s.id);
+        self.finish(wake);
+    }
+
+    /// A message left a queue without being delivered: its charge goes
+    /// back and the sockets it carried are dropped.
+    pub(crate) fn dequeued(&self, receiver: u64, mut m: Msg, wake: &mut Wakeups) {
+        self.uncharge(&m, wake);
+        for r in self.take_rights(receiver, &mut m) {
+            wake.drop_ref(r);
+        }
+    }
+
+    /// Takes the sockets a dequeued message carries out of flight.
+    pub(crate) fn take_rights(&self, receiver: u64, m: &mut Msg) -> Vec<Arc<Socket>> {
+        if m.rights.is_empty() {
+            return Vec::new();
+        }
+        let rights = std::mem::take(&mut m.rights);
+        self.gc.remove(&rights, receiver, m.rights_uid);
+        rights
+    }
+
+    /// Runs the wake-ups, then drops the references they collected.
+    pub(crate) fn finish(&self, mut wake: Wakeups) {
+        let drops = std::mem::take(&mut wake.drops);
         wake.run();
+        for s in drops {
+            self.put(&s);
+        }
     }
 
     /// Gives a dequeued message's charge back to its sender.

@@ -6,6 +6,7 @@
 pub mod addr;
 pub mod cred;
 mod data;
+pub mod gc;
 mod introspect;
 mod lifecycle;
 mod names;
@@ -52,6 +53,8 @@ pub struct Config {
     pub somaxconn: usize,
     /// Where the tree is mounted: absolute paths under it name tree paths.
     pub mountpoint: Option<PathBuf>,
+    /// Run the collector on its own thread (off only for deterministic tests).
+    pub background_gc: bool,
     /// Owner of the tree root.
     pub root_uid: u32,
     pub root_gid: u32,
@@ -66,6 +69,7 @@ impl Default for Config {
             gc_trigger: 16000,
             somaxconn: SOMAXCONN,
             mountpoint: None,
+            background_gc: true,
             root_uid: 0,
             root_gid: 0,
         }
@@ -116,6 +120,9 @@ pub struct Engine {
     socks: SockTable,
     generation: AtomicU64,
     live: AtomicUsize,
+    pub gc: gc::Collector,
+    /// Received sockets not yet opened, by their directory number.
+    unopened: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
 }
 
 impl Engine {
@@ -124,7 +131,7 @@ impl Engine {
             .mountpoint
             .as_ref()
             .map(|p| p.as_os_str().as_encoded_bytes().to_vec());
-        Arc::new(Engine {
+        let eng = Arc::new(Engine {
             tree: Tree::new(cfg.hash_buckets, cfg.root_uid, cfg.root_gid, prefix),
             names: NameTable::new(cfg.hash_buckets),
             socks: SockTable {
@@ -133,8 +140,14 @@ impl Engine {
             },
             generation: AtomicU64::new(1),
             live: AtomicUsize::new(0),
+            gc: gc::Collector::new(),
+            unopened: Mutex::new(Default::default()),
             cfg,
-        })
+        });
+        if eng.cfg.background_gc {
+            eng.spawn_collector();
+        }
+        eng
     }
 
     /// Makes a socket with no references yet, filed as unbound.
@@ -232,20 +245,119 @@ impl Engine {
         s.refs.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Takes a reference unless the socket is already closing.
+    /// Takes a reference for someone who names the socket by number: only
+    /// while something outside the queues still holds it (a socket that
+    /// lives only in flight can be had back only by receiving it), and
+    /// never once the collector claimed it.
     pub fn try_hold(&self, s: &Socket) -> bool {
-        s.refs
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n > 0).then_some(n + 1)
+        let ok = s
+            .refs
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n > s.inflight()).then_some(n + 1)
             })
-            .is_ok()
+            .is_ok();
+        if ok && s.gc_dead.load(Ordering::SeqCst) {
+            // The collector owns it now; its purge drops the last references.
+            s.refs.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        ok
     }
 
     /// Drops one reference; the last one closes the socket as Linux does.
+    /// A socket left with only in-flight references may be garbage now.
     pub fn put(&self, s: &Arc<Socket>) {
-        if s.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let left = s.refs.fetch_sub(1, Ordering::SeqCst) - 1;
+        if left == 0 {
             self.release(s);
+        } else if left == s.inflight() {
+            self.gc.schedule();
         }
+    }
+
+    /// A new `.udsfs/sock/H` entry for a socket someone received.
+    fn new_alias(&self, sock: &Arc<Socket>, uid: u32, gid: u32) -> u64 {
+        let shard = self.socks.next.fetch_add(1, Ordering::Relaxed) % SOCK_SHARDS;
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        let mut slab = self.socks.shards[shard].lock();
+        let key = slab.insert(SockDir {
+            sock: sock.clone(),
+            uid,
+            gid,
+            generation,
+        });
+        drop(slab);
+        let id = SockTable::id(shard, key);
+        sock.lock().aliases.push(id);
+        id
+    }
+
+    fn remove_alias(&self, sock: &Arc<Socket>, id: u64) {
+        sock.lock().aliases.retain(|a| *a != id);
+        self.remove_dir(id);
+    }
+
+    /// Hands sockets received by `receiver` to the reading user: each gets
+    /// a directory of its own, holding the reference until it is opened.
+    pub fn deliver_rights(
+        &self,
+        receiver: &Arc<Socket>,
+        rights: Vec<Arc<Socket>>,
+        uid: u32,
+        gid: u32,
+    ) -> Vec<u64> {
+        let mut ids = Vec::with_capacity(rights.len());
+        for r in rights {
+            let id = self.new_alias(&r, uid, gid);
+            self.unopened.lock().insert(id, r);
+            ids.push(id);
+        }
+        let dead = {
+            let mut st = receiver.lock();
+            st.received.extend(&ids);
+            st.dead
+        };
+        if dead {
+            // The receiver closed meanwhile: nobody can open them through it.
+            for id in &ids {
+                if let Some(r) = self.unopened.lock().remove(id) {
+                    self.remove_alias(&r, *id);
+                    self.put(&r);
+                }
+            }
+        }
+        ids
+    }
+
+    /// Opening a file of `.udsfs/sock/H` adopts a received socket: the
+    /// caller's handle (already held) replaces the entry's reference.
+    pub fn adopt(&self, id: u64) {
+        let r = self.unopened.lock().remove(&id);
+        if let Some(r) = r {
+            self.put(&r);
+        }
+    }
+
+    /// Sockets `caller` may pass: its own (or any, for root), alive.
+    pub fn hold_for_passing(&self, ids: &[u64], caller: &Caller) -> Result<Vec<Arc<Socket>>> {
+        let mut held: Vec<Arc<Socket>> = Vec::with_capacity(ids.len());
+        let undo = |held: &Vec<Arc<Socket>>| held.iter().for_each(|s| self.put(s));
+        for &id in ids {
+            let Some(d) = self.dir(id) else {
+                undo(&held);
+                return Err(Errno::EBADF);
+            };
+            if !caller.is_root() && d.uid != caller.fsuid {
+                undo(&held);
+                return Err(Errno::EACCES);
+            }
+            if d.sock.lock().embryo || !self.try_hold(&d.sock) {
+                undo(&held);
+                return Err(Errno::EBADF);
+            }
+            held.push(d.sock);
+        }
+        Ok(held)
     }
 
     /// Turns a path given by a caller into a tree path: absolute paths must

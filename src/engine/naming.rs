@@ -143,7 +143,7 @@ impl Engine {
             }
             st.peercred = Some(cred);
         }
-        wake.run();
+        self.finish(wake);
         Ok(())
     }
 
@@ -232,13 +232,14 @@ impl Engine {
                 et.peercred = Some(client_cred);
                 et.passcred = listener_passcred;
                 et.embryo = true;
+                et.listener_id = Some(other.id);
             }
             pending.push_back(embryo.clone());
             st.conn = Conn::Connected(embryo.clone());
             st.peercred = listener_cred;
             wake.extend(ot.readers.take());
         }
-        wake.run();
+        self.finish(wake);
         Ok(())
     }
 
@@ -273,7 +274,7 @@ impl Engine {
         if let Some(o) = old {
             self.reset_if_peer_of(&o, s, &mut wake);
         }
-        wake.run();
+        self.finish(wake);
         Ok(())
     }
 
@@ -299,7 +300,7 @@ impl Engine {
         if let Some(o) = old {
             self.reset_if_peer_of(&o, s, &mut wake);
         }
-        wake.run();
+        self.finish(wake);
         Ok(())
     }
 
@@ -358,8 +359,13 @@ impl Engine {
                 }
             }
         };
-        got.lock().embryo = false;
-        wake.run();
+        {
+            let mut et = got.lock();
+            et.embryo = false;
+            et.listener_id = None;
+        }
+        self.gc.accepted(got.id);
+        self.finish(wake);
         Ok(got)
     }
 
@@ -387,7 +393,7 @@ impl Engine {
             wake.extend(pt.readers.take());
             wake.extend(pt.writers.take());
         }
-        wake.run();
+        self.finish(wake);
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
@@ -73,6 +73,10 @@ pub struct Msg {
     /// The socket charged for this message, and how much.
     pub sender: Arc<Socket>,
     pub charge: usize,
+    /// Sockets passed with it (SCM_RIGHTS), in flight while queued.
+    pub rights: Vec<Arc<Socket>>,
+    /// The user charged for those in-flight copies.
+    pub rights_uid: u32,
 }
 
 impl Msg {
@@ -115,6 +119,10 @@ pub struct SockState {
     pub writers: WaitList,
     /// Extra `.udsfs/sock/H` entries that refer to this socket.
     pub aliases: Vec<u64>,
+    /// Entries this socket received and nobody opened yet.
+    pub received: Vec<u64>,
+    /// For an embryo: the listener whose queue it waits in.
+    pub listener_id: Option<u64>,
 }
 
 pub struct Socket {
@@ -130,6 +138,10 @@ pub struct Socket {
     pub(crate) refs: AtomicUsize,
     /// Bytes this socket has queued at receivers (sk_wmem_alloc).
     pub(crate) wmem: AtomicUsize,
+    /// Copies of this socket in queues (in flight).
+    pub(crate) inflight: AtomicUsize,
+    /// Claimed by the collector: no new reference may be taken.
+    pub(crate) gc_dead: AtomicBool,
 }
 
 impl Socket {
@@ -160,11 +172,19 @@ impl Socket {
                 readers: WaitList::default(),
                 writers: WaitList::default(),
                 aliases: Vec::new(),
+                received: Vec::new(),
+                listener_id: None,
             }),
             bind_lock: Mutex::new(()),
             refs: AtomicUsize::new(0),
             wmem: AtomicUsize::new(0),
+            inflight: AtomicUsize::new(0),
+            gc_dead: AtomicBool::new(false),
         }
+    }
+
+    pub fn inflight(&self) -> usize {
+        self.inflight.load(Ordering::Acquire)
     }
 
     pub fn lock(&self) -> MutexGuard<'_, SockState> {
@@ -230,4 +250,10 @@ pub mod pollbits {
 pub fn register_poll(st: &mut SockState, w: &Waiter) {
     st.readers.add(w.clone());
     st.writers.add(w.clone());
+}
+
+impl std::fmt::Debug for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Socket({} {})", self.id, self.ty.name())
+    }
 }

@@ -24,6 +24,8 @@ pub struct Wakeups {
     /// Senders whose budget grew: their writers are taken at run time, when
     /// no socket lock is held (a socket may be its own sender).
     senders: Vec<Arc<crate::engine::Socket>>,
+    /// References to drop once no lock is held (dropping one may close a socket).
+    pub(crate) drops: Vec<Arc<crate::engine::Socket>>,
 }
 
 impl Wakeups {
@@ -38,7 +40,13 @@ impl Wakeups {
             self.senders.push(s);
         }
     }
+    pub fn drop_ref(&mut self, s: Arc<crate::engine::Socket>) {
+        self.drops.push(s);
+    }
+
+    /// Runs the wake-ups; references to drop must go through `Engine::finish`.
     pub fn run(mut self) {
+        debug_assert!(self.drops.is_empty());
         for s in std::mem::take(&mut self.senders) {
             let ws = s.lock().writers.take();
             self.waiters.extend(ws);

@@ -19,8 +19,10 @@ pub enum FileKind {
     },
     Data,
     Msg(Mutex<MsgReader>),
-    /// Text made at open (status, unix, gc).
+    /// Text made at open (status, unix).
     Snapshot(Vec<u8>),
+    /// The collector's figures at open; writing `run` collects now.
+    Gc(Vec<u8>),
 }
 
 /// A received record being read out in pieces.
@@ -121,14 +123,21 @@ impl OpenFile {
         eng: &Engine,
         offset: u64,
         size: u32,
+        caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<Vec<u8>, Errno> {
         match &self.kind {
             FileKind::Ctl { text } => Ok(read_at(text, offset, size)),
-            FileKind::Snapshot(text) => Ok(read_at(text, offset, size)),
+            FileKind::Snapshot(text) | FileKind::Gc(text) => Ok(read_at(text, offset, size)),
             FileKind::Data => {
                 let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
-                Ok(eng.recv(s, size as usize, w)?.data)
+                let got = eng.recv(s, size as usize, w)?;
+                // read() has no room for passed sockets: they are closed, as
+                // recvmsg without a control buffer does.
+                for r in &got.rights {
+                    eng.put(r);
+                }
+                Ok(got.data)
             }
             FileKind::Msg(reader) => {
                 let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
@@ -141,8 +150,9 @@ impl OpenFile {
                     };
                     let got = eng.recv(s, want, w)?;
                     let from = got.from.as_ref().map(|n| &n.addr);
+                    let ids = eng.deliver_rights(s, got.rights, caller.fsuid, caller.fsgid);
                     let mut rec =
-                        msgfmt::format_header(got.data.len(), from, got.creds, &[]).into_bytes();
+                        msgfmt::format_header(got.data.len(), from, got.creds, &ids).into_bytes();
                     rec.extend_from_slice(&got.data);
                     r.buf = rec;
                     r.pos = 0;
@@ -165,9 +175,18 @@ impl OpenFile {
         caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<usize, Errno> {
+        if let FileKind::Gc(_) = self.kind {
+            return match data.trim_ascii() {
+                b"run" => {
+                    eng.collect();
+                    Ok(data.len())
+                }
+                _ => Err(Errno::EINVAL),
+            };
+        }
         let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
         match &self.kind {
-            FileKind::Snapshot(_) => Err(Errno::EBADF),
+            FileKind::Snapshot(_) | FileKind::Gc(_) => Err(Errno::EBADF),
             FileKind::Ctl { .. } => {
                 while *done < data.len() {
                     let rest = &data[*done..];
@@ -208,29 +227,61 @@ impl OpenFile {
                 let (h, payload) = msgfmt::parse_record(data).inspect_err(|_| {
                     log::info!("socket {}: malformed msg record", s.id);
                 })?;
-                if !h.rights.is_empty() {
-                    log::info!("socket {}: rights= is not supported yet", s.id);
-                    return Err(Errno::EOPNOTSUPP);
-                }
                 if let Some(c) = &h.creds {
                     check_creds(c, caller)?;
                 }
-                if s.ty == SockType::Stream && payload.is_empty() {
-                    return Ok(data.len());
+                // A retry after a partial stream send has passed them already.
+                let mut rights = if *done == 0 {
+                    eng.hold_for_passing(&h.rights, caller).inspect_err(|e| {
+                        log::info!(
+                            "socket {}: rights={:?} refused: {}",
+                            s.id,
+                            h.rights,
+                            e.desc()
+                        );
+                    })?
+                } else {
+                    Vec::new()
+                };
+                let res = send_record(eng, s, payload, &h, &mut rights, done, caller, w);
+                // Whatever was not queued (a failed send, or a zero-length
+                // stream message, which drops them as Linux does) is let go.
+                for r in rights {
+                    eng.put(&r);
                 }
-                let mut sent = *done;
-                while sent < payload.len() || (payload.is_empty() && sent == 0) {
-                    let n = eng.send(s, &payload[sent..], h.to.as_ref(), h.creds, caller, w)?;
-                    if s.ty != SockType::Stream {
-                        break;
-                    }
-                    sent += n;
-                    *done = sent;
-                }
-                Ok(data.len())
+                res.map(|()| data.len())
             }
         }
     }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn send_record(
+    eng: &Engine,
+    s: &Arc<Socket>,
+    payload: &[u8],
+    h: &msgfmt::SendHeader,
+    rights: &mut Vec<Arc<Socket>>,
+    done: &mut usize,
+    caller: &Caller,
+    w: Option<&Waiter>,
+) -> Result<(), Errno> {
+    if s.ty != SockType::Stream {
+        eng.send_msg(s, payload, h.to.as_ref(), h.creds, rights, caller, w)?;
+        return Ok(());
+    }
+    while *done < payload.len() {
+        *done += eng.send_msg(
+            s,
+            &payload[*done..],
+            h.to.as_ref(),
+            h.creds,
+            rights,
+            caller,
+            w,
+        )?;
+    }
+    Ok(())
 }
 
 fn run_command(

@@ -347,6 +347,7 @@ impl Inner {
         if !self.eng.try_hold(&d.sock) {
             return Err(Errno::ENOENT);
         }
+        self.eng.adopt(id);
         if let Some(held) = self.held_pairs.lock().remove(&d.sock.id) {
             self.eng.put(&held);
         }
@@ -380,8 +381,14 @@ impl Inner {
     }
 
     fn gc_text(&self) -> String {
+        let g = self.eng.gc.stats();
         format!(
-            "sockets={}\ninflight=0\ncollections=0\nfreed=0\nlast_duration_us=0\nparked={}\n",
+            "inflight={}\ncollections={}\nfreed={}\nlast_duration_us={}\nwalks={}\nsockets={}\nparked={}\n",
+            g.inflight,
+            g.collections,
+            g.freed,
+            g.last_duration.as_micros(),
+            g.walks,
             self.eng.live_sockets(),
             self.parks.len()
         )
@@ -420,7 +427,7 @@ impl Inner {
                     reply.error(FErrno::EBADF);
                     return Outcome::Done;
                 };
-                match f.read(&self.eng, 0, size, w) {
+                match f.read(&self.eng, 0, size, caller, w) {
                     Ok(d) => reply.data(&d),
                     Err(Errno::EAGAIN) => {
                         return Outcome::Blocked(Pending::Read { fh, size, reply });
@@ -774,7 +781,14 @@ impl Filesystem for UdsFs {
                 Ok((fh, direct))
             }
             Node::Ctrl(Ctrl::Unix) => Ok((i.snapshot(i.eng.proc_net_unix()), direct)),
-            Node::Ctrl(Ctrl::Gc) => Ok((i.snapshot(i.gc_text()), direct)),
+            Node::Ctrl(Ctrl::Gc) => Ok((
+                i.files.insert(OpenFile {
+                    sock: None,
+                    kind: FileKind::Gc(i.gc_text().into_bytes()),
+                    held: Mutex::new(None),
+                }),
+                direct,
+            )),
             Node::Sock(id, f) => {
                 let s = match f {
                     SockFile::Dir => Err(Errno::EISDIR),
@@ -883,7 +897,7 @@ impl Filesystem for UdsFs {
         let Some(f) = i.files.get(fh.0) else {
             return reply.error(FErrno::EBADF);
         };
-        match f.read(&i.eng, offset, size, None) {
+        match f.read(&i.eng, offset, size, &caller(req), None) {
             Ok(d) => reply.data(&d),
             Err(Errno::EAGAIN) if !nonblocking(flags.0) => i.park(
                 Pending::Read {
@@ -1046,7 +1060,9 @@ impl Filesystem for UdsFs {
             return reply.error(FErrno::EBADF);
         };
         let mask = match (&f.kind, &f.sock) {
-            (FileKind::Snapshot(_), _) | (_, None) => (libc::POLLIN | libc::POLLOUT) as u32,
+            (FileKind::Snapshot(_) | FileKind::Gc(_), _) | (_, None) => {
+                (libc::POLLIN | libc::POLLOUT) as u32
+            }
             (_, Some(s)) => {
                 let w: Option<Waiter> = flags
                     .contains(PollFlags::FUSE_POLL_SCHEDULE_NOTIFY)

@@ -1,0 +1,436 @@
+//! Sockets in flight and the collector that frees unreachable cycles of them
+//! (Linux net/unix/garbage.c, the 6.10+ design).
+//!
+//! Vertices are sockets that some queue holds a copy of; each copy is an edge
+//! from that socket to the socket whose queue holds it (an embryo's queue
+//! counts as its listener's). A strongly connected component is dead when
+//! every reference to each member is an in-flight copy inside the component:
+//! nothing outside can ever receive them again. The collector purges dead
+//! components' queues, which drops those copies and closes the sockets as
+//! usual. It runs on its own thread, never on a sender's path.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::socket::{Conn, Socket};
+use super::{Engine, Wakeups};
+
+/// A sender waits for a running collection only past this many sockets of
+/// its user in flight (SCM_MAX_FD * 8, seed 004).
+pub const INFLIGHT_SANE_USER: usize = 253 * 8;
+
+struct Vertex {
+    sock: Arc<Socket>,
+    /// Receivers holding a copy, one entry per copy.
+    edges: Vec<u64>,
+}
+
+#[derive(Default)]
+struct Graph {
+    vertices: HashMap<u64, Vertex>,
+    /// Embryos holding in-flight copies, and their listeners.
+    listener_of: HashMap<u64, u64>,
+    user_inflight: HashMap<u32, usize>,
+    total: usize,
+    /// A cycle may exist: set when an edge points at an in-flight socket.
+    maybe_cyclic: bool,
+}
+
+impl Graph {
+    fn successor(&self, receiver: u64) -> u64 {
+        self.listener_of.get(&receiver).copied().unwrap_or(receiver)
+    }
+}
+
+#[derive(Default, Clone, Copy, Debug)]
+pub struct GcStats {
+    pub inflight: usize,
+    pub collections: u64,
+    pub freed: u64,
+    pub last_duration: Duration,
+    pub walks: u64,
+}
+
+#[derive(Default)]
+struct Control {
+    requested: bool,
+    running: bool,
+    stop: bool,
+}
+
+pub struct Collector {
+    graph: Mutex<Graph>,
+    control: Mutex<Control>,
+    /// Signals the worker (requests) and waiting senders (completions).
+    cv: Condvar,
+    stats: Mutex<GcStats>,
+}
+
+impl Collector {
+    pub fn new() -> Collector {
+        Collector {
+            graph: Mutex::new(Graph::default()),
+            control: Mutex::new(Control::default()),
+            cv: Condvar::new(),
+            stats: Mutex::new(GcStats::default()),
+        }
+    }
+
+    pub fn total(&self) -> usize {
+        self.graph.lock().total
+    }
+
+    pub fn user_inflight(&self, uid: u32) -> usize {
+        self.graph
+            .lock()
+            .user_inflight
+            .get(&uid)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Records copies of `rights` queued at `receiver` (the caller holds the
+    /// receiver's lock; `listener` is set when the receiver is an embryo).
+    pub(crate) fn add(
+        &self,
+        rights: &[Arc<Socket>],
+        receiver: u64,
+        listener: Option<u64>,
+        uid: u32,
+    ) {
+        let mut g = self.graph.lock();
+        if let Some(l) = listener {
+            g.listener_of.insert(receiver, l);
+        }
+        let succ = g.successor(receiver);
+        for r in rights {
+            r.inflight.fetch_add(1, Ordering::AcqRel);
+            g.vertices
+                .entry(r.id)
+                .or_insert_with(|| Vertex {
+                    sock: r.clone(),
+                    edges: Vec::new(),
+                })
+                .edges
+                .push(receiver);
+        }
+        if g.vertices.contains_key(&succ) {
+            g.maybe_cyclic = true;
+        }
+        *g.user_inflight.entry(uid).or_default() += rights.len();
+        g.total += rights.len();
+    }
+
+    /// Forgets copies of `rights` that left `receiver`'s queue.
+    pub(crate) fn remove(&self, rights: &[Arc<Socket>], receiver: u64, uid: u32) {
+        let mut g = self.graph.lock();
+        for r in rights {
+            r.inflight.fetch_sub(1, Ordering::AcqRel);
+            if let Some(v) = g.vertices.get_mut(&r.id) {
+                if let Some(i) = v.edges.iter().position(|e| *e == receiver) {
+                    v.edges.swap_remove(i);
+                }
+                if v.edges.is_empty() {
+                    g.vertices.remove(&r.id);
+                }
+            }
+        }
+        if let Some(n) = g.user_inflight.get_mut(&uid) {
+            *n = n.saturating_sub(rights.len());
+            if *n == 0 {
+                g.user_inflight.remove(&uid);
+            }
+        }
+        g.total = g.total.saturating_sub(rights.len());
+    }
+
+    /// An embryo was accepted: its queue is its own from now on.
+    pub(crate) fn accepted(&self, embryo: u64) {
+        let mut g = self.graph.lock();
+        if g.listener_of.remove(&embryo).is_some() {
+            g.maybe_cyclic = true;
+        }
+    }
+
+    /// A socket closed: it holds nothing in flight any more.
+    pub(crate) fn forget_receiver(&self, id: u64) {
+        let mut g = self.graph.lock();
+        if !g.listener_of.is_empty() {
+            g.listener_of.remove(&id);
+        }
+    }
+
+    /// Asks the worker for a collection.
+    pub fn schedule(&self) {
+        let mut c = self.control.lock();
+        if !c.requested {
+            c.requested = true;
+            self.cv.notify_all();
+        }
+    }
+
+    /// Blocks until no collection is running (a heavy sender, seed 004).
+    pub fn wait_idle(&self) {
+        let mut c = self.control.lock();
+        while c.running {
+            self.cv.wait(&mut c);
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.control.lock().running
+    }
+
+    pub fn stats(&self) -> GcStats {
+        let mut s = *self.stats.lock();
+        s.inflight = self.total();
+        s
+    }
+
+    pub fn stop(&self) {
+        self.control.lock().stop = true;
+        self.cv.notify_all();
+    }
+
+    /// Finds the dead components and claims their members (marks them so
+    /// that nobody can take a new reference). Returns the claimed sockets.
+    fn find_dead(&self) -> Vec<Arc<Socket>> {
+        let mut g = self.graph.lock();
+        if !g.maybe_cyclic {
+            return Vec::new();
+        }
+        self.stats.lock().walks += 1;
+        let ids: Vec<u64> = g.vertices.keys().copied().collect();
+        let index_of: HashMap<u64, usize> =
+            ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        // Successors by vertex index; None for an edge that leaves the graph.
+        let succ: Vec<Vec<Option<usize>>> = ids
+            .iter()
+            .map(|id| {
+                g.vertices[id]
+                    .edges
+                    .iter()
+                    .map(|r| index_of.get(&g.successor(*r)).copied())
+                    .collect()
+            })
+            .collect();
+        let sccs = tarjan(&succ);
+        let mut dead = Vec::new();
+        let mut cyclic = false;
+        let mut scc_of = vec![0usize; ids.len()];
+        for (n, scc) in sccs.iter().enumerate() {
+            for &v in scc {
+                scc_of[v] = n;
+            }
+        }
+        for (n, scc) in sccs.iter().enumerate() {
+            let is_cycle = scc.len() > 1 || succ[scc[0]].contains(&Some(scc[0]));
+            let closed = scc.iter().all(|&v| {
+                let vx = &g.vertices[&ids[v]];
+                vx.sock.refs() == vx.edges.len()
+                    && succ[v].iter().all(|s| s.is_some_and(|s| scc_of[s] == n))
+            });
+            if !is_cycle || !closed {
+                cyclic |= is_cycle;
+                continue;
+            }
+            let members: Vec<Arc<Socket>> = scc
+                .iter()
+                .map(|&v| g.vertices[&ids[v]].sock.clone())
+                .collect();
+            // Claim, then look again: a concurrent try_hold either sees the
+            // claim or is seen here (both use SeqCst).
+            for m in &members {
+                m.gc_dead.store(true, Ordering::SeqCst);
+            }
+            let still = members
+                .iter()
+                .all(|m| m.refs() == g.vertices[&m.id].edges.len());
+            if still {
+                dead.extend(members);
+            } else {
+                for m in &members {
+                    m.gc_dead.store(false, Ordering::SeqCst);
+                }
+                cyclic = true;
+            }
+        }
+        g.maybe_cyclic = cyclic;
+        dead
+    }
+}
+
+impl Default for Collector {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Tarjan's strongly connected components, iterative. `succ[v]` lists v's
+/// successors (None = outside the graph). Returns the components.
+fn tarjan(succ: &[Vec<Option<usize>>]) -> Vec<Vec<usize>> {
+    const UNSEEN: usize = usize::MAX;
+    let n = succ.len();
+    let mut index = vec![UNSEEN; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut sccs = Vec::new();
+    let mut next = 0;
+    // (vertex, next edge to look at)
+    let mut call: Vec<(usize, usize)> = Vec::new();
+    for root in 0..n {
+        if index[root] != UNSEEN {
+            continue;
+        }
+        call.push((root, 0));
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut ei)) = call.last_mut() {
+            if let Some(&s) = succ[v].get(*ei) {
+                *ei += 1;
+                let Some(w) = s else { continue };
+                if index[w] == UNSEEN {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    call.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            call.pop();
+            if let Some(&(parent, _)) = call.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut scc = Vec::new();
+                loop {
+                    let w = stack.pop().expect("on stack");
+                    on_stack[w] = false;
+                    scc.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                sccs.push(scc);
+            }
+        }
+    }
+    sccs
+}
+
+impl Engine {
+    /// One collection: find dead components, purge their queues.
+    pub fn collect(&self) -> usize {
+        let start = Instant::now();
+        let dead = self.gc.find_dead();
+        let n = dead.len();
+        let mut wake = Wakeups::new();
+        for s in &dead {
+            let (msgs, embryos) = {
+                let mut st = s.lock();
+                st.rcvq_bytes = 0;
+                let embryos: Vec<Arc<Socket>> = match &st.conn {
+                    Conn::Listening { pending, .. } => pending.iter().cloned().collect(),
+                    _ => Vec::new(),
+                };
+                (std::mem::take(&mut st.rcvq), embryos)
+            };
+            for m in msgs {
+                self.dequeued(s.id, m, &mut wake);
+            }
+            for e in embryos {
+                let msgs = {
+                    let mut et = e.lock();
+                    et.rcvq_bytes = 0;
+                    std::mem::take(&mut et.rcvq)
+                };
+                for m in msgs {
+                    self.dequeued(e.id, m, &mut wake);
+                }
+            }
+        }
+        self.finish(wake);
+        let mut st = self.gc.stats.lock();
+        st.collections += 1;
+        st.freed += n as u64;
+        st.last_duration = start.elapsed();
+        if n > 0 {
+            log::debug!("gc freed {n} sockets in {:?}", st.last_duration);
+        }
+        n
+    }
+
+    /// Starts the collector's thread.
+    pub(crate) fn spawn_collector(self: &Arc<Self>) {
+        let weak: Weak<Engine> = Arc::downgrade(self);
+        let _ = std::thread::Builder::new()
+            .name("udsfs-gc".into())
+            .spawn(move || {
+                loop {
+                    let Some(eng) = weak.upgrade() else { return };
+                    {
+                        let mut c = eng.gc.control.lock();
+                        while !c.requested && !c.stop {
+                            // Wake now and then to notice the engine going away.
+                            if eng
+                                .gc
+                                .cv
+                                .wait_for(&mut c, Duration::from_millis(500))
+                                .timed_out()
+                                && Arc::strong_count(&eng) == 1
+                            {
+                                return;
+                            }
+                        }
+                        if c.stop {
+                            return;
+                        }
+                        c.requested = false;
+                        c.running = true;
+                    }
+                    eng.collect();
+                    let mut c = eng.gc.control.lock();
+                    c.running = false;
+                    eng.gc.cv.notify_all();
+                }
+            });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tarjan;
+
+    #[test]
+    fn tarjan_finds_components() {
+        // 0 -> 1 -> 2 -> 0, 2 -> 3, 3 -> outside, 4 -> 4
+        let succ = vec![
+            vec![Some(1)],
+            vec![Some(2)],
+            vec![Some(0), Some(3)],
+            vec![None],
+            vec![Some(4)],
+        ];
+        let mut sccs: Vec<Vec<usize>> = tarjan(&succ)
+            .into_iter()
+            .map(|mut s| {
+                s.sort();
+                s
+            })
+            .collect();
+        sccs.sort();
+        assert_eq!(sccs, vec![vec![0, 1, 2], vec![3], vec![4]]);
+    }
+}
