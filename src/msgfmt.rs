@@ -137,3 +137,81 @@ mod tests {
         assert_eq!(hdr, "len=3 from=@00001 creds=0:65534:65534\n");
     }
 }
+
+/// Collects what a writer sends to a `msg` file until records are whole:
+/// a shell's `printf` may split one record over several writes.
+#[derive(Default)]
+pub struct Assembler {
+    buf: Vec<u8>,
+}
+
+impl Assembler {
+    /// Adds `data`; returns the records now complete (possibly none). A
+    /// malformed header fails with EINVAL and drops what was buffered.
+    pub fn push(&mut self, data: &[u8]) -> Result<Vec<u8>, Errno> {
+        self.buf.extend_from_slice(data);
+        let mut end = 0;
+        loop {
+            let rest = &self.buf[end..];
+            let Some(nl) = rest.iter().take(MAX_HEADER).position(|&b| b == b'\n') else {
+                if rest.len() >= MAX_HEADER {
+                    self.buf.clear();
+                    return Err(Errno::EINVAL);
+                }
+                break;
+            };
+            let h = match parse_header(&rest[..nl]) {
+                Ok(h) => h,
+                Err(e) => {
+                    self.buf.clear();
+                    return Err(e);
+                }
+            };
+            if h.len > crate::engine::MAX_MSG {
+                self.buf.clear();
+                return Err(Errno::EMSGSIZE);
+            }
+            if rest.len() < nl + 1 + h.len {
+                break;
+            }
+            end += nl + 1 + h.len;
+        }
+        let rest = self.buf.split_off(end);
+        Ok(std::mem::replace(&mut self.buf, rest))
+    }
+}
+
+/// One whole record inside `buf` at `at`: its header, and where its payload
+/// starts and ends.
+pub fn record_at(buf: &[u8], at: usize) -> Result<(SendHeader, usize, usize), Errno> {
+    let rest = &buf[at..];
+    let nl = rest.iter().position(|&b| b == b'\n').ok_or(Errno::EINVAL)?;
+    let h = parse_header(&rest[..nl])?;
+    let start = at + nl + 1;
+    let end = start + h.len;
+    if end > buf.len() {
+        return Err(Errno::EINVAL);
+    }
+    Ok((h, start, end))
+}
+
+#[cfg(test)]
+mod assembler_tests {
+    use super::*;
+
+    #[test]
+    fn records_split_over_writes_are_joined() {
+        let mut a = Assembler::default();
+        assert_eq!(a.push(b"len=5 to=@x\n").unwrap(), b"");
+        assert_eq!(a.push(b"hel").unwrap(), b"");
+        assert_eq!(
+            a.push(b"lolen=0\nlen=2\nz").unwrap(),
+            b"len=5 to=@x\nhellolen=0\n"
+        );
+        assert_eq!(a.push(b"z").unwrap(), b"len=2\nzz");
+        assert_eq!(a.push(b"bogus\n"), Err(Errno::EINVAL));
+        assert_eq!(a.push(b"len=1\n!").unwrap(), b"len=1\n!");
+        let (h, s, e) = record_at(b"len=5 to=@x\nhellolen=0\n", 0).unwrap();
+        assert_eq!((h.len, s, e), (5, 12, 17));
+    }
+}

@@ -18,7 +18,7 @@ pub enum FileKind {
         text: Vec<u8>,
     },
     Data,
-    Msg(Mutex<MsgReader>),
+    Msg(Mutex<MsgReader>, Mutex<msgfmt::Assembler>),
     /// Text made at open (status, unix).
     Snapshot(Vec<u8>),
     /// The collector's figures at open; writing `run` collects now.
@@ -113,7 +113,7 @@ fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
 
 impl OpenFile {
     pub fn is_stream_data(&self) -> bool {
-        matches!(self.kind, FileKind::Data | FileKind::Msg(_))
+        matches!(self.kind, FileKind::Data | FileKind::Msg(..))
             && self.sock.as_ref().is_some_and(|s| s.ty == SockType::Stream)
     }
 
@@ -139,15 +139,13 @@ impl OpenFile {
                 }
                 Ok(got.data)
             }
-            FileKind::Msg(reader) => {
+            FileKind::Msg(reader, _) => {
                 let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
                 let mut r = reader.lock();
                 if r.pos >= r.buf.len() {
-                    let want = if s.ty == SockType::Stream {
-                        size as usize
-                    } else {
-                        MAX_MSG
-                    };
+                    // A stream record is what is queued now, whatever the
+                    // reader's buffer: bash `read` asks one byte at a time.
+                    let want = MAX_MSG;
                     let got = eng.recv(s, want, w)?;
                     let from = got.from.as_ref().map(|n| &n.addr);
                     let ids = eng.deliver_rights(s, got.rights, caller.fsuid, caller.fsgid);
@@ -223,65 +221,104 @@ impl OpenFile {
                 }
                 Ok(data.len())
             }
-            FileKind::Msg(_) => {
-                let (h, payload) = msgfmt::parse_record(data).inspect_err(|_| {
-                    log::info!("socket {}: malformed msg record", s.id);
-                })?;
-                if let Some(c) = &h.creds {
-                    check_creds(c, caller)?;
+            FileKind::Msg(..) => {
+                // `data` holds whole records (see `assemble`); `done` is how
+                // far into it the sending got.
+                while *done < data.len() {
+                    send_record(eng, s, data, done, caller, w)?;
                 }
-                // A retry after a partial stream send has passed them already.
-                let mut rights = if *done == 0 {
-                    eng.hold_for_passing(&h.rights, caller).inspect_err(|e| {
-                        log::info!(
-                            "socket {}: rights={:?} refused: {}",
-                            s.id,
-                            h.rights,
-                            e.desc()
-                        );
-                    })?
-                } else {
-                    Vec::new()
-                };
-                let res = send_record(eng, s, payload, &h, &mut rights, done, caller, w);
-                // Whatever was not queued (a failed send, or a zero-length
-                // stream message, which drops them as Linux does) is let go.
-                for r in rights {
-                    eng.put(&r);
-                }
-                res.map(|()| data.len())
+                Ok(data.len())
             }
+        }
+    }
+
+    /// For `msg` files: what of a write forms whole records (None for
+    /// other files, which take each write as it is).
+    pub fn assemble(&self, data: &[u8]) -> Option<Result<Vec<u8>, Errno>> {
+        match &self.kind {
+            FileKind::Msg(_, asm) => Some(asm.lock().push(data)),
+            _ => None,
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Sends the record that `*done` points into, from where it got to.
 fn send_record(
     eng: &Engine,
     s: &Arc<Socket>,
-    payload: &[u8],
-    h: &msgfmt::SendHeader,
-    rights: &mut Vec<Arc<Socket>>,
+    buf: &[u8],
     done: &mut usize,
     caller: &Caller,
     w: Option<&Waiter>,
 ) -> Result<(), Errno> {
-    if s.ty != SockType::Stream {
-        eng.send_msg(s, payload, h.to.as_ref(), h.creds, rights, caller, w)?;
-        return Ok(());
+    // Find the record *done points into: its header is at `at`, its
+    // payload at start..end; *done == at means it is not begun.
+    let mut at = 0;
+    let (h, start, end) = loop {
+        let (h, start, end) = msgfmt::record_at(buf, at)?;
+        if *done < end || *done == at {
+            break (h, start, end);
+        }
+        at = end;
+    };
+    let fresh = *done == at;
+    if fresh {
+        if let Some(c) = &h.creds {
+            check_creds(c, caller)?;
+        }
+        *done = start;
     }
-    while *done < payload.len() {
-        *done += eng.send_msg(
+    // Sockets go with the first piece of the payload only.
+    let mut rights = if fresh {
+        eng.hold_for_passing(&h.rights, caller).inspect_err(|e| {
+            log::info!(
+                "socket {}: rights={:?} refused: {}",
+                s.id,
+                h.rights,
+                e.desc()
+            );
+        })?
+    } else {
+        Vec::new()
+    };
+    let res = if s.ty == SockType::Stream {
+        let mut r = Ok(());
+        while *done < end {
+            match eng.send_msg(
+                s,
+                &buf[*done..end],
+                h.to.as_ref(),
+                h.creds,
+                &mut rights,
+                caller,
+                w,
+            ) {
+                Ok(n) => *done += n,
+                Err(e) => {
+                    r = Err(e);
+                    break;
+                }
+            }
+        }
+        r
+    } else {
+        eng.send_msg(
             s,
-            &payload[*done..],
+            &buf[start..end],
             h.to.as_ref(),
             h.creds,
-            rights,
+            &mut rights,
             caller,
             w,
-        )?;
+        )
+        .map(|_| *done = end)
+    };
+    // Whatever was not queued (a failed send, or a zero-length stream
+    // message, which drops them as Linux does) is let go.
+    for r in rights {
+        eng.put(&r);
     }
-    Ok(())
+    res
 }
 
 fn run_command(

@@ -440,6 +440,7 @@ impl Inner {
                 fh,
                 data,
                 mut done,
+                report,
                 reply,
             } => {
                 let Some(f) = self.files.get(fh) else {
@@ -447,12 +448,13 @@ impl Inner {
                     return Outcome::Done;
                 };
                 match f.write(&self.eng, &data, &mut done, caller, w) {
-                    Ok(n) => reply.written(n as u32),
+                    Ok(n) => reply.written(report.unwrap_or(n) as u32),
                     Err(Errno::EAGAIN) => {
                         return Outcome::Blocked(Pending::Write {
                             fh,
                             data,
                             done,
+                            report,
                             reply,
                         });
                     }
@@ -806,7 +808,7 @@ impl Filesystem for UdsFs {
                     (SockFile::Msg, Ok(s)) => Ok((
                         i.files.insert(OpenFile {
                             sock: Some(s),
-                            kind: FileKind::Msg(Mutex::new(MsgReader::default())),
+                            kind: FileKind::Msg(Mutex::new(MsgReader::default()), Mutex::default()),
                             held: Mutex::new(None),
                         }),
                         socket_open_flags(),
@@ -927,19 +929,30 @@ impl Filesystem for UdsFs {
         let Some(f) = i.files.get(fh.0) else {
             return reply.error(FErrno::EBADF);
         };
+        // msg files send whole records, however the writer split them.
+        let (data, report) = match f.assemble(data) {
+            None => (std::borrow::Cow::Borrowed(data), None),
+            Some(Ok(recs)) if recs.is_empty() => return reply.written(data.len() as u32),
+            Some(Ok(recs)) => (std::borrow::Cow::Owned(recs), Some(data.len())),
+            Some(Err(e)) => {
+                log::info!("msg write: malformed record: {}", e.desc());
+                return reply.error(ferr(e));
+            }
+        };
         let mut done = 0;
-        match f.write(&i.eng, data, &mut done, &caller(req), None) {
-            Ok(n) => reply.written(n as u32),
+        match f.write(&i.eng, &data, &mut done, &caller(req), None) {
+            Ok(n) => reply.written(report.unwrap_or(n) as u32),
             Err(Errno::EAGAIN) if !nonblocking(flags.0) => i.park(
                 Pending::Write {
                     fh: fh.0,
-                    data: data.to_vec(),
+                    data: data.into_owned(),
                     done,
+                    report,
                     reply,
                 },
                 req,
             ),
-            Err(Errno::EAGAIN) if done > 0 => reply.written(done as u32),
+            Err(Errno::EAGAIN) if done > 0 && report.is_none() => reply.written(done as u32),
             Err(e) => {
                 if e == Errno::EPIPE && f.is_stream_data() {
                     sigpipe(req.pid());
@@ -1039,6 +1052,22 @@ impl Filesystem for UdsFs {
     ) {
         // Shells probe terminals with TCGETS; these are no terminals.
         reply.error(FErrno::ENOTTY);
+    }
+
+    fn getxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _size: u32,
+        reply: fuser::ReplyXattr,
+    ) {
+        // No extended attributes here; ENOSYS makes the kernel stop asking.
+        reply.error(FErrno::ENOSYS);
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: fuser::ReplyXattr) {
+        reply.error(FErrno::ENOSYS);
     }
 
     fn access(&self, _req: &Request, _ino: INodeNo, _mask: fuser::AccessFlags, reply: ReplyEmpty) {

@@ -25,6 +25,9 @@ pub enum Pending {
         data: Vec<u8>,
         /// Bytes already sent (stream) or commands already run (ctl).
         done: usize,
+        /// What to report on success when `data` is not what was written
+        /// (msg files send whole records assembled from several writes).
+        report: Option<usize>,
         reply: ReplyWrite,
     },
     Open {
@@ -56,8 +59,8 @@ impl Pending {
             Pending::Write {
                 reply,
                 done,
-                fh: _,
-                data: _,
+                report: None,
+                ..
             } if done > 0 => reply.written(done as u32),
             Pending::Write { reply, .. } => reply.error(err),
             Pending::Open { reply, .. } => reply.error(err),
