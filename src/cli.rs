@@ -30,6 +30,11 @@ enum Cmd {
     Mount(MountArgs),
     /// Unmount a udsfs mount and stop its daemon.
     Umount { mountpoint: PathBuf },
+    /// List the sockets of a mount, like `ss -x`.
+    Ss {
+        #[arg(default_value = "mountpoints/default")]
+        mountpoint: PathBuf,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -79,6 +84,16 @@ pub fn main() -> i32 {
                 }
             }
         }
+        Cmd::Ss { mountpoint } => match ss(&mountpoint) {
+            Ok(table) => {
+                print!("{table}");
+                0
+            }
+            Err(e) => {
+                eprintln!("udsfs ss: {e}");
+                1
+            }
+        },
         Cmd::Umount { mountpoint } => match umount(&mountpoint) {
             Ok(()) => 0,
             Err(e) => {
@@ -327,4 +342,47 @@ fn detach(mp: &Path) -> Result<(), String> {
     } else {
         Err("fusermount3 -u -z failed".into())
     }
+}
+
+/// A table like `ss -x`, from `.udsfs/unix` and each socket's status file
+/// (sockets whose status the caller may not read show `-` for the rest).
+fn ss(mp: &Path) -> Result<String, String> {
+    let unix = std::fs::read_to_string(mp.join(".udsfs/unix"))
+        .map_err(|e| format!("{}: {e}", mp.display()))?;
+    let mut out = format!(
+        "{:<10} {:<12} {:>6} {:>8} {:>8}  {:<24} {}\n",
+        "Netid", "State", "Sock", "Recv-Q", "Wmem", "Local", "Peer"
+    );
+    for line in unix.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let Some(id) = f.get(6) else { continue };
+        let netid = match f.get(4).copied() {
+            Some("0001") => "u_str",
+            Some("0002") => "u_dgr",
+            Some("0005") => "u_seq",
+            _ => "?",
+        };
+        let status = std::fs::read_to_string(mp.join(format!(".udsfs/sock/{id}/status")))
+            .unwrap_or_default();
+        let get = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k).and_then(|v| v.strip_prefix('=')))
+                .map(str::to_owned)
+                .unwrap_or_else(|| "-".into())
+        };
+        let local = f.get(7).copied().unwrap_or("*");
+        let peer = get("peer");
+        out.push_str(&format!(
+            "{:<10} {:<12} {:>6} {:>8} {:>8}  {:<24} {}\n",
+            netid,
+            get("state"),
+            id,
+            get("rcvq_bytes"),
+            get("wmem"),
+            local,
+            if peer.is_empty() { "*" } else { &peer }
+        ));
+    }
+    Ok(out)
 }

@@ -24,6 +24,31 @@ type Bucket = HashMap<NameKey, Arc<Socket>>;
 pub struct NameTable {
     buckets: Vec<Mutex<Bucket>>,
     half: usize,
+    /// Which autobind-shaped names ("%05x") are taken, per type: lets an
+    /// autobind skip taken runs a word at a time instead of probing each.
+    autobind_taken: [Mutex<Vec<u64>>; 3],
+}
+
+/// Autobind names: 5 lowercase hex digits, 2^20 of them per type.
+pub const AUTOBIND_SPACE: u32 = 1 << 20;
+
+fn autobind_number(name: &[u8]) -> Option<u32> {
+    if name.len() != 5
+        || !name
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+    {
+        return None;
+    }
+    u32::from_str_radix(std::str::from_utf8(name).ok()?, 16).ok()
+}
+
+fn type_index(ty: SockType) -> usize {
+    match ty {
+        SockType::Stream => 0,
+        SockType::Dgram => 1,
+        SockType::Seqpacket => 2,
+    }
 }
 
 impl NameTable {
@@ -32,7 +57,54 @@ impl NameTable {
         NameTable {
             buckets: (0..2 * half).map(|_| Mutex::new(HashMap::new())).collect(),
             half,
+            autobind_taken: Default::default(),
         }
+    }
+
+    fn mark_autobind(&self, key: &NameKey, taken: bool) {
+        let NameKey::Abstract(ty, name) = key else {
+            return;
+        };
+        let Some(n) = autobind_number(name) else {
+            return;
+        };
+        let mut map = self.autobind_taken[type_index(*ty)].lock();
+        if map.is_empty() {
+            map.resize(AUTOBIND_SPACE as usize / 64, 0);
+        }
+        let (w, b) = (n as usize / 64, n % 64);
+        if taken {
+            map[w] |= 1 << b;
+        } else {
+            map[w] &= !(1 << b);
+        }
+    }
+
+    /// The first autobind number at or after `start` (cyclically, looking at
+    /// most `limit` numbers) not known to be taken, and how many were looked
+    /// at before it.
+    pub fn next_free_autobind(&self, ty: SockType, start: u32, limit: u32) -> Option<(u32, u32)> {
+        let map = self.autobind_taken[type_index(ty)].lock();
+        if map.is_empty() {
+            return (limit > 0).then_some((start, 0));
+        }
+        let mut looked = 0;
+        let mut n = start;
+        while looked < limit {
+            let (w, b) = (n as usize / 64, n % 64);
+            let free = !map[w] >> b;
+            if free != 0 {
+                let skip = free.trailing_zeros().min(limit - looked);
+                if skip + looked < limit && b + skip < 64 {
+                    return Some(((n + skip) % AUTOBIND_SPACE, looked + skip));
+                }
+            }
+            // Rest of this word is taken: move to the next word.
+            let step = 64 - b;
+            looked += step;
+            n = (n + step) % AUTOBIND_SPACE;
+        }
+        None
     }
 
     fn bucket_of(&self, key: &NameKey) -> usize {
@@ -86,6 +158,7 @@ impl NameTable {
                     return Err(Errno::EADDRINUSE);
                 }
                 g_old.remove(old);
+                self.mark_autobind(&new, true);
                 g_old.insert(new, sock.clone());
                 return Ok(());
             }
@@ -95,6 +168,7 @@ impl NameTable {
             return Err(Errno::EADDRINUSE);
         }
         g_old.remove(old);
+        self.mark_autobind(&new, true);
         g_new.insert(new, sock.clone());
         Ok(())
     }
@@ -108,6 +182,7 @@ impl NameTable {
         let mut b = self.buckets[self.bucket_of(key)].lock();
         if b.get(key).is_some_and(|s| s.id == sock.id) {
             b.remove(key);
+            self.mark_autobind(key, false);
         }
     }
 
@@ -122,5 +197,41 @@ impl NameTable {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn autobind_map_skips_taken_runs_and_wraps() {
+        let t = NameTable::new(2);
+        assert_eq!(t.next_free_autobind(SockType::Dgram, 7, 10), Some((7, 0)));
+        for n in 5..200u32 {
+            t.mark_autobind(
+                &NameKey::Abstract(SockType::Dgram, format!("{n:05x}").into_bytes()),
+                true,
+            );
+        }
+        assert_eq!(
+            t.next_free_autobind(SockType::Dgram, 5, AUTOBIND_SPACE),
+            Some((200, 195))
+        );
+        assert_eq!(t.next_free_autobind(SockType::Dgram, 5, 195), None);
+        assert_eq!(t.next_free_autobind(SockType::Stream, 5, 1), Some((5, 0)));
+        // Wrap-around from the top of the space.
+        let top = AUTOBIND_SPACE - 2;
+        t.mark_autobind(
+            &NameKey::Abstract(SockType::Dgram, format!("{top:05x}").into_bytes()),
+            true,
+        );
+        t.mark_autobind(
+            &NameKey::Abstract(SockType::Dgram, format!("{:05x}", top + 1).into_bytes()),
+            true,
+        );
+        assert_eq!(t.next_free_autobind(SockType::Dgram, top, 10), Some((0, 2)));
+        assert_eq!(autobind_number(b"0000A"), None);
+        assert_eq!(autobind_number(b"fffff"), Some(0xfffff));
     }
 }

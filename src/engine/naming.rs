@@ -7,11 +7,9 @@ use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 
+use super::names::AUTOBIND_SPACE;
 use super::socket::{BoundName, Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockType, Socket, lock2};
 use super::{Addr, Caller, Engine, NameKey, Result, Waiter, Wakeups, random_u32};
-
-/// Autobind names: "\0" + 5 hex digits, 2^20 of them per type.
-const AUTOBIND_SPACE: u32 = 1 << 20;
 
 impl Engine {
     /// Finds the socket an address names for a socket of type `ty`
@@ -81,10 +79,18 @@ impl Engine {
         if s.lock().name.is_some() {
             return Ok(());
         }
+        // Linux starts after a random number and scans every name once,
+        // ending with the start itself; the taken-map skips known runs.
         let last = random_u32() % AUTOBIND_SPACE;
-        let mut n = last;
+        let mut next = (last + 1) % AUTOBIND_SPACE;
+        let mut left = AUTOBIND_SPACE;
         loop {
-            n = (n + 1) % AUTOBIND_SPACE;
+            let (n, skipped) = self
+                .names
+                .next_free_autobind(s.ty, next, left)
+                .ok_or(Errno::ENOSPC)?;
+            left -= skipped + 1;
+            next = (n + 1) % AUTOBIND_SPACE;
             let name = format!("{n:05x}").into_bytes();
             let key = NameKey::Abstract(s.ty, name.clone());
             match self.names.rebind(s, &NameKey::Unbound(s.id), key.clone()) {
@@ -95,7 +101,7 @@ impl Engine {
                     }));
                     return Ok(());
                 }
-                Err(Errno::EADDRINUSE) if n != last => continue,
+                Err(Errno::EADDRINUSE) if left > 0 => continue,
                 Err(Errno::EADDRINUSE) => return Err(Errno::ENOSPC),
                 Err(e) => return Err(e),
             }
