@@ -22,7 +22,9 @@ impl Engine {
             (
                 std::mem::replace(&mut st.conn, Conn::Unconnected),
                 std::mem::take(&mut st.rcvq),
-                st.name.take(),
+                // The name leaves the table but stays on the socket:
+                // getpeername on a dead peer still shows it, as in Linux.
+                st.name.clone(),
                 std::mem::take(&mut st.aliases),
                 std::mem::take(&mut st.received),
                 st.embryo,

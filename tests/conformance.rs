@@ -1,0 +1,229 @@
+//! Differential conformance suite: every scenario runs once on real kernel AF_UNIX
+//! sockets and once through a private udsfs mount; the two traces of operations and
+//! results (return values, data bytes, errno names) must be equal.
+//!
+//! Needs root (/dev/fuse, and a private network namespace for the kernel side).
+//! `kernel_vs_kernel_selfcheck` runs every scenario twice on the kernel, which checks
+//! that the scenarios and their normalisation are deterministic.
+
+#[path = "conformance/backend.rs"]
+mod backend;
+#[path = "conformance/dgram.rs"]
+mod dgram;
+#[path = "conformance/kernel.rs"]
+mod kernel;
+#[path = "conformance/mount.rs"]
+mod mount;
+#[path = "conformance/names.rs"]
+mod names;
+#[path = "conformance/udsfs.rs"]
+mod udsfs;
+
+use backend::Backend;
+
+type Scenario = fn(&mut dyn Backend);
+type Entries = Vec<(String, String)>;
+
+fn require_root() {
+    // SAFETY: plain syscall.
+    if unsafe { libc::geteuid() } != 0 {
+        panic!(
+            "the udsfs conformance suite must run as root: it mounts FUSE file systems \
+             (/dev/fuse) and gives the kernel side its own network namespace"
+        );
+    }
+}
+
+fn cut(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        format!("{s:<w$}")
+    } else {
+        let t: String = s.chars().take(w - 1).collect();
+        format!("{t}…")
+    }
+}
+
+/// Side-by-side rendering of two traces; `!!` marks lines that differ, and those
+/// lines are repeated in full below the row.
+fn side_by_side(left: &str, a: &Entries, right: &str, b: &Entries) -> String {
+    const OP: usize = 48;
+    const RES: usize = 40;
+    let (lh, rh) = (format!("{left} result"), format!("{right} result"));
+    let mut out = format!("         {:<OP$} {lh:<RES$} | {rh}\n", "operation");
+    let missing = ("(missing)".to_string(), String::new());
+    for i in 0..a.len().max(b.len()) {
+        let (oa, ra) = a.get(i).unwrap_or(&missing);
+        let (ob, rb) = b.get(i).unwrap_or(&missing);
+        let same = oa == ob && ra == rb;
+        let mark = if same { "  " } else { "!!" };
+        out.push_str(&format!(
+            "{mark} {i:>4} {} {} | {}\n",
+            cut(oa, OP),
+            cut(ra, RES),
+            if oa == ob {
+                rb.clone()
+            } else {
+                format!("{rb}   [{right} op differs]")
+            }
+        ));
+        if !same {
+            out.push_str(&format!("           {left:>8}: {oa} => {ra}\n"));
+            out.push_str(&format!("           {right:>8}: {ob} => {rb}\n"));
+        }
+    }
+    out
+}
+
+fn run_udsfs(f: Scenario) -> (Entries, mount::Mount) {
+    let mut u = udsfs::Udsfs::new(mount::Mount::new());
+    f(&mut u);
+    u.finish()
+}
+
+/// Run one scenario on both backends and compare.
+fn differential(name: &str, f: Scenario) {
+    require_root();
+    let k = kernel::run_isolated(f);
+    let (u, mount) = run_udsfs(f);
+    if k != u {
+        let log = mount.log_tail(60);
+        let kept = mount.keep_log(name);
+        drop(mount);
+        panic!(
+            "scenario {name}: udsfs differs from the kernel\n{}\n--- last daemon log lines \
+             (full log: {}) ---\n{log}\n",
+            side_by_side("kernel", &k, "udsfs", &u),
+            kept.map(|p| p.display().to_string())
+                .unwrap_or_else(|| "not kept".to_string()),
+        );
+    }
+}
+
+macro_rules! scenarios {
+    ($($name:ident => $f:path,)*) => {
+        /// Every scenario, for the self-check.
+        const ALL: &[(&str, Scenario)] = &[$((stringify!($name), $f),)*];
+        $(
+            #[test]
+            fn $name() {
+                differential(stringify!($name), $f);
+            }
+        )*
+    };
+}
+
+scenarios! {
+    // names: binding
+    bind_same_path_twice => names::bind_same_path_twice,
+    bind_stale_node_after_close => names::bind_stale_node_after_close,
+    bind_missing_dir => names::bind_missing_dir,
+    bind_parent_not_dir => names::bind_parent_not_dir,
+    bind_twice_one_socket => names::bind_twice_one_socket,
+    bind_over_existing_nodes => names::bind_over_existing_nodes,
+    getsockname_relative_as_given => names::getsockname_relative_as_given,
+    // names: autobind
+    autobind_format_and_idempotence => names::autobind_format_and_idempotence,
+    bind_after_autobind => names::bind_after_autobind,
+    // names: connect by path
+    connect_missing_path => names::connect_missing_path,
+    connect_stale_and_non_socket => names::connect_stale_and_non_socket,
+    connect_type_mismatch_path => names::connect_type_mismatch_path,
+    connect_through_symlink => names::connect_through_symlink,
+    rename_keeps_connectable => names::rename_keeps_connectable,
+    unlink_while_bound => names::unlink_while_bound,
+    // names: abstract
+    abstract_per_type => names::abstract_per_type,
+    abstract_missing => names::abstract_missing,
+    abstract_freed_on_close => names::abstract_freed_on_close,
+    abstract_empty_name => names::abstract_empty_name,
+    abstract_prefix_does_not_match => names::abstract_prefix_does_not_match,
+    abstract_binary_name => names::abstract_binary_name,
+    // dgram data path
+    dgram_message_boundaries => dgram::message_boundaries,
+    dgram_truncation => dgram::truncation,
+    dgram_zero_length => dgram::zero_length,
+    dgram_emsgsize => dgram::emsgsize,
+    dgram_qlen_limit => dgram::qlen_limit,
+    dgram_qlen_shared_by_senders => dgram::qlen_shared_by_senders,
+    dgram_mutual_pair_no_qlen => dgram::mutual_pair_no_qlen,
+    dgram_socketpair_no_qlen => dgram::socketpair_no_qlen,
+    dgram_enotconn_unconnected => dgram::enotconn_unconnected,
+    dgram_emsgsize_before_enotconn => dgram::emsgsize_before_enotconn,
+    dgram_peer_closed => dgram::peer_closed,
+    dgram_socketpair_peer_closed => dgram::socketpair_peer_closed,
+    dgram_peer_name_rebound => dgram::peer_name_rebound,
+    dgram_getpeername_dead_peer => dgram::getpeername_dead_peer,
+    dgram_eperm_connected_elsewhere => dgram::eperm_connected_elsewhere,
+    dgram_sendto_own_address => dgram::sendto_own_address,
+    dgram_recvfrom_sender_names => dgram::recvfrom_sender_names,
+    dgram_socketpair_both_ways => dgram::socketpair_both_ways,
+    dgram_shutdown_wr => dgram::shutdown_wr,
+    dgram_shutdown_rd => dgram::shutdown_rd,
+    dgram_reconnect => dgram::reconnect,
+    dgram_sendto_while_connected => dgram::sendto_while_connected,
+    dgram_reconnect_resets_old_peer => dgram::reconnect_resets_old_peer,
+    dgram_listen_eopnotsupp => dgram::listen_eopnotsupp,
+}
+
+/// Every scenario twice on the kernel: the traces must be identical, so that a
+/// difference against udsfs is never noise from the scenario itself.
+#[test]
+fn kernel_vs_kernel_selfcheck() {
+    require_root();
+    let mut failures = Vec::new();
+    for (name, f) in ALL {
+        let a = kernel::run_isolated(*f);
+        let b = kernel::run_isolated(*f);
+        if a.is_empty() {
+            failures.push(format!("scenario {name} recorded nothing"));
+        }
+        if let Some((op, res)) = a.iter().find(|(_, r)| r.contains("HARNESS")) {
+            failures.push(format!("scenario {name}: harness error at {op}: {res}"));
+        }
+        if a != b {
+            failures.push(format!(
+                "scenario {name} is not deterministic on the kernel:\n{}",
+                side_by_side("run 1", &a, "run 2", &b)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `UDSFS_CONFORMANCE_SHOW=name cargo test --test conformance show_traces -- --nocapture`
+/// prints the kernel and udsfs traces of one scenario (or `all`) side by side, whether
+/// they agree or not (a development aid; without the variable it does nothing).
+#[test]
+fn show_traces() {
+    let Ok(want) = std::env::var("UDSFS_CONFORMANCE_SHOW") else {
+        return;
+    };
+    require_root();
+    for (name, f) in ALL {
+        if *name == want || want == "all" {
+            let k = kernel::run_isolated(*f);
+            let (u, _mount) = run_udsfs(*f);
+            println!("=== {name}\n{}", side_by_side("kernel", &k, "udsfs", &u));
+        }
+    }
+}
+
+/// The harness's own normalisation, checked without any backend.
+#[test]
+fn harness_normalisation() {
+    use backend::{Name, Trace, escape, unescape};
+    let mut t = Trace::default();
+    assert_eq!(t.name(&Name::Abstract(b"0a1b2".to_vec())), "@<auto#1>");
+    assert_eq!(t.name(&Name::Abstract(b"fffff".to_vec())), "@<auto#2>");
+    assert_eq!(t.name(&Name::Abstract(b"0a1b2".to_vec())), "@<auto#1>");
+    // Not the autobind format: shown as is, so a wrong format is a mismatch.
+    assert_eq!(t.name(&Name::Abstract(b"0A1B2".to_vec())), "@0A1B2");
+    assert_eq!(t.name(&Name::Abstract(b"0a1b".to_vec())), "@0a1b");
+    assert_eq!(t.name(&Name::Abstract(b"0a1b23".to_vec())), "@0a1b23");
+    assert_eq!(t.name(&Name::Abstract(b"x y\0".to_vec())), "@x y\\x00");
+    assert_eq!(t.name(&Name::Unnamed), "(unnamed)");
+    let raw: &[u8] = b"\x01a b\\c@\xff\n\0";
+    assert_eq!(escape(raw), "\\x01a\\x20b\\x5cc@\\xff\\x0a\\x00");
+    assert_eq!(unescape(&escape(raw)), raw);
+    assert_eq!(unescape("a\\\\b\\x00"), b"a\\b\0");
+}

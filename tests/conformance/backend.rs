@@ -1,0 +1,482 @@
+//! The `Backend` trait shared by the kernel and the udsfs implementations, and the
+//! trace every operation is recorded in.
+//!
+//! A backend implements the `raw_*` methods; scenarios call the provided methods
+//! (`socket`, `bind`, ...), which run the raw operation and append one line
+//! `(operation, result)` to the trace. Results are rendered to strings so that the
+//! kernel trace and the udsfs trace can be compared line by line.
+
+use std::fmt::Write as _;
+
+/// Socket types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    Stream,
+    Dgram,
+    Seqpacket,
+}
+
+impl Ty {
+    pub fn name(self) -> &'static str {
+        match self {
+            Ty::Stream => "stream",
+            Ty::Dgram => "dgram",
+            Ty::Seqpacket => "seqpacket",
+        }
+    }
+}
+
+/// `shutdown()` directions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum How {
+    Rd,
+    Wr,
+    RdWr,
+}
+
+impl How {
+    pub fn name(self) -> &'static str {
+        match self {
+            How::Rd => "rd",
+            How::Wr => "wr",
+            How::RdWr => "rdwr",
+        }
+    }
+}
+
+/// An address given to bind/connect/sendto.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Addr {
+    /// A path name relative to the scenario root.
+    Path(String),
+    /// An abstract name (the bytes after the leading NUL).
+    Abstract(Vec<u8>),
+}
+
+/// A path-name address relative to the scenario root.
+pub fn p(s: &str) -> Addr {
+    Addr::Path(s.to_string())
+}
+
+/// An abstract address.
+pub fn ab(b: &[u8]) -> Addr {
+    Addr::Abstract(b.to_vec())
+}
+
+/// A name as returned by getsockname / getpeername / recvfrom.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Name {
+    Unnamed,
+    /// Path relative to the scenario root, as given to bind.
+    Path(Vec<u8>),
+    Abstract(Vec<u8>),
+}
+
+impl Name {
+    /// The address that reaches this name, if it has one.
+    pub fn addr(&self) -> Option<Addr> {
+        match self {
+            Name::Unnamed => None,
+            Name::Path(p) => Some(Addr::Path(String::from_utf8_lossy(p).into_owned())),
+            Name::Abstract(a) => Some(Addr::Abstract(a.clone())),
+        }
+    }
+}
+
+/// A socket handle: an index into the backend's socket table, allocated in order of
+/// creation, so that both backends number their sockets identically.
+pub type Sock = usize;
+
+/// Handle returned when socket creation failed; every op on it fails.
+pub const BAD_SOCK: Sock = usize::MAX;
+
+/// Ok value, or an errno name such as "ENOENT" (harness problems start with "HARNESS").
+pub type Res<T> = Result<T, String>;
+
+/// Result of a recorded operation. Unlike `Result` it is not `must_use`: scenarios
+/// record far more operations than they inspect.
+#[derive(Debug)]
+pub struct Out<T>(pub Res<T>);
+
+impl<T> Out<T> {
+    pub fn ok(self) -> Option<T> {
+        self.0.ok()
+    }
+}
+
+/// A received datagram together with the sender's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Msg {
+    pub data: Vec<u8>,
+    pub from: Name,
+}
+
+/// Errno name of a raw errno value ("ENOENT").
+pub fn errno_name(code: i32) -> String {
+    format!("{:?}", nix::errno::Errno::from_raw(code))
+}
+
+/// Errno name of the current `errno`.
+pub fn last_errno() -> String {
+    errno_name(nix::errno::Errno::last_raw())
+}
+
+/// Errno name of an `io::Error`.
+pub fn io_errno(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(c) => errno_name(c),
+        None => format!("HARNESS io error without errno: {e}"),
+    }
+}
+
+/// Escape bytes for display and for the udsfs control language: printable ASCII
+/// other than backslash and space stays, everything else becomes `\xHH`.
+pub fn escape(b: &[u8]) -> String {
+    let mut s = String::new();
+    for &c in b {
+        if c.is_ascii_graphic() && c != b'\\' {
+            s.push(c as char);
+        } else {
+            let _ = write!(s, "\\x{c:02x}");
+        }
+    }
+    s
+}
+
+/// Display form of bytes in traces: like `escape`, but spaces stay readable.
+pub fn show_escape(b: &[u8]) -> String {
+    escape(b).replace("\\x20", " ")
+}
+
+/// Inverse of `escape`: decodes `\xHH` (either case) and `\\`; any other byte
+/// stands for itself.
+pub fn unescape(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            if b.get(i + 1) == Some(&b'\\') {
+                out.push(b'\\');
+                i += 2;
+                continue;
+            }
+            if b.get(i + 1) == Some(&b'x')
+                && let Some(v) = b
+                    .get(i + 2..i + 4)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+/// A deterministic payload of `n` bytes.
+pub fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 + 3) as u8 % 251).collect()
+}
+
+fn fnv(d: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &c in d {
+        h ^= c as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// Display form of a payload: short payloads verbatim, long ones by length and hash.
+pub fn show_bytes(d: &[u8]) -> String {
+    if d.len() <= 48 {
+        format!("\"{}\"", show_escape(d))
+    } else {
+        format!("<{} bytes fnv={:016x}>", d.len(), fnv(d))
+    }
+}
+
+fn is_autobind_name(b: &[u8]) -> bool {
+    b.len() == 5 && b.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The recorded operations of one scenario run.
+#[derive(Default)]
+pub struct Trace {
+    pub entries: Vec<(String, String)>,
+    /// Autobound names seen so far, numbered by first appearance.
+    autonames: Vec<Vec<u8>>,
+}
+
+impl Trace {
+    pub fn push(&mut self, op: String, result: String) {
+        self.entries.push((op, result));
+    }
+
+    /// Display form of an abstract name. A name of exactly 5 lowercase hex digits is
+    /// an autobound one (`^@[0-9a-f]{5}$`): it is shown as `@<auto#k>`, k numbering
+    /// distinct names in order of first appearance, so that equal names stay equal and
+    /// different ones stay different while the random digits drop out.
+    fn abstract_name(&mut self, b: &[u8]) -> String {
+        if is_autobind_name(b) {
+            let k = match self.autonames.iter().position(|n| n == b) {
+                Some(k) => k,
+                None => {
+                    self.autonames.push(b.to_vec());
+                    self.autonames.len() - 1
+                }
+            };
+            format!("@<auto#{}>", k + 1)
+        } else {
+            format!("@{}", show_escape(b))
+        }
+    }
+
+    pub fn addr(&mut self, a: &Addr) -> String {
+        match a {
+            Addr::Path(p) => p.clone(),
+            Addr::Abstract(b) => self.abstract_name(b),
+        }
+    }
+
+    pub fn name(&mut self, n: &Name) -> String {
+        match n {
+            Name::Unnamed => "(unnamed)".to_string(),
+            Name::Path(p) => show_escape(p),
+            Name::Abstract(b) => self.abstract_name(b),
+        }
+    }
+}
+
+fn show<T>(r: &Res<T>, f: impl FnOnce(&T) -> String) -> String {
+    match r {
+        Ok(v) => f(v),
+        Err(e) => format!("ERR {e}"),
+    }
+}
+
+fn unit(r: &Res<()>) -> String {
+    show(r, |_| "ok".to_string())
+}
+
+fn sock_s(s: Sock) -> String {
+    if s == BAD_SOCK {
+        "s?".to_string()
+    } else {
+        format!("s{s}")
+    }
+}
+
+/// A socket implementation under test. Implement the `raw_*` methods; scenarios use
+/// the provided, recording methods.
+pub trait Backend {
+    fn trace(&mut self) -> &mut Trace;
+
+    fn raw_socket(&mut self, ty: Ty) -> Res<Sock>;
+    fn raw_pair(&mut self, ty: Ty) -> Res<(Sock, Sock)>;
+    fn raw_bind(&mut self, s: Sock, a: &Addr) -> Res<()>;
+    fn raw_autobind(&mut self, s: Sock) -> Res<()>;
+    fn raw_connect(&mut self, s: Sock, a: &Addr) -> Res<()>;
+    fn raw_listen(&mut self, s: Sock, backlog: i32) -> Res<()>;
+    fn raw_shutdown(&mut self, s: Sock, how: How) -> Res<()>;
+    /// Non-blocking send; returns the byte count.
+    fn raw_send(&mut self, s: Sock, d: &[u8]) -> Res<usize>;
+    fn raw_sendto(&mut self, s: Sock, d: &[u8], a: &Addr) -> Res<usize>;
+    /// Non-blocking receive into a buffer of `bufsize` bytes.
+    fn raw_recv(&mut self, s: Sock, bufsize: usize) -> Res<Vec<u8>>;
+    fn raw_recvfrom(&mut self, s: Sock, bufsize: usize) -> Res<Msg>;
+    fn raw_getsockname(&mut self, s: Sock) -> Res<Name>;
+    fn raw_getpeername(&mut self, s: Sock) -> Res<Name>;
+    /// Close every handle of the socket; returns once the socket is gone.
+    fn raw_close(&mut self, s: Sock) -> Res<()>;
+
+    fn raw_mkdir(&mut self, path: &str) -> Res<()>;
+    fn raw_rmdir(&mut self, path: &str) -> Res<()>;
+    /// unlink(2) of a node (socket node or symlink).
+    fn raw_rm(&mut self, path: &str) -> Res<()>;
+    fn raw_rename(&mut self, from: &str, to: &str) -> Res<()>;
+    fn raw_symlink(&mut self, target: &str, link: &str) -> Res<()>;
+    /// lstat(2): "sock 755", "dir 755", "link", ...
+    fn raw_stat(&mut self, path: &str) -> Res<String>;
+
+    // ---- recorded operations ----
+
+    fn socket(&mut self, ty: Ty) -> Sock {
+        let r = self.raw_socket(ty);
+        self.trace()
+            .push(format!("socket({})", ty.name()), show(&r, |s| sock_s(*s)));
+        r.unwrap_or(BAD_SOCK)
+    }
+
+    fn pair(&mut self, ty: Ty) -> (Sock, Sock) {
+        let r = self.raw_pair(ty);
+        self.trace().push(
+            format!("socketpair({})", ty.name()),
+            show(&r, |(a, b)| format!("{} {}", sock_s(*a), sock_s(*b))),
+        );
+        r.unwrap_or((BAD_SOCK, BAD_SOCK))
+    }
+
+    fn bind(&mut self, s: Sock, a: Addr) -> Out<()> {
+        let r = self.raw_bind(s, &a);
+        let t = self.trace();
+        let op = format!("bind({}, {})", sock_s(s), t.addr(&a));
+        t.push(op, unit(&r));
+        Out(r)
+    }
+
+    fn autobind(&mut self, s: Sock) -> Out<()> {
+        let r = self.raw_autobind(s);
+        self.trace()
+            .push(format!("autobind({})", sock_s(s)), unit(&r));
+        Out(r)
+    }
+
+    fn connect(&mut self, s: Sock, a: Addr) -> Out<()> {
+        let r = self.raw_connect(s, &a);
+        let t = self.trace();
+        let op = format!("connect({}, {})", sock_s(s), t.addr(&a));
+        t.push(op, unit(&r));
+        Out(r)
+    }
+
+    fn listen(&mut self, s: Sock, backlog: i32) -> Out<()> {
+        let r = self.raw_listen(s, backlog);
+        self.trace()
+            .push(format!("listen({}, {backlog})", sock_s(s)), unit(&r));
+        Out(r)
+    }
+
+    fn shutdown(&mut self, s: Sock, how: How) -> Out<()> {
+        let r = self.raw_shutdown(s, how);
+        self.trace()
+            .push(format!("shutdown({}, {})", sock_s(s), how.name()), unit(&r));
+        Out(r)
+    }
+
+    fn send(&mut self, s: Sock, d: &[u8]) -> Out<usize> {
+        let r = self.raw_send(s, d);
+        self.trace().push(
+            format!("send({}, {})", sock_s(s), show_bytes(d)),
+            show(&r, |n| format!("ok {n}")),
+        );
+        Out(r)
+    }
+
+    fn sendto(&mut self, s: Sock, d: &[u8], a: Addr) -> Out<usize> {
+        let r = self.raw_sendto(s, d, &a);
+        let t = self.trace();
+        let op = format!("sendto({}, {}, {})", sock_s(s), show_bytes(d), t.addr(&a));
+        t.push(op, show(&r, |n| format!("ok {n}")));
+        Out(r)
+    }
+
+    fn recv(&mut self, s: Sock, bufsize: usize) -> Out<Vec<u8>> {
+        let r = self.raw_recv(s, bufsize);
+        self.trace().push(
+            format!("recv({}, {bufsize})", sock_s(s)),
+            show(&r, |d| format!("ok {}", show_bytes(d))),
+        );
+        Out(r)
+    }
+
+    fn recvfrom(&mut self, s: Sock, bufsize: usize) -> Out<Msg> {
+        let r = self.raw_recvfrom(s, bufsize);
+        let t = self.trace();
+        let res = match &r {
+            Ok(m) => format!("ok {} from={}", show_bytes(&m.data), t.name(&m.from)),
+            Err(e) => format!("ERR {e}"),
+        };
+        t.push(format!("recvfrom({}, {bufsize})", sock_s(s)), res);
+        Out(r)
+    }
+
+    fn getsockname(&mut self, s: Sock) -> Out<Name> {
+        let r = self.raw_getsockname(s);
+        let t = self.trace();
+        let res = match &r {
+            Ok(n) => format!("ok {}", t.name(n)),
+            Err(e) => format!("ERR {e}"),
+        };
+        t.push(format!("getsockname({})", sock_s(s)), res);
+        Out(r)
+    }
+
+    fn getpeername(&mut self, s: Sock) -> Out<Name> {
+        let r = self.raw_getpeername(s);
+        let t = self.trace();
+        let res = match &r {
+            Ok(n) => format!("ok {}", t.name(n)),
+            Err(e) => format!("ERR {e}"),
+        };
+        t.push(format!("getpeername({})", sock_s(s)), res);
+        Out(r)
+    }
+
+    fn close(&mut self, s: Sock) -> Out<()> {
+        let r = self.raw_close(s);
+        self.trace().push(format!("close({})", sock_s(s)), unit(&r));
+        Out(r)
+    }
+
+    fn mkdir(&mut self, path: &str) -> Out<()> {
+        let r = self.raw_mkdir(path);
+        self.trace().push(format!("mkdir {path}"), unit(&r));
+        Out(r)
+    }
+
+    fn rmdir(&mut self, path: &str) -> Out<()> {
+        let r = self.raw_rmdir(path);
+        self.trace().push(format!("rmdir {path}"), unit(&r));
+        Out(r)
+    }
+
+    fn rm(&mut self, path: &str) -> Out<()> {
+        let r = self.raw_rm(path);
+        self.trace().push(format!("rm {path}"), unit(&r));
+        Out(r)
+    }
+
+    fn rename(&mut self, from: &str, to: &str) -> Out<()> {
+        let r = self.raw_rename(from, to);
+        self.trace().push(format!("mv {from} {to}"), unit(&r));
+        Out(r)
+    }
+
+    fn symlink(&mut self, target: &str, link: &str) -> Out<()> {
+        let r = self.raw_symlink(target, link);
+        self.trace()
+            .push(format!("ln -s {target} {link}"), unit(&r));
+        Out(r)
+    }
+
+    fn stat(&mut self, path: &str) -> Out<String> {
+        let r = self.raw_stat(path);
+        self.trace()
+            .push(format!("stat {path}"), show(&r, |s| format!("ok {s}")));
+        Out(r)
+    }
+}
+
+/// Describe an lstat result uniformly for both backends.
+pub fn describe_metadata(m: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let ft = m.file_type();
+    let mode = m.permissions().mode() & 0o7777;
+    if ft.is_symlink() {
+        "link".to_string()
+    } else if ft.is_socket() {
+        format!("sock {mode:o}")
+    } else if ft.is_dir() {
+        format!("dir {mode:o}")
+    } else if ft.is_file() {
+        format!("file {mode:o}")
+    } else {
+        format!("other {mode:o}")
+    }
+}

@@ -1,0 +1,424 @@
+//! The reference backend: real kernel AF_UNIX sockets.
+//!
+//! Path names are relative to a per-scenario temporary directory. The process never
+//! changes directory (tests run in parallel threads): every path is made absolute by
+//! prefixing the scenario root, and names read back (getsockname, getpeername,
+//! recvfrom) have that prefix stripped again, so that they compare equal to the names
+//! udsfs reports relative to its mount root.
+//!
+//! Abstract names live in a per-network-namespace table. `run_isolated` runs a
+//! scenario on a fresh thread that first moves itself into a new network namespace
+//! (unshare(CLONE_NEWNET) affects only the calling thread), so parallel tests, other
+//! programs on the machine and the scenario's fixed abstract names never clash.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+
+use super::backend::*;
+
+const SUN_PATH_LEN: usize = 108;
+
+pub struct Kernel {
+    socks: Vec<Option<OwnedFd>>,
+    /// Scenario root, absolute, without trailing slash.
+    root: String,
+    _dir: tempfile::TempDir,
+    trace: Trace,
+}
+
+/// Raw socket address buffer, large enough for the 111-byte names Linux can return.
+#[repr(C)]
+struct SockAddrBuf {
+    storage: libc::sockaddr_storage,
+}
+
+impl SockAddrBuf {
+    fn new() -> Self {
+        // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+        SockAddrBuf {
+            storage: unsafe { std::mem::zeroed() },
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the storage is a plain byte buffer of its own size.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                (&mut self.storage as *mut libc::sockaddr_storage).cast::<u8>(),
+                std::mem::size_of::<libc::sockaddr_storage>(),
+            )
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: as above.
+        unsafe {
+            std::slice::from_raw_parts(
+                (&self.storage as *const libc::sockaddr_storage).cast::<u8>(),
+                std::mem::size_of::<libc::sockaddr_storage>(),
+            )
+        }
+    }
+
+    fn as_ptr(&self) -> *const libc::sockaddr {
+        (&self.storage as *const libc::sockaddr_storage).cast()
+    }
+
+    fn as_mut_ptr(&mut self) -> *mut libc::sockaddr {
+        (&mut self.storage as *mut libc::sockaddr_storage).cast()
+    }
+}
+
+fn cvt(r: libc::c_int) -> Res<()> {
+    if r < 0 { Err(last_errno()) } else { Ok(()) }
+}
+
+fn cvt_len(r: isize) -> Res<usize> {
+    if r < 0 {
+        Err(last_errno())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+fn sock_type(ty: Ty) -> libc::c_int {
+    match ty {
+        Ty::Stream => libc::SOCK_STREAM,
+        Ty::Dgram => libc::SOCK_DGRAM,
+        Ty::Seqpacket => libc::SOCK_SEQPACKET,
+    }
+}
+
+impl Kernel {
+    pub fn new() -> Kernel {
+        let dir = tempfile::Builder::new()
+            .prefix("uconf-k")
+            .tempdir()
+            .expect("create kernel scenario directory");
+        let root = dir.path().to_str().expect("utf-8 temp path").to_string();
+        Kernel {
+            socks: Vec::new(),
+            root,
+            _dir: dir,
+            trace: Trace::default(),
+        }
+    }
+
+    pub fn into_entries(mut self) -> Vec<(String, String)> {
+        self.socks.clear();
+        std::mem::take(&mut self.trace.entries)
+    }
+
+    fn fd(&self, s: Sock) -> Res<libc::c_int> {
+        match self.socks.get(s) {
+            Some(Some(fd)) => Ok(fd.as_raw_fd()),
+            _ => Err("EBADF".to_string()),
+        }
+    }
+
+    fn abs(&self, p: &str) -> String {
+        format!("{}/{}", self.root, p)
+    }
+
+    fn cpath(&self, p: &str) -> CString {
+        CString::new(self.abs(p)).expect("path without NUL")
+    }
+
+    /// Build a sockaddr_un for `a`; returns the buffer and addrlen.
+    fn sockaddr(&self, a: &Addr) -> Res<(SockAddrBuf, libc::socklen_t)> {
+        let mut buf = SockAddrBuf::new();
+        let family = (libc::AF_UNIX as libc::sa_family_t).to_ne_bytes();
+        let bytes = buf.bytes_mut();
+        bytes[..2].copy_from_slice(&family);
+        let len = match a {
+            Addr::Path(p) => {
+                let full = self.abs(p);
+                let fb = full.as_bytes();
+                if fb.len() > SUN_PATH_LEN {
+                    return Err(format!(
+                        "HARNESS absolute path too long for sun_path ({} bytes)",
+                        fb.len()
+                    ));
+                }
+                bytes[2..2 + fb.len()].copy_from_slice(fb);
+                // Include the terminating NUL when it fits, as libc users do.
+                2 + fb.len() + usize::from(fb.len() < SUN_PATH_LEN)
+            }
+            Addr::Abstract(n) => {
+                if n.len() + 1 > SUN_PATH_LEN {
+                    return Err("HARNESS abstract name too long".to_string());
+                }
+                bytes[2] = 0;
+                bytes[3..3 + n.len()].copy_from_slice(n);
+                3 + n.len()
+            }
+        };
+        Ok((buf, len as libc::socklen_t))
+    }
+
+    /// Decode a sockaddr returned by the kernel.
+    fn name_of(&self, buf: &SockAddrBuf, len: libc::socklen_t) -> Name {
+        let len = len as usize;
+        if len <= 2 {
+            return Name::Unnamed;
+        }
+        let bytes = buf.bytes();
+        let path = &bytes[2..len.min(bytes.len())];
+        if path[0] == 0 {
+            return Name::Abstract(path[1..].to_vec());
+        }
+        let end = path.iter().position(|&c| c == 0).unwrap_or(path.len());
+        let path = &path[..end];
+        let prefix = format!("{}/", self.root);
+        match path.strip_prefix(prefix.as_bytes()) {
+            Some(rel) => Name::Path(rel.to_vec()),
+            None => {
+                let mut v = b"!outside-root:".to_vec();
+                v.extend_from_slice(path);
+                Name::Path(v)
+            }
+        }
+    }
+}
+
+impl Default for Kernel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Run `f` on a fresh thread inside a new network namespace and return its trace.
+pub fn run_isolated(f: fn(&mut dyn Backend)) -> Vec<(String, String)> {
+    let qlen = std::fs::read_to_string("/proc/sys/net/unix/max_dgram_qlen").ok();
+    std::thread::spawn(move || {
+        // SAFETY: plain syscall; affects only this thread's namespace set.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            panic!(
+                "unshare(CLONE_NEWNET) failed: {} (the kernel side needs its own network \
+                 namespace for abstract names)",
+                last_errno()
+            );
+        }
+        // A new namespace starts with the default qlen; use the host's value, which
+        // is also what udsfs defaults to.
+        if let Some(q) = qlen {
+            std::fs::write("/proc/sys/net/unix/max_dgram_qlen", q.trim())
+                .expect("set max_dgram_qlen in the new network namespace");
+        }
+        let mut k = Kernel::new();
+        f(&mut k);
+        k.into_entries()
+    })
+    .join()
+    .expect("kernel scenario thread panicked")
+}
+
+impl Backend for Kernel {
+    fn trace(&mut self) -> &mut Trace {
+        &mut self.trace
+    }
+
+    fn raw_socket(&mut self, ty: Ty) -> Res<Sock> {
+        // SAFETY: plain syscall.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_UNIX,
+                sock_type(ty) | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                0,
+            )
+        };
+        if fd < 0 {
+            return Err(last_errno());
+        }
+        // SAFETY: fd is a fresh descriptor we own.
+        self.socks.push(Some(unsafe { OwnedFd::from_raw_fd(fd) }));
+        Ok(self.socks.len() - 1)
+    }
+
+    fn raw_pair(&mut self, ty: Ty) -> Res<(Sock, Sock)> {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: fds has room for two descriptors.
+        cvt(unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                sock_type(ty) | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                0,
+                fds.as_mut_ptr(),
+            )
+        })?;
+        for fd in fds {
+            // SAFETY: fresh descriptors we own.
+            self.socks.push(Some(unsafe { OwnedFd::from_raw_fd(fd) }));
+        }
+        Ok((self.socks.len() - 2, self.socks.len() - 1))
+    }
+
+    fn raw_bind(&mut self, s: Sock, a: &Addr) -> Res<()> {
+        let fd = self.fd(s)?;
+        let (buf, len) = self.sockaddr(a)?;
+        // SAFETY: buf holds `len` valid bytes.
+        cvt(unsafe { libc::bind(fd, buf.as_ptr(), len) })
+    }
+
+    fn raw_autobind(&mut self, s: Sock) -> Res<()> {
+        let fd = self.fd(s)?;
+        let mut buf = SockAddrBuf::new();
+        buf.bytes_mut()[..2].copy_from_slice(&(libc::AF_UNIX as libc::sa_family_t).to_ne_bytes());
+        // SAFETY: addrlen 2 = only the family: autobind.
+        cvt(unsafe { libc::bind(fd, buf.as_ptr(), 2) })
+    }
+
+    fn raw_connect(&mut self, s: Sock, a: &Addr) -> Res<()> {
+        let fd = self.fd(s)?;
+        let (buf, len) = self.sockaddr(a)?;
+        // SAFETY: buf holds `len` valid bytes.
+        cvt(unsafe { libc::connect(fd, buf.as_ptr(), len) })
+    }
+
+    fn raw_listen(&mut self, s: Sock, backlog: i32) -> Res<()> {
+        let fd = self.fd(s)?;
+        // SAFETY: plain syscall.
+        cvt(unsafe { libc::listen(fd, backlog) })
+    }
+
+    fn raw_shutdown(&mut self, s: Sock, how: How) -> Res<()> {
+        let fd = self.fd(s)?;
+        let how = match how {
+            How::Rd => libc::SHUT_RD,
+            How::Wr => libc::SHUT_WR,
+            How::RdWr => libc::SHUT_RDWR,
+        };
+        // SAFETY: plain syscall.
+        cvt(unsafe { libc::shutdown(fd, how) })
+    }
+
+    fn raw_send(&mut self, s: Sock, d: &[u8]) -> Res<usize> {
+        let fd = self.fd(s)?;
+        // SAFETY: d is a valid buffer.
+        cvt_len(unsafe {
+            libc::send(
+                fd,
+                d.as_ptr().cast(),
+                d.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        })
+    }
+
+    fn raw_sendto(&mut self, s: Sock, d: &[u8], a: &Addr) -> Res<usize> {
+        let fd = self.fd(s)?;
+        let (buf, len) = self.sockaddr(a)?;
+        // SAFETY: d and buf are valid buffers.
+        cvt_len(unsafe {
+            libc::sendto(
+                fd,
+                d.as_ptr().cast(),
+                d.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                buf.as_ptr(),
+                len,
+            )
+        })
+    }
+
+    fn raw_recv(&mut self, s: Sock, bufsize: usize) -> Res<Vec<u8>> {
+        let fd = self.fd(s)?;
+        let mut v = vec![0u8; bufsize];
+        // SAFETY: v has bufsize bytes.
+        let n =
+            cvt_len(unsafe { libc::recv(fd, v.as_mut_ptr().cast(), bufsize, libc::MSG_DONTWAIT) })?;
+        v.truncate(n);
+        Ok(v)
+    }
+
+    fn raw_recvfrom(&mut self, s: Sock, bufsize: usize) -> Res<Msg> {
+        let fd = self.fd(s)?;
+        let mut v = vec![0u8; bufsize];
+        let mut buf = SockAddrBuf::new();
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: v and buf are valid buffers of the given sizes.
+        let n = cvt_len(unsafe {
+            libc::recvfrom(
+                fd,
+                v.as_mut_ptr().cast(),
+                bufsize,
+                libc::MSG_DONTWAIT,
+                buf.as_mut_ptr(),
+                &mut len,
+            )
+        })?;
+        v.truncate(n);
+        Ok(Msg {
+            data: v,
+            from: self.name_of(&buf, len),
+        })
+    }
+
+    fn raw_getsockname(&mut self, s: Sock) -> Res<Name> {
+        let fd = self.fd(s)?;
+        let mut buf = SockAddrBuf::new();
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: buf is a valid buffer of `len` bytes.
+        cvt(unsafe { libc::getsockname(fd, buf.as_mut_ptr(), &mut len) })?;
+        Ok(self.name_of(&buf, len))
+    }
+
+    fn raw_getpeername(&mut self, s: Sock) -> Res<Name> {
+        let fd = self.fd(s)?;
+        let mut buf = SockAddrBuf::new();
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: buf is a valid buffer of `len` bytes.
+        cvt(unsafe { libc::getpeername(fd, buf.as_mut_ptr(), &mut len) })?;
+        Ok(self.name_of(&buf, len))
+    }
+
+    fn raw_close(&mut self, s: Sock) -> Res<()> {
+        match self.socks.get_mut(s).and_then(Option::take) {
+            Some(fd) => {
+                drop(fd);
+                Ok(())
+            }
+            None => Err("EBADF".to_string()),
+        }
+    }
+
+    fn raw_mkdir(&mut self, path: &str) -> Res<()> {
+        let c = self.cpath(path);
+        // SAFETY: c is a valid C string.
+        cvt(unsafe { libc::mkdir(c.as_ptr(), 0o777) })
+    }
+
+    fn raw_rmdir(&mut self, path: &str) -> Res<()> {
+        let c = self.cpath(path);
+        // SAFETY: c is a valid C string.
+        cvt(unsafe { libc::rmdir(c.as_ptr()) })
+    }
+
+    fn raw_rm(&mut self, path: &str) -> Res<()> {
+        let c = self.cpath(path);
+        // SAFETY: c is a valid C string.
+        cvt(unsafe { libc::unlink(c.as_ptr()) })
+    }
+
+    fn raw_rename(&mut self, from: &str, to: &str) -> Res<()> {
+        let (a, b) = (self.cpath(from), self.cpath(to));
+        // SAFETY: valid C strings.
+        cvt(unsafe { libc::rename(a.as_ptr(), b.as_ptr()) })
+    }
+
+    fn raw_symlink(&mut self, target: &str, link: &str) -> Res<()> {
+        // The target is stored verbatim (relative targets resolve from the link's dir).
+        let t = CString::new(target).expect("target without NUL");
+        let l = self.cpath(link);
+        // SAFETY: valid C strings.
+        cvt(unsafe { libc::symlink(t.as_ptr(), l.as_ptr()) })
+    }
+
+    fn raw_stat(&mut self, path: &str) -> Res<String> {
+        let full = self.abs(path);
+        std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(full.as_bytes()))
+            .map(|m| describe_metadata(&m))
+            .map_err(|e| io_errno(&e))
+    }
+}

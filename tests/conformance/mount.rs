@@ -1,0 +1,127 @@
+//! A private udsfs mount per test: `udsfs mount --background` on a fresh temporary
+//! directory; dropping the guard runs `udsfs umount`, waits for the daemon to exit,
+//! kills it if it does not, and detaches the mount if it is still there.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub struct Mount {
+    mnt: PathBuf,
+    log: PathBuf,
+    pid: i32,
+    /// Removed (after the unmount in `drop`) when the guard goes.
+    _base: tempfile::TempDir,
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return false;
+    }
+    // A zombie (already exited, not yet reaped by whoever is its parent) is dead for us.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+impl Mount {
+    pub fn new() -> Mount {
+        let base = tempfile::Builder::new()
+            .prefix("uconf-u")
+            .tempdir()
+            .expect("create udsfs scenario directory");
+        let mnt = base.path().join("mnt");
+        std::fs::create_dir(&mnt).expect("create mount point");
+        let log = base.path().join("daemon.log");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_udsfs"));
+        cmd.arg("mount")
+            .arg("--background")
+            .arg("--log-file")
+            .arg(&log)
+            .arg(&mnt);
+        if std::env::var_os("RUST_LOG").is_none() {
+            cmd.env("RUST_LOG", "debug");
+        }
+        let out = cmd.output().expect("run `udsfs mount --background`");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            panic!(
+                "`udsfs mount --background {}` failed ({}):\nstdout: {}\nstderr: {}",
+                mnt.display(),
+                out.status,
+                stdout,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let pid: i32 = stdout.trim().parse().unwrap_or_else(|_| {
+            panic!("`udsfs mount --background` printed {stdout:?}, expected the daemon PID")
+        });
+        Mount {
+            mnt,
+            log,
+            pid,
+            _base: base,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.mnt
+    }
+
+    /// The last `n` lines of the daemon log, leaving out fuser's per-request lines.
+    pub fn log_tail(&self, n: usize) -> String {
+        match std::fs::read_to_string(&self.log) {
+            Ok(s) => {
+                let lines: Vec<&str> = s
+                    .lines()
+                    .filter(|l| !l.contains("fuser::request"))
+                    .collect();
+                lines[lines.len().saturating_sub(n)..].join("\n")
+            }
+            Err(e) => format!("(no daemon log at {}: {e})", self.log.display()),
+        }
+    }
+
+    /// Copy the daemon log somewhere that survives the test, and return that path.
+    pub fn keep_log(&self, scenario: &str) -> Option<PathBuf> {
+        let dst = std::env::temp_dir().join(format!("udsfs-conformance-{scenario}.log"));
+        std::fs::copy(&self.log, &dst).ok().map(|_| dst)
+    }
+}
+
+impl Default for Mount {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new(env!("CARGO_BIN_EXE_udsfs"))
+            .arg("umount")
+            .arg(&self.mnt)
+            .output();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while alive(self.pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if alive(self.pid) {
+            eprintln!(
+                "udsfs daemon {} still alive 5 s after `udsfs umount`; killing it",
+                self.pid
+            );
+            // SAFETY: plain syscall on the daemon this guard started.
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        }
+        // If anything is still mounted there, detach it so the directory can go.
+        if let Ok(c) = std::ffi::CString::new(self.mnt.as_os_str().as_encoded_bytes()) {
+            // SAFETY: valid C string; failure (not mounted) is fine.
+            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+        }
+    }
+}

@@ -1,0 +1,418 @@
+//! The backend under test: sockets through a private udsfs mount (SPEC §3, §5).
+//!
+//! - socket(ty): open `.udsfs/<ty>/clone` O_RDWR|O_NONBLOCK, read "N\n"; that fd is
+//!   the control handle and commands are written to it, one line per write.
+//! - socketpair(ty): open `.udsfs/<ty>/pair`, read "N M\n", then open
+//!   `.udsfs/sock/M/ctl` so that M has a handle of its own.
+//! - send/recv: `.udsfs/sock/N/data` opened O_RDWR|O_NONBLOCK on first use.
+//!   A zero-length write() never reaches a FUSE file system, so an empty datagram
+//!   is sent as an empty `msg` record ("len=0\n") instead.
+//! - sendto/recvfrom: `.udsfs/sock/N/msg` ("len=L to=ADDR\n" + payload; reading gives
+//!   "len=L[ from=ADDR]...\n" + payload).
+//! - getsockname/getpeername: `local=` / `peer=` (and `state=`) of `status`.
+//! - close: close every fd of the socket, then wait until `.udsfs/sock/N` is gone:
+//!   FUSE sends RELEASE asynchronously after close(2) returns, so without the wait the
+//!   next operation would race with the daemon's close of the socket.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, symlink};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::backend::*;
+use super::mount::Mount;
+
+struct USock {
+    n: String,
+    ctl: File,
+    data: Option<File>,
+    msg: Option<File>,
+}
+
+pub struct Udsfs {
+    // Field order matters: the sockets' fds close before the mount goes.
+    socks: Vec<Option<USock>>,
+    trace: Trace,
+    mount: Mount,
+}
+
+fn open_rw_nonblock(p: &PathBuf) -> Res<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(p)
+        .map_err(|e| io_errno(&e))
+}
+
+/// An address in the control language: a path as is, an abstract name as `@` plus
+/// the escaped bytes.
+fn ctl_addr(a: &Addr) -> Res<String> {
+    match a {
+        Addr::Path(p) => {
+            if p.is_empty() || p.bytes().any(|c| c.is_ascii_whitespace() || c == b'\\') {
+                Err(format!(
+                    "HARNESS path {p:?} cannot be written in the control language"
+                ))
+            } else {
+                Ok(p.clone())
+            }
+        }
+        Addr::Abstract(b) => Ok(format!("@{}", escape(b))),
+    }
+}
+
+/// Parse an address as udsfs prints it (status `local=`/`peer=`, msg `from=`).
+fn parse_name(v: &str) -> Name {
+    if v.is_empty() {
+        Name::Unnamed
+    } else if let Some(rest) = v.strip_prefix('@') {
+        Name::Abstract(unescape(rest))
+    } else {
+        Name::Path(unescape(v))
+    }
+}
+
+fn write_once(f: &mut File, buf: &[u8], what: &str) -> Res<()> {
+    match f.write(buf) {
+        Ok(n) if n == buf.len() => Ok(()),
+        Ok(n) => Err(format!(
+            "HARNESS short {what} write: {n} of {} bytes",
+            buf.len()
+        )),
+        Err(e) => Err(io_errno(&e)),
+    }
+}
+
+impl Udsfs {
+    pub fn new(mount: Mount) -> Udsfs {
+        Udsfs {
+            socks: Vec::new(),
+            trace: Trace::default(),
+            mount,
+        }
+    }
+
+    /// Close every socket (waiting for each to go) and return the trace and mount.
+    pub fn finish(mut self) -> (Vec<(String, String)>, Mount) {
+        for s in 0..self.socks.len() {
+            if self.socks[s].is_some() {
+                let _ = self.raw_close(s);
+            }
+        }
+        let entries = std::mem::take(&mut self.trace.entries);
+        (entries, self.mount)
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.mount.path().join(p)
+    }
+
+    fn ctrl(&self, rel: &str) -> PathBuf {
+        self.mount.path().join(".udsfs").join(rel)
+    }
+
+    fn sock(&mut self, s: Sock) -> Res<&mut USock> {
+        match self.socks.get_mut(s) {
+            Some(Some(u)) => Ok(u),
+            _ => Err("EBADF".to_string()),
+        }
+    }
+
+    fn cmd(&mut self, s: Sock, line: String) -> Res<()> {
+        let u = self.sock(s)?;
+        write_once(&mut u.ctl, format!("{line}\n").as_bytes(), "ctl")
+    }
+
+    fn data(&mut self, s: Sock) -> Res<&mut File> {
+        let n = self.sock(s)?.n.clone();
+        let p = self.ctrl(&format!("sock/{n}/data"));
+        let u = self.sock(s)?;
+        if u.data.is_none() {
+            u.data = Some(open_rw_nonblock(&p)?);
+        }
+        Ok(u.data.as_mut().unwrap())
+    }
+
+    fn msg(&mut self, s: Sock) -> Res<&mut File> {
+        let n = self.sock(s)?.n.clone();
+        let p = self.ctrl(&format!("sock/{n}/msg"));
+        let u = self.sock(s)?;
+        if u.msg.is_none() {
+            u.msg = Some(open_rw_nonblock(&p)?);
+        }
+        Ok(u.msg.as_mut().unwrap())
+    }
+
+    fn status(&mut self, s: Sock) -> Res<Vec<(String, String)>> {
+        let n = self.sock(s)?.n.clone();
+        let text = std::fs::read_to_string(self.ctrl(&format!("sock/{n}/status")))
+            .map_err(|e| format!("HARNESS reading status: {}", io_errno(&e)))?;
+        Ok(text
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
+    }
+
+    fn status_field(&mut self, s: Sock, key: &str) -> Res<String> {
+        self.status(s)?
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .ok_or_else(|| format!("HARNESS status has no {key}= line"))
+    }
+
+    fn send_record(&mut self, s: Sock, d: &[u8], to: Option<&Addr>) -> Res<usize> {
+        let mut rec = format!("len={}", d.len());
+        if let Some(a) = to {
+            rec.push_str(" to=");
+            rec.push_str(&ctl_addr(a)?);
+        }
+        rec.push('\n');
+        let hdr = rec.len();
+        let mut buf = rec.into_bytes();
+        buf.extend_from_slice(d);
+        let f = self.msg(s)?;
+        match f.write(&buf) {
+            Ok(n) if n == buf.len() => Ok(d.len()),
+            Ok(n) => Err(format!(
+                "HARNESS msg write returned {n} for a {hdr}-byte header and {} payload bytes",
+                d.len()
+            )),
+            Err(e) => Err(io_errno(&e)),
+        }
+    }
+
+    fn open_sock(&mut self, n: String, ctl: File) -> Sock {
+        self.socks.push(Some(USock {
+            n,
+            ctl,
+            data: None,
+            msg: None,
+        }));
+        self.socks.len() - 1
+    }
+}
+
+impl Backend for Udsfs {
+    fn trace(&mut self) -> &mut Trace {
+        &mut self.trace
+    }
+
+    fn raw_socket(&mut self, ty: Ty) -> Res<Sock> {
+        let mut ctl = open_rw_nonblock(&self.ctrl(&format!("{}/clone", ty.name())))?;
+        let mut buf = [0u8; 64];
+        let k = ctl
+            .read(&mut buf)
+            .map_err(|e| format!("HARNESS reading clone: {}", io_errno(&e)))?;
+        let text = String::from_utf8_lossy(&buf[..k]);
+        let n = text.trim_end_matches('\n');
+        if n.is_empty() || !n.bytes().all(|c| c.is_ascii_digit()) || !text.ends_with('\n') {
+            return Err(format!(
+                "HARNESS clone read gave {text:?}, expected \"N\\n\""
+            ));
+        }
+        Ok(self.open_sock(n.to_string(), ctl))
+    }
+
+    fn raw_pair(&mut self, ty: Ty) -> Res<(Sock, Sock)> {
+        let mut ctl = open_rw_nonblock(&self.ctrl(&format!("{}/pair", ty.name())))?;
+        let mut buf = [0u8; 64];
+        let k = ctl
+            .read(&mut buf)
+            .map_err(|e| format!("HARNESS reading pair: {}", io_errno(&e)))?;
+        let text = String::from_utf8_lossy(&buf[..k]).into_owned();
+        let nums: Vec<&str> = text.trim_end_matches('\n').split(' ').collect();
+        if nums.len() != 2
+            || nums
+                .iter()
+                .any(|n| n.is_empty() || !n.bytes().all(|c| c.is_ascii_digit()))
+        {
+            return Err(format!(
+                "HARNESS pair read gave {text:?}, expected \"N M\\n\""
+            ));
+        }
+        let m_ctl = open_rw_nonblock(&self.ctrl(&format!("sock/{}/ctl", nums[1])))
+            .map_err(|e| format!("HARNESS opening the pair's second ctl: {e}"))?;
+        let a = self.open_sock(nums[0].to_string(), ctl);
+        let b = self.open_sock(nums[1].to_string(), m_ctl);
+        Ok((a, b))
+    }
+
+    fn raw_bind(&mut self, s: Sock, a: &Addr) -> Res<()> {
+        let a = ctl_addr(a)?;
+        self.cmd(s, format!("bind {a}"))
+    }
+
+    fn raw_autobind(&mut self, s: Sock) -> Res<()> {
+        self.cmd(s, "bind".to_string())
+    }
+
+    fn raw_connect(&mut self, s: Sock, a: &Addr) -> Res<()> {
+        let a = ctl_addr(a)?;
+        self.cmd(s, format!("connect {a}"))
+    }
+
+    fn raw_listen(&mut self, s: Sock, backlog: i32) -> Res<()> {
+        self.cmd(s, format!("listen {backlog}"))
+    }
+
+    fn raw_shutdown(&mut self, s: Sock, how: How) -> Res<()> {
+        self.cmd(s, format!("shutdown {}", how.name()))
+    }
+
+    fn raw_send(&mut self, s: Sock, d: &[u8]) -> Res<usize> {
+        if d.is_empty() {
+            return self.send_record(s, d, None);
+        }
+        let f = self.data(s)?;
+        f.write(d).map_err(|e| io_errno(&e))
+    }
+
+    fn raw_sendto(&mut self, s: Sock, d: &[u8], a: &Addr) -> Res<usize> {
+        self.send_record(s, d, Some(a))
+    }
+
+    fn raw_recv(&mut self, s: Sock, bufsize: usize) -> Res<Vec<u8>> {
+        let f = self.data(s)?;
+        let mut v = vec![0u8; bufsize];
+        let n = f.read(&mut v).map_err(|e| io_errno(&e))?;
+        v.truncate(n);
+        Ok(v)
+    }
+
+    fn raw_recvfrom(&mut self, s: Sock, bufsize: usize) -> Res<Msg> {
+        let f = self.msg(s)?;
+        // Read the header a byte at a time so that nothing past it is consumed.
+        let mut hdr = Vec::new();
+        loop {
+            let mut c = [0u8; 1];
+            match f.read(&mut c) {
+                Ok(1) => {
+                    if c[0] == b'\n' {
+                        break;
+                    }
+                    hdr.push(c[0]);
+                    if hdr.len() > 4096 {
+                        return Err("HARNESS msg header longer than 4096 bytes".to_string());
+                    }
+                }
+                Ok(_) => {
+                    return Err(format!(
+                        "HARNESS msg read returned EOF after header bytes {:?}",
+                        String::from_utf8_lossy(&hdr)
+                    ));
+                }
+                Err(e) if hdr.is_empty() => return Err(io_errno(&e)),
+                Err(e) => {
+                    return Err(format!(
+                        "HARNESS msg read failed with {} inside header {:?}",
+                        io_errno(&e),
+                        String::from_utf8_lossy(&hdr)
+                    ));
+                }
+            }
+        }
+        let hdr = String::from_utf8_lossy(&hdr).into_owned();
+        let mut len = None;
+        let mut from = Name::Unnamed;
+        for field in hdr.split(' ') {
+            if let Some(v) = field.strip_prefix("len=") {
+                len = v.parse::<usize>().ok();
+            } else if let Some(v) = field.strip_prefix("from=") {
+                from = parse_name(v);
+            }
+        }
+        let len = len.ok_or_else(|| format!("HARNESS msg header {hdr:?} has no len="))?;
+        let mut data = vec![0u8; len];
+        let mut got = 0;
+        while got < len {
+            match f.read(&mut data[got..]) {
+                Ok(0) => {
+                    return Err(format!(
+                        "HARNESS msg payload ended after {got} of {len} bytes"
+                    ));
+                }
+                Ok(n) => got += n,
+                Err(e) => {
+                    return Err(format!(
+                        "HARNESS msg payload read failed with {} after {got} of {len} bytes",
+                        io_errno(&e)
+                    ));
+                }
+            }
+        }
+        data.truncate(bufsize);
+        Ok(Msg { data, from })
+    }
+
+    fn raw_getsockname(&mut self, s: Sock) -> Res<Name> {
+        Ok(parse_name(&self.status_field(s, "local")?))
+    }
+
+    fn raw_getpeername(&mut self, s: Sock) -> Res<Name> {
+        let st = self.status(s)?;
+        let get = |key: &str| {
+            st.iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| format!("HARNESS status has no {key}= line"))
+        };
+        let state = get("state")?;
+        let peer = get("peer")?;
+        match state.as_str() {
+            "connected" | "disconnected" => Ok(parse_name(&peer)),
+            _ => Err("ENOTCONN".to_string()),
+        }
+    }
+
+    fn raw_close(&mut self, s: Sock) -> Res<()> {
+        let u = match self.socks.get_mut(s).and_then(Option::take) {
+            Some(u) => u,
+            None => return Err("EBADF".to_string()),
+        };
+        let dir = self.ctrl(&format!("sock/{}", u.n));
+        drop(u);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match std::fs::symlink_metadata(&dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                _ if Instant::now() > deadline => {
+                    return Err(format!(
+                        "HARNESS {} still exists 5 s after all its fds were closed",
+                        dir.display()
+                    ));
+                }
+                _ => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+    }
+
+    fn raw_mkdir(&mut self, path: &str) -> Res<()> {
+        std::fs::create_dir(self.path(path)).map_err(|e| io_errno(&e))
+    }
+
+    fn raw_rmdir(&mut self, path: &str) -> Res<()> {
+        std::fs::remove_dir(self.path(path)).map_err(|e| io_errno(&e))
+    }
+
+    fn raw_rm(&mut self, path: &str) -> Res<()> {
+        std::fs::remove_file(self.path(path)).map_err(|e| io_errno(&e))
+    }
+
+    fn raw_rename(&mut self, from: &str, to: &str) -> Res<()> {
+        std::fs::rename(self.path(from), self.path(to)).map_err(|e| io_errno(&e))
+    }
+
+    fn raw_symlink(&mut self, target: &str, link: &str) -> Res<()> {
+        symlink(target, self.path(link)).map_err(|e| io_errno(&e))
+    }
+
+    fn raw_stat(&mut self, path: &str) -> Res<String> {
+        std::fs::symlink_metadata(self.path(path))
+            .map(|m| describe_metadata(&m))
+            .map_err(|e| io_errno(&e))
+    }
+}
