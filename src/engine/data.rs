@@ -24,6 +24,9 @@ pub struct Received {
     pub rights: Vec<Arc<Socket>>,
 }
 
+/// Largest stream skb: SKB_MAX_HEAD(0) (3776) + UNIX_SKB_FRAGS_SZ (32768).
+const STREAM_SKB_MAX: usize = 3776 + 32768;
+
 /// Memory a queued message is charged, as the kernel's skb truesize: 768
 /// bytes for a small message (278 one-byte sends fill 212992).
 fn truesize(len: usize) -> usize {
@@ -322,7 +325,9 @@ impl Engine {
             sender_passcred,
         };
         let creds = self.creds_for(&out, &peer, caller);
-        let max_chunk = (sndbuf >> 1).saturating_sub(64).max(1);
+        // unix_stream_sendmsg: at most half the send buffer per skb, and at
+        // most one page of head plus 32 KiB of fragments (36544 bytes).
+        let max_chunk = (sndbuf >> 1).saturating_sub(64).clamp(1, STREAM_SKB_MAX);
         let mut sent = 0;
         let mut wake = Wakeups::new();
         while sent < data.len() {

@@ -381,3 +381,33 @@ fn in_flight_sockets_cannot_be_reopened_by_number() {
     e.put(&a);
     e.put(&b);
 }
+
+#[test]
+fn stream_backpressure_matches_linux_figures() {
+    let e = engine();
+    let c = root();
+    // 4 KiB sends: 180224 bytes fit, then EAGAIN.
+    let (a, _b) = e.socketpair(SockType::Stream, &c);
+    let mut total = 0;
+    while let Ok(n) = e.send(&a, &[0u8; 4096], None, None, &c, None) {
+        total += n;
+    }
+    assert_eq!(total, 180224);
+    // One large non-blocking send is partial: 219264 bytes.
+    let (x, _y) = e.socketpair(SockType::Stream, &c);
+    assert_eq!(
+        e.send(&x, &vec![0u8; 4 << 20], None, None, &c, None),
+        Ok(219264)
+    );
+    assert_eq!(
+        e.send(&x, b"more", None, None, &c, None),
+        Err(Errno::EAGAIN)
+    );
+    // One-byte sends: 278.
+    let (p, _q) = e.socketpair(SockType::Stream, &c);
+    let mut n = 0;
+    while e.send(&p, b"x", None, None, &c, None).is_ok() {
+        n += 1;
+    }
+    assert_eq!(n, 278);
+}
