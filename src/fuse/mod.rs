@@ -342,14 +342,16 @@ impl Inner {
 
     /// The socket behind `.udsfs/sock/N`, with one more reference for a new
     /// handle; opening a held socketpair half or received socket adopts it.
-    fn hold_sock(&self, id: u64) -> Result<Arc<Socket>, Errno> {
+    fn hold_sock(&self, id: u64, adopt: bool) -> Result<Arc<Socket>, Errno> {
         let d = self.eng.dir(id).ok_or(Errno::ENOENT)?;
         if !self.eng.try_hold(&d.sock) {
             return Err(Errno::ENOENT);
         }
-        self.eng.adopt(id);
-        if let Some(held) = self.held_pairs.lock().remove(&d.sock.id) {
-            self.eng.put(&held);
+        if adopt {
+            self.eng.adopt(id);
+            if let Some(held) = self.held_pairs.lock().remove(&d.sock.id) {
+                self.eng.put(&held);
+            }
         }
         Ok(d.sock)
     }
@@ -795,7 +797,10 @@ impl Filesystem for UdsFs {
                 let s = match f {
                     SockFile::Dir => Err(Errno::EISDIR),
                     SockFile::Status => i.eng.dir(id).map(|d| d.sock).ok_or(Errno::ENOENT),
-                    _ => i.hold_sock(id),
+                    // accept holds the listener only while it tries, so it
+                    // does not adopt: that would leave nothing holding it.
+                    SockFile::Accept => i.hold_sock(id, false),
+                    _ => i.hold_sock(id, true),
                 };
                 match (f, s) {
                     (_, Err(e)) => Err(e),
