@@ -271,7 +271,7 @@ impl Engine {
             let mut st = s.lock();
             if Socket::peer(&st).is_some_and(|p| p.id == other.id) {
                 st.conn = Conn::Unconnected;
-                self.dgram_disconnected(&mut st, &mut wake);
+                self.dgram_disconnected(s.id, &mut st, &mut wake);
             }
         }
         self.finish(wake);

@@ -271,7 +271,7 @@ impl Engine {
             let old = std::mem::replace(&mut st.conn, Conn::Connected(other.clone()));
             match old {
                 Conn::Connected(o) if o.id != other.id => {
-                    self.dgram_disconnected(&mut st, &mut wake);
+                    self.dgram_disconnected(s.id, &mut st, &mut wake);
                     Some(o)
                 }
                 _ => None,
@@ -294,7 +294,7 @@ impl Engine {
             let mut st = s.lock();
             match std::mem::replace(&mut st.conn, Conn::Unconnected) {
                 Conn::Connected(o) => {
-                    self.dgram_disconnected(&mut st, &mut wake);
+                    self.dgram_disconnected(s.id, &mut st, &mut wake);
                     Some(o)
                 }
                 other => {
@@ -313,6 +313,7 @@ impl Engine {
     /// unix_dgram_disconnected, own half: the queue is purged.
     pub(crate) fn dgram_disconnected(
         &self,
+        id: u64,
         st: &mut super::socket::SockState,
         wake: &mut Wakeups,
     ) -> bool {
@@ -323,7 +324,7 @@ impl Engine {
         st.rcvq_bytes = 0;
         wake.extend(st.writers.take());
         for m in msgs {
-            self.uncharge(&m, wake);
+            self.dequeued(id, m, wake);
         }
         true
     }
