@@ -47,6 +47,7 @@ impl Engine {
                 let mut pt = peer.lock();
                 if Socket::peer(&pt).is_some_and(|p| p.id == s.id) {
                     pt.shutdown = SHUTDOWN_MASK;
+                    pt.peer_gone = true;
                     if had_data || was_embryo {
                         pt.err = Some(Errno::ECONNRESET);
                     }
@@ -62,13 +63,15 @@ impl Engine {
         self.gc.forget_receiver(s.id);
         // Received sockets nobody opened go with the receiver.
         for id in received {
-            if let Some(r) = self.unopened.lock().remove(&id) {
+            let r = self.unopened.lock().remove(&id);
+            if let Some(r) = r {
                 self.remove_alias(&r, id);
                 wake.drop_ref(r);
             }
         }
         for id in aliases {
-            self.unopened.lock().remove(&id);
+            let r = self.unopened.lock().remove(&id);
+            drop(r);
             self.remove_dir(id);
         }
         self.remove_dir(s.id);

@@ -320,7 +320,8 @@ impl Engine {
         if dead {
             // The receiver closed meanwhile: nobody can open them through it.
             for id in &ids {
-                if let Some(r) = self.unopened.lock().remove(id) {
+                let r = self.unopened.lock().remove(id);
+                if let Some(r) = r {
                     self.remove_alias(&r, *id);
                     self.put(&r);
                 }

@@ -123,6 +123,9 @@ pub struct SockState {
     pub received: Vec<u64>,
     /// For an embryo: the listener whose queue it waits in.
     pub listener_id: Option<u64>,
+    /// The stream/seqpacket peer closed (set by the peer's release, so that
+    /// reading the state never needs the peer's lock).
+    pub peer_gone: bool,
 }
 
 pub struct Socket {
@@ -174,6 +177,7 @@ impl Socket {
                 aliases: Vec::new(),
                 received: Vec::new(),
                 listener_id: None,
+                peer_gone: false,
             }),
             bind_lock: Mutex::new(()),
             refs: AtomicUsize::new(0),
@@ -216,7 +220,7 @@ impl Socket {
         match &st.conn {
             Conn::Unconnected => "unconnected",
             Conn::Listening { .. } => "listening",
-            Conn::Connected(p) if self.ty.connection_oriented() && p.lock().dead => "disconnected",
+            Conn::Connected(_) if st.peer_gone => "disconnected",
             Conn::Connected(_) => "connected",
         }
     }
