@@ -77,10 +77,10 @@ fn racing_operations_neither_deadlock_nor_leak() {
                     6 | 7 => {
                         if let (Some(s), Some(x)) = (pick(&mut rng, &pool), pick(&mut rng, &pool)) {
                             let mut rights = Vec::new();
-                            if rng.next() % 2 == 0 && eng.try_hold(&x) {
+                            if rng.next().is_multiple_of(2) && eng.try_hold(&x) {
                                 rights.push(x);
                             }
-                            let to = (rng.next() % 4 == 0).then_some(&name);
+                            let to = rng.next().is_multiple_of(4).then_some(&name);
                             let _ = eng.send_msg(&s, b"payload", to, None, &mut rights, &c, None);
                             for r in rights {
                                 eng.put(&r);
@@ -109,7 +109,7 @@ fn racing_operations_neither_deadlock_nor_leak() {
                         }
                     }
                     _ => {
-                        if rng.next() % 8 == 0 {
+                        if rng.next().is_multiple_of(8) {
                             eng.collect();
                         } else if let Some(s) = pick(&mut rng, &pool) {
                             let _ = eng.shutdown(&s, 1 + (rng.next() % 3) as u8);
