@@ -18,6 +18,9 @@ mod mount;
 mod names;
 #[path = "conformance/udsfs.rs"]
 mod udsfs;
+// stream / seqpacket (helper A)
+#[path = "conformance/stream.rs"]
+mod stream;
 
 use backend::Backend;
 
@@ -163,6 +166,63 @@ scenarios! {
     dgram_sendto_while_connected => dgram::sendto_while_connected,
     dgram_reconnect_resets_old_peer => dgram::reconnect_resets_old_peer,
     dgram_listen_eopnotsupp => dgram::listen_eopnotsupp,
+    // stream / seqpacket (helper A)
+    stream_listen_accept_basic => stream::listen_accept_basic,
+    stream_seqpacket_listen_accept => stream::seqpacket_listen_accept,
+    stream_listen_errors => stream::listen_errors,
+    stream_listen_on_connected => stream::listen_on_connected,
+    stream_listen_twice => stream::listen_twice,
+    stream_backlog_stream => stream::backlog_stream,
+    stream_backlog_seqpacket => stream::backlog_seqpacket,
+    stream_accept_frees_slot => stream::accept_frees_slot,
+    stream_accept_nonblocking_eagain => stream::accept_nonblocking_eagain,
+    stream_accept_errors => stream::accept_errors,
+    stream_connect_not_listening => stream::connect_not_listening,
+    stream_connect_again => stream::connect_again,
+    stream_connect_again_not_listening => stream::connect_again_not_listening,
+    stream_connect_on_listener => stream::connect_on_listener,
+    stream_coalescing_reads => stream::coalescing_reads,
+    stream_partial_reads => stream::partial_reads,
+    stream_send_errors => stream::send_errors,
+    stream_recv_errors => stream::recv_errors,
+    stream_eof_after_peer_close => stream::eof_after_peer_close,
+    stream_epipe_after_peer_close => stream::epipe_after_peer_close,
+    stream_econnreset_unread_recv_first => stream::econnreset_unread_recv_first,
+    stream_econnreset_unread_send_first => stream::econnreset_unread_send_first,
+    stream_shutdown_wr => stream::shutdown_wr,
+    stream_shutdown_rd => stream::shutdown_rd,
+    stream_shutdown_rdwr => stream::shutdown_rdwr,
+    stream_shutdown_unconnected_and_listener => stream::shutdown_unconnected_and_listener,
+    stream_listener_shutdown_rd => stream::listener_shutdown_rd,
+    stream_listener_closed_pending_client => stream::listener_closed_pending_client,
+    stream_client_closed_before_accept => stream::client_closed_before_accept,
+    stream_send_before_accept => stream::send_before_accept,
+    stream_backpressure_4k => stream::backpressure_4k,
+    stream_backpressure_1byte => stream::backpressure_1byte,
+    stream_big_send_partial => stream::big_send_partial,
+    stream_zero_length_send => stream::zero_length_send,
+    stream_seqpacket_boundaries => stream::seqpacket_boundaries,
+    stream_seqpacket_truncation => stream::seqpacket_truncation,
+    stream_seqpacket_zero_length => stream::seqpacket_zero_length,
+    stream_seqpacket_unconnected => stream::seqpacket_unconnected,
+    stream_seqpacket_sendto_connected => stream::seqpacket_sendto_connected,
+    stream_seqpacket_peer_closed => stream::seqpacket_peer_closed,
+    stream_seqpacket_peer_closed_unread_send => stream::seqpacket_peer_closed_unread_send,
+    stream_seqpacket_peer_closed_unread_recv => stream::seqpacket_peer_closed_unread_recv,
+    stream_seqpacket_backpressure => stream::seqpacket_backpressure,
+    stream_backpressure_by_size => stream::backpressure_by_size,
+    stream_seqpacket_emsgsize => stream::seqpacket_emsgsize,
+    stream_sigpipe_stream => stream::sigpipe_stream,
+    stream_sigpipe_seqpacket => stream::sigpipe_seqpacket,
+    stream_connect_check_order => stream::connect_check_order,
+    stream_poll_idle_connected => stream::poll_idle_connected,
+    stream_poll_peer_shut_wr => stream::poll_peer_shut_wr,
+    stream_poll_peer_closed => stream::poll_peer_closed,
+    stream_poll_peer_closed_unread => stream::poll_peer_closed_unread,
+    stream_poll_unconnected => stream::poll_unconnected,
+    stream_poll_listener => stream::poll_listener,
+    stream_socketpair_stream => stream::socketpair_stream,
+    stream_socketpair_seqpacket => stream::socketpair_seqpacket,
 }
 
 /// Every scenario twice on the kernel: the traces must be identical, so that a

@@ -24,13 +24,37 @@ pub struct Received {
     pub rights: Vec<Arc<Socket>>,
 }
 
-/// Largest stream skb: SKB_MAX_HEAD(0) (3776) + UNIX_SKB_FRAGS_SZ (32768).
-const STREAM_SKB_MAX: usize = 3776 + 32768;
+/// Room for data in a one-page skb head: SKB_MAX_HEAD(0).
+const SKB_MAX_HEAD: usize = 4096 - 320;
+/// Largest stream skb: one page of head plus UNIX_SKB_FRAGS_SZ (32 KiB).
+const STREAM_SKB_MAX: usize = SKB_MAX_HEAD + 32768;
+/// Largest linear dgram skb: SKB_MAX_ALLOC (order-2 pages less overhead).
+const SKB_MAX_ALLOC: usize = 16384 - 320;
+/// MAX_SKB_FRAGS pages.
+const MAX_FRAG_BYTES: usize = 17 * 4096;
 
-/// Memory a queued message is charged, as the kernel's skb truesize: 768
-/// bytes for a small message (278 one-byte sends fill 212992).
-fn truesize(len: usize) -> usize {
-    768 + len / 64 * 64
+/// The memory an skb is charged (its truesize), which the sender's budget
+/// counts: the kmalloc size class of the head (data aligned to 64 plus 320
+/// bytes of shared info), 256 for the sk_buff itself, and whole pages for
+/// the fragments. A small message costs 768: 278 fill 212992.
+fn skb_truesize(head: usize, frags: usize) -> usize {
+    (head.next_multiple_of(64) + 320).next_power_of_two() + 256 + frags.next_multiple_of(4096)
+}
+
+/// A dgram or seqpacket message: linear up to SKB_MAX_ALLOC, paged beyond.
+fn message_truesize(len: usize) -> usize {
+    let frags = len.saturating_sub(SKB_MAX_ALLOC).min(MAX_FRAG_BYTES);
+    skb_truesize(len - frags, frags)
+}
+
+/// A stream chunk: past one page of head, the rest goes to fragments.
+fn stream_truesize(size: usize) -> usize {
+    let frags = if size > SKB_MAX_HEAD {
+        size.min((size - SKB_MAX_HEAD).next_multiple_of(4096))
+    } else {
+        0
+    };
+    skb_truesize(size - frags, frags)
 }
 
 /// Sockets a message passes, checked and charged to the sending user.
@@ -206,7 +230,7 @@ impl Engine {
             sender_passcred,
         };
         let creds = self.creds_for(&out, &other, caller);
-        let charge = truesize(data.len());
+        let charge = message_truesize(data.len());
         let mut wake = Wakeups::new();
         {
             let mut ot = if other.id == s.id {
@@ -326,7 +350,7 @@ impl Engine {
         };
         let creds = self.creds_for(&out, &peer, caller);
         // unix_stream_sendmsg: at most half the send buffer per skb, and at
-        // most one page of head plus 32 KiB of fragments (36544 bytes).
+        // most one page of head plus 32 KiB of fragments.
         let max_chunk = (sndbuf >> 1).saturating_sub(64).clamp(1, STREAM_SKB_MAX);
         let mut sent = 0;
         let mut wake = Wakeups::new();
@@ -346,7 +370,7 @@ impl Engine {
                 }
             }
             let n = (data.len() - sent).min(max_chunk);
-            let charge = truesize(n);
+            let charge = stream_truesize(n);
             let mut pt = peer.lock();
             if pt.dead || pt.shutdown & RCV_SHUTDOWN != 0 {
                 drop(pt);

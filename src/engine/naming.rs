@@ -201,36 +201,24 @@ impl Engine {
         client_cred: super::Ucred,
         w: Option<&Waiter>,
     ) -> Result<()> {
+        // unix_stream_connect checks the target first (refused, full), then
+        // the caller's own state (EISCONN, EINVAL).
         if s.id == other.id {
-            // Connecting a listener to itself.
-            return match s.lock().conn {
-                Conn::Connected(_) => Err(Errno::EISCONN),
-                _ => Err(Errno::EINVAL),
-            };
+            let mut st = s.lock();
+            listener_ready(&mut st, w)?;
+            return Err(own_state(&st).err().unwrap_or(Errno::EINVAL));
         }
         let mut wake = Wakeups::new();
         {
             let (mut st, mut ot) = lock2(s, other);
-            match st.conn {
-                Conn::Unconnected => {}
-                Conn::Listening { .. } => return Err(Errno::EINVAL),
-                Conn::Connected(_) => return Err(Errno::EISCONN),
-            }
-            if ot.dead || ot.shutdown & RCV_SHUTDOWN != 0 {
-                return Err(Errno::ECONNREFUSED);
-            }
+            listener_ready(&mut ot, w)?;
+            own_state(&st)?;
             let listener_name = ot.name.clone();
             let listener_cred = ot.peercred;
             let listener_passcred = ot.passcred;
-            let Conn::Listening { backlog, pending } = &mut ot.conn else {
+            let Conn::Listening { pending, .. } = &mut ot.conn else {
                 return Err(Errno::ECONNREFUSED);
             };
-            if pending.len() > *backlog {
-                if let Some(w) = w {
-                    ot.writers.add(w.clone());
-                }
-                return Err(Errno::EAGAIN);
-            }
             {
                 let mut et = embryo.lock();
                 et.conn = Conn::Connected(s.clone());
@@ -424,5 +412,32 @@ impl Engine {
         [SockType::Stream, SockType::Seqpacket, SockType::Dgram]
             .into_iter()
             .find_map(|ty| self.names.lookup(&NameKey::Abstract(ty, name.to_vec())))
+    }
+}
+
+/// The target half of connect's checks: a live listener with room; EAGAIN
+/// leaves the waiter for a free slot.
+fn listener_ready(ot: &mut super::socket::SockState, w: Option<&Waiter>) -> Result<()> {
+    if ot.dead || ot.shutdown & RCV_SHUTDOWN != 0 {
+        return Err(Errno::ECONNREFUSED);
+    }
+    let Conn::Listening { backlog, pending } = &ot.conn else {
+        return Err(Errno::ECONNREFUSED);
+    };
+    if pending.len() > *backlog {
+        if let Some(w) = w {
+            ot.writers.add(w.clone());
+        }
+        return Err(Errno::EAGAIN);
+    }
+    Ok(())
+}
+
+/// The caller half: only an unconnected socket may connect.
+fn own_state(st: &super::socket::SockState) -> Result<()> {
+    match st.conn {
+        Conn::Unconnected => Ok(()),
+        Conn::Listening { .. } => Err(Errno::EINVAL),
+        Conn::Connected(_) => Err(Errno::EISCONN),
     }
 }

@@ -304,6 +304,45 @@ pub trait Backend {
     /// lstat(2): "sock 755", "dir 755", "link", ...
     fn raw_stat(&mut self, path: &str) -> Res<String>;
 
+    // ---- stream / seqpacket (helper A) ----
+    /// Non-blocking accept(); the new socket gets the next handle number.
+    fn raw_accept(&mut self, s: Sock) -> Res<Sock>;
+    /// poll() with a zero timeout asking for POLLIN|POLLPRI|POLLOUT|POLLRDHUP;
+    /// returns revents.
+    fn raw_poll(&mut self, s: Sock) -> Res<i16>;
+    /// Non-blocking send that may raise SIGPIPE (no MSG_NOSIGNAL); returns the byte
+    /// count and whether SIGPIPE was raised in the calling thread (`sigpipe_check`).
+    fn raw_send_sig(&mut self, s: Sock, d: &[u8]) -> (Res<usize>, bool);
+
+    // ---- names / permissions (helper C) ----
+    /// SO_PASSCRED on or off (setsockopt / ctl `passcred on|off`).
+    fn raw_passcred(&mut self, s: Sock, on: bool) -> Res<()>;
+    /// A second handle on the same socket (dup(2) / opening `.udsfs/sock/N/ctl` again).
+    fn raw_dup(&mut self, s: Sock) -> Res<Sock>;
+    /// Close one handle of a socket that has another handle still open (no wait for
+    /// the socket to go, since it does not).
+    fn raw_drop_handle(&mut self, s: Sock) -> Res<()>;
+    /// link(2): a hard link `to` of the node `from`.
+    fn raw_link(&mut self, from: &str, to: &str) -> Res<()>;
+    /// mknod(path, S_IFSOCK | 0666): a socket node with no socket behind it.
+    fn raw_mknod_sock(&mut self, path: &str) -> Res<()>;
+    fn raw_chmod(&mut self, path: &str, mode: u32) -> Res<()>;
+    fn raw_chown(&mut self, path: &str, uid: u32, gid: u32) -> Res<()>;
+    /// lstat(2) owner and group: "uid:gid".
+    fn raw_owner(&mut self, path: &str) -> Res<String>;
+    /// Make the scenario root usable by other users; call before anything else.
+    /// Kernel: chmod 1777 of the scenario root (the mount root's mode); udsfs: a
+    /// fresh mount with `--allow-other`.
+    fn raw_multiuser(&mut self) -> Res<()>;
+    /// bind / connect / sendto with raw sun_path bytes: abstract when the first byte
+    /// is NUL; otherwise a path relative to the scenario root, passed relative (the
+    /// kernel side runs with the scenario root as the thread's cwd), so that its
+    /// length is the length the kernel sees. Paths get a terminating NUL when it
+    /// fits (shorter than 108 bytes); addrlen is 2 + the bytes (+ the NUL).
+    fn raw_bind_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()>;
+    fn raw_connect_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()>;
+    fn raw_sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Res<usize>;
+
     // ---- recorded operations ----
 
     fn socket(&mut self, ty: Ty) -> Sock {
@@ -461,6 +500,206 @@ pub trait Backend {
             .push(format!("stat {path}"), show(&r, |s| format!("ok {s}")));
         Out(r)
     }
+
+    // ---- stream / seqpacket (helper A) ----
+
+    fn accept(&mut self, s: Sock) -> Sock {
+        let r = self.raw_accept(s);
+        self.trace()
+            .push(format!("accept({})", sock_s(s)), show(&r, |n| sock_s(*n)));
+        r.unwrap_or(BAD_SOCK)
+    }
+
+    fn poll(&mut self, s: Sock) -> Out<i16> {
+        let r = self.raw_poll(s);
+        self.trace().push(
+            format!("poll({})", sock_s(s)),
+            show(&r, |m| format!("ok {}", poll_mask_name(*m))),
+        );
+        Out(r)
+    }
+
+    /// A send without MSG_NOSIGNAL; the trace notes a SIGPIPE raised by it.
+    fn send_sig(&mut self, s: Sock, d: &[u8]) -> Out<usize> {
+        let (r, raised) = self.raw_send_sig(s, d);
+        let sig = if raised { " +SIGPIPE" } else { "" };
+        self.trace().push(
+            format!("send_sig({}, {})", sock_s(s), show_bytes(d)),
+            format!("{}{sig}", show(&r, |n| format!("ok {n}"))),
+        );
+        Out(r)
+    }
+    // ---- names / permissions (helper C) ----
+
+    fn passcred(&mut self, s: Sock, on: bool) -> Out<()> {
+        let r = self.raw_passcred(s, on);
+        let v = if on { "on" } else { "off" };
+        self.trace()
+            .push(format!("passcred({}, {v})", sock_s(s)), unit(&r));
+        Out(r)
+    }
+
+    fn dup(&mut self, s: Sock) -> Sock {
+        let r = self.raw_dup(s);
+        self.trace()
+            .push(format!("dup({})", sock_s(s)), show(&r, |n| sock_s(*n)));
+        r.unwrap_or(BAD_SOCK)
+    }
+
+    fn drop_handle(&mut self, s: Sock) -> Out<()> {
+        let r = self.raw_drop_handle(s);
+        self.trace()
+            .push(format!("close-handle({})", sock_s(s)), unit(&r));
+        Out(r)
+    }
+
+    fn link(&mut self, from: &str, to: &str) -> Out<()> {
+        let r = self.raw_link(from, to);
+        self.trace().push(format!("ln {from} {to}"), unit(&r));
+        Out(r)
+    }
+
+    fn mknod_sock(&mut self, path: &str) -> Out<()> {
+        let r = self.raw_mknod_sock(path);
+        self.trace()
+            .push(format!("mknod {path} S_IFSOCK|0666"), unit(&r));
+        Out(r)
+    }
+
+    fn chmod(&mut self, path: &str, mode: u32) -> Out<()> {
+        let r = self.raw_chmod(path, mode);
+        self.trace()
+            .push(format!("chmod {mode:o} {path}"), unit(&r));
+        Out(r)
+    }
+
+    fn chown(&mut self, path: &str, uid: u32, gid: u32) -> Out<()> {
+        let r = self.raw_chown(path, uid, gid);
+        self.trace()
+            .push(format!("chown {uid}:{gid} {path}"), unit(&r));
+        Out(r)
+    }
+
+    fn owner(&mut self, path: &str) -> Out<String> {
+        let r = self.raw_owner(path);
+        self.trace()
+            .push(format!("owner {path}"), show(&r, |s| format!("ok {s}")));
+        Out(r)
+    }
+
+    fn multiuser(&mut self) -> Out<()> {
+        let r = self.raw_multiuser();
+        self.trace().push("setup multiuser".to_string(), unit(&r));
+        Out(r)
+    }
+
+    fn bind_sun(&mut self, s: Sock, sun: &[u8]) -> Out<()> {
+        let r = self.raw_bind_sun(s, sun);
+        let t = self.trace();
+        let op = format!("bind({}, {})", sock_s(s), t.sun(sun));
+        t.push(op, unit(&r));
+        Out(r)
+    }
+
+    fn connect_sun(&mut self, s: Sock, sun: &[u8]) -> Out<()> {
+        let r = self.raw_connect_sun(s, sun);
+        let t = self.trace();
+        let op = format!("connect({}, {})", sock_s(s), t.sun(sun));
+        t.push(op, unit(&r));
+        Out(r)
+    }
+
+    fn sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Out<usize> {
+        let r = self.raw_sendto_sun(s, d, sun);
+        let t = self.trace();
+        let op = format!("sendto({}, {}, {})", sock_s(s), show_bytes(d), t.sun(sun));
+        t.push(op, show(&r, |n| format!("ok {n}")));
+        Out(r)
+    }
+
+    /// From here on this thread acts as `uid`/`gid` (effective and fs ids, no
+    /// supplementary groups); real and saved ids stay root, so `as_root` can return.
+    /// Only the calling thread changes (raw syscalls, not glibc's process-wide ones).
+    fn as_user(&mut self, uid: u32, gid: u32) -> Out<()> {
+        let r = thread_as_user(uid, gid);
+        self.trace().push(format!("as {uid}:{gid}"), unit(&r));
+        Out(r)
+    }
+
+    /// Back to root (effective and fs ids 0, the groups from before `as_user`).
+    fn as_root(&mut self) -> Out<()> {
+        let r = thread_as_root();
+        self.trace().push("as root".to_string(), unit(&r));
+        Out(r)
+    }
+
+    /// Set this thread's umask (the thread first gets an fs_struct of its own, so
+    /// other threads of the test process keep theirs).
+    /// Returns the previous umask (not recorded), for restoring it.
+    fn umask(&mut self, mask: u32) -> Out<u32> {
+        let r = thread_umask(mask);
+        self.trace()
+            .push(format!("umask {mask:03o}"), show(&r, |_| "ok".to_string()));
+        Out(r)
+    }
+}
+
+/// Run `f` with SIGPIPE blocked in this thread and report whether a SIGPIPE became
+/// pending for the thread meanwhile (consuming it). A blocked signal stays pending
+/// even while its disposition is SIG_IGN, so this sees signals the process ignores
+/// (helper A).
+pub fn sigpipe_check<T>(f: impl FnOnce() -> T) -> (T, bool) {
+    // SAFETY: sigset manipulation on local values and thread-local signal masks.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        let r = f();
+        let mut raised = false;
+        let zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        while libc::sigtimedwait(&set, std::ptr::null_mut(), &zero) == libc::SIGPIPE {
+            raised = true;
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        (r, raised)
+    }
+}
+
+/// The events every `raw_poll` asks for (helper A).
+pub const POLL_EVENTS: i16 = libc::POLLIN | libc::POLLPRI | libc::POLLOUT | libc::POLLRDHUP;
+
+/// Display form of a poll revents mask: "IN|OUT|HUP", "0" when empty (helper A).
+pub fn poll_mask_name(m: i16) -> String {
+    const BITS: &[(i16, &str)] = &[
+        (libc::POLLIN, "IN"),
+        (libc::POLLPRI, "PRI"),
+        (libc::POLLOUT, "OUT"),
+        (libc::POLLERR, "ERR"),
+        (libc::POLLHUP, "HUP"),
+        (libc::POLLRDHUP, "RDHUP"),
+        (libc::POLLNVAL, "NVAL"),
+    ];
+    let mut parts: Vec<String> = Vec::new();
+    let mut rest = m;
+    for &(bit, name) in BITS {
+        if m & bit != 0 {
+            parts.push(name.to_string());
+            rest &= !bit;
+        }
+    }
+    if rest != 0 {
+        parts.push(format!("{rest:#x}"));
+    }
+    if parts.is_empty() {
+        "0".to_string()
+    } else {
+        parts.join("|")
+    }
 }
 
 /// Describe an lstat result uniformly for both backends.
@@ -479,4 +718,118 @@ pub fn describe_metadata(m: &std::fs::Metadata) -> String {
     } else {
         format!("other {mode:o}")
     }
+}
+
+// ---- names / permissions (helper C) ----
+
+impl Trace {
+    /// Display form of raw sun_path bytes (helper C): abstract names as `addr` shows
+    /// them, paths as they are.
+    pub fn sun(&mut self, sun: &[u8]) -> String {
+        match sun.split_first() {
+            Some((0, rest)) => self.addr(&Addr::Abstract(rest.to_vec())),
+            _ => show_escape(sun),
+        }
+    }
+}
+
+thread_local! {
+    /// Supplementary groups saved by `thread_as_user`, restored by `thread_as_root`.
+    static SAVED_GROUPS: std::cell::RefCell<Option<Vec<libc::gid_t>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn sys_res(r: libc::c_long) -> Res<()> {
+    if r < 0 { Err(last_errno()) } else { Ok(()) }
+}
+
+/// Switch this thread's effective (and so fs) ids to uid/gid with no supplementary
+/// groups. Raw syscalls: glibc's wrappers would change every thread of the process.
+pub fn thread_as_user(uid: u32, gid: u32) -> Res<()> {
+    let mut groups = vec![0 as libc::gid_t; 256];
+    // SAFETY: the buffer holds 256 gids.
+    let n = unsafe { libc::getgroups(256, groups.as_mut_ptr()) };
+    if n < 0 {
+        return Err(last_errno());
+    }
+    groups.truncate(n as usize);
+    SAVED_GROUPS.with(|g| {
+        g.borrow_mut().get_or_insert(groups);
+    });
+    let keep: libc::c_long = -1;
+    // SAFETY: plain per-thread syscalls.
+    unsafe {
+        sys_res(libc::syscall(
+            libc::SYS_setgroups,
+            0 as libc::c_long,
+            std::ptr::null::<libc::gid_t>(),
+        ))?;
+        sys_res(libc::syscall(
+            libc::SYS_setresgid,
+            keep,
+            gid as libc::c_long,
+            keep,
+        ))?;
+        sys_res(libc::syscall(
+            libc::SYS_setresuid,
+            keep,
+            uid as libc::c_long,
+            keep,
+        ))?;
+    }
+    Ok(())
+}
+
+/// Back to effective uid/gid 0 and the saved supplementary groups.
+pub fn thread_as_root() -> Res<()> {
+    let keep: libc::c_long = -1;
+    // SAFETY: plain per-thread syscalls.
+    unsafe {
+        sys_res(libc::syscall(
+            libc::SYS_setresuid,
+            keep,
+            0 as libc::c_long,
+            keep,
+        ))?;
+        sys_res(libc::syscall(
+            libc::SYS_setresgid,
+            keep,
+            0 as libc::c_long,
+            keep,
+        ))?;
+    }
+    if let Some(groups) = SAVED_GROUPS.with(|g| g.borrow_mut().take()) {
+        // SAFETY: the slice holds groups.len() gids.
+        sys_res(unsafe {
+            libc::syscall(
+                libc::SYS_setgroups,
+                groups.len() as libc::c_long,
+                groups.as_ptr(),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Give this thread an fs_struct of its own (cwd, root, umask), once per thread.
+pub fn thread_private_fs() -> Res<()> {
+    thread_local! {
+        static DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if DONE.with(|d| d.get()) {
+        return Ok(());
+    }
+    // SAFETY: plain syscall; affects only the calling thread.
+    if unsafe { libc::unshare(libc::CLONE_FS) } != 0 {
+        return Err(format!("HARNESS unshare(CLONE_FS): {}", last_errno()));
+    }
+    DONE.with(|d| d.set(true));
+    Ok(())
+}
+
+/// Set this thread's umask, in an fs_struct of its own; returns the old one.
+pub fn thread_umask(mask: u32) -> Res<u32> {
+    thread_private_fs()?;
+    // SAFETY: plain syscall.
+    Ok(unsafe { libc::umask(mask as libc::mode_t) } as u32)
 }

@@ -421,4 +421,185 @@ impl Backend for Kernel {
             .map(|m| describe_metadata(&m))
             .map_err(|e| io_errno(&e))
     }
+
+    // ---- stream / seqpacket (helper A) ----
+
+    fn raw_accept(&mut self, s: Sock) -> Res<Sock> {
+        let fd = self.fd(s)?;
+        // SAFETY: plain syscall; no address is asked for.
+        let nfd = unsafe {
+            libc::accept4(
+                fd,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            )
+        };
+        if nfd < 0 {
+            return Err(last_errno());
+        }
+        // SAFETY: nfd is a fresh descriptor we own.
+        self.socks.push(Some(unsafe { OwnedFd::from_raw_fd(nfd) }));
+        Ok(self.socks.len() - 1)
+    }
+
+    fn raw_poll(&mut self, s: Sock) -> Res<i16> {
+        let fd = self.fd(s)?;
+        let mut pfd = libc::pollfd {
+            fd,
+            events: POLL_EVENTS,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, zero timeout.
+        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+        if n < 0 {
+            return Err(last_errno());
+        }
+        Ok(pfd.revents)
+    }
+
+    fn raw_send_sig(&mut self, s: Sock, d: &[u8]) -> (Res<usize>, bool) {
+        let fd = match self.fd(s) {
+            Ok(fd) => fd,
+            Err(e) => return (Err(e), false),
+        };
+        sigpipe_check(|| {
+            // SAFETY: d is a valid buffer.
+            cvt_len(unsafe { libc::send(fd, d.as_ptr().cast(), d.len(), libc::MSG_DONTWAIT) })
+        })
+    }
+
+    // ---- names / permissions (helper C) ----
+
+    fn raw_passcred(&mut self, s: Sock, on: bool) -> Res<()> {
+        let fd = self.fd(s)?;
+        let v: libc::c_int = on.into();
+        // SAFETY: v is a valid int option value.
+        cvt(unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_PASSCRED,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        })
+    }
+
+    fn raw_dup(&mut self, s: Sock) -> Res<Sock> {
+        let fd = self.fd(s)?;
+        // SAFETY: plain syscall.
+        let nfd = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if nfd < 0 {
+            return Err(last_errno());
+        }
+        // SAFETY: nfd is a fresh descriptor we own.
+        self.socks.push(Some(unsafe { OwnedFd::from_raw_fd(nfd) }));
+        Ok(self.socks.len() - 1)
+    }
+
+    fn raw_drop_handle(&mut self, s: Sock) -> Res<()> {
+        self.raw_close(s)
+    }
+
+    fn raw_link(&mut self, from: &str, to: &str) -> Res<()> {
+        let (a, b) = (self.cpath(from), self.cpath(to));
+        // SAFETY: valid C strings.
+        cvt(unsafe { libc::link(a.as_ptr(), b.as_ptr()) })
+    }
+
+    fn raw_mknod_sock(&mut self, path: &str) -> Res<()> {
+        let c = self.cpath(path);
+        // SAFETY: valid C string.
+        cvt(unsafe { libc::mknod(c.as_ptr(), libc::S_IFSOCK | 0o666, 0) })
+    }
+
+    fn raw_chmod(&mut self, path: &str, mode: u32) -> Res<()> {
+        let c = self.cpath(path);
+        // SAFETY: valid C string.
+        cvt(unsafe { libc::chmod(c.as_ptr(), mode as libc::mode_t) })
+    }
+
+    fn raw_chown(&mut self, path: &str, uid: u32, gid: u32) -> Res<()> {
+        let c = self.cpath(path);
+        // SAFETY: valid C string.
+        cvt(unsafe { libc::chown(c.as_ptr(), uid, gid) })
+    }
+
+    fn raw_owner(&mut self, path: &str) -> Res<String> {
+        use std::os::unix::fs::MetadataExt;
+        let full = self.abs(path);
+        std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(full.as_bytes()))
+            .map(|m| format!("{}:{}", m.uid(), m.gid()))
+            .map_err(|e| io_errno(&e))
+    }
+
+    fn raw_multiuser(&mut self) -> Res<()> {
+        let c = CString::new(self.root.clone()).expect("root without NUL");
+        // SAFETY: valid C string.
+        cvt(unsafe { libc::chmod(c.as_ptr(), 0o1777) })
+    }
+
+    fn raw_bind_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()> {
+        let fd = self.fd(s)?;
+        let (buf, len) = self.sun_addr(sun)?;
+        // SAFETY: buf holds `len` valid bytes.
+        cvt(unsafe { libc::bind(fd, buf.as_ptr(), len) })
+    }
+
+    fn raw_connect_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()> {
+        let fd = self.fd(s)?;
+        let (buf, len) = self.sun_addr(sun)?;
+        // SAFETY: buf holds `len` valid bytes.
+        cvt(unsafe { libc::connect(fd, buf.as_ptr(), len) })
+    }
+
+    fn raw_sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Res<usize> {
+        let fd = self.fd(s)?;
+        let (buf, len) = self.sun_addr(sun)?;
+        // SAFETY: d and buf are valid buffers.
+        cvt_len(unsafe {
+            libc::sendto(
+                fd,
+                d.as_ptr().cast(),
+                d.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                buf.as_ptr(),
+                len,
+            )
+        })
+    }
+}
+
+// ---- names / permissions (helper C) ----
+
+impl Kernel {
+    /// A sockaddr_un with raw sun_path bytes (see `Backend::raw_bind_sun`). A path is
+    /// passed relative: this thread gets an fs_struct of its own whose cwd is the
+    /// scenario root.
+    fn sun_addr(&self, sun: &[u8]) -> Res<(SockAddrBuf, libc::socklen_t)> {
+        let mut buf = SockAddrBuf::new();
+        let bytes = buf.bytes_mut();
+        if 2 + sun.len() + 1 > bytes.len() {
+            return Err(format!("HARNESS sun_path of {} bytes", sun.len()));
+        }
+        bytes[..2].copy_from_slice(&(libc::AF_UNIX as libc::sa_family_t).to_ne_bytes());
+        bytes[2..2 + sun.len()].copy_from_slice(sun);
+        let mut len = 2 + sun.len();
+        if sun.first().is_some_and(|&c| c != 0) {
+            thread_private_fs()?;
+            let root = CString::new(self.root.clone()).expect("root without NUL");
+            // SAFETY: valid C string; this thread's cwd only (private fs_struct).
+            if unsafe { libc::chdir(root.as_ptr()) } != 0 {
+                return Err(format!(
+                    "HARNESS chdir to the scenario root: {}",
+                    last_errno()
+                ));
+            }
+            if sun.len() < SUN_PATH_LEN {
+                len += 1;
+            }
+        }
+        Ok((buf, len as libc::socklen_t))
+    }
 }

@@ -125,3 +125,53 @@ impl Drop for Mount {
         }
     }
 }
+
+// ---- names / permissions (helper C) ----
+
+impl Mount {
+    /// Like `new`, with extra `udsfs mount` arguments (such as `--allow-other`). The
+    /// temporary directory above the mount point is made searchable by everyone, so
+    /// that other users can reach an `--allow-other` mount.
+    pub fn new_with_args(args: &[&str]) -> Mount {
+        use std::os::unix::fs::PermissionsExt;
+        let base = tempfile::Builder::new()
+            .prefix("uconf-u")
+            .tempdir()
+            .expect("create udsfs scenario directory");
+        std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod 755 the udsfs scenario directory");
+        let mnt = base.path().join("mnt");
+        std::fs::create_dir(&mnt).expect("create mount point");
+        let log = base.path().join("daemon.log");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_udsfs"));
+        cmd.arg("mount")
+            .arg("--background")
+            .args(args)
+            .arg("--log-file")
+            .arg(&log)
+            .arg(&mnt);
+        if std::env::var_os("RUST_LOG").is_none() {
+            cmd.env("RUST_LOG", "debug");
+        }
+        let out = cmd.output().expect("run `udsfs mount --background`");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            panic!(
+                "`udsfs mount --background {args:?} {}` failed ({}):\nstdout: {}\nstderr: {}",
+                mnt.display(),
+                out.status,
+                stdout,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let pid: i32 = stdout.trim().parse().unwrap_or_else(|_| {
+            panic!("`udsfs mount --background` printed {stdout:?}, expected the daemon PID")
+        });
+        Mount {
+            mnt,
+            log,
+            pid,
+            _base: base,
+        }
+    }
+}

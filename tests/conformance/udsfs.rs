@@ -415,4 +415,158 @@ impl Backend for Udsfs {
             .map(|m| describe_metadata(&m))
             .map_err(|e| io_errno(&e))
     }
+
+    // ---- stream / seqpacket (helper A) ----
+
+    /// Open `.udsfs/sock/L/accept` O_RDONLY|O_NONBLOCK (a failed accept fails the
+    /// open), read "M\n" from it, then open `.udsfs/sock/M/ctl` O_RDWR for commands;
+    /// the accept handle (also M's control handle, but read-only) is then closed.
+    fn raw_accept(&mut self, s: Sock) -> Res<Sock> {
+        let n = self.sock(s)?.n.clone();
+        let mut acc = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(self.ctrl(&format!("sock/{n}/accept")))
+            .map_err(|e| io_errno(&e))?;
+        let mut buf = [0u8; 64];
+        let k = acc
+            .read(&mut buf)
+            .map_err(|e| format!("HARNESS reading accept: {}", io_errno(&e)))?;
+        let text = String::from_utf8_lossy(&buf[..k]).into_owned();
+        let m = text.trim_end_matches('\n');
+        if m.is_empty() || !m.bytes().all(|c| c.is_ascii_digit()) || !text.ends_with('\n') {
+            return Err(format!(
+                "HARNESS accept read gave {text:?}, expected \"M\\n\""
+            ));
+        }
+        let ctl = open_rw_nonblock(&self.ctrl(&format!("sock/{m}/ctl")))
+            .map_err(|e| format!("HARNESS opening the accepted socket's ctl: {e}"))?;
+        drop(acc);
+        Ok(self.open_sock(m.to_string(), ctl))
+    }
+
+    fn raw_poll(&mut self, s: Sock) -> Res<i16> {
+        use std::os::fd::AsRawFd;
+        let fd = self.data(s)?.as_raw_fd();
+        let mut pfd = libc::pollfd {
+            fd,
+            events: POLL_EVENTS,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, zero timeout.
+        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+        if n < 0 {
+            return Err(last_errno());
+        }
+        Ok(pfd.revents)
+    }
+
+    /// A write on `data` (the daemon raises SIGPIPE in the writing thread on a stream
+    /// EPIPE, before it answers the write).
+    fn raw_send_sig(&mut self, s: Sock, d: &[u8]) -> (Res<usize>, bool) {
+        let f = match self.data(s) {
+            Ok(f) => f,
+            Err(e) => return (Err(e), false),
+        };
+        sigpipe_check(|| f.write(d).map_err(|e| io_errno(&e)))
+    }
+
+    // ---- names / permissions (helper C) ----
+
+    fn raw_passcred(&mut self, s: Sock, on: bool) -> Res<()> {
+        let v = if on { "on" } else { "off" };
+        self.cmd(s, format!("passcred {v}"))
+    }
+
+    /// Opens `.udsfs/sock/N/ctl` again: another handle on the same socket.
+    fn raw_dup(&mut self, s: Sock) -> Res<Sock> {
+        let n = self.sock(s)?.n.clone();
+        let ctl = open_rw_nonblock(&self.ctrl(&format!("sock/{n}/ctl")))?;
+        Ok(self.open_sock(n, ctl))
+    }
+
+    fn raw_drop_handle(&mut self, s: Sock) -> Res<()> {
+        match self.socks.get_mut(s).and_then(Option::take) {
+            Some(u) => {
+                drop(u);
+                Ok(())
+            }
+            None => Err("EBADF".to_string()),
+        }
+    }
+
+    fn raw_link(&mut self, from: &str, to: &str) -> Res<()> {
+        std::fs::hard_link(self.path(from), self.path(to)).map_err(|e| io_errno(&e))
+    }
+
+    fn raw_mknod_sock(&mut self, path: &str) -> Res<()> {
+        let c = path_cstring(&self.path(path));
+        // SAFETY: valid C string.
+        if unsafe { libc::mknod(c.as_ptr(), libc::S_IFSOCK | 0o666, 0) } != 0 {
+            return Err(last_errno());
+        }
+        Ok(())
+    }
+
+    fn raw_chmod(&mut self, path: &str, mode: u32) -> Res<()> {
+        let c = path_cstring(&self.path(path));
+        // SAFETY: valid C string.
+        if unsafe { libc::chmod(c.as_ptr(), mode as libc::mode_t) } != 0 {
+            return Err(last_errno());
+        }
+        Ok(())
+    }
+
+    fn raw_chown(&mut self, path: &str, uid: u32, gid: u32) -> Res<()> {
+        let c = path_cstring(&self.path(path));
+        // SAFETY: valid C string.
+        if unsafe { libc::chown(c.as_ptr(), uid, gid) } != 0 {
+            return Err(last_errno());
+        }
+        Ok(())
+    }
+
+    fn raw_owner(&mut self, path: &str) -> Res<String> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(self.path(path))
+            .map(|m| format!("{}:{}", m.uid(), m.gid()))
+            .map_err(|e| io_errno(&e))
+    }
+
+    /// Replaces the mount by one made with `--allow-other`.
+    fn raw_multiuser(&mut self) -> Res<()> {
+        if !self.socks.is_empty() {
+            return Err("HARNESS multiuser must come before any socket".to_string());
+        }
+        self.mount = Mount::new_with_args(&["--allow-other"]);
+        Ok(())
+    }
+
+    fn raw_bind_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()> {
+        let a = ctl_addr(&sun_to_addr(sun))?;
+        self.cmd(s, format!("bind {a}"))
+    }
+
+    fn raw_connect_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()> {
+        let a = ctl_addr(&sun_to_addr(sun))?;
+        self.cmd(s, format!("connect {a}"))
+    }
+
+    fn raw_sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Res<usize> {
+        self.send_record(s, d, Some(&sun_to_addr(sun)))
+    }
+}
+
+// ---- names / permissions (helper C) ----
+
+fn path_cstring(p: &std::path::Path) -> std::ffi::CString {
+    std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).expect("path without NUL")
+}
+
+/// Raw sun_path bytes as an address (abstract when the first byte is NUL).
+fn sun_to_addr(sun: &[u8]) -> Addr {
+    match sun.split_first() {
+        Some((0, rest)) => Addr::Abstract(rest.to_vec()),
+        _ => Addr::Path(String::from_utf8_lossy(sun).into_owned()),
+    }
 }
