@@ -155,6 +155,8 @@ impl Engine {
                         _ => return Err(Errno::ENOTCONN),
                     }
                 };
+                // From here seqpacket takes the dgram path, which autobinds.
+                self.autobind_if_passcred(s)?;
                 self.message_send(s, data, Some(peer), creds, out, caller, w)
             }
         }

@@ -77,12 +77,13 @@ impl Engine {
                 out,
                 "{:016x}: {:08X} {:08X} {:08X} {:04X} {:02X} {:5}",
                 0,
-                s.refs() + 1,
+                2 + connected as usize,
                 0,
                 flags,
                 s.ty.number(),
                 ss,
-                s.id
+                // An embryo has no inode yet.
+                if st.embryo { 0 } else { s.id }
             );
             if let Some(n) = &st.name {
                 out.push(' ');

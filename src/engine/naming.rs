@@ -163,6 +163,9 @@ impl Engine {
         caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<()> {
+        // Linux autobinds before it looks the target up: a failed connect
+        // still leaves the socket named.
+        self.autobind_if_passcred(s)?;
         let other = self.find(addr, s.ty, caller)?;
         self.connect_to(s, other, caller, w)
     }
