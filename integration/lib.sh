@@ -351,3 +351,109 @@ trap 'exit 143' TERM
 if [ "${UDSFS_NO_MOUNT:-0}" != 1 ]; then
     udsfs_mount ${UDSFS_MOUNT_ARGS[@]+"${UDSFS_MOUNT_ARGS[@]}"}
 fi
+
+# ---------------------------------------------------------------- stream echo server and client
+# (stream_echo.sh, threads1.sh)
+
+# start_echo_server PATH [BACKLOG]: an echo server written in bash: a stream socket bound
+# at PATH and listening; a background loop opens .udsfs/sock/N/accept (blocks until a
+# connection comes), reads the new socket's number M from that handle, and serves M in
+# the background with `dd` copying M's data back to M until EOF; one line per accepted
+# connection goes to ECHO_LOG. Sets ECHO_SRV (+ ECHO_SRV_FD), ECHO_PID, ECHO_LOG.
+start_echo_server() {
+    local path=$1 backlog=${2:-64}
+    new_sock ECHO_SRV stream
+    ctl "$ECHO_SRV_FD" "bind $path" || fail "echo server: bind $path"
+    ctl "$ECHO_SRV_FD" "listen $backlog" || fail "echo server: listen $backlog"
+    ECHO_LOG=$TMP/echo-accepted.log
+    : >"$ECHO_LOG"
+    (
+        while :; do
+            exec {a}<"$U/sock/$ECHO_SRV/accept" || exit 1
+            read -r m <&"$a" || exit 1
+            # open M's data (read and write side) before the accept handle closes
+            (exec <"$U/sock/$m/data" >"$U/sock/$m/data" {a}<&- && exec dd bs=65536 status=none) &
+            exec {a}<&-
+            printf '%s\n' "$m" >>"$ECHO_LOG"
+        done
+    ) &
+    ECHO_PID=$!
+}
+
+# echo_client ADDR IN OUT [GO_FILE]: a client of the echo server: a stream socket from
+# .udsfs/stream/clone connects to ADDR; a background cat collects what comes back into
+# OUT; once GO_FILE exists (if given) it sends file IN, shuts down its write side and
+# waits for the server's EOF. Returns non-zero on any failure.
+echo_client() {
+    local c n r
+    exec {c}<>"$U/stream/clone" || return 1
+    read -r n <&"$c" || return 1
+    printf 'connect %s\n' "$1" >&"$c" || return 1
+    cat "$U/sock/$n/data" >"$3" &
+    r=$!
+    if [ -n "${4:-}" ]; then
+        while [ ! -e "$4" ]; do sleep 0.01; done
+    fi
+    cat "$2" >"$U/sock/$n/data" || return 1
+    printf 'shutdown wr\n' >&"$c" || return 1
+    wait "$r"
+}
+
+# wait_lines FILE N [MS]: wait until FILE has at least N lines; fails the script after MS ms.
+wait_lines() {
+    local file=$1 n=$2 limit=${3:-10000} start
+    start=$(now_ms)
+    while [ "$(wc -l <"$file")" -lt "$n" ]; do
+        [ $(($(now_ms) - start)) -le "$limit" ] ||
+            fail "$file has $(wc -l <"$file") lines after $limit ms, want $n"
+        sleep 0.005
+    done
+}
+
+# count_alive PID...: print how many of the PIDs still run (zombies do not count); one
+# fork however many PIDs, so a loop over it can time hundreds of processes.
+count_alive() {
+    local p files=()
+    for p in "$@"; do files+=("/proc/$p/stat"); done
+    { cat "${files[@]}" 2>/dev/null || true; } | awk '{ s = $0; sub(/.*\) /, "", s); if (s !~ /^[ZX]/) n++ } END { print n + 0 }'
+}
+
+# ---------------------------------------------------------------- msg records
+
+# recv_record FD: read one record from a msg file open on FD with bash builtins only
+# (`read` and parameter expansion; set LC_ALL=C so `read -N` counts bytes). Sets
+# REC_HEADER, REC_LEN, REC_FROM, REC_CREDS, REC_RIGHTS (empty when absent) and REC_DATA
+# (the payload; NUL bytes are lost, as always in bash variables). Blocks like a read.
+recv_record() {
+    local fd=$1 field fields
+    REC_HEADER='' REC_LEN='' REC_FROM='' REC_CREDS='' REC_RIGHTS='' REC_DATA=''
+    IFS= read -r REC_HEADER <&"$fd" || return 1
+    read -r -a fields <<<"$REC_HEADER"
+    for field in "${fields[@]}"; do
+        case $field in
+        len=*) REC_LEN=${field#len=} ;;
+        from=*) REC_FROM=${field#from=} ;;
+        creds=*) REC_CREDS=${field#creds=} ;;
+        rights=*) REC_RIGHTS=${field#rights=} ;;
+        esac
+    done
+    [[ $REC_LEN =~ ^[0-9]+$ ]] || return 1
+    if [ "$REC_LEN" -gt 0 ]; then
+        IFS= read -r -N "$REC_LEN" REC_DATA <&"$fd" || return 1
+    fi
+    [ "${#REC_DATA}" -eq "$REC_LEN" ]
+}
+
+# new_pair VAR TYPE: open .udsfs/TYPE/pair (socketpair) and keep the handle in this shell;
+# sets VAR_N and VAR_M (the two sockets) and VAR_FD (the handle: N's control handle,
+# which also holds M until one of M's files is opened; after that M lives only while
+# one of its files is open).
+new_pair() {
+    local fd n m
+    exec {fd}<>"$U/$2/pair" || fail "cannot open $U/$2/pair"
+    read -r n m <&"$fd" || fail "cannot read the socket numbers from $2/pair"
+    [[ $n =~ ^[0-9]+$ && $m =~ ^[0-9]+$ ]] || fail "$2/pair read gave '$n $m', want two socket numbers"
+    printf -v "${1}_N" %s "$n"
+    printf -v "${1}_M" %s "$m"
+    printf -v "${1}_FD" %s "$fd"
+}

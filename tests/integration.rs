@@ -126,8 +126,14 @@ scripts!(
     blocked_reader,
     dgram_limits,
     dgram_server,
+    msg_creds,
     namespace,
     nonblock,
+    pass_socket,
+    poll_socat,
+    stream_echo,
+    stream_signals,
+    threads1,
     unmount,
 );
 
