@@ -21,6 +21,14 @@ mod udsfs;
 // stream / seqpacket (helper A)
 #[path = "conformance/stream.rs"]
 mod stream;
+// names, permissions, connect view, /proc/net/unix (helper C)
+#[path = "conformance/names2.rs"]
+mod names2;
+// credentials, rights and GC (helper B)
+#[path = "conformance/creds.rs"]
+mod creds;
+#[path = "conformance/rights.rs"]
+mod rights;
 
 use backend::Backend;
 
@@ -223,6 +231,81 @@ scenarios! {
     stream_poll_listener => stream::poll_listener,
     stream_socketpair_stream => stream::socketpair_stream,
     stream_socketpair_seqpacket => stream::socketpair_seqpacket,
+    // names, permissions (helper C)
+    names2_abstract_nul_names => names2::abstract_nul_names,
+    names2_abstract_nonprintable_names => names2::abstract_nonprintable_names,
+    names2_abstract_all_byte_values => names2::abstract_all_byte_values,
+    names2_abstract_107_and_108 => names2::abstract_107_and_108,
+    names2_path_names_up_to_108 => names2::path_names_up_to_108,
+    names2_autobind_stream_seqpacket => names2::autobind_stream_seqpacket,
+    names2_autobind_idempotent_when_named => names2::autobind_idempotent_when_named,
+    names2_bind_after_any_autobind => names2::bind_after_any_autobind,
+    names2_implicit_autobind_stream_connect => names2::implicit_autobind_stream_connect,
+    names2_implicit_autobind_seqpacket => names2::implicit_autobind_seqpacket,
+    names2_implicit_autobind_dgram_connect => names2::implicit_autobind_dgram_connect,
+    names2_implicit_autobind_dgram_send => names2::implicit_autobind_dgram_send,
+    names2_implicit_autobind_dgram_socketpair => names2::implicit_autobind_dgram_socketpair,
+    names2_no_autobind_listen_or_stream_send => names2::no_autobind_listen_or_stream_send,
+    names2_autobind_name_shared_by_types => names2::autobind_name_shared_by_types,
+    names2_abstract_name_held_by_any_handle => names2::abstract_name_held_by_any_handle,
+    names2_abstract_freed_with_live_connections => names2::abstract_freed_with_live_connections,
+    names2_connect_via_hard_link => names2::connect_via_hard_link,
+    names2_rename_keeps_getsockname => names2::rename_keeps_getsockname,
+    names2_bind_after_connect_changes_peername => names2::bind_after_connect_changes_peername,
+    names2_accepted_socket_names => names2::accepted_socket_names,
+    names2_mknod_socket_node => names2::mknod_socket_node,
+    names2_connect_directory_cases => names2::connect_directory_cases,
+    names2_perm_connect_needs_write => names2::perm_connect_needs_write,
+    names2_perm_owner_group_other_classes => names2::perm_owner_group_other_classes,
+    names2_perm_directory_search_and_write => names2::perm_directory_search_and_write,
+    names2_perm_bind_needs_dir_write => names2::perm_bind_needs_dir_write,
+    names2_perm_root_bypasses => names2::perm_root_bypasses,
+    names2_perm_abstract_no_permissions => names2::perm_abstract_no_permissions,
+    names2_umask_node_modes => names2::umask_node_modes,
+    names2_perm_connect_directory => names2::perm_connect_directory,
+    // credentials, rights and GC (helper B)
+    creds_matrix_dgram => creds::matrix_dgram,
+    creds_matrix_stream => creds::matrix_stream,
+    creds_matrix_seqpacket => creds::matrix_seqpacket,
+    creds_matrix_connected => creds::matrix_connected,
+    creds_embryo_stream => creds::embryo_stream,
+    creds_embryo_seqpacket => creds::embryo_seqpacket,
+    creds_explicit_root => creds::explicit_root,
+    creds_explicit_unprivileged => creds::explicit_unprivileged,
+    creds_stream_no_merge => creds::stream_no_merge,
+    creds_peercred => creds::peercred,
+    creds_accept_inherits_passcred => creds::accept_inherits_passcred,
+    creds_autobind => creds::autobind,
+    creds_autobind_before_lookup => creds::autobind_before_lookup,
+    creds_autobind_seqpacket_send => creds::autobind_seqpacket_send,
+    rights_self_ref_stream => rights::self_ref_stream,
+    rights_self_ref_dgram => rights::self_ref_dgram,
+    rights_self_ref_seqpacket => rights::self_ref_seqpacket,
+    rights_cross_stream => rights::cross_stream,
+    rights_cross_dgram => rights::cross_dgram,
+    rights_cross_seqpacket => rights::cross_seqpacket,
+    rights_triangle_stream => rights::triangle_stream,
+    rights_triangle_dgram => rights::triangle_dgram,
+    rights_cross_edge => rights::cross_edge,
+    rights_backtrack_from_scc => rights::backtrack_from_scc,
+    rights_mixed_lowpoint => rights::mixed_lowpoint,
+    rights_listener_self_stream => rights::listener_self_stream,
+    rights_listener_self_seqpacket => rights::listener_self_seqpacket,
+    rights_listener_triangle => rights::listener_triangle,
+    rights_listener_cross_edge => rights::listener_cross_edge,
+    rights_passed_socket_works => rights::passed_socket_works,
+    rights_passed_listener_accepts => rights::passed_listener_accepts,
+    rights_cycle_one_open => rights::cycle_one_open,
+    rights_reachable_not_collected => rights::reachable_not_collected,
+    rights_cycle_also_held_outside => rights::cycle_also_held_outside,
+    rights_embryo_accepted => rights::embryo_accepted,
+    rights_max_fd_dgram => rights::max_fd_dgram,
+    rights_max_fd_stream => rights::max_fd_stream,
+    rights_zero_length_with_rights => rights::zero_length_with_rights,
+    rights_recv_without_control => rights::recv_without_control,
+    rights_stream_barrier => rights::stream_barrier,
+    rights_etoomanyrefs => rights::etoomanyrefs,
+    rights_sendto_with_rights => rights::sendto_with_rights,
 }
 
 /// Every scenario twice on the kernel: the traces must be identical, so that a

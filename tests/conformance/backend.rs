@@ -343,6 +343,37 @@ pub trait Backend {
     fn raw_connect_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()>;
     fn raw_sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Res<usize>;
 
+    // ---- credentials, rights and GC (helper B) ----
+    /// getsockopt(SO_PASSCRED) / status `passcred=`.
+    fn raw_get_passcred(&mut self, s: Sock) -> Res<bool>;
+    /// SO_PEERCRED; None when unset (kernel: pid 0, uid = gid = -1; udsfs: an
+    /// empty `peercred=`).
+    fn raw_peercred(&mut self, s: Sock) -> Res<Option<Ucred>>;
+    /// Non-blocking sendmsg() with an optional address, SCM_CREDENTIALS and
+    /// SCM_RIGHTS (udsfs: one `msg` record).
+    fn raw_sendmsg(&mut self, s: Sock, m: &SendMsg) -> Res<usize>;
+    /// Non-blocking recvmsg() with room for credentials and SCM_MAX_FD sockets; each
+    /// received socket becomes a new handle, in order (udsfs: the record's `rights=`
+    /// entries are adopted by opening their `ctl`).
+    fn raw_recvmsg(&mut self, s: Sock, bufsize: usize) -> Res<RecvMsg>;
+    /// Run `ops` one after the other in a child process (see `run_in_child`); one
+    /// result per op.
+    fn raw_child(&mut self, c: &Child, ops: &[ChildOp]) -> Res<Vec<Res<usize>>>;
+    /// Something that names the socket after its handles are gone (kernel: the
+    /// socket inode; udsfs: the socket number).
+    fn raw_ident(&mut self, s: Sock) -> Res<u64>;
+    /// Whether the socket named by `raw_ident` still exists (kernel: listed in
+    /// /proc/thread-self/net/unix; udsfs: `.udsfs/sock/N` exists).
+    fn raw_alive(&mut self, id: u64) -> Res<bool>;
+    /// Close every handle of a socket that may live on (in flight, or held by
+    /// another handle); udsfs waits until the daemon has dropped the handles'
+    /// references (`refs=` fell by their number, or the socket is gone).
+    fn raw_close_ref(&mut self, s: Sock) -> Res<()>;
+    /// Let the in-flight garbage collector run (kernel 6.18: release an unrelated
+    /// AF_UNIX socket, which schedules it, and wait; udsfs: wait for the collector,
+    /// which runs by itself when the last handle of an in-flight socket closes).
+    fn raw_gc(&mut self) -> Res<()>;
+
     // ---- recorded operations ----
 
     fn socket(&mut self, ty: Ty) -> Sock {
@@ -642,6 +673,101 @@ pub trait Backend {
             .push(format!("umask {mask:03o}"), show(&r, |_| "ok".to_string()));
         Out(r)
     }
+    // ---- credentials, rights and GC (helper B) ----
+
+    fn get_passcred(&mut self, s: Sock) -> Out<bool> {
+        let r = self.raw_get_passcred(s);
+        self.trace().push(
+            format!("get_passcred({})", sock_s(s)),
+            show(&r, |v| format!("ok {}", u8::from(*v))),
+        );
+        Out(r)
+    }
+
+    fn peercred(&mut self, s: Sock) -> Out<Option<Ucred>> {
+        let r = self.raw_peercred(s);
+        self.trace().push(
+            format!("peercred({})", sock_s(s)),
+            show(&r, |c| match c {
+                Some(c) => format!("ok {}", show_ucred(c)),
+                None => "ok unset".to_string(),
+            }),
+        );
+        Out(r)
+    }
+
+    fn sendmsg(&mut self, s: Sock, m: SendMsg) -> Out<usize> {
+        let r = self.raw_sendmsg(s, &m);
+        let t = self.trace();
+        let op = format!("sendmsg({}, {})", sock_s(s), show_sendmsg(t, &m));
+        t.push(op, show(&r, |n| format!("ok {n}")));
+        Out(r)
+    }
+
+    fn recvmsg(&mut self, s: Sock, bufsize: usize) -> Out<RecvMsg> {
+        let r = self.raw_recvmsg(s, bufsize);
+        let t = self.trace();
+        let res = match &r {
+            Ok(m) => {
+                let mut v = format!("ok {} from={}", show_bytes(&m.data), t.name(&m.from));
+                if let Some(c) = &m.creds {
+                    v.push_str(&format!(" creds={}", show_ucred(c)));
+                }
+                if !m.rights.is_empty() {
+                    v.push_str(&format!(" rights={}", show_rights(&m.rights)));
+                }
+                v
+            }
+            Err(e) => format!("ERR {e}"),
+        };
+        t.push(format!("recvmsg({}, {bufsize})", sock_s(s)), res);
+        Out(r)
+    }
+
+    fn child(&mut self, c: Child, ops: &[ChildOp]) -> Out<Vec<Res<usize>>> {
+        let r = self.raw_child(&c, ops);
+        let t = self.trace();
+        let op = format!("child{} {}", c.label(), show_child_ops(t, ops));
+        t.push(op, show(&r, |v| show_child_results(v)));
+        Out(r)
+    }
+
+    /// Not recorded unless it fails: the value differs between the backends.
+    fn ident(&mut self, s: Sock) -> Ident {
+        let r = self.raw_ident(s);
+        if let Err(e) = &r {
+            self.trace()
+                .push(format!("ident({})", sock_s(s)), format!("ERR {e}"));
+        }
+        Ident {
+            sock: s,
+            id: r.ok(),
+        }
+    }
+
+    fn alive(&mut self, i: Ident) -> Out<bool> {
+        let r = match i.id {
+            Some(id) => self.raw_alive(id),
+            None => Err("HARNESS no ident".to_string()),
+        };
+        self.trace().push(
+            format!("alive({})", sock_s(i.sock)),
+            show(&r, |v| if *v { "yes" } else { "no" }.to_string()),
+        );
+        Out(r)
+    }
+
+    fn close_ref(&mut self, s: Sock) -> Out<()> {
+        let r = self.raw_close_ref(s);
+        self.trace().push(format!("close({})", sock_s(s)), unit(&r));
+        Out(r)
+    }
+
+    fn gc(&mut self) -> Out<()> {
+        let r = self.raw_gc();
+        self.trace().push("gc".to_string(), unit(&r));
+        Out(r)
+    }
 }
 
 /// Run `f` with SIGPIPE blocked in this thread and report whether a SIGPIPE became
@@ -832,4 +958,322 @@ pub fn thread_umask(mask: u32) -> Res<u32> {
     thread_private_fs()?;
     // SAFETY: plain syscall.
     Ok(unsafe { libc::umask(mask as libc::mode_t) } as u32)
+}
+
+// ---- credentials, rights and GC (helper B) ----
+
+/// Credentials as SCM_CREDENTIALS and SO_PEERCRED carry them (helper B).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ucred {
+    pub pid: i32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// A pid in `ChildOp` credentials that stands for the child's own pid; the child
+/// fills it in (its pid is not known before it exists).
+pub const OWN_PID: i32 = -2;
+
+impl Ucred {
+    pub fn new(pid: i32, uid: u32, gid: u32) -> Ucred {
+        Ucred { pid, uid, gid }
+    }
+
+    /// This process: its pid with the real uid and gid.
+    pub fn own() -> Ucred {
+        // SAFETY: plain syscalls.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Ucred::new(std::process::id() as i32, uid, gid)
+    }
+}
+
+/// Display form of a pid: "self" for this test process, 0 and 1 as they are,
+/// "own" for `OWN_PID`, any other pid (a child, a nonexistent one) "other".
+pub fn pid_label(pid: i32) -> String {
+    if pid == std::process::id() as i32 {
+        "self".to_string()
+    } else if pid == OWN_PID {
+        "own".to_string()
+    } else if pid == 0 || pid == 1 {
+        pid.to_string()
+    } else {
+        "other".to_string()
+    }
+}
+
+pub fn show_ucred(c: &Ucred) -> String {
+    format!("{}:{}:{}", pid_label(c.pid), c.uid, c.gid)
+}
+
+/// A message for `sendmsg` (helper B).
+#[derive(Clone, Debug, Default)]
+pub struct SendMsg {
+    pub data: Vec<u8>,
+    pub to: Option<Addr>,
+    pub creds: Option<Ucred>,
+    pub rights: Vec<Sock>,
+}
+
+impl SendMsg {
+    pub fn new(d: &[u8]) -> SendMsg {
+        SendMsg {
+            data: d.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    pub fn to(mut self, a: Addr) -> SendMsg {
+        self.to = Some(a);
+        self
+    }
+
+    pub fn creds(mut self, c: Ucred) -> SendMsg {
+        self.creds = Some(c);
+        self
+    }
+
+    pub fn rights(mut self, r: &[Sock]) -> SendMsg {
+        self.rights = r.to_vec();
+        self
+    }
+}
+
+/// What `recvmsg` returns (helper B).
+#[derive(Clone, Debug)]
+pub struct RecvMsg {
+    pub data: Vec<u8>,
+    pub from: Name,
+    /// Present iff the receiver had SO_PASSCRED on.
+    pub creds: Option<Ucred>,
+    /// The received sockets, as new handles.
+    pub rights: Vec<Sock>,
+}
+
+/// A socket's identity that outlives its handles (`ident`, `alive`).
+#[derive(Clone, Copy, Debug)]
+pub struct Ident {
+    pub sock: Sock,
+    pub id: Option<u64>,
+}
+
+/// The process `child` operations run in (helper B): a child process of the test
+/// process, optionally with other real/effective/saved ids (and no supplementary
+/// groups) and another RLIMIT_NOFILE.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Child {
+    pub ids: Option<(u32, u32)>,
+    pub nofile: Option<u64>,
+}
+
+impl Child {
+    pub fn label(&self) -> String {
+        let mut v = Vec::new();
+        if let Some((u, g)) = self.ids {
+            v.push(format!("ids={u}:{g}"));
+        }
+        if let Some(n) = self.nofile {
+            v.push(format!("nofile={n}"));
+        }
+        format!("[{}]", v.join(" "))
+    }
+}
+
+/// An operation run in a child process.
+#[derive(Clone, Debug)]
+pub enum ChildOp {
+    /// send() (udsfs: a write to `data`).
+    Send(Sock, Vec<u8>),
+    SendMsg(Sock, SendMsg),
+    Connect(Sock, Addr),
+    Listen(Sock, i32),
+}
+
+pub fn show_rights(r: &[Sock]) -> String {
+    if r.len() <= 8 {
+        let v: Vec<String> = r.iter().map(|s| sock_s(*s)).collect();
+        format!("[{}]", v.join(","))
+    } else {
+        format!(
+            "[{} socks {}..{}]",
+            r.len(),
+            sock_s(r[0]),
+            sock_s(r[r.len() - 1])
+        )
+    }
+}
+
+pub fn show_sendmsg(t: &mut Trace, m: &SendMsg) -> String {
+    let mut v = show_bytes(&m.data);
+    if let Some(a) = &m.to {
+        v.push_str(&format!(" to={}", t.addr(a)));
+    }
+    if let Some(c) = &m.creds {
+        v.push_str(&format!(" creds={}", show_ucred(c)));
+    }
+    if !m.rights.is_empty() {
+        v.push_str(&format!(" rights={}", show_rights(&m.rights)));
+    }
+    v
+}
+
+fn show_child_op(t: &mut Trace, op: &ChildOp) -> String {
+    match op {
+        ChildOp::Send(s, d) => format!("send({}, {})", sock_s(*s), show_bytes(d)),
+        ChildOp::SendMsg(s, m) => format!("sendmsg({}, {})", sock_s(*s), show_sendmsg(t, m)),
+        ChildOp::Connect(s, a) => format!("connect({}, {})", sock_s(*s), t.addr(a)),
+        ChildOp::Listen(s, n) => format!("listen({}, {n})", sock_s(*s)),
+    }
+}
+
+/// Runs of equal consecutive items, as (count, item).
+fn runs(v: Vec<String>) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    for x in v {
+        match out.last_mut() {
+            Some((n, y)) if *y == x => *n += 1,
+            _ => out.push((1, x)),
+        }
+    }
+    out
+}
+
+fn show_runs(v: Vec<String>) -> String {
+    runs(v)
+        .into_iter()
+        .map(|(n, x)| if n == 1 { x } else { format!("{n}x {x}") })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+pub fn show_child_ops(t: &mut Trace, ops: &[ChildOp]) -> String {
+    let v: Vec<String> = ops.iter().map(|o| show_child_op(t, o)).collect();
+    show_runs(v)
+}
+
+pub fn show_child_results(r: &[Res<usize>]) -> String {
+    let v: Vec<String> = r
+        .iter()
+        .map(|x| show(x, |n| format!("ok {n}")))
+        .collect();
+    show_runs(v)
+}
+
+/// The result a child op stores: bytes (>= 0) or -errno.
+pub fn child_result(v: i64) -> Res<usize> {
+    if v >= 0 {
+        Ok(v as usize)
+    } else if v == i64::MIN {
+        Err("HARNESS child op did not run".to_string())
+    } else {
+        Err(errno_name((-v) as i32))
+    }
+}
+
+/// Run `body` in a child process that shares the file descriptor table with this
+/// process (clone(CLONE_FILES), so it holds no extra references to any open file:
+/// a close elsewhere in the test process is still the last close) and has its own
+/// ids and limits: first RLIMIT_NOFILE = `c.nofile`, then no supplementary groups
+/// and real = effective = saved ids `c.ids`. `body` fills one i64 per result
+/// (bytes, or -errno). It runs in a copy of this process after a raw clone, so it
+/// must only make raw system calls: no allocation, no locks.
+pub fn run_in_child(c: &Child, nres: usize, body: &mut dyn FnMut(&mut [i64])) -> Res<Vec<i64>> {
+    let mut results = vec![i64::MIN; nres];
+    let mut p = [0 as libc::c_int; 2];
+    // SAFETY: p has room for two descriptors.
+    if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!("HARNESS pipe2: {}", last_errno()));
+    }
+    let (ids, nofile) = (c.ids, c.nofile);
+    let flags = (libc::CLONE_FILES | libc::SIGCHLD) as libc::c_ulong;
+    // SAFETY: a fork-like clone (no new stack: the child runs on a copy of this
+    // one); the child only makes raw system calls and leaves with _exit.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) };
+    if pid == 0 {
+        // SAFETY: raw system calls on values prepared before the clone.
+        unsafe {
+            if let Some(n) = nofile {
+                let lim = libc::rlimit64 {
+                    rlim_cur: n,
+                    rlim_max: n,
+                };
+                if libc::syscall(
+                    libc::SYS_prlimit64,
+                    0 as libc::c_long,
+                    libc::RLIMIT_NOFILE as libc::c_long,
+                    &lim as *const libc::rlimit64,
+                    std::ptr::null_mut::<libc::rlimit64>(),
+                ) != 0
+                {
+                    libc::_exit(3);
+                }
+            }
+            if let Some((uid, gid)) = ids {
+                let (u, g) = (uid as libc::c_long, gid as libc::c_long);
+                if libc::syscall(libc::SYS_setgroups, 0 as libc::c_long, std::ptr::null::<libc::gid_t>())
+                    != 0
+                    || libc::syscall(libc::SYS_setresgid, g, g, g) != 0
+                    || libc::syscall(libc::SYS_setresuid, u, u, u) != 0
+                {
+                    libc::_exit(2);
+                }
+            }
+            body(&mut results);
+            let bytes = nres * 8;
+            let w = libc::write(p[1], results.as_ptr().cast(), bytes);
+            libc::_exit(if w == bytes as isize { 0 } else { 4 });
+        }
+    }
+    let fail = |what: String| {
+        // SAFETY: closing the pipe we made.
+        unsafe {
+            libc::close(p[0]);
+            libc::close(p[1]);
+        }
+        Err(what)
+    };
+    if pid < 0 {
+        return fail(format!("HARNESS clone: {}", last_errno()));
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for the child we made.
+        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::__WALL) };
+        if r == pid as libc::pid_t {
+            break;
+        }
+        if r < 0 && nix::errno::Errno::last() != nix::errno::Errno::EINTR {
+            return fail(format!("HARNESS waitpid: {}", last_errno()));
+        }
+    }
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return fail(format!("HARNESS child ended with wait status {status:#x}"));
+    }
+    let bytes = nres * 8;
+    let mut got = 0;
+    while got < bytes {
+        // SAFETY: reading into the results buffer, within its size.
+        let n = unsafe {
+            libc::read(
+                p[0],
+                results.as_mut_ptr().cast::<u8>().add(got).cast(),
+                bytes - got,
+            )
+        };
+        if n <= 0 {
+            return fail(format!("HARNESS reading child results: {}", last_errno()));
+        }
+        got += n as usize;
+    }
+    // SAFETY: closing the pipe we made.
+    unsafe {
+        libc::close(p[0]);
+        libc::close(p[1]);
+    }
+    Ok(results)
+}
+
+/// `*libc::__errno_location()` as -errno, for child results.
+pub fn neg_errno() -> i64 {
+    // SAFETY: reads this thread's errno.
+    -(unsafe { *libc::__errno_location() } as i64)
 }

@@ -569,6 +569,212 @@ impl Backend for Kernel {
             )
         })
     }
+    // ---- credentials, rights and GC (helper B) ----
+
+    fn raw_get_passcred(&mut self, s: Sock) -> Res<bool> {
+        let fd = self.fd(s)?;
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: v is an int of `len` bytes.
+        cvt(unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_PASSCRED,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        })?;
+        Ok(v != 0)
+    }
+
+    fn raw_peercred(&mut self, s: Sock) -> Res<Option<Ucred>> {
+        let fd = self.fd(s)?;
+        let mut c = libc::ucred {
+            pid: 0,
+            uid: 0,
+            gid: 0,
+        };
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        // SAFETY: c is a ucred of `len` bytes.
+        cvt(unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                (&mut c as *mut libc::ucred).cast(),
+                &mut len,
+            )
+        })?;
+        if c.pid == 0 && c.uid == u32::MAX && c.gid == u32::MAX {
+            return Ok(None);
+        }
+        Ok(Some(Ucred::new(c.pid, c.uid, c.gid)))
+    }
+
+    fn raw_sendmsg(&mut self, s: Sock, m: &SendMsg) -> Res<usize> {
+        let fd = self.fd(s)?;
+        let p = self.prepare_sendmsg(m)?;
+        // SAFETY: the msghdr points into buffers owned by `p`, alive until it drops.
+        let r = cvt_len(unsafe {
+            libc::sendmsg(fd, &p.hdr, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+        });
+        drop(p);
+        r
+    }
+
+    fn raw_recvmsg(&mut self, s: Sock, bufsize: usize) -> Res<RecvMsg> {
+        let fd = self.fd(s)?;
+        let mut data = vec![0u8; bufsize];
+        let mut name = SockAddrBuf::new();
+        // Room for one ucred and SCM_MAX_FD descriptors, and some slack.
+        let mut ctl = vec![0u64; 256];
+        let mut iov = libc::iovec {
+            iov_base: data.as_mut_ptr().cast(),
+            iov_len: bufsize,
+        };
+        // SAFETY: zeroed msghdr, then every pointer set to a live buffer.
+        let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+        hdr.msg_name = name.as_mut_ptr().cast();
+        hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        hdr.msg_iov = &mut iov;
+        hdr.msg_iovlen = 1;
+        hdr.msg_control = ctl.as_mut_ptr().cast();
+        hdr.msg_controllen = ctl.len() * 8;
+        // SAFETY: hdr describes valid buffers.
+        let n = cvt_len(unsafe {
+            libc::recvmsg(fd, &mut hdr, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC)
+        })?;
+        data.truncate(n);
+        let mut creds = None;
+        let mut fds: Vec<libc::c_int> = Vec::new();
+        // SAFETY: walking the control messages the kernel wrote into `ctl`.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&hdr);
+            while !c.is_null() {
+                let len = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                let p = libc::CMSG_DATA(c);
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_CREDENTIALS {
+                    let u = std::ptr::read_unaligned(p.cast::<libc::ucred>());
+                    creds = Some(Ucred::new(u.pid, u.uid, u.gid));
+                } else if (*c).cmsg_level == libc::SOL_SOCKET
+                    && (*c).cmsg_type == libc::SCM_RIGHTS
+                {
+                    for i in 0..len / 4 {
+                        fds.push(std::ptr::read_unaligned(p.cast::<libc::c_int>().add(i)));
+                    }
+                }
+                c = libc::CMSG_NXTHDR(&hdr, c);
+            }
+        }
+        let mut rights = Vec::new();
+        for f in fds {
+            // SAFETY: a descriptor the kernel just installed for us.
+            self.socks.push(Some(unsafe { OwnedFd::from_raw_fd(f) }));
+            rights.push(self.socks.len() - 1);
+        }
+        if hdr.msg_flags & libc::MSG_CTRUNC != 0 {
+            return Err("HARNESS recvmsg: MSG_CTRUNC".to_string());
+        }
+        let from = self.name_of(&name, hdr.msg_namelen);
+        Ok(RecvMsg {
+            data,
+            from,
+            creds,
+            rights,
+        })
+    }
+
+    fn raw_child(&mut self, c: &Child, ops: &[ChildOp]) -> Res<Vec<Res<usize>>> {
+        enum Prep {
+            Send(libc::c_int, Vec<u8>),
+            SendMsg(libc::c_int, KSendMsg),
+            Connect(libc::c_int, SockAddrBuf, libc::socklen_t),
+            Listen(libc::c_int, i32),
+        }
+        let mut preps = Vec::new();
+        for op in ops {
+            preps.push(match op {
+                ChildOp::Send(s, d) => Prep::Send(self.fd(*s)?, d.clone()),
+                ChildOp::SendMsg(s, m) => Prep::SendMsg(self.fd(*s)?, self.prepare_sendmsg(m)?),
+                ChildOp::Connect(s, a) => {
+                    let (buf, len) = self.sockaddr(a)?;
+                    Prep::Connect(self.fd(*s)?, buf, len)
+                }
+                ChildOp::Listen(s, n) => Prep::Listen(self.fd(*s)?, *n),
+            });
+        }
+        let mut body = |res: &mut [i64]| {
+            // SAFETY: raw system calls on buffers prepared before the clone.
+            unsafe {
+                let me = libc::syscall(libc::SYS_getpid) as i32;
+                for (i, p) in preps.iter_mut().enumerate() {
+                    let r: i64 = match p {
+                        Prep::Send(fd, d) => libc::send(
+                            *fd,
+                            d.as_ptr().cast(),
+                            d.len(),
+                            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                        ) as i64,
+                        Prep::SendMsg(fd, m) => {
+                            if let Some(pid) = m.own_pid {
+                                std::ptr::write_unaligned(pid, me);
+                            }
+                            libc::sendmsg(*fd, &m.hdr, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+                                as i64
+                        }
+                        Prep::Connect(fd, buf, len) => {
+                            libc::connect(*fd, buf.as_ptr(), *len) as i64
+                        }
+                        Prep::Listen(fd, n) => libc::listen(*fd, *n) as i64,
+                    };
+                    res[i] = if r < 0 { neg_errno() } else { r };
+                }
+            }
+        };
+        let out = run_in_child(c, ops.len(), &mut body)?;
+        Ok(out.into_iter().map(child_result).collect())
+    }
+
+    fn raw_ident(&mut self, s: Sock) -> Res<u64> {
+        let fd = self.fd(s)?;
+        // SAFETY: st is plain old data filled by fstat.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: valid fd and buffer.
+        cvt(unsafe { libc::fstat(fd, &mut st) })?;
+        Ok(st.st_ino)
+    }
+
+    fn raw_alive(&mut self, id: u64) -> Res<bool> {
+        // /proc/net is the netns of the thread group leader; this thread has its own.
+        let text = std::fs::read_to_string("/proc/thread-self/net/unix")
+            .map_err(|e| format!("HARNESS reading /proc/thread-self/net/unix: {e}"))?;
+        Ok(text.lines().skip(1).any(|l| {
+            l.split_whitespace()
+                .nth(6)
+                .and_then(|v| v.parse::<u64>().ok())
+                == Some(id)
+        }))
+    }
+
+    fn raw_close_ref(&mut self, s: Sock) -> Res<()> {
+        self.raw_close(s)
+    }
+
+    fn raw_gc(&mut self) -> Res<()> {
+        // 6.18 schedules the collector from unix_release_sock() while anything is in
+        // flight: create and release an unrelated socket, then give the work time.
+        // SAFETY: plain syscalls on a descriptor we own.
+        unsafe {
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+            if fd < 0 {
+                return Err(format!("HARNESS socket: {}", last_errno()));
+            }
+            libc::close(fd);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(GC_WAIT_MS));
+        Ok(())
+    }
 }
 
 // ---- names / permissions (helper C) ----
@@ -601,5 +807,108 @@ impl Kernel {
             }
         }
         Ok((buf, len as libc::socklen_t))
+    }
+}
+
+// ---- credentials, rights and GC (helper B) ----
+
+/// How long `gc` waits for the collector, on both backends.
+pub const GC_WAIT_MS: u64 = 150;
+
+/// A prepared sendmsg(): the msghdr and the buffers it points into.
+struct KSendMsg {
+    hdr: libc::msghdr,
+    _data: Vec<u8>,
+    _iov: Box<libc::iovec>,
+    _name: Option<Box<SockAddrBuf>>,
+    _ctl: Vec<u64>,
+    /// Where the SCM_CREDENTIALS pid is, when it is `OWN_PID` (filled by a child).
+    own_pid: Option<*mut i32>,
+}
+
+impl Kernel {
+    fn prepare_sendmsg(&self, m: &SendMsg) -> Res<KSendMsg> {
+        let mut fds = Vec::new();
+        for r in &m.rights {
+            fds.push(self.fd(*r)?);
+        }
+        let mut data = m.data.clone();
+        let mut iov = Box::new(libc::iovec {
+            iov_base: data.as_mut_ptr().cast(),
+            iov_len: data.len(),
+        });
+        let mut name = match &m.to {
+            Some(a) => {
+                let (buf, len) = self.sockaddr(a)?;
+                Some((Box::new(buf), len))
+            }
+            None => None,
+        };
+        // SAFETY: CMSG_SPACE is arithmetic.
+        let space = unsafe {
+            m.creds
+                .map(|_| libc::CMSG_SPACE(std::mem::size_of::<libc::ucred>() as u32) as usize)
+                .unwrap_or(0)
+                + if fds.is_empty() {
+                    0
+                } else {
+                    libc::CMSG_SPACE((fds.len() * 4) as u32) as usize
+                }
+        };
+        let mut ctl = vec![0u64; space.div_ceil(8)];
+        // SAFETY: zeroed msghdr, then every pointer set to a live buffer.
+        let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+        hdr.msg_iov = &mut *iov;
+        hdr.msg_iovlen = 1;
+        if let Some((buf, len)) = &mut name {
+            hdr.msg_name = buf.as_mut_ptr().cast();
+            hdr.msg_namelen = *len;
+        }
+        let mut own_pid = None;
+        if space > 0 {
+            hdr.msg_control = ctl.as_mut_ptr().cast();
+            hdr.msg_controllen = space;
+            // SAFETY: the control buffer holds `space` zeroed bytes, laid out by the
+            // CMSG macros.
+            unsafe {
+                let mut c = libc::CMSG_FIRSTHDR(&hdr);
+                if let Some(u) = m.creds {
+                    (*c).cmsg_level = libc::SOL_SOCKET;
+                    (*c).cmsg_type = libc::SCM_CREDENTIALS;
+                    (*c).cmsg_len =
+                        libc::CMSG_LEN(std::mem::size_of::<libc::ucred>() as u32) as usize;
+                    let p = libc::CMSG_DATA(c).cast::<libc::ucred>();
+                    std::ptr::write_unaligned(
+                        p,
+                        libc::ucred {
+                            pid: u.pid,
+                            uid: u.uid,
+                            gid: u.gid,
+                        },
+                    );
+                    if u.pid == OWN_PID {
+                        own_pid = Some(p.cast::<i32>());
+                    }
+                    c = libc::CMSG_NXTHDR(&hdr, c);
+                }
+                if !fds.is_empty() {
+                    (*c).cmsg_level = libc::SOL_SOCKET;
+                    (*c).cmsg_type = libc::SCM_RIGHTS;
+                    (*c).cmsg_len = libc::CMSG_LEN((fds.len() * 4) as u32) as usize;
+                    let p = libc::CMSG_DATA(c).cast::<libc::c_int>();
+                    for (i, f) in fds.iter().enumerate() {
+                        std::ptr::write_unaligned(p.add(i), *f);
+                    }
+                }
+            }
+        }
+        Ok(KSendMsg {
+            hdr,
+            _data: data,
+            _iov: iov,
+            _name: name.map(|(b, _)| b),
+            _ctl: ctl,
+            own_pid,
+        })
     }
 }

@@ -555,6 +555,171 @@ impl Backend for Udsfs {
     fn raw_sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Res<usize> {
         self.send_record(s, d, Some(&sun_to_addr(sun)))
     }
+    // ---- credentials, rights and GC (helper B) ----
+
+    fn raw_get_passcred(&mut self, s: Sock) -> Res<bool> {
+        match self.status_field(s, "passcred")?.as_str() {
+            "0" => Ok(false),
+            "1" => Ok(true),
+            v => Err(format!("HARNESS status passcred={v:?}")),
+        }
+    }
+
+    fn raw_peercred(&mut self, s: Sock) -> Res<Option<Ucred>> {
+        let v = self.status_field(s, "peercred")?;
+        if v.is_empty() {
+            return Ok(None);
+        }
+        parse_ucred(&v)
+            .map(Some)
+            .ok_or_else(|| format!("HARNESS status peercred={v:?}"))
+    }
+
+    fn raw_sendmsg(&mut self, s: Sock, m: &SendMsg) -> Res<usize> {
+        let (rec, _) = self.msg_record(m)?;
+        let f = self.msg(s)?;
+        match f.write(&rec) {
+            Ok(n) if n == rec.len() => Ok(m.data.len()),
+            Ok(n) => Err(format!(
+                "HARNESS msg write returned {n} for a {}-byte record",
+                rec.len()
+            )),
+            Err(e) => Err(io_errno(&e)),
+        }
+    }
+
+    fn raw_recvmsg(&mut self, s: Sock, bufsize: usize) -> Res<RecvMsg> {
+        let (hdr, mut data) = self.read_record(s)?;
+        let mut from = Name::Unnamed;
+        let mut creds = None;
+        let mut ids: Vec<String> = Vec::new();
+        for field in hdr.split(' ') {
+            if let Some(v) = field.strip_prefix("from=") {
+                from = parse_name(v);
+            } else if let Some(v) = field.strip_prefix("creds=") {
+                creds = Some(
+                    parse_ucred(v).ok_or_else(|| format!("HARNESS msg header {hdr:?}"))?,
+                );
+            } else if let Some(v) = field.strip_prefix("rights=") {
+                ids = v.split(',').map(str::to_string).collect();
+            }
+        }
+        data.truncate(bufsize);
+        // recvmsg installs the descriptors: adopt every received socket now.
+        let mut rights = Vec::new();
+        for h in ids {
+            let ctl = open_rw_nonblock(&self.ctrl(&format!("sock/{h}/ctl")))
+                .map_err(|e| format!("HARNESS adopting received socket {h}: {e}"))?;
+            rights.push(self.open_sock(h, ctl));
+        }
+        Ok(RecvMsg {
+            data,
+            from,
+            creds,
+            rights,
+        })
+    }
+
+    fn raw_child(&mut self, c: &Child, ops: &[ChildOp]) -> Res<Vec<Res<usize>>> {
+        use std::os::fd::AsRawFd;
+        // (fd, bytes to write, where the OWN_PID digits go, result on a full write)
+        let mut preps: Vec<(libc::c_int, Vec<u8>, Option<usize>, usize)> = Vec::new();
+        for op in ops {
+            preps.push(match op {
+                ChildOp::Send(s, d) if d.is_empty() => {
+                    (self.msg(*s)?.as_raw_fd(), b"len=0\n".to_vec(), None, 0)
+                }
+                ChildOp::Send(s, d) => (self.data(*s)?.as_raw_fd(), d.clone(), None, usize::MAX),
+                ChildOp::SendMsg(s, m) => {
+                    let (rec, off) = self.msg_record(m)?;
+                    (self.msg(*s)?.as_raw_fd(), rec, off, m.data.len())
+                }
+                ChildOp::Connect(s, a) => {
+                    let line = format!("connect {}\n", ctl_addr(a)?).into_bytes();
+                    (self.sock(*s)?.ctl.as_raw_fd(), line, None, 0)
+                }
+                ChildOp::Listen(s, n) => {
+                    let line = format!("listen {n}\n").into_bytes();
+                    (self.sock(*s)?.ctl.as_raw_fd(), line, None, 0)
+                }
+            });
+        }
+        let mut body = |res: &mut [i64]| {
+            // SAFETY: raw system calls on buffers prepared before the clone.
+            unsafe {
+                let me = libc::syscall(libc::SYS_getpid) as u64;
+                for (i, (fd, buf, off, _)) in preps.iter_mut().enumerate() {
+                    if let Some(o) = off {
+                        let mut v = me;
+                        for k in (0..PID_DIGITS).rev() {
+                            buf[*o + k] = b'0' + (v % 10) as u8;
+                            v /= 10;
+                        }
+                    }
+                    let r = libc::write(*fd, buf.as_ptr().cast(), buf.len());
+                    res[i] = if r < 0 { neg_errno() } else { r as i64 };
+                }
+            }
+        };
+        let out = run_in_child(c, ops.len(), &mut body)?;
+        Ok(out
+            .into_iter()
+            .zip(preps.iter())
+            .map(|(v, (_, buf, _, full))| match child_result(v) {
+                Ok(n) if *full == usize::MAX => Ok(n),
+                Ok(n) if n == buf.len() => Ok(*full),
+                Ok(n) => Err(format!(
+                    "HARNESS child write returned {n} of {} bytes",
+                    buf.len()
+                )),
+                Err(e) => Err(e),
+            })
+            .collect())
+    }
+
+    fn raw_ident(&mut self, s: Sock) -> Res<u64> {
+        let n = &self.sock(s)?.n;
+        n.parse()
+            .map_err(|_| format!("HARNESS socket number {n:?}"))
+    }
+
+    fn raw_alive(&mut self, id: u64) -> Res<bool> {
+        match std::fs::symlink_metadata(self.ctrl(&format!("sock/{id}"))) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(format!("HARNESS stat of sock/{id}: {}", io_errno(&e))),
+        }
+    }
+
+    fn raw_close_ref(&mut self, s: Sock) -> Res<()> {
+        let n = self.sock(s)?.n.clone();
+        let before = self.refs_of(&n)?;
+        let u = self.socks[s].take().expect("checked by sock()");
+        let k = 1 + usize::from(u.data.is_some()) + usize::from(u.msg.is_some());
+        drop(u);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match self.refs_of(&n)? {
+                None => return Ok(()),
+                Some(r) if before.is_some_and(|b| r + k <= b) => return Ok(()),
+                _ if Instant::now() > deadline => {
+                    return Err(format!(
+                        "HARNESS sock/{n}: refs= still {:?} 5 s after closing {k} handles \
+                         (was {before:?})",
+                        self.refs_of(&n)
+                    ));
+                }
+                _ => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+    }
+
+    fn raw_gc(&mut self) -> Res<()> {
+        // The collector runs by itself when the last handle of an in-flight socket
+        // closes (SPEC §6: a dead cycle is freed within 100 ms); just wait.
+        std::thread::sleep(Duration::from_millis(super::kernel::GC_WAIT_MS));
+        Ok(())
+    }
 }
 
 // ---- names / permissions (helper C) ----
@@ -568,5 +733,127 @@ fn sun_to_addr(sun: &[u8]) -> Addr {
     match sun.split_first() {
         Some((0, rest)) => Addr::Abstract(rest.to_vec()),
         _ => Addr::Path(String::from_utf8_lossy(sun).into_owned()),
+    }
+}
+
+// ---- credentials, rights and GC (helper B) ----
+
+/// Width of the zero-padded pid a child fills in for `OWN_PID`.
+const PID_DIGITS: usize = 10;
+
+fn parse_ucred(v: &str) -> Option<Ucred> {
+    let mut it = v.split(':');
+    let pid = it.next()?.parse().ok()?;
+    let uid = it.next()?.parse().ok()?;
+    let gid = it.next()?.parse().ok()?;
+    if it.next().is_some() {
+        return None;
+    }
+    Some(Ucred::new(pid, uid, gid))
+}
+
+impl Udsfs {
+    /// The `msg` record for `m`, and where the pid digits are when its credentials
+    /// carry `OWN_PID` (written as PID_DIGITS zeros, for a child to fill in).
+    fn msg_record(&mut self, m: &SendMsg) -> Res<(Vec<u8>, Option<usize>)> {
+        let mut rec = format!("len={}", m.data.len());
+        if let Some(a) = &m.to {
+            rec.push_str(&format!(" to={}", ctl_addr(a)?));
+        }
+        let mut off = None;
+        if let Some(c) = &m.creds {
+            rec.push_str(" creds=");
+            if c.pid == OWN_PID {
+                off = Some(rec.len());
+                rec.push_str(&"0".repeat(PID_DIGITS));
+            } else {
+                rec.push_str(&c.pid.to_string());
+            }
+            rec.push_str(&format!(":{}:{}", c.uid, c.gid));
+        }
+        if !m.rights.is_empty() {
+            let mut v = Vec::new();
+            for r in &m.rights {
+                v.push(self.sock(*r)?.n.clone());
+            }
+            rec.push_str(&format!(" rights={}", v.join(",")));
+        }
+        rec.push('\n');
+        let mut buf = rec.into_bytes();
+        buf.extend_from_slice(&m.data);
+        Ok((buf, off))
+    }
+
+    /// One record from `msg`: its header line (without the newline) and payload.
+    fn read_record(&mut self, s: Sock) -> Res<(String, Vec<u8>)> {
+        let f = self.msg(s)?;
+        let mut hdr = Vec::new();
+        loop {
+            let mut c = [0u8; 1];
+            match f.read(&mut c) {
+                Ok(1) => {
+                    if c[0] == b'\n' {
+                        break;
+                    }
+                    hdr.push(c[0]);
+                    if hdr.len() > 8192 {
+                        return Err("HARNESS msg header longer than 8192 bytes".to_string());
+                    }
+                }
+                Ok(_) => {
+                    return Err(format!(
+                        "HARNESS msg read returned EOF after header bytes {:?}",
+                        String::from_utf8_lossy(&hdr)
+                    ));
+                }
+                Err(e) if hdr.is_empty() => return Err(io_errno(&e)),
+                Err(e) => {
+                    return Err(format!(
+                        "HARNESS msg read failed with {} inside header {:?}",
+                        io_errno(&e),
+                        String::from_utf8_lossy(&hdr)
+                    ));
+                }
+            }
+        }
+        let hdr = String::from_utf8_lossy(&hdr).into_owned();
+        let len = hdr
+            .split(' ')
+            .find_map(|f| f.strip_prefix("len="))
+            .and_then(|v| v.parse::<usize>().ok())
+            .ok_or_else(|| format!("HARNESS msg header {hdr:?} has no len="))?;
+        let mut data = vec![0u8; len];
+        let mut got = 0;
+        while got < len {
+            match f.read(&mut data[got..]) {
+                Ok(0) => {
+                    return Err(format!(
+                        "HARNESS msg payload ended after {got} of {len} bytes"
+                    ));
+                }
+                Ok(n) => got += n,
+                Err(e) => {
+                    return Err(format!(
+                        "HARNESS msg payload read failed with {} after {got} of {len} bytes",
+                        io_errno(&e)
+                    ));
+                }
+            }
+        }
+        Ok((hdr, data))
+    }
+
+    /// `refs=` of `.udsfs/sock/N/status`; None once the socket is gone.
+    fn refs_of(&self, n: &str) -> Res<Option<usize>> {
+        match std::fs::read_to_string(self.ctrl(&format!("sock/{n}/status"))) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("HARNESS reading sock/{n}/status: {}", io_errno(&e))),
+            Ok(t) => t
+                .lines()
+                .find_map(|l| l.strip_prefix("refs="))
+                .and_then(|v| v.parse().ok())
+                .map(Some)
+                .ok_or_else(|| format!("HARNESS sock/{n}/status has no refs=")),
+        }
     }
 }
