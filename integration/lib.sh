@@ -272,7 +272,9 @@ mounted() {
 # udsfs_mount [OPTIONS...]: mount on $MNT in the background; sets DAEMON_PID.
 udsfs_mount() {
     local out rc=0
-    out=$(timeout 30 "$UDSFS_BIN" mount --background --log-file "$LOG" "$@" "$MNT" </dev/null) || rc=$?
+    # UDSFS_THREADS (set by the cargo runner's one-thread pass) comes first,
+    # so a script's own --threads still wins.
+    out=$(timeout 30 "$UDSFS_BIN" mount --background --log-file "$LOG" ${UDSFS_THREADS:+--threads "$UDSFS_THREADS"} "$@" "$MNT" </dev/null) || rc=$?
     [ "$rc" -eq 0 ] || fail "udsfs mount --background $* $MNT exited with status $rc: $out"
     DAEMON_PID=$(printf '%s\n' "$out" | tail -n1 | tr -d '[:space:]')
     [[ $DAEMON_PID =~ ^[0-9]+$ ]] || fail "udsfs mount --background printed '$out', want the daemon PID"

@@ -27,6 +27,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Mount udsfs (foreground unless --background).
+    #[command(args_override_self = true)]
     Mount(MountArgs),
     /// Unmount a udsfs mount and stop its daemon.
     Umount { mountpoint: PathBuf },

@@ -278,6 +278,7 @@ scenarios! {
     creds_autobind => creds::autobind,
     creds_autobind_before_lookup => creds::autobind_before_lookup,
     creds_autobind_seqpacket_send => creds::autobind_seqpacket_send,
+    creds_peercred_effective_ids => creds::peercred_effective_ids,
     rights_self_ref_stream => rights::self_ref_stream,
     rights_self_ref_dgram => rights::self_ref_dgram,
     rights_self_ref_seqpacket => rights::self_ref_seqpacket,
@@ -306,6 +307,8 @@ scenarios! {
     rights_stream_barrier => rights::stream_barrier,
     rights_etoomanyrefs => rights::etoomanyrefs,
     rights_sendto_with_rights => rights::sendto_with_rights,
+    rights_embryo_accepted_receive => rights::embryo_accepted_receive,
+    rights_cycle_dup_open => rights::cycle_dup_open,
 }
 
 /// Every scenario twice on the kernel: the traces must be identical, so that a

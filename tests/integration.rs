@@ -44,7 +44,7 @@ fn kill_group(pgid: u32, signal: libc::c_int) {
     }
 }
 
-fn run_script(name: &str) {
+fn run_script(name: &str, threads: Option<&str>) {
     require_root();
     let _serial = SERIAL
         .lock()
@@ -61,6 +61,7 @@ fn run_script(name: &str) {
         .arg(&path)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("UDSFS_BIN", env!("CARGO_BIN_EXE_udsfs"))
+        .env("UDSFS_THREADS", threads.unwrap_or(""))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
@@ -116,9 +117,20 @@ macro_rules! scripts {
         $(
             #[test]
             fn $name() {
-                run_script(stringify!($name));
+                run_script(stringify!($name), None);
             }
         )*
+        /// The same scripts on a daemon with one FUSE worker thread: as no
+        /// worker ever waits, everything must pass just the same.
+        mod with_one_thread {
+            use super::run_script;
+            $(
+                #[test]
+                fn $name() {
+                    run_script(stringify!($name), Some("1"));
+                }
+            )*
+        }
     };
 }
 

@@ -2,7 +2,11 @@
 //! rest (thread-group id, real and effective ids, umask, groups) is read from
 //! `/proc/<tid>/status`, once, and only when an operation needs it.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 /// Credentials as SCM_CREDENTIALS and SO_PEERCRED carry them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +65,56 @@ impl ProcStatus {
     }
 }
 
+/// Statuses read lately, by thread id, for SCM_CREDENTIALS only. A thread
+/// that sends with credentials sends many messages: reading /proc for each
+/// halves the throughput (seed 002's cost). An entry serves for a short
+/// while and only while the request's fsuid/fsgid still match it, so
+/// setuid() is seen at once; a change of the real ids alone is seen within
+/// `CACHE_FRESH`. Permission checks, umask and SO_PEERCRED always read afresh.
+const CACHE_FRESH: Duration = Duration::from_millis(200);
+const CACHE_SHARDS: usize = 16;
+const CACHE_MAX: usize = 1024;
+
+struct Cached {
+    at: Instant,
+    fsuid: u32,
+    fsgid: u32,
+    status: ProcStatus,
+}
+
+type CacheShard = Mutex<HashMap<u32, Cached>>;
+
+fn cache() -> &'static [CacheShard] {
+    static CACHE: OnceLock<Vec<CacheShard>> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        (0..CACHE_SHARDS)
+            .map(|_| Mutex::new(HashMap::new()))
+            .collect()
+    })
+}
+
+fn cache_get(tid: u32, fsuid: u32, fsgid: u32) -> Option<ProcStatus> {
+    let shard = cache()[tid as usize % CACHE_SHARDS].lock();
+    let c = shard.get(&tid)?;
+    (c.fsuid == fsuid && c.fsgid == fsgid && c.at.elapsed() < CACHE_FRESH).then(|| c.status.clone())
+}
+
+fn cache_put(tid: u32, fsuid: u32, fsgid: u32, status: &ProcStatus) {
+    let mut shard = cache()[tid as usize % CACHE_SHARDS].lock();
+    if shard.len() >= CACHE_MAX {
+        shard.retain(|_, c| c.at.elapsed() < CACHE_FRESH);
+    }
+    shard.insert(
+        tid,
+        Cached {
+            at: Instant::now(),
+            fsuid,
+            fsgid,
+            status: status.clone(),
+        },
+    );
+}
+
 /// The caller of one operation.
 pub struct Caller {
     pub tid: u32,
@@ -99,13 +153,15 @@ impl Caller {
     /// The process status; a vanished process reads as its fs ids with no groups.
     pub fn status(&self) -> &ProcStatus {
         self.status.get_or_init(|| {
-            ProcStatus::read(self.tid).unwrap_or_else(|| ProcStatus {
+            let st = ProcStatus::read(self.tid).unwrap_or_else(|| ProcStatus {
                 tgid: self.tid as i32,
                 uids: [self.fsuid; 4],
                 gids: [self.fsgid; 4],
                 umask: 0o022,
                 groups: Vec::new(),
-            })
+            });
+            cache_put(self.tid, self.fsuid, self.fsgid, &st);
+            st
         })
     }
 
@@ -117,8 +173,14 @@ impl Caller {
         self.status().umask
     }
 
-    /// SCM_CREDENTIALS: thread-group id, real uid, real gid.
+    /// SCM_CREDENTIALS: thread-group id, real uid, real gid. The hot path
+    /// of credential-carrying messages, so it may use a fresh cached status.
     pub fn scm_creds(&self) -> Ucred {
+        if self.status.get().is_none()
+            && let Some(st) = cache_get(self.tid, self.fsuid, self.fsgid)
+        {
+            let _ = self.status.set(st);
+        }
         let st = self.status();
         Ucred {
             pid: st.tgid,

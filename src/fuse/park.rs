@@ -100,23 +100,28 @@ impl Parked {
             return;
         };
         loop {
+            // Whoever holds the slot looks at `kicked` again after letting
+            // go of it, so a kick that found the slot busy is never lost.
             let Some(mut slot) = self.slot.try_lock() else {
                 return;
             };
-            if !self.kicked.swap(false, Ordering::SeqCst) {
-                return;
-            }
-            let Some(p) = slot.take() else {
-                return;
-            };
-            match table.retry.attempt(p, self.tid, self.uid, self.gid, self) {
-                Outcome::Done => {
-                    self.done.store(true, Ordering::SeqCst);
-                    drop(slot);
-                    table.remove(self.id);
+            if self.kicked.swap(false, Ordering::SeqCst) {
+                let Some(p) = slot.take() else {
                     return;
+                };
+                match table.retry.attempt(p, self.tid, self.uid, self.gid, self) {
+                    Outcome::Done => {
+                        self.done.store(true, Ordering::SeqCst);
+                        drop(slot);
+                        table.remove(self.id);
+                        return;
+                    }
+                    Outcome::Blocked(p) => *slot = Some(p),
                 }
-                Outcome::Blocked(p) => *slot = Some(p),
+            }
+            drop(slot);
+            if !self.kicked.load(Ordering::SeqCst) {
+                return;
             }
         }
     }

@@ -1151,10 +1151,7 @@ pub fn show_child_ops(t: &mut Trace, ops: &[ChildOp]) -> String {
 }
 
 pub fn show_child_results(r: &[Res<usize>]) -> String {
-    let v: Vec<String> = r
-        .iter()
-        .map(|x| show(x, |n| format!("ok {n}")))
-        .collect();
+    let v: Vec<String> = r.iter().map(|x| show(x, |n| format!("ok {n}"))).collect();
     show_runs(v)
 }
 
@@ -1209,8 +1206,11 @@ pub fn run_in_child(c: &Child, nres: usize, body: &mut dyn FnMut(&mut [i64])) ->
             }
             if let Some((uid, gid)) = ids {
                 let (u, g) = (uid as libc::c_long, gid as libc::c_long);
-                if libc::syscall(libc::SYS_setgroups, 0 as libc::c_long, std::ptr::null::<libc::gid_t>())
-                    != 0
+                if libc::syscall(
+                    libc::SYS_setgroups,
+                    0 as libc::c_long,
+                    std::ptr::null::<libc::gid_t>(),
+                ) != 0
                     || libc::syscall(libc::SYS_setresgid, g, g, g) != 0
                     || libc::syscall(libc::SYS_setresuid, u, u, u) != 0
                 {

@@ -428,3 +428,32 @@ pub fn autobind_seqpacket_send(b: &mut dyn Backend) {
     b.sendmsg(x, SendMsg::new(b"q"));
     b.recvmsg(y, 100);
 }
+
+/// SO_PEERCRED records effective ids, SCM_CREDENTIALS real ones: a client whose
+/// thread has effective ids 65534 (real ids still 0) connects and sends.
+pub fn peercred_effective_ids(b: &mut dyn Backend) {
+    let l = b.socket(Stream);
+    b.bind(l, ab(b"peff"));
+    b.listen(l, 5);
+    let c = b.socket(Stream);
+    b.as_user(NOBODY, NOBODY);
+    b.connect(c, ab(b"peff"));
+    b.peercred(c);
+    b.send(c, b"early");
+    b.as_root();
+    let a = b.accept(l);
+    b.peercred(a);
+    b.passcred(a, true);
+    b.recvmsg(a, 100);
+    b.as_user(NOBODY, NOBODY);
+    b.send(c, b"late");
+    b.sendmsg(c, SendMsg::new(b"forged").creds(Ucred::new(1, 0, 0)));
+    b.sendmsg(
+        c,
+        SendMsg::new(b"own").creds(Ucred::new(std::process::id() as i32, NOBODY, 0)),
+    );
+    b.as_root();
+    b.recvmsg(a, 100);
+    b.recvmsg(a, 100);
+    b.recvmsg(a, 100);
+}

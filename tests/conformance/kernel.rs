@@ -616,9 +616,8 @@ impl Backend for Kernel {
         let fd = self.fd(s)?;
         let p = self.prepare_sendmsg(m)?;
         // SAFETY: the msghdr points into buffers owned by `p`, alive until it drops.
-        let r = cvt_len(unsafe {
-            libc::sendmsg(fd, &p.hdr, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-        });
+        let r =
+            cvt_len(unsafe { libc::sendmsg(fd, &p.hdr, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) });
         drop(p);
         r
     }
@@ -657,8 +656,7 @@ impl Backend for Kernel {
                 if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_CREDENTIALS {
                     let u = std::ptr::read_unaligned(p.cast::<libc::ucred>());
                     creds = Some(Ucred::new(u.pid, u.uid, u.gid));
-                } else if (*c).cmsg_level == libc::SOL_SOCKET
-                    && (*c).cmsg_type == libc::SCM_RIGHTS
+                } else if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS
                 {
                     for i in 0..len / 4 {
                         fds.push(std::ptr::read_unaligned(p.cast::<libc::c_int>().add(i)));
@@ -763,17 +761,27 @@ impl Backend for Kernel {
 
     fn raw_gc(&mut self) -> Res<()> {
         // 6.18 schedules the collector from unix_release_sock() while anything is in
-        // flight: create and release an unrelated socket, then give the work time.
-        // SAFETY: plain syscalls on a descriptor we own.
-        unsafe {
-            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-            if fd < 0 {
-                return Err(format!("HARNESS socket: {}", last_errno()));
+        // flight: release an unrelated socket, give the work time, and repeat until
+        // the table of sockets stops changing.
+        gc_settle(|| {
+            // SAFETY: plain syscalls on a descriptor we own.
+            unsafe {
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+                if fd < 0 {
+                    return Err(format!("HARNESS socket: {}", last_errno()));
+                }
+                libc::close(fd);
             }
-            libc::close(fd);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(GC_WAIT_MS));
-        Ok(())
+            let text = std::fs::read_to_string("/proc/thread-self/net/unix")
+                .map_err(|e| format!("HARNESS reading /proc/thread-self/net/unix: {e}"))?;
+            let mut v: Vec<String> = text
+                .lines()
+                .skip(1)
+                .filter_map(|l| l.split_whitespace().nth(6).map(str::to_string))
+                .collect();
+            v.sort();
+            Ok(v)
+        })
     }
 }
 
@@ -812,8 +820,27 @@ impl Kernel {
 
 // ---- credentials, rights and GC (helper B) ----
 
-/// How long `gc` waits for the collector, on both backends.
+/// How long `gc` waits for the collector at least, on both backends.
 pub const GC_WAIT_MS: u64 = 150;
+
+/// Wait for the collector: at least GC_WAIT_MS, then until two snapshots of the
+/// sockets that exist, 30 ms apart, are equal (at most 3 s). `snap` may also
+/// trigger a collection.
+pub fn gc_settle(mut snap: impl FnMut() -> Res<Vec<String>>) -> Res<()> {
+    let start = std::time::Instant::now();
+    let mut last = None;
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let now = snap()?;
+        let waited = start.elapsed();
+        if (waited >= std::time::Duration::from_millis(GC_WAIT_MS) && last.as_ref() == Some(&now))
+            || waited > std::time::Duration::from_secs(3)
+        {
+            return Ok(());
+        }
+        last = Some(now);
+    }
+}
 
 /// A prepared sendmsg(): the msghdr and the buffers it points into.
 struct KSendMsg {

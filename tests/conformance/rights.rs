@@ -589,3 +589,57 @@ pub fn sendto_with_rights(b: &mut dyn Backend) {
     b.close_ref(u);
     b.close_ref(r);
 }
+
+/// A listener sent into its own embryo is received by the accepted socket, and the
+/// received handle accepts the next connection.
+pub fn embryo_accepted_receive(b: &mut dyn Backend) {
+    let l = b.socket(Seqpacket);
+    b.bind(l, p("l.sock"));
+    b.listen(l, 5);
+    let c = b.socket(Seqpacket);
+    b.connect(c, p("l.sock"));
+    b.sendmsg(c, SendMsg::new(b"x").rights(&[l]));
+    let a = b.accept(l);
+    b.close_ref(l);
+    let h = b
+        .recvmsg(a, 100)
+        .ok()
+        .and_then(|m| m.rights.first().copied())
+        .unwrap_or(BAD_SOCK);
+    let c2 = b.socket(Seqpacket);
+    b.connect(c2, p("l.sock"));
+    let a2 = b.accept(h);
+    b.send(c2, b"second");
+    b.recv(a2, 100);
+    b.close_ref(a2);
+    b.close_ref(h);
+    look(b, c2);
+    b.close_ref(c2);
+    b.close_ref(a);
+    b.close_ref(c);
+}
+
+/// A cycle with a second handle (dup) still open on a member is alive; once the
+/// dup is closed, the next collection frees it.
+pub fn cycle_dup_open(b: &mut dyn Backend) {
+    let (a0, b0) = b.pair(Stream);
+    let (a1, b1) = b.pair(Stream);
+    b.sendmsg(b1, SendMsg::new(b"0").rights(&[a0]));
+    b.sendmsg(b0, SendMsg::new(b"1").rights(&[a1]));
+    let d = b.dup(a0);
+    let (i0, i1) = (b.ident(a0), b.ident(a1));
+    b.close_ref(a0);
+    b.close_ref(a1);
+    b.gc();
+    b.alive(i0);
+    b.alive(i1);
+    look(b, b0);
+    b.close_ref(d);
+    b.gc();
+    b.alive(i0);
+    b.alive(i1);
+    look(b, b0);
+    look(b, b1);
+    b.close_ref(b0);
+    b.close_ref(b1);
+}

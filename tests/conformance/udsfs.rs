@@ -597,9 +597,7 @@ impl Backend for Udsfs {
             if let Some(v) = field.strip_prefix("from=") {
                 from = parse_name(v);
             } else if let Some(v) = field.strip_prefix("creds=") {
-                creds = Some(
-                    parse_ucred(v).ok_or_else(|| format!("HARNESS msg header {hdr:?}"))?,
-                );
+                creds = Some(parse_ucred(v).ok_or_else(|| format!("HARNESS msg header {hdr:?}"))?);
             } else if let Some(v) = field.strip_prefix("rights=") {
                 ids = v.split(',').map(str::to_string).collect();
             }
@@ -716,9 +714,18 @@ impl Backend for Udsfs {
 
     fn raw_gc(&mut self) -> Res<()> {
         // The collector runs by itself when the last handle of an in-flight socket
-        // closes (SPEC §6: a dead cycle is freed within 100 ms); just wait.
-        std::thread::sleep(Duration::from_millis(super::kernel::GC_WAIT_MS));
-        Ok(())
+        // closes (SPEC §6: a dead cycle is freed within 100 ms); wait until the
+        // socket directories stop changing.
+        let dir = self.ctrl("sock");
+        super::kernel::gc_settle(|| {
+            let mut v: Vec<String> = std::fs::read_dir(&dir)
+                .map_err(|e| format!("HARNESS listing .udsfs/sock: {}", io_errno(&e)))?
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            Ok(v)
+        })
     }
 }
 
