@@ -496,9 +496,10 @@ impl Engine {
             // Passed sockets come with the first read that touches their chunk.
             out.rights.extend(self.take_rights(receiver, m));
             if m.remaining() == 0 {
+                // The sender's budget grows; the receiver's own writability
+                // does not change (its budget is its own sends).
                 let m = st.rcvq.pop_front().expect("front exists");
                 self.uncharge(&m, wake);
-                wake.extend(st.writers.take());
             }
             if carries {
                 // Nothing after a chunk that carried sockets joins this read.

@@ -48,8 +48,12 @@ impl Wakeups {
     pub fn run(mut self) {
         debug_assert!(self.drops.is_empty());
         for s in std::mem::take(&mut self.senders) {
-            let ws = s.lock().writers.take();
-            self.waiters.extend(ws);
+            // unix_write_space: a sender is woken only once three quarters
+            // of its budget are free again, not at every message received.
+            let mut st = s.lock();
+            if s.writable(&st) || st.dead {
+                self.waiters.extend(st.writers.take());
+            }
         }
         for w in self.waiters {
             w.wake();
