@@ -61,6 +61,9 @@ struct MountArgs {
     /// Sockets in flight that trigger a collection.
     #[arg(long, default_value_t = 16000)]
     gc_trigger: usize,
+    /// Directories, socket nodes and symlinks the tree may hold (ENOSPC beyond).
+    #[arg(long, default_value_t = 1 << 20)]
+    max_nodes: usize,
     /// Where the daemon logs when it runs in the background.
     #[arg(long)]
     log_file: Option<PathBuf>,
@@ -197,6 +200,7 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
         sndbuf: a.sndbuf.max(4608),
         gc_trigger: a.gc_trigger,
         mountpoint: Some(mountpoint.clone()),
+        max_nodes: a.max_nodes,
         root_uid: uid,
         root_gid: gid,
         ..engine::Config::default()

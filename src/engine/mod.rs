@@ -53,6 +53,8 @@ pub struct Config {
     pub somaxconn: usize,
     /// Where the tree is mounted: absolute paths under it name tree paths.
     pub mountpoint: Option<PathBuf>,
+    /// Nodes the namespace tree may hold.
+    pub max_nodes: usize,
     /// Run the collector on its own thread (off only for deterministic tests).
     pub background_gc: bool,
     /// Owner of the tree root.
@@ -70,6 +72,7 @@ impl Default for Config {
             somaxconn: SOMAXCONN,
             mountpoint: None,
             background_gc: true,
+            max_nodes: 1 << 20,
             root_uid: 0,
             root_gid: 0,
         }
@@ -144,6 +147,7 @@ impl Engine {
             unopened: Mutex::new(Default::default()),
             cfg,
         });
+        eng.tree.set_max_nodes(eng.cfg.max_nodes);
         if eng.cfg.background_gc {
             eng.spawn_collector();
         }
@@ -305,9 +309,28 @@ impl Engine {
         rights: Vec<Arc<Socket>>,
         uid: u32,
         gid: u32,
+        limit: usize,
     ) -> Vec<u64> {
-        let mut ids = Vec::with_capacity(rights.len());
-        for r in rights {
+        // Like file descriptors past the reader's RLIMIT_NOFILE (MSG_CTRUNC),
+        // received entries past `limit` unopened ones are closed: a reader
+        // that never opens them cannot make the daemon grow without bound.
+        let room = {
+            let mut st = receiver.lock();
+            let unopened = self.unopened.lock();
+            st.received.retain(|id| unopened.contains_key(id));
+            limit.saturating_sub(st.received.len())
+        };
+        let mut ids = Vec::with_capacity(rights.len().min(room));
+        for (i, r) in rights.into_iter().enumerate() {
+            if i >= room {
+                log::info!(
+                    "socket {}: received socket {} dropped: {limit} unopened already",
+                    receiver.id,
+                    r.id
+                );
+                self.put(&r);
+                continue;
+            }
             let id = self.new_alias(&r, uid, gid);
             self.unopened.lock().insert(id, r);
             ids.push(id);

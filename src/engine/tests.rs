@@ -373,7 +373,7 @@ fn in_flight_sockets_cannot_be_reopened_by_number() {
     e.put(&x);
     assert!(!e.try_hold(&x), "x lives only in flight");
     let got = e.recv(&b, 10, None).unwrap();
-    let ids = e.deliver_rights(&b, got.rights, 0, 0);
+    let ids = e.deliver_rights(&b, got.rights, 0, 0, 16);
     assert_eq!(ids.len(), 1);
     // The entry holds it until opened; opening adopts it.
     let d = e.dir(ids[0]).unwrap();
@@ -454,4 +454,32 @@ fn message_charges_follow_kmalloc_size_classes() {
         n += 1;
     }
     assert_eq!(n, 44);
+}
+
+#[test]
+fn unopened_received_sockets_are_bounded() {
+    let e = engine();
+    let c = root();
+    let base = e.live_sockets();
+    let (a, b) = e.socketpair(SockType::Dgram, &c);
+    for _ in 0..3 {
+        let x = e.socket(SockType::Dgram, &c);
+        pass(&e, &a, &x);
+        e.put(&x);
+    }
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let r = e.recv(&b, 10, None).unwrap();
+        got.extend(e.deliver_rights(&b, r.rights, 0, 0, 2));
+    }
+    assert_eq!(got.len(), 2, "the third is closed, as past RLIMIT_NOFILE");
+    assert_eq!(e.live_sockets(), base + 4);
+    // Opening one makes room again.
+    let d = e.dir(got[0]).unwrap();
+    assert!(e.try_hold(&d.sock));
+    e.adopt(got[0]);
+    e.put(&d.sock);
+    e.put(&a);
+    e.put(&b);
+    assert_eq!(e.live_sockets(), base);
 }

@@ -3,7 +3,7 @@
 //! several inodes locks their shards in ascending order.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use nix::errno::Errno;
@@ -150,6 +150,7 @@ type Shard = HashMap<u64, Node>;
 struct Locked<'a> {
     guards: Vec<(usize, MutexGuard<'a, Shard>)>,
     nshards: usize,
+    nodes: &'a AtomicUsize,
 }
 
 impl Locked<'_> {
@@ -180,13 +181,19 @@ impl Locked<'_> {
             .iter_mut()
             .find(|(i, _)| *i == s)
             .expect("shard locked");
-        g.1.remove(&ino);
+        if g.1.remove(&ino).is_some() {
+            self.nodes.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
 pub struct Tree {
     shards: Vec<Mutex<Shard>>,
     next_ino: AtomicU64,
+    /// Nodes in the tree, and how many it may hold (ENOSPC beyond, like a
+    /// tmpfs out of inodes): no client can grow the daemon without bound.
+    nodes: AtomicUsize,
+    max_nodes: AtomicUsize,
     /// Serialises directory moves, so a move cannot make a loop (Linux's s_vfs_rename_mutex).
     rename_lock: Mutex<()>,
     /// The mount point: absolute paths and symlink targets under it name tree paths.
@@ -223,8 +230,15 @@ impl Tree {
             shards,
             next_ino: AtomicU64::new(ROOT_INO + 1),
             rename_lock: Mutex::new(()),
+            nodes: AtomicUsize::new(1),
+            max_nodes: AtomicUsize::new(usize::MAX),
             prefix,
         }
+    }
+
+    /// Caps the number of nodes (directories, socket nodes, symlinks).
+    pub fn set_max_nodes(&self, n: usize) {
+        self.max_nodes.store(n, Ordering::Relaxed);
     }
 
     /// A relative path as it is; an absolute one with the mount point taken
@@ -259,6 +273,7 @@ impl Tree {
                 .map(|i| (i, self.shards[i].lock()))
                 .collect(),
             nshards: n,
+            nodes: &self.nodes,
         }
     }
 
@@ -335,6 +350,14 @@ impl Tree {
         let entries = dir.entries_mut()?;
         if entries.contains_key(name) {
             return Err(Errno::EEXIST);
+        }
+        if self.nodes.fetch_add(1, Ordering::Relaxed) >= self.max_nodes.load(Ordering::Relaxed) {
+            self.nodes.fetch_sub(1, Ordering::Relaxed);
+            log::info!(
+                "tree is full: {} nodes",
+                self.max_nodes.load(Ordering::Relaxed)
+            );
+            return Err(Errno::ENOSPC);
         }
         entries.insert(name.to_vec(), ino);
         dir.touch();
@@ -820,5 +843,13 @@ mod tests {
             links += 1;
         }
         assert_eq!(links, 1);
+        // A full tree says ENOSPC, and room comes back with removals.
+        t.set_max_nodes(t.nodes.load(Ordering::Relaxed));
+        assert_eq!(
+            t.mkdir(ROOT_INO, b"c", 0o755, 0, 0).unwrap_err(),
+            Errno::ENOSPC
+        );
+        t.unlink(ROOT_INO, b"loop").unwrap();
+        t.mkdir(ROOT_INO, b"c", 0o755, 0, 0).unwrap();
     }
 }

@@ -148,7 +148,12 @@ impl OpenFile {
                     let want = MAX_MSG;
                     let got = eng.recv(s, want, w)?;
                     let from = got.from.as_ref().map(|n| &n.addr);
-                    let ids = eng.deliver_rights(s, got.rights, caller.fsuid, caller.fsgid);
+                    let limit = if got.rights.is_empty() {
+                        0
+                    } else {
+                        caller.nofile_limit()
+                    };
+                    let ids = eng.deliver_rights(s, got.rights, caller.fsuid, caller.fsgid, limit);
                     let mut rec =
                         msgfmt::format_header(got.data.len(), from, got.creds, &ids).into_bytes();
                     rec.extend_from_slice(&got.data);
