@@ -3,6 +3,7 @@
 //! several inodes locks their shards in ascending order.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::DerefMut;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::SystemTime;
 
@@ -154,34 +155,24 @@ struct Locked<'a> {
 }
 
 impl Locked<'_> {
+    fn shard_mut(&mut self, ino: u64) -> &mut Shard {
+        let s = (ino % self.nshards as u64) as usize;
+        let g = self.guards.iter_mut().find(|(i, _)| *i == s);
+        g.expect("shard locked").1.deref_mut()
+    }
+
     fn get(&self, ino: u64) -> Result<&Node, Errno> {
         let s = (ino % self.nshards as u64) as usize;
-        let g = self
-            .guards
-            .iter()
-            .find(|(i, _)| *i == s)
-            .expect("shard locked");
-        g.1.get(&ino).ok_or(Errno::ENOENT)
+        let g = self.guards.iter().find(|(i, _)| *i == s);
+        g.expect("shard locked").1.get(&ino).ok_or(Errno::ENOENT)
     }
 
     fn get_mut(&mut self, ino: u64) -> Result<&mut Node, Errno> {
-        let s = (ino % self.nshards as u64) as usize;
-        let g = self
-            .guards
-            .iter_mut()
-            .find(|(i, _)| *i == s)
-            .expect("shard locked");
-        g.1.get_mut(&ino).ok_or(Errno::ENOENT)
+        self.shard_mut(ino).get_mut(&ino).ok_or(Errno::ENOENT)
     }
 
     fn remove(&mut self, ino: u64) {
-        let s = (ino % self.nshards as u64) as usize;
-        let g = self
-            .guards
-            .iter_mut()
-            .find(|(i, _)| *i == s)
-            .expect("shard locked");
-        if g.1.remove(&ino).is_some() {
+        if self.shard_mut(ino).remove(&ino).is_some() {
             self.nodes.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -364,13 +355,7 @@ impl Tree {
         if is_dir {
             dir.nlink += 1;
         }
-        let s = (ino % self.shards.len() as u64) as usize;
-        l.guards
-            .iter_mut()
-            .find(|(i, _)| *i == s)
-            .unwrap()
-            .1
-            .insert(ino, node);
+        l.shard_mut(ino).insert(ino, node);
         Ok(attr)
     }
 

@@ -507,6 +507,22 @@ fn sigpipe(tid: u32) {
     }
 }
 
+/// Answers a lookup-like request with the new tree node's attributes.
+fn reply_entry(inner: &Inner, res: Result<tree::Attr, Errno>, reply: ReplyEntry) {
+    match res.and_then(|a| inner.attr_of(Node::Tree(a.ino))) {
+        Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+        Err(e) => reply.error(ferr(e)),
+    }
+}
+
+/// The tree directory a request names, or EPERM for the control tree.
+fn tree_dir(ino: INodeNo) -> Result<u64, FErrno> {
+    match Node::from_ino(ino.0) {
+        Some(Node::Tree(p)) => Ok(p),
+        _ => Err(FErrno::EPERM),
+    }
+}
+
 fn caller(req: &Request) -> Caller {
     Caller::new(req.pid(), req.uid(), req.gid())
 }
@@ -616,25 +632,17 @@ impl Filesystem for UdsFs {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
-        let Some(Node::Tree(p)) = Node::from_ino(parent.0) else {
-            return reply.error(FErrno::EPERM);
+        let p = match tree_dir(parent) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
         };
         if mode & libc::S_IFMT != libc::S_IFSOCK {
             log::info!("mknod of {:?}: only socket nodes may be made", name);
             return reply.error(FErrno::EPERM);
         }
-        match self
-            .inner
-            .eng
-            .tree
-            .mknod_socket(p, name.as_bytes(), mode, req.uid(), req.gid())
-        {
-            Ok(a) => match self.inner.attr_of(Node::Tree(a.ino)) {
-                Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
-                Err(e) => reply.error(ferr(e)),
-            },
-            Err(e) => reply.error(ferr(e)),
-        }
+        let t = &self.inner.eng.tree;
+        let res = t.mknod_socket(p, name.as_bytes(), mode, req.uid(), req.gid());
+        reply_entry(&self.inner, res, reply);
     }
 
     fn mkdir(
@@ -646,36 +654,24 @@ impl Filesystem for UdsFs {
         _umask: u32,
         reply: ReplyEntry,
     ) {
-        let Some(Node::Tree(p)) = Node::from_ino(parent.0) else {
-            return reply.error(FErrno::EPERM);
-        };
-        let res = self
-            .inner
-            .eng
-            .tree
-            .mkdir(p, name.as_bytes(), mode, req.uid(), req.gid())
-            .and_then(|a| self.inner.attr_of(Node::Tree(a.ino)));
-        match res {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
-            Err(e) => reply.error(ferr(e)),
-        }
+        let res = tree_dir(parent).map_err(|_| Errno::EPERM).and_then(|p| {
+            let t = &self.inner.eng.tree;
+            t.mkdir(p, name.as_bytes(), mode, req.uid(), req.gid())
+        });
+        reply_entry(&self.inner, res, reply);
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let Some(Node::Tree(p)) = Node::from_ino(parent.0) else {
-            return reply.error(FErrno::EPERM);
-        };
-        match self.inner.eng.tree.unlink(p, name.as_bytes()) {
+        let res = tree_dir(parent).map_err(|_| Errno::EPERM);
+        match res.and_then(|p| self.inner.eng.tree.unlink(p, name.as_bytes())) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(ferr(e)),
         }
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let Some(Node::Tree(p)) = Node::from_ino(parent.0) else {
-            return reply.error(FErrno::EPERM);
-        };
-        match self.inner.eng.tree.rmdir(p, name.as_bytes()) {
+        let res = tree_dir(parent).map_err(|_| Errno::EPERM);
+        match res.and_then(|p| self.inner.eng.tree.rmdir(p, name.as_bytes())) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(ferr(e)),
         }
@@ -689,25 +685,12 @@ impl Filesystem for UdsFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let Some(Node::Tree(p)) = Node::from_ino(parent.0) else {
-            return reply.error(FErrno::EPERM);
-        };
-        let res = self
-            .inner
-            .eng
-            .tree
-            .symlink(
-                p,
-                link_name.as_bytes(),
-                target.as_os_str().as_bytes(),
-                req.uid(),
-                req.gid(),
-            )
-            .and_then(|a| self.inner.attr_of(Node::Tree(a.ino)));
-        match res {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
-            Err(e) => reply.error(ferr(e)),
-        }
+        let target = target.as_os_str().as_bytes();
+        let res = tree_dir(parent).map_err(|_| Errno::EPERM).and_then(|p| {
+            let t = &self.inner.eng.tree;
+            t.symlink(p, link_name.as_bytes(), target, req.uid(), req.gid())
+        });
+        reply_entry(&self.inner, res, reply);
     }
 
     fn rename(
@@ -749,16 +732,8 @@ impl Filesystem for UdsFs {
         else {
             return reply.error(FErrno::EXDEV);
         };
-        let res = self
-            .inner
-            .eng
-            .tree
-            .link(i, np, newname.as_bytes())
-            .and_then(|a| self.inner.attr_of(Node::Tree(a.ino)));
-        match res {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
-            Err(e) => reply.error(ferr(e)),
-        }
+        let res = self.inner.eng.tree.link(i, np, newname.as_bytes());
+        reply_entry(&self.inner, res, reply);
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {

@@ -31,42 +31,7 @@ fn alive(pid: i32) -> bool {
 
 impl Mount {
     pub fn new() -> Mount {
-        let base = tempfile::Builder::new()
-            .prefix("uconf-u")
-            .tempdir()
-            .expect("create udsfs scenario directory");
-        let mnt = base.path().join("mnt");
-        std::fs::create_dir(&mnt).expect("create mount point");
-        let log = base.path().join("daemon.log");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_udsfs"));
-        cmd.arg("mount")
-            .arg("--background")
-            .arg("--log-file")
-            .arg(&log)
-            .arg(&mnt);
-        if std::env::var_os("RUST_LOG").is_none() {
-            cmd.env("RUST_LOG", "debug");
-        }
-        let out = cmd.output().expect("run `udsfs mount --background`");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() {
-            panic!(
-                "`udsfs mount --background {}` failed ({}):\nstdout: {}\nstderr: {}",
-                mnt.display(),
-                out.status,
-                stdout,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        let pid: i32 = stdout.trim().parse().unwrap_or_else(|_| {
-            panic!("`udsfs mount --background` printed {stdout:?}, expected the daemon PID")
-        });
-        Mount {
-            mnt,
-            log,
-            pid,
-            _base: base,
-        }
+        Self::new_with_args(&[])
     }
 
     pub fn path(&self) -> &Path {
