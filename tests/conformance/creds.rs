@@ -242,19 +242,20 @@ pub fn peercred(b: &mut dyn Backend) {
     b.peercred(u);
     // Our own listener.
     let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
+    b.bind(l, ab(b"pc"));
     b.peercred(l);
     b.listen(l, 5);
     b.peercred(l);
     let c = b.socket(Stream);
     b.peercred(c);
-    b.connect(c, p("l.sock"));
+    b.connect(c, ab(b"pc"));
     b.peercred(c);
     let a = b.accept(l);
     b.peercred(a);
-    // A client in another process, then one with other ids.
+    // A client in another process, then one with other ids (an abstract name:
+    // no permission checks).
     let c2 = b.socket(Stream);
-    b.child(Child::default(), &[ChildOp::Connect(c2, p("l.sock"))]);
+    b.child(Child::default(), &[ChildOp::Connect(c2, ab(b"pc"))]);
     b.peercred(c2);
     let a2 = b.accept(l);
     b.peercred(a2);
@@ -264,7 +265,7 @@ pub fn peercred(b: &mut dyn Backend) {
             ids: Some((NOBODY, NOBODY)),
             nofile: None,
         },
-        &[ChildOp::Connect(c3, p("l.sock"))],
+        &[ChildOp::Connect(c3, ab(b"pc"))],
     );
     let a3 = b.accept(l);
     b.peercred(a3);
@@ -284,7 +285,7 @@ pub fn peercred(b: &mut dyn Backend) {
     b.peercred(c4);
     let a4 = b.accept(l2);
     b.peercred(a4);
-    // Listening again does not change the stored credentials.
+    // Listening again takes the caller's credentials again.
     b.listen(l2, 10);
     b.peercred(l2);
     // dgram connect sets nothing.
@@ -436,11 +437,15 @@ pub fn peercred_effective_ids(b: &mut dyn Backend) {
     b.bind(l, ab(b"peff"));
     b.listen(l, 5);
     let c = b.socket(Stream);
+    // Use the socket once as root (udsfs: the files it needs are opened now; the
+    // mount is not --allow-other, but an open file is usable by any thread).
+    b.poll(c);
+    b.recvmsg(c, 100);
     b.as_user(NOBODY, NOBODY);
     b.connect(c, ab(b"peff"));
-    b.peercred(c);
     b.send(c, b"early");
     b.as_root();
+    b.peercred(c);
     let a = b.accept(l);
     b.peercred(a);
     b.passcred(a, true);
