@@ -5,7 +5,7 @@ use nix::errno::Errno;
 use crate::engine::Addr;
 use crate::engine::socket::{RCV_SHUTDOWN, SEND_SHUTDOWN, SHUTDOWN_MASK};
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     /// `bind ADDR`, or `bind` alone for autobind.
     Bind(Option<Addr>),

@@ -653,7 +653,12 @@ pub trait Backend {
     /// Only the calling thread changes (raw syscalls, not glibc's process-wide ones).
     fn as_user(&mut self, uid: u32, gid: u32) -> Out<()> {
         let r = thread_as_user(uid, gid);
-        self.trace().push(format!("as {uid}:{gid}"), unit(&r));
+        let who = if uid >= SCRATCH_UID {
+            "scratch".to_string()
+        } else {
+            format!("{uid}:{gid}")
+        };
+        self.trace().push(format!("as {who}"), unit(&r));
         Out(r)
     }
 
@@ -1069,7 +1074,13 @@ impl Child {
     pub fn label(&self) -> String {
         let mut v = Vec::new();
         if let Some((u, g)) = self.ids {
-            v.push(format!("ids={u}:{g}"));
+            // Scratch users (64321 and up) change from run to run; traces
+            // must not show which one a run took.
+            if u >= SCRATCH_UID {
+                v.push("ids=scratch".to_string());
+            } else {
+                v.push(format!("ids={u}:{g}"));
+            }
         }
         if let Some(n) = self.nofile {
             v.push(format!("nofile={n}"));
@@ -1276,4 +1287,17 @@ pub fn run_in_child(c: &Child, nres: usize, body: &mut dyn FnMut(&mut [i64])) ->
 pub fn neg_errno() -> i64 {
     // SAFETY: reads this thread's errno.
     -(unsafe { *libc::__errno_location() } as i64)
+}
+
+/// The first uid of the throw-away users some scenarios run as.
+pub const SCRATCH_UID: u32 = 64321;
+
+/// Held while the harness starts a process and while it closes a socket: a
+/// fork copies every descriptor until its exec, so a close racing with a
+/// spawn in another test thread would leave the socket open a moment longer
+/// (the peer would see EAGAIN instead of EOF).
+pub static SPAWN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+pub fn spawn_guard() -> std::sync::MutexGuard<'static, ()> {
+    SPAWN.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -376,6 +376,7 @@ impl Backend for Kernel {
     fn raw_close(&mut self, s: Sock) -> Res<()> {
         match self.socks.get_mut(s).and_then(Option::take) {
             Some(fd) => {
+                let _spawning = crate::backend::spawn_guard();
                 drop(fd);
                 Ok(())
             }

@@ -67,10 +67,13 @@ impl Default for Mount {
 
 impl Drop for Mount {
     fn drop(&mut self) {
-        let _ = Command::new(env!("CARGO_BIN_EXE_udsfs"))
-            .arg("umount")
-            .arg(&self.mnt)
-            .output();
+        let _ = {
+            let _spawning = crate::backend::spawn_guard();
+            Command::new(env!("CARGO_BIN_EXE_udsfs"))
+                .arg("umount")
+                .arg(&self.mnt)
+                .output()
+        };
         let deadline = Instant::now() + Duration::from_secs(5);
         while alive(self.pid) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
@@ -118,7 +121,10 @@ impl Mount {
         if std::env::var_os("RUST_LOG").is_none() {
             cmd.env("RUST_LOG", "debug");
         }
-        let out = cmd.output().expect("run `udsfs mount --background`");
+        let out = {
+            let _spawning = crate::backend::spawn_guard();
+            cmd.output().expect("run `udsfs mount --background`")
+        };
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {
             panic!(

@@ -1401,6 +1401,7 @@ fn unix_table_matches_proc_net_unix() {
 }
 
 fn sh(cmd: &str) -> std::process::Output {
+    let _spawning = crate::backend::spawn_guard();
     std::process::Command::new("sh")
         .arg("-c")
         .arg(cmd)
@@ -1474,11 +1475,14 @@ fn connect_view_one_liners() {
     b.close(a);
 
     // cat < stream node: what the server sends, until EOF.
-    let child = std::process::Command::new("cat")
-        .arg(cv("x"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn cat");
+    let child = {
+        let _spawning = crate::backend::spawn_guard();
+        std::process::Command::new("cat")
+            .arg(cv("x"))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn cat")
+    };
     let a = accept_within(b, x);
     assert_eq!(b.send(a, b"hello from x\n").ok(), Some(13));
     b.close(a);

@@ -512,14 +512,19 @@ pub fn stream_barrier(b: &mut dyn Backend) {
 /// in-flight files per user system-wide.
 static TOOMANY: Mutex<()> = Mutex::new(());
 
-/// A user with no privileges and the ids below.
-const USER: u32 = 64321;
+/// Users with no privileges: each run takes the next uid, because the kernel
+/// drops a user's in-flight count only when its sockets are freed, which may
+/// lag behind the end of the previous run.
+static NEXT_USER: std::sync::atomic::AtomicU32 =
+    std::sync::atomic::AtomicU32::new(crate::backend::SCRATCH_UID);
 
 /// ETOOMANYREFS: a user whose in-flight count is over its RLIMIT_NOFILE (checked
 /// before adding, so one message may overshoot) cannot pass more; receiving makes
 /// room again; root is exempt.
 pub fn etoomanyrefs(b: &mut dyn Backend) {
     let _one = TOOMANY.lock().unwrap_or_else(|e| e.into_inner());
+    #[allow(non_snake_case)]
+    let USER = NEXT_USER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     b.multiuser();
     // The socket to pass belongs to the user (udsfs lets only the owner pass it).
     b.as_user(USER, USER);

@@ -374,7 +374,10 @@ impl Backend for Udsfs {
             None => return Err("EBADF".to_string()),
         };
         let dir = self.ctrl(&format!("sock/{}", u.n));
-        drop(u);
+        {
+            let _spawning = crate::backend::spawn_guard();
+            drop(u);
+        }
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             match std::fs::symlink_metadata(&dir) {
