@@ -101,6 +101,10 @@ pub struct SockDir {
 struct SockTable {
     shards: Vec<Mutex<Slab<SockDir>>>,
     next: AtomicUsize,
+    /// Directory numbers by generation. Numbers are reused, generations are
+    /// not: file-system inode numbers are made from generations, so a file
+    /// still open on a closed socket never meets a newer socket's inode.
+    by_generation: Vec<Mutex<std::collections::HashMap<u64, u64>>>,
 }
 
 const SOCK_SHARDS: usize = 16;
@@ -140,6 +144,9 @@ impl Engine {
             socks: SockTable {
                 shards: (0..SOCK_SHARDS).map(|_| Mutex::new(Slab::new())).collect(),
                 next: AtomicUsize::new(0),
+                by_generation: (0..SOCK_SHARDS)
+                    .map(|_| Mutex::new(Default::default()))
+                    .collect(),
             },
             generation: AtomicU64::new(1),
             live: AtomicUsize::new(0),
@@ -175,6 +182,7 @@ impl Engine {
             generation,
         });
         drop(slab);
+        self.index_generation(generation, Some(id));
         self.names.insert_unbound(&sock);
         self.live.fetch_add(1, Ordering::Relaxed);
         sock
@@ -232,9 +240,12 @@ impl Engine {
 
     fn remove_dir(&self, id: u64) {
         if let Some((shard, key)) = SockTable::split(id) {
-            let mut slab = self.socks.shards[shard].lock();
-            if slab.contains(key) {
-                slab.remove(key);
+            let removed = {
+                let mut slab = self.socks.shards[shard].lock();
+                slab.contains(key).then(|| slab.remove(key))
+            };
+            if let Some(d) = removed {
+                self.index_generation(d.generation, None);
             }
         }
     }
@@ -292,8 +303,26 @@ impl Engine {
         });
         drop(slab);
         let id = SockTable::id(shard, key);
+        self.index_generation(generation, Some(id));
         sock.lock().aliases.push(id);
         id
+    }
+
+    fn index_generation(&self, generation: u64, id: Option<u64>) {
+        let mut m = self.socks.by_generation[(generation % SOCK_SHARDS as u64) as usize].lock();
+        match id {
+            Some(id) => m.insert(generation, id),
+            None => m.remove(&generation),
+        };
+    }
+
+    /// The socket directory whose generation is `generation`, with its number.
+    pub fn dir_by_generation(&self, generation: u64) -> Option<(u64, SockDir)> {
+        let id = *self.socks.by_generation[(generation % SOCK_SHARDS as u64) as usize]
+            .lock()
+            .get(&generation)?;
+        let d = self.dir(id)?;
+        (d.generation == generation).then_some((id, d))
     }
 
     fn remove_alias(&self, sock: &Arc<Socket>, id: u64) {

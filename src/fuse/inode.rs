@@ -79,11 +79,13 @@ pub enum Node {
     /// A node of the namespace tree.
     Tree(u64),
     Ctrl(Ctrl),
+    /// A file of `.udsfs/sock/N/`, by the directory's generation (numbers
+    /// N are reused, generations never: an inode number is never reused).
     Sock(u64, SockFile),
     /// The namespace tree seen through `.udsfs/connect/` (the tree root is
     /// the connect directory itself).
     Connect(u64),
-    /// An entry of `.udsfs/abstract/`, by the bound socket's number.
+    /// An entry of `.udsfs/abstract/`, by the bound socket's generation.
     Abstract(u64),
 }
 

@@ -174,8 +174,11 @@ impl Inner {
                 };
                 mk(node.ino(), kind, perm, self.uid, self.gid, 0)
             }
-            Node::Sock(id, f) => {
-                let d = self.eng.dir(id).ok_or(Errno::ENOENT)?;
+            Node::Sock(generation, f) => {
+                let (_, d) = self
+                    .eng
+                    .dir_by_generation(generation)
+                    .ok_or(Errno::ENOENT)?;
                 let (kind, perm, size) = match f {
                     SockFile::Dir => (FileType::Directory, 0o700, 0),
                     SockFile::Status => (FileType::RegularFile, 0o400, 0),
@@ -186,8 +189,11 @@ impl Inner {
                 };
                 mk(node.ino(), kind, perm, d.uid, d.gid, size)
             }
-            Node::Abstract(id) => {
-                let d = self.eng.dir(id).ok_or(Errno::ENOENT)?;
+            Node::Abstract(generation) => {
+                let (_, d) = self
+                    .eng
+                    .dir_by_generation(generation)
+                    .ok_or(Errno::ENOENT)?;
                 mk(
                     node.ino(),
                     FileType::RegularFile,
@@ -200,11 +206,11 @@ impl Inner {
         })
     }
 
+    /// FUSE generation: inode numbers of socket files are made from
+    /// generations already, so they are never reused.
     fn generation(&self, node: Node) -> u64 {
         match node {
-            Node::Sock(id, _) | Node::Abstract(id) => {
-                self.eng.dir(id).map(|d| d.generation).unwrap_or(0)
-            }
+            Node::Sock(generation, _) | Node::Abstract(generation) => generation,
             _ => 0,
         }
     }
@@ -236,16 +242,16 @@ impl Inner {
                     .ok()
                     .and_then(|s| s.parse().ok())
                     .ok_or(Errno::ENOENT)?;
-                self.eng.dir(id).ok_or(Errno::ENOENT)?;
-                Ok(Node::Sock(id, SockFile::Dir))
+                let d = self.eng.dir(id).ok_or(Errno::ENOENT)?;
+                Ok(Node::Sock(d.generation, SockFile::Dir))
             }
-            Node::Sock(id, SockFile::Dir) => SockFile::from_name(name)
-                .map(|f| Node::Sock(id, f))
+            Node::Sock(generation, SockFile::Dir) => SockFile::from_name(name)
+                .map(|f| Node::Sock(generation, f))
                 .ok_or(Errno::ENOENT),
             Node::Ctrl(Ctrl::AbstractDir) => {
                 let raw = addr::unescape(name).map_err(|_| Errno::ENOENT)?;
                 let s = self.eng.find_abstract_any(&raw).ok_or(Errno::ENOENT)?;
-                Ok(Node::Abstract(s.id))
+                Ok(Node::Abstract(s.generation))
             }
             _ => Err(Errno::ENOTDIR),
         }
@@ -309,19 +315,19 @@ impl Inner {
             Node::Ctrl(Ctrl::SockDir) => {
                 out.push((node.ino(), dir, b".".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Root).ino(), dir, b"..".to_vec()));
-                for (id, _) in self.eng.dirs() {
+                for (id, d) in self.eng.dirs() {
                     out.push((
-                        Node::Sock(id, SockFile::Dir).ino(),
+                        Node::Sock(d.generation, SockFile::Dir).ino(),
                         dir,
                         id.to_string().into_bytes(),
                     ));
                 }
             }
-            Node::Sock(id, SockFile::Dir) => {
+            Node::Sock(generation, SockFile::Dir) => {
                 out.push((node.ino(), dir, b".".to_vec()));
                 out.push((Node::Ctrl(Ctrl::SockDir).ino(), dir, b"..".to_vec()));
                 for (f, n) in SockFile::FILES {
-                    out.push((Node::Sock(id, f).ino(), reg, n.as_bytes().to_vec()));
+                    out.push((Node::Sock(generation, f).ino(), reg, n.as_bytes().to_vec()));
                 }
             }
             Node::Ctrl(Ctrl::AbstractDir) => {
@@ -331,7 +337,7 @@ impl Inner {
                 for (_, name, s) in self.eng.abstract_names() {
                     let shown = addr::escape(&name).into_bytes();
                     if seen.insert(shown.clone()) {
-                        out.push((Node::Abstract(s.id).ino(), reg, shown));
+                        out.push((Node::Abstract(s.generation).ino(), reg, shown));
                     }
                 }
             }
@@ -342,8 +348,11 @@ impl Inner {
 
     /// The socket behind `.udsfs/sock/N`, with one more reference for a new
     /// handle; opening a held socketpair half or received socket adopts it.
-    fn hold_sock(&self, id: u64, adopt: bool) -> Result<Arc<Socket>, Errno> {
-        let d = self.eng.dir(id).ok_or(Errno::ENOENT)?;
+    fn hold_sock(&self, generation: u64, adopt: bool) -> Result<Arc<Socket>, Errno> {
+        let (id, d) = self
+            .eng
+            .dir_by_generation(generation)
+            .ok_or(Errno::ENOENT)?;
         if !self.eng.try_hold(&d.sock) {
             return Err(Errno::ENOENT);
         }
@@ -768,14 +777,23 @@ impl Filesystem for UdsFs {
                 }),
                 direct,
             )),
-            Node::Sock(id, f) => {
+            Node::Sock(generation, f) => {
+                let id = i
+                    .eng
+                    .dir_by_generation(generation)
+                    .map(|(id, _)| id)
+                    .unwrap_or(0);
                 let s = match f {
                     SockFile::Dir => Err(Errno::EISDIR),
-                    SockFile::Status => i.eng.dir(id).map(|d| d.sock).ok_or(Errno::ENOENT),
+                    SockFile::Status => i
+                        .eng
+                        .dir_by_generation(generation)
+                        .map(|(_, d)| d.sock)
+                        .ok_or(Errno::ENOENT),
                     // accept holds the listener only while it tries, so it
                     // does not adopt: that would leave nothing holding it.
-                    SockFile::Accept => i.hold_sock(id, false),
-                    _ => i.hold_sock(id, true),
+                    SockFile::Accept => i.hold_sock(generation, false),
+                    _ => i.hold_sock(generation, true),
                 };
                 match (f, s) {
                     (_, Err(e)) => Err(e),
@@ -810,13 +828,17 @@ impl Filesystem for UdsFs {
                             Err((e, _)) => Err(e),
                         }
                     }
-                    (SockFile::Dir, Ok(_)) => unreachable!(),
+                    (SockFile::Dir, Ok(_)) => Err(Errno::EISDIR),
                 }
             }
             Node::Connect(ino) | Node::Abstract(ino) => {
                 let target = match node {
                     Node::Connect(_) => i.eng.find_by_node(ino, &c),
-                    _ => i.eng.dir(ino).map(|d| d.sock).ok_or(Errno::ECONNREFUSED),
+                    _ => i
+                        .eng
+                        .dir_by_generation(ino)
+                        .map(|(_, d)| d.sock)
+                        .ok_or(Errno::ECONNREFUSED),
                 };
                 match target {
                     Err(e) => Err(e),
