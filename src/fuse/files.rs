@@ -203,7 +203,8 @@ impl OpenFile {
                                 log::info!(
                                     "socket {}: {:?} failed: {}",
                                     s.id,
-                                    String::from_utf8_lossy(line),
+                                    // A log line, not a copy of whatever was written.
+                                    String::from_utf8_lossy(&line[..line.len().min(120)]),
                                     e.desc()
                                 );
                             }

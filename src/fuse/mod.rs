@@ -238,9 +238,11 @@ impl Inner {
                 _ => Err(Errno::ENOENT),
             },
             Node::Ctrl(Ctrl::SockDir) => {
+                // Only the number as it is listed: not "01", "+1" or " 1".
                 let id: u64 = std::str::from_utf8(name)
                     .ok()
                     .and_then(|s| s.parse().ok())
+                    .filter(|n: &u64| n.to_string().as_bytes() == name)
                     .ok_or(Errno::ENOENT)?;
                 let d = self.eng.dir(id).ok_or(Errno::ENOENT)?;
                 Ok(Node::Sock(d.generation, SockFile::Dir))
