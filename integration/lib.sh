@@ -459,3 +459,23 @@ new_pair() {
     printf -v "${1}_M" %s "$m"
     printf -v "${1}_FD" %s "$fd"
 }
+
+# ---------------------------------------------------------------- socket counts
+# (bounds.sh)
+
+# socket_count: how many sockets the daemon has (the rows of .udsfs/unix).
+socket_count() {
+    printf '%s\n' $(($(wc -l <"$U/unix") - 1))
+}
+
+# wait_socket_count N [MS]: wait until the daemon has N sockets (closing is asynchronous
+# through FUSE); fails the script after MS ms (default 3000).
+wait_socket_count() {
+    local want=$1 limit=${2:-3000} start
+    start=$(now_ms)
+    until [ "$(socket_count)" -eq "$want" ]; do
+        [ $(($(now_ms) - start)) -le "$limit" ] ||
+            fail "the daemon has $(socket_count) sockets after $limit ms, want $want"
+        sleep 0.005
+    done
+}

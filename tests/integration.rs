@@ -136,13 +136,18 @@ macro_rules! scripts {
 
 scripts!(
     blocked_reader,
+    bounds,
     dgram_limits,
     dgram_server,
+    faults,
+    hostile_files,
+    isolation,
     msg_creds,
     namespace,
     nonblock,
     pass_socket,
     poll_socat,
+    soak,
     stream_echo,
     stream_signals,
     threads1,

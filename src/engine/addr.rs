@@ -27,13 +27,13 @@ impl Addr {
             }
             return Ok(Addr::Abstract(name));
         }
-        if text.is_empty() {
+        // Paths take the same escapes, so that what status shows can be
+        // given back to connect.
+        let path = unescape(text)?;
+        if path.is_empty() || path.len() > MAX_PATH_NAME || path.contains(&0) {
             return Err(Errno::EINVAL);
         }
-        if text.len() > MAX_PATH_NAME || text.contains(&0) {
-            return Err(Errno::EINVAL);
-        }
-        Ok(Addr::Path(text.to_vec()))
+        Ok(Addr::Path(path))
     }
 
     /// The address as status files and `.udsfs/unix` show it.
@@ -62,6 +62,10 @@ pub fn unescape(text: &[u8]) -> Result<Vec<u8>, Errno> {
             }
             Some(b'x') => {
                 let hex = text.get(i + 2..i + 4).ok_or(Errno::EINVAL)?;
+                // Exactly two hex digits (from_str_radix alone takes "+1").
+                if !hex.iter().all(u8::is_ascii_hexdigit) {
+                    return Err(Errno::EINVAL);
+                }
                 let s = std::str::from_utf8(hex).map_err(|_| Errno::EINVAL)?;
                 out.push(u8::from_str_radix(s, 16).map_err(|_| Errno::EINVAL)?);
                 i += 4;
@@ -108,6 +112,11 @@ mod tests {
         long.push(b'n');
         assert_eq!(Addr::parse(&long), Err(Errno::EINVAL));
         assert_eq!(Addr::parse(b"@\\x4"), Err(Errno::EINVAL));
+        assert_eq!(Addr::parse(b"@\\x+1"), Err(Errno::EINVAL));
+        // Paths round-trip through their display too.
+        let p = Addr::Path(b"a b\\c\x01".to_vec());
+        assert_eq!(Addr::parse(p.display().as_bytes()).unwrap(), p);
+        assert_eq!(Addr::parse(b"a\\x00b"), Err(Errno::EINVAL));
         assert_eq!(Addr::parse(b""), Err(Errno::EINVAL));
         assert_eq!(Addr::parse(b"@"), Ok(Addr::Abstract(vec![])));
     }

@@ -41,6 +41,14 @@ fn socket_open_flags() -> FopenFlags {
         | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
 }
 
+/// Control handles keep file offsets (a read gives "N\n" once, then EOF)
+/// but, like data files, must let writers in parallel: a connect parked on
+/// a full backlog would otherwise hold the inode lock of every handle made
+/// from the same clone file, unkillably (the files claim a large size too).
+fn ctl_open_flags() -> FopenFlags {
+    FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
+}
+
 fn nonblocking(flags: i32) -> bool {
     flags & libc::O_NONBLOCK != 0
 }
@@ -172,7 +180,12 @@ impl Inner {
                     Ctrl::Unix => (FileType::RegularFile, 0o444),
                     Ctrl::Gc => (FileType::RegularFile, 0o644),
                 };
-                mk(node.ino(), kind, perm, self.uid, self.gid, 0)
+                // Clone and pair files are control handles once open.
+                let size = match c {
+                    Ctrl::Clone(_) | Ctrl::Pair(_) => SOCKET_FILE_SIZE,
+                    _ => 0,
+                };
+                mk(node.ino(), kind, perm, self.uid, self.gid, size)
             }
             Node::Sock(generation, f) => {
                 let (_, d) = self
@@ -182,7 +195,9 @@ impl Inner {
                 let (kind, perm, size) = match f {
                     SockFile::Dir => (FileType::Directory, 0o700, 0),
                     SockFile::Status => (FileType::RegularFile, 0o400, 0),
-                    SockFile::Ctl | SockFile::Accept => (FileType::RegularFile, 0o600, 0),
+                    SockFile::Ctl | SockFile::Accept => {
+                        (FileType::RegularFile, 0o600, SOCKET_FILE_SIZE)
+                    }
                     SockFile::Data | SockFile::Msg => {
                         (FileType::RegularFile, 0o600, SOCKET_FILE_SIZE)
                     }
@@ -419,7 +434,7 @@ impl Inner {
                 Ok(new) => {
                     self.eng.set_owner(new.id, uid, gid);
                     let text = format!("{}\n", new.id);
-                    Ok((self.ctl_handle(new, text), FopenFlags::FOPEN_DIRECT_IO))
+                    Ok((self.ctl_handle(new, text), ctl_open_flags()))
                 }
                 Err(e) => Err((e, Some(OpenOp::Accept { sock, uid, gid }))),
             },
@@ -758,7 +773,7 @@ impl Filesystem for UdsFs {
             Node::Ctrl(Ctrl::Clone(t)) => {
                 let s = i.eng.socket(t, &c);
                 let text = format!("{}\n", s.id);
-                Ok((i.ctl_handle(s, text), direct))
+                Ok((i.ctl_handle(s, text), ctl_open_flags()))
             }
             Node::Ctrl(Ctrl::Pair(t)) => {
                 let (a, b) = i.eng.socketpair(t, &c);
@@ -768,7 +783,7 @@ impl Filesystem for UdsFs {
                 if let Some(f) = i.files.get(fh) {
                     *f.held.lock() = Some(b);
                 }
-                Ok((fh, direct))
+                Ok((fh, ctl_open_flags()))
             }
             Node::Ctrl(Ctrl::Unix) => Ok((i.snapshot(i.eng.proc_net_unix()), direct)),
             Node::Ctrl(Ctrl::Gc) => Ok((
@@ -802,7 +817,7 @@ impl Filesystem for UdsFs {
                     (SockFile::Status, Ok(s)) => Ok((i.snapshot(i.eng.status(&s)), direct)),
                     (SockFile::Ctl, Ok(s)) => {
                         let text = format!("{id}\n");
-                        Ok((i.ctl_handle(s, text), direct))
+                        Ok((i.ctl_handle(s, text), ctl_open_flags()))
                     }
                     (SockFile::Data, Ok(s)) => Ok((i.data_handle(s), socket_open_flags())),
                     (SockFile::Msg, Ok(s)) => Ok((
