@@ -285,37 +285,7 @@ impl Backend for Udsfs {
 
     fn raw_recvfrom(&mut self, s: Sock, bufsize: usize) -> Res<Msg> {
         let f = self.msg(s)?;
-        // Read the header a byte at a time so that nothing past it is consumed.
-        let mut hdr = Vec::new();
-        loop {
-            let mut c = [0u8; 1];
-            match f.read(&mut c) {
-                Ok(1) => {
-                    if c[0] == b'\n' {
-                        break;
-                    }
-                    hdr.push(c[0]);
-                    if hdr.len() > 4096 {
-                        return Err("HARNESS msg header longer than 4096 bytes".to_string());
-                    }
-                }
-                Ok(_) => {
-                    return Err(format!(
-                        "HARNESS msg read returned EOF after header bytes {:?}",
-                        String::from_utf8_lossy(&hdr)
-                    ));
-                }
-                Err(e) if hdr.is_empty() => return Err(io_errno(&e)),
-                Err(e) => {
-                    return Err(format!(
-                        "HARNESS msg read failed with {} inside header {:?}",
-                        io_errno(&e),
-                        String::from_utf8_lossy(&hdr)
-                    ));
-                }
-            }
-        }
-        let hdr = String::from_utf8_lossy(&hdr).into_owned();
+        let hdr = read_header(f)?;
         let mut len = None;
         let mut from = Name::Unnamed;
         for field in hdr.split(' ') {
@@ -797,36 +767,7 @@ impl Udsfs {
     /// One record from `msg`: its header line (without the newline) and payload.
     fn read_record(&mut self, s: Sock) -> Res<(String, Vec<u8>)> {
         let f = self.msg(s)?;
-        let mut hdr = Vec::new();
-        loop {
-            let mut c = [0u8; 1];
-            match f.read(&mut c) {
-                Ok(1) => {
-                    if c[0] == b'\n' {
-                        break;
-                    }
-                    hdr.push(c[0]);
-                    if hdr.len() > 8192 {
-                        return Err("HARNESS msg header longer than 8192 bytes".to_string());
-                    }
-                }
-                Ok(_) => {
-                    return Err(format!(
-                        "HARNESS msg read returned EOF after header bytes {:?}",
-                        String::from_utf8_lossy(&hdr)
-                    ));
-                }
-                Err(e) if hdr.is_empty() => return Err(io_errno(&e)),
-                Err(e) => {
-                    return Err(format!(
-                        "HARNESS msg read failed with {} inside header {:?}",
-                        io_errno(&e),
-                        String::from_utf8_lossy(&hdr)
-                    ));
-                }
-            }
-        }
-        let hdr = String::from_utf8_lossy(&hdr).into_owned();
+        let hdr = read_header(f)?;
         let len = hdr
             .split(' ')
             .find_map(|f| f.strip_prefix("len="))
@@ -866,4 +807,37 @@ impl Udsfs {
                 .ok_or_else(|| format!("HARNESS sock/{n}/status has no refs=")),
         }
     }
+}
+
+/// Reads a `msg` record's header line a byte at a time, so that nothing past
+/// it is consumed; the newline is dropped.
+fn read_header(f: &mut std::fs::File) -> Res<String> {
+    let mut hdr = Vec::new();
+    loop {
+        let mut c = [0u8; 1];
+        match f.read(&mut c) {
+            Ok(1) if c[0] == b'\n' => break,
+            Ok(1) => {
+                hdr.push(c[0]);
+                if hdr.len() > 8192 {
+                    return Err("HARNESS msg header longer than 8192 bytes".to_string());
+                }
+            }
+            Ok(_) => {
+                return Err(format!(
+                    "HARNESS msg read returned EOF after header bytes {:?}",
+                    String::from_utf8_lossy(&hdr)
+                ));
+            }
+            Err(e) if hdr.is_empty() => return Err(io_errno(&e)),
+            Err(e) => {
+                return Err(format!(
+                    "HARNESS msg read failed with {} inside header {:?}",
+                    io_errno(&e),
+                    String::from_utf8_lossy(&hdr)
+                ));
+            }
+        }
+    }
+    Ok(String::from_utf8_lossy(&hdr).into_owned())
 }
