@@ -38,11 +38,17 @@ pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
     let text = std::str::from_utf8(line).map_err(|_| Errno::EINVAL)?;
     let mut h = SendHeader::default();
     let mut have_len = false;
+    let mut seen: Vec<&str> = Vec::with_capacity(4);
     for field in text.split_ascii_whitespace() {
         let (k, v) = field.split_once('=').ok_or(Errno::EINVAL)?;
+        // Each field at most once: a record must not mean two things.
+        if seen.contains(&k) {
+            return Err(Errno::EINVAL);
+        }
+        seen.push(k);
         match k {
             "len" => {
-                h.len = v.parse().map_err(|_| Errno::EINVAL)?;
+                h.len = number(v)?;
                 have_len = true;
             }
             "to" => h.to = Some(Addr::parse(v.as_bytes())?),
@@ -51,7 +57,7 @@ pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
                 h.rights = v
                     .split(',')
                     .filter(|s| !s.is_empty())
-                    .map(|n| n.parse::<u64>().map_err(|_| Errno::EINVAL))
+                    .map(number::<u64>)
                     .collect::<Result<_, _>>()?;
                 if h.rights.len() > SCM_MAX_FD {
                     return Err(Errno::EINVAL);
@@ -66,12 +72,24 @@ pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
     Ok(h)
 }
 
+/// A decimal number written as digits only (no sign, no spaces).
+fn number<T: std::str::FromStr>(v: &str) -> Result<T, Errno> {
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Errno::EINVAL);
+    }
+    v.parse().map_err(|_| Errno::EINVAL)
+}
+
 fn parse_creds(v: &str) -> Result<Ucred, Errno> {
     let mut it = v.split(':');
     let mut next = || it.next().ok_or(Errno::EINVAL);
-    let pid = next()?.parse::<i32>().map_err(|_| Errno::EINVAL)?;
-    let uid = next()?.parse::<u32>().map_err(|_| Errno::EINVAL)?;
-    let gid = next()?.parse::<u32>().map_err(|_| Errno::EINVAL)?;
+    let pid = next()?;
+    let pid = match pid.strip_prefix('-') {
+        Some(abs) => -number::<i32>(abs)?,
+        None => number::<i32>(pid)?,
+    };
+    let uid = number::<u32>(next()?)?;
+    let gid = number::<u32>(next()?)?;
     if it.next().is_some() || uid == u32::MAX || gid == u32::MAX {
         return Err(Errno::EINVAL);
     }
@@ -124,6 +142,8 @@ mod tests {
         assert_eq!(parse_record(b"len=4\nhello"), Err(Errno::EINVAL));
         assert_eq!(parse_record(b"to=@x\n"), Err(Errno::EINVAL));
         assert_eq!(parse_record(b"len=0 bogus=1\n"), Err(Errno::EINVAL));
+        assert_eq!(parse_record(b"len=+1\nx"), Err(Errno::EINVAL));
+        assert_eq!(parse_record(b"len=1 len=1\nx"), Err(Errno::EINVAL));
         assert_eq!(parse_record(b"len=0"), Err(Errno::EINVAL));
         let many: Vec<String> = (0..254).map(|i| i.to_string()).collect();
         let rec = format!("len=0 rights={}\n", many.join(","));
