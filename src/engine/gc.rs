@@ -59,7 +59,6 @@ pub struct GcStats {
 struct Control {
     requested: bool,
     running: bool,
-    stop: bool,
 }
 
 pub struct Collector {
@@ -189,11 +188,6 @@ impl Collector {
         let mut s = *self.stats.lock();
         s.inflight = self.total();
         s
-    }
-
-    pub fn stop(&self) {
-        self.control.lock().stop = true;
-        self.cv.notify_all();
     }
 
     /// Finds the dead components and claims their members (marks them so
@@ -382,7 +376,7 @@ impl Engine {
                     let Some(eng) = weak.upgrade() else { return };
                     {
                         let mut c = eng.gc.control.lock();
-                        while !c.requested && !c.stop {
+                        while !c.requested {
                             // Wake now and then to notice the engine going away.
                             if eng
                                 .gc
@@ -393,9 +387,6 @@ impl Engine {
                             {
                                 return;
                             }
-                        }
-                        if c.stop {
-                            return;
                         }
                         c.requested = false;
                         c.running = true;

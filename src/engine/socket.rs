@@ -11,7 +11,7 @@ use parking_lot::{Mutex, MutexGuard};
 use super::addr::Addr;
 use super::cred::Ucred;
 use super::names::NameKey;
-use super::wait::{WaitList, Waiter};
+use super::wait::WaitList;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SockType {
@@ -248,12 +248,6 @@ pub mod pollbits {
     pub const ERR: u32 = libc::POLLERR as u32;
     pub const HUP: u32 = libc::POLLHUP as u32;
     pub const RDHUP: u32 = libc::POLLRDHUP as u32;
-}
-
-/// The parts of a socket's waiter registration a poll needs.
-pub fn register_poll(st: &mut SockState, w: &Waiter) {
-    st.readers.add(w.clone());
-    st.writers.add(w.clone());
 }
 
 impl std::fmt::Debug for Socket {

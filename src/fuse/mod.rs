@@ -21,7 +21,7 @@ use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use crate::engine::tree::{self, Kind, ROOT_INO};
-use crate::engine::{Caller, Engine, SockType, Socket, Waiter, Wake, addr};
+use crate::engine::{Caller, Engine, Socket, Waiter, Wake, addr};
 use files::{FileKind, Files, MsgReader, OpenFile};
 use inode::{Ctrl, Node, SockFile, TYPE_NAMES};
 use park::{OpenOp, Outcome, ParkTable, Parked, Pending, Retry};
@@ -1120,9 +1120,4 @@ impl Filesystem for UdsFs {
         };
         reply.poll(PollEvents::from_bits_retain(mask));
     }
-}
-
-/// Which socket types the control tree offers, by directory name.
-pub fn type_by_name(name: &str) -> Option<SockType> {
-    TYPE_NAMES.iter().find(|(_, n)| *n == name).map(|(t, _)| *t)
 }
