@@ -64,6 +64,9 @@ struct MountArgs {
     /// Directories, socket nodes and symlinks the tree may hold (ENOSPC beyond).
     #[arg(long, default_value_t = 1 << 20)]
     max_nodes: usize,
+    /// Requests that may wait in the daemon at once (ENOBUFS beyond).
+    #[arg(long, default_value_t = 65536)]
+    max_parked: u64,
     /// Where the daemon logs when it runs in the background.
     #[arg(long)]
     log_file: Option<PathBuf>,
@@ -216,6 +219,7 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
     let eng = Engine::new(cfg);
     let fs = UdsFs::new(eng, uid, gid);
     let inner = fs.inner();
+    inner.parks.set_max(a.max_parked);
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName(format!("udsfs:{}", std::process::id())),

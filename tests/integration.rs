@@ -145,6 +145,7 @@ scripts!(
     msg_creds,
     namespace,
     nonblock,
+    parked_bound,
     pass_socket,
     poll_socat,
     soak,

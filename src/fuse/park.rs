@@ -151,6 +151,7 @@ pub struct ParkTable {
     count: AtomicU64,
     retry: Box<dyn Retry>,
     closing: AtomicBool,
+    max: AtomicU64,
 }
 
 impl ParkTable {
@@ -161,7 +162,25 @@ impl ParkTable {
             count: AtomicU64::new(0),
             retry,
             closing: AtomicBool::new(false),
+            max: AtomicU64::new(u64::MAX),
         })
+    }
+
+    /// Caps the requests parked at once; past it a would-be-blocking
+    /// request fails with ENOBUFS instead of waiting.
+    pub fn set_max(&self, n: u64) {
+        self.max.store(n, Ordering::Relaxed);
+    }
+
+    /// Answers a request that will not be retried, releasing what a
+    /// pending open made for it.
+    fn answer(&self, p: Pending, err: Errno) {
+        if let Pending::Open { op, reply } = p {
+            self.retry.cleanup_open(op);
+            reply.error(err);
+        } else {
+            p.fail(err);
+        }
     }
 
     fn shard(&self, id: u64) -> &Mutex<HashMap<u64, Arc<Parked>>> {
@@ -181,8 +200,14 @@ impl ParkTable {
     /// Parks `p` and runs its first waiting attempt.
     pub fn park(self: &Arc<Self>, p: Pending, tid: u32, uid: u32, gid: u32) {
         if self.closing.load(Ordering::SeqCst) {
-            p.fail(Errno::ENOTCONN);
-            return;
+            return self.answer(p, Errno::ENOTCONN);
+        }
+        if self.len() >= self.max.load(Ordering::Relaxed) {
+            log::warn!(
+                "thread {tid}: {} requests parked already: ENOBUFS",
+                self.len()
+            );
+            return self.answer(p, Errno::ENOBUFS);
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let parked = Arc::new(Parked {
@@ -228,12 +253,7 @@ impl ParkTable {
         p.done.store(true, Ordering::SeqCst);
         self.remove(p.id);
         if let Some(pending) = pending {
-            if let Pending::Open { op, reply } = pending {
-                self.retry.cleanup_open(op);
-                reply.error(err);
-            } else {
-                pending.fail(err);
-            }
+            self.answer(pending, err);
         }
     }
 
