@@ -69,3 +69,17 @@ expect_eq "the read after the truncated one" "$(recv "$SRV")" "next"
 # A read with the status file of a dgram socket still readable by plain cat.
 say "$ cat .udsfs/sock/$SRV/status"
 cat "$U/sock/$SRV/status"
+
+# Plain `cat` on the server's data prints what clients send, in order: each read
+# returns one datagram, and cat waits (parked in the daemon) for the next.
+cat "$U/sock/$SRV/data" > "$TMP/cat.out" &
+catpid=$!
+wait_parked "$catpid"
+for m in "one" "two" "three"; do
+    echo "$m" > "$MNT/.udsfs/connect/run/log.sock" || fail "echo $m into the connect view"
+done
+wait_lines "$TMP/cat.out" 3
+kill "$catpid" 2>/dev/null || true
+wait "$catpid" 2>/dev/null || true
+expect_eq "what cat printed" "$(cat "$TMP/cat.out")" "$(printf 'one\ntwo\nthree')"
+ok "cat on the server's data printed the messages of three echo clients in order"
