@@ -104,14 +104,6 @@ impl<'a> Pass<'a> {
     }
 }
 
-/// What the sender decided before touching the receiver.
-struct Outgoing<'a> {
-    data: &'a [u8],
-    from: Option<Arc<BoundName>>,
-    explicit: Option<Ucred>,
-    sender_passcred: bool,
-}
-
 impl Engine {
     /// send(), sendto(): `send_msg` without sockets to pass.
     pub fn send(
@@ -225,13 +217,7 @@ impl Engine {
             };
             (other, st.name.clone(), st.passcred)
         };
-        let out = Outgoing {
-            data,
-            from,
-            explicit,
-            sender_passcred,
-        };
-        let creds = self.creds_for(&out, &other, caller);
+        let creds = self.creds_for(explicit, sender_passcred, &other, caller);
         let charge = message_truesize(data.len());
         let mut wake = Wakeups::new();
         {
@@ -271,9 +257,9 @@ impl Engine {
             let mut pass = pass;
             let rights = pass.queue_at(self, other.id, ot_ref);
             ot_ref.rcvq.push_back(Msg {
-                data: out.data.to_vec(),
+                data: data.to_vec(),
                 off: 0,
-                from: out.from,
+                from,
                 creds,
                 sender: s.clone(),
                 charge,
@@ -305,11 +291,17 @@ impl Engine {
     }
 
     /// The seed-002 rule: credentials travel only if someone asked for them.
-    fn creds_for(&self, out: &Outgoing<'_>, other: &Socket, caller: &Caller) -> Option<Ucred> {
-        if out.explicit.is_some() {
-            return out.explicit;
+    fn creds_for(
+        &self,
+        explicit: Option<Ucred>,
+        sender_passcred: bool,
+        other: &Socket,
+        caller: &Caller,
+    ) -> Option<Ucred> {
+        if explicit.is_some() {
+            return explicit;
         }
-        let wanted = out.sender_passcred || {
+        let wanted = sender_passcred || {
             let ot = other.lock();
             ot.passcred || ot.embryo
         };
@@ -344,13 +336,7 @@ impl Engine {
         if data.is_empty() {
             return Ok(0);
         }
-        let out = Outgoing {
-            data,
-            from,
-            explicit,
-            sender_passcred,
-        };
-        let creds = self.creds_for(&out, &peer, caller);
+        let creds = self.creds_for(explicit, sender_passcred, &peer, caller);
         // unix_stream_sendmsg: at most half the send buffer per skb, and at
         // most one page of head plus 32 KiB of fragments.
         let max_chunk = (sndbuf >> 1).saturating_sub(64).clamp(1, STREAM_SKB_MAX);
@@ -390,7 +376,7 @@ impl Engine {
             pt.rcvq.push_back(Msg {
                 data: data[sent..sent + n].to_vec(),
                 off: 0,
-                from: out.from.clone(),
+                from: from.clone(),
                 creds,
                 sender: s.clone(),
                 charge,

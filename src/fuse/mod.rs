@@ -542,10 +542,10 @@ fn reply_entry(inner: &Inner, res: Result<tree::Attr, Errno>, reply: ReplyEntry)
 }
 
 /// The tree directory a request names, or EPERM for the control tree.
-fn tree_dir(ino: INodeNo) -> Result<u64, FErrno> {
+fn tree_dir(ino: INodeNo) -> Result<u64, Errno> {
     match Node::from_ino(ino.0) {
         Some(Node::Tree(p)) => Ok(p),
-        _ => Err(FErrno::EPERM),
+        _ => Err(Errno::EPERM),
     }
 }
 
@@ -660,7 +660,7 @@ impl Filesystem for UdsFs {
     ) {
         let p = match tree_dir(parent) {
             Ok(p) => p,
-            Err(e) => return reply.error(e),
+            Err(e) => return reply.error(ferr(e)),
         };
         if mode & libc::S_IFMT != libc::S_IFSOCK {
             log::info!("mknod of {:?}: only socket nodes may be made", name);
@@ -680,7 +680,7 @@ impl Filesystem for UdsFs {
         _umask: u32,
         reply: ReplyEntry,
     ) {
-        let res = tree_dir(parent).map_err(|_| Errno::EPERM).and_then(|p| {
+        let res = tree_dir(parent).and_then(|p| {
             let t = &self.inner.eng.tree;
             t.mkdir(p, name.as_bytes(), mode, req.uid(), req.gid())
         });
@@ -688,7 +688,7 @@ impl Filesystem for UdsFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let res = tree_dir(parent).map_err(|_| Errno::EPERM);
+        let res = tree_dir(parent);
         match res.and_then(|p| self.inner.eng.tree.unlink(p, name.as_bytes())) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(ferr(e)),
@@ -696,7 +696,7 @@ impl Filesystem for UdsFs {
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let res = tree_dir(parent).map_err(|_| Errno::EPERM);
+        let res = tree_dir(parent);
         match res.and_then(|p| self.inner.eng.tree.rmdir(p, name.as_bytes())) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(ferr(e)),
@@ -712,7 +712,7 @@ impl Filesystem for UdsFs {
         reply: ReplyEntry,
     ) {
         let target = target.as_os_str().as_bytes();
-        let res = tree_dir(parent).map_err(|_| Errno::EPERM).and_then(|p| {
+        let res = tree_dir(parent).and_then(|p| {
             let t = &self.inner.eng.tree;
             t.symlink(p, link_name.as_bytes(), target, req.uid(), req.gid())
         });
