@@ -8,3 +8,4 @@ pub mod ctl;
 pub mod engine;
 pub mod fuse;
 pub mod msgfmt;
+pub mod sharded;
