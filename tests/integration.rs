@@ -135,6 +135,7 @@ macro_rules! scripts {
 }
 
 scripts!(
+    abstract_private,
     blocked_reader,
     bounds,
     dgram_limits,
