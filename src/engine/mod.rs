@@ -201,12 +201,12 @@ impl Engine {
         let b = self.socket(ty, caller);
         // socketpair() sets SO_PEERCRED on both ends, whatever the type.
         let cred = caller.peer_creds();
-        let (mut sa, mut sb) = socket::lock2(&a, &b);
-        sa.conn = socket::Conn::Connected(b.clone());
-        sb.conn = socket::Conn::Connected(a.clone());
-        sa.peercred = Some(cred);
-        sb.peercred = Some(cred);
-        drop((sa, sb));
+        // Two fresh sockets, distinct by construction: one lock at a time.
+        for (s, peer) in [(&a, &b), (&b, &a)] {
+            let mut st = s.lock();
+            st.conn = socket::Conn::Connected(peer.clone());
+            st.peercred = Some(cred);
+        }
         (a, b)
     }
 
@@ -281,8 +281,17 @@ impl Engine {
 
     /// Drops one reference; the last one closes the socket as Linux does.
     /// A socket left with only in-flight references may be garbage now.
+    /// A put with no reference left is a bug elsewhere: it is logged and
+    /// refused, never wrapped round to a count that keeps the socket forever.
     pub fn put(&self, s: &Arc<Socket>) {
-        let left = s.refs.fetch_sub(1, Ordering::SeqCst) - 1;
+        let Ok(before) = s
+            .refs
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        else {
+            log::error!("socket {}: put without a reference, refused", s.id);
+            return;
+        };
+        let left = before - 1;
         if left == 0 {
             self.release(s);
         } else if left == s.inflight() {

@@ -483,3 +483,19 @@ fn unopened_received_sockets_are_bounded() {
     e.put(&b);
     assert_eq!(e.live_sockets(), base);
 }
+
+/// A second put of the same reference is refused: the count stays at zero
+/// instead of wrapping, and the socket is released once.
+#[test]
+fn double_put_is_refused() {
+    let e = engine();
+    let c = root();
+    let s = e.socket(SockType::Stream, &c);
+    assert_eq!(e.live_sockets(), 1);
+    e.put(&s);
+    e.put(&s);
+    assert_eq!(s.refs(), 0);
+    assert_eq!(e.live_sockets(), 0);
+    // A later reference by number is still refused.
+    assert!(!e.try_hold(&s));
+}
