@@ -128,11 +128,33 @@ impl Node {
         self.ctime = now;
     }
 
+    fn access(&self) -> Access {
+        Access {
+            kind: self.kind(),
+            perm: self.perm,
+            uid: self.uid,
+            gid: self.gid,
+        }
+    }
+}
+
+/// What a permission check needs of a node, copied out of its shard: the
+/// check may read the caller's groups from /proc, which must not happen
+/// with a shard locked.
+#[derive(Clone, Copy)]
+struct Access {
+    kind: Kind,
+    perm: u32,
+    uid: u32,
+    gid: u32,
+}
+
+impl Access {
     /// Unix permission check; root passes everything but exec on a non-dir
     /// without any x bit.
     fn permits(&self, caller: &Caller, mask: u32) -> bool {
         if caller.is_root() {
-            return mask & 1 == 0 || self.kind() == Kind::Dir || self.perm & 0o111 != 0;
+            return mask & 1 == 0 || self.kind == Kind::Dir || self.perm & 0o111 != 0;
         }
         let bits = if self.uid == caller.fsuid {
             self.perm >> 6
@@ -626,8 +648,8 @@ impl Tree {
     }
 
     fn permits(&self, ino: u64, caller: &Caller, mask: u32) -> Result<bool, Errno> {
-        let shard = self.shard(ino);
-        Ok(shard.get(&ino).ok_or(Errno::ENOENT)?.permits(caller, mask))
+        let access = self.shard(ino).get(&ino).ok_or(Errno::ENOENT)?.access();
+        Ok(access.permits(caller, mask))
     }
 
     /// Walks `path` (relative to the root) as the VFS would for `caller`:
@@ -804,6 +826,27 @@ mod tests {
         assert_eq!(t.connect_node(b"run/a.sock", &root), Err(Errno::ENOENT));
         t.unlink(ROOT_INO, b"b.sock").unwrap();
         assert_eq!(t.connect_node(b"b.sock", &root), Err(Errno::ENOENT));
+    }
+
+    /// Supplementary groups grant the group bits (checked on a copy of the
+    /// node, with no shard locked).
+    #[test]
+    fn group_bits_follow_supplementary_groups() {
+        let t = Tree::new(2, 0, 0, None);
+        let d = t.mkdir(ROOT_INO, b"grp", 0o710, 0, 50).unwrap();
+        t.mknod_socket(d.ino, b"s", 0o777, 0, 0).unwrap();
+        let member = Caller::with_status(
+            1,
+            ProcStatus {
+                tgid: 1,
+                uids: [1000; 4],
+                gids: [1000; 4],
+                umask: 0o022,
+                groups: vec![50],
+            },
+        );
+        assert!(t.connect_node(b"grp/s", &member).is_ok());
+        assert_eq!(t.connect_node(b"grp/s", &user(1000)), Err(Errno::EACCES));
     }
 
     #[test]
