@@ -261,6 +261,9 @@ mod tests {
             .map(|n| t.bucket_of(&NameKey::Abstract(SockType::Stream, n.clone())))
             .collect();
         // All 64 in one bucket by chance: 256^-63.
-        assert!(buckets.len() > 1, "64 chosen names share bucket {buckets:?}");
+        assert!(
+            buckets.len() > 1,
+            "64 chosen names share bucket {buckets:?}"
+        );
     }
 }
