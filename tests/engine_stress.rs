@@ -164,7 +164,7 @@ fn racing_operations_neither_deadlock_nor_leak() {
     std::thread::sleep(RUN);
     stop.store(true, Ordering::Relaxed);
     let deadline = Instant::now() + STOP_DEADLINE;
-    let mut finished = vec![false; WORKERS];
+    let mut finished = [false; WORKERS];
     let mut total = 0;
     for _ in 0..WORKERS {
         let left = deadline.saturating_duration_since(Instant::now());
