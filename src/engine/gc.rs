@@ -10,7 +10,7 @@
 //! usual. It runs on its own thread, never on a sender's path.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -67,6 +67,9 @@ pub struct Collector {
     walk: Mutex<()>,
     /// Odd while a walk runs over its snapshot (tests count closes then).
     pub(crate) walk_phase: AtomicU64,
+    /// Entries in the graph's `listener_of` (changed under the graph lock):
+    /// while there are none, closes and accepts need not take the lock.
+    embryo_entries: AtomicUsize,
     control: Mutex<Control>,
     /// Signals the worker (requests) and waiting senders (completions).
     cv: Condvar,
@@ -79,6 +82,7 @@ impl Collector {
             graph: Mutex::new(Graph::default()),
             walk: Mutex::new(()),
             walk_phase: AtomicU64::new(0),
+            embryo_entries: AtomicUsize::new(0),
             control: Mutex::new(Control::default()),
             cv: Condvar::new(),
             stats: Mutex::new(GcStats::default()),
@@ -108,8 +112,10 @@ impl Collector {
         uid: u32,
     ) {
         let mut g = self.graph.lock();
-        if let Some(l) = listener {
-            g.listener_of.insert(receiver, l);
+        if let Some(l) = listener
+            && g.listener_of.insert(receiver, l).is_none()
+        {
+            self.embryo_entries.fetch_add(1, Ordering::SeqCst);
         }
         let succ = g.successor(receiver);
         for r in rights {
@@ -155,17 +161,26 @@ impl Collector {
 
     /// An embryo was accepted: its queue is its own from now on.
     pub(crate) fn accepted(&self, embryo: u64) {
+        // An entry made for it was made under its lock, before accept
+        // cleared its embryo flag: a zero here means there is none.
+        if self.embryo_entries.load(Ordering::SeqCst) == 0 {
+            return;
+        }
         let mut g = self.graph.lock();
         if g.listener_of.remove(&embryo).is_some() {
+            self.embryo_entries.fetch_sub(1, Ordering::SeqCst);
             g.maybe_cyclic = true;
         }
     }
 
     /// A socket closed: it holds nothing in flight any more.
     pub(crate) fn forget_receiver(&self, id: u64) {
+        if self.embryo_entries.load(Ordering::SeqCst) == 0 {
+            return;
+        }
         let mut g = self.graph.lock();
-        if !g.listener_of.is_empty() {
-            g.listener_of.remove(&id);
+        if g.listener_of.remove(&id).is_some() {
+            self.embryo_entries.fetch_sub(1, Ordering::SeqCst);
         }
     }
 

@@ -502,9 +502,10 @@ fn double_put_is_refused() {
 
 /// A close does not wait for a collection's walk. Another thread walks a
 /// large in-flight graph over and over (live cycles, so every collection
-/// walks it again); a close counts when the walk phase is the same odd
-/// number before and after it, i.e. it completed inside one walk. With the
-/// graph lock held for the whole walk no close could (it takes that lock).
+/// walks it again); a close of a socket whose queue holds a socket in
+/// flight (so it takes the graph lock) counts when the walk phase is the
+/// same odd number before and after it, i.e. it completed inside one walk.
+/// With the graph lock held for the whole walk no such close could.
 #[test]
 fn closes_complete_during_a_collection_walk() {
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -533,9 +534,16 @@ fn closes_complete_during_a_collection_walk() {
     };
     let (mut inside, mut closes) = (0, 0);
     while inside < 3 && e.gc.stats().walks < 200 {
-        let s = e.socket(SockType::Dgram, &c);
+        // A close that must take the graph lock: its queue holds a socket
+        // in flight, which leaves the graph with it.
+        let (x, y) = e.socketpair(SockType::Dgram, &c);
+        let z = e.socket(SockType::Dgram, &c);
+        let mut rights = vec![z];
+        e.send_msg(&x, b"z", None, None, &mut rights, &c, None)
+            .unwrap();
+        e.put(&x);
         let before = e.gc.walk_phase.load(Ordering::SeqCst);
-        e.put(&s);
+        e.put(&y);
         let after = e.gc.walk_phase.load(Ordering::SeqCst);
         closes += 1;
         if before % 2 == 1 && before == after {
