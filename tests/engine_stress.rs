@@ -63,7 +63,7 @@ fn racing_operations_neither_deadlock_nor_leak() {
     let stop = Arc::new(AtomicBool::new(false));
     let doing: Arc<Vec<AtomicUsize>> =
         Arc::new((0..WORKERS).map(|_| AtomicUsize::new(IDLE)).collect());
-    let (done_tx, done_rx) = mpsc::channel::<(usize, u64)>();
+    let (done_tx, done_rx) = mpsc::channel::<(usize, Option<u64>)>();
     for t in 0..WORKERS {
         let (eng, pool, stop, doing, done_tx) = (
             eng.clone(),
@@ -73,6 +73,16 @@ fn racing_operations_neither_deadlock_nor_leak() {
             done_tx.clone(),
         );
         std::thread::spawn(move || {
+            // Reports a panic at once instead of leaving it to the deadline.
+            struct Report(mpsc::Sender<(usize, Option<u64>)>, usize);
+            impl Drop for Report {
+                fn drop(&mut self) {
+                    if std::thread::panicking() {
+                        let _ = self.0.send((self.1, None));
+                    }
+                }
+            }
+            let report = Report(done_tx, t);
             let c = Caller::current();
             let mut rng = Rng(0x9e3779b97f4a7c15 ^ (t as u64 + 1));
             let mut ops = 0u64;
@@ -156,8 +166,7 @@ fn racing_operations_neither_deadlock_nor_leak() {
                 }
             }
             doing[t].store(IDLE, Ordering::Relaxed);
-            // A worker that panicked never sends: the deadline reports it.
-            let _ = done_tx.send((t, ops));
+            let _ = report.0.send((t, Some(ops)));
         });
     }
     drop(done_tx);
@@ -169,10 +178,14 @@ fn racing_operations_neither_deadlock_nor_leak() {
     for _ in 0..WORKERS {
         let left = deadline.saturating_duration_since(Instant::now());
         match done_rx.recv_timeout(left) {
-            Ok((t, ops)) => {
+            Ok((t, Some(ops))) => {
                 finished[t] = true;
                 total += ops;
             }
+            Ok((t, None)) => panic!(
+                "worker {t} panicked in {}",
+                OP_NAMES[doing[t].load(Ordering::Relaxed)]
+            ),
             Err(_) => {
                 let stuck: Vec<String> = (0..WORKERS)
                     .filter(|&t| !finished[t])
@@ -184,7 +197,7 @@ fn racing_operations_neither_deadlock_nor_leak() {
                     })
                     .collect();
                 panic!(
-                    "workers did not stop within {STOP_DEADLINE:?} (deadlock or panic): {}",
+                    "workers did not stop within {STOP_DEADLINE:?} (deadlock?): {}",
                     stuck.join(", ")
                 );
             }
