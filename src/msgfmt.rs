@@ -18,22 +18,6 @@ pub struct SendHeader {
     pub rights: Vec<u64>,
 }
 
-/// Splits a write into its header and payload; EINVAL unless it is exactly
-/// one well-formed record.
-pub fn parse_record(buf: &[u8]) -> Result<(SendHeader, &[u8]), Errno> {
-    let nl = buf
-        .iter()
-        .take(MAX_HEADER)
-        .position(|&b| b == b'\n')
-        .ok_or(Errno::EINVAL)?;
-    let header = parse_header(&buf[..nl])?;
-    let payload = &buf[nl + 1..];
-    if payload.len() != header.len {
-        return Err(Errno::EINVAL);
-    }
-    Ok((header, payload))
-}
-
 pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
     let text = std::str::from_utf8(line).map_err(|_| Errno::EINVAL)?;
     let mut h = SendHeader::default();
@@ -123,6 +107,15 @@ pub fn format_header(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `buf` as exactly one record: its header and payload.
+    fn parse_record(buf: &[u8]) -> Result<(SendHeader, &[u8]), Errno> {
+        let (h, start, end) = record_at(buf, 0)?;
+        if end != buf.len() {
+            return Err(Errno::EINVAL);
+        }
+        Ok((h, &buf[start..end]))
+    }
 
     #[test]
     fn records_parse_and_format() {

@@ -2,11 +2,10 @@
 //! rest (thread-group id, real and effective ids, umask, groups) is read from
 //! `/proc/<tid>/status`, once, and only when an operation needs it.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use crate::sharded::ShardedMap;
 
 /// Credentials as SCM_CREDENTIALS and SO_PEERCRED carry them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +71,7 @@ impl ProcStatus {
 /// setuid() is seen at once; a change of the real ids alone is seen within
 /// `CACHE_FRESH`. Permission checks, umask and SO_PEERCRED always read afresh.
 const CACHE_FRESH: Duration = Duration::from_millis(200);
-const CACHE_SHARDS: usize = 16;
+/// Entries per shard before stale ones are swept out.
 const CACHE_MAX: usize = 1024;
 
 struct Cached {
@@ -82,25 +81,19 @@ struct Cached {
     status: ProcStatus,
 }
 
-type CacheShard = Mutex<HashMap<u32, Cached>>;
-
-fn cache() -> &'static [CacheShard] {
-    static CACHE: OnceLock<Vec<CacheShard>> = OnceLock::new();
-    CACHE.get_or_init(|| {
-        (0..CACHE_SHARDS)
-            .map(|_| Mutex::new(HashMap::new()))
-            .collect()
-    })
+fn cache() -> &'static ShardedMap<u32, Cached> {
+    static CACHE: OnceLock<ShardedMap<u32, Cached>> = OnceLock::new();
+    CACHE.get_or_init(ShardedMap::new)
 }
 
 fn cache_get(tid: u32, fsuid: u32, fsgid: u32) -> Option<ProcStatus> {
-    let shard = cache()[tid as usize % CACHE_SHARDS].lock();
+    let shard = cache().shard(&tid);
     let c = shard.get(&tid)?;
     (c.fsuid == fsuid && c.fsgid == fsgid && c.at.elapsed() < CACHE_FRESH).then(|| c.status.clone())
 }
 
 fn cache_put(tid: u32, fsuid: u32, fsgid: u32, status: &ProcStatus) {
-    let mut shard = cache()[tid as usize % CACHE_SHARDS].lock();
+    let mut shard = cache().shard(&tid);
     if shard.len() >= CACHE_MAX {
         shard.retain(|_, c| c.at.elapsed() < CACHE_FRESH);
     }
@@ -229,6 +222,20 @@ mod tests {
         assert_eq!(st.uids, [1000, 65534, 2000, 65534]);
         assert_eq!(st.gids, [10, 11, 12, 11]);
         assert_eq!(st.groups, vec![4, 24, 27]);
+    }
+
+    #[test]
+    fn cache_serves_only_matching_fresh_entries() {
+        let tid = u32::MAX - 7;
+        let st = ProcStatus {
+            tgid: 9,
+            ..Default::default()
+        };
+        cache_put(tid, 1000, 100, &st);
+        assert_eq!(cache_get(tid, 1000, 100).map(|s| s.tgid), Some(9));
+        // setuid() is seen at once: other fs ids miss.
+        assert!(cache_get(tid, 0, 100).is_none());
+        assert!(cache_get(tid + 1, 1000, 100).is_none());
     }
 
     #[test]

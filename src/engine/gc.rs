@@ -9,8 +9,8 @@
 //! components' queues, which drops those copies and closes the sockets as
 //! usual. It runs on its own thread, never on a sender's path.
 
-use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -63,6 +63,13 @@ struct Control {
 
 pub struct Collector {
     graph: Mutex<Graph>,
+    /// Serialises walks (not the graph: closes go on during a walk).
+    walk: Mutex<()>,
+    /// Odd while a walk runs over its snapshot (tests count closes then).
+    pub(crate) walk_phase: AtomicU64,
+    /// Entries in the graph's `listener_of` (changed under the graph lock):
+    /// while there are none, closes and accepts need not take the lock.
+    embryo_entries: AtomicUsize,
     control: Mutex<Control>,
     /// Signals the worker (requests) and waiting senders (completions).
     cv: Condvar,
@@ -73,6 +80,9 @@ impl Collector {
     pub fn new() -> Collector {
         Collector {
             graph: Mutex::new(Graph::default()),
+            walk: Mutex::new(()),
+            walk_phase: AtomicU64::new(0),
+            embryo_entries: AtomicUsize::new(0),
             control: Mutex::new(Control::default()),
             cv: Condvar::new(),
             stats: Mutex::new(GcStats::default()),
@@ -102,8 +112,10 @@ impl Collector {
         uid: u32,
     ) {
         let mut g = self.graph.lock();
-        if let Some(l) = listener {
-            g.listener_of.insert(receiver, l);
+        if let Some(l) = listener
+            && g.listener_of.insert(receiver, l).is_none()
+        {
+            self.embryo_entries.fetch_add(1, Ordering::SeqCst);
         }
         let succ = g.successor(receiver);
         for r in rights {
@@ -149,17 +161,26 @@ impl Collector {
 
     /// An embryo was accepted: its queue is its own from now on.
     pub(crate) fn accepted(&self, embryo: u64) {
+        // An entry made for it was made under its lock, before accept
+        // cleared its embryo flag: a zero here means there is none.
+        if self.embryo_entries.load(Ordering::SeqCst) == 0 {
+            return;
+        }
         let mut g = self.graph.lock();
         if g.listener_of.remove(&embryo).is_some() {
+            self.embryo_entries.fetch_sub(1, Ordering::SeqCst);
             g.maybe_cyclic = true;
         }
     }
 
     /// A socket closed: it holds nothing in flight any more.
     pub(crate) fn forget_receiver(&self, id: u64) {
+        if self.embryo_entries.load(Ordering::SeqCst) == 0 {
+            return;
+        }
         let mut g = self.graph.lock();
-        if !g.listener_of.is_empty() {
-            g.listener_of.remove(&id);
+        if g.listener_of.remove(&id).is_some() {
+            self.embryo_entries.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
@@ -192,69 +213,132 @@ impl Collector {
 
     /// Finds the dead components and claims their members (marks them so
     /// that nobody can take a new reference). Returns the claimed sockets.
+    ///
+    /// The graph lock, which every close, accept and in-flight send takes,
+    /// is held only to copy the graph and to re-check the few candidates:
+    /// the Tarjan pass runs on the copy with the lock free.
     fn find_dead(&self) -> Vec<Arc<Socket>> {
+        // One walk at a time: two walks would claim the same component.
+        let _walk = self.walk.lock();
+        let Some(snapshot) = self.snapshot() else {
+            return Vec::new();
+        };
+        self.walk_phase.fetch_add(1, Ordering::SeqCst);
+        let (candidates, mut cyclic) = snapshot.closed_cycles();
+        self.walk_phase.fetch_add(1, Ordering::SeqCst);
+        let mut dead = Vec::new();
+        let mut g = self.graph.lock();
+        for members in candidates {
+            if g.still_dead(&members) {
+                dead.extend(members);
+            } else {
+                cyclic = true;
+            }
+        }
+        if cyclic {
+            g.maybe_cyclic = true;
+        }
+        dead
+    }
+
+    /// A copy of the graph to walk, if a cycle may exist. The flag is
+    /// cleared now: an edge added during the walk sets it again.
+    fn snapshot(&self) -> Option<Snapshot> {
         let mut g = self.graph.lock();
         if !g.maybe_cyclic {
-            return Vec::new();
+            return None;
         }
+        g.maybe_cyclic = false;
         self.stats.lock().walks += 1;
-        let ids: Vec<u64> = g.vertices.keys().copied().collect();
-        let index_of: HashMap<u64, usize> =
-            ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-        // Successors by vertex index; None for an edge that leaves the graph.
-        let succ: Vec<Vec<Option<usize>>> = ids
+        let mut snap = Snapshot {
+            socks: Vec::with_capacity(g.vertices.len()),
+            succ: Vec::with_capacity(g.vertices.len()),
+        };
+        for v in g.vertices.values() {
+            snap.socks.push(v.sock.clone());
+            snap.succ
+                .push(v.edges.iter().map(|r| g.successor(*r)).collect());
+        }
+        Some(snap)
+    }
+}
+
+/// The in-flight graph as it was at one instant: each vertex's socket and
+/// the successor (receiver, or an embryo's listener) of each of its copies.
+struct Snapshot {
+    socks: Vec<Arc<Socket>>,
+    succ: Vec<Vec<u64>>,
+}
+
+impl Snapshot {
+    /// The cycles that looked dead in the snapshot: every member's
+    /// references are its copies, all queued inside the cycle. Also whether
+    /// some other cycle exists (the next collection must look again).
+    fn closed_cycles(&self) -> (Vec<Vec<Arc<Socket>>>, bool) {
+        let index_of: HashMap<u64, usize> = self
+            .socks
             .iter()
-            .map(|id| {
-                g.vertices[id]
-                    .edges
-                    .iter()
-                    .map(|r| index_of.get(&g.successor(*r)).copied())
-                    .collect()
-            })
+            .enumerate()
+            .map(|(i, s)| (s.id, i))
+            .collect();
+        // Successors by vertex index; None for an edge that leaves the graph.
+        let succ: Vec<Vec<Option<usize>>> = self
+            .succ
+            .iter()
+            .map(|edges| edges.iter().map(|r| index_of.get(r).copied()).collect())
             .collect();
         let sccs = tarjan(&succ);
-        let mut dead = Vec::new();
-        let mut cyclic = false;
-        let mut scc_of = vec![0usize; ids.len()];
+        let mut scc_of = vec![0usize; succ.len()];
         for (n, scc) in sccs.iter().enumerate() {
             for &v in scc {
                 scc_of[v] = n;
             }
         }
+        let mut candidates = Vec::new();
+        let mut cyclic = false;
         for (n, scc) in sccs.iter().enumerate() {
             let is_cycle = scc.len() > 1 || succ[scc[0]].contains(&Some(scc[0]));
             let closed = scc.iter().all(|&v| {
-                let vx = &g.vertices[&ids[v]];
-                vx.sock.refs() == vx.edges.len()
+                self.socks[v].refs() == succ[v].len()
                     && succ[v].iter().all(|s| s.is_some_and(|s| scc_of[s] == n))
             });
-            if !is_cycle || !closed {
-                cyclic |= is_cycle;
-                continue;
-            }
-            let members: Vec<Arc<Socket>> = scc
-                .iter()
-                .map(|&v| g.vertices[&ids[v]].sock.clone())
-                .collect();
-            // Claim, then look again: a concurrent try_hold either sees the
-            // claim or is seen here (both use SeqCst).
-            for m in &members {
-                m.gc_dead.store(true, Ordering::SeqCst);
-            }
-            let still = members
-                .iter()
-                .all(|m| m.refs() == g.vertices[&m.id].edges.len());
-            if still {
-                dead.extend(members);
+            if is_cycle && closed {
+                candidates.push(scc.iter().map(|&v| self.socks[v].clone()).collect());
             } else {
-                for m in &members {
-                    m.gc_dead.store(false, Ordering::SeqCst);
-                }
-                cyclic = true;
+                cyclic |= is_cycle;
             }
         }
-        g.maybe_cyclic = cyclic;
-        dead
+        (candidates, cyclic)
+    }
+}
+
+impl Graph {
+    /// Whether `members` is still dead in the graph as it is now, and if so
+    /// claims them. Dead: each member is in flight, each of its copies waits
+    /// in a member's queue, and those copies are all its references.
+    fn still_dead(&self, members: &[Arc<Socket>]) -> bool {
+        let ids: HashSet<u64> = members.iter().map(|m| m.id).collect();
+        let closed = |m: &Arc<Socket>| {
+            self.vertices.get(&m.id).is_some_and(|v| {
+                m.refs() == v.edges.len()
+                    && v.edges.iter().all(|r| ids.contains(&self.successor(*r)))
+            })
+        };
+        if !members.iter().all(closed) {
+            return false;
+        }
+        // Claim, then look again: a concurrent try_hold either sees the
+        // claim or is seen here (both use SeqCst).
+        for m in members {
+            m.gc_dead.store(true, Ordering::SeqCst);
+        }
+        if members.iter().all(closed) {
+            return true;
+        }
+        for m in members {
+            m.gc_dead.store(false, Ordering::SeqCst);
+        }
+        false
     }
 }
 

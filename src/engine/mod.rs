@@ -11,6 +11,7 @@ mod introspect;
 mod lifecycle;
 mod names;
 mod naming;
+mod sock_table;
 pub mod socket;
 pub mod tree;
 pub mod wait;
@@ -24,16 +25,17 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
-use slab::Slab;
 
 pub use addr::Addr;
 pub use cred::{Caller, Ucred};
 pub use data::Received;
 pub use names::NameKey;
+pub use sock_table::SockDir;
 pub use socket::{SockType, Socket};
 pub use wait::{ThreadWaiter, Waiter, Wake, Wakeups};
 
 use names::NameTable;
+use sock_table::SockTable;
 use tree::Tree;
 
 pub type Result<T> = std::result::Result<T, Errno>;
@@ -87,39 +89,6 @@ pub fn host_max_dgram_qlen() -> usize {
         .unwrap_or(10)
 }
 
-/// One `.udsfs/sock/N` directory: a socket and who may use it.
-#[derive(Clone)]
-pub struct SockDir {
-    pub sock: Arc<Socket>,
-    pub uid: u32,
-    pub gid: u32,
-    pub generation: u64,
-}
-
-/// Sockets by number, in slabs; several shards so that creating sockets on
-/// many threads does not meet on one lock.
-struct SockTable {
-    shards: Vec<Mutex<Slab<SockDir>>>,
-    next: AtomicUsize,
-    /// Directory numbers by generation. Numbers are reused, generations are
-    /// not: file-system inode numbers are made from generations, so a file
-    /// still open on a closed socket never meets a newer socket's inode.
-    by_generation: Vec<Mutex<std::collections::HashMap<u64, u64>>>,
-}
-
-const SOCK_SHARDS: usize = 16;
-
-impl SockTable {
-    fn id(shard: usize, key: usize) -> u64 {
-        (key * SOCK_SHARDS + shard) as u64 + 1
-    }
-
-    fn split(id: u64) -> Option<(usize, usize)> {
-        let n = id.checked_sub(1)? as usize;
-        Some((n % SOCK_SHARDS, n / SOCK_SHARDS))
-    }
-}
-
 pub struct Engine {
     pub cfg: Config,
     pub tree: Tree,
@@ -141,13 +110,7 @@ impl Engine {
         let eng = Arc::new(Engine {
             tree: Tree::new(cfg.hash_buckets, cfg.root_uid, cfg.root_gid, prefix),
             names: NameTable::new(cfg.hash_buckets),
-            socks: SockTable {
-                shards: (0..SOCK_SHARDS).map(|_| Mutex::new(Slab::new())).collect(),
-                next: AtomicUsize::new(0),
-                by_generation: (0..SOCK_SHARDS)
-                    .map(|_| Mutex::new(Default::default()))
-                    .collect(),
-            },
+            socks: SockTable::new(),
             generation: AtomicU64::new(1),
             live: AtomicUsize::new(0),
             gc: gc::Collector::new(),
@@ -163,26 +126,14 @@ impl Engine {
 
     /// Makes a socket with no references yet, filed as unbound.
     fn new_socket(&self, ty: SockType, uid: u32, gid: u32) -> Arc<Socket> {
-        let shard = self.socks.next.fetch_add(1, Ordering::Relaxed) % SOCK_SHARDS;
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
-        let mut slab = self.socks.shards[shard].lock();
-        let entry = slab.vacant_entry();
-        let id = SockTable::id(shard, entry.key());
-        let sock = Arc::new(Socket::new(
-            id,
-            generation,
-            ty,
-            self.cfg.sndbuf,
-            self.cfg.max_dgram_qlen,
-        ));
-        entry.insert(SockDir {
-            sock: sock.clone(),
+        let (sndbuf, qlen) = (self.cfg.sndbuf, self.cfg.max_dgram_qlen);
+        let (_, SockDir { sock, .. }) = self.socks.insert(|id| SockDir {
+            sock: Arc::new(Socket::new(id, generation, ty, sndbuf, qlen)),
             uid,
             gid,
             generation,
         });
-        drop(slab);
-        self.index_generation(generation, Some(id));
         self.names.insert_unbound(&sock);
         self.live.fetch_add(1, Ordering::Relaxed);
         sock
@@ -201,53 +152,35 @@ impl Engine {
         let b = self.socket(ty, caller);
         // socketpair() sets SO_PEERCRED on both ends, whatever the type.
         let cred = caller.peer_creds();
-        let (mut sa, mut sb) = socket::lock2(&a, &b);
-        sa.conn = socket::Conn::Connected(b.clone());
-        sb.conn = socket::Conn::Connected(a.clone());
-        sa.peercred = Some(cred);
-        sb.peercred = Some(cred);
-        drop((sa, sb));
+        // Two fresh sockets, distinct by construction: one lock at a time.
+        for (s, peer) in [(&a, &b), (&b, &a)] {
+            let mut st = s.lock();
+            st.conn = socket::Conn::Connected(peer.clone());
+            st.peercred = Some(cred);
+        }
         (a, b)
     }
 
     /// The socket directory `.udsfs/sock/N`.
     pub fn dir(&self, id: u64) -> Option<SockDir> {
-        let (shard, key) = SockTable::split(id)?;
-        self.socks.shards.get(shard)?.lock().get(key).cloned()
+        self.socks.get(id)
     }
 
     /// Every socket directory, by number.
     pub fn dirs(&self) -> Vec<(u64, SockDir)> {
-        let mut out = Vec::new();
-        for (shard, slab) in self.socks.shards.iter().enumerate() {
-            for (key, d) in slab.lock().iter() {
-                out.push((SockTable::id(shard, key), d.clone()));
-            }
-        }
-        out.sort_by_key(|(id, _)| *id);
-        out
+        self.socks.all()
     }
 
     /// Gives the directory of `id` to a new owner (accept).
     pub fn set_owner(&self, id: u64, uid: u32, gid: u32) {
-        if let Some((shard, key)) = SockTable::split(id)
-            && let Some(d) = self.socks.shards[shard].lock().get_mut(key)
-        {
+        self.socks.update(id, |d| {
             d.uid = uid;
             d.gid = gid;
-        }
+        });
     }
 
     fn remove_dir(&self, id: u64) {
-        if let Some((shard, key)) = SockTable::split(id) {
-            let removed = {
-                let mut slab = self.socks.shards[shard].lock();
-                slab.contains(key).then(|| slab.remove(key))
-            };
-            if let Some(d) = removed {
-                self.index_generation(d.generation, None);
-            }
-        }
+        self.socks.remove(id);
     }
 
     /// Sockets alive now.
@@ -281,8 +214,17 @@ impl Engine {
 
     /// Drops one reference; the last one closes the socket as Linux does.
     /// A socket left with only in-flight references may be garbage now.
+    /// A put with no reference left is a bug elsewhere: it is logged and
+    /// refused, never wrapped round to a count that keeps the socket forever.
     pub fn put(&self, s: &Arc<Socket>) {
-        let left = s.refs.fetch_sub(1, Ordering::SeqCst) - 1;
+        let Ok(before) = s
+            .refs
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        else {
+            log::error!("socket {}: put without a reference, refused", s.id);
+            return;
+        };
+        let left = before - 1;
         if left == 0 {
             self.release(s);
         } else if left == s.inflight() {
@@ -292,37 +234,20 @@ impl Engine {
 
     /// A new `.udsfs/sock/H` entry for a socket someone received.
     fn new_alias(&self, sock: &Arc<Socket>, uid: u32, gid: u32) -> u64 {
-        let shard = self.socks.next.fetch_add(1, Ordering::Relaxed) % SOCK_SHARDS;
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
-        let mut slab = self.socks.shards[shard].lock();
-        let key = slab.insert(SockDir {
+        let (id, _) = self.socks.insert(|_| SockDir {
             sock: sock.clone(),
             uid,
             gid,
             generation,
         });
-        drop(slab);
-        let id = SockTable::id(shard, key);
-        self.index_generation(generation, Some(id));
         sock.lock().aliases.push(id);
         id
     }
 
-    fn index_generation(&self, generation: u64, id: Option<u64>) {
-        let mut m = self.socks.by_generation[(generation % SOCK_SHARDS as u64) as usize].lock();
-        match id {
-            Some(id) => m.insert(generation, id),
-            None => m.remove(&generation),
-        };
-    }
-
     /// The socket directory whose generation is `generation`, with its number.
     pub fn dir_by_generation(&self, generation: u64) -> Option<(u64, SockDir)> {
-        let id = *self.socks.by_generation[(generation % SOCK_SHARDS as u64) as usize]
-            .lock()
-            .get(&generation)?;
-        let d = self.dir(id)?;
-        (d.generation == generation).then_some((id, d))
+        self.socks.by_generation(generation)
     }
 
     fn remove_alias(&self, sock: &Arc<Socket>, id: u64) {

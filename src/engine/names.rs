@@ -4,7 +4,7 @@
 //! bucket to another with both locked in ascending order.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::sync::Arc;
 
 use nix::errno::Errno;
@@ -24,6 +24,9 @@ type Bucket = HashMap<NameKey, Arc<Socket>>;
 pub struct NameTable {
     buckets: Vec<Mutex<Bucket>>,
     half: usize,
+    /// A random key per table: a client cannot choose abstract names that
+    /// all land in one bucket without knowing it.
+    hasher: RandomState,
     /// Which autobind-shaped names ("%05x") are taken, per type: lets an
     /// autobind skip taken runs a word at a time instead of probing each.
     autobind_taken: [Mutex<Vec<u64>>; 3],
@@ -57,6 +60,7 @@ impl NameTable {
         NameTable {
             buckets: (0..2 * half).map(|_| Mutex::new(HashMap::new())).collect(),
             half,
+            hasher: RandomState::new(),
             autobind_taken: Default::default(),
         }
     }
@@ -112,7 +116,7 @@ impl NameTable {
             NameKey::Unbound(id) => (*id % self.half as u64) as usize,
             NameKey::Path(ino) => (*ino % self.half as u64) as usize,
             NameKey::Abstract(ty, name) => {
-                let mut h = std::collections::hash_map::DefaultHasher::new();
+                let mut h = self.hasher.build_hasher();
                 ty.hash(&mut h);
                 name.hash(&mut h);
                 self.half + (h.finish() % self.half as u64) as usize
@@ -233,5 +237,33 @@ mod tests {
         assert_eq!(t.next_free_autobind(SockType::Dgram, top, 10), Some((0, 2)));
         assert_eq!(autobind_number(b"0000A"), None);
         assert_eq!(autobind_number(b"fffff"), Some(0xfffff));
+    }
+
+    /// Names chosen to share one bucket under a fixed (all-zero) key spread
+    /// over the buckets of a real table.
+    #[test]
+    fn names_chosen_for_a_fixed_key_do_not_share_a_bucket() {
+        let half = 256;
+        let fixed_bucket = |name: &[u8]| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            SockType::Stream.hash(&mut h);
+            name.hash(&mut h);
+            h.finish() % half as u64
+        };
+        let chosen: Vec<Vec<u8>> = (0u32..)
+            .map(|i| format!("n{i}").into_bytes())
+            .filter(|n| fixed_bucket(n) == 0)
+            .take(64)
+            .collect();
+        let t = NameTable::new(half);
+        let buckets: std::collections::HashSet<usize> = chosen
+            .iter()
+            .map(|n| t.bucket_of(&NameKey::Abstract(SockType::Stream, n.clone())))
+            .collect();
+        // All 64 in one bucket by chance: 256^-63.
+        assert!(
+            buckets.len() > 1,
+            "64 chosen names share bucket {buckets:?}"
+        );
     }
 }

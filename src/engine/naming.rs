@@ -213,7 +213,7 @@ impl Engine {
         }
         let mut wake = Wakeups::new();
         {
-            let (mut st, mut ot) = lock2(s, other);
+            let (mut st, mut ot) = lock2(s, other)?;
             listener_ready(&mut ot, w)?;
             own_state(&st)?;
             let listener_name = ot.name.clone();
@@ -246,7 +246,7 @@ impl Engine {
             let (mut st, ot) = if s.id == other.id {
                 (s.lock(), None)
             } else {
-                let (a, b) = lock2(s, &other);
+                let (a, b) = lock2(s, &other)?;
                 (a, Some(b))
             };
             if let Some(ot) = &ot {

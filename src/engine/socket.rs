@@ -226,19 +226,24 @@ impl Socket {
     }
 }
 
-/// Locks two distinct sockets in ascending id order (gVisor's rule).
-pub fn lock2<'a>(
-    a: &'a Socket,
-    b: &'a Socket,
-) -> (MutexGuard<'a, SockState>, MutexGuard<'a, SockState>) {
-    debug_assert_ne!(a.id, b.id);
-    if a.id < b.id {
+/// Both guards of `lock2`, in the order the sockets were given.
+pub type Locked2<'a> = (MutexGuard<'a, SockState>, MutexGuard<'a, SockState>);
+
+/// Locks two distinct sockets in ascending id order (gVisor's rule). The
+/// same socket twice would deadlock on its own lock: that is logged and
+/// refused with EINVAL (callers handle a socket meeting itself first).
+pub fn lock2<'a>(a: &'a Socket, b: &'a Socket) -> Result<Locked2<'a>, Errno> {
+    if a.id == b.id {
+        log::error!("socket {}: locking it twice refused", a.id);
+        return Err(Errno::EINVAL);
+    }
+    Ok(if a.id < b.id {
         let ga = a.lock();
         (ga, b.lock())
     } else {
         let gb = b.lock();
         (a.lock(), gb)
-    }
+    })
 }
 
 /// Poll bits as Linux's unix_poll / unix_dgram_poll report them.
@@ -253,5 +258,21 @@ pub mod pollbits {
 impl std::fmt::Debug for Socket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Socket({} {})", self.id, self.ty.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock2_refuses_the_same_socket_twice() {
+        let a = Socket::new(1, 1, SockType::Stream, 1000, 10);
+        let b = Socket::new(2, 2, SockType::Stream, 1000, 10);
+        assert_eq!(lock2(&a, &a).err(), Some(Errno::EINVAL));
+        let (ga, gb) = lock2(&b, &a).expect("two sockets");
+        drop((ga, gb));
+        // Neither lock stayed held.
+        assert!(a.st.try_lock().is_some() && b.st.try_lock().is_some());
     }
 }

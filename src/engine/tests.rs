@@ -483,3 +483,85 @@ fn unopened_received_sockets_are_bounded() {
     e.put(&b);
     assert_eq!(e.live_sockets(), base);
 }
+
+/// A second put of the same reference is refused: the count stays at zero
+/// instead of wrapping, and the socket is released once.
+#[test]
+fn double_put_is_refused() {
+    let e = engine();
+    let c = root();
+    let s = e.socket(SockType::Stream, &c);
+    assert_eq!(e.live_sockets(), 1);
+    e.put(&s);
+    e.put(&s);
+    assert_eq!(s.refs(), 0);
+    assert_eq!(e.live_sockets(), 0);
+    // A later reference by number is still refused.
+    assert!(!e.try_hold(&s));
+}
+
+/// A close does not wait for a collection's walk. Another thread walks a
+/// large in-flight graph over and over (live cycles, so every collection
+/// walks it again); a close of a socket whose queue holds a socket in
+/// flight (so it takes the graph lock) counts when the walk phase is the
+/// same odd number before and after it, i.e. it completed inside one walk.
+/// With the graph lock held for the whole walk no such close could.
+#[test]
+fn closes_complete_during_a_collection_walk() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const PAIRS: usize = 10_000;
+    let e = engine();
+    let c = root();
+    let mut held = Vec::with_capacity(PAIRS);
+    for _ in 0..PAIRS {
+        // b passed over a waits in b's own queue: a cycle the handle keeps alive.
+        let (a, b) = e.socketpair(SockType::Stream, &c);
+        e.hold(&b);
+        let mut rights = vec![b.clone()];
+        e.send_msg(&a, b"x", None, None, &mut rights, &c, None)
+            .unwrap();
+        assert!(rights.is_empty());
+        held.push((a, b));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let walker = {
+        let (e, stop) = (e.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                e.collect();
+            }
+        })
+    };
+    let (mut inside, mut closes) = (0, 0);
+    while inside < 3 && e.gc.stats().walks < 200 {
+        // A close that must take the graph lock: its queue holds a socket
+        // in flight, which leaves the graph with it.
+        let (x, y) = e.socketpair(SockType::Dgram, &c);
+        let z = e.socket(SockType::Dgram, &c);
+        let mut rights = vec![z];
+        e.send_msg(&x, b"z", None, None, &mut rights, &c, None)
+            .unwrap();
+        e.put(&x);
+        let before = e.gc.walk_phase.load(Ordering::SeqCst);
+        e.put(&y);
+        let after = e.gc.walk_phase.load(Ordering::SeqCst);
+        closes += 1;
+        if before % 2 == 1 && before == after {
+            inside += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    walker.join().unwrap();
+    let walks = e.gc.stats().walks;
+    println!("{closes} closes, {inside} inside one of {walks} walks");
+    assert!(
+        inside >= 3,
+        "no close completed inside any of {walks} walks"
+    );
+    for (a, b) in held {
+        e.put(&a);
+        e.put(&b);
+    }
+    while e.collect() > 0 {}
+    assert_eq!(e.live_sockets(), 0);
+}

@@ -1,0 +1,154 @@
+//! The socket directories `.udsfs/sock/N`: sockets (and received aliases of
+//! them) by number, in slabs spread over `Sharded` locks, and by generation.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use slab::Slab;
+
+use super::socket::Socket;
+use crate::sharded::{Sharded, ShardedMap};
+
+/// One `.udsfs/sock/N` directory: a socket and who may use it.
+#[derive(Clone)]
+pub struct SockDir {
+    pub sock: Arc<Socket>,
+    pub uid: u32,
+    pub gid: u32,
+    pub generation: u64,
+}
+
+const SHARDS: usize = 16;
+
+/// Directory numbers encode their shard (`(key * SHARDS + shard) + 1`), so
+/// creating sockets on many threads does not meet on one lock.
+pub(crate) struct SockTable {
+    slabs: Sharded<Slab<SockDir>>,
+    next: AtomicUsize,
+    /// Directory numbers by generation. Numbers are reused, generations are
+    /// not: file-system inode numbers are made from generations, so a file
+    /// still open on a closed socket never meets a newer socket's inode.
+    by_generation: ShardedMap<u64, u64>,
+}
+
+impl SockTable {
+    pub fn new() -> SockTable {
+        SockTable {
+            slabs: Sharded::new(SHARDS),
+            next: AtomicUsize::new(0),
+            by_generation: ShardedMap::new(),
+        }
+    }
+
+    fn id(shard: usize, key: usize) -> u64 {
+        (key * SHARDS + shard) as u64 + 1
+    }
+
+    fn split(id: u64) -> Option<(usize, usize)> {
+        let n = id.checked_sub(1)? as usize;
+        Some((n % SHARDS, n / SHARDS))
+    }
+
+    /// Files a new directory made by `make` from its number; returns the
+    /// number and the directory.
+    pub fn insert(&self, make: impl FnOnce(u64) -> SockDir) -> (u64, SockDir) {
+        let shard = self.next.fetch_add(1, Ordering::Relaxed) % self.slabs.count();
+        let (id, dir) = {
+            let mut slab = self.slabs.lock(shard as u64);
+            let entry = slab.vacant_entry();
+            let id = Self::id(shard, entry.key());
+            let dir = make(id);
+            entry.insert(dir.clone());
+            (id, dir)
+        };
+        self.by_generation.insert(dir.generation, id);
+        (id, dir)
+    }
+
+    pub fn get(&self, id: u64) -> Option<SockDir> {
+        let (shard, key) = Self::split(id)?;
+        self.slabs.lock_shard(shard)?.get(key).cloned()
+    }
+
+    /// Changes directory `id` in place, if it exists.
+    pub fn update(&self, id: u64, f: impl FnOnce(&mut SockDir)) {
+        if let Some((shard, key)) = Self::split(id)
+            && let Some(mut slab) = self.slabs.lock_shard(shard)
+            && let Some(d) = slab.get_mut(key)
+        {
+            f(d);
+        }
+    }
+
+    pub fn remove(&self, id: u64) {
+        let Some((shard, key)) = Self::split(id) else {
+            return;
+        };
+        let removed = self
+            .slabs
+            .lock_shard(shard)
+            .and_then(|mut slab| slab.try_remove(key));
+        if let Some(d) = removed {
+            self.by_generation.remove(&d.generation);
+        }
+    }
+
+    /// Every directory, by number.
+    pub fn all(&self) -> Vec<(u64, SockDir)> {
+        let mut out = Vec::new();
+        self.slabs.for_each(|shard, slab| {
+            out.extend(
+                slab.iter()
+                    .map(|(key, d)| (Self::id(shard, key), d.clone())),
+            );
+        });
+        out.sort_by_key(|(id, _)| *id);
+        out
+    }
+
+    /// The directory whose generation is `generation`, with its number.
+    pub fn by_generation(&self, generation: u64) -> Option<(u64, SockDir)> {
+        let id = self.by_generation.get(&generation)?;
+        let d = self.get(id)?;
+        (d.generation == generation).then_some((id, d))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::socket::SockType;
+
+    fn dir(id: u64, generation: u64) -> SockDir {
+        SockDir {
+            sock: Arc::new(Socket::new(id, generation, SockType::Stream, 1, 1)),
+            uid: 0,
+            gid: 0,
+            generation,
+        }
+    }
+
+    #[test]
+    fn numbers_are_reused_generations_are_not() {
+        let t = SockTable::new();
+        let ids: Vec<u64> = (0..40).map(|g| t.insert(|id| dir(id, g + 1)).0).collect();
+        assert_eq!(ids.iter().min(), Some(&1));
+        assert_eq!(t.all().len(), 40);
+        let victim = ids[5];
+        let old_gen = t.get(victim).unwrap().generation;
+        t.remove(victim);
+        assert!(t.get(victim).is_none());
+        assert!(t.by_generation(old_gen).is_none());
+        // The next insert in that shard takes the number again, with a new generation.
+        let again: Vec<u64> = (0..SHARDS as u64)
+            .map(|g| t.insert(|id| dir(id, 100 + g)).0)
+            .collect();
+        assert!(again.contains(&victim));
+        let (id, d) = t.by_generation(t.get(victim).unwrap().generation).unwrap();
+        assert_eq!(id, victim);
+        assert_ne!(d.generation, old_gen);
+        t.update(victim, |d| d.uid = 7);
+        assert_eq!(t.get(victim).unwrap().uid, 7);
+        assert!(t.get(0).is_none());
+    }
+}

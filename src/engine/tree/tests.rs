@@ -1,0 +1,110 @@
+//! Unit tests of the namespace tree.
+
+use super::*;
+use crate::engine::cred::{Caller, ProcStatus};
+
+fn user(uid: u32) -> Caller {
+    Caller::with_status(
+        1,
+        ProcStatus {
+            tgid: 1,
+            uids: [uid; 4],
+            gids: [uid; 4],
+            umask: 0o022,
+            groups: vec![],
+        },
+    )
+}
+
+#[test]
+fn bind_connect_and_names() {
+    let t = Tree::new(4, 0, 0, None);
+    let root = user(0);
+    let run = t.mkdir(ROOT_INO, b"run", 0o755, 0, 0).unwrap();
+    let ino = t.bind_node(b"run/a.sock", &root, 0o755).unwrap();
+    assert_eq!(
+        t.bind_node(b"run/a.sock", &root, 0o755),
+        Err(Errno::EADDRINUSE)
+    );
+    assert_eq!(
+        t.bind_node(b"nodir/a.sock", &root, 0o755),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(
+        t.bind_node(b"run/a.sock/x", &root, 0o755),
+        Err(Errno::ENOTDIR)
+    );
+    assert_eq!(t.connect_node(b"/run/./a.sock", &root), Ok(ino));
+    assert_eq!(t.connect_node(b"run", &root), Err(Errno::ECONNREFUSED));
+    t.symlink(ROOT_INO, b"l", b"run/a.sock", 0, 0).unwrap();
+    assert_eq!(t.connect_node(b"l", &root), Ok(ino));
+    assert_eq!(t.bind_node(b"l", &root, 0o755), Err(Errno::EADDRINUSE));
+    // Permissions: write on the node, search on the directories.
+    let u = user(1000);
+    assert_eq!(t.connect_node(b"run/a.sock", &u), Err(Errno::EACCES));
+    t.setattr(ino, Some(0o777), None, None, None, None).unwrap();
+    assert_eq!(t.connect_node(b"run/a.sock", &u), Ok(ino));
+    t.setattr(run.ino, Some(0o700), None, None, None, None)
+        .unwrap();
+    assert_eq!(t.connect_node(b"run/a.sock", &u), Err(Errno::EACCES));
+    // rename keeps the inode; unlink removes the name.
+    t.rename(run.ino, b"a.sock", ROOT_INO, b"b.sock", 0)
+        .unwrap();
+    assert_eq!(t.connect_node(b"b.sock", &root), Ok(ino));
+    assert_eq!(t.connect_node(b"run/a.sock", &root), Err(Errno::ENOENT));
+    t.unlink(ROOT_INO, b"b.sock").unwrap();
+    assert_eq!(t.connect_node(b"b.sock", &root), Err(Errno::ENOENT));
+}
+
+/// Supplementary groups grant the group bits (checked on a copy of the
+/// node, with no shard locked).
+#[test]
+fn group_bits_follow_supplementary_groups() {
+    let t = Tree::new(2, 0, 0, None);
+    let d = t.mkdir(ROOT_INO, b"grp", 0o710, 0, 50).unwrap();
+    t.mknod_socket(d.ino, b"s", 0o777, 0, 0).unwrap();
+    let member = Caller::with_status(
+        1,
+        ProcStatus {
+            tgid: 1,
+            uids: [1000; 4],
+            gids: [1000; 4],
+            umask: 0o022,
+            groups: vec![50],
+        },
+    );
+    assert!(t.connect_node(b"grp/s", &member).is_ok());
+    assert_eq!(t.connect_node(b"grp/s", &user(1000)), Err(Errno::EACCES));
+}
+
+#[test]
+fn directory_rules() {
+    let t = Tree::new(3, 0, 0, None);
+    let a = t.mkdir(ROOT_INO, b"a", 0o755, 0, 0).unwrap();
+    let b = t.mkdir(a.ino, b"b", 0o755, 0, 0).unwrap();
+    assert_eq!(t.rename(ROOT_INO, b"a", b.ino, b"x", 0), Err(Errno::EINVAL));
+    assert_eq!(t.rmdir(ROOT_INO, b"a"), Err(Errno::ENOTEMPTY));
+    assert_eq!(
+        t.mkdir(ROOT_INO, CONTROL_NAME, 0o755, 0, 0).unwrap_err(),
+        Errno::EEXIST
+    );
+    assert_eq!(t.getattr(a.ino).unwrap().nlink, 3);
+    t.rename(a.ino, b"b", ROOT_INO, b"b", 0).unwrap();
+    assert_eq!(t.getattr(a.ino).unwrap().nlink, 2);
+    t.rmdir(ROOT_INO, b"a").unwrap();
+    assert_eq!(t.unlink(ROOT_INO, b"b"), Err(Errno::EISDIR));
+    let mut links = 0;
+    t.symlink(ROOT_INO, b"loop", b"loop", 0, 0).unwrap();
+    if t.connect_node(b"loop", &user(0)) == Err(Errno::ELOOP) {
+        links += 1;
+    }
+    assert_eq!(links, 1);
+    // A full tree says ENOSPC, and room comes back with removals.
+    t.set_max_nodes(t.nodes.load(Ordering::Relaxed));
+    assert_eq!(
+        t.mkdir(ROOT_INO, b"c", 0o755, 0, 0).unwrap_err(),
+        Errno::ENOSPC
+    );
+    t.unlink(ROOT_INO, b"loop").unwrap();
+    t.mkdir(ROOT_INO, b"c", 0o755, 0, 0).unwrap();
+}
