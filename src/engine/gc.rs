@@ -198,43 +198,17 @@ impl Collector {
             return Vec::new();
         }
         self.stats.lock().walks += 1;
-        let ids: Vec<u64> = g.vertices.keys().copied().collect();
-        let index_of: HashMap<u64, usize> =
-            ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-        // Successors by vertex index; None for an edge that leaves the graph.
-        let succ: Vec<Vec<Option<usize>>> = ids
-            .iter()
-            .map(|id| {
-                g.vertices[id]
-                    .edges
-                    .iter()
-                    .map(|r| index_of.get(&g.successor(*r)).copied())
-                    .collect()
-            })
-            .collect();
-        let sccs = tarjan(&succ);
         let mut dead = Vec::new();
         let mut cyclic = false;
-        let mut scc_of = vec![0usize; ids.len()];
-        for (n, scc) in sccs.iter().enumerate() {
-            for &v in scc {
-                scc_of[v] = n;
-            }
-        }
-        for (n, scc) in sccs.iter().enumerate() {
-            let is_cycle = scc.len() > 1 || succ[scc[0]].contains(&Some(scc[0]));
-            let closed = scc.iter().all(|&v| {
-                let vx = &g.vertices[&ids[v]];
-                vx.sock.refs() == vx.edges.len()
-                    && succ[v].iter().all(|s| s.is_some_and(|s| scc_of[s] == n))
-            });
-            if !is_cycle || !closed {
-                cyclic |= is_cycle;
+        for c in components(&g) {
+            if !c.cycle || !c.closed {
+                cyclic |= c.cycle;
                 continue;
             }
-            let members: Vec<Arc<Socket>> = scc
+            let members: Vec<Arc<Socket>> = c
+                .members
                 .iter()
-                .map(|&v| g.vertices[&ids[v]].sock.clone())
+                .map(|id| g.vertices[id].sock.clone())
                 .collect();
             // Claim, then look again: a concurrent try_hold either sees the
             // claim or is seen here (both use SeqCst).
@@ -255,6 +229,77 @@ impl Collector {
         }
         g.maybe_cyclic = cyclic;
         dead
+    }
+}
+
+/// A strongly connected component of the in-flight graph.
+struct Component {
+    members: Vec<u64>,
+    /// More than one member, or one that holds a copy of itself.
+    cycle: bool,
+    /// Every reference to every member is a copy queued inside the component.
+    closed: bool,
+}
+
+fn components(g: &Graph) -> Vec<Component> {
+    let ids: Vec<u64> = g.vertices.keys().copied().collect();
+    let index_of: HashMap<u64, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    // Successors by vertex index; None for an edge that leaves the graph.
+    let succ: Vec<Vec<Option<usize>>> = ids
+        .iter()
+        .map(|id| {
+            g.vertices[id]
+                .edges
+                .iter()
+                .map(|r| index_of.get(&g.successor(*r)).copied())
+                .collect()
+        })
+        .collect();
+    let sccs = tarjan(&succ);
+    let mut scc_of = vec![0usize; ids.len()];
+    for (n, scc) in sccs.iter().enumerate() {
+        for &v in scc {
+            scc_of[v] = n;
+        }
+    }
+    sccs.iter()
+        .enumerate()
+        .map(|(n, scc)| Component {
+            members: scc.iter().map(|&v| ids[v]).collect(),
+            cycle: scc.len() > 1 || succ[scc[0]].contains(&Some(scc[0])),
+            closed: scc.iter().all(|&v| {
+                let vx = &g.vertices[&ids[v]];
+                vx.sock.refs() == vx.edges.len()
+                    && succ[v].iter().all(|s| s.is_some_and(|s| scc_of[s] == n))
+            }),
+        })
+        .collect()
+}
+
+/// What the collector sees, for `.udsfs/graph`: every socket in flight with
+/// the receivers whose queues hold its copies (one entry per copy), and the
+/// sockets it would free if it ran now.
+pub struct GcView {
+    pub inflight: Vec<(u64, Vec<u64>)>,
+    pub dead: std::collections::HashSet<u64>,
+}
+
+impl Collector {
+    /// A read-only look at the graph; claims nothing.
+    pub fn view(&self) -> GcView {
+        let g = self.graph.lock();
+        let mut inflight: Vec<(u64, Vec<u64>)> = g
+            .vertices
+            .iter()
+            .map(|(id, v)| (*id, v.edges.clone()))
+            .collect();
+        inflight.sort();
+        let dead = components(&g)
+            .into_iter()
+            .filter(|c| c.cycle && c.closed)
+            .flat_map(|c| c.members)
+            .collect();
+        GcView { inflight, dead }
     }
 }
 
