@@ -190,6 +190,7 @@ fn run(a: &MountArgs, mountpoint: &Path, ready: &mut Option<File>) -> Result<(),
         gc_trigger: a.gc_trigger,
         mountpoint: Some(mountpoint.to_path_buf()),
         max_nodes: a.max_nodes,
+        background_gc: !a.gc_manual,
         root_uid: uid,
         root_gid: gid,
         ..engine::Config::default()

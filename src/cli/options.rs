@@ -34,6 +34,10 @@ pub struct MountArgs {
     /// Directories, socket nodes and symlinks the tree may hold (ENOSPC beyond).
     #[arg(long, default_value_t = 1 << 20)]
     pub max_nodes: usize,
+    /// Collect garbage only when `run` is written to .udsfs/gc (to look at dead
+    /// cycles with `udsfs graph` before they go).
+    #[arg(long)]
+    pub gc_manual: bool,
     /// Requests that may wait in the daemon at once (ENOBUFS beyond).
     #[arg(long, default_value_t = 65536)]
     pub max_parked: u64,
