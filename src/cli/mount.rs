@@ -166,7 +166,9 @@ fn background(a: &MountArgs, argv: &Argv) -> i32 {
     let _ = BufReader::new(File::from(rd)).read_line(&mut line);
     match line.trim() {
         "ready" => {
-            println!("{}", child.id());
+            if !a.helper {
+                println!("{}", child.id());
+            }
             0
         }
         "" => {

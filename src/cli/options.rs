@@ -41,6 +41,9 @@ pub struct MountArgs {
     /// Requests that may wait in the daemon at once (ENOBUFS beyond).
     #[arg(long, default_value_t = 65536)]
     pub max_parked: u64,
+    /// Run as mount(8)'s helper: in the background, printing nothing.
+    #[arg(long, hide = true)]
+    pub helper: bool,
     /// Where the daemon logs when it runs in the background.
     #[arg(long, value_name = "PATH")]
     pub log_file: Option<PathBuf>,
@@ -179,7 +182,7 @@ fn as_flag(mount: &clap::Command, opt: &str) -> Result<String, String> {
 fn known(mount: &clap::Command) -> String {
     let names: Vec<String> = mount
         .get_arguments()
-        .filter(|a| a.get_id() != "options" && a.get_id() != "help")
+        .filter(|a| a.get_id() != "options" && a.get_id() != "help" && !a.is_hide_set())
         .filter_map(|a| {
             let long = a.get_long()?.replace('-', "_");
             Some(match a.get_value_names() {
@@ -203,7 +206,7 @@ fn helper_form(argv: Vec<OsString>) -> Vec<OsString> {
     if !is_helper {
         return argv;
     }
-    let mut out = vec![argv[0].clone(), "mount".into()];
+    let mut out = vec![argv[0].clone(), "mount".into(), "--helper".into()];
     let rest = &argv[3..];
     if !rest.iter().any(|a| a == "-f") {
         out.push("--background".into());
@@ -239,6 +242,7 @@ mod tests {
         let want = [
             "udsfs",
             "mount",
+            "--helper",
             "--background",
             "-orw",
             "-onosuid",
@@ -250,7 +254,7 @@ mod tests {
         ];
         assert_eq!(got, want);
         let fg = expand(&["udsfs", "src", "/mnt", "-f"]).unwrap();
-        assert_eq!(fg, ["udsfs", "mount", "/mnt"]);
+        assert_eq!(fg, ["udsfs", "mount", "--helper", "/mnt"]);
     }
 
     #[test]
