@@ -12,7 +12,7 @@ use super::procfd;
 
 #[derive(Args)]
 pub struct SsArgs {
-    /// Listening sockets only.
+    /// Listening sockets only (and unconnected ones, as ss -l shows them).
     #[arg(short = 'l', long)]
     listening: bool,
     /// All sockets: listening, connected and unconnected.
@@ -168,6 +168,15 @@ fn read_rows(mount: &Path) -> Result<Vec<Row>, String> {
             status,
         });
     }
+    // Linux marks a dgram socket established when another connects to it
+    // (and leaves it so); here: while one is connected to it.
+    let targets: std::collections::HashSet<String> =
+        rows.iter().map(|r| r.peer_id.clone()).collect();
+    for r in rows.iter_mut() {
+        if r.netid == "u_dgr" && r.state == "UNCONN" && targets.contains(&r.id.to_string()) {
+            r.state = "ESTAB";
+        }
+    }
     Ok(rows)
 }
 
@@ -199,7 +208,8 @@ fn selected(a: &SsArgs, f: &Filter, mount: &Path, r: &Row) -> bool {
     } else if a.all {
         true
     } else if a.listening {
-        r.state == "LISTEN"
+        // ss -l: listening and closed (unconnected) sockets.
+        r.state != "ESTAB"
     } else {
         // ss's default: neither listening nor closed.
         r.state == "ESTAB"
