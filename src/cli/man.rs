@@ -36,6 +36,7 @@ pub fn man(a: &ManArgs) -> Result<(), String> {
                 .cloned()
                 .ok_or_else(|| format!("no subcommand '{name}'"))?
                 .name(format!("udsfs-{name}"))
+                .version(env!("CARGO_PKG_VERSION"))
         }
     };
     clap_mangen::Man::new(page)

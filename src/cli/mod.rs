@@ -31,7 +31,16 @@ pub struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Mount udsfs (foreground unless --background).
-    #[command(args_override_self = true)]
+    #[command(
+        args_override_self = true,
+        after_long_help = "Also mounted by mount(8) through mount.fuse3(8), which runs \
+            `udsfs SOURCE MOUNTPOINT -o OPTIONS` (in the background once the mount answers):\n\n  \
+            mount -t fuse.udsfs udsfs /run/udsfs -o allow_other,threads=4\n  \
+            # /etc/fstab:\n  \
+            udsfs  /run/udsfs  fuse.udsfs  allow_other,max_dgram_qlen=64,_netdev  0 0\n\n\
+            A mount point udsfs already serves is refused (the message names its daemon); \
+            a stale one (its daemon killed: ENOTCONN) is cleared first."
+    )]
     Mount(options::MountArgs),
     /// Unmount a udsfs mount and stop its daemon.
     Umount { mountpoint: PathBuf },
