@@ -27,12 +27,14 @@ expect_message() { # expect_message WHAT OUTPUT PATTERN...
 # ---- 1. /dev/fuse not accessible to an ordinary user
 chmod 755 "$TMP"
 chown 65534:65534 "$MNT"
+# a copy uid 65534 can run wherever the checkout lives
+install -m 0755 "$UDSFS_BIN" "$TMP/udsfs"
 mknod -m 0600 "$TMP/fuse" c 10 229
 mount --bind "$TMP/fuse" /dev/fuse || fail "bind a 0600 node over /dev/fuse"
 for mode in "" --background; do
     rc=0
     out=$(cd / && timeout 20 env RUST_LOG=off setpriv --reuid=65534 --regid=65534 --clear-groups -- \
-        "$UDSFS_BIN" mount $mode "$MNT" 2>&1 </dev/null) || rc=$?
+        "$TMP/udsfs" mount $mode "$MNT" 2>&1 </dev/null) || rc=$?
     [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "uid 65534 mount ${mode:-(foreground)}: status $rc: $out"
     expect_message "uid 65534, /dev/fuse mode 0600, ${mode:-foreground}" "$out" \
         "cannot open /dev/fuse" "Permission denied" "chmod 0666 /dev/fuse" fusermount3
