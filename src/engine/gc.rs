@@ -250,16 +250,7 @@ impl Collector {
         }
         g.maybe_cyclic = false;
         self.stats.lock().walks += 1;
-        let mut snap = Snapshot {
-            socks: Vec::with_capacity(g.vertices.len()),
-            succ: Vec::with_capacity(g.vertices.len()),
-        };
-        for v in g.vertices.values() {
-            snap.socks.push(v.sock.clone());
-            snap.succ
-                .push(v.edges.iter().map(|r| g.successor(*r)).collect());
-        }
-        Some(snap)
+        Some(g.snapshot())
     }
 }
 
@@ -313,6 +304,20 @@ impl Snapshot {
 }
 
 impl Graph {
+    /// A copy of the vertices and their successors, to walk unlocked.
+    fn snapshot(&self) -> Snapshot {
+        let mut snap = Snapshot {
+            socks: Vec::with_capacity(self.vertices.len()),
+            succ: Vec::with_capacity(self.vertices.len()),
+        };
+        for v in self.vertices.values() {
+            snap.socks.push(v.sock.clone());
+            snap.succ
+                .push(v.edges.iter().map(|r| self.successor(*r)).collect());
+        }
+        snap
+    }
+
     /// Whether `members` is still dead in the graph as it is now, and if so
     /// claims them. Dead: each member is in flight, each of its copies waits
     /// in a member's queue, and those copies are all its references.
@@ -339,6 +344,38 @@ impl Graph {
             m.gc_dead.store(false, Ordering::SeqCst);
         }
         false
+    }
+}
+
+/// What the collector sees, for `.udsfs/graph`: every socket in flight with
+/// the receivers whose queues hold its copies (one entry per copy), and the
+/// sockets it would free if it ran now.
+pub struct GcView {
+    pub inflight: Vec<(u64, Vec<u64>)>,
+    pub dead: std::collections::HashSet<u64>,
+}
+
+impl Collector {
+    /// A read-only look at the graph; claims nothing.
+    pub fn view(&self) -> GcView {
+        let (mut inflight, snap) = {
+            let g = self.graph.lock();
+            let inflight: Vec<(u64, Vec<u64>)> = g
+                .vertices
+                .iter()
+                .map(|(id, v)| (*id, v.edges.clone()))
+                .collect();
+            (inflight, g.snapshot())
+        };
+        inflight.sort();
+        let dead = snap
+            .closed_cycles()
+            .0
+            .into_iter()
+            .flatten()
+            .map(|s| s.id)
+            .collect();
+        GcView { inflight, dead }
     }
 }
 

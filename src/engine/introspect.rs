@@ -24,28 +24,42 @@ impl Engine {
             .map(|c| format!("{}:{}:{}", c.pid, c.uid, c.gid))
             .unwrap_or_default();
         let (msgs, bytes, sndbuf) = (st.rcvq.len(), st.rcvq_bytes, st.sndbuf);
+        // What FIONREAD (and ss's Recv-Q) gives a dgram socket: the first message.
+        let head = st.rcvq.front().map_or(0, |m| m.remaining());
         let pending = match &st.conn {
-            Conn::Listening { pending, backlog } => Some((pending.len(), *backlog)),
+            Conn::Listening { pending, backlog } => Some((pending.clone(), *backlog)),
             _ => None,
         };
         drop(st);
-        // getpeername reads the peer's current name.
-        let peer = peer_sock
-            .and_then(|p| p.lock().name.as_ref().map(|n| n.addr.display()))
+        // getpeername reads the peer's current name; an embryo has no inode yet.
+        let (peer, peer_id) = peer_sock
+            .map(|p| {
+                let pt = p.lock();
+                let name = pt.name.as_ref().map(|n| n.addr.display());
+                (name.unwrap_or_default(), if pt.embryo { 0 } else { p.id })
+            })
             .unwrap_or_default();
         let mut out = String::new();
         let _ = writeln!(out, "type={}", s.ty.name());
         let _ = writeln!(out, "state={state}");
         let _ = writeln!(out, "local={local}");
         let _ = writeln!(out, "peer={peer}");
+        let _ = writeln!(out, "peer_id={peer_id}");
         let _ = writeln!(out, "passcred={passcred}");
         let _ = writeln!(out, "peercred={peercred}");
         let _ = writeln!(out, "rcvq_msgs={msgs}");
         let _ = writeln!(out, "rcvq_bytes={bytes}");
+        let _ = writeln!(out, "rcvq_head={head}");
         let _ = writeln!(out, "sndbuf={sndbuf}");
         let _ = writeln!(out, "wmem={}", s.wmem());
-        if let Some((n, b)) = pending {
-            let _ = writeln!(out, "pending={n}");
+        if let Some((embryos, b)) = pending {
+            // The clients waiting in the backlog (ss -e shows them as "peers:").
+            let clients: Vec<String> = embryos
+                .iter()
+                .filter_map(|e| Socket::peer(&e.lock()).map(|c| c.id.to_string()))
+                .collect();
+            let _ = writeln!(out, "pending={}", embryos.len());
+            let _ = writeln!(out, "pending_peers={}", clients.join(","));
             let _ = writeln!(out, "backlog={b}");
         }
         let _ = writeln!(out, "inflight={}", s.inflight());

@@ -7,6 +7,7 @@ pub mod addr;
 pub mod cred;
 mod data;
 pub mod gc;
+mod graph;
 mod introspect;
 mod lifecycle;
 mod names;

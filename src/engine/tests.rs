@@ -565,3 +565,46 @@ fn closes_complete_during_a_collection_walk() {
     while e.collect() > 0 {}
     assert_eq!(e.live_sockets(), 0);
 }
+
+#[test]
+fn graph_marks_dead_what_the_collector_frees_and_nothing_else() {
+    let e = engine();
+    let c = root();
+    let (a0, a1) = e.socketpair(SockType::Stream, &c);
+    let (b0, b1) = e.socketpair(SockType::Stream, &c);
+    pass(&e, &b1, &a0); // a0 waits in b0's queue
+    pass(&e, &a1, &b0); // b0 waits in a0's queue
+    for s in [&a0, &a1, &b1] {
+        e.put(s);
+    }
+    // b0 is still open: nothing is dead yet, and the view claims nothing.
+    assert!(e.gc.view().dead.is_empty());
+    let dot = e.graph_dot();
+    assert!(!dot.contains("DEAD"), "{dot}");
+    assert!(dot.contains(&format!(
+        "s{} -> s{} [label=\"in queue of\", color=blue",
+        a0.id, b0.id
+    )));
+    e.put(&b0);
+    let view = e.gc.view();
+    let mut dead: Vec<u64> = view.dead.iter().copied().collect();
+    dead.sort();
+    assert_eq!(dead, vec![a0.id, b0.id]);
+    let dot = e.graph_dot();
+    for s in [&a0, &b0] {
+        assert!(
+            dot.contains(&format!("s{} [label=\"{} stream", s.id, s.id)),
+            "{dot}"
+        );
+    }
+    assert_eq!(dot.matches("DEAD (collector)").count(), 2, "{dot}");
+    assert_eq!(
+        dot.matches("color=red, fontcolor=red, style=bold").count(),
+        2,
+        "{dot}"
+    );
+    // Looking claimed nothing: the collector frees exactly those two.
+    assert_eq!(e.collect(), 2);
+    assert!(e.gc.view().dead.is_empty());
+    assert!(!e.graph_dot().contains("DEAD"));
+}

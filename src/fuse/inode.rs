@@ -21,6 +21,7 @@ pub enum Ctrl {
     AbstractDir,
     Unix,
     Gc,
+    Graph,
 }
 
 /// Files of `.udsfs/sock/N/`.
@@ -106,6 +107,7 @@ impl Node {
                     Ctrl::AbstractDir => 3,
                     Ctrl::Unix => 4,
                     Ctrl::Gc => 5,
+                    Ctrl::Graph => 6,
                     Ctrl::TypeDir(t) => 10 + type_code(t),
                     Ctrl::Clone(t) => 20 + type_code(t),
                     Ctrl::Pair(t) => 30 + type_code(t),
@@ -128,6 +130,7 @@ impl Node {
                 3 => Ctrl::AbstractDir,
                 4 => Ctrl::Unix,
                 5 => Ctrl::Gc,
+                6 => Ctrl::Graph,
                 10..=12 => Ctrl::TypeDir(TYPES[(low - 10) as usize]),
                 20..=22 => Ctrl::Clone(TYPES[(low - 20) as usize]),
                 30..=32 => Ctrl::Pair(TYPES[(low - 30) as usize]),

@@ -177,7 +177,7 @@ impl Inner {
                         (FileType::Directory, 0o555)
                     }
                     Ctrl::Clone(_) | Ctrl::Pair(_) => (FileType::RegularFile, 0o666),
-                    Ctrl::Unix => (FileType::RegularFile, 0o444),
+                    Ctrl::Unix | Ctrl::Graph => (FileType::RegularFile, 0o444),
                     Ctrl::Gc => (FileType::RegularFile, 0o644),
                 };
                 // Clone and pair files are control handles once open.
@@ -240,6 +240,7 @@ impl Inner {
                 b"abstract" => Ok(Node::Ctrl(Ctrl::AbstractDir)),
                 b"connect" => Ok(Node::Connect(ROOT_INO)),
                 b"unix" => Ok(Node::Ctrl(Ctrl::Unix)),
+                b"graph" => Ok(Node::Ctrl(Ctrl::Graph)),
                 b"gc" => Ok(Node::Ctrl(Ctrl::Gc)),
                 _ => TYPE_NAMES
                     .iter()
@@ -321,6 +322,7 @@ impl Inner {
                 ));
                 out.push((Node::Connect(ROOT_INO).ino(), dir, b"connect".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Unix).ino(), reg, b"unix".to_vec()));
+                out.push((Node::Ctrl(Ctrl::Graph).ino(), reg, b"graph".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Gc).ino(), reg, b"gc".to_vec()));
             }
             Node::Ctrl(Ctrl::TypeDir(t)) => {
@@ -786,6 +788,7 @@ impl Filesystem for UdsFs {
                 Ok((fh, ctl_open_flags()))
             }
             Node::Ctrl(Ctrl::Unix) => Ok((i.snapshot(i.eng.proc_net_unix()), direct)),
+            Node::Ctrl(Ctrl::Graph) => Ok((i.snapshot(i.eng.graph_dot()), direct)),
             Node::Ctrl(Ctrl::Gc) => Ok((
                 i.files.insert(OpenFile {
                     sock: None,

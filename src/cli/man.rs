@@ -1,0 +1,51 @@
+//! Man pages and shell completions, generated from the clap definitions.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use clap_complete::Shell;
+
+#[derive(Args)]
+pub struct ManArgs {
+    /// The page of this subcommand (udsfs-mount(1), ...); none: udsfs(1).
+    subcommand: Option<String>,
+    /// Write every page (udsfs.1, udsfs-mount.1, ...) into DIR instead.
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    shell: Shell,
+}
+
+pub fn man(a: &ManArgs) -> Result<(), String> {
+    let cmd = super::command();
+    if let Some(dir) = &a.out_dir {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        return clap_mangen::generate_to(cmd, dir).map_err(|e| format!("{}: {e}", dir.display()));
+    }
+    let page = match &a.subcommand {
+        None => cmd,
+        Some(name) => {
+            let mut cmd = cmd;
+            // Subcommands' pages are named udsfs-NAME, as generate_to names them.
+            cmd.build();
+            cmd.find_subcommand(name)
+                .cloned()
+                .ok_or_else(|| format!("no subcommand '{name}'"))?
+                .name(format!("udsfs-{name}"))
+                .version(env!("CARGO_PKG_VERSION"))
+        }
+    };
+    clap_mangen::Man::new(page)
+        .render(&mut std::io::stdout())
+        .map_err(|e| e.to_string())
+}
+
+pub fn completions(a: &CompletionsArgs) -> Result<(), String> {
+    let mut cmd = super::command();
+    clap_complete::generate(a.shell, &mut cmd, "udsfs", &mut std::io::stdout());
+    Ok(())
+}
