@@ -29,6 +29,11 @@ mod names2;
 mod creds;
 #[path = "conformance/rights.rs"]
 mod rights;
+// blocking calls: one side blocks, another wakes it (issue 11)
+#[path = "conformance/blocker.rs"]
+mod blocker;
+#[path = "conformance/blocking.rs"]
+mod blocking;
 
 use backend::Backend;
 
@@ -309,6 +314,49 @@ scenarios! {
     rights_sendto_with_rights => rights::sendto_with_rights,
     rights_embryo_accepted_receive => rights::embryo_accepted_receive,
     rights_cycle_dup_open => rights::cycle_dup_open,
+    // blocking calls (issue 11)
+    blocking_stream_read_woken_by_write => blocking::stream_read_woken_by_write,
+    blocking_dgram_read_woken_by_write => blocking::dgram_read_woken_by_write,
+    blocking_seqpacket_read_woken_by_write => blocking::seqpacket_read_woken_by_write,
+    blocking_stream_read_peer_close => blocking::stream_read_peer_close,
+    blocking_dgram_read_peer_close => blocking::dgram_read_peer_close,
+    blocking_seqpacket_read_peer_close => blocking::seqpacket_read_peer_close,
+    blocking_stream_read_peer_shut_wr => blocking::stream_read_peer_shut_wr,
+    blocking_dgram_read_peer_shut_wr => blocking::dgram_read_peer_shut_wr,
+    blocking_seqpacket_read_peer_shut_wr => blocking::seqpacket_read_peer_shut_wr,
+    blocking_stream_read_own_shut_rd => blocking::stream_read_own_shut_rd,
+    blocking_dgram_read_own_shut_rd => blocking::dgram_read_own_shut_rd,
+    blocking_seqpacket_read_own_shut_rd => blocking::seqpacket_read_own_shut_rd,
+    blocking_stream_read_signal => blocking::stream_read_signal,
+    blocking_dgram_read_signal => blocking::dgram_read_signal,
+    blocking_seqpacket_read_signal => blocking::seqpacket_read_signal,
+    blocking_stream_write_drain_little_then_signal => blocking::stream_write_drain_little_then_signal,
+    blocking_stream_write_drain_all => blocking::stream_write_drain_all,
+    blocking_stream_write_partial_reader_closes => blocking::stream_write_partial_reader_closes,
+    blocking_stream_write_full_reader_closes => blocking::stream_write_full_reader_closes,
+    blocking_stream_write_full_reader_shut_rd => blocking::stream_write_full_reader_shut_rd,
+    blocking_stream_write_full_signal => blocking::stream_write_full_signal,
+    blocking_dgram_write_full_receiver_reads => blocking::dgram_write_full_receiver_reads,
+    blocking_dgram_write_full_receiver_closes => blocking::dgram_write_full_receiver_closes,
+    blocking_dgram_write_full_signal => blocking::dgram_write_full_signal,
+    blocking_seqpacket_write_full_drain => blocking::seqpacket_write_full_drain,
+    blocking_seqpacket_write_full_peer_closes => blocking::seqpacket_write_full_peer_closes,
+    blocking_seqpacket_write_full_signal => blocking::seqpacket_write_full_signal,
+    blocking_accept_woken_by_connect => blocking::accept_woken_by_connect,
+    blocking_accept_seqpacket_woken_by_connect => blocking::accept_seqpacket_woken_by_connect,
+    blocking_accept_signal => blocking::accept_signal,
+    blocking_accept_listener_shutdown => blocking::accept_listener_shutdown,
+    blocking_connect_backlog_ended_by_accept => blocking::connect_backlog_ended_by_accept,
+    blocking_connect_backlog_listener_close => blocking::connect_backlog_listener_close,
+    blocking_connect_backlog_signal => blocking::connect_backlog_signal,
+    blocking_rights_parked_send => blocking::rights_parked_send,
+    blocking_dgram_recvmsg_woken_by_rights => blocking::dgram_recvmsg_woken_by_rights,
+    blocking_rights_parked_send_signal => blocking::rights_parked_send_signal,
+    blocking_stream_msg_partial_eagain => blocking::stream_msg_partial_eagain,
+    blocking_stream_msg_partial_signal => blocking::stream_msg_partial_signal,
+    blocking_dgram_readers_one_message_each => blocking::dgram_readers_one_message_each,
+    blocking_dgram_more_readers_than_messages => blocking::dgram_more_readers_than_messages,
+    blocking_seqpacket_readers_one_record_each => blocking::seqpacket_readers_one_record_each,
 }
 
 /// Every scenario twice on the kernel: the traces must be identical, so that a
