@@ -96,6 +96,33 @@ fn run_udsfs(f: Scenario) -> (Entries, mount::Mount) {
     u.finish()
 }
 
+/// Scenarios known to differ from the kernel today, and why. They still run and
+/// still fail (so the suite keeps reporting them); the failure names the cause.
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
+    (
+        "blocking_rights_parked_send",
+        "issue 11 defect 1: a parked `rights=` send loses its sockets",
+    ),
+    (
+        "blocking_stream_msg_partial_eagain",
+        "issue 11 defect 2: a partly queued stream `msg` record answers EAGAIN",
+    ),
+    (
+        "blocking_stream_msg_partial_signal",
+        "issue 11 defect 2: a partly queued parked stream `msg` record answers EINTR",
+    ),
+    (
+        "blocking_dgram_read_own_shut_rd",
+        "shutdown(SHUT_RD) of a dgram socket does not wake its blocked reader \
+         (the kernel ends the read with 0 bytes)",
+    ),
+    (
+        "blocking_stream_write_full_reader_closes",
+        "a stream writer blocked on a full queue gets EPIPE when the reader closes \
+         with data unread (the kernel: ECONNRESET, then EPIPE)",
+    ),
+];
+
 /// Run one scenario on both backends and compare.
 fn differential(name: &str, f: Scenario) {
     require_root();
@@ -105,8 +132,13 @@ fn differential(name: &str, f: Scenario) {
         let log = mount.log_tail(60);
         let kept = mount.keep_log(name);
         drop(mount);
+        let known = KNOWN_DIFFERENCES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, why)| format!(" (known difference: {why})"))
+            .unwrap_or_default();
         panic!(
-            "scenario {name}: udsfs differs from the kernel\n{}\n--- last daemon log lines \
+            "scenario {name}: udsfs differs from the kernel{known}\n{}\n--- last daemon log lines \
              (full log: {}) ---\n{log}\n",
             side_by_side("kernel", &k, "udsfs", &u),
             kept.map(|p| p.display().to_string())

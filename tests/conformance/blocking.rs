@@ -82,10 +82,8 @@ fn fill(b: &mut dyn Backend, s: Sock, chunk: usize) -> Vec<u8> {
 /// Records the total a stream reader got across several drains, against what the
 /// writer was told was sent.
 fn received(b: &mut dyn Backend, what: &str, got: &[u8]) {
-    b.trace().push(
-        format!("received in total ({what})"),
-        format!("{}", show_bytes(got)),
-    );
+    b.trace()
+        .push(format!("received in total ({what})"), show_bytes(got));
 }
 
 /// A dgram receiver bound at `r.sock` and a sender connected to it, whose queue

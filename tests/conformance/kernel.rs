@@ -434,19 +434,7 @@ impl Backend for Kernel {
     // ---- stream / seqpacket (helper A) ----
 
     fn raw_accept(&mut self, s: Sock) -> Res<Sock> {
-        let fd = self.fd(s)?;
-        // SAFETY: plain syscall; no address is asked for.
-        let nfd = unsafe {
-            libc::accept4(
-                fd,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            )
-        };
-        if nfd < 0 {
-            return Err(last_errno());
-        }
+        let nfd = accept_fd(self.fd(s)?)?;
         // SAFETY: nfd is a fresh descriptor we own.
         self.socks.push(Some(unsafe { OwnedFd::from_raw_fd(nfd) }));
         Ok(self.socks.len() - 1)
@@ -914,6 +902,20 @@ impl Kernel {
     }
 }
 
+/// accept4() of a non-blocking, close-on-exec socket; no address is asked for.
+fn accept_fd(fd: libc::c_int) -> Res<libc::c_int> {
+    // SAFETY: plain syscall.
+    let nfd = unsafe {
+        libc::accept4(
+            fd,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+        )
+    };
+    if nfd < 0 { Err(last_errno()) } else { Ok(nfd) }
+}
+
 /// What one recvmsg() returned, before its descriptors get handles.
 struct KRecv {
     data: Vec<u8>,
@@ -1099,22 +1101,9 @@ impl Kernel {
                         .map(KOut::Count)
                 })
             }
-            Blocking::Accept(_) => Blocker::spawn(libc::SYS_accept4, move || {
-                // SAFETY: plain syscall; no address is asked for.
-                let nfd = unsafe {
-                    libc::accept4(
-                        fd,
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                        libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-                    )
-                };
-                if nfd < 0 {
-                    Err(last_errno())
-                } else {
-                    Ok(KOut::Fd(nfd))
-                }
-            }),
+            Blocking::Accept(_) => {
+                Blocker::spawn(libc::SYS_accept4, move || accept_fd(fd).map(KOut::Fd))
+            }
             Blocking::Connect(_, a) => {
                 let (buf, len) = self.sockaddr(a)?;
                 Blocker::spawn(libc::SYS_connect, move || {

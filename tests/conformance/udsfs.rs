@@ -294,36 +294,11 @@ impl Backend for Udsfs {
     }
 
     fn raw_recvfrom(&mut self, s: Sock, bufsize: usize) -> Res<Msg> {
-        let f = self.msg(s)?;
-        let hdr = read_header(f)?;
-        let mut len = None;
-        let mut from = Name::Unnamed;
-        for field in hdr.split(' ') {
-            if let Some(v) = field.strip_prefix("len=") {
-                len = v.parse::<usize>().ok();
-            } else if let Some(v) = field.strip_prefix("from=") {
-                from = parse_name(v);
-            }
-        }
-        let len = len.ok_or_else(|| format!("HARNESS msg header {hdr:?} has no len="))?;
-        let mut data = vec![0u8; len];
-        let mut got = 0;
-        while got < len {
-            match f.read(&mut data[got..]) {
-                Ok(0) => {
-                    return Err(format!(
-                        "HARNESS msg payload ended after {got} of {len} bytes"
-                    ));
-                }
-                Ok(n) => got += n,
-                Err(e) => {
-                    return Err(format!(
-                        "HARNESS msg payload read failed with {} after {got} of {len} bytes",
-                        io_errno(&e)
-                    ));
-                }
-            }
-        }
+        let (hdr, mut data) = self.read_record(s)?;
+        let from = hdr
+            .split(' ')
+            .find_map(|f| f.strip_prefix("from="))
+            .map_or(Name::Unnamed, parse_name);
         data.truncate(bufsize);
         Ok(Msg { data, from })
     }
@@ -411,17 +386,7 @@ impl Backend for Udsfs {
             .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(self.ctrl(&format!("sock/{n}/accept")))
             .map_err(|e| io_errno(&e))?;
-        let mut buf = [0u8; 64];
-        let k = acc
-            .read(&mut buf)
-            .map_err(|e| format!("HARNESS reading accept: {}", io_errno(&e)))?;
-        let text = String::from_utf8_lossy(&buf[..k]).into_owned();
-        let m = text.trim_end_matches('\n');
-        if m.is_empty() || !m.bytes().all(|c| c.is_ascii_digit()) || !text.ends_with('\n') {
-            return Err(format!(
-                "HARNESS accept read gave {text:?}, expected \"M\\n\""
-            ));
-        }
+        let m = read_accepted(&mut acc)?;
         let ctl = open_rw_nonblock(&self.ctrl(&format!("sock/{m}/ctl")))
             .map_err(|e| format!("HARNESS opening the accepted socket's ctl: {e}"))?;
         drop(acc);
@@ -911,6 +876,22 @@ enum UOut {
     Unit,
 }
 
+/// The new socket's number "M\n" that an open `accept` file reads.
+fn read_accepted(acc: &mut File) -> Res<String> {
+    let mut buf = [0u8; 64];
+    let k = acc
+        .read(&mut buf)
+        .map_err(|e| format!("HARNESS reading accept: {}", io_errno(&e)))?;
+    let text = String::from_utf8_lossy(&buf[..k]).into_owned();
+    let m = text.trim_end_matches('\n');
+    if m.is_empty() || !m.bytes().all(|c| c.is_ascii_digit()) || !text.ends_with('\n') {
+        return Err(format!(
+            "HARNESS accept read gave {text:?}, expected \"M\\n\""
+        ));
+    }
+    Ok(m.to_string())
+}
+
 /// A file of the mount opened for reading and writing, without O_NONBLOCK.
 fn open_rw_blocking(p: &PathBuf) -> Res<File> {
     std::fs::OpenOptions::new()
@@ -994,16 +975,8 @@ impl Udsfs {
                     }
                     // SAFETY: a fresh descriptor we own.
                     let mut acc = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-                    let mut buf = [0u8; 64];
-                    let k = acc
-                        .read(&mut buf)
-                        .map_err(|e| format!("HARNESS reading accept: {}", io_errno(&e)))?;
-                    let text = String::from_utf8_lossy(&buf[..k]).into_owned();
-                    let m = text.trim_end_matches('\n');
-                    if m.is_empty() || !m.bytes().all(|c| c.is_ascii_digit()) {
-                        return Err(format!("HARNESS accept read gave {text:?}"));
-                    }
-                    Ok(UOut::Accepted(acc, m.to_string()))
+                    let m = read_accepted(&mut acc)?;
+                    Ok(UOut::Accepted(acc, m))
                 })
             }
             Blocking::Connect(_, a) => {
