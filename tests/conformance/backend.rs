@@ -382,8 +382,8 @@ pub trait Backend {
     /// Wait until the call sleeps in the kernel (true) or has ended without
     /// blocking (false).
     fn raw_wait_blocked(&mut self, j: Job) -> Res<bool>;
-    /// Whether the call is still blocked a moment from now.
-    fn raw_still_blocked(&mut self, j: Job) -> Res<bool>;
+    /// Whether the call has ended (now, without waiting).
+    fn raw_ended(&mut self, j: Job) -> Res<bool>;
     /// Send `blocker::WAKE_SIGNAL` (handled, no SA_RESTART) to the blocked thread.
     fn raw_signal(&mut self, j: Job) -> Res<()>;
     /// Wait for the call to end; what it returned.
@@ -807,9 +807,11 @@ pub trait Backend {
         j
     }
 
-    /// Whether the call is still blocked after a moment.
+    /// Whether the call is still blocked after a moment (`blocker::SETTLE`) in
+    /// which something that should not end it has had time to.
     fn still_blocked(&mut self, j: Job) -> Out<bool> {
-        let r = self.raw_still_blocked(j);
+        std::thread::sleep(super::blocker::SETTLE);
+        let r = self.raw_ended(j).map(|e| !e);
         self.trace().push(
             format!("still blocked #{}?", job_s(j)),
             show(&r, |b| if *b { "yes" } else { "no" }.to_string()),
@@ -847,12 +849,22 @@ pub trait Backend {
         Out(Ok(v))
     }
 
-    /// How many of `jobs` have ended, after a moment.
-    fn count_ended(&mut self, jobs: &[Job]) -> Out<usize> {
-        let mut r: Res<usize> = Ok(0);
-        for &j in jobs {
-            r = r.and_then(|n| Ok(n + usize::from(!self.raw_still_blocked(j)?)));
+    /// How many of `jobs` have ended: once `expect` have (or after
+    /// `blocker::LIMIT`), and a moment more for any that should not.
+    fn count_ended(&mut self, jobs: &[Job], expect: usize) -> Out<usize> {
+        let count = |b: &mut Self| -> Res<usize> {
+            let mut n = 0;
+            for &j in jobs {
+                n += usize::from(b.raw_ended(j)?);
+            }
+            Ok(n)
+        };
+        let start = std::time::Instant::now();
+        while count(self).is_ok_and(|n| n < expect) && start.elapsed() < super::blocker::LIMIT {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
+        std::thread::sleep(super::blocker::SETTLE);
+        let r = count(self);
         let names: Vec<String> = jobs.iter().map(|j| format!("#{}", job_s(*j))).collect();
         self.trace().push(
             format!("ended of {}", names.join(",")),

@@ -5,8 +5,8 @@
 //! "Sleeps" is read from `/proc/self/task/<tid>/syscall` (the number of the system
 //! call the thread is in, which the kernel shows only while the thread is not
 //! running) and `stat` (state S or D). A FUSE caller sleeps as soon as its request
-//! is queued, before the daemon has decided to park it, so after that a short settle
-//! gives the daemon time to take it.
+//! is queued, before the daemon has decided to park it: the udsfs backend then also
+//! waits for the daemon's count of parked requests.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -18,12 +18,11 @@ use super::backend::{Res, last_errno};
 /// The signal a scenario sends to a blocked call.
 pub const WAKE_SIGNAL: libc::c_int = libc::SIGUSR1;
 
-/// After the call sleeps: time for the udsfs daemon to park the request (its own
-/// decision comes after the caller is already asleep in FUSE).
-const SETTLE: Duration = Duration::from_millis(50);
+/// How long `still_blocked` gives a call to end that should not.
+pub const SETTLE: Duration = Duration::from_millis(50);
 
 /// How long a call may take to fall asleep, or to end once woken.
-const LIMIT: Duration = Duration::from_secs(5);
+pub const LIMIT: Duration = Duration::from_secs(5);
 
 extern "C" fn on_wake_signal(_: libc::c_int) {}
 
@@ -121,17 +120,16 @@ impl<T: Send + 'static> Blocker<T> {
         matches!(state, Some('S' | 'D'))
     }
 
-    /// Waits until the call sleeps (true, after the settle time) or has ended
-    /// without blocking (false).
-    pub fn wait_blocked(&self) -> Res<bool> {
+    /// Waits until the call sleeps in the kernel (true) or has ended without
+    /// blocking (false).
+    pub fn wait_asleep(&self) -> Res<bool> {
         let start = Instant::now();
         loop {
             if self.is_done() {
                 return Ok(false);
             }
             if self.asleep() {
-                std::thread::sleep(SETTLE);
-                return Ok(!self.is_done());
+                return Ok(true);
             }
             if start.elapsed() > LIMIT {
                 return Err(format!(
@@ -140,13 +138,6 @@ impl<T: Send + 'static> Blocker<T> {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-    }
-
-    /// Whether the call is still blocked after the settle time: something that
-    /// should not wake it has had time to.
-    pub fn still_blocked(&self) -> bool {
-        std::thread::sleep(SETTLE);
-        !self.is_done()
     }
 
     /// Sends `WAKE_SIGNAL` to the blocked thread.

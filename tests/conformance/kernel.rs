@@ -706,11 +706,12 @@ impl Backend for Kernel {
     }
 
     fn raw_wait_blocked(&mut self, j: Job) -> Res<bool> {
-        self.job(j)?.call.wait_blocked()
+        // Asleep in a socket call is blocked.
+        self.job(j)?.call.wait_asleep()
     }
 
-    fn raw_still_blocked(&mut self, j: Job) -> Res<bool> {
-        Ok(self.job(j)?.call.still_blocked())
+    fn raw_ended(&mut self, j: Job) -> Res<bool> {
+        Ok(self.job(j)?.call.is_done())
     }
 
     fn raw_signal(&mut self, j: Job) -> Res<()> {

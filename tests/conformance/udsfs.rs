@@ -636,11 +636,29 @@ impl Backend for Udsfs {
     }
 
     fn raw_wait_blocked(&mut self, j: Job) -> Res<bool> {
-        self.job(j)?.wait_blocked()
+        if !self.job(j)?.wait_asleep()? {
+            return Ok(false);
+        }
+        // Asleep in FUSE only means the request is queued: wait until the daemon
+        // has parked every call that has not ended (`parked=` of .udsfs/gc).
+        let start = Instant::now();
+        loop {
+            let live = self.jobs.iter().flatten().filter(|b| !b.is_done()).count();
+            if self.parked()? >= live || self.job(j)?.is_done() {
+                return Ok(!self.job(j)?.is_done());
+            }
+            if start.elapsed() > super::blocker::LIMIT {
+                return Err(format!(
+                    "HARNESS {live} calls are asleep but the daemon has {} parked",
+                    self.parked()?
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
-    fn raw_still_blocked(&mut self, j: Job) -> Res<bool> {
-        Ok(self.job(j)?.still_blocked())
+    fn raw_ended(&mut self, j: Job) -> Res<bool> {
+        Ok(self.job(j)?.is_done())
     }
 
     fn raw_signal(&mut self, j: Job) -> Res<()> {
@@ -920,6 +938,16 @@ fn sendmsg_result(r: Res<usize>, rec: &[u8]) -> Res<usize> {
 }
 
 impl Udsfs {
+    /// Requests the daemon has parked (`parked=` of `.udsfs/gc`).
+    fn parked(&self) -> Res<usize> {
+        let text = std::fs::read_to_string(self.ctrl("gc"))
+            .map_err(|e| format!("HARNESS reading .udsfs/gc: {}", io_errno(&e)))?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("parked="))
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("HARNESS .udsfs/gc has no parked= line: {text:?}"))
+    }
+
     fn job(&mut self, j: Job) -> Res<&mut Blocker<Res<UOut>>> {
         match self.jobs.get_mut(j) {
             Some(Some(b)) => Ok(b),
