@@ -79,6 +79,18 @@ fn fill(b: &mut dyn Backend, s: Sock, chunk: usize) -> Vec<u8> {
     sent
 }
 
+/// Drains a dgram or seqpacket socket and records the messages sorted (for
+/// messages whose order depends on which of several woken senders won).
+fn drain_msgs_sorted(b: &mut dyn Backend, s: Sock) {
+    let (got, end) = drain_raw(b, s, 1 << 16);
+    let mut v: Vec<String> = got.iter().map(|d| show_bytes(d)).collect();
+    v.sort();
+    b.trace().push(
+        format!("recv(s{s}) until empty (sorted)"),
+        format!("ok [{}], then {end}", show_runs(v)),
+    );
+}
+
 /// Records the total a stream reader got across several drains, against what the
 /// writer was told was sent.
 fn received(b: &mut dyn Backend, what: &str, got: &[u8]) {
@@ -355,6 +367,25 @@ pub fn seqpacket_write_full_signal(b: &mut dyn Backend) {
     drain_msgs(b, y);
 }
 
+/// Two senders blocked on one full dgram receiver: each read lets exactly one
+/// more message in.
+pub fn dgram_writers_one_slot_each(b: &mut dyn Backend) {
+    let (r, c) = full_dgram_receiver(b);
+    let c2 = b.socket(Dgram);
+    let jobs = [
+        b.start(Blocking::Send(c, b"late1".to_vec())),
+        b.start(Blocking::SendMsg(
+            c2,
+            SendMsg::new(b"late2").to(p("r.sock")),
+        )),
+    ];
+    b.recv(r, 100);
+    b.count_ended(&jobs, 1);
+    b.recv(r, 100);
+    b.join_sorted(&jobs);
+    drain_msgs_sorted(b, r);
+}
+
 // ------------------------------------------------------------ accept
 
 pub fn accept_woken_by_connect(b: &mut dyn Backend) {
@@ -451,6 +482,42 @@ pub fn connect_backlog_signal(b: &mut dyn Backend) {
     b.accept(l);
     b.accept(l);
     b.connect(c2, p("l.sock"));
+    b.accept(l);
+}
+
+/// The same on seqpacket: the blocked connect completes once a slot is free,
+/// and the accepted connection carries records both ways.
+pub fn connect_backlog_seqpacket(b: &mut dyn Backend) {
+    let l = listener(b, Seqpacket, 0);
+    let c1 = b.socket(Seqpacket);
+    b.connect(c1, p("l.sock"));
+    let c2 = b.socket(Seqpacket);
+    let j = b.start(Blocking::Connect(c2, p("l.sock")));
+    b.accept(l);
+    b.join(j);
+    let s2 = b.accept(l);
+    b.send(c2, b"rec");
+    b.recv(s2, 100);
+    b.send(s2, b"back");
+    b.recv(c2, 100);
+}
+
+/// Two connects blocked on one full backlog: one accept lets exactly one in.
+pub fn connect_backlog_two_waiters(b: &mut dyn Backend) {
+    let l = listener(b, Stream, 0);
+    let c1 = b.socket(Stream);
+    b.connect(c1, p("l.sock"));
+    let c2 = b.socket(Stream);
+    let c3 = b.socket(Stream);
+    let jobs = [
+        b.start(Blocking::Connect(c2, p("l.sock"))),
+        b.start(Blocking::Connect(c3, p("l.sock"))),
+    ];
+    b.accept(l);
+    b.count_ended(&jobs, 1);
+    b.accept(l);
+    b.join_sorted(&jobs);
+    b.accept(l);
     b.accept(l);
 }
 
@@ -579,6 +646,21 @@ pub fn dgram_more_readers_than_messages(b: &mut dyn Backend) {
     b.sendto(c, b"m3", p("r.sock"));
     b.join_sorted(&jobs);
     b.recv(r, 100);
+}
+
+/// A stream reader blocked on an empty queue is woken by a write that passes a
+/// socket; the socket comes with the data.
+pub fn stream_recvmsg_woken_by_rights(b: &mut dyn Backend) {
+    let (x, y) = b.pair(Stream);
+    let (u, v) = b.pair(Dgram);
+    let j = b.start(Blocking::RecvMsg(y, 100));
+    b.sendmsg(x, SendMsg::new(b"fd").rights(&[u]));
+    if let Some(Done::Msg(m)) = b.join(j).ok()
+        && let Some(&got) = m.rights.first()
+    {
+        b.send(got, b"via");
+        b.recv(v, 100);
+    }
 }
 
 /// Two readers on a seqpacket socket, two records: one each, whole.
