@@ -117,9 +117,15 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
          (the kernel ends the read with 0 bytes)",
     ),
     (
+        "blocking_dgram_read_after_own_shut_rd",
+        "a blocking read of a dgram socket after its own shutdown(SHUT_RD) parks \
+         (the kernel returns 0 bytes at once)",
+    ),
+    (
         "blocking_stream_write_full_reader_closes",
         "a stream writer blocked on a full queue gets EPIPE when the reader closes \
-         with data unread (the kernel: ECONNRESET, then EPIPE)",
+         with data unread, and its next read ECONNRESET (the kernel: the blocked \
+         write gets ECONNRESET, which consumes it, so the read sees EOF)",
     ),
 ];
 
@@ -359,6 +365,9 @@ scenarios! {
     blocking_stream_read_own_shut_rd => blocking::stream_read_own_shut_rd,
     blocking_dgram_read_own_shut_rd => blocking::dgram_read_own_shut_rd,
     blocking_seqpacket_read_own_shut_rd => blocking::seqpacket_read_own_shut_rd,
+    blocking_stream_read_after_own_shut_rd => blocking::stream_read_after_own_shut_rd,
+    blocking_dgram_read_after_own_shut_rd => blocking::dgram_read_after_own_shut_rd,
+    blocking_seqpacket_read_after_own_shut_rd => blocking::seqpacket_read_after_own_shut_rd,
     blocking_stream_read_signal => blocking::stream_read_signal,
     blocking_dgram_read_signal => blocking::dgram_read_signal,
     blocking_seqpacket_read_signal => blocking::seqpacket_read_signal,

@@ -173,6 +173,16 @@ fn read_ended_by_own_shut_rd(b: &mut dyn Backend, ty: Ty) {
     b.recv(y, 100);
 }
 
+/// A blocking read that starts after the reader's own shutdown(SHUT_RD) does not
+/// block on any type.
+fn read_after_own_shut_rd(b: &mut dyn Backend, ty: Ty) {
+    let (x, y) = b.pair(ty);
+    b.shutdown(y, How::Rd);
+    let j = b.start(Blocking::Recv(y, 100));
+    b.join(j);
+    b.send(x, b"late");
+}
+
 fn read_ended_by_signal(b: &mut dyn Backend, ty: Ty) {
     let (x, y) = b.pair(ty);
     let j = b.start(Blocking::Recv(y, 100));
@@ -218,6 +228,15 @@ pub fn dgram_read_own_shut_rd(b: &mut dyn Backend) {
 }
 pub fn seqpacket_read_own_shut_rd(b: &mut dyn Backend) {
     read_ended_by_own_shut_rd(b, Seqpacket);
+}
+pub fn stream_read_after_own_shut_rd(b: &mut dyn Backend) {
+    read_after_own_shut_rd(b, Stream);
+}
+pub fn dgram_read_after_own_shut_rd(b: &mut dyn Backend) {
+    read_after_own_shut_rd(b, Dgram);
+}
+pub fn seqpacket_read_after_own_shut_rd(b: &mut dyn Backend) {
+    read_after_own_shut_rd(b, Seqpacket);
 }
 pub fn stream_read_signal(b: &mut dyn Backend) {
     read_ended_by_signal(b, Stream);
@@ -269,8 +288,8 @@ pub fn stream_write_partial_reader_closes(b: &mut dyn Backend) {
 
 /// The queue is full before the write starts and the reader closes with all
 /// that unread: the kernel ends the blocked write with ECONNRESET (the close sets
-/// the writer's sk_err, which the waiting allocation reports), the next write
-/// gets EPIPE.
+/// the writer's sk_err, which the waiting allocation reports and so consumes),
+/// the next write gets EPIPE and a read sees EOF, no second ECONNRESET.
 pub fn stream_write_full_reader_closes(b: &mut dyn Backend) {
     ignore_sigpipe();
     let (x, y) = b.pair(Stream);
@@ -279,6 +298,8 @@ pub fn stream_write_full_reader_closes(b: &mut dyn Backend) {
     b.close(y);
     b.join(j);
     b.send(x, b"more");
+    b.recv(x, 100);
+    b.recv(x, 100);
 }
 
 /// The reader shuts its reading side: the blocked writer gets EPIPE.
