@@ -374,6 +374,21 @@ pub trait Backend {
     /// which runs by itself when the last handle of an in-flight socket closes).
     fn raw_gc(&mut self) -> Res<()>;
 
+    // ---- blocking calls (blocking.rs) ----
+    /// Start `op` as a blocking call on a thread of its own (kernel: the socket's
+    /// O_NONBLOCK is off until the call is joined; udsfs: a file of its own opened
+    /// without O_NONBLOCK).
+    fn raw_start(&mut self, op: &Blocking) -> Res<Job>;
+    /// Wait until the call sleeps in the kernel (true) or has ended without
+    /// blocking (false).
+    fn raw_wait_blocked(&mut self, j: Job) -> Res<bool>;
+    /// Whether the call has ended (now, without waiting).
+    fn raw_ended(&mut self, j: Job) -> Res<bool>;
+    /// Send `blocker::WAKE_SIGNAL` (handled, no SA_RESTART) to the blocked thread.
+    fn raw_signal(&mut self, j: Job) -> Res<()>;
+    /// Wait for the call to end; what it returned.
+    fn raw_join(&mut self, j: Job) -> Res<Done>;
+
     // ---- recorded operations ----
 
     fn socket(&mut self, ty: Ty) -> Sock {
@@ -773,6 +788,182 @@ pub trait Backend {
         self.trace().push("gc".to_string(), unit(&r));
         Out(r)
     }
+
+    // ---- blocking calls (blocking.rs) ----
+
+    /// Start a blocking call and wait until it blocks; the trace says whether it did.
+    fn start(&mut self, op: Blocking) -> Job {
+        let r = self.raw_start(&op).and_then(|j| {
+            let blocked = self.raw_wait_blocked(j)?;
+            Ok((j, blocked))
+        });
+        let t = self.trace();
+        let desc = show_blocking(t, &op);
+        let res = show(&r, |(_, b)| {
+            if *b { "blocked" } else { "did not block" }.to_string()
+        });
+        let j = r.as_ref().map(|(j, _)| *j).unwrap_or(BAD_JOB);
+        t.push(format!("start #{} {desc}", job_s(j)), res);
+        j
+    }
+
+    /// Whether the call is still blocked after a moment (`blocker::SETTLE`) in
+    /// which something that should not end it has had time to.
+    fn still_blocked(&mut self, j: Job) -> Out<bool> {
+        std::thread::sleep(super::blocker::SETTLE);
+        let r = self.raw_ended(j).map(|e| !e);
+        self.trace().push(
+            format!("still blocked #{}?", job_s(j)),
+            show(&r, |b| if *b { "yes" } else { "no" }.to_string()),
+        );
+        Out(r)
+    }
+
+    fn signal(&mut self, j: Job) -> Out<()> {
+        let r = self.raw_signal(j);
+        self.trace().push(format!("signal #{}", job_s(j)), unit(&r));
+        Out(r)
+    }
+
+    fn join(&mut self, j: Job) -> Out<Done> {
+        let r = self.raw_join(j);
+        let t = self.trace();
+        let res = show(&r, |d| show_done(t, d));
+        t.push(format!("join #{}", job_s(j)), res);
+        Out(r)
+    }
+
+    /// Join calls that race for the same thing: their results in sorted order, so
+    /// that which thread won does not matter, only what was handed out.
+    fn join_sorted(&mut self, jobs: &[Job]) -> Out<Vec<String>> {
+        let mut v = Vec::new();
+        for &j in jobs {
+            let r = self.raw_join(j);
+            let t = self.trace();
+            v.push(show(&r, |d| show_done(t, d)));
+        }
+        v.sort();
+        let names: Vec<String> = jobs.iter().map(|j| format!("#{}", job_s(*j))).collect();
+        self.trace()
+            .push(format!("join {} (sorted)", names.join(",")), v.join("; "));
+        Out(Ok(v))
+    }
+
+    /// How many of `jobs` have ended: once `expect` have (or after
+    /// `blocker::LIMIT`), and a moment more for any that should not.
+    fn count_ended(&mut self, jobs: &[Job], expect: usize) -> Out<usize> {
+        let count = |b: &mut Self| -> Res<usize> {
+            let mut n = 0;
+            for &j in jobs {
+                n += usize::from(b.raw_ended(j)?);
+            }
+            Ok(n)
+        };
+        let start = std::time::Instant::now();
+        while count(self).is_ok_and(|n| n < expect) && start.elapsed() < super::blocker::LIMIT {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        std::thread::sleep(super::blocker::SETTLE);
+        let r = count(self);
+        let names: Vec<String> = jobs.iter().map(|j| format!("#{}", job_s(*j))).collect();
+        self.trace().push(
+            format!("ended of {}", names.join(",")),
+            show(&r, |n| n.to_string()),
+        );
+        Out(r)
+    }
+}
+
+// ---- blocking calls (blocking.rs) ----
+
+/// A blocking call started by `start`: an index into the backend's calls, in
+/// order of starting.
+pub type Job = usize;
+
+/// Handle returned when a call could not be started.
+pub const BAD_JOB: Job = usize::MAX;
+
+fn job_s(j: Job) -> String {
+    if j == BAD_JOB {
+        "?".to_string()
+    } else {
+        j.to_string()
+    }
+}
+
+/// A call that may block, run on a thread of its own.
+#[derive(Clone, Debug)]
+pub enum Blocking {
+    /// recv() of up to n bytes (udsfs: a read of `data`).
+    Recv(Sock, usize),
+    /// recvmsg() (udsfs: a record from `msg`, its sockets adopted at the join).
+    RecvMsg(Sock, usize),
+    /// send() (udsfs: a write to `data`).
+    Send(Sock, Vec<u8>),
+    /// sendmsg() (udsfs: one `msg` record).
+    SendMsg(Sock, SendMsg),
+    /// accept() (udsfs: an open of `accept`); the new socket gets the next
+    /// handle when the call is joined.
+    Accept(Sock),
+    /// connect() (udsfs: `connect` on a control handle).
+    Connect(Sock, Addr),
+}
+
+impl Blocking {
+    /// The socket the call blocks on.
+    pub fn sock(&self) -> Sock {
+        match self {
+            Blocking::Recv(s, _)
+            | Blocking::RecvMsg(s, _)
+            | Blocking::Send(s, _)
+            | Blocking::SendMsg(s, _)
+            | Blocking::Accept(s)
+            | Blocking::Connect(s, _) => *s,
+        }
+    }
+}
+
+/// What a blocking call returned.
+#[derive(Debug)]
+pub enum Done {
+    /// Bytes sent.
+    Count(usize),
+    /// Bytes received.
+    Data(Vec<u8>),
+    Msg(RecvMsg),
+    /// The accepted socket.
+    Sock(Sock),
+    Unit,
+}
+
+fn show_blocking(t: &mut Trace, op: &Blocking) -> String {
+    match op {
+        Blocking::Recv(s, n) => format!("recv({}, {n})", sock_s(*s)),
+        Blocking::RecvMsg(s, n) => format!("recvmsg({}, {n})", sock_s(*s)),
+        Blocking::Send(s, d) => format!("send({}, {})", sock_s(*s), show_bytes(d)),
+        Blocking::SendMsg(s, m) => format!("sendmsg({}, {})", sock_s(*s), show_sendmsg(t, m)),
+        Blocking::Accept(s) => format!("accept({})", sock_s(*s)),
+        Blocking::Connect(s, a) => format!("connect({}, {})", sock_s(*s), t.addr(a)),
+    }
+}
+
+fn show_done(t: &mut Trace, d: &Done) -> String {
+    match d {
+        Done::Count(n) => format!("ok {n}"),
+        Done::Data(d) => format!("ok {}", show_bytes(d)),
+        Done::Msg(m) => {
+            let mut v = format!("ok {} from={}", show_bytes(&m.data), t.name(&m.from));
+            if let Some(c) = &m.creds {
+                v.push_str(&format!(" creds={}", show_ucred(c)));
+            }
+            if !m.rights.is_empty() {
+                v.push_str(&format!(" rights={}", show_rights(&m.rights)));
+            }
+            v
+        }
+        Done::Sock(s) => sock_s(*s),
+        Done::Unit => "ok".to_string(),
+    }
 }
 
 /// Run `f` with SIGPIPE blocked in this thread and report whether a SIGPIPE became
@@ -1148,7 +1339,7 @@ fn runs(v: Vec<String>) -> Vec<(usize, String)> {
     out
 }
 
-fn show_runs(v: Vec<String>) -> String {
+pub fn show_runs(v: Vec<String>) -> String {
     runs(v)
         .into_iter()
         .map(|(n, x)| if n == 1 { x } else { format!("{n}x {x}") })

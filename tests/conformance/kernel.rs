@@ -16,11 +16,16 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 
 use super::backend::*;
+use super::blocker::Blocker;
 
 const SUN_PATH_LEN: usize = 108;
 
 pub struct Kernel {
     socks: Vec<Option<OwnedFd>>,
+    /// Blocking calls by `Job`; None once joined.
+    jobs: Vec<Option<KJob>>,
+    /// Blocking calls not yet joined, per socket (its O_NONBLOCK is off meanwhile).
+    blocking: std::collections::HashMap<Sock, usize>,
     /// Scenario root, absolute, without trailing slash.
     root: String,
     _dir: tempfile::TempDir,
@@ -99,6 +104,8 @@ impl Kernel {
         let root = dir.path().to_str().expect("utf-8 temp path").to_string();
         Kernel {
             socks: Vec::new(),
+            jobs: Vec::new(),
+            blocking: std::collections::HashMap::new(),
             root,
             _dir: dir,
             trace: Trace::default(),
@@ -106,6 +113,7 @@ impl Kernel {
     }
 
     pub fn into_entries(mut self) -> Vec<(String, String)> {
+        self.end_jobs();
         self.socks.clear();
         std::mem::take(&mut self.trace.entries)
     }
@@ -426,19 +434,7 @@ impl Backend for Kernel {
     // ---- stream / seqpacket (helper A) ----
 
     fn raw_accept(&mut self, s: Sock) -> Res<Sock> {
-        let fd = self.fd(s)?;
-        // SAFETY: plain syscall; no address is asked for.
-        let nfd = unsafe {
-            libc::accept4(
-                fd,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            )
-        };
-        if nfd < 0 {
-            return Err(last_errno());
-        }
+        let nfd = accept_fd(self.fd(s)?)?;
         // SAFETY: nfd is a fresh descriptor we own.
         self.socks.push(Some(unsafe { OwnedFd::from_raw_fd(nfd) }));
         Ok(self.socks.len() - 1)
@@ -625,63 +621,8 @@ impl Backend for Kernel {
 
     fn raw_recvmsg(&mut self, s: Sock, bufsize: usize) -> Res<RecvMsg> {
         let fd = self.fd(s)?;
-        let mut data = vec![0u8; bufsize];
-        let mut name = SockAddrBuf::new();
-        // Room for one ucred and SCM_MAX_FD descriptors, and some slack.
-        let mut ctl = vec![0u64; 256];
-        let mut iov = libc::iovec {
-            iov_base: data.as_mut_ptr().cast(),
-            iov_len: bufsize,
-        };
-        // SAFETY: zeroed msghdr, then every pointer set to a live buffer.
-        let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
-        hdr.msg_name = name.as_mut_ptr().cast();
-        hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        hdr.msg_iov = &mut iov;
-        hdr.msg_iovlen = 1;
-        hdr.msg_control = ctl.as_mut_ptr().cast();
-        hdr.msg_controllen = ctl.len() * 8;
-        // SAFETY: hdr describes valid buffers.
-        let n = cvt_len(unsafe {
-            libc::recvmsg(fd, &mut hdr, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC)
-        })?;
-        data.truncate(n);
-        let mut creds = None;
-        let mut fds: Vec<libc::c_int> = Vec::new();
-        // SAFETY: walking the control messages the kernel wrote into `ctl`.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&hdr);
-            while !c.is_null() {
-                let len = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
-                let p = libc::CMSG_DATA(c);
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_CREDENTIALS {
-                    let u = std::ptr::read_unaligned(p.cast::<libc::ucred>());
-                    creds = Some(Ucred::new(u.pid, u.uid, u.gid));
-                } else if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS
-                {
-                    for i in 0..len / 4 {
-                        fds.push(std::ptr::read_unaligned(p.cast::<libc::c_int>().add(i)));
-                    }
-                }
-                c = libc::CMSG_NXTHDR(&hdr, c);
-            }
-        }
-        let mut rights = Vec::new();
-        for f in fds {
-            // SAFETY: a descriptor the kernel just installed for us.
-            self.socks.push(Some(unsafe { OwnedFd::from_raw_fd(f) }));
-            rights.push(self.socks.len() - 1);
-        }
-        if hdr.msg_flags & libc::MSG_CTRUNC != 0 {
-            return Err("HARNESS recvmsg: MSG_CTRUNC".to_string());
-        }
-        let from = self.name_of(&name, hdr.msg_namelen);
-        Ok(RecvMsg {
-            data,
-            from,
-            creds,
-            rights,
-        })
+        let got = recvmsg_fd(fd, bufsize, libc::MSG_DONTWAIT)?;
+        self.adopt_recv(got)
     }
 
     fn raw_child(&mut self, c: &Child, ops: &[ChildOp]) -> Res<Vec<Res<usize>>> {
@@ -758,6 +699,27 @@ impl Backend for Kernel {
 
     fn raw_close_ref(&mut self, s: Sock) -> Res<()> {
         self.raw_close(s)
+    }
+
+    fn raw_start(&mut self, op: &Blocking) -> Res<Job> {
+        self.start_job(op)
+    }
+
+    fn raw_wait_blocked(&mut self, j: Job) -> Res<bool> {
+        // Asleep in a socket call is blocked.
+        self.job(j)?.call.wait_asleep()
+    }
+
+    fn raw_ended(&mut self, j: Job) -> Res<bool> {
+        Ok(self.job(j)?.call.is_done())
+    }
+
+    fn raw_signal(&mut self, j: Job) -> Res<()> {
+        self.job(j)?.call.signal()
+    }
+
+    fn raw_join(&mut self, j: Job) -> Res<Done> {
+        self.join_job(j)
     }
 
     fn raw_gc(&mut self) -> Res<()> {
@@ -938,5 +900,279 @@ impl Kernel {
             _ctl: ctl,
             own_pid,
         })
+    }
+}
+
+/// accept4() of a non-blocking, close-on-exec socket; no address is asked for.
+fn accept_fd(fd: libc::c_int) -> Res<libc::c_int> {
+    // SAFETY: plain syscall.
+    let nfd = unsafe {
+        libc::accept4(
+            fd,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+        )
+    };
+    if nfd < 0 { Err(last_errno()) } else { Ok(nfd) }
+}
+
+/// What one recvmsg() returned, before its descriptors get handles.
+struct KRecv {
+    data: Vec<u8>,
+    name: SockAddrBuf,
+    namelen: libc::socklen_t,
+    creds: Option<Ucred>,
+    fds: Vec<libc::c_int>,
+    ctrunc: bool,
+}
+
+/// recvmsg() with room for credentials and SCM_MAX_FD descriptors (installed
+/// close-on-exec).
+fn recvmsg_fd(fd: libc::c_int, bufsize: usize, flags: libc::c_int) -> Res<KRecv> {
+    let mut data = vec![0u8; bufsize];
+    let mut name = SockAddrBuf::new();
+    // Room for one ucred and SCM_MAX_FD descriptors, and some slack.
+    let mut ctl = vec![0u64; 256];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: bufsize,
+    };
+    // SAFETY: zeroed msghdr, then every pointer set to a live buffer.
+    let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+    hdr.msg_name = name.as_mut_ptr().cast();
+    hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    hdr.msg_iov = &mut iov;
+    hdr.msg_iovlen = 1;
+    hdr.msg_control = ctl.as_mut_ptr().cast();
+    hdr.msg_controllen = ctl.len() * 8;
+    // SAFETY: hdr describes valid buffers.
+    let n = cvt_len(unsafe { libc::recvmsg(fd, &mut hdr, flags | libc::MSG_CMSG_CLOEXEC) })?;
+    data.truncate(n);
+    let mut creds = None;
+    let mut fds: Vec<libc::c_int> = Vec::new();
+    // SAFETY: walking the control messages the kernel wrote into `ctl`.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&hdr);
+        while !c.is_null() {
+            let len = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+            let p = libc::CMSG_DATA(c);
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_CREDENTIALS {
+                let u = std::ptr::read_unaligned(p.cast::<libc::ucred>());
+                creds = Some(Ucred::new(u.pid, u.uid, u.gid));
+            } else if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                for i in 0..len / 4 {
+                    fds.push(std::ptr::read_unaligned(p.cast::<libc::c_int>().add(i)));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&hdr, c);
+        }
+    }
+    Ok(KRecv {
+        data,
+        name,
+        namelen: hdr.msg_namelen,
+        creds,
+        fds,
+        ctrunc: hdr.msg_flags & libc::MSG_CTRUNC != 0,
+    })
+}
+
+impl Kernel {
+    /// Gives each received descriptor the next handle and decodes the sender.
+    fn adopt_recv(&mut self, got: KRecv) -> Res<RecvMsg> {
+        let mut rights = Vec::new();
+        for f in got.fds {
+            // SAFETY: a descriptor the kernel just installed for us.
+            self.socks.push(Some(unsafe { OwnedFd::from_raw_fd(f) }));
+            rights.push(self.socks.len() - 1);
+        }
+        if got.ctrunc {
+            return Err("HARNESS recvmsg: MSG_CTRUNC".to_string());
+        }
+        let from = self.name_of(&got.name, got.namelen);
+        Ok(RecvMsg {
+            data: got.data,
+            from,
+            creds: got.creds,
+            rights,
+        })
+    }
+}
+
+// ---- blocking calls (blocking.rs) ----
+
+/// What a blocking call on a kernel socket returned.
+enum KOut {
+    Count(usize),
+    Data(Vec<u8>),
+    Msg(KRecv),
+    Fd(libc::c_int),
+    Unit,
+}
+
+/// A prepared sendmsg() moved to the calling thread.
+struct SendableMsg(KSendMsg);
+
+// SAFETY: the msghdr's pointers point into buffers the struct owns; the thread that
+// gets it is the only user.
+unsafe impl Send for SendableMsg {}
+
+/// A blocking call and the socket whose O_NONBLOCK it turned off.
+struct KJob {
+    call: Blocker<Res<KOut>>,
+    sock: Sock,
+}
+
+fn set_nonblock(fd: libc::c_int, on: bool) -> Res<()> {
+    // SAFETY: plain fcntl calls.
+    unsafe {
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        if fl < 0 {
+            return Err(last_errno());
+        }
+        let fl = if on {
+            fl | libc::O_NONBLOCK
+        } else {
+            fl & !libc::O_NONBLOCK
+        };
+        cvt(libc::fcntl(fd, libc::F_SETFL, fl))
+    }
+}
+
+impl Kernel {
+    fn job(&mut self, j: Job) -> Res<&mut KJob> {
+        match self.jobs.get_mut(j) {
+            Some(Some(k)) => Ok(k),
+            _ => Err("HARNESS no such blocking call".to_string()),
+        }
+    }
+
+    fn spawn_call(&mut self, op: &Blocking) -> Res<Blocker<Res<KOut>>> {
+        let fd = self.fd(op.sock())?;
+        match op {
+            Blocking::Recv(_, n) => {
+                let n = *n;
+                Blocker::spawn(libc::SYS_recvfrom, move || {
+                    let mut v = vec![0u8; n];
+                    // SAFETY: v has n bytes; no address is asked for.
+                    let r = cvt_len(unsafe {
+                        libc::recvfrom(
+                            fd,
+                            v.as_mut_ptr().cast(),
+                            n,
+                            0,
+                            std::ptr::null_mut(),
+                            std::ptr::null_mut(),
+                        )
+                    })?;
+                    v.truncate(r);
+                    Ok(KOut::Data(v))
+                })
+            }
+            Blocking::RecvMsg(_, n) => {
+                let n = *n;
+                Blocker::spawn(libc::SYS_recvmsg, move || {
+                    recvmsg_fd(fd, n, 0).map(KOut::Msg)
+                })
+            }
+            Blocking::Send(_, d) => {
+                let d = d.clone();
+                Blocker::spawn(libc::SYS_sendto, move || {
+                    // SAFETY: d is a valid buffer; no address.
+                    cvt_len(unsafe {
+                        libc::sendto(
+                            fd,
+                            d.as_ptr().cast(),
+                            d.len(),
+                            libc::MSG_NOSIGNAL,
+                            std::ptr::null(),
+                            0,
+                        )
+                    })
+                    .map(KOut::Count)
+                })
+            }
+            Blocking::SendMsg(_, m) => {
+                let msg = SendableMsg(self.prepare_sendmsg(m)?);
+                Blocker::spawn(libc::SYS_sendmsg, move || {
+                    let msg = msg;
+                    // SAFETY: the msghdr points into buffers owned by `msg`.
+                    cvt_len(unsafe { libc::sendmsg(fd, &msg.0.hdr, libc::MSG_NOSIGNAL) })
+                        .map(KOut::Count)
+                })
+            }
+            Blocking::Accept(_) => {
+                Blocker::spawn(libc::SYS_accept4, move || accept_fd(fd).map(KOut::Fd))
+            }
+            Blocking::Connect(_, a) => {
+                let (buf, len) = self.sockaddr(a)?;
+                Blocker::spawn(libc::SYS_connect, move || {
+                    // SAFETY: buf holds `len` valid bytes.
+                    cvt(unsafe { libc::connect(fd, buf.as_ptr(), len) }).map(|_| KOut::Unit)
+                })
+            }
+        }
+    }
+
+    /// Signals and joins calls a scenario left blocked, so no thread stays behind.
+    fn end_jobs(&mut self) {
+        for j in 0..self.jobs.len() {
+            if self.jobs[j].is_some() {
+                let _ = self.raw_join(j);
+            }
+        }
+    }
+}
+
+impl Kernel {
+    fn start_job(&mut self, op: &Blocking) -> Res<Job> {
+        let s = op.sock();
+        let fd = self.fd(s)?;
+        if self.blocking.get(&s).copied().unwrap_or(0) == 0 {
+            set_nonblock(fd, false)?;
+        }
+        *self.blocking.entry(s).or_insert(0) += 1;
+        let call = match self.spawn_call(op) {
+            Ok(c) => c,
+            Err(e) => {
+                self.unblock_sock(s);
+                return Err(e);
+            }
+        };
+        self.jobs.push(Some(KJob { call, sock: s }));
+        Ok(self.jobs.len() - 1)
+    }
+
+    /// One call on `s` fewer; the last one gives the socket its O_NONBLOCK back.
+    fn unblock_sock(&mut self, s: Sock) {
+        let n = self.blocking.entry(s).or_insert(1);
+        *n -= 1;
+        if *n == 0
+            && let Ok(fd) = self.fd(s)
+        {
+            let _ = set_nonblock(fd, true);
+        }
+    }
+
+    fn join_job(&mut self, j: Job) -> Res<Done> {
+        let job = self
+            .jobs
+            .get_mut(j)
+            .and_then(Option::take)
+            .ok_or_else(|| "HARNESS no such blocking call".to_string())?;
+        let r = job.call.join();
+        self.unblock_sock(job.sock);
+        match r?? {
+            KOut::Count(n) => Ok(Done::Count(n)),
+            KOut::Data(d) => Ok(Done::Data(d)),
+            KOut::Msg(m) => self.adopt_recv(m).map(Done::Msg),
+            KOut::Fd(fd) => {
+                // SAFETY: a descriptor accept just gave us.
+                self.socks.push(Some(unsafe { OwnedFd::from_raw_fd(fd) }));
+                Ok(Done::Sock(self.socks.len() - 1))
+            }
+            KOut::Unit => Ok(Done::Unit),
+        }
     }
 }

@@ -11,7 +11,7 @@ use super::backend::Ty::{Dgram, Seqpacket, Stream};
 use super::backend::*;
 
 /// Set SIGPIPE to SIG_IGN process-wide (the Rust runtime normally does this already).
-fn ignore_sigpipe() {
+pub fn ignore_sigpipe() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: installs SIG_IGN; no handler code runs.

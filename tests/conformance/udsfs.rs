@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::backend::*;
+use super::blocker::Blocker;
 use super::mount::Mount;
 
 struct USock {
@@ -33,6 +34,8 @@ struct USock {
 pub struct Udsfs {
     // Field order matters: the sockets' fds close before the mount goes.
     socks: Vec<Option<USock>>,
+    /// Blocking calls by `Job`; None once joined.
+    jobs: Vec<Option<Blocker<Res<UOut>>>>,
     trace: Trace,
     mount: Mount,
 }
@@ -89,6 +92,7 @@ impl Udsfs {
     pub fn new(mount: Mount) -> Udsfs {
         Udsfs {
             socks: Vec::new(),
+            jobs: Vec::new(),
             trace: Trace::default(),
             mount,
         }
@@ -96,6 +100,12 @@ impl Udsfs {
 
     /// Close every socket (waiting for each to go) and return the trace and mount.
     pub fn finish(mut self) -> (Vec<(String, String)>, Mount) {
+        // Calls a scenario left blocked are signalled and joined first.
+        for j in 0..self.jobs.len() {
+            if self.jobs[j].is_some() {
+                let _ = self.raw_join(j);
+            }
+        }
         for s in 0..self.socks.len() {
             if self.socks[s].is_some() {
                 let _ = self.raw_close(s);
@@ -284,36 +294,11 @@ impl Backend for Udsfs {
     }
 
     fn raw_recvfrom(&mut self, s: Sock, bufsize: usize) -> Res<Msg> {
-        let f = self.msg(s)?;
-        let hdr = read_header(f)?;
-        let mut len = None;
-        let mut from = Name::Unnamed;
-        for field in hdr.split(' ') {
-            if let Some(v) = field.strip_prefix("len=") {
-                len = v.parse::<usize>().ok();
-            } else if let Some(v) = field.strip_prefix("from=") {
-                from = parse_name(v);
-            }
-        }
-        let len = len.ok_or_else(|| format!("HARNESS msg header {hdr:?} has no len="))?;
-        let mut data = vec![0u8; len];
-        let mut got = 0;
-        while got < len {
-            match f.read(&mut data[got..]) {
-                Ok(0) => {
-                    return Err(format!(
-                        "HARNESS msg payload ended after {got} of {len} bytes"
-                    ));
-                }
-                Ok(n) => got += n,
-                Err(e) => {
-                    return Err(format!(
-                        "HARNESS msg payload read failed with {} after {got} of {len} bytes",
-                        io_errno(&e)
-                    ));
-                }
-            }
-        }
+        let (hdr, mut data) = self.read_record(s)?;
+        let from = hdr
+            .split(' ')
+            .find_map(|f| f.strip_prefix("from="))
+            .map_or(Name::Unnamed, parse_name);
         data.truncate(bufsize);
         Ok(Msg { data, from })
     }
@@ -401,17 +386,7 @@ impl Backend for Udsfs {
             .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(self.ctrl(&format!("sock/{n}/accept")))
             .map_err(|e| io_errno(&e))?;
-        let mut buf = [0u8; 64];
-        let k = acc
-            .read(&mut buf)
-            .map_err(|e| format!("HARNESS reading accept: {}", io_errno(&e)))?;
-        let text = String::from_utf8_lossy(&buf[..k]).into_owned();
-        let m = text.trim_end_matches('\n');
-        if m.is_empty() || !m.bytes().all(|c| c.is_ascii_digit()) || !text.ends_with('\n') {
-            return Err(format!(
-                "HARNESS accept read gave {text:?}, expected \"M\\n\""
-            ));
-        }
+        let m = read_accepted(&mut acc)?;
         let ctl = open_rw_nonblock(&self.ctrl(&format!("sock/{m}/ctl")))
             .map_err(|e| format!("HARNESS opening the accepted socket's ctl: {e}"))?;
         drop(acc);
@@ -551,44 +526,13 @@ impl Backend for Udsfs {
     fn raw_sendmsg(&mut self, s: Sock, m: &SendMsg) -> Res<usize> {
         let (rec, _) = self.msg_record(m)?;
         let f = self.msg(s)?;
-        match f.write(&rec) {
-            Ok(n) if n == rec.len() => Ok(m.data.len()),
-            Ok(n) => Err(format!(
-                "HARNESS msg write returned {n} for a {}-byte record",
-                rec.len()
-            )),
-            Err(e) => Err(io_errno(&e)),
-        }
+        let r = f.write(&rec).map_err(|e| io_errno(&e));
+        sendmsg_result(r, &rec)
     }
 
     fn raw_recvmsg(&mut self, s: Sock, bufsize: usize) -> Res<RecvMsg> {
-        let (hdr, mut data) = self.read_record(s)?;
-        let mut from = Name::Unnamed;
-        let mut creds = None;
-        let mut ids: Vec<String> = Vec::new();
-        for field in hdr.split(' ') {
-            if let Some(v) = field.strip_prefix("from=") {
-                from = parse_name(v);
-            } else if let Some(v) = field.strip_prefix("creds=") {
-                creds = Some(parse_ucred(v).ok_or_else(|| format!("HARNESS msg header {hdr:?}"))?);
-            } else if let Some(v) = field.strip_prefix("rights=") {
-                ids = v.split(',').map(str::to_string).collect();
-            }
-        }
-        data.truncate(bufsize);
-        // recvmsg installs the descriptors: adopt every received socket now.
-        let mut rights = Vec::new();
-        for h in ids {
-            let ctl = open_rw_nonblock(&self.ctrl(&format!("sock/{h}/ctl")))
-                .map_err(|e| format!("HARNESS adopting received socket {h}: {e}"))?;
-            rights.push(self.open_sock(h, ctl));
-        }
-        Ok(RecvMsg {
-            data,
-            from,
-            creds,
-            rights,
-        })
+        let (hdr, data) = self.read_record(s)?;
+        self.adopt_record(&hdr, data, bufsize)
     }
 
     fn raw_child(&mut self, c: &Child, ops: &[ChildOp]) -> Res<Vec<Res<usize>>> {
@@ -685,6 +629,64 @@ impl Backend for Udsfs {
         }
     }
 
+    fn raw_start(&mut self, op: &Blocking) -> Res<Job> {
+        let call = self.spawn_call(op)?;
+        self.jobs.push(Some(call));
+        Ok(self.jobs.len() - 1)
+    }
+
+    fn raw_wait_blocked(&mut self, j: Job) -> Res<bool> {
+        if !self.job(j)?.wait_asleep()? {
+            return Ok(false);
+        }
+        // Asleep in FUSE only means the request is queued: wait until the daemon
+        // has parked every call that has not ended (`parked=` of .udsfs/gc).
+        let start = Instant::now();
+        loop {
+            let live = self.jobs.iter().flatten().filter(|b| !b.is_done()).count();
+            if self.parked()? >= live || self.job(j)?.is_done() {
+                return Ok(!self.job(j)?.is_done());
+            }
+            if start.elapsed() > super::blocker::LIMIT {
+                return Err(format!(
+                    "HARNESS {live} calls are asleep but the daemon has {} parked",
+                    self.parked()?
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn raw_ended(&mut self, j: Job) -> Res<bool> {
+        Ok(self.job(j)?.is_done())
+    }
+
+    fn raw_signal(&mut self, j: Job) -> Res<()> {
+        self.job(j)?.signal()
+    }
+
+    fn raw_join(&mut self, j: Job) -> Res<Done> {
+        let call = self
+            .jobs
+            .get_mut(j)
+            .and_then(Option::take)
+            .ok_or_else(|| "HARNESS no such blocking call".to_string())?;
+        match call.join()?? {
+            UOut::Count(n) => Ok(Done::Count(n)),
+            UOut::Data(d) => Ok(Done::Data(d)),
+            UOut::Record(hdr, data, bufsize) => {
+                self.adopt_record(&hdr, data, bufsize).map(Done::Msg)
+            }
+            UOut::Accepted(acc, m) => {
+                let ctl = open_rw_nonblock(&self.ctrl(&format!("sock/{m}/ctl")))
+                    .map_err(|e| format!("HARNESS opening the accepted socket's ctl: {e}"))?;
+                drop(acc);
+                Ok(Done::Sock(self.open_sock(m, ctl)))
+            }
+            UOut::Unit => Ok(Done::Unit),
+        }
+    }
+
     fn raw_gc(&mut self) -> Res<()> {
         // The collector runs by itself when the last handle of an in-flight socket
         // closes (SPEC §6: a dead cycle is freed within 100 ms); wait until the
@@ -764,36 +766,72 @@ impl Udsfs {
         Ok((buf, off))
     }
 
-    /// One record from `msg`: its header line (without the newline) and payload.
-    fn read_record(&mut self, s: Sock) -> Res<(String, Vec<u8>)> {
-        let f = self.msg(s)?;
-        let hdr = read_header(f)?;
-        let len = hdr
-            .split(' ')
-            .find_map(|f| f.strip_prefix("len="))
-            .and_then(|v| v.parse::<usize>().ok())
-            .ok_or_else(|| format!("HARNESS msg header {hdr:?} has no len="))?;
-        let mut data = vec![0u8; len];
-        let mut got = 0;
-        while got < len {
-            match f.read(&mut data[got..]) {
-                Ok(0) => {
-                    return Err(format!(
-                        "HARNESS msg payload ended after {got} of {len} bytes"
-                    ));
-                }
-                Ok(n) => got += n,
-                Err(e) => {
-                    return Err(format!(
-                        "HARNESS msg payload read failed with {} after {got} of {len} bytes",
-                        io_errno(&e)
-                    ));
-                }
+    /// What recvmsg returns for a record read from `msg`: every received socket
+    /// is adopted (recvmsg installs the descriptors) and gets the next handle.
+    fn adopt_record(&mut self, hdr: &str, mut data: Vec<u8>, bufsize: usize) -> Res<RecvMsg> {
+        let mut from = Name::Unnamed;
+        let mut creds = None;
+        let mut ids: Vec<String> = Vec::new();
+        for field in hdr.split(' ') {
+            if let Some(v) = field.strip_prefix("from=") {
+                from = parse_name(v);
+            } else if let Some(v) = field.strip_prefix("creds=") {
+                creds = Some(parse_ucred(v).ok_or_else(|| format!("HARNESS msg header {hdr:?}"))?);
+            } else if let Some(v) = field.strip_prefix("rights=") {
+                ids = v.split(',').map(str::to_string).collect();
             }
         }
-        Ok((hdr, data))
+        data.truncate(bufsize);
+        let mut rights = Vec::new();
+        for h in ids {
+            let ctl = open_rw_nonblock(&self.ctrl(&format!("sock/{h}/ctl")))
+                .map_err(|e| format!("HARNESS adopting received socket {h}: {e}"))?;
+            rights.push(self.open_sock(h, ctl));
+        }
+        Ok(RecvMsg {
+            data,
+            from,
+            creds,
+            rights,
+        })
     }
 
+    /// One record from `msg`: its header line (without the newline) and payload.
+    fn read_record(&mut self, s: Sock) -> Res<(String, Vec<u8>)> {
+        read_record_from(self.msg(s)?)
+    }
+}
+
+/// One record from a `msg` file: its header line (without the newline) and payload.
+fn read_record_from(f: &mut File) -> Res<(String, Vec<u8>)> {
+    let hdr = read_header(f)?;
+    let len = hdr
+        .split(' ')
+        .find_map(|f| f.strip_prefix("len="))
+        .and_then(|v| v.parse::<usize>().ok())
+        .ok_or_else(|| format!("HARNESS msg header {hdr:?} has no len="))?;
+    let mut data = vec![0u8; len];
+    let mut got = 0;
+    while got < len {
+        match f.read(&mut data[got..]) {
+            Ok(0) => {
+                return Err(format!(
+                    "HARNESS msg payload ended after {got} of {len} bytes"
+                ));
+            }
+            Ok(n) => got += n,
+            Err(e) => {
+                return Err(format!(
+                    "HARNESS msg payload read failed with {} after {got} of {len} bytes",
+                    io_errno(&e)
+                ));
+            }
+        }
+    }
+    Ok((hdr, data))
+}
+
+impl Udsfs {
     /// `refs=` of `.udsfs/sock/N/status`; None once the socket is gone.
     fn refs_of(&self, n: &str) -> Res<Option<usize>> {
         match std::fs::read_to_string(self.ctrl(&format!("sock/{n}/status"))) {
@@ -840,4 +878,142 @@ fn read_header(f: &mut std::fs::File) -> Res<String> {
         }
     }
     Ok(String::from_utf8_lossy(&hdr).into_owned())
+}
+
+// ---- blocking calls (blocking.rs) ----
+
+/// What a blocking call through the mount returned.
+enum UOut {
+    Count(usize),
+    Data(Vec<u8>),
+    /// A `msg` record: header, payload, and the buffer size recvmsg had.
+    Record(String, Vec<u8>, usize),
+    /// The open `accept` file (the new socket's handle until its ctl is open)
+    /// and the new socket's number.
+    Accepted(File, String),
+    Unit,
+}
+
+/// The new socket's number "M\n" that an open `accept` file reads.
+fn read_accepted(acc: &mut File) -> Res<String> {
+    let mut buf = [0u8; 64];
+    let k = acc
+        .read(&mut buf)
+        .map_err(|e| format!("HARNESS reading accept: {}", io_errno(&e)))?;
+    let text = String::from_utf8_lossy(&buf[..k]).into_owned();
+    let m = text.trim_end_matches('\n');
+    if m.is_empty() || !m.bytes().all(|c| c.is_ascii_digit()) || !text.ends_with('\n') {
+        return Err(format!(
+            "HARNESS accept read gave {text:?}, expected \"M\\n\""
+        ));
+    }
+    Ok(m.to_string())
+}
+
+/// A file of the mount opened for reading and writing, without O_NONBLOCK.
+fn open_rw_blocking(p: &PathBuf) -> Res<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(p)
+        .map_err(|e| io_errno(&e))
+}
+
+/// What sendmsg returns for a write of the `msg` record `rec`: the payload bytes
+/// the write took (a stream may take part of a record: the header and some of
+/// the payload).
+fn sendmsg_result(r: Res<usize>, rec: &[u8]) -> Res<usize> {
+    let hdr = rec
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(rec.len(), |i| i + 1);
+    match r? {
+        n if n >= hdr && n <= rec.len() => Ok(n - hdr),
+        n => Err(format!(
+            "HARNESS msg write returned {n} for a {}-byte record with a {hdr}-byte header",
+            rec.len()
+        )),
+    }
+}
+
+impl Udsfs {
+    /// Requests the daemon has parked (`parked=` of `.udsfs/gc`).
+    fn parked(&self) -> Res<usize> {
+        let text = std::fs::read_to_string(self.ctrl("gc"))
+            .map_err(|e| format!("HARNESS reading .udsfs/gc: {}", io_errno(&e)))?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("parked="))
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("HARNESS .udsfs/gc has no parked= line: {text:?}"))
+    }
+
+    fn job(&mut self, j: Job) -> Res<&mut Blocker<Res<UOut>>> {
+        match self.jobs.get_mut(j) {
+            Some(Some(b)) => Ok(b),
+            _ => Err("HARNESS no such blocking call".to_string()),
+        }
+    }
+
+    /// Opens what the call needs here (so that the thread only makes the call
+    /// that blocks) and starts it.
+    fn spawn_call(&mut self, op: &Blocking) -> Res<Blocker<Res<UOut>>> {
+        let n = self.sock(op.sock())?.n.clone();
+        let file = |u: &Udsfs, name: &str| open_rw_blocking(&u.ctrl(&format!("sock/{n}/{name}")));
+        match op {
+            Blocking::Recv(_, size) => {
+                let (mut f, size) = (file(self, "data")?, *size);
+                Blocker::spawn(libc::SYS_read, move || {
+                    let mut v = vec![0u8; size];
+                    let k = f.read(&mut v).map_err(|e| io_errno(&e))?;
+                    v.truncate(k);
+                    Ok(UOut::Data(v))
+                })
+            }
+            Blocking::RecvMsg(_, size) => {
+                let (mut f, size) = (file(self, "msg")?, *size);
+                Blocker::spawn(libc::SYS_read, move || {
+                    let (hdr, data) = read_record_from(&mut f)?;
+                    Ok(UOut::Record(hdr, data, size))
+                })
+            }
+            Blocking::Send(_, d) => {
+                let (mut f, d) = (file(self, "data")?, d.clone());
+                Blocker::spawn(libc::SYS_write, move || {
+                    f.write(&d).map(UOut::Count).map_err(|e| io_errno(&e))
+                })
+            }
+            Blocking::SendMsg(_, m) => {
+                let (rec, _) = self.msg_record(m)?;
+                let mut f = file(self, "msg")?;
+                Blocker::spawn(libc::SYS_write, move || {
+                    let r = f.write(&rec).map_err(|e| io_errno(&e));
+                    sendmsg_result(r, &rec).map(UOut::Count)
+                })
+            }
+            Blocking::Accept(_) => {
+                let path = path_cstring(&self.ctrl(&format!("sock/{n}/accept")));
+                Blocker::spawn(libc::SYS_openat, move || {
+                    // open(2) itself: std's open retries on EINTR, and the
+                    // EINTR is what a signal scenario looks for.
+                    // SAFETY: a valid C string; the new descriptor is owned below.
+                    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+                    if fd < 0 {
+                        return Err(last_errno());
+                    }
+                    // SAFETY: a fresh descriptor we own.
+                    let mut acc = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+                    let m = read_accepted(&mut acc)?;
+                    Ok(UOut::Accepted(acc, m))
+                })
+            }
+            Blocking::Connect(_, a) => {
+                let line = format!("connect {}\n", ctl_addr(a)?);
+                let mut ctl = file(self, "ctl")?;
+                Blocker::spawn(libc::SYS_write, move || {
+                    write_once(&mut ctl, line.as_bytes(), "ctl").map(|_| UOut::Unit)
+                })
+            }
+        }
+    }
 }
