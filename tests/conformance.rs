@@ -111,22 +111,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "blocking_stream_msg_partial_signal",
         "issue 11 defect 2: a partly queued parked stream `msg` record answers EINTR",
     ),
-    (
-        "blocking_dgram_read_own_shut_rd",
-        "shutdown(SHUT_RD) of a dgram socket does not wake its blocked reader \
-         (the kernel ends the read with 0 bytes)",
-    ),
-    (
-        "blocking_dgram_read_after_own_shut_rd",
-        "a blocking read of a dgram socket after its own shutdown(SHUT_RD) parks \
-         (the kernel returns 0 bytes at once)",
-    ),
-    (
-        "blocking_stream_write_full_reader_closes",
-        "a stream writer blocked on a full queue gets EPIPE when the reader closes \
-         with data unread, and its next read ECONNRESET (the kernel: the blocked \
-         write gets ECONNRESET, which consumes it, so the read sees EOF)",
-    ),
 ];
 
 /// Run one scenario on both backends and compare.

@@ -320,7 +320,7 @@ impl Engine {
         w: Option<&Waiter>,
     ) -> Result<usize> {
         let (peer, sndbuf, from, sender_passcred) = {
-            let st = s.lock();
+            let mut st = s.lock();
             if to.is_some() {
                 return Err(match st.conn {
                     Conn::Connected(_) => Errno::EISCONN,
@@ -328,6 +328,14 @@ impl Engine {
                 });
             }
             let peer = Socket::peer(&st).cloned().ok_or(Errno::ENOTCONN)?;
+            // A writer that already waited for room is inside
+            // sock_alloc_send_pskb, which reports a pending error (a reader
+            // that closed with data unread: ECONNRESET) before the shutdown.
+            if w.is_some()
+                && let Some(e) = st.err.take()
+            {
+                return Err(e);
+            }
             if st.shutdown & SEND_SHUTDOWN != 0 {
                 return Err(Errno::EPIPE);
             }
@@ -398,7 +406,7 @@ impl Engine {
             let mut st = s.lock();
             match s.ty {
                 SockType::Stream => self.stream_recv(s.id, &mut st, maxlen, &mut wake),
-                _ => self.message_recv(s.ty, s.id, &mut st, maxlen, &mut wake),
+                _ => self.message_recv(s.ty, s.id, &mut st, maxlen, w.is_some(), &mut wake),
             }
             .inspect_err(|e| {
                 if *e == Errno::EAGAIN
@@ -418,6 +426,7 @@ impl Engine {
         receiver: u64,
         st: &mut SockState,
         maxlen: usize,
+        blocking: bool,
         wake: &mut Wakeups,
     ) -> Result<Received> {
         if ty == SockType::Seqpacket && !matches!(st.conn, Conn::Connected(_)) {
@@ -427,7 +436,9 @@ impl Engine {
             return Err(e);
         }
         let Some(m) = st.rcvq.pop_front() else {
-            if ty == SockType::Seqpacket && st.shutdown & RCV_SHUTDOWN != 0 {
+            // A shut-down seqpacket reads EOF; a dgram reader only once it
+            // would wait (__skb_wait_for_more_packets), never when non-blocking.
+            if st.shutdown & RCV_SHUTDOWN != 0 && (ty == SockType::Seqpacket || blocking) {
                 return Ok(Received::default());
             }
             return Err(Errno::EAGAIN);
