@@ -148,6 +148,7 @@ scripts!(
     parked_bound,
     pass_socket,
     poll_socat,
+    run_curl,
     soak,
     stream_echo,
     stream_signals,
