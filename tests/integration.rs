@@ -149,6 +149,7 @@ scripts!(
     pass_socket,
     poll_socat,
     run_curl,
+    run_hackbench,
     soak,
     stream_echo,
     stream_signals,
