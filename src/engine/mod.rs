@@ -12,6 +12,7 @@ mod lifecycle;
 mod names;
 mod naming;
 pub mod socket;
+mod sockopt;
 pub mod tree;
 pub mod wait;
 
@@ -31,6 +32,7 @@ pub use cred::{Caller, Ucred};
 pub use data::Received;
 pub use names::NameKey;
 pub use socket::{SockType, Socket};
+pub use sockopt::SockInfo;
 pub use wait::{ThreadWaiter, Waiter, Wake, Wakeups};
 
 use names::NameTable;
