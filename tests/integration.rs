@@ -150,6 +150,7 @@ scripts!(
     poll_socat,
     run_curl,
     run_hackbench,
+    run_postgres,
     soak,
     stream_echo,
     stream_signals,
