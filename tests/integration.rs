@@ -148,6 +148,7 @@ scripts!(
     parked_bound,
     pass_socket,
     poll_socat,
+    run_cpython_suite,
     run_curl,
     run_hackbench,
     run_postgres,
