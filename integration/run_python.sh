@@ -30,3 +30,41 @@ if ! diff <(grep -v 'where: ' "$TMP/kernel.out") <(grep -v 'where: ' "$TMP/udsfs
 fi
 ok "udsfs run: the same $(grep -vc 'where: ' "$TMP/udsfs.out") results as the kernel"
 [ ! -s "$TMP/udsfs.err" ] || fail "the library complained: $(cat "$TMP/udsfs.err")"
+
+# What udsfs cannot carry fails with Linux's errno for the class and a log line.
+cat >"$TMP/refusals.py" <<'PY'
+import errno, os, socket, sys
+tmp = sys.argv[1]
+def err(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+a, b = socket.socketpair()
+with open(os.path.join(tmp, "plain"), "w") as f:
+    print("file over udsfs:", err(lambda: socket.send_fds(a, [b"x"], [f.fileno()])))
+k = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+k.bind(os.path.join(tmp, "k.sock"))
+k.listen(1)
+kc = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+kc.connect(os.path.join(tmp, "k.sock"))
+print("udsfs over kernel:", err(lambda: socket.send_fds(kc, [b"x"], [a.fileno()])))
+ks, _ = k.accept()
+print("kernel over kernel:", err(lambda: socket.send_fds(kc, [b"x"], [ks.fileno()])))
+d, e = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+print("udsfs to a kernel name:", err(lambda: d.sendto(b"x", os.path.join(tmp, "k.sock"))))
+PY
+on_udsfs python3 "$TMP/refusals.py" "$TMP" >"$TMP/refusals.out" 2>"$TMP/refusals.err" ||
+    fail "refusals: $(cat "$TMP/refusals.err")"
+cat >"$TMP/refusals.want" <<'OUT'
+file over udsfs: EINVAL
+udsfs over kernel: EINVAL
+kernel over kernel: ok
+udsfs to a kernel name: ECONNREFUSED
+OUT
+diff "$TMP/refusals.want" "$TMP/refusals.out" >&2 || fail "refusals differ from the documented ones"
+for cause in "is not a udsfs socket" "cannot be passed over a kernel socket" "kernel AF_UNIX name outside the mount"; do
+    grep -q "$cause" "$TMP/refusals.err" || fail "no log line says '$cause': $(cat "$TMP/refusals.err")"
+done
+ok "refusals: EINVAL for a file over udsfs and for udsfs over the kernel, ECONNREFUSED to a kernel name; each logged"
