@@ -418,9 +418,11 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
             }
             return unsafe { real::sendmsg(fd, m, flags) };
         }
-        let mut meta = msg::Meta::default();
-        meta.to = match unsafe { send_target(mnt, fd, addr, h.msg_namelen) } {
-            Ok(t) => t,
+        let mut meta = match unsafe { send_target(mnt, fd, addr, h.msg_namelen) } {
+            Ok(to) => msg::Meta {
+                to,
+                ..Default::default()
+            },
             Err(e) => return msg::ret(Err(e)),
         };
         if let Err(e) = msg::parse_control(h, &mut meta) {
