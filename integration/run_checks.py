@@ -164,4 +164,59 @@ dp.bind(dpath)
 dq = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 dq.sendto(b"to a path", dpath)
 show("dgram on a path", dp.recvfrom(100))
+# a full backlog: O_NONBLOCK connect gets EAGAIN; a blocking one waits for accept
+lpath = os.path.join(BASE, "backlog.sock")
+ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+ls.bind(lpath)
+ls.listen(0)
+held = []
+results = []
+for i in range(3):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.setblocking(False)
+    results.append(err(lambda: c.connect(lpath)))
+    held.append(c)
+show("nonblocking connects on backlog 0", results)
+show("SO_ERROR after", held[-1].getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
+timer = threading.Timer(0.3, lambda: ls.accept())
+timer.start()
+bc = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+show("blocking connect on a full backlog", err(lambda: bc.connect(lpath)))
+timer.join()
+
+# MSG_CMSG_CLOEXEC on received sockets
+q1, q2 = socket.socketpair()
+socket.send_fds(q1, [b"c"], [q1.fileno()])
+msg, anc, flags, _ = q2.recvmsg(10, socket.CMSG_SPACE(4), socket.MSG_CMSG_CLOEXEC)
+rfd = struct.unpack("i", anc[0][2][:4])[0]
+show("MSG_CMSG_CLOEXEC", bool(fcntl.fcntl(rfd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC))
+os.close(rfd)
+
+# sendmmsg / recvmmsg (through the C library, as a C program calls them)
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32), ("iov", ctypes.POINTER(iovec)),
+                ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+m1, m2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+bufs = [ctypes.create_string_buffer(b"msg%d" % i) for i in range(3)]
+iovs = [iovec(ctypes.cast(b, ctypes.c_void_p), 4) for b in bufs]
+vec = (mmsghdr * 3)()
+for i in range(3):
+    vec[i].hdr.iov = ctypes.pointer(iovs[i])
+    vec[i].hdr.iovlen = 1
+show("sendmmsg", libc.sendmmsg(m1.fileno(), vec, 3, 0))
+rbufs = [ctypes.create_string_buffer(16) for _ in range(4)]
+riovs = [iovec(ctypes.cast(b, ctypes.c_void_p), 16) for b in rbufs]
+rvec = (mmsghdr * 4)()
+for i in range(4):
+    rvec[i].hdr.iov = ctypes.pointer(riovs[i])
+    rvec[i].hdr.iovlen = 1
+n = libc.recvmmsg(m2.fileno(), rvec, 4, socket.MSG_DONTWAIT, None)
+show("recvmmsg", (n, [rbufs[i].raw[:rvec[i].len] for i in range(max(n, 0))]))
 print("done")

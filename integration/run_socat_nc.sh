@@ -75,6 +75,20 @@ got=$(echo "kernel side" | on_udsfs socat -t 2 - UNIX-CONNECT:"$TMP/kernel.sock"
 expect_eq "kernel socket through udsfs run" "$got" "kernel side"
 reap "$SRV"
 
+# a routed prefix: its names live in the mount (at the same path below it)
+R=$TMP/routed
+mkdir -p "$R"
+UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" --route "$R" -- \
+    socat UNIX-LISTEN:"$R/app.sock" EXEC:"echo routed" &
+SRV=$!
+wait_node "$MNT$R/app.sock"
+unix_has "app.sock" || fail "the routed name is not in the daemon's socket table"
+[ -e "$R/app.sock" ] && fail "the routed name made a kernel socket file at $R/app.sock"
+got=$(UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" --route "$R" -- \
+    socat - UNIX-CONNECT:"$R/app.sock" </dev/null)
+expect_eq "connect to a routed name" "$got" "routed"
+reap "$SRV"
+
 # a private mount: made for the command, gone after it, exit status passed on
 out=$(UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run -- bash -c \
     'echo "$UDSFS_MOUNT"; socat UNIX-LISTEN:"$UDSFS_MOUNT/p.sock" EXEC:"echo private" & 
