@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# integration/lib_run.bash: sourced (after lib.sh) by the run_*.sh scripts, which run
+# integration/lib_run.bash: sourced (after lib.sh) by the run_*.sh scripts that run
 # unmodified programs (curl, hackbench, PostgreSQL, CPython's test_socket) through
 # `udsfs run` (issue 12). Not a test itself (hence not *.sh).
 #
@@ -14,11 +14,12 @@
 UDSFS_RUN_VIA=${UDSFS_RUN_VIA:-udsfs}
 case $UDSFS_RUN_VIA in
 udsfs)
-    # `udsfs run` must exist: a missing subcommand fails the script, it never falls
-    # back to kernel sockets silently.
+    # `udsfs run` and a fresh preload library must exist: a missing one fails the
+    # script, it never falls back to kernel sockets silently.
     if ! "$UDSFS_BIN" run --help >/dev/null 2>&1; then
         fail "'$UDSFS_BIN run' is not available (issue 12); UDSFS_RUN_VIA=kernel runs this script on kernel sockets"
     fi
+    need_preload
     ;;
 kernel) ;;
 *) fail "UDSFS_RUN_VIA must be udsfs or kernel, not '$UDSFS_RUN_VIA'" ;;
@@ -42,7 +43,8 @@ run_cmd() {
     [ "${1:-}" == -- ] || fail "run_cmd: want -- before the command"
     shift
     if [ "$UDSFS_RUN_VIA" == udsfs ]; then
-        RUN_CMD=("$UDSFS_BIN" run --mount "$MNT" ${routes[@]+"${routes[@]}"} -- "$@")
+        RUN_CMD=(env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT"
+            ${routes[@]+"${routes[@]}"} -- "$@")
     else
         RUN_CMD=("$@")
     fi
@@ -54,45 +56,74 @@ via() {
     "${RUN_CMD[@]}"
 }
 
-# kernel_has_socket NAME: /proc/net/unix lists a socket whose path ends in /NAME.
+# kernel_has_socket PATH: /proc/net/unix lists a kernel socket bound at exactly PATH.
 kernel_has_socket() {
-    awk -v n="/$1" 'NR > 1 && NF >= 8 && substr($8, length($8) - length(n) + 1) == n { f = 1 } END { exit !f }' /proc/net/unix
+    awk -v p="$1" 'NR > 1 && $8 == p { f = 1 } END { exit !f }' /proc/net/unix
 }
 
-# udsfs_has_socket NAME: $U/unix lists a socket whose name ends in NAME (names are
-# shown relative to the mount).
+# tree_path PATH: the name a socket bound at PATH has in the mount: PATH below $MNT, or
+# a routed PATH at the same path below the mount root; $U/unix shows it without the
+# leading slash.
+tree_path() {
+    case $1 in
+    "$MNT"/*) printf '%s\n' "${1#"$MNT"/}" ;;
+    *) printf '%s\n' "${1#/}" ;;
+    esac
+}
+
+# udsfs_has_socket PATH: $U/unix lists a udsfs socket bound at PATH.
 udsfs_has_socket() {
-    awk -v n="$1" 'NR > 1 && NF >= 8 && ($8 == n || substr($8, length($8) - length(n)) == "/" n) { f = 1 } END { exit !f }' "$U/unix"
+    awk -v p="$(tree_path "$1")" 'NR > 1 && $8 == p { f = 1 } END { exit !f }' "$U/unix"
 }
 
-# wait_listening NAME [MS]: wait until a socket named .../NAME is listed where the
+# wait_listening PATH [MS]: wait until a socket bound at PATH is listed where the
 # chosen mode puts it (udsfs: $U/unix, kernel: /proc/net/unix); fails after MS ms.
 wait_listening() {
-    local name=$1 limit=${2:-20000} start
+    local path=$1 limit=${2:-20000} start
     start=$(now_ms)
     while :; do
         if [ "$UDSFS_RUN_VIA" == udsfs ]; then
-            udsfs_has_socket "$name" && return 0
+            udsfs_has_socket "$path" && return 0
         else
-            kernel_has_socket "$name" && return 0
+            kernel_has_socket "$path" && return 0
         fi
         [ $(($(now_ms) - start)) -le "$limit" ] ||
-            fail "no socket named $name in $([ "$UDSFS_RUN_VIA" == udsfs ] && echo "$U/unix" || echo /proc/net/unix) after $limit ms"
+            fail "no socket bound at $path in $([ "$UDSFS_RUN_VIA" == udsfs ] && echo "$U/unix" || echo /proc/net/unix) after $limit ms"
         sleep 0.02
     done
 }
 
-# expect_socket_home NAME: the socket .../NAME is where the mode says: through udsfs
-# it is a udsfs socket and the kernel has no socket of that name (the library routed
+# expect_socket_home PATH: the socket bound at PATH is where the mode says: through
+# udsfs it is a udsfs socket and the kernel has no socket there (the library routed
 # it); on kernel sockets the kernel has it.
 expect_socket_home() {
-    local name=$1
+    local path=$1
     if [ "$UDSFS_RUN_VIA" == udsfs ]; then
-        udsfs_has_socket "$name" || fail "$U/unix lists no socket named $name: $(cat "$U/unix")"
-        ! kernel_has_socket "$name" || fail "the kernel has a socket named $name: the program's socket was not routed to udsfs"
-        ok "$name is a udsfs socket (in $U/unix, not in /proc/net/unix)"
+        udsfs_has_socket "$path" || fail "$U/unix lists no socket bound at $path: $(cat "$U/unix")"
+        ! kernel_has_socket "$path" || fail "the kernel has a socket bound at $path: the program's socket was not routed to udsfs"
+        ok "$path is a udsfs socket (in $U/unix as $(tree_path "$path"), not in /proc/net/unix)"
     else
-        kernel_has_socket "$name" || fail "/proc/net/unix lists no socket named $name"
-        ok "$name is a kernel socket (UDSFS_RUN_VIA=kernel)"
+        kernel_has_socket "$path" || fail "/proc/net/unix lists no socket bound at $path"
+        ok "$path is a kernel socket (UDSFS_RUN_VIA=kernel)"
     fi
 }
+
+# start_bg VAR CMD...: start CMD in the background in a process group of its own and
+# set VAR to its PID. `udsfs run` leaves its child running when it is killed, so the
+# script's cleanup kills each such group whole.
+RUN_GROUPS=()
+start_bg() {
+    local var=$1
+    shift
+    setsid "$@" &
+    printf -v "$var" %s "$!"
+    RUN_GROUPS+=("$!")
+}
+_run_cleanup() {
+    local rc=$? g
+    for g in ${RUN_GROUPS[@]+"${RUN_GROUPS[@]}"}; do
+        kill -KILL -- "-$g" 2>/dev/null
+    done
+    return $rc
+}
+trap '_run_cleanup; _lib_cleanup' EXIT

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-command -v curl >/dev/null || fail "curl is not installed (apt-get install curl; .ci/run installs it)"
+need_cmd curl curl
 
 mkdir "$MNT/www"
 SOCK=$MNT/www/http.sock
@@ -45,10 +45,9 @@ print("served", sys.argv[2], "requests", flush=True)
 EOF
 
 run_cmd -- python3 "$TMP/server.py" "$SOCK" "$REQUESTS"
-"${RUN_CMD[@]}" >"$TMP/server.out" 2>&1 &
-SERVER=$!
-wait_listening http.sock
-expect_socket_home http.sock
+start_bg SERVER "${RUN_CMD[@]}" >"$TMP/server.out" 2>&1
+wait_listening "$SOCK"
+expect_socket_home "$SOCK"
 
 body=$(via -- curl --silent --show-error --fail --max-time 30 --unix-socket "$SOCK" http://localhost/greeting)
 expect_eq "GET body" "$body" "hello from /greeting over AF_UNIX"

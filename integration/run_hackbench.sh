@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-command -v hackbench >/dev/null || fail "hackbench is not installed (apt-get install rt-tests; .ci/run installs it)"
+need_cmd hackbench rt-tests
 
 # watch_peak FILE: until killed, keep the largest socket count of the mount in FILE.
 watch_peak() {

@@ -16,14 +16,12 @@ source "$LIB_DIR/lib_run.bash"
 PGBIN=$(find /usr/lib/postgresql -maxdepth 2 -name bin -type d 2>/dev/null | sort -V | tail -n1)
 [ -n "$PGBIN" ] && [ -x "$PGBIN/postgres" ] && [ -x "$PGBIN/initdb" ] ||
     fail "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/postgres; apt-get install postgresql; .ci/run installs it)"
-command -v psql >/dev/null || fail "psql is not installed (postgresql-client)"
+need_cmd psql postgresql-client
 id postgres >/dev/null 2>&1 || fail "there is no user postgres (the postgresql package makes it)"
-command -v setpriv >/dev/null || fail "setpriv is missing (util-linux)"
+need_cmd setpriv util-linux
 
-# as_postgres CMD...: CMD as user postgres, environment (LD_PRELOAD included) unchanged.
-as_postgres() {
-    setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"
-}
+# AS_POSTGRES CMD...: CMD as user postgres, environment (LD_PRELOAD included) unchanged.
+AS_POSTGRES=(setpriv --reuid=postgres --regid=postgres --init-groups --)
 
 PORT=5432
 chmod 755 "$TMP" # user postgres must reach its directories
@@ -36,15 +34,13 @@ if [ "$UDSFS_RUN_VIA" == udsfs ]; then
     install -d -o postgres -g postgres -m 755 "$MNT$SOCKDIR"
 fi
 
-as_postgres "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth-local=peer --auth-host=reject \
+"${AS_POSTGRES[@]}" "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth-local=peer --auth-host=reject \
     --no-sync >"$TMP/initdb.out" 2>&1 || fail "initdb failed: $(cat "$TMP/initdb.out")"
 ok "initdb made a cluster in $PGDATA"
 
-run_cmd --route "$SOCKDIR" -- setpriv --reuid=postgres --regid=postgres --init-groups -- \
-    "$PGBIN/postgres" -D "$PGDATA" -p "$PORT" -c listen_addresses= \
+run_cmd --route "$SOCKDIR" -- "${AS_POSTGRES[@]}" "$PGBIN/postgres" -D "$PGDATA" -p "$PORT" -c listen_addresses= \
     -c unix_socket_directories="$SOCKDIR" -c fsync=off -c logging_collector=off
-"${RUN_CMD[@]}" >"$TMP/server.log" 2>&1 &
-SERVER=$!
+start_bg SERVER "${RUN_CMD[@]}" >"$TMP/server.log" 2>&1
 # stop_server: SIGINT to the postmaster (its pid is the first line of postmaster.pid,
 # as pg_ctl finds it; $SERVER may be `udsfs run`) is PostgreSQL's fast shutdown.
 stop_server() {
@@ -61,14 +57,13 @@ until grep -q 'database system is ready to accept connections' "$TMP/server.log"
     sleep 0.1
 done
 ok "postgres is ready"
-expect_socket_home ".s.PGSQL.$PORT"
+expect_socket_home "$SOCKDIR/.s.PGSQL.$PORT"
 [ -f "$SOCKDIR/.s.PGSQL.$PORT.lock" ] || fail "no lock file $SOCKDIR/.s.PGSQL.$PORT.lock: $(ls -la "$SOCKDIR")"
 ok "the lock file .s.PGSQL.$PORT.lock is a regular file in $SOCKDIR"
 
 # psql ARGS...: psql as user postgres through the chosen sockets.
 psql_as_postgres() {
-    via --route "$SOCKDIR" -- setpriv --reuid=postgres --regid=postgres --init-groups -- \
-        psql -X -v ON_ERROR_STOP=1 -h "$SOCKDIR" -p "$PORT" -U postgres -d postgres -At "$@"
+    via --route "$SOCKDIR" -- "${AS_POSTGRES[@]}" psql -X -v ON_ERROR_STOP=1 -h "$SOCKDIR" -p "$PORT" -U postgres -d postgres -At "$@"
 }
 
 out=$(psql_as_postgres -c "select 6 * 7" 2>&1) || fail "psql as postgres failed: $out"
