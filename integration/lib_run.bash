@@ -122,7 +122,7 @@ start_bg() {
 _run_cleanup() {
     local rc=$? g
     for g in ${RUN_GROUPS[@]+"${RUN_GROUPS[@]}"}; do
-        kill -KILL -- "-$g" 2>/dev/null
+        kill -KILL -- "-$g" 2>/dev/null || true
     done
     return $rc
 }
