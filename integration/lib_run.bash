@@ -119,11 +119,12 @@ start_bg() {
     printf -v "$var" %s "$!"
     RUN_GROUPS+=("$!")
 }
-_run_cleanup() {
-    local rc=$? g
+_run_kill_groups() {
+    local g
     for g in ${RUN_GROUPS[@]+"${RUN_GROUPS[@]}"}; do
-        kill -KILL -- "-$g" 2>/dev/null || true
+        kill -KILL -- "-$g" 2>/dev/null
     done
-    return $rc
 }
-trap '_run_cleanup; _lib_cleanup' EXIT
+# lib.sh's cleanup reads the script's status from $?: keep it across the kill (set +e, or
+# a failing step here would end the trap before the unmount).
+trap '_run_status=$?; set +e; _run_kill_groups; (exit $_run_status); _lib_cleanup' EXIT
