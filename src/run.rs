@@ -170,7 +170,12 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
     // thread (SIGTERM and SIGHUP passed on to CMD; SIGINT and SIGQUIT from a
     // terminal reach CMD's process group anyway) and CMD gets them unblocked.
     let mut signals = SigSet::empty();
-    for sig in [Signal::SIGINT, Signal::SIGQUIT, Signal::SIGTERM, Signal::SIGHUP] {
+    for sig in [
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+    ] {
         signals.add(sig);
     }
     let _ = signals.thread_block();

@@ -683,3 +683,52 @@ pub unsafe extern "C" fn statx(
         r
     })
 }
+
+/// unlink() of a routed socket path removes its node in the mount too, as
+/// servers unlink a stale socket before they bind it again.
+fn unlink_routed(path: *const libc::c_char) -> Option<c_int> {
+    let m = mount::get().filter(|m| !m.routes.is_empty())?;
+    if path.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's NUL-terminated path.
+    let p = unsafe { std::ffi::CStr::from_ptr(path) }.to_bytes();
+    let abs = if p.starts_with(b"/") {
+        mount::normalize(p, b"/")
+    } else {
+        use std::os::unix::ffi::OsStrExt;
+        mount::normalize(p, std::env::current_dir().ok()?.as_os_str().as_bytes())
+    };
+    let node = m.routed_node(&abs)?;
+    // SAFETY: NUL-terminated paths.
+    let inside = unsafe { real::unlink(node.as_ptr()) };
+    let e = errno();
+    let outside = unsafe { real::unlink(path) };
+    if inside == 0 || outside == 0 {
+        return Some(0);
+    }
+    set_errno(if e == libc::ENOENT { errno() } else { e });
+    Some(-1)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn unlink(path: *const libc::c_char) -> c_int {
+    guarded(-1, || {
+        unlink_routed(path).unwrap_or_else(|| unsafe { real::unlink(path) })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int {
+    guarded(-1, || {
+        let plain_path = flags == 0
+            && (dirfd == libc::AT_FDCWD
+                || unsafe { path.as_ref() }.is_some_and(|c| *c == b'/' as libc::c_char));
+        if plain_path {
+            if let Some(r) = unlink_routed(path) {
+                return r;
+            }
+        }
+        unsafe { real::unlinkat(dirfd, path, flags) }
+    })
+}
