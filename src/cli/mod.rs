@@ -52,6 +52,8 @@ enum Cmd {
     Man(man::ManArgs),
     /// Print a shell completion script.
     Completions(man::CompletionsArgs),
+    /// Run a program with its AF_UNIX sockets on udsfs (the preload library).
+    Run(crate::run::RunArgs),
 }
 
 pub fn main() -> i32 {
@@ -65,6 +67,7 @@ pub fn main() -> i32 {
     let cli = Cli::parse_from(&argv);
     let (name, res) = match cli.cmd {
         Cmd::Mount(a) => return mount::main(&a, &argv),
+        Cmd::Run(a) => return crate::run::main(a),
         Cmd::Umount { mountpoint } => ("umount", umount::umount(&mountpoint)),
         Cmd::Ss(a) => ("ss", ss::main(&a)),
         Cmd::Graph(a) => ("graph", graph::main(&a)),

@@ -1,0 +1,130 @@
+# shellcheck shell=bash
+# integration/lib_run.bash: sourced (after lib.sh) by the run_*.sh scripts that run
+# unmodified programs (curl, hackbench, PostgreSQL, CPython's test_socket) through
+# `udsfs run` (issue 12). Not a test itself (hence not *.sh).
+#
+# UDSFS_RUN_VIA picks where the programs' sockets live:
+#   udsfs  (default) every program runs as `udsfs run --mount $MNT [--route DIR]... -- CMD`;
+#          the scripts then check that their sockets are udsfs sockets (listed in
+#          $U/unix) and not kernel sockets (absent from /proc/net/unix);
+#   kernel the same commands run directly, on kernel sockets: the reference run, and a
+#          way to check a harness while `udsfs run` is unfinished.
+# Switching is this one variable; the commands are otherwise the same.
+
+UDSFS_RUN_VIA=${UDSFS_RUN_VIA:-udsfs}
+case $UDSFS_RUN_VIA in
+udsfs)
+    # `udsfs run` and a fresh preload library must exist: a missing one fails the
+    # script, it never falls back to kernel sockets silently.
+    if ! "$UDSFS_BIN" run --help >/dev/null 2>&1; then
+        fail "'$UDSFS_BIN run' is not available (issue 12); UDSFS_RUN_VIA=kernel runs this script on kernel sockets"
+    fi
+    need_preload
+    ;;
+kernel) ;;
+*) fail "UDSFS_RUN_VIA must be udsfs or kernel, not '$UDSFS_RUN_VIA'" ;;
+esac
+export UDSFS_RUN_VIA
+say "programs run via: $UDSFS_RUN_VIA"
+
+# run_cmd [--route DIR]... -- CMD [ARGS...]: the command line that runs CMD on the
+# chosen sockets, in the array RUN_CMD.
+run_cmd() {
+    local routes=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        case $1 in
+        --route)
+            routes+=(--route "$2")
+            shift 2
+            ;;
+        *) fail "run_cmd: unknown option $1" ;;
+        esac
+    done
+    [ "${1:-}" == -- ] || fail "run_cmd: want -- before the command"
+    shift
+    if [ "$UDSFS_RUN_VIA" == udsfs ]; then
+        RUN_CMD=(env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT"
+            ${routes[@]+"${routes[@]}"} -- "$@")
+    else
+        RUN_CMD=("$@")
+    fi
+}
+
+# via [--route DIR]... -- CMD [ARGS...]: run CMD on the chosen sockets.
+via() {
+    run_cmd "$@"
+    "${RUN_CMD[@]}"
+}
+
+# kernel_has_socket PATH: /proc/net/unix lists a kernel socket bound at exactly PATH.
+kernel_has_socket() {
+    awk -v p="$1" 'NR > 1 && $8 == p { f = 1 } END { exit !f }' /proc/net/unix
+}
+
+# tree_path PATH: the name a socket bound at PATH has in the mount: PATH below $MNT, or
+# a routed PATH at the same path below the mount root; $U/unix shows it without the
+# leading slash.
+tree_path() {
+    case $1 in
+    "$MNT"/*) printf '%s\n' "${1#"$MNT"/}" ;;
+    *) printf '%s\n' "${1#/}" ;;
+    esac
+}
+
+# udsfs_has_socket PATH: $U/unix lists a udsfs socket bound at PATH.
+udsfs_has_socket() {
+    awk -v p="$(tree_path "$1")" 'NR > 1 && $8 == p { f = 1 } END { exit !f }' "$U/unix"
+}
+
+# wait_listening PATH [MS]: wait until a socket bound at PATH is listed where the
+# chosen mode puts it (udsfs: $U/unix, kernel: /proc/net/unix); fails after MS ms.
+wait_listening() {
+    local path=$1 limit=${2:-20000} start
+    start=$(now_ms)
+    while :; do
+        if [ "$UDSFS_RUN_VIA" == udsfs ]; then
+            udsfs_has_socket "$path" && return 0
+        else
+            kernel_has_socket "$path" && return 0
+        fi
+        [ $(($(now_ms) - start)) -le "$limit" ] ||
+            fail "no socket bound at $path in $([ "$UDSFS_RUN_VIA" == udsfs ] && echo "$U/unix" || echo /proc/net/unix) after $limit ms"
+        sleep 0.02
+    done
+}
+
+# expect_socket_home PATH: the socket bound at PATH is where the mode says: through
+# udsfs it is a udsfs socket and the kernel has no socket there (the library routed
+# it); on kernel sockets the kernel has it.
+expect_socket_home() {
+    local path=$1
+    if [ "$UDSFS_RUN_VIA" == udsfs ]; then
+        udsfs_has_socket "$path" || fail "$U/unix lists no socket bound at $path: $(cat "$U/unix")"
+        ! kernel_has_socket "$path" || fail "the kernel has a socket bound at $path: the program's socket was not routed to udsfs"
+        ok "$path is a udsfs socket (in $U/unix as $(tree_path "$path"), not in /proc/net/unix)"
+    else
+        kernel_has_socket "$path" || fail "/proc/net/unix lists no socket bound at $path"
+        ok "$path is a kernel socket (UDSFS_RUN_VIA=kernel)"
+    fi
+}
+
+# start_bg VAR CMD...: start CMD in the background in a process group of its own and
+# set VAR to its PID. `udsfs run` leaves its child running when it is killed, so the
+# script's cleanup kills each such group whole.
+RUN_GROUPS=()
+start_bg() {
+    local var=$1
+    shift
+    setsid "$@" &
+    printf -v "$var" %s "$!"
+    RUN_GROUPS+=("$!")
+}
+_run_kill_groups() {
+    local g
+    for g in ${RUN_GROUPS[@]+"${RUN_GROUPS[@]}"}; do
+        kill -KILL -- "-$g" 2>/dev/null
+    done
+}
+# lib.sh's cleanup reads the script's status from $?: keep it across the kill (set +e, or
+# a failing step here would end the trap before the unmount).
+trap '_run_status=$?; set +e; _run_kill_groups; (exit $_run_status); _lib_cleanup' EXIT

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# run_hackbench.sh: rt-tests' hackbench, unmodified, in socketpair mode (its default),
+# through `udsfs run --mount $MNT` (UDSFS_RUN_VIA=kernel: on kernel sockets): processes
+# (fork) and -T threads, small -g/-l. Each run must exit 0 with hackbench's three lines,
+# its socketpairs must have been udsfs sockets (40 per group, seen in $U/unix while it
+# ran), and no socket may be left afterwards.
+source "$(dirname "$0")/lib.sh"
+source "$LIB_DIR/lib_run.bash"
+
+need_cmd hackbench rt-tests
+
+# watch_peak FILE: until killed, keep the largest socket count of the mount in FILE.
+watch_peak() {
+    local peak=0 n
+    while :; do
+        n=$(($(wc -l <"$U/unix") - 1))
+        if [ "$n" -gt "$peak" ]; then
+            peak=$n
+            printf '%s\n' "$peak" >"$1"
+        fi
+        sleep 0.002
+    done
+}
+
+# one_run MODE_FLAG GROUPS LOOPS DATASIZE: hackbench [-T] -g GROUPS -l LOOPS -s DATASIZE.
+one_run() {
+    local flag=$1 g=$2 l=$3 s=$4 mode=process watcher out rc=0 peak want
+    [ "$flag" == -T ] && mode=threaded
+    want=$((40 * g)) # 20 receivers per group, one socketpair each
+    echo 0 >"$TMP/peak"
+    watch_peak "$TMP/peak" &
+    watcher=$!
+    run_cmd -- hackbench ${flag:+"$flag"} -g "$g" -l "$l" -s "$s"
+    out=$(timeout 60 "${RUN_CMD[@]}" 2>&1) || rc=$?
+    kill "$watcher" 2>/dev/null
+    wait "$watcher" 2>/dev/null || true
+    [ "$rc" -eq 0 ] || fail "hackbench ${flag} -g $g -l $l -s $s exited with status $rc: $out"
+    grep -qx "Running in $mode mode with $g groups using 40 file descriptors each (== $((g * 40)) tasks)" <<<"$out" &&
+        grep -qx "Each sender will pass $l messages of $s bytes" <<<"$out" &&
+        grep -qE '^Time: [0-9]+\.[0-9]+$' <<<"$out" ||
+        fail "hackbench ${flag} -g $g -l $l -s $s printed something else: $out"
+    ok "hackbench ${flag:+$flag }-g $g -l $l -s $s ($mode mode) exit 0, $(grep ^Time: <<<"$out")"
+    if [ "$UDSFS_RUN_VIA" == udsfs ]; then
+        peak=$(cat "$TMP/peak")
+        [ "$peak" -ge "$want" ] ||
+            fail "at most $peak udsfs sockets were seen while hackbench ran, want its $want socketpair ends"
+        ok "its $want socketpair ends were udsfs sockets (peak $peak in $U/unix)"
+    fi
+    wait_socket_count 0 5000
+    ok "no socket left in $U/unix"
+}
+
+one_run "" 2 50 100
+one_run -T 2 50 100
+one_run "" 1 20 4096
+one_run -T 1 20 4096
