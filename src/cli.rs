@@ -36,6 +36,8 @@ enum Cmd {
         #[arg(default_value = "mountpoints/default")]
         mountpoint: PathBuf,
     },
+    /// Run a program with its AF_UNIX sockets on udsfs (the preload library).
+    Run(crate::run::RunArgs),
 }
 
 #[derive(Args, Clone)]
@@ -101,6 +103,7 @@ pub fn main() -> i32 {
                 1
             }
         },
+        Cmd::Run(a) => crate::run::main(a),
         Cmd::Umount { mountpoint } => match umount(&mountpoint) {
             Ok(()) => 0,
             Err(e) => {

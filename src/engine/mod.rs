@@ -13,6 +13,7 @@ mod names;
 mod naming;
 mod sock_table;
 pub mod socket;
+mod sockopt;
 pub mod tree;
 pub mod wait;
 
@@ -32,6 +33,7 @@ pub use data::Received;
 pub use names::NameKey;
 pub use sock_table::SockDir;
 pub use socket::{SockType, Socket};
+pub use sockopt::SockInfo;
 pub use wait::{ThreadWaiter, Waiter, Wake, Wakeups};
 
 use names::NameTable;

@@ -91,7 +91,7 @@ fn read_at(text: &[u8], offset: u64, size: u32) -> Vec<u8> {
 }
 
 /// Explicit credentials are the caller's own unless it is root (scm_check_creds).
-fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
+pub(super) fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
     if !caller.is_root() {
         let st = caller.status();
         let pid_ok = c.pid == st.tgid;

@@ -3,6 +3,8 @@
 
 mod files;
 pub mod inode;
+mod ioctl;
+pub mod ioctl_abi;
 pub mod park;
 
 use std::ffi::OsStr;
@@ -1060,17 +1062,16 @@ impl Filesystem for UdsFs {
 
     fn ioctl(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         _flags: fuser::IoctlFlags,
-        _cmd: u32,
-        _in_data: &[u8],
+        cmd: u32,
+        in_data: &[u8],
         _out_size: u32,
         reply: fuser::ReplyIoctl,
     ) {
-        // Shells probe terminals with TCGETS; these are no terminals.
-        reply.error(FErrno::ENOTTY);
+        ioctl::ioctl(&self.inner, req, fh, cmd, in_data, reply);
     }
 
     fn getxattr(

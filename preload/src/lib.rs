@@ -1,0 +1,680 @@
+//! libudsfs_preload: runs an unmodified program's AF_UNIX sockets on a udsfs
+//! mount (UDSFS_MOUNT; `udsfs run` sets it up).
+//!
+//! A socket is a kernel socket until the call that decides it (bind,
+//! connect or sendto to a name in the mount or a routed prefix, an abstract
+//! name, autobind) or is made by socketpair(); then the program's descriptor
+//! is the socket's `.udsfs/sock/N/data` file, so read, write, poll, dup,
+//! fork, exec and close need no help. The library keeps no table: a call on
+//! a descriptor first goes to the C library, and only when the kernel says
+//! ENOTSOCK does the library look at the descriptor's device and inode to
+//! see whether it is a udsfs socket. Kernel sockets and other files cost
+//! nothing extra.
+#![allow(clippy::missing_safety_doc)] // the C library's contracts apply
+
+#[path = "../../src/fuse/ioctl_abi.rs"]
+#[allow(dead_code)]
+mod abi;
+mod log;
+mod mount;
+mod msg;
+mod opts;
+mod real;
+mod sock;
+mod stat;
+
+use libc::{
+    c_int, c_uint, c_ulong, c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,
+};
+
+use mount::Mount;
+use sock::Route;
+
+pub(crate) fn errno() -> c_int {
+    // SAFETY: the thread's errno location is always valid.
+    unsafe { *libc::__errno_location() }
+}
+
+pub(crate) fn set_errno(e: c_int) {
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// Runs `f`; a panic never crosses into the program: it becomes EIO.
+fn guarded<R>(fail: R, f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            log::say("internal error; the call fails with EIO");
+            set_errno(libc::EIO);
+            fail
+        }
+    }
+}
+
+fn int_ret(r: sock::Res<()>) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            set_errno(e);
+            -1
+        }
+    }
+}
+
+/// The mount, when the failed call `r` was made on a udsfs socket.
+fn udsfs_after(r: i64, fd: c_int) -> Option<&'static Mount> {
+    if r >= 0 || errno() != libc::ENOTSOCK {
+        return None;
+    }
+    let m = mount::get()?;
+    mount::udsfs_fd(fd).then_some(m)
+}
+
+/// Makes kernel AF_UNIX socket `fd` a udsfs socket for a routed address;
+/// false when `fd` is something else (the C library handles it).
+fn adopt_for(m: &Mount, fd: c_int) -> sock::Res<bool> {
+    if mount::udsfs_fd(fd) {
+        return Ok(true);
+    }
+    if !sock::kernel_unix(fd) {
+        return Ok(false);
+    }
+    if kernel_bound(fd) {
+        log::say(&format!(
+            "fd {fd} is bound to a kernel AF_UNIX name: it cannot move to udsfs (EINVAL)"
+        ));
+        return Err(libc::EINVAL);
+    }
+    sock::convert(m, fd)?;
+    Ok(true)
+}
+
+fn kernel_bound(fd: c_int) -> bool {
+    // SAFETY: zeroed storage the size getsockname is told.
+    unsafe {
+        let mut a: libc::sockaddr_un = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::sockaddr_un>() as socklen_t;
+        real::getsockname(fd, (&mut a as *mut libc::sockaddr_un).cast(), &mut len) == 0
+            && len as usize > std::mem::size_of::<libc::sa_family_t>()
+    }
+}
+
+fn refuse_kernel_name(fd: c_int, what: &str) -> sock::Res<()> {
+    log::say(&format!(
+        "{what} on udsfs socket fd {fd}: the address is a kernel AF_UNIX name outside the mount and its routes"
+    ));
+    Err(libc::ECONNREFUSED)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int) -> c_int {
+    guarded(-1, || {
+        let m = match mount::get() {
+            Some(m) if d == libc::AF_UNIX => m,
+            _ => return unsafe { real::socketpair(d, t, p, sv) },
+        };
+        if p != 0 {
+            return int_ret(Err(libc::EPROTONOSUPPORT));
+        }
+        if sv.is_null() {
+            return int_ret(Err(libc::EFAULT));
+        }
+        let mut fds = [-1; 2];
+        let r = sock::pair(m, t, &mut fds);
+        if r.is_ok() {
+            // SAFETY: sv holds two ints.
+            unsafe { std::ptr::copy_nonoverlapping(fds.as_ptr(), sv, 2) };
+        }
+        int_ret(r)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    guarded(-1, || {
+        let Some(m) = mount::get() else {
+            return unsafe { real::bind(fd, addr, len) };
+        };
+        let wire = match unsafe { sock::route(m, addr, len) } {
+            Route::Kernel => {
+                let r = unsafe { real::bind(fd, addr, len) };
+                if udsfs_after(r as i64, fd).is_some() {
+                    log::say(&format!(
+                        "bind on udsfs socket fd {fd}: the path is outside the mount and its routes (EINVAL)"
+                    ));
+                    return int_ret(Err(libc::EINVAL));
+                }
+                return r;
+            }
+            Route::Autobind => Vec::new(),
+            Route::Udsfs(w) => w,
+        };
+        match adopt_for(m, fd) {
+            Ok(true) => int_ret(sock::ctl(fd, abi::OP_BIND, 0, &wire).map(|_| ())),
+            Ok(false) => unsafe { real::bind(fd, addr, len) },
+            Err(e) => int_ret(Err(e)),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    guarded(-1, || {
+        let Some(m) = mount::get() else {
+            return unsafe { real::connect(fd, addr, len) };
+        };
+        match unsafe { sock::route(m, addr, len) } {
+            Route::Udsfs(w) => match adopt_for(m, fd) {
+                Ok(true) => int_ret(sock::connect(m, fd, &w)),
+                Ok(false) => unsafe { real::connect(fd, addr, len) },
+                Err(e) => int_ret(Err(e)),
+            },
+            _ => {
+                let r = unsafe { real::connect(fd, addr, len) };
+                if udsfs_after(r as i64, fd).is_none() {
+                    return r;
+                }
+                // SAFETY: route() saw at least the family.
+                let unspec =
+                    !addr.is_null() && unsafe { (*addr).sa_family } as c_int == libc::AF_UNSPEC;
+                if unspec {
+                    return int_ret(sock::ctl(fd, abi::OP_DISCONNECT, 0, &[]).map(|_| ()));
+                }
+                if (len as usize) <= std::mem::size_of::<libc::sa_family_t>() {
+                    return int_ret(Err(libc::EINVAL));
+                }
+                int_ret(refuse_kernel_name(fd, "connect"))
+            }
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
+    guarded(-1, || {
+        let r = unsafe { real::listen(fd, backlog) };
+        match udsfs_after(r as i64, fd) {
+            Some(_) => int_ret(sock::ctl(fd, abi::OP_LISTEN, backlog, &[]).map(|_| ())),
+            None => r,
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accept4(
+    fd: c_int,
+    addr: *mut sockaddr,
+    len: *mut socklen_t,
+    flags: c_int,
+) -> c_int {
+    guarded(-1, || {
+        let r = unsafe { real::accept4(fd, addr, len, flags) };
+        let Some(m) = udsfs_after(r as i64, fd) else {
+            return r;
+        };
+        match sock::accept(m, fd, flags) {
+            Ok(nfd) => {
+                if !addr.is_null() && !len.is_null() {
+                    // The peer is the connecting socket: its name or none.
+                    if unsafe { sock::name(m, nfd, true, addr, len) }.is_err() {
+                        unsafe { *len = std::mem::size_of::<libc::sa_family_t>() as socklen_t };
+                    }
+                }
+                nfd
+            }
+            Err(e) => {
+                set_errno(e);
+                -1
+            }
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    unsafe { accept4(fd, addr, len, 0) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
+    guarded(-1, || {
+        let r = unsafe { real::shutdown(fd, how) };
+        match udsfs_after(r as i64, fd) {
+            Some(_) => int_ret(sock::ctl(fd, abi::OP_SHUTDOWN, how, &[]).map(|_| ())),
+            None => r,
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    guarded(-1, || {
+        let r = unsafe { real::getsockname(fd, addr, len) };
+        match udsfs_after(r as i64, fd) {
+            Some(m) => int_ret(unsafe { sock::name(m, fd, false, addr, len) }),
+            None => r,
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    guarded(-1, || {
+        let r = unsafe { real::getpeername(fd, addr, len) };
+        match udsfs_after(r as i64, fd) {
+            Some(m) => int_ret(unsafe { sock::name(m, fd, true, addr, len) }),
+            None => r,
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getsockopt(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    v: *mut c_void,
+    l: *mut socklen_t,
+) -> c_int {
+    guarded(-1, || {
+        let r = unsafe { real::getsockopt(fd, level, name, v, l) };
+        match udsfs_after(r as i64, fd) {
+            Some(_) => int_ret(unsafe { opts::get(fd, level, name, v, l) }),
+            None => r,
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn setsockopt(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    v: *const c_void,
+    l: socklen_t,
+) -> c_int {
+    guarded(-1, || {
+        let r = unsafe { real::setsockopt(fd, level, name, v, l) };
+        match udsfs_after(r as i64, fd) {
+            Some(_) => int_ret(unsafe { opts::set(fd, level, name, v, l) }),
+            None => r,
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_int {
+    guarded(-1, || {
+        if (req == libc::FIONREAD || req == libc::TIOCOUTQ) && mount::udsfs_fd(fd) {
+            return int_ret(opts::queue_ioctl(fd, req, arg));
+        }
+        unsafe { real::ioctl(fd, req, arg) }
+    })
+}
+
+/// The destination of a send: None (none given), or the wire address.
+unsafe fn send_target(
+    m: &Mount,
+    fd: c_int,
+    addr: *const sockaddr,
+    len: socklen_t,
+) -> sock::Res<Option<Vec<u8>>> {
+    if addr.is_null() {
+        return Ok(None);
+    }
+    match unsafe { sock::route(m, addr, len) } {
+        Route::Udsfs(w) => Ok(Some(w)),
+        Route::Autobind => Err(libc::EINVAL),
+        Route::Kernel => refuse_kernel_name(fd, "sendto").map(|_| None),
+    }
+}
+
+/// Before a send with an address: a kernel AF_UNIX socket sending to a
+/// routed name becomes a udsfs socket.
+unsafe fn adopt_for_send(
+    m: &Mount,
+    fd: c_int,
+    addr: *const sockaddr,
+    len: socklen_t,
+) -> sock::Res<()> {
+    if let Route::Udsfs(_) = unsafe { sock::route(m, addr, len) } {
+        adopt_for(m, fd)?;
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendto(
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+    flags: c_int,
+    addr: *const sockaddr,
+    alen: socklen_t,
+) -> ssize_t {
+    guarded(-1, || {
+        let Some(m) = mount::get() else {
+            return unsafe { real::sendto(fd, buf, n, flags, addr, alen) };
+        };
+        if !addr.is_null() {
+            if let Err(e) = unsafe { adopt_for_send(m, fd, addr, alen) } {
+                return msg::ret(Err(e));
+            }
+        }
+        let r = unsafe { real::sendto(fd, buf, n, flags, addr, alen) };
+        if udsfs_after(r as i64, fd).is_none() {
+            return r;
+        }
+        let to = match unsafe { send_target(m, fd, addr, alen) } {
+            Ok(t) => t,
+            Err(e) => return msg::ret(Err(e)),
+        };
+        let data = if buf.is_null() || n == 0 {
+            &[][..]
+        } else {
+            // SAFETY: the caller's buffer has n bytes.
+            unsafe { std::slice::from_raw_parts(buf as *const u8, n) }
+        };
+        let meta = msg::Meta {
+            to,
+            ..Default::default()
+        };
+        msg::ret(msg::send(m, fd, data, meta, flags))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
+    unsafe { sendto(fd, buf, n, flags, std::ptr::null(), 0) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> ssize_t {
+    guarded(-1, || {
+        let Some(mnt) = mount::get() else {
+            return unsafe { real::sendmsg(fd, m, flags) };
+        };
+        if m.is_null() {
+            return unsafe { real::sendmsg(fd, m, flags) };
+        }
+        // SAFETY: the caller's msghdr.
+        let h = unsafe { &*m };
+        let addr = h.msg_name as *const sockaddr;
+        if !addr.is_null() {
+            if let Err(e) = unsafe { adopt_for_send(mnt, fd, addr, h.msg_namelen) } {
+                return msg::ret(Err(e));
+            }
+        }
+        if !mount::udsfs_fd(fd) {
+            if msg::passes_udsfs(h) {
+                log::say(&format!(
+                    "sendmsg on kernel socket fd {fd}: a udsfs socket cannot be passed over a kernel socket (EINVAL)"
+                ));
+                return msg::ret(Err(libc::EINVAL));
+            }
+            return unsafe { real::sendmsg(fd, m, flags) };
+        }
+        let mut meta = msg::Meta::default();
+        meta.to = match unsafe { send_target(mnt, fd, addr, h.msg_namelen) } {
+            Ok(t) => t,
+            Err(e) => return msg::ret(Err(e)),
+        };
+        if let Err(e) = msg::parse_control(h, &mut meta) {
+            return msg::ret(Err(e));
+        }
+        msg::ret(msg::send(mnt, fd, &msg::gathered(h), meta, flags))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: c_int) -> c_int {
+    guarded(-1, || {
+        if !mount::udsfs_fd(fd) {
+            return unsafe { real::sendmmsg(fd, v, n, flags) };
+        }
+        let mut done = 0;
+        for i in 0..n as usize {
+            // SAFETY: the caller's vector has n entries.
+            let e = unsafe { &mut *v.add(i) };
+            let r = unsafe { sendmsg(fd, &e.msg_hdr, flags) };
+            if r < 0 {
+                return if done > 0 { done } else { -1 };
+            }
+            e.msg_len = r as c_uint;
+            done += 1;
+        }
+        done
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssize_t {
+    guarded(-1, || {
+        let r = unsafe { real::recvmsg(fd, m, flags) };
+        let Some(mnt) = udsfs_after(r as i64, fd) else {
+            return r;
+        };
+        if m.is_null() {
+            return msg::ret(Err(libc::EFAULT));
+        }
+        // SAFETY: the caller's msghdr.
+        msg::ret(msg::recv(mnt, fd, unsafe { &mut *m }, flags))
+    })
+}
+
+/// recvfrom() as a recvmsg with one buffer.
+unsafe fn recv_into(
+    m: &Mount,
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    flags: c_int,
+    addr: *mut sockaddr,
+    alen: *mut socklen_t,
+) -> ssize_t {
+    let mut iov = iovec {
+        iov_base: buf,
+        iov_len: n,
+    };
+    // SAFETY: a zeroed msghdr is empty.
+    let mut h: msghdr = unsafe { std::mem::zeroed() };
+    h.msg_iov = &mut iov;
+    h.msg_iovlen = 1;
+    if !addr.is_null() && !alen.is_null() {
+        h.msg_name = addr.cast();
+        h.msg_namelen = unsafe { *alen };
+    }
+    let r = msg::recv(m, fd, &mut h, flags);
+    if r.is_ok() && !addr.is_null() && !alen.is_null() {
+        unsafe { *alen = h.msg_namelen };
+    }
+    msg::ret(r)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recvfrom(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    flags: c_int,
+    addr: *mut sockaddr,
+    alen: *mut socklen_t,
+) -> ssize_t {
+    guarded(-1, || {
+        let r = unsafe { real::recvfrom(fd, buf, n, flags, addr, alen) };
+        match udsfs_after(r as i64, fd) {
+            Some(m) => unsafe { recv_into(m, fd, buf, n, flags, addr, alen) },
+            None => r,
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
+    guarded(-1, || {
+        let r = unsafe { real::recv(fd, buf, n, flags) };
+        match udsfs_after(r as i64, fd) {
+            Some(m) => unsafe {
+                recv_into(
+                    m,
+                    fd,
+                    buf,
+                    n,
+                    flags,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            },
+            None => r,
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __recv_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    buflen: size_t,
+    flags: c_int,
+) -> ssize_t {
+    guarded(-1, || {
+        let r = unsafe { real::__recv_chk(fd, buf, n, buflen, flags) };
+        match udsfs_after(r as i64, fd) {
+            Some(m) => unsafe {
+                recv_into(
+                    m,
+                    fd,
+                    buf,
+                    n,
+                    flags,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            },
+            None => r,
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __recvfrom_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    buflen: size_t,
+    flags: c_int,
+    addr: *mut sockaddr,
+    alen: *mut socklen_t,
+) -> ssize_t {
+    guarded(-1, || {
+        let r = unsafe { real::__recvfrom_chk(fd, buf, n, buflen, flags, addr, alen) };
+        match udsfs_after(r as i64, fd) {
+            Some(m) => unsafe { recv_into(m, fd, buf, n, flags, addr, alen) },
+            None => r,
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recvmmsg(
+    fd: c_int,
+    v: *mut mmsghdr,
+    n: c_uint,
+    flags: c_int,
+    t: *mut libc::timespec,
+) -> c_int {
+    guarded(-1, || {
+        if !mount::udsfs_fd(fd) {
+            return unsafe { real::recvmmsg(fd, v, n, flags, t) };
+        }
+        let mut done = 0;
+        let mut fl = flags & !libc::MSG_WAITFORONE;
+        for i in 0..n as usize {
+            // SAFETY: the caller's vector has n entries.
+            let e = unsafe { &mut *v.add(i) };
+            let r = unsafe { recvmsg(fd, &mut e.msg_hdr, fl) };
+            if r < 0 {
+                return if done > 0 { done } else { -1 };
+            }
+            e.msg_len = r as c_uint;
+            done += 1;
+            if flags & libc::MSG_WAITFORONE != 0 {
+                fl |= libc::MSG_DONTWAIT;
+            }
+        }
+        done
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fstat(fd: c_int, st: *mut libc::stat) -> c_int {
+    guarded(-1, || {
+        let r = unsafe { real::fstat(fd, st) };
+        if r == 0 && !st.is_null() {
+            stat::fix_stat(unsafe { &mut *st });
+        }
+        r
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fstat64(fd: c_int, st: *mut libc::stat64) -> c_int {
+    guarded(-1, || {
+        let r = unsafe { real::fstat64(fd, st) };
+        if r == 0 && !st.is_null() {
+            stat::fix_stat64(unsafe { &mut *st });
+        }
+        r
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fstatat(
+    d: c_int,
+    p: *const libc::c_char,
+    st: *mut libc::stat,
+    fl: c_int,
+) -> c_int {
+    guarded(-1, || {
+        let r = unsafe { real::fstatat(d, p, st, fl) };
+        if r == 0 && !st.is_null() {
+            stat::fix_stat(unsafe { &mut *st });
+        }
+        r
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fstatat64(
+    d: c_int,
+    p: *const libc::c_char,
+    st: *mut libc::stat64,
+    fl: c_int,
+) -> c_int {
+    guarded(-1, || {
+        let r = unsafe { real::fstatat64(d, p, st, fl) };
+        if r == 0 && !st.is_null() {
+            stat::fix_stat64(unsafe { &mut *st });
+        }
+        r
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn statx(
+    d: c_int,
+    p: *const libc::c_char,
+    fl: c_int,
+    mask: c_uint,
+    st: *mut libc::statx,
+) -> c_int {
+    guarded(-1, || {
+        let r = unsafe { real::statx(d, p, fl, mask, st) };
+        if r == 0 && !st.is_null() {
+            stat::fix_statx(unsafe { &mut *st });
+        }
+        r
+    })
+}

@@ -1,0 +1,250 @@
+//! Which mount is udsfs (UDSFS_MOUNT), which paths route into it
+//! (UDSFS_ROUTES), and how a file descriptor shows it is one of its sockets:
+//! by its device and inode number, never by a table that dup, fork or exec
+//! could lose.
+
+use std::ffi::CString;
+use std::sync::OnceLock;
+
+use libc::c_int;
+
+use crate::real;
+
+pub struct Mount {
+    /// Canonical path of the mount point, without a trailing slash.
+    pub path: Vec<u8>,
+    dev: (u32, u32),
+    /// Absolute prefixes whose paths are names in the mount (at the same path
+    /// below the mount point).
+    pub routes: Vec<Vec<u8>>,
+}
+
+static MOUNT: OnceLock<Option<Mount>> = OnceLock::new();
+
+/// The udsfs mount this process uses, if any (and if it is mounted).
+pub fn get() -> Option<&'static Mount> {
+    MOUNT.get_or_init(load).as_ref()
+}
+
+fn canonical(p: &[u8]) -> Option<Vec<u8>> {
+    let c = CString::new(p).ok()?;
+    // SAFETY: realpath with a NULL buffer allocates the result, freed below.
+    let r = unsafe { libc::realpath(c.as_ptr(), std::ptr::null_mut()) };
+    if r.is_null() {
+        return None;
+    }
+    // SAFETY: r is a NUL-terminated string from realpath.
+    let out = unsafe { std::ffi::CStr::from_ptr(r) }.to_bytes().to_vec();
+    // SAFETY: r came from malloc.
+    unsafe { libc::free(r.cast()) };
+    Some(out)
+}
+
+fn load() -> Option<Mount> {
+    use std::os::unix::ffi::OsStrExt;
+    let m = std::env::var_os("UDSFS_MOUNT")?;
+    let path = canonical(m.as_bytes())?;
+    let c = CString::new(path.clone()).ok()?;
+    let st = statx_of(libc::AT_FDCWD, &c, 0)?;
+    let routes = std::env::var_os("UDSFS_ROUTES")
+        .map(|r| {
+            r.as_bytes()
+                .split(|&b| b == b':')
+                .filter(|p| p.starts_with(b"/") && p.len() > 1)
+                .map(|p| normalize(p, b"/"))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(Mount {
+        path,
+        dev: (st.stx_dev_major, st.stx_dev_minor),
+        routes,
+    })
+}
+
+fn statx_of(dirfd: c_int, path: &CString, flags: c_int) -> Option<libc::statx> {
+    // SAFETY: statx fills the zeroed struct it is given.
+    unsafe {
+        let mut st: libc::statx = std::mem::zeroed();
+        let r = real::statx(dirfd, path.as_ptr(), flags, libc::STATX_INO, &mut st);
+        (r == 0).then_some(st)
+    }
+}
+
+/// Inode numbers of `.udsfs/sock/N/data` files (src/fuse/inode.rs): tag 2
+/// in the top byte, file code 2 in the low four bits.
+pub fn is_data_ino(ino: u64) -> bool {
+    ino >> 56 == 2 && ino & 0xf == 2
+}
+
+impl Mount {
+    pub fn owns_dev(&self, major: u32, minor: u32) -> bool {
+        self.dev == (major, minor)
+    }
+
+    pub fn owns_stat_dev(&self, dev: u64) -> bool {
+        libc::major(dev) == self.dev.0 && libc::minor(dev) == self.dev.1
+    }
+
+    /// `.udsfs/sock/N/FILE` of this mount.
+    pub fn sock_file(&self, id: u64, file: &str) -> CString {
+        let mut p = self.path.clone();
+        p.extend_from_slice(format!("/.udsfs/sock/{id}/{file}").as_bytes());
+        CString::new(p).expect("no NUL in a mount path")
+    }
+
+    pub fn ctrl_file(&self, rel: &str) -> CString {
+        let mut p = self.path.clone();
+        p.extend_from_slice(b"/.udsfs/");
+        p.extend_from_slice(rel.as_bytes());
+        CString::new(p).expect("no NUL in a mount path")
+    }
+
+    /// The tree path (relative to the mount root) that an absolute path
+    /// names, if it lies in the mount or under a route.
+    pub fn tree_path(&self, abs: &[u8]) -> Option<Vec<u8>> {
+        if let Some(rest) = abs.strip_prefix(self.path.as_slice()) {
+            if let Some(rel) = rest.strip_prefix(b"/") {
+                if !rel.is_empty() {
+                    return Some(rel.to_vec());
+                }
+            }
+        }
+        self.routes
+            .iter()
+            .any(|r| {
+                abs.strip_prefix(r.as_slice())
+                    .is_some_and(|rest| rest.starts_with(b"/"))
+            })
+            .then(|| abs[1..].to_vec())
+    }
+
+    /// What the program sees for a tree path the daemon reports: the routed
+    /// path, or the path below the mount point.
+    pub fn shown_path(&self, tree: &[u8]) -> Vec<u8> {
+        if tree.starts_with(b"/") {
+            return tree.to_vec();
+        }
+        let mut abs = b"/".to_vec();
+        abs.extend_from_slice(tree);
+        if self.routes.iter().any(|r| {
+            abs.strip_prefix(r.as_slice())
+                .is_some_and(|rest| rest.starts_with(b"/"))
+        }) {
+            return abs;
+        }
+        let mut p = self.path.clone();
+        p.extend_from_slice(&abs);
+        p
+    }
+}
+
+/// The socket number behind a udsfs data file, or None for any other fd.
+/// statx with AT_STATX_DONT_SYNC reads the inode the kernel has cached: no
+/// round trip to the daemon.
+pub fn udsfs_fd(fd: c_int) -> bool {
+    let Some(m) = get() else { return false };
+    let flags = libc::AT_EMPTY_PATH | libc::AT_STATX_DONT_SYNC;
+    match statx_of(fd, &CString::default(), flags) {
+        Some(st) => m.owns_dev(st.stx_dev_major, st.stx_dev_minor) && is_data_ino(st.stx_ino),
+        None => false,
+    }
+}
+
+/// The path a descriptor was opened with (its data file's path).
+pub fn fd_path(fd: c_int) -> Option<Vec<u8>> {
+    let link = CString::new(format!("/proc/self/fd/{fd}")).ok()?;
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: readlink writes at most buf.len() bytes.
+    let n = unsafe { libc::readlink(link.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n <= 0 {
+        return None;
+    }
+    buf.truncate(n as usize);
+    Some(buf)
+}
+
+/// The socket number N of `.../.udsfs/sock/N/data` open on `fd`.
+pub fn sock_id(fd: c_int) -> Option<u64> {
+    let p = fd_path(fd)?;
+    let dir = p.strip_suffix(b"/data")?;
+    let n = dir.rsplit(|&b| b == b'/').next()?;
+    std::str::from_utf8(n).ok()?.parse().ok()
+}
+
+/// Joins `path` to `cwd` when relative and removes `.`, `..` and repeated
+/// slashes without looking at the file system (as the name is a name).
+pub fn normalize(path: &[u8], cwd: &[u8]) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let joined: Vec<&[u8]> = if path.starts_with(b"/") {
+        path.split(|&b| b == b'/').collect()
+    } else {
+        cwd.split(|&b| b == b'/')
+            .chain(path.split(|&b| b == b'/'))
+            .collect()
+    };
+    for c in joined {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let mut out = Vec::new();
+    for p in parts {
+        out.push(b'/');
+        out.extend_from_slice(p);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m() -> Mount {
+        Mount {
+            path: b"/tmp/m".to_vec(),
+            dev: (0, 1),
+            routes: vec![b"/var/run/app".to_vec()],
+        }
+    }
+
+    #[test]
+    fn paths_route_into_the_mount_and_back() {
+        let m = m();
+        assert_eq!(
+            m.tree_path(b"/tmp/m/run/x.sock"),
+            Some(b"run/x.sock".to_vec())
+        );
+        assert_eq!(m.tree_path(b"/tmp/mx/y"), None);
+        assert_eq!(m.tree_path(b"/tmp/m"), None);
+        assert_eq!(
+            m.tree_path(b"/var/run/app/x.sock"),
+            Some(b"var/run/app/x.sock".to_vec())
+        );
+        assert_eq!(m.tree_path(b"/var/run/application"), None);
+        assert_eq!(m.tree_path(b"/run/systemd/journal/socket"), None);
+        assert_eq!(m.shown_path(b"run/x.sock"), b"/tmp/m/run/x.sock".to_vec());
+        assert_eq!(
+            m.shown_path(b"var/run/app/x.sock"),
+            b"/var/run/app/x.sock".to_vec()
+        );
+        assert_eq!(m.shown_path(b"/tmp/m/abs"), b"/tmp/m/abs".to_vec());
+    }
+
+    #[test]
+    fn names_are_normalized_lexically() {
+        assert_eq!(normalize(b"a/./b//c", b"/w"), b"/w/a/b/c".to_vec());
+        assert_eq!(normalize(b"../x", b"/w/d"), b"/w/x".to_vec());
+        assert_eq!(normalize(b"/../..", b"/w"), b"/".to_vec());
+        assert!(is_data_ino((2 << 56) | (7 << 4) | 2));
+        assert!(!is_data_ino((2 << 56) | (7 << 4) | 1));
+        assert!(!is_data_ino(7));
+    }
+}

@@ -1,0 +1,532 @@
+//! send and receive on udsfs sockets. A plain call is one read() or write()
+//! of the data file, as the file dialect costs; a call with an address,
+//! passed sockets, credentials or per-call flags is one UDSFS_IOC_MSG
+//! ioctl; a message too large for the ioctl goes through the `msg` file.
+
+use libc::{c_int, cmsghdr, iovec, msghdr, ssize_t};
+
+use crate::abi::*;
+use crate::mount::{self, Mount};
+use crate::sock::{self, Res};
+use crate::{errno, log, set_errno};
+
+/// What a send carries besides its payload.
+#[derive(Default)]
+pub struct Meta {
+    pub to: Option<Vec<u8>>,
+    pub creds: Option<[u32; 3]>,
+    pub rights: Vec<u64>,
+}
+
+impl Meta {
+    fn is_empty(&self) -> bool {
+        self.to.is_none() && self.creds.is_none() && self.rights.is_empty()
+    }
+}
+
+const PLAIN_SEND: c_int = libc::MSG_EOR | libc::MSG_MORE;
+
+fn gather(iov: *const iovec, n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        // SAFETY: the caller's iovecs describe readable memory.
+        unsafe {
+            let v = &*iov.add(i);
+            if !v.iov_base.is_null() && v.iov_len > 0 {
+                out.extend_from_slice(std::slice::from_raw_parts(
+                    v.iov_base as *const u8,
+                    v.iov_len,
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn iov_len(iov: *const iovec, n: usize) -> usize {
+    // SAFETY: the caller's iovecs are readable.
+    (0..n).map(|i| unsafe { (*iov.add(i)).iov_len }).sum()
+}
+
+fn scatter(data: &[u8], iov: *const iovec, n: usize) {
+    let mut off = 0;
+    for i in 0..n {
+        if off >= data.len() {
+            break;
+        }
+        // SAFETY: the caller's iovecs describe writable memory.
+        unsafe {
+            let v = &*iov.add(i);
+            let k = v.iov_len.min(data.len() - off);
+            std::ptr::copy_nonoverlapping(data.as_ptr().add(off), v.iov_base as *mut u8, k);
+            off += k;
+        }
+    }
+}
+
+fn head() -> MsgHead {
+    // SAFETY: MsgHead is plain integers.
+    unsafe { std::mem::zeroed() }
+}
+
+fn msg_ioctl(fd: c_int, buf: &mut [u8]) -> Res<MsgHead> {
+    debug_assert_eq!(buf.len(), MSG_BUF);
+    // SAFETY: the kernel copies MSG_BUF bytes in and out of buf.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_ioctl,
+            fd,
+            UDSFS_IOC_MSG as libc::c_ulong,
+            buf.as_mut_ptr(),
+        )
+    };
+    if r < 0 {
+        return Err(errno());
+    }
+    // SAFETY: buf starts with a MsgHead.
+    Ok(unsafe { std::ptr::read_unaligned(buf.as_ptr().cast::<MsgHead>()) })
+}
+
+fn put_head(buf: &mut [u8], h: &MsgHead) {
+    // SAFETY: buf has room for a MsgHead.
+    unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<MsgHead>(), *h) };
+}
+
+/// sendmsg() on a udsfs socket.
+pub fn send(m: &Mount, fd: c_int, data: &[u8], meta: Meta, flags: c_int) -> Res<usize> {
+    if meta.is_empty() && flags & !PLAIN_SEND == 0 && !data.is_empty() {
+        // SAFETY: writes the caller's bytes; the daemon raises SIGPIPE.
+        let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+        return if n < 0 { Err(errno()) } else { Ok(n as usize) };
+    }
+    let nonblock = flags & libc::MSG_DONTWAIT != 0 || sock::is_nonblocking(fd);
+    if data.len() > MSG_ROOM && !sock::is_stream(fd) {
+        return send_record(m, fd, data, &meta, nonblock);
+    }
+    let mut buf = vec![0u8; MSG_BUF];
+    let mut sent = 0;
+    let mut meta = Some(meta);
+    loop {
+        let chunk = &data[sent..data.len().min(sent + MSG_ROOM)];
+        let mut h = head();
+        h.op = MSGOP_SEND;
+        h.len = chunk.len() as u32;
+        if let Some(mt) = &meta {
+            if let Some(to) = &mt.to {
+                let n = to.len().min(ADDR_MAX);
+                h.addr[..n].copy_from_slice(&to[..n]);
+                h.addr_len = n as u32;
+            }
+            if let Some(c) = mt.creds {
+                h.has_creds = 1;
+                h.creds = c;
+            }
+            let n = mt.rights.len().min(MAX_RIGHTS);
+            h.rights[..n].copy_from_slice(&mt.rights[..n]);
+            h.nrights = n as u32;
+        }
+        put_head(&mut buf, &h);
+        let hs = std::mem::size_of::<MsgHead>();
+        buf[hs..hs + chunk.len()].copy_from_slice(chunk);
+        match msg_ioctl(fd, &mut buf) {
+            Ok(r) => {
+                // Addresses and sockets go with the first piece only.
+                meta = None;
+                sent += r.len as usize;
+                if sent >= data.len() || (nonblock && (r.len as usize) < chunk.len()) {
+                    return Ok(sent);
+                }
+            }
+            Err(libc::EAGAIN) if !nonblock => {
+                if let Err(e) = sock::wait(fd, libc::POLLOUT) {
+                    return if sent > 0 { Ok(sent) } else { Err(e) };
+                }
+            }
+            Err(e) if sent > 0 && e != libc::EPIPE => return Ok(sent),
+            Err(e) => {
+                if e == libc::EPIPE && flags & libc::MSG_NOSIGNAL == 0 && sock::is_stream(fd) {
+                    sock::sigpipe();
+                }
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// A message too large for one ioctl: one record on the `msg` file.
+fn send_record(m: &Mount, fd: c_int, data: &[u8], meta: &Meta, nonblock: bool) -> Res<usize> {
+    let id = mount::sock_id(fd).ok_or(libc::EBADF)?;
+    let mut rec = format!("len={}", data.len());
+    if let Some(to) = &meta.to {
+        rec.push_str(" to=");
+        rec.push_str(&record_addr(to));
+    }
+    if let Some([p, u, g]) = meta.creds {
+        rec.push_str(&format!(" creds={}:{u}:{g}", p as i32));
+    }
+    if !meta.rights.is_empty() {
+        let ids: Vec<String> = meta.rights.iter().map(|r| r.to_string()).collect();
+        rec.push_str(&format!(" rights={}", ids.join(",")));
+    }
+    rec.push('\n');
+    let mut bytes = rec.into_bytes();
+    bytes.extend_from_slice(data);
+    let path = m.sock_file(id, "msg");
+    let fl = libc::O_WRONLY | libc::O_CLOEXEC | if nonblock { libc::O_NONBLOCK } else { 0 };
+    // SAFETY: path is NUL-terminated; the write is of a local buffer.
+    unsafe {
+        let h = libc::open(path.as_ptr(), fl);
+        if h < 0 {
+            return Err(errno());
+        }
+        let n = libc::write(h, bytes.as_ptr().cast(), bytes.len());
+        let e = errno();
+        libc::close(h);
+        if n < 0 {
+            return Err(e);
+        }
+    }
+    Ok(data.len())
+}
+
+/// An address as `msg` records write it (see src/engine/addr.rs escape).
+fn record_addr(wire: &[u8]) -> String {
+    let (mut s, bytes) = match wire.first() {
+        Some(0) => ("@".to_string(), &wire[1..]),
+        _ => (String::new(), wire),
+    };
+    for &b in bytes {
+        match b {
+            b'\\' => s.push_str("\\\\"),
+            0x21..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s
+}
+
+fn unescape(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] == b'\\' && text.get(i + 1) == Some(&b'\\') {
+            out.push(b'\\');
+            i += 2;
+        } else if text[i] == b'\\' && text.get(i + 1) == Some(&b'x') && i + 3 < text.len() + 1 {
+            let hex = std::str::from_utf8(&text[i + 2..(i + 4).min(text.len())]).unwrap_or("");
+            out.push(u8::from_str_radix(hex, 16).unwrap_or(b'?'));
+            i += 4;
+        } else {
+            out.push(text[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// One received message, however it came.
+struct Got {
+    data: Vec<u8>,
+    full_len: usize,
+    from: Vec<u8>,
+    creds: Option<[u32; 3]>,
+    rights: Vec<u64>,
+}
+
+/// The `msg` file's record, for a message larger than one ioctl.
+fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
+    let id = mount::sock_id(fd).ok_or(libc::EBADF)?;
+    let path = m.sock_file(id, "msg");
+    let fl = libc::O_RDONLY | libc::O_CLOEXEC | if nonblock { libc::O_NONBLOCK } else { 0 };
+    let mut buf = vec![0u8; want + 8192];
+    // SAFETY: path is NUL-terminated; reads into a local buffer.
+    let n = unsafe {
+        let h = libc::open(path.as_ptr(), fl);
+        if h < 0 {
+            return Err(errno());
+        }
+        let n = libc::read(h, buf.as_mut_ptr().cast(), buf.len());
+        let e = errno();
+        libc::close(h);
+        if n < 0 {
+            return Err(e);
+        }
+        n as usize
+    };
+    buf.truncate(n);
+    let nl = buf.iter().position(|&b| b == b'\n').ok_or(libc::EIO)?;
+    let mut got = Got {
+        data: Vec::new(),
+        full_len: 0,
+        from: Vec::new(),
+        creds: None,
+        rights: Vec::new(),
+    };
+    for field in buf[..nl].split(|&b| b == b' ') {
+        let text = String::from_utf8_lossy(field);
+        let Some((k, v)) = text.split_once('=') else {
+            continue;
+        };
+        match k {
+            "len" => got.full_len = v.parse().map_err(|_| libc::EIO)?,
+            "from" => {
+                let raw = field.splitn(2, |&b| b == b'=').nth(1).unwrap_or(&[]);
+                got.from = match raw.strip_prefix(b"@") {
+                    Some(name) => std::iter::once(0).chain(unescape(name)).collect(),
+                    None => unescape(raw),
+                };
+            }
+            "creds" => {
+                let p: Vec<i64> = v.split(':').filter_map(|x| x.parse().ok()).collect();
+                if let [pid, uid, gid] = p[..] {
+                    got.creds = Some([pid as u32, uid as u32, gid as u32]);
+                }
+            }
+            "rights" => got.rights = v.split(',').filter_map(|x| x.parse().ok()).collect(),
+            _ => {}
+        }
+    }
+    let payload = &buf[nl + 1..];
+    got.data = payload[..payload.len().min(want).min(got.full_len)].to_vec();
+    Ok(got)
+}
+
+fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) -> Res<Got> {
+    let mut buf = vec![0u8; MSG_BUF];
+    loop {
+        let mut h = head();
+        h.op = MSGOP_RECV;
+        h.len = want.min(u32::MAX as usize) as u32;
+        if flags & libc::MSG_PEEK != 0 {
+            h.flags |= MSGF_PEEK;
+        }
+        put_head(&mut buf, &h);
+        match msg_ioctl(fd, &mut buf) {
+            Ok(r) if r.status == STATUS_TOO_BIG => return recv_record(m, fd, want, nonblock),
+            Ok(r) => {
+                let hs = std::mem::size_of::<MsgHead>();
+                let n = (r.len as usize).min(MSG_ROOM);
+                return Ok(Got {
+                    data: buf[hs..hs + n].to_vec(),
+                    full_len: r.full_len as usize,
+                    from: r.addr[..(r.addr_len as usize).min(ADDR_MAX)].to_vec(),
+                    creds: (r.has_creds != 0).then_some(r.creds),
+                    rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
+                });
+            }
+            Err(libc::EAGAIN) if !nonblock => sock::wait(fd, libc::POLLIN)?,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+const CMSG_HDR: usize = std::mem::size_of::<cmsghdr>();
+
+fn cmsg_align(n: usize) -> usize {
+    n.next_multiple_of(std::mem::size_of::<usize>())
+}
+
+/// Writes the control messages Linux would (credentials, then sockets) and
+/// returns the bytes used and whether anything was cut (MSG_CTRUNC).
+fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize, bool) {
+    let room = if msg.msg_control.is_null() {
+        0
+    } else {
+        msg.msg_controllen
+    };
+    let base = msg.msg_control as *mut u8;
+    let mut used = 0;
+    let mut cut = false;
+    let put = |level: c_int, ty: c_int, payload: &[u8], used: &mut usize| {
+        let len = CMSG_HDR + payload.len();
+        // SAFETY: writes inside the caller's control buffer, within `room`.
+        unsafe {
+            let h = base.add(*used) as *mut cmsghdr;
+            (*h).cmsg_len = len as _;
+            (*h).cmsg_level = level;
+            (*h).cmsg_type = ty;
+            std::ptr::copy_nonoverlapping(
+                payload.as_ptr(),
+                base.add(*used + CMSG_HDR),
+                payload.len(),
+            );
+        }
+        *used += cmsg_align(len).min(room - *used);
+    };
+    if let Some(c) = got.creds {
+        let b: Vec<u8> = c.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        if room - used >= CMSG_HDR + b.len() {
+            put(libc::SOL_SOCKET, libc::SCM_CREDENTIALS, &b, &mut used);
+        } else {
+            cut = true;
+        }
+    }
+    if !got.rights.is_empty() {
+        let fit = (room - used).saturating_sub(CMSG_HDR) / std::mem::size_of::<c_int>();
+        let mut fds = Vec::new();
+        for &id in got.rights.iter().take(fit) {
+            match sock::open_sock(m, id, false, cloexec) {
+                Ok(fd) => fds.push(fd),
+                Err(e) => {
+                    log::say(&format!(
+                        "received socket {id} could not be opened: errno {e}"
+                    ));
+                    cut = true;
+                }
+            }
+        }
+        if fit < got.rights.len() {
+            cut = true;
+        }
+        if !fds.is_empty() {
+            let b: Vec<u8> = fds.iter().flat_map(|x| x.to_ne_bytes()).collect();
+            put(libc::SOL_SOCKET, libc::SCM_RIGHTS, &b, &mut used);
+        }
+    }
+    (used, cut)
+}
+
+/// recvmsg() on a udsfs socket.
+pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> {
+    let iov = msg.msg_iov as *const iovec;
+    let n = msg.msg_iovlen;
+    let want = iov_len(iov, n);
+    let plain = msg.msg_name.is_null()
+        && (msg.msg_control.is_null() || msg.msg_controllen == 0)
+        && flags & !(libc::MSG_CMSG_CLOEXEC | libc::MSG_NOSIGNAL) == 0
+        && want > 0;
+    if plain {
+        msg.msg_flags = 0;
+        // SAFETY: reads into the caller's iovecs.
+        let r = unsafe { libc::readv(fd, iov, n as c_int) };
+        return if r < 0 { Err(errno()) } else { Ok(r as usize) };
+    }
+    let nonblock = flags & libc::MSG_DONTWAIT != 0 || sock::is_nonblocking(fd);
+    let waitall =
+        flags & libc::MSG_WAITALL != 0 && flags & libc::MSG_PEEK == 0 && sock::is_stream(fd);
+    let mut got = recv_once(m, fd, want, flags, nonblock)?;
+    while waitall && got.data.len() < want {
+        match recv_once(m, fd, want - got.data.len(), flags, false) {
+            Ok(more) if more.data.is_empty() => break,
+            Ok(more) => got.data.extend_from_slice(&more.data),
+            Err(_) => break,
+        }
+    }
+    scatter(&got.data, iov, n);
+    let mut out_flags = 0;
+    if got.full_len > got.data.len() && !waitall {
+        out_flags |= libc::MSG_TRUNC;
+    }
+    if !msg.msg_name.is_null() {
+        let mut len = msg.msg_namelen;
+        if got.from.is_empty() {
+            len = 0;
+        } else {
+            // SAFETY: msg_name has msg_namelen bytes.
+            unsafe { sock::put_addr(m, &got.from, msg.msg_name.cast(), &mut len) };
+        }
+        msg.msg_namelen = len;
+    }
+    let (used, cut) = put_control(m, msg, &got, flags & libc::MSG_CMSG_CLOEXEC != 0);
+    msg.msg_controllen = used;
+    if cut {
+        out_flags |= libc::MSG_CTRUNC;
+    }
+    msg.msg_flags = out_flags;
+    if flags & libc::MSG_TRUNC != 0 && out_flags & libc::MSG_TRUNC != 0 {
+        return Ok(got.full_len);
+    }
+    Ok(got.data.len())
+}
+
+/// What a sendmsg's control messages ask: credentials and sockets to pass.
+/// Only udsfs sockets can be passed over a udsfs socket.
+pub fn parse_control(msg: &msghdr, meta: &mut Meta) -> Res<()> {
+    if msg.msg_control.is_null() || msg.msg_controllen == 0 {
+        return Ok(());
+    }
+    let base = msg.msg_control as *const u8;
+    let end = msg.msg_controllen;
+    let mut off = 0;
+    while off + CMSG_HDR <= end {
+        // SAFETY: inside the caller's control buffer.
+        let h = unsafe { &*(base.add(off) as *const cmsghdr) };
+        let len = h.cmsg_len as usize;
+        if len < CMSG_HDR || off + len > end {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: the payload lies inside the buffer (checked above).
+        let payload =
+            unsafe { std::slice::from_raw_parts(base.add(off + CMSG_HDR), len - CMSG_HDR) };
+        match (h.cmsg_level, h.cmsg_type) {
+            (libc::SOL_SOCKET, libc::SCM_RIGHTS) => {
+                for c in payload.chunks_exact(4) {
+                    let pfd = c_int::from_ne_bytes([c[0], c[1], c[2], c[3]]);
+                    if !mount::udsfs_fd(pfd) {
+                        log::say(&format!(
+                            "sendmsg: fd {pfd} is not a udsfs socket: only udsfs sockets can be passed over a udsfs socket (EINVAL)"
+                        ));
+                        return Err(libc::EINVAL);
+                    }
+                    meta.rights.push(mount::sock_id(pfd).ok_or(libc::EBADF)?);
+                }
+                if meta.rights.len() > MAX_RIGHTS {
+                    return Err(libc::EINVAL);
+                }
+            }
+            (libc::SOL_SOCKET, libc::SCM_CREDENTIALS) if payload.len() >= 12 => {
+                let w = |i: usize| {
+                    u32::from_ne_bytes([payload[i], payload[i + 1], payload[i + 2], payload[i + 3]])
+                };
+                meta.creds = Some([w(0), w(4), w(8)]);
+            }
+            _ => return Err(libc::EINVAL),
+        }
+        off += cmsg_align(len);
+    }
+    Ok(())
+}
+
+/// Does a kernel sendmsg try to pass a udsfs socket? It cannot carry it.
+pub fn passes_udsfs(msg: &msghdr) -> bool {
+    if msg.msg_control.is_null() || msg.msg_controllen == 0 {
+        return false;
+    }
+    let base = msg.msg_control as *const u8;
+    let end = msg.msg_controllen;
+    let mut off = 0;
+    while off + CMSG_HDR <= end {
+        // SAFETY: inside the caller's control buffer.
+        let h = unsafe { &*(base.add(off) as *const cmsghdr) };
+        let len = h.cmsg_len as usize;
+        if len < CMSG_HDR || off + len > end {
+            return false;
+        }
+        if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_RIGHTS {
+            // SAFETY: the payload lies inside the buffer.
+            let payload =
+                unsafe { std::slice::from_raw_parts(base.add(off + CMSG_HDR), len - CMSG_HDR) };
+            for c in payload.chunks_exact(4) {
+                if mount::udsfs_fd(c_int::from_ne_bytes([c[0], c[1], c[2], c[3]])) {
+                    return true;
+                }
+            }
+        }
+        off += cmsg_align(len);
+    }
+    false
+}
+
+pub fn gathered(msg: &msghdr) -> Vec<u8> {
+    gather(msg.msg_iov, msg.msg_iovlen)
+}
+
+pub fn ret(r: Res<usize>) -> ssize_t {
+    match r {
+        Ok(n) => n as ssize_t,
+        Err(e) => {
+            set_errno(e);
+            -1
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! getsockopt, setsockopt and the queue ioctls (FIONREAD/SIOCINQ,
+//! SIOCOUTQ) on udsfs sockets, answered as Linux answers them for AF_UNIX.
+
+use libc::{c_int, c_void, socklen_t};
+
+use crate::abi::*;
+use crate::log;
+use crate::sock::{self, Res};
+
+/// Linux's default SO_RCVBUF (net.core.rmem_default); udsfs queues are
+/// bounded by the sender's buffer, so the receive buffer is only reported.
+const RCVBUF: i64 = 212992;
+
+/// Copies an option value out, as sock_getsockopt does: truncated to the
+/// caller's length, which becomes the length written.
+unsafe fn put(val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
+    if out.is_null() || len.is_null() {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: the caller gives *len writable bytes at out.
+    unsafe {
+        if (*len as i32) < 0 {
+            return Err(libc::EINVAL);
+        }
+        let n = (*len as usize).min(val.len());
+        std::ptr::copy_nonoverlapping(val.as_ptr(), out as *mut u8, n);
+        *len = n as socklen_t;
+    }
+    Ok(())
+}
+
+fn int(v: i64) -> Vec<u8> {
+    (v as c_int).to_ne_bytes().to_vec()
+}
+
+/// # Safety
+/// As for getsockopt(2).
+pub unsafe fn get(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    out: *mut c_void,
+    len: *mut socklen_t,
+) -> Res<()> {
+    if level != libc::SOL_SOCKET {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let val: Vec<u8> = match name {
+        libc::SO_DOMAIN => int(libc::AF_UNIX as i64),
+        libc::SO_PROTOCOL => int(0),
+        libc::SO_TYPE => int(sock::info(fd)?[INFO_TYPE]),
+        libc::SO_ACCEPTCONN => int(sock::info(fd)?[INFO_LISTENING]),
+        libc::SO_PASSCRED => int(sock::info(fd)?[INFO_PASSCRED]),
+        libc::SO_SNDBUF => int(sock::info(fd)?[INFO_SNDBUF]),
+        libc::SO_RCVBUF => int(RCVBUF),
+        libc::SO_ERROR => int(sock::ctl(fd, OP_TAKE_ERROR, 0, &[])?.v[0]),
+        libc::SO_PEERCRED => {
+            let v = sock::info(fd)?;
+            [
+                v[INFO_PEER_PID] as i32 as u32,
+                v[INFO_PEER_UID] as u32,
+                v[INFO_PEER_GID] as u32,
+            ]
+            .iter()
+            .flat_map(|x| x.to_ne_bytes())
+            .collect()
+        }
+        libc::SO_RCVTIMEO | libc::SO_SNDTIMEO => vec![0u8; std::mem::size_of::<libc::timeval>()],
+        libc::SO_LINGER => vec![0u8; std::mem::size_of::<libc::linger>()],
+        libc::SO_REUSEADDR
+        | libc::SO_KEEPALIVE
+        | libc::SO_BROADCAST
+        | libc::SO_DONTROUTE
+        | libc::SO_OOBINLINE
+        | libc::SO_PASSSEC => int(0),
+        _ => {
+            log::say(&format!(
+                "getsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
+            ));
+            return Err(libc::ENOPROTOOPT);
+        }
+    };
+    // SAFETY: as the caller promised.
+    unsafe { put(&val, out, len) }
+}
+
+/// # Safety
+/// As for setsockopt(2).
+pub unsafe fn set(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    val: *const c_void,
+    len: socklen_t,
+) -> Res<()> {
+    if level != libc::SOL_SOCKET {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let read_int = || -> Res<i32> {
+        if val.is_null() || (len as usize) < std::mem::size_of::<c_int>() {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: at least an int is readable.
+        Ok(unsafe { std::ptr::read_unaligned(val as *const c_int) })
+    };
+    match name {
+        libc::SO_PASSCRED => {
+            sock::ctl(fd, OP_SET_PASSCRED, (read_int()? != 0) as i32, &[]).map(|_| ())
+        }
+        libc::SO_SNDBUF => sock::ctl(fd, OP_SET_SNDBUF, read_int()?, &[]).map(|_| ()),
+        // Accepted and without effect on udsfs sockets (see README).
+        libc::SO_RCVBUF
+        | libc::SO_REUSEADDR
+        | libc::SO_KEEPALIVE
+        | libc::SO_LINGER
+        | libc::SO_RCVTIMEO
+        | libc::SO_SNDTIMEO
+        | libc::SO_PASSSEC
+        | libc::SO_BROADCAST
+        | libc::SO_RCVLOWAT => Ok(()),
+        _ => {
+            log::say(&format!(
+                "setsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
+            ));
+            Err(libc::ENOPROTOOPT)
+        }
+    }
+}
+
+/// FIONREAD/SIOCINQ and SIOCOUTQ; the kernel answers FIONREAD for a
+/// regular file itself (its size), so the library asks the daemon.
+pub fn queue_ioctl(fd: c_int, req: libc::c_ulong, out: *mut c_void) -> Res<()> {
+    let v = sock::info(fd)?;
+    let n = if req == libc::FIONREAD {
+        v[INFO_INQ]
+    } else {
+        v[INFO_OUTQ]
+    };
+    if n < 0 {
+        return Err(libc::EINVAL);
+    }
+    if out.is_null() {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: the caller passes an int to fill.
+    unsafe { std::ptr::write_unaligned(out as *mut c_int, n as c_int) };
+    Ok(())
+}

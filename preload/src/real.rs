@@ -1,0 +1,65 @@
+//! The C library's own functions behind the ones this library replaces,
+//! found once with dlsym(RTLD_NEXT).
+
+use libc::{c_int, c_uint, c_ulong, c_void, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn resolve(name: &'static str, slot: &AtomicUsize) -> usize {
+    let p = slot.load(Ordering::Relaxed);
+    if p != 0 {
+        return p;
+    }
+    // SAFETY: name is NUL-terminated (see the macro below).
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) } as usize;
+    if p == 0 {
+        crate::log::say(&format!(
+            "no next definition of {}; aborting",
+            name.trim_end_matches('\0')
+        ));
+        // SAFETY: abort never returns.
+        unsafe { libc::abort() };
+    }
+    slot.store(p, Ordering::Relaxed);
+    p
+}
+
+macro_rules! real {
+    ($($name:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {$(
+        /// The C library's function of this name.
+        pub unsafe fn $name($($a: $t),*) -> $r {
+            static SLOT: AtomicUsize = AtomicUsize::new(0);
+            let p = resolve(concat!(stringify!($name), "\0"), &SLOT);
+            // SAFETY: the symbol has this C signature.
+            let f: unsafe extern "C" fn($($t),*) -> $r = unsafe { std::mem::transmute(p) };
+            unsafe { f($($a),*) }
+        }
+    )*};
+}
+
+real! {
+    socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int) -> c_int;
+    bind(fd: c_int, a: *const sockaddr, l: socklen_t) -> c_int;
+    connect(fd: c_int, a: *const sockaddr, l: socklen_t) -> c_int;
+    listen(fd: c_int, backlog: c_int) -> c_int;
+    accept4(fd: c_int, a: *mut sockaddr, l: *mut socklen_t, flags: c_int) -> c_int;
+    sendto(fd: c_int, b: *const c_void, n: size_t, flags: c_int, a: *const sockaddr, l: socklen_t) -> ssize_t;
+    sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> ssize_t;
+    sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: c_int) -> c_int;
+    recv(fd: c_int, b: *mut c_void, n: size_t, flags: c_int) -> ssize_t;
+    recvfrom(fd: c_int, b: *mut c_void, n: size_t, flags: c_int, a: *mut sockaddr, l: *mut socklen_t) -> ssize_t;
+    recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssize_t;
+    recvmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: c_int, t: *mut libc::timespec) -> c_int;
+    __recv_chk(fd: c_int, b: *mut c_void, n: size_t, buflen: size_t, flags: c_int) -> ssize_t;
+    __recvfrom_chk(fd: c_int, b: *mut c_void, n: size_t, buflen: size_t, flags: c_int, a: *mut sockaddr, l: *mut socklen_t) -> ssize_t;
+    getsockname(fd: c_int, a: *mut sockaddr, l: *mut socklen_t) -> c_int;
+    getpeername(fd: c_int, a: *mut sockaddr, l: *mut socklen_t) -> c_int;
+    getsockopt(fd: c_int, level: c_int, name: c_int, v: *mut c_void, l: *mut socklen_t) -> c_int;
+    setsockopt(fd: c_int, level: c_int, name: c_int, v: *const c_void, l: socklen_t) -> c_int;
+    shutdown(fd: c_int, how: c_int) -> c_int;
+    ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_int;
+    fstat(fd: c_int, st: *mut libc::stat) -> c_int;
+    fstat64(fd: c_int, st: *mut libc::stat64) -> c_int;
+    fstatat(dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat, flags: c_int) -> c_int;
+    fstatat64(dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat64, flags: c_int) -> c_int;
+    statx(dirfd: c_int, path: *const libc::c_char, flags: c_int, mask: c_uint, st: *mut libc::statx) -> c_int;
+}

@@ -1,0 +1,260 @@
+//! ioctls on a socket's files: the control operations and the
+//! sendmsg/recvmsg that the preload library needs in one round trip each
+//! (wire format in `ioctl_abi.rs`). None of them parks: a blocking caller
+//! gets EAGAIN and waits with poll(), or falls back to a file that parks.
+
+use std::sync::Arc;
+
+use fuser::{Errno as FErrno, FileHandle, ReplyIoctl, Request};
+use nix::errno::Errno;
+
+use super::Inner;
+use super::ioctl_abi::*;
+use crate::engine::addr::{MAX_ABSTRACT_NAME, MAX_PATH_NAME};
+use crate::engine::{Addr, Caller, SockType, Socket, Ucred};
+
+/// Answers one ioctl; commands that are not udsfs's (shells probe
+/// terminals with TCGETS) get ENOTTY.
+pub(super) fn ioctl(
+    inner: &Inner,
+    req: &Request,
+    fh: FileHandle,
+    cmd: u32,
+    input: &[u8],
+    reply: ReplyIoctl,
+) {
+    if cmd != UDSFS_IOC_CTL && cmd != UDSFS_IOC_MSG {
+        return reply.error(FErrno::ENOTTY);
+    }
+    let Some(sock) = inner.files.get(fh.0).and_then(|f| f.sock.clone()) else {
+        return reply.error(FErrno::ENOTTY);
+    };
+    let c = super::caller(req);
+    let res = if cmd == UDSFS_IOC_CTL {
+        read_struct::<Ctl>(input).and_then(|mut ctl| {
+            control(inner, &sock, &mut ctl, &c)?;
+            Ok(as_bytes(&ctl).to_vec())
+        })
+    } else {
+        read_struct::<MsgHead>(input).and_then(|head| message(inner, &sock, head, input, &c))
+    };
+    match res {
+        Ok(out) => reply.ioctl(0, &out),
+        Err(e) => reply.error(FErrno::from_i32(e as i32)),
+    }
+}
+
+fn read_struct<T: Copy>(input: &[u8]) -> Result<T, Errno> {
+    if input.len() < std::mem::size_of::<T>() {
+        log::info!("udsfs ioctl: {} bytes of input, too short", input.len());
+        return Err(Errno::EINVAL);
+    }
+    // SAFETY: T is a plain repr(C) struct of integers; any bytes are valid
+    // and the length was checked.
+    Ok(unsafe { std::ptr::read_unaligned(input.as_ptr().cast::<T>()) })
+}
+
+fn as_bytes<T: Copy>(v: &T) -> &[u8] {
+    // SAFETY: T is a plain repr(C) struct of integers without padding holes
+    // that matter (they are zeroed or copied from the caller's bytes).
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+/// The address in `buf[..len]`: a tree path, or NUL + an abstract name.
+fn decode_addr(buf: &[u8; ADDR_MAX], len: u32) -> Result<Option<Addr>, Errno> {
+    let len = len as usize;
+    if len == 0 {
+        return Ok(None);
+    }
+    let bytes = buf.get(..len).ok_or(Errno::EINVAL)?;
+    if bytes[0] == 0 {
+        let name = &bytes[1..];
+        if name.len() > MAX_ABSTRACT_NAME {
+            return Err(Errno::EINVAL);
+        }
+        return Ok(Some(Addr::Abstract(name.to_vec())));
+    }
+    if bytes.len() > MAX_PATH_NAME || bytes.contains(&0) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Some(Addr::Path(bytes.to_vec())))
+}
+
+fn encode_addr(a: Option<&Addr>, buf: &mut [u8; ADDR_MAX]) -> u32 {
+    let bytes: Vec<u8> = match a {
+        None => return 0,
+        Some(Addr::Path(p)) => p.clone(),
+        Some(Addr::Abstract(n)) => std::iter::once(0).chain(n.iter().copied()).collect(),
+    };
+    let n = bytes.len().min(ADDR_MAX);
+    buf[..n].copy_from_slice(&bytes[..n]);
+    n as u32
+}
+
+fn sock_type_number(t: SockType) -> i64 {
+    match t {
+        SockType::Stream => libc::SOCK_STREAM as i64,
+        SockType::Dgram => libc::SOCK_DGRAM as i64,
+        SockType::Seqpacket => libc::SOCK_SEQPACKET as i64,
+    }
+}
+
+fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<(), Errno> {
+    let eng = &inner.eng;
+    let addr = decode_addr(&ctl.addr, ctl.addr_len);
+    let res = match ctl.op {
+        OP_BIND => match addr? {
+            Some(a) => eng.bind(s, &a, c),
+            None => eng.autobind(s),
+        },
+        OP_LISTEN => eng.listen(s, ctl.arg as i64, c),
+        OP_CONNECT => match addr? {
+            Some(a) => eng.connect(s, &a, c, None),
+            None => Err(Errno::EINVAL),
+        },
+        OP_DISCONNECT => eng.disconnect(s),
+        OP_SHUTDOWN => match ctl.arg {
+            libc::SHUT_RD => eng.shutdown(s, 1),
+            libc::SHUT_WR => eng.shutdown(s, 2),
+            libc::SHUT_RDWR => eng.shutdown(s, 3),
+            _ => Err(Errno::EINVAL),
+        },
+        OP_GETNAME => {
+            let a = if ctl.arg == 0 {
+                eng.local_addr(s)
+            } else {
+                eng.peer_addr(s)?
+            };
+            ctl.addr = [0; ADDR_MAX];
+            ctl.addr_len = encode_addr(a.as_ref(), &mut ctl.addr);
+            Ok(())
+        }
+        OP_INFO => {
+            let i = eng.info(s);
+            let pc = i.peercred.unwrap_or(Ucred {
+                pid: 0,
+                uid: u32::MAX,
+                gid: u32::MAX,
+            });
+            ctl.v = [0; 12];
+            ctl.v[INFO_TYPE] = sock_type_number(i.ty);
+            ctl.v[INFO_LISTENING] = i.listening as i64;
+            ctl.v[INFO_PASSCRED] = i.passcred as i64;
+            ctl.v[INFO_HAS_PEERCRED] = i.peercred.is_some() as i64;
+            ctl.v[INFO_PEER_PID] = pc.pid as i64;
+            ctl.v[INFO_PEER_UID] = pc.uid as i64;
+            ctl.v[INFO_PEER_GID] = pc.gid as i64;
+            ctl.v[INFO_SNDBUF] = i.sndbuf as i64;
+            ctl.v[INFO_INQ] = i.inq.map_or(-1, |n| n as i64);
+            ctl.v[INFO_OUTQ] = i.outq as i64;
+            ctl.v[INFO_ID] = s.id as i64;
+            Ok(())
+        }
+        OP_TAKE_ERROR => {
+            ctl.v[0] = eng.take_error(s).map_or(0, |e| e as i64);
+            Ok(())
+        }
+        OP_SET_PASSCRED => {
+            eng.set_passcred(s, ctl.arg != 0);
+            Ok(())
+        }
+        OP_SET_SNDBUF => {
+            eng.set_sndbuf(s, ctl.arg as i64);
+            Ok(())
+        }
+        op => {
+            log::info!("socket {}: unknown udsfs control ioctl op {op}", s.id);
+            Err(Errno::EINVAL)
+        }
+    };
+    res.inspect_err(|e| {
+        if *e != Errno::EAGAIN {
+            log::debug!("socket {}: ioctl op {} failed: {}", s.id, ctl.op, e.desc());
+        }
+    })
+}
+
+/// One sendmsg or recvmsg: the head, then the payload.
+fn message(
+    inner: &Inner,
+    s: &Arc<Socket>,
+    mut head: MsgHead,
+    input: &[u8],
+    c: &Caller,
+) -> Result<Vec<u8>, Errno> {
+    let eng = &inner.eng;
+    let hsize = std::mem::size_of::<MsgHead>();
+    match head.op {
+        MSGOP_SEND => {
+            let len = head.len as usize;
+            let data = input.get(hsize..hsize + len).ok_or(Errno::EINVAL)?;
+            let to = decode_addr(&head.addr, head.addr_len)?;
+            let creds = (head.has_creds != 0).then(|| Ucred {
+                pid: head.creds[0] as i32,
+                uid: head.creds[1],
+                gid: head.creds[2],
+            });
+            if let Some(cr) = &creds {
+                super::files::check_creds(cr, c)?;
+            }
+            let n = (head.nrights as usize).min(MAX_RIGHTS);
+            let mut rights = eng
+                .hold_for_passing(&head.rights[..n], c)
+                .inspect_err(|e| {
+                    log::info!(
+                        "socket {}: passing sockets {:?} refused: {}",
+                        s.id,
+                        &head.rights[..n],
+                        e.desc()
+                    )
+                })?;
+            let res = eng.send_msg(s, data, to.as_ref(), creds, &mut rights, c, None);
+            for r in rights {
+                eng.put(&r);
+            }
+            head.len = res? as u32;
+            Ok(as_bytes(&head).to_vec())
+        }
+        MSGOP_RECV => {
+            let asked = head.len as usize;
+            let want = asked.min(MSG_ROOM);
+            let peek = head.flags & MSGF_PEEK != 0;
+            if asked > MSG_ROOM && eng.next_message_len(s).is_some_and(|n| n > MSG_ROOM) {
+                head.status = STATUS_TOO_BIG;
+                return Ok(as_bytes(&head).to_vec());
+            }
+            let got = if peek {
+                eng.peek(s, want)?
+            } else {
+                eng.recv(s, want, None)?
+            };
+            let limit = if got.rights.is_empty() {
+                0
+            } else {
+                c.nofile_limit()
+            };
+            let ids = eng.deliver_rights(s, got.rights, c.fsuid, c.fsgid, limit);
+            head.status = 0;
+            head.len = got.data.len() as u32;
+            head.full_len = got.full_len as u32;
+            head.addr = [0; ADDR_MAX];
+            head.addr_len = encode_addr(got.from.as_ref().map(|n| &n.addr), &mut head.addr);
+            head.has_creds = got.creds.is_some() as u32;
+            if let Some(cr) = got.creds {
+                head.creds = [cr.pid as u32, cr.uid, cr.gid];
+            }
+            head.nrights = ids.len().min(MAX_RIGHTS) as u32;
+            head.rights = [0; MAX_RIGHTS];
+            for (slot, id) in head.rights.iter_mut().zip(&ids) {
+                *slot = *id;
+            }
+            let mut out = as_bytes(&head).to_vec();
+            out.extend_from_slice(&got.data);
+            Ok(out)
+        }
+        op => {
+            log::info!("socket {}: unknown udsfs message ioctl op {op}", s.id);
+            Err(Errno::EINVAL)
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! The ioctls of a socket's `data` file: the wire format shared by the daemon
+//! (`fuse/ioctl.rs`) and the preload library (which includes this file).
+//! FUSE passes ioctls on regular files "restricted": the kernel copies in and
+//! out exactly _IOC_SIZE(cmd) bytes, so each command is a fixed-size struct.
+//! Fields are native-endian; the library and the daemon run on one machine.
+
+/// `ioctl(fd, UDSFS_IOC_CTL, &mut Ctl)`: control operations (`Ctl::op`).
+pub const UDSFS_IOC_CTL: u32 = iowr(1, core::mem::size_of::<Ctl>());
+/// `ioctl(fd, UDSFS_IOC_MSG, buf)`: one sendmsg or recvmsg; `buf` holds a
+/// `MsgHead`, then the payload, `MSG_BUF` bytes in all.
+pub const UDSFS_IOC_MSG: u32 = iowr(2, MSG_BUF);
+
+/// _IOC_SIZE has 14 bits.
+pub const MSG_BUF: usize = 16 * 1024 - 8;
+/// Payload room of one UDSFS_IOC_MSG; larger messages go through `msg`.
+pub const MSG_ROOM: usize = MSG_BUF - core::mem::size_of::<MsgHead>();
+
+const IOC_TYPE: u32 = b'U' as u32;
+
+const fn iowr(nr: u32, size: usize) -> u32 {
+    // _IOC(_IOC_READ | _IOC_WRITE, type, nr, size)
+    (3 << 30) | ((size as u32) << 16) | (IOC_TYPE << 8) | nr
+}
+
+/// Room for `sun_path` (108 bytes) and alignment.
+pub const ADDR_MAX: usize = 112;
+/// SCM_MAX_FD.
+pub const MAX_RIGHTS: usize = 253;
+
+/// Addresses in `addr`/`addr_len`: a tree path (relative to the mount root)
+/// as bytes, or a NUL followed by an abstract name; length 0 means none
+/// (unnamed, or autobind for OP_BIND).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Ctl {
+    pub op: u32,
+    pub arg: i32,
+    pub addr_len: u32,
+    pub _pad: u32,
+    /// Results (OP_INFO: the `INFO_*` indices; OP_TAKE_ERROR: v[0] = errno).
+    pub v: [i64; 12],
+    pub addr: [u8; ADDR_MAX],
+}
+
+pub const OP_BIND: u32 = 1;
+pub const OP_LISTEN: u32 = 2;
+/// Never parks: a full backlog gives EAGAIN; a blocking caller then writes
+/// `connect` to the socket's ctl file, which parks.
+pub const OP_CONNECT: u32 = 3;
+/// `arg`: SHUT_RD, SHUT_WR or SHUT_RDWR.
+pub const OP_SHUTDOWN: u32 = 4;
+/// `arg` 0: the local address, 1: the peer's (ENOTCONN without a peer).
+pub const OP_GETNAME: u32 = 5;
+pub const OP_INFO: u32 = 6;
+pub const OP_TAKE_ERROR: u32 = 7;
+pub const OP_SET_PASSCRED: u32 = 8;
+pub const OP_SET_SNDBUF: u32 = 9;
+/// connect(AF_UNSPEC): dissolve a dgram socket's default peer.
+pub const OP_DISCONNECT: u32 = 10;
+
+pub const INFO_TYPE: usize = 0; // SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET
+pub const INFO_LISTENING: usize = 1;
+pub const INFO_PASSCRED: usize = 2;
+pub const INFO_HAS_PEERCRED: usize = 3;
+pub const INFO_PEER_PID: usize = 4;
+pub const INFO_PEER_UID: usize = 5;
+pub const INFO_PEER_GID: usize = 6;
+pub const INFO_SNDBUF: usize = 7;
+pub const INFO_INQ: usize = 8; // -1 on a listener
+pub const INFO_OUTQ: usize = 9;
+pub const INFO_ID: usize = 10; // the socket's number N
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct MsgHead {
+    pub op: u32,
+    pub flags: u32,
+    /// In: payload bytes (send) or wanted (recv). Out: bytes sent/received.
+    pub len: u32,
+    /// Out (recv): the message's whole length (MSG_TRUNC).
+    pub full_len: u32,
+    pub addr_len: u32,
+    /// Out (recv): STATUS_*.
+    pub status: u32,
+    pub has_creds: u32,
+    pub nrights: u32,
+    /// pid, uid, gid.
+    pub creds: [u32; 3],
+    pub _pad: u32,
+    /// Send: `to`; recv: `from`.
+    pub addr: [u8; ADDR_MAX],
+    /// Socket numbers: passed (send) or received, each a new
+    /// `.udsfs/sock/H/` to open (recv).
+    pub rights: [u64; MAX_RIGHTS],
+}
+
+pub const MSGOP_SEND: u32 = 1;
+pub const MSGOP_RECV: u32 = 2;
+
+/// recv: leave the message queued.
+pub const MSGF_PEEK: u32 = 1;
+/// recv: the message does not fit MSG_ROOM; nothing was taken.
+pub const STATUS_TOO_BIG: u32 = 1;

@@ -1,0 +1,190 @@
+//! `udsfs run [--mount M] [--route PREFIX]... -- CMD [ARGS]`: runs CMD with
+//! the preload library, on mount M or on a private mount made for CMD and
+//! removed once CMD and every descendant it left behind are gone.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use clap::Args;
+
+/// The library's file name, looked for next to the udsfs binary.
+const LIBRARY: &str = "libudsfs_preload.so";
+
+#[derive(Args, Clone)]
+pub struct RunArgs {
+    /// An existing udsfs mount to use (default: a private one for CMD).
+    #[arg(long)]
+    mount: Option<PathBuf>,
+    /// An absolute path prefix whose socket names live in the mount (at
+    /// the same path below it), e.g. /var/run/app.
+    #[arg(long)]
+    route: Vec<PathBuf>,
+    /// Where the private mount's daemon logs (default: nowhere).
+    #[arg(long)]
+    log_file: Option<PathBuf>,
+    /// The program and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    cmd: Vec<OsString>,
+}
+
+/// The preload library: $UDSFS_PRELOAD, else next to this binary.
+fn library() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("UDSFS_PRELOAD") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the udsfs binary: {e}"))?;
+    let lib = exe.with_file_name(LIBRARY);
+    if lib.exists() {
+        Ok(lib)
+    } else {
+        Err(format!(
+            "{} not found (build the workspace: cargo build)",
+            lib.display()
+        ))
+    }
+}
+
+/// A private mount: a fresh directory with a background daemon on it.
+struct Private {
+    dir: PathBuf,
+}
+
+impl Private {
+    fn start(log_file: Option<&Path>) -> Result<Private, String> {
+        let base = std::env::temp_dir();
+        let dir = (0..100)
+            .map(|i| base.join(format!("udsfs-run-{}-{i}", std::process::id())))
+            .find(|d| std::fs::create_dir(d).is_ok())
+            .ok_or("cannot make a directory for the private mount")?;
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut cmd = Command::new(exe);
+        cmd.arg("mount").arg("--background");
+        if let Some(f) = log_file {
+            cmd.arg("--log-file").arg(f);
+        }
+        let out = cmd
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("cannot start the daemon: {e}"))?;
+        if !out.status.success() {
+            let _ = std::fs::remove_dir(&dir);
+            return Err("the private mount did not come up".into());
+        }
+        Ok(Private { dir })
+    }
+
+    fn stop(self) {
+        let st = Command::new(std::env::current_exe().unwrap_or_else(|_| "udsfs".into()))
+            .arg("umount")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .status();
+        if !st.is_ok_and(|s| s.success()) {
+            eprintln!("udsfs run: unmounting {} failed", self.dir.display());
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Waits for every remaining descendant (orphans reparent to us, the
+/// subreaper), so that the mount outlives all of them.
+fn reap_all() {
+    loop {
+        // SAFETY: waitpid on any child; we only collect statuses.
+        let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), 0) };
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+    }
+}
+
+pub fn main(a: RunArgs) -> i32 {
+    let lib = match library() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("udsfs run: {e}");
+            return 127;
+        }
+    };
+    let private = match &a.mount {
+        Some(_) => None,
+        None => match Private::start(a.log_file.as_deref()) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!("udsfs run: {e}");
+                return 127;
+            }
+        },
+    };
+    let mount = a
+        .mount
+        .clone()
+        .unwrap_or_else(|| private.as_ref().map(|p| p.dir.clone()).unwrap_or_default());
+    let code = run_in(&mount, &lib, &a);
+    if let Some(p) = private {
+        p.stop();
+    }
+    code
+}
+
+fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
+    let mount = match std::fs::canonicalize(mount) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("udsfs run: {}: {e}", mount.display());
+            return 127;
+        }
+    };
+    let mut routes = Vec::new();
+    for r in &a.route {
+        if !r.is_absolute() {
+            eprintln!(
+                "udsfs run: --route {}: must be an absolute path",
+                r.display()
+            );
+            return 2;
+        }
+        // Routed names live at the same path below the mount point.
+        let inside = mount.join(r.strip_prefix("/").unwrap_or(r));
+        if let Err(e) = std::fs::create_dir_all(&inside) {
+            eprintln!("udsfs run: {}: {e}", inside.display());
+            return 127;
+        }
+        routes.push(r.as_os_str().as_bytes().to_vec());
+    }
+    let mut preload = lib.as_os_str().to_owned();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
+        preload.push(":");
+        preload.push(old);
+    }
+    let routes = OsString::from(std::ffi::OsStr::from_bytes(&routes.join(&b':')));
+    // SAFETY: prctl on this process only; orphans of CMD come to us.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    let child = Command::new(&a.cmd[0])
+        .args(&a.cmd[1..])
+        .env("LD_PRELOAD", preload)
+        .env("UDSFS_MOUNT", &mount)
+        .env("UDSFS_ROUTES", routes)
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("udsfs run: {}: {e}", a.cmd[0].to_string_lossy());
+            return 127;
+        }
+    };
+    let status = child.wait();
+    reap_all();
+    match status {
+        Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
+        Err(e) => {
+            eprintln!("udsfs run: {e}");
+            1
+        }
+    }
+}
