@@ -143,6 +143,7 @@ scripts!(
     faults,
     hostile_files,
     isolation,
+    kernel_selftests,
     msg_creds,
     namespace,
     nonblock,
