@@ -479,3 +479,35 @@ wait_socket_count() {
         sleep 0.005
     done
 }
+
+# ---------------------------------------------------------------- unmodified programs
+# (run_*.sh: programs through `udsfs run` and the preload library)
+
+PRELOAD_LIB=${UDSFS_PRELOAD:-$(dirname "$UDSFS_BIN")/libudsfs_preload.so}
+
+# need_preload: fail unless the preload library is built and newer than its sources
+# (plain `cargo build` builds it; the tests must not run a stale one).
+need_preload() {
+    [ -f "$PRELOAD_LIB" ] ||
+        fail "preload library not found at $PRELOAD_LIB (build it with cargo build, or set UDSFS_PRELOAD)"
+    local src
+    for src in "$ROOT"/preload/src/*.rs "$ROOT"/src/fuse/ioctl_abi.rs; do
+        [ "$src" -ot "$PRELOAD_LIB" ] || [ ! -e "$src" ] ||
+            fail "$PRELOAD_LIB is older than $src: rebuild it with cargo build"
+    done
+}
+
+# need_cmd CMD PACKAGE: fail loudly when a program a test runs is missing.
+need_cmd() {
+    command -v "$1" >/dev/null 2>&1 || fail "$1 is not installed (package $2; .ci/run installs it)"
+}
+
+# on_udsfs CMD...: run CMD, unmodified, through `udsfs run` on this script's mount.
+on_udsfs() {
+    UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" -- "$@"
+}
+
+# unix_has TEXT: the daemon's socket table lists TEXT (a bound name).
+unix_has() {
+    grep -qF -- "$1" "$U/unix"
+}

@@ -80,13 +80,16 @@ fn adopt_for(m: &Mount, fd: c_int) -> sock::Res<bool> {
     if !sock::kernel_unix(fd) {
         return Ok(false);
     }
-    if kernel_bound(fd) {
-        log::say(&format!(
-            "fd {fd} is bound to a kernel AF_UNIX name: it cannot move to udsfs (EINVAL)"
-        ));
-        return Err(libc::EINVAL);
-    }
+    let bound = kernel_bound(fd);
     sock::convert(m, fd)?;
+    if bound {
+        // A client bound to a scratch path (nc -uU binds one in /tmp) must
+        // still be answerable: on udsfs it gets an autobound name instead.
+        log::say(&format!(
+            "fd {fd} was bound to a kernel AF_UNIX name; on udsfs it is autobound instead"
+        ));
+        sock::ctl(fd, abi::OP_BIND, 0, &[])?;
+    }
     Ok(true)
 }
 
@@ -415,9 +418,11 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
             }
             return unsafe { real::sendmsg(fd, m, flags) };
         }
-        let mut meta = msg::Meta::default();
-        meta.to = match unsafe { send_target(mnt, fd, addr, h.msg_namelen) } {
-            Ok(t) => t,
+        let mut meta = match unsafe { send_target(mnt, fd, addr, h.msg_namelen) } {
+            Ok(to) => msg::Meta {
+                to,
+                ..Default::default()
+            },
             Err(e) => return msg::ret(Err(e)),
         };
         if let Err(e) = msg::parse_control(h, &mut meta) {

@@ -451,7 +451,7 @@ pub fn parse_control(msg: &msghdr, meta: &mut Meta) -> Res<()> {
     while off + CMSG_HDR <= end {
         // SAFETY: inside the caller's control buffer.
         let h = unsafe { &*(base.add(off) as *const cmsghdr) };
-        let len = h.cmsg_len as usize;
+        let len = h.cmsg_len;
         if len < CMSG_HDR || off + len > end {
             return Err(libc::EINVAL);
         }
@@ -498,7 +498,7 @@ pub fn passes_udsfs(msg: &msghdr) -> bool {
     while off + CMSG_HDR <= end {
         // SAFETY: inside the caller's control buffer.
         let h = unsafe { &*(base.add(off) as *const cmsghdr) };
-        let len = h.cmsg_len as usize;
+        let len = h.cmsg_len;
         if len < CMSG_HDR || off + len > end {
             return false;
         }

@@ -97,11 +97,11 @@ impl Engine {
     /// duplicate in-flight references; see README).
     pub fn peek(&self, s: &Arc<Socket>, maxlen: usize) -> Result<Received> {
         let mut st = s.lock();
-        if let Some(e) = st.err {
-            if s.ty != SockType::Stream || st.rcvq.is_empty() {
-                st.err = None;
-                return Err(e);
-            }
+        if let Some(e) = st.err
+            && (s.ty != SockType::Stream || st.rcvq.is_empty())
+        {
+            st.err = None;
+            return Err(e);
         }
         let Some(first) = st.rcvq.front() else {
             let eof = st.shutdown & super::socket::RCV_SHUTDOWN != 0;

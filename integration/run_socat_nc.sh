@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Unmodified socat and nc (netcat-openbsd) through `udsfs run`, each server and client
+# with its name in the mount: socat UNIX-LISTEN/UNIX-CONNECT (a 300 KB random payload
+# echoed back intact), socat UNIX-RECVFROM/UNIX-SENDTO (datagrams answered to the
+# client's bound name), nc -lU/-U and nc -luU/-uU (nc's client binds a scratch kernel
+# path, which moves to an autobound udsfs name). Every name must show in the daemon's
+# socket table; a name outside the mount stays a kernel socket.
+source "$(dirname "$0")/lib.sh"
+need_preload
+need_cmd socat socat
+need_cmd nc netcat-openbsd
+nc -h 2>&1 | grep -q -- '-U' || fail "nc has no -U: install netcat-openbsd"
+
+# wait_node PATH: the server bound its name.
+wait_node() {
+    local i
+    for i in $(seq 400); do
+        [ -S "$1" ] && return 0
+        sleep 0.01
+    done
+    fail "nobody bound $1"
+}
+
+# socat stream: an echo server (cat) per connection
+on_udsfs socat UNIX-LISTEN:"$MNT/echo.sock",fork EXEC:cat 2>"$TMP/socat.err" &
+SRV=$!
+wait_node "$MNT/echo.sock"
+unix_has "echo.sock" || fail "echo.sock is not in the daemon's socket table"
+head -c 300000 /dev/urandom >"$TMP/in"
+on_udsfs socat -t 5 - UNIX-CONNECT:"$MNT/echo.sock" <"$TMP/in" >"$TMP/out" ||
+    fail "socat UNIX-CONNECT failed"
+cmp -s "$TMP/in" "$TMP/out" || fail "socat echo: $(stat -c %s "$TMP/out") bytes came back, not the 300000 sent"
+ok "socat UNIX-LISTEN/UNIX-CONNECT: 300000 random bytes echoed intact"
+kill "$SRV" 2>/dev/null || true
+reap "$SRV"
+
+# socat dgram: the server answers each datagram to its sender's name
+on_udsfs socat UNIX-RECVFROM:"$MNT/up.sock",fork EXEC:"tr a-z A-Z" 2>>"$TMP/socat.err" &
+SRV=$!
+wait_node "$MNT/up.sock"
+got=$(echo "hello datagram" | on_udsfs socat -t 2 - UNIX-SENDTO:"$MNT/up.sock",bind="$MNT/client.sock")
+expect_eq "socat UNIX-RECVFROM/UNIX-SENDTO answer" "$got" "HELLO DATAGRAM"
+kill "$SRV" 2>/dev/null || true
+reap "$SRV"
+
+# nc stream
+on_udsfs nc -lU "$MNT/nc.sock" >"$TMP/nc.out" 2>"$TMP/nc.err" &
+SRV=$!
+wait_node "$MNT/nc.sock"
+echo "through nc -U" | on_udsfs nc -NU "$MNT/nc.sock" || fail "nc -U failed"
+reap "$SRV"
+expect_eq "nc -lU received" "$(cat "$TMP/nc.out")" "through nc -U"
+
+# nc dgram
+on_udsfs nc -luU "$MNT/ncu.sock" >"$TMP/ncu.out" 2>"$TMP/ncu.err" &
+SRV=$!
+wait_node "$MNT/ncu.sock"
+echo "through nc -uU" | on_udsfs nc -w 1 -uU "$MNT/ncu.sock" 2>"$TMP/ncu-client.err" ||
+    fail "nc -uU failed: $(cat "$TMP/ncu-client.err")"
+for i in $(seq 300); do
+    [ -s "$TMP/ncu.out" ] && break
+    sleep 0.01
+done
+kill "$SRV" 2>/dev/null || true
+reap "$SRV"
+expect_eq "nc -luU received" "$(cat "$TMP/ncu.out")" "through nc -uU"
+
+# a name outside the mount stays with the kernel, even under udsfs run
+on_udsfs socat UNIX-LISTEN:"$TMP/kernel.sock" EXEC:cat &
+SRV=$!
+wait_node "$TMP/kernel.sock"
+unix_has "kernel.sock" && fail "a path outside the mount became a udsfs socket"
+grep -q "$TMP/kernel.sock" /proc/net/unix || fail "$TMP/kernel.sock is not a kernel socket"
+got=$(echo "kernel side" | on_udsfs socat -t 2 - UNIX-CONNECT:"$TMP/kernel.sock")
+expect_eq "kernel socket through udsfs run" "$got" "kernel side"
+reap "$SRV"
+
+# a routed prefix: its names live in the mount (at the same path below it)
+R=$TMP/routed
+mkdir -p "$R"
+UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" --route "$R" -- \
+    socat UNIX-LISTEN:"$R/app.sock" EXEC:"echo routed" &
+SRV=$!
+wait_node "$MNT$R/app.sock"
+unix_has "app.sock" || fail "the routed name is not in the daemon's socket table"
+[ -e "$R/app.sock" ] && fail "the routed name made a kernel socket file at $R/app.sock"
+got=$(UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" --route "$R" -- \
+    socat - UNIX-CONNECT:"$R/app.sock" </dev/null)
+expect_eq "connect to a routed name" "$got" "routed"
+reap "$SRV"
+
+# a private mount: made for the command, gone after it, exit status passed on
+out=$(UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run -- bash -c \
+    'echo "$UDSFS_MOUNT"; socat UNIX-LISTEN:"$UDSFS_MOUNT/p.sock" EXEC:"echo private" & 
+     for i in $(seq 400); do [ -S "$UDSFS_MOUNT/p.sock" ] && break; sleep 0.01; done
+     socat - UNIX-CONNECT:"$UDSFS_MOUNT/p.sock"; exit 7') && rc=0 || rc=$?
+expect_eq "exit status of udsfs run" "$rc" 7
+priv=$(head -1 <<<"$out")
+expect_eq "private mount answer" "$(sed -n 2p <<<"$out")" "private"
+mountpoint -q "$priv" 2>/dev/null && fail "the private mount $priv is still mounted"
+[ ! -e "$priv" ] || fail "the private mount point $priv was not removed"
+ok "private mount $priv: served the command, unmounted and removed after it"
