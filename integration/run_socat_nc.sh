@@ -88,6 +88,9 @@ got=$(UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" --route "$R" --
     socat - UNIX-CONNECT:"$R/app.sock" </dev/null)
 expect_eq "connect to a routed name" "$got" "routed"
 reap "$SRV"
+# socat unlinks its socket when it ends: the routed name's node goes with it
+[ -e "$MNT$R/app.sock" ] && fail "unlink of the routed name left its node in the mount"
+ok "unlink of a routed name removed its node in the mount"
 
 # a private mount: made for the command, gone after it, exit status passed on
 out=$(UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run -- bash -c \

@@ -193,15 +193,34 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
-    guarded(-1, || {
-        let r = unsafe { real::listen(fd, backlog) };
-        match udsfs_after(r as i64, fd) {
-            Some(_) => int_ret(sock::ctl(fd, abi::OP_LISTEN, backlog, &[]).map(|_| ())),
-            None => r,
+/// Entry points the C library answers, unless the kernel says ENOTSOCK on a
+/// udsfs socket: then the udsfs expression (with the mount bound to `$m`).
+macro_rules! socket_call {
+    ($(fn $name:ident($fd:ident: c_int $(, $a:ident: $t:ty)*) => |$m:ident| $udsfs:expr;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($fd: c_int $(, $a: $t)*) -> c_int {
+            guarded(-1, || {
+                let r = unsafe { real::$name($fd $(, $a)*) };
+                match udsfs_after(r as i64, $fd) {
+                    Some($m) => {
+                        #[allow(unused_unsafe)]
+                        let res = unsafe { $udsfs };
+                        int_ret(res)
+                    }
+                    None => r,
+                }
+            })
         }
-    })
+    )*};
+}
+
+socket_call! {
+    fn listen(fd: c_int, backlog: c_int) => |_m| sock::ctl(fd, abi::OP_LISTEN, backlog, &[]).map(|_| ());
+    fn shutdown(fd: c_int, how: c_int) => |_m| sock::ctl(fd, abi::OP_SHUTDOWN, how, &[]).map(|_| ());
+    fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) => |m| sock::name(m, fd, false, addr, len);
+    fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) => |m| sock::name(m, fd, true, addr, len);
+    fn getsockopt(fd: c_int, level: c_int, name: c_int, v: *mut c_void, l: *mut socklen_t) => |_m| opts::get(fd, level, name, v, l);
+    fn setsockopt(fd: c_int, level: c_int, name: c_int, v: *const c_void, l: socklen_t) => |_m| opts::set(fd, level, name, v, l);
 }
 
 #[no_mangle]
@@ -237,73 +256,6 @@ pub unsafe extern "C" fn accept4(
 #[no_mangle]
 pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
     unsafe { accept4(fd, addr, len, 0) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
-    guarded(-1, || {
-        let r = unsafe { real::shutdown(fd, how) };
-        match udsfs_after(r as i64, fd) {
-            Some(_) => int_ret(sock::ctl(fd, abi::OP_SHUTDOWN, how, &[]).map(|_| ())),
-            None => r,
-        }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
-    guarded(-1, || {
-        let r = unsafe { real::getsockname(fd, addr, len) };
-        match udsfs_after(r as i64, fd) {
-            Some(m) => int_ret(unsafe { sock::name(m, fd, false, addr, len) }),
-            None => r,
-        }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
-    guarded(-1, || {
-        let r = unsafe { real::getpeername(fd, addr, len) };
-        match udsfs_after(r as i64, fd) {
-            Some(m) => int_ret(unsafe { sock::name(m, fd, true, addr, len) }),
-            None => r,
-        }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn getsockopt(
-    fd: c_int,
-    level: c_int,
-    name: c_int,
-    v: *mut c_void,
-    l: *mut socklen_t,
-) -> c_int {
-    guarded(-1, || {
-        let r = unsafe { real::getsockopt(fd, level, name, v, l) };
-        match udsfs_after(r as i64, fd) {
-            Some(_) => int_ret(unsafe { opts::get(fd, level, name, v, l) }),
-            None => r,
-        }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn setsockopt(
-    fd: c_int,
-    level: c_int,
-    name: c_int,
-    v: *const c_void,
-    l: socklen_t,
-) -> c_int {
-    guarded(-1, || {
-        let r = unsafe { real::setsockopt(fd, level, name, v, l) };
-        match udsfs_after(r as i64, fd) {
-            Some(_) => int_ret(unsafe { opts::set(fd, level, name, v, l) }),
-            None => r,
-        }
-    })
 }
 
 #[no_mangle]
@@ -468,9 +420,10 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssi
     })
 }
 
-/// recvfrom() as a recvmsg with one buffer.
-unsafe fn recv_into(
-    m: &Mount,
+/// After the C library's recv-family call `r`: on a udsfs socket, the
+/// receive as udsfs does it (a recvmsg with one buffer).
+unsafe fn recv_after(
+    r: ssize_t,
     fd: c_int,
     buf: *mut c_void,
     n: size_t,
@@ -478,6 +431,9 @@ unsafe fn recv_into(
     addr: *mut sockaddr,
     alen: *mut socklen_t,
 ) -> ssize_t {
+    let Some(m) = udsfs_after(r as i64, fd) else {
+        return r;
+    };
     let mut iov = iovec {
         iov_base: buf,
         iov_len: n,
@@ -486,15 +442,16 @@ unsafe fn recv_into(
     let mut h: msghdr = unsafe { std::mem::zeroed() };
     h.msg_iov = &mut iov;
     h.msg_iovlen = 1;
-    if !addr.is_null() && !alen.is_null() {
+    let named = !addr.is_null() && !alen.is_null();
+    if named {
         h.msg_name = addr.cast();
         h.msg_namelen = unsafe { *alen };
     }
-    let r = msg::recv(m, fd, &mut h, flags);
-    if r.is_ok() && !addr.is_null() && !alen.is_null() {
+    let res = msg::recv(m, fd, &mut h, flags);
+    if res.is_ok() && named {
         unsafe { *alen = h.msg_namelen };
     }
-    msg::ret(r)
+    msg::ret(res)
 }
 
 #[no_mangle]
@@ -506,33 +463,18 @@ pub unsafe extern "C" fn recvfrom(
     addr: *mut sockaddr,
     alen: *mut socklen_t,
 ) -> ssize_t {
-    guarded(-1, || {
-        let r = unsafe { real::recvfrom(fd, buf, n, flags, addr, alen) };
-        match udsfs_after(r as i64, fd) {
-            Some(m) => unsafe { recv_into(m, fd, buf, n, flags, addr, alen) },
-            None => r,
-        }
+    guarded(-1, || unsafe {
+        let r = real::recvfrom(fd, buf, n, flags, addr, alen);
+        recv_after(r, fd, buf, n, flags, addr, alen)
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
-    guarded(-1, || {
-        let r = unsafe { real::recv(fd, buf, n, flags) };
-        match udsfs_after(r as i64, fd) {
-            Some(m) => unsafe {
-                recv_into(
-                    m,
-                    fd,
-                    buf,
-                    n,
-                    flags,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
-            },
-            None => r,
-        }
+    let none = std::ptr::null_mut();
+    guarded(-1, || unsafe {
+        let r = real::recv(fd, buf, n, flags);
+        recv_after(r, fd, buf, n, flags, none, none.cast())
     })
 }
 
@@ -544,22 +486,10 @@ pub unsafe extern "C" fn __recv_chk(
     buflen: size_t,
     flags: c_int,
 ) -> ssize_t {
-    guarded(-1, || {
-        let r = unsafe { real::__recv_chk(fd, buf, n, buflen, flags) };
-        match udsfs_after(r as i64, fd) {
-            Some(m) => unsafe {
-                recv_into(
-                    m,
-                    fd,
-                    buf,
-                    n,
-                    flags,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
-            },
-            None => r,
-        }
+    let none = std::ptr::null_mut();
+    guarded(-1, || unsafe {
+        let r = real::__recv_chk(fd, buf, n, buflen, flags);
+        recv_after(r, fd, buf, n, flags, none, none.cast())
     })
 }
 
@@ -573,12 +503,9 @@ pub unsafe extern "C" fn __recvfrom_chk(
     addr: *mut sockaddr,
     alen: *mut socklen_t,
 ) -> ssize_t {
-    guarded(-1, || {
-        let r = unsafe { real::__recvfrom_chk(fd, buf, n, buflen, flags, addr, alen) };
-        match udsfs_after(r as i64, fd) {
-            Some(m) => unsafe { recv_into(m, fd, buf, n, flags, addr, alen) },
-            None => r,
-        }
+    guarded(-1, || unsafe {
+        let r = real::__recvfrom_chk(fd, buf, n, buflen, flags, addr, alen);
+        recv_after(r, fd, buf, n, flags, addr, alen)
     })
 }
 
@@ -613,73 +540,81 @@ pub unsafe extern "C" fn recvmmsg(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn fstat(fd: c_int, st: *mut libc::stat) -> c_int {
+/// A stat call, then its result shown as a socket when it is a udsfs one.
+fn stat_call<T>(st: *mut T, call: impl FnOnce() -> c_int, fix: fn(&mut T)) -> c_int {
     guarded(-1, || {
-        let r = unsafe { real::fstat(fd, st) };
+        let r = call();
         if r == 0 && !st.is_null() {
-            stat::fix_stat(unsafe { &mut *st });
+            // SAFETY: the call succeeded, so st points to a filled struct.
+            fix(unsafe { &mut *st });
         }
         r
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn fstat64(fd: c_int, st: *mut libc::stat64) -> c_int {
-    guarded(-1, || {
-        let r = unsafe { real::fstat64(fd, st) };
-        if r == 0 && !st.is_null() {
-            stat::fix_stat64(unsafe { &mut *st });
+/// stat entry points: the C library's call, then `stat_call`'s fix.
+macro_rules! stat_entry {
+    ($(fn $name:ident($($a:ident: $t:ty),*) => $st:ident, $fix:path;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($a: $t),*) -> c_int {
+            stat_call($st, || unsafe { real::$name($($a),*) }, $fix)
         }
-        r
+    )*};
+}
+
+stat_entry! {
+    fn fstat(fd: c_int, st: *mut libc::stat) => st, stat::fix_stat;
+    fn fstat64(fd: c_int, st: *mut libc::stat64) => st, stat::fix_stat64;
+    fn fstatat(d: c_int, p: *const libc::c_char, st: *mut libc::stat, fl: c_int) => st, stat::fix_stat;
+    fn fstatat64(d: c_int, p: *const libc::c_char, st: *mut libc::stat64, fl: c_int) => st, stat::fix_stat64;
+    fn statx(d: c_int, p: *const libc::c_char, fl: c_int, mask: c_uint, st: *mut libc::statx) => st, stat::fix_statx;
+}
+
+/// unlink() of a routed socket path removes its node in the mount too, as
+/// servers unlink a stale socket before they bind it again.
+fn unlink_routed(path: *const libc::c_char) -> Option<c_int> {
+    let m = mount::get().filter(|m| !m.routes.is_empty())?;
+    if path.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's NUL-terminated path.
+    let p = unsafe { std::ffi::CStr::from_ptr(path) }.to_bytes();
+    let abs = if p.starts_with(b"/") {
+        mount::normalize(p, b"/")
+    } else {
+        use std::os::unix::ffi::OsStrExt;
+        mount::normalize(p, std::env::current_dir().ok()?.as_os_str().as_bytes())
+    };
+    let node = m.routed_node(&abs)?;
+    // SAFETY: NUL-terminated paths.
+    let inside = unsafe { real::unlink(node.as_ptr()) };
+    let e = errno();
+    let outside = unsafe { real::unlink(path) };
+    if inside == 0 || outside == 0 {
+        return Some(0);
+    }
+    set_errno(if e == libc::ENOENT { errno() } else { e });
+    Some(-1)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn unlink(path: *const libc::c_char) -> c_int {
+    guarded(-1, || {
+        unlink_routed(path).unwrap_or_else(|| unsafe { real::unlink(path) })
     })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn fstatat(
-    d: c_int,
-    p: *const libc::c_char,
-    st: *mut libc::stat,
-    fl: c_int,
-) -> c_int {
+pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int {
     guarded(-1, || {
-        let r = unsafe { real::fstatat(d, p, st, fl) };
-        if r == 0 && !st.is_null() {
-            stat::fix_stat(unsafe { &mut *st });
+        let plain_path = flags == 0
+            && (dirfd == libc::AT_FDCWD
+                || unsafe { path.as_ref() }.is_some_and(|c| *c == b'/' as libc::c_char));
+        if plain_path {
+            if let Some(r) = unlink_routed(path) {
+                return r;
+            }
         }
-        r
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn fstatat64(
-    d: c_int,
-    p: *const libc::c_char,
-    st: *mut libc::stat64,
-    fl: c_int,
-) -> c_int {
-    guarded(-1, || {
-        let r = unsafe { real::fstatat64(d, p, st, fl) };
-        if r == 0 && !st.is_null() {
-            stat::fix_stat64(unsafe { &mut *st });
-        }
-        r
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn statx(
-    d: c_int,
-    p: *const libc::c_char,
-    fl: c_int,
-    mask: c_uint,
-    st: *mut libc::statx,
-) -> c_int {
-    guarded(-1, || {
-        let r = unsafe { real::statx(d, p, fl, mask, st) };
-        if r == 0 && !st.is_null() {
-            stat::fix_statx(unsafe { &mut *st });
-        }
-        r
+        unsafe { real::unlinkat(dirfd, path, flags) }
     })
 }

@@ -119,6 +119,21 @@ impl Mount {
             .then(|| abs[1..].to_vec())
     }
 
+    /// The node in the mount that stands for a routed path (None when the
+    /// path is not under a route).
+    pub fn routed_node(&self, abs: &[u8]) -> Option<CString> {
+        let routed = self.routes.iter().any(|r| {
+            abs.strip_prefix(r.as_slice())
+                .is_some_and(|rest| rest.starts_with(b"/"))
+        });
+        if !routed {
+            return None;
+        }
+        let mut p = self.path.clone();
+        p.extend_from_slice(abs);
+        CString::new(p).ok()
+    }
+
     /// What the program sees for a tree path the daemon reports: the routed
     /// path, or the path below the mount point.
     pub fn shown_path(&self, tree: &[u8]) -> Vec<u8> {

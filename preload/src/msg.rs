@@ -171,22 +171,40 @@ fn send_record(m: &Mount, fd: c_int, data: &[u8], meta: &Meta, nonblock: bool) -
     rec.push('\n');
     let mut bytes = rec.into_bytes();
     bytes.extend_from_slice(data);
+    msg_file(m, id, nonblock, MsgIo::Write(&bytes))?;
+    Ok(data.len())
+}
+
+enum MsgIo<'a> {
+    Write(&'a [u8]),
+    Read(&'a mut [u8]),
+}
+
+/// One write or read of socket `id`'s `msg` file, opened for just this call.
+fn msg_file(m: &Mount, id: u64, nonblock: bool, io: MsgIo) -> Res<usize> {
     let path = m.sock_file(id, "msg");
-    let fl = libc::O_WRONLY | libc::O_CLOEXEC | if nonblock { libc::O_NONBLOCK } else { 0 };
-    // SAFETY: path is NUL-terminated; the write is of a local buffer.
+    let mode = match io {
+        MsgIo::Write(_) => libc::O_WRONLY,
+        MsgIo::Read(_) => libc::O_RDONLY,
+    };
+    let fl = mode | libc::O_CLOEXEC | if nonblock { libc::O_NONBLOCK } else { 0 };
+    // SAFETY: path is NUL-terminated; the I/O is on the given buffer.
     unsafe {
         let h = libc::open(path.as_ptr(), fl);
         if h < 0 {
             return Err(errno());
         }
-        let n = libc::write(h, bytes.as_ptr().cast(), bytes.len());
+        let n = match io {
+            MsgIo::Write(b) => libc::write(h, b.as_ptr().cast(), b.len()),
+            MsgIo::Read(b) => libc::read(h, b.as_mut_ptr().cast(), b.len()),
+        };
         let e = errno();
         libc::close(h);
         if n < 0 {
             return Err(e);
         }
+        Ok(n as usize)
     }
-    Ok(data.len())
 }
 
 /// An address as `msg` records write it (see src/engine/addr.rs escape).
@@ -236,23 +254,8 @@ struct Got {
 /// The `msg` file's record, for a message larger than one ioctl.
 fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
     let id = mount::sock_id(fd).ok_or(libc::EBADF)?;
-    let path = m.sock_file(id, "msg");
-    let fl = libc::O_RDONLY | libc::O_CLOEXEC | if nonblock { libc::O_NONBLOCK } else { 0 };
     let mut buf = vec![0u8; want + 8192];
-    // SAFETY: path is NUL-terminated; reads into a local buffer.
-    let n = unsafe {
-        let h = libc::open(path.as_ptr(), fl);
-        if h < 0 {
-            return Err(errno());
-        }
-        let n = libc::read(h, buf.as_mut_ptr().cast(), buf.len());
-        let e = errno();
-        libc::close(h);
-        if n < 0 {
-            return Err(e);
-        }
-        n as usize
-    };
+    let n = msg_file(m, id, nonblock, MsgIo::Read(&mut buf))?;
     buf.truncate(n);
     let nl = buf.iter().position(|&b| b == b'\n').ok_or(libc::EIO)?;
     let mut got = Got {
@@ -439,11 +442,11 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
     Ok(got.data.len())
 }
 
-/// What a sendmsg's control messages ask: credentials and sockets to pass.
-/// Only udsfs sockets can be passed over a udsfs socket.
-pub fn parse_control(msg: &msghdr, meta: &mut Meta) -> Res<()> {
+/// The control messages of a sendmsg: (level, type, payload) each.
+fn cmsgs(msg: &msghdr) -> Res<Vec<(c_int, c_int, &[u8])>> {
+    let mut out = Vec::new();
     if msg.msg_control.is_null() || msg.msg_controllen == 0 {
-        return Ok(());
+        return Ok(out);
     }
     let base = msg.msg_control as *const u8;
     let end = msg.msg_controllen;
@@ -458,10 +461,25 @@ pub fn parse_control(msg: &msghdr, meta: &mut Meta) -> Res<()> {
         // SAFETY: the payload lies inside the buffer (checked above).
         let payload =
             unsafe { std::slice::from_raw_parts(base.add(off + CMSG_HDR), len - CMSG_HDR) };
-        match (h.cmsg_level, h.cmsg_type) {
+        out.push((h.cmsg_level, h.cmsg_type, payload));
+        off += cmsg_align(len);
+    }
+    Ok(out)
+}
+
+fn fds(payload: &[u8]) -> impl Iterator<Item = c_int> + '_ {
+    payload
+        .chunks_exact(4)
+        .map(|c| c_int::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+}
+
+/// What a sendmsg's control messages ask: credentials and sockets to pass.
+/// Only udsfs sockets can be passed over a udsfs socket.
+pub fn parse_control(msg: &msghdr, meta: &mut Meta) -> Res<()> {
+    for (level, ty, payload) in cmsgs(msg)? {
+        match (level, ty) {
             (libc::SOL_SOCKET, libc::SCM_RIGHTS) => {
-                for c in payload.chunks_exact(4) {
-                    let pfd = c_int::from_ne_bytes([c[0], c[1], c[2], c[3]]);
+                for pfd in fds(payload) {
                     if !mount::udsfs_fd(pfd) {
                         log::say(&format!(
                             "sendmsg: fd {pfd} is not a udsfs socket: only udsfs sockets can be passed over a udsfs socket (EINVAL)"
@@ -475,46 +493,25 @@ pub fn parse_control(msg: &msghdr, meta: &mut Meta) -> Res<()> {
                 }
             }
             (libc::SOL_SOCKET, libc::SCM_CREDENTIALS) if payload.len() >= 12 => {
-                let w = |i: usize| {
-                    u32::from_ne_bytes([payload[i], payload[i + 1], payload[i + 2], payload[i + 3]])
-                };
-                meta.creds = Some([w(0), w(4), w(8)]);
+                let w: Vec<u32> = fds(payload).take(3).map(|x| x as u32).collect();
+                meta.creds = Some([w[0], w[1], w[2]]);
             }
             _ => return Err(libc::EINVAL),
         }
-        off += cmsg_align(len);
     }
     Ok(())
 }
 
 /// Does a kernel sendmsg try to pass a udsfs socket? It cannot carry it.
 pub fn passes_udsfs(msg: &msghdr) -> bool {
-    if msg.msg_control.is_null() || msg.msg_controllen == 0 {
-        return false;
-    }
-    let base = msg.msg_control as *const u8;
-    let end = msg.msg_controllen;
-    let mut off = 0;
-    while off + CMSG_HDR <= end {
-        // SAFETY: inside the caller's control buffer.
-        let h = unsafe { &*(base.add(off) as *const cmsghdr) };
-        let len = h.cmsg_len;
-        if len < CMSG_HDR || off + len > end {
-            return false;
-        }
-        if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_RIGHTS {
-            // SAFETY: the payload lies inside the buffer.
-            let payload =
-                unsafe { std::slice::from_raw_parts(base.add(off + CMSG_HDR), len - CMSG_HDR) };
-            for c in payload.chunks_exact(4) {
-                if mount::udsfs_fd(c_int::from_ne_bytes([c[0], c[1], c[2], c[3]])) {
-                    return true;
-                }
-            }
-        }
-        off += cmsg_align(len);
-    }
-    false
+    cmsgs(msg)
+        .unwrap_or_default()
+        .iter()
+        .any(|(level, ty, payload)| {
+            *level == libc::SOL_SOCKET
+                && *ty == libc::SCM_RIGHTS
+                && fds(payload).any(mount::udsfs_fd)
+        })
 }
 
 pub fn gathered(msg: &msghdr) -> Vec<u8> {

@@ -62,4 +62,6 @@ real! {
     fstatat(dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat, flags: c_int) -> c_int;
     fstatat64(dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat64, flags: c_int) -> c_int;
     statx(dirfd: c_int, path: *const libc::c_char, flags: c_int, mask: c_uint, st: *mut libc::statx) -> c_int;
+    unlink(path: *const libc::c_char) -> c_int;
+    unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int;
 }

@@ -5,42 +5,39 @@ use crate::mount;
 
 const SOCK_MODE: u32 = libc::S_IFSOCK | 0o777;
 
-/// Rewrites stat results that describe a udsfs data file.
-pub fn fix_stat(st: &mut libc::stat) {
-    if let Some(m) = mount::get() {
-        if st.st_mode & libc::S_IFMT == libc::S_IFREG
-            && m.owns_stat_dev(st.st_dev)
-            && mount::is_data_ino(st.st_ino)
-        {
-            st.st_mode = SOCK_MODE;
-            st.st_size = 0;
-            st.st_blocks = 0;
-        }
-    }
+/// Is this a udsfs data file as a stat call describes it?
+fn is_socket_file(mode: u32, dev_is_mount: impl FnOnce(&mount::Mount) -> bool, ino: u64) -> bool {
+    mode & libc::S_IFMT == libc::S_IFREG
+        && mount::is_data_ino(ino)
+        && mount::get().is_some_and(dev_is_mount)
 }
 
-pub fn fix_stat64(st: &mut libc::stat64) {
-    if let Some(m) = mount::get() {
-        if st.st_mode & libc::S_IFMT == libc::S_IFREG
-            && m.owns_stat_dev(st.st_dev)
-            && mount::is_data_ino(st.st_ino)
-        {
-            st.st_mode = SOCK_MODE;
-            st.st_size = 0;
-            st.st_blocks = 0;
+/// `fix_stat` and `fix_stat64`: the two layouts have the same fields.
+macro_rules! fix_stat_like {
+    ($name:ident, $ty:ty) => {
+        pub fn $name(st: &mut $ty) {
+            let dev = st.st_dev;
+            if is_socket_file(st.st_mode, |m| m.owns_stat_dev(dev), st.st_ino) {
+                st.st_mode = SOCK_MODE;
+                st.st_size = 0;
+                st.st_blocks = 0;
+            }
         }
-    }
+    };
 }
+
+fix_stat_like!(fix_stat, libc::stat);
+fix_stat_like!(fix_stat64, libc::stat64);
 
 pub fn fix_statx(st: &mut libc::statx) {
-    if let Some(m) = mount::get() {
-        if u32::from(st.stx_mode) & libc::S_IFMT == libc::S_IFREG
-            && m.owns_dev(st.stx_dev_major, st.stx_dev_minor)
-            && mount::is_data_ino(st.stx_ino)
-        {
-            st.stx_mode = SOCK_MODE as u16;
-            st.stx_size = 0;
-            st.stx_blocks = 0;
-        }
+    let (major, minor) = (st.stx_dev_major, st.stx_dev_minor);
+    if is_socket_file(
+        u32::from(st.stx_mode),
+        |m| m.owns_dev(major, minor),
+        st.stx_ino,
+    ) {
+        st.stx_mode = SOCK_MODE as u16;
+        st.stx_size = 0;
+        st.stx_blocks = 0;
     }
 }
