@@ -145,6 +145,7 @@ scripts!(
     graph,
     hostile_files,
     isolation,
+    kernel_selftests,
     mount_helper,
     mount_state,
     msg_creds,
