@@ -22,6 +22,7 @@ mod opts;
 mod real;
 mod sock;
 mod stat;
+mod urg;
 
 use libc::{
     c_int, c_uint, c_ulong, c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,
@@ -40,9 +41,29 @@ pub(crate) fn set_errno(e: c_int) {
     unsafe { *libc::__errno_location() = e };
 }
 
+thread_local! {
+    /// errno when the program's call came in: a call that succeeds leaves it
+    /// so (programs check errno after a success), even when the udsfs path
+    /// first met ENOTSOCK from the C library.
+    static ERRNO_AT_ENTRY: std::cell::Cell<c_int> = const { std::cell::Cell::new(0) };
+    /// Calls of this library in progress on this thread (it calls some of
+    /// its own functions, fcntl for one): only the outermost saves errno.
+    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// After a successful udsfs call: errno as the program left it.
+pub(crate) fn restore_errno() {
+    set_errno(ERRNO_AT_ENTRY.with(|e| e.get()));
+}
+
 /// Runs `f`; a panic never crosses into the program: it becomes EIO.
-fn guarded<R>(fail: R, f: impl FnOnce() -> R) -> R {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+pub(crate) fn guarded<R>(fail: R, f: impl FnOnce() -> R) -> R {
+    if DEPTH.with(|d| d.replace(d.get() + 1)) == 0 {
+        ERRNO_AT_ENTRY.with(|e| e.set(errno()));
+    }
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    DEPTH.with(|d| d.set(d.get() - 1));
+    match res {
         Ok(r) => r,
         Err(_) => {
             log::say("internal error; the call fails with EIO");
@@ -54,7 +75,10 @@ fn guarded<R>(fail: R, f: impl FnOnce() -> R) -> R {
 
 fn int_ret(r: sock::Res<()>) -> c_int {
     match r {
-        Ok(()) => 0,
+        Ok(()) => {
+            restore_errno();
+            0
+        }
         Err(e) => {
             set_errno(e);
             -1
@@ -264,7 +288,13 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_i
         if (req == libc::FIONREAD || req == libc::TIOCOUTQ) && mount::udsfs_fd(fd) {
             return int_ret(opts::queue_ioctl(fd, req, arg));
         }
-        unsafe { real::ioctl(fd, req, arg) }
+        let r = unsafe { real::ioctl(fd, req, arg) };
+        if r < 0 && errno() == libc::ENOTTY && mount::udsfs_fd(fd) {
+            if let Some(res) = urg::ioctl(fd, req, arg) {
+                return int_ret(res);
+            }
+        }
+        r
     })
 }
 

@@ -99,6 +99,10 @@ pub fn send(m: &Mount, fd: c_int, data: &[u8], meta: Meta, flags: c_int) -> Res<
         let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
         return if n < 0 { Err(errno()) } else { Ok(n as usize) };
     }
+    let oob = flags & libc::MSG_OOB != 0;
+    if oob && !sock::is_stream(fd) {
+        return Err(libc::EOPNOTSUPP);
+    }
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || sock::is_nonblocking(fd);
     if data.len() > MSG_ROOM && !sock::is_stream(fd) {
         return send_record(m, fd, data, &meta, nonblock);
@@ -111,6 +115,10 @@ pub fn send(m: &Mount, fd: c_int, data: &[u8], meta: Meta, flags: c_int) -> Res<
         let mut h = head();
         h.op = MSGOP_SEND;
         h.len = chunk.len() as u32;
+        if oob && sent + chunk.len() == data.len() {
+            // The last byte of the send is the OOB byte.
+            h.flags |= MSGF_OOB;
+        }
         if let Some(mt) = &meta {
             if let Some(to) = &mt.to {
                 let n = to.len().min(ADDR_MAX);
@@ -249,6 +257,8 @@ struct Got {
     from: Vec<u8>,
     creds: Option<[u32; 3]>,
     rights: Vec<u64>,
+    /// The byte is the OOB byte (MSG_OOB in msg_flags).
+    oob: bool,
 }
 
 /// The `msg` file's record, for a message larger than one ioctl.
@@ -264,6 +274,7 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
         from: Vec::new(),
         creds: None,
         rights: Vec::new(),
+        oob: false,
     };
     for field in buf[..nl].split(|&b| b == b' ') {
         let text = String::from_utf8_lossy(field);
@@ -303,6 +314,9 @@ fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) ->
         if flags & libc::MSG_PEEK != 0 {
             h.flags |= MSGF_PEEK;
         }
+        if flags & libc::MSG_OOB != 0 {
+            h.flags |= MSGF_OOB;
+        }
         put_head(&mut buf, &h);
         match msg_ioctl(fd, &mut buf) {
             Ok(r) if r.status == STATUS_TOO_BIG => return recv_record(m, fd, want, nonblock),
@@ -315,6 +329,7 @@ fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) ->
                     from: r.addr[..(r.addr_len as usize).min(ADDR_MAX)].to_vec(),
                     creds: (r.has_creds != 0).then_some(r.creds),
                     rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
+                    oob: r.flags & MSGF_OOB != 0,
                 });
             }
             Err(libc::EAGAIN) if !nonblock => sock::wait(fd, libc::POLLIN)?,
@@ -405,8 +420,9 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
         return if r < 0 { Err(errno()) } else { Ok(r as usize) };
     }
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || sock::is_nonblocking(fd);
-    let waitall =
-        flags & libc::MSG_WAITALL != 0 && flags & libc::MSG_PEEK == 0 && sock::is_stream(fd);
+    let waitall = flags & libc::MSG_WAITALL != 0
+        && flags & (libc::MSG_PEEK | libc::MSG_OOB) == 0
+        && sock::is_stream(fd);
     let mut got = recv_once(m, fd, want, flags, nonblock)?;
     while waitall && got.data.len() < want {
         match recv_once(m, fd, want - got.data.len(), flags, false) {
@@ -416,7 +432,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
         }
     }
     scatter(&got.data, iov, n);
-    let mut out_flags = 0;
+    let mut out_flags = if got.oob { libc::MSG_OOB } else { 0 };
     if got.full_len > got.data.len() && !waitall {
         out_flags |= libc::MSG_TRUNC;
     }
@@ -520,7 +536,10 @@ pub fn gathered(msg: &msghdr) -> Vec<u8> {
 
 pub fn ret(r: Res<usize>) -> ssize_t {
     match r {
-        Ok(n) => n as ssize_t,
+        Ok(n) => {
+            crate::restore_errno();
+            n as ssize_t
+        }
         Err(e) => {
             set_errno(e);
             -1

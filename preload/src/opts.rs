@@ -67,11 +67,12 @@ pub unsafe fn get(
         }
         libc::SO_RCVTIMEO | libc::SO_SNDTIMEO => vec![0u8; std::mem::size_of::<libc::timeval>()],
         libc::SO_LINGER => vec![0u8; std::mem::size_of::<libc::linger>()],
+        libc::SO_OOBINLINE => int(sock::ctl(fd, OP_OOB_OPTS, 0, &[])?.v[0]),
+        libc::SO_PEEK_OFF => int(sock::ctl(fd, OP_OOB_OPTS, 0, &[])?.v[1]),
         libc::SO_REUSEADDR
         | libc::SO_KEEPALIVE
         | libc::SO_BROADCAST
         | libc::SO_DONTROUTE
-        | libc::SO_OOBINLINE
         | libc::SO_PASSSEC => int(0),
         _ => {
             log::say(&format!(
@@ -108,6 +109,10 @@ pub unsafe fn set(
             sock::ctl(fd, OP_SET_PASSCRED, (read_int()? != 0) as i32, &[]).map(|_| ())
         }
         libc::SO_SNDBUF => sock::ctl(fd, OP_SET_SNDBUF, read_int()?, &[]).map(|_| ()),
+        libc::SO_OOBINLINE => {
+            sock::ctl(fd, OP_SET_OOBINLINE, (read_int()? != 0) as i32, &[]).map(|_| ())
+        }
+        libc::SO_PEEK_OFF => sock::ctl(fd, OP_SET_PEEK_OFF, read_int()?, &[]).map(|_| ()),
         // Accepted and without effect on udsfs sockets (see README).
         libc::SO_RCVBUF
         | libc::SO_REUSEADDR

@@ -57,6 +57,7 @@ real! {
     setsockopt(fd: c_int, level: c_int, name: c_int, v: *const c_void, l: socklen_t) -> c_int;
     shutdown(fd: c_int, how: c_int) -> c_int;
     ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_int;
+    fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int;
     fstat(fd: c_int, st: *mut libc::stat) -> c_int;
     fstat64(fd: c_int, st: *mut libc::stat64) -> c_int;
     fstatat(dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat, flags: c_int) -> c_int;

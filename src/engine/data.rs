@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 
+use super::oob::OobChunk;
 use super::socket::{
     BoundName, Conn, Msg, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, SockType, Socket, pollbits,
 };
@@ -48,7 +49,7 @@ fn message_truesize(len: usize) -> usize {
 }
 
 /// A stream chunk: past one page of head, the rest goes to fragments.
-fn stream_truesize(size: usize) -> usize {
+pub(crate) fn stream_truesize(size: usize) -> usize {
     let frags = if size > SKB_MAX_HEAD {
         size.min((size - SKB_MAX_HEAD).next_multiple_of(4096))
     } else {
@@ -60,14 +61,18 @@ fn stream_truesize(size: usize) -> usize {
 /// Sockets a message passes, checked and charged to the sending user.
 pub(crate) struct Pass<'a> {
     rights: Option<&'a mut Vec<Arc<Socket>>>,
-    uid: u32,
+    pub(crate) uid: u32,
 }
 
 impl<'a> Pass<'a> {
     /// Linux's checks on the sending side: ETOOMANYREFS past the user's
     /// RLIMIT_NOFILE (root exempt); a heavy user waits for a running
     /// collection (seed 004); many sockets in flight schedule one.
-    fn new(eng: &Engine, rights: &'a mut Vec<Arc<Socket>>, caller: &Caller) -> Result<Pass<'a>> {
+    pub(crate) fn new(
+        eng: &Engine,
+        rights: &'a mut Vec<Arc<Socket>>,
+        caller: &Caller,
+    ) -> Result<Pass<'a>> {
         if rights.is_empty() {
             return Ok(Pass {
                 rights: None,
@@ -93,7 +98,12 @@ impl<'a> Pass<'a> {
 
     /// Moves the sockets into a message queued at `receiver` (whose lock
     /// the caller holds) and records them as in flight.
-    fn queue_at(&mut self, eng: &Engine, receiver: u64, st: &mut SockState) -> Vec<Arc<Socket>> {
+    pub(crate) fn queue_at(
+        &mut self,
+        eng: &Engine,
+        receiver: u64,
+        st: &mut SockState,
+    ) -> Vec<Arc<Socket>> {
         let Some(r) = self.rights.take() else {
             return Vec::new();
         };
@@ -134,7 +144,7 @@ impl Engine {
     ) -> Result<usize> {
         let out = Pass::new(self, rights, caller)?;
         match s.ty {
-            SockType::Stream => self.stream_send(s, data, to, creds, out, caller, w),
+            SockType::Stream => self.stream_send(s, data, to, creds, out, caller, w, false),
             SockType::Dgram => self.dgram_send(s, data, to, creds, out, caller, w),
             SockType::Seqpacket => {
                 let peer = {
@@ -265,6 +275,7 @@ impl Engine {
                 charge,
                 rights,
                 rights_uid: pass.uid,
+                oob: false,
             });
             wake.extend(ot_ref.readers.take());
         }
@@ -308,8 +319,10 @@ impl Engine {
         wanted.then(|| caller.scm_creds())
     }
 
+    /// unix_stream_sendmsg; with `oob` the last byte of `data` goes in a
+    /// chunk of its own, the receiver's OOB byte (queue_oob).
     #[allow(clippy::too_many_arguments)]
-    fn stream_send(
+    pub(crate) fn stream_send(
         &self,
         s: &Arc<Socket>,
         data: &[u8],
@@ -318,6 +331,7 @@ impl Engine {
         mut pass: Pass<'_>,
         caller: &Caller,
         w: Option<&Waiter>,
+        oob: bool,
     ) -> Result<usize> {
         let (peer, sndbuf, from, sender_passcred) = {
             let mut st = s.lock();
@@ -341,7 +355,12 @@ impl Engine {
             }
             (peer, st.sndbuf, st.name.clone(), st.passcred)
         };
-        if data.is_empty() {
+        let (data, oob_byte) = match data.split_last() {
+            Some((last, body)) if oob => (body, Some(*last)),
+            _ if oob => return Err(Errno::EOPNOTSUPP),
+            _ => (data, None),
+        };
+        if data.is_empty() && oob_byte.is_none() {
             return Ok(0);
         }
         let creds = self.creds_for(explicit, sender_passcred, &peer, caller);
@@ -390,9 +409,25 @@ impl Engine {
                 charge,
                 rights,
                 rights_uid: pass.uid,
+                oob: false,
             });
             wake.extend(pt.readers.take());
             sent += n;
+        }
+        if let Some(b) = oob_byte.filter(|_| sent == data.len()) {
+            let chunk = OobChunk {
+                byte: b,
+                from,
+                creds,
+            };
+            match self.queue_oob(s, &peer, chunk, &mut pass, &mut wake) {
+                Ok(()) => sent += 1,
+                Err(e) if sent == 0 => {
+                    self.finish(wake);
+                    return Err(e);
+                }
+                Err(_) => {}
+            }
         }
         self.finish(wake);
         Ok(sent)
@@ -405,7 +440,7 @@ impl Engine {
         let res = {
             let mut st = s.lock();
             match s.ty {
-                SockType::Stream => self.stream_recv(s.id, &mut st, maxlen, &mut wake),
+                SockType::Stream => self.stream_read(s.id, &mut st, maxlen, false, &mut wake),
                 _ => self.message_recv(s.ty, s.id, &mut st, maxlen, w.is_some(), &mut wake),
             }
             .inspect_err(|e| {
@@ -445,6 +480,7 @@ impl Engine {
         };
         let mut m = m;
         st.rcvq_bytes -= m.data.len();
+        super::stream_read::peek_off_back(st, m.data.len());
         wake.extend(st.writers.take());
         self.uncharge(&m, wake);
         let rights = self.take_rights(receiver, &mut m);
@@ -458,64 +494,6 @@ impl Engine {
             creds: st.passcred.then(|| m.creds.unwrap_or(Ucred::NONE)),
             rights,
         })
-    }
-
-    fn stream_recv(
-        &self,
-        receiver: u64,
-        st: &mut SockState,
-        maxlen: usize,
-        wake: &mut Wakeups,
-    ) -> Result<Received> {
-        match st.conn {
-            Conn::Connected(_) => {}
-            _ => return Err(Errno::EINVAL),
-        }
-        let mut out = Received::default();
-        let mut first_creds = None;
-        while out.data.len() < maxlen {
-            let Some(m) = st.rcvq.front_mut() else { break };
-            if out.data.is_empty() {
-                first_creds = Some(m.creds);
-                out.from = m.from.clone();
-            } else if st.passcred && first_creds != Some(m.creds) {
-                // With passcred on, one read never spans different credentials.
-                break;
-            }
-            let carries = !m.rights.is_empty();
-            if carries && !out.rights.is_empty() {
-                break;
-            }
-            let n = (maxlen - out.data.len()).min(m.remaining());
-            out.data.extend_from_slice(&m.data[m.off..m.off + n]);
-            m.off += n;
-            st.rcvq_bytes -= n;
-            // Passed sockets come with the first read that touches their chunk.
-            out.rights.extend(self.take_rights(receiver, m));
-            if m.remaining() == 0 {
-                // The sender's budget grows; the receiver's own writability
-                // does not change (its budget is its own sends).
-                let m = st.rcvq.pop_front().expect("front exists");
-                self.uncharge(&m, wake);
-            }
-            if carries {
-                // Nothing after a chunk that carried sockets joins this read.
-                break;
-            }
-        }
-        if out.data.is_empty() && maxlen > 0 {
-            if let Some(e) = st.err.take() {
-                return Err(e);
-            }
-            if st.shutdown & RCV_SHUTDOWN == 0 {
-                return Err(Errno::EAGAIN);
-            }
-        }
-        out.full_len = out.data.len();
-        if st.passcred {
-            out.creds = Some(first_creds.flatten().unwrap_or(Ucred::NONE));
-        }
-        Ok(out)
     }
 
     /// The poll mask of `s` (unix_poll, unix_dgram_poll); `w` is woken at the
@@ -539,6 +517,9 @@ impl Engine {
             };
             if readable {
                 mask |= pollbits::IN;
+            }
+            if st.oob_pending() {
+                mask |= pollbits::PRI;
             }
             if s.ty.connection_oriented() && matches!(st.conn, Conn::Unconnected) {
                 mask |= pollbits::HUP;

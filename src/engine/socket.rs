@@ -77,6 +77,9 @@ pub struct Msg {
     pub rights: Vec<Arc<Socket>>,
     /// The user charged for those in-flight copies.
     pub rights_uid: u32,
+    /// This one-byte chunk is the socket's pending out-of-band byte (Linux's
+    /// oob_skb); at most one message of a queue has it.
+    pub oob: bool,
 }
 
 impl Msg {
@@ -126,6 +129,21 @@ pub struct SockState {
     /// The stream/seqpacket peer closed (set by the peer's release, so that
     /// reading the state never needs the peer's lock).
     pub peer_gone: bool,
+    /// A message with `oob` may be queued: spares poll a queue scan.
+    pub oob_queued: bool,
+    /// SO_OOBINLINE: the OOB byte is read in line, MSG_OOB is refused.
+    pub oob_inline: bool,
+    /// SO_PEEK_OFF: where the next MSG_PEEK starts; negative means off.
+    pub peek_off: i32,
+    /// Who gets SIGURG when an OOB byte arrives (F_SETOWN, FIOSETOWN).
+    pub urg_owner: Option<super::oob::UrgOwner>,
+}
+
+impl SockState {
+    /// An OOB byte waits to be read with MSG_OOB (Linux's oob_skb is set).
+    pub fn oob_pending(&self) -> bool {
+        self.oob_queued && self.rcvq.iter().any(|m| m.oob)
+    }
 }
 
 pub struct Socket {
@@ -178,6 +196,10 @@ impl Socket {
                 received: Vec::new(),
                 listener_id: None,
                 peer_gone: false,
+                oob_queued: false,
+                oob_inline: false,
+                peek_off: -1,
+                urg_owner: None,
             }),
             bind_lock: Mutex::new(()),
             refs: AtomicUsize::new(0),
@@ -248,6 +270,7 @@ pub fn lock2<'a>(a: &'a Socket, b: &'a Socket) -> Result<Locked2<'a>, Errno> {
 
 /// Poll bits as Linux's unix_poll / unix_dgram_poll report them.
 pub mod pollbits {
+    pub const PRI: u32 = libc::POLLPRI as u32;
     pub const IN: u32 = libc::POLLIN as u32 | libc::POLLRDNORM as u32;
     pub const OUT: u32 = libc::POLLOUT as u32 | libc::POLLWRNORM as u32 | libc::POLLWRBAND as u32;
     pub const ERR: u32 = libc::POLLERR as u32;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use nix::errno::Errno;
 
 use super::socket::{Conn, Socket};
-use super::{Addr, Engine, Received, Result, SockType, Ucred};
+use super::{Addr, Engine, Result, SockType, Ucred};
 
 /// One socket's options and queue figures, read under one lock.
 #[derive(Clone, Copy, Debug)]
@@ -90,54 +90,5 @@ impl Engine {
             return None;
         }
         s.lock().rcvq.front().map(|m| m.data.len())
-    }
-
-    /// MSG_PEEK: what a receive would return, left in the queue (no passed
-    /// sockets: Linux gives them with a peek too, but udsfs would have to
-    /// duplicate in-flight references; see README).
-    pub fn peek(&self, s: &Arc<Socket>, maxlen: usize) -> Result<Received> {
-        let mut st = s.lock();
-        if let Some(e) = st.err
-            && (s.ty != SockType::Stream || st.rcvq.is_empty())
-        {
-            st.err = None;
-            return Err(e);
-        }
-        let Some(first) = st.rcvq.front() else {
-            let eof = st.shutdown & super::socket::RCV_SHUTDOWN != 0;
-            return match s.ty {
-                SockType::Stream if !matches!(st.conn, Conn::Connected(_)) => Err(Errno::EINVAL),
-                SockType::Dgram => Err(Errno::EAGAIN),
-                _ if eof => Ok(Received::default()),
-                _ => Err(Errno::EAGAIN),
-            };
-        };
-        let creds = st.passcred.then(|| first.creds.unwrap_or(Ucred::NONE));
-        let from = first.from.clone();
-        let mut data = Vec::new();
-        let full_len;
-        if s.ty == SockType::Stream {
-            for m in st.rcvq.iter() {
-                if data.len() >= maxlen || (st.passcred && m.creds != first.creds) {
-                    break;
-                }
-                let n = (maxlen - data.len()).min(m.remaining());
-                data.extend_from_slice(&m.data[m.off..m.off + n]);
-                if !m.rights.is_empty() {
-                    break;
-                }
-            }
-            full_len = data.len();
-        } else {
-            full_len = first.data.len();
-            data.extend_from_slice(&first.data[..full_len.min(maxlen)]);
-        }
-        Ok(Received {
-            data,
-            full_len,
-            from,
-            creds,
-            rights: Vec::new(),
-        })
     }
 }

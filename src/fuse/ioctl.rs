@@ -162,6 +162,26 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             eng.set_sndbuf(s, ctl.arg as i64);
             Ok(())
         }
+        OP_SET_OOBINLINE => {
+            eng.set_oob_inline(s, ctl.arg != 0);
+            Ok(())
+        }
+        OP_SET_PEEK_OFF => {
+            eng.set_peek_off(s, ctl.arg);
+            Ok(())
+        }
+        OP_SET_OWNER => {
+            eng.set_urg_owner(s, ctl.arg, c);
+            Ok(())
+        }
+        OP_ATMARK => eng.at_oob_mark(s).map(|at| ctl.v[0] = at as i64),
+        OP_OOB_OPTS => {
+            let (inline, peek_off, owner) = eng.oob_options(s);
+            ctl.v[0] = inline as i64;
+            ctl.v[1] = peek_off as i64;
+            ctl.v[2] = owner as i64;
+            Ok(())
+        }
         op => {
             log::info!("socket {}: unknown udsfs control ioctl op {op}", s.id);
             Err(Errno::EINVAL)
@@ -208,7 +228,11 @@ fn message(
                         e.desc()
                     )
                 })?;
-            let res = eng.send_msg(s, data, to.as_ref(), creds, &mut rights, c, None);
+            let res = if head.flags & MSGF_OOB != 0 {
+                eng.send_oob(s, data, to.as_ref(), creds, &mut rights, c)
+            } else {
+                eng.send_msg(s, data, to.as_ref(), creds, &mut rights, c, None)
+            };
             for r in rights {
                 eng.put(&r);
             }
@@ -219,6 +243,17 @@ fn message(
             let asked = head.len as usize;
             let want = asked.min(MSG_ROOM);
             let peek = head.flags & MSGF_PEEK != 0;
+            if head.flags & MSGF_OOB != 0 {
+                let byte = eng.recv_oob(s, peek)?;
+                head.len = 1;
+                head.full_len = 1;
+                head.addr_len = 0;
+                head.has_creds = 0;
+                head.nrights = 0;
+                let mut out = as_bytes(&head).to_vec();
+                out.push(byte);
+                return Ok(out);
+            }
             if asked > MSG_ROOM && eng.next_message_len(s).is_some_and(|n| n > MSG_ROOM) {
                 head.status = STATUS_TOO_BIG;
                 return Ok(as_bytes(&head).to_vec());

@@ -57,6 +57,17 @@ pub const OP_SET_PASSCRED: u32 = 8;
 pub const OP_SET_SNDBUF: u32 = 9;
 /// connect(AF_UNSPEC): dissolve a dgram socket's default peer.
 pub const OP_DISCONNECT: u32 = 10;
+/// SO_OOBINLINE (`arg` 0 or 1).
+pub const OP_SET_OOBINLINE: u32 = 11;
+/// SO_PEEK_OFF (`arg`; negative: off).
+pub const OP_SET_PEEK_OFF: u32 = 12;
+/// F_SETOWN and friends: `arg` a pid (> 0), a process group (< 0) or 0;
+/// SIGURG goes there when OOB data arrives.
+pub const OP_SET_OWNER: u32 = 13;
+/// SIOCATMARK: v[0] = 1 at the OOB mark.
+pub const OP_ATMARK: u32 = 14;
+/// v[0] = SO_OOBINLINE, v[1] = SO_PEEK_OFF, v[2] = the SIGURG owner.
+pub const OP_OOB_OPTS: u32 = 15;
 
 pub const INFO_TYPE: usize = 0; // SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET
 pub const INFO_LISTENING: usize = 1;
@@ -99,5 +110,8 @@ pub const MSGOP_RECV: u32 = 2;
 
 /// recv: leave the message queued.
 pub const MSGF_PEEK: u32 = 1;
+/// send: the last byte is out-of-band (MSG_OOB); recv: read the OOB byte,
+/// and (out) the byte returned is it.
+pub const MSGF_OOB: u32 = 2;
 /// recv: the message does not fit MSG_ROOM; nothing was taken.
 pub const STATUS_TOO_BIG: u32 = 1;

@@ -1,0 +1,116 @@
+//! Out-of-band data's side calls on udsfs sockets: the SIGURG owner
+//! (F_SETOWN, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP), which the kernel keeps on
+//! the file but never signals for a FUSE file, so the daemon is told too;
+//! and SIOCATMARK, which the kernel refuses on a regular file.
+
+use libc::{c_int, c_ulong, c_void};
+
+use crate::abi::*;
+use crate::sock::{self, Res};
+use crate::{mount, real};
+
+/// Not in the libc crate: F_SETOWN_EX from <fcntl.h>.
+const F_SETOWN_EX: c_int = 15;
+
+/// The socket ioctls about owners and the OOB mark; None: not one of them.
+pub fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> Option<Res<()>> {
+    const FIOSETOWN: c_ulong = 0x8901;
+    const SIOCSPGRP: c_ulong = 0x8902;
+    const FIOGETOWN: c_ulong = 0x8903;
+    const SIOCGPGRP: c_ulong = 0x8904;
+    const SIOCATMARK: c_ulong = 0x8905;
+    if !matches!(
+        req,
+        FIOSETOWN | SIOCSPGRP | FIOGETOWN | SIOCGPGRP | SIOCATMARK
+    ) {
+        return None;
+    }
+    if arg.is_null() {
+        return Some(Err(libc::EFAULT));
+    }
+    let out = arg as *mut c_int;
+    Some(match req {
+        FIOSETOWN | SIOCSPGRP => {
+            // SAFETY: the caller passes an int.
+            let target = unsafe { std::ptr::read_unaligned(out) };
+            set_owner(fd, target)
+        }
+        FIOGETOWN | SIOCGPGRP => {
+            // SAFETY: F_GETOWN takes no argument.
+            let owner = unsafe { real::fcntl(fd, libc::F_GETOWN, 0) };
+            // SAFETY: the caller passes an int to fill.
+            unsafe { std::ptr::write_unaligned(out, owner) };
+            Ok(())
+        }
+        _ => sock::ctl(fd, OP_ATMARK, 0, &[]).map(|c| {
+            // SAFETY: the caller passes an int to fill.
+            unsafe { std::ptr::write_unaligned(out, c.v[0] as c_int) }
+        }),
+    })
+}
+
+/// Records the owner on the file (F_GETOWN reads it back) and tells the
+/// daemon, which sends SIGURG there.
+fn set_owner(fd: c_int, target: c_int) -> Res<()> {
+    // SAFETY: F_SETOWN takes an int.
+    if unsafe { real::fcntl(fd, libc::F_SETOWN, target as c_ulong) } < 0 {
+        return Err(crate::errno());
+    }
+    sock::ctl(fd, OP_SET_OWNER, target, &[]).map(|_| ())
+}
+
+/// fcntl's owner commands on a udsfs socket, after the C library did them.
+fn after_fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> Res<()> {
+    let target = match cmd {
+        libc::F_SETOWN => arg as c_int,
+        F_SETOWN_EX => {
+            if arg == 0 {
+                return Err(libc::EFAULT);
+            }
+            // SAFETY: F_SETOWN_EX takes a struct f_owner_ex (the call above
+            // already read it).
+            let (kind, pid) = unsafe {
+                let p = arg as *const c_int;
+                (
+                    std::ptr::read_unaligned(p),
+                    std::ptr::read_unaligned(p.add(1)),
+                )
+            };
+            // F_OWNER_PGRP; a thread (F_OWNER_TID) gets it as its process.
+            if kind == 2 {
+                -pid
+            } else {
+                pid
+            }
+        }
+        _ => return Ok(()),
+    };
+    sock::ctl(fd, OP_SET_OWNER, target, &[]).map(|_| ())
+}
+
+fn fcntl_impl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    // SAFETY: the caller's arguments, as fcntl(2) takes them.
+    let r = unsafe { real::fcntl(fd, cmd, arg) };
+    if r < 0 || !matches!(cmd, libc::F_SETOWN | F_SETOWN_EX) || !mount::udsfs_fd(fd) {
+        return r;
+    }
+    match after_fcntl(fd, cmd, arg) {
+        Ok(()) => r,
+        Err(e) => {
+            crate::set_errno(e);
+            -1
+        }
+    }
+}
+
+/// fcntl is variadic; its one optional argument arrives in the same
+/// register as a third fixed argument on the ABIs Linux runs.
+#[no_mangle]
+pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    crate::guarded(-1, || fcntl_impl(fd, cmd, arg))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    crate::guarded(-1, || fcntl_impl(fd, cmd, arg))
+}

@@ -1,0 +1,67 @@
+//! MSG_PEEK: what a receive would return, left in the queue, starting at
+//! SO_PEEK_OFF when it is set (which then moves past what was peeked).
+
+use std::sync::Arc;
+
+use nix::errno::Errno;
+
+use super::socket::{Conn, RCV_SHUTDOWN, SockState, SockType, Socket};
+use super::stream_read::peek_off_forward;
+use super::{Engine, Received, Result, Ucred, Wakeups};
+
+impl Engine {
+    /// No passed sockets come with a peek: Linux gives them, but udsfs would
+    /// have to duplicate in-flight references (see README).
+    pub fn peek(&self, s: &Arc<Socket>, maxlen: usize) -> Result<Received> {
+        let mut wake = Wakeups::new();
+        let res = {
+            let mut st = s.lock();
+            match s.ty {
+                SockType::Stream => self.stream_read(s.id, &mut st, maxlen, true, &mut wake),
+                _ => message_peek(s.ty, &mut st, maxlen),
+            }
+        };
+        self.finish(wake);
+        res
+    }
+
+    /// SO_PEEK_OFF: any negative value turns it off (and reads back as given).
+    pub fn set_peek_off(&self, s: &Arc<Socket>, off: i32) {
+        s.lock().peek_off = off;
+    }
+}
+
+/// A dgram or seqpacket peek (unix_dgram_recvmsg with MSG_PEEK): the peek
+/// offset skips whole messages, then starts inside the one it reaches.
+fn message_peek(ty: SockType, st: &mut SockState, maxlen: usize) -> Result<Received> {
+    if ty == SockType::Seqpacket && !matches!(st.conn, Conn::Connected(_)) {
+        return Err(Errno::ENOTCONN);
+    }
+    if let Some(e) = st.err.take() {
+        return Err(e);
+    }
+    let mut skip = st.peek_off.max(0) as usize;
+    let Some(m) = st.rcvq.iter().find(|m| {
+        if skip > 0 && skip >= m.data.len() {
+            skip -= m.data.len();
+            return false;
+        }
+        true
+    }) else {
+        if st.rcvq.is_empty() && ty == SockType::Seqpacket && st.shutdown & RCV_SHUTDOWN != 0 {
+            return Ok(Received::default());
+        }
+        return Err(Errno::EAGAIN);
+    };
+    let full_len = m.data.len() - skip;
+    let data = m.data[skip..skip + full_len.min(maxlen)].to_vec();
+    let got = Received {
+        full_len,
+        from: m.from.clone(),
+        creds: st.passcred.then(|| m.creds.unwrap_or(Ucred::NONE)),
+        rights: Vec::new(),
+        data,
+    };
+    peek_off_forward(st, got.data.len());
+    Ok(got)
+}

@@ -1,0 +1,192 @@
+//! Reading a stream socket as Linux's unix_stream_read_generic does: plain
+//! reads, MSG_PEEK starting at SO_PEEK_OFF, and the out-of-band byte's
+//! marks (a read stops before the OOB byte; a read that reaches an unread
+//! OOB byte first drops it, unless SO_OOBINLINE).
+
+use nix::errno::Errno;
+
+use super::socket::{Conn, RCV_SHUTDOWN, SockState};
+use super::{Engine, Received, Result, Ucred, Wakeups};
+
+/// SO_PEEK_OFF after a read of `n` bytes (sk_peek_offset_bwd).
+pub(crate) fn peek_off_back(st: &mut SockState, n: usize) {
+    if st.peek_off >= 0 {
+        st.peek_off = (st.peek_off as i64 - n as i64).max(0) as i32;
+    }
+}
+
+/// SO_PEEK_OFF after a peek of `n` bytes (sk_peek_offset_fwd).
+pub(crate) fn peek_off_forward(st: &mut SockState, n: usize) {
+    if st.peek_off >= 0 {
+        st.peek_off = st.peek_off.saturating_add(n as i32);
+    }
+}
+
+impl Engine {
+    /// Up to `maxlen` bytes from the queue; `peek` leaves them queued (only
+    /// SO_PEEK_OFF moves). EAGAIN when nothing is readable.
+    pub(crate) fn stream_read(
+        &self,
+        receiver: u64,
+        st: &mut SockState,
+        maxlen: usize,
+        peek: bool,
+        wake: &mut Wakeups,
+    ) -> Result<Received> {
+        if !matches!(st.conn, Conn::Connected(_)) {
+            return Err(Errno::EINVAL);
+        }
+        let mut out = Received::default();
+        if maxlen == 0 {
+            out.creds = st.passcred.then_some(Ucred::NONE);
+            return Ok(out);
+        }
+        let mut skip = if peek { st.peek_off.max(0) as usize } else { 0 };
+        let mut first_creds: Option<Option<Ucred>> = None;
+        let mut at = (!st.rcvq.is_empty()).then_some(0);
+        loop {
+            let copied = !out.data.is_empty();
+            if let Some(i) = at {
+                at = self.manage_oob(receiver, st, i, peek, copied, wake);
+                if at.is_none() && copied {
+                    break;
+                }
+            }
+            let Some(mut i) = at else {
+                if copied {
+                    break;
+                }
+                if let Some(e) = st.err.take() {
+                    return Err(e);
+                }
+                if st.shutdown & RCV_SHUTDOWN != 0 {
+                    break;
+                }
+                return Err(Errno::EAGAIN);
+            };
+            // Whole chunks the peek offset passes over.
+            while skip >= st.rcvq[i].remaining() {
+                skip -= st.rcvq[i].remaining();
+                i += 1;
+                if i >= st.rcvq.len() {
+                    break;
+                }
+            }
+            if i >= st.rcvq.len() {
+                at = None;
+                continue;
+            }
+            let m = &st.rcvq[i];
+            match first_creds {
+                None => {
+                    first_creds = Some(m.creds);
+                    out.from = m.from.clone();
+                }
+                // With passcred on, one read never spans different credentials.
+                Some(c) if st.passcred && c != m.creds => break,
+                Some(_) => {}
+            }
+            let carries = !m.rights.is_empty();
+            if carries && !out.rights.is_empty() {
+                break;
+            }
+            let n = (m.remaining() - skip).min(maxlen - out.data.len());
+            let from = m.off + skip;
+            out.data.extend_from_slice(&m.data[from..from + n]);
+            if peek {
+                peek_off_forward(st, n);
+                // A peek does not duplicate passed sockets (see README):
+                // it stops at a chunk that carries some.
+                if carries || out.data.len() >= maxlen || i + 1 >= st.rcvq.len() {
+                    break;
+                }
+                skip = 0;
+                at = Some(i + 1);
+                continue;
+            }
+            let m = &mut st.rcvq[i];
+            m.off += n;
+            // Passed sockets come with the first read that touches their chunk.
+            out.rights.extend(self.take_rights(receiver, m));
+            let left = m.remaining();
+            st.rcvq_bytes -= n;
+            peek_off_back(st, n);
+            if left > 0 {
+                break;
+            }
+            // The sender's budget grows; the receiver's own writability does
+            // not change (its budget is its own sends).
+            let m = st.rcvq.remove(i).expect("chunk exists");
+            self.uncharge(&m, wake);
+            if carries || out.data.len() >= maxlen {
+                break;
+            }
+            at = (!st.rcvq.is_empty()).then_some(0);
+        }
+        out.full_len = out.data.len();
+        if st.passcred {
+            out.creds = Some(first_creds.flatten().unwrap_or(Ucred::NONE));
+        }
+        Ok(out)
+    }
+
+    /// Linux's manage_oob: what a read at chunk `i` really starts with, given
+    /// the OOB byte. None: nothing to read here (or stop, when `copied`).
+    fn manage_oob(
+        &self,
+        receiver: u64,
+        st: &mut SockState,
+        mut i: usize,
+        peek: bool,
+        copied: bool,
+        wake: &mut Wakeups,
+    ) -> Option<usize> {
+        let m = &st.rcvq[i];
+        if m.remaining() > 0 && !m.oob {
+            return Some(i);
+        }
+        if m.remaining() == 0 {
+            // An OOB byte already taken with MSG_OOB leaves an empty chunk.
+            let oob_pending = st.oob_pending();
+            if copied && (!oob_pending || st.rcvq[i].oob) {
+                return None;
+            }
+            if peek {
+                i += 1;
+            } else {
+                self.discard_chunk(receiver, st, i, wake);
+            }
+            if i >= st.rcvq.len() {
+                return None;
+            }
+        }
+        if !st.rcvq[i].oob {
+            return Some(i);
+        }
+        if copied {
+            return None;
+        }
+        if peek {
+            return if st.oob_inline {
+                Some(i)
+            } else {
+                (i + 1 < st.rcvq.len()).then_some(i + 1)
+            };
+        }
+        st.rcvq[i].oob = false;
+        st.oob_queued = false;
+        if st.oob_inline {
+            return Some(i);
+        }
+        // A read passing an unread OOB byte drops it.
+        self.discard_chunk(receiver, st, i, wake);
+        (!st.rcvq.is_empty()).then_some(0)
+    }
+
+    /// Removes chunk `i` unread (what is left of it).
+    fn discard_chunk(&self, receiver: u64, st: &mut SockState, i: usize, wake: &mut Wakeups) {
+        let m = st.rcvq.remove(i).expect("chunk exists");
+        st.rcvq_bytes -= m.remaining();
+        self.dequeued(receiver, m, wake);
+    }
+}
