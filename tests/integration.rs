@@ -151,6 +151,7 @@ scripts!(
     msg_creds,
     namespace,
     nonblock,
+    oob_peek,
     parked_bound,
     pass_socket,
     poll_socat,
