@@ -22,6 +22,8 @@ pub mod tree;
 pub mod wait;
 
 #[cfg(test)]
+mod oob_tests;
+#[cfg(test)]
 mod tests;
 
 use std::path::PathBuf;

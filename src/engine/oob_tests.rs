@@ -1,0 +1,139 @@
+//! In-process tests of MSG_OOB, SIOCATMARK, SO_OOBINLINE and SO_PEEK_OFF:
+//! the kernel's answers (measured on 6.18, and the msg_oob selftest's
+//! expectations) without FUSE.
+
+use std::sync::Arc;
+
+use nix::errno::Errno;
+
+use super::cred::ProcStatus;
+use super::socket::pollbits;
+use super::*;
+
+fn setup(ty: SockType) -> (Arc<Engine>, Caller, Arc<Socket>, Arc<Socket>) {
+    let e = Engine::new(Config {
+        hash_buckets: 4,
+        background_gc: false,
+        ..Config::default()
+    });
+    let c = Caller::with_status(
+        1,
+        ProcStatus {
+            tgid: 1,
+            uids: [0; 4],
+            gids: [0; 4],
+            umask: 0o022,
+            groups: vec![],
+        },
+    );
+    let (a, b) = e.socketpair(ty, &c);
+    (e, c, a, b)
+}
+
+fn oob(e: &Engine, c: &Caller, s: &Arc<Socket>, data: &[u8]) -> Result<usize> {
+    e.send_oob(s, data, None, None, &mut Vec::new(), c)
+}
+
+fn read(e: &Engine, s: &Arc<Socket>, n: usize) -> Result<Vec<u8>> {
+    e.recv(s, n, None).map(|r| r.data)
+}
+
+fn peek(e: &Engine, s: &Arc<Socket>, n: usize) -> Result<Vec<u8>> {
+    e.peek(s, n).map(|r| r.data)
+}
+
+fn pri(e: &Engine, s: &Arc<Socket>) -> bool {
+    e.poll(s, None) & pollbits::PRI != 0
+}
+
+#[test]
+fn a_read_stops_before_the_oob_byte_and_the_mark_follows() {
+    let (e, c, a, b) = setup(SockType::Stream);
+    assert_eq!(oob(&e, &c, &a, b"hello"), Ok(5));
+    e.send(&a, b"world", None, None, &c, None).unwrap();
+    assert!(pri(&e, &b));
+    assert_eq!(e.at_oob_mark(&b), Ok(false));
+    assert_eq!(peek(&e, &b, 10).unwrap(), b"hell");
+    assert_eq!(read(&e, &b, 10).unwrap(), b"hell");
+    assert_eq!(e.at_oob_mark(&b), Ok(true));
+    assert_eq!(e.recv_oob(&b, true), Ok(b'o'));
+    assert_eq!(e.recv_oob(&b, false), Ok(b'o'));
+    assert!(!pri(&e, &b));
+    assert_eq!(e.recv_oob(&b, false), Err(Errno::EINVAL));
+    // The taken OOB byte still marks its place.
+    assert_eq!(e.at_oob_mark(&b), Ok(true));
+    assert_eq!(read(&e, &b, 10).unwrap(), b"world");
+    assert_eq!(e.info(&b).inq, Some(0));
+}
+
+#[test]
+fn an_unread_oob_byte_is_dropped_by_a_read_unless_inline() {
+    let (e, c, a, b) = setup(SockType::Stream);
+    oob(&e, &c, &a, b"x").unwrap();
+    assert_eq!(read(&e, &b, 1), Err(Errno::EAGAIN));
+    assert_eq!(e.recv_oob(&b, false), Err(Errno::EINVAL));
+    assert_eq!(e.info(&b).inq, Some(0));
+    e.set_oob_inline(&b, true);
+    oob(&e, &c, &a, b"y").unwrap();
+    assert_eq!(e.recv_oob(&b, false), Err(Errno::EINVAL));
+    assert!(pri(&e, &b));
+    assert_eq!(read(&e, &b, 5).unwrap(), b"y");
+    assert!(!pri(&e, &b));
+}
+
+#[test]
+fn a_second_oob_byte_makes_the_first_ordinary_data() {
+    let (e, c, a, b) = setup(SockType::Stream);
+    oob(&e, &c, &a, b"hello").unwrap();
+    oob(&e, &c, &a, b"wor").unwrap();
+    e.send(&a, b"ld", None, None, &c, None).unwrap();
+    assert_eq!(read(&e, &b, 10).unwrap(), b"hellowo");
+    assert_eq!(e.at_oob_mark(&b), Ok(true));
+    assert_eq!(e.recv_oob(&b, false), Ok(b'r'));
+    assert_eq!(read(&e, &b, 10).unwrap(), b"ld");
+}
+
+#[test]
+fn oob_is_refused_where_linux_refuses_it() {
+    let (e, c, a, b) = setup(SockType::Stream);
+    assert_eq!(oob(&e, &c, &a, b""), Err(Errno::EOPNOTSUPP));
+    assert_eq!(e.recv_oob(&b, false), Err(Errno::EINVAL));
+    for ty in [SockType::Dgram, SockType::Seqpacket] {
+        let (e, c, a, b) = setup(ty);
+        assert_eq!(oob(&e, &c, &a, b"ab"), Err(Errno::EOPNOTSUPP));
+        assert_eq!(e.recv_oob(&b, false), Err(Errno::EOPNOTSUPP));
+        assert_eq!(e.at_oob_mark(&b), Err(Errno::EOPNOTSUPP));
+    }
+}
+
+#[test]
+fn the_peek_offset_moves_with_peeks_and_reads() {
+    let (e, c, a, b) = setup(SockType::Stream);
+    e.set_peek_off(&b, 0);
+    e.send(&a, b"abc", None, None, &c, None).unwrap();
+    e.send(&a, b"defg", None, None, &c, None).unwrap();
+    assert_eq!(peek(&e, &b, 2).unwrap(), b"ab");
+    assert_eq!(peek(&e, &b, 2).unwrap(), b"cd");
+    assert_eq!(read(&e, &b, 3).unwrap(), b"abc");
+    assert_eq!(e.oob_options(&b).1, 1);
+    assert_eq!(peek(&e, &b, 10).unwrap(), b"efg");
+    assert_eq!(peek(&e, &b, 10), Err(Errno::EAGAIN));
+    assert_eq!(read(&e, &b, 10).unwrap(), b"defg");
+    assert_eq!(e.oob_options(&b).1, 0);
+}
+
+#[test]
+fn a_dgram_peek_offset_skips_whole_messages() {
+    let (e, c, a, b) = setup(SockType::Dgram);
+    e.set_peek_off(&b, 2);
+    e.send(&a, b"abc", None, None, &c, None).unwrap();
+    e.send(&a, b"defg", None, None, &c, None).unwrap();
+    let r = e.peek(&b, 10).unwrap();
+    assert_eq!((r.data.as_slice(), r.full_len), (&b"c"[..], 1));
+    assert_eq!(peek(&e, &b, 10).unwrap(), b"defg");
+    assert_eq!(read(&e, &b, 10).unwrap(), b"abc");
+    assert_eq!(e.oob_options(&b).1, 4);
+    e.set_peek_off(&b, -5);
+    assert_eq!(peek(&e, &b, 10).unwrap(), b"defg");
+    assert_eq!(e.oob_options(&b).1, -5);
+}
