@@ -24,3 +24,54 @@ if ! diff <(grep -v '^where: ' "$TMP/kernel.out") <(grep -v '^where: ' "$TMP/uds
 fi
 ok "udsfs run: the same $(wc -l <"$TMP/udsfs.out") results as the kernel"
 [ ! -s "$TMP/udsfs.err" ] || fail "the library complained: $(cat "$TMP/udsfs.err")"
+
+# The file forms: `oob=1` in a msg record, ctl `owner`, `oobinline`, `peek_off`, and
+# the status lines oob_pending, oob_mark, oobinline, peek_off, urg_owner. The values
+# wanted are the kernel's, as the program above printed them.
+new_pair P stream
+export MNT U
+out=$(py '
+n, m = sys.argv[1], sys.argv[2]
+urg = []
+signal.signal(signal.SIGURG, lambda *_: urg.append(1))
+def st(k):
+    for line in open(f"{U}/sock/{m}/status"):
+        if line.startswith(k + "="):
+            return line.strip().split("=", 1)[1]
+def show(tag):
+    keys = ("oob_pending", "oob_mark", "oobinline", "peek_off", "rcvq_bytes")
+    print(tag, " ".join(f"{k}={st(k)}" for k in keys), f"sigurg={len(urg)}")
+    urg.clear()
+ctl = os.open(f"{U}/sock/{m}/ctl", os.O_WRONLY)
+w = os.open(f"{U}/sock/{n}/msg", os.O_WRONLY)
+d = os.open(f"{U}/sock/{m}/data", os.O_RDONLY | os.O_NONBLOCK)
+os.write(ctl, f"owner {os.getpid()}\n".encode())
+print("urg_owner is me:", st("urg_owner") == str(os.getpid()))
+os.write(w, b"len=5 oob=1\nhello")
+show("sent")
+print("read:", os.read(d, 10))
+show("at mark")
+os.write(ctl, b"oobinline on\n")
+print("read inline:", os.read(d, 10))
+show("read")
+os.write(ctl, b"peek_off 3\n")
+os.write(ctl, b"owner 0\n")
+os.write(w, b"len=2 oob=1\nab")
+show("peek_off")
+print("empty oob record:", err(os.write, w, b"len=0 oob=1\n"))
+print("oob=2:", err(os.write, w, b"len=1 oob=2\nx"))
+print("peek_off x:", err(os.write, ctl, b"peek_off x\n"))
+' "$P_N" "$P_M")
+printf '%s\n' "$out"
+expect_eq "file forms of OOB data" "$out" "urg_owner is me: True
+sent oob_pending=1 oob_mark=0 oobinline=0 peek_off=-1 rcvq_bytes=5 sigurg=1
+read: b'hell'
+at mark oob_pending=1 oob_mark=1 oobinline=0 peek_off=-1 rcvq_bytes=1 sigurg=0
+read inline: b'o'
+read oob_pending=0 oob_mark=0 oobinline=1 peek_off=-1 rcvq_bytes=0 sigurg=0
+peek_off oob_pending=1 oob_mark=0 oobinline=1 peek_off=3 rcvq_bytes=2 sigurg=0
+empty oob record: ENOTSUP
+oob=2: EINVAL
+peek_off x: EINVAL"
+new_pair D dgram
+expect_errno EOPNOTSUPP py 'os.write(os.open(f"{U}/sock/{sys.argv[1]}/msg", os.O_WRONLY), b"len=1 oob=1\nx")' "$D_N"

@@ -14,6 +14,12 @@ pub enum Command {
     Connect(Option<Addr>),
     Shutdown(u8),
     Passcred(bool),
+    /// `oobinline on|off`: SO_OOBINLINE.
+    OobInline(bool),
+    /// `peek_off N`: SO_PEEK_OFF (negative: off).
+    PeekOff(i32),
+    /// `owner PID` (or `-PGRP`, or 0): who gets SIGURG (F_SETOWN).
+    Owner(i32),
 }
 
 /// Parses one line (without its newline).
@@ -55,8 +61,25 @@ pub fn parse(line: &[u8]) -> Result<Command, Errno> {
             b"off" | b"0" => Ok(Command::Passcred(false)),
             _ => Err(Errno::EINVAL),
         },
+        b"oobinline" => match rest {
+            b"on" | b"1" => Ok(Command::OobInline(true)),
+            b"off" | b"0" => Ok(Command::OobInline(false)),
+            _ => Err(Errno::EINVAL),
+        },
+        b"peek_off" => signed(rest).map(Command::PeekOff),
+        b"owner" => signed(rest).map(Command::Owner),
         _ => Err(Errno::EINVAL),
     }
+}
+
+/// A decimal int, optionally negative.
+fn signed(v: &[u8]) -> Result<i32, Errno> {
+    let s = std::str::from_utf8(v).map_err(|_| Errno::EINVAL)?;
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Errno::EINVAL);
+    }
+    s.parse().map_err(|_| Errno::EINVAL)
 }
 
 fn trim(mut s: &[u8]) -> &[u8] {

@@ -16,6 +16,8 @@ pub struct SendHeader {
     pub to: Option<Addr>,
     pub creds: Option<Ucred>,
     pub rights: Vec<u64>,
+    /// `oob=1`: the payload's last byte is out-of-band (send with MSG_OOB).
+    pub oob: bool,
 }
 
 pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
@@ -37,6 +39,13 @@ pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
             }
             "to" => h.to = Some(Addr::parse(v.as_bytes())?),
             "creds" => h.creds = Some(parse_creds(v)?),
+            "oob" => {
+                h.oob = match v {
+                    "1" => true,
+                    "0" => false,
+                    _ => return Err(Errno::EINVAL),
+                }
+            }
             "rights" => {
                 h.rights = v
                     .split(',')

@@ -63,6 +63,7 @@ impl Engine {
             let _ = writeln!(out, "backlog={b}");
         }
         let _ = writeln!(out, "inflight={}", s.inflight());
+        let _ = write!(out, "{}", self.oob_status(s));
         let _ = writeln!(out, "refs={}", s.refs());
         out
     }

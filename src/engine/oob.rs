@@ -198,4 +198,18 @@ impl Engine {
             st.urg_owner.map_or(0, |o| o.target),
         )
     }
+
+    /// The status file's lines about OOB data and peeking.
+    pub(crate) fn oob_status(&self, s: &Arc<Socket>) -> String {
+        let mark = self.at_oob_mark(s).unwrap_or(false);
+        let st = s.lock();
+        format!(
+            "oob_pending={}\noob_mark={}\noobinline={}\npeek_off={}\nurg_owner={}\n",
+            st.oob_pending() as u8,
+            mark as u8,
+            st.oob_inline as u8,
+            st.peek_off,
+            st.urg_owner.map_or(0, |o| o.target),
+        )
+    }
 }

@@ -287,12 +287,16 @@ fn send_record(
     } else {
         Vec::new()
     };
-    let res = if s.ty == SockType::Stream {
+    // `oob=1`: the last byte goes alone, as the OOB byte, after the rest.
+    let body_end = if h.oob { end.saturating_sub(1) } else { end };
+    let res = if h.oob && (s.ty != SockType::Stream || start == end) {
+        Err(Errno::EOPNOTSUPP)
+    } else if s.ty == SockType::Stream {
         let mut r = Ok(());
-        while *done < end {
+        while *done < body_end {
             match eng.send_msg(
                 s,
-                &buf[*done..end],
+                &buf[*done..body_end],
                 h.to.as_ref(),
                 h.creds,
                 &mut rights,
@@ -305,6 +309,18 @@ fn send_record(
                     break;
                 }
             }
+        }
+        if r.is_ok() && h.oob && *done == body_end {
+            r = eng
+                .send_oob(
+                    s,
+                    &buf[body_end..end],
+                    h.to.as_ref(),
+                    h.creds,
+                    &mut rights,
+                    caller,
+                )
+                .map(|n| *done += n);
         }
         r
     } else {
@@ -343,6 +359,18 @@ fn run_command(
         Command::Shutdown(how) => eng.shutdown(s, how),
         Command::Passcred(on) => {
             eng.set_passcred(s, on);
+            Ok(())
+        }
+        Command::OobInline(on) => {
+            eng.set_oob_inline(s, on);
+            Ok(())
+        }
+        Command::PeekOff(off) => {
+            eng.set_peek_off(s, off);
+            Ok(())
+        }
+        Command::Owner(target) => {
+            eng.set_urg_owner(s, target, caller);
             Ok(())
         }
     }
