@@ -114,6 +114,9 @@ enum Cmd {
     Connect(Option<Addr>),
     Shutdown(u8),
     Passcred(bool),
+    OobInline(bool),
+    PeekOff(i32),
+    Owner(i32),
 }
 
 fn mirror(c: &Command) -> Cmd {
@@ -123,6 +126,9 @@ fn mirror(c: &Command) -> Cmd {
         Command::Connect(a) => Cmd::Connect(a.clone()),
         Command::Shutdown(h) => Cmd::Shutdown(*h),
         Command::Passcred(on) => Cmd::Passcred(*on),
+        Command::OobInline(on) => Cmd::OobInline(*on),
+        Command::PeekOff(n) => Cmd::PeekOff(*n),
+        Command::Owner(n) => Cmd::Owner(*n),
     }
 }
 
@@ -160,6 +166,9 @@ fn ctl_parse_random_bytes() {
         b"listen ",
         b"shutdown ",
         b"passcred ",
+        b"oobinline ",
+        b"peek_off ",
+        b"owner ",
     ]);
     let input = (keyword, vec(any::<u8>(), 0..300)).prop_map(|(k, rest)| cat(&[k, &rest]));
     fuzz("ctl::parse, random bytes", input, |line| {
@@ -188,6 +197,11 @@ fn ctl_parse_random_bytes() {
             Command::Passcred(on) => {
                 format!("passcred {}", if *on { "on" } else { "off" }).into_bytes()
             }
+            Command::OobInline(on) => {
+                format!("oobinline {}", if *on { "on" } else { "off" }).into_bytes()
+            }
+            Command::PeekOff(n) => format!("peek_off {n}").into_bytes(),
+            Command::Owner(n) => format!("owner {n}").into_bytes(),
         };
         prop_assert_eq!(
             parse_ctl(&canon),
@@ -366,6 +380,7 @@ fn copy_header(h: &SendHeader) -> SendHeader {
         to: h.to.clone(),
         creds: h.creds,
         rights: h.rights.clone(),
+        oob: h.oob,
     }
 }
 
@@ -422,6 +437,7 @@ fn record(max_payload: usize) -> impl Strategy<Value = Rec> {
                 to,
                 creds: creds.map(|(pid, uid, gid)| Ucred { pid, uid, gid }),
                 rights: rights.unwrap_or_default(),
+                oob: false,
             };
             let n = fields.len();
             let order = Just((0..n).collect::<Vec<_>>()).prop_shuffle();
