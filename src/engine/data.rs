@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 
-use super::oob::OobChunk;
 use super::socket::{
     BoundName, Conn, Msg, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, SockType, Socket, pollbits,
 };
@@ -49,7 +48,7 @@ fn message_truesize(len: usize) -> usize {
 }
 
 /// A stream chunk: past one page of head, the rest goes to fragments.
-pub(crate) fn stream_truesize(size: usize) -> usize {
+fn stream_truesize(size: usize) -> usize {
     let frags = if size > SKB_MAX_HEAD {
         size.min((size - SKB_MAX_HEAD).next_multiple_of(4096))
     } else {
@@ -114,7 +113,43 @@ impl<'a> Pass<'a> {
     }
 }
 
+/// Who the chunks of one stream send are from.
+pub(crate) struct ChunkOrigin {
+    pub from: Option<Arc<BoundName>>,
+    pub creds: Option<Ucred>,
+}
+
 impl Engine {
+    /// Queues one stream chunk at the peer (`peer_id`, locked as `pt`),
+    /// charged to the sender `s`; sockets to pass go with the first.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn queue_chunk(
+        &self,
+        s: &Arc<Socket>,
+        peer_id: u64,
+        pt: &mut SockState,
+        data: Vec<u8>,
+        origin: &ChunkOrigin,
+        pass: &mut Pass<'_>,
+        oob: bool,
+    ) {
+        let charge = stream_truesize(data.len());
+        s.wmem.fetch_add(charge, Ordering::AcqRel);
+        pt.rcvq_bytes += data.len();
+        let rights = pass.queue_at(self, peer_id, pt);
+        pt.rcvq.push_back(Msg {
+            data,
+            off: 0,
+            from: origin.from.clone(),
+            creds: origin.creds,
+            sender: s.clone(),
+            charge,
+            rights,
+            rights_uid: pass.uid,
+            oob,
+        });
+    }
+
     /// send(), sendto(): `send_msg` without sockets to pass.
     pub fn send(
         &self,
@@ -363,7 +398,10 @@ impl Engine {
         if data.is_empty() && oob_byte.is_none() {
             return Ok(0);
         }
-        let creds = self.creds_for(explicit, sender_passcred, &peer, caller);
+        let origin = ChunkOrigin {
+            from,
+            creds: self.creds_for(explicit, sender_passcred, &peer, caller),
+        };
         // unix_stream_sendmsg: at most half the send buffer per skb, and at
         // most one page of head plus 32 KiB of fragments.
         let max_chunk = (sndbuf >> 1).saturating_sub(64).clamp(1, STREAM_SKB_MAX);
@@ -385,7 +423,6 @@ impl Engine {
                 }
             }
             let n = (data.len() - sent).min(max_chunk);
-            let charge = stream_truesize(n);
             let mut pt = peer.lock();
             if pt.dead || pt.shutdown & RCV_SHUTDOWN != 0 {
                 drop(pt);
@@ -396,31 +433,14 @@ impl Engine {
                     Err(Errno::EPIPE)
                 };
             }
-            s.wmem.fetch_add(charge, Ordering::AcqRel);
-            pt.rcvq_bytes += n;
             // Passed sockets travel with the first chunk.
-            let rights = pass.queue_at(self, peer.id, &mut pt);
-            pt.rcvq.push_back(Msg {
-                data: data[sent..sent + n].to_vec(),
-                off: 0,
-                from: from.clone(),
-                creds,
-                sender: s.clone(),
-                charge,
-                rights,
-                rights_uid: pass.uid,
-                oob: false,
-            });
+            let chunk = data[sent..sent + n].to_vec();
+            self.queue_chunk(s, peer.id, &mut pt, chunk, &origin, &mut pass, false);
             wake.extend(pt.readers.take());
             sent += n;
         }
         if let Some(b) = oob_byte.filter(|_| sent == data.len()) {
-            let chunk = OobChunk {
-                byte: b,
-                from,
-                creds,
-            };
-            match self.queue_oob(s, &peer, chunk, &mut pass, &mut wake) {
+            match self.queue_oob(s, &peer, b, &origin, &mut pass, &mut wake) {
                 Ok(()) => sent += 1,
                 Err(e) if sent == 0 => {
                     self.finish(wake);

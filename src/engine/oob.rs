@@ -4,14 +4,13 @@
 //! SIOCATMARK, announced by POLLPRI and by SIGURG to the socket's owner.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
-use super::data::{Pass, stream_truesize};
-use super::socket::{BoundName, Conn, Msg, RCV_SHUTDOWN, SockType, Socket};
+use super::data::{ChunkOrigin, Pass};
+use super::socket::{Conn, RCV_SHUTDOWN, SockType, Socket};
 use super::{Addr, Caller, Engine, Result, Ucred, Wakeups};
 
 /// Who gets SIGURG: a process (`target` > 0) or a process group (< 0), as
@@ -65,13 +64,6 @@ fn uid_may_signal(uid: u32, pid: i32) -> bool {
         .unwrap_or(false)
 }
 
-/// The OOB byte of a send, and what travels with it.
-pub(crate) struct OobChunk {
-    pub byte: u8,
-    pub from: Option<Arc<BoundName>>,
-    pub creds: Option<Ucred>,
-}
-
 impl Engine {
     /// send(MSG_OOB): stream sockets only (EOPNOTSUPP otherwise, and for an
     /// empty send, as Linux).
@@ -97,7 +89,8 @@ impl Engine {
         &self,
         s: &Arc<Socket>,
         peer: &Arc<Socket>,
-        chunk: OobChunk,
+        byte: u8,
+        origin: &ChunkOrigin,
         pass: &mut Pass<'_>,
         wake: &mut Wakeups,
     ) -> Result<()> {
@@ -106,24 +99,11 @@ impl Engine {
             if pt.dead || pt.shutdown & RCV_SHUTDOWN != 0 {
                 return Err(Errno::EPIPE);
             }
-            let charge = stream_truesize(1);
-            s.wmem.fetch_add(charge, Ordering::AcqRel);
+            // The older OOB byte, if any, becomes ordinary data.
             for m in pt.rcvq.iter_mut() {
                 m.oob = false;
             }
-            let rights = pass.queue_at(self, peer.id, &mut pt);
-            pt.rcvq.push_back(Msg {
-                data: vec![chunk.byte],
-                off: 0,
-                from: chunk.from,
-                creds: chunk.creds,
-                sender: s.clone(),
-                charge,
-                rights,
-                rights_uid: pass.uid,
-                oob: true,
-            });
-            pt.rcvq_bytes += 1;
+            self.queue_chunk(s, peer.id, &mut pt, vec![byte], origin, pass, true);
             pt.oob_queued = true;
             wake.extend(pt.readers.take());
             pt.urg_owner

@@ -6,26 +6,12 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
-use super::cred::ProcStatus;
 use super::socket::pollbits;
+use super::tests::{engine, root};
 use super::*;
 
 fn setup(ty: SockType) -> (Arc<Engine>, Caller, Arc<Socket>, Arc<Socket>) {
-    let e = Engine::new(Config {
-        hash_buckets: 4,
-        background_gc: false,
-        ..Config::default()
-    });
-    let c = Caller::with_status(
-        1,
-        ProcStatus {
-            tgid: 1,
-            uids: [0; 4],
-            gids: [0; 4],
-            umask: 0o022,
-            groups: vec![],
-        },
-    );
+    let (e, c) = (engine(), root());
     let (a, b) = e.socketpair(ty, &c);
     (e, c, a, b)
 }

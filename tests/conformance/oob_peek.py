@@ -51,7 +51,8 @@ def events(s):
 
 def state(tag, s, show_inq=True):
     n = inq(s) if show_inq else "-"
-    say(f"{tag}: mark={mark(s)} inq={n} poll={events(s):#x} sigurg={len(urgent)}")
+    exc = bool(select.select([], [], [s], 0)[2])
+    say(f"{tag}: mark={mark(s)} inq={n} poll={events(s):#x} except={exc} sigurg={len(urgent)}")
     urgent.clear()
 
 
