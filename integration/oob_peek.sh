@@ -2,6 +2,8 @@
 # MSG_PEEK, SO_PEEK_OFF and MSG_OOB (SIOCATMARK, SIGURG to the F_SETOWN/FIOSETOWN
 # owner, SO_OOBINLINE, POLLPRI) through the socket API: tests/conformance/oob_peek.py
 # runs on kernel sockets and through `udsfs run`; both outputs must be equal.
+# shellcheck disable=SC2034 # read by lib.sh
+UDSFS_MOUNT_ARGS=(--allow-other) # a user other than root sets an owner
 source "$(dirname "$0")/lib.sh"
 need_preload
 need_cmd python3 python3
@@ -75,3 +77,31 @@ oob=2: EINVAL
 peek_off x: EINVAL"
 new_pair D dgram
 expect_errno EOPNOTSUPP py 'os.write(os.open(f"{U}/sock/{sys.argv[1]}/msg", os.O_WRONLY), b"len=1 oob=1\nx")' "$D_N"
+
+# An owner set by a user other than root: SIGURG reaches that user's own process group
+# (each member checked, as Linux's sigio_perm), never a process of another user (init).
+command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to run as another user"
+chmod o+x "$TMP"
+PY3=$(python3 -c 'import sys; print(sys.executable)')
+out=$(U=$U setpriv --reuid=65534 --regid=65534 --clear-groups "$PY3" -c '
+import os, signal
+U = os.environ["U"]
+urg = []
+signal.signal(signal.SIGURG, lambda *_: urg.append(1))
+os.setpgid(0, 0)
+p = os.open(f"{U}/stream/pair", os.O_RDWR)
+n, m = os.read(p, 64).split()
+ctl = os.open(f"{U}/sock/{m.decode()}/ctl", os.O_WRONLY)
+w = os.open(f"{U}/sock/{n.decode()}/msg", os.O_WRONLY)
+os.write(ctl, f"owner -{os.getpgrp()}\n".encode())
+os.write(w, b"len=1 oob=1\nx")
+print("own group:", len(urg))
+os.write(ctl, b"owner 1\n")
+os.write(w, b"len=1 oob=1\ny")
+print("init:", len(urg))
+') || fail "the owner checks as nobody failed"
+expect_eq "SIGURG for an owner set by nobody" "$out" "own group: 1
+init: 1"
+grep -q "SIGURG to 1 not sent: its owner was set by uid 65534" "$LOG" ||
+    fail "no log line for the SIGURG not sent to init"
+ok "the SIGURG nobody may not send is not sent, with a log line"

@@ -23,27 +23,49 @@ pub struct UrgOwner {
 
 impl UrgOwner {
     /// send_sigurg: the signal goes only where the setter could send it
-    /// (sigio_perm: root, or the target's real or saved uid is the setter's).
+    /// (sigio_perm: root, or the target's real or saved uid is the setter's),
+    /// checked for each process of a group.
     fn signal(self) {
-        let allowed = self.setter_uid == 0
-            || (self.target > 0 && uid_may_signal(self.setter_uid, self.target));
-        if !allowed {
-            log::info!(
-                "SIGURG to {} not sent: its owner was set by uid {}, who may not signal it",
-                self.target,
-                self.setter_uid
-            );
+        if self.target < 0 && self.setter_uid == 0 {
+            let res = killpg(Pid::from_raw(-self.target), Signal::SIGURG);
+            if let Err(e) = res {
+                log::debug!("SIGURG to process group {}: {}", -self.target, e.desc());
+            }
             return;
         }
-        let res = if self.target > 0 {
-            kill(Pid::from_raw(self.target), Signal::SIGURG)
+        let pids = if self.target > 0 {
+            vec![self.target]
         } else {
-            killpg(Pid::from_raw(-self.target), Signal::SIGURG)
+            group_members(-self.target)
         };
-        if let Err(e) = res {
-            log::debug!("SIGURG to {}: {}", self.target, e.desc());
+        for pid in pids {
+            if self.setter_uid != 0 && !uid_may_signal(self.setter_uid, pid) {
+                log::info!(
+                    "SIGURG to {pid} not sent: its owner was set by uid {}, who may not signal it",
+                    self.setter_uid
+                );
+                continue;
+            }
+            if let Err(e) = kill(Pid::from_raw(pid), Signal::SIGURG) {
+                log::debug!("SIGURG to {pid}: {}", e.desc());
+            }
         }
     }
+}
+
+/// The processes of process group `pgrp` (field 5 of /proc/PID/stat).
+fn group_members(pgrp: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // After the command name in parentheses: state, ppid, pgrp.
+            let after = stat.rsplit_once(") ").map_or("", |(_, a)| a);
+            after.split(' ').nth(2).and_then(|g| g.parse().ok()) == Some(pgrp)
+        })
+        .collect()
 }
 
 /// Does process `pid` run with real or saved uid `uid`?
