@@ -307,6 +307,7 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
 
 fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) -> Res<Got> {
     let mut buf = vec![0u8; MSG_BUF];
+    let mut idle = 0u32;
     loop {
         let mut h = head();
         h.op = MSGOP_RECV;
@@ -332,7 +333,16 @@ fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) ->
                     oob: r.flags & MSGF_OOB != 0,
                 });
             }
-            Err(libc::EAGAIN) if !nonblock => sock::wait(fd, libc::POLLIN)?,
+            Err(libc::EAGAIN) if !nonblock => {
+                sock::wait(fd, libc::POLLIN)?;
+                // poll says readable while a peek finds nothing at its offset
+                // (SO_PEEK_OFF past the data, a taken OOB byte's place), where
+                // Linux sleeps until the queue changes: back off, never spin.
+                if idle > 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(50 << idle.min(8)));
+                }
+                idle += 1;
+            }
             Err(e) => return Err(e),
         }
     }

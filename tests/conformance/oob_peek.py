@@ -11,6 +11,7 @@ import socket
 import struct
 import sys
 import termios
+import threading
 
 SIOCATMARK = 0x8905
 FIOSETOWN = 0x8901
@@ -178,6 +179,14 @@ def peek_offsets():
         say(name, "recv 2:", recv(d, 2), "off", peek_off(d))
         say(name, "recv 10:", recv(d, 10), "off", peek_off(d))
         say(name, "peek empty:", recv(d, 10, socket.MSG_PEEK), "off", peek_off(d))
+    # A blocking peek that finds nothing at its offset waits for more data.
+    c, d = socket.socketpair()
+    c.send(b"abc")
+    d.setsockopt(socket.SOL_SOCKET, SO_PEEK_OFF, 3)
+    t = threading.Timer(0.2, lambda: c.send(b"def"))
+    t.start()
+    say("blocking peek past the data:", recv(d, 10, socket.MSG_PEEK), "off", peek_off(d))
+    t.join()
     # The peek offset and the OOB byte: a peek stops at it too.
     c, d = socket.socketpair()
     d.setblocking(False)
