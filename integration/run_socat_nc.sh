@@ -76,20 +76,21 @@ expect_eq "kernel socket through udsfs run" "$got" "kernel side"
 reap "$SRV"
 
 # a routed prefix: its names live in the mount (at the same path below it)
+# (in a directory the program made in the kernel's tree: the library makes it in the mount)
 R=$TMP/routed
-mkdir -p "$R"
+mkdir -p "$R/deeper"
 UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" --route "$R" -- \
-    socat UNIX-LISTEN:"$R/app.sock" EXEC:"echo routed" &
+    socat UNIX-LISTEN:"$R/deeper/app.sock" EXEC:"echo routed" &
 SRV=$!
-wait_node "$MNT$R/app.sock"
+wait_node "$MNT$R/deeper/app.sock"
 unix_has "app.sock" || fail "the routed name is not in the daemon's socket table"
-[ -e "$R/app.sock" ] && fail "the routed name made a kernel socket file at $R/app.sock"
+[ -e "$R/deeper/app.sock" ] && fail "the routed name made a kernel socket file at $R/deeper/app.sock"
 got=$(UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" --route "$R" -- \
-    socat - UNIX-CONNECT:"$R/app.sock" </dev/null)
+    socat - UNIX-CONNECT:"$R/deeper/app.sock" </dev/null)
 expect_eq "connect to a routed name" "$got" "routed"
 reap "$SRV"
 # socat unlinks its socket when it ends: the routed name's node goes with it
-[ -e "$MNT$R/app.sock" ] && fail "unlink of the routed name left its node in the mount"
+[ -e "$MNT$R/deeper/app.sock" ] && fail "unlink of the routed name left its node in the mount"
 ok "unlink of a routed name removed its node in the mount"
 
 # a private mount: made for the command, gone after it, exit status passed on

@@ -154,7 +154,10 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
             Route::Udsfs(w) => w,
         };
         match adopt_for(m, fd) {
-            Ok(true) => int_ret(sock::ctl(fd, abi::OP_BIND, 0, &wire).map(|_| ())),
+            Ok(true) => {
+                m.mirror_route_dirs(&wire);
+                int_ret(sock::ctl(fd, abi::OP_BIND, 0, &wire).map(|_| ()))
+            }
             Ok(false) => unsafe { real::bind(fd, addr, len) },
             Err(e) => int_ret(Err(e)),
         }

@@ -134,6 +134,38 @@ impl Mount {
         CString::new(p).ok()
     }
 
+    /// Before binding a routed name: its directories exist in the kernel's
+    /// tree (the program made them), so make them below the mount point
+    /// too, with the kernel directories' modes.
+    pub fn mirror_route_dirs(&self, tree: &[u8]) {
+        let mut abs = b"/".to_vec();
+        abs.extend_from_slice(tree);
+        if self.routed_node(&abs).is_none() {
+            return;
+        }
+        let mut at = 1;
+        while let Some(i) = abs[at..].iter().position(|&b| b == b'/') {
+            at += i + 1;
+            let dir = &abs[..at - 1];
+            let (Ok(kernel), Ok(inside)) = (
+                CString::new(dir),
+                CString::new([self.path.as_slice(), dir].concat()),
+            ) else {
+                return;
+            };
+            // SAFETY: NUL-terminated paths; stat fills a zeroed struct.
+            unsafe {
+                let mut st: libc::stat = std::mem::zeroed();
+                let mode = if libc::stat(kernel.as_ptr(), &mut st) == 0 {
+                    st.st_mode & 0o7777
+                } else {
+                    0o755
+                };
+                libc::mkdir(inside.as_ptr(), mode);
+            }
+        }
+    }
+
     /// What the program sees for a tree path the daemon reports: the routed
     /// path, or the path below the mount point.
     pub fn shown_path(&self, tree: &[u8]) -> Vec<u8> {
