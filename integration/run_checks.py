@@ -219,4 +219,28 @@ for i in range(4):
     rvec[i].hdr.iovlen = 1
 n = libc.recvmmsg(m2.fileno(), rvec, 4, socket.MSG_DONTWAIT, None)
 show("recvmmsg", (n, [rbufs[i].raw[:rvec[i].len] for i in range(max(n, 0))]))
+# epoll readiness, zero-length datagrams, flags at socketpair(), abstract streams
+import select
+e1, e2 = socket.socketpair()
+ep = select.epoll()
+ep.register(e2.fileno(), select.EPOLLIN)
+show("epoll before", ep.poll(0))
+e1.send(b"ready")
+show("epoll after", [(fd == e2.fileno(), ev) for fd, ev in ep.poll(1)])
+z1, z2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+z1.send(b"")
+show("zero-length datagram", z2.recv(10))
+nb1, nb2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+show("SOCK_NONBLOCK pair", (nb1.getblocking(), err(lambda: nb2.recv(1))))
+aname = f"\0udsfs-stream-{os.getpid()}"
+asrv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+asrv.bind(aname)
+asrv.listen(1)
+acli = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+acli.connect(aname)
+aconn, aaddr = asrv.accept()
+acli.send(b"abstract stream")
+show("abstract stream", (aconn.recv(100), aaddr, acli.getpeername() == aname.encode()))
+show("connect to an unbound abstract name", err(lambda: socket.socket(socket.AF_UNIX).connect("\0udsfs-nobody")))
+show("dgram to an unbound abstract name", err(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"x", "\0udsfs-nobody")))
 print("done")
