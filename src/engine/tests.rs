@@ -7,7 +7,7 @@ use nix::errno::Errno;
 use super::cred::ProcStatus;
 use super::*;
 
-fn engine() -> Arc<Engine> {
+pub(super) fn engine() -> Arc<Engine> {
     Engine::new(Config {
         hash_buckets: 4,
         max_dgram_qlen: 10,
@@ -16,7 +16,7 @@ fn engine() -> Arc<Engine> {
     })
 }
 
-fn root() -> Caller {
+pub(super) fn root() -> Caller {
     Caller::with_status(
         1,
         ProcStatus {
