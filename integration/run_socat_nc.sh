@@ -75,7 +75,8 @@ got=$(echo "kernel side" | on_udsfs socat -t 2 - UNIX-CONNECT:"$TMP/kernel.sock"
 expect_eq "kernel socket through udsfs run" "$got" "kernel side"
 reap "$SRV"
 
-# a routed prefix: its names live in the mount (at the same path below it)
+# a routed prefix: its names live in the mount (at the same path below it), with a link
+# at the routed path
 # (in a directory the program made in the kernel's tree: the library makes it in the mount)
 R=$TMP/routed
 mkdir -p "$R/deeper"
@@ -84,13 +85,19 @@ UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" --route "$R" -- \
 SRV=$!
 wait_node "$MNT$R/deeper/app.sock"
 unix_has "app.sock" || fail "the routed name is not in the daemon's socket table"
-[ -e "$R/deeper/app.sock" ] && fail "the routed name made a kernel socket file at $R/deeper/app.sock"
+grep -q "$R/deeper/app.sock" /proc/net/unix && fail "the routed name made a kernel socket"
+# the routed path links to the node, so stat and chmod of it reach the socket
+[ -L "$R/deeper/app.sock" ] && [ -S "$R/deeper/app.sock" ] ||
+    fail "the routed path is not a link to the socket node: $(ls -l "$R/deeper" 2>&1)"
+chmod 0666 "$R/deeper/app.sock"
+expect_eq "mode of the routed socket node after chmod" "$(stat -c %a "$MNT$R/deeper/app.sock")" 666
 got=$(UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" --route "$R" -- \
     socat - UNIX-CONNECT:"$R/deeper/app.sock" </dev/null)
 expect_eq "connect to a routed name" "$got" "routed"
 reap "$SRV"
 # socat unlinks its socket when it ends: the routed name's node goes with it
 [ -e "$MNT$R/deeper/app.sock" ] && fail "unlink of the routed name left its node in the mount"
+[ -L "$R/deeper/app.sock" ] && fail "unlink of the routed name left its link"
 ok "unlink of a routed name removed its node in the mount"
 
 # a private mount: made for the command, gone after it, exit status passed on

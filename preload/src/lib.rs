@@ -156,7 +156,11 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
         match adopt_for(m, fd) {
             Ok(true) => {
                 m.mirror_route_dirs(&wire);
-                int_ret(sock::ctl(fd, abi::OP_BIND, 0, &wire).map(|_| ()))
+                let r = sock::ctl(fd, abi::OP_BIND, 0, &wire).map(|_| ());
+                if r.is_ok() {
+                    m.link_routed_name(&wire);
+                }
+                int_ret(r)
             }
             Ok(false) => unsafe { real::bind(fd, addr, len) },
             Err(e) => int_ret(Err(e)),
