@@ -109,7 +109,7 @@ pub fn pair(m: &Mount, ty: c_int, sv: &mut [c_int; 2]) -> Res<()> {
     let h = open_file(&m.ctrl_file(&format!("{name}/pair")), libc::O_RDWR)?;
     let ids = read_numbers(h);
     let res = ids.and_then(|ids| {
-        let (&[a, b], _) = ids.split_at(2.min(ids.len())) else {
+        let [a, b] = ids[..] else {
             return Err(libc::EIO);
         };
         let fa = open_sock(m, a, nonblock, cloexec)?;

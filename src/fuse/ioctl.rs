@@ -66,16 +66,20 @@ fn decode_addr(buf: &[u8; ADDR_MAX], len: u32) -> Result<Option<Addr>, Errno> {
     if len == 0 {
         return Ok(None);
     }
-    let bytes = buf.get(..len).ok_or(Errno::EINVAL)?;
+    let bad = |why: &str| {
+        log::info!("udsfs ioctl: address of {len} bytes refused: {why}");
+        Errno::EINVAL
+    };
+    let bytes = buf.get(..len).ok_or_else(|| bad("longer than its field"))?;
     if bytes[0] == 0 {
         let name = &bytes[1..];
         if name.len() > MAX_ABSTRACT_NAME {
-            return Err(Errno::EINVAL);
+            return Err(bad("abstract name too long"));
         }
         return Ok(Some(Addr::Abstract(name.to_vec())));
     }
     if bytes.len() > MAX_PATH_NAME || bytes.contains(&0) {
-        return Err(Errno::EINVAL);
+        return Err(bad("path too long or with a NUL"));
     }
     Ok(Some(Addr::Path(bytes.to_vec())))
 }
@@ -187,7 +191,13 @@ fn message(
     match head.op {
         MSGOP_SEND => {
             let len = head.len as usize;
-            let data = input.get(hsize..hsize + len).ok_or(Errno::EINVAL)?;
+            let data = input.get(hsize..hsize + len).ok_or_else(|| {
+                log::info!(
+                    "socket {}: udsfs send ioctl: len {len} exceeds the buffer",
+                    s.id
+                );
+                Errno::EINVAL
+            })?;
             let to = decode_addr(&head.addr, head.addr_len)?;
             let creds = (head.has_creds != 0).then(|| Ucred {
                 pid: head.creds[0] as i32,
