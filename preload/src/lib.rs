@@ -117,7 +117,8 @@ pub unsafe extern "C" fn socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int
             Some(m) if d == libc::AF_UNIX => m,
             _ => return unsafe { real::socketpair(d, t, p, sv) },
         };
-        if p != 0 {
+        // unix_create takes protocol 0 or PF_UNIX.
+        if p != 0 && p != libc::PF_UNIX {
             return int_ret(Err(libc::EPROTONOSUPPORT));
         }
         if sv.is_null() {
@@ -365,6 +366,18 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c
     unsafe { sendto(fd, buf, n, flags, std::ptr::null(), 0) }
 }
 
+/// A udsfs socket cannot be passed over a kernel socket: the kernel would
+/// pass its data file as if it were the socket. Logs the refusal.
+fn passes_udsfs_over_kernel(h: &msghdr, fd: c_int) -> bool {
+    let refused = msg::passes_udsfs(h) && !mount::udsfs_fd(fd);
+    if refused {
+        log::say(&format!(
+            "sendmsg on kernel socket fd {fd}: a udsfs socket cannot be passed over a kernel socket (EINVAL)"
+        ));
+    }
+    refused
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> ssize_t {
     guarded(-1, || {
@@ -384,10 +397,7 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
         }
         // Sockets passed over a kernel socket are checked before the kernel
         // would pass a udsfs file as if it were one.
-        if msg::passes_udsfs(h) && !mount::udsfs_fd(fd) {
-            log::say(&format!(
-                "sendmsg on kernel socket fd {fd}: a udsfs socket cannot be passed over a kernel socket (EINVAL)"
-            ));
+        if passes_udsfs_over_kernel(h, fd) {
             return msg::ret(Err(libc::EINVAL));
         }
         let r = unsafe { real::sendmsg(fd, m, flags) };
@@ -414,10 +424,7 @@ pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: 
         for i in 0..n as usize {
             // SAFETY: the caller's vector has n entries.
             let h = unsafe { &(*v.add(i)).msg_hdr };
-            if msg::passes_udsfs(h) && !mount::udsfs_fd(fd) {
-                log::say(&format!(
-                    "sendmmsg on kernel socket fd {fd}: a udsfs socket cannot be passed over a kernel socket (EINVAL)"
-                ));
+            if passes_udsfs_over_kernel(h, fd) {
                 return int_ret(Err(libc::EINVAL));
             }
         }
