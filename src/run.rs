@@ -31,21 +31,28 @@ pub struct RunArgs {
     cmd: Vec<OsString>,
 }
 
-/// The preload library: $UDSFS_PRELOAD, else next to this binary.
+/// The preload library: $UDSFS_PRELOAD, else next to this binary (in a
+/// cargo target directory also its `deps/` copy, which `cargo test` keeps
+/// fresh: the newer of the two).
 fn library() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("UDSFS_PRELOAD") {
         return Ok(PathBuf::from(p));
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the udsfs binary: {e}"))?;
-    let lib = exe.with_file_name(LIBRARY);
-    if lib.exists() {
-        Ok(lib)
-    } else {
-        Err(format!(
-            "{} not found (build the workspace: cargo build)",
-            lib.display()
-        ))
-    }
+    let next_to = exe.with_file_name(LIBRARY);
+    let in_deps = exe.with_file_name("deps").join(LIBRARY);
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    [next_to.clone(), in_deps]
+        .into_iter()
+        .filter_map(|p| Some((modified(&p)?, p)))
+        .max()
+        .map(|(_, p)| p)
+        .ok_or_else(|| {
+            format!(
+                "{} not found (build the workspace: cargo build)",
+                next_to.display()
+            )
+        })
 }
 
 /// A private mount: a fresh directory with a background daemon on it.
