@@ -268,3 +268,34 @@ fn message(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sizes README documents and the library was built against.
+    #[test]
+    fn wire_sizes() {
+        assert_eq!(std::mem::size_of::<Ctl>(), 224);
+        assert_eq!(MSG_BUF, 16376);
+        assert_eq!(MSG_ROOM, 14192);
+        assert_eq!(UDSFS_IOC_CTL, 0xc0e0_5501);
+        assert_eq!(UDSFS_IOC_MSG, 0xfff8_5502);
+    }
+
+    #[test]
+    fn addresses_round_trip_and_bad_ones_are_refused() {
+        let mut buf = [0u8; ADDR_MAX];
+        for a in [
+            Addr::Path(b"run/x.sock".to_vec()),
+            Addr::Abstract(b"\0n".to_vec()),
+        ] {
+            let n = encode_addr(Some(&a), &mut buf);
+            assert_eq!(decode_addr(&buf, n).unwrap(), Some(a));
+        }
+        assert_eq!(decode_addr(&buf, 0).unwrap(), None);
+        assert_eq!(decode_addr(&buf, 200).unwrap_err(), Errno::EINVAL);
+        buf[..3].copy_from_slice(b"a\0b");
+        assert_eq!(decode_addr(&buf, 3).unwrap_err(), Errno::EINVAL);
+    }
+}
