@@ -31,6 +31,12 @@ on_udsfs socat -t 5 - UNIX-CONNECT:"$MNT/echo.sock" <"$TMP/in" >"$TMP/out" ||
     fail "socat UNIX-CONNECT failed"
 cmp -s "$TMP/in" "$TMP/out" || fail "socat echo: $(stat -c %s "$TMP/out") bytes came back, not the 300000 sent"
 ok "socat UNIX-LISTEN/UNIX-CONNECT: 300000 random bytes echoed intact"
+# the same server answers a file-dialect client (no library) through the connect view
+exec {C}<>"$U/connect/echo.sock"
+echo "file dialect" >&"$C"
+read -r -t 5 line <&"$C" || fail "no answer through $U/connect/echo.sock"
+exec {C}>&-
+expect_eq "file-dialect client of the socat server" "$line" "file dialect"
 kill "$SRV" 2>/dev/null || true
 reap "$SRV"
 
