@@ -94,7 +94,8 @@ pub fn open_sock(m: &Mount, id: u64, nonblock: bool, cloexec: bool) -> Res<c_int
 pub fn type_name(ty: c_int) -> Option<&'static str> {
     match ty {
         libc::SOCK_STREAM => Some("stream"),
-        libc::SOCK_DGRAM => Some("dgram"),
+        // unix_create makes SOCK_RAW a datagram socket.
+        libc::SOCK_DGRAM | libc::SOCK_RAW => Some("dgram"),
         libc::SOCK_SEQPACKET => Some("seqpacket"),
         _ => None,
     }
