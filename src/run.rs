@@ -69,6 +69,11 @@ impl Private {
             .ok_or("cannot make a directory for the private mount")?;
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut cmd = Command::new(exe);
+        // A `udsfs run` inside another one: the daemon must not run on the
+        // outer mount's sockets (fusermount3 passes the FUSE fd over a pair).
+        cmd.env_remove("LD_PRELOAD")
+            .env_remove("UDSFS_MOUNT")
+            .env_remove("UDSFS_ROUTES");
         cmd.arg("mount").arg("--background");
         if let Some(f) = log_file {
             cmd.arg("--log-file").arg(f);
