@@ -11,10 +11,10 @@ need_cmd socat socat
 need_cmd nc netcat-openbsd
 nc -h 2>&1 | grep -q -- '-U' || fail "nc has no -U: install netcat-openbsd"
 
-# wait_node PATH: the server bound its name.
+# wait_node PATH: the server bound its name (within 20 s: the machine may be loaded).
 wait_node() {
     local i
-    for i in $(seq 400); do
+    for i in $(seq 2000); do
         [ -S "$1" ] && return 0
         sleep 0.01
     done
@@ -63,7 +63,7 @@ SRV=$!
 wait_node "$MNT/ncu.sock"
 echo "through nc -uU" | on_udsfs nc -w 1 -uU "$MNT/ncu.sock" 2>"$TMP/ncu-client.err" ||
     fail "nc -uU failed: $(cat "$TMP/ncu-client.err")"
-for i in $(seq 300); do
+for i in $(seq 2000); do
     [ -s "$TMP/ncu.out" ] && break
     sleep 0.01
 done
@@ -109,7 +109,7 @@ ok "unlink of a routed name removed its node in the mount"
 # a private mount: made for the command, gone after it, exit status passed on
 out=$(UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run -- bash -c \
     'echo "$UDSFS_MOUNT"; socat UNIX-LISTEN:"$UDSFS_MOUNT/p.sock" EXEC:"echo private" & 
-     for i in $(seq 400); do [ -S "$UDSFS_MOUNT/p.sock" ] && break; sleep 0.01; done
+     for i in $(seq 2000); do [ -S "$UDSFS_MOUNT/p.sock" ] && break; sleep 0.01; done
      socat - UNIX-CONNECT:"$UDSFS_MOUNT/p.sock"; exit 7') && rc=0 || rc=$?
 expect_eq "exit status of udsfs run" "$rc" 7
 priv=$(head -1 <<<"$out")
