@@ -44,7 +44,7 @@ reap "$SRV"
 on_udsfs socat UNIX-RECVFROM:"$MNT/up.sock",fork EXEC:"tr a-z A-Z" 2>>"$TMP/socat.err" &
 SRV=$!
 wait_node "$MNT/up.sock"
-got=$(echo "hello datagram" | on_udsfs socat -t 2 - UNIX-SENDTO:"$MNT/up.sock",bind="$MNT/client.sock")
+got=$(echo "hello datagram" | on_udsfs socat -t 5 - UNIX-SENDTO:"$MNT/up.sock",bind="$MNT/client.sock")
 expect_eq "socat UNIX-RECVFROM/UNIX-SENDTO answer" "$got" "HELLO DATAGRAM"
 kill "$SRV" 2>/dev/null || true
 reap "$SRV"
