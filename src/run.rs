@@ -75,6 +75,11 @@ impl Private {
             .env_remove("UDSFS_MOUNT")
             .env_remove("UDSFS_ROUTES");
         cmd.arg("mount").arg("--background");
+        // Root's commands often switch users (a database server, su):
+        // they must reach the mount too.
+        if nix::unistd::geteuid().is_root() {
+            cmd.arg("--allow-other");
+        }
         if let Some(f) = log_file {
             cmd.arg("--log-file").arg(f);
         }
@@ -114,6 +119,32 @@ fn reap_all() {
             break;
         }
     }
+}
+
+/// Routed names live at the same path below the mount point: makes the
+/// route's directories there with the modes and owners of the kernel's
+/// (a server that runs as another user binds in them).
+fn mirror_dirs(mount: &Path, route: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let mut kernel = PathBuf::from("/");
+    for part in route.strip_prefix("/").unwrap_or(route).components() {
+        kernel.push(part);
+        let inside = mount.join(kernel.strip_prefix("/").unwrap_or(&kernel));
+        let meta = std::fs::metadata(&kernel).ok();
+        let mode = meta.as_ref().map_or(0o755, |m| m.mode() & 0o7777);
+        match std::fs::DirBuilder::new().mode(mode).create(&inside) {
+            Ok(()) => {
+                // The umask may have taken bits off; ownership as far as allowed.
+                std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(mode))?;
+                if let Some(m) = meta {
+                    let _ = std::os::unix::fs::chown(&inside, Some(m.uid()), Some(m.gid()));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 pub fn main(a: RunArgs) -> i32 {
@@ -162,10 +193,8 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
             );
             return 2;
         }
-        // Routed names live at the same path below the mount point.
-        let inside = mount.join(r.strip_prefix("/").unwrap_or(r));
-        if let Err(e) = std::fs::create_dir_all(&inside) {
-            eprintln!("udsfs run: {}: {e}", inside.display());
+        if let Err(e) = mirror_dirs(&mount, r) {
+            eprintln!("udsfs run: --route {}: {e}", r.display());
             return 127;
         }
         routes.push(r.as_os_str().as_bytes().to_vec());

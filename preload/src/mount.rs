@@ -43,9 +43,24 @@ fn canonical(p: &[u8]) -> Option<Vec<u8>> {
 fn load() -> Option<Mount> {
     use std::os::unix::ffi::OsStrExt;
     let m = std::env::var_os("UDSFS_MOUNT")?;
-    let path = canonical(m.as_bytes())?;
+    // A mount this process cannot reach (another user's, without
+    // allow_other) leaves every socket a kernel socket: say so once.
+    let unreachable = || {
+        crate::log::say(&format!(
+            "UDSFS_MOUNT={}: {}; sockets stay kernel sockets",
+            m.to_string_lossy(),
+            std::io::Error::last_os_error()
+        ))
+    };
+    let Some(path) = canonical(m.as_bytes()) else {
+        unreachable();
+        return None;
+    };
     let c = CString::new(path.clone()).ok()?;
-    let st = statx_of(libc::AT_FDCWD, &c, 0)?;
+    let Some(st) = statx_of(libc::AT_FDCWD, &c, 0) else {
+        unreachable();
+        return None;
+    };
     let routes = std::env::var_os("UDSFS_ROUTES")
         .map(|r| {
             r.as_bytes()
