@@ -117,3 +117,21 @@ expect_eq "private mount answer" "$(sed -n 2p <<<"$out")" "private"
 mountpoint -q "$priv" 2>/dev/null && fail "the private mount $priv is still mounted"
 [ ! -e "$priv" ] || fail "the private mount point $priv was not removed"
 ok "private mount $priv: served the command, unmounted and removed after it"
+
+# run as root, the private mount serves a command that switches users
+need_cmd setpriv util-linux
+out=$(UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run -- bash -c \
+    'setpriv --reuid nobody --regid nogroup --clear-groups \
+        socat UNIX-LISTEN:"$UDSFS_MOUNT/nobody.sock" EXEC:"echo as nobody" &
+     for i in $(seq 2000); do [ -S "$UDSFS_MOUNT/nobody.sock" ] && break; sleep 0.01; done
+     stat -c %U "$UDSFS_MOUNT/nobody.sock"; socat - UNIX-CONNECT:"$UDSFS_MOUNT/nobody.sock"; wait')
+expect_eq "a server run as nobody in a private mount (owner, answer)" "$(tr '\n' ' ' <<<"$out")" "nobody as nobody "
+
+# a mount the process cannot reach (no allow_other): said on stderr, kernel sockets stay
+# (socat's EXEC talks to its child over a socketpair)
+err=$(cd / && UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" -- \
+    setpriv --reuid nobody --regid nogroup --clear-groups \
+    socat -u EXEC:true - 2>&1 >/dev/null) || true
+grep -q "UDSFS_MOUNT=.*sockets stay kernel sockets" <<<"$err" ||
+    fail "no word about the unreachable mount: $err"
+ok "an unreachable mount is reported: ${err%%$'\n'*}"
