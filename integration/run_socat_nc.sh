@@ -119,7 +119,7 @@ mountpoint -q "$priv" 2>/dev/null && fail "the private mount $priv is still moun
 ok "private mount $priv: served the command, unmounted and removed after it"
 
 # run as root, the private mount serves a command that switches users
-need_cmd setpriv setpriv
+need_cmd setpriv util-linux
 out=$(UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run -- bash -c \
     'setpriv --reuid nobody --regid nogroup --clear-groups \
         socat UNIX-LISTEN:"$UDSFS_MOUNT/nobody.sock" EXEC:"echo as nobody" &
