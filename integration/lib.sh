@@ -483,10 +483,15 @@ wait_socket_count() {
 # ---------------------------------------------------------------- unmodified programs
 # (run_*.sh: programs through `udsfs run` and the preload library)
 
+# The library next to the binary, or its deps/ copy when that is newer (`cargo test`
+# builds that one: the udsfs crate has the library as a dev-dependency).
 PRELOAD_LIB=${UDSFS_PRELOAD:-$(dirname "$UDSFS_BIN")/libudsfs_preload.so}
+if [ -z "${UDSFS_PRELOAD:-}" ] && [ "$(dirname "$UDSFS_BIN")/deps/libudsfs_preload.so" -nt "$PRELOAD_LIB" ]; then
+    PRELOAD_LIB=$(dirname "$UDSFS_BIN")/deps/libudsfs_preload.so
+fi
 
 # need_preload: fail unless the preload library is built and newer than its sources
-# (plain `cargo build` builds it; the tests must not run a stale one).
+# (`cargo build` and `cargo test` build it; the tests must not run a stale one).
 need_preload() {
     [ -f "$PRELOAD_LIB" ] ||
         fail "preload library not found at $PRELOAD_LIB (build it with cargo build, or set UDSFS_PRELOAD)"

@@ -68,3 +68,42 @@ for cause in "is not a udsfs socket" "cannot be passed over a kernel socket" "ke
     grep -q "$cause" "$TMP/refusals.err" || fail "no log line says '$cause': $(cat "$TMP/refusals.err")"
 done
 ok "refusals: EINVAL for a file over udsfs and for udsfs over the kernel, ECONNREFUSED to a kernel name; each logged"
+
+# Hostile ioctls on a data file (no library): malformed requests get EINVAL, unknown
+# commands ENOTTY, a short buffer EFAULT from the kernel; the daemon keeps serving.
+new_pair P stream
+cat >"$TMP/hostile.py" <<'PY'
+import errno, fcntl, struct, sys
+def iowr(nr, size):
+    return (3 << 30) | (size << 16) | (ord("U") << 8) | nr
+CTL, MSG = iowr(1, 224), iowr(2, 16376)
+f = open(sys.argv[1], "r+b", buffering=0)
+def try_(cmd, buf):
+    try:
+        fcntl.ioctl(f, cmd, buf)
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+ctl = bytearray(224)
+struct.pack_into("IiI", ctl, 0, 99, 0, 0)
+print("unknown op:", try_(CTL, ctl))
+struct.pack_into("IiI", ctl, 0, 1, 0, 500)
+print("address longer than its field:", try_(CTL, ctl))
+msg = bytearray(16376)
+struct.pack_into("III", msg, 0, 1, 0, 100000)
+print("send longer than the buffer:", try_(MSG, msg))
+print("not a udsfs command:", try_(iowr(9, 8), bytearray(8)))
+struct.pack_into("IiI", ctl, 0, 6, 0, 0)
+print("info still answers:", try_(CTL, ctl), struct.unpack_from("q", ctl, 16)[0])
+PY
+python3 "$TMP/hostile.py" "$U/sock/$P_N/data" >"$TMP/hostile.out" 2>&1 || fail "hostile ioctls: $(cat "$TMP/hostile.out")"
+cat >"$TMP/hostile.want" <<'OUT'
+unknown op: EINVAL
+address longer than its field: EINVAL
+send longer than the buffer: EINVAL
+not a udsfs command: ENOTTY
+info still answers: ok 1
+OUT
+diff "$TMP/hostile.want" "$TMP/hostile.out" >&2 || fail "hostile ioctls answered otherwise"
+grep -q "address of 500 bytes refused" "$LOG" || fail "no log line for the malformed address"
+ok "hostile ioctls: EINVAL and ENOTTY with log lines; the daemon keeps answering"

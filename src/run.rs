@@ -31,21 +31,28 @@ pub struct RunArgs {
     cmd: Vec<OsString>,
 }
 
-/// The preload library: $UDSFS_PRELOAD, else next to this binary.
+/// The preload library: $UDSFS_PRELOAD, else next to this binary (in a
+/// cargo target directory also its `deps/` copy, which `cargo test` keeps
+/// fresh: the newer of the two).
 fn library() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("UDSFS_PRELOAD") {
         return Ok(PathBuf::from(p));
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the udsfs binary: {e}"))?;
-    let lib = exe.with_file_name(LIBRARY);
-    if lib.exists() {
-        Ok(lib)
-    } else {
-        Err(format!(
-            "{} not found (build the workspace: cargo build)",
-            lib.display()
-        ))
-    }
+    let next_to = exe.with_file_name(LIBRARY);
+    let in_deps = exe.with_file_name("deps").join(LIBRARY);
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    [next_to.clone(), in_deps]
+        .into_iter()
+        .filter_map(|p| Some((modified(&p)?, p)))
+        .max()
+        .map(|(_, p)| p)
+        .ok_or_else(|| {
+            format!(
+                "{} not found (build the workspace: cargo build)",
+                next_to.display()
+            )
+        })
 }
 
 /// A private mount: a fresh directory with a background daemon on it.
@@ -62,7 +69,17 @@ impl Private {
             .ok_or("cannot make a directory for the private mount")?;
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut cmd = Command::new(exe);
+        // A `udsfs run` inside another one: the daemon must not run on the
+        // outer mount's sockets (fusermount3 passes the FUSE fd over a pair).
+        cmd.env_remove("LD_PRELOAD")
+            .env_remove("UDSFS_MOUNT")
+            .env_remove("UDSFS_ROUTES");
         cmd.arg("mount").arg("--background");
+        // Root's commands often switch users (a database server, su):
+        // they must reach the mount too.
+        if nix::unistd::geteuid().is_root() {
+            cmd.arg("--allow-other");
+        }
         if let Some(f) = log_file {
             cmd.arg("--log-file").arg(f);
         }
@@ -102,6 +119,32 @@ fn reap_all() {
             break;
         }
     }
+}
+
+/// Routed names live at the same path below the mount point: makes the
+/// route's directories there with the modes and owners of the kernel's
+/// (a server that runs as another user binds in them).
+fn mirror_dirs(mount: &Path, route: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let mut kernel = PathBuf::from("/");
+    for part in route.strip_prefix("/").unwrap_or(route).components() {
+        kernel.push(part);
+        let inside = mount.join(kernel.strip_prefix("/").unwrap_or(&kernel));
+        let meta = std::fs::metadata(&kernel).ok();
+        let mode = meta.as_ref().map_or(0o755, |m| m.mode() & 0o7777);
+        match std::fs::DirBuilder::new().mode(mode).create(&inside) {
+            Ok(()) => {
+                // The umask may have taken bits off; ownership as far as allowed.
+                std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(mode))?;
+                if let Some(m) = meta {
+                    let _ = std::os::unix::fs::chown(&inside, Some(m.uid()), Some(m.gid()));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 pub fn main(a: RunArgs) -> i32 {
@@ -150,10 +193,8 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
             );
             return 2;
         }
-        // Routed names live at the same path below the mount point.
-        let inside = mount.join(r.strip_prefix("/").unwrap_or(r));
-        if let Err(e) = std::fs::create_dir_all(&inside) {
-            eprintln!("udsfs run: {}: {e}", inside.display());
+        if let Err(e) = mirror_dirs(&mount, r) {
+            eprintln!("udsfs run: --route {}: {e}", r.display());
             return 127;
         }
         routes.push(r.as_os_str().as_bytes().to_vec());

@@ -141,7 +141,8 @@ pub unsafe extern "C" fn socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int
             Some(m) if d == libc::AF_UNIX => m,
             _ => return unsafe { real::socketpair(d, t, p, sv) },
         };
-        if p != 0 {
+        // unix_create takes protocol 0 or PF_UNIX.
+        if p != 0 && p != libc::PF_UNIX {
             return int_ret(Err(libc::EPROTONOSUPPORT));
         }
         if sv.is_null() {
@@ -178,7 +179,14 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
             Route::Udsfs(w) => w,
         };
         match adopt_for(m, fd) {
-            Ok(true) => int_ret(sock::ctl(fd, abi::OP_BIND, 0, &wire).map(|_| ())),
+            Ok(true) => {
+                m.mirror_route_dirs(&wire);
+                let r = sock::ctl(fd, abi::OP_BIND, 0, &wire).map(|_| ());
+                if r.is_ok() {
+                    m.link_routed_name(&wire);
+                }
+                int_ret(r)
+            }
             Ok(false) => unsafe { real::bind(fd, addr, len) },
             Err(e) => int_ret(Err(e)),
         }
@@ -285,18 +293,32 @@ pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut sockle
 #[no_mangle]
 pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_int {
     guarded(-1, || {
-        if (req == libc::FIONREAD || req == libc::TIOCOUTQ) && mount::udsfs_fd(fd) {
+        let r = unsafe { real::ioctl(fd, req, arg) };
+        // The kernel answers FIONREAD on a regular file with its size less
+        // the offset (a udsfs data file: 1 GiB); the daemon answers
+        // SIOCOUTQ with ENOTTY. Only those answers cost a look at the fd.
+        let suspect = match req {
+            libc::FIONREAD => {
+                r == 0 && !arg.is_null() && unsafe { *(arg as *const c_int) } == UDSFS_FILE_SIZE
+            }
+            libc::TIOCOUTQ => r < 0 && errno() == libc::ENOTTY,
+            _ => false,
+        };
+        if suspect && mount::udsfs_fd(fd) {
             return int_ret(opts::queue_ioctl(fd, req, arg));
         }
-        let r = unsafe { real::ioctl(fd, req, arg) };
         if r < 0 && errno() == libc::ENOTTY && mount::udsfs_fd(fd) {
             if let Some(res) = urg::ioctl(fd, req, arg) {
                 return int_ret(res);
             }
+            set_errno(libc::ENOTTY);
         }
         r
     })
 }
+
+/// The size a udsfs socket file claims (src/fuse/mod.rs SOCKET_FILE_SIZE).
+const UDSFS_FILE_SIZE: c_int = 1 << 30;
 
 /// The destination of a send: None (none given), or the wire address.
 unsafe fn send_target(
@@ -374,6 +396,18 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c
     unsafe { sendto(fd, buf, n, flags, std::ptr::null(), 0) }
 }
 
+/// A udsfs socket cannot be passed over a kernel socket: the kernel would
+/// pass its data file as if it were the socket. Logs the refusal.
+fn passes_udsfs_over_kernel(h: &msghdr, fd: c_int) -> bool {
+    let refused = msg::passes_udsfs(h) && !mount::udsfs_fd(fd);
+    if refused {
+        log::say(&format!(
+            "sendmsg on kernel socket fd {fd}: a udsfs socket cannot be passed over a kernel socket (EINVAL)"
+        ));
+    }
+    refused
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> ssize_t {
     guarded(-1, || {
@@ -391,14 +425,14 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
                 return msg::ret(Err(e));
             }
         }
-        if !mount::udsfs_fd(fd) {
-            if msg::passes_udsfs(h) {
-                log::say(&format!(
-                    "sendmsg on kernel socket fd {fd}: a udsfs socket cannot be passed over a kernel socket (EINVAL)"
-                ));
-                return msg::ret(Err(libc::EINVAL));
-            }
-            return unsafe { real::sendmsg(fd, m, flags) };
+        // Sockets passed over a kernel socket are checked before the kernel
+        // would pass a udsfs file as if it were one.
+        if passes_udsfs_over_kernel(h, fd) {
+            return msg::ret(Err(libc::EINVAL));
+        }
+        let r = unsafe { real::sendmsg(fd, m, flags) };
+        if udsfs_after(r as i64, fd).is_none() {
+            return r;
         }
         let mut meta = match unsafe { send_target(mnt, fd, addr, h.msg_namelen) } {
             Ok(to) => msg::Meta {
@@ -417,8 +451,16 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
 #[no_mangle]
 pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: c_int) -> c_int {
     guarded(-1, || {
-        if !mount::udsfs_fd(fd) {
-            return unsafe { real::sendmmsg(fd, v, n, flags) };
+        for i in 0..n as usize {
+            // SAFETY: the caller's vector has n entries.
+            let h = unsafe { &(*v.add(i)).msg_hdr };
+            if passes_udsfs_over_kernel(h, fd) {
+                return int_ret(Err(libc::EINVAL));
+            }
+        }
+        let r = unsafe { real::sendmmsg(fd, v, n, flags) };
+        if udsfs_after(r as i64, fd).is_none() {
+            return r;
         }
         let mut done = 0;
         for i in 0..n as usize {
@@ -548,8 +590,9 @@ pub unsafe extern "C" fn recvmmsg(
     t: *mut libc::timespec,
 ) -> c_int {
     guarded(-1, || {
-        if !mount::udsfs_fd(fd) {
-            return unsafe { real::recvmmsg(fd, v, n, flags, t) };
+        let r = unsafe { real::recvmmsg(fd, v, n, flags, t) };
+        if udsfs_after(r as i64, fd).is_none() {
+            return r;
         }
         let mut done = 0;
         let mut fl = flags & !libc::MSG_WAITFORONE;

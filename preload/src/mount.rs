@@ -43,9 +43,24 @@ fn canonical(p: &[u8]) -> Option<Vec<u8>> {
 fn load() -> Option<Mount> {
     use std::os::unix::ffi::OsStrExt;
     let m = std::env::var_os("UDSFS_MOUNT")?;
-    let path = canonical(m.as_bytes())?;
+    // A mount this process cannot reach (another user's, without
+    // allow_other) leaves every socket a kernel socket: say so once.
+    let unreachable = || {
+        crate::log::say(&format!(
+            "UDSFS_MOUNT={}: {}; sockets stay kernel sockets",
+            m.to_string_lossy(),
+            std::io::Error::last_os_error()
+        ))
+    };
+    let Some(path) = canonical(m.as_bytes()) else {
+        unreachable();
+        return None;
+    };
     let c = CString::new(path.clone()).ok()?;
-    let st = statx_of(libc::AT_FDCWD, &c, 0)?;
+    let Some(st) = statx_of(libc::AT_FDCWD, &c, 0) else {
+        unreachable();
+        return None;
+    };
     let routes = std::env::var_os("UDSFS_ROUTES")
         .map(|r| {
             r.as_bytes()
@@ -132,6 +147,75 @@ impl Mount {
         let mut p = self.path.clone();
         p.extend_from_slice(abs);
         CString::new(p).ok()
+    }
+
+    /// Before binding a routed name: its directories exist in the kernel's
+    /// tree (the program made them), so make them below the mount point
+    /// too, with the kernel directories' modes.
+    pub fn mirror_route_dirs(&self, tree: &[u8]) {
+        let mut abs = b"/".to_vec();
+        abs.extend_from_slice(tree);
+        if self.routed_node(&abs).is_none() {
+            return;
+        }
+        let mut at = 1;
+        while let Some(i) = abs[at..].iter().position(|&b| b == b'/') {
+            at += i + 1;
+            let dir = &abs[..at - 1];
+            let (Ok(kernel), Ok(inside)) = (
+                CString::new(dir),
+                CString::new([self.path.as_slice(), dir].concat()),
+            ) else {
+                return;
+            };
+            // SAFETY: NUL-terminated paths; stat fills a zeroed struct.
+            unsafe {
+                let mut st: libc::stat = std::mem::zeroed();
+                let mode = if libc::stat(kernel.as_ptr(), &mut st) == 0 {
+                    st.st_mode & 0o7777
+                } else {
+                    0o755
+                };
+                libc::mkdir(inside.as_ptr(), mode);
+            }
+        }
+    }
+
+    /// After binding a routed name: a symlink at the routed path to the
+    /// node in the mount, so that stat, chmod and chown of the path the
+    /// program bound reach its socket node (servers set their socket's mode).
+    pub fn link_routed_name(&self, tree: &[u8]) {
+        let mut abs = b"/".to_vec();
+        abs.extend_from_slice(tree);
+        let (Some(node), Ok(path)) = (self.routed_node(&abs), CString::new(abs.clone())) else {
+            return;
+        };
+        // SAFETY: NUL-terminated paths.
+        let mut r = unsafe { libc::symlink(node.as_ptr(), path.as_ptr()) };
+        if r != 0 && self.stale_link(&path, &abs) {
+            // A link an earlier run left (its mount is gone): replace it.
+            // SAFETY: as above.
+            r = unsafe {
+                libc::unlink(path.as_ptr());
+                libc::symlink(node.as_ptr(), path.as_ptr())
+            };
+        }
+        if r != 0 {
+            crate::log::say(&format!(
+                "bound {}: no link to it at the routed path ({})",
+                String::from_utf8_lossy(&abs),
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+
+    /// Is `path` a symlink made by `link_routed_name` for the same routed
+    /// path, on some mount (this one or an earlier one)?
+    fn stale_link(&self, path: &CString, abs: &[u8]) -> bool {
+        let mut buf = vec![0u8; 4096];
+        // SAFETY: readlink writes at most buf.len() bytes.
+        let n = unsafe { libc::readlink(path.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        n > 0 && buf[..n as usize].ends_with(abs)
     }
 
     /// What the program sees for a tree path the daemon reports: the routed

@@ -94,7 +94,8 @@ pub fn open_sock(m: &Mount, id: u64, nonblock: bool, cloexec: bool) -> Res<c_int
 pub fn type_name(ty: c_int) -> Option<&'static str> {
     match ty {
         libc::SOCK_STREAM => Some("stream"),
-        libc::SOCK_DGRAM => Some("dgram"),
+        // unix_create makes SOCK_RAW a datagram socket.
+        libc::SOCK_DGRAM | libc::SOCK_RAW => Some("dgram"),
         libc::SOCK_SEQPACKET => Some("seqpacket"),
         _ => None,
     }
@@ -109,7 +110,7 @@ pub fn pair(m: &Mount, ty: c_int, sv: &mut [c_int; 2]) -> Res<()> {
     let h = open_file(&m.ctrl_file(&format!("{name}/pair")), libc::O_RDWR)?;
     let ids = read_numbers(h);
     let res = ids.and_then(|ids| {
-        let (&[a, b], _) = ids.split_at(2.min(ids.len())) else {
+        let [a, b] = ids[..] else {
             return Err(libc::EIO);
         };
         let fa = open_sock(m, a, nonblock, cloexec)?;

@@ -92,3 +92,72 @@ impl Engine {
         s.lock().rcvq.front().map(|m| m.data.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{engine, root};
+    use super::*;
+
+    #[test]
+    fn queue_figures_follow_unix_inq_len() {
+        let e = engine();
+        let c = root();
+        let (a, b) = e.socketpair(SockType::Dgram, &c);
+        e.send(&a, b"12345", None, None, &c, None).unwrap();
+        e.send(&a, b"123", None, None, &c, None).unwrap();
+        // dgram: the next message only; the sender's queued bytes are charged.
+        assert_eq!(e.info(&b).inq, Some(5));
+        assert!(e.info(&a).outq > 0);
+        assert_eq!(e.next_message_len(&b), Some(5));
+        let (s, t) = e.socketpair(SockType::Stream, &c);
+        e.send(&s, b"12345", None, None, &c, None).unwrap();
+        e.send(&s, b"123", None, None, &c, None).unwrap();
+        // stream: every unread byte.
+        assert_eq!(e.info(&t).inq, Some(8));
+        assert_eq!(e.next_message_len(&t), None);
+        let l = e.socket(SockType::Stream, &c);
+        e.bind(&l, &Addr::Abstract(b"inq-listener".to_vec()), &c)
+            .unwrap();
+        e.listen(&l, 1, &c).unwrap();
+        let i = e.info(&l);
+        assert!(i.listening);
+        assert_eq!(i.inq, None, "a listener has no SIOCINQ (EINVAL)");
+    }
+
+    #[test]
+    fn peek_leaves_the_queue_alone() {
+        let e = engine();
+        let c = root();
+        let (a, b) = e.socketpair(SockType::Stream, &c);
+        assert_eq!(e.peek(&b, 10).unwrap_err(), Errno::EAGAIN);
+        e.send(&a, b"abc", None, None, &c, None).unwrap();
+        e.send(&a, b"def", None, None, &c, None).unwrap();
+        assert_eq!(e.peek(&b, 4).unwrap().data, b"abcd");
+        assert_eq!(e.peek(&b, 10).unwrap().data, b"abcdef");
+        assert_eq!(e.recv(&b, 10, None).unwrap().data, b"abcdef");
+        let (d, f) = e.socketpair(SockType::Dgram, &c);
+        e.send(&d, b"0123456789", None, None, &c, None).unwrap();
+        let p = e.peek(&f, 4).unwrap();
+        assert_eq!((p.data.as_slice(), p.full_len), (&b"0123"[..], 10));
+        assert_eq!(e.recv(&f, 100, None).unwrap().data, b"0123456789");
+    }
+
+    #[test]
+    fn names_options_and_errors() {
+        let e = engine();
+        let c = root();
+        let s = e.socket(SockType::Dgram, &c);
+        assert_eq!(e.local_addr(&s), None);
+        assert_eq!(e.peer_addr(&s).unwrap_err(), Errno::ENOTCONN);
+        e.bind(&s, &Addr::Abstract(b"opt".to_vec()), &c).unwrap();
+        assert_eq!(e.local_addr(&s), Some(Addr::Abstract(b"opt".to_vec())));
+        let (a, b) = e.socketpair(SockType::Stream, &c);
+        assert_eq!(e.peer_addr(&a).unwrap(), None, "an unnamed peer");
+        assert_eq!(e.info(&b).peercred.map(|p| p.pid), Some(1));
+        e.set_sndbuf(&a, 65536);
+        assert_eq!(e.info(&a).sndbuf, 131072);
+        e.set_sndbuf(&a, 1);
+        assert_eq!(e.info(&a).sndbuf, MIN_SNDBUF);
+        assert_eq!(e.take_error(&a), None);
+    }
+}

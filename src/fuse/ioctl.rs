@@ -66,16 +66,20 @@ fn decode_addr(buf: &[u8; ADDR_MAX], len: u32) -> Result<Option<Addr>, Errno> {
     if len == 0 {
         return Ok(None);
     }
-    let bytes = buf.get(..len).ok_or(Errno::EINVAL)?;
+    let bad = |why: &str| {
+        log::info!("udsfs ioctl: address of {len} bytes refused: {why}");
+        Errno::EINVAL
+    };
+    let bytes = buf.get(..len).ok_or_else(|| bad("longer than its field"))?;
     if bytes[0] == 0 {
         let name = &bytes[1..];
         if name.len() > MAX_ABSTRACT_NAME {
-            return Err(Errno::EINVAL);
+            return Err(bad("abstract name too long"));
         }
         return Ok(Some(Addr::Abstract(name.to_vec())));
     }
     if bytes.len() > MAX_PATH_NAME || bytes.contains(&0) {
-        return Err(Errno::EINVAL);
+        return Err(bad("path too long or with a NUL"));
     }
     Ok(Some(Addr::Path(bytes.to_vec())))
 }
@@ -207,7 +211,13 @@ fn message(
     match head.op {
         MSGOP_SEND => {
             let len = head.len as usize;
-            let data = input.get(hsize..hsize + len).ok_or(Errno::EINVAL)?;
+            let data = input.get(hsize..hsize + len).ok_or_else(|| {
+                log::info!(
+                    "socket {}: udsfs send ioctl: len {len} exceeds the buffer",
+                    s.id
+                );
+                Errno::EINVAL
+            })?;
             let to = decode_addr(&head.addr, head.addr_len)?;
             let creds = (head.has_creds != 0).then(|| Ucred {
                 pid: head.creds[0] as i32,
@@ -291,5 +301,36 @@ fn message(
             log::info!("socket {}: unknown udsfs message ioctl op {op}", s.id);
             Err(Errno::EINVAL)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sizes README documents and the library was built against.
+    #[test]
+    fn wire_sizes() {
+        assert_eq!(std::mem::size_of::<Ctl>(), 224);
+        assert_eq!(MSG_BUF, 16376);
+        assert_eq!(MSG_ROOM, 14192);
+        assert_eq!(UDSFS_IOC_CTL, 0xc0e0_5501);
+        assert_eq!(UDSFS_IOC_MSG, 0xfff8_5502);
+    }
+
+    #[test]
+    fn addresses_round_trip_and_bad_ones_are_refused() {
+        let mut buf = [0u8; ADDR_MAX];
+        for a in [
+            Addr::Path(b"run/x.sock".to_vec()),
+            Addr::Abstract(b"\0n".to_vec()),
+        ] {
+            let n = encode_addr(Some(&a), &mut buf);
+            assert_eq!(decode_addr(&buf, n).unwrap(), Some(a));
+        }
+        assert_eq!(decode_addr(&buf, 0).unwrap(), None);
+        assert_eq!(decode_addr(&buf, 200).unwrap_err(), Errno::EINVAL);
+        buf[..3].copy_from_slice(b"a\0b");
+        assert_eq!(decode_addr(&buf, 3).unwrap_err(), Errno::EINVAL);
     }
 }
