@@ -92,21 +92,8 @@ fn put_head(buf: &mut [u8], h: &MsgHead) {
     unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<MsgHead>(), *h) };
 }
 
-/// MSG_OOB (Linux's out-of-band byte on streams) is not carried: refused,
-/// never sent as ordinary data.
-fn refuse_oob(what: &str, flags: c_int) -> Res<()> {
-    if flags & libc::MSG_OOB != 0 {
-        log::say(&format!(
-            "{what} with MSG_OOB: udsfs sockets carry no out-of-band data (EOPNOTSUPP)"
-        ));
-        return Err(libc::EOPNOTSUPP);
-    }
-    Ok(())
-}
-
 /// sendmsg() on a udsfs socket.
 pub fn send(m: &Mount, fd: c_int, data: &[u8], meta: Meta, flags: c_int) -> Res<usize> {
-    refuse_oob("send", flags)?;
     if meta.is_empty() && flags & !PLAIN_SEND == 0 && !data.is_empty() {
         // SAFETY: writes the caller's bytes; the daemon raises SIGPIPE.
         let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
@@ -429,7 +416,6 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
 
 /// recvmsg() on a udsfs socket.
 pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> {
-    refuse_oob("recv", flags)?;
     let iov = msg.msg_iov as *const iovec;
     let n = msg.msg_iovlen;
     let want = iov_len(iov, n);
