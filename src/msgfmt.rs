@@ -41,7 +41,7 @@ pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
                 h.rights = v
                     .split(',')
                     .filter(|s| !s.is_empty())
-                    .map(number::<u64>)
+                    .map(passed_item)
                     .collect::<Result<_, _>>()?;
                 if h.rights.len() > SCM_MAX_FD {
                     return Err(Errno::EINVAL);
@@ -54,6 +54,37 @@ pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
         return Err(Errno::EINVAL);
     }
     Ok(h)
+}
+
+/// One item of `rights=`: a socket number, or `file:T` for a file held by
+/// the daemon (its depot tag without the tag bit, see engine/held.rs).
+fn passed_item(v: &str) -> Result<u64, Errno> {
+    use crate::engine::held::FILE_TAG;
+    match v.strip_prefix("file:") {
+        Some(t) => {
+            let t = number::<u64>(t)?;
+            if t & FILE_TAG != 0 {
+                return Err(Errno::EINVAL);
+            }
+            Ok(t | FILE_TAG)
+        }
+        None => {
+            let n = number::<u64>(v)?;
+            if n & FILE_TAG != 0 {
+                return Err(Errno::EINVAL);
+            }
+            Ok(n)
+        }
+    }
+}
+
+fn format_passed_item(id: u64) -> String {
+    use crate::engine::held::FILE_TAG;
+    if id & FILE_TAG != 0 {
+        format!("file:{}", id & !FILE_TAG)
+    } else {
+        id.to_string()
+    }
 }
 
 /// A decimal number written as digits only (no sign, no spaces).
@@ -96,7 +127,7 @@ pub fn format_header(
         s.push_str(&format!(" creds={}:{}:{}", c.pid, c.uid, c.gid));
     }
     if !rights.is_empty() {
-        let list: Vec<String> = rights.iter().map(|r| r.to_string()).collect();
+        let list: Vec<String> = rights.iter().map(|r| format_passed_item(*r)).collect();
         s.push_str(" rights=");
         s.push_str(&list.join(","));
     }
@@ -131,6 +162,16 @@ mod tests {
             })
         );
         assert_eq!(h.rights, vec![7, 9]);
+        let (h, _) = parse_record(b"len=0 rights=file:5,3\n").unwrap();
+        assert_eq!(h.rights, vec![5 | crate::engine::held::FILE_TAG, 3]);
+        assert_eq!(
+            format_header(0, None, None, &h.rights),
+            "len=0 rights=file:5,3\n"
+        );
+        assert_eq!(
+            parse_record(b"len=0 rights=9223372036854775813\n"),
+            Err(Errno::EINVAL)
+        );
         assert_eq!(p, b"hello");
         assert_eq!(parse_record(b"len=4\nhello"), Err(Errno::EINVAL));
         assert_eq!(parse_record(b"to=@x\n"), Err(Errno::EINVAL));

@@ -6,6 +6,7 @@
 use libc::{c_int, cmsghdr, iovec, msghdr, ssize_t};
 
 use crate::abi::*;
+use crate::fdpass;
 use crate::mount::{self, Mount};
 use crate::sock::{self, Res};
 use crate::{errno, log, set_errno};
@@ -16,6 +17,8 @@ pub struct Meta {
     pub to: Option<Vec<u8>>,
     pub creds: Option<[u32; 3]>,
     pub rights: Vec<u64>,
+    /// Open while the files among `rights` wait in the daemon for this send.
+    pub channel: Option<crate::fdpass::Channel>,
 }
 
 impl Meta {
@@ -366,13 +369,30 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
     }
     if !got.rights.is_empty() {
         let fit = (room - used).saturating_sub(CMSG_HDR) / std::mem::size_of::<c_int>();
+        let mut files = claim_files(m, &got.rights, cloexec).into_iter();
         let mut fds = Vec::new();
-        for &id in got.rights.iter().take(fit) {
-            match sock::open_sock(m, id, false, cloexec) {
+        for (i, &id) in got.rights.iter().enumerate() {
+            let fd = if id & FILE_TAG != 0 {
+                match files.next().flatten() {
+                    Some(fd) => Ok(fd),
+                    None => Err(libc::EBADF),
+                }
+            } else if i < fit {
+                sock::open_sock(m, id, false, cloexec)
+            } else {
+                continue;
+            };
+            match fd {
+                // Past the room of the control buffer: closed, as Linux does.
+                Ok(fd) if i >= fit => {
+                    // SAFETY: our own new descriptor.
+                    unsafe { libc::close(fd) };
+                }
                 Ok(fd) => fds.push(fd),
                 Err(e) => {
                     log::say(&format!(
-                        "received socket {id} could not be opened: errno {e}"
+                        "received {} could not be had: errno {e}",
+                        passed_name(id)
                     ));
                     cut = true;
                 }
@@ -387,6 +407,41 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
         }
     }
     (used, cut)
+}
+
+/// Bit 63 marks a file the daemon holds (src/engine/held.rs) among socket numbers.
+const FILE_TAG: u64 = 1 << 63;
+
+fn passed_name(id: u64) -> String {
+    if id & FILE_TAG != 0 {
+        "file".to_string()
+    } else {
+        format!("socket {id}")
+    }
+}
+
+/// The received files among `rights`, claimed from the daemon in one
+/// round trip; None for each one that could not be had.
+fn claim_files(m: &Mount, rights: &[u64], cloexec: bool) -> Vec<Option<c_int>> {
+    let tags: Vec<u64> = rights.iter().copied().filter(|i| i & FILE_TAG != 0).collect();
+    if tags.is_empty() {
+        return Vec::new();
+    }
+    let got = fdpass::connect(m).and_then(|ch| ch.claim(&tags, cloexec));
+    match got {
+        Ok(fds) => {
+            let mut out: Vec<Option<c_int>> = fds.into_iter().map(Some).collect();
+            out.resize(tags.len(), None);
+            out
+        }
+        Err(e) => {
+            log::say(&format!(
+                "{} received files could not be claimed from the daemon: errno {e}",
+                tags.len()
+            ));
+            vec![None; tags.len()]
+        }
+    }
 }
 
 /// recvmsg() on a udsfs socket.
@@ -473,20 +528,26 @@ fn fds(payload: &[u8]) -> impl Iterator<Item = c_int> + '_ {
         .map(|c| c_int::from_ne_bytes([c[0], c[1], c[2], c[3]]))
 }
 
-/// What a sendmsg's control messages ask: credentials and sockets to pass.
-/// Only udsfs sockets can be passed over a udsfs socket.
-pub fn parse_control(msg: &msghdr, meta: &mut Meta) -> Res<()> {
+/// What a sendmsg's control messages ask: credentials, and files to pass.
+/// udsfs sockets of this mount go by number; any other file (a regular
+/// file, pipe, eventfd, kernel socket, pidfd) goes to the daemon over its
+/// fd channel first and by tag.
+pub fn parse_control(m: &Mount, msg: &msghdr, meta: &mut Meta) -> Res<()> {
+    let mut foreign = Vec::new();
     for (level, ty, payload) in cmsgs(msg)? {
         match (level, ty) {
             (libc::SOL_SOCKET, libc::SCM_RIGHTS) => {
                 for pfd in fds(payload) {
-                    if !mount::udsfs_fd(pfd) {
-                        log::say(&format!(
-                            "sendmsg: fd {pfd} is not a udsfs socket: only udsfs sockets can be passed over a udsfs socket (EINVAL)"
-                        ));
-                        return Err(libc::EINVAL);
+                    // SAFETY: F_GETFD only asks.
+                    if unsafe { libc::fcntl(pfd, libc::F_GETFD) } < 0 {
+                        return Err(libc::EBADF);
                     }
-                    meta.rights.push(mount::sock_id(pfd).ok_or(libc::EBADF)?);
+                    if mount::udsfs_fd(pfd) {
+                        meta.rights.push(mount::sock_id(pfd).ok_or(libc::EBADF)?);
+                    } else {
+                        foreign.push((meta.rights.len(), pfd));
+                        meta.rights.push(0);
+                    }
                 }
                 if meta.rights.len() > MAX_RIGHTS {
                     return Err(libc::EINVAL);
@@ -498,6 +559,17 @@ pub fn parse_control(msg: &msghdr, meta: &mut Meta) -> Res<()> {
             }
             _ => return Err(libc::EINVAL),
         }
+    }
+    if !foreign.is_empty() {
+        let ch = fdpass::connect(m)?;
+        let raw: Vec<c_int> = foreign.iter().map(|(_, fd)| *fd).collect();
+        let tags = ch.deposit(&raw).inspect_err(|e| {
+            log::say(&format!("sendmsg: the daemon refused files {raw:?}: errno {e}"))
+        })?;
+        for ((slot, _), tag) in foreign.iter().zip(tags) {
+            meta.rights[*slot] = tag;
+        }
+        meta.channel = Some(ch);
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ use nix::errno::Errno;
 use super::socket::{
     BoundName, Conn, Msg, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, SockType, Socket, pollbits,
 };
+use super::held::HeldFile;
 use super::{Addr, Caller, Engine, MAX_MSG, Result, Ucred, Waiter, Wakeups};
 
 /// What one receive returns.
@@ -22,6 +23,8 @@ pub struct Received {
     pub creds: Option<Ucred>,
     /// Sockets received with it, each holding one reference.
     pub rights: Vec<Arc<Socket>>,
+    /// Other files received with it (see held.rs).
+    pub files: Vec<HeldFile>,
 }
 
 /// Room for data in a one-page skb head: SKB_MAX_HEAD(0).
@@ -57,9 +60,9 @@ fn stream_truesize(size: usize) -> usize {
     skb_truesize(size - frags, frags)
 }
 
-/// Sockets a message passes, checked and charged to the sending user.
+/// Sockets and files a message passes, checked and charged to the sending user.
 pub(crate) struct Pass<'a> {
-    rights: Option<&'a mut Vec<Arc<Socket>>>,
+    rights: Option<(&'a mut Vec<Arc<Socket>>, &'a mut Vec<HeldFile>)>,
     uid: u32,
 }
 
@@ -67,8 +70,13 @@ impl<'a> Pass<'a> {
     /// Linux's checks on the sending side: ETOOMANYREFS past the user's
     /// RLIMIT_NOFILE (root exempt); a heavy user waits for a running
     /// collection (seed 004); many sockets in flight schedule one.
-    fn new(eng: &Engine, rights: &'a mut Vec<Arc<Socket>>, caller: &Caller) -> Result<Pass<'a>> {
-        if rights.is_empty() {
+    fn new(
+        eng: &Engine,
+        rights: &'a mut Vec<Arc<Socket>>,
+        files: &'a mut Vec<HeldFile>,
+        caller: &Caller,
+    ) -> Result<Pass<'a>> {
+        if rights.is_empty() && files.is_empty() {
             return Ok(Pass {
                 rights: None,
                 uid: 0,
@@ -86,21 +94,32 @@ impl<'a> Pass<'a> {
             eng.gc.schedule();
         }
         Ok(Pass {
-            rights: Some(rights),
+            rights: Some((rights, files)),
             uid,
         })
     }
 
-    /// Moves the sockets into a message queued at `receiver` (whose lock
-    /// the caller holds) and records them as in flight.
-    fn queue_at(&mut self, eng: &Engine, receiver: u64, st: &mut SockState) -> Vec<Arc<Socket>> {
-        let Some(r) = self.rights.take() else {
-            return Vec::new();
+    /// Moves the sockets and files into a message queued at `receiver`
+    /// (whose lock the caller holds) and records them as in flight. Files
+    /// count against the user's in-flight figure only: they cannot be part
+    /// of a udsfs cycle.
+    fn queue_at(
+        &mut self,
+        eng: &Engine,
+        receiver: u64,
+        st: &mut SockState,
+    ) -> (Vec<Arc<Socket>>, Vec<HeldFile>) {
+        let Some((r, f)) = self.rights.take() else {
+            return Default::default();
         };
         let rights = std::mem::take(r);
+        let files = std::mem::take(f);
         let listener = st.embryo.then_some(st.listener_id).flatten();
-        eng.gc.add(&rights, receiver, listener, self.uid);
-        rights
+        if !rights.is_empty() {
+            eng.gc.add(&rights, receiver, listener, self.uid);
+        }
+        eng.gc.add_files(files.len(), self.uid);
+        (rights, files)
     }
 }
 
@@ -118,6 +137,24 @@ impl Engine {
         self.send_msg(s, data, to, creds, &mut Vec::new(), caller, w)
     }
 
+    /// sendmsg() passing sockets and other files: what was not queued stays
+    /// in `rights` and `files`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_passing(
+        &self,
+        s: &Arc<Socket>,
+        data: &[u8],
+        to: Option<&Addr>,
+        creds: Option<Ucred>,
+        rights: &mut Vec<Arc<Socket>>,
+        files: &mut Vec<HeldFile>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<usize> {
+        let out = Pass::new(self, rights, files, caller)?;
+        self.send_with(s, data, to, creds, out, caller, w)
+    }
+
     /// sendmsg(). Stream sends may be partial; EAGAIN means nothing was sent
     /// and `w` waits for room. `rights` (references the caller holds) move
     /// into the queue when the message is queued; otherwise they stay.
@@ -132,7 +169,20 @@ impl Engine {
         caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<usize> {
-        let out = Pass::new(self, rights, caller)?;
+        self.send_passing(s, data, to, creds, rights, &mut Vec::new(), caller, w)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn send_with(
+        &self,
+        s: &Arc<Socket>,
+        data: &[u8],
+        to: Option<&Addr>,
+        creds: Option<Ucred>,
+        out: Pass<'_>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<usize> {
         match s.ty {
             SockType::Stream => self.stream_send(s, data, to, creds, out, caller, w),
             SockType::Dgram => self.dgram_send(s, data, to, creds, out, caller, w),
@@ -255,7 +305,7 @@ impl Engine {
             s.wmem.fetch_add(charge, Ordering::AcqRel);
             ot_ref.rcvq_bytes += data.len();
             let mut pass = pass;
-            let rights = pass.queue_at(self, other.id, ot_ref);
+            let (rights, files) = pass.queue_at(self, other.id, ot_ref);
             ot_ref.rcvq.push_back(Msg {
                 data: data.to_vec(),
                 off: 0,
@@ -265,6 +315,7 @@ impl Engine {
                 charge,
                 rights,
                 rights_uid: pass.uid,
+                files,
             });
             wake.extend(ot_ref.readers.take());
         }
@@ -380,7 +431,7 @@ impl Engine {
             s.wmem.fetch_add(charge, Ordering::AcqRel);
             pt.rcvq_bytes += n;
             // Passed sockets travel with the first chunk.
-            let rights = pass.queue_at(self, peer.id, &mut pt);
+            let (rights, files) = pass.queue_at(self, peer.id, &mut pt);
             pt.rcvq.push_back(Msg {
                 data: data[sent..sent + n].to_vec(),
                 off: 0,
@@ -390,6 +441,7 @@ impl Engine {
                 charge,
                 rights,
                 rights_uid: pass.uid,
+                files,
             });
             wake.extend(pt.readers.take());
             sent += n;
@@ -448,6 +500,7 @@ impl Engine {
         wake.extend(st.writers.take());
         self.uncharge(&m, wake);
         let rights = self.take_rights(receiver, &mut m);
+        let files = self.take_files(&mut m);
         let full_len = m.data.len();
         let mut data = m.data;
         data.truncate(maxlen);
@@ -457,6 +510,7 @@ impl Engine {
             from: m.from,
             creds: st.passcred.then(|| m.creds.unwrap_or(Ucred::NONE)),
             rights,
+            files,
         })
     }
 
@@ -482,8 +536,8 @@ impl Engine {
                 // With passcred on, one read never spans different credentials.
                 break;
             }
-            let carries = !m.rights.is_empty();
-            if carries && !out.rights.is_empty() {
+            let carries = !m.rights.is_empty() || !m.files.is_empty();
+            if carries && !(out.rights.is_empty() && out.files.is_empty()) {
                 break;
             }
             let n = (maxlen - out.data.len()).min(m.remaining());
@@ -492,6 +546,7 @@ impl Engine {
             st.rcvq_bytes -= n;
             // Passed sockets come with the first read that touches their chunk.
             out.rights.extend(self.take_rights(receiver, m));
+            out.files.extend(self.take_files(m));
             if m.remaining() == 0 {
                 // The sender's budget grows; the receiver's own writability
                 // does not change (its budget is its own sends).

@@ -77,6 +77,8 @@ pub struct Msg {
     pub rights: Vec<Arc<Socket>>,
     /// The user charged for those in-flight copies.
     pub rights_uid: u32,
+    /// Other files passed with it, held by the daemon (charged to `rights_uid`).
+    pub files: Vec<super::held::HeldFile>,
 }
 
 impl Msg {

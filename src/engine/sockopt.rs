@@ -123,7 +123,7 @@ impl Engine {
                 }
                 let n = (maxlen - data.len()).min(m.remaining());
                 data.extend_from_slice(&m.data[m.off..m.off + n]);
-                if !m.rights.is_empty() {
+                if !m.rights.is_empty() || !m.files.is_empty() {
                     break;
                 }
             }
@@ -137,7 +137,7 @@ impl Engine {
             full_len,
             from,
             creds,
-            rights: Vec::new(),
+            ..Default::default()
         })
     }
 }

@@ -147,13 +147,9 @@ impl OpenFile {
                     // reader's buffer: bash `read` asks one byte at a time.
                     let want = MAX_MSG;
                     let got = eng.recv(s, want, w)?;
+                    let mut got = got;
+                    let ids = eng.deliver_passed(s, &mut got, caller);
                     let from = got.from.as_ref().map(|n| &n.addr);
-                    let limit = if got.rights.is_empty() {
-                        0
-                    } else {
-                        caller.nofile_limit()
-                    };
-                    let ids = eng.deliver_rights(s, got.rights, caller.fsuid, caller.fsgid, limit);
                     let mut rec =
                         msgfmt::format_header(got.data.len(), from, got.creds, &ids).into_bytes();
                     rec.extend_from_slice(&got.data);
@@ -275,8 +271,8 @@ fn send_record(
         *done = start;
     }
     // Sockets go with the first piece of the payload only.
-    let mut rights = if fresh {
-        eng.hold_for_passing(&h.rights, caller).inspect_err(|e| {
+    let (mut rights, mut files) = if fresh {
+        eng.hold_passed(&h.rights, caller).inspect_err(|e| {
             log::info!(
                 "socket {}: rights={:?} refused: {}",
                 s.id,
@@ -285,17 +281,18 @@ fn send_record(
             );
         })?
     } else {
-        Vec::new()
+        Default::default()
     };
     let res = if s.ty == SockType::Stream {
         let mut r = Ok(());
         while *done < end {
-            match eng.send_msg(
+            match eng.send_passing(
                 s,
                 &buf[*done..end],
                 h.to.as_ref(),
                 h.creds,
                 &mut rights,
+                &mut files,
                 caller,
                 w,
             ) {
@@ -308,12 +305,13 @@ fn send_record(
         }
         r
     } else {
-        eng.send_msg(
+        eng.send_passing(
             s,
             &buf[start..end],
             h.to.as_ref(),
             h.creds,
             &mut rights,
+            &mut files,
             caller,
             w,
         )

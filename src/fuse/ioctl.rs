@@ -198,17 +198,16 @@ fn message(
                 super::files::check_creds(cr, c)?;
             }
             let n = (head.nrights as usize).min(MAX_RIGHTS);
-            let mut rights = eng
-                .hold_for_passing(&head.rights[..n], c)
-                .inspect_err(|e| {
+            let (mut rights, mut files) =
+                eng.hold_passed(&head.rights[..n], c).inspect_err(|e| {
                     log::info!(
-                        "socket {}: passing sockets {:?} refused: {}",
+                        "socket {}: passing {:?} refused: {}",
                         s.id,
                         &head.rights[..n],
                         e.desc()
                     )
                 })?;
-            let res = eng.send_msg(s, data, to.as_ref(), creds, &mut rights, c, None);
+            let res = eng.send_passing(s, data, to.as_ref(), creds, &mut rights, &mut files, c, None);
             for r in rights {
                 eng.put(&r);
             }
@@ -228,12 +227,8 @@ fn message(
             } else {
                 eng.recv(s, want, None)?
             };
-            let limit = if got.rights.is_empty() {
-                0
-            } else {
-                c.nofile_limit()
-            };
-            let ids = eng.deliver_rights(s, got.rights, c.fsuid, c.fsgid, limit);
+            let mut got = got;
+            let ids = eng.deliver_passed(s, &mut got, c);
             head.status = 0;
             head.len = got.data.len() as u32;
             head.full_len = got.full_len as u32;

@@ -1,0 +1,253 @@
+//! Files that are not udsfs sockets (regular files, pipes, eventfds, kernel
+//! sockets, pidfds) passed with SCM_RIGHTS: the daemon holds a descriptor of
+//! each while it is in flight, as the kernel holds a `struct file`.
+//!
+//! Between the sender's deposit and its sendmsg, and between a receive and
+//! the receiver's claim, a file waits in the depot under a random tag (bit
+//! 63 set, so a tag never equals a socket number). Deposits die with the
+//! channel connection that made them; pickups die with the socket that
+//! received them, so a process that crashes half-way leaks nothing.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+
+use nix::errno::Errno;
+use parking_lot::Mutex;
+
+/// Marks a tag in a list of passed things (socket numbers otherwise).
+pub const FILE_TAG: u64 = 1 << 63;
+
+/// A file in flight, at position `slot` of the SCM_RIGHTS array it was sent in.
+#[derive(Debug)]
+pub struct HeldFile {
+    pub slot: usize,
+    pub fd: OwnedFd,
+}
+
+/// Who may take a file out of the depot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    /// Deposited over channel connection `conn` by user `uid`; that user's sendmsg takes it.
+    Sender { conn: u64, uid: u32 },
+    /// Received by socket `sock` for user `uid`; that user's claim takes it.
+    Receiver { sock: u64, uid: u32 },
+}
+
+#[derive(Default)]
+pub struct Depot {
+    files: Mutex<HashMap<u64, (Owner, OwnedFd)>>,
+}
+
+pub fn is_file_tag(id: u64) -> bool {
+    id & FILE_TAG != 0
+}
+
+fn new_tag() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: getrandom writes at most 8 bytes into b.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), 8, 0) };
+    if n != 8 {
+        // Unguessable tags matter little here: every take checks the owner.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        return FILE_TAG | NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    FILE_TAG | u64::from_ne_bytes(b)
+}
+
+impl Depot {
+    fn put(&self, owner: Owner, fd: OwnedFd) -> u64 {
+        let mut files = self.files.lock();
+        loop {
+            let tag = new_tag();
+            if let std::collections::hash_map::Entry::Vacant(e) = files.entry(tag) {
+                e.insert((owner, fd));
+                return tag;
+            }
+        }
+    }
+
+    /// A sender's file, waiting for the sendmsg that names its tag.
+    pub fn deposit(&self, conn: u64, uid: u32, fd: OwnedFd) -> u64 {
+        self.put(Owner::Sender { conn, uid }, fd)
+    }
+
+    /// A received file, waiting for the receiver to claim it.
+    pub fn hold_received(&self, sock: u64, uid: u32, fd: OwnedFd) -> u64 {
+        self.put(Owner::Receiver { sock, uid }, fd)
+    }
+
+    fn take(&self, tags: &[u64], ok: impl Fn(&Owner) -> bool) -> Result<Vec<OwnedFd>, Errno> {
+        let mut files = self.files.lock();
+        if !tags
+            .iter()
+            .all(|t| files.get(t).is_some_and(|(o, _)| ok(o)))
+        {
+            return Err(Errno::EBADF);
+        }
+        Ok(tags
+            .iter()
+            .filter_map(|t| files.remove(t).map(|(_, fd)| fd))
+            .collect())
+    }
+
+    /// The deposits `tags` of user `uid` (root may send anyone's), all or none.
+    pub fn take_deposits(&self, tags: &[u64], uid: u32) -> Result<Vec<OwnedFd>, Errno> {
+        self.take(tags, |o| {
+            matches!(o, Owner::Sender { uid: u, .. } if *u == uid || uid == 0)
+        })
+    }
+
+    /// Received files `tags` claimed by user `uid`, all or none.
+    pub fn claim(&self, tags: &[u64], uid: u32) -> Result<Vec<OwnedFd>, Errno> {
+        self.take(tags, |o| {
+            matches!(o, Owner::Receiver { uid: u, .. } if *u == uid || uid == 0)
+        })
+    }
+
+    fn drop_where(&self, gone: impl Fn(&Owner) -> bool) -> usize {
+        let mut files = self.files.lock();
+        let before = files.len();
+        files.retain(|_, (o, _)| !gone(o));
+        before - files.len()
+    }
+
+    /// The channel connection ended: its unsent deposits are closed.
+    pub fn connection_closed(&self, conn: u64) -> usize {
+        self.drop_where(|o| matches!(o, Owner::Sender { conn: c, .. } if *c == conn))
+    }
+
+    /// Socket `sock` closed: files it received and nobody claimed are closed.
+    pub fn socket_closed(&self, sock: u64) -> usize {
+        self.drop_where(|o| matches!(o, Owner::Receiver { sock: s, .. } if *s == sock))
+    }
+
+    /// Files waiting in the depot (for `.udsfs/gc` and tests).
+    pub fn len(&self) -> usize {
+        self.files.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl super::Engine {
+    /// What a sendmsg names, held for passing: sockets by number (see
+    /// `hold_for_passing`) and the caller's deposited files by tag, each
+    /// file with its place in the list.
+    pub fn hold_passed(
+        &self,
+        ids: &[u64],
+        caller: &super::Caller,
+    ) -> Result<(Vec<std::sync::Arc<super::Socket>>, Vec<HeldFile>), Errno> {
+        let socks: Vec<u64> = ids.iter().copied().filter(|i| !is_file_tag(*i)).collect();
+        let tags: Vec<u64> = ids.iter().copied().filter(|i| is_file_tag(*i)).collect();
+        let files = if tags.is_empty() {
+            Vec::new()
+        } else {
+            let uid = if caller.is_root() { 0 } else { caller.fsuid };
+            self.depot.take_deposits(&tags, uid)?
+        };
+        let held = match self.hold_for_passing(&socks, caller) {
+            Ok(h) => h,
+            // The files close: the sender keeps its own descriptors.
+            Err(e) => return Err(e),
+        };
+        let slots = ids.iter().enumerate().filter(|(_, i)| is_file_tag(**i));
+        let files = slots
+            .zip(files)
+            .map(|((slot, _), fd)| HeldFile { slot, fd })
+            .collect();
+        Ok((held, files))
+    }
+
+    /// Hands received sockets and files to the reading user: sockets as new
+    /// `.udsfs/sock/H/` entries (`deliver_rights`), files as depot tags to
+    /// claim over the fd channel, all in the order they were sent.
+    pub fn deliver_passed(
+        &self,
+        receiver: &std::sync::Arc<super::Socket>,
+        got: &mut super::Received,
+        caller: &super::Caller,
+    ) -> Vec<u64> {
+        let rights = std::mem::take(&mut got.rights);
+        let limit = if rights.is_empty() {
+            0
+        } else {
+            caller.nofile_limit()
+        };
+        let ids = self.deliver_rights(receiver, rights, caller.fsuid, caller.fsgid, limit);
+        let files: Vec<(usize, u64)> = std::mem::take(&mut got.files)
+            .into_iter()
+            .map(|f| {
+                let tag = self.depot.hold_received(receiver.id, caller.fsuid, f.fd);
+                (f.slot, tag)
+            })
+            .collect();
+        if !files.is_empty() && receiver.lock().dead {
+            // Closed meanwhile: nobody can claim them.
+            self.depot.socket_closed(receiver.id);
+        }
+        merge_in_order(&ids, &files)
+    }
+}
+
+/// Puts received sockets (numbers) and files (tags) back in the order they
+/// were sent: each file knows its slot, sockets fill the others.
+pub fn merge_in_order(socks: &[u64], files: &[(usize, u64)]) -> Vec<u64> {
+    let mut out = Vec::with_capacity(socks.len() + files.len());
+    let mut s = socks.iter();
+    let mut f = files.iter().peekable();
+    while out.len() < socks.len() + files.len() {
+        match f.peek() {
+            Some((slot, tag)) if *slot <= out.len() => {
+                out.push(*tag);
+                f.next();
+            }
+            _ => match s.next() {
+                Some(id) => out.push(*id),
+                None => out.extend(f.by_ref().map(|(_, t)| *t)),
+            },
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pipe_end() -> OwnedFd {
+        std::os::unix::net::UnixStream::pair().unwrap().0.into()
+    }
+
+    #[test]
+    fn deposits_go_to_their_user_and_die_with_their_connection() {
+        let d = Depot::default();
+        let a = d.deposit(1, 1000, pipe_end());
+        let b = d.deposit(2, 1000, pipe_end());
+        assert!(is_file_tag(a) && a != b);
+        assert_eq!(d.take_deposits(&[a], 1001).unwrap_err(), Errno::EBADF);
+        assert_eq!(d.take_deposits(&[a, 12], 1000).unwrap_err(), Errno::EBADF);
+        assert_eq!(d.take_deposits(&[a], 1000).unwrap().len(), 1);
+        assert_eq!(d.take_deposits(&[a], 1000).unwrap_err(), Errno::EBADF);
+        assert_eq!(d.claim(&[b], 1000).unwrap_err(), Errno::EBADF);
+        assert_eq!(d.connection_closed(2), 1);
+        assert!(d.is_empty());
+        let c = d.hold_received(7, 0, pipe_end());
+        assert_eq!(d.socket_closed(8), 0);
+        assert_eq!(d.socket_closed(7), 1);
+        assert_eq!(d.claim(&[c], 0).unwrap_err(), Errno::EBADF);
+    }
+
+    #[test]
+    fn order_is_restored() {
+        let t = |n| FILE_TAG | n;
+        assert_eq!(
+            merge_in_order(&[3, 4], &[(0, t(1)), (2, t(2))]),
+            vec![t(1), 3, t(2), 4]
+        );
+        assert_eq!(merge_in_order(&[], &[(5, t(1))]), vec![t(1)]);
+        assert_eq!(merge_in_order(&[3], &[]), vec![3]);
+    }
+}
