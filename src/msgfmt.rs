@@ -116,6 +116,7 @@ pub fn format_header(
     len: usize,
     from: Option<&Addr>,
     creds: Option<Ucred>,
+    pidfd: Option<i32>,
     rights: &[u64],
 ) -> String {
     let mut s = format!("len={len}");
@@ -125,6 +126,9 @@ pub fn format_header(
     }
     if let Some(c) = creds {
         s.push_str(&format!(" creds={}:{}:{}", c.pid, c.uid, c.gid));
+    }
+    if let Some(pid) = pidfd {
+        s.push_str(&format!(" pidfd={pid}"));
     }
     if !rights.is_empty() {
         let list: Vec<String> = rights.iter().map(|r| format_passed_item(*r)).collect();
@@ -165,8 +169,8 @@ mod tests {
         let (h, _) = parse_record(b"len=0 rights=file:5,3\n").unwrap();
         assert_eq!(h.rights, vec![5 | crate::engine::held::FILE_TAG, 3]);
         assert_eq!(
-            format_header(0, None, None, &h.rights),
-            "len=0 rights=file:5,3\n"
+            format_header(0, None, None, Some(12), &h.rights),
+            "len=0 pidfd=12 rights=file:5,3\n"
         );
         assert_eq!(
             parse_record(b"len=0 rights=9223372036854775813\n"),
@@ -186,6 +190,7 @@ mod tests {
             3,
             Some(&Addr::Abstract(b"00001".to_vec())),
             Some(Ucred::NONE),
+            None,
             &[],
         );
         assert_eq!(hdr, "len=3 from=@00001 creds=0:65534:65534\n");

@@ -45,7 +45,9 @@ fn daemon_pid(m: &Mount) -> Option<i32> {
 /// Connects to the daemon serving `m`, making sure it is the daemon that answers.
 pub fn connect(m: &Mount) -> Res<Channel> {
     let Some(pid) = daemon_pid(m) else {
-        log::say("fd channel: no daemon pid in the mount source (udsfs:PID); cannot pass files (EINVAL)");
+        log::say(
+            "fd channel: no daemon pid in the mount source (udsfs:PID); cannot pass files (EINVAL)",
+        );
         return Err(libc::EINVAL);
     };
     // SAFETY: plain socket calls on a new descriptor we own.

@@ -20,6 +20,7 @@ mod log;
 mod mount;
 mod msg;
 mod opts;
+mod pidfd;
 mod real;
 mod sock;
 mod stat;

@@ -6,10 +6,10 @@
 use libc::{c_int, cmsghdr, iovec, msghdr, ssize_t};
 
 use crate::abi::*;
-use crate::fdpass;
 use crate::mount::{self, Mount};
 use crate::sock::{self, Res};
 use crate::{errno, log, set_errno};
+use crate::{fdpass, pidfd};
 
 /// What a send carries besides its payload.
 #[derive(Default)]
@@ -168,7 +168,17 @@ fn send_record(m: &Mount, fd: c_int, data: &[u8], meta: &Meta, nonblock: bool) -
         rec.push_str(&format!(" creds={}:{u}:{g}", p as i32));
     }
     if !meta.rights.is_empty() {
-        let ids: Vec<String> = meta.rights.iter().map(|r| r.to_string()).collect();
+        let ids: Vec<String> = meta
+            .rights
+            .iter()
+            .map(|&r| {
+                if r & FILE_TAG != 0 {
+                    format!("file:{}", r & !FILE_TAG)
+                } else {
+                    r.to_string()
+                }
+            })
+            .collect();
         rec.push_str(&format!(" rights={}", ids.join(",")));
     }
     rec.push('\n');
@@ -251,6 +261,8 @@ struct Got {
     full_len: usize,
     from: Vec<u8>,
     creds: Option<[u32; 3]>,
+    /// The sender's pid, for SCM_PIDFD.
+    pidfd: Option<i32>,
     rights: Vec<u64>,
 }
 
@@ -266,6 +278,7 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
         full_len: 0,
         from: Vec::new(),
         creds: None,
+        pidfd: None,
         rights: Vec::new(),
     };
     for field in buf[..nl].split(|&b| b == b' ') {
@@ -288,7 +301,8 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
                     got.creds = Some([pid as u32, uid as u32, gid as u32]);
                 }
             }
-            "rights" => got.rights = v.split(',').filter_map(|x| x.parse().ok()).collect(),
+            "rights" => got.rights = v.split(',').filter_map(passed_item).collect(),
+            "pidfd" => got.pidfd = v.parse().ok(),
             _ => {}
         }
     }
@@ -316,7 +330,8 @@ fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) ->
                     data: buf[hs..hs + n].to_vec(),
                     full_len: r.full_len as usize,
                     from: r.addr[..(r.addr_len as usize).min(ADDR_MAX)].to_vec(),
-                    creds: (r.has_creds != 0).then_some(r.creds),
+                    creds: (r.has_creds & HAS_CREDS != 0).then_some(r.creds),
+                    pidfd: (r.has_creds & HAS_PIDFD != 0).then_some(r.creds[0] as i32),
                     rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
                 });
             }
@@ -406,11 +421,35 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
             put(libc::SOL_SOCKET, libc::SCM_RIGHTS, &b, &mut used);
         }
     }
+    // SCM_PIDFD comes last, as scm_recv_unix puts it.
+    if let Some(pid) = got.pidfd {
+        if room - used >= CMSG_HDR + 4 {
+            match pidfd::open(pid, cloexec) {
+                Ok(fd) => put(
+                    libc::SOL_SOCKET,
+                    pidfd::SCM_PIDFD,
+                    &fd.to_ne_bytes(),
+                    &mut used,
+                ),
+                Err(_) => cut = true,
+            }
+        } else {
+            cut = true;
+        }
+    }
     (used, cut)
 }
 
 /// Bit 63 marks a file the daemon holds (src/engine/held.rs) among socket numbers.
 const FILE_TAG: u64 = 1 << 63;
+
+/// One item of a `msg` record's `rights=`: a socket number, or `file:T`.
+fn passed_item(v: &str) -> Option<u64> {
+    match v.strip_prefix("file:") {
+        Some(t) => t.parse::<u64>().ok().map(|t| t | FILE_TAG),
+        None => v.parse().ok(),
+    }
+}
 
 fn passed_name(id: u64) -> String {
     if id & FILE_TAG != 0 {
@@ -423,7 +462,11 @@ fn passed_name(id: u64) -> String {
 /// The received files among `rights`, claimed from the daemon in one
 /// round trip; None for each one that could not be had.
 fn claim_files(m: &Mount, rights: &[u64], cloexec: bool) -> Vec<Option<c_int>> {
-    let tags: Vec<u64> = rights.iter().copied().filter(|i| i & FILE_TAG != 0).collect();
+    let tags: Vec<u64> = rights
+        .iter()
+        .copied()
+        .filter(|i| i & FILE_TAG != 0)
+        .collect();
     if tags.is_empty() {
         return Vec::new();
     }
@@ -564,7 +607,9 @@ pub fn parse_control(m: &Mount, msg: &msghdr, meta: &mut Meta) -> Res<()> {
         let ch = fdpass::connect(m)?;
         let raw: Vec<c_int> = foreign.iter().map(|(_, fd)| *fd).collect();
         let tags = ch.deposit(&raw).inspect_err(|e| {
-            log::say(&format!("sendmsg: the daemon refused files {raw:?}: errno {e}"))
+            log::say(&format!(
+                "sendmsg: the daemon refused files {raw:?}: errno {e}"
+            ))
         })?;
         for ((slot, _), tag) in foreign.iter().zip(tags) {
             meta.rights[*slot] = tag;

@@ -6,10 +6,10 @@ use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 
+use super::held::HeldFile;
 use super::socket::{
     BoundName, Conn, Msg, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, SockType, Socket, pollbits,
 };
-use super::held::HeldFile;
 use super::{Addr, Caller, Engine, MAX_MSG, Result, Ucred, Waiter, Wakeups};
 
 /// What one receive returns.
@@ -21,6 +21,8 @@ pub struct Received {
     pub from: Option<Arc<BoundName>>,
     /// Credentials, present iff the receiver has passcred on.
     pub creds: Option<Ucred>,
+    /// The sender's pid for SCM_PIDFD, present iff the receiver has passpidfd on.
+    pub pidfd: Option<i32>,
     /// Sockets received with it, each holding one reference.
     pub rights: Vec<Arc<Socket>>,
     /// Other files received with it (see held.rs).
@@ -265,7 +267,7 @@ impl Engine {
                 Some(o) => o,
                 None => Socket::peer(&st).cloned().ok_or(Errno::ENOTCONN)?,
             };
-            (other, st.name.clone(), st.passcred)
+            (other, st.name.clone(), st.may_passcred())
         };
         let creds = self.creds_for(explicit, sender_passcred, &other, caller);
         let charge = message_truesize(data.len());
@@ -354,7 +356,7 @@ impl Engine {
         }
         let wanted = sender_passcred || {
             let ot = other.lock();
-            ot.passcred || ot.embryo
+            ot.may_passcred() || ot.embryo
         };
         wanted.then(|| caller.scm_creds())
     }
@@ -390,7 +392,7 @@ impl Engine {
             if st.shutdown & SEND_SHUTDOWN != 0 {
                 return Err(Errno::EPIPE);
             }
-            (peer, st.sndbuf, st.name.clone(), st.passcred)
+            (peer, st.sndbuf, st.name.clone(), st.may_passcred())
         };
         if data.is_empty() {
             return Ok(0);
@@ -509,6 +511,7 @@ impl Engine {
             full_len,
             from: m.from,
             creds: st.passcred.then(|| m.creds.unwrap_or(Ucred::NONE)),
+            pidfd: st.passpidfd.then(|| m.creds.unwrap_or(Ucred::NONE).pid),
             rights,
             files,
         })
@@ -527,12 +530,13 @@ impl Engine {
         }
         let mut out = Received::default();
         let mut first_creds = None;
+        let span_check = st.may_passcred();
         while out.data.len() < maxlen {
             let Some(m) = st.rcvq.front_mut() else { break };
             if out.data.is_empty() {
                 first_creds = Some(m.creds);
                 out.from = m.from.clone();
-            } else if st.passcred && first_creds != Some(m.creds) {
+            } else if span_check && first_creds != Some(m.creds) {
                 // With passcred on, one read never spans different credentials.
                 break;
             }
@@ -569,6 +573,9 @@ impl Engine {
         out.full_len = out.data.len();
         if st.passcred {
             out.creds = Some(first_creds.flatten().unwrap_or(Ucred::NONE));
+        }
+        if st.passpidfd {
+            out.pidfd = Some(first_creds.flatten().unwrap_or(Ucred::NONE).pid);
         }
         Ok(out)
     }

@@ -92,16 +92,18 @@ impl Depot {
 
     /// The deposits `tags` of user `uid` (root may send anyone's), all or none.
     pub fn take_deposits(&self, tags: &[u64], uid: u32) -> Result<Vec<OwnedFd>, Errno> {
-        self.take(tags, |o| {
-            matches!(o, Owner::Sender { uid: u, .. } if *u == uid || uid == 0)
-        })
+        self.take(
+            tags,
+            |o| matches!(o, Owner::Sender { uid: u, .. } if *u == uid || uid == 0),
+        )
     }
 
     /// Received files `tags` claimed by user `uid`, all or none.
     pub fn claim(&self, tags: &[u64], uid: u32) -> Result<Vec<OwnedFd>, Errno> {
-        self.take(tags, |o| {
-            matches!(o, Owner::Receiver { uid: u, .. } if *u == uid || uid == 0)
-        })
+        self.take(
+            tags,
+            |o| matches!(o, Owner::Receiver { uid: u, .. } if *u == uid || uid == 0),
+        )
     }
 
     fn drop_where(&self, gone: impl Fn(&Owner) -> bool) -> usize {

@@ -87,6 +87,14 @@ impl Msg {
     }
 }
 
+impl SockState {
+    /// unix_may_passcred: SO_PASSCRED or SO_PASSPIDFD, either makes
+    /// credentials travel, autobinds and keeps reads from spanning senders.
+    pub fn may_passcred(&self) -> bool {
+        self.passcred || self.passpidfd
+    }
+}
+
 /// What the socket is connected to, if anything.
 pub enum Conn {
     Unconnected,
@@ -109,6 +117,8 @@ pub struct SockState {
     /// Pending socket error (sk_err), reported once.
     pub err: Option<Errno>,
     pub passcred: bool,
+    /// SO_PASSPIDFD: the reader gets a pidfd of each message's sender.
+    pub passpidfd: bool,
     pub peercred: Option<Ucred>,
     pub sndbuf: usize,
     pub max_dgram_qlen: usize,
@@ -169,6 +179,7 @@ impl Socket {
                 shutdown: 0,
                 err: None,
                 passcred: false,
+                passpidfd: false,
                 peercred: None,
                 sndbuf,
                 max_dgram_qlen,

@@ -14,6 +14,7 @@ pub struct SockInfo {
     pub ty: SockType,
     pub listening: bool,
     pub passcred: bool,
+    pub passpidfd: bool,
     pub peercred: Option<Ucred>,
     pub sndbuf: usize,
     /// SIOCINQ: unread bytes (stream, seqpacket) or the next message's size
@@ -62,6 +63,7 @@ impl Engine {
             ty: s.ty,
             listening,
             passcred: st.passcred,
+            passpidfd: st.passpidfd,
             peercred: st.peercred,
             sndbuf: st.sndbuf,
             inq,
@@ -113,12 +115,13 @@ impl Engine {
             };
         };
         let creds = st.passcred.then(|| first.creds.unwrap_or(Ucred::NONE));
+        let pidfd = st.passpidfd.then(|| first.creds.unwrap_or(Ucred::NONE).pid);
         let from = first.from.clone();
         let mut data = Vec::new();
         let full_len;
         if s.ty == SockType::Stream {
             for m in st.rcvq.iter() {
-                if data.len() >= maxlen || (st.passcred && m.creds != first.creds) {
+                if data.len() >= maxlen || (st.may_passcred() && m.creds != first.creds) {
                     break;
                 }
                 let n = (maxlen - data.len()).min(m.remaining());
@@ -137,6 +140,7 @@ impl Engine {
             full_len,
             from,
             creds,
+            pidfd,
             ..Default::default()
         })
     }

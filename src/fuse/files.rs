@@ -151,7 +151,8 @@ impl OpenFile {
                     let ids = eng.deliver_passed(s, &mut got, caller);
                     let from = got.from.as_ref().map(|n| &n.addr);
                     let mut rec =
-                        msgfmt::format_header(got.data.len(), from, got.creds, &ids).into_bytes();
+                        msgfmt::format_header(got.data.len(), from, got.creds, got.pidfd, &ids)
+                            .into_bytes();
                     rec.extend_from_slice(&got.data);
                     r.buf = rec;
                     r.pos = 0;
@@ -341,6 +342,10 @@ fn run_command(
         Command::Shutdown(how) => eng.shutdown(s, how),
         Command::Passcred(on) => {
             eng.set_passcred(s, on);
+            Ok(())
+        }
+        Command::Passpidfd(on) => {
+            eng.set_passpidfd(s, on);
             Ok(())
         }
     }

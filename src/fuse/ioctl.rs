@@ -148,6 +148,7 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             ctl.v[INFO_INQ] = i.inq.map_or(-1, |n| n as i64);
             ctl.v[INFO_OUTQ] = i.outq as i64;
             ctl.v[INFO_ID] = s.id as i64;
+            ctl.v[INFO_PASSPIDFD] = i.passpidfd as i64;
             Ok(())
         }
         OP_TAKE_ERROR => {
@@ -156,6 +157,10 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
         }
         OP_SET_PASSCRED => {
             eng.set_passcred(s, ctl.arg != 0);
+            Ok(())
+        }
+        OP_SET_PASSPIDFD => {
+            eng.set_passpidfd(s, ctl.arg != 0);
             Ok(())
         }
         OP_SET_SNDBUF => {
@@ -207,7 +212,16 @@ fn message(
                         e.desc()
                     )
                 })?;
-            let res = eng.send_passing(s, data, to.as_ref(), creds, &mut rights, &mut files, c, None);
+            let res = eng.send_passing(
+                s,
+                data,
+                to.as_ref(),
+                creds,
+                &mut rights,
+                &mut files,
+                c,
+                None,
+            );
             for r in rights {
                 eng.put(&r);
             }
@@ -234,8 +248,13 @@ fn message(
             head.full_len = got.full_len as u32;
             head.addr = [0; ADDR_MAX];
             head.addr_len = encode_addr(got.from.as_ref().map(|n| &n.addr), &mut head.addr);
-            head.has_creds = got.creds.is_some() as u32;
+            head.has_creds = 0;
+            if let Some(pid) = got.pidfd {
+                head.has_creds |= HAS_PIDFD;
+                head.creds[0] = pid as u32;
+            }
             if let Some(cr) = got.creds {
+                head.has_creds |= HAS_CREDS;
                 head.creds = [cr.pid as u32, cr.uid, cr.gid];
             }
             head.nrights = ids.len().min(MAX_RIGHTS) as u32;

@@ -57,6 +57,8 @@ pub const OP_SET_PASSCRED: u32 = 8;
 pub const OP_SET_SNDBUF: u32 = 9;
 /// connect(AF_UNSPEC): dissolve a dgram socket's default peer.
 pub const OP_DISCONNECT: u32 = 10;
+/// SO_PASSPIDFD (`arg` 0 or 1).
+pub const OP_SET_PASSPIDFD: u32 = 32;
 
 pub const INFO_TYPE: usize = 0; // SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET
 pub const INFO_LISTENING: usize = 1;
@@ -69,6 +71,7 @@ pub const INFO_SNDBUF: usize = 7;
 pub const INFO_INQ: usize = 8; // -1 on a listener
 pub const INFO_OUTQ: usize = 9;
 pub const INFO_ID: usize = 10; // the socket's number N
+pub const INFO_PASSPIDFD: usize = 11;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -82,6 +85,8 @@ pub struct MsgHead {
     pub addr_len: u32,
     /// Out (recv): STATUS_*.
     pub status: u32,
+    /// Out (recv): HAS_CREDS (SCM_CREDENTIALS in `creds`) and HAS_PIDFD
+    /// (SCM_PIDFD of the sender, whose pid is `creds[0]`).
     pub has_creds: u32,
     pub nrights: u32,
     /// pid, uid, gid.
@@ -93,6 +98,9 @@ pub struct MsgHead {
     /// `.udsfs/sock/H/` to open (recv).
     pub rights: [u64; MAX_RIGHTS],
 }
+
+pub const HAS_CREDS: u32 = 1;
+pub const HAS_PIDFD: u32 = 2;
 
 pub const MSGOP_SEND: u32 = 1;
 pub const MSGOP_RECV: u32 = 2;

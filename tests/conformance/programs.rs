@@ -10,7 +10,9 @@ use std::process::{Command, Output};
 use crate::mount::Mount;
 
 fn program(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/programs").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/conformance/programs")
+        .join(name)
 }
 
 /// The preload library next to the udsfs binary, which must be newer than
@@ -80,7 +82,11 @@ pub fn differential_program(cmd: &[&str]) {
         text(&udsfs),
         m.log_tail(40)
     );
-    assert!(udsfs.status.success(), "through udsfs run:\n{}", text(&udsfs));
+    assert!(
+        udsfs.status.success(),
+        "through udsfs run:\n{}",
+        text(&udsfs)
+    );
     assert_eq!(
         before,
         after,
