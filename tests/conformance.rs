@@ -43,6 +43,11 @@ fn program_pass_any_fd() {
     programs::pass_any_fd();
 }
 
+#[test]
+fn program_inflight_limit() {
+    programs::inflight_limit();
+}
+
 use backend::Backend;
 
 type Scenario = fn(&mut dyn Backend);

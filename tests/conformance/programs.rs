@@ -53,6 +53,12 @@ fn daemon_fds(pid: i32) -> usize {
 /// Runs `cmd` (a program and its arguments) on the kernel and through
 /// `udsfs run`, and compares.
 pub fn differential_program(cmd: &[&str]) {
+    differential_program_on(Mount::new(), cmd)
+}
+
+/// `differential_program` on a given mount (one with `--allow-other` for a
+/// program that drops root).
+pub fn differential_program_on(m: Mount, cmd: &[&str]) {
     crate::require_root();
     let lib = preload_library();
     let kernel = Command::new(cmd[0])
@@ -60,7 +66,6 @@ pub fn differential_program(cmd: &[&str]) {
         .output()
         .expect("run the program on kernel sockets");
     assert!(kernel.status.success(), "on the kernel:\n{}", text(&kernel));
-    let m = Mount::new();
     let before = daemon_fds(m.daemon_pid());
     let udsfs = {
         let _spawning = crate::backend::spawn_guard();
@@ -99,4 +104,12 @@ pub fn differential_program(cmd: &[&str]) {
 pub fn pass_any_fd() {
     let p = program("pass_fds.py");
     differential_program(&["python3", p.to_str().expect("utf-8 path")]);
+}
+
+pub fn inflight_limit() {
+    let p = program("inflight_limit.py");
+    differential_program_on(
+        Mount::new_with_args(&["--allow-other"]),
+        &["python3", p.to_str().expect("utf-8 path")],
+    );
 }
