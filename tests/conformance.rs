@@ -44,6 +44,11 @@ fn program_pass_any_fd() {
 }
 
 #[test]
+fn program_pidfds() {
+    programs::pidfds();
+}
+
+#[test]
 fn program_inflight_limit() {
     programs::inflight_limit();
 }

@@ -424,7 +424,7 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
     // SCM_PIDFD comes last, as scm_recv_unix puts it.
     if let Some(pid) = got.pidfd {
         if room - used >= CMSG_HDR + 4 {
-            match pidfd::open(pid, cloexec) {
+            match pidfd::open(pid) {
                 Ok(fd) => put(
                     libc::SOL_SOCKET,
                     pidfd::SCM_PIDFD,
@@ -496,8 +496,10 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
         && (msg.msg_control.is_null() || msg.msg_controllen == 0)
         && flags & !(libc::MSG_CMSG_CLOEXEC | libc::MSG_NOSIGNAL) == 0
         && want > 0;
+    // Linux reports MSG_CMSG_CLOEXEC back in msg_flags (____sys_recvmsg).
+    let echoed = flags & libc::MSG_CMSG_CLOEXEC;
     if plain {
-        msg.msg_flags = 0;
+        msg.msg_flags = echoed;
         // SAFETY: reads into the caller's iovecs.
         let r = unsafe { libc::readv(fd, iov, n as c_int) };
         return if r < 0 { Err(errno()) } else { Ok(r as usize) };
@@ -533,7 +535,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
     if cut {
         out_flags |= libc::MSG_CTRUNC;
     }
-    msg.msg_flags = out_flags;
+    msg.msg_flags = out_flags | echoed;
     if flags & libc::MSG_TRUNC != 0 && out_flags & libc::MSG_TRUNC != 0 {
         return Ok(got.full_len);
     }

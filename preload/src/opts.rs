@@ -58,7 +58,7 @@ pub unsafe fn get(
                 // No peer (or no credentials from it): sk_peer_pid is NULL.
                 return Err(libc::ENODATA);
             }
-            int(pidfd::open(v[INFO_PEER_PID] as i32, true)? as i64)
+            int(pidfd::open(v[INFO_PEER_PID] as i32)? as i64)
         }
         libc::SO_SNDBUF => int(sock::info(fd)?[INFO_SNDBUF]),
         libc::SO_RCVBUF => int(RCVBUF),

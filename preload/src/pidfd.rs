@@ -13,9 +13,9 @@ pub const SO_PASSPIDFD: c_int = 76;
 pub const SO_PEERPIDFD: c_int = 77;
 pub const SCM_PIDFD: c_int = 4;
 
-/// A new pidfd of `pid` in this process; close-on-exec only when asked, as
-/// SCM_PIDFD with and without MSG_CMSG_CLOEXEC.
-pub fn open(pid: i32, cloexec: bool) -> Res<c_int> {
+/// A new pidfd of `pid` in this process. Close-on-exec always, as pidfds
+/// are and as Linux 6.18 gives SCM_PIDFD even without MSG_CMSG_CLOEXEC.
+pub fn open(pid: i32) -> Res<c_int> {
     if pid <= 0 {
         // No process to refer to (credentials of nobody): as pidfd_prepare.
         return Err(libc::ESRCH);
@@ -26,10 +26,6 @@ pub fn open(pid: i32, cloexec: bool) -> Res<c_int> {
         let e = errno();
         log::say(&format!("pidfd_open({pid}): errno {e}"));
         return Err(e);
-    }
-    if !cloexec {
-        // SAFETY: our own new descriptor.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
     }
     Ok(fd)
 }

@@ -113,3 +113,8 @@ pub fn inflight_limit() {
         &["python3", p.to_str().expect("utf-8 path")],
     );
 }
+
+pub fn pidfds() {
+    let p = program("pidfds.py");
+    differential_program(&["python3", p.to_str().expect("utf-8 path")]);
+}
