@@ -221,7 +221,7 @@ fn fd_path(f: &impl AsFd) -> PathBuf {
 fn own_mount_file(eng: &Engine, f: &OwnedFd) -> bool {
     const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
     let fuse = nix::sys::statfs::fstatfs(f)
-        .map(|s| s.filesystem_type().0 as i64 == FUSE_SUPER_MAGIC)
+        .map(|s| s.filesystem_type().0 == FUSE_SUPER_MAGIC)
         .unwrap_or(false);
     fuse && eng
         .cfg

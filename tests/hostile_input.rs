@@ -114,6 +114,7 @@ enum Cmd {
     Connect(Option<Addr>),
     Shutdown(u8),
     Passcred(bool),
+    Passpidfd(bool),
 }
 
 fn mirror(c: &Command) -> Cmd {
@@ -123,6 +124,7 @@ fn mirror(c: &Command) -> Cmd {
         Command::Connect(a) => Cmd::Connect(a.clone()),
         Command::Shutdown(h) => Cmd::Shutdown(*h),
         Command::Passcred(on) => Cmd::Passcred(*on),
+        Command::Passpidfd(on) => Cmd::Passpidfd(*on),
     }
 }
 
@@ -160,6 +162,7 @@ fn ctl_parse_random_bytes() {
         b"listen ",
         b"shutdown ",
         b"passcred ",
+        b"passpidfd ",
     ]);
     let input = (keyword, vec(any::<u8>(), 0..300)).prop_map(|(k, rest)| cat(&[k, &rest]));
     fuzz("ctl::parse, random bytes", input, |line| {
@@ -187,6 +190,9 @@ fn ctl_parse_random_bytes() {
             },
             Command::Passcred(on) => {
                 format!("passcred {}", if *on { "on" } else { "off" }).into_bytes()
+            }
+            Command::Passpidfd(on) => {
+                format!("passpidfd {}", if *on { "on" } else { "off" }).into_bytes()
             }
         };
         prop_assert_eq!(

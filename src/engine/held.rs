@@ -150,11 +150,8 @@ impl super::Engine {
             let uid = if caller.is_root() { 0 } else { caller.fsuid };
             self.depot.take_deposits(&tags, uid)?
         };
-        let held = match self.hold_for_passing(&socks, caller) {
-            Ok(h) => h,
-            // The files close: the sender keeps its own descriptors.
-            Err(e) => return Err(e),
-        };
+        // On failure the files close here: the sender keeps its own descriptors.
+        let held = self.hold_for_passing(&socks, caller)?;
         let slots = ids.iter().enumerate().filter(|(_, i)| is_file_tag(**i));
         let files = slots
             .zip(files)
