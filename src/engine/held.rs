@@ -22,6 +22,8 @@ pub const FILE_TAG: u64 = 1 << 63;
 pub struct HeldFile {
     pub slot: usize,
     pub fd: OwnedFd,
+    /// The deposit it came from, to go back to if the send does not happen.
+    deposit: Option<(u64, Owner)>,
 }
 
 /// Who may take a file out of the depot.
@@ -36,6 +38,8 @@ enum Owner {
 #[derive(Default)]
 pub struct Depot {
     files: Mutex<HashMap<u64, (Owner, OwnedFd)>>,
+    /// Channel connections still open: only theirs may be put back.
+    open_conns: Mutex<std::collections::HashSet<u64>>,
 }
 
 pub fn is_file_tag(id: u64) -> bool {
@@ -68,7 +72,23 @@ impl Depot {
 
     /// A sender's file, waiting for the sendmsg that names its tag.
     pub fn deposit(&self, conn: u64, uid: u32, fd: OwnedFd) -> u64 {
+        self.open_conns.lock().insert(conn);
         self.put(Owner::Sender { conn, uid }, fd)
+    }
+
+    /// Files a send did not queue (EAGAIN, an error) go back under their
+    /// tags, so that the sender's retry finds them; those of a connection
+    /// that has closed meanwhile are closed.
+    pub fn put_back(&self, files: Vec<HeldFile>) {
+        let open = self.open_conns.lock();
+        let mut map = self.files.lock();
+        for f in files {
+            if let Some((tag, owner @ Owner::Sender { conn, .. })) = f.deposit
+                && open.contains(&conn)
+            {
+                map.insert(tag, (owner, f.fd));
+            }
+        }
     }
 
     /// A received file, waiting for the receiver to claim it.
@@ -76,7 +96,11 @@ impl Depot {
         self.put(Owner::Receiver { sock, uid }, fd)
     }
 
-    fn take(&self, tags: &[u64], ok: impl Fn(&Owner) -> bool) -> Result<Vec<OwnedFd>, Errno> {
+    fn take(
+        &self,
+        tags: &[u64],
+        ok: impl Fn(&Owner) -> bool,
+    ) -> Result<Vec<(u64, Owner, OwnedFd)>, Errno> {
         let mut files = self.files.lock();
         if !tags
             .iter()
@@ -86,24 +110,36 @@ impl Depot {
         }
         Ok(tags
             .iter()
-            .filter_map(|t| files.remove(t).map(|(_, fd)| fd))
+            .filter_map(|t| files.remove(t).map(|(o, fd)| (*t, o, fd)))
             .collect())
     }
 
-    /// The deposits `tags` of user `uid` (root may send anyone's), all or none.
-    pub fn take_deposits(&self, tags: &[u64], uid: u32) -> Result<Vec<OwnedFd>, Errno> {
-        self.take(
-            tags,
+    /// The deposits `tags` of user `uid` (root may send anyone's), all or
+    /// none, as files at the given places of the passed list.
+    pub fn take_deposits(&self, tags: &[(usize, u64)], uid: u32) -> Result<Vec<HeldFile>, Errno> {
+        let only: Vec<u64> = tags.iter().map(|(_, t)| *t).collect();
+        let got = self.take(
+            &only,
             |o| matches!(o, Owner::Sender { uid: u, .. } if *u == uid || uid == 0),
-        )
+        )?;
+        Ok(tags
+            .iter()
+            .zip(got)
+            .map(|((slot, _), (tag, owner, fd))| HeldFile {
+                slot: *slot,
+                fd,
+                deposit: Some((tag, owner)),
+            })
+            .collect())
     }
 
     /// Received files `tags` claimed by user `uid`, all or none.
     pub fn claim(&self, tags: &[u64], uid: u32) -> Result<Vec<OwnedFd>, Errno> {
-        self.take(
+        let got = self.take(
             tags,
             |o| matches!(o, Owner::Receiver { uid: u, .. } if *u == uid || uid == 0),
-        )
+        )?;
+        Ok(got.into_iter().map(|(_, _, fd)| fd).collect())
     }
 
     fn drop_where(&self, gone: impl Fn(&Owner) -> bool) -> usize {
@@ -115,6 +151,9 @@ impl Depot {
 
     /// The channel connection ended: its unsent deposits are closed.
     pub fn connection_closed(&self, conn: u64) -> usize {
+        // Under the same lock order as put_back: open_conns, then files.
+        let mut open = self.open_conns.lock();
+        open.remove(&conn);
         self.drop_where(|o| matches!(o, Owner::Sender { conn: c, .. } if *c == conn))
     }
 
@@ -143,21 +182,25 @@ impl super::Engine {
         caller: &super::Caller,
     ) -> Result<(Vec<std::sync::Arc<super::Socket>>, Vec<HeldFile>), Errno> {
         let socks: Vec<u64> = ids.iter().copied().filter(|i| !is_file_tag(*i)).collect();
-        let tags: Vec<u64> = ids.iter().copied().filter(|i| is_file_tag(*i)).collect();
+        let tags: Vec<(usize, u64)> = ids
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, i)| is_file_tag(*i))
+            .collect();
         let files = if tags.is_empty() {
             Vec::new()
         } else {
             let uid = if caller.is_root() { 0 } else { caller.fsuid };
             self.depot.take_deposits(&tags, uid)?
         };
-        // On failure the files close here: the sender keeps its own descriptors.
-        let held = self.hold_for_passing(&socks, caller)?;
-        let slots = ids.iter().enumerate().filter(|(_, i)| is_file_tag(**i));
-        let files = slots
-            .zip(files)
-            .map(|((slot, _), fd)| HeldFile { slot, fd })
-            .collect();
-        Ok((held, files))
+        match self.hold_for_passing(&socks, caller) {
+            Ok(held) => Ok((held, files)),
+            Err(e) => {
+                self.depot.put_back(files);
+                Err(e)
+            }
+        }
     }
 
     /// Hands received sockets and files to the reading user: sockets as new
@@ -226,10 +269,18 @@ mod tests {
         let a = d.deposit(1, 1000, pipe_end());
         let b = d.deposit(2, 1000, pipe_end());
         assert!(is_file_tag(a) && a != b);
-        assert_eq!(d.take_deposits(&[a], 1001).unwrap_err(), Errno::EBADF);
-        assert_eq!(d.take_deposits(&[a, 12], 1000).unwrap_err(), Errno::EBADF);
-        assert_eq!(d.take_deposits(&[a], 1000).unwrap().len(), 1);
-        assert_eq!(d.take_deposits(&[a], 1000).unwrap_err(), Errno::EBADF);
+        assert_eq!(d.take_deposits(&[(0, a)], 1001).unwrap_err(), Errno::EBADF);
+        let bad = [(0, a), (1, FILE_TAG | 12)];
+        assert_eq!(d.take_deposits(&bad, 1000).unwrap_err(), Errno::EBADF);
+        let got = d.take_deposits(&[(3, a)], 1000).unwrap();
+        assert_eq!(got[0].slot, 3);
+        assert_eq!(d.take_deposits(&[(0, a)], 1000).unwrap_err(), Errno::EBADF);
+        // An unsent file goes back for the retry, while its connection is open.
+        d.put_back(got);
+        let got = d.take_deposits(&[(0, a)], 1000).unwrap();
+        assert_eq!(d.connection_closed(1), 0);
+        d.put_back(got);
+        assert_eq!(d.take_deposits(&[(0, a)], 1000).unwrap_err(), Errno::EBADF);
         assert_eq!(d.claim(&[b], 1000).unwrap_err(), Errno::EBADF);
         assert_eq!(d.connection_closed(2), 1);
         assert!(d.is_empty());

@@ -323,6 +323,7 @@ fn send_record(
     for r in rights {
         eng.put(&r);
     }
+    eng.depot.put_back(files);
     res
 }
 

@@ -225,6 +225,7 @@ fn message(
             for r in rights {
                 eng.put(&r);
             }
+            eng.depot.put_back(files);
             head.len = res? as u32;
             Ok(as_bytes(&head).to_vec())
         }

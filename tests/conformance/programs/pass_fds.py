@@ -1,7 +1,7 @@
 # Passes files of every kind over AF_UNIX socketpairs and prints what the
 # receiver gets. Run on kernel sockets and through `udsfs run`: the outputs
 # must be equal (tests/conformance/programs.rs).
-import os, select, socket, stat, tempfile
+import os, select, socket, stat, tempfile, threading, time
 
 def kind(fd):
     m = os.fstat(fd).st_mode
@@ -64,4 +64,33 @@ for ty in (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_SEQPACKET):
         s.close()
     for f in keep:
         f.close() if hasattr(f, "close") else os.close(f)
+# A send with files that must wait for room: it blocks, then goes through
+# whole once the reader drains the queue.
+for ty in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+    a, b = socket.socketpair(socket.AF_UNIX, ty)
+    a.setblocking(False)
+    queued = 0
+    try:
+        while True:
+            a.send(b"f" * 1000)
+            queued += 1
+    except BlockingIOError:
+        pass
+    a.setblocking(True)
+    def drain():
+        time.sleep(0.3)
+        for _ in range(queued):
+            b.recv(1000)
+    t = threading.Thread(target=drain)
+    t.start()
+    r, w = os.pipe()
+    n = socket.send_fds(a, [b"after"], [w])
+    t.join()
+    os.close(w)
+    msg, got, flags, _ = socket.recv_fds(b, 10, 1)
+    os.write(got[0], b"ok")
+    print(ty.name, "blocked send with a file:", n, msg, len(got), os.read(r, 2))
+    for fd in got + [r]:
+        os.close(fd)
+    a.close(); b.close()
 print("done")
