@@ -17,7 +17,7 @@ use std::io::IoSliceMut;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use nix::errno::Errno;
 use nix::sys::socket::{
@@ -30,6 +30,8 @@ use crate::engine::held::is_file_tag;
 
 /// SCM_MAX_FD.
 const MAX_FDS: usize = 253;
+/// Connections served at once (a thread each); one more is closed at once.
+const MAX_CONNECTIONS: usize = 1024;
 
 /// The channel's abstract name for the daemon with process id `pid`.
 pub fn channel_name(pid: u32) -> String {
@@ -81,6 +83,12 @@ fn serve(listener: OwnedFd, eng: Arc<Engine>) {
                 continue;
             }
         };
+        static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+        if ACTIVE.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+            ACTIVE.fetch_sub(1, Ordering::AcqRel);
+            log::warn!("fd channel: {MAX_CONNECTIONS} connections open already; one refused");
+            continue;
+        }
         let id = CONN.fetch_add(1, Ordering::Relaxed);
         let eng = eng.clone();
         let spawned = std::thread::Builder::new()
@@ -91,8 +99,10 @@ fn serve(listener: OwnedFd, eng: Arc<Engine>) {
                 if dropped > 0 {
                     log::info!("fd channel {id}: {dropped} deposited files never sent, closed");
                 }
+                ACTIVE.fetch_sub(1, Ordering::AcqRel);
             });
         if let Err(e) = spawned {
+            ACTIVE.fetch_sub(1, Ordering::AcqRel);
             log::warn!("fd channel: cannot start a connection thread: {e}");
         }
     }

@@ -421,8 +421,9 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
             put(libc::SOL_SOCKET, libc::SCM_RIGHTS, &b, &mut used);
         }
     }
-    // SCM_PIDFD comes last, as scm_recv_unix puts it.
-    if let Some(pid) = got.pidfd {
+    // SCM_PIDFD comes last, as scm_recv_unix puts it; a message sent with
+    // no credentials (before anyone asked for them) has none.
+    if let Some(pid) = got.pidfd.filter(|&p| p > 0) {
         if room - used >= CMSG_HDR + 4 {
             match pidfd::open(pid) {
                 Ok(fd) => put(

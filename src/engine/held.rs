@@ -301,3 +301,97 @@ mod tests {
         assert_eq!(merge_in_order(&[3], &[]), vec![3]);
     }
 }
+
+#[cfg(test)]
+mod engine_tests {
+    use std::os::fd::AsRawFd;
+
+    use super::super::cred::ProcStatus;
+    use super::super::*;
+    use super::*;
+
+    fn caller(uid: u32) -> Caller {
+        Caller::with_status(
+            1,
+            ProcStatus {
+                tgid: 4242,
+                uids: [uid; 4],
+                gids: [uid; 4],
+                umask: 0o022,
+                groups: vec![],
+            },
+        )
+    }
+
+    fn pipe_end() -> OwnedFd {
+        std::os::unix::net::UnixStream::pair().unwrap().0.into()
+    }
+
+    /// Files ride in order among sockets, count toward the user's in-flight
+    /// figure but not the collector's total, and close with an unread queue.
+    #[test]
+    fn files_in_flight() {
+        let e = Engine::new(Config {
+            background_gc: false,
+            ..Config::default()
+        });
+        let c = caller(0);
+        let (a, b) = e.socketpair(SockType::Dgram, &c);
+        let passed = e.socket(SockType::Stream, &c);
+        let t1 = e.depot.deposit(1, 0, pipe_end());
+        let t2 = e.depot.deposit(1, 0, pipe_end());
+        let (mut socks, mut files) = e.hold_passed(&[t1, passed.id, t2], &c).unwrap();
+        let raw = files[1].fd.as_raw_fd();
+        e.send_passing(&a, b"x", None, None, &mut socks, &mut files, &c, None)
+            .unwrap();
+        assert!(socks.is_empty() && files.is_empty());
+        assert_eq!(e.gc.user_inflight(0), 3);
+        assert_eq!(e.gc.total(), 1);
+        let mut got = e.recv(&b, 10, None).unwrap();
+        assert_eq!(e.gc.user_inflight(0), 0);
+        let ids = e.deliver_passed(&b, &mut got, &c);
+        assert_eq!(ids.len(), 3);
+        assert!(is_file_tag(ids[0]) && !is_file_tag(ids[1]) && is_file_tag(ids[2]));
+        let claimed = e.depot.claim(&[ids[2]], 0).unwrap();
+        assert_eq!(claimed[0].as_raw_fd(), raw);
+        // Unclaimed received files go with the receiver.
+        assert_eq!(e.depot.len(), 1);
+        e.put(&b);
+        assert!(e.depot.is_empty());
+        // Queued files go with an unread queue.
+        let (a, b) = e.socketpair(SockType::Stream, &c);
+        let t = e.depot.deposit(1, 0, pipe_end());
+        let (mut socks, mut files) = e.hold_passed(&[t], &c).unwrap();
+        e.send_passing(&a, b"y", None, None, &mut socks, &mut files, &c, None)
+            .unwrap();
+        assert_eq!(e.gc.user_inflight(0), 1);
+        e.put(&b);
+        assert_eq!(e.gc.user_inflight(0), 0);
+        e.put(&a);
+        e.put(&passed);
+    }
+
+    #[test]
+    fn passpidfd_carries_the_sender_pid() {
+        let e = Engine::new(Config {
+            background_gc: false,
+            ..Config::default()
+        });
+        let c = caller(0);
+        let (a, b) = e.socketpair(SockType::Stream, &c);
+        e.send(&a, b"1", None, None, &c, None).unwrap();
+        e.set_passpidfd(&b, true);
+        e.send(&a, b"2", None, None, &c, None).unwrap();
+        // One read never spans a message without credentials and one with.
+        let first = e.recv(&b, 10, None).unwrap();
+        assert_eq!((first.data.as_slice(), first.pidfd), (&b"1"[..], Some(0)));
+        let second = e.recv(&b, 10, None).unwrap();
+        assert_eq!(
+            (second.data.as_slice(), second.pidfd),
+            (&b"2"[..], Some(4242))
+        );
+        assert_eq!(second.creds, None);
+        e.put(&a);
+        e.put(&b);
+    }
+}

@@ -43,6 +43,15 @@ for ty in (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_SEQPACKET):
     print("  SO_PEERPIDFD:", who(pid_of(peer)))
     os.close(peer)
     space = socket.CMSG_SPACE(4) * 3 + socket.CMSG_SPACE(12)
+    if ty == socket.SOCK_STREAM:
+        # Sent before anyone asked for credentials: no pidfd for it.
+        c, d = socket.socketpair(socket.AF_UNIX, ty)
+        c.send(b"early")
+        d.setsockopt(socket.SOL_SOCKET, SO_PASSPIDFD, 1)
+        c.send(b"late")
+        show("sent before SO_PASSPIDFD", *d.recvmsg(10, space)[:3])
+        show("sent after", *d.recvmsg(10, space)[:3])
+        c.close(); d.close()
     a.send(b"one")
     show("pidfd only", *b.recvmsg(10, space)[:3])
     r, w = os.pipe()
