@@ -154,37 +154,6 @@ impl Engine {
         w: Option<&Waiter>,
     ) -> Result<usize> {
         let out = Pass::new(self, rights, files, caller)?;
-        self.send_with(s, data, to, creds, out, caller, w)
-    }
-
-    /// sendmsg(). Stream sends may be partial; EAGAIN means nothing was sent
-    /// and `w` waits for room. `rights` (references the caller holds) move
-    /// into the queue when the message is queued; otherwise they stay.
-    #[allow(clippy::too_many_arguments)]
-    pub fn send_msg(
-        &self,
-        s: &Arc<Socket>,
-        data: &[u8],
-        to: Option<&Addr>,
-        creds: Option<Ucred>,
-        rights: &mut Vec<Arc<Socket>>,
-        caller: &Caller,
-        w: Option<&Waiter>,
-    ) -> Result<usize> {
-        self.send_passing(s, data, to, creds, rights, &mut Vec::new(), caller, w)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn send_with(
-        &self,
-        s: &Arc<Socket>,
-        data: &[u8],
-        to: Option<&Addr>,
-        creds: Option<Ucred>,
-        out: Pass<'_>,
-        caller: &Caller,
-        w: Option<&Waiter>,
-    ) -> Result<usize> {
         match s.ty {
             SockType::Stream => self.stream_send(s, data, to, creds, out, caller, w),
             SockType::Dgram => self.dgram_send(s, data, to, creds, out, caller, w),
@@ -204,6 +173,23 @@ impl Engine {
                 self.message_send(s, data, Some(peer), creds, out, caller, w)
             }
         }
+    }
+
+    /// sendmsg(). Stream sends may be partial; EAGAIN means nothing was sent
+    /// and `w` waits for room. `rights` (references the caller holds) move
+    /// into the queue when the message is queued; otherwise they stay.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_msg(
+        &self,
+        s: &Arc<Socket>,
+        data: &[u8],
+        to: Option<&Addr>,
+        creds: Option<Ucred>,
+        rights: &mut Vec<Arc<Socket>>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<usize> {
+        self.send_passing(s, data, to, creds, rights, &mut Vec::new(), caller, w)
     }
 
     fn max_message(&self, sndbuf: usize) -> usize {
