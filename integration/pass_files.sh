@@ -41,9 +41,12 @@ def answer(c):
             fds += array.array("i", data[: len(data) - len(data) % 4]).tolist()
     return msg[:1].decode(), (msg[1:], fds)
 
+def deposit_many(c, fds):
+    c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    return answer(c)
+
 def deposit(c, fd):
-    c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
-    kind, (body, _) = answer(c)
+    kind, (body, _) = deposit_many(c, [fd])
     assert kind == "T", kind
     return struct.unpack("Q", body)[0]
 
@@ -101,6 +104,12 @@ print("an unsent deposit closes:", os.read(r2, 1) == b"")
 keep.close()   # the pair's handle and the receiver's msg file: both sockets close,
 fb.close()     # the queue with them
 print("an unclaimed received file closes:", os.read(r3, 1) == b"")
+# One sendmsg's worth (253) may wait unsent per connection, not more.
+c4 = channel()
+kind, (tags, _) = deposit_many(c4, [r] * 253)
+print("253 deposits:", kind, len(tags) // 8)
+print("one more:", deposit_many(c4, [r]))
+c4.close()
 PY
 python3 "$TMP/channel.py" "$MNT" "$DAEMON_PID" >"$TMP/channel.out" 2>"$TMP/channel.err" ||
     fail "channel.py: $(cat "$TMP/channel.out" "$TMP/channel.err")"
@@ -114,6 +123,8 @@ pipe reads: b'through the pipe'
 pipe then EOF: True
 an unsent deposit closes: True
 an unclaimed received file closes: True
+253 deposits: T 253
+one more: ('E', 'Too many references: cannot splice')
 OUT
 diff "$TMP/channel.want" "$TMP/channel.out" >&2 || fail "the fd channel and msg records differ from the documented behaviour"
 ok "a pipe passed by record (rights=N,file:T,M), claimed once by its receiver only; unsent and unclaimed files closed"

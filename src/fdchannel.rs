@@ -41,6 +41,7 @@ pub fn channel_name(pid: u32) -> String {
 /// Binds the channel and serves it on a thread of its own. A failure (the
 /// name taken) is logged: passing non-socket files is then refused.
 pub fn start(eng: Arc<Engine>) {
+    raise_nofile_limit();
     let name = channel_name(std::process::id());
     let listener = match listen_on(&name) {
         Ok(l) => l,
@@ -55,6 +56,34 @@ pub fn start(eng: Arc<Engine>) {
         .spawn(move || serve(listener, eng));
     if let Err(e) = spawned {
         log::warn!("fd channel: cannot start its thread: {e}");
+    }
+}
+
+/// Files in flight are descriptors of the daemon (Linux holds them without
+/// one): allow as many as the hard limit lets.
+fn raise_nofile_limit() {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 || r.rlim_cur >= r.rlim_max {
+            return;
+        }
+        let soft = r.rlim_cur;
+        r.rlim_cur = r.rlim_max;
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &r) == 0 {
+            log::info!(
+                "RLIMIT_NOFILE raised from {soft} to {} for files in flight",
+                r.rlim_max
+            );
+        } else {
+            log::warn!(
+                "RLIMIT_NOFILE stays {soft}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
     }
 }
 
@@ -182,6 +211,14 @@ fn send_plain(conn: &OwnedFd, bytes: &[u8]) -> nix::Result<()> {
 fn deposit(eng: &Engine, id: u64, uid: u32, fds: Vec<OwnedFd>) -> Result<Option<Vec<u8>>, Errno> {
     if fds.is_empty() || fds.len() > MAX_FDS {
         return Err(Errno::EINVAL);
+    }
+    // One sendmsg's worth waits per connection: a client cannot make the
+    // daemon hold files that are not in flight without bound.
+    if eng.depot.deposits_of(id) + fds.len() > MAX_FDS {
+        log::info!(
+            "fd channel {id}: more than {MAX_FDS} files deposited and not sent (ETOOMANYREFS)"
+        );
+        return Err(Errno::ETOOMANYREFS);
     }
     if let Some(f) = fds.iter().find(|f| own_mount_file(eng, f)) {
         // The library passes this mount's sockets by number; any other file

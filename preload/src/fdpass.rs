@@ -22,8 +22,14 @@ impl Drop for Channel {
     }
 }
 
-/// The daemon's pid, from the mount source `udsfs:PID` in mountinfo.
+/// The daemon's pid, from the mount source `udsfs:PID` in mountinfo (read
+/// once: the mount, and so its daemon, is the process's for good).
 fn daemon_pid(m: &Mount) -> Option<i32> {
+    static PID: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
+    *PID.get_or_init(|| find_daemon_pid(m))
+}
+
+fn find_daemon_pid(m: &Mount) -> Option<i32> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     text.lines().find_map(|line| {
         let mut f = line.split(' ');

@@ -162,6 +162,15 @@ impl Depot {
         self.drop_where(|o| matches!(o, Owner::Receiver { sock: s, .. } if *s == sock))
     }
 
+    /// Deposits of channel connection `conn` not sent yet.
+    pub fn deposits_of(&self, conn: u64) -> usize {
+        let files = self.files.lock();
+        files
+            .values()
+            .filter(|(o, _)| matches!(o, Owner::Sender { conn: c, .. } if *c == conn))
+            .count()
+    }
+
     /// Files waiting in the depot (for `.udsfs/gc` and tests).
     pub fn len(&self) -> usize {
         self.files.lock().len()
