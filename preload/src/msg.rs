@@ -263,6 +263,8 @@ struct Got {
     creds: Option<[u32; 3]>,
     /// The sender's pid, for SCM_PIDFD.
     pidfd: Option<i32>,
+    /// A pidfd of the sender the daemon made when it sent, to claim.
+    pidfd_tag: Option<u64>,
     rights: Vec<u64>,
 }
 
@@ -279,6 +281,7 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
         from: Vec::new(),
         creds: None,
         pidfd: None,
+        pidfd_tag: None,
         rights: Vec::new(),
     };
     for field in buf[..nl].split(|&b| b == b' ') {
@@ -332,6 +335,9 @@ fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) ->
                     from: r.addr[..(r.addr_len as usize).min(ADDR_MAX)].to_vec(),
                     creds: (r.has_creds & HAS_CREDS != 0).then_some(r.creds),
                     pidfd: (r.has_creds & HAS_PIDFD != 0).then_some(r.creds[0] as i32),
+                    pidfd_tag: (r.has_creds & HAS_PIDFD_FILE != 0)
+                        .then(|| r.rights.get(r.nrights as usize).copied())
+                        .flatten(),
                     rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
                 });
             }
@@ -382,9 +388,17 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
             cut = true;
         }
     }
+    // Received files and the sender's pidfd come back in one claim.
+    let mut tags: Vec<u64> = got
+        .rights
+        .iter()
+        .copied()
+        .filter(|i| i & FILE_TAG != 0)
+        .collect();
+    tags.extend(got.pidfd_tag);
+    let mut files = claim_files(m, &tags, cloexec).into_iter();
     if !got.rights.is_empty() {
         let fit = (room - used).saturating_sub(CMSG_HDR) / std::mem::size_of::<c_int>();
-        let mut files = claim_files(m, &got.rights, cloexec).into_iter();
         let mut fds = Vec::new();
         for (i, &id) in got.rights.iter().enumerate() {
             let fd = if id & FILE_TAG != 0 {
@@ -423,9 +437,20 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
     }
     // SCM_PIDFD comes last, as scm_recv_unix puts it; a message sent with
     // no credentials (before anyone asked for them) has none.
+    let held = got.pidfd_tag.and_then(|_| files.next().flatten());
     if let Some(pid) = got.pidfd.filter(|&p| p > 0) {
         if room - used >= CMSG_HDR + 4 {
-            match pidfd::open(pid) {
+            // The daemon's pidfd names the sender even once it has exited;
+            // without one, a pidfd of the pid it had.
+            let fd = match held {
+                Some(fd) => {
+                    // SAFETY: our own new descriptor; pidfds are close-on-exec.
+                    unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+                    Ok(fd)
+                }
+                None => pidfd::open(pid),
+            };
+            match fd {
                 Ok(fd) => put(
                     libc::SOL_SOCKET,
                     pidfd::SCM_PIDFD,
@@ -435,8 +460,15 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
                 Err(_) => cut = true,
             }
         } else {
+            if let Some(fd) = held {
+                // SAFETY: our own descriptor, not handed out.
+                unsafe { libc::close(fd) };
+            }
             cut = true;
         }
+    } else if let Some(fd) = held {
+        // SAFETY: as above.
+        unsafe { libc::close(fd) };
     }
     (used, cut)
 }
@@ -460,18 +492,13 @@ fn passed_name(id: u64) -> String {
     }
 }
 
-/// The received files among `rights`, claimed from the daemon in one
-/// round trip; None for each one that could not be had.
-fn claim_files(m: &Mount, rights: &[u64], cloexec: bool) -> Vec<Option<c_int>> {
-    let tags: Vec<u64> = rights
-        .iter()
-        .copied()
-        .filter(|i| i & FILE_TAG != 0)
-        .collect();
+/// Received files (by tag), claimed from the daemon in one round trip;
+/// None for each one that could not be had.
+fn claim_files(m: &Mount, tags: &[u64], cloexec: bool) -> Vec<Option<c_int>> {
     if tags.is_empty() {
         return Vec::new();
     }
-    let got = fdpass::connect(m).and_then(|ch| ch.claim(&tags, cloexec));
+    let got = fdpass::connect(m).and_then(|ch| ch.claim(tags, cloexec));
     match got {
         Ok(fds) => {
             let mut out: Vec<Option<c_int>> = fds.into_iter().map(Some).collect();

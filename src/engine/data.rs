@@ -23,6 +23,10 @@ pub struct Received {
     pub creds: Option<Ucred>,
     /// The sender's pid for SCM_PIDFD, present iff the receiver has passpidfd on.
     pub pidfd: Option<i32>,
+    /// The sender's pidfd, when it was made at send time (see held.rs).
+    pub pidfd_file: Option<std::os::fd::OwnedFd>,
+    /// That pidfd's depot tag, once delivered (`deliver_passed`).
+    pub pidfd_tag: Option<u64>,
     /// Sockets received with it, each holding one reference.
     pub rights: Vec<Arc<Socket>>,
     /// Other files received with it (see held.rs).
@@ -256,6 +260,7 @@ impl Engine {
             (other, st.name.clone(), st.may_passcred())
         };
         let creds = self.creds_for(explicit, sender_passcred, &other, caller);
+        let pidfd = self.sender_pidfd(creds, &other);
         let charge = message_truesize(data.len());
         let mut wake = Wakeups::new();
         {
@@ -304,6 +309,7 @@ impl Engine {
                 rights,
                 rights_uid: pass.uid,
                 files,
+                pidfd,
             });
             wake.extend(ot_ref.readers.take());
         }
@@ -384,6 +390,7 @@ impl Engine {
             return Ok(0);
         }
         let creds = self.creds_for(explicit, sender_passcred, &peer, caller);
+        let mut pidfd = self.sender_pidfd(creds, &peer);
         // unix_stream_sendmsg: at most half the send buffer per skb, and at
         // most one page of head plus 32 KiB of fragments.
         let max_chunk = (sndbuf >> 1).saturating_sub(64).clamp(1, STREAM_SKB_MAX);
@@ -430,6 +437,9 @@ impl Engine {
                 rights,
                 rights_uid: pass.uid,
                 files,
+                // The first chunk carries it; a read from a later one
+                // falls back to the pid.
+                pidfd: pidfd.take(),
             });
             wake.extend(pt.readers.take());
             sent += n;
@@ -498,6 +508,8 @@ impl Engine {
             from: m.from,
             creds: st.passcred.then(|| m.creds.unwrap_or(Ucred::NONE)),
             pidfd: st.passpidfd.then(|| m.creds.unwrap_or(Ucred::NONE).pid),
+            pidfd_file: m.pidfd.take().filter(|_| st.passpidfd),
+            pidfd_tag: None,
             rights,
             files,
         })
@@ -517,11 +529,13 @@ impl Engine {
         let mut out = Received::default();
         let mut first_creds = None;
         let span_check = st.may_passcred();
+        let want_pidfd = st.passpidfd;
         while out.data.len() < maxlen {
             let Some(m) = st.rcvq.front_mut() else { break };
             if out.data.is_empty() {
                 first_creds = Some(m.creds);
                 out.from = m.from.clone();
+                out.pidfd_file = m.pidfd.take().filter(|_| want_pidfd);
             } else if span_check && first_creds != Some(m.creds) {
                 // With passcred on, one read never spans different credentials.
                 break;

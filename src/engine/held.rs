@@ -182,6 +182,28 @@ impl Depot {
 }
 
 impl super::Engine {
+    /// A pidfd of the sender (`creds.pid`) for a receiver with SO_PASSPIDFD,
+    /// made now while the sender surely lives: Linux keeps the sender's
+    /// `struct pid` with the message and gives a pidfd even after it exited.
+    pub(crate) fn sender_pidfd(
+        &self,
+        creds: Option<super::Ucred>,
+        receiver: &super::Socket,
+    ) -> Option<OwnedFd> {
+        let pid = creds?.pid;
+        if pid <= 0 || !receiver.lock().passpidfd {
+            return None;
+        }
+        // SAFETY: pidfd_open only makes a descriptor, which we then own.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            log::debug!("pidfd_open({pid}): {}", std::io::Error::last_os_error());
+            return None;
+        }
+        // SAFETY: a new descriptor nobody else owns.
+        Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) })
+    }
+
     /// What a sendmsg names, held for passing: sockets by number (see
     /// `hold_for_passing`) and the caller's deposited files by tag, each
     /// file with its place in the list.
@@ -214,7 +236,8 @@ impl super::Engine {
 
     /// Hands received sockets and files to the reading user: sockets as new
     /// `.udsfs/sock/H/` entries (`deliver_rights`), files as depot tags to
-    /// claim over the fd channel, all in the order they were sent.
+    /// claim over the fd channel, all in the order they were sent. A pidfd
+    /// of the sender made at send time becomes a tag too (`got.pidfd_tag`).
     pub fn deliver_passed(
         &self,
         receiver: &std::sync::Arc<super::Socket>,
@@ -235,7 +258,11 @@ impl super::Engine {
                 (f.slot, tag)
             })
             .collect();
-        if !files.is_empty() && receiver.lock().dead {
+        got.pidfd_tag = got
+            .pidfd_file
+            .take()
+            .map(|fd| self.depot.hold_received(receiver.id, caller.fsuid, fd));
+        if (!files.is_empty() || got.pidfd_tag.is_some()) && receiver.lock().dead {
             // Closed meanwhile: nobody can claim them.
             self.depot.socket_closed(receiver.id);
         }

@@ -79,6 +79,9 @@ pub struct Msg {
     pub rights_uid: u32,
     /// Other files passed with it, held by the daemon (charged to `rights_uid`).
     pub files: Vec<super::held::HeldFile>,
+    /// A pidfd of the sender, made at send time for a reader with
+    /// SO_PASSPIDFD, so that SCM_PIDFD names it even once it has exited.
+    pub pidfd: Option<std::os::fd::OwnedFd>,
 }
 
 impl Msg {

@@ -148,6 +148,8 @@ impl OpenFile {
                     let want = MAX_MSG;
                     let got = eng.recv(s, want, w)?;
                     let mut got = got;
+                    // Records carry the pid (`pidfd=`), not a pidfd to claim.
+                    got.pidfd_file = None;
                     let ids = eng.deliver_passed(s, &mut got, caller);
                     let from = got.from.as_ref().map(|n| &n.addr);
                     let mut rec =

@@ -263,6 +263,13 @@ fn message(
             for (slot, id) in head.rights.iter_mut().zip(&ids) {
                 *slot = *id;
             }
+            // (With no room after the rights, the library falls back to the pid.)
+            if let Some(tag) = got.pidfd_tag
+                && ids.len() < MAX_RIGHTS
+            {
+                head.rights[ids.len()] = tag;
+                head.has_creds |= HAS_PIDFD_FILE;
+            }
             let mut out = as_bytes(&head).to_vec();
             out.extend_from_slice(&got.data);
             Ok(out)

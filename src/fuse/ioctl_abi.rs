@@ -101,6 +101,9 @@ pub struct MsgHead {
 
 pub const HAS_CREDS: u32 = 1;
 pub const HAS_PIDFD: u32 = 2;
+/// With HAS_PIDFD: the daemon holds a pidfd of the sender, made when it
+/// sent; its file tag follows the received ones, at `rights[nrights]`.
+pub const HAS_PIDFD_FILE: u32 = 4;
 
 pub const MSGOP_SEND: u32 = 1;
 pub const MSGOP_RECV: u32 = 2;

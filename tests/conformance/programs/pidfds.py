@@ -59,8 +59,6 @@ for ty in (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_SEQPACKET):
     b.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     show("with rights and creds", *b.recvmsg(10, space, socket.MSG_CMSG_CLOEXEC)[:3])
     # A message from a child, still alive when it is read: the child's pidfd.
-    # (A sender already reaped gets a stale pidfd from Linux 6.18 and none
-    # through udsfs: see README, "Passing any file, and pidfds".)
     hold_r, hold_w = os.pipe()
     child = os.fork()
     if child == 0:
@@ -72,6 +70,14 @@ for ty in (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_SEQPACKET):
     os.waitpid(child, 0)
     for f in (hold_r, hold_w):
         os.close(f)
+    # From a child already exited and reaped when it is read: Linux 6.18
+    # gives a pidfd that names no process any more (fdinfo Pid: -1).
+    child = os.fork()
+    if child == 0:
+        a.send(b"gone")
+        os._exit(0)
+    os.waitpid(child, 0)
+    show("from a reaped child", *b.recvmsg(10, space)[:3])
     b.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 0)
     a.send(b"small")
     show("no room", *b.recvmsg(10, 0)[:3])
