@@ -110,6 +110,22 @@ kind, (tags, _) = deposit_many(c4, [r] * 253)
 print("253 deposits:", kind, len(tags) // 8)
 print("one more:", deposit_many(c4, [r]))
 c4.close()
+# A reader that never claims holds at most its RLIMIT_NOFILE of received
+# files in the daemon; the rest close at once (Linux: MSG_CTRUNC).
+import resource
+keep5, a5, b5 = pair("dgram")
+c5 = channel()
+kind, (body, _) = deposit_many(c5, [r] * 60)
+tags = [t & ~FILE_TAG for t in struct.unpack("60Q", body)]
+with open(os.path.join(u, "sock", str(a5), "msg"), "wb", buffering=0) as f:
+    f.write(("len=1 rights=" + ",".join(f"file:{t}" for t in tags) + "\nz").encode())
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (40, hard))
+fb5 = open(os.path.join(u, "sock", str(b5), "msg"), "rb", buffering=0)
+header = fb5.read(8192).split(b"\n")[0].decode()
+resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+print("60 files to a reader with RLIMIT_NOFILE 40:", header.count("file:"), "held")
+fb5.close(); keep5.close(); c5.close()
 PY
 python3 "$TMP/channel.py" "$MNT" "$DAEMON_PID" >"$TMP/channel.out" 2>"$TMP/channel.err" ||
     fail "channel.py: $(cat "$TMP/channel.out" "$TMP/channel.err")"
@@ -125,6 +141,7 @@ an unsent deposit closes: True
 an unclaimed received file closes: True
 253 deposits: T 253
 one more: ('E', 'Too many references: cannot splice')
+60 files to a reader with RLIMIT_NOFILE 40: 40 held
 OUT
 diff "$TMP/channel.want" "$TMP/channel.out" >&2 || fail "the fd channel and msg records differ from the documented behaviour"
 ok "a pipe passed by record (rights=N,file:T,M), claimed once by its receiver only; unsent and unclaimed files closed"

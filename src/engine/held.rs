@@ -6,7 +6,9 @@
 //! the receiver's claim, a file waits in the depot under a random tag (bit
 //! 63 set, so a tag never equals a socket number). Deposits die with the
 //! channel connection that made them; pickups die with the socket that
-//! received them, so a process that crashes half-way leaks nothing.
+//! received them, so a process that crashes half-way leaks nothing. A
+//! pidfd of a sender, made when it sends to a reader with SO_PASSPIDFD,
+//! travels the same way.
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
@@ -162,6 +164,15 @@ impl Depot {
         self.drop_where(|o| matches!(o, Owner::Receiver { sock: s, .. } if *s == sock))
     }
 
+    /// Received files socket `sock` holds for its reader, not claimed yet.
+    pub fn pickups_of(&self, sock: u64) -> usize {
+        let files = self.files.lock();
+        files
+            .values()
+            .filter(|(o, _)| matches!(o, Owner::Receiver { sock: s, .. } if *s == sock))
+            .count()
+    }
+
     /// Deposits of channel connection `conn` not sent yet.
     pub fn deposits_of(&self, conn: u64) -> usize {
         let files = self.files.lock();
@@ -251,11 +262,26 @@ impl super::Engine {
             caller.nofile_limit()
         };
         let ids = self.deliver_rights(receiver, rights, caller.fsuid, caller.fsgid, limit);
+        // As installing descriptors stops at the reader's RLIMIT_NOFILE
+        // (MSG_CTRUNC), a reader that never claims cannot make the daemon
+        // hold files without bound: past it they close here.
+        let mut room = if got.files.is_empty() {
+            0
+        } else {
+            caller
+                .nofile_limit()
+                .saturating_sub(self.depot.pickups_of(receiver.id))
+        };
         let files: Vec<(usize, u64)> = std::mem::take(&mut got.files)
             .into_iter()
-            .map(|f| {
+            .filter_map(|f| {
+                if room == 0 {
+                    log::info!("socket {}: a received file closed: unclaimed ones fill the reader's RLIMIT_NOFILE", receiver.id);
+                    return None;
+                }
+                room -= 1;
                 let tag = self.depot.hold_received(receiver.id, caller.fsuid, f.fd);
-                (f.slot, tag)
+                Some((f.slot, tag))
             })
             .collect();
         got.pidfd_tag = got
