@@ -673,3 +673,32 @@ fn passpidfd_carries_the_sender_pid() {
     e.put(&a);
     e.put(&b);
 }
+
+/// A dead cycle that also carries a file: the collector frees the sockets and
+/// the file closes with them (its other end sees EOF).
+#[test]
+fn collector_closes_files_carried_by_garbage() {
+    use std::io::Read;
+    let e = engine();
+    let c = root();
+    let (a, b) = e.socketpair(SockType::Stream, &c);
+    let (mut near, far) = std::os::unix::net::UnixStream::pair().unwrap();
+    let tag = e.depot.deposit(1, 0, far.into());
+    // Each end travels in the other's queue (one with the file): once both
+    // are closed, only the queues hold them.
+    let (mut socks, mut files) = e.hold_passed(&[b.id, tag], &c).unwrap();
+    e.send_passing(&b, b"x", None, None, &mut socks, &mut files, &c, None)
+        .unwrap();
+    let (mut socks, mut files) = e.hold_passed(&[a.id], &c).unwrap();
+    e.send_passing(&a, b"y", None, None, &mut socks, &mut files, &c, None)
+        .unwrap();
+    e.put(&b);
+    e.put(&a);
+    let mut buf = [0u8; 1];
+    near.set_nonblocking(true).unwrap();
+    assert!(near.read(&mut buf).is_err(), "held while the cycle waits");
+    assert_eq!(e.collect(), 2);
+    near.set_nonblocking(false).unwrap();
+    assert_eq!(near.read(&mut buf).unwrap(), 0, "the held file was closed");
+    assert_eq!(e.gc.user_inflight(0), 0);
+}
