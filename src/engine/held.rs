@@ -164,22 +164,18 @@ impl Depot {
         self.drop_where(|o| matches!(o, Owner::Receiver { sock: s, .. } if *s == sock))
     }
 
+    fn count_where(&self, which: impl Fn(&Owner) -> bool) -> usize {
+        self.files.lock().values().filter(|(o, _)| which(o)).count()
+    }
+
     /// Received files socket `sock` holds for its reader, not claimed yet.
     pub fn pickups_of(&self, sock: u64) -> usize {
-        let files = self.files.lock();
-        files
-            .values()
-            .filter(|(o, _)| matches!(o, Owner::Receiver { sock: s, .. } if *s == sock))
-            .count()
+        self.count_where(|o| matches!(o, Owner::Receiver { sock: s, .. } if *s == sock))
     }
 
     /// Deposits of channel connection `conn` not sent yet.
     pub fn deposits_of(&self, conn: u64) -> usize {
-        let files = self.files.lock();
-        files
-            .values()
-            .filter(|(o, _)| matches!(o, Owner::Sender { conn: c, .. } if *c == conn))
-            .count()
+        self.count_where(|o| matches!(o, Owner::Sender { conn: c, .. } if *c == conn))
     }
 
     /// Files waiting in the depot (for `.udsfs/gc` and tests).
