@@ -44,6 +44,8 @@ def err(f):
 a, b = socket.socketpair()
 with open(os.path.join(tmp, "plain"), "w") as f:
     print("file over udsfs:", err(lambda: socket.send_fds(a, [b"x"], [f.fileno()])))
+with open(os.path.join(os.environ["UDSFS_MOUNT"], ".udsfs/unix")) as f:
+    print("a mount file over udsfs:", err(lambda: socket.send_fds(a, [b"x"], [f.fileno()])))
 k = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 k.bind(os.path.join(tmp, "k.sock"))
 k.listen(1)
@@ -58,16 +60,17 @@ PY
 on_udsfs python3 "$TMP/refusals.py" "$TMP" >"$TMP/refusals.out" 2>"$TMP/refusals.err" ||
     fail "refusals: $(cat "$TMP/refusals.err")"
 cat >"$TMP/refusals.want" <<'OUT'
-file over udsfs: EINVAL
+file over udsfs: ok
+a mount file over udsfs: EINVAL
 udsfs over kernel: EINVAL
 kernel over kernel: ok
 udsfs to a kernel name: ECONNREFUSED
 OUT
 diff "$TMP/refusals.want" "$TMP/refusals.out" >&2 || fail "refusals differ from the documented ones"
-for cause in "is not a udsfs socket" "cannot be passed over a kernel socket" "kernel AF_UNIX name outside the mount"; do
+for cause in "the daemon refused files" "cannot be passed over a kernel socket" "kernel AF_UNIX name outside the mount"; do
     grep -q "$cause" "$TMP/refusals.err" || fail "no log line says '$cause': $(cat "$TMP/refusals.err")"
 done
-ok "refusals: EINVAL for a file over udsfs and for udsfs over the kernel, ECONNREFUSED to a kernel name; each logged"
+ok "refusals: a file passes over udsfs; EINVAL for a file of the mount that is not a socket and for udsfs over the kernel, ECONNREFUSED to a kernel name; each logged"
 
 # Hostile ioctls on a data file (no library): malformed requests get EINVAL, unknown
 # commands ENOTTY, a short buffer EFAULT from the kernel; the daemon keeps serving.

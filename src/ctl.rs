@@ -20,6 +20,8 @@ pub enum Command {
     PeekOff(i32),
     /// `owner PID` (or `-PGRP`, or 0): who gets SIGURG (F_SETOWN).
     Owner(i32),
+    /// SO_PASSPIDFD: `msg` records carry `pidfd=PID` of their sender.
+    Passpidfd(bool),
 }
 
 /// Parses one line (without its newline).
@@ -54,6 +56,11 @@ pub fn parse(line: &[u8]) -> Result<Command, Errno> {
             b"rd" | b"0" => Ok(Command::Shutdown(RCV_SHUTDOWN)),
             b"wr" | b"1" => Ok(Command::Shutdown(SEND_SHUTDOWN)),
             b"rdwr" | b"2" => Ok(Command::Shutdown(SHUTDOWN_MASK)),
+            _ => Err(Errno::EINVAL),
+        },
+        b"passpidfd" => match rest {
+            b"on" | b"1" => Ok(Command::Passpidfd(true)),
+            b"off" | b"0" => Ok(Command::Passpidfd(false)),
             _ => Err(Errno::EINVAL),
         },
         b"passcred" => match rest {
@@ -119,6 +126,8 @@ mod tests {
         assert_eq!(parse(b"shutdown wr"), Ok(Command::Shutdown(SEND_SHUTDOWN)));
         assert_eq!(parse(b"shutdown 3"), Err(Errno::EINVAL));
         assert_eq!(parse(b"passcred on\r"), Ok(Command::Passcred(true)));
+        assert_eq!(parse(b"passpidfd off"), Ok(Command::Passpidfd(false)));
+        assert_eq!(parse(b"passpidfd yes"), Err(Errno::EINVAL));
         assert_eq!(parse(b"connect"), Ok(Command::Connect(None)));
         assert_eq!(parse(b"frobnicate"), Err(Errno::EINVAL));
         assert_eq!(parse(b""), Err(Errno::EINVAL));

@@ -50,7 +50,7 @@ pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
                 h.rights = v
                     .split(',')
                     .filter(|s| !s.is_empty())
-                    .map(number::<u64>)
+                    .map(passed_item)
                     .collect::<Result<_, _>>()?;
                 if h.rights.len() > SCM_MAX_FD {
                     return Err(Errno::EINVAL);
@@ -63,6 +63,37 @@ pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
         return Err(Errno::EINVAL);
     }
     Ok(h)
+}
+
+/// One item of `rights=`: a socket number, or `file:T` for a file held by
+/// the daemon (its depot tag without the tag bit, see engine/held.rs).
+fn passed_item(v: &str) -> Result<u64, Errno> {
+    use crate::engine::held::FILE_TAG;
+    match v.strip_prefix("file:") {
+        Some(t) => {
+            let t = number::<u64>(t)?;
+            if t & FILE_TAG != 0 {
+                return Err(Errno::EINVAL);
+            }
+            Ok(t | FILE_TAG)
+        }
+        None => {
+            let n = number::<u64>(v)?;
+            if n & FILE_TAG != 0 {
+                return Err(Errno::EINVAL);
+            }
+            Ok(n)
+        }
+    }
+}
+
+fn format_passed_item(id: u64) -> String {
+    use crate::engine::held::FILE_TAG;
+    if id & FILE_TAG != 0 {
+        format!("file:{}", id & !FILE_TAG)
+    } else {
+        id.to_string()
+    }
 }
 
 /// A decimal number written as digits only (no sign, no spaces).
@@ -94,6 +125,7 @@ pub fn format_header(
     len: usize,
     from: Option<&Addr>,
     creds: Option<Ucred>,
+    pidfd: Option<i32>,
     rights: &[u64],
 ) -> String {
     let mut s = format!("len={len}");
@@ -104,8 +136,11 @@ pub fn format_header(
     if let Some(c) = creds {
         s.push_str(&format!(" creds={}:{}:{}", c.pid, c.uid, c.gid));
     }
+    if let Some(pid) = pidfd {
+        s.push_str(&format!(" pidfd={pid}"));
+    }
     if !rights.is_empty() {
-        let list: Vec<String> = rights.iter().map(|r| r.to_string()).collect();
+        let list: Vec<String> = rights.iter().map(|r| format_passed_item(*r)).collect();
         s.push_str(" rights=");
         s.push_str(&list.join(","));
     }
@@ -140,6 +175,16 @@ mod tests {
             })
         );
         assert_eq!(h.rights, vec![7, 9]);
+        let (h, _) = parse_record(b"len=0 rights=file:5,3\n").unwrap();
+        assert_eq!(h.rights, vec![5 | crate::engine::held::FILE_TAG, 3]);
+        assert_eq!(
+            format_header(0, None, None, Some(12), &h.rights),
+            "len=0 pidfd=12 rights=file:5,3\n"
+        );
+        assert_eq!(
+            parse_record(b"len=0 rights=9223372036854775813\n"),
+            Err(Errno::EINVAL)
+        );
         assert_eq!(p, b"hello");
         assert_eq!(parse_record(b"len=4\nhello"), Err(Errno::EINVAL));
         assert_eq!(parse_record(b"to=@x\n"), Err(Errno::EINVAL));
@@ -154,6 +199,7 @@ mod tests {
             3,
             Some(&Addr::Abstract(b"00001".to_vec())),
             Some(Ucred::NONE),
+            None,
             &[],
         );
         assert_eq!(hdr, "len=3 from=@00001 creds=0:65534:65534\n");

@@ -34,6 +34,24 @@ mod rights;
 mod blocker;
 #[path = "conformance/blocking.rs"]
 mod blocking;
+// whole programs through `udsfs run` (issue 13: any fd in flight, pidfds)
+#[path = "conformance/programs.rs"]
+mod programs;
+
+#[test]
+fn program_pass_any_fd() {
+    programs::pass_any_fd();
+}
+
+#[test]
+fn program_pidfds() {
+    programs::pidfds();
+}
+
+#[test]
+fn program_inflight_limit() {
+    programs::inflight_limit();
+}
 
 use backend::Backend;
 

@@ -117,6 +117,7 @@ enum Cmd {
     OobInline(bool),
     PeekOff(i32),
     Owner(i32),
+    Passpidfd(bool),
 }
 
 fn mirror(c: &Command) -> Cmd {
@@ -129,6 +130,7 @@ fn mirror(c: &Command) -> Cmd {
         Command::OobInline(on) => Cmd::OobInline(*on),
         Command::PeekOff(n) => Cmd::PeekOff(*n),
         Command::Owner(n) => Cmd::Owner(*n),
+        Command::Passpidfd(on) => Cmd::Passpidfd(*on),
     }
 }
 
@@ -169,6 +171,7 @@ fn ctl_parse_random_bytes() {
         b"oobinline ",
         b"peek_off ",
         b"owner ",
+        b"passpidfd ",
     ]);
     let input = (keyword, vec(any::<u8>(), 0..300)).prop_map(|(k, rest)| cat(&[k, &rest]));
     fuzz("ctl::parse, random bytes", input, |line| {
@@ -202,6 +205,9 @@ fn ctl_parse_random_bytes() {
             }
             Command::PeekOff(n) => format!("peek_off {n}").into_bytes(),
             Command::Owner(n) => format!("owner {n}").into_bytes(),
+            Command::Passpidfd(on) => {
+                format!("passpidfd {}", if *on { "on" } else { "off" }).into_bytes()
+            }
         };
         prop_assert_eq!(
             parse_ctl(&canon),

@@ -15,10 +15,12 @@
 #[path = "../../src/fuse/ioctl_abi.rs"]
 #[allow(dead_code)]
 mod abi;
+mod fdpass;
 mod log;
 mod mount;
 mod msg;
 mod opts;
+mod pidfd;
 mod real;
 mod sock;
 mod stat;
@@ -441,7 +443,7 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
             },
             Err(e) => return msg::ret(Err(e)),
         };
-        if let Err(e) = msg::parse_control(h, &mut meta) {
+        if let Err(e) = msg::parse_control(mnt, h, &mut meta) {
             return msg::ret(Err(e));
         }
         msg::ret(msg::send(mnt, fd, &msg::gathered(h), meta, flags))

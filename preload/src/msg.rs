@@ -9,6 +9,7 @@ use crate::abi::*;
 use crate::mount::{self, Mount};
 use crate::sock::{self, Res};
 use crate::{errno, log, set_errno};
+use crate::{fdpass, pidfd};
 
 /// What a send carries besides its payload.
 #[derive(Default)]
@@ -16,6 +17,8 @@ pub struct Meta {
     pub to: Option<Vec<u8>>,
     pub creds: Option<[u32; 3]>,
     pub rights: Vec<u64>,
+    /// Open while the files among `rights` wait in the daemon for this send.
+    pub channel: Option<crate::fdpass::Channel>,
 }
 
 impl Meta {
@@ -173,7 +176,17 @@ fn send_record(m: &Mount, fd: c_int, data: &[u8], meta: &Meta, nonblock: bool) -
         rec.push_str(&format!(" creds={}:{u}:{g}", p as i32));
     }
     if !meta.rights.is_empty() {
-        let ids: Vec<String> = meta.rights.iter().map(|r| r.to_string()).collect();
+        let ids: Vec<String> = meta
+            .rights
+            .iter()
+            .map(|&r| {
+                if r & FILE_TAG != 0 {
+                    format!("file:{}", r & !FILE_TAG)
+                } else {
+                    r.to_string()
+                }
+            })
+            .collect();
         rec.push_str(&format!(" rights={}", ids.join(",")));
     }
     rec.push('\n');
@@ -256,6 +269,10 @@ struct Got {
     full_len: usize,
     from: Vec<u8>,
     creds: Option<[u32; 3]>,
+    /// The sender's pid, for SCM_PIDFD.
+    pidfd: Option<i32>,
+    /// A pidfd of the sender the daemon made when it sent, to claim.
+    pidfd_tag: Option<u64>,
     rights: Vec<u64>,
     /// The byte is the OOB byte (MSG_OOB in msg_flags).
     oob: bool,
@@ -273,6 +290,8 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
         full_len: 0,
         from: Vec::new(),
         creds: None,
+        pidfd: None,
+        pidfd_tag: None,
         rights: Vec::new(),
         oob: false,
     };
@@ -296,7 +315,8 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
                     got.creds = Some([pid as u32, uid as u32, gid as u32]);
                 }
             }
-            "rights" => got.rights = v.split(',').filter_map(|x| x.parse().ok()).collect(),
+            "rights" => got.rights = v.split(',').filter_map(passed_item).collect(),
+            "pidfd" => got.pidfd = v.parse().ok(),
             _ => {}
         }
     }
@@ -328,7 +348,11 @@ fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) ->
                     data: buf[hs..hs + n].to_vec(),
                     full_len: r.full_len as usize,
                     from: r.addr[..(r.addr_len as usize).min(ADDR_MAX)].to_vec(),
-                    creds: (r.has_creds != 0).then_some(r.creds),
+                    creds: (r.has_creds & HAS_CREDS != 0).then_some(r.creds),
+                    pidfd: (r.has_creds & HAS_PIDFD != 0).then_some(r.creds[0] as i32),
+                    pidfd_tag: (r.has_creds & HAS_PIDFD_FILE != 0)
+                        .then(|| r.rights.get(r.nrights as usize).copied())
+                        .flatten(),
                     rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
                     oob: r.flags & MSGF_OOB != 0,
                 });
@@ -389,15 +413,40 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
             cut = true;
         }
     }
+    // Received files and the sender's pidfd come back in one claim.
+    let mut tags: Vec<u64> = got
+        .rights
+        .iter()
+        .copied()
+        .filter(|i| i & FILE_TAG != 0)
+        .collect();
+    tags.extend(got.pidfd_tag);
+    let mut files = claim_files(m, &tags, cloexec).into_iter();
     if !got.rights.is_empty() {
         let fit = (room - used).saturating_sub(CMSG_HDR) / std::mem::size_of::<c_int>();
         let mut fds = Vec::new();
-        for &id in got.rights.iter().take(fit) {
-            match sock::open_sock(m, id, false, cloexec) {
+        for (i, &id) in got.rights.iter().enumerate() {
+            let fd = if id & FILE_TAG != 0 {
+                match files.next().flatten() {
+                    Some(fd) => Ok(fd),
+                    None => Err(libc::EBADF),
+                }
+            } else if i < fit {
+                sock::open_sock(m, id, false, cloexec)
+            } else {
+                continue;
+            };
+            match fd {
+                // Past the room of the control buffer: closed, as Linux does.
+                Ok(fd) if i >= fit => {
+                    // SAFETY: our own new descriptor.
+                    unsafe { libc::close(fd) };
+                }
                 Ok(fd) => fds.push(fd),
                 Err(e) => {
                     log::say(&format!(
-                        "received socket {id} could not be opened: errno {e}"
+                        "received {} could not be had: errno {e}",
+                        passed_name(id)
                     ));
                     cut = true;
                 }
@@ -411,7 +460,84 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
             put(libc::SOL_SOCKET, libc::SCM_RIGHTS, &b, &mut used);
         }
     }
+    // SCM_PIDFD comes last, as scm_recv_unix puts it; a message sent with
+    // no credentials (before anyone asked for them) has none.
+    let held = got.pidfd_tag.and_then(|_| files.next().flatten());
+    if let Some(pid) = got.pidfd.filter(|&p| p > 0) {
+        if room - used >= CMSG_HDR + 4 {
+            // The daemon's pidfd names the sender even once it has exited;
+            // without one, a pidfd of the pid it had.
+            let fd = match held {
+                Some(fd) => {
+                    // SAFETY: our own new descriptor; pidfds are close-on-exec.
+                    unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+                    Ok(fd)
+                }
+                None => pidfd::open(pid),
+            };
+            match fd {
+                Ok(fd) => put(
+                    libc::SOL_SOCKET,
+                    pidfd::SCM_PIDFD,
+                    &fd.to_ne_bytes(),
+                    &mut used,
+                ),
+                Err(_) => cut = true,
+            }
+        } else {
+            if let Some(fd) = held {
+                // SAFETY: our own descriptor, not handed out.
+                unsafe { libc::close(fd) };
+            }
+            cut = true;
+        }
+    } else if let Some(fd) = held {
+        // SAFETY: as above.
+        unsafe { libc::close(fd) };
+    }
     (used, cut)
+}
+
+/// Bit 63 marks a file the daemon holds (src/engine/held.rs) among socket numbers.
+const FILE_TAG: u64 = 1 << 63;
+
+/// One item of a `msg` record's `rights=`: a socket number, or `file:T`.
+fn passed_item(v: &str) -> Option<u64> {
+    match v.strip_prefix("file:") {
+        Some(t) => t.parse::<u64>().ok().map(|t| t | FILE_TAG),
+        None => v.parse().ok(),
+    }
+}
+
+fn passed_name(id: u64) -> String {
+    if id & FILE_TAG != 0 {
+        "file".to_string()
+    } else {
+        format!("socket {id}")
+    }
+}
+
+/// Received files (by tag), claimed from the daemon in one round trip;
+/// None for each one that could not be had.
+fn claim_files(m: &Mount, tags: &[u64], cloexec: bool) -> Vec<Option<c_int>> {
+    if tags.is_empty() {
+        return Vec::new();
+    }
+    let got = fdpass::connect(m).and_then(|ch| ch.claim(tags, cloexec));
+    match got {
+        Ok(fds) => {
+            let mut out: Vec<Option<c_int>> = fds.into_iter().map(Some).collect();
+            out.resize(tags.len(), None);
+            out
+        }
+        Err(e) => {
+            log::say(&format!(
+                "{} received files could not be claimed from the daemon: errno {e}",
+                tags.len()
+            ));
+            vec![None; tags.len()]
+        }
+    }
 }
 
 /// recvmsg() on a udsfs socket.
@@ -423,8 +549,10 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
         && (msg.msg_control.is_null() || msg.msg_controllen == 0)
         && flags & !(libc::MSG_CMSG_CLOEXEC | libc::MSG_NOSIGNAL) == 0
         && want > 0;
+    // Linux reports MSG_CMSG_CLOEXEC back in msg_flags (____sys_recvmsg).
+    let echoed = flags & libc::MSG_CMSG_CLOEXEC;
     if plain {
-        msg.msg_flags = 0;
+        msg.msg_flags = echoed;
         // SAFETY: reads into the caller's iovecs.
         let r = unsafe { libc::readv(fd, iov, n as c_int) };
         return if r < 0 { Err(errno()) } else { Ok(r as usize) };
@@ -461,7 +589,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
     if cut {
         out_flags |= libc::MSG_CTRUNC;
     }
-    msg.msg_flags = out_flags;
+    msg.msg_flags = out_flags | echoed;
     if flags & libc::MSG_TRUNC != 0 && out_flags & libc::MSG_TRUNC != 0 {
         return Ok(got.full_len);
     }
@@ -499,20 +627,26 @@ fn fds(payload: &[u8]) -> impl Iterator<Item = c_int> + '_ {
         .map(|c| c_int::from_ne_bytes([c[0], c[1], c[2], c[3]]))
 }
 
-/// What a sendmsg's control messages ask: credentials and sockets to pass.
-/// Only udsfs sockets can be passed over a udsfs socket.
-pub fn parse_control(msg: &msghdr, meta: &mut Meta) -> Res<()> {
+/// What a sendmsg's control messages ask: credentials, and files to pass.
+/// udsfs sockets of this mount go by number; any other file (a regular
+/// file, pipe, eventfd, kernel socket, pidfd) goes to the daemon over its
+/// fd channel first and by tag.
+pub fn parse_control(m: &Mount, msg: &msghdr, meta: &mut Meta) -> Res<()> {
+    let mut foreign = Vec::new();
     for (level, ty, payload) in cmsgs(msg)? {
         match (level, ty) {
             (libc::SOL_SOCKET, libc::SCM_RIGHTS) => {
                 for pfd in fds(payload) {
-                    if !mount::udsfs_fd(pfd) {
-                        log::say(&format!(
-                            "sendmsg: fd {pfd} is not a udsfs socket: only udsfs sockets can be passed over a udsfs socket (EINVAL)"
-                        ));
-                        return Err(libc::EINVAL);
+                    // SAFETY: F_GETFD only asks.
+                    if unsafe { libc::fcntl(pfd, libc::F_GETFD) } < 0 {
+                        return Err(libc::EBADF);
                     }
-                    meta.rights.push(mount::sock_id(pfd).ok_or(libc::EBADF)?);
+                    if mount::udsfs_fd(pfd) {
+                        meta.rights.push(mount::sock_id(pfd).ok_or(libc::EBADF)?);
+                    } else {
+                        foreign.push((meta.rights.len(), pfd));
+                        meta.rights.push(0);
+                    }
                 }
                 if meta.rights.len() > MAX_RIGHTS {
                     return Err(libc::EINVAL);
@@ -524,6 +658,19 @@ pub fn parse_control(msg: &msghdr, meta: &mut Meta) -> Res<()> {
             }
             _ => return Err(libc::EINVAL),
         }
+    }
+    if !foreign.is_empty() {
+        let ch = fdpass::connect(m)?;
+        let raw: Vec<c_int> = foreign.iter().map(|(_, fd)| *fd).collect();
+        let tags = ch.deposit(&raw).inspect_err(|e| {
+            log::say(&format!(
+                "sendmsg: the daemon refused files {raw:?}: errno {e}"
+            ))
+        })?;
+        for ((slot, _), tag) in foreign.iter().zip(tags) {
+            meta.rights[*slot] = tag;
+        }
+        meta.channel = Some(ch);
     }
     Ok(())
 }

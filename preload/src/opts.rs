@@ -4,8 +4,8 @@
 use libc::{c_int, c_void, socklen_t};
 
 use crate::abi::*;
-use crate::log;
 use crate::sock::{self, Res};
+use crate::{log, pidfd};
 
 /// Linux's default SO_RCVBUF (net.core.rmem_default); udsfs queues are
 /// bounded by the sender's buffer, so the receive buffer is only reported.
@@ -51,6 +51,15 @@ pub unsafe fn get(
         libc::SO_TYPE => int(sock::info(fd)?[INFO_TYPE]),
         libc::SO_ACCEPTCONN => int(sock::info(fd)?[INFO_LISTENING]),
         libc::SO_PASSCRED => int(sock::info(fd)?[INFO_PASSCRED]),
+        pidfd::SO_PASSPIDFD => int(sock::info(fd)?[INFO_PASSPIDFD]),
+        pidfd::SO_PEERPIDFD => {
+            let v = sock::info(fd)?;
+            if v[INFO_HAS_PEERCRED] == 0 {
+                // No peer (or no credentials from it): sk_peer_pid is NULL.
+                return Err(libc::ENODATA);
+            }
+            int(pidfd::open(v[INFO_PEER_PID] as i32)? as i64)
+        }
         libc::SO_SNDBUF => int(sock::info(fd)?[INFO_SNDBUF]),
         libc::SO_RCVBUF => int(RCVBUF),
         libc::SO_ERROR => int(sock::ctl(fd, OP_TAKE_ERROR, 0, &[])?.v[0]),
@@ -107,6 +116,9 @@ pub unsafe fn set(
     match name {
         libc::SO_PASSCRED => {
             sock::ctl(fd, OP_SET_PASSCRED, (read_int()? != 0) as i32, &[]).map(|_| ())
+        }
+        pidfd::SO_PASSPIDFD => {
+            sock::ctl(fd, OP_SET_PASSPIDFD, (read_int()? != 0) as i32, &[]).map(|_| ())
         }
         libc::SO_SNDBUF => sock::ctl(fd, OP_SET_SNDBUF, read_int()?, &[]).map(|_| ()),
         libc::SO_OOBINLINE => {

@@ -128,7 +128,7 @@ pub fn pair(m: &Mount, ty: c_int, sv: &mut [c_int; 2]) -> Res<()> {
 }
 
 /// A new udsfs socket of the kernel socket `fd`'s type, put in `fd`'s
-/// place with its O_NONBLOCK, FD_CLOEXEC and SO_PASSCRED.
+/// place with its O_NONBLOCK, FD_CLOEXEC, SO_PASSCRED and SO_PASSPIDFD.
 pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     let mut ty: c_int = 0;
     let mut len = std::mem::size_of::<c_int>() as socklen_t;
@@ -146,18 +146,23 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
         return last();
     }
     let name = type_name(ty).ok_or(libc::EPROTOTYPE)?;
-    let mut passcred: c_int = 0;
-    let mut len = std::mem::size_of::<c_int>() as socklen_t;
-    // SAFETY: as above.
-    unsafe {
-        real::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_PASSCRED,
-            (&mut passcred as *mut c_int).cast(),
-            &mut len,
-        );
-    }
+    let flag = |opt: c_int| {
+        let mut on: c_int = 0;
+        let mut len = std::mem::size_of::<c_int>() as socklen_t;
+        // SAFETY: as above.
+        unsafe {
+            real::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&mut on as *mut c_int).cast(),
+                &mut len,
+            );
+        }
+        on
+    };
+    let passcred = flag(libc::SO_PASSCRED);
+    let passpidfd = flag(crate::pidfd::SO_PASSPIDFD);
     // SAFETY: fcntl queries only.
     let (fl, fdfl) = unsafe {
         (
@@ -186,6 +191,9 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     }
     if passcred != 0 {
         ctl(fd, OP_SET_PASSCRED, 1, &[])?;
+    }
+    if passpidfd != 0 {
+        ctl(fd, OP_SET_PASSPIDFD, 1, &[])?;
     }
     Ok(())
 }

@@ -206,6 +206,7 @@ fn run(a: &MountArgs, mountpoint: &Path, ready: &mut Option<File>) -> Result<(),
     let _ = set.thread_block();
     warn_request_timeout();
     let eng = Engine::new(cfg);
+    crate::fdchannel::start(eng.clone());
     let fs = UdsFs::new(eng, uid, gid);
     let inner = fs.inner();
     inner.parks.set_max(a.max_parked);

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 
+use super::held::HeldFile;
 use super::socket::{
     BoundName, Conn, Msg, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, SockType, Socket, pollbits,
 };
@@ -20,8 +21,16 @@ pub struct Received {
     pub from: Option<Arc<BoundName>>,
     /// Credentials, present iff the receiver has passcred on.
     pub creds: Option<Ucred>,
+    /// The sender's pid for SCM_PIDFD, present iff the receiver has passpidfd on.
+    pub pidfd: Option<i32>,
+    /// The sender's pidfd, when it was made at send time (see held.rs).
+    pub pidfd_file: Option<std::os::fd::OwnedFd>,
+    /// That pidfd's depot tag, once delivered (`deliver_passed`).
+    pub pidfd_tag: Option<u64>,
     /// Sockets received with it, each holding one reference.
     pub rights: Vec<Arc<Socket>>,
+    /// Other files received with it (see held.rs).
+    pub files: Vec<HeldFile>,
 }
 
 /// Room for data in a one-page skb head: SKB_MAX_HEAD(0).
@@ -57,9 +66,9 @@ fn stream_truesize(size: usize) -> usize {
     skb_truesize(size - frags, frags)
 }
 
-/// Sockets a message passes, checked and charged to the sending user.
+/// Sockets and files a message passes, checked and charged to the sending user.
 pub(crate) struct Pass<'a> {
-    rights: Option<&'a mut Vec<Arc<Socket>>>,
+    rights: Option<(&'a mut Vec<Arc<Socket>>, &'a mut Vec<HeldFile>)>,
     pub(crate) uid: u32,
 }
 
@@ -70,9 +79,10 @@ impl<'a> Pass<'a> {
     pub(crate) fn new(
         eng: &Engine,
         rights: &'a mut Vec<Arc<Socket>>,
+        files: &'a mut Vec<HeldFile>,
         caller: &Caller,
     ) -> Result<Pass<'a>> {
-        if rights.is_empty() {
+        if rights.is_empty() && files.is_empty() {
             return Ok(Pass {
                 rights: None,
                 uid: 0,
@@ -90,26 +100,32 @@ impl<'a> Pass<'a> {
             eng.gc.schedule();
         }
         Ok(Pass {
-            rights: Some(rights),
+            rights: Some((rights, files)),
             uid,
         })
     }
 
-    /// Moves the sockets into a message queued at `receiver` (whose lock
-    /// the caller holds) and records them as in flight.
+    /// Moves the sockets and files into a message queued at `receiver`
+    /// (whose lock the caller holds) and records them as in flight. Files
+    /// count against the user's in-flight figure only: they cannot be part
+    /// of a udsfs cycle.
     pub(crate) fn queue_at(
         &mut self,
         eng: &Engine,
         receiver: u64,
         st: &mut SockState,
-    ) -> Vec<Arc<Socket>> {
-        let Some(r) = self.rights.take() else {
-            return Vec::new();
+    ) -> (Vec<Arc<Socket>>, Vec<HeldFile>) {
+        let Some((r, f)) = self.rights.take() else {
+            return Default::default();
         };
         let rights = std::mem::take(r);
+        let files = std::mem::take(f);
         let listener = st.embryo.then_some(st.listener_id).flatten();
-        eng.gc.add(&rights, receiver, listener, self.uid);
-        rights
+        if !rights.is_empty() {
+            eng.gc.add(&rights, receiver, listener, self.uid);
+        }
+        eng.gc.add_files(files.len(), self.uid);
+        (rights, files)
     }
 }
 
@@ -117,6 +133,8 @@ impl<'a> Pass<'a> {
 pub(crate) struct ChunkOrigin {
     pub from: Option<Arc<BoundName>>,
     pub creds: Option<Ucred>,
+    /// The sender's pidfd for a reader with SO_PASSPIDFD; the first chunk takes it.
+    pub pidfd: std::cell::Cell<Option<std::os::fd::OwnedFd>>,
 }
 
 impl Engine {
@@ -136,7 +154,7 @@ impl Engine {
         let charge = stream_truesize(data.len());
         s.wmem.fetch_add(charge, Ordering::AcqRel);
         pt.rcvq_bytes += data.len();
-        let rights = pass.queue_at(self, peer_id, pt);
+        let (rights, files) = pass.queue_at(self, peer_id, pt);
         pt.rcvq.push_back(Msg {
             data,
             off: 0,
@@ -146,6 +164,8 @@ impl Engine {
             charge,
             rights,
             rights_uid: pass.uid,
+            files,
+            pidfd: origin.pidfd.take(),
             oob,
         });
     }
@@ -163,21 +183,21 @@ impl Engine {
         self.send_msg(s, data, to, creds, &mut Vec::new(), caller, w)
     }
 
-    /// sendmsg(). Stream sends may be partial; EAGAIN means nothing was sent
-    /// and `w` waits for room. `rights` (references the caller holds) move
-    /// into the queue when the message is queued; otherwise they stay.
+    /// sendmsg() passing sockets and other files: what was not queued stays
+    /// in `rights` and `files`.
     #[allow(clippy::too_many_arguments)]
-    pub fn send_msg(
+    pub fn send_passing(
         &self,
         s: &Arc<Socket>,
         data: &[u8],
         to: Option<&Addr>,
         creds: Option<Ucred>,
         rights: &mut Vec<Arc<Socket>>,
+        files: &mut Vec<HeldFile>,
         caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<usize> {
-        let out = Pass::new(self, rights, caller)?;
+        let out = Pass::new(self, rights, files, caller)?;
         match s.ty {
             SockType::Stream => self.stream_send(s, data, to, creds, out, caller, w, false),
             SockType::Dgram => self.dgram_send(s, data, to, creds, out, caller, w),
@@ -197,6 +217,23 @@ impl Engine {
                 self.message_send(s, data, Some(peer), creds, out, caller, w)
             }
         }
+    }
+
+    /// sendmsg(). Stream sends may be partial; EAGAIN means nothing was sent
+    /// and `w` waits for room. `rights` (references the caller holds) move
+    /// into the queue when the message is queued; otherwise they stay.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_msg(
+        &self,
+        s: &Arc<Socket>,
+        data: &[u8],
+        to: Option<&Addr>,
+        creds: Option<Ucred>,
+        rights: &mut Vec<Arc<Socket>>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<usize> {
+        self.send_passing(s, data, to, creds, rights, &mut Vec::new(), caller, w)
     }
 
     fn max_message(&self, sndbuf: usize) -> usize {
@@ -260,9 +297,10 @@ impl Engine {
                 Some(o) => o,
                 None => Socket::peer(&st).cloned().ok_or(Errno::ENOTCONN)?,
             };
-            (other, st.name.clone(), st.passcred)
+            (other, st.name.clone(), st.may_passcred())
         };
         let creds = self.creds_for(explicit, sender_passcred, &other, caller);
+        let pidfd = self.sender_pidfd(creds, &other);
         let charge = message_truesize(data.len());
         let mut wake = Wakeups::new();
         {
@@ -300,7 +338,7 @@ impl Engine {
             s.wmem.fetch_add(charge, Ordering::AcqRel);
             ot_ref.rcvq_bytes += data.len();
             let mut pass = pass;
-            let rights = pass.queue_at(self, other.id, ot_ref);
+            let (rights, files) = pass.queue_at(self, other.id, ot_ref);
             ot_ref.rcvq.push_back(Msg {
                 data: data.to_vec(),
                 off: 0,
@@ -311,6 +349,8 @@ impl Engine {
                 rights,
                 rights_uid: pass.uid,
                 oob: false,
+                files,
+                pidfd,
             });
             wake.extend(ot_ref.readers.take());
         }
@@ -349,7 +389,7 @@ impl Engine {
         }
         let wanted = sender_passcred || {
             let ot = other.lock();
-            ot.passcred || ot.embryo
+            ot.may_passcred() || ot.embryo
         };
         wanted.then(|| caller.scm_creds())
     }
@@ -388,7 +428,7 @@ impl Engine {
             if st.shutdown & SEND_SHUTDOWN != 0 {
                 return Err(Errno::EPIPE);
             }
-            (peer, st.sndbuf, st.name.clone(), st.passcred)
+            (peer, st.sndbuf, st.name.clone(), st.may_passcred())
         };
         let (data, oob_byte) = match data.split_last() {
             Some((last, body)) if oob => (body, Some(*last)),
@@ -398,9 +438,13 @@ impl Engine {
         if data.is_empty() && oob_byte.is_none() {
             return Ok(0);
         }
+        let creds = self.creds_for(explicit, sender_passcred, &peer, caller);
         let origin = ChunkOrigin {
             from,
-            creds: self.creds_for(explicit, sender_passcred, &peer, caller),
+            creds,
+            // The first chunk carries it; a read from a later one falls back
+            // to the pid.
+            pidfd: std::cell::Cell::new(self.sender_pidfd(creds, &peer)),
         };
         // unix_stream_sendmsg: at most half the send buffer per skb, and at
         // most one page of head plus 32 KiB of fragments.
@@ -504,6 +548,7 @@ impl Engine {
         wake.extend(st.writers.take());
         self.uncharge(&m, wake);
         let rights = self.take_rights(receiver, &mut m);
+        let files = self.take_files(&mut m);
         let full_len = m.data.len();
         let mut data = m.data;
         data.truncate(maxlen);
@@ -512,7 +557,11 @@ impl Engine {
             full_len,
             from: m.from,
             creds: st.passcred.then(|| m.creds.unwrap_or(Ucred::NONE)),
+            pidfd: st.passpidfd.then(|| m.creds.unwrap_or(Ucred::NONE).pid),
+            pidfd_file: m.pidfd.take().filter(|_| st.passpidfd),
+            pidfd_tag: None,
             rights,
+            files,
         })
     }
 

@@ -136,6 +136,24 @@ impl Collector {
         g.total += rights.len();
     }
 
+    /// Files that are not udsfs sockets went in flight: Linux charges them
+    /// to the user (unix_inflight) but not to the collector's total.
+    pub(crate) fn add_files(&self, n: usize, uid: u32) {
+        if n > 0 {
+            *self.graph.lock().user_inflight.entry(uid).or_default() += n;
+        }
+    }
+
+    pub(crate) fn remove_files(&self, n: usize, uid: u32) {
+        let mut g = self.graph.lock();
+        if let Some(v) = g.user_inflight.get_mut(&uid) {
+            *v = v.saturating_sub(n);
+            if *v == 0 {
+                g.user_inflight.remove(&uid);
+            }
+        }
+    }
+
     /// Forgets copies of `rights` that left `receiver`'s queue.
     pub(crate) fn remove(&self, rights: &[Arc<Socket>], receiver: u64, uid: u32) {
         let mut g = self.graph.lock();

@@ -19,6 +19,7 @@ impl Engine {
         let peer_sock = Socket::peer(&st).cloned();
         let state = s.state_name(&st);
         let passcred = st.passcred as u8;
+        let passpidfd = st.passpidfd as u8;
         let peercred = st
             .peercred
             .map(|c| format!("{}:{}:{}", c.pid, c.uid, c.gid))
@@ -46,6 +47,7 @@ impl Engine {
         let _ = writeln!(out, "peer={peer}");
         let _ = writeln!(out, "peer_id={peer_id}");
         let _ = writeln!(out, "passcred={passcred}");
+        let _ = writeln!(out, "passpidfd={passpidfd}");
         let _ = writeln!(out, "peercred={peercred}");
         let _ = writeln!(out, "rcvq_msgs={msgs}");
         let _ = writeln!(out, "rcvq_bytes={bytes}");

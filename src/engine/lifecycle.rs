@@ -74,6 +74,7 @@ impl Engine {
             drop(r);
             self.remove_dir(id);
         }
+        self.depot.socket_closed(s.id);
         self.remove_dir(s.id);
         self.live.fetch_sub(1, Ordering::Relaxed);
         log::debug!("socket {} released", s.id);
@@ -87,6 +88,17 @@ impl Engine {
         for r in self.take_rights(receiver, &mut m) {
             wake.drop_ref(r);
         }
+        // Held files close here, as fput does in the kernel.
+        drop(self.take_files(&mut m));
+    }
+
+    /// Takes the files a dequeued message carries out of flight.
+    pub(crate) fn take_files(&self, m: &mut Msg) -> Vec<super::held::HeldFile> {
+        if m.files.is_empty() {
+            return Vec::new();
+        }
+        self.gc.remove_files(m.files.len(), m.rights_uid);
+        std::mem::take(&mut m.files)
     }
 
     /// Takes the sockets a dequeued message carries out of flight.

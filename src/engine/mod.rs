@@ -8,6 +8,7 @@ pub mod cred;
 mod data;
 pub mod gc;
 mod graph;
+pub mod held;
 mod introspect;
 mod lifecycle;
 mod names;
@@ -108,6 +109,8 @@ pub struct Engine {
     pub gc: gc::Collector,
     /// Received sockets not yet opened, by their directory number.
     unopened: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
+    /// Passed files that are not udsfs sockets, between the channel and a queue.
+    pub depot: held::Depot,
 }
 
 impl Engine {
@@ -124,6 +127,7 @@ impl Engine {
             live: AtomicUsize::new(0),
             gc: gc::Collector::new(),
             unopened: Mutex::new(Default::default()),
+            depot: held::Depot::default(),
             cfg,
         });
         eng.tree.set_max_nodes(eng.cfg.max_nodes);

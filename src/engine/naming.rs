@@ -112,7 +112,7 @@ impl Engine {
     pub(crate) fn autobind_if_passcred(&self, s: &Arc<Socket>) -> Result<()> {
         let need = {
             let st = s.lock();
-            st.passcred && st.name.is_none()
+            st.may_passcred() && st.name.is_none()
         };
         if need { self.autobind(s) } else { Ok(()) }
     }
@@ -218,7 +218,7 @@ impl Engine {
             own_state(&st)?;
             let listener_name = ot.name.clone();
             let listener_cred = ot.peercred;
-            let listener_passcred = ot.passcred;
+            let listener_passcred = (ot.passcred, ot.passpidfd);
             let Conn::Listening { pending, .. } = &mut ot.conn else {
                 return Err(Errno::ECONNREFUSED);
             };
@@ -227,7 +227,7 @@ impl Engine {
                 et.conn = Conn::Connected(s.clone());
                 et.name = listener_name;
                 et.peercred = Some(client_cred);
-                et.passcred = listener_passcred;
+                (et.passcred, et.passpidfd) = listener_passcred;
                 et.embryo = true;
                 et.listener_id = Some(other.id);
             }
@@ -393,6 +393,10 @@ impl Engine {
         }
         self.finish(wake);
         Ok(())
+    }
+
+    pub fn set_passpidfd(&self, s: &Arc<Socket>, on: bool) {
+        s.lock().passpidfd = on;
     }
 
     pub fn set_passcred(&self, s: &Arc<Socket>, on: bool) {

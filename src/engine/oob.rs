@@ -10,6 +10,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
 use super::data::{ChunkOrigin, Pass};
+use super::held::HeldFile;
 use super::socket::{Conn, RCV_SHUTDOWN, SockType, Socket};
 use super::{Addr, Caller, Engine, Result, Ucred, Wakeups};
 
@@ -89,6 +90,7 @@ fn uid_may_signal(uid: u32, pid: i32) -> bool {
 impl Engine {
     /// send(MSG_OOB): stream sockets only (EOPNOTSUPP otherwise, and for an
     /// empty send, as Linux).
+    #[allow(clippy::too_many_arguments)]
     pub fn send_oob(
         &self,
         s: &Arc<Socket>,
@@ -96,12 +98,13 @@ impl Engine {
         to: Option<&Addr>,
         creds: Option<Ucred>,
         rights: &mut Vec<Arc<Socket>>,
+        files: &mut Vec<HeldFile>,
         caller: &Caller,
     ) -> Result<usize> {
         if s.ty != SockType::Stream {
             return Err(Errno::EOPNOTSUPP);
         }
-        let pass = Pass::new(self, rights, caller)?;
+        let pass = Pass::new(self, rights, files, caller)?;
         self.stream_send(s, data, to, creds, pass, caller, None, true)
     }
 

@@ -17,7 +17,7 @@ fn setup(ty: SockType) -> (Arc<Engine>, Caller, Arc<Socket>, Arc<Socket>) {
 }
 
 fn oob(e: &Engine, c: &Caller, s: &Arc<Socket>, data: &[u8]) -> Result<usize> {
-    e.send_oob(s, data, None, None, &mut Vec::new(), c)
+    e.send_oob(s, data, None, None, &mut Vec::new(), &mut Vec::new(), c)
 }
 
 fn read(e: &Engine, s: &Arc<Socket>, n: usize) -> Result<Vec<u8>> {

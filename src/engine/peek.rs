@@ -55,12 +55,14 @@ fn message_peek(ty: SockType, st: &mut SockState, maxlen: usize) -> Result<Recei
     };
     let full_len = m.data.len() - skip;
     let data = m.data[skip..skip + full_len.min(maxlen)].to_vec();
+    let creds = m.creds.unwrap_or(Ucred::NONE);
     let got = Received {
         full_len,
         from: m.from.clone(),
-        creds: st.passcred.then(|| m.creds.unwrap_or(Ucred::NONE)),
-        rights: Vec::new(),
+        creds: st.passcred.then_some(creds),
+        pidfd: st.passpidfd.then_some(creds.pid),
         data,
+        ..Default::default()
     };
     peek_off_forward(st, got.data.len());
     Ok(got)

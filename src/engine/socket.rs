@@ -80,11 +80,24 @@ pub struct Msg {
     /// This one-byte chunk is the socket's pending out-of-band byte (Linux's
     /// oob_skb); at most one message of a queue has it.
     pub oob: bool,
+    /// Other files passed with it, held by the daemon (charged to `rights_uid`).
+    pub files: Vec<super::held::HeldFile>,
+    /// A pidfd of the sender, made at send time for a reader with
+    /// SO_PASSPIDFD, so that SCM_PIDFD names it even once it has exited.
+    pub pidfd: Option<std::os::fd::OwnedFd>,
 }
 
 impl Msg {
     pub fn remaining(&self) -> usize {
         self.data.len() - self.off
+    }
+}
+
+impl SockState {
+    /// unix_may_passcred: SO_PASSCRED or SO_PASSPIDFD, either makes
+    /// credentials travel, autobinds and keeps reads from spanning senders.
+    pub fn may_passcred(&self) -> bool {
+        self.passcred || self.passpidfd
     }
 }
 
@@ -110,6 +123,8 @@ pub struct SockState {
     /// Pending socket error (sk_err), reported once.
     pub err: Option<Errno>,
     pub passcred: bool,
+    /// SO_PASSPIDFD: the reader gets a pidfd of each message's sender.
+    pub passpidfd: bool,
     pub peercred: Option<Ucred>,
     pub sndbuf: usize,
     pub max_dgram_qlen: usize,
@@ -185,6 +200,7 @@ impl Socket {
                 shutdown: 0,
                 err: None,
                 passcred: false,
+                passpidfd: false,
                 peercred: None,
                 sndbuf,
                 max_dgram_qlen,

@@ -14,6 +14,7 @@ pub struct SockInfo {
     pub ty: SockType,
     pub listening: bool,
     pub passcred: bool,
+    pub passpidfd: bool,
     pub peercred: Option<Ucred>,
     pub sndbuf: usize,
     /// SIOCINQ: unread bytes (stream, seqpacket) or the next message's size
@@ -62,6 +63,7 @@ impl Engine {
             ty: s.ty,
             listening,
             passcred: st.passcred,
+            passpidfd: st.passpidfd,
             peercred: st.peercred,
             sndbuf: st.sndbuf,
             inq,

@@ -44,6 +44,8 @@ impl Engine {
         let mut skip = if peek { st.peek_off.max(0) as usize } else { 0 };
         let mut first_creds: Option<Option<Ucred>> = None;
         let mut at = (!st.rcvq.is_empty()).then_some(0);
+        // With passcred or passpidfd on, one read never spans two senders.
+        let span_check = st.may_passcred();
         loop {
             let copied = !out.data.is_empty();
             if let Some(i) = at {
@@ -76,18 +78,19 @@ impl Engine {
                 at = None;
                 continue;
             }
-            let m = &st.rcvq[i];
+            let want_pidfd = st.passpidfd && !peek;
+            let m = &mut st.rcvq[i];
             match first_creds {
                 None => {
                     first_creds = Some(m.creds);
                     out.from = m.from.clone();
+                    out.pidfd_file = m.pidfd.take().filter(|_| want_pidfd);
                 }
-                // With passcred on, one read never spans different credentials.
-                Some(c) if st.passcred && c != m.creds => break,
+                Some(c) if span_check && c != m.creds => break,
                 Some(_) => {}
             }
-            let carries = !m.rights.is_empty();
-            if carries && !out.rights.is_empty() {
+            let carries = !m.rights.is_empty() || !m.files.is_empty();
+            if carries && !(out.rights.is_empty() && out.files.is_empty()) {
                 break;
             }
             let n = (m.remaining() - skip).min(maxlen - out.data.len());
@@ -108,6 +111,7 @@ impl Engine {
             m.off += n;
             // Passed sockets come with the first read that touches their chunk.
             out.rights.extend(self.take_rights(receiver, m));
+            out.files.extend(self.take_files(m));
             let left = m.remaining();
             st.rcvq_bytes -= n;
             peek_off_back(st, n);
@@ -126,6 +130,9 @@ impl Engine {
         out.full_len = out.data.len();
         if st.passcred {
             out.creds = Some(first_creds.flatten().unwrap_or(Ucred::NONE));
+        }
+        if st.passpidfd {
+            out.pidfd = Some(first_creds.flatten().unwrap_or(Ucred::NONE).pid);
         }
         Ok(out)
     }

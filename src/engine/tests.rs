@@ -608,3 +608,97 @@ fn graph_marks_dead_what_the_collector_frees_and_nothing_else() {
     assert!(e.gc.view().dead.is_empty());
     assert!(!e.graph_dot().contains("DEAD"));
 }
+
+// ---- files other than udsfs sockets in flight (held.rs), SO_PASSPIDFD
+
+fn pipe_end() -> std::os::fd::OwnedFd {
+    std::os::unix::net::UnixStream::pair().unwrap().0.into()
+}
+
+/// Files ride in order among sockets, count toward the user's in-flight
+/// figure but not the collector's total, and close with an unread queue.
+#[test]
+fn files_in_flight_among_sockets() {
+    let e = engine();
+    let c = root();
+    let (a, b) = e.socketpair(SockType::Dgram, &c);
+    let passed = e.socket(SockType::Stream, &c);
+    let t1 = e.depot.deposit(1, 0, pipe_end());
+    let t2 = e.depot.deposit(1, 0, pipe_end());
+    let (mut socks, mut files) = e.hold_passed(&[t1, passed.id, t2], &c).unwrap();
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&files[1].fd);
+    e.send_passing(&a, b"x", None, None, &mut socks, &mut files, &c, None)
+        .unwrap();
+    assert!(socks.is_empty() && files.is_empty());
+    assert_eq!(e.gc.user_inflight(0), 3);
+    assert_eq!(e.gc.total(), 1);
+    let mut got = e.recv(&b, 10, None).unwrap();
+    assert_eq!(e.gc.user_inflight(0), 0);
+    let ids = e.deliver_passed(&b, &mut got, &c);
+    assert_eq!(ids.len(), 3);
+    assert!(held::is_file_tag(ids[0]) && !held::is_file_tag(ids[1]) && held::is_file_tag(ids[2]));
+    let claimed = e.depot.claim(&[ids[2]], 0).unwrap();
+    assert_eq!(std::os::fd::AsRawFd::as_raw_fd(&claimed[0]), raw);
+    // Unclaimed received files go with the receiver.
+    assert_eq!(e.depot.len(), 1);
+    e.put(&b);
+    assert!(e.depot.is_empty());
+    // Queued files go with an unread queue.
+    let (a, b) = e.socketpair(SockType::Stream, &c);
+    let t = e.depot.deposit(1, 0, pipe_end());
+    let (mut socks, mut files) = e.hold_passed(&[t], &c).unwrap();
+    e.send_passing(&a, b"y", None, None, &mut socks, &mut files, &c, None)
+        .unwrap();
+    assert_eq!(e.gc.user_inflight(0), 1);
+    e.put(&b);
+    assert_eq!(e.gc.user_inflight(0), 0);
+    e.put(&a);
+    e.put(&passed);
+}
+
+#[test]
+fn passpidfd_carries_the_sender_pid() {
+    let e = engine();
+    let c = root();
+    let (a, b) = e.socketpair(SockType::Stream, &c);
+    e.send(&a, b"1", None, None, &c, None).unwrap();
+    e.set_passpidfd(&b, true);
+    e.send(&a, b"2", None, None, &c, None).unwrap();
+    // One read never spans a message without credentials and one with.
+    let first = e.recv(&b, 10, None).unwrap();
+    assert_eq!((first.data.as_slice(), first.pidfd), (&b"1"[..], Some(0)));
+    let second = e.recv(&b, 10, None).unwrap();
+    assert_eq!((second.data.as_slice(), second.pidfd), (&b"2"[..], Some(1)));
+    assert_eq!(second.creds, None);
+    e.put(&a);
+    e.put(&b);
+}
+
+/// A dead cycle that also carries a file: the collector frees the sockets and
+/// the file closes with them (its other end sees EOF).
+#[test]
+fn collector_closes_files_carried_by_garbage() {
+    use std::io::Read;
+    let e = engine();
+    let c = root();
+    let (a, b) = e.socketpair(SockType::Stream, &c);
+    let (mut near, far) = std::os::unix::net::UnixStream::pair().unwrap();
+    let tag = e.depot.deposit(1, 0, far.into());
+    // Each end travels in the other's queue (one with the file): once both
+    // are closed, only the queues hold them.
+    let (mut socks, mut files) = e.hold_passed(&[b.id, tag], &c).unwrap();
+    e.send_passing(&b, b"x", None, None, &mut socks, &mut files, &c, None)
+        .unwrap();
+    let (mut socks, mut files) = e.hold_passed(&[a.id], &c).unwrap();
+    e.send_passing(&a, b"y", None, None, &mut socks, &mut files, &c, None)
+        .unwrap();
+    e.put(&b);
+    e.put(&a);
+    let mut buf = [0u8; 1];
+    near.set_nonblocking(true).unwrap();
+    assert!(near.read(&mut buf).is_err(), "held while the cycle waits");
+    assert_eq!(e.collect(), 2);
+    near.set_nonblocking(false).unwrap();
+    assert_eq!(near.read(&mut buf).unwrap(), 0, "the held file was closed");
+    assert_eq!(e.gc.user_inflight(0), 0);
+}

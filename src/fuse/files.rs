@@ -147,15 +147,14 @@ impl OpenFile {
                     // reader's buffer: bash `read` asks one byte at a time.
                     let want = MAX_MSG;
                     let got = eng.recv(s, want, w)?;
+                    let mut got = got;
+                    // Records carry the pid (`pidfd=`), not a pidfd to claim.
+                    got.pidfd_file = None;
+                    let ids = eng.deliver_passed(s, &mut got, caller);
                     let from = got.from.as_ref().map(|n| &n.addr);
-                    let limit = if got.rights.is_empty() {
-                        0
-                    } else {
-                        caller.nofile_limit()
-                    };
-                    let ids = eng.deliver_rights(s, got.rights, caller.fsuid, caller.fsgid, limit);
                     let mut rec =
-                        msgfmt::format_header(got.data.len(), from, got.creds, &ids).into_bytes();
+                        msgfmt::format_header(got.data.len(), from, got.creds, got.pidfd, &ids)
+                            .into_bytes();
                     rec.extend_from_slice(&got.data);
                     r.buf = rec;
                     r.pos = 0;
@@ -275,8 +274,8 @@ fn send_record(
         *done = start;
     }
     // Sockets go with the first piece of the payload only.
-    let mut rights = if fresh {
-        eng.hold_for_passing(&h.rights, caller).inspect_err(|e| {
+    let (mut rights, mut files) = if fresh {
+        eng.hold_passed(&h.rights, caller).inspect_err(|e| {
             log::info!(
                 "socket {}: rights={:?} refused: {}",
                 s.id,
@@ -285,7 +284,7 @@ fn send_record(
             );
         })?
     } else {
-        Vec::new()
+        Default::default()
     };
     // `oob=1`: the last byte goes alone, as the OOB byte, after the rest.
     let body_end = if h.oob { end.saturating_sub(1) } else { end };
@@ -294,12 +293,13 @@ fn send_record(
     } else if s.ty == SockType::Stream {
         let mut r = Ok(());
         while *done < body_end {
-            match eng.send_msg(
+            match eng.send_passing(
                 s,
                 &buf[*done..body_end],
                 h.to.as_ref(),
                 h.creds,
                 &mut rights,
+                &mut files,
                 caller,
                 w,
             ) {
@@ -318,18 +318,20 @@ fn send_record(
                     h.to.as_ref(),
                     h.creds,
                     &mut rights,
+                    &mut files,
                     caller,
                 )
                 .map(|n| *done += n);
         }
         r
     } else {
-        eng.send_msg(
+        eng.send_passing(
             s,
             &buf[start..end],
             h.to.as_ref(),
             h.creds,
             &mut rights,
+            &mut files,
             caller,
             w,
         )
@@ -340,6 +342,7 @@ fn send_record(
     for r in rights {
         eng.put(&r);
     }
+    eng.depot.put_back(files);
     res
 }
 
@@ -371,6 +374,10 @@ fn run_command(
         }
         Command::Owner(target) => {
             eng.set_urg_owner(s, target, caller);
+            Ok(())
+        }
+        Command::Passpidfd(on) => {
+            eng.set_passpidfd(s, on);
             Ok(())
         }
     }

@@ -152,6 +152,7 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             ctl.v[INFO_INQ] = i.inq.map_or(-1, |n| n as i64);
             ctl.v[INFO_OUTQ] = i.outq as i64;
             ctl.v[INFO_ID] = s.id as i64;
+            ctl.v[INFO_PASSPIDFD] = i.passpidfd as i64;
             Ok(())
         }
         OP_TAKE_ERROR => {
@@ -160,6 +161,10 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
         }
         OP_SET_PASSCRED => {
             eng.set_passcred(s, ctl.arg != 0);
+            Ok(())
+        }
+        OP_SET_PASSPIDFD => {
+            eng.set_passpidfd(s, ctl.arg != 0);
             Ok(())
         }
         OP_SET_SNDBUF => {
@@ -228,24 +233,33 @@ fn message(
                 super::files::check_creds(cr, c)?;
             }
             let n = (head.nrights as usize).min(MAX_RIGHTS);
-            let mut rights = eng
-                .hold_for_passing(&head.rights[..n], c)
-                .inspect_err(|e| {
+            let (mut rights, mut files) =
+                eng.hold_passed(&head.rights[..n], c).inspect_err(|e| {
                     log::info!(
-                        "socket {}: passing sockets {:?} refused: {}",
+                        "socket {}: passing {:?} refused: {}",
                         s.id,
                         &head.rights[..n],
                         e.desc()
                     )
                 })?;
             let res = if head.flags & MSGF_OOB != 0 {
-                eng.send_oob(s, data, to.as_ref(), creds, &mut rights, c)
+                eng.send_oob(s, data, to.as_ref(), creds, &mut rights, &mut files, c)
             } else {
-                eng.send_msg(s, data, to.as_ref(), creds, &mut rights, c, None)
+                eng.send_passing(
+                    s,
+                    data,
+                    to.as_ref(),
+                    creds,
+                    &mut rights,
+                    &mut files,
+                    c,
+                    None,
+                )
             };
             for r in rights {
                 eng.put(&r);
             }
+            eng.depot.put_back(files);
             head.len = res? as u32;
             Ok(as_bytes(&head).to_vec())
         }
@@ -273,25 +287,33 @@ fn message(
             } else {
                 eng.recv(s, want, None)?
             };
-            let limit = if got.rights.is_empty() {
-                0
-            } else {
-                c.nofile_limit()
-            };
-            let ids = eng.deliver_rights(s, got.rights, c.fsuid, c.fsgid, limit);
+            let mut got = got;
+            let ids = eng.deliver_passed(s, &mut got, c);
             head.status = 0;
             head.len = got.data.len() as u32;
             head.full_len = got.full_len as u32;
             head.addr = [0; ADDR_MAX];
             head.addr_len = encode_addr(got.from.as_ref().map(|n| &n.addr), &mut head.addr);
-            head.has_creds = got.creds.is_some() as u32;
+            head.has_creds = 0;
+            if let Some(pid) = got.pidfd {
+                head.has_creds |= HAS_PIDFD;
+                head.creds[0] = pid as u32;
+            }
             if let Some(cr) = got.creds {
+                head.has_creds |= HAS_CREDS;
                 head.creds = [cr.pid as u32, cr.uid, cr.gid];
             }
             head.nrights = ids.len().min(MAX_RIGHTS) as u32;
             head.rights = [0; MAX_RIGHTS];
             for (slot, id) in head.rights.iter_mut().zip(&ids) {
                 *slot = *id;
+            }
+            // (With no room after the rights, the library falls back to the pid.)
+            if let Some(tag) = got.pidfd_tag
+                && ids.len() < MAX_RIGHTS
+            {
+                head.rights[ids.len()] = tag;
+                head.has_creds |= HAS_PIDFD_FILE;
             }
             let mut out = as_bytes(&head).to_vec();
             out.extend_from_slice(&got.data);

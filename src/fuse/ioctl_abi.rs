@@ -68,6 +68,8 @@ pub const OP_SET_OWNER: u32 = 13;
 pub const OP_ATMARK: u32 = 14;
 /// v[0] = SO_OOBINLINE, v[1] = SO_PEEK_OFF, v[2] = the SIGURG owner.
 pub const OP_OOB_OPTS: u32 = 15;
+/// SO_PASSPIDFD (`arg` 0 or 1).
+pub const OP_SET_PASSPIDFD: u32 = 32;
 
 pub const INFO_TYPE: usize = 0; // SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET
 pub const INFO_LISTENING: usize = 1;
@@ -80,6 +82,7 @@ pub const INFO_SNDBUF: usize = 7;
 pub const INFO_INQ: usize = 8; // -1 on a listener
 pub const INFO_OUTQ: usize = 9;
 pub const INFO_ID: usize = 10; // the socket's number N
+pub const INFO_PASSPIDFD: usize = 11;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -93,6 +96,8 @@ pub struct MsgHead {
     pub addr_len: u32,
     /// Out (recv): STATUS_*.
     pub status: u32,
+    /// Out (recv): HAS_CREDS (SCM_CREDENTIALS in `creds`) and HAS_PIDFD
+    /// (SCM_PIDFD of the sender, whose pid is `creds[0]`).
     pub has_creds: u32,
     pub nrights: u32,
     /// pid, uid, gid.
@@ -104,6 +109,12 @@ pub struct MsgHead {
     /// `.udsfs/sock/H/` to open (recv).
     pub rights: [u64; MAX_RIGHTS],
 }
+
+pub const HAS_CREDS: u32 = 1;
+pub const HAS_PIDFD: u32 = 2;
+/// With HAS_PIDFD: the daemon holds a pidfd of the sender, made when it
+/// sent; its file tag follows the received ones, at `rights[nrights]`.
+pub const HAS_PIDFD_FILE: u32 = 4;
 
 pub const MSGOP_SEND: u32 = 1;
 pub const MSGOP_RECV: u32 = 2;

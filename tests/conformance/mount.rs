@@ -38,6 +38,11 @@ impl Mount {
         &self.mnt
     }
 
+    /// The daemon's process id.
+    pub fn daemon_pid(&self) -> i32 {
+        self.pid
+    }
+
     /// The last `n` lines of the daemon log, leaving out fuser's per-request lines.
     pub fn log_tail(&self, n: usize) -> String {
         match std::fs::read_to_string(&self.log) {

@@ -1,0 +1,205 @@
+//! The library's end of the daemon's fd channel (src/fdchannel.rs): files
+//! that are not udsfs sockets go to the daemon before the sendmsg that
+//! passes them, by tag, and come back after the recvmsg that received them.
+
+use libc::{c_int, cmsghdr, iovec, msghdr};
+
+use crate::mount::Mount;
+use crate::real;
+use crate::sock::Res;
+use crate::{errno, log};
+
+/// SCM_MAX_FD.
+const MAX_FDS: usize = 253;
+
+/// One connection to the channel, closed when dropped: deposits not sent by then die with it.
+pub struct Channel(c_int);
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        // SAFETY: our own descriptor.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// The daemon's pid, from the mount source `udsfs:PID` in mountinfo (read
+/// once: the mount, and so its daemon, is the process's for good).
+fn daemon_pid(m: &Mount) -> Option<i32> {
+    static PID: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
+    *PID.get_or_init(|| find_daemon_pid(m))
+}
+
+fn find_daemon_pid(m: &Mount) -> Option<i32> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    text.lines().find_map(|line| {
+        let mut f = line.split(' ');
+        let devno = f.nth(2)?;
+        let (maj, min) = devno.split_once(':')?;
+        if !m.owns_dev(maj.parse().ok()?, min.parse().ok()?) {
+            return None;
+        }
+        let (_, tail) = line.split_once(" - ")?;
+        let mut t = tail.split(' ');
+        let (fstype, source) = (t.next()?, t.next()?);
+        if !fstype.starts_with("fuse") {
+            return None;
+        }
+        source.strip_prefix("udsfs:")?.parse().ok()
+    })
+}
+
+/// Connects to the daemon serving `m`, making sure it is the daemon that answers.
+pub fn connect(m: &Mount) -> Res<Channel> {
+    let Some(pid) = daemon_pid(m) else {
+        log::say(
+            "fd channel: no daemon pid in the mount source (udsfs:PID); cannot pass files (EINVAL)",
+        );
+        return Err(libc::EINVAL);
+    };
+    // SAFETY: plain socket calls on a new descriptor we own.
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let ch = Channel(fd);
+        let mut sa: libc::sockaddr_un = std::mem::zeroed();
+        sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let name = format!("udsfs-fdpass-{pid}");
+        for (i, b) in name.bytes().enumerate() {
+            sa.sun_path[i + 1] = b as libc::c_char;
+        }
+        let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
+        // The real connect: this library would route an abstract name into udsfs.
+        if real::connect(fd, (&sa as *const libc::sockaddr_un).cast(), len as u32) < 0 {
+            let e = errno();
+            log::say(&format!("fd channel @{name}: connect: errno {e}"));
+            return Err(e);
+        }
+        let mut cred: libc::ucred = std::mem::zeroed();
+        let mut cl = std::mem::size_of::<libc::ucred>() as u32;
+        let r = real::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut cl,
+        );
+        if r < 0 || cred.pid != pid {
+            log::say(&format!(
+                "fd channel @{name}: answered by pid {}, not the daemon {pid}: refused",
+                cred.pid
+            ));
+            return Err(libc::ECONNREFUSED);
+        }
+        Ok(ch)
+    }
+}
+
+const HDR: usize = std::mem::size_of::<cmsghdr>();
+
+fn space(nfds: usize) -> usize {
+    // SAFETY: CMSG_SPACE is arithmetic.
+    unsafe { libc::CMSG_SPACE((nfds * 4) as u32) as usize }
+}
+
+impl Channel {
+    fn send(&self, bytes: &[u8], fds: &[c_int]) -> Res<()> {
+        let mut iov = iovec {
+            iov_base: bytes.as_ptr() as *mut _,
+            iov_len: bytes.len(),
+        };
+        let mut ctl = vec![0u64; space(fds.len()).div_ceil(8)];
+        // SAFETY: msghdr and control buffer built here, sized by CMSG_SPACE.
+        unsafe {
+            let mut h: msghdr = std::mem::zeroed();
+            h.msg_iov = &mut iov;
+            h.msg_iovlen = 1;
+            if !fds.is_empty() {
+                h.msg_control = ctl.as_mut_ptr().cast();
+                h.msg_controllen = space(fds.len());
+                let c = libc::CMSG_FIRSTHDR(&h);
+                (*c).cmsg_level = libc::SOL_SOCKET;
+                (*c).cmsg_type = libc::SCM_RIGHTS;
+                (*c).cmsg_len = libc::CMSG_LEN((fds.len() * 4) as u32) as _;
+                std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(c).cast(), fds.len());
+            }
+            if real::sendmsg(self.0, &h, libc::MSG_NOSIGNAL) < 0 {
+                return Err(errno());
+            }
+        }
+        Ok(())
+    }
+
+    /// One answer: its bytes and the descriptors it carried.
+    fn answer(&self, cloexec: bool) -> Res<(Vec<u8>, Vec<c_int>)> {
+        let mut buf = vec![0u8; 1 + 8 * MAX_FDS];
+        let mut iov = iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        let mut ctl = vec![0u64; space(MAX_FDS).div_ceil(8)];
+        let mut fds = Vec::new();
+        // SAFETY: receives into buffers built here; walks the kernel's cmsgs.
+        let n = unsafe {
+            let mut h: msghdr = std::mem::zeroed();
+            h.msg_iov = &mut iov;
+            h.msg_iovlen = 1;
+            h.msg_control = ctl.as_mut_ptr().cast();
+            h.msg_controllen = ctl.len() * 8;
+            let fl = if cloexec { libc::MSG_CMSG_CLOEXEC } else { 0 };
+            let n = loop {
+                let n = real::recvmsg(self.0, &mut h, fl);
+                if n >= 0 || errno() != libc::EINTR {
+                    break n;
+                }
+            };
+            if n < 0 {
+                return Err(errno());
+            }
+            let mut c = libc::CMSG_FIRSTHDR(&h);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                    let k = ((*c).cmsg_len as usize - HDR) / 4;
+                    let p = libc::CMSG_DATA(c) as *const c_int;
+                    fds.extend((0..k).map(|i| std::ptr::read_unaligned(p.add(i))));
+                }
+                c = libc::CMSG_NXTHDR(&h, c);
+            }
+            n as usize
+        };
+        buf.truncate(n);
+        if buf.first() == Some(&b'E') && buf.len() >= 5 {
+            return Err(c_int::from_ne_bytes([buf[1], buf[2], buf[3], buf[4]]));
+        }
+        if buf.is_empty() {
+            return Err(libc::ECONNRESET);
+        }
+        Ok((buf, fds))
+    }
+
+    /// Hands `fds` to the daemon; returns their tags, in order.
+    pub fn deposit(&self, fds: &[c_int]) -> Res<Vec<u64>> {
+        self.send(b"D", fds)?;
+        let (buf, _) = self.answer(true)?;
+        let tags: Vec<u64> = buf[1..]
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        if buf[0] != b'T' || tags.len() != fds.len() {
+            return Err(libc::EIO);
+        }
+        Ok(tags)
+    }
+
+    /// Takes received files `tags` back as new descriptors of this process.
+    pub fn claim(&self, tags: &[u64], cloexec: bool) -> Res<Vec<c_int>> {
+        let mut req = vec![b'C'];
+        for t in tags {
+            req.extend_from_slice(&t.to_ne_bytes());
+        }
+        self.send(&req, &[])?;
+        let (_, fds) = self.answer(cloexec)?;
+        Ok(fds)
+    }
+}

@@ -1,0 +1,278 @@
+//! The fd channel: how files that are not udsfs sockets reach the daemon and
+//! come back out. FUSE cannot carry a file descriptor, so the daemon listens
+//! on a kernel AF_UNIX seqpacket socket of its own, at the abstract name
+//! `@udsfs-fdpass-PID` (PID: the daemon's, as in the mount source
+//! `udsfs:PID`). Clients check with SO_PEERCRED that the daemon answers; the
+//! daemon takes the client's uid from SO_PEERCRED.
+//!
+//! One request per packet:
+//! - `D` with SCM_RIGHTS: deposit the files; answer `T` and one u64 tag
+//!   each. The tags go in the sendmsg's list of passed things; deposits
+//!   not sent when the connection closes are closed.
+//! - `C` and u64 tags: claim received files; answer `F` with SCM_RIGHTS.
+//!
+//! Either answers `E` and an i32 errno on failure.
+
+use std::io::IoSliceMut;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use nix::errno::Errno;
+use nix::sys::socket::{
+    AddressFamily, Backlog, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType,
+    UnixAddr, accept, bind, getsockopt, listen, recvmsg, sendmsg, socket, sockopt,
+};
+
+use crate::engine::Engine;
+use crate::engine::held::is_file_tag;
+
+/// SCM_MAX_FD.
+const MAX_FDS: usize = 253;
+/// Connections served at once (a thread each); one more is closed at once.
+const MAX_CONNECTIONS: usize = 1024;
+
+/// The channel's abstract name for the daemon with process id `pid`.
+pub fn channel_name(pid: u32) -> String {
+    format!("udsfs-fdpass-{pid}")
+}
+
+/// Binds the channel and serves it on a thread of its own. A failure (the
+/// name taken) is logged: passing non-socket files is then refused.
+pub fn start(eng: Arc<Engine>) {
+    raise_nofile_limit();
+    let name = channel_name(std::process::id());
+    let listener = match listen_on(&name) {
+        Ok(l) => l,
+        Err(e) => {
+            log::warn!("fd channel @{name}: {e}: passing files other than udsfs sockets is off");
+            return;
+        }
+    };
+    log::info!("fd channel listening on @{name}");
+    let spawned = std::thread::Builder::new()
+        .name("udsfs-fdchannel".into())
+        .spawn(move || serve(listener, eng));
+    if let Err(e) = spawned {
+        log::warn!("fd channel: cannot start its thread: {e}");
+    }
+}
+
+/// Files in flight are descriptors of the daemon (Linux holds them without
+/// one): allow as many as the hard limit lets.
+fn raise_nofile_limit() {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 || r.rlim_cur >= r.rlim_max {
+            return;
+        }
+        let soft = r.rlim_cur;
+        r.rlim_cur = r.rlim_max;
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &r) == 0 {
+            log::info!(
+                "RLIMIT_NOFILE raised from {soft} to {} for files in flight",
+                r.rlim_max
+            );
+        } else {
+            log::warn!(
+                "RLIMIT_NOFILE stays {soft}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}
+
+fn listen_on(name: &str) -> nix::Result<OwnedFd> {
+    let fd = socket(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    bind(fd.as_raw_fd(), &UnixAddr::new_abstract(name.as_bytes())?)?;
+    listen(&fd, Backlog::new(128)?)?;
+    Ok(fd)
+}
+
+fn serve(listener: OwnedFd, eng: Arc<Engine>) {
+    static CONN: AtomicU64 = AtomicU64::new(1);
+    loop {
+        let conn = match accept(listener.as_raw_fd()) {
+            // SAFETY: accept returned a new descriptor we own.
+            Ok(fd) => unsafe { OwnedFd::from_raw_fd(fd) },
+            Err(Errno::EINTR | Errno::ECONNABORTED) => continue,
+            Err(e) => {
+                log::warn!("fd channel: accept: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                continue;
+            }
+        };
+        static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+        if ACTIVE.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+            ACTIVE.fetch_sub(1, Ordering::AcqRel);
+            log::warn!("fd channel: {MAX_CONNECTIONS} connections open already; one refused");
+            continue;
+        }
+        let id = CONN.fetch_add(1, Ordering::Relaxed);
+        let eng = eng.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("udsfs-fdconn-{id}"))
+            .spawn(move || {
+                serve_connection(&eng, &conn, id);
+                let dropped = eng.depot.connection_closed(id);
+                if dropped > 0 {
+                    log::info!("fd channel {id}: {dropped} deposited files never sent, closed");
+                }
+                ACTIVE.fetch_sub(1, Ordering::AcqRel);
+            });
+        if let Err(e) = spawned {
+            ACTIVE.fetch_sub(1, Ordering::AcqRel);
+            log::warn!("fd channel: cannot start a connection thread: {e}");
+        }
+    }
+}
+
+fn serve_connection(eng: &Engine, conn: &OwnedFd, id: u64) {
+    let uid = match getsockopt(conn, sockopt::PeerCredentials) {
+        Ok(c) => c.uid(),
+        Err(e) => {
+            log::info!("fd channel {id}: SO_PEERCRED: {e}");
+            return;
+        }
+    };
+    let mut buf = vec![0u8; 1 + 8 * MAX_FDS];
+    loop {
+        let mut space = nix::cmsg_space!([RawFd; MAX_FDS]);
+        let (n, fds) = {
+            let mut iov = [IoSliceMut::new(&mut buf)];
+            let got = match recvmsg::<()>(
+                conn.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                MsgFlags::MSG_CMSG_CLOEXEC,
+            ) {
+                Ok(g) => g,
+                Err(Errno::EINTR) => continue,
+                Err(_) => return,
+            };
+            let mut fds = Vec::new();
+            if let Ok(cmsgs) = got.cmsgs() {
+                for c in cmsgs {
+                    if let ControlMessageOwned::ScmRights(v) = c {
+                        // SAFETY: the kernel installed these descriptors for us.
+                        fds.extend(v.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
+                    }
+                }
+            }
+            (got.bytes, fds)
+        };
+        if n == 0 {
+            return;
+        }
+        let answer = match buf[0] {
+            b'D' => deposit(eng, id, uid, fds),
+            b'C' => {
+                let tags: Vec<u64> = buf[1..n]
+                    .chunks_exact(8)
+                    .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+                    .collect();
+                claim(eng, uid, &tags, conn, id)
+            }
+            other => {
+                log::info!("fd channel {id}: unknown request {other:#x}");
+                Err(Errno::EINVAL)
+            }
+        };
+        let sent = match answer {
+            Ok(Some(reply)) => send_plain(conn, &reply),
+            Ok(None) => Ok(()),
+            Err(e) => {
+                let mut reply = vec![b'E'];
+                reply.extend_from_slice(&(e as i32).to_ne_bytes());
+                send_plain(conn, &reply)
+            }
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}
+
+fn send_plain(conn: &OwnedFd, bytes: &[u8]) -> nix::Result<()> {
+    let iov = [std::io::IoSlice::new(bytes)];
+    sendmsg::<()>(conn.as_raw_fd(), &iov, &[], MsgFlags::MSG_NOSIGNAL, None).map(|_| ())
+}
+
+fn deposit(eng: &Engine, id: u64, uid: u32, fds: Vec<OwnedFd>) -> Result<Option<Vec<u8>>, Errno> {
+    if fds.is_empty() || fds.len() > MAX_FDS {
+        return Err(Errno::EINVAL);
+    }
+    // One sendmsg's worth waits per connection: a client cannot make the
+    // daemon hold files that are not in flight without bound.
+    if eng.depot.deposits_of(id) + fds.len() > MAX_FDS {
+        log::info!(
+            "fd channel {id}: more than {MAX_FDS} files deposited and not sent (ETOOMANYREFS)"
+        );
+        return Err(Errno::ETOOMANYREFS);
+    }
+    if let Some(f) = fds.iter().find(|f| own_mount_file(eng, f)) {
+        // The library passes this mount's sockets by number; any other file
+        // of the mount held here would keep the mount busy from inside.
+        log::info!(
+            "fd channel {id}: {} is a file of this mount, not a socket's data file: refused (EINVAL)",
+            fd_path(f).display()
+        );
+        return Err(Errno::EINVAL);
+    }
+    let mut reply = vec![b'T'];
+    for f in fds {
+        reply.extend_from_slice(&eng.depot.deposit(id, uid, f).to_ne_bytes());
+    }
+    Ok(Some(reply))
+}
+
+fn claim(
+    eng: &Engine,
+    uid: u32,
+    tags: &[u64],
+    conn: &OwnedFd,
+    id: u64,
+) -> Result<Option<Vec<u8>>, Errno> {
+    if tags.is_empty() || tags.len() > MAX_FDS || !tags.iter().all(|t| is_file_tag(*t)) {
+        return Err(Errno::EINVAL);
+    }
+    let files = eng.depot.claim(tags, uid).inspect_err(|_| {
+        log::info!("fd channel {id}: claim of files not received for uid {uid} (EBADF)")
+    })?;
+    let raw: Vec<RawFd> = files.iter().map(|f| f.as_raw_fd()).collect();
+    let iov = [std::io::IoSlice::new(b"F")];
+    let cmsg = [ControlMessage::ScmRights(&raw)];
+    if let Err(e) = sendmsg::<()>(conn.as_raw_fd(), &iov, &cmsg, MsgFlags::MSG_NOSIGNAL, None) {
+        log::info!("fd channel {id}: handing {} files back: {e}", raw.len());
+    }
+    // Our copies close here; the receiver has its own now.
+    drop(files);
+    Ok(None)
+}
+
+fn fd_path(f: &impl AsFd) -> PathBuf {
+    std::fs::read_link(format!("/proc/self/fd/{}", f.as_fd().as_raw_fd())).unwrap_or_default()
+}
+
+/// Is `f` a file of the mount this daemon serves?
+fn own_mount_file(eng: &Engine, f: &OwnedFd) -> bool {
+    const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
+    let fuse = nix::sys::statfs::fstatfs(f)
+        .map(|s| s.filesystem_type().0 == FUSE_SUPER_MAGIC)
+        .unwrap_or(false);
+    fuse && eng
+        .cfg
+        .mountpoint
+        .as_ref()
+        .is_some_and(|m| fd_path(f).starts_with(m))
+}
