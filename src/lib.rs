@@ -8,4 +8,5 @@ pub mod ctl;
 pub mod engine;
 pub mod fuse;
 pub mod msgfmt;
+pub mod procfs;
 pub mod sharded;

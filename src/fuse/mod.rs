@@ -4,6 +4,7 @@
 mod files;
 pub mod inode;
 pub mod park;
+mod watchdog;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -114,7 +115,7 @@ impl UdsFs {
             gid,
             held_pairs: Mutex::new(Default::default()),
         });
-        inner.parks.spawn_watchdog();
+        watchdog::spawn(Arc::downgrade(&inner.parks));
         UdsFs { inner }
     }
 

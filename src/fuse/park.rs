@@ -3,14 +3,14 @@
 //! answers EINTR for callers that got a signal, since fuser does not pass
 //! FUSE_INTERRUPT on and the kernel would otherwise make them wait forever.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use fuser::{Errno, ReplyData, ReplyOpen, ReplyWrite};
 use parking_lot::Mutex;
 
+use super::watchdog::Watched;
 use crate::engine::Wake;
 
 /// A reply still owed, with what is needed to retry the operation.
@@ -152,6 +152,7 @@ pub struct ParkTable {
     retry: Box<dyn Retry>,
     closing: AtomicBool,
     max: AtomicU64,
+    watched: Watched,
 }
 
 impl ParkTable {
@@ -163,6 +164,7 @@ impl ParkTable {
             retry,
             closing: AtomicBool::new(false),
             max: AtomicU64::new(u64::MAX),
+            watched: Watched::default(),
         })
     }
 
@@ -192,8 +194,9 @@ impl ParkTable {
     }
 
     fn remove(&self, id: u64) {
-        if self.shard(id).lock().remove(&id).is_some() {
+        if let Some(p) = self.shard(id).lock().remove(&id) {
             self.count.fetch_sub(1, Ordering::SeqCst);
+            self.watched.remove(p.tid);
         }
     }
 
@@ -220,6 +223,7 @@ impl ParkTable {
             done: AtomicBool::new(false),
             owner: Arc::downgrade(self),
         });
+        self.watched.add(tid);
         self.shard(id).lock().insert(id, parked.clone());
         self.count.fetch_add(1, Ordering::SeqCst);
         parked.kick();
@@ -257,52 +261,19 @@ impl ParkTable {
         }
     }
 
-    /// One watchdog pass: EINTR for every caller with a signal pending.
-    pub fn scan(&self) {
+    /// The threads with requests parked, for the watchdog.
+    pub fn watched(&self) -> &Watched {
+        &self.watched
+    }
+
+    /// Answers EINTR to every request parked by one of `tids` (the
+    /// watchdog found a signal for them).
+    pub fn interrupt_threads(&self, tids: &HashSet<u32>) {
         for p in self.all() {
-            if signal_pending(p.tid) {
+            if tids.contains(&p.tid) {
                 log::debug!("request of thread {} interrupted by a signal", p.tid);
                 self.interrupt(&p, Errno::EINTR);
             }
         }
     }
-
-    /// Runs the watchdog until the table is dropped.
-    pub fn spawn_watchdog(self: &Arc<Self>) {
-        let weak = Arc::downgrade(self);
-        std::thread::Builder::new()
-            .name("udsfs-watchdog".into())
-            .spawn(move || {
-                loop {
-                    std::thread::sleep(Duration::from_millis(20));
-                    let Some(t) = weak.upgrade() else { return };
-                    if !t.is_empty() {
-                        t.scan();
-                    }
-                }
-            })
-            .expect("spawn watchdog");
-    }
-}
-
-/// Whether thread `tid` has an unblocked signal pending, or is gone.
-pub fn signal_pending(tid: u32) -> bool {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
-        return true;
-    };
-    let mut pend = 0u64;
-    let mut blocked = 0u64;
-    for line in text.lines() {
-        let Some((k, v)) = line.split_once(':') else {
-            continue;
-        };
-        let v = u64::from_str_radix(v.trim(), 16).unwrap_or(0);
-        match k {
-            "SigPnd" | "ShdPnd" => pend |= v,
-            "SigBlk" => blocked = v,
-            _ => {}
-        }
-    }
-    // SIGKILL (bit 8) can never be blocked.
-    pend & (!blocked | (1 << 8)) != 0
 }

@@ -1,0 +1,230 @@
+//! The watchdog's cost (issue 11): the daemon's CPU while N threads of one
+//! process are parked reading N idle stream sockets, and how soon a
+//! signalled caller among them ends. Prints `RESULT key value` lines for
+//! scripts/bench.
+//!
+//!     parked_idle --dir MOUNT --pid DAEMON_PID --callers 1000 --seconds 3
+//!
+//! Signals measured: SIGUSR1 (caught, no SA_RESTART) sent with tgkill to a few
+//! of the N threads (time until that thread's read() returns EINTR), and
+//! SIGINT, SIGTERM, SIGKILL sent to separate `cat` processes parked on their
+//! own sockets (time until waitpid() sees them gone).
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+#[derive(Parser)]
+struct Cli {
+    /// The udsfs mount.
+    #[arg(long)]
+    dir: PathBuf,
+    /// The daemon serving it.
+    #[arg(long)]
+    pid: i32,
+    #[arg(long, default_value_t = 1000)]
+    callers: usize,
+    /// How long to watch the idle daemon's CPU.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Signalled callers of each kind (tgkill'd threads; cat processes).
+    #[arg(long, default_value_t = 3)]
+    signals: usize,
+}
+
+fn result(key: &str, value: impl std::fmt::Display) {
+    println!("RESULT {key} {value}");
+}
+
+fn open_rw(p: &Path) -> File {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// A stream pair: its handle (which keeps both ends) and N's data file.
+fn pair(dir: &Path) -> (File, PathBuf) {
+    let ctl = open_rw(&dir.join(".udsfs/stream/pair"));
+    let mut buf = [0u8; 64];
+    let n = (&ctl).read(&mut buf).expect("read pair handle");
+    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+    let id = text.split_whitespace().next().expect("N");
+    (ctl, dir.join(format!(".udsfs/sock/{id}/data")))
+}
+
+/// `parked=` of `.udsfs/gc`.
+fn parked(dir: &Path) -> usize {
+    let text = std::fs::read_to_string(dir.join(".udsfs/gc")).expect("read .udsfs/gc");
+    text.lines()
+        .find_map(|l| l.strip_prefix("parked="))
+        .and_then(|v| v.parse().ok())
+        .expect("parked= in .udsfs/gc")
+}
+
+fn wait_parked(dir: &Path, n: usize) {
+    let start = Instant::now();
+    while parked(dir) < n {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "only {} of {n} requests parked",
+            parked(dir)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// utime + stime of a process, in seconds.
+fn cpu_seconds(pid: i32) -> f64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("daemon stat");
+    let rest = &text[text.rfind(')').expect("stat comm") + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 14 and 15 of stat; `rest` starts at field 3.
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf only reads a system value.
+    ticks as f64 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+extern "C" fn on_usr1(_: libc::c_int) {}
+
+fn raise_nofile() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain rlimit calls on a struct we own.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+}
+
+fn median_max(mut v: Vec<f64>) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 2], v[v.len() - 1])
+}
+
+fn main() {
+    let cli = Cli::parse();
+    raise_nofile();
+    // SAFETY: installs a handler that does nothing, without SA_RESTART.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_usr1 as *const () as usize;
+        libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
+    }
+    let base = parked(&cli.dir);
+
+    // N threads, each parked reading its own idle socket; each reports its
+    // tid, and later when its read ended with EINTR.
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let mut ended = Vec::new();
+    for i in 0..cli.callers {
+        let (ctl, data) = pair(&cli.dir);
+        let f = open_rw(&data);
+        let (end_tx, end_rx) = mpsc::channel();
+        ended.push(end_rx);
+        let tid_tx = tid_tx.clone();
+        std::thread::Builder::new()
+            .stack_size(64 << 10)
+            .spawn(move || {
+                let _keep = ctl;
+                tid_tx.send((i, nix::unistd::gettid().as_raw())).unwrap();
+                let mut b = [0u8; 16];
+                let r = (&f).read(&mut b);
+                match r {
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
+                        let _ = end_tx.send(Instant::now());
+                    }
+                    other => panic!("parked read ended with {other:?}"),
+                }
+            })
+            .expect("spawn caller");
+    }
+    let mut tids = vec![0; cli.callers];
+    for _ in 0..cli.callers {
+        let (i, t) = tid_rx.recv().unwrap();
+        tids[i] = t;
+    }
+    wait_parked(&cli.dir, base + cli.callers);
+    std::thread::sleep(Duration::from_millis(500));
+
+    let c0 = cpu_seconds(cli.pid);
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(cli.seconds));
+    let cpu = (cpu_seconds(cli.pid) - c0) / t0.elapsed().as_secs_f64() * 100.0;
+    result("idle_cpu_percent", format!("{cpu:.2}"));
+    eprintln!(
+        "{} callers parked: daemon used {cpu:.2} % of a core",
+        cli.callers
+    );
+
+    // Thread-directed caught signals.
+    let mut lat = Vec::new();
+    for k in 0..cli.signals.min(cli.callers) {
+        let i = k * cli.callers / cli.signals;
+        let sent = Instant::now();
+        // SAFETY: tgkill only sends a signal.
+        unsafe {
+            libc::syscall(
+                libc::SYS_tgkill,
+                std::process::id() as i32,
+                tids[i],
+                libc::SIGUSR1,
+            )
+        };
+        let at = ended[i]
+            .recv_timeout(Duration::from_secs(10))
+            .expect("tgkill'd caller still parked after 10 s");
+        let ms = at.duration_since(sent).as_secs_f64() * 1000.0;
+        eprintln!(
+            "tgkill SIGUSR1 to thread {}: read ended after {ms:.1} ms",
+            tids[i]
+        );
+        lat.push(ms);
+    }
+
+    // Process-directed signals to parked cats.
+    let mut keep = Vec::new();
+    let mut cats = Vec::new();
+    let parked_now = parked(&cli.dir);
+    for _ in 0..cli.signals {
+        let (ctl, data) = pair(&cli.dir);
+        keep.push(ctl);
+        let mut cmd = Command::new("cat");
+        cmd.arg(&data).stdout(Stdio::null());
+        // SAFETY: only resets signal dispositions before exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        cats.push(cmd.spawn().expect("spawn cat"));
+    }
+    wait_parked(&cli.dir, parked_now + cli.signals);
+    for (k, mut cat) in cats.into_iter().enumerate() {
+        let sig = [libc::SIGINT, libc::SIGTERM, libc::SIGKILL][k % 3];
+        let sent = Instant::now();
+        // SAFETY: kill only sends a signal.
+        unsafe { libc::kill(cat.id() as i32, sig) };
+        cat.wait().expect("wait cat");
+        let ms = sent.elapsed().as_secs_f64() * 1000.0;
+        eprintln!("signal {sig} to parked cat: gone after {ms:.1} ms");
+        lat.push(ms);
+    }
+    let (med, max) = median_max(lat);
+    result("signal_median_ms", format!("{med:.1}"));
+    result("signal_max_ms", format!("{max:.1}"));
+    // The remaining callers end with the process.
+    std::process::exit(0);
+}
