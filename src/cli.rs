@@ -281,38 +281,26 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
 /// waits long: say so at start-up.
 fn warn_request_timeout() {
     for f in ["default_request_timeout", "max_request_timeout"] {
-        if let Ok(v) = std::fs::read_to_string(format!("/proc/sys/fs/fuse/{f}"))
-            && v.trim() != "0"
+        if let Some(v) = crate::procfs::sysctl(&format!("fs.fuse.{f}"))
+            && v != 0
         {
-            log::warn!(
-                "fs.fuse.{f} is {}: blocked readers may abort the mount",
-                v.trim()
-            );
+            log::warn!("fs.fuse.{f} is {v}: blocked readers may abort the mount");
         }
     }
 }
 
 /// Finds the daemon of a mount from its fsname ("udsfs:PID").
 fn daemon_pid(mp: &Path) -> Option<i32> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
-    let mp = mp.to_str()?;
-    mounts.lines().rev().find_map(|l| {
-        let mut f = l.split_whitespace();
-        let src = f.next()?;
-        let dir = f.next()?;
-        if dir != mp {
-            return None;
-        }
-        src.strip_prefix("udsfs:")?.parse().ok()
-    })
+    let mounts = crate::procfs::mounts().ok()?;
+    mounts
+        .iter()
+        .rev()
+        .find(|m| m.target == mp)
+        .and_then(|m| m.source.strip_prefix("udsfs:")?.parse().ok())
 }
 
 fn is_mounted(mp: &Path) -> bool {
-    let Ok(m) = std::fs::read_to_string("/proc/self/mounts") else {
-        return false;
-    };
-    let mp = mp.to_string_lossy();
-    m.lines().any(|l| l.split_whitespace().nth(1) == Some(&mp))
+    crate::procfs::mounts().is_ok_and(|m| m.iter().any(|m| m.target == mp))
 }
 
 fn umount(mp: &Path) -> Result<(), String> {

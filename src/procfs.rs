@@ -1,5 +1,6 @@
 //! The one reader of `/proc` for udsfs: a task's `status` (who it is, which
-//! signals wait for it), a process's open-file limit, and the mount table.
+//! signals wait for it), a process's open-file limit, sysctls, and the
+//! mount table.
 //! Everything that parses a `/proc` file lives here, so each format is
 //! handled once.
 
@@ -134,6 +135,17 @@ pub fn nofile_limit(pid: i32) -> Option<usize> {
         .find(|l| l.starts_with("Max open files"))
         .and_then(|l| l.split_whitespace().nth(3))
         .and_then(|v| v.parse().ok())
+}
+
+/// A numeric sysctl, by its dotted name (`net.unix.max_dgram_qlen`).
+pub fn sysctl(name: &str) -> Option<u64> {
+    let path = format!("/proc/sys/{}", name.replace('.', "/"));
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Whether a process (or thread) with this id exists.
+pub fn exists(pid: i32) -> bool {
+    pid > 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// One line of the mount table.

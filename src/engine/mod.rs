@@ -81,10 +81,7 @@ impl Default for Config {
 
 /// The host's net.unix.max_dgram_qlen, else Linux's default of 10.
 pub fn host_max_dgram_qlen() -> usize {
-    std::fs::read_to_string("/proc/sys/net/unix/max_dgram_qlen")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(10)
+    crate::procfs::sysctl("net.unix.max_dgram_qlen").map_or(10, |n| n as usize)
 }
 
 /// One `.udsfs/sock/N` directory: a socket and who may use it.

@@ -101,7 +101,7 @@ fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
             return Err(Errno::EPERM);
         }
     }
-    if c.pid <= 0 || !std::path::Path::new(&format!("/proc/{}", c.pid)).exists() {
+    if !crate::procfs::exists(c.pid) {
         return Err(if caller.is_root() {
             Errno::ESRCH
         } else {

@@ -526,8 +526,9 @@ impl Inner {
 /// Stream sends to a closed peer raise SIGPIPE in the sending thread, as
 /// unix_stream_sendmsg does.
 fn sigpipe(tid: u32) {
-    let c = Caller::new(tid, 0, 0);
-    let tgid = c.status().tgid;
+    let Ok(tgid) = crate::procfs::Status::read(tid).map(|s| s.tgid) else {
+        return;
+    };
     // SAFETY: tgkill only sends a signal.
     unsafe {
         libc::syscall(libc::SYS_tgkill, tgid, tid as i32, libc::SIGPIPE);
