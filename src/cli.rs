@@ -67,6 +67,10 @@ struct MountArgs {
     /// Requests that may wait in the daemon at once (ENOBUFS beyond).
     #[arg(long, default_value_t = 65536)]
     max_parked: u64,
+    /// Bytes that waiting writes and partly written msg records may hold
+    /// (ENOBUFS beyond).
+    #[arg(long, default_value_t = 256 << 20)]
+    max_held_bytes: u64,
     /// Where the daemon logs when it runs in the background.
     #[arg(long)]
     log_file: Option<PathBuf>,
@@ -220,6 +224,7 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
     let fs = UdsFs::new(eng, uid, gid);
     let inner = fs.inner();
     inner.parks.set_max(a.max_parked);
+    inner.parks.held.set_max(a.max_held_bytes);
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName(format!("udsfs:{}", std::process::id())),

@@ -11,6 +11,7 @@ mod introspect;
 mod lifecycle;
 mod names;
 mod naming;
+pub mod quota;
 pub mod socket;
 pub mod tree;
 pub mod wait;

@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 
 use crate::engine::tree::{self, Kind, ROOT_INO};
 use crate::engine::{Caller, Engine, Socket, Waiter, Wake, addr};
-use files::{FileKind, Files, MsgReader, OpenFile};
+use files::{FileKind, Files, MsgReader, MsgWriter, OpenFile};
 use inode::{Ctrl, Node, SockFile, TYPE_NAMES};
 use park::{OpenOp, Outcome, ParkTable, Parked, Pending, Retry};
 
@@ -825,7 +825,10 @@ impl Filesystem for UdsFs {
                     (SockFile::Msg, Ok(s)) => Ok((
                         i.files.insert(OpenFile {
                             sock: Some(s),
-                            kind: FileKind::Msg(Mutex::new(MsgReader::default()), Mutex::default()),
+                            kind: FileKind::Msg(
+                                Mutex::new(MsgReader::default()),
+                                Mutex::new(MsgWriter::new(i.parks.held.clone())),
+                            ),
                             held: Mutex::new(None),
                         }),
                         socket_open_flags(),
@@ -951,12 +954,12 @@ impl Filesystem for UdsFs {
             return reply.error(FErrno::EBADF);
         };
         // msg files send whole records, however the writer split them.
-        let (data, report) = match f.assemble(data) {
+        let (data, report) = match f.assemble(data, req.uid()) {
             None => (std::borrow::Cow::Borrowed(data), None),
             Some(Ok(recs)) if recs.is_empty() => return reply.written(data.len() as u32),
             Some(Ok(recs)) => (std::borrow::Cow::Owned(recs), Some(data.len())),
             Some(Err(e)) => {
-                log::info!("msg write: malformed record: {}", e.desc());
+                log::info!("msg write refused: {}", e.desc());
                 return reply.error(ferr(e));
             }
         };

@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 
 use super::watchdog::Watched;
 use crate::engine::Wake;
+use crate::engine::quota::Quota;
 
 /// A reply still owed, with what is needed to retry the operation.
 pub enum Pending {
@@ -85,6 +86,8 @@ pub struct Parked {
     pub tid: u32,
     pub uid: u32,
     pub gid: u32,
+    /// Bytes charged to `ParkTable::held` while it waits.
+    held: u64,
     slot: Mutex<Option<Pending>>,
     kicked: AtomicBool,
     done: AtomicBool,
@@ -151,7 +154,10 @@ pub struct ParkTable {
     count: AtomicU64,
     retry: Box<dyn Retry>,
     closing: AtomicBool,
-    max: AtomicU64,
+    /// Requests parked, per user too (`--max-parked`).
+    pub parked: Quota,
+    /// Bytes held by parked writes and `msg` assemblers (`--max-held-bytes`).
+    pub held: Arc<Quota>,
     watched: Watched,
 }
 
@@ -163,7 +169,8 @@ impl ParkTable {
             count: AtomicU64::new(0),
             retry,
             closing: AtomicBool::new(false),
-            max: AtomicU64::new(u64::MAX),
+            parked: Quota::new("requests parked"),
+            held: Arc::new(Quota::new("bytes held by waiting writes and msg records")),
             watched: Watched::default(),
         })
     }
@@ -171,7 +178,7 @@ impl ParkTable {
     /// Caps the requests parked at once; past it a would-be-blocking
     /// request fails with ENOBUFS instead of waiting.
     pub fn set_max(&self, n: u64) {
-        self.max.store(n, Ordering::Relaxed);
+        self.parked.set_max(n);
     }
 
     /// Answers a request that will not be retried, releasing what a
@@ -197,6 +204,8 @@ impl ParkTable {
         if let Some(p) = self.shard(id).lock().remove(&id) {
             self.count.fetch_sub(1, Ordering::SeqCst);
             self.watched.remove(p.tid);
+            self.parked.give(p.uid, 1);
+            self.held.give(p.uid, p.held);
         }
     }
 
@@ -205,11 +214,18 @@ impl ParkTable {
         if self.closing.load(Ordering::SeqCst) {
             return self.answer(p, Errno::ENOTCONN);
         }
-        if self.len() >= self.max.load(Ordering::Relaxed) {
-            log::warn!(
-                "thread {tid}: {} requests parked already: ENOBUFS",
-                self.len()
-            );
+        // A parked write holds its data until it is sent.
+        let held = match &p {
+            Pending::Write { data, .. } => data.len() as u64,
+            _ => 0,
+        };
+        if self.parked.take(uid, 1).is_err() {
+            log::warn!("thread {tid}: {} requests parked: ENOBUFS", self.len());
+            return self.answer(p, Errno::ENOBUFS);
+        }
+        if self.held.take(uid, held).is_err() {
+            self.parked.give(uid, 1);
+            log::warn!("thread {tid}: a write of {held} bytes cannot wait: ENOBUFS");
             return self.answer(p, Errno::ENOBUFS);
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
@@ -218,6 +234,7 @@ impl ParkTable {
             tid,
             uid,
             gid,
+            held,
             slot: Mutex::new(Some(p)),
             kicked: AtomicBool::new(false),
             done: AtomicBool::new(false),
