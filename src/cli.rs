@@ -71,6 +71,13 @@ struct MountArgs {
     /// (ENOBUFS beyond).
     #[arg(long, default_value_t = 256 << 20)]
     max_held_bytes: u64,
+    /// Sockets the mount's clients may make (ENFILE beyond).
+    #[arg(long, default_value_t = 1 << 20)]
+    max_sockets: u64,
+    /// With --allow-other: the percentage of each bound (nodes, sockets,
+    /// parked requests, bytes held) one user other than root may take.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100))]
+    user_share: u64,
     /// Where the daemon logs when it runs in the background.
     #[arg(long)]
     log_file: Option<PathBuf>,
@@ -201,6 +208,8 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
         .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", a.mountpoint.display())))?;
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
+    // Shares only matter where other users can reach the mount.
+    let share = if a.allow_other { a.user_share * 10 } else { 0 };
     let cfg = engine::Config {
         hash_buckets: a.hash_buckets.max(1),
         max_dgram_qlen: a.max_dgram_qlen.unwrap_or_else(engine::host_max_dgram_qlen),
@@ -208,6 +217,8 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
         gc_trigger: a.gc_trigger,
         mountpoint: Some(mountpoint.clone()),
         max_nodes: a.max_nodes,
+        max_sockets: a.max_sockets,
+        user_share_permille: share,
         root_uid: uid,
         root_gid: gid,
         ..engine::Config::default()
@@ -225,6 +236,8 @@ fn run(a: &MountArgs) -> std::io::Result<()> {
     let inner = fs.inner();
     inner.parks.set_max(a.max_parked);
     inner.parks.held.set_max(a.max_held_bytes);
+    inner.parks.parked.set_user_share(share);
+    inner.parks.held.set_user_share(share);
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName(format!("udsfs:{}", std::process::id())),

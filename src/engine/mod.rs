@@ -35,6 +35,7 @@ pub use socket::{SockType, Socket};
 pub use wait::{ThreadWaiter, Waiter, Wake, Wakeups};
 
 use names::NameTable;
+use quota::Quota;
 use tree::Tree;
 
 pub type Result<T> = std::result::Result<T, Errno>;
@@ -56,6 +57,11 @@ pub struct Config {
     pub mountpoint: Option<PathBuf>,
     /// Nodes the namespace tree may hold.
     pub max_nodes: usize,
+    /// Sockets clients of the mount may make (ENFILE beyond).
+    pub max_sockets: u64,
+    /// On a shared mount, the share of each bound one user (not root) may
+    /// take, in thousandths; 0: no shares.
+    pub user_share_permille: u64,
     /// Run the collector on its own thread (off only for deterministic tests).
     pub background_gc: bool,
     /// Owner of the tree root.
@@ -74,6 +80,8 @@ impl Default for Config {
             mountpoint: None,
             background_gc: true,
             max_nodes: 1 << 20,
+            max_sockets: 1 << 20,
+            user_share_permille: 0,
             root_uid: 0,
             root_gid: 0,
         }
@@ -125,6 +133,8 @@ pub struct Engine {
     socks: SockTable,
     generation: AtomicU64,
     live: AtomicUsize,
+    /// Sockets by the user that made (or accepted) them.
+    pub sockets: Quota,
     pub gc: gc::Collector,
     /// Received sockets not yet opened, by their directory number.
     unopened: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
@@ -148,19 +158,30 @@ impl Engine {
             },
             generation: AtomicU64::new(1),
             live: AtomicUsize::new(0),
+            sockets: Quota::new("sockets"),
             gc: gc::Collector::new(),
             unopened: Mutex::new(Default::default()),
             cfg,
         });
         eng.tree.set_max_nodes(eng.cfg.max_nodes);
+        eng.sockets.set_max(eng.cfg.max_sockets);
+        eng.tree.nodes.set_user_share(eng.cfg.user_share_permille);
+        eng.sockets.set_user_share(eng.cfg.user_share_permille);
         if eng.cfg.background_gc {
             eng.spawn_collector();
         }
         eng
     }
 
-    /// Makes a socket with no references yet, filed as unbound.
-    fn new_socket(&self, ty: SockType, uid: u32, gid: u32) -> Arc<Socket> {
+    /// Makes a socket with no references yet, filed as unbound, counted
+    /// for `uid`; `checked`: ENFILE past the bound or the user's share
+    /// (Linux's unix_create1 past its socket limit).
+    fn new_socket(&self, ty: SockType, uid: u32, gid: u32, checked: bool) -> Result<Arc<Socket>> {
+        if !checked {
+            self.sockets.transfer_in(uid, 1);
+        } else if self.sockets.take(uid, 1).is_err() {
+            return Err(Errno::ENFILE);
+        }
         let shard = self.socks.next.fetch_add(1, Ordering::Relaxed) % SOCK_SHARDS;
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
         let mut slab = self.socks.shards[shard].lock();
@@ -183,20 +204,50 @@ impl Engine {
         self.index_generation(generation, Some(id));
         self.names.insert_unbound(&sock);
         self.live.fetch_add(1, Ordering::Relaxed);
-        sock
+        Ok(sock)
     }
 
-    /// socket(): a new socket held by one reference (the caller's handle).
+    /// socket(): a new socket held by one reference (the caller's handle),
+    /// for in-process users: never refused.
     pub fn socket(&self, ty: SockType, caller: &Caller) -> Arc<Socket> {
-        let s = self.new_socket(ty, caller.fsuid, caller.fsgid);
+        let s = self.new_socket(ty, caller.fsuid, caller.fsgid, false);
+        let s = s.expect("an unchecked socket is never refused");
         s.refs.store(1, Ordering::Release);
         s
+    }
+
+    /// socket() for clients of the mount: ENFILE past `max_sockets` or the
+    /// caller's share of it.
+    pub fn try_socket(&self, ty: SockType, caller: &Caller) -> Result<Arc<Socket>> {
+        let s = self.new_socket(ty, caller.fsuid, caller.fsgid, true)?;
+        s.refs.store(1, Ordering::Release);
+        Ok(s)
     }
 
     /// socketpair(): two connected sockets, one reference each.
     pub fn socketpair(&self, ty: SockType, caller: &Caller) -> (Arc<Socket>, Arc<Socket>) {
         let a = self.socket(ty, caller);
         let b = self.socket(ty, caller);
+        self.pair_up(a, b, caller)
+    }
+
+    /// socketpair() for clients of the mount (see `try_socket`).
+    pub fn try_socketpair(
+        &self,
+        ty: SockType,
+        caller: &Caller,
+    ) -> Result<(Arc<Socket>, Arc<Socket>)> {
+        let a = self.try_socket(ty, caller)?;
+        let b = self.try_socket(ty, caller).inspect_err(|_| self.put(&a))?;
+        Ok(self.pair_up(a, b, caller))
+    }
+
+    fn pair_up(
+        &self,
+        a: Arc<Socket>,
+        b: Arc<Socket>,
+        caller: &Caller,
+    ) -> (Arc<Socket>, Arc<Socket>) {
         // socketpair() sets SO_PEERCRED on both ends, whatever the type.
         let cred = caller.peer_creds();
         let (mut sa, mut sb) = socket::lock2(&a, &b);
@@ -231,6 +282,9 @@ impl Engine {
         if let Some((shard, key)) = SockTable::split(id)
             && let Some(d) = self.socks.shards[shard].lock().get_mut(key)
         {
+            if d.sock.id == id {
+                self.sockets.transfer(d.uid, uid, 1);
+            }
             d.uid = uid;
             d.gid = gid;
         }
@@ -243,6 +297,10 @@ impl Engine {
                 slab.contains(key).then(|| slab.remove(key))
             };
             if let Some(d) = removed {
+                // Only a socket's own directory counts; received aliases do not.
+                if d.sock.id == id {
+                    self.sockets.give(d.uid, 1);
+                }
                 self.index_generation(d.generation, None);
             }
         }

@@ -123,12 +123,17 @@ impl Quota {
 
     /// Moves `n` from one user to another (chown); never refused.
     pub fn transfer(&self, from: u32, to: u32, n: u64) {
-        if from == to {
-            return;
+        if from != to {
+            self.give(from, n);
+            self.transfer_in(to, n);
         }
-        self.give(from, n);
+    }
+
+    /// Counts `n` for `uid` without a check (what exists already, or what
+    /// in-process callers make).
+    pub fn transfer_in(&self, uid: u32, n: u64) {
         self.used.fetch_add(n, Ordering::Relaxed);
-        *self.by_user.shard(&to).entry(to).or_insert(0) += n;
+        *self.by_user.shard(&uid).entry(uid).or_insert(0) += n;
     }
 }
 
@@ -222,5 +227,53 @@ mod tests {
         q.take(2, 5).unwrap();
         q.transfer(1, 2, 5);
         assert_eq!((q.user_used(1), q.user_used(2), q.used()), (0, 10, 10));
+    }
+
+    fn user(uid: u32) -> crate::engine::Caller {
+        let st = crate::engine::cred::ProcStatus {
+            tgid: 1,
+            uids: [uid; 4],
+            gids: [uid; 4],
+            umask: 0o022,
+            groups: vec![],
+        };
+        crate::engine::Caller::with_status(1, st)
+    }
+
+    #[test]
+    fn sockets_have_user_shares_and_received_aliases_do_not_count() {
+        use crate::engine::{Config, Engine, SockType};
+        use nix::errno::Errno;
+        let e = Engine::new(Config {
+            background_gc: false,
+            max_sockets: 4,
+            user_share_permille: 500,
+            ..Config::default()
+        });
+        let (u1, u2) = (user(1000), user(1001));
+        let (a, b) = e.try_socketpair(SockType::Dgram, &u1).unwrap();
+        assert_eq!(
+            e.try_socket(SockType::Dgram, &u1).err(),
+            Some(Errno::ENFILE),
+            "user 1000 holds its half"
+        );
+        let x = e.try_socket(SockType::Stream, &u2).unwrap();
+        // Passing x makes a received alias directory; it is not a socket.
+        e.hold(&x);
+        let mut rights = vec![x.clone()];
+        e.send_msg(&a, b"x", None, None, &mut rights, &u1, None)
+            .unwrap();
+        let got = e.recv(&b, 10, None).unwrap();
+        let ids = e.deliver_rights(&b, got.rights, 1000, 1000, 16);
+        assert_eq!(ids.len(), 1);
+        assert_eq!(
+            (e.sockets.user_used(1000), e.sockets.user_used(1001)),
+            (2, 1)
+        );
+        e.put(&x);
+        e.put(&a);
+        e.put(&b);
+        assert_eq!(e.sockets.used(), 0, "every socket and alias gave back");
+        assert!(e.try_socket(SockType::Dgram, &u1).is_ok());
     }
 }

@@ -4,13 +4,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::DerefMut;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
 
 use super::cred::Caller;
+use super::quota::Quota;
 
 pub const ROOT_INO: u64 = 1;
 const MAX_SYMLINKS: usize = 40;
@@ -151,7 +152,7 @@ type Shard = HashMap<u64, Node>;
 struct Locked<'a> {
     guards: Vec<(usize, MutexGuard<'a, Shard>)>,
     nshards: usize,
-    nodes: &'a AtomicUsize,
+    nodes: &'a Quota,
 }
 
 impl Locked<'_> {
@@ -172,8 +173,8 @@ impl Locked<'_> {
     }
 
     fn remove(&mut self, ino: u64) {
-        if self.shard_mut(ino).remove(&ino).is_some() {
-            self.nodes.fetch_sub(1, Ordering::Relaxed);
+        if let Some(node) = self.shard_mut(ino).remove(&ino) {
+            self.nodes.give(node.uid, 1);
         }
     }
 }
@@ -183,8 +184,8 @@ pub struct Tree {
     next_ino: AtomicU64,
     /// Nodes in the tree, and how many it may hold (ENOSPC beyond, like a
     /// tmpfs out of inodes): no client can grow the daemon without bound.
-    nodes: AtomicUsize,
-    max_nodes: AtomicUsize,
+    /// (per user too on a shared mount: see `quota`)
+    pub nodes: Quota,
     /// Serialises directory moves, so a move cannot make a loop (Linux's s_vfs_rename_mutex).
     rename_lock: Mutex<()>,
     /// The mount point: absolute paths and symlink targets under it name tree paths.
@@ -217,19 +218,21 @@ impl Tree {
         shards[(ROOT_INO % nshards as u64) as usize]
             .lock()
             .insert(ROOT_INO, root);
-        Tree {
+        let tree = Tree {
             shards,
             next_ino: AtomicU64::new(ROOT_INO + 1),
             rename_lock: Mutex::new(()),
-            nodes: AtomicUsize::new(1),
-            max_nodes: AtomicUsize::new(usize::MAX),
+            nodes: Quota::new("tree nodes"),
             prefix,
-        }
+        };
+        // The root counts, as in tmpfs's nr_inodes.
+        tree.nodes.transfer_in(root_uid, 1);
+        tree
     }
 
     /// Caps the number of nodes (directories, socket nodes, symlinks).
     pub fn set_max_nodes(&self, n: usize) {
-        self.max_nodes.store(n, Ordering::Relaxed);
+        self.nodes.set_max(n as u64);
     }
 
     /// A relative path as it is; an absolute one with the mount point taken
@@ -342,14 +345,7 @@ impl Tree {
         if entries.contains_key(name) {
             return Err(Errno::EEXIST);
         }
-        if self.nodes.fetch_add(1, Ordering::Relaxed) >= self.max_nodes.load(Ordering::Relaxed) {
-            self.nodes.fetch_sub(1, Ordering::Relaxed);
-            log::info!(
-                "tree is full: {} nodes",
-                self.max_nodes.load(Ordering::Relaxed)
-            );
-            return Err(Errno::ENOSPC);
-        }
+        self.nodes.take(node.uid, 1).map_err(|_| Errno::ENOSPC)?;
         entries.insert(name.to_vec(), ino);
         dir.touch();
         if is_dir {
@@ -610,6 +606,7 @@ impl Tree {
             node.perm = p & 0o7777;
         }
         if let Some(u) = uid {
+            self.nodes.transfer(node.uid, u, 1);
             node.uid = u;
         }
         if let Some(g) = gid {
@@ -829,7 +826,7 @@ mod tests {
         }
         assert_eq!(links, 1);
         // A full tree says ENOSPC, and room comes back with removals.
-        t.set_max_nodes(t.nodes.load(Ordering::Relaxed));
+        t.set_max_nodes(t.nodes.used() as usize);
         assert_eq!(
             t.mkdir(ROOT_INO, b"c", 0o755, 0, 0).unwrap_err(),
             Errno::ENOSPC

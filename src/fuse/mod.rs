@@ -772,21 +772,19 @@ impl Filesystem for UdsFs {
         };
         let direct = FopenFlags::FOPEN_DIRECT_IO;
         let res: Result<(u64, FopenFlags), Errno> = match node {
-            Node::Ctrl(Ctrl::Clone(t)) => {
-                let s = i.eng.socket(t, &c);
+            Node::Ctrl(Ctrl::Clone(t)) => i.eng.try_socket(t, &c).map(|s| {
                 let text = format!("{}\n", s.id);
-                Ok((i.ctl_handle(s, text), ctl_open_flags()))
-            }
-            Node::Ctrl(Ctrl::Pair(t)) => {
-                let (a, b) = i.eng.socketpair(t, &c);
+                (i.ctl_handle(s, text), ctl_open_flags())
+            }),
+            Node::Ctrl(Ctrl::Pair(t)) => i.eng.try_socketpair(t, &c).map(|(a, b)| {
                 let text = format!("{} {}\n", a.id, b.id);
                 i.held_pairs.lock().insert(b.id, b.clone());
                 let fh = i.ctl_handle(a, text);
                 if let Some(f) = i.files.get(fh) {
                     *f.held.lock() = Some(b);
                 }
-                Ok((fh, ctl_open_flags()))
-            }
+                (fh, ctl_open_flags())
+            }),
             Node::Ctrl(Ctrl::Unix) => Ok((i.snapshot(i.eng.proc_net_unix()), direct)),
             Node::Ctrl(Ctrl::Gc) => Ok((
                 i.files.insert(OpenFile {
@@ -865,7 +863,10 @@ impl Filesystem for UdsFs {
                 match target {
                     Err(e) => Err(e),
                     Ok(target) => {
-                        let client = i.eng.socket(target.ty, &c);
+                        let client = match i.eng.try_socket(target.ty, &c) {
+                            Ok(client) => client,
+                            Err(e) => return reply.error(ferr(e)),
+                        };
                         let op = OpenOp::Connect { client, target };
                         match i.open_blocking(op, &c, None) {
                             Ok(x) => Ok(x),
