@@ -19,7 +19,6 @@
 //! that reads every parked thread once per `SWEEP_SCANS` scans.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::io;
 use std::sync::Weak;
 use std::time::Duration;
 
@@ -84,9 +83,6 @@ struct Scanner {
     scans: u64,
     threads: HashMap<u32, Thread>,
     processes: HashMap<u32, Process>,
-    /// Threads that cannot be watched (caller outside our pid namespace,
-    /// `/proc` unreadable), logged once each.
-    unwatchable: HashSet<u32>,
 }
 
 struct Thread {
@@ -123,19 +119,40 @@ impl Process {
 
 /// What reading one thread's status says.
 enum Verdict {
-    Signalled,
+    /// Answer EINTR: a signal is pending, or the thread cannot be watched.
+    Answer,
     Quiet(Status),
-    Unwatchable(io::Error),
+    /// Not readable for a passing reason (out of memory or descriptors):
+    /// that is no signal; read again next scan.
+    Retry,
 }
 
 fn read_thread(tid: u32) -> Verdict {
+    if tid == 0 {
+        // FUSE gives pid 0 for a caller outside the daemon's pid namespace:
+        // its signals cannot be seen, and a wait nobody could end must not
+        // start (as before, it gets EINTR instead of an unkillable wait).
+        log::info!("a caller outside the daemon's pid namespace cannot wait: EINTR");
+        return Verdict::Answer;
+    }
     match Status::read(tid) {
-        Ok(st) if st.signal_pending() => Verdict::Signalled,
+        Ok(st) if st.signal_pending() => Verdict::Answer,
         Ok(st) => Verdict::Quiet(st),
-        // A parked thread cannot exit before it is answered; if it is gone
-        // anyway nobody waits for the answer.
-        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Verdict::Signalled,
-        Err(e) => Verdict::Unwatchable(e),
+        // Gone (a parked thread cannot exit before it is answered, but if
+        // it did nobody waits), or hidden from the daemon (hidepid).
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ESRCH | libc::ENOENT | libc::EACCES | libc::EPERM)
+            ) =>
+        {
+            log::info!("thread {tid}: /proc/{tid}/status: {e}: EINTR");
+            Verdict::Answer
+        }
+        Err(e) => {
+            log::warn!("thread {tid}: /proc/{tid}/status: {e}; reading it again next scan");
+            Verdict::Retry
+        }
     }
 }
 
@@ -146,7 +163,6 @@ impl Scanner {
         self.scans += 1;
         let live: HashSet<u32> = tids.iter().copied().collect();
         self.threads.retain(|tid, _| live.contains(tid));
-        self.unwatchable.retain(|tid| live.contains(tid));
         let mut signalled = HashSet::new();
         let mut by_process: HashMap<u32, Vec<u32>> = HashMap::new();
         for &tid in tids {
@@ -182,16 +198,10 @@ impl Scanner {
         signalled
     }
 
-    /// A thread seen for the first time: whether it is signalled already.
+    /// A thread seen for the first time: whether to answer it now.
     fn first_look(&mut self, tid: u32) -> bool {
-        if tid == 0 || self.unwatchable.contains(&tid) {
-            if self.unwatchable.insert(tid) {
-                log::warn!("thread {tid}: outside this pid namespace; signals cannot end its wait");
-            }
-            return false;
-        }
         match read_thread(tid) {
-            Verdict::Signalled => true,
+            Verdict::Answer => true,
             Verdict::Quiet(st) => {
                 let t = Thread {
                     tgid: st.tgid as u32,
@@ -200,11 +210,7 @@ impl Scanner {
                 self.threads.insert(tid, t);
                 false
             }
-            Verdict::Unwatchable(e) => {
-                log::warn!("thread {tid}: /proc unreadable ({e}); signals cannot end its wait");
-                self.unwatchable.insert(tid);
-                false
-            }
+            Verdict::Retry => false,
         }
     }
 
@@ -212,14 +218,7 @@ impl Scanner {
         if let Some(t) = self.threads.get_mut(&tid) {
             t.read_at = self.scans;
         }
-        match read_thread(tid) {
-            Verdict::Signalled => true,
-            Verdict::Quiet(_) => false,
-            Verdict::Unwatchable(e) => {
-                log::warn!("thread {tid}: /proc unreadable ({e})");
-                false
-            }
-        }
+        matches!(read_thread(tid), Verdict::Answer)
     }
 
     /// Whether process `tgid` shows a sign that one of its threads may have
@@ -249,5 +248,42 @@ impl Scanner {
             || st.shd_pnd != 0
             || st.sig_pnd & SIGKILL_BIT != 0
             || st.signal_pending()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_gone_and_unseen_threads() {
+        let me = nix::unistd::gettid().as_raw() as u32;
+        // Above any pid_max: a thread that is gone.
+        let gone = 1 << 23;
+        let mut s = Scanner::default();
+        // pid 0: a caller outside our pid namespace, whose signals we
+        // cannot see, must not wait unkillably.
+        let signalled = s.scan(&[me, gone, 0]);
+        assert_eq!(signalled, HashSet::from([gone, 0]));
+        // Known now: read through its process from here on, still quiet.
+        assert!(s.scan(&[me]).is_empty());
+        assert_eq!(s.processes.len(), 1);
+        assert!(s.scan(&[]).is_empty());
+        assert!(s.threads.is_empty() && s.processes.is_empty());
+    }
+
+    #[test]
+    fn a_rise_of_the_queued_count_must_last_two_scans() {
+        let mut p = Process {
+            file: None,
+            queued: VecDeque::new(),
+        };
+        assert!(p.queued_rose(3), "first sight: look at the threads once");
+        assert!(!p.queued_rose(3));
+        assert!(!p.queued_rose(4), "a signal in flight somewhere");
+        assert!(!p.queued_rose(3));
+        assert!(!p.queued_rose(4));
+        assert!(p.queued_rose(4), "still up a scan later: look");
+        assert!(p.queued_rose(4));
     }
 }
