@@ -140,8 +140,10 @@ scripts!(
     dgram_limits,
     dgram_server,
     faults,
+    held_bytes,
     hostile_files,
     isolation,
+    mount_path_escapes,
     msg_creds,
     namespace,
     nonblock,
@@ -153,6 +155,8 @@ scripts!(
     stream_signals,
     threads1,
     unmount,
+    user_shares,
+    watchdog_signals,
 );
 
 /// Every `integration/*.sh` but `lib.sh` has a test above, and every test has its script:
