@@ -42,17 +42,15 @@ fn result(key: &str, value: impl std::fmt::Display) {
     println!("RESULT {key} {value}");
 }
 
-fn open_rw(p: &Path) -> File {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(p)
-        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+/// Opens a file of the mount for reading and writing.
+fn open_rdwr(p: &Path) -> File {
+    let opened = OpenOptions::new().read(true).write(true).open(p);
+    opened.unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 /// A stream pair: its handle (which keeps both ends) and N's data file.
 fn pair(dir: &Path) -> (File, PathBuf) {
-    let ctl = open_rw(&dir.join(".udsfs/stream/pair"));
+    let ctl = open_rdwr(&dir.join(".udsfs/stream/pair"));
     let mut buf = [0u8; 64];
     let n = (&ctl).read(&mut buf).expect("read pair handle");
     let text = String::from_utf8_lossy(&buf[..n]).into_owned();
@@ -129,7 +127,7 @@ fn main() {
     let mut ended = Vec::new();
     for i in 0..cli.callers {
         let (ctl, data) = pair(&cli.dir);
-        let f = open_rw(&data);
+        let f = open_rdwr(&data);
         let (end_tx, end_rx) = mpsc::channel();
         ended.push(end_rx);
         let tid_tx = tid_tx.clone();

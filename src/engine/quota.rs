@@ -78,12 +78,7 @@ impl Quota {
         let before = self.used.fetch_add(n, Ordering::Relaxed);
         if before.saturating_add(n) > self.max() {
             self.used.fetch_sub(n, Ordering::Relaxed);
-            log::warn!(
-                "uid {uid}: {} would exceed the mount's {} ({before} held)",
-                self.what,
-                self.max()
-            );
-            return Err(Refused::Full);
+            return Err(self.refuse(uid, Refused::Full, before));
         }
         let mut users = self.by_user.shard(&uid);
         let mine = users.entry(uid).or_insert(0);
@@ -94,15 +89,23 @@ impl Quota {
             }
             drop(users);
             self.used.fetch_sub(n, Ordering::Relaxed);
-            log::warn!(
-                "uid {uid}: {} would exceed its share of {} ({held} held)",
-                self.what,
-                self.user_limit()
-            );
-            return Err(Refused::UserShare);
+            return Err(self.refuse(uid, Refused::UserShare, held));
         }
         *mine += n;
         Ok(())
+    }
+
+    /// The log line of a refusal.
+    fn refuse(&self, uid: u32, why: Refused, held: u64) -> Refused {
+        let (whose, limit) = match why {
+            Refused::Full => ("the mount's", self.max()),
+            Refused::UserShare => ("its share of", self.user_limit()),
+        };
+        log::warn!(
+            "uid {uid}: {} would exceed {whose} {limit} ({held} held)",
+            self.what
+        );
+        why
     }
 
     /// Gives back what `take` took.
