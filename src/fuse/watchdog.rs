@@ -91,29 +91,42 @@ struct Thread {
     read_at: u64,
 }
 
+#[derive(Default)]
 struct Process {
     file: Option<StatusFile>,
     /// The user's queued-signal count (SigQ) at the last `QUEUED_SCANS` scans.
     queued: VecDeque<u64>,
+    /// What of SigQ the last read of every parked thread put down to other
+    /// processes (lowered whenever SigQ falls below it).
+    explained: Option<u64>,
 }
 
 impl Process {
-    /// Records this scan's SigQ; whether it stands above its recent floor in
-    /// this scan and the one before. A signal pending for a parked thread
-    /// stays queued until we answer it; other users of SigQ (signals in
-    /// flight to running processes, timers) come and go within one scan.
+    /// Records this scan's SigQ; whether it stands, in this scan and the
+    /// one before, above both its recent floor and what the last full read
+    /// explained. A signal pending for a parked thread stays queued until
+    /// we answer it; other users of SigQ (signals in flight to running
+    /// processes, timers) mostly come and go within one scan.
     fn queued_rose(&mut self, q: u64) -> bool {
         if self.queued.len() == QUEUED_SCANS {
             self.queued.pop_front();
         }
         self.queued.push_back(q);
+        self.explained = self.explained.map(|e| e.min(q));
         let n = self.queued.len();
         if n < 3 {
             return n == 1;
         }
         let recent = self.queued[n - 1].min(self.queued[n - 2]);
         let floor = self.queued.range(..n - 2).min().copied().unwrap_or(0);
-        recent > floor
+        recent > floor.max(self.explained.unwrap_or(0))
+    }
+
+    /// Every parked thread of the process was just read, and `found` had
+    /// a signal: their signals leave SigQ once answered, so they explain
+    /// nothing (the next signal may arrive as one of them leaves).
+    fn all_read(&mut self, found: u64) {
+        self.explained = self.queued.back().map(|q| q.saturating_sub(found));
     }
 }
 
@@ -178,6 +191,7 @@ impl Scanner {
         let mut reads = 0;
         for (tgid, threads) in by_process {
             let suspect = self.process_suspect(tgid);
+            let mut found = 0;
             for tid in threads {
                 if !suspect {
                     let stale = self.threads[&tid].read_at + SWEEP_SCANS <= self.scans;
@@ -189,7 +203,11 @@ impl Scanner {
                 reads += 1;
                 if self.check_thread(tid) {
                     signalled.insert(tid);
+                    found += 1;
                 }
+            }
+            if suspect && let Some(p) = self.processes.get_mut(&tgid) {
+                p.all_read(found);
             }
         }
         if reads > 0 {
@@ -225,10 +243,7 @@ impl Scanner {
     /// a signal (see the module comment); reads its main thread's status.
     fn process_suspect(&mut self, tgid: u32) -> bool {
         let kept = self.processes.len();
-        let p = self.processes.entry(tgid).or_insert(Process {
-            file: None,
-            queued: VecDeque::with_capacity(QUEUED_SCANS),
-        });
+        let p = self.processes.entry(tgid).or_default();
         let status = match p.file.as_mut() {
             Some(f) => f.read(),
             None => StatusFile::open(tgid).and_then(|mut f| {
@@ -243,8 +258,17 @@ impl Scanner {
             p.file = None;
             return true;
         };
-        p.queued_rose(st.user_queued)
-            || st.is_dead()
+        let rose = p.queued_rose(st.user_queued);
+        log::trace!(
+            "scan {}: process {tgid}: state {} SigQ {} rose {rose} explained {:?} ShdPnd {:x} SigPnd {:x}",
+            self.scans,
+            st.state,
+            st.user_queued,
+            p.explained,
+            st.shd_pnd,
+            st.sig_pnd,
+        );
+        rose || st.is_dead()
             || st.shd_pnd != 0
             || st.sig_pnd & SIGKILL_BIT != 0
             || st.signal_pending()
@@ -274,16 +298,23 @@ mod tests {
 
     #[test]
     fn a_rise_of_the_queued_count_must_last_two_scans() {
-        let mut p = Process {
-            file: None,
-            queued: VecDeque::new(),
-        };
+        let mut p = Process::default();
         assert!(p.queued_rose(3), "first sight: look at the threads once");
         assert!(!p.queued_rose(3));
         assert!(!p.queued_rose(4), "a signal in flight somewhere");
         assert!(!p.queued_rose(3));
         assert!(!p.queued_rose(4));
         assert!(p.queued_rose(4), "still up a scan later: look");
-        assert!(p.queued_rose(4));
+        p.all_read(0);
+        assert!(!p.queued_rose(4), "nothing new since every thread was read");
+        assert!(!p.queued_rose(3));
+        assert!(!p.queued_rose(4));
+        assert!(
+            p.queued_rose(4),
+            "a fall, then a rise that lasts: look again"
+        );
+        // One thread had a signal; as it is answered another arrives.
+        p.all_read(1);
+        assert!(p.queued_rose(4), "the one that came in its place is seen");
     }
 }
