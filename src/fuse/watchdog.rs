@@ -11,12 +11,20 @@
 //!   sent with tgkill) puts SIGKILL in every thread's pending set, so the
 //!   main thread has it until it dies, and then it is a zombie;
 //! - any other signal queued for a thread (a caught one sent with tgkill)
-//!   changes its user's queued-signal count (SigQ).
+//!   raises its user's queued-signal count (SigQ), and keeps it up while
+//!   the thread is parked. SigQ counts the user's signals everywhere (and
+//!   its timers), so a rise counts only when it lasts two scans and stands
+//!   above what the last read of every thread put down to other processes.
 //!
 //! A signal that slips past all three (SigQ back to the same count because
 //! another signal of that user was taken in the same 20 ms, or a signal not
 //! queued because the user is at RLIMIT_SIGPENDING) is found by a slow sweep
 //! that reads every parked thread once per `SWEEP_SCANS` scans.
+//!
+//! Cost (scripts/bench row 8, 2 cores under load): 1,000 threads of one
+//! process parked: 0.5-1 % of a core, signals seen in 20-60 ms; 4,000: 2 %,
+//! 100-170 ms (a read of all 4,000 takes ~60 ms). Single-threaded processes
+//! each cost a status read per scan: 1,000 of them about 34 %.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Weak;
