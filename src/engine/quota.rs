@@ -75,6 +75,9 @@ impl Quota {
 
     /// Takes `n` for `uid`, or refuses and logs why.
     pub fn take(&self, uid: u32, n: u64) -> Result<(), Refused> {
+        if n == 0 {
+            return Ok(());
+        }
         let before = self.used.fetch_add(n, Ordering::Relaxed);
         if before.saturating_add(n) > self.max() {
             self.used.fetch_sub(n, Ordering::Relaxed);
