@@ -4,7 +4,8 @@
 # own pending set must still end that thread's wait: 40 threads of one process park
 # reading their own idle stream sockets; a caught SIGUSR1 sent with tgkill to 3 of them
 # ends exactly those 3 reads with EINTR within the limit, the other 37 stay parked;
-# then SIGKILL sent with tgkill to one thread ends the whole process.
+# then SIGKILL sent with tgkill to one thread ends the whole process; a single-threaded
+# process with a SIGUSR1 handler, parked reading, ends its read when it gets kill -USR1.
 source "$(dirname "$0")/lib.sh"
 
 # SPEC: 100 ms; 50 ms more for scheduling on a loaded CI machine (as blocked_reader.sh).
@@ -75,3 +76,31 @@ until [ "$(sed -n 's/^parked=//p' "$U/gc")" = 0 ]; do
     sleep 0.01
 done
 ok "no request of the killed process is left parked"
+
+# A single-threaded process parked in the mount, with a handler for SIGUSR1 that
+# raises: a process-directed caught signal does not wake a parked thread (only its
+# user's SigQ shows it), and must still end the read within the limit.
+new_pair Q stream
+python3 -c 'import os, signal, sys, time
+class Caught(Exception): pass
+def on_usr1(*a): raise Caught()
+signal.signal(signal.SIGUSR1, on_usr1)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print("ready", flush=True)
+try:
+    os.read(fd, 16)
+    print("read returned")
+except Caught:
+    print("caught", flush=True)' "$U/sock/$Q_N/data" >"$TMP/caught" 2>&1 &
+catcher=$!
+until grep -q ready "$TMP/caught"; do sleep 0.01; done
+wait_parked "$catcher"
+sleep 0.3 # several quiet scans first
+t0=$(now_ms)
+kill -USR1 "$catcher"
+wait "$catcher" || fail "the process with a SIGUSR1 handler failed: $(cat "$TMP/caught")"
+ms=$(($(now_ms) - t0))
+grep -q caught "$TMP/caught" || fail "its read did not end with the signal: $(cat "$TMP/caught")"
+say "kill -USR1 to a single-threaded process parked in the mount: its handler ran after $ms ms"
+[ "$ms" -le "$LIMIT" ] || fail "took $ms ms, limit $LIMIT ms"
+ok "a caught process-directed signal ends a single-threaded process's wait"

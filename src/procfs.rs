@@ -98,23 +98,24 @@ impl Status {
     }
 }
 
-/// A `status` file kept open and read again with `pread`: half the cost of
-/// opening it each time (seq files regenerate on every read from offset 0).
-pub struct StatusFile {
+/// A `/proc` file kept open and read again with `pread`: seq files
+/// regenerate on every read from offset 0, and this costs half of opening
+/// the file each time.
+pub struct KeptFile {
     file: File,
     buf: Vec<u8>,
 }
 
-impl StatusFile {
-    pub fn open(tid: u32) -> io::Result<StatusFile> {
-        Ok(StatusFile {
-            file: File::open(format!("/proc/{tid}/status"))?,
+impl KeptFile {
+    pub fn open(path: &str) -> io::Result<KeptFile> {
+        Ok(KeptFile {
+            file: File::open(path)?,
             buf: vec![0; 4096],
         })
     }
 
     /// Reads it afresh; ESRCH once the task is gone.
-    pub fn read(&mut self) -> io::Result<Status> {
+    pub fn read(&mut self) -> io::Result<&[u8]> {
         let mut len = 0;
         loop {
             let n = self.file.read_at(&mut self.buf[len..], len as u64)?;
@@ -124,8 +125,47 @@ impl StatusFile {
             }
             self.buf.resize(self.buf.len() * 2, 0);
         }
-        Ok(Status::parse(&String::from_utf8_lossy(&self.buf[..len])))
+        Ok(&self.buf[..len])
     }
+}
+
+/// A task's `status`, kept open.
+pub struct StatusFile(KeptFile);
+
+impl StatusFile {
+    pub fn open(tid: u32) -> io::Result<StatusFile> {
+        KeptFile::open(&format!("/proc/{tid}/status")).map(StatusFile)
+    }
+
+    pub fn read(&mut self) -> io::Result<Status> {
+        Ok(Status::parse(&String::from_utf8_lossy(self.0.read()?)))
+    }
+}
+
+/// A task's scheduler counters (`schedstat`: run time, wait time, times
+/// run), kept open. They change whenever the task runs, so a task asleep
+/// shows the same text until something wakes it.
+pub struct SchedstatFile(KeptFile);
+
+impl SchedstatFile {
+    pub fn open(tid: u32) -> io::Result<SchedstatFile> {
+        KeptFile::open(&format!("/proc/{tid}/schedstat")).map(SchedstatFile)
+    }
+
+    pub fn read(&mut self) -> io::Result<Vec<u8>> {
+        self.0.read().map(<[u8]>::to_vec)
+    }
+}
+
+/// The soft RLIMIT_NOFILE of this process.
+pub fn own_nofile_limit() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 1024,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
 }
 
 /// The soft RLIMIT_NOFILE of process `pid` (`/proc/<pid>/limits`).
@@ -240,6 +280,25 @@ mod tests {
         assert_eq!(st.tgid, std::process::id() as i32);
         assert_eq!(f.read().unwrap().tgid, st.tgid);
         assert!(!st.is_dead());
+    }
+
+    #[test]
+    fn schedstat_stays_while_a_thread_sleeps() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            tid_tx.send(nix::unistd::gettid().as_raw() as u32).unwrap();
+            let _ = rx.recv();
+        });
+        let tid = tid_rx.recv().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut f = SchedstatFile::open(tid).unwrap();
+        let before = f.read().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(f.read().unwrap(), before, "asleep: nothing changes");
+        tx.send(()).unwrap();
+        t.join().unwrap();
+        assert!(f.read().is_err(), "gone: the kept file says so");
     }
 
     #[test]

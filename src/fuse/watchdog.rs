@@ -3,34 +3,38 @@
 //! caller parked in the daemon sleeps unkillably until it is answered.
 //!
 //! Reading every parked thread's `/proc` status every scan cost 44 % of a
-//! core for 1,000 idle parked threads, so a scan reads one `status` per
-//! process (the main thread's, through a kept file) and looks at a thread
-//! only when its process shows a sign of a signal:
-//! - a process-directed signal sits in ShdPnd;
+//! core for 1,000 idle parked threads, so a scan looks at a thread itself
+//! only when something shows a sign of a signal for it:
+//! - a caught signal (any signal but SIGKILL is queued) raises its user's
+//!   queued-signal count (SigQ), and keeps it up while the thread is parked.
+//!   SigQ counts the user's signals everywhere (and its timers), so a rise
+//!   counts only when it lasts two scans and stands above what the last read
+//!   of every thread of that user put down to other processes. One status
+//!   read per user per scan.
 //! - a fatal signal (SIGKILL, or SIGINT/SIGTERM left at their default, even
-//!   sent with tgkill) puts SIGKILL in every thread's pending set, so the
-//!   main thread has it until it dies, and then it is a zombie;
-//! - any other signal queued for a thread (a caught one sent with tgkill)
-//!   raises its user's queued-signal count (SigQ), and keeps it up while
-//!   the thread is parked. SigQ counts the user's signals everywhere (and
-//!   its timers), so a rise counts only when it lasts two scans and stands
-//!   above what the last read of every thread put down to other processes.
+//!   sent with tgkill) puts SIGKILL in every thread's pending set and wakes
+//!   them from their killable sleep. A process whose only parked thread is
+//!   its main thread: that thread's `schedstat` changes (read every other
+//!   scan). Any other process: its main thread's status (kept open) shows
+//!   SIGKILL pending until it dies, then a zombie; a process-directed
+//!   signal sits in ShdPnd.
 //!
-//! A signal that slips past all three (SigQ back to the same count because
+//! A signal that slips past these (SigQ back to the same count because
 //! another signal of that user was taken in the same 20 ms, or a signal not
 //! queued because the user is at RLIMIT_SIGPENDING) is found by a slow sweep
 //! that reads every parked thread once per `SWEEP_SCANS` scans.
 //!
-//! Cost (scripts/bench row 8, 2 cores under load): 1,000 threads of one
-//! process parked: 0.5-1 % of a core, signals seen in 20-60 ms; 4,000: 2 %,
-//! 100-170 ms (a read of all 4,000 takes ~60 ms). Single-threaded processes
-//! each cost a status read per scan: 1,000 of them about 34 %.
+//! Cost (scripts/bench row 8, 2 cores under heavy load): 1,000 threads of one
+//! process parked: 0.5-2.5 % of a core, signals seen in 20-60 ms; 4,000:
+//! 2-4 %, 100-170 ms (reading all 4,000 takes ~60 ms); 1,000 single-threaded
+//! processes: about 8 % (34 % with a status read per process).
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::io;
 use std::sync::Weak;
 use std::time::Duration;
 
-use crate::procfs::{SIGKILL_BIT, Status, StatusFile};
+use crate::procfs::{self, SIGKILL_BIT, SchedstatFile, Status, StatusFile};
 use crate::sharded::ShardedMap;
 
 use super::park::ParkTable;
@@ -41,8 +45,9 @@ const SCAN_EVERY: Duration = Duration::from_millis(20);
 const SWEEP_SCANS: u64 = 250;
 /// Scans of SigQ history a rise is measured against.
 const QUEUED_SCANS: usize = 50;
-/// Process status files kept open at once (each is a file descriptor).
-const MAX_KEPT_FILES: usize = 256;
+/// `/proc` files kept open at most (each is a file descriptor; fewer when
+/// RLIMIT_NOFILE is low: a quarter of it).
+const MAX_KEPT_FILES: usize = 8192;
 
 /// The threads that have requests parked, with how many each.
 #[derive(Default)]
@@ -73,7 +78,7 @@ pub fn spawn(table: Weak<ParkTable>) {
     std::thread::Builder::new()
         .name("udsfs-watchdog".into())
         .spawn(move || {
-            let mut scanner = Scanner::default();
+            let mut scanner = Scanner::new();
             loop {
                 std::thread::sleep(SCAN_EVERY);
                 let Some(t) = table.upgrade() else { return };
@@ -86,30 +91,50 @@ pub fn spawn(table: Weak<ParkTable>) {
         .expect("spawn watchdog");
 }
 
-#[derive(Default)]
 struct Scanner {
     scans: u64,
     threads: HashMap<u32, Thread>,
     processes: HashMap<u32, Process>,
+    users: HashMap<u32, User>,
+    max_kept: usize,
 }
 
 struct Thread {
     tgid: u32,
+    /// Its real uid: whose SigQ counts its signals.
+    uid: u32,
     /// The scan that last read this thread's own status.
     read_at: u64,
 }
 
+/// What is kept of a process with parked threads.
 #[derive(Default)]
 struct Process {
-    file: Option<StatusFile>,
-    /// The user's queued-signal count (SigQ) at the last `QUEUED_SCANS` scans.
+    /// Its main thread's status (it has several threads).
+    status: Option<StatusFile>,
+    /// Its main thread's schedstat, and what it said last (its only parked
+    /// thread is its main thread).
+    sched: Option<SchedstatFile>,
+    last_sched: Option<Vec<u8>>,
+}
+
+impl Process {
+    fn kept(&self) -> usize {
+        usize::from(self.status.is_some()) + usize::from(self.sched.is_some())
+    }
+}
+
+/// A user's queued-signal count (SigQ), as scans saw it.
+#[derive(Default)]
+struct User {
+    /// SigQ at the last `QUEUED_SCANS` scans.
     queued: VecDeque<u64>,
     /// What of SigQ the last read of every parked thread put down to other
     /// processes (lowered whenever SigQ falls below it).
     explained: Option<u64>,
 }
 
-impl Process {
+impl User {
     /// Records this scan's SigQ; whether it stands, in this scan and the
     /// one before, above both its recent floor and what the last full read
     /// explained. A signal pending for a parked thread stays queued until
@@ -130,8 +155,8 @@ impl Process {
         recent > floor.max(self.explained.unwrap_or(0))
     }
 
-    /// Every parked thread of the process was just read, and `found` had
-    /// a signal: their signals leave SigQ once answered, so they explain
+    /// Every parked thread of the user was just read, and `found` had a
+    /// signal: their signals leave SigQ once answered, so they explain
     /// nothing (the next signal may arrive as one of them leaves).
     fn all_read(&mut self, found: u64) {
         self.explained = self.queued.back().map(|q| q.saturating_sub(found));
@@ -178,44 +203,63 @@ fn read_thread(tid: u32) -> Verdict {
 }
 
 impl Scanner {
-    /// One pass over the parked threads `tids`: the ones with a signal
-    /// pending (or gone).
+    fn new() -> Scanner {
+        Scanner {
+            scans: 0,
+            threads: HashMap::new(),
+            processes: HashMap::new(),
+            users: HashMap::new(),
+            max_kept: MAX_KEPT_FILES.min(procfs::own_nofile_limit() / 4),
+        }
+    }
+
+    /// One pass over the parked threads `tids`: the ones to answer (a
+    /// signal pending, or gone).
     fn scan(&mut self, tids: &[u32]) -> HashSet<u32> {
         self.scans += 1;
         let live: HashSet<u32> = tids.iter().copied().collect();
         self.threads.retain(|tid, _| live.contains(tid));
         let mut signalled = HashSet::new();
         let mut by_process: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut by_user: HashMap<u32, HashSet<u32>> = HashMap::new();
         for &tid in tids {
             if let Some(t) = self.threads.get(&tid) {
                 by_process.entry(t.tgid).or_default().push(tid);
+                by_user.entry(t.uid).or_default().insert(t.tgid);
             } else if self.first_look(tid) {
                 signalled.insert(tid);
             }
         }
         self.processes
             .retain(|tgid, _| by_process.contains_key(tgid));
+        self.users.retain(|uid, _| by_user.contains_key(uid));
+        let mut kept = self.processes.values().map(Process::kept).sum();
         let mut sweep_budget = tids.len().div_ceil(SWEEP_SCANS as usize);
         let mut reads = 0;
-        for (tgid, threads) in by_process {
-            let suspect = self.process_suspect(tgid);
+        for (uid, tgids) in by_user {
+            let any = *tgids.iter().next().expect("a user has a process");
+            let user_suspect = self.user_suspect(uid, any, &mut kept);
             let mut found = 0;
-            for tid in threads {
-                if !suspect {
-                    let stale = self.threads[&tid].read_at + SWEEP_SCANS <= self.scans;
-                    if !stale || sweep_budget == 0 {
-                        continue;
+            for tgid in tgids {
+                let threads = &by_process[&tgid];
+                let suspect = user_suspect || self.process_suspect(tgid, threads, &mut kept);
+                for &tid in threads {
+                    if !suspect {
+                        let stale = self.threads[&tid].read_at + SWEEP_SCANS <= self.scans;
+                        if !stale || sweep_budget == 0 {
+                            continue;
+                        }
+                        sweep_budget -= 1;
                     }
-                    sweep_budget -= 1;
-                }
-                reads += 1;
-                if self.check_thread(tid) {
-                    signalled.insert(tid);
-                    found += 1;
+                    reads += 1;
+                    if self.check_thread(tid) {
+                        signalled.insert(tid);
+                        found += 1;
+                    }
                 }
             }
-            if suspect && let Some(p) = self.processes.get_mut(&tgid) {
-                p.all_read(found);
+            if user_suspect && let Some(u) = self.users.get_mut(&uid) {
+                u.all_read(found);
             }
         }
         if reads > 0 {
@@ -231,6 +275,7 @@ impl Scanner {
             Verdict::Quiet(st) => {
                 let t = Thread {
                     tgid: st.tgid as u32,
+                    uid: st.uids[0],
                     read_at: self.scans,
                 };
                 self.threads.insert(tid, t);
@@ -247,39 +292,79 @@ impl Scanner {
         matches!(read_thread(tid), Verdict::Answer)
     }
 
-    /// Whether process `tgid` shows a sign that one of its threads may have
-    /// a signal (see the module comment); reads its main thread's status.
-    fn process_suspect(&mut self, tgid: u32) -> bool {
-        let kept = self.processes.len();
+    /// The main thread's status of process `tgid`, through a kept file
+    /// while `kept` stays under the limit.
+    fn process_status(&mut self, tgid: u32, kept: &mut usize) -> io::Result<Status> {
         let p = self.processes.entry(tgid).or_default();
-        let status = match p.file.as_mut() {
-            Some(f) => f.read(),
-            None => StatusFile::open(tgid).and_then(|mut f| {
-                let st = f.read();
-                if kept < MAX_KEPT_FILES {
-                    p.file = Some(f);
-                }
-                st
-            }),
-        };
-        let Ok(st) = status else {
-            p.file = None;
+        if p.status.is_none() {
+            let mut f = StatusFile::open(tgid)?;
+            if *kept >= self.max_kept {
+                return f.read();
+            }
+            *kept += 1;
+            p.status = Some(f);
+        }
+        let st = p.status.as_mut().map(StatusFile::read);
+        if !matches!(st, Some(Ok(_))) {
+            p.status = None;
+        }
+        st.unwrap_or_else(|| Err(io::Error::from_raw_os_error(libc::ESRCH)))
+    }
+
+    /// Whether user `uid`'s SigQ (read through its process `tgid`) rose.
+    fn user_suspect(&mut self, uid: u32, tgid: u32, kept: &mut usize) -> bool {
+        let Ok(st) = self.process_status(tgid, kept) else {
             return true;
         };
-        let rose = p.queued_rose(st.user_queued);
+        let u = self.users.entry(uid).or_default();
+        let rose = u.queued_rose(st.user_queued);
         log::trace!(
-            "scan {}: process {tgid}: state {} SigQ {} rose {rose} explained {:?} ShdPnd {:x} SigPnd {:x}",
+            "scan {}: uid {uid}: SigQ {} rose {rose} explained {:?}",
             self.scans,
-            st.state,
             st.user_queued,
-            p.explained,
-            st.shd_pnd,
-            st.sig_pnd,
+            u.explained
         );
-        rose || st.is_dead()
-            || st.shd_pnd != 0
-            || st.sig_pnd & SIGKILL_BIT != 0
-            || st.signal_pending()
+        rose
+    }
+
+    /// Whether process `tgid` shows a sign of a fatal or process-directed
+    /// signal (see the module comment).
+    fn process_suspect(&mut self, tgid: u32, threads: &[u32], kept: &mut usize) -> bool {
+        if threads == [tgid] {
+            // Every other scan, half of them each time: a fatal signal is
+            // still seen within 40 ms, at half the reads.
+            return (u64::from(tgid) + self.scans).is_multiple_of(2)
+                && self.main_thread_woke(tgid, kept);
+        }
+        let Ok(st) = self.process_status(tgid, kept) else {
+            return true;
+        };
+        st.is_dead() || st.shd_pnd != 0 || st.sig_pnd & SIGKILL_BIT != 0 || st.signal_pending()
+    }
+
+    /// For a process whose only parked thread is its main thread: whether
+    /// that thread ran since the last scan. A parked thread sleeps in the
+    /// kernel until answered; a fatal signal wakes it once (SIGKILL gets
+    /// through a killable sleep); caught signals show in SigQ instead.
+    fn main_thread_woke(&mut self, tgid: u32, kept: &mut usize) -> bool {
+        let max_kept = self.max_kept;
+        let p = self.processes.entry(tgid).or_default();
+        let now = match p.sched.as_mut() {
+            Some(f) => f.read(),
+            None => SchedstatFile::open(tgid).and_then(|mut f| {
+                let text = f.read();
+                if *kept < max_kept {
+                    *kept += 1;
+                    p.sched = Some(f);
+                }
+                text
+            }),
+        };
+        let Ok(now) = now else {
+            p.sched = None;
+            return true;
+        };
+        p.last_sched.replace(now.clone()) != Some(now)
     }
 }
 
@@ -292,7 +377,7 @@ mod tests {
         let me = nix::unistd::gettid().as_raw() as u32;
         // Above any pid_max: a thread that is gone.
         let gone = 1 << 23;
-        let mut s = Scanner::default();
+        let mut s = Scanner::new();
         // pid 0: a caller outside our pid namespace, whose signals we
         // cannot see, must not wait unkillably.
         let signalled = s.scan(&[me, gone, 0]);
@@ -306,7 +391,7 @@ mod tests {
 
     #[test]
     fn a_rise_of_the_queued_count_must_last_two_scans() {
-        let mut p = Process::default();
+        let mut p = User::default();
         assert!(p.queued_rose(3), "first sight: look at the threads once");
         assert!(!p.queued_rose(3));
         assert!(!p.queued_rose(4), "a signal in flight somewhere");
