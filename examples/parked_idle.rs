@@ -8,7 +8,8 @@
 //! Signals measured: SIGUSR1 (caught, no SA_RESTART) sent with tgkill to a few
 //! of the N threads (time until that thread's read() returns EINTR), and
 //! SIGINT, SIGTERM, SIGKILL sent to separate `cat` processes parked on their
-//! own sockets (time until waitpid() sees them gone).
+//! own sockets (time until waitpid() sees them gone). With `--processes` the
+//! N callers are `cat` processes, and the signalled cats are among them.
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -36,6 +37,10 @@ struct Cli {
     /// Signalled callers of each kind (tgkill'd threads; cat processes).
     #[arg(long, default_value_t = 3)]
     signals: usize,
+    /// The callers are `cat` processes (one single-threaded process each)
+    /// instead of threads of this one; the signalled ones are among them.
+    #[arg(long)]
+    processes: bool,
 }
 
 fn result(key: &str, value: impl std::fmt::Display) {
@@ -110,9 +115,92 @@ fn median_max(mut v: Vec<f64>) -> (f64, f64) {
     (v[v.len() / 2], v[v.len() - 1])
 }
 
+/// A `cat` parked reading a new pair's socket (whose handle `keep` holds),
+/// with SIGINT and SIGTERM at their defaults.
+fn spawn_cat(dir: &Path, keep: &mut Vec<File>) -> std::process::Child {
+    let (ctl, data) = pair(dir);
+    keep.push(ctl);
+    let mut cmd = Command::new("cat");
+    cmd.arg(&data).stdout(Stdio::null());
+    // SAFETY: only resets signal dispositions before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    cmd.spawn().expect("spawn cat")
+}
+
+/// Sends SIGINT, SIGTERM, SIGKILL in turn to `cats`: how long each took to go.
+fn signal_cats(cats: Vec<std::process::Child>) -> Vec<f64> {
+    let mut lat = Vec::new();
+    for (k, mut cat) in cats.into_iter().enumerate() {
+        let sig = [libc::SIGINT, libc::SIGTERM, libc::SIGKILL][k % 3];
+        let sent = Instant::now();
+        // SAFETY: kill only sends a signal.
+        unsafe { libc::kill(cat.id() as i32, sig) };
+        cat.wait().expect("wait cat");
+        let ms = sent.elapsed().as_secs_f64() * 1000.0;
+        eprintln!("signal {sig} to parked cat: gone after {ms:.1} ms");
+        lat.push(ms);
+    }
+    lat
+}
+
+/// The daemon's CPU, in % of a core, over `seconds`.
+fn idle_cpu(pid: i32, seconds: f64) -> f64 {
+    let c0 = cpu_seconds(pid);
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    (cpu_seconds(pid) - c0) / t0.elapsed().as_secs_f64() * 100.0
+}
+
+fn report(cpu: f64, lat: Vec<f64>) {
+    result("idle_cpu_percent", format!("{cpu:.2}"));
+    let (med, max) = median_max(lat);
+    result("signal_median_ms", format!("{med:.1}"));
+    result("signal_max_ms", format!("{max:.1}"));
+}
+
+/// N `cat` processes parked; the signalled ones among them.
+fn processes(cli: &Cli) {
+    let base = parked(&cli.dir);
+    let mut keep = Vec::new();
+    let mut cats: Vec<_> = (0..cli.callers)
+        .map(|_| spawn_cat(&cli.dir, &mut keep))
+        .collect();
+    wait_parked(&cli.dir, base + cli.callers);
+    std::thread::sleep(Duration::from_millis(500));
+    let cpu = idle_cpu(cli.pid, cli.seconds);
+    eprintln!(
+        "{} single-threaded processes parked: daemon used {cpu:.2} % of a core",
+        cli.callers
+    );
+    let step = (cli.callers / cli.signals.max(1)).max(1);
+    let mut signalled = Vec::new();
+    let mut k = cats.len();
+    while k > 0 && signalled.len() < cli.signals {
+        k = k.saturating_sub(step);
+        signalled.push(cats.remove(k));
+    }
+    let lat = signal_cats(signalled);
+    for cat in &mut cats {
+        let _ = cat.kill();
+    }
+    for cat in &mut cats {
+        let _ = cat.wait();
+    }
+    report(cpu, lat);
+}
+
 fn main() {
     let cli = Cli::parse();
     raise_nofile();
+    if cli.processes {
+        return processes(&cli);
+    }
     // SAFETY: installs a handler that does nothing, without SA_RESTART.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -155,11 +243,7 @@ fn main() {
     wait_parked(&cli.dir, base + cli.callers);
     std::thread::sleep(Duration::from_millis(500));
 
-    let c0 = cpu_seconds(cli.pid);
-    let t0 = Instant::now();
-    std::thread::sleep(Duration::from_secs_f64(cli.seconds));
-    let cpu = (cpu_seconds(cli.pid) - c0) / t0.elapsed().as_secs_f64() * 100.0;
-    result("idle_cpu_percent", format!("{cpu:.2}"));
+    let cpu = idle_cpu(cli.pid, cli.seconds);
     eprintln!(
         "{} callers parked: daemon used {cpu:.2} % of a core",
         cli.callers
@@ -192,37 +276,13 @@ fn main() {
 
     // Process-directed signals to parked cats.
     let mut keep = Vec::new();
-    let mut cats = Vec::new();
     let parked_now = parked(&cli.dir);
-    for _ in 0..cli.signals {
-        let (ctl, data) = pair(&cli.dir);
-        keep.push(ctl);
-        let mut cmd = Command::new("cat");
-        cmd.arg(&data).stdout(Stdio::null());
-        // SAFETY: only resets signal dispositions before exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::signal(libc::SIGINT, libc::SIG_DFL);
-                libc::signal(libc::SIGTERM, libc::SIG_DFL);
-                Ok(())
-            });
-        }
-        cats.push(cmd.spawn().expect("spawn cat"));
-    }
+    let cats: Vec<_> = (0..cli.signals)
+        .map(|_| spawn_cat(&cli.dir, &mut keep))
+        .collect();
     wait_parked(&cli.dir, parked_now + cli.signals);
-    for (k, mut cat) in cats.into_iter().enumerate() {
-        let sig = [libc::SIGINT, libc::SIGTERM, libc::SIGKILL][k % 3];
-        let sent = Instant::now();
-        // SAFETY: kill only sends a signal.
-        unsafe { libc::kill(cat.id() as i32, sig) };
-        cat.wait().expect("wait cat");
-        let ms = sent.elapsed().as_secs_f64() * 1000.0;
-        eprintln!("signal {sig} to parked cat: gone after {ms:.1} ms");
-        lat.push(ms);
-    }
-    let (med, max) = median_max(lat);
-    result("signal_median_ms", format!("{med:.1}"));
-    result("signal_max_ms", format!("{max:.1}"));
+    lat.extend(signal_cats(cats));
+    report(cpu, lat);
     // The remaining callers end with the process.
     std::process::exit(0);
 }
