@@ -149,12 +149,20 @@ fn signal_cats(cats: Vec<std::process::Child>) -> Vec<f64> {
     lat
 }
 
-/// The daemon's CPU, in % of a core, over `seconds`.
-fn idle_cpu(pid: i32, seconds: f64) -> f64 {
-    let c0 = cpu_seconds(pid);
+/// Once all callers are parked (and a moment later), the daemon's CPU in %
+/// of a core over `--seconds`.
+fn measure_idle(cli: &Cli, base: usize, what: &str) -> f64 {
+    wait_parked(&cli.dir, base + cli.callers);
+    std::thread::sleep(Duration::from_millis(500));
+    let c0 = cpu_seconds(cli.pid);
     let t0 = Instant::now();
-    std::thread::sleep(Duration::from_secs_f64(seconds));
-    (cpu_seconds(pid) - c0) / t0.elapsed().as_secs_f64() * 100.0
+    std::thread::sleep(Duration::from_secs_f64(cli.seconds));
+    let cpu = (cpu_seconds(cli.pid) - c0) / t0.elapsed().as_secs_f64() * 100.0;
+    eprintln!(
+        "{} {what} parked: daemon used {cpu:.2} % of a core",
+        cli.callers
+    );
+    cpu
 }
 
 fn report(cpu: f64, lat: Vec<f64>) {
@@ -171,13 +179,7 @@ fn processes(cli: &Cli) {
     let mut cats: Vec<_> = (0..cli.callers)
         .map(|_| spawn_cat(&cli.dir, &mut keep))
         .collect();
-    wait_parked(&cli.dir, base + cli.callers);
-    std::thread::sleep(Duration::from_millis(500));
-    let cpu = idle_cpu(cli.pid, cli.seconds);
-    eprintln!(
-        "{} single-threaded processes parked: daemon used {cpu:.2} % of a core",
-        cli.callers
-    );
+    let cpu = measure_idle(cli, base, "single-threaded processes");
     let step = (cli.callers / cli.signals.max(1)).max(1);
     let mut signalled = Vec::new();
     let mut k = cats.len();
@@ -240,14 +242,7 @@ fn main() {
         let (i, t) = tid_rx.recv().unwrap();
         tids[i] = t;
     }
-    wait_parked(&cli.dir, base + cli.callers);
-    std::thread::sleep(Duration::from_millis(500));
-
-    let cpu = idle_cpu(cli.pid, cli.seconds);
-    eprintln!(
-        "{} callers parked: daemon used {cpu:.2} % of a core",
-        cli.callers
-    );
+    let cpu = measure_idle(&cli, base, "callers");
 
     // Thread-directed caught signals.
     let mut lat = Vec::new();
