@@ -132,15 +132,19 @@ struct User {
     /// What of SigQ the last read of every parked thread put down to other
     /// processes (lowered whenever SigQ falls below it).
     explained: Option<u64>,
+    /// Threads that read found signalled: answered, but their signals stay
+    /// in SigQ until they run and take them.
+    answered: Vec<u32>,
 }
 
 impl User {
     /// Records this scan's SigQ; whether it stands, in this scan and the
     /// one before, above both its recent floor and what the last full read
-    /// explained. A signal pending for a parked thread stays queued until
-    /// we answer it; other users of SigQ (signals in flight to running
-    /// processes, timers) mostly come and go within one scan.
-    fn queued_rose(&mut self, q: u64) -> bool {
+    /// explained (with the `still` answered signals not taken yet). A
+    /// signal pending for a parked thread stays queued until we answer it;
+    /// other users of SigQ (signals in flight to running processes, timers)
+    /// mostly come and go within one scan.
+    fn queued_rose(&mut self, q: u64, still: u64) -> bool {
         if self.queued.len() == QUEUED_SCANS {
             self.queued.pop_front();
         }
@@ -152,14 +156,26 @@ impl User {
         }
         let recent = self.queued[n - 1].min(self.queued[n - 2]);
         let floor = self.queued.range(..n - 2).min().copied().unwrap_or(0);
-        recent > floor.max(self.explained.unwrap_or(0))
+        recent > floor.max(self.explained.unwrap_or(0) + still)
     }
 
     /// Every parked thread of the user was just read, and `found` had a
-    /// signal: their signals leave SigQ once answered, so they explain
-    /// nothing (the next signal may arrive as one of them leaves).
-    fn all_read(&mut self, found: u64) {
-        self.explained = self.queued.back().map(|q| q.saturating_sub(found));
+    /// signal: theirs leave SigQ once taken, so they explain nothing (the
+    /// next signal may arrive as one of them leaves); until then they are
+    /// counted apart, in `answered`.
+    fn all_read(&mut self, found: Vec<u32>) {
+        self.explained = self
+            .queued
+            .back()
+            .map(|q| q.saturating_sub(found.len() as u64));
+        self.answered = found;
+    }
+
+    /// How many answered threads have not taken their signals yet.
+    fn still_pending(&mut self) -> u64 {
+        self.answered
+            .retain(|&tid| Status::read(tid).is_ok_and(|st| st.signal_pending()));
+        self.answered.len() as u64
     }
 }
 
@@ -239,7 +255,7 @@ impl Scanner {
         for (uid, tgids) in by_user {
             let any = *tgids.iter().next().expect("a user has a process");
             let user_suspect = self.user_suspect(uid, any, &mut kept);
-            let mut found = 0;
+            let mut found = Vec::new();
             for tgid in tgids {
                 let threads = &by_process[&tgid];
                 let suspect = user_suspect || self.process_suspect(tgid, threads, &mut kept);
@@ -254,7 +270,7 @@ impl Scanner {
                     reads += 1;
                     if self.check_thread(tid) {
                         signalled.insert(tid);
-                        found += 1;
+                        found.push(tid);
                     }
                 }
             }
@@ -317,7 +333,8 @@ impl Scanner {
             return true;
         };
         let u = self.users.entry(uid).or_default();
-        let rose = u.queued_rose(st.user_queued);
+        let still = u.still_pending();
+        let rose = u.queued_rose(st.user_queued, still);
         log::trace!(
             "scan {}: uid {uid}: SigQ {} rose {rose} explained {:?}",
             self.scans,
@@ -392,22 +409,30 @@ mod tests {
     #[test]
     fn a_rise_of_the_queued_count_must_last_two_scans() {
         let mut p = User::default();
-        assert!(p.queued_rose(3), "first sight: look at the threads once");
-        assert!(!p.queued_rose(3));
-        assert!(!p.queued_rose(4), "a signal in flight somewhere");
-        assert!(!p.queued_rose(3));
-        assert!(!p.queued_rose(4));
-        assert!(p.queued_rose(4), "still up a scan later: look");
-        p.all_read(0);
-        assert!(!p.queued_rose(4), "nothing new since every thread was read");
-        assert!(!p.queued_rose(3));
-        assert!(!p.queued_rose(4));
+        assert!(p.queued_rose(3, 0), "first sight: look at the threads once");
+        assert!(!p.queued_rose(3, 0));
+        assert!(!p.queued_rose(4, 0), "a signal in flight somewhere");
+        assert!(!p.queued_rose(3, 0));
+        assert!(!p.queued_rose(4, 0));
+        assert!(p.queued_rose(4, 0), "still up a scan later: look");
+        p.all_read(vec![]);
         assert!(
-            p.queued_rose(4),
+            !p.queued_rose(4, 0),
+            "nothing new since every thread was read"
+        );
+        assert!(!p.queued_rose(3, 0));
+        assert!(!p.queued_rose(4, 0));
+        assert!(
+            p.queued_rose(4, 0),
             "a fall, then a rise that lasts: look again"
         );
-        // One thread had a signal; as it is answered another arrives.
-        p.all_read(1);
-        assert!(p.queued_rose(4), "the one that came in its place is seen");
+        // One thread had a signal, answered but not taken yet: no rise.
+        p.all_read(vec![1 << 23]);
+        assert!(!p.queued_rose(4, 1));
+        // It took it as another arrived: the other is seen.
+        assert!(
+            p.queued_rose(4, 0),
+            "the one that came in its place is seen"
+        );
     }
 }
