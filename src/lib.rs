@@ -9,5 +9,6 @@ pub mod engine;
 pub mod fdchannel;
 pub mod fuse;
 pub mod msgfmt;
+pub mod procfs;
 pub mod run;
 pub mod sharded;

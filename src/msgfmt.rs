@@ -214,6 +214,11 @@ pub struct Assembler {
 }
 
 impl Assembler {
+    /// Bytes waiting for the rest of their record.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
     /// Adds `data`; returns the records now complete (possibly none). A
     /// malformed header fails with EINVAL and drops what was buffered.
     pub fn push(&mut self, data: &[u8]) -> Result<Vec<u8>, Errno> {

@@ -212,5 +212,6 @@ fn racing_operations_neither_deadlock_nor_leak() {
         eng.live_sockets()
     );
     assert_eq!(eng.live_sockets(), 0);
+    assert_eq!(eng.sockets.used(), 0, "every socket gave back its count");
     assert_eq!(eng.gc.total(), 0);
 }

@@ -143,16 +143,19 @@ scripts!(
     dgram_server,
     faults,
     graph,
+    held_bytes,
     hostile_files,
     isolation,
     kernel_selftests,
     mount_helper,
+    mount_path_escapes,
     mount_state,
     msg_creds,
     namespace,
     nonblock,
     oob_peek,
     parked_bound,
+    pass_files,
     pass_socket,
     poll_socat,
     run_cpython_suite,
@@ -168,6 +171,8 @@ scripts!(
     stream_signals,
     threads1,
     unmount,
+    user_shares,
+    watchdog_signals,
 );
 
 /// Every `integration/*.sh` but `lib.sh` has a test above, and every test has its script:

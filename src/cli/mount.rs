@@ -185,6 +185,8 @@ fn background(a: &MountArgs, argv: &Argv) -> i32 {
 fn run(a: &MountArgs, mountpoint: &Path, ready: &mut Option<File>) -> Result<(), String> {
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
+    // Shares only matter where other users can reach the mount.
+    let share = if a.allow_other { a.user_share * 10 } else { 0 };
     let cfg = engine::Config {
         hash_buckets: a.hash_buckets.max(1),
         max_dgram_qlen: a.max_dgram_qlen.unwrap_or_else(engine::host_max_dgram_qlen),
@@ -192,6 +194,8 @@ fn run(a: &MountArgs, mountpoint: &Path, ready: &mut Option<File>) -> Result<(),
         gc_trigger: a.gc_trigger,
         mountpoint: Some(mountpoint.to_path_buf()),
         max_nodes: a.max_nodes,
+        max_sockets: a.max_sockets,
+        user_share_permille: share,
         background_gc: !a.gc_manual,
         root_uid: uid,
         root_gid: gid,
@@ -210,6 +214,9 @@ fn run(a: &MountArgs, mountpoint: &Path, ready: &mut Option<File>) -> Result<(),
     let fs = UdsFs::new(eng, uid, gid);
     let inner = fs.inner();
     inner.parks.set_max(a.max_parked);
+    inner.parks.held.set_max(a.max_held_bytes);
+    inner.parks.parked.set_user_share(share);
+    inner.parks.held.set_user_share(share);
     let mut config = Config::default();
     // The type shows as fuse.udsfs in the mount table: root mounts directly,
     // and only the kernel option carries the subtype there; fusermount3 takes
@@ -278,13 +285,10 @@ fn run(a: &MountArgs, mountpoint: &Path, ready: &mut Option<File>) -> Result<(),
 /// waits long: say so at start-up.
 fn warn_request_timeout() {
     for f in ["default_request_timeout", "max_request_timeout"] {
-        if let Ok(v) = std::fs::read_to_string(format!("/proc/sys/fs/fuse/{f}"))
-            && v.trim() != "0"
+        if let Some(v) = crate::procfs::sysctl(&format!("fs.fuse.{f}"))
+            && v != 0
         {
-            log::warn!(
-                "fs.fuse.{f} is {}: blocked readers may abort the mount",
-                v.trim()
-            );
+            log::warn!("fs.fuse.{f} is {v}: blocked readers may abort the mount");
         }
     }
 }

@@ -1,10 +1,10 @@
-//! The mount table (/proc/self/mountinfo) as far as the command line needs it:
+//! The mount table (read by `procfs`) as far as the command line needs it:
 //! is a directory a udsfs mount, which daemon serves it, and detaching one.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// One line of /proc/self/mountinfo.
+/// One mount of the table.
 pub struct MountEntry {
     pub mountpoint: PathBuf,
     pub fstype: String,
@@ -26,39 +26,6 @@ impl MountEntry {
     }
 }
 
-/// Undoes the octal escapes (`\040` for a space) the kernel writes.
-fn unescape(field: &str) -> String {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let oct = b
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match oct {
-            Some(d) if b[i] == b'\\' => {
-                out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8) + (c - b'0')));
-                i += 4;
-            }
-            _ => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn parse_line(line: &str) -> Option<MountEntry> {
-    let f: Vec<&str> = line.split(' ').collect();
-    let sep = f.iter().position(|x| *x == "-")?;
-    Some(MountEntry {
-        mountpoint: PathBuf::from(unescape(f.get(4)?)),
-        fstype: unescape(f.get(sep + 1)?),
-        source: unescape(f.get(sep + 2)?),
-    })
-}
-
 /// `mp` made absolute, also when it is a stale mount (where stat fails).
 pub fn absolute(mp: &Path) -> Result<PathBuf, String> {
     if let Ok(p) = std::fs::canonicalize(mp) {
@@ -78,10 +45,14 @@ pub fn absolute(mp: &Path) -> Result<PathBuf, String> {
 
 /// Every mount, in mount order.
 pub fn table() -> Vec<MountEntry> {
-    std::fs::read_to_string("/proc/self/mountinfo")
+    crate::procfs::mounts()
         .unwrap_or_default()
-        .lines()
-        .filter_map(parse_line)
+        .into_iter()
+        .map(|m| MountEntry {
+            mountpoint: m.target,
+            fstype: m.fstype,
+            source: m.source,
+        })
         .collect()
 }
 
@@ -126,13 +97,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_escaped_mount_points() {
-        let l = "90 30 0:77 / /tmp/a\\040b rw,nosuid - fuse.udsfs udsfs:4242 rw,user_id=0";
-        let m = parse_line(l).unwrap();
-        assert_eq!(m.mountpoint, PathBuf::from("/tmp/a b"));
-        assert_eq!(m.daemon_pid(), Some(4242));
-        let l = "91 30 0:78 / /x rw shared:5 - tmpfs udsfs:1 rw";
-        assert_eq!(parse_line(l).unwrap().daemon_pid(), None);
-        assert_eq!(unescape("a\\134b\\011"), "a\\b\t");
+    fn daemon_pid_comes_from_udsfs_mounts_only() {
+        let m = |fstype: &str, source: &str| MountEntry {
+            mountpoint: PathBuf::from("/x"),
+            fstype: fstype.into(),
+            source: source.into(),
+        };
+        assert_eq!(m("fuse.udsfs", "udsfs:4242").daemon_pid(), Some(4242));
+        assert_eq!(m("fuse", "udsfs:7").daemon_pid(), Some(7));
+        assert_eq!(m("tmpfs", "udsfs:1").daemon_pid(), None);
     }
 }

@@ -41,6 +41,17 @@ pub struct MountArgs {
     /// Requests that may wait in the daemon at once (ENOBUFS beyond).
     #[arg(long, default_value_t = 65536)]
     pub max_parked: u64,
+    /// Bytes that waiting writes and partly written msg records may hold
+    /// (ENOBUFS beyond).
+    #[arg(long, default_value_t = 256 << 20)]
+    pub max_held_bytes: u64,
+    /// Sockets the mount's clients may make (ENFILE beyond).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_sockets: u64,
+    /// With --allow-other: the percentage of each bound (nodes, sockets,
+    /// parked requests, bytes held) one user other than root may take.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub user_share: u64,
     /// Run as mount(8)'s helper: in the background, printing nothing.
     #[arg(long, hide = true)]
     pub helper: bool,

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use crate::sharded::ShardedMap;
 
+use crate::procfs;
+
 /// Credentials as SCM_CREDENTIALS and SO_PEERCRED carry them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ucred {
@@ -37,30 +39,23 @@ pub struct ProcStatus {
 
 impl ProcStatus {
     pub fn read(tid: u32) -> Option<ProcStatus> {
-        let text = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-        Some(Self::parse(&text))
+        procfs::Status::read(tid).ok().map(ProcStatus::from)
     }
 
     pub fn parse(text: &str) -> ProcStatus {
-        let mut st = ProcStatus {
-            umask: 0o022,
-            ..Default::default()
-        };
-        for line in text.lines() {
-            let Some((key, val)) = line.split_once(':') else {
-                continue;
-            };
-            let nums = || val.split_whitespace().filter_map(|v| v.parse::<u32>().ok());
-            match key {
-                "Tgid" => st.tgid = val.trim().parse().unwrap_or(0),
-                "Umask" => st.umask = u32::from_str_radix(val.trim(), 8).unwrap_or(0o022),
-                "Uid" => nums().take(4).enumerate().for_each(|(i, v)| st.uids[i] = v),
-                "Gid" => nums().take(4).enumerate().for_each(|(i, v)| st.gids[i] = v),
-                "Groups" => st.groups = nums().collect(),
-                _ => {}
-            }
+        ProcStatus::from(procfs::Status::parse(text))
+    }
+}
+
+impl From<procfs::Status> for ProcStatus {
+    fn from(st: procfs::Status) -> ProcStatus {
+        ProcStatus {
+            tgid: st.tgid,
+            uids: st.uids,
+            gids: st.gids,
+            umask: st.umask,
+            groups: st.groups,
         }
-        st
     }
 }
 
@@ -194,13 +189,7 @@ impl Caller {
 
     /// The soft RLIMIT_NOFILE of the caller's process.
     pub fn nofile_limit(&self) -> usize {
-        let text = std::fs::read_to_string(format!("/proc/{}/limits", self.status().tgid))
-            .unwrap_or_default();
-        text.lines()
-            .find(|l| l.starts_with("Max open files"))
-            .and_then(|l| l.split_whitespace().nth(3))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(usize::MAX)
+        procfs::nofile_limit(self.status().tgid).unwrap_or(usize::MAX)
     }
 
     /// Whether `gid` is the caller's fsgid or one of its supplementary groups.

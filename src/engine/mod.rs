@@ -15,6 +15,7 @@ mod names;
 mod naming;
 mod oob;
 mod peek;
+pub mod quota;
 mod sock_table;
 pub mod socket;
 mod sockopt;
@@ -45,6 +46,7 @@ pub use sockopt::SockInfo;
 pub use wait::{ThreadWaiter, Waiter, Wake, Wakeups};
 
 use names::NameTable;
+use quota::Quota;
 use sock_table::SockTable;
 use tree::Tree;
 
@@ -67,6 +69,11 @@ pub struct Config {
     pub mountpoint: Option<PathBuf>,
     /// Nodes the namespace tree may hold.
     pub max_nodes: usize,
+    /// Sockets clients of the mount may make (ENFILE beyond).
+    pub max_sockets: u64,
+    /// On a shared mount, the share of each bound one user (not root) may
+    /// take, in thousandths; 0: no shares.
+    pub user_share_permille: u64,
     /// Run the collector on its own thread (off only for deterministic tests).
     pub background_gc: bool,
     /// Owner of the tree root.
@@ -85,6 +92,8 @@ impl Default for Config {
             mountpoint: None,
             background_gc: true,
             max_nodes: 1 << 20,
+            max_sockets: 1 << 20,
+            user_share_permille: 0,
             root_uid: 0,
             root_gid: 0,
         }
@@ -93,10 +102,7 @@ impl Default for Config {
 
 /// The host's net.unix.max_dgram_qlen, else Linux's default of 10.
 pub fn host_max_dgram_qlen() -> usize {
-    std::fs::read_to_string("/proc/sys/net/unix/max_dgram_qlen")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(10)
+    crate::procfs::sysctl("net.unix.max_dgram_qlen").map_or(10, |n| n as usize)
 }
 
 pub struct Engine {
@@ -106,6 +112,8 @@ pub struct Engine {
     socks: SockTable,
     generation: AtomicU64,
     live: AtomicUsize,
+    /// Sockets by the user that made (or accepted) them.
+    pub sockets: Quota,
     pub gc: gc::Collector,
     /// Received sockets not yet opened, by their directory number.
     unopened: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
@@ -125,20 +133,31 @@ impl Engine {
             socks: SockTable::new(),
             generation: AtomicU64::new(1),
             live: AtomicUsize::new(0),
+            sockets: Quota::new("sockets"),
             gc: gc::Collector::new(),
             unopened: Mutex::new(Default::default()),
             depot: held::Depot::default(),
             cfg,
         });
         eng.tree.set_max_nodes(eng.cfg.max_nodes);
+        eng.sockets.set_max(eng.cfg.max_sockets);
+        eng.tree.nodes.set_user_share(eng.cfg.user_share_permille);
+        eng.sockets.set_user_share(eng.cfg.user_share_permille);
         if eng.cfg.background_gc {
             eng.spawn_collector();
         }
         eng
     }
 
-    /// Makes a socket with no references yet, filed as unbound.
-    fn new_socket(&self, ty: SockType, uid: u32, gid: u32) -> Arc<Socket> {
+    /// Makes a socket with no references yet, filed as unbound, counted
+    /// for `uid`; `checked`: ENFILE past the bound or the user's share
+    /// (Linux's unix_create1 past its socket limit).
+    fn new_socket(&self, ty: SockType, uid: u32, gid: u32, checked: bool) -> Result<Arc<Socket>> {
+        if !checked {
+            self.sockets.transfer_in(uid, 1);
+        } else if self.sockets.take(uid, 1).is_err() {
+            return Err(Errno::ENFILE);
+        }
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
         let (sndbuf, qlen) = (self.cfg.sndbuf, self.cfg.max_dgram_qlen);
         let (_, SockDir { sock, .. }) = self.socks.insert(|id| SockDir {
@@ -149,20 +168,50 @@ impl Engine {
         });
         self.names.insert_unbound(&sock);
         self.live.fetch_add(1, Ordering::Relaxed);
-        sock
+        Ok(sock)
     }
 
-    /// socket(): a new socket held by one reference (the caller's handle).
+    /// socket(): a new socket held by one reference (the caller's handle),
+    /// for in-process users: never refused.
     pub fn socket(&self, ty: SockType, caller: &Caller) -> Arc<Socket> {
-        let s = self.new_socket(ty, caller.fsuid, caller.fsgid);
+        let s = self.new_socket(ty, caller.fsuid, caller.fsgid, false);
+        let s = s.expect("an unchecked socket is never refused");
         s.refs.store(1, Ordering::Release);
         s
+    }
+
+    /// socket() for clients of the mount: ENFILE past `max_sockets` or the
+    /// caller's share of it.
+    pub fn try_socket(&self, ty: SockType, caller: &Caller) -> Result<Arc<Socket>> {
+        let s = self.new_socket(ty, caller.fsuid, caller.fsgid, true)?;
+        s.refs.store(1, Ordering::Release);
+        Ok(s)
     }
 
     /// socketpair(): two connected sockets, one reference each.
     pub fn socketpair(&self, ty: SockType, caller: &Caller) -> (Arc<Socket>, Arc<Socket>) {
         let a = self.socket(ty, caller);
         let b = self.socket(ty, caller);
+        self.pair_up(a, b, caller)
+    }
+
+    /// socketpair() for clients of the mount (see `try_socket`).
+    pub fn try_socketpair(
+        &self,
+        ty: SockType,
+        caller: &Caller,
+    ) -> Result<(Arc<Socket>, Arc<Socket>)> {
+        let a = self.try_socket(ty, caller)?;
+        let b = self.try_socket(ty, caller).inspect_err(|_| self.put(&a))?;
+        Ok(self.pair_up(a, b, caller))
+    }
+
+    fn pair_up(
+        &self,
+        a: Arc<Socket>,
+        b: Arc<Socket>,
+        caller: &Caller,
+    ) -> (Arc<Socket>, Arc<Socket>) {
         // socketpair() sets SO_PEERCRED on both ends, whatever the type.
         let cred = caller.peer_creds();
         // Two fresh sockets, distinct by construction: one lock at a time.
@@ -187,13 +236,21 @@ impl Engine {
     /// Gives the directory of `id` to a new owner (accept).
     pub fn set_owner(&self, id: u64, uid: u32, gid: u32) {
         self.socks.update(id, |d| {
+            if d.sock.id == id {
+                self.sockets.transfer(d.uid, uid, 1);
+            }
             d.uid = uid;
             d.gid = gid;
         });
     }
 
     fn remove_dir(&self, id: u64) {
-        self.socks.remove(id);
+        // Only a socket's own directory counts; received aliases do not.
+        if let Some(d) = self.socks.remove(id)
+            && d.sock.id == id
+        {
+            self.sockets.give(d.uid, 1);
+        }
     }
 
     /// Sockets alive now.

@@ -186,7 +186,7 @@ impl Engine {
             return self.dgram_connect(s, other);
         }
         // Everything the new connection needs is made before taking locks.
-        let embryo = self.new_socket(s.ty, caller.fsuid, caller.fsgid);
+        let embryo = self.new_socket(s.ty, caller.fsuid, caller.fsgid, true)?;
         embryo.refs.store(1, Ordering::Release);
         let client_cred = caller.peer_creds();
         let res = self.stream_connect(s, &other, &embryo, client_cred, w);

@@ -80,17 +80,16 @@ impl SockTable {
         }
     }
 
-    pub fn remove(&self, id: u64) {
-        let Some((shard, key)) = Self::split(id) else {
-            return;
-        };
+    pub fn remove(&self, id: u64) -> Option<SockDir> {
+        let (shard, key) = Self::split(id)?;
         let removed = self
             .slabs
             .lock_shard(shard)
             .and_then(|mut slab| slab.try_remove(key));
-        if let Some(d) = removed {
+        if let Some(d) = &removed {
             self.by_generation.remove(&d.generation);
         }
+        removed
     }
 
     /// Every directory, by number.

@@ -9,6 +9,7 @@ use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use crate::ctl::{self, Command};
+use crate::engine::quota::{Charge, Quota};
 use crate::engine::{Caller, Engine, MAX_MSG, SockType, Socket, Ucred, Waiter};
 use crate::msgfmt;
 
@@ -18,7 +19,7 @@ pub enum FileKind {
         text: Vec<u8>,
     },
     Data,
-    Msg(Mutex<MsgReader>, Mutex<msgfmt::Assembler>),
+    Msg(Mutex<MsgReader>, Mutex<MsgWriter>),
     /// Text made at open (status, unix).
     Snapshot(Vec<u8>),
     /// The collector's figures at open; writing `run` collects now.
@@ -30,6 +31,35 @@ pub enum FileKind {
 pub struct MsgReader {
     buf: Vec<u8>,
     pos: usize,
+}
+
+/// Records written in pieces: what waits for the rest of its record counts
+/// toward the mount's bytes held, charged to the user who wrote last.
+pub struct MsgWriter {
+    asm: msgfmt::Assembler,
+    held: Charge,
+}
+
+impl MsgWriter {
+    pub fn new(held: Arc<Quota>) -> MsgWriter {
+        MsgWriter {
+            asm: msgfmt::Assembler::default(),
+            held: Charge::new(held),
+        }
+    }
+
+    /// The records `data` completes; ENOBUFS, with nothing taken, when the
+    /// bytes it may leave waiting do not fit.
+    fn push(&mut self, data: &[u8], uid: u32) -> Result<Vec<u8>, Errno> {
+        let most = (self.asm.buffered() + data.len()) as u64;
+        if self.held.set(uid, most).is_err() {
+            return Err(Errno::ENOBUFS);
+        }
+        let recs = self.asm.push(data);
+        // Shrinking a charge is never refused.
+        let _ = self.held.set(uid, self.asm.buffered() as u64);
+        recs
+    }
 }
 
 pub struct OpenFile {
@@ -101,7 +131,7 @@ pub(super) fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
             return Err(Errno::EPERM);
         }
     }
-    if c.pid <= 0 || !std::path::Path::new(&format!("/proc/{}", c.pid)).exists() {
+    if !crate::procfs::exists(c.pid) {
         return Err(if caller.is_root() {
             Errno::ESRCH
         } else {
@@ -239,9 +269,9 @@ impl OpenFile {
 
     /// For `msg` files: what of a write forms whole records (None for
     /// other files, which take each write as it is).
-    pub fn assemble(&self, data: &[u8]) -> Option<Result<Vec<u8>, Errno>> {
+    pub fn assemble(&self, data: &[u8], uid: u32) -> Option<Result<Vec<u8>, Errno>> {
         match &self.kind {
-            FileKind::Msg(_, asm) => Some(asm.lock().push(data)),
+            FileKind::Msg(_, w) => Some(w.lock().push(data, uid)),
             _ => None,
         }
     }

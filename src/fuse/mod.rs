@@ -6,6 +6,7 @@ pub mod inode;
 mod ioctl;
 pub mod ioctl_abi;
 pub mod park;
+mod watchdog;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -24,7 +25,7 @@ use parking_lot::Mutex;
 
 use crate::engine::tree::{self, Kind, ROOT_INO};
 use crate::engine::{Caller, Engine, Socket, Waiter, Wake, addr};
-use files::{FileKind, Files, MsgReader, OpenFile};
+use files::{FileKind, Files, MsgReader, MsgWriter, OpenFile};
 use inode::{Ctrl, Node, SockFile, TYPE_NAMES};
 use park::{OpenOp, Outcome, ParkTable, Parked, Pending, Retry};
 
@@ -116,7 +117,7 @@ impl UdsFs {
             gid,
             held_pairs: Mutex::new(Default::default()),
         });
-        inner.parks.spawn_watchdog();
+        watchdog::spawn(Arc::downgrade(&inner.parks));
         UdsFs { inner }
     }
 
@@ -529,8 +530,9 @@ impl Inner {
 /// Stream sends to a closed peer raise SIGPIPE in the sending thread, as
 /// unix_stream_sendmsg does.
 fn sigpipe(tid: u32) {
-    let c = Caller::new(tid, 0, 0);
-    let tgid = c.status().tgid;
+    let Ok(tgid) = crate::procfs::Status::read(tid).map(|s| s.tgid) else {
+        return;
+    };
     // SAFETY: tgkill only sends a signal.
     unsafe {
         libc::syscall(libc::SYS_tgkill, tgid, tid as i32, libc::SIGPIPE);
@@ -774,21 +776,19 @@ impl Filesystem for UdsFs {
         };
         let direct = FopenFlags::FOPEN_DIRECT_IO;
         let res: Result<(u64, FopenFlags), Errno> = match node {
-            Node::Ctrl(Ctrl::Clone(t)) => {
-                let s = i.eng.socket(t, &c);
+            Node::Ctrl(Ctrl::Clone(t)) => i.eng.try_socket(t, &c).map(|s| {
                 let text = format!("{}\n", s.id);
-                Ok((i.ctl_handle(s, text), ctl_open_flags()))
-            }
-            Node::Ctrl(Ctrl::Pair(t)) => {
-                let (a, b) = i.eng.socketpair(t, &c);
+                (i.ctl_handle(s, text), ctl_open_flags())
+            }),
+            Node::Ctrl(Ctrl::Pair(t)) => i.eng.try_socketpair(t, &c).map(|(a, b)| {
                 let text = format!("{} {}\n", a.id, b.id);
                 i.held_pairs.lock().insert(b.id, b.clone());
                 let fh = i.ctl_handle(a, text);
                 if let Some(f) = i.files.get(fh) {
                     *f.held.lock() = Some(b);
                 }
-                Ok((fh, ctl_open_flags()))
-            }
+                (fh, ctl_open_flags())
+            }),
             Node::Ctrl(Ctrl::Unix) => Ok((i.snapshot(i.eng.proc_net_unix()), direct)),
             Node::Ctrl(Ctrl::Graph) => Ok((i.snapshot(i.eng.graph_dot()), direct)),
             Node::Ctrl(Ctrl::Gc) => Ok((
@@ -828,7 +828,10 @@ impl Filesystem for UdsFs {
                     (SockFile::Msg, Ok(s)) => Ok((
                         i.files.insert(OpenFile {
                             sock: Some(s),
-                            kind: FileKind::Msg(Mutex::new(MsgReader::default()), Mutex::default()),
+                            kind: FileKind::Msg(
+                                Mutex::new(MsgReader::default()),
+                                Mutex::new(MsgWriter::new(i.parks.held.clone())),
+                            ),
                             held: Mutex::new(None),
                         }),
                         socket_open_flags(),
@@ -865,7 +868,10 @@ impl Filesystem for UdsFs {
                 match target {
                     Err(e) => Err(e),
                     Ok(target) => {
-                        let client = i.eng.socket(target.ty, &c);
+                        let client = match i.eng.try_socket(target.ty, &c) {
+                            Ok(client) => client,
+                            Err(e) => return reply.error(ferr(e)),
+                        };
                         let op = OpenOp::Connect { client, target };
                         match i.open_blocking(op, &c, None) {
                             Ok(x) => Ok(x),
@@ -954,12 +960,12 @@ impl Filesystem for UdsFs {
             return reply.error(FErrno::EBADF);
         };
         // msg files send whole records, however the writer split them.
-        let (data, report) = match f.assemble(data) {
+        let (data, report) = match f.assemble(data, req.uid()) {
             None => (std::borrow::Cow::Borrowed(data), None),
             Some(Ok(recs)) if recs.is_empty() => return reply.written(data.len() as u32),
             Some(Ok(recs)) => (std::borrow::Cow::Owned(recs), Some(data.len())),
             Some(Err(e)) => {
-                log::info!("msg write: malformed record: {}", e.desc());
+                log::info!("msg write refused: {}", e.desc());
                 return reply.error(ferr(e));
             }
         };

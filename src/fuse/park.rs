@@ -3,15 +3,16 @@
 //! answers EINTR for callers that got a signal, since fuser does not pass
 //! FUSE_INTERRUPT on and the kernel would otherwise make them wait forever.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use fuser::{Errno, ReplyData, ReplyOpen, ReplyWrite};
 use parking_lot::Mutex;
 
+use super::watchdog::Watched;
 use crate::engine::Wake;
+use crate::engine::quota::Quota;
 
 /// A reply still owed, with what is needed to retry the operation.
 pub enum Pending {
@@ -85,6 +86,8 @@ pub struct Parked {
     pub tid: u32,
     pub uid: u32,
     pub gid: u32,
+    /// Bytes charged to `ParkTable::held` while it waits.
+    held: u64,
     slot: Mutex<Option<Pending>>,
     kicked: AtomicBool,
     done: AtomicBool,
@@ -151,7 +154,11 @@ pub struct ParkTable {
     count: AtomicU64,
     retry: Box<dyn Retry>,
     closing: AtomicBool,
-    max: AtomicU64,
+    /// Requests parked, per user too (`--max-parked`).
+    pub parked: Quota,
+    /// Bytes held by parked writes and `msg` assemblers (`--max-held-bytes`).
+    pub held: Arc<Quota>,
+    watched: Watched,
 }
 
 impl ParkTable {
@@ -162,14 +169,16 @@ impl ParkTable {
             count: AtomicU64::new(0),
             retry,
             closing: AtomicBool::new(false),
-            max: AtomicU64::new(u64::MAX),
+            parked: Quota::new("requests parked"),
+            held: Arc::new(Quota::new("bytes held by waiting writes and msg records")),
+            watched: Watched::default(),
         })
     }
 
     /// Caps the requests parked at once; past it a would-be-blocking
     /// request fails with ENOBUFS instead of waiting.
     pub fn set_max(&self, n: u64) {
-        self.max.store(n, Ordering::Relaxed);
+        self.parked.set_max(n);
     }
 
     /// Answers a request that will not be retried, releasing what a
@@ -192,8 +201,11 @@ impl ParkTable {
     }
 
     fn remove(&self, id: u64) {
-        if self.shard(id).lock().remove(&id).is_some() {
+        if let Some(p) = self.shard(id).lock().remove(&id) {
             self.count.fetch_sub(1, Ordering::SeqCst);
+            self.watched.remove(p.tid);
+            self.parked.give(p.uid, 1);
+            self.held.give(p.uid, p.held);
         }
     }
 
@@ -202,11 +214,18 @@ impl ParkTable {
         if self.closing.load(Ordering::SeqCst) {
             return self.answer(p, Errno::ENOTCONN);
         }
-        if self.len() >= self.max.load(Ordering::Relaxed) {
-            log::warn!(
-                "thread {tid}: {} requests parked already: ENOBUFS",
-                self.len()
-            );
+        // A parked write holds its data until it is sent.
+        let held = match &p {
+            Pending::Write { data, .. } => data.len() as u64,
+            _ => 0,
+        };
+        if self.parked.take(uid, 1).is_err() {
+            log::warn!("thread {tid}: {} requests parked: ENOBUFS", self.len());
+            return self.answer(p, Errno::ENOBUFS);
+        }
+        if self.held.take(uid, held).is_err() {
+            self.parked.give(uid, 1);
+            log::warn!("thread {tid}: a write of {held} bytes cannot wait: ENOBUFS");
             return self.answer(p, Errno::ENOBUFS);
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
@@ -215,11 +234,13 @@ impl ParkTable {
             tid,
             uid,
             gid,
+            held,
             slot: Mutex::new(Some(p)),
             kicked: AtomicBool::new(false),
             done: AtomicBool::new(false),
             owner: Arc::downgrade(self),
         });
+        self.watched.add(tid);
         self.shard(id).lock().insert(id, parked.clone());
         self.count.fetch_add(1, Ordering::SeqCst);
         parked.kick();
@@ -257,52 +278,19 @@ impl ParkTable {
         }
     }
 
-    /// One watchdog pass: EINTR for every caller with a signal pending.
-    pub fn scan(&self) {
+    /// The threads with requests parked, for the watchdog.
+    pub fn watched(&self) -> &Watched {
+        &self.watched
+    }
+
+    /// Answers EINTR to every request parked by one of `tids` (the
+    /// watchdog found a signal for them).
+    pub fn interrupt_threads(&self, tids: &HashSet<u32>) {
         for p in self.all() {
-            if signal_pending(p.tid) {
+            if tids.contains(&p.tid) {
                 log::debug!("request of thread {} interrupted by a signal", p.tid);
                 self.interrupt(&p, Errno::EINTR);
             }
         }
     }
-
-    /// Runs the watchdog until the table is dropped.
-    pub fn spawn_watchdog(self: &Arc<Self>) {
-        let weak = Arc::downgrade(self);
-        std::thread::Builder::new()
-            .name("udsfs-watchdog".into())
-            .spawn(move || {
-                loop {
-                    std::thread::sleep(Duration::from_millis(20));
-                    let Some(t) = weak.upgrade() else { return };
-                    if !t.is_empty() {
-                        t.scan();
-                    }
-                }
-            })
-            .expect("spawn watchdog");
-    }
-}
-
-/// Whether thread `tid` has an unblocked signal pending, or is gone.
-pub fn signal_pending(tid: u32) -> bool {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
-        return true;
-    };
-    let mut pend = 0u64;
-    let mut blocked = 0u64;
-    for line in text.lines() {
-        let Some((k, v)) = line.split_once(':') else {
-            continue;
-        };
-        let v = u64::from_str_radix(v.trim(), 16).unwrap_or(0);
-        match k {
-            "SigPnd" | "ShdPnd" => pend |= v,
-            "SigBlk" => blocked = v,
-            _ => {}
-        }
-    }
-    // SIGKILL (bit 8) can never be blocked.
-    pend & (!blocked | (1 << 8)) != 0
 }

@@ -30,14 +30,7 @@ impl Tree {
         if entries.contains_key(name) {
             return Err(Errno::EEXIST);
         }
-        if self.nodes.fetch_add(1, Ordering::Relaxed) >= self.max_nodes.load(Ordering::Relaxed) {
-            self.nodes.fetch_sub(1, Ordering::Relaxed);
-            log::info!(
-                "tree is full: {} nodes",
-                self.max_nodes.load(Ordering::Relaxed)
-            );
-            return Err(Errno::ENOSPC);
-        }
+        self.nodes.take(node.uid, 1).map_err(|_| Errno::ENOSPC)?;
         entries.insert(name.to_vec(), ino);
         dir.touch();
         if is_dir {

@@ -13,12 +13,13 @@ mod walk;
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use super::quota::Quota;
 pub use node::{Attr, Kind};
 use node::{Content, Node};
 use shards::Shard;
@@ -34,8 +35,8 @@ pub struct Tree {
     next_ino: AtomicU64,
     /// Nodes in the tree, and how many it may hold (ENOSPC beyond, like a
     /// tmpfs out of inodes): no client can grow the daemon without bound.
-    nodes: AtomicUsize,
-    max_nodes: AtomicUsize,
+    /// (per user too on a shared mount: see `quota`)
+    pub nodes: Quota,
     /// Serialises directory moves, so a move cannot make a loop (Linux's s_vfs_rename_mutex).
     rename_lock: Mutex<()>,
     /// The mount point: absolute paths and symlink targets under it name tree paths.
@@ -68,19 +69,21 @@ impl Tree {
         shards[(ROOT_INO % nshards as u64) as usize]
             .lock()
             .insert(ROOT_INO, root);
-        Tree {
+        let tree = Tree {
             shards,
             next_ino: AtomicU64::new(ROOT_INO + 1),
             rename_lock: Mutex::new(()),
-            nodes: AtomicUsize::new(1),
-            max_nodes: AtomicUsize::new(usize::MAX),
+            nodes: Quota::new("tree nodes"),
             prefix,
-        }
+        };
+        // The root counts, as in tmpfs's nr_inodes.
+        tree.nodes.transfer_in(root_uid, 1);
+        tree
     }
 
     /// Caps the number of nodes (directories, socket nodes, symlinks).
     pub fn set_max_nodes(&self, n: usize) {
-        self.max_nodes.store(n, Ordering::Relaxed);
+        self.nodes.set_max(n as u64);
     }
 
     /// A relative path as it is; an absolute one with the mount point taken
@@ -173,6 +176,7 @@ impl Tree {
             node.perm = p & 0o7777;
         }
         if let Some(u) = uid {
+            self.nodes.transfer(node.uid, u, 1);
             node.uid = u;
         }
         if let Some(g) = gid {

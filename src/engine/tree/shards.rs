@@ -3,13 +3,13 @@
 
 use std::collections::HashMap;
 use std::ops::DerefMut;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use nix::errno::Errno;
 use parking_lot::MutexGuard;
 
 use super::Tree;
 use super::node::Node;
+use crate::engine::quota::Quota;
 
 pub(super) type Shard = HashMap<u64, Node>;
 
@@ -17,7 +17,7 @@ pub(super) type Shard = HashMap<u64, Node>;
 pub(super) struct Locked<'a> {
     guards: Vec<(usize, MutexGuard<'a, Shard>)>,
     nshards: usize,
-    nodes: &'a AtomicUsize,
+    nodes: &'a Quota,
 }
 
 impl Locked<'_> {
@@ -38,8 +38,8 @@ impl Locked<'_> {
     }
 
     pub(super) fn remove(&mut self, ino: u64) {
-        if self.shard_mut(ino).remove(&ino).is_some() {
-            self.nodes.fetch_sub(1, Ordering::Relaxed);
+        if let Some(node) = self.shard_mut(ino).remove(&ino) {
+            self.nodes.give(node.uid, 1);
         }
     }
 }

@@ -100,7 +100,7 @@ fn directory_rules() {
     }
     assert_eq!(links, 1);
     // A full tree says ENOSPC, and room comes back with removals.
-    t.set_max_nodes(t.nodes.load(Ordering::Relaxed));
+    t.set_max_nodes(t.nodes.used() as usize);
     assert_eq!(
         t.mkdir(ROOT_INO, b"c", 0o755, 0, 0).unwrap_err(),
         Errno::ENOSPC

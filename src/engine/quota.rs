@@ -1,0 +1,285 @@
+//! A shared bound with per-user shares: how much of one resource (tree
+//! nodes, parked requests, bytes held) the mount holds, what it may hold,
+//! and, on a mount other users can reach, how much of it one user may take,
+//! so that one user cannot take it all from the others (as RLIMITs and
+//! memory cgroups keep one user from starving the kernel's sockets).
+//!
+//! Root is exempt from the share (it can take the rest of the total, as it
+//! can use ext4's reserved blocks); everyone counts toward the total.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::sharded::ShardedMap;
+
+/// Why a `take` was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// The mount holds its maximum.
+    Full,
+    /// This user holds its share of the maximum.
+    UserShare,
+}
+
+pub struct Quota {
+    /// What is counted, for log lines ("tree nodes").
+    what: &'static str,
+    max: AtomicU64,
+    used: AtomicU64,
+    /// A user's share of `max`, in thousandths; 0: no shares.
+    share_permille: AtomicU64,
+    by_user: ShardedMap<u32, u64>,
+}
+
+impl Quota {
+    pub fn new(what: &'static str) -> Quota {
+        Quota {
+            what,
+            max: AtomicU64::new(u64::MAX),
+            used: AtomicU64::new(0),
+            share_permille: AtomicU64::new(0),
+            by_user: ShardedMap::new(),
+        }
+    }
+
+    pub fn set_max(&self, n: u64) {
+        self.max.store(n, Ordering::Relaxed);
+    }
+
+    pub fn max(&self) -> u64 {
+        self.max.load(Ordering::Relaxed)
+    }
+
+    /// Gives every user but root at most `permille`/1000 of the maximum
+    /// (0 turns shares off).
+    pub fn set_user_share(&self, permille: u64) {
+        self.share_permille
+            .store(permille.min(1000), Ordering::Relaxed);
+    }
+
+    /// What one user may hold.
+    pub fn user_limit(&self) -> u64 {
+        match self.share_permille.load(Ordering::Relaxed) {
+            0 => u64::MAX,
+            p => (self.max() as u128 * p as u128 / 1000) as u64,
+        }
+    }
+
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    pub fn user_used(&self, uid: u32) -> u64 {
+        self.by_user.get(&uid).unwrap_or(0)
+    }
+
+    /// Takes `n` for `uid`, or refuses and logs why.
+    pub fn take(&self, uid: u32, n: u64) -> Result<(), Refused> {
+        if n == 0 {
+            return Ok(());
+        }
+        let before = self.used.fetch_add(n, Ordering::Relaxed);
+        if before.saturating_add(n) > self.max() {
+            self.used.fetch_sub(n, Ordering::Relaxed);
+            return Err(self.refuse(uid, Refused::Full, before));
+        }
+        let mut users = self.by_user.shard(&uid);
+        let mine = users.entry(uid).or_insert(0);
+        if uid != 0 && mine.saturating_add(n) > self.user_limit() {
+            let held = *mine;
+            if held == 0 {
+                users.remove(&uid);
+            }
+            drop(users);
+            self.used.fetch_sub(n, Ordering::Relaxed);
+            return Err(self.refuse(uid, Refused::UserShare, held));
+        }
+        *mine += n;
+        Ok(())
+    }
+
+    /// The log line of a refusal.
+    fn refuse(&self, uid: u32, why: Refused, held: u64) -> Refused {
+        let (whose, limit) = match why {
+            Refused::Full => ("the mount's", self.max()),
+            Refused::UserShare => ("its share of", self.user_limit()),
+        };
+        log::warn!(
+            "uid {uid}: {} would exceed {whose} {limit} ({held} held)",
+            self.what
+        );
+        why
+    }
+
+    /// Gives back what `take` took.
+    pub fn give(&self, uid: u32, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let mut users = self.by_user.shard(&uid);
+        if let Some(mine) = users.get_mut(&uid) {
+            *mine = mine.saturating_sub(n);
+            if *mine == 0 {
+                users.remove(&uid);
+            }
+        }
+        drop(users);
+        self.used.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    /// Moves `n` from one user to another (chown); never refused.
+    pub fn transfer(&self, from: u32, to: u32, n: u64) {
+        if from != to {
+            self.give(from, n);
+            self.transfer_in(to, n);
+        }
+    }
+
+    /// Counts `n` for `uid` without a check (what exists already, or what
+    /// in-process callers make).
+    pub fn transfer_in(&self, uid: u32, n: u64) {
+        self.used.fetch_add(n, Ordering::Relaxed);
+        *self.by_user.shard(&uid).entry(uid).or_insert(0) += n;
+    }
+}
+
+/// An amount held on a quota for as long as this lives (a buffer that grows
+/// and shrinks, and may change hands).
+pub struct Charge {
+    quota: Arc<Quota>,
+    uid: u32,
+    n: u64,
+}
+
+impl Charge {
+    pub fn new(quota: Arc<Quota>) -> Charge {
+        Charge {
+            quota,
+            uid: 0,
+            n: 0,
+        }
+    }
+
+    /// Makes the charge `n`, held by `uid`; on refusal nothing changes.
+    pub fn set(&mut self, uid: u32, n: u64) -> Result<(), Refused> {
+        if uid == self.uid && n <= self.n {
+            self.quota.give(uid, self.n - n);
+        } else if uid == self.uid {
+            self.quota.take(uid, n - self.n)?;
+        } else {
+            self.quota.take(uid, n)?;
+            self.quota.give(self.uid, self.n);
+            self.uid = uid;
+        }
+        self.n = n;
+        Ok(())
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.quota.give(self.uid, self.n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn total_then_shares() {
+        let q = Quota::new("things");
+        q.set_max(10);
+        assert_eq!(q.take(1000, 10), Ok(()));
+        assert_eq!(q.take(1001, 1), Err(Refused::Full));
+        q.give(1000, 10);
+        q.set_user_share(500);
+        assert_eq!(q.take(1000, 5), Ok(()));
+        assert_eq!(q.take(1000, 1), Err(Refused::UserShare));
+        assert_eq!(
+            q.take(1001, 5),
+            Ok(()),
+            "the other user still gets its half"
+        );
+        assert_eq!(q.used(), 10);
+        q.give(1001, 5);
+        assert_eq!(q.take(0, 5), Ok(()), "root is exempt from the share");
+        assert_eq!(q.take(0, 1), Err(Refused::Full), "but not from the total");
+        assert_eq!((q.user_used(1000), q.user_used(0)), (5, 5));
+    }
+
+    #[test]
+    fn charge_grows_shrinks_moves_and_goes() {
+        let q = Arc::new(Quota::new("bytes"));
+        q.set_max(100);
+        q.set_user_share(500);
+        let mut c = Charge::new(q.clone());
+        c.set(7, 40).unwrap();
+        assert_eq!(c.set(7, 60), Err(Refused::UserShare));
+        assert_eq!(q.user_used(7), 40, "a refused set changes nothing");
+        c.set(7, 10).unwrap();
+        c.set(8, 30).unwrap();
+        assert_eq!((q.user_used(7), q.user_used(8), q.used()), (0, 30, 30));
+        drop(c);
+        assert_eq!((q.user_used(8), q.used()), (0, 0));
+    }
+
+    #[test]
+    fn transfer_moves_without_refusal() {
+        let q = Quota::new("nodes");
+        q.set_max(10);
+        q.set_user_share(500);
+        q.take(1, 5).unwrap();
+        q.take(2, 5).unwrap();
+        q.transfer(1, 2, 5);
+        assert_eq!((q.user_used(1), q.user_used(2), q.used()), (0, 10, 10));
+    }
+
+    fn user(uid: u32) -> crate::engine::Caller {
+        let st = crate::engine::cred::ProcStatus {
+            tgid: 1,
+            uids: [uid; 4],
+            gids: [uid; 4],
+            umask: 0o022,
+            groups: vec![],
+        };
+        crate::engine::Caller::with_status(1, st)
+    }
+
+    #[test]
+    fn sockets_have_user_shares_and_received_aliases_do_not_count() {
+        use crate::engine::{Config, Engine, SockType};
+        use nix::errno::Errno;
+        let e = Engine::new(Config {
+            background_gc: false,
+            max_sockets: 4,
+            user_share_permille: 500,
+            ..Config::default()
+        });
+        let (u1, u2) = (user(1000), user(1001));
+        let (a, b) = e.try_socketpair(SockType::Dgram, &u1).unwrap();
+        assert_eq!(
+            e.try_socket(SockType::Dgram, &u1).err(),
+            Some(Errno::ENFILE),
+            "user 1000 holds its half"
+        );
+        let x = e.try_socket(SockType::Stream, &u2).unwrap();
+        // Passing x makes a received alias directory; it is not a socket.
+        e.hold(&x);
+        let mut rights = vec![x.clone()];
+        e.send_msg(&a, b"x", None, None, &mut rights, &u1, None)
+            .unwrap();
+        let got = e.recv(&b, 10, None).unwrap();
+        let ids = e.deliver_rights(&b, got.rights, 1000, 1000, 16);
+        assert_eq!(ids.len(), 1);
+        assert_eq!(
+            (e.sockets.user_used(1000), e.sockets.user_used(1001)),
+            (2, 1)
+        );
+        e.put(&x);
+        e.put(&a);
+        e.put(&b);
+        assert_eq!(e.sockets.used(), 0, "every socket and alias gave back");
+        assert!(e.try_socket(SockType::Dgram, &u1).is_ok());
+    }
+}

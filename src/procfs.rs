@@ -1,0 +1,316 @@
+//! The one reader of `/proc` for udsfs: a task's `status` (who it is, which
+//! signals wait for it), a process's open-file limit, sysctls, and the
+//! mount table.
+//! Everything that parses a `/proc` file lives here, so each format is
+//! handled once.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+
+/// SIGKILL's bit in a signal mask: pending SIGKILL can never be blocked.
+pub const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
+
+/// The fields of `/proc/<tid>/status` udsfs looks at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// The state letter: R, S, D, Z, X, T, ...
+    pub state: char,
+    pub tgid: i32,
+    /// real, effective, saved, fs
+    pub uids: [u32; 4],
+    pub gids: [u32; 4],
+    pub umask: u32,
+    pub groups: Vec<u32>,
+    /// Signals queued for the task's user, across all its tasks (SigQ).
+    pub user_queued: u64,
+    /// Signals pending for this thread only, for the whole process, blocked.
+    pub sig_pnd: u64,
+    pub shd_pnd: u64,
+    pub sig_blk: u64,
+}
+
+impl Default for Status {
+    fn default() -> Status {
+        Status {
+            state: '?',
+            tgid: 0,
+            uids: [0; 4],
+            gids: [0; 4],
+            umask: 0o022,
+            groups: Vec::new(),
+            user_queued: 0,
+            sig_pnd: 0,
+            shd_pnd: 0,
+            sig_blk: 0,
+        }
+    }
+}
+
+impl Status {
+    /// `/proc/<tid>/status` (any thread id works there, not only a tgid).
+    pub fn read(tid: u32) -> io::Result<Status> {
+        std::fs::read_to_string(format!("/proc/{tid}/status")).map(|t| Status::parse(&t))
+    }
+
+    pub fn parse(text: &str) -> Status {
+        let mut st = Status::default();
+        for line in text.lines() {
+            let Some((key, val)) = line.split_once(':') else {
+                continue;
+            };
+            let val = val.trim();
+            let nums = || val.split_whitespace().filter_map(|v| v.parse::<u32>().ok());
+            let mask = || u64::from_str_radix(val, 16).unwrap_or(0);
+            match key {
+                "State" => st.state = val.chars().next().unwrap_or('?'),
+                "Tgid" => st.tgid = val.parse().unwrap_or(0),
+                "Umask" => st.umask = u32::from_str_radix(val, 8).unwrap_or(0o022),
+                "Uid" => nums().take(4).enumerate().for_each(|(i, v)| st.uids[i] = v),
+                "Gid" => nums().take(4).enumerate().for_each(|(i, v)| st.gids[i] = v),
+                "Groups" => st.groups = nums().collect(),
+                "SigQ" => {
+                    st.user_queued = val
+                        .split('/')
+                        .next()
+                        .and_then(|q| q.parse().ok())
+                        .unwrap_or(0)
+                }
+                "SigPnd" => st.sig_pnd = mask(),
+                "ShdPnd" => st.shd_pnd = mask(),
+                "SigBlk" => st.sig_blk = mask(),
+                _ => {}
+            }
+        }
+        st
+    }
+
+    /// Whether a signal waits that the thread does not block (SIGKILL
+    /// always counts): what would end a system call it sleeps in.
+    pub fn signal_pending(&self) -> bool {
+        (self.sig_pnd | self.shd_pnd) & (!self.sig_blk | SIGKILL_BIT) != 0
+    }
+
+    /// A process whose main thread has exited (or is exiting).
+    pub fn is_dead(&self) -> bool {
+        matches!(self.state, 'Z' | 'X' | 'x')
+    }
+}
+
+/// A `/proc` file kept open and read again with `pread`: seq files
+/// regenerate on every read from offset 0, and this costs half of opening
+/// the file each time.
+pub struct KeptFile {
+    file: File,
+    buf: Vec<u8>,
+}
+
+impl KeptFile {
+    pub fn open(path: &str) -> io::Result<KeptFile> {
+        Ok(KeptFile {
+            file: File::open(path)?,
+            buf: vec![0; 4096],
+        })
+    }
+
+    /// Reads it afresh; ESRCH once the task is gone.
+    pub fn read(&mut self) -> io::Result<&[u8]> {
+        let mut len = 0;
+        loop {
+            let n = self.file.read_at(&mut self.buf[len..], len as u64)?;
+            len += n;
+            if n == 0 || len < self.buf.len() {
+                break;
+            }
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        Ok(&self.buf[..len])
+    }
+}
+
+/// A task's `status`, kept open.
+pub struct StatusFile(KeptFile);
+
+impl StatusFile {
+    pub fn open(tid: u32) -> io::Result<StatusFile> {
+        KeptFile::open(&format!("/proc/{tid}/status")).map(StatusFile)
+    }
+
+    pub fn read(&mut self) -> io::Result<Status> {
+        Ok(Status::parse(&String::from_utf8_lossy(self.0.read()?)))
+    }
+}
+
+/// A task's scheduler counters (`schedstat`: run time, wait time, times
+/// run), kept open. They change whenever the task runs, so a task asleep
+/// shows the same text until something wakes it.
+pub struct SchedstatFile(KeptFile);
+
+impl SchedstatFile {
+    pub fn open(tid: u32) -> io::Result<SchedstatFile> {
+        KeptFile::open(&format!("/proc/{tid}/schedstat")).map(SchedstatFile)
+    }
+
+    pub fn read(&mut self) -> io::Result<Vec<u8>> {
+        self.0.read().map(<[u8]>::to_vec)
+    }
+}
+
+/// The soft RLIMIT_NOFILE of this process.
+pub fn own_nofile_limit() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 1024,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
+}
+
+/// The soft RLIMIT_NOFILE of process `pid` (`/proc/<pid>/limits`).
+pub fn nofile_limit(pid: i32) -> Option<usize> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    text.lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse().ok())
+}
+
+/// A numeric sysctl, by its dotted name (`net.unix.max_dgram_qlen`).
+pub fn sysctl(name: &str) -> Option<u64> {
+    let path = format!("/proc/sys/{}", name.replace('.', "/"));
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Whether a process (or thread) with this id exists.
+pub fn exists(pid: i32) -> bool {
+    pid > 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// One line of the mount table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mount {
+    pub source: String,
+    pub target: PathBuf,
+    pub fstype: String,
+}
+
+/// This process's mount table (`/proc/self/mounts`), in mount order.
+pub fn mounts() -> io::Result<Vec<Mount>> {
+    let text = std::fs::read("/proc/self/mounts")?;
+    Ok(parse_mounts(&text))
+}
+
+pub fn parse_mounts(text: &[u8]) -> Vec<Mount> {
+    use std::os::unix::ffi::OsStringExt;
+    text.split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let mut f = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+            let source = unescape(f.next()?);
+            let target = unescape(f.next()?);
+            let fstype = unescape(f.next()?);
+            Some(Mount {
+                source: String::from_utf8_lossy(&source).into_owned(),
+                target: PathBuf::from(std::ffi::OsString::from_vec(target)),
+                fstype: String::from_utf8_lossy(&fstype).into_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Undoes the kernel's octal escapes (`\040` space, `\011` tab, `\012`
+/// newline, `\134` backslash) in a mount-table field.
+fn unescape(field: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        let octal = field.get(i + 1..i + 4).filter(|d| {
+            field[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)) && d[0] <= b'3'
+        });
+        match octal {
+            Some(d) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            None => {
+                out.push(field[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_status() {
+        let text = "Name:\tx\nUmask:\t0027\nState:\tD (disk sleep)\nTgid:\t42\nPid:\t43\n\
+                    Uid:\t1000\t65534\t2000\t65534\nGid:\t10\t11\t12\t11\nGroups:\t4 24 27 \n\
+                    SigQ:\t3/96364\nSigPnd:\t0000000000000100\nShdPnd:\t0000000000000002\n\
+                    SigBlk:\t0000000000000002\n";
+        let st = Status::parse(text);
+        assert_eq!(st.state, 'D');
+        assert_eq!(st.tgid, 42);
+        assert_eq!(st.umask, 0o027);
+        assert_eq!(st.uids, [1000, 65534, 2000, 65534]);
+        assert_eq!(st.gids, [10, 11, 12, 11]);
+        assert_eq!(st.groups, vec![4, 24, 27]);
+        assert_eq!(st.user_queued, 3);
+        assert_eq!((st.sig_pnd, st.shd_pnd, st.sig_blk), (0x100, 2, 2));
+        // SIGINT is blocked, SIGKILL cannot be.
+        assert!(st.signal_pending());
+        assert!(
+            !Status {
+                sig_pnd: 0,
+                ..st.clone()
+            }
+            .signal_pending()
+        );
+    }
+
+    #[test]
+    fn reads_this_thread_through_a_kept_file() {
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        let mut f = StatusFile::open(tid).unwrap();
+        let st = f.read().unwrap();
+        assert_eq!(st.tgid, std::process::id() as i32);
+        assert_eq!(f.read().unwrap().tgid, st.tgid);
+        assert!(!st.is_dead());
+    }
+
+    #[test]
+    fn schedstat_stays_while_a_thread_sleeps() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            tid_tx.send(nix::unistd::gettid().as_raw() as u32).unwrap();
+            let _ = rx.recv();
+        });
+        let tid = tid_rx.recv().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut f = SchedstatFile::open(tid).unwrap();
+        let before = f.read().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(f.read().unwrap(), before, "asleep: nothing changes");
+        tx.send(()).unwrap();
+        t.join().unwrap();
+        assert!(f.read().is_err(), "gone: the kept file says so");
+    }
+
+    #[test]
+    fn mount_table_escapes() {
+        let text = b"udsfs:12 /mnt/a\\040b\\011c fuse.udsfs rw 0 0\n\
+                     /dev/sda1 / ext4 rw 0 0\n\
+                     x /back\\134slash\\0123 tmpfs rw 0 0\n";
+        let m = parse_mounts(text);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0].source, "udsfs:12");
+        assert_eq!(m[0].target, PathBuf::from("/mnt/a b\tc"));
+        assert_eq!(m[0].fstype, "fuse.udsfs");
+        assert_eq!(m[2].target, PathBuf::from("/back\\slash\n3"));
+    }
+}
