@@ -56,3 +56,24 @@ for how in ${UNMOUNT_WAYS:-SIGTERM SIGINT umount}; do
     [ -z "$listing" ] || fail "$MNT is not the empty directory again after $how: $listing"
     ok "$MNT is a plain empty directory again"
 done
+
+# A daemon started in its own pid namespace writes the pid it sees there into the mount
+# source: `udsfs umount` must not signal whatever has that pid out here (a decoy, made
+# to share it), and still takes the mount down (by detaching it; the daemon then sees
+# its device go).
+command -v unshare >/dev/null || fail "unshare (util-linux) is needed"
+sleep 300 &
+decoy=$!
+# ns_last_pid acts on the writer's pid namespace: the daemon, forked by the mount
+# command, gets the next pid
+timeout 30 unshare --pid --fork bash -c "echo $((decoy - 1)) >/proc/sys/kernel/ns_last_pid && exec \"\$0\" mount --background --log-file \"\$1\" \"\$2\"" \
+    "$UDSFS_BIN" "$LOG" "$MNT" >/dev/null || fail "mount in a new pid namespace failed"
+mounted "$MNT" || fail "the mount made in a new pid namespace is not there"
+src=$(awk -v m="$MNT" '$2 == m { print $1 }' /proc/self/mounts)
+expect_eq "mount source of the daemon in its own pid namespace" "$src" "udsfs:$decoy"
+"$UDSFS_BIN" umount "$MNT" || fail "udsfs umount of the pid-namespace mount failed"
+! mounted "$MNT" || fail "$MNT still mounted after udsfs umount"
+sleep 0.2
+proc_alive "$decoy" || fail "udsfs umount signalled host pid $decoy, which only shares the daemon's pid in its namespace"
+kill "$decoy"
+ok "udsfs umount detached the pid-namespace mount and left host pid $decoy alone"

@@ -7,7 +7,13 @@ use super::mounts;
 
 pub fn umount(mp: &Path) -> Result<(), String> {
     let mp = mounts::absolute(mp)?;
-    if let Some(pid) = mounts::top_mount(&mp).and_then(|m| m.daemon_pid()) {
+    // The fsname's pid is the daemon's as its own pid namespace saw it: signal
+    // it only if that pid here runs udsfs (a daemon started under
+    // `unshare --pid` records 1, which here is init).
+    let daemon = mounts::top_mount(&mp)
+        .and_then(|m| m.daemon_pid())
+        .filter(|&pid| mounts::daemon_alive(pid));
+    if let Some(pid) = daemon {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGTERM,
