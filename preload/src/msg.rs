@@ -383,10 +383,18 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
     };
     if let Some(c) = got.creds {
         let b: Vec<u8> = c.iter().flat_map(|x| x.to_ne_bytes()).collect();
-        if room - used >= CMSG_HDR + b.len() {
-            put(libc::SOL_SOCKET, libc::SCM_CREDENTIALS, &b, &mut used);
-        } else {
+        let fits = (room - used).saturating_sub(CMSG_HDR);
+        if fits < b.len() {
             cut = true;
+        }
+        // put_cmsg writes what fits of a message whose header fits, cut short.
+        if room - used >= CMSG_HDR {
+            put(
+                libc::SOL_SOCKET,
+                libc::SCM_CREDENTIALS,
+                &b[..fits.min(b.len())],
+                &mut used,
+            );
         }
     }
     if !got.rights.is_empty() {
@@ -395,11 +403,15 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
         for &id in got.rights.iter().take(fit) {
             match sock::open_sock(m, id, false, cloexec) {
                 Ok(fd) => fds.push(fd),
+                // Past RLIMIT_NOFILE Linux stops installing, silently: MSG_CTRUNC.
                 Err(e) => {
-                    log::say(&format!(
-                        "received socket {id} could not be opened: errno {e}"
-                    ));
+                    if e != libc::EMFILE {
+                        log::say(&format!(
+                            "received socket {id} could not be opened: errno {e}"
+                        ));
+                    }
                     cut = true;
+                    break;
                 }
             }
         }

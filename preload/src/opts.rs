@@ -7,10 +7,6 @@ use crate::abi::*;
 use crate::log;
 use crate::sock::{self, Res};
 
-/// Linux's default SO_RCVBUF (net.core.rmem_default); udsfs queues are
-/// bounded by the sender's buffer, so the receive buffer is only reported.
-const RCVBUF: i64 = 212992;
-
 /// Copies an option value out, as sock_getsockopt does: truncated to the
 /// caller's length, which becomes the length written.
 unsafe fn put(val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
@@ -52,7 +48,7 @@ pub unsafe fn get(
         libc::SO_ACCEPTCONN => int(sock::info(fd)?[INFO_LISTENING]),
         libc::SO_PASSCRED => int(sock::info(fd)?[INFO_PASSCRED]),
         libc::SO_SNDBUF => int(sock::info(fd)?[INFO_SNDBUF]),
-        libc::SO_RCVBUF => int(RCVBUF),
+        libc::SO_RCVBUF => int(sock::info(fd)?[INFO_RCVBUF]),
         libc::SO_ERROR => int(sock::ctl(fd, OP_TAKE_ERROR, 0, &[])?.v[0]),
         libc::SO_PEERCRED => {
             let v = sock::info(fd)?;
@@ -74,6 +70,8 @@ pub unsafe fn get(
         | libc::SO_BROADCAST
         | libc::SO_DONTROUTE
         | libc::SO_PASSSEC => int(0),
+        // Write-only options: Linux has no getsockopt for them either.
+        libc::SO_SNDBUFFORCE | libc::SO_RCVBUFFORCE => return Err(libc::ENOPROTOOPT),
         _ => {
             log::say(&format!(
                 "getsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
@@ -109,13 +107,15 @@ pub unsafe fn set(
             sock::ctl(fd, OP_SET_PASSCRED, (read_int()? != 0) as i32, &[]).map(|_| ())
         }
         libc::SO_SNDBUF => sock::ctl(fd, OP_SET_SNDBUF, read_int()?, &[]).map(|_| ()),
+        libc::SO_RCVBUF => sock::ctl(fd, OP_SET_RCVBUF, read_int()?, &[]).map(|_| ()),
+        libc::SO_SNDBUFFORCE => sock::ctl(fd, OP_SET_SNDBUF_FORCE, read_int()?, &[]).map(|_| ()),
+        libc::SO_RCVBUFFORCE => sock::ctl(fd, OP_SET_RCVBUF_FORCE, read_int()?, &[]).map(|_| ()),
         libc::SO_OOBINLINE => {
             sock::ctl(fd, OP_SET_OOBINLINE, (read_int()? != 0) as i32, &[]).map(|_| ())
         }
         libc::SO_PEEK_OFF => sock::ctl(fd, OP_SET_PEEK_OFF, read_int()?, &[]).map(|_| ()),
         // Accepted and without effect on udsfs sockets (see README).
-        libc::SO_RCVBUF
-        | libc::SO_REUSEADDR
+        libc::SO_REUSEADDR
         | libc::SO_KEEPALIVE
         | libc::SO_LINGER
         | libc::SO_RCVTIMEO

@@ -33,6 +33,8 @@ pub struct ProcStatus {
     pub gids: [u32; 4],
     pub umask: u32,
     pub groups: Vec<u32>,
+    /// CapEff: the effective capability set.
+    pub cap_eff: u64,
 }
 
 impl ProcStatus {
@@ -57,6 +59,7 @@ impl ProcStatus {
                 "Uid" => nums().take(4).enumerate().for_each(|(i, v)| st.uids[i] = v),
                 "Gid" => nums().take(4).enumerate().for_each(|(i, v)| st.gids[i] = v),
                 "Groups" => st.groups = nums().collect(),
+                "CapEff" => st.cap_eff = u64::from_str_radix(val.trim(), 16).unwrap_or(0),
                 _ => {}
             }
         }
@@ -152,6 +155,7 @@ impl Caller {
                 gids: [self.fsgid; 4],
                 umask: 0o022,
                 groups: Vec::new(),
+                cap_eff: 0,
             });
             cache_put(self.tid, self.fsuid, self.fsgid, &st);
             st
@@ -160,6 +164,11 @@ impl Caller {
 
     pub fn is_root(&self) -> bool {
         self.fsuid == 0
+    }
+
+    /// CAP_NET_ADMIN (bit 12), which SO_SNDBUFFORCE and SO_RCVBUFFORCE need.
+    pub fn has_cap_net_admin(&self) -> bool {
+        self.status().cap_eff & (1 << 12) != 0
     }
 
     pub fn umask(&self) -> u32 {

@@ -112,6 +112,8 @@ pub struct SockState {
     pub passcred: bool,
     pub peercred: Option<Ucred>,
     pub sndbuf: usize,
+    /// SO_RCVBUF: read back only (AF_UNIX limits nothing by it).
+    pub rcvbuf: usize,
     pub max_dgram_qlen: usize,
     /// Not yet accepted: the listener it waits in.
     pub embryo: bool,
@@ -187,6 +189,7 @@ impl Socket {
                 passcred: false,
                 peercred: None,
                 sndbuf,
+                rcvbuf: super::bufsize::rcvbuf_default(),
                 max_dgram_qlen,
                 embryo: false,
                 dead: false,

@@ -373,5 +373,6 @@ fn run_command(
             eng.set_urg_owner(s, target, caller);
             Ok(())
         }
+        Command::Buffer { buf, val, force } => eng.set_buffer(s, buf, val, force, caller),
     }
 }

@@ -11,7 +11,7 @@ use nix::errno::Errno;
 use super::Inner;
 use super::ioctl_abi::*;
 use crate::engine::addr::{MAX_ABSTRACT_NAME, MAX_PATH_NAME};
-use crate::engine::{Addr, Caller, SockType, Socket, Ucred};
+use crate::engine::{Addr, Buf, Caller, SockType, Socket, Ucred};
 
 /// Answers one ioctl; commands that are not udsfs's (shells probe
 /// terminals with TCGETS) get ENOTTY.
@@ -152,6 +152,7 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             ctl.v[INFO_INQ] = i.inq.map_or(-1, |n| n as i64);
             ctl.v[INFO_OUTQ] = i.outq as i64;
             ctl.v[INFO_ID] = s.id as i64;
+            ctl.v[INFO_RCVBUF] = i.rcvbuf as i64;
             Ok(())
         }
         OP_TAKE_ERROR => {
@@ -162,10 +163,10 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             eng.set_passcred(s, ctl.arg != 0);
             Ok(())
         }
-        OP_SET_SNDBUF => {
-            eng.set_sndbuf(s, ctl.arg as i64);
-            Ok(())
-        }
+        OP_SET_SNDBUF => eng.set_buffer(s, Buf::Send, ctl.arg, false, c),
+        OP_SET_RCVBUF => eng.set_buffer(s, Buf::Recv, ctl.arg, false, c),
+        OP_SET_SNDBUF_FORCE => eng.set_buffer(s, Buf::Send, ctl.arg, true, c),
+        OP_SET_RCVBUF_FORCE => eng.set_buffer(s, Buf::Recv, ctl.arg, true, c),
         OP_SET_OOBINLINE => {
             eng.set_oob_inline(s, ctl.arg != 0);
             Ok(())

@@ -68,6 +68,11 @@ pub const OP_SET_OWNER: u32 = 13;
 pub const OP_ATMARK: u32 = 14;
 /// v[0] = SO_OOBINLINE, v[1] = SO_PEEK_OFF, v[2] = the SIGURG owner.
 pub const OP_OOB_OPTS: u32 = 15;
+/// SO_RCVBUF (`arg`), as OP_SET_SNDBUF for the send buffer.
+pub const OP_SET_RCVBUF: u32 = 16;
+/// SO_SNDBUFFORCE and SO_RCVBUFFORCE: EPERM without CAP_NET_ADMIN.
+pub const OP_SET_SNDBUF_FORCE: u32 = 17;
+pub const OP_SET_RCVBUF_FORCE: u32 = 18;
 
 pub const INFO_TYPE: usize = 0; // SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET
 pub const INFO_LISTENING: usize = 1;
@@ -80,6 +85,7 @@ pub const INFO_SNDBUF: usize = 7;
 pub const INFO_INQ: usize = 8; // -1 on a listener
 pub const INFO_OUTQ: usize = 9;
 pub const INFO_ID: usize = 10; // the socket's number N
+pub const INFO_RCVBUF: usize = 11;
 
 #[repr(C)]
 #[derive(Clone, Copy)]

@@ -1,0 +1,123 @@
+//! SO_SNDBUF and SO_RCVBUF (and their FORCE forms) as sock_setsockopt sets
+//! them: the value is doubled (room for the kernel's bookkeeping), capped by
+//! net.core.wmem_max / rmem_max unless forced, and never below the minimum.
+//! The send buffer bounds what a socket may have queued at receivers and the
+//! largest dgram/seqpacket message; AF_UNIX ignores the receive buffer (the
+//! kernel measured: a receiver's SO_RCVBUF changes no limit), so it is kept
+//! only to be read back.
+
+use std::sync::{Arc, OnceLock};
+
+use nix::errno::Errno;
+
+use super::cred::Caller;
+use super::socket::Socket;
+use super::wait::Wakeups;
+use super::{Engine, Result};
+
+/// SOCK_MIN_SNDBUF: 2 * (2048 + SKB_TRUESIZE(1)), as Linux on x86_64.
+pub const MIN_SNDBUF: usize = 4608;
+/// SOCK_MIN_RCVBUF: 2048 + SKB_TRUESIZE(1).
+pub const MIN_RCVBUF: usize = 2304;
+
+/// Which buffer an option sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Buf {
+    Send,
+    Recv,
+}
+
+fn sysctl(name: &str, fallback: usize) -> usize {
+    std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(fallback)
+}
+
+/// net.core.rmem_default: a new socket's SO_RCVBUF (read once).
+pub fn rcvbuf_default() -> usize {
+    static V: OnceLock<usize> = OnceLock::new();
+    *V.get_or_init(|| sysctl("rmem_default", 212992))
+}
+
+/// The value SO_SNDBUF/SO_RCVBUF (`force`: the FORCE forms) leave, from the
+/// int the caller passed. The plain forms compare as unsigned, so a negative
+/// value means "the maximum"; the forced ones treat it as 0.
+pub fn buffer_size(buf: Buf, val: i32, force: bool) -> usize {
+    let (max, min) = match buf {
+        Buf::Send => (sysctl("wmem_max", 212992), MIN_SNDBUF),
+        Buf::Recv => (sysctl("rmem_max", 212992), MIN_RCVBUF),
+    };
+    let v = if force {
+        val.max(0) as usize
+    } else {
+        (val as u32 as usize).min(max)
+    };
+    // val * 2 must fit an int.
+    (v.min(i32::MAX as usize / 2) * 2).max(min)
+}
+
+impl Engine {
+    /// setsockopt(SO_SNDBUF/SO_RCVBUF[FORCE]); the FORCE forms need
+    /// CAP_NET_ADMIN (EPERM). A larger send buffer wakes blocked senders.
+    pub fn set_buffer(
+        &self,
+        s: &Arc<Socket>,
+        buf: Buf,
+        val: i32,
+        force: bool,
+        caller: &Caller,
+    ) -> Result<()> {
+        if force && !caller.has_cap_net_admin() {
+            let name = match buf {
+                Buf::Send => "SO_SNDBUFFORCE",
+                Buf::Recv => "SO_RCVBUFFORCE",
+            };
+            log::info!("socket {}: {name} without CAP_NET_ADMIN (EPERM)", s.id);
+            return Err(Errno::EPERM);
+        }
+        let size = buffer_size(buf, val, force);
+        let mut wake = Wakeups::new();
+        {
+            let mut st = s.lock();
+            match buf {
+                Buf::Send => {
+                    st.sndbuf = size;
+                    wake.extend(st.writers.take());
+                }
+                Buf::Recv => st.rcvbuf = size,
+            }
+        }
+        wake.run();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_follow_sock_setsockopt() {
+        let wmax = sysctl("wmem_max", 212992);
+        assert_eq!(
+            buffer_size(Buf::Send, 65536.min(wmax as i32), false),
+            2 * 65536.min(wmax)
+        );
+        assert_eq!(buffer_size(Buf::Send, 1, false), MIN_SNDBUF);
+        assert_eq!(buffer_size(Buf::Send, 0, false), MIN_SNDBUF);
+        assert_eq!(
+            buffer_size(Buf::Send, -1, false),
+            2 * wmax,
+            "negative: the maximum"
+        );
+        assert_eq!(
+            buffer_size(Buf::Send, -5, true),
+            MIN_SNDBUF,
+            "forced negative: 0"
+        );
+        assert_eq!(buffer_size(Buf::Recv, 1, false), MIN_RCVBUF);
+        assert_eq!(buffer_size(Buf::Recv, 100_000_000, true), 200_000_000);
+        assert_eq!(buffer_size(Buf::Recv, i32::MAX, true), 2147483646);
+    }
+}
