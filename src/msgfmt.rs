@@ -89,13 +89,24 @@ fn parse_creds(v: &str) -> Result<Ucred, Errno> {
     Ok(Ucred { pid, uid, gid })
 }
 
-/// The header of a received record.
-pub fn format_header(
-    len: usize,
-    from: Option<&Addr>,
-    creds: Option<Ucred>,
-    rights: &[u64],
-) -> String {
+/// What a received record's header shows besides the length.
+pub struct Received<'a> {
+    pub from: Option<&'a Addr>,
+    pub creds: Option<Ucred>,
+    pub rights: &'a [u64],
+    /// Passed sockets were dropped (MSG_CTRUNC): `flags=ctrunc`.
+    pub ctrunc: bool,
+}
+
+/// The header of a received record. A record always holds the whole
+/// message, so MSG_TRUNC has no place in it.
+pub fn format_header(len: usize, r: &Received) -> String {
+    let Received {
+        from,
+        creds,
+        rights,
+        ctrunc,
+    } = *r;
     let mut s = format!("len={len}");
     if let Some(a) = from {
         s.push_str(" from=");
@@ -108,6 +119,9 @@ pub fn format_header(
         let list: Vec<String> = rights.iter().map(|r| r.to_string()).collect();
         s.push_str(" rights=");
         s.push_str(&list.join(","));
+    }
+    if ctrunc {
+        s.push_str(" flags=ctrunc");
     }
     s.push('\n');
     s
@@ -150,13 +164,19 @@ mod tests {
         let many: Vec<String> = (0..254).map(|i| i.to_string()).collect();
         let rec = format!("len=0 rights={}\n", many.join(","));
         assert_eq!(parse_record(rec.as_bytes()), Err(Errno::EINVAL));
-        let hdr = format_header(
-            3,
-            Some(&Addr::Abstract(b"00001".to_vec())),
-            Some(Ucred::NONE),
-            &[],
+        let from = Addr::Abstract(b"00001".to_vec());
+        let mut r = Received {
+            from: Some(&from),
+            creds: Some(Ucred::NONE),
+            rights: &[],
+            ctrunc: false,
+        };
+        assert_eq!(
+            format_header(3, &r),
+            "len=3 from=@00001 creds=0:65534:65534\n"
         );
-        assert_eq!(hdr, "len=3 from=@00001 creds=0:65534:65534\n");
+        (r.from, r.creds, r.rights, r.ctrunc) = (None, None, &[4, 5], true);
+        assert_eq!(format_header(0, &r), "len=0 rights=4,5 flags=ctrunc\n");
     }
 }
 

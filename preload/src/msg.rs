@@ -259,6 +259,8 @@ struct Got {
     rights: Vec<u64>,
     /// The byte is the OOB byte (MSG_OOB in msg_flags).
     oob: bool,
+    /// The daemon dropped passed sockets (MSG_CTRUNC).
+    ctrunc: bool,
 }
 
 /// The `msg` file's record, for a message larger than one ioctl.
@@ -275,6 +277,7 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
         creds: None,
         rights: Vec::new(),
         oob: false,
+        ctrunc: false,
     };
     for field in buf[..nl].split(|&b| b == b' ') {
         let text = String::from_utf8_lossy(field);
@@ -297,6 +300,7 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
                 }
             }
             "rights" => got.rights = v.split(',').filter_map(|x| x.parse().ok()).collect(),
+            "flags" => got.ctrunc = v.split(',').any(|f| f == "ctrunc"),
             _ => {}
         }
     }
@@ -331,6 +335,7 @@ fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) ->
                     creds: (r.has_creds != 0).then_some(r.creds),
                     rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
                     oob: r.flags & MSGF_OOB != 0,
+                    ctrunc: r.flags & MSGF_CTRUNC != 0,
                 });
             }
             Err(libc::EAGAIN) if !nonblock => {
@@ -364,7 +369,7 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
     };
     let base = msg.msg_control as *mut u8;
     let mut used = 0;
-    let mut cut = false;
+    let mut cut = got.ctrunc;
     let put = |level: c_int, ty: c_int, payload: &[u8], used: &mut usize| {
         let len = CMSG_HDR + payload.len();
         // SAFETY: writes inside the caller's control buffer, within `room`.

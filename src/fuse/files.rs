@@ -153,9 +153,15 @@ impl OpenFile {
                     } else {
                         caller.nofile_limit()
                     };
+                    let passed = got.rights.len();
                     let ids = eng.deliver_rights(s, got.rights, caller.fsuid, caller.fsgid, limit);
-                    let mut rec =
-                        msgfmt::format_header(got.data.len(), from, got.creds, &ids).into_bytes();
+                    let received = msgfmt::Received {
+                        from,
+                        creds: got.creds,
+                        rights: &ids,
+                        ctrunc: ids.len() < passed,
+                    };
+                    let mut rec = msgfmt::format_header(got.data.len(), &received).into_bytes();
                     rec.extend_from_slice(&got.data);
                     r.buf = rec;
                     r.pos = 0;

@@ -279,7 +279,11 @@ fn message(
             } else {
                 c.nofile_limit()
             };
+            let passed = got.rights.len();
             let ids = eng.deliver_rights(s, got.rights, c.fsuid, c.fsgid, limit);
+            if ids.len() < passed {
+                head.flags |= MSGF_CTRUNC;
+            }
             head.status = 0;
             head.len = got.data.len() as u32;
             head.full_len = got.full_len as u32;

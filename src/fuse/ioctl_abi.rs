@@ -119,5 +119,8 @@ pub const MSGF_PEEK: u32 = 1;
 /// send: the last byte is out-of-band (MSG_OOB); recv: read the OOB byte,
 /// and (out) the byte returned is it.
 pub const MSGF_OOB: u32 = 2;
+/// recv (out): passed sockets were dropped, past the reader's RLIMIT_NOFILE
+/// unopened ones (MSG_CTRUNC).
+pub const MSGF_CTRUNC: u32 = 4;
 /// recv: the message does not fit MSG_ROOM; nothing was taken.
 pub const STATUS_TOO_BIG: u32 = 1;
