@@ -151,3 +151,54 @@ pub fn queue_ioctl(fd: c_int, req: libc::c_ulong, out: *mut c_void) -> Res<()> {
     unsafe { std::ptr::write_unaligned(out as *mut c_int, n as c_int) };
     Ok(())
 }
+
+/// A kernel socket's SO_SNDBUF and SO_RCVBUF where a program changed them
+/// (they differ from net.core.wmem_default / rmem_default), to be set again
+/// on the udsfs socket that takes its place.
+pub struct Sizes(Vec<(c_int, c_int)>);
+
+fn sysctl(name: &str) -> c_int {
+    std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(212992)
+}
+
+pub fn kernel_sizes(fd: c_int) -> Sizes {
+    static DEFAULTS: std::sync::OnceLock<(c_int, c_int)> = std::sync::OnceLock::new();
+    let (wdef, rdef) = *DEFAULTS.get_or_init(|| (sysctl("wmem_default"), sysctl("rmem_default")));
+    let mut out = Vec::new();
+    for (name, default) in [(libc::SO_SNDBUF, wdef), (libc::SO_RCVBUF, rdef)] {
+        let mut v: c_int = 0;
+        let mut len = std::mem::size_of::<c_int>() as socklen_t;
+        // SAFETY: getsockopt writes one int.
+        let r = unsafe {
+            crate::real::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                name,
+                (&mut v as *mut c_int).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 && v != default {
+            out.push((name, v));
+        }
+    }
+    Sizes(out)
+}
+
+/// Sets the sizes again: half the value (setsockopt doubles it), forced
+/// where a privileged caller had set it past the maximum.
+pub fn restore_sizes(fd: c_int, sizes: &Sizes) -> Res<()> {
+    for &(name, v) in &sizes.0 {
+        let (plain, forced, max) = if name == libc::SO_SNDBUF {
+            (OP_SET_SNDBUF, OP_SET_SNDBUF_FORCE, "wmem_max")
+        } else {
+            (OP_SET_RCVBUF, OP_SET_RCVBUF_FORCE, "rmem_max")
+        };
+        let op = if v / 2 > sysctl(max) { forced } else { plain };
+        sock::ctl(fd, op, v / 2, &[])?;
+    }
+    Ok(())
+}

@@ -128,7 +128,7 @@ pub fn pair(m: &Mount, ty: c_int, sv: &mut [c_int; 2]) -> Res<()> {
 }
 
 /// A new udsfs socket of the kernel socket `fd`'s type, put in `fd`'s
-/// place with its O_NONBLOCK, FD_CLOEXEC and SO_PASSCRED.
+/// place with its O_NONBLOCK, FD_CLOEXEC, SO_PASSCRED, SO_SNDBUF and SO_RCVBUF.
 pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     let mut ty: c_int = 0;
     let mut len = std::mem::size_of::<c_int>() as socklen_t;
@@ -168,6 +168,7 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     if fl < 0 || fdfl < 0 {
         return last();
     }
+    let sizes = crate::opts::kernel_sizes(fd);
     let h = open_file(&m.ctrl_file(&format!("{name}/clone")), libc::O_RDWR)?;
     let id = read_numbers(h).and_then(|v| v.first().copied().ok_or(libc::EIO));
     let new = id.and_then(|id| open_sock(m, id, fl & libc::O_NONBLOCK != 0, true));
@@ -187,7 +188,7 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     if passcred != 0 {
         ctl(fd, OP_SET_PASSCRED, 1, &[])?;
     }
-    Ok(())
+    crate::opts::restore_sizes(fd, &sizes)
 }
 
 /// Is `fd` a kernel AF_UNIX socket (that may become a udsfs one)?

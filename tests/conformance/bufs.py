@@ -81,7 +81,7 @@ def setopt(s, name, v):
     return res(lambda: s.setsockopt(socket.SOL_SOCKET, name, v))
 
 
-def buffer_sizes():
+def buffer_sizes(where):
     wmax = int(open("/proc/sys/net/core/wmem_max").read())
     rmax = int(open("/proc/sys/net/core/rmem_max").read())
     a, b = socket.socketpair()
@@ -100,8 +100,26 @@ def buffer_sizes():
             plain = socket.SO_SNDBUF if o == SO_SNDBUFFORCE else socket.SO_RCVBUF
             say(f"{name} {'INT_MAX' if v == 2**31 - 1 else v}: {r} -> {opt(a, plain)}")
     say("getsockopt SO_SNDBUFFORCE:", opt(a, SO_SNDBUFFORCE))
+    say("short optlen:", res(lambda: a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, b"\1\0")))
     a.close()
     b.close()
+    # A listener's sizes are not inherited by the sockets it accepts.
+    for name in ("stream", "seqpacket"):
+        path = os.path.join(where, f"bufs-{name}")
+        ls = socket.socket(socket.AF_UNIX, TYPES[name])
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 10000)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 10000)
+        ls.bind(path)
+        ls.listen(1)
+        c = socket.socket(socket.AF_UNIX, TYPES[name])
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 30000)
+        c.connect(path)
+        s, _ = ls.accept()
+        say(f"{name} listener {opt(ls, socket.SO_SNDBUF)} {opt(ls, socket.SO_RCVBUF)},",
+            f"accepted {opt(s, socket.SO_SNDBUF)} {opt(s, socket.SO_RCVBUF)},",
+            f"client {opt(c, socket.SO_SNDBUF)} {opt(c, socket.SO_RCVBUF)}")
+        for x in (ls, c, s):
+            x.close()
     # The FORCE options need CAP_NET_ADMIN: EPERM for nobody, the plain ones clamp.
     pid = os.fork()
     if pid == 0:
@@ -241,7 +259,7 @@ def main():
     probe_a.close()
     probe_b.close()
     queue_figures(where)
-    buffer_sizes()
+    buffer_sizes(where)
     buffer_effects()
     truncation()
     control_truncation()
