@@ -211,6 +211,14 @@ def truncation():
         say(f"{name} left: inq={q(b, termios.FIONREAD)}")
         a.send(b"")
         say(f"{name} empty message MSG_TRUNC:", res(lambda: b.recv_into(buf, 4, socket.MSG_TRUNC | socket.MSG_DONTWAIT)))
+        if ty != socket.SOCK_STREAM:
+            # Larger than one ioctl of the library: the `msg` file's path.
+            big = bytes(range(256)) * 400
+            a.send(big)
+            a.send(big)
+            say(f"{name} 102400 MSG_TRUNC|MSG_PEEK:", res(lambda: b.recv_into(buf, 4, socket.MSG_TRUNC | socket.MSG_PEEK)), bytes(buf))
+            say(f"{name} 102400 MSG_TRUNC:", res(lambda: b.recv_into(buf, 4, socket.MSG_TRUNC)), bytes(buf))
+            say(f"{name} 102400 recvmsg 50000:", received(*b.recvmsg(50000)[:3])[-12:])
         a.close()
         b.close()
 
