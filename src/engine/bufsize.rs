@@ -95,7 +95,33 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
+    use super::super::SockType;
+    use super::super::tests::{engine, root};
     use super::*;
+    use crate::engine::cred::ProcStatus;
+
+    #[test]
+    fn force_needs_cap_net_admin_and_a_larger_buffer_lets_senders_on() {
+        let e = engine();
+        let c = root();
+        let (a, _b) = e.socketpair(SockType::Dgram, &c);
+        let nobody = Caller::with_status(2, ProcStatus::default());
+        assert_eq!(
+            e.set_buffer(&a, Buf::Send, 1, true, &nobody),
+            Err(Errno::EPERM)
+        );
+        e.set_buffer(&a, Buf::Send, 1, false, &nobody).unwrap();
+        assert_eq!(e.info(&a).sndbuf, MIN_SNDBUF);
+        // 4608 bytes of budget: a 1000-byte datagram is charged 2304 (as
+        // the kernel's SIOCOUTQ shows), so the third one waits.
+        e.send(&a, &[0; 1000], None, None, &c, None).unwrap();
+        e.send(&a, &[0; 1000], None, None, &c, None).unwrap();
+        let full = e.send(&a, &[0; 1000], None, None, &c, None);
+        assert_eq!(full.unwrap_err(), Errno::EAGAIN);
+        e.set_buffer(&a, Buf::Send, 100_000_000, true, &c).unwrap();
+        assert_eq!(e.info(&a).sndbuf, 200_000_000);
+        e.send(&a, &[0; 1000], None, None, &c, None).unwrap();
+    }
 
     #[test]
     fn sizes_follow_sock_setsockopt() {
