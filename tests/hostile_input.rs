@@ -26,7 +26,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use udsfs::ctl::{self, Command};
 use udsfs::engine::socket::{RCV_SHUTDOWN, SEND_SHUTDOWN, SHUTDOWN_MASK};
-use udsfs::engine::{Addr, MAX_MSG, Ucred};
+use udsfs::engine::{Addr, Buf, MAX_MSG, Ucred};
 use udsfs::msgfmt::{self, Assembler, MAX_HEADER, SCM_MAX_FD, SendHeader};
 
 const DEFAULT_CASES: u32 = 1000;
@@ -117,6 +117,7 @@ enum Cmd {
     OobInline(bool),
     PeekOff(i32),
     Owner(i32),
+    Buffer(Buf, i32, bool),
 }
 
 fn mirror(c: &Command) -> Cmd {
@@ -129,6 +130,7 @@ fn mirror(c: &Command) -> Cmd {
         Command::OobInline(on) => Cmd::OobInline(*on),
         Command::PeekOff(n) => Cmd::PeekOff(*n),
         Command::Owner(n) => Cmd::Owner(*n),
+        Command::Buffer { buf, val, force } => Cmd::Buffer(*buf, *val, *force),
     }
 }
 
@@ -169,6 +171,8 @@ fn ctl_parse_random_bytes() {
         b"oobinline ",
         b"peek_off ",
         b"owner ",
+        b"sndbuf ",
+        b"rcvbufforce ",
     ]);
     let input = (keyword, vec(any::<u8>(), 0..300)).prop_map(|(k, rest)| cat(&[k, &rest]));
     fuzz("ctl::parse, random bytes", input, |line| {
@@ -202,6 +206,15 @@ fn ctl_parse_random_bytes() {
             }
             Command::PeekOff(n) => format!("peek_off {n}").into_bytes(),
             Command::Owner(n) => format!("owner {n}").into_bytes(),
+            Command::Buffer { buf, val, force } => {
+                let word = if *buf == Buf::Send {
+                    "sndbuf"
+                } else {
+                    "rcvbuf"
+                };
+                let force = if *force { "force" } else { "" };
+                format!("{word}{force} {val}").into_bytes()
+            }
         };
         prop_assert_eq!(
             parse_ctl(&canon),
