@@ -5,7 +5,6 @@ once through `udsfs run` (integration/bufs.sh); the two outputs must be equal
 line by line. Usage: bufs.py DIR (DIR: where to bind names)."""
 
 import array
-import errno
 import fcntl
 import os
 import resource
@@ -14,22 +13,12 @@ import struct
 import sys
 import termios
 
+from differential import res, say, where
+
 SIOCOUTQ = termios.TIOCOUTQ
 SO_SNDBUFFORCE = 32
 SO_RCVBUFFORCE = 33
 TYPES = {"stream": socket.SOCK_STREAM, "dgram": socket.SOCK_DGRAM, "seqpacket": socket.SOCK_SEQPACKET}
-
-
-def res(f):
-    try:
-        r = f()
-        return r if r is not None else "ok"
-    except OSError as e:
-        return errno.errorcode[e.errno]
-
-
-def say(*a):
-    print(*a, flush=True)
 
 
 def q(s, req):
@@ -260,14 +249,10 @@ def control_truncation():
 
 
 def main():
-    where = sys.argv[1]
-    probe_a, probe_b = socket.socketpair()
-    st = os.fstat(probe_a.fileno())
-    say("where:", "kernel" if st.st_size == 0 and os.readlink(f"/proc/self/fd/{probe_a.fileno()}").startswith("socket:") else "udsfs")
-    probe_a.close()
-    probe_b.close()
-    queue_figures(where)
-    buffer_sizes(where)
+    names = sys.argv[1]
+    where()
+    queue_figures(names)
+    buffer_sizes(names)
     buffer_effects()
     truncation()
     control_truncation()
