@@ -309,7 +309,16 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
     Ok(got)
 }
 
-fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) -> Res<Got> {
+/// One receive; `control` is the room of the caller's control buffer, so
+/// that the daemon closes the passed sockets that do not fit.
+fn recv_once(
+    m: &Mount,
+    fd: c_int,
+    want: usize,
+    flags: c_int,
+    nonblock: bool,
+    control: usize,
+) -> Res<Got> {
     let mut buf = vec![0u8; MSG_BUF];
     let mut idle = 0u32;
     loop {
@@ -322,6 +331,8 @@ fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) ->
         if flags & libc::MSG_OOB != 0 {
             h.flags |= MSGF_OOB;
         }
+        h.flags |= MSGF_ROOM;
+        h.nrights = control.min(u32::MAX as usize) as u32;
         put_head(&mut buf, &h);
         match msg_ioctl(fd, &mut buf) {
             Ok(r) if r.status == STATUS_TOO_BIG => return recv_record(m, fd, want, nonblock),
@@ -423,6 +434,17 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
         if fit < got.rights.len() {
             cut = true;
         }
+        // Linux closes the passed files it did not install (scm_destroy).
+        // The daemon did so for those past the room (MSGF_ROOM); a message
+        // read from the `msg` file brings all: opening an entry adopts it,
+        // closing it lets the socket go. Past RLIMIT_NOFILE they cannot be
+        // opened and wait for the receiver's close.
+        for &id in &got.rights[fds.len()..] {
+            if let Ok(fd) = sock::open_sock(m, id, true, true) {
+                // SAFETY: fd was just opened here.
+                unsafe { libc::close(fd) };
+            }
+        }
         if !fds.is_empty() {
             let b: Vec<u8> = fds.iter().flat_map(|x| x.to_ne_bytes()).collect();
             put(libc::SOL_SOCKET, libc::SCM_RIGHTS, &b, &mut used);
@@ -450,9 +472,14 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
     let waitall = flags & libc::MSG_WAITALL != 0
         && flags & (libc::MSG_PEEK | libc::MSG_OOB) == 0
         && sock::is_stream(fd);
-    let mut got = recv_once(m, fd, want, flags, nonblock)?;
+    let control = if msg.msg_control.is_null() {
+        0
+    } else {
+        msg.msg_controllen
+    };
+    let mut got = recv_once(m, fd, want, flags, nonblock, control)?;
     while waitall && got.data.len() < want {
-        match recv_once(m, fd, want - got.data.len(), flags, false) {
+        match recv_once(m, fd, want - got.data.len(), flags, false, 0) {
             Ok(more) if more.data.is_empty() => break,
             Ok(more) => got.data.extend_from_slice(&more.data),
             Err(_) => break,

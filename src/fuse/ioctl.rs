@@ -279,8 +279,15 @@ fn message(
             } else {
                 c.nofile_limit()
             };
-            let passed = got.rights.len();
-            let ids = eng.deliver_rights(s, got.rights, c.fsuid, c.fsgid, limit);
+            let mut rights = got.rights;
+            let passed = rights.len();
+            if head.flags & MSGF_ROOM != 0 {
+                let room = rights_room(head.nrights as usize, got.creds.is_some());
+                for r in rights.drain(room.min(passed)..) {
+                    eng.put(&r);
+                }
+            }
+            let ids = eng.deliver_rights(s, rights, c.fsuid, c.fsgid, limit);
             if ids.len() < passed {
                 head.flags |= MSGF_CTRUNC;
             }

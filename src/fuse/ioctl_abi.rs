@@ -27,6 +27,26 @@ pub const ADDR_MAX: usize = 112;
 /// SCM_MAX_FD.
 pub const MAX_RIGHTS: usize = 253;
 
+/// sizeof(struct cmsghdr) (CMSG_LEN(0)) and the alignment of control messages.
+pub const CMSG_HDR: usize = 16;
+const CMSG_ALIGN: usize = 8;
+
+/// How many passed fds a recvmsg control buffer of `controllen` bytes takes
+/// after the credentials, which come first and take CMSG_SPACE(12) (or the
+/// rest, cut short), as scm_recv fills it.
+pub const fn rights_room(controllen: usize, creds: bool) -> usize {
+    let mut used = 0;
+    if creds && controllen >= CMSG_HDR {
+        let space = (CMSG_HDR + 12).next_multiple_of(CMSG_ALIGN);
+        used = if space < controllen {
+            space
+        } else {
+            controllen
+        };
+    }
+    (controllen - used).saturating_sub(CMSG_HDR) / 4
+}
+
 /// Addresses in `addr`/`addr_len`: a tree path (relative to the mount root)
 /// as bytes, or a NUL followed by an abstract name; length 0 means none
 /// (unnamed, or autobind for OP_BIND).
@@ -122,5 +142,28 @@ pub const MSGF_OOB: u32 = 2;
 /// recv (out): passed sockets were dropped, past the reader's RLIMIT_NOFILE
 /// unopened ones (MSG_CTRUNC).
 pub const MSGF_CTRUNC: u32 = 4;
+/// recv (in): `nrights` is the caller's control buffer length; passed
+/// sockets beyond its room are closed, as Linux closes the files it does not
+/// install (MSG_CTRUNC).
+pub const MSGF_ROOM: u32 = 8;
 /// recv: the message does not fit MSG_ROOM; nothing was taken.
 pub const STATUS_TOO_BIG: u32 = 1;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rights_room_follows_scm_recv() {
+        // CMSG_SPACE(4) holds two fds; CMSG_LEN(0) none; credentials first.
+        assert_eq!(rights_room(24, false), 2);
+        assert_eq!(rights_room(16, false), 0);
+        assert_eq!(rights_room(0, false), 0);
+        assert_eq!(rights_room(32 + 24, true), 2);
+        assert_eq!(
+            rights_room(20, true),
+            0,
+            "credentials cut short take it all"
+        );
+    }
+}

@@ -221,6 +221,14 @@ def control_truncation():
                             (socket.CMSG_LEN(0), "room for none"), (0, "no buffer")):
             ctl_send(a, fds)
             say(f"{name} 3 fds, {label}:", received(*b.recvmsg(16, room)[:3]))
+        # The sockets that did not fit are closed: the peer of a passed socket
+        # whose sender closed its copy sees the end of the stream.
+        p, peer = socket.socketpair()
+        ctl_send(a, [p.fileno()])
+        p.close()
+        say(f"{name} 1 fd, no buffer:", received(*b.recvmsg(16)[:3]))
+        say(f"{name} the dropped socket's peer reads:", res(lambda: peer.recv(10, socket.MSG_DONTWAIT)))
+        peer.close()
         b.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         a.send(b"c")
         say(f"{name} creds, room for none:", received(*b.recvmsg(16, socket.CMSG_LEN(4))[:3]))
