@@ -2,8 +2,8 @@
 
 use nix::errno::Errno;
 
-use crate::engine::Addr;
 use crate::engine::socket::{RCV_SHUTDOWN, SEND_SHUTDOWN, SHUTDOWN_MASK};
+use crate::engine::{Addr, Buf};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
@@ -22,6 +22,13 @@ pub enum Command {
     Owner(i32),
     /// SO_PASSPIDFD: `msg` records carry `pidfd=PID` of their sender.
     Passpidfd(bool),
+    /// `sndbuf N`, `rcvbuf N` (SO_SNDBUF, SO_RCVBUF) and `sndbufforce N`,
+    /// `rcvbufforce N` (the FORCE forms: CAP_NET_ADMIN, no maximum).
+    Buffer {
+        buf: Buf,
+        val: i32,
+        force: bool,
+    },
 }
 
 /// Parses one line (without its newline).
@@ -75,6 +82,15 @@ pub fn parse(line: &[u8]) -> Result<Command, Errno> {
         },
         b"peek_off" => signed(rest).map(Command::PeekOff),
         b"owner" => signed(rest).map(Command::Owner),
+        b"sndbuf" | b"rcvbuf" | b"sndbufforce" | b"rcvbufforce" => Ok(Command::Buffer {
+            buf: if word.starts_with(b"snd") {
+                Buf::Send
+            } else {
+                Buf::Recv
+            },
+            val: signed(rest)?,
+            force: word.ends_with(b"force"),
+        }),
         _ => Err(Errno::EINVAL),
     }
 }
@@ -130,6 +146,15 @@ mod tests {
         assert_eq!(parse(b"passpidfd yes"), Err(Errno::EINVAL));
         assert_eq!(parse(b"connect"), Ok(Command::Connect(None)));
         assert_eq!(parse(b"frobnicate"), Err(Errno::EINVAL));
+        assert_eq!(
+            parse(b"rcvbufforce -5"),
+            Ok(Command::Buffer {
+                buf: Buf::Recv,
+                val: -5,
+                force: true
+            })
+        );
+        assert_eq!(parse(b"sndbuf 99999999999"), Err(Errno::EINVAL));
         assert_eq!(parse(b""), Err(Errno::EINVAL));
     }
 }

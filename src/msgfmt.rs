@@ -120,14 +120,28 @@ fn parse_creds(v: &str) -> Result<Ucred, Errno> {
     Ok(Ucred { pid, uid, gid })
 }
 
-/// The header of a received record.
-pub fn format_header(
-    len: usize,
-    from: Option<&Addr>,
-    creds: Option<Ucred>,
-    pidfd: Option<i32>,
-    rights: &[u64],
-) -> String {
+/// What a received record's header shows besides the length.
+pub struct Received<'a> {
+    pub from: Option<&'a Addr>,
+    pub creds: Option<Ucred>,
+    /// The sender's pid (SO_PASSPIDFD): `pidfd=PID`.
+    pub pidfd: Option<i32>,
+    /// Passed sockets, and files as `file:T`.
+    pub rights: &'a [u64],
+    /// Passed sockets were dropped (MSG_CTRUNC): `flags=ctrunc`.
+    pub ctrunc: bool,
+}
+
+/// The header of a received record. A record always holds the whole
+/// message, so MSG_TRUNC has no place in it.
+pub fn format_header(len: usize, r: &Received) -> String {
+    let Received {
+        from,
+        creds,
+        pidfd,
+        rights,
+        ctrunc,
+    } = *r;
     let mut s = format!("len={len}");
     if let Some(a) = from {
         s.push_str(" from=");
@@ -143,6 +157,9 @@ pub fn format_header(
         let list: Vec<String> = rights.iter().map(|r| format_passed_item(*r)).collect();
         s.push_str(" rights=");
         s.push_str(&list.join(","));
+    }
+    if ctrunc {
+        s.push_str(" flags=ctrunc");
     }
     s.push('\n');
     s
@@ -177,10 +194,14 @@ mod tests {
         assert_eq!(h.rights, vec![7, 9]);
         let (h, _) = parse_record(b"len=0 rights=file:5,3\n").unwrap();
         assert_eq!(h.rights, vec![5 | crate::engine::held::FILE_TAG, 3]);
-        assert_eq!(
-            format_header(0, None, None, Some(12), &h.rights),
-            "len=0 pidfd=12 rights=file:5,3\n"
-        );
+        let r = Received {
+            from: None,
+            creds: None,
+            pidfd: Some(12),
+            rights: &h.rights,
+            ctrunc: false,
+        };
+        assert_eq!(format_header(0, &r), "len=0 pidfd=12 rights=file:5,3\n");
         assert_eq!(
             parse_record(b"len=0 rights=9223372036854775813\n"),
             Err(Errno::EINVAL)
@@ -195,14 +216,21 @@ mod tests {
         let many: Vec<String> = (0..254).map(|i| i.to_string()).collect();
         let rec = format!("len=0 rights={}\n", many.join(","));
         assert_eq!(parse_record(rec.as_bytes()), Err(Errno::EINVAL));
-        let hdr = format_header(
-            3,
-            Some(&Addr::Abstract(b"00001".to_vec())),
-            Some(Ucred::NONE),
-            None,
-            &[],
+        let from = Addr::Abstract(b"00001".to_vec());
+        let mut r = Received {
+            from: Some(&from),
+            creds: Some(Ucred::NONE),
+            pidfd: None,
+            rights: &[],
+            ctrunc: false,
+        };
+        assert_eq!(
+            format_header(3, &r),
+            "len=3 from=@00001 creds=0:65534:65534
+"
         );
-        assert_eq!(hdr, "len=3 from=@00001 creds=0:65534:65534\n");
+        (r.from, r.creds, r.rights, r.ctrunc) = (None, None, &[4, 5], true);
+        assert_eq!(format_header(0, &r), "len=0 rights=4,5 flags=ctrunc\n");
     }
 }
 

@@ -23,6 +23,8 @@ pub struct Status {
     pub gids: [u32; 4],
     pub umask: u32,
     pub groups: Vec<u32>,
+    /// CapEff: the effective capability set.
+    pub cap_eff: u64,
     /// Signals queued for the task's user, across all its tasks (SigQ).
     pub user_queued: u64,
     /// Signals pending for this thread only, for the whole process, blocked.
@@ -40,6 +42,7 @@ impl Default for Status {
             gids: [0; 4],
             umask: 0o022,
             groups: Vec::new(),
+            cap_eff: 0,
             user_queued: 0,
             sig_pnd: 0,
             shd_pnd: 0,
@@ -70,6 +73,7 @@ impl Status {
                 "Uid" => nums().take(4).enumerate().for_each(|(i, v)| st.uids[i] = v),
                 "Gid" => nums().take(4).enumerate().for_each(|(i, v)| st.gids[i] = v),
                 "Groups" => st.groups = nums().collect(),
+                "CapEff" => st.cap_eff = u64::from_str_radix(val.trim(), 16).unwrap_or(0),
                 "SigQ" => {
                     st.user_queued = val
                         .split('/')

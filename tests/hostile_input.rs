@@ -26,7 +26,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use udsfs::ctl::{self, Command};
 use udsfs::engine::socket::{RCV_SHUTDOWN, SEND_SHUTDOWN, SHUTDOWN_MASK};
-use udsfs::engine::{Addr, MAX_MSG, Ucred};
+use udsfs::engine::{Addr, Buf, MAX_MSG, Ucred};
 use udsfs::msgfmt::{self, Assembler, MAX_HEADER, SCM_MAX_FD, SendHeader};
 
 const DEFAULT_CASES: u32 = 1000;
@@ -118,6 +118,7 @@ enum Cmd {
     PeekOff(i32),
     Owner(i32),
     Passpidfd(bool),
+    Buffer(Buf, i32, bool),
 }
 
 fn mirror(c: &Command) -> Cmd {
@@ -131,6 +132,7 @@ fn mirror(c: &Command) -> Cmd {
         Command::PeekOff(n) => Cmd::PeekOff(*n),
         Command::Owner(n) => Cmd::Owner(*n),
         Command::Passpidfd(on) => Cmd::Passpidfd(*on),
+        Command::Buffer { buf, val, force } => Cmd::Buffer(*buf, *val, *force),
     }
 }
 
@@ -172,6 +174,8 @@ fn ctl_parse_random_bytes() {
         b"peek_off ",
         b"owner ",
         b"passpidfd ",
+        b"sndbuf ",
+        b"rcvbufforce ",
     ]);
     let input = (keyword, vec(any::<u8>(), 0..300)).prop_map(|(k, rest)| cat(&[k, &rest]));
     fuzz("ctl::parse, random bytes", input, |line| {
@@ -207,6 +211,15 @@ fn ctl_parse_random_bytes() {
             Command::Owner(n) => format!("owner {n}").into_bytes(),
             Command::Passpidfd(on) => {
                 format!("passpidfd {}", if *on { "on" } else { "off" }).into_bytes()
+            }
+            Command::Buffer { buf, val, force } => {
+                let word = if *buf == Buf::Send {
+                    "sndbuf"
+                } else {
+                    "rcvbuf"
+                };
+                let force = if *force { "force" } else { "" };
+                format!("{word}{force} {val}").into_bytes()
             }
         };
         prop_assert_eq!(

@@ -138,6 +138,7 @@ scripts!(
     abstract_private,
     blocked_reader,
     bounds,
+    bufs,
     devfuse,
     dgram_limits,
     dgram_server,

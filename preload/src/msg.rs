@@ -276,6 +276,8 @@ struct Got {
     rights: Vec<u64>,
     /// The byte is the OOB byte (MSG_OOB in msg_flags).
     oob: bool,
+    /// The daemon dropped passed sockets (MSG_CTRUNC).
+    ctrunc: bool,
 }
 
 /// The `msg` file's record, for a message larger than one ioctl.
@@ -294,6 +296,7 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
         pidfd_tag: None,
         rights: Vec::new(),
         oob: false,
+        ctrunc: false,
     };
     for field in buf[..nl].split(|&b| b == b' ') {
         let text = String::from_utf8_lossy(field);
@@ -317,6 +320,7 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
             }
             "rights" => got.rights = v.split(',').filter_map(passed_item).collect(),
             "pidfd" => got.pidfd = v.parse().ok(),
+            "flags" => got.ctrunc = v.split(',').any(|f| f == "ctrunc"),
             _ => {}
         }
     }
@@ -325,7 +329,16 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
     Ok(got)
 }
 
-fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) -> Res<Got> {
+/// One receive; `control` is the room of the caller's control buffer, so
+/// that the daemon closes the passed sockets that do not fit.
+fn recv_once(
+    m: &Mount,
+    fd: c_int,
+    want: usize,
+    flags: c_int,
+    nonblock: bool,
+    control: usize,
+) -> Res<Got> {
     let mut buf = vec![0u8; MSG_BUF];
     let mut idle = 0u32;
     loop {
@@ -338,6 +351,8 @@ fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) ->
         if flags & libc::MSG_OOB != 0 {
             h.flags |= MSGF_OOB;
         }
+        h.flags |= MSGF_ROOM;
+        h.nrights = control.min(u32::MAX as usize) as u32;
         put_head(&mut buf, &h);
         match msg_ioctl(fd, &mut buf) {
             Ok(r) if r.status == STATUS_TOO_BIG => return recv_record(m, fd, want, nonblock),
@@ -355,6 +370,7 @@ fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) ->
                         .flatten(),
                     rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
                     oob: r.flags & MSGF_OOB != 0,
+                    ctrunc: r.flags & MSGF_CTRUNC != 0,
                 });
             }
             Err(libc::EAGAIN) if !nonblock => {
@@ -388,7 +404,7 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
     };
     let base = msg.msg_control as *mut u8;
     let mut used = 0;
-    let mut cut = false;
+    let mut cut = got.ctrunc;
     let put = |level: c_int, ty: c_int, payload: &[u8], used: &mut usize| {
         let len = CMSG_HDR + payload.len();
         // SAFETY: writes inside the caller's control buffer, within `room`.
@@ -407,10 +423,18 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
     };
     if let Some(c) = got.creds {
         let b: Vec<u8> = c.iter().flat_map(|x| x.to_ne_bytes()).collect();
-        if room - used >= CMSG_HDR + b.len() {
-            put(libc::SOL_SOCKET, libc::SCM_CREDENTIALS, &b, &mut used);
-        } else {
+        let fits = (room - used).saturating_sub(CMSG_HDR);
+        if fits < b.len() {
             cut = true;
+        }
+        // put_cmsg writes what fits of a message whose header fits, cut short.
+        if room - used >= CMSG_HDR {
+            put(
+                libc::SOL_SOCKET,
+                libc::SCM_CREDENTIALS,
+                &b[..fits.min(b.len())],
+                &mut used,
+            );
         }
     }
     // Received files and the sender's pidfd come back in one claim.
@@ -443,17 +467,32 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
                     unsafe { libc::close(fd) };
                 }
                 Ok(fd) => fds.push(fd),
+                // Past RLIMIT_NOFILE Linux stops installing, silently: MSG_CTRUNC.
                 Err(e) => {
-                    log::say(&format!(
-                        "received {} could not be had: errno {e}",
-                        passed_name(id)
-                    ));
+                    if e != libc::EMFILE {
+                        log::say(&format!(
+                            "received {} could not be had: errno {e}",
+                            passed_name(id)
+                        ));
+                    }
                     cut = true;
+                    break;
                 }
             }
         }
         if fit < got.rights.len() {
             cut = true;
+        }
+        // Linux closes the passed files it did not install (scm_destroy).
+        // The daemon did so for those past the room (MSGF_ROOM); a message
+        // read from the `msg` file brings all: opening an entry adopts it,
+        // closing it lets the socket go. Past RLIMIT_NOFILE they cannot be
+        // opened and wait for the receiver's close.
+        for &id in &got.rights[fds.len()..] {
+            if let Ok(fd) = sock::open_sock(m, id, true, true) {
+                // SAFETY: fd was just opened here.
+                unsafe { libc::close(fd) };
+            }
         }
         if !fds.is_empty() {
             let b: Vec<u8> = fds.iter().flat_map(|x| x.to_ne_bytes()).collect();
@@ -561,9 +600,14 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
     let waitall = flags & libc::MSG_WAITALL != 0
         && flags & (libc::MSG_PEEK | libc::MSG_OOB) == 0
         && sock::is_stream(fd);
-    let mut got = recv_once(m, fd, want, flags, nonblock)?;
+    let control = if msg.msg_control.is_null() {
+        0
+    } else {
+        msg.msg_controllen
+    };
+    let mut got = recv_once(m, fd, want, flags, nonblock, control)?;
     while waitall && got.data.len() < want {
-        match recv_once(m, fd, want - got.data.len(), flags, false) {
+        match recv_once(m, fd, want - got.data.len(), flags, false, 0) {
             Ok(more) if more.data.is_empty() => break,
             Ok(more) => got.data.extend_from_slice(&more.data),
             Err(_) => break,

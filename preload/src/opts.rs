@@ -7,10 +7,6 @@ use crate::abi::*;
 use crate::sock::{self, Res};
 use crate::{log, pidfd};
 
-/// Linux's default SO_RCVBUF (net.core.rmem_default); udsfs queues are
-/// bounded by the sender's buffer, so the receive buffer is only reported.
-const RCVBUF: i64 = 212992;
-
 /// Copies an option value out, as sock_getsockopt does: truncated to the
 /// caller's length, which becomes the length written.
 unsafe fn put(val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
@@ -61,7 +57,7 @@ pub unsafe fn get(
             int(pidfd::open(v[INFO_PEER_PID] as i32)? as i64)
         }
         libc::SO_SNDBUF => int(sock::info(fd)?[INFO_SNDBUF]),
-        libc::SO_RCVBUF => int(RCVBUF),
+        libc::SO_RCVBUF => int(sock::info(fd)?[INFO_RCVBUF]),
         libc::SO_ERROR => int(sock::ctl(fd, OP_TAKE_ERROR, 0, &[])?.v[0]),
         libc::SO_PEERCRED => {
             let v = sock::info(fd)?;
@@ -83,6 +79,8 @@ pub unsafe fn get(
         | libc::SO_BROADCAST
         | libc::SO_DONTROUTE
         | libc::SO_PASSSEC => int(0),
+        // Write-only options: Linux has no getsockopt for them either.
+        libc::SO_SNDBUFFORCE | libc::SO_RCVBUFFORCE => return Err(libc::ENOPROTOOPT),
         _ => {
             log::say(&format!(
                 "getsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
@@ -121,13 +119,15 @@ pub unsafe fn set(
             sock::ctl(fd, OP_SET_PASSPIDFD, (read_int()? != 0) as i32, &[]).map(|_| ())
         }
         libc::SO_SNDBUF => sock::ctl(fd, OP_SET_SNDBUF, read_int()?, &[]).map(|_| ()),
+        libc::SO_RCVBUF => sock::ctl(fd, OP_SET_RCVBUF, read_int()?, &[]).map(|_| ()),
+        libc::SO_SNDBUFFORCE => sock::ctl(fd, OP_SET_SNDBUF_FORCE, read_int()?, &[]).map(|_| ()),
+        libc::SO_RCVBUFFORCE => sock::ctl(fd, OP_SET_RCVBUF_FORCE, read_int()?, &[]).map(|_| ()),
         libc::SO_OOBINLINE => {
             sock::ctl(fd, OP_SET_OOBINLINE, (read_int()? != 0) as i32, &[]).map(|_| ())
         }
         libc::SO_PEEK_OFF => sock::ctl(fd, OP_SET_PEEK_OFF, read_int()?, &[]).map(|_| ()),
         // Accepted and without effect on udsfs sockets (see README).
-        libc::SO_RCVBUF
-        | libc::SO_REUSEADDR
+        libc::SO_REUSEADDR
         | libc::SO_KEEPALIVE
         | libc::SO_LINGER
         | libc::SO_RCVTIMEO
@@ -161,5 +161,56 @@ pub fn queue_ioctl(fd: c_int, req: libc::c_ulong, out: *mut c_void) -> Res<()> {
     }
     // SAFETY: the caller passes an int to fill.
     unsafe { std::ptr::write_unaligned(out as *mut c_int, n as c_int) };
+    Ok(())
+}
+
+/// A kernel socket's SO_SNDBUF and SO_RCVBUF where a program changed them
+/// (they differ from net.core.wmem_default / rmem_default), to be set again
+/// on the udsfs socket that takes its place.
+pub struct Sizes(Vec<(c_int, c_int)>);
+
+fn sysctl(name: &str) -> c_int {
+    std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(212992)
+}
+
+pub fn kernel_sizes(fd: c_int) -> Sizes {
+    static DEFAULTS: std::sync::OnceLock<(c_int, c_int)> = std::sync::OnceLock::new();
+    let (wdef, rdef) = *DEFAULTS.get_or_init(|| (sysctl("wmem_default"), sysctl("rmem_default")));
+    let mut out = Vec::new();
+    for (name, default) in [(libc::SO_SNDBUF, wdef), (libc::SO_RCVBUF, rdef)] {
+        let mut v: c_int = 0;
+        let mut len = std::mem::size_of::<c_int>() as socklen_t;
+        // SAFETY: getsockopt writes one int.
+        let r = unsafe {
+            crate::real::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                name,
+                (&mut v as *mut c_int).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 && v != default {
+            out.push((name, v));
+        }
+    }
+    Sizes(out)
+}
+
+/// Sets the sizes again: half the value (setsockopt doubles it), forced
+/// where a privileged caller had set it past the maximum.
+pub fn restore_sizes(fd: c_int, sizes: &Sizes) -> Res<()> {
+    for &(name, v) in &sizes.0 {
+        let (plain, forced, max) = if name == libc::SO_SNDBUF {
+            (OP_SET_SNDBUF, OP_SET_SNDBUF_FORCE, "wmem_max")
+        } else {
+            (OP_SET_RCVBUF, OP_SET_RCVBUF_FORCE, "rmem_max")
+        };
+        let op = if v / 2 > sysctl(max) { forced } else { plain };
+        sock::ctl(fd, op, v / 2, &[])?;
+    }
     Ok(())
 }

@@ -40,7 +40,7 @@ pub fn ctl(fd: c_int, op: u32, arg: i32, addr: &[u8]) -> Res<Ctl> {
     Ok(c)
 }
 
-pub fn info(fd: c_int) -> Res<[i64; 12]> {
+pub fn info(fd: c_int) -> Res<[i64; 13]> {
     ctl(fd, OP_INFO, 0, &[]).map(|c| c.v)
 }
 
@@ -128,7 +128,7 @@ pub fn pair(m: &Mount, ty: c_int, sv: &mut [c_int; 2]) -> Res<()> {
 }
 
 /// A new udsfs socket of the kernel socket `fd`'s type, put in `fd`'s
-/// place with its O_NONBLOCK, FD_CLOEXEC, SO_PASSCRED and SO_PASSPIDFD.
+/// place with its O_NONBLOCK, FD_CLOEXEC, SO_PASSCRED, SO_PASSPIDFD, SO_SNDBUF and SO_RCVBUF.
 pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     let mut ty: c_int = 0;
     let mut len = std::mem::size_of::<c_int>() as socklen_t;
@@ -173,6 +173,7 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     if fl < 0 || fdfl < 0 {
         return last();
     }
+    let sizes = crate::opts::kernel_sizes(fd);
     let h = open_file(&m.ctrl_file(&format!("{name}/clone")), libc::O_RDWR)?;
     let id = read_numbers(h).and_then(|v| v.first().copied().ok_or(libc::EIO));
     let new = id.and_then(|id| open_sock(m, id, fl & libc::O_NONBLOCK != 0, true));
@@ -195,7 +196,7 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     if passpidfd != 0 {
         ctl(fd, OP_SET_PASSPIDFD, 1, &[])?;
     }
-    Ok(())
+    crate::opts::restore_sizes(fd, &sizes)
 }
 
 /// Is `fd` a kernel AF_UNIX socket (that may become a udsfs one)?

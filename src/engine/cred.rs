@@ -35,6 +35,8 @@ pub struct ProcStatus {
     pub gids: [u32; 4],
     pub umask: u32,
     pub groups: Vec<u32>,
+    /// CapEff: the effective capability set.
+    pub cap_eff: u64,
 }
 
 impl ProcStatus {
@@ -55,6 +57,7 @@ impl From<procfs::Status> for ProcStatus {
             gids: st.gids,
             umask: st.umask,
             groups: st.groups,
+            cap_eff: st.cap_eff,
         }
     }
 }
@@ -147,6 +150,7 @@ impl Caller {
                 gids: [self.fsgid; 4],
                 umask: 0o022,
                 groups: Vec::new(),
+                cap_eff: 0,
             });
             cache_put(self.tid, self.fsuid, self.fsgid, &st);
             st
@@ -155,6 +159,11 @@ impl Caller {
 
     pub fn is_root(&self) -> bool {
         self.fsuid == 0
+    }
+
+    /// CAP_NET_ADMIN (bit 12), which SO_SNDBUFFORCE and SO_RCVBUFFORCE need.
+    pub fn has_cap_net_admin(&self) -> bool {
+        self.status().cap_eff & (1 << 12) != 0
     }
 
     pub fn umask(&self) -> u32 {

@@ -24,7 +24,7 @@ impl Engine {
             .peercred
             .map(|c| format!("{}:{}:{}", c.pid, c.uid, c.gid))
             .unwrap_or_default();
-        let (msgs, bytes, sndbuf) = (st.rcvq.len(), st.rcvq_bytes, st.sndbuf);
+        let (msgs, bytes, sndbuf, rcvbuf) = (st.rcvq.len(), st.rcvq_bytes, st.sndbuf, st.rcvbuf);
         // What FIONREAD (and ss's Recv-Q) gives a dgram socket: the first message.
         let head = st.rcvq.front().map_or(0, |m| m.remaining());
         let pending = match &st.conn {
@@ -32,6 +32,8 @@ impl Engine {
             _ => None,
         };
         drop(st);
+        // SIOCINQ as the socket API answers it (empty on a listener: EINVAL).
+        let inq = self.info(s).inq.map(|n| n.to_string()).unwrap_or_default();
         // getpeername reads the peer's current name; an embryo has no inode yet.
         let (peer, peer_id) = peer_sock
             .map(|p| {
@@ -52,7 +54,10 @@ impl Engine {
         let _ = writeln!(out, "rcvq_msgs={msgs}");
         let _ = writeln!(out, "rcvq_bytes={bytes}");
         let _ = writeln!(out, "rcvq_head={head}");
+        let _ = writeln!(out, "inq={inq}");
         let _ = writeln!(out, "sndbuf={sndbuf}");
+        let _ = writeln!(out, "rcvbuf={rcvbuf}");
+        // wmem is SIOCOUTQ.
         let _ = writeln!(out, "wmem={}", s.wmem());
         if let Some((embryos, b)) = pending {
             // The clients waiting in the backlog (ss -e shows them as "peers:").

@@ -4,6 +4,8 @@
 //! change that lets it proceed will find it.
 
 pub mod addr;
+pub use bufsize::Buf;
+mod bufsize;
 pub mod cred;
 mod data;
 pub mod gc;

@@ -242,6 +242,7 @@ mod tests {
             gids: [uid; 4],
             umask: 0o022,
             groups: vec![],
+            cap_eff: 0,
         };
         crate::engine::Caller::with_status(1, st)
     }

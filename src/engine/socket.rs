@@ -127,6 +127,8 @@ pub struct SockState {
     pub passpidfd: bool,
     pub peercred: Option<Ucred>,
     pub sndbuf: usize,
+    /// SO_RCVBUF: read back only (AF_UNIX limits nothing by it).
+    pub rcvbuf: usize,
     pub max_dgram_qlen: usize,
     /// Not yet accepted: the listener it waits in.
     pub embryo: bool,
@@ -203,6 +205,7 @@ impl Socket {
                 passpidfd: false,
                 peercred: None,
                 sndbuf,
+                rcvbuf: super::bufsize::rcvbuf_default(),
                 max_dgram_qlen,
                 embryo: false,
                 dead: false,

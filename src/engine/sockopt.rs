@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
+#[cfg(test)]
+use super::Buf;
 use super::socket::{Conn, Socket};
 use super::{Addr, Engine, Result, SockType, Ucred};
 
@@ -17,23 +19,13 @@ pub struct SockInfo {
     pub passpidfd: bool,
     pub peercred: Option<Ucred>,
     pub sndbuf: usize,
+    pub rcvbuf: usize,
     /// SIOCINQ: unread bytes (stream, seqpacket) or the next message's size
     /// (dgram); None on a listener (EINVAL, as unix_inq_len).
     pub inq: Option<usize>,
     /// SIOCOUTQ: bytes this socket has queued at receivers (sk_wmem_alloc).
     pub outq: usize,
 }
-
-/// net.core.wmem_max, which caps SO_SNDBUF for unprivileged callers.
-fn wmem_max() -> usize {
-    std::fs::read_to_string("/proc/sys/net/core/wmem_max")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(212992)
-}
-
-/// SOCK_MIN_SNDBUF: 2 * (2048 + sizeof(struct sk_buff) rounded), as Linux.
-const MIN_SNDBUF: usize = 4608;
 
 impl Engine {
     /// getsockname(): the bound address, None when unnamed.
@@ -66,6 +58,7 @@ impl Engine {
             passpidfd: st.passpidfd,
             peercred: st.peercred,
             sndbuf: st.sndbuf,
+            rcvbuf: st.rcvbuf,
             inq,
             outq: s.wmem(),
         }
@@ -74,15 +67,6 @@ impl Engine {
     /// SO_ERROR: the pending error, cleared by reading it.
     pub fn take_error(&self, s: &Arc<Socket>) -> Option<Errno> {
         s.lock().err.take()
-    }
-
-    /// SO_SNDBUF: Linux doubles the value (room for its bookkeeping) and
-    /// clamps it to [SOCK_MIN_SNDBUF, 2 * wmem_max] (root may pass wmem_max
-    /// with SO_SNDBUFFORCE only, which is not offered here).
-    pub fn set_sndbuf(&self, s: &Arc<Socket>, val: i64) {
-        let cap = wmem_max() as i64;
-        let v = (val.clamp(0, cap) as usize * 2).max(MIN_SNDBUF);
-        s.lock().sndbuf = v;
     }
 
     /// The length of the next whole message, for a receiver that must know
@@ -156,10 +140,10 @@ mod tests {
         let (a, b) = e.socketpair(SockType::Stream, &c);
         assert_eq!(e.peer_addr(&a).unwrap(), None, "an unnamed peer");
         assert_eq!(e.info(&b).peercred.map(|p| p.pid), Some(1));
-        e.set_sndbuf(&a, 65536);
+        e.set_buffer(&a, Buf::Send, 65536, false, &c).unwrap();
         assert_eq!(e.info(&a).sndbuf, 131072);
-        e.set_sndbuf(&a, 1);
-        assert_eq!(e.info(&a).sndbuf, MIN_SNDBUF);
+        e.set_buffer(&a, Buf::Recv, 1, false, &c).unwrap();
+        assert_eq!(e.info(&a).rcvbuf, 2304);
         assert_eq!(e.take_error(&a), None);
     }
 }

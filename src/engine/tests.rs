@@ -25,6 +25,8 @@ pub(super) fn root() -> Caller {
             gids: [0; 4],
             umask: 0o022,
             groups: vec![],
+            // All capabilities, as root has.
+            cap_eff: !0,
         },
     )
 }

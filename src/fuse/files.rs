@@ -180,11 +180,17 @@ impl OpenFile {
                     let mut got = got;
                     // Records carry the pid (`pidfd=`), not a pidfd to claim.
                     got.pidfd_file = None;
+                    let passed = got.rights.len() + got.files.len();
                     let ids = eng.deliver_passed(s, &mut got, caller);
                     let from = got.from.as_ref().map(|n| &n.addr);
-                    let mut rec =
-                        msgfmt::format_header(got.data.len(), from, got.creds, got.pidfd, &ids)
-                            .into_bytes();
+                    let received = msgfmt::Received {
+                        from,
+                        creds: got.creds,
+                        pidfd: got.pidfd,
+                        rights: &ids,
+                        ctrunc: ids.len() < passed,
+                    };
+                    let mut rec = msgfmt::format_header(got.data.len(), &received).into_bytes();
                     rec.extend_from_slice(&got.data);
                     r.buf = rec;
                     r.pos = 0;
@@ -410,5 +416,6 @@ fn run_command(
             eng.set_passpidfd(s, on);
             Ok(())
         }
+        Command::Buffer { buf, val, force } => eng.set_buffer(s, buf, val, force, caller),
     }
 }

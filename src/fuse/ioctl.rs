@@ -11,7 +11,7 @@ use nix::errno::Errno;
 use super::Inner;
 use super::ioctl_abi::*;
 use crate::engine::addr::{MAX_ABSTRACT_NAME, MAX_PATH_NAME};
-use crate::engine::{Addr, Caller, SockType, Socket, Ucred};
+use crate::engine::{Addr, Buf, Caller, SockType, Socket, Ucred};
 
 /// Answers one ioctl; commands that are not udsfs's (shells probe
 /// terminals with TCGETS) get ENOTTY.
@@ -140,7 +140,7 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
                 uid: u32::MAX,
                 gid: u32::MAX,
             });
-            ctl.v = [0; 12];
+            ctl.v = [0; 13];
             ctl.v[INFO_TYPE] = sock_type_number(i.ty);
             ctl.v[INFO_LISTENING] = i.listening as i64;
             ctl.v[INFO_PASSCRED] = i.passcred as i64;
@@ -153,6 +153,7 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             ctl.v[INFO_OUTQ] = i.outq as i64;
             ctl.v[INFO_ID] = s.id as i64;
             ctl.v[INFO_PASSPIDFD] = i.passpidfd as i64;
+            ctl.v[INFO_RCVBUF] = i.rcvbuf as i64;
             Ok(())
         }
         OP_TAKE_ERROR => {
@@ -167,10 +168,10 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             eng.set_passpidfd(s, ctl.arg != 0);
             Ok(())
         }
-        OP_SET_SNDBUF => {
-            eng.set_sndbuf(s, ctl.arg as i64);
-            Ok(())
-        }
+        OP_SET_SNDBUF => eng.set_buffer(s, Buf::Send, ctl.arg, false, c),
+        OP_SET_RCVBUF => eng.set_buffer(s, Buf::Recv, ctl.arg, false, c),
+        OP_SET_SNDBUF_FORCE => eng.set_buffer(s, Buf::Send, ctl.arg, true, c),
+        OP_SET_RCVBUF_FORCE => eng.set_buffer(s, Buf::Recv, ctl.arg, true, c),
         OP_SET_OOBINLINE => {
             eng.set_oob_inline(s, ctl.arg != 0);
             Ok(())
@@ -288,7 +289,22 @@ fn message(
                 eng.recv(s, want, None)?
             };
             let mut got = got;
+            let passed = got.rights.len() + got.files.len();
+            if head.flags & MSGF_ROOM != 0 {
+                // What does not fit the reader's control buffer closes now,
+                // as Linux closes fds it cannot install (MSG_CTRUNC).
+                let mut room = rights_room(head.nrights as usize, got.creds.is_some());
+                let keep = room.min(got.rights.len());
+                for r in got.rights.drain(keep..) {
+                    eng.put(&r);
+                }
+                room -= keep;
+                got.files.truncate(room);
+            }
             let ids = eng.deliver_passed(s, &mut got, c);
+            if ids.len() < passed {
+                head.flags |= MSGF_CTRUNC;
+            }
             head.status = 0;
             head.len = got.data.len() as u32;
             head.full_len = got.full_len as u32;
@@ -333,10 +349,10 @@ mod tests {
     /// The sizes README documents and the library was built against.
     #[test]
     fn wire_sizes() {
-        assert_eq!(std::mem::size_of::<Ctl>(), 224);
+        assert_eq!(std::mem::size_of::<Ctl>(), 232);
         assert_eq!(MSG_BUF, 16376);
         assert_eq!(MSG_ROOM, 14192);
-        assert_eq!(UDSFS_IOC_CTL, 0xc0e0_5501);
+        assert_eq!(UDSFS_IOC_CTL, 0xc0e8_5501);
         assert_eq!(UDSFS_IOC_MSG, 0xfff8_5502);
     }
 

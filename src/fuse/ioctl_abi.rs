@@ -27,6 +27,26 @@ pub const ADDR_MAX: usize = 112;
 /// SCM_MAX_FD.
 pub const MAX_RIGHTS: usize = 253;
 
+/// sizeof(struct cmsghdr) (CMSG_LEN(0)) and the alignment of control messages.
+pub const CMSG_HDR: usize = 16;
+const CMSG_ALIGN: usize = 8;
+
+/// How many passed fds a recvmsg control buffer of `controllen` bytes takes
+/// after the credentials, which come first and take CMSG_SPACE(12) (or the
+/// rest, cut short), as scm_recv fills it.
+pub const fn rights_room(controllen: usize, creds: bool) -> usize {
+    let mut used = 0;
+    if creds && controllen >= CMSG_HDR {
+        let space = (CMSG_HDR + 12).next_multiple_of(CMSG_ALIGN);
+        used = if space < controllen {
+            space
+        } else {
+            controllen
+        };
+    }
+    (controllen - used).saturating_sub(CMSG_HDR) / 4
+}
+
 /// Addresses in `addr`/`addr_len`: a tree path (relative to the mount root)
 /// as bytes, or a NUL followed by an abstract name; length 0 means none
 /// (unnamed, or autobind for OP_BIND).
@@ -38,7 +58,7 @@ pub struct Ctl {
     pub addr_len: u32,
     pub _pad: u32,
     /// Results (OP_INFO: the `INFO_*` indices; OP_TAKE_ERROR: v[0] = errno).
-    pub v: [i64; 12],
+    pub v: [i64; 13],
     pub addr: [u8; ADDR_MAX],
 }
 
@@ -70,6 +90,11 @@ pub const OP_ATMARK: u32 = 14;
 pub const OP_OOB_OPTS: u32 = 15;
 /// SO_PASSPIDFD (`arg` 0 or 1).
 pub const OP_SET_PASSPIDFD: u32 = 32;
+/// SO_RCVBUF (`arg`), as OP_SET_SNDBUF for the send buffer.
+pub const OP_SET_RCVBUF: u32 = 16;
+/// SO_SNDBUFFORCE and SO_RCVBUFFORCE: EPERM without CAP_NET_ADMIN.
+pub const OP_SET_SNDBUF_FORCE: u32 = 17;
+pub const OP_SET_RCVBUF_FORCE: u32 = 18;
 
 pub const INFO_TYPE: usize = 0; // SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET
 pub const INFO_LISTENING: usize = 1;
@@ -83,6 +108,7 @@ pub const INFO_INQ: usize = 8; // -1 on a listener
 pub const INFO_OUTQ: usize = 9;
 pub const INFO_ID: usize = 10; // the socket's number N
 pub const INFO_PASSPIDFD: usize = 11;
+pub const INFO_RCVBUF: usize = 12;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -124,5 +150,31 @@ pub const MSGF_PEEK: u32 = 1;
 /// send: the last byte is out-of-band (MSG_OOB); recv: read the OOB byte,
 /// and (out) the byte returned is it.
 pub const MSGF_OOB: u32 = 2;
+/// recv (out): passed sockets were dropped, past the reader's RLIMIT_NOFILE
+/// unopened ones (MSG_CTRUNC).
+pub const MSGF_CTRUNC: u32 = 4;
+/// recv (in): `nrights` is the caller's control buffer length; passed
+/// sockets beyond its room are closed, as Linux closes the files it does not
+/// install (MSG_CTRUNC).
+pub const MSGF_ROOM: u32 = 8;
 /// recv: the message does not fit MSG_ROOM; nothing was taken.
 pub const STATUS_TOO_BIG: u32 = 1;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rights_room_follows_scm_recv() {
+        // CMSG_SPACE(4) holds two fds; CMSG_LEN(0) none; credentials first.
+        assert_eq!(rights_room(24, false), 2);
+        assert_eq!(rights_room(16, false), 0);
+        assert_eq!(rights_room(0, false), 0);
+        assert_eq!(rights_room(32 + 24, true), 2);
+        assert_eq!(
+            rights_room(20, true),
+            0,
+            "credentials cut short take it all"
+        );
+    }
+}

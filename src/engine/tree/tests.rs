@@ -12,6 +12,7 @@ fn user(uid: u32) -> Caller {
             gids: [uid; 4],
             umask: 0o022,
             groups: vec![],
+            ..Default::default()
         },
     )
 }
@@ -71,6 +72,7 @@ fn group_bits_follow_supplementary_groups() {
             gids: [1000; 4],
             umask: 0o022,
             groups: vec![50],
+            ..Default::default()
         },
     );
     assert!(t.connect_node(b"grp/s", &member).is_ok());

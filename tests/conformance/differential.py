@@ -1,0 +1,29 @@
+"""What the differential programs (oob_peek.py, bufs.py) share: each runs once on
+kernel sockets and once through `udsfs run` (integration/lib.sh kernel_vs_udsfs),
+prints one result per line, and the two outputs must be equal."""
+
+import errno
+import os
+import socket
+
+
+def res(f):
+    """f()'s value ("ok" for None), or the errno name of the OSError it raised."""
+    try:
+        r = f()
+        return r if r is not None else "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+
+
+def say(*a):
+    print(*a, flush=True)
+
+
+def where():
+    """The first line: which sockets this run got (the runner checks it)."""
+    a, b = socket.socketpair()
+    udsfs = "/.udsfs/sock/" in os.readlink(f"/proc/self/fd/{a.fileno()}")
+    say("where:", "udsfs" if udsfs else "kernel")
+    a.close()
+    b.close()
