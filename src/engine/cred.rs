@@ -5,6 +5,7 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use super::netns::{self, NetNs};
 use crate::sharded::ShardedMap;
 
 /// Credentials as SCM_CREDENTIALS and SO_PEERCRED carry them.
@@ -114,6 +115,7 @@ pub struct Caller {
     pub fsuid: u32,
     pub fsgid: u32,
     status: OnceLock<ProcStatus>,
+    netns: OnceLock<NetNs>,
 }
 
 impl Caller {
@@ -123,6 +125,7 @@ impl Caller {
             fsuid,
             fsgid,
             status: OnceLock::new(),
+            netns: OnceLock::new(),
         }
     }
 
@@ -155,6 +158,23 @@ impl Caller {
             });
             cache_put(self.tid, self.fsuid, self.fsgid, &st);
             st
+        })
+    }
+
+    /// A caller in network namespace `ns` (tests).
+    pub fn in_netns(self, ns: NetNs) -> Caller {
+        let _ = self.netns.set(ns);
+        self
+    }
+
+    /// The caller's network namespace, read once and only by calls that name
+    /// an abstract address (one stat of `/proc/<tid>/ns/net`).
+    pub fn netns(&self) -> NetNs {
+        *self.netns.get_or_init(|| {
+            netns::of_thread(self.tid).unwrap_or_else(|| {
+                log::info!("thread {} is gone: its netns is taken as the daemon's", self.tid);
+                netns::own()
+            })
         })
     }
 

@@ -12,6 +12,7 @@ mod introspect;
 mod lifecycle;
 mod names;
 mod naming;
+pub mod netns;
 mod oob;
 mod peek;
 mod sock_table;

@@ -109,7 +109,7 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
     let res = match ctl.op {
         OP_BIND => match addr? {
             Some(a) => eng.bind(s, &a, c),
-            None => eng.autobind(s),
+            None => eng.autobind(s, c),
         },
         OP_LISTEN => eng.listen(s, ctl.arg as i64, c),
         OP_CONNECT => match addr? {
