@@ -255,6 +255,8 @@ struct Got {
     data: Vec<u8>,
     full_len: usize,
     from: Vec<u8>,
+    /// `ADDR_AS_GIVEN`: `from` is a sun_path as its program gave it.
+    from_flags: u32,
     creds: Option<[u32; 3]>,
     rights: Vec<u64>,
     /// The byte is the OOB byte (MSG_OOB in msg_flags).
@@ -272,6 +274,8 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
         data: Vec::new(),
         full_len: 0,
         from: Vec::new(),
+        // Records name the sender in the mount's terms.
+        from_flags: 0,
         creds: None,
         rights: Vec::new(),
         oob: false,
@@ -328,6 +332,7 @@ fn recv_once(m: &Mount, fd: c_int, want: usize, flags: c_int, nonblock: bool) ->
                     data: buf[hs..hs + n].to_vec(),
                     full_len: r.full_len as usize,
                     from: r.addr[..(r.addr_len as usize).min(ADDR_MAX)].to_vec(),
+                    from_flags: r.addr_flags,
                     creds: (r.has_creds != 0).then_some(r.creds),
                     rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
                     oob: r.flags & MSGF_OOB != 0,
@@ -452,7 +457,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
             len = 0;
         } else {
             // SAFETY: msg_name has msg_namelen bytes.
-            unsafe { sock::put_addr(m, &got.from, msg.msg_name.cast(), &mut len) };
+            unsafe { sock::put_addr(m, &got.from, got.from_flags, msg.msg_name.cast(), &mut len) };
         }
         msg.msg_namelen = len;
     }

@@ -36,6 +36,18 @@ impl Engine {
     }
 
     pub fn bind(&self, s: &Arc<Socket>, addr: &Addr, caller: &Caller) -> Result<()> {
+        self.bind_as(s, addr, None, caller)
+    }
+
+    /// bind() of a path that the program gave as `given` (its sun_path), which
+    /// getsockname, getpeername, recvfrom and accept then report.
+    pub fn bind_as(
+        &self,
+        s: &Arc<Socket>,
+        addr: &Addr,
+        given: Option<&[u8]>,
+        caller: &Caller,
+    ) -> Result<()> {
         match addr {
             Addr::Path(p) => {
                 let path = self.tree_path(p)?;
@@ -53,6 +65,7 @@ impl Engine {
                 s.lock().name = Some(Arc::new(BoundName {
                     addr: addr.clone(),
                     key,
+                    given: given.map(<[u8]>::to_vec),
                 }));
                 Ok(())
             }
@@ -66,6 +79,7 @@ impl Engine {
                 s.lock().name = Some(Arc::new(BoundName {
                     addr: addr.clone(),
                     key,
+                    given: None,
                 }));
                 Ok(())
             }
@@ -100,6 +114,7 @@ impl Engine {
                     s.lock().name = Some(Arc::new(BoundName {
                         addr: Addr::Abstract(name),
                         key,
+                        given: None,
                     }));
                     return Ok(());
                 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
-use super::socket::{Conn, Socket};
-use super::{Addr, Engine, Result, SockType, Ucred};
+use super::socket::{BoundName, Conn, Socket};
+use super::{Engine, Result, SockType, Ucred};
 
 /// One socket's options and queue figures, read under one lock.
 #[derive(Clone, Copy, Debug)]
@@ -36,16 +36,16 @@ const MIN_SNDBUF: usize = 4608;
 
 impl Engine {
     /// getsockname(): the bound address, None when unnamed.
-    pub fn local_addr(&self, s: &Arc<Socket>) -> Option<Addr> {
-        s.lock().name.as_ref().map(|n| n.addr.clone())
+    pub fn local_name(&self, s: &Arc<Socket>) -> Option<Arc<BoundName>> {
+        s.lock().name.clone()
     }
 
     /// getpeername(): the peer's current address (None when it is unnamed);
     /// ENOTCONN without a peer.
-    pub fn peer_addr(&self, s: &Arc<Socket>) -> Result<Option<Addr>> {
+    pub fn peer_name(&self, s: &Arc<Socket>) -> Result<Option<Arc<BoundName>>> {
         let peer = Socket::peer(&s.lock()).cloned().ok_or(Errno::ENOTCONN)?;
-        let addr = peer.lock().name.as_ref().map(|n| n.addr.clone());
-        Ok(addr)
+        let name = peer.lock().name.clone();
+        Ok(name)
     }
 
     pub fn info(&self, s: &Arc<Socket>) -> SockInfo {
@@ -96,6 +96,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{engine, root};
+    use crate::engine::Addr;
     use super::*;
 
     #[test]
@@ -147,12 +148,15 @@ mod tests {
         let e = engine();
         let c = root();
         let s = e.socket(SockType::Dgram, &c);
-        assert_eq!(e.local_addr(&s), None);
-        assert_eq!(e.peer_addr(&s).unwrap_err(), Errno::ENOTCONN);
+        assert!(e.local_name(&s).is_none());
+        assert_eq!(e.peer_name(&s).unwrap_err(), Errno::ENOTCONN);
         e.bind(&s, &Addr::Abstract(b"opt".to_vec()), &c).unwrap();
-        assert_eq!(e.local_addr(&s), Some(Addr::Abstract(b"opt".to_vec())));
+        assert_eq!(
+            e.local_name(&s).map(|n| n.addr.clone()),
+            Some(Addr::Abstract(b"opt".to_vec()))
+        );
         let (a, b) = e.socketpair(SockType::Stream, &c);
-        assert_eq!(e.peer_addr(&a).unwrap(), None, "an unnamed peer");
+        assert!(e.peer_name(&a).unwrap().is_none(), "an unnamed peer");
         assert_eq!(e.info(&b).peercred.map(|p| p.pid), Some(1));
         e.set_sndbuf(&a, 65536);
         assert_eq!(e.info(&a).sndbuf, 131072);
