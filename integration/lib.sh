@@ -512,6 +512,30 @@ on_udsfs() {
     UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" -- "$@"
 }
 
+# differential PROG: run `python3 PROG DIR` on kernel sockets (DIR: a fresh directory)
+# and through `udsfs run` (DIR: the mount); PROG prints `where: kernel|udsfs` (which
+# sockets it got) and `done` last. Both outputs must be equal but for that line, and
+# the library must not complain. Leaves them in $TMP/{kernel,udsfs}.out.
+differential() {
+    local prog=$1
+    mkdir -p "$TMP/k"
+    python3 "$prog" "$TMP/k" >"$TMP/kernel.out" 2>"$TMP/kernel.err" ||
+        fail "the program fails on kernel sockets: $(tail -3 "$TMP/kernel.err")"
+    tail -1 "$TMP/kernel.out" | grep -qx done || fail "kernel run did not finish"
+    ok "kernel run: $(wc -l <"$TMP/kernel.out") results"
+    on_udsfs python3 "$prog" "$MNT" >"$TMP/udsfs.out" 2>"$TMP/udsfs.err" ||
+        fail "the program fails through udsfs run: $(tail -3 "$TMP/udsfs.err")"
+    tail -1 "$TMP/udsfs.out" | grep -qx done || fail "udsfs run did not finish"
+    grep -qx 'where: kernel' "$TMP/kernel.out" || fail "the kernel run did not use kernel sockets"
+    grep -qx 'where: udsfs' "$TMP/udsfs.out" || fail "the udsfs run did not use udsfs sockets"
+    if ! diff <(grep -v '^where: ' "$TMP/kernel.out") <(grep -v '^where: ' "$TMP/udsfs.out") >"$TMP/diff"; then
+        cat "$TMP/diff" >&2
+        fail "udsfs run answered differently from the kernel (< kernel, > udsfs)"
+    fi
+    ok "udsfs run: the same $(wc -l <"$TMP/udsfs.out") results as the kernel"
+    [ ! -s "$TMP/udsfs.err" ] || fail "the library complained: $(cat "$TMP/udsfs.err")"
+}
+
 # unix_has TEXT: the daemon's socket table lists TEXT (a bound name).
 unix_has() {
     grep -qF -- "$1" "$U/unix"

@@ -2,7 +2,6 @@
 sockets and once through `udsfs run` (integration/oob_peek.sh); the two outputs
 must be equal line by line. Usage: oob_peek.py DIR (DIR: where to bind names)."""
 
-import errno
 import fcntl
 import os
 import select
@@ -13,6 +12,8 @@ import sys
 import termios
 import threading
 
+from difftest import res, say, where
+
 SIOCATMARK = 0x8905
 FIOSETOWN = 0x8901
 FIOGETOWN = 0x8903
@@ -21,18 +22,6 @@ POLL = select.POLLIN | select.POLLPRI | select.POLLOUT | select.POLLHUP
 
 urgent = []
 signal.signal(signal.SIGURG, lambda *_: urgent.append(1))
-
-
-def res(f):
-    try:
-        r = f()
-        return r if r is not None else "ok"
-    except OSError as e:
-        return errno.errorcode[e.errno]
-
-
-def say(*a):
-    print(*a, flush=True)
 
 
 def mark(s):
@@ -197,12 +186,6 @@ def peek_offsets():
         say("oob stream peek 3:", recv(d, 3, socket.MSG_PEEK), "off", peek_off(d))
     say("recv 10:", recv(d, 10), "off", peek_off(d))
     say("recv 10:", recv(d, 10), "off", peek_off(d))
-
-
-def where():
-    a, _ = socket.socketpair()
-    udsfs = "/.udsfs/sock/" in os.readlink(f"/proc/self/fd/{a.fileno()}")
-    say("where:", "udsfs" if udsfs else "kernel")
 
 
 where()
