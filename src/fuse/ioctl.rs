@@ -335,10 +335,10 @@ mod tests {
     /// The sizes README documents and the library was built against.
     #[test]
     fn wire_sizes() {
-        assert_eq!(std::mem::size_of::<Ctl>(), 224);
+        assert_eq!(std::mem::size_of::<Ctl>(), 344);
         assert_eq!(MSG_BUF, 16376);
         assert_eq!(MSG_ROOM, 14192);
-        assert_eq!(UDSFS_IOC_CTL, 0xc0e0_5501);
+        assert_eq!(UDSFS_IOC_CTL, 0xc158_5501);
         assert_eq!(UDSFS_IOC_MSG, 0xfff8_5502);
     }
 
@@ -349,9 +349,34 @@ mod tests {
             Addr::Path(b"run/x.sock".to_vec()),
             Addr::Abstract(b"\0n".to_vec()),
         ] {
-            let n = encode_addr(Some(&a), &mut buf);
-            assert_eq!(decode_addr(&buf, n).unwrap(), Some(a));
+            let name = BoundName {
+                addr: a.clone(),
+                key: crate::engine::NameKey::Unbound(0),
+                given: None,
+            };
+            let (n, flags) = encode_name(Some(&name), &mut buf);
+            assert_eq!((decode_addr(&buf, n).unwrap(), flags), (Some(a), 0));
         }
+        // A name bound through the library goes back as the program gave it.
+        let given = BoundName {
+            addr: Addr::Path(b"run/x.sock".to_vec()),
+            key: crate::engine::NameKey::Unbound(0),
+            given: Some(b"./x.sock".to_vec()),
+        };
+        let (n, flags) = encode_name(Some(&given), &mut buf);
+        assert_eq!((&buf[..n as usize], flags), (&b"./x.sock"[..], ADDR_AS_GIVEN));
+        assert_eq!(encode_name(None, &mut buf), (0, 0));
+        // SAFETY: Ctl is plain integers.
+        let mut ctl: Ctl = unsafe { std::mem::zeroed() };
+        assert_eq!(decode_given(&ctl), Ok(None));
+        ctl.given[..3].copy_from_slice(b"a\0b");
+        ctl.given_len = 3;
+        assert_eq!(decode_given(&ctl), Err(Errno::EINVAL));
+        ctl.given_len = 109;
+        assert_eq!(decode_given(&ctl), Err(Errno::EINVAL));
+        ctl.given[..3].copy_from_slice(b"a/b");
+        ctl.given_len = 3;
+        assert_eq!(decode_given(&ctl), Ok(Some(&b"a/b"[..])));
         assert_eq!(decode_addr(&buf, 0).unwrap(), None);
         assert_eq!(decode_addr(&buf, 200).unwrap_err(), Errno::EINVAL);
         buf[..3].copy_from_slice(b"a\0b");
