@@ -172,7 +172,10 @@ impl Caller {
     pub fn netns(&self) -> NetNs {
         *self.netns.get_or_init(|| {
             netns::of_thread(self.tid).unwrap_or_else(|| {
-                log::info!("thread {} is gone: its netns is taken as the daemon's", self.tid);
+                log::info!(
+                    "thread {} is gone: its netns is taken as the daemon's",
+                    self.tid
+                );
                 netns::own()
             })
         })

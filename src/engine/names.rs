@@ -243,7 +243,10 @@ mod tests {
     #[test]
     fn autobind_map_skips_taken_runs_and_wraps() {
         let t = NameTable::new(2);
-        assert_eq!(t.next_free_autobind(NS, SockType::Dgram, 7, 10), Some((7, 0)));
+        assert_eq!(
+            t.next_free_autobind(NS, SockType::Dgram, 7, 10),
+            Some((7, 0))
+        );
         for n in 5..200u32 {
             t.mark_autobind(
                 &NameKey::Abstract(NS, SockType::Dgram, format!("{n:05x}").into_bytes()),
@@ -255,7 +258,10 @@ mod tests {
             Some((200, 195))
         );
         assert_eq!(t.next_free_autobind(NS, SockType::Dgram, 5, 195), None);
-        assert_eq!(t.next_free_autobind(NS, SockType::Stream, 5, 1), Some((5, 0)));
+        assert_eq!(
+            t.next_free_autobind(NS, SockType::Stream, 5, 1),
+            Some((5, 0))
+        );
         // Wrap-around from the top of the space.
         let top = AUTOBIND_SPACE - 2;
         t.mark_autobind(
@@ -266,7 +272,10 @@ mod tests {
             &NameKey::Abstract(NS, SockType::Dgram, format!("{:05x}", top + 1).into_bytes()),
             true,
         );
-        assert_eq!(t.next_free_autobind(NS, SockType::Dgram, top, 10), Some((0, 2)));
+        assert_eq!(
+            t.next_free_autobind(NS, SockType::Dgram, top, 10),
+            Some((0, 2))
+        );
         assert_eq!(autobind_number(b"0000A"), None);
         assert_eq!(autobind_number(b"fffff"), Some(0xfffff));
     }

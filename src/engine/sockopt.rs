@@ -96,8 +96,8 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{engine, root};
-    use crate::engine::Addr;
     use super::*;
+    use crate::engine::Addr;
 
     #[test]
     fn queue_figures_follow_unix_inq_len() {

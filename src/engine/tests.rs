@@ -621,8 +621,14 @@ fn abstract_names_are_per_network_namespace() {
     e.bind(&a, &abs("shared"), &c1).unwrap();
     let b = e.socket(SockType::Dgram, &c2);
     e.bind(&b, &abs("shared"), &c2).unwrap();
-    assert_eq!(e.find(&abs("shared"), SockType::Dgram, &c1).unwrap().id, a.id);
-    assert_eq!(e.find(&abs("shared"), SockType::Dgram, &c2).unwrap().id, b.id);
+    assert_eq!(
+        e.find(&abs("shared"), SockType::Dgram, &c1).unwrap().id,
+        a.id
+    );
+    assert_eq!(
+        e.find(&abs("shared"), SockType::Dgram, &c2).unwrap().id,
+        b.id
+    );
     let only1 = e.socket(SockType::Stream, &c1);
     e.bind(&only1, &abs("only1"), &c1).unwrap();
     let q = e.socket(SockType::Stream, &c2);
@@ -638,7 +644,10 @@ fn abstract_names_are_per_network_namespace() {
     let Addr::Abstract(n) = auto.lock().name.clone().unwrap().addr.clone() else {
         panic!("not abstract")
     };
-    assert!(e.find(&Addr::Abstract(n.clone()), SockType::Dgram, &c2).is_err());
+    assert!(
+        e.find(&Addr::Abstract(n.clone()), SockType::Dgram, &c2)
+            .is_err()
+    );
     assert_eq!(
         e.find(&Addr::Abstract(n), SockType::Dgram, &c1).unwrap().id,
         auto.id

@@ -92,9 +92,7 @@ fn encode_name(name: Option<&BoundName>, buf: &mut [u8; ADDR_MAX]) -> (u32, u32)
     *buf = [0; ADDR_MAX];
     let (bytes, flags): (Vec<u8>, u32) = match name {
         None => return (0, 0),
-        Some(BoundName {
-            given: Some(g), ..
-        }) => (g.clone(), ADDR_AS_GIVEN),
+        Some(BoundName { given: Some(g), .. }) => (g.clone(), ADDR_AS_GIVEN),
         Some(n) => match &n.addr {
             Addr::Path(p) => (p.clone(), 0),
             Addr::Abstract(a) => (std::iter::once(0).chain(a.iter().copied()).collect(), 0),
@@ -364,7 +362,10 @@ mod tests {
             given: Some(b"./x.sock".to_vec()),
         };
         let (n, flags) = encode_name(Some(&given), &mut buf);
-        assert_eq!((&buf[..n as usize], flags), (&b"./x.sock"[..], ADDR_AS_GIVEN));
+        assert_eq!(
+            (&buf[..n as usize], flags),
+            (&b"./x.sock"[..], ADDR_AS_GIVEN)
+        );
         assert_eq!(encode_name(None, &mut buf), (0, 0));
         // SAFETY: Ctl is plain integers.
         let mut ctl: Ctl = unsafe { std::mem::zeroed() };
