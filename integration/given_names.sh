@@ -20,14 +20,17 @@ os.chdir(sys.argv[1])
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind("./h.sock")
 print(s.getsockname(), flush=True)
-time.sleep(30)
-' "$MNT/held" >"$TMP/held.out" 2>&1 &
+for _ in range(3000):
+    if os.path.exists(sys.argv[2]):
+        break
+    time.sleep(0.01)
+' "$MNT/held" "$TMP/release" >"$TMP/held.out" 2>&1 &
 HELD=$!
-for _ in $(seq 500); do [ -S "$MNT/held/h.sock" ] && grep -q "h.sock" "$TMP/held.out" && break; sleep 0.02; done
+for _ in $(seq 500); do grep -q "h.sock" "$TMP/held.out" && break; sleep 0.02; done
 expect_eq "getsockname of ./h.sock" "$(cat "$TMP/held.out")" "./h.sock"
 unix_has " held/h.sock" || fail ".udsfs/unix does not list held/h.sock: $(cat "$U/unix")"
 id=$(awk '$8 == "held/h.sock" { print $7 }' "$U/unix")
 expect_status "$id" local "held/h.sock"
-kill "$HELD"
-wait "$HELD" 2>/dev/null || true
+touch "$TMP/release"
+wait "$HELD" || fail "the program holding ./h.sock failed"
 ok "the files name ./h.sock held/h.sock, where they connect"
