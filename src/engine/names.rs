@@ -280,6 +280,32 @@ mod tests {
         assert_eq!(autobind_number(b"fffff"), Some(0xfffff));
     }
 
+    #[test]
+    fn autobind_maps_are_per_namespace_and_go_with_their_last_name() {
+        let t = NameTable::new(2);
+        let key =
+            |ns, n: u32| NameKey::Abstract(ns, SockType::Dgram, format!("{n:05x}").into_bytes());
+        t.mark_autobind(&key(NS, 7), true);
+        assert_eq!(
+            t.next_free_autobind(NS, SockType::Dgram, 7, 10),
+            Some((8, 1))
+        );
+        // Another namespace has all of its space.
+        assert_eq!(
+            t.next_free_autobind(NS + 1, SockType::Dgram, 7, 10),
+            Some((7, 0))
+        );
+        t.mark_autobind(&key(NS, 7), true);
+        t.mark_autobind(&key(NS + 1, 7), false);
+        assert_eq!(t.autobind_taken.lock().len(), 1);
+        t.mark_autobind(&key(NS, 7), false);
+        assert!(t.autobind_taken.lock().is_empty());
+        assert_eq!(
+            t.next_free_autobind(NS, SockType::Dgram, 7, 10),
+            Some((7, 0))
+        );
+    }
+
     /// Names chosen to share one bucket under a fixed (all-zero) key spread
     /// over the buckets of a real table.
     #[test]
