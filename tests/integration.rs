@@ -135,6 +135,7 @@ macro_rules! scripts {
 }
 
 scripts!(
+    abstract_netns,
     abstract_private,
     blocked_reader,
     bounds,
@@ -142,6 +143,7 @@ scripts!(
     dgram_limits,
     dgram_server,
     faults,
+    given_names,
     graph,
     hostile_files,
     isolation,
