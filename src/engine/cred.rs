@@ -168,7 +168,7 @@ impl Caller {
     }
 
     /// The caller's network namespace, read once and only by calls that name
-    /// an abstract address (one stat of `/proc/<tid>/ns/net`).
+    /// an abstract address (one readlink of `/proc/<tid>/ns/net`).
     pub fn netns(&self) -> NetNs {
         *self.netns.get_or_init(|| {
             netns::of_thread(self.tid).unwrap_or_else(|| {
