@@ -552,7 +552,7 @@ fn bind_scale(buckets: usize, threads: usize, per: usize, rounds: usize) {
                         // bind moves it between buckets under both locks.
                         let s = eng.socket(SockType::Stream, &c);
                         if i % 2 == 0 {
-                            eng.autobind(&s).expect("autobind");
+                            eng.autobind(&s, &c).expect("autobind");
                         } else {
                             eng.bind(&s, name, &c).expect("bind");
                         }

@@ -520,7 +520,8 @@ unix_has() {
 # kernel_vs_udsfs PROG: run the Python program PROG (argument: a directory to bind
 # names in) on kernel sockets and through `udsfs run`; its first line says where it
 # ran ("where: kernel" or "where: udsfs"), its last is "done"; every other line must
-# be equal. Used by the differential scripts (oob_peek.sh, bufs.sh).
+# be equal. Used by the differential scripts (oob_peek.sh, bufs.sh, abstract_netns.sh,
+# given_names.sh).
 kernel_vs_udsfs() {
     local prog=$1
     need_preload

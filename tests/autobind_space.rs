@@ -1,6 +1,6 @@
 //! Autobind exhaustion on the engine, in-process (issue 4): every one of the
 //! 2^20 names of one type can be taken, the next autobind gets ENOSPC, and
-//! another type still has its own space. Also reports the engine's memory
+//! another type and another network namespace still have their own space. Also reports the engine's memory
 //! per idle socket.
 
 use std::sync::Arc;
@@ -26,22 +26,26 @@ fn autobind_takes_all_2_pow_20_names_then_enospc() {
     let mut socks: Vec<Arc<Socket>> = Vec::with_capacity(N);
     for i in 0..N {
         let s = e.socket(SockType::Dgram, &c);
-        if let Err(err) = e.autobind(&s) {
+        if let Err(err) = e.autobind(&s, &c) {
             panic!("autobind {i} failed: {err}");
         }
         socks.push(s);
     }
     let after = rss_bytes();
     let extra = e.socket(SockType::Dgram, &c);
-    assert_eq!(e.autobind(&extra), Err(Errno::ENOSPC));
+    assert_eq!(e.autobind(&extra, &c), Err(Errno::ENOSPC));
     // Another type has its own 2^20 names.
     let other = e.socket(SockType::Stream, &c);
-    assert_eq!(e.autobind(&other), Ok(()));
+    assert_eq!(e.autobind(&other, &c), Ok(()));
+    // Another network namespace has its own 2^20 names of every type.
+    let elsewhere = Caller::current().in_netns(1);
+    let other_ns = e.socket(SockType::Dgram, &elsewhere);
+    assert_eq!(e.autobind(&other_ns, &elsewhere), Ok(()));
     // Freeing one name makes exactly that one available again.
     let freed = socks.pop().unwrap();
     let name = e.status(&freed);
     e.put(&freed);
-    assert_eq!(e.autobind(&extra), Ok(()));
+    assert_eq!(e.autobind(&extra, &c), Ok(()));
     let local = |st: &str| {
         st.lines()
             .find(|l| l.starts_with("local="))
@@ -55,7 +59,7 @@ fn autobind_takes_all_2_pow_20_names_then_enospc() {
         before >> 20,
         after >> 20
     );
-    for s in socks.iter().chain([&extra, &other]) {
+    for s in socks.iter().chain([&extra, &other, &other_ns]) {
         e.put(s);
     }
     assert_eq!(e.live_sockets(), 0);

@@ -135,6 +135,7 @@ macro_rules! scripts {
 }
 
 scripts!(
+    abstract_netns,
     abstract_private,
     blocked_reader,
     bounds,
@@ -143,6 +144,7 @@ scripts!(
     dgram_limits,
     dgram_server,
     faults,
+    given_names,
     graph,
     held_bytes,
     hostile_files,

@@ -180,10 +180,12 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
             Route::Autobind => Vec::new(),
             Route::Udsfs(w) => w,
         };
+        // SAFETY: route() read the same bytes.
+        let given = unsafe { sock::given_path(addr, len) };
         match adopt_for(m, fd) {
             Ok(true) => {
                 m.mirror_route_dirs(&wire);
-                let r = sock::ctl(fd, abi::OP_BIND, 0, &wire).map(|_| ());
+                let r = sock::bind(fd, &wire, &given);
                 if r.is_ok() {
                     m.link_routed_name(&wire);
                 }

@@ -268,6 +268,8 @@ struct Got {
     data: Vec<u8>,
     full_len: usize,
     from: Vec<u8>,
+    /// `ADDR_AS_GIVEN`: `from` is a sun_path as its program gave it.
+    from_flags: u32,
     creds: Option<[u32; 3]>,
     /// The sender's pid, for SCM_PIDFD.
     pidfd: Option<i32>,
@@ -291,6 +293,8 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
         data: Vec::new(),
         full_len: 0,
         from: Vec::new(),
+        // Records name the sender in the mount's terms.
+        from_flags: 0,
         creds: None,
         pidfd: None,
         pidfd_tag: None,
@@ -363,6 +367,7 @@ fn recv_once(
                     data: buf[hs..hs + n].to_vec(),
                     full_len: r.full_len as usize,
                     from: r.addr[..(r.addr_len as usize).min(ADDR_MAX)].to_vec(),
+                    from_flags: r.addr_flags,
                     creds: (r.has_creds & HAS_CREDS != 0).then_some(r.creds),
                     pidfd: (r.has_creds & HAS_PIDFD != 0).then_some(r.creds[0] as i32),
                     pidfd_tag: (r.has_creds & HAS_PIDFD_FILE != 0)
@@ -624,7 +629,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
             len = 0;
         } else {
             // SAFETY: msg_name has msg_namelen bytes.
-            unsafe { sock::put_addr(m, &got.from, msg.msg_name.cast(), &mut len) };
+            unsafe { sock::put_addr(m, &got.from, got.from_flags, msg.msg_name.cast(), &mut len) };
         }
         msg.msg_namelen = len;
     }

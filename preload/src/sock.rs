@@ -18,6 +18,16 @@ fn last<T>() -> Res<T> {
 
 /// One control operation.
 pub fn ctl(fd: c_int, op: u32, arg: i32, addr: &[u8]) -> Res<Ctl> {
+    ctl_given(fd, op, arg, addr, &[])
+}
+
+/// bind() of `wire`, which the program gave as sun_path `given` (empty for
+/// an abstract name or autobind): the daemon reports `given` back, as Linux.
+pub fn bind(fd: c_int, wire: &[u8], given: &[u8]) -> Res<()> {
+    ctl_given(fd, OP_BIND, 0, wire, given).map(|_| ())
+}
+
+fn ctl_given(fd: c_int, op: u32, arg: i32, addr: &[u8], given: &[u8]) -> Res<Ctl> {
     // SAFETY: Ctl is plain integers; the ioctl copies exactly its size.
     let mut c: Ctl = unsafe { std::mem::zeroed() };
     c.op = op;
@@ -25,6 +35,9 @@ pub fn ctl(fd: c_int, op: u32, arg: i32, addr: &[u8]) -> Res<Ctl> {
     let n = addr.len().min(ADDR_MAX);
     c.addr[..n].copy_from_slice(&addr[..n]);
     c.addr_len = n as u32;
+    let n = given.len().min(ADDR_MAX);
+    c.given[..n].copy_from_slice(&given[..n]);
+    c.given_len = n as u32;
     // SAFETY: the kernel copies size_of::<Ctl>() bytes in and out of c.
     let r = unsafe {
         libc::syscall(
@@ -265,17 +278,45 @@ pub unsafe fn route(m: &Mount, addr: *const sockaddr, len: socklen_t) -> Route {
     }
 }
 
+/// The sun_path of a path address as the program wrote it (up to its NUL):
+/// what Linux reports back for a name bound with it. Empty for an abstract
+/// name or autobind.
+///
+/// # Safety
+/// `addr` must point to `len` readable bytes (or be NULL).
+pub unsafe fn given_path(addr: *const sockaddr, len: socklen_t) -> Vec<u8> {
+    let fam_len = std::mem::size_of::<libc::sa_family_t>();
+    if addr.is_null() || (len as usize) <= fam_len {
+        return Vec::new();
+    }
+    let plen = (len as usize).min(std::mem::size_of::<sockaddr_un>()) - fam_len;
+    // SAFETY: plen bytes after the family are readable (len says so).
+    let path = unsafe { std::slice::from_raw_parts((addr as *const u8).add(fam_len), plen) };
+    let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
+    path[..end].to_vec()
+}
+
 /// Writes a daemon address (wire format) as a sockaddr_un, truncated to the
 /// caller's room; `*len` becomes the full length, as Linux reports it.
+/// `flags` `ADDR_AS_GIVEN`: `wire` is a sun_path as a program gave it.
 ///
 /// # Safety
 /// `out` must have `*len` writable bytes; `len` may be NULL only with `out`.
-pub unsafe fn put_addr(m: &Mount, wire: &[u8], out: *mut sockaddr, len: *mut socklen_t) {
+pub unsafe fn put_addr(
+    m: &Mount,
+    wire: &[u8],
+    flags: u32,
+    out: *mut sockaddr,
+    len: *mut socklen_t,
+) {
     if out.is_null() || len.is_null() {
         return;
     }
     let mut bytes: Vec<u8> = (libc::AF_UNIX as libc::sa_family_t).to_ne_bytes().to_vec();
-    if let Some(&0) = wire.first() {
+    if flags & ADDR_AS_GIVEN != 0 {
+        bytes.extend_from_slice(wire);
+        bytes.push(0);
+    } else if let Some(&0) = wire.first() {
         bytes.extend_from_slice(wire);
     } else if !wire.is_empty() {
         bytes.extend_from_slice(&m.shown_path(wire));
@@ -370,7 +411,7 @@ pub unsafe fn name(
         return Err(libc::EFAULT);
     }
     // SAFETY: as the caller promised.
-    unsafe { put_addr(m, &c.addr[..c.addr_len as usize], out, len) };
+    unsafe { put_addr(m, &c.addr[..c.addr_len as usize], c.addr_flags, out, len) };
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use super::netns::{self, NetNs};
 use crate::sharded::ShardedMap;
 
 use crate::procfs;
@@ -112,6 +113,7 @@ pub struct Caller {
     pub fsuid: u32,
     pub fsgid: u32,
     status: OnceLock<ProcStatus>,
+    netns: OnceLock<NetNs>,
 }
 
 impl Caller {
@@ -121,6 +123,7 @@ impl Caller {
             fsuid,
             fsgid,
             status: OnceLock::new(),
+            netns: OnceLock::new(),
         }
     }
 
@@ -154,6 +157,26 @@ impl Caller {
             });
             cache_put(self.tid, self.fsuid, self.fsgid, &st);
             st
+        })
+    }
+
+    /// A caller in network namespace `ns` (tests).
+    pub fn in_netns(self, ns: NetNs) -> Caller {
+        let _ = self.netns.set(ns);
+        self
+    }
+
+    /// The caller's network namespace, read once and only by calls that name
+    /// an abstract address (one readlink of `/proc/<tid>/ns/net`).
+    pub fn netns(&self) -> NetNs {
+        *self.netns.get_or_init(|| {
+            netns::of_thread(self.tid).unwrap_or_else(|| {
+                log::info!(
+                    "thread {} is gone: its netns is taken as the daemon's",
+                    self.tid
+                );
+                netns::own()
+            })
         })
     }
 

@@ -213,7 +213,7 @@ impl Engine {
                     }
                 };
                 // From here seqpacket takes the dgram path, which autobinds.
-                self.autobind_if_passcred(s)?;
+                self.autobind_if_passcred(s, caller)?;
                 self.message_send(s, data, Some(peer), creds, out, caller, w)
             }
         }
@@ -251,7 +251,7 @@ impl Engine {
         caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<usize> {
-        self.autobind_if_passcred(s)?;
+        self.autobind_if_passcred(s, caller)?;
         let sndbuf = s.lock().sndbuf;
         if data.len() > self.max_message(sndbuf) {
             return Err(Errno::EMSGSIZE);

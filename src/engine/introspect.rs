@@ -125,7 +125,7 @@ impl Engine {
     }
 
     /// Bound abstract names, for `.udsfs/abstract/`.
-    pub fn abstract_names(&self) -> Vec<(SockType, Vec<u8>, Arc<Socket>)> {
+    pub fn abstract_names(&self) -> Vec<(super::netns::NetNs, SockType, Vec<u8>, Arc<Socket>)> {
         self.names.abstract_names()
     }
 }

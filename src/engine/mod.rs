@@ -15,6 +15,7 @@ mod introspect;
 mod lifecycle;
 mod names;
 mod naming;
+pub mod netns;
 mod oob;
 mod peek;
 pub mod quota;
@@ -125,6 +126,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(cfg: Config) -> Arc<Engine> {
+        netns::prepare();
         let prefix = cfg
             .mountpoint
             .as_ref()

@@ -1,7 +1,7 @@
 //! The name table (seed 003): 2 x N buckets with a lock each. The lower half
 //! holds unbound sockets (by id) and path-bound ones (by inode); the upper half
-//! holds abstract names (by name and type). Binding moves a socket from one
-//! bucket to another with both locked in ascending order.
+//! holds abstract names (by network namespace, name and type). Binding moves
+//! a socket from one bucket to another with both locked in ascending order.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
@@ -10,13 +10,16 @@ use std::sync::Arc;
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
 
+use super::netns::NetNs;
 use super::socket::{SockType, Socket};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum NameKey {
     Unbound(u64),
     Path(u64),
-    Abstract(SockType, Vec<u8>),
+    /// Abstract names live in the network namespace of the caller that
+    /// bound them, one namespace per socket type.
+    Abstract(NetNs, SockType, Vec<u8>),
 }
 
 type Bucket = HashMap<NameKey, Arc<Socket>>;
@@ -27,9 +30,17 @@ pub struct NameTable {
     /// A random key per table: a client cannot choose abstract names that
     /// all land in one bucket without knowing it.
     hasher: RandomState,
-    /// Which autobind-shaped names ("%05x") are taken, per type: lets an
-    /// autobind skip taken runs a word at a time instead of probing each.
-    autobind_taken: [Mutex<Vec<u64>>; 3],
+    /// Which autobind-shaped names ("%05x") are taken, per namespace and
+    /// type: lets an autobind skip taken runs a word at a time instead of
+    /// probing each.
+    autobind_taken: Mutex<HashMap<(NetNs, usize), TakenMap>>,
+}
+
+/// One bit per autobind name, and how many are set (the map goes with its
+/// namespace's last autobind-shaped name).
+struct TakenMap {
+    set: usize,
+    bits: Vec<u64>,
 }
 
 /// Autobind names: 5 lowercase hex digits, 2^20 of them per type.
@@ -66,32 +77,50 @@ impl NameTable {
     }
 
     fn mark_autobind(&self, key: &NameKey, taken: bool) {
-        let NameKey::Abstract(ty, name) = key else {
+        let NameKey::Abstract(ns, ty, name) = key else {
             return;
         };
         let Some(n) = autobind_number(name) else {
             return;
         };
-        let mut map = self.autobind_taken[type_index(*ty)].lock();
-        if map.is_empty() {
-            map.resize(AUTOBIND_SPACE as usize / 64, 0);
-        }
+        let mut maps = self.autobind_taken.lock();
         let (w, b) = (n as usize / 64, n % 64);
         if taken {
-            map[w] |= 1 << b;
-        } else {
-            map[w] &= !(1 << b);
+            let map = maps
+                .entry((*ns, type_index(*ty)))
+                .or_insert_with(|| TakenMap {
+                    set: 0,
+                    bits: vec![0; AUTOBIND_SPACE as usize / 64],
+                });
+            if map.bits[w] & (1 << b) == 0 {
+                map.bits[w] |= 1 << b;
+                map.set += 1;
+            }
+        } else if let Some(map) = maps.get_mut(&(*ns, type_index(*ty)))
+            && map.bits[w] & (1 << b) != 0
+        {
+            map.bits[w] &= !(1 << b);
+            map.set -= 1;
+            if map.set == 0 {
+                maps.remove(&(*ns, type_index(*ty)));
+            }
         }
     }
 
     /// The first autobind number at or after `start` (cyclically, looking at
     /// most `limit` numbers) not known to be taken, and how many were looked
     /// at before it.
-    pub fn next_free_autobind(&self, ty: SockType, start: u32, limit: u32) -> Option<(u32, u32)> {
-        let map = self.autobind_taken[type_index(ty)].lock();
-        if map.is_empty() {
+    pub fn next_free_autobind(
+        &self,
+        ns: NetNs,
+        ty: SockType,
+        start: u32,
+        limit: u32,
+    ) -> Option<(u32, u32)> {
+        let maps = self.autobind_taken.lock();
+        let Some(map) = maps.get(&(ns, type_index(ty))).map(|m| &m.bits) else {
             return (limit > 0).then_some((start, 0));
-        }
+        };
         let mut looked = 0;
         let mut n = start;
         while looked < limit {
@@ -115,8 +144,9 @@ impl NameTable {
         match key {
             NameKey::Unbound(id) => (*id % self.half as u64) as usize,
             NameKey::Path(ino) => (*ino % self.half as u64) as usize,
-            NameKey::Abstract(ty, name) => {
+            NameKey::Abstract(ns, ty, name) => {
                 let mut h = self.hasher.build_hasher();
+                ns.hash(&mut h);
                 ty.hash(&mut h);
                 name.hash(&mut h);
                 self.half + (h.finish() % self.half as u64) as usize
@@ -190,13 +220,13 @@ impl NameTable {
         }
     }
 
-    /// Every bound abstract name of every type.
-    pub fn abstract_names(&self) -> Vec<(SockType, Vec<u8>, Arc<Socket>)> {
+    /// Every bound abstract name of every type, in every namespace.
+    pub fn abstract_names(&self) -> Vec<(NetNs, SockType, Vec<u8>, Arc<Socket>)> {
         let mut out = Vec::new();
         for b in &self.buckets[self.half..] {
             for (k, s) in b.lock().iter() {
-                if let NameKey::Abstract(ty, n) = k {
-                    out.push((*ty, n.clone(), s.clone()));
+                if let NameKey::Abstract(ns, ty, n) = k {
+                    out.push((*ns, *ty, n.clone(), s.clone()));
                 }
             }
         }
@@ -208,35 +238,72 @@ impl NameTable {
 mod tests {
     use super::*;
 
+    const NS: NetNs = 4026531840;
+
     #[test]
     fn autobind_map_skips_taken_runs_and_wraps() {
         let t = NameTable::new(2);
-        assert_eq!(t.next_free_autobind(SockType::Dgram, 7, 10), Some((7, 0)));
+        assert_eq!(
+            t.next_free_autobind(NS, SockType::Dgram, 7, 10),
+            Some((7, 0))
+        );
         for n in 5..200u32 {
             t.mark_autobind(
-                &NameKey::Abstract(SockType::Dgram, format!("{n:05x}").into_bytes()),
+                &NameKey::Abstract(NS, SockType::Dgram, format!("{n:05x}").into_bytes()),
                 true,
             );
         }
         assert_eq!(
-            t.next_free_autobind(SockType::Dgram, 5, AUTOBIND_SPACE),
+            t.next_free_autobind(NS, SockType::Dgram, 5, AUTOBIND_SPACE),
             Some((200, 195))
         );
-        assert_eq!(t.next_free_autobind(SockType::Dgram, 5, 195), None);
-        assert_eq!(t.next_free_autobind(SockType::Stream, 5, 1), Some((5, 0)));
+        assert_eq!(t.next_free_autobind(NS, SockType::Dgram, 5, 195), None);
+        assert_eq!(
+            t.next_free_autobind(NS, SockType::Stream, 5, 1),
+            Some((5, 0))
+        );
         // Wrap-around from the top of the space.
         let top = AUTOBIND_SPACE - 2;
         t.mark_autobind(
-            &NameKey::Abstract(SockType::Dgram, format!("{top:05x}").into_bytes()),
+            &NameKey::Abstract(NS, SockType::Dgram, format!("{top:05x}").into_bytes()),
             true,
         );
         t.mark_autobind(
-            &NameKey::Abstract(SockType::Dgram, format!("{:05x}", top + 1).into_bytes()),
+            &NameKey::Abstract(NS, SockType::Dgram, format!("{:05x}", top + 1).into_bytes()),
             true,
         );
-        assert_eq!(t.next_free_autobind(SockType::Dgram, top, 10), Some((0, 2)));
+        assert_eq!(
+            t.next_free_autobind(NS, SockType::Dgram, top, 10),
+            Some((0, 2))
+        );
         assert_eq!(autobind_number(b"0000A"), None);
         assert_eq!(autobind_number(b"fffff"), Some(0xfffff));
+    }
+
+    #[test]
+    fn autobind_maps_are_per_namespace_and_go_with_their_last_name() {
+        let t = NameTable::new(2);
+        let key =
+            |ns, n: u32| NameKey::Abstract(ns, SockType::Dgram, format!("{n:05x}").into_bytes());
+        t.mark_autobind(&key(NS, 7), true);
+        assert_eq!(
+            t.next_free_autobind(NS, SockType::Dgram, 7, 10),
+            Some((8, 1))
+        );
+        // Another namespace has all of its space.
+        assert_eq!(
+            t.next_free_autobind(NS + 1, SockType::Dgram, 7, 10),
+            Some((7, 0))
+        );
+        t.mark_autobind(&key(NS, 7), true);
+        t.mark_autobind(&key(NS + 1, 7), false);
+        assert_eq!(t.autobind_taken.lock().len(), 1);
+        t.mark_autobind(&key(NS, 7), false);
+        assert!(t.autobind_taken.lock().is_empty());
+        assert_eq!(
+            t.next_free_autobind(NS, SockType::Dgram, 7, 10),
+            Some((7, 0))
+        );
     }
 
     /// Names chosen to share one bucket under a fixed (all-zero) key spread
@@ -258,7 +325,7 @@ mod tests {
         let t = NameTable::new(half);
         let buckets: std::collections::HashSet<usize> = chosen
             .iter()
-            .map(|n| t.bucket_of(&NameKey::Abstract(SockType::Stream, n.clone())))
+            .map(|n| t.bucket_of(&NameKey::Abstract(NS, SockType::Stream, n.clone())))
             .collect();
         // All 64 in one bucket by chance: 256^-63.
         assert!(

@@ -14,7 +14,7 @@ use super::{Addr, Caller, Engine, NameKey, Result, Waiter, Wakeups, random_u32};
 impl Engine {
     /// Finds the socket an address names for a socket of type `ty`
     /// (unix_find_other): path lookups check permissions and type, abstract
-    /// names live in one namespace per type.
+    /// names live in one namespace per network namespace and type.
     pub fn find(&self, addr: &Addr, ty: SockType, caller: &Caller) -> Result<Arc<Socket>> {
         match addr {
             Addr::Path(p) => {
@@ -30,12 +30,24 @@ impl Engine {
             }
             Addr::Abstract(n) => self
                 .names
-                .lookup(&NameKey::Abstract(ty, n.clone()))
+                .lookup(&NameKey::Abstract(caller.netns(), ty, n.clone()))
                 .ok_or(Errno::ECONNREFUSED),
         }
     }
 
     pub fn bind(&self, s: &Arc<Socket>, addr: &Addr, caller: &Caller) -> Result<()> {
+        self.bind_as(s, addr, None, caller)
+    }
+
+    /// bind() of a path that the program gave as `given` (its sun_path), which
+    /// getsockname, getpeername, recvfrom and accept then report.
+    pub fn bind_as(
+        &self,
+        s: &Arc<Socket>,
+        addr: &Addr,
+        given: Option<&[u8]>,
+        caller: &Caller,
+    ) -> Result<()> {
         match addr {
             Addr::Path(p) => {
                 let path = self.tree_path(p)?;
@@ -53,6 +65,7 @@ impl Engine {
                 s.lock().name = Some(Arc::new(BoundName {
                     addr: addr.clone(),
                     key,
+                    given: given.map(<[u8]>::to_vec),
                 }));
                 Ok(())
             }
@@ -61,11 +74,12 @@ impl Engine {
                 if s.lock().name.is_some() {
                     return Err(Errno::EINVAL);
                 }
-                let key = NameKey::Abstract(s.ty, n.clone());
+                let key = NameKey::Abstract(caller.netns(), s.ty, n.clone());
                 self.names.rebind(s, &NameKey::Unbound(s.id), key.clone())?;
                 s.lock().name = Some(Arc::new(BoundName {
                     addr: addr.clone(),
                     key,
+                    given: None,
                 }));
                 Ok(())
             }
@@ -74,11 +88,13 @@ impl Engine {
 
     /// Autobind as unix_autobind: random start, linear scan with wrap,
     /// ENOSPC when every name of this type is taken; a no-op when bound.
-    pub fn autobind(&self, s: &Arc<Socket>) -> Result<()> {
+    /// The name is taken in the caller's network namespace.
+    pub fn autobind(&self, s: &Arc<Socket>, caller: &Caller) -> Result<()> {
         let _bind = s.bind_lock.lock();
         if s.lock().name.is_some() {
             return Ok(());
         }
+        let ns = caller.netns();
         // Linux starts after a random number and scans every name once,
         // ending with the start itself; the taken-map skips known runs.
         let last = random_u32() % AUTOBIND_SPACE;
@@ -87,17 +103,18 @@ impl Engine {
         loop {
             let (n, skipped) = self
                 .names
-                .next_free_autobind(s.ty, next, left)
+                .next_free_autobind(ns, s.ty, next, left)
                 .ok_or(Errno::ENOSPC)?;
             left -= skipped + 1;
             next = (n + 1) % AUTOBIND_SPACE;
             let name = format!("{n:05x}").into_bytes();
-            let key = NameKey::Abstract(s.ty, name.clone());
+            let key = NameKey::Abstract(ns, s.ty, name.clone());
             match self.names.rebind(s, &NameKey::Unbound(s.id), key.clone()) {
                 Ok(()) => {
                     s.lock().name = Some(Arc::new(BoundName {
                         addr: Addr::Abstract(name),
                         key,
+                        given: None,
                     }));
                     return Ok(());
                 }
@@ -109,12 +126,16 @@ impl Engine {
     }
 
     /// Autobind when SO_PASSCRED asks for it (connect, dgram send).
-    pub(crate) fn autobind_if_passcred(&self, s: &Arc<Socket>) -> Result<()> {
+    pub(crate) fn autobind_if_passcred(&self, s: &Arc<Socket>, caller: &Caller) -> Result<()> {
         let need = {
             let st = s.lock();
             st.may_passcred() && st.name.is_none()
         };
-        if need { self.autobind(s) } else { Ok(()) }
+        if need {
+            self.autobind(s, caller)
+        } else {
+            Ok(())
+        }
     }
 
     pub fn listen(&self, s: &Arc<Socket>, backlog: i64, caller: &Caller) -> Result<()> {
@@ -165,7 +186,7 @@ impl Engine {
     ) -> Result<()> {
         // Linux autobinds before it looks the target up: a failed connect
         // still leaves the socket named.
-        self.autobind_if_passcred(s)?;
+        self.autobind_if_passcred(s, caller)?;
         let other = self.find(addr, s.ty, caller)?;
         self.connect_to(s, other, caller, w)
     }
@@ -181,7 +202,7 @@ impl Engine {
         if other.ty != s.ty {
             return Err(Errno::EPROTOTYPE);
         }
-        self.autobind_if_passcred(s)?;
+        self.autobind_if_passcred(s, caller)?;
         if s.ty == SockType::Dgram {
             return self.dgram_connect(s, other);
         }
@@ -414,11 +435,13 @@ impl Engine {
             .ok_or(Errno::ECONNREFUSED)
     }
 
-    /// The socket bound at abstract `name`, trying the types in turn.
-    pub fn find_abstract_any(&self, name: &[u8]) -> Option<Arc<Socket>> {
+    /// The socket bound at abstract `name` in the caller's network
+    /// namespace, trying the types in turn.
+    pub fn find_abstract_any(&self, name: &[u8], caller: &Caller) -> Option<Arc<Socket>> {
+        let ns = caller.netns();
         [SockType::Stream, SockType::Seqpacket, SockType::Dgram]
             .into_iter()
-            .find_map(|ty| self.names.lookup(&NameKey::Abstract(ty, name.to_vec())))
+            .find_map(|ty| self.names.lookup(&NameKey::Abstract(ns, ty, name.to_vec())))
     }
 }
 

@@ -56,11 +56,14 @@ pub const RCV_SHUTDOWN: u8 = 1;
 pub const SEND_SHUTDOWN: u8 = 2;
 pub const SHUTDOWN_MASK: u8 = 3;
 
-/// A bound name: the address as given and the table key it is filed under.
+/// A bound name: the address in the mount's terms, the table key it is filed
+/// under, and the sun_path as the program gave it, when that differs (a
+/// relative path through the preload library): Linux reports that one.
 #[derive(Debug)]
 pub struct BoundName {
     pub addr: Addr,
     pub key: NameKey,
+    pub given: Option<Vec<u8>>,
 }
 
 /// One queued message (dgram, seqpacket) or one chunk of a stream.

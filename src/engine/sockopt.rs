@@ -7,8 +7,8 @@ use nix::errno::Errno;
 
 #[cfg(test)]
 use super::Buf;
-use super::socket::{Conn, Socket};
-use super::{Addr, Engine, Result, SockType, Ucred};
+use super::socket::{BoundName, Conn, Socket};
+use super::{Engine, Result, SockType, Ucred};
 
 /// One socket's options and queue figures, read under one lock.
 #[derive(Clone, Copy, Debug)]
@@ -29,16 +29,16 @@ pub struct SockInfo {
 
 impl Engine {
     /// getsockname(): the bound address, None when unnamed.
-    pub fn local_addr(&self, s: &Arc<Socket>) -> Option<Addr> {
-        s.lock().name.as_ref().map(|n| n.addr.clone())
+    pub fn local_name(&self, s: &Arc<Socket>) -> Option<Arc<BoundName>> {
+        s.lock().name.clone()
     }
 
     /// getpeername(): the peer's current address (None when it is unnamed);
     /// ENOTCONN without a peer.
-    pub fn peer_addr(&self, s: &Arc<Socket>) -> Result<Option<Addr>> {
+    pub fn peer_name(&self, s: &Arc<Socket>) -> Result<Option<Arc<BoundName>>> {
         let peer = Socket::peer(&s.lock()).cloned().ok_or(Errno::ENOTCONN)?;
-        let addr = peer.lock().name.as_ref().map(|n| n.addr.clone());
-        Ok(addr)
+        let name = peer.lock().name.clone();
+        Ok(name)
     }
 
     pub fn info(&self, s: &Arc<Socket>) -> SockInfo {
@@ -83,6 +83,7 @@ impl Engine {
 mod tests {
     use super::super::tests::{engine, root};
     use super::*;
+    use crate::engine::Addr;
 
     #[test]
     fn queue_figures_follow_unix_inq_len() {
@@ -133,12 +134,15 @@ mod tests {
         let e = engine();
         let c = root();
         let s = e.socket(SockType::Dgram, &c);
-        assert_eq!(e.local_addr(&s), None);
-        assert_eq!(e.peer_addr(&s).unwrap_err(), Errno::ENOTCONN);
+        assert!(e.local_name(&s).is_none());
+        assert_eq!(e.peer_name(&s).unwrap_err(), Errno::ENOTCONN);
         e.bind(&s, &Addr::Abstract(b"opt".to_vec()), &c).unwrap();
-        assert_eq!(e.local_addr(&s), Some(Addr::Abstract(b"opt".to_vec())));
+        assert_eq!(
+            e.local_name(&s).map(|n| n.addr.clone()),
+            Some(Addr::Abstract(b"opt".to_vec()))
+        );
         let (a, b) = e.socketpair(SockType::Stream, &c);
-        assert_eq!(e.peer_addr(&a).unwrap(), None, "an unnamed peer");
+        assert!(e.peer_name(&a).unwrap().is_none(), "an unnamed peer");
         assert_eq!(e.info(&b).peercred.map(|p| p.pid), Some(1));
         e.set_buffer(&a, Buf::Send, 65536, false, &c).unwrap();
         assert_eq!(e.info(&a).sndbuf, 131072);

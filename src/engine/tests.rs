@@ -169,7 +169,7 @@ fn names_follow_linux() {
     assert_eq!(e.connect(&q, &abs("n"), &c, None), Err(Errno::ECONNREFUSED));
     // Autobind: 5 hex digits, idempotent, explicit bind afterwards EINVAL.
     let a = e.socket(SockType::Dgram, &c);
-    e.autobind(&a).unwrap();
+    e.autobind(&a, &c).unwrap();
     let name = a.lock().name.clone().unwrap();
     let Addr::Abstract(n) = &name.addr else {
         panic!("not abstract")
@@ -179,7 +179,7 @@ fn names_follow_linux() {
             && n.iter()
                 .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
     );
-    e.autobind(&a).unwrap();
+    e.autobind(&a, &c).unwrap();
     assert!(Arc::ptr_eq(&name, a.lock().name.as_ref().unwrap()));
     assert_eq!(e.bind(&a, &abs("late"), &c), Err(Errno::EINVAL));
     // Path names: stale node refuses, rebind needs rm.
@@ -703,4 +703,58 @@ fn collector_closes_files_carried_by_garbage() {
     near.set_nonblocking(false).unwrap();
     assert_eq!(near.read(&mut buf).unwrap(), 0, "the held file was closed");
     assert_eq!(e.gc.user_inflight(0), 0);
+}
+
+/// Abstract names and autobinds follow the caller's network namespace: two
+/// namespaces hold the same name apart and never find each other's.
+#[test]
+fn abstract_names_are_per_network_namespace() {
+    let e = engine();
+    let (ns1, ns2) = (1_000_001, 1_000_002);
+    let c1 = root().in_netns(ns1);
+    let c2 = root().in_netns(ns2);
+    let a = e.socket(SockType::Dgram, &c1);
+    e.bind(&a, &abs("shared"), &c1).unwrap();
+    let b = e.socket(SockType::Dgram, &c2);
+    e.bind(&b, &abs("shared"), &c2).unwrap();
+    assert_eq!(
+        e.find(&abs("shared"), SockType::Dgram, &c1).unwrap().id,
+        a.id
+    );
+    assert_eq!(
+        e.find(&abs("shared"), SockType::Dgram, &c2).unwrap().id,
+        b.id
+    );
+    let only1 = e.socket(SockType::Stream, &c1);
+    e.bind(&only1, &abs("only1"), &c1).unwrap();
+    let q = e.socket(SockType::Stream, &c2);
+    assert_eq!(
+        e.connect(&q, &abs("only1"), &c2, None),
+        Err(Errno::ECONNREFUSED)
+    );
+    assert!(e.find_abstract_any(b"only1", &c2).is_none());
+    assert_eq!(e.find_abstract_any(b"only1", &c1).unwrap().id, only1.id);
+    // An autobound name is found from its own namespace only.
+    let auto = e.socket(SockType::Dgram, &c1);
+    e.autobind(&auto, &c1).unwrap();
+    let Addr::Abstract(n) = auto.lock().name.clone().unwrap().addr.clone() else {
+        panic!("not abstract")
+    };
+    assert!(
+        e.find(&Addr::Abstract(n.clone()), SockType::Dgram, &c2)
+            .is_err()
+    );
+    assert_eq!(
+        e.find(&Addr::Abstract(n), SockType::Dgram, &c1).unwrap().id,
+        auto.id
+    );
+    // Listed together, each with its namespace.
+    let listed: Vec<_> = e
+        .abstract_names()
+        .into_iter()
+        .filter(|(_, _, n, _)| n == b"shared")
+        .map(|(ns, _, _, s)| (ns, s.id))
+        .collect();
+    assert_eq!(listed.len(), 2);
+    assert!(listed.contains(&(ns1, a.id)) && listed.contains(&(ns2, b.id)));
 }

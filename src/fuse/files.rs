@@ -391,7 +391,7 @@ fn run_command(
 ) -> Result<(), Errno> {
     match ctl::parse(line)? {
         Command::Bind(Some(a)) => eng.bind(s, &a, caller),
-        Command::Bind(None) => eng.autobind(s),
+        Command::Bind(None) => eng.autobind(s, caller),
         Command::Listen(b) => eng.listen(s, b, caller),
         Command::Connect(Some(a)) => eng.connect(s, &a, caller, w),
         Command::Connect(None) => eng.disconnect(s),

@@ -11,6 +11,7 @@ use nix::errno::Errno;
 use super::Inner;
 use super::ioctl_abi::*;
 use crate::engine::addr::{MAX_ABSTRACT_NAME, MAX_PATH_NAME};
+use crate::engine::socket::BoundName;
 use crate::engine::{Addr, Buf, Caller, SockType, Socket, Ucred};
 
 /// Answers one ioctl; commands that are not udsfs's (shells probe
@@ -84,15 +85,37 @@ fn decode_addr(buf: &[u8; ADDR_MAX], len: u32) -> Result<Option<Addr>, Errno> {
     Ok(Some(Addr::Path(bytes.to_vec())))
 }
 
-fn encode_addr(a: Option<&Addr>, buf: &mut [u8; ADDR_MAX]) -> u32 {
-    let bytes: Vec<u8> = match a {
-        None => return 0,
-        Some(Addr::Path(p)) => p.clone(),
-        Some(Addr::Abstract(n)) => std::iter::once(0).chain(n.iter().copied()).collect(),
+/// A bound name on the wire: the sun_path the program gave bind when there
+/// is one (`ADDR_AS_GIVEN`), else the tree path or abstract name. Returns
+/// the length and the flags.
+fn encode_name(name: Option<&BoundName>, buf: &mut [u8; ADDR_MAX]) -> (u32, u32) {
+    *buf = [0; ADDR_MAX];
+    let (bytes, flags): (Vec<u8>, u32) = match name {
+        None => return (0, 0),
+        Some(BoundName { given: Some(g), .. }) => (g.clone(), ADDR_AS_GIVEN),
+        Some(n) => match &n.addr {
+            Addr::Path(p) => (p.clone(), 0),
+            Addr::Abstract(a) => (std::iter::once(0).chain(a.iter().copied()).collect(), 0),
+        },
     };
     let n = bytes.len().min(ADDR_MAX);
     buf[..n].copy_from_slice(&bytes[..n]);
-    n as u32
+    (n as u32, flags)
+}
+
+/// OP_BIND's `given`: a path as sun_path holds it (no NUL, at most 108 bytes).
+fn decode_given(ctl: &Ctl) -> Result<Option<&[u8]>, Errno> {
+    let len = ctl.given_len as usize;
+    if len == 0 {
+        return Ok(None);
+    }
+    match ctl.given.get(..len) {
+        Some(g) if len <= MAX_PATH_NAME && !g.contains(&0) => Ok(Some(g)),
+        _ => {
+            log::info!("udsfs ioctl: bind's given path of {len} bytes refused");
+            Err(Errno::EINVAL)
+        }
+    }
 }
 
 fn sock_type_number(t: SockType) -> i64 {
@@ -108,8 +131,9 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
     let addr = decode_addr(&ctl.addr, ctl.addr_len);
     let res = match ctl.op {
         OP_BIND => match addr? {
+            Some(a @ Addr::Path(_)) => eng.bind_as(s, &a, decode_given(ctl)?, c),
             Some(a) => eng.bind(s, &a, c),
-            None => eng.autobind(s),
+            None => eng.autobind(s, c),
         },
         OP_LISTEN => eng.listen(s, ctl.arg as i64, c),
         OP_CONNECT => match addr? {
@@ -124,13 +148,12 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             _ => Err(Errno::EINVAL),
         },
         OP_GETNAME => {
-            let a = if ctl.arg == 0 {
-                eng.local_addr(s)
+            let name = if ctl.arg == 0 {
+                eng.local_name(s)
             } else {
-                eng.peer_addr(s)?
+                eng.peer_name(s)?
             };
-            ctl.addr = [0; ADDR_MAX];
-            ctl.addr_len = encode_addr(a.as_ref(), &mut ctl.addr);
+            (ctl.addr_len, ctl.addr_flags) = encode_name(name.as_deref(), &mut ctl.addr);
             Ok(())
         }
         OP_INFO => {
@@ -308,8 +331,7 @@ fn message(
             head.status = 0;
             head.len = got.data.len() as u32;
             head.full_len = got.full_len as u32;
-            head.addr = [0; ADDR_MAX];
-            head.addr_len = encode_addr(got.from.as_ref().map(|n| &n.addr), &mut head.addr);
+            (head.addr_len, head.addr_flags) = encode_name(got.from.as_deref(), &mut head.addr);
             head.has_creds = 0;
             if let Some(pid) = got.pidfd {
                 head.has_creds |= HAS_PIDFD;
@@ -349,10 +371,10 @@ mod tests {
     /// The sizes README documents and the library was built against.
     #[test]
     fn wire_sizes() {
-        assert_eq!(std::mem::size_of::<Ctl>(), 232);
+        assert_eq!(std::mem::size_of::<Ctl>(), 352);
         assert_eq!(MSG_BUF, 16376);
         assert_eq!(MSG_ROOM, 14192);
-        assert_eq!(UDSFS_IOC_CTL, 0xc0e8_5501);
+        assert_eq!(UDSFS_IOC_CTL, 0xc160_5501);
         assert_eq!(UDSFS_IOC_MSG, 0xfff8_5502);
     }
 
@@ -363,9 +385,37 @@ mod tests {
             Addr::Path(b"run/x.sock".to_vec()),
             Addr::Abstract(b"\0n".to_vec()),
         ] {
-            let n = encode_addr(Some(&a), &mut buf);
-            assert_eq!(decode_addr(&buf, n).unwrap(), Some(a));
+            let name = BoundName {
+                addr: a.clone(),
+                key: crate::engine::NameKey::Unbound(0),
+                given: None,
+            };
+            let (n, flags) = encode_name(Some(&name), &mut buf);
+            assert_eq!((decode_addr(&buf, n).unwrap(), flags), (Some(a), 0));
         }
+        // A name bound through the library goes back as the program gave it.
+        let given = BoundName {
+            addr: Addr::Path(b"run/x.sock".to_vec()),
+            key: crate::engine::NameKey::Unbound(0),
+            given: Some(b"./x.sock".to_vec()),
+        };
+        let (n, flags) = encode_name(Some(&given), &mut buf);
+        assert_eq!(
+            (&buf[..n as usize], flags),
+            (&b"./x.sock"[..], ADDR_AS_GIVEN)
+        );
+        assert_eq!(encode_name(None, &mut buf), (0, 0));
+        // SAFETY: Ctl is plain integers.
+        let mut ctl: Ctl = unsafe { std::mem::zeroed() };
+        assert_eq!(decode_given(&ctl), Ok(None));
+        ctl.given[..3].copy_from_slice(b"a\0b");
+        ctl.given_len = 3;
+        assert_eq!(decode_given(&ctl), Err(Errno::EINVAL));
+        ctl.given_len = 109;
+        assert_eq!(decode_given(&ctl), Err(Errno::EINVAL));
+        ctl.given[..3].copy_from_slice(b"a/b");
+        ctl.given_len = 3;
+        assert_eq!(decode_given(&ctl), Ok(Some(&b"a/b"[..])));
         assert_eq!(decode_addr(&buf, 0).unwrap(), None);
         assert_eq!(decode_addr(&buf, 200).unwrap_err(), Errno::EINVAL);
         buf[..3].copy_from_slice(b"a\0b");

@@ -49,18 +49,28 @@ pub const fn rights_room(controllen: usize, creds: bool) -> usize {
 
 /// Addresses in `addr`/`addr_len`: a tree path (relative to the mount root)
 /// as bytes, or a NUL followed by an abstract name; length 0 means none
-/// (unnamed, or autobind for OP_BIND).
+/// (unnamed, or autobind for OP_BIND). With `ADDR_AS_GIVEN` in `addr_flags`
+/// an address read back is the sun_path the program gave bind, verbatim.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct Ctl {
     pub op: u32,
     pub arg: i32,
     pub addr_len: u32,
-    pub _pad: u32,
+    /// Out (OP_GETNAME): `ADDR_AS_GIVEN` or 0.
+    pub addr_flags: u32,
     /// Results (OP_INFO: the `INFO_*` indices; OP_TAKE_ERROR: v[0] = errno).
     pub v: [i64; 13],
     pub addr: [u8; ADDR_MAX],
+    /// In (OP_BIND of a path): the sun_path as the program gave it (Linux
+    /// reports it so: `./x.sock` stays `./x.sock`); 0 bytes: none.
+    pub given_len: u32,
+    pub _pad: u32,
+    pub given: [u8; ADDR_MAX],
 }
+
+/// `addr` is the sun_path as given to bind, not a tree path.
+pub const ADDR_AS_GIVEN: u32 = 1;
 
 pub const OP_BIND: u32 = 1;
 pub const OP_LISTEN: u32 = 2;
@@ -128,7 +138,8 @@ pub struct MsgHead {
     pub nrights: u32,
     /// pid, uid, gid.
     pub creds: [u32; 3],
-    pub _pad: u32,
+    /// Out (recv): `ADDR_AS_GIVEN` or 0, for `addr`.
+    pub addr_flags: u32,
     /// Send: `to`; recv: `from`.
     pub addr: [u8; ADDR_MAX],
     /// Socket numbers: passed (send) or received, each a new

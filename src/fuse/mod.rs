@@ -233,7 +233,7 @@ impl Inner {
         }
     }
 
-    fn lookup_node(&self, parent: Node, name: &[u8]) -> Result<Node, Errno> {
+    fn lookup_node(&self, parent: Node, name: &[u8], c: &Caller) -> Result<Node, Errno> {
         match parent {
             Node::Tree(ROOT_INO) if name == tree::CONTROL_NAME => Ok(Node::Ctrl(Ctrl::Root)),
             Node::Tree(p) => Ok(Node::Tree(self.eng.tree.lookup(p, name)?.ino)),
@@ -271,7 +271,7 @@ impl Inner {
                 .ok_or(Errno::ENOENT),
             Node::Ctrl(Ctrl::AbstractDir) => {
                 let raw = addr::unescape(name).map_err(|_| Errno::ENOENT)?;
-                let s = self.eng.find_abstract_any(&raw).ok_or(Errno::ENOENT)?;
+                let s = self.eng.find_abstract_any(&raw, c).ok_or(Errno::ENOENT)?;
                 Ok(Node::Abstract(s.generation))
             }
             _ => Err(Errno::ENOTDIR),
@@ -356,7 +356,7 @@ impl Inner {
                 out.push((node.ino(), dir, b".".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Root).ino(), dir, b"..".to_vec()));
                 let mut seen = std::collections::HashSet::new();
-                for (_, name, s) in self.eng.abstract_names() {
+                for (_, _, name, s) in self.eng.abstract_names() {
                     let shown = addr::escape(&name).into_bytes();
                     if seen.insert(shown.clone()) {
                         out.push((Node::Abstract(s.generation).ino(), reg, shown));
@@ -569,11 +569,11 @@ impl Filesystem for UdsFs {
         self.inner.shutdown();
     }
 
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let i = &self.inner;
         let res = Node::from_ino(parent.0)
             .ok_or(Errno::ENOENT)
-            .and_then(|p| i.lookup_node(p, name.as_bytes()))
+            .and_then(|p| i.lookup_node(p, name.as_bytes(), &caller(req)))
             .and_then(|n| Ok((i.attr_of(n)?, i.generation(n))));
         match res {
             Ok((attr, generation)) => reply.entry(&TTL, &attr, Generation(generation)),
