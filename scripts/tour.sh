@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A short tour of udsfs: build, mount, make a datagram server and a client with plain
-# shell tools, send and receive, look at the socket node and the status file.
+# shell tools, send and receive, look at the socket node and the status file, then run
+# an unmodified Python program on udsfs sockets with `udsfs run`.
 #
 #     bash scripts/tour.sh [--unmount] [MOUNTPOINT]     (default: mountpoints/default)
 #
@@ -86,6 +87,23 @@ note "closing every handle closes the socket; like Linux, the name stays until r
 show 'exec 3>&- 4>&-'
 show 'sleep 0.1; ls .udsfs/sock; ls -l run'
 show 'rm run/log.sock'
+
+note "an unmodified program: udsfs run gives its AF_UNIX sockets to udsfs (the preload library)"
+cat >"${TMPDIR:-/tmp}/udsfs-tour.py" <<'PY'
+import os, socket
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind("run/echo.sock")
+srv.listen()
+cli = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+cli.connect("run/echo.sock")
+conn, _ = srv.accept()
+cli.sendall(b"hello through the socket API")
+print("server got:", conn.recv(100).decode())
+print("server fd is", os.readlink(f"/proc/self/fd/{srv.fileno()}"))
+print(open(".udsfs/unix").read(), end="")
+PY
+show '"$UDSFS" run --mount "$MP" -- python3 "${TMPDIR:-/tmp}/udsfs-tour.py"'
+show 'rm run/echo.sock; rm -f "${TMPDIR:-/tmp}/udsfs-tour.py"'
 show 'cd "$ROOT"'
 
 if [ "$unmount" -eq 1 ]; then
