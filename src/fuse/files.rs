@@ -1,7 +1,6 @@
 //! Open files of the mount and the I/O on them: what a read, a write or a
 //! blocking open does, tried once at once and again from the waker.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -11,6 +10,7 @@ use parking_lot::Mutex;
 use crate::ctl::{self, Command};
 use crate::engine::{Caller, Engine, MAX_MSG, SockType, Socket, Ucred, Waiter};
 use crate::msgfmt;
+use crate::sharded::ShardedMap;
 
 pub enum FileKind {
     /// A control handle: reading gives `text`, writing runs commands.
@@ -40,47 +40,27 @@ pub struct OpenFile {
     pub held: Mutex<Option<Arc<Socket>>>,
 }
 
-const SHARDS: usize = 16;
-
 /// Open files by handle number.
+#[derive(Default)]
 pub struct Files {
-    shards: Vec<Mutex<HashMap<u64, Arc<OpenFile>>>>,
+    map: ShardedMap<u64, Arc<OpenFile>>,
     next: AtomicU64,
 }
 
 impl Files {
-    pub fn new() -> Files {
-        Files {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-            next: AtomicU64::new(1),
-        }
-    }
-
     pub fn insert(&self, f: OpenFile) -> u64 {
-        let fh = self.next.fetch_add(1, Ordering::Relaxed);
-        self.shards[(fh % SHARDS as u64) as usize]
-            .lock()
-            .insert(fh, Arc::new(f));
+        // Handle 0 is never given out.
+        let fh = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        self.map.insert(fh, Arc::new(f));
         fh
     }
 
     pub fn get(&self, fh: u64) -> Option<Arc<OpenFile>> {
-        self.shards[(fh % SHARDS as u64) as usize]
-            .lock()
-            .get(&fh)
-            .cloned()
+        self.map.get(&fh)
     }
 
     pub fn remove(&self, fh: u64) -> Option<Arc<OpenFile>> {
-        self.shards[(fh % SHARDS as u64) as usize]
-            .lock()
-            .remove(&fh)
-    }
-}
-
-impl Default for Files {
-    fn default() -> Self {
-        Self::new()
+        self.map.remove(&fh)
     }
 }
 

@@ -3,7 +3,6 @@
 //! answers EINTR for callers that got a signal, since fuser does not pass
 //! FUSE_INTERRUPT on and the kernel would otherwise make them wait forever.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -12,6 +11,7 @@ use fuser::{Errno, ReplyData, ReplyOpen, ReplyWrite};
 use parking_lot::Mutex;
 
 use crate::engine::Wake;
+use crate::sharded::ShardedMap;
 
 /// A reply still owed, with what is needed to retry the operation.
 pub enum Pending {
@@ -142,11 +142,9 @@ impl Wake for Parked {
     }
 }
 
-const SHARDS: usize = 16;
-
 /// Every parked request, for the watchdog and for unmount.
 pub struct ParkTable {
-    shards: Vec<Mutex<HashMap<u64, Arc<Parked>>>>,
+    parked: ShardedMap<u64, Arc<Parked>>,
     next: AtomicU64,
     count: AtomicU64,
     retry: Box<dyn Retry>,
@@ -157,7 +155,7 @@ pub struct ParkTable {
 impl ParkTable {
     pub fn new(retry: Box<dyn Retry>) -> Arc<ParkTable> {
         Arc::new(ParkTable {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            parked: ShardedMap::new(),
             next: AtomicU64::new(1),
             count: AtomicU64::new(0),
             retry,
@@ -183,16 +181,12 @@ impl ParkTable {
         }
     }
 
-    fn shard(&self, id: u64) -> &Mutex<HashMap<u64, Arc<Parked>>> {
-        &self.shards[(id % SHARDS as u64) as usize]
-    }
-
     fn get(&self, id: u64) -> Option<Arc<Parked>> {
-        self.shard(id).lock().get(&id).cloned()
+        self.parked.get(&id)
     }
 
     fn remove(&self, id: u64) {
-        if self.shard(id).lock().remove(&id).is_some() {
+        if self.parked.remove(&id).is_some() {
             self.count.fetch_sub(1, Ordering::SeqCst);
         }
     }
@@ -220,7 +214,7 @@ impl ParkTable {
             done: AtomicBool::new(false),
             owner: Arc::downgrade(self),
         });
-        self.shard(id).lock().insert(id, parked.clone());
+        self.parked.insert(id, parked.clone());
         self.count.fetch_add(1, Ordering::SeqCst);
         parked.kick();
     }
@@ -234,10 +228,7 @@ impl ParkTable {
     }
 
     fn all(&self) -> Vec<Arc<Parked>> {
-        self.shards
-            .iter()
-            .flat_map(|s| s.lock().values().cloned().collect::<Vec<_>>())
-            .collect()
+        self.parked.values()
     }
 
     /// Answers every parked request with `err` (unmount).
