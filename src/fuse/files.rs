@@ -7,10 +7,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use super::outgoing::{Held, WriteJob, send_batch};
 use crate::ctl::{self, Command};
-use crate::engine::{Caller, Engine, MAX_MSG, SockType, Socket, Ucred, Waiter};
-use crate::msgfmt;
+use crate::engine::{Caller, Engine, MAX_MSG, SockType, Socket, Waiter};
+use crate::msgfmt::{self, Ending};
 use crate::sharded::ShardedMap;
+use std::borrow::Cow;
 
 pub enum FileKind {
     /// A control handle: reading gives `text`, writing runs commands.
@@ -70,27 +72,6 @@ fn read_at(text: &[u8], offset: u64, size: u32) -> Vec<u8> {
     text[start..end].to_vec()
 }
 
-/// Explicit credentials are the caller's own unless it is root (scm_check_creds).
-fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
-    if !caller.is_root() {
-        let st = caller.status();
-        let pid_ok = c.pid == st.tgid;
-        let uid_ok = st.uids[..3].contains(&c.uid);
-        let gid_ok = st.gids[..3].contains(&c.gid);
-        if !(pid_ok && uid_ok && gid_ok) {
-            return Err(Errno::EPERM);
-        }
-    }
-    if c.pid <= 0 || !std::path::Path::new(&format!("/proc/{}", c.pid)).exists() {
-        return Err(if caller.is_root() {
-            Errno::ESRCH
-        } else {
-            Errno::EPERM
-        });
-    }
-    Ok(())
-}
-
 impl OpenFile {
     pub fn is_stream_data(&self) -> bool {
         matches!(self.kind, FileKind::Data | FileKind::Msg(..))
@@ -148,16 +129,51 @@ impl OpenFile {
         }
     }
 
-    /// One write, continued from `done` (bytes already taken). Ok(n) is the
-    /// count to report; EAGAIN leaves `w` waiting and `done` updated.
+    /// Takes a write: for `msg` files, adds it to what the file's
+    /// assembler keeps and gives the segments ready to send.
+    pub fn start_write<'a>(
+        &self,
+        eng: &Arc<Engine>,
+        data: &'a [u8],
+    ) -> Result<WriteJob<'a>, Errno> {
+        match &self.kind {
+            FileKind::Msg(_, asm) => {
+                let batch = asm.lock().take(data).inspect_err(|e| {
+                    log::info!("msg write: malformed record: {}", e.desc());
+                })?;
+                Ok(WriteJob::Msg {
+                    batch,
+                    done: 0,
+                    held: Held::new(eng.clone()),
+                })
+            }
+            _ => Ok(WriteJob::Plain {
+                data: Cow::Borrowed(data),
+                done: 0,
+            }),
+        }
+    }
+
+    /// Runs a write on from where it got. Ok(n) is the count to report;
+    /// EAGAIN leaves `w` waiting and the job updated.
     pub fn write(
         &self,
         eng: &Engine,
-        data: &[u8],
-        done: &mut usize,
+        job: &mut WriteJob,
         caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<usize, Errno> {
+        let (data, done) = match job {
+            WriteJob::Plain { data, done } => (&data[..], done),
+            WriteJob::Msg { batch, done, held } => {
+                let (s, FileKind::Msg(_, asm)) = (self.sock.as_ref(), &self.kind) else {
+                    return Err(Errno::EBADF);
+                };
+                let s = s.ok_or(Errno::EBADF)?;
+                send_batch(s, batch, done, held, caller, w)?;
+                return Ok(asm.lock().settle(batch, batch.whole, Ending::Sent));
+            }
+        };
         if let FileKind::Gc(_) = self.kind {
             return match data.trim_ascii() {
                 b"run" => {
@@ -169,7 +185,7 @@ impl OpenFile {
         }
         let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
         match &self.kind {
-            FileKind::Snapshot(_) | FileKind::Gc(_) => Err(Errno::EBADF),
+            FileKind::Snapshot(_) | FileKind::Gc(_) | FileKind::Msg(..) => Err(Errno::EBADF),
             FileKind::Ctl { .. } => {
                 while *done < data.len() {
                     let rest = &data[*done..];
@@ -207,104 +223,31 @@ impl OpenFile {
                 }
                 Ok(data.len())
             }
-            FileKind::Msg(..) => {
-                // `data` holds whole records (see `assemble`); `done` is how
-                // far into it the sending got.
-                while *done < data.len() {
-                    send_record(eng, s, data, done, caller, w)?;
-                }
-                Ok(data.len())
-            }
         }
     }
 
-    /// For `msg` files: what of a write forms whole records (None for
-    /// other files, which take each write as it is).
-    pub fn assemble(&self, data: &[u8]) -> Option<Result<Vec<u8>, Errno>> {
-        match &self.kind {
-            FileKind::Msg(_, asm) => Some(asm.lock().push(data)),
-            _ => None,
-        }
-    }
-}
-
-/// Sends the record that `*done` points into, from where it got to.
-fn send_record(
-    eng: &Engine,
-    s: &Arc<Socket>,
-    buf: &[u8],
-    done: &mut usize,
-    caller: &Caller,
-    w: Option<&Waiter>,
-) -> Result<(), Errno> {
-    // Find the record *done points into: its header is at `at`, its
-    // payload at start..end; *done == at means it is not begun.
-    let mut at = 0;
-    let (h, start, end) = loop {
-        let (h, start, end) = msgfmt::record_at(buf, at)?;
-        if *done < end || *done == at {
-            break (h, start, end);
-        }
-        at = end;
-    };
-    let fresh = *done == at;
-    if fresh {
-        if let Some(c) = &h.creds {
-            check_creds(c, caller)?;
-        }
-        *done = start;
-    }
-    // Sockets go with the first piece of the payload only.
-    let mut rights = if fresh {
-        eng.hold_for_passing(&h.rights, caller).inspect_err(|e| {
-            log::info!(
-                "socket {}: rights={:?} refused: {}",
-                s.id,
-                h.rights,
-                e.desc()
-            );
-        })?
-    } else {
-        Vec::new()
-    };
-    let res = if s.ty == SockType::Stream {
-        let mut r = Ok(());
-        while *done < end {
-            match eng.send_msg(
-                s,
-                &buf[*done..end],
-                h.to.as_ref(),
-                h.creds,
-                &mut rights,
-                caller,
-                w,
-            ) {
-                Ok(n) => *done += n,
-                Err(e) => {
-                    r = Err(e);
-                    break;
-                }
+    /// Ends a write that stops early with `err` (EAGAIN without waiting, a
+    /// signal, a failure): the count write(2) reports when part of it was
+    /// taken, None to report `err`. A `msg` file keeps the unsent rest of a
+    /// record begun (see `msgfmt::Assembler`) unless the send failed.
+    pub fn end_write(&self, job: WriteJob, err: Errno) -> Option<usize> {
+        let paused = matches!(err, Errno::EAGAIN | Errno::EINTR | Errno::ENOTCONN);
+        let n = match (job, &self.kind) {
+            (WriteJob::Msg { batch, done, .. }, FileKind::Msg(_, asm)) => {
+                let how = if paused {
+                    Ending::Paused
+                } else {
+                    Ending::Failed
+                };
+                asm.lock().settle(&batch, done, how)
             }
-        }
-        r
-    } else {
-        eng.send_msg(
-            s,
-            &buf[start..end],
-            h.to.as_ref(),
-            h.creds,
-            &mut rights,
-            caller,
-            w,
-        )
-        .map(|_| *done = end)
-    };
-    // Whatever was not queued (a failed send, or a zero-length stream
-    // message, which drops them as Linux does) is let go.
-    for r in rights {
-        eng.put(&r);
+            // A command that fails is the write's error, even after others ran.
+            (WriteJob::Plain { .. }, FileKind::Ctl { .. }) if !paused => 0,
+            (WriteJob::Plain { done, .. }, _) => done,
+            (WriteJob::Msg { .. }, _) => 0,
+        };
+        (n > 0).then_some(n)
     }
-    res
 }
 
 fn run_command(

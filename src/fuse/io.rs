@@ -23,11 +23,25 @@ impl Retry for Retrier {
         inner.attempt(p, &Caller::new(tid, uid, gid), Some(&w))
     }
 
-    fn cleanup_open(&self, op: OpenOp) {
-        if let Some(inner) = self.0.upgrade()
-            && let OpenOp::Connect { client, .. } = op
-        {
-            inner.eng.put(&client);
+    fn abandon(&self, p: Pending, err: FErrno) {
+        let Some(inner) = self.0.upgrade() else {
+            return p.fail(err);
+        };
+        match p {
+            Pending::Open { op, reply } => {
+                if let OpenOp::Connect { client, .. } = op {
+                    inner.eng.put(&client);
+                }
+                reply.error(err);
+            }
+            Pending::Write { fh, job, reply } => {
+                let errno = Errno::from_raw(err.code());
+                match inner.files.get(fh).and_then(|f| f.end_write(job, errno)) {
+                    Some(n) => reply.written(n as u32),
+                    None => reply.error(err),
+                }
+            }
+            p => p.fail(err),
         }
     }
 }
@@ -69,36 +83,25 @@ impl Inner {
         let Some(f) = self.files.get(fh) else {
             return reply.error(FErrno::EBADF);
         };
-        // msg files send whole records, however the writer split them.
-        let (data, report) = match f.assemble(data) {
-            None => (std::borrow::Cow::Borrowed(data), None),
-            Some(Ok(recs)) if recs.is_empty() => return reply.written(data.len() as u32),
-            Some(Ok(recs)) => (std::borrow::Cow::Owned(recs), Some(data.len())),
-            Some(Err(e)) => {
-                log::info!("msg write: malformed record: {}", e.desc());
-                return reply.error(ferr(e));
-            }
+        let mut job = match f.start_write(&self.eng, data) {
+            Ok(job) => job,
+            Err(e) => return reply.error(ferr(e)),
         };
-        let mut done = 0;
-        match f.write(&self.eng, &data, &mut done, &caller(req), None) {
-            Ok(n) => reply.written(report.unwrap_or(n) as u32),
-            Err(Errno::EAGAIN) if !nonblocking(flags) => self.park(
-                Pending::Write {
-                    fh,
-                    data: data.into_owned(),
-                    done,
-                    report,
-                    reply,
-                },
-                req,
-            ),
-            Err(Errno::EAGAIN) if done > 0 && report.is_none() => reply.written(done as u32),
-            Err(e) => {
-                if e == Errno::EPIPE && f.is_stream_data() {
-                    sigpipe(req.pid());
-                }
-                reply.error(ferr(e))
+        match f.write(&self.eng, &mut job, &caller(req), None) {
+            Ok(n) => reply.written(n as u32),
+            Err(Errno::EAGAIN) if !nonblocking(flags) => {
+                let job = job.into_owned();
+                self.park(Pending::Write { fh, job, reply }, req)
             }
+            Err(e) => match f.end_write(job, e) {
+                Some(n) => reply.written(n as u32),
+                None => {
+                    if e == Errno::EPIPE && f.is_stream_data() {
+                        sigpipe(req.pid());
+                    }
+                    reply.error(ferr(e))
+                }
+            },
         }
     }
 
@@ -119,34 +122,25 @@ impl Inner {
                 }
                 Outcome::Done
             }
-            Pending::Write {
-                fh,
-                data,
-                mut done,
-                report,
-                reply,
-            } => {
+            Pending::Write { fh, mut job, reply } => {
                 let Some(f) = self.files.get(fh) else {
                     reply.error(FErrno::EBADF);
                     return Outcome::Done;
                 };
-                match f.write(&self.eng, &data, &mut done, caller, w) {
-                    Ok(n) => reply.written(report.unwrap_or(n) as u32),
+                match f.write(&self.eng, &mut job, caller, w) {
+                    Ok(n) => reply.written(n as u32),
                     Err(Errno::EAGAIN) => {
-                        return Outcome::Blocked(Pending::Write {
-                            fh,
-                            data,
-                            done,
-                            report,
-                            reply,
-                        });
+                        return Outcome::Blocked(Pending::Write { fh, job, reply });
                     }
-                    Err(e) => {
-                        if e == Errno::EPIPE && f.is_stream_data() {
-                            sigpipe(caller.tid);
+                    Err(e) => match f.end_write(job, e) {
+                        Some(n) => reply.written(n as u32),
+                        None => {
+                            if e == Errno::EPIPE && f.is_stream_data() {
+                                sigpipe(caller.tid);
+                            }
+                            reply.error(ferr(e))
                         }
-                        reply.error(ferr(e))
-                    }
+                    },
                 }
                 Outcome::Done
             }

@@ -15,6 +15,7 @@ mod ioctl;
 mod namespace;
 mod nodes;
 mod open;
+mod outgoing;
 pub mod park;
 mod poll;
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use fuser::{Errno, ReplyData, ReplyOpen, ReplyWrite};
 use parking_lot::Mutex;
 
+use super::outgoing::WriteJob;
 use crate::engine::Wake;
 use crate::sharded::ShardedMap;
 
@@ -22,12 +23,8 @@ pub enum Pending {
     },
     Write {
         fh: u64,
-        data: Vec<u8>,
-        /// Bytes already sent (stream) or commands already run (ctl).
-        done: usize,
-        /// What to report on success when `data` is not what was written
-        /// (msg files send whole records assembled from several writes).
-        report: Option<usize>,
+        /// What was taken and how far it got.
+        job: WriteJob<'static>,
         reply: ReplyWrite,
     },
     Open {
@@ -52,16 +49,10 @@ pub enum OpenOp {
 }
 
 impl Pending {
-    /// Answers with an error; a write that already sent bytes reports them.
+    /// Answers with an error, whatever was done (see `Retry::abandon`).
     pub fn fail(self, err: Errno) {
         match self {
             Pending::Read { reply, .. } => reply.error(err),
-            Pending::Write {
-                reply,
-                done,
-                report: None,
-                ..
-            } if done > 0 => reply.written(done as u32),
             Pending::Write { reply, .. } => reply.error(err),
             Pending::Open { reply, .. } => reply.error(err),
         }
@@ -77,7 +68,9 @@ pub enum Outcome {
 /// Retries a pending request, leaving `waiter` on the socket if it blocks.
 pub trait Retry: Send + Sync + 'static {
     fn attempt(&self, p: Pending, tid: u32, uid: u32, gid: u32, waiter: &Arc<Parked>) -> Outcome;
-    fn cleanup_open(&self, op: OpenOp);
+    /// Answers a request that will not be retried: a write that got part
+    /// of its bytes out reports them, a pending open lets go of what it made.
+    fn abandon(&self, p: Pending, err: Errno);
 }
 
 pub struct Parked {
@@ -173,12 +166,7 @@ impl ParkTable {
     /// Answers a request that will not be retried, releasing what a
     /// pending open made for it.
     fn answer(&self, p: Pending, err: Errno) {
-        if let Pending::Open { op, reply } = p {
-            self.retry.cleanup_open(op);
-            reply.error(err);
-        } else {
-            p.fail(err);
-        }
+        self.retry.abandon(p, err);
     }
 
     fn get(&self, id: u64) -> Option<Arc<Parked>> {
