@@ -149,6 +149,7 @@ scripts!(
     parked_bound,
     parked_rights,
     pass_socket,
+    poll_idle,
     poll_socat,
     soak,
     stream_echo,

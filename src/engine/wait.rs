@@ -70,8 +70,18 @@ pub struct WaitList {
 /// Beyond this many entries a registration first drops the dead ones.
 const PRUNE_AT: usize = 32;
 
+/// The same waiter, whatever trait-object vtable the pointer carries.
+fn same(a: &Waiter, b: &Waiter) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
 impl WaitList {
+    /// Adds `w` unless it is there already: a waiter that registers again
+    /// (a poll re-armed, a retry that blocks again) is kept once.
     pub fn add(&mut self, w: Waiter) {
+        if self.waiters.iter().any(|x| same(x, &w)) {
+            return;
+        }
         if self.waiters.len() >= PRUNE_AT {
             self.waiters.retain(|w| w.is_live());
         }

@@ -1,13 +1,14 @@
 //! Open files of the mount and the I/O on them: what a read, a write or a
 //! blocking open does, tried once at once and again from the waker.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use super::outgoing::{Held, WriteJob, send_batch};
+use super::poll::PollWaiter;
 use crate::ctl::{self, Command};
 use crate::engine::{Caller, Engine, MAX_MSG, SockType, Socket, Waiter};
 use crate::msgfmt::{self, Ending};
@@ -40,6 +41,8 @@ pub struct OpenFile {
     pub kind: FileKind,
     /// A socketpair's second socket, held until one of its files is opened.
     pub held: Mutex<Option<Arc<Socket>>>,
+    /// The file's poll registration, made at its first poll.
+    pub poller: OnceLock<Arc<PollWaiter>>,
 }
 
 /// Open files by handle number.
@@ -73,6 +76,15 @@ fn read_at(text: &[u8], offset: u64, size: u32) -> Vec<u8> {
 }
 
 impl OpenFile {
+    pub fn new(sock: Option<Arc<Socket>>, kind: FileKind) -> OpenFile {
+        OpenFile {
+            sock,
+            kind,
+            held: Mutex::new(None),
+            poller: OnceLock::new(),
+        }
+    }
+
     pub fn is_stream_data(&self) -> bool {
         matches!(self.kind, FileKind::Data | FileKind::Msg(..))
             && self.sock.as_ref().is_some_and(|s| s.ty == SockType::Stream)

@@ -48,37 +48,28 @@ impl Inner {
     }
 
     fn ctl_handle(&self, s: Arc<Socket>, text: String) -> u64 {
-        self.files.insert(OpenFile {
-            sock: Some(s),
-            kind: FileKind::Ctl {
+        self.files.insert(OpenFile::new(
+            Some(s),
+            FileKind::Ctl {
                 text: text.into_bytes(),
             },
-            held: Mutex::new(None),
-        })
+        ))
     }
 
     fn data_handle(&self, s: Arc<Socket>) -> u64 {
-        self.files.insert(OpenFile {
-            sock: Some(s),
-            kind: FileKind::Data,
-            held: Mutex::new(None),
-        })
+        self.files.insert(OpenFile::new(Some(s), FileKind::Data))
     }
 
     fn msg_handle(&self, s: Arc<Socket>) -> u64 {
-        self.files.insert(OpenFile {
-            sock: Some(s),
-            kind: FileKind::Msg(Mutex::new(MsgReader::default()), Mutex::default()),
-            held: Mutex::new(None),
-        })
+        self.files.insert(OpenFile::new(
+            Some(s),
+            FileKind::Msg(Mutex::new(MsgReader::default()), Mutex::default()),
+        ))
     }
 
     fn snapshot(&self, text: String) -> u64 {
-        self.files.insert(OpenFile {
-            sock: None,
-            kind: FileKind::Snapshot(text.into_bytes()),
-            held: Mutex::new(None),
-        })
+        self.files
+            .insert(OpenFile::new(None, FileKind::Snapshot(text.into_bytes())))
     }
 
     fn gc_text(&self) -> String {
@@ -145,11 +136,8 @@ impl Inner {
             }
             Node::Ctrl(Ctrl::Unix) => Ok((i.snapshot(i.eng.proc_net_unix()), direct)),
             Node::Ctrl(Ctrl::Gc) => Ok((
-                i.files.insert(OpenFile {
-                    sock: None,
-                    kind: FileKind::Gc(i.gc_text().into_bytes()),
-                    held: Mutex::new(None),
-                }),
+                i.files
+                    .insert(OpenFile::new(None, FileKind::Gc(i.gc_text().into_bytes()))),
                 direct,
             )),
             Node::Sock(generation, f) => {
@@ -240,6 +228,9 @@ impl Inner {
     /// Closing a file: drops its socket reference (and a pair's unopened half).
     pub(super) fn release(&self, fh: u64) {
         if let Some(f) = self.files.remove(fh) {
+            if let Some(p) = f.poller.get() {
+                p.disarm();
+            }
             if let Some(b) = f.held.lock().take()
                 && let Some(held) = self.held_pairs.lock().remove(&b.id)
             {

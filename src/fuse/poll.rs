@@ -1,8 +1,6 @@
 //! poll, select and epoll: the readiness of a socket file, and a
 //! notification to the kernel when it may have changed.
 
-use std::sync::Arc;
-
 use fuser::{Errno as FErrno, PollEvents, PollFlags, PollNotifier, ReplyPoll};
 use parking_lot::Mutex;
 
@@ -10,8 +8,19 @@ use super::Inner;
 use super::files::FileKind;
 use crate::engine::{Waiter, Wake};
 
-/// A poll registration: tells the kernel to poll again at the next change.
-struct PollWaiter(Mutex<Option<PollNotifier>>);
+/// The poll registration of one open file: registered on the socket's
+/// lists once (they keep a waiter once), re-armed with the kernel's latest
+/// notifier at each poll, so an idle socket holds one per file however often
+/// it is polled.
+#[derive(Default)]
+pub struct PollWaiter(Mutex<Option<PollNotifier>>);
+
+impl PollWaiter {
+    /// The file is closed: its registration is dropped at the next prune.
+    pub fn disarm(&self) {
+        self.0.lock().take();
+    }
+}
 
 impl Wake for PollWaiter {
     fn wake(&self) {
@@ -34,9 +43,13 @@ impl Inner {
                 (libc::POLLIN | libc::POLLOUT) as u32
             }
             (_, Some(s)) => {
-                let w: Option<Waiter> = flags
+                let w = flags
                     .contains(PollFlags::FUSE_POLL_SCHEDULE_NOTIFY)
-                    .then(|| Arc::new(PollWaiter(Mutex::new(Some(ph)))) as Waiter);
+                    .then(|| {
+                        let pw = f.poller.get_or_init(Default::default);
+                        *pw.0.lock() = Some(ph);
+                        pw.clone() as Waiter
+                    });
                 self.eng.poll(s, w.as_ref())
             }
         };
