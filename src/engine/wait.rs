@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 /// Something to call when a socket's state may let a blocked operation proceed.
 pub trait Wake: Send + Sync {
-    fn wake(&self);
+    /// Takes the waiter's reference: a parked request retries itself from it.
+    fn wake(self: Arc<Self>);
     /// False once the waiter was answered another way (signal, unmount): the
     /// list drops it instead of keeping it until the next wake-up.
     fn is_live(&self) -> bool {
@@ -140,7 +141,7 @@ impl ThreadWaiter {
 }
 
 impl Wake for ThreadWaiter {
-    fn wake(&self) {
+    fn wake(self: Arc<Self>) {
         *self.woken.lock() = true;
         self.cv.notify_all();
     }

@@ -3,11 +3,11 @@
 
 use std::sync::{Arc, Weak};
 
-use fuser::{Errno as FErrno, FileHandle, ReplyData, ReplyWrite, Request};
 use nix::errno::Errno;
 
-use super::park::{OpenOp, Outcome, Parked, Pending, Retry};
-use super::{Inner, caller, ferr, nonblocking};
+use super::park::{OpenOp, Outcome, Parked, Pending, Retry, deferring_wakeups};
+use super::reply::ReplySink;
+use super::{Inner, nonblocking};
 use crate::engine::{Caller, Waiter};
 
 /// Retries parked requests on behalf of the park table.
@@ -16,14 +16,14 @@ pub(super) struct Retrier(pub(super) Weak<Inner>);
 impl Retry for Retrier {
     fn attempt(&self, p: Pending, tid: u32, uid: u32, gid: u32, waiter: &Arc<Parked>) -> Outcome {
         let Some(inner) = self.0.upgrade() else {
-            p.fail(FErrno::ENOTCONN);
+            p.fail(Errno::ENOTCONN);
             return Outcome::Done;
         };
         let w: Waiter = waiter.clone();
         inner.attempt(p, &Caller::new(tid, uid, gid), Some(&w))
     }
 
-    fn abandon(&self, p: Pending, err: FErrno) {
+    fn abandon(&self, p: Pending, err: Errno) {
         let Some(inner) = self.0.upgrade() else {
             return p.fail(err);
         };
@@ -35,8 +35,7 @@ impl Retry for Retrier {
                 reply.error(err);
             }
             Pending::Write { fh, job, reply } => {
-                let errno = Errno::from_raw(err.code());
-                match inner.files.get(fh).and_then(|f| f.end_write(job, errno)) {
+                match inner.files.get(fh).and_then(|f| f.end_write(job, err)) {
                     Some(n) => reply.written(n as u32),
                     None => reply.error(err),
                 }
@@ -58,51 +57,49 @@ fn sigpipe(tid: u32) {
 }
 
 impl Inner {
-    pub(super) fn read(
-        &self,
-        req: &Request,
-        fh: u64,
-        offset: u64,
-        size: u32,
-        flags: i32,
-        reply: ReplyData,
-    ) {
-        let Some(f) = self.files.get(fh) else {
-            return reply.error(FErrno::EBADF);
-        };
-        match f.read(&self.eng, offset, size, &caller(req), None) {
-            Ok(d) => reply.data(&d),
-            Err(Errno::EAGAIN) if !nonblocking(flags) => {
-                self.park(Pending::Read { fh, size, reply }, req)
+    /// read(2) on an open file.
+    pub fn read(&self, fh: u64, offset: u64, size: u32, flags: i32, c: Caller, reply: ReplySink) {
+        deferring_wakeups(|| {
+            let Some(f) = self.files.get(fh) else {
+                return reply.error(Errno::EBADF);
+            };
+            match f.read(&self.eng, offset, size, &c, None) {
+                Ok(d) => reply.data(&d),
+                Err(Errno::EAGAIN) if !nonblocking(flags) => {
+                    self.park(Pending::Read { fh, size, reply }, &c)
+                }
+                Err(e) => reply.error(e),
             }
-            Err(e) => reply.error(ferr(e)),
-        }
+        })
     }
 
-    pub(super) fn write(&self, req: &Request, fh: u64, data: &[u8], flags: i32, reply: ReplyWrite) {
-        let Some(f) = self.files.get(fh) else {
-            return reply.error(FErrno::EBADF);
-        };
-        let mut job = match f.start_write(&self.eng, data) {
-            Ok(job) => job,
-            Err(e) => return reply.error(ferr(e)),
-        };
-        match f.write(&self.eng, &mut job, &caller(req), None) {
-            Ok(n) => reply.written(n as u32),
-            Err(Errno::EAGAIN) if !nonblocking(flags) => {
-                let job = job.into_owned();
-                self.park(Pending::Write { fh, job, reply }, req)
-            }
-            Err(e) => match f.end_write(job, e) {
-                Some(n) => reply.written(n as u32),
-                None => {
-                    if e == Errno::EPIPE && f.is_stream_data() {
-                        sigpipe(req.pid());
-                    }
-                    reply.error(ferr(e))
+    /// write(2) on an open file.
+    pub fn write(&self, fh: u64, data: &[u8], flags: i32, c: Caller, reply: ReplySink) {
+        deferring_wakeups(|| {
+            let Some(f) = self.files.get(fh) else {
+                return reply.error(Errno::EBADF);
+            };
+            let mut job = match f.start_write(&self.eng, data) {
+                Ok(job) => job,
+                Err(e) => return reply.error(e),
+            };
+            match f.write(&self.eng, &mut job, &c, None) {
+                Ok(n) => reply.written(n as u32),
+                Err(Errno::EAGAIN) if !nonblocking(flags) => {
+                    let job = job.into_owned();
+                    self.park(Pending::Write { fh, job, reply }, &c)
                 }
-            },
-        }
+                Err(e) => match f.end_write(job, e) {
+                    Some(n) => reply.written(n as u32),
+                    None => {
+                        if e == Errno::EPIPE && f.is_stream_data() {
+                            sigpipe(c.tid);
+                        }
+                        reply.error(e)
+                    }
+                },
+            }
+        })
     }
 
     /// Retries a parked request (see `park`).
@@ -110,7 +107,7 @@ impl Inner {
         match p {
             Pending::Read { fh, size, reply } => {
                 let Some(f) = self.files.get(fh) else {
-                    reply.error(FErrno::EBADF);
+                    reply.error(Errno::EBADF);
                     return Outcome::Done;
                 };
                 match f.read(&self.eng, 0, size, caller, w) {
@@ -118,13 +115,13 @@ impl Inner {
                     Err(Errno::EAGAIN) => {
                         return Outcome::Blocked(Pending::Read { fh, size, reply });
                     }
-                    Err(e) => reply.error(ferr(e)),
+                    Err(e) => reply.error(e),
                 }
                 Outcome::Done
             }
             Pending::Write { fh, mut job, reply } => {
                 let Some(f) = self.files.get(fh) else {
-                    reply.error(FErrno::EBADF);
+                    reply.error(Errno::EBADF);
                     return Outcome::Done;
                 };
                 match f.write(&self.eng, &mut job, caller, w) {
@@ -138,7 +135,7 @@ impl Inner {
                             if e == Errno::EPIPE && f.is_stream_data() {
                                 sigpipe(caller.tid);
                             }
-                            reply.error(ferr(e))
+                            reply.error(e)
                         }
                     },
                 }
@@ -146,7 +143,7 @@ impl Inner {
             }
             Pending::Open { op, reply } => match self.open_blocking(op, caller, w) {
                 Ok((fh, flags)) => {
-                    reply.opened(FileHandle(fh), flags);
+                    reply.opened(fh, flags.bits());
                     Outcome::Done
                 }
                 Err((Errno::EAGAIN, Some(op))) => Outcome::Blocked(Pending::Open { op, reply }),
@@ -154,14 +151,14 @@ impl Inner {
                     if let Some(OpenOp::Connect { client, .. }) = op {
                         self.eng.put(&client);
                     }
-                    reply.error(ferr(e));
+                    reply.error(e);
                     Outcome::Done
                 }
             },
         }
     }
 
-    pub(super) fn park(&self, p: Pending, req: &Request) {
-        self.parks.park(p, req.pid(), req.uid(), req.gid());
+    pub(super) fn park(&self, p: Pending, c: &Caller) {
+        self.parks.park(p, c.tid, c.fsuid, c.fsgid);
     }
 }

@@ -18,6 +18,7 @@ mod open;
 mod outgoing;
 pub mod park;
 mod poll;
+pub mod reply;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -40,6 +41,7 @@ use files::Files;
 use io::Retrier;
 use namespace::Maker;
 use park::ParkTable;
+use reply::FuseReply;
 
 fn ferr(e: Errno) -> FErrno {
     FErrno::from_i32(e as i32)
@@ -66,9 +68,22 @@ pub struct Inner {
 }
 
 impl Inner {
+    /// The open-file layer and park table over `eng`, with no mount and no
+    /// watchdog (in-process callers interrupt with `ParkTable::interrupt_thread`).
+    pub fn new(eng: Arc<Engine>, uid: u32, gid: u32) -> Arc<Inner> {
+        Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
+            eng,
+            files: Files::default(),
+            parks: ParkTable::new(Box::new(Retrier(weak.clone()))),
+            uid,
+            gid,
+            held_pairs: Mutex::new(Default::default()),
+        })
+    }
+
     /// Answers every parked request and stops parking new ones (unmount).
     pub fn shutdown(&self) {
-        self.parks.fail_all(FErrno::ENOTCONN);
+        self.parks.fail_all(Errno::ENOTCONN);
     }
 }
 
@@ -78,14 +93,7 @@ pub struct UdsFs {
 
 impl UdsFs {
     pub fn new(eng: Arc<Engine>, uid: u32, gid: u32) -> UdsFs {
-        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
-            eng,
-            files: Files::default(),
-            parks: ParkTable::new(Box::new(Retrier(weak.clone()))),
-            uid,
-            gid,
-            held_pairs: Mutex::new(Default::default()),
-        });
+        let inner = Inner::new(eng, uid, gid);
         inner.parks.spawn_watchdog();
         UdsFs { inner }
     }
@@ -231,7 +239,8 @@ impl Filesystem for UdsFs {
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        self.inner.open(req, ino.0, flags.0, reply);
+        let reply = Box::new(FuseReply::Open(reply));
+        self.inner.open(ino.0, flags.0, caller(req), reply);
     }
 
     fn create(
@@ -262,7 +271,9 @@ impl Filesystem for UdsFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.inner.read(req, fh.0, offset, size, flags.0, reply);
+        let reply = Box::new(FuseReply::Data(reply));
+        self.inner
+            .read(fh.0, offset, size, flags.0, caller(req), reply);
     }
 
     fn write(
@@ -277,7 +288,8 @@ impl Filesystem for UdsFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        self.inner.write(req, fh.0, data, flags.0, reply);
+        let reply = Box::new(FuseReply::Write(reply));
+        self.inner.write(fh.0, data, flags.0, caller(req), reply);
     }
 
     fn flush(

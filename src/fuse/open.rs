@@ -3,14 +3,15 @@
 
 use std::sync::Arc;
 
-use fuser::{FileHandle, FopenFlags, ReplyOpen, Request};
+use fuser::FopenFlags;
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use super::files::{FileKind, MsgReader, OpenFile};
 use super::inode::{Ctrl, Node, SockFile};
-use super::park::{OpenOp, Pending};
-use super::{Inner, caller, ferr, nonblocking};
+use super::park::{OpenOp, Pending, deferring_wakeups};
+use super::reply::ReplySink;
+use super::{Inner, nonblocking};
 use crate::engine::{Caller, Socket, Waiter};
 
 pub(super) fn socket_open_flags() -> FopenFlags {
@@ -111,11 +112,15 @@ impl Inner {
         }
     }
 
-    pub(super) fn open(&self, req: &Request, ino: u64, flags: i32, reply: ReplyOpen) {
+    /// open(2) of a file of the control tree or of the connect views.
+    pub fn open(&self, ino: u64, flags: i32, c: Caller, reply: ReplySink) {
+        deferring_wakeups(|| self.open_now(ino, flags, c, reply))
+    }
+
+    fn open_now(&self, ino: u64, flags: i32, c: Caller, reply: ReplySink) {
         let i = self;
-        let c = caller(req);
         let Some(node) = Node::from_ino(ino) else {
-            return reply.error(ferr(Errno::ENOENT));
+            return reply.error(Errno::ENOENT);
         };
         let direct = FopenFlags::FOPEN_DIRECT_IO;
         let res: Result<(u64, FopenFlags), Errno> = match node {
@@ -171,15 +176,15 @@ impl Inner {
                         // The handle's reference is not kept: accept makes its own.
                         let op = OpenOp::Accept {
                             sock: s.clone(),
-                            uid: req.uid(),
-                            gid: req.gid(),
+                            uid: c.fsuid,
+                            gid: c.fsgid,
                         };
                         let r = i.open_blocking(op, &c, None);
                         i.eng.put(&s);
                         match r {
                             Ok(x) => Ok(x),
                             Err((Errno::EAGAIN, Some(op))) if !nonblocking(flags) => {
-                                return i.park(Pending::Open { op, reply }, req);
+                                return i.park(Pending::Open { op, reply }, &c);
                             }
                             Err((e, _)) => Err(e),
                         }
@@ -204,7 +209,7 @@ impl Inner {
                         match i.open_blocking(op, &c, None) {
                             Ok(x) => Ok(x),
                             Err((Errno::EAGAIN, Some(op))) if !nonblocking(flags) => {
-                                return i.park(Pending::Open { op, reply }, req);
+                                return i.park(Pending::Open { op, reply }, &c);
                             }
                             Err((e, op)) => {
                                 if let Some(OpenOp::Connect { client, .. }) = op {
@@ -220,13 +225,17 @@ impl Inner {
             Node::Ctrl(_) => Err(Errno::EISDIR),
         };
         match res {
-            Ok((fh, fl)) => reply.opened(FileHandle(fh), fl),
-            Err(e) => reply.error(ferr(e)),
+            Ok((fh, fl)) => reply.opened(fh, fl.bits()),
+            Err(e) => reply.error(e),
         }
     }
 
     /// Closing a file: drops its socket reference (and a pair's unopened half).
-    pub(super) fn release(&self, fh: u64) {
+    pub fn release(&self, fh: u64) {
+        deferring_wakeups(|| self.release_now(fh))
+    }
+
+    fn release_now(&self, fh: u64) {
         if let Some(f) = self.files.remove(fh) {
             if let Some(p) = f.poller.get() {
                 p.disarm();

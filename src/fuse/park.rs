@@ -3,12 +3,15 @@
 //! answers EINTR for callers that got a signal, since fuser does not pass
 //! FUSE_INTERRUPT on and the kernel would otherwise make them wait forever.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use fuser::{Errno, ReplyData, ReplyOpen, ReplyWrite};
+use nix::errno::Errno;
 use parking_lot::Mutex;
+
+use super::reply::ReplySink;
 
 use super::outgoing::WriteJob;
 use crate::engine::Wake;
@@ -19,17 +22,17 @@ pub enum Pending {
     Read {
         fh: u64,
         size: u32,
-        reply: ReplyData,
+        reply: ReplySink,
     },
     Write {
         fh: u64,
         /// What was taken and how far it got.
         job: WriteJob<'static>,
-        reply: ReplyWrite,
+        reply: ReplySink,
     },
     Open {
         op: OpenOp,
-        reply: ReplyOpen,
+        reply: ReplySink,
     },
 }
 
@@ -52,9 +55,9 @@ impl Pending {
     /// Answers with an error, whatever was done (see `Retry::abandon`).
     pub fn fail(self, err: Errno) {
         match self {
-            Pending::Read { reply, .. } => reply.error(err),
-            Pending::Write { reply, .. } => reply.error(err),
-            Pending::Open { reply, .. } => reply.error(err),
+            Pending::Read { reply, .. }
+            | Pending::Write { reply, .. }
+            | Pending::Open { reply, .. } => reply.error(err),
         }
     }
 }
@@ -84,6 +87,45 @@ pub struct Parked {
     owner: Weak<ParkTable>,
 }
 
+thread_local! {
+    /// Requests woken on this thread while it runs a file operation or a
+    /// retry: they are retried once that has let go of its locks, since a
+    /// retry may need the same locks (a file's reader or assembler).
+    static DEFERRED: RefCell<Option<Vec<Arc<Parked>>>> = const { RefCell::new(None) };
+}
+
+/// Ends a deferring scope, even if the operation panicked.
+struct DeferScope;
+
+impl Drop for DeferScope {
+    fn drop(&mut self) {
+        DEFERRED.with(|d| *d.borrow_mut() = None);
+    }
+}
+
+/// Runs `op` with the retries it wakes held back until it returns; then
+/// runs them, and the retries they wake in turn, on this thread. Nested
+/// calls leave that to the outermost.
+pub fn deferring_wakeups<R>(op: impl FnOnce() -> R) -> R {
+    let outermost = DEFERRED.with(|d| {
+        let mut d = d.borrow_mut();
+        d.is_none().then(|| *d = Some(Vec::new())).is_some()
+    });
+    if !outermost {
+        return op();
+    }
+    let _scope = DeferScope;
+    let r = op();
+    loop {
+        let batch = DEFERRED.with(|d| d.borrow_mut().as_mut().map(std::mem::take));
+        match batch {
+            Some(b) if !b.is_empty() => b.into_iter().for_each(|p| p.kick()),
+            _ => break,
+        }
+    }
+    r
+}
+
 impl Parked {
     /// Retries until done or blocked. A retry already running on another
     /// thread (or up this thread's stack) is told to go round once more.
@@ -102,7 +144,10 @@ impl Parked {
                 let Some(p) = slot.take() else {
                     return;
                 };
-                match table.retry.attempt(p, self.tid, self.uid, self.gid, self) {
+                let outcome = deferring_wakeups(|| {
+                    table.retry.attempt(p, self.tid, self.uid, self.gid, self)
+                });
+                match outcome {
                     Outcome::Done => {
                         self.done.store(true, Ordering::SeqCst);
                         drop(slot);
@@ -121,11 +166,15 @@ impl Parked {
 }
 
 impl Wake for Parked {
-    fn wake(&self) {
-        // Wake is called through an Arc; rebuild it to kick.
-        if let Some(table) = self.owner.upgrade()
-            && let Some(me) = table.get(self.id)
-        {
+    fn wake(self: Arc<Self>) {
+        let me = DEFERRED.with(|d| match d.borrow_mut().as_mut() {
+            Some(later) => {
+                later.push(self);
+                None
+            }
+            None => Some(self),
+        });
+        if let Some(me) = me {
             me.kick();
         }
     }
@@ -167,10 +216,6 @@ impl ParkTable {
     /// pending open made for it.
     fn answer(&self, p: Pending, err: Errno) {
         self.retry.abandon(p, err);
-    }
-
-    fn get(&self, id: u64) -> Option<Arc<Parked>> {
-        self.parked.get(&id)
     }
 
     fn remove(&self, id: u64) {
@@ -225,6 +270,16 @@ impl ParkTable {
         for p in self.all() {
             self.interrupt(&p, err);
         }
+    }
+
+    /// Answers `err` to the requests parked for thread `tid` (a signal to
+    /// it, as the watchdog sees one); returns how many there were.
+    pub fn interrupt_thread(&self, tid: u32, err: Errno) -> usize {
+        let mine: Vec<_> = self.all().into_iter().filter(|p| p.tid == tid).collect();
+        for p in &mine {
+            self.interrupt(p, err);
+        }
+        mine.len()
     }
 
     fn interrupt(&self, p: &Parked, err: Errno) {

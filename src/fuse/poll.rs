@@ -1,6 +1,8 @@
 //! poll, select and epoll: the readiness of a socket file, and a
 //! notification to the kernel when it may have changed.
 
+use std::sync::Arc;
+
 use fuser::{Errno as FErrno, PollEvents, PollFlags, PollNotifier, ReplyPoll};
 use parking_lot::Mutex;
 
@@ -23,7 +25,7 @@ impl PollWaiter {
 }
 
 impl Wake for PollWaiter {
-    fn wake(&self) {
+    fn wake(self: Arc<Self>) {
         if let Some(n) = self.0.lock().take() {
             let _ = n.notify();
         }
