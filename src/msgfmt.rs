@@ -215,7 +215,7 @@ pub enum Ending {
     Sent,
     /// It stopped for a while (EAGAIN, a signal): what was not sent is kept.
     Paused,
-    /// It failed (EPIPE, EMSGSIZE, ...): what was not sent is dropped.
+    /// It failed (EPIPE, EMSGSIZE, ...): a record not begun is dropped.
     Failed,
 }
 
@@ -290,9 +290,13 @@ impl Assembler {
         }
         self.pending.clear();
         self.continued = None;
-        if how == Ending::Failed {
-            return done.saturating_sub(b.prior);
+        if how == Ending::Failed && done <= b.prior {
+            // Nothing of this write is reported: the failing record goes.
+            return 0;
         }
+        // Paused, or failed after part of the write was taken: that part is
+        // reported, and the rest of a record begun is still its payload (the
+        // writer that goes on gets the error again, not EINVAL).
         let inside = b
             .segments
             .iter()
@@ -404,6 +408,10 @@ mod continuation_tests {
         assert!(c.begun && c.header.rights.is_empty());
         assert_eq!((c.payload.clone(), c.more), (0..3, 2));
         assert_eq!(a.settle(&b, 1, Ending::Failed), 1);
+        // Failed after a partial count: the rest is still that record's.
+        let b = a.take(b"efgh").unwrap();
+        assert_eq!(b.segments[0].payload, 0..4);
+        assert_eq!(a.settle(&b, 0, Ending::Failed), 0);
         assert_eq!(a.push(b"len=1\nx").unwrap(), b"len=1\nx");
     }
 }
