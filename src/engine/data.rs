@@ -266,7 +266,8 @@ impl Engine {
                 rights,
                 rights_uid: pass.uid,
             });
-            wake.extend(ot_ref.readers.take());
+            // One message, one parked reader (no thundering herd).
+            wake.extend(ot_ref.readers.take_for_one());
         }
         self.finish(wake);
         Ok(data.len())
@@ -505,6 +506,19 @@ impl Engine {
             out.creds = Some(first_creds.flatten().unwrap_or(Ucred::NONE));
         }
         Ok(out)
+    }
+
+    /// A parked reader of `s` was answered another way (a signal): if it
+    /// was the one woken for a message still queued, wake the next one.
+    pub fn pass_wakeup(&self, s: &Arc<Socket>) {
+        let mut wake = Wakeups::new();
+        {
+            let mut st = s.lock();
+            if !st.rcvq.is_empty() {
+                wake.extend(st.readers.take_for_one());
+            }
+        }
+        self.finish(wake);
     }
 
     /// The poll mask of `s` (unix_poll, unix_dgram_poll); `w` is woken at the

@@ -13,6 +13,11 @@ pub trait Wake: Send + Sync {
     fn is_live(&self) -> bool {
         true
     }
+    /// An exclusive waiter (a parked read) is woken one per new message,
+    /// as Linux's exclusive waits are; others (poll) are all woken.
+    fn exclusive(&self) -> bool {
+        false
+    }
 }
 
 pub type Waiter = Arc<dyn Wake>;
@@ -91,6 +96,27 @@ impl WaitList {
 
     pub fn take(&mut self) -> Vec<Waiter> {
         std::mem::take(&mut self.waiters)
+    }
+
+    /// The waiters one new message wakes: every non-exclusive one and the
+    /// first live exclusive one; the other exclusive ones keep waiting.
+    pub fn take_for_one(&mut self) -> Vec<Waiter> {
+        let mut out = Vec::new();
+        let mut picked = false;
+        self.waiters.retain(|w| {
+            if !w.is_live() {
+                return false;
+            }
+            if w.exclusive() {
+                if picked {
+                    return true;
+                }
+                picked = true;
+            }
+            out.push(w.clone());
+            false
+        });
+        out
     }
 
     pub fn len(&self) -> usize {

@@ -40,7 +40,13 @@ impl Retry for Retrier {
                     None => reply.error(err),
                 }
             }
-            p => p.fail(err),
+            Pending::Read { fh, reply, .. } => {
+                reply.error(err);
+                // It may have been the one reader woken for a message.
+                if let Some(s) = inner.files.get(fh).and_then(|f| f.sock.clone()) {
+                    inner.eng.pass_wakeup(&s);
+                }
+            }
         }
     }
 }

@@ -84,6 +84,8 @@ pub struct Parked {
     slot: Mutex<Option<Pending>>,
     kicked: AtomicBool,
     done: AtomicBool,
+    /// A read: woken one per message.
+    exclusive: bool,
     owner: Weak<ParkTable>,
 }
 
@@ -144,6 +146,7 @@ impl Parked {
                 let Some(p) = slot.take() else {
                     return;
                 };
+                table.retries.fetch_add(1, Ordering::Relaxed);
                 let outcome = deferring_wakeups(|| {
                     table.retry.attempt(p, self.tid, self.uid, self.gid, self)
                 });
@@ -182,6 +185,10 @@ impl Wake for Parked {
     fn is_live(&self) -> bool {
         !self.done.load(Ordering::SeqCst)
     }
+
+    fn exclusive(&self) -> bool {
+        self.exclusive
+    }
 }
 
 /// Every parked request, for the watchdog and for unmount.
@@ -189,6 +196,8 @@ pub struct ParkTable {
     parked: ShardedMap<u64, Arc<Parked>>,
     next: AtomicU64,
     count: AtomicU64,
+    /// Retries run so far.
+    retries: AtomicU64,
     retry: Box<dyn Retry>,
     closing: AtomicBool,
     max: AtomicU64,
@@ -200,6 +209,7 @@ impl ParkTable {
             parked: ShardedMap::new(),
             next: AtomicU64::new(1),
             count: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
             retry,
             closing: AtomicBool::new(false),
             max: AtomicU64::new(u64::MAX),
@@ -237,6 +247,7 @@ impl ParkTable {
             return self.answer(p, Errno::ENOBUFS);
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let exclusive = matches!(p, Pending::Read { .. });
         let parked = Arc::new(Parked {
             id,
             tid,
@@ -245,11 +256,17 @@ impl ParkTable {
             slot: Mutex::new(Some(p)),
             kicked: AtomicBool::new(false),
             done: AtomicBool::new(false),
+            exclusive,
             owner: Arc::downgrade(self),
         });
         self.parked.insert(id, parked.clone());
         self.count.fetch_add(1, Ordering::SeqCst);
         parked.kick();
+    }
+
+    /// How many retries ran (each wake-up of a parked request runs one).
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
     }
 
     pub fn len(&self) -> u64 {
