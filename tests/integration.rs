@@ -151,6 +151,7 @@ scripts!(
     pass_socket,
     poll_idle,
     poll_socat,
+    readdir_stable,
     soak,
     stream_echo,
     stream_signals,

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use super::entries::DirCursor;
 use super::outgoing::{Held, WriteJob, send_batch};
 use super::poll::PollWaiter;
 use crate::ctl::{self, Command};
@@ -26,6 +27,8 @@ pub enum FileKind {
     Snapshot(Vec<u8>),
     /// The collector's figures at open; writing `run` collects now.
     Gc(Vec<u8>),
+    /// An open directory of the tree: where its listing got to.
+    Dir(Mutex<DirCursor>),
 }
 
 /// A received record being read out in pieces.
@@ -102,6 +105,7 @@ impl OpenFile {
         match &self.kind {
             FileKind::Ctl { text } => Ok(read_at(text, offset, size)),
             FileKind::Snapshot(text) | FileKind::Gc(text) => Ok(read_at(text, offset, size)),
+            FileKind::Dir(_) => Err(Errno::EISDIR),
             FileKind::Data => {
                 let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
                 let got = eng.recv(s, size as usize, w)?;
@@ -197,7 +201,9 @@ impl OpenFile {
         }
         let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
         match &self.kind {
-            FileKind::Snapshot(_) | FileKind::Gc(_) | FileKind::Msg(..) => Err(Errno::EBADF),
+            FileKind::Snapshot(_) | FileKind::Gc(_) | FileKind::Msg(..) | FileKind::Dir(_) => {
+                Err(Errno::EBADF)
+            }
             FileKind::Ctl { .. } => {
                 while *done < data.len() {
                     let rest = &data[*done..];

@@ -328,15 +328,32 @@ impl Filesystem for UdsFs {
         reply.ok();
     }
 
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let fh = self.inner.opendir(ino.0);
+        reply.opened(FileHandle(fh), fuser::FopenFlags::empty());
+    }
+
     fn readdir(
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         reply: ReplyDirectory,
     ) {
-        self.inner.readdir(ino.0, offset, reply);
+        self.inner.readdir(ino.0, fh.0, offset, reply);
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.inner.release(fh.0);
+        reply.ok();
     }
 
     fn ioctl(
