@@ -537,6 +537,24 @@ fn connect(s: &Sched, rng: &mut Rng) -> (u64, u64, Vec<u64>) {
     }
 }
 
+/// What arrived is what was sent, in order: all of it when `exact`, else
+/// a prefix (the receiver or sender closed, or a record's rest is unsent).
+fn arrived_once<T: PartialEq>(what: &str, unit: &str, got: &[T], sent: &[T], exact: bool) {
+    let n = got.len();
+    assert!(
+        n <= sent.len(),
+        "{what}: {n} {unit} received, {} sent",
+        sent.len()
+    );
+    assert!(
+        got == &sent[..n],
+        "{what}: {unit} differ from what was sent"
+    );
+    if exact {
+        assert_eq!(n, sent.len(), "{what}: {unit} lost");
+    }
+}
+
 fn run_schedule(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x9e3779b97f4a7c15) | 1);
     let eng = Engine::new(Config {
@@ -659,33 +677,9 @@ fn run_schedule(seed: u64) {
         let exact = !s.closed && !r.closed && s.msg_rest.is_none();
         let what = format!("seed {seed} {ty:?} {} -> {}", s.id, r.id);
         if sched.stream() {
-            let n = r.got_bytes.len();
-            assert!(
-                n <= s.sent_bytes.len(),
-                "{what}: received {n} bytes, {} sent",
-                s.sent_bytes.len()
-            );
-            assert!(
-                r.got_bytes[..] == s.sent_bytes[..n],
-                "{what}: bytes differ from what was sent"
-            );
-            if exact {
-                assert_eq!(n, s.sent_bytes.len(), "{what}: bytes lost");
-            }
+            arrived_once(&what, "bytes", &r.got_bytes, &s.sent_bytes, exact);
         } else {
-            let n = r.got_msgs.len();
-            assert!(
-                n <= s.sent_msgs.len(),
-                "{what}: {n} messages received, {} sent",
-                s.sent_msgs.len()
-            );
-            assert!(
-                r.got_msgs[..] == s.sent_msgs[..n],
-                "{what}: messages differ from what was sent"
-            );
-            if exact {
-                assert_eq!(n, s.sent_msgs.len(), "{what}: messages lost");
-            }
+            arrived_once(&what, "messages", &r.got_msgs, &s.sent_msgs, exact);
         }
         let mut seen = HashMap::new();
         for t in &r.got_passed {

@@ -18,6 +18,11 @@ pub trait Wake: Send + Sync {
     fn exclusive(&self) -> bool {
         false
     }
+    /// A waiter that registers again and again while it stays on the lists
+    /// (a poll registration re-armed at each poll): lists keep it once.
+    fn rearms(&self) -> bool {
+        false
+    }
 }
 
 pub type Waiter = Arc<dyn Wake>;
@@ -82,10 +87,11 @@ fn same(a: &Waiter, b: &Waiter) -> bool {
 }
 
 impl WaitList {
-    /// Adds `w` unless it is there already: a waiter that registers again
-    /// (a poll re-armed, a retry that blocks again) is kept once.
+    /// Adds `w`; a waiter that re-arms (poll) is kept once, however often
+    /// it registers. (Others are added once per block, after their wake-up
+    /// took them off, so they need no search of the list.)
     pub fn add(&mut self, w: Waiter) {
-        if self.waiters.iter().any(|x| same(x, &w)) {
+        if w.rearms() && self.waiters.iter().any(|x| same(x, &w)) {
             return;
         }
         if self.waiters.len() >= PRUNE_AT {
@@ -170,5 +176,30 @@ impl Wake for ThreadWaiter {
     fn wake(self: Arc<Self>) {
         *self.woken.lock() = true;
         self.cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Rearming;
+    impl Wake for Rearming {
+        fn wake(self: Arc<Self>) {}
+        fn rearms(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_rearming_waiter_is_kept_once() {
+        let mut l = WaitList::default();
+        let w: Waiter = Arc::new(Rearming);
+        for _ in 0..1000 {
+            l.add(w.clone());
+        }
+        assert_eq!(l.len(), 1);
+        l.add(Arc::new(Rearming));
+        assert_eq!(l.len(), 2);
     }
 }

@@ -5,6 +5,8 @@ use std::sync::{Arc, Weak};
 
 use nix::errno::Errno;
 
+use super::files::OpenFile;
+use super::outgoing::WriteJob;
 use super::park::{OpenOp, Outcome, Parked, Pending, Retry, deferring_wakeups};
 use super::reply::ReplySink;
 use super::{Inner, nonblocking};
@@ -62,6 +64,20 @@ fn sigpipe(tid: u32) {
     }
 }
 
+/// Answers a write that stopped with `e`: the count taken, if any, else
+/// the error (with SIGPIPE for a stream's closed peer).
+fn end_write(f: &OpenFile, job: WriteJob, e: Errno, tid: u32, reply: ReplySink) {
+    match f.end_write(job, e) {
+        Some(n) => reply.written(n as u32),
+        None => {
+            if e == Errno::EPIPE && f.is_stream_data() {
+                sigpipe(tid);
+            }
+            reply.error(e)
+        }
+    }
+}
+
 impl Inner {
     /// read(2) on an open file.
     pub fn read(&self, fh: u64, offset: u64, size: u32, flags: i32, c: Caller, reply: ReplySink) {
@@ -95,15 +111,7 @@ impl Inner {
                     let job = job.into_owned();
                     self.park(Pending::Write { fh, job, reply }, &c)
                 }
-                Err(e) => match f.end_write(job, e) {
-                    Some(n) => reply.written(n as u32),
-                    None => {
-                        if e == Errno::EPIPE && f.is_stream_data() {
-                            sigpipe(c.tid);
-                        }
-                        reply.error(e)
-                    }
-                },
+                Err(e) => end_write(&f, job, e, c.tid, reply),
             }
         })
     }
@@ -135,15 +143,7 @@ impl Inner {
                     Err(Errno::EAGAIN) => {
                         return Outcome::Blocked(Pending::Write { fh, job, reply });
                     }
-                    Err(e) => match f.end_write(job, e) {
-                        Some(n) => reply.written(n as u32),
-                        None => {
-                            if e == Errno::EPIPE && f.is_stream_data() {
-                                sigpipe(caller.tid);
-                            }
-                            reply.error(e)
-                        }
-                    },
+                    Err(e) => end_write(&f, job, e, caller.tid, reply),
                 }
                 Outcome::Done
             }

@@ -33,6 +33,9 @@ impl Wake for PollWaiter {
     fn is_live(&self) -> bool {
         self.0.lock().is_some()
     }
+    fn rearms(&self) -> bool {
+        true
+    }
 }
 
 impl Inner {
