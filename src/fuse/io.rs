@@ -131,6 +131,12 @@ impl Inner {
                     }
                     Err(e) => reply.error(e),
                 }
+                // Woken as the one reader of a message, it may have been
+                // served otherwise (a record its file had buffered): a
+                // message still queued goes to the next reader.
+                if let Some(s) = &f.sock {
+                    self.eng.pass_wakeup(s);
+                }
                 Outcome::Done
             }
             Pending::Write { fh, mut job, reply } => {
