@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
@@ -20,6 +21,17 @@ use udsfs::engine::{Config, Engine, SockType};
 use udsfs::fuse::Inner;
 use udsfs::fuse::inode::{Ctrl, Node, SockFile};
 use udsfs::fuse::reply::{Reply, ReplySink};
+
+/// What the schedules went through, printed at the end (a model that never
+/// parks or never splits a record would test little).
+static PARKED: AtomicU64 = AtomicU64::new(0);
+static PARTIAL: AtomicU64 = AtomicU64::new(0);
+static EINTR: AtomicU64 = AtomicU64::new(0);
+static PASSED: AtomicU64 = AtomicU64::new(0);
+
+fn count(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
 
 /// Thread ids no process can have (above PID_MAX_LIMIT): a signal sent to
 /// one (SIGPIPE) reaches nobody, and /proc has nothing for it.
@@ -211,6 +223,7 @@ impl Sched {
                     );
                     side.sent_bytes.extend_from_slice(&sent.buf[sent.header..n]);
                     if sent.msg && n < sent.buf.len() {
+                        count(&PARTIAL);
                         side.msg_rest = Some(sent.buf[n..].to_vec());
                     }
                 }
@@ -219,6 +232,9 @@ impl Sched {
                 }
             }
             Answer::Error(e) => {
+                if e == Errno::EINTR {
+                    count(&EINTR);
+                }
                 let ok = match e {
                     Errno::EAGAIN => sent.nonblocking,
                     Errno::EINTR | Errno::EPIPE | Errno::ECONNRESET | Errno::ENOTCONN => true,
@@ -299,6 +315,7 @@ impl Sched {
                             .unwrap_or("")
                             .to_string();
                         side.got_passed.push(local);
+                        count(&PASSED);
                     }
                 }
                 "creds" => {
@@ -410,6 +427,9 @@ impl Sched {
                 };
                 let fh = if sent.msg { side.msg } else { side.data };
                 inner.write(fh, &sent.buf, flags, caller(side.tx_tid), slot.sink());
+                if slot.take().is_none() {
+                    count(&PARKED);
+                }
                 side.tx = Some((slot, sent));
             }
             45..=84 if side.rx.is_none() => {
@@ -423,6 +443,9 @@ impl Sched {
                 };
                 let slot = Slot::default();
                 inner.read(fh, 0, size, flags, caller(side.rx_tid), slot.sink());
+                if slot.take().is_none() {
+                    count(&PARKED);
+                }
                 side.rx = Some((slot, nonblocking));
             }
             85..=93 => {
@@ -734,7 +757,18 @@ fn random_schedules_lose_and_duplicate_nothing() {
         w.join()
             .expect("a schedule failed (its seed is in the message above)");
     }
-    println!("{n} schedules");
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    println!(
+        "{n} schedules: {} requests parked, {} msg records partly written, {} EINTR \
+         answers to sends, {} sockets passed and received",
+        get(&PARKED),
+        get(&PARTIAL),
+        get(&EINTR),
+        get(&PASSED)
+    );
+    if n >= 1000 {
+        assert!(get(&PARKED) > 0 && get(&PARTIAL) > 0 && get(&PASSED) > 0 && get(&EINTR) > 0);
+    }
 }
 
 /// Parked dgram readers are woken one per message, as Linux's exclusive
