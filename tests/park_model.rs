@@ -551,7 +551,48 @@ fn connect(s: &Sched, rng: &mut Rng) -> (u64, u64, Vec<u64>) {
             .map(|(id, _)| id)
             .find(|&id| id != lid && id != aid)
             .expect("the client socket");
-        (cid, aid, vec![lfh, afh, cfh])
+        // listen 0 takes one pending connection: a second connect waits
+        // for an accept to make room, which wakes it.
+        let connect = || {
+            let slot = Slot::default();
+            inner.open(
+                Node::Abstract(target).ino(),
+                0,
+                caller(FAKE_TID + 2),
+                slot.sink(),
+            );
+            slot
+        };
+        let first = connect();
+        assert!(
+            matches!(first.take(), Some(Answer::Opened(_))),
+            "seed {}: {:?}",
+            s.seed,
+            first.take()
+        );
+        let second = connect();
+        assert_eq!(
+            second.take(),
+            None,
+            "seed {}: a connect past the backlog did not wait",
+            s.seed
+        );
+        let mut extra = vec![lfh, afh, cfh];
+        let Answer::Opened(fh) = now(|r| inner.open(acc_node.ino(), 0, caller(FAKE_TID), r)) else {
+            panic!("seed {}: accept of a pending connection", s.seed)
+        };
+        extra.push(fh);
+        let Some(Answer::Opened(fh)) = second.take() else {
+            panic!(
+                "seed {}: the accept did not wake the waiting connect",
+                s.seed
+            )
+        };
+        extra.push(fh);
+        if let Some(Answer::Opened(fh)) = first.take() {
+            extra.push(fh);
+        }
+        (cid, aid, extra)
     } else {
         let fh = open(inner, Node::Ctrl(Ctrl::Pair(s.ty)));
         let text = read_text(inner, fh);
