@@ -129,16 +129,23 @@ fn send_segment(
     }
     let eng = held.eng.clone();
     let (start, end) = (seg.payload.start, seg.payload.end);
+    let stream = s.ty == SockType::Stream;
     // `oob=1`: the record's last byte goes alone, as the OOB byte, after
     // the rest (a segment followed by more of its record has no last byte).
-    if h.oob && (s.ty != SockType::Stream || (start == end && !seg.begun)) {
+    if h.oob && (!stream || (start == end && !seg.begun)) {
         held.release();
         return Err(Errno::EOPNOTSUPP);
     }
-    if s.ty != SockType::Stream {
-        eng.send_passing(
+    let oob = stream && h.oob && seg.more == 0 && end > start;
+    let body_end = if oob { end - 1 } else { end };
+    let mut from = if fresh { start } else { *done };
+    // A datagram goes whole, once, even empty; a stream record may go in
+    // pieces. Sockets and files move into the queue with the first piece
+    // queued (they stay held while nothing is), so later pieces carry none.
+    while from < body_end || !stream {
+        from += eng.send_passing(
             s,
-            &batch.input[start..end],
+            &batch.input[from..body_end],
             h.to.as_ref(),
             h.creds,
             &mut held.socks,
@@ -146,48 +153,19 @@ fn send_segment(
             caller,
             w,
         )?;
-        *done = end;
-        held.release();
-        return Ok(());
-    }
-    let oob = h.oob && seg.more == 0 && end > start;
-    let body_end = if oob { end - 1 } else { end };
-    let mut from = if fresh { start } else { *done };
-    // Sockets and files go with the first piece of the payload only.
-    let first = |from: usize| fresh && from == start;
-    while from < body_end {
-        let (mut no_socks, mut no_files) = (Vec::new(), Vec::new());
-        let (socks, files) = if first(from) {
-            (&mut held.socks, &mut held.files)
-        } else {
-            (&mut no_socks, &mut no_files)
-        };
-        from += eng.send_passing(
-            s,
-            &batch.input[from..body_end],
-            h.to.as_ref(),
-            h.creds,
-            socks,
-            files,
-            caller,
-            w,
-        )?;
         *done = from;
+        if !stream {
+            break;
+        }
     }
     if oob {
-        let (mut no_socks, mut no_files) = (Vec::new(), Vec::new());
-        let (socks, files) = if first(from) {
-            (&mut held.socks, &mut held.files)
-        } else {
-            (&mut no_socks, &mut no_files)
-        };
         eng.send_oob(
             s,
             &batch.input[body_end..end],
             h.to.as_ref(),
             h.creds,
-            socks,
-            files,
+            &mut held.socks,
+            &mut held.files,
             caller,
         )?;
     }
