@@ -280,6 +280,7 @@ class Worker:
         pending = bytearray()
         ends = collections.deque()  # where the data frames built but not yet acked end
         built = 0  # bytes built
+        owed = 0  # payload bytes of a msg record still to write
         seq = 0
         fin_built = False
         while True:
@@ -298,15 +299,21 @@ class Worker:
                 st["end"] = "fin"
                 return
             k = len(pending) if rng.random() < 0.4 else rng.randint(1, min(len(pending), 70000))
+            if owed:
+                k = owed
             prog.before(st["bytes"], st["frames"], k, 0)
             try:
-                if mfd is not None:
+                if mfd is not None and owed:
+                    # The rest of a record write(2) took in part: payload, no header.
+                    n = os.write(mfd, bytes(pending[:k]))
+                    owed -= n
+                elif mfd is not None:
                     rec = b"len=%d\n" % k + bytes(pending[:k])
-                    n = os.write(mfd, rec)
-                    if n != len(rec):
-                        self.error(f"a {len(rec)}-byte msg record write returned {n}")
+                    n = os.write(mfd, rec) - (len(rec) - k)
+                    if n <= 0:
+                        self.error(f"a {len(rec)}-byte msg record write took only its header or less")
                         return
-                    n = k
+                    owed = k - n
                 else:
                     n = os.write(fd, pending[:k])
             except OSError as e:

@@ -10,7 +10,7 @@ pub const MAX_HEADER: usize = 4096;
 /// SCM_MAX_FD: sockets one message may pass.
 pub const SCM_MAX_FD: usize = 253;
 
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SendHeader {
     pub len: usize,
     pub to: Option<Addr>,
@@ -234,51 +234,177 @@ mod tests {
     }
 }
 
-/// Collects what a writer sends to a `msg` file until records are whole:
-/// a shell's `printf` may split one record over several writes.
+/// Collects what a writer sends to a `msg` file until records are whole
+/// (a shell's `printf` may split one record over several writes), and
+/// remembers a stream record only partly sent: write(2) reports the header
+/// and payload bytes queued, so the next bytes written are the rest of that
+/// record's payload, with no new header. A writer that follows write(2)'s
+/// count thus sends every byte exactly once.
 #[derive(Default)]
 pub struct Assembler {
-    buf: Vec<u8>,
+    /// Bytes taken (reported written) but not sent: the start of a record
+    /// whose end has not come yet, or the unsent rest of a started one.
+    pending: Vec<u8>,
+    /// The record whose payload continues with `pending` and the next writes.
+    continued: Option<Continued>,
+}
+
+/// A record partly sent: its header (without the sockets, which went with
+/// the first piece) and the payload bytes still to come.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Continued {
+    pub header: SendHeader,
+    pub owed: usize,
+}
+
+/// One record, or the part of one, ready to send.
+#[derive(Debug)]
+pub struct Segment {
+    pub header: SendHeader,
+    /// Where the record begins in the batch's input; for the rest of a
+    /// record begun earlier, where its payload resumes.
+    pub at: usize,
+    pub payload: std::ops::Range<usize>,
+    /// The rest of a record begun earlier: its credentials were checked and
+    /// its sockets sent already.
+    pub begun: bool,
+    /// Payload bytes of this record that come after this batch.
+    pub more: usize,
+}
+
+/// What one write adds up to: the bytes kept before it and the write itself,
+/// and the segments in them that can be sent.
+#[derive(Debug)]
+pub struct Batch {
+    pub input: Vec<u8>,
+    /// How many leading bytes of `input` were taken by earlier writes.
+    pub prior: usize,
+    pub segments: Vec<Segment>,
+    /// Where the last whole segment ends; what follows is an unfinished record.
+    pub whole: usize,
+}
+
+/// How sending a batch ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Everything up to `whole` was sent.
+    Sent,
+    /// It stopped for a while (EAGAIN, a signal): what was not sent is kept.
+    Paused,
+    /// It failed (EPIPE, EMSGSIZE, ...): a record not begun is dropped.
+    Failed,
 }
 
 impl Assembler {
-    /// Bytes waiting for the rest of their record.
+    /// Bytes taken (reported written) but not sent yet.
     pub fn buffered(&self) -> usize {
-        self.buf.len()
+        self.pending.len()
     }
 
-    /// Adds `data`; returns the records now complete (possibly none). A
-    /// malformed header fails with EINVAL and drops what was buffered.
-    pub fn push(&mut self, data: &[u8]) -> Result<Vec<u8>, Errno> {
-        self.buf.extend_from_slice(data);
+    /// Adds `data` to what is kept and returns the segments now ready. A
+    /// malformed header fails with EINVAL (a too long record with EMSGSIZE)
+    /// and drops what was kept.
+    pub fn take(&mut self, data: &[u8]) -> Result<Batch, Errno> {
+        let prior = self.pending.len();
+        let mut input = std::mem::take(&mut self.pending);
+        input.extend_from_slice(data);
+        let mut segments = Vec::new();
         let mut end = 0;
+        if let Some(c) = self.continued.take() {
+            let n = c.owed.min(input.len());
+            segments.push(Segment {
+                header: c.header,
+                at: 0,
+                payload: 0..n,
+                begun: true,
+                more: c.owed - n,
+            });
+            end = n;
+        }
         loop {
-            let rest = &self.buf[end..];
+            let rest = &input[end..];
             let Some(nl) = rest.iter().take(MAX_HEADER).position(|&b| b == b'\n') else {
                 if rest.len() >= MAX_HEADER {
-                    self.buf.clear();
                     return Err(Errno::EINVAL);
                 }
                 break;
             };
-            let h = match parse_header(&rest[..nl]) {
-                Ok(h) => h,
-                Err(e) => {
-                    self.buf.clear();
-                    return Err(e);
-                }
-            };
-            if h.len > crate::engine::MAX_MSG {
-                self.buf.clear();
+            let header = parse_header(&rest[..nl])?;
+            if header.len > crate::engine::MAX_MSG {
                 return Err(Errno::EMSGSIZE);
             }
-            if rest.len() < nl + 1 + h.len {
+            if rest.len() < nl + 1 + header.len {
                 break;
             }
-            end += nl + 1 + h.len;
+            let start = end + nl + 1;
+            let stop = start + header.len;
+            segments.push(Segment {
+                header,
+                at: end,
+                payload: start..stop,
+                begun: false,
+                more: 0,
+            });
+            end = stop;
         }
-        let rest = self.buf.split_off(end);
-        Ok(std::mem::replace(&mut self.buf, rest))
+        Ok(Batch {
+            input,
+            prior,
+            segments,
+            whole: end,
+        })
+    }
+
+    /// Records how far sending `b` got (`done`, an offset into its input:
+    /// a segment's `at` while nothing of it is queued, inside its payload
+    /// once part is) and returns how many bytes of the write to report.
+    /// Zero means none: the caller reports the error (or waits) instead.
+    pub fn settle(&mut self, b: &Batch, done: usize, how: Ending) -> usize {
+        let written = b.input.len() - b.prior;
+        if how == Ending::Sent || done >= b.whole {
+            self.pending = b.input[b.whole..].to_vec();
+            self.continued = b.segments.last().filter(|s| s.more > 0).map(|s| Continued {
+                header: s.header.clone(),
+                owed: s.more,
+            });
+            return written;
+        }
+        self.pending.clear();
+        self.continued = None;
+        if how == Ending::Failed && done <= b.prior {
+            // Nothing of this write is reported: the failing record goes.
+            return 0;
+        }
+        // Paused, or failed after part of the write was taken: that part is
+        // reported, and the rest of a record begun is still its payload (the
+        // writer that goes on gets the error again, not EINVAL).
+        let inside = b
+            .segments
+            .iter()
+            .find(|s| s.payload.contains(&done) && (s.begun || done > s.at));
+        self.continued = inside.map(|s| Continued {
+            header: SendHeader {
+                rights: Vec::new(),
+                ..s.header.clone()
+            },
+            owed: s.payload.end - done + s.more,
+        });
+        if done >= b.prior {
+            done - b.prior
+        } else {
+            self.pending = b.input[done..b.prior].to_vec();
+            0
+        }
+    }
+
+    /// Adds `data`; returns the whole records now complete (possibly none),
+    /// as if each were sent at once.
+    pub fn push(&mut self, data: &[u8]) -> Result<Vec<u8>, Errno> {
+        let b = self.take(data)?;
+        self.settle(&b, b.whole, Ending::Sent);
+        let mut out = b.input;
+        out.truncate(b.whole);
+        Ok(out)
     }
 }
 
@@ -314,5 +440,59 @@ mod assembler_tests {
         assert_eq!(a.push(b"len=1\n!").unwrap(), b"len=1\n!");
         let (h, s, e) = record_at(b"len=5 to=@x\nhellolen=0\n", 0).unwrap();
         assert_eq!((h.len, s, e), (5, 12, 17));
+    }
+}
+
+#[cfg(test)]
+mod continuation_tests {
+    use super::*;
+
+    #[test]
+    fn a_record_partly_sent_takes_the_next_bytes_as_its_payload() {
+        let mut a = Assembler::default();
+        let b = a.take(b"len=10\n0123456789len=1\nz").unwrap();
+        assert_eq!(b.segments.len(), 2);
+        // 4 payload bytes queued: the header and those 4 count as written.
+        assert_eq!(a.settle(&b, 7 + 4, Ending::Paused), 11);
+        let b = a.take(b"456789len=1\nz").unwrap();
+        let first = &b.segments[0];
+        assert!(first.begun);
+        assert_eq!((first.payload.clone(), first.more), (0..6, 0));
+        assert_eq!(b.segments[1].header.len, 1);
+        assert_eq!(a.settle(&b, b.whole, Ending::Sent), 13);
+        assert_eq!(a.push(b"len=2\nok").unwrap(), b"len=2\nok");
+    }
+
+    #[test]
+    fn nothing_queued_keeps_what_earlier_writes_gave() {
+        let mut a = Assembler::default();
+        assert_eq!(a.push(b"len=3 rights=4\nab").unwrap(), b"");
+        let b = a.take(b"c").unwrap();
+        assert_eq!(b.prior, 17);
+        assert_eq!(a.settle(&b, 0, Ending::Paused), 0);
+        // The same byte written again completes the same record, rights and all.
+        let b = a.take(b"c").unwrap();
+        assert_eq!(b.segments[0].header.rights, vec![4]);
+        assert_eq!(&b.input[b.segments[0].payload.clone()], b"abc");
+    }
+
+    #[test]
+    fn a_continued_record_spans_several_writes_and_a_failure_drops_it() {
+        let mut a = Assembler::default();
+        let b = a.take(b"len=8 rights=3\nab").unwrap();
+        assert!(b.segments.is_empty());
+        assert_eq!(a.settle(&b, 0, Ending::Sent), 17);
+        let b = a.take(b"cdefgh").unwrap();
+        assert_eq!(a.settle(&b, 15 + 3, Ending::Paused), 1);
+        let b = a.take(b"def").unwrap();
+        let c = &b.segments[0];
+        assert!(c.begun && c.header.rights.is_empty());
+        assert_eq!((c.payload.clone(), c.more), (0..3, 2));
+        assert_eq!(a.settle(&b, 1, Ending::Failed), 1);
+        // Failed after a partial count: the rest is still that record's.
+        let b = a.take(b"efgh").unwrap();
+        assert_eq!(b.segments[0].payload, 0..4);
+        assert_eq!(a.settle(&b, 0, Ending::Failed), 0);
+        assert_eq!(a.push(b"len=1\nx").unwrap(), b"len=1\nx");
     }
 }

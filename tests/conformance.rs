@@ -116,20 +116,7 @@ fn run_udsfs(f: Scenario) -> (Entries, mount::Mount) {
 
 /// Scenarios known to differ from the kernel today, and why. They still run and
 /// still fail (so the suite keeps reporting them); the failure names the cause.
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
-    (
-        "blocking_rights_parked_send",
-        "issue 11 defect 1: a parked `rights=` send loses its sockets",
-    ),
-    (
-        "blocking_stream_msg_partial_eagain",
-        "issue 11 defect 2: a partly queued stream `msg` record answers EAGAIN",
-    ),
-    (
-        "blocking_stream_msg_partial_signal",
-        "issue 11 defect 2: a partly queued parked stream `msg` record answers EINTR",
-    ),
-];
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[];
 
 /// Run one scenario on both backends and compare.
 fn differential(name: &str, f: Scenario) {

@@ -352,7 +352,8 @@ impl Engine {
                 files,
                 pidfd,
             });
-            wake.extend(ot_ref.readers.take());
+            // One message, one parked reader (no thundering herd).
+            wake.extend(ot_ref.readers.take_for_one());
         }
         self.finish(wake);
         Ok(data.len())
@@ -563,6 +564,19 @@ impl Engine {
             rights,
             files,
         })
+    }
+
+    /// A parked reader of `s` was answered another way (a signal): if it
+    /// was the one woken for a message still queued, wake the next one.
+    pub fn pass_wakeup(&self, s: &Arc<Socket>) {
+        let mut wake = Wakeups::new();
+        {
+            let mut st = s.lock();
+            if !st.rcvq.is_empty() {
+                wake.extend(st.readers.take_for_one());
+            }
+        }
+        self.finish(wake);
     }
 
     /// The poll mask of `s` (unix_poll, unix_dgram_poll); `w` is woken at the

@@ -466,6 +466,16 @@ fn tarjan(succ: &[Vec<Option<usize>>]) -> Vec<Vec<usize>> {
 impl Engine {
     /// One collection: find dead components, purge their queues.
     pub fn collect(&self) -> usize {
+        let (n, wake) = self.collect_quietly();
+        self.finish(wake);
+        n
+    }
+
+    /// A collection whose wake-ups are left to the caller: the collector's
+    /// thread runs them once it no longer counts as running, since a woken
+    /// sender may wait for the collection to end (`wait_idle`), and on the
+    /// collector's own thread that would be waiting on itself.
+    fn collect_quietly(&self) -> (usize, Wakeups) {
         let start = Instant::now();
         let dead = self.gc.find_dead();
         let n = dead.len();
@@ -494,7 +504,6 @@ impl Engine {
                 }
             }
         }
-        self.finish(wake);
         let mut st = self.gc.stats.lock();
         st.collections += 1;
         st.freed += n as u64;
@@ -502,7 +511,7 @@ impl Engine {
         if n > 0 {
             log::debug!("gc freed {n} sockets in {:?}", st.last_duration);
         }
-        n
+        (n, wake)
     }
 
     /// Starts the collector's thread.
@@ -530,10 +539,13 @@ impl Engine {
                         c.requested = false;
                         c.running = true;
                     }
-                    eng.collect();
-                    let mut c = eng.gc.control.lock();
-                    c.running = false;
-                    eng.gc.cv.notify_all();
+                    let (_, wake) = eng.collect_quietly();
+                    {
+                        let mut c = eng.gc.control.lock();
+                        c.running = false;
+                        eng.gc.cv.notify_all();
+                    }
+                    eng.finish(wake);
                 }
             });
     }
@@ -542,6 +554,54 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::tarjan;
+    use crate::engine::{Addr, Caller, Config, Engine, SockType, Waiter, Wake};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Weak};
+    use std::time::{Duration, Instant};
+
+    /// A woken sender that, like a heavy sender's retry, waits for the
+    /// running collection to end.
+    struct WaitsForCollection(Weak<Engine>, Arc<AtomicBool>);
+
+    impl Wake for WaitsForCollection {
+        fn wake(self: Arc<Self>) {
+            if let Some(eng) = self.0.upgrade() {
+                eng.gc.wait_idle();
+            }
+            self.1.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_sender_woken_by_the_collector_does_not_wait_on_it() {
+        let eng = Engine::new(Config::default());
+        let c = Caller::current();
+        let name = Addr::Abstract(b"gc-self-wait".to_vec());
+        // `a` holds the only reference to itself, in its own queue: dead.
+        let a = eng.socket(SockType::Dgram, &c);
+        eng.bind(&a, &name, &c).unwrap();
+        eng.hold(&a);
+        let mut r = vec![a.clone()];
+        eng.send_msg(&a, b"x", Some(&name), None, &mut r, &c, None)
+            .unwrap();
+        // x's message waits in a's queue, charged to x; x's writer waits.
+        let x = eng.socket(SockType::Dgram, &c);
+        eng.send(&x, b"hi", Some(&name), None, &c, None).unwrap();
+        let woken = Arc::new(AtomicBool::new(false));
+        let w: Waiter = Arc::new(WaitsForCollection(Arc::downgrade(&eng), woken.clone()));
+        eng.poll(&x, Some(&w));
+        eng.put(&a);
+        eng.gc.schedule();
+        let start = Instant::now();
+        while !woken.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            woken.load(Ordering::SeqCst),
+            "the collector's wake-up of x's writer waits for the collector itself"
+        );
+        eng.put(&x);
+    }
 
     #[test]
     fn tarjan_finds_components() {

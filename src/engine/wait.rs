@@ -6,11 +6,22 @@ use std::sync::Arc;
 
 /// Something to call when a socket's state may let a blocked operation proceed.
 pub trait Wake: Send + Sync {
-    fn wake(&self);
+    /// Takes the waiter's reference: a parked request retries itself from it.
+    fn wake(self: Arc<Self>);
     /// False once the waiter was answered another way (signal, unmount): the
     /// list drops it instead of keeping it until the next wake-up.
     fn is_live(&self) -> bool {
         true
+    }
+    /// An exclusive waiter (a parked read) is woken one per new message,
+    /// as Linux's exclusive waits are; others (poll) are all woken.
+    fn exclusive(&self) -> bool {
+        false
+    }
+    /// A waiter that registers again and again while it stays on the lists
+    /// (a poll registration re-armed at each poll): lists keep it once.
+    fn rearms(&self) -> bool {
+        false
     }
 }
 
@@ -70,8 +81,19 @@ pub struct WaitList {
 /// Beyond this many entries a registration first drops the dead ones.
 const PRUNE_AT: usize = 32;
 
+/// The same waiter, whatever trait-object vtable the pointer carries.
+fn same(a: &Waiter, b: &Waiter) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
 impl WaitList {
+    /// Adds `w`; a waiter that re-arms (poll) is kept once, however often
+    /// it registers. (Others are added once per block, after their wake-up
+    /// took them off, so they need no search of the list.)
     pub fn add(&mut self, w: Waiter) {
+        if w.rearms() && self.waiters.iter().any(|x| same(x, &w)) {
+            return;
+        }
         if self.waiters.len() >= PRUNE_AT {
             self.waiters.retain(|w| w.is_live());
         }
@@ -80,6 +102,27 @@ impl WaitList {
 
     pub fn take(&mut self) -> Vec<Waiter> {
         std::mem::take(&mut self.waiters)
+    }
+
+    /// The waiters one new message wakes: every non-exclusive one and the
+    /// first live exclusive one; the other exclusive ones keep waiting.
+    pub fn take_for_one(&mut self) -> Vec<Waiter> {
+        let mut out = Vec::new();
+        let mut picked = false;
+        self.waiters.retain(|w| {
+            if !w.is_live() {
+                return false;
+            }
+            if w.exclusive() {
+                if picked {
+                    return true;
+                }
+                picked = true;
+            }
+            out.push(w.clone());
+            false
+        });
+        out
     }
 
     pub fn len(&self) -> usize {
@@ -130,8 +173,33 @@ impl ThreadWaiter {
 }
 
 impl Wake for ThreadWaiter {
-    fn wake(&self) {
+    fn wake(self: Arc<Self>) {
         *self.woken.lock() = true;
         self.cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Rearming;
+    impl Wake for Rearming {
+        fn wake(self: Arc<Self>) {}
+        fn rearms(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_rearming_waiter_is_kept_once() {
+        let mut l = WaitList::default();
+        let w: Waiter = Arc::new(Rearming);
+        for _ in 0..1000 {
+            l.add(w.clone());
+        }
+        assert_eq!(l.len(), 1);
+        l.add(Arc::new(Rearming));
+        assert_eq!(l.len(), 2);
     }
 }

@@ -1,17 +1,21 @@
 //! Open files of the mount and the I/O on them: what a read, a write or a
 //! blocking open does, tried once at once and again from the waker.
 
-use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use super::entries::DirCursor;
+use super::outgoing::{Held, WriteJob, send_batch};
+use super::poll::PollWaiter;
 use crate::ctl::{self, Command};
 use crate::engine::quota::{Charge, Quota};
 use crate::engine::{Caller, Engine, MAX_MSG, SockType, Socket, Ucred, Waiter};
-use crate::msgfmt;
+use crate::msgfmt::{self, Batch, Ending};
+use crate::sharded::ShardedMap;
+use std::borrow::Cow;
 
 pub enum FileKind {
     /// A control handle: reading gives `text`, writing runs commands.
@@ -24,6 +28,8 @@ pub enum FileKind {
     Snapshot(Vec<u8>),
     /// The collector's figures at open; writing `run` collects now.
     Gc(Vec<u8>),
+    /// An open directory of the tree: where its listing got to.
+    Dir(Mutex<DirCursor>),
 }
 
 /// A received record being read out in pieces.
@@ -33,11 +39,13 @@ pub struct MsgReader {
     pos: usize,
 }
 
-/// Records written in pieces: what waits for the rest of its record counts
-/// toward the mount's bytes held, charged to the user who wrote last.
+/// Records written in pieces (see `msgfmt::Assembler`): what waits for the
+/// rest of its record counts toward the mount's bytes held, charged to the
+/// user who wrote last.
 pub struct MsgWriter {
     asm: msgfmt::Assembler,
     held: Charge,
+    uid: u32,
 }
 
 impl MsgWriter {
@@ -45,79 +53,34 @@ impl MsgWriter {
         MsgWriter {
             asm: msgfmt::Assembler::default(),
             held: Charge::new(held),
+            uid: 0,
         }
     }
 
-    /// The records `data` completes; ENOBUFS, with nothing taken, when the
-    /// bytes it may leave waiting do not fit.
-    fn push(&mut self, data: &[u8], uid: u32) -> Result<Vec<u8>, Errno> {
+    /// Takes a write (see `Assembler::take`); ENOBUFS, with nothing taken,
+    /// when the bytes it may leave waiting do not fit.
+    fn take(&mut self, data: &[u8], uid: u32) -> Result<Batch, Errno> {
         let most = (self.asm.buffered() + data.len()) as u64;
         if self.held.set(uid, most).is_err() {
             return Err(Errno::ENOBUFS);
         }
-        let recs = self.asm.push(data);
-        // Shrinking a charge is never refused.
-        let _ = self.held.set(uid, self.asm.buffered() as u64);
-        recs
-    }
-}
-
-pub struct OpenFile {
-    /// The socket this file holds a reference to.
-    pub sock: Option<Arc<Socket>>,
-    pub kind: FileKind,
-    /// A socketpair's second socket, held until one of its files is opened.
-    pub held: Mutex<Option<Arc<Socket>>>,
-}
-
-const SHARDS: usize = 16;
-
-/// Open files by handle number.
-pub struct Files {
-    shards: Vec<Mutex<HashMap<u64, Arc<OpenFile>>>>,
-    next: AtomicU64,
-}
-
-impl Files {
-    pub fn new() -> Files {
-        Files {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-            next: AtomicU64::new(1),
-        }
+        self.uid = uid;
+        let batch = self.asm.take(data);
+        // What will wait unless sending stops early (then `settle` counts
+        // again); shrinking a charge is never refused.
+        let rest = batch.as_ref().map_or(0, |b| b.input.len() - b.whole);
+        let _ = self.held.set(uid, rest as u64);
+        batch
     }
 
-    pub fn insert(&self, f: OpenFile) -> u64 {
-        let fh = self.next.fetch_add(1, Ordering::Relaxed);
-        self.shards[(fh % SHARDS as u64) as usize]
-            .lock()
-            .insert(fh, Arc::new(f));
-        fh
+    /// Records how far sending `b` got (see `Assembler::settle`).
+    fn settle(&mut self, b: &Batch, done: usize, how: Ending) -> usize {
+        let n = self.asm.settle(b, done, how);
+        // Bytes taken back after a pause were counted at `take`; should
+        // the quota have shrunk since, they stay uncounted rather than lost.
+        let _ = self.held.set(self.uid, self.asm.buffered() as u64);
+        n
     }
-
-    pub fn get(&self, fh: u64) -> Option<Arc<OpenFile>> {
-        self.shards[(fh % SHARDS as u64) as usize]
-            .lock()
-            .get(&fh)
-            .cloned()
-    }
-
-    pub fn remove(&self, fh: u64) -> Option<Arc<OpenFile>> {
-        self.shards[(fh % SHARDS as u64) as usize]
-            .lock()
-            .remove(&fh)
-    }
-}
-
-impl Default for Files {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-fn read_at(text: &[u8], offset: u64, size: u32) -> Vec<u8> {
-    let start = (offset as usize).min(text.len());
-    let end = start.saturating_add(size as usize).min(text.len());
-    text[start..end].to_vec()
 }
 
 /// Explicit credentials are the caller's own unless it is root (scm_check_creds).
@@ -141,7 +104,56 @@ pub(super) fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
     Ok(())
 }
 
+pub struct OpenFile {
+    /// The socket this file holds a reference to.
+    pub sock: Option<Arc<Socket>>,
+    pub kind: FileKind,
+    /// A socketpair's second socket, held until one of its files is opened.
+    pub held: Mutex<Option<Arc<Socket>>>,
+    /// The file's poll registration, made at its first poll.
+    pub poller: OnceLock<Arc<PollWaiter>>,
+}
+
+/// Open files by handle number.
+#[derive(Default)]
+pub struct Files {
+    map: ShardedMap<u64, Arc<OpenFile>>,
+    next: AtomicU64,
+}
+
+impl Files {
+    pub fn insert(&self, f: OpenFile) -> u64 {
+        // Handle 0 is never given out.
+        let fh = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        self.map.insert(fh, Arc::new(f));
+        fh
+    }
+
+    pub fn get(&self, fh: u64) -> Option<Arc<OpenFile>> {
+        self.map.get(&fh)
+    }
+
+    pub fn remove(&self, fh: u64) -> Option<Arc<OpenFile>> {
+        self.map.remove(&fh)
+    }
+}
+
+fn read_at(text: &[u8], offset: u64, size: u32) -> Vec<u8> {
+    let start = (offset as usize).min(text.len());
+    let end = start.saturating_add(size as usize).min(text.len());
+    text[start..end].to_vec()
+}
+
 impl OpenFile {
+    pub fn new(sock: Option<Arc<Socket>>, kind: FileKind) -> OpenFile {
+        OpenFile {
+            sock,
+            kind,
+            held: Mutex::new(None),
+            poller: OnceLock::new(),
+        }
+    }
+
     pub fn is_stream_data(&self) -> bool {
         matches!(self.kind, FileKind::Data | FileKind::Msg(..))
             && self.sock.as_ref().is_some_and(|s| s.ty == SockType::Stream)
@@ -159,6 +171,7 @@ impl OpenFile {
         match &self.kind {
             FileKind::Ctl { text } => Ok(read_at(text, offset, size)),
             FileKind::Snapshot(text) | FileKind::Gc(text) => Ok(read_at(text, offset, size)),
+            FileKind::Dir(_) => Err(Errno::EISDIR),
             FileKind::Data => {
                 let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
                 let got = eng.recv(s, size as usize, w)?;
@@ -176,8 +189,7 @@ impl OpenFile {
                     // A stream record is what is queued now, whatever the
                     // reader's buffer: bash `read` asks one byte at a time.
                     let want = MAX_MSG;
-                    let got = eng.recv(s, want, w)?;
-                    let mut got = got;
+                    let mut got = eng.recv(s, want, w)?;
                     // Records carry the pid (`pidfd=`), not a pidfd to claim.
                     got.pidfd_file = None;
                     let passed = got.rights.len() + got.files.len();
@@ -203,16 +215,52 @@ impl OpenFile {
         }
     }
 
-    /// One write, continued from `done` (bytes already taken). Ok(n) is the
-    /// count to report; EAGAIN leaves `w` waiting and `done` updated.
+    /// Takes a write: for `msg` files, adds it to what the file's
+    /// assembler keeps and gives the segments ready to send.
+    pub fn start_write<'a>(
+        &self,
+        eng: &Arc<Engine>,
+        data: &'a [u8],
+        uid: u32,
+    ) -> Result<WriteJob<'a>, Errno> {
+        match &self.kind {
+            FileKind::Msg(_, asm) => {
+                let batch = asm.lock().take(data, uid).inspect_err(|e| {
+                    log::info!("msg write refused: {}", e.desc());
+                })?;
+                Ok(WriteJob::Msg {
+                    batch,
+                    done: 0,
+                    held: Held::new(eng.clone()),
+                })
+            }
+            _ => Ok(WriteJob::Plain {
+                data: Cow::Borrowed(data),
+                done: 0,
+            }),
+        }
+    }
+
+    /// Runs a write on from where it got. Ok(n) is the count to report;
+    /// EAGAIN leaves `w` waiting and the job updated.
     pub fn write(
         &self,
         eng: &Engine,
-        data: &[u8],
-        done: &mut usize,
+        job: &mut WriteJob,
         caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<usize, Errno> {
+        let (data, done) = match job {
+            WriteJob::Plain { data, done } => (&data[..], done),
+            WriteJob::Msg { batch, done, held } => {
+                let (s, FileKind::Msg(_, asm)) = (self.sock.as_ref(), &self.kind) else {
+                    return Err(Errno::EBADF);
+                };
+                let s = s.ok_or(Errno::EBADF)?;
+                send_batch(s, batch, done, held, caller, w)?;
+                return Ok(asm.lock().settle(batch, batch.whole, Ending::Sent));
+            }
+        };
         if let FileKind::Gc(_) = self.kind {
             return match data.trim_ascii() {
                 b"run" => {
@@ -224,7 +272,9 @@ impl OpenFile {
         }
         let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
         match &self.kind {
-            FileKind::Snapshot(_) | FileKind::Gc(_) => Err(Errno::EBADF),
+            FileKind::Snapshot(_) | FileKind::Gc(_) | FileKind::Msg(..) | FileKind::Dir(_) => {
+                Err(Errno::EBADF)
+            }
             FileKind::Ctl { .. } => {
                 while *done < data.len() {
                     let rest = &data[*done..];
@@ -262,124 +312,31 @@ impl OpenFile {
                 }
                 Ok(data.len())
             }
-            FileKind::Msg(..) => {
-                // `data` holds whole records (see `assemble`); `done` is how
-                // far into it the sending got.
-                while *done < data.len() {
-                    send_record(eng, s, data, done, caller, w)?;
-                }
-                Ok(data.len())
-            }
         }
     }
 
-    /// For `msg` files: what of a write forms whole records (None for
-    /// other files, which take each write as it is).
-    pub fn assemble(&self, data: &[u8], uid: u32) -> Option<Result<Vec<u8>, Errno>> {
-        match &self.kind {
-            FileKind::Msg(_, w) => Some(w.lock().push(data, uid)),
-            _ => None,
-        }
-    }
-}
-
-/// Sends the record that `*done` points into, from where it got to.
-fn send_record(
-    eng: &Engine,
-    s: &Arc<Socket>,
-    buf: &[u8],
-    done: &mut usize,
-    caller: &Caller,
-    w: Option<&Waiter>,
-) -> Result<(), Errno> {
-    // Find the record *done points into: its header is at `at`, its
-    // payload at start..end; *done == at means it is not begun.
-    let mut at = 0;
-    let (h, start, end) = loop {
-        let (h, start, end) = msgfmt::record_at(buf, at)?;
-        if *done < end || *done == at {
-            break (h, start, end);
-        }
-        at = end;
-    };
-    let fresh = *done == at;
-    if fresh {
-        if let Some(c) = &h.creds {
-            check_creds(c, caller)?;
-        }
-        *done = start;
-    }
-    // Sockets go with the first piece of the payload only.
-    let (mut rights, mut files) = if fresh {
-        eng.hold_passed(&h.rights, caller).inspect_err(|e| {
-            log::info!(
-                "socket {}: rights={:?} refused: {}",
-                s.id,
-                h.rights,
-                e.desc()
-            );
-        })?
-    } else {
-        Default::default()
-    };
-    // `oob=1`: the last byte goes alone, as the OOB byte, after the rest.
-    let body_end = if h.oob { end.saturating_sub(1) } else { end };
-    let res = if h.oob && (s.ty != SockType::Stream || start == end) {
-        Err(Errno::EOPNOTSUPP)
-    } else if s.ty == SockType::Stream {
-        let mut r = Ok(());
-        while *done < body_end {
-            match eng.send_passing(
-                s,
-                &buf[*done..body_end],
-                h.to.as_ref(),
-                h.creds,
-                &mut rights,
-                &mut files,
-                caller,
-                w,
-            ) {
-                Ok(n) => *done += n,
-                Err(e) => {
-                    r = Err(e);
-                    break;
-                }
+    /// Ends a write that stops early with `err` (EAGAIN without waiting, a
+    /// signal, a failure): the count write(2) reports when part of it was
+    /// taken, None to report `err`. A `msg` file keeps the unsent rest of a
+    /// record begun (see `msgfmt::Assembler`) unless the send failed.
+    pub fn end_write(&self, job: WriteJob, err: Errno) -> Option<usize> {
+        let paused = matches!(err, Errno::EAGAIN | Errno::EINTR | Errno::ENOTCONN);
+        let n = match (job, &self.kind) {
+            (WriteJob::Msg { batch, done, .. }, FileKind::Msg(_, asm)) => {
+                let how = if paused {
+                    Ending::Paused
+                } else {
+                    Ending::Failed
+                };
+                asm.lock().settle(&batch, done, how)
             }
-        }
-        if r.is_ok() && h.oob && *done == body_end {
-            r = eng
-                .send_oob(
-                    s,
-                    &buf[body_end..end],
-                    h.to.as_ref(),
-                    h.creds,
-                    &mut rights,
-                    &mut files,
-                    caller,
-                )
-                .map(|n| *done += n);
-        }
-        r
-    } else {
-        eng.send_passing(
-            s,
-            &buf[start..end],
-            h.to.as_ref(),
-            h.creds,
-            &mut rights,
-            &mut files,
-            caller,
-            w,
-        )
-        .map(|_| *done = end)
-    };
-    // Whatever was not queued (a failed send, or a zero-length stream
-    // message, which drops them as Linux does) is let go.
-    for r in rights {
-        eng.put(&r);
+            // A command that fails is the write's error, even after others ran.
+            (WriteJob::Plain { .. }, FileKind::Ctl { .. }) if !paused => 0,
+            (WriteJob::Plain { done, .. }, _) => done,
+            (WriteJob::Msg { .. }, _) => 0,
+        };
+        (n > 0).then_some(n)
     }
-    eng.depot.put_back(files);
-    res
 }
 
 fn run_command(

@@ -3,37 +3,37 @@
 //! answers EINTR for callers that got a signal, since fuser does not pass
 //! FUSE_INTERRUPT on and the kernel would otherwise make them wait forever.
 
-use std::collections::{HashMap, HashSet};
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use fuser::{Errno, ReplyData, ReplyOpen, ReplyWrite};
+use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use super::outgoing::WriteJob;
+use super::reply::ReplySink;
 use super::watchdog::Watched;
 use crate::engine::Wake;
 use crate::engine::quota::Quota;
+use crate::sharded::ShardedMap;
 
 /// A reply still owed, with what is needed to retry the operation.
 pub enum Pending {
     Read {
         fh: u64,
         size: u32,
-        reply: ReplyData,
+        reply: ReplySink,
     },
     Write {
         fh: u64,
-        data: Vec<u8>,
-        /// Bytes already sent (stream) or commands already run (ctl).
-        done: usize,
-        /// What to report on success when `data` is not what was written
-        /// (msg files send whole records assembled from several writes).
-        report: Option<usize>,
-        reply: ReplyWrite,
+        /// What was taken and how far it got.
+        job: WriteJob<'static>,
+        reply: ReplySink,
     },
     Open {
         op: OpenOp,
-        reply: ReplyOpen,
+        reply: ReplySink,
     },
 }
 
@@ -53,18 +53,12 @@ pub enum OpenOp {
 }
 
 impl Pending {
-    /// Answers with an error; a write that already sent bytes reports them.
+    /// Answers with an error, whatever was done (see `Retry::abandon`).
     pub fn fail(self, err: Errno) {
         match self {
-            Pending::Read { reply, .. } => reply.error(err),
-            Pending::Write {
-                reply,
-                done,
-                report: None,
-                ..
-            } if done > 0 => reply.written(done as u32),
-            Pending::Write { reply, .. } => reply.error(err),
-            Pending::Open { reply, .. } => reply.error(err),
+            Pending::Read { reply, .. }
+            | Pending::Write { reply, .. }
+            | Pending::Open { reply, .. } => reply.error(err),
         }
     }
 }
@@ -78,7 +72,9 @@ pub enum Outcome {
 /// Retries a pending request, leaving `waiter` on the socket if it blocks.
 pub trait Retry: Send + Sync + 'static {
     fn attempt(&self, p: Pending, tid: u32, uid: u32, gid: u32, waiter: &Arc<Parked>) -> Outcome;
-    fn cleanup_open(&self, op: OpenOp);
+    /// Answers a request that will not be retried: a write that got part
+    /// of its bytes out reports them, a pending open lets go of what it made.
+    fn abandon(&self, p: Pending, err: Errno);
 }
 
 pub struct Parked {
@@ -91,7 +87,48 @@ pub struct Parked {
     slot: Mutex<Option<Pending>>,
     kicked: AtomicBool,
     done: AtomicBool,
+    /// A read: woken one per message.
+    exclusive: bool,
     owner: Weak<ParkTable>,
+}
+
+thread_local! {
+    /// Requests woken on this thread while it runs a file operation or a
+    /// retry: they are retried once that has let go of its locks, since a
+    /// retry may need the same locks (a file's reader or assembler).
+    static DEFERRED: RefCell<Option<Vec<Arc<Parked>>>> = const { RefCell::new(None) };
+}
+
+/// Ends a deferring scope, even if the operation panicked.
+struct DeferScope;
+
+impl Drop for DeferScope {
+    fn drop(&mut self) {
+        DEFERRED.with(|d| *d.borrow_mut() = None);
+    }
+}
+
+/// Runs `op` with the retries it wakes held back until it returns; then
+/// runs them, and the retries they wake in turn, on this thread. Nested
+/// calls leave that to the outermost.
+pub fn deferring_wakeups<R>(op: impl FnOnce() -> R) -> R {
+    let outermost = DEFERRED.with(|d| {
+        let mut d = d.borrow_mut();
+        d.is_none().then(|| *d = Some(Vec::new())).is_some()
+    });
+    if !outermost {
+        return op();
+    }
+    let _scope = DeferScope;
+    let r = op();
+    loop {
+        let batch = DEFERRED.with(|d| d.borrow_mut().as_mut().map(std::mem::take));
+        match batch {
+            Some(b) if !b.is_empty() => b.into_iter().for_each(|p| p.kick()),
+            _ => break,
+        }
+    }
+    r
 }
 
 impl Parked {
@@ -112,7 +149,11 @@ impl Parked {
                 let Some(p) = slot.take() else {
                     return;
                 };
-                match table.retry.attempt(p, self.tid, self.uid, self.gid, self) {
+                table.retries.fetch_add(1, Ordering::Relaxed);
+                let outcome = deferring_wakeups(|| {
+                    table.retry.attempt(p, self.tid, self.uid, self.gid, self)
+                });
+                match outcome {
                     Outcome::Done => {
                         self.done.store(true, Ordering::SeqCst);
                         drop(slot);
@@ -131,11 +172,15 @@ impl Parked {
 }
 
 impl Wake for Parked {
-    fn wake(&self) {
-        // Wake is called through an Arc; rebuild it to kick.
-        if let Some(table) = self.owner.upgrade()
-            && let Some(me) = table.get(self.id)
-        {
+    fn wake(self: Arc<Self>) {
+        let me = DEFERRED.with(|d| match d.borrow_mut().as_mut() {
+            Some(later) => {
+                later.push(self);
+                None
+            }
+            None => Some(self),
+        });
+        if let Some(me) = me {
             me.kick();
         }
     }
@@ -143,15 +188,19 @@ impl Wake for Parked {
     fn is_live(&self) -> bool {
         !self.done.load(Ordering::SeqCst)
     }
-}
 
-const SHARDS: usize = 16;
+    fn exclusive(&self) -> bool {
+        self.exclusive
+    }
+}
 
 /// Every parked request, for the watchdog and for unmount.
 pub struct ParkTable {
-    shards: Vec<Mutex<HashMap<u64, Arc<Parked>>>>,
+    requests: ShardedMap<u64, Arc<Parked>>,
     next: AtomicU64,
     count: AtomicU64,
+    /// Retries run so far.
+    retries: AtomicU64,
     retry: Box<dyn Retry>,
     closing: AtomicBool,
     /// Requests parked, per user too (`--max-parked`).
@@ -164,9 +213,10 @@ pub struct ParkTable {
 impl ParkTable {
     pub fn new(retry: Box<dyn Retry>) -> Arc<ParkTable> {
         Arc::new(ParkTable {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            requests: ShardedMap::new(),
             next: AtomicU64::new(1),
             count: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
             retry,
             closing: AtomicBool::new(false),
             parked: Quota::new("requests parked"),
@@ -184,24 +234,11 @@ impl ParkTable {
     /// Answers a request that will not be retried, releasing what a
     /// pending open made for it.
     fn answer(&self, p: Pending, err: Errno) {
-        if let Pending::Open { op, reply } = p {
-            self.retry.cleanup_open(op);
-            reply.error(err);
-        } else {
-            p.fail(err);
-        }
-    }
-
-    fn shard(&self, id: u64) -> &Mutex<HashMap<u64, Arc<Parked>>> {
-        &self.shards[(id % SHARDS as u64) as usize]
-    }
-
-    fn get(&self, id: u64) -> Option<Arc<Parked>> {
-        self.shard(id).lock().get(&id).cloned()
+        self.retry.abandon(p, err);
     }
 
     fn remove(&self, id: u64) {
-        if let Some(p) = self.shard(id).lock().remove(&id) {
+        if let Some(p) = self.requests.remove(&id) {
             self.count.fetch_sub(1, Ordering::SeqCst);
             self.watched.remove(p.tid);
             self.parked.give(p.uid, 1);
@@ -216,7 +253,7 @@ impl ParkTable {
         }
         // A parked write holds its data until it is sent.
         let held = match &p {
-            Pending::Write { data, .. } => data.len() as u64,
+            Pending::Write { job, .. } => job.held_bytes(),
             _ => 0,
         };
         if self.parked.take(uid, 1).is_err() {
@@ -229,6 +266,7 @@ impl ParkTable {
             return self.answer(p, Errno::ENOBUFS);
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let exclusive = matches!(p, Pending::Read { .. });
         let parked = Arc::new(Parked {
             id,
             tid,
@@ -238,12 +276,18 @@ impl ParkTable {
             slot: Mutex::new(Some(p)),
             kicked: AtomicBool::new(false),
             done: AtomicBool::new(false),
+            exclusive,
             owner: Arc::downgrade(self),
         });
         self.watched.add(tid);
-        self.shard(id).lock().insert(id, parked.clone());
+        self.requests.insert(id, parked.clone());
         self.count.fetch_add(1, Ordering::SeqCst);
         parked.kick();
+    }
+
+    /// How many retries ran (each wake-up of a parked request runs one).
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
     }
 
     pub fn len(&self) -> u64 {
@@ -255,10 +299,7 @@ impl ParkTable {
     }
 
     fn all(&self) -> Vec<Arc<Parked>> {
-        self.shards
-            .iter()
-            .flat_map(|s| s.lock().values().cloned().collect::<Vec<_>>())
-            .collect()
+        self.requests.values()
     }
 
     /// Answers every parked request with `err` (unmount).
@@ -267,6 +308,22 @@ impl ParkTable {
         for p in self.all() {
             self.interrupt(&p, err);
         }
+    }
+
+    /// Answers `err` to every request parked by one of `tids` (the
+    /// watchdog found a signal for them, or an in-process caller
+    /// interrupts); returns how many there were.
+    pub fn interrupt_threads(&self, tids: &HashSet<u32>, err: Errno) -> usize {
+        let mine: Vec<_> = self
+            .all()
+            .into_iter()
+            .filter(|p| tids.contains(&p.tid))
+            .collect();
+        for p in &mine {
+            log::debug!("request of thread {} interrupted: {}", p.tid, err.desc());
+            self.interrupt(p, err);
+        }
+        mine.len()
     }
 
     fn interrupt(&self, p: &Parked, err: Errno) {
@@ -281,16 +338,5 @@ impl ParkTable {
     /// The threads with requests parked, for the watchdog.
     pub fn watched(&self) -> &Watched {
         &self.watched
-    }
-
-    /// Answers EINTR to every request parked by one of `tids` (the
-    /// watchdog found a signal for them).
-    pub fn interrupt_threads(&self, tids: &HashSet<u32>) {
-        for p in self.all() {
-            if tids.contains(&p.tid) {
-                log::debug!("request of thread {} interrupted by a signal", p.tid);
-                self.interrupt(&p, Errno::EINTR);
-            }
-        }
     }
 }

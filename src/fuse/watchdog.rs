@@ -34,6 +34,8 @@ use std::io;
 use std::sync::Weak;
 use std::time::Duration;
 
+use nix::errno::Errno;
+
 use crate::procfs::{self, SIGKILL_BIT, SchedstatFile, Status, StatusFile};
 use crate::sharded::ShardedMap;
 
@@ -84,7 +86,7 @@ pub fn spawn(table: Weak<ParkTable>) {
                 let Some(t) = table.upgrade() else { return };
                 let signalled = scanner.scan(&t.watched().tids());
                 if !signalled.is_empty() {
-                    t.interrupt_threads(&signalled);
+                    t.interrupt_threads(&signalled, Errno::EINTR);
                 }
             }
         })

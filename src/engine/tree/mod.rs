@@ -30,6 +30,9 @@ const NAME_MAX: usize = 255;
 /// The root's own name for the control tree; nothing else may take it.
 pub const CONTROL_NAME: &[u8] = b".udsfs";
 
+/// One directory entry: inode, kind, name.
+pub type DirEntry = (u64, Kind, Vec<u8>);
+
 pub struct Tree {
     shards: Vec<Mutex<Shard>>,
     next_ino: AtomicU64,
@@ -131,7 +134,7 @@ impl Tree {
         self.getattr(ino)
     }
 
-    pub fn readdir(&self, ino: u64) -> Result<Vec<(u64, Kind, Vec<u8>)>, Errno> {
+    pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>, Errno> {
         let (entries, parent) = {
             let shard = self.shard(ino);
             let node = shard.get(&ino).ok_or(Errno::ENOENT)?;
@@ -150,6 +153,38 @@ impl Tree {
             }
         }
         Ok(out)
+    }
+
+    /// Directory `ino`'s parent and at most `limit` of its entries whose
+    /// names sort after `after` (all from the start without it): a listing
+    /// read in chunks resumes by name, so entries added or removed between
+    /// chunks never shift the others.
+    pub fn readdir_after(
+        &self,
+        ino: u64,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<(u64, Vec<DirEntry>), Errno> {
+        use std::ops::Bound;
+        let (chunk, parent) = {
+            let shard = self.shard(ino);
+            let node = shard.get(&ino).ok_or(Errno::ENOENT)?;
+            let Content::Dir { entries, parent } = &node.content else {
+                return Err(Errno::ENOTDIR);
+            };
+            let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+            let chunk: Vec<(Vec<u8>, u64)> = entries
+                .range::<[u8], _>((from, Bound::Unbounded))
+                .take(limit)
+                .map(|(n, c)| (n.clone(), *c))
+                .collect();
+            (chunk, *parent)
+        };
+        let out = chunk
+            .into_iter()
+            .filter_map(|(name, child)| Some((child, self.getattr(child).ok()?.kind, name)))
+            .collect();
+        Ok((parent, out))
     }
 
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>, Errno> {

@@ -1,0 +1,182 @@
+//! File attributes: what `stat` shows for tree nodes, control files and
+//! socket files, and `setattr` on them.
+
+use std::time::{Duration, SystemTime};
+
+use fuser::{FileAttr, FileType, INodeNo, ReplyAttr, TimeOrNow};
+use nix::errno::Errno;
+
+use super::inode::{Ctrl, Node, SockFile};
+use super::{Inner, ferr};
+use crate::engine::tree::Kind;
+
+pub const TTL: Duration = Duration::ZERO;
+/// Socket files claim a large size so the kernel lets writers run in
+/// parallel (PARALLEL_DIRECT_WRITES needs pos + len <= i_size).
+pub const SOCKET_FILE_SIZE: u64 = 1 << 30;
+
+/// The times and sizes of a file made up by the daemon (control files).
+fn synthetic(ino: u64, kind: FileType, perm: u32, uid: u32, gid: u32, size: u64) -> FileAttr {
+    let now = SystemTime::now();
+    FileAttr {
+        ino: INodeNo(ino),
+        size,
+        blocks: size.div_ceil(512),
+        atime: now,
+        mtime: now,
+        ctime: now,
+        crtime: now,
+        kind,
+        perm: perm as u16,
+        nlink: if kind == FileType::Directory { 2 } else { 1 },
+        uid,
+        gid,
+        rdev: 0,
+        blksize: 4096,
+        flags: 0,
+    }
+}
+
+/// The changes a `setattr` asks for.
+pub struct AttrChange {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub size: Option<u64>,
+    pub atime: Option<TimeOrNow>,
+    pub mtime: Option<TimeOrNow>,
+}
+
+impl Inner {
+    pub(super) fn attr_of(&self, node: Node) -> Result<FileAttr, Errno> {
+        Ok(match node {
+            Node::Tree(ino) | Node::Connect(ino) => {
+                let a = self.eng.tree.getattr(ino)?;
+                let connect_view = matches!(node, Node::Connect(_));
+                let (kind, size) = match a.kind {
+                    Kind::Dir => (FileType::Directory, a.size),
+                    Kind::Symlink => (FileType::Symlink, a.size),
+                    Kind::Socket if connect_view => (FileType::RegularFile, SOCKET_FILE_SIZE),
+                    Kind::Socket => (FileType::Socket, 0),
+                };
+                FileAttr {
+                    ino: INodeNo(node.ino()),
+                    size,
+                    blocks: size.div_ceil(512),
+                    atime: a.atime,
+                    mtime: a.mtime,
+                    ctime: a.ctime,
+                    crtime: a.ctime,
+                    kind,
+                    perm: a.perm as u16,
+                    nlink: a.nlink,
+                    uid: a.uid,
+                    gid: a.gid,
+                    rdev: 0,
+                    blksize: 4096,
+                    flags: 0,
+                }
+            }
+            Node::Ctrl(c) => {
+                let (kind, perm) = match c {
+                    Ctrl::Root | Ctrl::TypeDir(_) | Ctrl::SockDir | Ctrl::AbstractDir => {
+                        (FileType::Directory, 0o555)
+                    }
+                    Ctrl::Clone(_) | Ctrl::Pair(_) => (FileType::RegularFile, 0o666),
+                    Ctrl::Unix | Ctrl::Graph => (FileType::RegularFile, 0o444),
+                    Ctrl::Gc => (FileType::RegularFile, 0o644),
+                };
+                // Clone and pair files are control handles once open.
+                let size = match c {
+                    Ctrl::Clone(_) | Ctrl::Pair(_) => SOCKET_FILE_SIZE,
+                    _ => 0,
+                };
+                synthetic(node.ino(), kind, perm, self.uid, self.gid, size)
+            }
+            Node::Sock(generation, f) => {
+                let (_, d) = self
+                    .eng
+                    .dir_by_generation(generation)
+                    .ok_or(Errno::ENOENT)?;
+                let (kind, perm, size) = match f {
+                    SockFile::Dir => (FileType::Directory, 0o700, 0),
+                    SockFile::Status => (FileType::RegularFile, 0o400, 0),
+                    SockFile::Ctl | SockFile::Accept => {
+                        (FileType::RegularFile, 0o600, SOCKET_FILE_SIZE)
+                    }
+                    SockFile::Data | SockFile::Msg => {
+                        (FileType::RegularFile, 0o600, SOCKET_FILE_SIZE)
+                    }
+                };
+                synthetic(node.ino(), kind, perm, d.uid, d.gid, size)
+            }
+            Node::Abstract(generation) => {
+                let (_, d) = self
+                    .eng
+                    .dir_by_generation(generation)
+                    .ok_or(Errno::ENOENT)?;
+                synthetic(
+                    node.ino(),
+                    FileType::RegularFile,
+                    0o666,
+                    d.uid,
+                    d.gid,
+                    SOCKET_FILE_SIZE,
+                )
+            }
+        })
+    }
+
+    /// FUSE generation: inode numbers of socket files are made from
+    /// generations already, so they are never reused.
+    pub(super) fn generation(&self, node: Node) -> u64 {
+        match node {
+            Node::Sock(generation, _) | Node::Abstract(generation) => generation,
+            _ => 0,
+        }
+    }
+
+    pub(super) fn getattr(&self, ino: u64, reply: ReplyAttr) {
+        match Node::from_ino(ino)
+            .ok_or(Errno::ENOENT)
+            .and_then(|n| self.attr_of(n))
+        {
+            Ok(a) => reply.attr(&TTL, &a),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    pub(super) fn setattr(&self, ino: u64, ch: AttrChange, reply: ReplyAttr) {
+        let Some(node) = Node::from_ino(ino) else {
+            return reply.error(ferr(Errno::ENOENT));
+        };
+        let t = |x: Option<TimeOrNow>| {
+            x.map(|v| match v {
+                TimeOrNow::SpecificTime(t) => t,
+                TimeOrNow::Now => SystemTime::now(),
+            })
+        };
+        let res = match node {
+            Node::Tree(ino) => {
+                let a = self.eng.tree.getattr(ino);
+                match (ch.size, a) {
+                    (Some(_), Ok(a)) if a.kind == Kind::Dir => Err(Errno::EISDIR),
+                    (Some(_), Ok(_)) => Err(Errno::EINVAL),
+                    (_, Err(e)) => Err(e),
+                    _ => self
+                        .eng
+                        .tree
+                        .setattr(ino, ch.mode, ch.uid, ch.gid, t(ch.atime), t(ch.mtime))
+                        .and_then(|_| self.attr_of(node)),
+                }
+            }
+            // Truncating a socket file (shell `>`) is allowed and does nothing.
+            _ if ch.mode.is_none() && ch.uid.is_none() && ch.gid.is_none() => self.attr_of(node),
+            _ => Err(Errno::EPERM),
+        };
+        match res {
+            Ok(a) => reply.attr(&TTL, &a),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+}

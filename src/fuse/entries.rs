@@ -1,0 +1,227 @@
+//! Directory listings of the tree and of the control tree.
+//!
+//! A listing is read in chunks, each resuming at a cookie. Cookies are
+//! stable while the directory changes: a tree directory's chunk resumes
+//! after the name its cookie stands for (kept per open directory), and
+//! `.udsfs/sock` and `.udsfs/abstract` resume after a socket number or
+//! generation; so no entry is skipped or repeated, and no chunk rebuilds
+//! the whole tree directory.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+use fuser::{FileType, INodeNo, ReplyDirectory};
+use nix::errno::Errno;
+use parking_lot::Mutex;
+
+use super::files::{FileKind, OpenFile};
+use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
+use super::{Inner, ferr};
+use crate::engine::addr;
+use crate::engine::tree::{self, Kind, ROOT_INO};
+
+const DOT: u64 = 1;
+const DOTDOT: u64 = 2;
+/// The first cookie of a named entry.
+const FIRST: u64 = 3;
+/// The cookie of `.udsfs`, last in the root.
+const CONTROL: u64 = u64::MAX - 1;
+/// Tree entries fetched per chunk (a reply buffer holds fewer).
+const CHUNK: usize = 1024;
+
+/// Where the listing of an open tree directory got to: the cookies of the
+/// last chunk, with the name each stands for.
+#[derive(Default)]
+pub struct DirCursor {
+    names: HashMap<u64, Vec<u8>>,
+    next: u64,
+}
+
+type Entry = (u64, FileType, Vec<u8>);
+
+impl Inner {
+    /// opendir: tree directories get a cursor; the control tree's need none.
+    pub(super) fn opendir(&self, ino: u64) -> u64 {
+        match Node::from_ino(ino) {
+            Some(Node::Tree(_) | Node::Connect(_)) => self.files.insert(OpenFile::new(
+                None,
+                FileKind::Dir(Mutex::new(DirCursor::default())),
+            )),
+            _ => 0,
+        }
+    }
+
+    /// The entries of a control directory, each with its cookie.
+    fn control_entries(&self, node: Node) -> Result<Vec<(u64, Entry)>, Errno> {
+        let dir = FileType::Directory;
+        let reg = FileType::RegularFile;
+        let numbered = |v: Vec<Entry>| -> Vec<(u64, Entry)> {
+            v.into_iter()
+                .enumerate()
+                .map(|(i, e)| (i as u64 + 1, e))
+                .collect()
+        };
+        let dots = |me: Node, up: u64| -> Vec<(u64, Entry)> {
+            vec![
+                (DOT, (me.ino(), dir, b".".to_vec())),
+                (DOTDOT, (up, dir, b"..".to_vec())),
+            ]
+        };
+        Ok(match node {
+            Node::Ctrl(Ctrl::Root) => {
+                let mut out = vec![
+                    (node.ino(), dir, b".".to_vec()),
+                    (ROOT_INO, dir, b"..".to_vec()),
+                ];
+                for (t, n) in TYPE_NAMES {
+                    let ino = Node::Ctrl(Ctrl::TypeDir(t)).ino();
+                    out.push((ino, dir, n.as_bytes().to_vec()));
+                }
+                out.push((Node::Ctrl(Ctrl::SockDir).ino(), dir, b"sock".to_vec()));
+                let abs = Node::Ctrl(Ctrl::AbstractDir).ino();
+                out.push((abs, dir, b"abstract".to_vec()));
+                out.push((Node::Connect(ROOT_INO).ino(), dir, b"connect".to_vec()));
+                out.push((Node::Ctrl(Ctrl::Unix).ino(), reg, b"unix".to_vec()));
+                out.push((Node::Ctrl(Ctrl::Graph).ino(), reg, b"graph".to_vec()));
+                out.push((Node::Ctrl(Ctrl::Gc).ino(), reg, b"gc".to_vec()));
+                numbered(out)
+            }
+            Node::Ctrl(Ctrl::TypeDir(t)) => numbered(vec![
+                (node.ino(), dir, b".".to_vec()),
+                (Node::Ctrl(Ctrl::Root).ino(), dir, b"..".to_vec()),
+                (Node::Ctrl(Ctrl::Clone(t)).ino(), reg, b"clone".to_vec()),
+                (Node::Ctrl(Ctrl::Pair(t)).ino(), reg, b"pair".to_vec()),
+            ]),
+            Node::Sock(generation, SockFile::Dir) => {
+                let mut out = vec![
+                    (node.ino(), dir, b".".to_vec()),
+                    (Node::Ctrl(Ctrl::SockDir).ino(), dir, b"..".to_vec()),
+                ];
+                for (f, n) in SockFile::FILES {
+                    out.push((Node::Sock(generation, f).ino(), reg, n.as_bytes().to_vec()));
+                }
+                numbered(out)
+            }
+            // Socket numbers are the cookies: a socket made or closed
+            // between chunks moves no other entry.
+            Node::Ctrl(Ctrl::SockDir) => {
+                let mut out = dots(node, Node::Ctrl(Ctrl::Root).ino());
+                let mut socks = self.eng.dirs();
+                socks.sort_unstable_by_key(|(id, _)| *id);
+                for (id, d) in socks {
+                    let ino = Node::Sock(d.generation, SockFile::Dir).ino();
+                    out.push((id + FIRST, (ino, dir, id.to_string().into_bytes())));
+                }
+                out
+            }
+            // One entry per name (shared by the three types), its cookie the
+            // oldest generation bound to it.
+            Node::Ctrl(Ctrl::AbstractDir) => {
+                let mut out = dots(node, Node::Ctrl(Ctrl::Root).ino());
+                let mut first: HashMap<Vec<u8>, u64> = HashMap::new();
+                for (_, _, name, s) in self.eng.abstract_names() {
+                    let shown = addr::escape(&name).into_bytes();
+                    let g = first.entry(shown).or_insert(s.generation);
+                    *g = (*g).min(s.generation);
+                }
+                let mut names: Vec<_> = first.into_iter().collect();
+                names.sort_unstable_by_key(|(_, g)| *g);
+                for (shown, g) in names {
+                    out.push((g + FIRST, (Node::Abstract(g).ino(), reg, shown)));
+                }
+                out
+            }
+            _ => return Err(Errno::ENOTDIR),
+        })
+    }
+
+    pub(super) fn readdir(&self, ino: u64, fh: u64, offset: u64, mut reply: ReplyDirectory) {
+        let node = match Node::from_ino(ino) {
+            Some(n) => n,
+            None => return reply.error(ferr(Errno::ENOENT)),
+        };
+        if let Node::Tree(dir) | Node::Connect(dir) = node {
+            return self.tree_listing(node, dir, fh, offset, reply);
+        }
+        match self.control_entries(node) {
+            Ok(entries) => {
+                for (cookie, (ino, kind, name)) in entries {
+                    if cookie > offset
+                        && reply.add(INodeNo(ino), cookie, kind, OsStr::from_bytes(&name))
+                    {
+                        break;
+                    }
+                }
+                reply.ok();
+            }
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    /// A chunk of a tree directory (or of its connect view), resuming after
+    /// the name the cookie stands for.
+    fn tree_listing(&self, node: Node, dir: u64, fh: u64, offset: u64, mut reply: ReplyDirectory) {
+        let view = matches!(node, Node::Connect(_));
+        let Some(file) = self.files.get(fh) else {
+            return reply.error(ferr(Errno::EBADF));
+        };
+        let FileKind::Dir(cursor) = &file.kind else {
+            return reply.error(ferr(Errno::EBADF));
+        };
+        let mut cur = cursor.lock();
+        let after = match offset {
+            0 | DOT | DOTDOT => None,
+            CONTROL => return reply.ok(),
+            o => match cur.names.get(&o) {
+                Some(name) => Some(name.clone()),
+                None => {
+                    log::info!("readdir of {dir}: unknown cookie {o}: end of listing");
+                    return reply.ok();
+                }
+            },
+        };
+        let (parent, chunk) = match self.eng.tree.readdir_after(dir, after.as_deref(), CHUNK) {
+            Ok(x) => x,
+            Err(e) => return reply.error(ferr(e)),
+        };
+        let shown = |ino: u64| if view { Node::Connect(ino).ino() } else { ino };
+        let d = FileType::Directory;
+        if offset == 0 && reply.add(INodeNo(node.ino()), DOT, d, OsStr::new(".")) {
+            return reply.ok();
+        }
+        if offset <= DOT && reply.add(INodeNo(shown(parent)), DOTDOT, d, OsStr::new("..")) {
+            return reply.ok();
+        }
+        let mut issued = HashMap::new();
+        let whole = chunk.len() < CHUNK;
+        cur.next = cur.next.max(FIRST);
+        let mut full = false;
+        for (child, kind, name) in chunk {
+            let ft = match kind {
+                Kind::Dir => d,
+                Kind::Symlink => FileType::Symlink,
+                Kind::Socket if view => FileType::RegularFile,
+                Kind::Socket => FileType::Socket,
+            };
+            let cookie = cur.next;
+            cur.next += 1;
+            full = reply.add(INodeNo(shown(child)), cookie, ft, OsStr::from_bytes(&name));
+            issued.insert(cookie, name);
+            if full {
+                break;
+            }
+        }
+        if !full && whole && dir == ROOT_INO && !view {
+            let ctl = Node::Ctrl(Ctrl::Root).ino();
+            let _ = reply.add(
+                INodeNo(ctl),
+                CONTROL,
+                d,
+                OsStr::from_bytes(tree::CONTROL_NAME),
+            );
+        }
+        cur.names = issued;
+        reply.ok();
+    }
+}

@@ -1,0 +1,177 @@
+//! Reads and writes on open files: tried once on the worker thread, parked
+//! when they would block, and retried from the waker (see `park`).
+
+use std::sync::{Arc, Weak};
+
+use nix::errno::Errno;
+
+use super::files::OpenFile;
+use super::outgoing::WriteJob;
+use super::park::{OpenOp, Outcome, Parked, Pending, Retry, deferring_wakeups};
+use super::reply::ReplySink;
+use super::{Inner, nonblocking};
+use crate::engine::{Caller, Waiter};
+
+/// Retries parked requests on behalf of the park table.
+pub(super) struct Retrier(pub(super) Weak<Inner>);
+
+impl Retry for Retrier {
+    fn attempt(&self, p: Pending, tid: u32, uid: u32, gid: u32, waiter: &Arc<Parked>) -> Outcome {
+        let Some(inner) = self.0.upgrade() else {
+            p.fail(Errno::ENOTCONN);
+            return Outcome::Done;
+        };
+        let w: Waiter = waiter.clone();
+        inner.attempt(p, &Caller::new(tid, uid, gid), Some(&w))
+    }
+
+    fn abandon(&self, p: Pending, err: Errno) {
+        let Some(inner) = self.0.upgrade() else {
+            return p.fail(err);
+        };
+        match p {
+            Pending::Open { op, reply } => {
+                if let OpenOp::Connect { client, .. } = op {
+                    inner.eng.put(&client);
+                }
+                reply.error(err);
+            }
+            Pending::Write { fh, job, reply } => {
+                match inner.files.get(fh).and_then(|f| f.end_write(job, err)) {
+                    Some(n) => reply.written(n as u32),
+                    None => reply.error(err),
+                }
+            }
+            Pending::Read { fh, reply, .. } => {
+                reply.error(err);
+                // It may have been the one reader woken for a message.
+                if let Some(s) = inner.files.get(fh).and_then(|f| f.sock.clone()) {
+                    inner.eng.pass_wakeup(&s);
+                }
+            }
+        }
+    }
+}
+
+/// Stream sends to a closed peer raise SIGPIPE in the sending thread, as
+/// unix_stream_sendmsg does.
+fn sigpipe(tid: u32) {
+    let Ok(tgid) = crate::procfs::Status::read(tid).map(|s| s.tgid) else {
+        return;
+    };
+    // SAFETY: tgkill only sends a signal.
+    unsafe {
+        libc::syscall(libc::SYS_tgkill, tgid, tid as i32, libc::SIGPIPE);
+    }
+}
+
+/// Answers a write that stopped with `e`: the count taken, if any, else
+/// the error (with SIGPIPE for a stream's closed peer).
+fn end_write(f: &OpenFile, job: WriteJob, e: Errno, tid: u32, reply: ReplySink) {
+    match f.end_write(job, e) {
+        Some(n) => reply.written(n as u32),
+        None => {
+            if e == Errno::EPIPE && f.is_stream_data() {
+                sigpipe(tid);
+            }
+            reply.error(e)
+        }
+    }
+}
+
+impl Inner {
+    /// read(2) on an open file.
+    pub fn read(&self, fh: u64, offset: u64, size: u32, flags: i32, c: Caller, reply: ReplySink) {
+        deferring_wakeups(|| {
+            let Some(f) = self.files.get(fh) else {
+                return reply.error(Errno::EBADF);
+            };
+            match f.read(&self.eng, offset, size, &c, None) {
+                Ok(d) => reply.data(&d),
+                Err(Errno::EAGAIN) if !nonblocking(flags) => {
+                    self.park(Pending::Read { fh, size, reply }, &c)
+                }
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    /// write(2) on an open file.
+    pub fn write(&self, fh: u64, data: &[u8], flags: i32, c: Caller, reply: ReplySink) {
+        deferring_wakeups(|| {
+            let Some(f) = self.files.get(fh) else {
+                return reply.error(Errno::EBADF);
+            };
+            let mut job = match f.start_write(&self.eng, data, c.fsuid) {
+                Ok(job) => job,
+                Err(e) => return reply.error(e),
+            };
+            match f.write(&self.eng, &mut job, &c, None) {
+                Ok(n) => reply.written(n as u32),
+                Err(Errno::EAGAIN) if !nonblocking(flags) => {
+                    let job = job.into_owned();
+                    self.park(Pending::Write { fh, job, reply }, &c)
+                }
+                Err(e) => end_write(&f, job, e, c.tid, reply),
+            }
+        })
+    }
+
+    /// Retries a parked request (see `park`).
+    fn attempt(&self, p: Pending, caller: &Caller, w: Option<&Waiter>) -> Outcome {
+        match p {
+            Pending::Read { fh, size, reply } => {
+                let Some(f) = self.files.get(fh) else {
+                    reply.error(Errno::EBADF);
+                    return Outcome::Done;
+                };
+                match f.read(&self.eng, 0, size, caller, w) {
+                    Ok(d) => reply.data(&d),
+                    Err(Errno::EAGAIN) => {
+                        return Outcome::Blocked(Pending::Read { fh, size, reply });
+                    }
+                    Err(e) => reply.error(e),
+                }
+                // Woken as the one reader of a message, it may have been
+                // served otherwise (a record its file had buffered): a
+                // message still queued goes to the next reader.
+                if let Some(s) = &f.sock {
+                    self.eng.pass_wakeup(s);
+                }
+                Outcome::Done
+            }
+            Pending::Write { fh, mut job, reply } => {
+                let Some(f) = self.files.get(fh) else {
+                    reply.error(Errno::EBADF);
+                    return Outcome::Done;
+                };
+                match f.write(&self.eng, &mut job, caller, w) {
+                    Ok(n) => reply.written(n as u32),
+                    Err(Errno::EAGAIN) => {
+                        return Outcome::Blocked(Pending::Write { fh, job, reply });
+                    }
+                    Err(e) => end_write(&f, job, e, caller.tid, reply),
+                }
+                Outcome::Done
+            }
+            Pending::Open { op, reply } => match self.open_blocking(op, caller, w) {
+                Ok((fh, flags)) => {
+                    reply.opened(fh, flags.bits());
+                    Outcome::Done
+                }
+                Err((Errno::EAGAIN, Some(op))) => Outcome::Blocked(Pending::Open { op, reply }),
+                Err((e, op)) => {
+                    if let Some(OpenOp::Connect { client, .. }) = op {
+                        self.eng.put(&client);
+                    }
+                    reply.error(e);
+                    Outcome::Done
+                }
+            },
+        }
+    }
+
+    pub(super) fn park(&self, p: Pending, c: &Caller) {
+        self.parks.park(p, c.tid, c.fsuid, c.fsgid);
+    }
+}

@@ -1,0 +1,69 @@
+//! Looking names up: the user's tree, the control tree `.udsfs/` and the
+//! connect and abstract views.
+
+use fuser::{Generation, ReplyEntry};
+use nix::errno::Errno;
+
+use super::attr::TTL;
+use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
+use super::{Inner, ferr};
+use crate::engine::tree::{self, ROOT_INO};
+use crate::engine::{Caller, addr};
+
+impl Inner {
+    pub(super) fn lookup_node(&self, parent: Node, name: &[u8], c: &Caller) -> Result<Node, Errno> {
+        match parent {
+            Node::Tree(ROOT_INO) if name == tree::CONTROL_NAME => Ok(Node::Ctrl(Ctrl::Root)),
+            Node::Tree(p) => Ok(Node::Tree(self.eng.tree.lookup(p, name)?.ino)),
+            Node::Connect(p) => Ok(Node::Connect(self.eng.tree.lookup(p, name)?.ino)),
+            Node::Ctrl(Ctrl::Root) => match name {
+                b"sock" => Ok(Node::Ctrl(Ctrl::SockDir)),
+                b"abstract" => Ok(Node::Ctrl(Ctrl::AbstractDir)),
+                b"connect" => Ok(Node::Connect(ROOT_INO)),
+                b"unix" => Ok(Node::Ctrl(Ctrl::Unix)),
+                b"graph" => Ok(Node::Ctrl(Ctrl::Graph)),
+                b"gc" => Ok(Node::Ctrl(Ctrl::Gc)),
+                _ => TYPE_NAMES
+                    .iter()
+                    .find(|(_, n)| n.as_bytes() == name)
+                    .map(|(t, _)| Node::Ctrl(Ctrl::TypeDir(*t)))
+                    .ok_or(Errno::ENOENT),
+            },
+            Node::Ctrl(Ctrl::TypeDir(t)) => match name {
+                b"clone" => Ok(Node::Ctrl(Ctrl::Clone(t))),
+                b"pair" => Ok(Node::Ctrl(Ctrl::Pair(t))),
+                _ => Err(Errno::ENOENT),
+            },
+            Node::Ctrl(Ctrl::SockDir) => {
+                // Only the number as it is listed: not "01", "+1" or " 1".
+                let id: u64 = std::str::from_utf8(name)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .filter(|n: &u64| n.to_string().as_bytes() == name)
+                    .ok_or(Errno::ENOENT)?;
+                let d = self.eng.dir(id).ok_or(Errno::ENOENT)?;
+                Ok(Node::Sock(d.generation, SockFile::Dir))
+            }
+            Node::Sock(generation, SockFile::Dir) => SockFile::from_name(name)
+                .map(|f| Node::Sock(generation, f))
+                .ok_or(Errno::ENOENT),
+            Node::Ctrl(Ctrl::AbstractDir) => {
+                let raw = addr::unescape(name).map_err(|_| Errno::ENOENT)?;
+                let s = self.eng.find_abstract_any(&raw, c).ok_or(Errno::ENOENT)?;
+                Ok(Node::Abstract(s.generation))
+            }
+            _ => Err(Errno::ENOTDIR),
+        }
+    }
+
+    pub(super) fn lookup(&self, parent: u64, name: &[u8], c: &Caller, reply: ReplyEntry) {
+        let res = Node::from_ino(parent)
+            .ok_or(Errno::ENOENT)
+            .and_then(|p| self.lookup_node(p, name, c))
+            .and_then(|n| Ok((self.attr_of(n)?, self.generation(n))));
+        match res {
+            Ok((attr, generation)) => reply.entry(&TTL, &attr, Generation(generation)),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+}

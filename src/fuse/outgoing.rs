@@ -1,0 +1,177 @@
+//! A write in progress: what it took and how far sending got, kept across
+//! the retries of a parked write so that nothing is sent twice or lost.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use nix::errno::Errno;
+
+use super::files::check_creds;
+use crate::engine::held::HeldFile;
+use crate::engine::{Caller, Engine, SockType, Socket, Waiter};
+use crate::msgfmt::{Batch, Segment};
+
+pub enum WriteJob<'a> {
+    /// ctl, data and gc files: the bytes of the write, `done` of them taken.
+    Plain { data: Cow<'a, [u8]>, done: usize },
+    /// msg files: the segments of the write (see `msgfmt::Assembler`), how
+    /// far into the batch's input sending got, and the sockets and files
+    /// passed by the record being sent.
+    Msg {
+        batch: Batch,
+        done: usize,
+        held: Held,
+    },
+}
+
+impl WriteJob<'_> {
+    /// The bytes the job holds while it waits (charged to the mount's
+    /// bytes held when it parks).
+    pub fn held_bytes(&self) -> u64 {
+        match self {
+            WriteJob::Plain { data, done } => data.len().saturating_sub(*done) as u64,
+            WriteJob::Msg { batch, done, .. } => batch.whole.saturating_sub(*done) as u64,
+        }
+    }
+
+    /// The job with its own copy of the bytes, to outlive the request.
+    pub fn into_owned(self) -> WriteJob<'static> {
+        match self {
+            WriteJob::Plain { data, done } => WriteJob::Plain {
+                data: Cow::Owned(data.into_owned()),
+                done,
+            },
+            WriteJob::Msg { batch, done, held } => WriteJob::Msg { batch, done, held },
+        }
+    }
+}
+
+/// Sockets and files a record passes, held from its first try until it is
+/// queued (as sendmsg holds its fds while it waits); let go if it never is.
+pub struct Held {
+    eng: Arc<Engine>,
+    /// The segment they were taken for.
+    seg: Option<usize>,
+    socks: Vec<Arc<Socket>>,
+    files: Vec<HeldFile>,
+}
+
+impl Held {
+    pub fn new(eng: Arc<Engine>) -> Held {
+        Held {
+            eng,
+            seg: None,
+            socks: Vec::new(),
+            files: Vec::new(),
+        }
+    }
+
+    fn release(&mut self) {
+        for s in self.socks.drain(..) {
+            self.eng.put(&s);
+        }
+        // Files not sent go back to their deposit (while its connection lives).
+        self.eng.depot.put_back(std::mem::take(&mut self.files));
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Sends the segments of `batch` from `*done` on. `*done` stays at a
+/// segment's `at` until part of it is queued, so a retry starts it afresh.
+pub fn send_batch(
+    s: &Arc<Socket>,
+    batch: &Batch,
+    done: &mut usize,
+    held: &mut Held,
+    caller: &Caller,
+    w: Option<&Waiter>,
+) -> Result<(), Errno> {
+    for (i, seg) in batch.segments.iter().enumerate() {
+        if *done < seg.payload.end || (*done == seg.at && !seg.begun) {
+            send_segment(s, batch, i, seg, done, held, caller, w)?;
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn send_segment(
+    s: &Arc<Socket>,
+    batch: &Batch,
+    i: usize,
+    seg: &Segment,
+    done: &mut usize,
+    held: &mut Held,
+    caller: &Caller,
+    w: Option<&Waiter>,
+) -> Result<(), Errno> {
+    let h = &seg.header;
+    let fresh = !seg.begun && *done <= seg.at;
+    if fresh && held.seg != Some(i) {
+        if let Some(c) = &h.creds {
+            check_creds(c, caller)?;
+        }
+        held.release();
+        (held.socks, held.files) = held.eng.hold_passed(&h.rights, caller).inspect_err(|e| {
+            log::info!(
+                "socket {}: rights={:?} refused: {}",
+                s.id,
+                h.rights,
+                e.desc()
+            );
+        })?;
+        held.seg = Some(i);
+    }
+    let eng = held.eng.clone();
+    let (start, end) = (seg.payload.start, seg.payload.end);
+    let stream = s.ty == SockType::Stream;
+    // `oob=1`: the record's last byte goes alone, as the OOB byte, after
+    // the rest (a segment followed by more of its record has no last byte).
+    if h.oob && (!stream || (start == end && !seg.begun)) {
+        held.release();
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let oob = stream && h.oob && seg.more == 0 && end > start;
+    let body_end = if oob { end - 1 } else { end };
+    let mut from = if fresh { start } else { *done };
+    // A datagram goes whole, once, even empty; a stream record may go in
+    // pieces. Sockets and files move into the queue with the first piece
+    // queued (they stay held while nothing is), so later pieces carry none.
+    while from < body_end || !stream {
+        from += eng.send_passing(
+            s,
+            &batch.input[from..body_end],
+            h.to.as_ref(),
+            h.creds,
+            &mut held.socks,
+            &mut held.files,
+            caller,
+            w,
+        )?;
+        *done = from;
+        if !stream {
+            break;
+        }
+    }
+    if oob {
+        eng.send_oob(
+            s,
+            &batch.input[body_end..end],
+            h.to.as_ref(),
+            h.creds,
+            &mut held.socks,
+            &mut held.files,
+            caller,
+        )?;
+    }
+    // A zero-length stream message sends nothing and drops what it passes,
+    // as Linux does.
+    *done = end;
+    held.release();
+    Ok(())
+}
