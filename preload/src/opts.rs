@@ -25,6 +25,19 @@ unsafe fn put(val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
     Ok(())
 }
 
+/// x86_64's numbers: glibc passes the _OLD ones (struct timeval), 64-bit
+/// time_t programs may pass the _NEW ones (__kernel_sock_timeval); on this
+/// ABI both are two 64-bit fields.
+const SO_RCVTIMEO_OLD: c_int = 20;
+const SO_SNDTIMEO_OLD: c_int = 21;
+const SO_RCVTIMEO_NEW: c_int = 66;
+const SO_SNDTIMEO_NEW: c_int = 67;
+
+/// The `arg` of OP_SET_TIMEO / OP_GET_TIMEO: 0 receive, 1 send.
+fn timeo_dir(name: c_int) -> i32 {
+    matches!(name, SO_SNDTIMEO_OLD | SO_SNDTIMEO_NEW) as i32
+}
+
 fn int(v: i64) -> Vec<u8> {
     (v as c_int).to_ne_bytes().to_vec()
 }
@@ -70,7 +83,11 @@ pub unsafe fn get(
             .flat_map(|x| x.to_ne_bytes())
             .collect()
         }
-        libc::SO_RCVTIMEO | libc::SO_SNDTIMEO => vec![0u8; std::mem::size_of::<libc::timeval>()],
+        SO_RCVTIMEO_OLD | SO_SNDTIMEO_OLD | SO_RCVTIMEO_NEW | SO_SNDTIMEO_NEW => {
+            let c = sock::ctl(fd, OP_GET_TIMEO, timeo_dir(name), &[])?;
+            // timeval and __kernel_sock_timeval are both two 64-bit fields.
+            [c.v[0], c.v[1]].iter().flat_map(|x| x.to_ne_bytes()).collect()
+        }
         libc::SO_LINGER => vec![0u8; std::mem::size_of::<libc::linger>()],
         libc::SO_OOBINLINE => int(sock::ctl(fd, OP_OOB_OPTS, 0, &[])?.v[0]),
         libc::SO_PEEK_OFF => int(sock::ctl(fd, OP_OOB_OPTS, 0, &[])?.v[1]),
@@ -120,6 +137,19 @@ pub unsafe fn set(
         }
         libc::SO_SNDBUF => sock::ctl(fd, OP_SET_SNDBUF, read_int()?, &[]).map(|_| ()),
         libc::SO_RCVBUF => sock::ctl(fd, OP_SET_RCVBUF, read_int()?, &[]).map(|_| ()),
+        SO_RCVTIMEO_OLD | SO_SNDTIMEO_OLD | SO_RCVTIMEO_NEW | SO_SNDTIMEO_NEW => {
+            // sock_set_timeout: shorter than a timeval is EINVAL.
+            if val.is_null() || (len as usize) < 16 {
+                return Err(libc::EINVAL);
+            }
+            // SAFETY: 16 bytes are readable.
+            let [sec, usec] = unsafe { std::ptr::read_unaligned(val as *const [i64; 2]) };
+            // SAFETY: Ctl is plain integers.
+            let mut c: Ctl = unsafe { std::mem::zeroed() };
+            c.v[0] = sec;
+            c.v[1] = usec;
+            sock::ctl_with(fd, OP_SET_TIMEO, timeo_dir(name), c).map(|_| ())
+        }
         libc::SO_SNDBUFFORCE => sock::ctl(fd, OP_SET_SNDBUF_FORCE, read_int()?, &[]).map(|_| ()),
         libc::SO_RCVBUFFORCE => sock::ctl(fd, OP_SET_RCVBUF_FORCE, read_int()?, &[]).map(|_| ()),
         libc::SO_OOBINLINE => {
@@ -130,8 +160,6 @@ pub unsafe fn set(
         libc::SO_REUSEADDR
         | libc::SO_KEEPALIVE
         | libc::SO_LINGER
-        | libc::SO_RCVTIMEO
-        | libc::SO_SNDTIMEO
         | libc::SO_PASSSEC
         | libc::SO_BROADCAST
         | libc::SO_RCVLOWAT => Ok(()),
