@@ -193,9 +193,10 @@ pub fn queue_ioctl(fd: c_int, req: libc::c_ulong, out: *mut c_void) -> Res<()> {
 }
 
 /// A kernel socket's SO_SNDBUF and SO_RCVBUF where a program changed them
-/// (they differ from net.core.wmem_default / rmem_default), to be set again
-/// on the udsfs socket that takes its place.
-pub struct Sizes(Vec<(c_int, c_int)>);
+/// (they differ from net.core.wmem_default / rmem_default), and its
+/// SO_RCVTIMEO and SO_SNDTIMEO where set, to be set again on the udsfs
+/// socket that takes its place.
+pub struct Sizes(Vec<(c_int, c_int)>, Vec<(c_int, [i64; 2])>);
 
 fn sysctl(name: &str) -> c_int {
     std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
@@ -225,7 +226,19 @@ pub fn kernel_sizes(fd: c_int) -> Sizes {
             out.push((name, v));
         }
     }
-    Sizes(out)
+    let mut timeouts = Vec::new();
+    for name in [SO_RCVTIMEO_OLD, SO_SNDTIMEO_OLD] {
+        let mut tv = [0i64; 2];
+        let mut len = std::mem::size_of_val(&tv) as socklen_t;
+        // SAFETY: getsockopt writes one timeval.
+        let r = unsafe {
+            crate::real::getsockopt(fd, libc::SOL_SOCKET, name, tv.as_mut_ptr().cast(), &mut len)
+        };
+        if r == 0 && tv != [0, 0] {
+            timeouts.push((name, tv));
+        }
+    }
+    Sizes(out, timeouts)
 }
 
 /// Sets the sizes again: half the value (setsockopt doubles it), forced
@@ -239,6 +252,13 @@ pub fn restore_sizes(fd: c_int, sizes: &Sizes) -> Res<()> {
         };
         let op = if v / 2 > sysctl(max) { forced } else { plain };
         sock::ctl(fd, op, v / 2, &[])?;
+    }
+    for &(name, [sec, usec]) in &sizes.1 {
+        // SAFETY: Ctl is plain integers.
+        let mut c: Ctl = unsafe { std::mem::zeroed() };
+        c.v[0] = sec;
+        c.v[1] = usec;
+        sock::ctl_with(fd, OP_SET_TIMEO, timeo_dir(name), c)?;
     }
     Ok(())
 }
