@@ -31,7 +31,10 @@ pub enum Command {
         force: bool,
     },
     /// `rcvtimeo MS`, `sndtimeo MS`: SO_RCVTIMEO, SO_SNDTIMEO (0: none).
-    Timeout { dir: Direction, millis: u64 },
+    Timeout {
+        dir: Direction,
+        millis: u64,
+    },
 }
 
 /// Parses one line (without its newline).

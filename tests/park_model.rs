@@ -924,7 +924,10 @@ fn deadlines_end_parked_requests() {
         Some(Answer::Data(d)) => d.len(),
         x => panic!("b's reader: {x:?}"),
     };
-    assert!(reader.take().is_none() && writer.take().is_none(), "both wait");
+    assert!(
+        reader.take().is_none() && writer.take().is_none(),
+        "both wait"
+    );
     assert!(inner.parks.next_deadline().is_some());
     assert_eq!(inner.parks.expire(Instant::now()), 0, "not due yet");
     assert_eq!(inner.parks.len(), 2);

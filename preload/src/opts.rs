@@ -86,7 +86,10 @@ pub unsafe fn get(
         SO_RCVTIMEO_OLD | SO_SNDTIMEO_OLD | SO_RCVTIMEO_NEW | SO_SNDTIMEO_NEW => {
             let c = sock::ctl(fd, OP_GET_TIMEO, timeo_dir(name), &[])?;
             // timeval and __kernel_sock_timeval are both two 64-bit fields.
-            [c.v[0], c.v[1]].iter().flat_map(|x| x.to_ne_bytes()).collect()
+            [c.v[0], c.v[1]]
+                .iter()
+                .flat_map(|x| x.to_ne_bytes())
+                .collect()
         }
         libc::SO_LINGER => vec![0u8; std::mem::size_of::<libc::linger>()],
         libc::SO_OOBINLINE => int(sock::ctl(fd, OP_OOB_OPTS, 0, &[])?.v[0]),

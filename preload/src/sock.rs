@@ -471,11 +471,19 @@ pub struct Deadline {
 
 impl Deadline {
     pub fn recv(fd: c_int) -> Deadline {
-        Deadline { fd, dir: 0, at: None }
+        Deadline {
+            fd,
+            dir: 0,
+            at: None,
+        }
     }
 
     pub fn send(fd: c_int) -> Deadline {
-        Deadline { fd, dir: 1, at: None }
+        Deadline {
+            fd,
+            dir: 1,
+            at: None,
+        }
     }
 
     /// Waits for `events`; EAGAIN once the timeout has run out.

@@ -50,7 +50,10 @@ impl Timeouts {
             let total = (sec as u64)
                 .saturating_mul(USEC_PER_SEC as u64)
                 .saturating_add(usec as u64);
-            total.div_ceil(TICK_US).saturating_mul(TICK_US).min(IMMEDIATE - 1)
+            total
+                .div_ceil(TICK_US)
+                .saturating_mul(TICK_US)
+                .min(IMMEDIATE - 1)
         };
         self.slot(d).store(us, Ordering::Relaxed);
         Ok(())

@@ -208,7 +208,9 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             eng.set_urg_owner(s, ctl.arg, c);
             Ok(())
         }
-        OP_SET_TIMEO => s.timeouts.set(timeo_direction(ctl.arg)?, ctl.v[0], ctl.v[1]),
+        OP_SET_TIMEO => s
+            .timeouts
+            .set(timeo_direction(ctl.arg)?, ctl.v[0], ctl.v[1]),
         OP_GET_TIMEO => {
             (ctl.v[0], ctl.v[1]) = s.timeouts.get(timeo_direction(ctl.arg)?);
             Ok(())
