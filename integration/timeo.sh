@@ -11,9 +11,7 @@ export MNT U
 out=$(py '
 n, m = sys.argv[1], sys.argv[2]
 def st(k):
-    for line in open(f"{U}/sock/{m}/status"):
-        if line.startswith(k + "="):
-            return line.strip().split("=", 1)[1]
+    return status(m, k)
 ctl = os.open(f"{U}/sock/{m}/ctl", os.O_WRONLY)
 d = os.open(f"{U}/sock/{m}/data", os.O_RDWR)
 print("default", st("rcvtimeo"), st("sndtimeo"))

@@ -824,18 +824,7 @@ fn random_schedules_lose_and_duplicate_nothing() {
 /// message but interrupted first passes the message on.
 #[test]
 fn one_message_wakes_one_parked_reader() {
-    let eng = Engine::new(Config {
-        hash_buckets: 4,
-        background_gc: false,
-        ..Config::default()
-    });
-    let inner = Inner::new(eng.clone(), 0, 0);
-    let pair = open(&inner, Node::Ctrl(Ctrl::Pair(SockType::Dgram)));
-    let text = read_text(&inner, pair);
-    let ids: Vec<u64> = text
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
+    let (eng, inner, pair, ids) = pair_without_mount(SockType::Dgram);
     let tx = open(&inner, sock_node(&eng, ids[0], SockFile::Data));
     let rx = open(&inner, sock_node(&eng, ids[1], SockFile::Data));
     let readers: Vec<Slot> = (0..8)
@@ -882,6 +871,23 @@ fn one_message_wakes_one_parked_reader() {
     }
 }
 
+/// An engine and FUSE layer without a mount, and a pair of type `ty`: the
+/// pair file's handle and the two socket numbers.
+fn pair_without_mount(ty: SockType) -> (Arc<Engine>, Arc<Inner>, u64, Vec<u64>) {
+    let eng = Engine::new(Config {
+        hash_buckets: 4,
+        background_gc: false,
+        ..Config::default()
+    });
+    let inner = Inner::new(eng.clone(), 0, 0);
+    let pair = open(&inner, Node::Ctrl(Ctrl::Pair(ty)));
+    let ids = read_text(&inner, pair)
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (eng, inner, pair, ids)
+}
+
 fn ctl_write(inner: &Inner, fh: u64, data: &[u8]) {
     let a = now(|r| inner.write(fh, data, 0, caller(FAKE_TID), r));
     assert_eq!(a, Answer::Written(data.len()));
@@ -893,17 +899,7 @@ fn ctl_write(inner: &Inner, fh: u64, data: &[u8]) {
 #[test]
 fn deadlines_end_parked_requests() {
     use std::time::{Duration, Instant};
-    let eng = Engine::new(Config {
-        hash_buckets: 4,
-        background_gc: false,
-        ..Config::default()
-    });
-    let inner = Inner::new(eng.clone(), 0, 0);
-    let pair = open(&inner, Node::Ctrl(Ctrl::Pair(SockType::Stream)));
-    let ids: Vec<u64> = read_text(&inner, pair)
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
+    let (eng, inner, pair, ids) = pair_without_mount(SockType::Stream);
     let a_ctl = open(&inner, sock_node(&eng, ids[0], SockFile::Ctl));
     let a = open(&inner, sock_node(&eng, ids[0], SockFile::Data));
     let b = open(&inner, sock_node(&eng, ids[1], SockFile::Data));
