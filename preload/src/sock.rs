@@ -492,7 +492,7 @@ impl Deadline {
         let at = *self.at.get_or_insert_with(|| {
             let c = ctl(fd, OP_GET_TIMEO, dir, &[]).ok()?;
             let d = std::time::Duration::new(c.v[0] as u64, c.v[1] as u32 * 1000);
-            (!d.is_zero()).then(|| std::time::Instant::now() + d)
+            (!d.is_zero() || c.v[2] != 0).then(|| std::time::Instant::now() + d)
         });
         let Some(at) = at else {
             return wait(fd, events);

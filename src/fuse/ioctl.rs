@@ -212,7 +212,9 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             .timeouts
             .set(timeo_direction(ctl.arg)?, ctl.v[0], ctl.v[1]),
         OP_GET_TIMEO => {
-            (ctl.v[0], ctl.v[1]) = s.timeouts.get(timeo_direction(ctl.arg)?);
+            let d = timeo_direction(ctl.arg)?;
+            (ctl.v[0], ctl.v[1]) = s.timeouts.get(d);
+            ctl.v[2] = (s.timeouts.limit(d) == Some(std::time::Duration::ZERO)) as i64;
             Ok(())
         }
         OP_ATMARK => eng.at_oob_mark(s).map(|at| ctl.v[0] = at as i64),

@@ -108,7 +108,8 @@ pub const OP_SET_RCVBUF_FORCE: u32 = 18;
 /// SO_RCVTIMEO (`arg` 0) or SO_SNDTIMEO (`arg` 1) from v[0] = tv_sec,
 /// v[1] = tv_usec: EDOM for a usec outside 0..1000000; 0, 0: none.
 pub const OP_SET_TIMEO: u32 = 19;
-/// Reads them back: v[0], v[1] (`arg` 0: SO_RCVTIMEO, 1: SO_SNDTIMEO).
+/// Reads them back: v[0], v[1] (`arg` 0: SO_RCVTIMEO, 1: SO_SNDTIMEO);
+/// v[2] = 1 for a zero timeout (a negative tv_sec: no waiting, reads 0).
 pub const OP_GET_TIMEO: u32 = 20;
 
 pub const INFO_TYPE: usize = 0; // SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET

@@ -53,6 +53,11 @@ def main():
     say("usec -1", settimeo(a, SO_RCVTIMEO, 0, -1))
     say("short", res(lambda: a.setsockopt(socket.SOL_SOCKET, SO_RCVTIMEO, b"\0" * 8)))
     say("cleared", settimeo(a, SO_RCVTIMEO, 0, 0), gettimeo(a, SO_RCVTIMEO))
+    # A negative tv_sec: a zero timeout, read back as 0, and no waiting.
+    say("sec -1", settimeo(a, SO_RCVTIMEO, -1, 0), gettimeo(a, SO_RCVTIMEO))
+    t = time.monotonic()
+    say("no wait", res(lambda: a.recv(10)), res(lambda: a.recvmsg(10, 64)),
+        res(lambda: os.read(a.fileno(), 10)), time.monotonic() - t < T * 10)
     a.close()
     b.close()
 
