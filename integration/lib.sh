@@ -180,7 +180,8 @@ expect_eq() {
 
 # py CODE [ARGS...]: run python3 with a small prelude (os, sys, errno, stat, fcntl,
 # signal, threading, time imported; M = mount, U = M/.udsfs; err(fn, *args) returns
-# "OK" or the errno name of the OSError fn raised).
+# "OK" or the errno name of the OSError fn raised; status(n, key) the value of one
+# key of socket n's status file).
 PY_PRELUDE='
 import errno, fcntl, os, signal, stat, sys, threading, time
 M = os.environ["MNT"]
@@ -191,6 +192,10 @@ def err(fn, *a):
         return "OK"
     except OSError as e:
         return errno.errorcode.get(e.errno, str(e.errno))
+def status(n, key):
+    for line in open(f"{U}/sock/{n}/status"):
+        if line.startswith(key + "="):
+            return line.strip().split("=", 1)[1]
 '
 py() {
     local code=$1

@@ -17,9 +17,7 @@ n, m = sys.argv[1], sys.argv[2]
 urg = []
 signal.signal(signal.SIGURG, lambda *_: urg.append(1))
 def st(k):
-    for line in open(f"{U}/sock/{m}/status"):
-        if line.startswith(k + "="):
-            return line.strip().split("=", 1)[1]
+    return status(m, k)
 def show(tag):
     keys = ("oob_pending", "oob_mark", "oobinline", "peek_off", "rcvq_bytes")
     print(tag, " ".join(f"{k}={st(k)}" for k in keys), f"sigurg={len(urg)}")

@@ -3,6 +3,7 @@
 use nix::errno::Errno;
 
 use crate::engine::socket::{RCV_SHUTDOWN, SEND_SHUTDOWN, SHUTDOWN_MASK};
+use crate::engine::timeo::Direction;
 use crate::engine::{Addr, Buf};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +29,11 @@ pub enum Command {
         buf: Buf,
         val: i32,
         force: bool,
+    },
+    /// `rcvtimeo MS`, `sndtimeo MS`: SO_RCVTIMEO, SO_SNDTIMEO (0: none).
+    Timeout {
+        dir: Direction,
+        millis: u64,
     },
 }
 
@@ -91,6 +97,19 @@ pub fn parse(line: &[u8]) -> Result<Command, Errno> {
             val: signed(rest)?,
             force: word.ends_with(b"force"),
         }),
+        b"rcvtimeo" | b"sndtimeo" => {
+            let millis = std::str::from_utf8(rest)
+                .ok()
+                .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|s| s.parse().ok())
+                .ok_or(Errno::EINVAL)?;
+            let dir = if word == b"rcvtimeo" {
+                Direction::Recv
+            } else {
+                Direction::Send
+            };
+            Ok(Command::Timeout { dir, millis })
+        }
         _ => Err(Errno::EINVAL),
     }
 }
@@ -156,5 +175,13 @@ mod tests {
         );
         assert_eq!(parse(b"sndbuf 99999999999"), Err(Errno::EINVAL));
         assert_eq!(parse(b""), Err(Errno::EINVAL));
+        assert_eq!(
+            parse(b"rcvtimeo 250"),
+            Ok(Command::Timeout {
+                dir: Direction::Recv,
+                millis: 250
+            })
+        );
+        assert_eq!(parse(b"sndtimeo -1"), Err(Errno::EINVAL));
     }
 }

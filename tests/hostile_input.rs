@@ -26,6 +26,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use udsfs::ctl::{self, Command};
 use udsfs::engine::socket::{RCV_SHUTDOWN, SEND_SHUTDOWN, SHUTDOWN_MASK};
+use udsfs::engine::timeo::Direction;
 use udsfs::engine::{Addr, Buf, MAX_MSG, Ucred};
 use udsfs::msgfmt::{self, Assembler, MAX_HEADER, SCM_MAX_FD, SendHeader};
 
@@ -119,6 +120,7 @@ enum Cmd {
     Owner(i32),
     Passpidfd(bool),
     Buffer(Buf, i32, bool),
+    Timeout(Direction, u64),
 }
 
 fn mirror(c: &Command) -> Cmd {
@@ -133,6 +135,7 @@ fn mirror(c: &Command) -> Cmd {
         Command::Owner(n) => Cmd::Owner(*n),
         Command::Passpidfd(on) => Cmd::Passpidfd(*on),
         Command::Buffer { buf, val, force } => Cmd::Buffer(*buf, *val, *force),
+        Command::Timeout { dir, millis } => Cmd::Timeout(*dir, *millis),
     }
 }
 
@@ -176,6 +179,8 @@ fn ctl_parse_random_bytes() {
         b"passpidfd ",
         b"sndbuf ",
         b"rcvbufforce ",
+        b"rcvtimeo ",
+        b"sndtimeo ",
     ]);
     let input = (keyword, vec(any::<u8>(), 0..300)).prop_map(|(k, rest)| cat(&[k, &rest]));
     fuzz("ctl::parse, random bytes", input, |line| {
@@ -220,6 +225,14 @@ fn ctl_parse_random_bytes() {
                 };
                 let force = if *force { "force" } else { "" };
                 format!("{word}{force} {val}").into_bytes()
+            }
+            Command::Timeout { dir, millis } => {
+                let word = if *dir == Direction::Recv {
+                    "rcvtimeo"
+                } else {
+                    "sndtimeo"
+                };
+                format!("{word} {millis}").into_bytes()
             }
         };
         prop_assert_eq!(

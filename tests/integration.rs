@@ -158,6 +158,7 @@ scripts!(
     namespace,
     nonblock,
     oob_peek,
+    timeo,
     parked_bound,
     parked_rights,
     pass_files,

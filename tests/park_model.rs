@@ -824,18 +824,7 @@ fn random_schedules_lose_and_duplicate_nothing() {
 /// message but interrupted first passes the message on.
 #[test]
 fn one_message_wakes_one_parked_reader() {
-    let eng = Engine::new(Config {
-        hash_buckets: 4,
-        background_gc: false,
-        ..Config::default()
-    });
-    let inner = Inner::new(eng.clone(), 0, 0);
-    let pair = open(&inner, Node::Ctrl(Ctrl::Pair(SockType::Dgram)));
-    let text = read_text(&inner, pair);
-    let ids: Vec<u64> = text
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
+    let (eng, inner, pair, ids) = pair_without_mount(SockType::Dgram);
     let tx = open(&inner, sock_node(&eng, ids[0], SockFile::Data));
     let rx = open(&inner, sock_node(&eng, ids[1], SockFile::Data));
     let readers: Vec<Slot> = (0..8)
@@ -882,7 +871,83 @@ fn one_message_wakes_one_parked_reader() {
     }
 }
 
+/// An engine and FUSE layer without a mount, and a pair of type `ty`: the
+/// pair file's handle and the two socket numbers.
+fn pair_without_mount(ty: SockType) -> (Arc<Engine>, Arc<Inner>, u64, Vec<u64>) {
+    let eng = Engine::new(Config {
+        hash_buckets: 4,
+        background_gc: false,
+        ..Config::default()
+    });
+    let inner = Inner::new(eng.clone(), 0, 0);
+    let pair = open(&inner, Node::Ctrl(Ctrl::Pair(ty)));
+    let ids = read_text(&inner, pair)
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (eng, inner, pair, ids)
+}
+
 fn ctl_write(inner: &Inner, fh: u64, data: &[u8]) {
     let a = now(|r| inner.write(fh, data, 0, caller(FAKE_TID), r));
     assert_eq!(a, Answer::Written(data.len()));
+}
+
+/// SO_RCVTIMEO / SO_SNDTIMEO: a parked request has a deadline, and
+/// `expire` (the watchdog's call at each scan) answers EAGAIN past it, or
+/// the count a stream write got out; a request without one is left alone.
+#[test]
+fn deadlines_end_parked_requests() {
+    use std::time::{Duration, Instant};
+    let (eng, inner, pair, ids) = pair_without_mount(SockType::Stream);
+    let a_ctl = open(&inner, sock_node(&eng, ids[0], SockFile::Ctl));
+    let a = open(&inner, sock_node(&eng, ids[0], SockFile::Data));
+    let b = open(&inner, sock_node(&eng, ids[1], SockFile::Data));
+    ctl(&inner, a_ctl, "rcvtimeo 60000\n");
+    ctl(&inner, a_ctl, "sndtimeo 60000\n");
+    let later = Instant::now() + Duration::from_secs(61);
+
+    let reader = Slot::default();
+    inner.read(a, 0, 100, 0, caller(FAKE_TID + 1), reader.sink());
+    // b has no timeout: its reader waits until the write below.
+    let b_reader = Slot::default();
+    inner.read(b, 0, 100, 0, caller(FAKE_TID + 2), b_reader.sink());
+    let big = vec![7u8; 4 << 20];
+    let writer = Slot::default();
+    inner.write(a, &big, 0, caller(FAKE_TID + 3), writer.sink());
+    // The writer got part out: b's reader took some of it.
+    let got_by_b = match b_reader.take() {
+        Some(Answer::Data(d)) => d.len(),
+        x => panic!("b's reader: {x:?}"),
+    };
+    assert!(
+        reader.take().is_none() && writer.take().is_none(),
+        "both wait"
+    );
+    assert!(inner.parks.next_deadline().is_some());
+    assert_eq!(inner.parks.expire(Instant::now()), 0, "not due yet");
+    assert_eq!(inner.parks.len(), 2);
+
+    assert_eq!(inner.parks.expire(later), 2);
+    assert_eq!(reader.take(), Some(Answer::Error(Errno::EAGAIN)));
+    match writer.take() {
+        Some(Answer::Written(n)) => assert!(n > got_by_b && n < big.len(), "partial: {n}"),
+        x => panic!("the writer: {x:?}"),
+    }
+    assert_eq!(inner.parks.next_deadline(), None);
+    assert_eq!(inner.parks.len(), 0, "nothing left parked");
+
+    // `rcvtimeo 0` clears the timeout: the read waits until interrupted.
+    ctl(&inner, a_ctl, "rcvtimeo 0\n");
+    let reader = Slot::default();
+    inner.read(a, 0, 100, 0, caller(FAKE_TID + 5), reader.sink());
+    assert_eq!(inner.parks.expire(later), 0);
+    assert!(reader.take().is_none());
+    inner
+        .parks
+        .interrupt_threads(&HashSet::from([FAKE_TID + 5]), Errno::EINTR);
+    assert_eq!(reader.take(), Some(Answer::Error(Errno::EINTR)));
+    for fh in [a, b, a_ctl, pair] {
+        inner.release(fh);
+    }
 }

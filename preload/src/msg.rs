@@ -113,6 +113,7 @@ pub fn send(m: &Mount, fd: c_int, data: &[u8], meta: Meta, flags: c_int) -> Res<
     let mut buf = vec![0u8; MSG_BUF];
     let mut sent = 0;
     let mut meta = Some(meta);
+    let mut deadline = sock::Deadline::send(fd);
     loop {
         let chunk = &data[sent..data.len().min(sent + MSG_ROOM)];
         let mut h = head();
@@ -149,7 +150,7 @@ pub fn send(m: &Mount, fd: c_int, data: &[u8], meta: Meta, flags: c_int) -> Res<
                 }
             }
             Err(libc::EAGAIN) if !nonblock => {
-                if let Err(e) = sock::wait(fd, libc::POLLOUT) {
+                if let Err(e) = deadline.wait(libc::POLLOUT) {
                     return if sent > 0 { Ok(sent) } else { Err(e) };
                 }
             }
@@ -342,6 +343,7 @@ fn recv_once(
     flags: c_int,
     nonblock: bool,
     control: usize,
+    deadline: &mut sock::Deadline,
 ) -> Res<Got> {
     let mut buf = vec![0u8; MSG_BUF];
     let mut idle = 0u32;
@@ -379,7 +381,7 @@ fn recv_once(
                 });
             }
             Err(libc::EAGAIN) if !nonblock => {
-                sock::wait(fd, libc::POLLIN)?;
+                deadline.wait(libc::POLLIN)?;
                 // poll says readable while a peek finds nothing at its offset
                 // (SO_PEEK_OFF past the data, a taken OOB byte's place), where
                 // Linux sleeps until the queue changes: back off, never spin.
@@ -610,9 +612,13 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
     } else {
         msg.msg_controllen
     };
-    let mut got = recv_once(m, fd, want, flags, nonblock, control)?;
+    let mut deadline = sock::Deadline::recv(fd);
+    let mut got = recv_once(m, fd, want, flags, nonblock, control, &mut deadline)?;
+    // MSG_WAITALL: until the whole length, EOF, an error, a signal or the
+    // timeout (one SO_RCVTIMEO for the whole call); then the partial count.
     while waitall && got.data.len() < want {
-        match recv_once(m, fd, want - got.data.len(), flags, false, 0) {
+        let left = want - got.data.len();
+        match recv_once(m, fd, left, flags, nonblock, 0, &mut deadline) {
             Ok(more) if more.data.is_empty() => break,
             Ok(more) => got.data.extend_from_slice(&more.data),
             Err(_) => break,

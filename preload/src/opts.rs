@@ -25,6 +25,19 @@ unsafe fn put(val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
     Ok(())
 }
 
+/// x86_64's numbers: glibc passes the _OLD ones (struct timeval), 64-bit
+/// time_t programs may pass the _NEW ones (__kernel_sock_timeval); on this
+/// ABI both are two 64-bit fields.
+const SO_RCVTIMEO_OLD: c_int = 20;
+const SO_SNDTIMEO_OLD: c_int = 21;
+const SO_RCVTIMEO_NEW: c_int = 66;
+const SO_SNDTIMEO_NEW: c_int = 67;
+
+/// The `arg` of OP_SET_TIMEO / OP_GET_TIMEO: 0 receive, 1 send.
+fn timeo_dir(name: c_int) -> i32 {
+    matches!(name, SO_SNDTIMEO_OLD | SO_SNDTIMEO_NEW) as i32
+}
+
 fn int(v: i64) -> Vec<u8> {
     (v as c_int).to_ne_bytes().to_vec()
 }
@@ -70,7 +83,14 @@ pub unsafe fn get(
             .flat_map(|x| x.to_ne_bytes())
             .collect()
         }
-        libc::SO_RCVTIMEO | libc::SO_SNDTIMEO => vec![0u8; std::mem::size_of::<libc::timeval>()],
+        SO_RCVTIMEO_OLD | SO_SNDTIMEO_OLD | SO_RCVTIMEO_NEW | SO_SNDTIMEO_NEW => {
+            let c = sock::ctl(fd, OP_GET_TIMEO, timeo_dir(name), &[])?;
+            // timeval and __kernel_sock_timeval are both two 64-bit fields.
+            [c.v[0], c.v[1]]
+                .iter()
+                .flat_map(|x| x.to_ne_bytes())
+                .collect()
+        }
         libc::SO_LINGER => vec![0u8; std::mem::size_of::<libc::linger>()],
         libc::SO_OOBINLINE => int(sock::ctl(fd, OP_OOB_OPTS, 0, &[])?.v[0]),
         libc::SO_PEEK_OFF => int(sock::ctl(fd, OP_OOB_OPTS, 0, &[])?.v[1]),
@@ -120,6 +140,19 @@ pub unsafe fn set(
         }
         libc::SO_SNDBUF => sock::ctl(fd, OP_SET_SNDBUF, read_int()?, &[]).map(|_| ()),
         libc::SO_RCVBUF => sock::ctl(fd, OP_SET_RCVBUF, read_int()?, &[]).map(|_| ()),
+        SO_RCVTIMEO_OLD | SO_SNDTIMEO_OLD | SO_RCVTIMEO_NEW | SO_SNDTIMEO_NEW => {
+            // sock_set_timeout: shorter than a timeval is EINVAL.
+            if val.is_null() || (len as usize) < 16 {
+                return Err(libc::EINVAL);
+            }
+            // SAFETY: 16 bytes are readable.
+            let [sec, usec] = unsafe { std::ptr::read_unaligned(val as *const [i64; 2]) };
+            // SAFETY: Ctl is plain integers.
+            let mut c: Ctl = unsafe { std::mem::zeroed() };
+            c.v[0] = sec;
+            c.v[1] = usec;
+            sock::ctl_with(fd, OP_SET_TIMEO, timeo_dir(name), c).map(|_| ())
+        }
         libc::SO_SNDBUFFORCE => sock::ctl(fd, OP_SET_SNDBUF_FORCE, read_int()?, &[]).map(|_| ()),
         libc::SO_RCVBUFFORCE => sock::ctl(fd, OP_SET_RCVBUF_FORCE, read_int()?, &[]).map(|_| ()),
         libc::SO_OOBINLINE => {
@@ -130,8 +163,6 @@ pub unsafe fn set(
         libc::SO_REUSEADDR
         | libc::SO_KEEPALIVE
         | libc::SO_LINGER
-        | libc::SO_RCVTIMEO
-        | libc::SO_SNDTIMEO
         | libc::SO_PASSSEC
         | libc::SO_BROADCAST
         | libc::SO_RCVLOWAT => Ok(()),
@@ -165,9 +196,10 @@ pub fn queue_ioctl(fd: c_int, req: libc::c_ulong, out: *mut c_void) -> Res<()> {
 }
 
 /// A kernel socket's SO_SNDBUF and SO_RCVBUF where a program changed them
-/// (they differ from net.core.wmem_default / rmem_default), to be set again
-/// on the udsfs socket that takes its place.
-pub struct Sizes(Vec<(c_int, c_int)>);
+/// (they differ from net.core.wmem_default / rmem_default), and its
+/// SO_RCVTIMEO and SO_SNDTIMEO where set, to be set again on the udsfs
+/// socket that takes its place.
+pub struct Sizes(Vec<(c_int, c_int)>, Vec<(c_int, [i64; 2])>);
 
 fn sysctl(name: &str) -> c_int {
     std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
@@ -197,7 +229,19 @@ pub fn kernel_sizes(fd: c_int) -> Sizes {
             out.push((name, v));
         }
     }
-    Sizes(out)
+    let mut timeouts = Vec::new();
+    for name in [SO_RCVTIMEO_OLD, SO_SNDTIMEO_OLD] {
+        let mut tv = [0i64; 2];
+        let mut len = std::mem::size_of_val(&tv) as socklen_t;
+        // SAFETY: getsockopt writes one timeval.
+        let r = unsafe {
+            crate::real::getsockopt(fd, libc::SOL_SOCKET, name, tv.as_mut_ptr().cast(), &mut len)
+        };
+        if r == 0 && tv != [0, 0] {
+            timeouts.push((name, tv));
+        }
+    }
+    Sizes(out, timeouts)
 }
 
 /// Sets the sizes again: half the value (setsockopt doubles it), forced
@@ -211,6 +255,13 @@ pub fn restore_sizes(fd: c_int, sizes: &Sizes) -> Res<()> {
         };
         let op = if v / 2 > sysctl(max) { forced } else { plain };
         sock::ctl(fd, op, v / 2, &[])?;
+    }
+    for &(name, [sec, usec]) in &sizes.1 {
+        // SAFETY: Ctl is plain integers.
+        let mut c: Ctl = unsafe { std::mem::zeroed() };
+        c.v[0] = sec;
+        c.v[1] = usec;
+        sock::ctl_with(fd, OP_SET_TIMEO, timeo_dir(name), c)?;
     }
     Ok(())
 }

@@ -30,14 +30,19 @@ pub fn bind(fd: c_int, wire: &[u8], given: &[u8]) -> Res<()> {
 fn ctl_given(fd: c_int, op: u32, arg: i32, addr: &[u8], given: &[u8]) -> Res<Ctl> {
     // SAFETY: Ctl is plain integers; the ioctl copies exactly its size.
     let mut c: Ctl = unsafe { std::mem::zeroed() };
-    c.op = op;
-    c.arg = arg;
-    let n = addr.len().min(ADDR_MAX);
-    c.addr[..n].copy_from_slice(&addr[..n]);
-    c.addr_len = n as u32;
     let n = given.len().min(ADDR_MAX);
     c.given[..n].copy_from_slice(&given[..n]);
     c.given_len = n as u32;
+    let n = addr.len().min(ADDR_MAX);
+    c.addr[..n].copy_from_slice(&addr[..n]);
+    c.addr_len = n as u32;
+    ctl_with(fd, op, arg, c)
+}
+
+/// A control ioctl with `c`'s inputs (the values in `v`, for one).
+pub fn ctl_with(fd: c_int, op: u32, arg: i32, mut c: Ctl) -> Res<Ctl> {
+    c.op = op;
+    c.arg = arg;
     // SAFETY: the kernel copies size_of::<Ctl>() bytes in and out of c.
     let r = unsafe {
         libc::syscall(
@@ -438,14 +443,65 @@ pub fn is_nonblocking(fd: c_int) -> bool {
 
 /// Waits for `events` on `fd` (EINTR when a signal comes).
 pub fn wait(fd: c_int, events: i16) -> Res<()> {
+    poll_for(fd, events, -1).map(|_| ())
+}
+
+/// One poll; whether it saw an event.
+fn poll_for(fd: c_int, events: i16, ms: c_int) -> Res<bool> {
     let mut p = libc::pollfd {
         fd,
         events,
         revents: 0,
     };
     // SAFETY: polls one local pollfd.
-    if unsafe { libc::poll(&mut p, 1, -1) } < 0 {
-        return last();
+    match unsafe { libc::poll(&mut p, 1, ms) } {
+        r if r < 0 => last(),
+        r => Ok(r > 0),
     }
-    Ok(())
+}
+
+/// The end of one blocking call's waits under SO_RCVTIMEO (`dir` 0) or
+/// SO_SNDTIMEO (1), as Linux counts one timeout across a call's waits.
+/// Read from the daemon at the first wait only.
+pub struct Deadline {
+    fd: c_int,
+    dir: i32,
+    at: Option<Option<std::time::Instant>>,
+}
+
+impl Deadline {
+    pub fn recv(fd: c_int) -> Deadline {
+        Deadline {
+            fd,
+            dir: 0,
+            at: None,
+        }
+    }
+
+    pub fn send(fd: c_int) -> Deadline {
+        Deadline {
+            fd,
+            dir: 1,
+            at: None,
+        }
+    }
+
+    /// Waits for `events`; EAGAIN once the timeout has run out.
+    pub fn wait(&mut self, events: i16) -> Res<()> {
+        let (fd, dir) = (self.fd, self.dir);
+        let at = *self.at.get_or_insert_with(|| {
+            let c = ctl(fd, OP_GET_TIMEO, dir, &[]).ok()?;
+            let d = std::time::Duration::new(c.v[0] as u64, c.v[1] as u32 * 1000);
+            (!d.is_zero() || c.v[2] != 0).then(|| std::time::Instant::now() + d)
+        });
+        let Some(at) = at else {
+            return wait(fd, events);
+        };
+        let left = at.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(libc::EAGAIN);
+        }
+        let ms = left.as_millis().max(1).min(c_int::MAX as u128) as c_int;
+        poll_for(fd, events, ms).map(|_| ())
+    }
 }

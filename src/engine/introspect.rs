@@ -1,6 +1,7 @@
 //! What a socket looks like from outside: the status file and the
 //! `/proc/net/unix` table.
 
+use super::timeo::Direction;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -72,6 +73,9 @@ impl Engine {
         let _ = writeln!(out, "inflight={}", s.inflight());
         let _ = write!(out, "{}", self.oob_status(s));
         let _ = writeln!(out, "refs={}", s.refs());
+        // SO_RCVTIMEO, SO_SNDTIMEO in ms (0: none).
+        let _ = writeln!(out, "rcvtimeo={}", s.timeouts.millis(Direction::Recv));
+        let _ = writeln!(out, "sndtimeo={}", s.timeouts.millis(Direction::Send));
         out
     }
 

@@ -23,6 +23,7 @@ mod sock_table;
 pub mod socket;
 mod sockopt;
 mod stream_read;
+pub mod timeo;
 pub mod tree;
 pub mod wait;
 

@@ -183,6 +183,8 @@ pub struct Socket {
     pub(crate) inflight: AtomicUsize,
     /// Claimed by the collector: no new reference may be taken.
     pub(crate) gc_dead: AtomicBool,
+    /// SO_RCVTIMEO and SO_SNDTIMEO (not inherited by accepted sockets).
+    pub timeouts: super::timeo::Timeouts,
 }
 
 impl Socket {
@@ -228,6 +230,7 @@ impl Socket {
             wmem: AtomicUsize::new(0),
             inflight: AtomicUsize::new(0),
             gc_dead: AtomicBool::new(false),
+            timeouts: Default::default(),
         }
     }
 

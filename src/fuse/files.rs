@@ -374,5 +374,9 @@ fn run_command(
             Ok(())
         }
         Command::Buffer { buf, val, force } => eng.set_buffer(s, buf, val, force, caller),
+        Command::Timeout { dir, millis } => {
+            let sec = (millis / 1000).min(i64::MAX as u64) as i64;
+            s.timeouts.set(dir, sec, (millis % 1000) as i64 * 1000)
+        }
     }
 }

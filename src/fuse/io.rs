@@ -10,6 +10,7 @@ use super::outgoing::WriteJob;
 use super::park::{OpenOp, Outcome, Parked, Pending, Retry, deferring_wakeups};
 use super::reply::ReplySink;
 use super::{Inner, nonblocking};
+use crate::engine::timeo::Direction;
 use crate::engine::{Caller, Waiter};
 
 /// Retries parked requests on behalf of the park table.
@@ -171,7 +172,23 @@ impl Inner {
         }
     }
 
+    /// Parks `p` with its socket's timeout: SO_RCVTIMEO for reads and
+    /// accept, SO_SNDTIMEO for writes (a ctl file's `connect` too).
     pub(super) fn park(&self, p: Pending, c: &Caller) {
-        self.parks.park(p, c.tid, c.fsuid, c.fsgid);
+        let limit = match &p {
+            Pending::Read { fh, .. } => self.file_timeout(*fh, Direction::Recv),
+            Pending::Write { fh, .. } => self.file_timeout(*fh, Direction::Send),
+            Pending::Open {
+                op: OpenOp::Accept { sock, .. },
+                ..
+            } => sock.timeouts.limit(Direction::Recv),
+            Pending::Open { .. } => None,
+        };
+        self.parks.park_until(p, c.tid, c.fsuid, c.fsgid, limit);
+    }
+
+    fn file_timeout(&self, fh: u64, d: Direction) -> Option<std::time::Duration> {
+        let f = self.files.get(fh)?;
+        f.sock.as_ref()?.timeouts.limit(d)
     }
 }

@@ -12,6 +12,7 @@ use super::Inner;
 use super::ioctl_abi::*;
 use crate::engine::addr::{MAX_ABSTRACT_NAME, MAX_PATH_NAME};
 use crate::engine::socket::BoundName;
+use crate::engine::timeo::Direction;
 use crate::engine::{Addr, Buf, Caller, SockType, Socket, Ucred};
 
 /// Answers one ioctl; commands that are not udsfs's (shells probe
@@ -207,6 +208,15 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             eng.set_urg_owner(s, ctl.arg, c);
             Ok(())
         }
+        OP_SET_TIMEO => s
+            .timeouts
+            .set(timeo_direction(ctl.arg)?, ctl.v[0], ctl.v[1]),
+        OP_GET_TIMEO => {
+            let d = timeo_direction(ctl.arg)?;
+            (ctl.v[0], ctl.v[1]) = s.timeouts.get(d);
+            ctl.v[2] = (s.timeouts.limit(d) == Some(std::time::Duration::ZERO)) as i64;
+            Ok(())
+        }
         OP_ATMARK => eng.at_oob_mark(s).map(|at| ctl.v[0] = at as i64),
         OP_OOB_OPTS => {
             let (inline, peek_off, owner) = eng.oob_options(s);
@@ -225,6 +235,15 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             log::debug!("socket {}: ioctl op {} failed: {}", s.id, ctl.op, e.desc());
         }
     })
+}
+
+/// `arg` of the timeout ops: 0 SO_RCVTIMEO, 1 SO_SNDTIMEO.
+fn timeo_direction(arg: i32) -> Result<Direction, Errno> {
+    match arg {
+        0 => Ok(Direction::Recv),
+        1 => Ok(Direction::Send),
+        _ => Err(Errno::EINVAL),
+    }
 }
 
 /// One sendmsg or recvmsg: the head, then the payload.

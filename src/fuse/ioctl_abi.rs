@@ -105,6 +105,12 @@ pub const OP_SET_RCVBUF: u32 = 16;
 /// SO_SNDBUFFORCE and SO_RCVBUFFORCE: EPERM without CAP_NET_ADMIN.
 pub const OP_SET_SNDBUF_FORCE: u32 = 17;
 pub const OP_SET_RCVBUF_FORCE: u32 = 18;
+/// SO_RCVTIMEO (`arg` 0) or SO_SNDTIMEO (`arg` 1) from v[0] = tv_sec,
+/// v[1] = tv_usec: EDOM for a usec outside 0..1000000; 0, 0: none.
+pub const OP_SET_TIMEO: u32 = 19;
+/// Reads them back: v[0], v[1] (`arg` 0: SO_RCVTIMEO, 1: SO_SNDTIMEO);
+/// v[2] = 1 for a zero timeout (a negative tv_sec: no waiting, reads 0).
+pub const OP_GET_TIMEO: u32 = 20;
 
 pub const INFO_TYPE: usize = 0; // SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET
 pub const INFO_LISTENING: usize = 1;

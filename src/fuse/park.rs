@@ -4,9 +4,10 @@
 //! FUSE_INTERRUPT on and the kernel would otherwise make them wait forever.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
@@ -89,6 +90,8 @@ pub struct Parked {
     done: AtomicBool,
     /// A read: woken one per message.
     exclusive: bool,
+    /// When the request gives up with EAGAIN (its socket's timeout).
+    deadline: Option<Instant>,
     owner: Weak<ParkTable>,
 }
 
@@ -202,6 +205,8 @@ pub struct ParkTable {
     /// Retries run so far.
     retries: AtomicU64,
     retry: Box<dyn Retry>,
+    /// Requests with a deadline, soonest first.
+    deadlines: Mutex<BTreeMap<(Instant, u64), Arc<Parked>>>,
     closing: AtomicBool,
     /// Requests parked, per user too (`--max-parked`).
     pub parked: Quota,
@@ -218,6 +223,7 @@ impl ParkTable {
             count: AtomicU64::new(0),
             retries: AtomicU64::new(0),
             retry,
+            deadlines: Mutex::new(BTreeMap::new()),
             closing: AtomicBool::new(false),
             parked: Quota::new("requests parked"),
             held: Arc::new(Quota::new("bytes held by waiting writes and msg records")),
@@ -239,6 +245,9 @@ impl ParkTable {
 
     fn remove(&self, id: u64) {
         if let Some(p) = self.requests.remove(&id) {
+            if let Some(at) = p.deadline {
+                self.deadlines.lock().remove(&(at, id));
+            }
             self.count.fetch_sub(1, Ordering::SeqCst);
             self.watched.remove(p.tid);
             self.parked.give(p.uid, 1);
@@ -248,8 +257,25 @@ impl ParkTable {
 
     /// Parks `p` and runs its first waiting attempt.
     pub fn park(self: &Arc<Self>, p: Pending, tid: u32, uid: u32, gid: u32) {
+        self.park_until(p, tid, uid, gid, None)
+    }
+
+    /// Parks `p` for at most `limit` (None: until done or interrupted);
+    /// past it the request is answered EAGAIN, or the bytes a write got out.
+    pub fn park_until(
+        self: &Arc<Self>,
+        p: Pending,
+        tid: u32,
+        uid: u32,
+        gid: u32,
+        limit: Option<Duration>,
+    ) {
         if self.closing.load(Ordering::SeqCst) {
             return self.answer(p, Errno::ENOTCONN);
+        }
+        if limit == Some(Duration::ZERO) {
+            // A zero timeout (negative tv_sec): no waiting at all.
+            return self.answer(p, Errno::EAGAIN);
         }
         // A parked write holds its data until it is sent.
         let held = match &p {
@@ -277,11 +303,15 @@ impl ParkTable {
             kicked: AtomicBool::new(false),
             done: AtomicBool::new(false),
             exclusive,
+            deadline: limit.map(|l| Instant::now() + l),
             owner: Arc::downgrade(self),
         });
         self.watched.add(tid);
         self.requests.insert(id, parked.clone());
         self.count.fetch_add(1, Ordering::SeqCst);
+        if let Some(at) = parked.deadline {
+            self.deadlines.lock().insert((at, id), parked.clone());
+        }
         parked.kick();
     }
 
@@ -324,6 +354,26 @@ impl ParkTable {
             self.interrupt(p, err);
         }
         mine.len()
+    }
+
+    /// Answers EAGAIN to every request whose deadline is `now` or past;
+    /// returns how many there were.
+    pub fn expire(&self, now: Instant) -> usize {
+        let due: Vec<Arc<Parked>> = {
+            let mut d = self.deadlines.lock();
+            let later = d.split_off(&(now, u64::MAX));
+            std::mem::replace(&mut *d, later).into_values().collect()
+        };
+        for p in &due {
+            log::debug!("request of thread {} timed out: EAGAIN", p.tid);
+            self.interrupt(p, Errno::EAGAIN);
+        }
+        due.len()
+    }
+
+    /// The soonest deadline of a parked request.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.lock().keys().next().map(|(at, _)| *at)
     }
 
     fn interrupt(&self, p: &Parked, err: Errno) {
