@@ -15,6 +15,8 @@ pub const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
 /// The fields of `/proc/<tid>/status` udsfs looks at.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Status {
+    /// The command name (`Name:`, as /proc/PID/comm).
+    pub name: String,
     /// The state letter: R, S, D, Z, X, T, ...
     pub state: char,
     pub tgid: i32,
@@ -36,6 +38,7 @@ pub struct Status {
 impl Default for Status {
     fn default() -> Status {
         Status {
+            name: String::new(),
             state: '?',
             tgid: 0,
             uids: [0; 4],
@@ -67,13 +70,14 @@ impl Status {
             let nums = || val.split_whitespace().filter_map(|v| v.parse::<u32>().ok());
             let mask = || u64::from_str_radix(val, 16).unwrap_or(0);
             match key {
+                "Name" => st.name = val.to_string(),
                 "State" => st.state = val.chars().next().unwrap_or('?'),
                 "Tgid" => st.tgid = val.parse().unwrap_or(0),
                 "Umask" => st.umask = u32::from_str_radix(val, 8).unwrap_or(0o022),
                 "Uid" => nums().take(4).enumerate().for_each(|(i, v)| st.uids[i] = v),
                 "Gid" => nums().take(4).enumerate().for_each(|(i, v)| st.gids[i] = v),
                 "Groups" => st.groups = nums().collect(),
-                "CapEff" => st.cap_eff = u64::from_str_radix(val.trim(), 16).unwrap_or(0),
+                "CapEff" => st.cap_eff = mask(),
                 "SigQ" => {
                     st.user_queued = val
                         .split('/')

@@ -67,12 +67,10 @@ pub fn is_mounted(mp: &Path) -> bool {
 
 /// True while `pid` runs a udsfs binary.
 pub fn daemon_alive(pid: i32) -> bool {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let zombie = state
-        .rsplit_once(')')
-        .is_some_and(|(_, s)| s.trim_start().starts_with('Z'));
-    comm.trim_end().starts_with("udsfs") && !zombie
+    u32::try_from(pid)
+        .ok()
+        .and_then(|p| crate::procfs::Status::read(p).ok())
+        .is_some_and(|st| st.name.starts_with("udsfs") && st.state != 'Z')
 }
 
 /// Lazy unmount: as root directly, otherwise through fusermount3.

@@ -28,10 +28,7 @@ pub enum Buf {
 }
 
 fn sysctl(name: &str, fallback: usize) -> usize {
-    std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(fallback)
+    crate::procfs::sysctl(&format!("net.core.{name}")).map_or(fallback, |v| v as usize)
 }
 
 /// net.core.rmem_default: a new socket's SO_RCVBUF (read once).

@@ -71,20 +71,11 @@ fn group_members(pgrp: i32) -> Vec<i32> {
 
 /// Does process `pid` run with real or saved uid `uid`?
 fn uid_may_signal(uid: u32, pid: i32) -> bool {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return false;
-    };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .map(|ids| {
-            let ids: Vec<&str> = ids.split_whitespace().collect();
-            // real, effective, saved, filesystem
-            [0, 2]
-                .iter()
-                .any(|&k| ids.get(k) == Some(&uid.to_string().as_str()))
-        })
-        .unwrap_or(false)
+    // uids: real, effective, saved, filesystem
+    u32::try_from(pid)
+        .ok()
+        .and_then(|p| crate::procfs::Status::read(p).ok())
+        .is_some_and(|st| st.uids[0] == uid || st.uids[2] == uid)
 }
 
 impl Engine {
