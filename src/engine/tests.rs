@@ -758,3 +758,51 @@ fn abstract_names_are_per_network_namespace() {
     assert_eq!(listed.len(), 2);
     assert!(listed.contains(&(ns1, a.id)) && listed.contains(&(ns2, b.id)));
 }
+
+/// A cycle through a received reference nobody opened yet is live, not
+/// garbage: the alias directory is a name its owner can still open (like a
+/// descriptor in a process's table), so the collector leaves it, and opening
+/// the alias gets the socket in flight back. What bounds such references is
+/// the per-socket limit of `deliver_rights` and the user's share.
+#[test]
+fn a_cycle_through_an_unopened_reference_is_live() {
+    let e = engine();
+    let c = root();
+    let base = e.live_sockets();
+    let (x1, x2) = e.socketpair(SockType::Stream, &c);
+    let (y1, y2) = e.socketpair(SockType::Stream, &c);
+    // y1 reaches x2, which keeps it unopened as alias `h`.
+    pass(&e, &x1, &y1);
+    e.put(&y1);
+    let r = e.recv(&x2, 10, None).unwrap();
+    let h = e.deliver_rights(&x2, r.rights, 0, 0, 16);
+    assert_eq!(h.len(), 1);
+    // x2 goes into y1's queue; every handle closes.
+    pass(&e, &y2, &x2);
+    for s in [&x1, &x2, &y2] {
+        e.put(s);
+    }
+    collect_all(&e);
+    // x1 and y2 are closed; x2 (in flight) and y1 (unopened) stay.
+    assert_eq!(
+        e.live_sockets(),
+        base + 2,
+        "the collector freed a socket its owner can open"
+    );
+    // Opening the alias adopts y1; its queue gives x2 back.
+    let d = e.dir(h[0]).expect("the alias is still there");
+    assert!(e.try_hold(&d.sock));
+    e.adopt(h[0]);
+    let back = e.recv(&d.sock, 10, None).unwrap();
+    assert_eq!(back.rights.len(), 1);
+    for s in back.rights {
+        e.put(&s);
+    }
+    e.put(&d.sock);
+    collect_all(&e);
+    assert_eq!(
+        e.live_sockets(),
+        base,
+        "everything closes once the cycle is opened and let go"
+    );
+}
