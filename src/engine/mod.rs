@@ -186,11 +186,13 @@ impl Engine {
     }
 
     /// socket(): a new socket held by one reference (the caller's handle),
-    /// for in-process users: never refused.
+    /// for in-process users: never refused. Its directory keeps one claim
+    /// for the socket's life, as such users hold it by the `Arc` alone.
     pub fn socket(&self, ty: SockType, caller: &Caller) -> Arc<Socket> {
         let s = self.new_socket(ty, caller.fsuid, caller.fsgid, false);
         let s = s.expect("an unchecked socket is never refused");
         s.refs.store(1, Ordering::Release);
+        let _held_for_good = self.first_claim(s.id);
         s
     }
 
