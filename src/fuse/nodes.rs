@@ -42,7 +42,8 @@ impl Inner {
                     .filter(|n: &u64| n.to_string().as_bytes() == name)
                     .ok_or(Errno::ENOENT)?;
                 let d = self.eng.dir(id).filter(|d| self.visible(d, c));
-                Ok(Node::Sock(d.ok_or(Errno::ENOENT)?.generation, SockFile::Dir))
+                let d = d.ok_or(Errno::ENOENT)?;
+                Ok(Node::Sock(d.generation, SockFile::Dir))
             }
             Node::Sock(generation, SockFile::Dir) => {
                 let (_, d) = self

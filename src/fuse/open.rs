@@ -227,9 +227,7 @@ impl Inner {
                 };
                 match (f, s) {
                     (_, Err(e)) => Err(e),
-                    (SockFile::Status, Ok((s, _))) => {
-                        Ok((i.snapshot(i.eng.status(&s)), direct))
-                    }
+                    (SockFile::Status, Ok((s, _))) => Ok((i.snapshot(i.eng.status(&s)), direct)),
                     (SockFile::Ctl, Ok((s, claim))) => {
                         let text = format!("{id}\n");
                         Ok((i.ctl_handle(s, text, claim), ctl_open_flags()))
