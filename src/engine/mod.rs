@@ -29,6 +29,8 @@ pub mod tree;
 pub mod wait;
 
 #[cfg(test)]
+mod access_tests;
+#[cfg(test)]
 mod oob_tests;
 #[cfg(test)]
 mod tests;
