@@ -13,7 +13,8 @@
 #  3. reopen of an embryo by the client's user (and by the listener's before accept);
 #     the embryo's directory is the listener owner's;
 #  4. reopen through /proc/self/fd/N of data, ctl and msg (Linux: ENXIO), through an
-#     O_PATH descriptor kept past the close, and root through /proc/PID/fd/N;
+#     O_PATH descriptor of the file or of its directory kept past the close, and root
+#     through /proc/PID/fd/N;
 #  5. received entries past the receiver's share (--max-sockets 64, --user-share 50:
 #     32) are closed at delivery (flags=ctrunc); room comes back once they go.
 # shellcheck disable=SC2034 # read by lib.sh
@@ -235,6 +236,8 @@ for f in ("data", "ctl", "msg", "status"):
     attack("40001", f"reopen of the embryo {E}/{f} (the client's user)",
            other.ev(f"reopen(sock_file({E}, {f!r}))"), ["ENOENT"])
 attack("40001", f"stat of the embryo {E}/", other.ev(f"stat_of(sock_file({E}, ''))"), ["ENOENT"])
+attack("40001", f"listing .udsfs/sock for the embryo {E}",
+       "listed" if other.ev(f"listed({E})") else "ENOENT", ["ENOENT"])
 attack("nobody", f"open of the embryo {E}/data before accept (no reference yet)",
        nobody.ev(f"reopen(sock_file({E}, 'data'))"), ["ENOENT"])
 nobody.do("eafd = os.open(sock_file(EL, 'accept'), os.O_RDWR); EA = int(os.read(eafd, 64))")
@@ -255,9 +258,19 @@ expect("nobody opens the same file by its path", nobody.ev("reopen(sock_file(g1,
 g1d = nobody.ev("g1d")
 attack("root", f"open of /proc/{nobody.pid}/fd/{g1d} (nobody's data file)",
        reopen(f"/proc/{nobody.pid}/fd/{g1d}"), ["ENXIO"])
-nobody.do("op = os.open(sock_file(g2, 'data'), os.O_PATH); os.close(g2d)")
+# g2 lives on at 40001's; nobody keeps only O_PATH descriptors of it.
+other.do("Ofd, O = clone('dgram'); ctl(Ofd, 'bind o.sock'); os.chmod(M + '/o.sock', 0o777);"
+         "om = opn(O, 'msg')")
+nobody.do("op = os.open(sock_file(g2, 'data'), os.O_PATH);"
+          "od = os.open(sock_file(g2, ''), os.O_PATH | os.O_DIRECTORY);"
+          "wfd, W = clone('dgram'); wm = opn(W, 'msg');"
+          "os.write(wm, f'len=1 to=o.sock rights={g2}\\ng'.encode());"
+          "[os.close(f) for f in (wm, wfd, g2d)]")
+other.do("h, _ = record(om); H4 = int(h['rights']); h4d = opn(H4, 'data')")
 attack("nobody", "open of /proc/self/fd/N of an O_PATH descriptor kept past the close",
        nobody.ev("reopen(f'/proc/self/fd/{op}')"), ["ENOENT", "ENXIO"])
+attack("nobody", "openat(data) in the socket's directory, held by an O_PATH descriptor",
+       nobody.ev("err(lambda: os.open('data', os.O_RDWR, dir_fd=od))"), ["ENOENT"])
 
 # ---- 5. received entries count against the receiver's share
 nobody.do("Vfd, V = clone('dgram'); ctl(Vfd, 'bind v.sock'); os.chmod(M + '/v.sock', 0o777);"
