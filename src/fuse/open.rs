@@ -63,7 +63,7 @@ impl Inner {
         // A path open looks the file up first; a reopen through
         // /proc/PID/fd does not, and Linux refuses it so.
         if !d.refs.take_lookup(c.tid, f.code() as u8) {
-            log::info!("socket directory {id}: open without a lookup (a reopen): ENXIO");
+            log::debug!("socket directory {id}: open without a lookup (a reopen): ENXIO");
             return Err(Errno::ENXIO);
         }
         // accept holds the listener only while it tries: no claim, no
