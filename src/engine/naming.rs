@@ -207,7 +207,13 @@ impl Engine {
             return self.dgram_connect(s, other);
         }
         // Everything the new connection needs is made before taking locks.
-        let embryo = self.new_socket(s.ty, caller.fsuid, caller.fsgid, true)?;
+        // The server end is the listener's side: its owner's, counted for
+        // it, never the client's to open before accept (Linux: an embryo
+        // has no fd until accept).
+        let (uid, gid) = self
+            .dir(other.id)
+            .map_or((caller.fsuid, caller.fsgid), |d| (d.uid, d.gid));
+        let embryo = self.new_socket(s.ty, uid, gid, true)?;
         embryo.refs.store(1, Ordering::Release);
         let client_cred = caller.peer_creds();
         let res = self.stream_connect(s, &other, &embryo, client_cred, w);

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use slab::Slab;
 
+use super::access::DirRefs;
 use super::socket::Socket;
 use crate::sharded::{Sharded, ShardedMap};
 
@@ -16,6 +17,8 @@ pub struct SockDir {
     pub uid: u32,
     pub gid: u32,
     pub generation: u64,
+    /// Who may open it now (src/engine/access.rs).
+    pub refs: Arc<DirRefs>,
 }
 
 const SHARDS: usize = 16;
@@ -124,6 +127,7 @@ mod tests {
             uid: 0,
             gid: 0,
             generation,
+            refs: Default::default(),
         }
     }
 

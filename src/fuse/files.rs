@@ -12,7 +12,7 @@ use super::outgoing::{Held, WriteJob, send_batch};
 use super::poll::PollWaiter;
 use crate::ctl::{self, Command};
 use crate::engine::quota::{Charge, Quota};
-use crate::engine::{Caller, Engine, MAX_MSG, SockType, Socket, Ucred, Waiter};
+use crate::engine::{Caller, Claim, Engine, MAX_MSG, SockType, Socket, Ucred, Waiter};
 use crate::msgfmt::{self, Batch, Ending};
 use crate::sharded::ShardedMap;
 use std::borrow::Cow;
@@ -112,6 +112,9 @@ pub struct OpenFile {
     pub held: Mutex<Option<Arc<Socket>>>,
     /// The file's poll registration, made at its first poll.
     pub poller: OnceLock<Arc<PollWaiter>>,
+    /// The claim this handle keeps on its socket directory
+    /// (src/engine/access.rs), given back at close.
+    pub claim: Mutex<Option<Claim>>,
 }
 
 /// Open files by handle number.
@@ -151,6 +154,7 @@ impl OpenFile {
             kind,
             held: Mutex::new(None),
             poller: OnceLock::new(),
+            claim: Mutex::new(None),
         }
     }
 
