@@ -137,6 +137,7 @@ macro_rules! scripts {
 scripts!(
     abstract_netns,
     abstract_private,
+    api_diffs,
     blocked_reader,
     bounds,
     bufs,
