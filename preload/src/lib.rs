@@ -19,6 +19,7 @@ mod fdpass;
 mod log;
 mod mount;
 mod msg;
+mod netdev;
 mod opts;
 mod pidfd;
 mod real;
@@ -279,6 +280,9 @@ pub unsafe extern "C" fn accept4(
                         unsafe { *len = std::mem::size_of::<libc::sa_family_t>() as socklen_t };
                     }
                 }
+                // The C library's ENOTSOCK is not the program's: a success
+                // leaves errno as it was.
+                restore_errno();
                 nfd
             }
             Err(e) => {
@@ -314,6 +318,9 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_i
         if r < 0 && errno() == libc::ENOTTY && mount::udsfs_fd(fd) {
             if let Some(res) = urg::ioctl(fd, req, arg) {
                 return int_ret(res);
+            }
+            if netdev::is_socket_ioctl(req) {
+                return int_ret(netdev::forward(req, arg));
             }
             set_errno(libc::ENOTTY);
         }

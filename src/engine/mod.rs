@@ -20,6 +20,7 @@ mod oob;
 mod peek;
 pub mod quota;
 mod sock_table;
+pub mod sockflags;
 pub mod socket;
 mod sockopt;
 mod stream_read;
