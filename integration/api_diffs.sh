@@ -4,6 +4,8 @@
 # `udsfs run --route`; both outputs must be equal. Then a routed server that
 # crashed is started again on a new mount: its bind gives EADDRINUSE as on
 # Linux (the name is still there), and after an unlink clients reach it.
+# The program's child sets its real uid to nobody's (keeping euid 0).
+UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 need_preload
 need_cmd python3 python3
@@ -54,7 +56,7 @@ run_routed() {
 }
 expect_eq "the first server" "$(run_routed crash)" "bound"
 udsfs_unmount
-udsfs_mount
+udsfs_mount "${UDSFS_MOUNT_ARGS[@]}"
 expect_eq "the server started again, without an unlink" "$(run_routed keep)" "bind: Address already in use"
 expect_eq "the server started again, with an unlink" "$(run_routed unlink)" \
     "$(printf 'bind: Address already in use\nbound\na client says hello')"

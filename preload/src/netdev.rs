@@ -28,5 +28,9 @@ pub fn forward(req: c_ulong, arg: *mut c_void) -> Res<()> {
     let e = crate::errno();
     // SAFETY: closes the socket made above.
     unsafe { libc::close(k as c_int) };
-    if r < 0 { Err(e) } else { Ok(()) }
+    if r < 0 {
+        Err(e)
+    } else {
+        Ok(())
+    }
 }

@@ -278,7 +278,11 @@ pub fn kernel_sizes(fd: c_int) -> Sizes {
         let r = unsafe {
             crate::real::getsockopt(fd, libc::SOL_SOCKET, name, v.as_mut_ptr().cast(), &mut len)
         };
-        let fresh = if name == libc::SO_RCVLOWAT { [1, 0] } else { [0, 0] };
+        let fresh = if name == libc::SO_RCVLOWAT {
+            [1, 0]
+        } else {
+            [0, 0]
+        };
         if r == 0 && v != fresh {
             kept.push((name, v));
         }

@@ -116,6 +116,10 @@ pub const OP_GET_TIMEO: u32 = 20;
 pub const OP_SET_SOCKOPT: u32 = 33;
 /// Reads option `arg` back into v[0] and v[1].
 pub const OP_GET_SOCKOPT: u32 = 34;
+/// On a listener: socket v[0], just accepted, becomes a received entry of
+/// it (v[0] out: the entry's number), so that its control handle may close
+/// before its data file opens (accept with one descriptor slot left).
+pub const OP_KEEP_ACCEPTED: u32 = 35;
 
 pub const INFO_TYPE: usize = 0; // SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET
 pub const INFO_LISTENING: usize = 1;
