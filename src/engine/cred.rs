@@ -354,6 +354,46 @@ mod tests {
     }
 
     #[test]
+    fn forged_credentials_need_capabilities_not_uid_0() {
+        let me = std::process::id() as i32;
+        let root = |cap_eff: u64| {
+            Caller::with_status(
+                me as u32,
+                ProcStatus {
+                    tgid: me,
+                    cap_eff,
+                    ..Default::default()
+                },
+            )
+        };
+        let own = Ucred {
+            pid: me,
+            uid: 0,
+            gid: 0,
+        };
+        let other_pid = Ucred { pid: 1, ..own };
+        let other_uid = Ucred { uid: 65534, ..own };
+        let other_gid = Ucred { gid: 65534, ..own };
+        let all = root(!0);
+        for c in [own, other_pid, other_uid, other_gid] {
+            assert_eq!(all.check_creds(&c), Ok(()));
+        }
+        let no_admin = root(!(1 << CAP_SYS_ADMIN));
+        assert_eq!(no_admin.check_creds(&own), Ok(()));
+        assert_eq!(no_admin.check_creds(&other_pid), Err(Errno::EPERM));
+        assert_eq!(no_admin.check_creds(&other_uid), Ok(()));
+        let no_setid = root(!((1 << CAP_SETUID) | (1 << CAP_SETGID)));
+        assert_eq!(no_setid.check_creds(&other_pid), Ok(()));
+        assert_eq!(no_setid.check_creds(&other_uid), Err(Errno::EPERM));
+        assert_eq!(no_setid.check_creds(&other_gid), Err(Errno::EPERM));
+        let bad = Ucred {
+            uid: u32::MAX,
+            ..own
+        };
+        assert_eq!(all.check_creds(&bad), Err(Errno::EINVAL));
+    }
+
+    #[test]
     fn reads_this_process() {
         let c = Caller::current();
         assert_eq!(c.scm_creds().pid, std::process::id() as i32);
