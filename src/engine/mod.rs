@@ -22,6 +22,7 @@ mod peek;
 pub mod quota;
 mod sock_table;
 pub mod socket;
+pub mod sockflags;
 mod sockopt;
 mod stream_read;
 pub mod timeo;

@@ -394,6 +394,20 @@ impl Engine {
         Ok(got)
     }
 
+    /// accept() through the library with one descriptor slot left: the
+    /// accepted socket `id` (its control handle, which holds it, is about to
+    /// close to free the slot) becomes a received entry of the listener, as
+    /// a passed socket does, for the library to open in its place. It goes
+    /// with the listener if nobody opens it. The new entry's number.
+    pub fn keep_accepted(&self, listener: &Arc<Socket>, id: u64, c: &Caller) -> Result<u64> {
+        let d = self.dir(id).ok_or(Errno::ENOENT)?;
+        if (d.uid != c.fsuid && !c.is_root()) || !self.try_hold(&d.sock) {
+            return Err(Errno::ENOENT);
+        }
+        let ids = self.deliver_rights(listener, vec![d.sock], d.uid, d.gid, c.nofile_limit());
+        ids.first().copied().ok_or(Errno::EMFILE)
+    }
+
     pub fn shutdown(&self, s: &Arc<Socket>, how: u8) -> Result<()> {
         if how == 0 || how > 3 {
             return Err(Errno::EINVAL);

@@ -83,25 +83,9 @@ impl MsgWriter {
     }
 }
 
-/// Explicit credentials are the caller's own unless it is root (scm_check_creds).
+/// Explicit credentials (SCM_CREDENTIALS): `Caller::check_creds`.
 pub(super) fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
-    if !caller.is_root() {
-        let st = caller.status();
-        let pid_ok = c.pid == st.tgid;
-        let uid_ok = st.uids[..3].contains(&c.uid);
-        let gid_ok = st.gids[..3].contains(&c.gid);
-        if !(pid_ok && uid_ok && gid_ok) {
-            return Err(Errno::EPERM);
-        }
-    }
-    if !crate::procfs::exists(c.pid) {
-        return Err(if caller.is_root() {
-            Errno::ESRCH
-        } else {
-            Errno::EPERM
-        });
-    }
-    Ok(())
+    caller.check_creds(c)
 }
 
 pub struct OpenFile {
