@@ -171,11 +171,15 @@ impl Caller {
     pub fn netns(&self) -> NetNs {
         *self.netns.get_or_init(|| {
             netns::of_thread(self.tid).unwrap_or_else(|| {
-                log::info!(
-                    "thread {} is gone: its netns is taken as the daemon's",
+                if !netns::readable() {
+                    return netns::own();
+                }
+                // Fail closed: an unknown caller reaches no namespace's names.
+                log::debug!(
+                    "thread {}: netns unknown (gone, or outside the daemon's pid namespace): it finds no abstract names",
                     self.tid
                 );
-                netns::own()
+                netns::unknown()
             })
         })
     }

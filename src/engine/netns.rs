@@ -6,6 +6,7 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A network namespace, by its nsfs inode number.
 pub type NetNs = u64;
@@ -59,8 +60,22 @@ fn proc_dir() -> Option<&'static OwnedFd> {
     .as_ref()
 }
 
-/// The daemon's own namespace: where a caller that vanished before its
-/// namespace was read is filed (its call is moot anyway).
+/// A namespace no other caller is in: for a caller whose own cannot be
+/// read (outside the daemon's pid namespace, FUSE gives it pid 0, or gone).
+/// Filing it in the daemon's would let a process in any network namespace
+/// reach (and squat) that namespace's abstract names; alone, it finds none.
+pub fn unknown() -> NetNs {
+    static NEXT: AtomicU64 = AtomicU64::new(1 << 63);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Whether /proc could be opened: without it every caller shares the
+/// daemon's namespace (logged at start).
+pub fn readable() -> bool {
+    proc_dir().is_some()
+}
+
+/// The daemon's own namespace.
 pub fn own() -> NetNs {
     static OWN: OnceLock<NetNs> = OnceLock::new();
     *OWN.get_or_init(|| {
