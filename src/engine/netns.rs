@@ -60,8 +60,8 @@ fn proc_dir() -> Option<&'static OwnedFd> {
     .as_ref()
 }
 
-/// A namespace no other caller is in: for a caller whose own cannot be
-/// read (outside the daemon's pid namespace, FUSE gives it pid 0, or gone).
+/// A namespace no other caller is in, for a caller outside the daemon's
+/// pid namespace (FUSE gives it pid 0, so its namespace cannot be read).
 /// Filing it in the daemon's would let a process in any network namespace
 /// reach (and squat) that namespace's abstract names; alone, it finds none.
 pub fn unknown() -> NetNs {
@@ -69,13 +69,8 @@ pub fn unknown() -> NetNs {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Whether /proc could be opened: without it every caller shares the
-/// daemon's namespace (logged at start).
-pub fn readable() -> bool {
-    proc_dir().is_some()
-}
-
-/// The daemon's own namespace.
+/// The daemon's own namespace: where a caller that vanished before its
+/// namespace was read is filed (its call is moot anyway).
 pub fn own() -> NetNs {
     static OWN: OnceLock<NetNs> = OnceLock::new();
     *OWN.get_or_init(|| {
