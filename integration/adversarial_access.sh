@@ -24,13 +24,16 @@
 #  8. 40001 looks up a file of nobody's directory 100 times (lookups are kept per
 #     directory, 64 at most): the kernel refuses them, nobody's open still works;
 #  9. passing by number a socket of another user, and an embryo not yet accepted;
-# 10. callers outside the daemon's pid namespace (all tid 0, on a second daemon in a
+# 10. .udsfs/graph shows other users no sockets in flight; `udsfs ss -xa` as nobody
+#     shows other users' states from .udsfs/unix;
+# 11. 40001 sends nobody 320 sockets, which nobody reads from `data` (as recv with no
+#     control buffer, that drops them): nobody's share of entries stays free for a
+#     socket root passes it next;
+# 12. callers outside the daemon's pid namespace (all tid 0, on a second daemon in a
 #     new pid namespace): four threads opening one file at once must not take each
 #     other's lookups; a reopen with no lookup still gets ENXIO; one in a new network
 #     namespace must not reach the host namespace's abstract names (its namespace
-#     cannot be read, so it finds none);
-# 11. .udsfs/graph shows other users no sockets in flight; `udsfs ss -xa` as nobody
-#     shows other users' states from .udsfs/unix.
+#     cannot be read, so it finds none).
 # shellcheck disable=SC2034 # read by lib.sh
 UDSFS_MOUNT_ARGS=(--allow-other --max-sockets 64)
 source "$(dirname "$0")/lib.sh"
@@ -366,7 +369,7 @@ for n in emb:
 nobody.do("[os.close(f) for f in (EBfd, ebmm, ebm_f, LKf)]")
 other.do("[os.close(f) for f in (EBc, pnm, PNf)]")
 
-# ---- 11. what the listings tell another user
+# ---- 10. what the listings tell another user
 gf, g1, g2 = pair("dgram")
 g1m = opn(g1, "msg")
 jf, j1, j2 = pair("stream")
@@ -383,13 +386,32 @@ holds("nobody's `udsfs ss -xa` shows root's pair end as ESTAB, as ss -x shows an
 for f in (g1m, gf, jf):
     os.close(f)
 
+# ---- 11. another user's share of received entries: a reader of `data` takes none
+nobody.do("os.close(vm); os.close(Vfd)")  # gives back §5's entries
+nobody.do("Wfd, W = clone('dgram'); ctl(Wfd, 'bind w.sock'); os.chmod(M + '/w.sock', 0o777);"
+          "wd = opn(W, 'data', os.O_RDWR | os.O_NONBLOCK); wm = opn(W, 'msg')")
+other.do("Xf, X1, X2 = pair('stream'); Sf, S1 = clone('dgram'); sm1 = opn(S1, 'msg');"
+         "sent = sum(err(os.write, sm1, f'len=1 to=w.sock rights={\",\".join([str(X1)] * 40)}\\nf'"
+         ".encode()) == 'OK' for _ in range(8))")
+nobody.do("got_data = [err(os.read, wd, 100) for _ in range(8)]")
+print(f"40001 sent {other.ev('sent')} records of 40 sockets each; nobody read them from data",
+      flush=True)
+other.do("[os.close(f) for f in (sm1, Sf, Xf)]")
+rf, r1, r2 = pair("stream")
+os.write(tm, f"len=1 to=w.sock rights={r1}\nr".encode())
+nobody.do("hw, _ = record(wm)")
+attack("40001", "filling nobody's share of received entries (nobody reads data only)",
+       "OK" if "rights" not in nobody.ev("hw") else "refused", ["refused"])
+nobody.do("[os.close(f) for f in (wd, wm, Wfd)]")
+os.close(rf)
+
 if THROUGH:
     die(f"{len(THROUGH)} of {CHECKS} attacks got through:\n  " + "\n  ".join(THROUGH))
 print(f"ok: {CHECKS} attacks, all refused", flush=True)
 EOF
 )"
 
-# ---- 10. callers outside the daemon's pid namespace (FUSE gives them pid 0, so
+# ---- 12. callers outside the daemon's pid namespace (FUSE gives them pid 0, so
 # they cannot be told apart): a second daemon in a new pid namespace, where every
 # caller of this script arrives as tid 0.
 MNT0=$TMP/mnt0
