@@ -12,7 +12,8 @@
 #     40001 and closes it, then reopens it; 40001 reopens it by its first number;
 #  3. reopen of an embryo by the client's user (and by the listener's before accept);
 #     the embryo's directory is the listener owner's;
-#  4. reopen through /proc/self/fd/N of data, ctl and msg (Linux: ENXIO), through an
+#  4. reopen through /proc/self/fd/N of data, ctl and msg (Linux: ENXIO), also after
+#     another thread, or the parent before a fork, looked the file up; through an
 #     O_PATH descriptor of the file or of its directory kept past the close, and root
 #     through /proc/PID/fd/N;
 #  5. received entries past the receiver's share (--max-sockets 64, --user-share 50:
@@ -273,6 +274,17 @@ for f, var in (("data", "g1d"), ("ctl", "g1c"), ("msg", "g1m")):
            nobody.ev(f"reopen(f'/proc/self/fd/{{{var}}}')"), ["ENXIO"])
 expect("nobody opens the same file by its path", nobody.ev("reopen(sock_file(g1, 'data'))"),
        "opened, read 'EAGAIN'")
+# A lookup by one thread (or by the parent before a fork) is no lookup by another.
+nobody.do("st = threading.Thread(target=os.stat, args=(sock_file(g1, 'data'),));"
+          "st.start(); st.join()")
+attack("nobody", "open of /proc/self/fd/N of a data file another thread just looked up",
+       nobody.ev("reopen(f'/proc/self/fd/{g1d}')"), ["ENXIO"])
+nobody.do("os.stat(sock_file(g1, 'ctl')); fr, fw = os.pipe(); kid = os.fork()\n"
+          "if kid == 0:\n"
+          "    os.write(fw, reopen(f'/proc/self/fd/{g1c}').encode()); os._exit(0)\n"
+          "os.waitpid(kid, 0); forked = os.read(fr, 100).decode(); os.close(fr); os.close(fw)")
+attack("nobody", "open of /proc/self/fd/N of a ctl file by a child forked after the lookup",
+       nobody.ev("forked"), ["ENXIO"])
 g1d = nobody.ev("g1d")
 attack("root", f"open of /proc/{nobody.pid}/fd/{g1d} (nobody's data file)",
        reopen(f"/proc/{nobody.pid}/fd/{g1d}"), ["ENXIO"])
