@@ -12,20 +12,39 @@
 #     40001 and closes it, then reopens it; 40001 reopens it by its first number;
 #  3. reopen of an embryo by the client's user (and by the listener's before accept);
 #     the embryo's directory is the listener owner's;
-#  4. reopen through /proc/self/fd/N of data, ctl and msg (Linux: ENXIO), through an
+#  4. reopen through /proc/self/fd/N of data, ctl and msg (Linux: ENXIO), also after
+#     another thread, or the parent before a fork, looked the file up; through an
 #     O_PATH descriptor of the file or of its directory kept past the close, and root
 #     through /proc/PID/fd/N;
 #  5. received entries past the receiver's share (--max-sockets 64, --user-share 50:
-#     32) are closed at delivery (flags=ctrunc); room comes back once they go.
+#     32) are closed at delivery (flags=ctrunc); room comes back once they go;
+#  6. 40001 connects to nobody's listener until refused: the embryos are 40001's to
+#     pay for, so nobody's own clone still works;
+#  7. a process in a new network namespace reopens, through /proc/PID/fd/N, nobody's
+#     open view of an abstract name of the host's namespace (a reopen does no lookup);
+#  8. 40001 looks up a file of nobody's directory 100 times (lookups are kept per
+#     directory, 64 at most): the kernel refuses them, nobody's open still works;
+#  9. passing by number a socket of another user, and an embryo not yet accepted;
+# 10. .udsfs/graph shows other users no sockets in flight; `udsfs ss -xa` as nobody
+#     shows other users' states from .udsfs/unix;
+# 11. 40001 sends nobody 320 sockets, which nobody reads from `data` (as recv with no
+#     control buffer, that drops them): nobody's share of entries stays free for a
+#     socket root passes it next;
+# 12. callers outside the daemon's pid namespace (all tid 0, on a second daemon in a
+#     new pid namespace): four threads opening one file at once must not take each
+#     other's lookups; a reopen with no lookup still gets ENXIO; one in a new network
+#     namespace must not reach the host namespace's abstract names (its namespace
+#     cannot be read, so it finds none).
 # shellcheck disable=SC2034 # read by lib.sh
 UDSFS_MOUNT_ARGS=(--allow-other --max-sockets 64)
 source "$(dirname "$0")/lib.sh"
+export UDSFS_BIN
 
 chmod o+x "$TMP" # mktemp -d made it 0700; other users must reach $MNT inside it
 
 py "$(
     cat <<'EOF'
-import json
+import json, subprocess
 NOBODY, OTHER = 65534, 40001
 CHECKS = 0
 THROUGH = []
@@ -255,6 +274,17 @@ for f, var in (("data", "g1d"), ("ctl", "g1c"), ("msg", "g1m")):
            nobody.ev(f"reopen(f'/proc/self/fd/{{{var}}}')"), ["ENXIO"])
 expect("nobody opens the same file by its path", nobody.ev("reopen(sock_file(g1, 'data'))"),
        "opened, read 'EAGAIN'")
+# A lookup by one thread (or by the parent before a fork) is no lookup by another.
+nobody.do("st = threading.Thread(target=os.stat, args=(sock_file(g1, 'data'),));"
+          "st.start(); st.join()")
+attack("nobody", "open of /proc/self/fd/N of a data file another thread just looked up",
+       nobody.ev("reopen(f'/proc/self/fd/{g1d}')"), ["ENXIO"])
+nobody.do("os.stat(sock_file(g1, 'ctl')); fr, fw = os.pipe(); kid = os.fork()\n"
+          "if kid == 0:\n"
+          "    os.write(fw, reopen(f'/proc/self/fd/{g1c}').encode()); os._exit(0)\n"
+          "os.waitpid(kid, 0); forked = os.read(fr, 100).decode(); os.close(fr); os.close(fw)")
+attack("nobody", "open of /proc/self/fd/N of a ctl file by a child forked after the lookup",
+       nobody.ev("forked"), ["ENXIO"])
 g1d = nobody.ev("g1d")
 attack("root", f"open of /proc/{nobody.pid}/fd/{g1d} (nobody's data file)",
        reopen(f"/proc/{nobody.pid}/fd/{g1d}"), ["ENXIO"])
@@ -291,8 +321,179 @@ nobody.do("[os.close(opn(int(i), 'data')) for i in h1['rights'].split(',')]")
 nobody.do("h2, _ = record(vm); n2 = len(h2['rights'].split(','))")
 holds("room comes back once the entries were opened and closed", nobody.ev("n2"), n1)
 
+# ---- 6. connecting cannot spend the listener owner's share of sockets
+# (an embryo is the client's to pay for until it is accepted)
+expect("sockets alive before the flood leave room for both shares",
+       int(dict(l.split("=") for l in open(f"{U}/gc").read().split())["sockets"]) <= 30, True)
+nobody.do("FLfd, FL = clone('stream'); ctl(FLfd, 'bind f.sock'); ctl(FLfd, 'listen 100');"
+          "os.chmod(M + '/f.sock', 0o777)")
+other.do("fl, fl_err = [], 'none'\n"
+         "for i in range(40):\n"
+         "    try: fl.append(os.open(M + '/.udsfs/connect/f.sock', os.O_RDWR | os.O_NONBLOCK))\n"
+         "    except OSError as e: fl_err = errno.errorcode[e.errno]; break")
+print(f"40001 made {other.ev('len(fl)')} connections to nobody's f.sock, then "
+      f"{other.ev('fl_err')}", flush=True)
+own = nobody.ev("err(clone, 'stream')")
+print(f"nobody's own clone after them: {own}", flush=True)
+attack("40001", "spending nobody's share of sockets by connecting to its listener",
+       "OK" if own == "ENFILE" else "refused", ["refused"])
+other.do("[os.close(f) for f in fl]")
+nobody.do("os.close(FLfd)")
+
+# ---- 7. an abstract view reopened through /proc from another network namespace
+nobody.do("ABfd, AB = clone('stream'); ctl(ABfd, 'bind @adv_abs'); ctl(ABfd, 'listen');"
+          "abv = os.open(U + '/abstract/adv_abs', os.O_RDWR)")
+path = f"/proc/{nobody.pid}/fd/{nobody.ev('abv')}"
+probe = ("import errno, os, sys\n"
+         "try: os.close(os.open(sys.argv[1], os.O_RDWR)); print('opened')\n"
+         "except OSError as e: print(errno.errorcode[e.errno])")
+got = subprocess.run(["unshare", "-n", "python3", "-c", probe, path],
+                     capture_output=True, text=True).stdout.strip()
+attack("root in a new netns", f"open of {path} (nobody's @adv_abs view, the host's netns)",
+       got, ["ECONNREFUSED"])
+holds("the listener saw no connection from the other namespace",
+      nobody.ev("int(dict(l.split('=', 1) for l in open(sock_file(AB, 'status')).read()"
+                ".splitlines())['pending'])"), 1)
+nobody.do("os.close(abv); os.close(ABfd)")
+
+# ---- 8. lookups in another user's directory never reach the daemon
+nobody.do("LKf, LK, LK2 = pair('stream')")
+LK = nobody.ev("LK")
+other.do(f"lk = [err(os.stat, sock_file({LK}, 'data')) for i in range(100)]")
+attack("40001", f"100 lookups of nobody's {LK}/data (to crowd out nobody's)",
+       ",".join(sorted(set(other.ev("lk")))), ["EACCES"])
+holds("nobody still opens its own file", nobody.ev(f"reopen(sock_file({LK}, 'data'))"),
+      "opened, read 'EAGAIN'")
+
+# ---- 9. passing by number what one does not hold
+other.do("PNf, PNa, PNb = pair('dgram'); pnm = opn(PNa, 'msg')")
+attack("40001", f"passing nobody's socket {LK} by number",
+       other.ev(f"err(os.write, pnm, b'len=1 rights={LK}\\nz')"), ["EACCES"])
+nobody.do("EBfd, EB = clone('stream'); ctl(EBfd, 'bind eb.sock'); ctl(EBfd, 'listen');"
+          "os.chmod(M + '/eb.sock', 0o777); ebm_f, ebm, _ = pair('dgram'); ebmm = opn(ebm, 'msg')")
+before = set(os.listdir(f"{U}/sock"))
+other.do("EBc = os.open(M + '/.udsfs/connect/eb.sock', os.O_RDWR)")
+emb = [int(n) for n in set(os.listdir(f"{U}/sock")) - before
+       if os.stat(sock_file(n, "")).st_uid == NOBODY]
+for n in emb:
+    attack("nobody", f"passing {n} (an embryo on its listener, not accepted) by number",
+           nobody.ev(f"err(os.write, ebmm, b'len=1 rights={n}\\nz')"), ["EBADF", "EACCES"])
+nobody.do("[os.close(f) for f in (EBfd, ebmm, ebm_f, LKf)]")
+other.do("[os.close(f) for f in (EBc, pnm, PNf)]")
+
+# ---- 10. what the listings tell another user
+gf, g1, g2 = pair("dgram")
+g1m = opn(g1, "msg")
+jf, j1, j2 = pair("stream")
+os.write(g1m, f"len=1 rights={j1}\nq".encode())  # j1 waits in g2's queue
+graph = nobody.ev("open(U + '/graph').read()")
+attack("nobody", "reading in .udsfs/graph which socket is in flight where (Linux shows no user)",
+       "OK" if "in queue of" in graph or "in flight" in graph else "not shown", ["not shown"])
+holds("root's graph shows it", "in queue of" in open(f"{U}/graph").read(), True)
+ss = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                     os.environ["UDSFS_BIN"], "ss", "-xa", M], capture_output=True, text=True)
+rows = {l.split()[5]: l.split()[1] for l in ss.stdout.splitlines()[1:] if len(l.split()) > 5}
+holds("nobody's `udsfs ss -xa` shows root's pair end as ESTAB, as ss -x shows any user",
+      rows.get(str(j2)), "ESTAB")
+for f in (g1m, gf, jf):
+    os.close(f)
+
+# ---- 11. another user's share of received entries: a reader of `data` takes none
+nobody.do("os.close(vm); os.close(Vfd)")  # gives back §5's entries
+nobody.do("Wfd, W = clone('dgram'); ctl(Wfd, 'bind w.sock'); os.chmod(M + '/w.sock', 0o777);"
+          "wd = opn(W, 'data', os.O_RDWR | os.O_NONBLOCK); wm = opn(W, 'msg')")
+other.do("Xf, X1, X2 = pair('stream'); Sf, S1 = clone('dgram'); sm1 = opn(S1, 'msg');"
+         "sent = sum(err(os.write, sm1, f'len=1 to=w.sock rights={\",\".join([str(X1)] * 40)}\\nf'"
+         ".encode()) == 'OK' for _ in range(8))")
+nobody.do("got_data = [err(os.read, wd, 100) for _ in range(8)]")
+print(f"40001 sent {other.ev('sent')} records of 40 sockets each; nobody read them from data",
+      flush=True)
+other.do("[os.close(f) for f in (sm1, Sf, Xf)]")
+rf, r1, r2 = pair("stream")
+os.write(tm, f"len=1 to=w.sock rights={r1}\nr".encode())
+nobody.do("hw, _ = record(wm)")
+attack("40001", "filling nobody's share of received entries (nobody reads data only)",
+       "OK" if "rights" not in nobody.ev("hw") else "refused", ["refused"])
+nobody.do("[os.close(f) for f in (wd, wm, Wfd)]")
+os.close(rf)
+
 if THROUGH:
     die(f"{len(THROUGH)} of {CHECKS} attacks got through:\n  " + "\n  ".join(THROUGH))
 print(f"ok: {CHECKS} attacks, all refused", flush=True)
+EOF
+)"
+
+# ---- 12. callers outside the daemon's pid namespace (FUSE gives them pid 0, so
+# they cannot be told apart): a second daemon in a new pid namespace, where every
+# caller of this script arrives as tid 0.
+MNT0=$TMP/mnt0
+mkdir "$MNT0"
+chmod o+x "$MNT0"
+setsid unshare -p -f "$UDSFS_BIN" mount --allow-other --log-file "$TMP/log0" "$MNT0" </dev/null &
+NS_JOB=$!
+_adv_cleanup() {
+    local rc=$?
+    mounted "$MNT0" && umount "$MNT0" 2>/dev/null
+    ended_within "$NS_JOB" 3000 || kill -KILL "$NS_JOB" 2>/dev/null
+    (exit "$rc")
+    _lib_cleanup
+}
+trap _adv_cleanup EXIT
+for _ in $(seq 300); do
+    [ -d "$MNT0/.udsfs" ] && break
+    sleep 0.01
+done
+[ -d "$MNT0/.udsfs" ] || fail "the daemon in a new pid namespace did not mount $MNT0"
+
+MNT=$MNT0 U=$MNT0/.udsfs py "$(
+    cat <<'EOF'
+import subprocess
+THROUGH = []
+def attack(who, what, got, refused):
+    ok = got in refused
+    print(f"attack by {who}: {what} -> {got} ({'refused' if ok else 'GOT THROUGH'};"
+          f" want {' or '.join(refused)})", flush=True)
+    if not ok:
+        THROUGH.append(f"{who}: {what}: {got}")
+
+fd = os.open(f"{U}/stream/pair", os.O_RDWR)
+a, b = map(int, os.read(fd, 64).split())
+ad = os.open(f"{U}/sock/{a}/data", os.O_RDWR | os.O_NONBLOCK)
+fails = []
+def opener():
+    for _ in range(100):
+        try:
+            os.close(os.open(f"{U}/sock/{a}/data", os.O_RDWR | os.O_NONBLOCK))
+        except OSError as e:
+            fails.append(errno.errorcode[e.errno])
+ts = [threading.Thread(target=opener) for _ in range(4)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+attack("4 threads (tid 0)", f"making each other's opens of {a}/data fail (400 opens)",
+       f"{len(fails)} failed {sorted(set(fails))}" if fails else "all opened", ["all opened"])
+attack("root (tid 0)", f"open of /proc/self/fd/{ad} without a lookup",
+       err(os.open, f"/proc/self/fd/{ad}", os.O_RDWR), ["ENXIO"])
+
+lfd = os.open(f"{U}/stream/clone", os.O_RDWR)
+os.write(lfd, b"bind @adv_ns0\n")
+os.write(lfd, b"listen\n")
+probe = ("import errno, os, sys\n"
+         "def e(f, *a):\n"
+         "    try: f(*a); return 'OK'\n"
+         "    except OSError as x: return errno.errorcode[x.errno]\n"
+         "c = os.open(sys.argv[1] + '/stream/clone', os.O_RDWR)\n"
+         "print(e(os.stat, sys.argv[1] + '/abstract/adv_ns0'),"
+         " e(os.open, sys.argv[1] + '/abstract/adv_ns0', os.O_RDWR),"
+         " e(os.write, c, b'connect @adv_ns0\\n'))")
+got = subprocess.run(["unshare", "-n", "python3", "-c", probe, U],
+                     capture_output=True, text=True)
+attack("root in a new netns (tid 0)", "lookup, view open and ctl connect of @adv_ns0 of the"
+       " host's netns", got.stdout.strip() or got.stderr.strip(),
+       ["ENOENT ENOENT ECONNREFUSED"])
+if THROUGH:
+    print(f"FAIL: {len(THROUGH)} attacks got through:\n  " + "\n  ".join(THROUGH),
+          file=sys.stderr)
+    sys.exit(1)
+print("ok: callers outside the daemon's pid namespace", flush=True)
 EOF
 )"

@@ -81,9 +81,12 @@ impl DirRefs {
     }
 
     /// Remembers that thread `tid` looked up file `code` of the directory.
+    /// Callers outside the daemon's pid namespace all arrive as tid 0, so
+    /// their lookups are kept one per lookup: each stands for one open, and
+    /// two of them opening at once do not take each other's.
     pub fn note_lookup(&self, tid: u32, code: u8) {
         let mut l = self.lookups.lock();
-        if l.contains(&(tid, code)) {
+        if tid != 0 && l.contains(&(tid, code)) {
             return;
         }
         if l.len() >= LOOKUPS {
@@ -140,5 +143,17 @@ mod tests {
         }
         assert!(!d.take_lookup(0, 1), "the oldest went");
         assert!(d.take_lookup(LOOKUPS as u32 + 4, 1));
+    }
+
+    #[test]
+    fn tid_zero_lookups_count_one_each() {
+        let d = DirRefs::default();
+        d.note_lookup(0, 2);
+        d.note_lookup(0, 2);
+        assert!(
+            d.take_lookup(0, 2) && d.take_lookup(0, 2),
+            "two lookups, two opens"
+        );
+        assert!(!d.take_lookup(0, 2), "and no third");
     }
 }

@@ -108,12 +108,16 @@ fn an_embryo_is_the_listeners_and_shut_until_accept() {
     assert_eq!((emb.uid, emb.gid), (1000, 1000), "the listener's side");
     assert_eq!(
         e.sockets.user_used(2000),
-        1,
-        "the client pays for its own only"
+        2,
+        "the client pays for its own and the embryo"
     );
+    assert_eq!(e.sockets.user_used(1000), 1, "not the listener's owner");
     assert!(!emb.refs.live() && e.more_claim(emb.sock.id, &emb).is_none());
     let got = e.accept(&l, None).unwrap();
     assert_eq!(got.id, emb.sock.id);
+    e.set_owner(got.id, 1000, 1000);
+    assert_eq!(e.sockets.user_used(2000), 1, "accepted: the acceptor's");
+    assert_eq!(e.sockets.user_used(1000), 2);
     assert!(
         e.first_claim(got.id).is_some(),
         "the accept's handle claims it"

@@ -231,6 +231,12 @@ impl Caller {
     /// an abstract address (one readlink of `/proc/<tid>/ns/net`).
     pub fn netns(&self) -> NetNs {
         *self.netns.get_or_init(|| {
+            if self.tid == 0 {
+                // Outside the daemon's pid namespace: its namespace cannot be
+                // read, so it reaches no namespace's names (fail closed).
+                log::debug!("a caller with pid 0: netns unknown, it finds no abstract names");
+                return netns::unknown();
+            }
             netns::of_thread(self.tid).unwrap_or_else(|| {
                 log::info!(
                     "thread {} is gone: its netns is taken as the daemon's",

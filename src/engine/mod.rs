@@ -165,13 +165,25 @@ impl Engine {
         eng
     }
 
-    /// Makes a socket with no references yet, filed as unbound, counted
-    /// for `uid`; `checked`: ENFILE past the bound or the user's share
+    /// Makes a socket with no references yet, filed as unbound, owned by
+    /// `uid`; `checked`: ENFILE past the bound or the user's share
     /// (Linux's unix_create1 past its socket limit).
     fn new_socket(&self, ty: SockType, uid: u32, gid: u32, checked: bool) -> Result<Arc<Socket>> {
+        self.new_socket_for(ty, uid, gid, uid, checked)
+    }
+
+    /// `new_socket`, counted against `charged` rather than the owner.
+    pub(super) fn new_socket_for(
+        &self,
+        ty: SockType,
+        uid: u32,
+        gid: u32,
+        charged: u32,
+        checked: bool,
+    ) -> Result<Arc<Socket>> {
         if !checked {
-            self.sockets.transfer_in(uid, 1);
-        } else if self.sockets.take(uid, 1).is_err() {
+            self.sockets.transfer_in(charged, 1);
+        } else if self.sockets.take(charged, 1).is_err() {
             return Err(Errno::ENFILE);
         }
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
@@ -180,6 +192,7 @@ impl Engine {
             sock: Arc::new(Socket::new(id, generation, ty, sndbuf, qlen)),
             uid,
             gid,
+            charged,
             generation,
             refs: Default::default(),
         });
@@ -256,9 +269,10 @@ impl Engine {
     pub fn set_owner(&self, id: u64, uid: u32, gid: u32) {
         self.socks.update(id, |d| {
             if d.sock.id == id {
-                self.sockets.transfer(d.uid, uid, 1);
+                self.sockets.transfer(d.charged, uid, 1);
             }
             d.uid = uid;
+            d.charged = uid;
             d.gid = gid;
         });
     }
@@ -267,9 +281,9 @@ impl Engine {
         // A socket's own directory counts as a socket, an alias as an alias.
         if let Some(d) = self.socks.remove(id) {
             if d.sock.id == id {
-                self.sockets.give(d.uid, 1);
+                self.sockets.give(d.charged, 1);
             } else {
-                self.aliases.give(d.uid, 1);
+                self.aliases.give(d.charged, 1);
             }
         }
     }
@@ -367,6 +381,7 @@ impl Engine {
             sock: sock.clone(),
             uid,
             gid,
+            charged: uid,
             generation,
             refs: Default::default(),
         });

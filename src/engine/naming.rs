@@ -207,13 +207,14 @@ impl Engine {
             return self.dgram_connect(s, other);
         }
         // Everything the new connection needs is made before taking locks.
-        // The server end is the listener's side: its owner's, counted for
-        // it, never the client's to open before accept (Linux: an embryo
-        // has no fd until accept).
+        // The server end is the listener's side: its owner's, never the
+        // client's to open before accept (Linux: an embryo has no fd until
+        // accept). The client pays for it until then, so connecting cannot
+        // spend the listener owner's share (integration/adversarial_access.sh §6).
         let (uid, gid) = self
             .dir(other.id)
             .map_or((caller.fsuid, caller.fsgid), |d| (d.uid, d.gid));
-        let embryo = self.new_socket(s.ty, uid, gid, true)?;
+        let embryo = self.new_socket_for(s.ty, uid, gid, caller.fsuid, true)?;
         embryo.refs.store(1, Ordering::Release);
         let client_cred = caller.peer_creds();
         let res = self.stream_connect(s, &other, &embryo, client_cred, w);

@@ -16,6 +16,9 @@ pub struct SockDir {
     pub sock: Arc<Socket>,
     pub uid: u32,
     pub gid: u32,
+    /// Whose quota it counts against: the owner's, except an embryo's,
+    /// which the connecting client pays for until it is accepted.
+    pub charged: u32,
     pub generation: u64,
     /// Who may open it now (src/engine/access.rs).
     pub refs: Arc<DirRefs>,
@@ -126,6 +129,7 @@ mod tests {
             sock: Arc::new(Socket::new(id, generation, SockType::Stream, 1, 1)),
             uid: 0,
             gid: 0,
+            charged: 0,
             generation,
             refs: Default::default(),
         }

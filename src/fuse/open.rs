@@ -12,7 +12,7 @@ use super::inode::{Ctrl, Node, SockFile};
 use super::park::{OpenOp, Pending, deferring_wakeups};
 use super::reply::ReplySink;
 use super::{Inner, nonblocking};
-use crate::engine::{Caller, Claim, SockDir, Socket, Waiter};
+use crate::engine::{Addr, Caller, Claim, SockDir, Socket, Waiter};
 
 pub(super) fn socket_open_flags() -> FopenFlags {
     FopenFlags::FOPEN_DIRECT_IO
@@ -124,6 +124,20 @@ impl Inner {
         d.refs.live() || c.is_root()
     }
 
+    /// The socket an abstract view file stands for, if it is the one bound
+    /// at its name in the caller's network namespace: a reopen through
+    /// /proc/PID/fd of another namespace's file does no lookup there.
+    fn abstract_target(&self, s: Arc<Socket>, c: &Caller) -> Result<Arc<Socket>, Errno> {
+        let name = match s.lock().name.as_ref().map(|n| &n.addr) {
+            Some(a @ Addr::Abstract(_)) => a.clone(),
+            _ => return Err(Errno::ECONNREFUSED),
+        };
+        match self.eng.find(&name, s.ty, c) {
+            Ok(found) if Arc::ptr_eq(&found, &s) => Ok(s),
+            _ => Err(Errno::ECONNREFUSED),
+        }
+    }
+
     fn gc_text(&self) -> String {
         let g = self.eng.gc.stats();
         format!(
@@ -201,7 +215,7 @@ impl Inner {
                 (fh, ctl_open_flags())
             }),
             Node::Ctrl(Ctrl::Unix) => Ok((i.snapshot(i.eng.proc_net_unix()), direct)),
-            Node::Ctrl(Ctrl::Graph) => Ok((i.snapshot(i.eng.graph_dot()), direct)),
+            Node::Ctrl(Ctrl::Graph) => Ok((i.snapshot(i.eng.graph_dot_for(c.is_root())), direct)),
             Node::Ctrl(Ctrl::Gc) => Ok((
                 i.files
                     .insert(OpenFile::new(None, FileKind::Gc(i.gc_text().into_bytes()))),
@@ -265,7 +279,8 @@ impl Inner {
                         .eng
                         .dir_by_generation(ino)
                         .map(|(_, d)| d.sock)
-                        .ok_or(Errno::ECONNREFUSED),
+                        .ok_or(Errno::ECONNREFUSED)
+                        .and_then(|s| i.abstract_target(s, &c)),
                 };
                 match target {
                     Err(e) => Err(e),
