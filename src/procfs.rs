@@ -176,8 +176,21 @@ pub fn own_nofile_limit() -> usize {
     usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
 }
 
-/// The soft RLIMIT_NOFILE of process `pid` (`/proc/<pid>/limits`).
+/// The soft RLIMIT_NOFILE of process `pid`: prlimit(2) needs no
+/// descriptor, so it works when the daemon is at its own limit; else
+/// `/proc/<pid>/limits`.
 pub fn nofile_limit(pid: i32) -> Option<usize> {
+    if pid <= 0 {
+        return None;
+    }
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit with no new limit only writes the old one into lim.
+    if unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut lim) } == 0 {
+        return Some(usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX));
+    }
     let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
     text.lines()
         .find(|l| l.starts_with("Max open files"))

@@ -219,9 +219,10 @@ impl Caller {
         }
     }
 
-    /// The soft RLIMIT_NOFILE of the caller's process.
+    /// The soft RLIMIT_NOFILE of the caller's process; 0 when it cannot
+    /// be read (fail closed: nothing is passed or kept on its account).
     pub fn nofile_limit(&self) -> usize {
-        procfs::nofile_limit(self.status().tgid).unwrap_or(usize::MAX)
+        procfs::nofile_limit(self.status().tgid).unwrap_or(0)
     }
 
     /// Whether `gid` is the caller's fsgid or one of its supplementary groups.

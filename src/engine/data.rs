@@ -24,7 +24,7 @@ pub struct Received {
     /// The sender's pid for SCM_PIDFD, present iff the receiver has passpidfd on.
     pub pidfd: Option<i32>,
     /// The sender's pidfd, when it was made at send time (see held.rs).
-    pub pidfd_file: Option<std::os::fd::OwnedFd>,
+    pub pidfd_file: Option<super::pins::Pin>,
     /// That pidfd's depot tag, once delivered (`deliver_passed`).
     pub pidfd_tag: Option<u64>,
     /// Sockets received with it, each holding one reference.
@@ -134,7 +134,7 @@ pub(crate) struct ChunkOrigin {
     pub from: Option<Arc<BoundName>>,
     pub creds: Option<Ucred>,
     /// The sender's pidfd for a reader with SO_PASSPIDFD; the first chunk takes it.
-    pub pidfd: std::cell::Cell<Option<std::os::fd::OwnedFd>>,
+    pub pidfd: std::cell::Cell<Option<super::pins::Pin>>,
 }
 
 impl Engine {
@@ -300,7 +300,7 @@ impl Engine {
             (other, st.name.clone(), st.may_passcred())
         };
         let creds = self.creds_for(explicit, sender_passcred, &other, caller);
-        let pidfd = self.sender_pidfd(creds, &other);
+        let pidfd = self.sender_pidfd(creds, &other)?;
         let charge = message_truesize(data.len());
         let mut wake = Wakeups::new();
         {
@@ -445,7 +445,7 @@ impl Engine {
             creds,
             // The first chunk carries it; a read from a later one falls back
             // to the pid.
-            pidfd: std::cell::Cell::new(self.sender_pidfd(creds, &peer)),
+            pidfd: std::cell::Cell::new(self.sender_pidfd(creds, &peer)?),
         };
         // unix_stream_sendmsg: at most half the send buffer per skb, and at
         // most one page of head plus 32 KiB of fragments.

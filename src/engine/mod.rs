@@ -10,6 +10,7 @@ pub mod cred;
 mod data;
 pub mod gc;
 mod graph;
+pub mod fds;
 pub mod held;
 mod introspect;
 mod lifecycle;
@@ -18,6 +19,7 @@ mod naming;
 pub mod netns;
 mod oob;
 mod peek;
+pub mod pins;
 pub mod quota;
 mod sock_table;
 pub mod socket;
@@ -78,6 +80,8 @@ pub struct Config {
     /// On a shared mount, the share of each bound one user (not root) may
     /// take, in thousandths; 0: no shares.
     pub user_share_permille: u64,
+    /// Other users may use the mount (`--allow-other`).
+    pub allow_other: bool,
     /// Run the collector on its own thread (off only for deterministic tests).
     pub background_gc: bool,
     /// Owner of the tree root.
@@ -98,6 +102,7 @@ impl Default for Config {
             max_nodes: 1 << 20,
             max_sockets: 1 << 20,
             user_share_permille: 0,
+            allow_other: false,
             root_uid: 0,
             root_gid: 0,
         }
@@ -123,6 +128,8 @@ pub struct Engine {
     unopened: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
     /// Passed files that are not udsfs sockets, between the channel and a queue.
     pub depot: held::Depot,
+    /// Pidfds of senders and peers, made while they surely live.
+    pub pins: pins::Pins,
 }
 
 impl Engine {
@@ -141,17 +148,27 @@ impl Engine {
             sockets: Quota::new("sockets"),
             gc: gc::Collector::new(),
             unopened: Mutex::new(Default::default()),
-            depot: held::Depot::default(),
+            depot: held::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),
+            pins: pins::Pins::default(),
             cfg,
         });
         eng.tree.set_max_nodes(eng.cfg.max_nodes);
         eng.sockets.set_max(eng.cfg.max_sockets);
         eng.tree.nodes.set_user_share(eng.cfg.user_share_permille);
         eng.sockets.set_user_share(eng.cfg.user_share_permille);
+        eng.set_fd_budget();
+        eng.depot.quota.set_user_share(eng.cfg.user_share_permille);
         if eng.cfg.background_gc {
             eng.spawn_collector();
         }
         eng
+    }
+
+    /// Sizes the descriptor quota from the daemon's RLIMIT_NOFILE (again
+    /// once the fd channel has raised it).
+    pub fn set_fd_budget(&self) {
+        let limit = crate::procfs::own_nofile_limit();
+        self.depot.quota.set_max(fds::client_budget(limit));
     }
 
     /// Makes a socket with no references yet, filed as unbound, counted

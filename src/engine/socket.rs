@@ -87,7 +87,7 @@ pub struct Msg {
     pub files: Vec<super::held::HeldFile>,
     /// A pidfd of the sender, made at send time for a reader with
     /// SO_PASSPIDFD, so that SCM_PIDFD names it even once it has exited.
-    pub pidfd: Option<std::os::fd::OwnedFd>,
+    pub pidfd: Option<super::pins::Pin>,
 }
 
 impl Msg {
