@@ -236,13 +236,29 @@ impl Engine {
     ) -> (Arc<Socket>, Arc<Socket>) {
         // socketpair() sets SO_PEERCRED on both ends, whatever the type.
         let cred = caller.peer_creds();
+        let pin = self.pin_peer(cred);
         // Two fresh sockets, distinct by construction: one lock at a time.
         for (s, peer) in [(&a, &b), (&b, &a)] {
             let mut st = s.lock();
             st.conn = socket::Conn::Connected(peer.clone());
             st.peercred = Some(cred);
+            st.peer_pin = pin.clone();
         }
         (a, b)
+    }
+
+    /// Pins the process of SO_PEERCRED credentials while it makes its
+    /// request; past the descriptor quota SO_PEERPIDFD will say ENODATA,
+    /// never name another process.
+    fn pin_peer(&self, cred: Ucred) -> Option<pins::Pin> {
+        self.pins.pin(&self.depot.quota, cred.pid, cred.uid).ok()
+    }
+
+    /// SO_PEERPIDFD: the pinned peer as a pidfd tag to claim over the fd
+    /// channel for the caller (ENODATA without a peer, as Linux).
+    pub fn peer_pidfd(&self, s: &Arc<Socket>, caller: &Caller) -> Result<u64> {
+        let pin = s.lock().peer_pin.clone().ok_or(Errno::ENODATA)?;
+        Ok(self.depot.hold_received_pidfd(s.id, caller.fsuid, pin))
     }
 
     /// The socket directory `.udsfs/sock/N`.

@@ -129,6 +129,9 @@ pub struct SockState {
     /// SO_PASSPIDFD: the reader gets a pidfd of each message's sender.
     pub passpidfd: bool,
     pub peercred: Option<Ucred>,
+    /// The process `peercred` names, pinned when it was set (SO_PEERPIDFD;
+    /// src/engine/pins.rs); None when it could not be pinned.
+    pub peer_pin: Option<super::pins::Pin>,
     pub sndbuf: usize,
     /// SO_RCVBUF: read back only (AF_UNIX limits nothing by it).
     pub rcvbuf: usize,
@@ -209,6 +212,7 @@ impl Socket {
                 passcred: false,
                 passpidfd: false,
                 peercred: None,
+                peer_pin: None,
                 sndbuf,
                 rcvbuf: super::bufsize::rcvbuf_default(),
                 max_dgram_qlen,

@@ -211,6 +211,7 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
         OP_SET_TIMEO => s
             .timeouts
             .set(timeo_direction(ctl.arg)?, ctl.v[0], ctl.v[1]),
+        OP_PEER_PIDFD => eng.peer_pidfd(s, c).map(|t| ctl.v[0] = t as i64),
         OP_GET_TIMEO => {
             let d = timeo_direction(ctl.arg)?;
             (ctl.v[0], ctl.v[1]) = s.timeouts.get(d);
