@@ -67,7 +67,9 @@ pub fn start(eng: Arc<Engine>) {
     raise_nofile_limit();
     eng.set_fd_budget();
     let Some((name, listener)) = bind_unsquatted() else {
-        log::warn!("fd channel: no name could be bound: passing files other than udsfs sockets is off");
+        log::warn!(
+            "fd channel: no name could be bound: passing files other than udsfs sockets is off"
+        );
         return;
     };
     let _ = LISTENING_ON.set(name.clone());
@@ -194,11 +196,14 @@ fn serve(listener: OwnedFd, eng: Arc<Engine>) {
             refuse(&conn, Errno::ETOOMANYREFS);
             continue;
         }
-        let conn = match ChargedFd::new(&eng.depot.quota, uid, conn) {
+        // Charged like any descriptor held for the user; refused, it
+        // closes after its answer.
+        let conn = match ChargedFd::try_new(&eng.depot.quota, uid, conn) {
             Ok(c) => c,
-            Err(e) => {
+            Err((e, conn)) => {
                 conns.give(uid, 1);
                 log::warn!("fd channel {id}: uid {uid}: no descriptor left for it ({e})");
+                refuse(&conn, e);
                 continue;
             }
         };

@@ -137,6 +137,7 @@ macro_rules! scripts {
 scripts!(
     abstract_netns,
     abstract_private,
+    adversarial_fds,
     blocked_reader,
     bounds,
     bufs,

@@ -61,7 +61,9 @@ fn read_channel(m: &Mount) -> Option<(Vec<u8>, u32)> {
 /// Connects to the daemon serving `m`, making sure it is the daemon that answers.
 pub fn connect(m: &Mount) -> Res<Channel> {
     let Some((name, daemon_uid)) = channel_of(m) else {
-        log::say("fd channel: the mount serves no .udsfs/fdchannel name; cannot pass files (EINVAL)");
+        log::say(
+            "fd channel: the mount serves no .udsfs/fdchannel name; cannot pass files (EINVAL)",
+        );
         return Err(libc::EINVAL);
     };
     let shown = String::from_utf8_lossy(name);

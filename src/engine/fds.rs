@@ -41,7 +41,18 @@ pub struct ChargedFd {
 impl ChargedFd {
     /// Charges `fd` to `uid`; on refusal the descriptor closes here.
     pub fn new(quota: &Arc<Quota>, uid: u32, fd: OwnedFd) -> Result<ChargedFd, Errno> {
-        quota.take(uid, 1).map_err(refused_errno)?;
+        Self::try_new(quota, uid, fd).map_err(|(e, _)| e)
+    }
+
+    /// As `new`, giving the descriptor back on refusal (to answer on it).
+    pub fn try_new(
+        quota: &Arc<Quota>,
+        uid: u32,
+        fd: OwnedFd,
+    ) -> Result<ChargedFd, (Errno, OwnedFd)> {
+        if let Err(r) = quota.take(uid, 1) {
+            return Err((refused_errno(r), fd));
+        }
         Ok(ChargedFd {
             fd,
             quota: quota.clone(),

@@ -143,7 +143,9 @@ impl Depot {
             let mut rings = self.pidfd_tags.lock();
             let ring = rings.entry(sock).or_default();
             ring.push_back(tag);
-            (ring.len() > PIDFD_TAGS_KEPT).then(|| ring.pop_front()).flatten()
+            (ring.len() > PIDFD_TAGS_KEPT)
+                .then(|| ring.pop_front())
+                .flatten()
         };
         if let Some(old) = old {
             self.files.lock().remove(&old);
@@ -335,10 +337,10 @@ impl super::Engine {
                 Some((f.slot, tag))
             })
             .collect();
-        got.pidfd_tag = got
-            .pidfd_file
-            .take()
-            .map(|fd| self.depot.hold_received_pidfd(receiver.id, caller.fsuid, fd));
+        got.pidfd_tag = got.pidfd_file.take().map(|fd| {
+            self.depot
+                .hold_received_pidfd(receiver.id, caller.fsuid, fd)
+        });
         if (!files.is_empty() || got.pidfd_tag.is_some()) && receiver.lock().dead {
             // Closed meanwhile: nobody can claim them.
             self.depot.socket_closed(receiver.id);
@@ -397,7 +399,13 @@ mod tests {
         assert_eq!(d.claim(&[b], 1000).unwrap_err(), Errno::EBADF);
         assert_eq!(d.connection_closed(2), 1);
         assert!(d.is_empty());
-        let c = d.hold_received(7, 0, Arc::new(ChargedFd::new(&d.quota, 0, pipe_end()).unwrap())).unwrap();
+        let c = d
+            .hold_received(
+                7,
+                0,
+                Arc::new(ChargedFd::new(&d.quota, 0, pipe_end()).unwrap()),
+            )
+            .unwrap();
         assert_eq!(d.socket_closed(8), 0);
         assert_eq!(d.socket_closed(7), 1);
         assert_eq!(d.claim(&[c], 0).unwrap_err(), Errno::EBADF);

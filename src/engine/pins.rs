@@ -56,9 +56,7 @@ impl Pins {
             return Ok(p);
         }
         // Charge first: a refused charge makes no descriptor at all.
-        quota
-            .take(uid, 1)
-            .map_err(super::fds::refused_errno)?;
+        quota.take(uid, 1).map_err(super::fds::refused_errno)?;
         quota.give(uid, 1);
         // SAFETY: pidfd_open only makes a descriptor, which we then own.
         let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -107,7 +105,10 @@ mod tests {
         let b = pins.pin(&q, me, 1000).unwrap();
         assert!(Arc::ptr_eq(&a, &b), "the same process shares one pidfd");
         assert_eq!(q.used(), 1);
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         let cpid = child.id() as i32;
         assert_eq!(pins.pin(&q, cpid, 1000).unwrap_err(), Errno::ENFILE);
         drop((a, b));
