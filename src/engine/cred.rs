@@ -261,6 +261,16 @@ mod tests {
     }
 
     #[test]
+    fn nofile_limit_fails_closed() {
+        let st = ProcStatus {
+            tgid: i32::MAX - 3,
+            ..Default::default()
+        };
+        assert_eq!(Caller::with_status(1, st).nofile_limit(), 0);
+        assert!(Caller::current().nofile_limit() > 0);
+    }
+
+    #[test]
     fn reads_this_process() {
         let c = Caller::current();
         assert_eq!(c.scm_creds().pid, std::process::id() as i32);

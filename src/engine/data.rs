@@ -133,8 +133,9 @@ impl<'a> Pass<'a> {
 pub(crate) struct ChunkOrigin {
     pub from: Option<Arc<BoundName>>,
     pub creds: Option<Ucred>,
-    /// The sender's pidfd for a reader with SO_PASSPIDFD; the first chunk takes it.
-    pub pidfd: std::cell::Cell<Option<super::pins::Pin>>,
+    /// The sender's pinned pidfd for a reader with SO_PASSPIDFD; every chunk
+    /// shares it, so a read starting anywhere in the send gets it.
+    pub pidfd: Option<super::pins::Pin>,
 }
 
 impl Engine {
@@ -165,7 +166,7 @@ impl Engine {
             rights,
             rights_uid: pass.uid,
             files,
-            pidfd: origin.pidfd.take(),
+            pidfd: origin.pidfd.clone(),
             oob,
         });
     }
@@ -443,9 +444,7 @@ impl Engine {
         let origin = ChunkOrigin {
             from,
             creds,
-            // The first chunk carries it; a read from a later one falls back
-            // to the pid.
-            pidfd: std::cell::Cell::new(self.sender_pidfd(creds, &peer)?),
+            pidfd: self.sender_pidfd(creds, &peer)?,
         };
         // unix_stream_sendmsg: at most half the send buffer per skb, and at
         // most one page of head plus 32 KiB of fragments.

@@ -412,6 +412,33 @@ mod tests {
     }
 
     #[test]
+    fn unclaimed_pidfds_of_a_socket_are_bounded_and_received_files_recharged() {
+        let d = Depot::default();
+        let pin = Arc::new(ChargedFd::new(&d.quota, 1000, pipe_end()).unwrap());
+        let tags: Vec<u64> = (0..100)
+            .map(|_| d.hold_received_pidfd(7, 1001, pin.clone()))
+            .collect();
+        assert_eq!(
+            d.pickups_of(7),
+            PIDFD_TAGS_KEPT,
+            "older unclaimed pidfds go"
+        );
+        assert_eq!(d.claim(&tags[..1], 1001).unwrap_err(), Errno::EBADF);
+        assert_eq!(d.claim(&tags[99..], 1001).unwrap().len(), 1);
+        assert_eq!(d.quota.used(), 1, "one pin, however many messages");
+        d.quota.set_max(4);
+        d.quota.set_user_share(250);
+        let _mine = ChargedFd::new(&d.quota, 1001, pipe_end()).unwrap();
+        let f = Arc::new(ChargedFd::new(&d.quota, 0, pipe_end()).unwrap());
+        assert_eq!(
+            d.hold_received(8, 1001, f),
+            None,
+            "past the receiver's share a received file closes"
+        );
+        assert_eq!((d.quota.user_used(0), d.quota.used()), (0, 2));
+    }
+
+    #[test]
     fn order_is_restored() {
         let t = |n| FILE_TAG | n;
         assert_eq!(
