@@ -20,7 +20,10 @@
 #     passed through `udsfs run` arrives while the squatter gets no connection;
 #  7. pid reuse: a client connects and exits, a new process gets its pid
 #     (kernel.ns_last_pid); the server's SO_PEERPIDFD through `udsfs run` refers to
-#     the dead client (pidfd_send_signal: ESRCH), not to the new process.
+#     the dead client (pidfd_send_signal: ESRCH), not to the new process;
+#  8. pid namespaces: user 65534 in `unshare -p -f --mount-proc`, through `udsfs
+#     run`, reads SO_PEERCRED and SCM_CREDENTIALS pids of its own namespace, and its
+#     true explicit SCM_CREDENTIALS (its own getpid()) are accepted, not EPERM.
 # shellcheck disable=SC2034 # read by lib.sh
 UDSFS_NO_MOUNT=1
 source "$(dirname "$0")/lib.sh"
@@ -375,3 +378,28 @@ say "  got: $(tr '\n' ';' <<<"$got")"
 ok "pid reuse: SO_PEERPIDFD refers to the dead client (pidfd_send_signal: ESRCH)"
 bounded "at the end"
 
+# ---- 8. pid namespaces
+cat >"$TMP/pidns.py" <<'PYEOF'
+import os, socket, struct
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+pid = struct.unpack("3i", b.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+print(f"SO_PEERCRED pid {pid}, own getpid {os.getpid()}")
+b.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+a.send(b"x")
+_, anc, _, _ = b.recvmsg(16, socket.CMSG_SPACE(12))
+print(f"SCM_CREDENTIALS pid {struct.unpack('3i', anc[0][2])[0]}")
+try:
+    a.sendmsg([b"y"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS,
+                        struct.pack("3i", os.getpid(), os.getuid(), os.getgid()))])
+    _, anc, _, _ = b.recvmsg(16, socket.CMSG_SPACE(12))
+    print(f"explicit true credentials: sent, received pid {struct.unpack('3i', anc[0][2])[0]}")
+except OSError as e:
+    print(f"explicit true credentials: errno {e.errno}")
+PYEOF
+say "attack (of correctness): user $A in a new pid namespace reads and sends credentials"
+got=$(on_udsfs unshare -p -f --mount-proc setpriv --reuid=$A --regid=$A --clear-groups "$PY3" "$TMP/pidns.py" 2>&1) ||
+    fail "pid namespace: $got"
+say "  got: $(tr '\n' ';' <<<"$got")"
+want=$'SO_PEERCRED pid 1, own getpid 1\nSCM_CREDENTIALS pid 1\nexplicit true credentials: sent, received pid 1'
+[ "$got" = "$want" ] || fail "pid namespace: want the namespace's own pids and the true credentials accepted"
+ok "pid namespace: SO_PEERCRED and SCM_CREDENTIALS in the reader's namespace; true credentials accepted"

@@ -19,6 +19,7 @@ mod naming;
 pub mod netns;
 mod oob;
 mod peek;
+pub mod pidns;
 pub mod pins;
 pub mod quota;
 mod sock_table;
