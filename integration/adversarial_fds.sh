@@ -23,7 +23,9 @@
 #     the dead client (pidfd_send_signal: ESRCH), not to the new process;
 #  8. pid namespaces: user 65534 in `unshare -p -f --mount-proc`, through `udsfs
 #     run`, reads SO_PEERCRED and SCM_CREDENTIALS pids of its own namespace, and its
-#     true explicit SCM_CREDENTIALS (its own getpid()) are accepted, not EPERM.
+#     true explicit SCM_CREDENTIALS (its own getpid()) are accepted, not EPERM;
+#  9. on a mount without --allow-other, user 65534 connects to the fd channel by its
+#     usual name: refused with EACCES before anything is read from it.
 # shellcheck disable=SC2034 # read by lib.sh
 UDSFS_NO_MOUNT=1
 source "$(dirname "$0")/lib.sh"
@@ -157,6 +159,20 @@ elif mode == "conn_flood":
             c.close()
     report(served=len(conns), refused=",".join(f"{k}:{v}" for k, v in sorted(refused.items())) or "none")
     time.sleep(float(sys.argv[3]))
+elif mode == "outsider":
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.connect("\0udsfs-fdpass-" + sys.argv[2])
+    r, w = os.pipe()
+    c.settimeout(5)
+    try:
+        c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [w]))])
+    except OSError:
+        pass  # refused already: its answer waits
+    try:
+        kind, body = answer(c)
+    except OSError as e:
+        kind, body = "E", e.errno
+    report(deposit=name(body) if kind == "E" else kind)
 elif mode == "squat":
     import resource
     resource.setrlimit(resource.RLIMIT_NOFILE, (8192, 8192))
@@ -403,3 +419,13 @@ say "  got: $(tr '\n' ';' <<<"$got")"
 want=$'SO_PEERCRED pid 1, own getpid 1\nSCM_CREDENTIALS pid 1\nexplicit true credentials: sent, received pid 1'
 [ "$got" = "$want" ] || fail "pid namespace: want the namespace's own pids and the true credentials accepted"
 ok "pid namespace: SO_PEERCRED and SCM_CREDENTIALS in the reader's namespace; true credentials accepted"
+
+# ---- 9. who may use the fd channel of a private mount
+udsfs_unmount
+udsfs_mount
+say "attack: user $A deposits a file over the fd channel of root's mount without --allow-other"
+got=$(as_user $A outsider "$DAEMON_PID" 2>&1) || fail "outsider: $got"
+say "  got: $got"
+[ "$got" = "deposit=EACCES" ] || fail "a user who may not use the mount reached its fd channel: $got"
+grep -q "may not use this mount" "$LOG" || fail "no log line for the refused user"
+ok "private mount: the fd channel refuses user $A (EACCES)"
