@@ -23,7 +23,7 @@ pub struct Received {
     pub creds: Option<Ucred>,
     /// The sender's pid for SCM_PIDFD, present iff the receiver has passpidfd on.
     pub pidfd: Option<i32>,
-    /// The sender's pidfd, when it was made at send time (see held.rs).
+    /// The sender's pinned pidfd, when it was pinned at send time (see pins.rs).
     pub pidfd_file: Option<super::pins::Pin>,
     /// That pidfd's depot tag, once delivered (`deliver_passed`).
     pub pidfd_tag: Option<u64>,

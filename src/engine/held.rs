@@ -7,8 +7,10 @@
 //! 63 set, so a tag never equals a socket number). Deposits die with the
 //! channel connection that made them; pickups die with the socket that
 //! received them, so a process that crashes half-way leaks nothing. A
-//! pidfd of a sender, made when it sends to a reader with SO_PASSPIDFD,
-//! travels the same way.
+//! sender's pinned pidfd (src/engine/pins.rs), for a reader with
+//! SO_PASSPIDFD or asking SO_PEERPIDFD, travels the same way. Every
+//! descriptor here is charged to a user (src/engine/fds.rs): a deposit to
+//! its sender, a received file to its receiver, a pin to the pinned user.
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::OwnedFd;

@@ -85,8 +85,9 @@ pub struct Msg {
     pub oob: bool,
     /// Other files passed with it, held by the daemon (charged to `rights_uid`).
     pub files: Vec<super::held::HeldFile>,
-    /// A pidfd of the sender, made at send time for a reader with
-    /// SO_PASSPIDFD, so that SCM_PIDFD names it even once it has exited.
+    /// The sender's pin (src/engine/pins.rs), made at send time for a
+    /// reader with SO_PASSPIDFD and shared by its messages, so that
+    /// SCM_PIDFD names it even once it has exited.
     pub pidfd: Option<super::pins::Pin>,
 }
 
