@@ -23,7 +23,8 @@
 #     the dead client (pidfd_send_signal: ESRCH), not to the new process;
 #  8. pid namespaces: user 65534 in `unshare -p -f --mount-proc`, through `udsfs
 #     run`, reads SO_PEERCRED and SCM_CREDENTIALS pids of its own namespace, and its
-#     true explicit SCM_CREDENTIALS (its own getpid()) are accepted, not EPERM;
+#     true explicit SCM_CREDENTIALS (its own getpid()) are accepted, not EPERM, and
+#     F_SETOWN of its own getpid() gets it SIGURG (F_GETOWN reads it back);
 #  9. on a mount without --allow-other, user 65534 connects to the fd channel by its
 #     usual name: refused with EACCES before anything is read from it.
 # shellcheck disable=SC2034 # read by lib.sh
@@ -411,14 +412,25 @@ try:
     print(f"explicit true credentials: sent, received pid {struct.unpack('3i', anc[0][2])[0]}")
 except OSError as e:
     print(f"explicit true credentials: errno {e.errno}")
+import fcntl, signal, time
+urg = []
+signal.signal(signal.SIGURG, lambda *_: urg.append(1))
+s1, s2 = socket.socketpair()
+fcntl.fcntl(s2, fcntl.F_SETOWN, os.getpid())
+s1.send(b"!", socket.MSG_OOB)
+for _ in range(200):
+    if urg:
+        break
+    time.sleep(0.01)
+print(f"F_GETOWN {fcntl.fcntl(s2, fcntl.F_GETOWN)}, SIGURG to the owner: {bool(urg)}")
 PYEOF
 say "attack (of correctness): user $A in a new pid namespace reads and sends credentials"
 got=$(on_udsfs unshare -p -f --mount-proc setpriv --reuid=$A --regid=$A --clear-groups "$PY3" "$TMP/pidns.py" 2>&1) ||
     fail "pid namespace: $got"
 say "  got: $(tr '\n' ';' <<<"$got")"
-want=$'SO_PEERCRED pid 1, own getpid 1\nSCM_CREDENTIALS pid 1\nexplicit true credentials: sent, received pid 1'
+want=$'SO_PEERCRED pid 1, own getpid 1\nSCM_CREDENTIALS pid 1\nexplicit true credentials: sent, received pid 1\nF_GETOWN 1, SIGURG to the owner: True'
 [ "$got" = "$want" ] || fail "pid namespace: want the namespace's own pids and the true credentials accepted"
-ok "pid namespace: SO_PEERCRED and SCM_CREDENTIALS in the reader's namespace; true credentials accepted"
+ok "pid namespace: SO_PEERCRED, SCM_CREDENTIALS and F_GETOWN in the caller's namespace; true credentials accepted; SIGURG arrives"
 
 # ---- 9. who may use the fd channel of a private mount
 udsfs_unmount

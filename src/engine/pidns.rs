@@ -68,6 +68,27 @@ pub fn from_sender(pid: i32, sender_tid: u32, sender_tgid: i32) -> i32 {
     }
 }
 
+/// An F_SETOWN target a caller names in its own namespace, in the
+/// daemon's. A caller in another namespace may name itself; any other
+/// number there is not mapped (None: no owner, rather than signal whoever
+/// has that number in the daemon's namespace).
+pub fn owner_from_sender(target: i32, caller: &super::Caller) -> Option<i32> {
+    if foreign_ns(caller.tid).is_none() {
+        return Some(target);
+    }
+    let tgid = caller.status().tgid;
+    match from_sender(target, caller.tid, tgid) {
+        p if p == tgid => Some(p),
+        _ => {
+            log::info!(
+                "thread {}: F_SETOWN {target} in another pid namespace: not mapped, no owner",
+                caller.tid
+            );
+            None
+        }
+    }
+}
+
 /// Explicit SCM_CREDENTIALS of `caller`, with its own-namespace pid in
 /// the daemon's namespace (before check_creds compares it).
 pub fn sender_creds(c: super::Ucred, caller: &super::Caller) -> super::Ucred {

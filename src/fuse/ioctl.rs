@@ -223,7 +223,7 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             let (inline, peek_off, owner) = eng.oob_options(s);
             ctl.v[0] = inline as i64;
             ctl.v[1] = peek_off as i64;
-            ctl.v[2] = owner as i64;
+            ctl.v[2] = crate::engine::pidns::to_viewer(owner, c.tid) as i64;
             Ok(())
         }
         op => {
