@@ -312,6 +312,20 @@ dep=$(field "$TMP/d1" deposited)
 [ "$dep" -le $((BUDGET / 2)) ] || fail "deposit flood: $dep deposits exceed the share $((BUDGET / 2))"
 bounded "deposit flood"
 killed_reader_ends "deposit flood"
+cat >"$TMP/passpipe_errno.py" <<'PYEOF'
+import errno, os, socket
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+r, w = os.pipe()
+try:
+    socket.send_fds(a, [b"p"], [w])
+    print("sendmsg of a pipe: sent")
+except OSError as e:
+    print("sendmsg of a pipe:", errno.errorcode.get(e.errno, e.errno))
+PYEOF
+got=$(on_udsfs setpriv --reuid=$A --regid=$A --clear-groups "$PY3" "$TMP/passpipe_errno.py" 2>&1) || fail "passpipe_errno: $got"
+say "  a program of user $A through udsfs run, its share full: $got"
+[[ $got == *"sendmsg of a pipe: ETOOMANYREFS" ]] || fail "a sendmsg past the share: want ETOOMANYREFS, got '$got'"
+ok "deposit flood: a program of user $A passing a pipe gets ETOOMANYREFS, as Linux past its in-flight limit"
 say "attack: user $B deposits while $A holds its share"
 hold "$TMP/d2" $B deposit_flood 1 3600
 say "  got: $(cat "$TMP/d2")"

@@ -191,10 +191,19 @@ impl Channel {
         Ok((buf, fds))
     }
 
+    /// One request and its answer. A connection the daemon refused (a user
+    /// past its share, or one who may not use the mount) has its answer
+    /// queued before it closes: read it rather than report EPIPE.
+    fn request(&self, bytes: &[u8], fds: &[c_int], cloexec: bool) -> Res<(Vec<u8>, Vec<c_int>)> {
+        match self.send(bytes, fds) {
+            Ok(()) | Err(libc::EPIPE | libc::ECONNRESET) => self.answer(cloexec),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Hands `fds` to the daemon; returns their tags, in order.
     pub fn deposit(&self, fds: &[c_int]) -> Res<Vec<u64>> {
-        self.send(b"D", fds)?;
-        let (buf, _) = self.answer(true)?;
+        let (buf, _) = self.request(b"D", fds, true)?;
         let tags: Vec<u64> = buf[1..]
             .chunks_exact(8)
             .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
@@ -211,8 +220,7 @@ impl Channel {
         for t in tags {
             req.extend_from_slice(&t.to_ne_bytes());
         }
-        self.send(&req, &[])?;
-        let (_, fds) = self.answer(cloexec)?;
+        let (_, fds) = self.request(&req, &[], cloexec)?;
         Ok(fds)
     }
 }
