@@ -155,15 +155,100 @@ fn may_connect(eng: &Engine, uid: u32) -> bool {
     eng.cfg.allow_other || uid == 0 || uid == eng.cfg.root_uid
 }
 
-/// Refuses a connection with an errno the client reads as its answer.
-fn refuse(conn: &OwnedFd, e: Errno) {
-    let mut reply = vec![b'E'];
-    reply.extend_from_slice(&(e as i32).to_ne_bytes());
-    let _ = send_plain(conn, &reply);
+/// Refused connections the lingerer still holds, at most.
+const MAX_LINGERING: usize = 32;
+/// How long a refused connection is kept for its client to read the answer.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Refuses connections with an errno the client reads as its answer. Closed
+/// at once, a connection whose request arrived meanwhile would reset the
+/// client's socket (ECONNRESET) before it reads the answer; so one thread
+/// keeps each refused connection until its client closes it (or for
+/// `LINGER`), dropping what it sends (its files close unread). Past
+/// `MAX_LINGERING` held and as many queued, they close at once: these few
+/// come out of the daemon's reserve (src/engine/fds.rs).
+struct Refuser(std::sync::mpsc::SyncSender<OwnedFd>);
+
+impl Refuser {
+    fn start() -> Refuser {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<OwnedFd>(MAX_LINGERING);
+        let spawned = std::thread::Builder::new()
+            .name("udsfs-fdrefuse".into())
+            .spawn(move || linger(rx));
+        if let Err(e) = spawned {
+            log::warn!("fd channel: cannot start the refusing thread: {e}");
+        }
+        Refuser(tx)
+    }
+
+    fn refuse(&self, conn: OwnedFd, e: Errno) {
+        let mut reply = vec![b'E'];
+        reply.extend_from_slice(&(e as i32).to_ne_bytes());
+        let _ = send_plain(&conn, &reply);
+        // Full (or no thread): it closes here.
+        let _ = self.0.try_send(conn);
+    }
+}
+
+fn linger(rx: std::sync::mpsc::Receiver<OwnedFd>) {
+    let mut held: Vec<(OwnedFd, std::time::Instant)> = Vec::new();
+    loop {
+        let room = MAX_LINGERING - held.len();
+        let first = if held.is_empty() {
+            match rx.recv() {
+                Ok(c) => Some(c),
+                Err(_) => return,
+            }
+        } else if room > 0 {
+            rx.try_recv().ok()
+        } else {
+            None
+        };
+        held.extend(first.map(|c| (c, std::time::Instant::now())));
+        let room = MAX_LINGERING - held.len();
+        held.extend(
+            rx.try_iter()
+                .take(room)
+                .map(|c| (c, std::time::Instant::now())),
+        );
+        let mut polls: Vec<libc::pollfd> = held
+            .iter()
+            .map(|(c, _)| libc::pollfd {
+                fd: c.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: poll reads and writes the pollfds given.
+        unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, 50) };
+        let mut junk = [0u8; 64];
+        let mut keep = Vec::with_capacity(held.len());
+        for ((c, since), p) in held.into_iter().zip(&polls) {
+            let mut gone = since.elapsed() > LINGER;
+            if p.revents != 0 {
+                // No control buffer: passed files close unread.
+                // SAFETY: recv into a local buffer.
+                let n = unsafe {
+                    libc::recv(
+                        c.as_raw_fd(),
+                        junk.as_mut_ptr().cast(),
+                        junk.len(),
+                        libc::MSG_DONTWAIT,
+                    )
+                };
+                gone |= n == 0 || (n < 0 && Errno::last() != Errno::EAGAIN);
+            }
+            if !gone {
+                keep.push((c, since));
+            }
+        }
+        held = keep;
+    }
 }
 
 fn serve(listener: OwnedFd, eng: Arc<Engine>) {
     static CONN: AtomicU64 = AtomicU64::new(1);
+    let refuser = Refuser::start();
     let conns = Arc::new(Quota::new("fd channel connections"));
     conns.set_max(MAX_CONNECTIONS);
     conns.set_user_share(eng.cfg.user_share_permille);
@@ -189,11 +274,11 @@ fn serve(listener: OwnedFd, eng: Arc<Engine>) {
         };
         if !may_connect(&eng, uid) {
             log::warn!("fd channel {id}: uid {uid} may not use this mount: refused (EACCES)");
-            refuse(&conn, Errno::EACCES);
+            refuser.refuse(conn, Errno::EACCES);
             continue;
         }
         if conns.take(uid, 1).is_err() {
-            refuse(&conn, Errno::ETOOMANYREFS);
+            refuser.refuse(conn, Errno::ETOOMANYREFS);
             continue;
         }
         // Charged like any descriptor held for the user; refused, it
@@ -203,7 +288,7 @@ fn serve(listener: OwnedFd, eng: Arc<Engine>) {
             Err((e, conn)) => {
                 conns.give(uid, 1);
                 log::warn!("fd channel {id}: uid {uid}: no descriptor left for it ({e})");
-                refuse(&conn, e);
+                refuser.refuse(conn, e);
                 continue;
             }
         };
@@ -229,34 +314,52 @@ fn serve(listener: OwnedFd, eng: Arc<Engine>) {
 fn serve_connection(eng: &Engine, conn: &ChargedFd, uid: u32, id: u64) {
     let mut buf = vec![0u8; 1 + 8 * MAX_FDS];
     loop {
-        let mut space = nix::cmsg_space!([RawFd; MAX_FDS]);
-        let (n, fds) = {
+        // The kernel installs passed files as it receives them: wait for a
+        // request first, then make room only for what the user may still
+        // deposit, so that many connections cannot take the daemon's
+        // descriptors even for a moment (the rest close, MSG_CTRUNC).
+        if !wait_readable(conn) {
+            return;
+        }
+        let room = reserve_up_to(&eng.depot.quota, uid, MAX_FDS as u64);
+        let mut space = vec![0u8; cmsg_space(room as usize)];
+        let got = {
             let mut iov = [IoSliceMut::new(&mut buf)];
-            let got = match recvmsg::<()>(
+            recvmsg::<()>(
                 conn.as_raw_fd(),
                 &mut iov,
-                Some(&mut space),
-                MsgFlags::MSG_CMSG_CLOEXEC,
-            ) {
-                Ok(g) => g,
-                Err(Errno::EINTR) => continue,
-                Err(_) => return,
-            };
-            let mut fds = Vec::new();
-            if let Ok(cmsgs) = got.cmsgs() {
-                for c in cmsgs {
-                    if let ControlMessageOwned::ScmRights(v) = c {
-                        // SAFETY: the kernel installed these descriptors for us.
-                        fds.extend(v.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
+                (room > 0).then_some(&mut space),
+                MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
+            )
+            .map(|got| {
+                let mut fds = Vec::new();
+                if let Ok(cmsgs) = got.cmsgs() {
+                    for c in cmsgs {
+                        if let ControlMessageOwned::ScmRights(v) = c {
+                            // SAFETY: the kernel installed these descriptors for us.
+                            fds.extend(v.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
+                        }
                     }
                 }
-            }
-            (got.bytes, fds)
+                (got.bytes, fds, got.flags.contains(MsgFlags::MSG_CTRUNC))
+            })
+        };
+        eng.depot.quota.give(uid, room);
+        let (n, fds, truncated) = match got {
+            Ok(g) => g,
+            Err(Errno::EINTR | Errno::EAGAIN) => continue,
+            Err(_) => return,
         };
         if n == 0 {
             return;
         }
         let answer = match buf[0] {
+            b'D' if truncated => {
+                log::info!(
+                    "fd channel {id}: uid {uid}: files past its share closed (ETOOMANYREFS)"
+                );
+                Err(Errno::ETOOMANYREFS)
+            }
             b'D' => deposit(eng, id, uid, fds),
             b'C' => {
                 let tags: Vec<u64> = buf[1..n]
@@ -283,6 +386,47 @@ fn serve_connection(eng: &Engine, conn: &ChargedFd, uid: u32, id: u64) {
             return;
         }
     }
+}
+
+/// Waits until a request (or the end) can be read.
+fn wait_readable(conn: &ChargedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: conn.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: poll reads and writes the one pollfd given.
+        match unsafe { libc::poll(&mut p, 1, -1) } {
+            1 => return true,
+            _ if Errno::last() == Errno::EINTR => continue,
+            _ => return false,
+        }
+    }
+}
+
+fn cmsg_space(nfds: usize) -> usize {
+    // SAFETY: CMSG_SPACE is arithmetic.
+    unsafe { libc::CMSG_SPACE((nfds * std::mem::size_of::<RawFd>()) as u32) as usize }
+}
+
+/// Takes as much as `uid` may still hold of `q`, up to `n`; the caller
+/// gives it back.
+fn reserve_up_to(q: &Quota, uid: u32, n: u64) -> u64 {
+    let mut want = n;
+    while want > 0 {
+        if q.take(uid, want).is_ok() {
+            return want;
+        }
+        let free = q.max().saturating_sub(q.used());
+        let mine = if uid == 0 {
+            free
+        } else {
+            q.user_limit().saturating_sub(q.user_used(uid))
+        };
+        want = (want - 1).min(free).min(mine);
+    }
+    0
 }
 
 fn send_plain(conn: &impl AsRawFd, bytes: &[u8]) -> nix::Result<()> {

@@ -13,8 +13,10 @@ use nix::errno::Errno;
 use super::quota::{Quota, Refused};
 
 /// Descriptors kept back from clients beyond the watchdog's quarter
-/// (src/fuse/watchdog.rs keeps at most a quarter of the limit open).
-const RESERVE: u64 = 128;
+/// (src/fuse/watchdog.rs keeps at most a quarter of the limit open): FUSE,
+/// the fd channel's listener and its refused connections
+/// (src/fdchannel.rs), `/proc` reads, and descriptors being received.
+const RESERVE: u64 = 256;
 
 /// What clients may make the daemon hold, of a soft RLIMIT_NOFILE `limit`.
 pub fn client_budget(limit: usize) -> u64 {
@@ -130,7 +132,7 @@ mod tests {
 
     #[test]
     fn the_budget_keeps_a_reserve() {
-        assert_eq!(client_budget(1024), 1024 - 256 - 128);
-        assert_eq!(client_budget(100), 0, "a tiny limit gives clients nothing");
+        assert_eq!(client_budget(1024), 1024 - 256 - 256);
+        assert_eq!(client_budget(300), 0, "a tiny limit gives clients nothing");
     }
 }
