@@ -20,6 +20,9 @@ pub struct Status {
     /// The state letter: R, S, D, Z, X, T, ...
     pub state: char,
     pub tgid: i32,
+    /// The thread group's id in each pid namespace, outermost first
+    /// (`NStgid:`): the last is what the process's own getpid() returns.
+    pub ns_tgid: Vec<i32>,
     /// real, effective, saved, fs
     pub uids: [u32; 4],
     pub gids: [u32; 4],
@@ -41,6 +44,7 @@ impl Default for Status {
             name: String::new(),
             state: '?',
             tgid: 0,
+            ns_tgid: Vec::new(),
             uids: [0; 4],
             gids: [0; 4],
             umask: 0o022,
@@ -73,6 +77,12 @@ impl Status {
                 "Name" => st.name = val.to_string(),
                 "State" => st.state = val.chars().next().unwrap_or('?'),
                 "Tgid" => st.tgid = val.parse().unwrap_or(0),
+                "NStgid" => {
+                    st.ns_tgid = val
+                        .split_whitespace()
+                        .filter_map(|v| v.parse().ok())
+                        .collect()
+                }
                 "Umask" => st.umask = u32::from_str_radix(val, 8).unwrap_or(0o022),
                 "Uid" => nums().take(4).enumerate().for_each(|(i, v)| st.uids[i] = v),
                 "Gid" => nums().take(4).enumerate().for_each(|(i, v)| st.gids[i] = v),
@@ -176,8 +186,21 @@ pub fn own_nofile_limit() -> usize {
     usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
 }
 
-/// The soft RLIMIT_NOFILE of process `pid` (`/proc/<pid>/limits`).
+/// The soft RLIMIT_NOFILE of process `pid`: prlimit(2) needs no
+/// descriptor, so it works when the daemon is at its own limit; else
+/// `/proc/<pid>/limits`.
 pub fn nofile_limit(pid: i32) -> Option<usize> {
+    if pid <= 0 {
+        return None;
+    }
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit with no new limit only writes the old one into lim.
+    if unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut lim) } == 0 {
+        return Some(usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX));
+    }
     let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
     text.lines()
         .find(|l| l.starts_with("Max open files"))
@@ -189,6 +212,14 @@ pub fn nofile_limit(pid: i32) -> Option<usize> {
 pub fn sysctl(name: &str) -> Option<u64> {
     let path = format!("/proc/sys/{}", name.replace('.', "/"));
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The pid namespace of task `tid` (the inode of `/proc/<tid>/ns/pid`).
+pub fn pid_ns(tid: u32) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{tid}/ns/pid"))
+        .ok()
+        .map(|m| m.ino())
 }
 
 /// Whether a process (or thread) with this id exists.

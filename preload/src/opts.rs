@@ -81,14 +81,7 @@ pub unsafe fn get(
         libc::SO_ACCEPTCONN => int(sock::info(fd)?[INFO_LISTENING]),
         libc::SO_PASSCRED => int(sock::info(fd)?[INFO_PASSCRED]),
         pidfd::SO_PASSPIDFD => int(sock::info(fd)?[INFO_PASSPIDFD]),
-        pidfd::SO_PEERPIDFD => {
-            let v = sock::info(fd)?;
-            if v[INFO_HAS_PEERCRED] == 0 {
-                // No peer (or no credentials from it): sk_peer_pid is NULL.
-                return Err(libc::ENODATA);
-            }
-            int(pidfd::open(v[INFO_PEER_PID] as i32)? as i64)
-        }
+        pidfd::SO_PEERPIDFD => int(pidfd::peer(fd)? as i64),
         libc::SO_SNDBUF => int(sock::info(fd)?[INFO_SNDBUF]),
         libc::SO_RCVBUF => int(sock::info(fd)?[INFO_RCVBUF]),
         libc::SO_ERROR => int(sock::ctl(fd, OP_TAKE_ERROR, 0, &[])?.v[0]),

@@ -319,9 +319,10 @@ impl Caller {
         }
     }
 
-    /// The soft RLIMIT_NOFILE of the caller's process.
+    /// The soft RLIMIT_NOFILE of the caller's process; 0 when it cannot
+    /// be read (fail closed: nothing is passed or kept on its account).
     pub fn nofile_limit(&self) -> usize {
-        procfs::nofile_limit(self.status().tgid).unwrap_or(usize::MAX)
+        procfs::nofile_limit(self.status().tgid).unwrap_or(0)
     }
 
     /// Whether `gid` is the caller's fsgid or one of its supplementary groups.
@@ -397,6 +398,16 @@ mod tests {
             ..own
         };
         assert_eq!(all.check_creds(&bad), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn nofile_limit_fails_closed() {
+        let st = ProcStatus {
+            tgid: i32::MAX - 3,
+            ..Default::default()
+        };
+        assert_eq!(Caller::with_status(1, st).nofile_limit(), 0);
+        assert!(Caller::current().nofile_limit() > 0);
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub use bufsize::Buf;
 mod bufsize;
 pub mod cred;
 mod data;
+pub mod fds;
 pub mod gc;
 mod graph;
 pub mod held;
@@ -19,6 +20,8 @@ mod naming;
 pub mod netns;
 mod oob;
 mod peek;
+pub mod pidns;
+pub mod pins;
 pub mod quota;
 mod sock_table;
 pub mod socket;
@@ -83,6 +86,8 @@ pub struct Config {
     /// On a shared mount, the share of each bound one user (not root) may
     /// take, in thousandths; 0: no shares.
     pub user_share_permille: u64,
+    /// Other users may use the mount (`--allow-other`).
+    pub allow_other: bool,
     /// Run the collector on its own thread (off only for deterministic tests).
     pub background_gc: bool,
     /// Owner of the tree root.
@@ -103,6 +108,7 @@ impl Default for Config {
             max_nodes: 1 << 20,
             max_sockets: 1 << 20,
             user_share_permille: 0,
+            allow_other: false,
             root_uid: 0,
             root_gid: 0,
         }
@@ -130,6 +136,8 @@ pub struct Engine {
     unopened: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
     /// Passed files that are not udsfs sockets, between the channel and a queue.
     pub depot: held::Depot,
+    /// Pidfds of senders and peers, made while they surely live.
+    pub pins: pins::Pins,
 }
 
 impl Engine {
@@ -149,7 +157,8 @@ impl Engine {
             aliases: Quota::new("received socket entries"),
             gc: gc::Collector::new(),
             unopened: Mutex::new(Default::default()),
-            depot: held::Depot::default(),
+            depot: held::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),
+            pins: pins::Pins::default(),
             cfg,
         });
         eng.tree.set_max_nodes(eng.cfg.max_nodes);
@@ -159,10 +168,19 @@ impl Engine {
         eng.aliases.set_user_share(eng.cfg.user_share_permille);
         eng.tree.nodes.set_user_share(eng.cfg.user_share_permille);
         eng.sockets.set_user_share(eng.cfg.user_share_permille);
+        eng.set_fd_budget();
+        eng.depot.quota.set_user_share(eng.cfg.user_share_permille);
         if eng.cfg.background_gc {
             eng.spawn_collector();
         }
         eng
+    }
+
+    /// Sizes the descriptor quota from the daemon's RLIMIT_NOFILE (again
+    /// once the fd channel has raised it).
+    pub fn set_fd_budget(&self) {
+        let limit = crate::procfs::own_nofile_limit();
+        self.depot.quota.set_max(fds::client_budget(limit));
     }
 
     /// Makes a socket with no references yet, filed as unbound, owned by
@@ -246,13 +264,29 @@ impl Engine {
     ) -> (Arc<Socket>, Arc<Socket>) {
         // socketpair() sets SO_PEERCRED on both ends, whatever the type.
         let cred = caller.peer_creds();
+        let pin = self.pin_peer(cred);
         // Two fresh sockets, distinct by construction: one lock at a time.
         for (s, peer) in [(&a, &b), (&b, &a)] {
             let mut st = s.lock();
             st.conn = socket::Conn::Connected(peer.clone());
             st.peercred = Some(cred);
+            st.peer_pin = pin.clone();
         }
         (a, b)
+    }
+
+    /// Pins the process of SO_PEERCRED credentials while it makes its
+    /// request; past the descriptor quota SO_PEERPIDFD will say ENODATA,
+    /// never name another process.
+    fn pin_peer(&self, cred: Ucred) -> Option<pins::Pin> {
+        self.pins.pin(&self.depot.quota, cred.pid, cred.uid).ok()
+    }
+
+    /// SO_PEERPIDFD: the pinned peer as a pidfd tag to claim over the fd
+    /// channel for the caller (ENODATA without a peer, as Linux).
+    pub fn peer_pidfd(&self, s: &Arc<Socket>, caller: &Caller) -> Result<u64> {
+        let pin = s.lock().peer_pin.clone().ok_or(Errno::ENODATA)?;
+        Ok(self.depot.hold_received_pidfd(s.id, caller.fsuid, pin))
     }
 
     /// The socket directory `.udsfs/sock/N`.

@@ -148,6 +148,7 @@ impl Engine {
             backlog as usize
         };
         let cred = caller.peer_creds();
+        let pin = self.pin_peer(cred);
         let mut wake = Wakeups::new();
         {
             let mut st = s.lock();
@@ -169,6 +170,7 @@ impl Engine {
                 }
             }
             st.peercred = Some(cred);
+            st.peer_pin = pin;
         }
         self.finish(wake);
         Ok(())
@@ -217,7 +219,8 @@ impl Engine {
         let embryo = self.new_socket_for(s.ty, uid, gid, caller.fsuid, true)?;
         embryo.refs.store(1, Ordering::Release);
         let client_cred = caller.peer_creds();
-        let res = self.stream_connect(s, &other, &embryo, client_cred, w);
+        let client_pin = self.pin_peer(client_cred);
+        let res = self.stream_connect(s, &other, &embryo, (client_cred, client_pin), w);
         if res.is_err() {
             self.put(&embryo);
         }
@@ -229,7 +232,7 @@ impl Engine {
         s: &Arc<Socket>,
         other: &Arc<Socket>,
         embryo: &Arc<Socket>,
-        client_cred: super::Ucred,
+        (client_cred, client_pin): (super::Ucred, Option<super::pins::Pin>),
         w: Option<&Waiter>,
     ) -> Result<()> {
         // unix_stream_connect checks the target first (refused, full), then
@@ -246,6 +249,7 @@ impl Engine {
             own_state(&st)?;
             let listener_name = ot.name.clone();
             let listener_cred = ot.peercred;
+            let listener_pin = ot.peer_pin.clone();
             let listener_passcred = (ot.passcred, ot.passpidfd);
             let Conn::Listening { pending, .. } = &mut ot.conn else {
                 return Err(Errno::ECONNREFUSED);
@@ -255,6 +259,7 @@ impl Engine {
                 et.conn = Conn::Connected(s.clone());
                 et.name = listener_name;
                 et.peercred = Some(client_cred);
+                et.peer_pin = client_pin;
                 (et.passcred, et.passpidfd) = listener_passcred;
                 et.embryo = true;
                 et.listener_id = Some(other.id);
@@ -262,6 +267,7 @@ impl Engine {
             pending.push_back(embryo.clone());
             st.conn = Conn::Connected(embryo.clone());
             st.peercred = listener_cred;
+            st.peer_pin = listener_pin;
             wake.extend(ot.readers.take());
         }
         self.finish(wake);

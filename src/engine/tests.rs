@@ -671,8 +671,8 @@ fn files_in_flight_among_sockets() {
     let c = root();
     let (a, b) = e.socketpair(SockType::Dgram, &c);
     let passed = e.socket(SockType::Stream, &c);
-    let t1 = e.depot.deposit(1, 0, pipe_end());
-    let t2 = e.depot.deposit(1, 0, pipe_end());
+    let t1 = e.depot.deposit(1, 0, pipe_end()).unwrap();
+    let t2 = e.depot.deposit(1, 0, pipe_end()).unwrap();
     let (mut socks, mut files) = e.hold_passed(&[t1, passed.id, t2], &c).unwrap();
     let raw = std::os::fd::AsRawFd::as_raw_fd(&files[1].fd);
     e.send_passing(&a, b"x", None, None, &mut socks, &mut files, &c, None)
@@ -693,7 +693,7 @@ fn files_in_flight_among_sockets() {
     assert!(e.depot.is_empty());
     // Queued files go with an unread queue.
     let (a, b) = e.socketpair(SockType::Stream, &c);
-    let t = e.depot.deposit(1, 0, pipe_end());
+    let t = e.depot.deposit(1, 0, pipe_end()).unwrap();
     let (mut socks, mut files) = e.hold_passed(&[t], &c).unwrap();
     e.send_passing(&a, b"y", None, None, &mut socks, &mut files, &c, None)
         .unwrap();
@@ -731,7 +731,7 @@ fn collector_closes_files_carried_by_garbage() {
     let c = root();
     let (a, b) = e.socketpair(SockType::Stream, &c);
     let (mut near, far) = std::os::unix::net::UnixStream::pair().unwrap();
-    let tag = e.depot.deposit(1, 0, far.into());
+    let tag = e.depot.deposit(1, 0, far.into()).unwrap();
     // Each end travels in the other's queue (one with the file): once both
     // are closed, only the queues hold them.
     let (mut socks, mut files) = e.hold_passed(&[b.id, tag], &c).unwrap();

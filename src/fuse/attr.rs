@@ -84,7 +84,7 @@ impl Inner {
                         (FileType::Directory, 0o555)
                     }
                     Ctrl::Clone(_) | Ctrl::Pair(_) => (FileType::RegularFile, 0o666),
-                    Ctrl::Unix | Ctrl::Graph => (FileType::RegularFile, 0o444),
+                    Ctrl::Unix | Ctrl::Graph | Ctrl::FdChannel => (FileType::RegularFile, 0o444),
                     Ctrl::Gc => (FileType::RegularFile, 0o644),
                 };
                 // Clone and pair files are control handles once open.

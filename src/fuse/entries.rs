@@ -85,6 +85,8 @@ impl Inner {
                 out.push((Node::Ctrl(Ctrl::Unix).ino(), reg, b"unix".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Graph).ino(), reg, b"graph".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Gc).ino(), reg, b"gc".to_vec()));
+                let fdc = Node::Ctrl(Ctrl::FdChannel).ino();
+                out.push((fdc, reg, b"fdchannel".to_vec()));
                 numbered(out)
             }
             Node::Ctrl(Ctrl::TypeDir(t)) => numbered(vec![

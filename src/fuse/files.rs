@@ -182,6 +182,7 @@ impl OpenFile {
                     got.pidfd_file = None;
                     let passed = got.rights.len() + got.files.len();
                     let ids = eng.deliver_passed(s, &mut got, caller);
+                    got.for_viewer(caller.tid);
                     let from = got.from.as_ref().map(|n| &n.addr);
                     let received = msgfmt::Received {
                         from,

@@ -169,7 +169,7 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             ctl.v[INFO_LISTENING] = i.listening as i64;
             ctl.v[INFO_PASSCRED] = i.passcred as i64;
             ctl.v[INFO_HAS_PEERCRED] = i.peercred.is_some() as i64;
-            ctl.v[INFO_PEER_PID] = pc.pid as i64;
+            ctl.v[INFO_PEER_PID] = crate::engine::pidns::to_viewer(pc.pid, c.tid) as i64;
             ctl.v[INFO_PEER_UID] = pc.uid as i64;
             ctl.v[INFO_PEER_GID] = pc.gid as i64;
             ctl.v[INFO_SNDBUF] = i.sndbuf as i64;
@@ -211,6 +211,7 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
         OP_SET_TIMEO => s
             .timeouts
             .set(timeo_direction(ctl.arg)?, ctl.v[0], ctl.v[1]),
+        OP_PEER_PIDFD => eng.peer_pidfd(s, c).map(|t| ctl.v[0] = t as i64),
         OP_GET_TIMEO => {
             let d = timeo_direction(ctl.arg)?;
             (ctl.v[0], ctl.v[1]) = s.timeouts.get(d);
@@ -230,7 +231,7 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             let (inline, peek_off, owner) = eng.oob_options(s);
             ctl.v[0] = inline as i64;
             ctl.v[1] = peek_off as i64;
-            ctl.v[2] = owner as i64;
+            ctl.v[2] = crate::engine::pidns::to_viewer(owner, c.tid) as i64;
             Ok(())
         }
         op => {
@@ -280,6 +281,7 @@ fn message(
                 uid: head.creds[1],
                 gid: head.creds[2],
             });
+            let creds = creds.map(|cr| crate::engine::pidns::sender_creds(cr, c));
             if let Some(cr) = &creds {
                 super::files::check_creds(cr, c)?;
             }
@@ -352,6 +354,7 @@ fn message(
                 got.files.truncate(room);
             }
             let ids = eng.deliver_passed(s, &mut got, c);
+            got.for_viewer(c.tid);
             if ids.len() < passed {
                 head.flags |= MSGF_CTRUNC;
             }

@@ -100,6 +100,9 @@ pub const OP_ATMARK: u32 = 14;
 pub const OP_OOB_OPTS: u32 = 15;
 /// SO_PASSPIDFD (`arg` 0 or 1).
 pub const OP_SET_PASSPIDFD: u32 = 32;
+/// SO_PEERPIDFD: v[0] = a depot tag of the peer's pidfd, pinned when the
+/// peer connected (src/engine/pins.rs), to claim over the fd channel.
+pub const OP_PEER_PIDFD: u32 = 36;
 /// SO_RCVBUF (`arg`), as OP_SET_SNDBUF for the send buffer.
 pub const OP_SET_RCVBUF: u32 = 16;
 /// SO_SNDBUFFORCE and SO_RCVBUFFORCE: EPERM without CAP_NET_ADMIN.

@@ -23,6 +23,7 @@ impl Inner {
                 b"unix" => Ok(Node::Ctrl(Ctrl::Unix)),
                 b"graph" => Ok(Node::Ctrl(Ctrl::Graph)),
                 b"gc" => Ok(Node::Ctrl(Ctrl::Gc)),
+                b"fdchannel" => Ok(Node::Ctrl(Ctrl::FdChannel)),
                 _ => TYPE_NAMES
                     .iter()
                     .find(|(_, n)| n.as_bytes() == name)

@@ -216,6 +216,9 @@ impl Inner {
             }),
             Node::Ctrl(Ctrl::Unix) => Ok((i.snapshot(i.eng.proc_net_unix()), direct)),
             Node::Ctrl(Ctrl::Graph) => Ok((i.snapshot(i.eng.graph_dot_for(c.is_root())), direct)),
+            Node::Ctrl(Ctrl::FdChannel) => {
+                Ok((i.snapshot(crate::fdchannel::published_name()), direct))
+            }
             Node::Ctrl(Ctrl::Gc) => Ok((
                 i.files
                     .insert(OpenFile::new(None, FileKind::Gc(i.gc_text().into_bytes()))),
