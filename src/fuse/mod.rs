@@ -54,7 +54,9 @@ fn nonblocking(flags: i32) -> bool {
 }
 
 fn caller(req: &Request) -> Caller {
-    Caller::new(req.pid(), req.uid(), req.gid())
+    let mut c = Caller::new(req.pid(), req.uid(), req.gid());
+    c.unique = req.unique().0;
+    c
 }
 
 /// Everything the mount holds: the engine, the open files, the parked requests.
@@ -71,7 +73,8 @@ pub struct Inner {
 
 impl Inner {
     /// The open-file layer and park table over `eng`, with no mount and no
-    /// watchdog (in-process callers interrupt with `ParkTable::interrupt_threads`).
+    /// watchdog (in-process callers interrupt with `ParkTable::interrupt_threads`
+    /// and time out with `ParkTable::expire`).
     pub fn new(eng: Arc<Engine>, uid: u32, gid: u32) -> Arc<Inner> {
         Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             eng,
@@ -121,6 +124,21 @@ impl Filesystem for UdsFs {
 
     fn destroy(&mut self) {
         self.inner.shutdown();
+    }
+
+    /// A signal for the caller of request `unique`: answer it if it is
+    /// parked. Otherwise it is still on its way to the park table on another
+    /// worker thread, or just answered; EAGAIN makes the kernel send the
+    /// interrupt again while the request is still unanswered.
+    fn interrupt(&self, _req: &Request, unique: fuser::RequestId) -> Result<(), FErrno> {
+        if self.inner.parks.interrupt_request(unique.0) {
+            return Ok(());
+        }
+        std::thread::yield_now();
+        if self.inner.parks.interrupt_request(unique.0) {
+            return Ok(());
+        }
+        Err(FErrno::EAGAIN)
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {

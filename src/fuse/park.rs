@@ -1,7 +1,8 @@
 //! Parked requests: a read, write or open that cannot complete now keeps its
-//! reply here and is retried by whoever changes the socket. A watchdog
-//! answers EINTR for callers that got a signal, since fuser does not pass
-//! FUSE_INTERRUPT on and the kernel would otherwise make them wait forever.
+//! reply here and is retried by whoever changes the socket. A caller that
+//! gets a signal makes the kernel send FUSE_INTERRUPT with the request's id
+//! (`interrupt_request`, found through `by_unique`); the watchdog thread
+//! ends the ones whose socket timeout runs out.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
@@ -14,8 +15,8 @@ use parking_lot::Mutex;
 
 use super::outgoing::WriteJob;
 use super::reply::ReplySink;
-use super::watchdog::Watched;
-use crate::engine::Wake;
+use super::watchdog::Alarm;
+use crate::engine::{Caller, Wake};
 use crate::engine::quota::Quota;
 use crate::sharded::ShardedMap;
 
@@ -80,6 +81,8 @@ pub trait Retry: Send + Sync + 'static {
 
 pub struct Parked {
     pub id: u64,
+    /// The FUSE request's id (0: an in-process caller).
+    pub unique: u64,
     pub tid: u32,
     pub uid: u32,
     pub gid: u32,
@@ -197,9 +200,11 @@ impl Wake for Parked {
     }
 }
 
-/// Every parked request, for the watchdog and for unmount.
+/// Every parked request, for interrupts, timeouts and unmount.
 pub struct ParkTable {
     requests: ShardedMap<u64, Arc<Parked>>,
+    /// The requests of `requests` that came from FUSE, by their FUSE id.
+    by_unique: ShardedMap<u64, Arc<Parked>>,
     next: AtomicU64,
     count: AtomicU64,
     /// Retries run so far.
@@ -212,13 +217,15 @@ pub struct ParkTable {
     pub parked: Quota,
     /// Bytes held by parked writes and `msg` assemblers (`--max-held-bytes`).
     pub held: Arc<Quota>,
-    watched: Watched,
+    /// Wakes the watchdog when a deadline sooner than all others arrives.
+    alarm: Arc<Alarm>,
 }
 
 impl ParkTable {
     pub fn new(retry: Box<dyn Retry>) -> Arc<ParkTable> {
         Arc::new(ParkTable {
             requests: ShardedMap::new(),
+            by_unique: ShardedMap::new(),
             next: AtomicU64::new(1),
             count: AtomicU64::new(0),
             retries: AtomicU64::new(0),
@@ -227,7 +234,7 @@ impl ParkTable {
             closing: AtomicBool::new(false),
             parked: Quota::new("requests parked"),
             held: Arc::new(Quota::new("bytes held by waiting writes and msg records")),
-            watched: Watched::default(),
+            alarm: Arc::new(Alarm::default()),
         })
     }
 
@@ -248,28 +255,25 @@ impl ParkTable {
             if let Some(at) = p.deadline {
                 self.deadlines.lock().remove(&(at, id));
             }
+            if p.unique != 0 {
+                self.by_unique.remove(&p.unique);
+            }
             self.count.fetch_sub(1, Ordering::SeqCst);
-            self.watched.remove(p.tid);
             self.parked.give(p.uid, 1);
             self.held.give(p.uid, p.held);
         }
     }
 
     /// Parks `p` and runs its first waiting attempt.
-    pub fn park(self: &Arc<Self>, p: Pending, tid: u32, uid: u32, gid: u32) {
-        self.park_until(p, tid, uid, gid, None)
+    pub fn park(self: &Arc<Self>, p: Pending, c: &Caller) {
+        self.park_until(p, c, None)
     }
 
-    /// Parks `p` for at most `limit` (None: until done or interrupted);
-    /// past it the request is answered EAGAIN, or the bytes a write got out.
-    pub fn park_until(
-        self: &Arc<Self>,
-        p: Pending,
-        tid: u32,
-        uid: u32,
-        gid: u32,
-        limit: Option<Duration>,
-    ) {
+    /// Parks `p` for `c` for at most `limit` (None: until done or
+    /// interrupted); past it the request is answered EAGAIN, or the bytes a
+    /// write got out.
+    pub fn park_until(self: &Arc<Self>, p: Pending, c: &Caller, limit: Option<Duration>) {
+        let (tid, uid, gid) = (c.tid, c.fsuid, c.fsgid);
         if self.closing.load(Ordering::SeqCst) {
             return self.answer(p, Errno::ENOTCONN);
         }
@@ -295,6 +299,7 @@ impl ParkTable {
         let exclusive = matches!(p, Pending::Read { .. });
         let parked = Arc::new(Parked {
             id,
+            unique: c.unique,
             tid,
             uid,
             gid,
@@ -306,11 +311,17 @@ impl ParkTable {
             deadline: limit.map(|l| Instant::now() + l),
             owner: Arc::downgrade(self),
         });
-        self.watched.add(tid);
         self.requests.insert(id, parked.clone());
+        if c.unique != 0 {
+            self.by_unique.insert(c.unique, parked.clone());
+        }
         self.count.fetch_add(1, Ordering::SeqCst);
         if let Some(at) = parked.deadline {
-            self.deadlines.lock().insert((at, id), parked.clone());
+            let mut d = self.deadlines.lock();
+            d.insert((at, id), parked.clone());
+            if d.keys().next() == Some(&(at, id)) {
+                self.alarm.ring();
+            }
         }
         parked.kick();
     }
@@ -340,9 +351,21 @@ impl ParkTable {
         }
     }
 
-    /// Answers `err` to every request parked by one of `tids` (the
-    /// watchdog found a signal for them, or an in-process caller
-    /// interrupts); returns how many there were.
+    /// Answers FUSE request `unique` as interrupted by a signal, if it is
+    /// parked. EINTR, or what a write got out (`Retry::abandon`): never
+    /// ERESTARTSYS, which this kernel refuses in a reply (the caller would
+    /// then wait forever), so an SA_RESTART handler sees EINTR too.
+    pub fn interrupt_request(&self, unique: u64) -> bool {
+        let Some(p) = self.by_unique.get(&unique) else {
+            return false;
+        };
+        log::debug!("request {unique} of thread {} interrupted", p.tid);
+        self.interrupt(&p, Errno::EINTR);
+        true
+    }
+
+    /// Answers `err` to every request parked by one of `tids` (an
+    /// in-process caller interrupts); returns how many there were.
     pub fn interrupt_threads(&self, tids: &HashSet<u32>, err: Errno) -> usize {
         let mine: Vec<_> = self
             .all()
@@ -385,8 +408,8 @@ impl ParkTable {
         }
     }
 
-    /// The threads with requests parked, for the watchdog.
-    pub fn watched(&self) -> &Watched {
-        &self.watched
+    /// What the watchdog sleeps on between deadlines.
+    pub(super) fn alarm(&self) -> Arc<Alarm> {
+        self.alarm.clone()
     }
 }

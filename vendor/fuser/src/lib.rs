@@ -424,6 +424,17 @@ pub trait Filesystem: Send + Sync + 'static {
     /// inodes will receive a forget message.
     fn forget(&self, _req: &Request, _ino: INodeNo, _nlookup: u64) {}
 
+    /// Interrupt request `unique`, which the filesystem received earlier: the
+    /// process waiting for it got a signal. The filesystem may answer that request
+    /// now (with `EINTR`, say) or let it finish as usual. Return `Ok(())` to send no
+    /// reply to the interrupt itself, as the protocol expects, or `Err(Errno::EAGAIN)`
+    /// when `unique` is not known yet (another thread is still taking it in): the
+    /// kernel then sends the interrupt again. The default answers `ENOSYS`, after
+    /// which the kernel sends no more interrupts on this connection.
+    fn interrupt(&self, _req: &Request, _unique: RequestId) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+
     /// Like [`forget`](Self::forget), but take multiple forget requests at once for performance. The default
     /// implementation will fallback to `forget`.
     fn batch_forget(&self, req: &Request, nodes: &[ForgetOne]) {

@@ -88,7 +88,9 @@ impl<'a> RequestWithSender<'a> {
                     | ll::Operation::FSync(_)
                     | ll::Operation::FSyncDir(_)
                     | ll::Operation::Release(_)
-                    | ll::Operation::ReleaseDir(_) => {}
+                    | ll::Operation::ReleaseDir(_)
+                    // The kernel sends interrupts with uid 0.
+                    | ll::Operation::Interrupt(_) => {}
                     ll::Operation::ReadDirPlus(_) => {}
                     _ => {
                         return Err(Errno::EACCES);
@@ -114,9 +116,9 @@ impl<'a> RequestWithSender<'a> {
                 return Err(Errno::EIO);
             }
 
-            ll::Operation::Interrupt(_) => {
-                // TODO: handle FUSE_INTERRUPT
-                return Err(Errno::ENOSYS);
+            ll::Operation::Interrupt(x) => {
+                // A successful interrupt gets no reply.
+                filesystem.interrupt(self.request_header(), x.unique())?;
             }
 
             ll::Operation::Lookup(x) => {
