@@ -16,8 +16,8 @@ use parking_lot::Mutex;
 use super::outgoing::WriteJob;
 use super::reply::ReplySink;
 use super::watchdog::Alarm;
-use crate::engine::{Caller, Wake};
 use crate::engine::quota::Quota;
+use crate::engine::{Caller, Wake};
 use crate::sharded::ShardedMap;
 
 /// A reply still owed, with what is needed to retry the operation.

@@ -49,7 +49,9 @@ pub fn spawn(table: Weak<ParkTable>) {
                 let Some(t) = table.upgrade() else { return };
                 let now = Instant::now();
                 t.expire(now);
-                let until = t.next_deadline().map_or(now + IDLE, |at| at.min(now + IDLE));
+                let until = t
+                    .next_deadline()
+                    .map_or(now + IDLE, |at| at.min(now + IDLE));
                 let alarm = t.alarm();
                 drop(t);
                 alarm.sleep_until(until);
