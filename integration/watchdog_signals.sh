@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The watchdog reads /proc once per process per scan and a thread's own status only
-# when its process shows a sign of a signal. A signal that shows only in one thread's
-# own pending set must still end that thread's wait: 40 threads of one process park
-# reading their own idle stream sockets; a caught SIGUSR1 sent with tgkill to 3 of them
-# ends exactly those 3 reads with EINTR within the limit, the other 37 stay parked;
-# then SIGKILL sent with tgkill to one thread ends the whole process; a single-threaded
-# process with a SIGUSR1 handler, parked reading, ends its read when it gets kill -USR1.
+# Thread-directed signals end exactly the signalled thread's wait (the kernel sends
+# FUSE_INTERRUPT for that thread's request only; before, the watchdog looked for
+# signals in /proc and had to find one in a single thread's pending set): 40 threads
+# of one process park reading their own idle stream sockets; a caught SIGUSR1 sent
+# with tgkill to 3 of them ends exactly those 3 reads with EINTR within the limit, the
+# other 37 stay parked; then SIGKILL sent with tgkill to one thread ends the whole
+# process; a single-threaded process with a SIGUSR1 handler, parked reading, ends its
+# read when it gets kill -USR1.
 source "$(dirname "$0")/lib.sh"
 
 # SPEC: 100 ms; 50 ms more for scheduling on a loaded CI machine (as blocked_reader.sh).
