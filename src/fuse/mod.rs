@@ -138,6 +138,10 @@ impl Filesystem for UdsFs {
         if self.inner.parks.interrupt_request(unique.0) {
             return Ok(());
         }
+        log::debug!(
+            "interrupt of request {}: not parked (yet): EAGAIN",
+            unique.0
+        );
         Err(FErrno::EAGAIN)
     }
 
