@@ -130,6 +130,42 @@ def accept_blocked(restart, d):
     return out[0]
 
 
+def connect_blocked(d):
+    """connect() to a listener whose backlog is full, signalled."""
+    handle(False)
+    path = os.path.join(d, "sig-backlog.sock")
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(0)
+    held = []
+    # Fill the backlog: a listen(0) queue takes one; the next would block.
+    while True:
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.setblocking(False)
+        try:
+            c.connect(path)
+            held.append(c)
+        except BlockingIOError:
+            c.close()
+            break
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    addr = struct.pack("H", socket.AF_UNIX) + path.encode() + b"\0"
+    out = []
+    t = threading.Thread(target=lambda: out.append(call(libc.connect, c.fileno(), addr, len(addr))))
+    t.start()
+    time.sleep(SETTLE)
+    signal.pthread_kill(t.ident, signal.SIGUSR1)
+    t.join()
+    for x in held + [c, srv]:
+        x.close()
+    os.unlink(path)
+    return f"{out[0]} (backlog took {len(held)})"
+
+
 def partial_send():
     """A 4 MiB send() to a peer that never reads, signalled: the count queued."""
     handle(False)
@@ -202,6 +238,7 @@ def main():
     say("read with SO_RCVTIMEO, no SA_RESTART:", one_blocked(False, read, rcvtimeo(30)))
     say("accept, no SA_RESTART:", accept_blocked(False, d))
     say("sa_restart accept:", accept_blocked(True, d))
+    say("connect to a full backlog, no SA_RESTART:", connect_blocked(d))
     say("send interrupted:", partial_send())
     say("signal storm: calls left blocked", storm())
     say("done")
