@@ -126,23 +126,13 @@ impl Filesystem for UdsFs {
         self.inner.shutdown();
     }
 
-    /// A signal for the caller of request `unique`: answer it if it is
-    /// parked. Otherwise it is still on its way to the park table on another
-    /// worker thread, or just answered; EAGAIN makes the kernel send the
-    /// interrupt again while the request is still unanswered.
+    /// A signal for the caller of request `unique`: it is answered now if
+    /// parked, else as soon as it parks (it may still be on another worker
+    /// thread). No EAGAIN: the kernel would send the interrupt again at once,
+    /// and a worker would spin on it for as long as the request is in hand.
     fn interrupt(&self, _req: &Request, unique: fuser::RequestId) -> Result<(), FErrno> {
-        if self.inner.parks.interrupt_request(unique.0) {
-            return Ok(());
-        }
-        std::thread::yield_now();
-        if self.inner.parks.interrupt_request(unique.0) {
-            return Ok(());
-        }
-        log::debug!(
-            "interrupt of request {}: not parked (yet): EAGAIN",
-            unique.0
-        );
-        Err(FErrno::EAGAIN)
+        self.inner.parks.interrupt_request(unique.0);
+        Ok(())
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {

@@ -5,7 +5,7 @@
 //! ends the ones whose socket timeout runs out.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -19,6 +19,12 @@ use super::watchdog::Alarm;
 use crate::engine::quota::Quota;
 use crate::engine::{Caller, Wake};
 use crate::sharded::ShardedMap;
+
+/// How long an interrupt is kept for a request not parked yet, and how many
+/// are kept at most: one whose request was answered without parking is never
+/// claimed.
+const EARLY_TTL: Duration = Duration::from_secs(60);
+const EARLY_MAX: usize = 4096;
 
 /// A reply still owed, with what is needed to retry the operation.
 pub enum Pending {
@@ -63,6 +69,20 @@ impl Pending {
             | Pending::Open { reply, .. } => reply.error(err),
         }
     }
+}
+
+/// Keeps an early interrupt, dropping those past `EARLY_TTL` (and the
+/// oldest) when `EARLY_MAX` are kept.
+fn remember(early: &mut HashMap<u64, Instant>, unique: u64, now: Instant) {
+    if early.len() >= EARLY_MAX {
+        early.retain(|_, at| now.duration_since(*at) < EARLY_TTL);
+    }
+    if early.len() >= EARLY_MAX
+        && let Some(oldest) = early.iter().min_by_key(|(_, at)| **at).map(|(u, _)| *u)
+    {
+        early.remove(&oldest);
+    }
+    early.insert(unique, now);
 }
 
 /// What retrying a pending request came to.
@@ -205,6 +225,11 @@ pub struct ParkTable {
     requests: ShardedMap<u64, Arc<Parked>>,
     /// The requests of `requests` that came from FUSE, by their FUSE id.
     by_unique: ShardedMap<u64, Arc<Parked>>,
+    /// Interrupts that came while their request was still on its way here
+    /// (on another worker thread), by FUSE id, with when they came. Its lock
+    /// is held across the `by_unique` look-up on both sides, so an interrupt
+    /// and its request's parking always meet.
+    early: Mutex<HashMap<u64, Instant>>,
     next: AtomicU64,
     count: AtomicU64,
     /// Retries run so far.
@@ -226,6 +251,7 @@ impl ParkTable {
         Arc::new(ParkTable {
             requests: ShardedMap::new(),
             by_unique: ShardedMap::new(),
+            early: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
             count: AtomicU64::new(0),
             retries: AtomicU64::new(0),
@@ -312,15 +338,24 @@ impl ParkTable {
             owner: Arc::downgrade(self),
         });
         self.requests.insert(id, parked.clone());
-        if c.unique != 0 {
-            self.by_unique.insert(c.unique, parked.clone());
-        }
         self.count.fetch_add(1, Ordering::SeqCst);
         if let Some(at) = parked.deadline {
             let mut d = self.deadlines.lock();
             d.insert((at, id), parked.clone());
             if d.keys().next() == Some(&(at, id)) {
                 self.alarm.ring();
+            }
+        }
+        if c.unique != 0 {
+            let mut early = self.early.lock();
+            self.by_unique.insert(c.unique, parked.clone());
+            if early.remove(&c.unique).is_some() {
+                drop(early);
+                log::debug!(
+                    "request {} of thread {tid} was interrupted before it parked",
+                    c.unique
+                );
+                return self.interrupt(&parked, Errno::EINTR);
             }
         }
         parked.kick();
@@ -355,13 +390,22 @@ impl ParkTable {
     /// parked. EINTR, or what a write got out (`Retry::abandon`): never
     /// ERESTARTSYS, which this kernel refuses in a reply (the caller would
     /// then wait forever), so an SA_RESTART handler sees EINTR too.
-    pub fn interrupt_request(&self, unique: u64) -> bool {
-        let Some(p) = self.by_unique.get(&unique) else {
-            return false;
+    /// One not parked yet is answered as soon as it parks; one for a request
+    /// answered meanwhile is never claimed and dropped later (`remember`).
+    pub fn interrupt_request(&self, unique: u64) {
+        let p = {
+            let mut early = self.early.lock();
+            match self.by_unique.get(&unique) {
+                Some(p) => p,
+                None => {
+                    log::debug!("request {unique} interrupted before it parked (or answered)");
+                    remember(&mut early, unique, Instant::now());
+                    return;
+                }
+            }
         };
         log::debug!("request {unique} of thread {} interrupted", p.tid);
         self.interrupt(&p, Errno::EINTR);
-        true
     }
 
     /// Answers `err` to every request parked by one of `tids` (an
