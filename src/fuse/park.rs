@@ -457,3 +457,26 @@ impl ParkTable {
         self.alarm.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn early_interrupts_stay_bounded() {
+        let t0 = Instant::now();
+        let mut early = HashMap::new();
+        for u in 0..EARLY_MAX as u64 {
+            remember(&mut early, u, t0);
+        }
+        // Full, none stale: the oldest goes.
+        let later = t0 + Duration::from_secs(1);
+        remember(&mut early, 1 << 40, later);
+        assert_eq!(early.len(), EARLY_MAX);
+        assert!(early.contains_key(&(1 << 40)));
+        // Full again, all but the newest stale: they go at once.
+        let much_later = t0 + EARLY_TTL + Duration::from_millis(500);
+        remember(&mut early, 1 << 41, much_later);
+        assert_eq!(early.len(), 2);
+    }
+}
