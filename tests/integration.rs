@@ -177,6 +177,7 @@ scripts!(
     run_python,
     run_socat_nc,
     soak,
+    signals,
     ss_compare,
     stream_echo,
     stream_signals,

@@ -1,7 +1,7 @@
 //! Model-based test of the parking path, in-process (no mount): random
 //! schedules of blocking and non-blocking sends and receives on `data` and
 //! `msg` files (with passed sockets and credentials), accept, connect,
-//! shutdown, close and signals (answered EINTR, as the watchdog does), run on
+//! shutdown, close and signals (answered EINTR, as a FUSE_INTERRUPT is), run on
 //! two threads against one `fuse::Inner`. Every request must be answered
 //! once; every byte (stream) or message (dgram, seqpacket) a write reported
 //! must arrive exactly once and in order, or the errno says why not; every
@@ -463,7 +463,7 @@ impl Sched {
                 side.rx = Some((slot, nonblocking));
             }
             85..=93 => {
-                // A signal to one of this side's threads: EINTR, as the watchdog answers.
+                // A signal to one of this side's threads: EINTR, as an interrupt is answered.
                 let tid = if rng.chance(50) {
                     side.tx_tid
                 } else {
@@ -910,7 +910,7 @@ fn ctl_write(inner: &Inner, fh: u64, data: &[u8]) {
 }
 
 /// SO_RCVTIMEO / SO_SNDTIMEO: a parked request has a deadline, and
-/// `expire` (the watchdog's call at each scan) answers EAGAIN past it, or
+/// `expire` (the watchdog's call at each deadline) answers EAGAIN past it, or
 /// the count a stream write got out; a request without one is left alone.
 #[test]
 fn deadlines_end_parked_requests() {

@@ -173,6 +173,8 @@ pub struct Caller {
     pub tid: u32,
     pub fsuid: u32,
     pub fsgid: u32,
+    /// The FUSE request's id (0: not a FUSE request): a FUSE_INTERRUPT names it.
+    pub unique: u64,
     status: OnceLock<ProcStatus>,
     netns: OnceLock<NetNs>,
 }
@@ -183,6 +185,7 @@ impl Caller {
             tid,
             fsuid,
             fsgid,
+            unique: 0,
             status: OnceLock::new(),
             netns: OnceLock::new(),
         }

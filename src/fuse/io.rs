@@ -184,7 +184,7 @@ impl Inner {
             } => sock.timeouts.limit(Direction::Recv),
             Pending::Open { .. } => None,
         };
-        self.parks.park_until(p, c.tid, c.fsuid, c.fsgid, limit);
+        self.parks.park_until(p, c, limit);
     }
 
     fn file_timeout(&self, fh: u64, d: Direction) -> Option<std::time::Duration> {

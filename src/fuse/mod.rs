@@ -54,7 +54,9 @@ fn nonblocking(flags: i32) -> bool {
 }
 
 fn caller(req: &Request) -> Caller {
-    Caller::new(req.pid(), req.uid(), req.gid())
+    let mut c = Caller::new(req.pid(), req.uid(), req.gid());
+    c.unique = req.unique().0;
+    c
 }
 
 /// Everything the mount holds: the engine, the open files, the parked requests.
@@ -72,7 +74,8 @@ pub struct Inner {
 
 impl Inner {
     /// The open-file layer and park table over `eng`, with no mount and no
-    /// watchdog (in-process callers interrupt with `ParkTable::interrupt_threads`).
+    /// watchdog (in-process callers interrupt with `ParkTable::interrupt_threads`
+    /// and time out with `ParkTable::expire`).
     pub fn new(eng: Arc<Engine>, uid: u32, gid: u32) -> Arc<Inner> {
         Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             eng,
@@ -122,6 +125,15 @@ impl Filesystem for UdsFs {
 
     fn destroy(&mut self) {
         self.inner.shutdown();
+    }
+
+    /// A signal for the caller of request `unique`: it is answered now if
+    /// parked, else as soon as it parks (it may still be on another worker
+    /// thread). No EAGAIN: the kernel would send the interrupt again at once,
+    /// and a worker would spin on it for as long as the request is in hand.
+    fn interrupt(&self, _req: &Request, unique: fuser::RequestId) -> Result<(), FErrno> {
+        self.inner.parks.interrupt_request(unique.0);
+        Ok(())
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
