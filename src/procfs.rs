@@ -79,6 +79,17 @@ impl Status {
     }
 }
 
+/// The soft RLIMIT_NOFILE of this process.
+pub fn own_nofile_limit() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 1024,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
+}
+
 /// The soft RLIMIT_NOFILE of process `pid`: prlimit(2) needs no
 /// descriptor, so it works when the daemon is at its own limit; else
 /// `/proc/<pid>/limits`.
