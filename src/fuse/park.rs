@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 use super::outgoing::WriteJob;
 use super::reply::ReplySink;
 use super::watchdog::Alarm;
+use crate::engine::cred::ProcStatus;
 use crate::engine::quota::Quota;
 use crate::engine::{Caller, Wake};
 use crate::sharded::ShardedMap;
@@ -93,7 +94,7 @@ pub enum Outcome {
 
 /// Retries a pending request, leaving `waiter` on the socket if it blocks.
 pub trait Retry: Send + Sync + 'static {
-    fn attempt(&self, p: Pending, tid: u32, uid: u32, gid: u32, waiter: &Arc<Parked>) -> Outcome;
+    fn attempt(&self, p: Pending, caller: &Caller, waiter: &Arc<Parked>) -> Outcome;
     /// Answers a request that will not be retried: a write that got part
     /// of its bytes out reports them, a pending open lets go of what it made.
     fn abandon(&self, p: Pending, err: Errno);
@@ -106,6 +107,8 @@ pub struct Parked {
     pub tid: u32,
     pub uid: u32,
     pub gid: u32,
+    /// The caller's status as read when the request came, for its retries.
+    status: Option<ProcStatus>,
     /// Bytes charged to `ParkTable::held` while it waits.
     held: u64,
     slot: Mutex<Option<Pending>>,
@@ -158,6 +161,11 @@ pub fn deferring_wakeups<R>(op: impl FnOnce() -> R) -> R {
 }
 
 impl Parked {
+    /// The caller again, for a retry.
+    fn caller(&self) -> Caller {
+        Caller::again(self.tid, self.uid, self.gid, self.status.clone())
+    }
+
     /// Retries until done or blocked. A retry already running on another
     /// thread (or up this thread's stack) is told to go round once more.
     pub fn kick(self: &Arc<Self>) {
@@ -176,9 +184,7 @@ impl Parked {
                     return;
                 };
                 table.retries.fetch_add(1, Ordering::Relaxed);
-                let outcome = deferring_wakeups(|| {
-                    table.retry.attempt(p, self.tid, self.uid, self.gid, self)
-                });
+                let outcome = deferring_wakeups(|| table.retry.attempt(p, &self.caller(), self));
                 match outcome {
                     Outcome::Done => {
                         self.done.store(true, Ordering::SeqCst);
@@ -329,6 +335,7 @@ impl ParkTable {
             tid,
             uid,
             gid,
+            status: c.known_status().cloned(),
             held,
             slot: Mutex::new(Some(p)),
             kicked: AtomicBool::new(false),
