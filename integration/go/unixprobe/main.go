@@ -1,0 +1,85 @@
+// unixprobe: a Go program that uses AF_UNIX sockets only through the
+// standard net package (raw system calls, no C library), for
+// integration/run_seccomp.sh.
+//
+//	unixprobe dial PATH MSG     connects, sends MSG and a newline, prints the reply line
+//	unixprobe serve PATH N      listens, answers N connections: "go got " + the line
+//	unixprobe dgram PATH MSG    sends one datagram from an autobound socket and prints the answer
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+)
+
+func die(f string, a ...interface{}) {
+	fmt.Fprintf(os.Stderr, "unixprobe: "+f+"\n", a...)
+	os.Exit(1)
+}
+
+func main() {
+	if len(os.Args) != 4 {
+		die("usage: unixprobe dial|serve|dgram PATH ARG")
+	}
+	path := os.Args[2]
+	switch os.Args[1] {
+	case "dial":
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			die("%v", err)
+		}
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := fmt.Fprintf(c, "%s\n", os.Args[3]); err != nil {
+			die("write: %v", err)
+		}
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			die("read: %v", err)
+		}
+		fmt.Printf("reply: %s", line)
+		fmt.Printf("remote: %s\n", c.RemoteAddr())
+		c.Close()
+	case "serve":
+		n, _ := strconv.Atoi(os.Args[3])
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			die("%v", err)
+		}
+		fmt.Printf("listening on %s\n", l.Addr())
+		for i := 0; i < n; i++ {
+			c, err := l.Accept()
+			if err != nil {
+				die("accept: %v", err)
+			}
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil {
+				die("read: %v", err)
+			}
+			fmt.Fprintf(c, "go got %s", line)
+			c.Close()
+		}
+		l.Close()
+		fmt.Printf("served %d\n", n)
+	case "dgram":
+		c, err := net.DialUnix("unixgram", &net.UnixAddr{Name: "", Net: "unixgram"}, &net.UnixAddr{Name: path, Net: "unixgram"})
+		if err != nil {
+			die("%v", err)
+		}
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := c.Write([]byte(os.Args[3])); err != nil {
+			die("write: %v", err)
+		}
+		buf := make([]byte, 256)
+		n, err := c.Read(buf)
+		if err != nil {
+			die("read: %v", err)
+		}
+		fmt.Printf("reply: %s\n", buf[:n])
+	default:
+		die("unknown mode %s", os.Args[1])
+	}
+}

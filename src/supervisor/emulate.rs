@@ -1,0 +1,795 @@
+//! One trapped call: `triage` answers calls on kernel sockets and other
+//! files at once (CONTINUE) and copies what decides it; `perform`, on a
+//! thread of its own, does a udsfs call with the same ioctls as the preload
+//! library (preload/src/lib.rs) on a copy of the target's descriptor.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use libc::seccomp_notif;
+
+use super::daemon::{self, Daemon, Res};
+use super::mem;
+use super::notify::{ERESTARTSYS, Listener, Reply};
+use super::route::{self, Route, Routes};
+use super::target::{Dev, Task};
+use crate::fuse::ioctl_abi::*;
+
+pub struct Ctx {
+    pub daemon: Daemon,
+    pub routes: Routes,
+    pub dev: Dev,
+}
+
+/// A call for the supervisor to carry out.
+pub struct Job {
+    pub id: u64,
+    tid: i32,
+    nr: i64,
+    args: [u64; 6],
+    /// The target's descriptor (args[0]) was a udsfs data file at triage.
+    udsfs: bool,
+    /// The address that made a kernel socket's call udsfs work (copied once).
+    addr: Option<Vec<u8>>,
+}
+
+fn say(what: &str) {
+    eprintln!("udsfs run (seccomp): {what}");
+}
+
+fn fd_is_udsfs(dev: &Dev, tid: i32, fd: i32) -> bool {
+    if fd < 0 {
+        return false;
+    }
+    let path = format!("/proc/{tid}/fd/{fd}");
+    Dev::probe(dev, &path)
+}
+
+/// Copies a sockaddr of the target (at most sizeof(sockaddr_un) bytes).
+fn read_addr(tid: i32, addr: u64, len: u64) -> Result<Vec<u8>, i32> {
+    let n = (len.min(route::SUN_LEN as u64)) as usize;
+    mem::read(tid, addr, n)
+}
+
+fn cwd_for(tid: i32, addr: &[u8]) -> Option<Vec<u8>> {
+    // Only a relative path name needs the working directory.
+    if addr.len() > 2 && addr[2] != 0 && addr[2] != b'/' {
+        use std::os::unix::ffi::OsStringExt;
+        return std::fs::read_link(format!("/proc/{tid}/cwd"))
+            .ok()
+            .map(|p| p.into_os_string().into_vec());
+    }
+    None
+}
+
+fn classify(ctx: &Ctx, tid: i32, addr: &[u8]) -> Route {
+    ctx.routes.classify(addr, cwd_for(tid, addr).as_deref())
+}
+
+/// Decides a call on the spot when it is not udsfs work.
+pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply> {
+    let (nr, args, tid) = (n.data.nr as i64, n.data.args, n.pid as i32);
+    let job = |udsfs, addr| Job {
+        id: n.id,
+        tid,
+        nr,
+        args,
+        udsfs,
+        addr,
+    };
+    match nr {
+        libc::SYS_socket => return Err(Reply::Continue),
+        libc::SYS_socketpair => {
+            return if args[0] as i32 == libc::AF_UNIX {
+                Ok(job(false, None))
+            } else {
+                Err(Reply::Continue)
+            };
+        }
+        _ => {}
+    }
+    if fd_is_udsfs(&ctx.dev, tid, args[0] as i32) {
+        return Ok(job(true, None));
+    }
+    // A kernel socket (or no socket): only an address in the mount, under a
+    // route or abstract makes it udsfs work.
+    let addr = match nr {
+        libc::SYS_bind | libc::SYS_connect => read_addr(tid, args[1], args[2]),
+        libc::SYS_sendto if args[4] != 0 => read_addr(tid, args[4], args[5]),
+        libc::SYS_sendmsg => mem::read(tid, args[1], MSGHDR).and_then(|h| {
+            let name = u64_at(&h, 0);
+            if name == 0 {
+                return Err(0);
+            }
+            read_addr(tid, name, u32_at(&h, 8) as u64)
+        }),
+        _ => return Err(Reply::Continue),
+    };
+    // Unreadable memory: the kernel gives the errno Linux gives.
+    let Ok(addr) = addr else {
+        return Err(Reply::Continue);
+    };
+    match classify(ctx, tid, &addr) {
+        Route::Udsfs(_) => Ok(job(false, Some(addr))),
+        Route::Autobind if nr == libc::SYS_bind => Ok(job(false, Some(addr))),
+        _ => Err(Reply::Continue),
+    }
+}
+
+/// sizeof(struct msghdr).
+const MSGHDR: usize = 56;
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8)
+        .and_then(|s| s.try_into().ok())
+        .map(u64::from_ne_bytes)
+        .unwrap_or(0)
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .and_then(|s| s.try_into().ok())
+        .map(u32::from_ne_bytes)
+        .unwrap_or(0)
+}
+
+/// Why a wait ended without its event.
+enum Stop {
+    /// The notification is gone (the target died or was interrupted).
+    Gone,
+    /// A signal waits for the thread: -ERESTARTSYS, restarted or EINTR.
+    Signal,
+}
+
+struct Call<'a> {
+    ctx: &'a Ctx,
+    l: &'a Listener,
+    task: Task,
+    id: u64,
+}
+
+fn errno_of(stop: Stop) -> i32 {
+    match stop {
+        Stop::Gone => libc::EINTR,
+        Stop::Signal => ERESTARTSYS,
+    }
+}
+
+impl Call<'_> {
+    /// Waits for `events` on `fd` without parking anywhere: short polls,
+    /// and between them the notification's validity and the target's
+    /// pending signals. (Temporary: when the daemon's ioctls park, the wait
+    /// moves there and this becomes the cancellation of a parked request.)
+    fn wait(&self, fd: &OwnedFd, events: i16) -> Result<(), Stop> {
+        loop {
+            let mut p = libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events,
+                revents: 0,
+            };
+            // SAFETY: polls one local pollfd.
+            let r = unsafe { libc::poll(&mut p, 1, 100) };
+            if !self.l.valid(self.id) {
+                return Err(Stop::Gone);
+            }
+            if r > 0 {
+                return Ok(());
+            }
+            if self.task.signal_pending() {
+                return Err(Stop::Signal);
+            }
+        }
+    }
+
+    /// A pause for what poll cannot show (a full backlog): as `wait`.
+    fn pause(&self, round: u32) -> Result<(), Stop> {
+        std::thread::sleep(std::time::Duration::from_millis(1 << round.min(6)));
+        if !self.l.valid(self.id) {
+            return Err(Stop::Gone);
+        }
+        if self.task.signal_pending() {
+            return Err(Stop::Signal);
+        }
+        Ok(())
+    }
+
+    fn install(&self, new: &OwnedFd, at: Option<i32>, cloexec: bool) -> Res<i32> {
+        if !self.l.valid(self.id) {
+            return Err(libc::EINTR);
+        }
+        self.l.add_fd(self.id, new, at, cloexec)
+    }
+}
+
+fn getsockopt_int(fd: &OwnedFd, opt: i32) -> Res<i32> {
+    let mut v: i32 = 0;
+    let mut len = 4 as libc::socklen_t;
+    // SAFETY: getsockopt writes one int.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            (&mut v as *mut i32).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    Ok(v)
+}
+
+fn kernel_unix(fd: &OwnedFd) -> bool {
+    getsockopt_int(fd, libc::SO_DOMAIN) == Ok(libc::AF_UNIX)
+}
+
+fn kernel_bound(fd: &OwnedFd) -> bool {
+    // SAFETY: zeroed storage of the size getsockname is told.
+    unsafe {
+        let mut a: libc::sockaddr_un = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        libc::getsockname(
+            fd.as_raw_fd(),
+            (&mut a as *mut libc::sockaddr_un).cast(),
+            &mut len,
+        ) == 0
+            && len as usize > 2
+    }
+}
+
+fn nonblocking(fd: &OwnedFd) -> bool {
+    // SAFETY: fcntl query.
+    let fl = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    fl >= 0 && fl & libc::O_NONBLOCK != 0
+}
+
+/// A udsfs socket standing for kernel socket `k`: its type, O_NONBLOCK and
+/// SO_PASSCRED (as preload/src/sock.rs `convert`; buffer sizes and
+/// timeouts are not carried over yet).
+fn convert(d: &Daemon, k: &OwnedFd) -> Res<OwnedFd> {
+    let ty = getsockopt_int(k, libc::SO_TYPE)?;
+    let new = d.new_sock(ty, nonblocking(k))?;
+    if getsockopt_int(k, libc::SO_PASSCRED).unwrap_or(0) != 0 {
+        daemon::ctl(&new, OP_SET_PASSCRED, 1, &[], &[])?;
+    }
+    Ok(new)
+}
+
+fn value(r: Res<i64>) -> Reply {
+    match r {
+        Ok(v) => Reply::Value(v),
+        Err(e) => Reply::Errno(e),
+    }
+}
+
+/// Carries out a udsfs call; the reply goes back after a validity check.
+pub fn perform(ctx: &Ctx, l: &Listener, job: Job) -> Reply {
+    let Ok(task) = Task::open(job.tid) else {
+        return Reply::Errno(libc::ESRCH);
+    };
+    // The pidfd names the trapped thread only while the call is pending.
+    if !l.valid(job.id) {
+        return Reply::Errno(libc::EINTR);
+    }
+    let c = Call {
+        ctx,
+        l,
+        task,
+        id: job.id,
+    };
+    let a = job.args;
+    if job.nr == libc::SYS_socketpair {
+        return value(socketpair(&c, a));
+    }
+    let fd = a[0] as i32;
+    let Ok(own) = c.task.get_fd(fd) else {
+        return Reply::Continue;
+    };
+    if !job.udsfs {
+        return kernel_socket(&c, &job, fd, own);
+    }
+    // It may have changed since triage (another thread's dup2).
+    if !ctx.dev.is_data(&own) {
+        return Reply::Continue;
+    }
+    value(on_udsfs(&c, &job, &own))
+}
+
+fn socketpair(c: &Call, a: [u64; 6]) -> Res<i64> {
+    let (ty, proto) = (a[1] as i32, a[2] as i32);
+    if proto != 0 && proto != libc::PF_UNIX {
+        return Err(libc::EPROTONOSUPPORT);
+    }
+    let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+    // The target's array must take two ints before sockets are made.
+    mem::write(c.task.tid, a[3], &[0u8; 8])?;
+    let (x, y) = c.ctx.daemon.pair(base, ty & libc::SOCK_NONBLOCK != 0)?;
+    let cloexec = ty & libc::SOCK_CLOEXEC != 0;
+    let fx = c.install(&x, None, cloexec)?;
+    let fy = c.install(&y, None, cloexec)?;
+    let mut sv = (fx as u32).to_ne_bytes().to_vec();
+    sv.extend_from_slice(&(fy as u32).to_ne_bytes());
+    mem::write(c.task.tid, a[3], &sv)?;
+    Ok(0)
+}
+
+/// bind, connect or a send with an address that makes kernel socket `k`
+/// (the target's `fd`) a udsfs socket, put at the same number.
+fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
+    let Some(addr) = job.addr.as_deref() else {
+        return Reply::Continue;
+    };
+    if !kernel_unix(&k) {
+        return Reply::Continue;
+    }
+    let route = classify(c.ctx, c.task.tid, addr);
+    let new = match convert(&c.ctx.daemon, &k) {
+        Ok(n) => n,
+        Err(e) => return Reply::Errno(e),
+    };
+    if job.nr == libc::SYS_bind {
+        let wire = match &route {
+            Route::Udsfs(w) => w.clone(),
+            Route::Autobind => Vec::new(),
+            Route::Kernel => return Reply::Continue,
+        };
+        if let Err(e) = bind(c, &new, &wire, &route::given_path(addr)) {
+            // The target keeps its kernel socket.
+            return Reply::Errno(e);
+        }
+        return match c.install(&new, Some(fd), c.task.cloexec(fd)) {
+            Ok(_) => Reply::Value(0),
+            Err(e) => Reply::Errno(e),
+        };
+    }
+    let Route::Udsfs(wire) = route else {
+        return Reply::Continue;
+    };
+    if kernel_bound(&k) {
+        say(&format!(
+            "fd {fd} was bound to a kernel AF_UNIX name; on udsfs it is autobound instead"
+        ));
+        if let Err(e) = daemon::ctl(&new, OP_BIND, 0, &[], &[]) {
+            return Reply::Errno(e);
+        }
+    }
+    if job.nr == libc::SYS_connect {
+        if let Err(e) = connect(c, &new, &wire) {
+            return Reply::Errno(e);
+        }
+        return match c.install(&new, Some(fd), c.task.cloexec(fd)) {
+            Ok(_) => Reply::Value(0),
+            Err(e) => Reply::Errno(e),
+        };
+    }
+    // A send to a routed name: the socket becomes udsfs, then sends.
+    if let Err(e) = c.install(&new, Some(fd), c.task.cloexec(fd)) {
+        return Reply::Errno(e);
+    }
+    value(send(c, job, &new))
+}
+
+/// bind on a udsfs socket: the routed directories and the link at the
+/// routed path as the library makes them (preload/src/mount.rs).
+fn bind(c: &Call, s: &OwnedFd, wire: &[u8], given: &[u8]) -> Res<()> {
+    let routed = c.ctx.routes.routed_path(wire);
+    if let Some(abs) = &routed {
+        mirror_dirs(&c.ctx.routes, abs);
+    }
+    daemon::ctl(s, OP_BIND, 0, wire, given)?;
+    if let Some(abs) = routed {
+        link_routed(&c.ctx.routes, &abs);
+    }
+    Ok(())
+}
+
+fn mirror_dirs(r: &Routes, abs: &[u8]) {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let mut at = 1;
+    while let Some(i) = abs[at..].iter().position(|&b| b == b'/') {
+        at += i + 1;
+        let dir = std::ffi::OsStr::from_bytes(&abs[..at - 1]);
+        let inside = [r.mount.as_slice(), &abs[..at - 1]].concat();
+        let mode = std::fs::metadata(dir).map_or(0o755, |m| m.mode() & 0o7777);
+        let _ = std::fs::DirBuilder::new()
+            .mode(mode)
+            .create(std::ffi::OsStr::from_bytes(&inside));
+    }
+}
+
+fn link_routed(r: &Routes, abs: &[u8]) {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::OsStr::from_bytes(abs);
+    let node = [r.mount.as_slice(), abs].concat();
+    let node = std::ffi::OsStr::from_bytes(&node);
+    if std::os::unix::fs::symlink(node, path).is_err() {
+        // A link an earlier run left for the same path: replace it.
+        let stale = std::fs::read_link(path).is_ok_and(|t| t.as_os_str().as_bytes().ends_with(abs));
+        if !stale
+            || std::fs::remove_file(path).is_err()
+            || std::os::unix::fs::symlink(node, path).is_err()
+        {
+            say(&format!(
+                "bound {}: no link to it at the routed path",
+                String::from_utf8_lossy(abs)
+            ));
+        }
+    }
+}
+
+/// connect: a full backlog is EAGAIN from the ioctl; a blocking caller
+/// tries again (the library writes `connect` to the ctl file, which parks
+/// in the daemon; the supervisor must not park).
+fn connect(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
+    let nonblock = nonblocking(s);
+    let mut round = 0;
+    loop {
+        match daemon::ctl(s, OP_CONNECT, 0, wire, &[]) {
+            Err(libc::EAGAIN) if !nonblock => c.pause(round).map_err(errno_of)?,
+            r => return r.map(|_| ()),
+        }
+        round += 1;
+    }
+}
+
+fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
+    let (a, tid) = (job.args, c.task.tid);
+    match job.nr {
+        libc::SYS_bind => {
+            if a[2] < 2 || a[2] > route::SUN_LEN as u64 {
+                return Err(libc::EINVAL);
+            }
+            let addr = read_addr(tid, a[1], a[2])?;
+            let wire = match classify(c.ctx, tid, &addr) {
+                Route::Udsfs(w) => w,
+                Route::Autobind => Vec::new(),
+                Route::Kernel => {
+                    say(&format!(
+                        "bind on udsfs socket fd {}: the path is outside the mount and its routes (EINVAL)",
+                        a[0] as i32
+                    ));
+                    return Err(libc::EINVAL);
+                }
+            };
+            bind(c, s, &wire, &route::given_path(&addr)).map(|_| 0)
+        }
+        libc::SYS_connect => {
+            let addr = read_addr(tid, a[1], a[2])?;
+            if addr.len() >= 2 && u16::from_ne_bytes([addr[0], addr[1]]) == libc::AF_UNSPEC as u16 {
+                return daemon::ctl(s, OP_DISCONNECT, 0, &[], &[]).map(|_| 0);
+            }
+            match classify(c.ctx, tid, &addr) {
+                Route::Udsfs(w) => connect(c, s, &w).map(|_| 0),
+                Route::Autobind => Err(libc::EINVAL),
+                Route::Kernel => {
+                    say(&format!(
+                        "connect on udsfs socket fd {}: the address is a kernel AF_UNIX name outside the mount and its routes",
+                        a[0] as i32
+                    ));
+                    Err(libc::ECONNREFUSED)
+                }
+            }
+        }
+        libc::SYS_listen => daemon::ctl(s, OP_LISTEN, a[1] as i32, &[], &[]).map(|_| 0),
+        libc::SYS_shutdown => daemon::ctl(s, OP_SHUTDOWN, a[1] as i32, &[], &[]).map(|_| 0),
+        libc::SYS_getsockname | libc::SYS_getpeername => {
+            let peer = job.nr == libc::SYS_getpeername;
+            let got = daemon::ctl(s, OP_GETNAME, peer as i32, &[], &[])?;
+            let wire = &got.addr[..(got.addr_len as usize).min(ADDR_MAX)];
+            let bytes = route::sockaddr(&c.ctx.routes, wire, got.addr_flags & ADDR_AS_GIVEN != 0);
+            put_sized(tid, a[1], a[2], &bytes).map(|_| 0)
+        }
+        libc::SYS_getsockopt => getsockopt(s, tid, a).map(|_| 0),
+        libc::SYS_setsockopt => setsockopt(s, tid, a).map(|_| 0),
+        libc::SYS_accept | libc::SYS_accept4 => {
+            let flags = if job.nr == libc::SYS_accept {
+                0
+            } else {
+                a[3] as i32
+            };
+            accept(c, s, a[1], a[2], flags)
+        }
+        libc::SYS_sendto | libc::SYS_sendmsg => send(c, job, s),
+        libc::SYS_recvfrom | libc::SYS_recvmsg => recv(c, job, s),
+        _ => Err(libc::ENOSYS),
+    }
+}
+
+/// Writes `bytes` to a (buffer, length pointer) pair of the target as the
+/// kernel's getname calls do: cut to the room, the full length reported.
+fn put_sized(tid: i32, out: u64, lenp: u64, bytes: &[u8]) -> Res<()> {
+    let room = mem::read_u32(tid, lenp)?;
+    if (room as i32) < 0 {
+        return Err(libc::EINVAL);
+    }
+    let n = (room as usize).min(bytes.len());
+    mem::write(tid, out, &bytes[..n])?;
+    mem::write_u32(tid, lenp, bytes.len() as u32)
+}
+
+fn int(v: i64) -> Vec<u8> {
+    (v as i32).to_ne_bytes().to_vec()
+}
+
+/// getsockopt as preload/src/opts.rs answers it (SO_PEERPIDFD, which needs
+/// a pidfd installed in the target, is not there yet).
+fn getsockopt(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
+    let (level, name) = (a[1] as i32, a[2] as i32);
+    if level != libc::SOL_SOCKET {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let info = || daemon::info(s);
+    let val = match name {
+        libc::SO_DOMAIN => int(libc::AF_UNIX as i64),
+        libc::SO_PROTOCOL => int(0),
+        libc::SO_TYPE => int(info()?[INFO_TYPE]),
+        libc::SO_ACCEPTCONN => int(info()?[INFO_LISTENING]),
+        libc::SO_PASSCRED => int(info()?[INFO_PASSCRED]),
+        libc::SO_SNDBUF => int(info()?[INFO_SNDBUF]),
+        libc::SO_RCVBUF => int(info()?[INFO_RCVBUF]),
+        libc::SO_ERROR => int(daemon::ctl(s, OP_TAKE_ERROR, 0, &[], &[])?.v[0]),
+        libc::SO_PEERCRED => {
+            let v = info()?;
+            [
+                v[INFO_PEER_PID] as i32 as u32,
+                v[INFO_PEER_UID] as u32,
+                v[INFO_PEER_GID] as u32,
+            ]
+            .iter()
+            .flat_map(|x| x.to_ne_bytes())
+            .collect()
+        }
+        libc::SO_OOBINLINE => int(daemon::ctl(s, OP_OOB_OPTS, 0, &[], &[])?.v[0]),
+        libc::SO_PEEK_OFF => int(daemon::ctl(s, OP_OOB_OPTS, 0, &[], &[])?.v[1]),
+        libc::SO_REUSEADDR | libc::SO_KEEPALIVE | libc::SO_BROADCAST | libc::SO_DONTROUTE => int(0),
+        _ => return Err(libc::ENOPROTOOPT),
+    };
+    let room = mem::read_u32(tid, a[4])?;
+    if (room as i32) < 0 {
+        return Err(libc::EINVAL);
+    }
+    let n = (room as usize).min(val.len());
+    mem::write(tid, a[3], &val[..n])?;
+    mem::write_u32(tid, a[4], n as u32)
+}
+
+fn setsockopt(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
+    let (level, name, len) = (a[1] as i32, a[2] as i32, a[4] as usize);
+    if level != libc::SOL_SOCKET {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let int = || -> Res<i32> {
+        if len < 4 {
+            return Err(libc::EINVAL);
+        }
+        Ok(mem::read_u32(tid, a[3])? as i32)
+    };
+    let op = |op, arg| daemon::ctl(s, op, arg, &[], &[]).map(|_| ());
+    match name {
+        libc::SO_PASSCRED => op(OP_SET_PASSCRED, (int()? != 0) as i32),
+        libc::SO_SNDBUF => op(OP_SET_SNDBUF, int()?),
+        libc::SO_RCVBUF => op(OP_SET_RCVBUF, int()?),
+        libc::SO_OOBINLINE => op(OP_SET_OOBINLINE, (int()? != 0) as i32),
+        libc::SO_PEEK_OFF => op(OP_SET_PEEK_OFF, int()?),
+        libc::SO_REUSEADDR | libc::SO_KEEPALIVE | libc::SO_BROADCAST | libc::SO_RCVLOWAT => {
+            int().map(|_| ())
+        }
+        _ => Err(libc::ENOPROTOOPT),
+    }
+}
+
+fn accept(c: &Call, s: &OwnedFd, addr: u64, lenp: u64, flags: i32) -> Res<i64> {
+    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let nonblock = nonblocking(s);
+    let new = loop {
+        match c.ctx.daemon.accept(s, flags & libc::SOCK_NONBLOCK != 0) {
+            Err(libc::EAGAIN) if !nonblock => c.wait(s, libc::POLLIN).map_err(errno_of)?,
+            r => break r?,
+        }
+    };
+    // The peer's name, read before the socket is the target's.
+    let peer = daemon::ctl(&new, OP_GETNAME, 1, &[], &[]).ok().map(|g| {
+        let wire = &g.addr[..(g.addr_len as usize).min(ADDR_MAX)];
+        route::sockaddr(&c.ctx.routes, wire, g.addr_flags & ADDR_AS_GIVEN != 0)
+    });
+    let nfd = c.install(&new, None, flags & libc::SOCK_CLOEXEC != 0)?;
+    if addr != 0 && lenp != 0 {
+        let bytes = peer.unwrap_or_else(|| (libc::AF_UNIX as u16).to_ne_bytes().to_vec());
+        // The connection is the target's now: a bad address is its loss,
+        // as on Linux (the descriptor stays installed).
+        let _ = put_sized(c.task.tid, addr, lenp, &bytes);
+    }
+    Ok(nfd as i64)
+}
+
+/// The parts of a sendmsg/recvmsg msghdr the supervisor uses.
+struct MsgHdr {
+    name: u64,
+    namelen: u32,
+    iov: Vec<(u64, usize)>,
+    controllen: u64,
+}
+
+fn msghdr(tid: i32, at: u64) -> Res<MsgHdr> {
+    let h = mem::read(tid, at, MSGHDR)?;
+    let iovlen = u64_at(&h, 24);
+    if iovlen > 1024 {
+        return Err(libc::EMSGSIZE);
+    }
+    Ok(MsgHdr {
+        name: u64_at(&h, 0),
+        namelen: u32_at(&h, 8),
+        iov: mem::read_iovecs(tid, u64_at(&h, 16), iovlen as usize)?,
+        controllen: u64_at(&h, 40),
+    })
+}
+
+fn send(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
+    let (a, tid) = (job.args, c.task.tid);
+    let (data, name, flags) = if job.nr == libc::SYS_sendto {
+        let data = mem::read(tid, a[1], (a[2] as usize).min(mem::MAX_COPY))?;
+        let name = if a[4] != 0 {
+            Some(read_addr(tid, a[4], a[5])?)
+        } else {
+            None
+        };
+        (data, name, a[3] as i32)
+    } else {
+        let h = msghdr(tid, a[1])?;
+        if h.controllen >= 16 {
+            say(
+                "sendmsg with control data (SCM_RIGHTS, SCM_CREDENTIALS) on a udsfs socket is not supported yet (EOPNOTSUPP)",
+            );
+            return Err(libc::EOPNOTSUPP);
+        }
+        let name = if h.name != 0 {
+            Some(read_addr(tid, h.name, h.namelen as u64)?)
+        } else {
+            None
+        };
+        (mem::gather(tid, &h.iov, mem::MAX_COPY)?, name, a[2] as i32)
+    };
+    let to = match name.map(|n| classify(c.ctx, tid, &n)) {
+        None => None,
+        Some(Route::Udsfs(w)) => Some(w),
+        Some(Route::Autobind) => return Err(libc::EINVAL),
+        Some(Route::Kernel) => {
+            say(
+                "sendto on a udsfs socket: the address is a kernel AF_UNIX name outside the mount and its routes",
+            );
+            return Err(libc::ECONNREFUSED);
+        }
+    };
+    let stream = daemon::info(s)?[INFO_TYPE] == libc::SOCK_STREAM as i64;
+    let oob = flags & libc::MSG_OOB != 0;
+    if oob && !stream {
+        return Err(libc::EOPNOTSUPP);
+    }
+    if !stream && data.len() > MSG_ROOM {
+        // The library sends these through the `msg` file; not here yet.
+        return Err(libc::EMSGSIZE);
+    }
+    let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
+    let mut sent = 0;
+    loop {
+        let end = data.len().min(sent + MSG_ROOM);
+        let chunk = &data[sent..end];
+        // The address goes with the first piece only.
+        let to = if sent == 0 { to.as_deref() } else { None };
+        match daemon::send(s, chunk, to, oob && end == data.len()) {
+            Ok(n) => {
+                sent += n;
+                if sent >= data.len() || (nonblock && n < chunk.len()) {
+                    return Ok(sent as i64);
+                }
+            }
+            Err(libc::EAGAIN) if !nonblock => {
+                if let Err(stop) = c.wait(s, libc::POLLOUT) {
+                    return if sent > 0 {
+                        Ok(sent as i64)
+                    } else {
+                        Err(errno_of(stop))
+                    };
+                }
+            }
+            Err(e) if sent > 0 && e != libc::EPIPE => return Ok(sent as i64),
+            Err(e) => {
+                if e == libc::EPIPE && flags & libc::MSG_NOSIGNAL == 0 && stream {
+                    sigpipe(tid);
+                }
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// SIGPIPE to the sending thread, as unix_stream_sendmsg raises it.
+fn sigpipe(tid: i32) {
+    let tgid = std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("Tgid:"))
+                .and_then(|v| v.trim().parse::<i32>().ok())
+        });
+    if let Some(tgid) = tgid {
+        // SAFETY: sends a signal; no memory is involved.
+        unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, libc::SIGPIPE) };
+    }
+}
+
+fn recv(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
+    let (a, tid) = (job.args, c.task.tid);
+    let (want, flags, hdr) = if job.nr == libc::SYS_recvfrom {
+        (a[2] as usize, a[3] as i32, None)
+    } else {
+        let h = msghdr(tid, a[1])?;
+        let want = h
+            .iov
+            .iter()
+            .map(|v| v.1)
+            .fold(0usize, usize::saturating_add);
+        (want, a[2] as i32, Some(h))
+    };
+    let stream = daemon::info(s)?[INFO_TYPE] == libc::SOCK_STREAM as i64;
+    let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
+    let (peek, oob) = (flags & libc::MSG_PEEK != 0, flags & libc::MSG_OOB != 0);
+    let mut idle = 0u32;
+    let got = loop {
+        match daemon::recv(s, want, peek, oob) {
+            Err(libc::EAGAIN) if !nonblock => {
+                c.wait(s, libc::POLLIN).map_err(errno_of)?;
+                // Readable while a peek finds nothing at its offset: back
+                // off as the library does (preload/src/msg.rs recv_once).
+                if idle > 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(50 << idle.min(8)));
+                }
+                idle += 1;
+            }
+            r => break r?,
+        }
+    };
+    if got.too_big {
+        // The library reads these from the `msg` file; not here yet.
+        return Err(libc::EMSGSIZE);
+    }
+    let from = if got.from.is_empty() {
+        Vec::new()
+    } else {
+        route::sockaddr(&c.ctx.routes, &got.from, got.from_as_given)
+    };
+    let truncated = !stream && got.full_len > got.data.len();
+    let ret = if truncated && flags & libc::MSG_TRUNC != 0 {
+        got.full_len
+    } else {
+        got.data.len()
+    };
+    match hdr {
+        None => {
+            mem::write(tid, a[1], &got.data)?;
+            if a[4] != 0 && a[5] != 0 {
+                put_sized(tid, a[4], a[5], &from)?;
+            }
+        }
+        Some(h) => {
+            mem::scatter(tid, &h.iov, &got.data)?;
+            let mut namelen = 0u32;
+            if h.name != 0 {
+                let n = (h.namelen as usize).min(from.len());
+                mem::write(tid, h.name, &from[..n])?;
+                namelen = from.len() as u32;
+            }
+            mem::write_u32(tid, a[1] + 8, namelen)?;
+            // No control data comes back yet (no SCM_CREDENTIALS, rights).
+            mem::write(tid, a[1] + 40, &0u64.to_ne_bytes())?;
+            let mf = if truncated { libc::MSG_TRUNC } else { 0 };
+            mem::write_u32(tid, a[1] + 48, mf as u32)?;
+        }
+    }
+    Ok(ret as i64)
+}
