@@ -172,6 +172,7 @@ scripts!(
     run_inherit,
     run_postgres,
     run_python,
+    run_seccomp,
     run_socat_nc,
     soak,
     ss_compare,

@@ -4,7 +4,7 @@
 //
 //	unixprobe dial PATH MSG     connects, sends MSG and a newline, prints the reply line
 //	unixprobe serve PATH N      listens, answers N connections: "go got " + the line
-//	unixprobe dgram PATH MSG    sends one datagram from an autobound socket and prints the answer
+//	unixprobe dgram PATH MSG    sends one datagram from an abstract name and prints the answer
 package main
 
 import (
@@ -65,7 +65,8 @@ func main() {
 		l.Close()
 		fmt.Printf("served %d\n", n)
 	case "dgram":
-		c, err := net.DialUnix("unixgram", &net.UnixAddr{Name: "", Net: "unixgram"}, &net.UnixAddr{Name: path, Net: "unixgram"})
+		local := &net.UnixAddr{Name: fmt.Sprintf("@unixprobe-%d", os.Getpid()), Net: "unixgram"}
+		c, err := net.DialUnix("unixgram", local, &net.UnixAddr{Name: path, Net: "unixgram"})
 		if err != nil {
 			die("%v", err)
 		}
@@ -79,6 +80,7 @@ func main() {
 			die("read: %v", err)
 		}
 		fmt.Printf("reply: %s\n", buf[:n])
+		fmt.Printf("local: %s\n", c.LocalAddr())
 	default:
 		die("unknown mode %s", os.Args[1])
 	}
