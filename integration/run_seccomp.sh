@@ -14,6 +14,7 @@ need_cmd go golang-go
 need_cmd gcc gcc
 need_cmd readelf binutils
 need_cmd python3 python3
+need_cmd curl curl
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
 
 # The programs, built here (stdlib only: no module downloads).
@@ -85,6 +86,19 @@ reap "$GOSRV"
 expect_eq "Go server's exit status" "$REAPED_STATUS" 0
 expect_eq "Go server's output" "$(cat "$TMP/go.out")" "listening on $GO_SOCK
 served 2"
+
+# 2b. A Go HTTP server (net/http) answered by curl through the library.
+WWW=$MNT/www.sock
+start_bg HTTPSRV "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- "$TMP/unixprobe" http "$WWW" 2 >"$TMP/http.out" 2>&1
+wait_listening "$WWW"
+expect_socket_home "$WWW"
+body=$(on_udsfs curl --silent --show-error --fail --max-time 20 --unix-socket "$WWW" http://go/a http://go/b 2>&1) ||
+    fail "curl failed: $body"
+expect_eq "Go HTTP bodies through curl" "$body" "hello from Go: /a
+hello from Go: /b"
+ended_within "$HTTPSRV" 10000 || fail "the Go HTTP server did not finish: $(cat "$TMP/http.out")"
+reap "$HTTPSRV"
+expect_eq "Go HTTP server's exit status" "$REAPED_STATUS" 0
 
 # 3. Datagrams: the Go client binds an abstract name (a kernel socket made udsfs at
 #    bind), connects, writes and reads natively; the server answers to that name.

@@ -4,6 +4,7 @@
 //
 //	unixprobe dial PATH MSG     connects, sends MSG and a newline, prints the reply line
 //	unixprobe serve PATH N      listens, answers N connections: "go got " + the line
+//	unixprobe http PATH N       serves N HTTP requests (net/http): "hello from Go: " + the path
 //	unixprobe dgram PATH MSG    sends one datagram from an abstract name and prints the answer
 package main
 
@@ -11,8 +12,10 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -62,6 +65,26 @@ func main() {
 			fmt.Fprintf(c, "go got %s", line)
 			c.Close()
 		}
+		l.Close()
+		fmt.Printf("served %d\n", n)
+	case "http":
+		n, _ := strconv.Atoi(os.Args[3])
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			die("%v", err)
+		}
+		done := make(chan bool)
+		var count int32
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "hello from Go: %s\n", r.URL.Path)
+			if int(atomic.AddInt32(&count, 1)) == n {
+				close(done)
+			}
+		})
+		fmt.Printf("listening on %s\n", l.Addr())
+		go http.Serve(l, h)
+		<-done
+		time.Sleep(100 * time.Millisecond)
 		l.Close()
 		fmt.Printf("served %d\n", n)
 	case "dgram":
