@@ -20,7 +20,9 @@ need_cmd curl curl
 # The programs, built here (stdlib only: no module downloads).
 export GOCACHE=$ROOT/target/gocache GOPATH=$ROOT/target/gopath GOPROXY=off GOFLAGS= GO111MODULE=on
 (cd "$ROOT/integration/go/unixprobe" && go build -o "$TMP/unixprobe" .) || fail "go build failed"
-gcc -static -O2 -o "$TMP/static_client" "$ROOT/integration/c/static_client.c" || fail "gcc -static failed"
+for prog in static_client hostile; do
+    gcc -static -O2 -o "$TMP/$prog" "$ROOT/integration/c/$prog.c" || fail "gcc -static $prog.c failed"
+done
 # No program interpreter: the dynamic loader, and so the preload library, never runs.
 readelf -l "$TMP/static_client" | grep -q 'LOAD' || fail "readelf cannot read static_client"
 ! readelf -l "$TMP/static_client" | grep -q 'INTERP' || fail "static_client is not statically linked"
@@ -122,6 +124,19 @@ ended_within "$DGSRV" 10000 || fail "the datagram server did not finish: $(cat "
 reap "$DGSRV"
 grep -q "from b'\\\\x00unixprobe-" "$TMP/dg.out" || fail "the server saw the sender as: $(cat "$TMP/dg.out")"
 ok "a Go datagram socket bound an abstract udsfs name and got its answer"
+
+# 3b. Bad pointers and lengths (integration/c/hostile.c): the supervisor answers as
+#     Linux does and goes on serving; the same program on kernel sockets is the reference.
+mkdir "$TMP/k"
+"$TMP/hostile" "$TMP/k" >"$TMP/hostile.kernel" 2>&1 || fail "hostile on kernel sockets: $(cat "$TMP/hostile.kernel")"
+seccomp "$TMP/hostile" "$MNT" >"$TMP/hostile.udsfs" 2>&1 || fail "hostile through the supervisor: $(cat "$TMP/hostile.udsfs")"
+expect_eq "hostile's sockets on the kernel" "$(grep -c '^where: kernel$' "$TMP/hostile.kernel")" 3
+expect_eq "hostile's sockets through the supervisor that were udsfs" "$(grep -c '^where: udsfs$' "$TMP/hostile.udsfs")" 3
+if ! diff <(grep -v '^where: ' "$TMP/hostile.kernel") <(grep -v '^where: ' "$TMP/hostile.udsfs") >"$TMP/hostile.diff"; then
+    cat "$TMP/hostile.diff" >&2
+    fail "the supervisor answered bad input differently from the kernel (< kernel, > udsfs)"
+fi
+ok "bad input: the same $(grep -vc '^where: ' "$TMP/hostile.udsfs") answers as the kernel, and the exchange after them works"
 
 # 4. A blocking accept under the supervisor: a signal runs the program's handler (the
 #    supervisor ends its wait with ERESTARTSYS, the accept restarts) and the accept

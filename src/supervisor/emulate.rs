@@ -79,7 +79,12 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
     match nr {
         libc::SYS_socket => return Err(Reply::Continue),
         libc::SYS_socketpair => {
-            return if args[0] as i32 == libc::AF_UNIX {
+            // Anything the daemon would refuse goes to the kernel, which
+            // gives Linux's errno in Linux's order.
+            let (ty, proto) = (args[1] as i32, args[2] as i32);
+            let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+            let valid = daemon::type_name(base).is_some() && (proto == 0 || proto == libc::PF_UNIX);
+            return if args[0] as i32 == libc::AF_UNIX && valid {
                 Ok(job(false, None))
             } else {
                 Err(Reply::Continue)
@@ -298,10 +303,7 @@ pub fn perform(ctx: &Ctx, l: &Listener, job: Job) -> Reply {
 }
 
 fn socketpair(c: &Call, a: [u64; 6]) -> Res<i64> {
-    let (ty, proto) = (a[1] as i32, a[2] as i32);
-    if proto != 0 && proto != libc::PF_UNIX {
-        return Err(libc::EPROTONOSUPPORT);
-    }
+    let ty = a[1] as i32;
     let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
     // The target's array must take two ints before sockets are made.
     mem::write(c.task.tid, a[3], &[0u8; 8])?;
@@ -597,13 +599,13 @@ fn accept(c: &Call, s: &OwnedFd, addr: u64, lenp: u64, flags: i32) -> Res<i64> {
         let wire = &g.addr[..(g.addr_len as usize).min(ADDR_MAX)];
         route::sockaddr(&c.ctx.routes, wire, g.addr_flags & ADDR_AS_GIVEN != 0)
     });
-    let nfd = c.install(&new, None, flags & libc::SOCK_CLOEXEC != 0)?;
     if addr != 0 && lenp != 0 {
         let bytes = peer.unwrap_or_else(|| (libc::AF_UNIX as u16).to_ne_bytes().to_vec());
-        // The connection is the target's now: a bad address is its loss,
-        // as on Linux (the descriptor stays installed).
-        let _ = put_sized(c.task.tid, addr, lenp, &bytes);
+        // Before the install: a bad address fails the accept and drops
+        // the connection, as Linux's accept does.
+        put_sized(c.task.tid, addr, lenp, &bytes)?;
     }
+    let nfd = c.install(&new, None, flags & libc::SOCK_CLOEXEC != 0)?;
     Ok(nfd as i64)
 }
 
