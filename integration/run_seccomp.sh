@@ -4,7 +4,8 @@
 # package's raw system calls) as client and server, a statically linked C client
 # (integration/c/static_client.c), and Python under the supervisor for blocking calls.
 # Their peers are Python programs through the preload library. Every socket is checked
-# to be a udsfs socket ($U/unix lists it, /proc/net/unix does not). Then: a signal to a
+# to be a udsfs socket ($U/unix lists it, /proc/net/unix does not), and SO_PEERCRED
+# shows the programs' own pids (the supervisor acts for them). Then: a signal to a
 # program waiting in a trapped accept runs its handler and the accept goes on; a
 # program killed there leaves no supervisor thread behind.
 source "$(dirname "$0")/lib.sh"
@@ -56,16 +57,29 @@ wait_listening "$PY_SOCK"
 expect_socket_home "$PY_SOCK"
 
 out=$(seccomp "$TMP/unixprobe" dial "$PY_SOCK" hello-go 2>&1) || fail "the Go client failed: $out"
-expect_eq "Go client's exchange" "$out" "reply: py got hello-go
+expect_eq "Go client's exchange" "$(sed -n 1,2p <<<"$out")" "reply: py got hello-go
 remote: $PY_SOCK"
+GO_PID=$(sed -n 's/^pid: //p' <<<"$out")
 out=$(seccomp "$TMP/static_client" "$PY_SOCK" hello-static 2>&1) || fail "the static client failed: $out"
-expect_eq "static client's exchange" "$out" "reply: py got hello-static
+expect_eq "static client's exchange" "$(sed -n 1,2p <<<"$out")" "reply: py got hello-static
 peer: $PY_SOCK"
+C_PID=$(sed -n 's/^pid: //p' <<<"$out")
 ended_within "$PYSRV" 10000 || fail "the Python server did not finish: $(cat "$TMP/py.out")"
 reap "$PYSRV"
 expect_eq "Python server's exit status" "$REAPED_STATUS" 0
-# Known gap (issue 21, credentials): the daemon sees the supervisor as the client.
-say "SO_PEERCRED pids the server saw (the supervisor's, not the clients'): $(grep 'peer pid' "$TMP/py.out" | tr '\n' ' ')"
+# The supervisor acts for the program (src/fuse/actfor.rs): the server sees the
+# clients' own pids, not the supervisor's.
+expect_eq "SO_PEERCRED pids the server saw" "$(grep 'peer pid' "$TMP/py.out" | tr '\n' ' ')" "peer pid $GO_PID peer pid $C_PID "
+
+# Only a process's own tree may be acted for: the script is no descendant of python.
+out=$(python3 -c '
+import errno, os, sys
+try:
+    os.setxattr(sys.argv[1], "user.udsfs.act_for", sys.argv[2].encode())
+    print("granted")
+except OSError as e:
+    print(errno.errorcode[e.errno])' "$MNT" "$$")
+expect_eq "act_for a process outside the caller's tree" "$out" EPERM
 
 # 2. A Go server through the supervisor; a Python client through the library and the
 #    static client through the supervisor.
@@ -78,15 +92,19 @@ import socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 s.sendall(b"from python\n")
-print(s.makefile().readline(), end="")' "$GO_SOCK" 2>&1) || fail "the Python client failed: $out"
-expect_eq "Go server's answer to Python" "$out" "go got from python"
+print(s.makefile().readline(), end="")
+cred = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+print("server pid", int.from_bytes(cred[:4], sys.byteorder))' "$GO_SOCK" 2>&1) || fail "the Python client failed: $out"
+expect_eq "Go server's answer to Python" "$(sed -n 1p <<<"$out")" "go got from python"
+GOSRV_PID=$(sed -n 's/^listening on .* pid //p' "$TMP/go.out")
+expect_eq "SO_PEERCRED pid of the Go server, seen by its client" "$(sed -n 's/^server pid //p' <<<"$out")" "$GOSRV_PID"
 out=$(seccomp "$TMP/static_client" "$GO_SOCK" static 2>&1) || fail "the static client failed: $out"
-expect_eq "Go server's answer to the static client" "$out" "reply: go got static
+expect_eq "Go server's answer to the static client" "$(sed -n 1,2p <<<"$out")" "reply: go got static
 peer: $GO_SOCK"
 ended_within "$GOSRV" 10000 || fail "the Go server did not finish: $(cat "$TMP/go.out")"
 reap "$GOSRV"
 expect_eq "Go server's exit status" "$REAPED_STATUS" 0
-expect_eq "Go server's output" "$(cat "$TMP/go.out")" "listening on $GO_SOCK
+expect_eq "Go server's output" "$(cat "$TMP/go.out")" "listening on $GO_SOCK pid $GOSRV_PID
 served 2"
 
 # 2b. A Go HTTP server (net/http) answered by curl through the library.

@@ -1,6 +1,6 @@
 /* static_client: socket, connect, send, recv through raw system calls of a
  * statically linked program (no preload library can reach it), for
- * integration/run_seccomp.sh. Prints the reply and its peer's name. */
+ * integration/run_seccomp.sh. Prints the reply, its peer's name and its pid. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -45,6 +45,7 @@ int main(int argc, char **argv)
 	}
 	printf("reply: %s", buf);
 	printf("peer: %s\n", p.sun_path);
+	printf("pid: %d\n", (int)getpid());
 	close(fd);
 	return 0;
 }

@@ -278,6 +278,9 @@ pub fn perform(ctx: &Ctx, l: &Listener, job: Job) -> Reply {
     if !l.valid(job.id) {
         return Reply::Errno(libc::EINTR);
     }
+    // The daemon takes this thread's requests as the target's (its pid,
+    // users, network namespace: src/fuse/actfor.rs) until the guard drops.
+    let _grant = super::actfor::Grant::new(&ctx.daemon.mount, job.tid);
     let c = Call {
         ctx,
         l,
@@ -712,14 +715,7 @@ fn send(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
 
 /// SIGPIPE to the sending thread, as unix_stream_sendmsg raises it.
 fn sigpipe(tid: i32) {
-    let tgid = std::fs::read_to_string(format!("/proc/{tid}/status"))
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("Tgid:"))
-                .and_then(|v| v.trim().parse::<i32>().ok())
-        });
-    if let Some(tgid) = tgid {
+    if let Some(tgid) = super::target::tgid_of(tid) {
         // SAFETY: sends a signal; no memory is involved.
         unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, libc::SIGPIPE) };
     }

@@ -9,6 +9,7 @@
 //! descriptor number the program holds, so read, write, poll and close are
 //! native.
 
+mod actfor;
 mod daemon;
 mod emulate;
 mod filter;

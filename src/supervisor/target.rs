@@ -120,37 +120,21 @@ impl Task {
         Ok(unsafe { OwnedFd::from_raw_fd(r as i32) })
     }
 
-    /// FD_CLOEXEC of the target's `fd` (fdinfo's octal `flags`).
+    /// FD_CLOEXEC of the target's `fd`.
     pub fn cloexec(&self, fd: i32) -> bool {
-        let text = std::fs::read_to_string(format!("/proc/{}/fdinfo/{fd}", self.tid));
-        text.ok()
-            .and_then(|t| {
-                let v = t.lines().find_map(|l| l.strip_prefix("flags:"))?;
-                u32::from_str_radix(v.trim(), 8).ok()
-            })
-            .is_some_and(|f| f & libc::O_CLOEXEC as u32 != 0)
+        crate::procfs::fd_flags(self.tid, fd).is_some_and(|f| f & libc::O_CLOEXEC as u32 != 0)
     }
 
     /// A signal the thread does not block is pending (for it or its
     /// process): a blocking call the supervisor waits on must end.
     pub fn signal_pending(&self) -> bool {
-        let Ok(text) = std::fs::read_to_string(format!("/proc/{}/status", self.tid)) else {
-            return false;
-        };
-        let field = |name: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-                .unwrap_or(0)
-        };
-        let pending = field("SigPnd:") | field("ShdPnd:");
-        pending & !field("SigBlk:") & !field("SigIgn:") != 0
+        crate::procfs::Status::read(self.tid as u32).is_ok_and(|st| st.signal_pending())
     }
 }
 
-fn tgid_of(tid: pid_t) -> Option<pid_t> {
-    let text = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
+pub fn tgid_of(tid: pid_t) -> Option<pid_t> {
+    crate::procfs::Status::read(tid as u32)
+        .ok()
+        .map(|st| st.tgid)
+        .filter(|&t| t > 0)
 }

@@ -2,7 +2,7 @@
 // standard net package (raw system calls, no C library), for
 // integration/run_seccomp.sh.
 //
-//	unixprobe dial PATH MSG     connects, sends MSG and a newline, prints the reply line
+//	unixprobe dial PATH MSG     connects, sends MSG and a newline, prints the reply line and its pid
 //	unixprobe serve PATH N      listens, answers N connections: "go got " + the line
 //	unixprobe http PATH N       serves N HTTP requests (net/http): "hello from Go: " + the path
 //	unixprobe dgram PATH MSG    sends one datagram from an abstract name and prints the answer
@@ -45,6 +45,7 @@ func main() {
 		}
 		fmt.Printf("reply: %s", line)
 		fmt.Printf("remote: %s\n", c.RemoteAddr())
+		fmt.Printf("pid: %d\n", os.Getpid())
 		c.Close()
 	case "serve":
 		n, _ := strconv.Atoi(os.Args[3])
@@ -52,7 +53,7 @@ func main() {
 		if err != nil {
 			die("%v", err)
 		}
-		fmt.Printf("listening on %s\n", l.Addr())
+		fmt.Printf("listening on %s pid %d\n", l.Addr(), os.Getpid())
 		for i := 0; i < n; i++ {
 			c, err := l.Accept()
 			if err != nil {
