@@ -21,7 +21,7 @@ need_cmd curl curl
 # The programs, built here (stdlib only: no module downloads).
 export GOCACHE=$ROOT/target/gocache GOPATH=$ROOT/target/gopath GOPROXY=off GOFLAGS= GO111MODULE=on
 (cd "$ROOT/integration/go/unixprobe" && go build -o "$TMP/unixprobe" .) || fail "go build failed"
-for prog in static_client hostile; do
+for prog in static_client hostile messages; do
     gcc -static -O2 -o "$TMP/$prog" "$ROOT/integration/c/$prog.c" || fail "gcc -static $prog.c failed"
 done
 # No program interpreter: the dynamic loader, and so the preload library, never runs.
@@ -155,6 +155,17 @@ if ! diff <(grep -v '^where: ' "$TMP/hostile.kernel") <(grep -v '^where: ' "$TMP
     fail "the supervisor answered bad input differently from the kernel (< kernel, > udsfs)"
 fi
 ok "bad input: the same $(grep -vc '^where: ' "$TMP/hostile.udsfs") answers as the kernel, and the exchange after them works"
+
+# 3c. The message calls of a static program on socketpairs (integration/c/messages.c):
+#     queue ioctls, sendmmsg/recvmmsg, SCM_RIGHTS of a socket, SCM_CREDENTIALS.
+"$TMP/messages" >"$TMP/messages.kernel" 2>&1 || fail "messages on kernel sockets: $(cat "$TMP/messages.kernel")"
+seccomp "$TMP/messages" >"$TMP/messages.udsfs" 2>&1 || fail "messages through the supervisor: $(cat "$TMP/messages.udsfs")"
+expect_eq "messages' pairs through the supervisor that were udsfs" "$(grep -c '^where: udsfs$' "$TMP/messages.udsfs")" 2
+if ! diff <(grep -v '^where: ' "$TMP/messages.kernel") <(grep -v '^where: ' "$TMP/messages.udsfs") >"$TMP/messages.diff"; then
+    cat "$TMP/messages.diff" >&2
+    fail "the supervisor's message calls answered differently from the kernel (< kernel, > udsfs)"
+fi
+ok "message calls: the same $(grep -vc '^where: ' "$TMP/messages.udsfs") results as the kernel"
 
 # 4. A blocking accept under the supervisor: a signal runs the program's handler (the
 #    supervisor ends its wait with ERESTARTSYS, the accept restarts) and the accept

@@ -138,6 +138,23 @@ pub struct Got {
     pub from: Vec<u8>,
     pub from_as_given: bool,
     pub too_big: bool,
+    /// SCM_CREDENTIALS: pid, uid, gid.
+    pub creds: Option<[u32; 3]>,
+    /// Passed sockets (numbers) and files (bit 63: a tag for the fd channel).
+    pub rights: Vec<u64>,
+    /// The daemon dropped passed sockets (MSG_CTRUNC).
+    pub ctrunc: bool,
+    /// The byte returned is the OOB byte.
+    pub oob: bool,
+}
+
+/// What a send carries besides its payload.
+#[derive(Default)]
+pub struct Meta<'a> {
+    pub to: Option<&'a [u8]>,
+    pub creds: Option<[u32; 3]>,
+    pub rights: &'a [u64],
+    pub oob: bool,
 }
 
 fn head() -> MsgHead {
@@ -156,20 +173,27 @@ fn msg_ioctl(fd: &OwnedFd, buf: &mut [u8]) -> Res<MsgHead> {
 }
 
 /// One send of at most MSG_ROOM bytes, never waiting (EAGAIN when full).
-pub fn send(fd: &OwnedFd, data: &[u8], to: Option<&[u8]>, oob: bool) -> Res<usize> {
+pub fn send(fd: &OwnedFd, data: &[u8], meta: &Meta) -> Res<usize> {
     let mut buf = vec![0u8; MSG_BUF];
     let mut h = head();
     h.op = MSGOP_SEND;
     let data = &data[..data.len().min(MSG_ROOM)];
     h.len = data.len() as u32;
-    if oob {
+    if meta.oob {
         h.flags |= MSGF_OOB;
     }
-    if let Some(to) = to {
+    if let Some(to) = meta.to {
         let n = to.len().min(ADDR_MAX);
         h.addr[..n].copy_from_slice(&to[..n]);
         h.addr_len = n as u32;
     }
+    if let Some(c) = meta.creds {
+        h.has_creds = HAS_CREDS;
+        h.creds = c;
+    }
+    let n = meta.rights.len().min(MAX_RIGHTS);
+    h.rights[..n].copy_from_slice(&meta.rights[..n]);
+    h.nrights = n as u32;
     let hs = std::mem::size_of::<MsgHead>();
     // SAFETY: buf has room for a MsgHead.
     unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<MsgHead>(), h) };
@@ -178,9 +202,9 @@ pub fn send(fd: &OwnedFd, data: &[u8], to: Option<&[u8]>, oob: bool) -> Res<usiz
 }
 
 /// One receive of up to `want` bytes, never waiting (EAGAIN when empty).
-/// Passed sockets are refused (a control room of 0: the daemon closes them,
-/// MSG_CTRUNC as Linux for a reader without room).
-pub fn recv(fd: &OwnedFd, want: usize, peek: bool, oob: bool) -> Res<Got> {
+/// `room` is the reader's control buffer length: the daemon closes passed
+/// sockets beyond it, as Linux closes the files it does not install.
+pub fn recv(fd: &OwnedFd, want: usize, peek: bool, oob: bool, room: usize) -> Res<Got> {
     let mut buf = vec![0u8; MSG_BUF];
     let mut h = head();
     h.op = MSGOP_RECV;
@@ -192,6 +216,7 @@ pub fn recv(fd: &OwnedFd, want: usize, peek: bool, oob: bool) -> Res<Got> {
     if oob {
         h.flags |= MSGF_OOB;
     }
+    h.nrights = room.min(u32::MAX as usize) as u32;
     // SAFETY: buf has room for a MsgHead.
     unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<MsgHead>(), h) };
     let r = msg_ioctl(fd, &mut buf)?;
@@ -203,5 +228,9 @@ pub fn recv(fd: &OwnedFd, want: usize, peek: bool, oob: bool) -> Res<Got> {
         from: r.addr[..(r.addr_len as usize).min(ADDR_MAX)].to_vec(),
         from_as_given: r.addr_flags & ADDR_AS_GIVEN != 0,
         too_big: r.status == STATUS_TOO_BIG,
+        creds: (r.has_creds & HAS_CREDS != 0).then_some(r.creds),
+        rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
+        ctrunc: r.flags & MSGF_CTRUNC != 0,
+        oob: r.flags & MSGF_OOB != 0,
     })
 }

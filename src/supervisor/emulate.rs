@@ -32,7 +32,7 @@ pub struct Job {
     addr: Option<Vec<u8>>,
 }
 
-fn say(what: &str) {
+pub(super) fn say(what: &str) {
     eprintln!("udsfs run (seccomp): {what}");
 }
 
@@ -45,7 +45,7 @@ fn fd_is_udsfs(dev: &Dev, tid: i32, fd: i32) -> bool {
 }
 
 /// Copies a sockaddr of the target (at most sizeof(sockaddr_un) bytes).
-fn read_addr(tid: i32, addr: u64, len: u64) -> Result<Vec<u8>, i32> {
+pub(super) fn read_addr(tid: i32, addr: u64, len: u64) -> Result<Vec<u8>, i32> {
     let n = (len.min(route::SUN_LEN as u64)) as usize;
     mem::read(tid, addr, n)
 }
@@ -61,7 +61,7 @@ fn cwd_for(tid: i32, addr: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-fn classify(ctx: &Ctx, tid: i32, addr: &[u8]) -> Route {
+pub(super) fn classify(ctx: &Ctx, tid: i32, addr: &[u8]) -> Route {
     ctx.routes.classify(addr, cwd_for(tid, addr).as_deref())
 }
 
@@ -121,16 +121,16 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
 }
 
 /// sizeof(struct msghdr).
-const MSGHDR: usize = 56;
+pub(super) const MSGHDR: usize = 56;
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
+pub(super) fn u64_at(b: &[u8], at: usize) -> u64 {
     b.get(at..at + 8)
         .and_then(|s| s.try_into().ok())
         .map(u64::from_ne_bytes)
         .unwrap_or(0)
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
+pub(super) fn u32_at(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4)
         .and_then(|s| s.try_into().ok())
         .map(u32::from_ne_bytes)
@@ -138,21 +138,21 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 }
 
 /// Why a wait ended without its event.
-enum Stop {
+pub(super) enum Stop {
     /// The notification is gone (the target died or was interrupted).
     Gone,
     /// A signal waits for the thread: -ERESTARTSYS, restarted or EINTR.
     Signal,
 }
 
-struct Call<'a> {
-    ctx: &'a Ctx,
+pub(super) struct Call<'a> {
+    pub ctx: &'a Ctx,
     l: &'a Listener,
-    task: Task,
+    pub task: Task,
     id: u64,
 }
 
-fn errno_of(stop: Stop) -> i32 {
+pub(super) fn errno_of(stop: Stop) -> i32 {
     match stop {
         Stop::Gone => libc::EINTR,
         Stop::Signal => ERESTARTSYS,
@@ -164,7 +164,7 @@ impl Call<'_> {
     /// and between them the notification's validity and the target's
     /// pending signals. (Temporary: when the daemon's ioctls park, the wait
     /// moves there and this becomes the cancellation of a parked request.)
-    fn wait(&self, fd: &OwnedFd, events: i16) -> Result<(), Stop> {
+    pub fn wait(&self, fd: &OwnedFd, events: i16) -> Result<(), Stop> {
         loop {
             let mut p = libc::pollfd {
                 fd: fd.as_raw_fd(),
@@ -197,7 +197,7 @@ impl Call<'_> {
         Ok(())
     }
 
-    fn install(&self, new: &OwnedFd, at: Option<i32>, cloexec: bool) -> Res<i32> {
+    pub fn install(&self, new: &OwnedFd, at: Option<i32>, cloexec: bool) -> Res<i32> {
         if !self.l.valid(self.id) {
             return Err(libc::EINTR);
         }
@@ -244,7 +244,7 @@ fn kernel_bound(fd: &OwnedFd) -> bool {
     }
 }
 
-fn nonblocking(fd: &OwnedFd) -> bool {
+pub(super) fn nonblocking(fd: &OwnedFd) -> bool {
     // SAFETY: fcntl query.
     let fl = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
     fl >= 0 && fl & libc::O_NONBLOCK != 0
@@ -330,6 +330,7 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
         return Reply::Continue;
     }
     let route = classify(c.ctx, c.task.tid, addr);
+    let a = job.args;
     let new = match convert(&c.ctx.daemon, &k) {
         Ok(n) => n,
         Err(e) => return Reply::Errno(e),
@@ -373,7 +374,7 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
     if let Err(e) = c.install(&new, Some(fd), c.task.cloexec(fd)) {
         return Reply::Errno(e);
     }
-    value(send(c, job, &new))
+    value(super::msg::send(c, &new, job.nr, a))
 }
 
 /// bind on a udsfs socket: the routed directories and the link at the
@@ -487,6 +488,7 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
             let bytes = route::sockaddr(&c.ctx.routes, wire, got.addr_flags & ADDR_AS_GIVEN != 0);
             put_sized(tid, a[1], a[2], &bytes).map(|_| 0)
         }
+        libc::SYS_ioctl => queue_ioctl(s, tid, a).map(|_| 0),
         libc::SYS_getsockopt => getsockopt(s, tid, a).map(|_| 0),
         libc::SYS_setsockopt => setsockopt(s, tid, a).map(|_| 0),
         libc::SYS_accept | libc::SYS_accept4 => {
@@ -497,15 +499,19 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
             };
             accept(c, s, a[1], a[2], flags)
         }
-        libc::SYS_sendto | libc::SYS_sendmsg => send(c, job, s),
-        libc::SYS_recvfrom | libc::SYS_recvmsg => recv(c, job, s),
+        libc::SYS_sendto | libc::SYS_sendmsg | libc::SYS_sendmmsg => {
+            super::msg::send(c, s, job.nr, a)
+        }
+        libc::SYS_recvfrom | libc::SYS_recvmsg | libc::SYS_recvmmsg => {
+            super::msg::recv(c, s, job.nr, a)
+        }
         _ => Err(libc::ENOSYS),
     }
 }
 
 /// Writes `bytes` to a (buffer, length pointer) pair of the target as the
 /// kernel's getname calls do: cut to the room, the full length reported.
-fn put_sized(tid: i32, out: u64, lenp: u64, bytes: &[u8]) -> Res<()> {
+pub(super) fn put_sized(tid: i32, out: u64, lenp: u64, bytes: &[u8]) -> Res<()> {
     let room = mem::read_u32(tid, lenp)?;
     if (room as i32) < 0 {
         return Err(libc::EINVAL);
@@ -517,6 +523,20 @@ fn put_sized(tid: i32, out: u64, lenp: u64, bytes: &[u8]) -> Res<()> {
 
 fn int(v: i64) -> Vec<u8> {
     (v as i32).to_ne_bytes().to_vec()
+}
+
+/// FIONREAD, SIOCOUTQ and SIOCATMARK as the library answers them
+/// (preload/src/opts.rs queue_ioctl, preload/src/urg.rs).
+fn queue_ioctl(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
+    let n = match a[1] as u32 {
+        super::filter::SIOCATMARK => daemon::ctl(s, OP_ATMARK, 0, &[], &[])?.v[0],
+        r if r == libc::FIONREAD as u32 => daemon::info(s)?[INFO_INQ],
+        _ => daemon::info(s)?[INFO_OUTQ],
+    };
+    if n < 0 {
+        return Err(libc::EINVAL);
+    }
+    mem::write_u32(tid, a[2], n as u32)
 }
 
 /// getsockopt as preload/src/opts.rs answers it (SO_PEERPIDFD, which needs
@@ -610,184 +630,4 @@ fn accept(c: &Call, s: &OwnedFd, addr: u64, lenp: u64, flags: i32) -> Res<i64> {
     }
     let nfd = c.install(&new, None, flags & libc::SOCK_CLOEXEC != 0)?;
     Ok(nfd as i64)
-}
-
-/// The parts of a sendmsg/recvmsg msghdr the supervisor uses.
-struct MsgHdr {
-    name: u64,
-    namelen: u32,
-    iov: Vec<(u64, usize)>,
-    controllen: u64,
-}
-
-fn msghdr(tid: i32, at: u64) -> Res<MsgHdr> {
-    let h = mem::read(tid, at, MSGHDR)?;
-    let iovlen = u64_at(&h, 24);
-    if iovlen > 1024 {
-        return Err(libc::EMSGSIZE);
-    }
-    Ok(MsgHdr {
-        name: u64_at(&h, 0),
-        namelen: u32_at(&h, 8),
-        iov: mem::read_iovecs(tid, u64_at(&h, 16), iovlen as usize)?,
-        controllen: u64_at(&h, 40),
-    })
-}
-
-fn send(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
-    let (a, tid) = (job.args, c.task.tid);
-    let (data, name, flags) = if job.nr == libc::SYS_sendto {
-        let data = mem::read(tid, a[1], (a[2] as usize).min(mem::MAX_COPY))?;
-        let name = if a[4] != 0 {
-            Some(read_addr(tid, a[4], a[5])?)
-        } else {
-            None
-        };
-        (data, name, a[3] as i32)
-    } else {
-        let h = msghdr(tid, a[1])?;
-        if h.controllen >= 16 {
-            say(
-                "sendmsg with control data (SCM_RIGHTS, SCM_CREDENTIALS) on a udsfs socket is not supported yet (EOPNOTSUPP)",
-            );
-            return Err(libc::EOPNOTSUPP);
-        }
-        let name = if h.name != 0 {
-            Some(read_addr(tid, h.name, h.namelen as u64)?)
-        } else {
-            None
-        };
-        (mem::gather(tid, &h.iov, mem::MAX_COPY)?, name, a[2] as i32)
-    };
-    let to = match name.map(|n| classify(c.ctx, tid, &n)) {
-        None => None,
-        Some(Route::Udsfs(w)) => Some(w),
-        Some(Route::Autobind) => return Err(libc::EINVAL),
-        Some(Route::Kernel) => {
-            say(
-                "sendto on a udsfs socket: the address is a kernel AF_UNIX name outside the mount and its routes",
-            );
-            return Err(libc::ECONNREFUSED);
-        }
-    };
-    let stream = daemon::info(s)?[INFO_TYPE] == libc::SOCK_STREAM as i64;
-    let oob = flags & libc::MSG_OOB != 0;
-    if oob && !stream {
-        return Err(libc::EOPNOTSUPP);
-    }
-    if !stream && data.len() > MSG_ROOM {
-        // The library sends these through the `msg` file; not here yet.
-        return Err(libc::EMSGSIZE);
-    }
-    let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
-    let mut sent = 0;
-    loop {
-        let end = data.len().min(sent + MSG_ROOM);
-        let chunk = &data[sent..end];
-        // The address goes with the first piece only.
-        let to = if sent == 0 { to.as_deref() } else { None };
-        match daemon::send(s, chunk, to, oob && end == data.len()) {
-            Ok(n) => {
-                sent += n;
-                if sent >= data.len() || (nonblock && n < chunk.len()) {
-                    return Ok(sent as i64);
-                }
-            }
-            Err(libc::EAGAIN) if !nonblock => {
-                if let Err(stop) = c.wait(s, libc::POLLOUT) {
-                    return if sent > 0 {
-                        Ok(sent as i64)
-                    } else {
-                        Err(errno_of(stop))
-                    };
-                }
-            }
-            Err(e) if sent > 0 && e != libc::EPIPE => return Ok(sent as i64),
-            Err(e) => {
-                if e == libc::EPIPE && flags & libc::MSG_NOSIGNAL == 0 && stream {
-                    sigpipe(tid);
-                }
-                return Err(e);
-            }
-        }
-    }
-}
-
-/// SIGPIPE to the sending thread, as unix_stream_sendmsg raises it.
-fn sigpipe(tid: i32) {
-    if let Some(tgid) = super::target::tgid_of(tid) {
-        // SAFETY: sends a signal; no memory is involved.
-        unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, libc::SIGPIPE) };
-    }
-}
-
-fn recv(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
-    let (a, tid) = (job.args, c.task.tid);
-    let (want, flags, hdr) = if job.nr == libc::SYS_recvfrom {
-        (a[2] as usize, a[3] as i32, None)
-    } else {
-        let h = msghdr(tid, a[1])?;
-        let want = h
-            .iov
-            .iter()
-            .map(|v| v.1)
-            .fold(0usize, usize::saturating_add);
-        (want, a[2] as i32, Some(h))
-    };
-    let stream = daemon::info(s)?[INFO_TYPE] == libc::SOCK_STREAM as i64;
-    let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
-    let (peek, oob) = (flags & libc::MSG_PEEK != 0, flags & libc::MSG_OOB != 0);
-    let mut idle = 0u32;
-    let got = loop {
-        match daemon::recv(s, want, peek, oob) {
-            Err(libc::EAGAIN) if !nonblock => {
-                c.wait(s, libc::POLLIN).map_err(errno_of)?;
-                // Readable while a peek finds nothing at its offset: back
-                // off as the library does (preload/src/msg.rs recv_once).
-                if idle > 0 {
-                    std::thread::sleep(std::time::Duration::from_micros(50 << idle.min(8)));
-                }
-                idle += 1;
-            }
-            r => break r?,
-        }
-    };
-    if got.too_big {
-        // The library reads these from the `msg` file; not here yet.
-        return Err(libc::EMSGSIZE);
-    }
-    let from = if got.from.is_empty() {
-        Vec::new()
-    } else {
-        route::sockaddr(&c.ctx.routes, &got.from, got.from_as_given)
-    };
-    let truncated = !stream && got.full_len > got.data.len();
-    let ret = if truncated && flags & libc::MSG_TRUNC != 0 {
-        got.full_len
-    } else {
-        got.data.len()
-    };
-    match hdr {
-        None => {
-            mem::write(tid, a[1], &got.data)?;
-            if a[4] != 0 && a[5] != 0 {
-                put_sized(tid, a[4], a[5], &from)?;
-            }
-        }
-        Some(h) => {
-            mem::scatter(tid, &h.iov, &got.data)?;
-            let mut namelen = 0u32;
-            if h.name != 0 {
-                let n = (h.namelen as usize).min(from.len());
-                mem::write(tid, h.name, &from[..n])?;
-                namelen = from.len() as u32;
-            }
-            mem::write_u32(tid, a[1] + 8, namelen)?;
-            // No control data comes back yet (no SCM_CREDENTIALS, rights).
-            mem::write(tid, a[1] + 40, &0u64.to_ne_bytes())?;
-            let mf = if truncated { libc::MSG_TRUNC } else { 0 };
-            mem::write_u32(tid, a[1] + 48, mf as u32)?;
-        }
-    }
-    Ok(ret as i64)
 }

@@ -4,8 +4,8 @@
 
 use libc::sock_filter;
 
-/// The calls the supervisor sees (x86_64 numbers). sendmmsg, recvmmsg and
-/// ioctl are not trapped yet (README: what the seccomp front leaves out).
+/// The calls the supervisor sees (x86_64 numbers), and ioctl with one of
+/// `IOCTLS` (the socket queries a udsfs data file cannot answer itself).
 pub const TRAPPED: &[i64] = &[
     libc::SYS_socket,
     libc::SYS_socketpair,
@@ -23,16 +23,25 @@ pub const TRAPPED: &[i64] = &[
     libc::SYS_sendmsg,
     libc::SYS_recvmsg,
     libc::SYS_shutdown,
+    libc::SYS_sendmmsg,
+    libc::SYS_recvmmsg,
 ];
+
+/// SIOCATMARK (not in the libc crate).
+pub const SIOCATMARK: u32 = 0x8905;
+/// FIONREAD (SIOCINQ), TIOCOUTQ (SIOCOUTQ), SIOCATMARK.
+pub const IOCTLS: [u32; 3] = [libc::FIONREAD as u32, libc::TIOCOUTQ as u32, SIOCATMARK];
 
 /// AUDIT_ARCH_X86_64 (EM_X86_64 | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE).
 const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 /// x32 system calls have this bit in their number.
 const X32_BIT: u32 = 0x4000_0000;
 
-// struct seccomp_data: nr at 0, arch at 4.
+// struct seccomp_data: nr at 0, arch at 4, args from 16 (the low word of
+// args[1] at 24 on this little-endian ABI).
 const OFF_NR: u32 = 0;
 const OFF_ARCH: u32 = 4;
+const OFF_ARG1: u32 = 24;
 
 const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
@@ -57,19 +66,28 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
 pub fn program() -> Vec<sock_filter> {
     let n = TRAPPED.len() as u8;
     // Layout: 0 load arch, 1 test it, 2 load nr, 3 test x32, 4.. one
-    // compare per call, 4+n allow, 5+n notify. Offsets count from the next
+    // compare per call, 4+n ioctl?, 5+n load its request, 6+n.. one compare
+    // per request, then allow, then notify. Offsets count from the next
     // instruction.
+    let allow = 9 + n;
+    let notify = 10 + n;
     let mut p = vec![
         stmt(LD_W_ABS, OFF_ARCH),
-        jump(JEQ_K, AUDIT_ARCH_X86_64, 0, n + 2),
+        jump(JEQ_K, AUDIT_ARCH_X86_64, 0, allow - 2),
         stmt(LD_W_ABS, OFF_NR),
-        jump(JGE_K, X32_BIT, n, 0),
+        jump(JGE_K, X32_BIT, allow - 4, 0),
     ];
     for (i, &nr) in TRAPPED.iter().enumerate() {
-        p.push(jump(JEQ_K, nr as u32, n - i as u8, 0));
+        p.push(jump(JEQ_K, nr as u32, notify - 5 - i as u8, 0));
+    }
+    p.push(jump(JEQ_K, libc::SYS_ioctl as u32, 0, allow - 5 - n));
+    p.push(stmt(LD_W_ABS, OFF_ARG1));
+    for (i, &req) in IOCTLS.iter().enumerate() {
+        p.push(jump(JEQ_K, req, notify - 7 - n - i as u8, 0));
     }
     p.push(stmt(RET_K, libc::SECCOMP_RET_ALLOW));
     p.push(stmt(RET_K, libc::SECCOMP_RET_USER_NOTIF));
+    debug_assert_eq!(p.len(), notify as usize + 1);
     p
 }
 
@@ -79,11 +97,22 @@ mod tests {
 
     /// Runs the program on one (arch, nr) as the kernel would.
     fn eval(p: &[sock_filter], arch: u32, nr: u32) -> u32 {
+        eval_ioctl(p, arch, nr, 0)
+    }
+
+    fn eval_ioctl(p: &[sock_filter], arch: u32, nr: u32, req: u32) -> u32 {
         let (mut pc, mut acc) = (0usize, 0u32);
         loop {
             let i = p[pc];
             match i.code {
-                LD_W_ABS => acc = if i.k == OFF_ARCH { arch } else { nr },
+                LD_W_ABS => {
+                    acc = match i.k {
+                        OFF_ARCH => arch,
+                        OFF_NR => nr,
+                        OFF_ARG1 => req,
+                        k => panic!("load at {k}"),
+                    }
+                }
                 JEQ_K | JGE_K => {
                     let hit = if i.code == JEQ_K {
                         acc == i.k
@@ -119,5 +148,18 @@ mod tests {
             libc::SECCOMP_RET_ALLOW
         );
         assert_eq!(eval(&p, 0x4000_0003, 102), libc::SECCOMP_RET_ALLOW);
+        let ioctl = libc::SYS_ioctl as u32;
+        for req in IOCTLS {
+            assert_eq!(
+                eval_ioctl(&p, AUDIT_ARCH_X86_64, ioctl, req),
+                libc::SECCOMP_RET_USER_NOTIF
+            );
+        }
+        for req in [libc::TCGETS as u32, libc::FIONBIO as u32, 0] {
+            assert_eq!(
+                eval_ioctl(&p, AUDIT_ARCH_X86_64, ioctl, req),
+                libc::SECCOMP_RET_ALLOW
+            );
+        }
     }
 }

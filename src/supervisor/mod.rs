@@ -14,6 +14,7 @@ mod daemon;
 mod emulate;
 mod filter;
 mod mem;
+mod msg;
 mod notify;
 pub mod route;
 mod target;
