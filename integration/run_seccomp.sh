@@ -167,6 +167,22 @@ if ! diff <(grep -v '^where: ' "$TMP/messages.kernel") <(grep -v '^where: ' "$TM
 fi
 ok "message calls: the same $(grep -vc '^where: ' "$TMP/messages.udsfs") results as the kernel"
 
+# 3d. The socket API of integration/run_checks.py (run_python.sh runs it through the
+#     library) in Python under the supervisor alone, against the kernel. One known
+#     difference: fstat of a udsfs socket is its data file's (S_IFREG); the library
+#     answers S_IFSOCK, the supervisor does not trap fstat.
+mkdir "$TMP/rc.k" "$MNT/rc"
+python3 "$ROOT/integration/run_checks.py" "$TMP/rc.k" kernel >"$TMP/rc.kernel" 2>&1 || fail "run_checks.py on kernel sockets: $(tail -3 "$TMP/rc.kernel")"
+seccomp python3 "$ROOT/integration/run_checks.py" "$MNT/rc" udsfs >"$TMP/rc.udsfs" 2>&1 || fail "run_checks.py through the supervisor: $(tail -3 "$TMP/rc.udsfs")"
+tail -1 "$TMP/rc.udsfs" | grep -qx done || fail "run_checks.py did not finish through the supervisor"
+expect_eq "run_checks.py descriptors that were udsfs sockets" "$(grep -c 'where: udsfs$' "$TMP/rc.udsfs")" 3
+known='where: |^pair fstat is socket: '
+if ! diff <(grep -Ev "$known" "$TMP/rc.kernel") <(grep -Ev "$known" "$TMP/rc.udsfs") >"$TMP/rc.diff"; then
+    cat "$TMP/rc.diff" >&2
+    fail "run_checks.py through the supervisor answered differently from the kernel (< kernel, > udsfs)"
+fi
+ok "run_checks.py under the supervisor: the same $(grep -Evc "$known" "$TMP/rc.udsfs") results as the kernel"
+
 # 4. A blocking accept under the supervisor: a signal runs the program's handler (the
 #    supervisor ends its wait with ERESTARTSYS, the accept restarts) and the accept
 #    still takes the next connection; then a kill while trapped leaves no thread.

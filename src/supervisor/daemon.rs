@@ -208,7 +208,9 @@ pub fn recv(fd: &OwnedFd, want: usize, peek: bool, oob: bool, room: usize) -> Re
     let mut buf = vec![0u8; MSG_BUF];
     let mut h = head();
     h.op = MSGOP_RECV;
-    h.len = want.min(MSG_ROOM) as u32;
+    // What the reader wants, not what fits: a larger datagram is "too big"
+    // (read from the `msg` file), not cut to the ioctl's room.
+    h.len = want.min(u32::MAX as usize) as u32;
     h.flags = MSGF_ROOM;
     if peek {
         h.flags |= MSGF_PEEK;

@@ -1,9 +1,9 @@
 //! The message calls on a udsfs socket (sendto, sendmsg, sendmmsg,
 //! recvfrom, recvmsg, recvmmsg), with the library's message ioctl
 //! (preload/src/msg.rs): payload, address, SCM_CREDENTIALS and passed udsfs
-//! sockets. Other passed files need the daemon's fd channel and are not
-//! carried yet (EOPNOTSUPP with a log line); nor are datagrams larger than
-//! one ioctl (EMSGSIZE), which the library sends through the `msg` file.
+//! sockets; datagrams larger than one ioctl go through the `msg` file
+//! (`record`). Other passed files need the daemon's fd channel and are not
+//! carried yet (EOPNOTSUPP with a log line).
 
 use std::os::fd::OwnedFd;
 
@@ -12,6 +12,7 @@ use super::emulate::{
     Call, MSGHDR, classify, errno_of, nonblocking, put_sized, read_addr, say, u32_at, u64_at,
 };
 use super::mem;
+use super::record;
 use super::route::{self, Route};
 use crate::fuse::ioctl_abi::*;
 
@@ -167,10 +168,22 @@ fn send_data(
     if oob && !stream {
         return Err(libc::EOPNOTSUPP);
     }
-    if !stream && data.len() > MSG_ROOM {
-        return Err(libc::EMSGSIZE);
-    }
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
+    if !stream && data.len() > MSG_ROOM {
+        let id = daemon::info(s)?[INFO_ID] as u64;
+        let meta = Meta {
+            to,
+            creds,
+            rights,
+            oob: false,
+        };
+        loop {
+            match record::send(&c.ctx.daemon, id, data, &meta) {
+                Err(libc::EAGAIN) if !nonblock => c.wait(s, libc::POLLOUT).map_err(errno_of)?,
+                r => return r.map(|n| n as i64),
+            }
+        }
+    }
     let mut sent = 0;
     loop {
         let end = data.len().min(sent + MSG_ROOM);
@@ -291,9 +304,11 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
             r => break r?,
         }
     };
-    if got.too_big {
-        return Err(libc::EMSGSIZE);
-    }
+    let got = if got.too_big {
+        record::recv(&c.ctx.daemon, daemon::info(s)?[INFO_ID] as u64, want)?
+    } else {
+        got
+    };
     let from = if got.from.is_empty() {
         Vec::new()
     } else {
