@@ -173,6 +173,7 @@ scripts!(
     run_postgres,
     run_python,
     run_seccomp,
+    run_seccomp_gonet,
     run_socat_nc,
     soak,
     ss_compare,

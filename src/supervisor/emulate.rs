@@ -53,12 +53,16 @@ pub(super) fn read_addr(tid: i32, addr: u64, len: u64) -> Result<Vec<u8>, i32> {
 fn cwd_for(tid: i32, addr: &[u8]) -> Option<Vec<u8>> {
     // Only a relative path name needs the working directory.
     if addr.len() > 2 && addr[2] != 0 && addr[2] != b'/' {
-        use std::os::unix::ffi::OsStringExt;
-        return std::fs::read_link(format!("/proc/{tid}/cwd"))
-            .ok()
-            .map(|p| p.into_os_string().into_vec());
+        return cwd_of(tid);
     }
     None
+}
+
+fn cwd_of(tid: i32) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::OsStringExt;
+    std::fs::read_link(format!("/proc/{tid}/cwd"))
+        .ok()
+        .map(|p| p.into_os_string().into_vec())
 }
 
 pub(super) fn classify(ctx: &Ctx, tid: i32, addr: &[u8]) -> Route {
@@ -90,6 +94,16 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
                 Err(Reply::Continue)
             };
         }
+        libc::SYS_unlink => return Err(unlink_routed(ctx, tid, libc::AT_FDCWD, args[0], 0)),
+        libc::SYS_unlinkat => {
+            return Err(unlink_routed(
+                ctx,
+                tid,
+                args[0] as i32,
+                args[1],
+                args[2] as i32,
+            ));
+        }
         _ => {}
     }
     if fd_is_udsfs(&ctx.dev, tid, args[0] as i32) {
@@ -117,6 +131,45 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
         Route::Udsfs(_) => Ok(job(false, Some(addr))),
         Route::Autobind if nr == libc::SYS_bind => Ok(job(false, Some(addr))),
         _ => Err(Reply::Continue),
+    }
+}
+
+/// unlink of a routed path: its node in the mount goes too, then the
+/// kernel removes the link at the path (preload/src/lib.rs unlink_routed).
+/// Answered here: it makes no daemon call that could wait.
+fn unlink_routed(ctx: &Ctx, tid: i32, dirfd: i32, path: u64, flags: i32) -> Reply {
+    use std::os::unix::ffi::OsStrExt;
+    if ctx.routes.routes.is_empty() || flags != 0 {
+        return Reply::Continue;
+    }
+    let Ok(p) = mem::read_cstr(tid, path, libc::PATH_MAX as usize) else {
+        return Reply::Continue;
+    };
+    let abs = if p.starts_with(b"/") {
+        route::normalize(&p, b"/")
+    } else if dirfd == libc::AT_FDCWD {
+        match cwd_of(tid) {
+            Some(cwd) => route::normalize(&p, &cwd),
+            None => return Reply::Continue,
+        }
+    } else {
+        return Reply::Continue;
+    };
+    let Some(tree) = ctx
+        .routes
+        .tree_path(&abs)
+        .filter(|t| ctx.routes.routed_path(t).is_some())
+    else {
+        return Reply::Continue;
+    };
+    let node = [ctx.routes.mount.as_slice(), b"/", &tree].concat();
+    if std::fs::remove_file(std::ffi::OsStr::from_bytes(&node)).is_err() {
+        return Reply::Continue;
+    }
+    // The node is gone: the call succeeds even with no link left to remove.
+    match std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&abs)) {
+        Ok(_) => Reply::Continue,
+        Err(_) => Reply::Value(0),
     }
 }
 

@@ -61,10 +61,19 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
     sock_filter { code, jt, jf, k }
 }
 
+/// With `--route` prefixes: unlink of a routed name removes its node in the
+/// mount too (servers unlink a stale socket before they bind it again).
+pub const UNLINK: &[i64] = &[libc::SYS_unlink, libc::SYS_unlinkat];
+
 /// The program: other ABIs (i386 through int 0x80, x32) run unsupervised,
 /// a limit the README states; on x86_64 each trapped number notifies.
-pub fn program() -> Vec<sock_filter> {
-    let n = TRAPPED.len() as u8;
+pub fn program(unlink: bool) -> Vec<sock_filter> {
+    let calls: Vec<i64> = TRAPPED
+        .iter()
+        .chain(if unlink { UNLINK } else { &[] })
+        .copied()
+        .collect();
+    let n = calls.len() as u8;
     // Layout: 0 load arch, 1 test it, 2 load nr, 3 test x32, 4.. one
     // compare per call, 4+n ioctl?, 5+n load its request, 6+n.. one compare
     // per request, then allow, then notify. Offsets count from the next
@@ -77,7 +86,7 @@ pub fn program() -> Vec<sock_filter> {
         stmt(LD_W_ABS, OFF_NR),
         jump(JGE_K, X32_BIT, allow - 4, 0),
     ];
-    for (i, &nr) in TRAPPED.iter().enumerate() {
+    for (i, &nr) in calls.iter().enumerate() {
         p.push(jump(JEQ_K, nr as u32, notify - 5 - i as u8, 0));
     }
     p.push(jump(JEQ_K, libc::SYS_ioctl as u32, 0, allow - 5 - n));
@@ -130,8 +139,23 @@ mod tests {
 
     #[test]
     fn socket_calls_notify_and_the_rest_runs() {
-        let p = program();
+        let p = program(false);
+        let with_unlink = program(true);
+        for &nr in UNLINK {
+            assert_eq!(
+                eval(&p, AUDIT_ARCH_X86_64, nr as u32),
+                libc::SECCOMP_RET_ALLOW
+            );
+            assert_eq!(
+                eval(&with_unlink, AUDIT_ARCH_X86_64, nr as u32),
+                libc::SECCOMP_RET_USER_NOTIF
+            );
+        }
         for &nr in TRAPPED {
+            assert_eq!(
+                eval(&with_unlink, AUDIT_ARCH_X86_64, nr as u32),
+                libc::SECCOMP_RET_USER_NOTIF
+            );
             assert_eq!(
                 eval(&p, AUDIT_ARCH_X86_64, nr as u32),
                 libc::SECCOMP_RET_USER_NOTIF

@@ -66,6 +66,31 @@ pub fn write_u32(pid: pid_t, addr: u64, v: u32) -> Result<(), i32> {
     write(pid, addr, &v.to_ne_bytes())
 }
 
+/// A NUL-terminated string of the target, at most `max` bytes (without
+/// the NUL), read a page at a time so that a string near the end of a
+/// mapping is still read. ENAMETOOLONG past `max`.
+pub fn read_cstr(pid: pid_t, addr: u64, max: usize) -> Result<Vec<u8>, i32> {
+    let mut out = Vec::new();
+    let mut at = addr;
+    loop {
+        let to_page = 4096 - (at % 4096) as usize;
+        let chunk = read(pid, at, to_page)?;
+        if let Some(end) = chunk.iter().position(|&b| b == 0) {
+            out.extend_from_slice(&chunk[..end]);
+            return if out.len() > max {
+                Err(libc::ENAMETOOLONG)
+            } else {
+                Ok(out)
+            };
+        }
+        out.extend_from_slice(&chunk);
+        if out.len() > max {
+            return Err(libc::ENAMETOOLONG);
+        }
+        at += to_page as u64;
+    }
+}
+
 /// A struct iovec array of the target: (base, len) pairs, `n` of them
 /// (at most UIO_MAXIOV, as the kernel allows).
 pub fn read_iovecs(pid: pid_t, addr: u64, n: usize) -> Result<Vec<(u64, usize)>, i32> {
@@ -127,5 +152,12 @@ mod tests {
         assert_eq!(read(me, 0, 4), Err(libc::EFAULT));
         assert_eq!(write(me, 8, b"x"), Err(libc::EFAULT));
         assert_eq!(read(me, 8, MAX_COPY + 1), Err(libc::EFAULT));
+        let s = b"a/path\0junk";
+        assert_eq!(
+            read_cstr(me, s.as_ptr() as u64, 100),
+            Ok(b"a/path".to_vec())
+        );
+        assert_eq!(read_cstr(me, s.as_ptr() as u64, 3), Err(libc::ENAMETOOLONG));
+        assert_eq!(read_cstr(me, 8, 100), Err(libc::EFAULT));
     }
 }

@@ -58,7 +58,7 @@ pub fn prepare(cmd: &mut Command, mount: &Path, routes: &[Vec<u8>]) -> Result<Se
     }
     // SAFETY: fresh descriptors we own.
     let (parent, child) = unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
-    let prog = filter::program();
+    let prog = filter::program(!routes.is_empty());
     let chan = child.as_raw_fd();
     // SAFETY: the closure makes only async-signal-safe system calls.
     unsafe { cmd.pre_exec(move || install(&prog, chan)) };
