@@ -7,7 +7,8 @@
 # to be a udsfs socket ($U/unix lists it, /proc/net/unix does not), and SO_PEERCRED
 # shows the programs' own pids (the supervisor acts for them). Then: a signal to a
 # program waiting in a trapped accept runs its handler and the accept goes on; a
-# program killed there leaves no supervisor thread behind.
+# program killed there leaves no supervisor thread behind; clients and supervisors
+# killed at random points leave no socket and no process.
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
@@ -227,3 +228,51 @@ kill -TERM "$BLRUN"
 ended_within "$BLRUN" 10000 || fail "udsfs run did not end"
 reap "$BLRUN"
 ok "a program killed in a trapped accept leaves no supervisor thread"
+
+# 5. Faults: Go clients killed at random points of their exchange with a server (through
+#    the library) that never answers, and supervisors killed under their clients. No
+#    socket is left behind, no process stays.
+cat >"$TMP/sink.py" <<'PY'
+import socket, sys, threading
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(64)
+print("listening", flush=True)
+def drain(c):
+    while c.recv(4096):
+        pass
+    c.close()
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=drain, args=(c,), daemon=True).start()
+PY
+SINK=$MNT/sink.sock
+run_cmd -- python3 "$TMP/sink.py" "$SINK"
+start_bg SINKSRV "${RUN_CMD[@]}" >"$TMP/sink.out" 2>&1
+wait_listening "$SINK"
+base=$(socket_count)
+runs=()
+for i in $(seq 1 12); do
+    start_bg R "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- "$TMP/unixprobe" dial "$SINK" "fault $i" >/dev/null 2>&1
+    runs+=("$R")
+    sleep "0.0$((RANDOM % 8))"
+    child=
+    for _ in $(seq 1 100); do
+        child=$(cat /proc/"$R"/task/*/children 2>/dev/null | tr ' ' '\n' | head -1) || true
+        [ -z "$child" ] || break
+        sleep 0.01
+    done
+    [ -n "$child" ] || fail "udsfs run $R started no command"
+    runs+=("$child")
+    if [ $((i % 3)) -eq 0 ]; then
+        kill -KILL "$R" 2>/dev/null || true # the supervisor: its command goes with it
+    else
+        kill -KILL "$child" 2>/dev/null || true
+    fi
+done
+for r in "${runs[@]}"; do
+    ended_within "$r" 5000 || fail "process $r (udsfs run or its command) still runs after the kill"
+done
+wait_socket_count "$base" 5000
+ok "12 killed clients and supervisors: every process ended, the daemon is back to $base sockets"
+kill -KILL "$SINKSRV"

@@ -84,13 +84,19 @@ pub fn prepare(cmd: &mut Command, mount: &Path, routes: &[Vec<u8>]) -> Result<Se
 }
 
 /// In CMD, just before exec: no new privileges (a setuid program runs
-/// without them, which seccomp requires of an unprivileged caller), the
+/// without them, which seccomp requires of an unprivileged caller), death
+/// with the supervisor, the
 /// filter, and the listener's number and our pid sent to the supervisor,
 /// which takes a copy with pidfd_getfd (a sendmsg would be trapped itself).
 fn install(prog: &[libc::sock_filter], chan: RawFd) -> std::io::Result<()> {
     // SAFETY: prctl and seccomp on this process; the program outlives the call.
     let fd = unsafe {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
+            return Err(last());
+        }
+        // Without its supervisor every trapped call fails (ENOSYS): CMD
+        // goes with it rather than hang on a socket nobody serves.
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) < 0 {
             return Err(last());
         }
         let fprog = libc::sock_fprog {
