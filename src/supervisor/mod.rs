@@ -43,6 +43,10 @@ pub fn prepare(cmd: &mut Command, mount: &Path, routes: &[Vec<u8>]) -> Result<Se
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::process::CommandExt;
     let dev = target::Dev::of(mount).ok_or_else(|| format!("{}: {}", mount.display(), last()))?;
+    // Every udsfs socket is made through these files.
+    if !mount.join(".udsfs/unix").is_file() {
+        return Err(format!("{} is not a udsfs mount", mount.display()));
+    }
     let mut sv = [0; 2];
     // SAFETY: socketpair fills two ints.
     if unsafe {
