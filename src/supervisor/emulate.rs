@@ -30,6 +30,24 @@ pub struct Job {
     udsfs: bool,
     /// The address that made a kernel socket's call udsfs work (copied once).
     addr: Option<Vec<u8>>,
+    /// The call may wait (accept, connect, a send or receive on a blocking
+    /// descriptor without MSG_DONTWAIT): it gets a thread of its own.
+    pub may_wait: bool,
+}
+
+/// Whether call `nr` on the target's descriptor `args[0]` may wait.
+fn may_wait(tid: i32, nr: i64, args: &[u64; 6]) -> bool {
+    let flags = match nr {
+        libc::SYS_accept | libc::SYS_accept4 | libc::SYS_connect => 0,
+        libc::SYS_recvfrom | libc::SYS_sendto | libc::SYS_recvmmsg | libc::SYS_sendmmsg => {
+            args[3] as i32
+        }
+        libc::SYS_recvmsg | libc::SYS_sendmsg => args[2] as i32,
+        _ => return false,
+    };
+    let nonblock = crate::procfs::fd_flags(tid, args[0] as i32)
+        .is_some_and(|f| f & libc::O_NONBLOCK as u32 != 0);
+    !nonblock && flags & libc::MSG_DONTWAIT == 0
 }
 
 pub(super) fn say(what: &str) {
@@ -79,6 +97,7 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
         args,
         udsfs,
         addr,
+        may_wait: may_wait(tid, nr, &args),
     };
     match nr {
         libc::SYS_socket => return Err(Reply::Continue),
@@ -322,6 +341,23 @@ fn value(r: Res<i64>) -> Reply {
     }
 }
 
+/// Does the daemon see who makes this call? Everything that makes, names,
+/// connects or sends (credentials, permissions, quotas, the abstract
+/// namespace); not the queries and receives without control data, which
+/// then cost two round trips less.
+fn needs_grant(job: &Job) -> bool {
+    !job.udsfs
+        || !matches!(
+            job.nr,
+            libc::SYS_getsockname
+                | libc::SYS_getpeername
+                | libc::SYS_getsockopt
+                | libc::SYS_shutdown
+                | libc::SYS_ioctl
+                | libc::SYS_recvfrom
+        )
+}
+
 /// Carries out a udsfs call; the reply goes back after a validity check.
 pub fn perform(ctx: &Ctx, l: &Listener, job: Job) -> Reply {
     let Ok(task) = Task::open(job.tid) else {
@@ -333,7 +369,7 @@ pub fn perform(ctx: &Ctx, l: &Listener, job: Job) -> Reply {
     }
     // The daemon takes this thread's requests as the target's (its pid,
     // users, network namespace: src/fuse/actfor.rs) until the guard drops.
-    let _grant = super::actfor::Grant::new(&ctx.daemon.mount, job.tid);
+    let _grant = needs_grant(&job).then(|| super::actfor::Grant::new(&ctx.daemon.mount, job.tid));
     let c = Call {
         ctx,
         l,

@@ -163,13 +163,19 @@ fn send_data(
     rights: &[u64],
     flags: i32,
 ) -> Res<i64> {
-    let stream = is_stream(s)?;
     let oob = flags & libc::MSG_OOB != 0;
-    if oob && !stream {
+    // The type costs a round trip: asked only when it decides something.
+    let big = data.len() > MSG_ROOM;
+    let stream = if oob || big {
+        Some(is_stream(s)?)
+    } else {
+        None
+    };
+    if oob && stream == Some(false) {
         return Err(libc::EOPNOTSUPP);
     }
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
-    if !stream && data.len() > MSG_ROOM {
+    if big && stream == Some(false) {
         let id = daemon::info(s)?[INFO_ID] as u64;
         let meta = Meta {
             to,
@@ -214,7 +220,10 @@ fn send_data(
             }
             Err(e) if sent > 0 && e != libc::EPIPE => return Ok(sent as i64),
             Err(e) => {
-                if e == libc::EPIPE && flags & libc::MSG_NOSIGNAL == 0 && stream {
+                if e == libc::EPIPE
+                    && flags & libc::MSG_NOSIGNAL == 0
+                    && stream.map_or_else(|| is_stream(s), Ok)?
+                {
                     sigpipe(c.task.tid);
                 }
                 return Err(e);
@@ -286,7 +295,6 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
         }
     };
     let room = hdr.as_ref().map_or(0, |h| h.controllen);
-    let stream = is_stream(s)?;
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     let (peek, oob) = (flags & libc::MSG_PEEK != 0, flags & libc::MSG_OOB != 0);
     let mut idle = 0u32;
@@ -314,7 +322,8 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     } else {
         route::sockaddr(&c.ctx.routes, &got.from, got.from_as_given)
     };
-    let truncated = !stream && got.full_len > got.data.len();
+    // A stream never truncates; the type is asked only when it might.
+    let truncated = got.full_len > got.data.len() && !is_stream(s)?;
     let ret = if truncated && flags & libc::MSG_TRUNC != 0 {
         got.full_len
     } else {

@@ -1,6 +1,7 @@
-//! The notification loop: receives each trapped call on the listener and
-//! hands it to a thread of its own, so that a call that waits (accept, a
-//! receive on an empty queue) never holds up the target's other threads.
+//! The notification loop: receives each trapped call on the listener,
+//! answers those that cannot wait at once and hands each that may wait
+//! (accept, a receive on an empty queue) to a thread of its own, so that it
+//! never holds up the target's other threads.
 //! Replies, validity checks and descriptor installs are here too.
 
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -162,16 +163,22 @@ pub fn serve(listener: Arc<Listener>, ctx: Arc<Ctx>) {
                 continue;
             }
         };
+        // A call that cannot wait is done here: a new thread costs more
+        // than the call (milliseconds on a loaded machine).
+        if !job.may_wait {
+            let id = job.id;
+            let r = run(&ctx, &listener, job);
+            if listener.valid(id) {
+                listener.reply(id, &r);
+            }
+            continue;
+        }
         let (l, c) = (listener.clone(), ctx.clone());
         let spawned = std::thread::Builder::new()
             .name("udsfs-supervise".into())
             .spawn(move || {
                 let id = job.id;
-                // Bad input must not leave the target trapped for good.
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    emulate::perform(&c, &l, job)
-                }))
-                .unwrap_or(Reply::Errno(libc::EIO));
+                let r = run(&c, &l, job);
                 if l.valid(id) {
                     l.reply(id, &r);
                 }
@@ -180,4 +187,12 @@ pub fn serve(listener: Arc<Listener>, ctx: Arc<Ctx>) {
             listener.reply(n.id, &Reply::Errno(libc::EAGAIN));
         }
     }
+}
+
+/// One call; bad input must not leave the target trapped for good.
+fn run(ctx: &Ctx, l: &Listener, job: emulate::Job) -> Reply {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        emulate::perform(ctx, l, job)
+    }))
+    .unwrap_or(Reply::Errno(libc::EIO))
 }
