@@ -184,6 +184,22 @@ if ! diff <(grep -Ev "$known" "$TMP/rc.kernel") <(grep -Ev "$known" "$TMP/rc.uds
 fi
 ok "run_checks.py under the supervisor: the same $(grep -Evc "$known" "$TMP/rc.udsfs") results as the kernel"
 
+# 3e. Two conformance scenarios under the supervisor against the kernel: names as
+#     given (relative, `sub/../x`) and SO_RCVTIMEO/SO_SNDTIMEO with MSG_WAITALL.
+for scen in given_names timeo; do
+    mkdir "$TMP/$scen.k" "$MNT/$scen"
+    python3 "$ROOT/tests/conformance/$scen.py" "$TMP/$scen.k" >"$TMP/$scen.kernel" 2>&1 ||
+        fail "$scen.py on kernel sockets: $(tail -3 "$TMP/$scen.kernel")"
+    seccomp python3 "$ROOT/tests/conformance/$scen.py" "$MNT/$scen" >"$TMP/$scen.udsfs" 2>&1 ||
+        fail "$scen.py through the supervisor: $(tail -3 "$TMP/$scen.udsfs")"
+    expect_eq "$scen.py ran on" "$(head -1 "$TMP/$scen.udsfs")" "where: udsfs"
+    if ! diff <(tail -n +2 "$TMP/$scen.kernel") <(tail -n +2 "$TMP/$scen.udsfs") >"$TMP/$scen.diff"; then
+        cat "$TMP/$scen.diff" >&2
+        fail "$scen.py through the supervisor answered differently from the kernel (< kernel, > udsfs)"
+    fi
+    ok "$scen.py under the supervisor: the same $(($(wc -l <"$TMP/$scen.udsfs") - 1)) results as the kernel"
+done
+
 # 4. A blocking accept under the supervisor: a signal runs the program's handler (the
 #    supervisor ends its wait with ERESTARTSYS, the accept restarts) and the accept
 #    still takes the next connection; then a kill while trapped leaves no thread.

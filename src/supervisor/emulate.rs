@@ -10,6 +10,7 @@ use libc::seccomp_notif;
 use super::daemon::{self, Daemon, Res};
 use super::mem;
 use super::notify::{ERESTARTSYS, Listener, Reply};
+use super::opts;
 use super::route::{self, Route, Routes};
 use super::target::{Dev, Task};
 use crate::fuse::ioctl_abi::*;
@@ -215,6 +216,8 @@ pub(super) enum Stop {
     Gone,
     /// A signal waits for the thread: -ERESTARTSYS, restarted or EINTR.
     Signal,
+    /// SO_RCVTIMEO or SO_SNDTIMEO ran out: EAGAIN, as Linux.
+    Timeout,
 }
 
 pub(super) struct Call<'a> {
@@ -222,29 +225,60 @@ pub(super) struct Call<'a> {
     l: &'a Listener,
     pub task: Task,
     id: u64,
+    /// The end of this call's waits, read at its first wait (one timeout
+    /// for the whole call, as Linux counts it): None not read yet.
+    deadline: std::cell::Cell<Option<Option<std::time::Instant>>>,
 }
 
 pub(super) fn errno_of(stop: Stop) -> i32 {
     match stop {
         Stop::Gone => libc::EINTR,
         Stop::Signal => ERESTARTSYS,
+        Stop::Timeout => libc::EAGAIN,
     }
 }
 
 impl Call<'_> {
+    /// How long the next slice of a wait on `fd` may be; Timeout once the
+    /// socket's timeout for direction `dir` (0 receive, 1 send) ran out.
+    fn slice(&self, fd: &OwnedFd, dir: i32) -> Result<std::time::Duration, Stop> {
+        let step = std::time::Duration::from_millis(100);
+        let at = match self.deadline.get() {
+            Some(at) => at,
+            None => {
+                let at = opts::timeout(fd, dir).map(|d| std::time::Instant::now() + d);
+                self.deadline.set(Some(at));
+                at
+            }
+        };
+        match at {
+            None => Ok(step),
+            Some(at) => {
+                let left = at.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    return Err(Stop::Timeout);
+                }
+                Ok(left.min(step))
+            }
+        }
+    }
+
     /// Waits for `events` on `fd` without parking anywhere: short polls,
-    /// and between them the notification's validity and the target's
-    /// pending signals. (Temporary: when the daemon's ioctls park, the wait
-    /// moves there and this becomes the cancellation of a parked request.)
+    /// and between them the notification's validity, the target's pending
+    /// signals and the socket's timeout. (Temporary: when the daemon's
+    /// ioctls park, the wait moves there and this becomes the cancellation
+    /// of a parked request.)
     pub fn wait(&self, fd: &OwnedFd, events: i16) -> Result<(), Stop> {
+        let dir = (events & libc::POLLOUT != 0) as i32;
         loop {
+            let ms = self.slice(fd, dir)?.as_millis().max(1) as i32;
             let mut p = libc::pollfd {
                 fd: fd.as_raw_fd(),
                 events,
                 revents: 0,
             };
             // SAFETY: polls one local pollfd.
-            let r = unsafe { libc::poll(&mut p, 1, 100) };
+            let r = unsafe { libc::poll(&mut p, 1, ms) };
             if !self.l.valid(self.id) {
                 return Err(Stop::Gone);
             }
@@ -257,9 +291,11 @@ impl Call<'_> {
         }
     }
 
-    /// A pause for what poll cannot show (a full backlog): as `wait`.
-    fn pause(&self, round: u32) -> Result<(), Stop> {
-        std::thread::sleep(std::time::Duration::from_millis(1 << round.min(6)));
+    /// A pause for what poll cannot show (a full backlog of a connect on
+    /// `fd`): as `wait`, with the send timeout.
+    fn pause(&self, fd: &OwnedFd, round: u32) -> Result<(), Stop> {
+        let d = std::time::Duration::from_millis(1 << round.min(6));
+        std::thread::sleep(d.min(self.slice(fd, 1)?));
         if !self.l.valid(self.id) {
             return Err(Stop::Gone);
         }
@@ -322,14 +358,36 @@ pub(super) fn nonblocking(fd: &OwnedFd) -> bool {
     fl >= 0 && fl & libc::O_NONBLOCK != 0
 }
 
-/// A udsfs socket standing for kernel socket `k`: its type, O_NONBLOCK and
-/// SO_PASSCRED (as preload/src/sock.rs `convert`; buffer sizes and
-/// timeouts are not carried over yet).
+/// A udsfs socket standing for kernel socket `k`: its type, O_NONBLOCK,
+/// SO_PASSCRED and timeouts (as preload/src/sock.rs `convert`; buffer
+/// sizes are not carried over yet).
 fn convert(d: &Daemon, k: &OwnedFd) -> Res<OwnedFd> {
     let ty = getsockopt_int(k, libc::SO_TYPE)?;
     let new = d.new_sock(ty, nonblocking(k))?;
     if getsockopt_int(k, libc::SO_PASSCRED).unwrap_or(0) != 0 {
         daemon::ctl(&new, OP_SET_PASSCRED, 1, &[], &[])?;
+    }
+    // SO_RCVTIMEO and SO_SNDTIMEO set on the kernel socket go with it.
+    for (dir, opt) in [(0, libc::SO_RCVTIMEO), (1, libc::SO_SNDTIMEO)] {
+        let mut tv = [0i64; 2];
+        let mut len = 16 as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into tv.
+        let r = unsafe {
+            libc::getsockopt(
+                k.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                tv.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if r == 0 && tv != [0, 0] {
+            // SAFETY: Ctl is plain integers.
+            let mut c: Ctl = unsafe { std::mem::zeroed() };
+            c.v[0] = tv[0];
+            c.v[1] = tv[1];
+            daemon::ctl_with(&new, OP_SET_TIMEO, dir, &[], &[], &mut c)?;
+        }
     }
     Ok(new)
 }
@@ -375,6 +433,7 @@ pub fn perform(ctx: &Ctx, l: &Listener, job: Job) -> Reply {
         l,
         task,
         id: job.id,
+        deadline: Default::default(),
     };
     let a = job.args;
     if job.nr == libc::SYS_socketpair {
@@ -523,7 +582,7 @@ fn connect(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
     let mut round = 0;
     loop {
         match daemon::ctl(s, OP_CONNECT, 0, wire, &[]) {
-            Err(libc::EAGAIN) if !nonblock => c.pause(round).map_err(errno_of)?,
+            Err(libc::EAGAIN) if !nonblock => c.pause(s, round).map_err(errno_of)?,
             r => return r.map(|_| ()),
         }
         round += 1;
@@ -577,9 +636,9 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
             let bytes = route::sockaddr(&c.ctx.routes, wire, got.addr_flags & ADDR_AS_GIVEN != 0);
             put_sized(tid, a[1], a[2], &bytes).map(|_| 0)
         }
-        libc::SYS_ioctl => queue_ioctl(s, tid, a).map(|_| 0),
-        libc::SYS_getsockopt => getsockopt(s, tid, a).map(|_| 0),
-        libc::SYS_setsockopt => setsockopt(s, tid, a).map(|_| 0),
+        libc::SYS_ioctl => opts::queue_ioctl(s, tid, a).map(|_| 0),
+        libc::SYS_getsockopt => opts::get(s, tid, a).map(|_| 0),
+        libc::SYS_setsockopt => opts::set(s, tid, a).map(|_| 0),
         libc::SYS_accept | libc::SYS_accept4 => {
             let flags = if job.nr == libc::SYS_accept {
                 0
@@ -608,91 +667,6 @@ pub(super) fn put_sized(tid: i32, out: u64, lenp: u64, bytes: &[u8]) -> Res<()> 
     let n = (room as usize).min(bytes.len());
     mem::write(tid, out, &bytes[..n])?;
     mem::write_u32(tid, lenp, bytes.len() as u32)
-}
-
-fn int(v: i64) -> Vec<u8> {
-    (v as i32).to_ne_bytes().to_vec()
-}
-
-/// FIONREAD, SIOCOUTQ and SIOCATMARK as the library answers them
-/// (preload/src/opts.rs queue_ioctl, preload/src/urg.rs).
-fn queue_ioctl(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
-    let n = match a[1] as u32 {
-        super::filter::SIOCATMARK => daemon::ctl(s, OP_ATMARK, 0, &[], &[])?.v[0],
-        r if r == libc::FIONREAD as u32 => daemon::info(s)?[INFO_INQ],
-        _ => daemon::info(s)?[INFO_OUTQ],
-    };
-    if n < 0 {
-        return Err(libc::EINVAL);
-    }
-    mem::write_u32(tid, a[2], n as u32)
-}
-
-/// getsockopt as preload/src/opts.rs answers it (SO_PEERPIDFD, which needs
-/// a pidfd installed in the target, is not there yet).
-fn getsockopt(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
-    let (level, name) = (a[1] as i32, a[2] as i32);
-    if level != libc::SOL_SOCKET {
-        return Err(libc::EOPNOTSUPP);
-    }
-    let info = || daemon::info(s);
-    let val = match name {
-        libc::SO_DOMAIN => int(libc::AF_UNIX as i64),
-        libc::SO_PROTOCOL => int(0),
-        libc::SO_TYPE => int(info()?[INFO_TYPE]),
-        libc::SO_ACCEPTCONN => int(info()?[INFO_LISTENING]),
-        libc::SO_PASSCRED => int(info()?[INFO_PASSCRED]),
-        libc::SO_SNDBUF => int(info()?[INFO_SNDBUF]),
-        libc::SO_RCVBUF => int(info()?[INFO_RCVBUF]),
-        libc::SO_ERROR => int(daemon::ctl(s, OP_TAKE_ERROR, 0, &[], &[])?.v[0]),
-        libc::SO_PEERCRED => {
-            let v = info()?;
-            [
-                v[INFO_PEER_PID] as i32 as u32,
-                v[INFO_PEER_UID] as u32,
-                v[INFO_PEER_GID] as u32,
-            ]
-            .iter()
-            .flat_map(|x| x.to_ne_bytes())
-            .collect()
-        }
-        libc::SO_OOBINLINE => int(daemon::ctl(s, OP_OOB_OPTS, 0, &[], &[])?.v[0]),
-        libc::SO_PEEK_OFF => int(daemon::ctl(s, OP_OOB_OPTS, 0, &[], &[])?.v[1]),
-        libc::SO_REUSEADDR | libc::SO_KEEPALIVE | libc::SO_BROADCAST | libc::SO_DONTROUTE => int(0),
-        _ => return Err(libc::ENOPROTOOPT),
-    };
-    let room = mem::read_u32(tid, a[4])?;
-    if (room as i32) < 0 {
-        return Err(libc::EINVAL);
-    }
-    let n = (room as usize).min(val.len());
-    mem::write(tid, a[3], &val[..n])?;
-    mem::write_u32(tid, a[4], n as u32)
-}
-
-fn setsockopt(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
-    let (level, name, len) = (a[1] as i32, a[2] as i32, a[4] as usize);
-    if level != libc::SOL_SOCKET {
-        return Err(libc::EOPNOTSUPP);
-    }
-    let int = || -> Res<i32> {
-        if len < 4 {
-            return Err(libc::EINVAL);
-        }
-        Ok(mem::read_u32(tid, a[3])? as i32)
-    };
-    let op = |op, arg| daemon::ctl(s, op, arg, &[], &[]).map(|_| ());
-    match name {
-        libc::SO_PASSCRED => op(OP_SET_PASSCRED, (int()? != 0) as i32),
-        libc::SO_SNDBUF => op(OP_SET_SNDBUF, int()?),
-        libc::SO_RCVBUF => op(OP_SET_RCVBUF, int()?),
-        libc::SO_OOBINLINE => op(OP_SET_OOBINLINE, (int()? != 0) as i32),
-        libc::SO_PEEK_OFF => op(OP_SET_PEEK_OFF, int()?),
-        libc::SO_REUSEADDR | libc::SO_KEEPALIVE | libc::SO_BROADCAST | libc::SO_RCVLOWAT => {
-            int().map(|_| ())
-        }
-        _ => Err(libc::ENOPROTOOPT),
-    }
 }
 
 fn accept(c: &Call, s: &OwnedFd, addr: u64, lenp: u64, flags: i32) -> Res<i64> {

@@ -16,6 +16,7 @@ mod filter;
 mod mem;
 mod msg;
 mod notify;
+mod opts;
 mod record;
 pub mod route;
 mod target;

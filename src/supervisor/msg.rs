@@ -312,11 +312,26 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
             r => break r?,
         }
     };
-    let got = if got.too_big {
+    let mut got = if got.too_big {
         record::recv(&c.ctx.daemon, daemon::info(s)?[INFO_ID] as u64, want)?
     } else {
         got
     };
+    // MSG_WAITALL on a stream: on until the whole length, EOF, an error, a
+    // signal or the timeout, then what came (dgram and seqpacket: one
+    // message, as Linux).
+    let waitall = flags & libc::MSG_WAITALL != 0 && !peek && !oob && !nonblock;
+    if waitall && !got.data.is_empty() && got.data.len() < want && is_stream(s)? {
+        while got.data.len() < want {
+            match daemon::recv(s, want - got.data.len(), false, false, 0) {
+                Ok(more) if more.data.is_empty() => break,
+                Ok(more) => got.data.extend_from_slice(&more.data),
+                Err(libc::EAGAIN) if c.wait(s, libc::POLLIN).is_ok() => {}
+                Err(_) => break,
+            }
+        }
+        got.full_len = got.data.len();
+    }
     let from = if got.from.is_empty() {
         Vec::new()
     } else {
