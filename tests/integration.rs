@@ -137,6 +137,8 @@ macro_rules! scripts {
 scripts!(
     abstract_netns,
     abstract_private,
+    adversarial_access,
+    api_diffs,
     blocked_reader,
     bounds,
     bufs,

@@ -107,7 +107,21 @@ fn now(f: impl FnOnce(ReplySink)) -> Answer {
         .expect("a request that cannot block was left unanswered")
 }
 
+/// Looks a socket file up as the kernel does before a path open (a socket's
+/// files open only so, src/engine/access.rs).
+fn looked_up(inner: &Inner, node: Node, tid: u32) -> Node {
+    if let Node::Sock(g, f) = node
+        && let Some((_, name)) = SockFile::FILES.iter().find(|(x, _)| *x == f)
+    {
+        let dir = Node::Sock(g, SockFile::Dir).ino();
+        let ino = inner.lookup_ino(dir, name.as_bytes(), &caller(tid));
+        assert_eq!(ino, Ok(node.ino()), "lookup of {node:?}");
+    }
+    node
+}
+
 fn open(inner: &Inner, node: Node) -> u64 {
+    let node = looked_up(inner, node, FAKE_TID);
     match now(|r| inner.open(node.ino(), 0, caller(FAKE_TID), r)) {
         Answer::Opened(fh) => fh,
         a => panic!("open {node:?}: {a:?}"),
@@ -529,7 +543,8 @@ fn connect(s: &Sched, rng: &mut Rng) -> (u64, u64, Vec<u64>) {
         ctl(inner, lfh, &format!("bind @l{}\nlisten 0\n", s.seed));
         let accept = Slot::default();
         let acc_node = sock_node(eng, lid, SockFile::Accept);
-        inner.open(acc_node.ino(), 0, caller(FAKE_TID + 1), accept.sink());
+        let acc = looked_up(inner, acc_node, FAKE_TID + 1).ino();
+        inner.open(acc, 0, caller(FAKE_TID + 1), accept.sink());
         assert_eq!(
             accept.take(),
             None,
@@ -582,7 +597,8 @@ fn connect(s: &Sched, rng: &mut Rng) -> (u64, u64, Vec<u64>) {
             s.seed
         );
         let mut extra = vec![lfh, afh, cfh];
-        let Answer::Opened(fh) = now(|r| inner.open(acc_node.ino(), 0, caller(FAKE_TID), r)) else {
+        let acc = looked_up(inner, acc_node, FAKE_TID).ino();
+        let Answer::Opened(fh) = now(|r| inner.open(acc, 0, caller(FAKE_TID), r)) else {
             panic!("seed {}: accept of a pending connection", s.seed)
         };
         extra.push(fh);

@@ -207,7 +207,14 @@ impl Engine {
             return self.dgram_connect(s, other);
         }
         // Everything the new connection needs is made before taking locks.
-        let embryo = self.new_socket(s.ty, caller.fsuid, caller.fsgid, true)?;
+        // The server end is the listener's side: its owner's, never the
+        // client's to open before accept (Linux: an embryo has no fd until
+        // accept). The client pays for it until then, so connecting cannot
+        // spend the listener owner's share (integration/adversarial_access.sh §6).
+        let (uid, gid) = self
+            .dir(other.id)
+            .map_or((caller.fsuid, caller.fsgid), |d| (d.uid, d.gid));
+        let embryo = self.new_socket_for(s.ty, uid, gid, caller.fsuid, true)?;
         embryo.refs.store(1, Ordering::Release);
         let client_cred = caller.peer_creds();
         let res = self.stream_connect(s, &other, &embryo, client_cred, w);
@@ -386,6 +393,20 @@ impl Engine {
         self.gc.accepted(got.id);
         self.finish(wake);
         Ok(got)
+    }
+
+    /// accept() through the library with one descriptor slot left: the
+    /// accepted socket `id` (its control handle, which holds it, is about to
+    /// close to free the slot) becomes a received entry of the listener, as
+    /// a passed socket does, for the library to open in its place. It goes
+    /// with the listener if nobody opens it. The new entry's number.
+    pub fn keep_accepted(&self, listener: &Arc<Socket>, id: u64, c: &Caller) -> Result<u64> {
+        let d = self.dir(id).ok_or(Errno::ENOENT)?;
+        if (d.uid != c.fsuid && !c.is_root()) || !self.try_hold(&d.sock) {
+            return Err(Errno::ENOENT);
+        }
+        let ids = self.deliver_rights(listener, vec![d.sock], d.uid, d.gid, c.nofile_limit());
+        ids.first().copied().ok_or(Errno::EMFILE)
     }
 
     pub fn shutdown(&self, s: &Arc<Socket>, how: u8) -> Result<()> {

@@ -185,6 +185,8 @@ pub struct Socket {
     pub(crate) gc_dead: AtomicBool,
     /// SO_RCVTIMEO and SO_SNDTIMEO (not inherited by accepted sockets).
     pub timeouts: super::timeo::Timeouts,
+    /// The options AF_UNIX only keeps to read back (not inherited either).
+    pub options: super::sockflags::Options,
 }
 
 impl Socket {
@@ -231,6 +233,7 @@ impl Socket {
             inflight: AtomicUsize::new(0),
             gc_dead: AtomicBool::new(false),
             timeouts: Default::default(),
+            options: Default::default(),
         }
     }
 

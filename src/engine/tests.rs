@@ -244,6 +244,52 @@ fn stream_connect_accept_and_close() {
 }
 
 #[test]
+fn an_accepted_socket_kept_by_its_listener_outlives_its_handle() {
+    let e = engine();
+    let c = root();
+    let nobody = Caller::with_status(
+        2,
+        ProcStatus {
+            uids: [65534; 4],
+            gids: [65534; 4],
+            ..Default::default()
+        },
+    );
+    let l = e.socket(SockType::Stream, &c);
+    e.bind(&l, &abs("keep"), &c).unwrap();
+    e.listen(&l, 4, &c).unwrap();
+    let (c1, c2) = (
+        e.socket(SockType::Stream, &c),
+        e.socket(SockType::Stream, &c),
+    );
+    e.connect(&c1, &abs("keep"), &c, None).unwrap();
+    e.connect(&c2, &abs("keep"), &c, None).unwrap();
+    e.send(&c1, b"hi", None, None, &c, None).unwrap();
+    let a = e.accept(&l, None).unwrap();
+    assert_eq!(
+        e.keep_accepted(&l, a.id, &nobody),
+        Err(Errno::ENOENT),
+        "not nobody's"
+    );
+    let kept = e.keep_accepted(&l, a.id, &c).unwrap();
+    // The accept handle closes; the entry holds the socket until opened.
+    e.put(&a);
+    let d = e.dir(kept).unwrap();
+    assert!(e.try_hold(&d.sock));
+    e.adopt(kept);
+    assert_eq!(recv(&e, &d.sock, 10).unwrap(), b"hi");
+    e.put(&d.sock);
+    // One nobody opens goes with the listener: its client reads EOF.
+    let b = e.accept(&l, None).unwrap();
+    e.keep_accepted(&l, b.id, &c).unwrap();
+    e.put(&b);
+    e.put(&l);
+    assert_eq!(recv(&e, &c2, 10).unwrap(), b"");
+    e.put(&c1);
+    e.put(&c2);
+}
+
+#[test]
 fn sockets_are_freed_when_the_last_reference_goes() {
     let e = engine();
     let c = root();

@@ -51,7 +51,7 @@ impl SockFile {
             .map(|(f, _)| *f)
     }
 
-    fn code(self) -> u64 {
+    pub fn code(self) -> u64 {
         match self {
             SockFile::Dir => 0,
             SockFile::Ctl => 1,

@@ -217,6 +217,14 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             ctl.v[2] = (s.timeouts.limit(d) == Some(std::time::Duration::ZERO)) as i64;
             Ok(())
         }
+        OP_SET_SOCKOPT => s.options.set(ctl.arg, ctl.v[0] as i32, ctl.v[1] as i32),
+        OP_GET_SOCKOPT => s.options.get(ctl.arg).map(|(a, b)| {
+            ctl.v[0] = a as i64;
+            ctl.v[1] = b as i64;
+        }),
+        OP_KEEP_ACCEPTED => eng
+            .keep_accepted(s, ctl.v[0] as u64, c)
+            .map(|id| ctl.v[0] = id as i64),
         OP_ATMARK => eng.at_oob_mark(s).map(|at| ctl.v[0] = at as i64),
         OP_OOB_OPTS => {
             let (inline, peek_off, owner) = eng.oob_options(s);

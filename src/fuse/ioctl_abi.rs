@@ -111,6 +111,15 @@ pub const OP_SET_TIMEO: u32 = 19;
 /// Reads them back: v[0], v[1] (`arg` 0: SO_RCVTIMEO, 1: SO_SNDTIMEO);
 /// v[2] = 1 for a zero timeout (a negative tv_sec: no waiting, reads 0).
 pub const OP_GET_TIMEO: u32 = 20;
+/// The SOL_SOCKET option `arg` that AF_UNIX only keeps (src/engine/sockflags.rs):
+/// set from v[0] (SO_LINGER: l_onoff) and v[1] (l_linger); ENOPROTOOPT for others.
+pub const OP_SET_SOCKOPT: u32 = 33;
+/// Reads option `arg` back into v[0] and v[1].
+pub const OP_GET_SOCKOPT: u32 = 34;
+/// On a listener: socket v[0], just accepted, becomes a received entry of
+/// it (v[0] out: the entry's number), so that its control handle may close
+/// before its data file opens (accept with one descriptor slot left).
+pub const OP_KEEP_ACCEPTED: u32 = 35;
 
 pub const INFO_TYPE: usize = 0; // SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET
 pub const INFO_LISTENING: usize = 1;

@@ -38,7 +38,7 @@ use fuser::{
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
-use crate::engine::{Caller, Engine, Socket};
+use crate::engine::{Caller, Claim, Engine, Socket};
 use attr::AttrChange;
 use files::Files;
 use io::Retrier;
@@ -67,8 +67,9 @@ pub struct Inner {
     /// Owner of the control tree.
     uid: u32,
     gid: u32,
-    /// socketpair() second halves not yet opened, by socket number.
-    held_pairs: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
+    /// socketpair() second halves not yet opened, by socket number, each
+    /// with the claim that keeps its directory open to its owner.
+    held_pairs: Mutex<std::collections::HashMap<u64, (Arc<Socket>, Claim)>>,
 }
 
 impl Inner {
@@ -130,8 +131,8 @@ impl Filesystem for UdsFs {
             .lookup(parent.0, name.as_bytes(), &caller(req), reply);
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        self.inner.getattr(ino.0, reply);
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        self.inner.getattr(ino.0, &caller(req), reply);
     }
 
     fn setattr(
@@ -340,13 +341,13 @@ impl Filesystem for UdsFs {
 
     fn readdir(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         reply: ReplyDirectory,
     ) {
-        self.inner.readdir(ino.0, fh.0, offset, reply);
+        self.inner.readdir(ino.0, fh.0, offset, &caller(req), reply);
     }
 
     fn releasedir(
