@@ -11,6 +11,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include <linux/sockios.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 
 static void show(const char *what, long r)
 {
@@ -136,6 +138,38 @@ int main(void)
 		       rc.uid == getuid() ? "ours" : "other", rc.gid == getgid() ? "ours" : "other");
 	}
 	/* a forged pid is refused without CAP_SYS_ADMIN... as root it is allowed: skip */
+
+	/* one blocking send of 1 MiB, far more than the buffer: it goes out whole */
+	int big[2];
+	show("socketpair big", socketpair(AF_UNIX, SOCK_STREAM, 0, big));
+	size_t total = 1 << 20;
+	unsigned char *data = malloc(total);
+	for (size_t i = 0; i < total; i++)
+		data[i] = (unsigned char)(i * 7 + i / 4096);
+	fflush(stdout);
+	pid_t child = fork();
+	if (child == 0) {
+		close(big[0]);
+		unsigned long sum = 0, n = 0;
+		unsigned char piece[3000];
+		ssize_t r;
+		while ((r = recv(big[1], piece, sizeof piece, 0)) > 0) {
+			for (ssize_t i = 0; i < r; i++)
+				sum = sum * 31 + piece[i];
+			n += r;
+		}
+		printf("child got %lu bytes, sum %lu\n", n, sum);
+		fflush(stdout);
+		_exit(0);
+	}
+	close(big[1]);
+	show("send 1 MiB", send(big[0], data, total, 0));
+	close(big[0]);
+	waitpid(child, NULL, 0);
+	unsigned long sum = 0;
+	for (size_t i = 0; i < total; i++)
+		sum = sum * 31 + data[i];
+	printf("sent sum %lu\n", sum);
 
 	struct ucred peer;
 	socklen_t len = sizeof peer;

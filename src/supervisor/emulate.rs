@@ -22,6 +22,7 @@ pub struct Ctx {
 }
 
 /// A call for the supervisor to carry out.
+#[derive(Clone)]
 pub struct Job {
     pub id: u64,
     tid: i32,
@@ -34,6 +35,26 @@ pub struct Job {
     /// The call may wait (accept, connect, a send or receive on a blocking
     /// descriptor without MSG_DONTWAIT): it gets a thread of its own.
     pub may_wait: bool,
+    /// It may, but is tried once on the loop first: nothing it does before
+    /// its first wait needs undoing (accept, connect, recvfrom, recvmsg
+    /// without MSG_WAITALL), so at that wait it stops (`WOULD_WAIT`) and
+    /// goes to a thread whole; a sendto or sendmsg goes to a thread from
+    /// the bytes it sent (`resume`).
+    pub try_first: bool,
+    pub resume: usize,
+}
+
+/// What a call tried on the loop answers when it would wait.
+pub const WOULD_WAIT: i32 = -1;
+
+fn try_first(nr: i64, args: &[u64; 6]) -> bool {
+    match nr {
+        libc::SYS_accept | libc::SYS_accept4 | libc::SYS_connect => true,
+        libc::SYS_recvfrom => args[3] as i32 & libc::MSG_WAITALL == 0,
+        libc::SYS_recvmsg => args[2] as i32 & libc::MSG_WAITALL == 0,
+        libc::SYS_sendto | libc::SYS_sendmsg => true,
+        _ => false,
+    }
 }
 
 /// Whether call `nr` on the target's descriptor `args[0]` may wait.
@@ -99,6 +120,8 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
         udsfs,
         addr,
         may_wait: may_wait(tid, nr, &args),
+        try_first: try_first(nr, &args),
+        resume: 0,
     };
     match nr {
         libc::SYS_socket => return Err(Reply::Continue),
@@ -218,6 +241,8 @@ pub(super) enum Stop {
     Signal,
     /// SO_RCVTIMEO or SO_SNDTIMEO ran out: EAGAIN, as Linux.
     Timeout,
+    /// Tried on the loop (`Job::try_first`): the wait belongs on a thread.
+    WouldWait,
 }
 
 pub(super) struct Call<'a> {
@@ -228,6 +253,12 @@ pub(super) struct Call<'a> {
     /// The end of this call's waits, read at its first wait (one timeout
     /// for the whole call, as Linux counts it): None not read yet.
     deadline: std::cell::Cell<Option<Option<std::time::Instant>>>,
+    /// On the notification loop: a wait ends the attempt.
+    on_loop: bool,
+    /// Bytes of this send already sent by the attempt on the loop.
+    pub resume: usize,
+    /// Out of an attempt on the loop: the bytes it sent before it would wait.
+    pub sent: std::cell::Cell<usize>,
 }
 
 pub(super) fn errno_of(stop: Stop) -> i32 {
@@ -235,6 +266,7 @@ pub(super) fn errno_of(stop: Stop) -> i32 {
         Stop::Gone => libc::EINTR,
         Stop::Signal => ERESTARTSYS,
         Stop::Timeout => libc::EAGAIN,
+        Stop::WouldWait => WOULD_WAIT,
     }
 }
 
@@ -269,6 +301,9 @@ impl Call<'_> {
     /// ioctls park, the wait moves there and this becomes the cancellation
     /// of a parked request.)
     pub fn wait(&self, fd: &OwnedFd, events: i16) -> Result<(), Stop> {
+        if self.on_loop {
+            return Err(Stop::WouldWait);
+        }
         let dir = (events & libc::POLLOUT != 0) as i32;
         loop {
             let ms = self.slice(fd, dir)?.as_millis().max(1) as i32;
@@ -294,6 +329,9 @@ impl Call<'_> {
     /// A pause for what poll cannot show (a full backlog of a connect on
     /// `fd`): as `wait`, with the send timeout.
     fn pause(&self, fd: &OwnedFd, round: u32) -> Result<(), Stop> {
+        if self.on_loop {
+            return Err(Stop::WouldWait);
+        }
         let d = std::time::Duration::from_millis(1 << round.min(6));
         std::thread::sleep(d.min(self.slice(fd, 1)?));
         if !self.l.valid(self.id) {
@@ -417,7 +455,7 @@ fn needs_grant(job: &Job) -> bool {
 }
 
 /// Carries out a udsfs call; the reply goes back after a validity check.
-pub fn perform(ctx: &Ctx, l: &Listener, job: Job) -> Reply {
+pub fn perform(ctx: &Ctx, l: &Listener, job: Job, on_loop: bool) -> Reply {
     let Ok(task) = Task::open(job.tid) else {
         return Reply::Errno(libc::ESRCH);
     };
@@ -434,6 +472,9 @@ pub fn perform(ctx: &Ctx, l: &Listener, job: Job) -> Reply {
         task,
         id: job.id,
         deadline: Default::default(),
+        on_loop,
+        resume: job.resume,
+        sent: Default::default(),
     };
     let a = job.args;
     if job.nr == libc::SYS_socketpair {
@@ -443,14 +484,19 @@ pub fn perform(ctx: &Ctx, l: &Listener, job: Job) -> Reply {
     let Ok(own) = c.task.get_fd(fd) else {
         return Reply::Continue;
     };
-    if !job.udsfs {
-        return kernel_socket(&c, &job, fd, own);
+    // What the descriptor is now decides (another thread's dup2 since
+    // triage, or an attempt on the loop that made it udsfs already).
+    let r = if ctx.dev.is_data(&own) {
+        value(on_udsfs(&c, &job, &own))
+    } else if job.udsfs {
+        Reply::Continue
+    } else {
+        kernel_socket(&c, &job, fd, own)
+    };
+    match r {
+        Reply::Errno(WOULD_WAIT) if c.sent.get() > 0 => Reply::Resume(c.sent.get()),
+        r => r,
     }
-    // It may have changed since triage (another thread's dup2).
-    if !ctx.dev.is_data(&own) {
-        return Reply::Continue;
-    }
-    value(on_udsfs(&c, &job, &own))
 }
 
 fn socketpair(c: &Call, a: [u64; 6]) -> Res<i64> {

@@ -9,7 +9,8 @@ use std::os::fd::OwnedFd;
 
 use super::daemon::{self, Meta, Res};
 use super::emulate::{
-    Call, MSGHDR, classify, errno_of, nonblocking, put_sized, read_addr, say, u32_at, u64_at,
+    Call, MSGHDR, Stop, WOULD_WAIT, classify, errno_of, nonblocking, put_sized, read_addr, say,
+    u32_at, u64_at,
 };
 use super::mem;
 use super::record;
@@ -190,7 +191,8 @@ fn send_data(
             }
         }
     }
-    let mut sent = 0;
+    // A send tried on the loop that sent a part goes on from there.
+    let mut sent = c.resume.min(data.len());
     loop {
         let end = data.len().min(sent + MSG_ROOM);
         let chunk = &data[sent..end];
@@ -211,6 +213,11 @@ fn send_data(
             }
             Err(libc::EAGAIN) if !nonblock => {
                 if let Err(stop) = c.wait(s, libc::POLLOUT) {
+                    if matches!(stop, Stop::WouldWait) {
+                        // On the loop: a thread goes on from `sent`.
+                        c.sent.set(sent);
+                        return Err(WOULD_WAIT);
+                    }
                     return if sent > 0 {
                         Ok(sent as i64)
                     } else {

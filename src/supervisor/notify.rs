@@ -20,6 +20,9 @@ pub enum Reply {
     Value(i64),
     /// Fail with this errno.
     Errno(i32),
+    /// Not a reply: a send tried on the loop sent this many bytes and goes
+    /// on on a thread.
+    Resume(usize),
 }
 
 /// -ERESTARTSYS, the kernel's "interrupted: restart or EINTR": only ever
@@ -67,6 +70,8 @@ impl Listener {
             Reply::Continue => resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
             Reply::Value(v) => resp.val = v,
             Reply::Errno(e) => resp.error = -e.abs().max(1),
+            // Never sent as such (serve hands the call to a thread).
+            Reply::Resume(n) => resp.val = n as i64,
         }
         // SAFETY: the ioctl reads the response struct. It fails with ENOENT
         // when the target is gone or the call was interrupted: nothing to do.
@@ -154,8 +159,7 @@ pub fn serve(listener: Arc<Listener>, ctx: Arc<Ctx>) {
                 break;
             }
         };
-        // Calls on kernel sockets and other files are answered here; only
-        // udsfs work gets a thread.
+        // Calls on kernel sockets and other files are answered here.
         let job = match emulate::triage(&ctx, &listener, &n) {
             Ok(job) => job,
             Err(r) => {
@@ -163,36 +167,56 @@ pub fn serve(listener: Arc<Listener>, ctx: Arc<Ctx>) {
                 continue;
             }
         };
-        // A call that cannot wait is done here: a new thread costs more
-        // than the call (milliseconds on a loaded machine).
-        if !job.may_wait {
-            let id = job.id;
-            let r = run(&ctx, &listener, job);
-            if listener.valid(id) {
-                listener.reply(id, &r);
-            }
-            continue;
-        }
-        let (l, c) = (listener.clone(), ctx.clone());
-        let spawned = std::thread::Builder::new()
-            .name("udsfs-supervise".into())
-            .spawn(move || {
-                let id = job.id;
-                let r = run(&c, &l, job);
-                if l.valid(id) {
-                    l.reply(id, &r);
+        let id = job.id;
+        // A call that cannot wait is done here, and one that may is tried
+        // here first: a new thread costs more than the call (milliseconds
+        // on a loaded machine).
+        let job = if !job.may_wait || job.try_first {
+            // (A descriptor made blocking since triage may wait too.)
+            let again = job.clone();
+            let r = run(&ctx, &listener, job, true);
+            match r {
+                Reply::Errno(emulate::WOULD_WAIT) => again,
+                Reply::Resume(n) => {
+                    let mut job = again;
+                    job.resume = n;
+                    job
                 }
-            });
-        if spawned.is_err() {
-            listener.reply(n.id, &Reply::Errno(libc::EAGAIN));
+                _ => {
+                    if listener.valid(id) {
+                        listener.reply(id, &r);
+                    }
+                    continue;
+                }
+            }
+        } else {
+            job
+        };
+        if !spawn(&listener, &ctx, job) {
+            listener.reply(id, &Reply::Errno(libc::EAGAIN));
         }
     }
 }
 
+/// Carries out `job` on a thread of its own; false if none could start.
+fn spawn(listener: &Arc<Listener>, ctx: &Arc<Ctx>, job: emulate::Job) -> bool {
+    let (l, c) = (listener.clone(), ctx.clone());
+    std::thread::Builder::new()
+        .name("udsfs-supervise".into())
+        .spawn(move || {
+            let id = job.id;
+            let r = run(&c, &l, job, false);
+            if l.valid(id) {
+                l.reply(id, &r);
+            }
+        })
+        .is_ok()
+}
+
 /// One call; bad input must not leave the target trapped for good.
-fn run(ctx: &Ctx, l: &Listener, job: emulate::Job) -> Reply {
+fn run(ctx: &Ctx, l: &Listener, job: emulate::Job, on_loop: bool) -> Reply {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        emulate::perform(ctx, l, job)
+        emulate::perform(ctx, l, job, on_loop)
     }))
     .unwrap_or(Reply::Errno(libc::EIO))
 }
