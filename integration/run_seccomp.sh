@@ -184,9 +184,10 @@ if ! diff <(grep -Ev "$known" "$TMP/rc.kernel") <(grep -Ev "$known" "$TMP/rc.uds
 fi
 ok "run_checks.py under the supervisor: the same $(grep -Evc "$known" "$TMP/rc.udsfs") results as the kernel"
 
-# 3e. Two conformance scenarios under the supervisor against the kernel: names as
-#     given (relative, `sub/../x`) and SO_RCVTIMEO/SO_SNDTIMEO with MSG_WAITALL.
-for scen in given_names timeo; do
+# 3e. Conformance scenarios under the supervisor against the kernel: names as
+#     given (relative, `sub/../x`), SO_RCVTIMEO/SO_SNDTIMEO with MSG_WAITALL, buffer
+#     sizes carried at the switch and passed sockets cut by the room and RLIMIT_NOFILE.
+for scen in given_names timeo bufs; do
     mkdir "$TMP/$scen.k" "$MNT/$scen"
     python3 "$ROOT/tests/conformance/$scen.py" "$TMP/$scen.k" >"$TMP/$scen.kernel" 2>&1 ||
         fail "$scen.py on kernel sockets: $(tail -3 "$TMP/$scen.kernel")"

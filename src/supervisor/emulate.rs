@@ -397,13 +397,38 @@ pub(super) fn nonblocking(fd: &OwnedFd) -> bool {
 }
 
 /// A udsfs socket standing for kernel socket `k`: its type, O_NONBLOCK,
-/// SO_PASSCRED and timeouts (as preload/src/sock.rs `convert`; buffer
-/// sizes are not carried over yet).
+/// SO_PASSCRED, buffer sizes and timeouts (as preload/src/sock.rs
+/// `convert`).
 fn convert(d: &Daemon, k: &OwnedFd) -> Res<OwnedFd> {
     let ty = getsockopt_int(k, libc::SO_TYPE)?;
     let new = d.new_sock(ty, nonblocking(k))?;
     if getsockopt_int(k, libc::SO_PASSCRED).unwrap_or(0) != 0 {
         daemon::ctl(&new, OP_SET_PASSCRED, 1, &[], &[])?;
+    }
+    // SO_SNDBUF and SO_RCVBUF a program changed (they differ from the
+    // defaults) go with it, as preload/src/opts.rs restore_sizes does.
+    let sysctl = |n: &str| crate::procfs::sysctl(&format!("net.core.{n}")).unwrap_or(212992) as i32;
+    for (opt, default, max, plain, forced) in [
+        (
+            libc::SO_SNDBUF,
+            "wmem_default",
+            "wmem_max",
+            OP_SET_SNDBUF,
+            OP_SET_SNDBUF_FORCE,
+        ),
+        (
+            libc::SO_RCVBUF,
+            "rmem_default",
+            "rmem_max",
+            OP_SET_RCVBUF,
+            OP_SET_RCVBUF_FORCE,
+        ),
+    ] {
+        let v = getsockopt_int(k, opt)?;
+        if v != sysctl(default) {
+            let op = if v / 2 > sysctl(max) { forced } else { plain };
+            daemon::ctl(&new, op, v / 2, &[], &[])?;
+        }
     }
     // SO_RCVTIMEO and SO_SNDTIMEO set on the kernel socket go with it.
     for (dir, opt) in [(0, libc::SO_RCVTIMEO), (1, libc::SO_SNDTIMEO)] {

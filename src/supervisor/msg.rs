@@ -421,6 +421,7 @@ fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<
     if !got.rights.is_empty() {
         let fit = room.saturating_sub(out.len()).saturating_sub(CMSG_HDR) / 4;
         let mut fds = Vec::new();
+        let mut cut_short = false;
         for &id in &got.rights {
             if id & FILE_TAG != 0 {
                 say(
@@ -431,8 +432,17 @@ fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<
             }
             // Opening an entry adopts it; one not installed is let go.
             let sock = c.ctx.daemon.open_sock(id, false)?;
-            if fds.len() < fit {
-                fds.push(c.install(&sock, None, cloexec)?);
+            if fds.len() < fit && !cut_short {
+                match c.install(&sock, None, cloexec) {
+                    Ok(fd) => fds.push(fd),
+                    // Past the target's RLIMIT_NOFILE Linux stops installing,
+                    // silently: MSG_CTRUNC.
+                    Err(libc::EMFILE) => {
+                        cut = true;
+                        cut_short = true;
+                    }
+                    Err(e) => return Err(e),
+                }
             } else {
                 cut = true;
             }
