@@ -160,7 +160,10 @@ pub fn serve(listener: Arc<Listener>, ctx: Arc<Ctx>) {
             }
         };
         // Calls on kernel sockets and other files are answered here.
-        let job = match emulate::triage(&ctx, &listener, &n) {
+        let triaged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            emulate::triage(&ctx, &listener, &n)
+        }));
+        let job = match triaged.unwrap_or(Err(Reply::Errno(libc::EIO))) {
             Ok(job) => job,
             Err(r) => {
                 listener.reply(n.id, &r);
