@@ -744,6 +744,11 @@ fn accept(c: &Call, s: &OwnedFd, addr: u64, lenp: u64, flags: i32) -> Res<i64> {
     if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
         return Err(libc::EINVAL);
     }
+    // Linux takes the descriptor slot before the connection: with none
+    // free below RLIMIT_NOFILE the connection stays queued (EMFILE).
+    if !c.task.has_free_fd() {
+        return Err(libc::EMFILE);
+    }
     let nonblock = nonblocking(s);
     let new = loop {
         match c.ctx.daemon.accept(s, flags & libc::SOCK_NONBLOCK != 0) {

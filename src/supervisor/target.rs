@@ -125,6 +125,25 @@ impl Task {
         crate::procfs::fd_flags(self.tid, fd).is_some_and(|f| f & libc::O_CLOEXEC as u32 != 0)
     }
 
+    /// Is a descriptor number below the target's RLIMIT_NOFILE free (where
+    /// an install would go)? Yes when it cannot be told.
+    pub fn has_free_fd(&self) -> bool {
+        let Some(tgid) = tgid_of(self.tid) else {
+            return true;
+        };
+        let Some(limit) = crate::procfs::nofile_limit(tgid) else {
+            return true;
+        };
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{}/fd", self.tid)) else {
+            return true;
+        };
+        let below = dir
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<usize>().ok())
+            .filter(|&n| n < limit)
+            .count();
+        below < limit
+    }
+
     /// A signal the thread does not block is pending (for it or its
     /// process): a blocking call the supervisor waits on must end.
     pub fn signal_pending(&self) -> bool {
