@@ -397,8 +397,8 @@ pub(super) fn nonblocking(fd: &OwnedFd) -> bool {
 }
 
 /// A udsfs socket standing for kernel socket `k`: its type, O_NONBLOCK,
-/// SO_PASSCRED, buffer sizes and timeouts (as preload/src/sock.rs
-/// `convert`).
+/// SO_PASSCRED, buffer sizes, timeouts and the kept options (as
+/// preload/src/sock.rs `convert`).
 fn convert(d: &Daemon, k: &OwnedFd) -> Res<OwnedFd> {
     let ty = getsockopt_int(k, libc::SO_TYPE)?;
     let new = d.new_sock(ty, nonblocking(k))?;
@@ -429,6 +429,30 @@ fn convert(d: &Daemon, k: &OwnedFd) -> Res<OwnedFd> {
             let op = if v / 2 > sysctl(max) { forced } else { plain };
             daemon::ctl(&new, op, v / 2, &[], &[])?;
         }
+    }
+    // The kept options (and SO_LINGER) where they differ from a new
+    // socket's.
+    for name in opts::KEPT {
+        let v = getsockopt_int(k, name).unwrap_or(0);
+        let fresh = if name == libc::SO_RCVLOWAT { 1 } else { 0 };
+        if v != fresh {
+            opts::set_kept(&new, name, v, 0)?;
+        }
+    }
+    let mut linger = [0i32; 2];
+    let mut len = 8 as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into linger.
+    let r = unsafe {
+        libc::getsockopt(
+            k.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            linger.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if r == 0 && linger != [0, 0] {
+        opts::set_kept(&new, libc::SO_LINGER, linger[0], linger[1])?;
     }
     // SO_RCVTIMEO and SO_SNDTIMEO set on the kernel socket go with it.
     for (dir, opt) in [(0, libc::SO_RCVTIMEO), (1, libc::SO_SNDTIMEO)] {

@@ -20,6 +20,27 @@ fn timeo_dir(name: i32) -> i32 {
     matches!(name, SO_SNDTIMEO_OLD | SO_SNDTIMEO_NEW) as i32
 }
 
+/// Options the daemon keeps per socket only to read them back (SO_LINGER
+/// too, in two ints), as preload/src/opts.rs KEPT.
+pub const KEPT: [i32; 7] = [
+    libc::SO_REUSEADDR,
+    libc::SO_DONTROUTE,
+    libc::SO_BROADCAST,
+    libc::SO_KEEPALIVE,
+    libc::SO_NO_CHECK,
+    libc::SO_PASSSEC,
+    libc::SO_RCVLOWAT,
+];
+
+/// Sets kept option `name` to (a, b) (OP_SET_SOCKOPT).
+pub fn set_kept(s: &OwnedFd, name: i32, a: i32, b: i32) -> Res<()> {
+    // SAFETY: Ctl is plain integers.
+    let mut c: Ctl = unsafe { std::mem::zeroed() };
+    c.v[0] = a as i64;
+    c.v[1] = b as i64;
+    daemon::ctl_with(s, OP_SET_SOCKOPT, name, &[], &[], &mut c)
+}
+
 fn int(v: i64) -> Vec<u8> {
     (v as i32).to_ne_bytes().to_vec()
 }
@@ -85,10 +106,16 @@ pub fn get(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
                 .flat_map(|x| x.to_ne_bytes())
                 .collect()
         }
-        libc::SO_LINGER => vec![0u8; 8],
+        libc::SO_LINGER => {
+            let c = daemon::ctl(s, OP_GET_SOCKOPT, name, &[], &[])?;
+            [c.v[0] as i32, c.v[1] as i32]
+                .iter()
+                .flat_map(|x| x.to_ne_bytes())
+                .collect()
+        }
+        _ if KEPT.contains(&name) => int(daemon::ctl(s, OP_GET_SOCKOPT, name, &[], &[])?.v[0]),
         libc::SO_OOBINLINE => int(daemon::ctl(s, OP_OOB_OPTS, 0, &[], &[])?.v[0]),
         libc::SO_PEEK_OFF => int(daemon::ctl(s, OP_OOB_OPTS, 0, &[], &[])?.v[1]),
-        libc::SO_REUSEADDR | libc::SO_KEEPALIVE | libc::SO_BROADCAST | libc::SO_DONTROUTE => int(0),
         _ => return Err(libc::ENOPROTOOPT),
     };
     let room = mem::read_u32(tid, a[4])?;
@@ -132,11 +159,16 @@ pub fn set(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
         }
         libc::SO_SNDBUFFORCE => op(OP_SET_SNDBUF_FORCE, int()?),
         libc::SO_RCVBUFFORCE => op(OP_SET_RCVBUF_FORCE, int()?),
-        libc::SO_REUSEADDR
-        | libc::SO_KEEPALIVE
-        | libc::SO_LINGER
-        | libc::SO_BROADCAST
-        | libc::SO_RCVLOWAT => int().map(|_| ()),
+        libc::SO_LINGER => {
+            if len < 8 {
+                return Err(libc::EINVAL);
+            }
+            let l = mem::read(tid, a[3], 8)?;
+            let on = i32::from_ne_bytes([l[0], l[1], l[2], l[3]]);
+            let secs = i32::from_ne_bytes([l[4], l[5], l[6], l[7]]);
+            set_kept(s, name, on, secs)
+        }
+        _ if KEPT.contains(&name) => set_kept(s, name, int()?, 0),
         _ => Err(libc::ENOPROTOOPT),
     }
 }
