@@ -17,6 +17,8 @@ pub struct Status {
     /// The thread group's id in each pid namespace, outermost first
     /// (`NStgid:`): the last is what the process's own getpid() returns.
     pub ns_tgid: Vec<i32>,
+    /// The parent process (`PPid:`).
+    pub ppid: i32,
     /// real, effective, saved, fs
     pub uids: [u32; 4],
     pub gids: [u32; 4],
@@ -33,6 +35,7 @@ impl Default for Status {
             state: '?',
             tgid: 0,
             ns_tgid: Vec::new(),
+            ppid: 0,
             uids: [0; 4],
             gids: [0; 4],
             umask: 0o022,
@@ -67,6 +70,7 @@ impl Status {
                         .filter_map(|v| v.parse().ok())
                         .collect()
                 }
+                "PPid" => st.ppid = val.parse().unwrap_or(0),
                 "Umask" => st.umask = u32::from_str_radix(val, 8).unwrap_or(0o022),
                 "Uid" => nums().take(4).enumerate().for_each(|(i, v)| st.uids[i] = v),
                 "Gid" => nums().take(4).enumerate().for_each(|(i, v)| st.gids[i] = v),
@@ -185,6 +189,23 @@ fn unescape(field: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The open flags of task `tid`'s descriptor `fd` (`/proc/<tid>/fdinfo`,
+/// whose `flags:` is octal and carries O_CLOEXEC for FD_CLOEXEC).
+pub fn fd_flags(tid: i32, fd: i32) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")).ok()?;
+    let v = text.lines().find_map(|l| l.strip_prefix("flags:"))?;
+    u32::from_str_radix(v.trim(), 8).ok()
+}
+
+/// When process `pid` started, in clock ticks since boot (field 22 of
+/// `/proc/<pid>/stat`): with the pid, it names one process for good.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses.
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +223,21 @@ mod tests {
         assert_eq!(st.uids, [1000, 65534, 2000, 65534]);
         assert_eq!(st.gids, [10, 11, 12, 11]);
         assert_eq!(st.groups, vec![4, 24, 27]);
+    }
+
+    #[test]
+    fn own_fd_flags_and_start_time() {
+        use std::os::fd::AsRawFd;
+        let me = std::process::id() as i32;
+        let f = std::fs::File::open("/proc/self/status").unwrap();
+        let fl = fd_flags(me, f.as_raw_fd()).unwrap();
+        assert_ne!(fl & libc::O_CLOEXEC as u32, 0, "std opens with O_CLOEXEC");
+        assert!(start_time(me).unwrap() > 0);
+        assert_eq!(start_time(me), start_time(me));
+        assert_eq!(
+            Status::read(me as u32).unwrap().ppid,
+            nix::unistd::getppid().as_raw()
+        );
     }
 
     #[test]

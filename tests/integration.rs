@@ -175,6 +175,8 @@ scripts!(
     run_inherit,
     run_postgres,
     run_python,
+    run_seccomp,
+    run_seccomp_gonet,
     run_socat_nc,
     soak,
     signals,
