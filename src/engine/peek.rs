@@ -13,13 +13,27 @@ impl Engine {
     /// No passed sockets come with a peek: Linux gives them, but udsfs would
     /// have to duplicate in-flight references (see README).
     pub fn peek(&self, s: &Arc<Socket>, maxlen: usize) -> Result<Received> {
+        self.peek_waiting(s, maxlen, None)
+    }
+
+    /// `peek`; on EAGAIN `w` waits with the readers for the queue to change.
+    pub fn peek_waiting(
+        &self,
+        s: &Arc<Socket>,
+        maxlen: usize,
+        w: Option<&super::Waiter>,
+    ) -> Result<Received> {
         let mut wake = Wakeups::new();
         let res = {
             let mut st = s.lock();
-            match s.ty {
+            let r = match s.ty {
                 SockType::Stream => self.stream_read(s.id, &mut st, maxlen, true, &mut wake),
                 _ => message_peek(s.ty, &mut st, maxlen),
+            };
+            if let (Err(Errno::EAGAIN), Some(w)) = (&r, w) {
+                st.readers.add(w.clone());
             }
+            r
         };
         self.finish(wake);
         res

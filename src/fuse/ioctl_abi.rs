@@ -146,6 +146,9 @@ pub struct MsgHead {
     pub creds: [u32; 3],
     /// Out (recv): `ADDR_AS_GIVEN` or 0, for `addr`.
     pub addr_flags: u32,
+    /// In (recv with MSGF_PEEK): start this far into what a peek returns,
+    /// so that a peek larger than MSG_ROOM comes in pieces.
+    pub skip: u32,
     /// Send: `to`; recv: `from`.
     pub addr: [u8; ADDR_MAX],
     /// Socket numbers: passed (send) or received, each a new
@@ -174,6 +177,13 @@ pub const MSGF_CTRUNC: u32 = 4;
 /// sockets beyond its room are closed, as Linux closes the files it does not
 /// install (MSG_CTRUNC).
 pub const MSGF_ROOM: u32 = 8;
+/// In: the caller blocks (no O_NONBLOCK, no MSG_DONTWAIT): a call that
+/// cannot complete parks in the daemon, under the socket's SO_RCVTIMEO or
+/// SO_SNDTIMEO, until it can or a signal comes. Without it: EAGAIN at once.
+pub const MSGF_WAIT: u32 = 16;
+/// recv (in): MSG_WAITALL on a stream: wait until `len` bytes (at most
+/// MSG_ROOM), EOF, an error, a signal or the timeout; then what came.
+pub const MSGF_WAITALL: u32 = 32;
 /// recv: the message does not fit MSG_ROOM; nothing was taken.
 pub const STATUS_TOO_BIG: u32 = 1;
 
