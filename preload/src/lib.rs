@@ -654,7 +654,8 @@ const UIO_MAXIOV: usize = 1024;
 
 /// A zero-length write(): FUSE never passes one on, so the kernel answers 0
 /// without the daemon; on a udsfs socket it is a send of nothing, which on
-/// a dgram or seqpacket socket is an empty message, as on Linux.
+/// a dgram or seqpacket socket is an empty message, as on Linux. (A
+/// zero-length read() takes nothing on Linux either: sock_read_iter.)
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
     if n != 0 {
@@ -676,23 +677,6 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
             msg::Meta::default(),
             0,
         ))
-    })
-}
-
-/// A zero-length read(), likewise: on a udsfs socket it is a receive of
-/// nothing, which takes a datagram or waits for data as Linux does.
-#[no_mangle]
-pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-    if n != 0 {
-        return unsafe { real::read(fd, buf, n) };
-    }
-    guarded(-1, || {
-        if !mount::get().is_some_and(|_| mount::udsfs_fd(fd)) {
-            return unsafe { real::read(fd, buf, n) };
-        }
-        let none = std::ptr::null_mut();
-        let r = unsafe { real::recv(fd, buf, n, 0) };
-        unsafe { recv_after(r, fd, buf, n, 0, none, none.cast()) }
     })
 }
 

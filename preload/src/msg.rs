@@ -149,9 +149,24 @@ const HS: usize = std::mem::size_of::<MsgHead>();
 /// blocking call waits in the daemon (MSGF_WAIT), under its SO_SNDTIMEO.
 pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<usize> {
     let len = data.len();
-    if meta.is_empty() && flags & !PLAIN_SEND == 0 && len > 0 {
+    // One write of the data file. Not writev of several buffers: FUSE cuts
+    // a write into requests by pages, and each request is a message.
+    if meta.is_empty() && flags & !PLAIN_SEND == 0 && len > 0 && (data.n == 1 || len > MSG_ROOM) {
+        let one = if data.n == 1 {
+            None
+        } else {
+            Some(data.gathered())
+        };
+        let (p, n) = match &one {
+            Some(v) => (v.as_ptr(), v.len()),
+            None => data
+                .each()
+                .next()
+                .map(|(p, n)| (p as *const u8, n))
+                .expect("one"),
+        };
         // SAFETY: writes the caller's bytes; the daemon raises SIGPIPE.
-        let n = unsafe { libc::writev(fd, data.iov, data.n.min(c_int::MAX as usize) as c_int) };
+        let n = unsafe { libc::write(fd, p.cast(), n) };
         return if n < 0 { Err(errno()) } else { Ok(n as usize) };
     }
     let oob = flags & libc::MSG_OOB != 0;

@@ -77,6 +77,5 @@ real! {
     statx(dirfd: c_int, path: *const libc::c_char, flags: c_int, mask: c_uint, st: *mut libc::statx) -> c_int;
     unlink(path: *const libc::c_char) -> c_int;
     unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int;
-    read(fd: c_int, b: *mut c_void, n: size_t) -> ssize_t;
     write(fd: c_int, b: *const c_void, n: size_t) -> ssize_t;
 }

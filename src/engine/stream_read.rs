@@ -38,7 +38,24 @@ impl Engine {
         }
         let mut out = Received::default();
         if maxlen == 0 {
-            out.creds = st.passcred.then_some(Ucred::NONE);
+            // unix_stream_read_generic with size 0 waits as for one byte;
+            // the first chunk gives up its passed files (its bytes stay).
+            let Some(m) = st.rcvq.front_mut() else {
+                if let Some(e) = st.err.take() {
+                    return Err(e);
+                }
+                if st.shutdown & RCV_SHUTDOWN == 0 {
+                    return Err(Errno::EAGAIN);
+                }
+                out.creds = st.passcred.then_some(Ucred::NONE);
+                return Ok(out);
+            };
+            let creds = m.creds.unwrap_or(Ucred::NONE);
+            if !peek {
+                out.rights = self.take_rights(receiver, m);
+                out.files = self.take_files(m);
+            }
+            out.creds = st.passcred.then_some(creds);
             return Ok(out);
         }
         let mut skip = if peek { st.peek_off.max(0) as usize } else { 0 };
