@@ -10,8 +10,8 @@ use super::stream_read::peek_off_forward;
 use super::{Engine, Received, Result, Ucred, Wakeups};
 
 impl Engine {
-    /// No passed sockets come with a peek: Linux gives them, but udsfs would
-    /// have to duplicate in-flight references (see README).
+    /// Passed sockets come with a peek too (each a new reference, left in
+    /// flight in the queue); other passed files do not.
     pub fn peek(&self, s: &Arc<Socket>, maxlen: usize) -> Result<Received> {
         self.peek_waiting(s, maxlen, None)
     }
@@ -32,6 +32,11 @@ impl Engine {
             };
             if let (Err(Errno::EAGAIN), Some(w)) = (&r, w) {
                 st.readers.add(w.clone());
+            }
+            // The peeked sockets stay queued; the reader gets references
+            // of its own, as scm_fp_dup gives it new descriptors.
+            if let Ok(g) = &r {
+                g.rights.iter().for_each(|s| self.hold(s));
             }
             r
         };
@@ -76,6 +81,7 @@ fn message_peek(ty: SockType, st: &mut SockState, maxlen: usize) -> Result<Recei
         creds: st.passcred.then_some(creds),
         pidfd: st.passpidfd.then_some(creds.pid),
         data,
+        rights: m.rights.clone(),
         ..Default::default()
     };
     peek_off_forward(st, got.data.len());

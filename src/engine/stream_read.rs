@@ -114,9 +114,10 @@ impl Engine {
             let from = m.off + skip;
             out.data.extend_from_slice(&m.data[from..from + n]);
             if peek {
+                // A peek gives the chunk's passed sockets as new references
+                // (held by the caller, `peek_waiting`) and stops there.
+                out.rights.extend(st.rcvq[i].rights.iter().cloned());
                 peek_off_forward(st, n);
-                // A peek does not duplicate passed sockets (see README):
-                // it stops at a chunk that carries some.
                 if carries || out.data.len() >= maxlen || i + 1 >= st.rcvq.len() {
                     break;
                 }

@@ -138,6 +138,22 @@ def rights():
             say(name, "passed socket works", lens(lambda: d.recv(10, DW)))
             got.close()
         d.close()
+        # A peek gives the passed sockets too, as new descriptors.
+        c, d = pair(STREAM)
+        socket.send_fds(a, [b"p"], [c.fileno()])
+        c.close()
+        counts = []
+        for flags in (socket.MSG_PEEK, 0):
+            data, anc, fl, _ = b.recvmsg(10, socket.CMSG_SPACE(8), flags)
+            fds = [x for lvl, t, v in anc if t == socket.SCM_RIGHTS
+                   for x in array.array("i", v[: len(v) - len(v) % 4])]
+            counts.append((data, len(fds)))
+            for fd in fds:
+                os.write(fd, b"via")
+                os.close(fd)
+        say(name, "peek then receive", counts, "peer reads", lens(lambda: d.recv(10, DW)),
+            lens(lambda: d.recv(10, DW)))
+        d.close()
 
 
 def sizes():
