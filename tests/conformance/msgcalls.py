@@ -240,9 +240,27 @@ def libc_mmsg():
             return errno.errorcode[ctypes.get_errno()]
         return r, buf.raw[: max(0, min(r, size))], flagnames(h.flags)
 
+    def raw_recvmsg_iovs(s, n, size):
+        bufs = [ctypes.create_string_buffer(size) for _ in range(n)]
+        iovs = (iovec * n)(*[iovec(ctypes.cast(x, ctypes.c_void_p), size) for x in bufs])
+        h = msghdr()
+        h.iov = ctypes.cast(iovs, ctypes.POINTER(iovec))
+        h.iovlen = n
+        r = libc.recvmsg(s.fileno(), ctypes.byref(h), 0)
+        if r < 0:
+            return errno.errorcode[ctypes.get_errno()]
+        return r, b"".join(x.raw for x in bufs)[:r], flagnames(h.flags)
+
     for name, ty in TYPES:
         a, b = pair(ty)
         rcvtimeo(b, 1)
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        iov = [bytes([i % 251]) * 64 for i in range(1024)]
+        a.sendmsg(iov)
+        a.send(b"next")
+        r = raw_recvmsg_iovs(b, 1024, 64)
+        say(name, "raw recvmsg into 1024 iovecs", r[0], r[1] == b"".join(iov), r[2],
+            lens(lambda: b.recv(100, DW)))
         a.send(b"abcdef")
         say(name, "raw recvmsg 3 of 6", raw_recvmsg(b, 3))
         c, d = pair(STREAM)
@@ -250,6 +268,14 @@ def libc_mmsg():
         c.close()
         say(name, "raw recvmsg with sockets", raw_recvmsg(b, 10), "peer reads",
             lens(lambda: d.recv(10, DW)))
+
+    # A blocking seqpacket peek with MSG_TRUNC and no buffer: the record's length.
+    a, b = pair(SEQ)
+    rcvtimeo(b, 3)
+    threading.Timer(0.2, lambda: a.send(b"r" * 777)).start()
+    peek_trunc = socket.MSG_PEEK | socket.MSG_TRUNC
+    r = libc.recvfrom(b.fileno(), None, ctypes.c_size_t(0), peek_trunc, None, None)
+    say("seqpacket blocking recvfrom(NULL, PEEK|TRUNC)", r, lens(lambda: b.recv(1000, DW)))
 
     # recvmmsg looks at its timeout after each datagram only.
     a, b = pair(DGRAM)
