@@ -714,7 +714,9 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
     // stream receive takes what else is queued (MSG_WAITALL: waits for it).
     while want > got.len && got.len >= MSG_ROOM && got.len % MSG_ROOM == 0 {
         let is_stream = *stream.get_or_insert_with(|| sock::is_stream(fd));
-        if !peek && !is_stream || !is_stream && got.len >= got.full_len {
+        // A datagram: only a peek goes on, while the message has more.
+        let more_of_datagram = peek && got.len < got.full_len;
+        if !is_stream && !more_of_datagram {
             break;
         }
         let waitall = is_stream && !peek && flags & libc::MSG_WAITALL != 0;
