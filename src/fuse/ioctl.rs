@@ -272,7 +272,7 @@ impl MsgCall {
         let head = read_struct::<MsgHead>(input)?;
         // A receive needs only its head; a send keeps its payload too.
         let keep = if head.op == MSGOP_SEND {
-            input.len()
+            (HSIZE + head.len as usize).min(input.len())
         } else {
             HSIZE
         };

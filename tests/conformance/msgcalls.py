@@ -109,8 +109,10 @@ def zero_length():
         a.send(b"abc")
         d, anc, fl, _ = b.recvmsg(0)
         say(name, "recvmsg 0", d, flagnames(fl), lens(lambda: b.recv(10, DW)))
-        a.close()
         b.close()
+        say(name, "zero-length to a closed peer", res(lambda: os.write(a.fileno(), b"")),
+            res(lambda: a.send(b"", socket.MSG_NOSIGNAL)))
+        a.close()
 
 
 def rights():
