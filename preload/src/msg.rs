@@ -180,6 +180,8 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
     let mut buf = Buf::new();
     let mut sent = 0;
     let mut meta = Some(meta);
+    // Each piece waits up to SO_SNDTIMEO afresh, as unix_stream_sendmsg
+    // waits per skb (sock_alloc_send_pskb); a receive is timed once (CONT).
     loop {
         let chunk = (len - sent).min(MSG_ROOM);
         let mut h = head();
@@ -359,6 +361,8 @@ struct Got {
     oob: bool,
     /// The daemon dropped passed sockets (MSG_CTRUNC).
     ctrunc: bool,
+    /// What the daemon left of SO_RCVTIMEO (see MsgHead::timeo_left).
+    timeo_left: u64,
 }
 
 /// The `msg` file's record, for a message larger than one ioctl; its
@@ -388,6 +392,7 @@ fn recv_record(
         rights: Vec::new(),
         oob: false,
         ctrunc: false,
+        timeo_left: TIMEO_NONE,
     };
     for field in buf[..nl].split(|&b| b == b' ') {
         let text = String::from_utf8_lossy(field);
@@ -435,9 +440,14 @@ fn recv_once(
     wait: bool,
     control: usize,
     skip: usize,
+    cont: Option<u64>,
 ) -> Res<Got> {
     let mut buf = Buf::new();
     let mut h = head();
+    if let Some(l) = cont {
+        h.flags |= MSGF_CONT;
+        h.timeo_left = l;
+    }
     h.op = MSGOP_RECV;
     h.len = want.min(u32::MAX as usize) as u32;
     if flags & libc::MSG_PEEK != 0 {
@@ -475,6 +485,7 @@ fn recv_once(
         rights: rights.to_vec(),
         oob: r.flags & MSGF_OOB != 0,
         ctrunc: r.flags & MSGF_CTRUNC != 0,
+        timeo_left: r.timeo_left,
     })
 }
 
@@ -707,7 +718,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
     } else {
         msg.msg_controllen
     };
-    let mut got = recv_once(m, fd, dst, 0, want, flags, !nonblock, control, 0)?;
+    let mut got = recv_once(m, fd, dst, 0, want, flags, !nonblock, control, 0, None)?;
     let peek = flags & libc::MSG_PEEK != 0;
     let mut stream = None;
     // More than one ioctl holds: a peek goes on in pieces (`skip`); a
@@ -722,23 +733,16 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
         let waitall = is_stream && !peek && flags & libc::MSG_WAITALL != 0;
         let left = want - got.len;
         let skip = if peek { got.len } else { 0 };
-        let more = recv_once(
-            m,
-            fd,
-            dst,
-            got.len,
-            left,
-            flags,
-            waitall && !nonblock,
-            control,
-            skip,
-        );
+        let wait = waitall && !nonblock;
+        let cont = wait.then_some(got.timeo_left);
+        let more = recv_once(m, fd, dst, got.len, left, flags, wait, control, skip, cont);
         match more {
             Ok(g) if g.len == 0 => break,
             Ok(g) => {
                 got.len += g.len;
                 got.rights.extend_from_slice(&g.rights);
                 got.ctrunc |= g.ctrunc;
+                got.timeo_left = g.timeo_left;
             }
             Err(_) => break,
         }

@@ -190,7 +190,7 @@ impl Inner {
         let limit = match &p {
             Pending::Read { fh, .. } => self.file_timeout(*fh, Direction::Recv),
             Pending::Write { fh, .. } => self.file_timeout(*fh, Direction::Send),
-            Pending::Msg { fh, call, .. } => self.file_timeout(*fh, call.direction()),
+            Pending::Msg { call, .. } => call.limit(),
             Pending::Open {
                 op: OpenOp::Accept { sock, .. },
                 ..

@@ -5,6 +5,7 @@
 //! never park (a blocking connect falls back to the ctl file, which does).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use fuser::{Errno as FErrno, FileHandle, ReplyIoctl, Request};
 use nix::errno::Errno;
@@ -265,6 +266,10 @@ pub struct MsgCall {
     sent: usize,
     /// A MSG_WAITALL receive: the answer so far (head, then the data).
     got: Option<Vec<u8>>,
+    /// The most it waits: the socket's timeout, or what an earlier ioctl of
+    /// the same call left of it (MSGF_CONT).
+    limit: Option<Duration>,
+    started: Instant,
 }
 
 impl MsgCall {
@@ -281,7 +286,26 @@ impl MsgCall {
             checked: false,
             sent: 0,
             got: None,
+            limit: None,
+            started: Instant::now(),
         })
+    }
+
+    /// The most this call may wait (see `Inner::park`).
+    pub(super) fn limit(&self) -> Option<Duration> {
+        self.limit
+    }
+
+    /// The answer `out` (a head, then data) with what is left of the
+    /// timeout, for the next ioctl of the call.
+    fn answer(&self, reply: ReplySink, mut out: Vec<u8>) {
+        if let Ok(mut h) = read_struct::<MsgHead>(&out) {
+            h.timeo_left = self.limit.map_or(TIMEO_NONE, |l| {
+                l.saturating_sub(self.started.elapsed()).as_nanos() as u64
+            });
+            out[..HSIZE].copy_from_slice(as_bytes(&h));
+        }
+        reply.ioctl(&out)
     }
 
     fn head(&self) -> MsgHead {
@@ -321,14 +345,14 @@ impl MsgCall {
     /// Answers a call that stops with `err`: what it got done, if anything
     /// (bytes a stream send queued, data a MSG_WAITALL receive got), as
     /// Linux returns a partial count; else the error.
-    pub(super) fn end(self, err: Errno, reply: ReplySink) {
+    pub(super) fn end(mut self, err: Errno, reply: ReplySink) {
         let mut h = self.head();
-        if let Some(got) = self.got {
-            return reply.ioctl(&got);
+        if let Some(got) = self.got.take() {
+            return self.answer(reply, got);
         }
         if h.op == MSGOP_SEND && self.sent > 0 {
             h.len = self.sent as u32;
-            return reply.ioctl(as_bytes(&h));
+            return self.answer(reply, as_bytes(&h).to_vec());
         }
         reply.error(err)
     }
@@ -344,8 +368,14 @@ impl Inner {
         c: &Caller,
         reply: ReplySink,
     ) {
+        let h = call.head();
+        call.limit = if h.flags & MSGF_CONT != 0 {
+            (h.timeo_left != TIMEO_NONE).then(|| Duration::from_nanos(h.timeo_left))
+        } else {
+            s.timeouts.limit(call.direction())
+        };
         match message(self, s, &mut call, c, None) {
-            Ok(out) => reply.ioctl(&out),
+            Ok(out) => call.answer(reply, out),
             Err(Errno::EAGAIN) if call.blocks() => self.park(Pending::Msg { fh, call, reply }, c),
             Err(e) => call.end(e, reply),
         }
@@ -365,7 +395,7 @@ impl Inner {
             return Outcome::Done;
         };
         match message(self, &s, &mut call, c, w) {
-            Ok(out) => reply.ioctl(&out),
+            Ok(out) => call.answer(reply, out),
             Err(Errno::EAGAIN) => return Outcome::Blocked(Pending::Msg { fh, call, reply }),
             Err(e) => call.end(e, reply),
         }
@@ -608,7 +638,7 @@ mod tests {
     fn wire_sizes() {
         assert_eq!(std::mem::size_of::<Ctl>(), 352);
         assert_eq!(MSG_BUF, 16376);
-        assert_eq!(MSG_ROOM, 14184);
+        assert_eq!(MSG_ROOM, 14176);
         assert_eq!(UDSFS_IOC_CTL, 0xc160_5501);
         assert_eq!(UDSFS_IOC_MSG, 0xfff8_5502);
     }

@@ -149,6 +149,12 @@ pub struct MsgHead {
     /// In (recv with MSGF_PEEK): start this far into what a peek returns,
     /// so that a peek larger than MSG_ROOM comes in pieces.
     pub skip: u32,
+    pub _pad: u32,
+    /// What is left of the call's SO_RCVTIMEO or SO_SNDTIMEO in ns
+    /// (TIMEO_NONE: none). Out: after this ioctl. In, with MSGF_CONT: the
+    /// most a later ioctl of the same call may wait, so that a call carried
+    /// by several ioctls is timed once, by the daemon.
+    pub timeo_left: u64,
     /// Send: `to`; recv: `from`.
     pub addr: [u8; ADDR_MAX],
     /// Socket numbers: passed (send) or received, each a new
@@ -184,6 +190,12 @@ pub const MSGF_WAIT: u32 = 16;
 /// recv (in): MSG_WAITALL on a stream: wait until `len` bytes (at most
 /// MSG_ROOM), EOF, an error, a signal or the timeout; then what came.
 pub const MSGF_WAITALL: u32 = 32;
+/// In: a later ioctl of one call (a MSG_WAITALL receive larger than
+/// MSG_ROOM, timed once as unix_stream_read_generic does): it waits at most
+/// `timeo_left`.
+pub const MSGF_CONT: u32 = 64;
+/// `timeo_left` of a socket without a timeout.
+pub const TIMEO_NONE: u64 = u64::MAX;
 /// recv: the message does not fit MSG_ROOM; nothing was taken.
 pub const STATUS_TOO_BIG: u32 = 1;
 

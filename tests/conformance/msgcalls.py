@@ -342,6 +342,21 @@ def blocking():
     say("blocking recvmsg", d, flagnames(fl))
     rcvtimeo(b, 0.2)
     say("recvfrom times out", res(lambda: b.recvfrom(100)), res(lambda: b.recv(100, socket.MSG_PEEK)))
+    # One receive is timed once: a MSG_WAITALL receive larger than one ioctl,
+    # fed in pieces but never stalled for a whole timeout.
+    c, d = pair(STREAM)
+    rcvtimeo(d, 0.5)
+
+    def feed():
+        for _ in range(10):
+            time.sleep(0.3)
+            res(lambda: c.send(b"w" * 15000))
+
+    threading.Thread(target=feed, daemon=True).start()
+    t = time.monotonic()
+    r = lens(lambda: d.recv(100000, socket.MSG_WAITALL))
+    say("slow writer: MSG_WAITALL cut by SO_RCVTIMEO", isinstance(r, int) and 0 < r < 50000,
+        "within 1.5 s", time.monotonic() - t < 1.5)
     b.setblocking(False)
     say("O_NONBLOCK peek", res(lambda: b.recv(100, socket.MSG_PEEK)), res(lambda: b.recvmsg(100, 64)))
 
