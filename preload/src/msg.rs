@@ -1,7 +1,13 @@
-//! send and receive on udsfs sockets. A plain call is one read() or write()
-//! of the data file, as the file dialect costs; a call with an address,
-//! passed sockets, credentials or per-call flags is one UDSFS_IOC_MSG
+//! send and receive on udsfs sockets. A plain send, recv or recvfrom
+//! without a name is one read() or write() of the data file, as the file
+//! dialect costs; a call with an address, passed sockets, credentials,
+//! per-call flags, or that reports msg_flags (recvmsg) is one UDSFS_IOC_MSG
 //! ioctl; a message too large for the ioctl goes through the `msg` file.
+//! A blocking call blocks in the daemon (MSGF_WAIT), which times it and
+//! answers signals as for reads and writes: nothing here polls or retries.
+//! Nothing here allocates or locks on the paths a signal handler takes (a
+//! send or receive of a small message on a socketpair): buffers are on the
+//! stack and what is found once is found in the library's constructor.
 
 use libc::{c_int, cmsghdr, iovec, msghdr, ssize_t};
 
