@@ -446,7 +446,10 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
         if let Err(e) = msg::parse_control(mnt, h, &mut meta) {
             return msg::ret(Err(e));
         }
-        let data = msg::Iovs::new(h.msg_iov, h.msg_iovlen);
+        let data = match msg::Iovs::of_msg(h.msg_iov, h.msg_iovlen) {
+            Ok(d) => d,
+            Err(e) => return msg::ret(Err(e)),
+        };
         msg::ret(msg::send(mnt, fd, data, meta, flags))
     })
 }

@@ -52,6 +52,16 @@ impl Iovs {
         }
     }
 
+    /// A msghdr's iovecs, refused as Linux refuses them: more than
+    /// UIO_MAXIOV is EMSGSIZE, none where some are counted is EFAULT.
+    pub fn of_msg(iov: *const iovec, n: usize) -> Res<Iovs> {
+        match n {
+            n if n > 1024 => Err(libc::EMSGSIZE),
+            n if n > 0 && iov.is_null() => Err(libc::EFAULT),
+            n => Ok(Iovs::new(iov, n)),
+        }
+    }
+
     fn each(&self) -> impl Iterator<Item = (*mut u8, usize)> + '_ {
         // SAFETY: the caller's iovecs describe memory of theirs.
         (0..self.n).map(|i| unsafe {
@@ -703,7 +713,7 @@ fn claim_files(m: &Mount, tags: &[u64], cloexec: bool) -> Vec<Option<c_int>> {
 /// (recvmsg, recvmmsg), so even a plain receive goes through the ioctl,
 /// which tells MSG_TRUNC and MSG_CTRUNC; recv and recvfrom read the file.
 pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) -> Res<usize> {
-    let dst = Iovs::new(msg.msg_iov, msg.msg_iovlen);
+    let dst = Iovs::of_msg(msg.msg_iov, msg.msg_iovlen)?;
     let want = dst.len();
     let plain = !report
         && msg.msg_name.is_null()

@@ -273,6 +273,23 @@ def libc_mmsg():
         say(name, "raw recvmsg with sockets", raw_recvmsg(b, 10), "peer reads",
             lens(lambda: d.recv(10, DW)))
 
+    # Bad vectors: more than UIO_MAXIOV, or none where one is counted.
+    for name, ty in TYPES:
+        a, b = pair(ty)
+        one = ctypes.create_string_buffer(4)
+        iovs = (iovec * 1025)(*[iovec(ctypes.cast(one, ctypes.c_void_p), 1)] * 1025)
+        h = msghdr()
+        h.iov = ctypes.cast(iovs, ctypes.POINTER(iovec))
+        h.iovlen = 1025
+        r1 = libc.sendmsg(a.fileno(), ctypes.byref(h), socket.MSG_DONTWAIT)
+        e1 = errno.errorcode.get(ctypes.get_errno()) if r1 < 0 else r1
+        a.send(b"q")
+        h = msghdr()
+        h.iovlen = 1
+        r2 = libc.recvmsg(b.fileno(), ctypes.byref(h), socket.MSG_DONTWAIT)
+        e2 = errno.errorcode.get(ctypes.get_errno()) if r2 < 0 else r2
+        say(name, "1025 iovecs", e1, "no iovec", e2)
+
     # A blocking seqpacket peek with MSG_TRUNC and no buffer: the record's length.
     a, b = pair(SEQ)
     rcvtimeo(b, 3)
