@@ -1,6 +1,6 @@
-//! The watchdog's cost (issue 11): the daemon's CPU while N threads of one
-//! process are parked reading N idle stream sockets, and how soon a
-//! signalled caller among them ends. Prints `RESULT key value` lines for
+//! The cost of parked callers (issues 11, 17): the daemon's CPU while N
+//! threads of one process are parked reading N idle stream sockets, and how
+//! soon a signalled caller among them ends. Prints `RESULT key value` lines for
 //! scripts/bench.
 //!
 //!     parked_idle --dir MOUNT --pid DAEMON_PID --callers 1000 --seconds 3

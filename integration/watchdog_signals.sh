@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The watchdog reads /proc once per process per scan and a thread's own status only
-# when its process shows a sign of a signal. A signal that shows only in one thread's
-# own pending set must still end that thread's wait: 40 threads of one process park
-# reading their own idle stream sockets; a caught SIGUSR1 sent with tgkill to 3 of them
-# ends exactly those 3 reads with EINTR within the limit, the other 37 stay parked;
-# then SIGKILL sent with tgkill to one thread ends the whole process; a single-threaded
-# process with a SIGUSR1 handler, parked reading, ends its read when it gets kill -USR1.
+# Thread-directed signals end exactly the signalled thread's wait (the kernel sends
+# FUSE_INTERRUPT for that thread's request only; before, the watchdog looked for
+# signals in /proc and had to find one in a single thread's pending set): 40 threads
+# of one process park reading their own idle stream sockets; a caught SIGUSR1 sent
+# with tgkill to 3 of them ends exactly those 3 reads with EINTR within the limit, the
+# other 37 stay parked; a process-directed SIGUSR1 (kill, the main thread blocking it)
+# ends exactly one more; then SIGKILL sent with tgkill to one thread ends the whole
+# process; a single-threaded process with a SIGUSR1 handler, parked reading, ends its
+# read when it gets kill -USR1.
 source "$(dirname "$0")/lib.sh"
 
 # SPEC: 100 ms; 50 ms more for scheduling on a loaded CI machine (as blocked_reader.sh).
@@ -54,6 +56,22 @@ others = [i for i in range(N) if ended[i] is not None and i not in (3, 17, 31)]
 assert not others, f"threads {others} ended too, without a signal"
 assert parked() == base + N - 3, f"parked={parked()}, want {base + N - 3}"
 print("the other 37 readers are still parked")
+# Process-directed, with the main thread blocking it: the kernel hands it to one
+# thread, and only that thread's read ends.
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+sent = time.monotonic()
+os.kill(os.getpid(), signal.SIGUSR1)
+while sum(e is not None for e in ended) < 4 and time.monotonic() < sent + 10:
+    time.sleep(0.005)
+time.sleep(0.2)
+gone = [i for i in range(N) if ended[i] is not None and i not in (3, 17, 31)]
+assert len(gone) == 1, f"kill -USR1 ended {len(gone)} parked reads, want 1 (one thread takes it)"
+at, r, err = ended[gone[0]]
+ms = (at - sent) * 1000
+assert r == -1 and err == 4, f"want EINTR, got {r} errno {err}"
+assert ms <= LIMIT, f"the read took {ms:.0f} ms, limit {LIMIT} ms"
+assert parked() == base + N - 4, f"parked={parked()}, want {base + N - 4}"
+print(f"kill -USR1 to the process ended one parked read (EINTR after {ms:.0f} ms); 36 still parked")
 sys.stdout.flush()
 signal.pthread_kill(threads[5].ident, signal.SIGKILL)   # tgkill
 time.sleep(10)
@@ -67,6 +85,8 @@ cat "$TMP/out"
 ms=$(($(now_ms) - start))
 grep -q "the other 37 readers are still parked" "$TMP/out" || fail "tgkill with a caught signal: see above"
 ok "tgkill SIGUSR1 ended exactly the 3 signalled reads, within $LIMIT ms"
+grep -q "kill -USR1 to the process ended one parked read" "$TMP/out" || fail "process-directed SIGUSR1: see above"
+ok "a process-directed SIGUSR1 ended one thread's read, as the kernel picks one thread"
 [ "$rc" -eq 137 ] || fail "after tgkill SIGKILL the process ended with status $rc, want 137"
 ok "tgkill SIGKILL to one parked thread ended the process"
 n=0

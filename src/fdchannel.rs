@@ -2,8 +2,14 @@
 //! come back out. FUSE cannot carry a file descriptor, so the daemon listens
 //! on a kernel AF_UNIX seqpacket socket of its own, at the abstract name
 //! `@udsfs-fdpass-PID` (PID: the daemon's, as in the mount source
-//! `udsfs:PID`). Clients check with SO_PEERCRED that the daemon answers; the
-//! daemon takes the client's uid from SO_PEERCRED.
+//! `udsfs:PID`), or, when someone holds that name already, one with a random
+//! suffix. Anyone may bind an abstract name, so the name a client trusts is
+//! the one the mount itself serves in `.udsfs/fdchannel` (only this daemon
+//! answers reads of its mount); clients also check with SO_PEERCRED that the
+//! peer has the daemon's uid. The daemon takes the client's uid from
+//! SO_PEERCRED and serves only users that may use the mount; every
+//! connection and deposit is a descriptor of the daemon, charged to that
+//! user (src/engine/fds.rs).
 //!
 //! One request per packet:
 //! - `D` with SCM_RIGHTS: deposit the files; answer `T` and one u64 tag
@@ -17,7 +23,7 @@ use std::io::IoSliceMut;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::errno::Errno;
 use nix::sys::socket::{
@@ -26,30 +32,50 @@ use nix::sys::socket::{
 };
 
 use crate::engine::Engine;
+use crate::engine::fds::ChargedFd;
 use crate::engine::held::is_file_tag;
+use crate::engine::quota::Quota;
+
+mod refuse;
+use refuse::Refuser;
 
 /// SCM_MAX_FD.
 const MAX_FDS: usize = 253;
-/// Connections served at once (a thread each); one more is closed at once.
-const MAX_CONNECTIONS: usize = 1024;
+/// Connections served at once (a thread each), shared among users as the
+/// mount's other bounds are (`--user-share`).
+const MAX_CONNECTIONS: u64 = 1024;
+/// Names tried when the usual one is taken.
+const NAME_TRIES: usize = 8;
 
 /// The channel's abstract name for the daemon with process id `pid`.
 pub fn channel_name(pid: u32) -> String {
     format!("udsfs-fdpass-{pid}")
 }
 
-/// Binds the channel and serves it on a thread of its own. A failure (the
-/// name taken) is logged: passing non-socket files is then refused.
+/// The name this daemon listens on, served as `.udsfs/fdchannel`.
+static LISTENING_ON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The text of `.udsfs/fdchannel`: the channel's abstract name (without the
+/// leading NUL) and a newline, or nothing when the channel is off.
+pub fn published_name() -> String {
+    LISTENING_ON
+        .get()
+        .map(|n| format!("{n}\n"))
+        .unwrap_or_default()
+}
+
+/// Binds the channel and serves it on a thread of its own. A failure is
+/// logged: passing non-socket files is then refused.
 pub fn start(eng: Arc<Engine>) {
     raise_nofile_limit();
-    let name = channel_name(std::process::id());
-    let listener = match listen_on(&name) {
-        Ok(l) => l,
-        Err(e) => {
-            log::warn!("fd channel @{name}: {e}: passing files other than udsfs sockets is off");
-            return;
-        }
+    eng.set_fd_budget();
+    let Some((name, listener)) = bind_unsquatted() else {
+        log::warn!(
+            "fd channel: no name could be bound: passing files other than udsfs sockets is off"
+        );
+        return;
     };
+    let _ = LISTENING_ON.set(name.clone());
     log::info!("fd channel listening on @{name}");
     let spawned = std::thread::Builder::new()
         .name("udsfs-fdchannel".into())
@@ -87,6 +113,33 @@ fn raise_nofile_limit() {
     }
 }
 
+/// The usual name, or, if another process holds it (squatting it to receive
+/// clients' files), a random one: clients read the name from the mount.
+fn bind_unsquatted() -> Option<(String, OwnedFd)> {
+    let usual = channel_name(std::process::id());
+    for i in 0..NAME_TRIES {
+        let name = if i == 0 {
+            usual.clone()
+        } else {
+            let mut b = [0u8; 8];
+            // SAFETY: getrandom writes at most 8 bytes into b.
+            unsafe { libc::getrandom(b.as_mut_ptr().cast(), 8, 0) };
+            format!("{usual}-{:016x}", u64::from_ne_bytes(b))
+        };
+        match listen_on(&name) {
+            Ok(l) => return Some((name, l)),
+            Err(Errno::EADDRINUSE) => {
+                log::warn!("fd channel @{name}: taken by another process; trying another name")
+            }
+            Err(e) => {
+                log::warn!("fd channel @{name}: {e}");
+                return None;
+            }
+        }
+    }
+    None
+}
+
 fn listen_on(name: &str) -> nix::Result<OwnedFd> {
     let fd = socket(
         AddressFamily::Unix,
@@ -99,8 +152,18 @@ fn listen_on(name: &str) -> nix::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// Who may use the channel: whoever may use the mount (anyone on an
+/// `--allow-other` mount; else its owner and root, as FUSE admits).
+fn may_connect(eng: &Engine, uid: u32) -> bool {
+    eng.cfg.allow_other || uid == 0 || uid == eng.cfg.root_uid
+}
+
 fn serve(listener: OwnedFd, eng: Arc<Engine>) {
     static CONN: AtomicU64 = AtomicU64::new(1);
+    let refuser = Refuser::start();
+    let conns = Arc::new(Quota::new("fd channel connections"));
+    conns.set_max(MAX_CONNECTIONS);
+    conns.set_user_share(eng.cfg.user_share_permille);
     loop {
         let conn = match accept(listener.as_raw_fd()) {
             // SAFETY: accept returned a new descriptor we own.
@@ -112,69 +175,103 @@ fn serve(listener: OwnedFd, eng: Arc<Engine>) {
                 continue;
             }
         };
-        static ACTIVE: AtomicUsize = AtomicUsize::new(0);
-        if ACTIVE.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-            ACTIVE.fetch_sub(1, Ordering::AcqRel);
-            log::warn!("fd channel: {MAX_CONNECTIONS} connections open already; one refused");
+        let id = CONN.fetch_add(1, Ordering::Relaxed);
+        // Who it is decides before anything is read from it.
+        let uid = match getsockopt(&conn, sockopt::PeerCredentials) {
+            Ok(c) => c.uid(),
+            Err(e) => {
+                log::info!("fd channel {id}: SO_PEERCRED: {e}");
+                continue;
+            }
+        };
+        if !may_connect(&eng, uid) {
+            log::warn!("fd channel {id}: uid {uid} may not use this mount: refused (EACCES)");
+            refuser.refuse(conn, Errno::EACCES);
             continue;
         }
-        let id = CONN.fetch_add(1, Ordering::Relaxed);
-        let eng = eng.clone();
+        if conns.take(uid, 1).is_err() {
+            refuser.refuse(conn, Errno::ETOOMANYREFS);
+            continue;
+        }
+        // Charged like any descriptor held for the user; refused, it
+        // closes after its answer.
+        let conn = match ChargedFd::try_new(&eng.depot.quota, uid, conn) {
+            Ok(c) => c,
+            Err((e, conn)) => {
+                conns.give(uid, 1);
+                log::warn!("fd channel {id}: uid {uid}: no descriptor left for it ({e})");
+                refuser.refuse(conn, e);
+                continue;
+            }
+        };
+        let (eng, conns2) = (eng.clone(), conns.clone());
         let spawned = std::thread::Builder::new()
             .name(format!("udsfs-fdconn-{id}"))
             .spawn(move || {
-                serve_connection(&eng, &conn, id);
+                serve_connection(&eng, &conn, uid, id);
                 let dropped = eng.depot.connection_closed(id);
                 if dropped > 0 {
                     log::info!("fd channel {id}: {dropped} deposited files never sent, closed");
                 }
-                ACTIVE.fetch_sub(1, Ordering::AcqRel);
+                drop(conn);
+                conns2.give(uid, 1);
             });
         if let Err(e) = spawned {
-            ACTIVE.fetch_sub(1, Ordering::AcqRel);
+            conns.give(uid, 1);
             log::warn!("fd channel: cannot start a connection thread: {e}");
         }
     }
 }
 
-fn serve_connection(eng: &Engine, conn: &OwnedFd, id: u64) {
-    let uid = match getsockopt(conn, sockopt::PeerCredentials) {
-        Ok(c) => c.uid(),
-        Err(e) => {
-            log::info!("fd channel {id}: SO_PEERCRED: {e}");
-            return;
-        }
-    };
+fn serve_connection(eng: &Engine, conn: &ChargedFd, uid: u32, id: u64) {
     let mut buf = vec![0u8; 1 + 8 * MAX_FDS];
     loop {
-        let mut space = nix::cmsg_space!([RawFd; MAX_FDS]);
-        let (n, fds) = {
+        // The kernel installs passed files as it receives them: wait for a
+        // request first, then make room only for what the user may still
+        // deposit, so that many connections cannot take the daemon's
+        // descriptors even for a moment (the rest close, MSG_CTRUNC).
+        if !wait_readable(conn) {
+            return;
+        }
+        let room = reserve_up_to(&eng.depot.quota, uid, MAX_FDS as u64);
+        let mut space = vec![0u8; cmsg_space(room as usize)];
+        let got = {
             let mut iov = [IoSliceMut::new(&mut buf)];
-            let got = match recvmsg::<()>(
+            recvmsg::<()>(
                 conn.as_raw_fd(),
                 &mut iov,
-                Some(&mut space),
-                MsgFlags::MSG_CMSG_CLOEXEC,
-            ) {
-                Ok(g) => g,
-                Err(Errno::EINTR) => continue,
-                Err(_) => return,
-            };
-            let mut fds = Vec::new();
-            if let Ok(cmsgs) = got.cmsgs() {
-                for c in cmsgs {
-                    if let ControlMessageOwned::ScmRights(v) = c {
-                        // SAFETY: the kernel installed these descriptors for us.
-                        fds.extend(v.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
+                (room > 0).then_some(&mut space),
+                MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
+            )
+            .map(|got| {
+                let mut fds = Vec::new();
+                if let Ok(cmsgs) = got.cmsgs() {
+                    for c in cmsgs {
+                        if let ControlMessageOwned::ScmRights(v) = c {
+                            // SAFETY: the kernel installed these descriptors for us.
+                            fds.extend(v.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
+                        }
                     }
                 }
-            }
-            (got.bytes, fds)
+                (got.bytes, fds, got.flags.contains(MsgFlags::MSG_CTRUNC))
+            })
+        };
+        eng.depot.quota.give(uid, room);
+        let (n, fds, truncated) = match got {
+            Ok(g) => g,
+            Err(Errno::EINTR | Errno::EAGAIN) => continue,
+            Err(_) => return,
         };
         if n == 0 {
             return;
         }
         let answer = match buf[0] {
+            b'D' if truncated => {
+                log::info!(
+                    "fd channel {id}: uid {uid}: files past its share closed (ETOOMANYREFS)"
+                );
+                Err(Errno::ETOOMANYREFS)
+            }
             b'D' => deposit(eng, id, uid, fds),
             b'C' => {
                 let tags: Vec<u64> = buf[1..n]
@@ -203,7 +300,48 @@ fn serve_connection(eng: &Engine, conn: &OwnedFd, id: u64) {
     }
 }
 
-fn send_plain(conn: &OwnedFd, bytes: &[u8]) -> nix::Result<()> {
+/// Waits until a request (or the end) can be read.
+fn wait_readable(conn: &ChargedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: conn.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: poll reads and writes the one pollfd given.
+        match unsafe { libc::poll(&mut p, 1, -1) } {
+            1 => return true,
+            _ if Errno::last() == Errno::EINTR => continue,
+            _ => return false,
+        }
+    }
+}
+
+fn cmsg_space(nfds: usize) -> usize {
+    // SAFETY: CMSG_SPACE is arithmetic.
+    unsafe { libc::CMSG_SPACE((nfds * std::mem::size_of::<RawFd>()) as u32) as usize }
+}
+
+/// Takes as much as `uid` may still hold of `q`, up to `n`; the caller
+/// gives it back.
+fn reserve_up_to(q: &Quota, uid: u32, n: u64) -> u64 {
+    let mut want = n;
+    while want > 0 {
+        if q.take(uid, want).is_ok() {
+            return want;
+        }
+        let free = q.max().saturating_sub(q.used());
+        let mine = if uid == 0 {
+            free
+        } else {
+            q.user_limit().saturating_sub(q.user_used(uid))
+        };
+        want = (want - 1).min(free).min(mine);
+    }
+    0
+}
+
+pub(crate) fn send_plain(conn: &impl AsRawFd, bytes: &[u8]) -> nix::Result<()> {
     let iov = [std::io::IoSlice::new(bytes)];
     sendmsg::<()>(conn.as_raw_fd(), &iov, &[], MsgFlags::MSG_NOSIGNAL, None).map(|_| ())
 }
@@ -230,8 +368,20 @@ fn deposit(eng: &Engine, id: u64, uid: u32, fds: Vec<OwnedFd>) -> Result<Option<
         return Err(Errno::EINVAL);
     }
     let mut reply = vec![b'T'];
+    let mut tags = Vec::with_capacity(fds.len());
     for f in fds {
-        reply.extend_from_slice(&eng.depot.deposit(id, uid, f).to_ne_bytes());
+        match eng.depot.deposit(id, uid, f) {
+            Ok(t) => tags.push((tags.len(), t)),
+            Err(e) => {
+                // All or none: the ones taken already close too.
+                drop(eng.depot.take_deposits(&tags, uid));
+                log::info!("fd channel {id}: uid {uid}: deposit refused ({e})");
+                return Err(e);
+            }
+        }
+    }
+    for (_, t) in tags {
+        reply.extend_from_slice(&t.to_ne_bytes());
     }
     Ok(Some(reply))
 }
@@ -240,7 +390,7 @@ fn claim(
     eng: &Engine,
     uid: u32,
     tags: &[u64],
-    conn: &OwnedFd,
+    conn: &ChargedFd,
     id: u64,
 ) -> Result<Option<Vec<u8>>, Errno> {
     if tags.is_empty() || tags.len() > MAX_FDS || !tags.iter().all(|t| is_file_tag(*t)) {

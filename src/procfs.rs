@@ -1,16 +1,10 @@
-//! The one reader of `/proc` for udsfs: a task's `status` (who it is, which
-//! signals wait for it), a process's open-file limit, sysctls, and the
-//! mount table.
+//! The one reader of `/proc` for udsfs: a task's `status` (who it is), a
+//! process's open-file limit, sysctls, and the mount table.
 //! Everything that parses a `/proc` file lives here, so each format is
 //! handled once.
 
-use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
-
-/// SIGKILL's bit in a signal mask: pending SIGKILL can never be blocked.
-pub const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
 
 /// The fields of `/proc/<tid>/status` udsfs looks at.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +14,9 @@ pub struct Status {
     /// The state letter: R, S, D, Z, X, T, ...
     pub state: char,
     pub tgid: i32,
+    /// The thread group's id in each pid namespace, outermost first
+    /// (`NStgid:`): the last is what the process's own getpid() returns.
+    pub ns_tgid: Vec<i32>,
     /// real, effective, saved, fs
     pub uids: [u32; 4],
     pub gids: [u32; 4],
@@ -27,12 +24,6 @@ pub struct Status {
     pub groups: Vec<u32>,
     /// CapEff: the effective capability set.
     pub cap_eff: u64,
-    /// Signals queued for the task's user, across all its tasks (SigQ).
-    pub user_queued: u64,
-    /// Signals pending for this thread only, for the whole process, blocked.
-    pub sig_pnd: u64,
-    pub shd_pnd: u64,
-    pub sig_blk: u64,
 }
 
 impl Default for Status {
@@ -41,15 +32,12 @@ impl Default for Status {
             name: String::new(),
             state: '?',
             tgid: 0,
+            ns_tgid: Vec::new(),
             uids: [0; 4],
             gids: [0; 4],
             umask: 0o022,
             groups: Vec::new(),
             cap_eff: 0,
-            user_queued: 0,
-            sig_pnd: 0,
-            shd_pnd: 0,
-            sig_blk: 0,
         }
     }
 }
@@ -73,95 +61,21 @@ impl Status {
                 "Name" => st.name = val.to_string(),
                 "State" => st.state = val.chars().next().unwrap_or('?'),
                 "Tgid" => st.tgid = val.parse().unwrap_or(0),
+                "NStgid" => {
+                    st.ns_tgid = val
+                        .split_whitespace()
+                        .filter_map(|v| v.parse().ok())
+                        .collect()
+                }
                 "Umask" => st.umask = u32::from_str_radix(val, 8).unwrap_or(0o022),
                 "Uid" => nums().take(4).enumerate().for_each(|(i, v)| st.uids[i] = v),
                 "Gid" => nums().take(4).enumerate().for_each(|(i, v)| st.gids[i] = v),
                 "Groups" => st.groups = nums().collect(),
                 "CapEff" => st.cap_eff = mask(),
-                "SigQ" => {
-                    st.user_queued = val
-                        .split('/')
-                        .next()
-                        .and_then(|q| q.parse().ok())
-                        .unwrap_or(0)
-                }
-                "SigPnd" => st.sig_pnd = mask(),
-                "ShdPnd" => st.shd_pnd = mask(),
-                "SigBlk" => st.sig_blk = mask(),
                 _ => {}
             }
         }
         st
-    }
-
-    /// Whether a signal waits that the thread does not block (SIGKILL
-    /// always counts): what would end a system call it sleeps in.
-    pub fn signal_pending(&self) -> bool {
-        (self.sig_pnd | self.shd_pnd) & (!self.sig_blk | SIGKILL_BIT) != 0
-    }
-
-    /// A process whose main thread has exited (or is exiting).
-    pub fn is_dead(&self) -> bool {
-        matches!(self.state, 'Z' | 'X' | 'x')
-    }
-}
-
-/// A `/proc` file kept open and read again with `pread`: seq files
-/// regenerate on every read from offset 0, and this costs half of opening
-/// the file each time.
-pub struct KeptFile {
-    file: File,
-    buf: Vec<u8>,
-}
-
-impl KeptFile {
-    pub fn open(path: &str) -> io::Result<KeptFile> {
-        Ok(KeptFile {
-            file: File::open(path)?,
-            buf: vec![0; 4096],
-        })
-    }
-
-    /// Reads it afresh; ESRCH once the task is gone.
-    pub fn read(&mut self) -> io::Result<&[u8]> {
-        let mut len = 0;
-        loop {
-            let n = self.file.read_at(&mut self.buf[len..], len as u64)?;
-            len += n;
-            if n == 0 || len < self.buf.len() {
-                break;
-            }
-            self.buf.resize(self.buf.len() * 2, 0);
-        }
-        Ok(&self.buf[..len])
-    }
-}
-
-/// A task's `status`, kept open.
-pub struct StatusFile(KeptFile);
-
-impl StatusFile {
-    pub fn open(tid: u32) -> io::Result<StatusFile> {
-        KeptFile::open(&format!("/proc/{tid}/status")).map(StatusFile)
-    }
-
-    pub fn read(&mut self) -> io::Result<Status> {
-        Ok(Status::parse(&String::from_utf8_lossy(self.0.read()?)))
-    }
-}
-
-/// A task's scheduler counters (`schedstat`: run time, wait time, times
-/// run), kept open. They change whenever the task runs, so a task asleep
-/// shows the same text until something wakes it.
-pub struct SchedstatFile(KeptFile);
-
-impl SchedstatFile {
-    pub fn open(tid: u32) -> io::Result<SchedstatFile> {
-        KeptFile::open(&format!("/proc/{tid}/schedstat")).map(SchedstatFile)
-    }
-
-    pub fn read(&mut self) -> io::Result<Vec<u8>> {
-        self.0.read().map(<[u8]>::to_vec)
     }
 }
 
@@ -176,8 +90,21 @@ pub fn own_nofile_limit() -> usize {
     usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
 }
 
-/// The soft RLIMIT_NOFILE of process `pid` (`/proc/<pid>/limits`).
+/// The soft RLIMIT_NOFILE of process `pid`: prlimit(2) needs no
+/// descriptor, so it works when the daemon is at its own limit; else
+/// `/proc/<pid>/limits`.
 pub fn nofile_limit(pid: i32) -> Option<usize> {
+    if pid <= 0 {
+        return None;
+    }
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit with no new limit only writes the old one into lim.
+    if unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut lim) } == 0 {
+        return Some(usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX));
+    }
     let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
     text.lines()
         .find(|l| l.starts_with("Max open files"))
@@ -189,6 +116,14 @@ pub fn nofile_limit(pid: i32) -> Option<usize> {
 pub fn sysctl(name: &str) -> Option<u64> {
     let path = format!("/proc/sys/{}", name.replace('.', "/"));
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The pid namespace of task `tid` (the inode of `/proc/<tid>/ns/pid`).
+pub fn pid_ns(tid: u32) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{tid}/ns/pid"))
+        .ok()
+        .map(|m| m.ino())
 }
 
 /// Whether a process (or thread) with this id exists.
@@ -267,46 +202,6 @@ mod tests {
         assert_eq!(st.uids, [1000, 65534, 2000, 65534]);
         assert_eq!(st.gids, [10, 11, 12, 11]);
         assert_eq!(st.groups, vec![4, 24, 27]);
-        assert_eq!(st.user_queued, 3);
-        assert_eq!((st.sig_pnd, st.shd_pnd, st.sig_blk), (0x100, 2, 2));
-        // SIGINT is blocked, SIGKILL cannot be.
-        assert!(st.signal_pending());
-        assert!(
-            !Status {
-                sig_pnd: 0,
-                ..st.clone()
-            }
-            .signal_pending()
-        );
-    }
-
-    #[test]
-    fn reads_this_thread_through_a_kept_file() {
-        let tid = nix::unistd::gettid().as_raw() as u32;
-        let mut f = StatusFile::open(tid).unwrap();
-        let st = f.read().unwrap();
-        assert_eq!(st.tgid, std::process::id() as i32);
-        assert_eq!(f.read().unwrap().tgid, st.tgid);
-        assert!(!st.is_dead());
-    }
-
-    #[test]
-    fn schedstat_stays_while_a_thread_sleeps() {
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-        let t = std::thread::spawn(move || {
-            tid_tx.send(nix::unistd::gettid().as_raw() as u32).unwrap();
-            let _ = rx.recv();
-        });
-        let tid = tid_rx.recv().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let mut f = SchedstatFile::open(tid).unwrap();
-        let before = f.read().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        assert_eq!(f.read().unwrap(), before, "asleep: nothing changes");
-        tx.send(()).unwrap();
-        t.join().unwrap();
-        assert!(f.read().is_err(), "gone: the kept file says so");
     }
 
     #[test]

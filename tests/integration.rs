@@ -137,6 +137,9 @@ macro_rules! scripts {
 scripts!(
     abstract_netns,
     abstract_private,
+    adversarial_access,
+    adversarial_fds,
+    api_diffs,
     blocked_reader,
     bounds,
     bufs,
@@ -176,6 +179,7 @@ scripts!(
     run_socat_nc,
     signal_send,
     soak,
+    signals,
     ss_compare,
     stream_echo,
     stream_signals,

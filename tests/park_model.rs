@@ -1,7 +1,7 @@
 //! Model-based test of the parking path, in-process (no mount): random
 //! schedules of blocking and non-blocking sends and receives on `data` and
 //! `msg` files (with passed sockets and credentials), accept, connect,
-//! shutdown, close and signals (answered EINTR, as the watchdog does), run on
+//! shutdown, close and signals (answered EINTR, as a FUSE_INTERRUPT is), run on
 //! two threads against one `fuse::Inner`. Every request must be answered
 //! once; every byte (stream) or message (dgram, seqpacket) a write reported
 //! must arrive exactly once and in order, or the errno says why not; every
@@ -95,8 +95,20 @@ impl Rng {
     }
 }
 
+/// Root of this process with every capability: the model's callers are made-up
+/// thread ids whose `/proc` status does not exist, and a caller whose status
+/// cannot be read has none (so it could not name this process's pid in
+/// SCM_CREDENTIALS, which the model's records do).
 fn caller(tid: u32) -> udsfs::engine::Caller {
-    udsfs::engine::Caller::new(tid, 0, 0)
+    udsfs::engine::Caller::with_status(
+        tid,
+        udsfs::engine::cred::ProcStatus {
+            tgid: std::process::id() as i32,
+            cap_eff: !0,
+            umask: 0o022,
+            ..Default::default()
+        },
+    )
 }
 
 /// Runs one request to its immediate answer (it must not park).
@@ -107,7 +119,21 @@ fn now(f: impl FnOnce(ReplySink)) -> Answer {
         .expect("a request that cannot block was left unanswered")
 }
 
+/// Looks a socket file up as the kernel does before a path open (a socket's
+/// files open only so, src/engine/access.rs).
+fn looked_up(inner: &Inner, node: Node, tid: u32) -> Node {
+    if let Node::Sock(g, f) = node
+        && let Some((_, name)) = SockFile::FILES.iter().find(|(x, _)| *x == f)
+    {
+        let dir = Node::Sock(g, SockFile::Dir).ino();
+        let ino = inner.lookup_ino(dir, name.as_bytes(), &caller(tid));
+        assert_eq!(ino, Ok(node.ino()), "lookup of {node:?}");
+    }
+    node
+}
+
 fn open(inner: &Inner, node: Node) -> u64 {
+    let node = looked_up(inner, node, FAKE_TID);
     match now(|r| inner.open(node.ino(), 0, caller(FAKE_TID), r)) {
         Answer::Opened(fh) => fh,
         a => panic!("open {node:?}: {a:?}"),
@@ -449,7 +475,7 @@ impl Sched {
                 side.rx = Some((slot, nonblocking));
             }
             85..=93 => {
-                // A signal to one of this side's threads: EINTR, as the watchdog answers.
+                // A signal to one of this side's threads: EINTR, as an interrupt is answered.
                 let tid = if rng.chance(50) {
                     side.tx_tid
                 } else {
@@ -529,7 +555,8 @@ fn connect(s: &Sched, rng: &mut Rng) -> (u64, u64, Vec<u64>) {
         ctl(inner, lfh, &format!("bind @l{}\nlisten 0\n", s.seed));
         let accept = Slot::default();
         let acc_node = sock_node(eng, lid, SockFile::Accept);
-        inner.open(acc_node.ino(), 0, caller(FAKE_TID + 1), accept.sink());
+        let acc = looked_up(inner, acc_node, FAKE_TID + 1).ino();
+        inner.open(acc, 0, caller(FAKE_TID + 1), accept.sink());
         assert_eq!(
             accept.take(),
             None,
@@ -582,7 +609,8 @@ fn connect(s: &Sched, rng: &mut Rng) -> (u64, u64, Vec<u64>) {
             s.seed
         );
         let mut extra = vec![lfh, afh, cfh];
-        let Answer::Opened(fh) = now(|r| inner.open(acc_node.ino(), 0, caller(FAKE_TID), r)) else {
+        let acc = looked_up(inner, acc_node, FAKE_TID).ino();
+        let Answer::Opened(fh) = now(|r| inner.open(acc, 0, caller(FAKE_TID), r)) else {
             panic!("seed {}: accept of a pending connection", s.seed)
         };
         extra.push(fh);
@@ -894,7 +922,7 @@ fn ctl_write(inner: &Inner, fh: u64, data: &[u8]) {
 }
 
 /// SO_RCVTIMEO / SO_SNDTIMEO: a parked request has a deadline, and
-/// `expire` (the watchdog's call at each scan) answers EAGAIN past it, or
+/// `expire` (the watchdog's call at each deadline) answers EAGAIN past it, or
 /// the count a stream write got out; a request without one is left alone.
 #[test]
 fn deadlines_end_parked_requests() {

@@ -22,40 +22,51 @@ impl Drop for Channel {
     }
 }
 
-/// The daemon's pid, from the mount source `udsfs:PID` in mountinfo (read
-/// once: the mount, and so its daemon, is the process's for good).
-fn daemon_pid(m: &Mount) -> Option<i32> {
-    static PID: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
-    *PID.get_or_init(|| find_daemon_pid(m))
+/// The channel's abstract name and the daemon's uid, from the mount's own
+/// `.udsfs/fdchannel` (src/fdchannel.rs): anyone can bind an abstract name
+/// first, but only the daemon answers reads of its mount (the file must be
+/// on the mount's device), and the file is owned by the daemon's uid. Read
+/// once: the mount, and so its daemon, is the process's for good.
+fn channel_of(m: &Mount) -> Option<&'static (Vec<u8>, u32)> {
+    static CH: std::sync::OnceLock<Option<(Vec<u8>, u32)>> = std::sync::OnceLock::new();
+    CH.get_or_init(|| read_channel(m)).as_ref()
 }
 
-fn find_daemon_pid(m: &Mount) -> Option<i32> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    text.lines().find_map(|line| {
-        let mut f = line.split(' ');
-        let devno = f.nth(2)?;
-        let (maj, min) = devno.split_once(':')?;
-        if !m.owns_dev(maj.parse().ok()?, min.parse().ok()?) {
+fn read_channel(m: &Mount) -> Option<(Vec<u8>, u32)> {
+    let path = m.ctrl_file("fdchannel");
+    // SAFETY: open, fstat, read and close on a descriptor of our own.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
             return None;
         }
-        let (_, tail) = line.split_once(" - ")?;
-        let mut t = tail.split(' ');
-        let (fstype, source) = (t.next()?, t.next()?);
-        if !fstype.starts_with("fuse") {
+        let mut st: libc::stat = std::mem::zeroed();
+        let mut buf = [0u8; 128];
+        let ok = real::fstat(fd, &mut st) == 0 && m.owns_stat_dev(st.st_dev);
+        let n = if ok {
+            libc::read(fd, buf.as_mut_ptr().cast(), buf.len())
+        } else {
+            -1
+        };
+        libc::close(fd);
+        if n <= 1 || buf[n as usize - 1] != b'\n' {
             return None;
         }
-        source.strip_prefix("udsfs:")?.parse().ok()
-    })
+        let name = buf[..n as usize - 1].to_vec();
+        // It names a sun_path after the leading NUL.
+        (name.len() < 107).then_some((name, st.st_uid))
+    }
 }
 
 /// Connects to the daemon serving `m`, making sure it is the daemon that answers.
 pub fn connect(m: &Mount) -> Res<Channel> {
-    let Some(pid) = daemon_pid(m) else {
+    let Some((name, daemon_uid)) = channel_of(m) else {
         log::say(
-            "fd channel: no daemon pid in the mount source (udsfs:PID); cannot pass files (EINVAL)",
+            "fd channel: the mount serves no .udsfs/fdchannel name; cannot pass files (EINVAL)",
         );
         return Err(libc::EINVAL);
     };
+    let shown = String::from_utf8_lossy(name);
     // SAFETY: plain socket calls on a new descriptor we own.
     unsafe {
         let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
@@ -65,17 +76,19 @@ pub fn connect(m: &Mount) -> Res<Channel> {
         let ch = Channel(fd);
         let mut sa: libc::sockaddr_un = std::mem::zeroed();
         sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        let name = format!("udsfs-fdpass-{pid}");
-        for (i, b) in name.bytes().enumerate() {
-            sa.sun_path[i + 1] = b as libc::c_char;
+        for (i, b) in name.iter().enumerate() {
+            sa.sun_path[i + 1] = *b as libc::c_char;
         }
         let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
         // The real connect: this library would route an abstract name into udsfs.
         if real::connect(fd, (&sa as *const libc::sockaddr_un).cast(), len as u32) < 0 {
             let e = errno();
-            log::say(&format!("fd channel @{name}: connect: errno {e}"));
+            log::say(&format!("fd channel @{shown}: connect: errno {e}"));
             return Err(e);
         }
+        // The name came from the daemon; the uid check guards a name bound
+        // by someone else after the daemon died (a pid would be relative to
+        // a pid namespace; a uid is not).
         let mut cred: libc::ucred = std::mem::zeroed();
         let mut cl = std::mem::size_of::<libc::ucred>() as u32;
         let r = real::getsockopt(
@@ -85,10 +98,10 @@ pub fn connect(m: &Mount) -> Res<Channel> {
             (&mut cred as *mut libc::ucred).cast(),
             &mut cl,
         );
-        if r < 0 || cred.pid != pid {
+        if r < 0 || cred.uid != *daemon_uid {
             log::say(&format!(
-                "fd channel @{name}: answered by pid {}, not the daemon {pid}: refused",
-                cred.pid
+                "fd channel @{shown}: answered by uid {}, not the daemon's {daemon_uid}: refused",
+                cred.uid
             ));
             return Err(libc::ECONNREFUSED);
         }
@@ -178,10 +191,19 @@ impl Channel {
         Ok((buf, fds))
     }
 
+    /// One request and its answer. A connection the daemon refused (a user
+    /// past its share, or one who may not use the mount) has its answer
+    /// queued before it closes: read it rather than report EPIPE.
+    fn request(&self, bytes: &[u8], fds: &[c_int], cloexec: bool) -> Res<(Vec<u8>, Vec<c_int>)> {
+        match self.send(bytes, fds) {
+            Ok(()) | Err(libc::EPIPE | libc::ECONNRESET) => self.answer(cloexec),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Hands `fds` to the daemon; returns their tags, in order.
     pub fn deposit(&self, fds: &[c_int]) -> Res<Vec<u64>> {
-        self.send(b"D", fds)?;
-        let (buf, _) = self.answer(true)?;
+        let (buf, _) = self.request(b"D", fds, true)?;
         let tags: Vec<u64> = buf[1..]
             .chunks_exact(8)
             .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
@@ -198,8 +220,7 @@ impl Channel {
         for t in tags {
             req.extend_from_slice(&t.to_ne_bytes());
         }
-        self.send(&req, &[])?;
-        let (_, fds) = self.answer(cloexec)?;
+        let (_, fds) = self.request(&req, &[], cloexec)?;
         Ok(fds)
     }
 }

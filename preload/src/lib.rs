@@ -19,6 +19,7 @@ mod fdpass;
 mod log;
 mod mount;
 mod msg;
+mod netdev;
 mod opts;
 mod pidfd;
 mod real;
@@ -170,10 +171,9 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
             Route::Kernel => {
                 let r = unsafe { real::bind(fd, addr, len) };
                 if udsfs_after(r as i64, fd).is_some() {
-                    log::say(&format!(
-                        "bind on udsfs socket fd {fd}: the path is outside the mount and its routes (EINVAL)"
-                    ));
-                    return int_ret(Err(libc::EINVAL));
+                    // SAFETY: the caller's address, as for bind.
+                    let given = unsafe { sock::given_path(addr, len) };
+                    return int_ret(Err(sock::kernel_path_bind_error(fd, &given)));
                 }
                 return r;
             }
@@ -182,18 +182,21 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
         };
         // SAFETY: route() read the same bytes.
         let given = unsafe { sock::given_path(addr, len) };
-        match adopt_for(m, fd) {
-            Ok(true) => {
-                m.mirror_route_dirs(&wire);
-                let r = sock::bind(fd, &wire, &given);
-                if r.is_ok() {
-                    m.link_routed_name(&wire);
-                }
-                int_ret(r)
-            }
-            Ok(false) => unsafe { real::bind(fd, addr, len) },
-            Err(e) => int_ret(Err(e)),
+        if !mount::udsfs_fd(fd) && !sock::kernel_unix(fd) {
+            return unsafe { real::bind(fd, addr, len) };
         }
+        let routed = match m.reserve_routed_name(&wire) {
+            Ok(routed) => routed,
+            Err(e) => return int_ret(Err(e)),
+        };
+        let r = adopt_for(m, fd).and_then(|_| {
+            m.mirror_route_dirs(&wire);
+            sock::bind(fd, &wire, &given)
+        });
+        if r.is_err() && routed {
+            m.release_routed_name(&wire);
+        }
+        int_ret(r)
     })
 }
 
@@ -279,6 +282,9 @@ pub unsafe extern "C" fn accept4(
                         unsafe { *len = std::mem::size_of::<libc::sa_family_t>() as socklen_t };
                     }
                 }
+                // The C library's ENOTSOCK is not the program's: a success
+                // leaves errno as it was.
+                restore_errno();
                 nfd
             }
             Err(e) => {
@@ -314,6 +320,9 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_i
         if r < 0 && errno() == libc::ENOTTY && mount::udsfs_fd(fd) {
             if let Some(res) = urg::ioctl(fd, req, arg) {
                 return int_ret(res);
+            }
+            if netdev::is_socket_ioctl(req) {
+                return int_ret(netdev::forward(req, arg));
             }
             set_errno(libc::ENOTTY);
         }

@@ -181,41 +181,39 @@ impl Mount {
         }
     }
 
-    /// After binding a routed name: a symlink at the routed path to the
+    /// Before binding a routed name: a symlink at the routed path to the
     /// node in the mount, so that stat, chmod and chown of the path the
     /// program bound reach its socket node (servers set their socket's mode).
-    pub fn link_routed_name(&self, tree: &[u8]) {
+    /// Made first, as Linux makes the socket file: a path that exists, of
+    /// any kind (a name a crashed server left, a regular file), gives
+    /// EADDRINUSE, a missing directory ENOENT, and so on, as unix_bind's
+    /// mknod. Ok(false): the name is not routed.
+    pub fn reserve_routed_name(&self, tree: &[u8]) -> Result<bool, c_int> {
         let mut abs = b"/".to_vec();
         abs.extend_from_slice(tree);
-        let (Some(node), Ok(path)) = (self.routed_node(&abs), CString::new(abs.clone())) else {
-            return;
+        let Some(node) = self.routed_node(&abs) else {
+            return Ok(false);
         };
+        let path = CString::new(abs).map_err(|_| libc::EINVAL)?;
         // SAFETY: NUL-terminated paths.
-        let mut r = unsafe { libc::symlink(node.as_ptr(), path.as_ptr()) };
-        if r != 0 && self.stale_link(&path, &abs) {
-            // A link an earlier run left (its mount is gone): replace it.
-            // SAFETY: as above.
-            r = unsafe {
-                libc::unlink(path.as_ptr());
-                libc::symlink(node.as_ptr(), path.as_ptr())
-            };
+        if unsafe { libc::symlink(node.as_ptr(), path.as_ptr()) } == 0 {
+            return Ok(true);
         }
-        if r != 0 {
-            crate::log::say(&format!(
-                "bound {}: no link to it at the routed path ({})",
-                String::from_utf8_lossy(&abs),
-                std::io::Error::last_os_error()
-            ));
-        }
+        Err(match crate::errno() {
+            libc::EEXIST => libc::EADDRINUSE,
+            e => e,
+        })
     }
 
-    /// Is `path` a symlink made by `link_routed_name` for the same routed
-    /// path, on some mount (this one or an earlier one)?
-    fn stale_link(&self, path: &CString, abs: &[u8]) -> bool {
-        let mut buf = vec![0u8; 4096];
-        // SAFETY: readlink writes at most buf.len() bytes.
-        let n = unsafe { libc::readlink(path.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-        n > 0 && buf[..n as usize].ends_with(abs)
+    /// A bind that failed after `reserve_routed_name`: the link goes (with
+    /// the C library's unlink: this library's would remove the node too).
+    pub fn release_routed_name(&self, tree: &[u8]) {
+        let mut abs = b"/".to_vec();
+        abs.extend_from_slice(tree);
+        if let Ok(path) = CString::new(abs) {
+            // SAFETY: a NUL-terminated path.
+            unsafe { real::unlink(path.as_ptr()) };
+        }
     }
 
     /// What the program sees for a tree path the daemon reports: the routed

@@ -38,6 +38,26 @@ fn timeo_dir(name: c_int) -> i32 {
     matches!(name, SO_SNDTIMEO_OLD | SO_SNDTIMEO_NEW) as i32
 }
 
+/// Options the daemon keeps per socket only to read them back (SO_LINGER
+/// too, in two ints): src/engine/sockflags.rs.
+const KEPT: [c_int; 7] = [
+    libc::SO_REUSEADDR,
+    libc::SO_DONTROUTE,
+    libc::SO_BROADCAST,
+    libc::SO_KEEPALIVE,
+    libc::SO_NO_CHECK,
+    libc::SO_PASSSEC,
+    libc::SO_RCVLOWAT,
+];
+
+fn set_kept(fd: c_int, name: c_int, a: i32, b: i32) -> Res<()> {
+    // SAFETY: Ctl is plain integers.
+    let mut c: Ctl = unsafe { std::mem::zeroed() };
+    c.v[0] = a as i64;
+    c.v[1] = b as i64;
+    sock::ctl_with(fd, OP_SET_SOCKOPT, name, c).map(|_| ())
+}
+
 fn int(v: i64) -> Vec<u8> {
     (v as c_int).to_ne_bytes().to_vec()
 }
@@ -61,14 +81,7 @@ pub unsafe fn get(
         libc::SO_ACCEPTCONN => int(sock::info(fd)?[INFO_LISTENING]),
         libc::SO_PASSCRED => int(sock::info(fd)?[INFO_PASSCRED]),
         pidfd::SO_PASSPIDFD => int(sock::info(fd)?[INFO_PASSPIDFD]),
-        pidfd::SO_PEERPIDFD => {
-            let v = sock::info(fd)?;
-            if v[INFO_HAS_PEERCRED] == 0 {
-                // No peer (or no credentials from it): sk_peer_pid is NULL.
-                return Err(libc::ENODATA);
-            }
-            int(pidfd::open(v[INFO_PEER_PID] as i32)? as i64)
-        }
+        pidfd::SO_PEERPIDFD => int(pidfd::peer(fd)? as i64),
         libc::SO_SNDBUF => int(sock::info(fd)?[INFO_SNDBUF]),
         libc::SO_RCVBUF => int(sock::info(fd)?[INFO_RCVBUF]),
         libc::SO_ERROR => int(sock::ctl(fd, OP_TAKE_ERROR, 0, &[])?.v[0]),
@@ -91,14 +104,16 @@ pub unsafe fn get(
                 .flat_map(|x| x.to_ne_bytes())
                 .collect()
         }
-        libc::SO_LINGER => vec![0u8; std::mem::size_of::<libc::linger>()],
+        libc::SO_LINGER => {
+            let c = sock::ctl(fd, OP_GET_SOCKOPT, name, &[])?;
+            [c.v[0] as i32, c.v[1] as i32]
+                .iter()
+                .flat_map(|x| x.to_ne_bytes())
+                .collect()
+        }
+        _ if KEPT.contains(&name) => int(sock::ctl(fd, OP_GET_SOCKOPT, name, &[])?.v[0]),
         libc::SO_OOBINLINE => int(sock::ctl(fd, OP_OOB_OPTS, 0, &[])?.v[0]),
         libc::SO_PEEK_OFF => int(sock::ctl(fd, OP_OOB_OPTS, 0, &[])?.v[1]),
-        libc::SO_REUSEADDR
-        | libc::SO_KEEPALIVE
-        | libc::SO_BROADCAST
-        | libc::SO_DONTROUTE
-        | libc::SO_PASSSEC => int(0),
         // Write-only options: Linux has no getsockopt for them either.
         libc::SO_SNDBUFFORCE | libc::SO_RCVBUFFORCE => return Err(libc::ENOPROTOOPT),
         _ => {
@@ -159,13 +174,15 @@ pub unsafe fn set(
             sock::ctl(fd, OP_SET_OOBINLINE, (read_int()? != 0) as i32, &[]).map(|_| ())
         }
         libc::SO_PEEK_OFF => sock::ctl(fd, OP_SET_PEEK_OFF, read_int()?, &[]).map(|_| ()),
-        // Accepted and without effect on udsfs sockets (see README).
-        libc::SO_REUSEADDR
-        | libc::SO_KEEPALIVE
-        | libc::SO_LINGER
-        | libc::SO_PASSSEC
-        | libc::SO_BROADCAST
-        | libc::SO_RCVLOWAT => Ok(()),
+        libc::SO_LINGER => {
+            if val.is_null() || (len as usize) < std::mem::size_of::<libc::linger>() {
+                return Err(libc::EINVAL);
+            }
+            // SAFETY: a struct linger is readable.
+            let [on, secs] = unsafe { std::ptr::read_unaligned(val as *const [i32; 2]) };
+            set_kept(fd, name, on, secs)
+        }
+        _ if KEPT.contains(&name) => set_kept(fd, name, read_int()?, 0),
         _ => {
             log::say(&format!(
                 "setsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
@@ -197,9 +214,14 @@ pub fn queue_ioctl(fd: c_int, req: libc::c_ulong, out: *mut c_void) -> Res<()> {
 
 /// A kernel socket's SO_SNDBUF and SO_RCVBUF where a program changed them
 /// (they differ from net.core.wmem_default / rmem_default), and its
-/// SO_RCVTIMEO and SO_SNDTIMEO where set, to be set again on the udsfs
-/// socket that takes its place.
-pub struct Sizes(Vec<(c_int, c_int)>, Vec<(c_int, [i64; 2])>);
+/// SO_RCVTIMEO and SO_SNDTIMEO where set, and the kept options (`KEPT`,
+/// SO_LINGER) where they differ from a new socket's, to be set again on the
+/// udsfs socket that takes its place.
+pub struct Sizes(
+    Vec<(c_int, c_int)>,
+    Vec<(c_int, [i64; 2])>,
+    Vec<(c_int, [i32; 2])>,
+);
 
 fn sysctl(name: &str) -> c_int {
     std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
@@ -241,7 +263,24 @@ pub fn kernel_sizes(fd: c_int) -> Sizes {
             timeouts.push((name, tv));
         }
     }
-    Sizes(out, timeouts)
+    let mut kept = Vec::new();
+    for name in KEPT.into_iter().chain([libc::SO_LINGER]) {
+        let mut v = [0i32; 2];
+        let mut len = std::mem::size_of_val(&v) as socklen_t;
+        // SAFETY: getsockopt writes at most two ints.
+        let r = unsafe {
+            crate::real::getsockopt(fd, libc::SOL_SOCKET, name, v.as_mut_ptr().cast(), &mut len)
+        };
+        let fresh = if name == libc::SO_RCVLOWAT {
+            [1, 0]
+        } else {
+            [0, 0]
+        };
+        if r == 0 && v != fresh {
+            kept.push((name, v));
+        }
+    }
+    Sizes(out, timeouts, kept)
 }
 
 /// Sets the sizes again: half the value (setsockopt doubles it), forced
@@ -262,6 +301,9 @@ pub fn restore_sizes(fd: c_int, sizes: &Sizes) -> Res<()> {
         c.v[0] = sec;
         c.v[1] = usec;
         sock::ctl_with(fd, OP_SET_TIMEO, timeo_dir(name), c)?;
+    }
+    for &(name, [a, b]) in &sizes.2 {
+        set_kept(fd, name, a, b)?;
     }
     Ok(())
 }

@@ -1,12 +1,14 @@
 //! SO_PASSPIDFD, SO_PEERPIDFD and SCM_PIDFD (Linux 6.5) on udsfs sockets.
-//! The daemon keeps the option and the sender's pid with each message; the
-//! library makes the pidfd in the receiving process with pidfd_open, as the
-//! kernel does in the receiver's recvmsg.
+//! The daemon pins the peer (at connect, listen, socketpair) and the sender
+//! of each message (at send) with a pidfd of its own (src/engine/pins.rs);
+//! the library claims a copy over the fd channel. Where no pin reached the
+//! message (see README), it makes the pidfd from the sender's pid.
 
 use libc::c_int;
 
-use crate::sock::Res;
-use crate::{errno, log};
+use crate::abi::OP_PEER_PIDFD;
+use crate::sock::{self, Res};
+use crate::{errno, fdpass, log, mount};
 
 /// asm-generic/socket.h; the libc crate may lack them.
 pub const SO_PASSPIDFD: c_int = 76;
@@ -28,4 +30,14 @@ pub fn open(pid: i32) -> Res<c_int> {
         return Err(e);
     }
     Ok(fd)
+}
+
+/// SO_PEERPIDFD: a pidfd of the peer pinned by the daemon when it connected
+/// (ENODATA without one). Never made from the pid now: the peer may have
+/// exited and its number been reused.
+pub fn peer(fd: c_int) -> Res<c_int> {
+    let tag = sock::ctl(fd, OP_PEER_PIDFD, 0, &[])?.v[0] as u64;
+    let m = mount::get().ok_or(libc::ENODATA)?;
+    let fds = fdpass::connect(m)?.claim(&[tag], true)?;
+    fds.first().copied().ok_or(libc::ENODATA)
 }

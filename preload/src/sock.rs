@@ -301,6 +301,41 @@ pub unsafe fn given_path(addr: *const sockaddr, len: socklen_t) -> Vec<u8> {
     path[..end].to_vec()
 }
 
+/// The errno of bind() on udsfs socket `fd` to `path`, a kernel path
+/// outside the mount and its routes: what unix_bind's mknod would say when
+/// the path exists (EADDRINUSE) or its directory does not (ENOENT,
+/// ENOTDIR, EACCES), else EINVAL, as udsfs keeps no kernel names.
+pub fn kernel_path_bind_error(fd: c_int, path: &[u8]) -> c_int {
+    let exists = |p: &[u8]| -> Result<(), c_int> {
+        let c = CString::new(p).map_err(|_| libc::EINVAL)?;
+        // SAFETY: lstat fills a zeroed struct for a NUL-terminated path.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::lstat(c.as_ptr(), &mut st) } == 0 {
+            Ok(())
+        } else {
+            Err(errno())
+        }
+    };
+    if path.is_empty() {
+        return libc::EINVAL;
+    }
+    if exists(path).is_ok() {
+        return libc::EADDRINUSE;
+    }
+    let dir = match path.iter().rposition(|&b| b == b'/') {
+        Some(0) => &b"/"[..],
+        Some(i) => &path[..i],
+        None => &b"."[..],
+    };
+    if let Err(e) = exists(dir) {
+        return e;
+    }
+    crate::log::say(&format!(
+        "bind on udsfs socket fd {fd}: the path is outside the mount and its routes (EINVAL)"
+    ));
+    libc::EINVAL
+}
+
 /// Writes a daemon address (wire format) as a sockaddr_un, truncated to the
 /// caller's room; `*len` becomes the full length, as Linux reports it.
 /// `flags` `ADDR_AS_GIVEN`: `wire` is a sun_path as a program gave it.
@@ -386,18 +421,33 @@ pub fn accept(m: &Mount, fd: c_int, flags: c_int) -> Res<c_int> {
     }
     let id = mount::sock_id(fd).ok_or(libc::EBADF)?;
     let nb = if nonblocking(fd) { libc::O_NONBLOCK } else { 0 };
+    // With no slot left this open fails (EMFILE) before it reaches the
+    // daemon: the connection stays queued, as Linux leaves it.
     let h = open_file(&m.sock_file(id, "accept"), libc::O_RDONLY | nb)?;
-    let new = read_numbers(h).and_then(|v| v.first().copied().ok_or(libc::EIO));
-    let fd = new.and_then(|n| {
-        open_sock(
-            m,
-            n,
-            flags & libc::SOCK_NONBLOCK != 0,
-            flags & libc::SOCK_CLOEXEC != 0,
-        )
-    });
+    let (nb, cloexec) = (
+        flags & libc::SOCK_NONBLOCK != 0,
+        flags & libc::SOCK_CLOEXEC != 0,
+    );
+    let n = match read_numbers(h).and_then(|v| v.first().copied().ok_or(libc::EIO)) {
+        Ok(n) => n,
+        Err(e) => {
+            close(h);
+            return Err(e);
+        }
+    };
+    let r = open_sock(m, n, nb, cloexec);
+    if r != Err(libc::EMFILE) {
+        close(h);
+        return r;
+    }
+    // One slot, taken by the control handle: the listener keeps the socket
+    // while the handle closes, and the socket's data file takes the slot.
+    // SAFETY: Ctl is plain integers.
+    let mut c: Ctl = unsafe { std::mem::zeroed() };
+    c.v[0] = n as i64;
+    let kept = ctl_with(fd, OP_KEEP_ACCEPTED, 0, c);
     close(h);
-    fd
+    open_sock(m, kept?.v[0] as u64, nb, cloexec)
 }
 
 /// getsockname (peer = false) and getpeername (peer = true).

@@ -145,9 +145,13 @@ fn read_rows(mount: &Path) -> Result<Vec<Row>, String> {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
         let get = |k: &str| status.get(k).cloned().unwrap_or_else(|| "-".into());
+        // Another user's status is not readable: .udsfs/unix still gives
+        // the state and name, as /proc/net/unix does to any user.
         let state = match status.get("state").map(String::as_str) {
             Some("listening") => "LISTEN",
             Some("connected") => "ESTAB",
+            None if f.get(3) == Some(&"00010000") => "LISTEN",
+            None if *st == "03" => "ESTAB",
             _ => "UNCONN",
         };
         let (recvq, sendq) = match state {
@@ -155,7 +159,10 @@ fn read_rows(mount: &Path) -> Result<Vec<Row>, String> {
             _ if netid == "u_dgr" => (get("rcvq_head"), get("wmem")),
             _ => (get("rcvq_bytes"), get("wmem")),
         };
-        let local = status.get("local").cloned().unwrap_or_default();
+        let local = match status.get("local") {
+            Some(l) => l.clone(),
+            None => f.get(7..).map(|p| p.join(" ")).unwrap_or_default(),
+        };
         rows.push(Row {
             id,
             netid,

@@ -3,6 +3,8 @@
 //! `/proc/<tid>/status`, once, and only when an operation needs it.
 
 use std::sync::OnceLock;
+
+use nix::errno::Errno;
 use std::time::{Duration, Instant};
 
 use super::netns::{self, NetNs};
@@ -63,12 +65,14 @@ impl From<procfs::Status> for ProcStatus {
     }
 }
 
-/// Statuses read lately, by thread id, for SCM_CREDENTIALS only. A thread
-/// that sends with credentials sends many messages: reading /proc for each
-/// halves the throughput (seed 002's cost). An entry serves for a short
+/// Statuses read lately, by thread id, for SCM_CREDENTIALS only, on kernels
+/// without PIDFD_GET_INFO (before 6.13; `pidfd_creds` answers first). A
+/// thread that sends with credentials sends many messages: reading /proc for
+/// each halves the throughput (seed 002's cost). An entry serves for a short
 /// while and only while the request's fsuid/fsgid still match it, so
-/// setuid() is seen at once; a change of the real ids alone is seen within
-/// `CACHE_FRESH`. Permission checks, umask and SO_PEERCRED always read afresh.
+/// setuid() is seen at once; there a change of the real ids alone is seen
+/// within `CACHE_FRESH`. Permission checks, umask and SO_PEERCRED always
+/// read afresh.
 const CACHE_FRESH: Duration = Duration::from_millis(200);
 /// Entries per shard before stale ones are swept out.
 const CACHE_MAX: usize = 1024;
@@ -107,11 +111,70 @@ fn cache_put(tid: u32, fsuid: u32, fsgid: u32, status: &ProcStatus) {
     );
 }
 
+/// struct pidfd_info up to exit_code (PIDFD_INFO_SIZE_VER0, linux/pidfd.h).
+#[repr(C)]
+#[derive(Default)]
+struct PidfdInfo {
+    mask: u64,
+    cgroupid: u64,
+    pid: u32,
+    tgid: u32,
+    ppid: u32,
+    ruid: u32,
+    rgid: u32,
+    euid: u32,
+    egid: u32,
+    suid: u32,
+    sgid: u32,
+    fsuid: u32,
+    fsgid: u32,
+    exit_code: i32,
+}
+
+/// PIDFD_GET_INFO: _IOWR(PIDFS_IOCTL_MAGIC, 11, struct pidfd_info).
+const PIDFD_GET_INFO: u64 =
+    (3 << 30) | ((std::mem::size_of::<PidfdInfo>() as u64) << 16) | (0xff << 8) | 11;
+const PIDFD_INFO_PID: u64 = 1;
+const PIDFD_INFO_CREDS: u64 = 2;
+/// pidfd_open's flag for a thread id (O_EXCL).
+const PIDFD_THREAD: u32 = libc::O_EXCL as u32;
+
+/// Thread `tid`'s thread-group id and real ids as the kernel has them now
+/// (Linux 6.13 and later; None before, or when the thread is gone).
+fn pidfd_creds(tid: u32) -> Option<Ucred> {
+    // SAFETY: pidfd_open takes a pid and flags; the fd is closed below.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, PIDFD_THREAD) };
+    if fd < 0 {
+        return None;
+    }
+    let mut info = PidfdInfo {
+        mask: PIDFD_INFO_PID | PIDFD_INFO_CREDS,
+        ..Default::default()
+    };
+    // SAFETY: the ioctl fills at most size_of::<PidfdInfo>() bytes of info.
+    let r = unsafe { libc::ioctl(fd as i32, PIDFD_GET_INFO as _, &mut info as *mut PidfdInfo) };
+    // SAFETY: closes the pidfd opened above.
+    unsafe { libc::close(fd as i32) };
+    let want = PIDFD_INFO_PID | PIDFD_INFO_CREDS;
+    (r == 0 && info.mask & want == want).then_some(Ucred {
+        pid: info.tgid as i32,
+        uid: info.ruid,
+        gid: info.rgid,
+    })
+}
+
+/// Capability numbers (linux/capability.h).
+const CAP_SETGID: u32 = 6;
+const CAP_SETUID: u32 = 7;
+const CAP_SYS_ADMIN: u32 = 21;
+
 /// The caller of one operation.
 pub struct Caller {
     pub tid: u32,
     pub fsuid: u32,
     pub fsgid: u32,
+    /// The FUSE request's id (0: not a FUSE request): a FUSE_INTERRUPT names it.
+    pub unique: u64,
     status: OnceLock<ProcStatus>,
     netns: OnceLock<NetNs>,
 }
@@ -122,6 +185,7 @@ impl Caller {
             tid,
             fsuid,
             fsgid,
+            unique: 0,
             status: OnceLock::new(),
             netns: OnceLock::new(),
         }
@@ -135,6 +199,22 @@ impl Caller {
             nix::unistd::geteuid().as_raw(),
             nix::unistd::getegid().as_raw(),
         )
+    }
+
+    /// The caller of a retried request: its ids, and the status read for it
+    /// when the request came (a retry need not read `/proc` again, and a
+    /// caller made in-process keeps the status it was given).
+    pub fn again(tid: u32, fsuid: u32, fsgid: u32, status: Option<ProcStatus>) -> Caller {
+        let c = Caller::new(tid, fsuid, fsgid);
+        if let Some(st) = status {
+            let _ = c.status.set(st);
+        }
+        c
+    }
+
+    /// The status, if it was read already.
+    pub fn known_status(&self) -> Option<&ProcStatus> {
+        self.status.get()
     }
 
     /// A caller with known ids and no process behind it (tests).
@@ -170,6 +250,12 @@ impl Caller {
     /// an abstract address (one readlink of `/proc/<tid>/ns/net`).
     pub fn netns(&self) -> NetNs {
         *self.netns.get_or_init(|| {
+            if self.tid == 0 {
+                // Outside the daemon's pid namespace: its namespace cannot be
+                // read, so it reaches no namespace's names (fail closed).
+                log::debug!("a caller with pid 0: netns unknown, it finds no abstract names");
+                return netns::unknown();
+            }
             netns::of_thread(self.tid).unwrap_or_else(|| {
                 log::info!(
                     "thread {} is gone: its netns is taken as the daemon's",
@@ -184,9 +270,35 @@ impl Caller {
         self.fsuid == 0
     }
 
+    fn has_cap(&self, cap: u32) -> bool {
+        self.status().cap_eff & (1 << cap) != 0
+    }
+
+    /// Explicit SCM_CREDENTIALS as scm_check_creds allows them: EINVAL for
+    /// uid or gid -1; another process's pid needs CAP_SYS_ADMIN, a uid
+    /// other than the real, effective or saved one CAP_SETUID, a gid
+    /// likewise CAP_SETGID (effective capabilities, read afresh; uid 0
+    /// alone is not enough); ESRCH for a pid that does not exist.
+    pub fn check_creds(&self, c: &Ucred) -> Result<(), Errno> {
+        if c.uid == u32::MAX || c.gid == u32::MAX {
+            return Err(Errno::EINVAL);
+        }
+        let st = self.status();
+        let pid_ok = c.pid == st.tgid || self.has_cap(CAP_SYS_ADMIN);
+        let uid_ok = st.uids[..3].contains(&c.uid) || self.has_cap(CAP_SETUID);
+        let gid_ok = st.gids[..3].contains(&c.gid) || self.has_cap(CAP_SETGID);
+        if !(pid_ok && uid_ok && gid_ok) {
+            return Err(Errno::EPERM);
+        }
+        if !procfs::exists(c.pid) {
+            return Err(Errno::ESRCH);
+        }
+        Ok(())
+    }
+
     /// CAP_NET_ADMIN (bit 12), which SO_SNDBUFFORCE and SO_RCVBUFFORCE need.
     pub fn has_cap_net_admin(&self) -> bool {
-        self.status().cap_eff & (1 << 12) != 0
+        self.has_cap(12)
     }
 
     pub fn umask(&self) -> u32 {
@@ -194,8 +306,15 @@ impl Caller {
     }
 
     /// SCM_CREDENTIALS: thread-group id, real uid, real gid. The hot path
-    /// of credential-carrying messages, so it may use a fresh cached status.
+    /// of credential-carrying messages: from a pidfd of the thread (three
+    /// system calls, and a setresuid is seen at once), else from a fresh
+    /// cached status.
     pub fn scm_creds(&self) -> Ucred {
+        if self.status.get().is_none()
+            && let Some(c) = pidfd_creds(self.tid)
+        {
+            return c;
+        }
         if self.status.get().is_none()
             && let Some(st) = cache_get(self.tid, self.fsuid, self.fsgid)
         {
@@ -219,9 +338,10 @@ impl Caller {
         }
     }
 
-    /// The soft RLIMIT_NOFILE of the caller's process.
+    /// The soft RLIMIT_NOFILE of the caller's process; 0 when it cannot
+    /// be read (fail closed: nothing is passed or kept on its account).
     pub fn nofile_limit(&self) -> usize {
-        procfs::nofile_limit(self.status().tgid).unwrap_or(usize::MAX)
+        procfs::nofile_limit(self.status().tgid).unwrap_or(0)
     }
 
     /// Whether `gid` is the caller's fsgid or one of its supplementary groups.
@@ -260,8 +380,62 @@ mod tests {
     }
 
     #[test]
+    fn forged_credentials_need_capabilities_not_uid_0() {
+        let me = std::process::id() as i32;
+        let root = |cap_eff: u64| {
+            Caller::with_status(
+                me as u32,
+                ProcStatus {
+                    tgid: me,
+                    cap_eff,
+                    ..Default::default()
+                },
+            )
+        };
+        let own = Ucred {
+            pid: me,
+            uid: 0,
+            gid: 0,
+        };
+        let other_pid = Ucred { pid: 1, ..own };
+        let other_uid = Ucred { uid: 65534, ..own };
+        let other_gid = Ucred { gid: 65534, ..own };
+        let all = root(!0);
+        for c in [own, other_pid, other_uid, other_gid] {
+            assert_eq!(all.check_creds(&c), Ok(()));
+        }
+        let no_admin = root(!(1 << CAP_SYS_ADMIN));
+        assert_eq!(no_admin.check_creds(&own), Ok(()));
+        assert_eq!(no_admin.check_creds(&other_pid), Err(Errno::EPERM));
+        assert_eq!(no_admin.check_creds(&other_uid), Ok(()));
+        let no_setid = root(!((1 << CAP_SETUID) | (1 << CAP_SETGID)));
+        assert_eq!(no_setid.check_creds(&other_pid), Ok(()));
+        assert_eq!(no_setid.check_creds(&other_uid), Err(Errno::EPERM));
+        assert_eq!(no_setid.check_creds(&other_gid), Err(Errno::EPERM));
+        let bad = Ucred {
+            uid: u32::MAX,
+            ..own
+        };
+        assert_eq!(all.check_creds(&bad), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn nofile_limit_fails_closed() {
+        let st = ProcStatus {
+            tgid: i32::MAX - 3,
+            ..Default::default()
+        };
+        assert_eq!(Caller::with_status(1, st).nofile_limit(), 0);
+        assert!(Caller::current().nofile_limit() > 0);
+    }
+
+    #[test]
     fn reads_this_process() {
         let c = Caller::current();
         assert_eq!(c.scm_creds().pid, std::process::id() as i32);
+        let p = pidfd_creds(c.tid).expect("PIDFD_GET_INFO (Linux 6.13) on this kernel");
+        assert_eq!(p.pid, std::process::id() as i32);
+        assert_eq!(p.uid, nix::unistd::getuid().as_raw());
+        assert_eq!(p.gid, nix::unistd::getgid().as_raw());
     }
 }

@@ -23,8 +23,8 @@ pub struct Received {
     pub creds: Option<Ucred>,
     /// The sender's pid for SCM_PIDFD, present iff the receiver has passpidfd on.
     pub pidfd: Option<i32>,
-    /// The sender's pidfd, when it was made at send time (see held.rs).
-    pub pidfd_file: Option<std::os::fd::OwnedFd>,
+    /// The sender's pinned pidfd, when it was pinned at send time (see pins.rs).
+    pub pidfd_file: Option<super::pins::Pin>,
     /// That pidfd's depot tag, once delivered (`deliver_passed`).
     pub pidfd_tag: Option<u64>,
     /// Sockets received with it, each holding one reference.
@@ -133,8 +133,9 @@ impl<'a> Pass<'a> {
 pub(crate) struct ChunkOrigin {
     pub from: Option<Arc<BoundName>>,
     pub creds: Option<Ucred>,
-    /// The sender's pidfd for a reader with SO_PASSPIDFD; the first chunk takes it.
-    pub pidfd: std::cell::Cell<Option<std::os::fd::OwnedFd>>,
+    /// The sender's pinned pidfd for a reader with SO_PASSPIDFD; every chunk
+    /// shares it, so a read starting anywhere in the send gets it.
+    pub pidfd: Option<super::pins::Pin>,
 }
 
 impl Engine {
@@ -165,7 +166,7 @@ impl Engine {
             rights,
             rights_uid: pass.uid,
             files,
-            pidfd: origin.pidfd.take(),
+            pidfd: origin.pidfd.clone(),
             oob,
         });
     }
@@ -300,7 +301,7 @@ impl Engine {
             (other, st.name.clone(), st.may_passcred())
         };
         let creds = self.creds_for(explicit, sender_passcred, &other, caller);
-        let pidfd = self.sender_pidfd(creds, &other);
+        let pidfd = self.sender_pidfd(creds, &other)?;
         let charge = message_truesize(data.len());
         let mut wake = Wakeups::new();
         {
@@ -443,9 +444,7 @@ impl Engine {
         let origin = ChunkOrigin {
             from,
             creds,
-            // The first chunk carries it; a read from a later one falls back
-            // to the pid.
-            pidfd: std::cell::Cell::new(self.sender_pidfd(creds, &peer)),
+            pidfd: self.sender_pidfd(creds, &peer)?,
         };
         // unix_stream_sendmsg: at most half the send buffer per skb, and at
         // most one page of head plus 32 KiB of fragments.

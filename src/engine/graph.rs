@@ -28,6 +28,12 @@ fn quoted(s: &str) -> String {
 
 impl Engine {
     pub fn graph_dot(&self) -> String {
+        self.graph_dot_for(true)
+    }
+
+    /// The graph; `flight`: with what is in flight and the collector's
+    /// verdict, which Linux shows no user (only root reads them here).
+    pub fn graph_dot_for(&self, flight: bool) -> String {
         let view = self.gc.view();
         let mut out = String::from(
             "digraph udsfs {\n  rankdir=LR;\n  node [shape=box, style=rounded, fontname=\"monospace\"];\n",
@@ -48,13 +54,13 @@ impl Engine {
             } else {
                 s.state_name(&st)
             };
-            let dead = view.dead.contains(&id);
+            let dead = flight && view.dead.contains(&id);
             let mut label = format!("{id} {}\n{state}", s.ty.name());
             if let Some(n) = &name {
                 let _ = write!(label, "\n{n}");
             }
             let inflight = s.inflight();
-            if inflight > 0 {
+            if flight && inflight > 0 {
                 let _ = write!(label, "\nin flight x{inflight}");
             }
             if dead {
@@ -97,7 +103,7 @@ impl Engine {
                 }
             }
         }
-        for (sock, receivers) in &view.inflight {
+        for (sock, receivers) in view.inflight.iter().filter(|_| flight) {
             let dead = view.dead.contains(sock);
             for r in receivers {
                 // A queue may hold a socket whose directory is already gone.

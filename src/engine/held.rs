@@ -7,14 +7,25 @@
 //! 63 set, so a tag never equals a socket number). Deposits die with the
 //! channel connection that made them; pickups die with the socket that
 //! received them, so a process that crashes half-way leaks nothing. A
-//! pidfd of a sender, made when it sends to a reader with SO_PASSPIDFD,
-//! travels the same way.
+//! sender's pinned pidfd (src/engine/pins.rs), for a reader with
+//! SO_PASSPIDFD or asking SO_PEERPIDFD, travels the same way. Every
+//! descriptor here is charged to a user (src/engine/fds.rs): a deposit to
+//! its sender, a received file to its receiver, a pin to the pinned user.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::os::fd::OwnedFd;
+use std::sync::Arc;
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
+
+use super::fds::ChargedFd;
+use super::quota::Quota;
+
+/// Unclaimed sender pidfds one socket keeps for its reader: the library
+/// claims each right after its receive, so a reader that never claims only
+/// loses the oldest (as if it had closed them).
+const PIDFD_TAGS_KEPT: usize = 16;
 
 /// Marks a tag in a list of passed things (socket numbers otherwise).
 pub const FILE_TAG: u64 = 1 << 63;
@@ -23,7 +34,7 @@ pub const FILE_TAG: u64 = 1 << 63;
 #[derive(Debug)]
 pub struct HeldFile {
     pub slot: usize,
-    pub fd: OwnedFd,
+    pub fd: Arc<ChargedFd>,
     /// The deposit it came from, to go back to if the send does not happen.
     deposit: Option<(u64, Owner)>,
 }
@@ -37,11 +48,20 @@ enum Owner {
     Receiver { sock: u64, uid: u32 },
 }
 
-#[derive(Default)]
 pub struct Depot {
-    files: Mutex<HashMap<u64, (Owner, OwnedFd)>>,
+    files: Mutex<HashMap<u64, (Owner, Arc<ChargedFd>)>>,
     /// Channel connections still open: only theirs may be put back.
     open_conns: Mutex<std::collections::HashSet<u64>>,
+    /// Every descriptor held is charged here (src/engine/fds.rs).
+    pub quota: Arc<Quota>,
+    /// Each socket's unclaimed pidfd tags, oldest first.
+    pidfd_tags: Mutex<HashMap<u64, VecDeque<u64>>>,
+}
+
+impl Default for Depot {
+    fn default() -> Depot {
+        Depot::new(Arc::new(Quota::new("descriptors held for clients")))
+    }
 }
 
 pub fn is_file_tag(id: u64) -> bool {
@@ -61,7 +81,16 @@ fn new_tag() -> u64 {
 }
 
 impl Depot {
-    fn put(&self, owner: Owner, fd: OwnedFd) -> u64 {
+    pub fn new(quota: Arc<Quota>) -> Depot {
+        Depot {
+            files: Mutex::default(),
+            open_conns: Mutex::default(),
+            quota,
+            pidfd_tags: Mutex::default(),
+        }
+    }
+
+    fn put(&self, owner: Owner, fd: Arc<ChargedFd>) -> u64 {
         let mut files = self.files.lock();
         loop {
             let tag = new_tag();
@@ -72,10 +101,12 @@ impl Depot {
         }
     }
 
-    /// A sender's file, waiting for the sendmsg that names its tag.
-    pub fn deposit(&self, conn: u64, uid: u32, fd: OwnedFd) -> u64 {
+    /// A sender's file, waiting for the sendmsg that names its tag;
+    /// charged to `uid` (refused: it closes, ENFILE or ETOOMANYREFS).
+    pub fn deposit(&self, conn: u64, uid: u32, fd: OwnedFd) -> Result<u64, Errno> {
+        let fd = Arc::new(ChargedFd::new(&self.quota, uid, fd)?);
         self.open_conns.lock().insert(conn);
-        self.put(Owner::Sender { conn, uid }, fd)
+        Ok(self.put(Owner::Sender { conn, uid }, fd))
     }
 
     /// Files a send did not queue (EAGAIN, an error) go back under their
@@ -93,16 +124,42 @@ impl Depot {
         }
     }
 
-    /// A received file, waiting for the receiver to claim it.
-    pub fn hold_received(&self, sock: u64, uid: u32, fd: OwnedFd) -> u64 {
-        self.put(Owner::Receiver { sock, uid }, fd)
+    /// A received file, waiting for the receiver to claim it, charged to
+    /// the receiver from now on (as an installed fd is the reader's); None:
+    /// past the receiver's share, it closes.
+    pub fn hold_received(&self, sock: u64, uid: u32, mut fd: Arc<ChargedFd>) -> Option<u64> {
+        if let Some(f) = Arc::get_mut(&mut fd)
+            && f.recharge(uid).is_err()
+        {
+            return None;
+        }
+        Some(self.put(Owner::Receiver { sock, uid }, fd))
+    }
+
+    /// A sender's pinned pidfd, waiting for the receiver to claim it. It
+    /// stays charged to the sender (one pin serves all its messages); the
+    /// socket keeps the last `PIDFD_TAGS_KEPT`, older unclaimed ones go.
+    pub fn hold_received_pidfd(&self, sock: u64, uid: u32, pin: Arc<ChargedFd>) -> u64 {
+        let tag = self.put(Owner::Receiver { sock, uid }, pin);
+        let old = {
+            let mut rings = self.pidfd_tags.lock();
+            let ring = rings.entry(sock).or_default();
+            ring.push_back(tag);
+            (ring.len() > PIDFD_TAGS_KEPT)
+                .then(|| ring.pop_front())
+                .flatten()
+        };
+        if let Some(old) = old {
+            self.files.lock().remove(&old);
+        }
+        tag
     }
 
     fn take(
         &self,
         tags: &[u64],
         ok: impl Fn(&Owner) -> bool,
-    ) -> Result<Vec<(u64, Owner, OwnedFd)>, Errno> {
+    ) -> Result<Vec<(u64, Owner, Arc<ChargedFd>)>, Errno> {
         let mut files = self.files.lock();
         if !tags
             .iter()
@@ -136,7 +193,7 @@ impl Depot {
     }
 
     /// Received files `tags` claimed by user `uid`, all or none.
-    pub fn claim(&self, tags: &[u64], uid: u32) -> Result<Vec<OwnedFd>, Errno> {
+    pub fn claim(&self, tags: &[u64], uid: u32) -> Result<Vec<Arc<ChargedFd>>, Errno> {
         let got = self.take(
             tags,
             |o| matches!(o, Owner::Receiver { uid: u, .. } if *u == uid || uid == 0),
@@ -161,6 +218,7 @@ impl Depot {
 
     /// Socket `sock` closed: files it received and nobody claimed are closed.
     pub fn socket_closed(&self, sock: u64) -> usize {
+        self.pidfd_tags.lock().remove(&sock);
         self.drop_where(|o| matches!(o, Owner::Receiver { sock: s, .. } if *s == sock))
     }
 
@@ -190,25 +248,26 @@ impl Depot {
 
 impl super::Engine {
     /// A pidfd of the sender (`creds.pid`) for a receiver with SO_PASSPIDFD,
-    /// made now while the sender surely lives: Linux keeps the sender's
-    /// `struct pid` with the message and gives a pidfd even after it exited.
+    /// pinned now while the sender surely lives (src/engine/pins.rs): Linux
+    /// keeps the sender's `struct pid` with the message and gives a pidfd
+    /// even after it exited. Past the descriptor quota the send fails
+    /// (ENOBUFS, as an skb that cannot be allocated) rather than carry a pid
+    /// the reader would have to trust.
     pub(crate) fn sender_pidfd(
         &self,
         creds: Option<super::Ucred>,
         receiver: &super::Socket,
-    ) -> Option<OwnedFd> {
-        let pid = creds?.pid;
-        if pid <= 0 || !receiver.lock().passpidfd {
-            return None;
+    ) -> Result<Option<Arc<ChargedFd>>, Errno> {
+        let Some(cr) = creds else { return Ok(None) };
+        if cr.pid <= 0 || !receiver.lock().passpidfd {
+            return Ok(None);
         }
-        // SAFETY: pidfd_open only makes a descriptor, which we then own.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd < 0 {
-            log::debug!("pidfd_open({pid}): {}", std::io::Error::last_os_error());
-            return None;
+        match self.pins.pin(&self.depot.quota, cr.pid, cr.uid) {
+            Ok(p) => Ok(Some(p)),
+            Err(Errno::ENFILE | Errno::ETOOMANYREFS) => Err(Errno::ENOBUFS),
+            // Gone already (forged credentials of an exited pid): no pidfd.
+            Err(_) => Ok(None),
         }
-        // SAFETY: a new descriptor nobody else owns.
-        Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) })
     }
 
     /// What a sendmsg names, held for passing: sockets by number (see
@@ -276,14 +335,14 @@ impl super::Engine {
                     return None;
                 }
                 room -= 1;
-                let tag = self.depot.hold_received(receiver.id, caller.fsuid, f.fd);
+                let tag = self.depot.hold_received(receiver.id, caller.fsuid, f.fd)?;
                 Some((f.slot, tag))
             })
             .collect();
-        got.pidfd_tag = got
-            .pidfd_file
-            .take()
-            .map(|fd| self.depot.hold_received(receiver.id, caller.fsuid, fd));
+        got.pidfd_tag = got.pidfd_file.take().map(|fd| {
+            self.depot
+                .hold_received_pidfd(receiver.id, caller.fsuid, fd)
+        });
         if (!files.is_empty() || got.pidfd_tag.is_some()) && receiver.lock().dead {
             // Closed meanwhile: nobody can claim them.
             self.depot.socket_closed(receiver.id);
@@ -324,8 +383,8 @@ mod tests {
     #[test]
     fn deposits_go_to_their_user_and_die_with_their_connection() {
         let d = Depot::default();
-        let a = d.deposit(1, 1000, pipe_end());
-        let b = d.deposit(2, 1000, pipe_end());
+        let a = d.deposit(1, 1000, pipe_end()).unwrap();
+        let b = d.deposit(2, 1000, pipe_end()).unwrap();
         assert!(is_file_tag(a) && a != b);
         assert_eq!(d.take_deposits(&[(0, a)], 1001).unwrap_err(), Errno::EBADF);
         let bad = [(0, a), (1, FILE_TAG | 12)];
@@ -342,10 +401,43 @@ mod tests {
         assert_eq!(d.claim(&[b], 1000).unwrap_err(), Errno::EBADF);
         assert_eq!(d.connection_closed(2), 1);
         assert!(d.is_empty());
-        let c = d.hold_received(7, 0, pipe_end());
+        let c = d
+            .hold_received(
+                7,
+                0,
+                Arc::new(ChargedFd::new(&d.quota, 0, pipe_end()).unwrap()),
+            )
+            .unwrap();
         assert_eq!(d.socket_closed(8), 0);
         assert_eq!(d.socket_closed(7), 1);
         assert_eq!(d.claim(&[c], 0).unwrap_err(), Errno::EBADF);
+    }
+
+    #[test]
+    fn unclaimed_pidfds_of_a_socket_are_bounded_and_received_files_recharged() {
+        let d = Depot::default();
+        let pin = Arc::new(ChargedFd::new(&d.quota, 1000, pipe_end()).unwrap());
+        let tags: Vec<u64> = (0..100)
+            .map(|_| d.hold_received_pidfd(7, 1001, pin.clone()))
+            .collect();
+        assert_eq!(
+            d.pickups_of(7),
+            PIDFD_TAGS_KEPT,
+            "older unclaimed pidfds go"
+        );
+        assert_eq!(d.claim(&tags[..1], 1001).unwrap_err(), Errno::EBADF);
+        assert_eq!(d.claim(&tags[99..], 1001).unwrap().len(), 1);
+        assert_eq!(d.quota.used(), 1, "one pin, however many messages");
+        d.quota.set_max(4);
+        d.quota.set_user_share(250);
+        let _mine = ChargedFd::new(&d.quota, 1001, pipe_end()).unwrap();
+        let f = Arc::new(ChargedFd::new(&d.quota, 0, pipe_end()).unwrap());
+        assert_eq!(
+            d.hold_received(8, 1001, f),
+            None,
+            "past the receiver's share a received file closes"
+        );
+        assert_eq!((d.quota.user_used(0), d.quota.used()), (0, 2));
     }
 
     #[test]

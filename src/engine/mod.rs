@@ -3,11 +3,13 @@
 //! gives, or fails with EAGAIN after leaving the given waiter where the state
 //! change that lets it proceed will find it.
 
+pub mod access;
 pub mod addr;
 pub use bufsize::Buf;
 mod bufsize;
 pub mod cred;
 mod data;
+pub mod fds;
 pub mod gc;
 mod graph;
 pub mod held;
@@ -18,15 +20,20 @@ mod naming;
 pub mod netns;
 mod oob;
 mod peek;
+pub mod pidns;
+pub mod pins;
 pub mod quota;
 mod sock_table;
 pub mod socket;
+pub mod sockflags;
 mod sockopt;
 mod stream_read;
 pub mod timeo;
 pub mod tree;
 pub mod wait;
 
+#[cfg(test)]
+mod access_tests;
 #[cfg(test)]
 mod oob_tests;
 #[cfg(test)]
@@ -39,6 +46,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
+pub use access::Claim;
 pub use addr::Addr;
 pub use cred::{Caller, Ucred};
 pub use data::Received;
@@ -78,6 +86,8 @@ pub struct Config {
     /// On a shared mount, the share of each bound one user (not root) may
     /// take, in thousandths; 0: no shares.
     pub user_share_permille: u64,
+    /// Other users may use the mount (`--allow-other`).
+    pub allow_other: bool,
     /// Run the collector on its own thread (off only for deterministic tests).
     pub background_gc: bool,
     /// Owner of the tree root.
@@ -98,6 +108,7 @@ impl Default for Config {
             max_nodes: 1 << 20,
             max_sockets: 1 << 20,
             user_share_permille: 0,
+            allow_other: false,
             root_uid: 0,
             root_gid: 0,
         }
@@ -118,11 +129,15 @@ pub struct Engine {
     live: AtomicUsize,
     /// Sockets by the user that made (or accepted) them.
     pub sockets: Quota,
+    /// Received entries (`.udsfs/sock/H` aliases) by the receiving user.
+    pub aliases: Quota,
     pub gc: gc::Collector,
     /// Received sockets not yet opened, by their directory number.
     unopened: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
     /// Passed files that are not udsfs sockets, between the channel and a queue.
     pub depot: held::Depot,
+    /// Pidfds of senders and peers, made while they surely live.
+    pub pins: pins::Pins,
 }
 
 impl Engine {
@@ -139,28 +154,54 @@ impl Engine {
             generation: AtomicU64::new(1),
             live: AtomicUsize::new(0),
             sockets: Quota::new("sockets"),
+            aliases: Quota::new("received socket entries"),
             gc: gc::Collector::new(),
             unopened: Mutex::new(Default::default()),
-            depot: held::Depot::default(),
+            depot: held::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),
+            pins: pins::Pins::default(),
             cfg,
         });
         eng.tree.set_max_nodes(eng.cfg.max_nodes);
         eng.sockets.set_max(eng.cfg.max_sockets);
+        // An alias stands for a reference as a socket does: the same bound.
+        eng.aliases.set_max(eng.cfg.max_sockets);
+        eng.aliases.set_user_share(eng.cfg.user_share_permille);
         eng.tree.nodes.set_user_share(eng.cfg.user_share_permille);
         eng.sockets.set_user_share(eng.cfg.user_share_permille);
+        eng.set_fd_budget();
+        eng.depot.quota.set_user_share(eng.cfg.user_share_permille);
         if eng.cfg.background_gc {
             eng.spawn_collector();
         }
         eng
     }
 
-    /// Makes a socket with no references yet, filed as unbound, counted
-    /// for `uid`; `checked`: ENFILE past the bound or the user's share
+    /// Sizes the descriptor quota from the daemon's RLIMIT_NOFILE (again
+    /// once the fd channel has raised it).
+    pub fn set_fd_budget(&self) {
+        let limit = crate::procfs::own_nofile_limit();
+        self.depot.quota.set_max(fds::client_budget(limit));
+    }
+
+    /// Makes a socket with no references yet, filed as unbound, owned by
+    /// `uid`; `checked`: ENFILE past the bound or the user's share
     /// (Linux's unix_create1 past its socket limit).
     fn new_socket(&self, ty: SockType, uid: u32, gid: u32, checked: bool) -> Result<Arc<Socket>> {
+        self.new_socket_for(ty, uid, gid, uid, checked)
+    }
+
+    /// `new_socket`, counted against `charged` rather than the owner.
+    pub(super) fn new_socket_for(
+        &self,
+        ty: SockType,
+        uid: u32,
+        gid: u32,
+        charged: u32,
+        checked: bool,
+    ) -> Result<Arc<Socket>> {
         if !checked {
-            self.sockets.transfer_in(uid, 1);
-        } else if self.sockets.take(uid, 1).is_err() {
+            self.sockets.transfer_in(charged, 1);
+        } else if self.sockets.take(charged, 1).is_err() {
             return Err(Errno::ENFILE);
         }
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
@@ -169,7 +210,9 @@ impl Engine {
             sock: Arc::new(Socket::new(id, generation, ty, sndbuf, qlen)),
             uid,
             gid,
+            charged,
             generation,
+            refs: Default::default(),
         });
         self.names.insert_unbound(&sock);
         self.live.fetch_add(1, Ordering::Relaxed);
@@ -177,11 +220,13 @@ impl Engine {
     }
 
     /// socket(): a new socket held by one reference (the caller's handle),
-    /// for in-process users: never refused.
+    /// for in-process users: never refused. Its directory keeps one claim
+    /// for the socket's life, as such users hold it by the `Arc` alone.
     pub fn socket(&self, ty: SockType, caller: &Caller) -> Arc<Socket> {
         let s = self.new_socket(ty, caller.fsuid, caller.fsgid, false);
         let s = s.expect("an unchecked socket is never refused");
         s.refs.store(1, Ordering::Release);
+        let _held_for_good = self.first_claim(s.id);
         s
     }
 
@@ -219,13 +264,29 @@ impl Engine {
     ) -> (Arc<Socket>, Arc<Socket>) {
         // socketpair() sets SO_PEERCRED on both ends, whatever the type.
         let cred = caller.peer_creds();
+        let pin = self.pin_peer(cred);
         // Two fresh sockets, distinct by construction: one lock at a time.
         for (s, peer) in [(&a, &b), (&b, &a)] {
             let mut st = s.lock();
             st.conn = socket::Conn::Connected(peer.clone());
             st.peercred = Some(cred);
+            st.peer_pin = pin.clone();
         }
         (a, b)
+    }
+
+    /// Pins the process of SO_PEERCRED credentials while it makes its
+    /// request; past the descriptor quota SO_PEERPIDFD will say ENODATA,
+    /// never name another process.
+    fn pin_peer(&self, cred: Ucred) -> Option<pins::Pin> {
+        self.pins.pin(&self.depot.quota, cred.pid, cred.uid).ok()
+    }
+
+    /// SO_PEERPIDFD: the pinned peer as a pidfd tag to claim over the fd
+    /// channel for the caller (ENODATA without a peer, as Linux).
+    pub fn peer_pidfd(&self, s: &Arc<Socket>, caller: &Caller) -> Result<u64> {
+        let pin = s.lock().peer_pin.clone().ok_or(Errno::ENODATA)?;
+        Ok(self.depot.hold_received_pidfd(s.id, caller.fsuid, pin))
     }
 
     /// The socket directory `.udsfs/sock/N`.
@@ -242,19 +303,59 @@ impl Engine {
     pub fn set_owner(&self, id: u64, uid: u32, gid: u32) {
         self.socks.update(id, |d| {
             if d.sock.id == id {
-                self.sockets.transfer(d.uid, uid, 1);
+                self.sockets.transfer(d.charged, uid, 1);
             }
             d.uid = uid;
+            d.charged = uid;
             d.gid = gid;
         });
     }
 
     fn remove_dir(&self, id: u64) {
-        // Only a socket's own directory counts; received aliases do not.
-        if let Some(d) = self.socks.remove(id)
-            && d.sock.id == id
+        // A socket's own directory counts as a socket, an alias as an alias.
+        if let Some(d) = self.socks.remove(id) {
+            if d.sock.id == id {
+                self.sockets.give(d.charged, 1);
+            } else {
+                self.aliases.give(d.charged, 1);
+            }
+        }
+    }
+
+    /// The first claim on socket `id`'s own directory, for the handle that
+    /// made the socket or accepted it (src/engine/access.rs).
+    pub fn first_claim(&self, id: u64) -> Option<Claim> {
+        let d = self.socks.get(id)?;
+        d.refs.claim_first().then_some(Claim { id, refs: d.refs })
+    }
+
+    /// One more claim on directory `id` (`d`), while it has one already.
+    pub fn more_claim(&self, id: u64, d: &SockDir) -> Option<Claim> {
+        d.refs.claim_more().then(|| Claim {
+            id,
+            refs: d.refs.clone(),
+        })
+    }
+
+    /// Gives a claim back; an alias whose last claim went is removed, as
+    /// nothing can reach it any more (a socket's own directory stays,
+    /// revoked, while the socket lives: its number names it elsewhere).
+    pub fn release_claim(&self, c: Claim) {
+        if !c.refs.release() {
+            return;
+        }
+        if let Some(d) = self.socks.get(c.id)
+            && Arc::ptr_eq(&d.refs, &c.refs)
+            && d.sock.id != c.id
         {
-            self.sockets.give(d.uid, 1);
+            self.remove_alias(&d.sock, c.id);
+        }
+    }
+
+    /// Gives back the claim a received entry holds until it is opened.
+    fn release_delivery(&self, id: u64) {
+        if let Some(d) = self.socks.get(id) {
+            self.release_claim(Claim { id, refs: d.refs });
         }
     }
 
@@ -310,12 +411,16 @@ impl Engine {
     /// A new `.udsfs/sock/H` entry for a socket someone received.
     fn new_alias(&self, sock: &Arc<Socket>, uid: u32, gid: u32) -> u64 {
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
-        let (id, _) = self.socks.insert(|_| SockDir {
+        let (id, d) = self.socks.insert(|_| SockDir {
             sock: sock.clone(),
             uid,
             gid,
+            charged: uid,
             generation,
+            refs: Default::default(),
         });
+        // The unopened reference is its first claim.
+        d.refs.claim_first();
         sock.lock().aliases.push(id);
         id
     }
@@ -360,6 +465,11 @@ impl Engine {
                 self.put(&r);
                 continue;
             }
+            // Past the reader's share of entries it is closed the same way.
+            if self.aliases.take(uid, 1).is_err() {
+                self.put(&r);
+                continue;
+            }
             let id = self.new_alias(&r, uid, gid);
             self.unopened.lock().insert(id, r);
             ids.push(id);
@@ -387,6 +497,7 @@ impl Engine {
     pub fn adopt(&self, id: u64) {
         let r = self.unopened.lock().remove(&id);
         if let Some(r) = r {
+            self.release_delivery(id);
             self.put(&r);
         }
     }
@@ -403,6 +514,11 @@ impl Engine {
             if !caller.is_root() && d.uid != caller.fsuid {
                 undo(&held);
                 return Err(Errno::EACCES);
+            }
+            // Only what its owner still holds, as only held fds pass.
+            if !d.refs.live() {
+                undo(&held);
+                return Err(Errno::EBADF);
             }
             if d.sock.lock().embryo || !self.try_hold(&d.sock) {
                 undo(&held);

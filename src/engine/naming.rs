@@ -148,6 +148,7 @@ impl Engine {
             backlog as usize
         };
         let cred = caller.peer_creds();
+        let pin = self.pin_peer(cred);
         let mut wake = Wakeups::new();
         {
             let mut st = s.lock();
@@ -169,6 +170,7 @@ impl Engine {
                 }
             }
             st.peercred = Some(cred);
+            st.peer_pin = pin;
         }
         self.finish(wake);
         Ok(())
@@ -207,10 +209,18 @@ impl Engine {
             return self.dgram_connect(s, other);
         }
         // Everything the new connection needs is made before taking locks.
-        let embryo = self.new_socket(s.ty, caller.fsuid, caller.fsgid, true)?;
+        // The server end is the listener's side: its owner's, never the
+        // client's to open before accept (Linux: an embryo has no fd until
+        // accept). The client pays for it until then, so connecting cannot
+        // spend the listener owner's share (integration/adversarial_access.sh §6).
+        let (uid, gid) = self
+            .dir(other.id)
+            .map_or((caller.fsuid, caller.fsgid), |d| (d.uid, d.gid));
+        let embryo = self.new_socket_for(s.ty, uid, gid, caller.fsuid, true)?;
         embryo.refs.store(1, Ordering::Release);
         let client_cred = caller.peer_creds();
-        let res = self.stream_connect(s, &other, &embryo, client_cred, w);
+        let client_pin = self.pin_peer(client_cred);
+        let res = self.stream_connect(s, &other, &embryo, (client_cred, client_pin), w);
         if res.is_err() {
             self.put(&embryo);
         }
@@ -222,7 +232,7 @@ impl Engine {
         s: &Arc<Socket>,
         other: &Arc<Socket>,
         embryo: &Arc<Socket>,
-        client_cred: super::Ucred,
+        (client_cred, client_pin): (super::Ucred, Option<super::pins::Pin>),
         w: Option<&Waiter>,
     ) -> Result<()> {
         // unix_stream_connect checks the target first (refused, full), then
@@ -239,6 +249,7 @@ impl Engine {
             own_state(&st)?;
             let listener_name = ot.name.clone();
             let listener_cred = ot.peercred;
+            let listener_pin = ot.peer_pin.clone();
             let listener_passcred = (ot.passcred, ot.passpidfd);
             let Conn::Listening { pending, .. } = &mut ot.conn else {
                 return Err(Errno::ECONNREFUSED);
@@ -248,6 +259,7 @@ impl Engine {
                 et.conn = Conn::Connected(s.clone());
                 et.name = listener_name;
                 et.peercred = Some(client_cred);
+                et.peer_pin = client_pin;
                 (et.passcred, et.passpidfd) = listener_passcred;
                 et.embryo = true;
                 et.listener_id = Some(other.id);
@@ -255,6 +267,7 @@ impl Engine {
             pending.push_back(embryo.clone());
             st.conn = Conn::Connected(embryo.clone());
             st.peercred = listener_cred;
+            st.peer_pin = listener_pin;
             wake.extend(ot.readers.take());
         }
         self.finish(wake);
@@ -386,6 +399,20 @@ impl Engine {
         self.gc.accepted(got.id);
         self.finish(wake);
         Ok(got)
+    }
+
+    /// accept() through the library with one descriptor slot left: the
+    /// accepted socket `id` (its control handle, which holds it, is about to
+    /// close to free the slot) becomes a received entry of the listener, as
+    /// a passed socket does, for the library to open in its place. It goes
+    /// with the listener if nobody opens it. The new entry's number.
+    pub fn keep_accepted(&self, listener: &Arc<Socket>, id: u64, c: &Caller) -> Result<u64> {
+        let d = self.dir(id).ok_or(Errno::ENOENT)?;
+        if (d.uid != c.fsuid && !c.is_root()) || !self.try_hold(&d.sock) {
+            return Err(Errno::ENOENT);
+        }
+        let ids = self.deliver_rights(listener, vec![d.sock], d.uid, d.gid, c.nofile_limit());
+        ids.first().copied().ok_or(Errno::EMFILE)
     }
 
     pub fn shutdown(&self, s: &Arc<Socket>, how: u8) -> Result<()> {

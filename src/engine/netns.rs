@@ -6,6 +6,7 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A network namespace, by its nsfs inode number.
 pub type NetNs = u64;
@@ -57,6 +58,15 @@ fn proc_dir() -> Option<&'static OwnedFd> {
             .ok()
     })
     .as_ref()
+}
+
+/// A namespace no other caller is in, for a caller outside the daemon's
+/// pid namespace (FUSE gives it pid 0, so its namespace cannot be read).
+/// Filing it in the daemon's would let a process in any network namespace
+/// reach (and squat) that namespace's abstract names; alone, it finds none.
+pub fn unknown() -> NetNs {
+    static NEXT: AtomicU64 = AtomicU64::new(1 << 63);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// The daemon's own namespace: where a caller that vanished before its

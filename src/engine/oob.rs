@@ -179,6 +179,7 @@ impl Engine {
     /// F_SETOWN, FIOSETOWN, SIOCSPGRP: `target` a pid (> 0), a process
     /// group (< 0), or 0 for nobody.
     pub fn set_urg_owner(&self, s: &Arc<Socket>, target: i32, caller: &Caller) {
+        let target = super::pidns::owner_from_sender(target, caller).unwrap_or(0);
         s.lock().urg_owner = (target != 0).then_some(UrgOwner {
             target,
             setter_uid: caller.fsuid,

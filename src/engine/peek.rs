@@ -80,6 +80,8 @@ fn message_peek(ty: SockType, st: &mut SockState, maxlen: usize) -> Result<Recei
         from: m.from.clone(),
         creds: st.passcred.then_some(creds),
         pidfd: st.passpidfd.then_some(creds.pid),
+        // The pin, shared: the message keeps its own.
+        pidfd_file: m.pidfd.clone().filter(|_| st.passpidfd),
         data,
         rights: m.rights.clone(),
         ..Default::default()

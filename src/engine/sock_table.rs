@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use slab::Slab;
 
+use super::access::DirRefs;
 use super::socket::Socket;
 use crate::sharded::{Sharded, ShardedMap};
 
@@ -15,7 +16,12 @@ pub struct SockDir {
     pub sock: Arc<Socket>,
     pub uid: u32,
     pub gid: u32,
+    /// Whose quota it counts against: the owner's, except an embryo's,
+    /// which the connecting client pays for until it is accepted.
+    pub charged: u32,
     pub generation: u64,
+    /// Who may open it now (src/engine/access.rs).
+    pub refs: Arc<DirRefs>,
 }
 
 const SHARDS: usize = 16;
@@ -123,7 +129,9 @@ mod tests {
             sock: Arc::new(Socket::new(id, generation, SockType::Stream, 1, 1)),
             uid: 0,
             gid: 0,
+            charged: 0,
             generation,
+            refs: Default::default(),
         }
     }
 

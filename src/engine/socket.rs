@@ -85,9 +85,10 @@ pub struct Msg {
     pub oob: bool,
     /// Other files passed with it, held by the daemon (charged to `rights_uid`).
     pub files: Vec<super::held::HeldFile>,
-    /// A pidfd of the sender, made at send time for a reader with
-    /// SO_PASSPIDFD, so that SCM_PIDFD names it even once it has exited.
-    pub pidfd: Option<std::os::fd::OwnedFd>,
+    /// The sender's pin (src/engine/pins.rs), made at send time for a
+    /// reader with SO_PASSPIDFD and shared by its messages, so that
+    /// SCM_PIDFD names it even once it has exited.
+    pub pidfd: Option<super::pins::Pin>,
 }
 
 impl Msg {
@@ -129,6 +130,9 @@ pub struct SockState {
     /// SO_PASSPIDFD: the reader gets a pidfd of each message's sender.
     pub passpidfd: bool,
     pub peercred: Option<Ucred>,
+    /// The process `peercred` names, pinned when it was set (SO_PEERPIDFD;
+    /// src/engine/pins.rs); None when it could not be pinned.
+    pub peer_pin: Option<super::pins::Pin>,
     pub sndbuf: usize,
     /// SO_RCVBUF: read back only (AF_UNIX limits nothing by it).
     pub rcvbuf: usize,
@@ -185,6 +189,8 @@ pub struct Socket {
     pub(crate) gc_dead: AtomicBool,
     /// SO_RCVTIMEO and SO_SNDTIMEO (not inherited by accepted sockets).
     pub timeouts: super::timeo::Timeouts,
+    /// The options AF_UNIX only keeps to read back (not inherited either).
+    pub options: super::sockflags::Options,
 }
 
 impl Socket {
@@ -209,6 +215,7 @@ impl Socket {
                 passcred: false,
                 passpidfd: false,
                 peercred: None,
+                peer_pin: None,
                 sndbuf,
                 rcvbuf: super::bufsize::rcvbuf_default(),
                 max_dgram_qlen,
@@ -231,6 +238,7 @@ impl Socket {
             inflight: AtomicUsize::new(0),
             gc_dead: AtomicBool::new(false),
             timeouts: Default::default(),
+            options: Default::default(),
         }
     }
 

@@ -95,13 +95,19 @@ impl Engine {
                 at = None;
                 continue;
             }
-            let want_pidfd = st.passpidfd && !peek;
+            let want_pidfd = st.passpidfd;
             let m = &mut st.rcvq[i];
             match first_creds {
                 None => {
                     first_creds = Some(m.creds);
                     out.from = m.from.clone();
-                    out.pidfd_file = m.pidfd.take().filter(|_| want_pidfd);
+                    // A peek gets a copy of the pin, as Linux gives MSG_PEEK a pidfd.
+                    out.pidfd_file = if peek {
+                        m.pidfd.clone()
+                    } else {
+                        m.pidfd.take()
+                    }
+                    .filter(|_| want_pidfd);
                 }
                 Some(c) if span_check && c != m.creds => break,
                 Some(_) => {}

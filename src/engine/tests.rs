@@ -244,6 +244,52 @@ fn stream_connect_accept_and_close() {
 }
 
 #[test]
+fn an_accepted_socket_kept_by_its_listener_outlives_its_handle() {
+    let e = engine();
+    let c = root();
+    let nobody = Caller::with_status(
+        2,
+        ProcStatus {
+            uids: [65534; 4],
+            gids: [65534; 4],
+            ..Default::default()
+        },
+    );
+    let l = e.socket(SockType::Stream, &c);
+    e.bind(&l, &abs("keep"), &c).unwrap();
+    e.listen(&l, 4, &c).unwrap();
+    let (c1, c2) = (
+        e.socket(SockType::Stream, &c),
+        e.socket(SockType::Stream, &c),
+    );
+    e.connect(&c1, &abs("keep"), &c, None).unwrap();
+    e.connect(&c2, &abs("keep"), &c, None).unwrap();
+    e.send(&c1, b"hi", None, None, &c, None).unwrap();
+    let a = e.accept(&l, None).unwrap();
+    assert_eq!(
+        e.keep_accepted(&l, a.id, &nobody),
+        Err(Errno::ENOENT),
+        "not nobody's"
+    );
+    let kept = e.keep_accepted(&l, a.id, &c).unwrap();
+    // The accept handle closes; the entry holds the socket until opened.
+    e.put(&a);
+    let d = e.dir(kept).unwrap();
+    assert!(e.try_hold(&d.sock));
+    e.adopt(kept);
+    assert_eq!(recv(&e, &d.sock, 10).unwrap(), b"hi");
+    e.put(&d.sock);
+    // One nobody opens goes with the listener: its client reads EOF.
+    let b = e.accept(&l, None).unwrap();
+    e.keep_accepted(&l, b.id, &c).unwrap();
+    e.put(&b);
+    e.put(&l);
+    assert_eq!(recv(&e, &c2, 10).unwrap(), b"");
+    e.put(&c1);
+    e.put(&c2);
+}
+
+#[test]
 fn sockets_are_freed_when_the_last_reference_goes() {
     let e = engine();
     let c = root();
@@ -625,8 +671,8 @@ fn files_in_flight_among_sockets() {
     let c = root();
     let (a, b) = e.socketpair(SockType::Dgram, &c);
     let passed = e.socket(SockType::Stream, &c);
-    let t1 = e.depot.deposit(1, 0, pipe_end());
-    let t2 = e.depot.deposit(1, 0, pipe_end());
+    let t1 = e.depot.deposit(1, 0, pipe_end()).unwrap();
+    let t2 = e.depot.deposit(1, 0, pipe_end()).unwrap();
     let (mut socks, mut files) = e.hold_passed(&[t1, passed.id, t2], &c).unwrap();
     let raw = std::os::fd::AsRawFd::as_raw_fd(&files[1].fd);
     e.send_passing(&a, b"x", None, None, &mut socks, &mut files, &c, None)
@@ -647,7 +693,7 @@ fn files_in_flight_among_sockets() {
     assert!(e.depot.is_empty());
     // Queued files go with an unread queue.
     let (a, b) = e.socketpair(SockType::Stream, &c);
-    let t = e.depot.deposit(1, 0, pipe_end());
+    let t = e.depot.deposit(1, 0, pipe_end()).unwrap();
     let (mut socks, mut files) = e.hold_passed(&[t], &c).unwrap();
     e.send_passing(&a, b"y", None, None, &mut socks, &mut files, &c, None)
         .unwrap();
@@ -685,7 +731,7 @@ fn collector_closes_files_carried_by_garbage() {
     let c = root();
     let (a, b) = e.socketpair(SockType::Stream, &c);
     let (mut near, far) = std::os::unix::net::UnixStream::pair().unwrap();
-    let tag = e.depot.deposit(1, 0, far.into());
+    let tag = e.depot.deposit(1, 0, far.into()).unwrap();
     // Each end travels in the other's queue (one with the file): once both
     // are closed, only the queues hold them.
     let (mut socks, mut files) = e.hold_passed(&[b.id, tag], &c).unwrap();
@@ -757,4 +803,52 @@ fn abstract_names_are_per_network_namespace() {
         .collect();
     assert_eq!(listed.len(), 2);
     assert!(listed.contains(&(ns1, a.id)) && listed.contains(&(ns2, b.id)));
+}
+
+/// A cycle through a received reference nobody opened yet is live, not
+/// garbage: the alias directory is a name its owner can still open (like a
+/// descriptor in a process's table), so the collector leaves it, and opening
+/// the alias gets the socket in flight back. What bounds such references is
+/// the per-socket limit of `deliver_rights` and the user's share.
+#[test]
+fn a_cycle_through_an_unopened_reference_is_live() {
+    let e = engine();
+    let c = root();
+    let base = e.live_sockets();
+    let (x1, x2) = e.socketpair(SockType::Stream, &c);
+    let (y1, y2) = e.socketpair(SockType::Stream, &c);
+    // y1 reaches x2, which keeps it unopened as alias `h`.
+    pass(&e, &x1, &y1);
+    e.put(&y1);
+    let r = e.recv(&x2, 10, None).unwrap();
+    let h = e.deliver_rights(&x2, r.rights, 0, 0, 16);
+    assert_eq!(h.len(), 1);
+    // x2 goes into y1's queue; every handle closes.
+    pass(&e, &y2, &x2);
+    for s in [&x1, &x2, &y2] {
+        e.put(s);
+    }
+    collect_all(&e);
+    // x1 and y2 are closed; x2 (in flight) and y1 (unopened) stay.
+    assert_eq!(
+        e.live_sockets(),
+        base + 2,
+        "the collector freed a socket its owner can open"
+    );
+    // Opening the alias adopts y1; its queue gives x2 back.
+    let d = e.dir(h[0]).expect("the alias is still there");
+    assert!(e.try_hold(&d.sock));
+    e.adopt(h[0]);
+    let back = e.recv(&d.sock, 10, None).unwrap();
+    assert_eq!(back.rights.len(), 1);
+    for s in back.rights {
+        e.put(&s);
+    }
+    e.put(&d.sock);
+    collect_all(&e);
+    assert_eq!(
+        e.live_sockets(),
+        base,
+        "everything closes once the cycle is opened and let go"
+    );
 }

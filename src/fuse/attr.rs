@@ -8,6 +8,7 @@ use nix::errno::Errno;
 
 use super::inode::{Ctrl, Node, SockFile};
 use super::{Inner, ferr};
+use crate::engine::Caller;
 use crate::engine::tree::Kind;
 
 pub const TTL: Duration = Duration::ZERO;
@@ -83,7 +84,7 @@ impl Inner {
                         (FileType::Directory, 0o555)
                     }
                     Ctrl::Clone(_) | Ctrl::Pair(_) => (FileType::RegularFile, 0o666),
-                    Ctrl::Unix | Ctrl::Graph => (FileType::RegularFile, 0o444),
+                    Ctrl::Unix | Ctrl::Graph | Ctrl::FdChannel => (FileType::RegularFile, 0o444),
                     Ctrl::Gc => (FileType::RegularFile, 0o644),
                 };
                 // Clone and pair files are control handles once open.
@@ -127,6 +128,18 @@ impl Inner {
         })
     }
 
+    /// `node`, unless it is a file of a socket directory `c` may not see
+    /// (src/fuse/open.rs `visible`): ENOENT, as its lookup gives.
+    pub(super) fn shown(&self, node: Node, c: &Caller) -> Result<Node, Errno> {
+        if let Node::Sock(generation, _) = node
+            && let Some((_, d)) = self.eng.dir_by_generation(generation)
+            && !self.visible(&d, c)
+        {
+            return Err(Errno::ENOENT);
+        }
+        Ok(node)
+    }
+
     /// FUSE generation: inode numbers of socket files are made from
     /// generations already, so they are never reused.
     pub(super) fn generation(&self, node: Node) -> u64 {
@@ -136,9 +149,10 @@ impl Inner {
         }
     }
 
-    pub(super) fn getattr(&self, ino: u64, reply: ReplyAttr) {
+    pub(super) fn getattr(&self, ino: u64, c: &Caller, reply: ReplyAttr) {
         match Node::from_ino(ino)
             .ok_or(Errno::ENOENT)
+            .and_then(|n| self.shown(n, c))
             .and_then(|n| self.attr_of(n))
         {
             Ok(a) => reply.attr(&TTL, &a),

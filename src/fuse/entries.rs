@@ -18,8 +18,8 @@ use parking_lot::Mutex;
 use super::files::{FileKind, OpenFile};
 use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
 use super::{Inner, ferr};
-use crate::engine::addr;
 use crate::engine::tree::{self, Kind, ROOT_INO};
+use crate::engine::{Caller, addr};
 
 const DOT: u64 = 1;
 const DOTDOT: u64 = 2;
@@ -53,7 +53,7 @@ impl Inner {
     }
 
     /// The entries of a control directory, each with its cookie.
-    fn control_entries(&self, node: Node) -> Result<Vec<(u64, Entry)>, Errno> {
+    fn control_entries(&self, node: Node, c: &Caller) -> Result<Vec<(u64, Entry)>, Errno> {
         let dir = FileType::Directory;
         let reg = FileType::RegularFile;
         let numbered = |v: Vec<Entry>| -> Vec<(u64, Entry)> {
@@ -85,6 +85,8 @@ impl Inner {
                 out.push((Node::Ctrl(Ctrl::Unix).ino(), reg, b"unix".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Graph).ino(), reg, b"graph".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Gc).ino(), reg, b"gc".to_vec()));
+                let fdc = Node::Ctrl(Ctrl::FdChannel).ino();
+                out.push((fdc, reg, b"fdchannel".to_vec()));
                 numbered(out)
             }
             Node::Ctrl(Ctrl::TypeDir(t)) => numbered(vec![
@@ -94,6 +96,7 @@ impl Inner {
                 (Node::Ctrl(Ctrl::Pair(t)).ino(), reg, b"pair".to_vec()),
             ]),
             Node::Sock(generation, SockFile::Dir) => {
+                self.shown(node, c)?;
                 let mut out = vec![
                     (node.ino(), dir, b".".to_vec()),
                     (Node::Ctrl(Ctrl::SockDir).ino(), dir, b"..".to_vec()),
@@ -104,10 +107,12 @@ impl Inner {
                 numbered(out)
             }
             // Socket numbers are the cookies: a socket made or closed
-            // between chunks moves no other entry.
+            // between chunks moves no other entry. Only the directories the
+            // reader may see are listed (src/fuse/open.rs `visible`).
             Node::Ctrl(Ctrl::SockDir) => {
                 let mut out = dots(node, Node::Ctrl(Ctrl::Root).ino());
                 let mut socks = self.eng.dirs();
+                socks.retain(|(_, d)| self.visible(d, c));
                 socks.sort_unstable_by_key(|(id, _)| *id);
                 for (id, d) in socks {
                     let ino = Node::Sock(d.generation, SockFile::Dir).ino();
@@ -136,7 +141,14 @@ impl Inner {
         })
     }
 
-    pub(super) fn readdir(&self, ino: u64, fh: u64, offset: u64, mut reply: ReplyDirectory) {
+    pub(super) fn readdir(
+        &self,
+        ino: u64,
+        fh: u64,
+        offset: u64,
+        c: &Caller,
+        mut reply: ReplyDirectory,
+    ) {
         let node = match Node::from_ino(ino) {
             Some(n) => n,
             None => return reply.error(ferr(Errno::ENOENT)),
@@ -144,7 +156,7 @@ impl Inner {
         if let Node::Tree(dir) | Node::Connect(dir) = node {
             return self.tree_listing(node, dir, fh, offset, reply);
         }
-        match self.control_entries(node) {
+        match self.control_entries(node, c) {
             Ok(entries) => {
                 for (cookie, (ino, kind, name)) in entries {
                     if cookie > offset

@@ -12,7 +12,7 @@ use super::outgoing::{Held, WriteJob, send_batch};
 use super::poll::PollWaiter;
 use crate::ctl::{self, Command};
 use crate::engine::quota::{Charge, Quota};
-use crate::engine::{Caller, Engine, MAX_MSG, SockType, Socket, Ucred, Waiter};
+use crate::engine::{Caller, Claim, Engine, MAX_MSG, SockType, Socket, Ucred, Waiter};
 use crate::msgfmt::{self, Batch, Ending};
 use crate::sharded::ShardedMap;
 use std::borrow::Cow;
@@ -83,25 +83,9 @@ impl MsgWriter {
     }
 }
 
-/// Explicit credentials are the caller's own unless it is root (scm_check_creds).
+/// Explicit credentials (SCM_CREDENTIALS): `Caller::check_creds`.
 pub(super) fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
-    if !caller.is_root() {
-        let st = caller.status();
-        let pid_ok = c.pid == st.tgid;
-        let uid_ok = st.uids[..3].contains(&c.uid);
-        let gid_ok = st.gids[..3].contains(&c.gid);
-        if !(pid_ok && uid_ok && gid_ok) {
-            return Err(Errno::EPERM);
-        }
-    }
-    if !crate::procfs::exists(c.pid) {
-        return Err(if caller.is_root() {
-            Errno::ESRCH
-        } else {
-            Errno::EPERM
-        });
-    }
-    Ok(())
+    caller.check_creds(c)
 }
 
 pub struct OpenFile {
@@ -112,6 +96,9 @@ pub struct OpenFile {
     pub held: Mutex<Option<Arc<Socket>>>,
     /// The file's poll registration, made at its first poll.
     pub poller: OnceLock<Arc<PollWaiter>>,
+    /// The claim this handle keeps on its socket directory
+    /// (src/engine/access.rs), given back at close.
+    pub claim: Mutex<Option<Claim>>,
 }
 
 /// Open files by handle number.
@@ -151,6 +138,7 @@ impl OpenFile {
             kind,
             held: Mutex::new(None),
             poller: OnceLock::new(),
+            claim: Mutex::new(None),
         }
     }
 
@@ -194,6 +182,7 @@ impl OpenFile {
                     got.pidfd_file = None;
                     let passed = got.rights.len() + got.files.len();
                     let ids = eng.deliver_passed(s, &mut got, caller);
+                    got.for_viewer(caller.tid);
                     let from = got.from.as_ref().map(|n| &n.addr);
                     let received = msgfmt::Received {
                         from,

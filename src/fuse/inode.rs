@@ -22,6 +22,8 @@ pub enum Ctrl {
     Unix,
     Gc,
     Graph,
+    /// The fd channel's name (src/fdchannel.rs).
+    FdChannel,
 }
 
 /// Files of `.udsfs/sock/N/`.
@@ -51,7 +53,7 @@ impl SockFile {
             .map(|(f, _)| *f)
     }
 
-    fn code(self) -> u64 {
+    pub fn code(self) -> u64 {
         match self {
             SockFile::Dir => 0,
             SockFile::Ctl => 1,
@@ -108,6 +110,7 @@ impl Node {
                     Ctrl::Unix => 4,
                     Ctrl::Gc => 5,
                     Ctrl::Graph => 6,
+                    Ctrl::FdChannel => 7,
                     Ctrl::TypeDir(t) => 10 + type_code(t),
                     Ctrl::Clone(t) => 20 + type_code(t),
                     Ctrl::Pair(t) => 30 + type_code(t),
@@ -131,6 +134,7 @@ impl Node {
                 4 => Ctrl::Unix,
                 5 => Ctrl::Gc,
                 6 => Ctrl::Graph,
+                7 => Ctrl::FdChannel,
                 10..=12 => Ctrl::TypeDir(TYPES[(low - 10) as usize]),
                 20..=22 => Ctrl::Clone(TYPES[(low - 20) as usize]),
                 30..=32 => Ctrl::Pair(TYPES[(low - 30) as usize]),

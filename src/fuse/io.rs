@@ -17,13 +17,13 @@ use crate::engine::{Caller, Waiter};
 pub(super) struct Retrier(pub(super) Weak<Inner>);
 
 impl Retry for Retrier {
-    fn attempt(&self, p: Pending, tid: u32, uid: u32, gid: u32, waiter: &Arc<Parked>) -> Outcome {
+    fn attempt(&self, p: Pending, caller: &Caller, waiter: &Arc<Parked>) -> Outcome {
         let Some(inner) = self.0.upgrade() else {
             p.fail(Errno::ENOTCONN);
             return Outcome::Done;
         };
         let w: Waiter = waiter.clone();
-        inner.attempt(p, &Caller::new(tid, uid, gid), Some(&w))
+        inner.attempt(p, caller, Some(&w))
     }
 
     fn abandon(&self, p: Pending, err: Errno) {
@@ -197,7 +197,7 @@ impl Inner {
             } => sock.timeouts.limit(Direction::Recv),
             Pending::Open { .. } => None,
         };
-        self.parks.park_until(p, c.tid, c.fsuid, c.fsgid, limit);
+        self.parks.park_until(p, c, limit);
     }
 
     fn file_timeout(&self, fh: u64, d: Direction) -> Option<std::time::Duration> {

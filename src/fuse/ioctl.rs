@@ -176,7 +176,7 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
             ctl.v[INFO_LISTENING] = i.listening as i64;
             ctl.v[INFO_PASSCRED] = i.passcred as i64;
             ctl.v[INFO_HAS_PEERCRED] = i.peercred.is_some() as i64;
-            ctl.v[INFO_PEER_PID] = pc.pid as i64;
+            ctl.v[INFO_PEER_PID] = crate::engine::pidns::to_viewer(pc.pid, c.tid) as i64;
             ctl.v[INFO_PEER_UID] = pc.uid as i64;
             ctl.v[INFO_PEER_GID] = pc.gid as i64;
             ctl.v[INFO_SNDBUF] = i.sndbuf as i64;
@@ -218,18 +218,27 @@ fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<
         OP_SET_TIMEO => s
             .timeouts
             .set(timeo_direction(ctl.arg)?, ctl.v[0], ctl.v[1]),
+        OP_PEER_PIDFD => eng.peer_pidfd(s, c).map(|t| ctl.v[0] = t as i64),
         OP_GET_TIMEO => {
             let d = timeo_direction(ctl.arg)?;
             (ctl.v[0], ctl.v[1]) = s.timeouts.get(d);
             ctl.v[2] = (s.timeouts.limit(d) == Some(std::time::Duration::ZERO)) as i64;
             Ok(())
         }
+        OP_SET_SOCKOPT => s.options.set(ctl.arg, ctl.v[0] as i32, ctl.v[1] as i32),
+        OP_GET_SOCKOPT => s.options.get(ctl.arg).map(|(a, b)| {
+            ctl.v[0] = a as i64;
+            ctl.v[1] = b as i64;
+        }),
+        OP_KEEP_ACCEPTED => eng
+            .keep_accepted(s, ctl.v[0] as u64, c)
+            .map(|id| ctl.v[0] = id as i64),
         OP_ATMARK => eng.at_oob_mark(s).map(|at| ctl.v[0] = at as i64),
         OP_OOB_OPTS => {
             let (inline, peek_off, owner) = eng.oob_options(s);
             ctl.v[0] = inline as i64;
             ctl.v[1] = peek_off as i64;
-            ctl.v[2] = owner as i64;
+            ctl.v[2] = crate::engine::pidns::to_viewer(owner, c.tid) as i64;
             Ok(())
         }
         op => {
@@ -448,6 +457,7 @@ fn send(
         uid: head.creds[1],
         gid: head.creds[2],
     });
+    let creds = creds.map(|cr| crate::engine::pidns::sender_creds(cr, c));
     if !call.checked {
         if let Some(cr) = &creds {
             super::files::check_creds(cr, c)?;
@@ -596,6 +606,7 @@ fn recv_once(
         got.files.truncate(room);
     }
     let ids = eng.deliver_passed(s, &mut got, c);
+    got.for_viewer(c.tid);
     if ids.len() < passed {
         head.flags |= MSGF_CTRUNC;
     }

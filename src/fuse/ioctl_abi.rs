@@ -100,6 +100,9 @@ pub const OP_ATMARK: u32 = 14;
 pub const OP_OOB_OPTS: u32 = 15;
 /// SO_PASSPIDFD (`arg` 0 or 1).
 pub const OP_SET_PASSPIDFD: u32 = 32;
+/// SO_PEERPIDFD: v[0] = a depot tag of the peer's pidfd, pinned when the
+/// peer connected (src/engine/pins.rs), to claim over the fd channel.
+pub const OP_PEER_PIDFD: u32 = 36;
 /// SO_RCVBUF (`arg`), as OP_SET_SNDBUF for the send buffer.
 pub const OP_SET_RCVBUF: u32 = 16;
 /// SO_SNDBUFFORCE and SO_RCVBUFFORCE: EPERM without CAP_NET_ADMIN.
@@ -111,6 +114,15 @@ pub const OP_SET_TIMEO: u32 = 19;
 /// Reads them back: v[0], v[1] (`arg` 0: SO_RCVTIMEO, 1: SO_SNDTIMEO);
 /// v[2] = 1 for a zero timeout (a negative tv_sec: no waiting, reads 0).
 pub const OP_GET_TIMEO: u32 = 20;
+/// The SOL_SOCKET option `arg` that AF_UNIX only keeps (src/engine/sockflags.rs):
+/// set from v[0] (SO_LINGER: l_onoff) and v[1] (l_linger); ENOPROTOOPT for others.
+pub const OP_SET_SOCKOPT: u32 = 33;
+/// Reads option `arg` back into v[0] and v[1].
+pub const OP_GET_SOCKOPT: u32 = 34;
+/// On a listener: socket v[0], just accepted, becomes a received entry of
+/// it (v[0] out: the entry's number), so that its control handle may close
+/// before its data file opens (accept with one descriptor slot left).
+pub const OP_KEEP_ACCEPTED: u32 = 35;
 
 pub const INFO_TYPE: usize = 0; // SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET
 pub const INFO_LISTENING: usize = 1;

@@ -37,7 +37,7 @@ use fuser::{
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
-use crate::engine::{Caller, Engine, Socket};
+use crate::engine::{Caller, Claim, Engine, Socket};
 use attr::AttrChange;
 use files::Files;
 use io::Retrier;
@@ -54,7 +54,9 @@ fn nonblocking(flags: i32) -> bool {
 }
 
 fn caller(req: &Request) -> Caller {
-    Caller::new(req.pid(), req.uid(), req.gid())
+    let mut c = Caller::new(req.pid(), req.uid(), req.gid());
+    c.unique = req.unique().0;
+    c
 }
 
 /// Everything the mount holds: the engine, the open files, the parked requests.
@@ -65,13 +67,15 @@ pub struct Inner {
     /// Owner of the control tree.
     uid: u32,
     gid: u32,
-    /// socketpair() second halves not yet opened, by socket number.
-    held_pairs: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
+    /// socketpair() second halves not yet opened, by socket number, each
+    /// with the claim that keeps its directory open to its owner.
+    held_pairs: Mutex<std::collections::HashMap<u64, (Arc<Socket>, Claim)>>,
 }
 
 impl Inner {
     /// The open-file layer and park table over `eng`, with no mount and no
-    /// watchdog (in-process callers interrupt with `ParkTable::interrupt_threads`).
+    /// watchdog (in-process callers interrupt with `ParkTable::interrupt_threads`
+    /// and time out with `ParkTable::expire`).
     pub fn new(eng: Arc<Engine>, uid: u32, gid: u32) -> Arc<Inner> {
         Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             eng,
@@ -123,13 +127,22 @@ impl Filesystem for UdsFs {
         self.inner.shutdown();
     }
 
+    /// A signal for the caller of request `unique`: it is answered now if
+    /// parked, else as soon as it parks (it may still be on another worker
+    /// thread). No EAGAIN: the kernel would send the interrupt again at once,
+    /// and a worker would spin on it for as long as the request is in hand.
+    fn interrupt(&self, _req: &Request, unique: fuser::RequestId) -> Result<(), FErrno> {
+        self.inner.parks.interrupt_request(unique.0);
+        Ok(())
+    }
+
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         self.inner
             .lookup(parent.0, name.as_bytes(), &caller(req), reply);
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        self.inner.getattr(ino.0, reply);
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        self.inner.getattr(ino.0, &caller(req), reply);
     }
 
     fn setattr(
@@ -338,13 +351,13 @@ impl Filesystem for UdsFs {
 
     fn readdir(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         reply: ReplyDirectory,
     ) {
-        self.inner.readdir(ino.0, fh.0, offset, reply);
+        self.inner.readdir(ino.0, fh.0, offset, &caller(req), reply);
     }
 
     fn releasedir(

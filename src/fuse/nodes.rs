@@ -23,6 +23,7 @@ impl Inner {
                 b"unix" => Ok(Node::Ctrl(Ctrl::Unix)),
                 b"graph" => Ok(Node::Ctrl(Ctrl::Graph)),
                 b"gc" => Ok(Node::Ctrl(Ctrl::Gc)),
+                b"fdchannel" => Ok(Node::Ctrl(Ctrl::FdChannel)),
                 _ => TYPE_NAMES
                     .iter()
                     .find(|(_, n)| n.as_bytes() == name)
@@ -41,12 +42,21 @@ impl Inner {
                     .and_then(|s| s.parse().ok())
                     .filter(|n: &u64| n.to_string().as_bytes() == name)
                     .ok_or(Errno::ENOENT)?;
-                let d = self.eng.dir(id).ok_or(Errno::ENOENT)?;
+                let d = self.eng.dir(id).filter(|d| self.visible(d, c));
+                let d = d.ok_or(Errno::ENOENT)?;
                 Ok(Node::Sock(d.generation, SockFile::Dir))
             }
-            Node::Sock(generation, SockFile::Dir) => SockFile::from_name(name)
-                .map(|f| Node::Sock(generation, f))
-                .ok_or(Errno::ENOENT),
+            Node::Sock(generation, SockFile::Dir) => {
+                let (_, d) = self
+                    .eng
+                    .dir_by_generation(generation)
+                    .filter(|(_, d)| self.visible(d, c))
+                    .ok_or(Errno::ENOENT)?;
+                let f = SockFile::from_name(name).ok_or(Errno::ENOENT)?;
+                // The open that may follow is a path open (src/engine/access.rs).
+                d.refs.note_lookup(c.tid, f.code() as u8);
+                Ok(Node::Sock(generation, f))
+            }
             Node::Ctrl(Ctrl::AbstractDir) => {
                 let raw = addr::unescape(name).map_err(|_| Errno::ENOENT)?;
                 let s = self.eng.find_abstract_any(&raw, c).ok_or(Errno::ENOENT)?;
@@ -54,6 +64,13 @@ impl Inner {
             }
             _ => Err(Errno::ENOTDIR),
         }
+    }
+
+    /// A lookup for in-process callers (tests/park_model.rs): the inode
+    /// number of `name` in `parent`, as the kernel looks it up before an open.
+    pub fn lookup_ino(&self, parent: u64, name: &[u8], c: &Caller) -> Result<u64, Errno> {
+        let p = Node::from_ino(parent).ok_or(Errno::ENOENT)?;
+        Ok(self.lookup_node(p, name, c)?.ino())
     }
 
     pub(super) fn lookup(&self, parent: u64, name: &[u8], c: &Caller, reply: ReplyEntry) {

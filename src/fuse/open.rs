@@ -12,7 +12,7 @@ use super::inode::{Ctrl, Node, SockFile};
 use super::park::{OpenOp, Pending, deferring_wakeups};
 use super::reply::ReplySink;
 use super::{Inner, nonblocking};
-use crate::engine::{Caller, Socket, Waiter};
+use crate::engine::{Addr, Caller, Claim, SockDir, Socket, Waiter};
 
 pub(super) fn socket_open_flags() -> FopenFlags {
     FopenFlags::FOPEN_DIRECT_IO
@@ -29,51 +29,113 @@ pub(super) fn ctl_open_flags() -> FopenFlags {
 }
 
 impl Inner {
-    /// The socket behind `.udsfs/sock/N`, with one more reference for a new
-    /// handle; opening a held socketpair half or received socket adopts it.
-    fn hold_sock(&self, generation: u64, adopt: bool) -> Result<Arc<Socket>, Errno> {
+    /// Gives up a socketpair's held half: it was opened, or its pair
+    /// handle closed.
+    fn drop_held_pair(&self, id: u64) {
+        let held = self.held_pairs.lock().remove(&id);
+        if let Some((s, claim)) = held {
+            self.eng.release_claim(claim);
+            self.eng.put(&s);
+        }
+    }
+
+    /// The socket behind a file of `.udsfs/sock/N`, with one more reference
+    /// for a new handle and, when its owner opens it, a claim on the
+    /// directory (src/engine/access.rs); the owner's open adopts a held
+    /// socketpair half or a received socket.
+    fn hold_sock(
+        &self,
+        generation: u64,
+        f: SockFile,
+        c: &Caller,
+    ) -> Result<(Arc<Socket>, Option<Claim>), Errno> {
         let (id, d) = self
             .eng
             .dir_by_generation(generation)
             .ok_or(Errno::ENOENT)?;
+        if !d.refs.live() {
+            return Err(if c.is_root() {
+                Errno::EACCES
+            } else {
+                Errno::ENOENT
+            });
+        }
+        // A path open looks the file up first; a reopen through
+        // /proc/PID/fd does not, and Linux refuses it so.
+        if !d.refs.take_lookup(c.tid, f.code() as u8) {
+            log::debug!("socket directory {id}: open without a lookup (a reopen): ENXIO");
+            return Err(Errno::ENXIO);
+        }
+        // accept holds the listener only while it tries: no claim, no
+        // adoption (that would leave nothing holding it).
+        let claim = match f {
+            SockFile::Accept => None,
+            _ if c.fsuid == d.uid => Some(self.eng.more_claim(id, &d).ok_or(Errno::ENOENT)?),
+            _ => None,
+        };
         if !self.eng.try_hold(&d.sock) {
+            if let Some(cl) = claim {
+                self.eng.release_claim(cl);
+            }
             return Err(Errno::ENOENT);
         }
-        if adopt {
+        if claim.is_some() {
             self.eng.adopt(id);
-            if let Some(held) = self.held_pairs.lock().remove(&d.sock.id) {
-                self.eng.put(&held);
+            if id == d.sock.id {
+                self.drop_held_pair(id);
             }
         }
-        Ok(d.sock)
+        Ok((d.sock, claim))
     }
 
-    fn ctl_handle(&self, s: Arc<Socket>, text: String) -> u64 {
-        self.files.insert(OpenFile::new(
-            Some(s),
-            FileKind::Ctl {
-                text: text.into_bytes(),
-            },
-        ))
+    fn handle(&self, s: Arc<Socket>, kind: FileKind, claim: Option<Claim>) -> u64 {
+        let f = OpenFile::new(Some(s), kind);
+        *f.claim.lock() = claim;
+        self.files.insert(f)
     }
 
-    fn data_handle(&self, s: Arc<Socket>) -> u64 {
-        self.files.insert(OpenFile::new(Some(s), FileKind::Data))
+    fn ctl_handle(&self, s: Arc<Socket>, text: String, claim: Option<Claim>) -> u64 {
+        let text = text.into_bytes();
+        self.handle(s, FileKind::Ctl { text }, claim)
     }
 
-    fn msg_handle(&self, s: Arc<Socket>) -> u64 {
-        self.files.insert(OpenFile::new(
-            Some(s),
-            FileKind::Msg(
-                Mutex::new(MsgReader::default()),
-                Mutex::new(MsgWriter::new(self.parks.held.clone())),
-            ),
-        ))
+    fn data_handle(&self, s: Arc<Socket>, claim: Option<Claim>) -> u64 {
+        self.handle(s, FileKind::Data, claim)
+    }
+
+    fn msg_handle(&self, s: Arc<Socket>, claim: Option<Claim>) -> u64 {
+        let kind = FileKind::Msg(
+            Mutex::new(MsgReader::default()),
+            Mutex::new(MsgWriter::new(self.parks.held.clone())),
+        );
+        self.handle(s, kind, claim)
     }
 
     fn snapshot(&self, text: String) -> u64 {
         self.files
             .insert(OpenFile::new(None, FileKind::Snapshot(text.into_bytes())))
+    }
+
+    /// Whether `c` sees socket directory `d`: while its owner holds it
+    /// (the kernel's permission check picks who else), and always for root,
+    /// who may read any socket's status as `ss` does. Others get ENOENT, so
+    /// a listing never shows what cannot be looked up.
+    pub(super) fn visible(&self, d: &SockDir, c: &Caller) -> bool {
+        d.refs.live() || c.is_root()
+    }
+
+    /// The socket an abstract view file stands for, if it is the one bound
+    /// at its name in the caller's network namespace: a reopen through
+    /// /proc/PID/fd of another namespace's file does no lookup there.
+    fn abstract_target(&self, s: Arc<Socket>, c: &Caller) -> Result<Arc<Socket>, Errno> {
+        let name = match s.lock().name.as_ref().map(|n| &n.addr) {
+            Some(a @ Addr::Abstract(_)) => a.clone(),
+            _ => return Err(Errno::ECONNREFUSED),
+        };
+        match self.eng.find(&name, s.ty, c) {
+            Ok(found) if Arc::ptr_eq(&found, &s) => Ok(s),
+            _ => Err(Errno::ECONNREFUSED),
+        }
     }
 
     fn gc_text(&self) -> String {
@@ -102,13 +164,17 @@ impl Inner {
                 Ok(new) => {
                     self.eng.set_owner(new.id, uid, gid);
                     let text = format!("{}\n", new.id);
-                    Ok((self.ctl_handle(new, text), ctl_open_flags()))
+                    let claim = self.eng.first_claim(new.id);
+                    Ok((self.ctl_handle(new, text, claim), ctl_open_flags()))
                 }
                 Err(e) => Err((e, Some(OpenOp::Accept { sock, uid, gid }))),
             },
             OpenOp::Connect { client, target } => {
                 match self.eng.connect_to(&client, target.clone(), caller, w) {
-                    Ok(()) => Ok((self.data_handle(client), socket_open_flags())),
+                    Ok(()) => {
+                        let claim = self.eng.first_claim(client.id);
+                        Ok((self.data_handle(client, claim), socket_open_flags()))
+                    }
                     Err(e) => Err((e, Some(OpenOp::Connect { client, target }))),
                 }
             }
@@ -129,19 +195,30 @@ impl Inner {
         let res: Result<(u64, FopenFlags), Errno> = match node {
             Node::Ctrl(Ctrl::Clone(t)) => i.eng.try_socket(t, &c).map(|s| {
                 let text = format!("{}\n", s.id);
-                (i.ctl_handle(s, text), ctl_open_flags())
+                let claim = i.eng.first_claim(s.id);
+                (i.ctl_handle(s, text, claim), ctl_open_flags())
             }),
             Node::Ctrl(Ctrl::Pair(t)) => i.eng.try_socketpair(t, &c).map(|(a, b)| {
                 let text = format!("{} {}\n", a.id, b.id);
-                i.held_pairs.lock().insert(b.id, b.clone());
-                let fh = i.ctl_handle(a, text);
+                // The unopened half's directory is open to its owner while
+                // the pair handle holds it.
+                if let Some(claim) = i.eng.first_claim(b.id) {
+                    i.held_pairs.lock().insert(b.id, (b.clone(), claim));
+                } else {
+                    i.eng.put(&b);
+                }
+                let claim = i.eng.first_claim(a.id);
+                let fh = i.ctl_handle(a, text, claim);
                 if let Some(f) = i.files.get(fh) {
                     *f.held.lock() = Some(b);
                 }
                 (fh, ctl_open_flags())
             }),
             Node::Ctrl(Ctrl::Unix) => Ok((i.snapshot(i.eng.proc_net_unix()), direct)),
-            Node::Ctrl(Ctrl::Graph) => Ok((i.snapshot(i.eng.graph_dot()), direct)),
+            Node::Ctrl(Ctrl::Graph) => Ok((i.snapshot(i.eng.graph_dot_for(c.is_root())), direct)),
+            Node::Ctrl(Ctrl::FdChannel) => {
+                Ok((i.snapshot(crate::fdchannel::published_name()), direct))
+            }
             Node::Ctrl(Ctrl::Gc) => Ok((
                 i.files
                     .insert(OpenFile::new(None, FileKind::Gc(i.gc_text().into_bytes()))),
@@ -155,26 +232,30 @@ impl Inner {
                     .unwrap_or(0);
                 let s = match f {
                     SockFile::Dir => Err(Errno::EISDIR),
+                    // A snapshot holds nothing: root may read it as `ss`
+                    // reads any socket; others while the directory is theirs.
                     SockFile::Status => i
                         .eng
                         .dir_by_generation(generation)
-                        .map(|(_, d)| d.sock)
+                        .filter(|(_, d)| i.visible(d, &c))
+                        .map(|(_, d)| (d.sock, None))
                         .ok_or(Errno::ENOENT),
-                    // accept holds the listener only while it tries, so it
-                    // does not adopt: that would leave nothing holding it.
-                    SockFile::Accept => i.hold_sock(generation, false),
-                    _ => i.hold_sock(generation, true),
+                    _ => i.hold_sock(generation, f, &c),
                 };
                 match (f, s) {
                     (_, Err(e)) => Err(e),
-                    (SockFile::Status, Ok(s)) => Ok((i.snapshot(i.eng.status(&s)), direct)),
-                    (SockFile::Ctl, Ok(s)) => {
+                    (SockFile::Status, Ok((s, _))) => Ok((i.snapshot(i.eng.status(&s)), direct)),
+                    (SockFile::Ctl, Ok((s, claim))) => {
                         let text = format!("{id}\n");
-                        Ok((i.ctl_handle(s, text), ctl_open_flags()))
+                        Ok((i.ctl_handle(s, text, claim), ctl_open_flags()))
                     }
-                    (SockFile::Data, Ok(s)) => Ok((i.data_handle(s), socket_open_flags())),
-                    (SockFile::Msg, Ok(s)) => Ok((i.msg_handle(s), socket_open_flags())),
-                    (SockFile::Accept, Ok(s)) => {
+                    (SockFile::Data, Ok((s, claim))) => {
+                        Ok((i.data_handle(s, claim), socket_open_flags()))
+                    }
+                    (SockFile::Msg, Ok((s, claim))) => {
+                        Ok((i.msg_handle(s, claim), socket_open_flags()))
+                    }
+                    (SockFile::Accept, Ok((s, _))) => {
                         // The handle's reference is not kept: accept makes its own.
                         let op = OpenOp::Accept {
                             sock: s.clone(),
@@ -201,7 +282,8 @@ impl Inner {
                         .eng
                         .dir_by_generation(ino)
                         .map(|(_, d)| d.sock)
-                        .ok_or(Errno::ECONNREFUSED),
+                        .ok_or(Errno::ECONNREFUSED)
+                        .and_then(|s| i.abstract_target(s, &c)),
                 };
                 match target {
                     Err(e) => Err(e),
@@ -245,10 +327,11 @@ impl Inner {
             if let Some(p) = f.poller.get() {
                 p.disarm();
             }
-            if let Some(b) = f.held.lock().take()
-                && let Some(held) = self.held_pairs.lock().remove(&b.id)
-            {
-                self.eng.put(&held);
+            if let Some(b) = f.held.lock().take() {
+                self.drop_held_pair(b.id);
+            }
+            if let Some(claim) = f.claim.lock().take() {
+                self.eng.release_claim(claim);
             }
             if let Some(s) = &f.sock {
                 self.eng.put(s);

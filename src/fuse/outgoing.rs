@@ -113,8 +113,8 @@ fn send_segment(
     let h = &seg.header;
     let fresh = !seg.begun && *done <= seg.at;
     if fresh && held.seg != Some(i) {
-        if let Some(c) = &h.creds {
-            check_creds(c, caller)?;
+        if let Some(c) = h.creds {
+            check_creds(&crate::engine::pidns::sender_creds(c, caller), caller)?;
         }
         held.release();
         (held.socks, held.files) = held.eng.hold_passed(&h.rights, caller).inspect_err(|e| {
@@ -139,6 +139,9 @@ fn send_segment(
     let oob = stream && h.oob && seg.more == 0 && end > start;
     let body_end = if oob { end - 1 } else { end };
     let mut from = if fresh { start } else { *done };
+    let creds = h
+        .creds
+        .map(|c| crate::engine::pidns::sender_creds(c, caller));
     // A datagram goes whole, once, even empty; a stream record may go in
     // pieces. Sockets and files move into the queue with the first piece
     // queued (they stay held while nothing is), so later pieces carry none.
@@ -147,7 +150,7 @@ fn send_segment(
             s,
             &batch.input[from..body_end],
             h.to.as_ref(),
-            h.creds,
+            creds,
             &mut held.socks,
             &mut held.files,
             caller,
@@ -163,7 +166,7 @@ fn send_segment(
             s,
             &batch.input[body_end..end],
             h.to.as_ref(),
-            h.creds,
+            creds,
             &mut held.socks,
             &mut held.files,
             caller,

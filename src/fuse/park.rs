@@ -1,10 +1,11 @@
 //! Parked requests: a read, write or open that cannot complete now keeps its
-//! reply here and is retried by whoever changes the socket. A watchdog
-//! answers EINTR for callers that got a signal, since fuser does not pass
-//! FUSE_INTERRUPT on and the kernel would otherwise make them wait forever.
+//! reply here and is retried by whoever changes the socket. A caller that
+//! gets a signal makes the kernel send FUSE_INTERRUPT with the request's id
+//! (`interrupt_request`, found through `by_unique`); the watchdog thread
+//! ends the ones whose socket timeout runs out.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -15,10 +16,17 @@ use parking_lot::Mutex;
 use super::ioctl::MsgCall;
 use super::outgoing::WriteJob;
 use super::reply::ReplySink;
-use super::watchdog::Watched;
-use crate::engine::Wake;
+use super::watchdog::Alarm;
+use crate::engine::cred::ProcStatus;
 use crate::engine::quota::Quota;
+use crate::engine::{Caller, Wake};
 use crate::sharded::ShardedMap;
+
+/// How long an interrupt is kept for a request not parked yet, and how many
+/// are kept at most: one whose request was answered without parking is never
+/// claimed.
+const EARLY_TTL: Duration = Duration::from_secs(60);
+const EARLY_MAX: usize = 4096;
 
 /// A reply still owed, with what is needed to retry the operation.
 pub enum Pending {
@@ -72,6 +80,20 @@ impl Pending {
     }
 }
 
+/// Keeps an early interrupt, dropping those past `EARLY_TTL` (and the
+/// oldest) when `EARLY_MAX` are kept.
+fn remember(early: &mut HashMap<u64, Instant>, unique: u64, now: Instant) {
+    if early.len() >= EARLY_MAX {
+        early.retain(|_, at| now.duration_since(*at) < EARLY_TTL);
+    }
+    if early.len() >= EARLY_MAX
+        && let Some(oldest) = early.iter().min_by_key(|(_, at)| **at).map(|(u, _)| *u)
+    {
+        early.remove(&oldest);
+    }
+    early.insert(unique, now);
+}
+
 /// What retrying a pending request came to.
 pub enum Outcome {
     Done,
@@ -80,7 +102,7 @@ pub enum Outcome {
 
 /// Retries a pending request, leaving `waiter` on the socket if it blocks.
 pub trait Retry: Send + Sync + 'static {
-    fn attempt(&self, p: Pending, tid: u32, uid: u32, gid: u32, waiter: &Arc<Parked>) -> Outcome;
+    fn attempt(&self, p: Pending, caller: &Caller, waiter: &Arc<Parked>) -> Outcome;
     /// Answers a request that will not be retried: a write that got part
     /// of its bytes out reports them, a pending open lets go of what it made.
     fn abandon(&self, p: Pending, err: Errno);
@@ -88,9 +110,13 @@ pub trait Retry: Send + Sync + 'static {
 
 pub struct Parked {
     pub id: u64,
+    /// The FUSE request's id (0: an in-process caller).
+    pub unique: u64,
     pub tid: u32,
     pub uid: u32,
     pub gid: u32,
+    /// The caller's status as read when the request came, for its retries.
+    status: Option<ProcStatus>,
     /// Bytes charged to `ParkTable::held` while it waits.
     held: u64,
     slot: Mutex<Option<Pending>>,
@@ -143,6 +169,11 @@ pub fn deferring_wakeups<R>(op: impl FnOnce() -> R) -> R {
 }
 
 impl Parked {
+    /// The caller again, for a retry.
+    fn caller(&self) -> Caller {
+        Caller::again(self.tid, self.uid, self.gid, self.status.clone())
+    }
+
     /// Retries until done or blocked. A retry already running on another
     /// thread (or up this thread's stack) is told to go round once more.
     pub fn kick(self: &Arc<Self>) {
@@ -161,9 +192,7 @@ impl Parked {
                     return;
                 };
                 table.retries.fetch_add(1, Ordering::Relaxed);
-                let outcome = deferring_wakeups(|| {
-                    table.retry.attempt(p, self.tid, self.uid, self.gid, self)
-                });
+                let outcome = deferring_wakeups(|| table.retry.attempt(p, &self.caller(), self));
                 match outcome {
                     Outcome::Done => {
                         self.done.store(true, Ordering::SeqCst);
@@ -205,9 +234,16 @@ impl Wake for Parked {
     }
 }
 
-/// Every parked request, for the watchdog and for unmount.
+/// Every parked request, for interrupts, timeouts and unmount.
 pub struct ParkTable {
     requests: ShardedMap<u64, Arc<Parked>>,
+    /// The requests of `requests` that came from FUSE, by their FUSE id.
+    by_unique: ShardedMap<u64, Arc<Parked>>,
+    /// Interrupts that came while their request was still on its way here
+    /// (on another worker thread), by FUSE id, with when they came. Its lock
+    /// is held across the `by_unique` look-up on both sides, so an interrupt
+    /// and its request's parking always meet.
+    early: Mutex<HashMap<u64, Instant>>,
     next: AtomicU64,
     count: AtomicU64,
     /// Retries run so far.
@@ -220,13 +256,16 @@ pub struct ParkTable {
     pub parked: Quota,
     /// Bytes held by parked writes and `msg` assemblers (`--max-held-bytes`).
     pub held: Arc<Quota>,
-    watched: Watched,
+    /// Wakes the watchdog when a deadline sooner than all others arrives.
+    alarm: Arc<Alarm>,
 }
 
 impl ParkTable {
     pub fn new(retry: Box<dyn Retry>) -> Arc<ParkTable> {
         Arc::new(ParkTable {
             requests: ShardedMap::new(),
+            by_unique: ShardedMap::new(),
+            early: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
             count: AtomicU64::new(0),
             retries: AtomicU64::new(0),
@@ -235,7 +274,7 @@ impl ParkTable {
             closing: AtomicBool::new(false),
             parked: Quota::new("requests parked"),
             held: Arc::new(Quota::new("bytes held by waiting writes and msg records")),
-            watched: Watched::default(),
+            alarm: Arc::new(Alarm::default()),
         })
     }
 
@@ -256,28 +295,25 @@ impl ParkTable {
             if let Some(at) = p.deadline {
                 self.deadlines.lock().remove(&(at, id));
             }
+            if p.unique != 0 {
+                self.by_unique.remove(&p.unique);
+            }
             self.count.fetch_sub(1, Ordering::SeqCst);
-            self.watched.remove(p.tid);
             self.parked.give(p.uid, 1);
             self.held.give(p.uid, p.held);
         }
     }
 
     /// Parks `p` and runs its first waiting attempt.
-    pub fn park(self: &Arc<Self>, p: Pending, tid: u32, uid: u32, gid: u32) {
-        self.park_until(p, tid, uid, gid, None)
+    pub fn park(self: &Arc<Self>, p: Pending, c: &Caller) {
+        self.park_until(p, c, None)
     }
 
-    /// Parks `p` for at most `limit` (None: until done or interrupted);
-    /// past it the request is answered EAGAIN, or the bytes a write got out.
-    pub fn park_until(
-        self: &Arc<Self>,
-        p: Pending,
-        tid: u32,
-        uid: u32,
-        gid: u32,
-        limit: Option<Duration>,
-    ) {
+    /// Parks `p` for `c` for at most `limit` (None: until done or
+    /// interrupted); past it the request is answered EAGAIN, or the bytes a
+    /// write got out.
+    pub fn park_until(self: &Arc<Self>, p: Pending, c: &Caller, limit: Option<Duration>) {
+        let (tid, uid, gid) = (c.tid, c.fsuid, c.fsgid);
         if self.closing.load(Ordering::SeqCst) {
             return self.answer(p, Errno::ENOTCONN);
         }
@@ -304,9 +340,11 @@ impl ParkTable {
         let exclusive = matches!(p, Pending::Read { .. });
         let parked = Arc::new(Parked {
             id,
+            unique: c.unique,
             tid,
             uid,
             gid,
+            status: c.known_status().cloned(),
             held,
             slot: Mutex::new(Some(p)),
             kicked: AtomicBool::new(false),
@@ -315,11 +353,26 @@ impl ParkTable {
             deadline: limit.map(|l| Instant::now() + l),
             owner: Arc::downgrade(self),
         });
-        self.watched.add(tid);
         self.requests.insert(id, parked.clone());
         self.count.fetch_add(1, Ordering::SeqCst);
         if let Some(at) = parked.deadline {
-            self.deadlines.lock().insert((at, id), parked.clone());
+            let mut d = self.deadlines.lock();
+            d.insert((at, id), parked.clone());
+            if d.keys().next() == Some(&(at, id)) {
+                self.alarm.ring();
+            }
+        }
+        if c.unique != 0 {
+            let mut early = self.early.lock();
+            self.by_unique.insert(c.unique, parked.clone());
+            if early.remove(&c.unique).is_some() {
+                drop(early);
+                log::debug!(
+                    "request {} of thread {tid} was interrupted before it parked",
+                    c.unique
+                );
+                return self.interrupt(&parked, Errno::EINTR);
+            }
         }
         parked.kick();
     }
@@ -349,9 +402,30 @@ impl ParkTable {
         }
     }
 
-    /// Answers `err` to every request parked by one of `tids` (the
-    /// watchdog found a signal for them, or an in-process caller
-    /// interrupts); returns how many there were.
+    /// Answers FUSE request `unique` as interrupted by a signal, if it is
+    /// parked. EINTR, or what a write got out (`Retry::abandon`): never
+    /// ERESTARTSYS, which this kernel refuses in a reply (the caller would
+    /// then wait forever), so an SA_RESTART handler sees EINTR too.
+    /// One not parked yet is answered as soon as it parks; one for a request
+    /// answered meanwhile is never claimed and dropped later (`remember`).
+    pub fn interrupt_request(&self, unique: u64) {
+        let p = {
+            let mut early = self.early.lock();
+            match self.by_unique.get(&unique) {
+                Some(p) => p,
+                None => {
+                    log::debug!("request {unique} interrupted before it parked (or answered)");
+                    remember(&mut early, unique, Instant::now());
+                    return;
+                }
+            }
+        };
+        log::debug!("request {unique} of thread {} interrupted", p.tid);
+        self.interrupt(&p, Errno::EINTR);
+    }
+
+    /// Answers `err` to every request parked by one of `tids` (an
+    /// in-process caller interrupts); returns how many there were.
     pub fn interrupt_threads(&self, tids: &HashSet<u32>, err: Errno) -> usize {
         let mine: Vec<_> = self
             .all()
@@ -394,8 +468,31 @@ impl ParkTable {
         }
     }
 
-    /// The threads with requests parked, for the watchdog.
-    pub fn watched(&self) -> &Watched {
-        &self.watched
+    /// What the watchdog sleeps on between deadlines.
+    pub(super) fn alarm(&self) -> Arc<Alarm> {
+        self.alarm.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn early_interrupts_stay_bounded() {
+        let t0 = Instant::now();
+        let mut early = HashMap::new();
+        for u in 0..EARLY_MAX as u64 {
+            remember(&mut early, u, t0);
+        }
+        // Full, none stale: the oldest goes.
+        let later = t0 + Duration::from_secs(1);
+        remember(&mut early, 1 << 40, later);
+        assert_eq!(early.len(), EARLY_MAX);
+        assert!(early.contains_key(&(1 << 40)));
+        // Full again, all but the newest stale: they go at once.
+        let much_later = t0 + EARLY_TTL + Duration::from_millis(500);
+        remember(&mut early, 1 << 41, much_later);
+        assert_eq!(early.len(), 2);
     }
 }

@@ -21,10 +21,8 @@ pub const WAKE_SIGNAL: libc::c_int = libc::SIGUSR1;
 /// How long `still_blocked` gives a call to end that should not.
 pub const SETTLE: Duration = Duration::from_millis(50);
 
-/// How long a call may take to fall asleep, or to end once woken. Past the
-/// watchdog's slow sweep (5 s): a signal that coincides with others of the
-/// same user is only seen there (README, differences from Linux), and the
-/// scenarios compare outcomes, not latencies.
+/// How long a call may take to fall asleep, or to end once woken: generous,
+/// as the scenarios compare outcomes, not latencies.
 pub const LIMIT: Duration = Duration::from_secs(10);
 
 extern "C" fn on_wake_signal(_: libc::c_int) {}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Socket calls outside the send/receive path as Linux answers them (issue 17):
+# tests/conformance/api_diffs.py runs on kernel sockets and through
+# `udsfs run --route`; both outputs must be equal. Then a routed server that
+# crashed is started again on a new mount: its bind gives EADDRINUSE as on
+# Linux (the name is still there), and after an unlink clients reach it.
+# The program's child sets its real uid to nobody's (keeping euid 0).
+UDSFS_MOUNT_ARGS=(--allow-other)
+source "$(dirname "$0")/lib.sh"
+need_preload
+need_cmd python3 python3
+
+PROG=$ROOT/tests/conformance/api_diffs.py
+mkdir "$TMP/k" "$TMP/rk" "$TMP/ru"
+python3 "$PROG" "$TMP/k" "$TMP/rk" >"$TMP/kernel.out" 2>"$TMP/kernel.err" ||
+    fail "the program fails on kernel sockets: $(tail -3 "$TMP/kernel.err")"
+grep -qx 'where: kernel' "$TMP/kernel.out" || fail "the kernel run did not use kernel sockets"
+tail -1 "$TMP/kernel.out" | grep -qx done || fail "kernel run did not finish"
+UDSFS_PRELOAD=$PRELOAD_LIB timeout 120 "$UDSFS_BIN" run --mount "$MNT" --route "$TMP/ru" -- \
+    python3 "$PROG" "$MNT" "$TMP/ru" >"$TMP/udsfs.out" 2>"$TMP/udsfs.err" ||
+    fail "the program fails through udsfs run: $(tail -3 "$TMP/udsfs.err")"
+grep -qx 'where: udsfs' "$TMP/udsfs.out" || fail "the udsfs run did not use udsfs sockets"
+if ! diff <(grep -v '^where: ' "$TMP/kernel.out") <(grep -v '^where: ' "$TMP/udsfs.out") >"$TMP/diff"; then
+    cat "$TMP/diff" >&2
+    fail "udsfs run answered differently from the kernel (< kernel, > udsfs)"
+fi
+ok "udsfs run: the same $(wc -l <"$TMP/udsfs.out") results as the kernel"
+[ ! -s "$TMP/udsfs.err" ] || fail "the library complained: $(cat "$TMP/udsfs.err")"
+
+# A routed server crashes (never unlinks); the mount is replaced by a new one.
+D=$TMP/routed
+mkdir "$D"
+server='
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.bind(sys.argv[1])
+except OSError as e:
+    print("bind:", e.strerror, flush=True)
+    if sys.argv[2] != "unlink":
+        sys.exit(0)
+    os.unlink(sys.argv[1])
+    s.bind(sys.argv[1])
+s.listen()
+print("bound", flush=True)
+if sys.argv[2] == "crash":
+    os._exit(0)
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c.connect(sys.argv[1])
+c.send(b"hello")
+print("a client says", s.accept()[0].recv(5).decode(), flush=True)
+'
+run_routed() {
+    UDSFS_PRELOAD=$PRELOAD_LIB timeout 30 "$UDSFS_BIN" run --mount "$MNT" --route "$D" -- \
+        python3 -c "$server" "$D/srv.sock" "$1" 2>&1
+}
+expect_eq "the first server" "$(run_routed crash)" "bound"
+udsfs_unmount
+udsfs_mount "${UDSFS_MOUNT_ARGS[@]}"
+expect_eq "the server started again, without an unlink" "$(run_routed keep)" "bind: Address already in use"
+expect_eq "the server started again, with an unlink" "$(run_routed unlink)" \
+    "$(printf 'bind: Address already in use\nbound\na client says hello')"
+ok "a routed name left by a crashed server gives EADDRINUSE on a new mount; after an unlink it is reachable"

@@ -1,0 +1,125 @@
+//! Pids across pid namespaces. The daemon sees every pid in its own
+//! namespace (FUSE gives the caller's pid there); Linux gives a process the
+//! pids of others in its own namespace (`pid_vnr`), 0 for a process it
+//! cannot see, and checks a sender's SCM_CREDENTIALS pid in the sender's
+//! namespace. A caller in the daemon's namespace (the common case) costs one
+//! stat of `/proc/<tid>/ns/pid`; `/proc/<pid>/status` (NStgid) is read only
+//! for a caller in another one.
+
+use std::sync::OnceLock;
+
+use crate::procfs;
+
+/// The daemon's own pid namespace and its depth (entries of its NStgid).
+fn own() -> Option<(u64, usize)> {
+    static OWN: OnceLock<Option<(u64, usize)>> = OnceLock::new();
+    *OWN.get_or_init(|| {
+        let me = std::process::id();
+        let depth = procfs::Status::read(me).ok()?.ns_tgid.len();
+        Some((procfs::pid_ns(me)?, depth))
+    })
+}
+
+/// Where task `tid` lives, if not in the daemon's namespace: its
+/// namespace, and the depth of its NStgid.
+fn foreign_ns(tid: u32) -> Option<(u64, usize)> {
+    let (own_ns, _) = own()?;
+    let ns = procfs::pid_ns(tid)?;
+    if ns == own_ns {
+        return None;
+    }
+    Some((ns, procfs::Status::read(tid).ok()?.ns_tgid.len()))
+}
+
+/// Pid `pid` of the daemon's namespace as task `viewer` sees it: itself in
+/// the daemon's namespace; else its number in the viewer's namespace, or 0
+/// where the viewer cannot see it (a process outside its container), as
+/// Linux gives. Fails closed: what cannot be read is 0.
+pub fn to_viewer(pid: i32, viewer: u32) -> i32 {
+    if pid <= 0 {
+        return pid;
+    }
+    let Some((ns, depth)) = foreign_ns(viewer) else {
+        return pid;
+    };
+    let Ok(st) = procfs::Status::read(pid as u32) else {
+        return 0;
+    };
+    // Only a process of the viewer's own namespace is translated; one in a
+    // namespace nested below it shows as 0 (a conservative answer).
+    if st.ns_tgid.len() == depth && procfs::pid_ns(pid as u32) == Some(ns) {
+        st.ns_tgid.last().copied().unwrap_or(0)
+    } else {
+        0
+    }
+}
+
+/// A pid a sender names in its own namespace (SCM_CREDENTIALS), in the
+/// daemon's: the sender's own getpid() becomes its tgid here; any other
+/// number stays as given (check_creds then refuses it unless the sender
+/// may name others).
+pub fn from_sender(pid: i32, sender_tid: u32, sender_tgid: i32) -> i32 {
+    if pid <= 0 || foreign_ns(sender_tid).is_none() {
+        return pid;
+    }
+    match procfs::Status::read(sender_tid) {
+        Ok(st) if st.ns_tgid.last() == Some(&pid) => sender_tgid,
+        _ => pid,
+    }
+}
+
+/// An F_SETOWN target a caller names in its own namespace, in the
+/// daemon's. A caller in another namespace may name itself; any other
+/// number there is not mapped (None: no owner, rather than signal whoever
+/// has that number in the daemon's namespace).
+pub fn owner_from_sender(target: i32, caller: &super::Caller) -> Option<i32> {
+    if foreign_ns(caller.tid).is_none() {
+        return Some(target);
+    }
+    let tgid = caller.status().tgid;
+    match from_sender(target, caller.tid, tgid) {
+        p if p == tgid => Some(p),
+        _ => {
+            log::info!(
+                "thread {}: F_SETOWN {target} in another pid namespace: not mapped, no owner",
+                caller.tid
+            );
+            None
+        }
+    }
+}
+
+/// Explicit SCM_CREDENTIALS of `caller`, with its own-namespace pid in
+/// the daemon's namespace (before check_creds compares it).
+pub fn sender_creds(c: super::Ucred, caller: &super::Caller) -> super::Ucred {
+    super::Ucred {
+        pid: from_sender(c.pid, caller.tid, caller.status().tgid),
+        ..c
+    }
+}
+
+impl super::Received {
+    /// The credentials and SCM_PIDFD pid a receive returns, in the pid
+    /// namespace of the reading task.
+    pub fn for_viewer(&mut self, tid: u32) {
+        if let Some(c) = &mut self.creds {
+            c.pid = to_viewer(c.pid, tid);
+        }
+        if let Some(p) = &mut self.pidfd {
+            *p = to_viewer(*p, tid);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_daemons_own_namespace_is_the_identity() {
+        let me = std::process::id();
+        assert_eq!(to_viewer(me as i32, me), me as i32);
+        assert_eq!(from_sender(5, me, me as i32), 5);
+        assert_eq!(to_viewer(0, me), 0);
+    }
+}

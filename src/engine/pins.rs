@@ -1,0 +1,122 @@
+//! Pinned processes: a pidfd the daemon makes while a process surely lives
+//! (it is the caller of a send, a connect or a listen), as Linux pins the
+//! caller's `struct pid` in an skb or in `sk_peer_pid`. A pidfd made later
+//! from the number could name whoever reused it. One pidfd serves every
+//! message and socket of the same live process, so a flood of messages costs
+//! one descriptor per sending process, charged to that process's user.
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::{Arc, Weak};
+
+use nix::errno::Errno;
+use parking_lot::Mutex;
+
+use super::fds::ChargedFd;
+use super::quota::Quota;
+
+/// A pidfd of one process, shared by what refers to it.
+pub type Pin = Arc<ChargedFd>;
+
+#[derive(Default)]
+pub struct Pins {
+    by_pid: Mutex<HashMap<i32, Weak<ChargedFd>>>,
+    /// Entries at the last sweep of dead ones.
+    swept: Mutex<usize>,
+}
+
+/// Whether the process a pidfd refers to has not been reaped yet (so its
+/// number still names it).
+fn alive(fd: &ChargedFd) -> bool {
+    // SAFETY: signal 0 only checks; the pidfd is ours.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            fd.as_raw_fd(),
+            0,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    r == 0 || Errno::last() == Errno::EPERM
+}
+
+impl Pins {
+    /// A pidfd of live process `pid` (the caller of the request being
+    /// served), charged to `uid` when a new one is made. ESRCH: no such
+    /// process; ENFILE/ETOOMANYREFS: past the descriptor quota.
+    pub fn pin(&self, quota: &Arc<Quota>, pid: i32, uid: u32) -> Result<Pin, Errno> {
+        if pid <= 0 {
+            return Err(Errno::ESRCH);
+        }
+        let mut map = self.by_pid.lock();
+        if let Some(p) = map.get(&pid).and_then(Weak::upgrade)
+            && alive(&p)
+        {
+            return Ok(p);
+        }
+        // Charge first: a refused charge makes no descriptor at all.
+        quota.take(uid, 1).map_err(super::fds::refused_errno)?;
+        quota.give(uid, 1);
+        // SAFETY: pidfd_open only makes a descriptor, which we then own.
+        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if raw < 0 {
+            let e = Errno::last();
+            log::debug!("pidfd_open({pid}): {e}");
+            return Err(if e == Errno::EMFILE { Errno::ENFILE } else { e });
+        }
+        // SAFETY: a new descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+        let pin = Arc::new(ChargedFd::new(quota, uid, fd)?);
+        map.insert(pid, Arc::downgrade(&pin));
+        let mut swept = self.swept.lock();
+        if map.len() > 2 * *swept + 64 {
+            map.retain(|_, w| w.strong_count() > 0);
+            *swept = map.len();
+        }
+        Ok(pin)
+    }
+
+    /// Pids with a pin held (tests).
+    pub fn len(&self) -> usize {
+        self.by_pid
+            .lock()
+            .values()
+            .filter(|w| w.strong_count() > 0)
+            .count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_pin_per_live_process_and_none_past_the_quota() {
+        let q = Arc::new(Quota::new("descriptors"));
+        q.set_max(1);
+        let pins = Pins::default();
+        let me = std::process::id() as i32;
+        let a = pins.pin(&q, me, 1000).unwrap();
+        let b = pins.pin(&q, me, 1000).unwrap();
+        assert!(Arc::ptr_eq(&a, &b), "the same process shares one pidfd");
+        assert_eq!(q.used(), 1);
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let cpid = child.id() as i32;
+        assert_eq!(pins.pin(&q, cpid, 1000).unwrap_err(), Errno::ENFILE);
+        drop((a, b));
+        assert_eq!(q.used(), 0);
+        let c = pins.pin(&q, cpid, 1000).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!alive(&c), "a reaped process's pidfd is not alive");
+        assert_eq!(pins.pin(&q, 0, 1000).unwrap_err(), Errno::ESRCH);
+    }
+}

@@ -1,0 +1,380 @@
+"""Socket calls outside the send/receive path where udsfs once answered
+otherwise than Linux (issue 17): SOL_SOCKET options, netdevice ioctls, bind
+into a missing directory or over an existing path (routed too), accept with
+one descriptor slot left, errno after a successful accept4, abstract names
+after unshare(CLONE_NEWNET) in the program, forged SCM_CREDENTIALS from a
+root without the capabilities Linux checks. Run once on kernel sockets and
+once through `udsfs run --route ROUTE` (integration/api_diffs.sh); the outputs
+must be equal line by line. Needs root.
+Usage: api_diffs.py DIR ROUTE (DIR: where to bind names; ROUTE: a kernel
+directory, routed into the mount in the udsfs run)."""
+
+import array
+import ctypes
+import errno
+import fcntl
+import os
+import resource
+import socket
+import struct
+import sys
+
+from differential import res, say, where
+
+DIR = os.path.realpath(sys.argv[1])
+ROUTE = os.path.realpath(sys.argv[2])
+SOL = socket.SOL_SOCKET
+TYPES = {"stream": socket.SOCK_STREAM, "dgram": socket.SOCK_DGRAM, "seqpacket": socket.SOCK_SEQPACKET}
+SO_NO_CHECK = 11
+SO_SNDBUFFORCE = 32
+SO_RCVBUFFORCE = 33
+FLAGS = {
+    "SO_BROADCAST": socket.SO_BROADCAST,
+    "SO_NO_CHECK": SO_NO_CHECK,
+    "SO_REUSEADDR": socket.SO_REUSEADDR,
+    "SO_KEEPALIVE": socket.SO_KEEPALIVE,
+    "SO_DONTROUTE": socket.SO_DONTROUTE,
+}
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def getopt(s, opt):
+    return res(lambda: s.getsockopt(SOL, opt))
+
+
+def setopt(s, opt, v):
+    return res(lambda: s.setsockopt(SOL, opt, v))
+
+
+def linger(s, n=8):
+    def get():
+        raw = s.getsockopt(SOL, socket.SO_LINGER, n)
+        return struct.unpack("ii", raw) if len(raw) == 8 else raw.hex()
+
+    return res(get)
+
+
+def set_linger(s, on, secs):
+    return res(lambda: s.setsockopt(SOL, socket.SO_LINGER, struct.pack("ii", on, secs)))
+
+
+def options():
+    for name, ty in TYPES.items():
+        a, b = socket.socketpair(socket.AF_UNIX, ty)
+        for oname, opt in FLAGS.items():
+            seq = [getopt(a, opt)]
+            for v in (1, 0, 5, -3):
+                seq += [setopt(a, opt, v), getopt(a, opt)]
+            say(f"{name} {oname}:", *seq, "peer:", getopt(b, opt))
+        seq = [getopt(a, socket.SO_RCVLOWAT)]
+        for v in (7, 0, -3, 1 << 20, 1):
+            seq += [setopt(a, socket.SO_RCVLOWAT, v), getopt(a, socket.SO_RCVLOWAT)]
+        say(f"{name} SO_RCVLOWAT:", *seq)
+        seq = [linger(a)]
+        for on, secs in ((1, 5), (0, 7), (1, 0), (1, -1), (1, 2**31 - 1), (3, 9)):
+            seq += [set_linger(a, on, secs), linger(a)]
+        say(f"{name} SO_LINGER:", *seq, "short:", linger(a, 4),
+            res(lambda: a.setsockopt(SOL, socket.SO_LINGER, b"\1\0\0\0")))
+        for opt, oname in ((SO_RCVBUFFORCE, "RCV"), (SO_SNDBUFFORCE, "SND")):
+            back = socket.SO_RCVBUF if oname == "RCV" else socket.SO_SNDBUF
+            seq = []
+            for v in (1 << 20, 1 << 22, (1 << 22) + 1, 1 << 25, -5, 1, 2**31 - 1):
+                seq += [setopt(a, opt, v), getopt(a, back)]
+            say(f"{name} SO_{oname}BUFFORCE:", *seq, "get:", getopt(a, opt))
+        a.close()
+        b.close()
+    # Options are the socket's: a dup, a child and a receiver of the socket
+    # see them, and a kernel socket's go with it when it becomes a udsfs one.
+    a, b = socket.socketpair()
+    a.setsockopt(SOL, socket.SO_KEEPALIVE, 1)
+    a.setsockopt(SOL, socket.SO_RCVLOWAT, 9)
+    set_linger(a, 1, 4)
+    d = socket.socket(fileno=os.dup(a.fileno()))
+    say("dup:", getopt(d, socket.SO_KEEPALIVE), getopt(d, socket.SO_RCVLOWAT), linger(d))
+    pid = os.fork()
+    if pid == 0:
+        a.setsockopt(SOL, socket.SO_BROADCAST, 1)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    say("set by a child:", getopt(a, socket.SO_BROADCAST))
+    x, y = socket.socketpair()
+    socket.send_fds(x, [b"s"], [a.fileno()])
+    _, fds, _, _ = socket.recv_fds(y, 1, 1)
+    r = socket.socket(fileno=fds[0])
+    say("passed:", getopt(r, socket.SO_KEEPALIVE), getopt(r, socket.SO_RCVLOWAT), linger(r))
+    for s in (a, b, d, x, y, r):
+        s.close()
+    k = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    k.setsockopt(SOL, socket.SO_REUSEADDR, 1)
+    k.setsockopt(SOL, socket.SO_RCVLOWAT, 3)
+    set_linger(k, 1, 6)
+    k.bind(os.path.join(DIR, "opts.sock"))
+    say("after the bind:", getopt(k, socket.SO_REUSEADDR), getopt(k, socket.SO_RCVLOWAT), linger(k))
+    k.close()
+
+
+SIOCGIFNAME, SIOCGIFCONF, SIOCGIFFLAGS, SIOCGIFINDEX, SIOCGIFMTU = 0x8910, 0x8912, 0x8913, 0x8933, 0x8921
+
+
+def ifreq(name=b"", data=b""):
+    return struct.pack("16s24s", name, data)
+
+
+def ioctl(s, req, arg):
+    return res(lambda: fcntl.ioctl(s, req, arg))
+
+
+def netdevice():
+    a, _ = socket.socketpair()
+    r = ioctl(a, SIOCGIFINDEX, ifreq(b"lo"))
+    lo = struct.unpack("i", r[16:20])[0] if isinstance(r, bytes) else r
+    say("SIOCGIFINDEX lo:", lo)
+    say("SIOCGIFINDEX nosuch0:", ioctl(a, SIOCGIFINDEX, ifreq(b"nosuch0")))
+    r = ioctl(a, SIOCGIFNAME, ifreq(data=struct.pack("i", lo if isinstance(lo, int) else 1)))
+    say("SIOCGIFNAME:", r[:16].rstrip(b"\0") if isinstance(r, bytes) else r)
+    say("SIOCGIFNAME 999999:", ioctl(a, SIOCGIFNAME, ifreq(data=struct.pack("i", 999999))))
+    r = ioctl(a, SIOCGIFFLAGS, ifreq(b"lo"))
+    say("SIOCGIFFLAGS lo up:", bool(struct.unpack("h", r[16:18])[0] & 1) if isinstance(r, bytes) else r)
+    r = ioctl(a, SIOCGIFMTU, ifreq(b"lo"))
+    say("SIOCGIFMTU lo:", struct.unpack("i", r[16:20])[0] if isinstance(r, bytes) else r)
+    buf = array.array("B", b"\0" * 40 * 64)
+    addr, _ = buf.buffer_info()
+    conf = bytearray(struct.pack("iP", len(buf), addr))
+    r = res(lambda: fcntl.ioctl(a, SIOCGIFCONF, conf, True))
+    names = bytes(buf)[:16].rstrip(b"\0") if r == 0 else r
+    say("SIOCGIFCONF:", struct.unpack("i", conf[:4])[0] % 40 if r == 0 else r, "first:", names)
+    a.close()
+
+
+def bind_errors():
+    def bind(path, ty=socket.SOCK_STREAM, s=None):
+        s = s or socket.socket(socket.AF_UNIX, ty)
+        return res(lambda: s.bind(path))
+
+    say("bind in a missing directory:", bind(os.path.join(DIR, "nodir", "x.sock")))
+    say("bind in a missing directory, routed:", bind(os.path.join(ROUTE, "nodir", "x.sock")))
+    say("bind in a missing directory, elsewhere:", bind("/nonexistent-udsfs-dir/x.sock"))
+    a, _ = socket.socketpair()
+    say("a pair's socket, bind in a missing directory:", bind("/nonexistent-udsfs-dir/y.sock", s=a))
+    with open(os.path.join(ROUTE, "file"), "w"):
+        pass
+    os.mkdir(os.path.join(ROUTE, "dir"))
+    os.symlink("/nonexistent-udsfs-target", os.path.join(ROUTE, "dangling"))
+    for what in ("file", "dir", "dangling"):
+        say(f"bind over a routed {what}:", bind(os.path.join(ROUTE, what)),
+            bind(os.path.join(ROUTE, what), socket.SOCK_DGRAM))
+    # A server that crashed left its name: binding it again is EADDRINUSE,
+    # after an unlink it binds and clients reach it.
+    path = os.path.join(ROUTE, "srv.sock")
+    pid = os.fork()
+    if pid == 0:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        s.listen()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    say("bind the crashed server's name:", bind(path))
+    say("unlink it:", res(lambda: os.unlink(path)))
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    say("bind it again:", res(lambda: srv.bind(path)))
+    srv.listen()
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    say("a client connects:", res(lambda: c.connect(path)))
+    c.send(b"k")
+    say("accept:", res(lambda: srv.accept()[0].recv(1) or "eof"))
+    for s in (srv, c, a):
+        s.close()
+
+
+def fill_fds(keep):
+    """Opens /dev/null until EMFILE, then closes `keep` of them."""
+    fds = []
+    while True:
+        try:
+            fds.append(os.open("/dev/null", os.O_RDONLY))
+        except OSError as e:
+            if e.errno != errno.EMFILE:
+                raise
+            break
+    for _ in range(keep):
+        os.close(fds.pop())
+    return fds
+
+
+def accept_last_slot():
+    path = os.path.join(DIR, "acc.sock")
+    lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lst.bind(path)
+    lst.listen()
+    c1 = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c1.connect(path)
+    c1.send(b"hi")
+    c2 = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c2.connect(path)
+    c2.send(b"ho")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+    try:
+        fds = fill_fds(1)
+        got = res(lambda: lst.accept()[0])
+        say("accept with one slot:", got.recv(2) if isinstance(got, socket.socket) else got)
+        if isinstance(got, socket.socket):
+            got.close()
+        fds += fill_fds(0)
+        say("accept with no slot:", res(lambda: lst.accept()))
+        os.close(fds.pop())
+        got = res(lambda: lst.accept()[0])
+        say("accept once a slot is free:", got.recv(2) if isinstance(got, socket.socket) else got)
+        say("the client sends on:", res(lambda: c2.send(b"x")))
+        for fd in fds:
+            os.close(fd)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    for s in (lst, c1, c2):
+        s.close()
+
+
+def errno_kept():
+    """A successful call leaves errno as it was."""
+    path = os.path.join(DIR, "errno.sock")
+    lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lst.bind(path)
+    lst.listen()
+    for name, call in (("accept4", lambda: libc.accept4(lst.fileno(), None, None, 0)),
+                       ("accept", lambda: libc.accept(lst.fileno(), None, None))):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(path)
+        ctypes.set_errno(errno.EXDEV)
+        fd = call()
+        say(f"{name}: fd", fd >= 0, "errno", errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno()))
+        os.close(fd)
+        c.close()
+    lst.close()
+
+
+def netns_in_program():
+    """unshare(CLONE_NEWNET) in the program itself, in a child."""
+    tag = f"ns-{os.getpid()}".encode()
+    outer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    outer.bind(b"\0" + tag + b"-outer")
+    outer.listen()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        out = []
+        if libc.unshare(0x40000000) != 0:
+            out.append(f"unshare failed {ctypes.get_errno()}")
+        name, outer_name = b"\0" + tag, b"\0" + tag + b"-outer"
+        lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        out.append(f"bind: {res(lambda: lst.bind(name))}")
+        lst.listen()
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        out.append(f"connect: {res(lambda: c.connect(name))}")
+        c.send(b"n")
+        out.append(f"accept: {res(lambda: lst.accept()[0].recv(1))}")
+        d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        out.append(f"autobind: {res(lambda: d.bind(b''))} {len(d.getsockname())}")
+        e = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        out.append(f"sendto the autobind: {res(lambda: e.sendto(b'q', d.getsockname()))} {res(lambda: d.recv(4))}")
+        o = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        out.append(f"the outer name: {res(lambda: o.connect(outer_name))}")
+        os.write(w, ("\n".join(out) + "\n").encode())
+        os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    with os.fdopen(r) as f:
+        for line in f:
+            say("new netns:", line.rstrip())
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    say("the child's name from outside:", res(lambda: c.connect(b"\0" + tag)))
+    outer.close()
+
+
+CAP_SETGID, CAP_SETUID, CAP_SYS_ADMIN = 6, 7, 21
+
+
+def drop_caps(*caps):
+    """Removes `caps` from this process's effective set (capset, version 3)."""
+    hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    data = (ctypes.c_uint32 * 6)()
+    if libc.syscall(125, hdr, data) != 0:  # capget
+        raise OSError(ctypes.get_errno(), "capget")
+    for cap in caps:
+        data[0] &= ~(1 << cap)
+    if libc.syscall(126, hdr, data) != 0:  # capset
+        raise OSError(ctypes.get_errno(), "capset")
+
+
+def creds_without_caps():
+    other = os.getppid()
+    for label, caps in (("root", ()), ("root without CAP_SYS_ADMIN", (CAP_SYS_ADMIN,)),
+                        ("root without CAP_SETUID, CAP_SETGID", (CAP_SETUID, CAP_SETGID))):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            out = []
+            try:
+                drop_caps(*caps)
+                a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+                b.setsockopt(SOL, socket.SO_PASSCRED, 1)
+                for what, cr in (("own", (os.getpid(), 0, 0)),
+                                 ("another pid", (other, 0, 0)),
+                                 ("another uid", (os.getpid(), 65534, 0)),
+                                 ("another gid", (os.getpid(), 0, 65534)),
+                                 ("uid -1", (os.getpid(), -1, 0))):
+                    cm = [(SOL, socket.SCM_CREDENTIALS, struct.pack("iii", *cr))]
+                    sent = res(lambda: a.sendmsg([b"c"], cm))
+                    got = ""
+                    if sent == 1:
+                        _, anc, _, _ = b.recvmsg(4, 64)
+                        p, u, g = struct.unpack("iii", anc[0][2])
+                        got = f"pid={'other' if p == other else 'own' if p == os.getpid() else p} uid={u} gid={g}"
+                    out.append(f"{what}: {sent} {got}")
+            except OSError as e:
+                out.append(f"failed: {e}")
+            os.write(w, ("\n".join(out) + "\n").encode())
+            os._exit(0)
+        os.close(w)
+        os.waitpid(pid, 0)
+        with os.fdopen(r) as f:
+            for line in f:
+                say(f"{label}, SCM_CREDENTIALS {line.rstrip()}")
+    # The real uid a message carries follows setresuid at once.
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        b.setsockopt(SOL, socket.SO_PASSCRED, 1)
+        out = []
+        for step in ("before", "after setresuid(65534, 0, 0)", "after setresuid(0, 0, 0)"):
+            if step.startswith("after setresuid(6"):
+                os.setresuid(65534, 0, 0)
+            elif step.startswith("after setresuid(0"):
+                os.setresuid(0, 0, 0)
+            try:
+                a.sendmsg([b"u"])
+                _, anc, _, _ = b.recvmsg(4, 64)
+                out.append(f"{step}: uid={struct.unpack('iii', anc[0][2])[1]}")
+            except OSError as e:
+                out.append(f"{step}: {errno.errorcode[e.errno]}")
+        os.write(w, ("\n".join(out) + "\n").encode())
+        os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    with os.fdopen(r) as f:
+        for line in f:
+            say("real uid", line.rstrip())
+
+
+where()
+options()
+netdevice()
+bind_errors()
+accept_last_slot()
+errno_kept()
+netns_in_program()
+creds_without_caps()
+say("done")
