@@ -43,6 +43,17 @@ impl Retry for Retrier {
                     None => reply.error(err),
                 }
             }
+            Pending::Msg { fh, call, reply } => {
+                let recv = call.is_recv();
+                call.end(err, reply);
+                if let Some(s) = recv
+                    .then(|| inner.files.get(fh))
+                    .flatten()
+                    .and_then(|f| f.sock.clone())
+                {
+                    inner.eng.pass_wakeup(&s);
+                }
+            }
             Pending::Read { fh, reply, .. } => {
                 reply.error(err);
                 // It may have been the one reader woken for a message.
@@ -155,6 +166,7 @@ impl Inner {
                 }
                 Outcome::Done
             }
+            Pending::Msg { fh, call, reply } => self.retry_message(fh, call, reply, caller, w),
             Pending::Open { op, reply } => match self.open_blocking(op, caller, w) {
                 Ok((fh, flags)) => {
                     reply.opened(fh, flags.bits());
@@ -178,6 +190,7 @@ impl Inner {
         let limit = match &p {
             Pending::Read { fh, .. } => self.file_timeout(*fh, Direction::Recv),
             Pending::Write { fh, .. } => self.file_timeout(*fh, Direction::Send),
+            Pending::Msg { call, .. } => call.limit(),
             Pending::Open {
                 op: OpenOp::Accept { sock, .. },
                 ..

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use super::ioctl::MsgCall;
 use super::outgoing::WriteJob;
 use super::reply::ReplySink;
 use super::watchdog::Alarm;
@@ -44,6 +45,12 @@ pub enum Pending {
         op: OpenOp,
         reply: ReplySink,
     },
+    /// A UDSFS_IOC_MSG send or receive of a caller that blocks.
+    Msg {
+        fh: u64,
+        call: MsgCall,
+        reply: ReplySink,
+    },
 }
 
 /// Opens that can block.
@@ -67,7 +74,8 @@ impl Pending {
         match self {
             Pending::Read { reply, .. }
             | Pending::Write { reply, .. }
-            | Pending::Open { reply, .. } => reply.error(err),
+            | Pending::Open { reply, .. }
+            | Pending::Msg { reply, .. } => reply.error(err),
         }
     }
 }
@@ -316,6 +324,7 @@ impl ParkTable {
         // A parked write holds its data until it is sent.
         let held = match &p {
             Pending::Write { job, .. } => job.held_bytes(),
+            Pending::Msg { call, .. } => call.held_bytes(),
             _ => 0,
         };
         if self.parked.take(uid, 1).is_err() {
