@@ -26,6 +26,11 @@ pub struct Status {
     pub groups: Vec<u32>,
     /// CapEff: the effective capability set.
     pub cap_eff: u64,
+    /// Signals pending for this thread only, for the whole process, and
+    /// blocked (the seccomp supervisor ends a wait it does for the thread).
+    pub sig_pnd: u64,
+    pub shd_pnd: u64,
+    pub sig_blk: u64,
 }
 
 impl Default for Status {
@@ -41,11 +46,21 @@ impl Default for Status {
             umask: 0o022,
             groups: Vec::new(),
             cap_eff: 0,
+            sig_pnd: 0,
+            shd_pnd: 0,
+            sig_blk: 0,
         }
     }
 }
 
 impl Status {
+    /// Whether a signal waits that the thread does not block (SIGKILL
+    /// always counts): what would end a system call it sleeps in.
+    pub fn signal_pending(&self) -> bool {
+        const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
+        (self.sig_pnd | self.shd_pnd) & (!self.sig_blk | SIGKILL_BIT) != 0
+    }
+
     /// `/proc/<tid>/status` (any thread id works there, not only a tgid).
     pub fn read(tid: u32) -> io::Result<Status> {
         std::fs::read_to_string(format!("/proc/{tid}/status")).map(|t| Status::parse(&t))
@@ -76,6 +91,9 @@ impl Status {
                 "Gid" => nums().take(4).enumerate().for_each(|(i, v)| st.gids[i] = v),
                 "Groups" => st.groups = nums().collect(),
                 "CapEff" => st.cap_eff = mask(),
+                "SigPnd" => st.sig_pnd = mask(),
+                "ShdPnd" => st.shd_pnd = mask(),
+                "SigBlk" => st.sig_blk = mask(),
                 _ => {}
             }
         }
@@ -223,6 +241,10 @@ mod tests {
         assert_eq!(st.uids, [1000, 65534, 2000, 65534]);
         assert_eq!(st.gids, [10, 11, 12, 11]);
         assert_eq!(st.groups, vec![4, 24, 27]);
+        assert_eq!((st.sig_pnd, st.shd_pnd, st.sig_blk), (0x100, 2, 2));
+        // A pending SIGKILL (0x100) counts; SIGINT (2) would, were it not blocked.
+        assert!(st.signal_pending());
+        assert!(!Status { sig_pnd: 0, ..st }.signal_pending());
     }
 
     #[test]
