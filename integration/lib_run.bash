@@ -144,6 +144,8 @@ cpython_suite() {
     asyncio) module=test.test_asyncio.test_unix_events ;;
     socketserver) module=test.test_socketserver ;;
     multiprocessing) module=test.test_multiprocessing_forkserver ;;
+    selectors) module=test.test_selectors ;;
+    logging) module=test.test_logging ;;
     *) fail "cpython_suite: unknown suite $suite" ;;
     esac
     exceptions=${exceptions:-$LIB_DIR/cpython_${suite}_exceptions.txt}
