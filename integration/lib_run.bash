@@ -146,6 +146,7 @@ cpython_suite() {
     multiprocessing) module=test.test_multiprocessing_forkserver ;;
     selectors) module=test.test_selectors ;;
     logging) module=test.test_logging ;;
+    paths) module=test.test_stat ;;
     *) fail "cpython_suite: unknown suite $suite" ;;
     esac
     exceptions=${exceptions:-$LIB_DIR/cpython_${suite}_exceptions.txt}

@@ -169,6 +169,7 @@ scripts!(
     run_cpython_asyncio,
     run_cpython_logging,
     run_cpython_multiprocessing,
+    run_cpython_paths,
     run_cpython_selectors,
     run_cpython_socketserver,
     run_cpython_suite,
