@@ -762,13 +762,18 @@ pub unsafe extern "C" fn unlink(path: Path) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: Path, flags: c_int) -> c_int {
     guarded(-1, || {
-        let routed = if flags == 0 {
-            routed::unlink(dirfd, path)
-        } else {
-            None
-        };
-        routed.unwrap_or_else(|| unsafe { real::unlinkat(dirfd, path, flags) })
+        let call = || unsafe { real::unlinkat(dirfd, path, flags) };
+        match flags {
+            0 => routed::unlink(dirfd, path).unwrap_or_else(call),
+            libc::AT_REMOVEDIR => routed::rmdir(dirfd, path, call),
+            _ => call(),
+        }
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn rmdir(path: Path) -> c_int {
+    guarded(-1, || routed::rmdir(CWD, path, || unsafe { real::rmdir(path) }))
 }
 
 #[no_mangle]

@@ -2,7 +2,8 @@
 //! program bound to the socket's node in the mount. Here that link acts as
 //! Linux's socket file does: lstat shows the node (S_IFSOCK), unlink, also
 //! relative to a directory descriptor (shutil.rmtree), removes the node
-//! with it, and rename moves the node along.
+//! with it, rmdir the directories a bind made in the mount, and rename
+//! moves the node along.
 
 use std::ffi::{CStr, CString};
 
@@ -148,6 +149,23 @@ pub fn unlink(dirfd: c_int, path: *const c_char) -> Option<c_int> {
     }
     set_errno(if e == libc::ENOENT { errno() } else { e });
     Some(-1)
+}
+
+/// rmdir of a routed directory (`call`, the C library's rmdir or
+/// unlinkat with AT_REMOVEDIR) removes the directory a bind below it made in
+/// the mount (Mount::mirror_route_dirs) too, once the kernel's is gone: a
+/// later bind of the same name would find it there (EADDRINUSE).
+pub fn rmdir(dirfd: c_int, path: *const c_char, call: impl FnOnce() -> c_int) -> c_int {
+    let r = call();
+    if r == 0 {
+        if let Some((_, node)) = routed_mount().and_then(|m| node_of(m, dirfd, path)) {
+            let saved = errno();
+            // SAFETY: a NUL-terminated path.
+            unsafe { real::rmdir(node.as_ptr()) };
+            set_errno(saved);
+        }
+    }
+    r
 }
 
 /// rename of a routed socket path: the kernel moves the link (with its

@@ -264,6 +264,10 @@ def routed_names():
         "islink:", os.path.islink(path), "exists:", os.path.exists(path),
         "lexists:", os.path.lexists(path), "stat:", stat.filemode(os.stat(path).st_mode)[0])
     say("lstat entry points:", lstat_kinds(path))
+    ls, st = os.lstat(path), os.stat(path)
+    say("lstat fields:", stat.filemode(ls.st_mode), ls.st_size, ls.st_nlink,
+        "same as stat:", (ls.st_dev, ls.st_ino, ls.st_mode) == (st.st_dev, st.st_ino, st.st_mode),
+        "samefile:", os.path.samefile(path, path))
     dfd = os.open(ROUTE, os.O_RDONLY | os.O_DIRECTORY)
     say("lstat with a dir_fd:", stat.filemode(os.stat("ls.sock", dir_fd=dfd, follow_symlinks=False).st_mode)[0])
     with open(os.path.join(ROUTE, "plain"), "w"):
@@ -307,6 +311,10 @@ def routed_names():
     say("a client reaches it:", reach(path, s), "S_ISSOCK:",
         res(lambda: stat.S_ISSOCK(os.lstat(path).st_mode)))
     s.close()
+    say("rmtree again, then bind the directory's name:", res(lambda: shutil.rmtree(top)),
+        rebind(top)[0], "rmdir of a routed directory:",
+        res(lambda: os.mkdir(os.path.join(ROUTE, "d2"))), res(lambda: os.rmdir(os.path.join(ROUTE, "d2"))),
+        rebind(os.path.join(ROUTE, "d2"))[0])
 
     # rename: the socket file moves and stays reachable under the new name;
     # getsockname still gives the name it was bound to.
