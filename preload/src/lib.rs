@@ -773,7 +773,9 @@ pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: Path, flags: c_int) -> c_i
 
 #[no_mangle]
 pub unsafe extern "C" fn rmdir(path: Path) -> c_int {
-    guarded(-1, || routed::rmdir(CWD, path, || unsafe { real::rmdir(path) }))
+    guarded(-1, || {
+        routed::rmdir(CWD, path, || unsafe { real::rmdir(path) })
+    })
 }
 
 #[no_mangle]
