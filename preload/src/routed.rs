@@ -63,7 +63,7 @@ fn own_link(m: &mount::Mount, dirfd: c_int, path: *const c_char) -> Option<(Vec<
 /// After an lstat-like call that succeeded: when it found the link a routed
 /// bind left, the stat of the node it points at (a socket of the mount), as
 /// Linux's lstat of a socket file. `node_stat` stats a node, following it;
-/// `is_link` and `is_sock` read a result's file type. Costs nothing beyond
+/// `is_link` and `is_mount_sock` read a result's file type (and device). Costs nothing beyond
 /// the mode check unless the result is a link under a route.
 pub fn fix_link<T>(
     st: &mut T,
@@ -140,11 +140,13 @@ pub fn fix_lstatx(
 pub fn unlink(dirfd: c_int, path: *const c_char) -> Option<c_int> {
     let m = routed_mount()?;
     let (_, node) = node_of(m, dirfd, path)?;
+    let saved = errno();
     // SAFETY: NUL-terminated paths.
     let inside = unsafe { real::unlink(node.as_ptr()) };
     let e = errno();
     let outside = unsafe { real::unlinkat(dirfd, path, 0) };
     if inside == 0 || outside == 0 {
+        set_errno(saved);
         return Some(0);
     }
     set_errno(if e == libc::ENOENT { errno() } else { e });
@@ -182,18 +184,22 @@ pub fn rename(
     flags: libc::c_uint,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
+    // A success leaves errno as the program left it (readlinkat of a path
+    // that is no link sets it).
+    let saved = errno();
     let src = routed_mount().and_then(|m| Some((m, own_link(m, olddir, old)?)));
+    set_errno(saved);
     let r = call();
     let Some((m, (src_abs, src_node))) = src.filter(|_| r == 0) else {
         return r;
     };
-    let saved = errno();
     let dst = node_of(m, newdir, new).filter(|_| flags & libc::RENAME_EXCHANGE == 0);
     let Some((dst_abs, dst_node)) = dst else {
         crate::log::say(&format!(
             "rename of routed socket path {}: only its link moved (the new path is not under a route, or RENAME_EXCHANGE); connect finds it under its old name only",
             String::from_utf8_lossy(&src_abs)
         ));
+        set_errno(saved);
         return r;
     };
     m.mirror_route_dirs(&dst_abs[1..]);

@@ -345,6 +345,25 @@ def routed_names():
     os.close(dfd)
     os.close(dfd2)
 
+    # A call that succeeds leaves errno as it was.
+    def kept(call):
+        ctypes.set_errno(errno.EXDEV)
+        r = call()
+        return f"{r} {errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno())}"
+
+    a, b = (os.fsencode(os.path.join(ROUTE, n)) for n in ("e1.sock", "e2.sock"))
+    s = listener(os.fsdecode(a))
+    buf = ctypes.create_string_buffer(512)
+    d = os.open(ROUTE, os.O_RDONLY | os.O_DIRECTORY)
+    with open(os.path.join(ROUTE, "e.txt"), "w"):
+        pass
+    say("errno after a success:", kept(lambda: libc.lstat(a, buf)),
+        kept(lambda: libc.rename(os.fsencode(os.path.join(ROUTE, "e.txt")), os.fsencode(os.path.join(ROUTE, "f.txt")))),
+        kept(lambda: libc.rename(a, b)), kept(lambda: libc.unlinkat(d, b"e2.sock", 0)),
+        kept(lambda: libc.unlinkat(d, b"f.txt", 0)))
+    s.close()
+    os.close(d)
+
 
 def fill_fds(keep):
     """Opens /dev/null until EMFILE, then closes `keep` of them."""
