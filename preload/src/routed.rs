@@ -245,3 +245,31 @@ fn repoint(dirfd: c_int, path: *const c_char, node: &CStr) -> Result<(), c_int> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_made_absolute_from_the_directory_they_are_relative_to() {
+        assert_eq!(
+            absolute(libc::AT_FDCWD, b"/a/./b/../c"),
+            Some(b"/a/c".to_vec())
+        );
+        let cwd = std::env::current_dir().unwrap();
+        let here = cwd.join("x.sock");
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(
+            absolute(libc::AT_FDCWD, b"./x.sock").as_deref(),
+            Some(here.as_os_str().as_bytes())
+        );
+        let dir = std::fs::File::open("/usr/lib").unwrap();
+        use std::os::fd::AsRawFd;
+        assert_eq!(
+            absolute(dir.as_raw_fd(), b"../s.sock"),
+            Some(b"/usr/s.sock".to_vec())
+        );
+        assert_eq!(absolute(dir.as_raw_fd(), b""), Some(b"/usr/lib".to_vec()));
+        assert_eq!(absolute(-1, b"x"), None);
+    }
+}
