@@ -53,11 +53,8 @@ fn node_of(m: &mount::Mount, dirfd: c_int, path: *const c_char) -> Option<(Vec<u
 /// the node of its own path? Then that node.
 fn own_link(m: &mount::Mount, dirfd: c_int, path: *const c_char) -> Option<(Vec<u8>, CString)> {
     let (abs, node) = node_of(m, dirfd, path)?;
-    let mut buf = [0u8; libc::PATH_MAX as usize];
-    // SAFETY: readlinkat writes at most buf.len() bytes; the path is the
-    // caller's (an empty one reads the link open on dirfd, as fstatat does).
-    let n = unsafe { libc::readlinkat(dirfd, path, buf.as_mut_ptr().cast(), buf.len()) };
-    (n > 0 && &buf[..n as usize] == node.to_bytes()).then_some((abs, node))
+    // An empty path reads the link open on dirfd, as fstatat does.
+    is_link_to(dirfd, path, &node).then_some((abs, node))
 }
 
 /// After an lstat-like call that succeeded: when it found the link a routed
@@ -170,12 +167,14 @@ pub fn rmdir(dirfd: c_int, path: *const c_char, call: impl FnOnce() -> c_int) ->
     r
 }
 
-/// rename of a routed socket path: the kernel moves the link (with its
-/// errors and replacing what was at the new path, as for a socket file),
-/// then the node moves to the new path's place in the mount, where connect
-/// looks for it, and the link is pointed at it there. `call` is the C
-/// library's rename. RENAME_EXCHANGE and a new path outside the routes
-/// only move the link (a log line says so).
+/// rename under a route, `call` being the C library's rename: the kernel
+/// moves the link or directory (with its errors, replacing what was at the
+/// new path), then the mount follows. A bound socket's node moves to the new
+/// path's place in the mount, where connect looks for it, and its link is
+/// pointed at it there; a directory the mount mirrors moves there too, and
+/// the links of the sockets below it are pointed at their nodes' new paths.
+/// RENAME_EXCHANGE and a new path outside the routes move only what the
+/// kernel moved (a log line says so).
 pub fn rename(
     olddir: c_int,
     old: *const c_char,
@@ -185,40 +184,182 @@ pub fn rename(
     call: impl FnOnce() -> c_int,
 ) -> c_int {
     // A success leaves errno as the program left it (readlinkat of a path
-    // that is no link sets it).
+    // that is no link sets it). The old path is read before the call: a
+    // current directory inside a renamed directory moves with it.
     let saved = errno();
-    let src = routed_mount().and_then(|m| Some((m, own_link(m, olddir, old)?)));
+    let src = routed_mount().and_then(|m| {
+        let (abs, node) = node_of(m, olddir, old)?;
+        let link = is_link_to(olddir, old, &node);
+        Some((m, abs, node, link))
+    });
     set_errno(saved);
     let r = call();
-    let Some((m, (src_abs, src_node))) = src.filter(|_| r == 0) else {
+    let Some((m, src_abs, src_node, link)) = src.filter(|_| r == 0) else {
         return r;
     };
-    let dst = node_of(m, newdir, new).filter(|_| flags & libc::RENAME_EXCHANGE == 0);
-    let Some((dst_abs, dst_node)) = dst else {
-        crate::log::say(&format!(
-            "rename of routed socket path {}: only its link moved (the new path is not under a route, or RENAME_EXCHANGE); connect finds it under its old name only",
-            String::from_utf8_lossy(&src_abs)
-        ));
-        set_errno(saved);
-        return r;
-    };
-    m.mirror_route_dirs(&dst_abs[1..]);
-    // SAFETY: NUL-terminated paths.
-    if unsafe { real::rename(src_node.as_ptr(), dst_node.as_ptr()) } != 0 {
-        crate::log::say(&format!(
-            "rename of routed socket path {}: its node did not move in the mount: {}",
-            String::from_utf8_lossy(&src_abs),
-            std::io::Error::last_os_error()
-        ));
-    } else if let Err(e) = repoint(newdir, new, &dst_node) {
-        crate::log::say(&format!(
-            "rename of routed socket path {}: the link at the new path still points at the old node: {}",
-            String::from_utf8_lossy(&src_abs),
-            std::io::Error::from_raw_os_error(e)
-        ));
+    if link {
+        move_socket(m, &src_abs, &src_node, newdir, new, flags);
+    } else if is_dir(newdir, new) && is_dir(libc::AT_FDCWD, src_node.as_ptr()) {
+        move_dir(m, &src_abs, &src_node, newdir, new, flags);
     }
     set_errno(saved);
     r
+}
+
+fn is_link_to(dirfd: c_int, path: *const c_char, node: &CStr) -> bool {
+    let mut buf = [0u8; libc::PATH_MAX as usize];
+    // SAFETY: readlinkat writes at most buf.len() bytes.
+    let n = unsafe { libc::readlinkat(dirfd, path, buf.as_mut_ptr().cast(), buf.len()) };
+    n > 0 && &buf[..n as usize] == node.to_bytes()
+}
+
+fn is_dir(dirfd: c_int, path: *const c_char) -> bool {
+    // SAFETY: fstatat fills a zeroed struct; the C library's, not this
+    // library's (which would show a routed link as its node).
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        real::fstatat(dirfd, path, &mut st, libc::AT_SYMLINK_NOFOLLOW) == 0
+            && st.st_mode & libc::S_IFMT == libc::S_IFDIR
+    }
+}
+
+/// The node in the mount for the new path, when the mount can follow.
+fn new_node(
+    m: &mount::Mount,
+    src_abs: &[u8],
+    what: &str,
+    newdir: c_int,
+    new: *const c_char,
+    flags: libc::c_uint,
+) -> Option<CString> {
+    let dst = node_of(m, newdir, new).filter(|_| flags & libc::RENAME_EXCHANGE == 0);
+    let Some((dst_abs, dst_node)) = dst else {
+        crate::log::say(&format!(
+            "rename of routed {what} {}: the mount keeps it under the old name (the new path is not under a route, or RENAME_EXCHANGE); connect finds it there only",
+            String::from_utf8_lossy(src_abs)
+        ));
+        return None;
+    };
+    m.mirror_route_dirs(&dst_abs[1..]);
+    Some(dst_node)
+}
+
+/// Moves `src_node` in the mount to `dst_node`; false (logged) when it fails.
+fn move_node(src_abs: &[u8], what: &str, src_node: &CStr, dst_node: &CStr) -> bool {
+    // SAFETY: NUL-terminated paths.
+    let moved = unsafe { real::rename(src_node.as_ptr(), dst_node.as_ptr()) } == 0;
+    if !moved {
+        crate::log::say(&format!(
+            "rename of routed {what} {}: it did not move in the mount: {}",
+            String::from_utf8_lossy(src_abs),
+            std::io::Error::last_os_error()
+        ));
+    }
+    moved
+}
+
+fn move_socket(
+    m: &mount::Mount,
+    src_abs: &[u8],
+    src_node: &CStr,
+    newdir: c_int,
+    new: *const c_char,
+    flags: libc::c_uint,
+) {
+    let what = "socket path";
+    let Some(dst_node) = new_node(m, src_abs, what, newdir, new, flags) else {
+        return;
+    };
+    if !move_node(src_abs, what, src_node, &dst_node) {
+        return;
+    }
+    if let Err(e) = repoint(newdir, new, &dst_node) {
+        crate::log::say(&format!(
+            "rename of routed socket path {}: the link at the new path still points at the old node: {}",
+            String::from_utf8_lossy(src_abs),
+            std::io::Error::from_raw_os_error(e)
+        ));
+    }
+}
+
+fn move_dir(
+    m: &mount::Mount,
+    src_abs: &[u8],
+    src_node: &CStr,
+    newdir: c_int,
+    new: *const c_char,
+    flags: libc::c_uint,
+) {
+    let what = "directory";
+    let Some(dst_node) = new_node(m, src_abs, what, newdir, new, flags) else {
+        return;
+    };
+    if !move_node(src_abs, what, src_node, &dst_node) {
+        return;
+    }
+    // SAFETY: a NUL-terminated path; the descriptor is closed by repoint_below.
+    let fd = unsafe {
+        libc::openat(
+            newdir,
+            new,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd >= 0 {
+        repoint_below(fd, src_node.to_bytes(), dst_node.to_bytes(), 0);
+    }
+}
+
+/// The links below directory `fd` (closed here) that point below `from`
+/// are pointed at the same place below `to`.
+fn repoint_below(fd: c_int, from: &[u8], to: &[u8], depth: u32) {
+    // SAFETY: fdopendir takes fd; readdir's entries live until the next call.
+    let dir = unsafe { libc::fdopendir(fd) };
+    if dir.is_null() {
+        // SAFETY: fd is still ours when fdopendir fails.
+        unsafe { libc::close(fd) };
+        return;
+    }
+    loop {
+        // SAFETY: dir is an open directory stream.
+        let e = unsafe { libc::readdir64(dir) };
+        if e.is_null() {
+            break;
+        }
+        // SAFETY: readdir's entry holds a NUL-terminated name.
+        let (kind, name) = unsafe { ((*e).d_type, CStr::from_ptr((*e).d_name.as_ptr())) };
+        if name.to_bytes() == b"." || name.to_bytes() == b".." {
+            continue;
+        }
+        // SAFETY: dir is open.
+        let dfd = unsafe { libc::dirfd(dir) };
+        if kind == libc::DT_DIR && depth < 64 {
+            // SAFETY: a name of this directory.
+            let sub = unsafe {
+                libc::openat(
+                    dfd,
+                    name.as_ptr(),
+                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                )
+            };
+            if sub >= 0 {
+                repoint_below(sub, from, to, depth + 1);
+            }
+        } else if kind == libc::DT_LNK {
+            let mut buf = [0u8; libc::PATH_MAX as usize];
+            // SAFETY: readlinkat writes at most buf.len() bytes.
+            let n =
+                unsafe { libc::readlinkat(dfd, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+            let target = &buf[..n.max(0) as usize];
+            if let Some(rest) = target.strip_prefix(from).filter(|r| r.starts_with(b"/")) {
+                if let Ok(node) = CString::new([to, rest].concat()) {
+                    let _ = repoint(dfd, name.as_ptr(), &node);
+                }
+            }
+        }
+    }
+    // SAFETY: closes the stream and fd.
+    unsafe { libc::closedir(dir) };
 }
 
 /// Replaces the link at `path` (relative to `dirfd`) by one to `node` in

@@ -344,6 +344,18 @@ def routed_names():
     s.close()
     os.close(dfd)
     os.close(dfd2)
+    # A directory holding bound sockets (one a level down) renamed.
+    os.makedirs(os.path.join(ROUTE, "dirA", "deep"))
+    s = listener(os.path.join(ROUTE, "dirA", "a.sock"))
+    t = listener(os.path.join(ROUTE, "dirA", "deep", "b.sock"))
+    say("rename a directory:", res(lambda: os.rename(os.path.join(ROUTE, "dirA"), os.path.join(ROUTE, "dirB"))),
+        reach(os.path.join(ROUTE, "dirB", "a.sock"), s), reach(os.path.join(ROUTE, "dirB", "deep", "b.sock"), t),
+        stat.filemode(os.lstat(os.path.join(ROUTE, "dirB", "deep", "b.sock")).st_mode)[0],
+        "the old:", reach(os.path.join(ROUTE, "dirA", "a.sock"), s),
+        "bind there again:", res(lambda: os.makedirs(os.path.join(ROUTE, "dirA", "deep"))),
+        rebind(os.path.join(ROUTE, "dirA", "deep", "b.sock"))[0])
+    s.close()
+    t.close()
 
     # A call that succeeds leaves errno as it was.
     def kept(call):
