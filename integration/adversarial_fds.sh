@@ -25,6 +25,12 @@
 #     run`, reads SO_PEERCRED and SCM_CREDENTIALS pids of its own namespace, and its
 #     true explicit SCM_CREDENTIALS (its own getpid()) are accepted, not EPERM, and
 #     F_SETOWN of its own getpid() gets it SIGURG (F_GETOWN reads it back);
+# 10. a file of this mount reached through a bind mount in user 65534's own user and
+#     mount namespace (another path, the same mount) is refused as a deposit (EINVAL),
+#     as the file reached by the mount's own path is; a plain file is taken (control);
+# 11. a connection to the fd channel deposited over itself, then closed: the daemon
+#     would hold it (and its thread) for good; refused (EINVAL), after 50 such tries
+#     the daemon holds no more descriptors than before;
 #  9. on a mount without --allow-other, user 65534 connects to the fd channel by its
 #     usual name: refused with EACCES before anything is read from it.
 # shellcheck disable=SC2034 # read by lib.sh
@@ -445,6 +451,62 @@ say "  got: $(tr '\n' ';' <<<"$got")"
 want=$'SO_PEERCRED pid 1, own getpid 1\nSCM_CREDENTIALS pid 1\nexplicit true credentials: sent, received pid 1\nF_GETOWN 1, SIGURG to the owner: True'
 [ "$got" = "$want" ] || fail "pid namespace: want the namespace's own pids and the true credentials accepted"
 ok "pid namespace: SO_PEERCRED, SCM_CREDENTIALS and F_GETOWN in the caller's namespace; true credentials accepted; SIGURG arrives"
+
+# ---- 10. this mount's files by another path
+cat >"$TMP/bound.py" <<'PYEOF'
+import array, os, socket, struct, sys
+c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+c.connect("\0" + open(sys.argv[1]).read().strip())
+for path in sys.argv[2:]:
+    fd = os.open(path, os.O_RDONLY)
+    c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    msg = c.recv(64)
+    got = "E" + str(struct.unpack("i", msg[1:5])[0]) if msg[:1] == b"E" else msg[:1].decode()
+    print(f"{path}: {got}")
+PYEOF
+# (the system's interpreter: in a user namespace a pyenv one under /root is refused)
+SYSPY=/usr/bin/python3
+[ -x "$SYSPY" ] || SYSPY=$PY3
+nsuser() { setpriv --reuid=$A --regid=$A --clear-groups unshare -Urm "$@"; }
+if nsuser true 2>/dev/null; then
+    mkdir -m 0777 "$TMP/bound"
+    say "attack: user $A binds the mount elsewhere in its own namespaces and deposits its files"
+    # shellcheck disable=SC2016 # expanded by the inner sh
+    got=$(nsuser sh -c 'mount --bind "$1" "$2" && exec "$3" "$4" "$1/.udsfs/fdchannel" "$2/.udsfs/unix" "$1/.udsfs/unix" /etc/hosts' \
+        sh "$MNT" "$TMP/bound" "$SYSPY" "$TMP/bound.py" 2>&1) || fail "bind-mount deposit: $got"
+    say "  got: $(tr '\n' ';' <<<"$got")"
+    [ "$got" = "$TMP/bound/.udsfs/unix: E22
+$MNT/.udsfs/unix: E22
+/etc/hosts: T" ] || fail "a file of this mount by another path was deposited (want EINVAL): $got"
+    ok "bind mount: this mount's file by another path is refused (EINVAL), a plain file taken"
+else
+    say "  (user namespaces are off for user $A: the bind-mount deposit is not tried)"
+fi
+
+# ---- 11. a channel connection deposited over itself
+cat >"$TMP/cycle.py" <<'PYEOF'
+import array, os, socket, struct, sys
+name = "\0" + open(sys.argv[1]).read().strip()
+got = {}
+for i in range(50):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.connect(name)
+    c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [c.fileno()]))])
+    m = c.recv(64)
+    k = "E" + str(struct.unpack("i", m[1:5])[0]) if m[:1] == b"E" else m[:1].decode()
+    got[k] = got.get(k, 0) + 1
+    c.close()
+print(" ".join(f"{k}:{v}" for k, v in sorted(got.items())))
+PYEOF
+before=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
+say "attack: user $A deposits 50 channel connections each over itself, then closes them"
+got=$(setpriv --reuid=$A --regid=$A --clear-groups "$PY3" "$TMP/cycle.py" "$U/fdchannel" 2>&1) || fail "self-deposit: $got"
+sleep 0.5
+after=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
+say "  got: $got; daemon descriptors $before before, $after after"
+[ "$got" = "E22:50" ] || fail "a channel connection was deposited over itself: $got"
+[ "$after" -le $((before + 2)) ] || fail "the daemon kept $((after - before)) descriptors of closed connections"
+ok "self-deposit: refused (EINVAL); the daemon keeps nothing"
 
 # ---- 9. who may use the fd channel of a private mount
 udsfs_unmount
