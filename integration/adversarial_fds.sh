@@ -31,6 +31,11 @@
 # 11. a connection to the fd channel deposited over itself, then closed: the daemon
 #     would hold it (and its thread) for good; refused (EINVAL), after 50 such tries
 #     the daemon holds no more descriptors than before;
+# 12. a file whose close never ends: user 65534 deposits a file of another FUSE mount
+#     whose server then stops answering (here root's second mount, SIGSTOPped: where
+#     /dev/fuse is 0666 any user runs such a server through fusermount3), and closes
+#     its connection, so the daemon drops the deposit; user 40001's deposit must still
+#     be answered (within 3 s) and the mount still read;
 #  9. on a mount without --allow-other, user 65534 connects to the fd channel by its
 #     usual name: refused with EACCES before anything is read from it.
 # shellcheck disable=SC2034 # read by lib.sh
@@ -507,6 +512,54 @@ say "  got: $got; daemon descriptors $before before, $after after"
 [ "$got" = "E22:50" ] || fail "a channel connection was deposited over itself: $got"
 [ "$after" -le $((before + 2)) ] || fail "the daemon kept $((after - before)) descriptors of closed connections"
 ok "self-deposit: refused (EINVAL); the daemon keeps nothing"
+
+# ---- 12. a deposit whose close never ends
+cat >"$TMP/stuck.py" <<'PYEOF'
+import array, os, socket, sys, time
+c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+c.connect("\0" + open(sys.argv[1]).read().strip())
+c.settimeout(3)
+if sys.argv[2] == "deposit-and-wait":
+    fd = os.open(sys.argv[3], os.O_RDONLY)
+    c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    print("deposit", c.recv(64)[:1].decode(), flush=True)
+    os.close(fd)
+    while not os.path.exists(sys.argv[4]):
+        time.sleep(0.02)
+    c.close()
+    print("closed", flush=True)
+else:
+    r, w = os.pipe()
+    t = time.time()
+    try:
+        c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [w]))])
+        got = c.recv(64)[:1].decode()
+    except OSError as e:
+        got = type(e).__name__
+    print(f"deposit of user {os.getuid()}: {got}", flush=True)
+PYEOF
+M2=$TMP/mnt2
+mkdir -m 0755 "$M2"
+out=$(timeout 30 "$UDSFS_BIN" mount --background --allow-other --log-file "$TMP/log2" "$M2" </dev/null) || fail "second mount: $out"
+D2=$(tail -n1 <<<"$out" | tr -d '[:space:]')
+mkdir -m 0777 "$TMP/stuck"
+setpriv --reuid=$A --regid=$A --clear-groups "$PY3" "$TMP/stuck.py" "$U/fdchannel" deposit-and-wait "$M2/.udsfs/unix" "$TMP/stuck/go" >"$TMP/stuck.out" 2>&1 &
+STUCK=$!
+for _ in $(seq 250); do grep -q deposit "$TMP/stuck.out" && break; sleep 0.02; done
+kill -STOP "$D2"
+touch "$TMP/stuck/go"
+wait "$STUCK" || true
+sleep 0.5
+say "attack: user $A deposits a file of a FUSE mount whose server then stops, and closes its connection"
+got=$(setpriv --reuid=$B --regid=$B --clear-groups "$PY3" "$TMP/stuck.py" "$U/fdchannel" other 2>&1)
+read_ok=$(timeout 3 setpriv --reuid=$B --regid=$B --clear-groups cat "$U/unix" >/dev/null 2>&1 && echo yes || echo no)
+kill -CONT "$D2"
+timeout 10 "$UDSFS_BIN" umount "$M2" >/dev/null 2>&1 || umount -l "$M2" || true
+say "  got: $(tr '\n' ';' <"$TMP/stuck.out") then $got; the mount read by user $B: $read_ok"
+grep -q "deposit T" "$TMP/stuck.out" || fail "the stuck-close setup: the deposit was not taken: $(cat "$TMP/stuck.out")"
+[ "$got" = "deposit of user $B: T" ] || fail "a close stuck in another FUSE server stopped the fd channel for user $B: $got"
+[ "$read_ok" = yes ] || fail "a close stuck in another FUSE server stopped the mount"
+ok "stuck close: user $B's deposit answered, the mount answers"
 
 # ---- 9. who may use the fd channel of a private mount
 udsfs_unmount
