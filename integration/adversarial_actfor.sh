@@ -16,7 +16,10 @@
 #     (kernel.ns_last_pid): creds with uid 0 and pid 1: EPERM;
 #  6. a grant does not leak: another thread of the granting process and a forked
 #     child of it sending the target's pid get EPERM; the granted thread itself OK;
-#  7. user 40001 acting for user 65534's child: EPERM.
+#  7. user 40001 acting for user 65534's child: EPERM;
+#  8. on a mount without --allow-other, user 65534 setting act_for: the kernel refuses
+#     it before the daemon hears of it (EPERM, the sticky rule coming first; a stat of
+#     the root: EACCES).
 # The mount root is sticky (1777), and Linux lets only its owner set a user.* xattr on
 # a sticky directory: first that is checked (EPERM for user 65534), then root makes
 # the root 0777, as an administrator may, so that the daemon's own checks face users.
@@ -277,6 +280,23 @@ sleep 0.2
 attack "$(run_as $B other-user $AP)" "user 40001 act_for user 65534's process: EPERM"
 kill "$AP" 2>/dev/null || true
 wait "$AP" 2>/dev/null || true
+
+say "-- 8: a mount without --allow-other"
+udsfs_unmount
+udsfs_mount
+attack "$(as_user $A "$PY3" -c '
+import errno, os, sys
+try:
+    os.setxattr(sys.argv[1], "user.udsfs.act_for", b"1")
+    print("act_for on a private mount: OK")
+except OSError as e:
+    print("act_for on a private mount:", errno.errorcode[e.errno])
+try:
+    os.stat(sys.argv[1] + "/.udsfs")
+    print("stat on a private mount: OK")
+except OSError as e:
+    print("stat on a private mount:", errno.errorcode[e.errno])' "$MNT" 2>&1)" "act_for on a private mount: EPERM" \
+    "stat on a private mount: EACCES"
 
 [ "$FAILS" -eq 0 ] || fail "$FAILS act-for attacks got through"
 ok "act-for: every attack refused"
