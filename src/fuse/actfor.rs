@@ -89,6 +89,14 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     }
     let started = procfs::start_time(me.tgid).ok_or(libc::ESRCH)?;
     let target_started = procfs::start_time(them.tgid).ok_or(libc::ESRCH)?;
+    // The start time must be the checked process's, not a successor's that
+    // got its pid meanwhile: read again, the same process with the same ids.
+    let again = Status::read(target).map_err(|_| libc::ESRCH)?;
+    if (again.tgid, again.uids, again.gids, again.cap_eff)
+        != (them.tgid, them.uids, them.gids, them.cap_eff)
+    {
+        return Err(libc::ESRCH);
+    }
     map.insert(
         tid,
         Grant {
