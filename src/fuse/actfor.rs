@@ -37,6 +37,10 @@ struct Grant {
 static GRANTS: Mutex<Option<HashMap<u32, Grant>>> = Mutex::new(None);
 /// How many grants there are: requests pay no lock while there are none.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Past this many grants, those of threads gone are swept out before another
+/// is made: a grant left by an exited thread is otherwise dropped only when
+/// its thread id asks again, so threads that grant and exit would grow the map.
+const SWEEP_AT: usize = 1024;
 
 /// Is `pid` (a process) `ancestor` or below it?
 fn in_tree(mut pid: i32, ancestor: i32) -> bool {
@@ -96,6 +100,12 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
         != (them.tgid, them.uids, them.gids, them.cap_eff)
     {
         return Err(libc::ESRCH);
+    }
+    if map.len() >= SWEEP_AT {
+        map.retain(|t, g| {
+            Status::read(*t).is_ok_and(|st| st.tgid == g.tgid)
+                && procfs::start_time(g.tgid) == Some(g.started)
+        });
     }
     map.insert(
         tid,
@@ -195,6 +205,25 @@ mod tests {
         assert_eq!(caller_of(me, 0, 0).0, me);
         // Another user may not act for it (unless root: uid 0 above).
         assert_eq!(set(me, 12345, pid.to_string().as_bytes()), Err(libc::EPERM));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn grants_of_exited_threads_are_swept() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("20")
+            .spawn()
+            .unwrap();
+        let pid = child.id().to_string();
+        for _ in 0..SWEEP_AT + 10 {
+            let p = pid.clone();
+            std::thread::spawn(move || set(tid(), 0, p.as_bytes()).unwrap())
+                .join()
+                .unwrap();
+        }
+        let n = GRANTS.lock().as_ref().map_or(0, |m| m.len());
+        assert!(n <= SWEEP_AT, "{n} grants kept for exited threads");
         child.kill().unwrap();
         child.wait().unwrap();
     }
