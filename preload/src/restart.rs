@@ -1,0 +1,409 @@
+//! SA_RESTART for udsfs sockets. A signal to a caller parked in the daemon
+//! comes as FUSE_INTERRUPT, which the daemon can only answer with EINTR
+//! (vendor/fuser/UDSFS-PATCH.md: this kernel refuses ERESTARTSYS in a
+//! reply), where Linux's sockets restart the call when every handler that
+//! ran has SA_RESTART and the socket has no timeout for that direction
+//! (sock_intr_errno). So the library installs the program's handlers behind
+//! a trampoline that counts, per thread, the handlers that ran and those
+//! without SA_RESTART, and `retry` calls a socket call again after an EINTR
+//! exactly when Linux would have restarted it.
+//!
+//! Everything the trampoline touches is async-signal-safe: atomics and
+//! const-initialised thread-locals without destructors, no allocation, no
+//! lock.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+use libc::{c_int, c_void, iovec, siginfo_t, size_t, ssize_t};
+
+use crate::{errno, mount, real, set_errno, sock};
+
+/// Signals 1..=64.
+const NSIG: usize = 65;
+
+/// The program's handler and sa_flags per signal, as it set them; the kernel
+/// holds `trampoline` with the same mask and flags (plus SA_SIGINFO).
+static HANDLER: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
+static FLAGS: [AtomicI32; NSIG] = [const { AtomicI32::new(0) }; NSIG];
+/// Signals siginterrupt() made interrupting: signal() then leaves out
+/// SA_RESTART for them, as glibc's does.
+static INTERRUPTING: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Handlers run on this thread through the trampoline.
+    static RAN: Cell<u32> = const { Cell::new(0) };
+    /// Of them, those installed without SA_RESTART.
+    static NO_RESTART: Cell<u32> = const { Cell::new(0) };
+    /// `retry` calls in progress on this thread: an inner call (the
+    /// library's own read of a data file, sendmmsg's sendmsg) leaves the
+    /// decision to the outermost, which knows the whole call.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+const SEND: i32 = 1;
+const RECV: i32 = 0;
+
+/// The result of a C call: negative on failure.
+pub trait Ret: Copy {
+    fn failed(self) -> bool;
+}
+
+impl Ret for c_int {
+    fn failed(self) -> bool {
+        self < 0
+    }
+}
+
+impl Ret for ssize_t {
+    fn failed(self) -> bool {
+        self < 0
+    }
+}
+
+fn bump(c: &'static std::thread::LocalKey<Cell<u32>>) {
+    c.with(|v| v.set(v.get().wrapping_add(1)));
+}
+
+fn count(c: &'static std::thread::LocalKey<Cell<u32>>) -> u32 {
+    c.with(|v| v.get())
+}
+
+extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
+    let s = sig as usize;
+    if s >= NSIG {
+        return;
+    }
+    bump(&RAN);
+    let flags = FLAGS[s].load(Relaxed);
+    if flags & libc::SA_RESTART == 0 {
+        bump(&NO_RESTART);
+    }
+    let h = HANDLER[s].load(Relaxed);
+    if h == libc::SIG_DFL || h == libc::SIG_IGN {
+        return;
+    }
+    // A call the handler makes decides for itself (it is not inside the
+    // interrupted one).
+    let depth = DEPTH.with(|d| d.replace(0));
+    // SAFETY: the program's handler. The kernel passes these three
+    // arguments to every handler (x86-64 and arm64 set all three
+    // registers), so a one-argument handler is called as the kernel would.
+    unsafe {
+        let f: extern "C" fn(c_int, *mut siginfo_t, *mut c_void) = std::mem::transmute(h);
+        f(sig, info, ctx);
+    }
+    DEPTH.with(|d| d.set(depth));
+}
+
+fn is_ours(h: libc::sighandler_t) -> bool {
+    h == trampoline as *const () as usize
+}
+
+/// Whether `h` is a handler function (not SIG_DFL, SIG_IGN or SIG_ERR).
+fn is_function(h: libc::sighandler_t) -> bool {
+    h != libc::SIG_DFL && h != libc::SIG_IGN && h != libc::SIG_ERR
+}
+
+/// sigaction(): a handler goes behind the trampoline; `old` reports what
+/// the program set, never the trampoline.
+///
+/// # Safety
+/// As for sigaction.
+unsafe fn set_action(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
+    let s = sig as usize;
+    if !(1..NSIG).contains(&s) {
+        return unsafe { real::sigaction(sig, act, old) };
+    }
+    let (prev_h, prev_f) = (HANDLER[s].load(Relaxed), FLAGS[s].load(Relaxed));
+    // SAFETY: the caller's struct, when given.
+    let new = unsafe { act.as_ref() }.copied();
+    let r = match new {
+        Some(a) if is_function(a.sa_sigaction) && !is_ours(a.sa_sigaction) => {
+            // The table first: a signal delivered as soon as the kernel
+            // holds the trampoline finds the handler.
+            HANDLER[s].store(a.sa_sigaction, Relaxed);
+            FLAGS[s].store(a.sa_flags, Relaxed);
+            let mut t = a;
+            t.sa_sigaction = trampoline as *const () as usize;
+            t.sa_flags |= libc::SA_SIGINFO;
+            let r = unsafe { real::sigaction(sig, &t, old) };
+            if r < 0 {
+                HANDLER[s].store(prev_h, Relaxed);
+                FLAGS[s].store(prev_f, Relaxed);
+            }
+            r
+        }
+        _ => unsafe { real::sigaction(sig, act, old) },
+    };
+    if r == 0 {
+        // SAFETY: the caller's struct, filled by the C library.
+        if let Some(o) = unsafe { old.as_mut() } {
+            if is_ours(o.sa_sigaction) {
+                o.sa_sigaction = prev_h;
+                o.sa_flags = prev_f;
+            }
+        }
+    }
+    r
+}
+
+/// signal() and bsd_signal(): SA_RESTART unless siginterrupt() said
+/// otherwise, the signal itself blocked in its handler (glibc's).
+unsafe fn bsd_signal_(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    let interrupting =
+        (1..NSIG as c_int).contains(&sig) && INTERRUPTING.load(Relaxed) & (1 << sig) != 0;
+    let flags = if interrupting { 0 } else { libc::SA_RESTART };
+    unsafe { install(sig, h, flags, true) }
+}
+
+/// sysv_signal(): one-shot, not blocked in its handler, no SA_RESTART.
+unsafe fn sysv_signal_(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { install(sig, h, libc::SA_RESETHAND | libc::SA_NODEFER, false) }
+}
+
+unsafe fn install(
+    sig: c_int,
+    h: libc::sighandler_t,
+    flags: c_int,
+    mask_self: bool,
+) -> libc::sighandler_t {
+    if h == libc::SIG_ERR || !(1..NSIG as c_int).contains(&sig) {
+        set_errno(libc::EINVAL);
+        return libc::SIG_ERR;
+    }
+    // SAFETY: plain data, filled below.
+    let mut a: libc::sigaction = unsafe { std::mem::zeroed() };
+    let mut o: libc::sigaction = unsafe { std::mem::zeroed() };
+    a.sa_sigaction = h;
+    a.sa_flags = flags;
+    unsafe {
+        libc::sigemptyset(&mut a.sa_mask);
+        if mask_self {
+            libc::sigaddset(&mut a.sa_mask, sig);
+        }
+        if set_action(sig, &a, &mut o) < 0 {
+            return libc::SIG_ERR;
+        }
+    }
+    o.sa_sigaction
+}
+
+/// siginterrupt(): SA_RESTART off (`interrupt` != 0) or on, kept for
+/// later signal() calls too.
+unsafe fn siginterrupt_(sig: c_int, interrupt: c_int) -> c_int {
+    // SAFETY: plain data, filled by sigaction.
+    let mut a: libc::sigaction = unsafe { std::mem::zeroed() };
+    if unsafe { set_action(sig, std::ptr::null(), &mut a) } < 0 {
+        return -1;
+    }
+    let bit = 1u64 << sig;
+    if interrupt != 0 {
+        INTERRUPTING.fetch_or(bit, Relaxed);
+        a.sa_flags &= !libc::SA_RESTART;
+    } else {
+        INTERRUPTING.fetch_and(!bit, Relaxed);
+        a.sa_flags |= libc::SA_RESTART;
+    }
+    unsafe { set_action(sig, &a, std::ptr::null_mut()) }
+}
+
+/// sigset() (System V): a handler with no flags and the signal unblocked,
+/// or SIG_HOLD to block it; returns SIG_HOLD when it was blocked.
+unsafe fn sigset_(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    const SIG_HOLD: libc::sighandler_t = 2;
+    if !(1..NSIG as c_int).contains(&sig) {
+        set_errno(libc::EINVAL);
+        return libc::SIG_ERR;
+    }
+    // SAFETY: plain data for sigprocmask and sigaction.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut was: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        let mut o: libc::sigaction = std::mem::zeroed();
+        if h == SIG_HOLD {
+            if set_action(sig, std::ptr::null(), &mut o) < 0
+                || libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut was) != 0
+            {
+                return libc::SIG_ERR;
+            }
+        } else {
+            let mut a: libc::sigaction = std::mem::zeroed();
+            a.sa_sigaction = h;
+            libc::sigemptyset(&mut a.sa_mask);
+            if set_action(sig, &a, &mut o) < 0
+                || libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, &mut was) != 0
+            {
+                return libc::SIG_ERR;
+            }
+        }
+        if libc::sigismember(&was, sig) == 1 {
+            SIG_HOLD
+        } else {
+            o.sa_sigaction
+        }
+    }
+}
+
+/// Whether some handler the trampoline does not see (installed by a raw
+/// system call, or before this library) lacks SA_RESTART: an EINTR with no
+/// counted handler may then be its doing, and is kept.
+fn foreign_interrupting_handler() -> bool {
+    (1..NSIG as c_int).any(|sig| {
+        // SAFETY: a query into local storage.
+        let mut o: libc::sigaction = unsafe { std::mem::zeroed() };
+        let r = unsafe { real::sigaction(sig, std::ptr::null(), &mut o) };
+        r == 0
+            && is_function(o.sa_sigaction)
+            && !is_ours(o.sa_sigaction)
+            && o.sa_flags & libc::SA_RESTART == 0
+    })
+}
+
+/// Whether the socket has SO_RCVTIMEO (`dir` 0) or SO_SNDTIMEO (1) set.
+/// An error counts as a timeout: the EINTR stays.
+fn has_timeout(fd: c_int, dir: i32) -> bool {
+    match sock::ctl(fd, crate::abi::OP_GET_TIMEO, dir, &[]) {
+        Ok(c) => c.v[0] != 0 || c.v[1] != 0 || c.v[2] != 0,
+        Err(_) => true,
+    }
+}
+
+/// After an EINTR that began with counts `ran` and `no_restart`: whether
+/// Linux would have restarted the call on `fd`.
+fn restartable(fd: c_int, dir: i32, ran: u32, no_restart: u32) -> bool {
+    if count(&NO_RESTART) != no_restart || !mount::udsfs_fd(fd) {
+        return false;
+    }
+    // None counted: a stop and continue (Linux restarts then), or a handler
+    // the trampoline does not see.
+    if count(&RAN) == ran && foreign_interrupting_handler() {
+        return false;
+    }
+    !has_timeout(fd, dir)
+}
+
+/// Runs socket call `call` on `fd` and calls it again after an EINTR that
+/// Linux would have restarted (`dir`: SEND or RECV, the timeout that
+/// applies). Costs two thread-local reads unless the call fails with EINTR.
+pub fn retry<R: Ret>(fd: c_int, dir: i32, mut call: impl FnMut() -> R) -> R {
+    let entry = errno();
+    let outer = DEPTH.with(|d| d.replace(d.get() + 1)) == 0;
+    loop {
+        let (ran, no_restart) = (count(&RAN), count(&NO_RESTART));
+        let r = call();
+        if !r.failed()
+            || errno() != libc::EINTR
+            || !outer
+            || !crate::guarded(false, || restartable(fd, dir, ran, no_restart))
+        {
+            DEPTH.with(|d| d.set(d.get() - 1));
+            return r;
+        }
+        // The restarted call starts with the program's errno, not EINTR.
+        set_errno(entry);
+    }
+}
+
+/// A receive or accept interposer's body (`guarded`), retried as Linux
+/// restarts it (SO_RCVTIMEO).
+pub fn recv<R: Ret>(fd: c_int, fail: R, mut body: impl FnMut() -> R) -> R {
+    retry(fd, RECV, || crate::guarded(fail, &mut body))
+}
+
+/// A send or connect interposer's body, likewise (SO_SNDTIMEO).
+pub fn send<R: Ret>(fd: c_int, fail: R, mut body: impl FnMut() -> R) -> R {
+    retry(fd, SEND, || crate::guarded(fail, &mut body))
+}
+
+// read, write, readv and writev of a data file are the file's own (the
+// kernel's FUSE path): only their EINTR is looked at.
+
+#[no_mangle]
+pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    retry(fd, RECV, || unsafe { real::read(fd, buf, n) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __read_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    buflen: size_t,
+) -> ssize_t {
+    retry(fd, RECV, || unsafe { real::__read_chk(fd, buf, n, buflen) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
+    retry(fd, RECV, || unsafe { real::readv(fd, iov, n) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
+    retry(fd, SEND, || unsafe { real::write(fd, buf, n) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
+    retry(fd, SEND, || unsafe { real::writev(fd, iov, n) })
+}
+
+// The program's ways to set a handler. glibc's signal(), siginterrupt()
+// and the rest call its sigaction internally, past this library, so each is
+// answered here.
+
+#[no_mangle]
+pub unsafe extern "C" fn sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    unsafe { set_action(sig, act, old) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    unsafe { set_action(sig, act, old) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { bsd_signal_(sig, h) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn bsd_signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { bsd_signal_(sig, h) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ssignal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { bsd_signal_(sig, h) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sysv_signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { sysv_signal_(sig, h) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __sysv_signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { sysv_signal_(sig, h) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn siginterrupt(sig: c_int, interrupt: c_int) -> c_int {
+    unsafe { siginterrupt_(sig, interrupt) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sigset(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { sigset_(sig, h) }
+}
