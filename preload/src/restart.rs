@@ -139,9 +139,15 @@ unsafe fn set_action(sig: c_int, act: *const libc::sigaction, old: *mut libc::si
     if r == 0 {
         // SAFETY: the caller's struct, filled by the C library.
         if let Some(o) = unsafe { old.as_mut() } {
-            if is_ours(o.sa_sigaction) {
-                o.sa_sigaction = prev_h;
-                o.sa_flags = prev_f;
+            // The kernel's report but the handler, and SA_SIGINFO as the
+            // program set it (also after SA_RESETHAND put back SIG_DFL,
+            // which keeps the flags).
+            let reset = o.sa_sigaction == libc::SIG_DFL && o.sa_flags & libc::SA_RESETHAND != 0;
+            if is_ours(o.sa_sigaction) || reset {
+                if !reset {
+                    o.sa_sigaction = prev_h;
+                }
+                o.sa_flags = (o.sa_flags & !libc::SA_SIGINFO) | (prev_f & libc::SA_SIGINFO);
             }
         }
     }
