@@ -4,7 +4,8 @@
 # process-directed signal ends one thread's call, as the kernel picks one; a
 # thread-directed one ends that call with EINTR (recv, read, accept, connect, send),
 # with SO_RCVTIMEO or SO_SNDTIMEO even under SA_RESTART, and a stream send that
-# queued part returns its count. With SA_RESTART (Python's siginterrupt(sig, False),
+# queued part returns its count. A stop and continue with no handler restarts the
+# call unless the socket has a timeout (signal(7)). With SA_RESTART (Python's siginterrupt(sig, False),
 # glibc's signal(), sigaction's flag) and no timeout the kernel restarts the call; the
 # daemon can only answer EINTR (vendor/fuser/UDSFS-PATCH.md), and the preload library
 # restarts it (preload/src/restart.rs), so the "sa_restart" lines must match too.
@@ -33,7 +34,7 @@ ok "the same $(strict "$TMP/udsfs.out" | wc -l) results as the kernel"
 # The kernel's answers the comparison rests on: restarts where SA_RESTART is set
 # and no timeout, EINTR otherwise (a kernel that changed would make the
 # comparison say less).
-expect_eq "SA_RESTART on the kernel" "$(grep -e '^sa_restart' -e 'SA_RESTART:' -e 'signal' "$TMP/kernel.out" | grep -v storm)" \
+expect_eq "SA_RESTART on the kernel" "$(grep -e '^sa_restart' -e 'SA_RESTART:' -e 'signal' -e 'stopped' "$TMP/kernel.out" | grep -v storm)" \
 "threads, no SA_RESTART: EINTRs 1 ['1', '1', '1', 'EINTR']
 sa_restart threads: EINTRs 0 ['1', '1', '1', '1']
 recv, no SA_RESTART: EINTR
@@ -57,4 +58,6 @@ sigaction reports after sysv_signal's one shot: None flags=0xc4000000
 recv, sigaction without SA_RESTART: EINTR
 sa_restart recv, sigaction SA_RESTART|SA_SIGINFO: 4
 recv with SO_RCVTIMEO, signal(): EINTR
-recv, signal() after siginterrupt: EINTR"
+recv, signal() after siginterrupt: EINTR
+sa_restart recv stopped and continued: 4
+recv with SO_RCVTIMEO stopped and continued: EINTR"

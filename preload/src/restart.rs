@@ -300,12 +300,18 @@ pub fn retry<R: Ret>(fd: c_int, dir: i32, mut call: impl FnMut() -> R) -> R {
     loop {
         let (ran, no_restart) = (count(&RAN), count(&NO_RESTART));
         let r = call();
+        let e = errno();
         if !r.failed()
-            || errno() != libc::EINTR
+            || e != libc::EINTR
             || !outer
             || !crate::guarded(false, || restartable(fd, dir, ran, no_restart))
         {
             DEPTH.with(|d| d.set(d.get() - 1));
+            // The look at the socket and the handlers may leave another
+            // errno (sigaction of glibc's own signals says EINVAL).
+            if r.failed() {
+                set_errno(e);
+            }
             return r;
         }
         // The restarted call starts with the program's errno, not EINTR.

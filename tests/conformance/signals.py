@@ -281,6 +281,35 @@ def send_blocked(restart, timeo=False):
     return out[0]
 
 
+def stopped_and_continued(prepare=None):
+    """recv() in a child process that is stopped (SIGSTOP) and continued
+    (SIGCONT) while no handler runs: Linux restarts the call, unless the socket
+    has a receive timeout (then EINTR, as signal(7) says)."""
+    a, b = socket.socketpair()
+    if prepare:
+        prepare(a)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(w, str(recv(a)).encode())
+        finally:
+            os._exit(0)
+    time.sleep(SETTLE)
+    os.kill(pid, signal.SIGSTOP)
+    os.waitpid(pid, os.WUNTRACED)
+    os.kill(pid, signal.SIGCONT)
+    time.sleep(SETTLE)
+    b.send(b"late")
+    os.waitpid(pid, 0)
+    os.close(w)
+    out = os.read(r, 64).decode()
+    os.close(r)
+    a.close()
+    b.close()
+    return out
+
+
 def storm(seconds=3.0):
     """Four threads loop in blocking recv() while each gets SIGUSR1 every
     millisecond: many signals land while a request is still on its way to the
@@ -357,6 +386,8 @@ def main():
     # Last: glibc keeps siginterrupt's choice for later signal() calls.
     say("recv, signal() after siginterrupt:", one_blocked(True, recv, install=c_signal_after_siginterrupt))
     say("sigaction reports:", reported_action())
+    say("sa_restart recv stopped and continued:", stopped_and_continued())
+    say("recv with SO_RCVTIMEO stopped and continued:", stopped_and_continued(rcvtimeo(30)))
     say("signal storm: calls left blocked", storm())
     say("done")
 
