@@ -86,9 +86,9 @@ extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
     // A call the handler makes decides for itself (it is not inside the
     // interrupted one).
     let depth = DEPTH.with(|d| d.replace(0));
-    // SAFETY: the program's handler. The kernel passes these three
-    // arguments to every handler (x86-64 and arm64 set all three
-    // registers), so a one-argument handler is called as the kernel would.
+    // SAFETY: the program's handler. The trampoline is installed with
+    // SA_SIGINFO, so the kernel gave all three arguments; a handler of one
+    // argument (no SA_SIGINFO) ignores the other two, as C calls go.
     unsafe {
         let f: extern "C" fn(c_int, *mut siginfo_t, *mut c_void) = std::mem::transmute(h);
         f(sig, info, ctx);
@@ -195,6 +195,11 @@ unsafe fn install(
     o.sa_sigaction
 }
 
+/// Signal `sig` (1..=64) in INTERRUPTING.
+fn bit(sig: c_int) -> u64 {
+    1u64 << (sig - 1)
+}
+
 /// siginterrupt(): SA_RESTART off (`interrupt` != 0) or on, kept for
 /// later signal() calls too.
 unsafe fn siginterrupt_(sig: c_int, interrupt: c_int) -> c_int {
@@ -203,12 +208,11 @@ unsafe fn siginterrupt_(sig: c_int, interrupt: c_int) -> c_int {
     if unsafe { set_action(sig, std::ptr::null(), &mut a) } < 0 {
         return -1;
     }
-    let bit = 1u64 << sig;
     if interrupt != 0 {
-        INTERRUPTING.fetch_or(bit, Relaxed);
+        INTERRUPTING.fetch_or(bit(sig), Relaxed);
         a.sa_flags &= !libc::SA_RESTART;
     } else {
-        INTERRUPTING.fetch_and(!bit, Relaxed);
+        INTERRUPTING.fetch_and(!bit(sig), Relaxed);
         a.sa_flags |= libc::SA_RESTART;
     }
     unsafe { set_action(sig, &a, std::ptr::null_mut()) }
