@@ -30,15 +30,26 @@ static FLAGS: [AtomicI32; NSIG] = [const { AtomicI32::new(0) }; NSIG];
 /// SA_RESTART for them, as glibc's does.
 static INTERRUPTING: AtomicU64 = AtomicU64::new(0);
 
-thread_local! {
+/// Per thread, in one thread-local (one TLS lookup on the fast path).
+struct Counts {
     /// Handlers run on this thread through the trampoline.
-    static RAN: Cell<u32> = const { Cell::new(0) };
+    ran: Cell<u32>,
     /// Of them, those installed without SA_RESTART.
-    static NO_RESTART: Cell<u32> = const { Cell::new(0) };
+    no_restart: Cell<u32>,
     /// `retry` calls in progress on this thread: an inner call (the
     /// library's own read of a data file, sendmmsg's sendmsg) leaves the
     /// decision to the outermost, which knows the whole call.
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    depth: Cell<u32>,
+}
+
+thread_local! {
+    static COUNTS: Counts = const {
+        Counts {
+            ran: Cell::new(0),
+            no_restart: Cell::new(0),
+            depth: Cell::new(0),
+        }
+    };
 }
 
 const SEND: i32 = 1;
@@ -61,12 +72,9 @@ impl Ret for ssize_t {
     }
 }
 
-fn bump(c: &'static std::thread::LocalKey<Cell<u32>>) {
-    c.with(|v| v.set(v.get().wrapping_add(1)));
-}
-
-fn count(c: &'static std::thread::LocalKey<Cell<u32>>) -> u32 {
-    c.with(|v| v.get())
+/// (handlers run, of them without SA_RESTART) on this thread.
+fn marks() -> (u32, u32) {
+    COUNTS.with(|c| (c.ran.get(), c.no_restart.get()))
 }
 
 extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
@@ -74,18 +82,21 @@ extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
     if s >= NSIG {
         return;
     }
-    bump(&RAN);
-    let flags = FLAGS[s].load(Relaxed);
-    if flags & libc::SA_RESTART == 0 {
-        bump(&NO_RESTART);
-    }
-    let h = HANDLER[s].load(Relaxed);
-    if h == libc::SIG_DFL || h == libc::SIG_IGN {
-        return;
-    }
+    let restarts = FLAGS[s].load(Relaxed) & libc::SA_RESTART != 0;
     // A call the handler makes decides for itself (it is not inside the
     // interrupted one).
-    let depth = DEPTH.with(|d| d.replace(0));
+    let depth = COUNTS.with(|c| {
+        c.ran.set(c.ran.get().wrapping_add(1));
+        if !restarts {
+            c.no_restart.set(c.no_restart.get().wrapping_add(1));
+        }
+        c.depth.replace(0)
+    });
+    let h = HANDLER[s].load(Relaxed);
+    if h == libc::SIG_DFL || h == libc::SIG_IGN {
+        COUNTS.with(|c| c.depth.set(depth));
+        return;
+    }
     // SAFETY: the program's handler. The trampoline is installed with
     // SA_SIGINFO, so the kernel gave all three arguments; a handler of one
     // argument (no SA_SIGINFO) ignores the other two, as C calls go.
@@ -93,7 +104,7 @@ extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
         let f: extern "C" fn(c_int, *mut siginfo_t, *mut c_void) = std::mem::transmute(h);
         f(sig, info, ctx);
     }
-    DEPTH.with(|d| d.set(depth));
+    COUNTS.with(|c| c.depth.set(depth));
 }
 
 fn is_ours(h: libc::sighandler_t) -> bool {
@@ -158,7 +169,7 @@ unsafe fn set_action(sig: c_int, act: *const libc::sigaction, old: *mut libc::si
 /// otherwise, the signal itself blocked in its handler (glibc's).
 unsafe fn bsd_signal_(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
     let interrupting =
-        (1..NSIG as c_int).contains(&sig) && INTERRUPTING.load(Relaxed) & (1 << sig) != 0;
+        (1..NSIG as c_int).contains(&sig) && INTERRUPTING.load(Relaxed) & bit(sig) != 0;
     let flags = if interrupting { 0 } else { libc::SA_RESTART };
     unsafe { install(sig, h, flags, true) }
 }
@@ -281,15 +292,16 @@ fn has_timeout(fd: c_int, dir: i32) -> bool {
     }
 }
 
-/// After an EINTR that began with counts `ran` and `no_restart`: whether
+/// After an EINTR of a call that began with `marks()` (ran, no_restart): whether
 /// Linux would have restarted the call on `fd`.
-fn restartable(fd: c_int, dir: i32, ran: u32, no_restart: u32) -> bool {
-    if count(&NO_RESTART) != no_restart || !mount::udsfs_fd(fd) {
+fn restartable(fd: c_int, dir: i32, (ran, no_restart): (u32, u32)) -> bool {
+    let (ran_now, no_restart_now) = marks();
+    if no_restart_now != no_restart || !mount::udsfs_fd(fd) {
         return false;
     }
     // None counted: a stop and continue (Linux restarts then), or a handler
     // the trampoline does not see.
-    if count(&RAN) == ran && foreign_interrupting_handler() {
+    if ran_now == ran && foreign_interrupting_handler() {
         return false;
     }
     !has_timeout(fd, dir)
@@ -297,20 +309,23 @@ fn restartable(fd: c_int, dir: i32, ran: u32, no_restart: u32) -> bool {
 
 /// Runs socket call `call` on `fd` and calls it again after an EINTR that
 /// Linux would have restarted (`dir`: SEND or RECV, the timeout that
-/// applies). Costs two thread-local reads unless the call fails with EINTR.
+/// applies). Costs a thread-local look before and after unless the call fails
+/// with EINTR.
 pub fn retry<R: Ret>(fd: c_int, dir: i32, mut call: impl FnMut() -> R) -> R {
     let entry = errno();
-    let outer = DEPTH.with(|d| d.replace(d.get() + 1)) == 0;
+    let (outer, mut mark) = COUNTS.with(|c| {
+        let d = c.depth.replace(c.depth.get() + 1);
+        (d == 0, (c.ran.get(), c.no_restart.get()))
+    });
     loop {
-        let (ran, no_restart) = (count(&RAN), count(&NO_RESTART));
         let r = call();
         let e = errno();
         if !r.failed()
             || e != libc::EINTR
             || !outer
-            || !crate::guarded(false, || restartable(fd, dir, ran, no_restart))
+            || !crate::guarded(false, || restartable(fd, dir, mark))
         {
-            DEPTH.with(|d| d.set(d.get() - 1));
+            COUNTS.with(|c| c.depth.set(c.depth.get() - 1));
             // The look at the socket and the handlers may leave another
             // errno (sigaction of glibc's own signals says EINVAL).
             if r.failed() {
@@ -320,6 +335,7 @@ pub fn retry<R: Ret>(fd: c_int, dir: i32, mut call: impl FnMut() -> R) -> R {
         }
         // The restarted call starts with the program's errno, not EINTR.
         set_errno(entry);
+        mark = marks();
     }
 }
 
