@@ -50,6 +50,7 @@ sa_restart connect to a full backlog: 0 (backlog took 1)
 sa_restart send to a full queue: 100
 send to a full queue, no SA_RESTART: EINTR
 send with SO_SNDTIMEO, SA_RESTART: EINTR
+sa_restart send interrupted: partial=True
 sa_restart recv, signal(): 4
 sigaction reports after signal(): getpid flags=0x14000000
 sa_restart read, signal(): 4

@@ -231,9 +231,10 @@ def connect_blocked(d, restart=False):
     return f"{out[0]} (backlog took {len(held)})"
 
 
-def partial_send():
-    """A 4 MiB send() to a peer that never reads, signalled: the count queued."""
-    handle(False)
+def partial_send(restart=False):
+    """A 4 MiB send() to a peer that never reads, signalled: the count queued
+    (with SA_RESTART too: a send that queued part is not restarted)."""
+    handle(restart)
     a, b = socket.socketpair()
     big = b"z" * (4 << 20)
     out = []
@@ -310,6 +311,17 @@ def stopped_and_continued(prepare=None):
     return out
 
 
+def handler_sees():
+    """What a Python handler is told: the signal number (the C handler Python
+    installs is called with it)."""
+    got = []
+    signal.signal(signal.SIGUSR2, lambda n, f: got.append(n))
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR2)
+    time.sleep(0.05)
+    signal.signal(signal.SIGUSR2, signal.SIG_DFL)
+    return [signal.Signals(n).name for n in got]
+
+
 def storm(seconds=3.0):
     """Four threads loop in blocking recv() while each gets SIGUSR1 every
     millisecond: many signals land while a request is still on its way to the
@@ -371,6 +383,8 @@ def main():
     say("send to a full queue, no SA_RESTART:", send_blocked(False))
     say("send with SO_SNDTIMEO, SA_RESTART:", send_blocked(True, True))
     say("send interrupted:", partial_send())
+    say("sa_restart send interrupted:", partial_send(True))
+    say("a Python handler is told:", *handler_sees())
     # Handlers set in C, as programs do: glibc's signal() sets SA_RESTART.
     say("sa_restart recv, signal():", one_blocked(True, recv, install=c_signal))
     say("sigaction reports after signal():", reported_action())
