@@ -439,3 +439,78 @@ pub unsafe extern "C" fn siginterrupt(sig: c_int, interrupt: c_int) -> c_int {
 pub unsafe extern "C" fn sigset(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
     unsafe { sigset_(sig, h) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static HITS: AtomicUsize = AtomicUsize::new(0);
+
+    extern "C" fn handler(_: c_int) {
+        HITS.fetch_add(1, Relaxed);
+    }
+
+    fn action(h: usize, flags: c_int) -> libc::sigaction {
+        // SAFETY: plain data.
+        let mut a: libc::sigaction = unsafe { std::mem::zeroed() };
+        a.sa_sigaction = h;
+        a.sa_flags = flags;
+        a
+    }
+
+    fn reported(sig: c_int) -> libc::sigaction {
+        let mut o = action(0, 0);
+        // SAFETY: a query into local storage.
+        assert_eq!(unsafe { set_action(sig, std::ptr::null(), &mut o) }, 0);
+        o
+    }
+
+    #[test]
+    fn handlers_run_behind_the_trampoline_and_are_counted() {
+        let sig = libc::SIGUSR2;
+        let h = handler as *const () as usize;
+        let a = action(h, libc::SA_RESTART);
+        // SAFETY: SIGUSR2 is this test's alone; raise() runs the handler on
+        // this thread before it returns.
+        unsafe {
+            assert_eq!(set_action(sig, &a, std::ptr::null_mut()), 0);
+            let mut k = action(0, 0);
+            real::sigaction(sig, std::ptr::null(), &mut k);
+            assert!(is_ours(k.sa_sigaction), "the kernel holds the trampoline");
+            let o = reported(sig);
+            assert_eq!(o.sa_sigaction, h, "sigaction reports the program's handler");
+            assert_eq!(
+                o.sa_flags & (libc::SA_RESTART | libc::SA_SIGINFO),
+                libc::SA_RESTART
+            );
+
+            let (ran, no_restart) = marks();
+            libc::raise(sig);
+            assert_eq!(HITS.load(Relaxed), 1);
+            assert_eq!(marks(), (ran + 1, no_restart));
+
+            assert_eq!(siginterrupt_(sig, 1), 0);
+            assert_eq!(reported(sig).sa_flags & libc::SA_RESTART, 0);
+            libc::raise(sig);
+            assert_eq!(HITS.load(Relaxed), 2);
+            assert_eq!(marks(), (ran + 2, no_restart + 1));
+            // signal() keeps siginterrupt's choice, as glibc's.
+            assert_eq!(bsd_signal_(sig, h), h);
+            assert_eq!(reported(sig).sa_flags & libc::SA_RESTART, 0);
+            assert_eq!(siginterrupt_(sig, 0), 0);
+            assert_eq!(bsd_signal_(sig, libc::SIG_DFL), h);
+            assert_eq!(reported(sig).sa_sigaction, libc::SIG_DFL);
+        }
+    }
+
+    #[test]
+    fn an_eintr_off_udsfs_is_returned_once_with_its_errno() {
+        let mut calls = 0;
+        let r: c_int = retry(0, RECV, || {
+            calls += 1;
+            set_errno(libc::EINTR);
+            -1
+        });
+        assert_eq!((r, calls, errno()), (-1, 1, libc::EINTR));
+    }
+}
