@@ -93,7 +93,7 @@ extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
         c.depth.replace(0)
     });
     let h = HANDLER[s].load(Relaxed);
-    if h == libc::SIG_DFL || h == libc::SIG_IGN {
+    if !is_function(h) || is_ours(h) {
         COUNTS.with(|c| c.depth.set(depth));
         return;
     }
@@ -145,7 +145,17 @@ unsafe fn set_action(sig: c_int, act: *const libc::sigaction, old: *mut libc::si
             }
             r
         }
-        _ => unsafe { real::sigaction(sig, act, old) },
+        _ => {
+            let r = unsafe { real::sigaction(sig, act, old) };
+            let plain = new.filter(|a| !is_function(a.sa_sigaction));
+            if let (0, Some(a)) = (r, plain) {
+                // SIG_DFL or SIG_IGN: the table says so too, so a later
+                // report keeps the flags the program gave with it.
+                HANDLER[s].store(a.sa_sigaction, Relaxed);
+                FLAGS[s].store(a.sa_flags, Relaxed);
+            }
+            r
+        }
     };
     if r == 0 {
         // SAFETY: the caller's struct, filled by the C library.
