@@ -128,3 +128,32 @@ _run_kill_groups() {
 # lib.sh's cleanup reads the script's status from $?: keep it across the kill (set +e, or
 # a failing step here would end the trap before the unmount).
 trap '_run_status=$?; set +e; _run_kill_groups; (exit $_run_status); _lib_cleanup' EXIT
+
+# cpython_suite SUITE WHAT: runs scripts/cpython_suite --suite SUITE (CPython's own tests,
+# Debian's libpython3.X-testsuite for /usr/bin/python3) on kernel sockets and via
+# $UDSFS_RUN_VIA on $MNT, with integration/cpython_SUITE_exceptions.txt (test_socket's
+# is cpython_exceptions.txt); fails when a test that passes on the kernel fails through
+# udsfs unlisted, or when the pass never reached udsfs. WHAT names the suite in the
+# messages.
+cpython_suite() {
+    local suite=$1 what=$2 version exceptions rc=0 module
+    [ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (apt-get install python3)"
+    version=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    case $suite in
+    socket) module=test.test_socket exceptions=$LIB_DIR/cpython_exceptions.txt ;;
+    asyncio) module=test.test_asyncio.test_unix_events ;;
+    socketserver) module=test.test_socketserver ;;
+    multiprocessing) module=test.test_multiprocessing_forkserver ;;
+    selectors) module=test.test_selectors ;;
+    logging) module=test.test_logging ;;
+    paths) module=test.test_stat ;;
+    *) fail "cpython_suite: unknown suite $suite" ;;
+    esac
+    exceptions=${exceptions:-$LIB_DIR/cpython_${suite}_exceptions.txt}
+    /usr/bin/python3 -c "import $module" 2>/dev/null ||
+        fail "$module is missing for /usr/bin/python3 (apt-get install libpython$version-testsuite; .ci/run installs it)"
+    python3 "$ROOT/scripts/cpython_suite" --suite "$suite" --mount "$MNT" --udsfs "$UDSFS_BIN" \
+        --via "$UDSFS_RUN_VIA" --exceptions "$exceptions" --timeout 60 || rc=$?
+    [ "$rc" -eq 0 ] || fail "scripts/cpython_suite --suite $suite exited with status $rc (table and failures above)"
+    ok "every test of $what that passes on the kernel passes through $UDSFS_RUN_VIA or is a listed exception"
+}

@@ -7,13 +7,4 @@
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (apt-get install python3)"
-version=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-/usr/bin/python3 -c 'import test.test_socket' 2>/dev/null ||
-    fail "test.test_socket is missing for /usr/bin/python3 (apt-get install libpython$version-testsuite; .ci/run installs it)"
-
-rc=0
-python3 "$ROOT/scripts/cpython_suite" --mount "$MNT" --udsfs "$UDSFS_BIN" --via "$UDSFS_RUN_VIA" \
-    --exceptions "$LIB_DIR/cpython_exceptions.txt" --timeout 60 || rc=$?
-[ "$rc" -eq 0 ] || fail "scripts/cpython_suite exited with status $rc (table and failures above)"
-ok "every AF_UNIX test of test_socket that passes on the kernel passes through $UDSFS_RUN_VIA or is a listed exception"
+cpython_suite socket "test_socket's AF_UNIX classes"

@@ -12,3 +12,4 @@ pub mod msgfmt;
 pub mod procfs;
 pub mod run;
 pub mod sharded;
+pub mod supervisor;

@@ -17,6 +17,8 @@ pub struct Status {
     /// The thread group's id in each pid namespace, outermost first
     /// (`NStgid:`): the last is what the process's own getpid() returns.
     pub ns_tgid: Vec<i32>,
+    /// The parent process (`PPid:`).
+    pub ppid: i32,
     /// real, effective, saved, fs
     pub uids: [u32; 4],
     pub gids: [u32; 4],
@@ -24,6 +26,11 @@ pub struct Status {
     pub groups: Vec<u32>,
     /// CapEff: the effective capability set.
     pub cap_eff: u64,
+    /// Signals pending for this thread only, for the whole process, and
+    /// blocked (the seccomp supervisor ends a wait it does for the thread).
+    pub sig_pnd: u64,
+    pub shd_pnd: u64,
+    pub sig_blk: u64,
 }
 
 impl Default for Status {
@@ -33,16 +40,27 @@ impl Default for Status {
             state: '?',
             tgid: 0,
             ns_tgid: Vec::new(),
+            ppid: 0,
             uids: [0; 4],
             gids: [0; 4],
             umask: 0o022,
             groups: Vec::new(),
             cap_eff: 0,
+            sig_pnd: 0,
+            shd_pnd: 0,
+            sig_blk: 0,
         }
     }
 }
 
 impl Status {
+    /// Whether a signal waits that the thread does not block (SIGKILL
+    /// always counts): what would end a system call it sleeps in.
+    pub fn signal_pending(&self) -> bool {
+        const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
+        (self.sig_pnd | self.shd_pnd) & (!self.sig_blk | SIGKILL_BIT) != 0
+    }
+
     /// `/proc/<tid>/status` (any thread id works there, not only a tgid).
     pub fn read(tid: u32) -> io::Result<Status> {
         std::fs::read_to_string(format!("/proc/{tid}/status")).map(|t| Status::parse(&t))
@@ -67,11 +85,15 @@ impl Status {
                         .filter_map(|v| v.parse().ok())
                         .collect()
                 }
+                "PPid" => st.ppid = val.parse().unwrap_or(0),
                 "Umask" => st.umask = u32::from_str_radix(val, 8).unwrap_or(0o022),
                 "Uid" => nums().take(4).enumerate().for_each(|(i, v)| st.uids[i] = v),
                 "Gid" => nums().take(4).enumerate().for_each(|(i, v)| st.gids[i] = v),
                 "Groups" => st.groups = nums().collect(),
                 "CapEff" => st.cap_eff = mask(),
+                "SigPnd" => st.sig_pnd = mask(),
+                "ShdPnd" => st.shd_pnd = mask(),
+                "SigBlk" => st.sig_blk = mask(),
                 _ => {}
             }
         }
@@ -185,6 +207,23 @@ fn unescape(field: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The open flags of task `tid`'s descriptor `fd` (`/proc/<tid>/fdinfo`,
+/// whose `flags:` is octal and carries O_CLOEXEC for FD_CLOEXEC).
+pub fn fd_flags(tid: i32, fd: i32) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")).ok()?;
+    let v = text.lines().find_map(|l| l.strip_prefix("flags:"))?;
+    u32::from_str_radix(v.trim(), 8).ok()
+}
+
+/// When process `pid` started, in clock ticks since boot (field 22 of
+/// `/proc/<pid>/stat`): with the pid, it names one process for good.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses.
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +241,25 @@ mod tests {
         assert_eq!(st.uids, [1000, 65534, 2000, 65534]);
         assert_eq!(st.gids, [10, 11, 12, 11]);
         assert_eq!(st.groups, vec![4, 24, 27]);
+        assert_eq!((st.sig_pnd, st.shd_pnd, st.sig_blk), (0x100, 2, 2));
+        // A pending SIGKILL (0x100) counts; SIGINT (2) would, were it not blocked.
+        assert!(st.signal_pending());
+        assert!(!Status { sig_pnd: 0, ..st }.signal_pending());
+    }
+
+    #[test]
+    fn own_fd_flags_and_start_time() {
+        use std::os::fd::AsRawFd;
+        let me = std::process::id() as i32;
+        let f = std::fs::File::open("/proc/self/status").unwrap();
+        let fl = fd_flags(me, f.as_raw_fd()).unwrap();
+        assert_ne!(fl & libc::O_CLOEXEC as u32, 0, "std opens with O_CLOEXEC");
+        assert!(start_time(me).unwrap() > 0);
+        assert_eq!(start_time(me), start_time(me));
+        assert_eq!(
+            Status::read(me as u32).unwrap().ppid,
+            nix::unistd::getppid().as_raw()
+        );
     }
 
     #[test]

@@ -23,12 +23,23 @@ pub struct RunArgs {
     /// the same path below it), e.g. /var/run/app.
     #[arg(long)]
     route: Vec<PathBuf>,
+    /// How CMD's socket calls reach udsfs: `preload`, the library
+    /// (dynamically linked programs), or `seccomp`, a supervisor that traps
+    /// the calls (Go, static binaries, raw system calls).
+    #[arg(long, value_enum, default_value_t = Front::Preload)]
+    front: Front,
     /// Where the private mount's daemon logs (default: nowhere).
     #[arg(long)]
     log_file: Option<PathBuf>,
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     cmd: Vec<OsString>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
+pub enum Front {
+    Preload,
+    Seccomp,
 }
 
 /// The preload library: $UDSFS_PRELOAD, else next to this binary (in a
@@ -150,6 +161,8 @@ fn mirror_dirs(mount: &Path, route: &Path) -> std::io::Result<()> {
 pub fn main(a: RunArgs) -> i32 {
     let lib = match library() {
         Ok(l) => l,
+        // The supervisor needs no library.
+        Err(_) if a.front == Front::Seccomp => PathBuf::new(),
         Err(e) => {
             eprintln!("udsfs run: {e}");
             return 127;
@@ -222,9 +235,11 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
     let _ = signals.thread_block();
     let mut cmd = Command::new(&a.cmd[0]);
     cmd.args(&a.cmd[1..])
-        .env("LD_PRELOAD", preload)
         .env("UDSFS_MOUNT", &mount)
         .env("UDSFS_ROUTES", routes);
+    if a.front == Front::Preload {
+        cmd.env("LD_PRELOAD", preload);
+    }
     // SAFETY: sigprocmask is async-signal-safe and touches only the child.
     unsafe {
         use std::os::unix::process::CommandExt;
@@ -233,7 +248,30 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
             Ok(())
         });
     }
+    let supervisor = match a.front {
+        Front::Seccomp => {
+            let routes: Vec<Vec<u8>> = a
+                .route
+                .iter()
+                .map(|r| r.as_os_str().as_bytes().to_vec())
+                .collect();
+            match crate::supervisor::prepare(&mut cmd, &mount, &routes) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    eprintln!("udsfs run: --front seccomp: {e}");
+                    return 127;
+                }
+            }
+        }
+        Front::Preload => None,
+    };
     let child = cmd.spawn();
+    // A command that never started has said why already.
+    if let Some(Err(e)) = supervisor.map(|s| s.start())
+        && child.is_ok()
+    {
+        eprintln!("udsfs run: --front seccomp: {e}");
+    }
     if let Ok(c) = &child {
         let pid = nix::unistd::Pid::from_raw(c.id() as i32);
         let _ = std::thread::Builder::new()

@@ -95,8 +95,20 @@ impl Rng {
     }
 }
 
+/// Root of this process with every capability: the model's callers are made-up
+/// thread ids whose `/proc` status does not exist, and a caller whose status
+/// cannot be read has none (so it could not name this process's pid in
+/// SCM_CREDENTIALS, which the model's records do).
 fn caller(tid: u32) -> udsfs::engine::Caller {
-    udsfs::engine::Caller::new(tid, 0, 0)
+    udsfs::engine::Caller::with_status(
+        tid,
+        udsfs::engine::cred::ProcStatus {
+            tgid: std::process::id() as i32,
+            cap_eff: !0,
+            umask: 0o022,
+            ..Default::default()
+        },
+    )
 }
 
 /// Runs one request to its immediate answer (it must not park).

@@ -391,17 +391,15 @@ pub unsafe extern "C" fn sendto(
             Ok(t) => t,
             Err(e) => return msg::ret(Err(e)),
         };
-        let data = if buf.is_null() || n == 0 {
-            &[][..]
-        } else {
-            // SAFETY: the caller's buffer has n bytes.
-            unsafe { std::slice::from_raw_parts(buf as *const u8, n) }
+        let iov = iovec {
+            iov_base: buf as *mut c_void,
+            iov_len: if buf.is_null() { 0 } else { n },
         };
         let meta = msg::Meta {
             to,
             ..Default::default()
         };
-        msg::ret(msg::send(m, fd, data, meta, flags))
+        msg::ret(msg::send(m, fd, msg::Iovs::new(&iov, 1), meta, flags))
     })
 }
 
@@ -458,7 +456,11 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
         if let Err(e) = msg::parse_control(mnt, h, &mut meta) {
             return msg::ret(Err(e));
         }
-        msg::ret(msg::send(mnt, fd, &msg::gathered(h), meta, flags))
+        let data = match msg::Iovs::of_msg(h.msg_iov, h.msg_iovlen) {
+            Ok(d) => d,
+            Err(e) => return msg::ret(Err(e)),
+        };
+        msg::ret(msg::send(mnt, fd, data, meta, flags))
     })
 }
 
@@ -477,7 +479,8 @@ pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: 
             return r;
         }
         let mut done = 0;
-        for i in 0..n as usize {
+        // __sys_sendmmsg takes at most UIO_MAXIOV messages per call.
+        for i in 0..(n as usize).min(UIO_MAXIOV) {
             // SAFETY: the caller's vector has n entries.
             let e = unsafe { &mut *v.add(i) };
             let r = unsafe { sendmsg(fd, &e.msg_hdr, flags) };
@@ -502,7 +505,7 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssi
             return msg::ret(Err(libc::EFAULT));
         }
         // SAFETY: the caller's msghdr.
-        msg::ret(msg::recv(mnt, fd, unsafe { &mut *m }, flags))
+        msg::ret(msg::recv(mnt, fd, unsafe { &mut *m }, flags, true))
     })
 }
 
@@ -533,7 +536,7 @@ unsafe fn recv_after(
         h.msg_name = addr.cast();
         h.msg_namelen = unsafe { *alen };
     }
-    let res = msg::recv(m, fd, &mut h, flags);
+    let res = msg::recv(m, fd, &mut h, flags, false);
     if res.is_ok() && named {
         unsafe { *alen = h.msg_namelen };
     }
@@ -608,6 +611,14 @@ pub unsafe extern "C" fn recvmmsg(
         if udsfs_after(r as i64, fd).is_none() {
             return r;
         }
+        // SAFETY: a non-null timeout is the caller's timespec.
+        let end = match unsafe { t.as_ref() } {
+            None => None,
+            Some(ts) if ts.tv_sec < 0 || !(0..1_000_000_000).contains(&ts.tv_nsec) => {
+                return int_ret(Err(libc::EINVAL));
+            }
+            Some(ts) => Some(now() + std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)),
+        };
         let mut done = 0;
         let mut fl = flags & !libc::MSG_WAITFORONE;
         for i in 0..n as usize {
@@ -622,10 +633,77 @@ pub unsafe extern "C" fn recvmmsg(
             if flags & libc::MSG_WAITFORONE != 0 {
                 fl |= libc::MSG_DONTWAIT;
             }
+            // do_recvmmsg looks at the timeout after each message only,
+            // and writes back what is left of it.
+            if let Some(end) = end {
+                let left = end.saturating_sub(now());
+                // SAFETY: as above.
+                unsafe {
+                    (*t).tv_sec = left.as_secs() as libc::time_t;
+                    (*t).tv_nsec = left.subsec_nanos() as libc::c_long;
+                }
+                if left.is_zero() {
+                    break;
+                }
+            }
         }
         done
     })
 }
+
+/// CLOCK_MONOTONIC as a Duration (a vDSO call: no lock, no allocation).
+fn now() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: fills a local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// __sys_sendmmsg's cap on the messages of one call.
+const UIO_MAXIOV: usize = 1024;
+
+/// A zero-length write(): FUSE never passes one on, so the kernel answers 0
+/// without the daemon; on a udsfs socket it is a send of nothing, which on
+/// a dgram or seqpacket socket is an empty message, as on Linux. (A
+/// zero-length read() takes nothing on Linux either: sock_read_iter.)
+#[no_mangle]
+pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
+    if n != 0 {
+        return restart::write(fd, buf, n);
+    }
+    restart::send(fd, -1, || {
+        let Some(m) = mount::get().filter(|_| mount::udsfs_fd(fd)) else {
+            return unsafe { real::write(fd, buf, n) };
+        };
+        let iov = iovec {
+            iov_base: buf as *mut c_void,
+            iov_len: 0,
+        };
+        // write(2) on a socket is a send without flags (sock_write_iter).
+        msg::ret(msg::send(
+            m,
+            fd,
+            msg::Iovs::new(&iov, 1),
+            msg::Meta::default(),
+            0,
+        ))
+    })
+}
+
+/// What a send or receive from a signal handler needs is made ready before
+/// the program runs: the mount, and the C library's functions this library
+/// calls (found with dlsym, which takes locks and allocates).
+extern "C" fn init() {
+    real::resolve_all();
+    mount::get();
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT: extern "C" fn() = init;
 
 /// A stat call, then its result shown as a socket when it is a udsfs one.
 fn stat_call<T>(st: *mut T, call: impl FnOnce() -> c_int, fix: fn(&mut T)) -> c_int {

@@ -77,7 +77,7 @@ fn load() -> Option<Mount> {
     })
 }
 
-fn statx_of(dirfd: c_int, path: &CString, flags: c_int) -> Option<libc::statx> {
+fn statx_of(dirfd: c_int, path: &std::ffi::CStr, flags: c_int) -> Option<libc::statx> {
     // SAFETY: statx fills the zeroed struct it is given.
     unsafe {
         let mut st: libc::statx = std::mem::zeroed();
@@ -242,7 +242,7 @@ impl Mount {
 pub fn udsfs_fd(fd: c_int) -> bool {
     let Some(m) = get() else { return false };
     let flags = libc::AT_EMPTY_PATH | libc::AT_STATX_DONT_SYNC;
-    match statx_of(fd, &CString::default(), flags) {
+    match statx_of(fd, c"", flags) {
         Some(st) => m.owns_dev(st.stx_dev_major, st.stx_dev_minor) && is_data_ino(st.stx_ino),
         None => false,
     }

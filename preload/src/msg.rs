@@ -1,7 +1,13 @@
-//! send and receive on udsfs sockets. A plain call is one read() or write()
-//! of the data file, as the file dialect costs; a call with an address,
-//! passed sockets, credentials or per-call flags is one UDSFS_IOC_MSG
+//! send and receive on udsfs sockets. A plain send, recv or recvfrom
+//! without a name is one read() or write() of the data file, as the file
+//! dialect costs; a call with an address, passed sockets, credentials,
+//! per-call flags, or that reports msg_flags (recvmsg) is one UDSFS_IOC_MSG
 //! ioctl; a message too large for the ioctl goes through the `msg` file.
+//! A blocking call blocks in the daemon (MSGF_WAIT), which times it and
+//! answers signals as for reads and writes: nothing here polls or retries.
+//! Nothing here allocates or locks on the paths a signal handler takes (a
+//! send or receive of a small message on a socketpair): buffers are on the
+//! stack and what is found once is found in the library's constructor.
 
 use libc::{c_int, cmsghdr, iovec, msghdr, ssize_t};
 
@@ -29,41 +35,99 @@ impl Meta {
 
 const PLAIN_SEND: c_int = libc::MSG_EOR | libc::MSG_MORE;
 
-fn gather(iov: *const iovec, n: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    for i in 0..n {
-        // SAFETY: the caller's iovecs describe readable memory.
-        unsafe {
-            let v = &*iov.add(i);
-            if !v.iov_base.is_null() && v.iov_len > 0 {
-                out.extend_from_slice(std::slice::from_raw_parts(
-                    v.iov_base as *const u8,
-                    v.iov_len,
-                ));
-            }
+/// A caller's iovecs, read or written at a running offset without a copy
+/// of their own (a send or receive must not allocate: signal handlers call
+/// them, see README "Messages").
+#[derive(Clone, Copy)]
+pub struct Iovs {
+    iov: *const iovec,
+    n: usize,
+}
+
+impl Iovs {
+    pub fn new(iov: *const iovec, n: usize) -> Iovs {
+        Iovs {
+            iov: if n == 0 { std::ptr::null() } else { iov },
+            n,
         }
     }
-    out
+
+    /// A msghdr's iovecs, refused as Linux refuses them: more than
+    /// UIO_MAXIOV is EMSGSIZE, none where some are counted is EFAULT.
+    pub fn of_msg(iov: *const iovec, n: usize) -> Res<Iovs> {
+        match n {
+            n if n > 1024 => Err(libc::EMSGSIZE),
+            n if n > 0 && iov.is_null() => Err(libc::EFAULT),
+            n => Ok(Iovs::new(iov, n)),
+        }
+    }
+
+    fn each(&self) -> impl Iterator<Item = (*mut u8, usize)> + '_ {
+        // SAFETY: the caller's iovecs describe memory of theirs.
+        (0..self.n).map(|i| unsafe {
+            let v = &*self.iov.add(i);
+            (v.iov_base as *mut u8, v.iov_len)
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.each().map(|(_, l)| l).sum()
+    }
+
+    /// Copies the bytes at `off` into `dst`; returns how many.
+    fn read_at(&self, mut off: usize, dst: &mut [u8]) -> usize {
+        let mut done = 0;
+        for (base, len) in self.each() {
+            if done == dst.len() {
+                break;
+            }
+            if off >= len {
+                off -= len;
+                continue;
+            }
+            let k = (len - off).min(dst.len() - done);
+            // SAFETY: inside the iovec and inside dst.
+            unsafe { std::ptr::copy_nonoverlapping(base.add(off), dst.as_mut_ptr().add(done), k) };
+            done += k;
+            off = 0;
+        }
+        done
+    }
+
+    /// Copies `src` into the iovecs at `off`; returns how many fitted.
+    fn write_at(&self, mut off: usize, src: &[u8]) -> usize {
+        let mut done = 0;
+        for (base, len) in self.each() {
+            if done == src.len() {
+                break;
+            }
+            if off >= len {
+                off -= len;
+                continue;
+            }
+            let k = (len - off).min(src.len() - done);
+            // SAFETY: inside the iovec and inside src.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(done), base.add(off), k) };
+            done += k;
+            off = 0;
+        }
+        done
+    }
+
+    fn gathered(&self) -> Vec<u8> {
+        let mut out = vec![0u8; self.len()];
+        self.read_at(0, &mut out);
+        out
+    }
 }
 
-fn iov_len(iov: *const iovec, n: usize) -> usize {
-    // SAFETY: the caller's iovecs are readable.
-    (0..n).map(|i| unsafe { (*iov.add(i)).iov_len }).sum()
-}
+/// One UDSFS_IOC_MSG buffer, on the stack.
+#[repr(C, align(8))]
+struct Buf([u8; MSG_BUF]);
 
-fn scatter(data: &[u8], iov: *const iovec, n: usize) {
-    let mut off = 0;
-    for i in 0..n {
-        if off >= data.len() {
-            break;
-        }
-        // SAFETY: the caller's iovecs describe writable memory.
-        unsafe {
-            let v = &*iov.add(i);
-            let k = v.iov_len.min(data.len() - off);
-            std::ptr::copy_nonoverlapping(data.as_ptr().add(off), v.iov_base as *mut u8, k);
-            off += k;
-        }
+impl Buf {
+    fn new() -> Buf {
+        Buf([0; MSG_BUF])
     }
 }
 
@@ -72,8 +136,8 @@ fn head() -> MsgHead {
     unsafe { std::mem::zeroed() }
 }
 
-fn msg_ioctl(fd: c_int, buf: &mut [u8]) -> Res<MsgHead> {
-    debug_assert_eq!(buf.len(), MSG_BUF);
+fn msg_ioctl(fd: c_int, buf: &mut Buf) -> Res<MsgHead> {
+    let buf = &mut buf.0;
     // SAFETY: the kernel copies MSG_BUF bytes in and out of buf.
     let r = unsafe {
         libc::syscall(
@@ -90,16 +154,35 @@ fn msg_ioctl(fd: c_int, buf: &mut [u8]) -> Res<MsgHead> {
     Ok(unsafe { std::ptr::read_unaligned(buf.as_ptr().cast::<MsgHead>()) })
 }
 
-fn put_head(buf: &mut [u8], h: &MsgHead) {
+fn put_head(buf: &mut Buf, h: &MsgHead) {
     // SAFETY: buf has room for a MsgHead.
-    unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<MsgHead>(), *h) };
+    unsafe { std::ptr::write_unaligned(buf.0.as_mut_ptr().cast::<MsgHead>(), *h) };
 }
 
-/// sendmsg() on a udsfs socket.
-pub fn send(m: &Mount, fd: c_int, data: &[u8], meta: Meta, flags: c_int) -> Res<usize> {
-    if meta.is_empty() && flags & !PLAIN_SEND == 0 && !data.is_empty() {
+const HS: usize = std::mem::size_of::<MsgHead>();
+
+/// sendmsg() on a udsfs socket: the payload is the caller's `data`. A
+/// blocking call waits in the daemon (MSGF_WAIT), under its SO_SNDTIMEO.
+pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<usize> {
+    let len = data.len();
+    // One write of the data file. Not writev of several buffers: FUSE cuts
+    // a write into requests by pages, and each request is a message.
+    if meta.is_empty() && flags & !PLAIN_SEND == 0 && len > 0 && (data.n == 1 || len > MSG_ROOM) {
+        let one = if data.n == 1 {
+            None
+        } else {
+            Some(data.gathered())
+        };
+        let (p, n) = match &one {
+            Some(v) => (v.as_ptr(), v.len()),
+            None => data
+                .each()
+                .next()
+                .map(|(p, n)| (p as *const u8, n))
+                .expect("one"),
+        };
         // SAFETY: writes the caller's bytes; the daemon raises SIGPIPE.
-        let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+        let n = unsafe { libc::write(fd, p.cast(), n) };
         return if n < 0 { Err(errno()) } else { Ok(n as usize) };
     }
     let oob = flags & libc::MSG_OOB != 0;
@@ -107,19 +190,23 @@ pub fn send(m: &Mount, fd: c_int, data: &[u8], meta: Meta, flags: c_int) -> Res<
         return Err(libc::EOPNOTSUPP);
     }
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || sock::is_nonblocking(fd);
-    if data.len() > MSG_ROOM && !sock::is_stream(fd) {
-        return send_record(m, fd, data, &meta, nonblock);
+    if len > MSG_ROOM && !sock::is_stream(fd) {
+        return send_record(m, fd, &data.gathered(), &meta, nonblock);
     }
-    let mut buf = vec![0u8; MSG_BUF];
+    let mut buf = Buf::new();
     let mut sent = 0;
     let mut meta = Some(meta);
-    let mut deadline = sock::Deadline::send(fd);
+    // Each piece waits up to SO_SNDTIMEO afresh, as unix_stream_sendmsg
+    // waits per skb (sock_alloc_send_pskb); a receive is timed once (CONT).
     loop {
-        let chunk = &data[sent..data.len().min(sent + MSG_ROOM)];
+        let chunk = (len - sent).min(MSG_ROOM);
         let mut h = head();
         h.op = MSGOP_SEND;
-        h.len = chunk.len() as u32;
-        if oob && sent + chunk.len() == data.len() {
+        h.len = chunk as u32;
+        if !nonblock {
+            h.flags |= MSGF_WAIT;
+        }
+        if oob && sent + chunk == len {
             // The last byte of the send is the OOB byte.
             h.flags |= MSGF_OOB;
         }
@@ -138,23 +225,20 @@ pub fn send(m: &Mount, fd: c_int, data: &[u8], meta: Meta, flags: c_int) -> Res<
             h.nrights = n as u32;
         }
         put_head(&mut buf, &h);
-        let hs = std::mem::size_of::<MsgHead>();
-        buf[hs..hs + chunk.len()].copy_from_slice(chunk);
+        data.read_at(sent, &mut buf.0[HS..HS + chunk]);
         match msg_ioctl(fd, &mut buf) {
             Ok(r) => {
                 // Addresses and sockets go with the first piece only.
                 meta = None;
                 sent += r.len as usize;
-                if sent >= data.len() || (nonblock && (r.len as usize) < chunk.len()) {
+                // A short piece: the daemon stopped (non-blocking, the
+                // timeout, a signal, the peer gone) and says how far it got.
+                if sent >= len || (r.len as usize) < chunk {
                     return Ok(sent);
                 }
             }
-            Err(libc::EAGAIN) if !nonblock => {
-                if let Err(e) = deadline.wait(libc::POLLOUT) {
-                    return if sent > 0 { Ok(sent) } else { Err(e) };
-                }
-            }
-            Err(e) if sent > 0 && e != libc::EPIPE => return Ok(sent),
+            // Part went out: the count, as Linux (no SIGPIPE then).
+            Err(_) if sent > 0 => return Ok(sent),
             Err(e) => {
                 if e == libc::EPIPE && flags & libc::MSG_NOSIGNAL == 0 && sock::is_stream(fd) {
                     sock::sigpipe();
@@ -191,10 +275,20 @@ fn send_record(m: &Mount, fd: c_int, data: &[u8], meta: &Meta, nonblock: bool) -
         rec.push_str(&format!(" rights={}", ids.join(",")));
     }
     rec.push('\n');
+    let header = rec.len();
     let mut bytes = rec.into_bytes();
     bytes.extend_from_slice(data);
-    msg_file(m, id, nonblock, MsgIo::Write(&bytes))?;
-    Ok(data.len())
+    let n = msg_file(m, id, nonblock, MsgIo::Write(&bytes))?;
+    // The file reports the bytes of the record it queued: a datagram goes
+    // whole or not at all, so anything short of it was not sent.
+    if n < bytes.len() {
+        log::say(&format!(
+            "a record of {} bytes was taken {n} bytes short",
+            bytes.len()
+        ));
+        return Err(libc::EAGAIN);
+    }
+    Ok(n - header)
 }
 
 enum MsgIo<'a> {
@@ -264,9 +358,11 @@ fn unescape(text: &[u8]) -> Vec<u8> {
     out
 }
 
-/// One received message, however it came.
+/// One received message, however it came; its payload went straight into
+/// the caller's buffers.
 struct Got {
-    data: Vec<u8>,
+    /// Payload bytes placed.
+    len: usize,
     full_len: usize,
     from: Vec<u8>,
     /// `ADDR_AS_GIVEN`: `from` is a sun_path as its program gave it.
@@ -281,17 +377,27 @@ struct Got {
     oob: bool,
     /// The daemon dropped passed sockets (MSG_CTRUNC).
     ctrunc: bool,
+    /// What the daemon left of SO_RCVTIMEO (see MsgHead::timeo_left).
+    timeo_left: u64,
 }
 
-/// The `msg` file's record, for a message larger than one ioctl.
-fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
+/// The `msg` file's record, for a message larger than one ioctl; its
+/// payload goes to `dst` at `at`.
+fn recv_record(
+    m: &Mount,
+    fd: c_int,
+    want: usize,
+    nonblock: bool,
+    dst: Iovs,
+    at: usize,
+) -> Res<Got> {
     let id = mount::sock_id(fd).ok_or(libc::EBADF)?;
     let mut buf = vec![0u8; want + 8192];
     let n = msg_file(m, id, nonblock, MsgIo::Read(&mut buf))?;
     buf.truncate(n);
     let nl = buf.iter().position(|&b| b == b'\n').ok_or(libc::EIO)?;
     let mut got = Got {
-        data: Vec::new(),
+        len: 0,
         full_len: 0,
         from: Vec::new(),
         // Records name the sender in the mount's terms.
@@ -302,6 +408,7 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
         rights: Vec::new(),
         oob: false,
         ctrunc: false,
+        timeo_left: TIMEO_NONE,
     };
     for field in buf[..nl].split(|&b| b == b' ') {
         let text = String::from_utf8_lossy(field);
@@ -330,69 +437,72 @@ fn recv_record(m: &Mount, fd: c_int, want: usize, nonblock: bool) -> Res<Got> {
         }
     }
     let payload = &buf[nl + 1..];
-    got.data = payload[..payload.len().min(want).min(got.full_len)].to_vec();
+    got.len = dst.write_at(at, &payload[..payload.len().min(want).min(got.full_len)]);
     Ok(got)
 }
 
-/// One receive; `control` is the room of the caller's control buffer, so
-/// that the daemon closes the passed sockets that do not fit.
+/// One receive ioctl into `dst` at `at`; `control` is the room of the
+/// caller's control buffer, so that the daemon closes the passed sockets
+/// that do not fit. `wait`: the daemon parks it until it can be answered
+/// (under SO_RCVTIMEO); the library itself never waits.
+#[allow(clippy::too_many_arguments)]
 fn recv_once(
     m: &Mount,
     fd: c_int,
+    dst: Iovs,
+    at: usize,
     want: usize,
     flags: c_int,
-    nonblock: bool,
+    wait: bool,
     control: usize,
-    deadline: &mut sock::Deadline,
+    skip: usize,
+    cont: Option<u64>,
 ) -> Res<Got> {
-    let mut buf = vec![0u8; MSG_BUF];
-    let mut idle = 0u32;
-    loop {
-        let mut h = head();
-        h.op = MSGOP_RECV;
-        h.len = want.min(u32::MAX as usize) as u32;
-        if flags & libc::MSG_PEEK != 0 {
-            h.flags |= MSGF_PEEK;
-        }
-        if flags & libc::MSG_OOB != 0 {
-            h.flags |= MSGF_OOB;
-        }
-        h.flags |= MSGF_ROOM;
-        h.nrights = control.min(u32::MAX as usize) as u32;
-        put_head(&mut buf, &h);
-        match msg_ioctl(fd, &mut buf) {
-            Ok(r) if r.status == STATUS_TOO_BIG => return recv_record(m, fd, want, nonblock),
-            Ok(r) => {
-                let hs = std::mem::size_of::<MsgHead>();
-                let n = (r.len as usize).min(MSG_ROOM);
-                return Ok(Got {
-                    data: buf[hs..hs + n].to_vec(),
-                    full_len: r.full_len as usize,
-                    from: r.addr[..(r.addr_len as usize).min(ADDR_MAX)].to_vec(),
-                    from_flags: r.addr_flags,
-                    creds: (r.has_creds & HAS_CREDS != 0).then_some(r.creds),
-                    pidfd: (r.has_creds & HAS_PIDFD != 0).then_some(r.creds[0] as i32),
-                    pidfd_tag: (r.has_creds & HAS_PIDFD_FILE != 0)
-                        .then(|| r.rights.get(r.nrights as usize).copied())
-                        .flatten(),
-                    rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
-                    oob: r.flags & MSGF_OOB != 0,
-                    ctrunc: r.flags & MSGF_CTRUNC != 0,
-                });
-            }
-            Err(libc::EAGAIN) if !nonblock => {
-                deadline.wait(libc::POLLIN)?;
-                // poll says readable while a peek finds nothing at its offset
-                // (SO_PEEK_OFF past the data, a taken OOB byte's place), where
-                // Linux sleeps until the queue changes: back off, never spin.
-                if idle > 0 {
-                    std::thread::sleep(std::time::Duration::from_micros(50 << idle.min(8)));
-                }
-                idle += 1;
-            }
-            Err(e) => return Err(e),
-        }
+    let mut buf = Buf::new();
+    let mut h = head();
+    if let Some(l) = cont {
+        h.flags |= MSGF_CONT;
+        h.timeo_left = l;
     }
+    h.op = MSGOP_RECV;
+    h.len = want.min(u32::MAX as usize) as u32;
+    if flags & libc::MSG_PEEK != 0 {
+        h.flags |= MSGF_PEEK;
+        h.skip = skip.min(u32::MAX as usize) as u32;
+    }
+    if flags & libc::MSG_OOB != 0 {
+        h.flags |= MSGF_OOB;
+    }
+    if flags & libc::MSG_WAITALL != 0 {
+        h.flags |= MSGF_WAITALL;
+    }
+    if wait {
+        h.flags |= MSGF_WAIT;
+    }
+    h.flags |= MSGF_ROOM;
+    h.nrights = control.min(u32::MAX as usize) as u32;
+    put_head(&mut buf, &h);
+    let r = msg_ioctl(fd, &mut buf)?;
+    if r.status == STATUS_TOO_BIG {
+        return recv_record(m, fd, want, !wait, dst, at);
+    }
+    let n = (r.len as usize).min(MSG_ROOM);
+    let rights = &r.rights[..(r.nrights as usize).min(MAX_RIGHTS)];
+    Ok(Got {
+        len: dst.write_at(at, &buf.0[HS..HS + n]),
+        full_len: r.full_len as usize,
+        from: r.addr[..(r.addr_len as usize).min(ADDR_MAX)].to_vec(),
+        from_flags: r.addr_flags,
+        creds: (r.has_creds & HAS_CREDS != 0).then_some(r.creds),
+        pidfd: (r.has_creds & HAS_PIDFD != 0).then_some(r.creds[0] as i32),
+        pidfd_tag: (r.has_creds & HAS_PIDFD_FILE != 0)
+            .then(|| r.rights.get(r.nrights as usize).copied())
+            .flatten(),
+        rights: rights.to_vec(),
+        oob: r.flags & MSGF_OOB != 0,
+        ctrunc: r.flags & MSGF_CTRUNC != 0,
+        timeo_left: r.timeo_left,
+    })
 }
 
 const CMSG_HDR: usize = std::mem::size_of::<cmsghdr>();
@@ -452,16 +562,16 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
         .filter(|i| i & FILE_TAG != 0)
         .collect();
     tags.extend(got.pidfd_tag);
-    let mut files = claim_files(m, &tags, cloexec).into_iter();
+    let mut files = claim_files(m, &tags, cloexec);
+    // The files of `rights` come first in `files`, in order; the pidfd last.
+    let mut next_file = 0;
     if !got.rights.is_empty() {
         let fit = (room - used).saturating_sub(CMSG_HDR) / std::mem::size_of::<c_int>();
         let mut fds = Vec::new();
         for (i, &id) in got.rights.iter().enumerate() {
             let fd = if id & FILE_TAG != 0 {
-                match files.next().flatten() {
-                    Some(fd) => Ok(fd),
-                    None => Err(libc::EBADF),
-                }
+                next_file += 1;
+                files[next_file - 1].take().ok_or(libc::EBADF)
             } else if i < fit {
                 sock::open_sock(m, id, false, cloexec)
             } else {
@@ -494,8 +604,19 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
         // The daemon did so for those past the room (MSGF_ROOM); a message
         // read from the `msg` file brings all: opening an entry adopts it,
         // closing it lets the socket go. Past RLIMIT_NOFILE they cannot be
-        // opened and wait for the receiver's close.
-        for &id in &got.rights[fds.len()..] {
+        // opened and wait for the receiver's close. Files claimed for them
+        // close here too.
+        let nfiles = got.rights.iter().filter(|&&i| i & FILE_TAG != 0).count();
+        for f in files[next_file..nfiles].iter_mut().filter_map(Option::take) {
+            // SAFETY: claimed here, never handed out.
+            unsafe { libc::close(f) };
+        }
+        next_file = nfiles;
+        let installed = fds.len();
+        for &id in got.rights[installed..]
+            .iter()
+            .filter(|&&i| i & FILE_TAG == 0)
+        {
             if let Ok(fd) = sock::open_sock(m, id, true, true) {
                 // SAFETY: fd was just opened here.
                 unsafe { libc::close(fd) };
@@ -508,7 +629,9 @@ fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize,
     }
     // SCM_PIDFD comes last, as scm_recv_unix puts it; a message sent with
     // no credentials (before anyone asked for them) has none.
-    let held = got.pidfd_tag.and_then(|_| files.next().flatten());
+    let held = got
+        .pidfd_tag
+        .and_then(|_| files.get_mut(next_file).and_then(Option::take));
     if let Some(pid) = got.pidfd.filter(|&p| p > 0) {
         if room - used >= CMSG_HDR + 4 {
             // The daemon's pidfd names the sender even once it has exited;
@@ -586,12 +709,14 @@ fn claim_files(m: &Mount, tags: &[u64], cloexec: bool) -> Vec<Option<c_int>> {
     }
 }
 
-/// recvmsg() on a udsfs socket.
-pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> {
-    let iov = msg.msg_iov as *const iovec;
-    let n = msg.msg_iovlen;
-    let want = iov_len(iov, n);
-    let plain = msg.msg_name.is_null()
+/// recvmsg() on a udsfs socket. `report`: the caller reads msg_flags
+/// (recvmsg, recvmmsg), so even a plain receive goes through the ioctl,
+/// which tells MSG_TRUNC and MSG_CTRUNC; recv and recvfrom read the file.
+pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) -> Res<usize> {
+    let dst = Iovs::of_msg(msg.msg_iov, msg.msg_iovlen)?;
+    let want = dst.len();
+    let plain = !report
+        && msg.msg_name.is_null()
         && (msg.msg_control.is_null() || msg.msg_controllen == 0)
         && flags & !(libc::MSG_CMSG_CLOEXEC | libc::MSG_NOSIGNAL) == 0
         && want > 0;
@@ -600,33 +725,46 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
     if plain {
         msg.msg_flags = echoed;
         // SAFETY: reads into the caller's iovecs.
-        let r = unsafe { libc::readv(fd, iov, n as c_int) };
+        let r = unsafe { libc::readv(fd, dst.iov, dst.n.min(c_int::MAX as usize) as c_int) };
         return if r < 0 { Err(errno()) } else { Ok(r as usize) };
     }
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || sock::is_nonblocking(fd);
-    let waitall = flags & libc::MSG_WAITALL != 0
-        && flags & (libc::MSG_PEEK | libc::MSG_OOB) == 0
-        && sock::is_stream(fd);
     let control = if msg.msg_control.is_null() {
         0
     } else {
         msg.msg_controllen
     };
-    let mut deadline = sock::Deadline::recv(fd);
-    let mut got = recv_once(m, fd, want, flags, nonblock, control, &mut deadline)?;
-    // MSG_WAITALL: until the whole length, EOF, an error, a signal or the
-    // timeout (one SO_RCVTIMEO for the whole call); then the partial count.
-    while waitall && got.data.len() < want {
-        let left = want - got.data.len();
-        match recv_once(m, fd, left, flags, nonblock, 0, &mut deadline) {
-            Ok(more) if more.data.is_empty() => break,
-            Ok(more) => got.data.extend_from_slice(&more.data),
+    let mut got = recv_once(m, fd, dst, 0, want, flags, !nonblock, control, 0, None)?;
+    let peek = flags & libc::MSG_PEEK != 0;
+    let mut stream = None;
+    // More than one ioctl holds: a peek goes on in pieces (`skip`); a
+    // stream receive takes what else is queued (MSG_WAITALL: waits for it).
+    while want > got.len && got.len >= MSG_ROOM && got.len % MSG_ROOM == 0 {
+        let is_stream = *stream.get_or_insert_with(|| sock::is_stream(fd));
+        // A datagram: only a peek goes on, while the message has more.
+        let more_of_datagram = peek && got.len < got.full_len;
+        if !is_stream && !more_of_datagram {
+            break;
+        }
+        let waitall = is_stream && !peek && flags & libc::MSG_WAITALL != 0;
+        let left = want - got.len;
+        let skip = if peek { got.len } else { 0 };
+        let wait = waitall && !nonblock;
+        let cont = wait.then_some(got.timeo_left);
+        let more = recv_once(m, fd, dst, got.len, left, flags, wait, control, skip, cont);
+        match more {
+            Ok(g) if g.len == 0 => break,
+            Ok(g) => {
+                got.len += g.len;
+                got.rights.extend_from_slice(&g.rights);
+                got.ctrunc |= g.ctrunc;
+                got.timeo_left = g.timeo_left;
+            }
             Err(_) => break,
         }
     }
-    scatter(&got.data, iov, n);
     let mut out_flags = if got.oob { libc::MSG_OOB } else { 0 };
-    if got.full_len > got.data.len() && !waitall {
+    if got.full_len > got.len && !(flags & libc::MSG_WAITALL != 0 && stream == Some(true)) {
         out_flags |= libc::MSG_TRUNC;
     }
     if !msg.msg_name.is_null() {
@@ -648,7 +786,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int) -> Res<usize> 
     if flags & libc::MSG_TRUNC != 0 && out_flags & libc::MSG_TRUNC != 0 {
         return Ok(got.full_len);
     }
-    Ok(got.data.len())
+    Ok(got.len)
 }
 
 /// The control messages of a sendmsg: (level, type, payload) each.
@@ -740,10 +878,6 @@ pub fn passes_udsfs(msg: &msghdr) -> bool {
                 && *ty == libc::SCM_RIGHTS
                 && fds(payload).any(mount::udsfs_fd)
         })
-}
-
-pub fn gathered(msg: &msghdr) -> Vec<u8> {
-    gather(msg.msg_iov, msg.msg_iovlen)
 }
 
 pub fn ret(r: Res<usize>) -> ssize_t {

@@ -24,16 +24,28 @@ fn resolve(name: &'static str, slot: &AtomicUsize) -> usize {
 }
 
 macro_rules! real {
-    ($($name:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {$(
+    ($($name:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {
+        /// One slot per function, filled at the first call or by `resolve_all`.
+        #[allow(non_upper_case_globals)]
+        mod slot {
+            use std::sync::atomic::AtomicUsize;
+            $(pub static $name: AtomicUsize = AtomicUsize::new(0);)*
+        }
+        $(
         /// The C library's function of this name.
         pub unsafe fn $name($($a: $t),*) -> $r {
-            static SLOT: AtomicUsize = AtomicUsize::new(0);
-            let p = resolve(concat!(stringify!($name), "\0"), &SLOT);
+            let p = resolve(concat!(stringify!($name), "\0"), &slot::$name);
             // SAFETY: the symbol has this C signature.
             let f: unsafe extern "C" fn($($t),*) -> $r = unsafe { std::mem::transmute(p) };
             unsafe { f($($a),*) }
         }
-    )*};
+        )*
+        /// Finds every function now (the library's constructor), so that no
+        /// later call, from a signal handler say, runs dlsym.
+        pub fn resolve_all() {
+            $(resolve(concat!(stringify!($name), "\0"), &slot::$name);)*
+        }
+    };
 }
 
 real! {
@@ -65,14 +77,11 @@ real! {
     statx(dirfd: c_int, path: *const libc::c_char, flags: c_int, mask: c_uint, st: *mut libc::statx) -> c_int;
     unlink(path: *const libc::c_char) -> c_int;
     unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int;
-}
-
-// restart.rs: the handler calls and the data file's own I/O.
-real! {
+    write(fd: c_int, b: *const c_void, n: size_t) -> ssize_t;
+    // restart.rs: the handler calls and the data file's own I/O.
     sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
     read(fd: c_int, b: *mut c_void, n: size_t) -> ssize_t;
     __read_chk(fd: c_int, b: *mut c_void, n: size_t, buflen: size_t) -> ssize_t;
     readv(fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t;
-    write(fd: c_int, b: *const c_void, n: size_t) -> ssize_t;
     writev(fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t;
 }

@@ -201,6 +201,22 @@ impl Caller {
         )
     }
 
+    /// The caller of a retried request: its ids, and the status read for it
+    /// when the request came (a retry need not read `/proc` again, and a
+    /// caller made in-process keeps the status it was given).
+    pub fn again(tid: u32, fsuid: u32, fsgid: u32, status: Option<ProcStatus>) -> Caller {
+        let c = Caller::new(tid, fsuid, fsgid);
+        if let Some(st) = status {
+            let _ = c.status.set(st);
+        }
+        c
+    }
+
+    /// The status, if it was read already.
+    pub fn known_status(&self) -> Option<&ProcStatus> {
+        self.status.get()
+    }
+
     /// A caller with known ids and no process behind it (tests).
     pub fn with_status(tid: u32, status: ProcStatus) -> Caller {
         let c = Caller::new(tid, status.uids[3], status.gids[3]);

@@ -10,16 +10,35 @@ use super::stream_read::peek_off_forward;
 use super::{Engine, Received, Result, Ucred, Wakeups};
 
 impl Engine {
-    /// No passed sockets come with a peek: Linux gives them, but udsfs would
-    /// have to duplicate in-flight references (see README).
+    /// Passed sockets come with a peek too (each a new reference, left in
+    /// flight in the queue); other passed files do not.
     pub fn peek(&self, s: &Arc<Socket>, maxlen: usize) -> Result<Received> {
+        self.peek_waiting(s, maxlen, None)
+    }
+
+    /// `peek`; on EAGAIN `w` waits with the readers for the queue to change.
+    pub fn peek_waiting(
+        &self,
+        s: &Arc<Socket>,
+        maxlen: usize,
+        w: Option<&super::Waiter>,
+    ) -> Result<Received> {
         let mut wake = Wakeups::new();
         let res = {
             let mut st = s.lock();
-            match s.ty {
+            let r = match s.ty {
                 SockType::Stream => self.stream_read(s.id, &mut st, maxlen, true, &mut wake),
                 _ => message_peek(s.ty, &mut st, maxlen),
+            };
+            if let (Err(Errno::EAGAIN), Some(w)) = (&r, w) {
+                st.readers.add(w.clone());
             }
+            // The peeked sockets stay queued; the reader gets references
+            // of its own, as scm_fp_dup gives it new descriptors.
+            if let Ok(g) = &r {
+                g.rights.iter().for_each(|s| self.hold(s));
+            }
+            r
         };
         self.finish(wake);
         res
@@ -64,6 +83,7 @@ fn message_peek(ty: SockType, st: &mut SockState, maxlen: usize) -> Result<Recei
         // The pin, shared: the message keeps its own.
         pidfd_file: m.pidfd.clone().filter(|_| st.passpidfd),
         data,
+        rights: m.rights.clone(),
         ..Default::default()
     };
     peek_off_forward(st, got.data.len());

@@ -38,7 +38,24 @@ impl Engine {
         }
         let mut out = Received::default();
         if maxlen == 0 {
-            out.creds = st.passcred.then_some(Ucred::NONE);
+            // unix_stream_read_generic with size 0 waits as for one byte;
+            // the first chunk gives up its passed files (its bytes stay).
+            let Some(m) = st.rcvq.front_mut() else {
+                if let Some(e) = st.err.take() {
+                    return Err(e);
+                }
+                if st.shutdown & RCV_SHUTDOWN == 0 {
+                    return Err(Errno::EAGAIN);
+                }
+                out.creds = st.passcred.then_some(Ucred::NONE);
+                return Ok(out);
+            };
+            let creds = m.creds.unwrap_or(Ucred::NONE);
+            if !peek {
+                out.rights = self.take_rights(receiver, m);
+                out.files = self.take_files(m);
+            }
+            out.creds = st.passcred.then_some(creds);
             return Ok(out);
         }
         let mut skip = if peek { st.peek_off.max(0) as usize } else { 0 };
@@ -103,9 +120,10 @@ impl Engine {
             let from = m.off + skip;
             out.data.extend_from_slice(&m.data[from..from + n]);
             if peek {
+                // A peek gives the chunk's passed sockets as new references
+                // (held by the caller, `peek_waiting`) and stops there.
+                out.rights.extend(st.rcvq[i].rights.iter().cloned());
                 peek_off_forward(st, n);
-                // A peek does not duplicate passed sockets (see README):
-                // it stops at a chunk that carries some.
                 if carries || out.data.len() >= maxlen || i + 1 >= st.rcvq.len() {
                     break;
                 }

@@ -17,13 +17,13 @@ use crate::engine::{Caller, Waiter};
 pub(super) struct Retrier(pub(super) Weak<Inner>);
 
 impl Retry for Retrier {
-    fn attempt(&self, p: Pending, tid: u32, uid: u32, gid: u32, waiter: &Arc<Parked>) -> Outcome {
+    fn attempt(&self, p: Pending, caller: &Caller, waiter: &Arc<Parked>) -> Outcome {
         let Some(inner) = self.0.upgrade() else {
             p.fail(Errno::ENOTCONN);
             return Outcome::Done;
         };
         let w: Waiter = waiter.clone();
-        inner.attempt(p, &Caller::new(tid, uid, gid), Some(&w))
+        inner.attempt(p, caller, Some(&w))
     }
 
     fn abandon(&self, p: Pending, err: Errno) {
@@ -41,6 +41,17 @@ impl Retry for Retrier {
                 match inner.files.get(fh).and_then(|f| f.end_write(job, err)) {
                     Some(n) => reply.written(n as u32),
                     None => reply.error(err),
+                }
+            }
+            Pending::Msg { fh, call, reply } => {
+                let recv = call.is_recv();
+                call.end(err, reply);
+                if let Some(s) = recv
+                    .then(|| inner.files.get(fh))
+                    .flatten()
+                    .and_then(|f| f.sock.clone())
+                {
+                    inner.eng.pass_wakeup(&s);
                 }
             }
             Pending::Read { fh, reply, .. } => {
@@ -155,6 +166,7 @@ impl Inner {
                 }
                 Outcome::Done
             }
+            Pending::Msg { fh, call, reply } => self.retry_message(fh, call, reply, caller, w),
             Pending::Open { op, reply } => match self.open_blocking(op, caller, w) {
                 Ok((fh, flags)) => {
                     reply.opened(fh, flags.bits());
@@ -178,6 +190,7 @@ impl Inner {
         let limit = match &p {
             Pending::Read { fh, .. } => self.file_timeout(*fh, Direction::Recv),
             Pending::Write { fh, .. } => self.file_timeout(*fh, Direction::Send),
+            Pending::Msg { call, .. } => call.limit(),
             Pending::Open {
                 op: OpenOp::Accept { sock, .. },
                 ..

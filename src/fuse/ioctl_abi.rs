@@ -158,6 +158,15 @@ pub struct MsgHead {
     pub creds: [u32; 3],
     /// Out (recv): `ADDR_AS_GIVEN` or 0, for `addr`.
     pub addr_flags: u32,
+    /// In (recv with MSGF_PEEK): start this far into what a peek returns,
+    /// so that a peek larger than MSG_ROOM comes in pieces.
+    pub skip: u32,
+    pub _pad: u32,
+    /// What is left of the call's SO_RCVTIMEO or SO_SNDTIMEO in ns
+    /// (TIMEO_NONE: none). Out: after this ioctl. In, with MSGF_CONT: the
+    /// most a later ioctl of the same call may wait, so that a call carried
+    /// by several ioctls is timed once, by the daemon.
+    pub timeo_left: u64,
     /// Send: `to`; recv: `from`.
     pub addr: [u8; ADDR_MAX],
     /// Socket numbers: passed (send) or received, each a new
@@ -186,6 +195,19 @@ pub const MSGF_CTRUNC: u32 = 4;
 /// sockets beyond its room are closed, as Linux closes the files it does not
 /// install (MSG_CTRUNC).
 pub const MSGF_ROOM: u32 = 8;
+/// In: the caller blocks (no O_NONBLOCK, no MSG_DONTWAIT): a call that
+/// cannot complete parks in the daemon, under the socket's SO_RCVTIMEO or
+/// SO_SNDTIMEO, until it can or a signal comes. Without it: EAGAIN at once.
+pub const MSGF_WAIT: u32 = 16;
+/// recv (in): MSG_WAITALL on a stream: wait until `len` bytes (at most
+/// MSG_ROOM), EOF, an error, a signal or the timeout; then what came.
+pub const MSGF_WAITALL: u32 = 32;
+/// In: a later ioctl of one call (a MSG_WAITALL receive larger than
+/// MSG_ROOM, timed once as unix_stream_read_generic does): it waits at most
+/// `timeo_left`.
+pub const MSGF_CONT: u32 = 64;
+/// `timeo_left` of a socket without a timeout.
+pub const TIMEO_NONE: u64 = u64::MAX;
 /// recv: the message does not fit MSG_ROOM; nothing was taken.
 pub const STATUS_TOO_BIG: u32 = 1;
 

@@ -6,6 +6,7 @@
 //! changes), `open` (open dispatch and blocking opens), `io` (read, write,
 //! retries), `poll`, `ioctl`.
 
+pub mod actfor;
 mod attr;
 mod entries;
 mod files;
@@ -54,7 +55,8 @@ fn nonblocking(flags: i32) -> bool {
 }
 
 fn caller(req: &Request) -> Caller {
-    let mut c = Caller::new(req.pid(), req.uid(), req.gid());
+    let (tid, uid, gid) = actfor::caller_of(req.pid(), req.uid(), req.gid());
+    let mut c = Caller::new(tid, uid, gid);
     c.unique = req.unique().0;
     c
 }
@@ -396,6 +398,26 @@ impl Filesystem for UdsFs {
     ) {
         // No extended attributes here; ENOSYS makes the kernel stop asking.
         reply.error(FErrno::ENOSYS);
+    }
+
+    fn setxattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        // Only the mount root's act_for (supervisors, fuse/actfor.rs).
+        if ino.0 != fuser::INodeNo::ROOT.0 || name != actfor::XATTR {
+            return reply.error(FErrno::from_i32(libc::ENOTSUP));
+        }
+        match actfor::set(req.pid(), req.uid(), value) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(FErrno::from_i32(e)),
+        }
     }
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: fuser::ReplyXattr) {

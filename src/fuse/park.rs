@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use super::ioctl::MsgCall;
 use super::outgoing::WriteJob;
 use super::reply::ReplySink;
 use super::watchdog::Alarm;
+use crate::engine::cred::ProcStatus;
 use crate::engine::quota::Quota;
 use crate::engine::{Caller, Wake};
 use crate::sharded::ShardedMap;
@@ -43,6 +45,12 @@ pub enum Pending {
         op: OpenOp,
         reply: ReplySink,
     },
+    /// A UDSFS_IOC_MSG send or receive of a caller that blocks.
+    Msg {
+        fh: u64,
+        call: MsgCall,
+        reply: ReplySink,
+    },
 }
 
 /// Opens that can block.
@@ -66,7 +74,8 @@ impl Pending {
         match self {
             Pending::Read { reply, .. }
             | Pending::Write { reply, .. }
-            | Pending::Open { reply, .. } => reply.error(err),
+            | Pending::Open { reply, .. }
+            | Pending::Msg { reply, .. } => reply.error(err),
         }
     }
 }
@@ -93,7 +102,7 @@ pub enum Outcome {
 
 /// Retries a pending request, leaving `waiter` on the socket if it blocks.
 pub trait Retry: Send + Sync + 'static {
-    fn attempt(&self, p: Pending, tid: u32, uid: u32, gid: u32, waiter: &Arc<Parked>) -> Outcome;
+    fn attempt(&self, p: Pending, caller: &Caller, waiter: &Arc<Parked>) -> Outcome;
     /// Answers a request that will not be retried: a write that got part
     /// of its bytes out reports them, a pending open lets go of what it made.
     fn abandon(&self, p: Pending, err: Errno);
@@ -106,6 +115,8 @@ pub struct Parked {
     pub tid: u32,
     pub uid: u32,
     pub gid: u32,
+    /// The caller's status as read when the request came, for its retries.
+    status: Option<ProcStatus>,
     /// Bytes charged to `ParkTable::held` while it waits.
     held: u64,
     slot: Mutex<Option<Pending>>,
@@ -158,6 +169,11 @@ pub fn deferring_wakeups<R>(op: impl FnOnce() -> R) -> R {
 }
 
 impl Parked {
+    /// The caller again, for a retry.
+    fn caller(&self) -> Caller {
+        Caller::again(self.tid, self.uid, self.gid, self.status.clone())
+    }
+
     /// Retries until done or blocked. A retry already running on another
     /// thread (or up this thread's stack) is told to go round once more.
     pub fn kick(self: &Arc<Self>) {
@@ -176,9 +192,7 @@ impl Parked {
                     return;
                 };
                 table.retries.fetch_add(1, Ordering::Relaxed);
-                let outcome = deferring_wakeups(|| {
-                    table.retry.attempt(p, self.tid, self.uid, self.gid, self)
-                });
+                let outcome = deferring_wakeups(|| table.retry.attempt(p, &self.caller(), self));
                 match outcome {
                     Outcome::Done => {
                         self.done.store(true, Ordering::SeqCst);
@@ -310,6 +324,7 @@ impl ParkTable {
         // A parked write holds its data until it is sent.
         let held = match &p {
             Pending::Write { job, .. } => job.held_bytes(),
+            Pending::Msg { call, .. } => call.held_bytes(),
             _ => 0,
         };
         if self.parked.take(uid, 1).is_err() {
@@ -329,6 +344,7 @@ impl ParkTable {
             tid,
             uid,
             gid,
+            status: c.known_status().cloned(),
             held,
             slot: Mutex::new(Some(p)),
             kicked: AtomicBool::new(false),

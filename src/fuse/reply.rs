@@ -3,7 +3,7 @@
 //! open-file layer, the park table and retries only see this trait, so they
 //! run without a mount.
 
-use fuser::{FileHandle, FopenFlags, ReplyData, ReplyOpen, ReplyWrite};
+use fuser::{FileHandle, FopenFlags, ReplyData, ReplyIoctl, ReplyOpen, ReplyWrite};
 use nix::errno::Errno;
 
 /// The answer to one request; each method consumes the sink, so a request
@@ -14,6 +14,11 @@ pub trait Reply: Send + 'static {
     /// `flags` are FOPEN_* bits.
     fn opened(self: Box<Self>, fh: u64, flags: u32);
     fn error(self: Box<Self>, err: Errno);
+    /// An ioctl's answer: result 0 and the bytes copied out. Sinks that are
+    /// no mount's take it as data.
+    fn ioctl(self: Box<Self>, out: &[u8]) {
+        self.data(out)
+    }
 }
 
 pub type ReplySink = Box<dyn Reply>;
@@ -23,6 +28,7 @@ pub enum FuseReply {
     Data(ReplyData),
     Write(ReplyWrite),
     Open(ReplyOpen),
+    Ioctl(ReplyIoctl),
 }
 
 fn ferr(e: Errno) -> fuser::Errno {
@@ -37,6 +43,7 @@ impl FuseReply {
             FuseReply::Data(r) => r.error(fuser::Errno::EIO),
             FuseReply::Write(r) => r.error(fuser::Errno::EIO),
             FuseReply::Open(r) => r.error(fuser::Errno::EIO),
+            FuseReply::Ioctl(r) => r.error(fuser::Errno::EIO),
         }
     }
 }
@@ -68,6 +75,14 @@ impl Reply for FuseReply {
             FuseReply::Data(r) => r.error(ferr(err)),
             FuseReply::Write(r) => r.error(ferr(err)),
             FuseReply::Open(r) => r.error(ferr(err)),
+            FuseReply::Ioctl(r) => r.error(ferr(err)),
+        }
+    }
+
+    fn ioctl(self: Box<Self>, out: &[u8]) {
+        match *self {
+            FuseReply::Ioctl(r) => r.ioctl(0, out),
+            other => other.mismatch("ioctl"),
         }
     }
 }

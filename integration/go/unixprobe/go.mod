@@ -1,0 +1,3 @@
+module udsfs/unixprobe
+
+go 1.19

@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# run_seccomp.sh: `udsfs run --front seccomp` (src/supervisor/) runs programs the preload
+# library cannot reach, on udsfs sockets: a Go program (integration/go/unixprobe, the net
+# package's raw system calls) as client and server, a statically linked C client
+# (integration/c/static_client.c), and Python under the supervisor for blocking calls.
+# Their peers are Python programs through the preload library. Every socket is checked
+# to be a udsfs socket ($U/unix lists it, /proc/net/unix does not), and SO_PEERCRED
+# shows the programs' own pids (the supervisor acts for them). Then: a signal to a
+# program waiting in a trapped accept runs its handler and the accept goes on; a
+# program killed there leaves no supervisor thread behind; clients and supervisors
+# killed at random points leave no socket and no process.
+source "$(dirname "$0")/lib.sh"
+source "$LIB_DIR/lib_run.bash"
+
+need_cmd go golang-go
+need_cmd gcc gcc
+need_cmd readelf binutils
+need_cmd python3 python3
+need_cmd curl curl
+[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
+
+# The programs, built here (stdlib only: no module downloads).
+export GOCACHE=$ROOT/target/gocache GOPATH=$ROOT/target/gopath GOPROXY=off GOFLAGS= GO111MODULE=on
+(cd "$ROOT/integration/go/unixprobe" && go build -o "$TMP/unixprobe" .) || fail "go build failed"
+for prog in static_client hostile messages; do
+    gcc -static -O2 -o "$TMP/$prog" "$ROOT/integration/c/$prog.c" || fail "gcc -static $prog.c failed"
+done
+# No program interpreter: the dynamic loader, and so the preload library, never runs.
+readelf -l "$TMP/static_client" | grep -q 'LOAD' || fail "readelf cannot read static_client"
+! readelf -l "$TMP/static_client" | grep -q 'INTERP' || fail "static_client is not statically linked"
+ok "built unixprobe (Go $(go env GOVERSION)) and static_client (gcc -static)"
+
+seccomp() {
+    "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- "$@"
+}
+
+# 1. A Python server through the library; a Go client and a static C client through
+#    the supervisor connect to it.
+cat >"$TMP/server.py" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(8)
+print("listening", flush=True)
+for _ in range(int(sys.argv[2])):
+    c, _ = s.accept()
+    line = c.makefile().readline()
+    pid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+    c.sendall(("py got " + line).encode())
+    print("peer pid", pid, flush=True)
+    c.close()
+print("served", flush=True)
+PY
+PY_SOCK=$MNT/py.sock
+run_cmd -- python3 "$TMP/server.py" "$PY_SOCK" 2
+start_bg PYSRV "${RUN_CMD[@]}" >"$TMP/py.out" 2>&1
+wait_listening "$PY_SOCK"
+expect_socket_home "$PY_SOCK"
+
+out=$(seccomp "$TMP/unixprobe" dial "$PY_SOCK" hello-go 2>&1) || fail "the Go client failed: $out"
+expect_eq "Go client's exchange" "$(sed -n 1,2p <<<"$out")" "reply: py got hello-go
+remote: $PY_SOCK"
+GO_PID=$(sed -n 's/^pid: //p' <<<"$out")
+out=$(seccomp "$TMP/static_client" "$PY_SOCK" hello-static 2>&1) || fail "the static client failed: $out"
+expect_eq "static client's exchange" "$(sed -n 1,2p <<<"$out")" "reply: py got hello-static
+peer: $PY_SOCK"
+C_PID=$(sed -n 's/^pid: //p' <<<"$out")
+ended_within "$PYSRV" 10000 || fail "the Python server did not finish: $(cat "$TMP/py.out")"
+reap "$PYSRV"
+expect_eq "Python server's exit status" "$REAPED_STATUS" 0
+# The supervisor acts for the program (src/fuse/actfor.rs): the server sees the
+# clients' own pids, not the supervisor's.
+expect_eq "SO_PEERCRED pids the server saw" "$(grep 'peer pid' "$TMP/py.out" | tr '\n' ' ')" "peer pid $GO_PID peer pid $C_PID "
+
+# Only a process's own tree may be acted for: the script is no descendant of python.
+out=$(python3 -c '
+import errno, os, sys
+try:
+    os.setxattr(sys.argv[1], "user.udsfs.act_for", sys.argv[2].encode())
+    print("granted")
+except OSError as e:
+    print(errno.errorcode[e.errno])' "$MNT" "$$")
+expect_eq "act_for a process outside the caller's tree" "$out" EPERM
+
+# 2. A Go server through the supervisor; a Python client through the library and the
+#    static client through the supervisor.
+GO_SOCK=$MNT/go.sock
+start_bg GOSRV "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- "$TMP/unixprobe" serve "$GO_SOCK" 2 >"$TMP/go.out" 2>&1
+wait_listening "$GO_SOCK"
+expect_socket_home "$GO_SOCK"
+out=$(on_udsfs python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"from python\n")
+print(s.makefile().readline(), end="")
+cred = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+print("server pid", int.from_bytes(cred[:4], sys.byteorder))' "$GO_SOCK" 2>&1) || fail "the Python client failed: $out"
+expect_eq "Go server's answer to Python" "$(sed -n 1p <<<"$out")" "go got from python"
+GOSRV_PID=$(sed -n 's/^listening on .* pid //p' "$TMP/go.out")
+expect_eq "SO_PEERCRED pid of the Go server, seen by its client" "$(sed -n 's/^server pid //p' <<<"$out")" "$GOSRV_PID"
+out=$(seccomp "$TMP/static_client" "$GO_SOCK" static 2>&1) || fail "the static client failed: $out"
+expect_eq "Go server's answer to the static client" "$(sed -n 1,2p <<<"$out")" "reply: go got static
+peer: $GO_SOCK"
+ended_within "$GOSRV" 10000 || fail "the Go server did not finish: $(cat "$TMP/go.out")"
+reap "$GOSRV"
+expect_eq "Go server's exit status" "$REAPED_STATUS" 0
+expect_eq "Go server's output" "$(cat "$TMP/go.out")" "listening on $GO_SOCK pid $GOSRV_PID
+served 2"
+
+# 2b. A Go HTTP server (net/http) answered by curl through the library.
+WWW=$MNT/www.sock
+start_bg HTTPSRV "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- "$TMP/unixprobe" http "$WWW" 2 >"$TMP/http.out" 2>&1
+wait_listening "$WWW"
+expect_socket_home "$WWW"
+body=$(on_udsfs curl --silent --show-error --fail --max-time 20 --unix-socket "$WWW" http://go/a http://go/b 2>&1) ||
+    fail "curl failed: $body"
+expect_eq "Go HTTP bodies through curl" "$body" "hello from Go: /a
+hello from Go: /b"
+ended_within "$HTTPSRV" 10000 || fail "the Go HTTP server did not finish: $(cat "$TMP/http.out")"
+reap "$HTTPSRV"
+expect_eq "Go HTTP server's exit status" "$REAPED_STATUS" 0
+
+# 3. Datagrams: the Go client binds an abstract name (a kernel socket made udsfs at
+#    bind), connects, writes and reads natively; the server answers to that name.
+cat >"$TMP/dgram.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+print("bound", flush=True)
+data, addr = s.recvfrom(256)
+s.sendto(b"py got " + data, addr)
+print("from", addr, flush=True)
+PY
+DG_SOCK=$MNT/dg.sock
+run_cmd -- python3 "$TMP/dgram.py" "$DG_SOCK"
+start_bg DGSRV "${RUN_CMD[@]}" >"$TMP/dg.out" 2>&1
+wait_listening "$DG_SOCK"
+out=$(seccomp "$TMP/unixprobe" dgram "$DG_SOCK" dgram-go 2>&1) || fail "the Go datagram client failed: $out"
+expect_eq "Go datagram reply" "$(sed -n 1p <<<"$out")" "reply: py got dgram-go"
+sed -n 2p <<<"$out" | grep -q '^local: @unixprobe-' || fail "Go's local address: $out"
+ended_within "$DGSRV" 10000 || fail "the datagram server did not finish: $(cat "$TMP/dg.out")"
+reap "$DGSRV"
+grep -q "from b'\\\\x00unixprobe-" "$TMP/dg.out" || fail "the server saw the sender as: $(cat "$TMP/dg.out")"
+ok "a Go datagram socket bound an abstract udsfs name and got its answer"
+
+# 3b. Bad pointers and lengths (integration/c/hostile.c): the supervisor answers as
+#     Linux does and goes on serving; the same program on kernel sockets is the reference.
+mkdir "$TMP/k"
+"$TMP/hostile" "$TMP/k" >"$TMP/hostile.kernel" 2>&1 || fail "hostile on kernel sockets: $(cat "$TMP/hostile.kernel")"
+seccomp "$TMP/hostile" "$MNT" >"$TMP/hostile.udsfs" 2>&1 || fail "hostile through the supervisor: $(cat "$TMP/hostile.udsfs")"
+expect_eq "hostile's sockets on the kernel" "$(grep -c '^where: kernel$' "$TMP/hostile.kernel")" 3
+expect_eq "hostile's sockets through the supervisor that were udsfs" "$(grep -c '^where: udsfs$' "$TMP/hostile.udsfs")" 3
+if ! diff <(grep -v '^where: ' "$TMP/hostile.kernel") <(grep -v '^where: ' "$TMP/hostile.udsfs") >"$TMP/hostile.diff"; then
+    cat "$TMP/hostile.diff" >&2
+    fail "the supervisor answered bad input differently from the kernel (< kernel, > udsfs)"
+fi
+ok "bad input: the same $(grep -vc '^where: ' "$TMP/hostile.udsfs") answers as the kernel, and the exchange after them works"
+
+# 3c. The message calls of a static program on socketpairs (integration/c/messages.c):
+#     queue ioctls, sendmmsg/recvmmsg, SCM_RIGHTS of a socket, SCM_CREDENTIALS.
+"$TMP/messages" >"$TMP/messages.kernel" 2>&1 || fail "messages on kernel sockets: $(cat "$TMP/messages.kernel")"
+seccomp "$TMP/messages" >"$TMP/messages.udsfs" 2>&1 || fail "messages through the supervisor: $(cat "$TMP/messages.udsfs")"
+expect_eq "messages' pairs through the supervisor that were udsfs" "$(grep -c '^where: udsfs$' "$TMP/messages.udsfs")" 2
+if ! diff <(grep -v '^where: ' "$TMP/messages.kernel") <(grep -v '^where: ' "$TMP/messages.udsfs") >"$TMP/messages.diff"; then
+    cat "$TMP/messages.diff" >&2
+    fail "the supervisor's message calls answered differently from the kernel (< kernel, > udsfs)"
+fi
+ok "message calls: the same $(grep -vc '^where: ' "$TMP/messages.udsfs") results as the kernel"
+
+# 3d. The socket API of integration/run_checks.py (run_python.sh runs it through the
+#     library) in Python under the supervisor alone, against the kernel. One known
+#     difference: fstat of a udsfs socket is its data file's (S_IFREG); the library
+#     answers S_IFSOCK, the supervisor does not trap fstat.
+mkdir "$TMP/rc.k" "$MNT/rc"
+python3 "$ROOT/integration/run_checks.py" "$TMP/rc.k" kernel >"$TMP/rc.kernel" 2>&1 || fail "run_checks.py on kernel sockets: $(tail -3 "$TMP/rc.kernel")"
+seccomp python3 "$ROOT/integration/run_checks.py" "$MNT/rc" udsfs >"$TMP/rc.udsfs" 2>&1 || fail "run_checks.py through the supervisor: $(tail -3 "$TMP/rc.udsfs")"
+tail -1 "$TMP/rc.udsfs" | grep -qx done || fail "run_checks.py did not finish through the supervisor"
+expect_eq "run_checks.py descriptors that were udsfs sockets" "$(grep -c 'where: udsfs$' "$TMP/rc.udsfs")" 3
+known='where: |^pair fstat is socket: '
+if ! diff <(grep -Ev "$known" "$TMP/rc.kernel") <(grep -Ev "$known" "$TMP/rc.udsfs") >"$TMP/rc.diff"; then
+    cat "$TMP/rc.diff" >&2
+    fail "run_checks.py through the supervisor answered differently from the kernel (< kernel, > udsfs)"
+fi
+ok "run_checks.py under the supervisor: the same $(grep -Evc "$known" "$TMP/rc.udsfs") results as the kernel"
+
+# 3e. Conformance scenarios under the supervisor against the kernel: names as
+#     given (relative, `sub/../x`), SO_RCVTIMEO/SO_SNDTIMEO with MSG_WAITALL, buffer
+#     sizes carried at the switch and passed sockets cut by the room and RLIMIT_NOFILE.
+for scen in given_names timeo bufs; do
+    mkdir "$TMP/$scen.k" "$MNT/$scen"
+    python3 "$ROOT/tests/conformance/$scen.py" "$TMP/$scen.k" >"$TMP/$scen.kernel" 2>&1 ||
+        fail "$scen.py on kernel sockets: $(tail -3 "$TMP/$scen.kernel")"
+    seccomp python3 "$ROOT/tests/conformance/$scen.py" "$MNT/$scen" >"$TMP/$scen.udsfs" 2>&1 ||
+        fail "$scen.py through the supervisor: $(tail -3 "$TMP/$scen.udsfs")"
+    expect_eq "$scen.py ran on" "$(head -1 "$TMP/$scen.udsfs")" "where: udsfs"
+    if ! diff <(tail -n +2 "$TMP/$scen.kernel") <(tail -n +2 "$TMP/$scen.udsfs") >"$TMP/$scen.diff"; then
+        cat "$TMP/$scen.diff" >&2
+        fail "$scen.py through the supervisor answered differently from the kernel (< kernel, > udsfs)"
+    fi
+    ok "$scen.py under the supervisor: the same $(($(wc -l <"$TMP/$scen.udsfs") - 1)) results as the kernel"
+done
+
+# 4. A blocking accept under the supervisor: a signal runs the program's handler (the
+#    supervisor ends its wait with ERESTARTSYS, the accept restarts) and the accept
+#    still takes the next connection; then a kill while trapped leaves no thread.
+cat >"$TMP/blocking.py" <<'PY'
+import os, signal, socket, sys
+def handler(sig, frame):
+    print("handler ran", flush=True)
+signal.signal(signal.SIGUSR1, handler)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(1)
+print("pid", os.getpid(), flush=True)
+c, _ = s.accept()
+print("accepted", c.recv(100).decode(), flush=True)
+c.close()
+c, _ = s.accept()
+print("unreachable", flush=True)
+PY
+BL_SOCK=$MNT/blocking.sock
+start_bg BLRUN "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- sh -c 'python3 "$1" "$2"; echo "python: $?"; exec sleep 30' sh "$TMP/blocking.py" "$BL_SOCK" >"$TMP/bl.out" 2>&1
+wait_listening "$BL_SOCK"
+expect_socket_home "$BL_SOCK"
+wait_grep() { local f=$1 pat=$2 i; for i in $(seq 1 200); do grep -q "$pat" "$f" && return 0; sleep 0.05; done; return 1; }
+wait_grep "$TMP/bl.out" '^pid ' || fail "no pid line: $(cat "$TMP/bl.out")"
+PYPID=$(sed -n 's/^pid //p' "$TMP/bl.out")
+supervise_threads() { grep -lx udsfs-supervise /proc/"$BLRUN"/task/*/comm 2>/dev/null | wc -l; }
+sleep 0.3
+[ "$(supervise_threads)" -ge 1 ] || fail "no supervisor thread waits for the blocking accept"
+kill -USR1 "$PYPID"
+wait_grep "$TMP/bl.out" '^handler ran' || fail "the handler did not run while accept waited: $(cat "$TMP/bl.out")"
+ok "SIGUSR1 reached the program waiting in a trapped accept (its handler ran)"
+out=$(seccomp "$TMP/static_client" "$BL_SOCK" after-signal 2>&1) || true
+wait_grep "$TMP/bl.out" '^accepted after-signal' || fail "the accept did not go on after the signal: $(cat "$TMP/bl.out")"
+ok "the accept restarted and took the next connection"
+sleep 0.3
+[ "$(supervise_threads)" -ge 1 ] || fail "no supervisor thread waits for the second accept"
+kill -KILL "$PYPID"
+wait_grep "$TMP/bl.out" '^python: 137' || fail "python was not killed: $(cat "$TMP/bl.out")"
+for _ in $(seq 1 60); do [ "$(supervise_threads)" -eq 0 ] && break; sleep 0.05; done
+expect_eq "supervisor threads left after the kill" "$(supervise_threads)" 0
+kill -TERM "$BLRUN"
+ended_within "$BLRUN" 10000 || fail "udsfs run did not end"
+reap "$BLRUN"
+ok "a program killed in a trapped accept leaves no supervisor thread"
+
+# 5. Faults: Go clients killed at random points of their exchange with a server (through
+#    the library) that never answers, and supervisors killed under their clients. No
+#    socket is left behind, no process stays.
+cat >"$TMP/sink.py" <<'PY'
+import socket, sys, threading
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(64)
+print("listening", flush=True)
+def drain(c):
+    while c.recv(4096):
+        pass
+    c.close()
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=drain, args=(c,), daemon=True).start()
+PY
+SINK=$MNT/sink.sock
+run_cmd -- python3 "$TMP/sink.py" "$SINK"
+start_bg SINKSRV "${RUN_CMD[@]}" >"$TMP/sink.out" 2>&1
+wait_listening "$SINK"
+base=$(socket_count)
+runs=()
+for i in $(seq 1 12); do
+    start_bg R "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- "$TMP/unixprobe" dial "$SINK" "fault $i" >/dev/null 2>&1
+    runs+=("$R")
+    sleep "0.0$((RANDOM % 8))"
+    child=
+    for _ in $(seq 1 100); do
+        child=$(cat /proc/"$R"/task/*/children 2>/dev/null | tr ' ' '\n' | head -1) || true
+        [ -z "$child" ] || break
+        sleep 0.01
+    done
+    [ -n "$child" ] || fail "udsfs run $R started no command"
+    runs+=("$child")
+    if [ $((i % 3)) -eq 0 ]; then
+        kill -KILL "$R" 2>/dev/null || true # the supervisor: its command goes with it
+    else
+        kill -KILL "$child" 2>/dev/null || true
+    fi
+done
+for r in "${runs[@]}"; do
+    ended_within "$r" 5000 || fail "process $r (udsfs run or its command) still runs after the kill"
+done
+wait_socket_count "$base" 5000
+ok "12 killed clients and supervisors: every process ended, the daemon is back to $base sockets"
+kill -KILL "$SINKSRV"

@@ -1,0 +1,238 @@
+//! The supervisor's side of the daemon: making udsfs sockets through
+//! `.udsfs/` files and the ioctls of a data file (src/fuse/ioctl_abi.rs),
+//! as the preload library issues them (preload/src/sock.rs, msg.rs). None
+//! of these park in the daemon: a caller that must wait polls and retries.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::fuse::ioctl_abi::*;
+
+pub type Res<T> = Result<T, i32>;
+
+fn last() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+pub struct Daemon {
+    pub mount: PathBuf,
+}
+
+pub fn type_name(ty: i32) -> Option<&'static str> {
+    match ty {
+        libc::SOCK_STREAM => Some("stream"),
+        // unix_create makes SOCK_RAW a datagram socket.
+        libc::SOCK_DGRAM | libc::SOCK_RAW => Some("dgram"),
+        libc::SOCK_SEQPACKET => Some("seqpacket"),
+        _ => None,
+    }
+}
+
+fn open(path: &Path, flags: i32) -> Res<OwnedFd> {
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| libc::EINVAL)?;
+    // SAFETY: NUL-terminated path; the descriptor is ours.
+    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(last());
+    }
+    // SAFETY: as above.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A control handle's text: "N\n" or "N M\n".
+fn numbers(fd: &OwnedFd) -> Res<Vec<u64>> {
+    let mut buf = [0u8; 64];
+    // SAFETY: reads into a local buffer.
+    let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return Err(last());
+    }
+    let text = std::str::from_utf8(&buf[..n as usize]).map_err(|_| libc::EIO)?;
+    text.split_whitespace()
+        .map(|w| w.parse().map_err(|_| libc::EIO))
+        .collect()
+}
+
+impl Daemon {
+    fn file(&self, rel: &str) -> PathBuf {
+        self.mount.join(".udsfs").join(rel)
+    }
+
+    pub fn open_sock(&self, id: u64, nonblock: bool) -> Res<OwnedFd> {
+        let nb = if nonblock { libc::O_NONBLOCK } else { 0 };
+        open(&self.file(&format!("sock/{id}/data")), libc::O_RDWR | nb)
+    }
+
+    /// A new unbound socket of type `ty` (`.udsfs/TYPE/clone`).
+    pub fn new_sock(&self, ty: i32, nonblock: bool) -> Res<OwnedFd> {
+        let name = type_name(ty).ok_or(libc::EPROTONOSUPPORT)?;
+        let h = open(&self.file(&format!("{name}/clone")), libc::O_RDWR)?;
+        let id = *numbers(&h)?.first().ok_or(libc::EIO)?;
+        self.open_sock(id, nonblock)
+    }
+
+    /// socketpair: `.udsfs/TYPE/pair`.
+    pub fn pair(&self, ty: i32, nonblock: bool) -> Res<(OwnedFd, OwnedFd)> {
+        let name = type_name(ty).ok_or(libc::EPROTONOSUPPORT)?;
+        let h = open(&self.file(&format!("{name}/pair")), libc::O_RDWR)?;
+        let [a, b] = numbers(&h)?[..] else {
+            return Err(libc::EIO);
+        };
+        Ok((self.open_sock(a, nonblock)?, self.open_sock(b, nonblock)?))
+    }
+
+    /// One accept without waiting: EAGAIN when no connection is queued.
+    pub fn accept(&self, listener: &OwnedFd, nonblock: bool) -> Res<OwnedFd> {
+        let id = info(listener)?[INFO_ID] as u64;
+        let h = open(
+            &self.file(&format!("sock/{id}/accept")),
+            libc::O_RDONLY | libc::O_NONBLOCK,
+        )?;
+        let n = *numbers(&h)?.first().ok_or(libc::EIO)?;
+        self.open_sock(n, nonblock)
+    }
+}
+
+/// One control ioctl.
+pub fn ctl(fd: &OwnedFd, op: u32, arg: i32, addr: &[u8], given: &[u8]) -> Res<Ctl> {
+    // SAFETY: Ctl is plain integers.
+    let mut c: Ctl = unsafe { std::mem::zeroed() };
+    ctl_with(fd, op, arg, addr, given, &mut c)?;
+    Ok(c)
+}
+
+/// A control ioctl whose inputs include `c.v`.
+pub fn ctl_with(
+    fd: &OwnedFd,
+    op: u32,
+    arg: i32,
+    addr: &[u8],
+    given: &[u8],
+    c: &mut Ctl,
+) -> Res<()> {
+    let n = addr.len().min(ADDR_MAX);
+    c.addr[..n].copy_from_slice(&addr[..n]);
+    c.addr_len = n as u32;
+    let g = given.len().min(ADDR_MAX);
+    c.given[..g].copy_from_slice(&given[..g]);
+    c.given_len = g as u32;
+    c.op = op;
+    c.arg = arg;
+    // SAFETY: the kernel copies size_of::<Ctl>() bytes in and out of c.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), UDSFS_IOC_CTL as _, c as *mut Ctl) };
+    if r < 0 { Err(last()) } else { Ok(()) }
+}
+
+pub fn info(fd: &OwnedFd) -> Res<[i64; 13]> {
+    ctl(fd, OP_INFO, 0, &[], &[]).map(|c| c.v)
+}
+
+/// One received message.
+pub struct Got {
+    pub data: Vec<u8>,
+    pub full_len: usize,
+    pub from: Vec<u8>,
+    pub from_as_given: bool,
+    pub too_big: bool,
+    /// SCM_CREDENTIALS: pid, uid, gid.
+    pub creds: Option<[u32; 3]>,
+    /// Passed sockets (numbers) and files (bit 63: a tag for the fd channel).
+    pub rights: Vec<u64>,
+    /// The daemon dropped passed sockets (MSG_CTRUNC).
+    pub ctrunc: bool,
+    /// The byte returned is the OOB byte.
+    pub oob: bool,
+}
+
+/// What a send carries besides its payload.
+#[derive(Default)]
+pub struct Meta<'a> {
+    pub to: Option<&'a [u8]>,
+    pub creds: Option<[u32; 3]>,
+    pub rights: &'a [u64],
+    pub oob: bool,
+}
+
+fn head() -> MsgHead {
+    // SAFETY: MsgHead is plain integers.
+    unsafe { std::mem::zeroed() }
+}
+
+fn msg_ioctl(fd: &OwnedFd, buf: &mut [u8]) -> Res<MsgHead> {
+    // SAFETY: the kernel copies MSG_BUF bytes in and out of buf.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), UDSFS_IOC_MSG as _, buf.as_mut_ptr()) };
+    if r < 0 {
+        return Err(last());
+    }
+    // SAFETY: buf starts with a MsgHead.
+    Ok(unsafe { std::ptr::read_unaligned(buf.as_ptr().cast::<MsgHead>()) })
+}
+
+/// One send of at most MSG_ROOM bytes, never waiting (EAGAIN when full).
+pub fn send(fd: &OwnedFd, data: &[u8], meta: &Meta) -> Res<usize> {
+    let mut buf = vec![0u8; MSG_BUF];
+    let mut h = head();
+    h.op = MSGOP_SEND;
+    let data = &data[..data.len().min(MSG_ROOM)];
+    h.len = data.len() as u32;
+    if meta.oob {
+        h.flags |= MSGF_OOB;
+    }
+    if let Some(to) = meta.to {
+        let n = to.len().min(ADDR_MAX);
+        h.addr[..n].copy_from_slice(&to[..n]);
+        h.addr_len = n as u32;
+    }
+    if let Some(c) = meta.creds {
+        h.has_creds = HAS_CREDS;
+        h.creds = c;
+    }
+    let n = meta.rights.len().min(MAX_RIGHTS);
+    h.rights[..n].copy_from_slice(&meta.rights[..n]);
+    h.nrights = n as u32;
+    let hs = std::mem::size_of::<MsgHead>();
+    // SAFETY: buf has room for a MsgHead.
+    unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<MsgHead>(), h) };
+    buf[hs..hs + data.len()].copy_from_slice(data);
+    msg_ioctl(fd, &mut buf).map(|r| r.len as usize)
+}
+
+/// One receive of up to `want` bytes, never waiting (EAGAIN when empty).
+/// `room` is the reader's control buffer length: the daemon closes passed
+/// sockets beyond it, as Linux closes the files it does not install.
+pub fn recv(fd: &OwnedFd, want: usize, peek: bool, oob: bool, room: usize) -> Res<Got> {
+    let mut buf = vec![0u8; MSG_BUF];
+    let mut h = head();
+    h.op = MSGOP_RECV;
+    // What the reader wants, not what fits: a larger datagram is "too big"
+    // (read from the `msg` file), not cut to the ioctl's room.
+    h.len = want.min(u32::MAX as usize) as u32;
+    h.flags = MSGF_ROOM;
+    if peek {
+        h.flags |= MSGF_PEEK;
+    }
+    if oob {
+        h.flags |= MSGF_OOB;
+    }
+    h.nrights = room.min(u32::MAX as usize) as u32;
+    // SAFETY: buf has room for a MsgHead.
+    unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<MsgHead>(), h) };
+    let r = msg_ioctl(fd, &mut buf)?;
+    let hs = std::mem::size_of::<MsgHead>();
+    let n = (r.len as usize).min(MSG_ROOM);
+    Ok(Got {
+        data: buf[hs..hs + n].to_vec(),
+        full_len: r.full_len as usize,
+        from: r.addr[..(r.addr_len as usize).min(ADDR_MAX)].to_vec(),
+        from_as_given: r.addr_flags & ADDR_AS_GIVEN != 0,
+        too_big: r.status == STATUS_TOO_BIG,
+        creds: (r.has_creds & HAS_CREDS != 0).then_some(r.creds),
+        rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
+        ctrunc: r.flags & MSGF_CTRUNC != 0,
+        oob: r.flags & MSGF_OOB != 0,
+    })
+}

@@ -1,0 +1,796 @@
+//! One trapped call: `triage` answers calls on kernel sockets and other
+//! files at once (CONTINUE) and copies what decides it; `perform`, on a
+//! thread of its own, does a udsfs call with the same ioctls as the preload
+//! library (preload/src/lib.rs) on a copy of the target's descriptor.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use libc::seccomp_notif;
+
+use super::daemon::{self, Daemon, Res};
+use super::mem;
+use super::notify::{ERESTARTSYS, Listener, Reply};
+use super::opts;
+use super::route::{self, Route, Routes};
+use super::target::{Dev, Task};
+use crate::fuse::ioctl_abi::*;
+
+pub struct Ctx {
+    pub daemon: Daemon,
+    pub routes: Routes,
+    pub dev: Dev,
+}
+
+/// A call for the supervisor to carry out.
+#[derive(Clone)]
+pub struct Job {
+    pub id: u64,
+    tid: i32,
+    nr: i64,
+    args: [u64; 6],
+    /// The target's descriptor (args[0]) was a udsfs data file at triage.
+    udsfs: bool,
+    /// The address that made a kernel socket's call udsfs work (copied once).
+    addr: Option<Vec<u8>>,
+    /// The call may wait (accept, connect, a send or receive on a blocking
+    /// descriptor without MSG_DONTWAIT): it gets a thread of its own.
+    pub may_wait: bool,
+    /// It may, but is tried once on the loop first: nothing it does before
+    /// its first wait needs undoing (accept, connect, recvfrom, recvmsg
+    /// without MSG_WAITALL), so at that wait it stops (`WOULD_WAIT`) and
+    /// goes to a thread whole; a sendto or sendmsg goes to a thread from
+    /// the bytes it sent (`resume`).
+    pub try_first: bool,
+    pub resume: usize,
+}
+
+/// What a call tried on the loop answers when it would wait.
+pub const WOULD_WAIT: i32 = -1;
+
+fn try_first(nr: i64, args: &[u64; 6]) -> bool {
+    match nr {
+        libc::SYS_accept | libc::SYS_accept4 | libc::SYS_connect => true,
+        libc::SYS_recvfrom => args[3] as i32 & libc::MSG_WAITALL == 0,
+        libc::SYS_recvmsg => args[2] as i32 & libc::MSG_WAITALL == 0,
+        libc::SYS_sendto | libc::SYS_sendmsg => true,
+        _ => false,
+    }
+}
+
+/// Whether call `nr` on the target's descriptor `args[0]` may wait.
+fn may_wait(tid: i32, nr: i64, args: &[u64; 6]) -> bool {
+    let flags = match nr {
+        libc::SYS_accept | libc::SYS_accept4 | libc::SYS_connect => 0,
+        libc::SYS_recvfrom | libc::SYS_sendto | libc::SYS_recvmmsg | libc::SYS_sendmmsg => {
+            args[3] as i32
+        }
+        libc::SYS_recvmsg | libc::SYS_sendmsg => args[2] as i32,
+        _ => return false,
+    };
+    let nonblock = crate::procfs::fd_flags(tid, args[0] as i32)
+        .is_some_and(|f| f & libc::O_NONBLOCK as u32 != 0);
+    !nonblock && flags & libc::MSG_DONTWAIT == 0
+}
+
+pub(super) fn say(what: &str) {
+    eprintln!("udsfs run (seccomp): {what}");
+}
+
+fn fd_is_udsfs(dev: &Dev, tid: i32, fd: i32) -> bool {
+    if fd < 0 {
+        return false;
+    }
+    let path = format!("/proc/{tid}/fd/{fd}");
+    Dev::probe(dev, &path)
+}
+
+/// Copies a sockaddr of the target (at most sizeof(sockaddr_un) bytes).
+pub(super) fn read_addr(tid: i32, addr: u64, len: u64) -> Result<Vec<u8>, i32> {
+    let n = (len.min(route::SUN_LEN as u64)) as usize;
+    mem::read(tid, addr, n)
+}
+
+fn cwd_for(tid: i32, addr: &[u8]) -> Option<Vec<u8>> {
+    // Only a relative path name needs the working directory.
+    if addr.len() > 2 && addr[2] != 0 && addr[2] != b'/' {
+        return cwd_of(tid);
+    }
+    None
+}
+
+fn cwd_of(tid: i32) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::OsStringExt;
+    std::fs::read_link(format!("/proc/{tid}/cwd"))
+        .ok()
+        .map(|p| p.into_os_string().into_vec())
+}
+
+pub(super) fn classify(ctx: &Ctx, tid: i32, addr: &[u8]) -> Route {
+    ctx.routes.classify(addr, cwd_for(tid, addr).as_deref())
+}
+
+/// Decides a call on the spot when it is not udsfs work.
+pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply> {
+    let (nr, args, tid) = (n.data.nr as i64, n.data.args, n.pid as i32);
+    let job = |udsfs, addr| Job {
+        id: n.id,
+        tid,
+        nr,
+        args,
+        udsfs,
+        addr,
+        may_wait: may_wait(tid, nr, &args),
+        try_first: try_first(nr, &args),
+        resume: 0,
+    };
+    match nr {
+        libc::SYS_socket => return Err(Reply::Continue),
+        libc::SYS_socketpair => {
+            // Anything the daemon would refuse goes to the kernel, which
+            // gives Linux's errno in Linux's order.
+            let (ty, proto) = (args[1] as i32, args[2] as i32);
+            let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+            let valid = daemon::type_name(base).is_some() && (proto == 0 || proto == libc::PF_UNIX);
+            return if args[0] as i32 == libc::AF_UNIX && valid {
+                Ok(job(false, None))
+            } else {
+                Err(Reply::Continue)
+            };
+        }
+        libc::SYS_unlink => return Err(unlink_routed(ctx, tid, libc::AT_FDCWD, args[0], 0)),
+        libc::SYS_unlinkat => {
+            return Err(unlink_routed(
+                ctx,
+                tid,
+                args[0] as i32,
+                args[1],
+                args[2] as i32,
+            ));
+        }
+        _ => {}
+    }
+    if fd_is_udsfs(&ctx.dev, tid, args[0] as i32) {
+        return Ok(job(true, None));
+    }
+    // A kernel socket (or no socket): only an address in the mount, under a
+    // route or abstract makes it udsfs work.
+    let addr = match nr {
+        libc::SYS_bind | libc::SYS_connect => read_addr(tid, args[1], args[2]),
+        libc::SYS_sendto if args[4] != 0 => read_addr(tid, args[4], args[5]),
+        libc::SYS_sendmsg => mem::read(tid, args[1], MSGHDR).and_then(|h| {
+            let name = u64_at(&h, 0);
+            if name == 0 {
+                return Err(0);
+            }
+            read_addr(tid, name, u32_at(&h, 8) as u64)
+        }),
+        _ => return Err(Reply::Continue),
+    };
+    // Unreadable memory: the kernel gives the errno Linux gives.
+    let Ok(addr) = addr else {
+        return Err(Reply::Continue);
+    };
+    match classify(ctx, tid, &addr) {
+        Route::Udsfs(_) => Ok(job(false, Some(addr))),
+        Route::Autobind if nr == libc::SYS_bind => Ok(job(false, Some(addr))),
+        _ => Err(Reply::Continue),
+    }
+}
+
+/// unlink of a routed path: its node in the mount goes too, then the
+/// kernel removes the link at the path (preload/src/lib.rs unlink_routed).
+/// Answered here: it makes no daemon call that could wait.
+fn unlink_routed(ctx: &Ctx, tid: i32, dirfd: i32, path: u64, flags: i32) -> Reply {
+    use std::os::unix::ffi::OsStrExt;
+    if ctx.routes.routes.is_empty() || flags != 0 {
+        return Reply::Continue;
+    }
+    let Ok(p) = mem::read_cstr(tid, path, libc::PATH_MAX as usize) else {
+        return Reply::Continue;
+    };
+    let abs = if p.starts_with(b"/") {
+        route::normalize(&p, b"/")
+    } else if dirfd == libc::AT_FDCWD {
+        match cwd_of(tid) {
+            Some(cwd) => route::normalize(&p, &cwd),
+            None => return Reply::Continue,
+        }
+    } else {
+        return Reply::Continue;
+    };
+    let Some(tree) = ctx
+        .routes
+        .tree_path(&abs)
+        .filter(|t| ctx.routes.routed_path(t).is_some())
+    else {
+        return Reply::Continue;
+    };
+    let node = [ctx.routes.mount.as_slice(), b"/", &tree].concat();
+    if std::fs::remove_file(std::ffi::OsStr::from_bytes(&node)).is_err() {
+        return Reply::Continue;
+    }
+    // The node is gone: the call succeeds even with no link left to remove.
+    match std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&abs)) {
+        Ok(_) => Reply::Continue,
+        Err(_) => Reply::Value(0),
+    }
+}
+
+/// sizeof(struct msghdr).
+pub(super) const MSGHDR: usize = 56;
+
+pub(super) fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8)
+        .and_then(|s| s.try_into().ok())
+        .map(u64::from_ne_bytes)
+        .unwrap_or(0)
+}
+
+pub(super) fn u32_at(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .and_then(|s| s.try_into().ok())
+        .map(u32::from_ne_bytes)
+        .unwrap_or(0)
+}
+
+/// Why a wait ended without its event.
+pub(super) enum Stop {
+    /// The notification is gone (the target died or was interrupted).
+    Gone,
+    /// A signal waits for the thread: -ERESTARTSYS, restarted or EINTR.
+    Signal,
+    /// SO_RCVTIMEO or SO_SNDTIMEO ran out: EAGAIN, as Linux.
+    Timeout,
+    /// Tried on the loop (`Job::try_first`): the wait belongs on a thread.
+    WouldWait,
+}
+
+pub(super) struct Call<'a> {
+    pub ctx: &'a Ctx,
+    l: &'a Listener,
+    pub task: Task,
+    id: u64,
+    /// The end of this call's waits, read at its first wait (one timeout
+    /// for the whole call, as Linux counts it): None not read yet.
+    deadline: std::cell::Cell<Option<Option<std::time::Instant>>>,
+    /// On the notification loop: a wait ends the attempt.
+    on_loop: bool,
+    /// Bytes of this send already sent by the attempt on the loop.
+    pub resume: usize,
+    /// Out of an attempt on the loop: the bytes it sent before it would wait.
+    pub sent: std::cell::Cell<usize>,
+}
+
+pub(super) fn errno_of(stop: Stop) -> i32 {
+    match stop {
+        Stop::Gone => libc::EINTR,
+        Stop::Signal => ERESTARTSYS,
+        Stop::Timeout => libc::EAGAIN,
+        Stop::WouldWait => WOULD_WAIT,
+    }
+}
+
+impl Call<'_> {
+    /// How long the next slice of a wait on `fd` may be; Timeout once the
+    /// socket's timeout for direction `dir` (0 receive, 1 send) ran out.
+    fn slice(&self, fd: &OwnedFd, dir: i32) -> Result<std::time::Duration, Stop> {
+        let step = std::time::Duration::from_millis(100);
+        let at = match self.deadline.get() {
+            Some(at) => at,
+            None => {
+                let at = opts::timeout(fd, dir).map(|d| std::time::Instant::now() + d);
+                self.deadline.set(Some(at));
+                at
+            }
+        };
+        match at {
+            None => Ok(step),
+            Some(at) => {
+                let left = at.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    return Err(Stop::Timeout);
+                }
+                Ok(left.min(step))
+            }
+        }
+    }
+
+    /// Waits for `events` on `fd` without parking anywhere: short polls,
+    /// and between them the notification's validity, the target's pending
+    /// signals and the socket's timeout. (Temporary: when the daemon's
+    /// ioctls park, the wait moves there and this becomes the cancellation
+    /// of a parked request.)
+    pub fn wait(&self, fd: &OwnedFd, events: i16) -> Result<(), Stop> {
+        if self.on_loop {
+            return Err(Stop::WouldWait);
+        }
+        let dir = (events & libc::POLLOUT != 0) as i32;
+        loop {
+            let ms = self.slice(fd, dir)?.as_millis().max(1) as i32;
+            let mut p = libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events,
+                revents: 0,
+            };
+            // SAFETY: polls one local pollfd.
+            let r = unsafe { libc::poll(&mut p, 1, ms) };
+            if !self.l.valid(self.id) {
+                return Err(Stop::Gone);
+            }
+            if r > 0 {
+                return Ok(());
+            }
+            if self.task.signal_pending() {
+                return Err(Stop::Signal);
+            }
+        }
+    }
+
+    /// A pause for what poll cannot show (a full backlog of a connect on
+    /// `fd`): as `wait`, with the send timeout.
+    fn pause(&self, fd: &OwnedFd, round: u32) -> Result<(), Stop> {
+        if self.on_loop {
+            return Err(Stop::WouldWait);
+        }
+        let d = std::time::Duration::from_millis(1 << round.min(6));
+        std::thread::sleep(d.min(self.slice(fd, 1)?));
+        if !self.l.valid(self.id) {
+            return Err(Stop::Gone);
+        }
+        if self.task.signal_pending() {
+            return Err(Stop::Signal);
+        }
+        Ok(())
+    }
+
+    pub fn install(&self, new: &OwnedFd, at: Option<i32>, cloexec: bool) -> Res<i32> {
+        if !self.l.valid(self.id) {
+            return Err(libc::EINTR);
+        }
+        self.l.add_fd(self.id, new, at, cloexec)
+    }
+}
+
+fn getsockopt_int(fd: &OwnedFd, opt: i32) -> Res<i32> {
+    let mut v: i32 = 0;
+    let mut len = 4 as libc::socklen_t;
+    // SAFETY: getsockopt writes one int.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            (&mut v as *mut i32).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    Ok(v)
+}
+
+fn kernel_unix(fd: &OwnedFd) -> bool {
+    getsockopt_int(fd, libc::SO_DOMAIN) == Ok(libc::AF_UNIX)
+}
+
+fn kernel_bound(fd: &OwnedFd) -> bool {
+    // SAFETY: zeroed storage of the size getsockname is told.
+    unsafe {
+        let mut a: libc::sockaddr_un = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        libc::getsockname(
+            fd.as_raw_fd(),
+            (&mut a as *mut libc::sockaddr_un).cast(),
+            &mut len,
+        ) == 0
+            && len as usize > 2
+    }
+}
+
+pub(super) fn nonblocking(fd: &OwnedFd) -> bool {
+    // SAFETY: fcntl query.
+    let fl = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    fl >= 0 && fl & libc::O_NONBLOCK != 0
+}
+
+/// A udsfs socket standing for kernel socket `k`: its type, O_NONBLOCK,
+/// SO_PASSCRED, buffer sizes, timeouts and the kept options (as
+/// preload/src/sock.rs `convert`).
+fn convert(d: &Daemon, k: &OwnedFd) -> Res<OwnedFd> {
+    let ty = getsockopt_int(k, libc::SO_TYPE)?;
+    let new = d.new_sock(ty, nonblocking(k))?;
+    if getsockopt_int(k, libc::SO_PASSCRED).unwrap_or(0) != 0 {
+        daemon::ctl(&new, OP_SET_PASSCRED, 1, &[], &[])?;
+    }
+    // SO_SNDBUF and SO_RCVBUF a program changed (they differ from the
+    // defaults) go with it, as preload/src/opts.rs restore_sizes does.
+    let sysctl = |n: &str| crate::procfs::sysctl(&format!("net.core.{n}")).unwrap_or(212992) as i32;
+    for (opt, default, max, plain, forced) in [
+        (
+            libc::SO_SNDBUF,
+            "wmem_default",
+            "wmem_max",
+            OP_SET_SNDBUF,
+            OP_SET_SNDBUF_FORCE,
+        ),
+        (
+            libc::SO_RCVBUF,
+            "rmem_default",
+            "rmem_max",
+            OP_SET_RCVBUF,
+            OP_SET_RCVBUF_FORCE,
+        ),
+    ] {
+        let v = getsockopt_int(k, opt)?;
+        if v != sysctl(default) {
+            let op = if v / 2 > sysctl(max) { forced } else { plain };
+            daemon::ctl(&new, op, v / 2, &[], &[])?;
+        }
+    }
+    // The kept options (and SO_LINGER) where they differ from a new
+    // socket's.
+    for name in opts::KEPT {
+        let v = getsockopt_int(k, name).unwrap_or(0);
+        let fresh = if name == libc::SO_RCVLOWAT { 1 } else { 0 };
+        if v != fresh {
+            opts::set_kept(&new, name, v, 0)?;
+        }
+    }
+    let mut linger = [0i32; 2];
+    let mut len = 8 as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into linger.
+    let r = unsafe {
+        libc::getsockopt(
+            k.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            linger.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if r == 0 && linger != [0, 0] {
+        opts::set_kept(&new, libc::SO_LINGER, linger[0], linger[1])?;
+    }
+    // SO_RCVTIMEO and SO_SNDTIMEO set on the kernel socket go with it.
+    for (dir, opt) in [(0, libc::SO_RCVTIMEO), (1, libc::SO_SNDTIMEO)] {
+        let mut tv = [0i64; 2];
+        let mut len = 16 as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into tv.
+        let r = unsafe {
+            libc::getsockopt(
+                k.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                tv.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if r == 0 && tv != [0, 0] {
+            // SAFETY: Ctl is plain integers.
+            let mut c: Ctl = unsafe { std::mem::zeroed() };
+            c.v[0] = tv[0];
+            c.v[1] = tv[1];
+            daemon::ctl_with(&new, OP_SET_TIMEO, dir, &[], &[], &mut c)?;
+        }
+    }
+    Ok(new)
+}
+
+fn value(r: Res<i64>) -> Reply {
+    match r {
+        Ok(v) => Reply::Value(v),
+        Err(e) => Reply::Errno(e),
+    }
+}
+
+/// Does the daemon see who makes this call? Everything that makes, names,
+/// connects or sends (credentials, permissions, quotas, the abstract
+/// namespace); not the queries and receives without control data, which
+/// then cost two round trips less.
+fn needs_grant(job: &Job) -> bool {
+    !job.udsfs
+        || !matches!(
+            job.nr,
+            libc::SYS_getsockname
+                | libc::SYS_getpeername
+                | libc::SYS_getsockopt
+                | libc::SYS_shutdown
+                | libc::SYS_ioctl
+                | libc::SYS_recvfrom
+        )
+}
+
+/// Carries out a udsfs call; the reply goes back after a validity check.
+pub fn perform(ctx: &Ctx, l: &Listener, job: Job, on_loop: bool) -> Reply {
+    let Ok(task) = Task::open(job.tid) else {
+        return Reply::Errno(libc::ESRCH);
+    };
+    // The pidfd names the trapped thread only while the call is pending.
+    if !l.valid(job.id) {
+        return Reply::Errno(libc::EINTR);
+    }
+    // The daemon takes this thread's requests as the target's (its pid,
+    // users, network namespace: src/fuse/actfor.rs) until the guard drops.
+    let _grant = needs_grant(&job).then(|| super::actfor::Grant::new(&ctx.daemon.mount, job.tid));
+    let c = Call {
+        ctx,
+        l,
+        task,
+        id: job.id,
+        deadline: Default::default(),
+        on_loop,
+        resume: job.resume,
+        sent: Default::default(),
+    };
+    let a = job.args;
+    if job.nr == libc::SYS_socketpair {
+        return value(socketpair(&c, a));
+    }
+    let fd = a[0] as i32;
+    let Ok(own) = c.task.get_fd(fd) else {
+        return Reply::Continue;
+    };
+    // What the descriptor is now decides (another thread's dup2 since
+    // triage, or an attempt on the loop that made it udsfs already).
+    let r = if ctx.dev.is_data(&own) {
+        value(on_udsfs(&c, &job, &own))
+    } else if job.udsfs {
+        Reply::Continue
+    } else {
+        kernel_socket(&c, &job, fd, own)
+    };
+    match r {
+        Reply::Errno(WOULD_WAIT) if c.sent.get() > 0 => Reply::Resume(c.sent.get()),
+        r => r,
+    }
+}
+
+fn socketpair(c: &Call, a: [u64; 6]) -> Res<i64> {
+    let ty = a[1] as i32;
+    let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+    // The target's array must take two ints before sockets are made.
+    mem::write(c.task.tid, a[3], &[0u8; 8])?;
+    let (x, y) = c.ctx.daemon.pair(base, ty & libc::SOCK_NONBLOCK != 0)?;
+    let cloexec = ty & libc::SOCK_CLOEXEC != 0;
+    let fx = c.install(&x, None, cloexec)?;
+    let fy = c.install(&y, None, cloexec)?;
+    let mut sv = (fx as u32).to_ne_bytes().to_vec();
+    sv.extend_from_slice(&(fy as u32).to_ne_bytes());
+    mem::write(c.task.tid, a[3], &sv)?;
+    Ok(0)
+}
+
+/// bind, connect or a send with an address that makes kernel socket `k`
+/// (the target's `fd`) a udsfs socket, put at the same number.
+fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
+    let Some(addr) = job.addr.as_deref() else {
+        return Reply::Continue;
+    };
+    if !kernel_unix(&k) {
+        return Reply::Continue;
+    }
+    let route = classify(c.ctx, c.task.tid, addr);
+    let a = job.args;
+    let new = match convert(&c.ctx.daemon, &k) {
+        Ok(n) => n,
+        Err(e) => return Reply::Errno(e),
+    };
+    if job.nr == libc::SYS_bind {
+        let wire = match &route {
+            Route::Udsfs(w) => w.clone(),
+            Route::Autobind => Vec::new(),
+            Route::Kernel => return Reply::Continue,
+        };
+        if let Err(e) = bind(c, &new, &wire, &route::given_path(addr)) {
+            // The target keeps its kernel socket.
+            return Reply::Errno(e);
+        }
+        return match c.install(&new, Some(fd), c.task.cloexec(fd)) {
+            Ok(_) => Reply::Value(0),
+            Err(e) => Reply::Errno(e),
+        };
+    }
+    let Route::Udsfs(wire) = route else {
+        return Reply::Continue;
+    };
+    if kernel_bound(&k) {
+        say(&format!(
+            "fd {fd} was bound to a kernel AF_UNIX name; on udsfs it is autobound instead"
+        ));
+        if let Err(e) = daemon::ctl(&new, OP_BIND, 0, &[], &[]) {
+            return Reply::Errno(e);
+        }
+    }
+    if job.nr == libc::SYS_connect {
+        if let Err(e) = connect(c, &new, &wire) {
+            return Reply::Errno(e);
+        }
+        return match c.install(&new, Some(fd), c.task.cloexec(fd)) {
+            Ok(_) => Reply::Value(0),
+            Err(e) => Reply::Errno(e),
+        };
+    }
+    // A send to a routed name: the socket becomes udsfs, then sends.
+    if let Err(e) = c.install(&new, Some(fd), c.task.cloexec(fd)) {
+        return Reply::Errno(e);
+    }
+    value(super::msg::send(c, &new, job.nr, a))
+}
+
+/// bind on a udsfs socket: the routed directories and the link at the
+/// routed path as the library makes them (preload/src/mount.rs).
+fn bind(c: &Call, s: &OwnedFd, wire: &[u8], given: &[u8]) -> Res<()> {
+    let routed = c.ctx.routes.routed_path(wire);
+    if let Some(abs) = &routed {
+        mirror_dirs(&c.ctx.routes, abs);
+    }
+    daemon::ctl(s, OP_BIND, 0, wire, given)?;
+    if let Some(abs) = routed {
+        link_routed(&c.ctx.routes, &abs);
+    }
+    Ok(())
+}
+
+fn mirror_dirs(r: &Routes, abs: &[u8]) {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let mut at = 1;
+    while let Some(i) = abs[at..].iter().position(|&b| b == b'/') {
+        at += i + 1;
+        let dir = std::ffi::OsStr::from_bytes(&abs[..at - 1]);
+        let inside = [r.mount.as_slice(), &abs[..at - 1]].concat();
+        let mode = std::fs::metadata(dir).map_or(0o755, |m| m.mode() & 0o7777);
+        let _ = std::fs::DirBuilder::new()
+            .mode(mode)
+            .create(std::ffi::OsStr::from_bytes(&inside));
+    }
+}
+
+fn link_routed(r: &Routes, abs: &[u8]) {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::OsStr::from_bytes(abs);
+    let node = [r.mount.as_slice(), abs].concat();
+    let node = std::ffi::OsStr::from_bytes(&node);
+    if std::os::unix::fs::symlink(node, path).is_err() {
+        // A link an earlier run left for the same path: replace it.
+        let stale = std::fs::read_link(path).is_ok_and(|t| t.as_os_str().as_bytes().ends_with(abs));
+        if !stale
+            || std::fs::remove_file(path).is_err()
+            || std::os::unix::fs::symlink(node, path).is_err()
+        {
+            say(&format!(
+                "bound {}: no link to it at the routed path",
+                String::from_utf8_lossy(abs)
+            ));
+        }
+    }
+}
+
+/// connect: a full backlog is EAGAIN from the ioctl; a blocking caller
+/// tries again (the library writes `connect` to the ctl file, which parks
+/// in the daemon; the supervisor must not park).
+fn connect(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
+    let nonblock = nonblocking(s);
+    let mut round = 0;
+    loop {
+        match daemon::ctl(s, OP_CONNECT, 0, wire, &[]) {
+            Err(libc::EAGAIN) if !nonblock => c.pause(s, round).map_err(errno_of)?,
+            r => return r.map(|_| ()),
+        }
+        round += 1;
+    }
+}
+
+fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
+    let (a, tid) = (job.args, c.task.tid);
+    match job.nr {
+        libc::SYS_bind => {
+            if a[2] < 2 || a[2] > route::SUN_LEN as u64 {
+                return Err(libc::EINVAL);
+            }
+            let addr = read_addr(tid, a[1], a[2])?;
+            let wire = match classify(c.ctx, tid, &addr) {
+                Route::Udsfs(w) => w,
+                Route::Autobind => Vec::new(),
+                Route::Kernel => {
+                    say(&format!(
+                        "bind on udsfs socket fd {}: the path is outside the mount and its routes (EINVAL)",
+                        a[0] as i32
+                    ));
+                    return Err(libc::EINVAL);
+                }
+            };
+            bind(c, s, &wire, &route::given_path(&addr)).map(|_| 0)
+        }
+        libc::SYS_connect => {
+            let addr = read_addr(tid, a[1], a[2])?;
+            if addr.len() >= 2 && u16::from_ne_bytes([addr[0], addr[1]]) == libc::AF_UNSPEC as u16 {
+                return daemon::ctl(s, OP_DISCONNECT, 0, &[], &[]).map(|_| 0);
+            }
+            match classify(c.ctx, tid, &addr) {
+                Route::Udsfs(w) => connect(c, s, &w).map(|_| 0),
+                Route::Autobind => Err(libc::EINVAL),
+                Route::Kernel => {
+                    say(&format!(
+                        "connect on udsfs socket fd {}: the address is a kernel AF_UNIX name outside the mount and its routes",
+                        a[0] as i32
+                    ));
+                    Err(libc::ECONNREFUSED)
+                }
+            }
+        }
+        libc::SYS_listen => daemon::ctl(s, OP_LISTEN, a[1] as i32, &[], &[]).map(|_| 0),
+        libc::SYS_shutdown => daemon::ctl(s, OP_SHUTDOWN, a[1] as i32, &[], &[]).map(|_| 0),
+        libc::SYS_getsockname | libc::SYS_getpeername => {
+            let peer = job.nr == libc::SYS_getpeername;
+            let got = daemon::ctl(s, OP_GETNAME, peer as i32, &[], &[])?;
+            let wire = &got.addr[..(got.addr_len as usize).min(ADDR_MAX)];
+            let bytes = route::sockaddr(&c.ctx.routes, wire, got.addr_flags & ADDR_AS_GIVEN != 0);
+            put_sized(tid, a[1], a[2], &bytes).map(|_| 0)
+        }
+        libc::SYS_ioctl => opts::queue_ioctl(s, tid, a).map(|_| 0),
+        libc::SYS_getsockopt => opts::get(s, tid, a).map(|_| 0),
+        libc::SYS_setsockopt => opts::set(s, tid, a).map(|_| 0),
+        libc::SYS_accept | libc::SYS_accept4 => {
+            let flags = if job.nr == libc::SYS_accept {
+                0
+            } else {
+                a[3] as i32
+            };
+            accept(c, s, a[1], a[2], flags)
+        }
+        libc::SYS_sendto | libc::SYS_sendmsg | libc::SYS_sendmmsg => {
+            super::msg::send(c, s, job.nr, a)
+        }
+        libc::SYS_recvfrom | libc::SYS_recvmsg | libc::SYS_recvmmsg => {
+            super::msg::recv(c, s, job.nr, a)
+        }
+        _ => Err(libc::ENOSYS),
+    }
+}
+
+/// Writes `bytes` to a (buffer, length pointer) pair of the target as the
+/// kernel's getname calls do: cut to the room, the full length reported.
+pub(super) fn put_sized(tid: i32, out: u64, lenp: u64, bytes: &[u8]) -> Res<()> {
+    let room = mem::read_u32(tid, lenp)?;
+    if (room as i32) < 0 {
+        return Err(libc::EINVAL);
+    }
+    let n = (room as usize).min(bytes.len());
+    mem::write(tid, out, &bytes[..n])?;
+    mem::write_u32(tid, lenp, bytes.len() as u32)
+}
+
+fn accept(c: &Call, s: &OwnedFd, addr: u64, lenp: u64, flags: i32) -> Res<i64> {
+    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+        return Err(libc::EINVAL);
+    }
+    // Linux takes the descriptor slot before the connection: with none
+    // free below RLIMIT_NOFILE the connection stays queued (EMFILE).
+    if !c.task.has_free_fd() {
+        return Err(libc::EMFILE);
+    }
+    let nonblock = nonblocking(s);
+    let new = loop {
+        match c.ctx.daemon.accept(s, flags & libc::SOCK_NONBLOCK != 0) {
+            Err(libc::EAGAIN) if !nonblock => c.wait(s, libc::POLLIN).map_err(errno_of)?,
+            r => break r?,
+        }
+    };
+    // The peer's name, read before the socket is the target's.
+    let peer = daemon::ctl(&new, OP_GETNAME, 1, &[], &[]).ok().map(|g| {
+        let wire = &g.addr[..(g.addr_len as usize).min(ADDR_MAX)];
+        route::sockaddr(&c.ctx.routes, wire, g.addr_flags & ADDR_AS_GIVEN != 0)
+    });
+    if addr != 0 && lenp != 0 {
+        let bytes = peer.unwrap_or_else(|| (libc::AF_UNIX as u16).to_ne_bytes().to_vec());
+        // Before the install: a bad address fails the accept and drops
+        // the connection, as Linux's accept does.
+        put_sized(c.task.tid, addr, lenp, &bytes)?;
+    }
+    let nfd = c.install(&new, None, flags & libc::SOCK_CLOEXEC != 0)?;
+    Ok(nfd as i64)
+}

@@ -1,0 +1,163 @@
+//! The target's memory, read and written with process_vm_readv/writev.
+//! Every argument is copied once into the supervisor and then validated:
+//! nothing is read twice, as another thread of the target may change it.
+
+use libc::{c_void, iovec, pid_t};
+
+/// Most bytes one call copies (a send's payload is cut to this).
+pub const MAX_COPY: usize = 1 << 20;
+
+/// `len` bytes at `addr` of task `pid`; EFAULT for memory it cannot read.
+pub fn read(pid: pid_t, addr: u64, len: usize) -> Result<Vec<u8>, i32> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    if addr == 0 || len > MAX_COPY {
+        return Err(libc::EFAULT);
+    }
+    let mut buf = vec![0u8; len];
+    let local = iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: len,
+    };
+    let remote = iovec {
+        iov_base: addr as *mut c_void,
+        iov_len: len,
+    };
+    // SAFETY: `local` is our own buffer of `len` bytes; the remote side is
+    // checked by the kernel.
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    if n != len as isize {
+        return Err(libc::EFAULT);
+    }
+    Ok(buf)
+}
+
+/// Writes `data` at `addr` of task `pid`; EFAULT when it does not fit.
+pub fn write(pid: pid_t, addr: u64, data: &[u8]) -> Result<(), i32> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    if addr == 0 {
+        return Err(libc::EFAULT);
+    }
+    let local = iovec {
+        iov_base: data.as_ptr() as *mut c_void,
+        iov_len: data.len(),
+    };
+    let remote = iovec {
+        iov_base: addr as *mut c_void,
+        iov_len: data.len(),
+    };
+    // SAFETY: `local` is read only; the kernel checks the remote side.
+    let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+    if n != data.len() as isize {
+        return Err(libc::EFAULT);
+    }
+    Ok(())
+}
+
+pub fn read_u32(pid: pid_t, addr: u64) -> Result<u32, i32> {
+    let b = read(pid, addr, 4)?;
+    Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+pub fn write_u32(pid: pid_t, addr: u64, v: u32) -> Result<(), i32> {
+    write(pid, addr, &v.to_ne_bytes())
+}
+
+/// A NUL-terminated string of the target, at most `max` bytes (without
+/// the NUL), read a page at a time so that a string near the end of a
+/// mapping is still read. ENAMETOOLONG past `max`.
+pub fn read_cstr(pid: pid_t, addr: u64, max: usize) -> Result<Vec<u8>, i32> {
+    let mut out = Vec::new();
+    let mut at = addr;
+    loop {
+        let to_page = 4096 - (at % 4096) as usize;
+        let chunk = read(pid, at, to_page)?;
+        if let Some(end) = chunk.iter().position(|&b| b == 0) {
+            out.extend_from_slice(&chunk[..end]);
+            return if out.len() > max {
+                Err(libc::ENAMETOOLONG)
+            } else {
+                Ok(out)
+            };
+        }
+        out.extend_from_slice(&chunk);
+        if out.len() > max {
+            return Err(libc::ENAMETOOLONG);
+        }
+        at += to_page as u64;
+    }
+}
+
+/// A struct iovec array of the target: (base, len) pairs, `n` of them
+/// (at most UIO_MAXIOV, as the kernel allows).
+pub fn read_iovecs(pid: pid_t, addr: u64, n: usize) -> Result<Vec<(u64, usize)>, i32> {
+    if n > 1024 {
+        return Err(libc::EMSGSIZE);
+    }
+    let raw = read(pid, addr, n * 16)?;
+    Ok(raw
+        .chunks_exact(16)
+        .map(|c| {
+            let base = u64::from_ne_bytes(c[..8].try_into().unwrap_or([0; 8]));
+            let len = u64::from_ne_bytes(c[8..].try_into().unwrap_or([0; 8]));
+            (base, len.min(isize::MAX as u64) as usize)
+        })
+        .collect())
+}
+
+/// Gathers the bytes an iovec list names, up to `limit` in all.
+pub fn gather(pid: pid_t, iov: &[(u64, usize)], limit: usize) -> Result<Vec<u8>, i32> {
+    let mut out = Vec::new();
+    for &(base, len) in iov {
+        let k = len.min(limit - out.len());
+        out.extend_from_slice(&read(pid, base, k)?);
+        if out.len() >= limit {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Scatters `data` over an iovec list.
+pub fn scatter(pid: pid_t, iov: &[(u64, usize)], data: &[u8]) -> Result<(), i32> {
+    let mut off = 0;
+    for &(base, len) in iov {
+        if off >= data.len() {
+            break;
+        }
+        let k = len.min(data.len() - off);
+        write(pid, base, &data[off..off + k])?;
+        off += k;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_own_memory_and_refuses_bad_addresses() {
+        let me = std::process::id() as pid_t;
+        let src = *b"hello, target";
+        let got = read(me, src.as_ptr() as u64, src.len()).expect("read");
+        assert_eq!(got, src);
+        let mut dst = [0u8; 5];
+        write(me, dst.as_mut_ptr() as u64, b"world").expect("write");
+        assert_eq!(&dst, b"world");
+        assert_eq!(read(me, 8, 4), Err(libc::EFAULT));
+        assert_eq!(read(me, 0, 4), Err(libc::EFAULT));
+        assert_eq!(write(me, 8, b"x"), Err(libc::EFAULT));
+        assert_eq!(read(me, 8, MAX_COPY + 1), Err(libc::EFAULT));
+        let s = b"a/path\0junk";
+        assert_eq!(
+            read_cstr(me, s.as_ptr() as u64, 100),
+            Ok(b"a/path".to_vec())
+        );
+        assert_eq!(read_cstr(me, s.as_ptr() as u64, 3), Err(libc::ENAMETOOLONG));
+        assert_eq!(read_cstr(me, 8, 100), Err(libc::EFAULT));
+    }
+}

@@ -1,0 +1,209 @@
+//! `udsfs run --front seccomp`: a supervisor for programs the preload
+//! library cannot reach (Go, static binaries, raw system calls). CMD starts
+//! under a seccomp filter (`filter`) whose listener comes back to the
+//! supervisor; each trapped socket call (`notify`) is answered at once for
+//! kernel sockets and otherwise emulated (`emulate`) with the daemon's own
+//! files and ioctls (`daemon`), reading and writing the target's memory
+//! (`mem`) and descriptors (`target`) and routing names as the library does
+//! (`route`). A udsfs socket in CMD is its `.udsfs/sock/N/data` file at the
+//! descriptor number the program holds, so read, write, poll and close are
+//! native.
+
+mod actfor;
+mod daemon;
+mod emulate;
+mod filter;
+mod mem;
+mod msg;
+mod notify;
+mod opts;
+mod record;
+pub mod route;
+mod target;
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+/// What comes back from CMD's side before it execs: the listener, once the
+/// supervisor holds a copy of it.
+pub struct Setup {
+    helper: std::thread::JoinHandle<Result<OwnedFd, String>>,
+    child_end: OwnedFd,
+    ctx: emulate::Ctx,
+}
+
+fn last() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+/// Makes `cmd` start under the filter. Call `Setup::start` once `cmd` is
+/// spawned (or failed to).
+pub fn prepare(cmd: &mut Command, mount: &Path, routes: &[Vec<u8>]) -> Result<Setup, String> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::process::CommandExt;
+    let dev = target::Dev::of(mount).ok_or_else(|| format!("{}: {}", mount.display(), last()))?;
+    // Every udsfs socket is made through these files.
+    if !mount.join(".udsfs/unix").is_file() {
+        return Err(format!("{} is not a udsfs mount", mount.display()));
+    }
+    let mut sv = [0; 2];
+    // SAFETY: socketpair fills two ints.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            sv.as_mut_ptr(),
+        )
+    } < 0
+    {
+        return Err(format!("socketpair: {}", last()));
+    }
+    // SAFETY: fresh descriptors we own.
+    let (parent, child) = unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
+    let prog = filter::program(!routes.is_empty());
+    let chan = child.as_raw_fd();
+    // SAFETY: the closure makes only async-signal-safe system calls.
+    unsafe { cmd.pre_exec(move || install(&prog, chan)) };
+    let helper = std::thread::Builder::new()
+        .name("udsfs-run-listener".into())
+        .spawn(move || take_listener(parent))
+        .map_err(|e| format!("cannot start a thread: {e}"))?;
+    let ctx = emulate::Ctx {
+        daemon: daemon::Daemon {
+            mount: mount.to_path_buf(),
+        },
+        routes: route::Routes {
+            mount: mount.as_os_str().as_bytes().to_vec(),
+            routes: routes.iter().map(|r| route::normalize(r, b"/")).collect(),
+        },
+        dev,
+    };
+    Ok(Setup {
+        helper,
+        child_end: child,
+        ctx,
+    })
+}
+
+/// In CMD, just before exec: no new privileges (a setuid program runs
+/// without them, which seccomp requires of an unprivileged caller), death
+/// with the supervisor, the
+/// filter, and the listener's number and our pid sent to the supervisor,
+/// which takes a copy with pidfd_getfd (a sendmsg would be trapped itself).
+fn install(prog: &[libc::sock_filter], chan: RawFd) -> std::io::Result<()> {
+    // SAFETY: prctl and seccomp on this process; the program outlives the call.
+    let fd = unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
+            return Err(last());
+        }
+        // Without its supervisor every trapped call fails (ENOSYS): CMD
+        // goes with it rather than hang on a socket nobody serves.
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) < 0 {
+            return Err(last());
+        }
+        let fprog = libc::sock_fprog {
+            len: prog.len() as u16,
+            filter: prog.as_ptr() as *mut libc::sock_filter,
+        };
+        let set = |flags: libc::c_ulong| {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                flags,
+                &fprog as *const libc::sock_fprog,
+            )
+        };
+        // Once the supervisor has a call, only a fatal signal interrupts
+        // it (Linux 5.19): a call it carried out is not made again. Pending
+        // signals end its waits instead (emulate.rs `wait`).
+        let mut fd =
+            set(libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
+                | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV);
+        if fd < 0 && last().raw_os_error() == Some(libc::EINVAL) {
+            fd = set(libc::SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        }
+        if fd < 0 {
+            return Err(last());
+        }
+        fd as i32
+    };
+    let mut msg = [0u8; 8];
+    // SAFETY: getpid has no preconditions.
+    msg[..4].copy_from_slice(&unsafe { libc::getpid() }.to_ne_bytes());
+    msg[4..].copy_from_slice(&fd.to_ne_bytes());
+    let mut ack = 0u8;
+    // SAFETY: write and read of local buffers on our end of the pair.
+    let ok = unsafe {
+        libc::write(chan, msg.as_ptr().cast(), msg.len()) == msg.len() as isize
+            && libc::read(chan, (&mut ack as *mut u8).cast(), 1) == 1
+    };
+    // SAFETY: the listener is the supervisor's now.
+    unsafe { libc::close(fd) };
+    if !ok {
+        return Err(std::io::Error::other(
+            "the supervisor did not take the seccomp listener",
+        ));
+    }
+    Ok(())
+}
+
+/// The supervisor's side of `install`.
+fn take_listener(chan: OwnedFd) -> Result<OwnedFd, String> {
+    let mut msg = [0u8; 8];
+    let mut got = 0;
+    while got < msg.len() {
+        // SAFETY: reads into a local buffer.
+        let n = unsafe {
+            libc::read(
+                chan.as_raw_fd(),
+                msg[got..].as_mut_ptr().cast(),
+                msg.len() - got,
+            )
+        };
+        if n <= 0 {
+            return Err("the command ended before its seccomp filter was in place".into());
+        }
+        got += n as usize;
+    }
+    let pid = i32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
+    let fd = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
+    // SAFETY: pidfd_open and pidfd_getfd return descriptors we own.
+    let listener = unsafe {
+        let pidfd = libc::syscall(libc::SYS_pidfd_open, pid, 0);
+        if pidfd < 0 {
+            return Err(format!("pidfd_open: {}", last()));
+        }
+        let pidfd = OwnedFd::from_raw_fd(pidfd as i32);
+        let l = libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0);
+        if l < 0 {
+            return Err(format!("pidfd_getfd of the seccomp listener: {}", last()));
+        }
+        OwnedFd::from_raw_fd(l as i32)
+    };
+    // SAFETY: writes one byte.
+    unsafe { libc::write(chan.as_raw_fd(), b"k".as_ptr().cast(), 1) };
+    Ok(listener)
+}
+
+impl Setup {
+    /// After `cmd.spawn()`: serves CMD's trapped calls on a thread until
+    /// no process under the filter is left.
+    pub fn start(self) -> Result<(), String> {
+        // Ours closed, the helper sees EOF if CMD never got to its filter.
+        drop(self.child_end);
+        let listener = self
+            .helper
+            .join()
+            .map_err(|_| "the listener thread failed".to_string())??;
+        let listener = Arc::new(notify::Listener::new(listener));
+        let ctx = Arc::new(self.ctx);
+        std::thread::Builder::new()
+            .name("udsfs-supervisor".into())
+            .spawn(move || notify::serve(listener, ctx))
+            .map(|_| ())
+            .map_err(|e| format!("cannot start the supervisor: {e}"))
+    }
+}

@@ -1,0 +1,456 @@
+//! The message calls on a udsfs socket (sendto, sendmsg, sendmmsg,
+//! recvfrom, recvmsg, recvmmsg), with the library's message ioctl
+//! (preload/src/msg.rs): payload, address, SCM_CREDENTIALS and passed udsfs
+//! sockets; datagrams larger than one ioctl go through the `msg` file
+//! (`record`). Other passed files need the daemon's fd channel and are not
+//! carried yet (EOPNOTSUPP with a log line).
+
+use std::os::fd::OwnedFd;
+
+use super::daemon::{self, Meta, Res};
+use super::emulate::{
+    Call, MSGHDR, Stop, WOULD_WAIT, classify, errno_of, nonblocking, put_sized, read_addr, say,
+    u32_at, u64_at,
+};
+use super::mem;
+use super::record;
+use super::route::{self, Route};
+use crate::fuse::ioctl_abi::*;
+
+/// sizeof(struct mmsghdr): a msghdr, msg_len, padding.
+const MMSGHDR: u64 = 64;
+/// UIO_MAXIOV: at most this many messages in one sendmmsg/recvmmsg.
+const MAX_VLEN: u64 = 1024;
+/// A passed file the daemon holds (src/engine/held.rs), not a socket number.
+const FILE_TAG: u64 = 1 << 63;
+/// Most control bytes taken from or given to a program.
+const MAX_CONTROL: usize = 64 * 1024;
+
+/// The parts of a struct msghdr the supervisor uses.
+struct MsgHdr {
+    name: u64,
+    namelen: u32,
+    iov: Vec<(u64, usize)>,
+    control: u64,
+    controllen: usize,
+}
+
+fn msghdr(tid: i32, at: u64) -> Res<MsgHdr> {
+    let h = mem::read(tid, at, MSGHDR)?;
+    let iovlen = u64_at(&h, 24);
+    if iovlen > MAX_VLEN {
+        return Err(libc::EMSGSIZE);
+    }
+    Ok(MsgHdr {
+        name: u64_at(&h, 0),
+        namelen: u32_at(&h, 8),
+        iov: mem::read_iovecs(tid, u64_at(&h, 16), iovlen as usize)?,
+        control: u64_at(&h, 32),
+        controllen: (u64_at(&h, 40) as usize).min(MAX_CONTROL),
+    })
+}
+
+fn is_stream(s: &OwnedFd) -> Res<bool> {
+    Ok(daemon::info(s)?[INFO_TYPE] == libc::SOCK_STREAM as i64)
+}
+
+/// sendto, sendmsg or sendmmsg (`nr`) with arguments `a`.
+pub fn send(c: &Call, s: &OwnedFd, nr: i64, a: [u64; 6]) -> Res<i64> {
+    let tid = c.task.tid;
+    match nr {
+        libc::SYS_sendto => {
+            let data = mem::read(tid, a[1], (a[2] as usize).min(mem::MAX_COPY))?;
+            let name = if a[4] != 0 {
+                Some(read_addr(tid, a[4], a[5])?)
+            } else {
+                None
+            };
+            let to = target(c, name)?;
+            send_data(c, s, &data, to.as_deref(), None, &[], a[3] as i32)
+        }
+        libc::SYS_sendmsg => send_msg(c, s, a[1], a[2] as i32),
+        _ => {
+            let mut done = 0;
+            for i in 0..a[2].min(MAX_VLEN) {
+                let at = a[1] + i * MMSGHDR;
+                match send_msg(c, s, at, a[3] as i32) {
+                    Ok(n) => mem::write_u32(tid, at + MSGHDR as u64, n as u32)?,
+                    Err(e) if done == 0 => return Err(e),
+                    Err(_) => break,
+                }
+                done += 1;
+            }
+            Ok(done)
+        }
+    }
+}
+
+/// Where a send with address bytes `name` goes (None: no address).
+fn target(c: &Call, name: Option<Vec<u8>>) -> Res<Option<Vec<u8>>> {
+    match name.map(|n| classify(c.ctx, c.task.tid, &n)) {
+        None => Ok(None),
+        Some(Route::Udsfs(w)) => Ok(Some(w)),
+        Some(Route::Autobind) => Err(libc::EINVAL),
+        Some(Route::Kernel) => {
+            say(
+                "sendto on a udsfs socket: the address is a kernel AF_UNIX name outside the mount and its routes",
+            );
+            Err(libc::ECONNREFUSED)
+        }
+    }
+}
+
+fn send_msg(c: &Call, s: &OwnedFd, at: u64, flags: i32) -> Res<i64> {
+    let tid = c.task.tid;
+    let h = msghdr(tid, at)?;
+    let control = mem::read(tid, h.control, h.controllen)?;
+    let (creds, rights) = parse_control(c, &control)?;
+    let name = if h.name != 0 {
+        Some(read_addr(tid, h.name, h.namelen as u64)?)
+    } else {
+        None
+    };
+    let to = target(c, name)?;
+    let data = mem::gather(tid, &h.iov, mem::MAX_COPY)?;
+    send_data(c, s, &data, to.as_deref(), creds, &rights, flags)
+}
+
+/// A sendmsg's control messages: credentials and passed udsfs sockets
+/// (by number, as the library passes them).
+fn parse_control(c: &Call, b: &[u8]) -> Res<(Option<[u32; 3]>, Vec<u64>)> {
+    let (mut creds, mut rights) = (None, Vec::new());
+    let mut off = 0;
+    while off + CMSG_HDR <= b.len() {
+        let len = u64_at(b, off) as usize;
+        let (level, ty) = (u32_at(b, off + 8) as i32, u32_at(b, off + 12) as i32);
+        if len < CMSG_HDR || off + len > b.len() {
+            return Err(libc::EINVAL);
+        }
+        let payload = &b[off + CMSG_HDR..off + len];
+        let ints = || payload.chunks_exact(4).map(|w| u32_at(w, 0));
+        match (level, ty) {
+            (libc::SOL_SOCKET, libc::SCM_RIGHTS) => {
+                for fd in ints() {
+                    let f = c.task.get_fd(fd as i32)?;
+                    if !c.ctx.dev.is_data(&f) {
+                        say(
+                            "sendmsg: passing a file that is not a udsfs socket is not supported by the supervisor yet (EOPNOTSUPP)",
+                        );
+                        return Err(libc::EOPNOTSUPP);
+                    }
+                    rights.push(daemon::info(&f)?[INFO_ID] as u64);
+                }
+                if rights.len() > MAX_RIGHTS {
+                    return Err(libc::EINVAL);
+                }
+            }
+            (libc::SOL_SOCKET, libc::SCM_CREDENTIALS) if payload.len() >= 12 => {
+                let w: Vec<u32> = ints().take(3).collect();
+                creds = Some([w[0], w[1], w[2]]);
+            }
+            _ => return Err(libc::EINVAL),
+        }
+        off += len.next_multiple_of(8);
+    }
+    Ok((creds, rights))
+}
+
+fn send_data(
+    c: &Call,
+    s: &OwnedFd,
+    data: &[u8],
+    to: Option<&[u8]>,
+    creds: Option<[u32; 3]>,
+    rights: &[u64],
+    flags: i32,
+) -> Res<i64> {
+    let oob = flags & libc::MSG_OOB != 0;
+    // The type costs a round trip: asked only when it decides something.
+    let big = data.len() > MSG_ROOM;
+    let stream = if oob || big {
+        Some(is_stream(s)?)
+    } else {
+        None
+    };
+    if oob && stream == Some(false) {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
+    if big && stream == Some(false) {
+        let id = daemon::info(s)?[INFO_ID] as u64;
+        let meta = Meta {
+            to,
+            creds,
+            rights,
+            oob: false,
+        };
+        loop {
+            match record::send(&c.ctx.daemon, id, data, &meta) {
+                Err(libc::EAGAIN) if !nonblock => c.wait(s, libc::POLLOUT).map_err(errno_of)?,
+                r => return r.map(|n| n as i64),
+            }
+        }
+    }
+    // A send tried on the loop that sent a part goes on from there.
+    let mut sent = c.resume.min(data.len());
+    loop {
+        let end = data.len().min(sent + MSG_ROOM);
+        let chunk = &data[sent..end];
+        // Address, credentials and sockets go with the first piece only.
+        let first = sent == 0;
+        let meta = Meta {
+            to: to.filter(|_| first),
+            creds: creds.filter(|_| first),
+            rights: if first { rights } else { &[] },
+            oob: oob && end == data.len(),
+        };
+        match daemon::send(s, chunk, &meta) {
+            Ok(n) => {
+                sent += n;
+                if sent >= data.len() || (nonblock && n < chunk.len()) {
+                    return Ok(sent as i64);
+                }
+            }
+            Err(libc::EAGAIN) if !nonblock => {
+                if let Err(stop) = c.wait(s, libc::POLLOUT) {
+                    if matches!(stop, Stop::WouldWait) {
+                        // On the loop: a thread goes on from `sent`.
+                        c.sent.set(sent);
+                        return Err(WOULD_WAIT);
+                    }
+                    return if sent > 0 {
+                        Ok(sent as i64)
+                    } else {
+                        Err(errno_of(stop))
+                    };
+                }
+            }
+            Err(e) if sent > 0 && e != libc::EPIPE => return Ok(sent as i64),
+            Err(e) => {
+                if e == libc::EPIPE
+                    && flags & libc::MSG_NOSIGNAL == 0
+                    && stream.map_or_else(|| is_stream(s), Ok)?
+                {
+                    sigpipe(c.task.tid);
+                }
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// SIGPIPE to the sending thread, as unix_stream_sendmsg raises it.
+fn sigpipe(tid: i32) {
+    if let Some(tgid) = super::target::tgid_of(tid) {
+        // SAFETY: sends a signal; no memory is involved.
+        unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, libc::SIGPIPE) };
+    }
+}
+
+/// Where a receive puts what it got.
+enum Dest {
+    /// recvfrom: buffer, length, address, address length pointer.
+    Buf(u64, usize, u64, u64),
+    /// recvmsg: the msghdr's address.
+    Msg(u64),
+}
+
+/// recvfrom, recvmsg or recvmmsg (`nr`) with arguments `a`.
+pub fn recv(c: &Call, s: &OwnedFd, nr: i64, a: [u64; 6]) -> Res<i64> {
+    match nr {
+        libc::SYS_recvfrom => recv_one(
+            c,
+            s,
+            Dest::Buf(a[1], a[2] as usize, a[4], a[5]),
+            a[3] as i32,
+        ),
+        libc::SYS_recvmsg => recv_one(c, s, Dest::Msg(a[1]), a[2] as i32),
+        _ => {
+            // The timeout (a[4]) is not honoured yet.
+            let flags = a[3] as i32;
+            let mut fl = flags & !libc::MSG_WAITFORONE;
+            let mut done = 0;
+            for i in 0..a[2].min(MAX_VLEN) {
+                let at = a[1] + i * MMSGHDR;
+                match recv_one(c, s, Dest::Msg(at), fl) {
+                    Ok(n) => mem::write_u32(c.task.tid, at + MSGHDR as u64, n as u32)?,
+                    Err(e) if done == 0 => return Err(e),
+                    Err(_) => break,
+                }
+                done += 1;
+                if flags & libc::MSG_WAITFORONE != 0 {
+                    fl |= libc::MSG_DONTWAIT;
+                }
+            }
+            Ok(done)
+        }
+    }
+}
+
+fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
+    let tid = c.task.tid;
+    let (want, hdr) = match dest {
+        Dest::Buf(_, len, _, _) => (len, None),
+        Dest::Msg(at) => {
+            let h = msghdr(tid, at)?;
+            let want = h
+                .iov
+                .iter()
+                .map(|v| v.1)
+                .fold(0usize, usize::saturating_add);
+            (want, Some(h))
+        }
+    };
+    let room = hdr.as_ref().map_or(0, |h| h.controllen);
+    let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
+    let (peek, oob) = (flags & libc::MSG_PEEK != 0, flags & libc::MSG_OOB != 0);
+    let mut idle = 0u32;
+    let got = loop {
+        match daemon::recv(s, want, peek, oob, room) {
+            Err(libc::EAGAIN) if !nonblock => {
+                c.wait(s, libc::POLLIN).map_err(errno_of)?;
+                // Readable while a peek finds nothing at its offset: back
+                // off as the library does (preload/src/msg.rs recv_once).
+                if idle > 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(50 << idle.min(8)));
+                }
+                idle += 1;
+            }
+            r => break r?,
+        }
+    };
+    let mut got = if got.too_big {
+        record::recv(&c.ctx.daemon, daemon::info(s)?[INFO_ID] as u64, want)?
+    } else {
+        got
+    };
+    // MSG_WAITALL on a stream: on until the whole length, EOF, an error, a
+    // signal or the timeout, then what came (dgram and seqpacket: one
+    // message, as Linux).
+    let waitall = flags & libc::MSG_WAITALL != 0 && !peek && !oob && !nonblock;
+    if waitall && !got.data.is_empty() && got.data.len() < want && is_stream(s)? {
+        while got.data.len() < want {
+            match daemon::recv(s, want - got.data.len(), false, false, 0) {
+                Ok(more) if more.data.is_empty() => break,
+                Ok(more) => got.data.extend_from_slice(&more.data),
+                Err(libc::EAGAIN) if c.wait(s, libc::POLLIN).is_ok() => {}
+                Err(_) => break,
+            }
+        }
+        got.full_len = got.data.len();
+    }
+    let from = if got.from.is_empty() {
+        Vec::new()
+    } else {
+        route::sockaddr(&c.ctx.routes, &got.from, got.from_as_given)
+    };
+    // A stream never truncates; the type is asked only when it might.
+    let truncated = got.full_len > got.data.len() && !is_stream(s)?;
+    let ret = if truncated && flags & libc::MSG_TRUNC != 0 {
+        got.full_len
+    } else {
+        got.data.len()
+    };
+    match (dest, hdr) {
+        (Dest::Msg(at), Some(h)) => {
+            mem::scatter(tid, &h.iov, &got.data)?;
+            let mut namelen = 0u32;
+            if h.name != 0 {
+                let n = (h.namelen as usize).min(from.len());
+                mem::write(tid, h.name, &from[..n])?;
+                namelen = from.len() as u32;
+            }
+            let cloexec = flags & libc::MSG_CMSG_CLOEXEC != 0;
+            let (control, cut) = control(c, &got, room, cloexec)?;
+            mem::write(tid, h.control, &control)?;
+            mem::write_u32(tid, at + 8, namelen)?;
+            mem::write(tid, at + 40, &(control.len() as u64).to_ne_bytes())?;
+            // recvmsg starts msg_flags with the caller's MSG_CMSG_CLOEXEC.
+            let mut mf = flags & libc::MSG_CMSG_CLOEXEC;
+            if truncated {
+                mf |= libc::MSG_TRUNC;
+            }
+            if cut {
+                mf |= libc::MSG_CTRUNC;
+            }
+            if got.oob {
+                mf |= libc::MSG_OOB;
+            }
+            mem::write_u32(tid, at + 48, mf as u32)?;
+        }
+        (Dest::Buf(buf, _, addr, alen), _) => {
+            mem::write(tid, buf, &got.data)?;
+            if addr != 0 && alen != 0 {
+                put_sized(tid, addr, alen, &from)?;
+            }
+        }
+        _ => return Err(libc::EFAULT),
+    }
+    Ok(ret as i64)
+}
+
+/// Appends one control message within `room`, cut short as put_cmsg cuts
+/// it; whether it fit whole.
+fn put_cmsg(out: &mut Vec<u8>, room: usize, ty: i32, data: &[u8]) -> bool {
+    let avail = room.saturating_sub(out.len());
+    if avail < CMSG_HDR {
+        return false;
+    }
+    let n = data.len().min(avail - CMSG_HDR);
+    let start = out.len();
+    out.extend_from_slice(&((CMSG_HDR + n) as u64).to_ne_bytes());
+    out.extend_from_slice(&libc::SOL_SOCKET.to_ne_bytes());
+    out.extend_from_slice(&ty.to_ne_bytes());
+    out.extend_from_slice(&data[..n]);
+    out.resize(start + (CMSG_HDR + n).next_multiple_of(8).min(avail), 0);
+    n == data.len()
+}
+
+/// The control messages of a received message, as scm_recv puts them:
+/// credentials first, then the passed sockets, installed in the target.
+fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<u8>, bool)> {
+    let mut out = Vec::new();
+    let mut cut = got.ctrunc;
+    if let Some([pid, uid, gid]) = got.creds {
+        let b: Vec<u8> = [pid, uid, gid]
+            .iter()
+            .flat_map(|x| x.to_ne_bytes())
+            .collect();
+        cut |= !put_cmsg(&mut out, room, libc::SCM_CREDENTIALS, &b);
+    }
+    if !got.rights.is_empty() {
+        let fit = room.saturating_sub(out.len()).saturating_sub(CMSG_HDR) / 4;
+        let mut fds = Vec::new();
+        let mut cut_short = false;
+        for &id in &got.rights {
+            if id & FILE_TAG != 0 {
+                say(
+                    "recvmsg: a passed file that is not a udsfs socket cannot be received through the supervisor yet (MSG_CTRUNC)",
+                );
+                cut = true;
+                continue;
+            }
+            // Opening an entry adopts it; one not installed is let go.
+            let sock = c.ctx.daemon.open_sock(id, false)?;
+            if fds.len() < fit && !cut_short {
+                match c.install(&sock, None, cloexec) {
+                    Ok(fd) => fds.push(fd),
+                    // Past the target's RLIMIT_NOFILE Linux stops installing,
+                    // silently: MSG_CTRUNC.
+                    Err(libc::EMFILE) => {
+                        cut = true;
+                        cut_short = true;
+                    }
+                    Err(e) => return Err(e),
+                }
+            } else {
+                cut = true;
+            }
+        }
+        if !fds.is_empty() {
+            let b: Vec<u8> = fds.iter().flat_map(|x| x.to_ne_bytes()).collect();
+            put_cmsg(&mut out, room, libc::SCM_RIGHTS, &b);
+        }
+    }
+    Ok((out, cut))
+}

@@ -1,0 +1,225 @@
+//! The notification loop: receives each trapped call on the listener,
+//! answers those that cannot wait at once and hands each that may wait
+//! (accept, a receive on an empty queue) to a thread of its own, so that it
+//! never holds up the target's other threads.
+//! Replies, validity checks and descriptor installs are here too.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+use libc::{seccomp_notif, seccomp_notif_addfd, seccomp_notif_resp};
+
+use super::emulate::{self, Ctx};
+
+/// What a trapped call comes to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Run it in the kernel as the target made it.
+    Continue,
+    /// Return this value.
+    Value(i64),
+    /// Fail with this errno.
+    Errno(i32),
+    /// Not a reply: a send tried on the loop sent this many bytes and goes
+    /// on on a thread.
+    Resume(usize),
+}
+
+/// -ERESTARTSYS, the kernel's "interrupted: restart or EINTR": only ever
+/// returned when a signal is pending, so the signal code sees it.
+pub const ERESTARTSYS: i32 = 512;
+
+pub struct Listener {
+    fd: OwnedFd,
+}
+
+fn last() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+impl Listener {
+    pub fn new(fd: OwnedFd) -> Listener {
+        Listener { fd }
+    }
+
+    /// Is notification `id` still pending (its thread alive, not
+    /// interrupted)? Checked before acting on what was read and before
+    /// replying.
+    pub fn valid(&self, id: u64) -> bool {
+        let mut id = id;
+        // SAFETY: the ioctl reads one u64.
+        unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _,
+                &mut id,
+            ) == 0
+        }
+    }
+
+    pub fn reply(&self, id: u64, r: &Reply) {
+        let mut resp = seccomp_notif_resp {
+            id,
+            val: 0,
+            error: 0,
+            flags: 0,
+        };
+        match *r {
+            Reply::Continue => resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+            Reply::Value(v) => resp.val = v,
+            Reply::Errno(e) => resp.error = -e.abs().max(1),
+            // Never sent as such (serve hands the call to a thread).
+            Reply::Resume(n) => resp.val = n as i64,
+        }
+        // SAFETY: the ioctl reads the response struct. It fails with ENOENT
+        // when the target is gone or the call was interrupted: nothing to do.
+        unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_SEND as _,
+                &mut resp,
+            )
+        };
+    }
+
+    /// Installs our `src` in the target of notification `id`: at `at`
+    /// (SETFD, replacing what is there) or at the lowest free number.
+    pub fn add_fd(
+        &self,
+        id: u64,
+        src: &OwnedFd,
+        at: Option<i32>,
+        cloexec: bool,
+    ) -> Result<i32, i32> {
+        let mut a = seccomp_notif_addfd {
+            id,
+            flags: if at.is_some() {
+                libc::SECCOMP_ADDFD_FLAG_SETFD as u32
+            } else {
+                0
+            },
+            srcfd: src.as_raw_fd() as u32,
+            newfd: at.unwrap_or(0) as u32,
+            newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+        };
+        // SAFETY: the ioctl reads the addfd struct.
+        let r = unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ADDFD as _,
+                &mut a,
+            )
+        };
+        if r < 0 { Err(last()) } else { Ok(r) }
+    }
+
+    /// The next notification; None once no process uses the filter.
+    fn next(&self) -> Option<Result<seccomp_notif, i32>> {
+        let mut p = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polls one local pollfd.
+        let r = unsafe { libc::poll(&mut p, 1, -1) };
+        if r < 0 {
+            return Some(Err(last()));
+        }
+        if p.revents & libc::POLLIN == 0 && p.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+            return None;
+        }
+        // SAFETY: RECV wants a zeroed struct and fills it.
+        let mut n: seccomp_notif = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let r = unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_RECV as _,
+                &mut n,
+            )
+        };
+        Some(if r < 0 { Err(last()) } else { Ok(n) })
+    }
+}
+
+/// Serves notifications until every process under the filter is gone.
+pub fn serve(listener: Arc<Listener>, ctx: Arc<Ctx>) {
+    while let Some(n) = listener.next() {
+        let n = match n {
+            Ok(n) => n,
+            // ENOENT: the caller went away between poll and receive.
+            Err(libc::EINTR | libc::ENOENT) => continue,
+            Err(e) => {
+                eprintln!(
+                    "udsfs run: seccomp notification: {}",
+                    std::io::Error::from_raw_os_error(e)
+                );
+                break;
+            }
+        };
+        // Calls on kernel sockets and other files are answered here.
+        let triaged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            emulate::triage(&ctx, &listener, &n)
+        }));
+        let job = match triaged.unwrap_or(Err(Reply::Errno(libc::EIO))) {
+            Ok(job) => job,
+            Err(r) => {
+                listener.reply(n.id, &r);
+                continue;
+            }
+        };
+        let id = job.id;
+        // A call that cannot wait is done here, and one that may is tried
+        // here first: a new thread costs more than the call (milliseconds
+        // on a loaded machine).
+        let job = if !job.may_wait || job.try_first {
+            // (A descriptor made blocking since triage may wait too.)
+            let again = job.clone();
+            let r = run(&ctx, &listener, job, true);
+            match r {
+                Reply::Errno(emulate::WOULD_WAIT) => again,
+                Reply::Resume(n) => {
+                    let mut job = again;
+                    job.resume = n;
+                    job
+                }
+                _ => {
+                    if listener.valid(id) {
+                        listener.reply(id, &r);
+                    }
+                    continue;
+                }
+            }
+        } else {
+            job
+        };
+        if !spawn(&listener, &ctx, job) {
+            listener.reply(id, &Reply::Errno(libc::EAGAIN));
+        }
+    }
+}
+
+/// Carries out `job` on a thread of its own; false if none could start.
+fn spawn(listener: &Arc<Listener>, ctx: &Arc<Ctx>, job: emulate::Job) -> bool {
+    let (l, c) = (listener.clone(), ctx.clone());
+    std::thread::Builder::new()
+        .name("udsfs-supervise".into())
+        .spawn(move || {
+            let id = job.id;
+            let r = run(&c, &l, job, false);
+            if l.valid(id) {
+                l.reply(id, &r);
+            }
+        })
+        .is_ok()
+}
+
+/// One call; bad input must not leave the target trapped for good.
+fn run(ctx: &Ctx, l: &Listener, job: emulate::Job, on_loop: bool) -> Reply {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        emulate::perform(ctx, l, job, on_loop)
+    }))
+    .unwrap_or(Reply::Errno(libc::EIO))
+}

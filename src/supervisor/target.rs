@@ -1,0 +1,159 @@
+//! The trapped thread as the supervisor sees it: its descriptors (a copy
+//! through pidfd_getfd, their flags, whether one is a udsfs socket), its
+//! working directory and whether a signal waits for it.
+
+use std::ffi::CString;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use libc::pid_t;
+
+/// PIDFD_THREAD (O_EXCL): a pidfd of one thread, not its thread group.
+const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
+
+pub struct Task {
+    pub tid: pid_t,
+    pidfd: OwnedFd,
+}
+
+/// The device of the mount and how a data file's inode looks
+/// (src/fuse/inode.rs: tag 2 in the top byte, file code 2 in the low bits).
+#[derive(Clone, Copy)]
+pub struct Dev {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl Dev {
+    pub fn of(path: &std::path::Path) -> Option<Dev> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = CString::new(path.as_os_str().as_bytes()).ok()?;
+        let st = statx(&c, 0)?;
+        Some(Dev {
+            major: st.stx_dev_major,
+            minor: st.stx_dev_minor,
+        })
+    }
+
+    fn owns(&self, st: &libc::statx) -> bool {
+        st.stx_dev_major == self.major
+            && st.stx_dev_minor == self.minor
+            && st.stx_ino >> 56 == 2
+            && st.stx_ino & 0xf == 2
+    }
+
+    /// Is the file a /proc fd link names a udsfs data file? Looks at the
+    /// inode without taking a copy of the descriptor.
+    pub fn probe(&self, link: &str) -> bool {
+        CString::new(link)
+            .ok()
+            .and_then(|p| statx(&p, 0))
+            .is_some_and(|st| self.owns(&st))
+    }
+
+    /// Is the open file `fd` (ours) a udsfs data file?
+    pub fn is_data(&self, fd: &OwnedFd) -> bool {
+        use std::os::fd::AsRawFd;
+        let path = CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok();
+        path.and_then(|p| statx(&p, 0))
+            .is_some_and(|st| self.owns(&st))
+    }
+}
+
+/// statx of a path with AT_STATX_DONT_SYNC: the cached inode, no round trip
+/// to the daemon (as the library's check, preload/src/mount.rs).
+fn statx(path: &CString, flags: i32) -> Option<libc::statx> {
+    // SAFETY: statx fills the zeroed struct; the path is NUL-terminated.
+    unsafe {
+        let mut st: libc::statx = std::mem::zeroed();
+        let r = libc::statx(
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags | libc::AT_STATX_DONT_SYNC,
+            libc::STATX_INO,
+            &mut st,
+        );
+        (r == 0).then_some(st)
+    }
+}
+
+fn last() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+impl Task {
+    /// A pidfd of thread `tid` (PIDFD_THREAD, Linux 6.9; else its thread
+    /// group, found in /proc). Check the notification is still valid after
+    /// this, so that the pidfd names the thread that trapped.
+    pub fn open(tid: pid_t) -> Result<Task, i32> {
+        // SAFETY: pidfd_open takes a pid and flags; the result is ours.
+        let mut fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, PIDFD_THREAD) };
+        if fd < 0 {
+            let tgid = tgid_of(tid).ok_or(libc::ESRCH)?;
+            // SAFETY: as above.
+            fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tgid, 0) };
+        }
+        if fd < 0 {
+            return Err(last());
+        }
+        // SAFETY: a fresh descriptor we own.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        Ok(Task { tid, pidfd })
+    }
+
+    /// A copy of the target's descriptor `fd` (same open file).
+    pub fn get_fd(&self, fd: i32) -> Result<OwnedFd, i32> {
+        use std::os::fd::AsRawFd;
+        if fd < 0 {
+            return Err(libc::EBADF);
+        }
+        // SAFETY: pidfd_getfd returns a new descriptor we own.
+        let r = unsafe { libc::syscall(libc::SYS_pidfd_getfd, self.pidfd.as_raw_fd(), fd, 0) };
+        if r < 0 {
+            return Err(match last() {
+                libc::ESRCH => libc::ESRCH,
+                _ => libc::EBADF,
+            });
+        }
+        // SAFETY: as above.
+        Ok(unsafe { OwnedFd::from_raw_fd(r as i32) })
+    }
+
+    /// FD_CLOEXEC of the target's `fd`.
+    pub fn cloexec(&self, fd: i32) -> bool {
+        crate::procfs::fd_flags(self.tid, fd).is_some_and(|f| f & libc::O_CLOEXEC as u32 != 0)
+    }
+
+    /// Is a descriptor number below the target's RLIMIT_NOFILE free (where
+    /// an install would go)? Yes when it cannot be told.
+    pub fn has_free_fd(&self) -> bool {
+        let Some(tgid) = tgid_of(self.tid) else {
+            return true;
+        };
+        let Some(limit) = crate::procfs::nofile_limit(tgid) else {
+            return true;
+        };
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{}/fd", self.tid)) else {
+            return true;
+        };
+        let below = dir
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<usize>().ok())
+            .filter(|&n| n < limit)
+            .count();
+        below < limit
+    }
+
+    /// A signal the thread does not block is pending (for it or its
+    /// process): a blocking call the supervisor waits on must end.
+    pub fn signal_pending(&self) -> bool {
+        crate::procfs::Status::read(self.tid as u32).is_ok_and(|st| st.signal_pending())
+    }
+}
+
+pub fn tgid_of(tid: pid_t) -> Option<pid_t> {
+    crate::procfs::Status::read(tid as u32)
+        .ok()
+        .map(|st| st.tgid)
+        .filter(|&t| t > 0)
+}
