@@ -145,17 +145,10 @@ unsafe fn set_action(sig: c_int, act: *const libc::sigaction, old: *mut libc::si
             }
             r
         }
-        _ => {
-            let r = unsafe { real::sigaction(sig, act, old) };
-            let plain = new.filter(|a| !is_function(a.sa_sigaction));
-            if let (0, Some(a)) = (r, plain) {
-                // SIG_DFL or SIG_IGN: the table says so too, so a later
-                // report keeps the flags the program gave with it.
-                HANDLER[s].store(a.sa_sigaction, Relaxed);
-                FLAGS[s].store(a.sa_flags, Relaxed);
-            }
-            r
-        }
+        // SIG_DFL and SIG_IGN leave the table alone: a vfork child (Python's
+        // subprocess) resets its handlers through here, in the parent's memory,
+        // and the parent's trampoline must still find its handler.
+        _ => unsafe { real::sigaction(sig, act, old) },
     };
     if r == 0 {
         // SAFETY: the caller's struct, filled by the C library.

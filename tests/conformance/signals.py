@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -313,9 +314,12 @@ def stopped_and_continued(prepare=None):
 
 def handler_sees():
     """What a Python handler is told: the signal number (the C handler Python
-    installs is called with it)."""
+    installs is called with it), after a subprocess started."""
     got = []
     signal.signal(signal.SIGUSR2, lambda n, f: got.append(n))
+    # A child started meanwhile resets its handlers (Python's subprocess does
+    # so in a vfork child, which shares the parent's memory until exec).
+    subprocess.run(["true"], check=True)
     signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR2)
     time.sleep(0.05)
     signal.signal(signal.SIGUSR2, signal.SIG_DFL)
