@@ -23,6 +23,7 @@ mod netdev;
 mod opts;
 mod pidfd;
 mod real;
+mod restart;
 mod routed;
 mod sock;
 mod stat;
@@ -203,7 +204,7 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
 
 #[no_mangle]
 pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
-    guarded(-1, || {
+    restart::send(fd, -1, || {
         let Some(m) = mount::get() else {
             return unsafe { real::connect(fd, addr, len) };
         };
@@ -270,7 +271,7 @@ pub unsafe extern "C" fn accept4(
     len: *mut socklen_t,
     flags: c_int,
 ) -> c_int {
-    guarded(-1, || {
+    restart::recv(fd, -1, || {
         let r = unsafe { real::accept4(fd, addr, len, flags) };
         let Some(m) = udsfs_after(r as i64, fd) else {
             return r;
@@ -374,7 +375,7 @@ pub unsafe extern "C" fn sendto(
     addr: *const sockaddr,
     alen: socklen_t,
 ) -> ssize_t {
-    guarded(-1, || {
+    restart::send(fd, -1, || {
         let Some(m) = mount::get() else {
             return unsafe { real::sendto(fd, buf, n, flags, addr, alen) };
         };
@@ -422,7 +423,7 @@ fn passes_udsfs_over_kernel(h: &msghdr, fd: c_int) -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> ssize_t {
-    guarded(-1, || {
+    restart::send(fd, -1, || {
         let Some(mnt) = mount::get() else {
             return unsafe { real::sendmsg(fd, m, flags) };
         };
@@ -466,7 +467,7 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
 
 #[no_mangle]
 pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: c_int) -> c_int {
-    guarded(-1, || {
+    restart::send(fd, -1, || {
         for i in 0..n as usize {
             // SAFETY: the caller's vector has n entries.
             let h = unsafe { &(*v.add(i)).msg_hdr };
@@ -496,7 +497,7 @@ pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: 
 
 #[no_mangle]
 pub unsafe extern "C" fn recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssize_t {
-    guarded(-1, || {
+    restart::recv(fd, -1, || {
         let r = unsafe { real::recvmsg(fd, m, flags) };
         let Some(mnt) = udsfs_after(r as i64, fd) else {
             return r;
@@ -552,7 +553,7 @@ pub unsafe extern "C" fn recvfrom(
     addr: *mut sockaddr,
     alen: *mut socklen_t,
 ) -> ssize_t {
-    guarded(-1, || unsafe {
+    restart::recv(fd, -1, || unsafe {
         let r = real::recvfrom(fd, buf, n, flags, addr, alen);
         recv_after(r, fd, buf, n, flags, addr, alen)
     })
@@ -561,7 +562,7 @@ pub unsafe extern "C" fn recvfrom(
 #[no_mangle]
 pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
     let none = std::ptr::null_mut();
-    guarded(-1, || unsafe {
+    restart::recv(fd, -1, || unsafe {
         let r = real::recv(fd, buf, n, flags);
         recv_after(r, fd, buf, n, flags, none, none.cast())
     })
@@ -576,7 +577,7 @@ pub unsafe extern "C" fn __recv_chk(
     flags: c_int,
 ) -> ssize_t {
     let none = std::ptr::null_mut();
-    guarded(-1, || unsafe {
+    restart::recv(fd, -1, || unsafe {
         let r = real::__recv_chk(fd, buf, n, buflen, flags);
         recv_after(r, fd, buf, n, flags, none, none.cast())
     })
@@ -592,7 +593,7 @@ pub unsafe extern "C" fn __recvfrom_chk(
     addr: *mut sockaddr,
     alen: *mut socklen_t,
 ) -> ssize_t {
-    guarded(-1, || unsafe {
+    restart::recv(fd, -1, || unsafe {
         let r = real::__recvfrom_chk(fd, buf, n, buflen, flags, addr, alen);
         recv_after(r, fd, buf, n, flags, addr, alen)
     })
@@ -606,7 +607,7 @@ pub unsafe extern "C" fn recvmmsg(
     flags: c_int,
     t: *mut libc::timespec,
 ) -> c_int {
-    guarded(-1, || {
+    restart::recv(fd, -1, || {
         let r = unsafe { real::recvmmsg(fd, v, n, flags, t) };
         if udsfs_after(r as i64, fd).is_none() {
             return r;
@@ -672,9 +673,9 @@ const UIO_MAXIOV: usize = 1024;
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
     if n != 0 {
-        return unsafe { real::write(fd, buf, n) };
+        return restart::write(fd, buf, n);
     }
-    guarded(-1, || {
+    restart::send(fd, -1, || {
         let Some(m) = mount::get().filter(|_| mount::udsfs_fd(fd)) else {
             return unsafe { real::write(fd, buf, n) };
         };

@@ -88,4 +88,10 @@ real! {
     unlink(path: *const libc::c_char) -> c_int;
     unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int;
     write(fd: c_int, b: *const c_void, n: size_t) -> ssize_t;
+    // restart.rs: the handler calls and the data file's own I/O.
+    sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
+    read(fd: c_int, b: *mut c_void, n: size_t) -> ssize_t;
+    __read_chk(fd: c_int, b: *mut c_void, n: size_t, buflen: size_t) -> ssize_t;
+    readv(fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t;
+    writev(fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t;
 }

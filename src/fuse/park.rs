@@ -405,7 +405,8 @@ impl ParkTable {
     /// Answers FUSE request `unique` as interrupted by a signal, if it is
     /// parked. EINTR, or what a write got out (`Retry::abandon`): never
     /// ERESTARTSYS, which this kernel refuses in a reply (the caller would
-    /// then wait forever), so an SA_RESTART handler sees EINTR too.
+    /// then wait forever); the preload library restarts where SA_RESTART
+    /// asks for it (preload/src/restart.rs).
     /// One not parked yet is answered as soon as it parks; one for a request
     /// answered meanwhile is never claimed and dropped later (`remember`).
     pub fn interrupt_request(&self, unique: u64) {

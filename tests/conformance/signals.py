@@ -1,8 +1,9 @@
 """Signals on blocked socket calls: run once on kernel sockets and once through
-`udsfs run` (integration/signals.sh); the outputs must be equal, except the lines
-starting "sa_restart" (see signals.sh). Usage: signals.py DIR (DIR: where to bind).
-The calls go through libc (ctypes) so that an EINTR is seen as it is, not retried
-as Python's own socket methods do."""
+`udsfs run` (integration/signals.sh); the outputs must be equal. Usage: signals.py
+DIR (DIR: where to bind). The calls go through libc (ctypes) so that an EINTR is
+seen as it is, not retried as Python's own socket methods do. Handlers set with C
+calls (signal, sigaction, sysv_signal) are libc's getpid: async-signal-safe, and no
+Python code runs in them."""
 
 import ctypes
 import errno
@@ -10,6 +11,7 @@ import os
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -18,6 +20,12 @@ from differential import say, where
 
 libc = ctypes.CDLL(None, use_errno=True)
 SO_RCVTIMEO = 20
+SO_SNDTIMEO = 21
+SA_SIGINFO = 4
+SA_NODEFER = 0x40000000
+SA_RESETHAND = 0x80000000
+SA_RESTART = 0x10000000
+SA_RESTORER = 0x04000000
 # Long enough for a blocked call to be parked or asleep in the kernel.
 SETTLE = 0.4
 
@@ -33,6 +41,57 @@ def call(f, *args):
 def handle(restart):
     signal.signal(signal.SIGUSR1, lambda *a: None)
     signal.siginterrupt(signal.SIGUSR1, not restart)
+
+
+class SigAction(ctypes.Structure):
+    """glibc's struct sigaction (x86-64 and arm64)."""
+    _fields_ = [
+        ("handler", ctypes.c_void_p),
+        ("mask", ctypes.c_ulong * 16),
+        ("flags", ctypes.c_int),
+        ("restorer", ctypes.c_void_p),
+    ]
+
+
+GETPID = ctypes.cast(libc.getpid, ctypes.c_void_p).value
+for f in (libc.signal, libc.sysv_signal):
+    f.restype = ctypes.c_void_p
+    f.argtypes = [ctypes.c_int, ctypes.c_void_p]
+
+
+def c_signal():
+    """glibc's signal(): SA_RESTART."""
+    libc.signal(signal.SIGUSR1, GETPID)
+
+
+def c_sysv_signal():
+    """sysv_signal(): one-shot, no SA_RESTART."""
+    libc.sysv_signal(signal.SIGUSR1, GETPID)
+
+
+def c_signal_after_siginterrupt():
+    """signal() after siginterrupt(sig, 1): no SA_RESTART (glibc keeps it)."""
+    libc.siginterrupt(signal.SIGUSR1, 1)
+    libc.signal(signal.SIGUSR1, GETPID)
+
+
+def c_sigaction(flags):
+    def install():
+        a = SigAction()
+        a.handler = GETPID
+        a.flags = flags
+        if libc.sigaction(signal.SIGUSR1, ctypes.byref(a), None) != 0:
+            raise OSError(ctypes.get_errno(), "sigaction")
+
+    return install
+
+
+def reported_action():
+    """What sigaction reports for SIGUSR1: the handler set, not a stand-in."""
+    o = SigAction()
+    libc.sigaction(signal.SIGUSR1, None, ctypes.byref(o))
+    who = "getpid" if o.handler == GETPID else o.handler
+    return f"{who} flags={o.flags & 0xffffffff:#x}"
 
 
 def recv(s, n=16):
@@ -68,10 +127,14 @@ def threads_blocked_in_recv(restart):
     return got.count("EINTR"), sorted(map(str, got))
 
 
-def one_blocked(restart, op, prepare=None):
+def one_blocked(restart, op, prepare=None, install=None):
     """op() blocked in a second thread, which gets SIGUSR1 by pthread_kill;
-    data arrives after the signal. What op returned."""
-    handle(restart)
+    data arrives after the signal. What op returned. `install` sets the
+    handler instead of Python's signal module."""
+    if install:
+        install()
+    else:
+        handle(restart)
     a, b = socket.socketpair()
     if prepare:
         prepare(a)
@@ -130,9 +193,10 @@ def accept_blocked(restart, d):
     return out[0]
 
 
-def connect_blocked(d):
-    """connect() to a listener whose backlog is full, signalled."""
-    handle(False)
+def connect_blocked(d, restart=False):
+    """connect() to a listener whose backlog is full, signalled; then the
+    listener takes one connection, which makes room."""
+    handle(restart)
     path = os.path.join(d, "sig-backlog.sock")
     try:
         os.unlink(path)
@@ -159,6 +223,8 @@ def connect_blocked(d):
     t.start()
     time.sleep(SETTLE)
     signal.pthread_kill(t.ident, signal.SIGUSR1)
+    time.sleep(SETTLE)
+    srv.accept()[0].close()
     t.join()
     for x in held + [c, srv]:
         x.close()
@@ -166,9 +232,10 @@ def connect_blocked(d):
     return f"{out[0]} (backlog took {len(held)})"
 
 
-def partial_send():
-    """A 4 MiB send() to a peer that never reads, signalled: the count queued."""
-    handle(False)
+def partial_send(restart=False):
+    """A 4 MiB send() to a peer that never reads, signalled: the count queued
+    (with SA_RESTART too: a send that queued part is not restarted)."""
+    handle(restart)
     a, b = socket.socketpair()
     big = b"z" * (4 << 20)
     out = []
@@ -181,6 +248,82 @@ def partial_send():
     a.close()
     b.close()
     return f"partial={isinstance(n, int) and 0 < n < len(big)}"
+
+
+def send_blocked(restart, timeo=False):
+    """A 100-byte send() on a stream whose peer's queue is full, signalled;
+    then the peer reads everything."""
+    handle(restart)
+    a, b = socket.socketpair()
+    if timeo:
+        a.setsockopt(socket.SOL_SOCKET, SO_SNDTIMEO, struct.pack("qq", 30, 0))
+    a.setblocking(False)
+    try:
+        while True:
+            a.send(b"f" * 4096)
+    except BlockingIOError:
+        pass
+    a.setblocking(True)
+    out = []
+    t = threading.Thread(target=lambda: out.append(call(libc.send, a.fileno(), b"x" * 100, ctypes.c_size_t(100), 0)))
+    t.start()
+    time.sleep(SETTLE)
+    signal.pthread_kill(t.ident, signal.SIGUSR1)
+    time.sleep(SETTLE)
+    b.setblocking(False)
+    try:
+        while True:
+            if not b.recv(65536):
+                break
+    except BlockingIOError:
+        pass
+    t.join()
+    a.close()
+    b.close()
+    return out[0]
+
+
+def stopped_and_continued(prepare=None):
+    """recv() in a child process that is stopped (SIGSTOP) and continued
+    (SIGCONT) while no handler runs: Linux restarts the call, unless the socket
+    has a receive timeout (then EINTR, as signal(7) says)."""
+    a, b = socket.socketpair()
+    if prepare:
+        prepare(a)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(w, str(recv(a)).encode())
+        finally:
+            os._exit(0)
+    time.sleep(SETTLE)
+    os.kill(pid, signal.SIGSTOP)
+    os.waitpid(pid, os.WUNTRACED)
+    os.kill(pid, signal.SIGCONT)
+    time.sleep(SETTLE)
+    b.send(b"late")
+    os.waitpid(pid, 0)
+    os.close(w)
+    out = os.read(r, 64).decode()
+    os.close(r)
+    a.close()
+    b.close()
+    return out
+
+
+def handler_sees():
+    """What a Python handler is told: the signal number (the C handler Python
+    installs is called with it), after a subprocess started."""
+    got = []
+    signal.signal(signal.SIGUSR2, lambda n, f: got.append(n))
+    # A child started meanwhile resets its handlers (Python's subprocess does
+    # so in a vfork child, which shares the parent's memory until exec).
+    subprocess.run(["true"], check=True)
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR2)
+    time.sleep(0.05)
+    signal.signal(signal.SIGUSR2, signal.SIG_DFL)
+    return [signal.Signals(n).name for n in got]
 
 
 def storm(seconds=3.0):
@@ -239,7 +382,30 @@ def main():
     say("accept, no SA_RESTART:", accept_blocked(False, d))
     say("sa_restart accept:", accept_blocked(True, d))
     say("connect to a full backlog, no SA_RESTART:", connect_blocked(d))
+    say("sa_restart connect to a full backlog:", connect_blocked(d, True))
+    say("sa_restart send to a full queue:", send_blocked(True))
+    say("send to a full queue, no SA_RESTART:", send_blocked(False))
+    say("send with SO_SNDTIMEO, SA_RESTART:", send_blocked(True, True))
     say("send interrupted:", partial_send())
+    say("sa_restart send interrupted:", partial_send(True))
+    say("a Python handler is told:", *handler_sees())
+    # Handlers set in C, as programs do: glibc's signal() sets SA_RESTART.
+    say("sa_restart recv, signal():", one_blocked(True, recv, install=c_signal))
+    say("sigaction reports after signal():", reported_action())
+    say("sa_restart read, signal():", one_blocked(True, read, install=c_signal))
+    say("recv, sysv_signal():", one_blocked(True, recv, install=c_sysv_signal))
+    say("sigaction reports after sysv_signal's one shot:", reported_action())
+    say("recv, sigaction without SA_RESTART:", one_blocked(True, recv, install=c_sigaction(0)))
+    say("sigaction reports:", reported_action())
+    sa = c_sigaction(SA_RESTART | SA_SIGINFO)
+    say("sa_restart recv, sigaction SA_RESTART|SA_SIGINFO:", one_blocked(True, recv, install=sa))
+    say("sigaction reports:", reported_action())
+    say("recv with SO_RCVTIMEO, signal():", one_blocked(True, recv, rcvtimeo(30), install=c_signal))
+    # Last: glibc keeps siginterrupt's choice for later signal() calls.
+    say("recv, signal() after siginterrupt:", one_blocked(True, recv, install=c_signal_after_siginterrupt))
+    say("sigaction reports:", reported_action())
+    say("sa_restart recv stopped and continued:", stopped_and_continued())
+    say("recv with SO_RCVTIMEO stopped and continued:", stopped_and_continued(rcvtimeo(30)))
     say("signal storm: calls left blocked", storm())
     say("done")
 

@@ -1,0 +1,520 @@
+//! SA_RESTART for udsfs sockets. A signal to a caller parked in the daemon
+//! comes as FUSE_INTERRUPT, which the daemon can only answer with EINTR
+//! (vendor/fuser/UDSFS-PATCH.md: this kernel refuses ERESTARTSYS in a
+//! reply), where Linux's sockets restart the call when every handler that
+//! ran has SA_RESTART and the socket has no timeout for that direction
+//! (sock_intr_errno). So the library installs the program's handlers behind
+//! a trampoline that counts, per thread, the handlers that ran and those
+//! without SA_RESTART, and `retry` calls a socket call again after an EINTR
+//! exactly when Linux would have restarted it.
+//!
+//! Everything the trampoline touches is async-signal-safe: atomics and
+//! const-initialised thread-locals without destructors, no allocation, no
+//! lock.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+use libc::{c_int, c_void, iovec, siginfo_t, size_t, ssize_t};
+
+use crate::{errno, mount, real, set_errno, sock};
+
+/// Signals 1..=64.
+const NSIG: usize = 65;
+
+/// The program's handler and sa_flags per signal, as it set them; the kernel
+/// holds `trampoline` with the same mask and flags (plus SA_SIGINFO).
+static HANDLER: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
+static FLAGS: [AtomicI32; NSIG] = [const { AtomicI32::new(0) }; NSIG];
+/// Signals siginterrupt() made interrupting: signal() then leaves out
+/// SA_RESTART for them, as glibc's does.
+static INTERRUPTING: AtomicU64 = AtomicU64::new(0);
+
+/// Per thread, in one thread-local (one TLS lookup on the fast path).
+struct Counts {
+    /// Handlers run on this thread through the trampoline.
+    ran: Cell<u32>,
+    /// Of them, those installed without SA_RESTART.
+    no_restart: Cell<u32>,
+    /// `retry` calls in progress on this thread: an inner call (the
+    /// library's own read of a data file, sendmmsg's sendmsg) leaves the
+    /// decision to the outermost, which knows the whole call.
+    depth: Cell<u32>,
+}
+
+thread_local! {
+    static COUNTS: Counts = const {
+        Counts {
+            ran: Cell::new(0),
+            no_restart: Cell::new(0),
+            depth: Cell::new(0),
+        }
+    };
+}
+
+const SEND: i32 = 1;
+const RECV: i32 = 0;
+
+/// The result of a C call: negative on failure.
+pub trait Ret: Copy {
+    fn failed(self) -> bool;
+}
+
+impl Ret for c_int {
+    fn failed(self) -> bool {
+        self < 0
+    }
+}
+
+impl Ret for ssize_t {
+    fn failed(self) -> bool {
+        self < 0
+    }
+}
+
+/// (handlers run, of them without SA_RESTART) on this thread.
+fn marks() -> (u32, u32) {
+    COUNTS.with(|c| (c.ran.get(), c.no_restart.get()))
+}
+
+extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
+    let s = sig as usize;
+    if s >= NSIG {
+        return;
+    }
+    let restarts = FLAGS[s].load(Relaxed) & libc::SA_RESTART != 0;
+    // A call the handler makes decides for itself (it is not inside the
+    // interrupted one).
+    let depth = COUNTS.with(|c| {
+        c.ran.set(c.ran.get().wrapping_add(1));
+        if !restarts {
+            c.no_restart.set(c.no_restart.get().wrapping_add(1));
+        }
+        c.depth.replace(0)
+    });
+    let h = HANDLER[s].load(Relaxed);
+    if !is_function(h) || is_ours(h) {
+        COUNTS.with(|c| c.depth.set(depth));
+        return;
+    }
+    // SAFETY: the program's handler. The trampoline is installed with
+    // SA_SIGINFO, so the kernel gave all three arguments; a handler of one
+    // argument (no SA_SIGINFO) ignores the other two, as C calls go.
+    unsafe {
+        let f: extern "C" fn(c_int, *mut siginfo_t, *mut c_void) = std::mem::transmute(h);
+        f(sig, info, ctx);
+    }
+    COUNTS.with(|c| c.depth.set(depth));
+}
+
+fn is_ours(h: libc::sighandler_t) -> bool {
+    h == trampoline as *const () as usize
+}
+
+/// Whether `h` is a handler function (not SIG_DFL, SIG_IGN or SIG_ERR).
+fn is_function(h: libc::sighandler_t) -> bool {
+    h != libc::SIG_DFL && h != libc::SIG_IGN && h != libc::SIG_ERR
+}
+
+/// sigaction(): a handler goes behind the trampoline; `old` reports what
+/// the program set, never the trampoline.
+///
+/// # Safety
+/// As for sigaction.
+unsafe fn set_action(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
+    let s = sig as usize;
+    if !(1..NSIG).contains(&s) {
+        return unsafe { real::sigaction(sig, act, old) };
+    }
+    let (prev_h, prev_f) = (HANDLER[s].load(Relaxed), FLAGS[s].load(Relaxed));
+    // SAFETY: the caller's struct, when given.
+    let new = unsafe { act.as_ref() }.copied();
+    let r = match new {
+        Some(a) if is_function(a.sa_sigaction) && !is_ours(a.sa_sigaction) => {
+            // The table first: a signal delivered as soon as the kernel
+            // holds the trampoline finds the handler.
+            HANDLER[s].store(a.sa_sigaction, Relaxed);
+            FLAGS[s].store(a.sa_flags, Relaxed);
+            let mut t = a;
+            t.sa_sigaction = trampoline as *const () as usize;
+            t.sa_flags |= libc::SA_SIGINFO;
+            let r = unsafe { real::sigaction(sig, &t, old) };
+            if r < 0 {
+                HANDLER[s].store(prev_h, Relaxed);
+                FLAGS[s].store(prev_f, Relaxed);
+            }
+            r
+        }
+        // SIG_DFL and SIG_IGN leave the table alone: a vfork child (Python's
+        // subprocess) resets its handlers through here, in the parent's memory,
+        // and the parent's trampoline must still find its handler.
+        _ => unsafe { real::sigaction(sig, act, old) },
+    };
+    if r == 0 {
+        // SAFETY: the caller's struct, filled by the C library.
+        if let Some(o) = unsafe { old.as_mut() } {
+            // The kernel's report but the handler, and SA_SIGINFO as the
+            // program set it (also after SA_RESETHAND put back SIG_DFL,
+            // which keeps the flags).
+            let reset = o.sa_sigaction == libc::SIG_DFL && o.sa_flags & libc::SA_RESETHAND != 0;
+            if is_ours(o.sa_sigaction) || reset {
+                if !reset {
+                    o.sa_sigaction = prev_h;
+                }
+                o.sa_flags = (o.sa_flags & !libc::SA_SIGINFO) | (prev_f & libc::SA_SIGINFO);
+            }
+        }
+    }
+    r
+}
+
+/// signal() and bsd_signal(): SA_RESTART unless siginterrupt() said
+/// otherwise, the signal itself blocked in its handler (glibc's).
+unsafe fn bsd_signal_(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    let interrupting =
+        (1..NSIG as c_int).contains(&sig) && INTERRUPTING.load(Relaxed) & bit(sig) != 0;
+    let flags = if interrupting { 0 } else { libc::SA_RESTART };
+    unsafe { install(sig, h, flags, true) }
+}
+
+/// sysv_signal(): one-shot, not blocked in its handler, no SA_RESTART.
+unsafe fn sysv_signal_(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { install(sig, h, libc::SA_RESETHAND | libc::SA_NODEFER, false) }
+}
+
+unsafe fn install(
+    sig: c_int,
+    h: libc::sighandler_t,
+    flags: c_int,
+    mask_self: bool,
+) -> libc::sighandler_t {
+    if h == libc::SIG_ERR || !(1..NSIG as c_int).contains(&sig) {
+        set_errno(libc::EINVAL);
+        return libc::SIG_ERR;
+    }
+    // SAFETY: plain data, filled below.
+    let mut a: libc::sigaction = unsafe { std::mem::zeroed() };
+    let mut o: libc::sigaction = unsafe { std::mem::zeroed() };
+    a.sa_sigaction = h;
+    a.sa_flags = flags;
+    unsafe {
+        libc::sigemptyset(&mut a.sa_mask);
+        if mask_self {
+            libc::sigaddset(&mut a.sa_mask, sig);
+        }
+        if set_action(sig, &a, &mut o) < 0 {
+            return libc::SIG_ERR;
+        }
+    }
+    o.sa_sigaction
+}
+
+/// Signal `sig` (1..=64) in INTERRUPTING.
+fn bit(sig: c_int) -> u64 {
+    1u64 << (sig - 1)
+}
+
+/// siginterrupt(): SA_RESTART off (`interrupt` != 0) or on, kept for
+/// later signal() calls too.
+unsafe fn siginterrupt_(sig: c_int, interrupt: c_int) -> c_int {
+    // SAFETY: plain data, filled by sigaction.
+    let mut a: libc::sigaction = unsafe { std::mem::zeroed() };
+    if unsafe { set_action(sig, std::ptr::null(), &mut a) } < 0 {
+        return -1;
+    }
+    if interrupt != 0 {
+        INTERRUPTING.fetch_or(bit(sig), Relaxed);
+        a.sa_flags &= !libc::SA_RESTART;
+    } else {
+        INTERRUPTING.fetch_and(!bit(sig), Relaxed);
+        a.sa_flags |= libc::SA_RESTART;
+    }
+    unsafe { set_action(sig, &a, std::ptr::null_mut()) }
+}
+
+/// sigset() (System V): a handler with no flags and the signal unblocked,
+/// or SIG_HOLD to block it; returns SIG_HOLD when it was blocked.
+unsafe fn sigset_(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    const SIG_HOLD: libc::sighandler_t = 2;
+    if !(1..NSIG as c_int).contains(&sig) {
+        set_errno(libc::EINVAL);
+        return libc::SIG_ERR;
+    }
+    // SAFETY: plain data for sigprocmask and sigaction.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut was: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        let mut o: libc::sigaction = std::mem::zeroed();
+        if h == SIG_HOLD {
+            if set_action(sig, std::ptr::null(), &mut o) < 0
+                || libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut was) != 0
+            {
+                return libc::SIG_ERR;
+            }
+        } else {
+            let mut a: libc::sigaction = std::mem::zeroed();
+            a.sa_sigaction = h;
+            libc::sigemptyset(&mut a.sa_mask);
+            if set_action(sig, &a, &mut o) < 0
+                || libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, &mut was) != 0
+            {
+                return libc::SIG_ERR;
+            }
+        }
+        if libc::sigismember(&was, sig) == 1 {
+            SIG_HOLD
+        } else {
+            o.sa_sigaction
+        }
+    }
+}
+
+/// Whether some handler the trampoline does not see (installed by a raw
+/// system call, or before this library) lacks SA_RESTART: an EINTR with no
+/// counted handler may then be its doing, and is kept.
+fn foreign_interrupting_handler() -> bool {
+    (1..NSIG as c_int).any(|sig| {
+        // SAFETY: a query into local storage.
+        let mut o: libc::sigaction = unsafe { std::mem::zeroed() };
+        let r = unsafe { real::sigaction(sig, std::ptr::null(), &mut o) };
+        r == 0
+            && is_function(o.sa_sigaction)
+            && !is_ours(o.sa_sigaction)
+            && o.sa_flags & libc::SA_RESTART == 0
+    })
+}
+
+/// Whether the socket has SO_RCVTIMEO (`dir` 0) or SO_SNDTIMEO (1) set.
+/// An error counts as a timeout: the EINTR stays.
+fn has_timeout(fd: c_int, dir: i32) -> bool {
+    match sock::ctl(fd, crate::abi::OP_GET_TIMEO, dir, &[]) {
+        Ok(c) => c.v[0] != 0 || c.v[1] != 0 || c.v[2] != 0,
+        Err(_) => true,
+    }
+}
+
+/// After an EINTR of a call that began with `marks()` (ran, no_restart): whether
+/// Linux would have restarted the call on `fd`.
+fn restartable(fd: c_int, dir: i32, (ran, no_restart): (u32, u32)) -> bool {
+    let (ran_now, no_restart_now) = marks();
+    if no_restart_now != no_restart || !mount::udsfs_fd(fd) {
+        return false;
+    }
+    // None counted: a stop and continue (Linux restarts then), or a handler
+    // the trampoline does not see.
+    if ran_now == ran && foreign_interrupting_handler() {
+        return false;
+    }
+    !has_timeout(fd, dir)
+}
+
+/// Runs socket call `call` on `fd` and calls it again after an EINTR that
+/// Linux would have restarted (`dir`: SEND or RECV, the timeout that
+/// applies). Costs a thread-local look before and after unless the call fails
+/// with EINTR.
+pub fn retry<R: Ret>(fd: c_int, dir: i32, mut call: impl FnMut() -> R) -> R {
+    let entry = errno();
+    let (outer, mut mark) = COUNTS.with(|c| {
+        let d = c.depth.replace(c.depth.get() + 1);
+        (d == 0, (c.ran.get(), c.no_restart.get()))
+    });
+    loop {
+        let r = call();
+        let e = errno();
+        if !r.failed()
+            || e != libc::EINTR
+            || !outer
+            || !crate::guarded(false, || restartable(fd, dir, mark))
+        {
+            COUNTS.with(|c| c.depth.set(c.depth.get() - 1));
+            // The look at the socket and the handlers may leave another
+            // errno (sigaction of glibc's own signals says EINVAL).
+            if r.failed() {
+                set_errno(e);
+            }
+            return r;
+        }
+        // The restarted call starts with the program's errno, not EINTR.
+        set_errno(entry);
+        mark = marks();
+    }
+}
+
+/// A receive or accept interposer's body (`guarded`), retried as Linux
+/// restarts it (SO_RCVTIMEO).
+pub fn recv<R: Ret>(fd: c_int, fail: R, mut body: impl FnMut() -> R) -> R {
+    retry(fd, RECV, || crate::guarded(fail, &mut body))
+}
+
+/// A send or connect interposer's body, likewise (SO_SNDTIMEO).
+pub fn send<R: Ret>(fd: c_int, fail: R, mut body: impl FnMut() -> R) -> R {
+    retry(fd, SEND, || crate::guarded(fail, &mut body))
+}
+
+// read, write, readv and writev of a data file are the file's own (the
+// kernel's FUSE path): only their EINTR is looked at.
+
+#[no_mangle]
+pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    retry(fd, RECV, || unsafe { real::read(fd, buf, n) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __read_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    buflen: size_t,
+) -> ssize_t {
+    retry(fd, RECV, || unsafe { real::__read_chk(fd, buf, n, buflen) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
+    retry(fd, RECV, || unsafe { real::readv(fd, iov, n) })
+}
+
+/// write() of some bytes (lib.rs has the interposer: a zero-length one is
+/// a send of nothing there).
+pub fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
+    retry(fd, SEND, || unsafe { real::write(fd, buf, n) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
+    retry(fd, SEND, || unsafe { real::writev(fd, iov, n) })
+}
+
+// The program's ways to set a handler. glibc's signal(), siginterrupt()
+// and the rest call its sigaction internally, past this library, so each is
+// answered here.
+
+#[no_mangle]
+pub unsafe extern "C" fn sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    unsafe { set_action(sig, act, old) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    unsafe { set_action(sig, act, old) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { bsd_signal_(sig, h) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn bsd_signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { bsd_signal_(sig, h) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ssignal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { bsd_signal_(sig, h) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sysv_signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { sysv_signal_(sig, h) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __sysv_signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { sysv_signal_(sig, h) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn siginterrupt(sig: c_int, interrupt: c_int) -> c_int {
+    unsafe { siginterrupt_(sig, interrupt) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sigset(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    unsafe { sigset_(sig, h) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static HITS: AtomicUsize = AtomicUsize::new(0);
+
+    extern "C" fn handler(_: c_int) {
+        HITS.fetch_add(1, Relaxed);
+    }
+
+    fn action(h: usize, flags: c_int) -> libc::sigaction {
+        // SAFETY: plain data.
+        let mut a: libc::sigaction = unsafe { std::mem::zeroed() };
+        a.sa_sigaction = h;
+        a.sa_flags = flags;
+        a
+    }
+
+    fn reported(sig: c_int) -> libc::sigaction {
+        let mut o = action(0, 0);
+        // SAFETY: a query into local storage.
+        assert_eq!(unsafe { set_action(sig, std::ptr::null(), &mut o) }, 0);
+        o
+    }
+
+    #[test]
+    fn handlers_run_behind_the_trampoline_and_are_counted() {
+        let sig = libc::SIGUSR2;
+        let h = handler as *const () as usize;
+        let a = action(h, libc::SA_RESTART);
+        // SAFETY: SIGUSR2 is this test's alone; raise() runs the handler on
+        // this thread before it returns.
+        unsafe {
+            assert_eq!(set_action(sig, &a, std::ptr::null_mut()), 0);
+            let mut k = action(0, 0);
+            real::sigaction(sig, std::ptr::null(), &mut k);
+            assert!(is_ours(k.sa_sigaction), "the kernel holds the trampoline");
+            let o = reported(sig);
+            assert_eq!(o.sa_sigaction, h, "sigaction reports the program's handler");
+            assert_eq!(
+                o.sa_flags & (libc::SA_RESTART | libc::SA_SIGINFO),
+                libc::SA_RESTART
+            );
+
+            let (ran, no_restart) = marks();
+            libc::raise(sig);
+            assert_eq!(HITS.load(Relaxed), 1);
+            assert_eq!(marks(), (ran + 1, no_restart));
+
+            assert_eq!(siginterrupt_(sig, 1), 0);
+            assert_eq!(reported(sig).sa_flags & libc::SA_RESTART, 0);
+            libc::raise(sig);
+            assert_eq!(HITS.load(Relaxed), 2);
+            assert_eq!(marks(), (ran + 2, no_restart + 1));
+            // signal() keeps siginterrupt's choice, as glibc's.
+            assert_eq!(bsd_signal_(sig, h), h);
+            assert_eq!(reported(sig).sa_flags & libc::SA_RESTART, 0);
+            assert_eq!(siginterrupt_(sig, 0), 0);
+            assert_eq!(bsd_signal_(sig, libc::SIG_DFL), h);
+            assert_eq!(reported(sig).sa_sigaction, libc::SIG_DFL);
+        }
+    }
+
+    #[test]
+    fn an_eintr_off_udsfs_is_returned_once_with_its_errno() {
+        let mut calls = 0;
+        let r: c_int = retry(0, RECV, || {
+            calls += 1;
+            set_errno(libc::EINTR);
+            -1
+        });
+        assert_eq!((r, calls, errno()), (-1, 1, libc::EINTR));
+    }
+}
