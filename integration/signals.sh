@@ -43,6 +43,8 @@ read, no SA_RESTART: EINTR
 sa_restart read: 4
 recv with SO_RCVTIMEO, SA_RESTART: EINTR
 read with SO_RCVTIMEO, no SA_RESTART: EINTR
+seqpacket peek, MSG_TRUNC, no buffer, no SA_RESTART: EINTR
+sa_restart seqpacket peek, MSG_TRUNC, no buffer: 11
 accept, no SA_RESTART: EINTR
 sa_restart accept: fd
 connect to a full backlog, no SA_RESTART: EINTR (backlog took 1)

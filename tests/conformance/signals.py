@@ -367,6 +367,27 @@ def storm(seconds=3.0):
     return stuck
 
 
+def seqpacket_peek_truncated(restart):
+    """A blocking seqpacket recvfrom(fd, NULL, 0, MSG_PEEK|MSG_TRUNC) in a second
+    thread, signalled, then a record arrives: restarted, it returns the record's
+    length; without SA_RESTART, EINTR."""
+    handle(restart)
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    flags = socket.MSG_PEEK | socket.MSG_TRUNC
+    out = []
+    t = threading.Thread(target=lambda: out.append(
+        call(libc.recvfrom, a.fileno(), None, ctypes.c_size_t(0), flags, None, None)))
+    t.start()
+    time.sleep(SETTLE)
+    signal.pthread_kill(t.ident, signal.SIGUSR1)
+    time.sleep(SETTLE)
+    b.send(b"late record")
+    t.join()
+    a.close()
+    b.close()
+    return out[0]
+
+
 def main():
     where()
     d = sys.argv[1]
@@ -379,6 +400,8 @@ def main():
     # With a receive timeout the kernel answers EINTR even for SA_RESTART.
     say("recv with SO_RCVTIMEO, SA_RESTART:", one_blocked(True, recv, rcvtimeo(30)))
     say("read with SO_RCVTIMEO, no SA_RESTART:", one_blocked(False, read, rcvtimeo(30)))
+    say("seqpacket peek, MSG_TRUNC, no buffer, no SA_RESTART:", seqpacket_peek_truncated(False))
+    say("sa_restart seqpacket peek, MSG_TRUNC, no buffer:", seqpacket_peek_truncated(True))
     say("accept, no SA_RESTART:", accept_blocked(False, d))
     say("sa_restart accept:", accept_blocked(True, d))
     say("connect to a full backlog, no SA_RESTART:", connect_blocked(d))
