@@ -5,7 +5,8 @@
 # (integration/c/static_client.c), and Python under the supervisor for blocking calls.
 # Their peers are Python programs through the preload library. Every socket is checked
 # to be a udsfs socket ($U/unix lists it, /proc/net/unix does not), and SO_PEERCRED
-# shows the programs' own pids (the supervisor acts for them). Then: a signal to a
+# shows the programs' own pids (the supervisor acts for them). Without --front, the
+# static client gets the supervisor and python3 the library. Then: a signal to a
 # program waiting in a trapped accept runs its handler and the accept goes on; a
 # program killed there leaves no supervisor thread behind; clients and supervisors
 # killed at random points leave no socket and no process.
@@ -52,7 +53,7 @@ for _ in range(int(sys.argv[2])):
 print("served", flush=True)
 PY
 PY_SOCK=$MNT/py.sock
-run_cmd -- python3 "$TMP/server.py" "$PY_SOCK" 2
+run_cmd -- python3 "$TMP/server.py" "$PY_SOCK" 4
 start_bg PYSRV "${RUN_CMD[@]}" >"$TMP/py.out" 2>&1
 wait_listening "$PY_SOCK"
 expect_socket_home "$PY_SOCK"
@@ -65,12 +66,35 @@ out=$(seccomp "$TMP/static_client" "$PY_SOCK" hello-static 2>&1) || fail "the st
 expect_eq "static client's exchange" "$(sed -n 1,2p <<<"$out")" "reply: py got hello-static
 peer: $PY_SOCK"
 C_PID=$(sed -n 's/^pid: //p' <<<"$out")
+# Without --front, `udsfs run` picks the supervisor for an executable without a
+# program interpreter (src/run.rs `front_for`), found as execvp finds it: the static
+# client reaches the udsfs server (on kernel sockets its connect would be refused).
+out=$("$UDSFS_BIN" run --mount "$MNT" -- "$TMP/static_client" "$PY_SOCK" auto-static 2>&1) ||
+    fail "the static client without --front failed: $out"
+expect_eq "static client without --front" "$(sed -n 1p <<<"$out")" "reply: py got auto-static"
+out=$(PATH=$TMP:$PATH "$UDSFS_BIN" run --mount "$MNT" -- static_client "$PY_SOCK" auto-path 2>&1) ||
+    fail "the static client found in PATH without --front failed: $out"
+expect_eq "static client found in PATH without --front" "$(sed -n 1p <<<"$out")" "reply: py got auto-path"
 ended_within "$PYSRV" 10000 || fail "the Python server did not finish: $(cat "$TMP/py.out")"
 reap "$PYSRV"
 expect_eq "Python server's exit status" "$REAPED_STATUS" 0
 # The supervisor acts for the program (src/fuse/actfor.rs): the server sees the
 # clients' own pids, not the supervisor's.
-expect_eq "SO_PEERCRED pids the server saw" "$(grep 'peer pid' "$TMP/py.out" | tr '\n' ' ')" "peer pid $GO_PID peer pid $C_PID "
+expect_eq "SO_PEERCRED pids the server saw" "$(grep 'peer pid' "$TMP/py.out" | head -2 | tr '\n' ' ')" "peer pid $GO_PID peer pid $C_PID "
+# A dynamic program, directly or as a `#!` script's interpreter (through env), gets
+# the library and no filter: LD_PRELOAD names it and /proc says Seccomp 0.
+cat >"$TMP/which_front.py" <<'PY'
+#!/usr/bin/env python3
+import os
+lib = "library" if "libudsfs_preload" in os.environ.get("LD_PRELOAD", "") else "no library"
+mode = [l.split()[1] for l in open("/proc/self/status") if l.startswith("Seccomp:")][0]
+print(lib, "seccomp", mode)
+PY
+chmod +x "$TMP/which_front.py"
+expect_eq "python3 without --front" "$("$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/which_front.py" 2>&1)" "library seccomp 0"
+expect_eq "a python3 script without --front" "$("$UDSFS_BIN" run --mount "$MNT" -- "$TMP/which_front.py" 2>&1)" "library seccomp 0"
+expect_eq "python3 with --front seccomp" "$(seccomp python3 "$TMP/which_front.py" 2>&1)" "no library seccomp 2"
+ok "without --front: static programs got the supervisor, dynamic ones the library"
 
 # Only a process's own tree may be acted for: the script is no descendant of python.
 out=$(python3 -c '
