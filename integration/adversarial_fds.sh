@@ -25,6 +25,17 @@
 #     run`, reads SO_PEERCRED and SCM_CREDENTIALS pids of its own namespace, and its
 #     true explicit SCM_CREDENTIALS (its own getpid()) are accepted, not EPERM, and
 #     F_SETOWN of its own getpid() gets it SIGURG (F_GETOWN reads it back);
+# 10. a file of this mount reached through a bind mount in user 65534's own user and
+#     mount namespace (another path, the same mount) is refused as a deposit (EINVAL),
+#     as the file reached by the mount's own path is; a plain file is taken (control);
+# 11. a connection to the fd channel deposited over itself, then closed: the daemon
+#     would hold it (and its thread) for good; refused (EINVAL), after 50 such tries
+#     the daemon holds no more descriptors than before;
+# 12. a file whose close never ends: user 65534 deposits a file of another FUSE mount
+#     whose server then stops answering (here root's second mount, SIGSTOPped: where
+#     /dev/fuse is 0666 any user runs such a server through fusermount3), and closes
+#     its connection, so the daemon drops the deposit; user 40001's deposit must still
+#     be answered (within 3 s) and the mount still read;
 #  9. on a mount without --allow-other, user 65534 connects to the fd channel by its
 #     usual name: refused with EACCES before anything is read from it.
 # shellcheck disable=SC2034 # read by lib.sh
@@ -445,6 +456,110 @@ say "  got: $(tr '\n' ';' <<<"$got")"
 want=$'SO_PEERCRED pid 1, own getpid 1\nSCM_CREDENTIALS pid 1\nexplicit true credentials: sent, received pid 1\nF_GETOWN 1, SIGURG to the owner: True'
 [ "$got" = "$want" ] || fail "pid namespace: want the namespace's own pids and the true credentials accepted"
 ok "pid namespace: SO_PEERCRED, SCM_CREDENTIALS and F_GETOWN in the caller's namespace; true credentials accepted; SIGURG arrives"
+
+# ---- 10. this mount's files by another path
+cat >"$TMP/bound.py" <<'PYEOF'
+import array, os, socket, struct, sys
+c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+c.connect("\0" + open(sys.argv[1]).read().strip())
+for path in sys.argv[2:]:
+    fd = os.open(path, os.O_RDONLY)
+    c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    msg = c.recv(64)
+    got = "E" + str(struct.unpack("i", msg[1:5])[0]) if msg[:1] == b"E" else msg[:1].decode()
+    print(f"{path}: {got}")
+PYEOF
+# (the system's interpreter: in a user namespace a pyenv one under /root is refused)
+SYSPY=/usr/bin/python3
+[ -x "$SYSPY" ] || SYSPY=$PY3
+nsuser() { setpriv --reuid=$A --regid=$A --clear-groups unshare -Urm "$@"; }
+if nsuser true 2>/dev/null; then
+    mkdir -m 0777 "$TMP/bound"
+    say "attack: user $A binds the mount elsewhere in its own namespaces and deposits its files"
+    # shellcheck disable=SC2016 # expanded by the inner sh
+    got=$(nsuser sh -c 'mount --bind "$1" "$2" && exec "$3" "$4" "$1/.udsfs/fdchannel" "$2/.udsfs/unix" "$1/.udsfs/unix" /etc/hosts' \
+        sh "$MNT" "$TMP/bound" "$SYSPY" "$TMP/bound.py" 2>&1) || fail "bind-mount deposit: $got"
+    say "  got: $(tr '\n' ';' <<<"$got")"
+    [ "$got" = "$TMP/bound/.udsfs/unix: E22
+$MNT/.udsfs/unix: E22
+/etc/hosts: T" ] || fail "a file of this mount by another path was deposited (want EINVAL): $got"
+    ok "bind mount: this mount's file by another path is refused (EINVAL), a plain file taken"
+else
+    say "  (user namespaces are off for user $A: the bind-mount deposit is not tried)"
+fi
+
+# ---- 11. a channel connection deposited over itself
+cat >"$TMP/cycle.py" <<'PYEOF'
+import array, os, socket, struct, sys
+name = "\0" + open(sys.argv[1]).read().strip()
+got = {}
+for i in range(50):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.connect(name)
+    c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [c.fileno()]))])
+    m = c.recv(64)
+    k = "E" + str(struct.unpack("i", m[1:5])[0]) if m[:1] == b"E" else m[:1].decode()
+    got[k] = got.get(k, 0) + 1
+    c.close()
+print(" ".join(f"{k}:{v}" for k, v in sorted(got.items())))
+PYEOF
+before=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
+say "attack: user $A deposits 50 channel connections each over itself, then closes them"
+got=$(setpriv --reuid=$A --regid=$A --clear-groups "$PY3" "$TMP/cycle.py" "$U/fdchannel" 2>&1) || fail "self-deposit: $got"
+sleep 0.5
+after=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
+say "  got: $got; daemon descriptors $before before, $after after"
+[ "$got" = "E22:50" ] || fail "a channel connection was deposited over itself: $got"
+[ "$after" -le $((before + 2)) ] || fail "the daemon kept $((after - before)) descriptors of closed connections"
+ok "self-deposit: refused (EINVAL); the daemon keeps nothing"
+
+# ---- 12. a deposit whose close never ends
+cat >"$TMP/stuck.py" <<'PYEOF'
+import array, os, socket, sys, time
+c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+c.connect("\0" + open(sys.argv[1]).read().strip())
+c.settimeout(3)
+if sys.argv[2] == "deposit-and-wait":
+    fd = os.open(sys.argv[3], os.O_RDONLY)
+    c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    print("deposit", c.recv(64)[:1].decode(), flush=True)
+    os.close(fd)
+    while not os.path.exists(sys.argv[4]):
+        time.sleep(0.02)
+    c.close()
+    print("closed", flush=True)
+else:
+    r, w = os.pipe()
+    t = time.time()
+    try:
+        c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [w]))])
+        got = c.recv(64)[:1].decode()
+    except OSError as e:
+        got = type(e).__name__
+    print(f"deposit of user {os.getuid()}: {got}", flush=True)
+PYEOF
+M2=$TMP/mnt2
+mkdir -m 0755 "$M2"
+out=$(timeout 30 "$UDSFS_BIN" mount --background --allow-other --log-file "$TMP/log2" "$M2" </dev/null) || fail "second mount: $out"
+D2=$(tail -n1 <<<"$out" | tr -d '[:space:]')
+mkdir -m 0777 "$TMP/stuck"
+setpriv --reuid=$A --regid=$A --clear-groups "$PY3" "$TMP/stuck.py" "$U/fdchannel" deposit-and-wait "$M2/.udsfs/unix" "$TMP/stuck/go" >"$TMP/stuck.out" 2>&1 &
+STUCK=$!
+for _ in $(seq 250); do grep -q deposit "$TMP/stuck.out" && break; sleep 0.02; done
+kill -STOP "$D2"
+touch "$TMP/stuck/go"
+wait "$STUCK" || true
+sleep 0.5
+say "attack: user $A deposits a file of a FUSE mount whose server then stops, and closes its connection"
+got=$(setpriv --reuid=$B --regid=$B --clear-groups "$PY3" "$TMP/stuck.py" "$U/fdchannel" other 2>&1)
+read_ok=$(timeout 3 setpriv --reuid=$B --regid=$B --clear-groups cat "$U/unix" >/dev/null 2>&1 && echo yes || echo no)
+kill -CONT "$D2"
+timeout 10 "$UDSFS_BIN" umount "$M2" >/dev/null 2>&1 || umount -l "$M2" || true
+say "  got: $(tr '\n' ';' <"$TMP/stuck.out") then $got; the mount read by user $B: $read_ok"
+grep -q "deposit T" "$TMP/stuck.out" || fail "the stuck-close setup: the deposit was not taken: $(cat "$TMP/stuck.out")"
+[ "$got" = "deposit of user $B: T" ] || fail "a close stuck in another FUSE server stopped the fd channel for user $B: $got"
+[ "$read_ok" = yes ] || fail "a close stuck in another FUSE server stopped the mount"
+ok "stuck close: user $B's deposit answered, the mount answers"
 
 # ---- 9. who may use the fd channel of a private mount
 udsfs_unmount

@@ -74,7 +74,15 @@ ok "stream pair $B_N <-> $B_M; nobody reads $B_M"
 fg_like cat /dev/zero >"$U/sock/$B_N/data" 2>"$TMP/b1.err" &
 w1=$!
 wait_parked "$w1"
-queued=$(status_of "$B_M" rcvq_bytes)
+# wchan shows the write in flight before the daemon took its bytes: under load the
+# queue may still be empty then, so wait for it to fill and settle
+queued=0
+for _ in $(seq 200); do
+    prev=$queued
+    queued=$(status_of "$B_M" rcvq_bytes)
+    [ "$queued" -gt 0 ] && [ "$queued" = "$prev" ] && break
+    sleep 0.05
+done
 sndbuf=$(status_of "$B_N" sndbuf)
 say "the writer blocked with $queued bytes queued at $B_M (sndbuf $sndbuf)"
 [ "$queued" -ge 65536 ] && [ "$queued" -le $((2 * sndbuf)) ] ||

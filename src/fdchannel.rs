@@ -367,6 +367,13 @@ fn deposit(eng: &Engine, id: u64, uid: u32, fds: Vec<OwnedFd>) -> Result<Option<
         );
         return Err(Errno::EINVAL);
     }
+    if fds.iter().any(is_channel_client) {
+        // Held here, a connection to this channel never reads as closed: its
+        // thread, slot and descriptors would stay for good (a cycle that
+        // Linux's collector would break).
+        log::info!("fd channel {id}: a connection to the channel itself: refused (EINVAL)");
+        return Err(Errno::EINVAL);
+    }
     let mut reply = vec![b'T'];
     let mut tags = Vec::with_capacity(fds.len());
     for f in fds {
@@ -410,19 +417,69 @@ fn claim(
     Ok(None)
 }
 
+/// Is `f` a socket connected to this channel's name?
+fn is_channel_client(f: &OwnedFd) -> bool {
+    let Some(ours) = LISTENING_ON.get() else {
+        return false;
+    };
+    nix::sys::socket::getpeername::<UnixAddr>(f.as_raw_fd())
+        .ok()
+        .and_then(|a| a.as_abstract().map(|n| n == ours.as_bytes()))
+        .unwrap_or(false)
+}
+
 fn fd_path(f: &impl AsFd) -> PathBuf {
     std::fs::read_link(format!("/proc/self/fd/{}", f.as_fd().as_raw_fd())).unwrap_or_default()
 }
 
-/// Is `f` a file of the mount this daemon serves?
+/// Is `f` a file of the mount this daemon serves? Judged by device, not by
+/// path: the same mount bound elsewhere (a user's own mount namespace) shows
+/// another path. When the device cannot be learnt, every FUSE file is taken
+/// as ours (fail closed).
 fn own_mount_file(eng: &Engine, f: &OwnedFd) -> bool {
     const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
     let fuse = nix::sys::statfs::fstatfs(f)
         .map(|s| s.filesystem_type().0 == FUSE_SUPER_MAGIC)
         .unwrap_or(false);
-    fuse && eng
-        .cfg
-        .mountpoint
-        .as_ref()
-        .is_some_and(|m| fd_path(f).starts_with(m))
+    let Some(m) = eng.cfg.mountpoint.as_ref() else {
+        return false;
+    };
+    if !fuse {
+        return false;
+    }
+    match (mount_dev(m), nix::sys::stat::fstat(f)) {
+        (Some(dev), Ok(st)) => st.st_dev == dev || fd_path(f).starts_with(m),
+        _ => true,
+    }
+}
+
+/// The device of the mount at `m`, from /proc/self/mountinfo (no request to
+/// ourselves); kept once found.
+fn mount_dev(m: &std::path::Path) -> Option<libc::dev_t> {
+    static DEV: std::sync::OnceLock<libc::dev_t> = std::sync::OnceLock::new();
+    if let Some(d) = DEV.get() {
+        return Some(*d);
+    }
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let want = m.to_str()?;
+    // The last line for the path is the mount on top.
+    let dev = text.lines().rev().find_map(|line| {
+        let f: Vec<&str> = line.split(' ').collect();
+        if f.len() < 5 || unescape(f[4]) != want {
+            return None;
+        }
+        let (maj, min) = f[2].split_once(':')?;
+        Some(libc::makedev(maj.parse().ok()?, min.parse().ok()?))
+    })?;
+    let _ = DEV.set(dev);
+    Some(dev)
+}
+
+/// mountinfo's octal escapes (space, tab, newline, backslash).
+fn unescape(field: &str) -> String {
+    field
+        .replace("\\040", " ")
+        .replace("\\011", "\t")
+        .replace("\\012", "\n")
+        .replace("\\134", "\\")
 }

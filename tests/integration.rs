@@ -138,6 +138,7 @@ scripts!(
     abstract_netns,
     abstract_private,
     adversarial_access,
+    adversarial_actfor,
     adversarial_fds,
     api_diffs,
     blocked_reader,

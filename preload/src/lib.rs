@@ -23,6 +23,7 @@ mod netdev;
 mod opts;
 mod pidfd;
 mod real;
+mod routed;
 mod sock;
 mod stat;
 mod urg;
@@ -705,7 +706,7 @@ extern "C" fn init() {
 static INIT: extern "C" fn() = init;
 
 /// A stat call, then its result shown as a socket when it is a udsfs one.
-fn stat_call<T>(st: *mut T, call: impl FnOnce() -> c_int, fix: fn(&mut T)) -> c_int {
+fn stat_call<T>(st: *mut T, call: impl FnOnce() -> c_int, fix: impl FnOnce(&mut T)) -> c_int {
     guarded(-1, || {
         let r = call();
         if r == 0 && !st.is_null() {
@@ -716,9 +717,11 @@ fn stat_call<T>(st: *mut T, call: impl FnOnce() -> c_int, fix: fn(&mut T)) -> c_
     })
 }
 
-/// stat entry points: the C library's call, then `stat_call`'s fix.
+/// stat entry points: the C library's call, then `stat_call`'s fix (a data
+/// file shown as a socket; a link a routed bind left, found without
+/// following it, shown as its socket node: routed.rs).
 macro_rules! stat_entry {
-    ($(fn $name:ident($($a:ident: $t:ty),*) => $st:ident, $fix:path;)*) => {$(
+    ($(fn $name:ident($($a:ident: $t:ty),*) => $st:ident, $fix:expr;)*) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name($($a: $t),*) -> c_int {
             stat_call($st, || unsafe { real::$name($($a),*) }, $fix)
@@ -726,59 +729,82 @@ macro_rules! stat_entry {
     )*};
 }
 
+type Path = *const libc::c_char;
+const CWD: c_int = libc::AT_FDCWD;
+
 stat_entry! {
     fn fstat(fd: c_int, st: *mut libc::stat) => st, stat::fix_stat;
     fn fstat64(fd: c_int, st: *mut libc::stat64) => st, stat::fix_stat64;
-    fn fstatat(d: c_int, p: *const libc::c_char, st: *mut libc::stat, fl: c_int) => st, stat::fix_stat;
-    fn fstatat64(d: c_int, p: *const libc::c_char, st: *mut libc::stat64, fl: c_int) => st, stat::fix_stat64;
-    fn statx(d: c_int, p: *const libc::c_char, fl: c_int, mask: c_uint, st: *mut libc::statx) => st, stat::fix_statx;
-}
-
-/// unlink() of a routed socket path removes its node in the mount too, as
-/// servers unlink a stale socket before they bind it again.
-fn unlink_routed(path: *const libc::c_char) -> Option<c_int> {
-    let m = mount::get().filter(|m| !m.routes.is_empty())?;
-    if path.is_null() {
-        return None;
-    }
-    // SAFETY: the caller's NUL-terminated path.
-    let p = unsafe { std::ffi::CStr::from_ptr(path) }.to_bytes();
-    let abs = if p.starts_with(b"/") {
-        mount::normalize(p, b"/")
-    } else {
-        use std::os::unix::ffi::OsStrExt;
-        mount::normalize(p, std::env::current_dir().ok()?.as_os_str().as_bytes())
-    };
-    let node = m.routed_node(&abs)?;
-    // SAFETY: NUL-terminated paths.
-    let inside = unsafe { real::unlink(node.as_ptr()) };
-    let e = errno();
-    let outside = unsafe { real::unlink(path) };
-    if inside == 0 || outside == 0 {
-        return Some(0);
-    }
-    set_errno(if e == libc::ENOENT { errno() } else { e });
-    Some(-1)
+    fn fstatat(d: c_int, p: Path, st: *mut libc::stat, fl: c_int) => st,
+        |s| { stat::fix_stat(s); routed::fix_lstat(s, d, p) };
+    fn fstatat64(d: c_int, p: Path, st: *mut libc::stat64, fl: c_int) => st,
+        |s| { stat::fix_stat64(s); routed::fix_lstat64(s, d, p) };
+    fn statx(d: c_int, p: Path, fl: c_int, mask: c_uint, st: *mut libc::statx) => st,
+        |s| { stat::fix_statx(s); routed::fix_lstatx(s, d, p, fl, mask) };
+    fn lstat(p: Path, st: *mut libc::stat) => st, |s| routed::fix_lstat(s, CWD, p);
+    fn lstat64(p: Path, st: *mut libc::stat64) => st, |s| routed::fix_lstat64(s, CWD, p);
+    // Programs built against a C library before 2.33 call these.
+    fn __lxstat(v: c_int, p: Path, st: *mut libc::stat) => st, |s| routed::fix_lstat(s, CWD, p);
+    fn __lxstat64(v: c_int, p: Path, st: *mut libc::stat64) => st, |s| routed::fix_lstat64(s, CWD, p);
+    fn __fxstatat(v: c_int, d: c_int, p: Path, st: *mut libc::stat, fl: c_int) => st,
+        |s| { stat::fix_stat(s); routed::fix_lstat(s, d, p) };
+    fn __fxstatat64(v: c_int, d: c_int, p: Path, st: *mut libc::stat64, fl: c_int) => st,
+        |s| { stat::fix_stat64(s); routed::fix_lstat64(s, d, p) };
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn unlink(path: *const libc::c_char) -> c_int {
+pub unsafe extern "C" fn unlink(path: Path) -> c_int {
     guarded(-1, || {
-        unlink_routed(path).unwrap_or_else(|| unsafe { real::unlink(path) })
+        routed::unlink(CWD, path).unwrap_or_else(|| unsafe { real::unlink(path) })
     })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int {
+pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: Path, flags: c_int) -> c_int {
     guarded(-1, || {
-        let plain_path = flags == 0
-            && (dirfd == libc::AT_FDCWD
-                || unsafe { path.as_ref() }.is_some_and(|c| *c == b'/' as libc::c_char));
-        if plain_path {
-            if let Some(r) = unlink_routed(path) {
-                return r;
-            }
+        let call = || unsafe { real::unlinkat(dirfd, path, flags) };
+        match flags {
+            0 => routed::unlink(dirfd, path).unwrap_or_else(call),
+            libc::AT_REMOVEDIR => routed::rmdir(dirfd, path, call),
+            _ => call(),
         }
-        unsafe { real::unlinkat(dirfd, path, flags) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn rmdir(path: Path) -> c_int {
+    guarded(-1, || {
+        routed::rmdir(CWD, path, || unsafe { real::rmdir(path) })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn rename(old: Path, new: Path) -> c_int {
+    guarded(-1, || {
+        routed::rename(CWD, old, CWD, new, 0, || unsafe { real::rename(old, new) })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn renameat(od: c_int, old: Path, nd: c_int, new: Path) -> c_int {
+    guarded(-1, || {
+        routed::rename(od, old, nd, new, 0, || unsafe {
+            real::renameat(od, old, nd, new)
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn renameat2(
+    od: c_int,
+    old: Path,
+    nd: c_int,
+    new: Path,
+    fl: c_uint,
+) -> c_int {
+    guarded(-1, || {
+        routed::rename(od, old, nd, new, fl, || unsafe {
+            real::renameat2(od, old, nd, new, fl)
+        })
     })
 }

@@ -74,6 +74,16 @@ real! {
     fstat64(fd: c_int, st: *mut libc::stat64) -> c_int;
     fstatat(dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat, flags: c_int) -> c_int;
     fstatat64(dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat64, flags: c_int) -> c_int;
+    lstat(path: *const libc::c_char, st: *mut libc::stat) -> c_int;
+    lstat64(path: *const libc::c_char, st: *mut libc::stat64) -> c_int;
+    __lxstat(ver: c_int, path: *const libc::c_char, st: *mut libc::stat) -> c_int;
+    __lxstat64(ver: c_int, path: *const libc::c_char, st: *mut libc::stat64) -> c_int;
+    __fxstatat(ver: c_int, dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat, flags: c_int) -> c_int;
+    __fxstatat64(ver: c_int, dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat64, flags: c_int) -> c_int;
+    rmdir(path: *const libc::c_char) -> c_int;
+    rename(old: *const libc::c_char, new: *const libc::c_char) -> c_int;
+    renameat(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char) -> c_int;
+    renameat2(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char, flags: c_uint) -> c_int;
     statx(dirfd: c_int, path: *const libc::c_char, flags: c_int, mask: c_uint, st: *mut libc::statx) -> c_int;
     unlink(path: *const libc::c_char) -> c_int;
     unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int;

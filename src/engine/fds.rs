@@ -35,7 +35,8 @@ pub fn refused_errno(r: Refused) -> Errno {
 
 /// One descriptor held for `uid`, given back when dropped.
 pub struct ChargedFd {
-    fd: OwnedFd,
+    /// None only while dropped (the closer has it).
+    fd: Option<OwnedFd>,
     quota: Arc<Quota>,
     uid: u32,
 }
@@ -56,7 +57,7 @@ impl ChargedFd {
             return Err((refused_errno(r), fd));
         }
         Ok(ChargedFd {
-            fd,
+            fd: Some(fd),
             quota: quota.clone(),
             uid,
         })
@@ -80,25 +81,97 @@ impl ChargedFd {
 
 impl std::fmt::Debug for ChargedFd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "fd {} of uid {}", self.fd.as_raw_fd(), self.uid)
+        write!(f, "fd {} of uid {}", self.as_raw_fd(), self.uid)
     }
 }
 
 impl Drop for ChargedFd {
     fn drop(&mut self) {
-        self.quota.give(self.uid, 1);
+        // Closing a client's file can wait without end (a FUSE file's flush
+        // to a server that never answers, a lingering TCP socket): never here,
+        // under whatever lock or on whichever FUSE worker drops it. The charge
+        // stays until the close is done, so stuck closes stay bounded.
+        let (quota, uid) = (self.quota.clone(), self.uid);
+        if let Some(fd) = self.fd.take() {
+            closer::close_later(Box::new(move || {
+                drop(fd);
+                quota.give(uid, 1);
+            }));
+        }
+    }
+}
+
+/// Threads that close clients' files: one usually; another starts whenever
+/// all are busy (stuck in a close), and a spare one ends when idle.
+mod closer {
+    use std::collections::VecDeque;
+    use std::time::Duration;
+
+    use parking_lot::{Condvar, Mutex};
+
+    type Job = Box<dyn FnOnce() + Send>;
+
+    struct Queue {
+        jobs: VecDeque<Job>,
+        idle: usize,
+    }
+
+    static Q: Mutex<Queue> = Mutex::new(Queue {
+        jobs: VecDeque::new(),
+        idle: 0,
+    });
+    static CV: Condvar = Condvar::new();
+
+    pub fn close_later(job: Job) {
+        let mut q = Q.lock();
+        q.jobs.push_back(job);
+        if q.idle > 0 {
+            CV.notify_one();
+            return;
+        }
+        drop(q);
+        let spawned = std::thread::Builder::new()
+            .name("udsfs-closer".into())
+            .spawn(serve);
+        if spawned.is_err() {
+            // No thread: close here rather than never.
+            let job = Q.lock().jobs.pop_back();
+            if let Some(job) = job {
+                job();
+            }
+        }
+    }
+
+    fn serve() {
+        loop {
+            let job = {
+                let mut q = Q.lock();
+                loop {
+                    if let Some(j) = q.jobs.pop_front() {
+                        break j;
+                    }
+                    q.idle += 1;
+                    let timed_out = CV.wait_for(&mut q, Duration::from_secs(30)).timed_out();
+                    q.idle -= 1;
+                    if timed_out && q.jobs.is_empty() {
+                        return;
+                    }
+                }
+            };
+            job();
+        }
     }
 }
 
 impl AsRawFd for ChargedFd {
     fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        self.fd.as_ref().map_or(-1, |f| f.as_raw_fd())
     }
 }
 
 impl AsFd for ChargedFd {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
+        self.fd.as_ref().expect("taken only by drop").as_fd()
     }
 }
 
@@ -127,6 +200,13 @@ mod tests {
         let _d = ChargedFd::new(&q, 0, end()).unwrap();
         assert_eq!(ChargedFd::new(&q, 0, end()).unwrap_err(), Errno::ENFILE);
         drop((a, b));
+        // Closed, and so given back, by the closer thread.
+        for _ in 0..500 {
+            if q.used() == 2 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
         assert_eq!(q.used(), 2);
     }
 

@@ -5,7 +5,9 @@
 //! thread it works for in the xattr `user.udsfs.act_for` of the mount root;
 //! from then on requests of that thread are taken as the target's. Allowed
 //! when the caller is root or the target's user, and the target is in the
-//! caller's process tree (a descendant of its process).
+//! caller's process tree (a descendant of its process), and only while the
+//! target stays the process it was and keeps the credentials it had: a
+//! setuid exec or a reused pid is another principal (as ptrace would judge).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,11 +26,21 @@ struct Grant {
     target: u32,
     fsuid: u32,
     fsgid: u32,
+    /// The target as granted: its process, start time and credentials.
+    target_tgid: i32,
+    target_started: u64,
+    uids: [u32; 4],
+    gids: [u32; 4],
+    cap_eff: u64,
 }
 
 static GRANTS: Mutex<Option<HashMap<u32, Grant>>> = Mutex::new(None);
 /// How many grants there are: requests pay no lock while there are none.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Past this many grants, those of threads gone are swept out before another
+/// is made: a grant left by an exited thread is otherwise dropped only when
+/// its thread id asks again, so threads that grant and exit would grow the map.
+const SWEEP_AT: usize = 1024;
 
 /// Is `pid` (a process) `ancestor` or below it?
 fn in_tree(mut pid: i32, ancestor: i32) -> bool {
@@ -69,11 +81,32 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     if them.tgid == me.tgid || !in_tree(them.tgid, me.tgid) {
         return Err(libc::EPERM);
     }
-    // The target's effective user, as kill(2) would compare.
-    if uid != 0 && uid != them.uids[1] {
+    // As ptrace would allow: the caller's user in each of the target's real,
+    // effective and saved ids (a setuid program in flight is not its own),
+    // its groups likewise, and no capability the caller lacks.
+    if uid != 0
+        && (them.uids[..3].iter().any(|&u| u != uid)
+            || them.gids[..3].iter().any(|g| !me.gids.contains(g))
+            || them.cap_eff & !me.cap_eff != 0)
+    {
         return Err(libc::EPERM);
     }
     let started = procfs::start_time(me.tgid).ok_or(libc::ESRCH)?;
+    let target_started = procfs::start_time(them.tgid).ok_or(libc::ESRCH)?;
+    // The start time must be the checked process's, not a successor's that
+    // got its pid meanwhile: read again, the same process with the same ids.
+    let again = Status::read(target).map_err(|_| libc::ESRCH)?;
+    if (again.tgid, again.uids, again.gids, again.cap_eff)
+        != (them.tgid, them.uids, them.gids, them.cap_eff)
+    {
+        return Err(libc::ESRCH);
+    }
+    if map.len() >= SWEEP_AT {
+        map.retain(|t, g| {
+            Status::read(*t).is_ok_and(|st| st.tgid == g.tgid)
+                && procfs::start_time(g.tgid) == Some(g.started)
+        });
+    }
     map.insert(
         tid,
         Grant {
@@ -82,35 +115,59 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
             target,
             fsuid: them.uids[3],
             fsgid: them.gids[3],
+            target_tgid: them.tgid,
+            target_started,
+            uids: them.uids,
+            gids: them.gids,
+            cap_eff: them.cap_eff,
         },
     );
     COUNT.store(map.len(), Ordering::Relaxed);
     Ok(())
 }
 
-/// The (thread, fsuid, fsgid) a request of thread `tid` is made for.
-pub fn caller_of(tid: u32, uid: u32, gid: u32) -> (u32, u32, u32) {
+/// The (thread, fsuid, fsgid) a request of thread `tid` is made for, and
+/// under a grant the target's status as checked: the request uses that one,
+/// not a later read that a setuid exec in between could change.
+pub fn caller_of(tid: u32, uid: u32, gid: u32) -> (u32, u32, u32, Option<Status>) {
     if COUNT.load(Ordering::Relaxed) == 0 {
-        return (tid, uid, gid);
+        return (tid, uid, gid, None);
     }
     let g = GRANTS.lock();
     let Some(gr) = g.as_ref().and_then(|m| m.get(&tid)) else {
-        return (tid, uid, gid);
+        return (tid, uid, gid, None);
     };
     let (tgid, started, who) = (gr.tgid, gr.started, (gr.target, gr.fsuid, gr.fsgid));
+    let (t_tgid, t_started, ids) = (
+        gr.target_tgid,
+        gr.target_started,
+        (gr.uids, gr.gids, gr.cap_eff),
+    );
     drop(g);
-    // The grant's thread must still be the supervisor's.
+    // The grant's thread must still be the supervisor's, and the target the
+    // same process with the same credentials (else: reused pid, setuid exec).
     let same = Status::read(tid).is_ok_and(|st| st.tgid == tgid)
         && procfs::start_time(tgid) == Some(started);
+    let target = Status::read(who.0).ok().filter(|st| {
+        st.tgid == t_tgid
+            && (st.uids, st.gids, st.cap_eff) == ids
+            && procfs::start_time(t_tgid) == Some(t_started)
+    });
+    if same && let Some(st) = target {
+        return (who.0, who.1, who.2, Some(st));
+    }
     if same {
-        return who;
+        log::warn!(
+            "act_for: thread {} is no longer the process or credentials granted to thread {tid}: grant dropped",
+            who.0
+        );
     }
     let mut g = GRANTS.lock();
     if let Some(m) = g.as_mut() {
         m.remove(&tid);
         COUNT.store(m.len(), Ordering::Relaxed);
     }
-    (tid, uid, gid)
+    (tid, uid, gid, None)
 }
 
 #[cfg(test)]
@@ -139,15 +196,34 @@ mod tests {
         assert_eq!(set(me, 0, b"x"), Err(libc::EINVAL));
         set(me, 0, pid.to_string().as_bytes()).unwrap();
         assert_eq!(caller_of(me, 0, 0).0, pid);
-        assert_eq!(
-            caller_of(me + 1, 7, 8),
-            (me + 1, 7, 8),
-            "only the granted thread"
+        assert!(
+            caller_of(me, 0, 0).3.is_some(),
+            "the status checked comes along"
         );
+        assert_eq!(caller_of(me + 1, 7, 8).0, me + 1, "only the granted thread");
         set(me, 0, b"0").unwrap();
         assert_eq!(caller_of(me, 0, 0).0, me);
         // Another user may not act for it (unless root: uid 0 above).
         assert_eq!(set(me, 12345, pid.to_string().as_bytes()), Err(libc::EPERM));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn grants_of_exited_threads_are_swept() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("20")
+            .spawn()
+            .unwrap();
+        let pid = child.id().to_string();
+        for _ in 0..SWEEP_AT + 10 {
+            let p = pid.clone();
+            std::thread::spawn(move || set(tid(), 0, p.as_bytes()).unwrap())
+                .join()
+                .unwrap();
+        }
+        let n = GRANTS.lock().as_ref().map_or(0, |m| m.len());
+        assert!(n <= SWEEP_AT, "{n} grants kept for exited threads");
         child.kill().unwrap();
         child.wait().unwrap();
     }

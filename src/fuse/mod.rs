@@ -55,8 +55,8 @@ fn nonblocking(flags: i32) -> bool {
 }
 
 fn caller(req: &Request) -> Caller {
-    let (tid, uid, gid) = actfor::caller_of(req.pid(), req.uid(), req.gid());
-    let mut c = Caller::new(tid, uid, gid);
+    let (tid, uid, gid, status) = actfor::caller_of(req.pid(), req.uid(), req.gid());
+    let mut c = Caller::again(tid, uid, gid, status.map(Into::into));
     c.unique = req.unique().0;
     c
 }

@@ -178,7 +178,7 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
 }
 
 /// unlink of a routed path: its node in the mount goes too, then the
-/// kernel removes the link at the path (preload/src/lib.rs unlink_routed).
+/// kernel removes the link at the path (preload/src/routed.rs unlink).
 /// Answered here: it makes no daemon call that could wait.
 fn unlink_routed(ctx: &Ctx, tid: i32, dirfd: i32, path: u64, flags: i32) -> Reply {
     use std::os::unix::ffi::OsStrExt;

@@ -3,7 +3,8 @@ otherwise than Linux (issue 17): SOL_SOCKET options, netdevice ioctls, bind
 into a missing directory or over an existing path (routed too), accept with
 one descriptor slot left, errno after a successful accept4, abstract names
 after unshare(CLONE_NEWNET) in the program, forged SCM_CREDENTIALS from a
-root without the capabilities Linux checks. Run once on kernel sockets and
+root without the capabilities Linux checks, a bound routed path as lstat,
+unlinkat with a directory descriptor, rmtree and rename see it. Run once on kernel sockets and
 once through `udsfs run --route ROUTE` (integration/api_diffs.sh); the outputs
 must be equal line by line. Needs root.
 Usage: api_diffs.py DIR ROUTE (DIR: where to bind names; ROUTE: a kernel
@@ -15,6 +16,8 @@ import errno
 import fcntl
 import os
 import resource
+import shutil
+import stat
 import socket
 import struct
 import sys
@@ -184,6 +187,194 @@ def bind_errors():
     say("accept:", res(lambda: srv.accept()[0].recv(1) or "eof"))
     for s in (srv, c, a):
         s.close()
+
+
+AT_SYMLINK_NOFOLLOW = 0x100
+STATX_BASIC_STATS = 0x7FF
+
+
+def lstat_kinds(path):
+    """The file type letter each of the C library's lstat-like entry points
+    gives for `path` (x86_64 layouts: st_mode at 24, stx_mode at 28)."""
+    b = os.fsencode(path)
+    name = os.fsencode(os.path.basename(path))
+    dfd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
+    calls = {
+        "lstat": (24, lambda buf: libc.lstat(b, buf)),
+        "lstat64": (24, lambda buf: libc.lstat64(b, buf)),
+        "__lxstat": (24, lambda buf: libc.__lxstat(1, b, buf)),
+        "__lxstat64": (24, lambda buf: libc.__lxstat64(1, b, buf)),
+        "fstatat": (24, lambda buf: libc.fstatat(dfd, name, buf, AT_SYMLINK_NOFOLLOW)),
+        "fstatat64": (24, lambda buf: libc.fstatat64(-100, b, buf, AT_SYMLINK_NOFOLLOW)),
+        "__fxstatat": (24, lambda buf: libc.__fxstatat(1, dfd, name, buf, AT_SYMLINK_NOFOLLOW)),
+        "__fxstatat64": (24, lambda buf: libc.__fxstatat64(1, -100, b, buf, AT_SYMLINK_NOFOLLOW)),
+        "statx": (28, lambda buf: libc.statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, buf)),
+    }
+    out = []
+    for what, (at, call) in calls.items():
+        buf = ctypes.create_string_buffer(512)
+        if call(buf) != 0:
+            out.append(f"{what}={errno.errorcode[ctypes.get_errno()]}")
+            continue
+        mode = struct.unpack_from("H" if what == "statx" else "I", buf.raw, at)[0]
+        out.append(f"{what}={stat.filemode(mode)[0]}")
+    os.close(dfd)
+    return " ".join(out)
+
+
+def routed_names():
+    """A bound routed path is a socket file to lstat, and unlinkat with a
+    directory descriptor (shutil.rmtree) and rename treat it as one."""
+    def listener(path):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        s.listen()
+        return s
+
+    def rebind(path):
+        """A new listener on `path`: the bind's result and the socket."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        r = res(lambda: s.bind(path))
+        if r == "ok":
+            s.listen()
+        return r, s
+
+    def reach(path, srv):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        r = res(lambda: c.connect(path))
+        if r == "ok":
+            c.send(b"r")
+            srv.settimeout(2)
+            try:
+                r = srv.accept()[0].recv(1).decode()
+            except TimeoutError:
+                r = "another socket took it"
+            except OSError as e:
+                r = errno.errorcode[e.errno]
+        c.close()
+        return r
+
+    def shown(name):
+        return name.replace(ROUTE, "ROUTE") if isinstance(name, str) else name
+
+    path = os.path.join(ROUTE, "ls.sock")
+    s = listener(path)
+    mode = os.lstat(path).st_mode
+    say("lstat of a bound path:", stat.filemode(mode)[0], stat.S_ISSOCK(mode),
+        "islink:", os.path.islink(path), "exists:", os.path.exists(path),
+        "lexists:", os.path.lexists(path), "stat:", stat.filemode(os.stat(path).st_mode)[0])
+    say("lstat entry points:", lstat_kinds(path))
+    ls, st = os.lstat(path), os.stat(path)
+    say("lstat fields:", stat.filemode(ls.st_mode), ls.st_size, ls.st_nlink,
+        "same as stat:", (ls.st_dev, ls.st_ino, ls.st_mode) == (st.st_dev, st.st_ino, st.st_mode),
+        "samefile:", os.path.samefile(path, path))
+    dfd = os.open(ROUTE, os.O_RDONLY | os.O_DIRECTORY)
+    say("lstat with a dir_fd:", stat.filemode(os.stat("ls.sock", dir_fd=dfd, follow_symlinks=False).st_mode)[0])
+    with open(os.path.join(ROUTE, "plain"), "w"):
+        pass
+    os.symlink(path, os.path.join(ROUTE, "alias"))
+    os.symlink("plain", os.path.join(ROUTE, "rel"))
+    for what in ("plain", "alias", "rel"):
+        say(f"lstat of {what}:", lstat_kinds(os.path.join(ROUTE, what)))
+    say("lstat of the alias, followed:", stat.filemode(os.stat(os.path.join(ROUTE, "alias")).st_mode)[0])
+    s.close()
+    os.unlink(path)
+    say("lstat once unlinked:", res(lambda: os.lstat(path)))
+
+    # unlinkat(dirfd, name, 0): the name goes and can be bound again.
+    os.mkdir(os.path.join(ROUTE, "d1"))
+    path = os.path.join(ROUTE, "d1", "u.sock")
+    s = listener(path)
+    d1 = os.open(os.path.join(ROUTE, "d1"), os.O_RDONLY | os.O_DIRECTORY)
+    say("unlinkat with a dir_fd:", res(lambda: os.unlink("u.sock", dir_fd=d1)),
+        "lexists:", os.path.lexists(path))
+    r, s2 = rebind(path)
+    say("bind it again:", r)
+    say("a client reaches the new one:", reach(path, s2))
+    say("unlinkat again:", res(lambda: os.unlink("u.sock", dir_fd=d1)),
+        res(lambda: os.unlink("u.sock", dir_fd=d1)))
+    os.close(d1)
+    for x in (s, s2):
+        x.close()
+
+    # shutil.rmtree of a directory holding a bound socket, then the same
+    # path bound again (test_pathlib's test_is_socket_true twice).
+    top = os.path.join(ROUTE, "tree")
+    os.makedirs(os.path.join(top, "sub"))
+    path = os.path.join(top, "sub", "t.sock")
+    s = listener(path)
+    say("rmtree:", res(lambda: shutil.rmtree(top)), "exists:", os.path.lexists(top))
+    s.close()
+    os.makedirs(os.path.join(top, "sub"))
+    r, s = rebind(path)
+    say("bind after the rmtree:", r)
+    say("a client reaches it:", reach(path, s), "S_ISSOCK:",
+        res(lambda: stat.S_ISSOCK(os.lstat(path).st_mode)))
+    s.close()
+    say("rmtree again, then bind the directory's name:", res(lambda: shutil.rmtree(top)),
+        rebind(top)[0], "rmdir of a routed directory:",
+        res(lambda: os.mkdir(os.path.join(ROUTE, "d2"))), res(lambda: os.rmdir(os.path.join(ROUTE, "d2"))),
+        rebind(os.path.join(ROUTE, "d2"))[0])
+
+    # rename: the socket file moves and stays reachable under the new name;
+    # getsockname still gives the name it was bound to.
+    old, new = os.path.join(ROUTE, "old.sock"), os.path.join(ROUTE, "new.sock")
+    s = listener(old)
+    say("rename:", res(lambda: os.rename(old, new)), "old:", os.path.lexists(old),
+        "new lstat:", res(lambda: stat.filemode(os.lstat(new).st_mode)[0]))
+    say("connect the new name:", reach(new, s), "the old:", reach(old, s))
+    say("getsockname:", shown(s.getsockname()))
+    os.mkdir(os.path.join(ROUTE, "moved"))
+    moved = os.path.join(ROUTE, "moved", "m.sock")
+    say("rename into a new directory:", res(lambda: os.rename(new, moved)), reach(moved, s))
+    other = listener(os.path.join(ROUTE, "other.sock"))
+    say("rename over another bound name:",
+        res(lambda: os.replace(moved, os.path.join(ROUTE, "other.sock"))),
+        reach(os.path.join(ROUTE, "other.sock"), s))
+    dfd2 = os.open(os.path.join(ROUTE, "moved"), os.O_RDONLY | os.O_DIRECTORY)
+    say("renameat with dir_fds:",
+        res(lambda: os.rename("other.sock", "at.sock", src_dir_fd=dfd, dst_dir_fd=dfd2)),
+        reach(moved.replace("m.sock", "at.sock"), s))
+    say("bind the names it left:", res(lambda: other.close()),
+        *[res(lambda p=p: socket.socket(socket.AF_UNIX).bind(p))
+          for p in (old, new, moved, os.path.join(ROUTE, "other.sock"))])
+    say("rename onto a missing directory:",
+        res(lambda: os.rename(moved.replace("m.sock", "at.sock"), os.path.join(ROUTE, "nodir", "x.sock"))),
+        reach(moved.replace("m.sock", "at.sock"), s))
+    s.close()
+    os.close(dfd)
+    os.close(dfd2)
+    # A directory holding bound sockets (one a level down) renamed.
+    os.makedirs(os.path.join(ROUTE, "dirA", "deep"))
+    s = listener(os.path.join(ROUTE, "dirA", "a.sock"))
+    t = listener(os.path.join(ROUTE, "dirA", "deep", "b.sock"))
+    say("rename a directory:", res(lambda: os.rename(os.path.join(ROUTE, "dirA"), os.path.join(ROUTE, "dirB"))),
+        reach(os.path.join(ROUTE, "dirB", "a.sock"), s), reach(os.path.join(ROUTE, "dirB", "deep", "b.sock"), t),
+        stat.filemode(os.lstat(os.path.join(ROUTE, "dirB", "deep", "b.sock")).st_mode)[0],
+        "the old:", reach(os.path.join(ROUTE, "dirA", "a.sock"), s),
+        "bind there again:", res(lambda: os.makedirs(os.path.join(ROUTE, "dirA", "deep"))),
+        rebind(os.path.join(ROUTE, "dirA", "deep", "b.sock"))[0])
+    s.close()
+    t.close()
+
+    # A call that succeeds leaves errno as it was.
+    def kept(call):
+        ctypes.set_errno(errno.EXDEV)
+        r = call()
+        return f"{r} {errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno())}"
+
+    a, b = (os.fsencode(os.path.join(ROUTE, n)) for n in ("e1.sock", "e2.sock"))
+    s = listener(os.fsdecode(a))
+    buf = ctypes.create_string_buffer(512)
+    d = os.open(ROUTE, os.O_RDONLY | os.O_DIRECTORY)
+    with open(os.path.join(ROUTE, "e.txt"), "w"):
+        pass
+    say("errno after a success:", kept(lambda: libc.lstat(a, buf)),
+        kept(lambda: libc.rename(os.fsencode(os.path.join(ROUTE, "e.txt")), os.fsencode(os.path.join(ROUTE, "f.txt")))),
+        kept(lambda: libc.rename(a, b)), kept(lambda: libc.unlinkat(d, b"e2.sock", 0)),
+        kept(lambda: libc.unlinkat(d, b"f.txt", 0)))
+    s.close()
+    os.close(d)
 
 
 def fill_fds(keep):
@@ -373,6 +564,7 @@ where()
 options()
 netdevice()
 bind_errors()
+routed_names()
 accept_last_slot()
 errno_kept()
 netns_in_program()

@@ -79,7 +79,16 @@ pub fn differential_program_on(m: Mount, cmd: &[&str]) {
             .output()
             .expect("run the program through udsfs run")
     };
-    let after = daemon_fds(m.daemon_pid());
+    // The daemon notices closed connections and closes clients' files on
+    // threads of its own (src/engine/fds.rs): give it a moment.
+    let mut after = daemon_fds(m.daemon_pid());
+    for _ in 0..100 {
+        if after <= before {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        after = daemon_fds(m.daemon_pid());
+    }
     assert_eq!(
         String::from_utf8_lossy(&kernel.stdout),
         String::from_utf8_lossy(&udsfs.stdout),
