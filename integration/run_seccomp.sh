@@ -5,7 +5,8 @@
 # (integration/c/static_client.c), and Python under the supervisor for blocking calls.
 # Their peers are Python programs through the preload library. Every socket is checked
 # to be a udsfs socket ($U/unix lists it, /proc/net/unix does not), and SO_PEERCRED
-# shows the programs' own pids (the supervisor acts for them). Then: a signal to a
+# shows the programs' own pids (the supervisor acts for them). Without --front, the
+# static client gets the supervisor and python3 the library. Then: a signal to a
 # program waiting in a trapped accept runs its handler and the accept goes on; a
 # program killed there leaves no supervisor thread behind; clients and supervisors
 # killed at random points leave no socket and no process.
@@ -52,7 +53,7 @@ for _ in range(int(sys.argv[2])):
 print("served", flush=True)
 PY
 PY_SOCK=$MNT/py.sock
-run_cmd -- python3 "$TMP/server.py" "$PY_SOCK" 2
+run_cmd -- python3 "$TMP/server.py" "$PY_SOCK" 4
 start_bg PYSRV "${RUN_CMD[@]}" >"$TMP/py.out" 2>&1
 wait_listening "$PY_SOCK"
 expect_socket_home "$PY_SOCK"
@@ -65,12 +66,35 @@ out=$(seccomp "$TMP/static_client" "$PY_SOCK" hello-static 2>&1) || fail "the st
 expect_eq "static client's exchange" "$(sed -n 1,2p <<<"$out")" "reply: py got hello-static
 peer: $PY_SOCK"
 C_PID=$(sed -n 's/^pid: //p' <<<"$out")
+# Without --front, `udsfs run` picks the supervisor for an executable without a
+# program interpreter (src/run.rs `front_for`), found as execvp finds it: the static
+# client reaches the udsfs server (on kernel sockets its connect would be refused).
+out=$("$UDSFS_BIN" run --mount "$MNT" -- "$TMP/static_client" "$PY_SOCK" auto-static 2>&1) ||
+    fail "the static client without --front failed: $out"
+expect_eq "static client without --front" "$(sed -n 1p <<<"$out")" "reply: py got auto-static"
+out=$(PATH=$TMP:$PATH "$UDSFS_BIN" run --mount "$MNT" -- static_client "$PY_SOCK" auto-path 2>&1) ||
+    fail "the static client found in PATH without --front failed: $out"
+expect_eq "static client found in PATH without --front" "$(sed -n 1p <<<"$out")" "reply: py got auto-path"
 ended_within "$PYSRV" 10000 || fail "the Python server did not finish: $(cat "$TMP/py.out")"
 reap "$PYSRV"
 expect_eq "Python server's exit status" "$REAPED_STATUS" 0
 # The supervisor acts for the program (src/fuse/actfor.rs): the server sees the
 # clients' own pids, not the supervisor's.
-expect_eq "SO_PEERCRED pids the server saw" "$(grep 'peer pid' "$TMP/py.out" | tr '\n' ' ')" "peer pid $GO_PID peer pid $C_PID "
+expect_eq "SO_PEERCRED pids the server saw" "$(grep 'peer pid' "$TMP/py.out" | head -2 | tr '\n' ' ')" "peer pid $GO_PID peer pid $C_PID "
+# A dynamic program, directly or as a `#!` script's interpreter (through env), gets
+# the library and no filter: LD_PRELOAD names it and /proc says Seccomp 0.
+cat >"$TMP/which_front.py" <<'PY'
+#!/usr/bin/env python3
+import os
+lib = "library" if "libudsfs_preload" in os.environ.get("LD_PRELOAD", "") else "no library"
+mode = [l.split()[1] for l in open("/proc/self/status") if l.startswith("Seccomp:")][0]
+print(lib, "seccomp", mode)
+PY
+chmod +x "$TMP/which_front.py"
+expect_eq "python3 without --front" "$("$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/which_front.py" 2>&1)" "library seccomp 0"
+expect_eq "a python3 script without --front" "$("$UDSFS_BIN" run --mount "$MNT" -- "$TMP/which_front.py" 2>&1)" "library seccomp 0"
+expect_eq "python3 with --front seccomp" "$(seccomp python3 "$TMP/which_front.py" 2>&1)" "no library seccomp 2"
+ok "without --front: static programs got the supervisor, dynamic ones the library"
 
 # Only a process's own tree may be acted for: the script is no descendant of python.
 out=$(python3 -c '
@@ -245,6 +269,73 @@ kill -TERM "$BLRUN"
 ended_within "$BLRUN" 10000 || fail "udsfs run did not end"
 reap "$BLRUN"
 ok "a program killed in a trapped accept leaves no supervisor thread"
+
+# 4b. A blocking recv under the supervisor parks in the daemon (MSGF_WAIT; the
+#     supervisor's thread sleeps in its FUSE request, not in poll): a signal to the
+#     program ends the parked call (src/supervisor/park.rs), its handler runs and the
+#     recv goes on to take what is sent next; a kill leaves no thread waiting.
+cat >"$TMP/recv_block.py" <<'PY'
+import os, signal, socket, sys
+def handler(sig, frame):
+    print("handler ran", flush=True)
+signal.signal(signal.SIGUSR1, handler)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+print("pid", os.getpid(), flush=True)
+print("got", s.recv(100).decode(), flush=True)
+s.recv(100)
+PY
+# The peer sends once the file $2 exists and ends once $3 does (a background job's
+# stdin is /dev/null).
+cat >"$TMP/recv_peer.py" <<'PY'
+import os, socket, sys, time
+def until(path):
+    while not os.path.exists(path):
+        time.sleep(0.02)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(1)
+print("listening", flush=True)
+c, _ = s.accept()
+until(sys.argv[2])
+c.sendall(b"after-signal")
+until(sys.argv[3])
+PY
+RB_SOCK=$MNT/recv_block.sock
+run_cmd -- python3 "$TMP/recv_peer.py" "$RB_SOCK" "$TMP/rb.send" "$TMP/rb.end"
+start_bg RBPEER "${RUN_CMD[@]}" >"$TMP/rbpeer.out" 2>&1
+wait_listening "$RB_SOCK"
+start_bg RBRUN "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- sh -c 'python3 "$1" "$2"; echo "python: $?"; exec sleep 30' sh "$TMP/recv_block.py" "$RB_SOCK" >"$TMP/rb.out" 2>&1
+wait_grep "$TMP/rb.out" '^pid ' || fail "no pid line: $(cat "$TMP/rb.out")"
+RBPID=$(sed -n 's/^pid //p' "$TMP/rb.out")
+# Where the supervisor's waiting thread sleeps: fuse's request_wait_answer when parked
+# in the daemon (a poll would show do_sys_poll or poll_schedule_timeout).
+parked_in() {
+    local t
+    for t in /proc/"$RBRUN"/task/*; do
+        [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-supervise ] && cat "$t/wchan" 2>/dev/null && echo
+    done
+}
+for _ in $(seq 1 100); do [[ $(parked_in) == *request_wait_answer* ]] && break; sleep 0.05; done
+[[ $(parked_in) == *request_wait_answer* ]] || fail "the blocking recv is not parked in the daemon: $(parked_in | tr '\n' ' '); $(cat "$TMP/rb.out")"
+kill -USR1 "$RBPID"
+wait_grep "$TMP/rb.out" '^handler ran' || fail "the handler did not run while recv was parked: $(cat "$TMP/rb.out")"
+ok "a recv parked in the daemon ended for SIGUSR1: its handler ran"
+touch "$TMP/rb.send"
+wait_grep "$TMP/rb.out" '^got after-signal' || fail "the recv did not go on after the signal: $(cat "$TMP/rb.out")"
+ok "the recv went on after the handler and took what came next"
+for _ in $(seq 1 100); do [[ $(parked_in) == *request_wait_answer* ]] && break; sleep 0.05; done
+kill -KILL "$RBPID"
+wait_grep "$TMP/rb.out" '^python: 137' || fail "python was not killed: $(cat "$TMP/rb.out")"
+for _ in $(seq 1 60); do [ -z "$(parked_in)" ] && break; sleep 0.05; done
+expect_eq "supervisor threads left after a kill in a parked recv" "$(parked_in | wc -l)" 0
+kill -TERM "$RBRUN"
+ended_within "$RBRUN" 10000 || fail "udsfs run did not end"
+reap "$RBRUN"
+touch "$TMP/rb.end"
+ended_within "$RBPEER" 5000 || fail "the recv peer did not end"
+reap "$RBPEER"
+ok "a program killed in a parked recv leaves no supervisor thread"
 
 # 5. Faults: Go clients killed at random points of their exchange with a server (through
 #    the library) that never answers, and supervisors killed under their clients. No

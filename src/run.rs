@@ -1,5 +1,5 @@
-//! `udsfs run [--mount M] [--route PREFIX]... -- CMD [ARGS]`: runs CMD with
-//! the preload library, on mount M or on a private mount made for CMD and
+//! `udsfs run [--front F] [--mount M] [--route PREFIX]... -- CMD [ARGS]`: runs
+//! CMD with the preload library or the seccomp supervisor (`src/supervisor/`), on mount M or on a private mount made for CMD and
 //! removed once CMD and every descendant it left behind are gone.
 
 use std::ffi::OsString;
@@ -25,9 +25,10 @@ pub struct RunArgs {
     route: Vec<PathBuf>,
     /// How CMD's socket calls reach udsfs: `preload`, the library
     /// (dynamically linked programs), or `seccomp`, a supervisor that traps
-    /// the calls (Go, static binaries, raw system calls).
-    #[arg(long, value_enum, default_value_t = Front::Preload)]
-    front: Front,
+    /// the calls (Go, static binaries, raw system calls). Default: chosen
+    /// by CMD's executable (`front_for`).
+    #[arg(long, value_enum)]
+    front: Option<Front>,
     /// Where the private mount's daemon logs (default: nowhere).
     #[arg(long)]
     log_file: Option<PathBuf>,
@@ -40,6 +41,98 @@ pub struct RunArgs {
 pub enum Front {
     Preload,
     Seccomp,
+}
+
+/// CMD resolved as execvp would: a name with a slash as it is, else the
+/// first executable regular file of that name in $PATH (execvp's default
+/// path when it is unset).
+fn resolve(cmd: &std::ffi::OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    if cmd.as_bytes().contains(&b'/') {
+        return Some(PathBuf::from(cmd));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
+    std::env::split_paths(&path).map(|d| d.join(cmd)).find(|p| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// Whether the program the kernel would run for `file` has a program
+/// interpreter (PT_INTERP: the dynamic loader, which reads LD_PRELOAD).
+/// `#!` scripts are followed to their interpreter (and `env NAME` to NAME),
+/// a few levels as the kernel does. None: unreadable or not an ELF.
+fn has_interp(file: &Path, depth: u32) -> Option<bool> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(64 * 1024)
+        .read_to_end(&mut head)
+        .ok()?;
+    if let Some(rest) = head.strip_prefix(b"#!") {
+        if depth >= 4 {
+            return None;
+        }
+        let line = rest.split(|&b| b == b'\n').next()?;
+        let mut words = line
+            .split(|&b| b == b' ' || b == b'\t')
+            .filter(|w| !w.is_empty())
+            .map(std::ffi::OsStr::from_bytes);
+        let interp = Path::new(words.next()?);
+        if interp.file_name().is_some_and(|n| n == "env")
+            && let Some(prog) = words.find(|w| !w.as_bytes().starts_with(b"-"))
+            && let Some(p) = resolve(prog)
+        {
+            return has_interp(&p, depth + 1);
+        }
+        return has_interp(interp, depth + 1);
+    }
+    elf_has_interp(&head)
+}
+
+/// PT_INTERP among an ELF's program headers (both classes, both byte orders;
+/// `head` is the file's start, where linkers put the headers).
+fn elf_has_interp(head: &[u8]) -> Option<bool> {
+    if head.get(..4)? != b"\x7fELF" {
+        return None;
+    }
+    let wide = match head.get(4)? {
+        1 => false,
+        2 => true,
+        _ => return None,
+    };
+    let big = *head.get(5)? == 2;
+    let num = |at: usize, len: usize| -> Option<u64> {
+        let b = head.get(at..at.checked_add(len)?)?;
+        Some(if big {
+            b.iter().fold(0u64, |v, &x| (v << 8) | x as u64)
+        } else {
+            b.iter().rev().fold(0u64, |v, &x| (v << 8) | x as u64)
+        })
+    };
+    let (phoff, phentsize, phnum) = if wide {
+        (num(0x20, 8)?, num(0x36, 2)?, num(0x38, 2)?)
+    } else {
+        (num(0x1c, 4)?, num(0x2a, 2)?, num(0x2c, 2)?)
+    };
+    for i in 0..phnum {
+        let at = usize::try_from(phoff.checked_add(i.checked_mul(phentsize)?)?).ok()?;
+        const PT_INTERP: u64 = 3;
+        if num(at, 4)? == PT_INTERP {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// The front for CMD when `--front` is not given: the supervisor for an
+/// executable without a program interpreter (static, Go), else the library
+/// (also for what cannot be read: the kernel or the shell will say why).
+fn front_for(cmd: &std::ffi::OsStr) -> Front {
+    match resolve(cmd).and_then(|p| has_interp(&p, 0)) {
+        Some(false) => Front::Seccomp,
+        _ => Front::Preload,
+    }
 }
 
 /// The preload library: $UDSFS_PRELOAD, else next to this binary (in a
@@ -158,11 +251,12 @@ fn mirror_dirs(mount: &Path, route: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn main(a: RunArgs) -> i32 {
+pub fn main(mut a: RunArgs) -> i32 {
+    let front = *a.front.get_or_insert_with(|| front_for(&a.cmd[0]));
     let lib = match library() {
         Ok(l) => l,
         // The supervisor needs no library.
-        Err(_) if a.front == Front::Seccomp => PathBuf::new(),
+        Err(_) if front == Front::Seccomp => PathBuf::new(),
         Err(e) => {
             eprintln!("udsfs run: {e}");
             return 127;
@@ -237,7 +331,7 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
     cmd.args(&a.cmd[1..])
         .env("UDSFS_MOUNT", &mount)
         .env("UDSFS_ROUTES", routes);
-    if a.front == Front::Preload {
+    if a.front != Some(Front::Seccomp) {
         cmd.env("LD_PRELOAD", preload);
     }
     // SAFETY: sigprocmask is async-signal-safe and touches only the child.
@@ -248,7 +342,7 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
             Ok(())
         });
     }
-    let supervisor = match a.front {
+    let supervisor = match a.front.unwrap_or(Front::Preload) {
         Front::Seccomp => {
             let routes: Vec<Vec<u8>> = a
                 .route
@@ -299,5 +393,36 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
             eprintln!("udsfs run: {e}");
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interp_of_real_and_bad_files() {
+        // The test binary is linked dynamically (cargo's default on glibc).
+        assert_eq!(has_interp(Path::new("/proc/self/exe"), 0), Some(true));
+        let exe = std::fs::read("/proc/self/exe").unwrap();
+        // Cut anywhere in the headers or garbled: an answer or None, never a panic.
+        for n in [0, 3, 4, 5, 6, 0x30, 0x3a, 0x40, 0x100] {
+            let _ = elf_has_interp(&exe[..n.min(exe.len())]);
+        }
+        let mut bad = exe[..0x40].to_vec();
+        bad[0x20..0x28].copy_from_slice(&u64::MAX.to_ne_bytes());
+        assert_eq!(elf_has_interp(&bad), None);
+        assert_eq!(elf_has_interp(b"not an elf"), None);
+        // Its program headers with PT_INTERP turned into PT_NULL: static.
+        let mut stat = exe.clone();
+        let phoff = u64::from_le_bytes(stat[0x20..0x28].try_into().unwrap()) as usize;
+        let (sz, n) = (stat[0x36] as usize, stat[0x38] as usize);
+        for i in 0..n {
+            let at = phoff + i * sz;
+            if stat[at..at + 4] == 3u32.to_le_bytes() {
+                stat[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
+            }
+        }
+        assert_eq!(elf_has_interp(&stat), Some(false));
     }
 }

@@ -146,6 +146,8 @@ pub struct Got {
     pub ctrunc: bool,
     /// The byte returned is the OOB byte.
     pub oob: bool,
+    /// The receive timeout left after this ioctl (TIMEO_NONE: none).
+    pub timeo_left: u64,
 }
 
 /// What a send carries besides its payload.
@@ -172,11 +174,36 @@ fn msg_ioctl(fd: &OwnedFd, buf: &mut [u8]) -> Res<MsgHead> {
     Ok(unsafe { std::ptr::read_unaligned(buf.as_ptr().cast::<MsgHead>()) })
 }
 
-/// One send of at most MSG_ROOM bytes, never waiting (EAGAIN when full).
-pub fn send(fd: &OwnedFd, data: &[u8], meta: &Meta) -> Res<usize> {
+/// How a message ioctl of a blocking caller waits in the daemon (MSGF_WAIT,
+/// under the socket's timeout), made only through `Call::parked`.
+#[derive(Clone, Copy, Default)]
+pub struct Wait {
+    /// MSG_WAITALL on a stream (MSGF_WAITALL).
+    pub waitall: bool,
+    /// A later ioctl of the same call: the timeout left (MSGF_CONT).
+    pub cont: Option<u64>,
+}
+
+fn wait_flags(h: &mut MsgHead, wait: Option<Wait>) {
+    if let Some(w) = wait {
+        h.flags |= MSGF_WAIT;
+        if w.waitall {
+            h.flags |= MSGF_WAITALL;
+        }
+        if let Some(left) = w.cont {
+            h.flags |= MSGF_CONT;
+            h.timeo_left = left;
+        }
+    }
+}
+
+/// One send of at most MSG_ROOM bytes; without `wait` EAGAIN when full,
+/// with it a short count when the daemon stopped (timeout, signal, peer).
+pub fn send(fd: &OwnedFd, data: &[u8], meta: &Meta, wait: Option<Wait>) -> Res<usize> {
     let mut buf = vec![0u8; MSG_BUF];
     let mut h = head();
     h.op = MSGOP_SEND;
+    wait_flags(&mut h, wait);
     let data = &data[..data.len().min(MSG_ROOM)];
     h.len = data.len() as u32;
     if meta.oob {
@@ -201,10 +228,18 @@ pub fn send(fd: &OwnedFd, data: &[u8], meta: &Meta) -> Res<usize> {
     msg_ioctl(fd, &mut buf).map(|r| r.len as usize)
 }
 
-/// One receive of up to `want` bytes, never waiting (EAGAIN when empty).
-/// `room` is the reader's control buffer length: the daemon closes passed
-/// sockets beyond it, as Linux closes the files it does not install.
-pub fn recv(fd: &OwnedFd, want: usize, peek: bool, oob: bool, room: usize) -> Res<Got> {
+/// One receive of up to `want` bytes; without `wait` EAGAIN when empty,
+/// with it EAGAIN only at the timeout. `room` is the reader's control
+/// buffer length: the daemon closes passed sockets beyond it, as Linux
+/// closes the files it does not install.
+pub fn recv(
+    fd: &OwnedFd,
+    want: usize,
+    peek: bool,
+    oob: bool,
+    room: usize,
+    wait: Option<Wait>,
+) -> Res<Got> {
     let mut buf = vec![0u8; MSG_BUF];
     let mut h = head();
     h.op = MSGOP_RECV;
@@ -219,6 +254,7 @@ pub fn recv(fd: &OwnedFd, want: usize, peek: bool, oob: bool, room: usize) -> Re
         h.flags |= MSGF_OOB;
     }
     h.nrights = room.min(u32::MAX as usize) as u32;
+    wait_flags(&mut h, wait);
     // SAFETY: buf has room for a MsgHead.
     unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<MsgHead>(), h) };
     let r = msg_ioctl(fd, &mut buf)?;
@@ -234,5 +270,6 @@ pub fn recv(fd: &OwnedFd, want: usize, peek: bool, oob: bool, room: usize) -> Re
         rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
         ctrunc: r.flags & MSGF_CTRUNC != 0,
         oob: r.flags & MSGF_OOB != 0,
+        timeo_left: r.timeo_left,
     })
 }

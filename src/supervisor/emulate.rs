@@ -326,6 +326,38 @@ impl Call<'_> {
         }
     }
 
+    /// Whether a blocking call parks in the daemon: on its own thread, not
+    /// on the notification loop (there a wait ends the attempt).
+    pub fn may_park(&self) -> bool {
+        !self.on_loop
+    }
+
+    /// Runs `op`, a message ioctl made with MSGF_WAIT (`round` counts its
+    /// attempts), where the park watcher can end it (park.rs): Gone or
+    /// Signal then. An interruption for neither (the signal was taken or
+    /// blocked meanwhile) makes it again.
+    pub fn parked<T>(&self, mut op: impl FnMut(u32) -> Res<T>) -> Result<Res<T>, Stop> {
+        let mut round = 0;
+        loop {
+            let r = {
+                let _p = super::park::Parked::new(self.l.raw(), self.id, self.task.tid);
+                op(round)
+            };
+            match r {
+                Err(libc::EINTR) => {
+                    if !self.l.valid(self.id) {
+                        return Err(Stop::Gone);
+                    }
+                    if self.task.signal_pending() {
+                        return Err(Stop::Signal);
+                    }
+                    round += 1;
+                }
+                r => return Ok(r),
+            }
+        }
+    }
+
     /// A pause for what poll cannot show (a full backlog of a connect on
     /// `fd`): as `wait`, with the send timeout.
     fn pause(&self, fd: &OwnedFd, round: u32) -> Result<(), Stop> {

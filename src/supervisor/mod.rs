@@ -12,11 +12,13 @@
 mod actfor;
 mod daemon;
 mod emulate;
+mod fdpass;
 mod filter;
 mod mem;
 mod msg;
 mod notify;
 mod opts;
+mod park;
 mod record;
 pub mod route;
 mod target;

@@ -2,16 +2,19 @@
 //! recvfrom, recvmsg, recvmmsg), with the library's message ioctl
 //! (preload/src/msg.rs): payload, address, SCM_CREDENTIALS and passed udsfs
 //! sockets; datagrams larger than one ioctl go through the `msg` file
-//! (`record`). Other passed files need the daemon's fd channel and are not
-//! carried yet (EOPNOTSUPP with a log line).
+//! (`record`). Other passed files go through the daemon's fd channel
+//! (`fdpass`), as the library passes them.
 
 use std::os::fd::OwnedFd;
+
+use std::os::fd::AsRawFd;
 
 use super::daemon::{self, Meta, Res};
 use super::emulate::{
     Call, MSGHDR, Stop, WOULD_WAIT, classify, errno_of, nonblocking, put_sized, read_addr, say,
     u32_at, u64_at,
 };
+use super::fdpass;
 use super::mem;
 use super::record;
 use super::route::{self, Route};
@@ -104,7 +107,8 @@ fn send_msg(c: &Call, s: &OwnedFd, at: u64, flags: i32) -> Res<i64> {
     let tid = c.task.tid;
     let h = msghdr(tid, at)?;
     let control = mem::read(tid, h.control, h.controllen)?;
-    let (creds, rights) = parse_control(c, &control)?;
+    // The channel holds the deposited files until the send took them.
+    let (creds, rights, _channel) = parse_control(c, &control)?;
     let name = if h.name != 0 {
         Some(read_addr(tid, h.name, h.namelen as u64)?)
     } else {
@@ -115,10 +119,15 @@ fn send_msg(c: &Call, s: &OwnedFd, at: u64, flags: i32) -> Res<i64> {
     send_data(c, s, &data, to.as_deref(), creds, &rights, flags)
 }
 
-/// A sendmsg's control messages: credentials and passed udsfs sockets
-/// (by number, as the library passes them).
-fn parse_control(c: &Call, b: &[u8]) -> Res<(Option<[u32; 3]>, Vec<u64>)> {
+/// A sendmsg's control messages: credentials, passed udsfs sockets (by
+/// number) and other files (deposited on the fd channel, by tag), as the
+/// library passes them (preload/src/msg.rs).
+type Control = (Option<[u32; 3]>, Vec<u64>, Option<fdpass::Channel>);
+
+fn parse_control(c: &Call, b: &[u8]) -> Res<Control> {
     let (mut creds, mut rights) = (None, Vec::new());
+    // Files that are not udsfs sockets: their place in `rights`, our copy.
+    let mut files: Vec<(usize, OwnedFd)> = Vec::new();
     let mut off = 0;
     while off + CMSG_HDR <= b.len() {
         let len = u64_at(b, off) as usize;
@@ -133,10 +142,9 @@ fn parse_control(c: &Call, b: &[u8]) -> Res<(Option<[u32; 3]>, Vec<u64>)> {
                 for fd in ints() {
                     let f = c.task.get_fd(fd as i32)?;
                     if !c.ctx.dev.is_data(&f) {
-                        say(
-                            "sendmsg: passing a file that is not a udsfs socket is not supported by the supervisor yet (EOPNOTSUPP)",
-                        );
-                        return Err(libc::EOPNOTSUPP);
+                        files.push((rights.len(), f));
+                        rights.push(0);
+                        continue;
                     }
                     rights.push(daemon::info(&f)?[INFO_ID] as u64);
                 }
@@ -152,7 +160,21 @@ fn parse_control(c: &Call, b: &[u8]) -> Res<(Option<[u32; 3]>, Vec<u64>)> {
         }
         off += len.next_multiple_of(8);
     }
-    Ok((creds, rights))
+    if files.is_empty() {
+        return Ok((creds, rights, None));
+    }
+    let ch = fdpass::connect(&c.ctx.daemon.mount)?;
+    let raw: Vec<i32> = files.iter().map(|(_, f)| f.as_raw_fd()).collect();
+    let tags = ch.deposit(&raw).inspect_err(|e| {
+        say(&format!(
+            "sendmsg: the daemon refused {} files: errno {e}",
+            raw.len()
+        ))
+    })?;
+    for ((slot, _), tag) in files.iter().zip(tags) {
+        rights[*slot] = tag;
+    }
+    Ok((creds, rights, Some(ch)))
 }
 
 fn send_data(
@@ -191,6 +213,8 @@ fn send_data(
             }
         }
     }
+    // A blocking send on its own thread parks in the daemon (park.rs).
+    let park = !nonblock && c.may_park();
     // A send tried on the loop that sent a part goes on from there.
     let mut sent = c.resume.min(data.len());
     loop {
@@ -204,14 +228,26 @@ fn send_data(
             rights: if first { rights } else { &[] },
             oob: oob && end == data.len(),
         };
-        match daemon::send(s, chunk, &meta) {
+        // Each piece waits SO_SNDTIMEO afresh, as unix_stream_sendmsg
+        // waits per skb (preload/src/msg.rs `send` likewise).
+        let r = if park {
+            match c.parked(|_| daemon::send(s, chunk, &meta, Some(daemon::Wait::default()))) {
+                Ok(r) => r,
+                Err(_) if sent > 0 => return Ok(sent as i64),
+                Err(stop) => return Err(errno_of(stop)),
+            }
+        } else {
+            daemon::send(s, chunk, &meta, None)
+        };
+        match r {
             Ok(n) => {
                 sent += n;
-                if sent >= data.len() || (nonblock && n < chunk.len()) {
+                // Short when parked: the daemon stopped (timeout, signal).
+                if sent >= data.len() || ((nonblock || park) && n < chunk.len()) {
                     return Ok(sent as i64);
                 }
             }
-            Err(libc::EAGAIN) if !nonblock => {
+            Err(libc::EAGAIN) if !nonblock && !park => {
                 if let Err(stop) = c.wait(s, libc::POLLOUT) {
                     if matches!(stop, Stop::WouldWait) {
                         // On the loop: a thread goes on from `sent`.
@@ -304,19 +340,29 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     let room = hdr.as_ref().map_or(0, |h| h.controllen);
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     let (peek, oob) = (flags & libc::MSG_PEEK != 0, flags & libc::MSG_OOB != 0);
-    let mut idle = 0u32;
-    let got = loop {
-        match daemon::recv(s, want, peek, oob, room) {
+    let waitall = flags & libc::MSG_WAITALL != 0 && !peek && !oob && !nonblock;
+    // A blocking receive on its own thread parks in the daemon (park.rs),
+    // which times it; on the loop a wait ends the attempt.
+    let park = !nonblock && c.may_park();
+    let got = if park {
+        let start = std::time::Instant::now();
+        c.parked(|round| {
+            // Made again after an interruption: what is left of the timeout.
+            let cont = match round {
+                0 => None,
+                _ => Some(left_of(s, start)?),
+            };
+            let w = daemon::Wait { waitall, cont };
+            daemon::recv(s, want, peek, oob, room, Some(w))
+        })
+        .map_err(errno_of)??
+    } else {
+        match daemon::recv(s, want, peek, oob, room, None) {
+            // On the loop: the call goes on on a thread of its own.
             Err(libc::EAGAIN) if !nonblock => {
-                c.wait(s, libc::POLLIN).map_err(errno_of)?;
-                // Readable while a peek finds nothing at its offset: back
-                // off as the library does (preload/src/msg.rs recv_once).
-                if idle > 0 {
-                    std::thread::sleep(std::time::Duration::from_micros(50 << idle.min(8)));
-                }
-                idle += 1;
+                return Err(c.wait(s, libc::POLLIN).err().map_or(WOULD_WAIT, errno_of));
             }
-            r => break r?,
+            r => r?,
         }
     };
     let mut got = if got.too_big {
@@ -327,13 +373,36 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     // MSG_WAITALL on a stream: on until the whole length, EOF, an error, a
     // signal or the timeout, then what came (dgram and seqpacket: one
     // message, as Linux).
-    let waitall = flags & libc::MSG_WAITALL != 0 && !peek && !oob && !nonblock;
-    if waitall && !got.data.is_empty() && got.data.len() < want && is_stream(s)? {
+    // Parked, the daemon waited for up to MSG_ROOM bytes: less means it
+    // stopped (EOF, timeout, signal); more is asked for under the timeout
+    // left (MSGF_CONT), timed once as unix_stream_read_generic does.
+    let more_left = !park || got.data.len() >= MSG_ROOM;
+    if waitall && more_left && !got.data.is_empty() && got.data.len() < want && is_stream(s)? {
         while got.data.len() < want {
-            match daemon::recv(s, want - got.data.len(), false, false, 0) {
+            let ask = want - got.data.len();
+            let r = if park {
+                let w = daemon::Wait {
+                    waitall: true,
+                    cont: Some(got.timeo_left),
+                };
+                match c.parked(|_| daemon::recv(s, ask, false, false, 0, Some(w))) {
+                    Ok(r) => r,
+                    Err(_) => break,
+                }
+            } else {
+                daemon::recv(s, ask, false, false, 0, None)
+            };
+            match r {
                 Ok(more) if more.data.is_empty() => break,
-                Ok(more) => got.data.extend_from_slice(&more.data),
-                Err(libc::EAGAIN) if c.wait(s, libc::POLLIN).is_ok() => {}
+                Ok(more) => {
+                    let short = more.data.len() < ask.min(MSG_ROOM);
+                    got.data.extend_from_slice(&more.data);
+                    got.timeo_left = more.timeo_left;
+                    if park && short {
+                        break;
+                    }
+                }
+                Err(libc::EAGAIN) if !park && c.wait(s, libc::POLLIN).is_ok() => {}
                 Err(_) => break,
             }
         }
@@ -389,6 +458,21 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     Ok(ret as i64)
 }
 
+/// The receive timeout left of a call started at `start`, for MSGF_CONT
+/// (TIMEO_NONE: none); EAGAIN once it ran out, as Linux answers then.
+fn left_of(s: &OwnedFd, start: std::time::Instant) -> Res<u64> {
+    match super::opts::timeout(s, 0) {
+        None => Ok(TIMEO_NONE),
+        Some(d) => {
+            let left = d.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                return Err(libc::EAGAIN);
+            }
+            Ok(left.as_nanos().min(u64::MAX as u128 - 1) as u64)
+        }
+    }
+}
+
 /// Appends one control message within `room`, cut short as put_cmsg cuts
 /// it; whether it fit whole.
 fn put_cmsg(out: &mut Vec<u8>, room: usize, ty: i32, data: &[u8]) -> bool {
@@ -422,16 +506,41 @@ fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<
         let fit = room.saturating_sub(out.len()).saturating_sub(CMSG_HDR) / 4;
         let mut fds = Vec::new();
         let mut cut_short = false;
+        // Files come back from the fd channel in one round trip; a claimed
+        // one not installed is closed, as Linux closes those that do not fit.
+        let tags: Vec<u64> = got
+            .rights
+            .iter()
+            .copied()
+            .filter(|&id| id & FILE_TAG != 0)
+            .collect();
+        let mut claimed = if tags.is_empty() {
+            Vec::new()
+        } else {
+            fdpass::connect(&c.ctx.daemon.mount)
+                .and_then(|ch| ch.claim(&tags))
+                .unwrap_or_else(|e| {
+                    say(&format!(
+                        "recvmsg: {} received files could not be claimed from the daemon: errno {e}",
+                        tags.len()
+                    ));
+                    Vec::new()
+                })
+        }
+        .into_iter();
         for &id in &got.rights {
-            if id & FILE_TAG != 0 {
-                say(
-                    "recvmsg: a passed file that is not a udsfs socket cannot be received through the supervisor yet (MSG_CTRUNC)",
-                );
-                cut = true;
-                continue;
-            }
-            // Opening an entry adopts it; one not installed is let go.
-            let sock = c.ctx.daemon.open_sock(id, false)?;
+            let sock = if id & FILE_TAG != 0 {
+                match claimed.next() {
+                    Some(f) => f,
+                    None => {
+                        cut = true;
+                        continue;
+                    }
+                }
+            } else {
+                // Opening an entry adopts it; one not installed is let go.
+                c.ctx.daemon.open_sock(id, false)?
+            };
             if fds.len() < fit && !cut_short {
                 match c.install(&sock, None, cloexec) {
                     Ok(fd) => fds.push(fd),

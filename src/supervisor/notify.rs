@@ -44,6 +44,11 @@ impl Listener {
         Listener { fd }
     }
 
+    /// For the park watcher (park.rs), while a call holds the listener.
+    pub fn raw(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+
     /// Is notification `id` still pending (its thread alive, not
     /// interrupted)? Checked before acting on what was read and before
     /// replying.

@@ -106,6 +106,7 @@ pub fn recv(d: &Daemon, id: u64, want: usize) -> Res<Got> {
         rights: Vec::new(),
         ctrunc: false,
         oob: false,
+        timeo_left: crate::fuse::ioctl_abi::TIMEO_NONE,
     };
     for field in buf[..nl].split(|&b| b == b' ') {
         let Some(eq) = field.iter().position(|&b| b == b'=') else {
