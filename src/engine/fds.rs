@@ -175,6 +175,20 @@ impl AsFd for ChargedFd {
     }
 }
 
+/// What `q` holds once the closer threads are done with what was dropped
+/// (they give a charge back when its close ends): waits up to a second for
+/// `want`, then says what there is.
+#[cfg(test)]
+pub(crate) fn settled(q: &Quota, want: u64) -> u64 {
+    for _ in 0..500 {
+        if q.used() == want {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    q.used()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,14 +214,7 @@ mod tests {
         let _d = ChargedFd::new(&q, 0, end()).unwrap();
         assert_eq!(ChargedFd::new(&q, 0, end()).unwrap_err(), Errno::ENFILE);
         drop((a, b));
-        // Closed, and so given back, by the closer thread.
-        for _ in 0..500 {
-            if q.used() == 2 {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        assert_eq!(q.used(), 2);
+        assert_eq!(settled(&q, 2), 2);
     }
 
     #[test]

@@ -112,7 +112,7 @@ mod tests {
         let cpid = child.id() as i32;
         assert_eq!(pins.pin(&q, cpid, 1000).unwrap_err(), Errno::ENFILE);
         drop((a, b));
-        assert_eq!(q.used(), 0);
+        assert_eq!(crate::engine::fds::settled(&q, 0), 0);
         let c = pins.pin(&q, cpid, 1000).unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
