@@ -61,7 +61,9 @@ int main(int argc, char **argv) {
     sa.sa_handler = on_alarm;
     sa.sa_flags = SA_RESTART;
     sigaction(SIGALRM, &sa, NULL);
-    struct itimerval it = {{0, 200}, {0, 200}};
+    /* Every millisecond: through udsfs a handler makes two FUSE round trips, and a
+     * shorter period can leave the main thread little time between handlers. */
+    struct itimerval it = {{0, 1000}, {0, 1000}};
     setitimer(ITIMER_REAL, &it, NULL);
     char msg[100];
     memset(msg, 'm', sizeof msg);
