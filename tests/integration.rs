@@ -18,12 +18,10 @@ use std::time::{Duration, Instant};
 /// How long one script may run.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Scripts that run a long suite twice (kernel, then udsfs) get longer: test_selectors
-/// holds about 10000 socketpairs at once (`test_above_fd_setsize`), whose polls take a
-/// minute through a one-thread daemon.
+/// Scripts that run a long suite twice (kernel, then udsfs) get longer.
 fn timeout_of(name: &str) -> Duration {
     match name {
-        "run_cpython_selectors" | "run_cpython_multiprocessing" => Duration::from_secs(360),
+        "run_cpython_multiprocessing" => Duration::from_secs(360),
         _ => TIMEOUT,
     }
 }
@@ -186,7 +184,6 @@ scripts!(
     run_cpython_logging,
     run_cpython_multiprocessing,
     run_cpython_paths,
-    run_cpython_selectors,
     run_cpython_socketserver,
     run_cpython_suite,
     run_curl,
