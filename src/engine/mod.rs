@@ -28,6 +28,7 @@ pub mod socket;
 pub mod sockflags;
 mod sockopt;
 mod stream_read;
+pub mod tap;
 pub mod timeo;
 pub mod tree;
 pub mod wait;
@@ -138,6 +139,8 @@ pub struct Engine {
     pub depot: held::Depot,
     /// Pidfds of senders and peers, made while they surely live.
     pub pins: pins::Pins,
+    /// Observers of every message and connection event (tap.rs).
+    pub taps: tap::Taps,
 }
 
 impl Engine {
@@ -159,6 +162,7 @@ impl Engine {
             unopened: Mutex::new(Default::default()),
             depot: held::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),
             pins: pins::Pins::default(),
+            taps: tap::Taps::default(),
             cfg,
         });
         eng.tree.set_max_nodes(eng.cfg.max_nodes);
