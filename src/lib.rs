@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod ctl;
 pub mod engine;
+pub mod fault;
 pub mod fdchannel;
 pub mod fuse;
 pub mod msgfmt;

@@ -1,0 +1,102 @@
+//! What the message path tells the rule set about one message (or connect,
+//! or close): enough to match selectors and compute effects, nothing of
+//! the engine's own types, so that this module stays below the engine.
+
+use std::fmt;
+use std::time::Instant;
+
+/// The socket type, as the engine maps its own onto it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SockType {
+    Stream,
+    Dgram,
+    Seqpacket,
+}
+
+impl SockType {
+    pub fn name(self) -> &'static str {
+        match self {
+            SockType::Stream => "stream",
+            SockType::Dgram => "dgram",
+            SockType::Seqpacket => "seqpacket",
+        }
+    }
+}
+
+/// A socket name: a path (relative to the mount root) or an abstract name
+/// (the bytes after the leading NUL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Name<'a> {
+    Path(&'a [u8]),
+    Abstract(&'a [u8]),
+}
+
+/// One end of a message.
+#[derive(Clone, Copy, Debug)]
+pub struct End<'a> {
+    /// The socket number (`.udsfs/sock/N`).
+    pub socket: u64,
+    /// The name this end answers to: its bound name, or for a socket
+    /// accepted from a listener the listener's name (the name the
+    /// connection was made to).
+    pub name: Option<Name<'a>>,
+    /// The user that owns the socket (who may open `.udsfs/sock/N`).
+    pub owner_uid: u32,
+}
+
+/// What happens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `from` sends `len` bytes to `to` (a datagram, a seqpacket record, or
+    /// one stream write).
+    Send,
+    /// `from` connects to `to` (a listener, or a dgram socket to be its
+    /// default peer).
+    Connect,
+    /// `from` closes while connected to `to`.
+    Close,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Message<'a> {
+    pub kind: Kind,
+    pub from: End<'a>,
+    pub to: End<'a>,
+    /// The process making the call, and its user.
+    pub pid: u32,
+    pub uid: u32,
+    pub ty: SockType,
+    /// Payload bytes (0 for connect and close).
+    pub len: usize,
+    /// Sockets and files passed with it (SCM_RIGHTS).
+    pub refs: usize,
+    /// When the call is made; bandwidth paces against it.
+    pub now: Instant,
+}
+
+impl fmt::Display for Message<'_> {
+    /// For the log line of an injection.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            Kind::Send => "send",
+            Kind::Connect => "connect",
+            Kind::Close => "close",
+        };
+        write!(
+            f,
+            "{what} {} {} -> {} pid={} uid={}",
+            self.ty.name(),
+            self.from.socket,
+            self.to.socket,
+            self.pid,
+            self.uid
+        )?;
+        if self.kind == Kind::Send {
+            write!(f, " len={}", self.len)?;
+            if self.refs > 0 {
+                write!(f, " refs={}", self.refs)?;
+            }
+        }
+        Ok(())
+    }
+}

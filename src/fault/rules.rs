@@ -1,0 +1,219 @@
+//! The rule set of a mount: rules added, deleted and listed with their
+//! counters, and the check the message path makes. With no rule the check
+//! costs one relaxed load (`any`); with rules it takes a read lock, and a
+//! rule's own lock only when the rule matches.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nix::errno::Errno;
+use parking_lot::{Mutex, RwLock};
+
+use super::decision::{Decision, Injection};
+use super::effect::ConnState;
+use super::message::{End, Message};
+use super::prng::Prng;
+use super::rule::{After, Direction, Rule, Selector};
+
+/// A rule as listed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Listed {
+    pub id: u64,
+    pub rule: Rule,
+    /// The user who added it.
+    pub owner: u32,
+    /// Messages its selector matched.
+    pub matched: u64,
+    /// Messages it acted on.
+    pub injected: u64,
+}
+
+struct Entry {
+    id: u64,
+    rule: Rule,
+    owner: u32,
+    state: Mutex<State>,
+}
+
+struct State {
+    dice: Prng,
+    matched: u64,
+    injected: u64,
+    bytes_matched: u64,
+    /// Keyed by (sender socket, receiver socket).
+    conns: HashMap<(u64, u64), ConnState>,
+}
+
+#[derive(Default)]
+pub struct Rules {
+    any: AtomicBool,
+    list: RwLock<Vec<Arc<Entry>>>,
+    next_id: Mutex<u64>,
+}
+
+const ROOT: u32 = 0;
+
+impl Rules {
+    /// Whether there is any rule: the message path asks this first.
+    #[inline]
+    pub fn any(&self) -> bool {
+        self.any.load(Ordering::Relaxed)
+    }
+
+    /// Adds a rule for user `owner`; it acts from the next message on.
+    pub fn add(&self, rule: Rule, owner: u32) -> u64 {
+        let id = {
+            let mut next = self.next_id.lock();
+            *next += 1;
+            *next
+        };
+        let dice = rule.seed.map_or_else(Prng::unseeded, Prng::new);
+        let entry = Arc::new(Entry {
+            id,
+            rule,
+            owner,
+            state: Mutex::new(State {
+                dice,
+                matched: 0,
+                injected: 0,
+                bytes_matched: 0,
+                conns: HashMap::new(),
+            }),
+        });
+        let mut list = self.list.write();
+        list.push(entry);
+        self.any.store(true, Ordering::Relaxed);
+        id
+    }
+
+    /// Deletes rule `id` for `caller`: root may delete any, a user their
+    /// own (EPERM for root's, ENOENT for what they cannot see).
+    pub fn del(&self, id: u64, caller: u32) -> Result<(), Errno> {
+        let mut list = self.list.write();
+        let at = list
+            .iter()
+            .position(|e| e.id == id && visible(e, caller))
+            .ok_or(Errno::ENOENT)?;
+        if caller != ROOT && list[at].owner != caller {
+            return Err(Errno::EPERM);
+        }
+        list.remove(at);
+        self.any.store(!list.is_empty(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Deletes every rule `caller` may delete.
+    pub fn clear(&self, caller: u32) {
+        let mut list = self.list.write();
+        list.retain(|e| caller != ROOT && e.owner != caller);
+        self.any.store(!list.is_empty(), Ordering::Relaxed);
+    }
+
+    /// The rules `viewer` may see (root: all; a user: their own and
+    /// root's, which act on their sockets too), oldest first.
+    pub fn list(&self, viewer: u32) -> Vec<Listed> {
+        self.list
+            .read()
+            .iter()
+            .filter(|e| visible(e, viewer))
+            .map(|e| {
+                let s = e.state.lock();
+                Listed {
+                    id: e.id,
+                    rule: e.rule.clone(),
+                    owner: e.owner,
+                    matched: s.matched,
+                    injected: s.injected,
+                }
+            })
+            .collect()
+    }
+
+    /// Socket `socket` is gone: its `socket N` rules go with it (the number
+    /// may be given to a new socket), and what rules remember of its
+    /// connections.
+    pub fn forget_socket(&self, socket: u64) {
+        let mut list = self.list.write();
+        list.retain(|e| e.rule.selector != Selector::Socket(socket));
+        for e in list.iter() {
+            e.state
+                .lock()
+                .conns
+                .retain(|&(from, to), _| from != socket && to != socket);
+        }
+        self.any.store(!list.is_empty(), Ordering::Relaxed);
+    }
+
+    /// What to do to `msg`: every rule that selects it, may act on its
+    /// sockets, and hits it adds its part. Counts and logs each injection.
+    pub fn check(&self, msg: &Message<'_>) -> Decision {
+        let mut out = Decision::default();
+        if !self.any() {
+            return out;
+        }
+        for e in self.list.read().iter() {
+            let rule = &e.rule;
+            if rule.fault.acts_on() != msg.kind
+                || rule.fault.fits(msg.ty).is_err()
+                || !selects(rule, msg)
+                || !may_act(e.owner, msg)
+            {
+                continue;
+            }
+            let mut s = e.state.lock();
+            let s = &mut *s;
+            s.matched += 1;
+            let bytes_before = s.bytes_matched;
+            s.bytes_matched = s.bytes_matched.saturating_add(msg.len as u64);
+            let waiting = match rule.after {
+                Some(After::Messages(n)) => s.matched <= n,
+                Some(After::Bytes(n)) => bytes_before < n,
+                None => false,
+            };
+            if waiting || rule.times.is_some_and(|t| s.injected >= t) {
+                continue;
+            }
+            let conn = s.conns.entry((msg.from.socket, msg.to.socket)).or_default();
+            let Some(mut d) = rule.fault.apply(msg, rule.toxicity, &mut s.dice, conn) else {
+                continue;
+            };
+            s.injected += 1;
+            log::info!("fault rule {} ({rule}): {msg}", e.id);
+            d.injected.push(Injection {
+                rule: e.id,
+                fault: rule.fault.name(),
+            });
+            out.merge(d);
+        }
+        out.settle();
+        out
+    }
+}
+
+fn visible(e: &Entry, viewer: u32) -> bool {
+    viewer == ROOT || e.owner == viewer || e.owner == ROOT
+}
+
+/// Root's rules act on every message; a user's only on messages between
+/// sockets that user owns.
+fn may_act(owner: u32, msg: &Message<'_>) -> bool {
+    owner == ROOT || (msg.from.owner_uid == owner && msg.to.owner_uid == owner)
+}
+
+fn selects(rule: &Rule, msg: &Message<'_>) -> bool {
+    let names = |end: &End<'_>| match &rule.selector {
+        Selector::Socket(n) => end.socket == *n,
+        Selector::Name(g) => end.name.is_some_and(|name| g.matches(name)),
+        Selector::Pid(_) | Selector::Uid(_) => false,
+    };
+    match rule.selector {
+        Selector::Pid(p) => msg.pid == p,
+        Selector::Uid(u) => msg.uid == u,
+        _ => match rule.direction {
+            Some(Direction::Up) => names(&msg.to),
+            Some(Direction::Down) => names(&msg.from),
+            None => names(&msg.to) || names(&msg.from),
+        },
+    }
+}
