@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand, the clap root and dispatch here.
 
 mod devfuse;
+mod fault;
 mod graph;
 mod man;
 mod mount;
@@ -54,6 +55,8 @@ enum Cmd {
     Completions(man::CompletionsArgs),
     /// Run a program with its AF_UNIX sockets on udsfs (the preload library).
     Run(crate::run::RunArgs),
+    /// Add, list and delete fault rules (.udsfs/faults): delay, cut, refuse messages.
+    Fault(fault::FaultArgs),
 }
 
 pub fn main() -> i32 {
@@ -73,6 +76,7 @@ pub fn main() -> i32 {
         Cmd::Graph(a) => ("graph", graph::main(&a)),
         Cmd::Man(a) => ("man", man::man(&a)),
         Cmd::Completions(a) => ("completions", man::completions(&a)),
+        Cmd::Fault(a) => ("fault", fault::main(&a)),
     };
     match res {
         Ok(()) => 0,
