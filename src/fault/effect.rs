@@ -36,6 +36,11 @@ impl Fault {
         )
     }
 
+    /// Whether the fault keeps a `ConnState` per connection.
+    pub fn remembers_connections(&self) -> bool {
+        self.per_connection() || matches!(self, Fault::Bandwidth { .. })
+    }
+
     /// The fault's decision for `msg`, or None when it leaves the message
     /// alone (the dice said no, or there is nothing to do to it).
     pub fn apply(

@@ -155,7 +155,7 @@ impl Rules {
         for e in self.list.read().iter() {
             let rule = &e.rule;
             if rule.fault.acts_on() != msg.kind
-                || rule.fault.fits(msg.ty).is_err()
+                || !rule.fault.fits_type(msg.ty)
                 || !selects(rule, msg)
                 || !may_act(e.owner, msg)
             {
@@ -174,7 +174,13 @@ impl Rules {
             if waiting || rule.times.is_some_and(|t| s.injected >= t) {
                 continue;
             }
-            let conn = s.conns.entry((msg.from.socket, msg.to.socket)).or_default();
+            // Only faults that remember a connection keep an entry for it.
+            let mut scratch = ConnState::default();
+            let conn = if rule.fault.remembers_connections() {
+                s.conns.entry((msg.from.socket, msg.to.socket)).or_default()
+            } else {
+                &mut scratch
+            };
             let Some(mut d) = rule.fault.apply(msg, rule.toxicity, &mut s.dice, conn) else {
                 continue;
             };
