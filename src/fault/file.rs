@@ -62,6 +62,11 @@ pub fn listing_line(l: &Listed) -> String {
     )
 }
 
+/// What reading the file gives: every rule the reader may see.
+pub fn listing(rules: &[Listed]) -> String {
+    rules.iter().map(listing_line).collect()
+}
+
 /// A line of the listing read back: id, rule, matched, injected.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListingLine {
@@ -133,6 +138,7 @@ mod tests {
             injected: 5,
         };
         let text = listing_line(&l);
+        assert_eq!(listing(&[l.clone(), l.clone()]), text.repeat(2));
         assert_eq!(
             text,
             "7\tname run/db.sock down latency latency=100 jitter=0\tmatched=12 injected=5\n"

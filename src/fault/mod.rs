@@ -18,7 +18,7 @@ mod rules;
 mod tests;
 
 pub use decision::{Decision, Injection};
-pub use file::{Command, FAULTS_FILE, ListingLine, listing_line, parse_listing_line};
+pub use file::{Command, FAULTS_FILE, ListingLine, listing, listing_line, parse_listing_line};
 pub use glob::Glob;
 pub use kind::Fault;
 pub use message::{End, Kind, Message, Name, SockType};
