@@ -223,3 +223,74 @@ fn selects(rule: &Rule, msg: &Message<'_>) -> bool {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::fault::message::{Kind, SockType};
+
+    fn send(from: u64) -> Message<'static> {
+        let end = |socket| End {
+            socket,
+            name: None,
+            owner_uid: 0,
+        };
+        Message {
+            kind: Kind::Send,
+            from: end(from),
+            to: end(2),
+            pid: 1,
+            uid: 0,
+            ty: SockType::Stream,
+            len: 10,
+            refs: 0,
+            now: Instant::now(),
+        }
+    }
+
+    fn remembered(rules: &Rules) -> usize {
+        rules.list.read()[0].state.lock().conns.len()
+    }
+
+    #[test]
+    fn only_faults_with_a_memory_keep_connections() {
+        let rules = Rules::default();
+        rules.add(Rule::parse("socket 2 latency latency=1").unwrap(), 0);
+        for from in 10..20 {
+            rules.check(&send(from));
+        }
+        assert_eq!(remembered(&rules), 0);
+        let rules = Rules::default();
+        rules.add(Rule::parse("socket 2 die_after messages=5").unwrap(), 0);
+        for from in 10..20 {
+            rules.check(&send(from));
+        }
+        assert_eq!(remembered(&rules), 10);
+        rules.forget_socket(10);
+        assert_eq!(remembered(&rules), 9);
+    }
+
+    #[test]
+    fn the_rule_set_is_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Rules>();
+        let rules = Arc::new(Rules::default());
+        rules.add(Rule::parse("socket 2 full toxicity=0.5 seed=1").unwrap(), 0);
+        let workers: Vec<_> = (0..4)
+            .map(|t| {
+                let rules = rules.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        rules.check(&send(10 + t));
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert_eq!(rules.list(0)[0].matched, 4000);
+    }
+}
