@@ -1,4 +1,4 @@
-//! The measuring half of issue 7's benchmark suite; `scripts/bench` runs it and
+//! The measuring half of the benchmark suite; `scripts/bench` runs it and
 //! prints the table. Each subcommand measures one thing and prints lines
 //! `RESULT key value` (and free text the script passes through).
 //!
@@ -33,10 +33,7 @@ const DATASIZE: usize = 100;
 const GROUP: usize = 20;
 
 #[derive(Parser)]
-#[command(
-    name = "udsfs_bench",
-    about = "udsfs benchmarks (issue 7); see scripts/bench"
-)]
+#[command(name = "udsfs_bench", about = "udsfs benchmarks; see scripts/bench")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -641,7 +638,7 @@ fn gc_pressure(inflight: usize, samples: usize) {
     // (so p is in flight and an edge into p makes the graph maybe-cyclic);
     // each round passes a fresh socket over q -> p, which schedules a
     // collection (more than gc_trigger in flight) and, as a heavy user,
-    // waits for the running one (seed 004's penalty). Then takes it back.
+    // waits for the running one. Then takes it back.
     let (x, y) = eng.socketpair(SockType::Dgram, &c);
     let (p, q) = eng.socketpair(SockType::Dgram, &c);
     eng.hold(&p);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Descriptor exhaustion and trust attacks on the daemon, by unprivileged users of an
-# --allow-other mount (issue 17, "What to build" 3 and 4). The daemon runs with
+# --allow-other mount. The daemon runs with
 # RLIMIT_NOFILE 1024, so clients may make it hold at most 512 descriptors
 # (src/engine/fds.rs: a quarter and 256 more stay its own), 256 per user
 # (--user-share 50). Each attack prints what it tried and what it got:

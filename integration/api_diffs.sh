@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Socket calls outside the send/receive path as Linux answers them (issue 17):
+# Socket calls outside the send/receive path as Linux answers them:
 # tests/conformance/api_diffs.py runs on kernel sockets and through
 # `udsfs run --route`; both outputs must be equal. Then a routed server that
 # crashed is started again on a new mount: its bind gives EADDRINUSE as on

@@ -1,4 +1,4 @@
-//! Hostile input to the parsers (issue 8): proptest fuzzing of what a user
+//! Hostile input to the parsers: proptest fuzzing of what a user
 //! writes to `ctl` and `msg` files and of the address syntax, through the
 //! public API only.
 //!

@@ -1,5 +1,5 @@
 """Socket calls outside the send/receive path where udsfs once answered
-otherwise than Linux (issue 17): SOL_SOCKET options, netdevice ioctls, bind
+otherwise than Linux: SOL_SOCKET options, netdevice ioctls, bind
 into a missing directory or over an existing path (routed too), accept with
 one descriptor slot left, errno after a successful accept4, abstract names
 after unshare(CLONE_NEWNET) in the program, forged SCM_CREDENTIALS from a

@@ -304,7 +304,7 @@ pub trait Backend {
     /// lstat(2): "sock 755", "dir 755", "link", ...
     fn raw_stat(&mut self, path: &str) -> Res<String>;
 
-    // ---- stream / seqpacket (helper A) ----
+    // ---- stream / seqpacket ----
     /// Non-blocking accept(); the new socket gets the next handle number.
     fn raw_accept(&mut self, s: Sock) -> Res<Sock>;
     /// poll() with a zero timeout asking for POLLIN|POLLPRI|POLLOUT|POLLRDHUP;
@@ -314,7 +314,7 @@ pub trait Backend {
     /// count and whether SIGPIPE was raised in the calling thread (`sigpipe_check`).
     fn raw_send_sig(&mut self, s: Sock, d: &[u8]) -> (Res<usize>, bool);
 
-    // ---- names / permissions (helper C) ----
+    // ---- names / permissions ----
     /// SO_PASSCRED on or off (setsockopt / ctl `passcred on|off`).
     fn raw_passcred(&mut self, s: Sock, on: bool) -> Res<()>;
     /// A second handle on the same socket (dup(2) / opening `.udsfs/sock/N/ctl` again).
@@ -343,7 +343,7 @@ pub trait Backend {
     fn raw_connect_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()>;
     fn raw_sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Res<usize>;
 
-    // ---- credentials, rights and GC (helper B) ----
+    // ---- credentials, rights and GC ----
     /// getsockopt(SO_PASSCRED) / status `passcred=`.
     fn raw_get_passcred(&mut self, s: Sock) -> Res<bool>;
     /// SO_PEERCRED; None when unset (kernel: pid 0, uid = gid = -1; udsfs: an
@@ -547,7 +547,7 @@ pub trait Backend {
         Out(r)
     }
 
-    // ---- stream / seqpacket (helper A) ----
+    // ---- stream / seqpacket ----
 
     fn accept(&mut self, s: Sock) -> Sock {
         let r = self.raw_accept(s);
@@ -575,7 +575,7 @@ pub trait Backend {
         );
         Out(r)
     }
-    // ---- names / permissions (helper C) ----
+    // ---- names / permissions ----
 
     fn passcred(&mut self, s: Sock, on: bool) -> Out<()> {
         let r = self.raw_passcred(s, on);
@@ -693,7 +693,7 @@ pub trait Backend {
             .push(format!("umask {mask:03o}"), show(&r, |_| "ok".to_string()));
         Out(r)
     }
-    // ---- credentials, rights and GC (helper B) ----
+    // ---- credentials, rights and GC ----
 
     fn get_passcred(&mut self, s: Sock) -> Out<bool> {
         let r = self.raw_get_passcred(s);
@@ -969,7 +969,7 @@ fn show_done(t: &mut Trace, d: &Done) -> String {
 /// Run `f` with SIGPIPE blocked in this thread and report whether a SIGPIPE became
 /// pending for the thread meanwhile (consuming it). A blocked signal stays pending
 /// even while its disposition is SIG_IGN, so this sees signals the process ignores
-/// (helper A).
+///.
 pub fn sigpipe_check<T>(f: impl FnOnce() -> T) -> (T, bool) {
     // SAFETY: sigset manipulation on local values and thread-local signal masks.
     unsafe {
@@ -992,10 +992,10 @@ pub fn sigpipe_check<T>(f: impl FnOnce() -> T) -> (T, bool) {
     }
 }
 
-/// The events every `raw_poll` asks for (helper A).
+/// The events every `raw_poll` asks for.
 pub const POLL_EVENTS: i16 = libc::POLLIN | libc::POLLPRI | libc::POLLOUT | libc::POLLRDHUP;
 
-/// Display form of a poll revents mask: "IN|OUT|HUP", "0" when empty (helper A).
+/// Display form of a poll revents mask: "IN|OUT|HUP", "0" when empty.
 pub fn poll_mask_name(m: i16) -> String {
     const BITS: &[(i16, &str)] = &[
         (libc::POLLIN, "IN"),
@@ -1042,10 +1042,10 @@ pub fn describe_metadata(m: &std::fs::Metadata) -> String {
     }
 }
 
-// ---- names / permissions (helper C) ----
+// ---- names / permissions ----
 
 impl Trace {
-    /// Display form of raw sun_path bytes (helper C): abstract names as `addr` shows
+    /// Display form of raw sun_path bytes: abstract names as `addr` shows
     /// them, paths as they are.
     pub fn sun(&mut self, sun: &[u8]) -> String {
         match sun.split_first() {
@@ -1156,9 +1156,9 @@ pub fn thread_umask(mask: u32) -> Res<u32> {
     Ok(unsafe { libc::umask(mask as libc::mode_t) } as u32)
 }
 
-// ---- credentials, rights and GC (helper B) ----
+// ---- credentials, rights and GC ----
 
-/// Credentials as SCM_CREDENTIALS and SO_PEERCRED carry them (helper B).
+/// Credentials as SCM_CREDENTIALS and SO_PEERCRED carry them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ucred {
     pub pid: i32,
@@ -1201,7 +1201,7 @@ pub fn show_ucred(c: &Ucred) -> String {
     format!("{}:{}:{}", pid_label(c.pid), c.uid, c.gid)
 }
 
-/// A message for `sendmsg` (helper B).
+/// A message for `sendmsg`.
 #[derive(Clone, Debug, Default)]
 pub struct SendMsg {
     pub data: Vec<u8>,
@@ -1234,7 +1234,7 @@ impl SendMsg {
     }
 }
 
-/// What `recvmsg` returns (helper B).
+/// What `recvmsg` returns.
 #[derive(Clone, Debug)]
 pub struct RecvMsg {
     pub data: Vec<u8>,
@@ -1252,7 +1252,7 @@ pub struct Ident {
     pub id: Option<u64>,
 }
 
-/// The process `child` operations run in (helper B): a child process of the test
+/// The process `child` operations run in: a child process of the test
 /// process, optionally with other real/effective/saved ids (and no supplementary
 /// groups) and another RLIMIT_NOFILE.
 #[derive(Clone, Copy, Debug, Default)]

@@ -1,6 +1,5 @@
 //! Credentials: SO_PASSCRED, SCM_CREDENTIALS (attached, delivered, explicit,
-//! validated), SO_PEERCRED, and the implicit autobind of SO_PASSCRED sockets
-//! (helper B; reference §1.9, §2, §3).
+//! validated), SO_PEERCRED, and the implicit autobind of SO_PASSCRED sockets.
 //!
 //! Pids are shown as "self" (the test process), "own" (a child's own pid in an
 //! explicit credential it sends), 0, 1, or "other" (a child, or a pid that does not
@@ -15,7 +14,7 @@ const NOBODY: u32 = 65534;
 /// A pid that cannot exist (pid_max is at most 2^22).
 const NO_SUCH_PID: i32 = 0x3fff_fff0;
 
-/// The delivery matrix of reference §3.2 on a connected pair: s0 sends, s1
+/// The delivery matrix on a connected pair: s0 sends, s1
 /// receives; passcred on the sender, on the receiver at send time and at receive
 /// time, and explicit credentials sent while nobody asked for any.
 fn matrix(b: &mut dyn Backend, s0: Sock, s1: Sock) {

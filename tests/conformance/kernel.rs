@@ -384,7 +384,7 @@ impl Backend for Kernel {
     fn raw_close(&mut self, s: Sock) -> Res<()> {
         match self.socks.get_mut(s).and_then(Option::take) {
             Some(fd) => {
-                let _spawning = crate::backend::spawn_guard();
+                let _spawning = super::backend::spawn_guard();
                 drop(fd);
                 Ok(())
             }
@@ -431,7 +431,7 @@ impl Backend for Kernel {
             .map_err(|e| io_errno(&e))
     }
 
-    // ---- stream / seqpacket (helper A) ----
+    // ---- stream / seqpacket ----
 
     fn raw_accept(&mut self, s: Sock) -> Res<Sock> {
         let nfd = accept_fd(self.fd(s)?)?;
@@ -466,7 +466,7 @@ impl Backend for Kernel {
         })
     }
 
-    // ---- names / permissions (helper C) ----
+    // ---- names / permissions ----
 
     fn raw_passcred(&mut self, s: Sock, on: bool) -> Res<()> {
         let fd = self.fd(s)?;
@@ -566,7 +566,7 @@ impl Backend for Kernel {
             )
         })
     }
-    // ---- credentials, rights and GC (helper B) ----
+    // ---- credentials, rights and GC ----
 
     fn raw_get_passcred(&mut self, s: Sock) -> Res<bool> {
         let fd = self.fd(s)?;
@@ -748,7 +748,7 @@ impl Backend for Kernel {
     }
 }
 
-// ---- names / permissions (helper C) ----
+// ---- names / permissions ----
 
 impl Kernel {
     /// A sockaddr_un with raw sun_path bytes (see `Backend::raw_bind_sun`). A path is
@@ -781,7 +781,7 @@ impl Kernel {
     }
 }
 
-// ---- credentials, rights and GC (helper B) ----
+// ---- credentials, rights and GC ----
 
 /// How long `gc` waits for the collector at least, on both backends.
 pub const GC_WAIT_MS: u64 = 150;

@@ -1,6 +1,5 @@
-//! Passing sockets (SCM_RIGHTS) and the in-flight garbage collector (helper B;
-//! reference §1.10, §1.11, §4; the shapes of the kernel selftest
-//! tools/testing/selftests/net/af_unix/scm_rights.c).
+//! Passing sockets (SCM_RIGHTS) and the in-flight garbage collector (the
+//! shapes of the kernel selftest tools/testing/selftests/net/af_unix/scm_rights.c).
 //!
 //! "Collected" is observed from outside: the peer of a cycle member sees the member
 //! go (EOF, ECONNRESET, HUP), and `alive` says whether the socket still exists
@@ -516,7 +515,7 @@ static TOOMANY: Mutex<()> = Mutex::new(());
 /// drops a user's in-flight count only when its sockets are freed, which may
 /// lag behind the end of the previous run.
 static NEXT_USER: std::sync::atomic::AtomicU32 =
-    std::sync::atomic::AtomicU32::new(crate::backend::SCRATCH_UID);
+    std::sync::atomic::AtomicU32::new(super::backend::SCRATCH_UID);
 
 /// ETOOMANYREFS: a user whose in-flight count is over its RLIMIT_NOFILE (checked
 /// before adding, so one message may overshoot) cannot pass more; receiving makes

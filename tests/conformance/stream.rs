@@ -1,4 +1,4 @@
-//! SOCK_STREAM and SOCK_SEQPACKET scenarios (helper A): listen/accept and the
+//! SOCK_STREAM and SOCK_SEQPACKET scenarios: listen/accept and the
 //! backlog, connect errors, the stream data path (coalescing, partial reads, EOF,
 //! EPIPE, ECONNRESET, shutdown mirroring, backpressure), seqpacket records, poll
 //! masks and socketpairs.

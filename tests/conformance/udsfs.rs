@@ -1,4 +1,4 @@
-//! The backend under test: sockets through a private udsfs mount (SPEC §3, §5).
+//! The backend under test: sockets through a private udsfs mount.
 //!
 //! - socket(ty): open `.udsfs/<ty>/clone` O_RDWR|O_NONBLOCK, read "N\n"; that fd is
 //!   the control handle and commands are written to it, one line per write.
@@ -334,7 +334,7 @@ impl Backend for Udsfs {
         };
         let dir = self.ctrl(&format!("sock/{}", u.n));
         {
-            let _spawning = crate::backend::spawn_guard();
+            let _spawning = super::backend::spawn_guard();
             drop(u);
         }
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -378,7 +378,7 @@ impl Backend for Udsfs {
             .map_err(|e| io_errno(&e))
     }
 
-    // ---- stream / seqpacket (helper A) ----
+    // ---- stream / seqpacket ----
 
     /// Open `.udsfs/sock/L/accept` O_RDONLY|O_NONBLOCK (a failed accept fails the
     /// open), read "M\n" from it, then open `.udsfs/sock/M/ctl` O_RDWR for commands;
@@ -423,7 +423,7 @@ impl Backend for Udsfs {
         sigpipe_check(|| f.write(d).map_err(|e| io_errno(&e)))
     }
 
-    // ---- names / permissions (helper C) ----
+    // ---- names / permissions ----
 
     fn raw_passcred(&mut self, s: Sock, on: bool) -> Res<()> {
         let v = if on { "on" } else { "off" };
@@ -507,7 +507,7 @@ impl Backend for Udsfs {
     fn raw_sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Res<usize> {
         self.send_record(s, d, Some(&sun_to_addr(sun)))
     }
-    // ---- credentials, rights and GC (helper B) ----
+    // ---- credentials, rights and GC ----
 
     fn raw_get_passcred(&mut self, s: Sock) -> Res<bool> {
         match self.status_field(s, "passcred")?.as_str() {
@@ -714,7 +714,7 @@ impl Backend for Udsfs {
 
     fn raw_gc(&mut self) -> Res<()> {
         // The collector runs by itself when the last handle of an in-flight socket
-        // closes (SPEC §6: a dead cycle is freed within 100 ms); wait until the
+        // closes (a dead cycle is freed within 100 ms); wait until the
         // socket directories stop changing.
         let dir = self.ctrl("sock");
         super::kernel::gc_settle(|| {
@@ -729,7 +729,7 @@ impl Backend for Udsfs {
     }
 }
 
-// ---- names / permissions (helper C) ----
+// ---- names / permissions ----
 
 fn path_cstring(p: &std::path::Path) -> std::ffi::CString {
     std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).expect("path without NUL")
@@ -743,7 +743,7 @@ fn sun_to_addr(sun: &[u8]) -> Addr {
     }
 }
 
-// ---- credentials, rights and GC (helper B) ----
+// ---- credentials, rights and GC ----
 
 /// Width of the zero-padded pid a child fills in for `OWN_PID`.
 const PID_DIGITS: usize = 10;

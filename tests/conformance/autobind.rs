@@ -1,0 +1,386 @@
+//! Autobind: the name's format, explicit and implicit autobind on every type
+//! (connect, send, socketpair with SO_PASSCRED), and one name space for all types.
+
+use super::abstract_names::abs_sun;
+use super::backend::Ty::{Dgram, Seqpacket, Stream};
+use super::backend::*;
+
+/// Autobind: "@" + 5 lowercase hex digits; a second autobind, or an autobind on a
+/// bound socket, succeeds and changes nothing; the name is reachable.
+pub fn autobind_format_and_idempotence(b: &mut dyn Backend) {
+    let s0 = b.socket(Dgram);
+    b.autobind(s0);
+    let n0 = b.getsockname(s0).ok();
+    b.autobind(s0);
+    b.getsockname(s0);
+    let s1 = b.socket(Dgram);
+    b.autobind(s1);
+    b.getsockname(s1);
+    let s2 = b.socket(Dgram);
+    b.bind(s2, p("p.sock"));
+    b.autobind(s2);
+    b.getsockname(s2);
+    let s3 = b.socket(Dgram);
+    b.bind(s3, ab(b"named"));
+    b.autobind(s3);
+    b.getsockname(s3);
+    let s4 = b.socket(Dgram);
+    if let Some(a) = n0.and_then(|n| n.addr()) {
+        b.sendto(s4, b"to auto", a.clone());
+        b.recvfrom(s0, 100);
+        b.sendto(s1, b"from auto", a);
+        b.recvfrom(s0, 100);
+    }
+}
+
+/// An explicit bind after autobind: EINVAL, nothing created.
+pub fn bind_after_autobind(b: &mut dyn Backend) {
+    let s0 = b.socket(Dgram);
+    b.autobind(s0);
+    b.bind(s0, p("a.sock"));
+    b.stat("a.sock");
+    b.bind(s0, ab(b"x"));
+    b.getsockname(s0);
+    let s1 = b.socket(Dgram);
+    b.bind(s1, p("a.sock"));
+    b.bind(s1, ab(b"x"));
+    b.getsockname(s1);
+}
+
+/// Autobind on stream and seqpacket sockets: the same format, idempotent, listen
+/// works on the name, clients reach it, accepted sockets carry it.
+pub fn autobind_stream_seqpacket(b: &mut dyn Backend) {
+    for ty in [Stream, Seqpacket] {
+        let l = b.socket(ty);
+        b.autobind(l);
+        let n = b.getsockname(l).ok();
+        b.autobind(l);
+        b.getsockname(l);
+        b.listen(l, 5);
+        b.autobind(l);
+        b.getsockname(l);
+        let c = b.socket(ty);
+        if let Some(a) = n.and_then(|n| n.addr()) {
+            b.connect(c, a);
+        }
+        b.getpeername(c);
+        b.getsockname(c);
+        let a = b.accept(l);
+        b.getsockname(a);
+        b.getpeername(a);
+        b.autobind(a);
+        b.getsockname(a);
+        b.autobind(c);
+        b.getsockname(c);
+        b.getpeername(a);
+    }
+}
+
+/// Autobind on a socket that already has a name (path or abstract), of every type,
+/// listening or not, and an implicit autobind (SO_PASSCRED) on a bound socket: all
+/// succeed and change nothing.
+pub fn autobind_idempotent_when_named(b: &mut dyn Backend) {
+    let st = b.socket(Stream);
+    b.bind(st, p("st.sock"));
+    b.autobind(st);
+    b.getsockname(st);
+    b.listen(st, 5);
+    b.autobind(st);
+    b.getsockname(st);
+    b.stat("st.sock");
+    let sq = b.socket(Seqpacket);
+    b.bind(sq, ab(b"sq"));
+    b.autobind(sq);
+    b.getsockname(sq);
+    let c = b.socket(Stream);
+    b.bind(c, p("c.sock"));
+    b.passcred(c, true);
+    b.connect(c, p("st.sock"));
+    b.getsockname(c);
+    let a = b.accept(st);
+    b.getpeername(a);
+    let d = b.socket(Dgram);
+    b.bind(d, ab(b"d"));
+    b.passcred(d, true);
+    b.sendto(d, b"named", ab(b"d"));
+    b.recvfrom(d, 100);
+    b.getsockname(d);
+}
+
+/// An explicit bind after an implicit autobind (SO_PASSCRED connect / send) or an
+/// explicit one on stream and seqpacket: EINVAL, and nothing is created.
+pub fn bind_after_any_autobind(b: &mut dyn Backend) {
+    let r = b.socket(Dgram);
+    b.bind(r, p("r.sock"));
+    let d = b.socket(Dgram);
+    b.passcred(d, true);
+    b.sendto(d, b"x", p("r.sock"));
+    b.getsockname(d);
+    b.bind(d, p("d.sock"));
+    b.bind(d, ab(b"d"));
+    b.stat("d.sock");
+    b.getsockname(d);
+    let l = b.socket(Stream);
+    b.bind(l, p("l.sock"));
+    b.listen(l, 5);
+    let c = b.socket(Stream);
+    b.passcred(c, true);
+    b.connect(c, p("l.sock"));
+    b.bind(c, p("c.sock"));
+    b.stat("c.sock");
+    b.getsockname(c);
+    for ty in [Stream, Seqpacket] {
+        let s = b.socket(ty);
+        b.autobind(s);
+        b.bind(s, p("e.sock"));
+        b.bind(s, ab(b"e"));
+        b.stat("e.sock");
+        b.getsockname(s);
+    }
+}
+
+/// SO_PASSCRED autobinds a stream client at connect, before the target is looked up
+/// (so even a failing connect leaves it named); a listener's SO_PASSCRED does not
+/// name its clients; passcred off again names nothing.
+pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
+    let l = b.socket(Stream);
+    b.bind(l, p("l.sock"));
+    b.listen(l, 5);
+    let c1 = b.socket(Stream);
+    b.passcred(c1, true);
+    b.getsockname(c1);
+    b.connect(c1, p("l.sock"));
+    b.getsockname(c1);
+    let a1 = b.accept(l);
+    b.getpeername(a1);
+    b.getsockname(a1);
+    let c2 = b.socket(Stream);
+    b.connect(c2, p("l.sock"));
+    b.getsockname(c2);
+    let a2 = b.accept(l);
+    b.getpeername(a2);
+    let c3 = b.socket(Stream);
+    b.passcred(c3, true);
+    b.connect(c3, p("missing.sock"));
+    b.getsockname(c3);
+    let c4 = b.socket(Stream);
+    b.passcred(c4, true);
+    b.connect(c4, ab(b"missing"));
+    b.getsockname(c4);
+    let l2 = b.socket(Stream);
+    b.bind(l2, ab(b"l2"));
+    b.passcred(l2, true);
+    b.listen(l2, 5);
+    let c5 = b.socket(Stream);
+    b.connect(c5, ab(b"l2"));
+    b.getsockname(c5);
+    let c6 = b.socket(Stream);
+    b.passcred(c6, true);
+    b.passcred(c6, false);
+    b.connect(c6, ab(b"l2"));
+    b.getsockname(c6);
+    let dg = b.socket(Dgram);
+    b.bind(dg, p("dg.sock"));
+    let c7 = b.socket(Stream);
+    b.passcred(c7, true);
+    b.connect(c7, p("dg.sock"));
+    b.getsockname(c7);
+}
+
+/// Seqpacket: SO_PASSCRED autobinds at connect and at send over a socketpair (its
+/// send is the dgram send), unlike stream.
+pub fn implicit_autobind_seqpacket(b: &mut dyn Backend) {
+    let l = b.socket(Seqpacket);
+    b.bind(l, ab(b"sq"));
+    b.listen(l, 5);
+    let c = b.socket(Seqpacket);
+    b.passcred(c, true);
+    b.connect(c, ab(b"sq"));
+    b.getsockname(c);
+    let a = b.accept(l);
+    b.getpeername(a);
+    let (x, y) = b.pair(Seqpacket);
+    b.passcred(x, true);
+    b.getsockname(x);
+    b.send(x, b"x to y");
+    b.getsockname(x);
+    b.getpeername(y);
+    b.recv(y, 100);
+    b.send(y, b"y to x");
+    b.getsockname(y);
+    b.recv(x, 100);
+    let u = b.socket(Seqpacket);
+    b.passcred(u, true);
+    b.send(u, b"unconnected");
+    b.getsockname(u);
+    let c2 = b.socket(Seqpacket);
+    b.connect(c2, ab(b"sq"));
+    b.getsockname(c2);
+    b.passcred(c2, true);
+    b.send(c2, b"passcred after connect");
+    b.getsockname(c2);
+    let a2 = b.accept(l);
+    b.getpeername(a2);
+    b.recv(a2, 100);
+}
+
+/// Dgram connect with SO_PASSCRED autobinds, also when the connect fails (ENOENT,
+/// ECONNREFUSED), but not when the address itself is invalid (108-byte name).
+pub fn implicit_autobind_dgram_connect(b: &mut dyn Backend) {
+    let r = b.socket(Dgram);
+    b.bind(r, p("r.sock"));
+    let d1 = b.socket(Dgram);
+    b.passcred(d1, true);
+    b.connect(d1, p("r.sock"));
+    b.getsockname(d1);
+    b.send(d1, b"from d1");
+    b.recvfrom(r, 100);
+    let d2 = b.socket(Dgram);
+    b.passcred(d2, true);
+    b.connect(d2, p("missing.sock"));
+    b.getsockname(d2);
+    let d3 = b.socket(Dgram);
+    b.passcred(d3, true);
+    b.connect(d3, ab(b"missing"));
+    b.getsockname(d3);
+    let d4 = b.socket(Dgram);
+    b.passcred(d4, true);
+    b.connect_sun(d4, &abs_sun(&[b'n'; 108]));
+    b.getsockname(d4);
+    let d5 = b.socket(Dgram);
+    b.connect(d5, p("r.sock"));
+    b.getsockname(d5);
+    b.send(d5, b"from d5");
+    b.recvfrom(r, 100);
+}
+
+/// Dgram send with SO_PASSCRED autobinds the sender (the receiver sees the name),
+/// also when the send fails with ENOTCONN, ECONNREFUSED or EMSGSIZE, but not for an
+/// invalid address; a receiver's SO_PASSCRED does not name the sender.
+pub fn implicit_autobind_dgram_send(b: &mut dyn Backend) {
+    let r = b.socket(Dgram);
+    b.bind(r, p("r.sock"));
+    let d1 = b.socket(Dgram);
+    b.passcred(d1, true);
+    b.sendto(d1, b"passcred", p("r.sock"));
+    b.getsockname(d1);
+    b.recvfrom(r, 100);
+    b.sendto(d1, b"again", p("r.sock"));
+    b.recvfrom(r, 100);
+    let d2 = b.socket(Dgram);
+    b.sendto(d2, b"plain", p("r.sock"));
+    b.recvfrom(r, 100);
+    b.getsockname(d2);
+    let r2 = b.socket(Dgram);
+    b.bind(r2, ab(b"r2"));
+    b.passcred(r2, true);
+    let d3 = b.socket(Dgram);
+    b.sendto(d3, b"to passcred receiver", ab(b"r2"));
+    b.getsockname(d3);
+    b.recvfrom(r2, 100);
+    let d4 = b.socket(Dgram);
+    b.passcred(d4, true);
+    b.send(d4, b"unconnected");
+    b.getsockname(d4);
+    let d5 = b.socket(Dgram);
+    b.passcred(d5, true);
+    b.sendto(d5, b"x", ab(b"missing"));
+    b.getsockname(d5);
+    let d6 = b.socket(Dgram);
+    b.passcred(d6, true);
+    b.sendto_sun(d6, b"x", &abs_sun(&[b'n'; 108]));
+    b.getsockname(d6);
+    let d7 = b.socket(Dgram);
+    b.passcred(d7, true);
+    b.sendto(d7, &pattern(212_961), p("r.sock"));
+    b.getsockname(d7);
+    b.recv(r, 100);
+}
+
+/// A dgram socketpair: SO_PASSCRED on one end autobinds it at its first send; the
+/// other end's getpeername and recvfrom show the name; the other end stays unnamed.
+pub fn implicit_autobind_dgram_socketpair(b: &mut dyn Backend) {
+    let (x, y) = b.pair(Dgram);
+    b.getpeername(x);
+    b.passcred(x, true);
+    b.getsockname(x);
+    b.send(x, b"x to y");
+    b.getsockname(x);
+    b.getpeername(y);
+    b.recvfrom(y, 100);
+    b.send(y, b"y to x");
+    b.recvfrom(x, 100);
+    b.getsockname(y);
+    b.getpeername(x);
+}
+
+/// listen never autobinds (EINVAL unbound, with SO_PASSCRED too) and stream send
+/// never does either; after an explicit autobind listen works.
+pub fn no_autobind_listen_or_stream_send(b: &mut dyn Backend) {
+    for ty in [Stream, Seqpacket] {
+        let s = b.socket(ty);
+        b.passcred(s, true);
+        b.listen(s, 5);
+        b.getsockname(s);
+        b.autobind(s);
+        b.listen(s, 5);
+        b.getsockname(s);
+    }
+    let (x, y) = b.pair(Stream);
+    b.passcred(x, true);
+    b.passcred(y, true);
+    b.send(x, b"x to y");
+    b.send(y, b"y to x");
+    b.getsockname(x);
+    b.getsockname(y);
+    b.getpeername(x);
+    b.recv(y, 100);
+    b.recv(x, 100);
+    let l = b.socket(Stream);
+    b.bind(l, ab(b"l"));
+    b.listen(l, 5);
+    let c = b.socket(Stream);
+    b.connect(c, ab(b"l"));
+    b.passcred(c, true);
+    b.send(c, b"after connect");
+    b.getsockname(c);
+    let a = b.accept(l);
+    b.getpeername(a);
+    b.recv(a, 100);
+}
+
+/// One autobound name held by a dgram, a stream and a seqpacket socket at once (each
+/// type has its own abstract namespace); each client type reaches its own.
+pub fn autobind_name_shared_by_types(b: &mut dyn Backend) {
+    let d = b.socket(Dgram);
+    b.autobind(d);
+    let Some(Name::Abstract(n)) = b.getsockname(d).ok() else {
+        return;
+    };
+    let st = b.socket(Stream);
+    b.bind(st, ab(&n));
+    b.getsockname(st);
+    let sq = b.socket(Seqpacket);
+    b.bind(sq, ab(&n));
+    let d2 = b.socket(Dgram);
+    b.bind(d2, ab(&n));
+    b.listen(st, 5);
+    let cs = b.socket(Stream);
+    b.connect(cs, ab(&n));
+    b.getpeername(cs);
+    let a = b.accept(st);
+    b.getsockname(a);
+    let cq = b.socket(Seqpacket);
+    b.connect(cq, ab(&n));
+    let cd = b.socket(Dgram);
+    b.sendto(cd, b"to the dgram one", ab(&n));
+    b.recvfrom(d, 100);
+    b.close(d);
+    b.sendto(cd, b"gone", ab(&n));
+    b.bind(d2, ab(&n));
+    b.getsockname(d2);
+    b.sendto(cd, b"to the new dgram one", ab(&n));
+    b.recv(d2, 100);
+    let cs2 = b.socket(Stream);
+    b.connect(cs2, ab(&n));
+}
