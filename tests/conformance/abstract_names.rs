@@ -7,25 +7,17 @@ use super::backend::*;
 /// Each socket type has its own abstract namespace: the same name binds once per
 /// type, and connecting from another type finds nothing (ECONNREFUSED).
 pub fn abstract_per_type(b: &mut dyn Backend) {
-    let st = b.socket(Stream);
-    b.bind(st, ab(b"srv"));
-    let dg = b.socket(Dgram);
-    b.bind(dg, ab(b"srv"));
-    let sq = b.socket(Seqpacket);
-    b.bind(sq, ab(b"srv"));
-    let dg2 = b.socket(Dgram);
-    b.bind(dg2, ab(b"srv"));
-    let st2 = b.socket(Stream);
-    b.bind(st2, ab(b"srv"));
+    let st = b.bound(Stream, ab(b"srv"));
+    let dg = b.bound(Dgram, ab(b"srv"));
+    let sq = b.bound(Seqpacket, ab(b"srv"));
+    let _dg2 = b.bound(Dgram, ab(b"srv"));
+    let _st2 = b.bound(Stream, ab(b"srv"));
     b.getsockname(st);
     b.getsockname(dg);
     b.getsockname(sq);
-    let donly = b.socket(Dgram);
-    b.bind(donly, ab(b"donly"));
-    let cst = b.socket(Stream);
-    b.connect(cst, ab(b"donly"));
-    let csq = b.socket(Seqpacket);
-    b.connect(csq, ab(b"donly"));
+    let donly = b.bound(Dgram, ab(b"donly"));
+    let _cst = b.connected(Stream, ab(b"donly"));
+    let _csq = b.connected(Seqpacket, ab(b"donly"));
     let cdg = b.socket(Dgram);
     b.sendto(cdg, b"same type", ab(b"donly"));
     b.recv(donly, 100);
@@ -37,22 +29,17 @@ pub fn abstract_per_type(b: &mut dyn Backend) {
 
 /// A missing abstract name: ECONNREFUSED (not ENOENT).
 pub fn abstract_missing(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.connect(s0, ab(b"nope"));
+    let s0 = b.connected(Dgram, ab(b"nope"));
     b.sendto(s0, b"x", ab(b"nope"));
     b.getpeername(s0);
-    let s1 = b.socket(Stream);
-    b.connect(s1, ab(b"nope"));
-    let s2 = b.socket(Seqpacket);
-    b.connect(s2, ab(b"nope"));
+    let _s1 = b.connected(Stream, ab(b"nope"));
+    let _s2 = b.connected(Seqpacket, ab(b"nope"));
 }
 
 /// An abstract name is freed when its socket closes.
 pub fn abstract_freed_on_close(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, ab(b"x"));
-    let s1 = b.socket(Dgram);
-    b.bind(s1, ab(b"x"));
+    let s0 = b.bound(Dgram, ab(b"x"));
+    let s1 = b.bound(Dgram, ab(b"x"));
     b.close(s0);
     let s2 = b.socket(Dgram);
     b.sendto(s2, b"nobody", ab(b"x"));
@@ -64,11 +51,9 @@ pub fn abstract_freed_on_close(b: &mut dyn Backend) {
 
 /// "\0" alone is a valid, empty abstract name.
 pub fn abstract_empty_name(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, ab(b""));
+    let s0 = b.bound(Dgram, ab(b""));
     b.getsockname(s0);
-    let s1 = b.socket(Dgram);
-    b.bind(s1, ab(b""));
+    let s1 = b.bound(Dgram, ab(b""));
     b.connect(s1, ab(b""));
     b.getpeername(s1);
     b.send(s1, b"to empty");
@@ -80,14 +65,11 @@ pub fn abstract_empty_name(b: &mut dyn Backend) {
 
 /// Abstract names compare over their full length: "x", "x\0" and "xy" are distinct.
 pub fn abstract_prefix_does_not_match(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, ab(b"x"));
-    let s1 = b.socket(Dgram);
-    b.connect(s1, ab(b"x\0"));
+    let s0 = b.bound(Dgram, ab(b"x"));
+    let s1 = b.connected(Dgram, ab(b"x\0"));
     b.connect(s1, ab(b""));
     b.connect(s1, ab(b"xy"));
-    let s2 = b.socket(Dgram);
-    b.bind(s2, ab(b"x\0"));
+    let s2 = b.bound(Dgram, ab(b"x\0"));
     b.getsockname(s2);
     b.sendto(s1, b"to x", ab(b"x"));
     b.sendto(s1, b"to x nul", ab(b"x\0"));
@@ -101,11 +83,9 @@ pub fn abstract_prefix_does_not_match(b: &mut dyn Backend) {
 /// '@', high bytes all round-trip.
 pub fn abstract_binary_name(b: &mut dyn Backend) {
     let name: &[u8] = b"\x01a b\\c@\xff\n\0";
-    let s0 = b.socket(Dgram);
-    b.bind(s0, ab(name));
+    let s0 = b.bound(Dgram, ab(name));
     b.getsockname(s0);
-    let s1 = b.socket(Dgram);
-    b.bind(s1, ab(b"\0\0"));
+    let s1 = b.bound(Dgram, ab(b"\0\0"));
     b.getsockname(s1);
     b.sendto(s1, b"binary", ab(name));
     b.recvfrom(s0, 100);
@@ -127,19 +107,16 @@ pub fn abstract_nul_names(b: &mut dyn Backend) {
     let names: [&[u8]; 6] = [b"\0", b"\0\0\0", b"\0a", b"a\0", b"@a", b"a\0b\0"];
     let mut socks = Vec::new();
     for n in names {
-        let s = b.socket(Dgram);
-        b.bind(s, ab(n));
+        let s = b.bound(Dgram, ab(n));
         socks.push(s);
     }
-    let dup = b.socket(Dgram);
-    b.bind(dup, ab(b"\0a"));
+    let dup = b.bound(Dgram, ab(b"\0a"));
     b.bind(dup, ab(b"\0\0"));
     b.getsockname(dup);
     for &s in &socks {
         b.getsockname(s);
     }
-    let tx = b.socket(Dgram);
-    b.bind(tx, ab(b"\0\0\0\0"));
+    let tx = b.bound(Dgram, ab(b"\0\0\0\0"));
     for (i, n) in names.iter().enumerate() {
         b.sendto(tx, format!("to {i}").as_bytes(), ab(n));
     }
@@ -162,24 +139,19 @@ pub fn abstract_nonprintable_names(b: &mut dyn Backend) {
     let names: [&[u8]; 6] = [b"A", lit, b"\n\t \r", b"\x7f\x80\xfe\xff", b"\x1b[0m", b" "];
     let mut socks = Vec::new();
     for n in names {
-        let s = b.socket(Dgram);
-        b.bind(s, ab(n));
+        let s = b.bound(Dgram, ab(n));
         b.getsockname(s);
         socks.push(s);
     }
-    let tx = b.socket(Dgram);
-    b.bind(tx, ab(b"\x01\x02 x\\"));
+    let tx = b.bound(Dgram, ab(b"\x01\x02 x\\"));
     for (i, n) in names.iter().enumerate() {
         b.sendto(tx, format!("to {i}").as_bytes(), ab(n));
     }
     for &s in &socks {
         b.recvfrom(s, 100);
     }
-    let l = b.socket(Stream);
-    b.bind(l, ab(b"\n\t \r"));
-    b.listen(l, 5);
-    let c = b.socket(Stream);
-    b.bind(c, ab(b"\xff\x00\x01"));
+    let l = b.listening(Stream, ab(b"\n\t \r"), 5);
+    let c = b.bound(Stream, ab(b"\xff\x00\x01"));
     b.connect(c, ab(b"\n\t \r"));
     b.getpeername(c);
     let a = b.accept(l);
@@ -191,18 +163,15 @@ pub fn abstract_nonprintable_names(b: &mut dyn Backend) {
 pub fn abstract_all_byte_values(b: &mut dyn Backend) {
     let low: Vec<u8> = (0u8..=106).collect();
     let high: Vec<u8> = (149u8..=255).collect();
-    let s0 = b.socket(Dgram);
-    b.bind(s0, ab(&low));
+    let s0 = b.bound(Dgram, ab(&low));
     b.getsockname(s0);
-    let s1 = b.socket(Dgram);
-    b.bind(s1, ab(&high));
+    let s1 = b.bound(Dgram, ab(&high));
     b.getsockname(s1);
     b.sendto(s1, b"high to low", ab(&low));
     b.recvfrom(s0, 100);
     b.sendto(s0, b"low to high", ab(&high));
     b.recvfrom(s1, 100);
-    let s2 = b.socket(Dgram);
-    b.bind(s2, ab(&low));
+    let s2 = b.bound(Dgram, ab(&low));
     b.bind(s2, ab(&low[..106]));
     b.getsockname(s2);
     b.sendto(s1, b"to 106", ab(&low[..106]));
@@ -216,11 +185,9 @@ pub fn abstract_107_and_108(b: &mut dyn Backend) {
     let n107 = vec![b'n'; 107];
     let mut n108 = n107.clone();
     n108.push(b'n');
-    let s0 = b.socket(Dgram);
-    b.bind(s0, ab(&n107));
+    let s0 = b.bound(Dgram, ab(&n107));
     b.getsockname(s0);
-    let s1 = b.socket(Dgram);
-    b.bind(s1, ab(&n107));
+    let s1 = b.bound(Dgram, ab(&n107));
     b.bind_sun(s1, &abs_sun(&n108));
     b.getsockname(s1);
     b.connect_sun(s1, &abs_sun(&n108));
@@ -247,12 +214,10 @@ pub fn abstract_107_and_108(b: &mut dyn Backend) {
 /// An abstract name stays in use while any handle of its socket is open, and is
 /// freed when the last one closes (dgram and stream listener).
 pub fn abstract_name_held_by_any_handle(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, ab(b"x"));
+    let s0 = b.bound(Dgram, ab(b"x"));
     let h = b.dup(s0);
     b.drop_handle(s0);
-    let s1 = b.socket(Dgram);
-    b.bind(s1, ab(b"x"));
+    let s1 = b.bound(Dgram, ab(b"x"));
     b.sendto(s1, b"still there", ab(b"x"));
     b.recvfrom(h, 100);
     b.getsockname(h);
@@ -260,20 +225,15 @@ pub fn abstract_name_held_by_any_handle(b: &mut dyn Backend) {
     b.sendto(s1, b"gone", ab(b"x"));
     b.bind(s1, ab(b"x"));
     b.getsockname(s1);
-    let l = b.socket(Stream);
-    b.bind(l, ab(b"srv"));
-    b.listen(l, 5);
+    let l = b.listening(Stream, ab(b"srv"), 5);
     let lh = b.dup(l);
     b.drop_handle(l);
-    let l2 = b.socket(Stream);
-    b.bind(l2, ab(b"srv"));
-    let c = b.socket(Stream);
-    b.connect(c, ab(b"srv"));
+    let l2 = b.bound(Stream, ab(b"srv"));
+    let _c = b.connected(Stream, ab(b"srv"));
     let a = b.accept(lh);
     b.getsockname(a);
     b.close(lh);
-    let c2 = b.socket(Stream);
-    b.connect(c2, ab(b"srv"));
+    let _c2 = b.connected(Stream, ab(b"srv"));
     b.bind(l2, ab(b"srv"));
     b.getsockname(a);
 }
@@ -283,24 +243,17 @@ pub fn abstract_name_held_by_any_handle(b: &mut dyn Backend) {
 /// bound again.
 pub fn abstract_freed_with_live_connections(b: &mut dyn Backend) {
     for ty in [Stream, Seqpacket] {
-        let l = b.socket(ty);
-        b.bind(l, ab(b"srv"));
-        b.listen(l, 5);
-        let c = b.socket(ty);
-        b.connect(c, ab(b"srv"));
+        let l = b.listening(ty, ab(b"srv"), 5);
+        let c = b.connected(ty, ab(b"srv"));
         let a = b.accept(l);
-        let pending = b.socket(ty);
-        b.connect(pending, ab(b"srv"));
+        let pending = b.connected(ty, ab(b"srv"));
         b.close(l);
-        let c2 = b.socket(ty);
-        b.connect(c2, ab(b"srv"));
+        let c2 = b.connected(ty, ab(b"srv"));
         b.getsockname(a);
         b.getpeername(c);
         b.send(c, b"still connected");
         b.recv(a, 100);
-        let l2 = b.socket(ty);
-        b.bind(l2, ab(b"srv"));
-        b.listen(l2, 5);
+        let l2 = b.listening(ty, ab(b"srv"), 5);
         b.connect(c2, ab(b"srv"));
         b.getpeername(c2);
         b.close(a);

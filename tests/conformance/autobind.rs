@@ -16,12 +16,10 @@ pub fn autobind_format_and_idempotence(b: &mut dyn Backend) {
     let s1 = b.socket(Dgram);
     b.autobind(s1);
     b.getsockname(s1);
-    let s2 = b.socket(Dgram);
-    b.bind(s2, p("p.sock"));
+    let s2 = b.bound(Dgram, p("p.sock"));
     b.autobind(s2);
     b.getsockname(s2);
-    let s3 = b.socket(Dgram);
-    b.bind(s3, ab(b"named"));
+    let s3 = b.bound(Dgram, ab(b"named"));
     b.autobind(s3);
     b.getsockname(s3);
     let s4 = b.socket(Dgram);
@@ -41,8 +39,7 @@ pub fn bind_after_autobind(b: &mut dyn Backend) {
     b.stat("a.sock");
     b.bind(s0, ab(b"x"));
     b.getsockname(s0);
-    let s1 = b.socket(Dgram);
-    b.bind(s1, p("a.sock"));
+    let s1 = b.bound(Dgram, p("a.sock"));
     b.bind(s1, ab(b"x"));
     b.getsockname(s1);
 }
@@ -80,27 +77,23 @@ pub fn autobind_stream_seqpacket(b: &mut dyn Backend) {
 /// listening or not, and an implicit autobind (SO_PASSCRED) on a bound socket: all
 /// succeed and change nothing.
 pub fn autobind_idempotent_when_named(b: &mut dyn Backend) {
-    let st = b.socket(Stream);
-    b.bind(st, p("st.sock"));
+    let st = b.bound(Stream, p("st.sock"));
     b.autobind(st);
     b.getsockname(st);
     b.listen(st, 5);
     b.autobind(st);
     b.getsockname(st);
     b.stat("st.sock");
-    let sq = b.socket(Seqpacket);
-    b.bind(sq, ab(b"sq"));
+    let sq = b.bound(Seqpacket, ab(b"sq"));
     b.autobind(sq);
     b.getsockname(sq);
-    let c = b.socket(Stream);
-    b.bind(c, p("c.sock"));
+    let c = b.bound(Stream, p("c.sock"));
     b.passcred(c, true);
     b.connect(c, p("st.sock"));
     b.getsockname(c);
     let a = b.accept(st);
     b.getpeername(a);
-    let d = b.socket(Dgram);
-    b.bind(d, ab(b"d"));
+    let d = b.bound(Dgram, ab(b"d"));
     b.passcred(d, true);
     b.sendto(d, b"named", ab(b"d"));
     b.recvfrom(d, 100);
@@ -110,8 +103,7 @@ pub fn autobind_idempotent_when_named(b: &mut dyn Backend) {
 /// An explicit bind after an implicit autobind (SO_PASSCRED connect / send) or an
 /// explicit one on stream and seqpacket: EINVAL, and nothing is created.
 pub fn bind_after_any_autobind(b: &mut dyn Backend) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
+    let _r = b.bound(Dgram, p("r.sock"));
     let d = b.socket(Dgram);
     b.passcred(d, true);
     b.sendto(d, b"x", p("r.sock"));
@@ -120,9 +112,7 @@ pub fn bind_after_any_autobind(b: &mut dyn Backend) {
     b.bind(d, ab(b"d"));
     b.stat("d.sock");
     b.getsockname(d);
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
+    let _l = b.listening(Stream, p("l.sock"), 5);
     let c = b.socket(Stream);
     b.passcred(c, true);
     b.connect(c, p("l.sock"));
@@ -143,9 +133,7 @@ pub fn bind_after_any_autobind(b: &mut dyn Backend) {
 /// (so even a failing connect leaves it named); a listener's SO_PASSCRED does not
 /// name its clients; passcred off again names nothing.
 pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     let c1 = b.socket(Stream);
     b.passcred(c1, true);
     b.getsockname(c1);
@@ -154,8 +142,7 @@ pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
     let a1 = b.accept(l);
     b.getpeername(a1);
     b.getsockname(a1);
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(Stream, p("l.sock"));
     b.getsockname(c2);
     let a2 = b.accept(l);
     b.getpeername(a2);
@@ -167,20 +154,17 @@ pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
     b.passcred(c4, true);
     b.connect(c4, ab(b"missing"));
     b.getsockname(c4);
-    let l2 = b.socket(Stream);
-    b.bind(l2, ab(b"l2"));
+    let l2 = b.bound(Stream, ab(b"l2"));
     b.passcred(l2, true);
     b.listen(l2, 5);
-    let c5 = b.socket(Stream);
-    b.connect(c5, ab(b"l2"));
+    let c5 = b.connected(Stream, ab(b"l2"));
     b.getsockname(c5);
     let c6 = b.socket(Stream);
     b.passcred(c6, true);
     b.passcred(c6, false);
     b.connect(c6, ab(b"l2"));
     b.getsockname(c6);
-    let dg = b.socket(Dgram);
-    b.bind(dg, p("dg.sock"));
+    let _dg = b.bound(Dgram, p("dg.sock"));
     let c7 = b.socket(Stream);
     b.passcred(c7, true);
     b.connect(c7, p("dg.sock"));
@@ -190,9 +174,7 @@ pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
 /// Seqpacket: SO_PASSCRED autobinds at connect and at send over a socketpair (its
 /// send is the dgram send), unlike stream.
 pub fn implicit_autobind_seqpacket(b: &mut dyn Backend) {
-    let l = b.socket(Seqpacket);
-    b.bind(l, ab(b"sq"));
-    b.listen(l, 5);
+    let l = b.listening(Seqpacket, ab(b"sq"), 5);
     let c = b.socket(Seqpacket);
     b.passcred(c, true);
     b.connect(c, ab(b"sq"));
@@ -213,8 +195,7 @@ pub fn implicit_autobind_seqpacket(b: &mut dyn Backend) {
     b.passcred(u, true);
     b.send(u, b"unconnected");
     b.getsockname(u);
-    let c2 = b.socket(Seqpacket);
-    b.connect(c2, ab(b"sq"));
+    let c2 = b.connected(Seqpacket, ab(b"sq"));
     b.getsockname(c2);
     b.passcred(c2, true);
     b.send(c2, b"passcred after connect");
@@ -227,8 +208,7 @@ pub fn implicit_autobind_seqpacket(b: &mut dyn Backend) {
 /// Dgram connect with SO_PASSCRED autobinds, also when the connect fails (ENOENT,
 /// ECONNREFUSED), but not when the address itself is invalid (108-byte name).
 pub fn implicit_autobind_dgram_connect(b: &mut dyn Backend) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
     let d1 = b.socket(Dgram);
     b.passcred(d1, true);
     b.connect(d1, p("r.sock"));
@@ -247,8 +227,7 @@ pub fn implicit_autobind_dgram_connect(b: &mut dyn Backend) {
     b.passcred(d4, true);
     b.connect_sun(d4, &abs_sun(&[b'n'; 108]));
     b.getsockname(d4);
-    let d5 = b.socket(Dgram);
-    b.connect(d5, p("r.sock"));
+    let d5 = b.connected(Dgram, p("r.sock"));
     b.getsockname(d5);
     b.send(d5, b"from d5");
     b.recvfrom(r, 100);
@@ -258,8 +237,7 @@ pub fn implicit_autobind_dgram_connect(b: &mut dyn Backend) {
 /// also when the send fails with ENOTCONN, ECONNREFUSED or EMSGSIZE, but not for an
 /// invalid address; a receiver's SO_PASSCRED does not name the sender.
 pub fn implicit_autobind_dgram_send(b: &mut dyn Backend) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
     let d1 = b.socket(Dgram);
     b.passcred(d1, true);
     b.sendto(d1, b"passcred", p("r.sock"));
@@ -271,8 +249,7 @@ pub fn implicit_autobind_dgram_send(b: &mut dyn Backend) {
     b.sendto(d2, b"plain", p("r.sock"));
     b.recvfrom(r, 100);
     b.getsockname(d2);
-    let r2 = b.socket(Dgram);
-    b.bind(r2, ab(b"r2"));
+    let r2 = b.bound(Dgram, ab(b"r2"));
     b.passcred(r2, true);
     let d3 = b.socket(Dgram);
     b.sendto(d3, b"to passcred receiver", ab(b"r2"));
@@ -336,11 +313,8 @@ pub fn no_autobind_listen_or_stream_send(b: &mut dyn Backend) {
     b.getpeername(x);
     b.recv(y, 100);
     b.recv(x, 100);
-    let l = b.socket(Stream);
-    b.bind(l, ab(b"l"));
-    b.listen(l, 5);
-    let c = b.socket(Stream);
-    b.connect(c, ab(b"l"));
+    let l = b.listening(Stream, ab(b"l"), 5);
+    let c = b.connected(Stream, ab(b"l"));
     b.passcred(c, true);
     b.send(c, b"after connect");
     b.getsockname(c);
@@ -357,21 +331,16 @@ pub fn autobind_name_shared_by_types(b: &mut dyn Backend) {
     let Some(Name::Abstract(n)) = b.getsockname(d).ok() else {
         return;
     };
-    let st = b.socket(Stream);
-    b.bind(st, ab(&n));
+    let st = b.bound(Stream, ab(&n));
     b.getsockname(st);
-    let sq = b.socket(Seqpacket);
-    b.bind(sq, ab(&n));
-    let d2 = b.socket(Dgram);
-    b.bind(d2, ab(&n));
+    let _sq = b.bound(Seqpacket, ab(&n));
+    let d2 = b.bound(Dgram, ab(&n));
     b.listen(st, 5);
-    let cs = b.socket(Stream);
-    b.connect(cs, ab(&n));
+    let cs = b.connected(Stream, ab(&n));
     b.getpeername(cs);
     let a = b.accept(st);
     b.getsockname(a);
-    let cq = b.socket(Seqpacket);
-    b.connect(cq, ab(&n));
+    let _cq = b.connected(Seqpacket, ab(&n));
     let cd = b.socket(Dgram);
     b.sendto(cd, b"to the dgram one", ab(&n));
     b.recvfrom(d, 100);
@@ -381,6 +350,5 @@ pub fn autobind_name_shared_by_types(b: &mut dyn Backend) {
     b.getsockname(d2);
     b.sendto(cd, b"to the new dgram one", ab(&n));
     b.recv(d2, 100);
-    let cs2 = b.socket(Stream);
-    b.connect(cs2, ab(&n));
+    let _cs2 = b.connected(Stream, ab(&n));
 }

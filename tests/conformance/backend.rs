@@ -389,6 +389,43 @@ pub trait Backend {
     /// Wait for the call to end; what it returned.
     fn raw_join(&mut self, j: Job) -> Res<Done>;
 
+    // ---- steps that many scenarios take, made of recorded operations ----
+
+    /// A new socket bound to `a`.
+    fn bound(&mut self, ty: Ty, a: Addr) -> Sock {
+        let s = self.socket(ty);
+        self.bind(s, a);
+        s
+    }
+
+    /// A new socket bound to `a` and listening.
+    fn listening(&mut self, ty: Ty, a: Addr, backlog: i32) -> Sock {
+        let s = self.bound(ty, a);
+        self.listen(s, backlog);
+        s
+    }
+
+    /// A new socket connected to `a`.
+    fn connected(&mut self, ty: Ty, a: Addr) -> Sock {
+        let s = self.socket(ty);
+        self.connect(s, a);
+        s
+    }
+
+    /// Closes each of `socks`, in order.
+    fn close_refs(&mut self, socks: &[Sock]) {
+        for &s in socks {
+            self.close_ref(s);
+        }
+    }
+
+    /// Whether each of `ids` is still alive, in order.
+    fn alive_all(&mut self, ids: &[Ident]) {
+        for &i in ids {
+            self.alive(i);
+        }
+    }
+
     // ---- recorded operations ----
 
     fn socket(&mut self, ty: Ty) -> Sock {

@@ -101,20 +101,10 @@ fn received(b: &mut dyn Backend, what: &str, got: &[u8]) {
 /// A dgram receiver bound at `r.sock` and a sender connected to it, whose queue
 /// is then full (max_dgram_qlen + 1 one-byte messages).
 fn full_dgram_receiver(b: &mut dyn Backend) -> (Sock, Sock) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
-    let c = b.socket(Dgram);
-    b.connect(c, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
+    let c = b.connected(Dgram, p("r.sock"));
     fill(b, c, 1);
     (r, c)
-}
-
-/// A listener at `l.sock` with `backlog`.
-fn listener(b: &mut dyn Backend, ty: Ty, backlog: i32) -> Sock {
-    let l = b.socket(ty);
-    b.bind(l, p("l.sock"));
-    b.listen(l, backlog);
-    l
 }
 
 // ------------------------------------------------------------ read on empty
@@ -410,10 +400,9 @@ pub fn dgram_writers_one_slot_each(b: &mut dyn Backend) {
 // ------------------------------------------------------------ accept
 
 pub fn accept_woken_by_connect(b: &mut dyn Backend) {
-    let l = listener(b, Stream, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     let j = b.start(Blocking::Accept(l));
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Stream, p("l.sock"));
     let s = b.join(j).ok().and_then(|d| match d {
         Done::Sock(s) => Some(s),
         _ => None,
@@ -426,10 +415,9 @@ pub fn accept_woken_by_connect(b: &mut dyn Backend) {
 }
 
 pub fn accept_seqpacket_woken_by_connect(b: &mut dyn Backend) {
-    let l = listener(b, Seqpacket, 5);
+    let l = b.listening(Seqpacket, p("l.sock"), 5);
     let j = b.start(Blocking::Accept(l));
-    let c = b.socket(Seqpacket);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Seqpacket, p("l.sock"));
     if let Some(Done::Sock(s)) = b.join(j).ok() {
         b.send(s, b"hello");
         b.recv(c, 100);
@@ -437,25 +425,23 @@ pub fn accept_seqpacket_woken_by_connect(b: &mut dyn Backend) {
 }
 
 pub fn accept_signal(b: &mut dyn Backend) {
-    let l = listener(b, Stream, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     let j = b.start(Blocking::Accept(l));
     b.signal(j);
     b.join(j);
     // Nothing was taken from the listener by the interrupted accept.
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let _c = b.connected(Stream, p("l.sock"));
     b.accept(l);
     b.accept(l);
 }
 
 /// shutdown(SHUT_RD) of the listener ends a blocked accept with EINVAL.
 pub fn accept_listener_shutdown(b: &mut dyn Backend) {
-    let l = listener(b, Stream, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     let j = b.start(Blocking::Accept(l));
     b.shutdown(l, How::Rd);
     b.join(j);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let _c = b.connected(Stream, p("l.sock"));
 }
 
 // ------------------------------------------------------------ connect on a full backlog
@@ -463,9 +449,8 @@ pub fn accept_listener_shutdown(b: &mut dyn Backend) {
 /// A listener with backlog 0 (one pending connection fits) and one client
 /// pending; a second client's connect blocks.
 fn full_backlog(b: &mut dyn Backend) -> (Sock, Sock, Sock, Job) {
-    let l = listener(b, Stream, 0);
-    let c1 = b.socket(Stream);
-    b.connect(c1, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 0);
+    let c1 = b.connected(Stream, p("l.sock"));
     let c2 = b.socket(Stream);
     let j = b.start(Blocking::Connect(c2, p("l.sock")));
     (l, c1, c2, j)
@@ -509,9 +494,8 @@ pub fn connect_backlog_signal(b: &mut dyn Backend) {
 /// The same on seqpacket: the blocked connect completes once a slot is free,
 /// and the accepted connection carries records both ways.
 pub fn connect_backlog_seqpacket(b: &mut dyn Backend) {
-    let l = listener(b, Seqpacket, 0);
-    let c1 = b.socket(Seqpacket);
-    b.connect(c1, p("l.sock"));
+    let l = b.listening(Seqpacket, p("l.sock"), 0);
+    let _c1 = b.connected(Seqpacket, p("l.sock"));
     let c2 = b.socket(Seqpacket);
     let j = b.start(Blocking::Connect(c2, p("l.sock")));
     b.accept(l);
@@ -525,9 +509,8 @@ pub fn connect_backlog_seqpacket(b: &mut dyn Backend) {
 
 /// Two connects blocked on one full backlog: one accept lets exactly one in.
 pub fn connect_backlog_two_waiters(b: &mut dyn Backend) {
-    let l = listener(b, Stream, 0);
-    let c1 = b.socket(Stream);
-    b.connect(c1, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 0);
+    let _c1 = b.connected(Stream, p("l.sock"));
     let c2 = b.socket(Stream);
     let c3 = b.socket(Stream);
     let jobs = [
@@ -569,8 +552,7 @@ pub fn rights_parked_send(b: &mut dyn Backend) {
 /// A blocked recvmsg is woken by a message that passes a socket; the socket
 /// arrives with it and works.
 pub fn dgram_recvmsg_woken_by_rights(b: &mut dyn Backend) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
     let c = b.socket(Dgram);
     let (x, y) = b.pair(Stream);
     let j = b.start(Blocking::RecvMsg(r, 100));
@@ -642,8 +624,7 @@ pub fn stream_msg_partial_signal(b: &mut dyn Backend) {
 /// Three readers blocked on one dgram socket, three messages: each message goes
 /// to exactly one reader.
 pub fn dgram_readers_one_message_each(b: &mut dyn Backend) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
     let c = b.socket(Dgram);
     let jobs: Vec<Job> = (0..3).map(|_| b.start(Blocking::Recv(r, 100))).collect();
     for i in 0..3 {
@@ -656,8 +637,7 @@ pub fn dgram_readers_one_message_each(b: &mut dyn Backend) {
 /// Four readers, two messages: exactly two readers end, the others stay blocked
 /// until two more messages come.
 pub fn dgram_more_readers_than_messages(b: &mut dyn Backend) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
     let c = b.socket(Dgram);
     let jobs: Vec<Job> = (0..4).map(|_| b.start(Blocking::Recv(r, 100))).collect();
     b.sendto(c, b"m0", p("r.sock"));

@@ -77,11 +77,8 @@ pub fn matrix_seqpacket(b: &mut dyn Backend) {
 
 /// §3.2 on sockets connected by name, in both directions.
 pub fn matrix_connected(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c = b.connected(Stream, p("l.sock"));
     let a = b.accept(l);
     matrix(b, c, a);
     matrix(b, a, c);
@@ -90,14 +87,10 @@ pub fn matrix_connected(b: &mut dyn Backend) {
 /// A message sent to a connection not yet accepted carries real credentials even
 /// though nobody asked (the embryo rule).
 fn embryo(b: &mut dyn Backend, ty: Ty) {
-    let l = b.socket(ty);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
-    let c1 = b.socket(ty);
-    b.connect(c1, p("l.sock"));
+    let l = b.listening(ty, p("l.sock"), 5);
+    let c1 = b.connected(ty, p("l.sock"));
     b.send(c1, b"early1");
-    let c2 = b.socket(ty);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(ty, p("l.sock"));
     b.send(c2, b"early2");
     let a1 = b.accept(l);
     let a2 = b.accept(l);
@@ -240,8 +233,7 @@ pub fn peercred(b: &mut dyn Backend) {
     let u = b.socket(Stream);
     b.peercred(u);
     // Our own listener.
-    let l = b.socket(Stream);
-    b.bind(l, ab(b"pc"));
+    let l = b.bound(Stream, ab(b"pc"));
     b.peercred(l);
     b.listen(l, 5);
     b.peercred(l);
@@ -269,8 +261,7 @@ pub fn peercred(b: &mut dyn Backend) {
     let a3 = b.accept(l);
     b.peercred(a3);
     // A listener set up by another process with other ids: its clients see those.
-    let l2 = b.socket(Seqpacket);
-    b.bind(l2, p("l2.sock"));
+    let l2 = b.bound(Seqpacket, p("l2.sock"));
     b.child(
         Child {
             ids: Some((NOBODY, NOBODY)),
@@ -279,8 +270,7 @@ pub fn peercred(b: &mut dyn Backend) {
         &[ChildOp::Listen(l2, 5)],
     );
     b.peercred(l2);
-    let c4 = b.socket(Seqpacket);
-    b.connect(c4, p("l2.sock"));
+    let c4 = b.connected(Seqpacket, p("l2.sock"));
     b.peercred(c4);
     let a4 = b.accept(l2);
     b.peercred(a4);
@@ -288,10 +278,8 @@ pub fn peercred(b: &mut dyn Backend) {
     b.listen(l2, 10);
     b.peercred(l2);
     // dgram connect sets nothing.
-    let d0 = b.socket(Dgram);
-    b.bind(d0, p("d0.sock"));
-    let d1 = b.socket(Dgram);
-    b.bind(d1, p("d1.sock"));
+    let d0 = b.bound(Dgram, p("d0.sock"));
+    let d1 = b.bound(Dgram, p("d1.sock"));
     b.connect(d1, p("d0.sock"));
     b.connect(d0, p("d1.sock"));
     b.peercred(d0);
@@ -301,15 +289,11 @@ pub fn peercred(b: &mut dyn Backend) {
 /// An accepted socket has the listener's passcred as it was when the client
 /// connected, not as it is at accept time.
 pub fn accept_inherits_passcred(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     b.passcred(l, true);
-    let c1 = b.socket(Stream);
-    b.connect(c1, p("l.sock"));
+    let c1 = b.connected(Stream, p("l.sock"));
     b.passcred(l, false);
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(Stream, p("l.sock"));
     b.passcred(l, true);
     let a1 = b.accept(l);
     let a2 = b.accept(l);
@@ -331,8 +315,7 @@ pub fn accept_inherits_passcred(b: &mut dyn Backend) {
 /// SO_PASSCRED autobinds an unbound socket on connect (stream, dgram, seqpacket)
 /// and on dgram/seqpacket send, never on listen or stream send.
 pub fn autobind(b: &mut dyn Backend) {
-    let srv = b.socket(Dgram);
-    b.bind(srv, p("srv.sock"));
+    let srv = b.bound(Dgram, p("srv.sock"));
     let d = b.socket(Dgram);
     b.passcred(d, true);
     b.getsockname(d);
@@ -346,16 +329,13 @@ pub fn autobind(b: &mut dyn Backend) {
     b.getsockname(d2);
     b.recvfrom(srv, 100);
     // Already bound: nothing changes.
-    let d4 = b.socket(Dgram);
-    b.bind(d4, p("d4.sock"));
+    let d4 = b.bound(Dgram, p("d4.sock"));
     b.passcred(d4, true);
     b.sendto(d4, b"named", p("srv.sock"));
     b.getsockname(d4);
     b.recvfrom(srv, 100);
     // Stream: connect autobinds, the server sees the name.
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     let c = b.socket(Stream);
     b.passcred(c, true);
     b.connect(c, p("l.sock"));
@@ -365,9 +345,7 @@ pub fn autobind(b: &mut dyn Backend) {
     b.send(c, b"x");
     b.recvmsg(a, 100);
     // Seqpacket connect.
-    let ql = b.socket(Seqpacket);
-    b.bind(ql, p("q.sock"));
-    b.listen(ql, 5);
+    let _ql = b.listening(Seqpacket, p("q.sock"), 5);
     let qc = b.socket(Seqpacket);
     b.passcred(qc, true);
     b.connect(qc, p("q.sock"));
@@ -407,8 +385,7 @@ pub fn autobind_before_lookup(b: &mut dyn Backend) {
         b.getsockname(c);
     }
     // A type mismatch is found after the autobind too.
-    let srv = b.socket(Dgram);
-    b.bind(srv, p("srv.sock"));
+    let _srv = b.bound(Dgram, p("srv.sock"));
     let c = b.socket(Stream);
     b.passcred(c, true);
     b.connect(c, p("srv.sock"));
@@ -432,9 +409,7 @@ pub fn autobind_seqpacket_send(b: &mut dyn Backend) {
 /// SO_PEERCRED records effective ids, SCM_CREDENTIALS real ones: a client whose
 /// thread has effective ids 65534 (real ids still 0) connects and sends.
 pub fn peercred_effective_ids(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, ab(b"peff"));
-    b.listen(l, 5);
+    let l = b.listening(Stream, ab(b"peff"), 5);
     let c = b.socket(Stream);
     // Use the socket once as root (udsfs: the files it needs are opened now; the
     // mount is not --allow-other, but an open file is usable by any thread).

@@ -100,19 +100,12 @@ pub fn parse_unix_table(text: &str) -> Result<Vec<UnixRow>, String> {
 /// path, a seqpacket listener, an unbound dgram socket. Returns nothing: the table
 /// is read afterwards, while `b` still holds the sockets.
 fn unix_table_setup(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, ab(b"lis\0x"));
-    b.listen(l, 5);
-    let c1 = b.socket(Stream);
-    b.connect(c1, ab(b"lis\0x"));
-    let c2 = b.socket(Stream);
-    b.connect(c2, ab(b"lis\0x"));
+    let l = b.listening(Stream, ab(b"lis\0x"), 5);
+    let _c1 = b.connected(Stream, ab(b"lis\0x"));
+    let _c2 = b.connected(Stream, ab(b"lis\0x"));
     b.accept(l);
-    let d = b.socket(Dgram);
-    b.bind(d, p("d.sock"));
-    let q = b.socket(Seqpacket);
-    b.bind(q, ab(b"sq"));
-    b.listen(q, 1);
+    let _d = b.bound(Dgram, p("d.sock"));
+    let _q = b.listening(Seqpacket, ab(b"sq"), 1);
     b.socket(Dgram);
     assert!(
         !b.trace()
@@ -285,17 +278,14 @@ fn connect_view_one_liners() {
 
     // echo > dgram node: one datagram.
     b.mkdir("run");
-    let log = b.socket(Dgram);
-    b.bind(log, p("run/log.sock"));
+    let log = b.bound(Dgram, p("run/log.sock"));
     let out = sh(&format!("echo hi > '{}'", cv("run/log.sock").display()));
     assert!(out.status.success(), "echo to dgram: {out:?}");
     assert_eq!(b.recv(log, 100).ok(), Some(b"hi\n".to_vec()));
     assert_eq!(b.recv(log, 100).0, Err("EAGAIN".to_string()));
 
     // echo > stream node: a connection carrying "hi\n", then EOF.
-    let x = b.socket(Stream);
-    b.bind(x, p("x"));
-    b.listen(x, 5);
+    let x = b.listening(Stream, p("x"), 5);
     let out = sh(&format!("echo hi > '{}'", cv("x").display()));
     assert!(out.status.success(), "echo to stream: {out:?}");
     let a = accept_within(b, x);
@@ -319,9 +309,7 @@ fn connect_view_one_liners() {
     assert_eq!(out.stdout, b"hello from x\n");
 
     // .udsfs/abstract/echo opened O_RDWR: a two-way connection.
-    let e = b.socket(Stream);
-    b.bind(e, ab(b"echo"));
-    b.listen(e, 5);
+    let e = b.listening(Stream, ab(b"echo"), 5);
     let mut f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -349,9 +337,7 @@ fn connect_view_one_liners() {
     b.close(a);
 
     // A blocked opener (backlog 0, already one connection queued) ...
-    let full = b.socket(Stream);
-    b.bind(full, p("full.sock"));
-    b.listen(full, 0);
+    let full = b.listening(Stream, p("full.sock"), 0);
     let first = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -373,9 +359,7 @@ fn connect_view_one_liners() {
     );
 
     // ... does not hold up 50 concurrent openers of another name (backlog 64).
-    let many = b.socket(Stream);
-    b.bind(many, p("many.sock"));
-    b.listen(many, 64);
+    let many = b.listening(Stream, p("many.sock"), 64);
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(50));
     let t0 = Instant::now();
     let openers: Vec<_> = (0..50)

@@ -69,14 +69,10 @@ fn recvfrom_rel(b: &mut dyn Backend, s: Sock, bufsize: usize) {
 /// A path in use by a live socket of either type: EADDRINUSE; a failed bind leaves
 /// the socket unbound.
 pub fn bind_same_path_twice(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
-    let s1 = b.socket(Dgram);
-    b.bind(s1, p("a.sock"));
-    let s2 = b.socket(Stream);
-    b.bind(s2, p("a.sock"));
-    let s3 = b.socket(Seqpacket);
-    b.bind(s3, p("a.sock"));
+    let _s0 = b.bound(Dgram, p("a.sock"));
+    let s1 = b.bound(Dgram, p("a.sock"));
+    let _s2 = b.bound(Stream, p("a.sock"));
+    let _s3 = b.bound(Seqpacket, p("a.sock"));
     b.getsockname(s1);
     b.bind(s1, p("b.sock"));
     b.getsockname(s1);
@@ -87,15 +83,12 @@ pub fn bind_same_path_twice(b: &mut dyn Backend) {
 /// The node outlives its socket: connect ECONNREFUSED, rebind EADDRINUSE, and after
 /// `rm` the path binds again.
 pub fn bind_stale_node_after_close(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
     b.close(s0);
     b.stat("a.sock");
-    let s1 = b.socket(Dgram);
-    b.connect(s1, p("a.sock"));
+    let s1 = b.connected(Dgram, p("a.sock"));
     b.sendto(s1, b"x", p("a.sock"));
-    let s2 = b.socket(Dgram);
-    b.bind(s2, p("a.sock"));
+    let s2 = b.bound(Dgram, p("a.sock"));
     b.getsockname(s2);
     b.rm("a.sock");
     b.stat("a.sock");
@@ -108,8 +101,7 @@ pub fn bind_stale_node_after_close(b: &mut dyn Backend) {
 
 /// Missing directory: ENOENT, and nothing is created.
 pub fn bind_missing_dir(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("nodir/a.sock"));
+    let s0 = b.bound(Dgram, p("nodir/a.sock"));
     b.bind(s0, p("nodir/sub/a.sock"));
     b.stat("nodir");
     b.getsockname(s0);
@@ -118,18 +110,15 @@ pub fn bind_missing_dir(b: &mut dyn Backend) {
     b.getsockname(s0);
     b.stat("nodir/a.sock");
     b.rmdir("nodir");
-    let s1 = b.socket(Dgram);
-    b.connect(s1, p("nodir/a.sock"));
+    let s1 = b.connected(Dgram, p("nodir/a.sock"));
     b.send(s1, b"in a dir");
     b.recv(s0, 100);
 }
 
 /// A path component that is a socket node: ENOTDIR; a trailing slash: ENOENT.
 pub fn bind_parent_not_dir(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
-    let s1 = b.socket(Dgram);
-    b.bind(s1, p("a.sock/b.sock"));
+    let _s0 = b.bound(Dgram, p("a.sock"));
+    let s1 = b.bound(Dgram, p("a.sock/b.sock"));
     b.connect(s1, p("a.sock/b.sock"));
     b.sendto(s1, b"x", p("a.sock/b.sock"));
     b.bind(s1, p("t.sock/"));
@@ -142,21 +131,18 @@ pub fn bind_parent_not_dir(b: &mut dyn Backend) {
 /// A bound socket cannot be bound again (EINVAL), with path or abstract names, and
 /// the refused path is not left behind.
 pub fn bind_twice_one_socket(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
     b.bind(s0, p("b.sock"));
     b.stat("b.sock");
     b.bind(s0, ab(b"x"));
     b.bind(s0, p("a.sock"));
     b.getsockname(s0);
-    let s1 = b.socket(Dgram);
-    b.bind(s1, ab(b"y"));
+    let s1 = b.bound(Dgram, ab(b"y"));
     b.bind(s1, p("c.sock"));
     b.stat("c.sock");
     b.bind(s1, ab(b"z"));
     b.getsockname(s1);
-    let s2 = b.socket(Dgram);
-    b.bind(s2, ab(b"x"));
+    let s2 = b.bound(Dgram, ab(b"x"));
     b.bind(s2, p("b.sock"));
     b.getsockname(s2);
 }
@@ -165,15 +151,13 @@ pub fn bind_twice_one_socket(b: &mut dyn Backend) {
 /// symlink is not followed.
 pub fn bind_over_existing_nodes(b: &mut dyn Backend) {
     b.symlink("target.sock", "dangling.sock");
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("dangling.sock"));
+    let s0 = b.bound(Dgram, p("dangling.sock"));
     b.stat("target.sock");
     b.stat("dangling.sock");
     b.mkdir("d");
     b.bind(s0, p("d"));
     b.stat("d");
-    let s1 = b.socket(Dgram);
-    b.bind(s1, p("real.sock"));
+    let _s1 = b.bound(Dgram, p("real.sock"));
     b.symlink("real.sock", "link.sock");
     b.bind(s0, p("link.sock"));
     b.getsockname(s0);
@@ -187,16 +171,13 @@ pub fn getsockname_relative_as_given(b: &mut dyn Backend) {
     b.getsockname(s0);
     b.getpeername(s0);
     b.mkdir("d");
-    let s1 = b.socket(Dgram);
-    b.bind(s1, p("./a.sock"));
+    let s1 = b.bound(Dgram, p("./a.sock"));
     b.getsockname(s1);
     b.stat("a.sock");
-    let s2 = b.socket(Dgram);
-    b.bind(s2, p("d/../b.sock"));
+    let s2 = b.bound(Dgram, p("d/../b.sock"));
     b.getsockname(s2);
     b.stat("b.sock");
-    let s3 = b.socket(Dgram);
-    b.bind(s3, p("d//c.sock"));
+    let s3 = b.bound(Dgram, p("d//c.sock"));
     b.getsockname(s3);
     b.stat("d/c.sock");
     b.connect(s0, p("a.sock"));
@@ -260,25 +241,20 @@ pub fn path_names_up_to_108(b: &mut dyn Backend) {
 
 /// Connect or sendto to a missing path: ENOENT, for every type.
 pub fn connect_missing_path(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.connect(s0, p("nope.sock"));
+    let s0 = b.connected(Dgram, p("nope.sock"));
     b.sendto(s0, b"x", p("nope.sock"));
     b.connect(s0, p("d/nope.sock"));
     b.getpeername(s0);
-    let s1 = b.socket(Stream);
-    b.connect(s1, p("nope.sock"));
-    let s2 = b.socket(Seqpacket);
-    b.connect(s2, p("nope.sock"));
+    let _s1 = b.connected(Stream, p("nope.sock"));
+    let _s2 = b.connected(Seqpacket, p("nope.sock"));
 }
 
 /// A stale node and a directory: ECONNREFUSED; a dangling symlink: ENOENT; a
 /// symlink loop: ELOOP.
 pub fn connect_stale_and_non_socket(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("stale.sock"));
+    let s0 = b.bound(Dgram, p("stale.sock"));
     b.close(s0);
-    let s1 = b.socket(Dgram);
-    b.connect(s1, p("stale.sock"));
+    let s1 = b.connected(Dgram, p("stale.sock"));
     b.sendto(s1, b"x", p("stale.sock"));
     b.mkdir("dir");
     b.connect(s1, p("dir"));
@@ -289,27 +265,21 @@ pub fn connect_stale_and_non_socket(b: &mut dyn Backend) {
     b.symlink("loop2", "loop1");
     b.symlink("loop1", "loop2");
     b.connect(s1, p("loop1"));
-    let s2 = b.socket(Stream);
-    b.connect(s2, p("stale.sock"));
+    let s2 = b.connected(Stream, p("stale.sock"));
     b.connect(s2, p("dir"));
 }
 
 /// Connecting by path to a socket of another type: EPROTOTYPE.
 pub fn connect_type_mismatch_path(b: &mut dyn Backend) {
-    let st = b.socket(Stream);
-    b.bind(st, p("stream.sock"));
-    let d = b.socket(Dgram);
-    b.connect(d, p("stream.sock"));
+    let st = b.bound(Stream, p("stream.sock"));
+    let d = b.connected(Dgram, p("stream.sock"));
     b.sendto(d, b"x", p("stream.sock"));
-    let sq = b.socket(Seqpacket);
-    b.connect(sq, p("stream.sock"));
+    let sq = b.connected(Seqpacket, p("stream.sock"));
     b.listen(st, 5);
     b.connect(sq, p("stream.sock"));
     b.connect(d, p("stream.sock"));
-    let dg = b.socket(Dgram);
-    b.bind(dg, p("dgram.sock"));
-    let st2 = b.socket(Stream);
-    b.connect(st2, p("dgram.sock"));
+    let dg = b.bound(Dgram, p("dgram.sock"));
+    let _st2 = b.connected(Stream, p("dgram.sock"));
     b.connect(sq, p("dgram.sock"));
     b.getpeername(d);
     b.connect(d, p("dgram.sock"));
@@ -320,24 +290,20 @@ pub fn connect_type_mismatch_path(b: &mut dyn Backend) {
 /// Symlinks are followed by connect and sendto (also through directories and
 /// chains); the peer name is the name the socket was bound with.
 pub fn connect_through_symlink(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("real.sock"));
+    let s0 = b.bound(Dgram, p("real.sock"));
     b.symlink("real.sock", "link.sock");
-    let s1 = b.socket(Dgram);
-    b.connect(s1, p("link.sock"));
+    let s1 = b.connected(Dgram, p("link.sock"));
     b.getpeername(s1);
     b.send(s1, b"via link");
     b.recvfrom(s0, 100);
     b.mkdir("d");
-    let s2 = b.socket(Dgram);
-    b.bind(s2, p("d/inner.sock"));
+    let s2 = b.bound(Dgram, p("d/inner.sock"));
     b.symlink("d", "dl");
     let s3 = b.socket(Dgram);
     b.sendto(s3, b"via dir link", p("dl/inner.sock"));
     b.recv(s2, 100);
     b.symlink("link.sock", "link2.sock");
-    let s4 = b.socket(Dgram);
-    b.connect(s4, p("link2.sock"));
+    let s4 = b.connected(Dgram, p("link2.sock"));
     b.send(s4, b"via chain");
     b.recv(s0, 100);
     b.symlink("../real.sock", "d/up.sock");
@@ -348,12 +314,10 @@ pub fn connect_through_symlink(b: &mut dyn Backend) {
 /// A hard link reaches the socket (lookup is by inode); the peer name is the bound
 /// one; the link survives the removal of the original name.
 pub fn connect_via_hard_link(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
     b.link("a.sock", "b.sock");
     b.stat("b.sock");
-    let s1 = b.socket(Dgram);
-    b.connect(s1, p("b.sock"));
+    let s1 = b.connected(Dgram, p("b.sock"));
     b.getpeername(s1);
     b.send(s1, b"via hard link");
     b.recvfrom(s0, 100);
@@ -362,24 +326,19 @@ pub fn connect_via_hard_link(b: &mut dyn Backend) {
     b.sendto(s2, b"via link only", p("b.sock"));
     b.recv(s0, 100);
     b.connect(s2, p("a.sock"));
-    let s3 = b.socket(Dgram);
-    b.bind(s3, p("b.sock"));
+    let s3 = b.bound(Dgram, p("b.sock"));
     b.bind(s3, p("a.sock"));
     b.getsockname(s0);
     b.mkdir("d");
-    let l = b.socket(Stream);
-    b.bind(l, p("d/l.sock"));
-    b.listen(l, 5);
+    let l = b.listening(Stream, p("d/l.sock"), 5);
     b.link("d/l.sock", "l2.sock");
     b.link("d", "d2");
-    let c = b.socket(Stream);
-    b.connect(c, p("l2.sock"));
+    let c = b.connected(Stream, p("l2.sock"));
     b.getpeername(c);
     let a = b.accept(l);
     b.getsockname(a);
     b.close(l);
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l2.sock"));
+    let c2 = b.connected(Stream, p("l2.sock"));
     b.connect(c2, p("d/l.sock"));
 }
 
@@ -389,15 +348,13 @@ pub fn connect_directory_cases(b: &mut dyn Backend) {
     b.mkdir("d");
     b.symlink("d", "dl");
     for ty in [Seqpacket, Stream] {
-        let s = b.socket(ty);
-        b.connect(s, p("d"));
+        let s = b.connected(ty, p("d"));
         b.connect(s, p("d/"));
         b.connect(s, p("."));
         b.connect(s, p("dl"));
         b.connect(s, p("d/.."));
     }
-    let s = b.socket(Dgram);
-    b.connect(s, p("."));
+    let s = b.connected(Dgram, p("."));
     b.sendto(s, b"x", p("d/"));
     b.sendto(s, b"x", p("dl"));
     b.bind(s, p("."));
@@ -412,15 +369,12 @@ pub fn connect_directory_cases(b: &mut dyn Backend) {
 /// `mv` of a node: the new name connects, the old one is ENOENT, getsockname still
 /// shows the name given to bind, and existing connections are untouched.
 pub fn rename_keeps_connectable(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
-    let s1 = b.socket(Dgram);
-    b.connect(s1, p("a.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
+    let s1 = b.connected(Dgram, p("a.sock"));
     b.rename("a.sock", "b.sock");
     b.stat("a.sock");
     b.stat("b.sock");
-    let s2 = b.socket(Dgram);
-    b.connect(s2, p("a.sock"));
+    let s2 = b.connected(Dgram, p("a.sock"));
     b.connect(s2, p("b.sock"));
     b.send(s2, b"to b");
     b.recv(s0, 100);
@@ -433,8 +387,7 @@ pub fn rename_keeps_connectable(b: &mut dyn Backend) {
     b.recv(s0, 100);
     b.send(s1, b"old connection");
     b.recv(s0, 100);
-    let s4 = b.socket(Dgram);
-    b.bind(s4, p("a.sock"));
+    let s4 = b.bound(Dgram, p("a.sock"));
     b.getsockname(s4);
 }
 
@@ -442,28 +395,23 @@ pub fn rename_keeps_connectable(b: &mut dyn Backend) {
 /// new path reaches it, getsockname (and the accepted sockets' names and clients'
 /// peer names) keep the bound path.
 pub fn rename_keeps_getsockname(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     b.rename("l.sock", "m.sock");
     b.getsockname(l);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Stream, p("l.sock"));
     b.connect(c, p("m.sock"));
     b.getpeername(c);
     let a = b.accept(l);
     b.getsockname(a);
     b.mkdir("d");
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("d/x.sock"));
+    let s0 = b.bound(Dgram, p("d/x.sock"));
     b.rename("d", "e");
     b.getsockname(s0);
     let s1 = b.socket(Dgram);
     b.sendto(s1, b"via e", p("e/x.sock"));
     b.recvfrom(s0, 100);
     b.sendto(s1, b"via d", p("d/x.sock"));
-    let s2 = b.socket(Dgram);
-    b.bind(s2, p("y.sock"));
+    let s2 = b.bound(Dgram, p("y.sock"));
     b.rename("e/x.sock", "y.sock");
     b.sendto(s1, b"to y", p("y.sock"));
     b.recv(s0, 100);
@@ -477,21 +425,17 @@ pub fn rename_keeps_getsockname(b: &mut dyn Backend) {
 /// `rm` of a bound node: connect ENOENT, existing connections keep working, the path
 /// can be bound again and new connections go to the new socket.
 pub fn unlink_while_bound(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
-    let s1 = b.socket(Dgram);
-    b.connect(s1, p("a.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
+    let s1 = b.connected(Dgram, p("a.sock"));
     b.rm("a.sock");
     b.stat("a.sock");
-    let s2 = b.socket(Dgram);
-    b.connect(s2, p("a.sock"));
+    let s2 = b.connected(Dgram, p("a.sock"));
     b.sendto(s2, b"x", p("a.sock"));
     b.send(s1, b"after rm");
     b.recv(s0, 100);
     b.getsockname(s0);
     b.getpeername(s1);
-    let s3 = b.socket(Dgram);
-    b.bind(s3, p("a.sock"));
+    let s3 = b.bound(Dgram, p("a.sock"));
     b.connect(s2, p("a.sock"));
     b.send(s2, b"new");
     b.recv(s3, 100);
@@ -509,19 +453,15 @@ pub fn mknod_socket_node(b: &mut dyn Backend) {
     b.owner("n.sock");
     b.mknod_sock("n.sock");
     b.mknod_sock("nodir/n.sock");
-    let d = b.socket(Dgram);
-    b.connect(d, p("n.sock"));
+    let d = b.connected(Dgram, p("n.sock"));
     b.sendto(d, b"x", p("n.sock"));
-    let st = b.socket(Stream);
-    b.connect(st, p("n.sock"));
-    let sq = b.socket(Seqpacket);
-    b.connect(sq, p("n.sock"));
+    let st = b.connected(Stream, p("n.sock"));
+    let _sq = b.connected(Seqpacket, p("n.sock"));
     b.symlink("n.sock", "ln.sock");
     b.connect(st, p("ln.sock"));
     b.link("n.sock", "hard.sock");
     b.connect(st, p("hard.sock"));
-    let s = b.socket(Dgram);
-    b.bind(s, p("n.sock"));
+    let s = b.bound(Dgram, p("n.sock"));
     b.getsockname(s);
     b.rm("n.sock");
     b.bind(s, p("n.sock"));
@@ -544,24 +484,19 @@ pub fn bind_after_connect_changes_peername(b: &mut dyn Backend) {
     let (u, v) = b.pair(Seqpacket);
     b.bind(v, ab(b"v"));
     b.getpeername(u);
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c = b.connected(Stream, p("l.sock"));
     let a = b.accept(l);
     b.getpeername(a);
     b.bind(c, p("c.sock"));
     b.getpeername(a);
     b.getsockname(c);
     b.stat("c.sock");
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(Stream, p("l.sock"));
     b.autobind(c2);
     let a2 = b.accept(l);
     b.getpeername(a2);
-    let d = b.socket(Dgram);
-    b.connect(d, p("y.sock"));
+    let d = b.connected(Dgram, p("y.sock"));
     b.bind(d, ab(b"late"));
     b.send(d, b"from late");
     b.recvfrom(y, 100);
@@ -572,16 +507,11 @@ pub fn bind_after_connect_changes_peername(b: &mut dyn Backend) {
 /// after the listener's node is removed.
 pub fn accepted_socket_names(b: &mut dyn Backend) {
     for (ty, laddr) in [(Stream, p("l.sock")), (Seqpacket, ab(b"lq"))] {
-        let l = b.socket(ty);
-        b.bind(l, laddr.clone());
-        b.listen(l, 10);
-        let c1 = b.socket(ty);
-        b.connect(c1, laddr.clone());
-        let c2 = b.socket(ty);
-        b.bind(c2, p(&format!("c2-{}.sock", ty.name())));
+        let l = b.listening(ty, laddr.clone(), 10);
+        let c1 = b.connected(ty, laddr.clone());
+        let c2 = b.bound(ty, p(&format!("c2-{}.sock", ty.name())));
         b.connect(c2, laddr.clone());
-        let c3 = b.socket(ty);
-        b.bind(c3, ab(b"c3"));
+        let c3 = b.bound(ty, ab(b"c3"));
         b.connect(c3, laddr.clone());
         let c4 = b.socket(ty);
         b.autobind(c4);
@@ -594,11 +524,8 @@ pub fn accepted_socket_names(b: &mut dyn Backend) {
         }
     }
     b.rm("l.sock");
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let _c = b.connected(Stream, p("l.sock"));
     b.rm("l.sock");
     let a = b.accept(l);
     b.getsockname(a);

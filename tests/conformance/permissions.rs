@@ -13,22 +13,14 @@ const NOBODY: u32 = 65534;
 /// connects whatever the mode.
 pub fn perm_connect_needs_write(b: &mut dyn Backend) {
     b.multiuser();
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
-    let q = b.socket(Seqpacket);
-    b.bind(q, p("q.sock"));
-    b.listen(q, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let r = b.bound(Dgram, p("r.sock"));
+    let _q = b.listening(Seqpacket, p("q.sock"), 5);
     b.stat("l.sock");
     b.as_user(NOBODY, NOBODY);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
-    let cq = b.socket(Seqpacket);
-    b.connect(cq, p("q.sock"));
-    let d = b.socket(Dgram);
-    b.connect(d, p("r.sock"));
+    let c = b.connected(Stream, p("l.sock"));
+    let cq = b.connected(Seqpacket, p("q.sock"));
+    let d = b.connected(Dgram, p("r.sock"));
     b.sendto(d, b"x", p("r.sock"));
     b.chmod("r.sock", 0o777);
     b.as_root();
@@ -48,8 +40,7 @@ pub fn perm_connect_needs_write(b: &mut dyn Backend) {
     b.recv(r, 100);
     b.chmod("l.sock", 0o000);
     b.chmod("r.sock", 0o000);
-    let rc = b.socket(Stream);
-    b.connect(rc, p("l.sock"));
+    let _rc = b.connected(Stream, p("l.sock"));
     let rd = b.socket(Dgram);
     b.sendto(rd, b"root", p("r.sock"));
     b.recv(r, 100);
@@ -60,8 +51,7 @@ pub fn perm_connect_needs_write(b: &mut dyn Backend) {
 /// write), the group's bits for a member of the group, else the others' bits.
 pub fn perm_owner_group_other_classes(b: &mut dyn Backend) {
     b.multiuser();
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
     let cases: [(u32, u32, u32); 6] = [
         (NOBODY, 0, 0o577),
         (NOBODY, 0, 0o200),
@@ -74,8 +64,7 @@ pub fn perm_owner_group_other_classes(b: &mut dyn Backend) {
         b.chown("r.sock", uid, gid);
         b.chmod("r.sock", mode);
         b.as_user(NOBODY, NOBODY);
-        let d = b.socket(Dgram);
-        b.connect(d, p("r.sock"));
+        let d = b.connected(Dgram, p("r.sock"));
         b.sendto(d, b"x", p("r.sock"));
         b.close(d);
         b.as_root();
@@ -90,19 +79,16 @@ pub fn perm_owner_group_other_classes(b: &mut dyn Backend) {
 pub fn perm_directory_search_and_write(b: &mut dyn Backend) {
     b.multiuser();
     b.mkdir("d");
-    let r = b.socket(Dgram);
-    b.bind(r, p("d/r.sock"));
+    let r = b.bound(Dgram, p("d/r.sock"));
     b.chmod("d/r.sock", 0o777);
     b.symlink("d/r.sock", "link.sock");
     b.chmod("d", 0o700);
     b.as_user(NOBODY, NOBODY);
-    let c = b.socket(Dgram);
-    b.connect(c, p("d/r.sock"));
+    let c = b.connected(Dgram, p("d/r.sock"));
     b.sendto(c, b"x", p("d/r.sock"));
     b.sendto(c, b"x", p("link.sock"));
     b.stat("d/r.sock");
-    let s = b.socket(Dgram);
-    b.bind(s, p("d/s.sock"));
+    let s = b.bound(Dgram, p("d/s.sock"));
     b.as_root();
     b.chmod("d", 0o711);
     b.as_user(NOBODY, NOBODY);
@@ -122,8 +108,7 @@ pub fn perm_directory_search_and_write(b: &mut dyn Backend) {
     b.chmod("d/e", 0o777);
     b.chmod("d", 0o600);
     b.as_user(NOBODY, NOBODY);
-    let t = b.socket(Dgram);
-    b.bind(t, p("d/e/t.sock"));
+    let _t = b.bound(Dgram, p("d/e/t.sock"));
     b.as_root();
     b.chmod("d", 0o755);
 }
@@ -134,11 +119,9 @@ pub fn perm_directory_search_and_write(b: &mut dyn Backend) {
 pub fn perm_bind_needs_dir_write(b: &mut dyn Backend) {
     b.multiuser();
     b.mkdir("d");
-    let rs = b.socket(Dgram);
-    b.bind(rs, p("root.sock"));
+    let _rs = b.bound(Dgram, p("root.sock"));
     b.as_user(NOBODY, NOBODY);
-    let s = b.socket(Dgram);
-    b.bind(s, p("d/x.sock"));
+    let s = b.bound(Dgram, p("d/x.sock"));
     b.stat("d/x.sock");
     b.getsockname(s);
     b.bind(s, p("x.sock"));
@@ -148,15 +131,13 @@ pub fn perm_bind_needs_dir_write(b: &mut dyn Backend) {
     b.rm("root.sock");
     b.mkdir("mine");
     b.owner("mine");
-    let t = b.socket(Stream);
-    b.bind(t, p("mine/t.sock"));
+    let _t = b.bound(Stream, p("mine/t.sock"));
     b.owner("mine/t.sock");
     b.as_root();
     b.rm("mine/t.sock");
     b.chmod("d", 0o777);
     b.as_user(NOBODY, NOBODY);
-    let u = b.socket(Dgram);
-    b.bind(u, p("d/x.sock"));
+    let _u = b.bound(Dgram, p("d/x.sock"));
     b.owner("d/x.sock");
     b.as_root();
 }
@@ -167,22 +148,17 @@ pub fn perm_root_bypasses(b: &mut dyn Backend) {
     b.multiuser();
     b.mkdir("d");
     b.chmod("d", 0o000);
-    let l = b.socket(Stream);
-    b.bind(l, p("d/l.sock"));
-    b.listen(l, 5);
+    let l = b.listening(Stream, p("d/l.sock"), 5);
     b.chmod("d/l.sock", 0o000);
     b.stat("d/l.sock");
-    let c = b.socket(Stream);
-    b.connect(c, p("d/l.sock"));
-    let r = b.socket(Dgram);
-    b.bind(r, p("d/r.sock"));
+    let _c = b.connected(Stream, p("d/l.sock"));
+    let r = b.bound(Dgram, p("d/r.sock"));
     b.chmod("d/r.sock", 0o000);
     let s = b.socket(Dgram);
     b.sendto(s, b"root", p("d/r.sock"));
     b.recv(r, 100);
     b.as_user(NOBODY, NOBODY);
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("d/l.sock"));
+    let c2 = b.connected(Stream, p("d/l.sock"));
     b.stat("d/l.sock");
     b.as_root();
     b.chmod("d", 0o777);
@@ -197,25 +173,17 @@ pub fn perm_root_bypasses(b: &mut dyn Backend) {
 /// root's abstract sockets, and root to the user's.
 pub fn perm_abstract_no_permissions(b: &mut dyn Backend) {
     b.multiuser();
-    let l = b.socket(Stream);
-    b.bind(l, ab(b"root-srv"));
-    b.listen(l, 5);
-    let r = b.socket(Dgram);
-    b.bind(r, ab(b"root-dg"));
+    let l = b.listening(Stream, ab(b"root-srv"), 5);
+    let r = b.bound(Dgram, ab(b"root-dg"));
     b.as_user(NOBODY, NOBODY);
-    let c = b.socket(Stream);
-    b.connect(c, ab(b"root-srv"));
+    let c = b.connected(Stream, ab(b"root-srv"));
     b.getpeername(c);
-    let d = b.socket(Dgram);
-    b.bind(d, ab(b"user-dg"));
+    let d = b.bound(Dgram, ab(b"user-dg"));
     b.sendto(d, b"from nobody", ab(b"root-dg"));
     b.connect(d, ab(b"root-dg"));
     b.send(d, b"connected");
-    let ul = b.socket(Seqpacket);
-    b.bind(ul, ab(b"user-sq"));
-    b.listen(ul, 5);
-    let ud = b.socket(Dgram);
-    b.bind(ud, ab(b"user-rx"));
+    let _ul = b.listening(Seqpacket, ab(b"user-sq"), 5);
+    let ud = b.bound(Dgram, ab(b"user-rx"));
     b.as_root();
     let a = b.accept(l);
     b.getpeername(a);
@@ -223,8 +191,7 @@ pub fn perm_abstract_no_permissions(b: &mut dyn Backend) {
     b.recvfrom(r, 100);
     let rd = b.socket(Dgram);
     b.sendto(rd, b"from root", ab(b"user-rx"));
-    let rq = b.socket(Seqpacket);
-    b.connect(rq, ab(b"user-sq"));
+    let rq = b.connected(Seqpacket, ab(b"user-sq"));
     b.getpeername(rq);
     b.as_user(NOBODY, NOBODY);
     b.recvfrom(ud, 100);
@@ -260,8 +227,7 @@ pub fn umask_node_modes(b: &mut dyn Backend) {
     b.recv(keep[4], 100);
     b.as_user(NOBODY, NOBODY);
     b.umask(0o002);
-    let us = b.socket(Stream);
-    b.bind(us, p("user.sock"));
+    let _us = b.bound(Stream, p("user.sock"));
     b.stat("user.sock");
     b.owner("user.sock");
     b.umask(0o000);
@@ -286,8 +252,7 @@ pub fn perm_connect_directory(b: &mut dyn Backend) {
     b.chmod("rw", 0o777);
     b.as_user(NOBODY, NOBODY);
     for ty in [Stream, Dgram, Seqpacket] {
-        let s = b.socket(ty);
-        b.connect(s, p("ro"));
+        let s = b.connected(ty, p("ro"));
         b.connect(s, p("rw"));
         b.connect(s, p("."));
     }

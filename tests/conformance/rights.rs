@@ -56,11 +56,8 @@ fn shape_listeners(b: &mut dyn Backend, ty: Ty, n: usize, edges: &[(usize, usize
     let mut l = Vec::new();
     let mut c = Vec::new();
     for i in 0..n {
-        let x = b.socket(ty);
-        b.bind(x, p(&format!("l{i}.sock")));
-        b.listen(x, 5);
-        let y = b.socket(ty);
-        b.connect(y, p(&format!("l{i}.sock")));
+        let x = b.listening(ty, p(&format!("l{i}.sock")), 5);
+        let y = b.connected(ty, p(&format!("l{i}.sock")));
         l.push(x);
         c.push(y);
     }
@@ -241,22 +238,17 @@ pub fn passed_socket_works(b: &mut dyn Backend) {
     b.gc();
     look(b, a2);
     b.alive(id);
-    b.close_ref(a2);
-    b.close_ref(c);
-    b.close_ref(d);
+    b.close_refs(&[a2, c, d]);
 }
 
 /// A listener passed to another socket keeps listening: the received handle
 /// accepts.
 pub fn passed_listener_accepts(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     let (c, d) = b.pair(Seqpacket);
     b.sendmsg(c, SendMsg::new(b"l").rights(&[l]));
     b.close_ref(l);
-    let k = b.socket(Stream);
-    b.connect(k, p("l.sock"));
+    let k = b.connected(Stream, p("l.sock"));
     let m = b.recvmsg(d, 100).ok();
     let h = m
         .map(|m| m.rights.first().copied().unwrap_or(BAD_SOCK))
@@ -264,12 +256,9 @@ pub fn passed_listener_accepts(b: &mut dyn Backend) {
     let a = b.accept(h);
     b.send(k, b"hi");
     b.recv(a, 100);
-    b.close_ref(a);
-    b.close_ref(h);
+    b.close_refs(&[a, h]);
     look(b, k);
-    b.close_ref(k);
-    b.close_ref(c);
-    b.close_ref(d);
+    b.close_refs(&[k, c, d]);
 }
 
 /// A cycle with one member still open is alive: the sockets come back out of the
@@ -303,14 +292,11 @@ pub fn cycle_one_open(b: &mut dyn Backend) {
     b.recv(h0, 100);
     b.recv(a0, 100);
     // Closing every handle now is an ordinary close: nothing is in flight.
-    b.close_ref(h0);
-    b.close_ref(a0);
-    b.close_ref(h1);
+    b.close_refs(&[h0, a0, h1]);
     look(b, b0);
     look(b, b1);
     b.alive(i1);
-    b.close_ref(b0);
-    b.close_ref(b1);
+    b.close_refs(&[b0, b1]);
 }
 
 /// An in-flight socket held only by a live socket's queue is not garbage: after the
@@ -334,13 +320,11 @@ pub fn reachable_not_collected(b: &mut dyn Backend) {
     b.recv(h, 100);
     // Back in flight, then the holder closes: its queue takes the socket along.
     b.sendmsg(w, SendMsg::new(b"again").rights(&[h]));
-    b.close_ref(h);
-    b.close_ref(r);
+    b.close_refs(&[h, r]);
     b.gc();
     b.alive(i0);
     look(b, b0);
-    b.close_ref(b0);
-    b.close_ref(w);
+    b.close_refs(&[b0, w]);
 }
 
 /// A cycle whose member is also queued at a live socket is not collected; once that
@@ -353,11 +337,9 @@ pub fn cycle_also_held_outside(b: &mut dyn Backend) {
     b.sendmsg(b0, SendMsg::new(b"1").rights(&[a1]));
     b.sendmsg(w, SendMsg::new(b"out").rights(&[a0]));
     let (i0, i1) = (b.ident(a0), b.ident(a1));
-    b.close_ref(a0);
-    b.close_ref(a1);
+    b.close_refs(&[a0, a1]);
     b.gc();
-    b.alive(i0);
-    b.alive(i1);
+    b.alive_all(&[i0, i1]);
     look(b, b0);
     look(b, b1);
     let h = b
@@ -367,39 +349,30 @@ pub fn cycle_also_held_outside(b: &mut dyn Backend) {
         .unwrap_or(BAD_SOCK);
     b.close_ref(h);
     b.gc();
-    b.alive(i0);
-    b.alive(i1);
+    b.alive_all(&[i0, i1]);
     look(b, b0);
     look(b, b1);
-    b.close_ref(b0);
-    b.close_ref(b1);
-    b.close_ref(r);
-    b.close_ref(w);
+    b.close_refs(&[b0, b1, r, w]);
 }
 
 /// A listener sent into its own embryo, then the embryo is accepted: the accepted
 /// socket holds the listener, which is alive; closing the accepted socket drops it.
 pub fn embryo_accepted(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c = b.connected(Stream, p("l.sock"));
     b.sendmsg(c, SendMsg::new(b"x").rights(&[l]));
     let a = b.accept(l);
     let il = b.ident(l);
     b.close_ref(l);
     b.gc();
     b.alive(il);
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(Stream, p("l.sock"));
     b.close_ref(a);
     b.gc();
     b.alive(il);
     look(b, c);
     look(b, c2);
-    b.close_ref(c);
-    b.close_ref(c2);
+    b.close_refs(&[c, c2]);
 }
 
 /// SCM_MAX_FD: 253 sockets in one message pass, 254 are EINVAL; the receiver gets
@@ -424,9 +397,7 @@ fn max_fd(b: &mut dyn Backend, ty: Ty) {
     }
     b.close_ref(x);
     look(b, y);
-    b.close_ref(y);
-    b.close_ref(s0);
-    b.close_ref(s1);
+    b.close_refs(&[y, s0, s1]);
 }
 
 pub fn max_fd_dgram(b: &mut dyn Backend) {
@@ -456,9 +427,7 @@ pub fn zero_length_with_rights(b: &mut dyn Backend) {
         }
         b.alive(iv);
         look(b, vp);
-        b.close_ref(vp);
-        b.close_ref(s0);
-        b.close_ref(s1);
+        b.close_refs(&[vp, s0, s1]);
     }
 }
 
@@ -474,9 +443,7 @@ pub fn recv_without_control(b: &mut dyn Backend) {
         b.recv(s1, 100);
         b.alive(iv);
         look(b, vp);
-        b.close_ref(vp);
-        b.close_ref(s0);
-        b.close_ref(s1);
+        b.close_refs(&[vp, s0, s1]);
     }
 }
 
@@ -501,10 +468,7 @@ pub fn stream_barrier(b: &mut dyn Backend) {
     for h in got {
         b.close_ref(h);
     }
-    b.close_ref(x);
-    b.close_ref(y);
-    b.close_ref(s0);
-    b.close_ref(s1);
+    b.close_refs(&[x, y, s0, s1]);
 }
 
 /// Only one run of `etoomanyrefs` at a time in this process: the kernel counts
@@ -557,18 +521,12 @@ pub fn etoomanyrefs(b: &mut dyn Backend) {
     };
     let r = ChildOp::SendMsg(s3, SendMsg::new(b"r").rights(&[x]));
     b.child(root, &vec![r; 60]);
-    b.close_ref(q3);
-    b.close_ref(s3);
-    b.close_ref(s2);
-    b.close_ref(s);
-    b.close_ref(x);
-    b.close_ref(x2);
+    b.close_refs(&[q3, s3, s2, s, x, x2]);
 }
 
 /// sendto() with sockets and credentials from an unconnected dgram socket.
 pub fn sendto_with_rights(b: &mut dyn Backend) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
     b.passcred(r, true);
     let u = b.socket(Dgram);
     let (v, vp) = b.pair(Stream);
@@ -589,19 +547,14 @@ pub fn sendto_with_rights(b: &mut dyn Backend) {
         b.close_ref(h);
     }
     look(b, vp);
-    b.close_ref(vp);
-    b.close_ref(u);
-    b.close_ref(r);
+    b.close_refs(&[vp, u, r]);
 }
 
 /// A listener sent into its own embryo is received by the accepted socket, and the
 /// received handle accepts the next connection.
 pub fn embryo_accepted_receive(b: &mut dyn Backend) {
-    let l = b.socket(Seqpacket);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
-    let c = b.socket(Seqpacket);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(Seqpacket, p("l.sock"), 5);
+    let c = b.connected(Seqpacket, p("l.sock"));
     b.sendmsg(c, SendMsg::new(b"x").rights(&[l]));
     let a = b.accept(l);
     b.close_ref(l);
@@ -610,17 +563,13 @@ pub fn embryo_accepted_receive(b: &mut dyn Backend) {
         .ok()
         .and_then(|m| m.rights.first().copied())
         .unwrap_or(BAD_SOCK);
-    let c2 = b.socket(Seqpacket);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(Seqpacket, p("l.sock"));
     let a2 = b.accept(h);
     b.send(c2, b"second");
     b.recv(a2, 100);
-    b.close_ref(a2);
-    b.close_ref(h);
+    b.close_refs(&[a2, h]);
     look(b, c2);
-    b.close_ref(c2);
-    b.close_ref(a);
-    b.close_ref(c);
+    b.close_refs(&[c2, a, c]);
 }
 
 /// A cycle with a second handle (dup) still open on a member is alive; once the
@@ -632,18 +581,14 @@ pub fn cycle_dup_open(b: &mut dyn Backend) {
     b.sendmsg(b0, SendMsg::new(b"1").rights(&[a1]));
     let d = b.dup(a0);
     let (i0, i1) = (b.ident(a0), b.ident(a1));
-    b.close_ref(a0);
-    b.close_ref(a1);
+    b.close_refs(&[a0, a1]);
     b.gc();
-    b.alive(i0);
-    b.alive(i1);
+    b.alive_all(&[i0, i1]);
     look(b, b0);
     b.close_ref(d);
     b.gc();
-    b.alive(i0);
-    b.alive(i1);
+    b.alive_all(&[i0, i1]);
     look(b, b0);
     look(b, b1);
-    b.close_ref(b0);
-    b.close_ref(b1);
+    b.close_refs(&[b0, b1]);
 }

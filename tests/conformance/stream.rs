@@ -19,21 +19,12 @@ pub fn ignore_sigpipe() {
     });
 }
 
-/// A bound listener on `path`.
-fn listener(b: &mut dyn Backend, ty: Ty, path: &str, backlog: i32) -> Sock {
-    let l = b.socket(ty);
-    b.bind(l, p(path));
-    b.listen(l, backlog);
-    l
-}
-
 /// A listener `l.sock`, a client connected to it and the accepted end:
 /// (listener, client, server).
 fn conn(b: &mut dyn Backend, ty: Ty) -> (Sock, Sock, Sock) {
     ignore_sigpipe();
-    let l = listener(b, ty, "l.sock", 5);
-    let c = b.socket(ty);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(ty, p("l.sock"), 5);
+    let c = b.connected(ty, p("l.sock"));
     let s = b.accept(l);
     (l, c, s)
 }
@@ -108,8 +99,7 @@ pub fn listen_accept_basic(b: &mut dyn Backend) {
     b.send(s, b"world");
     b.recv(c, 100);
     // A bound client: the accepted end's peer name is the client's name.
-    let c2 = b.socket(Stream);
-    b.bind(c2, p("c.sock"));
+    let c2 = b.bound(Stream, p("c.sock"));
     b.connect(c2, p("l.sock"));
     let s2 = b.accept(l);
     b.getpeername(s2);
@@ -162,7 +152,7 @@ pub fn listen_on_connected(b: &mut dyn Backend) {
 
 /// listen twice is fine; a larger backlog takes effect at once.
 pub fn listen_twice(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 0);
+    let l = b.listening(Stream, p("l.sock"), 0);
     b.listen(l, 0);
     let c: Vec<Sock> = (0..4).map(|_| b.socket(Stream)).collect();
     b.connect(c[0], p("l.sock"));
@@ -179,10 +169,9 @@ pub fn listen_twice(b: &mut dyn Backend) {
 
 fn backlog_n(b: &mut dyn Backend, ty: Ty, n: i32) {
     let path = format!("l{n}.sock");
-    let l = listener(b, ty, &path, n);
+    let l = b.listening(ty, p(&path), n);
     for _ in 0..(n + 2) {
-        let c = b.socket(ty);
-        b.connect(c, p(&path));
+        let _c = b.connected(ty, p(&path));
     }
     for _ in 0..(n + 2) {
         b.accept(l);
@@ -204,7 +193,7 @@ pub fn backlog_seqpacket(b: &mut dyn Backend) {
 
 /// With the backlog full, one accept frees exactly one slot.
 pub fn accept_frees_slot(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 1);
+    let l = b.listening(Stream, p("l.sock"), 1);
     let c: Vec<Sock> = (0..5).map(|_| b.socket(Stream)).collect();
     b.connect(c[0], p("l.sock"));
     b.connect(c[1], p("l.sock"));
@@ -225,14 +214,13 @@ pub fn accept_frees_slot(b: &mut dyn Backend) {
 
 /// Non-blocking accept with nothing queued is EAGAIN, and stays so.
 pub fn accept_nonblocking_eagain(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     b.accept(l);
     b.accept(l);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let _c = b.connected(Stream, p("l.sock"));
     b.accept(l);
     b.accept(l);
-    let q = listener(b, Seqpacket, "q.sock", 5);
+    let q = b.listening(Seqpacket, p("q.sock"), 5);
     b.accept(q);
 }
 
@@ -259,15 +247,11 @@ pub fn accept_errors(b: &mut dyn Backend) {
 
 /// Connecting to a bound stream or seqpacket socket that is not listening.
 pub fn connect_not_listening(b: &mut dyn Backend) {
-    let s = b.socket(Stream);
-    b.bind(s, p("s.sock"));
-    let c = b.socket(Stream);
+    let s = b.bound(Stream, p("s.sock"));
+    let c = b.connected(Stream, p("s.sock"));
     b.connect(c, p("s.sock"));
-    b.connect(c, p("s.sock"));
-    let q = b.socket(Seqpacket);
-    b.bind(q, p("q.sock"));
-    let cq = b.socket(Seqpacket);
-    b.connect(cq, p("q.sock"));
+    let _q = b.bound(Seqpacket, p("q.sock"));
+    let _cq = b.connected(Seqpacket, p("q.sock"));
     b.listen(s, 1);
     b.connect(c, p("s.sock"));
     b.accept(s);
@@ -279,10 +263,9 @@ pub fn connect_again(b: &mut dyn Backend) {
     let (_l, c, _s) = conn(b, Stream);
     b.connect(c, p("l.sock"));
     b.connect(c, p("missing.sock"));
-    let other = listener(b, Stream, "other.sock", 5);
+    let other = b.listening(Stream, p("other.sock"), 5);
     b.connect(c, p("other.sock"));
-    let d = b.socket(Dgram);
-    b.bind(d, p("d.sock"));
+    let _d = b.bound(Dgram, p("d.sock"));
     b.connect(c, p("d.sock"));
     b.accept(other);
     b.getpeername(c);
@@ -293,19 +276,16 @@ pub fn connect_again(b: &mut dyn Backend) {
 /// seqpacket).
 pub fn connect_again_not_listening(b: &mut dyn Backend) {
     let (_l, c, _s) = conn(b, Stream);
-    let nl = b.socket(Stream);
-    b.bind(nl, p("nl.sock"));
+    let _nl = b.bound(Stream, p("nl.sock"));
     b.connect(c, p("nl.sock"));
     b.connect(c, p("l.sock"));
     let (_lq, cq, _sq) = {
-        let l = listener(b, Seqpacket, "lq.sock", 5);
-        let c = b.socket(Seqpacket);
-        b.connect(c, p("lq.sock"));
+        let l = b.listening(Seqpacket, p("lq.sock"), 5);
+        let c = b.connected(Seqpacket, p("lq.sock"));
         let s = b.accept(l);
         (l, c, s)
     };
-    let nq = b.socket(Seqpacket);
-    b.bind(nq, p("nq.sock"));
+    let _nq = b.bound(Seqpacket, p("nq.sock"));
     b.connect(cq, p("nq.sock"));
     b.getpeername(c);
     b.getpeername(cq);
@@ -313,14 +293,14 @@ pub fn connect_again_not_listening(b: &mut dyn Backend) {
 
 /// connect on a listener is EINVAL, whatever the target (itself included).
 pub fn connect_on_listener(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 5);
-    let l2 = listener(b, Stream, "l2.sock", 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let l2 = b.listening(Stream, p("l2.sock"), 5);
     b.connect(l, p("l.sock"));
     b.connect(l, p("l2.sock"));
     b.connect(l, p("missing.sock"));
     b.accept(l);
     b.accept(l2);
-    let q = listener(b, Seqpacket, "q.sock", 5);
+    let q = b.listening(Seqpacket, p("q.sock"), 5);
     b.connect(q, p("q.sock"));
 }
 
@@ -365,7 +345,7 @@ pub fn partial_reads(b: &mut dyn Backend) {
 /// is EOPNOTSUPP unconnected and EISCONN connected.
 pub fn send_errors(b: &mut dyn Backend) {
     ignore_sigpipe();
-    let l = listener(b, Stream, "l.sock", 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     let u = b.socket(Stream);
     b.send(u, b"x");
     b.bind(u, p("u.sock"));
@@ -373,8 +353,7 @@ pub fn send_errors(b: &mut dyn Backend) {
     b.sendto(u, b"x", p("l.sock"));
     b.send(l, b"x");
     b.sendto(l, b"x", p("l.sock"));
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Stream, p("l.sock"));
     b.sendto(c, b"x", p("l.sock"));
     b.sendto(c, b"x", p("u.sock"));
     b.sendto(c, b"x", p("missing.sock"));
@@ -388,10 +367,9 @@ pub fn recv_errors(b: &mut dyn Backend) {
     b.recv(u, 100);
     b.bind(u, p("u.sock"));
     b.recv(u, 100);
-    let l = listener(b, Stream, "l.sock", 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     b.recv(l, 100);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Stream, p("l.sock"));
     b.recv(l, 100);
     b.recv(c, 100);
 }
@@ -501,10 +479,9 @@ pub fn shutdown_unconnected_and_listener(b: &mut dyn Backend) {
     b.shutdown(u, How::RdWr);
     let q = b.socket(Seqpacket);
     b.shutdown(q, How::RdWr);
-    let l = listener(b, Stream, "l.sock", 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     b.shutdown(l, How::Wr);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Stream, p("l.sock"));
     let a = b.accept(l);
     b.send(c, b"ok");
     b.recv(a, 100);
@@ -513,12 +490,10 @@ pub fn shutdown_unconnected_and_listener(b: &mut dyn Backend) {
 /// shutdown(SHUT_RD) on a listener: new connects are refused, already queued ones
 /// can still be accepted, then accept is EAGAIN.
 pub fn listener_shutdown_rd(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 5);
-    let c1 = b.socket(Stream);
-    b.connect(c1, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c1 = b.connected(Stream, p("l.sock"));
     b.shutdown(l, How::Rd);
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let _c2 = b.connected(Stream, p("l.sock"));
     let a = b.accept(l);
     b.accept(l);
     b.send(c1, b"hi");
@@ -529,11 +504,9 @@ pub fn listener_shutdown_rd(b: &mut dyn Backend) {
 /// ECONNRESET once, then EOF; its send gives EPIPE.
 pub fn listener_closed_pending_client(b: &mut dyn Backend) {
     ignore_sigpipe();
-    let l = listener(b, Stream, "l.sock", 5);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c = b.connected(Stream, p("l.sock"));
+    let c2 = b.connected(Stream, p("l.sock"));
     b.send(c2, b"unread");
     b.close(l);
     b.recv(c, 100);
@@ -543,21 +516,18 @@ pub fn listener_closed_pending_client(b: &mut dyn Backend) {
     b.recv(c2, 100);
     b.recv(c2, 100);
     b.getpeername(c);
-    let c3 = b.socket(Stream);
-    b.connect(c3, p("l.sock"));
+    let _c3 = b.connected(Stream, p("l.sock"));
 }
 
 /// A client that closed before accept: accept still returns its connection, the
 /// queued data can be read, then EOF, and a send is EPIPE.
 pub fn client_closed_before_accept(b: &mut dyn Backend) {
     ignore_sigpipe();
-    let l = listener(b, Stream, "l.sock", 5);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c = b.connected(Stream, p("l.sock"));
     b.send(c, b"bye");
     b.close(c);
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(Stream, p("l.sock"));
     b.close(c2);
     let a = b.accept(l);
     b.recv(a, 100);
@@ -570,9 +540,8 @@ pub fn client_closed_before_accept(b: &mut dyn Backend) {
 
 /// Data sent before accept is queued at the embryo and coalesces.
 pub fn send_before_accept(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 5);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c = b.connected(Stream, p("l.sock"));
     b.send(c, b"ab");
     b.send(c, b"cd");
     b.send(c, &pattern(1000));
@@ -681,7 +650,7 @@ pub fn seqpacket_unconnected(b: &mut dyn Backend) {
     let u = b.socket(Seqpacket);
     b.send(u, b"x");
     b.recv(u, 100);
-    let l = listener(b, Seqpacket, "l.sock", 5);
+    let l = b.listening(Seqpacket, p("l.sock"), 5);
     b.send(l, b"x");
     b.recv(l, 100);
     b.sendto(u, b"x", p("l.sock"));
@@ -694,7 +663,7 @@ pub fn seqpacket_unconnected(b: &mut dyn Backend) {
 /// delivers to the peer.
 pub fn seqpacket_sendto_connected(b: &mut dyn Backend) {
     let (_l, c, s) = conn(b, Seqpacket);
-    let o = listener(b, Seqpacket, "other.sock", 5);
+    let o = b.listening(Seqpacket, p("other.sock"), 5);
     b.sendto(c, b"to other?", p("other.sock"));
     b.sendto(c, b"to self?", p("l.sock"));
     b.sendto(c, b"to nowhere?", p("missing.sock"));
@@ -836,10 +805,9 @@ pub fn poll_unconnected(b: &mut dyn Backend) {
 
 /// A listener: nothing when idle, IN with a connection pending.
 pub fn poll_listener(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     b.poll(l);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Stream, p("l.sock"));
     b.poll(l);
     b.poll(c);
     b.accept(l);
@@ -912,8 +880,7 @@ pub fn sigpipe_stream(b: &mut dyn Backend) {
     let u = b.socket(Stream);
     b.send_sig(u, b"x");
     b.send_sig(l, b"x");
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(Stream, p("l.sock"));
     b.close(l);
     b.send_sig(c2, b"x");
     let (x, y) = b.pair(Stream);
@@ -953,18 +920,15 @@ pub fn sigpipe_seqpacket(b: &mut dyn Backend) {
 /// come only when the target would accept.
 pub fn connect_check_order(b: &mut dyn Backend) {
     let (_l, c, _s) = conn(b, Stream);
-    let full = listener(b, Stream, "full.sock", 0);
-    let f1 = b.socket(Stream);
-    b.connect(f1, p("full.sock"));
+    let full = b.listening(Stream, p("full.sock"), 0);
+    let _f1 = b.connected(Stream, p("full.sock"));
     b.connect(c, p("full.sock"));
-    let nl = b.socket(Stream);
-    b.bind(nl, p("nl.sock"));
-    let l2 = listener(b, Stream, "l2.sock", 0);
+    let _nl = b.bound(Stream, p("nl.sock"));
+    let l2 = b.listening(Stream, p("l2.sock"), 0);
     b.connect(l2, p("nl.sock"));
     b.connect(l2, p("full.sock"));
     b.connect(l2, p("l2.sock"));
-    let f2 = b.socket(Stream);
-    b.connect(f2, p("l2.sock"));
+    let _f2 = b.connected(Stream, p("l2.sock"));
     b.connect(l2, p("l2.sock"));
     b.connect(c, p("l2.sock"));
     b.connect(c, p("l.sock"));
