@@ -416,18 +416,8 @@ fn pingpong(mode: Mode, dir: &Path, iters: usize) -> f64 {
         }
         Mode::Null => return null_lockstep(dir, iters),
         Mode::Kernel => {
-            let (a, b) = nix::sys::socket::socketpair(
-                nix::sys::socket::AddressFamily::Unix,
-                nix::sys::socket::SockType::Stream,
-                None,
-                nix::sys::socket::SockFlag::empty(),
-            )
-            .expect("socketpair");
-            let b = File::from(b);
-            (
-                File::from(a),
-                Some(Box::new(move || b.try_clone().expect("dup"))),
-            )
+            let (a, b) = kernel_stream_pair();
+            (a, Some(Box::new(move || b.try_clone().expect("dup"))))
         }
         Mode::Udsfs => {
             let (ctl, n, m) = udsfs_pair(dir);
@@ -467,13 +457,8 @@ fn pingpong(mode: Mode, dir: &Path, iters: usize) -> f64 {
     rate
 }
 
-/// The lockstep floor: two processes make the same four null requests per
-/// round trip as over udsfs (A writes, B reads, B writes, A reads), and hand
-/// the turn to each other over a kernel socketpair (1 byte), as a udsfs
-/// round trip hands it over by answering the other side's parked read.
-fn null_lockstep(dir: &Path, iters: usize) -> f64 {
-    let msg = [7u8; DATASIZE];
-    let mut buf = [0u8; DATASIZE];
+/// A kernel AF_UNIX stream socketpair.
+fn kernel_stream_pair() -> (File, File) {
     let (a, b) = nix::sys::socket::socketpair(
         nix::sys::socket::AddressFamily::Unix,
         nix::sys::socket::SockType::Stream,
@@ -481,7 +466,17 @@ fn null_lockstep(dir: &Path, iters: usize) -> f64 {
         nix::sys::socket::SockFlag::empty(),
     )
     .expect("socketpair");
-    let (a, b) = (File::from(a), File::from(b));
+    (File::from(a), File::from(b))
+}
+
+/// The lockstep floor: two processes make the same four null requests per
+/// round trip as over udsfs (A writes, B reads, B writes, A reads), and hand
+/// the turn to each other over a kernel socketpair (1 byte), as a udsfs
+/// round trip hands it over by answering the other side's parked read.
+fn null_lockstep(dir: &Path, iters: usize) -> f64 {
+    let msg = [7u8; DATASIZE];
+    let mut buf = [0u8; DATASIZE];
+    let (a, b) = kernel_stream_pair();
     let mut tok = [0u8; 1];
     if fork() {
         drop(a);

@@ -81,18 +81,6 @@ def expect(what, got, want):
     print(f"ok: {what} = {want!r}", flush=True)
 
 # Helpers, run by root and by the actors alike.
-def clone(ty):
-    fd = os.open(f"{U}/{ty}/clone", os.O_RDWR)
-    return fd, int(os.read(fd, 64).split()[0])
-
-def pair(ty):
-    fd = os.open(f"{U}/{ty}/pair", os.O_RDWR)
-    a, b = map(int, os.read(fd, 64).split())
-    return fd, a, b
-
-def ctl(fd, cmd):
-    os.write(fd, (cmd + "\n").encode())
-
 def opn(n, f, flags=os.O_RDWR):
     return os.open(f"{U}/sock/{n}/{f}", flags)
 

@@ -419,6 +419,27 @@ pub trait Backend {
         }
     }
 
+    /// `times` receives of at most `bufsize` bytes each.
+    fn recv_times(&mut self, s: Sock, bufsize: usize, times: usize) {
+        for _ in 0..times {
+            self.recv(s, bufsize);
+        }
+    }
+
+    /// `times` recvmsg calls with room for `bufsize` bytes each.
+    fn recvmsg_times(&mut self, s: Sock, bufsize: usize, times: usize) {
+        for _ in 0..times {
+            self.recvmsg(s, bufsize);
+        }
+    }
+
+    /// `times` non-blocking accepts on the listener `l`.
+    fn accept_times(&mut self, l: Sock, times: usize) {
+        for _ in 0..times {
+            self.accept(l);
+        }
+    }
+
     /// Whether each of `ids` is still alive, in order.
     fn alive_all(&mut self, ids: &[Ident]) {
         for &i in ids {
@@ -1031,6 +1052,21 @@ pub fn sigpipe_check<T>(f: impl FnOnce() -> T) -> (T, bool) {
 
 /// The events every `raw_poll` asks for.
 pub const POLL_EVENTS: i16 = libc::POLLIN | libc::POLLPRI | libc::POLLOUT | libc::POLLRDHUP;
+
+/// The events of `POLL_EVENTS` that `fd` has now (poll with a zero timeout).
+pub fn poll_now(fd: libc::c_int) -> Res<i16> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: POLL_EVENTS,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+    if n < 0 {
+        return Err(last_errno());
+    }
+    Ok(pfd.revents)
+}
 
 /// Display form of a poll revents mask: "IN|OUT|HUP", "0" when empty.
 pub fn poll_mask_name(m: i16) -> String {

@@ -288,8 +288,7 @@ pub fn stream_write_full_reader_closes(b: &mut dyn Backend) {
     b.close(y);
     b.join(j);
     b.send(x, b"more");
-    b.recv(x, 100);
-    b.recv(x, 100);
+    b.recv_times(x, 100, 2);
 }
 
 /// The reader shuts its reading side: the blocked writer gets EPIPE.
@@ -431,8 +430,7 @@ pub fn accept_signal(b: &mut dyn Backend) {
     b.join(j);
     // Nothing was taken from the listener by the interrupted accept.
     let _c = b.connected(Stream, p("l.sock"));
-    b.accept(l);
-    b.accept(l);
+    b.accept_times(l, 2);
 }
 
 /// shutdown(SHUT_RD) of the listener ends a blocked accept with EINVAL.
@@ -475,8 +473,7 @@ pub fn connect_backlog_listener_close(b: &mut dyn Backend) {
     b.join(j);
     b.getpeername(c2);
     b.send(c2, b"x");
-    b.recv(c1, 100);
-    b.recv(c1, 100);
+    b.recv_times(c1, 100, 2);
 }
 
 pub fn connect_backlog_signal(b: &mut dyn Backend) {
@@ -485,8 +482,7 @@ pub fn connect_backlog_signal(b: &mut dyn Backend) {
     b.join(j);
     b.getpeername(c2);
     // The interrupted connect left nothing queued: one accept, then a free slot.
-    b.accept(l);
-    b.accept(l);
+    b.accept_times(l, 2);
     b.connect(c2, p("l.sock"));
     b.accept(l);
 }
@@ -521,8 +517,7 @@ pub fn connect_backlog_two_waiters(b: &mut dyn Backend) {
     b.count_ended(&jobs, 1);
     b.accept(l);
     b.join_sorted(&jobs);
-    b.accept(l);
-    b.accept(l);
+    b.accept_times(l, 2);
 }
 
 // ------------------------------------------------------------ passing sockets

@@ -53,8 +53,7 @@ fn matrix(b: &mut dyn Backend, s0: Sock, s1: Sock) {
     b.recvmsg(s1, 100);
     b.sendmsg(s0, SendMsg::new(b"r8").creds(Ucred::new(1, 1234, 5678)));
     b.passcred(s1, true);
-    b.recvmsg(s1, 100);
-    b.recvmsg(s1, 100);
+    b.recvmsg_times(s1, 100, 2);
 }
 
 /// §3.2 on a dgram socketpair (the passcred sender autobinds on send).
@@ -150,10 +149,7 @@ pub fn explicit_root(b: &mut dyn Backend) {
     b.send(t0, b"PPP");
     b.sendmsg(t0, SendMsg::new(b"GGG").creds(Ucred::new(1, 1234, 5678)));
     b.sendmsg(t0, SendMsg::new(b"HHH").creds(Ucred::new(1, 1234, 5678)));
-    b.recvmsg(t1, 100);
-    b.recvmsg(t1, 100);
-    b.recvmsg(t1, 100);
-    b.recvmsg(t1, 100);
+    b.recvmsg_times(t1, 100, 4);
 }
 
 /// Explicit credentials from an unprivileged process (real, effective and saved ids
@@ -182,9 +178,7 @@ pub fn explicit_unprivileged(b: &mut dyn Backend) {
             ChildOp::Send(s0, b"plain".to_vec()),
         ],
     );
-    b.recvmsg(s1, 100);
-    b.recvmsg(s1, 100);
-    b.recvmsg(s1, 100);
+    b.recvmsg_times(s1, 100, 3);
 }
 
 /// With passcred on the receiver, one stream read never spans chunks whose
@@ -195,16 +189,11 @@ pub fn stream_no_merge(b: &mut dyn Backend) {
     b.send(s0, b"PPP");
     b.child(Child::default(), &[ChildOp::Send(s0, b"CCC".to_vec())]);
     b.send(s0, b"QQQ");
-    b.recv(s1, 100);
-    b.recv(s1, 100);
-    b.recv(s1, 100);
-    b.recv(s1, 100);
+    b.recv_times(s1, 100, 4);
     b.send(s0, b"PPP");
     b.child(Child::default(), &[ChildOp::Send(s0, b"CCC".to_vec())]);
     b.send(s0, b"QQQ");
-    b.recvmsg(s1, 100);
-    b.recvmsg(s1, 100);
-    b.recvmsg(s1, 100);
+    b.recvmsg_times(s1, 100, 3);
     // Sent while the receiver asked, read after it stopped: they merge.
     b.send(s0, b"PPP");
     b.child(Child::default(), &[ChildOp::Send(s0, b"CCC".to_vec())]);
@@ -432,7 +421,5 @@ pub fn peercred_effective_ids(b: &mut dyn Backend) {
         SendMsg::new(b"own").creds(Ucred::new(std::process::id() as i32, NOBODY, 0)),
     );
     b.as_root();
-    b.recvmsg(a, 100);
-    b.recvmsg(a, 100);
-    b.recvmsg(a, 100);
+    b.recvmsg_times(a, 100, 3);
 }

@@ -21,18 +21,13 @@ pub fn message_boundaries(b: &mut dyn Backend) {
     b.sendto(s1, b"ab", p("a.sock"));
     b.sendto(s1, b"cde", p("a.sock"));
     b.sendto(s1, b"fghij", p("a.sock"));
-    b.recv(s0, 100);
-    b.recv(s0, 100);
-    b.recv(s0, 100);
-    b.recv(s0, 100);
+    b.recv_times(s0, 100, 4);
     b.connect(s1, p("a.sock"));
     b.send(s1, b"one");
     b.send(s1, b"two");
     b.send(s1, &pattern(1000));
     b.recv(s0, 100);
-    b.recv(s0, 4096);
-    b.recv(s0, 4096);
-    b.recv(s0, 4096);
+    b.recv_times(s0, 4096, 3);
 }
 
 /// A short buffer truncates the message and the rest is dropped.
@@ -44,8 +39,7 @@ pub fn truncation(b: &mut dyn Backend) {
     b.send(s1, b"abcdefghij");
     b.send(s1, b"xyz");
     b.recv(s0, 4);
-    b.recv(s0, 100);
-    b.recv(s0, 100);
+    b.recv_times(s0, 100, 2);
     b.send(s1, b"0123456789");
     b.recvfrom(s0, 5);
     b.recv(s0, 100);
@@ -59,14 +53,12 @@ pub fn zero_length(b: &mut dyn Backend) {
     let s0 = b.bound(Dgram, p("a.sock"));
     let s1 = b.socket(Dgram);
     b.sendto(s1, b"", p("a.sock"));
-    b.recv(s0, 100);
-    b.recv(s0, 100);
+    b.recv_times(s0, 100, 2);
     b.connect(s1, p("a.sock"));
     b.send(s1, b"");
     b.send(s1, b"x");
     b.send(s1, b"");
-    b.recv(s0, 100);
-    b.recv(s0, 100);
+    b.recv_times(s0, 100, 2);
     b.recvfrom(s0, 100);
     b.recv(s0, 100);
 }
@@ -76,8 +68,7 @@ pub fn emsgsize(b: &mut dyn Backend) {
     let (s0, s1) = bound_and_connected(b);
     b.send(s1, &pattern(MAX_DGRAM + 1));
     b.send(s1, &pattern(MAX_DGRAM));
-    b.recv(s0, 300_000);
-    b.recv(s0, 300_000);
+    b.recv_times(s0, 300_000, 2);
     let s2 = b.socket(Dgram);
     b.sendto(s2, &pattern(MAX_DGRAM + 1), p("a.sock"));
     b.sendto(s2, &pattern(MAX_DGRAM), p("a.sock"));
@@ -311,8 +302,7 @@ pub fn shutdown_rd(b: &mut dyn Backend) {
     b.send(s1, b"after");
     let s2 = b.socket(Dgram);
     b.sendto(s2, b"third party", p("a.sock"));
-    b.recv(s0, 100);
-    b.recv(s0, 100);
+    b.recv_times(s0, 100, 2);
     b.bind(s1, p("b.sock"));
     b.sendto(s0, b"s0 still sends", p("b.sock"));
     b.recv(s1, 100);
@@ -333,12 +323,8 @@ pub fn reconnect(b: &mut dyn Backend) {
     b.connect(s2, p("missing.sock"));
     b.send(s2, b"4");
     b.getpeername(s2);
-    b.recv(s0, 100);
-    b.recv(s0, 100);
-    b.recv(s1, 100);
-    b.recv(s1, 100);
-    b.recv(s1, 100);
-    b.recv(s1, 100);
+    b.recv_times(s0, 100, 2);
+    b.recv_times(s1, 100, 4);
 }
 
 /// A connected dgram socket may still sendto another address.
@@ -350,8 +336,7 @@ pub fn sendto_while_connected(b: &mut dyn Backend) {
     b.send(s2, b"y to a");
     b.sendto(s2, b"z to a", p("a.sock"));
     b.recv(s1, 100);
-    b.recv(s0, 100);
-    b.recv(s0, 100);
+    b.recv_times(s0, 100, 2);
     b.getpeername(s2);
 }
 
@@ -378,8 +363,7 @@ pub fn reconnect_resets_old_peer(b: &mut dyn Backend) {
     b.connect(s4, p("d.sock"));
     b.send(s4, b"queued at s3");
     b.connect(s3, p("c.sock"));
-    b.recv(s4, 100);
-    b.recv(s4, 100);
+    b.recv_times(s4, 100, 2);
     b.send(s4, b"after");
 }
 

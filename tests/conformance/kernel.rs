@@ -264,9 +264,7 @@ impl Backend for Kernel {
 
     fn raw_bind(&mut self, s: Sock, a: &Addr) -> Res<()> {
         let fd = self.fd(s)?;
-        let (buf, len) = self.sockaddr(a)?;
-        // SAFETY: buf holds `len` valid bytes.
-        cvt(unsafe { libc::bind(fd, buf.as_ptr(), len) })
+        bind_fd(fd, self.sockaddr(a)?)
     }
 
     fn raw_autobind(&mut self, s: Sock) -> Res<()> {
@@ -279,9 +277,7 @@ impl Backend for Kernel {
 
     fn raw_connect(&mut self, s: Sock, a: &Addr) -> Res<()> {
         let fd = self.fd(s)?;
-        let (buf, len) = self.sockaddr(a)?;
-        // SAFETY: buf holds `len` valid bytes.
-        cvt(unsafe { libc::connect(fd, buf.as_ptr(), len) })
+        connect_fd(fd, self.sockaddr(a)?)
     }
 
     fn raw_listen(&mut self, s: Sock, backlog: i32) -> Res<()> {
@@ -316,18 +312,7 @@ impl Backend for Kernel {
 
     fn raw_sendto(&mut self, s: Sock, d: &[u8], a: &Addr) -> Res<usize> {
         let fd = self.fd(s)?;
-        let (buf, len) = self.sockaddr(a)?;
-        // SAFETY: d and buf are valid buffers.
-        cvt_len(unsafe {
-            libc::sendto(
-                fd,
-                d.as_ptr().cast(),
-                d.len(),
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                buf.as_ptr(),
-                len,
-            )
-        })
+        sendto_fd(fd, d, self.sockaddr(a)?)
     }
 
     fn raw_recv(&mut self, s: Sock, bufsize: usize) -> Res<Vec<u8>> {
@@ -441,18 +426,7 @@ impl Backend for Kernel {
     }
 
     fn raw_poll(&mut self, s: Sock) -> Res<i16> {
-        let fd = self.fd(s)?;
-        let mut pfd = libc::pollfd {
-            fd,
-            events: POLL_EVENTS,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, zero timeout.
-        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
-        if n < 0 {
-            return Err(last_errno());
-        }
-        Ok(pfd.revents)
+        poll_now(self.fd(s)?)
     }
 
     fn raw_send_sig(&mut self, s: Sock, d: &[u8]) -> (Res<usize>, bool) {
@@ -539,32 +513,17 @@ impl Backend for Kernel {
 
     fn raw_bind_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()> {
         let fd = self.fd(s)?;
-        let (buf, len) = self.sun_addr(sun)?;
-        // SAFETY: buf holds `len` valid bytes.
-        cvt(unsafe { libc::bind(fd, buf.as_ptr(), len) })
+        bind_fd(fd, self.sun_addr(sun)?)
     }
 
     fn raw_connect_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()> {
         let fd = self.fd(s)?;
-        let (buf, len) = self.sun_addr(sun)?;
-        // SAFETY: buf holds `len` valid bytes.
-        cvt(unsafe { libc::connect(fd, buf.as_ptr(), len) })
+        connect_fd(fd, self.sun_addr(sun)?)
     }
 
     fn raw_sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Res<usize> {
         let fd = self.fd(s)?;
-        let (buf, len) = self.sun_addr(sun)?;
-        // SAFETY: d and buf are valid buffers.
-        cvt_len(unsafe {
-            libc::sendto(
-                fd,
-                d.as_ptr().cast(),
-                d.len(),
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                buf.as_ptr(),
-                len,
-            )
-        })
+        sendto_fd(fd, d, self.sun_addr(sun)?)
     }
     // ---- credentials, rights and GC ----
 
@@ -746,6 +705,33 @@ impl Backend for Kernel {
             Ok(v)
         })
     }
+}
+
+/// bind(2) to an address `sockaddr` or `sun_addr` built.
+fn bind_fd(fd: libc::c_int, (buf, len): (SockAddrBuf, libc::socklen_t)) -> Res<()> {
+    // SAFETY: buf holds `len` valid bytes.
+    cvt(unsafe { libc::bind(fd, buf.as_ptr(), len) })
+}
+
+/// connect(2) to an address `sockaddr` or `sun_addr` built.
+fn connect_fd(fd: libc::c_int, (buf, len): (SockAddrBuf, libc::socklen_t)) -> Res<()> {
+    // SAFETY: buf holds `len` valid bytes.
+    cvt(unsafe { libc::connect(fd, buf.as_ptr(), len) })
+}
+
+/// A non-blocking sendto(2) without SIGPIPE to an address `sockaddr` or `sun_addr` built.
+fn sendto_fd(fd: libc::c_int, d: &[u8], (buf, len): (SockAddrBuf, libc::socklen_t)) -> Res<usize> {
+    // SAFETY: d and buf are valid buffers.
+    cvt_len(unsafe {
+        libc::sendto(
+            fd,
+            d.as_ptr().cast(),
+            d.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            buf.as_ptr(),
+            len,
+        )
+    })
 }
 
 // ---- names / permissions ----

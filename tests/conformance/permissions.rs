@@ -36,8 +36,7 @@ pub fn perm_connect_needs_write(b: &mut dyn Backend) {
     b.as_root();
     let a = b.accept(l);
     b.getpeername(a);
-    b.recv(r, 100);
-    b.recv(r, 100);
+    b.recv_times(r, 100, 2);
     b.chmod("l.sock", 0o000);
     b.chmod("r.sock", 0o000);
     let _rc = b.connected(Stream, p("l.sock"));
@@ -68,8 +67,7 @@ pub fn perm_owner_group_other_classes(b: &mut dyn Backend) {
         b.sendto(d, b"x", p("r.sock"));
         b.close(d);
         b.as_root();
-        b.recv(r, 100);
-        b.recv(r, 100);
+        b.recv_times(r, 100, 2);
     }
 }
 
@@ -102,8 +100,7 @@ pub fn perm_directory_search_and_write(b: &mut dyn Backend) {
     b.stat("d/s.sock");
     b.owner("d/s.sock");
     b.as_root();
-    b.recv(r, 100);
-    b.recv(r, 100);
+    b.recv_times(r, 100, 2);
     b.mkdir("d/e");
     b.chmod("d/e", 0o777);
     b.chmod("d", 0o600);

@@ -116,8 +116,7 @@ pub fn seqpacket_listen_accept(b: &mut dyn Backend) {
     b.getpeername(c);
     b.send(c, b"one");
     b.send(c, b"two");
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
     b.send(s, b"back");
     b.recv(c, 100);
     b.accept(l);
@@ -161,10 +160,7 @@ pub fn listen_twice(b: &mut dyn Backend) {
     b.connect(c[1], p("l.sock"));
     b.connect(c[2], p("l.sock"));
     b.connect(c[3], p("l.sock"));
-    b.accept(l);
-    b.accept(l);
-    b.accept(l);
-    b.accept(l);
+    b.accept_times(l, 4);
 }
 
 fn backlog_n(b: &mut dyn Backend, ty: Ty, n: i32) {
@@ -215,11 +211,9 @@ pub fn accept_frees_slot(b: &mut dyn Backend) {
 /// Non-blocking accept with nothing queued is EAGAIN, and stays so.
 pub fn accept_nonblocking_eagain(b: &mut dyn Backend) {
     let l = b.listening(Stream, p("l.sock"), 5);
-    b.accept(l);
-    b.accept(l);
+    b.accept_times(l, 2);
     let _c = b.connected(Stream, p("l.sock"));
-    b.accept(l);
-    b.accept(l);
+    b.accept_times(l, 2);
     let q = b.listening(Seqpacket, p("q.sock"), 5);
     b.accept(q);
 }
@@ -312,16 +306,13 @@ pub fn coalescing_reads(b: &mut dyn Backend) {
     b.send(c, b"abc");
     b.send(c, b"def");
     b.send(c, b"ghi");
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
     b.send(c, &pattern(3000));
     b.send(c, &pattern(5000));
     b.recv(s, 10000);
     b.send(s, b"x");
     b.send(s, b"y");
-    b.recv(c, 1);
-    b.recv(c, 1);
-    b.recv(c, 1);
+    b.recv_times(c, 1, 3);
 }
 
 /// A short read takes part of the stream and leaves the rest.
@@ -332,8 +323,7 @@ pub fn partial_reads(b: &mut dyn Backend) {
     b.recv(s, 4);
     b.send(c, b"abc");
     b.recv(s, 5);
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
     b.send(c, &pattern(10000));
     b.recv(s, 1);
     b.recv(s, 4095);
@@ -380,9 +370,7 @@ pub fn eof_after_peer_close(b: &mut dyn Backend) {
     b.send(s, b"last words");
     b.close(s);
     b.recv(c, 4);
-    b.recv(c, 100);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 3);
 }
 
 /// After the peer closes, send is EPIPE (no data was left unread).
@@ -403,8 +391,7 @@ pub fn econnreset_unread_recv_first(b: &mut dyn Backend) {
     let (_l, c, s) = conn(b, Stream);
     b.send(c, b"never read");
     b.close(s);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.send(c, b"x");
     b.recv(c, 100);
 }
@@ -417,9 +404,7 @@ pub fn econnreset_unread_send_first(b: &mut dyn Backend) {
     b.close(s);
     b.send(c, b"x");
     b.send(c, b"y");
-    b.recv(c, 100);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 3);
 }
 
 /// shutdown(SHUT_WR): the peer drains, then EOF; own send EPIPE; the other
@@ -429,12 +414,9 @@ pub fn shutdown_wr(b: &mut dyn Backend) {
     b.send(c, b"abc");
     b.shutdown(c, How::Wr);
     b.send(c, b"x");
-    b.recv(s, 100);
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 3);
     b.send(s, b"reply");
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.shutdown(c, How::Wr);
 }
 
@@ -445,12 +427,10 @@ pub fn shutdown_rd(b: &mut dyn Backend) {
     b.send(s, b"queued");
     b.shutdown(c, How::Rd);
     b.recv(c, 3);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.send(s, b"more");
     b.send(c, b"up");
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
 }
 
 /// shutdown(SHUT_RDWR) on one end: both directions close, mirrored on the peer.
@@ -459,11 +439,9 @@ pub fn shutdown_rdwr(b: &mut dyn Backend) {
     b.send(s, b"to c");
     b.send(c, b"to s");
     b.shutdown(c, How::RdWr);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.send(c, b"x");
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
     b.send(s, b"y");
     b.poll(c);
     b.poll(s);
@@ -509,12 +487,10 @@ pub fn listener_closed_pending_client(b: &mut dyn Backend) {
     let c2 = b.connected(Stream, p("l.sock"));
     b.send(c2, b"unread");
     b.close(l);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.send(c, b"x");
     b.send(c2, b"x");
-    b.recv(c2, 100);
-    b.recv(c2, 100);
+    b.recv_times(c2, 100, 2);
     b.getpeername(c);
     let _c3 = b.connected(Stream, p("l.sock"));
 }
@@ -530,8 +506,7 @@ pub fn client_closed_before_accept(b: &mut dyn Backend) {
     let c2 = b.connected(Stream, p("l.sock"));
     b.close(c2);
     let a = b.accept(l);
-    b.recv(a, 100);
-    b.recv(a, 100);
+    b.recv_times(a, 100, 2);
     b.send(a, b"x");
     let a2 = b.accept(l);
     b.recv(a2, 100);
@@ -599,8 +574,7 @@ pub fn zero_length_send(b: &mut dyn Backend) {
     b.send(c, b"a");
     b.send(c, b"");
     b.send(c, b"b");
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
 }
 
 // ---------------------------------------------------------------- seqpacket
@@ -612,11 +586,8 @@ pub fn seqpacket_boundaries(b: &mut dyn Backend) {
     b.send(c, b"cde");
     b.send(c, &pattern(1000));
     b.send(c, b"f");
-    b.recv(s, 100);
-    b.recv(s, 100);
-    b.recv(s, 4096);
-    b.recv(s, 4096);
-    b.recv(s, 4096);
+    b.recv_times(s, 100, 2);
+    b.recv_times(s, 4096, 3);
 }
 
 /// A short buffer truncates a record; the rest is discarded.
@@ -625,8 +596,7 @@ pub fn seqpacket_truncation(b: &mut dyn Backend) {
     b.send(c, b"0123456789");
     b.send(c, b"next");
     b.recv(s, 3);
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
     b.send(c, &pattern(5000));
     b.recv(s, 1);
     b.recv(s, 100);
@@ -638,10 +608,7 @@ pub fn seqpacket_zero_length(b: &mut dyn Backend) {
     b.send(c, b"");
     b.send(c, b"x");
     b.send(c, b"");
-    b.recv(s, 100);
-    b.recv(s, 100);
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 4);
 }
 
 /// send or recv on an unconnected (or listening) seqpacket socket is ENOTCONN;
@@ -667,9 +634,7 @@ pub fn seqpacket_sendto_connected(b: &mut dyn Backend) {
     b.sendto(c, b"to other?", p("other.sock"));
     b.sendto(c, b"to self?", p("l.sock"));
     b.sendto(c, b"to nowhere?", p("missing.sock"));
-    b.recv(s, 100);
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 3);
     b.accept(o);
     b.sendto(s, b"back", p("other.sock"));
     b.recvfrom(c, 100);
@@ -681,8 +646,7 @@ pub fn seqpacket_peer_closed(b: &mut dyn Backend) {
     b.send(s, b"last");
     b.close(s);
     b.poll(c);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.send(c, b"x");
     b.send(c, b"y");
     b.poll(c);
@@ -704,8 +668,7 @@ pub fn seqpacket_peer_closed_unread_recv(b: &mut dyn Backend) {
     b.send(c, b"never read");
     b.close(s);
     b.poll(c);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.send(c, b"x");
     b.poll(c);
 }
@@ -715,8 +678,7 @@ pub fn seqpacket_backpressure(b: &mut dyn Backend) {
     let (_l, c, s) = conn(b, Seqpacket);
     send_until_error(b, c, 1, 1000);
     b.poll(c);
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
     b.poll(c);
     recv_until_empty(b, s, 100, 1000);
     b.poll(c);
@@ -743,8 +705,7 @@ pub fn seqpacket_emsgsize(b: &mut dyn Backend) {
     let (_l, c, s) = conn(b, Seqpacket);
     b.send(c, &pattern(212_961));
     b.send(c, &pattern(212_960));
-    b.recv(s, 300_000);
-    b.recv(s, 300_000);
+    b.recv_times(s, 300_000, 2);
     b.send(c, &pattern(1 << 20));
     b.recv(s, 100);
 }

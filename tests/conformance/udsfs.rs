@@ -399,18 +399,7 @@ impl Backend for Udsfs {
 
     fn raw_poll(&mut self, s: Sock) -> Res<i16> {
         use std::os::fd::AsRawFd;
-        let fd = self.data(s)?.as_raw_fd();
-        let mut pfd = libc::pollfd {
-            fd,
-            events: POLL_EVENTS,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, zero timeout.
-        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
-        if n < 0 {
-            return Err(last_errno());
-        }
-        Ok(pfd.revents)
+        poll_now(self.data(s)?.as_raw_fd())
     }
 
     /// A write on `data` (the daemon raises SIGPIPE in the writing thread on a stream
