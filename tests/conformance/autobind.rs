@@ -104,8 +104,7 @@ pub fn autobind_idempotent_when_named(b: &mut dyn Backend) {
 /// explicit one on stream and seqpacket: EINVAL, and nothing is created.
 pub fn bind_after_any_autobind(b: &mut dyn Backend) {
     let _r = b.bound(Dgram, p("r.sock"));
-    let d = b.socket(Dgram);
-    b.passcred(d, true);
+    let d = b.passcred_socket(Dgram);
     b.sendto(d, b"x", p("r.sock"));
     b.getsockname(d);
     b.bind(d, p("d.sock"));
@@ -113,8 +112,7 @@ pub fn bind_after_any_autobind(b: &mut dyn Backend) {
     b.stat("d.sock");
     b.getsockname(d);
     let _l = b.listening(Stream, p("l.sock"), 5);
-    let c = b.socket(Stream);
-    b.passcred(c, true);
+    let c = b.passcred_socket(Stream);
     b.connect(c, p("l.sock"));
     b.bind(c, p("c.sock"));
     b.stat("c.sock");
@@ -134,8 +132,7 @@ pub fn bind_after_any_autobind(b: &mut dyn Backend) {
 /// name its clients; passcred off again names nothing.
 pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
     let l = b.listening(Stream, p("l.sock"), 5);
-    let c1 = b.socket(Stream);
-    b.passcred(c1, true);
+    let c1 = b.passcred_socket(Stream);
     b.getsockname(c1);
     b.connect(c1, p("l.sock"));
     b.getsockname(c1);
@@ -146,12 +143,10 @@ pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
     b.getsockname(c2);
     let a2 = b.accept(l);
     b.getpeername(a2);
-    let c3 = b.socket(Stream);
-    b.passcred(c3, true);
+    let c3 = b.passcred_socket(Stream);
     b.connect(c3, p("missing.sock"));
     b.getsockname(c3);
-    let c4 = b.socket(Stream);
-    b.passcred(c4, true);
+    let c4 = b.passcred_socket(Stream);
     b.connect(c4, ab(b"missing"));
     b.getsockname(c4);
     let l2 = b.bound(Stream, ab(b"l2"));
@@ -159,14 +154,12 @@ pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
     b.listen(l2, 5);
     let c5 = b.connected(Stream, ab(b"l2"));
     b.getsockname(c5);
-    let c6 = b.socket(Stream);
-    b.passcred(c6, true);
+    let c6 = b.passcred_socket(Stream);
     b.passcred(c6, false);
     b.connect(c6, ab(b"l2"));
     b.getsockname(c6);
     let _dg = b.bound(Dgram, p("dg.sock"));
-    let c7 = b.socket(Stream);
-    b.passcred(c7, true);
+    let c7 = b.passcred_socket(Stream);
     b.connect(c7, p("dg.sock"));
     b.getsockname(c7);
 }
@@ -175,8 +168,7 @@ pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
 /// send is the dgram send), unlike stream.
 pub fn implicit_autobind_seqpacket(b: &mut dyn Backend) {
     let l = b.listening(Seqpacket, ab(b"sq"), 5);
-    let c = b.socket(Seqpacket);
-    b.passcred(c, true);
+    let c = b.passcred_socket(Seqpacket);
     b.connect(c, ab(b"sq"));
     b.getsockname(c);
     let a = b.accept(l);
@@ -191,8 +183,7 @@ pub fn implicit_autobind_seqpacket(b: &mut dyn Backend) {
     b.send(y, b"y to x");
     b.getsockname(y);
     b.recv(x, 100);
-    let u = b.socket(Seqpacket);
-    b.passcred(u, true);
+    let u = b.passcred_socket(Seqpacket);
     b.send(u, b"unconnected");
     b.getsockname(u);
     let c2 = b.connected(Seqpacket, ab(b"sq"));
@@ -209,22 +200,18 @@ pub fn implicit_autobind_seqpacket(b: &mut dyn Backend) {
 /// ECONNREFUSED), but not when the address itself is invalid (108-byte name).
 pub fn implicit_autobind_dgram_connect(b: &mut dyn Backend) {
     let r = b.bound(Dgram, p("r.sock"));
-    let d1 = b.socket(Dgram);
-    b.passcred(d1, true);
+    let d1 = b.passcred_socket(Dgram);
     b.connect(d1, p("r.sock"));
     b.getsockname(d1);
     b.send(d1, b"from d1");
     b.recvfrom(r, 100);
-    let d2 = b.socket(Dgram);
-    b.passcred(d2, true);
+    let d2 = b.passcred_socket(Dgram);
     b.connect(d2, p("missing.sock"));
     b.getsockname(d2);
-    let d3 = b.socket(Dgram);
-    b.passcred(d3, true);
+    let d3 = b.passcred_socket(Dgram);
     b.connect(d3, ab(b"missing"));
     b.getsockname(d3);
-    let d4 = b.socket(Dgram);
-    b.passcred(d4, true);
+    let d4 = b.passcred_socket(Dgram);
     b.connect_sun(d4, &abs_sun(&[b'n'; 108]));
     b.getsockname(d4);
     let d5 = b.connected(Dgram, p("r.sock"));
@@ -238,8 +225,7 @@ pub fn implicit_autobind_dgram_connect(b: &mut dyn Backend) {
 /// invalid address; a receiver's SO_PASSCRED does not name the sender.
 pub fn implicit_autobind_dgram_send(b: &mut dyn Backend) {
     let r = b.bound(Dgram, p("r.sock"));
-    let d1 = b.socket(Dgram);
-    b.passcred(d1, true);
+    let d1 = b.passcred_socket(Dgram);
     b.sendto(d1, b"passcred", p("r.sock"));
     b.getsockname(d1);
     b.recvfrom(r, 100);
@@ -255,20 +241,16 @@ pub fn implicit_autobind_dgram_send(b: &mut dyn Backend) {
     b.sendto(d3, b"to passcred receiver", ab(b"r2"));
     b.getsockname(d3);
     b.recvfrom(r2, 100);
-    let d4 = b.socket(Dgram);
-    b.passcred(d4, true);
+    let d4 = b.passcred_socket(Dgram);
     b.send(d4, b"unconnected");
     b.getsockname(d4);
-    let d5 = b.socket(Dgram);
-    b.passcred(d5, true);
+    let d5 = b.passcred_socket(Dgram);
     b.sendto(d5, b"x", ab(b"missing"));
     b.getsockname(d5);
-    let d6 = b.socket(Dgram);
-    b.passcred(d6, true);
+    let d6 = b.passcred_socket(Dgram);
     b.sendto_sun(d6, b"x", &abs_sun(&[b'n'; 108]));
     b.getsockname(d6);
-    let d7 = b.socket(Dgram);
-    b.passcred(d7, true);
+    let d7 = b.passcred_socket(Dgram);
     b.sendto(d7, &pattern(212_961), p("r.sock"));
     b.getsockname(d7);
     b.recv(r, 100);
@@ -295,8 +277,7 @@ pub fn implicit_autobind_dgram_socketpair(b: &mut dyn Backend) {
 /// never does either; after an explicit autobind listen works.
 pub fn no_autobind_listen_or_stream_send(b: &mut dyn Backend) {
     for ty in [Stream, Seqpacket] {
-        let s = b.socket(ty);
-        b.passcred(s, true);
+        let s = b.passcred_socket(ty);
         b.listen(s, 5);
         b.getsockname(s);
         b.autobind(s);

@@ -264,7 +264,7 @@ fn unit(r: &Res<()>) -> String {
     show(r, |_| "ok".to_string())
 }
 
-fn sock_s(s: Sock) -> String {
+pub fn sock_s(s: Sock) -> String {
     if s == BAD_SOCK {
         "s?".to_string()
     } else {
@@ -405,6 +405,13 @@ pub trait Backend {
         s
     }
 
+    /// A new socket with SO_PASSCRED on.
+    fn passcred_socket(&mut self, ty: Ty) -> Sock {
+        let s = self.socket(ty);
+        self.passcred(s, true);
+        s
+    }
+
     /// A new socket connected to `a`.
     fn connected(&mut self, ty: Ty, a: Addr) -> Sock {
         let s = self.socket(ty);
@@ -541,24 +548,24 @@ pub trait Backend {
 
     fn getsockname(&mut self, s: Sock) -> Out<Name> {
         let r = self.raw_getsockname(s);
-        let t = self.trace();
-        let res = match &r {
-            Ok(n) => format!("ok {}", t.name(n)),
-            Err(e) => format!("ERR {e}"),
-        };
-        t.push(format!("getsockname({})", sock_s(s)), res);
+        self.record_name(format!("getsockname({})", sock_s(s)), &r);
         Out(r)
     }
 
     fn getpeername(&mut self, s: Sock) -> Out<Name> {
         let r = self.raw_getpeername(s);
+        self.record_name(format!("getpeername({})", sock_s(s)), &r);
+        Out(r)
+    }
+
+    /// Records `op` with the name it gave, or its errno.
+    fn record_name(&mut self, op: String, r: &Res<Name>) {
         let t = self.trace();
-        let res = match &r {
+        let res = match r {
             Ok(n) => format!("ok {}", t.name(n)),
             Err(e) => format!("ERR {e}"),
         };
-        t.push(format!("getpeername({})", sock_s(s)), res);
-        Out(r)
+        t.push(op, res);
     }
 
     fn close(&mut self, s: Sock) -> Out<()> {
@@ -1052,6 +1059,13 @@ pub fn sigpipe_check<T>(f: impl FnOnce() -> T) -> (T, bool) {
 
 /// The events every `raw_poll` asks for.
 pub const POLL_EVENTS: i16 = libc::POLLIN | libc::POLLPRI | libc::POLLOUT | libc::POLLRDHUP;
+
+/// Takes the blocking call `j` out of a backend's table: it is joined once.
+pub fn take_job<T>(jobs: &mut [Option<T>], j: Job) -> Res<T> {
+    jobs.get_mut(j)
+        .and_then(Option::take)
+        .ok_or_else(|| "HARNESS no such blocking call".to_string())
+}
 
 /// The events of `POLL_EVENTS` that `fd` has now (poll with a zero timeout).
 pub fn poll_now(fd: libc::c_int) -> Res<i16> {

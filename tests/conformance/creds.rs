@@ -305,15 +305,13 @@ pub fn accept_inherits_passcred(b: &mut dyn Backend) {
 /// and on dgram/seqpacket send, never on listen or stream send.
 pub fn autobind(b: &mut dyn Backend) {
     let srv = b.bound(Dgram, p("srv.sock"));
-    let d = b.socket(Dgram);
-    b.passcred(d, true);
+    let d = b.passcred_socket(Dgram);
     b.getsockname(d);
     b.connect(d, p("srv.sock"));
     b.getsockname(d);
     b.send(d, b"hi");
     b.recvfrom(srv, 100);
-    let d2 = b.socket(Dgram);
-    b.passcred(d2, true);
+    let d2 = b.passcred_socket(Dgram);
     b.sendto(d2, b"to", p("srv.sock"));
     b.getsockname(d2);
     b.recvfrom(srv, 100);
@@ -325,8 +323,7 @@ pub fn autobind(b: &mut dyn Backend) {
     b.recvfrom(srv, 100);
     // Stream: connect autobinds, the server sees the name.
     let l = b.listening(Stream, p("l.sock"), 5);
-    let c = b.socket(Stream);
-    b.passcred(c, true);
+    let c = b.passcred_socket(Stream);
     b.connect(c, p("l.sock"));
     b.getsockname(c);
     let a = b.accept(l);
@@ -335,13 +332,11 @@ pub fn autobind(b: &mut dyn Backend) {
     b.recvmsg(a, 100);
     // Seqpacket connect.
     let _ql = b.listening(Seqpacket, p("q.sock"), 5);
-    let qc = b.socket(Seqpacket);
-    b.passcred(qc, true);
+    let qc = b.passcred_socket(Seqpacket);
     b.connect(qc, p("q.sock"));
     b.getsockname(qc);
     // listen does not autobind.
-    let u = b.socket(Stream);
-    b.passcred(u, true);
+    let u = b.passcred_socket(Stream);
     b.listen(u, 5);
     b.getsockname(u);
     // Socketpairs: dgram sends autobind, stream sends do not.
@@ -359,24 +354,20 @@ pub fn autobind(b: &mut dyn Backend) {
 /// The implicit autobind comes before the target is looked up: a connect or
 /// sendto that fails still leaves the socket autobound.
 pub fn autobind_before_lookup(b: &mut dyn Backend) {
-    let d = b.socket(Dgram);
-    b.passcred(d, true);
+    let d = b.passcred_socket(Dgram);
     b.sendto(d, b"nowhere", p("missing.sock"));
     b.getsockname(d);
-    let d2 = b.socket(Dgram);
-    b.passcred(d2, true);
+    let d2 = b.passcred_socket(Dgram);
     b.connect(d2, p("missing.sock"));
     b.getsockname(d2);
     for ty in [Stream, Seqpacket] {
-        let c = b.socket(ty);
-        b.passcred(c, true);
+        let c = b.passcred_socket(ty);
         b.connect(c, p("missing.sock"));
         b.getsockname(c);
     }
     // A type mismatch is found after the autobind too.
     let _srv = b.bound(Dgram, p("srv.sock"));
-    let c = b.socket(Stream);
-    b.passcred(c, true);
+    let c = b.passcred_socket(Stream);
     b.connect(c, p("srv.sock"));
     b.getsockname(c);
 }

@@ -133,6 +133,16 @@ impl Kernel {
         CString::new(self.abs(p)).expect("path without NUL")
     }
 
+    /// The name getsockname(2) or getpeername(2) (`call`) gives for socket s.
+    fn name_by(&self, s: Sock, call: NameCall) -> Res<Name> {
+        let fd = self.fd(s)?;
+        let mut buf = SockAddrBuf::new();
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: buf is a valid buffer of `len` bytes.
+        cvt(unsafe { call(fd, buf.as_mut_ptr(), &mut len) })?;
+        Ok(self.name_of(&buf, len))
+    }
+
     /// Build a sockaddr_un for `a`; returns the buffer and addrlen.
     fn sockaddr(&self, a: &Addr) -> Res<(SockAddrBuf, libc::socklen_t)> {
         let mut buf = SockAddrBuf::new();
@@ -349,21 +359,11 @@ impl Backend for Kernel {
     }
 
     fn raw_getsockname(&mut self, s: Sock) -> Res<Name> {
-        let fd = self.fd(s)?;
-        let mut buf = SockAddrBuf::new();
-        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        // SAFETY: buf is a valid buffer of `len` bytes.
-        cvt(unsafe { libc::getsockname(fd, buf.as_mut_ptr(), &mut len) })?;
-        Ok(self.name_of(&buf, len))
+        self.name_by(s, libc::getsockname)
     }
 
     fn raw_getpeername(&mut self, s: Sock) -> Res<Name> {
-        let fd = self.fd(s)?;
-        let mut buf = SockAddrBuf::new();
-        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        // SAFETY: buf is a valid buffer of `len` bytes.
-        cvt(unsafe { libc::getpeername(fd, buf.as_mut_ptr(), &mut len) })?;
-        Ok(self.name_of(&buf, len))
+        self.name_by(s, libc::getpeername)
     }
 
     fn raw_close(&mut self, s: Sock) -> Res<()> {
@@ -706,6 +706,10 @@ impl Backend for Kernel {
         })
     }
 }
+
+/// getsockname(2) or getpeername(2).
+type NameCall =
+    unsafe extern "C" fn(libc::c_int, *mut libc::sockaddr, *mut libc::socklen_t) -> libc::c_int;
 
 /// bind(2) to an address `sockaddr` or `sun_addr` built.
 fn bind_fd(fd: libc::c_int, (buf, len): (SockAddrBuf, libc::socklen_t)) -> Res<()> {
@@ -1142,11 +1146,7 @@ impl Kernel {
     }
 
     fn join_job(&mut self, j: Job) -> Res<Done> {
-        let job = self
-            .jobs
-            .get_mut(j)
-            .and_then(Option::take)
-            .ok_or_else(|| "HARNESS no such blocking call".to_string())?;
+        let job = take_job(&mut self.jobs, j)?;
         let r = job.call.join();
         self.unblock_sock(job.sock);
         match r?? {

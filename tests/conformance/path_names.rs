@@ -6,14 +6,6 @@
 use super::backend::Ty::{Dgram, Seqpacket, Stream};
 use super::backend::*;
 
-fn sock_name(s: Sock) -> String {
-    if s == BAD_SOCK {
-        "s?".to_string()
-    } else {
-        format!("s{s}")
-    }
-}
-
 /// The kernel side binds raw sun_path names relative to its cwd, so it reports them
 /// without the scenario root, which its name decoding marks "!outside-root:"; a
 /// relative name is what udsfs reports too.
@@ -27,28 +19,17 @@ fn rel(n: Name) -> Name {
     }
 }
 
-fn show_name(b: &mut dyn Backend, r: &Res<Name>) -> String {
-    match r {
-        Ok(n) => format!("ok {}", b.trace().name(n)),
-        Err(e) => format!("ERR {e}"),
-    }
-}
-
 /// getsockname of a socket that may have a relative raw sun_path name.
 fn getsockname_rel(b: &mut dyn Backend, s: Sock) -> Option<Name> {
     let r = b.raw_getsockname(s).map(rel);
-    let res = show_name(b, &r);
-    b.trace()
-        .push(format!("getsockname({})", sock_name(s)), res);
+    b.record_name(format!("getsockname({})", sock_s(s)), &r);
     r.ok()
 }
 
 /// getpeername, peer possibly named by a relative raw sun_path.
 fn getpeername_rel(b: &mut dyn Backend, s: Sock) -> Option<Name> {
     let r = b.raw_getpeername(s).map(rel);
-    let res = show_name(b, &r);
-    b.trace()
-        .push(format!("getpeername({})", sock_name(s)), res);
+    b.record_name(format!("getpeername({})", sock_s(s)), &r);
     r.ok()
 }
 
@@ -63,7 +44,7 @@ fn recvfrom_rel(b: &mut dyn Backend, s: Sock, bufsize: usize) {
         Err(e) => format!("ERR {e}"),
     };
     b.trace()
-        .push(format!("recvfrom({}, {bufsize})", sock_name(s)), res);
+        .push(format!("recvfrom({}, {bufsize})", sock_s(s)), res);
 }
 
 /// A path in use by a live socket of either type: EADDRINUSE; a failed bind leaves

@@ -18,6 +18,14 @@ fn look(b: &mut dyn Backend, s: Sock) {
     b.poll(s);
 }
 
+/// A recvmsg on `s`: the first socket the message passed (BAD_SOCK for none).
+fn recv_right(b: &mut dyn Backend, s: Sock) -> Sock {
+    b.recvmsg(s, 100)
+        .ok()
+        .and_then(|m| m.rights.first().copied())
+        .unwrap_or(BAD_SOCK)
+}
+
 /// Pairs (A_i, B_i) and, for each edge (inflight, receiver), A_inflight sent twice
 /// in one message over B_receiver, which queues it at A_receiver (the selftest's
 /// `send_fd`). Then every A is closed, the collector runs, and each B and A is
@@ -224,10 +232,7 @@ pub fn passed_socket_works(b: &mut dyn Backend) {
     b.alive(id);
     // The peer writes to it while it is in flight.
     b.send(a2, b"early");
-    let m = b.recvmsg(d, 100).ok();
-    let h = m
-        .map(|m| m.rights.first().copied().unwrap_or(BAD_SOCK))
-        .unwrap_or(BAD_SOCK);
+    let h = recv_right(b, d);
     b.recv(h, 100);
     b.send(a2, b"hello");
     b.recv(h, 100);
@@ -249,10 +254,7 @@ pub fn passed_listener_accepts(b: &mut dyn Backend) {
     b.sendmsg(c, SendMsg::new(b"l").rights(&[l]));
     b.close_ref(l);
     let k = b.connected(Stream, p("l.sock"));
-    let m = b.recvmsg(d, 100).ok();
-    let h = m
-        .map(|m| m.rights.first().copied().unwrap_or(BAD_SOCK))
-        .unwrap_or(BAD_SOCK);
+    let h = recv_right(b, d);
     let a = b.accept(h);
     b.send(k, b"hi");
     b.recv(a, 100);
@@ -274,16 +276,8 @@ pub fn cycle_one_open(b: &mut dyn Backend) {
     b.alive(i1);
     look(b, b1);
     // a0 holds a1: take it out, and a0 out of it.
-    let h1 = b
-        .recvmsg(a0, 100)
-        .ok()
-        .and_then(|m| m.rights.first().copied())
-        .unwrap_or(BAD_SOCK);
-    let h0 = b
-        .recvmsg(h1, 100)
-        .ok()
-        .and_then(|m| m.rights.first().copied())
-        .unwrap_or(BAD_SOCK);
+    let h1 = recv_right(b, a0);
+    let h0 = recv_right(b, h1);
     b.send(b1, b"ping");
     b.recv(h1, 100);
     b.send(h1, b"pong");
@@ -311,11 +305,7 @@ pub fn reachable_not_collected(b: &mut dyn Backend) {
     b.gc();
     b.alive(i0);
     look(b, b0);
-    let h = b
-        .recvmsg(r, 100)
-        .ok()
-        .and_then(|m| m.rights.first().copied())
-        .unwrap_or(BAD_SOCK);
+    let h = recv_right(b, r);
     b.send(b0, b"hi");
     b.recv(h, 100);
     // Back in flight, then the holder closes: its queue takes the socket along.
@@ -342,11 +332,7 @@ pub fn cycle_also_held_outside(b: &mut dyn Backend) {
     b.alive_all(&[i0, i1]);
     look(b, b0);
     look(b, b1);
-    let h = b
-        .recvmsg(r, 100)
-        .ok()
-        .and_then(|m| m.rights.first().copied())
-        .unwrap_or(BAD_SOCK);
+    let h = recv_right(b, r);
     b.close_ref(h);
     b.gc();
     b.alive_all(&[i0, i1]);
@@ -558,11 +544,7 @@ pub fn embryo_accepted_receive(b: &mut dyn Backend) {
     b.sendmsg(c, SendMsg::new(b"x").rights(&[l]));
     let a = b.accept(l);
     b.close_ref(l);
-    let h = b
-        .recvmsg(a, 100)
-        .ok()
-        .and_then(|m| m.rights.first().copied())
-        .unwrap_or(BAD_SOCK);
+    let h = recv_right(b, a);
     let c2 = b.connected(Seqpacket, p("l.sock"));
     let a2 = b.accept(h);
     b.send(c2, b"second");

@@ -139,23 +139,28 @@ impl Udsfs {
     }
 
     fn data(&mut self, s: Sock) -> Res<&mut File> {
-        let n = self.sock(s)?.n.clone();
-        let p = self.ctrl(&format!("sock/{n}/data"));
-        let u = self.sock(s)?;
-        if u.data.is_none() {
-            u.data = Some(open_rw_nonblock(&p)?);
-        }
-        Ok(u.data.as_mut().unwrap())
+        self.sock_file(s, "data", |u| &mut u.data)
     }
 
     fn msg(&mut self, s: Sock) -> Res<&mut File> {
+        self.sock_file(s, "msg", |u| &mut u.msg)
+    }
+
+    /// The socket's file `name`, opened read-write and non-blocking on first use and
+    /// kept in `slot`.
+    fn sock_file(
+        &mut self,
+        s: Sock,
+        name: &str,
+        slot: fn(&mut USock) -> &mut Option<File>,
+    ) -> Res<&mut File> {
         let n = self.sock(s)?.n.clone();
-        let p = self.ctrl(&format!("sock/{n}/msg"));
-        let u = self.sock(s)?;
-        if u.msg.is_none() {
-            u.msg = Some(open_rw_nonblock(&p)?);
+        let p = self.ctrl(&format!("sock/{n}/{name}"));
+        let f = slot(self.sock(s)?);
+        if f.is_none() {
+            *f = Some(open_rw_nonblock(&p)?);
         }
-        Ok(u.msg.as_mut().unwrap())
+        Ok(f.as_mut().unwrap())
     }
 
     fn status(&mut self, s: Sock) -> Res<Vec<(String, String)>> {
@@ -680,11 +685,7 @@ impl Backend for Udsfs {
     }
 
     fn raw_join(&mut self, j: Job) -> Res<Done> {
-        let call = self
-            .jobs
-            .get_mut(j)
-            .and_then(Option::take)
-            .ok_or_else(|| "HARNESS no such blocking call".to_string())?;
+        let call = take_job(&mut self.jobs, j)?;
         match call.join()?? {
             UOut::Count(n) => Ok(Done::Count(n)),
             UOut::Data(d) => Ok(Done::Data(d)),
