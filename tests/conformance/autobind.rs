@@ -89,8 +89,7 @@ pub fn autobind_idempotent_when_named(b: &mut dyn Backend) {
     b.getsockname(sq);
     let c = b.bound(Stream, p("c.sock"));
     b.passcred(c, true);
-    b.connect(c, p("st.sock"));
-    b.getsockname(c);
+    b.connect_then_name(c, p("st.sock"));
     let a = b.accept(st);
     b.getpeername(a);
     let d = b.bound(Dgram, ab(b"d"));
@@ -134,8 +133,7 @@ pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
     let l = b.listening(Stream, p("l.sock"), 5);
     let c1 = b.passcred_socket(Stream);
     b.getsockname(c1);
-    b.connect(c1, p("l.sock"));
-    b.getsockname(c1);
+    b.connect_then_name(c1, p("l.sock"));
     let a1 = b.accept(l);
     b.getpeername(a1);
     b.getsockname(a1);
@@ -144,11 +142,9 @@ pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
     let a2 = b.accept(l);
     b.getpeername(a2);
     let c3 = b.passcred_socket(Stream);
-    b.connect(c3, p("missing.sock"));
-    b.getsockname(c3);
+    b.connect_then_name(c3, p("missing.sock"));
     let c4 = b.passcred_socket(Stream);
-    b.connect(c4, ab(b"missing"));
-    b.getsockname(c4);
+    b.connect_then_name(c4, ab(b"missing"));
     let l2 = b.bound(Stream, ab(b"l2"));
     b.passcred(l2, true);
     b.listen(l2, 5);
@@ -156,12 +152,10 @@ pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
     b.getsockname(c5);
     let c6 = b.passcred_socket(Stream);
     b.passcred(c6, false);
-    b.connect(c6, ab(b"l2"));
-    b.getsockname(c6);
+    b.connect_then_name(c6, ab(b"l2"));
     let _dg = b.bound(Dgram, p("dg.sock"));
     let c7 = b.passcred_socket(Stream);
-    b.connect(c7, p("dg.sock"));
-    b.getsockname(c7);
+    b.connect_then_name(c7, p("dg.sock"));
 }
 
 /// Seqpacket: SO_PASSCRED autobinds at connect and at send over a socketpair (its
@@ -169,8 +163,7 @@ pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
 pub fn implicit_autobind_seqpacket(b: &mut dyn Backend) {
     let l = b.listening(Seqpacket, ab(b"sq"), 5);
     let c = b.passcred_socket(Seqpacket);
-    b.connect(c, ab(b"sq"));
-    b.getsockname(c);
+    b.connect_then_name(c, ab(b"sq"));
     let a = b.accept(l);
     b.getpeername(a);
     let (x, y) = b.pair(Seqpacket);
@@ -201,16 +194,13 @@ pub fn implicit_autobind_seqpacket(b: &mut dyn Backend) {
 pub fn implicit_autobind_dgram_connect(b: &mut dyn Backend) {
     let r = b.bound(Dgram, p("r.sock"));
     let d1 = b.passcred_socket(Dgram);
-    b.connect(d1, p("r.sock"));
-    b.getsockname(d1);
+    b.connect_then_name(d1, p("r.sock"));
     b.send(d1, b"from d1");
     b.recvfrom(r, 100);
     let d2 = b.passcred_socket(Dgram);
-    b.connect(d2, p("missing.sock"));
-    b.getsockname(d2);
+    b.connect_then_name(d2, p("missing.sock"));
     let d3 = b.passcred_socket(Dgram);
-    b.connect(d3, ab(b"missing"));
-    b.getsockname(d3);
+    b.connect_then_name(d3, ab(b"missing"));
     let d4 = b.passcred_socket(Dgram);
     b.connect_sun(d4, &abs_sun(&[b'n'; 108]));
     b.getsockname(d4);

@@ -419,6 +419,12 @@ pub trait Backend {
         s
     }
 
+    /// Connects `s` to `a`, then asks its name (which a connect may have autobound).
+    fn connect_then_name(&mut self, s: Sock, a: Addr) {
+        self.connect(s, a);
+        self.getsockname(s);
+    }
+
     /// Closes each of `socks`, in order.
     fn close_refs(&mut self, socks: &[Sock]) {
         for &s in socks {

@@ -109,9 +109,25 @@ fn full_dgram_receiver(b: &mut dyn Backend) -> (Sock, Sock) {
 
 // ------------------------------------------------------------ read on empty
 
-fn read_woken_by_write(b: &mut dyn Backend, ty: Ty) {
+/// A socketpair of `ty` whose second end is blocked in a read.
+fn blocked_read(b: &mut dyn Backend, ty: Ty) -> (Sock, Sock, Job) {
     let (x, y) = b.pair(ty);
     let j = b.start(Blocking::Recv(y, 100));
+    (x, y, j)
+}
+
+/// Joins a read its peer ended; a dgram reader is not told and stays blocked until
+/// a signal.
+fn join_ended_by_peer(b: &mut dyn Backend, ty: Ty, j: Job) {
+    if ty == Dgram {
+        b.still_blocked(j);
+        b.signal(j);
+    }
+    b.join(j);
+}
+
+fn read_woken_by_write(b: &mut dyn Backend, ty: Ty) {
+    let (x, y, j) = blocked_read(b, ty);
     b.send(x, b"hello");
     b.join(j);
     b.recv(y, 100);
@@ -123,28 +139,18 @@ fn read_woken_by_write(b: &mut dyn Backend, ty: Ty) {
 /// mirroring for dgram) and stays blocked until a signal.
 fn read_ended_by_peer_close(b: &mut dyn Backend, ty: Ty) {
     ignore_sigpipe();
-    let (x, y) = b.pair(ty);
-    let j = b.start(Blocking::Recv(y, 100));
+    let (x, y, j) = blocked_read(b, ty);
     b.close(x);
-    if ty == Dgram {
-        b.still_blocked(j);
-        b.signal(j);
-    }
-    b.join(j);
+    join_ended_by_peer(b, ty, j);
     b.recv(y, 100);
     b.send(y, b"x");
 }
 
 fn read_ended_by_peer_shut_wr(b: &mut dyn Backend, ty: Ty) {
     ignore_sigpipe();
-    let (x, y) = b.pair(ty);
-    let j = b.start(Blocking::Recv(y, 100));
+    let (x, y, j) = blocked_read(b, ty);
     b.shutdown(x, How::Wr);
-    if ty == Dgram {
-        b.still_blocked(j);
-        b.signal(j);
-    }
-    b.join(j);
+    join_ended_by_peer(b, ty, j);
     b.recv(y, 100);
     b.send(y, b"back");
     b.recv(x, 100);
@@ -154,8 +160,7 @@ fn read_ended_by_peer_shut_wr(b: &mut dyn Backend, ty: Ty) {
 /// non-blocking dgram read gives EAGAIN, not EOF).
 fn read_ended_by_own_shut_rd(b: &mut dyn Backend, ty: Ty) {
     ignore_sigpipe();
-    let (x, y) = b.pair(ty);
-    let j = b.start(Blocking::Recv(y, 100));
+    let (x, y, j) = blocked_read(b, ty);
     b.shutdown(y, How::Rd);
     b.join(j);
     b.recv(y, 100);
@@ -174,8 +179,7 @@ fn read_after_own_shut_rd(b: &mut dyn Backend, ty: Ty) {
 }
 
 fn read_ended_by_signal(b: &mut dyn Backend, ty: Ty) {
-    let (x, y) = b.pair(ty);
-    let j = b.start(Blocking::Recv(y, 100));
+    let (x, y, j) = blocked_read(b, ty);
     b.signal(j);
     b.join(j);
     // The interrupted read took nothing: the next message is whole.

@@ -307,8 +307,7 @@ pub fn autobind(b: &mut dyn Backend) {
     let srv = b.bound(Dgram, p("srv.sock"));
     let d = b.passcred_socket(Dgram);
     b.getsockname(d);
-    b.connect(d, p("srv.sock"));
-    b.getsockname(d);
+    b.connect_then_name(d, p("srv.sock"));
     b.send(d, b"hi");
     b.recvfrom(srv, 100);
     let d2 = b.passcred_socket(Dgram);
@@ -324,8 +323,7 @@ pub fn autobind(b: &mut dyn Backend) {
     // Stream: connect autobinds, the server sees the name.
     let l = b.listening(Stream, p("l.sock"), 5);
     let c = b.passcred_socket(Stream);
-    b.connect(c, p("l.sock"));
-    b.getsockname(c);
+    b.connect_then_name(c, p("l.sock"));
     let a = b.accept(l);
     b.getpeername(a);
     b.send(c, b"x");
@@ -333,8 +331,7 @@ pub fn autobind(b: &mut dyn Backend) {
     // Seqpacket connect.
     let _ql = b.listening(Seqpacket, p("q.sock"), 5);
     let qc = b.passcred_socket(Seqpacket);
-    b.connect(qc, p("q.sock"));
-    b.getsockname(qc);
+    b.connect_then_name(qc, p("q.sock"));
     // listen does not autobind.
     let u = b.passcred_socket(Stream);
     b.listen(u, 5);
@@ -358,18 +355,15 @@ pub fn autobind_before_lookup(b: &mut dyn Backend) {
     b.sendto(d, b"nowhere", p("missing.sock"));
     b.getsockname(d);
     let d2 = b.passcred_socket(Dgram);
-    b.connect(d2, p("missing.sock"));
-    b.getsockname(d2);
+    b.connect_then_name(d2, p("missing.sock"));
     for ty in [Stream, Seqpacket] {
         let c = b.passcred_socket(ty);
-        b.connect(c, p("missing.sock"));
-        b.getsockname(c);
+        b.connect_then_name(c, p("missing.sock"));
     }
     // A type mismatch is found after the autobind too.
     let _srv = b.bound(Dgram, p("srv.sock"));
     let c = b.passcred_socket(Stream);
-    b.connect(c, p("srv.sock"));
-    b.getsockname(c);
+    b.connect_then_name(c, p("srv.sock"));
 }
 
 /// seqpacket sends go through the dgram send path, which autobinds a passcred
