@@ -104,8 +104,7 @@ pub fn autobind_idempotent_when_named(b: &mut dyn Backend) {
 pub fn bind_after_any_autobind(b: &mut dyn Backend) {
     let _r = b.bound(Dgram, p("r.sock"));
     let d = b.passcred_socket(Dgram);
-    b.sendto(d, b"x", p("r.sock"));
-    b.getsockname(d);
+    b.sendto_then_name(d, b"x", p("r.sock"));
     b.bind(d, p("d.sock"));
     b.bind(d, ab(b"d"));
     b.stat("d.sock");
@@ -169,21 +168,17 @@ pub fn implicit_autobind_seqpacket(b: &mut dyn Backend) {
     let (x, y) = b.pair(Seqpacket);
     b.passcred(x, true);
     b.getsockname(x);
-    b.send(x, b"x to y");
-    b.getsockname(x);
+    b.send_then_name(x, b"x to y");
     b.getpeername(y);
     b.recv(y, 100);
-    b.send(y, b"y to x");
-    b.getsockname(y);
+    b.send_then_name(y, b"y to x");
     b.recv(x, 100);
     let u = b.passcred_socket(Seqpacket);
-    b.send(u, b"unconnected");
-    b.getsockname(u);
+    b.send_then_name(u, b"unconnected");
     let c2 = b.connected(Seqpacket, ab(b"sq"));
     b.getsockname(c2);
     b.passcred(c2, true);
-    b.send(c2, b"passcred after connect");
-    b.getsockname(c2);
+    b.send_then_name(c2, b"passcred after connect");
     let a2 = b.accept(l);
     b.getpeername(a2);
     b.recv(a2, 100);
@@ -216,8 +211,7 @@ pub fn implicit_autobind_dgram_connect(b: &mut dyn Backend) {
 pub fn implicit_autobind_dgram_send(b: &mut dyn Backend) {
     let r = b.bound(Dgram, p("r.sock"));
     let d1 = b.passcred_socket(Dgram);
-    b.sendto(d1, b"passcred", p("r.sock"));
-    b.getsockname(d1);
+    b.sendto_then_name(d1, b"passcred", p("r.sock"));
     b.recvfrom(r, 100);
     b.sendto(d1, b"again", p("r.sock"));
     b.recvfrom(r, 100);
@@ -228,21 +222,17 @@ pub fn implicit_autobind_dgram_send(b: &mut dyn Backend) {
     let r2 = b.bound(Dgram, ab(b"r2"));
     b.passcred(r2, true);
     let d3 = b.socket(Dgram);
-    b.sendto(d3, b"to passcred receiver", ab(b"r2"));
-    b.getsockname(d3);
+    b.sendto_then_name(d3, b"to passcred receiver", ab(b"r2"));
     b.recvfrom(r2, 100);
     let d4 = b.passcred_socket(Dgram);
-    b.send(d4, b"unconnected");
-    b.getsockname(d4);
+    b.send_then_name(d4, b"unconnected");
     let d5 = b.passcred_socket(Dgram);
-    b.sendto(d5, b"x", ab(b"missing"));
-    b.getsockname(d5);
+    b.sendto_then_name(d5, b"x", ab(b"missing"));
     let d6 = b.passcred_socket(Dgram);
     b.sendto_sun(d6, b"x", &abs_sun(&[b'n'; 108]));
     b.getsockname(d6);
     let d7 = b.passcred_socket(Dgram);
-    b.sendto(d7, &pattern(212_961), p("r.sock"));
-    b.getsockname(d7);
+    b.sendto_then_name(d7, &pattern(212_961), p("r.sock"));
     b.recv(r, 100);
 }
 
@@ -253,8 +243,7 @@ pub fn implicit_autobind_dgram_socketpair(b: &mut dyn Backend) {
     b.getpeername(x);
     b.passcred(x, true);
     b.getsockname(x);
-    b.send(x, b"x to y");
-    b.getsockname(x);
+    b.send_then_name(x, b"x to y");
     b.getpeername(y);
     b.recvfrom(y, 100);
     b.send(y, b"y to x");
@@ -287,8 +276,7 @@ pub fn no_autobind_listen_or_stream_send(b: &mut dyn Backend) {
     let l = b.listening(Stream, ab(b"l"), 5);
     let c = b.connected(Stream, ab(b"l"));
     b.passcred(c, true);
-    b.send(c, b"after connect");
-    b.getsockname(c);
+    b.send_then_name(c, b"after connect");
     let a = b.accept(l);
     b.getpeername(a);
     b.recv(a, 100);

@@ -425,6 +425,18 @@ pub trait Backend {
         self.getsockname(s);
     }
 
+    /// Sends `d` on `s`, then asks its name (which a send may have autobound).
+    fn send_then_name(&mut self, s: Sock, d: &[u8]) {
+        self.send(s, d);
+        self.getsockname(s);
+    }
+
+    /// Sends `d` from `s` to `a`, then asks the name of `s`.
+    fn sendto_then_name(&mut self, s: Sock, d: &[u8], a: Addr) {
+        self.sendto(s, d, a);
+        self.getsockname(s);
+    }
+
     /// Closes each of `socks`, in order.
     fn close_refs(&mut self, socks: &[Sock]) {
         for &s in socks {

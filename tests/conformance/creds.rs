@@ -311,14 +311,12 @@ pub fn autobind(b: &mut dyn Backend) {
     b.send(d, b"hi");
     b.recvfrom(srv, 100);
     let d2 = b.passcred_socket(Dgram);
-    b.sendto(d2, b"to", p("srv.sock"));
-    b.getsockname(d2);
+    b.sendto_then_name(d2, b"to", p("srv.sock"));
     b.recvfrom(srv, 100);
     // Already bound: nothing changes.
     let d4 = b.bound(Dgram, p("d4.sock"));
     b.passcred(d4, true);
-    b.sendto(d4, b"named", p("srv.sock"));
-    b.getsockname(d4);
+    b.sendto_then_name(d4, b"named", p("srv.sock"));
     b.recvfrom(srv, 100);
     // Stream: connect autobinds, the server sees the name.
     let l = b.listening(Stream, p("l.sock"), 5);
@@ -341,8 +339,7 @@ pub fn autobind(b: &mut dyn Backend) {
         let (x, y) = b.pair(ty);
         b.passcred(x, true);
         b.getsockname(x);
-        b.send(x, b"p");
-        b.getsockname(x);
+        b.send_then_name(x, b"p");
         b.getpeername(y);
         b.recvmsg(y, 100);
     }
@@ -352,8 +349,7 @@ pub fn autobind(b: &mut dyn Backend) {
 /// sendto that fails still leaves the socket autobound.
 pub fn autobind_before_lookup(b: &mut dyn Backend) {
     let d = b.passcred_socket(Dgram);
-    b.sendto(d, b"nowhere", p("missing.sock"));
-    b.getsockname(d);
+    b.sendto_then_name(d, b"nowhere", p("missing.sock"));
     let d2 = b.passcred_socket(Dgram);
     b.connect_then_name(d2, p("missing.sock"));
     for ty in [Stream, Seqpacket] {
@@ -372,8 +368,7 @@ pub fn autobind_seqpacket_send(b: &mut dyn Backend) {
     let (x, y) = b.pair(Seqpacket);
     b.passcred(x, true);
     b.getsockname(x);
-    b.send(x, b"p");
-    b.getsockname(x);
+    b.send_then_name(x, b"p");
     b.getpeername(y);
     b.recvmsg(y, 100);
     b.sendmsg(x, SendMsg::new(b"q"));

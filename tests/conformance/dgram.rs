@@ -251,8 +251,7 @@ pub fn recvfrom_sender_names(b: &mut dyn Backend) {
     b.sendto(s3, b"from abstract", p("srv.sock"));
     let s4 = b.socket(Dgram);
     b.autobind(s4);
-    b.sendto(s4, b"from autobound", p("srv.sock"));
-    b.getsockname(s4);
+    b.sendto_then_name(s4, b"from autobound", p("srv.sock"));
     for _ in 0..5 {
         b.recvfrom(s0, 100);
     }

@@ -26,6 +26,26 @@ fn recv_right(b: &mut dyn Backend, s: Sock) -> Sock {
         .unwrap_or(BAD_SOCK)
 }
 
+/// Two stream pairs (A0, B0), (A1, B1) with A0 queued at A1 and A1 at A0 (sent
+/// over B1 and B0): (A0, B0, A1, B1).
+fn two_cycle(b: &mut dyn Backend) -> (Sock, Sock, Sock, Sock) {
+    let (a0, b0) = b.pair(Stream);
+    let (a1, b1) = b.pair(Stream);
+    b.sendmsg(b1, SendMsg::new(b"0").rights(&[a0]));
+    b.sendmsg(b0, SendMsg::new(b"1").rights(&[a1]));
+    (a0, b0, a1, b1)
+}
+
+/// The received listener handle `h` accepts `client`, whose `data` arrives; then
+/// the accepted socket and `h` close and the client looks.
+fn accept_through(b: &mut dyn Backend, h: Sock, client: Sock, data: &[u8]) {
+    let a = b.accept(h);
+    b.send(client, data);
+    b.recv(a, 100);
+    b.close_refs(&[a, h]);
+    look(b, client);
+}
+
 /// Pairs (A_i, B_i) and, for each edge (inflight, receiver), A_inflight sent twice
 /// in one message over B_receiver, which queues it at A_receiver (the selftest's
 /// `send_fd`). Then every A is closed, the collector runs, and each B and A is
@@ -255,21 +275,14 @@ pub fn passed_listener_accepts(b: &mut dyn Backend) {
     b.close_ref(l);
     let k = b.connected(Stream, p("l.sock"));
     let h = recv_right(b, d);
-    let a = b.accept(h);
-    b.send(k, b"hi");
-    b.recv(a, 100);
-    b.close_refs(&[a, h]);
-    look(b, k);
+    accept_through(b, h, k, b"hi");
     b.close_refs(&[k, c, d]);
 }
 
 /// A cycle with one member still open is alive: the sockets come back out of the
 /// queues and work.
 pub fn cycle_one_open(b: &mut dyn Backend) {
-    let (a0, b0) = b.pair(Stream);
-    let (a1, b1) = b.pair(Stream);
-    b.sendmsg(b1, SendMsg::new(b"0").rights(&[a0]));
-    b.sendmsg(b0, SendMsg::new(b"1").rights(&[a1]));
+    let (a0, b0, a1, b1) = two_cycle(b);
     let i1 = b.ident(a1);
     b.close_ref(a1);
     b.gc();
@@ -546,21 +559,14 @@ pub fn embryo_accepted_receive(b: &mut dyn Backend) {
     b.close_ref(l);
     let h = recv_right(b, a);
     let c2 = b.connected(Seqpacket, p("l.sock"));
-    let a2 = b.accept(h);
-    b.send(c2, b"second");
-    b.recv(a2, 100);
-    b.close_refs(&[a2, h]);
-    look(b, c2);
+    accept_through(b, h, c2, b"second");
     b.close_refs(&[c2, a, c]);
 }
 
 /// A cycle with a second handle (dup) still open on a member is alive; once the
 /// dup is closed, the next collection frees it.
 pub fn cycle_dup_open(b: &mut dyn Backend) {
-    let (a0, b0) = b.pair(Stream);
-    let (a1, b1) = b.pair(Stream);
-    b.sendmsg(b1, SendMsg::new(b"0").rights(&[a0]));
-    b.sendmsg(b0, SendMsg::new(b"1").rights(&[a1]));
+    let (a0, b0, a1, b1) = two_cycle(b);
     let d = b.dup(a0);
     let (i0, i1) = (b.ident(a0), b.ident(a1));
     b.close_refs(&[a0, a1]);
