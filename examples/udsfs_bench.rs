@@ -210,10 +210,16 @@ impl WaitPair {
     }
 }
 
+/// The barrier every reader and writer of `groups` groups and the timing thread
+/// wait at before a hackbench round starts.
+fn start_line(groups: usize) -> Arc<Barrier> {
+    Arc::new(Barrier::new(groups * 2 * GROUP + 1))
+}
+
 fn hackbench_engine(groups: usize, loops: usize) -> f64 {
     let eng = Engine::new(Config::default());
     let caller = Caller::current();
-    let barrier = Arc::new(Barrier::new(groups * 2 * GROUP + 1));
+    let barrier = start_line(groups);
     let mut handles = Vec::new();
     let mut all = Vec::new();
     for _ in 0..groups {
@@ -320,7 +326,7 @@ fn read_exact_fd(f: &File, buf: &mut [u8]) {
 }
 
 fn hackbench_fs(dir: &Path, mode: Mode, groups: usize, loops: usize, passcred: bool) -> f64 {
-    let barrier = Arc::new(Barrier::new(groups * 2 * GROUP + 1));
+    let barrier = start_line(groups);
     let mut handles = Vec::new();
     let mut ctls = Vec::new();
     for _ in 0..groups {

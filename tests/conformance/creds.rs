@@ -301,6 +301,18 @@ pub fn accept_inherits_passcred(b: &mut dyn Backend) {
     b.recvmsg(c2, 100);
 }
 
+/// A socketpair (x, y) of `ty`, x with SO_PASSCRED: the names of x before and after
+/// it sends, and the name y sees for its peer and the message.
+fn pair_send_names(b: &mut dyn Backend, ty: Ty) -> (Sock, Sock) {
+    let (x, y) = b.pair(ty);
+    b.passcred(x, true);
+    b.getsockname(x);
+    b.send_then_name(x, b"p");
+    b.getpeername(y);
+    b.recvmsg(y, 100);
+    (x, y)
+}
+
 /// SO_PASSCRED autobinds an unbound socket on connect (stream, dgram, seqpacket)
 /// and on dgram/seqpacket send, never on listen or stream send.
 pub fn autobind(b: &mut dyn Backend) {
@@ -336,12 +348,7 @@ pub fn autobind(b: &mut dyn Backend) {
     b.getsockname(u);
     // Socketpairs: dgram sends autobind, stream sends do not.
     for ty in [Dgram, Stream] {
-        let (x, y) = b.pair(ty);
-        b.passcred(x, true);
-        b.getsockname(x);
-        b.send_then_name(x, b"p");
-        b.getpeername(y);
-        b.recvmsg(y, 100);
+        pair_send_names(b, ty);
     }
 }
 
@@ -365,12 +372,7 @@ pub fn autobind_before_lookup(b: &mut dyn Backend) {
 /// seqpacket sends go through the dgram send path, which autobinds a passcred
 /// socket (a socketpair has no name otherwise); the receiver sees the name.
 pub fn autobind_seqpacket_send(b: &mut dyn Backend) {
-    let (x, y) = b.pair(Seqpacket);
-    b.passcred(x, true);
-    b.getsockname(x);
-    b.send_then_name(x, b"p");
-    b.getpeername(y);
-    b.recvmsg(y, 100);
+    let (x, y) = pair_send_names(b, Seqpacket);
     b.sendmsg(x, SendMsg::new(b"q"));
     b.recvmsg(y, 100);
 }
