@@ -309,20 +309,12 @@ impl Backend for Kernel {
 
     fn raw_send(&mut self, s: Sock, d: &[u8]) -> Res<usize> {
         let fd = self.fd(s)?;
-        // SAFETY: d is a valid buffer.
-        cvt_len(unsafe {
-            libc::send(
-                fd,
-                d.as_ptr().cast(),
-                d.len(),
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-            )
-        })
+        send_fd(fd, d, None)
     }
 
     fn raw_sendto(&mut self, s: Sock, d: &[u8], a: &Addr) -> Res<usize> {
         let fd = self.fd(s)?;
-        sendto_fd(fd, d, self.sockaddr(a)?)
+        send_fd(fd, d, Some(self.sockaddr(a)?))
     }
 
     fn raw_recv(&mut self, s: Sock, bufsize: usize) -> Res<Vec<u8>> {
@@ -523,7 +515,7 @@ impl Backend for Kernel {
 
     fn raw_sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Res<usize> {
         let fd = self.fd(s)?;
-        sendto_fd(fd, d, self.sun_addr(sun)?)
+        send_fd(fd, d, Some(self.sun_addr(sun)?))
     }
     // ---- credentials, rights and GC ----
 
@@ -723,16 +715,21 @@ fn connect_fd(fd: libc::c_int, (buf, len): (SockAddrBuf, libc::socklen_t)) -> Re
     cvt(unsafe { libc::connect(fd, buf.as_ptr(), len) })
 }
 
-/// A non-blocking sendto(2) without SIGPIPE to an address `sockaddr` or `sun_addr` built.
-fn sendto_fd(fd: libc::c_int, d: &[u8], (buf, len): (SockAddrBuf, libc::socklen_t)) -> Res<usize> {
-    // SAFETY: d and buf are valid buffers.
+/// A non-blocking send without SIGPIPE: sendto(2) to an address `sockaddr` or
+/// `sun_addr` built, or with none, which is send(2).
+fn send_fd(fd: libc::c_int, d: &[u8], to: Option<(SockAddrBuf, libc::socklen_t)>) -> Res<usize> {
+    let (addr, len) = match &to {
+        Some((buf, len)) => (buf.as_ptr(), *len),
+        None => (std::ptr::null(), 0),
+    };
+    // SAFETY: d is a valid buffer, addr null or `len` valid bytes.
     cvt_len(unsafe {
         libc::sendto(
             fd,
             d.as_ptr().cast(),
             d.len(),
             libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-            buf.as_ptr(),
+            addr,
             len,
         )
     })
