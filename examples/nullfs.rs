@@ -1,4 +1,4 @@
-//! A null FUSE filesystem: the floor under udsfs's figures (issue 7).
+//! A null FUSE filesystem: the floor under udsfs's figures.
 //!
 //!     nullfs MOUNTPOINT [--threads N]
 //!

@@ -1,4 +1,4 @@
-//! The measuring half of issue 7's benchmark suite; `scripts/bench` runs it and
+//! The measuring half of the benchmark suite; `scripts/bench` runs it and
 //! prints the table. Each subcommand measures one thing and prints lines
 //! `RESULT key value` (and free text the script passes through).
 //!
@@ -33,10 +33,7 @@ const DATASIZE: usize = 100;
 const GROUP: usize = 20;
 
 #[derive(Parser)]
-#[command(
-    name = "udsfs_bench",
-    about = "udsfs benchmarks (issue 7); see scripts/bench"
-)]
+#[command(name = "udsfs_bench", about = "udsfs benchmarks; see scripts/bench")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -213,10 +210,16 @@ impl WaitPair {
     }
 }
 
+/// The barrier every reader and writer of `groups` groups and the timing thread
+/// wait at before a hackbench round starts.
+fn start_line(groups: usize) -> Arc<Barrier> {
+    Arc::new(Barrier::new(groups * 2 * GROUP + 1))
+}
+
 fn hackbench_engine(groups: usize, loops: usize) -> f64 {
     let eng = Engine::new(Config::default());
     let caller = Caller::current();
-    let barrier = Arc::new(Barrier::new(groups * 2 * GROUP + 1));
+    let barrier = start_line(groups);
     let mut handles = Vec::new();
     let mut all = Vec::new();
     for _ in 0..groups {
@@ -323,7 +326,7 @@ fn read_exact_fd(f: &File, buf: &mut [u8]) {
 }
 
 fn hackbench_fs(dir: &Path, mode: Mode, groups: usize, loops: usize, passcred: bool) -> f64 {
-    let barrier = Arc::new(Barrier::new(groups * 2 * GROUP + 1));
+    let barrier = start_line(groups);
     let mut handles = Vec::new();
     let mut ctls = Vec::new();
     for _ in 0..groups {
@@ -419,18 +422,8 @@ fn pingpong(mode: Mode, dir: &Path, iters: usize) -> f64 {
         }
         Mode::Null => return null_lockstep(dir, iters),
         Mode::Kernel => {
-            let (a, b) = nix::sys::socket::socketpair(
-                nix::sys::socket::AddressFamily::Unix,
-                nix::sys::socket::SockType::Stream,
-                None,
-                nix::sys::socket::SockFlag::empty(),
-            )
-            .expect("socketpair");
-            let b = File::from(b);
-            (
-                File::from(a),
-                Some(Box::new(move || b.try_clone().expect("dup"))),
-            )
+            let (a, b) = kernel_stream_pair();
+            (a, Some(Box::new(move || b.try_clone().expect("dup"))))
         }
         Mode::Udsfs => {
             let (ctl, n, m) = udsfs_pair(dir);
@@ -470,13 +463,8 @@ fn pingpong(mode: Mode, dir: &Path, iters: usize) -> f64 {
     rate
 }
 
-/// The lockstep floor: two processes make the same four null requests per
-/// round trip as over udsfs (A writes, B reads, B writes, A reads), and hand
-/// the turn to each other over a kernel socketpair (1 byte), as a udsfs
-/// round trip hands it over by answering the other side's parked read.
-fn null_lockstep(dir: &Path, iters: usize) -> f64 {
-    let msg = [7u8; DATASIZE];
-    let mut buf = [0u8; DATASIZE];
+/// A kernel AF_UNIX stream socketpair.
+fn kernel_stream_pair() -> (File, File) {
     let (a, b) = nix::sys::socket::socketpair(
         nix::sys::socket::AddressFamily::Unix,
         nix::sys::socket::SockType::Stream,
@@ -484,7 +472,17 @@ fn null_lockstep(dir: &Path, iters: usize) -> f64 {
         nix::sys::socket::SockFlag::empty(),
     )
     .expect("socketpair");
-    let (a, b) = (File::from(a), File::from(b));
+    (File::from(a), File::from(b))
+}
+
+/// The lockstep floor: two processes make the same four null requests per
+/// round trip as over udsfs (A writes, B reads, B writes, A reads), and hand
+/// the turn to each other over a kernel socketpair (1 byte), as a udsfs
+/// round trip hands it over by answering the other side's parked read.
+fn null_lockstep(dir: &Path, iters: usize) -> f64 {
+    let msg = [7u8; DATASIZE];
+    let mut buf = [0u8; DATASIZE];
+    let (a, b) = kernel_stream_pair();
     let mut tok = [0u8; 1];
     if fork() {
         drop(a);
@@ -641,7 +639,7 @@ fn gc_pressure(inflight: usize, samples: usize) {
     // (so p is in flight and an edge into p makes the graph maybe-cyclic);
     // each round passes a fresh socket over q -> p, which schedules a
     // collection (more than gc_trigger in flight) and, as a heavy user,
-    // waits for the running one (seed 004's penalty). Then takes it back.
+    // waits for the running one. Then takes it back.
     let (x, y) = eng.socketpair(SockType::Dgram, &c);
     let (p, q) = eng.socketpair(SockType::Dgram, &c);
     eng.hold(&p);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Abstract names follow the caller's network namespace within one mount, as Linux's
-# do (issue 13): processes in different namespaces never see each other's abstract
+# do: processes in different namespaces never see each other's abstract
 # names or autobinds; processes in one namespace do. Through `udsfs run` (a
 # differential program against the kernel) and through the files (`unshare -n`).
 source "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Abstract names are private to a mount, like a network namespace (issue 13, item 8):
+# Abstract names are private to a mount, like a network namespace:
 # two mounts never see each other's abstract names, and neither sees the kernel's.
 source "$(dirname "$0")/lib.sh"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Attacks on access by reference (issue 17, reproduction 1 and "Opening
-# /proc/self/fd/N"), on an --allow-other mount, by root, nobody (65534) and a second
+# Attacks on access by reference (reopening after a handoff, opening
+# /proc/self/fd/N), on an --allow-other mount, by root, nobody (65534) and a second
 # user (40001). A socket's directory opens only while its owner holds a claim on it
 # (src/engine/access.rs); each attack prints what it tried and what it got, and the
 # script fails if one gets through:
@@ -81,18 +81,6 @@ def expect(what, got, want):
     print(f"ok: {what} = {want!r}", flush=True)
 
 # Helpers, run by root and by the actors alike.
-def clone(ty):
-    fd = os.open(f"{U}/{ty}/clone", os.O_RDWR)
-    return fd, int(os.read(fd, 64).split()[0])
-
-def pair(ty):
-    fd = os.open(f"{U}/{ty}/pair", os.O_RDWR)
-    a, b = map(int, os.read(fd, 64).split())
-    return fd, a, b
-
-def ctl(fd, cmd):
-    os.write(fd, (cmd + "\n").encode())
-
 def opn(n, f, flags=os.O_RDWR):
     return os.open(f"{U}/sock/{n}/{f}", flags)
 
@@ -178,7 +166,7 @@ class Actor:
 
 nobody, other = Actor(NOBODY), Actor(OTHER)
 
-# ---- 1. reopen after handoff (issue 17, reproduction 1)
+# ---- 1. reopen after handoff
 nobody.do("Lfd, L = clone('stream'); ctl(Lfd, 'bind a.sock'); ctl(Lfd, 'listen');"
           "os.chmod(M + '/a.sock', 0o777)")
 pfd, x1, x2 = pair("stream")

@@ -47,18 +47,10 @@ new_sock R dgram
 ctl "$R_FD" "bind @rootd" || fail "bind @rootd"
 ctl "$R_FD" "passcred on" || fail "passcred on"
 
-cat >"$TMP/att.py" <<'PYEOF'
-import errno, os, sys, threading, time
+with_helpers "$TMP/att.py" <<'PYEOF'
 M, U = os.environ["MNT"], os.environ["U"]
 X = "user.udsfs.act_for"
 mode = sys.argv[1]
-
-def err(fn, *a):
-    try:
-        fn(*a)
-        return "OK"
-    except OSError as e:
-        return errno.errorcode.get(e.errno, str(e.errno))
 
 def grant(v):
     return err(os.setxattr, M, X, v if isinstance(v, bytes) else str(v).encode())

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Descriptor exhaustion and trust attacks on the daemon, by unprivileged users of an
-# --allow-other mount (issue 17, "What to build" 3 and 4). The daemon runs with
+# --allow-other mount. The daemon runs with
 # RLIMIT_NOFILE 1024, so clients may make it hold at most 512 descriptors
 # (src/engine/fds.rs: a quarter and 256 more stay its own), 256 per user
 # (--user-share 50). Each attack prints what it tried and what it got:
@@ -216,28 +216,9 @@ elif mode == "squat":
         time.sleep(0.05)
 PYEOF
 
-as_user() { # as_user UID ARGS...: in the foreground
-    local uid=$1
-    shift
-    setpriv --reuid="$uid" --regid="$uid" --clear-groups "$PY3" "$TMP/att.py" "$@"
-}
-holders=()
-hold() { # hold OUT UID ARGS...: in the background; waits for its report
-    local out=$1 uid=$2 n=0
-    shift 2
-    setpriv --reuid="$uid" --regid="$uid" --clear-groups "$PY3" "$TMP/att.py" "$@" >"$out" 2>&1 &
-    holders+=($!)
-    until [ -s "$out" ]; do
-        n=$((n + 1))
-        [ $n -le 6000 ] || fail "no report from '$*' in 60 s"
-        sleep 0.01
-    done
-}
-release_all() {
-    kill -9 "${holders[@]}" 2>/dev/null || true
-    wait "${holders[@]}" 2>/dev/null || true
-    holders=()
-}
+# shellcheck disable=SC2034 # read by lib.sh
+CLIENT_PY=$TMP/att.py
+HOLD_WAIT_S=60
 daemon_fds() { ls "/proc/$DAEMON_PID/fd" | wc -l; }
 field() { sed -n "s/.*\<$2=\([^ ]*\).*/\1/p" "$1"; }
 bounded() { # bounded WHAT: the daemon's count stays below its RLIMIT less the reserve
@@ -312,7 +293,7 @@ n=$(daemon_fds)
 [ "$n" -le $((BASE + 24)) ] || fail "pidfd flood: the daemon went from $BASE to $n descriptors"
 ok "pidfd flood: daemon descriptors $BASE -> $n"
 bounded "pidfd flood"
-release_all
+release_holders
 
 # ---- 2. deposit flood
 say "attack: user $A deposits 253 files per fd-channel connection on 4 connections"
@@ -343,7 +324,7 @@ say "  got: $(cat "$TMP/d2")"
 [ "$(field "$TMP/d2" deposited)" -ge 200 ] || fail "user $B could not deposit its own share: $(cat "$TMP/d2")"
 ok "deposit flood: $A got $dep then ETOOMANYREFS; $B still deposits"
 bounded "two deposit floods"
-release_all
+release_holders
 say "bound: descriptors held for clients: $BUDGET of RLIMIT_NOFILE $LIMIT, $((BUDGET / 2)) per user (ETOOMANYREFS)"
 
 # ---- 3. unclaimed-file flood
@@ -356,7 +337,7 @@ held=$(field "$TMP/u1" received_unclaimed)
 ok "unclaimed flood: $held held, then ETOOMANYREFS"
 bounded "unclaimed flood"
 killed_reader_ends "unclaimed flood"
-release_all
+release_holders
 
 # ---- 4. connection flood
 say "attack: user $A opens 1000 connections to the fd channel"
@@ -371,7 +352,7 @@ killed_reader_ends "connection flood"
 hold "$TMP/c2" $B conn_flood 10 3600
 [ "$(field "$TMP/c2" served)" = 10 ] || fail "user $B could not connect during $A's flood: $(cat "$TMP/c2")"
 ok "connection flood: user $B still connects ($(cat "$TMP/c2"))"
-release_all
+release_holders
 
 # ---- 7. pid reuse against SO_PEERPIDFD
 cat >"$TMP/reuse.py" <<'PYEOF'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Socket calls outside the send/receive path as Linux answers them (issue 17):
+# Socket calls outside the send/receive path as Linux answers them:
 # tests/conformance/api_diffs.py runs on kernel sockets and through
 # `udsfs run --route`; both outputs must be equal. Then a routed server that
 # crashed is started again on a new mount: its bind gives EADDRINUSE as on
@@ -7,25 +7,8 @@
 # The program's child sets its real uid to nobody's (keeping euid 0).
 UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
-need_preload
-need_cmd python3 python3
-
-PROG=$ROOT/tests/conformance/api_diffs.py
-mkdir "$TMP/k" "$TMP/rk" "$TMP/ru"
-python3 "$PROG" "$TMP/k" "$TMP/rk" >"$TMP/kernel.out" 2>"$TMP/kernel.err" ||
-    fail "the program fails on kernel sockets: $(tail -3 "$TMP/kernel.err")"
-grep -qx 'where: kernel' "$TMP/kernel.out" || fail "the kernel run did not use kernel sockets"
-tail -1 "$TMP/kernel.out" | grep -qx done || fail "kernel run did not finish"
-UDSFS_PRELOAD=$PRELOAD_LIB timeout 120 "$UDSFS_BIN" run --mount "$MNT" --route "$TMP/ru" -- \
-    python3 "$PROG" "$MNT" "$TMP/ru" >"$TMP/udsfs.out" 2>"$TMP/udsfs.err" ||
-    fail "the program fails through udsfs run: $(tail -3 "$TMP/udsfs.err")"
-grep -qx 'where: udsfs' "$TMP/udsfs.out" || fail "the udsfs run did not use udsfs sockets"
-if ! diff <(grep -v '^where: ' "$TMP/kernel.out") <(grep -v '^where: ' "$TMP/udsfs.out") >"$TMP/diff"; then
-    cat "$TMP/diff" >&2
-    fail "udsfs run answered differently from the kernel (< kernel, > udsfs)"
-fi
-ok "udsfs run: the same $(wc -l <"$TMP/udsfs.out") results as the kernel"
-[ ! -s "$TMP/udsfs.err" ] || fail "the library complained: $(cat "$TMP/udsfs.err")"
+mkdir "$TMP/ru"
+kernel_vs_udsfs "$ROOT/tests/conformance/api_diffs.py" "$TMP/ru"
 
 # A routed server crashes (never unlinks); the mount is replaced by a new one.
 D=$TMP/routed

@@ -24,7 +24,7 @@
 source "$(dirname "$0")/lib.sh"
 
 # The driver: python, forking clients that block in the mount; lib.sh's prelude
-# (M, U) comes first. argv: MODE [ARGS]; modes: holdup, kills, umount UDSFS_BIN, sigterm PID.
+# (udsfs_files.py) comes first. argv: MODE [ARGS]; modes: holdup, kills, umount UDSFS_BIN, sigterm PID.
 read -r -d '' DRIVER <<'EOF' || true
 import random, subprocess
 
@@ -42,18 +42,6 @@ for fd in os.listdir("/proc/self/fd"):
     except OSError:
         pass
 
-def clone(t):
-    fd = os.open(f"{U}/{t}/clone", os.O_RDWR)
-    return fd, int(os.read(fd, 64))
-
-def pair(t):
-    fd = os.open(f"{U}/{t}/pair", os.O_RDWR)
-    n, m = map(int, os.read(fd, 64).split())
-    return fd, n, m
-
-def ctl(fd, cmd):
-    os.write(fd, (cmd + "\n").encode())
-
 def gc():
     return dict(l.split("=", 1) for l in open(U + "/gc").read().split())
 
@@ -62,9 +50,6 @@ def counts():
     rows = len(open(U + "/unix").read().splitlines()) - 1
     return int(g["sockets"]), rows, int(g["parked"])
 
-def status(n):
-    return dict(l.split("=", 1) for l in open(f"{U}/sock/{n}/status").read().splitlines())
-
 # ---- fixtures: a dgram receiver whose queue is full, a listener whose backlog is
 # full, a listener nobody accepts on
 # (names of this run: a node outlives its socket)
@@ -72,13 +57,7 @@ FDG, FLS, SLS = (f"{name}-{os.getpid()}" for name in ("full.dg", "full.ls", "sha
 dg_fd, DG = clone("dgram"); ctl(dg_fd, "bind " + FDG)
 t_fd, T = clone("dgram"); ctl(t_fd, "connect " + FDG)
 tw = os.open(f"{U}/sock/{T}/data", os.O_WRONLY | os.O_NONBLOCK)
-FILLED = 0
-while True:
-    try:
-        os.write(tw, b"fill")
-        FILLED += 1
-    except BlockingIOError:
-        break
+FILLED = fill(tw, b"fill")
 ls_fd, LS = clone("stream"); ctl(ls_fd, "bind " + FLS); ctl(ls_fd, "listen 0")
 pending = os.open(U + "/connect/" + FLS, os.O_RDWR | os.O_NONBLOCK)
 try:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Addresses as given (issue 13): a socket the program bound with a relative path
+# Addresses as given: a socket the program bound with a relative path
 # reports that path in getsockname, getpeername, recvfrom, recvmsg and accept, as
 # Linux keeps sun_path. tests/conformance/given_names.py runs on kernel sockets and
 # through `udsfs run`; both outputs must be equal. The files keep naming the socket

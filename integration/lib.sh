@@ -178,30 +178,25 @@ expect_eq() {
     ok "$1 = '$3'"
 }
 
-# py CODE [ARGS...]: run python3 with a small prelude (os, sys, errno, stat, fcntl,
-# signal, threading, time imported; M = mount, U = M/.udsfs; err(fn, *args) returns
-# "OK" or the errno name of the OSError fn raised; status(n, key) the value of one
-# key of socket n's status file).
-PY_PRELUDE='
-import errno, fcntl, os, signal, stat, sys, threading, time
-M = os.environ["MNT"]
-U = os.environ["U"]
-def err(fn, *a):
-    try:
-        fn(*a)
-        return "OK"
-    except OSError as e:
-        return errno.errorcode.get(e.errno, str(e.errno))
-def status(n, key):
-    for line in open(f"{U}/sock/{n}/status"):
-        if line.startswith(key + "="):
-            return line.strip().split("=", 1)[1]
-'
+# py CODE [ARGS...]: run python3 with the helpers of udsfs_files.py (err, status,
+# clone, pair, ctl, fill, in_thread; M = mount, U = M/.udsfs) and the modules it
+# imports (os, sys, errno, stat, fcntl, signal, threading, time). $PY_PRELUDE is its
+# text, put before a program's own (not imported: a user other than root may not be
+# able to read this directory).
+PY_PRELUDE=$(cat "$LIB_DIR/udsfs_files.py")
 py() {
     local code=$1
     shift
     python3 -c "$PY_PRELUDE
 $code" "$@"
+}
+
+# with_helpers FILE: writes udsfs_files.py's text and then stdin, a program, to FILE.
+with_helpers() {
+    {
+        printf '%s\n' "$PY_PRELUDE"
+        cat
+    } >"$1"
 }
 
 # ---------------------------------------------------------------- sockets
@@ -465,6 +460,18 @@ new_pair() {
     printf -v "${1}_FD" %s "$fd"
 }
 
+# py_pair VAR TYPE CODE: a new socketpair of TYPE (P, kept open as new_pair keeps it),
+# then `py CODE` with n and m, the pair's two socket numbers, set; VAR gets what it
+# printed.
+py_pair() {
+    local printed
+    new_pair P "$2"
+    export MNT U
+    printed=$(py "n, m = sys.argv[1], sys.argv[2]
+$3" "$P_N" "$P_M")
+    printf -v "$1" %s "$printed"
+}
+
 # ---------------------------------------------------------------- socket counts
 # (bounds.sh)
 
@@ -522,21 +529,31 @@ unix_has() {
     grep -qF -- "$1" "$U/unix"
 }
 
-# kernel_vs_udsfs PROG: run the Python program PROG (argument: a directory to bind
-# names in) on kernel sockets and through `udsfs run`; its first line says where it
+# kernel_vs_udsfs PROG [ROUTE]: run the Python program PROG (argument: a directory to
+# bind names in) on kernel sockets and through `udsfs run`; its first line says where it
 # ran ("where: kernel" or "where: udsfs"), its last is "done"; every other line must
-# be equal. Used by the differential scripts (oob_peek.sh, bufs.sh, abstract_netns.sh,
-# given_names.sh).
+# be equal. With ROUTE the program gets a second directory, which the udsfs run routes
+# into the mount (`udsfs run --route ROUTE`, within 120 s) and the kernel run has at
+# $TMP/rk. Used by the differential scripts (oob_peek.sh, bufs.sh, abstract_netns.sh,
+# given_names.sh, api_diffs.sh).
 kernel_vs_udsfs() {
-    local prog=$1
+    local prog=$1 route=${2:-}
+    local kernel_args=("$TMP/k") udsfs_args=("$MNT") run_args=(--mount "$MNT") limit=()
+    if [ -n "$route" ]; then
+        kernel_args+=("$TMP/rk")
+        udsfs_args+=("$route")
+        run_args+=(--route "$route")
+        limit=(timeout 120)
+    fi
     need_preload
     need_cmd python3 python3
-    mkdir -p "$TMP/k"
-    python3 "$prog" "$TMP/k" >"$TMP/kernel.out" 2>"$TMP/kernel.err" ||
+    mkdir -p "${kernel_args[@]}"
+    python3 "$prog" "${kernel_args[@]}" >"$TMP/kernel.out" 2>"$TMP/kernel.err" ||
         fail "the program fails on kernel sockets: $(tail -3 "$TMP/kernel.err")"
     tail -1 "$TMP/kernel.out" | grep -qx done || fail "kernel run did not finish"
     ok "kernel run: $(wc -l <"$TMP/kernel.out") results"
-    on_udsfs python3 "$prog" "$MNT" >"$TMP/udsfs.out" 2>"$TMP/udsfs.err" ||
+    UDSFS_PRELOAD=$PRELOAD_LIB "${limit[@]}" "$UDSFS_BIN" run "${run_args[@]}" -- \
+        python3 "$prog" "${udsfs_args[@]}" >"$TMP/udsfs.out" 2>"$TMP/udsfs.err" ||
         fail "the program fails through udsfs run: $(tail -3 "$TMP/udsfs.err")"
     tail -1 "$TMP/udsfs.out" | grep -qx done || fail "udsfs run did not finish"
     grep -qx 'where: kernel' "$TMP/kernel.out" || fail "the kernel run did not use kernel sockets"
@@ -547,4 +564,35 @@ kernel_vs_udsfs() {
     fi
     ok "udsfs run: the same $(wc -l <"$TMP/udsfs.out") results as the kernel"
     [ ! -s "$TMP/udsfs.err" ] || fail "the library complained: $(cat "$TMP/udsfs.err")"
+}
+
+# ---------------------------------------------------------------- clients as other users
+
+# A Python client run as another user: the script $CLIENT_PY (written into $TMP, which
+# the test opens with chmod o+x) with $PY3 (an interpreter every user may run).
+# as_user UID ARGS...: the client as that user, in the foreground.
+as_user() {
+    local uid=$1
+    shift
+    setpriv --reuid="$uid" --regid="$uid" --clear-groups "$PY3" "$CLIENT_PY" "$@"
+}
+
+# hold OUT UID ARGS...: the client in the background, its output in OUT; waits up to
+# $HOLD_WAIT_S seconds for its first report. release_holders kills them all.
+holders=()
+hold() {
+    local out=$1 uid=$2 n=0
+    shift 2
+    setpriv --reuid="$uid" --regid="$uid" --clear-groups "$PY3" "$CLIENT_PY" "$@" >"$out" 2>&1 &
+    holders+=($!)
+    until [ -s "$out" ]; do
+        n=$((n + 1))
+        [ $n -le $((HOLD_WAIT_S * 100)) ] || fail "no report from '$*' in $HOLD_WAIT_S s"
+        sleep 0.01
+    done
+}
+release_holders() {
+    kill -9 "${holders[@]}" 2>/dev/null || true
+    wait "${holders[@]}" 2>/dev/null || true
+    holders=()
 }

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # integration/lib_run.bash: sourced (after lib.sh) by the run_*.sh scripts that run
 # unmodified programs (curl, hackbench, PostgreSQL, CPython's test_socket) through
-# `udsfs run` (issue 12). Not a test itself (hence not *.sh).
+# `udsfs run`. Not a test itself (hence not *.sh).
 #
 # UDSFS_RUN_VIA picks where the programs' sockets live:
 #   udsfs  (default) every program runs as `udsfs run --mount $MNT [--route DIR]... -- CMD`;
@@ -17,7 +17,7 @@ udsfs)
     # `udsfs run` and a fresh preload library must exist: a missing one fails the
     # script, it never falls back to kernel sockets silently.
     if ! "$UDSFS_BIN" run --help >/dev/null 2>&1; then
-        fail "'$UDSFS_BIN run' is not available (issue 12); UDSFS_RUN_VIA=kernel runs this script on kernel sockets"
+        fail "'$UDSFS_BIN run' is not available; UDSFS_RUN_VIA=kernel runs this script on kernel sockets"
     fi
     need_preload
     ;;

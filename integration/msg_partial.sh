@@ -75,14 +75,7 @@ amsg2 = os.open(f"{U}/sock/{A2}/msg", os.O_WRONLY)
 b2 = os.open(f"{U}/sock/{B2}/data", os.O_RDONLY)
 payload = pattern(400000, 5)
 rec = b"len=400000\n" + payload
-first = {}
-def writer():
-    try:
-        first["n"] = os.write(amsg2, rec)
-    except OSError as e:
-        first["err"] = e
-t = threading.Thread(target=writer, daemon=True)
-t.start()
+t, first = in_thread(lambda: os.write(amsg2, rec))
 time.sleep(0.5)
 if not t.is_alive():
     sys.exit(f"FAIL: a 400000-byte record did not wait: {first}")

@@ -12,11 +12,8 @@ kernel_vs_udsfs "$ROOT/tests/conformance/msgcalls.py"
 # in the daemon (the park table counts it) until a message comes; without it EAGAIN
 # at once; with the socket's rcvtimeo, EAGAIN once it runs out; a parked send to a
 # full receiver waits likewise and goes once there is room.
-new_pair P dgram
-export MNT U
-out=$(py '
+py_pair out dgram '
 import struct
-n, m = sys.argv[1], sys.argv[2]
 IOC, BUF = 0xFFF85502, 16376
 SEND, RECV, WAIT, ROOM = 1, 2, 16, 14176
 import ctypes
@@ -35,16 +32,18 @@ def call(fd, op, flags, payload=b"", want=100):
     return buf.raw[2200:2200 + got] if op == RECV else got
 def parked():
     return int(open(f"{U}/gc").read().split("parked=")[1].split()[0])
+def wait_parked():
+    for _ in range(200):
+        if parked() == 1:
+            break
+        time.sleep(0.01)
 a = os.open(f"{U}/sock/{n}/data", os.O_RDWR)
 b = os.open(f"{U}/sock/{m}/data", os.O_RDWR)
 print("no wait:", err(call, b, RECV, 0))
 out = []
 t = threading.Thread(target=lambda: out.append(call(b, RECV, WAIT)), daemon=True)
 t.start()
-for _ in range(200):
-    if parked() == 1:
-        break
-    time.sleep(0.01)
+wait_parked()
 print("parked:", parked())
 os.write(a, b"hello")
 t.join(5)
@@ -59,10 +58,7 @@ while err(call, a, SEND, 0, b"x" * 10) == "OK":
 out = []
 t = threading.Thread(target=lambda: out.append(call(a, SEND, WAIT, b"y" * 10)), daemon=True)
 t.start()
-for _ in range(200):
-    if parked() == 1:
-        break
-    time.sleep(0.01)
+wait_parked()
 print("send parked:", parked())
 # (A sender wakes once its budget is below half, as sock_writeable: drain all.)
 os.set_blocking(b, False)
@@ -70,7 +66,7 @@ while err(os.read, b, 100) == "OK":
     pass
 t.join(5)
 print("send went:", out, "parked:", parked())
-' "$P_N" "$P_M")
+'
 printf '%s\n' "$out"
 expect_eq "the message ioctl parks" "$out" "no wait: EAGAIN
 parked: 1

@@ -10,10 +10,7 @@ kernel_vs_udsfs "$ROOT/tests/conformance/oob_peek.py"
 # The file forms: `oob=1` in a msg record, ctl `owner`, `oobinline`, `peek_off`, and
 # the status lines oob_pending, oob_mark, oobinline, peek_off, urg_owner. The values
 # wanted are the kernel's, as the program above printed them.
-new_pair P stream
-export MNT U
-out=$(py '
-n, m = sys.argv[1], sys.argv[2]
+py_pair out stream '
 urg = []
 signal.signal(signal.SIGURG, lambda *_: urg.append(1))
 def st(k):
@@ -41,7 +38,7 @@ show("peek_off")
 print("empty oob record:", err(os.write, w, b"len=0 oob=1\n"))
 print("oob=2:", err(os.write, w, b"len=1 oob=2\nx"))
 print("peek_off x:", err(os.write, ctl, b"peek_off x\n"))
-' "$P_N" "$P_M")
+'
 printf '%s\n' "$out"
 expect_eq "file forms of OOB data" "$out" "urg_owner is me: True
 sent oob_pending=1 oob_mark=0 oobinline=0 peek_off=-1 rcvq_bytes=5 sigurg=1

@@ -20,25 +20,12 @@ py '
 R, C, X, xfd = sys.argv[1:5]
 xfd = int(xfd)
 data = os.open(f"{U}/sock/{C}/data", os.O_WRONLY | os.O_NONBLOCK)
-n = 0
-while True:
-    try:
-        os.write(data, b"x")
-        n += 1
-    except BlockingIOError:
-        break
-    if n > 1000:
-        sys.exit("FAIL: the dgram queue never filled")
+n = fill(data, b"x", most=1000)
+if n > 1000:
+    sys.exit("FAIL: the dgram queue never filled")
 print(f"ok: {n} one-byte writes fill the queue")
 msg = os.open(f"{U}/sock/{C}/msg", os.O_WRONLY)
-result = {}
-def send():
-    try:
-        result["n"] = os.write(msg, f"len=3 rights={X}\nabc".encode())
-    except OSError as e:
-        result["err"] = e
-t = threading.Thread(target=send, daemon=True)
-t.start()
+t, result = in_thread(lambda: os.write(msg, f"len=3 rights={X}\nabc".encode()))
 time.sleep(0.3)
 if not t.is_alive():
     sys.exit(f"FAIL: the rights= write did not wait on a full queue: {result}")

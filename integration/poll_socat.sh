@@ -35,6 +35,15 @@ wait_wchan() {
     done
 }
 
+# ends_cleanly PID MS T0 WHAT ERRFILE: socat PID, whose peer closed at T0, exits 0
+# within MS ms (ELAPSED_MS: when).
+ends_cleanly() {
+    ended_within "$1" "$2" "$3" || fail "$4 still runs $ELAPSED_MS ms after the peer closed"
+    reap "$1"
+    say "$4 exited $ELAPSED_MS ms after the peer's close, status $REAPED_STATUS"
+    [ "$REAPED_STATUS" -eq 0 ] || fail "$4 exited with status $REAPED_STATUS: $(cat "$5")"
+}
+
 # ---- 1. socat -u: one-way, wakes on data, exits on the peer's close
 new_pair A stream
 exec {am}<>"$U/sock/$A_M/data"
@@ -57,10 +66,7 @@ ok "socat -u woke on each write and went back to waiting"
 t0=$(now_ms)
 close_fd "$am"
 close_fd "$A_FD"
-ended_within "$s1" 3000 "$t0" || fail "socat -u still runs $ELAPSED_MS ms after the peer closed"
-reap "$s1"
-say "socat -u exited $ELAPSED_MS ms after the peer's close, status $REAPED_STATUS"
-[ "$REAPED_STATUS" -eq 0 ] || fail "socat -u exited with status $REAPED_STATUS: $(cat "$TMP/socat1.err")"
+ends_cleanly "$s1" 3000 "$t0" "socat -u" "$TMP/socat1.err"
 [ "$ELAPSED_MS" -le 1000 ] || fail "socat -u took $ELAPSED_MS ms to see EOF (limit 1000 ms)"
 ok "socat -u saw EOF when the peer closed and exited 0"
 
@@ -84,10 +90,7 @@ close_fd "$sin"
 t0=$(now_ms)
 close_fd "$bm"
 close_fd "$B_FD"
-ended_within "$s2" 5000 "$t0" || fail "two-way socat still runs $ELAPSED_MS ms after its stdin and the peer closed"
-reap "$s2"
-say "two-way socat exited $ELAPSED_MS ms after the peer's close, status $REAPED_STATUS"
-[ "$REAPED_STATUS" -eq 0 ] || fail "two-way socat exited with status $REAPED_STATUS: $(cat "$TMP/socat2.err")"
+ends_cleanly "$s2" 5000 "$t0" "two-way socat" "$TMP/socat2.err"
 ok "two-way socat: request out, reply in, clean exit on the peer's close"
 
 # ---- 3. poll, select, epoll from python
@@ -244,20 +247,12 @@ cn = os.read(cfd, 64).split()[0].decode()
 os.write(cfd, b"connect @poll-dgram\n")
 dw = os.open(f"{U}/sock/{cn}/data", os.O_WRONLY | os.O_NONBLOCK)
 dr = os.open(f"{U}/sock/{sn}/data", os.O_RDONLY)
-def fill(fd):
-    n = 0
-    while True:
-        try:
-            os.write(fd, b"m")
-            n += 1
-        except BlockingIOError:
-            return n
 def outmask(fd):
     q = select.poll(); q.register(fd, OUT)
     r = q.poll(0)
     return r[0][1] if r else 0
 check(outmask(dw) == outmask(kc.fileno()) == OUT, f"dgram client with room: POLLOUT ({outmask(dw):#x}, kernel {outmask(kc.fileno()):#x})")
-n, kn = fill(dw), fill(kc.fileno())
+n, kn = fill(dw, b"m"), fill(kc.fileno(), b"m")
 check(n == kn, f"dgram: {n} messages fit before EAGAIN (kernel {kn})")
 check(outmask(dw) == outmask(kc.fileno()) == 0, f"dgram client facing a full queue: no POLLOUT ({outmask(dw):#x}, kernel {outmask(kc.fileno()):#x})")
 ready, ms = timed_wake("poll", dw, OUT, lambda: os.read(dr, 10))

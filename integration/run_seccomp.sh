@@ -228,12 +228,20 @@ done
 # 4. A blocking accept under the supervisor: a signal runs the program's handler (the
 #    supervisor ends its wait with ERESTARTSYS, the accept restarts) and the accept
 #    still takes the next connection; then a kill while trapped leaves no thread.
-cat >"$TMP/blocking.py" <<'PY'
-import os, signal, socket, sys
+# The start of the two programs that take a signal while blocked: a SIGUSR1 handler
+# that says it ran, and a stream socket s.
+SIGNALLED='import os, signal, socket, sys
 def handler(sig, frame):
     print("handler ran", flush=True)
 signal.signal(signal.SIGUSR1, handler)
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)'
+signalled() { # signalled FILE: $SIGNALLED, then stdin, into FILE
+    {
+        printf '%s\n' "$SIGNALLED"
+        cat
+    } >"$1"
+}
+signalled "$TMP/blocking.py" <<'PY'
 s.bind(sys.argv[1])
 s.listen(1)
 print("pid", os.getpid(), flush=True)
@@ -274,12 +282,7 @@ ok "a program killed in a trapped accept leaves no supervisor thread"
 #     supervisor's thread sleeps in its FUSE request, not in poll): a signal to the
 #     program ends the parked call (src/supervisor/park.rs), its handler runs and the
 #     recv goes on to take what is sent next; a kill leaves no thread waiting.
-cat >"$TMP/recv_block.py" <<'PY'
-import os, signal, socket, sys
-def handler(sig, frame):
-    print("handler ran", flush=True)
-signal.signal(signal.SIGUSR1, handler)
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+signalled "$TMP/recv_block.py" <<'PY'
 s.connect(sys.argv[1])
 print("pid", os.getpid(), flush=True)
 print("got", s.recv(100).decode(), flush=True)

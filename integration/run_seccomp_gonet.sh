@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_seccomp_gonet.sh: the unix-socket tests of Go's own net package (issue 21), built
+# run_seccomp_gonet.sh: the unix-socket tests of Go's own net package, built
 # once with `go test -c net`, run on kernel sockets and through `udsfs run --front
 # seccomp` (their temporary directory a --route, so every name they bind is a udsfs
 # name), compared test by test: each kernel pass passes through udsfs or

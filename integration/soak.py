@@ -87,6 +87,21 @@ def make_fin(sid, role, count):
     return head + struct.pack("<I", zlib.crc32(head))
 
 
+
+def counted(st, kind, v, until_eof):
+    """Counts a checked frame in a receiver's st: True when it is the FIN frame and the
+    receive ends with it."""
+    if kind == "fin":
+        st["fin"] = v
+        if not until_eof:
+            st["end"] = "fin"
+            return True
+        return False
+    st["frames"] += 1
+    st["payload"] += v
+    return False
+
+
 class Corrupt(Exception):
     pass
 
@@ -379,6 +394,23 @@ class Worker:
 
     # ---- receiving
 
+    def read_past_reset(self, fd, buffers, st, kind, conn, progress):
+        """readv into buffers() (asked again for each try), once more after the first
+        ECONNRESET: the count, or None after a second ECONNRESET or another error,
+        recorded in st and as an error of this `kind` of `conn`."""
+        while True:
+            try:
+                return os.readv(fd, buffers())
+            except ConnectionResetError:
+                st["resets"] += 1
+                if st["resets"] > 1:
+                    self.error(f"ECONNRESET twice on one {conn}")
+                    return None
+            except OSError as e:
+                self.error(f"{kind} read failed with {ename(e)} after {progress()}")
+                st["end"] = ename(e)
+                return None
+
     def recv_stream(self, fd, peer_role, until_eof):
         rng = random.Random(self.rng.random())
         st = {"frames": 0, "bytes": 0, "payload": 0, "fin": None, "end": None, "resets": 0, "partial": 0}
@@ -386,20 +418,14 @@ class Worker:
         buf = bytearray()
         big = bytearray(READ_BUF)
         mv = memoryview(big)
-        while True:
+        def some():
             r = rng.random()
             size = 65536 if r < 0.5 else rng.randint(1, 4096) if r < 0.8 else rng.randint(4097, READ_BUF)
-            try:
-                n = os.readv(fd, [mv[:size]])
-            except ConnectionResetError:
-                st["resets"] += 1
-                if st["resets"] > 1:
-                    self.error("ECONNRESET twice on one stream")
-                    return
-                continue
-            except OSError as e:
-                self.error(f"stream read failed with {ename(e)} after {st['bytes']} bytes")
-                st["end"] = ename(e)
+            return [mv[:size]]
+
+        while True:
+            n = self.read_past_reset(fd, some, st, "stream", "stream", lambda: f"{st['bytes']} bytes")
+            if n is None:
                 return
             if n == 0:
                 st["end"] = "EOF"
@@ -422,17 +448,12 @@ class Worker:
                     break
                 kind, v = check_frame(self.pat, self.sid, peer_role, st["frames"], buf[:flen])
                 del buf[:flen]
-                if kind == "fin":
+                if kind == "fin" and buf:
                     st["fin"] = v
-                    if buf:
-                        self.error(f"{len(buf)} bytes follow the FIN frame")
-                        return
-                    if not until_eof:
-                        st["end"] = "fin"
-                        return
-                else:
-                    st["frames"] += 1
-                    st["payload"] += v
+                    self.error(f"{len(buf)} bytes follow the FIN frame")
+                    return
+                if counted(st, kind, v, until_eof):
+                    return
 
     def check_partial(self, buf, role, seq):
         if len(buf) < HDR.size:
@@ -450,17 +471,10 @@ class Worker:
         big = bytearray(READ_BUF)
         mv = memoryview(big)
         while True:
-            try:
-                n = os.readv(fd, [mv])
-            except ConnectionResetError:
-                st["resets"] += 1
-                if st["resets"] > 1:
-                    self.error("ECONNRESET twice on one seqpacket connection")
-                    return
-                continue
-            except OSError as e:
-                self.error(f"seqpacket read failed with {ename(e)} after {st['frames']} frames")
-                st["end"] = ename(e)
+            n = self.read_past_reset(
+                fd, lambda: [mv], st, "seqpacket", "seqpacket connection", lambda: f"{st['frames']} frames"
+            )
+            if n is None:
                 return
             if n == 0:
                 st["end"] = "EOF"
@@ -470,14 +484,8 @@ class Worker:
                 return
             kind, v = check_frame(self.pat, self.sid, peer_role, st["frames"], mv[:n])
             st["bytes"] += n
-            if kind == "fin":
-                st["fin"] = v
-                if not until_eof:
-                    st["end"] = "fin"
-                    return
-            else:
-                st["frames"] += 1
-                st["payload"] += v
+            if counted(st, kind, v, until_eof):
+                return
 
     def recv_dgram(self, fd, use_msg, senders):
         st = {"per": {str(r): {"frames": 0, "bytes": 0, "fin": None} for r in senders},

@@ -6,10 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 kernel_vs_udsfs "$ROOT/tests/conformance/timeo.py"
 
-new_pair P stream
-export MNT U
-out=$(py '
-n, m = sys.argv[1], sys.argv[2]
+py_pair out stream '
 def st(k):
     return status(m, k)
 ctl = os.open(f"{U}/sock/{m}/ctl", os.O_WRONLY)
@@ -24,7 +21,7 @@ print("waited:", 0.18 <= time.monotonic() - t < 2)
 print("bad:", err(os.write, ctl, b"rcvtimeo -5\n"))
 os.write(ctl, b"rcvtimeo 0\n")
 print("cleared", st("rcvtimeo"))
-' "$P_N" "$P_M")
+'
 printf '%s\n' "$out"
 expect_eq "file forms of the timeouts" "$out" "default 0 0
 set 200 1004

@@ -87,27 +87,11 @@ elif mode == "writers":
     park_all(int(sys.argv[2]), lambda i: os.write(fd, b"w" * int(sys.argv[3])))
 PYEOF
 
-as_user() { # as_user UID ARGS...: the client as that user, in the foreground
-    local uid=$1
-    shift
-    setpriv --reuid="$uid" --regid="$uid" --clear-groups "$PY3" "$TMP/client.py" "$@"
-}
-holders=()
-hold() { # hold OUT UID ARGS...: the client in the background; waits for its report
-    local out=$1 uid=$2 n=0
-    shift 2
-    setpriv --reuid="$uid" --regid="$uid" --clear-groups "$PY3" "$TMP/client.py" "$@" >"$out" 2>&1 &
-    holders+=($!)
-    until [ -s "$out" ]; do
-        n=$((n + 1))
-        [ $n -le 1000 ] || fail "no report from '$*' in 10 s"
-        sleep 0.01
-    done
-}
+# shellcheck disable=SC2034 # read by lib.sh
+CLIENT_PY=$TMP/client.py
+HOLD_WAIT_S=10
 release_all() {
-    kill -9 "${holders[@]}" 2>/dev/null || true
-    wait "${holders[@]}" 2>/dev/null || true
-    holders=()
+    release_holders
     wait_socket_count 0 5000
 }
 want() { # want WHAT GOT WANT

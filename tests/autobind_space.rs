@@ -1,4 +1,4 @@
-//! Autobind exhaustion on the engine, in-process (issue 4): every one of the
+//! Autobind exhaustion on the engine, in-process: every one of the
 //! 2^20 names of one type can be taken, the next autobind gets ENOSPC, and
 //! another type and another network namespace still have their own space. Also reports the engine's memory
 //! per idle socket.

@@ -1,5 +1,5 @@
 //! Property test of the in-flight garbage collector against a reference
-//! model (issue 6): random sends of sockets over sockets, receives and
+//! model: random sends of sockets over sockets, receives and
 //! closes; after every collection the engine's live sockets must be exactly
 //! the model's reachable ones — nothing reachable freed, nothing
 //! unreachable kept.

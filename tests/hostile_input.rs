@@ -1,4 +1,4 @@
-//! Hostile input to the parsers (issue 8): proptest fuzzing of what a user
+//! Hostile input to the parsers: proptest fuzzing of what a user
 //! writes to `ctl` and `msg` files and of the address syntax, through the
 //! public API only.
 //!
@@ -107,50 +107,18 @@ fn addr_text(a: &Addr) -> Vec<u8> {
     a.display().into_bytes()
 }
 
-/// `ctl::Command` as a value a strategy can hold (it is not Clone).
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Cmd {
-    Bind(Option<Addr>),
-    Listen(i64),
-    Connect(Option<Addr>),
-    Shutdown(u8),
-    Passcred(bool),
-    OobInline(bool),
-    PeekOff(i32),
-    Owner(i32),
-    Passpidfd(bool),
-    Buffer(Buf, i32, bool),
-    Timeout(Direction, u64),
-}
-
-fn mirror(c: &Command) -> Cmd {
-    match c {
-        Command::Bind(a) => Cmd::Bind(a.clone()),
-        Command::Listen(n) => Cmd::Listen(*n),
-        Command::Connect(a) => Cmd::Connect(a.clone()),
-        Command::Shutdown(h) => Cmd::Shutdown(*h),
-        Command::Passcred(on) => Cmd::Passcred(*on),
-        Command::OobInline(on) => Cmd::OobInline(*on),
-        Command::PeekOff(n) => Cmd::PeekOff(*n),
-        Command::Owner(n) => Cmd::Owner(*n),
-        Command::Passpidfd(on) => Cmd::Passpidfd(*on),
-        Command::Buffer { buf, val, force } => Cmd::Buffer(*buf, *val, *force),
-        Command::Timeout { dir, millis } => Cmd::Timeout(*dir, *millis),
-    }
-}
-
-fn parse_ctl(line: &[u8]) -> Result<Cmd, Errno> {
-    ctl::parse(line).map(|c| mirror(&c))
+fn parse_ctl(line: &[u8]) -> Result<Command, Errno> {
+    ctl::parse(line)
 }
 
 /// A command line with the answer the parser must give.
 #[derive(Clone, Debug)]
 struct Case {
     line: Vec<u8>,
-    want: Result<Cmd, Errno>,
+    want: Result<Command, Errno>,
 }
 
-fn case(line: Vec<u8>, want: Result<Cmd, Errno>) -> Case {
+fn case(line: Vec<u8>, want: Result<Command, Errno>) -> Case {
     Case { line, want }
 }
 
@@ -237,7 +205,7 @@ fn ctl_parse_random_bytes() {
         };
         prop_assert_eq!(
             parse_ctl(&canon),
-            Ok(mirror(&cmd)),
+            Ok(cmd.clone()),
             "canonical form {:?}",
             String::from_utf8_lossy(&canon)
         );
@@ -245,10 +213,26 @@ fn ctl_parse_random_bytes() {
     });
 }
 
+/// The lines `WORD ARG` for each argument: with the command it means, or EINVAL.
+fn word_cases(
+    word: &'static [u8],
+    good: &[(&'static [u8], Command)],
+    bad: &[&'static [u8]],
+) -> impl Strategy<Value = Case> + use<> {
+    let mut args: Vec<(&'static [u8], Result<Command, Errno>)> =
+        good.iter().map(|(a, c)| (*a, Ok(c.clone()))).collect();
+    args.extend(bad.iter().map(|&a| (a, Err(Errno::EINVAL))));
+    prop::sample::select(args).prop_map(move |(a, want)| case(cat(&[word, b" ", a]), want))
+}
+
 fn ctl_case() -> impl Strategy<Value = Case> {
     let verb = prop_oneof![Just((true, &b"bind"[..])), Just((false, &b"connect"[..]))];
     let mk = |bind: bool, a: Option<Addr>| {
-        if bind { Cmd::Bind(a) } else { Cmd::Connect(a) }
+        if bind {
+            Command::Bind(a)
+        } else {
+            Command::Connect(a)
+        }
     };
     let abstract_ok =
         (verb.clone(), vec(any::<u8>(), 0..=107)).prop_flat_map(move |((bind, w), name)| {
@@ -293,47 +277,47 @@ fn ctl_case() -> impl Strategy<Value = Case> {
         .prop_map(|((_, w), a, b)| case(cat(&[w, b" ", &a, b"\0", &b]), Err(Errno::EINVAL)));
     let bare = verb.prop_map(move |(bind, w)| case(w.to_vec(), Ok(mk(bind, None))));
     let listen_n =
-        any::<i64>().prop_map(|n| case(format!("listen {n}").into_bytes(), Ok(Cmd::Listen(n))));
-    let listen_bad = prop::sample::select(vec![
-        &b"-"[..],
-        b"+",
-        b"abc",
-        b"5x",
-        b"5 6",
-        b"0x10",
-        b"9223372036854775808",
-        b"-9223372036854775809",
-        b"99999999999999999999999",
-        b"1e3",
-        b"\xff",
-    ])
-    .prop_map(|a| case(cat(&[b"listen ", a]), Err(Errno::EINVAL)));
-    let listen_bare = Just(case(b"listen".to_vec(), Ok(Cmd::Listen(-1))));
-    let shutdown = prop::sample::select(vec![
-        (&b"rd"[..], Ok(Cmd::Shutdown(RCV_SHUTDOWN))),
-        (b"0", Ok(Cmd::Shutdown(RCV_SHUTDOWN))),
-        (b"wr", Ok(Cmd::Shutdown(SEND_SHUTDOWN))),
-        (b"1", Ok(Cmd::Shutdown(SEND_SHUTDOWN))),
-        (b"rdwr", Ok(Cmd::Shutdown(SHUTDOWN_MASK))),
-        (b"2", Ok(Cmd::Shutdown(SHUTDOWN_MASK))),
-        (b"", Err(Errno::EINVAL)),
-        (b"3", Err(Errno::EINVAL)),
-        (b"RD", Err(Errno::EINVAL)),
-        (b"rd wr", Err(Errno::EINVAL)),
-        (b"wrrd", Err(Errno::EINVAL)),
-    ])
-    .prop_map(|(a, want)| case(cat(&[b"shutdown ", a]), want));
-    let passcred = prop::sample::select(vec![
-        (&b"on"[..], Ok(Cmd::Passcred(true))),
-        (b"1", Ok(Cmd::Passcred(true))),
-        (b"off", Ok(Cmd::Passcred(false))),
-        (b"0", Ok(Cmd::Passcred(false))),
-        (b"", Err(Errno::EINVAL)),
-        (b"yes", Err(Errno::EINVAL)),
-        (b"ON", Err(Errno::EINVAL)),
-        (b"on off", Err(Errno::EINVAL)),
-    ])
-    .prop_map(|(a, want)| case(cat(&[b"passcred ", a]), want));
+        any::<i64>().prop_map(|n| case(format!("listen {n}").into_bytes(), Ok(Command::Listen(n))));
+    let listen_bad = word_cases(
+        b"listen",
+        &[],
+        &[
+            b"-",
+            b"+",
+            b"abc",
+            b"5x",
+            b"5 6",
+            b"0x10",
+            b"9223372036854775808",
+            b"-9223372036854775809",
+            b"99999999999999999999999",
+            b"1e3",
+            b"\xff",
+        ],
+    );
+    let listen_bare = Just(case(b"listen".to_vec(), Ok(Command::Listen(-1))));
+    let shutdown = word_cases(
+        b"shutdown",
+        &[
+            (b"rd", Command::Shutdown(RCV_SHUTDOWN)),
+            (b"0", Command::Shutdown(RCV_SHUTDOWN)),
+            (b"wr", Command::Shutdown(SEND_SHUTDOWN)),
+            (b"1", Command::Shutdown(SEND_SHUTDOWN)),
+            (b"rdwr", Command::Shutdown(SHUTDOWN_MASK)),
+            (b"2", Command::Shutdown(SHUTDOWN_MASK)),
+        ],
+        &[b"", b"3", b"RD", b"rd wr", b"wrrd"],
+    );
+    let passcred = word_cases(
+        b"passcred",
+        &[
+            (b"on", Command::Passcred(true)),
+            (b"1", Command::Passcred(true)),
+            (b"off", Command::Passcred(false)),
+            (b"0", Command::Passcred(false)),
+        ],
+        &[b"", b"yes", b"ON", b"on off"],
+    );
     let unknown = prop::sample::select(vec![
         &b"Bind"[..],
         b"BIND",
@@ -1005,7 +989,7 @@ fn abstract_names_round_trip() {
                 prop_assert_eq!(Addr::parse(shown.as_bytes()), Ok(a.clone()));
                 prop_assert_eq!(
                     parse_ctl(format!("connect {shown}").as_bytes()),
-                    Ok(Cmd::Connect(Some(a)))
+                    Ok(Command::Connect(Some(a)))
                 );
             } else {
                 prop_assert_eq!(Addr::parse(shown.as_bytes()), Err(Errno::EINVAL));
@@ -1049,7 +1033,7 @@ fn malformed_forms() {
         let l: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
         format!("len=0 rights={}\n", l.join(","))
     };
-    let ctl_cases: Vec<(Vec<u8>, Result<Cmd, Errno>)> = vec![
+    let ctl_cases: Vec<(Vec<u8>, Result<Command, Errno>)> = vec![
         (b"bind @\\x4".to_vec(), Err(Errno::EINVAL)),
         (b"bind @\\x".to_vec(), Err(Errno::EINVAL)),
         (b"bind @\\".to_vec(), Err(Errno::EINVAL)),
@@ -1059,28 +1043,28 @@ fn malformed_forms() {
         (b"bind @\\x+1".to_vec(), Err(Errno::EINVAL)),
         (
             b"bind @\\x00".to_vec(),
-            Ok(Cmd::Bind(Some(Addr::Abstract(vec![0])))),
+            Ok(Command::Bind(Some(Addr::Abstract(vec![0])))),
         ),
         (
             b"bind @".to_vec(),
-            Ok(Cmd::Bind(Some(Addr::Abstract(vec![])))),
+            Ok(Command::Bind(Some(Addr::Abstract(vec![])))),
         ),
         (b"bind a\0b".to_vec(), Err(Errno::EINVAL)),
         (
             cat(&[b"bind ", &long(b'p', 108)]),
-            Ok(Cmd::Bind(Some(Addr::Path(long(b'p', 108))))),
+            Ok(Command::Bind(Some(Addr::Path(long(b'p', 108))))),
         ),
         (cat(&[b"bind ", &long(b'p', 109)]), Err(Errno::EINVAL)),
         (
             cat(&[b"connect @", &long(b'n', 107)]),
-            Ok(Cmd::Connect(Some(Addr::Abstract(long(b'n', 107))))),
+            Ok(Command::Connect(Some(Addr::Abstract(long(b'n', 107))))),
         ),
         (cat(&[b"connect @", &long(b'n', 108)]), Err(Errno::EINVAL)),
         (b"listen -".to_vec(), Err(Errno::EINVAL)),
-        (b"listen -5".to_vec(), Ok(Cmd::Listen(-5))),
+        (b"listen -5".to_vec(), Ok(Command::Listen(-5))),
         (b"listen 9223372036854775808".to_vec(), Err(Errno::EINVAL)),
         (b"listen 5 6".to_vec(), Err(Errno::EINVAL)),
-        (b"listen\t\t7\r".to_vec(), Ok(Cmd::Listen(7))),
+        (b"listen\t\t7\r".to_vec(), Ok(Command::Listen(7))),
         (b"shutdown".to_vec(), Err(Errno::EINVAL)),
         (b"shutdown 3".to_vec(), Err(Errno::EINVAL)),
         (b"passcred".to_vec(), Err(Errno::EINVAL)),

@@ -1,5 +1,5 @@
 """Socket calls outside the send/receive path where udsfs once answered
-otherwise than Linux (issue 17): SOL_SOCKET options, netdevice ioctls, bind
+otherwise than Linux: SOL_SOCKET options, netdevice ioctls, bind
 into a missing directory or over an existing path (routed too), accept with
 one descriptor slot left, errno after a successful accept4, abstract names
 after unshare(CLONE_NEWNET) in the program, forged SCM_CREDENTIALS from a
@@ -443,16 +443,30 @@ def errno_kept():
     lst.close()
 
 
+def child_lines(body):
+    """Runs body() in a forked child: the lines it returned, passed back through a pipe."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            out = body()
+            os.write(w, ("\n".join(out) + "\n").encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    with os.fdopen(r) as f:
+        return [line.rstrip() for line in f]
+
+
 def netns_in_program():
     """unshare(CLONE_NEWNET) in the program itself, in a child."""
     tag = f"ns-{os.getpid()}".encode()
     outer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     outer.bind(b"\0" + tag + b"-outer")
     outer.listen()
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
+    def in_new_netns():
         out = []
         if libc.unshare(0x40000000) != 0:
             out.append(f"unshare failed {ctypes.get_errno()}")
@@ -470,13 +484,10 @@ def netns_in_program():
         out.append(f"sendto the autobind: {res(lambda: e.sendto(b'q', d.getsockname()))} {res(lambda: d.recv(4))}")
         o = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         out.append(f"the outer name: {res(lambda: o.connect(outer_name))}")
-        os.write(w, ("\n".join(out) + "\n").encode())
-        os._exit(0)
-    os.close(w)
-    os.waitpid(pid, 0)
-    with os.fdopen(r) as f:
-        for line in f:
-            say("new netns:", line.rstrip())
+        return out
+
+    for line in child_lines(in_new_netns):
+        say("new netns:", line)
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     say("the child's name from outside:", res(lambda: c.connect(b"\0" + tag)))
     outer.close()
@@ -501,10 +512,7 @@ def creds_without_caps():
     other = os.getppid()
     for label, caps in (("root", ()), ("root without CAP_SYS_ADMIN", (CAP_SYS_ADMIN,)),
                         ("root without CAP_SETUID, CAP_SETGID", (CAP_SETUID, CAP_SETGID))):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
+        def without_caps(caps=caps):
             out = []
             try:
                 drop_caps(*caps)
@@ -525,18 +533,12 @@ def creds_without_caps():
                     out.append(f"{what}: {sent} {got}")
             except OSError as e:
                 out.append(f"failed: {e}")
-            os.write(w, ("\n".join(out) + "\n").encode())
-            os._exit(0)
-        os.close(w)
-        os.waitpid(pid, 0)
-        with os.fdopen(r) as f:
-            for line in f:
-                say(f"{label}, SCM_CREDENTIALS {line.rstrip()}")
+            return out
+
+        for line in child_lines(without_caps):
+            say(f"{label}, SCM_CREDENTIALS {line}")
     # The real uid a message carries follows setresuid at once.
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
+    def real_uids():
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         b.setsockopt(SOL, socket.SO_PASSCRED, 1)
         out = []
@@ -551,13 +553,10 @@ def creds_without_caps():
                 out.append(f"{step}: uid={struct.unpack('iii', anc[0][2])[1]}")
             except OSError as e:
                 out.append(f"{step}: {errno.errorcode[e.errno]}")
-        os.write(w, ("\n".join(out) + "\n").encode())
-        os._exit(0)
-    os.close(w)
-    os.waitpid(pid, 0)
-    with os.fdopen(r) as f:
-        for line in f:
-            say("real uid", line.rstrip())
+        return out
+
+    for line in child_lines(real_uids):
+        say("real uid", line)
 
 
 where()

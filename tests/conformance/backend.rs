@@ -264,7 +264,7 @@ fn unit(r: &Res<()>) -> String {
     show(r, |_| "ok".to_string())
 }
 
-fn sock_s(s: Sock) -> String {
+pub fn sock_s(s: Sock) -> String {
     if s == BAD_SOCK {
         "s?".to_string()
     } else {
@@ -304,7 +304,7 @@ pub trait Backend {
     /// lstat(2): "sock 755", "dir 755", "link", ...
     fn raw_stat(&mut self, path: &str) -> Res<String>;
 
-    // ---- stream / seqpacket (helper A) ----
+    // ---- stream / seqpacket ----
     /// Non-blocking accept(); the new socket gets the next handle number.
     fn raw_accept(&mut self, s: Sock) -> Res<Sock>;
     /// poll() with a zero timeout asking for POLLIN|POLLPRI|POLLOUT|POLLRDHUP;
@@ -314,7 +314,7 @@ pub trait Backend {
     /// count and whether SIGPIPE was raised in the calling thread (`sigpipe_check`).
     fn raw_send_sig(&mut self, s: Sock, d: &[u8]) -> (Res<usize>, bool);
 
-    // ---- names / permissions (helper C) ----
+    // ---- names / permissions ----
     /// SO_PASSCRED on or off (setsockopt / ctl `passcred on|off`).
     fn raw_passcred(&mut self, s: Sock, on: bool) -> Res<()>;
     /// A second handle on the same socket (dup(2) / opening `.udsfs/sock/N/ctl` again).
@@ -343,7 +343,7 @@ pub trait Backend {
     fn raw_connect_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()>;
     fn raw_sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Res<usize>;
 
-    // ---- credentials, rights and GC (helper B) ----
+    // ---- credentials, rights and GC ----
     /// getsockopt(SO_PASSCRED) / status `passcred=`.
     fn raw_get_passcred(&mut self, s: Sock) -> Res<bool>;
     /// SO_PEERCRED; None when unset (kernel: pid 0, uid = gid = -1; udsfs: an
@@ -388,6 +388,89 @@ pub trait Backend {
     fn raw_signal(&mut self, j: Job) -> Res<()>;
     /// Wait for the call to end; what it returned.
     fn raw_join(&mut self, j: Job) -> Res<Done>;
+
+    // ---- steps that many scenarios take, made of recorded operations ----
+
+    /// A new socket bound to `a`.
+    fn bound(&mut self, ty: Ty, a: Addr) -> Sock {
+        let s = self.socket(ty);
+        self.bind(s, a);
+        s
+    }
+
+    /// A new socket bound to `a` and listening.
+    fn listening(&mut self, ty: Ty, a: Addr, backlog: i32) -> Sock {
+        let s = self.bound(ty, a);
+        self.listen(s, backlog);
+        s
+    }
+
+    /// A new socket with SO_PASSCRED on.
+    fn passcred_socket(&mut self, ty: Ty) -> Sock {
+        let s = self.socket(ty);
+        self.passcred(s, true);
+        s
+    }
+
+    /// A new socket connected to `a`.
+    fn connected(&mut self, ty: Ty, a: Addr) -> Sock {
+        let s = self.socket(ty);
+        self.connect(s, a);
+        s
+    }
+
+    /// Connects `s` to `a`, then asks its name (which a connect may have autobound).
+    fn connect_then_name(&mut self, s: Sock, a: Addr) {
+        self.connect(s, a);
+        self.getsockname(s);
+    }
+
+    /// Sends `d` on `s`, then asks its name (which a send may have autobound).
+    fn send_then_name(&mut self, s: Sock, d: &[u8]) {
+        self.send(s, d);
+        self.getsockname(s);
+    }
+
+    /// Sends `d` from `s` to `a`, then asks the name of `s`.
+    fn sendto_then_name(&mut self, s: Sock, d: &[u8], a: Addr) {
+        self.sendto(s, d, a);
+        self.getsockname(s);
+    }
+
+    /// Closes each of `socks`, in order.
+    fn close_refs(&mut self, socks: &[Sock]) {
+        for &s in socks {
+            self.close_ref(s);
+        }
+    }
+
+    /// `times` receives of at most `bufsize` bytes each.
+    fn recv_times(&mut self, s: Sock, bufsize: usize, times: usize) {
+        for _ in 0..times {
+            self.recv(s, bufsize);
+        }
+    }
+
+    /// `times` recvmsg calls with room for `bufsize` bytes each.
+    fn recvmsg_times(&mut self, s: Sock, bufsize: usize, times: usize) {
+        for _ in 0..times {
+            self.recvmsg(s, bufsize);
+        }
+    }
+
+    /// `times` non-blocking accepts on the listener `l`.
+    fn accept_times(&mut self, l: Sock, times: usize) {
+        for _ in 0..times {
+            self.accept(l);
+        }
+    }
+
+    /// Whether each of `ids` is still alive, in order.
+    fn alive_all(&mut self, ids: &[Ident]) {
+        for &i in ids {
+            self.alive(i);
+        }
+    }
 
     // ---- recorded operations ----
 
@@ -483,24 +566,24 @@ pub trait Backend {
 
     fn getsockname(&mut self, s: Sock) -> Out<Name> {
         let r = self.raw_getsockname(s);
-        let t = self.trace();
-        let res = match &r {
-            Ok(n) => format!("ok {}", t.name(n)),
-            Err(e) => format!("ERR {e}"),
-        };
-        t.push(format!("getsockname({})", sock_s(s)), res);
+        self.record_name(format!("getsockname({})", sock_s(s)), &r);
         Out(r)
     }
 
     fn getpeername(&mut self, s: Sock) -> Out<Name> {
         let r = self.raw_getpeername(s);
+        self.record_name(format!("getpeername({})", sock_s(s)), &r);
+        Out(r)
+    }
+
+    /// Records `op` with the name it gave, or its errno.
+    fn record_name(&mut self, op: String, r: &Res<Name>) {
         let t = self.trace();
-        let res = match &r {
+        let res = match r {
             Ok(n) => format!("ok {}", t.name(n)),
             Err(e) => format!("ERR {e}"),
         };
-        t.push(format!("getpeername({})", sock_s(s)), res);
-        Out(r)
+        t.push(op, res);
     }
 
     fn close(&mut self, s: Sock) -> Out<()> {
@@ -547,7 +630,7 @@ pub trait Backend {
         Out(r)
     }
 
-    // ---- stream / seqpacket (helper A) ----
+    // ---- stream / seqpacket ----
 
     fn accept(&mut self, s: Sock) -> Sock {
         let r = self.raw_accept(s);
@@ -575,7 +658,7 @@ pub trait Backend {
         );
         Out(r)
     }
-    // ---- names / permissions (helper C) ----
+    // ---- names / permissions ----
 
     fn passcred(&mut self, s: Sock, on: bool) -> Out<()> {
         let r = self.raw_passcred(s, on);
@@ -693,7 +776,7 @@ pub trait Backend {
             .push(format!("umask {mask:03o}"), show(&r, |_| "ok".to_string()));
         Out(r)
     }
-    // ---- credentials, rights and GC (helper B) ----
+    // ---- credentials, rights and GC ----
 
     fn get_passcred(&mut self, s: Sock) -> Out<bool> {
         let r = self.raw_get_passcred(s);
@@ -969,7 +1052,7 @@ fn show_done(t: &mut Trace, d: &Done) -> String {
 /// Run `f` with SIGPIPE blocked in this thread and report whether a SIGPIPE became
 /// pending for the thread meanwhile (consuming it). A blocked signal stays pending
 /// even while its disposition is SIG_IGN, so this sees signals the process ignores
-/// (helper A).
+///.
 pub fn sigpipe_check<T>(f: impl FnOnce() -> T) -> (T, bool) {
     // SAFETY: sigset manipulation on local values and thread-local signal masks.
     unsafe {
@@ -992,10 +1075,32 @@ pub fn sigpipe_check<T>(f: impl FnOnce() -> T) -> (T, bool) {
     }
 }
 
-/// The events every `raw_poll` asks for (helper A).
+/// The events every `raw_poll` asks for.
 pub const POLL_EVENTS: i16 = libc::POLLIN | libc::POLLPRI | libc::POLLOUT | libc::POLLRDHUP;
 
-/// Display form of a poll revents mask: "IN|OUT|HUP", "0" when empty (helper A).
+/// Takes the blocking call `j` out of a backend's table: it is joined once.
+pub fn take_job<T>(jobs: &mut [Option<T>], j: Job) -> Res<T> {
+    jobs.get_mut(j)
+        .and_then(Option::take)
+        .ok_or_else(|| "HARNESS no such blocking call".to_string())
+}
+
+/// The events of `POLL_EVENTS` that `fd` has now (poll with a zero timeout).
+pub fn poll_now(fd: libc::c_int) -> Res<i16> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: POLL_EVENTS,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+    if n < 0 {
+        return Err(last_errno());
+    }
+    Ok(pfd.revents)
+}
+
+/// Display form of a poll revents mask: "IN|OUT|HUP", "0" when empty.
 pub fn poll_mask_name(m: i16) -> String {
     const BITS: &[(i16, &str)] = &[
         (libc::POLLIN, "IN"),
@@ -1042,10 +1147,10 @@ pub fn describe_metadata(m: &std::fs::Metadata) -> String {
     }
 }
 
-// ---- names / permissions (helper C) ----
+// ---- names / permissions ----
 
 impl Trace {
-    /// Display form of raw sun_path bytes (helper C): abstract names as `addr` shows
+    /// Display form of raw sun_path bytes: abstract names as `addr` shows
     /// them, paths as they are.
     pub fn sun(&mut self, sun: &[u8]) -> String {
         match sun.split_first() {
@@ -1156,9 +1261,9 @@ pub fn thread_umask(mask: u32) -> Res<u32> {
     Ok(unsafe { libc::umask(mask as libc::mode_t) } as u32)
 }
 
-// ---- credentials, rights and GC (helper B) ----
+// ---- credentials, rights and GC ----
 
-/// Credentials as SCM_CREDENTIALS and SO_PEERCRED carry them (helper B).
+/// Credentials as SCM_CREDENTIALS and SO_PEERCRED carry them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ucred {
     pub pid: i32,
@@ -1201,7 +1306,7 @@ pub fn show_ucred(c: &Ucred) -> String {
     format!("{}:{}:{}", pid_label(c.pid), c.uid, c.gid)
 }
 
-/// A message for `sendmsg` (helper B).
+/// A message for `sendmsg`.
 #[derive(Clone, Debug, Default)]
 pub struct SendMsg {
     pub data: Vec<u8>,
@@ -1234,7 +1339,7 @@ impl SendMsg {
     }
 }
 
-/// What `recvmsg` returns (helper B).
+/// What `recvmsg` returns.
 #[derive(Clone, Debug)]
 pub struct RecvMsg {
     pub data: Vec<u8>,
@@ -1252,7 +1357,7 @@ pub struct Ident {
     pub id: Option<u64>,
 }
 
-/// The process `child` operations run in (helper B): a child process of the test
+/// The process `child` operations run in: a child process of the test
 /// process, optionally with other real/effective/saved ids (and no supplementary
 /// groups) and another RLIMIT_NOFILE.
 #[derive(Clone, Copy, Debug, Default)]

@@ -101,27 +101,33 @@ fn received(b: &mut dyn Backend, what: &str, got: &[u8]) {
 /// A dgram receiver bound at `r.sock` and a sender connected to it, whose queue
 /// is then full (max_dgram_qlen + 1 one-byte messages).
 fn full_dgram_receiver(b: &mut dyn Backend) -> (Sock, Sock) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
-    let c = b.socket(Dgram);
-    b.connect(c, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
+    let c = b.connected(Dgram, p("r.sock"));
     fill(b, c, 1);
     (r, c)
 }
 
-/// A listener at `l.sock` with `backlog`.
-fn listener(b: &mut dyn Backend, ty: Ty, backlog: i32) -> Sock {
-    let l = b.socket(ty);
-    b.bind(l, p("l.sock"));
-    b.listen(l, backlog);
-    l
-}
-
 // ------------------------------------------------------------ read on empty
 
-fn read_woken_by_write(b: &mut dyn Backend, ty: Ty) {
+/// A socketpair of `ty` whose second end is blocked in a read.
+fn blocked_read(b: &mut dyn Backend, ty: Ty) -> (Sock, Sock, Job) {
     let (x, y) = b.pair(ty);
     let j = b.start(Blocking::Recv(y, 100));
+    (x, y, j)
+}
+
+/// Joins a read its peer ended; a dgram reader is not told and stays blocked until
+/// a signal.
+fn join_ended_by_peer(b: &mut dyn Backend, ty: Ty, j: Job) {
+    if ty == Dgram {
+        b.still_blocked(j);
+        b.signal(j);
+    }
+    b.join(j);
+}
+
+fn read_woken_by_write(b: &mut dyn Backend, ty: Ty) {
+    let (x, y, j) = blocked_read(b, ty);
     b.send(x, b"hello");
     b.join(j);
     b.recv(y, 100);
@@ -133,28 +139,18 @@ fn read_woken_by_write(b: &mut dyn Backend, ty: Ty) {
 /// mirroring for dgram) and stays blocked until a signal.
 fn read_ended_by_peer_close(b: &mut dyn Backend, ty: Ty) {
     ignore_sigpipe();
-    let (x, y) = b.pair(ty);
-    let j = b.start(Blocking::Recv(y, 100));
+    let (x, y, j) = blocked_read(b, ty);
     b.close(x);
-    if ty == Dgram {
-        b.still_blocked(j);
-        b.signal(j);
-    }
-    b.join(j);
+    join_ended_by_peer(b, ty, j);
     b.recv(y, 100);
     b.send(y, b"x");
 }
 
 fn read_ended_by_peer_shut_wr(b: &mut dyn Backend, ty: Ty) {
     ignore_sigpipe();
-    let (x, y) = b.pair(ty);
-    let j = b.start(Blocking::Recv(y, 100));
+    let (x, y, j) = blocked_read(b, ty);
     b.shutdown(x, How::Wr);
-    if ty == Dgram {
-        b.still_blocked(j);
-        b.signal(j);
-    }
-    b.join(j);
+    join_ended_by_peer(b, ty, j);
     b.recv(y, 100);
     b.send(y, b"back");
     b.recv(x, 100);
@@ -164,8 +160,7 @@ fn read_ended_by_peer_shut_wr(b: &mut dyn Backend, ty: Ty) {
 /// non-blocking dgram read gives EAGAIN, not EOF).
 fn read_ended_by_own_shut_rd(b: &mut dyn Backend, ty: Ty) {
     ignore_sigpipe();
-    let (x, y) = b.pair(ty);
-    let j = b.start(Blocking::Recv(y, 100));
+    let (x, y, j) = blocked_read(b, ty);
     b.shutdown(y, How::Rd);
     b.join(j);
     b.recv(y, 100);
@@ -184,8 +179,7 @@ fn read_after_own_shut_rd(b: &mut dyn Backend, ty: Ty) {
 }
 
 fn read_ended_by_signal(b: &mut dyn Backend, ty: Ty) {
-    let (x, y) = b.pair(ty);
-    let j = b.start(Blocking::Recv(y, 100));
+    let (x, y, j) = blocked_read(b, ty);
     b.signal(j);
     b.join(j);
     // The interrupted read took nothing: the next message is whole.
@@ -298,8 +292,7 @@ pub fn stream_write_full_reader_closes(b: &mut dyn Backend) {
     b.close(y);
     b.join(j);
     b.send(x, b"more");
-    b.recv(x, 100);
-    b.recv(x, 100);
+    b.recv_times(x, 100, 2);
 }
 
 /// The reader shuts its reading side: the blocked writer gets EPIPE.
@@ -410,10 +403,9 @@ pub fn dgram_writers_one_slot_each(b: &mut dyn Backend) {
 // ------------------------------------------------------------ accept
 
 pub fn accept_woken_by_connect(b: &mut dyn Backend) {
-    let l = listener(b, Stream, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     let j = b.start(Blocking::Accept(l));
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Stream, p("l.sock"));
     let s = b.join(j).ok().and_then(|d| match d {
         Done::Sock(s) => Some(s),
         _ => None,
@@ -426,10 +418,9 @@ pub fn accept_woken_by_connect(b: &mut dyn Backend) {
 }
 
 pub fn accept_seqpacket_woken_by_connect(b: &mut dyn Backend) {
-    let l = listener(b, Seqpacket, 5);
+    let l = b.listening(Seqpacket, p("l.sock"), 5);
     let j = b.start(Blocking::Accept(l));
-    let c = b.socket(Seqpacket);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Seqpacket, p("l.sock"));
     if let Some(Done::Sock(s)) = b.join(j).ok() {
         b.send(s, b"hello");
         b.recv(c, 100);
@@ -437,25 +428,22 @@ pub fn accept_seqpacket_woken_by_connect(b: &mut dyn Backend) {
 }
 
 pub fn accept_signal(b: &mut dyn Backend) {
-    let l = listener(b, Stream, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     let j = b.start(Blocking::Accept(l));
     b.signal(j);
     b.join(j);
     // Nothing was taken from the listener by the interrupted accept.
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
-    b.accept(l);
-    b.accept(l);
+    let _c = b.connected(Stream, p("l.sock"));
+    b.accept_times(l, 2);
 }
 
 /// shutdown(SHUT_RD) of the listener ends a blocked accept with EINVAL.
 pub fn accept_listener_shutdown(b: &mut dyn Backend) {
-    let l = listener(b, Stream, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     let j = b.start(Blocking::Accept(l));
     b.shutdown(l, How::Rd);
     b.join(j);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let _c = b.connected(Stream, p("l.sock"));
 }
 
 // ------------------------------------------------------------ connect on a full backlog
@@ -463,9 +451,8 @@ pub fn accept_listener_shutdown(b: &mut dyn Backend) {
 /// A listener with backlog 0 (one pending connection fits) and one client
 /// pending; a second client's connect blocks.
 fn full_backlog(b: &mut dyn Backend) -> (Sock, Sock, Sock, Job) {
-    let l = listener(b, Stream, 0);
-    let c1 = b.socket(Stream);
-    b.connect(c1, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 0);
+    let c1 = b.connected(Stream, p("l.sock"));
     let c2 = b.socket(Stream);
     let j = b.start(Blocking::Connect(c2, p("l.sock")));
     (l, c1, c2, j)
@@ -490,8 +477,7 @@ pub fn connect_backlog_listener_close(b: &mut dyn Backend) {
     b.join(j);
     b.getpeername(c2);
     b.send(c2, b"x");
-    b.recv(c1, 100);
-    b.recv(c1, 100);
+    b.recv_times(c1, 100, 2);
 }
 
 pub fn connect_backlog_signal(b: &mut dyn Backend) {
@@ -500,8 +486,7 @@ pub fn connect_backlog_signal(b: &mut dyn Backend) {
     b.join(j);
     b.getpeername(c2);
     // The interrupted connect left nothing queued: one accept, then a free slot.
-    b.accept(l);
-    b.accept(l);
+    b.accept_times(l, 2);
     b.connect(c2, p("l.sock"));
     b.accept(l);
 }
@@ -509,9 +494,8 @@ pub fn connect_backlog_signal(b: &mut dyn Backend) {
 /// The same on seqpacket: the blocked connect completes once a slot is free,
 /// and the accepted connection carries records both ways.
 pub fn connect_backlog_seqpacket(b: &mut dyn Backend) {
-    let l = listener(b, Seqpacket, 0);
-    let c1 = b.socket(Seqpacket);
-    b.connect(c1, p("l.sock"));
+    let l = b.listening(Seqpacket, p("l.sock"), 0);
+    let _c1 = b.connected(Seqpacket, p("l.sock"));
     let c2 = b.socket(Seqpacket);
     let j = b.start(Blocking::Connect(c2, p("l.sock")));
     b.accept(l);
@@ -525,9 +509,8 @@ pub fn connect_backlog_seqpacket(b: &mut dyn Backend) {
 
 /// Two connects blocked on one full backlog: one accept lets exactly one in.
 pub fn connect_backlog_two_waiters(b: &mut dyn Backend) {
-    let l = listener(b, Stream, 0);
-    let c1 = b.socket(Stream);
-    b.connect(c1, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 0);
+    let _c1 = b.connected(Stream, p("l.sock"));
     let c2 = b.socket(Stream);
     let c3 = b.socket(Stream);
     let jobs = [
@@ -538,8 +521,7 @@ pub fn connect_backlog_two_waiters(b: &mut dyn Backend) {
     b.count_ended(&jobs, 1);
     b.accept(l);
     b.join_sorted(&jobs);
-    b.accept(l);
-    b.accept(l);
+    b.accept_times(l, 2);
 }
 
 // ------------------------------------------------------------ passing sockets
@@ -569,8 +551,7 @@ pub fn rights_parked_send(b: &mut dyn Backend) {
 /// A blocked recvmsg is woken by a message that passes a socket; the socket
 /// arrives with it and works.
 pub fn dgram_recvmsg_woken_by_rights(b: &mut dyn Backend) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
     let c = b.socket(Dgram);
     let (x, y) = b.pair(Stream);
     let j = b.start(Blocking::RecvMsg(r, 100));
@@ -642,8 +623,7 @@ pub fn stream_msg_partial_signal(b: &mut dyn Backend) {
 /// Three readers blocked on one dgram socket, three messages: each message goes
 /// to exactly one reader.
 pub fn dgram_readers_one_message_each(b: &mut dyn Backend) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
     let c = b.socket(Dgram);
     let jobs: Vec<Job> = (0..3).map(|_| b.start(Blocking::Recv(r, 100))).collect();
     for i in 0..3 {
@@ -656,8 +636,7 @@ pub fn dgram_readers_one_message_each(b: &mut dyn Backend) {
 /// Four readers, two messages: exactly two readers end, the others stay blocked
 /// until two more messages come.
 pub fn dgram_more_readers_than_messages(b: &mut dyn Backend) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
     let c = b.socket(Dgram);
     let jobs: Vec<Job> = (0..4).map(|_| b.start(Blocking::Recv(r, 100))).collect();
     b.sendto(c, b"m0", p("r.sock"));

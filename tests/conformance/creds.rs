@@ -1,6 +1,5 @@
 //! Credentials: SO_PASSCRED, SCM_CREDENTIALS (attached, delivered, explicit,
-//! validated), SO_PEERCRED, and the implicit autobind of SO_PASSCRED sockets
-//! (helper B; reference §1.9, §2, §3).
+//! validated), SO_PEERCRED, and the implicit autobind of SO_PASSCRED sockets.
 //!
 //! Pids are shown as "self" (the test process), "own" (a child's own pid in an
 //! explicit credential it sends), 0, 1, or "other" (a child, or a pid that does not
@@ -15,7 +14,7 @@ const NOBODY: u32 = 65534;
 /// A pid that cannot exist (pid_max is at most 2^22).
 const NO_SUCH_PID: i32 = 0x3fff_fff0;
 
-/// The delivery matrix of reference §3.2 on a connected pair: s0 sends, s1
+/// The delivery matrix on a connected pair: s0 sends, s1
 /// receives; passcred on the sender, on the receiver at send time and at receive
 /// time, and explicit credentials sent while nobody asked for any.
 fn matrix(b: &mut dyn Backend, s0: Sock, s1: Sock) {
@@ -54,8 +53,7 @@ fn matrix(b: &mut dyn Backend, s0: Sock, s1: Sock) {
     b.recvmsg(s1, 100);
     b.sendmsg(s0, SendMsg::new(b"r8").creds(Ucred::new(1, 1234, 5678)));
     b.passcred(s1, true);
-    b.recvmsg(s1, 100);
-    b.recvmsg(s1, 100);
+    b.recvmsg_times(s1, 100, 2);
 }
 
 /// §3.2 on a dgram socketpair (the passcred sender autobinds on send).
@@ -78,11 +76,8 @@ pub fn matrix_seqpacket(b: &mut dyn Backend) {
 
 /// §3.2 on sockets connected by name, in both directions.
 pub fn matrix_connected(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c = b.connected(Stream, p("l.sock"));
     let a = b.accept(l);
     matrix(b, c, a);
     matrix(b, a, c);
@@ -91,14 +86,10 @@ pub fn matrix_connected(b: &mut dyn Backend) {
 /// A message sent to a connection not yet accepted carries real credentials even
 /// though nobody asked (the embryo rule).
 fn embryo(b: &mut dyn Backend, ty: Ty) {
-    let l = b.socket(ty);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
-    let c1 = b.socket(ty);
-    b.connect(c1, p("l.sock"));
+    let l = b.listening(ty, p("l.sock"), 5);
+    let c1 = b.connected(ty, p("l.sock"));
     b.send(c1, b"early1");
-    let c2 = b.socket(ty);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(ty, p("l.sock"));
     b.send(c2, b"early2");
     let a1 = b.accept(l);
     let a2 = b.accept(l);
@@ -158,10 +149,7 @@ pub fn explicit_root(b: &mut dyn Backend) {
     b.send(t0, b"PPP");
     b.sendmsg(t0, SendMsg::new(b"GGG").creds(Ucred::new(1, 1234, 5678)));
     b.sendmsg(t0, SendMsg::new(b"HHH").creds(Ucred::new(1, 1234, 5678)));
-    b.recvmsg(t1, 100);
-    b.recvmsg(t1, 100);
-    b.recvmsg(t1, 100);
-    b.recvmsg(t1, 100);
+    b.recvmsg_times(t1, 100, 4);
 }
 
 /// Explicit credentials from an unprivileged process (real, effective and saved ids
@@ -190,9 +178,7 @@ pub fn explicit_unprivileged(b: &mut dyn Backend) {
             ChildOp::Send(s0, b"plain".to_vec()),
         ],
     );
-    b.recvmsg(s1, 100);
-    b.recvmsg(s1, 100);
-    b.recvmsg(s1, 100);
+    b.recvmsg_times(s1, 100, 3);
 }
 
 /// With passcred on the receiver, one stream read never spans chunks whose
@@ -203,16 +189,11 @@ pub fn stream_no_merge(b: &mut dyn Backend) {
     b.send(s0, b"PPP");
     b.child(Child::default(), &[ChildOp::Send(s0, b"CCC".to_vec())]);
     b.send(s0, b"QQQ");
-    b.recv(s1, 100);
-    b.recv(s1, 100);
-    b.recv(s1, 100);
-    b.recv(s1, 100);
+    b.recv_times(s1, 100, 4);
     b.send(s0, b"PPP");
     b.child(Child::default(), &[ChildOp::Send(s0, b"CCC".to_vec())]);
     b.send(s0, b"QQQ");
-    b.recvmsg(s1, 100);
-    b.recvmsg(s1, 100);
-    b.recvmsg(s1, 100);
+    b.recvmsg_times(s1, 100, 3);
     // Sent while the receiver asked, read after it stopped: they merge.
     b.send(s0, b"PPP");
     b.child(Child::default(), &[ChildOp::Send(s0, b"CCC".to_vec())]);
@@ -241,8 +222,7 @@ pub fn peercred(b: &mut dyn Backend) {
     let u = b.socket(Stream);
     b.peercred(u);
     // Our own listener.
-    let l = b.socket(Stream);
-    b.bind(l, ab(b"pc"));
+    let l = b.bound(Stream, ab(b"pc"));
     b.peercred(l);
     b.listen(l, 5);
     b.peercred(l);
@@ -270,8 +250,7 @@ pub fn peercred(b: &mut dyn Backend) {
     let a3 = b.accept(l);
     b.peercred(a3);
     // A listener set up by another process with other ids: its clients see those.
-    let l2 = b.socket(Seqpacket);
-    b.bind(l2, p("l2.sock"));
+    let l2 = b.bound(Seqpacket, p("l2.sock"));
     b.child(
         Child {
             ids: Some((NOBODY, NOBODY)),
@@ -280,8 +259,7 @@ pub fn peercred(b: &mut dyn Backend) {
         &[ChildOp::Listen(l2, 5)],
     );
     b.peercred(l2);
-    let c4 = b.socket(Seqpacket);
-    b.connect(c4, p("l2.sock"));
+    let c4 = b.connected(Seqpacket, p("l2.sock"));
     b.peercred(c4);
     let a4 = b.accept(l2);
     b.peercred(a4);
@@ -289,10 +267,8 @@ pub fn peercred(b: &mut dyn Backend) {
     b.listen(l2, 10);
     b.peercred(l2);
     // dgram connect sets nothing.
-    let d0 = b.socket(Dgram);
-    b.bind(d0, p("d0.sock"));
-    let d1 = b.socket(Dgram);
-    b.bind(d1, p("d1.sock"));
+    let d0 = b.bound(Dgram, p("d0.sock"));
+    let d1 = b.bound(Dgram, p("d1.sock"));
     b.connect(d1, p("d0.sock"));
     b.connect(d0, p("d1.sock"));
     b.peercred(d0);
@@ -302,15 +278,11 @@ pub fn peercred(b: &mut dyn Backend) {
 /// An accepted socket has the listener's passcred as it was when the client
 /// connected, not as it is at accept time.
 pub fn accept_inherits_passcred(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     b.passcred(l, true);
-    let c1 = b.socket(Stream);
-    b.connect(c1, p("l.sock"));
+    let c1 = b.connected(Stream, p("l.sock"));
     b.passcred(l, false);
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(Stream, p("l.sock"));
     b.passcred(l, true);
     let a1 = b.accept(l);
     let a2 = b.accept(l);
@@ -329,103 +301,78 @@ pub fn accept_inherits_passcred(b: &mut dyn Backend) {
     b.recvmsg(c2, 100);
 }
 
+/// A socketpair (x, y) of `ty`, x with SO_PASSCRED: the names of x before and after
+/// it sends, and the name y sees for its peer and the message.
+fn pair_send_names(b: &mut dyn Backend, ty: Ty) -> (Sock, Sock) {
+    let (x, y) = b.pair(ty);
+    b.passcred(x, true);
+    b.getsockname(x);
+    b.send_then_name(x, b"p");
+    b.getpeername(y);
+    b.recvmsg(y, 100);
+    (x, y)
+}
+
 /// SO_PASSCRED autobinds an unbound socket on connect (stream, dgram, seqpacket)
 /// and on dgram/seqpacket send, never on listen or stream send.
 pub fn autobind(b: &mut dyn Backend) {
-    let srv = b.socket(Dgram);
-    b.bind(srv, p("srv.sock"));
-    let d = b.socket(Dgram);
-    b.passcred(d, true);
+    let srv = b.bound(Dgram, p("srv.sock"));
+    let d = b.passcred_socket(Dgram);
     b.getsockname(d);
-    b.connect(d, p("srv.sock"));
-    b.getsockname(d);
+    b.connect_then_name(d, p("srv.sock"));
     b.send(d, b"hi");
     b.recvfrom(srv, 100);
-    let d2 = b.socket(Dgram);
-    b.passcred(d2, true);
-    b.sendto(d2, b"to", p("srv.sock"));
-    b.getsockname(d2);
+    let d2 = b.passcred_socket(Dgram);
+    b.sendto_then_name(d2, b"to", p("srv.sock"));
     b.recvfrom(srv, 100);
     // Already bound: nothing changes.
-    let d4 = b.socket(Dgram);
-    b.bind(d4, p("d4.sock"));
+    let d4 = b.bound(Dgram, p("d4.sock"));
     b.passcred(d4, true);
-    b.sendto(d4, b"named", p("srv.sock"));
-    b.getsockname(d4);
+    b.sendto_then_name(d4, b"named", p("srv.sock"));
     b.recvfrom(srv, 100);
     // Stream: connect autobinds, the server sees the name.
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
-    let c = b.socket(Stream);
-    b.passcred(c, true);
-    b.connect(c, p("l.sock"));
-    b.getsockname(c);
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c = b.passcred_socket(Stream);
+    b.connect_then_name(c, p("l.sock"));
     let a = b.accept(l);
     b.getpeername(a);
     b.send(c, b"x");
     b.recvmsg(a, 100);
     // Seqpacket connect.
-    let ql = b.socket(Seqpacket);
-    b.bind(ql, p("q.sock"));
-    b.listen(ql, 5);
-    let qc = b.socket(Seqpacket);
-    b.passcred(qc, true);
-    b.connect(qc, p("q.sock"));
-    b.getsockname(qc);
+    let _ql = b.listening(Seqpacket, p("q.sock"), 5);
+    let qc = b.passcred_socket(Seqpacket);
+    b.connect_then_name(qc, p("q.sock"));
     // listen does not autobind.
-    let u = b.socket(Stream);
-    b.passcred(u, true);
+    let u = b.passcred_socket(Stream);
     b.listen(u, 5);
     b.getsockname(u);
     // Socketpairs: dgram sends autobind, stream sends do not.
     for ty in [Dgram, Stream] {
-        let (x, y) = b.pair(ty);
-        b.passcred(x, true);
-        b.getsockname(x);
-        b.send(x, b"p");
-        b.getsockname(x);
-        b.getpeername(y);
-        b.recvmsg(y, 100);
+        pair_send_names(b, ty);
     }
 }
 
 /// The implicit autobind comes before the target is looked up: a connect or
 /// sendto that fails still leaves the socket autobound.
 pub fn autobind_before_lookup(b: &mut dyn Backend) {
-    let d = b.socket(Dgram);
-    b.passcred(d, true);
-    b.sendto(d, b"nowhere", p("missing.sock"));
-    b.getsockname(d);
-    let d2 = b.socket(Dgram);
-    b.passcred(d2, true);
-    b.connect(d2, p("missing.sock"));
-    b.getsockname(d2);
+    let d = b.passcred_socket(Dgram);
+    b.sendto_then_name(d, b"nowhere", p("missing.sock"));
+    let d2 = b.passcred_socket(Dgram);
+    b.connect_then_name(d2, p("missing.sock"));
     for ty in [Stream, Seqpacket] {
-        let c = b.socket(ty);
-        b.passcred(c, true);
-        b.connect(c, p("missing.sock"));
-        b.getsockname(c);
+        let c = b.passcred_socket(ty);
+        b.connect_then_name(c, p("missing.sock"));
     }
     // A type mismatch is found after the autobind too.
-    let srv = b.socket(Dgram);
-    b.bind(srv, p("srv.sock"));
-    let c = b.socket(Stream);
-    b.passcred(c, true);
-    b.connect(c, p("srv.sock"));
-    b.getsockname(c);
+    let _srv = b.bound(Dgram, p("srv.sock"));
+    let c = b.passcred_socket(Stream);
+    b.connect_then_name(c, p("srv.sock"));
 }
 
 /// seqpacket sends go through the dgram send path, which autobinds a passcred
 /// socket (a socketpair has no name otherwise); the receiver sees the name.
 pub fn autobind_seqpacket_send(b: &mut dyn Backend) {
-    let (x, y) = b.pair(Seqpacket);
-    b.passcred(x, true);
-    b.getsockname(x);
-    b.send(x, b"p");
-    b.getsockname(x);
-    b.getpeername(y);
-    b.recvmsg(y, 100);
+    let (x, y) = pair_send_names(b, Seqpacket);
     b.sendmsg(x, SendMsg::new(b"q"));
     b.recvmsg(y, 100);
 }
@@ -433,9 +380,7 @@ pub fn autobind_seqpacket_send(b: &mut dyn Backend) {
 /// SO_PEERCRED records effective ids, SCM_CREDENTIALS real ones: a client whose
 /// thread has effective ids 65534 (real ids still 0) connects and sends.
 pub fn peercred_effective_ids(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, ab(b"peff"));
-    b.listen(l, 5);
+    let l = b.listening(Stream, ab(b"peff"), 5);
     let c = b.socket(Stream);
     // Use the socket once as root (udsfs: the files it needs are opened now; the
     // mount is not --allow-other, but an open file is usable by any thread).
@@ -458,7 +403,5 @@ pub fn peercred_effective_ids(b: &mut dyn Backend) {
         SendMsg::new(b"own").creds(Ucred::new(std::process::id() as i32, NOBODY, 0)),
     );
     b.as_root();
-    b.recvmsg(a, 100);
-    b.recvmsg(a, 100);
-    b.recvmsg(a, 100);
+    b.recvmsg_times(a, 100, 3);
 }

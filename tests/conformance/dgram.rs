@@ -9,33 +9,25 @@ const MAX_DGRAM: usize = 212_960;
 
 /// A bound receiver `a.sock` (s0) and a sender one-way connected to it (s1).
 fn bound_and_connected(b: &mut dyn Backend) -> (Sock, Sock) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
-    let s1 = b.socket(Dgram);
-    b.connect(s1, p("a.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
+    let s1 = b.connected(Dgram, p("a.sock"));
     (s0, s1)
 }
 
 /// One send is one message; one recv returns one message.
 pub fn message_boundaries(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
     let s1 = b.socket(Dgram);
     b.sendto(s1, b"ab", p("a.sock"));
     b.sendto(s1, b"cde", p("a.sock"));
     b.sendto(s1, b"fghij", p("a.sock"));
-    b.recv(s0, 100);
-    b.recv(s0, 100);
-    b.recv(s0, 100);
-    b.recv(s0, 100);
+    b.recv_times(s0, 100, 4);
     b.connect(s1, p("a.sock"));
     b.send(s1, b"one");
     b.send(s1, b"two");
     b.send(s1, &pattern(1000));
     b.recv(s0, 100);
-    b.recv(s0, 4096);
-    b.recv(s0, 4096);
-    b.recv(s0, 4096);
+    b.recv_times(s0, 4096, 3);
 }
 
 /// A short buffer truncates the message and the rest is dropped.
@@ -47,8 +39,7 @@ pub fn truncation(b: &mut dyn Backend) {
     b.send(s1, b"abcdefghij");
     b.send(s1, b"xyz");
     b.recv(s0, 4);
-    b.recv(s0, 100);
-    b.recv(s0, 100);
+    b.recv_times(s0, 100, 2);
     b.send(s1, b"0123456789");
     b.recvfrom(s0, 5);
     b.recv(s0, 100);
@@ -59,18 +50,15 @@ pub fn truncation(b: &mut dyn Backend) {
 
 /// A zero-length datagram is a message of its own.
 pub fn zero_length(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
     let s1 = b.socket(Dgram);
     b.sendto(s1, b"", p("a.sock"));
-    b.recv(s0, 100);
-    b.recv(s0, 100);
+    b.recv_times(s0, 100, 2);
     b.connect(s1, p("a.sock"));
     b.send(s1, b"");
     b.send(s1, b"x");
     b.send(s1, b"");
-    b.recv(s0, 100);
-    b.recv(s0, 100);
+    b.recv_times(s0, 100, 2);
     b.recvfrom(s0, 100);
     b.recv(s0, 100);
 }
@@ -80,8 +68,7 @@ pub fn emsgsize(b: &mut dyn Backend) {
     let (s0, s1) = bound_and_connected(b);
     b.send(s1, &pattern(MAX_DGRAM + 1));
     b.send(s1, &pattern(MAX_DGRAM));
-    b.recv(s0, 300_000);
-    b.recv(s0, 300_000);
+    b.recv_times(s0, 300_000, 2);
     let s2 = b.socket(Dgram);
     b.sendto(s2, &pattern(MAX_DGRAM + 1), p("a.sock"));
     b.sendto(s2, &pattern(MAX_DGRAM), p("a.sock"));
@@ -107,13 +94,10 @@ pub fn qlen_limit(b: &mut dyn Backend) {
 
 /// The queue limit is shared by all senders, connected or not.
 pub fn qlen_shared_by_senders(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
     let s1 = b.socket(Dgram);
-    let s2 = b.socket(Dgram);
-    b.bind(s2, p("two.sock"));
-    let s3 = b.socket(Dgram);
-    b.connect(s3, p("a.sock"));
+    let s2 = b.bound(Dgram, p("two.sock"));
+    let s3 = b.connected(Dgram, p("a.sock"));
     for i in 0..4 {
         b.sendto(s1, format!("one{i}").as_bytes(), p("a.sock"));
         b.sendto(s2, format!("two{i}").as_bytes(), p("a.sock"));
@@ -129,10 +113,8 @@ pub fn qlen_shared_by_senders(b: &mut dyn Backend) {
 
 /// A mutually connected pair has no queue-length limit.
 pub fn mutual_pair_no_qlen(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
-    let s1 = b.socket(Dgram);
-    b.bind(s1, p("b.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
+    let s1 = b.bound(Dgram, p("b.sock"));
     b.connect(s0, p("b.sock"));
     b.connect(s1, p("a.sock"));
     for i in 0..40 {
@@ -206,8 +188,7 @@ pub fn peer_name_rebound(b: &mut dyn Backend) {
     let (s0, s1) = bound_and_connected(b);
     b.close(s0);
     b.rm("a.sock");
-    let s2 = b.socket(Dgram);
-    b.bind(s2, p("a.sock"));
+    let s2 = b.bound(Dgram, p("a.sock"));
     b.send(s1, b"first");
     b.send(s1, b"second");
     b.recv(s2, 100);
@@ -229,10 +210,8 @@ pub fn getpeername_dead_peer(b: &mut dyn Backend) {
 /// A socket whose peer is someone else refuses third parties: EPERM for sendto and
 /// connect; its own peer may still send.
 pub fn eperm_connected_elsewhere(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
-    let s1 = b.socket(Dgram);
-    b.bind(s1, p("b.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
+    let s1 = b.bound(Dgram, p("b.sock"));
     b.connect(s0, p("b.sock"));
     let s2 = b.socket(Dgram);
     b.sendto(s2, b"x", p("a.sock"));
@@ -249,12 +228,10 @@ pub fn eperm_connected_elsewhere(b: &mut dyn Backend) {
 
 /// A socket can send to its own address.
 pub fn sendto_own_address(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
     b.sendto(s0, b"me", p("a.sock"));
     b.recvfrom(s0, 100);
-    let s1 = b.socket(Dgram);
-    b.bind(s1, ab(b"self"));
+    let s1 = b.bound(Dgram, ab(b"self"));
     b.sendto(s1, b"me too", ab(b"self"));
     b.recvfrom(s1, 100);
     b.connect(s1, ab(b"self"));
@@ -265,20 +242,16 @@ pub fn sendto_own_address(b: &mut dyn Backend) {
 
 /// recvfrom reports the sender's name: path, abstract, autobound, none.
 pub fn recvfrom_sender_names(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("srv.sock"));
-    let s1 = b.socket(Dgram);
-    b.bind(s1, p("cli.sock"));
+    let s0 = b.bound(Dgram, p("srv.sock"));
+    let s1 = b.bound(Dgram, p("cli.sock"));
     b.sendto(s1, b"from path", p("srv.sock"));
     let s2 = b.socket(Dgram);
     b.sendto(s2, b"from unbound", p("srv.sock"));
-    let s3 = b.socket(Dgram);
-    b.bind(s3, ab(b"abs"));
+    let s3 = b.bound(Dgram, ab(b"abs"));
     b.sendto(s3, b"from abstract", p("srv.sock"));
     let s4 = b.socket(Dgram);
     b.autobind(s4);
-    b.sendto(s4, b"from autobound", p("srv.sock"));
-    b.getsockname(s4);
+    b.sendto_then_name(s4, b"from autobound", p("srv.sock"));
     for _ in 0..5 {
         b.recvfrom(s0, 100);
     }
@@ -296,8 +269,7 @@ pub fn socketpair_both_ways(b: &mut dyn Backend) {
     b.getsockname(s0);
     b.getpeername(s0);
     b.getpeername(s1);
-    let s2 = b.socket(Dgram);
-    b.bind(s2, p("x.sock"));
+    let s2 = b.bound(Dgram, p("x.sock"));
     b.sendto(s0, b"pair to x", p("x.sock"));
     b.recvfrom(s2, 100);
 }
@@ -311,8 +283,7 @@ pub fn shutdown_wr(b: &mut dyn Backend) {
     b.send(s1, b"y");
     b.recv(s0, 100);
     b.recv(s1, 100);
-    let s2 = b.socket(Dgram);
-    b.bind(s2, p("a.sock"));
+    let s2 = b.bound(Dgram, p("a.sock"));
     b.sendto(s0, b"elsewhere", p("a.sock"));
     b.send(s0, &pattern(MAX_DGRAM + 1));
     b.recv(s2, 100);
@@ -330,8 +301,7 @@ pub fn shutdown_rd(b: &mut dyn Backend) {
     b.send(s1, b"after");
     let s2 = b.socket(Dgram);
     b.sendto(s2, b"third party", p("a.sock"));
-    b.recv(s0, 100);
-    b.recv(s0, 100);
+    b.recv_times(s0, 100, 2);
     b.bind(s1, p("b.sock"));
     b.sendto(s0, b"s0 still sends", p("b.sock"));
     b.recv(s1, 100);
@@ -341,12 +311,9 @@ pub fn shutdown_rd(b: &mut dyn Backend) {
 
 /// connect again moves the default peer.
 pub fn reconnect(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
-    let s1 = b.socket(Dgram);
-    b.bind(s1, p("b.sock"));
-    let s2 = b.socket(Dgram);
-    b.connect(s2, p("a.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
+    let s1 = b.bound(Dgram, p("b.sock"));
+    let s2 = b.connected(Dgram, p("a.sock"));
     b.send(s2, b"1");
     b.connect(s2, p("b.sock"));
     b.send(s2, b"2");
@@ -355,40 +322,29 @@ pub fn reconnect(b: &mut dyn Backend) {
     b.connect(s2, p("missing.sock"));
     b.send(s2, b"4");
     b.getpeername(s2);
-    b.recv(s0, 100);
-    b.recv(s0, 100);
-    b.recv(s1, 100);
-    b.recv(s1, 100);
-    b.recv(s1, 100);
-    b.recv(s1, 100);
+    b.recv_times(s0, 100, 2);
+    b.recv_times(s1, 100, 4);
 }
 
 /// A connected dgram socket may still sendto another address.
 pub fn sendto_while_connected(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
-    let s1 = b.socket(Dgram);
-    b.bind(s1, p("b.sock"));
-    let s2 = b.socket(Dgram);
-    b.connect(s2, p("a.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
+    let s1 = b.bound(Dgram, p("b.sock"));
+    let s2 = b.connected(Dgram, p("a.sock"));
     b.sendto(s2, b"x to b", p("b.sock"));
     b.send(s2, b"y to a");
     b.sendto(s2, b"z to a", p("a.sock"));
     b.recv(s1, 100);
-    b.recv(s0, 100);
-    b.recv(s0, 100);
+    b.recv_times(s0, 100, 2);
     b.getpeername(s2);
 }
 
 /// Re-connecting a socket that has queued messages from a peer pointing back at it
 /// purges its queue and reports ECONNRESET to that peer once.
 pub fn reconnect_resets_old_peer(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.bind(s0, p("a.sock"));
-    let s1 = b.socket(Dgram);
-    b.bind(s1, p("b.sock"));
-    let s2 = b.socket(Dgram);
-    b.bind(s2, p("c.sock"));
+    let s0 = b.bound(Dgram, p("a.sock"));
+    let s1 = b.bound(Dgram, p("b.sock"));
+    let s2 = b.bound(Dgram, p("c.sock"));
     b.connect(s0, p("b.sock"));
     b.connect(s1, p("a.sock"));
     b.send(s1, b"queued at s0");
@@ -400,16 +356,13 @@ pub fn reconnect_resets_old_peer(b: &mut dyn Backend) {
     b.send(s0, b"to c");
     b.recv(s2, 100);
     // The same, but the error is noticed by a recv first.
-    let s3 = b.socket(Dgram);
-    b.bind(s3, p("d.sock"));
-    let s4 = b.socket(Dgram);
-    b.bind(s4, p("e.sock"));
+    let s3 = b.bound(Dgram, p("d.sock"));
+    let s4 = b.bound(Dgram, p("e.sock"));
     b.connect(s3, p("e.sock"));
     b.connect(s4, p("d.sock"));
     b.send(s4, b"queued at s3");
     b.connect(s3, p("c.sock"));
-    b.recv(s4, 100);
-    b.recv(s4, 100);
+    b.recv_times(s4, 100, 2);
     b.send(s4, b"after");
 }
 

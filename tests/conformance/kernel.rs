@@ -133,6 +133,16 @@ impl Kernel {
         CString::new(self.abs(p)).expect("path without NUL")
     }
 
+    /// The name getsockname(2) or getpeername(2) (`call`) gives for socket s.
+    fn name_by(&self, s: Sock, call: NameCall) -> Res<Name> {
+        let fd = self.fd(s)?;
+        let mut buf = SockAddrBuf::new();
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: buf is a valid buffer of `len` bytes.
+        cvt(unsafe { call(fd, buf.as_mut_ptr(), &mut len) })?;
+        Ok(self.name_of(&buf, len))
+    }
+
     /// Build a sockaddr_un for `a`; returns the buffer and addrlen.
     fn sockaddr(&self, a: &Addr) -> Res<(SockAddrBuf, libc::socklen_t)> {
         let mut buf = SockAddrBuf::new();
@@ -264,9 +274,7 @@ impl Backend for Kernel {
 
     fn raw_bind(&mut self, s: Sock, a: &Addr) -> Res<()> {
         let fd = self.fd(s)?;
-        let (buf, len) = self.sockaddr(a)?;
-        // SAFETY: buf holds `len` valid bytes.
-        cvt(unsafe { libc::bind(fd, buf.as_ptr(), len) })
+        bind_fd(fd, self.sockaddr(a)?)
     }
 
     fn raw_autobind(&mut self, s: Sock) -> Res<()> {
@@ -279,9 +287,7 @@ impl Backend for Kernel {
 
     fn raw_connect(&mut self, s: Sock, a: &Addr) -> Res<()> {
         let fd = self.fd(s)?;
-        let (buf, len) = self.sockaddr(a)?;
-        // SAFETY: buf holds `len` valid bytes.
-        cvt(unsafe { libc::connect(fd, buf.as_ptr(), len) })
+        connect_fd(fd, self.sockaddr(a)?)
     }
 
     fn raw_listen(&mut self, s: Sock, backlog: i32) -> Res<()> {
@@ -303,31 +309,12 @@ impl Backend for Kernel {
 
     fn raw_send(&mut self, s: Sock, d: &[u8]) -> Res<usize> {
         let fd = self.fd(s)?;
-        // SAFETY: d is a valid buffer.
-        cvt_len(unsafe {
-            libc::send(
-                fd,
-                d.as_ptr().cast(),
-                d.len(),
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-            )
-        })
+        send_fd(fd, d, None)
     }
 
     fn raw_sendto(&mut self, s: Sock, d: &[u8], a: &Addr) -> Res<usize> {
         let fd = self.fd(s)?;
-        let (buf, len) = self.sockaddr(a)?;
-        // SAFETY: d and buf are valid buffers.
-        cvt_len(unsafe {
-            libc::sendto(
-                fd,
-                d.as_ptr().cast(),
-                d.len(),
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                buf.as_ptr(),
-                len,
-            )
-        })
+        send_fd(fd, d, Some(self.sockaddr(a)?))
     }
 
     fn raw_recv(&mut self, s: Sock, bufsize: usize) -> Res<Vec<u8>> {
@@ -364,27 +351,17 @@ impl Backend for Kernel {
     }
 
     fn raw_getsockname(&mut self, s: Sock) -> Res<Name> {
-        let fd = self.fd(s)?;
-        let mut buf = SockAddrBuf::new();
-        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        // SAFETY: buf is a valid buffer of `len` bytes.
-        cvt(unsafe { libc::getsockname(fd, buf.as_mut_ptr(), &mut len) })?;
-        Ok(self.name_of(&buf, len))
+        self.name_by(s, libc::getsockname)
     }
 
     fn raw_getpeername(&mut self, s: Sock) -> Res<Name> {
-        let fd = self.fd(s)?;
-        let mut buf = SockAddrBuf::new();
-        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        // SAFETY: buf is a valid buffer of `len` bytes.
-        cvt(unsafe { libc::getpeername(fd, buf.as_mut_ptr(), &mut len) })?;
-        Ok(self.name_of(&buf, len))
+        self.name_by(s, libc::getpeername)
     }
 
     fn raw_close(&mut self, s: Sock) -> Res<()> {
         match self.socks.get_mut(s).and_then(Option::take) {
             Some(fd) => {
-                let _spawning = crate::backend::spawn_guard();
+                let _spawning = super::backend::spawn_guard();
                 drop(fd);
                 Ok(())
             }
@@ -431,7 +408,7 @@ impl Backend for Kernel {
             .map_err(|e| io_errno(&e))
     }
 
-    // ---- stream / seqpacket (helper A) ----
+    // ---- stream / seqpacket ----
 
     fn raw_accept(&mut self, s: Sock) -> Res<Sock> {
         let nfd = accept_fd(self.fd(s)?)?;
@@ -441,18 +418,7 @@ impl Backend for Kernel {
     }
 
     fn raw_poll(&mut self, s: Sock) -> Res<i16> {
-        let fd = self.fd(s)?;
-        let mut pfd = libc::pollfd {
-            fd,
-            events: POLL_EVENTS,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, zero timeout.
-        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
-        if n < 0 {
-            return Err(last_errno());
-        }
-        Ok(pfd.revents)
+        poll_now(self.fd(s)?)
     }
 
     fn raw_send_sig(&mut self, s: Sock, d: &[u8]) -> (Res<usize>, bool) {
@@ -466,7 +432,7 @@ impl Backend for Kernel {
         })
     }
 
-    // ---- names / permissions (helper C) ----
+    // ---- names / permissions ----
 
     fn raw_passcred(&mut self, s: Sock, on: bool) -> Res<()> {
         let fd = self.fd(s)?;
@@ -539,34 +505,19 @@ impl Backend for Kernel {
 
     fn raw_bind_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()> {
         let fd = self.fd(s)?;
-        let (buf, len) = self.sun_addr(sun)?;
-        // SAFETY: buf holds `len` valid bytes.
-        cvt(unsafe { libc::bind(fd, buf.as_ptr(), len) })
+        bind_fd(fd, self.sun_addr(sun)?)
     }
 
     fn raw_connect_sun(&mut self, s: Sock, sun: &[u8]) -> Res<()> {
         let fd = self.fd(s)?;
-        let (buf, len) = self.sun_addr(sun)?;
-        // SAFETY: buf holds `len` valid bytes.
-        cvt(unsafe { libc::connect(fd, buf.as_ptr(), len) })
+        connect_fd(fd, self.sun_addr(sun)?)
     }
 
     fn raw_sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Res<usize> {
         let fd = self.fd(s)?;
-        let (buf, len) = self.sun_addr(sun)?;
-        // SAFETY: d and buf are valid buffers.
-        cvt_len(unsafe {
-            libc::sendto(
-                fd,
-                d.as_ptr().cast(),
-                d.len(),
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                buf.as_ptr(),
-                len,
-            )
-        })
+        send_fd(fd, d, Some(self.sun_addr(sun)?))
     }
-    // ---- credentials, rights and GC (helper B) ----
+    // ---- credentials, rights and GC ----
 
     fn raw_get_passcred(&mut self, s: Sock) -> Res<bool> {
         let fd = self.fd(s)?;
@@ -748,7 +699,43 @@ impl Backend for Kernel {
     }
 }
 
-// ---- names / permissions (helper C) ----
+/// getsockname(2) or getpeername(2).
+type NameCall =
+    unsafe extern "C" fn(libc::c_int, *mut libc::sockaddr, *mut libc::socklen_t) -> libc::c_int;
+
+/// bind(2) to an address `sockaddr` or `sun_addr` built.
+fn bind_fd(fd: libc::c_int, (buf, len): (SockAddrBuf, libc::socklen_t)) -> Res<()> {
+    // SAFETY: buf holds `len` valid bytes.
+    cvt(unsafe { libc::bind(fd, buf.as_ptr(), len) })
+}
+
+/// connect(2) to an address `sockaddr` or `sun_addr` built.
+fn connect_fd(fd: libc::c_int, (buf, len): (SockAddrBuf, libc::socklen_t)) -> Res<()> {
+    // SAFETY: buf holds `len` valid bytes.
+    cvt(unsafe { libc::connect(fd, buf.as_ptr(), len) })
+}
+
+/// A non-blocking send without SIGPIPE: sendto(2) to an address `sockaddr` or
+/// `sun_addr` built, or with none, which is send(2).
+fn send_fd(fd: libc::c_int, d: &[u8], to: Option<(SockAddrBuf, libc::socklen_t)>) -> Res<usize> {
+    let (addr, len) = match &to {
+        Some((buf, len)) => (buf.as_ptr(), *len),
+        None => (std::ptr::null(), 0),
+    };
+    // SAFETY: d is a valid buffer, addr null or `len` valid bytes.
+    cvt_len(unsafe {
+        libc::sendto(
+            fd,
+            d.as_ptr().cast(),
+            d.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            addr,
+            len,
+        )
+    })
+}
+
+// ---- names / permissions ----
 
 impl Kernel {
     /// A sockaddr_un with raw sun_path bytes (see `Backend::raw_bind_sun`). A path is
@@ -781,7 +768,7 @@ impl Kernel {
     }
 }
 
-// ---- credentials, rights and GC (helper B) ----
+// ---- credentials, rights and GC ----
 
 /// How long `gc` waits for the collector at least, on both backends.
 pub const GC_WAIT_MS: u64 = 150;
@@ -1156,11 +1143,7 @@ impl Kernel {
     }
 
     fn join_job(&mut self, j: Job) -> Res<Done> {
-        let job = self
-            .jobs
-            .get_mut(j)
-            .and_then(Option::take)
-            .ok_or_else(|| "HARNESS no such blocking call".to_string())?;
+        let job = take_job(&mut self.jobs, j)?;
         let r = job.call.join();
         self.unblock_sock(job.sock);
         match r?? {

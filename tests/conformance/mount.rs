@@ -14,6 +14,21 @@ pub struct Mount {
     _base: tempfile::TempDir,
 }
 
+/// The udsfs binary: cargo names it to a test; examples/show_traces.rs, built into
+/// target/<profile>/examples, finds it one directory up.
+pub fn udsfs_binary() -> PathBuf {
+    match option_env!("CARGO_BIN_EXE_udsfs") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let exe = std::env::current_exe().expect("current_exe");
+            exe.parent()
+                .and_then(Path::parent)
+                .expect("target/<profile>/examples/")
+                .join("udsfs")
+        }
+    }
+}
+
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence.
     if unsafe { libc::kill(pid, 0) } != 0 {
@@ -73,8 +88,8 @@ impl Default for Mount {
 impl Drop for Mount {
     fn drop(&mut self) {
         let _ = {
-            let _spawning = crate::backend::spawn_guard();
-            Command::new(env!("CARGO_BIN_EXE_udsfs"))
+            let _spawning = super::backend::spawn_guard();
+            Command::new(udsfs_binary())
                 .arg("umount")
                 .arg(&self.mnt)
                 .output()
@@ -99,7 +114,7 @@ impl Drop for Mount {
     }
 }
 
-// ---- names / permissions (helper C) ----
+// ---- names / permissions ----
 
 impl Mount {
     /// Like `new`, with extra `udsfs mount` arguments (such as `--allow-other`). The
@@ -116,7 +131,7 @@ impl Mount {
         let mnt = base.path().join("mnt");
         std::fs::create_dir(&mnt).expect("create mount point");
         let log = base.path().join("daemon.log");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_udsfs"));
+        let mut cmd = Command::new(udsfs_binary());
         cmd.arg("mount")
             .arg("--background")
             .args(args)
@@ -127,7 +142,7 @@ impl Mount {
             cmd.env("RUST_LOG", "debug");
         }
         let out = {
-            let _spawning = crate::backend::spawn_guard();
+            let _spawning = super::backend::spawn_guard();
             cmd.output().expect("run `udsfs mount --background`")
         };
         let stdout = String::from_utf8_lossy(&out.stdout);

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::mount::Mount;
+use super::mount::{Mount, udsfs_binary};
 
 fn program(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -18,7 +18,7 @@ fn program(name: &str) -> PathBuf {
 /// The preload library next to the udsfs binary, which must be newer than
 /// its sources: a stale one would test old code.
 fn preload_library() -> PathBuf {
-    let lib = Path::new(env!("CARGO_BIN_EXE_udsfs")).with_file_name("libudsfs_preload.so");
+    let lib = udsfs_binary().with_file_name("libudsfs_preload.so");
     let built = std::fs::metadata(&lib)
         .and_then(|m| m.modified())
         .unwrap_or_else(|e| panic!("{}: {e}: build it with `cargo build`", lib.display()));
@@ -59,7 +59,7 @@ pub fn differential_program(cmd: &[&str]) {
 /// `differential_program` on a given mount (one with `--allow-other` for a
 /// program that drops root).
 pub fn differential_program_on(m: Mount, cmd: &[&str]) {
-    crate::require_root();
+    super::require_root();
     let lib = preload_library();
     let kernel = Command::new(cmd[0])
         .args(&cmd[1..])
@@ -68,8 +68,8 @@ pub fn differential_program_on(m: Mount, cmd: &[&str]) {
     assert!(kernel.status.success(), "on the kernel:\n{}", text(&kernel));
     let before = daemon_fds(m.daemon_pid());
     let udsfs = {
-        let _spawning = crate::backend::spawn_guard();
-        Command::new(env!("CARGO_BIN_EXE_udsfs"))
+        let _spawning = super::backend::spawn_guard();
+        Command::new(udsfs_binary())
             .env("UDSFS_PRELOAD", &lib)
             .arg("run")
             .arg("--mount")

@@ -1,6 +1,5 @@
-//! Passing sockets (SCM_RIGHTS) and the in-flight garbage collector (helper B;
-//! reference §1.10, §1.11, §4; the shapes of the kernel selftest
-//! tools/testing/selftests/net/af_unix/scm_rights.c).
+//! Passing sockets (SCM_RIGHTS) and the in-flight garbage collector (the
+//! shapes of the kernel selftest tools/testing/selftests/net/af_unix/scm_rights.c).
 //!
 //! "Collected" is observed from outside: the peer of a cycle member sees the member
 //! go (EOF, ECONNRESET, HUP), and `alive` says whether the socket still exists
@@ -17,6 +16,34 @@ use super::backend::*;
 fn look(b: &mut dyn Backend, s: Sock) {
     b.recv(s, 100);
     b.poll(s);
+}
+
+/// A recvmsg on `s`: the first socket the message passed (BAD_SOCK for none).
+fn recv_right(b: &mut dyn Backend, s: Sock) -> Sock {
+    b.recvmsg(s, 100)
+        .ok()
+        .and_then(|m| m.rights.first().copied())
+        .unwrap_or(BAD_SOCK)
+}
+
+/// Two stream pairs (A0, B0), (A1, B1) with A0 queued at A1 and A1 at A0 (sent
+/// over B1 and B0): (A0, B0, A1, B1).
+fn two_cycle(b: &mut dyn Backend) -> (Sock, Sock, Sock, Sock) {
+    let (a0, b0) = b.pair(Stream);
+    let (a1, b1) = b.pair(Stream);
+    b.sendmsg(b1, SendMsg::new(b"0").rights(&[a0]));
+    b.sendmsg(b0, SendMsg::new(b"1").rights(&[a1]));
+    (a0, b0, a1, b1)
+}
+
+/// The received listener handle `h` accepts `client`, whose `data` arrives; then
+/// the accepted socket and `h` close and the client looks.
+fn accept_through(b: &mut dyn Backend, h: Sock, client: Sock, data: &[u8]) {
+    let a = b.accept(h);
+    b.send(client, data);
+    b.recv(a, 100);
+    b.close_refs(&[a, h]);
+    look(b, client);
 }
 
 /// Pairs (A_i, B_i) and, for each edge (inflight, receiver), A_inflight sent twice
@@ -57,11 +84,8 @@ fn shape_listeners(b: &mut dyn Backend, ty: Ty, n: usize, edges: &[(usize, usize
     let mut l = Vec::new();
     let mut c = Vec::new();
     for i in 0..n {
-        let x = b.socket(ty);
-        b.bind(x, p(&format!("l{i}.sock")));
-        b.listen(x, 5);
-        let y = b.socket(ty);
-        b.connect(y, p(&format!("l{i}.sock")));
+        let x = b.listening(ty, p(&format!("l{i}.sock")), 5);
+        let y = b.connected(ty, p(&format!("l{i}.sock")));
         l.push(x);
         c.push(y);
     }
@@ -228,10 +252,7 @@ pub fn passed_socket_works(b: &mut dyn Backend) {
     b.alive(id);
     // The peer writes to it while it is in flight.
     b.send(a2, b"early");
-    let m = b.recvmsg(d, 100).ok();
-    let h = m
-        .map(|m| m.rights.first().copied().unwrap_or(BAD_SOCK))
-        .unwrap_or(BAD_SOCK);
+    let h = recv_right(b, d);
     b.recv(h, 100);
     b.send(a2, b"hello");
     b.recv(h, 100);
@@ -242,60 +263,34 @@ pub fn passed_socket_works(b: &mut dyn Backend) {
     b.gc();
     look(b, a2);
     b.alive(id);
-    b.close_ref(a2);
-    b.close_ref(c);
-    b.close_ref(d);
+    b.close_refs(&[a2, c, d]);
 }
 
 /// A listener passed to another socket keeps listening: the received handle
 /// accepts.
 pub fn passed_listener_accepts(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     let (c, d) = b.pair(Seqpacket);
     b.sendmsg(c, SendMsg::new(b"l").rights(&[l]));
     b.close_ref(l);
-    let k = b.socket(Stream);
-    b.connect(k, p("l.sock"));
-    let m = b.recvmsg(d, 100).ok();
-    let h = m
-        .map(|m| m.rights.first().copied().unwrap_or(BAD_SOCK))
-        .unwrap_or(BAD_SOCK);
-    let a = b.accept(h);
-    b.send(k, b"hi");
-    b.recv(a, 100);
-    b.close_ref(a);
-    b.close_ref(h);
-    look(b, k);
-    b.close_ref(k);
-    b.close_ref(c);
-    b.close_ref(d);
+    let k = b.connected(Stream, p("l.sock"));
+    let h = recv_right(b, d);
+    accept_through(b, h, k, b"hi");
+    b.close_refs(&[k, c, d]);
 }
 
 /// A cycle with one member still open is alive: the sockets come back out of the
 /// queues and work.
 pub fn cycle_one_open(b: &mut dyn Backend) {
-    let (a0, b0) = b.pair(Stream);
-    let (a1, b1) = b.pair(Stream);
-    b.sendmsg(b1, SendMsg::new(b"0").rights(&[a0]));
-    b.sendmsg(b0, SendMsg::new(b"1").rights(&[a1]));
+    let (a0, b0, a1, b1) = two_cycle(b);
     let i1 = b.ident(a1);
     b.close_ref(a1);
     b.gc();
     b.alive(i1);
     look(b, b1);
     // a0 holds a1: take it out, and a0 out of it.
-    let h1 = b
-        .recvmsg(a0, 100)
-        .ok()
-        .and_then(|m| m.rights.first().copied())
-        .unwrap_or(BAD_SOCK);
-    let h0 = b
-        .recvmsg(h1, 100)
-        .ok()
-        .and_then(|m| m.rights.first().copied())
-        .unwrap_or(BAD_SOCK);
+    let h1 = recv_right(b, a0);
+    let h0 = recv_right(b, h1);
     b.send(b1, b"ping");
     b.recv(h1, 100);
     b.send(h1, b"pong");
@@ -304,14 +299,11 @@ pub fn cycle_one_open(b: &mut dyn Backend) {
     b.recv(h0, 100);
     b.recv(a0, 100);
     // Closing every handle now is an ordinary close: nothing is in flight.
-    b.close_ref(h0);
-    b.close_ref(a0);
-    b.close_ref(h1);
+    b.close_refs(&[h0, a0, h1]);
     look(b, b0);
     look(b, b1);
     b.alive(i1);
-    b.close_ref(b0);
-    b.close_ref(b1);
+    b.close_refs(&[b0, b1]);
 }
 
 /// An in-flight socket held only by a live socket's queue is not garbage: after the
@@ -326,22 +318,16 @@ pub fn reachable_not_collected(b: &mut dyn Backend) {
     b.gc();
     b.alive(i0);
     look(b, b0);
-    let h = b
-        .recvmsg(r, 100)
-        .ok()
-        .and_then(|m| m.rights.first().copied())
-        .unwrap_or(BAD_SOCK);
+    let h = recv_right(b, r);
     b.send(b0, b"hi");
     b.recv(h, 100);
     // Back in flight, then the holder closes: its queue takes the socket along.
     b.sendmsg(w, SendMsg::new(b"again").rights(&[h]));
-    b.close_ref(h);
-    b.close_ref(r);
+    b.close_refs(&[h, r]);
     b.gc();
     b.alive(i0);
     look(b, b0);
-    b.close_ref(b0);
-    b.close_ref(w);
+    b.close_refs(&[b0, w]);
 }
 
 /// A cycle whose member is also queued at a live socket is not collected; once that
@@ -354,53 +340,38 @@ pub fn cycle_also_held_outside(b: &mut dyn Backend) {
     b.sendmsg(b0, SendMsg::new(b"1").rights(&[a1]));
     b.sendmsg(w, SendMsg::new(b"out").rights(&[a0]));
     let (i0, i1) = (b.ident(a0), b.ident(a1));
-    b.close_ref(a0);
-    b.close_ref(a1);
+    b.close_refs(&[a0, a1]);
     b.gc();
-    b.alive(i0);
-    b.alive(i1);
+    b.alive_all(&[i0, i1]);
     look(b, b0);
     look(b, b1);
-    let h = b
-        .recvmsg(r, 100)
-        .ok()
-        .and_then(|m| m.rights.first().copied())
-        .unwrap_or(BAD_SOCK);
+    let h = recv_right(b, r);
     b.close_ref(h);
     b.gc();
-    b.alive(i0);
-    b.alive(i1);
+    b.alive_all(&[i0, i1]);
     look(b, b0);
     look(b, b1);
-    b.close_ref(b0);
-    b.close_ref(b1);
-    b.close_ref(r);
-    b.close_ref(w);
+    b.close_refs(&[b0, b1, r, w]);
 }
 
 /// A listener sent into its own embryo, then the embryo is accepted: the accepted
 /// socket holds the listener, which is alive; closing the accepted socket drops it.
 pub fn embryo_accepted(b: &mut dyn Backend) {
-    let l = b.socket(Stream);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c = b.connected(Stream, p("l.sock"));
     b.sendmsg(c, SendMsg::new(b"x").rights(&[l]));
     let a = b.accept(l);
     let il = b.ident(l);
     b.close_ref(l);
     b.gc();
     b.alive(il);
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(Stream, p("l.sock"));
     b.close_ref(a);
     b.gc();
     b.alive(il);
     look(b, c);
     look(b, c2);
-    b.close_ref(c);
-    b.close_ref(c2);
+    b.close_refs(&[c, c2]);
 }
 
 /// SCM_MAX_FD: 253 sockets in one message pass, 254 are EINVAL; the receiver gets
@@ -425,9 +396,7 @@ fn max_fd(b: &mut dyn Backend, ty: Ty) {
     }
     b.close_ref(x);
     look(b, y);
-    b.close_ref(y);
-    b.close_ref(s0);
-    b.close_ref(s1);
+    b.close_refs(&[y, s0, s1]);
 }
 
 pub fn max_fd_dgram(b: &mut dyn Backend) {
@@ -457,9 +426,7 @@ pub fn zero_length_with_rights(b: &mut dyn Backend) {
         }
         b.alive(iv);
         look(b, vp);
-        b.close_ref(vp);
-        b.close_ref(s0);
-        b.close_ref(s1);
+        b.close_refs(&[vp, s0, s1]);
     }
 }
 
@@ -475,9 +442,7 @@ pub fn recv_without_control(b: &mut dyn Backend) {
         b.recv(s1, 100);
         b.alive(iv);
         look(b, vp);
-        b.close_ref(vp);
-        b.close_ref(s0);
-        b.close_ref(s1);
+        b.close_refs(&[vp, s0, s1]);
     }
 }
 
@@ -502,10 +467,7 @@ pub fn stream_barrier(b: &mut dyn Backend) {
     for h in got {
         b.close_ref(h);
     }
-    b.close_ref(x);
-    b.close_ref(y);
-    b.close_ref(s0);
-    b.close_ref(s1);
+    b.close_refs(&[x, y, s0, s1]);
 }
 
 /// Only one run of `etoomanyrefs` at a time in this process: the kernel counts
@@ -516,7 +478,7 @@ static TOOMANY: Mutex<()> = Mutex::new(());
 /// drops a user's in-flight count only when its sockets are freed, which may
 /// lag behind the end of the previous run.
 static NEXT_USER: std::sync::atomic::AtomicU32 =
-    std::sync::atomic::AtomicU32::new(crate::backend::SCRATCH_UID);
+    std::sync::atomic::AtomicU32::new(super::backend::SCRATCH_UID);
 
 /// ETOOMANYREFS: a user whose in-flight count is over its RLIMIT_NOFILE (checked
 /// before adding, so one message may overshoot) cannot pass more; receiving makes
@@ -558,18 +520,12 @@ pub fn etoomanyrefs(b: &mut dyn Backend) {
     };
     let r = ChildOp::SendMsg(s3, SendMsg::new(b"r").rights(&[x]));
     b.child(root, &vec![r; 60]);
-    b.close_ref(q3);
-    b.close_ref(s3);
-    b.close_ref(s2);
-    b.close_ref(s);
-    b.close_ref(x);
-    b.close_ref(x2);
+    b.close_refs(&[q3, s3, s2, s, x, x2]);
 }
 
 /// sendto() with sockets and credentials from an unconnected dgram socket.
 pub fn sendto_with_rights(b: &mut dyn Backend) {
-    let r = b.socket(Dgram);
-    b.bind(r, p("r.sock"));
+    let r = b.bound(Dgram, p("r.sock"));
     b.passcred(r, true);
     let u = b.socket(Dgram);
     let (v, vp) = b.pair(Stream);
@@ -590,61 +546,37 @@ pub fn sendto_with_rights(b: &mut dyn Backend) {
         b.close_ref(h);
     }
     look(b, vp);
-    b.close_ref(vp);
-    b.close_ref(u);
-    b.close_ref(r);
+    b.close_refs(&[vp, u, r]);
 }
 
 /// A listener sent into its own embryo is received by the accepted socket, and the
 /// received handle accepts the next connection.
 pub fn embryo_accepted_receive(b: &mut dyn Backend) {
-    let l = b.socket(Seqpacket);
-    b.bind(l, p("l.sock"));
-    b.listen(l, 5);
-    let c = b.socket(Seqpacket);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(Seqpacket, p("l.sock"), 5);
+    let c = b.connected(Seqpacket, p("l.sock"));
     b.sendmsg(c, SendMsg::new(b"x").rights(&[l]));
     let a = b.accept(l);
     b.close_ref(l);
-    let h = b
-        .recvmsg(a, 100)
-        .ok()
-        .and_then(|m| m.rights.first().copied())
-        .unwrap_or(BAD_SOCK);
-    let c2 = b.socket(Seqpacket);
-    b.connect(c2, p("l.sock"));
-    let a2 = b.accept(h);
-    b.send(c2, b"second");
-    b.recv(a2, 100);
-    b.close_ref(a2);
-    b.close_ref(h);
-    look(b, c2);
-    b.close_ref(c2);
-    b.close_ref(a);
-    b.close_ref(c);
+    let h = recv_right(b, a);
+    let c2 = b.connected(Seqpacket, p("l.sock"));
+    accept_through(b, h, c2, b"second");
+    b.close_refs(&[c2, a, c]);
 }
 
 /// A cycle with a second handle (dup) still open on a member is alive; once the
 /// dup is closed, the next collection frees it.
 pub fn cycle_dup_open(b: &mut dyn Backend) {
-    let (a0, b0) = b.pair(Stream);
-    let (a1, b1) = b.pair(Stream);
-    b.sendmsg(b1, SendMsg::new(b"0").rights(&[a0]));
-    b.sendmsg(b0, SendMsg::new(b"1").rights(&[a1]));
+    let (a0, b0, a1, b1) = two_cycle(b);
     let d = b.dup(a0);
     let (i0, i1) = (b.ident(a0), b.ident(a1));
-    b.close_ref(a0);
-    b.close_ref(a1);
+    b.close_refs(&[a0, a1]);
     b.gc();
-    b.alive(i0);
-    b.alive(i1);
+    b.alive_all(&[i0, i1]);
     look(b, b0);
     b.close_ref(d);
     b.gc();
-    b.alive(i0);
-    b.alive(i1);
+    b.alive_all(&[i0, i1]);
     look(b, b0);
     look(b, b1);
-    b.close_ref(b0);
-    b.close_ref(b1);
+    b.close_refs(&[b0, b1]);
 }

@@ -160,17 +160,23 @@ def rcvtimeo(sec):
     return lambda s: s.setsockopt(socket.SOL_SOCKET, SO_RCVTIMEO, struct.pack("qq", sec, 0))
 
 
-def accept_blocked(restart, d):
-    """accept() on a listener nobody connects to, signalled; a client comes later."""
-    handle(restart)
-    path = os.path.join(d, f"sig-{int(restart)}.sock")
+def listener(path, backlog):
+    """A stream socket listening at `path` (a node left by an earlier run is removed)."""
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(path)
-    srv.listen(4)
+    srv.listen(backlog)
+    return srv
+
+
+def accept_blocked(restart, d):
+    """accept() on a listener nobody connects to, signalled; a client comes later."""
+    handle(restart)
+    path = os.path.join(d, f"sig-{int(restart)}.sock")
+    srv = listener(path, 4)
     out = []
 
     def run():
@@ -198,13 +204,7 @@ def connect_blocked(d, restart=False):
     listener takes one connection, which makes room."""
     handle(restart)
     path = os.path.join(d, "sig-backlog.sock")
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(path)
-    srv.listen(0)
+    srv = listener(path, 0)
     held = []
     # Fill the backlog: a listen(0) queue takes one; the next would block.
     while True:

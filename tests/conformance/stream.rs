@@ -1,4 +1,4 @@
-//! SOCK_STREAM and SOCK_SEQPACKET scenarios (helper A): listen/accept and the
+//! SOCK_STREAM and SOCK_SEQPACKET scenarios: listen/accept and the
 //! backlog, connect errors, the stream data path (coalescing, partial reads, EOF,
 //! EPIPE, ECONNRESET, shutdown mirroring, backpressure), seqpacket records, poll
 //! masks and socketpairs.
@@ -19,21 +19,12 @@ pub fn ignore_sigpipe() {
     });
 }
 
-/// A bound listener on `path`.
-fn listener(b: &mut dyn Backend, ty: Ty, path: &str, backlog: i32) -> Sock {
-    let l = b.socket(ty);
-    b.bind(l, p(path));
-    b.listen(l, backlog);
-    l
-}
-
 /// A listener `l.sock`, a client connected to it and the accepted end:
 /// (listener, client, server).
 fn conn(b: &mut dyn Backend, ty: Ty) -> (Sock, Sock, Sock) {
     ignore_sigpipe();
-    let l = listener(b, ty, "l.sock", 5);
-    let c = b.socket(ty);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(ty, p("l.sock"), 5);
+    let c = b.connected(ty, p("l.sock"));
     let s = b.accept(l);
     (l, c, s)
 }
@@ -108,8 +99,7 @@ pub fn listen_accept_basic(b: &mut dyn Backend) {
     b.send(s, b"world");
     b.recv(c, 100);
     // A bound client: the accepted end's peer name is the client's name.
-    let c2 = b.socket(Stream);
-    b.bind(c2, p("c.sock"));
+    let c2 = b.bound(Stream, p("c.sock"));
     b.connect(c2, p("l.sock"));
     let s2 = b.accept(l);
     b.getpeername(s2);
@@ -126,8 +116,7 @@ pub fn seqpacket_listen_accept(b: &mut dyn Backend) {
     b.getpeername(c);
     b.send(c, b"one");
     b.send(c, b"two");
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
     b.send(s, b"back");
     b.recv(c, 100);
     b.accept(l);
@@ -162,7 +151,7 @@ pub fn listen_on_connected(b: &mut dyn Backend) {
 
 /// listen twice is fine; a larger backlog takes effect at once.
 pub fn listen_twice(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 0);
+    let l = b.listening(Stream, p("l.sock"), 0);
     b.listen(l, 0);
     let c: Vec<Sock> = (0..4).map(|_| b.socket(Stream)).collect();
     b.connect(c[0], p("l.sock"));
@@ -171,18 +160,14 @@ pub fn listen_twice(b: &mut dyn Backend) {
     b.connect(c[1], p("l.sock"));
     b.connect(c[2], p("l.sock"));
     b.connect(c[3], p("l.sock"));
-    b.accept(l);
-    b.accept(l);
-    b.accept(l);
-    b.accept(l);
+    b.accept_times(l, 4);
 }
 
 fn backlog_n(b: &mut dyn Backend, ty: Ty, n: i32) {
     let path = format!("l{n}.sock");
-    let l = listener(b, ty, &path, n);
+    let l = b.listening(ty, p(&path), n);
     for _ in 0..(n + 2) {
-        let c = b.socket(ty);
-        b.connect(c, p(&path));
+        let _c = b.connected(ty, p(&path));
     }
     for _ in 0..(n + 2) {
         b.accept(l);
@@ -204,7 +189,7 @@ pub fn backlog_seqpacket(b: &mut dyn Backend) {
 
 /// With the backlog full, one accept frees exactly one slot.
 pub fn accept_frees_slot(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 1);
+    let l = b.listening(Stream, p("l.sock"), 1);
     let c: Vec<Sock> = (0..5).map(|_| b.socket(Stream)).collect();
     b.connect(c[0], p("l.sock"));
     b.connect(c[1], p("l.sock"));
@@ -225,14 +210,11 @@ pub fn accept_frees_slot(b: &mut dyn Backend) {
 
 /// Non-blocking accept with nothing queued is EAGAIN, and stays so.
 pub fn accept_nonblocking_eagain(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 5);
-    b.accept(l);
-    b.accept(l);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
-    b.accept(l);
-    b.accept(l);
-    let q = listener(b, Seqpacket, "q.sock", 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
+    b.accept_times(l, 2);
+    let _c = b.connected(Stream, p("l.sock"));
+    b.accept_times(l, 2);
+    let q = b.listening(Seqpacket, p("q.sock"), 5);
     b.accept(q);
 }
 
@@ -259,15 +241,11 @@ pub fn accept_errors(b: &mut dyn Backend) {
 
 /// Connecting to a bound stream or seqpacket socket that is not listening.
 pub fn connect_not_listening(b: &mut dyn Backend) {
-    let s = b.socket(Stream);
-    b.bind(s, p("s.sock"));
-    let c = b.socket(Stream);
+    let s = b.bound(Stream, p("s.sock"));
+    let c = b.connected(Stream, p("s.sock"));
     b.connect(c, p("s.sock"));
-    b.connect(c, p("s.sock"));
-    let q = b.socket(Seqpacket);
-    b.bind(q, p("q.sock"));
-    let cq = b.socket(Seqpacket);
-    b.connect(cq, p("q.sock"));
+    let _q = b.bound(Seqpacket, p("q.sock"));
+    let _cq = b.connected(Seqpacket, p("q.sock"));
     b.listen(s, 1);
     b.connect(c, p("s.sock"));
     b.accept(s);
@@ -279,10 +257,9 @@ pub fn connect_again(b: &mut dyn Backend) {
     let (_l, c, _s) = conn(b, Stream);
     b.connect(c, p("l.sock"));
     b.connect(c, p("missing.sock"));
-    let other = listener(b, Stream, "other.sock", 5);
+    let other = b.listening(Stream, p("other.sock"), 5);
     b.connect(c, p("other.sock"));
-    let d = b.socket(Dgram);
-    b.bind(d, p("d.sock"));
+    let _d = b.bound(Dgram, p("d.sock"));
     b.connect(c, p("d.sock"));
     b.accept(other);
     b.getpeername(c);
@@ -293,19 +270,16 @@ pub fn connect_again(b: &mut dyn Backend) {
 /// seqpacket).
 pub fn connect_again_not_listening(b: &mut dyn Backend) {
     let (_l, c, _s) = conn(b, Stream);
-    let nl = b.socket(Stream);
-    b.bind(nl, p("nl.sock"));
+    let _nl = b.bound(Stream, p("nl.sock"));
     b.connect(c, p("nl.sock"));
     b.connect(c, p("l.sock"));
     let (_lq, cq, _sq) = {
-        let l = listener(b, Seqpacket, "lq.sock", 5);
-        let c = b.socket(Seqpacket);
-        b.connect(c, p("lq.sock"));
+        let l = b.listening(Seqpacket, p("lq.sock"), 5);
+        let c = b.connected(Seqpacket, p("lq.sock"));
         let s = b.accept(l);
         (l, c, s)
     };
-    let nq = b.socket(Seqpacket);
-    b.bind(nq, p("nq.sock"));
+    let _nq = b.bound(Seqpacket, p("nq.sock"));
     b.connect(cq, p("nq.sock"));
     b.getpeername(c);
     b.getpeername(cq);
@@ -313,14 +287,14 @@ pub fn connect_again_not_listening(b: &mut dyn Backend) {
 
 /// connect on a listener is EINVAL, whatever the target (itself included).
 pub fn connect_on_listener(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 5);
-    let l2 = listener(b, Stream, "l2.sock", 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let l2 = b.listening(Stream, p("l2.sock"), 5);
     b.connect(l, p("l.sock"));
     b.connect(l, p("l2.sock"));
     b.connect(l, p("missing.sock"));
     b.accept(l);
     b.accept(l2);
-    let q = listener(b, Seqpacket, "q.sock", 5);
+    let q = b.listening(Seqpacket, p("q.sock"), 5);
     b.connect(q, p("q.sock"));
 }
 
@@ -332,16 +306,13 @@ pub fn coalescing_reads(b: &mut dyn Backend) {
     b.send(c, b"abc");
     b.send(c, b"def");
     b.send(c, b"ghi");
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
     b.send(c, &pattern(3000));
     b.send(c, &pattern(5000));
     b.recv(s, 10000);
     b.send(s, b"x");
     b.send(s, b"y");
-    b.recv(c, 1);
-    b.recv(c, 1);
-    b.recv(c, 1);
+    b.recv_times(c, 1, 3);
 }
 
 /// A short read takes part of the stream and leaves the rest.
@@ -352,8 +323,7 @@ pub fn partial_reads(b: &mut dyn Backend) {
     b.recv(s, 4);
     b.send(c, b"abc");
     b.recv(s, 5);
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
     b.send(c, &pattern(10000));
     b.recv(s, 1);
     b.recv(s, 4095);
@@ -365,7 +335,7 @@ pub fn partial_reads(b: &mut dyn Backend) {
 /// is EOPNOTSUPP unconnected and EISCONN connected.
 pub fn send_errors(b: &mut dyn Backend) {
     ignore_sigpipe();
-    let l = listener(b, Stream, "l.sock", 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     let u = b.socket(Stream);
     b.send(u, b"x");
     b.bind(u, p("u.sock"));
@@ -373,8 +343,7 @@ pub fn send_errors(b: &mut dyn Backend) {
     b.sendto(u, b"x", p("l.sock"));
     b.send(l, b"x");
     b.sendto(l, b"x", p("l.sock"));
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Stream, p("l.sock"));
     b.sendto(c, b"x", p("l.sock"));
     b.sendto(c, b"x", p("u.sock"));
     b.sendto(c, b"x", p("missing.sock"));
@@ -388,10 +357,9 @@ pub fn recv_errors(b: &mut dyn Backend) {
     b.recv(u, 100);
     b.bind(u, p("u.sock"));
     b.recv(u, 100);
-    let l = listener(b, Stream, "l.sock", 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     b.recv(l, 100);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Stream, p("l.sock"));
     b.recv(l, 100);
     b.recv(c, 100);
 }
@@ -402,9 +370,7 @@ pub fn eof_after_peer_close(b: &mut dyn Backend) {
     b.send(s, b"last words");
     b.close(s);
     b.recv(c, 4);
-    b.recv(c, 100);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 3);
 }
 
 /// After the peer closes, send is EPIPE (no data was left unread).
@@ -425,8 +391,7 @@ pub fn econnreset_unread_recv_first(b: &mut dyn Backend) {
     let (_l, c, s) = conn(b, Stream);
     b.send(c, b"never read");
     b.close(s);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.send(c, b"x");
     b.recv(c, 100);
 }
@@ -439,9 +404,7 @@ pub fn econnreset_unread_send_first(b: &mut dyn Backend) {
     b.close(s);
     b.send(c, b"x");
     b.send(c, b"y");
-    b.recv(c, 100);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 3);
 }
 
 /// shutdown(SHUT_WR): the peer drains, then EOF; own send EPIPE; the other
@@ -451,12 +414,9 @@ pub fn shutdown_wr(b: &mut dyn Backend) {
     b.send(c, b"abc");
     b.shutdown(c, How::Wr);
     b.send(c, b"x");
-    b.recv(s, 100);
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 3);
     b.send(s, b"reply");
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.shutdown(c, How::Wr);
 }
 
@@ -467,12 +427,10 @@ pub fn shutdown_rd(b: &mut dyn Backend) {
     b.send(s, b"queued");
     b.shutdown(c, How::Rd);
     b.recv(c, 3);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.send(s, b"more");
     b.send(c, b"up");
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
 }
 
 /// shutdown(SHUT_RDWR) on one end: both directions close, mirrored on the peer.
@@ -481,11 +439,9 @@ pub fn shutdown_rdwr(b: &mut dyn Backend) {
     b.send(s, b"to c");
     b.send(c, b"to s");
     b.shutdown(c, How::RdWr);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.send(c, b"x");
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
     b.send(s, b"y");
     b.poll(c);
     b.poll(s);
@@ -501,10 +457,9 @@ pub fn shutdown_unconnected_and_listener(b: &mut dyn Backend) {
     b.shutdown(u, How::RdWr);
     let q = b.socket(Seqpacket);
     b.shutdown(q, How::RdWr);
-    let l = listener(b, Stream, "l.sock", 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     b.shutdown(l, How::Wr);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Stream, p("l.sock"));
     let a = b.accept(l);
     b.send(c, b"ok");
     b.recv(a, 100);
@@ -513,12 +468,10 @@ pub fn shutdown_unconnected_and_listener(b: &mut dyn Backend) {
 /// shutdown(SHUT_RD) on a listener: new connects are refused, already queued ones
 /// can still be accepted, then accept is EAGAIN.
 pub fn listener_shutdown_rd(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 5);
-    let c1 = b.socket(Stream);
-    b.connect(c1, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c1 = b.connected(Stream, p("l.sock"));
     b.shutdown(l, How::Rd);
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let _c2 = b.connected(Stream, p("l.sock"));
     let a = b.accept(l);
     b.accept(l);
     b.send(c1, b"hi");
@@ -529,39 +482,31 @@ pub fn listener_shutdown_rd(b: &mut dyn Backend) {
 /// ECONNRESET once, then EOF; its send gives EPIPE.
 pub fn listener_closed_pending_client(b: &mut dyn Backend) {
     ignore_sigpipe();
-    let l = listener(b, Stream, "l.sock", 5);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c = b.connected(Stream, p("l.sock"));
+    let c2 = b.connected(Stream, p("l.sock"));
     b.send(c2, b"unread");
     b.close(l);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.send(c, b"x");
     b.send(c2, b"x");
-    b.recv(c2, 100);
-    b.recv(c2, 100);
+    b.recv_times(c2, 100, 2);
     b.getpeername(c);
-    let c3 = b.socket(Stream);
-    b.connect(c3, p("l.sock"));
+    let _c3 = b.connected(Stream, p("l.sock"));
 }
 
 /// A client that closed before accept: accept still returns its connection, the
 /// queued data can be read, then EOF, and a send is EPIPE.
 pub fn client_closed_before_accept(b: &mut dyn Backend) {
     ignore_sigpipe();
-    let l = listener(b, Stream, "l.sock", 5);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c = b.connected(Stream, p("l.sock"));
     b.send(c, b"bye");
     b.close(c);
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(Stream, p("l.sock"));
     b.close(c2);
     let a = b.accept(l);
-    b.recv(a, 100);
-    b.recv(a, 100);
+    b.recv_times(a, 100, 2);
     b.send(a, b"x");
     let a2 = b.accept(l);
     b.recv(a2, 100);
@@ -570,9 +515,8 @@ pub fn client_closed_before_accept(b: &mut dyn Backend) {
 
 /// Data sent before accept is queued at the embryo and coalesces.
 pub fn send_before_accept(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 5);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let l = b.listening(Stream, p("l.sock"), 5);
+    let c = b.connected(Stream, p("l.sock"));
     b.send(c, b"ab");
     b.send(c, b"cd");
     b.send(c, &pattern(1000));
@@ -630,8 +574,7 @@ pub fn zero_length_send(b: &mut dyn Backend) {
     b.send(c, b"a");
     b.send(c, b"");
     b.send(c, b"b");
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
 }
 
 // ---------------------------------------------------------------- seqpacket
@@ -643,11 +586,8 @@ pub fn seqpacket_boundaries(b: &mut dyn Backend) {
     b.send(c, b"cde");
     b.send(c, &pattern(1000));
     b.send(c, b"f");
-    b.recv(s, 100);
-    b.recv(s, 100);
-    b.recv(s, 4096);
-    b.recv(s, 4096);
-    b.recv(s, 4096);
+    b.recv_times(s, 100, 2);
+    b.recv_times(s, 4096, 3);
 }
 
 /// A short buffer truncates a record; the rest is discarded.
@@ -656,8 +596,7 @@ pub fn seqpacket_truncation(b: &mut dyn Backend) {
     b.send(c, b"0123456789");
     b.send(c, b"next");
     b.recv(s, 3);
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
     b.send(c, &pattern(5000));
     b.recv(s, 1);
     b.recv(s, 100);
@@ -669,10 +608,7 @@ pub fn seqpacket_zero_length(b: &mut dyn Backend) {
     b.send(c, b"");
     b.send(c, b"x");
     b.send(c, b"");
-    b.recv(s, 100);
-    b.recv(s, 100);
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 4);
 }
 
 /// send or recv on an unconnected (or listening) seqpacket socket is ENOTCONN;
@@ -681,7 +617,7 @@ pub fn seqpacket_unconnected(b: &mut dyn Backend) {
     let u = b.socket(Seqpacket);
     b.send(u, b"x");
     b.recv(u, 100);
-    let l = listener(b, Seqpacket, "l.sock", 5);
+    let l = b.listening(Seqpacket, p("l.sock"), 5);
     b.send(l, b"x");
     b.recv(l, 100);
     b.sendto(u, b"x", p("l.sock"));
@@ -694,13 +630,11 @@ pub fn seqpacket_unconnected(b: &mut dyn Backend) {
 /// delivers to the peer.
 pub fn seqpacket_sendto_connected(b: &mut dyn Backend) {
     let (_l, c, s) = conn(b, Seqpacket);
-    let o = listener(b, Seqpacket, "other.sock", 5);
+    let o = b.listening(Seqpacket, p("other.sock"), 5);
     b.sendto(c, b"to other?", p("other.sock"));
     b.sendto(c, b"to self?", p("l.sock"));
     b.sendto(c, b"to nowhere?", p("missing.sock"));
-    b.recv(s, 100);
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 3);
     b.accept(o);
     b.sendto(s, b"back", p("other.sock"));
     b.recvfrom(c, 100);
@@ -712,8 +646,7 @@ pub fn seqpacket_peer_closed(b: &mut dyn Backend) {
     b.send(s, b"last");
     b.close(s);
     b.poll(c);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.send(c, b"x");
     b.send(c, b"y");
     b.poll(c);
@@ -735,8 +668,7 @@ pub fn seqpacket_peer_closed_unread_recv(b: &mut dyn Backend) {
     b.send(c, b"never read");
     b.close(s);
     b.poll(c);
-    b.recv(c, 100);
-    b.recv(c, 100);
+    b.recv_times(c, 100, 2);
     b.send(c, b"x");
     b.poll(c);
 }
@@ -746,8 +678,7 @@ pub fn seqpacket_backpressure(b: &mut dyn Backend) {
     let (_l, c, s) = conn(b, Seqpacket);
     send_until_error(b, c, 1, 1000);
     b.poll(c);
-    b.recv(s, 100);
-    b.recv(s, 100);
+    b.recv_times(s, 100, 2);
     b.poll(c);
     recv_until_empty(b, s, 100, 1000);
     b.poll(c);
@@ -774,8 +705,7 @@ pub fn seqpacket_emsgsize(b: &mut dyn Backend) {
     let (_l, c, s) = conn(b, Seqpacket);
     b.send(c, &pattern(212_961));
     b.send(c, &pattern(212_960));
-    b.recv(s, 300_000);
-    b.recv(s, 300_000);
+    b.recv_times(s, 300_000, 2);
     b.send(c, &pattern(1 << 20));
     b.recv(s, 100);
 }
@@ -836,10 +766,9 @@ pub fn poll_unconnected(b: &mut dyn Backend) {
 
 /// A listener: nothing when idle, IN with a connection pending.
 pub fn poll_listener(b: &mut dyn Backend) {
-    let l = listener(b, Stream, "l.sock", 5);
+    let l = b.listening(Stream, p("l.sock"), 5);
     b.poll(l);
-    let c = b.socket(Stream);
-    b.connect(c, p("l.sock"));
+    let c = b.connected(Stream, p("l.sock"));
     b.poll(l);
     b.poll(c);
     b.accept(l);
@@ -912,8 +841,7 @@ pub fn sigpipe_stream(b: &mut dyn Backend) {
     let u = b.socket(Stream);
     b.send_sig(u, b"x");
     b.send_sig(l, b"x");
-    let c2 = b.socket(Stream);
-    b.connect(c2, p("l.sock"));
+    let c2 = b.connected(Stream, p("l.sock"));
     b.close(l);
     b.send_sig(c2, b"x");
     let (x, y) = b.pair(Stream);
@@ -953,18 +881,15 @@ pub fn sigpipe_seqpacket(b: &mut dyn Backend) {
 /// come only when the target would accept.
 pub fn connect_check_order(b: &mut dyn Backend) {
     let (_l, c, _s) = conn(b, Stream);
-    let full = listener(b, Stream, "full.sock", 0);
-    let f1 = b.socket(Stream);
-    b.connect(f1, p("full.sock"));
+    let full = b.listening(Stream, p("full.sock"), 0);
+    let _f1 = b.connected(Stream, p("full.sock"));
     b.connect(c, p("full.sock"));
-    let nl = b.socket(Stream);
-    b.bind(nl, p("nl.sock"));
-    let l2 = listener(b, Stream, "l2.sock", 0);
+    let _nl = b.bound(Stream, p("nl.sock"));
+    let l2 = b.listening(Stream, p("l2.sock"), 0);
     b.connect(l2, p("nl.sock"));
     b.connect(l2, p("full.sock"));
     b.connect(l2, p("l2.sock"));
-    let f2 = b.socket(Stream);
-    b.connect(f2, p("l2.sock"));
+    let _f2 = b.connected(Stream, p("l2.sock"));
     b.connect(l2, p("l2.sock"));
     b.connect(c, p("l2.sock"));
     b.connect(c, p("l.sock"));

@@ -1,4 +1,4 @@
-//! The backend under test: sockets through a private udsfs mount (SPEC §3, §5).
+//! The backend under test: sockets through a private udsfs mount.
 //!
 //! - socket(ty): open `.udsfs/<ty>/clone` O_RDWR|O_NONBLOCK, read "N\n"; that fd is
 //!   the control handle and commands are written to it, one line per write.
@@ -139,23 +139,28 @@ impl Udsfs {
     }
 
     fn data(&mut self, s: Sock) -> Res<&mut File> {
-        let n = self.sock(s)?.n.clone();
-        let p = self.ctrl(&format!("sock/{n}/data"));
-        let u = self.sock(s)?;
-        if u.data.is_none() {
-            u.data = Some(open_rw_nonblock(&p)?);
-        }
-        Ok(u.data.as_mut().unwrap())
+        self.sock_file(s, "data", |u| &mut u.data)
     }
 
     fn msg(&mut self, s: Sock) -> Res<&mut File> {
+        self.sock_file(s, "msg", |u| &mut u.msg)
+    }
+
+    /// The socket's file `name`, opened read-write and non-blocking on first use and
+    /// kept in `slot`.
+    fn sock_file(
+        &mut self,
+        s: Sock,
+        name: &str,
+        slot: fn(&mut USock) -> &mut Option<File>,
+    ) -> Res<&mut File> {
         let n = self.sock(s)?.n.clone();
-        let p = self.ctrl(&format!("sock/{n}/msg"));
-        let u = self.sock(s)?;
-        if u.msg.is_none() {
-            u.msg = Some(open_rw_nonblock(&p)?);
+        let p = self.ctrl(&format!("sock/{n}/{name}"));
+        let f = slot(self.sock(s)?);
+        if f.is_none() {
+            *f = Some(open_rw_nonblock(&p)?);
         }
-        Ok(u.msg.as_mut().unwrap())
+        Ok(f.as_mut().unwrap())
     }
 
     fn status(&mut self, s: Sock) -> Res<Vec<(String, String)>> {
@@ -334,7 +339,7 @@ impl Backend for Udsfs {
         };
         let dir = self.ctrl(&format!("sock/{}", u.n));
         {
-            let _spawning = crate::backend::spawn_guard();
+            let _spawning = super::backend::spawn_guard();
             drop(u);
         }
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -378,7 +383,7 @@ impl Backend for Udsfs {
             .map_err(|e| io_errno(&e))
     }
 
-    // ---- stream / seqpacket (helper A) ----
+    // ---- stream / seqpacket ----
 
     /// Open `.udsfs/sock/L/accept` O_RDONLY|O_NONBLOCK (a failed accept fails the
     /// open), read "M\n" from it, then open `.udsfs/sock/M/ctl` O_RDWR for commands;
@@ -399,18 +404,7 @@ impl Backend for Udsfs {
 
     fn raw_poll(&mut self, s: Sock) -> Res<i16> {
         use std::os::fd::AsRawFd;
-        let fd = self.data(s)?.as_raw_fd();
-        let mut pfd = libc::pollfd {
-            fd,
-            events: POLL_EVENTS,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, zero timeout.
-        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
-        if n < 0 {
-            return Err(last_errno());
-        }
-        Ok(pfd.revents)
+        poll_now(self.data(s)?.as_raw_fd())
     }
 
     /// A write on `data` (the daemon raises SIGPIPE in the writing thread on a stream
@@ -423,7 +417,7 @@ impl Backend for Udsfs {
         sigpipe_check(|| f.write(d).map_err(|e| io_errno(&e)))
     }
 
-    // ---- names / permissions (helper C) ----
+    // ---- names / permissions ----
 
     fn raw_passcred(&mut self, s: Sock, on: bool) -> Res<()> {
         let v = if on { "on" } else { "off" };
@@ -507,7 +501,7 @@ impl Backend for Udsfs {
     fn raw_sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Res<usize> {
         self.send_record(s, d, Some(&sun_to_addr(sun)))
     }
-    // ---- credentials, rights and GC (helper B) ----
+    // ---- credentials, rights and GC ----
 
     fn raw_get_passcred(&mut self, s: Sock) -> Res<bool> {
         match self.status_field(s, "passcred")?.as_str() {
@@ -691,11 +685,7 @@ impl Backend for Udsfs {
     }
 
     fn raw_join(&mut self, j: Job) -> Res<Done> {
-        let call = self
-            .jobs
-            .get_mut(j)
-            .and_then(Option::take)
-            .ok_or_else(|| "HARNESS no such blocking call".to_string())?;
+        let call = take_job(&mut self.jobs, j)?;
         match call.join()?? {
             UOut::Count(n) => Ok(Done::Count(n)),
             UOut::Data(d) => Ok(Done::Data(d)),
@@ -714,7 +704,7 @@ impl Backend for Udsfs {
 
     fn raw_gc(&mut self) -> Res<()> {
         // The collector runs by itself when the last handle of an in-flight socket
-        // closes (SPEC §6: a dead cycle is freed within 100 ms); wait until the
+        // closes (a dead cycle is freed within 100 ms); wait until the
         // socket directories stop changing.
         let dir = self.ctrl("sock");
         super::kernel::gc_settle(|| {
@@ -729,7 +719,7 @@ impl Backend for Udsfs {
     }
 }
 
-// ---- names / permissions (helper C) ----
+// ---- names / permissions ----
 
 fn path_cstring(p: &std::path::Path) -> std::ffi::CString {
     std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).expect("path without NUL")
@@ -743,7 +733,7 @@ fn sun_to_addr(sun: &[u8]) -> Addr {
     }
 }
 
-// ---- credentials, rights and GC (helper B) ----
+// ---- credentials, rights and GC ----
 
 /// Width of the zero-padded pid a child fills in for `OWN_PID`.
 const PID_DIGITS: usize = 10;

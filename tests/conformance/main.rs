@@ -5,38 +5,38 @@
 //! Needs root (/dev/fuse, and a private network namespace for the kernel side).
 //! `kernel_vs_kernel_selfcheck` runs every scenario twice on the kernel, which checks
 //! that the scenarios and their normalisation are deterministic.
+//! `examples/show_traces.rs` prints both traces of a scenario side by side.
 
-#[path = "conformance/backend.rs"]
+// examples/show_traces.rs compiles this file as a module, without the tests that use
+// most of the harness.
+#![cfg_attr(not(test), allow(dead_code))]
+
+// The harness: the operations a scenario calls, the two backends, the mount.
 mod backend;
-#[path = "conformance/dgram.rs"]
-mod dgram;
-#[path = "conformance/kernel.rs"]
 mod kernel;
-#[path = "conformance/mount.rs"]
 mod mount;
-#[path = "conformance/names.rs"]
-mod names;
-#[path = "conformance/udsfs.rs"]
 mod udsfs;
-// stream / seqpacket (helper A)
-#[path = "conformance/stream.rs"]
-mod stream;
-// names, permissions, connect view, /proc/net/unix (helper C)
-#[path = "conformance/names2.rs"]
-mod names2;
-// credentials, rights and GC (helper B)
-#[path = "conformance/creds.rs"]
-mod creds;
-#[path = "conformance/rights.rs"]
-mod rights;
-// blocking calls: one side blocks, another wakes it (issue 11)
-#[path = "conformance/blocker.rs"]
+
+// The scenarios, by topic.
+mod abstract_names;
+mod autobind;
 mod blocker;
-#[path = "conformance/blocking.rs"]
 mod blocking;
-// whole programs through `udsfs run` (issue 13: any fd in flight, pidfds)
-#[path = "conformance/programs.rs"]
+mod creds;
+mod dgram;
+mod path_names;
+mod permissions;
+mod rights;
+mod stream;
+
+// Checks that compare no traces.
+mod file_views;
 mod programs;
+
+use backend::Backend;
+
+type Scenario = fn(&mut dyn Backend);
+type Entries = Vec<(String, String)>;
 
 #[test]
 fn program_pass_any_fd() {
@@ -53,12 +53,7 @@ fn program_inflight_limit() {
     programs::inflight_limit();
 }
 
-use backend::Backend;
-
-type Scenario = fn(&mut dyn Backend);
-type Entries = Vec<(String, String)>;
-
-fn require_root() {
+pub fn require_root() {
     // SAFETY: plain syscall.
     if unsafe { libc::geteuid() } != 0 {
         panic!(
@@ -79,7 +74,7 @@ fn cut(s: &str, w: usize) -> String {
 
 /// Side-by-side rendering of two traces; `!!` marks lines that differ, and those
 /// lines are repeated in full below the row.
-fn side_by_side(left: &str, a: &Entries, right: &str, b: &Entries) -> String {
+pub fn side_by_side(left: &str, a: &Entries, right: &str, b: &Entries) -> String {
     const OP: usize = 48;
     const RES: usize = 40;
     let (lh, rh) = (format!("{left} result"), format!("{right} result"));
@@ -108,15 +103,11 @@ fn side_by_side(left: &str, a: &Entries, right: &str, b: &Entries) -> String {
     out
 }
 
-fn run_udsfs(f: Scenario) -> (Entries, mount::Mount) {
+pub fn run_udsfs(f: Scenario) -> (Entries, mount::Mount) {
     let mut u = udsfs::Udsfs::new(mount::Mount::new());
     f(&mut u);
     u.finish()
 }
-
-/// Scenarios known to differ from the kernel today, and why. They still run and
-/// still fail (so the suite keeps reporting them); the failure names the cause.
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[];
 
 /// Run one scenario on both backends and compare.
 fn differential(name: &str, f: Scenario) {
@@ -127,13 +118,8 @@ fn differential(name: &str, f: Scenario) {
         let log = mount.log_tail(60);
         let kept = mount.keep_log(name);
         drop(mount);
-        let known = KNOWN_DIFFERENCES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, why)| format!(" (known difference: {why})"))
-            .unwrap_or_default();
         panic!(
-            "scenario {name}: udsfs differs from the kernel{known}\n{}\n--- last daemon log lines \
+            "scenario {name}: udsfs differs from the kernel\n{}\n--- last daemon log lines \
              (full log: {}) ---\n{log}\n",
             side_by_side("kernel", &k, "udsfs", &u),
             kept.map(|p| p.display().to_string())
@@ -144,8 +130,8 @@ fn differential(name: &str, f: Scenario) {
 
 macro_rules! scenarios {
     ($($name:ident => $f:path,)*) => {
-        /// Every scenario, for the self-check.
-        const ALL: &[(&str, Scenario)] = &[$((stringify!($name), $f),)*];
+        /// Every scenario, for the self-check and examples/show_traces.rs.
+        pub const ALL: &[(&str, Scenario)] = &[$((stringify!($name), $f),)*];
         $(
             #[test]
             fn $name() {
@@ -156,32 +142,63 @@ macro_rules! scenarios {
 }
 
 scenarios! {
-    // names: binding
-    bind_same_path_twice => names::bind_same_path_twice,
-    bind_stale_node_after_close => names::bind_stale_node_after_close,
-    bind_missing_dir => names::bind_missing_dir,
-    bind_parent_not_dir => names::bind_parent_not_dir,
-    bind_twice_one_socket => names::bind_twice_one_socket,
-    bind_over_existing_nodes => names::bind_over_existing_nodes,
-    getsockname_relative_as_given => names::getsockname_relative_as_given,
-    // names: autobind
-    autobind_format_and_idempotence => names::autobind_format_and_idempotence,
-    bind_after_autobind => names::bind_after_autobind,
-    // names: connect by path
-    connect_missing_path => names::connect_missing_path,
-    connect_stale_and_non_socket => names::connect_stale_and_non_socket,
-    connect_type_mismatch_path => names::connect_type_mismatch_path,
-    connect_through_symlink => names::connect_through_symlink,
-    rename_keeps_connectable => names::rename_keeps_connectable,
-    unlink_while_bound => names::unlink_while_bound,
-    // names: abstract
-    abstract_per_type => names::abstract_per_type,
-    abstract_missing => names::abstract_missing,
-    abstract_freed_on_close => names::abstract_freed_on_close,
-    abstract_empty_name => names::abstract_empty_name,
-    abstract_prefix_does_not_match => names::abstract_prefix_does_not_match,
-    abstract_binary_name => names::abstract_binary_name,
-    // dgram data path
+    // path names
+    bind_same_path_twice => path_names::bind_same_path_twice,
+    bind_stale_node_after_close => path_names::bind_stale_node_after_close,
+    bind_missing_dir => path_names::bind_missing_dir,
+    bind_parent_not_dir => path_names::bind_parent_not_dir,
+    bind_twice_one_socket => path_names::bind_twice_one_socket,
+    bind_over_existing_nodes => path_names::bind_over_existing_nodes,
+    getsockname_relative_as_given => path_names::getsockname_relative_as_given,
+    connect_missing_path => path_names::connect_missing_path,
+    connect_stale_and_non_socket => path_names::connect_stale_and_non_socket,
+    connect_type_mismatch_path => path_names::connect_type_mismatch_path,
+    connect_through_symlink => path_names::connect_through_symlink,
+    rename_keeps_connectable => path_names::rename_keeps_connectable,
+    unlink_while_bound => path_names::unlink_while_bound,
+    path_names_up_to_108 => path_names::path_names_up_to_108,
+    connect_via_hard_link => path_names::connect_via_hard_link,
+    rename_keeps_getsockname => path_names::rename_keeps_getsockname,
+    bind_after_connect_changes_peername => path_names::bind_after_connect_changes_peername,
+    accepted_socket_names => path_names::accepted_socket_names,
+    mknod_socket_node => path_names::mknod_socket_node,
+    connect_directory_cases => path_names::connect_directory_cases,
+    // abstract names
+    abstract_per_type => abstract_names::abstract_per_type,
+    abstract_missing => abstract_names::abstract_missing,
+    abstract_freed_on_close => abstract_names::abstract_freed_on_close,
+    abstract_empty_name => abstract_names::abstract_empty_name,
+    abstract_prefix_does_not_match => abstract_names::abstract_prefix_does_not_match,
+    abstract_binary_name => abstract_names::abstract_binary_name,
+    abstract_nul_names => abstract_names::abstract_nul_names,
+    abstract_nonprintable_names => abstract_names::abstract_nonprintable_names,
+    abstract_all_byte_values => abstract_names::abstract_all_byte_values,
+    abstract_107_and_108 => abstract_names::abstract_107_and_108,
+    abstract_name_held_by_any_handle => abstract_names::abstract_name_held_by_any_handle,
+    abstract_freed_with_live_connections => abstract_names::abstract_freed_with_live_connections,
+    // autobind
+    autobind_format_and_idempotence => autobind::autobind_format_and_idempotence,
+    bind_after_autobind => autobind::bind_after_autobind,
+    autobind_stream_seqpacket => autobind::autobind_stream_seqpacket,
+    autobind_idempotent_when_named => autobind::autobind_idempotent_when_named,
+    bind_after_any_autobind => autobind::bind_after_any_autobind,
+    implicit_autobind_stream_connect => autobind::implicit_autobind_stream_connect,
+    implicit_autobind_seqpacket => autobind::implicit_autobind_seqpacket,
+    implicit_autobind_dgram_connect => autobind::implicit_autobind_dgram_connect,
+    implicit_autobind_dgram_send => autobind::implicit_autobind_dgram_send,
+    implicit_autobind_dgram_socketpair => autobind::implicit_autobind_dgram_socketpair,
+    no_autobind_listen_or_stream_send => autobind::no_autobind_listen_or_stream_send,
+    autobind_name_shared_by_types => autobind::autobind_name_shared_by_types,
+    // permissions and node modes
+    perm_connect_needs_write => permissions::perm_connect_needs_write,
+    perm_owner_group_other_classes => permissions::perm_owner_group_other_classes,
+    perm_directory_search_and_write => permissions::perm_directory_search_and_write,
+    perm_bind_needs_dir_write => permissions::perm_bind_needs_dir_write,
+    perm_root_bypasses => permissions::perm_root_bypasses,
+    perm_abstract_no_permissions => permissions::perm_abstract_no_permissions,
+    umask_node_modes => permissions::umask_node_modes,
+    perm_connect_directory => permissions::perm_connect_directory,
+    // datagram sockets
     dgram_message_boundaries => dgram::message_boundaries,
     dgram_truncation => dgram::truncation,
     dgram_zero_length => dgram::zero_length,
@@ -206,7 +223,7 @@ scenarios! {
     dgram_sendto_while_connected => dgram::sendto_while_connected,
     dgram_reconnect_resets_old_peer => dgram::reconnect_resets_old_peer,
     dgram_listen_eopnotsupp => dgram::listen_eopnotsupp,
-    // stream / seqpacket (helper A)
+    // stream and seqpacket sockets
     stream_listen_accept_basic => stream::listen_accept_basic,
     stream_seqpacket_listen_accept => stream::seqpacket_listen_accept,
     stream_listen_errors => stream::listen_errors,
@@ -263,39 +280,7 @@ scenarios! {
     stream_poll_listener => stream::poll_listener,
     stream_socketpair_stream => stream::socketpair_stream,
     stream_socketpair_seqpacket => stream::socketpair_seqpacket,
-    // names, permissions (helper C)
-    names2_abstract_nul_names => names2::abstract_nul_names,
-    names2_abstract_nonprintable_names => names2::abstract_nonprintable_names,
-    names2_abstract_all_byte_values => names2::abstract_all_byte_values,
-    names2_abstract_107_and_108 => names2::abstract_107_and_108,
-    names2_path_names_up_to_108 => names2::path_names_up_to_108,
-    names2_autobind_stream_seqpacket => names2::autobind_stream_seqpacket,
-    names2_autobind_idempotent_when_named => names2::autobind_idempotent_when_named,
-    names2_bind_after_any_autobind => names2::bind_after_any_autobind,
-    names2_implicit_autobind_stream_connect => names2::implicit_autobind_stream_connect,
-    names2_implicit_autobind_seqpacket => names2::implicit_autobind_seqpacket,
-    names2_implicit_autobind_dgram_connect => names2::implicit_autobind_dgram_connect,
-    names2_implicit_autobind_dgram_send => names2::implicit_autobind_dgram_send,
-    names2_implicit_autobind_dgram_socketpair => names2::implicit_autobind_dgram_socketpair,
-    names2_no_autobind_listen_or_stream_send => names2::no_autobind_listen_or_stream_send,
-    names2_autobind_name_shared_by_types => names2::autobind_name_shared_by_types,
-    names2_abstract_name_held_by_any_handle => names2::abstract_name_held_by_any_handle,
-    names2_abstract_freed_with_live_connections => names2::abstract_freed_with_live_connections,
-    names2_connect_via_hard_link => names2::connect_via_hard_link,
-    names2_rename_keeps_getsockname => names2::rename_keeps_getsockname,
-    names2_bind_after_connect_changes_peername => names2::bind_after_connect_changes_peername,
-    names2_accepted_socket_names => names2::accepted_socket_names,
-    names2_mknod_socket_node => names2::mknod_socket_node,
-    names2_connect_directory_cases => names2::connect_directory_cases,
-    names2_perm_connect_needs_write => names2::perm_connect_needs_write,
-    names2_perm_owner_group_other_classes => names2::perm_owner_group_other_classes,
-    names2_perm_directory_search_and_write => names2::perm_directory_search_and_write,
-    names2_perm_bind_needs_dir_write => names2::perm_bind_needs_dir_write,
-    names2_perm_root_bypasses => names2::perm_root_bypasses,
-    names2_perm_abstract_no_permissions => names2::perm_abstract_no_permissions,
-    names2_umask_node_modes => names2::umask_node_modes,
-    names2_perm_connect_directory => names2::perm_connect_directory,
-    // credentials, rights and GC (helper B)
+    // credentials (SCM_CREDENTIALS, SO_PEERCRED)
     creds_matrix_dgram => creds::matrix_dgram,
     creds_matrix_stream => creds::matrix_stream,
     creds_matrix_seqpacket => creds::matrix_seqpacket,
@@ -311,6 +296,7 @@ scenarios! {
     creds_autobind_before_lookup => creds::autobind_before_lookup,
     creds_autobind_seqpacket_send => creds::autobind_seqpacket_send,
     creds_peercred_effective_ids => creds::peercred_effective_ids,
+    // passing sockets (SCM_RIGHTS) and the in-flight collector
     rights_self_ref_stream => rights::self_ref_stream,
     rights_self_ref_dgram => rights::self_ref_dgram,
     rights_self_ref_seqpacket => rights::self_ref_seqpacket,
@@ -341,7 +327,7 @@ scenarios! {
     rights_sendto_with_rights => rights::sendto_with_rights,
     rights_embryo_accepted_receive => rights::embryo_accepted_receive,
     rights_cycle_dup_open => rights::cycle_dup_open,
-    // blocking calls (issue 11)
+    // blocking calls: one side blocks, another wakes it
     blocking_stream_read_woken_by_write => blocking::stream_read_woken_by_write,
     blocking_dgram_read_woken_by_write => blocking::dgram_read_woken_by_write,
     blocking_seqpacket_read_woken_by_write => blocking::seqpacket_read_woken_by_write,
@@ -393,6 +379,19 @@ scenarios! {
     blocking_seqpacket_readers_one_record_each => blocking::seqpacket_readers_one_record_each,
 }
 
+/// Prints the kernel and udsfs traces of the scenario `want` (or of every scenario,
+/// for "all") side by side, whether they agree or not.
+pub fn show_traces(want: &str) {
+    require_root();
+    for (name, f) in ALL {
+        if *name == want || want == "all" {
+            let k = kernel::run_isolated(*f);
+            let (u, _mount) = run_udsfs(*f);
+            println!("=== {name}\n{}", side_by_side("kernel", &k, "udsfs", &u));
+        }
+    }
+}
+
 /// Every scenario twice on the kernel: the traces must be identical, so that a
 /// difference against udsfs is never noise from the scenario itself.
 #[test]
@@ -416,24 +415,6 @@ fn kernel_vs_kernel_selfcheck() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-/// `UDSFS_CONFORMANCE_SHOW=name cargo test --test conformance show_traces -- --nocapture`
-/// prints the kernel and udsfs traces of one scenario (or `all`) side by side, whether
-/// they agree or not (a development aid; without the variable it does nothing).
-#[test]
-fn show_traces() {
-    let Ok(want) = std::env::var("UDSFS_CONFORMANCE_SHOW") else {
-        return;
-    };
-    require_root();
-    for (name, f) in ALL {
-        if *name == want || want == "all" {
-            let k = kernel::run_isolated(*f);
-            let (u, _mount) = run_udsfs(*f);
-            println!("=== {name}\n{}", side_by_side("kernel", &k, "udsfs", &u));
-        }
-    }
 }
 
 /// The harness's own normalisation, checked without any backend.

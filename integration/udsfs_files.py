@@ -1,0 +1,78 @@
+"""What the integration scripts' Python parts share: the files of a udsfs mount.
+
+MNT (the mount) and U (its .udsfs directory) come from the environment. lib.sh puts
+this text before a program's own ($PY_PRELUDE, `py`, `with_helpers`) rather than
+have it imported: the programs also run as users who may not read the repository.
+"""
+
+import errno, fcntl, os, signal, stat, sys, threading, time  # noqa: F401 (the programs use them)
+
+M = os.environ.get("MNT", "")
+U = os.environ.get("U", "")
+
+
+def err(fn, *a):
+    """"OK", or the errno name of the OSError fn(*a) raised."""
+    try:
+        fn(*a)
+        return "OK"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
+def status(n, key=None):
+    """Socket n's status file: the value of `key`, or every key=value as a dict."""
+    fields = {}
+    for line in open(f"{U}/sock/{n}/status"):
+        k, _, v = line.strip().partition("=")
+        if key is None:
+            fields[k] = v
+        elif k == key:
+            return v
+    return fields if key is None else None
+
+
+def clone(ty):
+    """A new socket of type `ty`: its clone file's descriptor and its number."""
+    fd = os.open(f"{U}/{ty}/clone", os.O_RDWR)
+    return fd, int(os.read(fd, 64).split()[0])
+
+
+def pair(ty):
+    """A new socketpair of type `ty`: the pair file's descriptor and both numbers."""
+    fd = os.open(f"{U}/{ty}/pair", os.O_RDWR)
+    a, b = map(int, os.read(fd, 64).split())
+    return fd, a, b
+
+
+def ctl(fd, cmd):
+    os.write(fd, (cmd + "\n").encode())
+
+
+def fill(fd, chunk=b"x", most=None):
+    """Writes `chunk` to the non-blocking `fd` until EAGAIN: how many writes went in
+    (stops after most + 1 of them, when `most` is given)."""
+    n = 0
+    while most is None or n <= most:
+        try:
+            os.write(fd, chunk)
+        except BlockingIOError:
+            break
+        n += 1
+    return n
+
+
+def in_thread(fn):
+    """Starts fn() in a daemon thread: the thread and a dict that gets "n", what fn
+    returned, or "err", the OSError it raised."""
+    result = {}
+
+    def run():
+        try:
+            result["n"] = fn()
+        except OSError as e:
+            result["err"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, result
