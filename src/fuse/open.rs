@@ -8,10 +8,11 @@ use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use super::files::{FileKind, MsgReader, MsgWriter, OpenFile};
+use super::front::{Inner, nonblocking};
 use super::inode::{Ctrl, Node, SockFile};
-use super::park::{OpenOp, Pending, deferring_wakeups};
-use super::reply::ReplySink;
-use super::{Inner, nonblocking};
+use super::park::deferring_wakeups;
+use super::pending::{OpenOp, Pending};
+use super::reply::{OpenReply, Opened, Sink};
 use crate::engine::{Addr, Caller, Claim, SockDir, Socket, Waiter};
 
 pub(super) fn socket_open_flags() -> FopenFlags {
@@ -182,11 +183,12 @@ impl Inner {
     }
 
     /// open(2) of a file of the control tree or of the connect views.
-    pub fn open(&self, ino: u64, flags: i32, c: Caller, reply: ReplySink) {
+    pub fn open(&self, ino: u64, flags: i32, c: Caller, reply: impl Sink<Opened>) {
+        let reply = OpenReply::new(reply);
         deferring_wakeups(|| self.open_now(ino, flags, c, reply))
     }
 
-    fn open_now(&self, ino: u64, flags: i32, c: Caller, reply: ReplySink) {
+    fn open_now(&self, ino: u64, flags: i32, c: Caller, reply: OpenReply) {
         let i = self;
         let Some(node) = Node::from_ino(ino) else {
             return reply.error(Errno::ENOENT);
