@@ -64,7 +64,9 @@ impl Slot {
 
 impl Sink<Vec<u8>> for Slot {
     fn send(self: Box<Self>, a: Result<Vec<u8>, Errno>) {
-        self.0.lock().push(a.map_or_else(Answer::Error, Answer::Data));
+        self.0
+            .lock()
+            .push(a.map_or_else(Answer::Error, Answer::Data));
     }
 }
 

@@ -14,6 +14,7 @@ mod daemon;
 mod emulate;
 mod fdpass;
 mod filter;
+mod listener;
 mod mem;
 mod msg;
 mod notify;
@@ -200,7 +201,7 @@ impl Setup {
             .helper
             .join()
             .map_err(|_| "the listener thread failed".to_string())??;
-        let listener = Arc::new(notify::Listener::new(listener));
+        let listener = Arc::new(listener::Listener::new(listener));
         let ctx = Arc::new(self.ctx);
         std::thread::Builder::new()
             .name("udsfs-supervisor".into())
