@@ -432,14 +432,8 @@ impl Filesystem for UdsFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        // Only the mount root's act_for (supervisors, fuse/actfor.rs).
-        if ino.0 != fuser::INodeNo::ROOT.0 || name != actfor::XATTR {
-            return reply.error(FErrno::from_i32(libc::ENOTSUP));
-        }
-        match actfor::set(req.pid(), req.uid(), value) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(FErrno::from_i32(e)),
-        }
+        let set = actfor::set_xattr(ino.0, name.as_bytes(), req.pid(), req.uid(), value);
+        empty(set, reply);
     }
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: fuser::ReplyXattr) {

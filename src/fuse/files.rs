@@ -96,8 +96,8 @@ pub struct OpenFile {
     /// The socket this file holds a reference to.
     pub sock: Option<Arc<Socket>>,
     pub kind: FileKind,
-    /// A socketpair's second socket, held until one of its files is opened.
-    pub held: Mutex<Option<Arc<Socket>>>,
+    /// A socketpair's second socket, kept until one of its files is opened.
+    pub pair_half: Mutex<Option<Arc<Socket>>>,
     /// The file's poll registration, made at its first poll.
     pub poller: OnceLock<Arc<PollWaiter>>,
     /// The claim this handle keeps on its socket directory
@@ -140,7 +140,7 @@ impl OpenFile {
         OpenFile {
             sock,
             kind,
-            held: Mutex::new(None),
+            pair_half: Mutex::new(None),
             poller: OnceLock::new(),
             claim: Mutex::new(None),
         }

@@ -29,7 +29,7 @@ pub struct Inner {
     pub(super) gid: u32,
     /// socketpair() second halves not yet opened, by socket number, each
     /// with the claim that keeps its directory open to its owner.
-    pub(super) held_pairs: Mutex<HashMap<u64, (Arc<Socket>, Claim)>>,
+    pub(super) unopened_halves: Mutex<HashMap<u64, (Arc<Socket>, Claim)>>,
 }
 
 impl Inner {
@@ -43,7 +43,7 @@ impl Inner {
             parks: ParkTable::new(Box::new(Retrier(weak.clone()))),
             uid,
             gid,
-            held_pairs: Mutex::new(Default::default()),
+            unopened_halves: Mutex::new(Default::default()),
         })
     }
 
