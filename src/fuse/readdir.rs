@@ -28,7 +28,8 @@ const CONTROL: u64 = u64::MAX - 1;
 /// Tree entries fetched per chunk (a reply buffer holds fewer).
 const CHUNK: usize = 1024;
 
-type Entry = (u64, FileType, Vec<u8>);
+/// A control directory's entry before its cookie: (inode, type, name).
+type Listed = (u64, FileType, Vec<u8>);
 
 /// One entry of a listing, with the cookie that resumes after it.
 pub struct DirEntry {
@@ -62,16 +63,16 @@ impl Inner {
     }
 
     /// The entries of a control directory, each with its cookie.
-    fn control_entries(&self, node: Node, c: &Caller) -> Result<Vec<(u64, Entry)>, Errno> {
+    fn control_entries(&self, node: Node, c: &Caller) -> Result<Vec<(u64, Listed)>, Errno> {
         let dir = FileType::Directory;
         let reg = FileType::RegularFile;
-        let numbered = |v: Vec<Entry>| -> Vec<(u64, Entry)> {
+        let numbered = |v: Vec<Listed>| -> Vec<(u64, Listed)> {
             v.into_iter()
                 .enumerate()
                 .map(|(i, e)| (i as u64 + 1, e))
                 .collect()
         };
-        let dots = |me: Node, up: u64| -> Vec<(u64, Entry)> {
+        let dots = |me: Node, up: u64| -> Vec<(u64, Listed)> {
             vec![
                 (DOT, (me.ino(), dir, b".".to_vec())),
                 (DOTDOT, (up, dir, b"..".to_vec())),
