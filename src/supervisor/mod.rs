@@ -1,8 +1,8 @@
 //! `udsfs run --front seccomp`: a supervisor for programs the preload
 //! library cannot reach (Go, static binaries, raw system calls). CMD starts
-//! under a seccomp filter (`filter`) whose listener comes back to the
-//! supervisor; each trapped socket call (`notify`) is answered at once for
-//! kernel sockets and otherwise emulated (`emulate`) with the daemon's own
+//! under a seccomp filter (`filter`) whose listener (`listener`) comes back
+//! to the supervisor; each trapped socket call (`notify`) is answered at once
+//! for kernel sockets and otherwise emulated (`emulate`) with the daemon's own
 //! files and ioctls (`daemon`), reading and writing the target's memory
 //! (`mem`) and descriptors (`target`) and routing names as the library does
 //! (`route`). A udsfs socket in CMD is its `.udsfs/sock/N/data` file at the
