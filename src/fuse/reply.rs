@@ -23,7 +23,28 @@ pub struct Opened {
 #[derive(Debug, PartialEq, Eq)]
 pub struct IoctlOut(pub Vec<u8>);
 
-/// The answer owed to a read: its data.
+/// The answer owed to a read: its data. A sink of another kind of answer
+/// does not compile:
+///
+/// ```
+/// use nix::errno::Errno;
+/// use udsfs::fuse::reply::{DataReply, Sink};
+/// struct Bytes;
+/// impl Sink<Vec<u8>> for Bytes {
+///     fn send(self: Box<Self>, _: Result<Vec<u8>, Errno>) {}
+/// }
+/// DataReply::new(Bytes).data(b"x".to_vec());
+/// ```
+///
+/// ```compile_fail
+/// use nix::errno::Errno;
+/// use udsfs::fuse::reply::{DataReply, Sink};
+/// struct Count;
+/// impl Sink<u32> for Count {
+///     fn send(self: Box<Self>, _: Result<u32, Errno>) {}
+/// }
+/// DataReply::new(Count).data(b"x".to_vec());
+/// ```
 pub struct DataReply(Box<dyn Sink<Vec<u8>>>);
 
 /// The answer owed to a write: the count taken.
