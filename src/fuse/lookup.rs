@@ -1,5 +1,5 @@
 //! Looking names up: the user's tree, the control tree `.udsfs/` and the
-//! connect and abstract views.
+//! connect and abstract views; and where a symlink of the tree points.
 
 use nix::errno::Errno;
 
@@ -70,6 +70,14 @@ impl Inner {
     pub fn lookup_ino(&self, parent: u64, name: &[u8], c: &Caller) -> Result<u64, Errno> {
         let p = Node::from_ino(parent).ok_or(Errno::ENOENT)?;
         Ok(self.lookup_node(p, name, c)?.ino())
+    }
+
+    /// readlink: the target of a symlink of the tree (or of its connect view).
+    pub(super) fn readlink(&self, ino: u64) -> Result<Vec<u8>, Errno> {
+        match Node::from_ino(ino) {
+            Some(Node::Tree(i)) | Some(Node::Connect(i)) => self.eng.tree.readlink(i),
+            _ => Err(Errno::EINVAL),
+        }
     }
 
     /// lookup: the entry `name` of directory `parent`.

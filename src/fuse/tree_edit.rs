@@ -1,5 +1,5 @@
 //! Changes to the user's tree: directories, socket nodes, symlinks, links,
-//! renames (and readlink). The control tree refuses them (EPERM, EXDEV).
+//! renames. The control tree refuses them (EPERM, EXDEV).
 
 use nix::errno::Errno;
 
@@ -30,13 +30,6 @@ impl Inner {
             attr: self.attr_of(Node::Tree(a.ino))?,
             generation: 0,
         })
-    }
-
-    pub(super) fn readlink(&self, ino: u64) -> Result<Vec<u8>, Errno> {
-        match Node::from_ino(ino) {
-            Some(Node::Tree(i)) | Some(Node::Connect(i)) => self.eng.tree.readlink(i),
-            _ => Err(Errno::EINVAL),
-        }
     }
 
     pub(super) fn mknod(&self, parent: u64, name: &[u8], m: Maker) -> Result<Entry, Errno> {
