@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use udsfs::engine::{Config, Engine, SockType};
 use udsfs::fuse::Inner;
 use udsfs::fuse::inode::{Ctrl, Node, SockFile};
-use udsfs::fuse::reply::{Reply, ReplySink};
+use udsfs::fuse::reply::{Opened, Sink};
 
 /// What the schedules went through, printed at the end (a model that never
 /// parks or never splits a record would test little).
@@ -51,8 +51,8 @@ enum Answer {
 struct Slot(Arc<Mutex<Vec<Answer>>>);
 
 impl Slot {
-    fn sink(&self) -> ReplySink {
-        Box::new(self.clone())
+    fn sink(&self) -> Slot {
+        self.clone()
     }
     /// The answer, once there is one; two answers fail the test.
     fn take(&self) -> Option<Answer> {
@@ -62,18 +62,25 @@ impl Slot {
     }
 }
 
-impl Reply for Slot {
-    fn data(self: Box<Self>, data: &[u8]) {
-        self.0.lock().push(Answer::Data(data.to_vec()));
+impl Sink<Vec<u8>> for Slot {
+    fn send(self: Box<Self>, a: Result<Vec<u8>, Errno>) {
+        self.0
+            .lock()
+            .push(a.map_or_else(Answer::Error, Answer::Data));
     }
-    fn written(self: Box<Self>, n: u32) {
-        self.0.lock().push(Answer::Written(n as usize));
+}
+
+impl Sink<u32> for Slot {
+    fn send(self: Box<Self>, a: Result<u32, Errno>) {
+        let a = a.map(|n| Answer::Written(n as usize));
+        self.0.lock().push(a.unwrap_or_else(Answer::Error));
     }
-    fn opened(self: Box<Self>, fh: u64, _flags: u32) {
-        self.0.lock().push(Answer::Opened(fh));
-    }
-    fn error(self: Box<Self>, err: Errno) {
-        self.0.lock().push(Answer::Error(err));
+}
+
+impl Sink<Opened> for Slot {
+    fn send(self: Box<Self>, a: Result<Opened, Errno>) {
+        let a = a.map(|o| Answer::Opened(o.fh));
+        self.0.lock().push(a.unwrap_or_else(Answer::Error));
     }
 }
 
@@ -112,7 +119,7 @@ fn caller(tid: u32) -> udsfs::engine::Caller {
 }
 
 /// Runs one request to its immediate answer (it must not park).
-fn now(f: impl FnOnce(ReplySink)) -> Answer {
+fn now(f: impl FnOnce(Slot)) -> Answer {
     let slot = Slot::default();
     f(slot.sink());
     slot.take()

@@ -20,8 +20,8 @@ pub struct CompletionsArgs {
     shell: Shell,
 }
 
-pub fn man(a: &ManArgs) -> Result<(), String> {
-    let cmd = super::command();
+/// The pages of `cmd`, the clap definition (`cli::command`).
+pub fn man(a: &ManArgs, cmd: clap::Command) -> Result<(), String> {
     if let Some(dir) = &a.out_dir {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         return clap_mangen::generate_to(cmd, dir).map_err(|e| format!("{}: {e}", dir.display()));
@@ -44,8 +44,8 @@ pub fn man(a: &ManArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-pub fn completions(a: &CompletionsArgs) -> Result<(), String> {
-    let mut cmd = super::command();
+/// The completions of `cmd`, the clap definition (`cli::command`).
+pub fn completions(a: &CompletionsArgs, mut cmd: clap::Command) -> Result<(), String> {
     clap_complete::generate(a.shell, &mut cmd, "udsfs", &mut std::io::stdout());
     Ok(())
 }

@@ -11,7 +11,6 @@ mod procfd;
 mod ss;
 mod umount;
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
@@ -60,7 +59,7 @@ enum Cmd {
 }
 
 pub fn main() -> i32 {
-    let argv = match options::expand_argv(std::env::args_os().collect()) {
+    let argv = match options::expand_argv(std::env::args_os().collect(), &command()) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("udsfs: {e}");
@@ -74,8 +73,8 @@ pub fn main() -> i32 {
         Cmd::Umount { mountpoint } => ("umount", umount::umount(&mountpoint)),
         Cmd::Ss(a) => ("ss", ss::main(&a)),
         Cmd::Graph(a) => ("graph", graph::main(&a)),
-        Cmd::Man(a) => ("man", man::man(&a)),
-        Cmd::Completions(a) => ("completions", man::completions(&a)),
+        Cmd::Man(a) => ("man", man::man(&a, command())),
+        Cmd::Completions(a) => ("completions", man::completions(&a, command())),
         Cmd::Fault(a) => ("fault", fault::main(&a)),
     };
     match res {
@@ -91,6 +90,3 @@ pub fn main() -> i32 {
 fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
-
-/// Arguments as the binary got them, for re-running itself.
-type Argv = [OsString];

@@ -1,6 +1,7 @@
 //! `udsfs mount`: checks the mount point, starts the daemon (in the background
 //! when asked) and serves the mount until a signal or an unmount ends it.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -11,7 +12,6 @@ use std::time::Duration;
 
 use fuser::{Config, MountOption, SessionACL};
 
-use super::Argv;
 use super::mounts;
 use super::options::{MountArgs, kernel_options};
 use crate::engine::{self, Engine};
@@ -20,7 +20,8 @@ use crate::fuse::UdsFs;
 /// The pipe on which a background daemon says "ready" or why it failed.
 const READY_FD_ENV: &str = "UDSFS_READY_FD";
 
-pub fn main(a: &MountArgs, argv: &Argv) -> i32 {
+/// `argv`: the arguments as the binary got them, for re-running itself.
+pub fn main(a: &MountArgs, argv: &[OsString]) -> i32 {
     let mp = match preflight(&a.mountpoint) {
         Ok(mp) => mp,
         Err(e) => {
@@ -114,7 +115,7 @@ fn ready_pipe() -> Option<File> {
 }
 
 /// Starts the daemon as a child and waits for its word that the mount is live.
-fn background(a: &MountArgs, argv: &Argv) -> i32 {
+fn background(a: &MountArgs, argv: &[OsString]) -> i32 {
     let (rd, wr) = match nix::unistd::pipe() {
         Ok(p) => p,
         Err(e) => {

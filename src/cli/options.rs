@@ -123,13 +123,14 @@ pub fn kernel_options(a: &MountArgs) -> Vec<MountOption> {
 
 /// Rewrites the command line before clap sees it: the mount-helper form becomes
 /// `udsfs mount --background ... MOUNTPOINT`, and each `-o` option that is one
-/// of our flags becomes that flag in place (so later flags still win).
-pub fn expand_argv(argv: Vec<OsString>) -> Result<Vec<OsString>, String> {
-    let argv = helper_form(argv);
+/// of our flags becomes that flag in place (so later flags still win). `cli`
+/// is the clap definition (`cli::command`).
+pub fn expand_argv(argv: Vec<OsString>, cli: &clap::Command) -> Result<Vec<OsString>, String> {
+    let argv = helper_form(argv, cli);
     if argv.get(1).and_then(|a| a.to_str()) != Some("mount") {
         return Ok(argv);
     }
-    let mount = super::command()
+    let mount = cli
         .find_subcommand("mount")
         .cloned()
         .expect("mount subcommand");
@@ -209,11 +210,11 @@ fn known(mount: &clap::Command) -> String {
 /// `udsfs SOURCE MOUNTPOINT [-o OPTS] [-f]` (mount.fuse3 runs us so) becomes
 /// `udsfs mount [--background] [-o OPTS] MOUNTPOINT`: a helper must return
 /// once the mount is up, unless `-f` keeps it in the foreground.
-fn helper_form(argv: Vec<OsString>) -> Vec<OsString> {
+fn helper_form(argv: Vec<OsString>, cli: &clap::Command) -> Vec<OsString> {
     let is_helper = argv.len() >= 3
-        && argv[1].to_str().is_none_or(|a| {
-            !a.starts_with('-') && super::command().find_subcommand(a).is_none() && a != "help"
-        });
+        && argv[1]
+            .to_str()
+            .is_none_or(|a| !a.starts_with('-') && cli.find_subcommand(a).is_none() && a != "help");
     if !is_helper {
         return argv;
     }
@@ -233,7 +234,7 @@ mod tests {
 
     fn expand(args: &[&str]) -> Result<Vec<String>, String> {
         let argv = args.iter().map(OsString::from).collect();
-        expand_argv(argv).map(|v| {
+        expand_argv(argv, &crate::cli::command()).map(|v| {
             v.into_iter()
                 .map(|a| a.into_string().unwrap())
                 .collect::<Vec<_>>()

@@ -12,8 +12,10 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use crate::engine::tree::ROOT_INO;
 use crate::procfs::{self, Status};
 
 pub const XATTR: &str = "user.udsfs.act_for";
@@ -124,6 +126,21 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     );
     COUNT.store(map.len(), Ordering::Relaxed);
     Ok(())
+}
+
+/// setxattr of `name` on inode `ino` by thread `tid` (fsuid `uid`): only
+/// the mount root's `user.udsfs.act_for` is there to set.
+pub(super) fn set_xattr(
+    ino: u64,
+    name: &[u8],
+    tid: u32,
+    uid: u32,
+    value: &[u8],
+) -> Result<(), Errno> {
+    if ino != ROOT_INO || name != XATTR.as_bytes() {
+        return Err(Errno::ENOTSUP);
+    }
+    set(tid, uid, value).map_err(Errno::from_raw)
 }
 
 /// The (thread, fsuid, fsgid) a request of thread `tid` is made for, and

@@ -1,17 +1,16 @@
 //! File attributes: what `stat` shows for tree nodes, control files and
 //! socket files, and `setattr` on them.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use fuser::{FileAttr, FileType, INodeNo, ReplyAttr, TimeOrNow};
+use fuser::{FileAttr, FileType, INodeNo, TimeOrNow};
 use nix::errno::Errno;
 
+use super::front::Inner;
 use super::inode::{Ctrl, Node, SockFile};
-use super::{Inner, ferr};
 use crate::engine::Caller;
 use crate::engine::tree::Kind;
 
-pub const TTL: Duration = Duration::ZERO;
 /// Socket files claim a large size so the kernel lets writers run in
 /// parallel (PARALLEL_DIRECT_WRITES needs pos + len <= i_size).
 pub const SOCKET_FILE_SIZE: u64 = 1 << 30;
@@ -36,6 +35,13 @@ fn synthetic(ino: u64, kind: FileType, perm: u32, uid: u32, gid: u32, size: u64)
         blksize: 4096,
         flags: 0,
     }
+}
+
+/// What a lookup (or a request that makes a node) answers.
+pub struct Entry {
+    pub attr: FileAttr,
+    /// FUSE generation (see `Inner::generation`).
+    pub generation: u64,
 }
 
 /// The changes a `setattr` asks for.
@@ -149,28 +155,20 @@ impl Inner {
         }
     }
 
-    pub(super) fn getattr(&self, ino: u64, c: &Caller, reply: ReplyAttr) {
-        match Node::from_ino(ino)
-            .ok_or(Errno::ENOENT)
-            .and_then(|n| self.shown(n, c))
-            .and_then(|n| self.attr_of(n))
-        {
-            Ok(a) => reply.attr(&TTL, &a),
-            Err(e) => reply.error(ferr(e)),
-        }
+    pub(super) fn getattr(&self, ino: u64, c: &Caller) -> Result<FileAttr, Errno> {
+        let node = Node::from_ino(ino).ok_or(Errno::ENOENT)?;
+        self.attr_of(self.shown(node, c)?)
     }
 
-    pub(super) fn setattr(&self, ino: u64, ch: AttrChange, reply: ReplyAttr) {
-        let Some(node) = Node::from_ino(ino) else {
-            return reply.error(ferr(Errno::ENOENT));
-        };
+    pub(super) fn setattr(&self, ino: u64, ch: AttrChange) -> Result<FileAttr, Errno> {
+        let node = Node::from_ino(ino).ok_or(Errno::ENOENT)?;
         let t = |x: Option<TimeOrNow>| {
             x.map(|v| match v {
                 TimeOrNow::SpecificTime(t) => t,
                 TimeOrNow::Now => SystemTime::now(),
             })
         };
-        let res = match node {
+        match node {
             Node::Tree(ino) => {
                 let a = self.eng.tree.getattr(ino);
                 match (ch.size, a) {
@@ -187,10 +185,6 @@ impl Inner {
             // Truncating a socket file (shell `>`) is allowed and does nothing.
             _ if ch.mode.is_none() && ch.uid.is_none() && ch.gid.is_none() => self.attr_of(node),
             _ => Err(Errno::EPERM),
-        };
-        match res {
-            Ok(a) => reply.attr(&TTL, &a),
-            Err(e) => reply.error(ferr(e)),
         }
     }
 }

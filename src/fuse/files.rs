@@ -1,18 +1,19 @@
-//! Open files of the mount and the I/O on them: what a read, a write or a
-//! blocking open does, tried once at once and again from the waker.
+//! The open files of the mount (the handle table, `OpenFile` and what each
+//! kind holds) and one read or write on one file; the parking around them
+//! is in io.rs.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
-use super::entries::DirCursor;
 use super::outgoing::{Held, WriteJob, send_batch};
-use super::poll::PollWaiter;
+use super::poll_waiter::PollWaiter;
 use crate::ctl::{self, Command};
 use crate::engine::quota::{Charge, Quota};
-use crate::engine::{Caller, Claim, Engine, MAX_MSG, SockType, Socket, Ucred, Waiter};
+use crate::engine::{Caller, Claim, Engine, MAX_MSG, SockType, Socket, Waiter};
 use crate::msgfmt::{self, Batch, Ending};
 use crate::sharded::ShardedMap;
 use std::borrow::Cow;
@@ -30,6 +31,14 @@ pub enum FileKind {
     Gc(Vec<u8>),
     /// An open directory of the tree: where its listing got to.
     Dir(Mutex<DirCursor>),
+}
+
+/// Where the listing of an open tree directory got to: the cookies of the
+/// last chunk, with the name each stands for.
+#[derive(Default)]
+pub struct DirCursor {
+    pub(super) names: HashMap<u64, Vec<u8>>,
+    pub(super) next: u64,
 }
 
 /// A received record being read out in pieces.
@@ -83,17 +92,12 @@ impl MsgWriter {
     }
 }
 
-/// Explicit credentials (SCM_CREDENTIALS): `Caller::check_creds`.
-pub(super) fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
-    caller.check_creds(c)
-}
-
 pub struct OpenFile {
     /// The socket this file holds a reference to.
     pub sock: Option<Arc<Socket>>,
     pub kind: FileKind,
-    /// A socketpair's second socket, held until one of its files is opened.
-    pub held: Mutex<Option<Arc<Socket>>>,
+    /// A socketpair's second socket, kept until one of its files is opened.
+    pub pair_half: Mutex<Option<Arc<Socket>>>,
     /// The file's poll registration, made at its first poll.
     pub poller: OnceLock<Arc<PollWaiter>>,
     /// The claim this handle keeps on its socket directory
@@ -136,7 +140,7 @@ impl OpenFile {
         OpenFile {
             sock,
             kind,
-            held: Mutex::new(None),
+            pair_half: Mutex::new(None),
             poller: OnceLock::new(),
             claim: Mutex::new(None),
         }

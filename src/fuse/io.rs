@@ -1,44 +1,32 @@
-//! Reads and writes on open files: tried once on the worker thread, parked
-//! when they would block, and retried from the waker (see `park`).
-
-use std::sync::{Arc, Weak};
+//! The requests that may wait: reads, writes and message ioctls on open
+//! files (and the retry of a blocking open): tried once on the worker
+//! thread, parked when they would block, and retried from the waker (see
+//! `park`).
 
 use nix::errno::Errno;
 
 use super::files::OpenFile;
+use super::front::{Inner, nonblocking};
+use super::ioctl;
 use super::outgoing::WriteJob;
-use super::park::{OpenOp, Outcome, Parked, Pending, Retry, deferring_wakeups};
-use super::reply::ReplySink;
-use super::{Inner, nonblocking};
+use super::park::{Outcome, deferring_wakeups};
+use super::pending::{OpenOp, Pending};
+use super::reply::{DataReply, IoctlOut, IoctlReply, Sink, WriteReply};
 use crate::engine::timeo::Direction;
 use crate::engine::{Caller, Waiter};
 
-/// Retries parked requests on behalf of the park table.
-pub(super) struct Retrier(pub(super) Weak<Inner>);
-
-impl Retry for Retrier {
-    fn attempt(&self, p: Pending, caller: &Caller, waiter: &Arc<Parked>) -> Outcome {
-        let Some(inner) = self.0.upgrade() else {
-            p.fail(Errno::ENOTCONN);
-            return Outcome::Done;
-        };
-        let w: Waiter = waiter.clone();
-        inner.attempt(p, caller, Some(&w))
-    }
-
-    fn abandon(&self, p: Pending, err: Errno) {
-        let Some(inner) = self.0.upgrade() else {
-            return p.fail(err);
-        };
+impl Inner {
+    /// Answers a request that will not be retried (see `Retry::abandon`).
+    pub(super) fn abandon(&self, p: Pending, err: Errno) {
         match p {
             Pending::Open { op, reply } => {
                 if let OpenOp::Connect { client, .. } = op {
-                    inner.eng.put(&client);
+                    self.eng.put(&client);
                 }
                 reply.error(err);
             }
             Pending::Write { fh, job, reply } => {
-                match inner.files.get(fh).and_then(|f| f.end_write(job, err)) {
+                match self.files.get(fh).and_then(|f| f.end_write(job, err)) {
                     Some(n) => reply.written(n as u32),
                     None => reply.error(err),
                 }
@@ -47,18 +35,18 @@ impl Retry for Retrier {
                 let recv = call.is_recv();
                 call.end(err, reply);
                 if let Some(s) = recv
-                    .then(|| inner.files.get(fh))
+                    .then(|| self.files.get(fh))
                     .flatten()
                     .and_then(|f| f.sock.clone())
                 {
-                    inner.eng.pass_wakeup(&s);
+                    self.eng.pass_wakeup(&s);
                 }
             }
             Pending::Read { fh, reply, .. } => {
                 reply.error(err);
                 // It may have been the one reader woken for a message.
-                if let Some(s) = inner.files.get(fh).and_then(|f| f.sock.clone()) {
-                    inner.eng.pass_wakeup(&s);
+                if let Some(s) = self.files.get(fh).and_then(|f| f.sock.clone()) {
+                    self.eng.pass_wakeup(&s);
                 }
             }
         }
@@ -79,7 +67,7 @@ fn sigpipe(tid: u32) {
 
 /// Answers a write that stopped with `e`: the count taken, if any, else
 /// the error (with SIGPIPE for a stream's closed peer).
-fn end_write(f: &OpenFile, job: WriteJob, e: Errno, tid: u32, reply: ReplySink) {
+fn end_write(f: &OpenFile, job: WriteJob, e: Errno, tid: u32, reply: WriteReply) {
     match f.end_write(job, e) {
         Some(n) => reply.written(n as u32),
         None => {
@@ -93,13 +81,22 @@ fn end_write(f: &OpenFile, job: WriteJob, e: Errno, tid: u32, reply: ReplySink) 
 
 impl Inner {
     /// read(2) on an open file.
-    pub fn read(&self, fh: u64, offset: u64, size: u32, flags: i32, c: Caller, reply: ReplySink) {
+    pub fn read(
+        &self,
+        fh: u64,
+        offset: u64,
+        size: u32,
+        flags: i32,
+        c: Caller,
+        reply: impl Sink<Vec<u8>>,
+    ) {
+        let reply = DataReply::new(reply);
         deferring_wakeups(|| {
             let Some(f) = self.files.get(fh) else {
                 return reply.error(Errno::EBADF);
             };
             match f.read(&self.eng, offset, size, &c, None) {
-                Ok(d) => reply.data(&d),
+                Ok(d) => reply.data(d),
                 Err(Errno::EAGAIN) if !nonblocking(flags) => {
                     self.park(Pending::Read { fh, size, reply }, &c)
                 }
@@ -109,7 +106,8 @@ impl Inner {
     }
 
     /// write(2) on an open file.
-    pub fn write(&self, fh: u64, data: &[u8], flags: i32, c: Caller, reply: ReplySink) {
+    pub fn write(&self, fh: u64, data: &[u8], flags: i32, c: Caller, reply: impl Sink<u32>) {
+        let reply = WriteReply::new(reply);
         deferring_wakeups(|| {
             let Some(f) = self.files.get(fh) else {
                 return reply.error(Errno::EBADF);
@@ -129,8 +127,23 @@ impl Inner {
         })
     }
 
+    /// ioctl(2) on an open file: a udsfs control operation, or a message
+    /// call that parks when it would block (see `ioctl.rs`).
+    pub fn ioctl(&self, fh: u64, cmd: u32, input: &[u8], c: Caller, reply: impl Sink<IoctlOut>) {
+        let reply = IoctlReply::new(reply);
+        let sock = self.files.get(fh).and_then(|f| f.sock.clone());
+        if let Err((call, reply)) = ioctl::ioctl(&self.eng, sock.as_ref(), cmd, input, &c, reply) {
+            self.park(Pending::Msg { fh, call, reply }, &c)
+        }
+    }
+
     /// Retries a parked request (see `park`).
-    fn attempt(&self, p: Pending, caller: &Caller, w: Option<&Waiter>) -> Outcome {
+    pub(super) fn attempt(
+        &self,
+        p: Pending,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Outcome<Pending> {
         match p {
             Pending::Read { fh, size, reply } => {
                 let Some(f) = self.files.get(fh) else {
@@ -138,7 +151,7 @@ impl Inner {
                     return Outcome::Done;
                 };
                 match f.read(&self.eng, 0, size, caller, w) {
-                    Ok(d) => reply.data(&d),
+                    Ok(d) => reply.data(d),
                     Err(Errno::EAGAIN) => {
                         return Outcome::Blocked(Pending::Read { fh, size, reply });
                     }
@@ -166,7 +179,16 @@ impl Inner {
                 }
                 Outcome::Done
             }
-            Pending::Msg { fh, call, reply } => self.retry_message(fh, call, reply, caller, w),
+            Pending::Msg { fh, call, reply } => {
+                let Some(s) = self.files.get(fh).and_then(|f| f.sock.clone()) else {
+                    reply.error(Errno::EBADF);
+                    return Outcome::Done;
+                };
+                match ioctl::retry_message(&self.eng, &s, call, reply, caller, w) {
+                    Ok(()) => Outcome::Done,
+                    Err((call, reply)) => Outcome::Blocked(Pending::Msg { fh, call, reply }),
+                }
+            }
             Pending::Open { op, reply } => match self.open_blocking(op, caller, w) {
                 Ok((fh, flags)) => {
                     reply.opened(fh, flags.bits());

@@ -7,50 +7,53 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fuser::{Errno as FErrno, FileHandle, ReplyIoctl, Request};
 use nix::errno::Errno;
 
-use super::Inner;
 use super::ioctl_abi::*;
-use super::park::{Outcome, Pending, deferring_wakeups};
-use super::reply::{FuseReply, ReplySink};
+use super::park::deferring_wakeups;
+use super::reply::IoctlReply;
 use crate::engine::addr::{MAX_ABSTRACT_NAME, MAX_PATH_NAME};
 use crate::engine::socket::BoundName;
 use crate::engine::timeo::Direction;
-use crate::engine::{Addr, Buf, Caller, SockType, Socket, Ucred, Waiter};
+use crate::engine::{Addr, Buf, Caller, Engine, SockType, Socket, Ucred, Waiter};
 
-/// Answers one ioctl; commands that are not udsfs's (shells probe
-/// terminals with TCGETS) get ENOTTY.
+/// A message call that must wait, with the reply it owes: the caller parks
+/// it (`Inner::ioctl`, io.rs) and retries it with `retry_message`.
+pub(super) type Blocked = (MsgCall, IoctlReply);
+
+/// Answers one ioctl on a file of `sock`, or hands back the message call
+/// that must wait; commands that are not udsfs's (shells probe terminals
+/// with TCGETS) get ENOTTY.
 pub(super) fn ioctl(
-    inner: &Inner,
-    req: &Request,
-    fh: FileHandle,
+    eng: &Arc<Engine>,
+    sock: Option<&Arc<Socket>>,
     cmd: u32,
     input: &[u8],
-    reply: ReplyIoctl,
-) {
-    if cmd != UDSFS_IOC_CTL && cmd != UDSFS_IOC_MSG {
-        return reply.error(FErrno::ENOTTY);
-    }
-    let Some(sock) = inner.files.get(fh.0).and_then(|f| f.sock.clone()) else {
-        return reply.error(FErrno::ENOTTY);
+    c: &Caller,
+    reply: IoctlReply,
+) -> Result<(), Blocked> {
+    let Some(sock) = sock.filter(|_| cmd == UDSFS_IOC_CTL || cmd == UDSFS_IOC_MSG) else {
+        reply.error(Errno::ENOTTY);
+        return Ok(());
     };
-    let c = super::caller(req);
     if cmd == UDSFS_IOC_MSG {
-        let reply: ReplySink = Box::new(FuseReply::Ioctl(reply));
         return match MsgCall::new(input) {
-            Ok(call) => deferring_wakeups(|| inner.start_message(fh.0, &sock, call, &c, reply)),
-            Err(e) => reply.error(e),
+            Ok(call) => deferring_wakeups(|| start_message(eng, sock, call, c, reply)),
+            Err(e) => {
+                reply.error(e);
+                Ok(())
+            }
         };
     }
     let res = read_struct::<Ctl>(input).and_then(|mut ctl| {
-        control(inner, &sock, &mut ctl, &c)?;
+        control(eng, sock, &mut ctl, c)?;
         Ok(as_bytes(&ctl).to_vec())
     });
     match res {
-        Ok(out) => reply.ioctl(0, &out),
-        Err(e) => reply.error(FErrno::from_i32(e as i32)),
+        Ok(out) => reply.ioctl(out),
+        Err(e) => reply.error(e),
     }
+    Ok(())
 }
 
 fn read_struct<T: Copy>(input: &[u8]) -> Result<T, Errno> {
@@ -134,8 +137,7 @@ fn sock_type_number(t: SockType) -> i64 {
     }
 }
 
-fn control(inner: &Inner, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<(), Errno> {
-    let eng = &inner.eng;
+fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<(), Errno> {
     let addr = decode_addr(&ctl.addr, ctl.addr_len);
     let res = match ctl.op {
         OP_BIND => match addr? {
@@ -307,14 +309,14 @@ impl MsgCall {
 
     /// The answer `out` (a head, then data) with what is left of the
     /// timeout, for the next ioctl of the call.
-    fn answer(&self, reply: ReplySink, mut out: Vec<u8>) {
+    fn answer(&self, reply: IoctlReply, mut out: Vec<u8>) {
         if let Ok(mut h) = read_struct::<MsgHead>(&out) {
             h.timeo_left = self.limit.map_or(TIMEO_NONE, |l| {
                 l.saturating_sub(self.started.elapsed()).as_nanos() as u64
             });
             out[..HSIZE].copy_from_slice(as_bytes(&h));
         }
-        reply.ioctl(&out)
+        reply.ioctl(out)
     }
 
     fn head(&self) -> MsgHead {
@@ -354,7 +356,7 @@ impl MsgCall {
     /// Answers a call that stops with `err`: what it got done, if anything
     /// (bytes a stream send queued, data a MSG_WAITALL receive got), as
     /// Linux returns a partial count; else the error.
-    pub(super) fn end(mut self, err: Errno, reply: ReplySink) {
+    pub(super) fn end(mut self, err: Errno, reply: IoctlReply) {
         let mut h = self.head();
         if let Some(got) = self.got.take() {
             return self.answer(reply, got);
@@ -367,66 +369,61 @@ impl MsgCall {
     }
 }
 
-impl Inner {
-    /// A message ioctl's first attempt; one that would block parks.
-    fn start_message(
-        &self,
-        fh: u64,
-        s: &Arc<Socket>,
-        mut call: MsgCall,
-        c: &Caller,
-        reply: ReplySink,
-    ) {
-        let h = call.head();
-        call.limit = if h.flags & MSGF_CONT != 0 {
-            (h.timeo_left != TIMEO_NONE).then(|| Duration::from_nanos(h.timeo_left))
-        } else {
-            s.timeouts.limit(call.direction())
-        };
-        match message(self, s, &mut call, c, None) {
-            Ok(out) => call.answer(reply, out),
-            Err(Errno::EAGAIN) if call.blocks() => self.park(Pending::Msg { fh, call, reply }, c),
-            Err(e) => call.end(e, reply),
-        }
+/// A message ioctl's first attempt; one that would block is handed back.
+fn start_message(
+    eng: &Arc<Engine>,
+    s: &Arc<Socket>,
+    mut call: MsgCall,
+    c: &Caller,
+    reply: IoctlReply,
+) -> Result<(), Blocked> {
+    let h = call.head();
+    call.limit = if h.flags & MSGF_CONT != 0 {
+        (h.timeo_left != TIMEO_NONE).then(|| Duration::from_nanos(h.timeo_left))
+    } else {
+        s.timeouts.limit(call.direction())
+    };
+    match message(eng, s, &mut call, c, None) {
+        Ok(out) => call.answer(reply, out),
+        Err(Errno::EAGAIN) if call.blocks() => return Err((call, reply)),
+        Err(e) => call.end(e, reply),
     }
+    Ok(())
+}
 
-    /// Retries a parked message ioctl (see `park`).
-    pub(super) fn retry_message(
-        &self,
-        fh: u64,
-        mut call: MsgCall,
-        reply: ReplySink,
-        c: &Caller,
-        w: Option<&Waiter>,
-    ) -> Outcome {
-        let Some(s) = self.files.get(fh).and_then(|f| f.sock.clone()) else {
-            reply.error(Errno::EBADF);
-            return Outcome::Done;
-        };
-        match message(self, &s, &mut call, c, w) {
-            Ok(out) => call.answer(reply, out),
-            Err(Errno::EAGAIN) => return Outcome::Blocked(Pending::Msg { fh, call, reply }),
-            Err(e) => call.end(e, reply),
-        }
-        // Woken for a message it may not have taken (a peek): the next
-        // reader gets it.
-        self.eng.pass_wakeup(&s);
-        Outcome::Done
+/// Retries a parked message ioctl (see `park`); one still blocked is
+/// handed back.
+pub(super) fn retry_message(
+    eng: &Arc<Engine>,
+    s: &Arc<Socket>,
+    mut call: MsgCall,
+    reply: IoctlReply,
+    c: &Caller,
+    w: Option<&Waiter>,
+) -> Result<(), Blocked> {
+    match message(eng, s, &mut call, c, w) {
+        Ok(out) => call.answer(reply, out),
+        Err(Errno::EAGAIN) => return Err((call, reply)),
+        Err(e) => call.end(e, reply),
     }
+    // Woken for a message it may not have taken (a peek): the next
+    // reader gets it.
+    eng.pass_wakeup(s);
+    Ok(())
 }
 
 /// One sendmsg or recvmsg: the head, then the payload. EAGAIN: it would
 /// block, and `w` (if any) waits on the socket for the change.
 fn message(
-    inner: &Inner,
+    eng: &Arc<Engine>,
     s: &Arc<Socket>,
     call: &mut MsgCall,
     c: &Caller,
     w: Option<&Waiter>,
 ) -> Result<Vec<u8>, Errno> {
     match call.head().op {
-        MSGOP_SEND => send(inner, s, call, c, w),
-        MSGOP_RECV => recv(inner, s, call, c, w),
+        MSGOP_SEND => send(eng, s, call, c, w),
+        MSGOP_RECV => recv(eng, s, call, c, w),
         op => {
             log::info!("socket {}: unknown udsfs message ioctl op {op}", s.id);
             Err(Errno::EINVAL)
@@ -435,13 +432,12 @@ fn message(
 }
 
 fn send(
-    inner: &Inner,
+    eng: &Arc<Engine>,
     s: &Arc<Socket>,
     call: &mut MsgCall,
     c: &Caller,
     w: Option<&Waiter>,
 ) -> Result<Vec<u8>, Errno> {
-    let eng = &inner.eng;
     let mut head = call.head();
     let len = head.len as usize;
     if call.input.len() < HSIZE + len {
@@ -460,7 +456,7 @@ fn send(
     let creds = creds.map(|cr| crate::engine::pidns::sender_creds(cr, c));
     if !call.checked {
         if let Some(cr) = &creds {
-            super::files::check_creds(cr, c)?;
+            super::outgoing::check_creds(cr, c)?;
         }
         call.checked = true;
     }
@@ -506,7 +502,7 @@ fn send(
 }
 
 fn recv(
-    inner: &Inner,
+    eng: &Arc<Engine>,
     s: &Arc<Socket>,
     call: &mut MsgCall,
     c: &Caller,
@@ -517,7 +513,7 @@ fn recv(
         && head.flags & (MSGF_PEEK | MSGF_OOB) == 0
         && s.ty == SockType::Stream;
     if !waitall {
-        return recv_once(inner, s, head, c, w);
+        return recv_once(eng, s, head, c, w);
     }
     let want = (head.len as usize).min(MSG_ROOM);
     let mut acc = call.got.take();
@@ -528,7 +524,7 @@ fn recv(
         }
         let mut h = head;
         h.len = (want - have) as u32;
-        match recv_once(inner, s, h, c, w) {
+        match recv_once(eng, s, h, c, w) {
             Ok(piece) => {
                 let eof = piece.len() == HSIZE;
                 match &mut acc {
@@ -558,13 +554,12 @@ fn recv(
 
 /// One receive: at most MSG_ROOM bytes of one message or of the stream.
 fn recv_once(
-    inner: &Inner,
+    eng: &Arc<Engine>,
     s: &Arc<Socket>,
     mut head: MsgHead,
     c: &Caller,
     w: Option<&Waiter>,
 ) -> Result<Vec<u8>, Errno> {
-    let eng = &inner.eng;
     let asked = head.len as usize;
     let want = asked.min(MSG_ROOM);
     let peek = head.flags & MSGF_PEEK != 0;

@@ -8,10 +8,11 @@ use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use super::files::{FileKind, MsgReader, MsgWriter, OpenFile};
+use super::front::{Inner, nonblocking};
 use super::inode::{Ctrl, Node, SockFile};
-use super::park::{OpenOp, Pending, deferring_wakeups};
-use super::reply::ReplySink;
-use super::{Inner, nonblocking};
+use super::park::deferring_wakeups;
+use super::pending::{OpenOp, Pending};
+use super::reply::{OpenReply, Opened, Sink};
 use crate::engine::{Addr, Caller, Claim, SockDir, Socket, Waiter};
 
 pub(super) fn socket_open_flags() -> FopenFlags {
@@ -29,11 +30,11 @@ pub(super) fn ctl_open_flags() -> FopenFlags {
 }
 
 impl Inner {
-    /// Gives up a socketpair's held half: it was opened, or its pair
+    /// Gives up a socketpair's unopened half: it was opened, or its pair
     /// handle closed.
-    fn drop_held_pair(&self, id: u64) {
-        let held = self.held_pairs.lock().remove(&id);
-        if let Some((s, claim)) = held {
+    fn drop_unopened_half(&self, id: u64) {
+        let half = self.unopened_halves.lock().remove(&id);
+        if let Some((s, claim)) = half {
             self.eng.release_claim(claim);
             self.eng.put(&s);
         }
@@ -41,7 +42,7 @@ impl Inner {
 
     /// The socket behind a file of `.udsfs/sock/N`, with one more reference
     /// for a new handle and, when its owner opens it, a claim on the
-    /// directory (src/engine/access.rs); the owner's open adopts a held
+    /// directory (src/engine/access.rs); the owner's open adopts an unopened
     /// socketpair half or a received socket.
     fn hold_sock(
         &self,
@@ -82,7 +83,7 @@ impl Inner {
         if claim.is_some() {
             self.eng.adopt(id);
             if id == d.sock.id {
-                self.drop_held_pair(id);
+                self.drop_unopened_half(id);
             }
         }
         Ok((d.sock, claim))
@@ -182,11 +183,12 @@ impl Inner {
     }
 
     /// open(2) of a file of the control tree or of the connect views.
-    pub fn open(&self, ino: u64, flags: i32, c: Caller, reply: ReplySink) {
+    pub fn open(&self, ino: u64, flags: i32, c: Caller, reply: impl Sink<Opened>) {
+        let reply = OpenReply::new(reply);
         deferring_wakeups(|| self.open_now(ino, flags, c, reply))
     }
 
-    fn open_now(&self, ino: u64, flags: i32, c: Caller, reply: ReplySink) {
+    fn open_now(&self, ino: u64, flags: i32, c: Caller, reply: OpenReply) {
         let i = self;
         let Some(node) = Node::from_ino(ino) else {
             return reply.error(Errno::ENOENT);
@@ -203,14 +205,14 @@ impl Inner {
                 // The unopened half's directory is open to its owner while
                 // the pair handle holds it.
                 if let Some(claim) = i.eng.first_claim(b.id) {
-                    i.held_pairs.lock().insert(b.id, (b.clone(), claim));
+                    i.unopened_halves.lock().insert(b.id, (b.clone(), claim));
                 } else {
                     i.eng.put(&b);
                 }
                 let claim = i.eng.first_claim(a.id);
                 let fh = i.ctl_handle(a, text, claim);
                 if let Some(f) = i.files.get(fh) {
-                    *f.held.lock() = Some(b);
+                    *f.pair_half.lock() = Some(b);
                 }
                 (fh, ctl_open_flags())
             }),
@@ -327,8 +329,8 @@ impl Inner {
             if let Some(p) = f.poller.get() {
                 p.disarm();
             }
-            if let Some(b) = f.held.lock().take() {
-                self.drop_held_pair(b.id);
+            if let Some(b) = f.pair_half.lock().take() {
+                self.drop_unopened_half(b.id);
             }
             if let Some(claim) = f.claim.lock().take() {
                 self.eng.release_claim(claim);

@@ -6,10 +6,14 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
-use super::files::check_creds;
 use crate::engine::held::HeldFile;
-use crate::engine::{Caller, Engine, SockType, Socket, Waiter};
+use crate::engine::{Caller, Engine, SockType, Socket, Ucred, Waiter};
 use crate::msgfmt::{Batch, Segment};
+
+/// Explicit credentials (SCM_CREDENTIALS): `Caller::check_creds`.
+pub(super) fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
+    caller.check_creds(c)
+}
 
 pub enum WriteJob<'a> {
     /// ctl, data and gc files: the bytes of the write, `done` of them taken.

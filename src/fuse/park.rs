@@ -1,5 +1,7 @@
-//! Parked requests: a read, write or open that cannot complete now keeps its
-//! reply here and is retried by whoever changes the socket. A caller that
+//! Parked requests: a request that cannot complete now keeps what it owes
+//! (its reply, with what is needed to retry it: a `Park`) here and is
+//! retried by whoever changes the socket. The table knows nothing of what
+//! it parks: the FUSE front end's kinds are in `pending.rs`. A caller that
 //! gets a signal makes the kernel send FUSE_INTERRUPT with the request's id
 //! (`interrupt_request`, found through `by_unique`); the watchdog thread
 //! ends the ones whose socket timeout runs out.
@@ -13,10 +15,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
-use super::ioctl::MsgCall;
-use super::outgoing::WriteJob;
-use super::reply::ReplySink;
-use super::watchdog::Alarm;
+use super::alarm::Alarm;
 use crate::engine::cred::ProcStatus;
 use crate::engine::quota::Quota;
 use crate::engine::{Caller, Wake};
@@ -28,56 +27,13 @@ use crate::sharded::ShardedMap;
 const EARLY_TTL: Duration = Duration::from_secs(60);
 const EARLY_MAX: usize = 4096;
 
-/// A reply still owed, with what is needed to retry the operation.
-pub enum Pending {
-    Read {
-        fh: u64,
-        size: u32,
-        reply: ReplySink,
-    },
-    Write {
-        fh: u64,
-        /// What was taken and how far it got.
-        job: WriteJob<'static>,
-        reply: ReplySink,
-    },
-    Open {
-        op: OpenOp,
-        reply: ReplySink,
-    },
-    /// A UDSFS_IOC_MSG send or receive of a caller that blocks.
-    Msg {
-        fh: u64,
-        call: MsgCall,
-        reply: ReplySink,
-    },
-}
-
-/// Opens that can block.
-pub enum OpenOp {
-    /// Opening `.udsfs/sock/N/accept`.
-    Accept {
-        sock: Arc<crate::engine::Socket>,
-        uid: u32,
-        gid: u32,
-    },
-    /// Opening a node of the connect view: the client socket made for it.
-    Connect {
-        client: Arc<crate::engine::Socket>,
-        target: Arc<crate::engine::Socket>,
-    },
-}
-
-impl Pending {
-    /// Answers with an error, whatever was done (see `Retry::abandon`).
-    pub fn fail(self, err: Errno) {
-        match self {
-            Pending::Read { reply, .. }
-            | Pending::Write { reply, .. }
-            | Pending::Open { reply, .. }
-            | Pending::Msg { reply, .. } => reply.error(err),
-        }
-    }
+/// What the table parks: a request with the reply it still owes.
+pub trait Park: Send + 'static {
+    /// The bytes it holds while it waits (a write's data), charged to
+    /// `ParkTable::held`.
+    fn held_bytes(&self) -> u64;
+    /// Woken one per message (a read), rather than all at once.
+    fn exclusive(&self) -> bool;
 }
 
 /// Keeps an early interrupt, dropping those past `EARLY_TTL` (and the
@@ -94,21 +50,21 @@ fn remember(early: &mut HashMap<u64, Instant>, unique: u64, now: Instant) {
     early.insert(unique, now);
 }
 
-/// What retrying a pending request came to.
-pub enum Outcome {
+/// What retrying a parked request came to.
+pub enum Outcome<P> {
     Done,
-    Blocked(Pending),
+    Blocked(P),
 }
 
-/// Retries a pending request, leaving `waiter` on the socket if it blocks.
-pub trait Retry: Send + Sync + 'static {
-    fn attempt(&self, p: Pending, caller: &Caller, waiter: &Arc<Parked>) -> Outcome;
+/// Retries a parked request, leaving `waiter` on the socket if it blocks.
+pub trait Retry<P: Park>: Send + Sync + 'static {
+    fn attempt(&self, p: P, caller: &Caller, waiter: &Arc<Parked<P>>) -> Outcome<P>;
     /// Answers a request that will not be retried: a write that got part
     /// of its bytes out reports them, a pending open lets go of what it made.
-    fn abandon(&self, p: Pending, err: Errno);
+    fn abandon(&self, p: P, err: Errno);
 }
 
-pub struct Parked {
+pub struct Parked<P: Park> {
     pub id: u64,
     /// The FUSE request's id (0: an in-process caller).
     pub unique: u64,
@@ -119,21 +75,32 @@ pub struct Parked {
     status: Option<ProcStatus>,
     /// Bytes charged to `ParkTable::held` while it waits.
     held: u64,
-    slot: Mutex<Option<Pending>>,
+    slot: Mutex<Option<P>>,
     kicked: AtomicBool,
     done: AtomicBool,
     /// A read: woken one per message.
     exclusive: bool,
     /// When the request gives up with EAGAIN (its socket's timeout).
     deadline: Option<Instant>,
-    owner: Weak<ParkTable>,
+    owner: Weak<ParkTable<P>>,
+}
+
+/// A parked request of any kind, as the wake-ups deferred on a thread hold it.
+trait Kick {
+    fn kick_now(self: Arc<Self>);
+}
+
+impl<P: Park> Kick for Parked<P> {
+    fn kick_now(self: Arc<Self>) {
+        self.kick()
+    }
 }
 
 thread_local! {
     /// Requests woken on this thread while it runs a file operation or a
     /// retry: they are retried once that has let go of its locks, since a
     /// retry may need the same locks (a file's reader or assembler).
-    static DEFERRED: RefCell<Option<Vec<Arc<Parked>>>> = const { RefCell::new(None) };
+    static DEFERRED: RefCell<Option<Vec<Arc<dyn Kick>>>> = const { RefCell::new(None) };
 }
 
 /// Ends a deferring scope, even if the operation panicked.
@@ -161,14 +128,14 @@ pub fn deferring_wakeups<R>(op: impl FnOnce() -> R) -> R {
     loop {
         let batch = DEFERRED.with(|d| d.borrow_mut().as_mut().map(std::mem::take));
         match batch {
-            Some(b) if !b.is_empty() => b.into_iter().for_each(|p| p.kick()),
+            Some(b) if !b.is_empty() => b.into_iter().for_each(|p| p.kick_now()),
             _ => break,
         }
     }
     r
 }
 
-impl Parked {
+impl<P: Park> Parked<P> {
     /// The caller again, for a retry.
     fn caller(&self) -> Caller {
         Caller::again(self.tid, self.uid, self.gid, self.status.clone())
@@ -211,11 +178,11 @@ impl Parked {
     }
 }
 
-impl Wake for Parked {
+impl<P: Park> Wake for Parked<P> {
     fn wake(self: Arc<Self>) {
         let me = DEFERRED.with(|d| match d.borrow_mut().as_mut() {
             Some(later) => {
-                later.push(self);
+                later.push(self as Arc<dyn Kick>);
                 None
             }
             None => Some(self),
@@ -234,11 +201,14 @@ impl Wake for Parked {
     }
 }
 
+/// Parked requests with a deadline, by (deadline, id): soonest first.
+type Deadlines<P> = BTreeMap<(Instant, u64), Arc<Parked<P>>>;
+
 /// Every parked request, for interrupts, timeouts and unmount.
-pub struct ParkTable {
-    requests: ShardedMap<u64, Arc<Parked>>,
+pub struct ParkTable<P: Park> {
+    requests: ShardedMap<u64, Arc<Parked<P>>>,
     /// The requests of `requests` that came from FUSE, by their FUSE id.
-    by_unique: ShardedMap<u64, Arc<Parked>>,
+    by_unique: ShardedMap<u64, Arc<Parked<P>>>,
     /// Interrupts that came while their request was still on its way here
     /// (on another worker thread), by FUSE id, with when they came. Its lock
     /// is held across the `by_unique` look-up on both sides, so an interrupt
@@ -248,9 +218,9 @@ pub struct ParkTable {
     count: AtomicU64,
     /// Retries run so far.
     retries: AtomicU64,
-    retry: Box<dyn Retry>,
+    retry: Box<dyn Retry<P>>,
     /// Requests with a deadline, soonest first.
-    deadlines: Mutex<BTreeMap<(Instant, u64), Arc<Parked>>>,
+    deadlines: Mutex<Deadlines<P>>,
     closing: AtomicBool,
     /// Requests parked, per user too (`--max-parked`).
     pub parked: Quota,
@@ -260,8 +230,8 @@ pub struct ParkTable {
     alarm: Arc<Alarm>,
 }
 
-impl ParkTable {
-    pub fn new(retry: Box<dyn Retry>) -> Arc<ParkTable> {
+impl<P: Park> ParkTable<P> {
+    pub fn new(retry: Box<dyn Retry<P>>) -> Arc<ParkTable<P>> {
         Arc::new(ParkTable {
             requests: ShardedMap::new(),
             by_unique: ShardedMap::new(),
@@ -286,7 +256,7 @@ impl ParkTable {
 
     /// Answers a request that will not be retried, releasing what a
     /// pending open made for it.
-    fn answer(&self, p: Pending, err: Errno) {
+    fn answer(&self, p: P, err: Errno) {
         self.retry.abandon(p, err);
     }
 
@@ -305,14 +275,14 @@ impl ParkTable {
     }
 
     /// Parks `p` and runs its first waiting attempt.
-    pub fn park(self: &Arc<Self>, p: Pending, c: &Caller) {
+    pub fn park(self: &Arc<Self>, p: P, c: &Caller) {
         self.park_until(p, c, None)
     }
 
     /// Parks `p` for `c` for at most `limit` (None: until done or
     /// interrupted); past it the request is answered EAGAIN, or the bytes a
     /// write got out.
-    pub fn park_until(self: &Arc<Self>, p: Pending, c: &Caller, limit: Option<Duration>) {
+    pub fn park_until(self: &Arc<Self>, p: P, c: &Caller, limit: Option<Duration>) {
         let (tid, uid, gid) = (c.tid, c.fsuid, c.fsgid);
         if self.closing.load(Ordering::SeqCst) {
             return self.answer(p, Errno::ENOTCONN);
@@ -322,11 +292,7 @@ impl ParkTable {
             return self.answer(p, Errno::EAGAIN);
         }
         // A parked write holds its data until it is sent.
-        let held = match &p {
-            Pending::Write { job, .. } => job.held_bytes(),
-            Pending::Msg { call, .. } => call.held_bytes(),
-            _ => 0,
-        };
+        let held = p.held_bytes();
         if self.parked.take(uid, 1).is_err() {
             log::warn!("thread {tid}: {} requests parked: ENOBUFS", self.len());
             return self.answer(p, Errno::ENOBUFS);
@@ -337,7 +303,7 @@ impl ParkTable {
             return self.answer(p, Errno::ENOBUFS);
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let exclusive = matches!(p, Pending::Read { .. });
+        let exclusive = p.exclusive();
         let parked = Arc::new(Parked {
             id,
             unique: c.unique,
@@ -390,7 +356,7 @@ impl ParkTable {
         self.len() == 0
     }
 
-    fn all(&self) -> Vec<Arc<Parked>> {
+    fn all(&self) -> Vec<Arc<Parked<P>>> {
         self.requests.values()
     }
 
@@ -443,7 +409,7 @@ impl ParkTable {
     /// Answers EAGAIN to every request whose deadline is `now` or past;
     /// returns how many there were.
     pub fn expire(&self, now: Instant) -> usize {
-        let due: Vec<Arc<Parked>> = {
+        let due: Vec<Arc<Parked<P>>> = {
             let mut d = self.deadlines.lock();
             let later = d.split_off(&(now, u64::MAX));
             std::mem::replace(&mut *d, later).into_values().collect()
@@ -460,7 +426,7 @@ impl ParkTable {
         self.deadlines.lock().keys().next().map(|(at, _)| *at)
     }
 
-    fn interrupt(&self, p: &Parked, err: Errno) {
+    fn interrupt(&self, p: &Parked<P>, err: Errno) {
         let pending = p.slot.lock().take();
         p.done.store(true, Ordering::SeqCst);
         self.remove(p.id);

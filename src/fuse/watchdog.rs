@@ -5,43 +5,18 @@
 //!
 //! Signals are not its business: the kernel sends FUSE_INTERRUPT for the one
 //! request a signal interrupts, SIGKILL included (`UdsFs::interrupt` in
-//! mod.rs, `ParkTable::interrupt_request` in park.rs).
+//! adapter.rs, `ParkTable::interrupt_request` in park.rs).
 
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
-
-use super::park::ParkTable;
+use super::park::{Park, ParkTable};
 
 /// Longest sleep with no deadline pending: only to notice the park table is gone.
 const IDLE: Duration = Duration::from_secs(5);
 
-/// A wake-up call for the watchdog; a ring before it sleeps is not lost.
-#[derive(Default)]
-pub struct Alarm {
-    rung: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Alarm {
-    pub fn ring(&self) {
-        *self.rung.lock() = true;
-        self.cv.notify_one();
-    }
-
-    /// Sleeps until `at` or a ring.
-    fn sleep_until(&self, at: Instant) {
-        let mut rung = self.rung.lock();
-        if !*rung {
-            self.cv.wait_until(&mut rung, at);
-        }
-        *rung = false;
-    }
-}
-
 /// Runs the watchdog until the park table is dropped.
-pub fn spawn(table: Weak<ParkTable>) {
+pub fn spawn<P: Park>(table: Weak<ParkTable<P>>) {
     std::thread::Builder::new()
         .name("udsfs-watchdog".into())
         .spawn(move || {
@@ -58,22 +33,4 @@ pub fn spawn(table: Weak<ParkTable>) {
             }
         })
         .expect("spawn watchdog");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_ring_before_the_sleep_is_kept() {
-        let a = Alarm::default();
-        a.ring();
-        let t = Instant::now();
-        a.sleep_until(t + Duration::from_secs(10));
-        assert!(t.elapsed() < Duration::from_secs(5));
-        // Taken: the next sleep lasts.
-        let t = Instant::now();
-        a.sleep_until(t + Duration::from_millis(50));
-        assert!(t.elapsed() >= Duration::from_millis(50));
-    }
 }

@@ -8,8 +8,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use libc::seccomp_notif;
 
 use super::daemon::{self, Daemon, Res};
+use super::listener::{ERESTARTSYS, Listener, Reply};
 use super::mem;
-use super::notify::{ERESTARTSYS, Listener, Reply};
 use super::opts;
 use super::route::{self, Route, Routes};
 use super::target::{Dev, Task};

@@ -1,8 +1,8 @@
 //! `udsfs run --front seccomp`: a supervisor for programs the preload
 //! library cannot reach (Go, static binaries, raw system calls). CMD starts
-//! under a seccomp filter (`filter`) whose listener comes back to the
-//! supervisor; each trapped socket call (`notify`) is answered at once for
-//! kernel sockets and otherwise emulated (`emulate`) with the daemon's own
+//! under a seccomp filter (`filter`) whose listener (`listener`) comes back
+//! to the supervisor; each trapped socket call (`notify`) is answered at once
+//! for kernel sockets and otherwise emulated (`emulate`) with the daemon's own
 //! files and ioctls (`daemon`), reading and writing the target's memory
 //! (`mem`) and descriptors (`target`) and routing names as the library does
 //! (`route`). A udsfs socket in CMD is its `.udsfs/sock/N/data` file at the
@@ -14,6 +14,7 @@ mod daemon;
 mod emulate;
 mod fdpass;
 mod filter;
+mod listener;
 mod mem;
 mod msg;
 mod notify;
@@ -200,7 +201,7 @@ impl Setup {
             .helper
             .join()
             .map_err(|_| "the listener thread failed".to_string())??;
-        let listener = Arc::new(notify::Listener::new(listener));
+        let listener = Arc::new(listener::Listener::new(listener));
         let ctx = Arc::new(self.ctx);
         std::thread::Builder::new()
             .name("udsfs-supervisor".into())

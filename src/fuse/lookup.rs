@@ -1,12 +1,11 @@
 //! Looking names up: the user's tree, the control tree `.udsfs/` and the
-//! connect and abstract views.
+//! connect and abstract views; and where a symlink of the tree points.
 
-use fuser::{Generation, ReplyEntry};
 use nix::errno::Errno;
 
-use super::attr::TTL;
+use super::attr::Entry;
+use super::front::Inner;
 use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
-use super::{Inner, ferr};
 use crate::engine::tree::{self, ROOT_INO};
 use crate::engine::{Caller, addr};
 
@@ -73,14 +72,21 @@ impl Inner {
         Ok(self.lookup_node(p, name, c)?.ino())
     }
 
-    pub(super) fn lookup(&self, parent: u64, name: &[u8], c: &Caller, reply: ReplyEntry) {
-        let res = Node::from_ino(parent)
-            .ok_or(Errno::ENOENT)
-            .and_then(|p| self.lookup_node(p, name, c))
-            .and_then(|n| Ok((self.attr_of(n)?, self.generation(n))));
-        match res {
-            Ok((attr, generation)) => reply.entry(&TTL, &attr, Generation(generation)),
-            Err(e) => reply.error(ferr(e)),
+    /// readlink: the target of a symlink of the tree (or of its connect view).
+    pub(super) fn readlink(&self, ino: u64) -> Result<Vec<u8>, Errno> {
+        match Node::from_ino(ino) {
+            Some(Node::Tree(i)) | Some(Node::Connect(i)) => self.eng.tree.readlink(i),
+            _ => Err(Errno::EINVAL),
         }
+    }
+
+    /// lookup: the entry `name` of directory `parent`.
+    pub(super) fn lookup(&self, parent: u64, name: &[u8], c: &Caller) -> Result<Entry, Errno> {
+        let p = Node::from_ino(parent).ok_or(Errno::ENOENT)?;
+        let n = self.lookup_node(p, name, c)?;
+        Ok(Entry {
+            attr: self.attr_of(n)?,
+            generation: self.generation(n),
+        })
     }
 }

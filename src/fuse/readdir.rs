@@ -8,16 +8,14 @@
 //! the whole tree directory.
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 
-use fuser::{FileType, INodeNo, ReplyDirectory};
+use fuser::FileType;
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
-use super::files::{FileKind, OpenFile};
+use super::files::{DirCursor, FileKind, OpenFile};
+use super::front::Inner;
 use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
-use super::{Inner, ferr};
 use crate::engine::tree::{self, Kind, ROOT_INO};
 use crate::engine::{Caller, addr};
 
@@ -30,15 +28,27 @@ const CONTROL: u64 = u64::MAX - 1;
 /// Tree entries fetched per chunk (a reply buffer holds fewer).
 const CHUNK: usize = 1024;
 
-/// Where the listing of an open tree directory got to: the cookies of the
-/// last chunk, with the name each stands for.
-#[derive(Default)]
-pub struct DirCursor {
-    names: HashMap<u64, Vec<u8>>,
-    next: u64,
+/// A control directory's entry before its cookie: (inode, type, name).
+type Listed = (u64, FileType, Vec<u8>);
+
+/// One entry of a listing, with the cookie that resumes after it.
+pub struct DirEntry {
+    pub ino: u64,
+    pub cookie: u64,
+    pub kind: FileType,
+    pub name: Vec<u8>,
 }
 
-type Entry = (u64, FileType, Vec<u8>);
+impl DirEntry {
+    fn new(ino: u64, cookie: u64, kind: FileType, name: &[u8]) -> DirEntry {
+        DirEntry {
+            ino,
+            cookie,
+            kind,
+            name: name.to_vec(),
+        }
+    }
+}
 
 impl Inner {
     /// opendir: tree directories get a cursor; the control tree's need none.
@@ -53,16 +63,16 @@ impl Inner {
     }
 
     /// The entries of a control directory, each with its cookie.
-    fn control_entries(&self, node: Node, c: &Caller) -> Result<Vec<(u64, Entry)>, Errno> {
+    fn control_entries(&self, node: Node, c: &Caller) -> Result<Vec<(u64, Listed)>, Errno> {
         let dir = FileType::Directory;
         let reg = FileType::RegularFile;
-        let numbered = |v: Vec<Entry>| -> Vec<(u64, Entry)> {
+        let numbered = |v: Vec<Listed>| -> Vec<(u64, Listed)> {
             v.into_iter()
                 .enumerate()
                 .map(|(i, e)| (i as u64 + 1, e))
                 .collect()
         };
-        let dots = |me: Node, up: u64| -> Vec<(u64, Entry)> {
+        let dots = |me: Node, up: u64| -> Vec<(u64, Listed)> {
             vec![
                 (DOT, (me.ino(), dir, b".".to_vec())),
                 (DOTDOT, (up, dir, b"..".to_vec())),
@@ -141,74 +151,72 @@ impl Inner {
         })
     }
 
+    /// The listing of directory `ino` after cookie `offset`, as far as
+    /// this chunk goes (the kernel takes what fits and asks again from the
+    /// last cookie it took).
     pub(super) fn readdir(
         &self,
         ino: u64,
         fh: u64,
         offset: u64,
         c: &Caller,
-        mut reply: ReplyDirectory,
-    ) {
-        let node = match Node::from_ino(ino) {
-            Some(n) => n,
-            None => return reply.error(ferr(Errno::ENOENT)),
-        };
+    ) -> Result<Vec<DirEntry>, Errno> {
+        let node = Node::from_ino(ino).ok_or(Errno::ENOENT)?;
         if let Node::Tree(dir) | Node::Connect(dir) = node {
-            return self.tree_listing(node, dir, fh, offset, reply);
+            return self.tree_listing(node, dir, fh, offset);
         }
-        match self.control_entries(node, c) {
-            Ok(entries) => {
-                for (cookie, (ino, kind, name)) in entries {
-                    if cookie > offset
-                        && reply.add(INodeNo(ino), cookie, kind, OsStr::from_bytes(&name))
-                    {
-                        break;
-                    }
-                }
-                reply.ok();
-            }
-            Err(e) => reply.error(ferr(e)),
-        }
+        let entries = self.control_entries(node, c)?;
+        Ok(entries
+            .into_iter()
+            .filter(|(cookie, _)| *cookie > offset)
+            .map(|(cookie, (ino, kind, name))| DirEntry {
+                ino,
+                cookie,
+                kind,
+                name,
+            })
+            .collect())
     }
 
     /// A chunk of a tree directory (or of its connect view), resuming after
     /// the name the cookie stands for.
-    fn tree_listing(&self, node: Node, dir: u64, fh: u64, offset: u64, mut reply: ReplyDirectory) {
+    fn tree_listing(
+        &self,
+        node: Node,
+        dir: u64,
+        fh: u64,
+        offset: u64,
+    ) -> Result<Vec<DirEntry>, Errno> {
         let view = matches!(node, Node::Connect(_));
-        let Some(file) = self.files.get(fh) else {
-            return reply.error(ferr(Errno::EBADF));
-        };
+        let file = self.files.get(fh).ok_or(Errno::EBADF)?;
         let FileKind::Dir(cursor) = &file.kind else {
-            return reply.error(ferr(Errno::EBADF));
+            return Err(Errno::EBADF);
         };
         let mut cur = cursor.lock();
         let after = match offset {
             0 | DOT | DOTDOT => None,
-            CONTROL => return reply.ok(),
+            CONTROL => return Ok(Vec::new()),
             o => match cur.names.get(&o) {
                 Some(name) => Some(name.clone()),
                 None => {
                     log::info!("readdir of {dir}: unknown cookie {o}: end of listing");
-                    return reply.ok();
+                    return Ok(Vec::new());
                 }
             },
         };
-        let (parent, chunk) = match self.eng.tree.readdir_after(dir, after.as_deref(), CHUNK) {
-            Ok(x) => x,
-            Err(e) => return reply.error(ferr(e)),
-        };
+        let (parent, chunk) = self.eng.tree.readdir_after(dir, after.as_deref(), CHUNK)?;
         let shown = |ino: u64| if view { Node::Connect(ino).ino() } else { ino };
         let d = FileType::Directory;
-        if offset == 0 && reply.add(INodeNo(node.ino()), DOT, d, OsStr::new(".")) {
-            return reply.ok();
+        let mut out = Vec::with_capacity(chunk.len() + 3);
+        if offset == 0 {
+            out.push(DirEntry::new(node.ino(), DOT, d, b"."));
         }
-        if offset <= DOT && reply.add(INodeNo(shown(parent)), DOTDOT, d, OsStr::new("..")) {
-            return reply.ok();
+        if offset <= DOT {
+            out.push(DirEntry::new(shown(parent), DOTDOT, d, b".."));
         }
         let mut issued = HashMap::new();
         let whole = chunk.len() < CHUNK;
         cur.next = cur.next.max(FIRST);
-        let mut full = false;
         for (child, kind, name) in chunk {
             let ft = match kind {
                 Kind::Dir => d,
@@ -218,22 +226,15 @@ impl Inner {
             };
             let cookie = cur.next;
             cur.next += 1;
-            full = reply.add(INodeNo(shown(child)), cookie, ft, OsStr::from_bytes(&name));
+            out.push(DirEntry::new(shown(child), cookie, ft, &name));
             issued.insert(cookie, name);
-            if full {
-                break;
-            }
         }
-        if !full && whole && dir == ROOT_INO && !view {
+        if whole && dir == ROOT_INO && !view {
             let ctl = Node::Ctrl(Ctrl::Root).ino();
-            let _ = reply.add(
-                INodeNo(ctl),
-                CONTROL,
-                d,
-                OsStr::from_bytes(tree::CONTROL_NAME),
-            );
+            out.push(DirEntry::new(ctl, CONTROL, d, tree::CONTROL_NAME));
         }
+        // Every cookie handed out resumes: the kernel may stop anywhere.
         cur.names = issued;
-        reply.ok();
+        Ok(out)
     }
 }

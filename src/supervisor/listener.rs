@@ -1,0 +1,145 @@
+//! The seccomp listener of the trapped programs: receiving notifications,
+//! checking that one is still pending, replying to it and installing
+//! descriptors in its caller.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use libc::{seccomp_notif, seccomp_notif_addfd, seccomp_notif_resp};
+
+/// What a trapped call comes to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Run it in the kernel as the target made it.
+    Continue,
+    /// Return this value.
+    Value(i64),
+    /// Fail with this errno.
+    Errno(i32),
+    /// Not a reply: a send tried on the loop sent this many bytes and goes
+    /// on on a thread.
+    Resume(usize),
+}
+
+/// -ERESTARTSYS, the kernel's "interrupted: restart or EINTR": only ever
+/// returned when a signal is pending, so the signal code sees it.
+pub const ERESTARTSYS: i32 = 512;
+
+pub struct Listener {
+    fd: OwnedFd,
+}
+
+fn last() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+impl Listener {
+    pub fn new(fd: OwnedFd) -> Listener {
+        Listener { fd }
+    }
+
+    /// For the park watcher (park.rs), while a call holds the listener.
+    pub fn raw(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Is notification `id` still pending (its thread alive, not
+    /// interrupted)? Checked before acting on what was read and before
+    /// replying.
+    pub fn valid(&self, id: u64) -> bool {
+        let mut id = id;
+        // SAFETY: the ioctl reads one u64.
+        unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _,
+                &mut id,
+            ) == 0
+        }
+    }
+
+    pub fn reply(&self, id: u64, r: &Reply) {
+        let mut resp = seccomp_notif_resp {
+            id,
+            val: 0,
+            error: 0,
+            flags: 0,
+        };
+        match *r {
+            Reply::Continue => resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+            Reply::Value(v) => resp.val = v,
+            Reply::Errno(e) => resp.error = -e.abs().max(1),
+            // Never sent as such (serve hands the call to a thread).
+            Reply::Resume(n) => resp.val = n as i64,
+        }
+        // SAFETY: the ioctl reads the response struct. It fails with ENOENT
+        // when the target is gone or the call was interrupted: nothing to do.
+        unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_SEND as _,
+                &mut resp,
+            )
+        };
+    }
+
+    /// Installs our `src` in the target of notification `id`: at `at`
+    /// (SETFD, replacing what is there) or at the lowest free number.
+    pub fn add_fd(
+        &self,
+        id: u64,
+        src: &OwnedFd,
+        at: Option<i32>,
+        cloexec: bool,
+    ) -> Result<i32, i32> {
+        let mut a = seccomp_notif_addfd {
+            id,
+            flags: if at.is_some() {
+                libc::SECCOMP_ADDFD_FLAG_SETFD as u32
+            } else {
+                0
+            },
+            srcfd: src.as_raw_fd() as u32,
+            newfd: at.unwrap_or(0) as u32,
+            newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+        };
+        // SAFETY: the ioctl reads the addfd struct.
+        let r = unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ADDFD as _,
+                &mut a,
+            )
+        };
+        if r < 0 { Err(last()) } else { Ok(r) }
+    }
+
+    /// The next notification; None once no process uses the filter.
+    pub(super) fn next(&self) -> Option<Result<seccomp_notif, i32>> {
+        let mut p = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polls one local pollfd.
+        let r = unsafe { libc::poll(&mut p, 1, -1) };
+        if r < 0 {
+            return Some(Err(last()));
+        }
+        if p.revents & libc::POLLIN == 0 && p.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+            return None;
+        }
+        // SAFETY: RECV wants a zeroed struct and fills it.
+        let mut n: seccomp_notif = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let r = unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_RECV as _,
+                &mut n,
+            )
+        };
+        Some(if r < 0 { Err(last()) } else { Ok(n) })
+    }
+}
