@@ -554,6 +554,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::tarjan;
+    use crate::engine::SendMsg;
     use crate::engine::{Addr, Caller, Config, Engine, SockType, Waiter, Wake};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Weak};
@@ -582,11 +583,12 @@ mod tests {
         eng.bind(&a, &name, &c).unwrap();
         eng.hold(&a);
         let mut r = vec![a.clone()];
-        eng.send_msg(&a, b"x", Some(&name), None, &mut r, &c, None)
+        eng.sendmsg(&a, SendMsg::new(b"x").to(&name).rights(&mut r), &c, None)
             .unwrap();
         // x's message waits in a's queue, charged to x; x's writer waits.
         let x = eng.socket(SockType::Dgram, &c);
-        eng.send(&x, b"hi", Some(&name), None, &c, None).unwrap();
+        eng.sendmsg(&x, SendMsg::new(b"hi").to(&name), &c, None)
+            .unwrap();
         let woken = Arc::new(AtomicBool::new(false));
         let w: Waiter = Arc::new(WaitsForCollection(Arc::downgrade(&eng), woken.clone()));
         eng.poll(&x, Some(&w));

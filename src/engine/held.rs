@@ -39,6 +39,25 @@ pub struct HeldFile {
     deposit: Option<(u64, Owner)>,
 }
 
+impl HeldFile {
+    /// One word for what it is, for the taps: "pipe", "socket", "file", ...
+    pub fn kind(&self) -> &'static str {
+        let Ok(st) = nix::sys::stat::fstat(&*self.fd) else {
+            return "file";
+        };
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFIFO => "pipe",
+            libc::S_IFSOCK => "socket",
+            libc::S_IFDIR => "directory",
+            libc::S_IFCHR => "chardev",
+            libc::S_IFBLK => "blockdev",
+            libc::S_IFREG => "file",
+            // eventfds, pidfds, timerfds: anonymous inodes.
+            _ => "anon_inode",
+        }
+    }
+}
+
 /// Who may take a file out of the depot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Owner {

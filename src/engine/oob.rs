@@ -9,10 +9,8 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
-use super::data::{ChunkOrigin, Pass};
-use super::held::HeldFile;
-use super::socket::{Conn, RCV_SHUTDOWN, SockType, Socket};
-use super::{Addr, Caller, Engine, Result, Ucred, Wakeups};
+use super::socket::{SockType, Socket};
+use super::{Caller, Engine, Result};
 
 /// Who gets SIGURG: a process (`target` > 0) or a process group (< 0), as
 /// F_SETOWN takes it, and the user who set it (for the permission check).
@@ -26,7 +24,7 @@ impl UrgOwner {
     /// send_sigurg: the signal goes only where the setter could send it
     /// (sigio_perm: root, or the target's real or saved uid is the setter's),
     /// checked for each process of a group.
-    fn signal(self) {
+    pub(crate) fn signal(self) {
         if self.target < 0 && self.setter_uid == 0 {
             let res = killpg(Pid::from_raw(-self.target), Signal::SIGURG);
             if let Err(e) = res {
@@ -79,85 +77,6 @@ fn uid_may_signal(uid: u32, pid: i32) -> bool {
 }
 
 impl Engine {
-    /// send(MSG_OOB): stream sockets only (EOPNOTSUPP otherwise, and for an
-    /// empty send, as Linux).
-    #[allow(clippy::too_many_arguments)]
-    pub fn send_oob(
-        &self,
-        s: &Arc<Socket>,
-        data: &[u8],
-        to: Option<&Addr>,
-        creds: Option<Ucred>,
-        rights: &mut Vec<Arc<Socket>>,
-        files: &mut Vec<HeldFile>,
-        caller: &Caller,
-    ) -> Result<usize> {
-        if s.ty != SockType::Stream {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        let pass = Pass::new(self, rights, files, caller)?;
-        self.stream_send(s, data, to, creds, pass, caller, None, true)
-    }
-
-    /// queue_oob: the byte is queued as a chunk of its own and becomes the
-    /// peer's OOB byte; its owner gets SIGURG before the send returns.
-    pub(crate) fn queue_oob(
-        &self,
-        s: &Arc<Socket>,
-        peer: &Arc<Socket>,
-        byte: u8,
-        origin: &ChunkOrigin,
-        pass: &mut Pass<'_>,
-        wake: &mut Wakeups,
-    ) -> Result<()> {
-        let owner = {
-            let mut pt = peer.lock();
-            if pt.dead || pt.shutdown & RCV_SHUTDOWN != 0 {
-                return Err(Errno::EPIPE);
-            }
-            // The older OOB byte, if any, becomes ordinary data.
-            for m in pt.rcvq.iter_mut() {
-                m.oob = false;
-            }
-            self.queue_chunk(s, peer.id, &mut pt, vec![byte], origin, pass, true);
-            pt.oob_queued = true;
-            wake.extend(pt.readers.take());
-            pt.urg_owner
-        };
-        if let Some(o) = owner {
-            o.signal();
-        }
-        Ok(())
-    }
-
-    /// recv(MSG_OOB): the OOB byte; EINVAL when there is none or
-    /// SO_OOBINLINE is on. Taking it leaves an empty chunk at its place,
-    /// which keeps the mark (SIOCATMARK) and stops the next read there.
-    pub fn recv_oob(&self, s: &Arc<Socket>, peek: bool) -> Result<u8> {
-        if s.ty != SockType::Stream {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        let mut st = s.lock();
-        if !matches!(st.conn, Conn::Connected(_)) || st.oob_inline {
-            return Err(Errno::EINVAL);
-        }
-        let at = if st.oob_queued {
-            st.rcvq.iter().position(|m| m.oob)
-        } else {
-            None
-        };
-        let i = at.ok_or(Errno::EINVAL)?;
-        let m = &mut st.rcvq[i];
-        let byte = m.data[m.off];
-        if !peek {
-            m.off += 1;
-            m.oob = false;
-            st.oob_queued = false;
-            st.rcvq_bytes -= 1;
-        }
-        Ok(byte)
-    }
-
     /// SIOCATMARK: is the next byte read the OOB mark?
     pub fn at_oob_mark(&self, s: &Arc<Socket>) -> Result<bool> {
         if s.ty != SockType::Stream {

@@ -89,6 +89,10 @@ pub struct Msg {
     /// reader with SO_PASSPIDFD and shared by its messages, so that
     /// SCM_PIDFD names it even once it has exited.
     pub pidfd: Option<super::pins::Pin>,
+    /// Its number for the taps (0: queued while none was attached).
+    pub msg_id: u64,
+    /// Who sent it, as the taps see it (default while none is attached).
+    pub origin: super::tap::Origin,
 }
 
 impl Msg {
@@ -164,6 +168,25 @@ pub struct SockState {
 }
 
 impl SockState {
+    /// Queues `m` with its accounting; the readers to wake: every one for
+    /// a stream chunk, one for a message (no thundering herd).
+    pub fn push(&mut self, m: Msg, wake_all: bool) -> Vec<super::wait::Waiter> {
+        if m.oob {
+            // The older OOB byte, if any, becomes ordinary data.
+            for old in self.rcvq.iter_mut() {
+                old.oob = false;
+            }
+            self.oob_queued = true;
+        }
+        self.rcvq_bytes += m.data.len();
+        self.rcvq.push_back(m);
+        if wake_all {
+            self.readers.take()
+        } else {
+            self.readers.take_for_one()
+        }
+    }
+
     /// An OOB byte waits to be read with MSG_OOB (Linux's oob_skb is set).
     pub fn oob_pending(&self) -> bool {
         self.oob_queued && self.rcvq.iter().any(|m| m.oob)

@@ -5,8 +5,9 @@
 
 use nix::errno::Errno;
 
+use super::message::{Piece, Received};
 use super::socket::{Conn, RCV_SHUTDOWN, SockState};
-use super::{Engine, Received, Result, Ucred, Wakeups};
+use super::{Engine, Result, Ucred, Wakeups};
 
 /// SO_PEEK_OFF after a read of `n` bytes (sk_peek_offset_bwd).
 pub(crate) fn peek_off_back(st: &mut SockState, n: usize) {
@@ -117,11 +118,18 @@ impl Engine {
                 break;
             }
             let n = (m.remaining() - skip).min(maxlen - out.data.len());
+            if m.msg_id != 0 {
+                out.pieces.push(Piece {
+                    msg_id: m.msg_id,
+                    origin: m.origin,
+                    len: n,
+                });
+            }
             let from = m.off + skip;
             out.data.extend_from_slice(&m.data[from..from + n]);
             if peek {
                 // A peek gives the chunk's passed sockets as new references
-                // (held by the caller, `peek_waiting`) and stops there.
+                // (held by the caller, `recvmsg`) and stops there.
                 out.rights.extend(st.rcvq[i].rights.iter().cloned());
                 peek_off_forward(st, n);
                 if carries || out.data.len() >= maxlen || i + 1 >= st.rcvq.len() {
