@@ -481,6 +481,9 @@ impl Engine {
         let n = dead.len();
         let mut wake = Wakeups::new();
         for s in &dead {
+            self.tap_event(None, || super::tap::Event::Collected {
+                sock: self.endpoint_now(s),
+            });
             let (msgs, embryos) = {
                 let mut st = s.lock();
                 st.rcvq_bytes = 0;

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use nix::errno::Errno;
 
 use super::socket::{Conn, Msg, SHUTDOWN_MASK, Socket};
+use super::tap::Event;
 use super::{Engine, NameKey, Wakeups};
 
 impl Engine {
@@ -35,6 +36,10 @@ impl Engine {
         if let Some(n) = &name {
             self.names.remove(&n.key, s);
         }
+        self.tap_event(None, || Event::Closed {
+            sock: self.endpoint(s, name.as_deref()),
+        });
+        let mut reset = None;
         match conn {
             Conn::Listening { pending, .. } => {
                 // Pending connections die with the listener: their clients
@@ -50,12 +55,18 @@ impl Engine {
                     pt.peer_gone = true;
                     if had_data || was_embryo {
                         pt.err = Some(Errno::ECONNRESET);
+                        reset = Some((peer.clone(), pt.name.clone()));
                     }
                 }
                 wake.extend(pt.readers.take());
                 wake.extend(pt.writers.take());
             }
             _ => {}
+        }
+        if let Some((peer, name)) = reset {
+            self.tap_event(None, || Event::Reset {
+                sock: self.endpoint(&peer, name.as_deref()),
+            });
         }
         for m in msgs {
             self.dequeued(s.id, m, &mut wake);

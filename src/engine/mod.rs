@@ -19,6 +19,7 @@ mod message;
 mod names;
 mod naming;
 pub mod netns;
+mod observe;
 mod oob;
 pub mod pidns;
 pub mod pins;
@@ -40,6 +41,8 @@ pub mod wait;
 mod access_tests;
 #[cfg(test)]
 mod oob_tests;
+#[cfg(test)]
+mod tap_tests;
 #[cfg(test)]
 mod tests;
 

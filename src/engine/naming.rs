@@ -9,6 +9,7 @@ use nix::errno::Errno;
 
 use super::names::AUTOBIND_SPACE;
 use super::socket::{BoundName, Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockType, Socket, lock2};
+use super::tap::Event;
 use super::{Addr, Caller, Engine, NameKey, Result, Waiter, Wakeups, random_u32};
 
 impl Engine {
@@ -206,7 +207,9 @@ impl Engine {
         }
         self.autobind_if_passcred(s, caller)?;
         if s.ty == SockType::Dgram {
-            return self.dgram_connect(s, other);
+            self.dgram_connect(s, &other)?;
+            self.tap_connected(s, &other, caller);
+            return Ok(());
         }
         // Everything the new connection needs is made before taking locks.
         // The server end is the listener's side: its owner's, never the
@@ -221,8 +224,9 @@ impl Engine {
         let client_cred = caller.peer_creds();
         let client_pin = self.pin_peer(client_cred);
         let res = self.stream_connect(s, &other, &embryo, (client_cred, client_pin), w);
-        if res.is_err() {
-            self.put(&embryo);
+        match res {
+            Ok(()) => self.tap_connected(s, &other, caller),
+            Err(_) => self.put(&embryo),
         }
         res
     }
@@ -274,13 +278,13 @@ impl Engine {
         Ok(())
     }
 
-    fn dgram_connect(&self, s: &Arc<Socket>, other: Arc<Socket>) -> Result<()> {
+    fn dgram_connect(&self, s: &Arc<Socket>, other: &Arc<Socket>) -> Result<()> {
         let mut wake = Wakeups::new();
         let old = {
             let (mut st, ot) = if s.id == other.id {
                 (s.lock(), None)
             } else {
-                let (a, b) = lock2(s, &other)?;
+                let (a, b) = lock2(s, other)?;
                 (a, Some(b))
             };
             if let Some(ot) = &ot {
@@ -357,10 +361,19 @@ impl Engine {
     /// unix_dgram_disconnected, the old peer's half: if it pointed back at
     /// us, its next send sees ECONNRESET once.
     fn reset_if_peer_of(&self, old: &Arc<Socket>, s: &Arc<Socket>, wake: &mut Wakeups) {
-        let mut ot = old.lock();
-        if !ot.dead && super::socket::Socket::peer(&ot).is_some_and(|p| p.id == s.id) {
-            ot.err = Some(Errno::ECONNRESET);
-            wake.extend(ot.writers.take());
+        let reset = {
+            let mut ot = old.lock();
+            let reset = !ot.dead && super::socket::Socket::peer(&ot).is_some_and(|p| p.id == s.id);
+            if reset {
+                ot.err = Some(Errno::ECONNRESET);
+                wake.extend(ot.writers.take());
+            }
+            reset
+        };
+        if reset {
+            self.tap_event(None, || Event::Reset {
+                sock: self.endpoint_now(old),
+            });
         }
     }
 
@@ -398,6 +411,10 @@ impl Engine {
         }
         self.gc.accepted(got.id);
         self.finish(wake);
+        self.tap_event(None, || Event::Accepted {
+            listener: self.endpoint_now(s),
+            sock: self.endpoint_now(&got),
+        });
         Ok(got)
     }
 
@@ -440,6 +457,10 @@ impl Engine {
             wake.extend(pt.writers.take());
         }
         self.finish(wake);
+        self.tap_event(None, || Event::Shutdown {
+            sock: self.endpoint_now(s),
+            how,
+        });
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use crate::engine::held::HeldFile;
 use crate::engine::pins::Pin;
 use crate::engine::skb::{message_truesize, stream_truesize};
 use crate::engine::socket::{BoundName, Msg, SockState, SockType, Socket};
-use crate::engine::tap::{Endpoint, Origin, PassedSocket, Queued};
+use crate::engine::tap::{Origin, PassedSocket, Queued};
 use crate::engine::{Caller, Engine, Result, Ucred, Waiter, Wakeups};
 
 /// Sockets and files a message passes, checked and charged to the sending
@@ -209,36 +209,5 @@ impl Engine {
         let readers = rt.push(msg, stream);
         wake.extend(readers);
         Ok(data.len())
-    }
-}
-
-/// The tap's view of a socket, built only with a tap attached.
-impl Engine {
-    pub(crate) fn endpoint(&self, s: &Socket, name: Option<&BoundName>) -> Endpoint {
-        self.endpoint_by_id(s.id, s.ty, name)
-    }
-
-    pub(crate) fn endpoint_by_id(
-        &self,
-        id: u64,
-        ty: SockType,
-        name: Option<&BoundName>,
-    ) -> Endpoint {
-        Endpoint {
-            id,
-            ty,
-            name: name.map(|n| n.addr.clone()),
-            owner_uid: self.dir(id).map_or(0, |d| d.uid),
-        }
-    }
-
-    /// The caller as a tap sees it.
-    pub(crate) fn origin(&self, caller: &Caller) -> Origin {
-        Origin {
-            pid: caller.status().tgid as u32,
-            tid: caller.tid,
-            uid: caller.fsuid,
-            gid: caller.fsgid,
-        }
     }
 }
