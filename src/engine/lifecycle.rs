@@ -20,15 +20,16 @@ impl Engine {
             wake.extend(st.readers.take());
             wake.extend(st.writers.take());
             st.rcvq_bytes = 0;
+            let was_embryo = st.conn.is_embryo();
             (
-                std::mem::replace(&mut st.conn, Conn::Unconnected),
+                std::mem::replace(&mut st.conn, Conn::UNCONNECTED),
                 std::mem::take(&mut st.rcvq),
                 // The name leaves the table but stays on the socket:
                 // getpeername on a dead peer still shows it, as in Linux.
                 st.name.clone(),
                 std::mem::take(&mut st.aliases),
                 std::mem::take(&mut st.received),
-                st.embryo,
+                was_embryo,
             )
         };
         let had_data = !msgs.is_empty();
@@ -48,11 +49,15 @@ impl Engine {
                     self.put(&e);
                 }
             }
-            Conn::Connected(peer) if s.ty.connection_oriented() => {
+            Conn::Connected { peer, .. } if s.ty.connection_oriented() => {
                 let mut pt = peer.lock();
-                if Socket::peer(&pt).is_some_and(|p| p.id == s.id) {
+                if let Conn::Connected {
+                    peer: p, peer_gone, ..
+                } = &mut pt.conn
+                    && p.id == s.id
+                {
+                    *peer_gone = true;
                     pt.shutdown = SHUTDOWN_MASK;
-                    pt.peer_gone = true;
                     if had_data || was_embryo {
                         pt.err = Some(Errno::ECONNRESET);
                         reset = Some((peer.clone(), pt.name.clone()));

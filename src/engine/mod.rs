@@ -279,9 +279,11 @@ impl Engine {
         // Two fresh sockets, distinct by construction: one lock at a time.
         for (s, peer) in [(&a, &b), (&b, &a)] {
             let mut st = s.lock();
-            st.conn = socket::Conn::Connected(peer.clone());
-            st.peercred = Some(cred);
-            st.peer_pin = pin.clone();
+            let cred = socket::PeerCred {
+                cred,
+                pin: pin.clone(),
+            };
+            st.conn = socket::Conn::connected(peer.clone(), Some(cred));
         }
         (a, b)
     }
@@ -296,7 +298,8 @@ impl Engine {
     /// SO_PEERPIDFD: the pinned peer as a pidfd tag to claim over the fd
     /// channel for the caller (ENODATA without a peer, as Linux).
     pub fn peer_pidfd(&self, s: &Arc<Socket>, caller: &Caller) -> Result<u64> {
-        let pin = s.lock().peer_pin.clone().ok_or(Errno::ENODATA)?;
+        let pin = s.lock().conn.cred().and_then(|c| c.pin.clone());
+        let pin = pin.ok_or(Errno::ENODATA)?;
         Ok(self.depot.hold_received_pidfd(s.id, caller.fsuid, pin))
     }
 
@@ -531,7 +534,7 @@ impl Engine {
                 undo(&held);
                 return Err(Errno::EBADF);
             }
-            if d.sock.lock().embryo || !self.try_hold(&d.sock) {
+            if d.sock.lock().conn.is_embryo() || !self.try_hold(&d.sock) {
                 undo(&held);
                 return Err(Errno::EBADF);
             }

@@ -8,7 +8,9 @@ use std::sync::atomic::Ordering;
 use nix::errno::Errno;
 
 use super::names::AUTOBIND_SPACE;
-use super::socket::{BoundName, Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockType, Socket, lock2};
+use super::socket::{
+    BoundName, Conn, PeerCred, RCV_SHUTDOWN, SEND_SHUTDOWN, SockType, Socket, lock2,
+};
 use super::tap::Event;
 use super::{Addr, Caller, Engine, NameKey, Result, Waiter, Wakeups, random_u32};
 
@@ -156,22 +158,28 @@ impl Engine {
             if st.name.is_none() {
                 return Err(Errno::EINVAL);
             }
+            // Listening again takes the caller's credentials again.
+            let cred = PeerCred { cred, pin };
             match &mut st.conn {
-                Conn::Connected(_) => return Err(Errno::EINVAL),
-                Conn::Listening { backlog: b, .. } => {
+                Conn::Connected { .. } => return Err(Errno::EINVAL),
+                Conn::Listening {
+                    backlog: b,
+                    cred: c,
+                    ..
+                } => {
                     // A larger backlog takes effect at once.
                     *b = backlog;
+                    *c = cred;
                     wake.extend(st.writers.take());
                 }
-                Conn::Unconnected => {
+                Conn::Unconnected { .. } => {
                     st.conn = Conn::Listening {
                         backlog,
                         pending: VecDeque::new(),
+                        cred,
                     };
                 }
             }
-            st.peercred = Some(cred);
-            st.peer_pin = pin;
         }
         self.finish(wake);
         Ok(())
@@ -252,26 +260,27 @@ impl Engine {
             listener_ready(&mut ot, w)?;
             own_state(&st)?;
             let listener_name = ot.name.clone();
-            let listener_cred = ot.peercred;
-            let listener_pin = ot.peer_pin.clone();
             let listener_passcred = (ot.passcred, ot.passpidfd);
-            let Conn::Listening { pending, .. } = &mut ot.conn else {
+            let Conn::Listening { pending, cred, .. } = &mut ot.conn else {
                 return Err(Errno::ECONNREFUSED);
             };
+            let listener_cred = cred.clone();
             {
                 let mut et = embryo.lock();
-                et.conn = Conn::Connected(s.clone());
+                et.conn = Conn::Connected {
+                    peer: s.clone(),
+                    cred: Some(PeerCred {
+                        cred: client_cred,
+                        pin: client_pin,
+                    }),
+                    peer_gone: false,
+                    listener: Some(other.id),
+                };
                 et.name = listener_name;
-                et.peercred = Some(client_cred);
-                et.peer_pin = client_pin;
                 (et.passcred, et.passpidfd) = listener_passcred;
-                et.embryo = true;
-                et.listener_id = Some(other.id);
             }
             pending.push_back(embryo.clone());
-            st.conn = Conn::Connected(embryo.clone());
-            st.peercred = listener_cred;
-            st.peer_pin = listener_pin;
+            st.conn = Conn::connected(embryo.clone(), Some(listener_cred));
             wake.extend(ot.readers.take());
         }
         self.finish(wake);
@@ -297,9 +306,10 @@ impl Engine {
                     return Err(Errno::EPERM);
                 }
             }
-            let old = std::mem::replace(&mut st.conn, Conn::Connected(other.clone()));
+            let kept = st.conn.kept_cred();
+            let old = std::mem::replace(&mut st.conn, Conn::connected(other.clone(), kept));
             match old {
-                Conn::Connected(o) if o.id != other.id => {
+                Conn::Connected { peer: o, .. } if o.id != other.id => {
                     self.dgram_disconnected(s.id, &mut st, &mut wake);
                     Some(o)
                 }
@@ -321,8 +331,9 @@ impl Engine {
         let mut wake = Wakeups::new();
         let old = {
             let mut st = s.lock();
-            match std::mem::replace(&mut st.conn, Conn::Unconnected) {
-                Conn::Connected(o) => {
+            let cred = st.conn.kept_cred();
+            match std::mem::replace(&mut st.conn, Conn::Unconnected { cred }) {
+                Conn::Connected { peer: o, .. } => {
                     self.dgram_disconnected(s.id, &mut st, &mut wake);
                     Some(o)
                 }
@@ -406,8 +417,9 @@ impl Engine {
         };
         {
             let mut et = got.lock();
-            et.embryo = false;
-            et.listener_id = None;
+            if let Conn::Connected { listener, .. } = &mut et.conn {
+                *listener = None;
+            }
         }
         self.gc.accepted(got.id);
         self.finish(wake);
@@ -499,7 +511,10 @@ fn listener_ready(ot: &mut super::socket::SockState, w: Option<&Waiter>) -> Resu
     if ot.dead || ot.shutdown & RCV_SHUTDOWN != 0 {
         return Err(Errno::ECONNREFUSED);
     }
-    let Conn::Listening { backlog, pending } = &ot.conn else {
+    let Conn::Listening {
+        backlog, pending, ..
+    } = &ot.conn
+    else {
         return Err(Errno::ECONNREFUSED);
     };
     if pending.len() > *backlog {
@@ -514,8 +529,8 @@ fn listener_ready(ot: &mut super::socket::SockState, w: Option<&Waiter>) -> Resu
 /// The caller half: only an unconnected socket may connect.
 fn own_state(st: &super::socket::SockState) -> Result<()> {
     match st.conn {
-        Conn::Unconnected => Ok(()),
+        Conn::Unconnected { .. } => Ok(()),
         Conn::Listening { .. } => Err(Errno::EINVAL),
-        Conn::Connected(_) => Err(Errno::EISCONN),
+        Conn::Connected { .. } => Err(Errno::EISCONN),
     }
 }

@@ -31,7 +31,7 @@ impl Engine {
             if st.oob_pending() {
                 mask |= pollbits::PRI;
             }
-            if s.ty.connection_oriented() && matches!(st.conn, Conn::Unconnected) {
+            if s.ty.connection_oriented() && st.conn.is_unconnected() {
                 mask |= pollbits::HUP;
             }
             if s.writable(&st) {

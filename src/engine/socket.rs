@@ -109,17 +109,92 @@ impl SockState {
     }
 }
 
-/// What the socket is connected to, if anything.
+/// SO_PEERCRED as connect, listen or socketpair set it, and the process it
+/// names pinned when it was set (SO_PEERPIDFD; src/engine/pins.rs); `pin`
+/// is None when it could not be pinned.
+#[derive(Clone, Debug)]
+pub struct PeerCred {
+    pub cred: Ucred,
+    pub pin: Option<super::pins::Pin>,
+}
+
+/// What the socket is connected to, with what each state owns: a state
+/// change is one assignment of a new variant.
 pub enum Conn {
-    Unconnected,
+    /// `cred`: a dgram socket keeps the SO_PEERCRED socketpair gave it
+    /// through connects and disconnects, as Linux does; None otherwise.
+    Unconnected { cred: Option<PeerCred> },
     Listening {
         backlog: usize,
         /// Connections not yet accepted (embryos); each holds one reference.
         pending: VecDeque<Arc<Socket>>,
+        /// The listening process's credentials, which its clients get as
+        /// SO_PEERCRED (and it gets itself).
+        cred: PeerCred,
     },
     /// Connected (stream, seqpacket) or with a default peer (dgram). The peer
     /// may be dead: stream peers then see EOF, dgram senders ECONNREFUSED once.
-    Connected(Arc<Socket>),
+    Connected {
+        peer: Arc<Socket>,
+        cred: Option<PeerCred>,
+        /// The stream/seqpacket peer closed (set by the peer's release, so
+        /// that reading the state never needs the peer's lock).
+        peer_gone: bool,
+        /// An embryo: the server end of a connection not yet accepted, and
+        /// the listener whose queue it waits in.
+        listener: Option<u64>,
+    },
+}
+
+impl Conn {
+    pub const UNCONNECTED: Conn = Conn::Unconnected { cred: None };
+
+    /// A fresh connection to `peer`.
+    pub fn connected(peer: Arc<Socket>, cred: Option<PeerCred>) -> Conn {
+        Conn::Connected {
+            peer,
+            cred,
+            peer_gone: false,
+            listener: None,
+        }
+    }
+
+    /// SO_PEERCRED, whatever the state.
+    pub fn cred(&self) -> Option<&PeerCred> {
+        match self {
+            Conn::Unconnected { cred } | Conn::Connected { cred, .. } => cred.as_ref(),
+            Conn::Listening { cred, .. } => Some(cred),
+        }
+    }
+
+    /// What SO_PEERCRED a dgram socket keeps when its peer changes.
+    pub fn kept_cred(&self) -> Option<PeerCred> {
+        self.cred().cloned()
+    }
+
+    pub fn is_connected(&self) -> bool {
+        matches!(self, Conn::Connected { .. })
+    }
+
+    pub fn is_listening(&self) -> bool {
+        matches!(self, Conn::Listening { .. })
+    }
+
+    pub fn is_unconnected(&self) -> bool {
+        matches!(self, Conn::Unconnected { .. })
+    }
+
+    /// For an embryo, the listener it waits in.
+    pub fn embryo_of(&self) -> Option<u64> {
+        match self {
+            Conn::Connected { listener, .. } => *listener,
+            _ => None,
+        }
+    }
+
+    pub fn is_embryo(&self) -> bool {
+        self.embryo_of().is_some()
+    }
 }
 
 pub struct SockState {
@@ -133,16 +208,10 @@ pub struct SockState {
     pub passcred: bool,
     /// SO_PASSPIDFD: the reader gets a pidfd of each message's sender.
     pub passpidfd: bool,
-    pub peercred: Option<Ucred>,
-    /// The process `peercred` names, pinned when it was set (SO_PEERPIDFD;
-    /// src/engine/pins.rs); None when it could not be pinned.
-    pub peer_pin: Option<super::pins::Pin>,
     pub sndbuf: usize,
     /// SO_RCVBUF: read back only (AF_UNIX limits nothing by it).
     pub rcvbuf: usize,
     pub max_dgram_qlen: usize,
-    /// Not yet accepted: the listener it waits in.
-    pub embryo: bool,
     pub dead: bool,
     /// Waiting to read (data, connections, EOF, errors).
     pub readers: WaitList,
@@ -152,11 +221,6 @@ pub struct SockState {
     pub aliases: Vec<u64>,
     /// Entries this socket received and nobody opened yet.
     pub received: Vec<u64>,
-    /// For an embryo: the listener whose queue it waits in.
-    pub listener_id: Option<u64>,
-    /// The stream/seqpacket peer closed (set by the peer's release, so that
-    /// reading the state never needs the peer's lock).
-    pub peer_gone: bool,
     /// A message with `oob` may be queued: spares poll a queue scan.
     pub oob_queued: bool,
     /// SO_OOBINLINE: the OOB byte is read in line, MSG_OOB is refused.
@@ -229,7 +293,7 @@ impl Socket {
             ty,
             generation,
             st: Mutex::new(SockState {
-                conn: Conn::Unconnected,
+                conn: Conn::UNCONNECTED,
                 name: None,
                 rcvq: VecDeque::new(),
                 rcvq_bytes: 0,
@@ -237,19 +301,14 @@ impl Socket {
                 err: None,
                 passcred: false,
                 passpidfd: false,
-                peercred: None,
-                peer_pin: None,
                 sndbuf,
                 rcvbuf: super::bufsize::rcvbuf_default(),
                 max_dgram_qlen,
-                embryo: false,
                 dead: false,
                 readers: WaitList::default(),
                 writers: WaitList::default(),
                 aliases: Vec::new(),
                 received: Vec::new(),
-                listener_id: None,
-                peer_gone: false,
                 oob_queued: false,
                 oob_inline: false,
                 peek_off: -1,
@@ -283,12 +342,12 @@ impl Socket {
 
     /// unix_writable(): the sender budget is at most a quarter used.
     pub fn writable(&self, st: &SockState) -> bool {
-        !matches!(st.conn, Conn::Listening { .. }) && self.wmem() * 4 <= st.sndbuf
+        !st.conn.is_listening() && self.wmem() * 4 <= st.sndbuf
     }
 
     pub fn peer(st: &SockState) -> Option<&Arc<Socket>> {
         match &st.conn {
-            Conn::Connected(p) => Some(p),
+            Conn::Connected { peer, .. } => Some(peer),
             _ => None,
         }
     }
@@ -296,10 +355,12 @@ impl Socket {
     /// The state word status files and /proc/net/unix use.
     pub fn state_name(&self, st: &SockState) -> &'static str {
         match &st.conn {
-            Conn::Unconnected => "unconnected",
+            Conn::Unconnected { .. } => "unconnected",
             Conn::Listening { .. } => "listening",
-            Conn::Connected(_) if st.peer_gone => "disconnected",
-            Conn::Connected(_) => "connected",
+            Conn::Connected {
+                peer_gone: true, ..
+            } => "disconnected",
+            Conn::Connected { .. } => "connected",
         }
     }
 }

@@ -56,7 +56,7 @@ impl Engine {
             listening,
             passcred: st.passcred,
             passpidfd: st.passpidfd,
-            peercred: st.peercred,
+            peercred: st.conn.cred().map(|c| c.cred),
             sndbuf: st.sndbuf,
             rcvbuf: st.rcvbuf,
             inq,

@@ -6,7 +6,7 @@
 use nix::errno::Errno;
 
 use super::message::{Piece, Received};
-use super::socket::{Conn, RCV_SHUTDOWN, SockState};
+use super::socket::{RCV_SHUTDOWN, SockState};
 use super::{Engine, Result, Ucred, Wakeups};
 
 /// SO_PEEK_OFF after a read of `n` bytes (sk_peek_offset_bwd).
@@ -34,7 +34,7 @@ impl Engine {
         peek: bool,
         wake: &mut Wakeups,
     ) -> Result<Received> {
-        if !matches!(st.conn, Conn::Connected(_)) {
+        if !st.conn.is_connected() {
             return Err(Errno::EINVAL);
         }
         let mut out = Received::default();

@@ -137,7 +137,9 @@ fn peer_died(eng: &Engine, s: &Arc<Socket>, other: &Arc<Socket>) -> Errno {
     {
         let mut st = s.lock();
         if Socket::peer(&st).is_some_and(|p| p.id == other.id) {
-            st.conn = Conn::Unconnected;
+            st.conn = Conn::Unconnected {
+                cred: st.conn.kept_cred(),
+            };
             eng.dgram_disconnected(s.id, &mut st, &mut wake);
         }
     }
@@ -157,7 +159,7 @@ pub(super) fn message_recv(
     if f.oob {
         return Err(Errno::EOPNOTSUPP);
     }
-    if s.ty == SockType::Seqpacket && !matches!(st.conn, Conn::Connected(_)) {
+    if s.ty == SockType::Seqpacket && !st.conn.is_connected() {
         return Err(Errno::ENOTCONN);
     }
     if let Some(e) = st.err.take() {

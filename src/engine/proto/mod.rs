@@ -170,7 +170,7 @@ impl Engine {
         }
         let wanted = sender_passcred || {
             let ot = other.lock();
-            ot.may_passcred() || ot.embryo
+            ot.may_passcred() || ot.conn.is_embryo()
         };
         wanted.then(|| caller.scm_creds())
     }

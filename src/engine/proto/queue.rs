@@ -95,7 +95,7 @@ impl<'a> Pass<'a> {
     ) -> (Vec<Arc<Socket>>, Vec<HeldFile>) {
         let rights = self.rights.take().map(std::mem::take).unwrap_or_default();
         let files = self.files.take().map(std::mem::take).unwrap_or_default();
-        let listener = st.embryo.then_some(st.listener_id).flatten();
+        let listener = st.conn.embryo_of();
         if !rights.is_empty() {
             eng.gc.add(&rights, receiver, listener, self.uid);
         }

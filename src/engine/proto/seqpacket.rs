@@ -30,7 +30,7 @@ impl ProtoOps for Seqpacket {
                 return Err(e);
             }
             match &st.conn {
-                Conn::Connected(p) => p.clone(),
+                Conn::Connected { peer, .. } => peer.clone(),
                 _ => return Err(Errno::ENOTCONN),
             }
         };

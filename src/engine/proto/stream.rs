@@ -31,7 +31,7 @@ impl ProtoOps for Stream {
             let mut st = s.lock();
             if msg.to.is_some() {
                 return Err(match st.conn {
-                    Conn::Connected(_) => Errno::EISCONN,
+                    Conn::Connected { .. } => Errno::EISCONN,
                     _ => Errno::EOPNOTSUPP,
                 });
             }
@@ -166,7 +166,7 @@ fn queue_oob(
 /// is on. Taking it leaves an empty chunk at its place, which keeps the
 /// mark (SIOCATMARK) and stops the next read there.
 fn recv_oob(st: &mut SockState, peek: bool) -> Result<Received> {
-    if !matches!(st.conn, Conn::Connected(_)) || st.oob_inline {
+    if !st.conn.is_connected() || st.oob_inline {
         return Err(Errno::EINVAL);
     }
     let at = if st.oob_queued {
