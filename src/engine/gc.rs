@@ -486,12 +486,11 @@ impl Engine {
             });
             let (msgs, embryos) = {
                 let mut st = s.lock();
-                st.rcvq_bytes = 0;
                 let embryos: Vec<Arc<Socket>> = match &st.conn {
                     Conn::Listening { pending, .. } => pending.iter().cloned().collect(),
                     _ => Vec::new(),
                 };
-                (std::mem::take(&mut st.rcvq), embryos)
+                (st.queue.drain(), embryos)
             };
             for m in msgs {
                 self.dequeued(s.id, m, &mut wake);
@@ -499,8 +498,7 @@ impl Engine {
             for e in embryos {
                 let msgs = {
                     let mut et = e.lock();
-                    et.rcvq_bytes = 0;
-                    std::mem::take(&mut et.rcvq)
+                    et.queue.drain()
                 };
                 for m in msgs {
                     self.dequeued(e.id, m, &mut wake);

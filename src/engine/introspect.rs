@@ -26,9 +26,10 @@ impl Engine {
             .cred()
             .map(|c| format!("{}:{}:{}", c.cred.pid, c.cred.uid, c.cred.gid))
             .unwrap_or_default();
-        let (msgs, bytes, sndbuf, rcvbuf) = (st.rcvq.len(), st.rcvq_bytes, st.sndbuf, st.rcvbuf);
+        let (msgs, bytes, sndbuf, rcvbuf) =
+            (st.queue.msgs.len(), st.queue.bytes, st.sndbuf, st.rcvbuf);
         // What FIONREAD (and ss's Recv-Q) gives a dgram socket: the first message.
-        let head = st.rcvq.front().map_or(0, |m| m.remaining());
+        let head = st.queue.msgs.front().map_or(0, |m| m.remaining());
         let pending = match &st.conn {
             Conn::Listening {
                 pending, backlog, ..

@@ -17,13 +17,12 @@ impl Engine {
         let (conn, msgs, name, aliases, received, was_embryo) = {
             let mut st = s.lock();
             st.dead = true;
-            wake.extend(st.readers.take());
-            wake.extend(st.writers.take());
-            st.rcvq_bytes = 0;
+            wake.extend(st.queue.readers.take());
+            wake.extend(st.queue.writers.take());
             let was_embryo = st.conn.is_embryo();
             (
                 std::mem::replace(&mut st.conn, Conn::UNCONNECTED),
-                std::mem::take(&mut st.rcvq),
+                st.queue.drain(),
                 // The name leaves the table but stays on the socket:
                 // getpeername on a dead peer still shows it, as in Linux.
                 st.name.clone(),
@@ -63,8 +62,8 @@ impl Engine {
                         reset = Some((peer.clone(), pt.name.clone()));
                     }
                 }
-                wake.extend(pt.readers.take());
-                wake.extend(pt.writers.take());
+                wake.extend(pt.queue.readers.take());
+                wake.extend(pt.queue.writers.take());
             }
             _ => {}
         }

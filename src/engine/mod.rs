@@ -83,6 +83,8 @@ pub struct Config {
     pub hash_buckets: usize,
     pub max_dgram_qlen: usize,
     pub sndbuf: usize,
+    /// A new socket's SO_RCVBUF (the host's net.core.rmem_default).
+    pub rcvbuf: usize,
     pub gc_trigger: usize,
     pub somaxconn: usize,
     /// Where the tree is mounted: absolute paths under it name tree paths.
@@ -109,6 +111,7 @@ impl Default for Config {
             hash_buckets: 256,
             max_dgram_qlen: host_max_dgram_qlen(),
             sndbuf: 212992,
+            rcvbuf: bufsize::rcvbuf_default(),
             gc_trigger: 16000,
             somaxconn: SOMAXCONN,
             mountpoint: None,
@@ -216,9 +219,13 @@ impl Engine {
             return Err(Errno::ENFILE);
         }
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
-        let (sndbuf, qlen) = (self.cfg.sndbuf, self.cfg.max_dgram_qlen);
+        let defaults = socket::SockDefaults {
+            sndbuf: self.cfg.sndbuf,
+            rcvbuf: self.cfg.rcvbuf,
+            max_dgram_qlen: self.cfg.max_dgram_qlen,
+        };
         let (_, SockDir { sock, .. }) = self.socks.insert(|id| SockDir {
-            sock: Arc::new(Socket::new(id, generation, ty, sndbuf, qlen)),
+            sock: Arc::new(Socket::new(id, generation, ty, defaults)),
             uid,
             gid,
             charged,

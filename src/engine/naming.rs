@@ -170,7 +170,7 @@ impl Engine {
                     // A larger backlog takes effect at once.
                     *b = backlog;
                     *c = cred;
-                    wake.extend(st.writers.take());
+                    wake.extend(st.queue.writers.take());
                 }
                 Conn::Unconnected { .. } => {
                     st.conn = Conn::Listening {
@@ -281,7 +281,7 @@ impl Engine {
             }
             pending.push_back(embryo.clone());
             st.conn = Conn::connected(embryo.clone(), Some(listener_cred));
-            wake.extend(ot.readers.take());
+            wake.extend(ot.queue.readers.take());
         }
         self.finish(wake);
         Ok(())
@@ -357,12 +357,11 @@ impl Engine {
         st: &mut super::socket::SockState,
         wake: &mut Wakeups,
     ) -> bool {
-        if st.rcvq.is_empty() {
+        if st.queue.msgs.is_empty() {
             return false;
         }
-        let msgs: Vec<_> = st.rcvq.drain(..).collect();
-        st.rcvq_bytes = 0;
-        wake.extend(st.writers.take());
+        let msgs = st.queue.drain();
+        wake.extend(st.queue.writers.take());
         for m in msgs {
             self.dequeued(id, m, wake);
         }
@@ -377,7 +376,7 @@ impl Engine {
             let reset = !ot.dead && super::socket::Socket::peer(&ot).is_some_and(|p| p.id == s.id);
             if reset {
                 ot.err = Some(Errno::ECONNRESET);
-                wake.extend(ot.writers.take());
+                wake.extend(ot.queue.writers.take());
             }
             reset
         };
@@ -403,13 +402,13 @@ impl Engine {
             };
             match pending.pop_front() {
                 Some(e) => {
-                    wake.extend(st.writers.take());
+                    wake.extend(st.queue.writers.take());
                     e
                 }
                 None if shut && w.is_some() => return Err(Errno::EINVAL),
                 None => {
                     if let Some(w) = w {
-                        st.readers.add(w.clone());
+                        st.queue.readers.add(w.clone());
                     }
                     return Err(Errno::EAGAIN);
                 }
@@ -452,8 +451,8 @@ impl Engine {
         let peer = {
             let mut st = s.lock();
             st.shutdown |= how;
-            wake.extend(st.readers.take());
-            wake.extend(st.writers.take());
+            wake.extend(st.queue.readers.take());
+            wake.extend(st.queue.writers.take());
             super::socket::Socket::peer(&st).cloned()
         };
         // Stream and seqpacket mirror the shutdown onto the peer.
@@ -465,8 +464,8 @@ impl Engine {
             if how & SEND_SHUTDOWN != 0 {
                 pt.shutdown |= RCV_SHUTDOWN;
             }
-            wake.extend(pt.readers.take());
-            wake.extend(pt.writers.take());
+            wake.extend(pt.queue.readers.take());
+            wake.extend(pt.queue.writers.take());
         }
         self.finish(wake);
         self.tap_event(None, || Event::Shutdown {
@@ -519,7 +518,7 @@ fn listener_ready(ot: &mut super::socket::SockState, w: Option<&Waiter>) -> Resu
     };
     if pending.len() > *backlog {
         if let Some(w) = w {
-            ot.writers.add(w.clone());
+            ot.queue.writers.add(w.clone());
         }
         return Err(Errno::EAGAIN);
     }

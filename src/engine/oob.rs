@@ -83,11 +83,11 @@ impl Engine {
             return Err(Errno::EOPNOTSUPP);
         }
         let st = s.lock();
-        let Some(head) = st.rcvq.front() else {
+        let Some(head) = st.queue.msgs.front() else {
             return Ok(false);
         };
-        let next_is_oob = st.rcvq.get(1).is_some_and(|m| m.oob);
-        Ok(head.oob || (head.remaining() == 0 && (!st.oob_pending() || next_is_oob)))
+        let next_is_oob = st.queue.msgs.get(1).is_some_and(|m| m.oob);
+        Ok(head.oob || (head.remaining() == 0 && (!st.queue.oob_pending() || next_is_oob)))
     }
 
     /// SO_OOBINLINE.
@@ -110,7 +110,7 @@ impl Engine {
         let st = s.lock();
         (
             st.oob_inline,
-            st.peek_off,
+            st.queue.peek_off,
             st.urg_owner.map_or(0, |o| o.target),
         )
     }
@@ -121,10 +121,10 @@ impl Engine {
         let st = s.lock();
         format!(
             "oob_pending={}\noob_mark={}\noobinline={}\npeek_off={}\nurg_owner={}\n",
-            st.oob_pending() as u8,
+            st.queue.oob_pending() as u8,
             mark as u8,
             st.oob_inline as u8,
-            st.peek_off,
+            st.queue.peek_off,
             st.urg_owner.map_or(0, |o| o.target),
         )
     }

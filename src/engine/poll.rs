@@ -23,12 +23,12 @@ impl Engine {
             }
             let readable = match &st.conn {
                 Conn::Listening { pending, .. } => !pending.is_empty(),
-                _ => !st.rcvq.is_empty(),
+                _ => !st.queue.msgs.is_empty(),
             };
             if readable {
                 mask |= pollbits::IN;
             }
-            if st.oob_pending() {
+            if st.queue.oob_pending() {
                 mask |= pollbits::PRI;
             }
             if s.ty.connection_oriented() && st.conn.is_unconnected() {
@@ -38,8 +38,8 @@ impl Engine {
                 mask |= pollbits::OUT;
             }
             if let Some(w) = w {
-                st.readers.add(w.clone());
-                st.writers.add(w.clone());
+                st.queue.readers.add(w.clone());
+                st.queue.writers.add(w.clone());
             }
             let peer = (s.ty == SockType::Dgram)
                 .then(|| Socket::peer(&st).cloned())
@@ -50,10 +50,10 @@ impl Engine {
         if let Some(p) = full_peer.filter(|p| p.id != s.id) {
             let mut pt = p.lock();
             let mutual = Socket::peer(&pt).is_some_and(|x| x.id == s.id);
-            if !mutual && pt.rcvq.len() > pt.max_dgram_qlen {
+            if !mutual && pt.queue.full() {
                 mask &= !pollbits::OUT;
                 if let Some(w) = w {
-                    pt.writers.add(w.clone());
+                    pt.queue.writers.add(w.clone());
                 }
             }
         }

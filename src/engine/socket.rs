@@ -199,9 +199,8 @@ impl Conn {
 
 pub struct SockState {
     pub conn: Conn,
+    pub queue: RecvQueue,
     pub name: Option<Arc<BoundName>>,
-    pub rcvq: VecDeque<Msg>,
-    pub rcvq_bytes: usize,
     pub shutdown: u8,
     /// Pending socket error (sk_err), reported once.
     pub err: Option<Errno>,
@@ -211,39 +210,60 @@ pub struct SockState {
     pub sndbuf: usize,
     /// SO_RCVBUF: read back only (AF_UNIX limits nothing by it).
     pub rcvbuf: usize,
-    pub max_dgram_qlen: usize,
     pub dead: bool,
-    /// Waiting to read (data, connections, EOF, errors).
-    pub readers: WaitList,
-    /// Waiting for room in this socket's queue, or in its sender budget.
-    pub writers: WaitList,
     /// Extra `.udsfs/sock/H` entries that refer to this socket.
     pub aliases: Vec<u64>,
     /// Entries this socket received and nobody opened yet.
     pub received: Vec<u64>,
-    /// A message with `oob` may be queued: spares poll a queue scan.
-    pub oob_queued: bool,
     /// SO_OOBINLINE: the OOB byte is read in line, MSG_OOB is refused.
     pub oob_inline: bool,
-    /// SO_PEEK_OFF: where the next MSG_PEEK starts; negative means off.
-    pub peek_off: i32,
     /// Who gets SIGURG when an OOB byte arrives (F_SETOWN, FIOSETOWN).
     pub urg_owner: Option<super::oob::UrgOwner>,
 }
 
-impl SockState {
+/// A socket's receive queue: the messages (or stream chunks), the bytes
+/// they hold, who waits to read them and who waits for room in them.
+pub struct RecvQueue {
+    pub msgs: VecDeque<Msg>,
+    /// Unread bytes (SIOCINQ of a stream).
+    pub bytes: usize,
+    /// Waiting to read (data, connections, EOF, errors).
+    pub readers: WaitList,
+    /// Waiting for room in this queue, or in this socket's sender budget.
+    pub writers: WaitList,
+    /// net.unix.max_dgram_qlen: a dgram sender waits past it.
+    pub max_dgram_qlen: usize,
+    /// A message with `oob` may be queued: spares poll a queue scan.
+    pub oob_queued: bool,
+    /// SO_PEEK_OFF: where the next MSG_PEEK starts; negative means off.
+    pub peek_off: i32,
+}
+
+impl RecvQueue {
+    pub fn new(max_dgram_qlen: usize) -> RecvQueue {
+        RecvQueue {
+            msgs: VecDeque::new(),
+            bytes: 0,
+            readers: WaitList::default(),
+            writers: WaitList::default(),
+            max_dgram_qlen,
+            oob_queued: false,
+            peek_off: -1,
+        }
+    }
+
     /// Queues `m` with its accounting; the readers to wake: every one for
     /// a stream chunk, one for a message (no thundering herd).
     pub fn push(&mut self, m: Msg, wake_all: bool) -> Vec<super::wait::Waiter> {
         if m.oob {
             // The older OOB byte, if any, becomes ordinary data.
-            for old in self.rcvq.iter_mut() {
+            for old in self.msgs.iter_mut() {
                 old.oob = false;
             }
             self.oob_queued = true;
         }
-        self.rcvq_bytes += m.data.len();
-        self.rcvq.push_back(m);
+        self.bytes += m.data.len();
+        self.msgs.push_back(m);
         if wake_all {
             self.readers.take()
         } else {
@@ -251,9 +271,44 @@ impl SockState {
         }
     }
 
+    /// Takes the first message whole, with its accounting (SO_PEEK_OFF
+    /// moves back past it, sk_peek_offset_bwd).
+    pub fn pop(&mut self) -> Option<Msg> {
+        let m = self.msgs.pop_front()?;
+        self.bytes -= m.data.len();
+        self.peek_off_back(m.data.len());
+        Some(m)
+    }
+
+    /// Takes every message (a purge), the bytes with them.
+    pub fn drain(&mut self) -> VecDeque<Msg> {
+        self.bytes = 0;
+        std::mem::take(&mut self.msgs)
+    }
+
+    /// A dgram receiver's queue is full past max_dgram_qlen messages
+    /// (unix_recvq_full_lockless: more than the limit, not equal).
+    pub fn full(&self) -> bool {
+        self.msgs.len() > self.max_dgram_qlen
+    }
+
     /// An OOB byte waits to be read with MSG_OOB (Linux's oob_skb is set).
     pub fn oob_pending(&self) -> bool {
-        self.oob_queued && self.rcvq.iter().any(|m| m.oob)
+        self.oob_queued && self.msgs.iter().any(|m| m.oob)
+    }
+
+    /// SO_PEEK_OFF after a read of `n` bytes (sk_peek_offset_bwd).
+    pub fn peek_off_back(&mut self, n: usize) {
+        if self.peek_off >= 0 {
+            self.peek_off = (self.peek_off as i64 - n as i64).max(0) as i32;
+        }
+    }
+
+    /// SO_PEEK_OFF after a peek of `n` bytes (sk_peek_offset_fwd).
+    pub fn peek_off_forward(&mut self, n: usize) {
+        if self.peek_off >= 0 {
+            self.peek_off = self.peek_off.saturating_add(n as i32);
+        }
     }
 }
 
@@ -280,38 +335,41 @@ pub struct Socket {
     pub options: super::sockflags::Options,
 }
 
+/// What a new socket starts with (from `Config`: the engine reads no
+/// sysctl for each socket).
+#[derive(Clone, Copy, Debug)]
+pub struct SockDefaults {
+    pub sndbuf: usize,
+    /// SO_RCVBUF: net.core.rmem_default.
+    pub rcvbuf: usize,
+    pub max_dgram_qlen: usize,
+}
+
 impl Socket {
-    pub fn new(
-        id: u64,
-        generation: u64,
-        ty: SockType,
-        sndbuf: usize,
-        max_dgram_qlen: usize,
-    ) -> Socket {
+    pub fn new(id: u64, generation: u64, ty: SockType, defaults: SockDefaults) -> Socket {
+        let SockDefaults {
+            sndbuf,
+            rcvbuf,
+            max_dgram_qlen,
+        } = defaults;
         Socket {
             id,
             ty,
             generation,
             st: Mutex::new(SockState {
                 conn: Conn::UNCONNECTED,
+                queue: RecvQueue::new(max_dgram_qlen),
                 name: None,
-                rcvq: VecDeque::new(),
-                rcvq_bytes: 0,
                 shutdown: 0,
                 err: None,
                 passcred: false,
                 passpidfd: false,
                 sndbuf,
-                rcvbuf: super::bufsize::rcvbuf_default(),
-                max_dgram_qlen,
+                rcvbuf,
                 dead: false,
-                readers: WaitList::default(),
-                writers: WaitList::default(),
                 aliases: Vec::new(),
                 received: Vec::new(),
-                oob_queued: false,
                 oob_inline: false,
-                peek_off: -1,
                 urg_owner: None,
             }),
             bind_lock: Mutex::new(()),
@@ -407,8 +465,13 @@ mod tests {
 
     #[test]
     fn lock2_refuses_the_same_socket_twice() {
-        let a = Socket::new(1, 1, SockType::Stream, 1000, 10);
-        let b = Socket::new(2, 2, SockType::Stream, 1000, 10);
+        let d = SockDefaults {
+            sndbuf: 1000,
+            rcvbuf: 1000,
+            max_dgram_qlen: 10,
+        };
+        let a = Socket::new(1, 1, SockType::Stream, d);
+        let b = Socket::new(2, 2, SockType::Stream, d);
         assert_eq!(lock2(&a, &a).err(), Some(Errno::EINVAL));
         let (ga, gb) = lock2(&b, &a).expect("two sockets");
         drop((ga, gb));

@@ -63,7 +63,7 @@ impl Wakeups {
             // of its budget are free again, not at every message received.
             let mut st = s.lock();
             if s.writable(&st) || st.dead {
-                self.waiters.extend(st.writers.take());
+                self.waiters.extend(st.queue.writers.take());
             }
         }
         for w in self.waiters {

@@ -75,7 +75,7 @@ pub(super) fn message_send(
         }
         if s.wmem() >= st.sndbuf {
             if let Some(w) = tx.w {
-                st.writers.add(w.clone());
+                st.queue.writers.add(w.clone());
             }
             return Err(Errno::EAGAIN);
         }
@@ -112,12 +112,9 @@ pub(super) fn message_send(
         if ot_ref.shutdown & RCV_SHUTDOWN != 0 {
             return Err(Errno::EPIPE);
         }
-        if s.ty == SockType::Dgram
-            && other_peer_is_us != Some(true)
-            && ot_ref.rcvq.len() > ot_ref.max_dgram_qlen
-        {
+        if s.ty == SockType::Dgram && other_peer_is_us != Some(true) && ot_ref.queue.full() {
             if let Some(w) = tx.w {
-                ot_ref.writers.add(w.clone());
+                ot_ref.queue.writers.add(w.clone());
             }
             return Err(Errno::EAGAIN);
         }
@@ -168,7 +165,7 @@ pub(super) fn message_recv(
     if f.peek {
         return message_peek(s.ty, st, f.len);
     }
-    let Some(mut m) = st.rcvq.pop_front() else {
+    let Some(mut m) = st.queue.pop() else {
         // A shut-down seqpacket reads EOF; a dgram reader only once it
         // would wait (__skb_wait_for_more_packets), never when non-blocking.
         if st.shutdown & RCV_SHUTDOWN != 0 && (s.ty == SockType::Seqpacket || blocking) {
@@ -176,9 +173,7 @@ pub(super) fn message_recv(
         }
         return Err(Errno::EAGAIN);
     };
-    st.rcvq_bytes -= m.data.len();
-    crate::engine::stream_read::peek_off_back(st, m.data.len());
-    wake.extend(st.writers.take());
+    wake.extend(st.queue.writers.take());
     eng.uncharge(&m, wake);
     let rights = eng.take_rights(s.id, &mut m);
     let files = eng.take_files(&mut m);
@@ -212,15 +207,16 @@ pub(super) fn message_recv(
 /// Passed sockets come with it (`recvmsg` takes references for them);
 /// other passed files do not.
 fn message_peek(ty: SockType, st: &mut SockState, maxlen: usize) -> Result<Received> {
-    let mut skip = st.peek_off.max(0) as usize;
-    let Some(m) = st.rcvq.iter().find(|m| {
+    let mut skip = st.queue.peek_off.max(0) as usize;
+    let Some(m) = st.queue.msgs.iter().find(|m| {
         if skip > 0 && skip >= m.data.len() {
             skip -= m.data.len();
             return false;
         }
         true
     }) else {
-        if st.rcvq.is_empty() && ty == SockType::Seqpacket && st.shutdown & RCV_SHUTDOWN != 0 {
+        if st.queue.msgs.is_empty() && ty == SockType::Seqpacket && st.shutdown & RCV_SHUTDOWN != 0
+        {
             return Ok(Received::default());
         }
         return Err(Errno::EAGAIN);
@@ -246,6 +242,6 @@ fn message_peek(ty: SockType, st: &mut SockState, maxlen: usize) -> Result<Recei
         });
     }
     got.data = data;
-    crate::engine::stream_read::peek_off_forward(st, got.data.len());
+    st.queue.peek_off_forward(got.data.len());
     Ok(got)
 }

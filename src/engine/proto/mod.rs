@@ -88,7 +88,7 @@ impl Engine {
             let mut st = s.lock();
             let r = ops(s.ty).recvmsg(self, s, &mut st, &asked, w.is_some(), &mut wake);
             if let (Err(Errno::EAGAIN), Some(w)) = (&r, w) {
-                st.readers.add(w.clone());
+                st.queue.readers.add(w.clone());
             }
             if let (Ok(got), true) = (&r, f.peek) {
                 got.rights.iter().for_each(|r| self.hold(r));
@@ -148,8 +148,8 @@ impl Engine {
         let mut wake = Wakeups::new();
         {
             let mut st = s.lock();
-            if !st.rcvq.is_empty() {
-                wake.extend(st.readers.take_for_one());
+            if !st.queue.msgs.is_empty() {
+                wake.extend(st.queue.readers.take_for_one());
             }
         }
         self.finish(wake);

@@ -206,7 +206,7 @@ impl Engine {
             origin: tx.origin.unwrap_or_default(),
         };
         let stream = s.ty == SockType::Stream;
-        let readers = rt.push(msg, stream);
+        let readers = rt.queue.push(msg, stream);
         wake.extend(readers);
         Ok(data.len())
     }

@@ -71,7 +71,7 @@ impl ProtoOps for Stream {
                 if s.wmem() >= st.sndbuf {
                     if sent == 0 {
                         if let Some(w) = w {
-                            st.writers.add(w.clone());
+                            st.queue.writers.add(w.clone());
                         }
                         drop(st);
                         eng.finish(wake);
@@ -169,13 +169,13 @@ fn recv_oob(st: &mut SockState, peek: bool) -> Result<Received> {
     if !st.conn.is_connected() || st.oob_inline {
         return Err(Errno::EINVAL);
     }
-    let at = if st.oob_queued {
-        st.rcvq.iter().position(|m| m.oob)
+    let at = if st.queue.oob_queued {
+        st.queue.msgs.iter().position(|m| m.oob)
     } else {
         None
     };
     let i = at.ok_or(Errno::EINVAL)?;
-    let m = &mut st.rcvq[i];
+    let m = &mut st.queue.msgs[i];
     let byte = m.data[m.off];
     let mut got = Received {
         data: vec![byte],
@@ -192,8 +192,8 @@ fn recv_oob(st: &mut SockState, peek: bool) -> Result<Received> {
     if !peek {
         m.off += 1;
         m.oob = false;
-        st.oob_queued = false;
-        st.rcvq_bytes -= 1;
+        st.queue.oob_queued = false;
+        st.queue.bytes -= 1;
     }
     Ok(got)
 }
