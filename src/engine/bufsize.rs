@@ -12,7 +12,7 @@ use nix::errno::Errno;
 
 use super::cred::Caller;
 use super::socket::Socket;
-use super::wait::Wakeups;
+use super::wakeups::Wakeups;
 use super::{Engine, Result};
 
 /// SOCK_MIN_SNDBUF: 2 * (2048 + SKB_TRUESIZE(1)), as Linux on x86_64.

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::addr::Addr;
-use super::held::HeldFile;
+use super::depot::HeldFile;
 use super::message::SendMsg;
 use super::socket::Socket;
 use super::{Caller, Engine, Result, Ucred};

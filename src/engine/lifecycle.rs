@@ -108,7 +108,7 @@ impl Engine {
     }
 
     /// Takes the files a dequeued message carries out of flight.
-    pub(crate) fn take_files(&self, m: &mut Msg) -> Vec<super::held::HeldFile> {
+    pub(crate) fn take_files(&self, m: &mut Msg) -> Vec<super::depot::HeldFile> {
         if m.files.is_empty() {
             return Vec::new();
         }

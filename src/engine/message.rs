@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::addr::Addr;
 use super::cred::Ucred;
-use super::held::HeldFile;
+use super::depot::HeldFile;
 use super::socket::{BoundName, Socket};
 use super::tap::Origin;
 

@@ -6,18 +6,20 @@
 pub mod access;
 pub mod addr;
 pub use bufsize::Buf;
+mod bind;
 mod bufsize;
+mod connect;
 pub mod cred;
+mod depot;
 pub mod fds;
 mod front;
 pub mod gc;
 mod graph;
-pub mod held;
 mod introspect;
 mod lifecycle;
 mod message;
-mod names;
-mod naming;
+mod name_key;
+mod name_table;
 pub mod netns;
 mod observe;
 mod oob;
@@ -26,16 +28,20 @@ pub mod pins;
 mod poll;
 mod proto;
 pub mod quota;
+pub mod rights;
 mod skb;
 mod sock_table;
 pub mod socket;
 pub mod sockflags;
 mod sockopt;
+pub mod socktype;
 mod stream_read;
 pub mod tap;
 pub mod timeo;
 pub mod tree;
+mod urg;
 pub mod wait;
+mod wakeups;
 
 #[cfg(test)]
 mod access_tests;
@@ -58,14 +64,15 @@ pub use addr::Addr;
 pub use cred::{Caller, Ucred};
 pub use front::Outgoing;
 pub use message::{Received, RecvFlags, RightsRoom, SendMsg};
-pub use names::NameKey;
-pub use oob::UrgOwner;
+pub use name_key::NameKey;
 pub use sock_table::SockDir;
 pub use socket::{SockType, Socket};
 pub use sockopt::SockInfo;
-pub use wait::{ThreadWaiter, Waiter, Wake, Wakeups};
+pub use urg::UrgOwner;
+pub use wait::{ThreadWaiter, Waiter, Wake};
+pub use wakeups::Wakeups;
 
-use names::NameTable;
+use name_table::NameTable;
 use quota::Quota;
 use sock_table::SockTable;
 use tree::Tree;
@@ -146,7 +153,7 @@ pub struct Engine {
     /// Received sockets not yet opened, by their directory number.
     unopened: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
     /// Passed files that are not udsfs sockets, between the channel and a queue.
-    pub depot: held::Depot,
+    pub depot: rights::Depot,
     /// Pidfds of senders and peers, made while they surely live.
     pub pins: pins::Pins,
     /// Observers of every message and connection event (tap.rs).
@@ -170,7 +177,7 @@ impl Engine {
             aliases: Quota::new("received socket entries"),
             gc: gc::Collector::new(),
             unopened: Mutex::new(Default::default()),
-            depot: held::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),
+            depot: rights::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),
             pins: pins::Pins::default(),
             taps: tap::Taps::default(),
             cfg,
@@ -373,13 +380,6 @@ impl Engine {
         }
     }
 
-    /// Gives back the claim a received entry holds until it is opened.
-    fn release_delivery(&self, id: u64) {
-        if let Some(d) = self.socks.get(id) {
-            self.release_claim(Claim { id, refs: d.refs });
-        }
-    }
-
     /// Sockets alive now.
     pub fn live_sockets(&self) -> usize {
         self.live.load(Ordering::Relaxed)
@@ -454,100 +454,6 @@ impl Engine {
     fn remove_alias(&self, sock: &Arc<Socket>, id: u64) {
         sock.lock().aliases.retain(|a| *a != id);
         self.remove_dir(id);
-    }
-
-    /// Hands sockets received by `receiver` to the reading user: each gets
-    /// a directory of its own, holding the reference until it is opened.
-    pub fn deliver_rights(
-        &self,
-        receiver: &Arc<Socket>,
-        rights: Vec<Arc<Socket>>,
-        uid: u32,
-        gid: u32,
-        limit: usize,
-    ) -> Vec<u64> {
-        // Like file descriptors past the reader's RLIMIT_NOFILE (MSG_CTRUNC),
-        // received entries past `limit` unopened ones are closed: a reader
-        // that never opens them cannot make the daemon grow without bound.
-        let room = {
-            let mut st = receiver.lock();
-            let unopened = self.unopened.lock();
-            st.received.retain(|id| unopened.contains_key(id));
-            limit.saturating_sub(st.received.len())
-        };
-        let mut ids = Vec::with_capacity(rights.len().min(room));
-        for (i, r) in rights.into_iter().enumerate() {
-            if i >= room {
-                log::info!(
-                    "socket {}: received socket {} dropped: {limit} unopened already",
-                    receiver.id,
-                    r.id
-                );
-                self.put(&r);
-                continue;
-            }
-            // Past the reader's share of entries it is closed the same way.
-            if self.aliases.take(uid, 1).is_err() {
-                self.put(&r);
-                continue;
-            }
-            let id = self.new_alias(&r, uid, gid);
-            self.unopened.lock().insert(id, r);
-            ids.push(id);
-        }
-        let dead = {
-            let mut st = receiver.lock();
-            st.received.extend(&ids);
-            st.dead
-        };
-        if dead {
-            // The receiver closed meanwhile: nobody can open them through it.
-            for id in &ids {
-                let r = self.unopened.lock().remove(id);
-                if let Some(r) = r {
-                    self.remove_alias(&r, *id);
-                    self.put(&r);
-                }
-            }
-        }
-        ids
-    }
-
-    /// Opening a file of `.udsfs/sock/H` adopts a received socket: the
-    /// caller's handle (already held) replaces the entry's reference.
-    pub fn adopt(&self, id: u64) {
-        let r = self.unopened.lock().remove(&id);
-        if let Some(r) = r {
-            self.release_delivery(id);
-            self.put(&r);
-        }
-    }
-
-    /// Sockets `caller` may pass: its own (or any, for root), alive.
-    pub fn hold_for_passing(&self, ids: &[u64], caller: &Caller) -> Result<Vec<Arc<Socket>>> {
-        let mut held: Vec<Arc<Socket>> = Vec::with_capacity(ids.len());
-        let undo = |held: &Vec<Arc<Socket>>| held.iter().for_each(|s| self.put(s));
-        for &id in ids {
-            let Some(d) = self.dir(id) else {
-                undo(&held);
-                return Err(Errno::EBADF);
-            };
-            if !caller.is_root() && d.uid != caller.fsuid {
-                undo(&held);
-                return Err(Errno::EACCES);
-            }
-            // Only what its owner still holds, as only held fds pass.
-            if !d.refs.live() {
-                undo(&held);
-                return Err(Errno::EBADF);
-            }
-            if d.sock.lock().conn.is_embryo() || !self.try_hold(&d.sock) {
-                undo(&held);
-                return Err(Errno::EBADF);
-            }
-            held.push(d.sock);
-        }
-        Ok(held)
     }
 
     /// Turns a path given by a caller into a tree path: absolute paths must

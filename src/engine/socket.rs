@@ -10,47 +10,10 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::addr::Addr;
 use super::cred::Ucred;
-use super::names::NameKey;
+use super::name_key::NameKey;
 use super::wait::WaitList;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SockType {
-    Stream,
-    Dgram,
-    Seqpacket,
-}
-
-impl SockType {
-    pub fn name(self) -> &'static str {
-        match self {
-            SockType::Stream => "stream",
-            SockType::Dgram => "dgram",
-            SockType::Seqpacket => "seqpacket",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<SockType> {
-        match s {
-            "stream" => Some(SockType::Stream),
-            "dgram" => Some(SockType::Dgram),
-            "seqpacket" => Some(SockType::Seqpacket),
-            _ => None,
-        }
-    }
-
-    /// The SOCK_* number /proc/net/unix shows.
-    pub fn number(self) -> u32 {
-        match self {
-            SockType::Stream => 1,
-            SockType::Dgram => 2,
-            SockType::Seqpacket => 5,
-        }
-    }
-
-    pub fn connection_oriented(self) -> bool {
-        self != SockType::Dgram
-    }
-}
+pub use super::socktype::SockType;
 
 pub const RCV_SHUTDOWN: u8 = 1;
 pub const SEND_SHUTDOWN: u8 = 2;
@@ -84,7 +47,7 @@ pub struct Msg {
     /// oob_skb); at most one message of a queue has it.
     pub oob: bool,
     /// Other files passed with it, held by the daemon (charged to `rights_uid`).
-    pub files: Vec<super::held::HeldFile>,
+    pub files: Vec<super::depot::HeldFile>,
     /// The sender's pin (src/engine/pins.rs), made at send time for a
     /// reader with SO_PASSPIDFD and shared by its messages, so that
     /// SCM_PIDFD names it even once it has exited.
@@ -218,7 +181,7 @@ pub struct SockState {
     /// SO_OOBINLINE: the OOB byte is read in line, MSG_OOB is refused.
     pub oob_inline: bool,
     /// Who gets SIGURG when an OOB byte arrives (F_SETOWN, FIOSETOWN).
-    pub urg_owner: Option<super::oob::UrgOwner>,
+    pub urg_owner: Option<super::urg::UrgOwner>,
 }
 
 /// A socket's receive queue: the messages (or stream chunks), the bytes

@@ -64,6 +64,14 @@ impl Engine {
         }
     }
 
+    pub fn set_passpidfd(&self, s: &Arc<Socket>, on: bool) {
+        s.lock().passpidfd = on;
+    }
+
+    pub fn set_passcred(&self, s: &Arc<Socket>, on: bool) {
+        s.lock().passcred = on;
+    }
+
     /// SO_PEEK_OFF: any negative value turns it off (and reads back as given).
     pub fn set_peek_off(&self, s: &Arc<Socket>, off: i32) {
         s.lock().queue.peek_off = off;

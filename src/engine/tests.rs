@@ -701,7 +701,9 @@ fn files_in_flight_among_sockets() {
     assert_eq!(e.gc.user_inflight(0), 0);
     let ids = e.deliver_passed(&b, &mut got, &c);
     assert_eq!(ids.len(), 3);
-    assert!(held::is_file_tag(ids[0]) && !held::is_file_tag(ids[1]) && held::is_file_tag(ids[2]));
+    assert!(
+        rights::is_file_tag(ids[0]) && !rights::is_file_tag(ids[1]) && rights::is_file_tag(ids[2])
+    );
     let claimed = e.depot.claim(&[ids[2]], 0).unwrap();
     assert_eq!(std::os::fd::AsRawFd::as_raw_fd(&claimed[0]), raw);
     // Unclaimed received files go with the receiver.

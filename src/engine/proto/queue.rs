@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 
-use crate::engine::held::HeldFile;
+use crate::engine::depot::HeldFile;
 use crate::engine::pins::Pin;
 use crate::engine::skb::{message_truesize, stream_truesize};
 use crate::engine::socket::{BoundName, Msg, SockState, SockType, Socket};
