@@ -66,7 +66,7 @@ pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
 }
 
 /// One item of `rights=`: a socket number, or `file:T` for a file held by
-/// the daemon (its depot tag without the tag bit, see engine/held.rs).
+/// the daemon (its depot tag without the tag bit, see src/engine/depot.rs).
 fn passed_item(v: &str) -> Result<u64, Errno> {
     use crate::engine::rights::FILE_TAG;
     match v.strip_prefix("file:") {

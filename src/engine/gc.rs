@@ -20,7 +20,7 @@ use super::socket::{Conn, Socket};
 use super::{Engine, Wakeups};
 
 /// A sender waits for a running collection only past this many sockets of
-/// its user in flight (SCM_MAX_FD * 8, seed 004).
+/// its user in flight (SCM_MAX_FD * 8, Linux's UNIX_INFLIGHT_SANE_USER).
 pub const INFLIGHT_SANE_USER: usize = 253 * 8;
 
 struct Vertex {
@@ -211,7 +211,8 @@ impl Collector {
         }
     }
 
-    /// Blocks until no collection is running (a heavy sender, seed 004).
+    /// Blocks until no collection is running (a heavy sender waits so, as
+    /// in unix_schedule_gc).
     pub fn wait_idle(&self) {
         let mut c = self.control.lock();
         while c.running {

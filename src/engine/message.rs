@@ -134,7 +134,7 @@ pub struct Received {
     pub pidfd_tag: Option<u64>,
     /// Sockets received with it, each holding one reference (not delivered).
     pub rights: Vec<Arc<Socket>>,
-    /// Other files received with it (see held.rs; not delivered).
+    /// Other files received with it (see depot.rs; not delivered).
     pub files: Vec<HeldFile>,
     /// With `RecvFlags::deliver_to`: the received entries and file tags, in
     /// the order they were sent.

@@ -79,14 +79,14 @@ use tree::Tree;
 
 pub type Result<T> = std::result::Result<T, Errno>;
 
-/// Largest message one FUSE write can carry whole (fuse-notes: 1 MiB - 4 KiB).
+/// Largest message one FUSE write can carry whole: 1 MiB less a page.
 pub const MAX_MSG: usize = 1024 * 1024 - 4096;
 /// Kernel's net.core.somaxconn default.
 pub const SOMAXCONN: usize = 4096;
 
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Buckets per half of the name table (seed 003).
+    /// Buckets per half of the name table (src/engine/name_table.rs).
     pub hash_buckets: usize,
     pub max_dgram_qlen: usize,
     pub sndbuf: usize,

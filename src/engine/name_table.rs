@@ -1,4 +1,4 @@
-//! The name table (seed 003): 2 x N buckets with a lock each. The lower half
+//! The name table: 2 x N buckets with a lock each. The lower half
 //! holds unbound sockets (by id) and path-bound ones (by inode); the upper half
 //! holds abstract names (by network namespace, name and type). Binding moves
 //! a socket from one bucket to another with both locked in ascending order.

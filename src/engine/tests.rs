@@ -669,7 +669,7 @@ fn graph_marks_dead_what_the_collector_frees_and_nothing_else() {
     assert!(!e.graph_dot().contains("DEAD"));
 }
 
-// ---- files other than udsfs sockets in flight (held.rs), SO_PASSPIDFD
+// ---- files other than udsfs sockets in flight (depot.rs), SO_PASSPIDFD
 
 fn pipe_end() -> std::os::fd::OwnedFd {
     std::os::unix::net::UnixStream::pair().unwrap().0.into()

@@ -30,8 +30,8 @@ pub(crate) struct Pass<'a> {
 impl<'a> Pass<'a> {
     /// Linux's checks on the sending side: ETOOMANYREFS past the user's
     /// RLIMIT_NOFILE (root exempt); a heavy user waits for a running
-    /// collection (unix_inflight's wait on a busy collector); many sockets
-    /// in flight schedule one.
+    /// collection and many sockets in flight schedule one (both as
+    /// unix_schedule_gc does).
     pub(crate) fn new(
         eng: &Engine,
         rights: Option<&'a mut Vec<Arc<Socket>>>,
