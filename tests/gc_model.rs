@@ -121,7 +121,7 @@ impl World {
 
     fn alive(&self) -> BTreeSet<usize> {
         (0..self.socks.len())
-            .filter(|&i| !self.socks[i].lock().dead)
+            .filter(|&i| !self.socks[i].lock().conn.is_closed())
             .collect()
     }
 

@@ -32,7 +32,7 @@ impl Engine {
             // Listening again takes the caller's credentials again.
             let cred = PeerCred { cred, pin };
             match &mut st.conn {
-                Conn::Connected { .. } => return Err(Errno::EINVAL),
+                Conn::Connected { .. } | Conn::Closed => return Err(Errno::EINVAL),
                 Conn::Listening {
                     backlog: b,
                     cred: c,
@@ -168,7 +168,7 @@ impl Engine {
                 (a, Some(b))
             };
             if let Some(ot) = &ot {
-                if ot.dead {
+                if ot.conn.is_closed() {
                     return Err(Errno::ECONNREFUSED);
                 }
                 if let Some(p) = super::socket::Socket::peer(ot)
@@ -244,7 +244,8 @@ impl Engine {
     fn reset_if_peer_of(&self, old: &Arc<Socket>, s: &Arc<Socket>, wake: &mut Wakeups) {
         let reset = {
             let mut ot = old.lock();
-            let reset = !ot.dead && super::socket::Socket::peer(&ot).is_some_and(|p| p.id == s.id);
+            let reset = !ot.conn.is_closed()
+                && super::socket::Socket::peer(&ot).is_some_and(|p| p.id == s.id);
             if reset {
                 ot.err = Some(Errno::ECONNRESET);
                 wake.extend(ot.queue.writers.take());
@@ -350,7 +351,7 @@ impl Engine {
 /// The target half of connect's checks: a live listener with room; EAGAIN
 /// leaves the waiter for a free slot.
 fn listener_ready(ot: &mut super::socket::SockState, w: Option<&Waiter>) -> Result<()> {
-    if ot.dead || ot.shutdown & RCV_SHUTDOWN != 0 {
+    if ot.conn.is_closed() || ot.shutdown & RCV_SHUTDOWN != 0 {
         return Err(Errno::ECONNREFUSED);
     }
     let Conn::Listening {
@@ -372,7 +373,7 @@ fn listener_ready(ot: &mut super::socket::SockState, w: Option<&Waiter>) -> Resu
 fn own_state(st: &super::socket::SockState) -> Result<()> {
     match st.conn {
         Conn::Unconnected { .. } => Ok(()),
-        Conn::Listening { .. } => Err(Errno::EINVAL),
+        Conn::Listening { .. } | Conn::Closed => Err(Errno::EINVAL),
         Conn::Connected { .. } => Err(Errno::EISCONN),
     }
 }

@@ -32,14 +32,14 @@ pub const FILE_TAG: u64 = 1 << 63;
 
 /// A file in flight, at position `slot` of the SCM_RIGHTS array it was sent in.
 #[derive(Debug)]
-pub struct HeldFile {
+pub struct PassedFile {
     pub slot: usize,
     pub fd: Arc<ChargedFd>,
     /// The deposit it came from, to go back to if the send does not happen.
     deposit: Option<(u64, Owner)>,
 }
 
-impl HeldFile {
+impl PassedFile {
     /// One word for what it is, for the taps: "pipe", "socket", "file", ...
     pub fn kind(&self) -> &'static str {
         let Ok(st) = nix::sys::stat::fstat(&*self.fd) else {
@@ -131,7 +131,7 @@ impl Depot {
     /// Files a send did not queue (EAGAIN, an error) go back under their
     /// tags, so that the sender's retry finds them; those of a connection
     /// that has closed meanwhile are closed.
-    pub fn put_back(&self, files: Vec<HeldFile>) {
+    pub fn put_back(&self, files: Vec<PassedFile>) {
         let open = self.open_conns.lock();
         let mut map = self.files.lock();
         for f in files {
@@ -146,7 +146,7 @@ impl Depot {
     /// A received file, waiting for the receiver to claim it, charged to
     /// the receiver from now on (as an installed fd is the reader's); None:
     /// past the receiver's share, it closes.
-    pub fn hold_received(&self, sock: u64, uid: u32, mut fd: Arc<ChargedFd>) -> Option<u64> {
+    pub fn keep_received(&self, sock: u64, uid: u32, mut fd: Arc<ChargedFd>) -> Option<u64> {
         if let Some(f) = Arc::get_mut(&mut fd)
             && f.recharge(uid).is_err()
         {
@@ -158,7 +158,7 @@ impl Depot {
     /// A sender's pinned pidfd, waiting for the receiver to claim it. It
     /// stays charged to the sender (one pin serves all its messages); the
     /// socket keeps the last `PIDFD_TAGS_KEPT`, older unclaimed ones go.
-    pub fn hold_received_pidfd(&self, sock: u64, uid: u32, pin: Arc<ChargedFd>) -> u64 {
+    pub fn keep_received_pidfd(&self, sock: u64, uid: u32, pin: Arc<ChargedFd>) -> u64 {
         let tag = self.put(Owner::Receiver { sock, uid }, pin);
         let old = {
             let mut rings = self.pidfd_tags.lock();
@@ -194,7 +194,7 @@ impl Depot {
 
     /// The deposits `tags` of user `uid` (root may send anyone's), all or
     /// none, as files at the given places of the passed list.
-    pub fn take_deposits(&self, tags: &[(usize, u64)], uid: u32) -> Result<Vec<HeldFile>, Errno> {
+    pub fn take_deposits(&self, tags: &[(usize, u64)], uid: u32) -> Result<Vec<PassedFile>, Errno> {
         let only: Vec<u64> = tags.iter().map(|(_, t)| *t).collect();
         let got = self.take(
             &only,
@@ -203,7 +203,7 @@ impl Depot {
         Ok(tags
             .iter()
             .zip(got)
-            .map(|((slot, _), (tag, owner, fd))| HeldFile {
+            .map(|((slot, _), (tag, owner, fd))| PassedFile {
                 slot: *slot,
                 fd,
                 deposit: Some((tag, owner)),
@@ -295,7 +295,7 @@ mod tests {
         assert_eq!(d.connection_closed(2), 1);
         assert!(d.is_empty());
         let c = d
-            .hold_received(
+            .keep_received(
                 7,
                 0,
                 Arc::new(ChargedFd::new(&d.quota, 0, pipe_end()).unwrap()),
@@ -311,7 +311,7 @@ mod tests {
         let d = Depot::default();
         let pin = Arc::new(ChargedFd::new(&d.quota, 1000, pipe_end()).unwrap());
         let tags: Vec<u64> = (0..100)
-            .map(|_| d.hold_received_pidfd(7, 1001, pin.clone()))
+            .map(|_| d.keep_received_pidfd(7, 1001, pin.clone()))
             .collect();
         assert_eq!(
             d.pickups_of(7),
@@ -326,7 +326,7 @@ mod tests {
         let _mine = ChargedFd::new(&d.quota, 1001, pipe_end()).unwrap();
         let f = Arc::new(ChargedFd::new(&d.quota, 0, pipe_end()).unwrap());
         assert_eq!(
-            d.hold_received(8, 1001, f),
+            d.keep_received(8, 1001, f),
             None,
             "past the receiver's share a received file closes"
         );

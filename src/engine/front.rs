@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::addr::Addr;
-use super::depot::HeldFile;
+use super::depot::PassedFile;
 use super::message::SendMsg;
 use super::socket::Socket;
 use super::{Caller, Engine, Result, Ucred};
@@ -19,7 +19,7 @@ pub struct Outgoing {
     /// SCM_CREDENTIALS in the daemon's pid namespace, checked.
     pub creds: Option<Ucred>,
     pub rights: Vec<Arc<Socket>>,
-    pub files: Vec<HeldFile>,
+    pub files: Vec<PassedFile>,
 }
 
 impl Outgoing {

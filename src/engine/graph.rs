@@ -80,7 +80,7 @@ impl Engine {
             let (peer, pending) = match &st.conn {
                 Conn::Listening { pending, .. } => (None, pending.iter().map(|e| e.id).collect()),
                 Conn::Connected { peer, .. } => (Some(peer.clone()), Vec::new()),
-                Conn::Unconnected { .. } => (None, Vec::new()),
+                Conn::Unconnected { .. } | Conn::Closed => (None, Vec::new()),
             };
             // One socket lock at a time: the peer is looked at after this one is free.
             drop(st);

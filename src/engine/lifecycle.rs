@@ -16,12 +16,11 @@ impl Engine {
         let mut wake = Wakeups::new();
         let (conn, msgs, name, aliases, received, was_embryo) = {
             let mut st = s.lock();
-            st.dead = true;
             wake.extend(st.queue.readers.take());
             wake.extend(st.queue.writers.take());
             let was_embryo = st.conn.is_embryo();
             (
-                std::mem::replace(&mut st.conn, Conn::UNCONNECTED),
+                std::mem::replace(&mut st.conn, Conn::Closed),
                 st.queue.drain(),
                 // The name leaves the table but stays on the socket:
                 // getpeername on a dead peer still shows it, as in Linux.
@@ -108,7 +107,7 @@ impl Engine {
     }
 
     /// Takes the files a dequeued message carries out of flight.
-    pub(crate) fn take_files(&self, m: &mut Msg) -> Vec<super::depot::HeldFile> {
+    pub(crate) fn take_files(&self, m: &mut Msg) -> Vec<super::depot::PassedFile> {
         if m.files.is_empty() {
             return Vec::new();
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::addr::Addr;
 use super::cred::Ucred;
-use super::depot::HeldFile;
+use super::depot::PassedFile;
 use super::socket::{BoundName, Socket};
 use super::tap::Origin;
 
@@ -22,7 +22,7 @@ pub struct SendMsg<'a> {
     /// SCM_CREDENTIALS as given (already checked: `Engine::prepare_send`).
     pub creds: Option<Ucred>,
     pub rights: Option<&'a mut Vec<Arc<Socket>>>,
-    pub files: Option<&'a mut Vec<HeldFile>>,
+    pub files: Option<&'a mut Vec<PassedFile>>,
     /// MSG_OOB: the last byte becomes the receiver's out-of-band byte
     /// (stream only; such a send never waits).
     pub oob: bool,
@@ -55,7 +55,7 @@ impl<'a> SendMsg<'a> {
         }
     }
 
-    pub fn files(self, files: &'a mut Vec<HeldFile>) -> SendMsg<'a> {
+    pub fn files(self, files: &'a mut Vec<PassedFile>) -> SendMsg<'a> {
         SendMsg {
             files: Some(files),
             ..self
@@ -135,7 +135,7 @@ pub struct Received {
     /// Sockets received with it, each holding one reference (not delivered).
     pub rights: Vec<Arc<Socket>>,
     /// Other files received with it (see depot.rs; not delivered).
-    pub files: Vec<HeldFile>,
+    pub files: Vec<PassedFile>,
     /// With `RecvFlags::deliver_to`: the received entries and file tags, in
     /// the order they were sent.
     pub passed: Vec<u64>,

@@ -314,7 +314,7 @@ impl Engine {
     pub fn peer_pidfd(&self, s: &Arc<Socket>, caller: &Caller) -> Result<u64> {
         let pin = s.lock().conn.cred().and_then(|c| c.pin.clone());
         let pin = pin.ok_or(Errno::ENODATA)?;
-        Ok(self.depot.hold_received_pidfd(s.id, caller.fsuid, pin))
+        Ok(self.depot.keep_received_pidfd(s.id, caller.fsuid, pin))
     }
 
     /// The socket directory `.udsfs/sock/N`.

@@ -49,7 +49,7 @@ pub struct Msg {
     /// oob_skb); at most one message of a queue has it.
     pub oob: bool,
     /// Other files passed with it, held by the daemon (charged to `rights_uid`).
-    pub files: Vec<super::depot::HeldFile>,
+    pub files: Vec<super::depot::PassedFile>,
     /// The sender's pin (src/engine/pins.rs), made at send time for a
     /// reader with SO_PASSPIDFD and shared by its messages, so that
     /// SCM_PIDFD names it even once it has exited.
@@ -109,6 +109,9 @@ pub enum Conn {
         /// the listener whose queue it waits in.
         listener: Option<u64>,
     },
+    /// Its last reference went (unix_release_sock ran): whoever still
+    /// reaches it (a peer, a sender holding it) sees it gone.
+    Closed,
 }
 
 impl Conn {
@@ -129,6 +132,7 @@ impl Conn {
         match self {
             Conn::Unconnected { cred } | Conn::Connected { cred, .. } => cred.as_ref(),
             Conn::Listening { cred, .. } => Some(cred),
+            Conn::Closed => None,
         }
     }
 
@@ -143,6 +147,10 @@ impl Conn {
 
     pub fn is_listening(&self) -> bool {
         matches!(self, Conn::Listening { .. })
+    }
+
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Conn::Closed)
     }
 
     pub fn is_unconnected(&self) -> bool {
@@ -175,7 +183,6 @@ pub struct SockState {
     pub sndbuf: usize,
     /// SO_RCVBUF: read back only (AF_UNIX limits nothing by it).
     pub rcvbuf: usize,
-    pub dead: bool,
     /// Extra `.udsfs/sock/H` entries that refer to this socket.
     pub aliases: Vec<u64>,
     /// Entries this socket received and nobody opened yet.
@@ -331,7 +338,6 @@ impl Socket {
                 passpidfd: false,
                 sndbuf,
                 rcvbuf,
-                dead: false,
                 aliases: Vec::new(),
                 received: Vec::new(),
                 oob_inline: false,
@@ -384,6 +390,7 @@ impl Socket {
                 peer_gone: true, ..
             } => "disconnected",
             Conn::Connected { .. } => "connected",
+            Conn::Closed => "closed",
         }
     }
 }

@@ -42,7 +42,7 @@ impl Wakeups {
             // unix_write_space: a sender is woken only once three quarters
             // of its budget are free again, not at every message received.
             let mut st = s.lock();
-            if s.writable(&st) || st.dead {
+            if s.writable(&st) || st.conn.is_closed() {
                 self.waiters.extend(st.queue.writers.take());
             }
         }

@@ -95,7 +95,7 @@ pub(super) fn message_send(
         } else {
             Some(other.lock())
         };
-        let dead = ot.as_ref().is_some_and(|o| o.dead);
+        let dead = ot.as_ref().is_some_and(|o| o.conn.is_closed());
         if dead {
             drop(ot);
             return Err(peer_died(eng, s, &other));

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 
-use crate::engine::depot::HeldFile;
+use crate::engine::depot::PassedFile;
 use crate::engine::pins::Pin;
 use crate::engine::skb::{message_truesize, stream_truesize};
 use crate::engine::socket::{BoundName, Msg, SockState, SockType, Socket};
@@ -21,7 +21,7 @@ use crate::engine::{Caller, Engine, Result, Ucred, Waiter, Wakeups};
 /// user; they move into the queue with the first piece queued.
 pub(crate) struct Pass<'a> {
     rights: Option<&'a mut Vec<Arc<Socket>>>,
-    files: Option<&'a mut Vec<HeldFile>>,
+    files: Option<&'a mut Vec<PassedFile>>,
     pub(crate) uid: u32,
     /// What the taps are told it carries (only with a tap attached).
     tap: Option<(Vec<PassedSocket>, Vec<&'static str>)>,
@@ -35,7 +35,7 @@ impl<'a> Pass<'a> {
     pub(crate) fn new(
         eng: &Engine,
         rights: Option<&'a mut Vec<Arc<Socket>>>,
-        files: Option<&'a mut Vec<HeldFile>>,
+        files: Option<&'a mut Vec<PassedFile>>,
         caller: &Caller,
     ) -> Result<Pass<'a>> {
         let empty = rights.as_ref().is_none_or(|r| r.is_empty())
@@ -72,7 +72,7 @@ impl<'a> Pass<'a> {
             });
             let files = files
                 .as_deref()
-                .map_or(Vec::new(), |f| f.iter().map(HeldFile::kind).collect());
+                .map_or(Vec::new(), |f| f.iter().map(PassedFile::kind).collect());
             (socks, files)
         });
         Ok(Pass {
@@ -92,7 +92,7 @@ impl<'a> Pass<'a> {
         eng: &Engine,
         receiver: u64,
         st: &mut SockState,
-    ) -> (Vec<Arc<Socket>>, Vec<HeldFile>) {
+    ) -> (Vec<Arc<Socket>>, Vec<PassedFile>) {
         let rights = self.rights.take().map(std::mem::take).unwrap_or_default();
         let files = self.files.take().map(std::mem::take).unwrap_or_default();
         let listener = st.conn.embryo_of();

@@ -82,7 +82,7 @@ impl ProtoOps for Stream {
             }
             let n = (data.len() - sent).min(max_chunk);
             let mut pt = peer.lock();
-            let queued = if pt.dead || pt.shutdown & RCV_SHUTDOWN != 0 {
+            let queued = if pt.conn.is_closed() || pt.shutdown & RCV_SHUTDOWN != 0 {
                 Err(Errno::EPIPE)
             } else {
                 // Passed sockets travel with the first chunk.
@@ -150,7 +150,7 @@ fn queue_oob(
 ) -> Result<()> {
     let owner = {
         let mut pt = peer.lock();
-        if pt.dead || pt.shutdown & RCV_SHUTDOWN != 0 {
+        if pt.conn.is_closed() || pt.shutdown & RCV_SHUTDOWN != 0 {
             return Err(Errno::EPIPE);
         }
         eng.enqueue(tx, peer.id, &mut pt, &[byte], true, wake)?;

@@ -50,7 +50,7 @@ impl Engine {
         let dead = {
             let mut st = receiver.lock();
             st.received.extend(&ids);
-            st.dead
+            st.conn.is_closed()
         };
         if dead {
             // The receiver closed meanwhile: nobody can open them through it.
@@ -117,15 +117,15 @@ impl Engine {
                     return None;
                 }
                 room -= 1;
-                let tag = self.depot.hold_received(receiver.id, caller.fsuid, f.fd)?;
+                let tag = self.depot.keep_received(receiver.id, caller.fsuid, f.fd)?;
                 Some((f.slot, tag))
             })
             .collect();
         got.pidfd_tag = got.pidfd_file.take().map(|fd| {
             self.depot
-                .hold_received_pidfd(receiver.id, caller.fsuid, fd)
+                .keep_received_pidfd(receiver.id, caller.fsuid, fd)
         });
-        if (!files.is_empty() || got.pidfd_tag.is_some()) && receiver.lock().dead {
+        if (!files.is_empty() || got.pidfd_tag.is_some()) && receiver.lock().conn.is_closed() {
             // Closed meanwhile: nobody can claim them.
             self.depot.socket_closed(receiver.id);
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
-use crate::engine::depot::{HeldFile, is_file_tag};
+use crate::engine::depot::{PassedFile, is_file_tag};
 use crate::engine::fds::ChargedFd;
 use crate::engine::{Caller, Engine, Result, Socket, Ucred};
 
@@ -41,7 +41,7 @@ impl Engine {
         &self,
         ids: &[u64],
         caller: &Caller,
-    ) -> Result<(Vec<Arc<Socket>>, Vec<HeldFile>)> {
+    ) -> Result<(Vec<Arc<Socket>>, Vec<PassedFile>)> {
         let socks: Vec<u64> = ids.iter().copied().filter(|i| !is_file_tag(*i)).collect();
         let tags: Vec<(usize, u64)> = ids
             .iter()

@@ -8,5 +8,5 @@
 mod deliver;
 mod hold;
 
-pub use super::depot::{Depot, FILE_TAG, HeldFile, is_file_tag};
+pub use super::depot::{Depot, FILE_TAG, PassedFile, is_file_tag};
 pub use deliver::merge_in_order;
