@@ -149,6 +149,10 @@ impl Engine {
     /// counts as sent; a dgram or seqpacket message goes whole or not at
     /// all. An error leaves nothing charged and the passed references with
     /// the sender; EAGAIN leaves `tx.w` waiting with `rt`'s writers.
+    ///
+    /// The taps hear of the message here, under the receiver's lock, so
+    /// its `queued` always comes before its `delivered`; a tap must not
+    /// call back into the engine.
     pub(crate) fn enqueue(
         &self,
         tx: &mut Sending<'_>,
@@ -159,6 +163,8 @@ impl Engine {
         wake: &mut Wakeups,
     ) -> Result<usize> {
         let s = tx.sock;
+        // A decision about this message (fault injection) goes here, before
+        // anything is charged: return an error, or queue a prefix of `data`.
         let charge = match s.ty {
             SockType::Stream => stream_truesize(data.len()),
             _ => message_truesize(data.len()),
