@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use nix::errno::Errno;
-use udsfs::engine::{Addr, Caller, Config, Engine, SockType, Socket, ThreadWaiter, Waiter};
+use udsfs::engine::{
+    Addr, Caller, Config, Engine, RecvFlags, SendMsg, SockType, Socket, ThreadWaiter, Waiter,
+};
 
 const DATASIZE: usize = 100;
 const GROUP: usize = 20;
@@ -176,7 +178,7 @@ fn main() {
 fn engine_send_all(eng: &Engine, s: &Arc<Socket>, data: &[u8], c: &Caller, w: &WaitPair) {
     let mut off = 0;
     while off < data.len() {
-        match eng.send(s, &data[off..], None, None, c, Some(&w.waiter)) {
+        match eng.sendmsg(s, SendMsg::new(&data[off..]), c, Some(&w.waiter)) {
             Ok(n) => off += n,
             Err(Errno::EAGAIN) => w.thread.wait(),
             Err(e) => panic!("send: {e}"),
@@ -188,7 +190,7 @@ fn engine_send_all(eng: &Engine, s: &Arc<Socket>, data: &[u8], c: &Caller, w: &W
 fn engine_recv_exact(eng: &Engine, s: &Arc<Socket>, len: usize, w: &WaitPair) {
     let mut done = 0;
     while done < len {
-        match eng.recv(s, len - done, Some(&w.waiter)) {
+        match eng.recvmsg(s, RecvFlags::new(len - done), Some(&w.waiter)) {
             Ok(r) if r.data.is_empty() => panic!("recv: unexpected EOF"),
             Ok(r) => done += r.data.len(),
             Err(Errno::EAGAIN) => w.thread.wait(),
@@ -606,9 +608,9 @@ fn send_latencies(eng: &Engine, a: &Arc<Socket>, b: &Arc<Socket>, n: usize) -> V
     let mut lat = Vec::with_capacity(n);
     for _ in 0..n {
         let t0 = Instant::now();
-        eng.send(a, b"x", None, None, &c, None).expect("send");
+        eng.sendmsg(a, SendMsg::new(b"x"), &c, None).expect("send");
         lat.push(t0.elapsed().as_nanos() as u64);
-        eng.recv(b, 16, None).expect("recv");
+        eng.recvmsg(b, RecvFlags::new(16), None).expect("recv");
     }
     lat.sort_unstable();
     lat
@@ -629,7 +631,7 @@ fn gc_pressure(inflight: usize, samples: usize) {
     for _ in 0..pairs {
         let next = eng.socketpair(SockType::Dgram, &c);
         let mut rights = vec![prev.0.clone(), prev.1.clone()];
-        eng.send_msg(&next.0, b"c", None, None, &mut rights, &c, None)
+        eng.sendmsg(&next.0, SendMsg::new(b"c").rights(&mut rights), &c, None)
             .expect("send rights");
         assert!(rights.is_empty());
         prev = next;
@@ -643,8 +645,13 @@ fn gc_pressure(inflight: usize, samples: usize) {
     let (x, y) = eng.socketpair(SockType::Dgram, &c);
     let (p, q) = eng.socketpair(SockType::Dgram, &c);
     eng.hold(&p);
-    eng.send_msg(&y, b"p", None, None, &mut vec![p.clone()], &c, None)
-        .expect("park p");
+    eng.sendmsg(
+        &y,
+        SendMsg::new(b"p").rights(&mut vec![p.clone()]),
+        &c,
+        None,
+    )
+    .expect("park p");
     let built = build.elapsed();
     let total = eng.gc.total();
     let stop = Arc::new(AtomicBool::new(false));
@@ -655,9 +662,9 @@ fn gc_pressure(inflight: usize, samples: usize) {
             let mut rounds = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let z = eng.socket(SockType::Dgram, &c);
-                eng.send_msg(&q, b"z", None, None, &mut vec![z], &c, None)
+                eng.sendmsg(&q, SendMsg::new(b"z").rights(&mut vec![z]), &c, None)
                     .expect("pass z");
-                let got = eng.recv(&p, 16, None).expect("recv z");
+                let got = eng.recvmsg(&p, RecvFlags::new(16), None).expect("recv z");
                 for r in &got.rights {
                     eng.put(r);
                 }
@@ -736,7 +743,8 @@ fn memory_engine(sockets: usize, messages: usize) {
     let r2 = rss_kb("self");
     let msg = [1u8; DATASIZE];
     for _ in 0..messages {
-        eng.send(&a, &msg, None, None, &c, None).expect("queue");
+        eng.sendmsg(&a, SendMsg::new(&msg), &c, None)
+            .expect("queue");
     }
     let r3 = rss_kb("self");
     result("bytes_per_socket", per(r1 - r0, sockets));

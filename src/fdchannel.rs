@@ -33,8 +33,8 @@ use nix::sys::socket::{
 
 use crate::engine::Engine;
 use crate::engine::fds::ChargedFd;
-use crate::engine::held::is_file_tag;
 use crate::engine::quota::Quota;
+use crate::engine::rights::is_file_tag;
 
 mod refuse;
 use refuse::Refuser;

@@ -66,9 +66,9 @@ pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
 }
 
 /// One item of `rights=`: a socket number, or `file:T` for a file held by
-/// the daemon (its depot tag without the tag bit, see engine/held.rs).
+/// the daemon (its depot tag without the tag bit, see src/engine/depot.rs).
 fn passed_item(v: &str) -> Result<u64, Errno> {
-    use crate::engine::held::FILE_TAG;
+    use crate::engine::rights::FILE_TAG;
     match v.strip_prefix("file:") {
         Some(t) => {
             let t = number::<u64>(t)?;
@@ -88,7 +88,7 @@ fn passed_item(v: &str) -> Result<u64, Errno> {
 }
 
 fn format_passed_item(id: u64) -> String {
-    use crate::engine::held::FILE_TAG;
+    use crate::engine::rights::FILE_TAG;
     if id & FILE_TAG != 0 {
         format!("file:{}", id & !FILE_TAG)
     } else {
@@ -193,7 +193,7 @@ mod tests {
         );
         assert_eq!(h.rights, vec![7, 9]);
         let (h, _) = parse_record(b"len=0 rights=file:5,3\n").unwrap();
-        assert_eq!(h.rights, vec![5 | crate::engine::held::FILE_TAG, 3]);
+        assert_eq!(h.rights, vec![5 | crate::engine::rights::FILE_TAG, 3]);
         let r = Received {
             from: None,
             creds: None,

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use udsfs::engine::{Addr, Caller, Config, Engine, SockType, Socket};
+use udsfs::engine::{Addr, Caller, Config, Engine, RecvFlags, SendMsg, SockType, Socket};
 
 /// A small deterministic generator per thread.
 struct Rng(u64);
@@ -129,7 +129,12 @@ fn racing_operations_neither_deadlock_nor_leak() {
                                 rights.push(x);
                             }
                             let to = rng.next().is_multiple_of(4).then_some(&name);
-                            let _ = eng.send_msg(&s, b"payload", to, None, &mut rights, &c, None);
+                            let _ = eng.sendmsg(
+                                &s,
+                                SendMsg::new(b"payload").to_opt(to).rights(&mut rights),
+                                &c,
+                                None,
+                            );
                             for r in rights {
                                 eng.put(&r);
                             }
@@ -137,7 +142,7 @@ fn racing_operations_neither_deadlock_nor_leak() {
                     }
                     8 => {
                         if let Some(s) = pick(&mut rng, &pool)
-                            && let Ok(got) = eng.recv(&s, 64, None)
+                            && let Ok(got) = eng.recvmsg(&s, RecvFlags::new(64), None)
                         {
                             pool.lock().extend(got.rights);
                         }

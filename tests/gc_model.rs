@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use udsfs::engine::{Caller, Config, Engine, SockType, Socket};
+use udsfs::engine::{Caller, Config, Engine, RecvFlags, SendMsg, SockType, Socket};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -121,7 +121,7 @@ impl World {
 
     fn alive(&self) -> BTreeSet<usize> {
         (0..self.socks.len())
-            .filter(|&i| !self.socks[i].lock().dead)
+            .filter(|&i| !self.socks[i].lock().conn.is_closed())
             .collect()
     }
 
@@ -135,12 +135,9 @@ impl World {
                 }
                 self.eng.hold(&self.socks[what]);
                 let mut rights = vec![self.socks[what].clone()];
-                let sent = self.eng.send_msg(
+                let sent = self.eng.sendmsg(
                     &self.socks[via],
-                    b"x",
-                    None,
-                    None,
-                    &mut rights,
+                    SendMsg::new(b"x").rights(&mut rights),
                     &self.caller,
                     None,
                 );
@@ -163,7 +160,7 @@ impl World {
                 if self.handles[at] == 0 {
                     return Ok(());
                 }
-                match self.eng.recv(&self.socks[at], 1, None) {
+                match self.eng.recvmsg(&self.socks[at], RecvFlags::new(1), None) {
                     Ok(got) => {
                         let expect = self.queue[at].pop_front();
                         let ids: Vec<usize> =

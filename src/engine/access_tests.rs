@@ -25,9 +25,9 @@ fn user(uid: u32) -> Caller {
 fn pass_to(e: &Engine, a: &Arc<Socket>, b: &Arc<Socket>, x: &Arc<Socket>, c: &Caller) -> u64 {
     e.hold(x);
     let mut rights = vec![x.clone()];
-    e.send_msg(a, b"x", None, None, &mut rights, c, None)
+    e.sendmsg(a, SendMsg::new(b"x").rights(&mut rights), c, None)
         .unwrap();
-    let got = e.recv(b, 10, None).unwrap();
+    let got = e.recvmsg(b, RecvFlags::new(10), None).unwrap();
     let ids = e.deliver_rights(b, got.rights, c.fsuid, c.fsgid, 16);
     assert_eq!(ids.len(), 1);
     ids[0]

@@ -12,7 +12,7 @@ use nix::errno::Errno;
 
 use super::cred::Caller;
 use super::socket::Socket;
-use super::wait::Wakeups;
+use super::wakeups::Wakeups;
 use super::{Engine, Result};
 
 /// SOCK_MIN_SNDBUF: 2 * (2048 + SKB_TRUESIZE(1)), as Linux on x86_64.
@@ -80,7 +80,7 @@ impl Engine {
             match buf {
                 Buf::Send => {
                     st.sndbuf = size;
-                    wake.extend(st.writers.take());
+                    wake.extend(st.queue.writers.take());
                 }
                 Buf::Recv => st.rcvbuf = size,
             }
@@ -95,6 +95,7 @@ mod tests {
     use super::super::SockType;
     use super::super::tests::{engine, root};
     use super::*;
+    use crate::engine::SendMsg;
     use crate::engine::cred::ProcStatus;
 
     #[test]
@@ -111,13 +112,13 @@ mod tests {
         assert_eq!(e.info(&a).sndbuf, MIN_SNDBUF);
         // 4608 bytes of budget: a 1000-byte datagram is charged 2304 (as
         // the kernel's SIOCOUTQ shows), so the third one waits.
-        e.send(&a, &[0; 1000], None, None, &c, None).unwrap();
-        e.send(&a, &[0; 1000], None, None, &c, None).unwrap();
-        let full = e.send(&a, &[0; 1000], None, None, &c, None);
+        e.sendmsg(&a, SendMsg::new(&[0; 1000]), &c, None).unwrap();
+        e.sendmsg(&a, SendMsg::new(&[0; 1000]), &c, None).unwrap();
+        let full = e.sendmsg(&a, SendMsg::new(&[0; 1000]), &c, None);
         assert_eq!(full.unwrap_err(), Errno::EAGAIN);
         e.set_buffer(&a, Buf::Send, 100_000_000, true, &c).unwrap();
         assert_eq!(e.info(&a).sndbuf, 200_000_000);
-        e.send(&a, &[0; 1000], None, None, &c, None).unwrap();
+        e.sendmsg(&a, SendMsg::new(&[0; 1000]), &c, None).unwrap();
     }
 
     #[test]

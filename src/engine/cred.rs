@@ -68,7 +68,7 @@ impl From<procfs::Status> for ProcStatus {
 /// Statuses read lately, by thread id, for SCM_CREDENTIALS only, on kernels
 /// without PIDFD_GET_INFO (before 6.13; `pidfd_creds` answers first). A
 /// thread that sends with credentials sends many messages: reading /proc for
-/// each halves the throughput (seed 002's cost). An entry serves for a short
+/// each halves the throughput. An entry serves for a short
 /// while and only while the request's fsuid/fsgid still match it, so
 /// setuid() is seen at once; there a change of the real ids alone is seen
 /// within `CACHE_FRESH`. Permission checks, umask and SO_PEERCRED always

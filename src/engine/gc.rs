@@ -20,7 +20,7 @@ use super::socket::{Conn, Socket};
 use super::{Engine, Wakeups};
 
 /// A sender waits for a running collection only past this many sockets of
-/// its user in flight (SCM_MAX_FD * 8, seed 004).
+/// its user in flight (SCM_MAX_FD * 8, Linux's UNIX_INFLIGHT_SANE_USER).
 pub const INFLIGHT_SANE_USER: usize = 253 * 8;
 
 struct Vertex {
@@ -211,7 +211,8 @@ impl Collector {
         }
     }
 
-    /// Blocks until no collection is running (a heavy sender, seed 004).
+    /// Blocks until no collection is running (a heavy sender waits so, as
+    /// in unix_schedule_gc).
     pub fn wait_idle(&self) {
         let mut c = self.control.lock();
         while c.running {
@@ -481,14 +482,16 @@ impl Engine {
         let n = dead.len();
         let mut wake = Wakeups::new();
         for s in &dead {
+            self.tap_event(None, || super::tap::Event::Collected {
+                sock: self.endpoint_now(s),
+            });
             let (msgs, embryos) = {
                 let mut st = s.lock();
-                st.rcvq_bytes = 0;
                 let embryos: Vec<Arc<Socket>> = match &st.conn {
                     Conn::Listening { pending, .. } => pending.iter().cloned().collect(),
                     _ => Vec::new(),
                 };
-                (std::mem::take(&mut st.rcvq), embryos)
+                (st.queue.drain(), embryos)
             };
             for m in msgs {
                 self.dequeued(s.id, m, &mut wake);
@@ -496,8 +499,7 @@ impl Engine {
             for e in embryos {
                 let msgs = {
                     let mut et = e.lock();
-                    et.rcvq_bytes = 0;
-                    std::mem::take(&mut et.rcvq)
+                    et.queue.drain()
                 };
                 for m in msgs {
                     self.dequeued(e.id, m, &mut wake);
@@ -554,6 +556,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::tarjan;
+    use crate::engine::SendMsg;
     use crate::engine::{Addr, Caller, Config, Engine, SockType, Waiter, Wake};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Weak};
@@ -582,11 +585,12 @@ mod tests {
         eng.bind(&a, &name, &c).unwrap();
         eng.hold(&a);
         let mut r = vec![a.clone()];
-        eng.send_msg(&a, b"x", Some(&name), None, &mut r, &c, None)
+        eng.sendmsg(&a, SendMsg::new(b"x").to(&name).rights(&mut r), &c, None)
             .unwrap();
         // x's message waits in a's queue, charged to x; x's writer waits.
         let x = eng.socket(SockType::Dgram, &c);
-        eng.send(&x, b"hi", Some(&name), None, &c, None).unwrap();
+        eng.sendmsg(&x, SendMsg::new(b"hi").to(&name), &c, None)
+            .unwrap();
         let woken = Arc::new(AtomicBool::new(false));
         let w: Waiter = Arc::new(WaitsForCollection(Arc::downgrade(&eng), woken.clone()));
         eng.poll(&x, Some(&w));

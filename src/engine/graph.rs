@@ -49,7 +49,7 @@ impl Engine {
             seen.insert(id);
             let st = s.lock();
             let name = st.name.as_ref().map(|n| n.addr.display());
-            let state = if st.embryo {
+            let state = if st.conn.is_embryo() {
                 "embryo"
             } else {
                 s.state_name(&st)
@@ -71,7 +71,7 @@ impl Engine {
                 attrs.push_str(
                     ", color=red, fontcolor=red, style=\"rounded,filled\", fillcolor=\"#ffe0e0\"",
                 );
-            } else if st.embryo {
+            } else if st.conn.is_embryo() {
                 attrs.push_str(", style=\"rounded,dashed\"");
             } else if matches!(st.conn, Conn::Listening { .. }) {
                 attrs.push_str(", penwidth=2");
@@ -79,8 +79,8 @@ impl Engine {
             let _ = writeln!(out, "  s{id} [{attrs}];");
             let (peer, pending) = match &st.conn {
                 Conn::Listening { pending, .. } => (None, pending.iter().map(|e| e.id).collect()),
-                Conn::Connected(p) => (Some(p.clone()), Vec::new()),
-                Conn::Unconnected => (None, Vec::new()),
+                Conn::Connected { peer, .. } => (Some(peer.clone()), Vec::new()),
+                Conn::Unconnected { .. } | Conn::Closed => (None, Vec::new()),
             };
             // One socket lock at a time: the peer is looked at after this one is free.
             drop(st);

@@ -22,14 +22,18 @@ impl Engine {
         let passcred = st.passcred as u8;
         let passpidfd = st.passpidfd as u8;
         let peercred = st
-            .peercred
-            .map(|c| format!("{}:{}:{}", c.pid, c.uid, c.gid))
+            .conn
+            .cred()
+            .map(|c| format!("{}:{}:{}", c.cred.pid, c.cred.uid, c.cred.gid))
             .unwrap_or_default();
-        let (msgs, bytes, sndbuf, rcvbuf) = (st.rcvq.len(), st.rcvq_bytes, st.sndbuf, st.rcvbuf);
+        let (msgs, bytes, sndbuf, rcvbuf) =
+            (st.queue.msgs.len(), st.queue.bytes, st.sndbuf, st.rcvbuf);
         // What FIONREAD (and ss's Recv-Q) gives a dgram socket: the first message.
-        let head = st.rcvq.front().map_or(0, |m| m.remaining());
+        let head = st.queue.msgs.front().map_or(0, |m| m.remaining());
         let pending = match &st.conn {
-            Conn::Listening { pending, backlog } => Some((pending.clone(), *backlog)),
+            Conn::Listening {
+                pending, backlog, ..
+            } => Some((pending.clone(), *backlog)),
             _ => None,
         };
         drop(st);
@@ -40,7 +44,10 @@ impl Engine {
             .map(|p| {
                 let pt = p.lock();
                 let name = pt.name.as_ref().map(|n| n.addr.display());
-                (name.unwrap_or_default(), if pt.embryo { 0 } else { p.id })
+                (
+                    name.unwrap_or_default(),
+                    if pt.conn.is_embryo() { 0 } else { p.id },
+                )
             })
             .unwrap_or_default();
         let mut out = String::new();
@@ -89,9 +96,9 @@ impl Engine {
             }
             let st = s.lock();
             let listening = matches!(st.conn, Conn::Listening { .. });
-            let connected = matches!(st.conn, Conn::Connected(_));
+            let connected = st.conn.is_connected();
             // SS_UNCONNECTED 1, SS_CONNECTING 2 (embryo), SS_CONNECTED 3.
-            let ss = if st.embryo {
+            let ss = if st.conn.is_embryo() {
                 2
             } else if connected {
                 3
@@ -109,7 +116,7 @@ impl Engine {
                 s.ty.number(),
                 ss,
                 // An embryo has no inode yet.
-                if st.embryo { 0 } else { s.id }
+                if st.conn.is_embryo() { 0 } else { s.id }
             );
             if let Some(n) = &st.name {
                 out.push(' ');

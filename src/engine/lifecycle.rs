@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use nix::errno::Errno;
 
 use super::socket::{Conn, Msg, SHUTDOWN_MASK, Socket};
+use super::tap::Event;
 use super::{Engine, NameKey, Wakeups};
 
 impl Engine {
@@ -15,19 +16,18 @@ impl Engine {
         let mut wake = Wakeups::new();
         let (conn, msgs, name, aliases, received, was_embryo) = {
             let mut st = s.lock();
-            st.dead = true;
-            wake.extend(st.readers.take());
-            wake.extend(st.writers.take());
-            st.rcvq_bytes = 0;
+            wake.extend(st.queue.readers.take());
+            wake.extend(st.queue.writers.take());
+            let was_embryo = st.conn.is_embryo();
             (
-                std::mem::replace(&mut st.conn, Conn::Unconnected),
-                std::mem::take(&mut st.rcvq),
+                std::mem::replace(&mut st.conn, Conn::Closed),
+                st.queue.drain(),
                 // The name leaves the table but stays on the socket:
                 // getpeername on a dead peer still shows it, as in Linux.
                 st.name.clone(),
                 std::mem::take(&mut st.aliases),
                 std::mem::take(&mut st.received),
-                st.embryo,
+                was_embryo,
             )
         };
         let had_data = !msgs.is_empty();
@@ -35,6 +35,10 @@ impl Engine {
         if let Some(n) = &name {
             self.names.remove(&n.key, s);
         }
+        self.tap_event(None, || Event::Closed {
+            sock: self.endpoint(s, name.as_deref()),
+        });
+        let mut reset = None;
         match conn {
             Conn::Listening { pending, .. } => {
                 // Pending connections die with the listener: their clients
@@ -43,19 +47,29 @@ impl Engine {
                     self.put(&e);
                 }
             }
-            Conn::Connected(peer) if s.ty.connection_oriented() => {
+            Conn::Connected { peer, .. } if s.ty.connection_oriented() => {
                 let mut pt = peer.lock();
-                if Socket::peer(&pt).is_some_and(|p| p.id == s.id) {
+                if let Conn::Connected {
+                    peer: p, peer_gone, ..
+                } = &mut pt.conn
+                    && p.id == s.id
+                {
+                    *peer_gone = true;
                     pt.shutdown = SHUTDOWN_MASK;
-                    pt.peer_gone = true;
                     if had_data || was_embryo {
                         pt.err = Some(Errno::ECONNRESET);
+                        reset = Some((peer.clone(), pt.name.clone()));
                     }
                 }
-                wake.extend(pt.readers.take());
-                wake.extend(pt.writers.take());
+                wake.extend(pt.queue.readers.take());
+                wake.extend(pt.queue.writers.take());
             }
             _ => {}
+        }
+        if let Some((peer, name)) = reset {
+            self.tap_event(None, || Event::Reset {
+                sock: self.endpoint(&peer, name.as_deref()),
+            });
         }
         for m in msgs {
             self.dequeued(s.id, m, &mut wake);
@@ -93,7 +107,7 @@ impl Engine {
     }
 
     /// Takes the files a dequeued message carries out of flight.
-    pub(crate) fn take_files(&self, m: &mut Msg) -> Vec<super::held::HeldFile> {
+    pub(crate) fn take_files(&self, m: &mut Msg) -> Vec<super::depot::PassedFile> {
         if m.files.is_empty() {
             return Vec::new();
         }

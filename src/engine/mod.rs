@@ -6,37 +6,51 @@
 pub mod access;
 pub mod addr;
 pub use bufsize::Buf;
+mod bind;
 mod bufsize;
+mod connect;
 pub mod cred;
-mod data;
+mod depot;
 pub mod fds;
+mod front;
 pub mod gc;
 mod graph;
-pub mod held;
 mod introspect;
 mod lifecycle;
-mod names;
-mod naming;
+mod message;
+mod name_key;
+mod name_table;
 pub mod netns;
+mod observe;
 mod oob;
-mod peek;
 pub mod pidns;
 pub mod pins;
+mod poll;
+mod proto;
 pub mod quota;
+pub mod rights;
+mod skb;
 mod sock_table;
 pub mod socket;
 pub mod sockflags;
 mod sockopt;
+pub mod socktype;
 mod stream_read;
 pub mod tap;
 pub mod timeo;
 pub mod tree;
+mod urg;
 pub mod wait;
+mod wakeups;
 
 #[cfg(test)]
 mod access_tests;
 #[cfg(test)]
+mod module_graph_tests;
+#[cfg(test)]
 mod oob_tests;
+#[cfg(test)]
+mod tap_tests;
 #[cfg(test)]
 mod tests;
 
@@ -50,32 +64,36 @@ use parking_lot::Mutex;
 pub use access::Claim;
 pub use addr::Addr;
 pub use cred::{Caller, Ucred};
-pub use data::Received;
-pub use names::NameKey;
-pub use oob::UrgOwner;
+pub use front::Outgoing;
+pub use message::{Received, RecvFlags, RightsRoom, SendMsg};
+pub use name_key::NameKey;
 pub use sock_table::SockDir;
 pub use socket::{SockType, Socket};
 pub use sockopt::SockInfo;
-pub use wait::{ThreadWaiter, Waiter, Wake, Wakeups};
+pub use urg::UrgOwner;
+pub use wait::{ThreadWaiter, Waiter, Wake};
+pub use wakeups::Wakeups;
 
-use names::NameTable;
+use name_table::NameTable;
 use quota::Quota;
 use sock_table::SockTable;
 use tree::Tree;
 
 pub type Result<T> = std::result::Result<T, Errno>;
 
-/// Largest message one FUSE write can carry whole (fuse-notes: 1 MiB - 4 KiB).
+/// Largest message one FUSE write can carry whole: 1 MiB less a page.
 pub const MAX_MSG: usize = 1024 * 1024 - 4096;
 /// Kernel's net.core.somaxconn default.
 pub const SOMAXCONN: usize = 4096;
 
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Buckets per half of the name table (seed 003).
+    /// Buckets per half of the name table (src/engine/name_table.rs).
     pub hash_buckets: usize,
     pub max_dgram_qlen: usize,
     pub sndbuf: usize,
+    /// A new socket's SO_RCVBUF (the host's net.core.rmem_default).
+    pub rcvbuf: usize,
     pub gc_trigger: usize,
     pub somaxconn: usize,
     /// Where the tree is mounted: absolute paths under it name tree paths.
@@ -102,6 +120,7 @@ impl Default for Config {
             hash_buckets: 256,
             max_dgram_qlen: host_max_dgram_qlen(),
             sndbuf: 212992,
+            rcvbuf: bufsize::rcvbuf_default(),
             gc_trigger: 16000,
             somaxconn: SOMAXCONN,
             mountpoint: None,
@@ -136,7 +155,7 @@ pub struct Engine {
     /// Received sockets not yet opened, by their directory number.
     unopened: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
     /// Passed files that are not udsfs sockets, between the channel and a queue.
-    pub depot: held::Depot,
+    pub depot: rights::Depot,
     /// Pidfds of senders and peers, made while they surely live.
     pub pins: pins::Pins,
     /// Observers of every message and connection event (tap.rs).
@@ -160,7 +179,7 @@ impl Engine {
             aliases: Quota::new("received socket entries"),
             gc: gc::Collector::new(),
             unopened: Mutex::new(Default::default()),
-            depot: held::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),
+            depot: rights::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),
             pins: pins::Pins::default(),
             taps: tap::Taps::default(),
             cfg,
@@ -209,9 +228,13 @@ impl Engine {
             return Err(Errno::ENFILE);
         }
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
-        let (sndbuf, qlen) = (self.cfg.sndbuf, self.cfg.max_dgram_qlen);
+        let defaults = socket::SockDefaults {
+            sndbuf: self.cfg.sndbuf,
+            rcvbuf: self.cfg.rcvbuf,
+            max_dgram_qlen: self.cfg.max_dgram_qlen,
+        };
         let (_, SockDir { sock, .. }) = self.socks.insert(|id| SockDir {
-            sock: Arc::new(Socket::new(id, generation, ty, sndbuf, qlen)),
+            sock: Arc::new(Socket::new(id, generation, ty, defaults)),
             uid,
             gid,
             charged,
@@ -272,9 +295,11 @@ impl Engine {
         // Two fresh sockets, distinct by construction: one lock at a time.
         for (s, peer) in [(&a, &b), (&b, &a)] {
             let mut st = s.lock();
-            st.conn = socket::Conn::Connected(peer.clone());
-            st.peercred = Some(cred);
-            st.peer_pin = pin.clone();
+            let cred = socket::PeerCred {
+                cred,
+                pin: pin.clone(),
+            };
+            st.conn = socket::Conn::connected(peer.clone(), Some(cred));
         }
         (a, b)
     }
@@ -289,8 +314,9 @@ impl Engine {
     /// SO_PEERPIDFD: the pinned peer as a pidfd tag to claim over the fd
     /// channel for the caller (ENODATA without a peer, as Linux).
     pub fn peer_pidfd(&self, s: &Arc<Socket>, caller: &Caller) -> Result<u64> {
-        let pin = s.lock().peer_pin.clone().ok_or(Errno::ENODATA)?;
-        Ok(self.depot.hold_received_pidfd(s.id, caller.fsuid, pin))
+        let pin = s.lock().conn.cred().and_then(|c| c.pin.clone());
+        let pin = pin.ok_or(Errno::ENODATA)?;
+        Ok(self.depot.keep_received_pidfd(s.id, caller.fsuid, pin))
     }
 
     /// The socket directory `.udsfs/sock/N`.
@@ -353,13 +379,6 @@ impl Engine {
             && d.sock.id != c.id
         {
             self.remove_alias(&d.sock, c.id);
-        }
-    }
-
-    /// Gives back the claim a received entry holds until it is opened.
-    fn release_delivery(&self, id: u64) {
-        if let Some(d) = self.socks.get(id) {
-            self.release_claim(Claim { id, refs: d.refs });
         }
     }
 
@@ -437,100 +456,6 @@ impl Engine {
     fn remove_alias(&self, sock: &Arc<Socket>, id: u64) {
         sock.lock().aliases.retain(|a| *a != id);
         self.remove_dir(id);
-    }
-
-    /// Hands sockets received by `receiver` to the reading user: each gets
-    /// a directory of its own, holding the reference until it is opened.
-    pub fn deliver_rights(
-        &self,
-        receiver: &Arc<Socket>,
-        rights: Vec<Arc<Socket>>,
-        uid: u32,
-        gid: u32,
-        limit: usize,
-    ) -> Vec<u64> {
-        // Like file descriptors past the reader's RLIMIT_NOFILE (MSG_CTRUNC),
-        // received entries past `limit` unopened ones are closed: a reader
-        // that never opens them cannot make the daemon grow without bound.
-        let room = {
-            let mut st = receiver.lock();
-            let unopened = self.unopened.lock();
-            st.received.retain(|id| unopened.contains_key(id));
-            limit.saturating_sub(st.received.len())
-        };
-        let mut ids = Vec::with_capacity(rights.len().min(room));
-        for (i, r) in rights.into_iter().enumerate() {
-            if i >= room {
-                log::info!(
-                    "socket {}: received socket {} dropped: {limit} unopened already",
-                    receiver.id,
-                    r.id
-                );
-                self.put(&r);
-                continue;
-            }
-            // Past the reader's share of entries it is closed the same way.
-            if self.aliases.take(uid, 1).is_err() {
-                self.put(&r);
-                continue;
-            }
-            let id = self.new_alias(&r, uid, gid);
-            self.unopened.lock().insert(id, r);
-            ids.push(id);
-        }
-        let dead = {
-            let mut st = receiver.lock();
-            st.received.extend(&ids);
-            st.dead
-        };
-        if dead {
-            // The receiver closed meanwhile: nobody can open them through it.
-            for id in &ids {
-                let r = self.unopened.lock().remove(id);
-                if let Some(r) = r {
-                    self.remove_alias(&r, *id);
-                    self.put(&r);
-                }
-            }
-        }
-        ids
-    }
-
-    /// Opening a file of `.udsfs/sock/H` adopts a received socket: the
-    /// caller's handle (already held) replaces the entry's reference.
-    pub fn adopt(&self, id: u64) {
-        let r = self.unopened.lock().remove(&id);
-        if let Some(r) = r {
-            self.release_delivery(id);
-            self.put(&r);
-        }
-    }
-
-    /// Sockets `caller` may pass: its own (or any, for root), alive.
-    pub fn hold_for_passing(&self, ids: &[u64], caller: &Caller) -> Result<Vec<Arc<Socket>>> {
-        let mut held: Vec<Arc<Socket>> = Vec::with_capacity(ids.len());
-        let undo = |held: &Vec<Arc<Socket>>| held.iter().for_each(|s| self.put(s));
-        for &id in ids {
-            let Some(d) = self.dir(id) else {
-                undo(&held);
-                return Err(Errno::EBADF);
-            };
-            if !caller.is_root() && d.uid != caller.fsuid {
-                undo(&held);
-                return Err(Errno::EACCES);
-            }
-            // Only what its owner still holds, as only held fds pass.
-            if !d.refs.live() {
-                undo(&held);
-                return Err(Errno::EBADF);
-            }
-            if d.sock.lock().embryo || !self.try_hold(&d.sock) {
-                undo(&held);
-                return Err(Errno::EBADF);
-            }
-            held.push(d.sock);
-        }
-        Ok(held)
     }
 
     /// Turns a path given by a caller into a tree path: absolute paths must

@@ -17,15 +17,24 @@ fn setup(ty: SockType) -> (Arc<Engine>, Caller, Arc<Socket>, Arc<Socket>) {
 }
 
 fn oob(e: &Engine, c: &Caller, s: &Arc<Socket>, data: &[u8]) -> Result<usize> {
-    e.send_oob(s, data, None, None, &mut Vec::new(), &mut Vec::new(), c)
+    e.sendmsg(s, SendMsg::new(data).oob(), c, None)
 }
 
 fn read(e: &Engine, s: &Arc<Socket>, n: usize) -> Result<Vec<u8>> {
-    e.recv(s, n, None).map(|r| r.data)
+    e.recvmsg(s, RecvFlags::new(n), None).map(|r| r.data)
 }
 
 fn peek(e: &Engine, s: &Arc<Socket>, n: usize) -> Result<Vec<u8>> {
-    e.peek(s, n).map(|r| r.data)
+    e.recvmsg(s, RecvFlags::peek(n), None).map(|r| r.data)
+}
+
+fn recv_oob(e: &Engine, s: &Arc<Socket>, peek: bool) -> Result<u8> {
+    let f = RecvFlags {
+        oob: true,
+        peek,
+        ..RecvFlags::new(1)
+    };
+    e.recvmsg(s, f, None).map(|r| r.data[0])
 }
 
 fn pri(e: &Engine, s: &Arc<Socket>) -> bool {
@@ -36,16 +45,16 @@ fn pri(e: &Engine, s: &Arc<Socket>) -> bool {
 fn a_read_stops_before_the_oob_byte_and_the_mark_follows() {
     let (e, c, a, b) = setup(SockType::Stream);
     assert_eq!(oob(&e, &c, &a, b"hello"), Ok(5));
-    e.send(&a, b"world", None, None, &c, None).unwrap();
+    e.sendmsg(&a, SendMsg::new(b"world"), &c, None).unwrap();
     assert!(pri(&e, &b));
     assert_eq!(e.at_oob_mark(&b), Ok(false));
     assert_eq!(peek(&e, &b, 10).unwrap(), b"hell");
     assert_eq!(read(&e, &b, 10).unwrap(), b"hell");
     assert_eq!(e.at_oob_mark(&b), Ok(true));
-    assert_eq!(e.recv_oob(&b, true), Ok(b'o'));
-    assert_eq!(e.recv_oob(&b, false), Ok(b'o'));
+    assert_eq!(recv_oob(&e, &b, true), Ok(b'o'));
+    assert_eq!(recv_oob(&e, &b, false), Ok(b'o'));
     assert!(!pri(&e, &b));
-    assert_eq!(e.recv_oob(&b, false), Err(Errno::EINVAL));
+    assert_eq!(recv_oob(&e, &b, false), Err(Errno::EINVAL));
     // The taken OOB byte still marks its place.
     assert_eq!(e.at_oob_mark(&b), Ok(true));
     assert_eq!(read(&e, &b, 10).unwrap(), b"world");
@@ -57,11 +66,11 @@ fn an_unread_oob_byte_is_dropped_by_a_read_unless_inline() {
     let (e, c, a, b) = setup(SockType::Stream);
     oob(&e, &c, &a, b"x").unwrap();
     assert_eq!(read(&e, &b, 1), Err(Errno::EAGAIN));
-    assert_eq!(e.recv_oob(&b, false), Err(Errno::EINVAL));
+    assert_eq!(recv_oob(&e, &b, false), Err(Errno::EINVAL));
     assert_eq!(e.info(&b).inq, Some(0));
     e.set_oob_inline(&b, true);
     oob(&e, &c, &a, b"y").unwrap();
-    assert_eq!(e.recv_oob(&b, false), Err(Errno::EINVAL));
+    assert_eq!(recv_oob(&e, &b, false), Err(Errno::EINVAL));
     assert!(pri(&e, &b));
     assert_eq!(read(&e, &b, 5).unwrap(), b"y");
     assert!(!pri(&e, &b));
@@ -72,10 +81,10 @@ fn a_second_oob_byte_makes_the_first_ordinary_data() {
     let (e, c, a, b) = setup(SockType::Stream);
     oob(&e, &c, &a, b"hello").unwrap();
     oob(&e, &c, &a, b"wor").unwrap();
-    e.send(&a, b"ld", None, None, &c, None).unwrap();
+    e.sendmsg(&a, SendMsg::new(b"ld"), &c, None).unwrap();
     assert_eq!(read(&e, &b, 10).unwrap(), b"hellowo");
     assert_eq!(e.at_oob_mark(&b), Ok(true));
-    assert_eq!(e.recv_oob(&b, false), Ok(b'r'));
+    assert_eq!(recv_oob(&e, &b, false), Ok(b'r'));
     assert_eq!(read(&e, &b, 10).unwrap(), b"ld");
 }
 
@@ -83,11 +92,11 @@ fn a_second_oob_byte_makes_the_first_ordinary_data() {
 fn oob_is_refused_where_linux_refuses_it() {
     let (e, c, a, b) = setup(SockType::Stream);
     assert_eq!(oob(&e, &c, &a, b""), Err(Errno::EOPNOTSUPP));
-    assert_eq!(e.recv_oob(&b, false), Err(Errno::EINVAL));
+    assert_eq!(recv_oob(&e, &b, false), Err(Errno::EINVAL));
     for ty in [SockType::Dgram, SockType::Seqpacket] {
         let (e, c, a, b) = setup(ty);
         assert_eq!(oob(&e, &c, &a, b"ab"), Err(Errno::EOPNOTSUPP));
-        assert_eq!(e.recv_oob(&b, false), Err(Errno::EOPNOTSUPP));
+        assert_eq!(recv_oob(&e, &b, false), Err(Errno::EOPNOTSUPP));
         assert_eq!(e.at_oob_mark(&b), Err(Errno::EOPNOTSUPP));
     }
 }
@@ -96,8 +105,8 @@ fn oob_is_refused_where_linux_refuses_it() {
 fn the_peek_offset_moves_with_peeks_and_reads() {
     let (e, c, a, b) = setup(SockType::Stream);
     e.set_peek_off(&b, 0);
-    e.send(&a, b"abc", None, None, &c, None).unwrap();
-    e.send(&a, b"defg", None, None, &c, None).unwrap();
+    e.sendmsg(&a, SendMsg::new(b"abc"), &c, None).unwrap();
+    e.sendmsg(&a, SendMsg::new(b"defg"), &c, None).unwrap();
     assert_eq!(peek(&e, &b, 2).unwrap(), b"ab");
     assert_eq!(peek(&e, &b, 2).unwrap(), b"cd");
     assert_eq!(read(&e, &b, 3).unwrap(), b"abc");
@@ -112,9 +121,9 @@ fn the_peek_offset_moves_with_peeks_and_reads() {
 fn a_dgram_peek_offset_skips_whole_messages() {
     let (e, c, a, b) = setup(SockType::Dgram);
     e.set_peek_off(&b, 2);
-    e.send(&a, b"abc", None, None, &c, None).unwrap();
-    e.send(&a, b"defg", None, None, &c, None).unwrap();
-    let r = e.peek(&b, 10).unwrap();
+    e.sendmsg(&a, SendMsg::new(b"abc"), &c, None).unwrap();
+    e.sendmsg(&a, SendMsg::new(b"defg"), &c, None).unwrap();
+    let r = e.recvmsg(&b, RecvFlags::peek(10), None).unwrap();
     assert_eq!((r.data.as_slice(), r.full_len), (&b"c"[..], 1));
     assert_eq!(peek(&e, &b, 10).unwrap(), b"defg");
     assert_eq!(read(&e, &b, 10).unwrap(), b"abc");

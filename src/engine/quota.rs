@@ -185,6 +185,7 @@ impl Drop for Charge {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::{RecvFlags, SendMsg};
 
     #[test]
     fn total_then_shares() {
@@ -268,9 +269,9 @@ mod tests {
         // Passing x makes a received alias directory; it is not a socket.
         e.hold(&x);
         let mut rights = vec![x.clone()];
-        e.send_msg(&a, b"x", None, None, &mut rights, &u1, None)
+        e.sendmsg(&a, SendMsg::new(b"x").rights(&mut rights), &u1, None)
             .unwrap();
-        let got = e.recv(&b, 10, None).unwrap();
+        let got = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
         let ids = e.deliver_rights(&b, got.rights, 1000, 1000, 16);
         assert_eq!(ids.len(), 1);
         assert_eq!(

@@ -122,11 +122,17 @@ impl SockTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::socket::SockType;
+    use crate::engine::socket::{SockDefaults, SockType};
+
+    const DEFAULTS: SockDefaults = SockDefaults {
+        sndbuf: 1,
+        rcvbuf: 1,
+        max_dgram_qlen: 1,
+    };
 
     fn dir(id: u64, generation: u64) -> SockDir {
         SockDir {
-            sock: Arc::new(Socket::new(id, generation, SockType::Stream, 1, 1)),
+            sock: Arc::new(Socket::new(id, generation, SockType::Stream, DEFAULTS)),
             uid: 0,
             gid: 0,
             charged: 0,

@@ -1,5 +1,7 @@
 //! One socket: its type, its connection state as an enum, its receive queue
-//! and the waiters on it. The operations that change sockets are in `ops`.
+//! and the waiters on it. The operations on sockets are `Engine` methods in
+//! the modules named after them (proto/ for messages, bind.rs, connect.rs,
+//! lifecycle.rs).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -10,47 +12,10 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::addr::Addr;
 use super::cred::Ucred;
-use super::names::NameKey;
+use super::name_key::NameKey;
 use super::wait::WaitList;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SockType {
-    Stream,
-    Dgram,
-    Seqpacket,
-}
-
-impl SockType {
-    pub fn name(self) -> &'static str {
-        match self {
-            SockType::Stream => "stream",
-            SockType::Dgram => "dgram",
-            SockType::Seqpacket => "seqpacket",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<SockType> {
-        match s {
-            "stream" => Some(SockType::Stream),
-            "dgram" => Some(SockType::Dgram),
-            "seqpacket" => Some(SockType::Seqpacket),
-            _ => None,
-        }
-    }
-
-    /// The SOCK_* number /proc/net/unix shows.
-    pub fn number(self) -> u32 {
-        match self {
-            SockType::Stream => 1,
-            SockType::Dgram => 2,
-            SockType::Seqpacket => 5,
-        }
-    }
-
-    pub fn connection_oriented(self) -> bool {
-        self != SockType::Dgram
-    }
-}
+pub use super::socktype::SockType;
 
 pub const RCV_SHUTDOWN: u8 = 1;
 pub const SEND_SHUTDOWN: u8 = 2;
@@ -84,11 +49,15 @@ pub struct Msg {
     /// oob_skb); at most one message of a queue has it.
     pub oob: bool,
     /// Other files passed with it, held by the daemon (charged to `rights_uid`).
-    pub files: Vec<super::held::HeldFile>,
+    pub files: Vec<super::depot::PassedFile>,
     /// The sender's pin (src/engine/pins.rs), made at send time for a
     /// reader with SO_PASSPIDFD and shared by its messages, so that
     /// SCM_PIDFD names it even once it has exited.
     pub pidfd: Option<super::pins::Pin>,
+    /// Its number for the taps (0: queued while none was attached).
+    pub msg_id: u64,
+    /// Who sent it, as the taps see it (default while none is attached).
+    pub origin: super::tap::Origin,
 }
 
 impl Msg {
@@ -105,68 +74,213 @@ impl SockState {
     }
 }
 
-/// What the socket is connected to, if anything.
+/// SO_PEERCRED as connect, listen or socketpair set it, and the process it
+/// names pinned when it was set (SO_PEERPIDFD; src/engine/pins.rs); `pin`
+/// is None when it could not be pinned.
+#[derive(Clone, Debug)]
+pub struct PeerCred {
+    pub cred: Ucred,
+    pub pin: Option<super::pins::Pin>,
+}
+
+/// What the socket is connected to, with what each state owns: a state
+/// change is one assignment of a new variant.
 pub enum Conn {
-    Unconnected,
+    /// `cred`: a dgram socket keeps the SO_PEERCRED socketpair gave it
+    /// through connects and disconnects, as Linux does; None otherwise.
+    Unconnected { cred: Option<PeerCred> },
     Listening {
         backlog: usize,
         /// Connections not yet accepted (embryos); each holds one reference.
         pending: VecDeque<Arc<Socket>>,
+        /// The listening process's credentials, which its clients get as
+        /// SO_PEERCRED (and it gets itself).
+        cred: PeerCred,
     },
     /// Connected (stream, seqpacket) or with a default peer (dgram). The peer
     /// may be dead: stream peers then see EOF, dgram senders ECONNREFUSED once.
-    Connected(Arc<Socket>),
+    Connected {
+        peer: Arc<Socket>,
+        cred: Option<PeerCred>,
+        /// The stream/seqpacket peer closed (set by the peer's release, so
+        /// that reading the state never needs the peer's lock).
+        peer_gone: bool,
+        /// An embryo: the server end of a connection not yet accepted, and
+        /// the listener whose queue it waits in.
+        listener: Option<u64>,
+    },
+    /// Its last reference went (unix_release_sock ran): whoever still
+    /// reaches it (a peer, a sender holding it) sees it gone.
+    Closed,
+}
+
+impl Conn {
+    pub const UNCONNECTED: Conn = Conn::Unconnected { cred: None };
+
+    /// A fresh connection to `peer`.
+    pub fn connected(peer: Arc<Socket>, cred: Option<PeerCred>) -> Conn {
+        Conn::Connected {
+            peer,
+            cred,
+            peer_gone: false,
+            listener: None,
+        }
+    }
+
+    /// SO_PEERCRED, whatever the state.
+    pub fn cred(&self) -> Option<&PeerCred> {
+        match self {
+            Conn::Unconnected { cred } | Conn::Connected { cred, .. } => cred.as_ref(),
+            Conn::Listening { cred, .. } => Some(cred),
+            Conn::Closed => None,
+        }
+    }
+
+    /// What SO_PEERCRED a dgram socket keeps when its peer changes.
+    pub fn kept_cred(&self) -> Option<PeerCred> {
+        self.cred().cloned()
+    }
+
+    pub fn is_connected(&self) -> bool {
+        matches!(self, Conn::Connected { .. })
+    }
+
+    pub fn is_listening(&self) -> bool {
+        matches!(self, Conn::Listening { .. })
+    }
+
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Conn::Closed)
+    }
+
+    pub fn is_unconnected(&self) -> bool {
+        matches!(self, Conn::Unconnected { .. })
+    }
+
+    /// For an embryo, the listener it waits in.
+    pub fn embryo_of(&self) -> Option<u64> {
+        match self {
+            Conn::Connected { listener, .. } => *listener,
+            _ => None,
+        }
+    }
+
+    pub fn is_embryo(&self) -> bool {
+        self.embryo_of().is_some()
+    }
 }
 
 pub struct SockState {
     pub conn: Conn,
+    pub queue: RecvQueue,
     pub name: Option<Arc<BoundName>>,
-    pub rcvq: VecDeque<Msg>,
-    pub rcvq_bytes: usize,
     pub shutdown: u8,
     /// Pending socket error (sk_err), reported once.
     pub err: Option<Errno>,
     pub passcred: bool,
     /// SO_PASSPIDFD: the reader gets a pidfd of each message's sender.
     pub passpidfd: bool,
-    pub peercred: Option<Ucred>,
-    /// The process `peercred` names, pinned when it was set (SO_PEERPIDFD;
-    /// src/engine/pins.rs); None when it could not be pinned.
-    pub peer_pin: Option<super::pins::Pin>,
     pub sndbuf: usize,
     /// SO_RCVBUF: read back only (AF_UNIX limits nothing by it).
     pub rcvbuf: usize,
-    pub max_dgram_qlen: usize,
-    /// Not yet accepted: the listener it waits in.
-    pub embryo: bool,
-    pub dead: bool,
-    /// Waiting to read (data, connections, EOF, errors).
-    pub readers: WaitList,
-    /// Waiting for room in this socket's queue, or in its sender budget.
-    pub writers: WaitList,
     /// Extra `.udsfs/sock/H` entries that refer to this socket.
     pub aliases: Vec<u64>,
     /// Entries this socket received and nobody opened yet.
     pub received: Vec<u64>,
-    /// For an embryo: the listener whose queue it waits in.
-    pub listener_id: Option<u64>,
-    /// The stream/seqpacket peer closed (set by the peer's release, so that
-    /// reading the state never needs the peer's lock).
-    pub peer_gone: bool,
-    /// A message with `oob` may be queued: spares poll a queue scan.
-    pub oob_queued: bool,
     /// SO_OOBINLINE: the OOB byte is read in line, MSG_OOB is refused.
     pub oob_inline: bool,
-    /// SO_PEEK_OFF: where the next MSG_PEEK starts; negative means off.
-    pub peek_off: i32,
     /// Who gets SIGURG when an OOB byte arrives (F_SETOWN, FIOSETOWN).
-    pub urg_owner: Option<super::oob::UrgOwner>,
+    pub urg_owner: Option<super::urg::UrgOwner>,
 }
 
-impl SockState {
+/// A socket's receive queue: the messages (or stream chunks), the bytes
+/// they hold, who waits to read them and who waits for room in them.
+pub struct RecvQueue {
+    pub msgs: VecDeque<Msg>,
+    /// Unread bytes (SIOCINQ of a stream).
+    pub bytes: usize,
+    /// Waiting to read (data, connections, EOF, errors).
+    pub readers: WaitList,
+    /// Waiting for room in this queue, or in this socket's sender budget.
+    pub writers: WaitList,
+    /// net.unix.max_dgram_qlen: a dgram sender waits past it.
+    pub max_dgram_qlen: usize,
+    /// A message with `oob` may be queued: spares poll a queue scan.
+    pub oob_queued: bool,
+    /// SO_PEEK_OFF: where the next MSG_PEEK starts; negative means off.
+    pub peek_off: i32,
+}
+
+impl RecvQueue {
+    pub fn new(max_dgram_qlen: usize) -> RecvQueue {
+        RecvQueue {
+            msgs: VecDeque::new(),
+            bytes: 0,
+            readers: WaitList::default(),
+            writers: WaitList::default(),
+            max_dgram_qlen,
+            oob_queued: false,
+            peek_off: -1,
+        }
+    }
+
+    /// Queues `m` with its accounting; the readers to wake: every one for
+    /// a stream chunk, one for a message (no thundering herd).
+    pub fn push(&mut self, m: Msg, wake_all: bool) -> Vec<super::wait::Waiter> {
+        if m.oob {
+            // The older OOB byte, if any, becomes ordinary data.
+            for old in self.msgs.iter_mut() {
+                old.oob = false;
+            }
+            self.oob_queued = true;
+        }
+        self.bytes += m.data.len();
+        self.msgs.push_back(m);
+        if wake_all {
+            self.readers.take()
+        } else {
+            self.readers.take_for_one()
+        }
+    }
+
+    /// Takes the first message whole, with its accounting (SO_PEEK_OFF
+    /// moves back past it, sk_peek_offset_bwd).
+    pub fn pop(&mut self) -> Option<Msg> {
+        let m = self.msgs.pop_front()?;
+        self.bytes -= m.data.len();
+        self.peek_off_back(m.data.len());
+        Some(m)
+    }
+
+    /// Takes every message (a purge), the bytes with them.
+    pub fn drain(&mut self) -> VecDeque<Msg> {
+        self.bytes = 0;
+        std::mem::take(&mut self.msgs)
+    }
+
+    /// A dgram receiver's queue is full past max_dgram_qlen messages
+    /// (unix_recvq_full_lockless: more than the limit, not equal).
+    pub fn full(&self) -> bool {
+        self.msgs.len() > self.max_dgram_qlen
+    }
+
     /// An OOB byte waits to be read with MSG_OOB (Linux's oob_skb is set).
     pub fn oob_pending(&self) -> bool {
-        self.oob_queued && self.rcvq.iter().any(|m| m.oob)
+        self.oob_queued && self.msgs.iter().any(|m| m.oob)
+    }
+
+    /// SO_PEEK_OFF after a read of `n` bytes (sk_peek_offset_bwd).
+    pub fn peek_off_back(&mut self, n: usize) {
+        if self.peek_off >= 0 {
+            self.peek_off = (self.peek_off as i64 - n as i64).max(0) as i32;
+        }
+    }
+
+    /// SO_PEEK_OFF after a peek of `n` bytes (sk_peek_offset_fwd).
+    pub fn peek_off_forward(&mut self, n: usize) {
+        if self.peek_off >= 0 {
+            self.peek_off = self.peek_off.saturating_add(n as i32);
+        }
     }
 }
 
@@ -193,43 +307,40 @@ pub struct Socket {
     pub options: super::sockflags::Options,
 }
 
+/// What a new socket starts with (from `Config`: the engine reads no
+/// sysctl for each socket).
+#[derive(Clone, Copy, Debug)]
+pub struct SockDefaults {
+    pub sndbuf: usize,
+    /// SO_RCVBUF: net.core.rmem_default.
+    pub rcvbuf: usize,
+    pub max_dgram_qlen: usize,
+}
+
 impl Socket {
-    pub fn new(
-        id: u64,
-        generation: u64,
-        ty: SockType,
-        sndbuf: usize,
-        max_dgram_qlen: usize,
-    ) -> Socket {
+    pub fn new(id: u64, generation: u64, ty: SockType, defaults: SockDefaults) -> Socket {
+        let SockDefaults {
+            sndbuf,
+            rcvbuf,
+            max_dgram_qlen,
+        } = defaults;
         Socket {
             id,
             ty,
             generation,
             st: Mutex::new(SockState {
-                conn: Conn::Unconnected,
+                conn: Conn::UNCONNECTED,
+                queue: RecvQueue::new(max_dgram_qlen),
                 name: None,
-                rcvq: VecDeque::new(),
-                rcvq_bytes: 0,
                 shutdown: 0,
                 err: None,
                 passcred: false,
                 passpidfd: false,
-                peercred: None,
-                peer_pin: None,
                 sndbuf,
-                rcvbuf: super::bufsize::rcvbuf_default(),
-                max_dgram_qlen,
-                embryo: false,
-                dead: false,
-                readers: WaitList::default(),
-                writers: WaitList::default(),
+                rcvbuf,
                 aliases: Vec::new(),
                 received: Vec::new(),
-                listener_id: None,
-                peer_gone: false,
-                oob_queued: false,
                 oob_inline: false,
-                peek_off: -1,
                 urg_owner: None,
             }),
             bind_lock: Mutex::new(()),
@@ -260,12 +371,12 @@ impl Socket {
 
     /// unix_writable(): the sender budget is at most a quarter used.
     pub fn writable(&self, st: &SockState) -> bool {
-        !matches!(st.conn, Conn::Listening { .. }) && self.wmem() * 4 <= st.sndbuf
+        !st.conn.is_listening() && self.wmem() * 4 <= st.sndbuf
     }
 
     pub fn peer(st: &SockState) -> Option<&Arc<Socket>> {
         match &st.conn {
-            Conn::Connected(p) => Some(p),
+            Conn::Connected { peer, .. } => Some(peer),
             _ => None,
         }
     }
@@ -273,10 +384,13 @@ impl Socket {
     /// The state word status files and /proc/net/unix use.
     pub fn state_name(&self, st: &SockState) -> &'static str {
         match &st.conn {
-            Conn::Unconnected => "unconnected",
+            Conn::Unconnected { .. } => "unconnected",
             Conn::Listening { .. } => "listening",
-            Conn::Connected(_) if st.peer_gone => "disconnected",
-            Conn::Connected(_) => "connected",
+            Conn::Connected {
+                peer_gone: true, ..
+            } => "disconnected",
+            Conn::Connected { .. } => "connected",
+            Conn::Closed => "closed",
         }
     }
 }
@@ -323,8 +437,13 @@ mod tests {
 
     #[test]
     fn lock2_refuses_the_same_socket_twice() {
-        let a = Socket::new(1, 1, SockType::Stream, 1000, 10);
-        let b = Socket::new(2, 2, SockType::Stream, 1000, 10);
+        let d = SockDefaults {
+            sndbuf: 1000,
+            rcvbuf: 1000,
+            max_dgram_qlen: 10,
+        };
+        let a = Socket::new(1, 1, SockType::Stream, d);
+        let b = Socket::new(2, 2, SockType::Stream, d);
         assert_eq!(lock2(&a, &a).err(), Some(Errno::EINVAL));
         let (ga, gb) = lock2(&b, &a).expect("two sockets");
         drop((ga, gb));

@@ -47,21 +47,34 @@ impl Engine {
         let inq = if listening {
             None
         } else if s.ty == SockType::Dgram {
-            Some(st.rcvq.front().map_or(0, |m| m.remaining()))
+            Some(st.queue.msgs.front().map_or(0, |m| m.remaining()))
         } else {
-            Some(st.rcvq_bytes)
+            Some(st.queue.bytes)
         };
         SockInfo {
             ty: s.ty,
             listening,
             passcred: st.passcred,
             passpidfd: st.passpidfd,
-            peercred: st.peercred,
+            peercred: st.conn.cred().map(|c| c.cred),
             sndbuf: st.sndbuf,
             rcvbuf: st.rcvbuf,
             inq,
             outq: s.wmem(),
         }
+    }
+
+    pub fn set_passpidfd(&self, s: &Arc<Socket>, on: bool) {
+        s.lock().passpidfd = on;
+    }
+
+    pub fn set_passcred(&self, s: &Arc<Socket>, on: bool) {
+        s.lock().passcred = on;
+    }
+
+    /// SO_PEEK_OFF: any negative value turns it off (and reads back as given).
+    pub fn set_peek_off(&self, s: &Arc<Socket>, off: i32) {
+        s.lock().queue.peek_off = off;
     }
 
     /// SO_ERROR: the pending error, cleared by reading it.
@@ -75,7 +88,7 @@ impl Engine {
         if s.ty == SockType::Stream {
             return None;
         }
-        s.lock().rcvq.front().map(|m| m.data.len())
+        s.lock().queue.msgs.front().map(|m| m.data.len())
     }
 }
 
@@ -84,21 +97,22 @@ mod tests {
     use super::super::tests::{engine, root};
     use super::*;
     use crate::engine::Addr;
+    use crate::engine::{RecvFlags, SendMsg};
 
     #[test]
     fn queue_figures_follow_unix_inq_len() {
         let e = engine();
         let c = root();
         let (a, b) = e.socketpair(SockType::Dgram, &c);
-        e.send(&a, b"12345", None, None, &c, None).unwrap();
-        e.send(&a, b"123", None, None, &c, None).unwrap();
+        e.sendmsg(&a, SendMsg::new(b"12345"), &c, None).unwrap();
+        e.sendmsg(&a, SendMsg::new(b"123"), &c, None).unwrap();
         // dgram: the next message only; the sender's queued bytes are charged.
         assert_eq!(e.info(&b).inq, Some(5));
         assert!(e.info(&a).outq > 0);
         assert_eq!(e.next_message_len(&b), Some(5));
         let (s, t) = e.socketpair(SockType::Stream, &c);
-        e.send(&s, b"12345", None, None, &c, None).unwrap();
-        e.send(&s, b"123", None, None, &c, None).unwrap();
+        e.sendmsg(&s, SendMsg::new(b"12345"), &c, None).unwrap();
+        e.sendmsg(&s, SendMsg::new(b"123"), &c, None).unwrap();
         // stream: every unread byte.
         assert_eq!(e.info(&t).inq, Some(8));
         assert_eq!(e.next_message_len(&t), None);
@@ -116,17 +130,33 @@ mod tests {
         let e = engine();
         let c = root();
         let (a, b) = e.socketpair(SockType::Stream, &c);
-        assert_eq!(e.peek(&b, 10).unwrap_err(), Errno::EAGAIN);
-        e.send(&a, b"abc", None, None, &c, None).unwrap();
-        e.send(&a, b"def", None, None, &c, None).unwrap();
-        assert_eq!(e.peek(&b, 4).unwrap().data, b"abcd");
-        assert_eq!(e.peek(&b, 10).unwrap().data, b"abcdef");
-        assert_eq!(e.recv(&b, 10, None).unwrap().data, b"abcdef");
+        assert_eq!(
+            e.recvmsg(&b, RecvFlags::peek(10), None).unwrap_err(),
+            Errno::EAGAIN
+        );
+        e.sendmsg(&a, SendMsg::new(b"abc"), &c, None).unwrap();
+        e.sendmsg(&a, SendMsg::new(b"def"), &c, None).unwrap();
+        assert_eq!(
+            e.recvmsg(&b, RecvFlags::peek(4), None).unwrap().data,
+            b"abcd"
+        );
+        assert_eq!(
+            e.recvmsg(&b, RecvFlags::peek(10), None).unwrap().data,
+            b"abcdef"
+        );
+        assert_eq!(
+            e.recvmsg(&b, RecvFlags::new(10), None).unwrap().data,
+            b"abcdef"
+        );
         let (d, f) = e.socketpair(SockType::Dgram, &c);
-        e.send(&d, b"0123456789", None, None, &c, None).unwrap();
-        let p = e.peek(&f, 4).unwrap();
+        e.sendmsg(&d, SendMsg::new(b"0123456789"), &c, None)
+            .unwrap();
+        let p = e.recvmsg(&f, RecvFlags::peek(4), None).unwrap();
         assert_eq!((p.data.as_slice(), p.full_len), (&b"0123"[..], 10));
-        assert_eq!(e.recv(&f, 100, None).unwrap().data, b"0123456789");
+        assert_eq!(
+            e.recvmsg(&f, RecvFlags::new(100), None).unwrap().data,
+            b"0123456789"
+        );
     }
 
     #[test]

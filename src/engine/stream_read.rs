@@ -5,22 +5,9 @@
 
 use nix::errno::Errno;
 
-use super::socket::{Conn, RCV_SHUTDOWN, SockState};
-use super::{Engine, Received, Result, Ucred, Wakeups};
-
-/// SO_PEEK_OFF after a read of `n` bytes (sk_peek_offset_bwd).
-pub(crate) fn peek_off_back(st: &mut SockState, n: usize) {
-    if st.peek_off >= 0 {
-        st.peek_off = (st.peek_off as i64 - n as i64).max(0) as i32;
-    }
-}
-
-/// SO_PEEK_OFF after a peek of `n` bytes (sk_peek_offset_fwd).
-pub(crate) fn peek_off_forward(st: &mut SockState, n: usize) {
-    if st.peek_off >= 0 {
-        st.peek_off = st.peek_off.saturating_add(n as i32);
-    }
-}
+use super::message::{Piece, Received};
+use super::socket::{RCV_SHUTDOWN, SockState};
+use super::{Engine, Result, Ucred, Wakeups};
 
 impl Engine {
     /// Up to `maxlen` bytes from the queue; `peek` leaves them queued (only
@@ -33,14 +20,14 @@ impl Engine {
         peek: bool,
         wake: &mut Wakeups,
     ) -> Result<Received> {
-        if !matches!(st.conn, Conn::Connected(_)) {
+        if !st.conn.is_connected() {
             return Err(Errno::EINVAL);
         }
         let mut out = Received::default();
         if maxlen == 0 {
             // unix_stream_read_generic with size 0 waits as for one byte;
             // the first chunk gives up its passed files (its bytes stay).
-            let Some(m) = st.rcvq.front_mut() else {
+            let Some(m) = st.queue.msgs.front_mut() else {
                 if let Some(e) = st.err.take() {
                     return Err(e);
                 }
@@ -58,9 +45,13 @@ impl Engine {
             out.creds = st.passcred.then_some(creds);
             return Ok(out);
         }
-        let mut skip = if peek { st.peek_off.max(0) as usize } else { 0 };
+        let mut skip = if peek {
+            st.queue.peek_off.max(0) as usize
+        } else {
+            0
+        };
         let mut first_creds: Option<Option<Ucred>> = None;
-        let mut at = (!st.rcvq.is_empty()).then_some(0);
+        let mut at = (!st.queue.msgs.is_empty()).then_some(0);
         // With passcred or passpidfd on, one read never spans two senders.
         let span_check = st.may_passcred();
         loop {
@@ -84,19 +75,19 @@ impl Engine {
                 return Err(Errno::EAGAIN);
             };
             // Whole chunks the peek offset passes over.
-            while skip >= st.rcvq[i].remaining() {
-                skip -= st.rcvq[i].remaining();
+            while skip >= st.queue.msgs[i].remaining() {
+                skip -= st.queue.msgs[i].remaining();
                 i += 1;
-                if i >= st.rcvq.len() {
+                if i >= st.queue.msgs.len() {
                     break;
                 }
             }
-            if i >= st.rcvq.len() {
+            if i >= st.queue.msgs.len() {
                 at = None;
                 continue;
             }
             let want_pidfd = st.passpidfd;
-            let m = &mut st.rcvq[i];
+            let m = &mut st.queue.msgs[i];
             match first_creds {
                 None => {
                     first_creds = Some(m.creds);
@@ -117,39 +108,46 @@ impl Engine {
                 break;
             }
             let n = (m.remaining() - skip).min(maxlen - out.data.len());
+            if m.msg_id != 0 {
+                out.pieces.push(Piece {
+                    msg_id: m.msg_id,
+                    origin: m.origin,
+                    len: n,
+                });
+            }
             let from = m.off + skip;
             out.data.extend_from_slice(&m.data[from..from + n]);
             if peek {
                 // A peek gives the chunk's passed sockets as new references
-                // (held by the caller, `peek_waiting`) and stops there.
-                out.rights.extend(st.rcvq[i].rights.iter().cloned());
-                peek_off_forward(st, n);
-                if carries || out.data.len() >= maxlen || i + 1 >= st.rcvq.len() {
+                // (held by the caller, `recvmsg`) and stops there.
+                out.rights.extend(st.queue.msgs[i].rights.iter().cloned());
+                st.queue.peek_off_forward(n);
+                if carries || out.data.len() >= maxlen || i + 1 >= st.queue.msgs.len() {
                     break;
                 }
                 skip = 0;
                 at = Some(i + 1);
                 continue;
             }
-            let m = &mut st.rcvq[i];
+            let m = &mut st.queue.msgs[i];
             m.off += n;
             // Passed sockets come with the first read that touches their chunk.
             out.rights.extend(self.take_rights(receiver, m));
             out.files.extend(self.take_files(m));
             let left = m.remaining();
-            st.rcvq_bytes -= n;
-            peek_off_back(st, n);
+            st.queue.bytes -= n;
+            st.queue.peek_off_back(n);
             if left > 0 {
                 break;
             }
             // The sender's budget grows; the receiver's own writability does
             // not change (its budget is its own sends).
-            let m = st.rcvq.remove(i).expect("chunk exists");
+            let m = st.queue.msgs.remove(i).expect("chunk exists");
             self.uncharge(&m, wake);
             if carries || out.data.len() >= maxlen {
                 break;
             }
-            at = (!st.rcvq.is_empty()).then_some(0);
+            at = (!st.queue.msgs.is_empty()).then_some(0);
         }
         out.full_len = out.data.len();
         if st.passcred {
@@ -172,14 +170,14 @@ impl Engine {
         copied: bool,
         wake: &mut Wakeups,
     ) -> Option<usize> {
-        let m = &st.rcvq[i];
+        let m = &st.queue.msgs[i];
         if m.remaining() > 0 && !m.oob {
             return Some(i);
         }
         if m.remaining() == 0 {
             // An OOB byte already taken with MSG_OOB leaves an empty chunk.
-            let oob_pending = st.oob_pending();
-            if copied && (!oob_pending || st.rcvq[i].oob) {
+            let oob_pending = st.queue.oob_pending();
+            if copied && (!oob_pending || st.queue.msgs[i].oob) {
                 return None;
             }
             if peek {
@@ -187,11 +185,11 @@ impl Engine {
             } else {
                 self.discard_chunk(receiver, st, i, wake);
             }
-            if i >= st.rcvq.len() {
+            if i >= st.queue.msgs.len() {
                 return None;
             }
         }
-        if !st.rcvq[i].oob {
+        if !st.queue.msgs[i].oob {
             return Some(i);
         }
         if copied {
@@ -201,23 +199,23 @@ impl Engine {
             return if st.oob_inline {
                 Some(i)
             } else {
-                (i + 1 < st.rcvq.len()).then_some(i + 1)
+                (i + 1 < st.queue.msgs.len()).then_some(i + 1)
             };
         }
-        st.rcvq[i].oob = false;
-        st.oob_queued = false;
+        st.queue.msgs[i].oob = false;
+        st.queue.oob_queued = false;
         if st.oob_inline {
             return Some(i);
         }
         // A read passing an unread OOB byte drops it.
         self.discard_chunk(receiver, st, i, wake);
-        (!st.rcvq.is_empty()).then_some(0)
+        (!st.queue.msgs.is_empty()).then_some(0)
     }
 
     /// Removes chunk `i` unread (what is left of it).
     fn discard_chunk(&self, receiver: u64, st: &mut SockState, i: usize, wake: &mut Wakeups) {
-        let m = st.rcvq.remove(i).expect("chunk exists");
-        st.rcvq_bytes -= m.remaining();
+        let m = st.queue.msgs.remove(i).expect("chunk exists");
+        st.queue.bytes -= m.remaining();
         self.dequeued(receiver, m, wake);
     }
 }

@@ -11,7 +11,7 @@ use parking_lot::RwLock;
 
 use super::addr::Addr;
 use super::cred::Ucred;
-use super::socket::SockType;
+use super::socktype::SockType;
 
 /// One socket as a tap reports it.
 #[derive(Clone, Debug)]

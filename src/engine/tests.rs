@@ -40,7 +40,7 @@ fn path(p: &str) -> Addr {
 }
 
 fn recv(e: &Engine, s: &Arc<Socket>, n: usize) -> Result<Vec<u8>> {
-    e.recv(s, n, None).map(|r| r.data)
+    e.recvmsg(s, RecvFlags::new(n), None).map(|r| r.data)
 }
 
 #[test]
@@ -52,11 +52,11 @@ fn dgram_boundaries_truncation_and_empty_messages() {
     let cli = e.socket(SockType::Dgram, &c);
     e.connect(&cli, &path("log.sock"), &c, None).unwrap();
     for m in [&b"one"[..], b"", b"0123456789"] {
-        e.send(&cli, m, None, None, &c, None).unwrap();
+        e.sendmsg(&cli, SendMsg::new(m), &c, None).unwrap();
     }
     assert_eq!(recv(&e, &srv, 100).unwrap(), b"one");
     assert_eq!(recv(&e, &srv, 100).unwrap(), b"");
-    let r = e.recv(&srv, 3, None).unwrap();
+    let r = e.recvmsg(&srv, RecvFlags::new(3), None).unwrap();
     assert_eq!((r.data.as_slice(), r.full_len), (&b"012"[..], 10));
     assert_eq!(recv(&e, &srv, 100), Err(Errno::EAGAIN));
 }
@@ -67,9 +67,12 @@ fn dgram_size_limit_comes_before_enotconn() {
     let c = root();
     let s = e.socket(SockType::Dgram, &c);
     let big = vec![0u8; 212961];
-    assert_eq!(e.send(&s, &big, None, None, &c, None), Err(Errno::EMSGSIZE));
     assert_eq!(
-        e.send(&s, &big[..212960], None, None, &c, None),
+        e.sendmsg(&s, SendMsg::new(&big), &c, None),
+        Err(Errno::EMSGSIZE)
+    );
+    assert_eq!(
+        e.sendmsg(&s, SendMsg::new(&big[..212960]), &c, None),
         Err(Errno::ENOTCONN)
     );
 }
@@ -83,27 +86,30 @@ fn dgram_queue_limit_and_mutual_exception() {
     let cli = e.socket(SockType::Dgram, &c);
     e.connect(&cli, &abs("q"), &c, None).unwrap();
     for _ in 0..11 {
-        e.send(&cli, b"x", None, None, &c, None).unwrap();
+        e.sendmsg(&cli, SendMsg::new(b"x"), &c, None).unwrap();
     }
-    assert_eq!(e.send(&cli, b"x", None, None, &c, None), Err(Errno::EAGAIN));
+    assert_eq!(
+        e.sendmsg(&cli, SendMsg::new(b"x"), &c, None),
+        Err(Errno::EAGAIN)
+    );
     // A blocked sender is woken by the receiver.
     let w = ThreadWaiter::new();
     let waiter: Waiter = w.clone();
     assert_eq!(
-        e.send(&cli, b"x", None, None, &c, Some(&waiter)),
+        e.sendmsg(&cli, SendMsg::new(b"x"), &c, Some(&waiter)),
         Err(Errno::EAGAIN)
     );
     recv(&e, &srv, 10).unwrap();
     w.wait();
-    e.send(&cli, b"x", None, None, &c, None).unwrap();
+    e.sendmsg(&cli, SendMsg::new(b"x"), &c, None).unwrap();
     // Mutually connected: bounded by the sender budget only.
     let (a, b) = e.socketpair(SockType::Dgram, &c);
     let mut n = 0;
-    while e.send(&a, b"x", None, None, &c, None).is_ok() {
+    while e.sendmsg(&a, SendMsg::new(b"x"), &c, None).is_ok() {
         n += 1;
     }
     assert_eq!(n, 278);
-    assert_eq!(b.lock().rcvq.len(), 278);
+    assert_eq!(b.lock().queue.msgs.len(), 278);
 }
 
 #[test]
@@ -116,11 +122,11 @@ fn dgram_peer_close_refuses_once_then_enotconn() {
     e.connect(&cli, &abs("gone"), &c, None).unwrap();
     e.put(&srv);
     assert_eq!(
-        e.send(&cli, b"x", None, None, &c, None),
+        e.sendmsg(&cli, SendMsg::new(b"x"), &c, None),
         Err(Errno::ECONNREFUSED)
     );
     assert_eq!(
-        e.send(&cli, b"x", None, None, &c, None),
+        e.sendmsg(&cli, SendMsg::new(b"x"), &c, None),
         Err(Errno::ENOTCONN)
     );
     assert_eq!(recv(&e, &cli, 10), Err(Errno::EAGAIN));
@@ -140,15 +146,17 @@ fn dgram_target_connected_elsewhere_is_eperm() {
     e.connect(&a, &abs("b"), &c, None).unwrap();
     let third = e.socket(SockType::Dgram, &c);
     assert_eq!(
-        e.send(&third, b"x", Some(&abs("a")), None, &c, None),
+        e.sendmsg(&third, SendMsg::new(b"x").to(&abs("a")), &c, None),
         Err(Errno::EPERM)
     );
     assert_eq!(e.connect(&third, &abs("a"), &c, None), Err(Errno::EPERM));
     // b, a's peer, may send to a.
-    e.send(&b, b"x", Some(&abs("a")), None, &c, None).unwrap();
+    e.sendmsg(&b, SendMsg::new(b"x").to(&abs("a")), &c, None)
+        .unwrap();
     // sendto own address is delivered to itself.
-    e.send(&b, b"me", Some(&abs("b")), None, &c, None).unwrap();
-    let r = e.recv(&b, 10, None).unwrap();
+    e.sendmsg(&b, SendMsg::new(b"me").to(&abs("b")), &c, None)
+        .unwrap();
+    let r = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
     assert_eq!(r.data, b"me");
     assert_eq!(r.from.unwrap().addr, abs("b"));
 }
@@ -223,20 +231,23 @@ fn stream_connect_accept_and_close() {
     // connected socket.
     assert_eq!(e.connect(&c1, &abs("srv"), &c, None), Err(Errno::EAGAIN));
     // Sends before accept queue at the embryo and coalesce.
-    e.send(&c1, b"abc", None, None, &c, None).unwrap();
-    e.send(&c1, b"def", None, None, &c, None).unwrap();
+    e.sendmsg(&c1, SendMsg::new(b"abc"), &c, None).unwrap();
+    e.sendmsg(&c1, SendMsg::new(b"def"), &c, None).unwrap();
     let a1 = e.accept(&l, None).unwrap();
     assert_eq!(e.connect(&c1, &abs("srv"), &c, None), Err(Errno::EISCONN));
     assert_eq!(recv(&e, &a1, 100).unwrap(), b"abcdef");
     e.connect(&c3, &abs("srv"), &c, None).unwrap();
     // Close with unread data: the peer sees ECONNRESET once, then EOF.
-    e.send(&a1, b"unread", None, None, &c, None).unwrap();
-    e.send(&c1, b"x", None, None, &c, None).unwrap();
+    e.sendmsg(&a1, SendMsg::new(b"unread"), &c, None).unwrap();
+    e.sendmsg(&c1, SendMsg::new(b"x"), &c, None).unwrap();
     e.put(&a1);
     assert_eq!(recv(&e, &c1, 100).unwrap(), b"unread");
     assert_eq!(recv(&e, &c1, 100), Err(Errno::ECONNRESET));
     assert_eq!(recv(&e, &c1, 100).unwrap(), b"");
-    assert_eq!(e.send(&c1, b"x", None, None, &c, None), Err(Errno::EPIPE));
+    assert_eq!(
+        e.sendmsg(&c1, SendMsg::new(b"x"), &c, None),
+        Err(Errno::EPIPE)
+    );
     // The listener closing resets its pending clients.
     e.put(&l);
     assert_eq!(recv(&e, &c2, 100), Err(Errno::ECONNRESET));
@@ -264,7 +275,7 @@ fn an_accepted_socket_kept_by_its_listener_outlives_its_handle() {
     );
     e.connect(&c1, &abs("keep"), &c, None).unwrap();
     e.connect(&c2, &abs("keep"), &c, None).unwrap();
-    e.send(&c1, b"hi", None, None, &c, None).unwrap();
+    e.sendmsg(&c1, SendMsg::new(b"hi"), &c, None).unwrap();
     let a = e.accept(&l, None).unwrap();
     assert_eq!(
         e.keep_accepted(&l, a.id, &nobody),
@@ -312,7 +323,8 @@ fn pass(e: &Engine, via: &Arc<Socket>, what: &Arc<Socket>) {
     let c = root();
     e.hold(what);
     let mut r = vec![what.clone()];
-    e.send_msg(via, b"x", None, None, &mut r, &c, None).unwrap();
+    e.sendmsg(via, SendMsg::new(b"x").rights(&mut r), &c, None)
+        .unwrap();
     assert!(r.is_empty(), "rights were queued");
 }
 
@@ -354,12 +366,12 @@ fn gc_frees_cross_cycles_and_keeps_reachable_ones() {
         collect_all(&e);
         assert_eq!(e.live_sockets(), base + 2, "{ty:?}: a0 and b0 live");
         // Take a0 back out of b0's queue: it works.
-        let got = e.recv(&b0, 10, None).unwrap();
+        let got = e.recvmsg(&b0, RecvFlags::new(10), None).unwrap();
         assert_eq!(got.rights.len(), 1);
         let a0 = got.rights[0].clone();
         assert_eq!(a0.inflight(), 0);
         // And a0's own queue still holds b0's copy.
-        let back = e.recv(&a0, 10, None).unwrap();
+        let back = e.recvmsg(&a0, RecvFlags::new(10), None).unwrap();
         assert_eq!(back.rights.len(), 1);
         assert_eq!(back.rights[0].id, b0.id);
         e.put(&back.rights[0]);
@@ -420,7 +432,7 @@ fn in_flight_sockets_cannot_be_reopened_by_number() {
     pass(&e, &a, &x);
     e.put(&x);
     assert!(!e.try_hold(&x), "x lives only in flight");
-    let got = e.recv(&b, 10, None).unwrap();
+    let got = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
     let ids = e.deliver_rights(&b, got.rights, 0, 0, 16);
     assert_eq!(ids.len(), 1);
     // The entry holds it until opened; opening adopts it.
@@ -440,24 +452,24 @@ fn stream_backpressure_matches_linux_figures() {
     // 4 KiB sends: 180224 bytes fit, then EAGAIN.
     let (a, _b) = e.socketpair(SockType::Stream, &c);
     let mut total = 0;
-    while let Ok(n) = e.send(&a, &[0u8; 4096], None, None, &c, None) {
+    while let Ok(n) = e.sendmsg(&a, SendMsg::new(&[0u8; 4096]), &c, None) {
         total += n;
     }
     assert_eq!(total, 180224);
     // One large non-blocking send is partial: 219264 bytes.
     let (x, _y) = e.socketpair(SockType::Stream, &c);
     assert_eq!(
-        e.send(&x, &vec![0u8; 4 << 20], None, None, &c, None),
+        e.sendmsg(&x, SendMsg::new(&vec![0u8; 4 << 20]), &c, None),
         Ok(219264)
     );
     assert_eq!(
-        e.send(&x, b"more", None, None, &c, None),
+        e.sendmsg(&x, SendMsg::new(b"more"), &c, None),
         Err(Errno::EAGAIN)
     );
     // One-byte sends: 278.
     let (p, _q) = e.socketpair(SockType::Stream, &c);
     let mut n = 0;
-    while e.send(&p, b"x", None, None, &c, None).is_ok() {
+    while e.sendmsg(&p, SendMsg::new(b"x"), &c, None).is_ok() {
         n += 1;
     }
     assert_eq!(n, 278);
@@ -481,7 +493,7 @@ fn message_charges_follow_kmalloc_size_classes() {
             let (a, _b) = e.socketpair(ty, &c);
             let msg = vec![7u8; size];
             let mut n = 0;
-            while e.send(&a, &msg, None, None, &c, None).is_ok() {
+            while e.sendmsg(&a, SendMsg::new(&msg), &c, None).is_ok() {
                 n += 1;
             }
             assert_eq!(n, want, "{ty:?} {size}-byte messages");
@@ -492,13 +504,13 @@ fn message_charges_follow_kmalloc_size_classes() {
     let c = root();
     let (a, _b) = e.socketpair(SockType::Dgram, &c);
     let mut n = 0;
-    while e.send(&a, &[0u8; 4000], None, None, &c, None).is_ok() {
+    while e.sendmsg(&a, SendMsg::new(&[0u8; 4000]), &c, None).is_ok() {
         n += 1;
     }
     assert_eq!(n, 26);
     let (s, _t) = e.socketpair(SockType::Stream, &c);
     let mut n = 0;
-    while e.send(&s, &[0u8; 4000], None, None, &c, None).is_ok() {
+    while e.sendmsg(&s, SendMsg::new(&[0u8; 4000]), &c, None).is_ok() {
         n += 1;
     }
     assert_eq!(n, 44);
@@ -517,7 +529,7 @@ fn unopened_received_sockets_are_bounded() {
     }
     let mut got = Vec::new();
     for _ in 0..3 {
-        let r = e.recv(&b, 10, None).unwrap();
+        let r = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
         got.extend(e.deliver_rights(&b, r.rights, 0, 0, 2));
     }
     assert_eq!(got.len(), 2, "the third is closed, as past RLIMIT_NOFILE");
@@ -566,7 +578,7 @@ fn closes_complete_during_a_collection_walk() {
         let (a, b) = e.socketpair(SockType::Stream, &c);
         e.hold(&b);
         let mut rights = vec![b.clone()];
-        e.send_msg(&a, b"x", None, None, &mut rights, &c, None)
+        e.sendmsg(&a, SendMsg::new(b"x").rights(&mut rights), &c, None)
             .unwrap();
         assert!(rights.is_empty());
         held.push((a, b));
@@ -587,7 +599,7 @@ fn closes_complete_during_a_collection_walk() {
         let (x, y) = e.socketpair(SockType::Dgram, &c);
         let z = e.socket(SockType::Dgram, &c);
         let mut rights = vec![z];
-        e.send_msg(&x, b"z", None, None, &mut rights, &c, None)
+        e.sendmsg(&x, SendMsg::new(b"z").rights(&mut rights), &c, None)
             .unwrap();
         e.put(&x);
         let before = e.gc.walk_phase.load(Ordering::SeqCst);
@@ -657,7 +669,7 @@ fn graph_marks_dead_what_the_collector_frees_and_nothing_else() {
     assert!(!e.graph_dot().contains("DEAD"));
 }
 
-// ---- files other than udsfs sockets in flight (held.rs), SO_PASSPIDFD
+// ---- files other than udsfs sockets in flight (depot.rs), SO_PASSPIDFD
 
 fn pipe_end() -> std::os::fd::OwnedFd {
     std::os::unix::net::UnixStream::pair().unwrap().0.into()
@@ -675,16 +687,23 @@ fn files_in_flight_among_sockets() {
     let t2 = e.depot.deposit(1, 0, pipe_end()).unwrap();
     let (mut socks, mut files) = e.hold_passed(&[t1, passed.id, t2], &c).unwrap();
     let raw = std::os::fd::AsRawFd::as_raw_fd(&files[1].fd);
-    e.send_passing(&a, b"x", None, None, &mut socks, &mut files, &c, None)
-        .unwrap();
+    e.sendmsg(
+        &a,
+        SendMsg::new(b"x").rights(&mut socks).files(&mut files),
+        &c,
+        None,
+    )
+    .unwrap();
     assert!(socks.is_empty() && files.is_empty());
     assert_eq!(e.gc.user_inflight(0), 3);
     assert_eq!(e.gc.total(), 1);
-    let mut got = e.recv(&b, 10, None).unwrap();
+    let mut got = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
     assert_eq!(e.gc.user_inflight(0), 0);
     let ids = e.deliver_passed(&b, &mut got, &c);
     assert_eq!(ids.len(), 3);
-    assert!(held::is_file_tag(ids[0]) && !held::is_file_tag(ids[1]) && held::is_file_tag(ids[2]));
+    assert!(
+        rights::is_file_tag(ids[0]) && !rights::is_file_tag(ids[1]) && rights::is_file_tag(ids[2])
+    );
     let claimed = e.depot.claim(&[ids[2]], 0).unwrap();
     assert_eq!(std::os::fd::AsRawFd::as_raw_fd(&claimed[0]), raw);
     // Unclaimed received files go with the receiver.
@@ -695,8 +714,13 @@ fn files_in_flight_among_sockets() {
     let (a, b) = e.socketpair(SockType::Stream, &c);
     let t = e.depot.deposit(1, 0, pipe_end()).unwrap();
     let (mut socks, mut files) = e.hold_passed(&[t], &c).unwrap();
-    e.send_passing(&a, b"y", None, None, &mut socks, &mut files, &c, None)
-        .unwrap();
+    e.sendmsg(
+        &a,
+        SendMsg::new(b"y").rights(&mut socks).files(&mut files),
+        &c,
+        None,
+    )
+    .unwrap();
     assert_eq!(e.gc.user_inflight(0), 1);
     e.put(&b);
     assert_eq!(e.gc.user_inflight(0), 0);
@@ -709,13 +733,13 @@ fn passpidfd_carries_the_sender_pid() {
     let e = engine();
     let c = root();
     let (a, b) = e.socketpair(SockType::Stream, &c);
-    e.send(&a, b"1", None, None, &c, None).unwrap();
+    e.sendmsg(&a, SendMsg::new(b"1"), &c, None).unwrap();
     e.set_passpidfd(&b, true);
-    e.send(&a, b"2", None, None, &c, None).unwrap();
+    e.sendmsg(&a, SendMsg::new(b"2"), &c, None).unwrap();
     // One read never spans a message without credentials and one with.
-    let first = e.recv(&b, 10, None).unwrap();
+    let first = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
     assert_eq!((first.data.as_slice(), first.pidfd), (&b"1"[..], Some(0)));
-    let second = e.recv(&b, 10, None).unwrap();
+    let second = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
     assert_eq!((second.data.as_slice(), second.pidfd), (&b"2"[..], Some(1)));
     assert_eq!(second.creds, None);
     e.put(&a);
@@ -735,11 +759,21 @@ fn collector_closes_files_carried_by_garbage() {
     // Each end travels in the other's queue (one with the file): once both
     // are closed, only the queues hold them.
     let (mut socks, mut files) = e.hold_passed(&[b.id, tag], &c).unwrap();
-    e.send_passing(&b, b"x", None, None, &mut socks, &mut files, &c, None)
-        .unwrap();
+    e.sendmsg(
+        &b,
+        SendMsg::new(b"x").rights(&mut socks).files(&mut files),
+        &c,
+        None,
+    )
+    .unwrap();
     let (mut socks, mut files) = e.hold_passed(&[a.id], &c).unwrap();
-    e.send_passing(&a, b"y", None, None, &mut socks, &mut files, &c, None)
-        .unwrap();
+    e.sendmsg(
+        &a,
+        SendMsg::new(b"y").rights(&mut socks).files(&mut files),
+        &c,
+        None,
+    )
+    .unwrap();
     e.put(&b);
     e.put(&a);
     let mut buf = [0u8; 1];
@@ -820,7 +854,7 @@ fn a_cycle_through_an_unopened_reference_is_live() {
     // y1 reaches x2, which keeps it unopened as alias `h`.
     pass(&e, &x1, &y1);
     e.put(&y1);
-    let r = e.recv(&x2, 10, None).unwrap();
+    let r = e.recvmsg(&x2, RecvFlags::new(10), None).unwrap();
     let h = e.deliver_rights(&x2, r.rights, 0, 0, 16);
     assert_eq!(h.len(), 1);
     // x2 goes into y1's queue; every handle closes.
@@ -839,7 +873,7 @@ fn a_cycle_through_an_unopened_reference_is_live() {
     let d = e.dir(h[0]).expect("the alias is still there");
     assert!(e.try_hold(&d.sock));
     e.adopt(h[0]);
-    let back = e.recv(&d.sock, 10, None).unwrap();
+    let back = e.recvmsg(&d.sock, RecvFlags::new(10), None).unwrap();
     assert_eq!(back.rights.len(), 1);
     for s in back.rights {
         e.put(&s);

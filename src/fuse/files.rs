@@ -13,7 +13,9 @@ use super::outgoing::{Held, WriteJob, send_batch};
 use super::poll_waiter::PollWaiter;
 use crate::ctl::{self, Command};
 use crate::engine::quota::{Charge, Quota};
-use crate::engine::{Caller, Claim, Engine, MAX_MSG, SockType, Socket, Waiter};
+use crate::engine::{
+    Caller, Claim, Engine, MAX_MSG, RecvFlags, RightsRoom, SendMsg, SockType, Socket, Waiter,
+};
 use crate::msgfmt::{self, Batch, Ending};
 use crate::sharded::ShardedMap;
 use std::borrow::Cow;
@@ -166,13 +168,17 @@ impl OpenFile {
             FileKind::Dir(_) => Err(Errno::EISDIR),
             FileKind::Data => {
                 let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
-                let got = eng.recv(s, size as usize, w)?;
                 // read() has no room for passed sockets: they are closed, as
                 // recvmsg without a control buffer does.
-                for r in &got.rights {
-                    eng.put(r);
-                }
-                Ok(got.data)
+                let none = RightsRoom {
+                    without_creds: 0,
+                    with_creds: 0,
+                };
+                let flags = RecvFlags {
+                    room: Some(none),
+                    ..RecvFlags::new(size as usize)
+                };
+                Ok(eng.recvmsg(s, flags, w)?.data)
             }
             FileKind::Msg(reader, _) => {
                 let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
@@ -181,11 +187,13 @@ impl OpenFile {
                     // A stream record is what is queued now, whatever the
                     // reader's buffer: bash `read` asks one byte at a time.
                     let want = MAX_MSG;
-                    let mut got = eng.recv(s, want, w)?;
-                    // Records carry the pid (`pidfd=`), not a pidfd to claim.
-                    got.pidfd_file = None;
-                    let passed = got.rights.len() + got.files.len();
-                    let ids = eng.deliver_passed(s, &mut got, caller);
+                    let flags = RecvFlags {
+                        deliver_to: Some(caller),
+                        pid_only: true,
+                        ..RecvFlags::new(want)
+                    };
+                    let mut got = eng.recvmsg(s, flags, w)?;
+                    let ids = std::mem::take(&mut got.passed);
                     got.for_viewer(caller.tid);
                     let from = got.from.as_ref().map(|n| &n.addr);
                     let received = msgfmt::Received {
@@ -193,7 +201,7 @@ impl OpenFile {
                         creds: got.creds,
                         pidfd: got.pidfd,
                         rights: &ids,
-                        ctrunc: ids.len() < passed,
+                        ctrunc: got.ctrunc,
                     };
                     let mut rec = msgfmt::format_header(got.data.len(), &received).into_bytes();
                     rec.extend_from_slice(&got.data);
@@ -294,10 +302,10 @@ impl OpenFile {
             }
             FileKind::Data => {
                 if s.ty != SockType::Stream {
-                    return eng.send(s, data, None, None, caller, w);
+                    return eng.sendmsg(s, SendMsg::new(data), caller, w);
                 }
                 while *done < data.len() {
-                    match eng.send(s, &data[*done..], None, None, caller, w) {
+                    match eng.sendmsg(s, SendMsg::new(&data[*done..]), caller, w) {
                         Ok(n) => *done += n,
                         Err(e) if *done > 0 && e != Errno::EAGAIN => return Ok(*done),
                         Err(e) => return Err(e),

@@ -15,7 +15,9 @@ use super::reply::IoctlReply;
 use crate::engine::addr::{MAX_ABSTRACT_NAME, MAX_PATH_NAME};
 use crate::engine::socket::BoundName;
 use crate::engine::timeo::Direction;
-use crate::engine::{Addr, Buf, Caller, Engine, SockType, Socket, Ucred, Waiter};
+use crate::engine::{
+    Addr, Buf, Caller, Engine, RecvFlags, RightsRoom, SockType, Socket, Ucred, Waiter,
+};
 
 /// A message call that must wait, with the reply it owes: the caller parks
 /// it (`Inner::ioctl`, io.rs) and retries it with `retry_message`.
@@ -453,13 +455,6 @@ fn send(
         uid: head.creds[1],
         gid: head.creds[2],
     });
-    let creds = creds.map(|cr| crate::engine::pidns::sender_creds(cr, c));
-    if !call.checked {
-        if let Some(cr) = &creds {
-            super::outgoing::check_creds(cr, c)?;
-        }
-        call.checked = true;
-    }
     let oob = head.flags & MSGF_OOB != 0;
     // A blocking stream send waits until all of it is queued, as
     // unix_stream_sendmsg does; a non-blocking one returns what went.
@@ -472,18 +467,14 @@ fn send(
         } else {
             &[][..]
         };
-        let (mut rights, mut files) = eng.hold_passed(ids, c).inspect_err(|e| {
-            log::info!("socket {}: passing {ids:?} refused: {}", s.id, e.desc())
-        })?;
-        let res = if oob {
-            eng.send_oob(s, data, to.as_ref(), creds, &mut rights, &mut files, c)
-        } else {
-            eng.send_passing(s, data, to.as_ref(), creds, &mut rights, &mut files, c, w)
-        };
-        for r in rights {
-            eng.put(&r);
-        }
-        eng.depot.put_back(files);
+        let mut out = eng
+            .prepare_send(creds, ids, c, !call.checked)
+            .inspect_err(|e| {
+                log::info!("socket {}: sending {ids:?} refused: {}", s.id, e.desc())
+            })?;
+        call.checked = true;
+        let res = eng.sendmsg(s, out.msg(data, to.as_ref(), oob), c, w);
+        eng.put_back(out);
         match res {
             Ok(k) => {
                 call.sent += k;
@@ -563,46 +554,30 @@ fn recv_once(
     let asked = head.len as usize;
     let want = asked.min(MSG_ROOM);
     let peek = head.flags & MSGF_PEEK != 0;
-    if head.flags & MSGF_OOB != 0 {
-        let byte = eng.recv_oob(s, peek)?;
-        head.len = 1;
-        head.full_len = 1;
-        head.addr_len = 0;
-        head.has_creds = 0;
-        head.nrights = 0;
-        let mut out = as_bytes(&head).to_vec();
-        out.push(byte);
-        return Ok(out);
-    }
+    let oob = head.flags & MSGF_OOB != 0;
     // A peek comes in pieces (`skip`); a receive that does not fit takes
     // the `msg` file, so that nothing is taken here.
-    if !peek && asked > MSG_ROOM && eng.next_message_len(s).is_some_and(|n| n > MSG_ROOM) {
+    if !peek && !oob && asked > MSG_ROOM && eng.next_message_len(s).is_some_and(|n| n > MSG_ROOM) {
         head.status = STATUS_TOO_BIG;
         return Ok(as_bytes(&head).to_vec());
     }
-    let skip = if peek { head.skip as usize } else { 0 };
-    let mut got = if peek {
-        let mut g = eng.peek_waiting(s, skip.saturating_add(want), w)?;
-        g.data.drain(..skip.min(g.data.len()));
-        g
-    } else {
-        eng.recv(s, want, w)?
+    let room = (head.flags & MSGF_ROOM != 0).then(|| RightsRoom {
+        without_creds: rights_room(head.nrights as usize, false),
+        with_creds: rights_room(head.nrights as usize, true),
+    });
+    let flags = RecvFlags {
+        len: if oob { 1 } else { want },
+        peek,
+        skip: if peek { head.skip as usize } else { 0 },
+        oob,
+        room,
+        deliver_to: Some(c),
+        ..RecvFlags::default()
     };
-    let passed = got.rights.len() + got.files.len();
-    if head.flags & MSGF_ROOM != 0 {
-        // What does not fit the reader's control buffer closes now,
-        // as Linux closes fds it cannot install (MSG_CTRUNC).
-        let mut room = rights_room(head.nrights as usize, got.creds.is_some());
-        let keep = room.min(got.rights.len());
-        for r in got.rights.drain(keep..) {
-            eng.put(&r);
-        }
-        room -= keep;
-        got.files.truncate(room);
-    }
-    let ids = eng.deliver_passed(s, &mut got, c);
+    let mut got = eng.recvmsg(s, flags, w)?;
+    let ids = std::mem::take(&mut got.passed);
     got.for_viewer(c.tid);
-    if ids.len() < passed {
+    if got.ctrunc {
         head.flags |= MSGF_CTRUNC;
     }
     head.status = 0;

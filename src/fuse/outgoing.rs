@@ -6,14 +6,8 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
-use crate::engine::held::HeldFile;
-use crate::engine::{Caller, Engine, SockType, Socket, Ucred, Waiter};
+use crate::engine::{Caller, Engine, Outgoing, SendMsg, SockType, Socket, Waiter};
 use crate::msgfmt::{Batch, Segment};
-
-/// Explicit credentials (SCM_CREDENTIALS): `Caller::check_creds`.
-pub(super) fn check_creds(c: &Ucred, caller: &Caller) -> Result<(), Errno> {
-    caller.check_creds(c)
-}
 
 pub enum WriteJob<'a> {
     /// ctl, data and gc files: the bytes of the write, `done` of them taken.
@@ -56,8 +50,7 @@ pub struct Held {
     eng: Arc<Engine>,
     /// The segment they were taken for.
     seg: Option<usize>,
-    socks: Vec<Arc<Socket>>,
-    files: Vec<HeldFile>,
+    out: Outgoing,
 }
 
 impl Held {
@@ -65,17 +58,13 @@ impl Held {
         Held {
             eng,
             seg: None,
-            socks: Vec::new(),
-            files: Vec::new(),
+            out: Outgoing::default(),
         }
     }
 
     fn release(&mut self) {
-        for s in self.socks.drain(..) {
-            self.eng.put(&s);
-        }
         // Files not sent go back to their deposit (while its connection lives).
-        self.eng.depot.put_back(std::mem::take(&mut self.files));
+        self.eng.put_back(std::mem::take(&mut self.out));
     }
 }
 
@@ -97,41 +86,41 @@ pub fn send_batch(
 ) -> Result<(), Errno> {
     for (i, seg) in batch.segments.iter().enumerate() {
         if *done < seg.payload.end || (*done == seg.at && !seg.begun) {
-            send_segment(s, batch, i, seg, done, held, caller, w)?;
+            send_segment(s, batch, i, done, held, caller, w)?;
         }
     }
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Sends segment `i` of `batch`.
 fn send_segment(
     s: &Arc<Socket>,
     batch: &Batch,
     i: usize,
-    seg: &Segment,
     done: &mut usize,
     held: &mut Held,
     caller: &Caller,
     w: Option<&Waiter>,
 ) -> Result<(), Errno> {
+    let seg: &Segment = &batch.segments[i];
     let h = &seg.header;
     let fresh = !seg.begun && *done <= seg.at;
+    let eng = held.eng.clone();
     if fresh && held.seg != Some(i) {
-        if let Some(c) = h.creds {
-            check_creds(&crate::engine::pidns::sender_creds(c, caller), caller)?;
-        }
         held.release();
-        (held.socks, held.files) = held.eng.hold_passed(&h.rights, caller).inspect_err(|e| {
-            log::info!(
-                "socket {}: rights={:?} refused: {}",
-                s.id,
-                h.rights,
-                e.desc()
-            );
-        })?;
+        held.out = eng
+            .prepare_send(h.creds, &h.rights, caller, true)
+            .inspect_err(|e| {
+                log::info!(
+                    "socket {}: creds={:?} rights={:?} refused: {}",
+                    s.id,
+                    h.creds,
+                    h.rights,
+                    e.desc()
+                );
+            })?;
         held.seg = Some(i);
     }
-    let eng = held.eng.clone();
     let (start, end) = (seg.payload.start, seg.payload.end);
     let stream = s.ty == SockType::Stream;
     // `oob=1`: the record's last byte goes alone, as the OOB byte, after
@@ -143,38 +132,31 @@ fn send_segment(
     let oob = stream && h.oob && seg.more == 0 && end > start;
     let body_end = if oob { end - 1 } else { end };
     let mut from = if fresh { start } else { *done };
-    let creds = h
-        .creds
-        .map(|c| crate::engine::pidns::sender_creds(c, caller));
+    // A record begun by an earlier write was checked then.
+    let creds = eng.sender_creds(h.creds, caller, false)?;
     // A datagram goes whole, once, even empty; a stream record may go in
     // pieces. Sockets and files move into the queue with the first piece
     // queued (they stay held while nothing is), so later pieces carry none.
     while from < body_end || !stream {
-        from += eng.send_passing(
-            s,
-            &batch.input[from..body_end],
-            h.to.as_ref(),
-            creds,
-            &mut held.socks,
-            &mut held.files,
-            caller,
-            w,
-        )?;
+        let msg = SendMsg::new(&batch.input[from..body_end])
+            .to_opt(h.to.as_ref())
+            .creds(creds)
+            .rights(&mut held.out.rights)
+            .files(&mut held.out.files);
+        from += eng.sendmsg(s, msg, caller, w)?;
         *done = from;
         if !stream {
             break;
         }
     }
     if oob {
-        eng.send_oob(
-            s,
-            &batch.input[body_end..end],
-            h.to.as_ref(),
-            creds,
-            &mut held.socks,
-            &mut held.files,
-            caller,
-        )?;
+        let msg = SendMsg::new(&batch.input[body_end..end])
+            .to_opt(h.to.as_ref())
+            .creds(creds)
+            .rights(&mut held.out.rights)
+            .files(&mut held.out.files)
+            .oob();
+        eng.sendmsg(s, msg, caller, None)?;
     }
     // A zero-length stream message sends nothing and drops what it passes,
     // as Linux does.

@@ -24,7 +24,7 @@ use crate::fuse::ioctl_abi::*;
 const MMSGHDR: u64 = 64;
 /// UIO_MAXIOV: at most this many messages in one sendmmsg/recvmmsg.
 const MAX_VLEN: u64 = 1024;
-/// A passed file the daemon holds (src/engine/held.rs), not a socket number.
+/// A passed file the daemon holds (src/engine/depot.rs), not a socket number.
 const FILE_TAG: u64 = 1 << 63;
 /// Most control bytes taken from or given to a program.
 const MAX_CONTROL: usize = 64 * 1024;

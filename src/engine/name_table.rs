@@ -1,4 +1,4 @@
-//! The name table (seed 003): 2 x N buckets with a lock each. The lower half
+//! The name table: 2 x N buckets with a lock each. The lower half
 //! holds unbound sockets (by id) and path-bound ones (by inode); the upper half
 //! holds abstract names (by network namespace, name and type). Binding moves
 //! a socket from one bucket to another with both locked in ascending order.
@@ -10,17 +10,9 @@ use std::sync::Arc;
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
 
+use super::name_key::NameKey;
 use super::netns::NetNs;
 use super::socket::{SockType, Socket};
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum NameKey {
-    Unbound(u64),
-    Path(u64),
-    /// Abstract names live in the network namespace of the caller that
-    /// bound them, one namespace per socket type.
-    Abstract(NetNs, SockType, Vec<u8>),
-}
 
 type Bucket = HashMap<NameKey, Arc<Socket>>;
 

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
-use super::fds::ChargedFd;
-use super::quota::Quota;
+use crate::engine::fds::ChargedFd;
+use crate::engine::quota::Quota;
 
 /// Unclaimed sender pidfds one socket keeps for its reader: the library
 /// claims each right after its receive, so a reader that never claims only
@@ -32,11 +32,30 @@ pub const FILE_TAG: u64 = 1 << 63;
 
 /// A file in flight, at position `slot` of the SCM_RIGHTS array it was sent in.
 #[derive(Debug)]
-pub struct HeldFile {
+pub struct PassedFile {
     pub slot: usize,
     pub fd: Arc<ChargedFd>,
     /// The deposit it came from, to go back to if the send does not happen.
     deposit: Option<(u64, Owner)>,
+}
+
+impl PassedFile {
+    /// One word for what it is, for the taps: "pipe", "socket", "file", ...
+    pub fn kind(&self) -> &'static str {
+        let Ok(st) = nix::sys::stat::fstat(&*self.fd) else {
+            return "file";
+        };
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFIFO => "pipe",
+            libc::S_IFSOCK => "socket",
+            libc::S_IFDIR => "directory",
+            libc::S_IFCHR => "chardev",
+            libc::S_IFBLK => "blockdev",
+            libc::S_IFREG => "file",
+            // eventfds, pidfds, timerfds: anonymous inodes.
+            _ => "anon_inode",
+        }
+    }
 }
 
 /// Who may take a file out of the depot.
@@ -112,7 +131,7 @@ impl Depot {
     /// Files a send did not queue (EAGAIN, an error) go back under their
     /// tags, so that the sender's retry finds them; those of a connection
     /// that has closed meanwhile are closed.
-    pub fn put_back(&self, files: Vec<HeldFile>) {
+    pub fn put_back(&self, files: Vec<PassedFile>) {
         let open = self.open_conns.lock();
         let mut map = self.files.lock();
         for f in files {
@@ -127,7 +146,7 @@ impl Depot {
     /// A received file, waiting for the receiver to claim it, charged to
     /// the receiver from now on (as an installed fd is the reader's); None:
     /// past the receiver's share, it closes.
-    pub fn hold_received(&self, sock: u64, uid: u32, mut fd: Arc<ChargedFd>) -> Option<u64> {
+    pub fn keep_received(&self, sock: u64, uid: u32, mut fd: Arc<ChargedFd>) -> Option<u64> {
         if let Some(f) = Arc::get_mut(&mut fd)
             && f.recharge(uid).is_err()
         {
@@ -139,7 +158,7 @@ impl Depot {
     /// A sender's pinned pidfd, waiting for the receiver to claim it. It
     /// stays charged to the sender (one pin serves all its messages); the
     /// socket keeps the last `PIDFD_TAGS_KEPT`, older unclaimed ones go.
-    pub fn hold_received_pidfd(&self, sock: u64, uid: u32, pin: Arc<ChargedFd>) -> u64 {
+    pub fn keep_received_pidfd(&self, sock: u64, uid: u32, pin: Arc<ChargedFd>) -> u64 {
         let tag = self.put(Owner::Receiver { sock, uid }, pin);
         let old = {
             let mut rings = self.pidfd_tags.lock();
@@ -175,7 +194,7 @@ impl Depot {
 
     /// The deposits `tags` of user `uid` (root may send anyone's), all or
     /// none, as files at the given places of the passed list.
-    pub fn take_deposits(&self, tags: &[(usize, u64)], uid: u32) -> Result<Vec<HeldFile>, Errno> {
+    pub fn take_deposits(&self, tags: &[(usize, u64)], uid: u32) -> Result<Vec<PassedFile>, Errno> {
         let only: Vec<u64> = tags.iter().map(|(_, t)| *t).collect();
         let got = self.take(
             &only,
@@ -184,7 +203,7 @@ impl Depot {
         Ok(tags
             .iter()
             .zip(got)
-            .map(|((slot, _), (tag, owner, fd))| HeldFile {
+            .map(|((slot, _), (tag, owner, fd))| PassedFile {
                 slot: *slot,
                 fd,
                 deposit: Some((tag, owner)),
@@ -246,132 +265,6 @@ impl Depot {
     }
 }
 
-impl super::Engine {
-    /// A pidfd of the sender (`creds.pid`) for a receiver with SO_PASSPIDFD,
-    /// pinned now while the sender surely lives (src/engine/pins.rs): Linux
-    /// keeps the sender's `struct pid` with the message and gives a pidfd
-    /// even after it exited. Past the descriptor quota the send fails
-    /// (ENOBUFS, as an skb that cannot be allocated) rather than carry a pid
-    /// the reader would have to trust.
-    pub(crate) fn sender_pidfd(
-        &self,
-        creds: Option<super::Ucred>,
-        receiver: &super::Socket,
-    ) -> Result<Option<Arc<ChargedFd>>, Errno> {
-        let Some(cr) = creds else { return Ok(None) };
-        if cr.pid <= 0 || !receiver.lock().passpidfd {
-            return Ok(None);
-        }
-        match self.pins.pin(&self.depot.quota, cr.pid, cr.uid) {
-            Ok(p) => Ok(Some(p)),
-            Err(Errno::ENFILE | Errno::ETOOMANYREFS) => Err(Errno::ENOBUFS),
-            // Gone already (forged credentials of an exited pid): no pidfd.
-            Err(_) => Ok(None),
-        }
-    }
-
-    /// What a sendmsg names, held for passing: sockets by number (see
-    /// `hold_for_passing`) and the caller's deposited files by tag, each
-    /// file with its place in the list.
-    pub fn hold_passed(
-        &self,
-        ids: &[u64],
-        caller: &super::Caller,
-    ) -> Result<(Vec<std::sync::Arc<super::Socket>>, Vec<HeldFile>), Errno> {
-        let socks: Vec<u64> = ids.iter().copied().filter(|i| !is_file_tag(*i)).collect();
-        let tags: Vec<(usize, u64)> = ids
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|(_, i)| is_file_tag(*i))
-            .collect();
-        let files = if tags.is_empty() {
-            Vec::new()
-        } else {
-            let uid = if caller.is_root() { 0 } else { caller.fsuid };
-            self.depot.take_deposits(&tags, uid)?
-        };
-        match self.hold_for_passing(&socks, caller) {
-            Ok(held) => Ok((held, files)),
-            Err(e) => {
-                self.depot.put_back(files);
-                Err(e)
-            }
-        }
-    }
-
-    /// Hands received sockets and files to the reading user: sockets as new
-    /// `.udsfs/sock/H/` entries (`deliver_rights`), files as depot tags to
-    /// claim over the fd channel, all in the order they were sent. A pidfd
-    /// of the sender made at send time becomes a tag too (`got.pidfd_tag`).
-    pub fn deliver_passed(
-        &self,
-        receiver: &std::sync::Arc<super::Socket>,
-        got: &mut super::Received,
-        caller: &super::Caller,
-    ) -> Vec<u64> {
-        let rights = std::mem::take(&mut got.rights);
-        let limit = if rights.is_empty() {
-            0
-        } else {
-            caller.nofile_limit()
-        };
-        let ids = self.deliver_rights(receiver, rights, caller.fsuid, caller.fsgid, limit);
-        // As installing descriptors stops at the reader's RLIMIT_NOFILE
-        // (MSG_CTRUNC), a reader that never claims cannot make the daemon
-        // hold files without bound: past it they close here.
-        let mut room = if got.files.is_empty() {
-            0
-        } else {
-            caller
-                .nofile_limit()
-                .saturating_sub(self.depot.pickups_of(receiver.id))
-        };
-        let files: Vec<(usize, u64)> = std::mem::take(&mut got.files)
-            .into_iter()
-            .filter_map(|f| {
-                if room == 0 {
-                    log::info!("socket {}: a received file closed: unclaimed ones fill the reader's RLIMIT_NOFILE", receiver.id);
-                    return None;
-                }
-                room -= 1;
-                let tag = self.depot.hold_received(receiver.id, caller.fsuid, f.fd)?;
-                Some((f.slot, tag))
-            })
-            .collect();
-        got.pidfd_tag = got.pidfd_file.take().map(|fd| {
-            self.depot
-                .hold_received_pidfd(receiver.id, caller.fsuid, fd)
-        });
-        if (!files.is_empty() || got.pidfd_tag.is_some()) && receiver.lock().dead {
-            // Closed meanwhile: nobody can claim them.
-            self.depot.socket_closed(receiver.id);
-        }
-        merge_in_order(&ids, &files)
-    }
-}
-
-/// Puts received sockets (numbers) and files (tags) back in the order they
-/// were sent: each file knows its slot, sockets fill the others.
-pub fn merge_in_order(socks: &[u64], files: &[(usize, u64)]) -> Vec<u64> {
-    let mut out = Vec::with_capacity(socks.len() + files.len());
-    let mut s = socks.iter();
-    let mut f = files.iter().peekable();
-    while out.len() < socks.len() + files.len() {
-        match f.peek() {
-            Some((slot, tag)) if *slot <= out.len() => {
-                out.push(*tag);
-                f.next();
-            }
-            _ => match s.next() {
-                Some(id) => out.push(*id),
-                None => out.extend(f.by_ref().map(|(_, t)| *t)),
-            },
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,7 +295,7 @@ mod tests {
         assert_eq!(d.connection_closed(2), 1);
         assert!(d.is_empty());
         let c = d
-            .hold_received(
+            .keep_received(
                 7,
                 0,
                 Arc::new(ChargedFd::new(&d.quota, 0, pipe_end()).unwrap()),
@@ -418,7 +311,7 @@ mod tests {
         let d = Depot::default();
         let pin = Arc::new(ChargedFd::new(&d.quota, 1000, pipe_end()).unwrap());
         let tags: Vec<u64> = (0..100)
-            .map(|_| d.hold_received_pidfd(7, 1001, pin.clone()))
+            .map(|_| d.keep_received_pidfd(7, 1001, pin.clone()))
             .collect();
         assert_eq!(
             d.pickups_of(7),
@@ -433,22 +326,11 @@ mod tests {
         let _mine = ChargedFd::new(&d.quota, 1001, pipe_end()).unwrap();
         let f = Arc::new(ChargedFd::new(&d.quota, 0, pipe_end()).unwrap());
         assert_eq!(
-            d.hold_received(8, 1001, f),
+            d.keep_received(8, 1001, f),
             None,
             "past the receiver's share a received file closes"
         );
         assert_eq!(crate::engine::fds::settled(&d.quota, 2), 2);
         assert_eq!(d.quota.user_used(0), 0);
-    }
-
-    #[test]
-    fn order_is_restored() {
-        let t = |n| FILE_TAG | n;
-        assert_eq!(
-            merge_in_order(&[3, 4], &[(0, t(1)), (2, t(2))]),
-            vec![t(1), 3, t(2), 4]
-        );
-        assert_eq!(merge_in_order(&[], &[(5, t(1))]), vec![t(1)]);
-        assert_eq!(merge_in_order(&[3], &[]), vec![3]);
     }
 }

@@ -1,0 +1,156 @@
+//! bind and autobind: the operations that give sockets names, and the
+//! lookups that find a socket by name (unix_find_other).
+
+use std::sync::Arc;
+
+use nix::errno::Errno;
+
+use super::name_table::AUTOBIND_SPACE;
+use super::socket::{BoundName, SockType, Socket};
+use super::{Addr, Caller, Engine, NameKey, Result, random_u32};
+
+impl Engine {
+    /// Finds the socket an address names for a socket of type `ty`
+    /// (unix_find_other): path lookups check permissions and type, abstract
+    /// names live in one namespace per network namespace and type.
+    pub fn find(&self, addr: &Addr, ty: SockType, caller: &Caller) -> Result<Arc<Socket>> {
+        match addr {
+            Addr::Path(p) => {
+                let ino = self.tree.connect_node(self.tree_path(p)?, caller)?;
+                let s = self
+                    .names
+                    .lookup(&NameKey::Path(ino))
+                    .ok_or(Errno::ECONNREFUSED)?;
+                if s.ty != ty {
+                    return Err(Errno::EPROTOTYPE);
+                }
+                Ok(s)
+            }
+            Addr::Abstract(n) => self
+                .names
+                .lookup(&NameKey::Abstract(caller.netns(), ty, n.clone()))
+                .ok_or(Errno::ECONNREFUSED),
+        }
+    }
+
+    pub fn bind(&self, s: &Arc<Socket>, addr: &Addr, caller: &Caller) -> Result<()> {
+        self.bind_as(s, addr, None, caller)
+    }
+
+    /// bind() of a path that the program gave as `given` (its sun_path), which
+    /// getsockname, getpeername, recvfrom and accept then report.
+    pub fn bind_as(
+        &self,
+        s: &Arc<Socket>,
+        addr: &Addr,
+        given: Option<&[u8]>,
+        caller: &Caller,
+    ) -> Result<()> {
+        match addr {
+            Addr::Path(p) => {
+                let path = self.tree_path(p)?;
+                // Like unix_bind_bsd: make the node first, then find the socket
+                // already bound and take the node back.
+                let perm = 0o777 & !caller.umask();
+                let ino = self.tree.bind_node(path, caller, perm)?;
+                let _bind = s.bind_lock.lock();
+                if s.lock().name.is_some() {
+                    self.tree.unbind_node(path, ino);
+                    return Err(Errno::EINVAL);
+                }
+                let key = NameKey::Path(ino);
+                self.names.rebind(s, &NameKey::Unbound(s.id), key.clone())?;
+                s.lock().name = Some(Arc::new(BoundName {
+                    addr: addr.clone(),
+                    key,
+                    given: given.map(<[u8]>::to_vec),
+                }));
+                Ok(())
+            }
+            Addr::Abstract(n) => {
+                let _bind = s.bind_lock.lock();
+                if s.lock().name.is_some() {
+                    return Err(Errno::EINVAL);
+                }
+                let key = NameKey::Abstract(caller.netns(), s.ty, n.clone());
+                self.names.rebind(s, &NameKey::Unbound(s.id), key.clone())?;
+                s.lock().name = Some(Arc::new(BoundName {
+                    addr: addr.clone(),
+                    key,
+                    given: None,
+                }));
+                Ok(())
+            }
+        }
+    }
+
+    /// Autobind as unix_autobind: random start, linear scan with wrap,
+    /// ENOSPC when every name of this type is taken; a no-op when bound.
+    /// The name is taken in the caller's network namespace.
+    pub fn autobind(&self, s: &Arc<Socket>, caller: &Caller) -> Result<()> {
+        let _bind = s.bind_lock.lock();
+        if s.lock().name.is_some() {
+            return Ok(());
+        }
+        let ns = caller.netns();
+        // Linux starts after a random number and scans every name once,
+        // ending with the start itself; the taken-map skips known runs.
+        let last = random_u32() % AUTOBIND_SPACE;
+        let mut next = (last + 1) % AUTOBIND_SPACE;
+        let mut left = AUTOBIND_SPACE;
+        loop {
+            let (n, skipped) = self
+                .names
+                .next_free_autobind(ns, s.ty, next, left)
+                .ok_or(Errno::ENOSPC)?;
+            left -= skipped + 1;
+            next = (n + 1) % AUTOBIND_SPACE;
+            let name = format!("{n:05x}").into_bytes();
+            let key = NameKey::Abstract(ns, s.ty, name.clone());
+            match self.names.rebind(s, &NameKey::Unbound(s.id), key.clone()) {
+                Ok(()) => {
+                    s.lock().name = Some(Arc::new(BoundName {
+                        addr: Addr::Abstract(name),
+                        key,
+                        given: None,
+                    }));
+                    return Ok(());
+                }
+                Err(Errno::EADDRINUSE) if left > 0 => continue,
+                Err(Errno::EADDRINUSE) => return Err(Errno::ENOSPC),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Autobind when SO_PASSCRED asks for it (connect, dgram send).
+    pub(crate) fn autobind_if_passcred(&self, s: &Arc<Socket>, caller: &Caller) -> Result<()> {
+        let need = {
+            let st = s.lock();
+            st.may_passcred() && st.name.is_none()
+        };
+        if need {
+            self.autobind(s, caller)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The socket bound at tree node `ino`, if the caller may connect to it
+    /// (write permission on the node; the kernel checked the directories).
+    pub fn find_by_node(&self, ino: u64, caller: &Caller) -> Result<Arc<Socket>> {
+        self.tree.check_connect_node(ino, caller)?;
+        self.names
+            .lookup(&NameKey::Path(ino))
+            .ok_or(Errno::ECONNREFUSED)
+    }
+
+    /// The socket bound at abstract `name` in the caller's network
+    /// namespace, trying the types in turn.
+    pub fn find_abstract_any(&self, name: &[u8], caller: &Caller) -> Option<Arc<Socket>> {
+        let ns = caller.netns();
+        [SockType::Stream, SockType::Seqpacket, SockType::Dgram]
+            .into_iter()
+            .find_map(|ty| self.names.lookup(&NameKey::Abstract(ns, ty, name.to_vec())))
+    }
+}

@@ -1,0 +1,154 @@
+//! What one sendmsg gives the engine (`SendMsg`) and what one recvmsg asks
+//! (`RecvFlags`) and gets back (`Received`): the one message type of every
+//! front end.
+
+use std::sync::Arc;
+
+use super::addr::Addr;
+use super::cred::Ucred;
+use super::depot::PassedFile;
+use super::socket::{BoundName, Socket};
+use super::tap::Origin;
+
+/// One sendmsg(). Sockets and files in `rights` and `files` (references
+/// the sender holds) move into the queue with the message that carries
+/// them; whatever was not queued stays there for the caller to retry with
+/// or put back (`Engine::put_back`).
+#[derive(Default)]
+pub struct SendMsg<'a> {
+    pub data: &'a [u8],
+    /// sendto()'s address.
+    pub to: Option<&'a Addr>,
+    /// SCM_CREDENTIALS as given (already checked: `Engine::prepare_send`).
+    pub creds: Option<Ucred>,
+    pub rights: Option<&'a mut Vec<Arc<Socket>>>,
+    pub files: Option<&'a mut Vec<PassedFile>>,
+    /// MSG_OOB: the last byte becomes the receiver's out-of-band byte
+    /// (stream only; such a send never waits).
+    pub oob: bool,
+}
+
+impl<'a> SendMsg<'a> {
+    pub fn new(data: &'a [u8]) -> SendMsg<'a> {
+        SendMsg {
+            data,
+            ..Default::default()
+        }
+    }
+
+    pub fn to(self, to: &'a Addr) -> SendMsg<'a> {
+        self.to_opt(Some(to))
+    }
+
+    pub fn to_opt(self, to: Option<&'a Addr>) -> SendMsg<'a> {
+        SendMsg { to, ..self }
+    }
+
+    pub fn creds(self, creds: Option<Ucred>) -> SendMsg<'a> {
+        SendMsg { creds, ..self }
+    }
+
+    pub fn rights(self, rights: &'a mut Vec<Arc<Socket>>) -> SendMsg<'a> {
+        SendMsg {
+            rights: Some(rights),
+            ..self
+        }
+    }
+
+    pub fn files(self, files: &'a mut Vec<PassedFile>) -> SendMsg<'a> {
+        SendMsg {
+            files: Some(files),
+            ..self
+        }
+    }
+
+    pub fn oob(self) -> SendMsg<'a> {
+        SendMsg { oob: true, ..self }
+    }
+}
+
+/// How many passed references fit the reader's control buffer: it differs
+/// with SCM_CREDENTIALS in front of them, known only once the message is.
+#[derive(Clone, Copy, Debug)]
+pub struct RightsRoom {
+    pub without_creds: usize,
+    pub with_creds: usize,
+}
+
+/// One recvmsg().
+#[derive(Clone, Copy, Default)]
+pub struct RecvFlags<'a> {
+    /// The reader's buffer: at most this many bytes (a longer dgram or
+    /// seqpacket message is truncated).
+    pub len: usize,
+    /// MSG_PEEK: leave it queued (only SO_PEEK_OFF moves).
+    pub peek: bool,
+    /// With `peek`: skip this many bytes first (a long peek read in pieces).
+    pub skip: usize,
+    /// MSG_OOB: the out-of-band byte (stream only).
+    pub oob: bool,
+    /// The control buffer's room for passed references; what does not fit
+    /// closes now, as Linux closes fds it cannot install (MSG_CTRUNC).
+    /// None: no limit.
+    pub room: Option<RightsRoom>,
+    /// Hand passed sockets and files to this caller as received entries
+    /// and depot tags (`Received::passed`); without it they come as
+    /// references (`rights`, `files`) for in-process users.
+    pub deliver_to: Option<&'a super::Caller>,
+    /// With `deliver_to`: the sender's pidfd is not handed over, only its
+    /// pid (the `msg` file's records carry `pidfd=` as a number).
+    pub pid_only: bool,
+}
+
+impl RecvFlags<'_> {
+    pub fn new(len: usize) -> RecvFlags<'static> {
+        RecvFlags {
+            len,
+            ..Default::default()
+        }
+    }
+
+    pub fn peek(len: usize) -> RecvFlags<'static> {
+        RecvFlags {
+            len,
+            peek: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// What one recvmsg returns.
+#[derive(Debug, Default)]
+pub struct Received {
+    pub data: Vec<u8>,
+    /// The message's whole length (dgram, seqpacket): more than `data` when truncated.
+    pub full_len: usize,
+    pub from: Option<Arc<BoundName>>,
+    /// Credentials, present iff the receiver has passcred on.
+    pub creds: Option<Ucred>,
+    /// The sender's pid for SCM_PIDFD, present iff the receiver has passpidfd on.
+    pub pidfd: Option<i32>,
+    /// The sender's pinned pidfd, when it was pinned at send time (see pins.rs).
+    pub pidfd_file: Option<super::pins::Pin>,
+    /// That pidfd's depot tag, once delivered (`deliver_passed`).
+    pub pidfd_tag: Option<u64>,
+    /// Sockets received with it, each holding one reference (not delivered).
+    pub rights: Vec<Arc<Socket>>,
+    /// Other files received with it (see depot.rs; not delivered).
+    pub files: Vec<PassedFile>,
+    /// With `RecvFlags::deliver_to`: the received entries and file tags, in
+    /// the order they were sent.
+    pub passed: Vec<u64>,
+    /// Passed references dropped at the reader (MSG_CTRUNC).
+    pub ctrunc: bool,
+    /// The queued messages this read took bytes of, for the taps.
+    pub(crate) pieces: Vec<Piece>,
+}
+
+/// Part of one tapped message a read returned.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Piece {
+    pub msg_id: u64,
+    pub origin: Origin,
+    pub len: usize,
+}

@@ -1,0 +1,63 @@
+//! The engine's side of the taps (tap.rs): the views of sockets and callers
+//! they are given, and the connection events. Messages are reported where
+//! they are queued (proto/queue.rs) and read (`Engine::recvmsg`).
+
+use std::sync::Arc;
+
+use super::socket::{BoundName, SockType, Socket};
+use super::tap::{Endpoint, Event, Origin};
+use super::{Caller, Engine};
+
+impl Engine {
+    /// A tap's view of `s`, named `name`.
+    pub(crate) fn endpoint(&self, s: &Socket, name: Option<&BoundName>) -> Endpoint {
+        self.endpoint_by_id(s.id, s.ty, name)
+    }
+
+    pub(crate) fn endpoint_by_id(
+        &self,
+        id: u64,
+        ty: SockType,
+        name: Option<&BoundName>,
+    ) -> Endpoint {
+        Endpoint {
+            id,
+            ty,
+            name: name.map(|n| n.addr.clone()),
+            owner_uid: self.dir(id).map_or(0, |d| d.uid),
+        }
+    }
+
+    /// A tap's view of `s` as it is now (takes its lock: call with none held).
+    pub(crate) fn endpoint_now(&self, s: &Socket) -> Endpoint {
+        let name = s.lock().name.clone();
+        self.endpoint(s, name.as_deref())
+    }
+
+    /// The caller as a tap sees it.
+    pub(crate) fn origin(&self, caller: &Caller) -> Origin {
+        Origin {
+            pid: caller.status().tgid as u32,
+            tid: caller.tid,
+            uid: caller.fsuid,
+            gid: caller.fsgid,
+        }
+    }
+
+    /// Reports an event to the taps; `event` is built only when one is
+    /// attached, and must take no lock the caller holds.
+    pub(crate) fn tap_event(&self, caller: Option<&Caller>, event: impl FnOnce() -> Event) {
+        if self.taps.any() {
+            let origin = caller.map(|c| self.origin(c)).unwrap_or_default();
+            self.taps.event(origin, &event());
+        }
+    }
+
+    /// `Event::Connected` of `client` to `server`.
+    pub(crate) fn tap_connected(&self, client: &Arc<Socket>, server: &Arc<Socket>, c: &Caller) {
+        self.tap_event(Some(c), || Event::Connected {
+            client: self.endpoint_now(client),
+            server: self.endpoint_now(server),
+        });
+    }
+}

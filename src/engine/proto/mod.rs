@@ -1,0 +1,182 @@
+//! The one way in for messages: `Engine::sendmsg` and `Engine::recvmsg`,
+//! each dispatched to its socket type's operations (stream.rs, dgram.rs,
+//! seqpacket.rs) as Linux dispatches through its proto_ops tables
+//! (unix_stream_ops, unix_dgram_ops, unix_seqpacket_ops). Every message is
+//! queued in one place (queue.rs) and every receive is reported to the
+//! taps in one place (`recvmsg`).
+
+mod dgram;
+pub(crate) mod queue;
+mod seqpacket;
+mod stream;
+
+use std::sync::Arc;
+
+use nix::errno::Errno;
+
+use super::message::{Received, RecvFlags, SendMsg};
+use super::socket::{SockState, SockType, Socket};
+use super::tap::Delivered;
+use super::{Caller, Engine, MAX_MSG, Result, Ucred, Waiter, Wakeups};
+use queue::{Pass, Sending};
+
+/// One socket type's send and receive.
+trait ProtoOps: Sync {
+    /// sendmsg() on `tx.sock`: the bytes sent; EAGAIN means nothing was
+    /// and `tx.w` waits for room.
+    fn sendmsg(
+        &self,
+        eng: &Engine,
+        tx: Sending<'_>,
+        msg: &SendMsg<'_>,
+        caller: &Caller,
+    ) -> Result<usize>;
+
+    /// recvmsg() on `s`, locked as `st`. `blocking`: the caller would wait
+    /// (a dgram reader sees a shutdown only then). EAGAIN: nothing to read.
+    fn recvmsg(
+        &self,
+        eng: &Engine,
+        s: &Socket,
+        st: &mut SockState,
+        f: &RecvFlags<'_>,
+        blocking: bool,
+        wake: &mut Wakeups,
+    ) -> Result<Received>;
+}
+
+fn ops(ty: SockType) -> &'static dyn ProtoOps {
+    match ty {
+        SockType::Stream => &stream::Stream,
+        SockType::Dgram => &dgram::Dgram,
+        SockType::Seqpacket => &seqpacket::Seqpacket,
+    }
+}
+
+impl Engine {
+    /// sendmsg(). Stream sends may be partial; EAGAIN means nothing was
+    /// sent and `w` waits for room. Passed references move into the queue
+    /// with the message; otherwise they stay in `msg.rights`/`msg.files`.
+    pub fn sendmsg(
+        &self,
+        s: &Arc<Socket>,
+        mut msg: SendMsg<'_>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<usize> {
+        let pass = Pass::new(self, msg.rights.take(), msg.files.take(), caller)?;
+        let tx = Sending::new(self, s, pass, caller, w);
+        ops(s.ty).sendmsg(self, tx, &msg, caller)
+    }
+
+    /// recvmsg(): one message (dgram, seqpacket; truncated to `f.len`) or
+    /// up to `f.len` stream bytes. EAGAIN means nothing is there and `w`
+    /// waits. A peek gives passed sockets as new references (left in flight
+    /// in the queue, as scm_fp_dup gives the reader new descriptors).
+    pub fn recvmsg(
+        &self,
+        s: &Arc<Socket>,
+        f: RecvFlags<'_>,
+        w: Option<&Waiter>,
+    ) -> Result<Received> {
+        let mut asked = f;
+        if f.peek {
+            asked.len = f.len.saturating_add(f.skip);
+        }
+        let mut wake = Wakeups::new();
+        let res = {
+            let mut st = s.lock();
+            let r = ops(s.ty).recvmsg(self, s, &mut st, &asked, w.is_some(), &mut wake);
+            if let (Err(Errno::EAGAIN), Some(w)) = (&r, w) {
+                st.queue.readers.add(w.clone());
+            }
+            if let (Ok(got), true) = (&r, f.peek) {
+                got.rights.iter().for_each(|r| self.hold(r));
+            }
+            r
+        };
+        self.finish(wake);
+        let mut got = res?;
+        if f.peek && f.skip > 0 {
+            got.data.drain(..f.skip.min(got.data.len()));
+        }
+        let passed = got.rights.len() + got.files.len();
+        if let Some(room) = f.room {
+            let mut room = if got.creds.is_some() {
+                room.with_creds
+            } else {
+                room.without_creds
+            };
+            let keep = room.min(got.rights.len());
+            for r in got.rights.drain(keep..) {
+                self.put(&r);
+            }
+            room -= keep;
+            got.files.truncate(room);
+        }
+        got.ctrunc = match f.deliver_to {
+            Some(c) => {
+                if f.pid_only {
+                    got.pidfd_file = None;
+                }
+                got.passed = self.deliver_passed(s, &mut got, c);
+                got.passed.len() < passed
+            }
+            None => got.rights.len() + got.files.len() < passed,
+        };
+        if self.taps.any() && !got.pieces.is_empty() {
+            let reader = self.endpoint(s, s.lock().name.as_deref());
+            let truncated = got.full_len > got.data.len() && s.ty != SockType::Stream;
+            for p in &got.pieces {
+                self.taps.delivered(&Delivered {
+                    msg_id: p.msg_id,
+                    reader: &reader,
+                    origin: p.origin,
+                    len: p.len.min(got.data.len()),
+                    truncated,
+                    ctrunc: got.ctrunc,
+                    peek: f.peek,
+                });
+            }
+        }
+        Ok(got)
+    }
+
+    /// A parked reader of `s` was answered another way (a signal): if it
+    /// was the one woken for a message still queued, wake the next one.
+    pub fn pass_wakeup(&self, s: &Arc<Socket>) {
+        let mut wake = Wakeups::new();
+        {
+            let mut st = s.lock();
+            if !st.queue.msgs.is_empty() {
+                wake.extend(st.queue.readers.take_for_one());
+            }
+        }
+        self.finish(wake);
+    }
+
+    /// Credentials travel only if someone asked for them: explicit ones,
+    /// or the sender's own when either end has SO_PASSCRED or SO_PASSPIDFD
+    /// or the receiver is not yet accepted.
+    fn creds_for(
+        &self,
+        explicit: Option<Ucred>,
+        sender_passcred: bool,
+        other: &Socket,
+        caller: &Caller,
+    ) -> Option<Ucred> {
+        if explicit.is_some() {
+            return explicit;
+        }
+        let wanted = sender_passcred || {
+            let ot = other.lock();
+            ot.may_passcred() || ot.conn.is_embryo()
+        };
+        wanted.then(|| caller.scm_creds())
+    }
+
+    /// The largest dgram or seqpacket message a send buffer takes.
+    fn max_message(&self, sndbuf: usize) -> usize {
+        sndbuf.saturating_sub(32).min(MAX_MSG)
+    }
+}

@@ -1,0 +1,219 @@
+//! The one place a message (dgram, seqpacket) or a stream chunk enters its
+//! receiver's queue, for every socket type under the same rules: the
+//! sender's budget is charged, passed sockets and files go in flight, the
+//! taps see it, a reader is woken. A decision about a message about to be
+//! queued (fault injection: refuse it, report the queue full, queue part
+//! of it, drop what it passes, hold it back) belongs in `Engine::enqueue`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use nix::errno::Errno;
+
+use crate::engine::depot::PassedFile;
+use crate::engine::pins::Pin;
+use crate::engine::skb::{message_truesize, stream_truesize};
+use crate::engine::socket::{BoundName, Msg, SockState, SockType, Socket};
+use crate::engine::tap::{Origin, PassedSocket, Queued};
+use crate::engine::{Caller, Engine, Result, Ucred, Waiter, Wakeups};
+
+/// Sockets and files a message passes, checked and charged to the sending
+/// user; they move into the queue with the first piece queued.
+pub(crate) struct Pass<'a> {
+    rights: Option<&'a mut Vec<Arc<Socket>>>,
+    files: Option<&'a mut Vec<PassedFile>>,
+    pub(crate) uid: u32,
+    /// What the taps are told it carries (only with a tap attached).
+    tap: Option<(Vec<PassedSocket>, Vec<&'static str>)>,
+}
+
+impl<'a> Pass<'a> {
+    /// Linux's checks on the sending side: ETOOMANYREFS past the user's
+    /// RLIMIT_NOFILE (root exempt); a heavy user waits for a running
+    /// collection and many sockets in flight schedule one (both as
+    /// unix_schedule_gc does).
+    pub(crate) fn new(
+        eng: &Engine,
+        rights: Option<&'a mut Vec<Arc<Socket>>>,
+        files: Option<&'a mut Vec<PassedFile>>,
+        caller: &Caller,
+    ) -> Result<Pass<'a>> {
+        let empty = rights.as_ref().is_none_or(|r| r.is_empty())
+            && files.as_ref().is_none_or(|f| f.is_empty());
+        if empty {
+            return Ok(Pass {
+                rights: None,
+                files: None,
+                uid: 0,
+                tap: None,
+            });
+        }
+        let uid = caller.scm_creds().uid;
+        let user = eng.gc.user_inflight(uid);
+        if !caller.is_root() && user > caller.nofile_limit() {
+            return Err(Errno::ETOOMANYREFS);
+        }
+        if user > crate::engine::gc::INFLIGHT_SANE_USER && eng.gc.is_running() {
+            eng.gc.wait_idle();
+        }
+        if eng.gc.total() > eng.cfg.gc_trigger {
+            eng.gc.schedule();
+        }
+        // Their names are read now, before the receiver's lock is taken.
+        let tap = eng.taps.any().then(|| {
+            let socks = rights.as_deref().map_or(Vec::new(), |r| {
+                r.iter()
+                    .map(|s| PassedSocket {
+                        id: s.id,
+                        ty: s.ty,
+                        name: s.lock().name.as_ref().map(|n| n.addr.clone()),
+                    })
+                    .collect()
+            });
+            let files = files
+                .as_deref()
+                .map_or(Vec::new(), |f| f.iter().map(PassedFile::kind).collect());
+            (socks, files)
+        });
+        Ok(Pass {
+            rights,
+            files,
+            uid,
+            tap,
+        })
+    }
+
+    /// Moves the sockets and files into a message queued at `receiver`
+    /// (whose lock the caller holds) and records them as in flight. Files
+    /// count against the user's in-flight figure only: they cannot be part
+    /// of a udsfs cycle.
+    fn queue_at(
+        &mut self,
+        eng: &Engine,
+        receiver: u64,
+        st: &mut SockState,
+    ) -> (Vec<Arc<Socket>>, Vec<PassedFile>) {
+        let rights = self.rights.take().map(std::mem::take).unwrap_or_default();
+        let files = self.files.take().map(std::mem::take).unwrap_or_default();
+        let listener = st.conn.embryo_of();
+        if !rights.is_empty() {
+            eng.gc.add(&rights, receiver, listener, self.uid);
+        }
+        if !files.is_empty() {
+            eng.gc.add_files(files.len(), self.uid);
+        }
+        (rights, files)
+    }
+}
+
+/// One send on its way: who sends, what every piece of it shares besides
+/// its bytes, and the waiter to leave where room will appear.
+pub(crate) struct Sending<'a> {
+    pub sock: &'a Arc<Socket>,
+    pub from: Option<Arc<BoundName>>,
+    pub creds: Option<Ucred>,
+    /// The sender's pinned pidfd for a reader with SO_PASSPIDFD; every piece
+    /// shares it, so a read starting anywhere in a stream send gets it.
+    pub pidfd: Option<Pin>,
+    pub pass: Pass<'a>,
+    pub w: Option<&'a Waiter>,
+    /// The caller as the taps see it (only with a tap attached).
+    origin: Option<Origin>,
+}
+
+impl<'a> Sending<'a> {
+    pub(crate) fn new(
+        eng: &Engine,
+        sock: &'a Arc<Socket>,
+        pass: Pass<'a>,
+        caller: &Caller,
+        w: Option<&'a Waiter>,
+    ) -> Sending<'a> {
+        let origin = eng.taps.any().then(|| eng.origin(caller));
+        Sending {
+            sock,
+            from: None,
+            creds: None,
+            pidfd: None,
+            pass,
+            w,
+            origin,
+        }
+    }
+}
+
+impl Engine {
+    /// Queues `data` from `tx.sock` at `receiver` (locked as `rt`; the
+    /// sender's own state when it sends to itself). `oob`: the stream's new
+    /// out-of-band byte. Returns the bytes queued, which a stream sender
+    /// counts as sent; a dgram or seqpacket message goes whole or not at
+    /// all. An error leaves nothing charged and the passed references with
+    /// the sender; EAGAIN leaves `tx.w` waiting with `rt`'s writers.
+    ///
+    /// The taps hear of the message here, under the receiver's lock, so
+    /// its `queued` always comes before its `delivered`; a tap must not
+    /// call back into the engine.
+    pub(crate) fn enqueue(
+        &self,
+        tx: &mut Sending<'_>,
+        receiver: u64,
+        rt: &mut SockState,
+        data: &[u8],
+        oob: bool,
+        wake: &mut Wakeups,
+    ) -> Result<usize> {
+        let s = tx.sock;
+        // A decision about this message (fault injection) goes here, before
+        // anything is charged: return an error, or queue a prefix of `data`.
+        let charge = match s.ty {
+            SockType::Stream => stream_truesize(data.len()),
+            _ => message_truesize(data.len()),
+        };
+        s.wmem.fetch_add(charge, Ordering::AcqRel);
+        let (rights, files) = tx.pass.queue_at(self, receiver, rt);
+        let mut msg_id = 0;
+        if self.taps.any()
+            && let Some(origin) = tx.origin
+        {
+            msg_id = self.taps.next_msg_id();
+            let from = self.endpoint(s, tx.from.as_deref());
+            let to = self.endpoint_by_id(receiver, s.ty, rt.name.as_deref());
+            // Passed references travel with the first piece only.
+            let carries = !rights.is_empty() || !files.is_empty();
+            let (socks, kinds) = match &tx.pass.tap {
+                Some((socks, kinds)) if carries => (&socks[..], &kinds[..]),
+                _ => (&[][..], &[][..]),
+            };
+            self.taps.queued(&Queued {
+                msg_id,
+                from: &from,
+                to: &to,
+                origin,
+                creds: tx.creds,
+                sockets: socks,
+                files: kinds,
+                oob,
+                data,
+            });
+        }
+        let msg = Msg {
+            data: data.to_vec(),
+            off: 0,
+            from: tx.from.clone(),
+            creds: tx.creds,
+            sender: s.clone(),
+            charge,
+            rights,
+            rights_uid: tx.pass.uid,
+            oob,
+            files,
+            pidfd: tx.pidfd.clone(),
+            msg_id,
+            origin: tx.origin.unwrap_or_default(),
+        };
+        let stream = s.ty == SockType::Stream;
+        let readers = rt.queue.push(msg, stream);
+        wake.extend(readers);
+        Ok(data.len())
+    }
+}
