@@ -8,6 +8,7 @@
 
 pub mod actfor;
 mod attr;
+mod capture;
 mod entries;
 mod files;
 pub mod inode;
@@ -72,6 +73,8 @@ pub struct Inner {
     /// socketpair() second halves not yet opened, by socket number, each
     /// with the claim that keeps its directory open to its owner.
     held_pairs: Mutex<std::collections::HashMap<u64, (Arc<Socket>, Claim)>>,
+    /// `-o capture=root`: only root may open captures.
+    capture_root_only: std::sync::atomic::AtomicBool,
 }
 
 impl Inner {
@@ -86,6 +89,7 @@ impl Inner {
             uid,
             gid,
             held_pairs: Mutex::new(Default::default()),
+            capture_root_only: Default::default(),
         })
     }
 

@@ -43,7 +43,21 @@ impl Inner {
         let Some(f) = self.files.get(fh) else {
             return reply.error(FErrno::EBADF);
         };
+        let schedule = flags.contains(PollFlags::FUSE_POLL_SCHEDULE_NOTIFY);
         let mask = match (&f.kind, &f.sock) {
+            (FileKind::Capture(h), _) => {
+                let w = schedule.then(|| {
+                    let pw = f.poller.get_or_init(Default::default);
+                    *pw.0.lock() = Some(ph);
+                    pw.clone() as Waiter
+                });
+                let ready = h.reader.readable(w.as_ref());
+                let mut m = libc::POLLOUT as u32;
+                if ready {
+                    m |= (libc::POLLIN | libc::POLLRDNORM) as u32;
+                }
+                m
+            }
             (FileKind::Snapshot(_) | FileKind::Gc(_), _) | (_, None) => {
                 (libc::POLLIN | libc::POLLOUT) as u32
             }
