@@ -109,7 +109,8 @@ impl Engine {
         origin: &ChunkOrigin,
         pass: &mut Pass<'_>,
         wake: &mut Wakeups,
-    ) -> Result<()> {
+    ) -> Result<u64> {
+        let mut tap_id = 0;
         let owner = {
             let mut pt = peer.lock();
             if pt.dead || pt.shutdown & RCV_SHUTDOWN != 0 {
@@ -120,6 +121,12 @@ impl Engine {
                 m.oob = false;
             }
             self.queue_chunk(s, peer.id, &mut pt, vec![byte], origin, pass, true);
+            if self.taps.any()
+                && let Some(m) = pt.rcvq.back_mut()
+            {
+                m.tap_id = self.taps.next_msg_id();
+                tap_id = m.tap_id;
+            }
             pt.oob_queued = true;
             wake.extend(pt.readers.take());
             pt.urg_owner
@@ -127,7 +134,7 @@ impl Engine {
         if let Some(o) = owner {
             o.signal();
         }
-        Ok(())
+        Ok(tap_id)
     }
 
     /// recv(MSG_OOB): the OOB byte; EINVAL when there is none or
