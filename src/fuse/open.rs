@@ -215,7 +215,9 @@ impl Inner {
                 (fh, ctl_open_flags())
             }),
             Node::Ctrl(Ctrl::Unix) => Ok((i.snapshot(i.eng.proc_net_unix()), direct)),
-            Node::Ctrl(Ctrl::Capture) => i.open_capture(None, &c).map(|fh| (fh, socket_open_flags())),
+            Node::Ctrl(Ctrl::Capture) => {
+                i.open_capture(None, &c).map(|fh| (fh, socket_open_flags()))
+            }
             Node::Sock(generation, SockFile::Capture) => i
                 .open_capture(Some(generation), &c)
                 .map(|fh| (fh, socket_open_flags())),
