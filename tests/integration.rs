@@ -153,6 +153,7 @@ scripts!(
     blocked_reader,
     bounds,
     bufs,
+    capture,
     devfuse,
     dgram_limits,
     dgram_server,
