@@ -294,10 +294,4 @@ impl Encoder {
             }
         }
     }
-
-    /// Interfaces described so far (tests).
-    #[cfg(test)]
-    pub fn interfaces(&self) -> usize {
-        self.interfaces.len()
-    }
 }

@@ -65,7 +65,7 @@ impl Options {
 }
 
 fn pad4(v: &mut Vec<u8>) {
-    while v.len() % 4 != 0 {
+    while !v.len().is_multiple_of(4) {
         v.push(0);
     }
 }
@@ -190,7 +190,7 @@ pub fn parse(mut bytes: &[u8]) -> Option<Vec<Parsed<'_>>> {
     while !bytes.is_empty() {
         let ty = u32::from_le_bytes(bytes.get(0..4)?.try_into().ok()?);
         let total = u32::from_le_bytes(bytes.get(4..8)?.try_into().ok()?) as usize;
-        if total < 12 || total % 4 != 0 || total > bytes.len() {
+        if total < 12 || !total.is_multiple_of(4) || total > bytes.len() {
             return None;
         }
         let trailer = u32::from_le_bytes(bytes[total - 4..total].try_into().ok()?) as usize;
