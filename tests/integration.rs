@@ -154,6 +154,7 @@ scripts!(
     bounds,
     bufs,
     capture,
+    capture_users,
     devfuse,
     dgram_limits,
     dgram_server,
