@@ -7,7 +7,9 @@
 # in the packet comments; connect, accept, shutdown and close come in order. Then curl
 # against a Python HTTP server under `udsfs run --capture --capture-proto http`: tshark
 # decodes the request and the response in both encodings (upper-pdu and tcp). Last, a
-# filtered capture of three concurrent conversations holds exactly the matching one.
+# filtered capture of three concurrent conversations holds exactly the matching ones;
+# .udsfs/sock/N/capture holds only that socket's conversation and polls readable once a
+# message came; a capture that is not read drops, and counts exactly what it lost.
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
@@ -292,3 +294,71 @@ print(";".join("%d %s" % (n, k) for k, n in sorted(c.items())))'
 }
 expect_eq "by name f?.sock: messages per conversation" "$(count "$TMP/byname.pcapng")" "50 fa.sock;50 fb.sock"
 expect_eq "by pid of fb's process: messages" "$(count "$TMP/bypid.pcapng")" "50 fb.sock"
+
+# ---------------------------------------------------------------- a socket's capture, poll, drops
+# .udsfs/sock/N/capture of one seqpacket pair while another talks; poll says readable only
+# once a message came; a capture with a small buffer that is not read drops, and the
+# drop count it reports equals the messages it lost.
+cat >"$TMP/sockcap.py" <<'EOF2'
+import os, select, sys, time
+U = os.environ["U"]
+
+def pair():
+    fd = os.open(U + "/seqpacket/pair", os.O_RDWR)
+    a, b = os.read(fd, 100).split()
+    return fd, [os.open(U + "/sock/%s/data" % n.decode(), os.O_RDWR) for n in (a, b)], a.decode()
+
+h1, (a, b), n1 = pair()
+h2, (c, d), _ = pair()
+cap = os.open(U + "/sock/%s/capture" % n1, os.O_RDWR | os.O_NONBLOCK)
+head = os.read(cap, 1 << 20)
+p = select.poll()
+p.register(cap, select.POLLIN)
+assert p.poll(0) == [], "nothing captured yet"
+os.write(c, b"not-this-one")
+os.write(a, b"this-one")
+assert os.read(b, 100) == b"this-one" and os.read(d, 100) == b"not-this-one"
+assert p.poll(2000), "readable once a message came"
+body = os.read(cap, 1 << 20)
+open(sys.argv[1], "wb").write(head + body)
+
+# A stalled capture of the whole mount with room for a few records only.
+st = os.open(U + "/capture", os.O_RDWR | os.O_NONBLOCK)
+os.write(st, b"buffer 2000\n")
+for i in range(100):
+    os.write(a, b"m%03d" % i)
+    os.read(b, 100)
+out = b""
+while True:
+    try:
+        chunk = os.read(st, 1 << 20)
+    except BlockingIOError:
+        break
+    if not chunk:
+        break
+    out += chunk
+open(sys.argv[2], "wb").write(out)
+print("socket capture done")
+EOF2
+python3 "$TMP/sockcap.py" "$TMP/sock.pcapng" "$TMP/stalled.pcapng"
+got=$(tshark -r "$TMP/sock.pcapng" -Y data -T fields -e data.data 2>/dev/null |
+    python3 -c 'import sys; print(" ".join(bytes.fromhex(l).decode() for l in sys.stdin.read().split()))')
+expect_eq "sock/N/capture payloads" "$got" "this-one"
+kept=$(tshark -r "$TMP/stalled.pcapng" -Y data -T fields -e data.data 2>/dev/null | grep -c .)
+lost=$(python3 -c '
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+i, lost = 0, 0
+while i < len(b):
+    ty, ln = struct.unpack_from("<II", b, i)
+    if ty == 5:  # interface statistics: options after 12 bytes of body
+        j = i + 20
+        while j < i + ln - 4:
+            code, olen = struct.unpack_from("<HH", b, j)
+            if code == 5:
+                lost = struct.unpack_from("<Q", b, j + 4)[0]
+            j += 4 + (olen + 3) // 4 * 4
+    i += ln
+print(lost)' "$TMP/stalled.pcapng")
+[ "$lost" -gt 0 ] || fail "the stalled capture lost nothing (kept $kept)"
+expect_eq "messages kept + drop count of the stalled capture" "$((kept + lost))" 100
