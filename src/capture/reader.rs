@@ -223,7 +223,12 @@ impl Reader {
             t.lost_total += 1;
             let e = t.lost.entry(r.conv.number).or_insert((r.conv.clone(), 0));
             e.1 += 1;
-            return Vec::new();
+            // A record larger than the whole buffer: the drop is news too.
+            return if t.queue.is_empty() {
+                t.waiters.take()
+            } else {
+                Vec::new()
+            };
         }
         r.drops = t.lost.remove(&r.conv.number).map_or(0, |(_, n)| n);
         t.kept_total += 1;
