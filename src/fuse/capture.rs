@@ -23,11 +23,13 @@ impl Inner {
         let only = match generation {
             None => None,
             Some(g) => {
-                let (id, d) = self.eng.dir_by_generation(g).ok_or(Errno::ENOENT)?;
+                let (_, d) = self.eng.dir_by_generation(g).ok_or(Errno::ENOENT)?;
                 if !self.visible(&d, c) || (!c.is_root() && d.uid != c.fsuid) {
                     return Err(Errno::ENOENT);
                 }
-                Some(id)
+                // A received entry's number is its own; the socket's is what
+                // the capture sees.
+                Some(d.sock.id)
             }
         };
         let access = Access {
