@@ -35,9 +35,10 @@ pub struct RunArgs {
     /// The capture's payload encoding: upper-pdu or tcp.
     #[arg(long, value_name = "FORMAT", value_parser = ["upper-pdu", "tcp"], requires = "capture")]
     capture_format: Option<String>,
-    /// The payload protocol of every socket captured (http, ...).
-    #[arg(long, value_name = "NAME", requires = "capture")]
-    capture_proto: Option<String>,
+    /// The payload protocol of the sockets captured (http, ...); NAME=GLOB
+    /// for those bound at names matching GLOB (repeatable).
+    #[arg(long, value_name = "NAME[=GLOB]", requires = "capture")]
+    capture_proto: Vec<String>,
     /// Where the private mount's daemon logs (default: nowhere).
     #[arg(long)]
     log_file: Option<PathBuf>,

@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 use std::fmt::Write;
+use std::sync::Arc;
 
-use super::filter::Format;
+use super::filter::{Filter, Format};
 use super::pcapng::{self, INBOUND, OUTBOUND, Packet};
 use super::record::{Body, Conv, Meta, NoteKind, Record};
 use super::tcp_synth::{self, Flow};
@@ -13,6 +14,9 @@ use super::upper_pdu;
 
 struct Interface {
     index: u32,
+    /// Its payload protocol: the dissector (upper-pdu), the server port (tcp).
+    dissector: String,
+    port: u16,
     /// Records of it seen and lost so far.
     seen: u64,
     lost: u64,
@@ -20,9 +24,8 @@ struct Interface {
 
 pub struct Encoder {
     format: Format,
-    /// The dissector (upper-pdu) or the server port (tcp) for every payload.
-    dissector: String,
-    port: u16,
+    /// Who picks each conversation's payload protocol.
+    filter: Arc<Filter>,
     started: bool,
     interfaces: HashMap<u64, Interface>,
     /// Synthetic TCP connections, by conversation and (dgram) sender.
@@ -92,13 +95,10 @@ fn interface_description(c: &Conv) -> String {
 }
 
 impl Encoder {
-    pub fn new(format: Format, proto: Option<&str>) -> Encoder {
-        let dissector = proto.unwrap_or("data").to_string();
-        let port = proto.and_then(tcp_synth::port_of).unwrap_or(9);
+    pub fn new(filter: Arc<Filter>) -> Encoder {
         Encoder {
-            format,
-            dissector,
-            port,
+            format: filter.format,
+            filter,
             started: false,
             interfaces: HashMap::new(),
             flows: HashMap::new(),
@@ -121,10 +121,18 @@ impl Encoder {
         let index = self.interfaces.len() as u32;
         let (name, desc) = (interface_name(c), interface_description(c));
         pcapng::interface(out, self.linktype(), pcapng::MAX_SNAPLEN, &name, &desc);
+        let names: Vec<&str> = [Some(&c.server), c.client.as_ref()]
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.name.as_deref())
+            .collect();
+        let proto = self.filter.proto_for(&names);
         self.interfaces.insert(
             c.number,
             Interface {
                 index,
+                dissector: proto.unwrap_or("data").to_string(),
+                port: proto.and_then(tcp_synth::port_of).unwrap_or(9),
                 seen: 0,
                 lost: 0,
             },
@@ -169,7 +177,7 @@ impl Encoder {
 
     fn flow(&mut self, c: &Conv, sender: u64) -> &mut Flow {
         let key = (c.number, if c.client.is_some() { 0 } else { sender });
-        let port = self.port;
+        let port = self.interfaces.get(&c.number).map_or(9, |i| i.port);
         let next = &mut self.next_flow;
         self.flows.entry(key).or_insert_with(|| {
             *next += 1;
@@ -199,7 +207,8 @@ impl Encoder {
                     upper_pdu::RECEIVED
                 };
                 let info = format!("socket {} -> {} ({} bytes)", meta.from, meta.to, len);
-                let mut bytes = upper_pdu::header(&self.dissector, Some(dir), &info);
+                let dissector = &self.interfaces[&c.number].dissector;
+                let mut bytes = upper_pdu::header(dissector, Some(dir), &info);
                 let head = bytes.len();
                 bytes.extend_from_slice(data);
                 let p = Packet {

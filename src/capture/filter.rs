@@ -12,6 +12,8 @@
 //! snaplen N       keep at most N payload bytes of each message
 //! format F        upper-pdu (default) or tcp
 //! proto NAME      the payload's protocol: dissector (upper-pdu) or port (tcp)
+//! proto NAME GLOB the same for conversations with an end bound at a name
+//!                 matching GLOB (the first such line wins over `proto NAME`)
 //! buffer BYTES    what the reader's buffer holds before it drops (default 4 MiB)
 //! ```
 //!
@@ -54,6 +56,8 @@ pub struct Filter {
     pub snaplen: Option<usize>,
     pub format: Format,
     pub proto: Option<String>,
+    /// (glob, protocol): per-name payload protocols.
+    pub protos: Vec<(String, String)>,
     pub buffer: usize,
 }
 
@@ -68,6 +72,7 @@ impl Default for Filter {
             snaplen: None,
             format: Format::UpperPdu,
             proto: None,
+            protos: Vec::new(),
             buffer: DEFAULT_BUFFER,
         }
     }
@@ -143,8 +148,15 @@ impl Filter {
             "type" => self.types.push(SockType::from_name(value).ok_or_else(bad)?),
             "snaplen" => self.snaplen = Some(num(value)? as usize),
             "format" => self.format = Format::from_name(value).ok_or_else(bad)?,
-            "proto" if !value.is_empty() && value.len() <= 64 => {
-                self.proto = Some(value.to_string())
+            "proto" if !value.is_empty() && value.len() <= 300 => {
+                match value.split_once(char::is_whitespace) {
+                    None if value.len() <= 64 => self.proto = Some(value.to_string()),
+                    Some((p, glob)) if p.len() <= 64 => {
+                        self.protos
+                            .push((strip_slash(glob.trim()).to_string(), p.to_string()));
+                    }
+                    _ => return Err(bad()),
+                }
             }
             "buffer" => {
                 let n = num(value)? as usize;
@@ -156,6 +168,16 @@ impl Filter {
             _ => return Err(bad()),
         }
         Ok(())
+    }
+
+    /// The payload protocol of a conversation whose ends are bound at `names`.
+    pub fn proto_for(&self, names: &[&str]) -> Option<&str> {
+        let rule = self.protos.iter().find(|(g, _)| {
+            names
+                .iter()
+                .any(|n| glob(g.as_bytes(), strip_slash(n).as_bytes()))
+        });
+        rule.map(|(_, p)| p.as_str()).or(self.proto.as_deref())
     }
 
     /// Takes every line of `text`.
@@ -235,6 +257,10 @@ mod tests {
         assert_eq!(f.snaplen, Some(10));
         assert_eq!(f.format, Format::Tcp);
         assert_eq!(f.proto.as_deref(), Some("http"));
+        f.line("proto dbus /run/bus").unwrap();
+        assert_eq!(f.protos, [("run/bus".to_string(), "dbus".to_string())]);
+        assert_eq!(f.proto_for(&["run/bus"]), Some("dbus"));
+        assert_eq!(f.proto_for(&["run/other"]), Some("http"));
         assert_eq!(f.buffer, 1000);
         for bad in [
             "socket x",

@@ -149,7 +149,7 @@ impl Reader {
             }
         }
         let f = self.tap.lock().filter.clone();
-        o.encoder = Some(Encoder::new(f.format, f.proto.as_deref()));
+        o.encoder = Some(Encoder::new(f));
     }
 
     /// Up to `size` bytes of the stream. EAGAIN when nothing is there; `w`

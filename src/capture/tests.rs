@@ -309,3 +309,28 @@ fn filter_lines_are_refused_once_reading_began() {
     assert_eq!(pcapng::parse(&shb).unwrap()[0].ty, codes::SHB);
     assert_eq!(r.configure(b"pid 1\n"), Err(nix::errno::Errno::EBUSY));
 }
+
+#[test]
+fn each_conversation_gets_the_protocol_of_its_name() {
+    let r = Reader::new(root(), None, Filter::default());
+    r.configure(b"proto json\nproto http run/*.sock\n").unwrap();
+    let s = |id, name| ep(id, SockType::Stream, name, 0);
+    let (a, b) = (s(1, None), s(2, Some("run/api.sock")));
+    let (c, d) = (s(3, None), s(4, Some("var/other")));
+    send(&r, 1, &a, &b, 1, b"GET / HTTP/1.0\r\n\r\n");
+    send(&r, 2, &c, &d, 1, b"{}");
+    let bytes = read_all(&r);
+    let blocks = pcapng::parse(&bytes).unwrap();
+    let dissectors: Vec<String> = blocks
+        .iter()
+        .filter(|b| b.ty == codes::EPB)
+        .map(|b| {
+            let d = b.packet_data();
+            let len = u16::from_be_bytes([d[2], d[3]]) as usize;
+            String::from_utf8_lossy(&d[4..4 + len])
+                .trim_end_matches('\0')
+                .to_string()
+        })
+        .collect();
+    assert_eq!(dissectors, ["http", "json"]);
+}

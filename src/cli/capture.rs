@@ -45,9 +45,11 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "FORMAT", value_parser = ["upper-pdu", "tcp"])]
     format: Option<String>,
     /// The payload protocol (http, dbus, json, ...): the dissector name in
-    /// upper-pdu, the synthetic server port in tcp.
-    #[arg(long, value_name = "NAME")]
-    proto: Option<String>,
+    /// upper-pdu, the synthetic server port in tcp; NAME=GLOB for the
+    /// conversations with an end bound at a name matching GLOB only
+    /// (repeatable; the first match wins over a plain NAME).
+    #[arg(long, value_name = "NAME[=GLOB]")]
+    proto: Vec<String>,
     /// Bytes the daemon buffers for this capture before it drops records.
     #[arg(long, value_name = "BYTES")]
     buffer: Option<usize>,
@@ -72,8 +74,11 @@ impl CaptureArgs {
         if let Some(f) = &self.format {
             line("format", f);
         }
-        if let Some(p) = &self.proto {
-            line("proto", p);
+        for p in &self.proto {
+            match p.split_once('=') {
+                Some((name, glob)) => line("proto", &format!("{name} {glob}")),
+                None => line("proto", p),
+            }
         }
         if let Some(b) = self.buffer {
             line("buffer", &b);
@@ -82,7 +87,7 @@ impl CaptureArgs {
     }
 
     /// The capture `udsfs run --capture` keeps.
-    pub fn for_run(format: Option<String>, proto: Option<String>) -> CaptureArgs {
+    pub fn for_run(format: Option<String>, proto: Vec<String>) -> CaptureArgs {
         CaptureArgs {
             format,
             proto,
