@@ -30,6 +30,8 @@ pub struct Encoder {
     interfaces: HashMap<u64, Interface>,
     /// Synthetic TCP connections, by conversation and (dgram) sender.
     flows: HashMap<(u64, u64), Flow>,
+    /// A dgram conversation's latest sender: its notes go on that flow.
+    last_sender: HashMap<u64, u64>,
     next_flow: u64,
 }
 
@@ -102,6 +104,7 @@ impl Encoder {
             started: false,
             interfaces: HashMap::new(),
             flows: HashMap::new(),
+            last_sender: HashMap::new(),
             next_flow: 0,
         }
     }
@@ -177,6 +180,9 @@ impl Encoder {
 
     fn flow(&mut self, c: &Conv, sender: u64) -> &mut Flow {
         let key = (c.number, if c.client.is_some() { 0 } else { sender });
+        if c.client.is_none() {
+            self.last_sender.insert(c.number, sender);
+        }
         let port = self.interfaces.get(&c.number).map_or(9, |i| i.port);
         let next = &mut self.next_flow;
         self.flows.entry(key).or_insert_with(|| {
@@ -270,7 +276,11 @@ impl Encoder {
         out: &mut Vec<u8>,
     ) {
         let c = &r.conv;
-        let from_client = c.outbound(sock) || c.client.is_none();
+        // A dgram receiver is the server end of each of its flows.
+        let from_client = match &c.client {
+            Some(_) => c.outbound(sock),
+            None => sock != c.server.id,
+        };
         let flags = if from_client { OUTBOUND } else { INBOUND };
         match self.format {
             Format::UpperPdu => {
@@ -288,7 +298,14 @@ impl Encoder {
                 pcapng::packet(out, &p);
             }
             Format::Tcp => {
-                let flow = self.flow(c, sock);
+                // A dgram receiver's note goes on the flow it heard from last.
+                let sender = match c.client {
+                    None if sock == c.server.id => {
+                        self.last_sender.get(&c.number).copied().unwrap_or(sock)
+                    }
+                    _ => sock,
+                };
+                let flow = self.flow(c, sender);
                 let segs = match kind {
                     NoteKind::Connect if !flow.is_open() => flow.open(),
                     NoteKind::Shutdown(how) if how & 2 != 0 => {
