@@ -106,6 +106,10 @@ pub struct Live {
 /// reported when the kernel releases the files, just after a process ends).
 const SETTLE: Duration = Duration::from_millis(300);
 
+/// Reads shorter than this wait `GATHER` before the next one.
+const BATCH: usize = 64 << 10;
+const GATHER: Duration = Duration::from_millis(10);
+
 fn open(mount: &Path, lines: &str) -> Result<File, String> {
     let path = mount.join(".udsfs/capture");
     let mut f = OpenOptions::new()
@@ -134,6 +138,11 @@ fn copy(mut f: File, out: &mut dyn Write, stop: &AtomicBool) -> Result<(), Strin
                     .and_then(|_| out.flush())
                     .map_err(|e| format!("writing the capture: {e}"))?;
                 quiet_since = None;
+                // A short read: let records gather for a moment rather than
+                // make a FUSE round trip (and a wake-up) per message.
+                if n < BATCH {
+                    std::thread::sleep(GATHER);
+                }
                 continue;
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
