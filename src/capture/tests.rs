@@ -334,3 +334,30 @@ fn each_conversation_gets_the_protocol_of_its_name() {
         .collect();
     assert_eq!(dissectors, ["http", "json"]);
 }
+
+/// The tap's cost per 100-byte message, kept (and encoded) or dropped:
+/// `cargo test --release --lib cost_per_message -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn cost_per_message() {
+    let (a, b) = (
+        ep(1, SockType::Stream, None, 0),
+        ep(2, SockType::Stream, None, 0),
+    );
+    let data = [7u8; 100];
+    for (label, stalled) in [("kept and encoded", false), ("dropped", true)] {
+        let r = Reader::new(root(), None, Filter::default());
+        if stalled {
+            r.configure(b"buffer 1000\n").unwrap();
+        }
+        let n = 1_000_000;
+        let t = std::time::Instant::now();
+        for i in 0..n {
+            send(&r, i, &a, &b, 1, &data);
+            if !stalled && i % 10000 == 0 {
+                let _ = r.read(1 << 30, None);
+            }
+        }
+        eprintln!("{label}: {:?} per message", t.elapsed() / n as u32);
+    }
+}
