@@ -225,6 +225,7 @@ impl Encoder {
                     flags,
                     drops: r.drops,
                     packet_id: r.msg_id,
+                    process: Some((meta.origin.pid, meta.origin.tid)),
                     comment: &comment,
                 };
                 pcapng::packet(out, &p);
@@ -234,18 +235,21 @@ impl Encoder {
                 let segs = self
                     .flow(c, meta.from)
                     .send(from_client, data, len, meta.oob);
-                self.segments(index, r, flags, segs, &comment, out);
+                let process = Some((meta.origin.pid, meta.origin.tid));
+                self.segments(index, r, flags, segs, process, &comment, out);
             }
         }
     }
 
     /// Writes segments; the last carries the record's comment, id and drops.
+    #[allow(clippy::too_many_arguments)]
     fn segments(
         &self,
         index: u32,
         r: &Record,
         flags: u32,
         segs: Vec<tcp_synth::Segment>,
+        process: Option<(u32, u32)>,
         comment: &str,
         out: &mut Vec<u8>,
     ) {
@@ -260,6 +264,7 @@ impl Encoder {
                 flags,
                 drops: if last { r.drops } else { 0 },
                 packet_id: if last { r.msg_id } else { 0 },
+                process: process.filter(|_| last),
                 comment: if last { comment } else { "synthetic TCP" },
             };
             pcapng::packet(out, &p);
@@ -293,6 +298,7 @@ impl Encoder {
                     flags,
                     drops: r.drops,
                     packet_id: r.msg_id,
+                    process: None,
                     comment: text,
                 };
                 pcapng::packet(out, &p);
@@ -316,7 +322,7 @@ impl Encoder {
                     NoteKind::Reset => flow.control(!from_client, tcp_synth::RST),
                     _ => flow.control(from_client, 0),
                 };
-                self.segments(index, r, flags, segs, text, out);
+                self.segments(index, r, flags, segs, None, text, out);
             }
         }
     }

@@ -18,6 +18,9 @@ const IF_TSRESOL: u16 = 9;
 const EPB_FLAGS: u16 = 2;
 const EPB_DROPCOUNT: u16 = 4;
 const EPB_PACKETID: u16 = 5;
+/// The sending process and thread (two u32); readers that do not know it
+/// skip it (tshark 4.0 does).
+const EPB_PROCESSID_THREADID: u16 = 8;
 const ISB_IFRECV: u16 = 4;
 const ISB_IFDROP: u16 = 5;
 
@@ -120,6 +123,8 @@ pub struct Packet<'a> {
     pub flags: u32,
     pub drops: u64,
     pub packet_id: u64,
+    /// The sender's (pid, tid).
+    pub process: Option<(u32, u32)>,
     pub comment: &'a str,
 }
 
@@ -143,6 +148,12 @@ pub fn packet(out: &mut Vec<u8>, p: &Packet<'_>) {
     }
     if p.packet_id != 0 {
         o.add(EPB_PACKETID, &p.packet_id.to_le_bytes());
+    }
+    if let Some((pid, tid)) = p.process {
+        let mut v = [0u8; 8];
+        v[..4].copy_from_slice(&pid.to_le_bytes());
+        v[4..].copy_from_slice(&tid.to_le_bytes());
+        o.add(EPB_PROCESSID_THREADID, &v);
     }
     block(out, EPB, &body, o);
 }
@@ -279,6 +290,7 @@ mod tests {
                 flags: OUTBOUND,
                 drops: 3,
                 packet_id: 42,
+                process: Some((7, 8)),
                 comment: "pid 1",
             },
         );
@@ -301,6 +313,7 @@ mod tests {
         assert_eq!(p.option(EPB_FLAGS), Some(&OUTBOUND.to_le_bytes()[..]));
         assert_eq!(p.u64_option(EPB_DROPCOUNT), Some(3));
         assert_eq!(p.u64_option(EPB_PACKETID), Some(42));
+        assert_eq!(p.u64_option(EPB_PROCESSID_THREADID), Some((8 << 32) | 7));
         assert_eq!(blocks[3].u64_option(ISB_IFRECV), Some(10));
         assert_eq!(blocks[3].u64_option(ISB_IFDROP), Some(3));
     }
@@ -316,6 +329,7 @@ mod tests {
             flags: 0,
             drops: 0,
             packet_id: 0,
+            process: None,
             comment: "",
         };
         packet(&mut out, &p);
@@ -336,6 +350,7 @@ mod tests {
             flags: 0,
             drops: 0,
             packet_id: 0,
+            process: None,
             comment: &text,
         };
         packet(&mut out, &p);
