@@ -168,7 +168,6 @@ impl Engine {
             files,
             pidfd: origin.pidfd.clone(),
             oob,
-            tap_id: 0,
         });
     }
 
@@ -304,13 +303,6 @@ impl Engine {
         let creds = self.creds_for(explicit, sender_passcred, &other, caller);
         let pidfd = self.sender_pidfd(creds, &other)?;
         let charge = message_truesize(data.len());
-        let tapped = self.taps.any().then(|| {
-            let (r, f) = match &pass.rights {
-                Some((r, f)) => (Self::tap_passed(r), Self::tap_files(f)),
-                None => Default::default(),
-            };
-            (self.taps.next_msg_id(), r, f)
-        });
         let mut wake = Wakeups::new();
         {
             let mut ot = if other.id == s.id {
@@ -360,13 +352,9 @@ impl Engine {
                 oob: false,
                 files,
                 pidfd,
-                tap_id: tapped.as_ref().map_or(0, |t| t.0),
             });
             // One message, one parked reader (no thundering herd).
             wake.extend(ot_ref.readers.take_for_one());
-        }
-        if let Some((id, r, f)) = &tapped {
-            self.tap_queued(*id, s, &other, caller, creds, r, f, false, data);
         }
         self.finish(wake);
         Ok(data.len())
@@ -463,11 +451,6 @@ impl Engine {
         let max_chunk = (sndbuf >> 1).saturating_sub(64).clamp(1, STREAM_SKB_MAX);
         let mut sent = 0;
         let mut wake = Wakeups::new();
-        let mut tapped = self.taps.any().then(|| match &pass.rights {
-            Some((r, f)) => (Self::tap_passed(r), Self::tap_files(f)),
-            None => Default::default(),
-        });
-        let mut tap_chunks: Vec<(u64, usize, usize)> = Vec::new();
         while sent < data.len() {
             {
                 let mut st = s.lock();
@@ -497,34 +480,12 @@ impl Engine {
             // Passed sockets travel with the first chunk.
             let chunk = data[sent..sent + n].to_vec();
             self.queue_chunk(s, peer.id, &mut pt, chunk, &origin, &mut pass, false);
-            if tapped.is_some()
-                && let Some(m) = pt.rcvq.back_mut()
-            {
-                m.tap_id = self.taps.next_msg_id();
-                tap_chunks.push((m.tap_id, sent, n));
-            }
             wake.extend(pt.readers.take());
             sent += n;
         }
-        if let Some((r, f)) = tapped.as_mut() {
-            for (i, (id, at, n)) in tap_chunks.iter().enumerate() {
-                let (r, f) = if i == 0 {
-                    (&r[..], &f[..])
-                } else {
-                    (&[][..], &[][..])
-                };
-                let bytes = &data[*at..at + n];
-                self.tap_queued(*id, s, &peer, caller, creds, r, f, false, bytes);
-            }
-        }
         if let Some(b) = oob_byte.filter(|_| sent == data.len()) {
             match self.queue_oob(s, &peer, b, &origin, &mut pass, &mut wake) {
-                Ok(id) => {
-                    if tapped.is_some() {
-                        self.tap_queued(id, s, &peer, caller, creds, &[], &[], true, &[b]);
-                    }
-                    sent += 1
-                }
+                Ok(()) => sent += 1,
                 Err(e) if sent == 0 => {
                     self.finish(wake);
                     return Err(e);
@@ -589,23 +550,6 @@ impl Engine {
         let rights = self.take_rights(receiver, &mut m);
         let files = self.take_files(&mut m);
         let full_len = m.data.len();
-        if m.tap_id != 0 && full_len > maxlen && self.taps.any() {
-            let reader = super::tap::Endpoint {
-                id: receiver,
-                ty,
-                name: st.name.as_ref().map(|n| n.addr.clone()),
-                owner_uid: self.dir(receiver).map_or(0, |d| d.uid),
-            };
-            self.taps.delivered(&super::tap::Delivered {
-                msg_id: m.tap_id,
-                reader: &reader,
-                origin: Default::default(),
-                len: maxlen,
-                truncated: true,
-                ctrunc: false,
-                peek: false,
-            });
-        }
         let mut data = m.data;
         data.truncate(maxlen);
         Ok(Received {

@@ -12,12 +12,6 @@ use super::{Engine, NameKey, Wakeups};
 impl Engine {
     /// unix_release_sock.
     pub(crate) fn release(&self, s: &Arc<Socket>) {
-        if self.taps.any() {
-            let e = super::tap::Event::Closed {
-                sock: self.tap_endpoint(s),
-            };
-            self.tap_event(None, e);
-        }
         let mut wake = Wakeups::new();
         let (conn, msgs, name, aliases, received, was_embryo) = {
             let mut st = s.lock();
@@ -56,12 +50,6 @@ impl Engine {
                     pt.peer_gone = true;
                     if had_data || was_embryo {
                         pt.err = Some(Errno::ECONNRESET);
-                        if self.taps.any() {
-                            let name = pt.name.as_ref().map(|n| n.addr.clone());
-                            let sock = self.tap_endpoint_named(&peer, name);
-                            self.taps
-                                .event(Default::default(), &super::tap::Event::Reset { sock });
-                        }
                     }
                 }
                 wake.extend(pt.readers.take());

@@ -29,7 +29,6 @@ pub mod sockflags;
 mod sockopt;
 mod stream_read;
 pub mod tap;
-mod tap_temp;
 pub mod timeo;
 pub mod tree;
 pub mod wait;

@@ -206,17 +206,7 @@ impl Engine {
         }
         self.autobind_if_passcred(s, caller)?;
         if s.ty == SockType::Dgram {
-            let tap = self.taps.any().then(|| other.clone());
-            self.dgram_connect(s, other)?;
-            if let Some(o) = tap {
-                let e = super::tap::Event::Connected {
-                    client: self.tap_endpoint(s),
-                    server: self.tap_endpoint(&o),
-                    accepted: None,
-                };
-                self.tap_event(Some(caller), e);
-            }
-            return Ok(());
+            return self.dgram_connect(s, other);
         }
         // Everything the new connection needs is made before taking locks.
         // The server end is the listener's side: its owner's, never the
@@ -233,13 +223,6 @@ impl Engine {
         let res = self.stream_connect(s, &other, &embryo, (client_cred, client_pin), w);
         if res.is_err() {
             self.put(&embryo);
-        } else if self.taps.any() {
-            let e = super::tap::Event::Connected {
-                client: self.tap_endpoint(s),
-                server: self.tap_endpoint(&other),
-                accepted: Some(self.tap_endpoint(&embryo)),
-            };
-            self.tap_event(Some(caller), e);
         }
         res
     }
@@ -415,13 +398,6 @@ impl Engine {
         }
         self.gc.accepted(got.id);
         self.finish(wake);
-        if self.taps.any() {
-            let e = super::tap::Event::Accepted {
-                listener: self.tap_endpoint(s),
-                sock: self.tap_endpoint(&got),
-            };
-            self.tap_event(None, e);
-        }
         Ok(got)
     }
 
@@ -442,13 +418,6 @@ impl Engine {
     pub fn shutdown(&self, s: &Arc<Socket>, how: u8) -> Result<()> {
         if how == 0 || how > 3 {
             return Err(Errno::EINVAL);
-        }
-        if self.taps.any() {
-            let e = super::tap::Event::Shutdown {
-                sock: self.tap_endpoint(s),
-                how,
-            };
-            self.tap_event(None, e);
         }
         let mut wake = Wakeups::new();
         let peer = {

@@ -109,8 +109,7 @@ impl Engine {
         origin: &ChunkOrigin,
         pass: &mut Pass<'_>,
         wake: &mut Wakeups,
-    ) -> Result<u64> {
-        let mut tap_id = 0;
+    ) -> Result<()> {
         let owner = {
             let mut pt = peer.lock();
             if pt.dead || pt.shutdown & RCV_SHUTDOWN != 0 {
@@ -121,12 +120,6 @@ impl Engine {
                 m.oob = false;
             }
             self.queue_chunk(s, peer.id, &mut pt, vec![byte], origin, pass, true);
-            if self.taps.any()
-                && let Some(m) = pt.rcvq.back_mut()
-            {
-                m.tap_id = self.taps.next_msg_id();
-                tap_id = m.tap_id;
-            }
             pt.oob_queued = true;
             wake.extend(pt.readers.take());
             pt.urg_owner
@@ -134,7 +127,7 @@ impl Engine {
         if let Some(o) = owner {
             o.signal();
         }
-        Ok(tap_id)
+        Ok(())
     }
 
     /// recv(MSG_OOB): the OOB byte; EINVAL when there is none or

@@ -89,8 +89,6 @@ pub struct Msg {
     /// reader with SO_PASSPIDFD and shared by its messages, so that
     /// SCM_PIDFD names it even once it has exited.
     pub pidfd: Option<super::pins::Pin>,
-    /// TEMP: the taps' message id (0: no tap saw it).
-    pub tap_id: u64,
 }
 
 impl Msg {
