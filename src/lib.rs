@@ -3,6 +3,7 @@
 //! `engine` has the sockets and knows nothing of FUSE; `fuse` maps files to
 //! engine calls; `cli` is the command line.
 
+pub mod capture;
 pub mod cli;
 pub mod ctl;
 pub mod engine;

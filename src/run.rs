@@ -29,6 +29,16 @@ pub struct RunArgs {
     /// by CMD's executable (`front_for`).
     #[arg(long, value_enum)]
     front: Option<Front>,
+    /// Capture the mount's messages while CMD runs, as pcapng, to FILE.
+    #[arg(long, value_name = "FILE")]
+    capture: Option<PathBuf>,
+    /// The capture's payload encoding: upper-pdu or tcp.
+    #[arg(long, value_name = "FORMAT", value_parser = ["upper-pdu", "tcp"], requires = "capture")]
+    capture_format: Option<String>,
+    /// The payload protocol of the sockets captured (http, ...); NAME=GLOB
+    /// for those bound at names matching GLOB (repeatable).
+    #[arg(long, value_name = "NAME[=GLOB]", requires = "capture")]
+    capture_proto: Vec<String>,
     /// Where the private mount's daemon logs (default: nowhere).
     #[arg(long)]
     log_file: Option<PathBuf>,
@@ -359,6 +369,24 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
         }
         Front::Preload => None,
     };
+    let capture = match &a.capture {
+        None => None,
+        Some(file) => {
+            let args = crate::cli::capture::CaptureArgs::for_run(
+                a.capture_format.clone(),
+                a.capture_proto.clone(),
+            );
+            let live = crate::cli::capture::output(Some(file))
+                .and_then(|out| crate::cli::capture::start(&mount, &args, out));
+            match live {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    eprintln!("udsfs run: --capture: {e}");
+                    return 127;
+                }
+            }
+        }
+    };
     let child = cmd.spawn();
     // A command that never started has said why already.
     if let Some(Err(e)) = supervisor.map(|s| s.start())
@@ -387,6 +415,9 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
     };
     let status = child.wait();
     reap_all();
+    if let Some(Err(e)) = capture.map(|c| c.stop()) {
+        eprintln!("udsfs run: --capture: {e}");
+    }
     match status {
         Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
         Err(e) => {

@@ -153,6 +153,8 @@ scripts!(
     blocked_reader,
     bounds,
     bufs,
+    capture,
+    capture_users,
     devfuse,
     dgram_limits,
     dgram_server,

@@ -1,5 +1,6 @@
 //! The command line: one file per subcommand, the clap root and dispatch here.
 
+pub mod capture;
 mod devfuse;
 mod fault;
 mod graph;
@@ -48,6 +49,8 @@ enum Cmd {
     Ss(ss::SsArgs),
     /// Print the sockets, connections and sockets in flight as Graphviz DOT.
     Graph(graph::GraphArgs),
+    /// Capture a mount's messages as pcapng (for Wireshark and tshark).
+    Capture(capture::CaptureArgs),
     /// Print the man page (roff) of udsfs or of one subcommand.
     Man(man::ManArgs),
     /// Print a shell completion script.
@@ -73,6 +76,7 @@ pub fn main() -> i32 {
         Cmd::Umount { mountpoint } => ("umount", umount::umount(&mountpoint)),
         Cmd::Ss(a) => ("ss", ss::main(&a)),
         Cmd::Graph(a) => ("graph", graph::main(&a)),
+        Cmd::Capture(a) => ("capture", capture::main(&a)),
         Cmd::Man(a) => ("man", man::man(&a, command())),
         Cmd::Completions(a) => ("completions", man::completions(&a, command())),
         Cmd::Fault(a) => ("fault", fault::main(&a)),

@@ -52,6 +52,10 @@ pub struct MountArgs {
     /// parked requests, bytes held) one user other than root may take.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100))]
     pub user_share: u64,
+    /// Who may open .udsfs/capture: `users` (each sees the messages of the
+    /// sockets they could open) or `root` only.
+    #[arg(long, value_name = "WHO", default_value = "users", value_parser = ["users", "root"])]
+    pub capture: String,
     /// Run as mount(8)'s helper: in the background, printing nothing.
     #[arg(long, hide = true)]
     pub helper: bool,

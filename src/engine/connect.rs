@@ -87,7 +87,7 @@ impl Engine {
         self.autobind_if_passcred(s, caller)?;
         if s.ty == SockType::Dgram {
             self.dgram_connect(s, &other)?;
-            self.tap_connected(s, &other, caller);
+            self.tap_connected(s, &other, None, caller);
             return Ok(());
         }
         // Everything the new connection needs is made before taking locks.
@@ -104,7 +104,7 @@ impl Engine {
         let client_pin = self.pin_peer(client_cred);
         let res = self.stream_connect(s, &other, &embryo, (client_cred, client_pin), w);
         match res {
-            Ok(()) => self.tap_connected(s, &other, caller),
+            Ok(()) => self.tap_connected(s, &other, Some(&embryo), caller),
             Err(_) => self.put(&embryo),
         }
         res

@@ -53,11 +53,19 @@ impl Engine {
         }
     }
 
-    /// `Event::Connected` of `client` to `server`.
-    pub(crate) fn tap_connected(&self, client: &Arc<Socket>, server: &Arc<Socket>, c: &Caller) {
+    /// `Event::Connected` of `client` to `server`; `accepted` is the new
+    /// connection's server end (stream, seqpacket).
+    pub(crate) fn tap_connected(
+        &self,
+        client: &Arc<Socket>,
+        server: &Arc<Socket>,
+        accepted: Option<&Arc<Socket>>,
+        c: &Caller,
+    ) {
         self.tap_event(Some(c), || Event::Connected {
             client: self.endpoint_now(client),
             server: self.endpoint_now(server),
+            accepted: accepted.map(|a| self.endpoint_now(a)),
         });
     }
 }

@@ -75,8 +75,14 @@ pub struct Delivered<'a> {
 #[derive(Clone, Debug)]
 pub enum Event {
     /// `client` connected to `server` (the listener for stream/seqpacket, the
-    /// default peer for dgram).
-    Connected { client: Endpoint, server: Endpoint },
+    /// default peer for dgram). `accepted`: the server's end of the new
+    /// connection (stream, seqpacket), the socket accept will hand out, so
+    /// that a tap can tell the connection's two ends before either speaks.
+    Connected {
+        client: Endpoint,
+        server: Endpoint,
+        accepted: Option<Endpoint>,
+    },
     /// `listener` handed out the connection `sock`.
     Accepted { listener: Endpoint, sock: Endpoint },
     /// SHUT_RD = 1, SHUT_WR = 2, both = 3 (the engine's shutdown bits).

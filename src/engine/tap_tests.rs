@@ -67,7 +67,16 @@ impl Tap for Recorder {
 
     fn event(&self, _: Origin, e: &Event) {
         let word = match e {
-            Event::Connected { client, server } => format!("connect {} {}", client.id, server.id),
+            Event::Connected {
+                client,
+                server,
+                accepted,
+            } => format!(
+                "connect {} {} {:?}",
+                client.id,
+                server.id,
+                accepted.as_ref().map(|a| a.id)
+            ),
             Event::Accepted { listener, sock } => format!("accept {} {}", listener.id, sock.id),
             Event::Shutdown { sock, how } => format!("shutdown {} {how}", sock.id),
             Event::Closed { sock } => format!("close {}", sock.id),
@@ -251,7 +260,7 @@ fn events_come_in_order() {
     assert_eq!(
         seen,
         vec![
-            format!("connect {} {}", cli.id, srv.id),
+            format!("connect {} {} {:?}", cli.id, srv.id, Some(acc.id)),
             format!("accept {} {}", srv.id, acc.id),
             format!("shutdown {} 2", cli.id),
             // The accepted end closes with data unread: its peer is reset.

@@ -92,6 +92,8 @@ impl Inner {
                     Ctrl::Clone(_) | Ctrl::Pair(_) => (FileType::RegularFile, 0o666),
                     Ctrl::Unix | Ctrl::Graph | Ctrl::FdChannel => (FileType::RegularFile, 0o444),
                     Ctrl::Gc => (FileType::RegularFile, 0o644),
+                    // Each reader sees what it may (src/capture/reader.rs).
+                    Ctrl::Capture => (FileType::RegularFile, 0o666),
                 };
                 // Clone and pair files are control handles once open.
                 let size = match c {
@@ -108,6 +110,7 @@ impl Inner {
                 let (kind, perm, size) = match f {
                     SockFile::Dir => (FileType::Directory, 0o700, 0),
                     SockFile::Status => (FileType::RegularFile, 0o400, 0),
+                    SockFile::Capture => (FileType::RegularFile, 0o600, 0),
                     SockFile::Ctl | SockFile::Accept => {
                         (FileType::RegularFile, 0o600, SOCKET_FILE_SIZE)
                     }

@@ -33,6 +33,8 @@ pub enum FileKind {
     Gc(Vec<u8>),
     /// An open directory of the tree: where its listing got to.
     Dir(Mutex<DirCursor>),
+    /// A capture (src/capture): reads give pcapng, writes filter lines.
+    Capture(crate::capture::Handle),
 }
 
 /// Where the listing of an open tree directory got to: the cookies of the
@@ -166,6 +168,7 @@ impl OpenFile {
             FileKind::Ctl { text } => Ok(read_at(text, offset, size)),
             FileKind::Snapshot(text) | FileKind::Gc(text) => Ok(read_at(text, offset, size)),
             FileKind::Dir(_) => Err(Errno::EISDIR),
+            FileKind::Capture(h) => h.reader.read(size as usize, w),
             FileKind::Data => {
                 let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
                 // read() has no room for passed sockets: they are closed, as
@@ -262,6 +265,9 @@ impl OpenFile {
                 return Ok(asm.lock().settle(batch, batch.whole, Ending::Sent));
             }
         };
+        if let FileKind::Capture(h) = &self.kind {
+            return h.reader.configure(data);
+        }
         if let FileKind::Gc(_) = self.kind {
             return match data.trim_ascii() {
                 b"run" => {
@@ -273,9 +279,11 @@ impl OpenFile {
         }
         let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
         match &self.kind {
-            FileKind::Snapshot(_) | FileKind::Gc(_) | FileKind::Msg(..) | FileKind::Dir(_) => {
-                Err(Errno::EBADF)
-            }
+            FileKind::Snapshot(_)
+            | FileKind::Gc(_)
+            | FileKind::Msg(..)
+            | FileKind::Dir(_)
+            | FileKind::Capture(_) => Err(Errno::EBADF),
             FileKind::Ctl { .. } => {
                 while *done < data.len() {
                     let rest = &data[*done..];

@@ -30,6 +30,8 @@ pub struct Inner {
     /// socketpair() second halves not yet opened, by socket number, each
     /// with the claim that keeps its directory open to its owner.
     pub(super) unopened_halves: Mutex<HashMap<u64, (Arc<Socket>, Claim)>>,
+    /// `-o capture=root`: only root may open captures.
+    pub(super) capture_root_only: std::sync::atomic::AtomicBool,
 }
 
 impl Inner {
@@ -44,6 +46,7 @@ impl Inner {
             uid,
             gid,
             unopened_halves: Mutex::new(Default::default()),
+            capture_root_only: Default::default(),
         })
     }
 

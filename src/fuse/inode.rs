@@ -24,6 +24,8 @@ pub enum Ctrl {
     Graph,
     /// The fd channel's name (src/fdchannel.rs).
     FdChannel,
+    /// The mount's live pcapng capture (src/capture).
+    Capture,
 }
 
 /// Files of `.udsfs/sock/N/`.
@@ -35,15 +37,18 @@ pub enum SockFile {
     Msg,
     Accept,
     Status,
+    /// The capture of this socket's conversations.
+    Capture,
 }
 
 impl SockFile {
-    pub const FILES: [(SockFile, &'static str); 5] = [
+    pub const FILES: [(SockFile, &'static str); 6] = [
         (SockFile::Ctl, "ctl"),
         (SockFile::Data, "data"),
         (SockFile::Msg, "msg"),
         (SockFile::Accept, "accept"),
         (SockFile::Status, "status"),
+        (SockFile::Capture, "capture"),
     ];
 
     pub fn from_name(name: &[u8]) -> Option<SockFile> {
@@ -61,6 +66,7 @@ impl SockFile {
             SockFile::Msg => 3,
             SockFile::Accept => 4,
             SockFile::Status => 5,
+            SockFile::Capture => 6,
         }
     }
 
@@ -72,6 +78,7 @@ impl SockFile {
             3 => SockFile::Msg,
             4 => SockFile::Accept,
             5 => SockFile::Status,
+            6 => SockFile::Capture,
             _ => return None,
         })
     }
@@ -111,6 +118,7 @@ impl Node {
                     Ctrl::Gc => 5,
                     Ctrl::Graph => 6,
                     Ctrl::FdChannel => 7,
+                    Ctrl::Capture => 8,
                     Ctrl::TypeDir(t) => 10 + type_code(t),
                     Ctrl::Clone(t) => 20 + type_code(t),
                     Ctrl::Pair(t) => 30 + type_code(t),
@@ -135,6 +143,7 @@ impl Node {
                 5 => Ctrl::Gc,
                 6 => Ctrl::Graph,
                 7 => Ctrl::FdChannel,
+                8 => Ctrl::Capture,
                 10..=12 => Ctrl::TypeDir(TYPES[(low - 10) as usize]),
                 20..=22 => Ctrl::Clone(TYPES[(low - 20) as usize]),
                 30..=32 => Ctrl::Pair(TYPES[(low - 30) as usize]),
@@ -167,6 +176,8 @@ mod tests {
             Node::Ctrl(Ctrl::Clone(SockType::Seqpacket)),
             Node::Ctrl(Ctrl::TypeDir(SockType::Dgram)),
             Node::Sock(77, SockFile::Msg),
+            Node::Sock(77, SockFile::Capture),
+            Node::Ctrl(Ctrl::Capture),
             Node::Connect(1),
             Node::Abstract(9),
         ];

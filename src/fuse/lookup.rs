@@ -21,6 +21,7 @@ impl Inner {
                 b"connect" => Ok(Node::Connect(ROOT_INO)),
                 b"unix" => Ok(Node::Ctrl(Ctrl::Unix)),
                 b"graph" => Ok(Node::Ctrl(Ctrl::Graph)),
+                b"capture" => Ok(Node::Ctrl(Ctrl::Capture)),
                 b"gc" => Ok(Node::Ctrl(Ctrl::Gc)),
                 b"fdchannel" => Ok(Node::Ctrl(Ctrl::FdChannel)),
                 _ => TYPE_NAMES

@@ -10,6 +10,7 @@ pub mod actfor;
 mod adapter;
 mod alarm;
 mod attr;
+mod capture;
 mod files;
 mod front;
 pub mod inode;

@@ -217,6 +217,12 @@ impl Inner {
                 (fh, ctl_open_flags())
             }),
             Node::Ctrl(Ctrl::Unix) => Ok((i.snapshot(i.eng.proc_net_unix()), direct)),
+            Node::Ctrl(Ctrl::Capture) => {
+                i.open_capture(None, &c).map(|fh| (fh, socket_open_flags()))
+            }
+            Node::Sock(generation, SockFile::Capture) => i
+                .open_capture(Some(generation), &c)
+                .map(|fh| (fh, socket_open_flags())),
             Node::Ctrl(Ctrl::Graph) => Ok((i.snapshot(i.eng.graph_dot_for(c.is_root())), direct)),
             Node::Ctrl(Ctrl::FdChannel) => {
                 Ok((i.snapshot(crate::fdchannel::published_name()), direct))
@@ -275,6 +281,8 @@ impl Inner {
                         }
                     }
                     (SockFile::Dir, Ok(_)) => Err(Errno::EISDIR),
+                    // Opened above, without a socket reference.
+                    (SockFile::Capture, Ok(_)) => Err(Errno::ENOENT),
                 }
             }
             Node::Connect(ino) | Node::Abstract(ino) => {

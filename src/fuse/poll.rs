@@ -14,6 +14,18 @@ impl Inner {
     pub(super) fn poll(&self, fh: u64, notify: Option<PollNotifier>) -> Result<u32, Errno> {
         let f = self.files.get(fh).ok_or(Errno::EBADF)?;
         Ok(match (&f.kind, &f.sock) {
+            (FileKind::Capture(h), _) => {
+                let w = notify.map(|n| {
+                    let pw = f.poller.get_or_init(Default::default);
+                    pw.arm(n);
+                    pw.clone() as Waiter
+                });
+                let mut m = libc::POLLOUT as u32;
+                if h.reader.readable(w.as_ref()) {
+                    m |= (libc::POLLIN | libc::POLLRDNORM) as u32;
+                }
+                m
+            }
             (FileKind::Snapshot(_) | FileKind::Gc(_), _) | (_, None) => {
                 (libc::POLLIN | libc::POLLOUT) as u32
             }

@@ -94,6 +94,8 @@ impl Inner {
                 out.push((Node::Connect(ROOT_INO).ino(), dir, b"connect".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Unix).ino(), reg, b"unix".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Graph).ino(), reg, b"graph".to_vec()));
+                let cap = Node::Ctrl(Ctrl::Capture).ino();
+                out.push((cap, reg, b"capture".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Gc).ino(), reg, b"gc".to_vec()));
                 let fdc = Node::Ctrl(Ctrl::FdChannel).ino();
                 out.push((fdc, reg, b"fdchannel".to_vec()));
