@@ -134,11 +134,9 @@ pub fn nofile_limit(pid: i32) -> Option<usize> {
         .and_then(|v| v.parse().ok())
 }
 
-/// A numeric sysctl, by its dotted name (`net.unix.max_dgram_qlen`).
-pub fn sysctl(name: &str) -> Option<u64> {
-    let path = format!("/proc/sys/{}", name.replace('.', "/"));
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
+/// A numeric sysctl, by its dotted name (`net.unix.max_dgram_qlen`): the
+/// one reader, shared with the daemon's clients.
+pub use udsfs_proto::sysctl::read as sysctl;
 
 /// The pid namespace of task `tid` (the inode of `/proc/<tid>/ns/pid`).
 pub fn pid_ns(tid: u32) -> Option<u64> {

@@ -185,10 +185,7 @@ mod tests {
         );
         assert_eq!(parse(b"listen 5"), Ok(Command::Listen(5)));
         assert_eq!(parse(b"listen"), Ok(Command::Listen(-1)));
-        assert_eq!(
-            parse(b"shutdown 2"),
-            Ok(Command::Shutdown(Shutdown::Both))
-        );
+        assert_eq!(parse(b"shutdown 2"), Ok(Command::Shutdown(Shutdown::Both)));
         assert_eq!(parse(b"passcred on\r"), Ok(Command::Passcred(true)));
         assert_eq!(parse(b"connect"), Ok(Command::Connect(None)));
         assert_eq!(
@@ -261,7 +258,12 @@ mod tests {
             },
         ];
         for c in all {
-            assert_eq!(parse(c.format().as_bytes()), Ok(c.clone()), "{}", c.format());
+            assert_eq!(
+                parse(c.format().as_bytes()),
+                Ok(c.clone()),
+                "{}",
+                c.format()
+            );
         }
         assert_eq!(
             Command::Connect(Some(Addr::Abstract(b"s".to_vec()))).format(),

@@ -290,7 +290,10 @@ mod tests {
         assert_eq!(tags_of(b""), Vec::<u64>::new());
         assert_eq!(answer_kind(&with_tags(TAGS, &tags)), Ok(TAGS));
         assert_eq!(answer_kind(b"F"), Ok(FILES));
-        assert_eq!(answer_kind(&error_answer(libc::ETOOMANYREFS)), Err(libc::ETOOMANYREFS));
+        assert_eq!(
+            answer_kind(&error_answer(libc::ETOOMANYREFS)),
+            Err(libc::ETOOMANYREFS)
+        );
         assert_eq!(answer_kind(b""), Err(libc::ECONNRESET));
         assert_eq!(answer_kind(b"E\x01"), Err(libc::EIO), "an errno cut short");
         assert_eq!(answer_kind(b"Q"), Err(libc::EIO));
@@ -300,7 +303,10 @@ mod tests {
     fn published_names_round_trip() {
         let n = channel_name(42);
         assert_eq!(n, "udsfs-fdpass-42");
-        assert_eq!(parse_published(published(&n).as_bytes()), Some(n.as_bytes()));
+        assert_eq!(
+            parse_published(published(&n).as_bytes()),
+            Some(n.as_bytes())
+        );
         assert_eq!(parse_published(b""), None, "the channel is off");
         assert_eq!(parse_published(b"\n"), None);
         assert_eq!(parse_published(b"name"), None, "no newline");
@@ -319,7 +325,10 @@ mod tests {
                 sa.sun_path[i + 1] = *b as libc::c_char;
             }
             let len = (2 + 1 + name.len()) as libc::socklen_t;
-            assert_eq!(libc::bind(fd, (&sa as *const libc::sockaddr_un).cast(), len), 0);
+            assert_eq!(
+                libc::bind(fd, (&sa as *const libc::sockaddr_un).cast(), len),
+                0
+            );
             assert_eq!(libc::listen(fd, 4), 0);
             OwnedFd::from_raw_fd(fd)
         }
@@ -340,7 +349,8 @@ mod tests {
             // SAFETY: accept, read and write on descriptors of ours.
             unsafe {
                 // The refused client's connection first, then the real one.
-                let refused = libc::accept(l.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut());
+                let refused =
+                    libc::accept(l.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut());
                 libc::close(refused);
                 let s = libc::accept(l.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut());
                 let mut req = [0u8; 64];

@@ -240,9 +240,7 @@ impl Ctl {
     pub fn as_bytes(&self) -> &[u8] {
         // SAFETY: Ctl is repr(C) integers and byte arrays with no padding
         // (its size is the sum of its fields, checked in the tests).
-        unsafe {
-            core::slice::from_raw_parts((self as *const Ctl).cast::<u8>(), size_of::<Ctl>())
-        }
+        unsafe { core::slice::from_raw_parts((self as *const Ctl).cast::<u8>(), size_of::<Ctl>()) }
     }
 
     /// A request as the kernel copied it in; EINVAL when too short.
@@ -562,9 +560,7 @@ impl MsgHead {
     pub fn as_bytes(&self) -> &[u8] {
         // SAFETY: MsgHead is repr(C) integers with no padding (its size is
         // the sum of its fields, checked in the tests).
-        unsafe {
-            core::slice::from_raw_parts((self as *const MsgHead).cast::<u8>(), HEAD_SIZE)
-        }
+        unsafe { core::slice::from_raw_parts((self as *const MsgHead).cast::<u8>(), HEAD_SIZE) }
     }
 
     /// The head at the start of `buf`; EINVAL when too short.
@@ -611,8 +607,11 @@ pub fn request(fd: i32, ctl: Ctl) -> Res<Ctl> {
 }
 
 /// One UDSFS_IOC_MSG on data file `fd` with `buf` (a head, then a send's
-/// payload; MSG_BUF bytes): the head that came back.
-pub fn message(fd: i32, buf: &mut [u8; MSG_BUF]) -> Res<MsgHead> {
+/// payload; at least MSG_BUF bytes, else EINVAL): the head that came back.
+pub fn message(fd: i32, buf: &mut [u8]) -> Res<MsgHead> {
+    if buf.len() < MSG_BUF {
+        return Err(libc::EINVAL);
+    }
     // SAFETY: the kernel copies MSG_BUF bytes in and out of buf.
     let r = unsafe {
         libc::syscall(
@@ -635,7 +634,10 @@ mod tests {
     #[test]
     fn wire_sizes_stay_what_the_kernel_copies() {
         assert_eq!(size_of::<Ctl>(), 352);
-        assert_eq!(size_of::<Ctl>(), 4 * 4 + 8 * NV + ADDR_MAX + 4 * 2 + ADDR_MAX);
+        assert_eq!(
+            size_of::<Ctl>(),
+            4 * 4 + 8 * NV + ADDR_MAX + 4 * 2 + ADDR_MAX
+        );
         assert_eq!(
             HEAD_SIZE,
             4 * 8 + 4 * 3 + 4 * 3 + 8 + ADDR_MAX + 8 * MAX_RIGHTS
@@ -725,12 +727,20 @@ mod tests {
         let s = Sockopt { a: 1, b: -1 };
         assert_eq!(Ctl::new(Op::GetSockopt, 0).with(s).values::<Sockopt>(), s);
         let a = Accepted { id: 1 << 40 };
-        assert_eq!(Ctl::new(Op::KeepAccepted, 0).with(a).values::<Accepted>(), a);
+        assert_eq!(
+            Ctl::new(Op::KeepAccepted, 0).with(a).values::<Accepted>(),
+            a
+        );
         let p = PeerPidfd { tag: 1 << 63 | 5 };
         assert_eq!(Ctl::new(Op::PeerPidfd, 0).with(p).values::<PeerPidfd>(), p);
         let e = TakenError { errno: libc::EPIPE };
         assert_eq!(Ctl::new(Op::TakeError, 0).with(e).values::<TakenError>(), e);
-        assert!(Ctl::new(Op::AtMark, 0).with(AtMark { at: true }).values::<AtMark>().at);
+        assert!(
+            Ctl::new(Op::AtMark, 0)
+                .with(AtMark { at: true })
+                .values::<AtMark>()
+                .at
+        );
     }
 
     #[test]
@@ -743,12 +753,18 @@ mod tests {
         assert_eq!(back.arg, 3);
         assert_eq!(back.addr(), Some(&b"run/x.sock"[..]));
         assert_eq!(back.given(), Some(&b"./x.sock"[..]));
-        assert_eq!(Ctl::from_bytes(&c.as_bytes()[..351]).err(), Some(libc::EINVAL));
+        assert_eq!(
+            Ctl::from_bytes(&c.as_bytes()[..351]).err(),
+            Some(libc::EINVAL)
+        );
         let mut bad = back;
         bad.addr_len = ADDR_MAX as u32 + 1;
         assert_eq!(bad.addr(), None);
         let long = [b'a'; 200];
-        assert_eq!(Ctl::new(Op::Connect, 0).with_addr(&long).addr_len, ADDR_MAX as u32);
+        assert_eq!(
+            Ctl::new(Op::Connect, 0).with_addr(&long).addr_len,
+            ADDR_MAX as u32
+        );
         let mut n = Ctl::new(Op::GetName, 0);
         n.set_name(b"./x", true);
         assert_eq!((n.addr(), n.addr_flags), (Some(&b"./x"[..]), ADDR_AS_GIVEN));
@@ -773,7 +789,10 @@ mod tests {
         let mut cut = back;
         cut.nrights = 9999;
         cut.addr_len = 9999;
-        assert_eq!((cut.rights().len(), cut.addr().len()), (MAX_RIGHTS, ADDR_MAX));
+        assert_eq!(
+            (cut.rights().len(), cut.addr().len()),
+            (MAX_RIGHTS, ADDR_MAX)
+        );
         assert_eq!(cut.pidfd_tag(), None);
         assert_eq!(MsgHead::read_from(&buf[..10]).err(), Some(libc::EINVAL));
     }

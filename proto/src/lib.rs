@@ -6,6 +6,7 @@
 //! own errno type converts at the edge.
 
 pub mod addr;
+pub mod carry;
 pub mod ctl;
 pub mod fdchannel;
 pub mod ioctl;

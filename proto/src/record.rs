@@ -206,7 +206,10 @@ mod tests {
             oob: true,
         };
         let line = h.format();
-        assert_eq!(line, "len=5 to=@s\\x20v creds=-1:2:3 rights=7,file:9 oob=1\n");
+        assert_eq!(
+            line,
+            "len=5 to=@s\\x20v creds=-1:2:3 rights=7,file:9 oob=1\n"
+        );
         assert_eq!(SendHeader::parse(line.trim_end().as_bytes()), Ok(h));
         let bare = SendHeader::default();
         assert_eq!(bare.format(), "len=0\n");

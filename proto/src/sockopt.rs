@@ -201,7 +201,13 @@ pub fn queue_ioctl(fd: i32, req: u64) -> Option<Res<i32>> {
         r if r == libc::TIOCOUTQ as u64 => info(fd).map(|i| i.outq),
         _ => return None,
     };
-    Some(n.and_then(|n| if n < 0 { Err(libc::EINVAL) } else { Ok(n as i32) }))
+    Some(n.and_then(|n| {
+        if n < 0 {
+            Err(libc::EINVAL)
+        } else {
+            Ok(n as i32)
+        }
+    }))
 }
 
 #[cfg(test)]

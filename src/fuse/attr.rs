@@ -14,7 +14,7 @@ use crate::engine::tree::Kind;
 pub const TTL: Duration = Duration::ZERO;
 /// Socket files claim a large size so the kernel lets writers run in
 /// parallel (PARALLEL_DIRECT_WRITES needs pos + len <= i_size).
-pub const SOCKET_FILE_SIZE: u64 = 1 << 30;
+pub use udsfs_proto::mount::SOCKET_FILE_SIZE;
 
 /// The times and sizes of a file made up by the daemon (control files).
 fn synthetic(ino: u64, kind: FileType, perm: u32, uid: u32, gid: u32, size: u64) -> FileAttr {

@@ -13,7 +13,6 @@ mod files;
 pub mod inode;
 mod io;
 mod ioctl;
-pub mod ioctl_abi;
 mod namespace;
 mod nodes;
 mod open;

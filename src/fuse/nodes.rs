@@ -7,8 +7,9 @@ use nix::errno::Errno;
 use super::attr::TTL;
 use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
 use super::{Inner, ferr};
+use crate::engine::Caller;
 use crate::engine::tree::{self, ROOT_INO};
-use crate::engine::{Caller, addr};
+use udsfs_proto::addr;
 
 impl Inner {
     pub(super) fn lookup_node(&self, parent: Node, name: &[u8], c: &Caller) -> Result<Node, Errno> {

@@ -17,15 +17,14 @@ use super::emulate::{
 use super::fdpass;
 use super::mem;
 use super::record;
-use super::route::{self, Route};
-use crate::fuse::ioctl_abi::*;
+use udsfs_proto::ioctl::*;
+use udsfs_proto::passed::is_file_tag;
+use udsfs_proto::route::{self, Route};
 
 /// sizeof(struct mmsghdr): a msghdr, msg_len, padding.
 const MMSGHDR: u64 = 64;
 /// UIO_MAXIOV: at most this many messages in one sendmmsg/recvmmsg.
 const MAX_VLEN: u64 = 1024;
-/// A passed file the daemon holds (src/engine/held.rs), not a socket number.
-const FILE_TAG: u64 = 1 << 63;
 /// Most control bytes taken from or given to a program.
 const MAX_CONTROL: usize = 64 * 1024;
 
@@ -54,7 +53,7 @@ fn msghdr(tid: i32, at: u64) -> Res<MsgHdr> {
 }
 
 fn is_stream(s: &OwnedFd) -> Res<bool> {
-    Ok(daemon::info(s)?[INFO_TYPE] == libc::SOCK_STREAM as i64)
+    Ok(daemon::info(s)?.ty == libc::SOCK_STREAM)
 }
 
 /// sendto, sendmsg or sendmmsg (`nr`) with arguments `a`.
@@ -146,7 +145,7 @@ fn parse_control(c: &Call, b: &[u8]) -> Res<Control> {
                         rights.push(0);
                         continue;
                     }
-                    rights.push(daemon::info(&f)?[INFO_ID] as u64);
+                    rights.push(daemon::info(&f)?.id);
                 }
                 if rights.len() > MAX_RIGHTS {
                     return Err(libc::EINVAL);
@@ -199,7 +198,7 @@ fn send_data(
     }
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     if big && stream == Some(false) {
-        let id = daemon::info(s)?[INFO_ID] as u64;
+        let id = daemon::info(s)?.id;
         let meta = Meta {
             to,
             creds,
@@ -366,7 +365,7 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
         }
     };
     let mut got = if got.too_big {
-        record::recv(&c.ctx.daemon, daemon::info(s)?[INFO_ID] as u64, want)?
+        record::recv(&c.ctx.daemon, daemon::info(s)?.id, want)?
     } else {
         got
     };
@@ -512,13 +511,13 @@ fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<
             .rights
             .iter()
             .copied()
-            .filter(|&id| id & FILE_TAG != 0)
+            .filter(|&id| is_file_tag(id))
             .collect();
         let mut claimed = if tags.is_empty() {
             Vec::new()
         } else {
             fdpass::connect(&c.ctx.daemon.mount)
-                .and_then(|ch| ch.claim(&tags))
+                .and_then(|ch| ch.claim(&tags, true))
                 .unwrap_or_else(|e| {
                     say(&format!(
                         "recvmsg: {} received files could not be claimed from the daemon: errno {e}",
@@ -529,7 +528,7 @@ fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<
         }
         .into_iter();
         for &id in &got.rights {
-            let sock = if id & FILE_TAG != 0 {
+            let sock = if is_file_tag(id) {
                 match claimed.next() {
                     Some(f) => f,
                     None => {
