@@ -84,7 +84,7 @@ pub unsafe fn set(
 /// FIONREAD/SIOCINQ and SIOCOUTQ; the kernel answers FIONREAD for a
 /// regular file itself (its size), so the library asks the daemon.
 pub fn queue_ioctl(fd: c_int, req: libc::c_ulong, out: *mut c_void) -> Res<()> {
-    let n = sockopt::queue_ioctl(fd, req as u64).unwrap_or(Err(libc::ENOTTY))?;
+    let n = sockopt::queue_ioctl(fd, req).unwrap_or(Err(libc::ENOTTY))?;
     if out.is_null() {
         return Err(libc::EFAULT);
     }

@@ -20,7 +20,7 @@ pub const SO_RCVTIMEO_NEW: i32 = 66;
 pub const SO_SNDTIMEO_NEW: i32 = 67;
 
 /// The ioctls on sockets that the kernel refuses on a regular file.
-pub const SIOCATMARK: u64 = 0x8905;
+pub const SIOCATMARK: libc::c_ulong = 0x8905;
 
 /// The boolean options that AF_UNIX keeps but never acts on.
 pub const FLAG_OPTS: [i32; 6] = [
@@ -194,11 +194,11 @@ pub fn timeout(fd: i32, dir: i32) -> Res<Option<std::time::Duration>> {
 
 /// FIONREAD/SIOCINQ, SIOCOUTQ and SIOCATMARK: the int to report (EINVAL
 /// for FIONREAD on a listener, as unix_ioctl), None for other requests.
-pub fn queue_ioctl(fd: i32, req: u64) -> Option<Res<i32>> {
+pub fn queue_ioctl(fd: i32, req: libc::c_ulong) -> Option<Res<i32>> {
     let n = match req {
         SIOCATMARK => ctl(fd, Op::AtMark, 0).map(|c| c.values::<ioctl::AtMark>().at as i64),
-        r if r == libc::FIONREAD as u64 => info(fd).map(|i| i.inq.unwrap_or(-1)),
-        r if r == libc::TIOCOUTQ as u64 => info(fd).map(|i| i.outq),
+        libc::FIONREAD => info(fd).map(|i| i.inq.unwrap_or(-1)),
+        libc::TIOCOUTQ => info(fd).map(|i| i.outq),
         _ => return None,
     };
     Some(n.and_then(|n| {

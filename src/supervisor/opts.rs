@@ -18,7 +18,8 @@ pub fn timeout(s: &OwnedFd, dir: i32) -> Option<std::time::Duration> {
 
 /// FIONREAD, SIOCOUTQ and SIOCATMARK.
 pub fn queue_ioctl(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
-    let n = sockopt::queue_ioctl(s.as_raw_fd(), a[1] as u32 as u64).unwrap_or(Err(libc::ENOTTY))?;
+    let n = sockopt::queue_ioctl(s.as_raw_fd(), a[1] as u32 as libc::c_ulong)
+        .unwrap_or(Err(libc::ENOTTY))?;
     mem::write_u32(tid, a[2], n as u32)
 }
 
