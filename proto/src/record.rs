@@ -83,6 +83,12 @@ fn parse_creds(v: &str) -> Res<Cred> {
     Ok(Cred { pid, uid, gid })
 }
 
+fn push_addr(s: &mut String, key: &str, addr: &Option<Addr>) {
+    if let Some(a) = addr {
+        s.push_str(&format!(" {key}={}", a.display()));
+    }
+}
+
 fn push_creds(s: &mut String, creds: Option<Cred>) {
     if let Some(c) = creds {
         s.push_str(&format!(" creds={}:{}:{}", c.pid, c.uid, c.gid));
@@ -116,10 +122,7 @@ impl SendHeader {
     /// The header line, with its newline.
     pub fn format(&self) -> String {
         let mut s = format!("len={}", self.len);
-        if let Some(a) = &self.to {
-            s.push_str(" to=");
-            s.push_str(&a.display());
-        }
+        push_addr(&mut s, "to", &self.to);
         push_creds(&mut s, self.creds);
         push_rights(&mut s, &self.rights);
         if self.oob {
@@ -157,10 +160,7 @@ impl RecvHeader {
     /// The header line, with its newline.
     pub fn format(&self) -> String {
         let mut s = format!("len={}", self.len);
-        if let Some(a) = &self.from {
-            s.push_str(" from=");
-            s.push_str(&a.display());
-        }
+        push_addr(&mut s, "from", &self.from);
         push_creds(&mut s, self.creds);
         if let Some(pid) = self.pidfd {
             s.push_str(&format!(" pidfd={pid}"));

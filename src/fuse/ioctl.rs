@@ -99,7 +99,7 @@ fn encode_name(name: Option<&BoundName>, buf: &mut [u8; ADDR_MAX]) -> (u32, u32)
     (c.addr_len, c.addr_flags)
 }
 
-/// OP_BIND's `given`: a path as sun_path holds it (no NUL, at most 108 bytes).
+/// `Op::Bind`'s `given`: a path as sun_path holds it (no NUL, at most 108 bytes).
 fn decode_given(ctl: &Ctl) -> Result<Option<&[u8]>, Errno> {
     let len = ctl.given_len as usize;
     if len == 0 {
