@@ -4,6 +4,7 @@
 //! gets (SCM_CREDENTIALS, SCM_RIGHTS, SCM_PIDFD), as Linux writes them.
 
 use libc::{c_int, msghdr};
+use udsfs_proto::cmsg;
 use udsfs_proto::ioctl::MAX_RIGHTS;
 use udsfs_proto::passed::is_file_tag;
 use udsfs_proto::sockopt::SCM_PIDFD;
@@ -12,7 +13,7 @@ use crate::errno::Res;
 use crate::files::open_sock;
 use crate::message::{Got, Meta};
 use crate::mount::{self, Mount};
-use crate::{cmsg, fdpass, log, pidfd};
+use crate::{fdpass, log, pidfd};
 
 /// Writes the control messages Linux would (credentials, then sockets) and
 /// returns the bytes used and whether anything was cut (MSG_CTRUNC).

@@ -12,7 +12,6 @@
 //! nothing extra.
 #![allow(clippy::missing_safety_doc)] // the C library's contracts apply
 
-mod cmsg;
 mod control;
 mod convert;
 mod errno;

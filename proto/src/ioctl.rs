@@ -8,7 +8,7 @@
 //! `control` and `message` issue the ioctls by system call, not through
 //! the C library: the preload library defines `ioctl` itself.
 
-use crate::{Cred, Res, SCM_MAX_FD};
+use crate::{Cred, Res, SCM_MAX_FD, cmsg};
 
 /// `ioctl(fd, UDSFS_IOC_CTL, &mut Ctl)`: control operations (`Ctl::op`).
 pub const UDSFS_IOC_CTL: u32 = iowr(1, core::mem::size_of::<Ctl>());
@@ -33,24 +33,20 @@ pub const ADDR_MAX: usize = 112;
 /// Passed things one message carries.
 pub const MAX_RIGHTS: usize = SCM_MAX_FD;
 
-/// sizeof(struct cmsghdr) (CMSG_LEN(0)) and the alignment of control messages.
-pub const CMSG_HDR: usize = 16;
-const CMSG_ALIGN: usize = 8;
-
 /// How many passed fds a recvmsg control buffer of `controllen` bytes takes
 /// after the credentials, which come first and take CMSG_SPACE(12) (or the
 /// rest, cut short), as scm_recv fills it.
 pub const fn rights_room(controllen: usize, creds: bool) -> usize {
     let mut used = 0;
-    if creds && controllen >= CMSG_HDR {
-        let space = (CMSG_HDR + 12).next_multiple_of(CMSG_ALIGN);
+    if creds && controllen >= cmsg::HDR {
+        let space = cmsg::align(cmsg::HDR + 12);
         used = if space < controllen {
             space
         } else {
             controllen
         };
     }
-    (controllen - used).saturating_sub(CMSG_HDR) / 4
+    (controllen - used).saturating_sub(cmsg::HDR) / 4
 }
 
 /// Number of result values in `Ctl::v`.

@@ -7,6 +7,7 @@
 
 pub mod addr;
 pub mod carry;
+pub mod cmsg;
 pub mod ctl;
 pub mod fdchannel;
 pub mod ioctl;

@@ -17,6 +17,7 @@ use super::emulate::{
 use super::fdpass;
 use super::mem;
 use super::record;
+use udsfs_proto::cmsg;
 use udsfs_proto::ioctl::*;
 use udsfs_proto::passed::is_file_tag;
 use udsfs_proto::route::{self, Route};
@@ -120,22 +121,15 @@ fn send_msg(c: &Call, s: &OwnedFd, at: u64, flags: i32) -> Res<i64> {
 
 /// A sendmsg's control messages: credentials, passed udsfs sockets (by
 /// number) and other files (deposited on the fd channel, by tag), as the
-/// library passes them (preload/src/msg.rs).
+/// library passes them.
 type Control = (Option<[u32; 3]>, Vec<u64>, Option<fdpass::Channel>);
 
 fn parse_control(c: &Call, b: &[u8]) -> Res<Control> {
     let (mut creds, mut rights) = (None, Vec::new());
     // Files that are not udsfs sockets: their place in `rights`, our copy.
     let mut files: Vec<(usize, OwnedFd)> = Vec::new();
-    let mut off = 0;
-    while off + CMSG_HDR <= b.len() {
-        let len = u64_at(b, off) as usize;
-        let (level, ty) = (u32_at(b, off + 8) as i32, u32_at(b, off + 12) as i32);
-        if len < CMSG_HDR || off + len > b.len() {
-            return Err(libc::EINVAL);
-        }
-        let payload = &b[off + CMSG_HDR..off + len];
-        let ints = || payload.chunks_exact(4).map(|w| u32_at(w, 0));
+    for (level, ty, payload) in cmsg::parse(b)? {
+        let ints = || cmsg::ints(payload).map(|w| w as u32);
         match (level, ty) {
             (libc::SOL_SOCKET, libc::SCM_RIGHTS) => {
                 for fd in ints() {
@@ -157,7 +151,6 @@ fn parse_control(c: &Call, b: &[u8]) -> Res<Control> {
             }
             _ => return Err(libc::EINVAL),
         }
-        off += len.next_multiple_of(8);
     }
     if files.is_empty() {
         return Ok((creds, rights, None));
@@ -472,37 +465,21 @@ fn left_of(s: &OwnedFd, start: std::time::Instant) -> Res<u64> {
     }
 }
 
-/// Appends one control message within `room`, cut short as put_cmsg cuts
-/// it; whether it fit whole.
-fn put_cmsg(out: &mut Vec<u8>, room: usize, ty: i32, data: &[u8]) -> bool {
-    let avail = room.saturating_sub(out.len());
-    if avail < CMSG_HDR {
-        return false;
-    }
-    let n = data.len().min(avail - CMSG_HDR);
-    let start = out.len();
-    out.extend_from_slice(&((CMSG_HDR + n) as u64).to_ne_bytes());
-    out.extend_from_slice(&libc::SOL_SOCKET.to_ne_bytes());
-    out.extend_from_slice(&ty.to_ne_bytes());
-    out.extend_from_slice(&data[..n]);
-    out.resize(start + (CMSG_HDR + n).next_multiple_of(8).min(avail), 0);
-    n == data.len()
-}
-
 /// The control messages of a received message, as scm_recv puts them:
 /// credentials first, then the passed sockets, installed in the target.
 fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<u8>, bool)> {
-    let mut out = Vec::new();
+    let mut out = vec![0u8; room];
+    let mut w = cmsg::Writer::new(&mut out);
     let mut cut = got.ctrunc;
     if let Some([pid, uid, gid]) = got.creds {
         let b: Vec<u8> = [pid, uid, gid]
             .iter()
             .flat_map(|x| x.to_ne_bytes())
             .collect();
-        cut |= !put_cmsg(&mut out, room, libc::SCM_CREDENTIALS, &b);
+        cut |= !w.put(libc::SOL_SOCKET, libc::SCM_CREDENTIALS, &b);
     }
     if !got.rights.is_empty() {
-        let fit = room.saturating_sub(out.len()).saturating_sub(CMSG_HDR) / 4;
+        let fit = w.room().saturating_sub(cmsg::HDR) / 4;
         let mut fds = Vec::new();
         let mut cut_short = false;
         // Files come back from the fd channel in one round trip; a claimed
@@ -557,8 +534,10 @@ fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<
         }
         if !fds.is_empty() {
             let b: Vec<u8> = fds.iter().flat_map(|x| x.to_ne_bytes()).collect();
-            put_cmsg(&mut out, room, libc::SCM_RIGHTS, &b);
+            w.put(libc::SOL_SOCKET, libc::SCM_RIGHTS, &b);
         }
     }
+    let used = w.used();
+    out.truncate(used);
     Ok((out, cut))
 }

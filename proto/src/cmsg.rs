@@ -1,17 +1,21 @@
-//! Control messages (struct cmsghdr and what follows) in a caller's
+//! Control messages (struct cmsghdr and what follows) in a program's
 //! control buffer, read from a sendmsg's and written into a recvmsg's as
-//! Linux reads and writes them (__cmsg_nxthdr, put_cmsg). On bytes only:
-//! what they carry is the caller's business.
+//! Linux reads and writes them (__cmsg_nxthdr, put_cmsg), for the preload
+//! library and the supervisor alike. On bytes only: what they carry is the
+//! caller's business.
 
-use crate::errno::Res;
+use crate::Res;
 
-/// sizeof(struct cmsghdr): cmsg_len (a size_t), cmsg_level, cmsg_type.
-pub const HDR: usize = std::mem::size_of::<libc::cmsghdr>();
-const LEVEL_AT: usize = std::mem::size_of::<usize>();
+/// sizeof(struct cmsghdr) (CMSG_LEN(0)): cmsg_len (a size_t), cmsg_level,
+/// cmsg_type.
+pub const HDR: usize = size_of::<libc::cmsghdr>();
+/// The alignment of control messages (a size_t's).
+pub const ALIGN: usize = size_of::<usize>();
+const LEVEL_AT: usize = size_of::<usize>();
 
 /// CMSG_ALIGN.
-pub fn align(n: usize) -> usize {
-    n.next_multiple_of(std::mem::size_of::<usize>())
+pub const fn align(n: usize) -> usize {
+    n.next_multiple_of(ALIGN)
 }
 
 /// One control message: level, type and payload.
