@@ -429,33 +429,13 @@ fn own_mount_file(eng: &Engine, f: &OwnedFd) -> bool {
     }
 }
 
-/// The device of the mount at `m`, from /proc/self/mountinfo (no request to
-/// ourselves); kept once found.
+/// The device of the mount at `m` (no request to ourselves); kept once found.
 fn mount_dev(m: &std::path::Path) -> Option<libc::dev_t> {
     static DEV: std::sync::OnceLock<libc::dev_t> = std::sync::OnceLock::new();
     if let Some(d) = DEV.get() {
         return Some(*d);
     }
-    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let want = m.to_str()?;
-    // The last line for the path is the mount on top.
-    let dev = text.lines().rev().find_map(|line| {
-        let f: Vec<&str> = line.split(' ').collect();
-        if f.len() < 5 || unescape(f[4]) != want {
-            return None;
-        }
-        let (maj, min) = f[2].split_once(':')?;
-        Some(libc::makedev(maj.parse().ok()?, min.parse().ok()?))
-    })?;
+    let dev = crate::procfs::mount_dev(m)?;
     let _ = DEV.set(dev);
     Some(dev)
-}
-
-/// mountinfo's octal escapes (space, tab, newline, backslash).
-fn unescape(field: &str) -> String {
-    field
-        .replace("\\040", " ")
-        .replace("\\011", "\t")
-        .replace("\\012", "\n")
-        .replace("\\134", "\\")
 }
