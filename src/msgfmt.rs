@@ -100,7 +100,7 @@ mod tests {
         );
         assert_eq!(h.rights, vec![7, 9]);
         let (h, _) = parse_record(b"len=0 rights=file:5,3\n").unwrap();
-        assert_eq!(h.rights, vec![5 | udsfs_proto::passed::FILE_TAG, 3]);
+        assert_eq!(h.rights, vec![5 | crate::engine::held::FILE_TAG, 3]);
         let r = Received {
             from: None,
             creds: None,
