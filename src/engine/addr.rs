@@ -5,8 +5,6 @@
 use nix::errno::Errno;
 use udsfs_proto::addr as wire;
 
-pub use wire::{MAX_ABSTRACT_NAME, MAX_PATH_NAME};
-
 /// An address as a caller gives it (bind, connect, sendto).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Addr {

@@ -10,11 +10,9 @@ use super::inode::{Ctrl, Node, SockFile};
 use super::{Inner, ferr};
 use crate::engine::Caller;
 use crate::engine::tree::Kind;
+use udsfs_proto::mount::SOCKET_FILE_SIZE;
 
 pub const TTL: Duration = Duration::ZERO;
-/// Socket files claim a large size so the kernel lets writers run in
-/// parallel (PARALLEL_DIRECT_WRITES needs pos + len <= i_size).
-pub use udsfs_proto::mount::SOCKET_FILE_SIZE;
 
 /// The times and sizes of a file made up by the daemon (control files).
 fn synthetic(ino: u64, kind: FileType, perm: u32, uid: u32, gid: u32, size: u64) -> FileAttr {
