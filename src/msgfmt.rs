@@ -10,15 +10,8 @@ use crate::engine::{Addr, Ucred};
 pub use udsfs_proto::SCM_MAX_FD;
 pub use udsfs_proto::record::MAX_HEADER;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SendHeader {
-    pub len: usize,
-    pub to: Option<Addr>,
-    pub creds: Option<Ucred>,
-    pub rights: Vec<u64>,
-    /// `oob=1`: the payload's last byte is out-of-band (send with MSG_OOB).
-    pub oob: bool,
-}
+/// A written record's header in the engine's terms.
+pub type SendHeader = record::SendHeader<Addr, Ucred>;
 
 fn ucred(c: Cred) -> Ucred {
     Ucred {
@@ -37,14 +30,8 @@ fn cred(c: Ucred) -> Cred {
 }
 
 pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
-    let h = record::SendHeader::parse(line).map_err(Errno::from_raw)?;
-    Ok(SendHeader {
-        len: h.len,
-        to: h.to.map(Addr::from),
-        creds: h.creds.map(ucred),
-        rights: h.rights,
-        oob: h.oob,
-    })
+    let h: record::SendHeader = record::SendHeader::parse(line).map_err(Errno::from_raw)?;
+    Ok(h.map(Addr::from, ucred))
 }
 
 /// What a received record's header shows besides the length.

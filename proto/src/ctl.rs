@@ -19,16 +19,19 @@ pub enum Shutdown {
     Both,
 }
 
+/// One command. The types of its address (`A`), buffer (`B`), timeout
+/// direction (`D`) and shutdown (`S`) are a parameter, so that the daemon
+/// names the same commands in its engine's terms (`Command::map`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Command {
+pub enum Command<A = Addr, B = Dir, D = Dir, S = Shutdown> {
     /// `bind ADDR`, or `bind` alone for autobind.
-    Bind(Option<Addr>),
+    Bind(Option<A>),
     /// `listen N`; `listen` alone is -1, the kernel's default (somaxconn).
     Listen(i64),
     /// `connect ADDR`, or `connect` alone to drop a dgram default peer.
-    Connect(Option<Addr>),
+    Connect(Option<A>),
     /// `shutdown rd|wr|rdwr` (or 0, 1, 2).
-    Shutdown(Shutdown),
+    Shutdown(S),
     /// `passcred on|off` (or 1, 0): SO_PASSCRED.
     Passcred(bool),
     /// `oobinline on|off`: SO_OOBINLINE.
@@ -41,9 +44,41 @@ pub enum Command {
     Passpidfd(bool),
     /// `sndbuf N`, `rcvbuf N` (SO_SNDBUF, SO_RCVBUF) and `sndbufforce N`,
     /// `rcvbufforce N` (the FORCE forms: CAP_NET_ADMIN, no maximum).
-    Buffer { dir: Dir, val: i32, force: bool },
+    Buffer { buf: B, val: i32, force: bool },
     /// `rcvtimeo MS`, `sndtimeo MS`: SO_RCVTIMEO, SO_SNDTIMEO (0: none).
-    Timeout { dir: Dir, millis: u64 },
+    Timeout { dir: D, millis: u64 },
+}
+
+impl<A, B, D, S> Command<A, B, D, S> {
+    /// The same command in other terms.
+    pub fn map<A2, B2, D2, S2>(
+        self,
+        addr: impl Fn(A) -> A2,
+        buf: impl Fn(B) -> B2,
+        dir: impl Fn(D) -> D2,
+        how: impl Fn(S) -> S2,
+    ) -> Command<A2, B2, D2, S2> {
+        match self {
+            Command::Bind(a) => Command::Bind(a.map(addr)),
+            Command::Connect(a) => Command::Connect(a.map(addr)),
+            Command::Listen(n) => Command::Listen(n),
+            Command::Shutdown(s) => Command::Shutdown(how(s)),
+            Command::Passcred(on) => Command::Passcred(on),
+            Command::OobInline(on) => Command::OobInline(on),
+            Command::PeekOff(n) => Command::PeekOff(n),
+            Command::Owner(n) => Command::Owner(n),
+            Command::Passpidfd(on) => Command::Passpidfd(on),
+            Command::Buffer { buf: b, val, force } => Command::Buffer {
+                buf: buf(b),
+                val,
+                force,
+            },
+            Command::Timeout { dir: d, millis } => Command::Timeout {
+                dir: dir(d),
+                millis,
+            },
+        }
+    }
 }
 
 /// Parses one line (without its newline; a trailing `\r` is dropped).
@@ -82,7 +117,7 @@ pub fn parse(line: &[u8]) -> Res<Command> {
         b"peek_off" => signed(rest).map(Command::PeekOff),
         b"owner" => signed(rest).map(Command::Owner),
         b"sndbuf" | b"rcvbuf" | b"sndbufforce" | b"rcvbufforce" => Ok(Command::Buffer {
-            dir: if word.starts_with(b"snd") {
+            buf: if word.starts_with(b"snd") {
                 Dir::Send
             } else {
                 Dir::Recv
@@ -149,9 +184,9 @@ impl Command {
             Command::OobInline(b) => format!("oobinline {}", on(*b)),
             Command::PeekOff(n) => format!("peek_off {n}"),
             Command::Owner(n) => format!("owner {n}"),
-            Command::Buffer { dir, val, force } => format!(
+            Command::Buffer { buf, val, force } => format!(
                 "{}buf{} {val}",
-                match dir {
+                match buf {
                     Dir::Send => "snd",
                     Dir::Recv => "rcv",
                 },
@@ -173,36 +208,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn commands_parse() {
-        assert_eq!(
-            parse(b"bind run/a.sock"),
-            Ok(Command::Bind(Some(Addr::Path(b"run/a.sock".to_vec()))))
-        );
-        assert_eq!(parse(b"  bind  "), Ok(Command::Bind(None)));
-        assert_eq!(
-            parse(b"bind @x\\x00y"),
-            Ok(Command::Bind(Some(Addr::Abstract(b"x\0y".to_vec()))))
-        );
-        assert_eq!(parse(b"listen 5"), Ok(Command::Listen(5)));
-        assert_eq!(parse(b"listen"), Ok(Command::Listen(-1)));
-        assert_eq!(parse(b"shutdown 2"), Ok(Command::Shutdown(Shutdown::Both)));
-        assert_eq!(parse(b"passcred on\r"), Ok(Command::Passcred(true)));
-        assert_eq!(parse(b"connect"), Ok(Command::Connect(None)));
-        assert_eq!(
-            parse(b"rcvbufforce -5"),
-            Ok(Command::Buffer {
-                dir: Dir::Recv,
-                val: -5,
-                force: true
-            })
-        );
-        assert_eq!(
-            parse(b"rcvtimeo 250"),
-            Ok(Command::Timeout {
-                dir: Dir::Recv,
-                millis: 250
-            })
-        );
+    fn lines_parse_with_their_spacing_and_spellings() {
+        let path = |p: &[u8]| Some(Addr::Path(p.to_vec()));
+        let cases: [(&[u8], Command); 9] = [
+            (
+                b"\tconnect  srv/a\\\\.sock \r",
+                Command::Connect(path(b"srv/a\\.sock")),
+            ),
+            (
+                b"bind @\\x41b",
+                Command::Bind(Some(Addr::Abstract(b"Ab".to_vec()))),
+            ),
+            (b"bind", Command::Bind(None)),
+            (b"listen -3", Command::Listen(-3)),
+            (b"shutdown rd", Command::Shutdown(Shutdown::Read)),
+            (b"shutdown 1", Command::Shutdown(Shutdown::Write)),
+            (b"oobinline 0", Command::OobInline(false)),
+            (
+                b"sndbufforce 7",
+                Command::Buffer {
+                    buf: Dir::Send,
+                    val: 7,
+                    force: true,
+                },
+            ),
+            (
+                b"sndtimeo 15",
+                Command::Timeout {
+                    dir: Dir::Send,
+                    millis: 15,
+                },
+            ),
+        ];
+        for (line, want) in cases {
+            assert_eq!(parse(line), Ok(want), "{line:?}");
+        }
     }
 
     #[test]
@@ -243,12 +283,12 @@ mod tests {
             Command::PeekOff(-1),
             Command::Owner(-42),
             Command::Buffer {
-                dir: Dir::Send,
+                buf: Dir::Send,
                 val: 4096,
                 force: false,
             },
             Command::Buffer {
-                dir: Dir::Recv,
+                buf: Dir::Recv,
                 val: -5,
                 force: true,
             },

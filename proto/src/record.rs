@@ -11,15 +11,43 @@ use crate::{Cred, Res};
 /// Longest header line accepted on a write.
 pub const MAX_HEADER: usize = 4096;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SendHeader {
+/// The header of a record written. The types of its address (`A`) and
+/// credentials (`C`) are a parameter, so that the daemon reads it in its
+/// engine's terms (`SendHeader::map`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SendHeader<A = Addr, C = Cred> {
     pub len: usize,
-    pub to: Option<Addr>,
-    pub creds: Option<Cred>,
+    pub to: Option<A>,
+    pub creds: Option<C>,
     /// Passed sockets and files (`passed`).
     pub rights: Vec<u64>,
     /// `oob=1`: the payload's last byte is out-of-band (send with MSG_OOB).
     pub oob: bool,
+}
+
+impl<A, C> Default for SendHeader<A, C> {
+    fn default() -> Self {
+        SendHeader {
+            len: 0,
+            to: None,
+            creds: None,
+            rights: Vec::new(),
+            oob: false,
+        }
+    }
+}
+
+impl<A, C> SendHeader<A, C> {
+    /// The same header in other terms.
+    pub fn map<A2, C2>(self, addr: impl Fn(A) -> A2, cred: impl Fn(C) -> C2) -> SendHeader<A2, C2> {
+        SendHeader {
+            len: self.len,
+            to: self.to.map(addr),
+            creds: self.creds.map(cred),
+            rights: self.rights,
+            oob: self.oob,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
