@@ -7,6 +7,7 @@ use std::ffi::CString;
 use std::sync::OnceLock;
 
 use libc::c_int;
+pub use udsfs_proto::mount::is_data_ino;
 use udsfs_proto::route::Routes;
 
 pub use udsfs_proto::route::normalize;
@@ -88,12 +89,6 @@ fn statx_of(dirfd: c_int, path: &std::ffi::CStr, flags: c_int) -> Option<libc::s
         let r = real::statx(dirfd, path.as_ptr(), flags, libc::STATX_INO, &mut st);
         (r == 0).then_some(st)
     }
-}
-
-/// Inode numbers of `.udsfs/sock/N/data` files (src/fuse/inode.rs): tag 2
-/// in the top byte, file code 2 in the low four bits.
-pub fn is_data_ino(ino: u64) -> bool {
-    ino >> 56 == 2 && ino & 0xf == 2
 }
 
 impl Mount {
@@ -242,8 +237,44 @@ pub fn sock_id(fd: c_int) -> Option<u64> {
 mod tests {
     use super::*;
 
+    fn m() -> Mount {
+        Mount {
+            routes: Routes {
+                mount: b"/tmp/m".to_vec(),
+                routes: vec![b"/var/run/app".to_vec()],
+            },
+            dev: (0, 1),
+        }
+    }
+
     #[test]
-    fn data_files_show_by_their_inode_numbers() {
+    fn paths_route_into_the_mount_and_back() {
+        let m = m().routes;
+        assert_eq!(
+            m.tree_path(b"/tmp/m/run/x.sock"),
+            Some(b"run/x.sock".to_vec())
+        );
+        assert_eq!(m.tree_path(b"/tmp/mx/y"), None);
+        assert_eq!(m.tree_path(b"/tmp/m"), None);
+        assert_eq!(
+            m.tree_path(b"/var/run/app/x.sock"),
+            Some(b"var/run/app/x.sock".to_vec())
+        );
+        assert_eq!(m.tree_path(b"/var/run/application"), None);
+        assert_eq!(m.tree_path(b"/run/systemd/journal/socket"), None);
+        assert_eq!(m.shown_path(b"run/x.sock"), b"/tmp/m/run/x.sock".to_vec());
+        assert_eq!(
+            m.shown_path(b"var/run/app/x.sock"),
+            b"/var/run/app/x.sock".to_vec()
+        );
+        assert_eq!(m.shown_path(b"/tmp/m/abs"), b"/tmp/m/abs".to_vec());
+    }
+
+    #[test]
+    fn names_are_normalized_lexically() {
+        assert_eq!(normalize(b"a/./b//c", b"/w"), b"/w/a/b/c".to_vec());
+        assert_eq!(normalize(b"../x", b"/w/d"), b"/w/x".to_vec());
+        assert_eq!(normalize(b"/../..", b"/w"), b"/".to_vec());
         assert!(is_data_ino((2 << 56) | (7 << 4) | 2));
         assert!(!is_data_ino((2 << 56) | (7 << 4) | 1));
         assert!(!is_data_ino(7));
@@ -251,13 +282,7 @@ mod tests {
 
     #[test]
     fn routed_names_have_a_node_in_the_mount() {
-        let m = Mount {
-            routes: Routes {
-                mount: b"/tmp/m".to_vec(),
-                routes: vec![b"/var/run/app".to_vec()],
-            },
-            dev: (0, 1),
-        };
+        let m = m();
         assert_eq!(
             m.routed_node(b"/var/run/app/x.sock").unwrap().as_bytes(),
             b"/tmp/m/var/run/app/x.sock"

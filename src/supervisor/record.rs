@@ -63,3 +63,22 @@ pub fn recv(d: &Daemon, id: u64, want: usize) -> Res<Got> {
         timeo_left: TIMEO_NONE,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_addresses_escape_and_come_back() {
+        for wire in [&b"run/x.sock"[..], b"\0abs name", b"a\\b", b"\xff/\x01"] {
+            let to = Addr::from_wire(wire).unwrap();
+            let e = to.as_ref().unwrap().display();
+            assert!(!e.contains(' ') && !e.contains('\n'), "{e}");
+            let line = format!("len=0 from={e}");
+            let back = RecvHeader::parse(line.as_bytes()).unwrap().from;
+            assert_eq!(back.map(|a| a.to_wire()).as_deref(), Some(wire));
+        }
+        // Cut short: refused, as the daemon refuses it, and no panic.
+        assert_eq!(RecvHeader::parse(b"len=0 from=@\\x4"), Err(libc::EINVAL));
+    }
+}
