@@ -5,9 +5,10 @@
 
 use libc::{c_int, socklen_t};
 use udsfs_proto::carry::Carried;
+use udsfs_proto::mount::type_dir;
 
 use crate::errno::{last, Res};
-use crate::files::{self, close, open_sock, type_name};
+use crate::files::{self, close, open_sock};
 use crate::mount::Mount;
 use crate::real;
 
@@ -33,7 +34,7 @@ fn kernel_int(fd: c_int, opt: c_int) -> Res<c_int> {
 
 /// Puts a new udsfs socket in kernel socket `fd`'s place.
 pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
-    let name = type_name(kernel_int(fd, libc::SO_TYPE)?).ok_or(libc::EPROTOTYPE)?;
+    let name = type_dir(kernel_int(fd, libc::SO_TYPE)?).ok_or(libc::EPROTOTYPE)?;
     // SAFETY: fcntl queries only.
     let (fl, fdfl) = unsafe {
         (

@@ -67,17 +67,6 @@ pub fn open_sock(m: &Mount, id: u64, nonblock: bool, cloexec: bool) -> Res<c_int
     Ok(fd)
 }
 
-/// The directory of `.udsfs/` for a socket type.
-pub fn type_name(ty: c_int) -> Option<&'static str> {
-    match ty {
-        libc::SOCK_STREAM => Some("stream"),
-        // unix_create makes SOCK_RAW a datagram socket.
-        libc::SOCK_DGRAM | libc::SOCK_RAW => Some("dgram"),
-        libc::SOCK_SEQPACKET => Some("seqpacket"),
-        _ => None,
-    }
-}
-
 pub fn nonblocking(fd: c_int) -> bool {
     // SAFETY: fcntl query.
     let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };

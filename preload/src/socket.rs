@@ -6,9 +6,10 @@ use libc::{c_int, sockaddr, socklen_t};
 use udsfs_proto::addr::Addr;
 use udsfs_proto::ctl::Command;
 use udsfs_proto::ioctl::{Accepted, Ctl, Op, ADDR_AS_GIVEN};
+use udsfs_proto::mount::type_dir;
 
 use crate::errno::{last, Res};
-use crate::files::{close, nonblocking, open_file, open_sock, type_name, with_handle};
+use crate::files::{close, nonblocking, open_file, open_sock, with_handle};
 use crate::ioctl;
 use crate::mount::{self, Mount};
 use crate::route::put_addr;
@@ -18,7 +19,7 @@ pub fn pair(m: &Mount, ty: c_int, sv: &mut [c_int; 2]) -> Res<()> {
     let nonblock = ty & libc::SOCK_NONBLOCK != 0;
     let cloexec = ty & libc::SOCK_CLOEXEC != 0;
     let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
-    let name = type_name(base).ok_or(libc::EPROTONOSUPPORT)?;
+    let name = type_dir(base).ok_or(libc::EPROTONOSUPPORT)?;
     let path = m.ctrl_file(&format!("{name}/pair"));
     *sv = with_handle(&path, libc::O_RDWR, |ids| {
         let [a, b] = ids[..] else {

@@ -20,6 +20,17 @@ pub fn is_data_ino(ino: u64) -> bool {
     ino >> INO_TAG_SHIFT == INO_TAG_SOCK && ino & 0xf == DATA_FILE_CODE
 }
 
+/// The directory of `.udsfs/` whose `clone` and `pair` make sockets of
+/// type `ty` (SOCK_STREAM, ...); unix_create makes SOCK_RAW a datagram socket.
+pub fn type_dir(ty: i32) -> Option<&'static str> {
+    match ty {
+        libc::SOCK_STREAM => Some("stream"),
+        libc::SOCK_DGRAM | libc::SOCK_RAW => Some("dgram"),
+        libc::SOCK_SEQPACKET => Some("seqpacket"),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -31,5 +42,14 @@ mod tests {
         assert!(!is_data_ino(ino(INO_TAG_SOCK, 99, 3)), "its msg file");
         assert!(!is_data_ino(ino(1, 0, DATA_FILE_CODE)), "a control file");
         assert!(!is_data_ino(DATA_FILE_CODE), "a tree node");
+    }
+
+    #[test]
+    fn socket_types_have_their_directories() {
+        assert_eq!(type_dir(libc::SOCK_STREAM), Some("stream"));
+        assert_eq!(type_dir(libc::SOCK_RAW), type_dir(libc::SOCK_DGRAM));
+        assert_eq!(type_dir(libc::SOCK_SEQPACKET), Some("seqpacket"));
+        assert_eq!(type_dir(libc::SOCK_RDM), None);
+        assert_eq!(type_dir(libc::SOCK_STREAM | libc::SOCK_NONBLOCK), None);
     }
 }

@@ -9,6 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use udsfs_proto::ioctl::{self, *};
+use udsfs_proto::mount::type_dir;
 
 pub type Res<T> = Result<T, i32>;
 
@@ -20,16 +21,6 @@ fn last() -> i32 {
 
 pub struct Daemon {
     pub mount: PathBuf,
-}
-
-pub fn type_name(ty: i32) -> Option<&'static str> {
-    match ty {
-        libc::SOCK_STREAM => Some("stream"),
-        // unix_create makes SOCK_RAW a datagram socket.
-        libc::SOCK_DGRAM | libc::SOCK_RAW => Some("dgram"),
-        libc::SOCK_SEQPACKET => Some("seqpacket"),
-        _ => None,
-    }
 }
 
 fn open(path: &Path, flags: i32) -> Res<OwnedFd> {
@@ -69,7 +60,7 @@ impl Daemon {
 
     /// A new unbound socket of type `ty` (`.udsfs/TYPE/clone`).
     pub fn new_sock(&self, ty: i32, nonblock: bool) -> Res<OwnedFd> {
-        let name = type_name(ty).ok_or(libc::EPROTONOSUPPORT)?;
+        let name = type_dir(ty).ok_or(libc::EPROTONOSUPPORT)?;
         let h = open(&self.file(&format!("{name}/clone")), libc::O_RDWR)?;
         let id = *numbers(&h)?.first().ok_or(libc::EIO)?;
         self.open_sock(id, nonblock)
@@ -77,7 +68,7 @@ impl Daemon {
 
     /// socketpair: `.udsfs/TYPE/pair`.
     pub fn pair(&self, ty: i32, nonblock: bool) -> Res<(OwnedFd, OwnedFd)> {
-        let name = type_name(ty).ok_or(libc::EPROTONOSUPPORT)?;
+        let name = type_dir(ty).ok_or(libc::EPROTONOSUPPORT)?;
         let h = open(&self.file(&format!("{name}/pair")), libc::O_RDWR)?;
         let [a, b] = numbers(&h)?[..] else {
             return Err(libc::EIO);

@@ -14,6 +14,7 @@ use super::opts;
 use super::target::{Dev, Task};
 use udsfs_proto::carry::Carried;
 use udsfs_proto::ioctl::{ADDR_AS_GIVEN, Op};
+use udsfs_proto::mount::type_dir;
 use udsfs_proto::route::{self, Route, Routes};
 
 pub struct Ctx {
@@ -131,7 +132,7 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
             // gives Linux's errno in Linux's order.
             let (ty, proto) = (args[1] as i32, args[2] as i32);
             let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
-            let valid = daemon::type_name(base).is_some() && (proto == 0 || proto == libc::PF_UNIX);
+            let valid = type_dir(base).is_some() && (proto == 0 || proto == libc::PF_UNIX);
             return if args[0] as i32 == libc::AF_UNIX && valid {
                 Ok(job(false, None))
             } else {
