@@ -508,7 +508,7 @@ need_preload() {
     [ -f "$PRELOAD_LIB" ] ||
         fail "preload library not found at $PRELOAD_LIB (build it with cargo build, or set UDSFS_PRELOAD)"
     local src
-    for src in "$ROOT"/preload/src/*.rs "$ROOT"/src/fuse/ioctl_abi.rs; do
+    for src in "$ROOT"/preload/src/*.rs "$ROOT"/proto/src/*.rs; do
         [ "$src" -ot "$PRELOAD_LIB" ] || [ ! -e "$src" ] ||
             fail "$PRELOAD_LIB is older than $src: rebuild it with cargo build"
     done

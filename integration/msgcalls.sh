@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 kernel_vs_udsfs "$ROOT/tests/conformance/msgcalls.py"
 
-# The message ioctl itself (src/fuse/ioctl_abi.rs): a receive with MSGF_WAIT parks
+# The message ioctl itself (proto/src/ioctl.rs): a receive with MSGF_WAIT parks
 # in the daemon (the park table counts it) until a message comes; without it EAGAIN
 # at once; with the socket's rcvtimeo, EAGAIN once it runs out; a parked send to a
 # full receiver waits likewise and goes once there is room.

@@ -11,13 +11,8 @@
 //! connection and deposit is a descriptor of the daemon, charged to that
 //! user (src/engine/fds.rs).
 //!
-//! One request per packet:
-//! - `D` with SCM_RIGHTS: deposit the files; answer `T` and one u64 tag
-//!   each. The tags go in the sendmsg's list of passed things; deposits
-//!   not sent when the connection closes are closed.
-//! - `C` and u64 tags: claim received files; answer `F` with SCM_RIGHTS.
-//!
-//! Either answers `E` and an i32 errno on failure.
+//! The requests and answers are `udsfs_proto::fdchannel`'s; deposits not
+//! sent when the connection closes are closed.
 
 use std::io::IoSliceMut;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -35,22 +30,16 @@ use crate::engine::Engine;
 use crate::engine::fds::ChargedFd;
 use crate::engine::quota::Quota;
 use crate::engine::rights::is_file_tag;
+use udsfs_proto::fdchannel::{self as proto, MAX_FDS};
 
 mod refuse;
 use refuse::Refuser;
 
-/// SCM_MAX_FD.
-const MAX_FDS: usize = 253;
 /// Connections served at once (a thread each), shared among users as the
 /// mount's other bounds are (`--user-share`).
 const MAX_CONNECTIONS: u64 = 1024;
 /// Names tried when the usual one is taken.
 const NAME_TRIES: usize = 8;
-
-/// The channel's abstract name for the daemon with process id `pid`.
-pub fn channel_name(pid: u32) -> String {
-    format!("udsfs-fdpass-{pid}")
-}
 
 /// The name this daemon listens on, served as `.udsfs/fdchannel`.
 static LISTENING_ON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -60,7 +49,7 @@ static LISTENING_ON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 pub fn published_name() -> String {
     LISTENING_ON
         .get()
-        .map(|n| format!("{n}\n"))
+        .map(|n| proto::published(n))
         .unwrap_or_default()
 }
 
@@ -116,7 +105,7 @@ fn raise_nofile_limit() {
 /// The usual name, or, if another process holds it (squatting it to receive
 /// clients' files), a random one: clients read the name from the mount.
 fn bind_unsquatted() -> Option<(String, OwnedFd)> {
-    let usual = channel_name(std::process::id());
+    let usual = proto::channel_name(std::process::id());
     for i in 0..NAME_TRIES {
         let name = if i == 0 {
             usual.clone()
@@ -224,7 +213,7 @@ fn serve(listener: OwnedFd, eng: Arc<Engine>) {
 }
 
 fn serve_connection(eng: &Engine, conn: &ChargedFd, uid: u32, id: u64) {
-    let mut buf = vec![0u8; 1 + 8 * MAX_FDS];
+    let mut buf = vec![0u8; proto::MAX_PACKET];
     loop {
         // The kernel installs passed files as it receives them: wait for a
         // request first, then make room only for what the user may still
@@ -266,20 +255,14 @@ fn serve_connection(eng: &Engine, conn: &ChargedFd, uid: u32, id: u64) {
             return;
         }
         let answer = match buf[0] {
-            b'D' if truncated => {
+            proto::DEPOSIT if truncated => {
                 log::info!(
                     "fd channel {id}: uid {uid}: files past its share closed (ETOOMANYREFS)"
                 );
                 Err(Errno::ETOOMANYREFS)
             }
-            b'D' => deposit(eng, id, uid, fds),
-            b'C' => {
-                let tags: Vec<u64> = buf[1..n]
-                    .chunks_exact(8)
-                    .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
-                    .collect();
-                claim(eng, uid, &tags, conn, id)
-            }
+            proto::DEPOSIT => deposit(eng, id, uid, fds),
+            proto::CLAIM => claim(eng, uid, &proto::tags_of(&buf[..n]), conn, id),
             other => {
                 log::info!("fd channel {id}: unknown request {other:#x}");
                 Err(Errno::EINVAL)
@@ -288,11 +271,7 @@ fn serve_connection(eng: &Engine, conn: &ChargedFd, uid: u32, id: u64) {
         let sent = match answer {
             Ok(Some(reply)) => send_plain(conn, &reply),
             Ok(None) => Ok(()),
-            Err(e) => {
-                let mut reply = vec![b'E'];
-                reply.extend_from_slice(&(e as i32).to_ne_bytes());
-                send_plain(conn, &reply)
-            }
+            Err(e) => send_plain(conn, &proto::error_answer(e as i32)),
         };
         if sent.is_err() {
             return;
@@ -374,7 +353,6 @@ fn deposit(eng: &Engine, id: u64, uid: u32, fds: Vec<OwnedFd>) -> Result<Option<
         log::info!("fd channel {id}: a connection to the channel itself: refused (EINVAL)");
         return Err(Errno::EINVAL);
     }
-    let mut reply = vec![b'T'];
     let mut tags = Vec::with_capacity(fds.len());
     for f in fds {
         match eng.depot.deposit(id, uid, f) {
@@ -387,10 +365,8 @@ fn deposit(eng: &Engine, id: u64, uid: u32, fds: Vec<OwnedFd>) -> Result<Option<
             }
         }
     }
-    for (_, t) in tags {
-        reply.extend_from_slice(&t.to_ne_bytes());
-    }
-    Ok(Some(reply))
+    let tags: Vec<u64> = tags.into_iter().map(|(_, t)| t).collect();
+    Ok(Some(proto::with_tags(proto::TAGS, &tags)))
 }
 
 fn claim(
@@ -407,7 +383,7 @@ fn claim(
         log::info!("fd channel {id}: claim of files not received for uid {uid} (EBADF)")
     })?;
     let raw: Vec<RawFd> = files.iter().map(|f| f.as_raw_fd()).collect();
-    let iov = [std::io::IoSlice::new(b"F")];
+    let iov = [std::io::IoSlice::new(&[proto::FILES])];
     let cmsg = [ControlMessage::ScmRights(&raw)];
     if let Err(e) = sendmsg::<()>(conn.as_raw_fd(), &iov, &cmsg, MsgFlags::MSG_NOSIGNAL, None) {
         log::info!("fd channel {id}: handing {} files back: {e}", raw.len());
@@ -453,33 +429,13 @@ fn own_mount_file(eng: &Engine, f: &OwnedFd) -> bool {
     }
 }
 
-/// The device of the mount at `m`, from /proc/self/mountinfo (no request to
-/// ourselves); kept once found.
+/// The device of the mount at `m` (no request to ourselves); kept once found.
 fn mount_dev(m: &std::path::Path) -> Option<libc::dev_t> {
     static DEV: std::sync::OnceLock<libc::dev_t> = std::sync::OnceLock::new();
     if let Some(d) = DEV.get() {
         return Some(*d);
     }
-    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let want = m.to_str()?;
-    // The last line for the path is the mount on top.
-    let dev = text.lines().rev().find_map(|line| {
-        let f: Vec<&str> = line.split(' ').collect();
-        if f.len() < 5 || unescape(f[4]) != want {
-            return None;
-        }
-        let (maj, min) = f[2].split_once(':')?;
-        Some(libc::makedev(maj.parse().ok()?, min.parse().ok()?))
-    })?;
+    let dev = crate::procfs::mount_dev(m)?;
     let _ = DEV.set(dev);
     Some(dev)
-}
-
-/// mountinfo's octal escapes (space, tab, newline, backslash).
-fn unescape(field: &str) -> String {
-    field
-        .replace("\\040", " ")
-        .replace("\\011", "\t")
-        .replace("\\012", "\n")
-        .replace("\\134", "\\")
 }

@@ -1,123 +1,37 @@
-//! The text framing of `msg` files (SPEC §5): a header line of key=value
-//! fields, then exactly `len` payload bytes.
+//! The `msg` files' records (their grammar is `udsfs_proto::record`) in
+//! the engine's terms, and the assembly of records written in pieces.
 
 use nix::errno::Errno;
+use udsfs_proto::Cred;
+use udsfs_proto::record::{self, RecvHeader};
 
 use crate::engine::{Addr, Ucred};
 
-/// Longest header line accepted on a write.
-pub const MAX_HEADER: usize = 4096;
-/// SCM_MAX_FD: sockets one message may pass.
-pub const SCM_MAX_FD: usize = 253;
+pub use udsfs_proto::SCM_MAX_FD;
+pub use udsfs_proto::record::MAX_HEADER;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SendHeader {
-    pub len: usize,
-    pub to: Option<Addr>,
-    pub creds: Option<Ucred>,
-    pub rights: Vec<u64>,
-    /// `oob=1`: the payload's last byte is out-of-band (send with MSG_OOB).
-    pub oob: bool,
+/// A written record's header in the engine's terms.
+pub type SendHeader = record::SendHeader<Addr, Ucred>;
+
+fn ucred(c: Cred) -> Ucred {
+    Ucred {
+        pid: c.pid,
+        uid: c.uid,
+        gid: c.gid,
+    }
+}
+
+fn cred(c: Ucred) -> Cred {
+    Cred {
+        pid: c.pid,
+        uid: c.uid,
+        gid: c.gid,
+    }
 }
 
 pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
-    let text = std::str::from_utf8(line).map_err(|_| Errno::EINVAL)?;
-    let mut h = SendHeader::default();
-    let mut have_len = false;
-    let mut seen: Vec<&str> = Vec::with_capacity(4);
-    for field in text.split_ascii_whitespace() {
-        let (k, v) = field.split_once('=').ok_or(Errno::EINVAL)?;
-        // Each field at most once: a record must not mean two things.
-        if seen.contains(&k) {
-            return Err(Errno::EINVAL);
-        }
-        seen.push(k);
-        match k {
-            "len" => {
-                h.len = number(v)?;
-                have_len = true;
-            }
-            "to" => h.to = Some(Addr::parse(v.as_bytes())?),
-            "creds" => h.creds = Some(parse_creds(v)?),
-            "oob" => {
-                h.oob = match v {
-                    "1" => true,
-                    "0" => false,
-                    _ => return Err(Errno::EINVAL),
-                }
-            }
-            "rights" => {
-                h.rights = v
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(passed_item)
-                    .collect::<Result<_, _>>()?;
-                if h.rights.len() > SCM_MAX_FD {
-                    return Err(Errno::EINVAL);
-                }
-            }
-            _ => return Err(Errno::EINVAL),
-        }
-    }
-    if !have_len {
-        return Err(Errno::EINVAL);
-    }
-    Ok(h)
-}
-
-/// One item of `rights=`: a socket number, or `file:T` for a file held by
-/// the daemon (its depot tag without the tag bit, see src/engine/depot.rs).
-fn passed_item(v: &str) -> Result<u64, Errno> {
-    use crate::engine::rights::FILE_TAG;
-    match v.strip_prefix("file:") {
-        Some(t) => {
-            let t = number::<u64>(t)?;
-            if t & FILE_TAG != 0 {
-                return Err(Errno::EINVAL);
-            }
-            Ok(t | FILE_TAG)
-        }
-        None => {
-            let n = number::<u64>(v)?;
-            if n & FILE_TAG != 0 {
-                return Err(Errno::EINVAL);
-            }
-            Ok(n)
-        }
-    }
-}
-
-fn format_passed_item(id: u64) -> String {
-    use crate::engine::rights::FILE_TAG;
-    if id & FILE_TAG != 0 {
-        format!("file:{}", id & !FILE_TAG)
-    } else {
-        id.to_string()
-    }
-}
-
-/// A decimal number written as digits only (no sign, no spaces).
-fn number<T: std::str::FromStr>(v: &str) -> Result<T, Errno> {
-    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(Errno::EINVAL);
-    }
-    v.parse().map_err(|_| Errno::EINVAL)
-}
-
-fn parse_creds(v: &str) -> Result<Ucred, Errno> {
-    let mut it = v.split(':');
-    let mut next = || it.next().ok_or(Errno::EINVAL);
-    let pid = next()?;
-    let pid = match pid.strip_prefix('-') {
-        Some(abs) => -number::<i32>(abs)?,
-        None => number::<i32>(pid)?,
-    };
-    let uid = number::<u32>(next()?)?;
-    let gid = number::<u32>(next()?)?;
-    if it.next().is_some() || uid == u32::MAX || gid == u32::MAX {
-        return Err(Errno::EINVAL);
-    }
-    Ok(Ucred { pid, uid, gid })
+    let h: record::SendHeader = record::SendHeader::parse(line).map_err(Errno::from_raw)?;
+    Ok(h.map(Addr::from, ucred))
 }
 
 /// What a received record's header shows besides the length.
@@ -132,37 +46,17 @@ pub struct Received<'a> {
     pub ctrunc: bool,
 }
 
-/// The header of a received record. A record always holds the whole
-/// message, so MSG_TRUNC has no place in it.
+/// The header of a received record.
 pub fn format_header(len: usize, r: &Received) -> String {
-    let Received {
-        from,
-        creds,
-        pidfd,
-        rights,
-        ctrunc,
-    } = *r;
-    let mut s = format!("len={len}");
-    if let Some(a) = from {
-        s.push_str(" from=");
-        s.push_str(&a.display());
+    RecvHeader {
+        len,
+        from: r.from.cloned().map(Into::into),
+        creds: r.creds.map(cred),
+        pidfd: r.pidfd,
+        rights: r.rights.to_vec(),
+        ctrunc: r.ctrunc,
     }
-    if let Some(c) = creds {
-        s.push_str(&format!(" creds={}:{}:{}", c.pid, c.uid, c.gid));
-    }
-    if let Some(pid) = pidfd {
-        s.push_str(&format!(" pidfd={pid}"));
-    }
-    if !rights.is_empty() {
-        let list: Vec<String> = rights.iter().map(|r| format_passed_item(*r)).collect();
-        s.push_str(" rights=");
-        s.push_str(&list.join(","));
-    }
-    if ctrunc {
-        s.push_str(" flags=ctrunc");
-    }
-    s.push('\n');
-    s
+    .format()
 }
 
 #[cfg(test)]

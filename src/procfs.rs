@@ -134,11 +134,9 @@ pub fn nofile_limit(pid: i32) -> Option<usize> {
         .and_then(|v| v.parse().ok())
 }
 
-/// A numeric sysctl, by its dotted name (`net.unix.max_dgram_qlen`).
-pub fn sysctl(name: &str) -> Option<u64> {
-    let path = format!("/proc/sys/{}", name.replace('.', "/"));
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
+/// A numeric sysctl, by its dotted name (`net.unix.max_dgram_qlen`): the
+/// one reader, shared with the daemon's clients.
+pub use udsfs_proto::sysctl::read as sysctl;
 
 /// The pid namespace of task `tid` (the inode of `/proc/<tid>/ns/pid`).
 pub fn pid_ns(tid: u32) -> Option<u64> {
@@ -182,6 +180,26 @@ pub fn parse_mounts(text: &[u8]) -> Vec<Mount> {
             })
         })
         .collect()
+}
+
+/// The device of the mount on top at `path`, from /proc/self/mountinfo.
+pub fn mount_dev(path: &std::path::Path) -> Option<libc::dev_t> {
+    let text = std::fs::read("/proc/self/mountinfo").ok()?;
+    parse_mount_dev(&text, path)
+}
+
+fn parse_mount_dev(text: &[u8], path: &std::path::Path) -> Option<libc::dev_t> {
+    use std::os::unix::ffi::OsStrExt;
+    let want = path.as_os_str().as_bytes();
+    // The last line for the path is the mount on top.
+    text.split(|&b| b == b'\n').rev().find_map(|line| {
+        let f: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+        if f.len() < 5 || unescape(f[4]) != want {
+            return None;
+        }
+        let (maj, min) = std::str::from_utf8(f[2]).ok()?.split_once(':')?;
+        Some(libc::makedev(maj.parse().ok()?, min.parse().ok()?))
+    })
 }
 
 /// Undoes the kernel's octal escapes (`\040` space, `\011` tab, `\012`
@@ -260,6 +278,21 @@ mod tests {
             Status::read(me as u32).unwrap().ppid,
             nix::unistd::getppid().as_raw()
         );
+    }
+
+    #[test]
+    fn mountinfo_gives_the_device_of_the_mount_on_top() {
+        let text = b"22 1 0:21 / /mnt/a\\040b rw - tmpfs x rw\n\
+                     30 22 0:55 / /mnt/a\\040b rw - fuse.udsfs udsfs:1 rw\n\
+                     31 1 8:1 / / rw - ext4 /dev/sda1 rw\n";
+        let m = std::path::Path::new("/mnt/a b");
+        assert_eq!(parse_mount_dev(text, m), Some(libc::makedev(0, 55)));
+        assert_eq!(
+            parse_mount_dev(text, std::path::Path::new("/")),
+            Some(libc::makedev(8, 1))
+        );
+        assert_eq!(parse_mount_dev(text, std::path::Path::new("/mnt")), None);
+        assert!(mount_dev(std::path::Path::new("/")).is_some());
     }
 
     #[test]

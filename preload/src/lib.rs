@@ -12,84 +12,39 @@
 //! nothing extra.
 #![allow(clippy::missing_safety_doc)] // the C library's contracts apply
 
-#[path = "../../src/fuse/ioctl_abi.rs"]
-#[allow(dead_code)]
-mod abi;
+mod control;
+mod convert;
+mod errno;
 mod fdpass;
+mod files;
+mod ioctl;
+mod iovs;
 mod log;
+mod message;
 mod mount;
 mod msg;
 mod netdev;
 mod opts;
 mod pidfd;
 mod real;
+mod record;
 mod restart;
+mod route;
 mod routed;
-mod sock;
+mod socket;
 mod stat;
 mod urg;
 
 use libc::{
     c_int, c_uint, c_ulong, c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,
 };
+use udsfs_proto::ioctl::Op;
 
+use errno::{errno, guarded, int_ret, len_ret, restore_errno, set_errno, Res};
+use iovs::Iovs;
+use message::Meta;
 use mount::Mount;
-use sock::Route;
-
-pub(crate) fn errno() -> c_int {
-    // SAFETY: the thread's errno location is always valid.
-    unsafe { *libc::__errno_location() }
-}
-
-pub(crate) fn set_errno(e: c_int) {
-    // SAFETY: as above.
-    unsafe { *libc::__errno_location() = e };
-}
-
-thread_local! {
-    /// errno when the program's call came in: a call that succeeds leaves it
-    /// so (programs check errno after a success), even when the udsfs path
-    /// first met ENOTSOCK from the C library.
-    static ERRNO_AT_ENTRY: std::cell::Cell<c_int> = const { std::cell::Cell::new(0) };
-    /// Calls of this library in progress on this thread (it calls some of
-    /// its own functions, fcntl for one): only the outermost saves errno.
-    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-
-/// After a successful udsfs call: errno as the program left it.
-pub(crate) fn restore_errno() {
-    set_errno(ERRNO_AT_ENTRY.with(|e| e.get()));
-}
-
-/// Runs `f`; a panic never crosses into the program: it becomes EIO.
-pub(crate) fn guarded<R>(fail: R, f: impl FnOnce() -> R) -> R {
-    if DEPTH.with(|d| d.replace(d.get() + 1)) == 0 {
-        ERRNO_AT_ENTRY.with(|e| e.set(errno()));
-    }
-    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    DEPTH.with(|d| d.set(d.get() - 1));
-    match res {
-        Ok(r) => r,
-        Err(_) => {
-            log::say("internal error; the call fails with EIO");
-            set_errno(libc::EIO);
-            fail
-        }
-    }
-}
-
-fn int_ret(r: sock::Res<()>) -> c_int {
-    match r {
-        Ok(()) => {
-            restore_errno();
-            0
-        }
-        Err(e) => {
-            set_errno(e);
-            -1
-        }
-    }
-}
+use route::Route;
 
 /// The mount, when the failed call `r` was made on a udsfs socket.
 fn udsfs_after(r: i64, fd: c_int) -> Option<&'static Mount> {
@@ -102,22 +57,22 @@ fn udsfs_after(r: i64, fd: c_int) -> Option<&'static Mount> {
 
 /// Makes kernel AF_UNIX socket `fd` a udsfs socket for a routed address;
 /// false when `fd` is something else (the C library handles it).
-fn adopt_for(m: &Mount, fd: c_int) -> sock::Res<bool> {
+fn adopt_for(m: &Mount, fd: c_int) -> Res<bool> {
     if mount::udsfs_fd(fd) {
         return Ok(true);
     }
-    if !sock::kernel_unix(fd) {
+    if !convert::kernel_unix(fd) {
         return Ok(false);
     }
     let bound = kernel_bound(fd);
-    sock::convert(m, fd)?;
+    convert::convert(m, fd)?;
     if bound {
         // A client bound to a scratch path (nc -uU binds one in /tmp) must
         // still be answerable: on udsfs it gets an autobound name instead.
         log::say(&format!(
             "fd {fd} was bound to a kernel AF_UNIX name; on udsfs it is autobound instead"
         ));
-        sock::ctl(fd, abi::OP_BIND, 0, &[])?;
+        ioctl::op(fd, Op::Bind, 0)?;
     }
     Ok(true)
 }
@@ -132,7 +87,7 @@ fn kernel_bound(fd: c_int) -> bool {
     }
 }
 
-fn refuse_kernel_name(fd: c_int, what: &str) -> sock::Res<()> {
+fn refuse_kernel_name(fd: c_int, what: &str) -> Res<()> {
     log::say(&format!(
         "{what} on udsfs socket fd {fd}: the address is a kernel AF_UNIX name outside the mount and its routes"
     ));
@@ -154,7 +109,7 @@ pub unsafe extern "C" fn socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int
             return int_ret(Err(libc::EFAULT));
         }
         let mut fds = [-1; 2];
-        let r = sock::pair(m, t, &mut fds);
+        let r = socket::pair(m, t, &mut fds);
         if r.is_ok() {
             // SAFETY: sv holds two ints.
             unsafe { std::ptr::copy_nonoverlapping(fds.as_ptr(), sv, 2) };
@@ -169,13 +124,13 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
         let Some(m) = mount::get() else {
             return unsafe { real::bind(fd, addr, len) };
         };
-        let wire = match unsafe { sock::route(m, addr, len) } {
+        let wire = match unsafe { route::route(m, addr, len) } {
             Route::Kernel => {
                 let r = unsafe { real::bind(fd, addr, len) };
                 if udsfs_after(r as i64, fd).is_some() {
                     // SAFETY: the caller's address, as for bind.
-                    let given = unsafe { sock::given_path(addr, len) };
-                    return int_ret(Err(sock::kernel_path_bind_error(fd, &given)));
+                    let given = unsafe { route::given_path(addr, len) };
+                    return int_ret(Err(route::kernel_path_bind_error(fd, &given)));
                 }
                 return r;
             }
@@ -183,8 +138,8 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
             Route::Udsfs(w) => w,
         };
         // SAFETY: route() read the same bytes.
-        let given = unsafe { sock::given_path(addr, len) };
-        if !mount::udsfs_fd(fd) && !sock::kernel_unix(fd) {
+        let given = unsafe { route::given_path(addr, len) };
+        if !mount::udsfs_fd(fd) && !convert::kernel_unix(fd) {
             return unsafe { real::bind(fd, addr, len) };
         }
         let routed = match m.reserve_routed_name(&wire) {
@@ -193,7 +148,7 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
         };
         let r = adopt_for(m, fd).and_then(|_| {
             m.mirror_route_dirs(&wire);
-            sock::bind(fd, &wire, &given)
+            ioctl::bind(fd, &wire, &given)
         });
         if r.is_err() && routed {
             m.release_routed_name(&wire);
@@ -208,9 +163,9 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
         let Some(m) = mount::get() else {
             return unsafe { real::connect(fd, addr, len) };
         };
-        match unsafe { sock::route(m, addr, len) } {
+        match unsafe { route::route(m, addr, len) } {
             Route::Udsfs(w) => match adopt_for(m, fd) {
-                Ok(true) => int_ret(sock::connect(m, fd, &w)),
+                Ok(true) => int_ret(socket::connect(m, fd, &w)),
                 Ok(false) => unsafe { real::connect(fd, addr, len) },
                 Err(e) => int_ret(Err(e)),
             },
@@ -223,7 +178,7 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
                 let unspec =
                     !addr.is_null() && unsafe { (*addr).sa_family } as c_int == libc::AF_UNSPEC;
                 if unspec {
-                    return int_ret(sock::ctl(fd, abi::OP_DISCONNECT, 0, &[]).map(|_| ()));
+                    return int_ret(ioctl::op(fd, Op::Disconnect, 0).map(|_| ()));
                 }
                 if (len as usize) <= std::mem::size_of::<libc::sa_family_t>() {
                     return int_ret(Err(libc::EINVAL));
@@ -256,10 +211,10 @@ macro_rules! socket_call {
 }
 
 socket_call! {
-    fn listen(fd: c_int, backlog: c_int) => |_m| sock::ctl(fd, abi::OP_LISTEN, backlog, &[]).map(|_| ());
-    fn shutdown(fd: c_int, how: c_int) => |_m| sock::ctl(fd, abi::OP_SHUTDOWN, how, &[]).map(|_| ());
-    fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) => |m| sock::name(m, fd, false, addr, len);
-    fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) => |m| sock::name(m, fd, true, addr, len);
+    fn listen(fd: c_int, backlog: c_int) => |_m| ioctl::op(fd, Op::Listen, backlog).map(|_| ());
+    fn shutdown(fd: c_int, how: c_int) => |_m| ioctl::op(fd, Op::Shutdown, how).map(|_| ());
+    fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) => |m| socket::name(m, fd, false, addr, len);
+    fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) => |m| socket::name(m, fd, true, addr, len);
     fn getsockopt(fd: c_int, level: c_int, name: c_int, v: *mut c_void, l: *mut socklen_t) => |_m| opts::get(fd, level, name, v, l);
     fn setsockopt(fd: c_int, level: c_int, name: c_int, v: *const c_void, l: socklen_t) => |_m| opts::set(fd, level, name, v, l);
 }
@@ -276,11 +231,11 @@ pub unsafe extern "C" fn accept4(
         let Some(m) = udsfs_after(r as i64, fd) else {
             return r;
         };
-        match sock::accept(m, fd, flags) {
+        match socket::accept(m, fd, flags) {
             Ok(nfd) => {
                 if !addr.is_null() && !len.is_null() {
                     // The peer is the connecting socket: its name or none.
-                    if unsafe { sock::name(m, nfd, true, addr, len) }.is_err() {
+                    if unsafe { socket::name(m, nfd, true, addr, len) }.is_err() {
                         unsafe { *len = std::mem::size_of::<libc::sa_family_t>() as socklen_t };
                     }
                 }
@@ -332,8 +287,8 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_i
     })
 }
 
-/// The size a udsfs socket file claims (src/fuse/mod.rs SOCKET_FILE_SIZE).
-const UDSFS_FILE_SIZE: c_int = 1 << 30;
+/// The size a udsfs socket file claims, as FIONREAD on it reads.
+const UDSFS_FILE_SIZE: c_int = udsfs_proto::mount::SOCKET_FILE_SIZE as c_int;
 
 /// The destination of a send: None (none given), or the wire address.
 unsafe fn send_target(
@@ -341,11 +296,11 @@ unsafe fn send_target(
     fd: c_int,
     addr: *const sockaddr,
     len: socklen_t,
-) -> sock::Res<Option<Vec<u8>>> {
+) -> Res<Option<Vec<u8>>> {
     if addr.is_null() {
         return Ok(None);
     }
-    match unsafe { sock::route(m, addr, len) } {
+    match unsafe { route::route(m, addr, len) } {
         Route::Udsfs(w) => Ok(Some(w)),
         Route::Autobind => Err(libc::EINVAL),
         Route::Kernel => refuse_kernel_name(fd, "sendto").map(|_| None),
@@ -354,13 +309,8 @@ unsafe fn send_target(
 
 /// Before a send with an address: a kernel AF_UNIX socket sending to a
 /// routed name becomes a udsfs socket.
-unsafe fn adopt_for_send(
-    m: &Mount,
-    fd: c_int,
-    addr: *const sockaddr,
-    len: socklen_t,
-) -> sock::Res<()> {
-    if let Route::Udsfs(_) = unsafe { sock::route(m, addr, len) } {
+unsafe fn adopt_for_send(m: &Mount, fd: c_int, addr: *const sockaddr, len: socklen_t) -> Res<()> {
+    if let Route::Udsfs(_) = unsafe { route::route(m, addr, len) } {
         adopt_for(m, fd)?;
     }
     Ok(())
@@ -381,7 +331,7 @@ pub unsafe extern "C" fn sendto(
         };
         if !addr.is_null() {
             if let Err(e) = unsafe { adopt_for_send(m, fd, addr, alen) } {
-                return msg::ret(Err(e));
+                return len_ret(Err(e));
             }
         }
         let r = unsafe { real::sendto(fd, buf, n, flags, addr, alen) };
@@ -390,17 +340,17 @@ pub unsafe extern "C" fn sendto(
         }
         let to = match unsafe { send_target(m, fd, addr, alen) } {
             Ok(t) => t,
-            Err(e) => return msg::ret(Err(e)),
+            Err(e) => return len_ret(Err(e)),
         };
         let iov = iovec {
             iov_base: buf as *mut c_void,
             iov_len: if buf.is_null() { 0 } else { n },
         };
-        let meta = msg::Meta {
+        let meta = Meta {
             to,
             ..Default::default()
         };
-        msg::ret(msg::send(m, fd, msg::Iovs::new(&iov, 1), meta, flags))
+        len_ret(msg::send(m, fd, Iovs::new(&iov, 1), meta, flags))
     })
 }
 
@@ -412,7 +362,7 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c
 /// A udsfs socket cannot be passed over a kernel socket: the kernel would
 /// pass its data file as if it were the socket. Logs the refusal.
 fn passes_udsfs_over_kernel(h: &msghdr, fd: c_int) -> bool {
-    let refused = msg::passes_udsfs(h) && !mount::udsfs_fd(fd);
+    let refused = control::passes_udsfs(h) && !mount::udsfs_fd(fd);
     if refused {
         log::say(&format!(
             "sendmsg on kernel socket fd {fd}: a udsfs socket cannot be passed over a kernel socket (EINVAL)"
@@ -435,33 +385,33 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
         let addr = h.msg_name as *const sockaddr;
         if !addr.is_null() {
             if let Err(e) = unsafe { adopt_for_send(mnt, fd, addr, h.msg_namelen) } {
-                return msg::ret(Err(e));
+                return len_ret(Err(e));
             }
         }
         // Sockets passed over a kernel socket are checked before the kernel
         // would pass a udsfs file as if it were one.
         if passes_udsfs_over_kernel(h, fd) {
-            return msg::ret(Err(libc::EINVAL));
+            return len_ret(Err(libc::EINVAL));
         }
         let r = unsafe { real::sendmsg(fd, m, flags) };
         if udsfs_after(r as i64, fd).is_none() {
             return r;
         }
         let mut meta = match unsafe { send_target(mnt, fd, addr, h.msg_namelen) } {
-            Ok(to) => msg::Meta {
+            Ok(to) => Meta {
                 to,
                 ..Default::default()
             },
-            Err(e) => return msg::ret(Err(e)),
+            Err(e) => return len_ret(Err(e)),
         };
-        if let Err(e) = msg::parse_control(mnt, h, &mut meta) {
-            return msg::ret(Err(e));
+        if let Err(e) = control::parse_control(mnt, h, &mut meta) {
+            return len_ret(Err(e));
         }
-        let data = match msg::Iovs::of_msg(h.msg_iov, h.msg_iovlen) {
+        let data = match Iovs::of_msg(h.msg_iov, h.msg_iovlen) {
             Ok(d) => d,
-            Err(e) => return msg::ret(Err(e)),
+            Err(e) => return len_ret(Err(e)),
         };
-        msg::ret(msg::send(mnt, fd, data, meta, flags))
+        len_ret(msg::send(mnt, fd, data, meta, flags))
     })
 }
 
@@ -503,10 +453,10 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssi
             return r;
         };
         if m.is_null() {
-            return msg::ret(Err(libc::EFAULT));
+            return len_ret(Err(libc::EFAULT));
         }
         // SAFETY: the caller's msghdr.
-        msg::ret(msg::recv(mnt, fd, unsafe { &mut *m }, flags, true))
+        len_ret(msg::recv(mnt, fd, unsafe { &mut *m }, flags, true))
     })
 }
 
@@ -541,7 +491,7 @@ unsafe fn recv_after(
     if res.is_ok() && named {
         unsafe { *alen = h.msg_namelen };
     }
-    msg::ret(res)
+    len_ret(res)
 }
 
 #[no_mangle]
@@ -684,13 +634,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
             iov_len: 0,
         };
         // write(2) on a socket is a send without flags (sock_write_iter).
-        msg::ret(msg::send(
-            m,
-            fd,
-            msg::Iovs::new(&iov, 1),
-            msg::Meta::default(),
-            0,
-        ))
+        len_ret(msg::send(m, fd, Iovs::new(&iov, 1), Meta::default(), 0))
     })
 }
 

@@ -1,22 +1,25 @@
 //! Which mount is udsfs (UDSFS_MOUNT), which paths route into it
-//! (UDSFS_ROUTES), and how a file descriptor shows it is one of its sockets:
-//! by its device and inode number, never by a table that dup, fork or exec
-//! could lose.
+//! (UDSFS_ROUTES, routed by `udsfs_proto::route`), and how a file
+//! descriptor shows it is one of its sockets: by its device and inode
+//! number, never by a table that dup, fork or exec could lose.
 
 use std::ffi::CString;
 use std::sync::OnceLock;
 
 use libc::c_int;
+pub use udsfs_proto::mount::is_data_ino;
+use udsfs_proto::route::Routes;
+
+pub use udsfs_proto::route::normalize;
 
 use crate::real;
 
 pub struct Mount {
-    /// Canonical path of the mount point, without a trailing slash.
-    pub path: Vec<u8>,
+    /// The canonical mount point (without a trailing slash) and the
+    /// absolute prefixes whose paths are names in the mount (at the same
+    /// path below the mount point).
+    pub routes: Routes,
     dev: (u32, u32),
-    /// Absolute prefixes whose paths are names in the mount (at the same path
-    /// below the mount point).
-    pub routes: Vec<Vec<u8>>,
 }
 
 static MOUNT: OnceLock<Option<Mount>> = OnceLock::new();
@@ -71,9 +74,11 @@ fn load() -> Option<Mount> {
         })
         .unwrap_or_default();
     Some(Mount {
-        path,
+        routes: Routes {
+            mount: path,
+            routes,
+        },
         dev: (st.stx_dev_major, st.stx_dev_minor),
-        routes,
     })
 }
 
@@ -86,13 +91,17 @@ fn statx_of(dirfd: c_int, path: &std::ffi::CStr, flags: c_int) -> Option<libc::s
     }
 }
 
-/// Inode numbers of `.udsfs/sock/N/data` files (src/fuse/inode.rs): tag 2
-/// in the top byte, file code 2 in the low four bits.
-pub fn is_data_ino(ino: u64) -> bool {
-    ino >> 56 == 2 && ino & 0xf == 2
-}
-
 impl Mount {
+    /// The canonical mount point.
+    pub fn path(&self) -> &[u8] {
+        &self.routes.mount
+    }
+
+    /// Whether any prefix routes into the mount.
+    pub fn has_routes(&self) -> bool {
+        !self.routes.routes.is_empty()
+    }
+
     pub fn owns_dev(&self, major: u32, minor: u32) -> bool {
         self.dev == (major, minor)
     }
@@ -103,50 +112,25 @@ impl Mount {
 
     /// `.udsfs/sock/N/FILE` of this mount.
     pub fn sock_file(&self, id: u64, file: &str) -> CString {
-        let mut p = self.path.clone();
+        let mut p = self.path().to_vec();
         p.extend_from_slice(format!("/.udsfs/sock/{id}/{file}").as_bytes());
         CString::new(p).expect("no NUL in a mount path")
     }
 
     pub fn ctrl_file(&self, rel: &str) -> CString {
-        let mut p = self.path.clone();
+        let mut p = self.path().to_vec();
         p.extend_from_slice(b"/.udsfs/");
         p.extend_from_slice(rel.as_bytes());
         CString::new(p).expect("no NUL in a mount path")
     }
 
-    /// The tree path (relative to the mount root) that an absolute path
-    /// names, if it lies in the mount or under a route.
-    pub fn tree_path(&self, abs: &[u8]) -> Option<Vec<u8>> {
-        if let Some(rest) = abs.strip_prefix(self.path.as_slice()) {
-            if let Some(rel) = rest.strip_prefix(b"/") {
-                if !rel.is_empty() {
-                    return Some(rel.to_vec());
-                }
-            }
-        }
-        self.routes
-            .iter()
-            .any(|r| {
-                abs.strip_prefix(r.as_slice())
-                    .is_some_and(|rest| rest.starts_with(b"/"))
-            })
-            .then(|| abs[1..].to_vec())
-    }
-
     /// The node in the mount that stands for a routed path (None when the
     /// path is not under a route).
     pub fn routed_node(&self, abs: &[u8]) -> Option<CString> {
-        let routed = self.routes.iter().any(|r| {
-            abs.strip_prefix(r.as_slice())
-                .is_some_and(|rest| rest.starts_with(b"/"))
-        });
-        if !routed {
+        if !self.routes.routed(abs) {
             return None;
         }
-        let mut p = self.path.clone();
-        p.extend_from_slice(abs);
-        CString::new(p).ok()
+        CString::new([self.path(), abs].concat()).ok()
     }
 
     /// Before binding a routed name: its directories exist in the kernel's
@@ -162,10 +146,9 @@ impl Mount {
         while let Some(i) = abs[at..].iter().position(|&b| b == b'/') {
             at += i + 1;
             let dir = &abs[..at - 1];
-            let (Ok(kernel), Ok(inside)) = (
-                CString::new(dir),
-                CString::new([self.path.as_slice(), dir].concat()),
-            ) else {
+            let (Ok(kernel), Ok(inside)) =
+                (CString::new(dir), CString::new([self.path(), dir].concat()))
+            else {
                 return;
             };
             // SAFETY: NUL-terminated paths; stat fills a zeroed struct.
@@ -199,7 +182,7 @@ impl Mount {
         if unsafe { libc::symlink(node.as_ptr(), path.as_ptr()) } == 0 {
             return Ok(true);
         }
-        Err(match crate::errno() {
+        Err(match crate::errno::errno() {
             libc::EEXIST => libc::EADDRINUSE,
             e => e,
         })
@@ -214,25 +197,6 @@ impl Mount {
             // SAFETY: a NUL-terminated path.
             unsafe { real::unlink(path.as_ptr()) };
         }
-    }
-
-    /// What the program sees for a tree path the daemon reports: the routed
-    /// path, or the path below the mount point.
-    pub fn shown_path(&self, tree: &[u8]) -> Vec<u8> {
-        if tree.starts_with(b"/") {
-            return tree.to_vec();
-        }
-        let mut abs = b"/".to_vec();
-        abs.extend_from_slice(tree);
-        if self.routes.iter().any(|r| {
-            abs.strip_prefix(r.as_slice())
-                .is_some_and(|rest| rest.starts_with(b"/"))
-        }) {
-            return abs;
-        }
-        let mut p = self.path.clone();
-        p.extend_from_slice(&abs);
-        p
     }
 }
 
@@ -269,52 +233,23 @@ pub fn sock_id(fd: c_int) -> Option<u64> {
     std::str::from_utf8(n).ok()?.parse().ok()
 }
 
-/// Joins `path` to `cwd` when relative and removes `.`, `..` and repeated
-/// slashes without looking at the file system (as the name is a name).
-pub fn normalize(path: &[u8], cwd: &[u8]) -> Vec<u8> {
-    let mut parts: Vec<&[u8]> = Vec::new();
-    let joined: Vec<&[u8]> = if path.starts_with(b"/") {
-        path.split(|&b| b == b'/').collect()
-    } else {
-        cwd.split(|&b| b == b'/')
-            .chain(path.split(|&b| b == b'/'))
-            .collect()
-    };
-    for c in joined {
-        match c {
-            b"" | b"." => {}
-            b".." => {
-                parts.pop();
-            }
-            c => parts.push(c),
-        }
-    }
-    let mut out = Vec::new();
-    for p in parts {
-        out.push(b'/');
-        out.extend_from_slice(p);
-    }
-    if out.is_empty() {
-        out.push(b'/');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn m() -> Mount {
         Mount {
-            path: b"/tmp/m".to_vec(),
+            routes: Routes {
+                mount: b"/tmp/m".to_vec(),
+                routes: vec![b"/var/run/app".to_vec()],
+            },
             dev: (0, 1),
-            routes: vec![b"/var/run/app".to_vec()],
         }
     }
 
     #[test]
     fn paths_route_into_the_mount_and_back() {
-        let m = m();
+        let m = m().routes;
         assert_eq!(
             m.tree_path(b"/tmp/m/run/x.sock"),
             Some(b"run/x.sock".to_vec())
@@ -343,5 +278,19 @@ mod tests {
         assert!(is_data_ino((2 << 56) | (7 << 4) | 2));
         assert!(!is_data_ino((2 << 56) | (7 << 4) | 1));
         assert!(!is_data_ino(7));
+    }
+
+    #[test]
+    fn routed_names_have_a_node_in_the_mount() {
+        let m = m();
+        assert_eq!(
+            m.routed_node(b"/var/run/app/x.sock").unwrap().as_bytes(),
+            b"/tmp/m/var/run/app/x.sock"
+        );
+        assert!(m.routed_node(b"/var/run/application").is_none());
+        assert_eq!(
+            m.sock_file(3, "data").as_bytes(),
+            b"/tmp/m/.udsfs/sock/3/data"
+        );
     }
 }

@@ -5,8 +5,8 @@
 
 use libc::{c_int, c_ulong, c_void};
 
+use crate::errno::{errno, Res};
 use crate::real;
-use crate::sock::Res;
 
 /// _IOC_TYPE of the socket ioctls (SOCK_IOC_TYPE).
 const SOCK_IOC_TYPE: c_ulong = 0x89;
@@ -21,11 +21,11 @@ pub fn forward(req: c_ulong, arg: *mut c_void) -> Res<()> {
     // SAFETY: a new socket, closed below.
     let k = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if k < 0 {
-        return Err(crate::errno());
+        return Err(errno());
     }
     // SAFETY: the caller's argument, as the kernel reads it for `req`.
     let r = unsafe { real::ioctl(k, req, arg) };
-    let e = crate::errno();
+    let e = errno();
     // SAFETY: closes the socket made above.
     unsafe { libc::close(k as c_int) };
     if r < 0 {

@@ -1,19 +1,14 @@
-//! SO_PASSPIDFD, SO_PEERPIDFD and SCM_PIDFD (Linux 6.5) on udsfs sockets.
-//! The daemon pins the peer (at connect, listen, socketpair) and the sender
-//! of each message (at send) with a pidfd of its own (src/engine/pins.rs);
-//! the library claims a copy over the fd channel. Where no pin reached the
-//! message (see README), it makes the pidfd from the sender's pid.
+//! SO_PEERPIDFD and SCM_PIDFD (Linux 6.5) on udsfs sockets. The daemon pins
+//! the peer (at connect, listen, socketpair) and the sender of each message
+//! (at send) with a pidfd of its own (src/engine/pins.rs); the library
+//! claims a copy over the fd channel. Where no pin reached the message (see
+//! README), it makes the pidfd from the sender's pid.
 
 use libc::c_int;
+use udsfs_proto::ioctl::{Op, PeerPidfd};
 
-use crate::abi::OP_PEER_PIDFD;
-use crate::sock::{self, Res};
-use crate::{errno, fdpass, log, mount};
-
-/// asm-generic/socket.h; the libc crate may lack them.
-pub const SO_PASSPIDFD: c_int = 76;
-pub const SO_PEERPIDFD: c_int = 77;
-pub const SCM_PIDFD: c_int = 4;
+use crate::errno::{errno, Res};
+use crate::{fdpass, ioctl, log, mount};
 
 /// A new pidfd of `pid` in this process. Close-on-exec always, as pidfds
 /// are and as Linux 6.18 gives SCM_PIDFD even without MSG_CMSG_CLOEXEC.
@@ -36,8 +31,8 @@ pub fn open(pid: i32) -> Res<c_int> {
 /// (ENODATA without one). Never made from the pid now: the peer may have
 /// exited and its number been reused.
 pub fn peer(fd: c_int) -> Res<c_int> {
-    let tag = sock::ctl(fd, OP_PEER_PIDFD, 0, &[])?.v[0] as u64;
+    let tag = ioctl::op(fd, Op::PeerPidfd, 0)?.values::<PeerPidfd>().tag;
     let m = mount::get().ok_or(libc::ENODATA)?;
-    let fds = fdpass::connect(m)?.claim(&[tag], true)?;
+    let fds = fdpass::claim(&fdpass::connect(m)?, &[tag], true)?;
     fds.first().copied().ok_or(libc::ENODATA)
 }

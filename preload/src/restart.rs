@@ -17,7 +17,10 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use libc::{c_int, c_void, iovec, siginfo_t, size_t, ssize_t};
 
-use crate::{errno, mount, real, set_errno, sock};
+use udsfs_proto::ioctl::{Op, Timeo};
+
+use crate::errno::{errno, guarded, set_errno};
+use crate::{ioctl, mount, real};
 
 /// Signals 1..=64.
 const NSIG: usize = 65;
@@ -289,8 +292,8 @@ fn foreign_interrupting_handler() -> bool {
 /// Whether the socket has SO_RCVTIMEO (`dir` 0) or SO_SNDTIMEO (1) set.
 /// An error counts as a timeout: the EINTR stays.
 fn has_timeout(fd: c_int, dir: i32) -> bool {
-    match sock::ctl(fd, crate::abi::OP_GET_TIMEO, dir, &[]) {
-        Ok(c) => c.v[0] != 0 || c.v[1] != 0 || c.v[2] != 0,
+    match ioctl::op(fd, Op::GetTimeo, dir).map(|c| c.values::<Timeo>()) {
+        Ok(t) => t.sec != 0 || t.usec != 0 || t.zero,
         Err(_) => true,
     }
 }
@@ -326,7 +329,7 @@ pub fn retry<R: Ret>(fd: c_int, dir: i32, mut call: impl FnMut() -> R) -> R {
         if !r.failed()
             || e != libc::EINTR
             || !outer
-            || !crate::guarded(false, || restartable(fd, dir, mark))
+            || !guarded(false, || restartable(fd, dir, mark))
         {
             COUNTS.with(|c| c.depth.set(c.depth.get() - 1));
             // The look at the socket and the handlers may leave another
@@ -345,12 +348,12 @@ pub fn retry<R: Ret>(fd: c_int, dir: i32, mut call: impl FnMut() -> R) -> R {
 /// A receive or accept interposer's body (`guarded`), retried as Linux
 /// restarts it (SO_RCVTIMEO).
 pub fn recv<R: Ret>(fd: c_int, fail: R, mut body: impl FnMut() -> R) -> R {
-    retry(fd, RECV, || crate::guarded(fail, &mut body))
+    retry(fd, RECV, || guarded(fail, &mut body))
 }
 
 /// A send or connect interposer's body, likewise (SO_SNDTIMEO).
 pub fn send<R: Ret>(fd: c_int, fail: R, mut body: impl FnMut() -> R) -> R {
-    retry(fd, SEND, || crate::guarded(fail, &mut body))
+    retry(fd, SEND, || guarded(fail, &mut body))
 }
 
 // read, write, readv and writev of a data file are the file's own (the

@@ -9,11 +9,12 @@ use std::ffi::{CStr, CString};
 
 use libc::{c_char, c_int};
 
-use crate::{errno, mount, real, set_errno};
+use crate::errno::{errno, set_errno};
+use crate::{mount, real};
 
 /// The mount, when it has routes (else nothing here applies).
 fn routed_mount() -> Option<&'static mount::Mount> {
-    mount::get().filter(|m| !m.routes.is_empty())
+    mount::get().filter(|m| m.has_routes())
 }
 
 /// The absolute path, normalized as routes are (lexically), that `path`

@@ -5,8 +5,10 @@
 
 use libc::{c_int, c_ulong, c_void};
 
-use crate::abi::*;
-use crate::sock::{self, Res};
+use udsfs_proto::ioctl::{AtMark, Op};
+
+use crate::errno::{errno, guarded, set_errno, Res};
+use crate::ioctl::op;
 use crate::{mount, real};
 
 /// Not in the libc crate: F_SETOWN_EX from <fcntl.h>.
@@ -42,9 +44,9 @@ pub fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> Option<Res<()>> {
             unsafe { std::ptr::write_unaligned(out, owner) };
             Ok(())
         }
-        _ => sock::ctl(fd, OP_ATMARK, 0, &[]).map(|c| {
+        _ => op(fd, Op::AtMark, 0).map(|c| {
             // SAFETY: the caller passes an int to fill.
-            unsafe { std::ptr::write_unaligned(out, c.v[0] as c_int) }
+            unsafe { std::ptr::write_unaligned(out, c.values::<AtMark>().at as c_int) }
         }),
     })
 }
@@ -54,9 +56,9 @@ pub fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> Option<Res<()>> {
 fn set_owner(fd: c_int, target: c_int) -> Res<()> {
     // SAFETY: F_SETOWN takes an int.
     if unsafe { real::fcntl(fd, libc::F_SETOWN, target as c_ulong) } < 0 {
-        return Err(crate::errno());
+        return Err(errno());
     }
-    sock::ctl(fd, OP_SET_OWNER, target, &[]).map(|_| ())
+    op(fd, Op::SetOwner, target).map(|_| ())
 }
 
 /// fcntl's owner commands on a udsfs socket, after the C library did them.
@@ -85,7 +87,7 @@ fn after_fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> Res<()> {
         }
         _ => return Ok(()),
     };
-    sock::ctl(fd, OP_SET_OWNER, target, &[]).map(|_| ())
+    op(fd, Op::SetOwner, target).map(|_| ())
 }
 
 fn fcntl_impl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
@@ -97,7 +99,7 @@ fn fcntl_impl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
     match after_fcntl(fd, cmd, arg) {
         Ok(()) => r,
         Err(e) => {
-            crate::set_errno(e);
+            set_errno(e);
             -1
         }
     }
@@ -107,10 +109,10 @@ fn fcntl_impl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 /// register as a third fixed argument on the ABIs Linux runs.
 #[no_mangle]
 pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    crate::guarded(-1, || fcntl_impl(fd, cmd, arg))
+    guarded(-1, || fcntl_impl(fd, cmd, arg))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    crate::guarded(-1, || fcntl_impl(fd, cmd, arg))
+    guarded(-1, || fcntl_impl(fd, cmd, arg))
 }

@@ -1,12 +1,9 @@
-//! Socket addresses: how they are written in ctl commands and status files, and
-//! the limits `struct sockaddr_un` puts on them.
+//! Socket addresses as the engine keys them. Their text and wire forms, and
+//! the limits `struct sockaddr_un` puts on them, are `udsfs_proto::addr`'s;
+//! this is the engine's own type, with the errno type of the daemon.
 
 use nix::errno::Errno;
-
-/// Longest path name: sun_path is 108 bytes and Linux accepts it without a NUL.
-pub const MAX_PATH_NAME: usize = 108;
-/// Longest abstract name: 108 bytes minus the leading NUL.
-pub const MAX_ABSTRACT_NAME: usize = 107;
+use udsfs_proto::addr as wire;
 
 /// An address as a caller gives it (bind, connect, sendto).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -20,74 +17,38 @@ pub enum Addr {
 impl Addr {
     /// Parses `@name` (with `\xHH` escapes) or a path.
     pub fn parse(text: &[u8]) -> Result<Addr, Errno> {
-        if let Some(rest) = text.strip_prefix(b"@") {
-            let name = unescape(rest)?;
-            if name.len() > MAX_ABSTRACT_NAME {
-                return Err(Errno::EINVAL);
-            }
-            return Ok(Addr::Abstract(name));
-        }
-        // Paths take the same escapes, so that what status shows can be
-        // given back to connect.
-        let path = unescape(text)?;
-        if path.is_empty() || path.len() > MAX_PATH_NAME || path.contains(&0) {
-            return Err(Errno::EINVAL);
-        }
-        Ok(Addr::Path(path))
+        wire::Addr::parse(text)
+            .map(Addr::from)
+            .map_err(Errno::from_raw)
     }
 
     /// The address as status files and `.udsfs/unix` show it.
     pub fn display(&self) -> String {
-        match self {
-            Addr::Path(p) => escape(p),
-            Addr::Abstract(n) => format!("@{}", escape(n)),
+        wire::Addr::from(self.clone()).display()
+    }
+
+    /// The wire form of the ioctls: a tree path, or NUL and the name.
+    pub fn to_wire(&self) -> Vec<u8> {
+        wire::Addr::from(self.clone()).to_wire()
+    }
+}
+
+impl From<wire::Addr> for Addr {
+    fn from(a: wire::Addr) -> Addr {
+        match a {
+            wire::Addr::Path(p) => Addr::Path(p),
+            wire::Addr::Abstract(n) => Addr::Abstract(n),
         }
     }
 }
 
-/// Decodes `\xHH` and `\\`; any other byte stands for itself.
-pub fn unescape(text: &[u8]) -> Result<Vec<u8>, Errno> {
-    let mut out = Vec::with_capacity(text.len());
-    let mut i = 0;
-    while i < text.len() {
-        if text[i] != b'\\' {
-            out.push(text[i]);
-            i += 1;
-            continue;
-        }
-        match text.get(i + 1) {
-            Some(b'\\') => {
-                out.push(b'\\');
-                i += 2;
-            }
-            Some(b'x') => {
-                let hex = text.get(i + 2..i + 4).ok_or(Errno::EINVAL)?;
-                // Exactly two hex digits (from_str_radix alone takes "+1").
-                if !hex.iter().all(u8::is_ascii_hexdigit) {
-                    return Err(Errno::EINVAL);
-                }
-                let s = std::str::from_utf8(hex).map_err(|_| Errno::EINVAL)?;
-                out.push(u8::from_str_radix(s, 16).map_err(|_| Errno::EINVAL)?);
-                i += 4;
-            }
-            _ => return Err(Errno::EINVAL),
+impl From<Addr> for wire::Addr {
+    fn from(a: Addr) -> wire::Addr {
+        match a {
+            Addr::Path(p) => wire::Addr::Path(p),
+            Addr::Abstract(n) => wire::Addr::Abstract(n),
         }
     }
-    Ok(out)
-}
-
-/// Printable ASCII stays as it is (but for `\`); everything else becomes `\xHH`,
-/// so a name is always one whitespace-free token.
-pub fn escape(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len());
-    for &b in bytes {
-        match b {
-            b'\\' => s.push_str("\\\\"),
-            0x21..=0x7e => s.push(b as char),
-            _ => s.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    s
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use crate::engine::quota::Quota;
 const PIDFD_TAGS_KEPT: usize = 16;
 
 /// Marks a tag in a list of passed things (socket numbers otherwise).
-pub const FILE_TAG: u64 = 1 << 63;
+pub use udsfs_proto::passed::FILE_TAG;
 
 /// A file in flight, at position `slot` of the SCM_RIGHTS array it was sent in.
 #[derive(Debug)]

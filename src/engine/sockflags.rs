@@ -15,14 +15,7 @@ const HZ: u64 = 250;
 const MAX_SCHEDULE_TIMEOUT: u64 = i64::MAX as u64;
 
 /// The boolean options, by SOL_SOCKET number, each a bit of `Options::flags`.
-const FLAG_OPTS: [i32; 6] = [
-    libc::SO_REUSEADDR,
-    libc::SO_DONTROUTE,
-    libc::SO_BROADCAST,
-    libc::SO_KEEPALIVE,
-    libc::SO_NO_CHECK,
-    libc::SO_PASSSEC,
-];
+use udsfs_proto::sockopt::FLAG_OPTS;
 
 #[derive(Debug)]
 pub struct Options {
@@ -52,7 +45,7 @@ fn flag_bit(opt: i32) -> Option<u32> {
 impl Options {
     /// Whether this file keeps `opt`.
     pub fn knows(opt: i32) -> bool {
-        flag_bit(opt).is_some() || opt == libc::SO_RCVLOWAT || opt == libc::SO_LINGER
+        udsfs_proto::sockopt::KEPT.contains(&opt)
     }
 
     /// setsockopt(SOL_SOCKET, opt): `a` the int (SO_LINGER: l_onoff), `b`

@@ -34,9 +34,7 @@ impl Refuser {
     }
 
     pub(super) fn refuse(&self, conn: OwnedFd, e: Errno) {
-        let mut reply = vec![b'E'];
-        reply.extend_from_slice(&(e as i32).to_ne_bytes());
-        let _ = send_plain(&conn, &reply);
+        let _ = send_plain(&conn, &udsfs_proto::fdchannel::error_answer(e as i32));
         // Full (or no thread): it closes here.
         let _ = self.0.try_send(conn);
     }

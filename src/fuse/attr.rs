@@ -10,10 +10,7 @@ use super::front::Inner;
 use super::inode::{Ctrl, Node, SockFile};
 use crate::engine::Caller;
 use crate::engine::tree::Kind;
-
-/// Socket files claim a large size so the kernel lets writers run in
-/// parallel (PARALLEL_DIRECT_WRITES needs pos + len <= i_size).
-pub const SOCKET_FILE_SIZE: u64 = 1 << 30;
+use udsfs_proto::mount::SOCKET_FILE_SIZE;
 
 /// The times and sizes of a file made up by the daemon (control files).
 fn synthetic(ino: u64, kind: FileType, perm: u32, uid: u32, gid: u32, size: u64) -> FileAttr {

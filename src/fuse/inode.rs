@@ -1,11 +1,11 @@
 //! Inode numbers of the mount. The namespace tree keeps its own numbers; the
 //! control tree's nodes are encoded with a tag in the top byte.
 
+use udsfs_proto::mount::{DATA_FILE_CODE, INO_TAG_SHIFT as TAG_SHIFT, INO_TAG_SOCK as TAG_SOCK};
+
 use crate::engine::SockType;
 
-const TAG_SHIFT: u32 = 56;
 const TAG_CTRL: u64 = 1;
-const TAG_SOCK: u64 = 2;
 const TAG_CONNECT: u64 = 3;
 const TAG_ABSTRACT: u64 = 4;
 const LOW: u64 = (1 << TAG_SHIFT) - 1;
@@ -62,7 +62,7 @@ impl SockFile {
         match self {
             SockFile::Dir => 0,
             SockFile::Ctl => 1,
-            SockFile::Data => 2,
+            SockFile::Data => DATA_FILE_CODE,
             SockFile::Msg => 3,
             SockFile::Accept => 4,
             SockFile::Status => 5,
@@ -74,7 +74,7 @@ impl SockFile {
         Some(match c {
             0 => SockFile::Dir,
             1 => SockFile::Ctl,
-            2 => SockFile::Data,
+            DATA_FILE_CODE => SockFile::Data,
             3 => SockFile::Msg,
             4 => SockFile::Accept,
             5 => SockFile::Status,

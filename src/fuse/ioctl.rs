@@ -1,6 +1,6 @@
 //! ioctls on a socket's files: the control operations and the
 //! sendmsg/recvmsg that the preload library needs in one round trip each
-//! (wire format in `ioctl_abi.rs`). A message call of a caller that blocks
+//! (wire format in `udsfs_proto::ioctl`). A message call of a caller that blocks
 //! (MSGF_WAIT) parks like a read or write (`park.rs`); control operations
 //! never park (a blocking connect falls back to the ctl file, which does).
 
@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
-use super::ioctl_abi::*;
 use super::park::deferring_wakeups;
 use super::reply::IoctlReply;
-use crate::engine::addr::{MAX_ABSTRACT_NAME, MAX_PATH_NAME};
 use crate::engine::socket::BoundName;
 use crate::engine::timeo::Direction;
 use crate::engine::{
     Addr, Buf, Caller, Engine, RecvFlags, RightsRoom, SockType, Socket, Ucred, Waiter,
 };
+use udsfs_proto::addr::MAX_PATH_NAME;
+use udsfs_proto::ioctl::*;
 
 /// A message call that must wait, with the reply it owes: the caller parks
 /// it (`Inner::ioctl`, io.rs) and retries it with `retry_message`.
@@ -80,49 +80,37 @@ fn decode_addr(buf: &[u8; ADDR_MAX], len: u32) -> Result<Option<Addr>, Errno> {
     if len == 0 {
         return Ok(None);
     }
-    let bad = |why: &str| {
-        log::info!("udsfs ioctl: address of {len} bytes refused: {why}");
-        Errno::EINVAL
-    };
-    let bytes = buf.get(..len).ok_or_else(|| bad("longer than its field"))?;
-    if bytes[0] == 0 {
-        let name = &bytes[1..];
-        if name.len() > MAX_ABSTRACT_NAME {
-            return Err(bad("abstract name too long"));
+    let wire = buf.get(..len).ok_or(libc::EINVAL);
+    match wire.and_then(udsfs_proto::addr::Addr::from_wire) {
+        Ok(a) => Ok(a.map(Addr::from)),
+        Err(e) => {
+            log::info!("udsfs ioctl: address of {len} bytes refused: too long or with a NUL");
+            Err(Errno::from_raw(e))
         }
-        return Ok(Some(Addr::Abstract(name.to_vec())));
     }
-    if bytes.len() > MAX_PATH_NAME || bytes.contains(&0) {
-        return Err(bad("path too long or with a NUL"));
-    }
-    Ok(Some(Addr::Path(bytes.to_vec())))
 }
 
 /// A bound name on the wire: the sun_path the program gave bind when there
 /// is one (`ADDR_AS_GIVEN`), else the tree path or abstract name. Returns
 /// the length and the flags.
 fn encode_name(name: Option<&BoundName>, buf: &mut [u8; ADDR_MAX]) -> (u32, u32) {
-    *buf = [0; ADDR_MAX];
-    let (bytes, flags): (Vec<u8>, u32) = match name {
-        None => return (0, 0),
-        Some(BoundName { given: Some(g), .. }) => (g.clone(), ADDR_AS_GIVEN),
-        Some(n) => match &n.addr {
-            Addr::Path(p) => (p.clone(), 0),
-            Addr::Abstract(a) => (std::iter::once(0).chain(a.iter().copied()).collect(), 0),
-        },
-    };
-    let n = bytes.len().min(ADDR_MAX);
-    buf[..n].copy_from_slice(&bytes[..n]);
-    (n as u32, flags)
+    let mut c = Ctl::new(Op::GetName, 0);
+    match name {
+        None => {}
+        Some(BoundName { given: Some(g), .. }) => c.set_name(g, true),
+        Some(n) => c.set_name(&n.addr.to_wire(), false),
+    }
+    *buf = c.addr;
+    (c.addr_len, c.addr_flags)
 }
 
-/// OP_BIND's `given`: a path as sun_path holds it (no NUL, at most 108 bytes).
+/// `Op::Bind`'s `given`: a path as sun_path holds it (no NUL, at most 108 bytes).
 fn decode_given(ctl: &Ctl) -> Result<Option<&[u8]>, Errno> {
     let len = ctl.given_len as usize;
     if len == 0 {
         return Ok(None);
     }
-    match ctl.given.get(..len) {
+    match ctl.given() {
         Some(g) if len <= MAX_PATH_NAME && !g.contains(&0) => Ok(Some(g)),
         _ => {
             log::info!("udsfs ioctl: bind's given path of {len} bytes refused");
@@ -131,35 +119,39 @@ fn decode_given(ctl: &Ctl) -> Result<Option<&[u8]>, Errno> {
     }
 }
 
-fn sock_type_number(t: SockType) -> i64 {
+fn sock_type_number(t: SockType) -> i32 {
     match t {
-        SockType::Stream => libc::SOCK_STREAM as i64,
-        SockType::Dgram => libc::SOCK_DGRAM as i64,
-        SockType::Seqpacket => libc::SOCK_SEQPACKET as i64,
+        SockType::Stream => libc::SOCK_STREAM,
+        SockType::Dgram => libc::SOCK_DGRAM,
+        SockType::Seqpacket => libc::SOCK_SEQPACKET,
     }
 }
 
 fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<(), Errno> {
     let addr = decode_addr(&ctl.addr, ctl.addr_len);
-    let res = match ctl.op {
-        OP_BIND => match addr? {
+    let Ok(op) = Op::try_from(ctl.op) else {
+        log::info!("socket {}: unknown udsfs control ioctl op {}", s.id, ctl.op);
+        return Err(Errno::EINVAL);
+    };
+    let res = match op {
+        Op::Bind => match addr? {
             Some(a @ Addr::Path(_)) => eng.bind_as(s, &a, decode_given(ctl)?, c),
             Some(a) => eng.bind(s, &a, c),
             None => eng.autobind(s, c),
         },
-        OP_LISTEN => eng.listen(s, ctl.arg as i64, c),
-        OP_CONNECT => match addr? {
+        Op::Listen => eng.listen(s, ctl.arg as i64, c),
+        Op::Connect => match addr? {
             Some(a) => eng.connect(s, &a, c, None),
             None => Err(Errno::EINVAL),
         },
-        OP_DISCONNECT => eng.disconnect(s),
-        OP_SHUTDOWN => match ctl.arg {
+        Op::Disconnect => eng.disconnect(s),
+        Op::Shutdown => match ctl.arg {
             libc::SHUT_RD => eng.shutdown(s, 1),
             libc::SHUT_WR => eng.shutdown(s, 2),
             libc::SHUT_RDWR => eng.shutdown(s, 3),
             _ => Err(Errno::EINVAL),
         },
-        OP_GETNAME => {
+        Op::GetName => {
             let name = if ctl.arg == 0 {
                 eng.local_name(s)
             } else {
@@ -168,86 +160,96 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
             (ctl.addr_len, ctl.addr_flags) = encode_name(name.as_deref(), &mut ctl.addr);
             Ok(())
         }
-        OP_INFO => {
+        Op::Info => {
             let i = eng.info(s);
-            let pc = i.peercred.unwrap_or(Ucred {
-                pid: 0,
-                uid: u32::MAX,
-                gid: u32::MAX,
+            let peer = i.peercred.map(|pc| udsfs_proto::Cred {
+                pid: crate::engine::pidns::to_viewer(pc.pid, c.tid),
+                uid: pc.uid,
+                gid: pc.gid,
             });
-            ctl.v = [0; 13];
-            ctl.v[INFO_TYPE] = sock_type_number(i.ty);
-            ctl.v[INFO_LISTENING] = i.listening as i64;
-            ctl.v[INFO_PASSCRED] = i.passcred as i64;
-            ctl.v[INFO_HAS_PEERCRED] = i.peercred.is_some() as i64;
-            ctl.v[INFO_PEER_PID] = crate::engine::pidns::to_viewer(pc.pid, c.tid) as i64;
-            ctl.v[INFO_PEER_UID] = pc.uid as i64;
-            ctl.v[INFO_PEER_GID] = pc.gid as i64;
-            ctl.v[INFO_SNDBUF] = i.sndbuf as i64;
-            ctl.v[INFO_INQ] = i.inq.map_or(-1, |n| n as i64);
-            ctl.v[INFO_OUTQ] = i.outq as i64;
-            ctl.v[INFO_ID] = s.id as i64;
-            ctl.v[INFO_PASSPIDFD] = i.passpidfd as i64;
-            ctl.v[INFO_RCVBUF] = i.rcvbuf as i64;
+            let info = Info {
+                ty: sock_type_number(i.ty),
+                listening: i.listening,
+                passcred: i.passcred,
+                peer,
+                sndbuf: i.sndbuf as i64,
+                rcvbuf: i.rcvbuf as i64,
+                inq: i.inq.map(|n| n as i64),
+                outq: i.outq as i64,
+                id: s.id,
+                passpidfd: i.passpidfd,
+            };
+            ctl.v = [0; NV];
+            info.encode(&mut ctl.v);
             Ok(())
         }
-        OP_TAKE_ERROR => {
-            ctl.v[0] = eng.take_error(s).map_or(0, |e| e as i64);
+        Op::TakeError => {
+            let errno = eng.take_error(s).map_or(0, |e| e as i32);
+            TakenError { errno }.encode(&mut ctl.v);
             Ok(())
         }
-        OP_SET_PASSCRED => {
+        Op::SetPasscred => {
             eng.set_passcred(s, ctl.arg != 0);
             Ok(())
         }
-        OP_SET_PASSPIDFD => {
+        Op::SetPasspidfd => {
             eng.set_passpidfd(s, ctl.arg != 0);
             Ok(())
         }
-        OP_SET_SNDBUF => eng.set_buffer(s, Buf::Send, ctl.arg, false, c),
-        OP_SET_RCVBUF => eng.set_buffer(s, Buf::Recv, ctl.arg, false, c),
-        OP_SET_SNDBUF_FORCE => eng.set_buffer(s, Buf::Send, ctl.arg, true, c),
-        OP_SET_RCVBUF_FORCE => eng.set_buffer(s, Buf::Recv, ctl.arg, true, c),
-        OP_SET_OOBINLINE => {
+        Op::SetSndbuf => eng.set_buffer(s, Buf::Send, ctl.arg, false, c),
+        Op::SetRcvbuf => eng.set_buffer(s, Buf::Recv, ctl.arg, false, c),
+        Op::SetSndbufForce => eng.set_buffer(s, Buf::Send, ctl.arg, true, c),
+        Op::SetRcvbufForce => eng.set_buffer(s, Buf::Recv, ctl.arg, true, c),
+        Op::SetOobInline => {
             eng.set_oob_inline(s, ctl.arg != 0);
             Ok(())
         }
-        OP_SET_PEEK_OFF => {
+        Op::SetPeekOff => {
             eng.set_peek_off(s, ctl.arg);
             Ok(())
         }
-        OP_SET_OWNER => {
+        Op::SetOwner => {
             eng.set_urg_owner(s, ctl.arg, c);
             Ok(())
         }
-        OP_SET_TIMEO => s
-            .timeouts
-            .set(timeo_direction(ctl.arg)?, ctl.v[0], ctl.v[1]),
-        OP_PEER_PIDFD => eng.peer_pidfd(s, c).map(|t| ctl.v[0] = t as i64),
-        OP_GET_TIMEO => {
+        Op::SetTimeo => {
+            let t: Timeo = ctl.values();
+            s.timeouts.set(timeo_direction(ctl.arg)?, t.sec, t.usec)
+        }
+        Op::PeerPidfd => eng
+            .peer_pidfd(s, c)
+            .map(|tag| PeerPidfd { tag }.encode(&mut ctl.v)),
+        Op::GetTimeo => {
             let d = timeo_direction(ctl.arg)?;
-            (ctl.v[0], ctl.v[1]) = s.timeouts.get(d);
-            ctl.v[2] = (s.timeouts.limit(d) == Some(std::time::Duration::ZERO)) as i64;
+            let (sec, usec) = s.timeouts.get(d);
+            let zero = s.timeouts.limit(d) == Some(std::time::Duration::ZERO);
+            Timeo { sec, usec, zero }.encode(&mut ctl.v);
             Ok(())
         }
-        OP_SET_SOCKOPT => s.options.set(ctl.arg, ctl.v[0] as i32, ctl.v[1] as i32),
-        OP_GET_SOCKOPT => s.options.get(ctl.arg).map(|(a, b)| {
-            ctl.v[0] = a as i64;
-            ctl.v[1] = b as i64;
-        }),
-        OP_KEEP_ACCEPTED => eng
-            .keep_accepted(s, ctl.v[0] as u64, c)
-            .map(|id| ctl.v[0] = id as i64),
-        OP_ATMARK => eng.at_oob_mark(s).map(|at| ctl.v[0] = at as i64),
-        OP_OOB_OPTS => {
+        Op::SetSockopt => {
+            let o: Sockopt = ctl.values();
+            s.options.set(ctl.arg, o.a, o.b)
+        }
+        Op::GetSockopt => s
+            .options
+            .get(ctl.arg)
+            .map(|(a, b)| Sockopt { a, b }.encode(&mut ctl.v)),
+        Op::KeepAccepted => eng
+            .keep_accepted(s, ctl.values::<Accepted>().id, c)
+            .map(|id| Accepted { id }.encode(&mut ctl.v)),
+        Op::AtMark => eng
+            .at_oob_mark(s)
+            .map(|at| AtMark { at }.encode(&mut ctl.v)),
+        Op::OobOpts => {
             let (inline, peek_off, owner) = eng.oob_options(s);
-            ctl.v[0] = inline as i64;
-            ctl.v[1] = peek_off as i64;
-            ctl.v[2] = crate::engine::pidns::to_viewer(owner, c.tid) as i64;
+            let owner = crate::engine::pidns::to_viewer(owner, c.tid);
+            OobOpts {
+                inline,
+                peek_off,
+                owner,
+            }
+            .encode(&mut ctl.v);
             Ok(())
-        }
-        op => {
-            log::info!("socket {}: unknown udsfs control ioctl op {op}", s.id);
-            Err(Errno::EINVAL)
         }
     };
     res.inspect_err(|e| {

@@ -6,8 +6,9 @@ use nix::errno::Errno;
 use super::attr::Entry;
 use super::front::Inner;
 use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
+use crate::engine::Caller;
 use crate::engine::tree::{self, ROOT_INO};
-use crate::engine::{Caller, addr};
+use udsfs_proto::addr;
 
 impl Inner {
     pub(super) fn lookup_node(&self, parent: Node, name: &[u8], c: &Caller) -> Result<Node, Errno> {

@@ -16,7 +16,6 @@ mod front;
 pub mod inode;
 mod io;
 mod ioctl;
-pub mod ioctl_abi;
 mod lookup;
 mod open;
 mod outgoing;

@@ -16,8 +16,9 @@ use parking_lot::Mutex;
 use super::files::{DirCursor, FileKind, OpenFile};
 use super::front::Inner;
 use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
+use crate::engine::Caller;
 use crate::engine::tree::{self, Kind, ROOT_INO};
-use crate::engine::{Caller, addr};
+use udsfs_proto::addr;
 
 const DOT: u64 = 1;
 const DOTDOT: u64 = 2;

@@ -1,14 +1,15 @@
 //! The supervisor's side of the daemon: making udsfs sockets through
-//! `.udsfs/` files and the ioctls of a data file (src/fuse/ioctl_abi.rs),
-//! as the preload library issues them (preload/src/sock.rs, msg.rs). None
-//! of these park in the daemon: a caller that must wait polls and retries.
+//! `.udsfs/` files and the ioctls of a data file (`udsfs_proto::ioctl`),
+//! as the preload library issues them. Only a message ioctl with `Wait`
+//! parks in the daemon.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::fuse::ioctl_abi::*;
+use udsfs_proto::ioctl::{self, *};
+use udsfs_proto::mount::type_dir;
 
 pub type Res<T> = Result<T, i32>;
 
@@ -20,16 +21,6 @@ fn last() -> i32 {
 
 pub struct Daemon {
     pub mount: PathBuf,
-}
-
-pub fn type_name(ty: i32) -> Option<&'static str> {
-    match ty {
-        libc::SOCK_STREAM => Some("stream"),
-        // unix_create makes SOCK_RAW a datagram socket.
-        libc::SOCK_DGRAM | libc::SOCK_RAW => Some("dgram"),
-        libc::SOCK_SEQPACKET => Some("seqpacket"),
-        _ => None,
-    }
 }
 
 fn open(path: &Path, flags: i32) -> Res<OwnedFd> {
@@ -69,7 +60,7 @@ impl Daemon {
 
     /// A new unbound socket of type `ty` (`.udsfs/TYPE/clone`).
     pub fn new_sock(&self, ty: i32, nonblock: bool) -> Res<OwnedFd> {
-        let name = type_name(ty).ok_or(libc::EPROTONOSUPPORT)?;
+        let name = type_dir(ty).ok_or(libc::EPROTONOSUPPORT)?;
         let h = open(&self.file(&format!("{name}/clone")), libc::O_RDWR)?;
         let id = *numbers(&h)?.first().ok_or(libc::EIO)?;
         self.open_sock(id, nonblock)
@@ -77,7 +68,7 @@ impl Daemon {
 
     /// socketpair: `.udsfs/TYPE/pair`.
     pub fn pair(&self, ty: i32, nonblock: bool) -> Res<(OwnedFd, OwnedFd)> {
-        let name = type_name(ty).ok_or(libc::EPROTONOSUPPORT)?;
+        let name = type_dir(ty).ok_or(libc::EPROTONOSUPPORT)?;
         let h = open(&self.file(&format!("{name}/pair")), libc::O_RDWR)?;
         let [a, b] = numbers(&h)?[..] else {
             return Err(libc::EIO);
@@ -87,7 +78,7 @@ impl Daemon {
 
     /// One accept without waiting: EAGAIN when no connection is queued.
     pub fn accept(&self, listener: &OwnedFd, nonblock: bool) -> Res<OwnedFd> {
-        let id = info(listener)?[INFO_ID] as u64;
+        let id = info(listener)?.id;
         let h = open(
             &self.file(&format!("sock/{id}/accept")),
             libc::O_RDONLY | libc::O_NONBLOCK,
@@ -98,37 +89,13 @@ impl Daemon {
 }
 
 /// One control ioctl.
-pub fn ctl(fd: &OwnedFd, op: u32, arg: i32, addr: &[u8], given: &[u8]) -> Res<Ctl> {
-    // SAFETY: Ctl is plain integers.
-    let mut c: Ctl = unsafe { std::mem::zeroed() };
-    ctl_with(fd, op, arg, addr, given, &mut c)?;
-    Ok(c)
+pub fn ctl(fd: &OwnedFd, op: Op, arg: i32, addr: &[u8], given: &[u8]) -> Res<Ctl> {
+    let c = Ctl::new(op, arg).with_addr(addr).with_given(given);
+    ioctl::request(fd.as_raw_fd(), c)
 }
 
-/// A control ioctl whose inputs include `c.v`.
-pub fn ctl_with(
-    fd: &OwnedFd,
-    op: u32,
-    arg: i32,
-    addr: &[u8],
-    given: &[u8],
-    c: &mut Ctl,
-) -> Res<()> {
-    let n = addr.len().min(ADDR_MAX);
-    c.addr[..n].copy_from_slice(&addr[..n]);
-    c.addr_len = n as u32;
-    let g = given.len().min(ADDR_MAX);
-    c.given[..g].copy_from_slice(&given[..g]);
-    c.given_len = g as u32;
-    c.op = op;
-    c.arg = arg;
-    // SAFETY: the kernel copies size_of::<Ctl>() bytes in and out of c.
-    let r = unsafe { libc::ioctl(fd.as_raw_fd(), UDSFS_IOC_CTL as _, c as *mut Ctl) };
-    if r < 0 { Err(last()) } else { Ok(()) }
-}
-
-pub fn info(fd: &OwnedFd) -> Res<[i64; 13]> {
-    ctl(fd, OP_INFO, 0, &[], &[]).map(|c| c.v)
+pub fn info(fd: &OwnedFd) -> Res<Info> {
+    ctl(fd, Op::Info, 0, &[], &[]).map(|c| c.values())
 }
 
 /// One received message.
@@ -159,21 +126,6 @@ pub struct Meta<'a> {
     pub oob: bool,
 }
 
-fn head() -> MsgHead {
-    // SAFETY: MsgHead is plain integers.
-    unsafe { std::mem::zeroed() }
-}
-
-fn msg_ioctl(fd: &OwnedFd, buf: &mut [u8]) -> Res<MsgHead> {
-    // SAFETY: the kernel copies MSG_BUF bytes in and out of buf.
-    let r = unsafe { libc::ioctl(fd.as_raw_fd(), UDSFS_IOC_MSG as _, buf.as_mut_ptr()) };
-    if r < 0 {
-        return Err(last());
-    }
-    // SAFETY: buf starts with a MsgHead.
-    Ok(unsafe { std::ptr::read_unaligned(buf.as_ptr().cast::<MsgHead>()) })
-}
-
 /// How a message ioctl of a blocking caller waits in the daemon (MSGF_WAIT,
 /// under the socket's timeout), made only through `Call::parked`.
 #[derive(Clone, Copy, Default)]
@@ -201,8 +153,7 @@ fn wait_flags(h: &mut MsgHead, wait: Option<Wait>) {
 /// with it a short count when the daemon stopped (timeout, signal, peer).
 pub fn send(fd: &OwnedFd, data: &[u8], meta: &Meta, wait: Option<Wait>) -> Res<usize> {
     let mut buf = vec![0u8; MSG_BUF];
-    let mut h = head();
-    h.op = MSGOP_SEND;
+    let mut h = MsgHead::new(MSGOP_SEND);
     wait_flags(&mut h, wait);
     let data = &data[..data.len().min(MSG_ROOM)];
     h.len = data.len() as u32;
@@ -210,22 +161,16 @@ pub fn send(fd: &OwnedFd, data: &[u8], meta: &Meta, wait: Option<Wait>) -> Res<u
         h.flags |= MSGF_OOB;
     }
     if let Some(to) = meta.to {
-        let n = to.len().min(ADDR_MAX);
-        h.addr[..n].copy_from_slice(&to[..n]);
-        h.addr_len = n as u32;
+        h.set_addr(to);
     }
     if let Some(c) = meta.creds {
         h.has_creds = HAS_CREDS;
         h.creds = c;
     }
-    let n = meta.rights.len().min(MAX_RIGHTS);
-    h.rights[..n].copy_from_slice(&meta.rights[..n]);
-    h.nrights = n as u32;
-    let hs = std::mem::size_of::<MsgHead>();
-    // SAFETY: buf has room for a MsgHead.
-    unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<MsgHead>(), h) };
-    buf[hs..hs + data.len()].copy_from_slice(data);
-    msg_ioctl(fd, &mut buf).map(|r| r.len as usize)
+    h.set_rights(meta.rights);
+    h.write_to(&mut buf);
+    buf[HEAD_SIZE..HEAD_SIZE + data.len()].copy_from_slice(data);
+    ioctl::message(fd.as_raw_fd(), &mut buf).map(|r| r.len as usize)
 }
 
 /// One receive of up to `want` bytes; without `wait` EAGAIN when empty,
@@ -241,8 +186,7 @@ pub fn recv(
     wait: Option<Wait>,
 ) -> Res<Got> {
     let mut buf = vec![0u8; MSG_BUF];
-    let mut h = head();
-    h.op = MSGOP_RECV;
+    let mut h = MsgHead::new(MSGOP_RECV);
     // What the reader wants, not what fits: a larger datagram is "too big"
     // (read from the `msg` file), not cut to the ioctl's room.
     h.len = want.min(u32::MAX as usize) as u32;
@@ -255,19 +199,17 @@ pub fn recv(
     }
     h.nrights = room.min(u32::MAX as usize) as u32;
     wait_flags(&mut h, wait);
-    // SAFETY: buf has room for a MsgHead.
-    unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<MsgHead>(), h) };
-    let r = msg_ioctl(fd, &mut buf)?;
-    let hs = std::mem::size_of::<MsgHead>();
+    h.write_to(&mut buf);
+    let r = ioctl::message(fd.as_raw_fd(), &mut buf)?;
     let n = (r.len as usize).min(MSG_ROOM);
     Ok(Got {
-        data: buf[hs..hs + n].to_vec(),
+        data: buf[HEAD_SIZE..HEAD_SIZE + n].to_vec(),
         full_len: r.full_len as usize,
-        from: r.addr[..(r.addr_len as usize).min(ADDR_MAX)].to_vec(),
+        from: r.addr().to_vec(),
         from_as_given: r.addr_flags & ADDR_AS_GIVEN != 0,
         too_big: r.status == STATUS_TOO_BIG,
-        creds: (r.has_creds & HAS_CREDS != 0).then_some(r.creds),
-        rights: r.rights[..(r.nrights as usize).min(MAX_RIGHTS)].to_vec(),
+        creds: r.creds().map(|c| c.to_words()),
+        rights: r.rights().to_vec(),
         ctrunc: r.flags & MSGF_CTRUNC != 0,
         oob: r.flags & MSGF_OOB != 0,
         timeo_left: r.timeo_left,

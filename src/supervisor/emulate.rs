@@ -11,9 +11,11 @@ use super::daemon::{self, Daemon, Res};
 use super::listener::{ERESTARTSYS, Listener, Reply};
 use super::mem;
 use super::opts;
-use super::route::{self, Route, Routes};
 use super::target::{Dev, Task};
-use crate::fuse::ioctl_abi::*;
+use udsfs_proto::carry::Carried;
+use udsfs_proto::ioctl::{ADDR_AS_GIVEN, Op};
+use udsfs_proto::mount::type_dir;
+use udsfs_proto::route::{self, Route, Routes};
 
 pub struct Ctx {
     pub daemon: Daemon,
@@ -130,7 +132,7 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
             // gives Linux's errno in Linux's order.
             let (ty, proto) = (args[1] as i32, args[2] as i32);
             let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
-            let valid = daemon::type_name(base).is_some() && (proto == 0 || proto == libc::PF_UNIX);
+            let valid = type_dir(base).is_some() && (proto == 0 || proto == libc::PF_UNIX);
             return if args[0] as i32 == libc::AF_UNIX && valid {
                 Ok(job(false, None))
             } else {
@@ -428,86 +430,12 @@ pub(super) fn nonblocking(fd: &OwnedFd) -> bool {
     fl >= 0 && fl & libc::O_NONBLOCK != 0
 }
 
-/// A udsfs socket standing for kernel socket `k`: its type, O_NONBLOCK,
-/// SO_PASSCRED, buffer sizes, timeouts and the kept options (as
-/// preload/src/sock.rs `convert`).
+/// A udsfs socket standing for kernel socket `k`: its type, O_NONBLOCK and
+/// the options it carries (`Carried`), as the preload library converts one.
 fn convert(d: &Daemon, k: &OwnedFd) -> Res<OwnedFd> {
     let ty = getsockopt_int(k, libc::SO_TYPE)?;
     let new = d.new_sock(ty, nonblocking(k))?;
-    if getsockopt_int(k, libc::SO_PASSCRED).unwrap_or(0) != 0 {
-        daemon::ctl(&new, OP_SET_PASSCRED, 1, &[], &[])?;
-    }
-    // SO_SNDBUF and SO_RCVBUF a program changed (they differ from the
-    // defaults) go with it, as preload/src/opts.rs restore_sizes does.
-    let sysctl = |n: &str| crate::procfs::sysctl(&format!("net.core.{n}")).unwrap_or(212992) as i32;
-    for (opt, default, max, plain, forced) in [
-        (
-            libc::SO_SNDBUF,
-            "wmem_default",
-            "wmem_max",
-            OP_SET_SNDBUF,
-            OP_SET_SNDBUF_FORCE,
-        ),
-        (
-            libc::SO_RCVBUF,
-            "rmem_default",
-            "rmem_max",
-            OP_SET_RCVBUF,
-            OP_SET_RCVBUF_FORCE,
-        ),
-    ] {
-        let v = getsockopt_int(k, opt)?;
-        if v != sysctl(default) {
-            let op = if v / 2 > sysctl(max) { forced } else { plain };
-            daemon::ctl(&new, op, v / 2, &[], &[])?;
-        }
-    }
-    // The kept options (and SO_LINGER) where they differ from a new
-    // socket's.
-    for name in opts::KEPT {
-        let v = getsockopt_int(k, name).unwrap_or(0);
-        let fresh = if name == libc::SO_RCVLOWAT { 1 } else { 0 };
-        if v != fresh {
-            opts::set_kept(&new, name, v, 0)?;
-        }
-    }
-    let mut linger = [0i32; 2];
-    let mut len = 8 as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into linger.
-    let r = unsafe {
-        libc::getsockopt(
-            k.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            linger.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    if r == 0 && linger != [0, 0] {
-        opts::set_kept(&new, libc::SO_LINGER, linger[0], linger[1])?;
-    }
-    // SO_RCVTIMEO and SO_SNDTIMEO set on the kernel socket go with it.
-    for (dir, opt) in [(0, libc::SO_RCVTIMEO), (1, libc::SO_SNDTIMEO)] {
-        let mut tv = [0i64; 2];
-        let mut len = 16 as libc::socklen_t;
-        // SAFETY: getsockopt writes at most `len` bytes into tv.
-        let r = unsafe {
-            libc::getsockopt(
-                k.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                tv.as_mut_ptr().cast(),
-                &mut len,
-            )
-        };
-        if r == 0 && tv != [0, 0] {
-            // SAFETY: Ctl is plain integers.
-            let mut c: Ctl = unsafe { std::mem::zeroed() };
-            c.v[0] = tv[0];
-            c.v[1] = tv[1];
-            daemon::ctl_with(&new, OP_SET_TIMEO, dir, &[], &[], &mut c)?;
-        }
-    }
+    Carried::of(k.as_raw_fd()).apply(new.as_raw_fd())?;
     Ok(new)
 }
 
@@ -632,7 +560,7 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
         say(&format!(
             "fd {fd} was bound to a kernel AF_UNIX name; on udsfs it is autobound instead"
         ));
-        if let Err(e) = daemon::ctl(&new, OP_BIND, 0, &[], &[]) {
+        if let Err(e) = daemon::ctl(&new, Op::Bind, 0, &[], &[]) {
             return Reply::Errno(e);
         }
     }
@@ -659,7 +587,7 @@ fn bind(c: &Call, s: &OwnedFd, wire: &[u8], given: &[u8]) -> Res<()> {
     if let Some(abs) = &routed {
         mirror_dirs(&c.ctx.routes, abs);
     }
-    daemon::ctl(s, OP_BIND, 0, wire, given)?;
+    daemon::ctl(s, Op::Bind, 0, wire, given)?;
     if let Some(abs) = routed {
         link_routed(&c.ctx.routes, &abs);
     }
@@ -708,7 +636,7 @@ fn connect(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
     let nonblock = nonblocking(s);
     let mut round = 0;
     loop {
-        match daemon::ctl(s, OP_CONNECT, 0, wire, &[]) {
+        match daemon::ctl(s, Op::Connect, 0, wire, &[]) {
             Err(libc::EAGAIN) if !nonblock => c.pause(s, round).map_err(errno_of)?,
             r => return r.map(|_| ()),
         }
@@ -740,7 +668,7 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
         libc::SYS_connect => {
             let addr = read_addr(tid, a[1], a[2])?;
             if addr.len() >= 2 && u16::from_ne_bytes([addr[0], addr[1]]) == libc::AF_UNSPEC as u16 {
-                return daemon::ctl(s, OP_DISCONNECT, 0, &[], &[]).map(|_| 0);
+                return daemon::ctl(s, Op::Disconnect, 0, &[], &[]).map(|_| 0);
             }
             match classify(c.ctx, tid, &addr) {
                 Route::Udsfs(w) => connect(c, s, &w).map(|_| 0),
@@ -754,12 +682,12 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
                 }
             }
         }
-        libc::SYS_listen => daemon::ctl(s, OP_LISTEN, a[1] as i32, &[], &[]).map(|_| 0),
-        libc::SYS_shutdown => daemon::ctl(s, OP_SHUTDOWN, a[1] as i32, &[], &[]).map(|_| 0),
+        libc::SYS_listen => daemon::ctl(s, Op::Listen, a[1] as i32, &[], &[]).map(|_| 0),
+        libc::SYS_shutdown => daemon::ctl(s, Op::Shutdown, a[1] as i32, &[], &[]).map(|_| 0),
         libc::SYS_getsockname | libc::SYS_getpeername => {
             let peer = job.nr == libc::SYS_getpeername;
-            let got = daemon::ctl(s, OP_GETNAME, peer as i32, &[], &[])?;
-            let wire = &got.addr[..(got.addr_len as usize).min(ADDR_MAX)];
+            let got = daemon::ctl(s, Op::GetName, peer as i32, &[], &[])?;
+            let wire = got.addr().unwrap_or_default();
             let bytes = route::sockaddr(&c.ctx.routes, wire, got.addr_flags & ADDR_AS_GIVEN != 0);
             put_sized(tid, a[1], a[2], &bytes).map(|_| 0)
         }
@@ -813,8 +741,8 @@ fn accept(c: &Call, s: &OwnedFd, addr: u64, lenp: u64, flags: i32) -> Res<i64> {
         }
     };
     // The peer's name, read before the socket is the target's.
-    let peer = daemon::ctl(&new, OP_GETNAME, 1, &[], &[]).ok().map(|g| {
-        let wire = &g.addr[..(g.addr_len as usize).min(ADDR_MAX)];
+    let peer = daemon::ctl(&new, Op::GetName, 1, &[], &[]).ok().map(|g| {
+        let wire = g.addr().unwrap_or_default();
         route::sockaddr(&c.ctx.routes, wire, g.addr_flags & ADDR_AS_GIVEN != 0)
     });
     if addr != 0 && lenp != 0 {

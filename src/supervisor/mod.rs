@@ -5,7 +5,7 @@
 //! for kernel sockets and otherwise emulated (`emulate`) with the daemon's own
 //! files and ioctls (`daemon`), reading and writing the target's memory
 //! (`mem`) and descriptors (`target`) and routing names as the library does
-//! (`route`). A udsfs socket in CMD is its `.udsfs/sock/N/data` file at the
+//! (`udsfs_proto::route`). A udsfs socket in CMD is its `.udsfs/sock/N/data` file at the
 //! descriptor number the program holds, so read, write, poll and close are
 //! native.
 
@@ -21,13 +21,14 @@ mod notify;
 mod opts;
 mod park;
 mod record;
-pub mod route;
 mod target;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
+
+use udsfs_proto::route;
 
 /// What comes back from CMD's side before it execs: the listener, once the
 /// supervisor holds a copy of it.

@@ -17,15 +17,15 @@ use super::emulate::{
 use super::fdpass;
 use super::mem;
 use super::record;
-use super::route::{self, Route};
-use crate::fuse::ioctl_abi::*;
+use udsfs_proto::cmsg;
+use udsfs_proto::ioctl::*;
+use udsfs_proto::passed::is_file_tag;
+use udsfs_proto::route::{self, Route};
 
 /// sizeof(struct mmsghdr): a msghdr, msg_len, padding.
 const MMSGHDR: u64 = 64;
 /// UIO_MAXIOV: at most this many messages in one sendmmsg/recvmmsg.
 const MAX_VLEN: u64 = 1024;
-/// A passed file the daemon holds (src/engine/depot.rs), not a socket number.
-const FILE_TAG: u64 = 1 << 63;
 /// Most control bytes taken from or given to a program.
 const MAX_CONTROL: usize = 64 * 1024;
 
@@ -54,7 +54,7 @@ fn msghdr(tid: i32, at: u64) -> Res<MsgHdr> {
 }
 
 fn is_stream(s: &OwnedFd) -> Res<bool> {
-    Ok(daemon::info(s)?[INFO_TYPE] == libc::SOCK_STREAM as i64)
+    Ok(daemon::info(s)?.ty == libc::SOCK_STREAM)
 }
 
 /// sendto, sendmsg or sendmmsg (`nr`) with arguments `a`.
@@ -121,22 +121,15 @@ fn send_msg(c: &Call, s: &OwnedFd, at: u64, flags: i32) -> Res<i64> {
 
 /// A sendmsg's control messages: credentials, passed udsfs sockets (by
 /// number) and other files (deposited on the fd channel, by tag), as the
-/// library passes them (preload/src/msg.rs).
+/// library passes them.
 type Control = (Option<[u32; 3]>, Vec<u64>, Option<fdpass::Channel>);
 
 fn parse_control(c: &Call, b: &[u8]) -> Res<Control> {
     let (mut creds, mut rights) = (None, Vec::new());
     // Files that are not udsfs sockets: their place in `rights`, our copy.
     let mut files: Vec<(usize, OwnedFd)> = Vec::new();
-    let mut off = 0;
-    while off + CMSG_HDR <= b.len() {
-        let len = u64_at(b, off) as usize;
-        let (level, ty) = (u32_at(b, off + 8) as i32, u32_at(b, off + 12) as i32);
-        if len < CMSG_HDR || off + len > b.len() {
-            return Err(libc::EINVAL);
-        }
-        let payload = &b[off + CMSG_HDR..off + len];
-        let ints = || payload.chunks_exact(4).map(|w| u32_at(w, 0));
+    for (level, ty, payload) in cmsg::parse(b)? {
+        let ints = || cmsg::ints(payload).map(|w| w as u32);
         match (level, ty) {
             (libc::SOL_SOCKET, libc::SCM_RIGHTS) => {
                 for fd in ints() {
@@ -146,7 +139,7 @@ fn parse_control(c: &Call, b: &[u8]) -> Res<Control> {
                         rights.push(0);
                         continue;
                     }
-                    rights.push(daemon::info(&f)?[INFO_ID] as u64);
+                    rights.push(daemon::info(&f)?.id);
                 }
                 if rights.len() > MAX_RIGHTS {
                     return Err(libc::EINVAL);
@@ -158,7 +151,6 @@ fn parse_control(c: &Call, b: &[u8]) -> Res<Control> {
             }
             _ => return Err(libc::EINVAL),
         }
-        off += len.next_multiple_of(8);
     }
     if files.is_empty() {
         return Ok((creds, rights, None));
@@ -199,7 +191,7 @@ fn send_data(
     }
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     if big && stream == Some(false) {
-        let id = daemon::info(s)?[INFO_ID] as u64;
+        let id = daemon::info(s)?.id;
         let meta = Meta {
             to,
             creds,
@@ -366,7 +358,7 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
         }
     };
     let mut got = if got.too_big {
-        record::recv(&c.ctx.daemon, daemon::info(s)?[INFO_ID] as u64, want)?
+        record::recv(&c.ctx.daemon, daemon::info(s)?.id, want)?
     } else {
         got
     };
@@ -473,37 +465,21 @@ fn left_of(s: &OwnedFd, start: std::time::Instant) -> Res<u64> {
     }
 }
 
-/// Appends one control message within `room`, cut short as put_cmsg cuts
-/// it; whether it fit whole.
-fn put_cmsg(out: &mut Vec<u8>, room: usize, ty: i32, data: &[u8]) -> bool {
-    let avail = room.saturating_sub(out.len());
-    if avail < CMSG_HDR {
-        return false;
-    }
-    let n = data.len().min(avail - CMSG_HDR);
-    let start = out.len();
-    out.extend_from_slice(&((CMSG_HDR + n) as u64).to_ne_bytes());
-    out.extend_from_slice(&libc::SOL_SOCKET.to_ne_bytes());
-    out.extend_from_slice(&ty.to_ne_bytes());
-    out.extend_from_slice(&data[..n]);
-    out.resize(start + (CMSG_HDR + n).next_multiple_of(8).min(avail), 0);
-    n == data.len()
-}
-
 /// The control messages of a received message, as scm_recv puts them:
 /// credentials first, then the passed sockets, installed in the target.
 fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<u8>, bool)> {
-    let mut out = Vec::new();
+    let mut out = vec![0u8; room];
+    let mut w = cmsg::Writer::new(&mut out);
     let mut cut = got.ctrunc;
     if let Some([pid, uid, gid]) = got.creds {
         let b: Vec<u8> = [pid, uid, gid]
             .iter()
             .flat_map(|x| x.to_ne_bytes())
             .collect();
-        cut |= !put_cmsg(&mut out, room, libc::SCM_CREDENTIALS, &b);
+        cut |= !w.put(libc::SOL_SOCKET, libc::SCM_CREDENTIALS, &b);
     }
     if !got.rights.is_empty() {
-        let fit = room.saturating_sub(out.len()).saturating_sub(CMSG_HDR) / 4;
+        let fit = w.room().saturating_sub(cmsg::HDR) / 4;
         let mut fds = Vec::new();
         let mut cut_short = false;
         // Files come back from the fd channel in one round trip; a claimed
@@ -512,13 +488,13 @@ fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<
             .rights
             .iter()
             .copied()
-            .filter(|&id| id & FILE_TAG != 0)
+            .filter(|&id| is_file_tag(id))
             .collect();
         let mut claimed = if tags.is_empty() {
             Vec::new()
         } else {
             fdpass::connect(&c.ctx.daemon.mount)
-                .and_then(|ch| ch.claim(&tags))
+                .and_then(|ch| ch.claim(&tags, true))
                 .unwrap_or_else(|e| {
                     say(&format!(
                         "recvmsg: {} received files could not be claimed from the daemon: errno {e}",
@@ -529,7 +505,7 @@ fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<
         }
         .into_iter();
         for &id in &got.rights {
-            let sock = if id & FILE_TAG != 0 {
+            let sock = if is_file_tag(id) {
                 match claimed.next() {
                     Some(f) => f,
                     None => {
@@ -558,8 +534,10 @@ fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<
         }
         if !fds.is_empty() {
             let b: Vec<u8> = fds.iter().flat_map(|x| x.to_ne_bytes()).collect();
-            put_cmsg(&mut out, room, libc::SCM_RIGHTS, &b);
+            w.put(libc::SOL_SOCKET, libc::SCM_RIGHTS, &b);
         }
     }
+    let used = w.used();
+    out.truncate(used);
     Ok((out, cut))
 }

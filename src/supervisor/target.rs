@@ -37,8 +37,7 @@ impl Dev {
     fn owns(&self, st: &libc::statx) -> bool {
         st.stx_dev_major == self.major
             && st.stx_dev_minor == self.minor
-            && st.stx_ino >> 56 == 2
-            && st.stx_ino & 0xf == 2
+            && udsfs_proto::mount::is_data_ino(st.stx_ino)
     }
 
     /// Is the file a /proc fd link names a udsfs data file? Looks at the

@@ -1,8 +1,8 @@
-//! Where an AF_UNIX address goes: the routing rules of the preload library
-//! (preload/src/sock.rs `route`, preload/src/mount.rs `tree_path`), here on
-//! bytes copied out of the target and with the target's working directory.
-//! Plain std, no daemon types, so that the library can include this file
-//! (`#[path]`, as it does src/fuse/ioctl_abi.rs) instead of its own copy.
+//! Where an AF_UNIX address goes: into the udsfs mount (a path below the
+//! mount point or under a routed prefix, an abstract name, autobind), or to
+//! the kernel; and how the daemon's names come back to the program. The
+//! preload library and the seccomp supervisor both route with this, on the
+//! bytes of a sockaddr_un and the caller's working directory.
 
 /// sizeof(struct sockaddr_un).
 pub const SUN_LEN: usize = 110;
@@ -23,8 +23,8 @@ pub enum Route {
     Kernel,
     /// Only the family: autobind (bind) or nothing (connect).
     Autobind,
-    /// The daemon's wire format (src/fuse/ioctl_abi.rs): a tree path, or a
-    /// NUL and an abstract name.
+    /// The wire form (`crate::addr`): a tree path, or a NUL and an
+    /// abstract name.
     Udsfs(Vec<u8>),
 }
 
@@ -60,7 +60,8 @@ fn under(abs: &[u8], prefix: &[u8]) -> bool {
 }
 
 impl Routes {
-    fn routed(&self, abs: &[u8]) -> bool {
+    /// Whether absolute path `abs` lies under a routed prefix.
+    pub fn routed(&self, abs: &[u8]) -> bool {
         self.routes.iter().any(|r| under(abs, r))
     }
 

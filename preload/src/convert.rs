@@ -1,0 +1,71 @@
+//! A kernel AF_UNIX socket becomes a udsfs socket at the call that routes
+//! it into the mount: a new udsfs socket of its type takes its descriptor
+//! number, with its O_NONBLOCK, FD_CLOEXEC and the options it carries
+//! (`udsfs_proto::carry`).
+
+use libc::{c_int, socklen_t};
+use udsfs_proto::carry::Carried;
+use udsfs_proto::mount::type_dir;
+
+use crate::errno::{last, Res};
+use crate::files::{self, close, open_sock};
+use crate::mount::Mount;
+use crate::real;
+
+fn kernel_int(fd: c_int, opt: c_int) -> Res<c_int> {
+    let mut v: c_int = 0;
+    let mut len = std::mem::size_of::<c_int>() as socklen_t;
+    // SAFETY: getsockopt writes one int.
+    let r = unsafe {
+        real::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&mut v as *mut c_int).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        last()
+    } else {
+        Ok(v)
+    }
+}
+
+/// Puts a new udsfs socket in kernel socket `fd`'s place.
+pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
+    let name = type_dir(kernel_int(fd, libc::SO_TYPE)?).ok_or(libc::EPROTOTYPE)?;
+    // SAFETY: fcntl queries only.
+    let (fl, fdfl) = unsafe {
+        (
+            libc::fcntl(fd, libc::F_GETFL),
+            libc::fcntl(fd, libc::F_GETFD),
+        )
+    };
+    if fl < 0 || fdfl < 0 {
+        return last();
+    }
+    let carried = Carried::of(fd);
+    let clone = m.ctrl_file(&format!("{name}/clone"));
+    let new = files::with_handle(&clone, libc::O_RDWR, |ids| {
+        let id = ids.first().copied().ok_or(libc::EIO)?;
+        open_sock(m, id, fl & libc::O_NONBLOCK != 0, true)
+    })?;
+    let cloexec = if fdfl & libc::FD_CLOEXEC != 0 {
+        libc::O_CLOEXEC
+    } else {
+        0
+    };
+    // SAFETY: dup3 replaces the program's kernel socket with the udsfs file.
+    let r = unsafe { libc::dup3(new, fd, cloexec) };
+    close(new);
+    if r < 0 {
+        return last();
+    }
+    carried.apply(fd)
+}
+
+/// Is `fd` a kernel AF_UNIX socket (that may become a udsfs one)?
+pub fn kernel_unix(fd: c_int) -> bool {
+    kernel_int(fd, libc::SO_DOMAIN) == Ok(libc::AF_UNIX)
+}

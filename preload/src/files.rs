@@ -1,0 +1,74 @@
+//! The mount's own files that make and open udsfs sockets: a socket's data
+//! file (`.udsfs/sock/N/data`), the control handles of `.udsfs/TYPE/clone`,
+//! `pair` and a listener's `accept`, whose text is the new sockets' numbers.
+
+use std::ffi::CString;
+
+use libc::c_int;
+
+use crate::errno::{errno, last, set_errno, Res};
+use crate::mount::Mount;
+
+pub fn open_file(path: &CString, flags: c_int) -> Res<c_int> {
+    // SAFETY: path is NUL-terminated.
+    let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return last();
+    }
+    Ok(fd)
+}
+
+/// Closes a descriptor this library opened, leaving errno as it was.
+pub fn close(fd: c_int) {
+    let e = errno();
+    // SAFETY: closes a descriptor this library opened.
+    unsafe { libc::close(fd) };
+    set_errno(e);
+}
+
+/// The text of a control handle ("N\n" or "N M\n").
+pub fn read_numbers(fd: c_int) -> Res<Vec<u64>> {
+    let mut buf = [0u8; 64];
+    // SAFETY: reads into a local buffer.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return last();
+    }
+    let text = std::str::from_utf8(&buf[..n as usize]).map_err(|_| libc::EIO)?;
+    text.split_whitespace()
+        .map(|w| w.parse().map_err(|_| libc::EIO))
+        .collect()
+}
+
+/// Opens control handle `path` and runs `f` on its numbers while it is
+/// open (it holds the new sockets until their data files open); then
+/// closes it.
+pub fn with_handle<T>(path: &CString, flags: c_int, f: impl FnOnce(&[u64]) -> Res<T>) -> Res<T> {
+    let h = open_file(path, flags)?;
+    let r = read_numbers(h).and_then(|ids| f(&ids));
+    close(h);
+    r
+}
+
+fn open_flags(nonblock: bool, cloexec: bool) -> c_int {
+    libc::O_RDWR
+        | if nonblock { libc::O_NONBLOCK } else { 0 }
+        | if cloexec { libc::O_CLOEXEC } else { 0 }
+}
+
+/// Opens the data file of socket `id` (adopting it if it was received).
+pub fn open_sock(m: &Mount, id: u64, nonblock: bool, cloexec: bool) -> Res<c_int> {
+    let path = m.sock_file(id, "data");
+    // SAFETY: path is NUL-terminated.
+    let fd = unsafe { libc::open(path.as_ptr(), open_flags(nonblock, cloexec)) };
+    if fd < 0 {
+        return last();
+    }
+    Ok(fd)
+}
+
+pub fn nonblocking(fd: c_int) -> bool {
+    // SAFETY: fcntl query.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    fl >= 0 && fl & libc::O_NONBLOCK != 0
+}

@@ -1,0 +1,111 @@
+//! Where a program's address goes (`udsfs_proto::route` on the bytes of
+//! its sockaddr and this process's working directory), and the daemon's
+//! names written back as the sockaddr_un Linux would report.
+
+use std::ffi::CString;
+
+use libc::{c_int, sockaddr, socklen_t};
+use udsfs_proto::route::{self, SUN_LEN};
+
+pub use udsfs_proto::route::Route;
+
+use crate::errno::errno;
+use crate::mount::Mount;
+
+/// The bytes of `addr`, at most a sockaddr_un's (NULL: none).
+///
+/// # Safety
+/// `addr` must point to `len` readable bytes (or be NULL).
+unsafe fn bytes<'a>(addr: *const sockaddr, len: socklen_t) -> &'a [u8] {
+    if addr.is_null() {
+        return &[];
+    }
+    // SAFETY: the caller's `len` bytes, cut to a sockaddr_un.
+    unsafe { std::slice::from_raw_parts(addr.cast::<u8>(), (len as usize).min(SUN_LEN)) }
+}
+
+/// Classifies `addr` (NULL-safe).
+///
+/// # Safety
+/// `addr` must point to `len` readable bytes (or be NULL).
+pub unsafe fn route(m: &Mount, addr: *const sockaddr, len: socklen_t) -> Route {
+    // SAFETY: as the caller promised.
+    let a = unsafe { bytes(addr, len) };
+    // Only a relative path name needs the working directory.
+    let relative = a.len() > 2 && a[2] != 0 && a[2] != b'/';
+    let cwd = relative.then(std::env::current_dir).and_then(Result::ok);
+    use std::os::unix::ffi::OsStrExt;
+    m.routes
+        .classify(a, cwd.as_ref().map(|c| c.as_os_str().as_bytes()))
+}
+
+/// The sun_path of a path address as the program wrote it (up to its NUL):
+/// what Linux reports back for a name bound with it. Empty for an abstract
+/// name or autobind.
+///
+/// # Safety
+/// `addr` must point to `len` readable bytes (or be NULL).
+pub unsafe fn given_path(addr: *const sockaddr, len: socklen_t) -> Vec<u8> {
+    // SAFETY: as the caller promised.
+    route::given_path(unsafe { bytes(addr, len) })
+}
+
+/// The errno of bind() on udsfs socket `fd` to `path`, a kernel path
+/// outside the mount and its routes: what unix_bind's mknod would say when
+/// the path exists (EADDRINUSE) or its directory does not (ENOENT,
+/// ENOTDIR, EACCES), else EINVAL, as udsfs keeps no kernel names.
+pub fn kernel_path_bind_error(fd: c_int, path: &[u8]) -> c_int {
+    let exists = |p: &[u8]| -> Result<(), c_int> {
+        let c = CString::new(p).map_err(|_| libc::EINVAL)?;
+        // SAFETY: lstat fills a zeroed struct for a NUL-terminated path.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::lstat(c.as_ptr(), &mut st) } == 0 {
+            Ok(())
+        } else {
+            Err(errno())
+        }
+    };
+    if path.is_empty() {
+        return libc::EINVAL;
+    }
+    if exists(path).is_ok() {
+        return libc::EADDRINUSE;
+    }
+    let dir = match path.iter().rposition(|&b| b == b'/') {
+        Some(0) => &b"/"[..],
+        Some(i) => &path[..i],
+        None => &b"."[..],
+    };
+    if let Err(e) = exists(dir) {
+        return e;
+    }
+    crate::log::say(&format!(
+        "bind on udsfs socket fd {fd}: the path is outside the mount and its routes (EINVAL)"
+    ));
+    libc::EINVAL
+}
+
+/// Writes a daemon address (wire form) as a sockaddr_un, truncated to the
+/// caller's room; `*len` becomes the full length, as Linux reports it.
+/// `as_given`: `wire` is a sun_path as a program gave it.
+///
+/// # Safety
+/// `out` must have `*len` writable bytes; `len` may be NULL only with `out`.
+pub unsafe fn put_addr(
+    m: &Mount,
+    wire: &[u8],
+    as_given: bool,
+    out: *mut sockaddr,
+    len: *mut socklen_t,
+) {
+    if out.is_null() || len.is_null() {
+        return;
+    }
+    let bytes = route::sockaddr(&m.routes, wire, as_given);
+    // SAFETY: the caller's room is *len bytes.
+    unsafe {
+        let room = (*len as usize).min(bytes.len());
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out as *mut u8, room);
+        *len = bytes.len() as socklen_t;
+    }
+}

@@ -1,0 +1,127 @@
+//! Socket calls on udsfs sockets that open the mount's files: socketpair,
+//! connect (a blocking one facing a full backlog), accept, and the names
+//! getsockname and getpeername report.
+
+use libc::{c_int, sockaddr, socklen_t};
+use udsfs_proto::addr::Addr;
+use udsfs_proto::ctl::Command;
+use udsfs_proto::ioctl::{Accepted, Ctl, Op, ADDR_AS_GIVEN};
+use udsfs_proto::mount::type_dir;
+
+use crate::errno::{last, Res};
+use crate::files::{close, nonblocking, open_file, open_sock, with_handle};
+use crate::ioctl;
+use crate::mount::{self, Mount};
+use crate::route::put_addr;
+
+/// socketpair(AF_UNIX): `.udsfs/TYPE/pair`.
+pub fn pair(m: &Mount, ty: c_int, sv: &mut [c_int; 2]) -> Res<()> {
+    let nonblock = ty & libc::SOCK_NONBLOCK != 0;
+    let cloexec = ty & libc::SOCK_CLOEXEC != 0;
+    let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+    let name = type_dir(base).ok_or(libc::EPROTONOSUPPORT)?;
+    let path = m.ctrl_file(&format!("{name}/pair"));
+    *sv = with_handle(&path, libc::O_RDWR, |ids| {
+        let [a, b] = ids[..] else {
+            return Err(libc::EIO);
+        };
+        let fa = open_sock(m, a, nonblock, cloexec)?;
+        match open_sock(m, b, nonblock, cloexec) {
+            Ok(fb) => Ok([fa, fb]),
+            Err(e) => {
+                close(fa);
+                Err(e)
+            }
+        }
+    })?;
+    Ok(())
+}
+
+/// connect(): the ioctl never parks; a blocking caller facing a full
+/// backlog writes `connect` to the socket's ctl file, which parks.
+pub fn connect(m: &Mount, fd: c_int, wire: &[u8]) -> Res<()> {
+    let c = Ctl::new(Op::Connect, 0).with_addr(wire);
+    match ioctl::ctl(fd, c) {
+        Err(libc::EAGAIN) if !nonblocking(fd) => {
+            let id = mount::sock_id(fd).ok_or(libc::EBADF)?;
+            let to = Addr::from_wire(wire)?;
+            let line = format!("{}\n", Command::Connect(to).format());
+            let h = open_file(&m.sock_file(id, "ctl"), libc::O_WRONLY)?;
+            // SAFETY: writes a local buffer.
+            let r = unsafe { libc::write(h, line.as_ptr().cast(), line.len()) };
+            let res = if r < 0 { last() } else { Ok(()) };
+            close(h);
+            res
+        }
+        r => r.map(|_| ()),
+    }
+}
+
+/// accept4(): opening `.udsfs/sock/N/accept` parks until a connection comes
+/// (or fails with EAGAIN under O_NONBLOCK) and gives the new socket's
+/// control handle, whose number names its data file.
+pub fn accept(m: &Mount, fd: c_int, flags: c_int) -> Res<c_int> {
+    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let id = mount::sock_id(fd).ok_or(libc::EBADF)?;
+    let waits = if nonblocking(fd) { libc::O_NONBLOCK } else { 0 };
+    let (nb, cloexec) = (
+        flags & libc::SOCK_NONBLOCK != 0,
+        flags & libc::SOCK_CLOEXEC != 0,
+    );
+    // With no slot left the open fails (EMFILE) before it reaches the
+    // daemon: the connection stays queued, as Linux leaves it.
+    let path = m.sock_file(id, "accept");
+    let opened = with_handle(&path, libc::O_RDONLY | waits, |ids| {
+        let n = ids.first().copied().ok_or(libc::EIO)?;
+        match open_sock(m, n, nb, cloexec) {
+            // One slot, taken by the control handle: the listener keeps the
+            // socket while the handle closes, and the socket's data file
+            // then takes the slot.
+            Err(libc::EMFILE) => {
+                let kept = ioctl::ctl(fd, Ctl::new(Op::KeepAccepted, 0).with(Accepted { id: n }))?;
+                Ok(Err(kept.values::<Accepted>().id))
+            }
+            r => r.map(Ok),
+        }
+    })?;
+    match opened {
+        Ok(new) => Ok(new),
+        Err(kept) => open_sock(m, kept, nb, cloexec),
+    }
+}
+
+/// getsockname (peer = false) and getpeername (peer = true).
+///
+/// # Safety
+/// As for getsockname.
+pub unsafe fn name(
+    m: &Mount,
+    fd: c_int,
+    peer: bool,
+    out: *mut sockaddr,
+    len: *mut socklen_t,
+) -> Res<()> {
+    let c = ioctl::op(fd, Op::GetName, peer as i32)?;
+    if out.is_null() || len.is_null() {
+        return Err(libc::EFAULT);
+    }
+    let wire = c.addr().ok_or(libc::EIO)?;
+    // SAFETY: as the caller promised.
+    unsafe { put_addr(m, wire, c.addr_flags & ADDR_AS_GIVEN != 0, out, len) };
+    Ok(())
+}
+
+/// Raises SIGPIPE in this thread, as unix_stream_sendmsg does.
+pub fn sigpipe() {
+    // SAFETY: tgkill only sends a signal to this thread.
+    unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            libc::getpid(),
+            libc::gettid(),
+            libc::SIGPIPE,
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! What a message passes, as one u64 each: a udsfs socket by its number, or
+//! a file the daemon holds by its depot tag, which has `FILE_TAG` set (the
+//! depot, src/engine/held.rs, makes the tags). In `msg` records a list of
+//! them is `rights=ITEM,...`, a file written `file:T` (its tag without the bit).
+
+use crate::{Res, SCM_MAX_FD};
+
+/// Bit 63 marks a file the daemon holds among socket numbers.
+pub const FILE_TAG: u64 = 1 << 63;
+
+pub fn is_file_tag(id: u64) -> bool {
+    id & FILE_TAG != 0
+}
+
+/// One item of `rights=`: a socket number, or `file:T`.
+pub fn parse_item(v: &str) -> Res<u64> {
+    let (n, tag) = match v.strip_prefix("file:") {
+        Some(t) => (t, FILE_TAG),
+        None => (v, 0),
+    };
+    let n = digits::<u64>(n)?;
+    if is_file_tag(n) {
+        return Err(libc::EINVAL);
+    }
+    Ok(n | tag)
+}
+
+pub fn format_item(id: u64) -> String {
+    if is_file_tag(id) {
+        format!("file:{}", id & !FILE_TAG)
+    } else {
+        id.to_string()
+    }
+}
+
+/// The value of `rights=`: at most SCM_MAX_FD items, empty ones skipped.
+pub fn parse_list(v: &str) -> Res<Vec<u64>> {
+    let items = v
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(parse_item)
+        .collect::<Res<Vec<u64>>>()?;
+    if items.len() > SCM_MAX_FD {
+        return Err(libc::EINVAL);
+    }
+    Ok(items)
+}
+
+pub fn format_list(ids: &[u64]) -> String {
+    let items: Vec<String> = ids.iter().map(|&id| format_item(id)).collect();
+    items.join(",")
+}
+
+/// A decimal number written as digits only (no sign, no spaces).
+pub(crate) fn digits<T: std::str::FromStr>(v: &str) -> Res<T> {
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(libc::EINVAL);
+    }
+    v.parse().map_err(|_| libc::EINVAL)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_round_trip() {
+        for id in [0, 7, FILE_TAG | 5, FILE_TAG, u64::MAX >> 1] {
+            assert_eq!(parse_item(&format_item(id)), Ok(id));
+        }
+        assert_eq!(format_item(FILE_TAG | 5), "file:5");
+        let ids = [3, FILE_TAG | 9, 4];
+        assert_eq!(format_list(&ids), "3,file:9,4");
+        assert_eq!(parse_list(&format_list(&ids)), Ok(ids.to_vec()));
+        assert_eq!(parse_list("3,,4"), Ok(vec![3, 4]));
+    }
+
+    #[test]
+    fn bad_items_are_einval() {
+        for bad in [
+            "",
+            "-1",
+            "+1",
+            "x",
+            "file:",
+            "file:-2",
+            "9223372036854775813",
+            "file:9223372036854775808",
+            "18446744073709551616",
+        ] {
+            assert_eq!(parse_item(bad), Err(libc::EINVAL), "{bad}");
+        }
+        let many: Vec<String> = (0..254).map(|i| i.to_string()).collect();
+        assert_eq!(parse_list(&many.join(",")), Err(libc::EINVAL));
+        assert_eq!(parse_list(&many[..253].join(",")).map(|v| v.len()), Ok(253));
+    }
+}

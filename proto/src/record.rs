@@ -1,0 +1,312 @@
+//! The records of a socket's `msg` file: a header line of `key=value`
+//! fields, then exactly `len` payload bytes. A writer sends `SendHeader`
+//! records (`len= to= creds= rights= oob=`); a reader gets `RecvHeader`
+//! ones (`len= from= creds= pidfd= rights= flags=ctrunc`). A record always
+//! holds the whole message, so MSG_TRUNC has no place in it.
+
+use crate::addr::Addr;
+use crate::passed::{self, digits};
+use crate::{Cred, Res};
+
+/// Longest header line accepted on a write.
+pub const MAX_HEADER: usize = 4096;
+
+/// The header of a record written. The types of its address (`A`) and
+/// credentials (`C`) are a parameter, so that the daemon reads it in its
+/// engine's terms (`SendHeader::map`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SendHeader<A = Addr, C = Cred> {
+    pub len: usize,
+    pub to: Option<A>,
+    pub creds: Option<C>,
+    /// Passed sockets and files (`passed`).
+    pub rights: Vec<u64>,
+    /// `oob=1`: the payload's last byte is out-of-band (send with MSG_OOB).
+    pub oob: bool,
+}
+
+impl<A, C> Default for SendHeader<A, C> {
+    fn default() -> Self {
+        SendHeader {
+            len: 0,
+            to: None,
+            creds: None,
+            rights: Vec::new(),
+            oob: false,
+        }
+    }
+}
+
+impl<A, C> SendHeader<A, C> {
+    /// The same header in other terms.
+    pub fn map<A2, C2>(self, addr: impl Fn(A) -> A2, cred: impl Fn(C) -> C2) -> SendHeader<A2, C2> {
+        SendHeader {
+            len: self.len,
+            to: self.to.map(addr),
+            creds: self.creds.map(cred),
+            rights: self.rights,
+            oob: self.oob,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecvHeader {
+    pub len: usize,
+    pub from: Option<Addr>,
+    pub creds: Option<Cred>,
+    /// The sender's pid (SO_PASSPIDFD): `pidfd=PID`.
+    pub pidfd: Option<i32>,
+    pub rights: Vec<u64>,
+    /// Passed sockets were dropped (MSG_CTRUNC): `flags=ctrunc`.
+    pub ctrunc: bool,
+}
+
+/// The fields of a header line, each at most once (a record must not mean
+/// two things); `len` must be there.
+fn fields(line: &[u8], mut each: impl FnMut(&str, &str) -> Res<()>) -> Res<usize> {
+    let text = std::str::from_utf8(line).map_err(|_| libc::EINVAL)?;
+    let mut seen: Vec<&str> = Vec::with_capacity(4);
+    let mut len = None;
+    for field in text.split_ascii_whitespace() {
+        let (k, v) = field.split_once('=').ok_or(libc::EINVAL)?;
+        if seen.contains(&k) {
+            return Err(libc::EINVAL);
+        }
+        seen.push(k);
+        if k == "len" {
+            len = Some(digits(v)?);
+        } else {
+            each(k, v)?;
+        }
+    }
+    len.ok_or(libc::EINVAL)
+}
+
+fn flag(v: &str) -> Res<bool> {
+    match v {
+        "1" => Ok(true),
+        "0" => Ok(false),
+        _ => Err(libc::EINVAL),
+    }
+}
+
+/// A pid: digits, maybe after a minus sign.
+fn signed(v: &str) -> Res<i32> {
+    match v.strip_prefix('-') {
+        Some(abs) => Ok(-digits::<i32>(abs)?),
+        None => digits::<i32>(v),
+    }
+}
+
+fn parse_creds(v: &str) -> Res<Cred> {
+    let mut it = v.split(':');
+    let mut next = || it.next().ok_or(libc::EINVAL);
+    let pid = signed(next()?)?;
+    let uid = digits::<u32>(next()?)?;
+    let gid = digits::<u32>(next()?)?;
+    if it.next().is_some() || uid == u32::MAX || gid == u32::MAX {
+        return Err(libc::EINVAL);
+    }
+    Ok(Cred { pid, uid, gid })
+}
+
+fn push_addr(s: &mut String, key: &str, addr: &Option<Addr>) {
+    if let Some(a) = addr {
+        s.push_str(&format!(" {key}={}", a.display()));
+    }
+}
+
+fn push_creds(s: &mut String, creds: Option<Cred>) {
+    if let Some(c) = creds {
+        s.push_str(&format!(" creds={}:{}:{}", c.pid, c.uid, c.gid));
+    }
+}
+
+fn push_rights(s: &mut String, rights: &[u64]) {
+    if !rights.is_empty() {
+        s.push_str(" rights=");
+        s.push_str(&passed::format_list(rights));
+    }
+}
+
+impl SendHeader {
+    /// Parses one header line (without its newline).
+    pub fn parse(line: &[u8]) -> Res<SendHeader> {
+        let mut h = SendHeader::default();
+        h.len = fields(line, |k, v| {
+            match k {
+                "to" => h.to = Some(Addr::parse(v.as_bytes())?),
+                "creds" => h.creds = Some(parse_creds(v)?),
+                "oob" => h.oob = flag(v)?,
+                "rights" => h.rights = passed::parse_list(v)?,
+                _ => return Err(libc::EINVAL),
+            }
+            Ok(())
+        })?;
+        Ok(h)
+    }
+
+    /// The header line, with its newline.
+    pub fn format(&self) -> String {
+        let mut s = format!("len={}", self.len);
+        push_addr(&mut s, "to", &self.to);
+        push_creds(&mut s, self.creds);
+        push_rights(&mut s, &self.rights);
+        if self.oob {
+            s.push_str(" oob=1");
+        }
+        s.push('\n');
+        s
+    }
+}
+
+impl RecvHeader {
+    pub fn parse(line: &[u8]) -> Res<RecvHeader> {
+        let mut h = RecvHeader::default();
+        h.len = fields(line, |k, v| {
+            match k {
+                "from" => h.from = Some(Addr::parse(v.as_bytes())?),
+                "creds" => h.creds = Some(parse_creds(v)?),
+                "pidfd" => h.pidfd = Some(signed(v)?),
+                "rights" => h.rights = passed::parse_list(v)?,
+                "flags" => {
+                    for f in v.split(',') {
+                        match f {
+                            "ctrunc" => h.ctrunc = true,
+                            _ => return Err(libc::EINVAL),
+                        }
+                    }
+                }
+                _ => return Err(libc::EINVAL),
+            }
+            Ok(())
+        })?;
+        Ok(h)
+    }
+
+    /// The header line, with its newline.
+    pub fn format(&self) -> String {
+        let mut s = format!("len={}", self.len);
+        push_addr(&mut s, "from", &self.from);
+        push_creds(&mut s, self.creds);
+        if let Some(pid) = self.pidfd {
+            s.push_str(&format!(" pidfd={pid}"));
+        }
+        push_rights(&mut s, &self.rights);
+        if self.ctrunc {
+            s.push_str(" flags=ctrunc");
+        }
+        s.push('\n');
+        s
+    }
+
+    /// A record as read from a `msg` file: its header and the payload bytes
+    /// that came (at most `len`: a reader may ask for less).
+    pub fn split(record: &[u8]) -> Res<(RecvHeader, &[u8])> {
+        let nl = record
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or(libc::EINVAL)?;
+        let h = RecvHeader::parse(&record[..nl])?;
+        let payload = &record[nl + 1..];
+        let n = payload.len().min(h.len);
+        Ok((h, &payload[..n]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::passed::FILE_TAG;
+
+    #[test]
+    fn send_headers_round_trip() {
+        let h = SendHeader {
+            len: 5,
+            to: Some(Addr::Abstract(b"s v".to_vec())),
+            creds: Some(Cred {
+                pid: -1,
+                uid: 2,
+                gid: 3,
+            }),
+            rights: vec![7, FILE_TAG | 9],
+            oob: true,
+        };
+        let line = h.format();
+        assert_eq!(
+            line,
+            "len=5 to=@s\\x20v creds=-1:2:3 rights=7,file:9 oob=1\n"
+        );
+        assert_eq!(SendHeader::parse(line.trim_end().as_bytes()), Ok(h));
+        let bare = SendHeader::default();
+        assert_eq!(bare.format(), "len=0\n");
+        assert_eq!(SendHeader::parse(b"len=0"), Ok(bare));
+    }
+
+    #[test]
+    fn bad_send_headers_are_einval() {
+        for bad in [
+            &b"to=@x"[..],
+            b"len=0 bogus=1",
+            b"len=+1",
+            b"len=1 len=1",
+            b"len=0 oob=2",
+            b"len=0 creds=1:2",
+            b"len=0 creds=1:2:3:4",
+            b"len=0 creds=1:4294967295:3",
+            b"len=0 to=@\\x4",
+            b"len=0 rights=9223372036854775813",
+            b"len",
+            b"len=0 \xff",
+            b"",
+        ] {
+            assert_eq!(SendHeader::parse(bad), Err(libc::EINVAL), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn received_headers_round_trip() {
+        let h = RecvHeader {
+            len: 3,
+            from: Some(Addr::Abstract(b"00001".to_vec())),
+            creds: Some(Cred {
+                pid: 0,
+                uid: 65534,
+                gid: 65534,
+            }),
+            pidfd: Some(12),
+            rights: vec![4, FILE_TAG | 5],
+            ctrunc: true,
+        };
+        let line = h.format();
+        assert_eq!(
+            line,
+            "len=3 from=@00001 creds=0:65534:65534 pidfd=12 rights=4,file:5 flags=ctrunc\n"
+        );
+        let rec = [line.as_bytes(), b"abcdef"].concat();
+        let (back, payload) = RecvHeader::split(&rec).unwrap();
+        assert_eq!((back, payload), (h, &b"abc"[..]));
+        let (short, p) = RecvHeader::split(b"len=4 from=run/x\nab").unwrap();
+        assert_eq!(short.from, Some(Addr::Path(b"run/x".to_vec())));
+        assert_eq!(p, b"ab");
+    }
+
+    #[test]
+    fn bad_received_headers_are_einval() {
+        for bad in [
+            &b"len=1 flags=odd\nx"[..],
+            b"len=1 from=@\\q\nx",
+            b"len=1 pidfd=-\nx",
+            b"len=1 to=@x\nx",
+            b"len=1",
+            b"from=@x\n",
+        ] {
+            assert_eq!(
+                RecvHeader::split(bad).map(|(h, _)| h),
+                Err(libc::EINVAL),
+                "{bad:?}"
+            );
+        }
+    }
+}
