@@ -46,8 +46,6 @@ mod wakeups;
 #[cfg(test)]
 mod access_tests;
 #[cfg(test)]
-mod module_graph_tests;
-#[cfg(test)]
 mod oob_tests;
 #[cfg(test)]
 mod tap_tests;

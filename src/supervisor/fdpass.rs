@@ -8,8 +8,8 @@ use std::path::Path;
 
 use udsfs_proto::fdchannel::{self, Client};
 
+use super::call::say;
 use super::daemon::Res;
-use super::emulate::say;
 
 /// One connection: deposits not passed by the time it closes die with it.
 pub type Channel = Client;

@@ -10,6 +10,7 @@
 //! native.
 
 mod actfor;
+mod call;
 mod daemon;
 mod emulate;
 mod fdpass;
@@ -35,7 +36,7 @@ use udsfs_proto::route;
 pub struct Setup {
     helper: std::thread::JoinHandle<Result<OwnedFd, String>>,
     child_end: OwnedFd,
-    ctx: emulate::Ctx,
+    ctx: call::Ctx,
 }
 
 fn last() -> std::io::Error {
@@ -75,7 +76,7 @@ pub fn prepare(cmd: &mut Command, mount: &Path, routes: &[Vec<u8>]) -> Result<Se
         .name("udsfs-run-listener".into())
         .spawn(move || take_listener(parent))
         .map_err(|e| format!("cannot start a thread: {e}"))?;
-    let ctx = emulate::Ctx {
+    let ctx = call::Ctx {
         daemon: daemon::Daemon {
             mount: mount.to_path_buf(),
         },

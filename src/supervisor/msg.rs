@@ -9,11 +9,11 @@ use std::os::fd::OwnedFd;
 
 use std::os::fd::AsRawFd;
 
-use super::daemon::{self, Meta, Res};
-use super::emulate::{
+use super::call::{
     Call, MSGHDR, Stop, WOULD_WAIT, classify, errno_of, nonblocking, put_sized, read_addr, say,
     u32_at, u64_at,
 };
+use super::daemon::{self, Meta, Res};
 use super::fdpass;
 use super::mem;
 use super::record;

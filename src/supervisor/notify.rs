@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use super::emulate::{self, Ctx};
+use super::call::Ctx;
+use super::emulate;
 use super::listener::{Listener, Reply};
 
 /// Serves notifications until every process under the filter is gone.
@@ -44,7 +45,7 @@ pub fn serve(listener: Arc<Listener>, ctx: Arc<Ctx>) {
             let again = job.clone();
             let r = run(&ctx, &listener, job, true);
             match r {
-                Reply::Errno(emulate::WOULD_WAIT) => again,
+                Reply::Errno(super::call::WOULD_WAIT) => again,
                 Reply::Resume(n) => {
                     let mut job = again;
                     job.resume = n;
