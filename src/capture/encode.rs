@@ -236,36 +236,43 @@ impl Encoder {
                     .flow(c, meta.from)
                     .send(from_client, data, len, meta.oob);
                 let process = Some((meta.origin.pid, meta.origin.tid));
-                self.segments(index, r, flags, segs, process, &comment, out);
+                Self::segments(
+                    &Packet {
+                        interface: index,
+                        ts_ns: r.ts_ns,
+                        data: &[],
+                        orig_len: 0,
+                        flags,
+                        drops: r.drops,
+                        packet_id: r.msg_id,
+                        process,
+                        comment: &comment,
+                    },
+                    segs,
+                    out,
+                );
             }
         }
     }
 
-    /// Writes segments; the last carries the record's comment, id and drops.
-    #[allow(clippy::too_many_arguments)]
-    fn segments(
-        &self,
-        index: u32,
-        r: &Record,
-        flags: u32,
-        segs: Vec<tcp_synth::Segment>,
-        process: Option<(u32, u32)>,
-        comment: &str,
-        out: &mut Vec<u8>,
-    ) {
+    /// Writes segments; the last carries `last`'s comment, id, drops and
+    /// process (its data and length are the segment's).
+    fn segments(last: &Packet<'_>, segs: Vec<tcp_synth::Segment>, out: &mut Vec<u8>) {
         let n = segs.len();
         for (i, s) in segs.into_iter().enumerate() {
-            let last = i + 1 == n;
+            let is_last = i + 1 == n;
             let p = Packet {
-                interface: index,
-                ts_ns: r.ts_ns,
                 data: &s.bytes,
                 orig_len: s.orig_len,
-                flags,
-                drops: if last { r.drops } else { 0 },
-                packet_id: if last { r.msg_id } else { 0 },
-                process: process.filter(|_| last),
-                comment: if last { comment } else { "synthetic TCP" },
+                drops: if is_last { last.drops } else { 0 },
+                packet_id: if is_last { last.packet_id } else { 0 },
+                process: last.process.filter(|_| is_last),
+                comment: if is_last {
+                    last.comment
+                } else {
+                    "synthetic TCP"
+                },
+                ..*last
             };
             pcapng::packet(out, &p);
         }
@@ -322,7 +329,21 @@ impl Encoder {
                     NoteKind::Reset => flow.control(!from_client, tcp_synth::RST),
                     _ => flow.control(from_client, 0),
                 };
-                self.segments(index, r, flags, segs, None, text, out);
+                Self::segments(
+                    &Packet {
+                        interface: index,
+                        ts_ns: r.ts_ns,
+                        data: &[],
+                        orig_len: 0,
+                        flags,
+                        drops: r.drops,
+                        packet_id: r.msg_id,
+                        process: None,
+                        comment: text,
+                    },
+                    segs,
+                    out,
+                );
             }
         }
     }
