@@ -1,6 +1,6 @@
 //! What a message passes, as one u64 each: a udsfs socket by its number, or
 //! a file the daemon holds by its depot tag, which has `FILE_TAG` set (the
-//! depot, src/engine/held.rs, makes the tags). In `msg` records a list of
+//! depot, src/engine/depot.rs, makes the tags). In `msg` records a list of
 //! them is `rights=ITEM,...`, a file written `file:T` (its tag without the bit).
 
 use crate::{Res, SCM_MAX_FD};
