@@ -469,7 +469,13 @@ impl Tap for Reader {
             }
             Event::Fault { sock, rule, what } => {
                 let text = format!("fault rule {rule}: {what}: {}", side(sock));
-                self.note(origin, ConvOf::Existing(sock), NoteKind::Fault, sock.id, text);
+                self.note(
+                    origin,
+                    ConvOf::Existing(sock),
+                    NoteKind::Fault,
+                    sock.id,
+                    text,
+                );
             }
         }
     }

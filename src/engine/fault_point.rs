@@ -53,7 +53,9 @@ impl Drop for SendFault<'_> {
             return;
         };
         // The receiver is the sender's peer: a connection's sends go there.
-        let peer = Socket::peer(&s.lock()).filter(|p| p.id == receiver).cloned();
+        let peer = Socket::peer(&s.lock())
+            .filter(|p| p.id == receiver)
+            .cloned();
         if let Some(peer) = peer {
             eng.sever(&s, &peer, reset);
         }
@@ -178,10 +180,7 @@ impl Engine {
                 return;
             };
             let sender_had_data = !st.queue.msgs.is_empty();
-            for (side, gone_err) in [
-                (&mut *st, reset),
-                (&mut *pt, reset || sender_had_data),
-            ] {
+            for (side, gone_err) in [(&mut *st, reset), (&mut *pt, reset || sender_had_data)] {
                 if let Conn::Connected { peer_gone, .. } = &mut side.conn {
                     *peer_gone = true;
                 } else {
