@@ -119,3 +119,83 @@ gone with their sockets: ''"
 grep -q "latency: jitter: not a number: 'x'" "$LOG" || fail "the log does not name the bad field"
 grep -q "short_write: stream sockets only" "$LOG" || fail "the log does not say why the ctl fault was refused"
 ok "refusals are logged naming the field"
+
+# An injection is marked in a capture: a comment naming the rule.
+printf 'name cap.sock up short_write bytes=2\n' >"$U/faults"
+UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" --capture "$TMP/fault.pcapng" -- python3 -c '
+import os, socket, sys
+p = os.path.join(sys.argv[1], "cap.sock")
+l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen(1)
+c = socket.socket(socket.AF_UNIX); c.connect(p); a, _ = l.accept()
+c.sendall(b"hello")
+got = b""
+while len(got) < 5:
+    got += a.recv(10)
+assert got == b"hello", got
+' "$MNT" || fail "the capture run failed"
+printf 'clear\n' >"$U/faults"
+grep -aq "fault rule [0-9]*: short_write send stream" "$TMP/fault.pcapng" ||
+    fail "the capture has no comment marking the injection"
+ok "the capture marks the injection"
+
+# ---------------------------------------------------------------- 4. two users
+command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to run as another user"
+chmod o+x "$TMP"
+PY3=$(python3 -c 'import sys; print(sys.executable)')
+CLIENT_PY=$TMP/fault_user.py
+with_helpers "$CLIENT_PY" <<'PYEOF'
+F = f"{U}/faults"
+def w(text):
+    fd = os.open(F, os.O_WRONLY)
+    try:
+        return err(os.write, fd, text.encode())
+    finally:
+        os.close(fd)
+def connect(name):
+    fd, _ = clone("stream")
+    return err(ctl, fd, "connect " + name)
+mode = sys.argv[1]
+if mode == "own":
+    lfd, _ = clone("stream")
+    ctl(lfd, "bind u/l.sock")
+    ctl(lfd, "listen 8")
+    mfd, _ = clone("stream")
+    ctl(mfd, "bind u/m.sock")
+    ctl(mfd, "listen 8")
+    print("add name * refuse:", w("name * refuse\n"))
+    print("connect to my own listener:", connect("u/l.sock"))
+    print("connect to root's listener:", connect("r.sock"))
+    print("rules I see:", sorted(l.split("\t")[1] for l in open(F)))
+    print("del root's rule:", w(f"del {sys.argv[2]}\n"))
+    print("clear:", w("clear\n"))
+    print("connect to my own listener after clear:", connect("u/l.sock"))
+    print("connect to the one root's rule names:", connect("u/m.sock"))
+    print("rules I see after clear:", sorted(l.split("\t")[1] for l in open(F)))
+PYEOF
+mkdir "$MNT/u"
+chown 1000:1000 "$MNT/u"
+new_sock R stream
+ctl "$R_FD" "bind r.sock"
+ctl "$R_FD" "listen 8"
+chmod 666 "$MNT/r.sock"
+printf 'name u/m.sock refuse\n' >"$U/faults"
+ROOT_RULE=$(cut -f1 "$U/faults")
+out=$(as_user 1000 own "$ROOT_RULE")
+printf '%s\n' "$out"
+expect_eq "a user's rules act on that user's sockets only; root's on every socket" "$out" "add name * refuse: OK
+connect to my own listener: ECONNREFUSED
+connect to root's listener: OK
+rules I see: ['name * refuse errno=ECONNREFUSED', 'name u/m.sock refuse errno=ECONNREFUSED']
+del root's rule: EPERM
+clear: OK
+connect to my own listener after clear: OK
+connect to the one root's rule names: ECONNREFUSED
+rules I see after clear: ['name u/m.sock refuse errno=ECONNREFUSED']"
+expect_eq "root's rule acted on the user's connect only" "$(cut -f3 "$U/faults")" "matched=1 injected=1"
+out=$(py '
+fd, _ = clone("stream")
+print(err(ctl, fd, "connect r.sock"))
+')
+expect_eq "root's connect to its own listener" "$out" "OK"
+printf 'clear\n' >"$U/faults"
+expect_eq "root's clear" "$(cat "$U/faults")" ""
