@@ -159,6 +159,7 @@ scripts!(
     dgram_limits,
     dgram_server,
     fault_immediate,
+    fault_postgres,
     faults,
     given_names,
     graph,
