@@ -279,3 +279,59 @@ fn recheck_later(w: Waiter) {
         log::warn!("fault: no thread to wake a held sender: {e}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{engine, root};
+    use super::super::{RecvFlags, SendMsg};
+    use super::*;
+    use crate::fault::Rule;
+
+    #[test]
+    fn a_cut_send_returns_its_count_and_a_full_queue_refuses() {
+        let e = engine();
+        let c = root();
+        let (a, b) = e.socketpair(SockType::Stream, &c);
+        let rule = |text: &str| e.faults.add(Rule::parse(text).unwrap(), 0);
+        let cut = rule(&format!("socket {} up short_write bytes=3", b.id));
+        assert_eq!(e.sendmsg(&a, SendMsg::new(b"hello"), &c, None), Ok(3));
+        // The other way is not selected.
+        assert_eq!(e.sendmsg(&b, SendMsg::new(b"hello"), &c, None), Ok(5));
+        e.faults.del(cut, 0).unwrap();
+        let full = rule(&format!("socket {} full", b.id));
+        assert_eq!(
+            e.sendmsg(&a, SendMsg::new(b"x"), &c, None),
+            Err(Errno::EAGAIN)
+        );
+        e.faults.del(full, 0).unwrap();
+        assert_eq!(e.sendmsg(&a, SendMsg::new(b"x"), &c, None), Ok(1));
+        let got = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
+        assert_eq!(got.data, b"helx");
+    }
+
+    #[test]
+    fn limit_data_ends_the_connection_after_exactly_its_bytes() {
+        let e = engine();
+        let c = root();
+        let (a, b) = e.socketpair(SockType::Stream, &c);
+        e.faults.add(
+            Rule::parse(&format!("socket {} up limit_data bytes=4", b.id)).unwrap(),
+            0,
+        );
+        assert_eq!(e.sendmsg(&a, SendMsg::new(b"abc"), &c, None), Ok(3));
+        assert_eq!(e.sendmsg(&a, SendMsg::new(b"defg"), &c, None), Ok(1));
+        assert_eq!(
+            e.sendmsg(&a, SendMsg::new(b"h"), &c, None),
+            Err(Errno::EPIPE)
+        );
+        assert_eq!(
+            e.recvmsg(&b, RecvFlags::new(10), None).unwrap().data,
+            b"abcd"
+        );
+        assert_eq!(e.recvmsg(&b, RecvFlags::new(10), None).unwrap().data, b"");
+        assert_eq!(
+            e.sendmsg(&b, SendMsg::new(b"z"), &c, None),
+            Err(Errno::EPIPE)
+        );
+    }
+}
