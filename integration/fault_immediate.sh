@@ -4,7 +4,7 @@
 #    (integration/fault_effects.py): each call's result, errno and timing.
 # 2. reset_peer, die_after, limit_data against the kernel: integration/fault_peer.py
 #    kills the peer's process on kernel sockets where the rule acts through udsfs;
-#    the errno sequences must be equal.
+#    the errno sequences (and SIGPIPE) must be equal.
 # 3. .udsfs/faults: add, list, del, clear; EINVAL naming the field; a socket's ctl
 #    `fault ...`, refused on a dgram socket for a stream-only fault; an injection in
 #    an attached capture.

@@ -99,8 +99,9 @@ def after(c, tag):
     c.setblocking(False)
     say(tag, "read:", res(lambda: c.recv(100)))
     say(tag, "read again:", res(lambda: c.recv(100)))
-    say(tag, "write:", res(lambda: c.send(b"w")))
-    say(tag, "write again:", res(lambda: c.send(b"w")))
+    say(tag, "write:", res(lambda: c.send(b"w")), sigpipe())
+    say(tag, "write again:", res(lambda: c.send(b"w")), sigpipe())
+    say(tag, "write with MSG_NOSIGNAL:", res(lambda: c.send(b"w", socket.MSG_NOSIGNAL)), sigpipe())
     c.close()
 
 
@@ -113,7 +114,16 @@ def where():
 
 
 where()
-signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+# SIGPIPE is blocked and looked for after each write: one that fails with EPIPE
+# raises it, unless MSG_NOSIGNAL.
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+
+
+def sigpipe():
+    if signal.SIGPIPE in signal.sigpending():
+        signal.sigwait({signal.SIGPIPE})
+        return "SIGPIPE"
+    return "no signal"
 
 # reset_peer: the server is gone with the client's request unread.
 rule("name rp.sock up reset_peer")
