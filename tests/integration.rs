@@ -158,6 +158,8 @@ scripts!(
     devfuse,
     dgram_limits,
     dgram_server,
+    fault_immediate,
+    fault_postgres,
     faults,
     given_names,
     graph,

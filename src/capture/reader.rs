@@ -467,6 +467,16 @@ impl Tap for Reader {
                     text,
                 );
             }
+            Event::Fault { sock, rule, what } => {
+                let text = format!("fault rule {rule}: {what}: {}", side(sock));
+                self.note(
+                    origin,
+                    ConvOf::Existing(sock),
+                    NoteKind::Fault,
+                    sock.id,
+                    text,
+                );
+            }
         }
     }
 }

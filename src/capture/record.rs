@@ -91,6 +91,8 @@ pub enum NoteKind {
     Collect,
     /// A read that cut the message or its passed references.
     Delivery,
+    /// A fault rule acted (a comment only: no payload, no control bits).
+    Fault,
 }
 
 #[derive(Debug)]

@@ -85,6 +85,9 @@ impl Engine {
             return Err(Errno::EPROTOTYPE);
         }
         self.autobind_if_passcred(s, caller)?;
+        if self.faults.any() {
+            self.fault_connect(s, &other, caller, w)?;
+        }
         if s.ty == SockType::Dgram {
             self.dgram_connect(s, &other)?;
             self.tap_connected(s, &other, None, caller);

@@ -89,6 +89,9 @@ impl Engine {
             self.remove_dir(id);
         }
         self.depot.socket_closed(s.id);
+        if self.faults.any() {
+            self.fault_forget(s);
+        }
         self.remove_dir(s.id);
         self.live.fetch_sub(1, Ordering::Relaxed);
         log::debug!("socket {} released", s.id);

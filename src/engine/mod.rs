@@ -11,6 +11,7 @@ mod bufsize;
 mod connect;
 pub mod cred;
 mod depot;
+mod fault_point;
 pub mod fds;
 mod front;
 pub mod gc;
@@ -158,6 +159,9 @@ pub struct Engine {
     pub pins: pins::Pins,
     /// Observers of every message and connection event (tap.rs).
     pub taps: tap::Taps,
+    /// The fault rules (src/fault/), asked where a message is queued, a
+    /// connection made and a socket released (fault_point.rs).
+    pub faults: crate::fault::Rules,
 }
 
 impl Engine {
@@ -180,6 +184,7 @@ impl Engine {
             depot: rights::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),
             pins: pins::Pins::default(),
             taps: tap::Taps::default(),
+            faults: crate::fault::Rules::default(),
             cfg,
         });
         eng.tree.set_max_nodes(eng.cfg.max_nodes);

@@ -58,6 +58,9 @@ pub struct Msg {
     pub msg_id: u64,
     /// Who sent it, as the taps see it (default while none is attached).
     pub origin: super::tap::Origin,
+    /// A fault dropped the sockets and files it passed: its reader gets
+    /// MSG_CTRUNC.
+    pub ctrunc: bool,
 }
 
 impl Msg {

@@ -134,6 +134,7 @@ impl Engine {
             // Passed sockets come with the first read that touches their chunk.
             out.rights.extend(self.take_rights(receiver, m));
             out.files.extend(self.take_files(m));
+            out.ctrunc |= std::mem::take(&mut m.ctrunc);
             let left = m.remaining();
             st.queue.bytes -= n;
             st.queue.peek_off_back(n);

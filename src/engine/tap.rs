@@ -93,6 +93,13 @@ pub enum Event {
     Reset { sock: Endpoint },
     /// The garbage collector freed `sock` (an unreachable in-flight cycle).
     Collected { sock: Endpoint },
+    /// Fault rule `rule` acted on what `sock` did (`what`: the fault and
+    /// the message, as the daemon logs it).
+    Fault {
+        sock: Endpoint,
+        rule: u64,
+        what: String,
+    },
 }
 
 pub trait Tap: Send + Sync {

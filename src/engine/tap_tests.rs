@@ -82,6 +82,7 @@ impl Tap for Recorder {
             Event::Closed { sock } => format!("close {}", sock.id),
             Event::Reset { sock } => format!("reset {}", sock.id),
             Event::Collected { sock } => format!("collected {}", sock.id),
+            Event::Fault { sock, rule, .. } => format!("fault {} rule {rule}", sock.id),
         };
         self.0.lock().push(Seen::Event(word));
     }

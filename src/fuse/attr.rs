@@ -89,8 +89,9 @@ impl Inner {
                     Ctrl::Clone(_) | Ctrl::Pair(_) => (FileType::RegularFile, 0o666),
                     Ctrl::Unix | Ctrl::Graph | Ctrl::FdChannel => (FileType::RegularFile, 0o444),
                     Ctrl::Gc => (FileType::RegularFile, 0o644),
-                    // Each reader sees what it may (src/capture/reader.rs).
-                    Ctrl::Capture => (FileType::RegularFile, 0o666),
+                    // Each reader sees what it may (src/capture/reader.rs);
+                    // each writer's fault rules act on its own sockets only.
+                    Ctrl::Capture | Ctrl::Faults => (FileType::RegularFile, 0o666),
                 };
                 // Clone and pair files are control handles once open.
                 let size = match c {

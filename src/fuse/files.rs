@@ -31,6 +31,9 @@ pub enum FileKind {
     Snapshot(Vec<u8>),
     /// The collector's figures at open; writing `run` collects now.
     Gc(Vec<u8>),
+    /// The fault rules the opener may see, at open; writing runs a
+    /// command (fuse/faults.rs).
+    Faults(Vec<u8>),
     /// An open directory of the tree: where its listing got to.
     Dir(Mutex<DirCursor>),
     /// A capture (src/capture): reads give pcapng, writes filter lines.
@@ -166,7 +169,9 @@ impl OpenFile {
     ) -> Result<Vec<u8>, Errno> {
         match &self.kind {
             FileKind::Ctl { text } => Ok(read_at(text, offset, size)),
-            FileKind::Snapshot(text) | FileKind::Gc(text) => Ok(read_at(text, offset, size)),
+            FileKind::Snapshot(text) | FileKind::Gc(text) | FileKind::Faults(text) => {
+                Ok(read_at(text, offset, size))
+            }
             FileKind::Dir(_) => Err(Errno::EISDIR),
             FileKind::Capture(h) => h.reader.read(size as usize, w),
             FileKind::Data => {
@@ -268,6 +273,9 @@ impl OpenFile {
         if let FileKind::Capture(h) = &self.kind {
             return h.reader.configure(data);
         }
+        if let FileKind::Faults(_) = self.kind {
+            return super::faults::write(eng, data, caller);
+        }
         if let FileKind::Gc(_) = self.kind {
             return match data.trim_ascii() {
                 b"run" => {
@@ -281,6 +289,7 @@ impl OpenFile {
         match &self.kind {
             FileKind::Snapshot(_)
             | FileKind::Gc(_)
+            | FileKind::Faults(_)
             | FileKind::Msg(..)
             | FileKind::Dir(_)
             | FileKind::Capture(_) => Err(Errno::EBADF),
@@ -291,7 +300,9 @@ impl OpenFile {
                         Some(i) => (&rest[..i], i + 1),
                         None => (rest, rest.len()),
                     };
-                    if !line.iter().all(|b| b.is_ascii_whitespace()) {
+                    if let Some(res) = super::faults::ctl_line(eng, s, line, caller) {
+                        res?;
+                    } else if !line.iter().all(|b| b.is_ascii_whitespace()) {
                         run_command(eng, s, line, caller, w).inspect_err(|e| {
                             if *e != Errno::EAGAIN {
                                 log::info!(

@@ -26,6 +26,8 @@ pub enum Ctrl {
     FdChannel,
     /// The mount's live pcapng capture (src/capture).
     Capture,
+    /// The mount-wide fault rules (src/fault/file.rs).
+    Faults,
 }
 
 /// Files of `.udsfs/sock/N/`.
@@ -119,6 +121,7 @@ impl Node {
                     Ctrl::Graph => 6,
                     Ctrl::FdChannel => 7,
                     Ctrl::Capture => 8,
+                    Ctrl::Faults => 9,
                     Ctrl::TypeDir(t) => 10 + type_code(t),
                     Ctrl::Clone(t) => 20 + type_code(t),
                     Ctrl::Pair(t) => 30 + type_code(t),
@@ -144,6 +147,7 @@ impl Node {
                 6 => Ctrl::Graph,
                 7 => Ctrl::FdChannel,
                 8 => Ctrl::Capture,
+                9 => Ctrl::Faults,
                 10..=12 => Ctrl::TypeDir(TYPES[(low - 10) as usize]),
                 20..=22 => Ctrl::Clone(TYPES[(low - 20) as usize]),
                 30..=32 => Ctrl::Pair(TYPES[(low - 30) as usize]),

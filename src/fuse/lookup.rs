@@ -24,6 +24,7 @@ impl Inner {
                 b"graph" => Ok(Node::Ctrl(Ctrl::Graph)),
                 b"capture" => Ok(Node::Ctrl(Ctrl::Capture)),
                 b"gc" => Ok(Node::Ctrl(Ctrl::Gc)),
+                b"faults" => Ok(Node::Ctrl(Ctrl::Faults)),
                 b"fdchannel" => Ok(Node::Ctrl(Ctrl::FdChannel)),
                 _ => TYPE_NAMES
                     .iter()

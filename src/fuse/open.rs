@@ -227,6 +227,13 @@ impl Inner {
             Node::Ctrl(Ctrl::FdChannel) => {
                 Ok((i.snapshot(crate::fdchannel::published_name()), direct))
             }
+            Node::Ctrl(Ctrl::Faults) => Ok((
+                i.files.insert(OpenFile::new(
+                    None,
+                    FileKind::Faults(super::faults::listing(&i.eng, &c)),
+                )),
+                direct,
+            )),
             Node::Ctrl(Ctrl::Gc) => Ok((
                 i.files
                     .insert(OpenFile::new(None, FileKind::Gc(i.gc_text().into_bytes()))),

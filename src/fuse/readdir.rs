@@ -98,6 +98,8 @@ impl Inner {
                 let cap = Node::Ctrl(Ctrl::Capture).ino();
                 out.push((cap, reg, b"capture".to_vec()));
                 out.push((Node::Ctrl(Ctrl::Gc).ino(), reg, b"gc".to_vec()));
+                let faults = Node::Ctrl(Ctrl::Faults).ino();
+                out.push((faults, reg, b"faults".to_vec()));
                 let fdc = Node::Ctrl(Ctrl::FdChannel).ino();
                 out.push((fdc, reg, b"fdchannel".to_vec()));
                 numbered(out)

@@ -198,6 +198,7 @@ pub(super) fn message_recv(
         rights,
         files,
         pieces,
+        ctrunc: m.ctrunc,
         ..Default::default()
     })
 }

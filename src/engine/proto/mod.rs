@@ -114,7 +114,8 @@ impl Engine {
             room -= keep;
             got.files.truncate(room);
         }
-        got.ctrunc = match f.deliver_to {
+        // A fault may have dropped what the message passed (ctrunc).
+        got.ctrunc |= match f.deliver_to {
             Some(c) => {
                 if f.pid_only {
                     got.pidfd_file = None;

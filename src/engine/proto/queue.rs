@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use nix::errno::Errno;
 
 use crate::engine::depot::PassedFile;
+use crate::engine::fault_point::SendFault;
 use crate::engine::pins::Pin;
 use crate::engine::skb::{message_truesize, stream_truesize};
 use crate::engine::socket::{BoundName, Msg, SockState, SockType, Socket};
@@ -83,6 +84,22 @@ impl<'a> Pass<'a> {
         })
     }
 
+    /// How many sockets and files it passes.
+    fn count(&self) -> usize {
+        self.rights.as_ref().map_or(0, |r| r.len()) + self.files.as_ref().map_or(0, |f| f.len())
+    }
+
+    /// Drops what it passes, as a receiver that can take no more
+    /// descriptors does (a fault: ctrunc).
+    fn drop_all(&mut self, wake: &mut Wakeups) {
+        if let Some(r) = self.rights.take() {
+            std::mem::take(r).into_iter().for_each(|s| wake.drop_ref(s));
+        }
+        if let Some(f) = self.files.take() {
+            drop(std::mem::take(f));
+        }
+    }
+
     /// Moves the sockets and files into a message queued at `receiver`
     /// (whose lock the caller holds) and records them as in flight. Files
     /// count against the user's in-flight figure only: they cannot be part
@@ -119,11 +136,13 @@ pub(crate) struct Sending<'a> {
     pub w: Option<&'a Waiter>,
     /// The caller as the taps see it (only with a tap attached).
     origin: Option<Origin>,
+    /// The caller as the fault rules see it (only with a rule standing).
+    fault: SendFault<'a>,
 }
 
 impl<'a> Sending<'a> {
     pub(crate) fn new(
-        eng: &Engine,
+        eng: &'a Engine,
         sock: &'a Arc<Socket>,
         pass: Pass<'a>,
         caller: &Caller,
@@ -138,6 +157,7 @@ impl<'a> Sending<'a> {
             pass,
             w,
             origin,
+            fault: eng.send_fault(caller),
         }
     }
 }
@@ -163,8 +183,22 @@ impl Engine {
         wake: &mut Wakeups,
     ) -> Result<usize> {
         let s = tx.sock;
-        // A decision about this message (fault injection) goes here, before
-        // anything is charged: return an error, or queue a prefix of `data`.
+        let mut data = data;
+        let mut ctrunc = false;
+        if self.faults.any() {
+            let refs = tx.pass.count();
+            let from = tx.from.as_deref();
+            let plan =
+                self.fault_send(&mut tx.fault, s, from, receiver, rt, data.len(), refs, tx.w)?;
+            if plan.swallow {
+                return Ok(data.len());
+            }
+            data = &data[..plan.len];
+            if plan.ctrunc {
+                tx.pass.drop_all(wake);
+                ctrunc = true;
+            }
+        }
         let charge = match s.ty {
             SockType::Stream => stream_truesize(data.len()),
             _ => message_truesize(data.len()),
@@ -210,6 +244,7 @@ impl Engine {
             pidfd: tx.pidfd.clone(),
             msg_id,
             origin: tx.origin.unwrap_or_default(),
+            ctrunc,
         };
         let stream = s.ty == SockType::Stream;
         let readers = rt.queue.push(msg, stream);

@@ -1,0 +1,208 @@
+"""What each fault that acts at once does to both ends, measured through
+`udsfs run`: refuse, full, short_write, ctrunc, limit_data. Prints one
+result a line; fault_immediate.sh compares them with what Linux would give.
+Usage: fault_effects.py MOUNT."""
+
+import array
+import errno
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+
+M = sys.argv[1]
+FAULTS = os.path.join(M, ".udsfs/faults")
+
+
+def res(f):
+    try:
+        r = f()
+        return r if r is not None else "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+
+
+def say(*a):
+    print(*a, flush=True)
+
+
+def rule(line):
+    """Adds a rule; returns its number (the last one listed)."""
+    with open(FAULTS, "w") as f:
+        f.write(line + "\n")
+    with open(FAULTS) as f:
+        return int(f.read().splitlines()[-1].split("\t")[0])
+
+
+def delete(n):
+    with open(FAULTS, "w") as f:
+        f.write(f"del {n}\n")
+
+
+def counters(n):
+    with open(FAULTS) as f:
+        for line in f:
+            if line.split("\t")[0] == str(n):
+                return line.rstrip("\n").split("\t")[2]
+    return "gone"
+
+
+def listener(name, ty=socket.SOCK_STREAM, backlog=8):
+    path = os.path.join(M, name)
+    if os.path.exists(path):
+        os.unlink(path)
+    s = socket.socket(socket.AF_UNIX, ty)
+    s.bind(path)
+    if ty != socket.SOCK_DGRAM:
+        s.listen(backlog)
+    return s, path
+
+
+def connected(name):
+    lst, path = listener(name)
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    a, _ = lst.accept()
+    return lst, c, a
+
+
+def elapsed_ms(f):
+    t = time.monotonic()
+    r = res(f)
+    return r, (time.monotonic() - t) * 1000
+
+
+signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+
+# refuse: ECONNREFUSED; EAGAIN as a full backlog (a blocking connect waits:
+# SO_SNDTIMEO ends it with EAGAIN, and it goes through once the rule goes).
+lst, path = listener("refuse.sock")
+n = rule("name refuse.sock refuse")
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+say("refuse connect:", res(lambda: c.connect(path)))
+say("refuse counters:", counters(n))
+delete(n)
+n = rule("name refuse.sock refuse errno=EAGAIN")
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c.setblocking(False)
+say("refuse EAGAIN non-blocking connect:", res(lambda: c.connect(path)))
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c.settimeout(None)
+c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, bytes(array.array("l", [0, 200000])))
+r, ms = elapsed_ms(lambda: c.connect(path))
+say("refuse EAGAIN blocking connect with SO_SNDTIMEO 200 ms:", r, "in time:", 190 <= ms < 400)
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+out = {}
+t = threading.Thread(target=lambda: out.setdefault("r", elapsed_ms(lambda: c.connect(path))))
+t.start()
+time.sleep(0.2)
+say("refuse EAGAIN blocking connect waits:", t.is_alive())
+delete(n)
+t.join(2)
+say("refuse EAGAIN blocking connect once the rule is gone:", out.get("r", ("hung",))[0])
+lst.close()
+
+# full: EAGAIN for a non-blocking sender; a blocked one waits, ends at a
+# signal within 100 ms and at SO_SNDTIMEO, and goes on once the rule goes.
+for ty, tyname in ((socket.SOCK_STREAM, "stream"), (socket.SOCK_DGRAM, "dgram")):
+    if ty == socket.SOCK_STREAM:
+        lst, c, a = connected("full.sock")
+    else:
+        a, path = listener("full.sock", ty)
+        c = socket.socket(socket.AF_UNIX, ty)
+        c.connect(path)
+    n = rule("name full.sock up full")
+    c.setblocking(False)
+    say(tyname, "full non-blocking send:", res(lambda: c.send(b"x")))
+    c.setblocking(True)
+    fired = []
+
+    # Python retries after EINTR once the handler returns; a handler that
+    # raises ends the call.
+    def raiser(*_):
+        fired.append(time.monotonic())
+        raise InterruptedError
+
+    signal.signal(signal.SIGALRM, raiser)
+    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    t0 = time.monotonic()
+    try:
+        c.send(b"x")
+        r = "sent"
+    except InterruptedError:
+        r = "interrupted"
+    end = time.monotonic()
+    say(tyname, "full blocking send at a signal:", r, "waited:", end - t0 >= 0.19,
+        "ended within 100 ms of it:", bool(fired) and end - fired[0] < 0.1)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, bytes(array.array("l", [0, 200000])))
+    r, ms = elapsed_ms(lambda: c.send(b"x"))
+    say(tyname, "full blocking send with SO_SNDTIMEO 200 ms:", r, "in time:", 190 <= ms < 400)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, bytes(array.array("l", [0, 0])))
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", res(lambda: c.send(b"y"))))
+    t.start()
+    time.sleep(0.1)
+    say(tyname, "full blocking send waits:", t.is_alive())
+    delete(n)
+    t.join(2)
+    say(tyname, "full send once the rule is gone:", out.get("r", "hung"))
+    a.setblocking(False)
+    say(tyname, "full receiver got:", res(lambda: a.recv(10)))
+    c.close()
+    a.close()
+    if ty == socket.SOCK_STREAM:
+        lst.close()
+
+# short_write: a stream send queues part and returns its count.
+lst, c, a = connected("short.sock")
+n = rule("name short.sock up short_write bytes=5")
+say("short_write send of 100:", res(lambda: c.send(b"s" * 100)))
+say("short_write send of 3:", res(lambda: c.send(b"abc")))
+a.setblocking(False)
+say("short_write receiver got:", res(lambda: a.recv(1000)))
+say("short_write counters:", counters(n))
+delete(n)
+c.close(), a.close(), lst.close()
+
+# ctrunc: passed sockets and files are dropped, the reader gets MSG_CTRUNC,
+# and the dropped references are freed: the passed end's peer sees EOF.
+lst, c, a = connected("ctrunc.sock")
+n = rule("name ctrunc.sock up ctrunc")
+x, y = socket.socketpair()
+pr, pw = os.pipe()
+fds = array.array("i", [x.fileno(), pw])
+say("ctrunc send:", res(lambda: c.sendmsg([b"fds"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])))
+x.close()
+os.close(pw)
+data, anc, flags, _ = a.recvmsg(10, socket.CMSG_SPACE(8))
+say("ctrunc receiver got:", data, "fds:", len(anc), "MSG_CTRUNC:", bool(flags & socket.MSG_CTRUNC))
+y.settimeout(2)
+say("ctrunc: the dropped socket's peer reads:", res(lambda: y.recv(10)))
+os.set_blocking(pr, False)
+say("ctrunc: the dropped pipe end's reader reads:", res(lambda: os.read(pr, 10)))
+delete(n)
+c.close(), a.close(), lst.close()
+
+# limit_data: the receiver gets exactly N bytes, then EOF; the sender's send
+# that crosses N is cut there and its next one fails with EPIPE.
+lst, c, a = connected("limit.sock")
+n = rule("name limit.sock up limit_data bytes=10")
+say("limit_data send of 7:", res(lambda: c.send(b"0123456")))
+say("limit_data send of 6:", res(lambda: c.send(b"789abc")))
+say("limit_data next send:", res(lambda: c.send(b"d")))
+got = b""
+a.settimeout(2)
+while True:
+    b = a.recv(100)
+    if not b:
+        break
+    got += b
+say("limit_data receiver got:", got, "then EOF")
+say("limit_data receiver send:", res(lambda: a.send(b"z")))
+c.setblocking(False)
+say("limit_data sender reads:", res(lambda: c.recv(10)))
+delete(n)
+c.close(), a.close(), lst.close()
+say("done")

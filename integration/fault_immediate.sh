@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# The faults that act at once (src/engine/fault_point.rs), measured on both ends:
+# 1. refuse, full, short_write, ctrunc, limit_data through `udsfs run`
+#    (integration/fault_effects.py): each call's result, errno and timing.
+# 2. reset_peer, die_after, limit_data against the kernel: integration/fault_peer.py
+#    kills the peer's process on kernel sockets where the rule acts through udsfs;
+#    the errno sequences (and SIGPIPE) must be equal.
+# 3. .udsfs/faults: add, list, del, clear; EINVAL naming the field; a socket's ctl
+#    `fault ...`, refused on a dgram socket for a stream-only fault; an injection in
+#    an attached capture.
+# 4. Two users on an --allow-other mount: a user's rule leaves root's sockets alone,
+#    root's acts on the user's.
+# shellcheck disable=SC2034 # read by lib.sh
+UDSFS_MOUNT_ARGS=(--allow-other)
+source "$(dirname "$0")/lib.sh"
+need_preload
+need_cmd python3 python3
+
+# ---------------------------------------------------------------- 1. effects
+out=$(on_udsfs python3 "$LIB_DIR/fault_effects.py" "$MNT")
+printf '%s\n' "$out"
+expect_eq "what the immediate faults do" "$out" "refuse connect: ECONNREFUSED
+refuse counters: matched=1 injected=1
+refuse EAGAIN non-blocking connect: EAGAIN
+refuse EAGAIN blocking connect with SO_SNDTIMEO 200 ms: EAGAIN in time: True
+refuse EAGAIN blocking connect waits: True
+refuse EAGAIN blocking connect once the rule is gone: ok
+stream full non-blocking send: EAGAIN
+stream full blocking send at a signal: interrupted waited: True ended within 100 ms of it: True
+stream full blocking send with SO_SNDTIMEO 200 ms: EAGAIN in time: True
+stream full blocking send waits: True
+stream full send once the rule is gone: 1
+stream full receiver got: b'y'
+dgram full non-blocking send: EAGAIN
+dgram full blocking send at a signal: interrupted waited: True ended within 100 ms of it: True
+dgram full blocking send with SO_SNDTIMEO 200 ms: EAGAIN in time: True
+dgram full blocking send waits: True
+dgram full send once the rule is gone: 1
+dgram full receiver got: b'y'
+short_write send of 100: 100
+short_write send of 3: 3
+short_write receiver got: b'$(printf 's%.0s' {1..100})abc'
+short_write counters: matched=21 injected=19
+ctrunc send: 3
+ctrunc receiver got: b'fds' fds: 0 MSG_CTRUNC: True
+ctrunc: the dropped socket's peer reads: b''
+ctrunc: the dropped pipe end's reader reads: b''
+limit_data send of 7: 7
+limit_data send of 6: 3
+limit_data next send: EPIPE
+limit_data receiver got: b'0123456789' then EOF
+limit_data receiver send: EPIPE
+limit_data sender reads: b''
+done"
+expect_eq "rules left after the effects" "$(cat "$U/faults")" ""
+
+# ---------------------------------------------------------------- 2. against the kernel
+kernel_vs_udsfs "$LIB_DIR/fault_peer.py"
+for f in reset_peer die_after limit_data; do
+    grep -q "fault rule [0-9]* (name [a-z]*.sock [a-z]* $f" "$LOG" || fail "no log line of a $f injection"
+done
+ok "each injection is logged with its rule"
+
+# ---------------------------------------------------------------- 3. the file
+out=$(py '
+F = f"{U}/faults"
+def w(text):
+    fd = os.open(F, os.O_WRONLY)
+    try:
+        return err(os.write, fd, text.encode())
+    finally:
+        os.close(fd)
+print("add:", w("name run/db.sock down full toxicity=0.5 seed=7\n"))
+print("add:", w("uid 1000 refuse errno=EAGAIN times=3\n"))
+ids = [l.split("\t")[0] for l in open(F)]
+def listed():
+    text = open(F).read().replace("\t", "|")
+    for n, i in enumerate(ids):
+        text = text.replace(f"{i}|", f"#{n + 1}|")
+    return text
+print("list:", listed(), end="")
+print("bad number:", w("name x latency latency=1 jitter=x\n"))
+print("bad fault:", w("name x slowness\n"))
+print("del #1:", w(f"del {ids[0]}\n"))
+print("del #1 again:", w(f"del {ids[0]}\n"))
+print("list:", listed(), end="")
+print("clear:", w("clear\n"))
+print("list after clear:", repr(open(F).read()))
+dfd, D = clone("dgram")
+sfd, S = clone("stream")
+print("ctl stream-only fault on dgram:", err(ctl, dfd, "fault short_write bytes=3"))
+print("ctl fault on dgram:", err(ctl, dfd, "fault up full"))
+print("ctl fault on stream:", err(ctl, sfd, "fault short_write bytes=3"))
+print("ctl bad fault:", err(ctl, sfd, "fault down latency latency=q"))
+print("listed:", sorted(l.split("\t")[1].replace(str(D), "D").replace(str(S), "S") for l in open(F)))
+os.close(sfd)
+os.close(dfd)
+time.sleep(0.2)
+print("gone with their sockets:", repr(open(F).read()))
+')
+printf '%s\n' "$out"
+expect_eq ".udsfs/faults and ctl fault" "$out" "add: OK
+add: OK
+list: #1|name run/db.sock down full toxicity=0.5 seed=7|matched=0 injected=0
+#2|uid 1000 refuse errno=EAGAIN times=3|matched=0 injected=0
+bad number: EINVAL
+bad fault: EINVAL
+del #1: OK
+del #1 again: ENOENT
+list: #2|uid 1000 refuse errno=EAGAIN times=3|matched=0 injected=0
+clear: OK
+list after clear: ''
+ctl stream-only fault on dgram: EINVAL
+ctl fault on dgram: OK
+ctl fault on stream: OK
+ctl bad fault: EINVAL
+listed: ['socket D up full', 'socket S short_write bytes=3']
+gone with their sockets: ''"
+grep -q "latency: jitter: not a number: 'x'" "$LOG" || fail "the log does not name the bad field"
+grep -q "short_write: stream sockets only" "$LOG" || fail "the log does not say why the ctl fault was refused"
+ok "refusals are logged naming the field"
+
+# An injection is marked in a capture: a comment naming the rule.
+printf 'name cap.sock up short_write bytes=2\n' >"$U/faults"
+UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" --capture "$TMP/fault.pcapng" -- python3 -c '
+import os, socket, sys
+p = os.path.join(sys.argv[1], "cap.sock")
+l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen(1)
+c = socket.socket(socket.AF_UNIX); c.connect(p); a, _ = l.accept()
+c.sendall(b"hello")
+got = b""
+while len(got) < 5:
+    got += a.recv(10)
+assert got == b"hello", got
+' "$MNT" || fail "the capture run failed"
+printf 'clear\n' >"$U/faults"
+grep -aq "fault rule [0-9]*: short_write send stream" "$TMP/fault.pcapng" ||
+    fail "the capture has no comment marking the injection"
+ok "the capture marks the injection"
+
+# ---------------------------------------------------------------- 4. two users
+command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to run as another user"
+chmod o+x "$TMP"
+PY3=$(python3 -c 'import sys; print(sys.executable)')
+CLIENT_PY=$TMP/fault_user.py
+with_helpers "$CLIENT_PY" <<'PYEOF'
+F = f"{U}/faults"
+def w(text):
+    fd = os.open(F, os.O_WRONLY)
+    try:
+        return err(os.write, fd, text.encode())
+    finally:
+        os.close(fd)
+def connect(name):
+    fd, _ = clone("stream")
+    return err(ctl, fd, "connect " + name)
+mode = sys.argv[1]
+if mode == "own":
+    lfd, _ = clone("stream")
+    ctl(lfd, "bind u/l.sock")
+    ctl(lfd, "listen 8")
+    mfd, _ = clone("stream")
+    ctl(mfd, "bind u/m.sock")
+    ctl(mfd, "listen 8")
+    print("add name * refuse:", w("name * refuse\n"))
+    print("connect to my own listener:", connect("u/l.sock"))
+    print("connect to root's listener:", connect("r.sock"))
+    print("rules I see:", sorted(l.split("\t")[1] for l in open(F)))
+    print("del root's rule:", w(f"del {sys.argv[2]}\n"))
+    print("clear:", w("clear\n"))
+    print("connect to my own listener after clear:", connect("u/l.sock"))
+    print("connect to the one root's rule names:", connect("u/m.sock"))
+    print("rules I see after clear:", sorted(l.split("\t")[1] for l in open(F)))
+PYEOF
+mkdir "$MNT/u"
+chown 1000:1000 "$MNT/u"
+new_sock R stream
+ctl "$R_FD" "bind r.sock"
+ctl "$R_FD" "listen 8"
+chmod 666 "$MNT/r.sock"
+printf 'name u/m.sock refuse\n' >"$U/faults"
+ROOT_RULE=$(cut -f1 "$U/faults")
+out=$(as_user 1000 own "$ROOT_RULE")
+printf '%s\n' "$out"
+expect_eq "a user's rules act on that user's sockets only; root's on every socket" "$out" "add name * refuse: OK
+connect to my own listener: ECONNREFUSED
+connect to root's listener: OK
+rules I see: ['name * refuse errno=ECONNREFUSED', 'name u/m.sock refuse errno=ECONNREFUSED']
+del root's rule: EPERM
+clear: OK
+connect to my own listener after clear: OK
+connect to the one root's rule names: ECONNREFUSED
+rules I see after clear: ['name u/m.sock refuse errno=ECONNREFUSED']"
+expect_eq "root's rule acted on the user's connect only" "$(cut -f3 "$U/faults")" "matched=1 injected=1"
+out=$(py '
+fd, _ = clone("stream")
+print(err(ctl, fd, "connect r.sock"))
+')
+expect_eq "root's connect to its own listener" "$out" "OK"
+printf 'clear\n' >"$U/faults"
+expect_eq "root's clear" "$(cat "$U/faults")" ""

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# fault_postgres.sh: a real program under a fault. PostgreSQL runs through
+# `udsfs run --route $SOCKDIR` as in run_postgres.sh; a psql session runs a query,
+# then (from psql itself, `\!`, so as user postgres) adds a `reset_peer` rule on the
+# server's socket name, and runs another: psql must report the lost connection and
+# exit, within seconds, instead of hanging; the server's backend sees the reset too,
+# and a new session after the rule is deleted works.
+UDSFS_MOUNT_ARGS=(--allow-other) # the server and psql run as user postgres
+source "$(dirname "$0")/lib.sh"
+source "$LIB_DIR/lib_run.bash"
+[ "$UDSFS_RUN_VIA" == udsfs ] || fail "fault_postgres.sh injects udsfs faults: UDSFS_RUN_VIA must be udsfs"
+
+PGBIN=$(find /usr/lib/postgresql -maxdepth 2 -name bin -type d 2>/dev/null | sort -V | tail -n1)
+[ -n "$PGBIN" ] && [ -x "$PGBIN/postgres" ] && [ -x "$PGBIN/initdb" ] ||
+    fail "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/postgres; apt-get install postgresql; .ci/run installs it)"
+need_cmd psql postgresql-client
+id postgres >/dev/null 2>&1 || fail "there is no user postgres (the postgresql package makes it)"
+need_cmd setpriv util-linux
+
+# AS_POSTGRES CMD...: CMD as user postgres, environment (LD_PRELOAD included) unchanged.
+AS_POSTGRES=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+
+PORT=5432
+chmod 755 "$TMP" # user postgres must reach its directories
+PGDATA=$TMP/pgdata
+SOCKDIR=$TMP/pgsock
+install -d -o postgres -g postgres -m 700 "$PGDATA"
+install -d -o postgres -g postgres -m 755 "$SOCKDIR"
+if [ "$UDSFS_RUN_VIA" == udsfs ]; then
+    # the routed name's directory, at the same path below the mount
+    install -d -o postgres -g postgres -m 755 "$MNT$SOCKDIR"
+fi
+
+"${AS_POSTGRES[@]}" "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth-local=peer --auth-host=reject \
+    --no-sync >"$TMP/initdb.out" 2>&1 || fail "initdb failed: $(cat "$TMP/initdb.out")"
+ok "initdb made a cluster in $PGDATA"
+
+run_cmd --route "$SOCKDIR" -- "${AS_POSTGRES[@]}" "$PGBIN/postgres" -D "$PGDATA" -p "$PORT" -c listen_addresses= \
+    -c unix_socket_directories="$SOCKDIR" -c fsync=off -c logging_collector=off
+start_bg SERVER "${RUN_CMD[@]}" >"$TMP/server.log" 2>&1
+# stop_server: SIGINT to the postmaster (its pid is the first line of postmaster.pid,
+# as pg_ctl finds it; $SERVER may be `udsfs run`) is PostgreSQL's fast shutdown.
+stop_server() {
+    local pm
+    pm=$(head -n1 "$PGDATA/postmaster.pid") || fail "no $PGDATA/postmaster.pid"
+    kill -INT "$pm" || fail "cannot signal the postmaster $pm"
+    ended_within "$SERVER" 30000 || fail "postgres did not stop within 30 s after SIGINT: $(tail -n 20 "$TMP/server.log")"
+    reap "$SERVER"
+}
+start=$(now_ms)
+until grep -q 'database system is ready to accept connections' "$TMP/server.log"; do
+    proc_alive "$SERVER" || fail "postgres exited while starting: $(cat "$TMP/server.log")"
+    [ $(($(now_ms) - start)) -le 60000 ] || fail "postgres not ready after 60 s: $(cat "$TMP/server.log")"
+    sleep 0.1
+done
+ok "postgres is ready"
+expect_socket_home "$SOCKDIR/.s.PGSQL.$PORT"
+[ -f "$SOCKDIR/.s.PGSQL.$PORT.lock" ] || fail "no lock file $SOCKDIR/.s.PGSQL.$PORT.lock: $(ls -la "$SOCKDIR")"
+ok "the lock file .s.PGSQL.$PORT.lock is a regular file in $SOCKDIR"
+
+# psql ARGS...: psql as user postgres through the chosen sockets.
+psql_as_postgres() {
+    via --route "$SOCKDIR" -- "${AS_POSTGRES[@]}" psql -X -v ON_ERROR_STOP=1 -h "$SOCKDIR" -p "$PORT" -U postgres -d postgres -At "$@"
+}
+
+
+NAME=$SOCKDIR/.s.PGSQL.$PORT
+# psql, bounded: a psql that hangs is killed after 60 s (status 124).
+run_cmd --route "$SOCKDIR" -- timeout 60 "${AS_POSTGRES[@]}" psql -X -v ON_ERROR_STOP=1 -h "$SOCKDIR" \
+    -p "$PORT" -U postgres -d postgres -At
+out=$("${RUN_CMD[@]}" 2>&1 <<EOS
+select 6 * 7;
+\! printf 'name $NAME up reset_peer\n' >$U/faults
+select 'after the reset';
+EOS
+) && fail "psql went on after the reset: $out"
+status=$?
+printf '%s\n' "$out"
+[ "$status" -ne 124 ] || fail "psql hung after the reset (killed by timeout): $out"
+grep -qx 42 <<<"$out" || fail "the query before the rule did not run: $out"
+grep -q 'after the reset' <<<"$out" && fail "a query ran after the reset: $out"
+grep -Eq 'server closed the connection unexpectedly|connection to server was lost|Connection reset by peer' <<<"$out" ||
+    fail "psql did not report the closed connection: $out"
+ok "psql reports the closed connection (status $status) instead of hanging"
+grep -q "fault rule [0-9]* (name .*s.PGSQL.$PORT up reset_peer" "$LOG" || fail "the daemon did not log the injection"
+rule=$(cut -f1 "$U/faults")
+expect_eq "the rule's counters" "$(cut -f3 "$U/faults")" "matched=1 injected=1"
+printf 'del %s\n' "$rule" >"$U/faults"
+out=$(psql_as_postgres -c "select 'again'" 2>&1) || fail "psql failed once the rule was gone: $out"
+expect_eq "a new session once the rule is gone" "$out" again
+
+stop_server
+ok "postgres stopped (status $REAPED_STATUS)"

@@ -1,0 +1,337 @@
+//! Where the engine meets the fault rules (src/fault/): it describes a send,
+//! a connect or a close to them and applies what they decide, each fault
+//! in a way the kernel could act itself. Every function here is called
+//! only once `Engine::faults.any()` said some rule stands, so that without
+//! rules a message costs one relaxed load.
+//!
+//! The faults that hold a message back in time (latency, bandwidth, slicer,
+//! timeout, slow_close) are not applied here.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+
+use super::socket::{BoundName, Conn, SHUTDOWN_MASK, SockState, SockType, Socket, lock2};
+use super::tap::Event;
+use super::{Caller, Engine, Result, Waiter, Wakeups};
+use crate::engine::addr::Addr;
+use crate::fault::{self, Decision, Kind};
+
+/// How long a sender held by `full`, or a connect by `refuse errno=EAGAIN`,
+/// waits before it looks again: the rule may have gone or reached its
+/// limit, which nothing else would tell it.
+const RECHECK: Duration = Duration::from_millis(20);
+
+/// What one send carries for the rules: who makes it, and the end of the
+/// connection a rule decided, done once the send lets go of its locks
+/// (when the send is dropped: the sender's lock may not be taken while
+/// the receiver's is held).
+#[derive(Default)]
+pub(crate) struct SendFault<'a> {
+    eng: Option<&'a Engine>,
+    pid: u32,
+    uid: u32,
+    /// (sender, receiver's number, reset): the connection ends after
+    /// this send.
+    end: Option<(Arc<Socket>, u64, bool)>,
+}
+
+/// What `Engine::fault_send` leaves the queue to do.
+pub(crate) struct SendPlan {
+    /// Queue only this many bytes of the data.
+    pub len: usize,
+    /// Drop the passed sockets and files; the receiver gets MSG_CTRUNC.
+    pub ctrunc: bool,
+    /// Queue nothing, report the whole send done: the receiver is gone.
+    pub swallow: bool,
+}
+
+impl Drop for SendFault<'_> {
+    fn drop(&mut self) {
+        let (Some(eng), Some((s, receiver, reset))) = (self.eng, self.end.take()) else {
+            return;
+        };
+        // The receiver is the sender's peer: a connection's sends go there.
+        let peer = Socket::peer(&s.lock())
+            .filter(|p| p.id == receiver)
+            .cloned();
+        if let Some(peer) = peer {
+            eng.sever(&s, &peer, reset);
+        }
+    }
+}
+
+fn sock_type(ty: SockType) -> fault::SockType {
+    match ty {
+        SockType::Stream => fault::SockType::Stream,
+        SockType::Dgram => fault::SockType::Dgram,
+        SockType::Seqpacket => fault::SockType::Seqpacket,
+    }
+}
+
+fn name_of(n: Option<&BoundName>) -> Option<fault::Name<'_>> {
+    n.map(|n| match &n.addr {
+        Addr::Path(p) => fault::Name::Path(p),
+        Addr::Abstract(a) => fault::Name::Abstract(a),
+    })
+}
+
+impl Engine {
+    /// The caller as the rules see it, taken only when a rule stands.
+    pub(crate) fn send_fault<'a>(&'a self, caller: &Caller) -> SendFault<'a> {
+        if !self.faults.any() {
+            return SendFault::default();
+        }
+        SendFault {
+            eng: Some(self),
+            pid: caller.status().tgid as u32,
+            uid: caller.fsuid,
+            end: None,
+        }
+    }
+
+    fn fault_end<'n>(&self, id: u64, name: Option<&'n BoundName>) -> fault::End<'n> {
+        fault::End {
+            socket: id,
+            name: name_of(name),
+            owner_uid: self.dir(id).map_or(0, |d| d.uid),
+        }
+    }
+
+    /// Asks the rules about `data` on its way from `sock` (named `from`) to
+    /// `receiver` (locked as `rt`) and applies what needs no timer:
+    /// `full` leaves `w` waiting with the receiver's writers (EAGAIN), a
+    /// cut queues a prefix, `ctrunc` drops what it passes, and a
+    /// connection's end is set up for when the send lets go of its locks.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn fault_send(
+        &self,
+        tf: &mut SendFault<'_>,
+        sock: &Arc<Socket>,
+        from: Option<&BoundName>,
+        receiver: u64,
+        rt: &mut SockState,
+        len: usize,
+        refs: usize,
+        w: Option<&Waiter>,
+    ) -> Result<SendPlan> {
+        let mut plan = SendPlan {
+            len,
+            ctrunc: false,
+            swallow: false,
+        };
+        if tf.end.is_some() {
+            // A rule ended the connection at an earlier piece of this send.
+            return Err(Errno::EPIPE);
+        }
+        let msg = fault::Message {
+            kind: Kind::Send,
+            from: self.fault_end(sock.id, from),
+            to: self.fault_end(receiver, rt.name.as_deref()),
+            pid: tf.pid,
+            uid: tf.uid,
+            ty: sock_type(sock.ty),
+            len,
+            refs,
+            now: Instant::now(),
+        };
+        let d = self.faults.check(&msg);
+        if d.is_none() {
+            return Ok(plan);
+        }
+        self.tap_faults(sock, from, &d, &msg);
+        if d.full {
+            if let Some(w) = w {
+                rt.queue.writers.add(w.clone());
+                recheck_later(w.clone());
+            }
+            return Err(Errno::EAGAIN);
+        }
+        if let Some(short) = d.short {
+            plan.len = short.min(len);
+        }
+        plan.ctrunc = d.drop_refs;
+        if d.reset_after == Some(Duration::ZERO) {
+            // The receiver is gone as if its process died with this
+            // message unread.
+            plan.swallow = true;
+            tf.end = Some((sock.clone(), receiver, true));
+        } else if d.close_after {
+            tf.end = Some((sock.clone(), receiver, false));
+        }
+        Ok(plan)
+    }
+
+    /// Ends the connection of `s` and `peer` as the kernel does when the
+    /// process holding `peer` (reset: the receiver, with a message unread)
+    /// or `s` (the sender, after its last message) dies: both ends are shut
+    /// down and see the other gone; with a reset the sender's next read
+    /// gives ECONNRESET, as does the receiver's, whose process udsfs
+    /// cannot kill. Without one the receiver reads what is queued, then
+    /// EOF (ECONNRESET first if the sender left data unread).
+    fn sever(&self, s: &Arc<Socket>, peer: &Arc<Socket>, reset: bool) {
+        if s.id == peer.id {
+            return;
+        }
+        let mut wake = Wakeups::new();
+        {
+            let Ok((mut st, mut pt)) = lock2(s, peer) else {
+                return;
+            };
+            let sender_had_data = !st.queue.msgs.is_empty();
+            for (side, gone_err) in [(&mut *st, reset), (&mut *pt, reset || sender_had_data)] {
+                if let Conn::Connected { peer_gone, .. } = &mut side.conn {
+                    *peer_gone = true;
+                } else {
+                    continue;
+                }
+                side.shutdown = SHUTDOWN_MASK;
+                if gone_err {
+                    side.err = Some(Errno::ECONNRESET);
+                }
+                wake.extend(side.queue.readers.take());
+                wake.extend(side.queue.writers.take());
+            }
+        }
+        log::info!(
+            "fault: connection {} <-> {} {}",
+            s.id,
+            peer.id,
+            if reset { "reset" } else { "closed" }
+        );
+        self.finish(wake);
+    }
+
+    /// connect() from `s` to `other`: `refuse` fails it, with EAGAIN as a
+    /// full backlog does (a blocking connect waits, `w` on the listener's
+    /// writers).
+    pub(crate) fn fault_connect(
+        &self,
+        s: &Arc<Socket>,
+        other: &Arc<Socket>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<()> {
+        let (sname, oname) = (s.lock().name.clone(), other.lock().name.clone());
+        let msg = fault::Message {
+            kind: Kind::Connect,
+            from: self.fault_end(s.id, sname.as_deref()),
+            to: self.fault_end(other.id, oname.as_deref()),
+            pid: caller.status().tgid as u32,
+            uid: caller.fsuid,
+            ty: sock_type(s.ty),
+            len: 0,
+            refs: 0,
+            now: Instant::now(),
+        };
+        let d = self.faults.check(&msg);
+        if d.is_none() {
+            return Ok(());
+        }
+        self.tap_faults(s, sname.as_deref(), &d, &msg);
+        match d.refuse {
+            Some(Errno::EAGAIN) => {
+                if let Some(w) = w {
+                    other.lock().queue.writers.add(w.clone());
+                    recheck_later(w.clone());
+                }
+                Err(Errno::EAGAIN)
+            }
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Socket `s` is released: the rules forget it.
+    pub(crate) fn fault_forget(&self, s: &Socket) {
+        self.faults.forget_socket(s.id);
+    }
+
+    /// Marks each injection in an attached capture.
+    fn tap_faults(
+        &self,
+        s: &Socket,
+        name: Option<&BoundName>,
+        d: &Decision,
+        msg: &fault::Message<'_>,
+    ) {
+        for i in &d.injected {
+            self.tap_event(None, || Event::Fault {
+                sock: self.endpoint(s, name),
+                rule: i.rule,
+                what: format!("{} {msg}", i.fault),
+            });
+        }
+    }
+}
+
+/// Wakes `w` a little later, so that a sender or connect held by a rule
+/// asks the rules again.
+fn recheck_later(w: Waiter) {
+    let spawned = std::thread::Builder::new()
+        .name("fault-recheck".into())
+        .spawn(move || {
+            std::thread::sleep(RECHECK);
+            w.wake();
+        });
+    if let Err(e) = spawned {
+        log::warn!("fault: no thread to wake a held sender: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{engine, root};
+    use super::super::{RecvFlags, SendMsg};
+    use super::*;
+    use crate::fault::Rule;
+
+    #[test]
+    fn a_cut_send_returns_its_count_and_a_full_queue_refuses() {
+        let e = engine();
+        let c = root();
+        let (a, b) = e.socketpair(SockType::Stream, &c);
+        let rule = |text: &str| e.faults.add(Rule::parse(text).unwrap(), 0);
+        let cut = rule(&format!("socket {} up short_write bytes=3", b.id));
+        assert_eq!(e.sendmsg(&a, SendMsg::new(b"hello"), &c, None), Ok(3));
+        // The other way is not selected.
+        assert_eq!(e.sendmsg(&b, SendMsg::new(b"hello"), &c, None), Ok(5));
+        e.faults.del(cut, 0).unwrap();
+        let full = rule(&format!("socket {} full", b.id));
+        assert_eq!(
+            e.sendmsg(&a, SendMsg::new(b"x"), &c, None),
+            Err(Errno::EAGAIN)
+        );
+        e.faults.del(full, 0).unwrap();
+        assert_eq!(e.sendmsg(&a, SendMsg::new(b"x"), &c, None), Ok(1));
+        let got = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
+        assert_eq!(got.data, b"helx");
+    }
+
+    #[test]
+    fn limit_data_ends_the_connection_after_exactly_its_bytes() {
+        let e = engine();
+        let c = root();
+        let (a, b) = e.socketpair(SockType::Stream, &c);
+        e.faults.add(
+            Rule::parse(&format!("socket {} up limit_data bytes=4", b.id)).unwrap(),
+            0,
+        );
+        assert_eq!(e.sendmsg(&a, SendMsg::new(b"abc"), &c, None), Ok(3));
+        assert_eq!(e.sendmsg(&a, SendMsg::new(b"defg"), &c, None), Ok(1));
+        assert_eq!(
+            e.sendmsg(&a, SendMsg::new(b"h"), &c, None),
+            Err(Errno::EPIPE)
+        );
+        assert_eq!(
+            e.recvmsg(&b, RecvFlags::new(10), None).unwrap().data,
+            b"abcd"
+        );
+        assert_eq!(e.recvmsg(&b, RecvFlags::new(10), None).unwrap().data, b"");
+        assert_eq!(
+            e.sendmsg(&b, SendMsg::new(b"z"), &c, None),
+            Err(Errno::EPIPE)
+        );
+    }
+}
