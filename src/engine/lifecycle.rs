@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 
+use super::deferred::Closing;
 use super::socket::{Conn, Msg, SHUTDOWN_MASK, Socket};
 use super::tap::Event;
 use super::{Engine, NameKey, Wakeups};
@@ -38,7 +39,6 @@ impl Engine {
         self.tap_event(None, || Event::Closed {
             sock: self.endpoint(s, name.as_deref()),
         });
-        let mut reset = None;
         match conn {
             Conn::Listening { pending, .. } => {
                 // Pending connections die with the listener: their clients
@@ -48,28 +48,22 @@ impl Engine {
                 }
             }
             Conn::Connected { peer, .. } if s.ty.connection_oriented() => {
-                let mut pt = peer.lock();
-                if let Conn::Connected {
-                    peer: p, peer_gone, ..
-                } = &mut pt.conn
-                    && p.id == s.id
-                {
-                    *peer_gone = true;
-                    pt.shutdown = SHUTDOWN_MASK;
-                    if had_data || was_embryo {
-                        pt.err = Some(Errno::ECONNRESET);
-                        reset = Some((peer.clone(), pt.name.clone()));
-                    }
+                let (at, held) = {
+                    let pt = peer.lock();
+                    let at = self.close_delay(s, name.as_deref(), &peer, &pt);
+                    (at, !pt.queue.held.is_empty())
+                };
+                let c = Closing {
+                    closed: s.id,
+                    peer,
+                    had_data,
+                    was_embryo,
+                };
+                if let Some(c) = self.defer_close(at, held, c) {
+                    self.peer_closed(&c, &mut wake);
                 }
-                wake.extend(pt.queue.readers.take());
-                wake.extend(pt.queue.writers.take());
             }
             _ => {}
-        }
-        if let Some((peer, name)) = reset {
-            self.tap_event(None, || Event::Reset {
-                sock: self.endpoint(&peer, name.as_deref()),
-            });
         }
         for m in msgs {
             self.dequeued(s.id, m, &mut wake);
@@ -93,6 +87,34 @@ impl Engine {
         self.live.fetch_sub(1, Ordering::Relaxed);
         log::debug!("socket {} released", s.id);
         self.finish(wake);
+    }
+
+    /// The peer's part of a close: it sees EOF once its queue is read,
+    /// ECONNRESET first if the closing end left data unread.
+    pub(crate) fn peer_closed(&self, c: &Closing, wake: &mut Wakeups) {
+        let mut reset = None;
+        {
+            let mut pt = c.peer.lock();
+            if let Conn::Connected {
+                peer: p, peer_gone, ..
+            } = &mut pt.conn
+                && p.id == c.closed
+            {
+                *peer_gone = true;
+                pt.shutdown = SHUTDOWN_MASK;
+                if c.had_data || c.was_embryo {
+                    pt.err = Some(Errno::ECONNRESET);
+                    reset = Some(pt.name.clone());
+                }
+            }
+            wake.extend(pt.queue.readers.take());
+            wake.extend(pt.queue.writers.take());
+        }
+        if let Some(name) = reset {
+            self.tap_event(None, || Event::Reset {
+                sock: self.endpoint(&c.peer, name.as_deref()),
+            });
+        }
     }
 
     /// A message left a queue without being delivered: its charge goes

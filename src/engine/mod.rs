@@ -10,7 +10,9 @@ mod bind;
 mod bufsize;
 mod connect;
 pub mod cred;
+mod deferred;
 mod depot;
+mod fault_timed;
 pub mod fds;
 mod front;
 pub mod gc;
@@ -160,6 +162,10 @@ pub struct Engine {
     pub pins: pins::Pins,
     /// Observers of every message and connection event (tap.rs).
     pub taps: tap::Taps,
+    /// Messages held back in time by faults and late closes (deferred.rs).
+    delays: deferred::Deferred,
+    /// The timed faults' rules (fault_timed.rs).
+    pub timed_faults: crate::fault::Rules,
 }
 
 impl Engine {
@@ -182,8 +188,11 @@ impl Engine {
             depot: rights::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),
             pins: pins::Pins::default(),
             taps: tap::Taps::default(),
+            delays: Default::default(),
+            timed_faults: Default::default(),
             cfg,
         });
+        eng.delays.attach(&eng);
         eng.tree.set_max_nodes(eng.cfg.max_nodes);
         eng.sockets.set_max(eng.cfg.max_sockets);
         // An alias stands for a reference as a socket does: the same bound.

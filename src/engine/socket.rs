@@ -209,6 +209,8 @@ pub struct RecvQueue {
     pub oob_queued: bool,
     /// SO_PEEK_OFF: where the next MSG_PEEK starts; negative means off.
     pub peek_off: i32,
+    /// Messages queued but held back by a fault, not yet readable (deferred.rs).
+    pub held: super::deferred::HeldQueue,
 }
 
 impl RecvQueue {
@@ -221,6 +223,7 @@ impl RecvQueue {
             max_dgram_qlen,
             oob_queued: false,
             peek_off: -1,
+            held: Default::default(),
         }
     }
 
@@ -252,16 +255,19 @@ impl RecvQueue {
         Some(m)
     }
 
-    /// Takes every message (a purge), the bytes with them.
+    /// Takes every message (a purge), the bytes with them, held ones too.
     pub fn drain(&mut self) -> VecDeque<Msg> {
         self.bytes = 0;
-        std::mem::take(&mut self.msgs)
+        let mut all = std::mem::take(&mut self.msgs);
+        all.extend(self.held.drain());
+        all
     }
 
     /// A dgram receiver's queue is full past max_dgram_qlen messages
-    /// (unix_recvq_full_lockless: more than the limit, not equal).
+    /// (unix_recvq_full_lockless: more than the limit, not equal); held
+    /// messages count, as skbs in the queue.
     pub fn full(&self) -> bool {
-        self.msgs.len() > self.max_dgram_qlen
+        self.msgs.len() + self.held.len() > self.max_dgram_qlen
     }
 
     /// An OOB byte waits to be read with MSG_OOB (Linux's oob_skb is set).

@@ -1,0 +1,196 @@
+//! The faults that hold messages back in time (latency, bandwidth, slicer,
+//! timeout, slow_close) on the message path: the message is described to
+//! the rule set, and its decision turns into deadlines for deferred.rs.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::deferred::{Closing, Until};
+use super::proto::queue::Sending;
+use super::socket::{BoundName, Msg, SockState, SockType, Socket};
+use super::{Engine, Waiter};
+use crate::engine::addr::Addr;
+use crate::fault::{self, Decision, End, Kind, Message, Name};
+
+fn fault_type(ty: SockType) -> fault::SockType {
+    match ty {
+        SockType::Stream => fault::SockType::Stream,
+        SockType::Dgram => fault::SockType::Dgram,
+        SockType::Seqpacket => fault::SockType::Seqpacket,
+    }
+}
+
+fn fault_name(n: Option<&BoundName>) -> Option<Name<'_>> {
+    n.map(|n| match &n.addr {
+        Addr::Path(p) => Name::Path(p),
+        Addr::Abstract(a) => Name::Abstract(a),
+    })
+}
+
+impl Engine {
+    fn fault_end<'a>(&self, socket: u64, name: Option<&'a BoundName>) -> End<'a> {
+        End {
+            socket,
+            name: fault_name(name),
+            owner_uid: self.socks.get(socket).map_or(0, |d| d.uid),
+        }
+    }
+
+    /// What the timed-fault rules decide about `len` bytes from `tx` to
+    /// `receiver` (locked as `rt`).
+    pub(crate) fn timed_decision(
+        &self,
+        tx: &Sending<'_>,
+        receiver: u64,
+        rt: &SockState,
+        len: usize,
+        now: Instant,
+    ) -> Decision {
+        if !self.timed_faults.any() {
+            return Decision::default();
+        }
+        let from = self.fault_end(tx.sock.id, tx.from.as_deref());
+        let to = self.fault_end(receiver, rt.name.as_deref());
+        self.timed_faults.check(&Message {
+            kind: Kind::Send,
+            pid: tx.creds.map_or(0, |c| c.pid as u32),
+            uid: from.owner_uid,
+            from,
+            to,
+            ty: fault_type(tx.sock.ty),
+            len,
+            refs: 0,
+            now,
+        })
+    }
+
+    /// When a message `d` hit may first be read: None for at once.
+    pub fn fault_delay(&self, d: &Decision, now: Instant) -> Option<Instant> {
+        d.delay.map(|delay| now + delay)
+    }
+
+    /// Queues `m` at `receiver` as `d` says: whole or in slices, visible
+    /// now, late, or once the rule holding it goes; a timeout's end is
+    /// armed. Returns the readers to wake.
+    pub(crate) fn queue_decided(
+        &self,
+        receiver: u64,
+        rt: &mut SockState,
+        m: Msg,
+        stream: bool,
+        d: &Decision,
+        now: Instant,
+    ) -> Vec<Waiter> {
+        if let Some(after) = d.close_in {
+            self.end_later(now + after, receiver, m.sender.id);
+        }
+        let first = self.fault_delay(d, now);
+        let until = |i: u32| {
+            if d.hold {
+                return Some(Until::Released);
+            }
+            let gap = d.slice_delay * i;
+            match first {
+                Some(t) => Some(Until::At(t + gap)),
+                None if i > 0 => Some(Until::At(now + gap)),
+                None => None,
+            }
+        };
+        let mut readers = Vec::new();
+        match d.slice.as_deref().filter(|s| stream && s.len() > 1) {
+            None => readers.extend(self.queue_timed(receiver, &mut rt.queue, m, stream, until(0))),
+            Some(sizes) => {
+                for (i, piece) in slice_msg(m, sizes).into_iter().enumerate() {
+                    let u = until(i as u32);
+                    readers.extend(self.queue_timed(receiver, &mut rt.queue, piece, stream, u));
+                }
+            }
+        }
+        readers
+    }
+
+    /// How late `s`'s close reaches `peer` (slow_close), if a rule says so.
+    pub(crate) fn close_delay(
+        &self,
+        s: &Socket,
+        name: Option<&BoundName>,
+        peer: &Socket,
+        pt: &SockState,
+    ) -> Option<Instant> {
+        if !self.timed_faults.any() {
+            return None;
+        }
+        let now = Instant::now();
+        let from = self.fault_end(s.id, name);
+        let d = self.timed_faults.check(&Message {
+            kind: Kind::Close,
+            pid: 0,
+            uid: from.owner_uid,
+            from,
+            to: self.fault_end(peer.id, pt.name.as_deref()),
+            ty: fault_type(s.ty),
+            len: 0,
+            refs: 0,
+            now,
+        });
+        d.close_delay.map(|delay| now + delay)
+    }
+
+    /// Hands the peer's part of a close to the timer when the close must
+    /// come late: slow_close, or data from `c.closed` still held.
+    pub(crate) fn defer_close(
+        &self,
+        at: Option<Instant>,
+        held: bool,
+        c: Closing,
+    ) -> Option<Closing> {
+        if at.is_none() && !held {
+            return Some(c);
+        }
+        self.close_later(at.unwrap_or_else(Instant::now), c);
+        None
+    }
+}
+
+/// Cuts a stream chunk into pieces of `sizes` bytes: the first carries
+/// the passed references, the last the sender's charge (given back once
+/// the whole chunk is read).
+fn slice_msg(mut m: Msg, sizes: &[usize]) -> Vec<Msg> {
+    let mut pieces = Vec::with_capacity(sizes.len());
+    let mut at = m.off;
+    let data = std::mem::take(&mut m.data);
+    for (i, &n) in sizes.iter().enumerate() {
+        let end = (at + n).min(data.len());
+        let last = i + 1 == sizes.len();
+        let bytes = if last {
+            data[at..].to_vec()
+        } else {
+            data[at..end].to_vec()
+        };
+        at = end;
+        pieces.push(Msg {
+            data: bytes,
+            off: 0,
+            from: m.from.clone(),
+            creds: m.creds,
+            sender: Arc::clone(&m.sender),
+            charge: if last { m.charge } else { 0 },
+            rights: if i == 0 {
+                std::mem::take(&mut m.rights)
+            } else {
+                Vec::new()
+            },
+            rights_uid: m.rights_uid,
+            oob: last && m.oob,
+            files: if i == 0 {
+                std::mem::take(&mut m.files)
+            } else {
+                Vec::new()
+            },
+            pidfd: m.pidfd.clone(),
+            msg_id: m.msg_id,
+            origin: m.origin,
+        });
+    }
+    pieces
+}
