@@ -1,102 +1,22 @@
 //! Messages held back in time (fault injection: latency, bandwidth,
 //! slicer, timeout) and events that happen late (slow_close, timeout's
 //! end). A held message is queued at its receiver but kept out of sight of
-//! readers, poll and FIONREAD (`HeldQueue`); one timer thread per engine
+//! readers, poll and FIONREAD (held.rs); one timer thread per engine
 //! sleeps until the next deadline of a binary heap and then makes what is
 //! due visible, waking readers as a new message does. Nothing overtakes a
 //! held message from the same sender, so no fault reorders a connection.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::held::Until;
 use super::socket::{Msg, RecvQueue, SHUTDOWN_MASK, SockState, Socket, lock2};
 use super::{Engine, Waiter, Wakeups};
-
-/// When a held message may be read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Until {
-    At(Instant),
-    /// Until the rule holding it goes (timeout): `Engine::release_held`.
-    Released,
-}
-
-/// The messages of one receive queue that readers may not see yet, in the
-/// order they were sent.
-#[derive(Default)]
-pub struct HeldQueue {
-    msgs: VecDeque<(Msg, Until)>,
-}
-
-impl HeldQueue {
-    pub fn len(&self) -> usize {
-        self.msgs.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.msgs.is_empty()
-    }
-
-    /// Whether a message of `sender` is held: its later ones wait behind it.
-    fn holds_from(&self, sender: u64) -> bool {
-        self.msgs.iter().any(|(m, _)| m.sender.id == sender)
-    }
-
-    /// When the last held message of `sender` is due, if one is held.
-    fn last_from(&self, sender: u64) -> Option<Until> {
-        let mut last = None;
-        for (m, until) in &self.msgs {
-            if m.sender.id == sender {
-                last = match (last, *until) {
-                    (Some(Until::Released), _) | (_, Until::Released) => Some(Until::Released),
-                    (Some(Until::At(a)), Until::At(b)) => Some(Until::At(a.max(b))),
-                    (None, u) => Some(u),
-                };
-            }
-        }
-        last
-    }
-
-    /// Takes every held message (a purge).
-    pub fn drain(&mut self) -> impl Iterator<Item = Msg> + '_ {
-        self.msgs.drain(..).map(|(m, _)| m)
-    }
-
-    /// Takes, in order, the messages due at `now` whose earlier messages
-    /// from the same sender are gone.
-    fn take_due(&mut self, now: Instant) -> Vec<Msg> {
-        let mut blocked: Vec<u64> = Vec::new();
-        let mut due = Vec::new();
-        let mut i = 0;
-        while i < self.msgs.len() {
-            let (m, until) = &self.msgs[i];
-            let sender = m.sender.id;
-            let ready = matches!(until, Until::At(t) if *t <= now);
-            if ready && !blocked.contains(&sender) {
-                due.push(self.msgs.remove(i).expect("held message exists").0);
-            } else {
-                if !blocked.contains(&sender) {
-                    blocked.push(sender);
-                }
-                i += 1;
-            }
-        }
-        due
-    }
-
-    /// The rules holding messages went: they are due now.
-    fn release_all(&mut self, now: Instant) {
-        for (_, until) in self.msgs.iter_mut() {
-            if *until == Until::Released {
-                *until = Until::At(now);
-            }
-        }
-    }
-}
 
 /// What the timer does at a deadline.
 enum Event {
@@ -258,7 +178,7 @@ impl Engine {
             None if !behind => return rq.push(m, stream),
             // Due now, it goes out with the message it waits behind.
             None => {
-                rq.held.msgs.push_back((m, Until::At(now)));
+                rq.held.push(m, Until::At(now));
                 return Vec::new();
             }
             Some(Until::At(t)) => self.delays.schedule(t, Event::Show(receiver)),
@@ -270,7 +190,7 @@ impl Engine {
             }
         }
         let until = until.expect("held");
-        rq.held.msgs.push_back((m, until));
+        rq.held.push(m, until);
         Vec::new()
     }
 

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::deferred::{Closing, Until};
+use super::deferred::Closing;
+use super::held::Until;
 use super::proto::queue::Sending;
 use super::socket::{BoundName, Msg, SockState, SockType, Socket};
 use super::{Engine, Waiter};

@@ -17,6 +17,7 @@ pub mod fds;
 mod front;
 pub mod gc;
 mod graph;
+mod held;
 mod introspect;
 mod lifecycle;
 mod message;

@@ -60,6 +60,12 @@ pub struct Msg {
     pub origin: super::tap::Origin,
 }
 
+impl super::held::Sent for Msg {
+    fn sender_id(&self) -> u64 {
+        self.sender.id
+    }
+}
+
 impl Msg {
     pub fn remaining(&self) -> usize {
         self.data.len() - self.off
@@ -210,7 +216,7 @@ pub struct RecvQueue {
     /// SO_PEEK_OFF: where the next MSG_PEEK starts; negative means off.
     pub peek_off: i32,
     /// Messages queued but held back by a fault, not yet readable (deferred.rs).
-    pub held: super::deferred::HeldQueue,
+    pub held: super::held::HeldQueue<Msg>,
 }
 
 impl RecvQueue {
