@@ -100,7 +100,10 @@ fn a_held_message_is_invisible_to_poll_and_fionread() {
 fn jitter_never_reorders_a_stream() {
     let eng = engine();
     let (a, b) = eng.socketpair(SockType::Stream, &me());
-    rule(&eng, &format!("socket {} latency latency=20 jitter=19 seed=3", b.id));
+    rule(
+        &eng,
+        &format!("socket {} latency latency=20 jitter=19 seed=3", b.id),
+    );
     let mut want = Vec::new();
     for i in 0..50u8 {
         send_all(&eng, &a, &[i; 3]).unwrap();
@@ -122,7 +125,8 @@ fn a_dgram_sender_not_hit_is_not_held_behind_another() {
     eng.connect(&a, &addr, &me(), None).unwrap();
     rule(&eng, &format!("socket {} down latency latency=200", a.id));
     eng.sendmsg(&a, SendMsg::new(b"slow"), &me(), None).unwrap();
-    eng.sendmsg(&c, SendMsg::new(b"fast").to(&addr), &me(), None).unwrap();
+    eng.sendmsg(&c, SendMsg::new(b"fast").to(&addr), &me(), None)
+        .unwrap();
     assert_eq!(try_recv(&eng, &b).unwrap(), b"fast");
     assert_eq!(try_recv(&eng, &b), Err(Errno::EAGAIN));
     assert_eq!(recv(&eng, &b, 100).unwrap(), b"slow");
@@ -148,7 +152,10 @@ fn bandwidth_paces_a_transfer_at_the_rate() {
     sender.join().unwrap();
     assert!(got == data, "bytes changed");
     let want = data.len() as f64 / 1e6;
-    assert!((took - want).abs() < want * 0.2, "took {took} s, want {want} s");
+    assert!(
+        (took - want).abs() < want * 0.2,
+        "took {took} s, want {want} s"
+    );
 }
 
 #[test]
@@ -176,7 +183,11 @@ fn slicer_delivers_a_write_in_pieces_in_time() {
     assert!(got == data, "bytes changed");
     // At least 1500 / 96 pieces, 10 ms apart.
     assert!(reads >= 16, "{reads} reads");
-    assert!(t.elapsed() >= Duration::from_millis(150), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        t.elapsed()
+    );
 }
 
 #[test]
@@ -212,7 +223,8 @@ fn deleting_a_timeout_delivers_what_it_held_in_order() {
     assert_eq!(try_recv(&eng, &b), Err(Errno::EAGAIN));
     eng.timed_faults.del(id, 0).unwrap();
     // Not yet queued: goes behind what was held.
-    eng.sendmsg(&a, SendMsg::new(b"three"), &me(), None).unwrap();
+    eng.sendmsg(&a, SendMsg::new(b"three"), &me(), None)
+        .unwrap();
     assert_eq!(try_recv(&eng, &b), Err(Errno::EAGAIN));
     eng.release_held();
     for m in [&b"one"[..], b"two", b"three"] {

@@ -158,6 +158,7 @@ scripts!(
     devfuse,
     dgram_limits,
     dgram_server,
+    fault_timed,
     faults,
     given_names,
     graph,
