@@ -190,6 +190,7 @@ scripts!(
     run_cpython_socketserver,
     run_cpython_suite,
     run_curl,
+    run_faults,
     run_hackbench,
     run_inherit,
     run_postgres,
