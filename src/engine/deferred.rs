@@ -169,6 +169,9 @@ impl Engine {
         until: Option<Until>,
     ) -> Vec<Waiter> {
         let behind = !rq.held.is_empty() && rq.held.holds_from(m.sender.id);
+        if until.is_none() && !behind {
+            return rq.push(m, stream);
+        }
         let now = Instant::now();
         let until = match until {
             Some(Until::At(t)) if t <= now => None,

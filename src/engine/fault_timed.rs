@@ -38,21 +38,22 @@ impl Engine {
     }
 
     /// What the timed-fault rules decide about `len` bytes from `tx` to
-    /// `receiver` (locked as `rt`).
+    /// `receiver` (locked as `rt`), and when it was asked; None without
+    /// rules (the clock is not even read).
     pub(crate) fn timed_decision(
         &self,
         tx: &Sending<'_>,
         receiver: u64,
         rt: &SockState,
         len: usize,
-        now: Instant,
-    ) -> Decision {
+    ) -> Option<(Decision, Instant)> {
         if !self.timed_faults.any() {
-            return Decision::default();
+            return None;
         }
+        let now = Instant::now();
         let from = self.fault_end(tx.sock.id, tx.from.as_deref());
         let to = self.fault_end(receiver, rt.name.as_deref());
-        self.timed_faults.check(&Message {
+        let d = self.timed_faults.check(&Message {
             kind: Kind::Send,
             pid: tx.creds.map_or(0, |c| c.pid as u32),
             uid: from.owner_uid,
@@ -62,7 +63,8 @@ impl Engine {
             len,
             refs: 0,
             now,
-        })
+        });
+        (!d.is_none()).then_some((d, now))
     }
 
     /// When a message `d` hit may first be read: None for at once.
@@ -79,13 +81,15 @@ impl Engine {
         rt: &mut SockState,
         m: Msg,
         stream: bool,
-        d: &Decision,
-        now: Instant,
+        timed: Option<(Decision, Instant)>,
     ) -> Vec<Waiter> {
+        let Some((d, now)) = timed else {
+            return self.queue_timed(receiver, &mut rt.queue, m, stream, None);
+        };
         if let Some(after) = d.close_in {
             self.end_later(now + after, receiver, m.sender.id);
         }
-        let first = self.fault_delay(d, now);
+        let first = self.fault_delay(&d, now);
         let until = |i: u32| {
             if d.hold {
                 return Some(Until::Released);

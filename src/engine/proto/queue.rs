@@ -165,8 +165,7 @@ impl Engine {
         let s = tx.sock;
         // A decision about this message (fault injection) goes here, before
         // anything is charged: return an error, or queue a prefix of `data`.
-        let now = std::time::Instant::now();
-        let timed = self.timed_decision(tx, receiver, rt, data.len(), now);
+        let timed = self.timed_decision(tx, receiver, rt, data.len());
         let charge = match s.ty {
             SockType::Stream => stream_truesize(data.len()),
             _ => message_truesize(data.len()),
@@ -214,7 +213,7 @@ impl Engine {
             origin: tx.origin.unwrap_or_default(),
         };
         let stream = s.ty == SockType::Stream;
-        let readers = self.queue_decided(receiver, rt, msg, stream, &timed, now);
+        let readers = self.queue_decided(receiver, rt, msg, stream, timed);
         wake.extend(readers);
         Ok(data.len())
     }
