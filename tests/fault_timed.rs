@@ -257,10 +257,32 @@ fn slow_close_shows_eof_only_after_the_delay() {
     eng.put(&a);
     assert_eq!(try_recv(&eng, &b).unwrap(), b"bye");
     assert_eq!(try_recv(&eng, &b), Err(Errno::EAGAIN));
-    assert_eq!(recv(&eng, &b, 100).unwrap(), b"");
+    // Its writes still succeed, as to a peer that is alive.
+    assert_eq!(eng.sendmsg(&b, SendMsg::new(b"??"), &me(), None), Ok(2));
+    assert!(b.wmem() > 0);
+    assert_eq!(recv(&eng, &b, 100), Err(Errno::ECONNRESET));
     let took = t.elapsed();
     assert!(took >= Duration::from_millis(150), "{took:?}");
     assert!(took < Duration::from_millis(400), "{took:?}");
+    // What it wrote meanwhile went unread, as at a close with data unread.
+    assert_eq!(recv(&eng, &b, 100).unwrap(), b"");
+    assert_eq!(b.wmem(), 0);
+    assert_eq!(
+        eng.sendmsg(&b, SendMsg::new(b"x"), &me(), None),
+        Err(Errno::EPIPE)
+    );
+}
+
+#[test]
+fn slow_close_without_writes_is_a_plain_eof() {
+    let eng = engine();
+    let (a, b) = eng.socketpair(SockType::Seqpacket, &me());
+    rule(&eng, &format!("socket {} slow_close delay=100", a.id));
+    let t = Instant::now();
+    eng.put(&a);
+    assert_eq!(try_recv(&eng, &b), Err(Errno::EAGAIN));
+    assert_eq!(recv(&eng, &b, 100).unwrap(), b"");
+    assert!(t.elapsed() >= Duration::from_millis(100));
 }
 
 #[test]

@@ -114,25 +114,22 @@ impl Engine {
         readers
     }
 
-    /// How late `s`'s close reaches `peer` (slow_close), if a rule says so.
-    pub(crate) fn close_delay(
-        &self,
-        s: &Socket,
-        name: Option<&BoundName>,
-        peer: &Socket,
-        pt: &SockState,
-    ) -> Option<Instant> {
-        if !self.timed_faults.any() {
+    /// How late the close of `s` (locked as `st`) reaches its peer
+    /// (slow_close), if a rule says so. The peer's name is not looked at:
+    /// its lock may not be taken under `s`'s.
+    pub(crate) fn close_delay(&self, s: &Socket, st: &SockState) -> Option<Instant> {
+        if !self.timed_faults.any() || !s.ty.connection_oriented() {
             return None;
         }
+        let peer = Socket::peer(st)?;
         let now = Instant::now();
-        let from = self.fault_end(s.id, name);
+        let from = self.fault_end(s.id, st.name.as_deref());
         let d = self.timed_faults.check(&Message {
             kind: Kind::Close,
             pid: 0,
             uid: from.owner_uid,
             from,
-            to: self.fault_end(peer.id, pt.name.as_deref()),
+            to: self.fault_end(peer.id, None),
             ty: fault_type(s.ty),
             len: 0,
             refs: 0,

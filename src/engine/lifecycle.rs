@@ -15,11 +15,14 @@ impl Engine {
     /// unix_release_sock.
     pub(crate) fn release(&self, s: &Arc<Socket>) {
         let mut wake = Wakeups::new();
-        let (conn, msgs, name, aliases, received, was_embryo) = {
+        let (conn, msgs, name, aliases, received, was_embryo, late) = {
             let mut st = s.lock();
             wake.extend(st.queue.readers.take());
             wake.extend(st.queue.writers.take());
             let was_embryo = st.conn.is_embryo();
+            // slow_close: the peer may still send here until it sees the close.
+            let late = self.close_delay(s, &st);
+            st.queue.closing_late = late.is_some();
             (
                 std::mem::replace(&mut st.conn, Conn::Closed),
                 st.queue.drain(),
@@ -29,6 +32,7 @@ impl Engine {
                 std::mem::take(&mut st.aliases),
                 std::mem::take(&mut st.received),
                 was_embryo,
+                late,
             )
         };
         let had_data = !msgs.is_empty();
@@ -48,18 +52,14 @@ impl Engine {
                 }
             }
             Conn::Connected { peer, .. } if s.ty.connection_oriented() => {
-                let (at, held) = {
-                    let pt = peer.lock();
-                    let at = self.close_delay(s, name.as_deref(), &peer, &pt);
-                    (at, !pt.queue.held.is_empty())
-                };
+                let held = !peer.lock().queue.held.is_empty();
                 let c = Closing {
                     closed: s.id,
                     peer,
                     had_data,
                     was_embryo,
                 };
-                if let Some(c) = self.defer_close(at, held, c) {
+                if let Some(c) = self.defer_close(late, held, c) {
                     self.peer_closed(&c, &mut wake);
                 }
             }
@@ -93,6 +93,21 @@ impl Engine {
     /// ECONNRESET first if the closing end left data unread.
     pub(crate) fn peer_closed(&self, c: &Closing, wake: &mut Wakeups) {
         let mut reset = None;
+        // What the peer sent while the close came late (slow_close) goes
+        // now, unread, as it would have at the close.
+        let closed = Socket::peer(&c.peer.lock()).cloned();
+        let mut late_data = false;
+        if let Some(closed) = closed.filter(|p| p.id == c.closed) {
+            let msgs = {
+                let mut st = closed.lock();
+                st.queue.closing_late = false;
+                st.queue.drain()
+            };
+            late_data = !msgs.is_empty();
+            for m in msgs {
+                self.dequeued(c.closed, m, wake);
+            }
+        }
         {
             let mut pt = c.peer.lock();
             if let Conn::Connected {
@@ -102,7 +117,7 @@ impl Engine {
             {
                 *peer_gone = true;
                 pt.shutdown = SHUTDOWN_MASK;
-                if c.had_data || c.was_embryo {
+                if c.had_data || late_data || c.was_embryo {
                     pt.err = Some(Errno::ECONNRESET);
                     reset = Some(pt.name.clone());
                 }

@@ -217,6 +217,9 @@ pub struct RecvQueue {
     pub peek_off: i32,
     /// Messages queued but held back by a fault, not yet readable (deferred.rs).
     pub held: super::held::HeldQueue<Msg>,
+    /// The socket closed but its peer is not told yet (slow_close): what
+    /// the peer sends meanwhile is queued here, and dropped when it is.
+    pub closing_late: bool,
 }
 
 impl RecvQueue {
@@ -230,6 +233,7 @@ impl RecvQueue {
             oob_queued: false,
             peek_off: -1,
             held: Default::default(),
+            closing_late: false,
         }
     }
 
