@@ -319,3 +319,17 @@ fn a_reader_that_stops_waiting_is_not_held() {
     );
     assert_eq!(recv(&eng, &b, 10).unwrap(), b"x");
 }
+
+#[test]
+fn a_socket_rule_goes_with_its_socket() {
+    let eng = engine();
+    let (a, b) = eng.socketpair(SockType::Stream, &me());
+    rule(&eng, &format!("socket {} latency latency=1000", b.id));
+    eng.put(&b);
+    eng.put(&a);
+    assert!(eng.timed_faults.list(0).is_empty());
+    // A new socket that may get the same number is not delayed.
+    let (c, d) = eng.socketpair(SockType::Stream, &me());
+    send_all(&eng, &c, b"now").unwrap();
+    assert_eq!(try_recv(&eng, &d).unwrap(), b"now");
+}

@@ -69,6 +69,10 @@ impl Engine {
             self.dequeued(s.id, m, &mut wake);
         }
         self.gc.forget_receiver(s.id);
+        // Its number may go to a new socket: its `socket N` rules go now.
+        if self.timed_faults.any() {
+            self.timed_faults.forget_socket(s.id);
+        }
         // Received sockets nobody opened go with the receiver.
         for id in received {
             let r = self.unopened.lock().remove(&id);
