@@ -333,3 +333,24 @@ fn a_socket_rule_goes_with_its_socket() {
     send_all(&eng, &c, b"now").unwrap();
     assert_eq!(try_recv(&eng, &d).unwrap(), b"now");
 }
+
+#[test]
+fn a_name_rule_covers_the_connections_made_to_it() {
+    let eng = engine();
+    let srv = eng.socket(SockType::Stream, &me());
+    let name = udsfs::engine::Addr::Abstract(b"fault_timed_srv".to_vec());
+    eng.bind(&srv, &name, &me()).unwrap();
+    eng.listen(&srv, 8, &me()).unwrap();
+    rule(&eng, "name @fault_timed_srv up latency latency=60");
+    let cli = eng.socket(SockType::Stream, &me());
+    eng.connect(&cli, &name, &me(), None).unwrap();
+    let conn = eng.accept(&srv, None).unwrap();
+    let t = Instant::now();
+    send_all(&eng, &cli, b"request").unwrap();
+    assert_eq!(try_recv(&eng, &conn), Err(Errno::EAGAIN));
+    assert_eq!(recv(&eng, &conn, 100).unwrap(), b"request");
+    assert!(t.elapsed() >= Duration::from_millis(60), "{:?}", t.elapsed());
+    // Up only: the reply is not delayed.
+    send_all(&eng, &conn, b"reply").unwrap();
+    assert_eq!(try_recv(&eng, &cli).unwrap(), b"reply");
+}
