@@ -349,8 +349,25 @@ fn a_name_rule_covers_the_connections_made_to_it() {
     send_all(&eng, &cli, b"request").unwrap();
     assert_eq!(try_recv(&eng, &conn), Err(Errno::EAGAIN));
     assert_eq!(recv(&eng, &conn, 100).unwrap(), b"request");
-    assert!(t.elapsed() >= Duration::from_millis(60), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(60),
+        "{:?}",
+        t.elapsed()
+    );
     // Up only: the reply is not delayed.
     send_all(&eng, &conn, b"reply").unwrap();
     assert_eq!(try_recv(&eng, &cli).unwrap(), b"reply");
+}
+
+#[test]
+fn a_shutdown_never_overtakes_held_data() {
+    let eng = engine();
+    let (a, b) = eng.socketpair(SockType::Stream, &me());
+    rule(&eng, &format!("socket {} up latency latency=80", b.id));
+    send_all(&eng, &a, b"tail").unwrap();
+    eng.shutdown(&a, udsfs::engine::socket::SEND_SHUTDOWN)
+        .unwrap();
+    assert_eq!(try_recv(&eng, &b), Err(Errno::EAGAIN));
+    assert_eq!(recv(&eng, &b, 100).unwrap(), b"tail");
+    assert_eq!(recv(&eng, &b, 100).unwrap(), b"");
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 use parking_lot::{Condvar, Mutex};
 
 use super::held::Until;
-use super::socket::{Msg, RecvQueue, SHUTDOWN_MASK, SockState, Socket, lock2};
+use super::socket::{Msg, RCV_SHUTDOWN, RecvQueue, SHUTDOWN_MASK, SockState, Socket, lock2};
 use super::{Engine, Waiter, Wakeups};
 
 /// What the timer does at a deadline.
@@ -24,6 +24,9 @@ enum Event {
     Show(u64),
     /// A close reaches `peer` (slow_close, or a close behind held data).
     PeerClosed(Closing),
+    /// `peer` may read no more from socket N (its shutdown of writing),
+    /// once what N sent is no longer held.
+    PeerShutdown(u64, Arc<Socket>),
     /// The connection between the two sockets ends with what is held
     /// (timeout): reads give EOF, writes EPIPE.
     End(u64, u64),
@@ -216,6 +219,12 @@ impl Engine {
         self.delays.schedule(at, Event::PeerClosed(c));
     }
 
+    /// `from`'s shutdown of writing reaches `peer` once what it sent is due.
+    pub(crate) fn shutdown_later(&self, from: u64, peer: Arc<Socket>) {
+        self.delays
+            .schedule(Instant::now(), Event::PeerShutdown(from, peer));
+    }
+
     /// The connection of `a` and `b` ends at `at` (timeout).
     pub(crate) fn end_later(&self, at: Instant, a: u64, b: u64) {
         self.delays.schedule(at, Event::End(a, b));
@@ -239,13 +248,23 @@ impl Engine {
                 // comes again once that data is due.
                 let wait = c.peer.lock().queue.held.last_from(c.closed);
                 match wait {
-                    Some(Until::At(t)) => self.close_later(t, c),
-                    // Held until its rule goes: look again now and then.
-                    Some(Until::Released) => {
-                        let again = Instant::now() + std::time::Duration::from_millis(50);
-                        self.close_later(again, c);
-                    }
+                    Some(until) => self.close_later(retry_at(until), c),
                     None => self.peer_closed(&c, &mut wake),
+                }
+            }
+            Event::PeerShutdown(from, peer) => {
+                let mut pt = peer.lock();
+                match pt.queue.held.last_from(from) {
+                    Some(until) => {
+                        drop(pt);
+                        self.delays
+                            .schedule(retry_at(until), Event::PeerShutdown(from, peer));
+                    }
+                    None => {
+                        pt.shutdown |= RCV_SHUTDOWN;
+                        wake.extend(pt.queue.readers.take());
+                        wake.extend(pt.queue.writers.take());
+                    }
                 }
             }
             Event::End(a, b) => {
@@ -267,6 +286,15 @@ impl Engine {
             }
         }
         self.finish(wake);
+    }
+}
+
+/// When to look again at a close or shutdown waiting behind held data:
+/// when that data is due, or now and then while a rule holds it.
+fn retry_at(until: Until) -> Instant {
+    match until {
+        Until::At(t) => t,
+        Until::Released => Instant::now() + std::time::Duration::from_millis(50),
     }
 }
 
