@@ -29,7 +29,7 @@ enum Event {
     PeerShutdown(u64, Arc<Socket>),
     /// The connection between the two sockets ends with what is held
     /// (timeout): reads give EOF, writes EPIPE.
-    End(u64, u64),
+    End(Weak<Socket>, Weak<Socket>),
 }
 
 /// The part of a close that its peer sees, done late.
@@ -226,7 +226,10 @@ impl Engine {
     }
 
     /// The connection of `a` and `b` ends at `at` (timeout).
-    pub(crate) fn end_later(&self, at: Instant, a: u64, b: u64) {
+    /// (Held weakly: a socket closed meanwhile ends nothing, and a new
+    /// socket given its number is not touched.)
+    pub(crate) fn end_later(&self, at: Instant, a: &Arc<Socket>, b: &Arc<Socket>) {
+        let (a, b) = (Arc::downgrade(a), Arc::downgrade(b));
         self.delays.schedule(at, Event::End(a, b));
     }
 
@@ -268,12 +271,15 @@ impl Engine {
                 }
             }
             Event::End(a, b) => {
-                let (Some(a), Some(b)) = (self.socks.get(a), self.socks.get(b)) else {
+                let (Some(a), Some(b)) = (a.upgrade(), b.upgrade()) else {
                     return;
                 };
                 let mut dropped = Vec::new();
-                if let Ok((mut at, mut bt)) = lock2(&a.sock, &b.sock) {
-                    for (st, id) in [(&mut at, a.sock.id), (&mut bt, b.sock.id)] {
+                if let Ok((mut at, mut bt)) = lock2(&a, &b) {
+                    for (st, id) in [(&mut at, a.id), (&mut bt, b.id)] {
+                        if st.conn.is_closed() {
+                            continue;
+                        }
                         st.shutdown = SHUTDOWN_MASK;
                         dropped.extend(st.queue.held.drain().map(|m| (id, m)));
                         wake.extend(st.queue.readers.take());

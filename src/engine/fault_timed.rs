@@ -86,8 +86,10 @@ impl Engine {
         let Some((d, now)) = timed else {
             return self.queue_timed(receiver, &mut rt.queue, m, stream, None);
         };
-        if let Some(after) = d.close_in {
-            self.end_later(now + after, receiver, m.sender.id);
+        if let Some(after) = d.close_in
+            && let Some(dir) = self.socks.get(receiver)
+        {
+            self.end_later(now + after, &dir.sock, &m.sender);
         }
         let first = self.fault_delay(&d, now);
         let until = |i: u32| {
