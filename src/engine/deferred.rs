@@ -78,8 +78,9 @@ pub struct Deferred {
     seq: AtomicU64,
     started: OnceLock<()>,
     engine: OnceLock<Weak<Engine>>,
-    /// Sockets holding messages until their rule goes.
-    held_forever: Mutex<Vec<u64>>,
+    /// Sockets holding messages until their rule goes (weakly: a socket
+    /// closed meanwhile frees what it held itself).
+    held_forever: Mutex<Vec<Weak<Socket>>>,
 }
 
 impl Drop for Deferred {
@@ -189,9 +190,11 @@ impl Engine {
             }
             Some(Until::At(t)) => self.delays.schedule(t, Event::Show(receiver)),
             Some(Until::Released) => {
-                let mut ids = self.delays.held_forever.lock();
-                if !ids.contains(&receiver) {
-                    ids.push(receiver);
+                if let Some(dir) = self.socks.get(receiver) {
+                    let mut socks = self.delays.held_forever.lock();
+                    if !socks.iter().any(|w| w.as_ptr() == Arc::as_ptr(&dir.sock)) {
+                        socks.push(Arc::downgrade(&dir.sock));
+                    }
                 }
             }
         }
@@ -203,13 +206,20 @@ impl Engine {
     /// The rules that hold messages until they go (timeout) went: what they
     /// held is delivered, in order.
     pub fn release_held(&self) {
-        let ids = std::mem::take(&mut *self.delays.held_forever.lock());
+        let socks = std::mem::take(&mut *self.delays.held_forever.lock());
         let now = Instant::now();
-        for id in ids {
-            if let Some(dir) = self.socks.get(id) {
-                dir.sock.lock().queue.held.release_all(now);
+        for sock in socks.iter().filter_map(Weak::upgrade) {
+            let mut wake = Wakeups::new();
+            {
+                let mut st = sock.lock();
+                st.queue.held.release_all(now);
+                show_due(
+                    &mut st,
+                    sock.ty == super::socket::SockType::Stream,
+                    &mut wake,
+                );
             }
-            self.fire(Event::Show(id));
+            self.finish(wake);
         }
     }
 
