@@ -168,7 +168,6 @@ fn ctl_parse_random_bytes() {
                 }
             }
             Command::Listen(n) => format!("listen {n}").into_bytes(),
-            Command::Fault(text) => format!("fault {text}").into_bytes(),
             Command::Shutdown(h) => match *h {
                 RCV_SHUTDOWN => b"shutdown rd".to_vec(),
                 SEND_SHUTDOWN => b"shutdown wr".to_vec(),
