@@ -35,8 +35,6 @@ pub enum Command {
         dir: Direction,
         millis: u64,
     },
-    /// `fault RULE`: a fault rule for this socket (docs/faults.md).
-    Fault(String),
 }
 
 /// Parses one line (without its newline).
@@ -112,9 +110,6 @@ pub fn parse(line: &[u8]) -> Result<Command, Errno> {
             };
             Ok(Command::Timeout { dir, millis })
         }
-        b"fault" => std::str::from_utf8(rest)
-            .map(|t| Command::Fault(t.to_string()))
-            .map_err(|_| Errno::EINVAL),
         _ => Err(Errno::EINVAL),
     }
 }

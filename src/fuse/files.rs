@@ -387,20 +387,5 @@ fn run_command(
             let sec = (millis / 1000).min(i64::MAX as u64) as i64;
             s.timeouts.set(dir, sec, (millis % 1000) as i64 * 1000)
         }
-        Command::Fault(text) => {
-            let ty = match s.ty {
-                crate::engine::SockType::Stream => crate::fault::SockType::Stream,
-                crate::engine::SockType::Dgram => crate::fault::SockType::Dgram,
-                crate::engine::SockType::Seqpacket => crate::fault::SockType::Seqpacket,
-            };
-            let rule = crate::fault::Rule::parse_ctl(&text, s.id)
-                .and_then(|r| crate::fault::check_type(&r, ty).map(|()| r))
-                .map_err(|e| {
-                    log::info!("socket {}: fault: {e}", s.id);
-                    Errno::EINVAL
-                })?;
-            eng.timed_faults.add(rule, caller.scm_creds().uid);
-            Ok(())
-        }
     }
 }
