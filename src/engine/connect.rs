@@ -336,11 +336,17 @@ impl Engine {
             if how & RCV_SHUTDOWN != 0 {
                 pt.shutdown |= SEND_SHUTDOWN;
             }
-            if how & SEND_SHUTDOWN != 0 {
+            // The peer's EOF never overtakes data a fault still holds.
+            let late = how & SEND_SHUTDOWN != 0 && pt.queue.held.holds_from(s.id);
+            if how & SEND_SHUTDOWN != 0 && !late {
                 pt.shutdown |= RCV_SHUTDOWN;
             }
             wake.extend(pt.queue.readers.take());
             wake.extend(pt.queue.writers.take());
+            drop(pt);
+            if late {
+                self.shutdown_later(s.id, p);
+            }
         }
         self.finish(wake);
         self.tap_event(None, || Event::Shutdown {

@@ -45,6 +45,9 @@ pub(crate) struct SendPlan {
     pub ctrunc: bool,
     /// Queue nothing, report the whole send done: the receiver is gone.
     pub swallow: bool,
+    /// The decision and when it was made, for the timed faults
+    /// (fault_timed.rs: delays, slices, holds).
+    pub timed: Option<(fault::Decision, Instant)>,
 }
 
 impl Drop for SendFault<'_> {
@@ -91,7 +94,7 @@ impl Engine {
         }
     }
 
-    fn fault_end<'n>(&self, id: u64, name: Option<&'n BoundName>) -> fault::End<'n> {
+    pub(crate) fn fault_end<'n>(&self, id: u64, name: Option<&'n BoundName>) -> fault::End<'n> {
         fault::End {
             socket: id,
             name: name_of(name),
@@ -120,6 +123,7 @@ impl Engine {
             len,
             ctrunc: false,
             swallow: false,
+            timed: None,
         };
         if tf.end.is_some() {
             // A rule ended the connection at an earlier piece of this send.
@@ -160,6 +164,7 @@ impl Engine {
         } else if d.close_after {
             tf.end = Some((sock.clone(), receiver, false));
         }
+        plan.timed = Some((d, msg.now));
         Ok(plan)
     }
 

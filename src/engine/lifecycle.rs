@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 
+use super::deferred::Closing;
 use super::socket::{Conn, Msg, SHUTDOWN_MASK, Socket};
 use super::tap::Event;
 use super::{Engine, NameKey, Wakeups};
@@ -14,11 +15,14 @@ impl Engine {
     /// unix_release_sock.
     pub(crate) fn release(&self, s: &Arc<Socket>) {
         let mut wake = Wakeups::new();
-        let (conn, msgs, name, aliases, received, was_embryo) = {
+        let (conn, msgs, name, aliases, received, was_embryo, late) = {
             let mut st = s.lock();
             wake.extend(st.queue.readers.take());
             wake.extend(st.queue.writers.take());
             let was_embryo = st.conn.is_embryo();
+            // slow_close: the peer may still send here until it sees the close.
+            let late = self.close_delay(s, &st);
+            st.queue.closing_late = late.is_some();
             (
                 std::mem::replace(&mut st.conn, Conn::Closed),
                 st.queue.drain(),
@@ -28,6 +32,7 @@ impl Engine {
                 std::mem::take(&mut st.aliases),
                 std::mem::take(&mut st.received),
                 was_embryo,
+                late,
             )
         };
         let had_data = !msgs.is_empty();
@@ -38,7 +43,6 @@ impl Engine {
         self.tap_event(None, || Event::Closed {
             sock: self.endpoint(s, name.as_deref()),
         });
-        let mut reset = None;
         match conn {
             Conn::Listening { pending, .. } => {
                 // Pending connections die with the listener: their clients
@@ -48,28 +52,18 @@ impl Engine {
                 }
             }
             Conn::Connected { peer, .. } if s.ty.connection_oriented() => {
-                let mut pt = peer.lock();
-                if let Conn::Connected {
-                    peer: p, peer_gone, ..
-                } = &mut pt.conn
-                    && p.id == s.id
-                {
-                    *peer_gone = true;
-                    pt.shutdown = SHUTDOWN_MASK;
-                    if had_data || was_embryo {
-                        pt.err = Some(Errno::ECONNRESET);
-                        reset = Some((peer.clone(), pt.name.clone()));
-                    }
+                let held = !peer.lock().queue.held.is_empty();
+                let c = Closing {
+                    closed: s.id,
+                    peer,
+                    had_data,
+                    was_embryo,
+                };
+                if let Some(c) = self.defer_close(late, held, c) {
+                    self.peer_closed(&c, &mut wake);
                 }
-                wake.extend(pt.queue.readers.take());
-                wake.extend(pt.queue.writers.take());
             }
             _ => {}
-        }
-        if let Some((peer, name)) = reset {
-            self.tap_event(None, || Event::Reset {
-                sock: self.endpoint(&peer, name.as_deref()),
-            });
         }
         for m in msgs {
             self.dequeued(s.id, m, &mut wake);
@@ -96,6 +90,49 @@ impl Engine {
         self.live.fetch_sub(1, Ordering::Relaxed);
         log::debug!("socket {} released", s.id);
         self.finish(wake);
+    }
+
+    /// The peer's part of a close: it sees EOF once its queue is read,
+    /// ECONNRESET first if the closing end left data unread.
+    pub(crate) fn peer_closed(&self, c: &Closing, wake: &mut Wakeups) {
+        let mut reset = None;
+        // What the peer sent while the close came late (slow_close) goes
+        // now, unread, as it would have at the close.
+        let closed = Socket::peer(&c.peer.lock()).cloned();
+        let mut late_data = false;
+        if let Some(closed) = closed.filter(|p| p.id == c.closed) {
+            let msgs = {
+                let mut st = closed.lock();
+                st.queue.closing_late = false;
+                st.queue.drain()
+            };
+            late_data = !msgs.is_empty();
+            for m in msgs {
+                self.dequeued(c.closed, m, wake);
+            }
+        }
+        {
+            let mut pt = c.peer.lock();
+            if let Conn::Connected {
+                peer: p, peer_gone, ..
+            } = &mut pt.conn
+                && p.id == c.closed
+            {
+                *peer_gone = true;
+                pt.shutdown = SHUTDOWN_MASK;
+                if c.had_data || late_data || c.was_embryo {
+                    pt.err = Some(Errno::ECONNRESET);
+                    reset = Some(pt.name.clone());
+                }
+            }
+            wake.extend(pt.queue.readers.take());
+            wake.extend(pt.queue.writers.take());
+        }
+        if let Some(name) = reset {
+            self.tap_event(None, || Event::Reset {
+                sock: self.endpoint(&c.peer, name.as_deref()),
+            });
+        }
     }
 
     /// A message left a queue without being delivered: its charge goes

@@ -10,12 +10,15 @@ mod bind;
 mod bufsize;
 mod connect;
 pub mod cred;
+mod deferred;
 mod depot;
 mod fault_point;
+mod fault_timed;
 pub mod fds;
 mod front;
 pub mod gc;
 mod graph;
+mod held;
 mod introspect;
 mod lifecycle;
 mod message;
@@ -162,6 +165,8 @@ pub struct Engine {
     /// The fault rules (src/fault/), asked where a message is queued, a
     /// connection made and a socket released (fault_point.rs).
     pub faults: crate::fault::Rules,
+    /// Messages held back in time by faults and late closes (deferred.rs).
+    delays: deferred::Deferred,
 }
 
 impl Engine {
@@ -185,8 +190,10 @@ impl Engine {
             pins: pins::Pins::default(),
             taps: tap::Taps::default(),
             faults: crate::fault::Rules::default(),
+            delays: Default::default(),
             cfg,
         });
+        eng.delays.attach(&eng);
         eng.tree.set_max_nodes(eng.cfg.max_nodes);
         eng.sockets.set_max(eng.cfg.max_sockets);
         // An alias stands for a reference as a socket does: the same bound.

@@ -63,6 +63,12 @@ pub struct Msg {
     pub ctrunc: bool,
 }
 
+impl super::held::Sent for Msg {
+    fn sender_id(&self) -> u64 {
+        self.sender.id
+    }
+}
+
 impl Msg {
     pub fn remaining(&self) -> usize {
         self.data.len() - self.off
@@ -212,6 +218,11 @@ pub struct RecvQueue {
     pub oob_queued: bool,
     /// SO_PEEK_OFF: where the next MSG_PEEK starts; negative means off.
     pub peek_off: i32,
+    /// Messages queued but held back by a fault, not yet readable (deferred.rs).
+    pub held: super::held::HeldQueue<Msg>,
+    /// The socket closed but its peer is not told yet (slow_close): what
+    /// the peer sends meanwhile is queued here, and dropped when it is.
+    pub closing_late: bool,
 }
 
 impl RecvQueue {
@@ -224,6 +235,8 @@ impl RecvQueue {
             max_dgram_qlen,
             oob_queued: false,
             peek_off: -1,
+            held: Default::default(),
+            closing_late: false,
         }
     }
 
@@ -255,16 +268,19 @@ impl RecvQueue {
         Some(m)
     }
 
-    /// Takes every message (a purge), the bytes with them.
+    /// Takes every message (a purge), the bytes with them, held ones too.
     pub fn drain(&mut self) -> VecDeque<Msg> {
         self.bytes = 0;
-        std::mem::take(&mut self.msgs)
+        let mut all = std::mem::take(&mut self.msgs);
+        all.extend(self.held.drain());
+        all
     }
 
     /// A dgram receiver's queue is full past max_dgram_qlen messages
-    /// (unix_recvq_full_lockless: more than the limit, not equal).
+    /// (unix_recvq_full_lockless: more than the limit, not equal); held
+    /// messages count, as skbs in the queue.
     pub fn full(&self) -> bool {
-        self.msgs.len() > self.max_dgram_qlen
+        self.msgs.len() + self.held.len() > self.max_dgram_qlen
     }
 
     /// An OOB byte waits to be read with MSG_OOB (Linux's oob_skb is set).

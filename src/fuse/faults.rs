@@ -26,11 +26,16 @@ pub(super) fn write(eng: &Engine, data: &[u8], c: &Caller) -> Result<usize, Errn
         })?;
         match cmd {
             Command::Add(rule) => add(eng, rule, c),
-            Command::Del(id) => eng.faults.del(id, c.fsuid).inspect_err(|e| {
-                log::info!("{}: del {id}: {}", fault::FAULTS_FILE, e.desc());
-            })?,
+            Command::Del(id) => {
+                eng.faults.del(id, c.fsuid).inspect_err(|e| {
+                    log::info!("{}: del {id}: {}", fault::FAULTS_FILE, e.desc());
+                })?;
+                // What a deleted `timeout` held is delivered, in order.
+                eng.release_held();
+            }
             Command::Clear => {
                 eng.faults.clear(c.fsuid);
+                eng.release_held();
                 log::info!("fault rules of uid {} cleared", c.fsuid);
             }
         }

@@ -95,7 +95,9 @@ pub(super) fn message_send(
         } else {
             Some(other.lock())
         };
-        let dead = ot.as_ref().is_some_and(|o| o.conn.is_closed());
+        let dead = ot
+            .as_ref()
+            .is_some_and(|o| o.conn.is_closed() && !o.queue.closing_late);
         if dead {
             drop(ot);
             return Err(peer_died(eng, s, &other));

@@ -185,6 +185,7 @@ impl Engine {
         let s = tx.sock;
         let mut data = data;
         let mut ctrunc = false;
+        let mut timed = None;
         if self.faults.any() {
             let refs = tx.pass.count();
             let from = tx.from.as_deref();
@@ -194,6 +195,7 @@ impl Engine {
                 return Ok(data.len());
             }
             data = &data[..plan.len];
+            timed = plan.timed;
             if plan.ctrunc {
                 tx.pass.drop_all(wake);
                 ctrunc = true;
@@ -247,7 +249,7 @@ impl Engine {
             ctrunc,
         };
         let stream = s.ty == SockType::Stream;
-        let readers = rt.queue.push(msg, stream);
+        let readers = self.queue_decided(receiver, rt, msg, stream, timed);
         wake.extend(readers);
         Ok(data.len())
     }

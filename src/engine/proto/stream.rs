@@ -82,7 +82,7 @@ impl ProtoOps for Stream {
             }
             let n = (data.len() - sent).min(max_chunk);
             let mut pt = peer.lock();
-            let queued = if pt.conn.is_closed() || pt.shutdown & RCV_SHUTDOWN != 0 {
+            let queued = if gone(&pt) || pt.shutdown & RCV_SHUTDOWN != 0 {
                 Err(Errno::EPIPE)
             } else {
                 // Passed sockets travel with the first chunk.
@@ -150,7 +150,7 @@ fn queue_oob(
 ) -> Result<()> {
     let owner = {
         let mut pt = peer.lock();
-        if pt.conn.is_closed() || pt.shutdown & RCV_SHUTDOWN != 0 {
+        if gone(&pt) || pt.shutdown & RCV_SHUTDOWN != 0 {
             return Err(Errno::EPIPE);
         }
         eng.enqueue(tx, peer.id, &mut pt, &[byte], true, wake)?;
@@ -196,4 +196,9 @@ fn recv_oob(st: &mut SockState, peek: bool) -> Result<Received> {
         st.queue.bytes -= 1;
     }
     Ok(got)
+}
+
+/// The peer closed, and its close is not coming late (slow_close).
+fn gone(pt: &SockState) -> bool {
+    pt.conn.is_closed() && !pt.queue.closing_late
 }
