@@ -16,7 +16,7 @@ use std::ffi::OsStr;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
@@ -42,24 +42,9 @@ impl NullFs {
             DATA => (FileType::RegularFile, 0o666, FILE_SIZE),
             _ => return None,
         };
-        let now = SystemTime::now();
-        Some(FileAttr {
-            ino: INodeNo(ino),
-            size,
-            blocks: size.div_ceil(512),
-            atime: now,
-            mtime: now,
-            ctime: now,
-            crtime: now,
-            kind,
-            perm,
-            nlink: if kind == FileType::Directory { 2 } else { 1 },
-            uid: self.uid,
-            gid: self.gid,
-            rdev: 0,
-            blksize: 4096,
-            flags: 0,
-        })
+        Some(udsfs::fuse::synthetic(
+            ino, kind, perm, self.uid, self.gid, size,
+        ))
     }
 }
 
@@ -128,14 +113,7 @@ impl Filesystem for NullFs {
         reply.written(data.len() as u32);
     }
 
-    fn flush(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _lock_owner: LockOwner,
-        reply: ReplyEmpty,
-    ) {
+    fn flush(&self, _: &Request, _: INodeNo, _: FileHandle, _: LockOwner, reply: ReplyEmpty) {
         reply.ok();
     }
 

@@ -23,6 +23,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -218,42 +219,29 @@ fn start_line(groups: usize) -> Arc<Barrier> {
     Arc::new(Barrier::new(groups * 2 * GROUP + 1))
 }
 
-fn hackbench_engine(groups: usize, loops: usize) -> f64 {
-    let eng = Engine::new(Config::default());
-    let caller = Caller::current();
+/// Hackbench's shape: `groups` groups, each of GROUP pairs made by `pair`
+/// with a reader thread on each pair's first end (`reader`), and GROUP writer
+/// threads (`writer`) that write to the second end of every pair of the group.
+/// Every thread waits at the start line; returns the seconds from there until
+/// the last one ended.
+fn hackbench_round<R, W>(
+    groups: usize,
+    mut pair: impl FnMut() -> (R, W),
+    mut reader: impl FnMut(R, Arc<Barrier>) -> JoinHandle<()>,
+    mut writer: impl FnMut(Arc<Vec<W>>, Arc<Barrier>) -> JoinHandle<()>,
+) -> f64 {
     let barrier = start_line(groups);
     let mut handles = Vec::new();
-    let mut all = Vec::new();
     for _ in 0..groups {
         let mut writers = Vec::new();
         for _ in 0..GROUP {
-            let (rd, wr) = eng.socketpair(SockType::Stream, &caller);
-            all.push(rd.clone());
-            all.push(wr.clone());
+            let (rd, wr) = pair();
             writers.push(wr);
-            let (eng, barrier) = (eng.clone(), barrier.clone());
-            handles.push(std::thread::spawn(move || {
-                let w = WaitPair::new();
-                barrier.wait();
-                for _ in 0..GROUP * loops {
-                    engine_recv_exact(&eng, &rd, DATASIZE, &w);
-                }
-            }));
+            handles.push(reader(rd, barrier.clone()));
         }
         let writers = Arc::new(writers);
         for _ in 0..GROUP {
-            let (eng, barrier, writers) = (eng.clone(), barrier.clone(), writers.clone());
-            handles.push(std::thread::spawn(move || {
-                let c = Caller::current();
-                let w = WaitPair::new();
-                let msg = [0u8; DATASIZE];
-                barrier.wait();
-                for _ in 0..loops {
-                    for s in writers.iter() {
-                        engine_send_all(&eng, s, &msg, &c, &w);
-                    }
-                }
-            }));
+            handles.push(writer(writers.clone(), barrier.clone()));
         }
     }
     barrier.wait();
@@ -261,7 +249,44 @@ fn hackbench_engine(groups: usize, loops: usize) -> f64 {
     for h in handles {
         h.join().expect("hackbench thread");
     }
-    let t = start.elapsed().as_secs_f64();
+    start.elapsed().as_secs_f64()
+}
+
+fn hackbench_engine(groups: usize, loops: usize) -> f64 {
+    let eng = Engine::new(Config::default());
+    let caller = Caller::current();
+    let mut all = Vec::new();
+    let pair = || {
+        let (rd, wr) = eng.socketpair(SockType::Stream, &caller);
+        all.push(rd.clone());
+        all.push(wr.clone());
+        (rd, wr)
+    };
+    let reader = |rd, barrier: Arc<Barrier>| {
+        let eng = eng.clone();
+        std::thread::spawn(move || {
+            let w = WaitPair::new();
+            barrier.wait();
+            for _ in 0..GROUP * loops {
+                engine_recv_exact(&eng, &rd, DATASIZE, &w);
+            }
+        })
+    };
+    let writer = |writers: Arc<Vec<_>>, barrier: Arc<Barrier>| {
+        let eng = eng.clone();
+        std::thread::spawn(move || {
+            let c = Caller::current();
+            let w = WaitPair::new();
+            let msg = [0u8; DATASIZE];
+            barrier.wait();
+            for _ in 0..loops {
+                for s in writers.iter() {
+                    engine_send_all(&eng, s, &msg, &c, &w);
+                }
+            }
+        })
+    };
+    let t = hackbench_round(groups, pair, reader, writer);
     for s in &all {
         eng.put(s);
     }
@@ -328,61 +353,47 @@ fn read_exact_fd(f: &File, buf: &mut [u8]) {
 }
 
 fn hackbench_fs(dir: &Path, mode: Mode, groups: usize, loops: usize, passcred: bool) -> f64 {
-    let barrier = start_line(groups);
-    let mut handles = Vec::new();
     let mut ctls = Vec::new();
-    for _ in 0..groups {
-        let mut writers = Vec::new();
-        for _ in 0..GROUP {
-            let (rd, wr) = match mode {
-                Mode::Udsfs => {
-                    let (ctl, n, m) = udsfs_pair(dir);
-                    if passcred {
-                        write_all_fd(&ctl, b"passcred on\n");
-                    }
-                    let rd = open_mode(&data_path(dir, n), true);
-                    let wr = open_mode(&data_path(dir, m), false);
-                    ctls.push(ctl);
-                    (rd, wr)
-                }
-                Mode::Null => (
-                    open_mode(&dir.join("data"), true),
-                    open_mode(&dir.join("data"), false),
-                ),
-                Mode::Kernel | Mode::NullSerial => {
-                    panic!("hackbench-fs: modes udsfs and null only")
-                }
-            };
-            writers.push(wr);
-            let barrier = barrier.clone();
-            handles.push(std::thread::spawn(move || {
-                let mut buf = [0u8; DATASIZE];
-                barrier.wait();
-                for _ in 0..GROUP * loops {
-                    read_exact_fd(&rd, &mut buf);
-                }
-            }));
+    let pair = || match mode {
+        Mode::Udsfs => {
+            let (ctl, n, m) = udsfs_pair(dir);
+            if passcred {
+                write_all_fd(&ctl, b"passcred on\n");
+            }
+            let rd = open_mode(&data_path(dir, n), true);
+            let wr = open_mode(&data_path(dir, m), false);
+            ctls.push(ctl);
+            (rd, wr)
         }
-        let writers = Arc::new(writers);
-        for _ in 0..GROUP {
-            let (barrier, writers) = (barrier.clone(), writers.clone());
-            handles.push(std::thread::spawn(move || {
-                let msg = [0u8; DATASIZE];
-                barrier.wait();
-                for _ in 0..loops {
-                    for f in writers.iter() {
-                        write_all_fd(f, &msg);
-                    }
-                }
-            }));
+        Mode::Null => (
+            open_mode(&dir.join("data"), true),
+            open_mode(&dir.join("data"), false),
+        ),
+        Mode::Kernel | Mode::NullSerial => {
+            panic!("hackbench-fs: modes udsfs and null only")
         }
-    }
-    barrier.wait();
-    let start = Instant::now();
-    for h in handles {
-        h.join().expect("hackbench thread");
-    }
-    let t = start.elapsed().as_secs_f64();
+    };
+    let reader = |rd: File, barrier: Arc<Barrier>| {
+        std::thread::spawn(move || {
+            let mut buf = [0u8; DATASIZE];
+            barrier.wait();
+            for _ in 0..GROUP * loops {
+                read_exact_fd(&rd, &mut buf);
+            }
+        })
+    };
+    let writer = |writers: Arc<Vec<File>>, barrier: Arc<Barrier>| {
+        std::thread::spawn(move || {
+            let msg = [0u8; DATASIZE];
+            barrier.wait();
+            for _ in 0..loops {
+                for f in writers.iter() {
+                    write_all_fd(f, &msg);
+                }
+            }
+        })
+    };
+    let t = hackbench_round(groups, pair, reader, writer);
     drop(ctls);
     t
 }

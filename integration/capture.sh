@@ -17,28 +17,6 @@ need_cmd tshark tshark
 need_cmd curl curl
 [ "$UDSFS_RUN_VIA" == udsfs ] || fail "capture.sh checks udsfs captures: UDSFS_RUN_VIA must be udsfs"
 
-# capture_start VAR FILE [ARGS...]: `udsfs capture -w FILE ARGS $MNT` in the background,
-# returning once it records (its first read gives the section header at once).
-capture_start() {
-    local var=$1 file=$2
-    shift 2
-    start_bg "$var" "$UDSFS_BIN" capture -w "$file" "$@" "$MNT"
-    local t0
-    t0=$(now_ms)
-    until [ -s "$file" ]; do
-        [ $(($(now_ms) - t0)) -lt 10000 ] || fail "udsfs capture wrote nothing to $file in 10 s"
-        sleep 0.02
-    done
-}
-
-# capture_stop PID: SIGINT, then wait for it to drain what the daemon holds and exit 0.
-capture_stop() {
-    kill -INT "$1"
-    ended_within "$1" 10000 || fail "udsfs capture did not end within 10 s of SIGINT"
-    reap "$1"
-    expect_eq "udsfs capture exit status" "$REAPED_STATUS" 0
-}
-
 cat >"$TMP/conv.py" <<'EOF'
 # The three conversations; what was sent goes to expect.json (hex payloads).
 import json, os, socket, struct, sys
@@ -46,13 +24,20 @@ import json, os, socket, struct, sys
 M = os.environ["MNT"]
 exp = {}
 
+
+def connected(ty, name):
+    """A listener bound at M/name, a client connected to it, and the accepted end."""
+    lst = socket.socket(socket.AF_UNIX, ty)
+    lst.bind(M + "/" + name)
+    lst.listen()
+    cli = socket.socket(socket.AF_UNIX, ty)
+    cli.connect(M + "/" + name)
+    acc, _ = lst.accept()
+    return lst, cli, acc
+
+
 # stream: three sends, a reply, an OOB byte, shutdown, close.
-srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind(M + "/st.sock")
-srv.listen()
-cli = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-cli.connect(M + "/st.sock")
-conn, _ = srv.accept()
+srv, cli, conn = connected(socket.SOCK_STREAM, "st.sock")
 sent = [b"alpha", b"beta-" * 300, bytes(range(256))]
 for m in sent:
     cli.sendall(m)
@@ -90,12 +75,7 @@ r.close()
 exp["dgram"] = {"msgs": [m.hex() for m in msgs + [b"with creds", b"0123456789"]], "pid": os.getpid()}
 
 # seqpacket: records both ways, one passing a socket and a pipe.
-ls = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-ls.bind(M + "/sq.sock")
-ls.listen()
-cl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-cl.connect(M + "/sq.sock")
-sv, _ = ls.accept()
+ls, cl, sv = connected(socket.SOCK_SEQPACKET, "sq.sock")
 passed = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 passed.bind(M + "/passed.sock")
 rd, wr = os.pipe()

@@ -21,24 +21,6 @@ as_user() {
     setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
 }
 
-# capture_start VAR USER FILE: `udsfs capture -w FILE $MNT` as USER, in the background.
-capture_start() {
-    local var=$1 user=$2 file=$3 t0
-    start_bg "$var" setpriv --reuid="$user" --regid="$user" --clear-groups \
-        "$UDSFS_BIN" capture -w "$file" "$MNT"
-    t0=$(now_ms)
-    until [ -s "$file" ]; do
-        [ $(($(now_ms) - t0)) -lt 10000 ] || fail "udsfs capture as $user wrote nothing to $file"
-        sleep 0.02
-    done
-}
-capture_stop() {
-    kill -INT "$1"
-    ended_within "$1" 10000 || fail "udsfs capture did not end within 10 s of SIGINT"
-    reap "$1"
-    expect_eq "udsfs capture exit status" "$REAPED_STATUS" 0
-}
-
 cat >"$OUT/talk.py" <<'EOF'
 # talk.py WHO [TARGET|wait]: a dgram and a seqpacket conversation of WHO's own; with
 # TARGET, also a message to the dgram socket bound at TARGET (another user's); with
@@ -71,8 +53,8 @@ import sys
 print(";".join(sorted(bytes.fromhex(l.strip()).decode() for l in sys.stdin if l.strip())))'
 }
 
-capture_start CAP_A "$A" "$OUT/a.pcapng"
-capture_start CAP_ROOT 0 "$OUT/root.pcapng"
+CAPTURE_USER=$A capture_start CAP_A "$OUT/a.pcapng"
+CAPTURE_USER=0 capture_start CAP_ROOT "$OUT/root.pcapng"
 run_cmd -- /usr/bin/python3 "$OUT/talk.py" a wait
 start_bg TALK_A setpriv --reuid="$A" --regid="$A" --clear-groups "${RUN_CMD[@]}"
 run_cmd -- /usr/bin/python3 "$OUT/talk.py" b a.sock

@@ -596,3 +596,30 @@ release_holders() {
     wait "${holders[@]}" 2>/dev/null || true
     holders=()
 }
+
+# ---------------------------------------------------------------- captures
+
+# capture_start VAR FILE [ARGS...]: `udsfs capture -w FILE ARGS $MNT` in the background
+# (lib_run.bash's start_bg), as the user CAPTURE_USER when that is set; returns once it
+# records (its first read gives the section header at once).
+capture_start() {
+    local var=$1 file=$2 t0 as=()
+    shift 2
+    if [ -n "${CAPTURE_USER:-}" ]; then
+        as=(setpriv --reuid="$CAPTURE_USER" --regid="$CAPTURE_USER" --clear-groups)
+    fi
+    start_bg "$var" ${as[@]+"${as[@]}"} "$UDSFS_BIN" capture -w "$file" "$@" "$MNT"
+    t0=$(now_ms)
+    until [ -s "$file" ]; do
+        [ $(($(now_ms) - t0)) -lt 10000 ] || fail "udsfs capture ${CAPTURE_USER:+as $CAPTURE_USER }wrote nothing to $file in 10 s"
+        sleep 0.02
+    done
+}
+
+# capture_stop PID: SIGINT, then wait for it to drain what the daemon holds and exit 0.
+capture_stop() {
+    kill -INT "$1"
+    ended_within "$1" 10000 || fail "udsfs capture did not end within 10 s of SIGINT"
+    reap "$1"
+    expect_eq "udsfs capture exit status" "$REAPED_STATUS" 0
+}

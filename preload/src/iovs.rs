@@ -43,44 +43,48 @@ impl Iovs {
         self.each().map(|(_, l)| l).sum()
     }
 
-    /// Copies the bytes at `off` into `dst`; returns how many.
-    pub fn read_at(&self, mut off: usize, dst: &mut [u8]) -> usize {
+    /// Walks at most `want` bytes of the iovecs from `off` on, a piece an
+    /// iovec: `piece(at, done, k)` for `k` bytes at `at` in the iovec that
+    /// are bytes `done..done + k` of the walk. Returns how many were walked.
+    fn walk_at(
+        &self,
+        mut off: usize,
+        want: usize,
+        mut piece: impl FnMut(*mut u8, usize, usize),
+    ) -> usize {
         let mut done = 0;
         for (base, len) in self.each() {
-            if done == dst.len() {
+            if done == want {
                 break;
             }
             if off >= len {
                 off -= len;
                 continue;
             }
-            let k = (len - off).min(dst.len() - done);
-            // SAFETY: inside the iovec and inside dst.
-            unsafe { std::ptr::copy_nonoverlapping(base.add(off), dst.as_mut_ptr().add(done), k) };
+            let k = (len - off).min(want - done);
+            // SAFETY: off < len, inside the iovec.
+            piece(unsafe { base.add(off) }, done, k);
             done += k;
             off = 0;
         }
         done
     }
 
+    /// Copies the bytes at `off` into `dst`; returns how many.
+    pub fn read_at(&self, off: usize, dst: &mut [u8]) -> usize {
+        let to = dst.as_mut_ptr();
+        self.walk_at(off, dst.len(), |at, done, k| {
+            // SAFETY: inside the iovec and inside dst.
+            unsafe { std::ptr::copy_nonoverlapping(at, to.add(done), k) }
+        })
+    }
+
     /// Copies `src` into the iovecs at `off`; returns how many fitted.
-    pub fn write_at(&self, mut off: usize, src: &[u8]) -> usize {
-        let mut done = 0;
-        for (base, len) in self.each() {
-            if done == src.len() {
-                break;
-            }
-            if off >= len {
-                off -= len;
-                continue;
-            }
-            let k = (len - off).min(src.len() - done);
+    pub fn write_at(&self, off: usize, src: &[u8]) -> usize {
+        self.walk_at(off, src.len(), |at, done, k| {
             // SAFETY: inside the iovec and inside src.
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(done), base.add(off), k) };
-            done += k;
-            off = 0;
-        }
-        done
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(done), at, k) }
+        })
     }
 
     pub fn gathered(&self) -> Vec<u8> {

@@ -460,20 +460,34 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssi
     })
 }
 
-/// After the C library's recv-family call `r`: on a udsfs socket, the
-/// receive as udsfs does it (a recvmsg with one buffer).
-unsafe fn recv_after(
-    r: ssize_t,
-    fd: c_int,
+/// Where a recv-family call puts what it receives: one buffer of `n` bytes
+/// and, when both pointers are set, the sender's address.
+struct RecvInto {
     buf: *mut c_void,
     n: size_t,
-    flags: c_int,
     addr: *mut sockaddr,
     alen: *mut socklen_t,
-) -> ssize_t {
+}
+
+impl RecvInto {
+    fn unnamed(buf: *mut c_void, n: size_t) -> RecvInto {
+        let none = std::ptr::null_mut();
+        RecvInto {
+            buf,
+            n,
+            addr: none,
+            alen: none.cast(),
+        }
+    }
+}
+
+/// After the C library's recv-family call `r`: on a udsfs socket, the
+/// receive as udsfs does it (a recvmsg with one buffer).
+unsafe fn recv_after(r: ssize_t, fd: c_int, flags: c_int, into: RecvInto) -> ssize_t {
     let Some(m) = udsfs_after(r as i64, fd) else {
         return r;
     };
+    let RecvInto { buf, n, addr, alen } = into;
     let mut iov = iovec {
         iov_base: buf,
         iov_len: n,
@@ -505,16 +519,15 @@ pub unsafe extern "C" fn recvfrom(
 ) -> ssize_t {
     restart::recv(fd, -1, || unsafe {
         let r = real::recvfrom(fd, buf, n, flags, addr, alen);
-        recv_after(r, fd, buf, n, flags, addr, alen)
+        recv_after(r, fd, flags, RecvInto { buf, n, addr, alen })
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
-    let none = std::ptr::null_mut();
     restart::recv(fd, -1, || unsafe {
         let r = real::recv(fd, buf, n, flags);
-        recv_after(r, fd, buf, n, flags, none, none.cast())
+        recv_after(r, fd, flags, RecvInto::unnamed(buf, n))
     })
 }
 
@@ -526,10 +539,9 @@ pub unsafe extern "C" fn __recv_chk(
     buflen: size_t,
     flags: c_int,
 ) -> ssize_t {
-    let none = std::ptr::null_mut();
     restart::recv(fd, -1, || unsafe {
         let r = real::__recv_chk(fd, buf, n, buflen, flags);
-        recv_after(r, fd, buf, n, flags, none, none.cast())
+        recv_after(r, fd, flags, RecvInto::unnamed(buf, n))
     })
 }
 
@@ -545,7 +557,7 @@ pub unsafe extern "C" fn __recvfrom_chk(
 ) -> ssize_t {
     restart::recv(fd, -1, || unsafe {
         let r = real::__recvfrom_chk(fd, buf, n, buflen, flags, addr, alen);
-        recv_after(r, fd, buf, n, flags, addr, alen)
+        recv_after(r, fd, flags, RecvInto { buf, n, addr, alen })
     })
 }
 

@@ -394,58 +394,27 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize
 // and the rest call its sigaction internally, past this library, so each is
 // answered here.
 
-#[no_mangle]
-pub unsafe extern "C" fn sigaction(
-    sig: c_int,
-    act: *const libc::sigaction,
-    old: *mut libc::sigaction,
-) -> c_int {
-    unsafe { set_action(sig, act, old) }
+/// Exports each name before `=>` as a C entry point that answers with the
+/// function after it: glibc has several names for one way of setting a handler.
+macro_rules! handler_entries {
+    (=> $($inner:tt)*) => {};
+    ($name:ident $(, $more:ident)* => $inner:ident($($arg:ident: $ty:ty),*) -> $ret:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            unsafe { $inner($($arg),*) }
+        }
+        handler_entries!($($more),* => $inner($($arg: $ty),*) -> $ret);
+    };
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn __sigaction(
-    sig: c_int,
-    act: *const libc::sigaction,
-    old: *mut libc::sigaction,
-) -> c_int {
-    unsafe { set_action(sig, act, old) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
-    unsafe { bsd_signal_(sig, h) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn bsd_signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
-    unsafe { bsd_signal_(sig, h) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ssignal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
-    unsafe { bsd_signal_(sig, h) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn sysv_signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
-    unsafe { sysv_signal_(sig, h) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn __sysv_signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
-    unsafe { sysv_signal_(sig, h) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn siginterrupt(sig: c_int, interrupt: c_int) -> c_int {
-    unsafe { siginterrupt_(sig, interrupt) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn sigset(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
-    unsafe { sigset_(sig, h) }
-}
+handler_entries!(sigaction, __sigaction =>
+    set_action(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int);
+handler_entries!(signal, bsd_signal, ssignal =>
+    bsd_signal_(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t);
+handler_entries!(sysv_signal, __sysv_signal =>
+    sysv_signal_(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t);
+handler_entries!(siginterrupt => siginterrupt_(sig: c_int, interrupt: c_int) -> c_int);
+handler_entries!(sigset => sigset_(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t);
 
 #[cfg(test)]
 mod tests {

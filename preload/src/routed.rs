@@ -198,10 +198,21 @@ pub fn rename(
     let Some((m, src_abs, src_node, link)) = src.filter(|_| r == 0) else {
         return r;
     };
-    if link {
-        move_socket(m, &src_abs, &src_node, newdir, new, flags);
+    let what = if link {
+        Some("socket path")
     } else if is_dir(newdir, new) && is_dir(libc::AT_FDCWD, src_node.as_ptr()) {
-        move_dir(m, &src_abs, &src_node, newdir, new, flags);
+        Some("directory")
+    } else {
+        None
+    };
+    let moved = what.and_then(|what| {
+        let dst_node = new_node(m, &src_abs, what, newdir, new, flags)?;
+        move_node(&src_abs, what, &src_node, &dst_node).then_some(dst_node)
+    });
+    match moved {
+        Some(dst_node) if link => repoint_socket(&src_abs, newdir, new, &dst_node),
+        Some(dst_node) => repoint_dir(&src_node, newdir, new, &dst_node),
+        None => {}
     }
     set_errno(saved);
     r
@@ -259,22 +270,9 @@ fn move_node(src_abs: &[u8], what: &str, src_node: &CStr, dst_node: &CStr) -> bo
     moved
 }
 
-fn move_socket(
-    m: &mount::Mount,
-    src_abs: &[u8],
-    src_node: &CStr,
-    newdir: c_int,
-    new: *const c_char,
-    flags: libc::c_uint,
-) {
-    let what = "socket path";
-    let Some(dst_node) = new_node(m, src_abs, what, newdir, new, flags) else {
-        return;
-    };
-    if !move_node(src_abs, what, src_node, &dst_node) {
-        return;
-    }
-    if let Err(e) = repoint(newdir, new, &dst_node) {
+/// The link at the new path of a moved socket is pointed at its new node.
+fn repoint_socket(src_abs: &[u8], newdir: c_int, new: *const c_char, dst_node: &CStr) {
+    if let Err(e) = repoint(newdir, new, dst_node) {
         crate::log::say(&format!(
             "rename of routed socket path {}: the link at the new path still points at the old node: {}",
             String::from_utf8_lossy(src_abs),
@@ -283,21 +281,9 @@ fn move_socket(
     }
 }
 
-fn move_dir(
-    m: &mount::Mount,
-    src_abs: &[u8],
-    src_node: &CStr,
-    newdir: c_int,
-    new: *const c_char,
-    flags: libc::c_uint,
-) {
-    let what = "directory";
-    let Some(dst_node) = new_node(m, src_abs, what, newdir, new, flags) else {
-        return;
-    };
-    if !move_node(src_abs, what, src_node, &dst_node) {
-        return;
-    }
+/// The links below a moved directory's new path that pointed below its old
+/// node are pointed below its new one.
+fn repoint_dir(src_node: &CStr, newdir: c_int, new: *const c_char, dst_node: &CStr) {
     // SAFETY: a NUL-terminated path; the descriptor is closed by repoint_below.
     let fd = unsafe {
         libc::openat(

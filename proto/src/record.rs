@@ -130,21 +130,68 @@ fn push_rights(s: &mut String, rights: &[u64]) {
     }
 }
 
+/// A header read from its line: `parse_header` reads `len` and hands it
+/// every other field.
+trait HeaderFields: Default {
+    /// One `key=value` field other than `len`; EINVAL for a key the header
+    /// has not.
+    fn set(&mut self, key: &str, v: &str) -> Res<()>;
+    fn set_len(&mut self, len: usize);
+}
+
+fn parse_header<H: HeaderFields>(line: &[u8]) -> Res<H> {
+    let mut h = H::default();
+    let len = fields(line, |k, v| h.set(k, v))?;
+    h.set_len(len);
+    Ok(h)
+}
+
+impl HeaderFields for SendHeader {
+    fn set(&mut self, key: &str, v: &str) -> Res<()> {
+        match key {
+            "to" => self.to = Some(Addr::parse(v.as_bytes())?),
+            "creds" => self.creds = Some(parse_creds(v)?),
+            "oob" => self.oob = flag(v)?,
+            "rights" => self.rights = passed::parse_list(v)?,
+            _ => return Err(libc::EINVAL),
+        }
+        Ok(())
+    }
+
+    fn set_len(&mut self, len: usize) {
+        self.len = len;
+    }
+}
+
+impl HeaderFields for RecvHeader {
+    fn set(&mut self, key: &str, v: &str) -> Res<()> {
+        match key {
+            "from" => self.from = Some(Addr::parse(v.as_bytes())?),
+            "creds" => self.creds = Some(parse_creds(v)?),
+            "pidfd" => self.pidfd = Some(signed(v)?),
+            "rights" => self.rights = passed::parse_list(v)?,
+            "flags" => {
+                for f in v.split(',') {
+                    match f {
+                        "ctrunc" => self.ctrunc = true,
+                        _ => return Err(libc::EINVAL),
+                    }
+                }
+            }
+            _ => return Err(libc::EINVAL),
+        }
+        Ok(())
+    }
+
+    fn set_len(&mut self, len: usize) {
+        self.len = len;
+    }
+}
+
 impl SendHeader {
     /// Parses one header line (without its newline).
     pub fn parse(line: &[u8]) -> Res<SendHeader> {
-        let mut h = SendHeader::default();
-        h.len = fields(line, |k, v| {
-            match k {
-                "to" => h.to = Some(Addr::parse(v.as_bytes())?),
-                "creds" => h.creds = Some(parse_creds(v)?),
-                "oob" => h.oob = flag(v)?,
-                "rights" => h.rights = passed::parse_list(v)?,
-                _ => return Err(libc::EINVAL),
-            }
-            Ok(())
-        })?;
-        Ok(h)
+        parse_header(line)
     }
 
     /// The header line, with its newline.
@@ -162,29 +209,6 @@ impl SendHeader {
 }
 
 impl RecvHeader {
-    pub fn parse(line: &[u8]) -> Res<RecvHeader> {
-        let mut h = RecvHeader::default();
-        h.len = fields(line, |k, v| {
-            match k {
-                "from" => h.from = Some(Addr::parse(v.as_bytes())?),
-                "creds" => h.creds = Some(parse_creds(v)?),
-                "pidfd" => h.pidfd = Some(signed(v)?),
-                "rights" => h.rights = passed::parse_list(v)?,
-                "flags" => {
-                    for f in v.split(',') {
-                        match f {
-                            "ctrunc" => h.ctrunc = true,
-                            _ => return Err(libc::EINVAL),
-                        }
-                    }
-                }
-                _ => return Err(libc::EINVAL),
-            }
-            Ok(())
-        })?;
-        Ok(h)
-    }
-
     /// The header line, with its newline.
     pub fn format(&self) -> String {
         let mut s = format!("len={}", self.len);
@@ -199,6 +223,11 @@ impl RecvHeader {
         }
         s.push('\n');
         s
+    }
+
+    /// Parses one header line (without its newline).
+    pub fn parse(line: &[u8]) -> Res<RecvHeader> {
+        parse_header(line)
     }
 
     /// A record as read from a `msg` file: its header and the payload bytes

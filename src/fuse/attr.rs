@@ -12,8 +12,10 @@ use crate::engine::Caller;
 use crate::engine::tree::Kind;
 use udsfs_proto::mount::SOCKET_FILE_SIZE;
 
-/// The times and sizes of a file made up by the daemon (control files).
-fn synthetic(ino: u64, kind: FileType, perm: u32, uid: u32, gid: u32, size: u64) -> FileAttr {
+/// The times and sizes of a file made up by the daemon (control files);
+/// the example `nullfs` answers with it too, so that its floor differs from
+/// udsfs only in the work done.
+pub fn synthetic(ino: u64, kind: FileType, perm: u32, uid: u32, gid: u32, size: u64) -> FileAttr {
     let now = SystemTime::now();
     FileAttr {
         ino: INodeNo(ino),

@@ -30,4 +30,5 @@ mod tree_edit;
 mod watchdog;
 
 pub use adapter::UdsFs;
+pub use attr::synthetic;
 pub use front::Inner;

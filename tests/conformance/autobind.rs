@@ -157,6 +157,31 @@ pub fn implicit_autobind_stream_connect(b: &mut dyn Backend) {
     b.connect_then_name(c7, p("dg.sock"));
 }
 
+/// SO_PASSCRED on `x` of a socketpair, still unnamed, which its first send
+/// ("x to y") autobinds; then `y`'s getpeername and `receive`.
+fn passcred_first_send(
+    b: &mut dyn Backend,
+    x: Sock,
+    y: Sock,
+    receive: impl FnOnce(&mut dyn Backend),
+) {
+    b.passcred(x, true);
+    b.getsockname(x);
+    b.send_then_name(x, b"x to y");
+    b.getpeername(y);
+    receive(b);
+}
+
+/// The client `c` of listener `l`, connected without SO_PASSCRED, turns it on
+/// and sends `data`; the accepted end's getpeername and the receive follow.
+fn passcred_after_connect(b: &mut dyn Backend, l: Sock, c: Sock, data: &[u8]) {
+    b.passcred(c, true);
+    b.send_then_name(c, data);
+    let a = b.accept(l);
+    b.getpeername(a);
+    b.recv(a, 100);
+}
+
 /// Seqpacket: SO_PASSCRED autobinds at connect and at send over a socketpair (its
 /// send is the dgram send), unlike stream.
 pub fn implicit_autobind_seqpacket(b: &mut dyn Backend) {
@@ -166,22 +191,16 @@ pub fn implicit_autobind_seqpacket(b: &mut dyn Backend) {
     let a = b.accept(l);
     b.getpeername(a);
     let (x, y) = b.pair(Seqpacket);
-    b.passcred(x, true);
-    b.getsockname(x);
-    b.send_then_name(x, b"x to y");
-    b.getpeername(y);
-    b.recv(y, 100);
+    passcred_first_send(b, x, y, |b| {
+        b.recv(y, 100);
+    });
     b.send_then_name(y, b"y to x");
     b.recv(x, 100);
     let u = b.passcred_socket(Seqpacket);
     b.send_then_name(u, b"unconnected");
     let c2 = b.connected(Seqpacket, ab(b"sq"));
     b.getsockname(c2);
-    b.passcred(c2, true);
-    b.send_then_name(c2, b"passcred after connect");
-    let a2 = b.accept(l);
-    b.getpeername(a2);
-    b.recv(a2, 100);
+    passcred_after_connect(b, l, c2, b"passcred after connect");
 }
 
 /// Dgram connect with SO_PASSCRED autobinds, also when the connect fails (ENOENT,
@@ -241,11 +260,9 @@ pub fn implicit_autobind_dgram_send(b: &mut dyn Backend) {
 pub fn implicit_autobind_dgram_socketpair(b: &mut dyn Backend) {
     let (x, y) = b.pair(Dgram);
     b.getpeername(x);
-    b.passcred(x, true);
-    b.getsockname(x);
-    b.send_then_name(x, b"x to y");
-    b.getpeername(y);
-    b.recvfrom(y, 100);
+    passcred_first_send(b, x, y, |b| {
+        b.recvfrom(y, 100);
+    });
     b.send(y, b"y to x");
     b.recvfrom(x, 100);
     b.getsockname(y);
@@ -275,11 +292,7 @@ pub fn no_autobind_listen_or_stream_send(b: &mut dyn Backend) {
     b.recv(x, 100);
     let l = b.listening(Stream, ab(b"l"), 5);
     let c = b.connected(Stream, ab(b"l"));
-    b.passcred(c, true);
-    b.send_then_name(c, b"after connect");
-    let a = b.accept(l);
-    b.getpeername(a);
-    b.recv(a, 100);
+    passcred_after_connect(b, l, c, b"after connect");
 }
 
 /// One autobound name held by a dgram, a stream and a seqpacket socket at once (each

@@ -126,13 +126,27 @@ fn join_ended_by_peer(b: &mut dyn Backend, ty: Ty, j: Job) {
     b.join(j);
 }
 
-fn read_woken_by_write(b: &mut dyn Backend, ty: Ty) {
+/// A read blocked on `y` that `wake` (given both ends) ends, then a message
+/// `later` from `x` read after it.
+fn read_woken(
+    b: &mut dyn Backend,
+    ty: Ty,
+    wake: impl FnOnce(&mut dyn Backend, Sock, Sock),
+    later: &[u8],
+) {
     let (x, y, j) = blocked_read(b, ty);
-    b.send(x, b"hello");
+    wake(b, x, y);
     b.join(j);
     b.recv(y, 100);
-    b.send(x, b"again");
+    b.send(x, later);
     b.recv(y, 100);
+}
+
+fn read_woken_by_write(b: &mut dyn Backend, ty: Ty) {
+    let wake = |b: &mut dyn Backend, x, _| {
+        b.send(x, b"hello");
+    };
+    read_woken(b, ty, wake, b"again");
 }
 
 /// Stream and seqpacket readers see EOF; a dgram reader is not told (no
@@ -160,12 +174,10 @@ fn read_ended_by_peer_shut_wr(b: &mut dyn Backend, ty: Ty) {
 /// non-blocking dgram read gives EAGAIN, not EOF).
 fn read_ended_by_own_shut_rd(b: &mut dyn Backend, ty: Ty) {
     ignore_sigpipe();
-    let (x, y, j) = blocked_read(b, ty);
-    b.shutdown(y, How::Rd);
-    b.join(j);
-    b.recv(y, 100);
-    b.send(x, b"late");
-    b.recv(y, 100);
+    let wake = |b: &mut dyn Backend, _, y| {
+        b.shutdown(y, How::Rd);
+    };
+    read_woken(b, ty, wake, b"late");
 }
 
 /// A blocking read that starts after the reader's own shutdown(SHUT_RD) does not

@@ -339,14 +339,19 @@ pub fn sendto_while_connected(b: &mut dyn Backend) {
     b.getpeername(s2);
 }
 
+/// Connects the socket bound at `x.1` to `y.1`, then the other way.
+fn connect_each_other(b: &mut dyn Backend, x: (Sock, &str), y: (Sock, &str)) {
+    b.connect(x.0, p(y.1));
+    b.connect(y.0, p(x.1));
+}
+
 /// Re-connecting a socket that has queued messages from a peer pointing back at it
 /// purges its queue and reports ECONNRESET to that peer once.
 pub fn reconnect_resets_old_peer(b: &mut dyn Backend) {
     let s0 = b.bound(Dgram, p("a.sock"));
     let s1 = b.bound(Dgram, p("b.sock"));
     let s2 = b.bound(Dgram, p("c.sock"));
-    b.connect(s0, p("b.sock"));
-    b.connect(s1, p("a.sock"));
+    connect_each_other(b, (s0, "a.sock"), (s1, "b.sock"));
     b.send(s1, b"queued at s0");
     b.connect(s0, p("c.sock"));
     b.recv(s0, 100);
@@ -358,8 +363,7 @@ pub fn reconnect_resets_old_peer(b: &mut dyn Backend) {
     // The same, but the error is noticed by a recv first.
     let s3 = b.bound(Dgram, p("d.sock"));
     let s4 = b.bound(Dgram, p("e.sock"));
-    b.connect(s3, p("e.sock"));
-    b.connect(s4, p("d.sock"));
+    connect_each_other(b, (s3, "d.sock"), (s4, "e.sock"));
     b.send(s4, b"queued at s3");
     b.connect(s3, p("c.sock"));
     b.recv_times(s4, 100, 2);

@@ -36,6 +36,15 @@ fn two_cycle(b: &mut dyn Backend) -> (Sock, Sock, Sock, Sock) {
     (a0, b0, a1, b1)
 }
 
+/// `s` sent with `data` over `via` and its handle here closed, so that only
+/// the message holds it; what names it in `alive`.
+fn send_away(b: &mut dyn Backend, s: Sock, via: Sock, data: &[u8]) -> Ident {
+    let id = b.ident(s);
+    b.sendmsg(via, SendMsg::new(data).rights(&[s]));
+    b.close_ref(s);
+    id
+}
+
 /// The received listener handle `h` accepts `client`, whose `data` arrives; then
 /// the accepted socket and `h` close and the client looks.
 fn accept_through(b: &mut dyn Backend, h: Sock, client: Sock, data: &[u8]) {
@@ -51,193 +60,121 @@ fn accept_through(b: &mut dyn Backend, h: Sock, client: Sock, data: &[u8]) {
 /// `send_fd`). Then every A is closed, the collector runs, and each B and A is
 /// looked at.
 fn shape(b: &mut dyn Backend, ty: Ty, n: usize, edges: &[(usize, usize)]) {
-    let mut a = Vec::new();
-    let mut bb = Vec::new();
-    for _ in 0..n {
-        let (x, y) = b.pair(ty);
-        a.push(x);
-        bb.push(y);
-    }
-    for &(f, r) in edges {
-        b.sendmsg(bb[r], SendMsg::new(b"x").rights(&[a[f], a[f]]));
-    }
-    let ids: Vec<Ident> = a.iter().map(|&s| b.ident(s)).collect();
-    for &s in &a {
-        b.close_ref(s);
-    }
-    b.gc();
-    for &s in &bb {
-        look(b, s);
-    }
-    for i in ids {
-        b.alive(i);
-    }
-    for &s in &bb {
-        b.close_ref(s);
-    }
+    let (a, bb): (Vec<Sock>, Vec<Sock>) = (0..n).map(|_| b.pair(ty)).unzip();
+    collect_graph(b, &a, &bb, edges, |_, _| {});
 }
 
 /// The same with listeners: L_i bound and listening, C_i connected to it (not
 /// accepted); L_inflight sent over C_receiver lands in L_receiver's embryo. Once
 /// a listener goes, its pending clients see ECONNRESET.
 fn shape_listeners(b: &mut dyn Backend, ty: Ty, n: usize, edges: &[(usize, usize)]) {
-    let mut l = Vec::new();
-    let mut c = Vec::new();
-    for i in 0..n {
-        let x = b.listening(ty, p(&format!("l{i}.sock")), 5);
-        let y = b.connected(ty, p(&format!("l{i}.sock")));
-        l.push(x);
-        c.push(y);
-    }
+    let (l, c): (Vec<Sock>, Vec<Sock>) = (0..n)
+        .map(|i| {
+            let x = b.listening(ty, p(&format!("l{i}.sock")), 5);
+            let y = b.connected(ty, p(&format!("l{i}.sock")));
+            (x, y)
+        })
+        .unzip();
+    collect_graph(b, &l, &c, edges, |b, s| {
+        b.send(s, b"y");
+    });
+}
+
+/// For each edge (inflight, receiver), `passed[inflight]` sent twice in one
+/// message over `via[receiver]`; then every passed socket is closed, the
+/// collector runs, each of `via` is looked at (and `then` done with it), each
+/// passed socket's existence checked, and `via` closed.
+fn collect_graph(
+    b: &mut dyn Backend,
+    passed: &[Sock],
+    via: &[Sock],
+    edges: &[(usize, usize)],
+    then: impl Fn(&mut dyn Backend, Sock),
+) {
     for &(f, r) in edges {
-        b.sendmsg(c[r], SendMsg::new(b"x").rights(&[l[f], l[f]]));
+        b.sendmsg(via[r], SendMsg::new(b"x").rights(&[passed[f], passed[f]]));
     }
-    let ids: Vec<Ident> = l.iter().map(|&s| b.ident(s)).collect();
-    for &s in &l {
+    let ids: Vec<Ident> = passed.iter().map(|&s| b.ident(s)).collect();
+    for &s in passed {
         b.close_ref(s);
     }
     b.gc();
-    for &s in &c {
+    for &s in via {
         look(b, s);
-        b.send(s, b"y");
+        then(b, s);
     }
     for i in ids {
         b.alive(i);
     }
-    for &s in &c {
+    for &s in via {
         b.close_ref(s);
     }
 }
 
-/// A socket sent over its own peer, so that its own queue holds it (selftest
-/// self_ref).
-pub fn self_ref_stream(b: &mut dyn Backend) {
-    shape(b, Stream, 2, &[(0, 0), (1, 1)]);
+/// Scenarios that are each one graph: `name: how(type, sockets, edges)`, `how`
+/// being `shape` or `shape_listeners`.
+macro_rules! graphs {
+    ($($(#[$doc:meta])* $name:ident: $how:ident($ty:expr, $n:expr, $edges:expr);)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(b: &mut dyn Backend) {
+                $how(b, $ty, $n, $edges);
+            }
+        )*
+    };
 }
 
-pub fn self_ref_dgram(b: &mut dyn Backend) {
-    shape(b, Dgram, 2, &[(0, 0), (1, 1)]);
-}
+const SELF_REF: &[(usize, usize)] = &[(0, 0), (1, 1)];
+const CROSS: &[(usize, usize)] = &[(0, 1), (1, 0)];
+const TRIANGLES: &[(usize, usize)] = &[(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3)];
 
-pub fn self_ref_seqpacket(b: &mut dyn Backend) {
-    shape(b, Seqpacket, 2, &[(0, 0), (1, 1)]);
-}
+graphs! {
+    /// A socket sent over its own peer, so that its own queue holds it (selftest
+    /// self_ref).
+    self_ref_stream: shape(Stream, 2, SELF_REF);
+    self_ref_dgram: shape(Dgram, 2, SELF_REF);
+    self_ref_seqpacket: shape(Seqpacket, 2, SELF_REF);
 
-/// Two sockets each in the other's queue.
-pub fn cross_stream(b: &mut dyn Backend) {
-    shape(b, Stream, 2, &[(0, 1), (1, 0)]);
-}
+    /// Two sockets each in the other's queue.
+    cross_stream: shape(Stream, 2, CROSS);
+    cross_dgram: shape(Dgram, 2, CROSS);
+    cross_seqpacket: shape(Seqpacket, 2, CROSS);
 
-pub fn cross_dgram(b: &mut dyn Backend) {
-    shape(b, Dgram, 2, &[(0, 1), (1, 0)]);
-}
+    /// Selftest triangle: two 3-cycles.
+    triangle_stream: shape(Stream, 6, TRIANGLES);
+    triangle_dgram: shape(Dgram, 6, TRIANGLES);
 
-pub fn cross_seqpacket(b: &mut dyn Backend) {
-    shape(b, Seqpacket, 2, &[(0, 1), (1, 0)]);
-}
+    /// Selftest cross_edge: a 3-cycle with a chord through a fourth socket.
+    cross_edge: shape(Stream, 8, &[
+        (0, 1), (1, 2), (2, 0), (1, 3), (3, 2),
+        (4, 5), (5, 6), (6, 4), (5, 7), (7, 6),
+    ]);
 
-/// Selftest triangle: two 3-cycles.
-pub fn triangle_stream(b: &mut dyn Backend) {
-    shape(
-        b,
-        Stream,
-        6,
-        &[(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3)],
-    );
-}
+    /// Selftest backtrack_from_scc: a socket outside a cycle that only the cycle and
+    /// an ordinary socket hold.
+    backtrack_from_scc: shape(Stream, 10, &[
+        (0, 1), (0, 4), (1, 2), (2, 3), (3, 1),
+        (5, 6), (5, 9), (6, 7), (7, 8), (8, 6),
+    ]);
 
-pub fn triangle_dgram(b: &mut dyn Backend) {
-    shape(
-        b,
-        Dgram,
-        6,
-        &[(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3)],
-    );
-}
+    /// The graph of selftest mixed_lowpoint (a 2-cycle and a 3-cycle sharing a
+    /// vertex). The edges are sent in another order than the selftest's: in the
+    /// selftest's order (0,1),(1,2),(2,1),(1,0) this kernel (6.18.44) never collects
+    /// the component, not after any number of collector runs (measured), while any
+    /// order whose first edge leaves vertex 1 is collected.
+    mixed_lowpoint: shape(Dgram, 6, &[
+        (1, 2), (2, 1), (1, 0), (0, 1),
+        (4, 5), (5, 4), (4, 3), (3, 4),
+    ]);
 
-/// Selftest cross_edge: a 3-cycle with a chord through a fourth socket.
-pub fn cross_edge(b: &mut dyn Backend) {
-    shape(
-        b,
-        Stream,
-        8,
-        &[
-            (0, 1),
-            (1, 2),
-            (2, 0),
-            (1, 3),
-            (3, 2),
-            (4, 5),
-            (5, 6),
-            (6, 4),
-            (5, 7),
-            (7, 6),
-        ],
-    );
-}
+    /// A listener sent into its own embryo (the embryo's queue counts as the
+    /// listener's): collected, and the pending client gets ECONNRESET.
+    listener_self_stream: shape_listeners(Stream, 1, &[(0, 0)]);
+    listener_self_seqpacket: shape_listeners(Seqpacket, 1, &[(0, 0)]);
 
-/// Selftest backtrack_from_scc: a socket outside a cycle that only the cycle and
-/// an ordinary socket hold.
-pub fn backtrack_from_scc(b: &mut dyn Backend) {
-    shape(
-        b,
-        Stream,
-        10,
-        &[
-            (0, 1),
-            (0, 4),
-            (1, 2),
-            (2, 3),
-            (3, 1),
-            (5, 6),
-            (5, 9),
-            (6, 7),
-            (7, 8),
-            (8, 6),
-        ],
-    );
-}
-
-/// The graph of selftest mixed_lowpoint (a 2-cycle and a 3-cycle sharing a
-/// vertex). The edges are sent in another order than the selftest's: in the
-/// selftest's order (0,1),(1,2),(2,1),(1,0) this kernel (6.18.44) never collects
-/// the component, not after any number of collector runs (measured), while any
-/// order whose first edge leaves vertex 1 is collected.
-pub fn mixed_lowpoint(b: &mut dyn Backend) {
-    shape(
-        b,
-        Dgram,
-        6,
-        &[
-            (1, 2),
-            (2, 1),
-            (1, 0),
-            (0, 1),
-            (4, 5),
-            (5, 4),
-            (4, 3),
-            (3, 4),
-        ],
-    );
-}
-
-/// A listener sent into its own embryo (the embryo's queue counts as the
-/// listener's): collected, and the pending client gets ECONNRESET.
-pub fn listener_self_stream(b: &mut dyn Backend) {
-    shape_listeners(b, Stream, 1, &[(0, 0)]);
-}
-
-pub fn listener_self_seqpacket(b: &mut dyn Backend) {
-    shape_listeners(b, Seqpacket, 1, &[(0, 0)]);
-}
-
-/// Selftest triangle and cross_edge with listeners.
-pub fn listener_triangle(b: &mut dyn Backend) {
-    shape_listeners(b, Stream, 3, &[(0, 1), (1, 2), (2, 0)]);
-}
-
-pub fn listener_cross_edge(b: &mut dyn Backend) {
-    shape_listeners(b, Stream, 4, &[(0, 1), (1, 2), (2, 0), (1, 3), (3, 2)]);
+    /// Selftest triangle and cross_edge with listeners.
+    listener_triangle: shape_listeners(Stream, 3, &[(0, 1), (1, 2), (2, 0)]);
+    listener_cross_edge: shape_listeners(Stream, 4, &[(0, 1), (1, 2), (2, 0), (1, 3), (3, 2)]);
 }
 
 /// A passed connected socket still reaches its peer, also after the sender closed
@@ -246,9 +183,7 @@ pub fn listener_cross_edge(b: &mut dyn Backend) {
 pub fn passed_socket_works(b: &mut dyn Backend) {
     let (a, a2) = b.pair(Stream);
     let (c, d) = b.pair(Dgram);
-    let id = b.ident(a);
-    b.sendmsg(c, SendMsg::new(b"take").rights(&[a]));
-    b.close_ref(a);
+    let id = send_away(b, a, c, b"take");
     b.alive(id);
     // The peer writes to it while it is in flight.
     b.send(a2, b"early");
@@ -312,9 +247,7 @@ pub fn cycle_one_open(b: &mut dyn Backend) {
 pub fn reachable_not_collected(b: &mut dyn Backend) {
     let (a0, b0) = b.pair(Stream);
     let (r, w) = b.pair(Dgram);
-    let i0 = b.ident(a0);
-    b.sendmsg(w, SendMsg::new(b"hold").rights(&[a0]));
-    b.close_ref(a0);
+    let i0 = send_away(b, a0, w, b"hold");
     b.gc();
     b.alive(i0);
     look(b, b0);
@@ -414,9 +347,7 @@ pub fn zero_length_with_rights(b: &mut dyn Backend) {
     for ty in [Stream, Dgram, Seqpacket] {
         let (s0, s1) = b.pair(ty);
         let (v, vp) = b.pair(Stream);
-        let iv = b.ident(v);
-        b.sendmsg(s0, SendMsg::new(b"").rights(&[v]));
-        b.close_ref(v);
+        let iv = send_away(b, v, s0, b"");
         b.alive(iv);
         look(b, vp);
         if let Some(m) = b.recvmsg(s1, 100).ok() {
@@ -435,9 +366,7 @@ pub fn recv_without_control(b: &mut dyn Backend) {
     for ty in [Dgram, Stream] {
         let (s0, s1) = b.pair(ty);
         let (v, vp) = b.pair(Stream);
-        let iv = b.ident(v);
-        b.sendmsg(s0, SendMsg::new(b"m").rights(&[v]));
-        b.close_ref(v);
+        let iv = send_away(b, v, s0, b"m");
         b.alive(iv);
         b.recv(s1, 100);
         b.alive(iv);
