@@ -38,6 +38,19 @@ pub(crate) struct SendFault<'a> {
 }
 
 /// What `Engine::fault_send` leaves the queue to do.
+/// One piece of a send as the rules are asked about it: from `sock`
+/// (named `from`) to `receiver`, `len` bytes passing `refs` references,
+/// with `w` waiting if it may.
+#[derive(Clone, Copy)]
+pub(crate) struct Outbound<'a> {
+    pub sock: &'a Arc<Socket>,
+    pub from: Option<&'a BoundName>,
+    pub receiver: u64,
+    pub len: usize,
+    pub refs: usize,
+    pub w: Option<&'a Waiter>,
+}
+
 pub(crate) struct SendPlan {
     /// Queue only this many bytes of the data.
     pub len: usize,
@@ -107,18 +120,20 @@ impl Engine {
     /// `full` leaves `w` waiting with the receiver's writers (EAGAIN), a
     /// cut queues a prefix, `ctrunc` drops what it passes, and a
     /// connection's end is set up for when the send lets go of its locks.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn fault_send(
         &self,
         tf: &mut SendFault<'_>,
-        sock: &Arc<Socket>,
-        from: Option<&BoundName>,
-        receiver: u64,
+        out: &Outbound<'_>,
         rt: &mut SockState,
-        len: usize,
-        refs: usize,
-        w: Option<&Waiter>,
     ) -> Result<SendPlan> {
+        let Outbound {
+            sock,
+            from,
+            receiver,
+            len,
+            refs,
+            w,
+        } = *out;
         let mut plan = SendPlan {
             len,
             ctrunc: false,

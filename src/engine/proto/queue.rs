@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use nix::errno::Errno;
 
 use crate::engine::depot::PassedFile;
-use crate::engine::fault_point::SendFault;
+use crate::engine::fault_point::{Outbound, SendFault};
 use crate::engine::pins::Pin;
 use crate::engine::skb::{message_truesize, stream_truesize};
 use crate::engine::socket::{BoundName, Msg, SockState, SockType, Socket};
@@ -187,10 +187,15 @@ impl Engine {
         let mut ctrunc = false;
         let mut timed = None;
         if self.faults.any() {
-            let refs = tx.pass.count();
-            let from = tx.from.as_deref();
-            let plan =
-                self.fault_send(&mut tx.fault, s, from, receiver, rt, data.len(), refs, tx.w)?;
+            let out = Outbound {
+                sock: s,
+                from: tx.from.as_deref(),
+                receiver,
+                len: data.len(),
+                refs: tx.pass.count(),
+                w: tx.w,
+            };
+            let plan = self.fault_send(&mut tx.fault, &out, rt)?;
             if plan.swallow {
                 return Ok(data.len());
             }
