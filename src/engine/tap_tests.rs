@@ -7,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::tap::{Delivered, Event, Origin, Queued, Tap};
-use super::tests::{engine, root};
+use super::tests::{engine, pipe_end, root};
 use super::*;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -95,10 +95,6 @@ fn attach(e: &Engine) -> Arc<Recorder> {
 
 fn take(r: &Recorder) -> Vec<Seen> {
     std::mem::take(&mut *r.0.lock())
-}
-
-fn pipe_end() -> std::os::fd::OwnedFd {
-    std::os::unix::net::UnixStream::pair().unwrap().0.into()
 }
 
 #[test]

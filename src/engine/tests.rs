@@ -31,6 +31,24 @@ pub(super) fn root() -> Caller {
     )
 }
 
+/// An unprivileged caller whose ids are all `uid`.
+pub(super) fn user(uid: u32) -> Caller {
+    let st = ProcStatus {
+        tgid: 1,
+        uids: [uid; 4],
+        gids: [uid; 4],
+        umask: 0o022,
+        groups: vec![],
+        cap_eff: 0,
+    };
+    Caller::with_status(1, st)
+}
+
+/// A descriptor to pass: one end of a kernel socket pair.
+pub(super) fn pipe_end() -> std::os::fd::OwnedFd {
+    std::os::unix::net::UnixStream::pair().unwrap().0.into()
+}
+
 fn abs(n: &str) -> Addr {
     Addr::Abstract(n.as_bytes().to_vec())
 }
@@ -670,10 +688,6 @@ fn graph_marks_dead_what_the_collector_frees_and_nothing_else() {
 }
 
 // ---- files other than udsfs sockets in flight (depot.rs), SO_PASSPIDFD
-
-fn pipe_end() -> std::os::fd::OwnedFd {
-    std::os::unix::net::UnixStream::pair().unwrap().0.into()
-}
 
 /// Files ride in order among sockets, count toward the user's in-flight
 /// figure but not the collector's total, and close with an unread queue.
