@@ -7,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::tap::{Delivered, Event, Origin, Queued, Tap};
-use super::tests::{engine, pipe_end, root};
+use super::tests::{engine, pipe_end, root, root_pair};
 use super::*;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -99,9 +99,7 @@ fn take(r: &Recorder) -> Vec<Seen> {
 
 #[test]
 fn each_message_is_seen_once_queued_and_once_read() {
-    let e = engine();
-    let c = root();
-    let (a, b) = e.socketpair(SockType::Dgram, &c);
+    let (e, c, a, b) = root_pair(SockType::Dgram);
     let passed = e.socket(SockType::Stream, &c);
     let rec = attach(&e);
     // A message passing a socket and a pipe, with explicit credentials,
@@ -270,9 +268,7 @@ fn events_come_in_order() {
 
 #[test]
 fn nothing_is_numbered_without_a_tap() {
-    let e = engine();
-    let c = root();
-    let (a, b) = e.socketpair(SockType::Seqpacket, &c);
+    let (e, c, a, b) = root_pair(SockType::Seqpacket);
     e.sendmsg(&a, SendMsg::new(b"x"), &c, None).unwrap();
     assert_eq!(b.lock().queue.msgs.front().map(|m| m.msg_id), Some(0));
     let got = e.recvmsg(&b, RecvFlags::new(1), None).unwrap();

@@ -31,6 +31,13 @@ pub(super) fn root() -> Caller {
     )
 }
 
+/// An engine, root, and a socket pair of type `ty` root made.
+pub(super) fn root_pair(ty: SockType) -> (Arc<Engine>, Caller, Arc<Socket>, Arc<Socket>) {
+    let (e, c) = (engine(), root());
+    let (a, b) = e.socketpair(ty, &c);
+    (e, c, a, b)
+}
+
 /// An unprivileged caller whose ids are all `uid`.
 pub(super) fn user(uid: u32) -> Caller {
     let st = ProcStatus {
@@ -443,9 +450,7 @@ fn gc_runs_in_the_background_when_the_last_handle_closes() {
 
 #[test]
 fn in_flight_sockets_cannot_be_reopened_by_number() {
-    let e = engine();
-    let c = root();
-    let (a, b) = e.socketpair(SockType::Dgram, &c);
+    let (e, c, a, b) = root_pair(SockType::Dgram);
     let x = e.socket(SockType::Dgram, &c);
     pass(&e, &a, &x);
     e.put(&x);
@@ -506,9 +511,7 @@ fn message_charges_follow_kmalloc_size_classes() {
     ];
     for ty in [SockType::Stream, SockType::Seqpacket] {
         for (size, want) in measured {
-            let e = engine();
-            let c = root();
-            let (a, _b) = e.socketpair(ty, &c);
+            let (e, c, a, _b) = root_pair(ty);
             let msg = vec![7u8; size];
             let mut n = 0;
             while e.sendmsg(&a, SendMsg::new(&msg), &c, None).is_ok() {
@@ -518,9 +521,7 @@ fn message_charges_follow_kmalloc_size_classes() {
         }
     }
     // 4000 bytes: 26 dgram/seqpacket messages, 44 stream chunks.
-    let e = engine();
-    let c = root();
-    let (a, _b) = e.socketpair(SockType::Dgram, &c);
+    let (e, c, a, _b) = root_pair(SockType::Dgram);
     let mut n = 0;
     while e.sendmsg(&a, SendMsg::new(&[0u8; 4000]), &c, None).is_ok() {
         n += 1;
@@ -646,9 +647,7 @@ fn closes_complete_during_a_collection_walk() {
 
 #[test]
 fn graph_marks_dead_what_the_collector_frees_and_nothing_else() {
-    let e = engine();
-    let c = root();
-    let (a0, a1) = e.socketpair(SockType::Stream, &c);
+    let (e, c, a0, a1) = root_pair(SockType::Stream);
     let (b0, b1) = e.socketpair(SockType::Stream, &c);
     pass(&e, &b1, &a0); // a0 waits in b0's queue
     pass(&e, &a1, &b0); // b0 waits in a0's queue
@@ -693,9 +692,7 @@ fn graph_marks_dead_what_the_collector_frees_and_nothing_else() {
 /// figure but not the collector's total, and close with an unread queue.
 #[test]
 fn files_in_flight_among_sockets() {
-    let e = engine();
-    let c = root();
-    let (a, b) = e.socketpair(SockType::Dgram, &c);
+    let (e, c, a, b) = root_pair(SockType::Dgram);
     let passed = e.socket(SockType::Stream, &c);
     let t1 = e.depot.deposit(1, 0, pipe_end()).unwrap();
     let t2 = e.depot.deposit(1, 0, pipe_end()).unwrap();
@@ -744,9 +741,7 @@ fn files_in_flight_among_sockets() {
 
 #[test]
 fn passpidfd_carries_the_sender_pid() {
-    let e = engine();
-    let c = root();
-    let (a, b) = e.socketpair(SockType::Stream, &c);
+    let (e, c, a, b) = root_pair(SockType::Stream);
     e.sendmsg(&a, SendMsg::new(b"1"), &c, None).unwrap();
     e.set_passpidfd(&b, true);
     e.sendmsg(&a, SendMsg::new(b"2"), &c, None).unwrap();
@@ -765,9 +760,7 @@ fn passpidfd_carries_the_sender_pid() {
 #[test]
 fn collector_closes_files_carried_by_garbage() {
     use std::io::Read;
-    let e = engine();
-    let c = root();
-    let (a, b) = e.socketpair(SockType::Stream, &c);
+    let (e, c, a, b) = root_pair(SockType::Stream);
     let (mut near, far) = std::os::unix::net::UnixStream::pair().unwrap();
     let tag = e.depot.deposit(1, 0, far.into()).unwrap();
     // Each end travels in the other's queue (one with the file): once both
