@@ -95,12 +95,19 @@ fn oob_is_refused_where_linux_refuses_it() {
     }
 }
 
-#[test]
-fn the_peek_offset_moves_with_peeks_and_reads() {
-    let (e, c, a, b) = root_pair(SockType::Stream);
-    e.set_peek_off(&b, 0);
+/// The reader of a `ty` pair, with peek offset `off` and "abc" and "defg"
+/// queued.
+fn abc_defg_queued(ty: SockType, off: i32) -> (Arc<Engine>, Arc<Socket>) {
+    let (e, c, a, b) = root_pair(ty);
+    e.set_peek_off(&b, off);
     e.sendmsg(&a, SendMsg::new(b"abc"), &c, None).unwrap();
     e.sendmsg(&a, SendMsg::new(b"defg"), &c, None).unwrap();
+    (e, b)
+}
+
+#[test]
+fn the_peek_offset_moves_with_peeks_and_reads() {
+    let (e, b) = abc_defg_queued(SockType::Stream, 0);
     assert_eq!(peek(&e, &b, 2).unwrap(), b"ab");
     assert_eq!(peek(&e, &b, 2).unwrap(), b"cd");
     assert_eq!(read(&e, &b, 3).unwrap(), b"abc");
@@ -113,10 +120,7 @@ fn the_peek_offset_moves_with_peeks_and_reads() {
 
 #[test]
 fn a_dgram_peek_offset_skips_whole_messages() {
-    let (e, c, a, b) = root_pair(SockType::Dgram);
-    e.set_peek_off(&b, 2);
-    e.sendmsg(&a, SendMsg::new(b"abc"), &c, None).unwrap();
-    e.sendmsg(&a, SendMsg::new(b"defg"), &c, None).unwrap();
+    let (e, b) = abc_defg_queued(SockType::Dgram, 2);
     let r = e.recvmsg(&b, RecvFlags::peek(10), None).unwrap();
     assert_eq!((r.data.as_slice(), r.full_len), (&b"c"[..], 1));
     assert_eq!(peek(&e, &b, 10).unwrap(), b"defg");

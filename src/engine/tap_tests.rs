@@ -229,8 +229,7 @@ fn each_message_is_seen_once_queued_and_once_read() {
 
 #[test]
 fn events_come_in_order() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let srv = e.socket(SockType::Stream, &c);
     e.bind(&srv, &Addr::Abstract(b"tapped".to_vec()), &c)
         .unwrap();
