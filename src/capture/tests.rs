@@ -39,6 +39,13 @@ fn reader() -> std::sync::Arc<Reader> {
     Reader::new(root(), None, Filter::default())
 }
 
+/// A reader for root with no filter, configured with `lines`.
+fn configured(lines: &[u8]) -> std::sync::Arc<Reader> {
+    let r = reader();
+    r.configure(lines).unwrap();
+    r
+}
+
 fn send(r: &Reader, id: u64, from: &Endpoint, to: &Endpoint, pid: u32, data: &[u8]) {
     r.queued(&Queued {
         msg_id: id,
@@ -154,8 +161,7 @@ fn messages_come_out_in_order_with_their_comments() {
 
 #[test]
 fn a_full_buffer_drops_and_counts_exactly() {
-    let r = reader();
-    r.configure(b"buffer 2000\n").unwrap();
+    let r = configured(b"buffer 2000\n");
     let (a, b) = pair(SockType::Dgram);
     let n = 100;
     for i in 0..n {
@@ -184,8 +190,7 @@ fn a_full_buffer_drops_and_counts_exactly() {
 
 #[test]
 fn drops_are_counted_per_conversation() {
-    let r = reader();
-    r.configure(b"buffer 400\n").unwrap();
+    let r = configured(b"buffer 400\n");
     let d = |id| ep(id, SockType::Dgram, None, 0);
     let (a, b, c) = (d(1), d(2), d(3));
     send(&r, 1, &a, &b, 1, &[0; 100]);
@@ -213,8 +218,7 @@ fn drops_are_counted_per_conversation() {
 #[test]
 fn filters_keep_exactly_the_matching_conversations() {
     // Three conversations: a pid filter keeps both directions of pid 7's.
-    let r = reader();
-    r.configure(b"pid 7\n").unwrap();
+    let r = configured(b"pid 7\n");
     let (a1, b1) = (stream(1, None), stream(2, Some("run/a.sock")));
     let (a2, b2) = (stream(3, None), stream(4, Some("run/b.sock")));
     let (a3, b3) = (stream(5, None), stream(6, Some("other/c.sock")));
@@ -234,8 +238,7 @@ fn filters_keep_exactly_the_matching_conversations() {
         .collect();
     assert_eq!(got, want);
 
-    let r = reader();
-    r.configure(b"name run/*.sock\n").unwrap();
+    let r = configured(b"name run/*.sock\n");
     send(&r, 1, &a1, &b1, 1, b"x1");
     send(&r, 2, &a2, &b2, 1, b"x2");
     send(&r, 3, &a3, &b3, 1, b"x3");
@@ -272,8 +275,7 @@ fn a_user_sees_only_messages_of_sockets_it_owns() {
 
 #[test]
 fn snaplen_cuts_payloads_but_keeps_their_length() {
-    let r = reader();
-    r.configure(b"snaplen 4\n").unwrap();
+    let r = configured(b"snaplen 4\n");
     let (a, b) = pair(SockType::Dgram);
     send(&r, 1, &a, &b, 1, b"0123456789");
     let bytes = read_all(&r);
@@ -287,8 +289,7 @@ fn snaplen_cuts_payloads_but_keeps_their_length() {
 
 #[test]
 fn the_tcp_encoding_counts_the_bytes() {
-    let r = reader();
-    r.configure(b"format tcp\nproto http\n").unwrap();
+    let r = configured(b"format tcp\nproto http\n");
     let (a, b) = pair(SockType::Stream);
     send(&r, 1, &a, &b, 1, b"GET / HTTP/1.0\r\n\r\n");
     send(&r, 2, &b, &a, 1, b"HTTP/1.0 200 OK\r\n\r\n");
@@ -314,8 +315,7 @@ fn filter_lines_are_refused_once_reading_began() {
 
 #[test]
 fn each_conversation_gets_the_protocol_of_its_name() {
-    let r = reader();
-    r.configure(b"proto json\nproto http run/*.sock\n").unwrap();
+    let r = configured(b"proto json\nproto http run/*.sock\n");
     let (a, b) = (stream(1, None), stream(2, Some("run/api.sock")));
     let (c, d) = (stream(3, None), stream(4, Some("var/other")));
     send(&r, 1, &a, &b, 1, b"GET / HTTP/1.0\r\n\r\n");
