@@ -16,6 +16,7 @@ pub mod passed;
 pub mod record;
 pub mod route;
 pub mod sockopt;
+pub mod socktype;
 pub mod sysctl;
 
 /// An errno value (libc's numbers).

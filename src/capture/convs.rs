@@ -180,7 +180,8 @@ mod tests {
     #[test]
     fn a_connect_names_both_ends() {
         let mut c = Convs::default();
-        let (cl, emb) = (ep(5, SockType::Stream), ep(6, SockType::Stream));
+        // The client and the embryo its connect made on the listener.
+        let [cl, emb] = [5, 6].map(|id| ep(id, SockType::Stream));
         let x = c.connection(&cl, &emb, 7);
         let y = c.for_message(&emb, &cl, 8);
         assert_eq!(x.number, y.number);

@@ -70,6 +70,28 @@ pub fn message_comment(m: &Meta) -> String {
     s
 }
 
+/// Record `r`'s packet on interface `index`, without data (the caller
+/// gives it, or the TCP segments do).
+fn record_packet<'a>(
+    index: u32,
+    r: &Record,
+    flags: u32,
+    process: Option<(u32, u32)>,
+    comment: &'a str,
+) -> Packet<'a> {
+    Packet {
+        interface: index,
+        ts_ns: r.ts_ns,
+        data: &[],
+        orig_len: 0,
+        flags,
+        drops: r.drops,
+        packet_id: r.msg_id,
+        process,
+        comment,
+    }
+}
+
 fn interface_name(c: &Conv) -> String {
     let bound = c
         .server
@@ -205,6 +227,7 @@ impl Encoder {
         let outbound = c.outbound(meta.from);
         let flags = if outbound { OUTBOUND } else { INBOUND };
         let comment = message_comment(meta);
+        let process = Some((meta.origin.pid, meta.origin.tid));
         match self.format {
             Format::UpperPdu => {
                 let dir = if outbound {
@@ -218,15 +241,9 @@ impl Encoder {
                 let head = bytes.len();
                 bytes.extend_from_slice(data);
                 let p = Packet {
-                    interface: index,
-                    ts_ns: r.ts_ns,
                     data: &bytes,
                     orig_len: head + len,
-                    flags,
-                    drops: r.drops,
-                    packet_id: r.msg_id,
-                    process: Some((meta.origin.pid, meta.origin.tid)),
-                    comment: &comment,
+                    ..record_packet(index, r, flags, process, &comment)
                 };
                 pcapng::packet(out, &p);
             }
@@ -235,22 +252,8 @@ impl Encoder {
                 let segs = self
                     .flow(c, meta.from)
                     .send(from_client, data, len, meta.oob);
-                let process = Some((meta.origin.pid, meta.origin.tid));
-                Self::segments(
-                    &Packet {
-                        interface: index,
-                        ts_ns: r.ts_ns,
-                        data: &[],
-                        orig_len: 0,
-                        flags,
-                        drops: r.drops,
-                        packet_id: r.msg_id,
-                        process,
-                        comment: &comment,
-                    },
-                    segs,
-                    out,
-                );
+                let last = record_packet(index, r, flags, process, &comment);
+                Self::segments(&last, segs, out);
             }
         }
     }
@@ -298,15 +301,9 @@ impl Encoder {
             Format::UpperPdu => {
                 let bytes = upper_pdu::header("data", None, text);
                 let p = Packet {
-                    interface: index,
-                    ts_ns: r.ts_ns,
                     data: &bytes,
                     orig_len: bytes.len(),
-                    flags,
-                    drops: r.drops,
-                    packet_id: r.msg_id,
-                    process: None,
-                    comment: text,
+                    ..record_packet(index, r, flags, None, text)
                 };
                 pcapng::packet(out, &p);
             }
@@ -329,21 +326,7 @@ impl Encoder {
                     NoteKind::Reset => flow.control(!from_client, tcp_synth::RST),
                     _ => flow.control(from_client, 0),
                 };
-                Self::segments(
-                    &Packet {
-                        interface: index,
-                        ts_ns: r.ts_ns,
-                        data: &[],
-                        orig_len: 0,
-                        flags,
-                        drops: r.drops,
-                        packet_id: r.msg_id,
-                        process: None,
-                        comment: text,
-                    },
-                    segs,
-                    out,
-                );
+                Self::segments(&record_packet(index, r, flags, None, text), segs, out);
             }
         }
     }

@@ -408,7 +408,8 @@ impl Tap for Reader {
 
     fn event(&self, origin: Origin, e: &Event) {
         let side = |e: &Endpoint| Side::from(e).label();
-        match e {
+        // Every event but a connect is a note on the socket's conversation.
+        let (sock, kind, text) = match e {
             Event::Connected {
                 client,
                 server,
@@ -421,62 +422,30 @@ impl Tap for Reader {
                     (_, None) => ConvOf::Connection(client, server),
                 };
                 self.note(origin, to, NoteKind::Connect, client.id, text);
+                return;
             }
             Event::Accepted { listener, sock } => {
                 let text = format!("accept: {} from listener {}", side(sock), side(listener));
-                self.note(
-                    origin,
-                    ConvOf::Existing(sock),
-                    NoteKind::Accept,
-                    sock.id,
-                    text,
-                );
+                (sock, NoteKind::Accept, text)
             }
             Event::Shutdown { sock, how } => {
                 let text = format!("shutdown({}): {}", shut_name(*how), side(sock));
-                let kind = NoteKind::Shutdown(*how);
-                self.note(origin, ConvOf::Existing(sock), kind, sock.id, text);
+                (sock, NoteKind::Shutdown(*how), text)
             }
-            Event::Closed { sock } => {
-                let text = format!("close: {}", side(sock));
-                self.note(
-                    origin,
-                    ConvOf::Existing(sock),
-                    NoteKind::Close,
-                    sock.id,
-                    text,
-                );
-            }
+            Event::Closed { sock } => (sock, NoteKind::Close, format!("close: {}", side(sock))),
             Event::Reset { sock } => {
                 let text = format!("ECONNRESET: {}", side(sock));
-                self.note(
-                    origin,
-                    ConvOf::Existing(sock),
-                    NoteKind::Reset,
-                    sock.id,
-                    text,
-                );
+                (sock, NoteKind::Reset, text)
             }
             Event::Collected { sock } => {
                 let text = format!("collected (unreachable in flight): {}", side(sock));
-                self.note(
-                    origin,
-                    ConvOf::Existing(sock),
-                    NoteKind::Collect,
-                    sock.id,
-                    text,
-                );
+                (sock, NoteKind::Collect, text)
             }
             Event::Fault { sock, rule, what } => {
                 let text = format!("fault rule {rule}: {what}: {}", side(sock));
-                self.note(
-                    origin,
-                    ConvOf::Existing(sock),
-                    NoteKind::Fault,
-                    sock.id,
-                    text,
-                );
+                (sock, NoteKind::Fault, text)
             }
-        }
+        };
+        self.note(origin, ConvOf::Existing(sock), kind, sock.id, text);
     }
 }

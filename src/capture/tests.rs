@@ -24,6 +24,28 @@ fn origin(pid: u32) -> Origin {
     }
 }
 
+/// Two unnamed root-owned sockets of type `ty`, numbered 1 and 2.
+fn pair(ty: SockType) -> (Endpoint, Endpoint) {
+    (ep(1, ty, None, 0), ep(2, ty, None, 0))
+}
+
+/// A root-owned stream socket.
+fn stream(id: u64, name: Option<&str>) -> Endpoint {
+    ep(id, SockType::Stream, name, 0)
+}
+
+/// A reader for root with no filter.
+fn reader() -> std::sync::Arc<Reader> {
+    Reader::new(root(), None, Filter::default())
+}
+
+/// A reader for root with no filter, configured with `lines`.
+fn configured(lines: &[u8]) -> std::sync::Arc<Reader> {
+    let r = reader();
+    r.configure(lines).unwrap();
+    r
+}
+
 fn send(r: &Reader, id: u64, from: &Endpoint, to: &Endpoint, pid: u32, data: &[u8]) {
     r.queued(&Queued {
         msg_id: id,
@@ -84,11 +106,8 @@ fn packets(bytes: &[u8]) -> Vec<(u32, Vec<u8>, String)> {
 
 #[test]
 fn messages_come_out_in_order_with_their_comments() {
-    let r = Reader::new(root(), None, Filter::default());
-    let (a, b) = (
-        ep(1, SockType::Seqpacket, None, 0),
-        ep(2, SockType::Seqpacket, None, 0),
-    );
+    let r = reader();
+    let (a, b) = pair(SockType::Seqpacket);
     send(&r, 1, &a, &b, 10, b"one");
     let passed = [PassedSocket {
         id: 9,
@@ -142,12 +161,8 @@ fn messages_come_out_in_order_with_their_comments() {
 
 #[test]
 fn a_full_buffer_drops_and_counts_exactly() {
-    let r = Reader::new(root(), None, Filter::default());
-    r.configure(b"buffer 2000\n").unwrap();
-    let (a, b) = (
-        ep(1, SockType::Dgram, None, 0),
-        ep(2, SockType::Dgram, None, 0),
-    );
+    let r = configured(b"buffer 2000\n");
+    let (a, b) = pair(SockType::Dgram);
     let n = 100;
     for i in 0..n {
         send(&r, i + 1, &a, &b, 1, &[i as u8; 100]);
@@ -175,8 +190,7 @@ fn a_full_buffer_drops_and_counts_exactly() {
 
 #[test]
 fn drops_are_counted_per_conversation() {
-    let r = Reader::new(root(), None, Filter::default());
-    r.configure(b"buffer 400\n").unwrap();
+    let r = configured(b"buffer 400\n");
     let d = |id| ep(id, SockType::Dgram, None, 0);
     let (a, b, c) = (d(1), d(2), d(3));
     send(&r, 1, &a, &b, 1, &[0; 100]);
@@ -204,12 +218,10 @@ fn drops_are_counted_per_conversation() {
 #[test]
 fn filters_keep_exactly_the_matching_conversations() {
     // Three conversations: a pid filter keeps both directions of pid 7's.
-    let r = Reader::new(root(), None, Filter::default());
-    r.configure(b"pid 7\n").unwrap();
-    let s = |id, name| ep(id, SockType::Stream, name, 0);
-    let (a1, b1) = (s(1, None), s(2, Some("run/a.sock")));
-    let (a2, b2) = (s(3, None), s(4, Some("run/b.sock")));
-    let (a3, b3) = (s(5, None), s(6, Some("other/c.sock")));
+    let r = configured(b"pid 7\n");
+    let (a1, b1) = (stream(1, None), stream(2, Some("run/a.sock")));
+    let (a2, b2) = (stream(3, None), stream(4, Some("run/b.sock")));
+    let (a3, b3) = (stream(5, None), stream(6, Some("other/c.sock")));
     for i in 0..3 {
         send(&r, 10 + i, &a1, &b1, 7, b"req1");
         send(&r, 20 + i, &b1, &a1, 8, b"rep1");
@@ -226,8 +238,7 @@ fn filters_keep_exactly_the_matching_conversations() {
         .collect();
     assert_eq!(got, want);
 
-    let r = Reader::new(root(), None, Filter::default());
-    r.configure(b"name run/*.sock\n").unwrap();
+    let r = configured(b"name run/*.sock\n");
     send(&r, 1, &a1, &b1, 1, b"x1");
     send(&r, 2, &a2, &b2, 1, b"x2");
     send(&r, 3, &a3, &b3, 1, b"x3");
@@ -264,12 +275,8 @@ fn a_user_sees_only_messages_of_sockets_it_owns() {
 
 #[test]
 fn snaplen_cuts_payloads_but_keeps_their_length() {
-    let r = Reader::new(root(), None, Filter::default());
-    r.configure(b"snaplen 4\n").unwrap();
-    let (a, b) = (
-        ep(1, SockType::Dgram, None, 0),
-        ep(2, SockType::Dgram, None, 0),
-    );
+    let r = configured(b"snaplen 4\n");
+    let (a, b) = pair(SockType::Dgram);
     send(&r, 1, &a, &b, 1, b"0123456789");
     let bytes = read_all(&r);
     let p = packets(&bytes);
@@ -282,12 +289,8 @@ fn snaplen_cuts_payloads_but_keeps_their_length() {
 
 #[test]
 fn the_tcp_encoding_counts_the_bytes() {
-    let r = Reader::new(root(), None, Filter::default());
-    r.configure(b"format tcp\nproto http\n").unwrap();
-    let (a, b) = (
-        ep(1, SockType::Stream, None, 0),
-        ep(2, SockType::Stream, None, 0),
-    );
+    let r = configured(b"format tcp\nproto http\n");
+    let (a, b) = pair(SockType::Stream);
     send(&r, 1, &a, &b, 1, b"GET / HTTP/1.0\r\n\r\n");
     send(&r, 2, &b, &a, 1, b"HTTP/1.0 200 OK\r\n\r\n");
     let bytes = read_all(&r);
@@ -303,7 +306,7 @@ fn the_tcp_encoding_counts_the_bytes() {
 
 #[test]
 fn filter_lines_are_refused_once_reading_began() {
-    let r = Reader::new(root(), None, Filter::default());
+    let r = reader();
     assert_eq!(r.configure(b"colour red\n"), Err(nix::errno::Errno::EINVAL));
     let shb = r.read(4096, None).unwrap();
     assert_eq!(pcapng::parse(&shb).unwrap()[0].ty, codes::SHB);
@@ -312,11 +315,9 @@ fn filter_lines_are_refused_once_reading_began() {
 
 #[test]
 fn each_conversation_gets_the_protocol_of_its_name() {
-    let r = Reader::new(root(), None, Filter::default());
-    r.configure(b"proto json\nproto http run/*.sock\n").unwrap();
-    let s = |id, name| ep(id, SockType::Stream, name, 0);
-    let (a, b) = (s(1, None), s(2, Some("run/api.sock")));
-    let (c, d) = (s(3, None), s(4, Some("var/other")));
+    let r = configured(b"proto json\nproto http run/*.sock\n");
+    let (a, b) = (stream(1, None), stream(2, Some("run/api.sock")));
+    let (c, d) = (stream(3, None), stream(4, Some("var/other")));
     send(&r, 1, &a, &b, 1, b"GET / HTTP/1.0\r\n\r\n");
     send(&r, 2, &c, &d, 1, b"{}");
     let bytes = read_all(&r);
@@ -340,13 +341,10 @@ fn each_conversation_gets_the_protocol_of_its_name() {
 #[test]
 #[ignore]
 fn cost_per_message() {
-    let (a, b) = (
-        ep(1, SockType::Stream, None, 0),
-        ep(2, SockType::Stream, None, 0),
-    );
+    let (a, b) = pair(SockType::Stream);
     let data = [7u8; 100];
     for (label, stalled) in [("kept and encoded", false), ("dropped", true)] {
-        let r = Reader::new(root(), None, Filter::default());
+        let r = reader();
         if stalled {
             r.configure(b"buffer 1000\n").unwrap();
         }

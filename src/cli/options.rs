@@ -71,20 +71,16 @@ pub struct MountArgs {
     pub mountpoint: PathBuf,
 }
 
-/// Standard options the kernel applies to the mount.
+/// Standard options the kernel applies to the mount, each beside its
+/// opposite.
+#[rustfmt::skip]
 const KERNEL: [(&str, MountOption); 13] = [
-    ("rw", MountOption::RW),
-    ("ro", MountOption::RO),
-    ("dev", MountOption::Dev),
-    ("nodev", MountOption::NoDev),
-    ("suid", MountOption::Suid),
-    ("nosuid", MountOption::NoSuid),
-    ("exec", MountOption::Exec),
-    ("noexec", MountOption::NoExec),
-    ("atime", MountOption::Atime),
-    ("noatime", MountOption::NoAtime),
-    ("sync", MountOption::Sync),
-    ("async", MountOption::Async),
+    ("rw", MountOption::RW), ("ro", MountOption::RO),
+    ("dev", MountOption::Dev), ("nodev", MountOption::NoDev),
+    ("suid", MountOption::Suid), ("nosuid", MountOption::NoSuid),
+    ("exec", MountOption::Exec), ("noexec", MountOption::NoExec),
+    ("atime", MountOption::Atime), ("noatime", MountOption::NoAtime),
+    ("sync", MountOption::Sync), ("async", MountOption::Async),
     ("dirsync", MountOption::DirSync),
 ];
 

@@ -5,21 +5,8 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
-use super::cred::ProcStatus;
-use super::tests::engine;
+use super::tests::{engine, user};
 use super::*;
-
-fn user(uid: u32) -> Caller {
-    let st = ProcStatus {
-        tgid: 1,
-        uids: [uid; 4],
-        gids: [uid; 4],
-        umask: 0o022,
-        groups: vec![],
-        cap_eff: 0,
-    };
-    Caller::with_status(1, st)
-}
 
 /// Passes `x` over `a` to `b`; the entry `b`'s reader (`uid`) gets.
 fn pass_to(e: &Engine, a: &Arc<Socket>, b: &Arc<Socket>, x: &Arc<Socket>, c: &Caller) -> u64 {

@@ -93,16 +93,14 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::super::SockType;
-    use super::super::tests::{engine, root};
+    use super::super::tests::root_pair;
     use super::*;
     use crate::engine::SendMsg;
     use crate::engine::cred::ProcStatus;
 
     #[test]
     fn force_needs_cap_net_admin_and_a_larger_buffer_lets_senders_on() {
-        let e = engine();
-        let c = root();
-        let (a, _b) = e.socketpair(SockType::Dgram, &c);
+        let (e, c, a, _b) = root_pair(SockType::Dgram);
         let nobody = Caller::with_status(2, ProcStatus::default());
         assert_eq!(
             e.set_buffer(&a, Buf::Send, 1, true, &nobody),

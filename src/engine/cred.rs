@@ -29,6 +29,11 @@ impl Ucred {
     };
 }
 
+/// Which of `ProcStatus::uids` and `gids` is the real id, and which the
+/// effective one.
+const REAL: usize = 0;
+const EFFECTIVE: usize = 1;
+
 /// The fields of /proc/<tid>/status that sockets care about.
 #[derive(Clone, Debug, Default)]
 pub struct ProcStatus {
@@ -320,21 +325,21 @@ impl Caller {
         {
             let _ = self.status.set(st);
         }
-        let st = self.status();
-        Ucred {
-            pid: st.tgid,
-            uid: st.uids[0],
-            gid: st.gids[0],
-        }
+        self.status_creds(REAL)
     }
 
     /// SO_PEERCRED: thread-group id, effective uid, effective gid.
     pub fn peer_creds(&self) -> Ucred {
+        self.status_creds(EFFECTIVE)
+    }
+
+    /// The thread group with one of its id pairs (`REAL`, `EFFECTIVE`).
+    fn status_creds(&self, which: usize) -> Ucred {
         let st = self.status();
         Ucred {
             pid: st.tgid,
-            uid: st.uids[1],
-            gid: st.gids[1],
+            uid: st.uids[which],
+            gid: st.gids[which],
         }
     }
 

@@ -267,11 +267,8 @@ impl Depot {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::pipe_end;
     use super::*;
-
-    fn pipe_end() -> OwnedFd {
-        std::os::unix::net::UnixStream::pair().unwrap().0.into()
-    }
 
     #[test]
     fn deposits_go_to_their_user_and_die_with_their_connection() {

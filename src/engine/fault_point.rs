@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
-use super::socket::{BoundName, Conn, SHUTDOWN_MASK, SockState, SockType, Socket, lock2};
+use super::socket::{BoundName, Conn, SHUTDOWN_MASK, SockState, Socket, lock2};
 use super::tap::Event;
 use super::{Caller, Engine, Result, Waiter, Wakeups};
 use crate::engine::addr::Addr;
@@ -75,14 +75,6 @@ impl Drop for SendFault<'_> {
         if let Some(peer) = peer {
             eng.sever(&s, &peer, reset);
         }
-    }
-}
-
-fn sock_type(ty: SockType) -> fault::SockType {
-    match ty {
-        SockType::Stream => fault::SockType::Stream,
-        SockType::Dgram => fault::SockType::Dgram,
-        SockType::Seqpacket => fault::SockType::Seqpacket,
     }
 }
 
@@ -150,7 +142,7 @@ impl Engine {
             to: self.fault_end(receiver, rt.name.as_deref()),
             pid: tf.pid,
             uid: tf.uid,
-            ty: sock_type(sock.ty),
+            ty: sock.ty,
             len,
             refs,
             now: Instant::now(),
@@ -240,7 +232,7 @@ impl Engine {
             to: self.fault_end(other.id, oname.as_deref()),
             pid: caller.status().tgid as u32,
             uid: caller.fsuid,
-            ty: sock_type(s.ty),
+            ty: s.ty,
             len: 0,
             refs: 0,
             now: Instant::now(),

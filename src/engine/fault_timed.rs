@@ -7,17 +7,9 @@ use std::time::Instant;
 
 use super::deferred::Closing;
 use super::held::Until;
-use super::socket::{Msg, SockState, SockType, Socket};
+use super::socket::{Msg, SockState, Socket};
 use super::{Engine, Waiter};
-use crate::fault::{self, Decision, Kind, Message};
-
-fn fault_type(ty: SockType) -> fault::SockType {
-    match ty {
-        SockType::Stream => fault::SockType::Stream,
-        SockType::Dgram => fault::SockType::Dgram,
-        SockType::Seqpacket => fault::SockType::Seqpacket,
-    }
-}
+use crate::fault::{Decision, Kind, Message};
 
 impl Engine {
     /// When a message `d` hit may first be read: None for at once.
@@ -85,7 +77,7 @@ impl Engine {
             uid: from.owner_uid,
             from,
             to: self.fault_end(peer.id, None),
-            ty: fault_type(s.ty),
+            ty: s.ty,
             len: 0,
             refs: 0,
             now,

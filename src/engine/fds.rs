@@ -191,11 +191,8 @@ pub(crate) fn settled(q: &Quota, want: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::pipe_end as end;
     use super::*;
-
-    fn end() -> OwnedFd {
-        std::os::unix::net::UnixStream::pair().unwrap().0.into()
-    }
 
     #[test]
     fn charged_until_dropped_and_refused_past_the_share() {

@@ -179,26 +179,28 @@ impl Collector {
 
     /// An embryo was accepted: its queue is its own from now on.
     pub(crate) fn accepted(&self, embryo: u64) {
+        self.drop_embryo_entry(embryo, true);
+    }
+
+    /// A socket closed: it holds nothing in flight any more.
+    pub(crate) fn forget_receiver(&self, id: u64) {
+        self.drop_embryo_entry(id, false);
+    }
+
+    /// Removes `id`'s entry as an embryo of a listener, if it has one;
+    /// `may_close_a_cycle`: the next collection looks for cycles then.
+    fn drop_embryo_entry(&self, id: u64, may_close_a_cycle: bool) {
         // An entry made for it was made under its lock, before accept
         // cleared its embryo flag: a zero here means there is none.
         if self.embryo_entries.load(Ordering::SeqCst) == 0 {
             return;
         }
         let mut g = self.graph.lock();
-        if g.listener_of.remove(&embryo).is_some() {
-            self.embryo_entries.fetch_sub(1, Ordering::SeqCst);
-            g.maybe_cyclic = true;
-        }
-    }
-
-    /// A socket closed: it holds nothing in flight any more.
-    pub(crate) fn forget_receiver(&self, id: u64) {
-        if self.embryo_entries.load(Ordering::SeqCst) == 0 {
-            return;
-        }
-        let mut g = self.graph.lock();
         if g.listener_of.remove(&id).is_some() {
             self.embryo_entries.fetch_sub(1, Ordering::SeqCst);
+            if may_close_a_cycle {
+                g.maybe_cyclic = true;
+            }
         }
     }
 

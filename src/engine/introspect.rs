@@ -51,22 +51,28 @@ impl Engine {
             })
             .unwrap_or_default();
         let mut out = String::new();
-        let _ = writeln!(out, "type={}", s.ty.name());
-        let _ = writeln!(out, "state={state}");
-        let _ = writeln!(out, "local={local}");
-        let _ = writeln!(out, "peer={peer}");
-        let _ = writeln!(out, "peer_id={peer_id}");
-        let _ = writeln!(out, "passcred={passcred}");
-        let _ = writeln!(out, "passpidfd={passpidfd}");
-        let _ = writeln!(out, "peercred={peercred}");
-        let _ = writeln!(out, "rcvq_msgs={msgs}");
-        let _ = writeln!(out, "rcvq_bytes={bytes}");
-        let _ = writeln!(out, "rcvq_head={head}");
-        let _ = writeln!(out, "inq={inq}");
-        let _ = writeln!(out, "sndbuf={sndbuf}");
-        let _ = writeln!(out, "rcvbuf={rcvbuf}");
-        // wmem is SIOCOUTQ.
-        let _ = writeln!(out, "wmem={}", s.wmem());
+        let wmem = s.wmem();
+        let fields: [(&str, &dyn std::fmt::Display); 15] = [
+            ("type", &s.ty.name()),
+            ("state", &state),
+            ("local", &local),
+            ("peer", &peer),
+            ("peer_id", &peer_id),
+            ("passcred", &passcred),
+            ("passpidfd", &passpidfd),
+            ("peercred", &peercred),
+            ("rcvq_msgs", &msgs),
+            ("rcvq_bytes", &bytes),
+            ("rcvq_head", &head),
+            ("inq", &inq),
+            ("sndbuf", &sndbuf),
+            ("rcvbuf", &rcvbuf),
+            // wmem is SIOCOUTQ.
+            ("wmem", &wmem),
+        ];
+        for (key, value) in fields {
+            let _ = writeln!(out, "{key}={value}");
+        }
         if let Some((embryos, b)) = pending {
             // The clients waiting in the backlog (ss -e shows them as "peers:").
             let clients: Vec<String> = embryos

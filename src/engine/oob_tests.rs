@@ -7,14 +7,8 @@ use std::sync::Arc;
 use nix::errno::Errno;
 
 use super::socket::pollbits;
-use super::tests::{engine, root};
+use super::tests::root_pair;
 use super::*;
-
-fn setup(ty: SockType) -> (Arc<Engine>, Caller, Arc<Socket>, Arc<Socket>) {
-    let (e, c) = (engine(), root());
-    let (a, b) = e.socketpair(ty, &c);
-    (e, c, a, b)
-}
 
 fn oob(e: &Engine, c: &Caller, s: &Arc<Socket>, data: &[u8]) -> Result<usize> {
     e.sendmsg(s, SendMsg::new(data).oob(), c, None)
@@ -43,7 +37,7 @@ fn pri(e: &Engine, s: &Arc<Socket>) -> bool {
 
 #[test]
 fn a_read_stops_before_the_oob_byte_and_the_mark_follows() {
-    let (e, c, a, b) = setup(SockType::Stream);
+    let (e, c, a, b) = root_pair(SockType::Stream);
     assert_eq!(oob(&e, &c, &a, b"hello"), Ok(5));
     e.sendmsg(&a, SendMsg::new(b"world"), &c, None).unwrap();
     assert!(pri(&e, &b));
@@ -63,7 +57,7 @@ fn a_read_stops_before_the_oob_byte_and_the_mark_follows() {
 
 #[test]
 fn an_unread_oob_byte_is_dropped_by_a_read_unless_inline() {
-    let (e, c, a, b) = setup(SockType::Stream);
+    let (e, c, a, b) = root_pair(SockType::Stream);
     oob(&e, &c, &a, b"x").unwrap();
     assert_eq!(read(&e, &b, 1), Err(Errno::EAGAIN));
     assert_eq!(recv_oob(&e, &b, false), Err(Errno::EINVAL));
@@ -78,7 +72,7 @@ fn an_unread_oob_byte_is_dropped_by_a_read_unless_inline() {
 
 #[test]
 fn a_second_oob_byte_makes_the_first_ordinary_data() {
-    let (e, c, a, b) = setup(SockType::Stream);
+    let (e, c, a, b) = root_pair(SockType::Stream);
     oob(&e, &c, &a, b"hello").unwrap();
     oob(&e, &c, &a, b"wor").unwrap();
     e.sendmsg(&a, SendMsg::new(b"ld"), &c, None).unwrap();
@@ -90,23 +84,30 @@ fn a_second_oob_byte_makes_the_first_ordinary_data() {
 
 #[test]
 fn oob_is_refused_where_linux_refuses_it() {
-    let (e, c, a, b) = setup(SockType::Stream);
+    let (e, c, a, b) = root_pair(SockType::Stream);
     assert_eq!(oob(&e, &c, &a, b""), Err(Errno::EOPNOTSUPP));
     assert_eq!(recv_oob(&e, &b, false), Err(Errno::EINVAL));
     for ty in [SockType::Dgram, SockType::Seqpacket] {
-        let (e, c, a, b) = setup(ty);
+        let (e, c, a, b) = root_pair(ty);
         assert_eq!(oob(&e, &c, &a, b"ab"), Err(Errno::EOPNOTSUPP));
         assert_eq!(recv_oob(&e, &b, false), Err(Errno::EOPNOTSUPP));
         assert_eq!(e.at_oob_mark(&b), Err(Errno::EOPNOTSUPP));
     }
 }
 
-#[test]
-fn the_peek_offset_moves_with_peeks_and_reads() {
-    let (e, c, a, b) = setup(SockType::Stream);
-    e.set_peek_off(&b, 0);
+/// The reader of a `ty` pair, with peek offset `off` and "abc" and "defg"
+/// queued.
+fn abc_defg_queued(ty: SockType, off: i32) -> (Arc<Engine>, Arc<Socket>) {
+    let (e, c, a, b) = root_pair(ty);
+    e.set_peek_off(&b, off);
     e.sendmsg(&a, SendMsg::new(b"abc"), &c, None).unwrap();
     e.sendmsg(&a, SendMsg::new(b"defg"), &c, None).unwrap();
+    (e, b)
+}
+
+#[test]
+fn the_peek_offset_moves_with_peeks_and_reads() {
+    let (e, b) = abc_defg_queued(SockType::Stream, 0);
     assert_eq!(peek(&e, &b, 2).unwrap(), b"ab");
     assert_eq!(peek(&e, &b, 2).unwrap(), b"cd");
     assert_eq!(read(&e, &b, 3).unwrap(), b"abc");
@@ -119,10 +120,7 @@ fn the_peek_offset_moves_with_peeks_and_reads() {
 
 #[test]
 fn a_dgram_peek_offset_skips_whole_messages() {
-    let (e, c, a, b) = setup(SockType::Dgram);
-    e.set_peek_off(&b, 2);
-    e.sendmsg(&a, SendMsg::new(b"abc"), &c, None).unwrap();
-    e.sendmsg(&a, SendMsg::new(b"defg"), &c, None).unwrap();
+    let (e, b) = abc_defg_queued(SockType::Dgram, 2);
     let r = e.recvmsg(&b, RecvFlags::peek(10), None).unwrap();
     assert_eq!((r.data.as_slice(), r.full_len), (&b"c"[..], 1));
     assert_eq!(peek(&e, &b, 10).unwrap(), b"defg");

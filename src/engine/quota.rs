@@ -184,6 +184,7 @@ impl Drop for Charge {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::user;
     use super::*;
     use crate::engine::{RecvFlags, SendMsg};
 
@@ -234,18 +235,6 @@ mod tests {
         q.take(2, 5).unwrap();
         q.transfer(1, 2, 5);
         assert_eq!((q.user_used(1), q.user_used(2), q.used()), (0, 10, 10));
-    }
-
-    fn user(uid: u32) -> crate::engine::Caller {
-        let st = crate::engine::cred::ProcStatus {
-            tgid: 1,
-            uids: [uid; 4],
-            gids: [uid; 4],
-            umask: 0o022,
-            groups: vec![],
-            cap_eff: 0,
-        };
-        crate::engine::Caller::with_status(1, st)
     }
 
     #[test]

@@ -94,16 +94,14 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{engine, root};
+    use super::super::tests::{engine, root, root_pair};
     use super::*;
     use crate::engine::Addr;
     use crate::engine::{RecvFlags, SendMsg};
 
     #[test]
     fn queue_figures_follow_unix_inq_len() {
-        let e = engine();
-        let c = root();
-        let (a, b) = e.socketpair(SockType::Dgram, &c);
+        let (e, c, a, b) = root_pair(SockType::Dgram);
         e.sendmsg(&a, SendMsg::new(b"12345"), &c, None).unwrap();
         e.sendmsg(&a, SendMsg::new(b"123"), &c, None).unwrap();
         // dgram: the next message only; the sender's queued bytes are charged.
@@ -127,9 +125,7 @@ mod tests {
 
     #[test]
     fn peek_leaves_the_queue_alone() {
-        let e = engine();
-        let c = root();
-        let (a, b) = e.socketpair(SockType::Stream, &c);
+        let (e, c, a, b) = root_pair(SockType::Stream);
         assert_eq!(
             e.recvmsg(&b, RecvFlags::peek(10), None).unwrap_err(),
             Errno::EAGAIN

@@ -1,40 +1,4 @@
-//! The three AF_UNIX socket types and their names.
+//! The three AF_UNIX socket types: the protocol crate's, which the fault
+//! rules use too.
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SockType {
-    Stream,
-    Dgram,
-    Seqpacket,
-}
-
-impl SockType {
-    pub fn name(self) -> &'static str {
-        match self {
-            SockType::Stream => "stream",
-            SockType::Dgram => "dgram",
-            SockType::Seqpacket => "seqpacket",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<SockType> {
-        match s {
-            "stream" => Some(SockType::Stream),
-            "dgram" => Some(SockType::Dgram),
-            "seqpacket" => Some(SockType::Seqpacket),
-            _ => None,
-        }
-    }
-
-    /// The SOCK_* number /proc/net/unix shows.
-    pub fn number(self) -> u32 {
-        match self {
-            SockType::Stream => 1,
-            SockType::Dgram => 2,
-            SockType::Seqpacket => 5,
-        }
-    }
-
-    pub fn connection_oriented(self) -> bool {
-        self != SockType::Dgram
-    }
-}
+pub use udsfs_proto::socktype::SockType;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::tap::{Delivered, Event, Origin, Queued, Tap};
-use super::tests::{engine, root};
+use super::tests::{engine, pipe_end, root, root_pair};
 use super::*;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -98,15 +98,9 @@ fn take(r: &Recorder) -> Vec<Seen> {
     std::mem::take(&mut *r.0.lock())
 }
 
-fn pipe_end() -> std::os::fd::OwnedFd {
-    std::os::unix::net::UnixStream::pair().unwrap().0.into()
-}
-
 #[test]
 fn each_message_is_seen_once_queued_and_once_read() {
-    let e = engine();
-    let c = root();
-    let (a, b) = e.socketpair(SockType::Dgram, &c);
+    let (e, c, a, b) = root_pair(SockType::Dgram);
     let passed = e.socket(SockType::Stream, &c);
     let rec = attach(&e);
     // A message passing a socket and a pipe, with explicit credentials,
@@ -236,8 +230,7 @@ fn each_message_is_seen_once_queued_and_once_read() {
 
 #[test]
 fn events_come_in_order() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let srv = e.socket(SockType::Stream, &c);
     e.bind(&srv, &Addr::Abstract(b"tapped".to_vec()), &c)
         .unwrap();
@@ -275,9 +268,7 @@ fn events_come_in_order() {
 
 #[test]
 fn nothing_is_numbered_without_a_tap() {
-    let e = engine();
-    let c = root();
-    let (a, b) = e.socketpair(SockType::Seqpacket, &c);
+    let (e, c, a, b) = root_pair(SockType::Seqpacket);
     e.sendmsg(&a, SendMsg::new(b"x"), &c, None).unwrap();
     assert_eq!(b.lock().queue.msgs.front().map(|m| m.msg_id), Some(0));
     let got = e.recvmsg(&b, RecvFlags::new(1), None).unwrap();

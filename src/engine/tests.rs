@@ -31,6 +31,31 @@ pub(super) fn root() -> Caller {
     )
 }
 
+/// An engine, root, and a socket pair of type `ty` root made.
+pub(super) fn root_pair(ty: SockType) -> (Arc<Engine>, Caller, Arc<Socket>, Arc<Socket>) {
+    let (e, c) = (engine(), root());
+    let (a, b) = e.socketpair(ty, &c);
+    (e, c, a, b)
+}
+
+/// An unprivileged caller whose ids are all `uid`.
+pub(super) fn user(uid: u32) -> Caller {
+    let st = ProcStatus {
+        tgid: 1,
+        uids: [uid; 4],
+        gids: [uid; 4],
+        umask: 0o022,
+        groups: vec![],
+        cap_eff: 0,
+    };
+    Caller::with_status(1, st)
+}
+
+/// A descriptor to pass: one end of a kernel socket pair.
+pub(super) fn pipe_end() -> std::os::fd::OwnedFd {
+    std::os::unix::net::UnixStream::pair().unwrap().0.into()
+}
+
 fn abs(n: &str) -> Addr {
     Addr::Abstract(n.as_bytes().to_vec())
 }
@@ -39,20 +64,37 @@ fn path(p: &str) -> Addr {
     Addr::Path(p.as_bytes().to_vec())
 }
 
+/// A dgram socket bound to `addr` and a client connected to it.
+fn dgram_client(e: &Engine, c: &Caller, addr: &Addr) -> (Arc<Socket>, Arc<Socket>) {
+    let srv = e.socket(SockType::Dgram, c);
+    e.bind(&srv, addr, c).unwrap();
+    let cli = e.socket(SockType::Dgram, c);
+    e.connect(&cli, addr, c, None).unwrap();
+    (srv, cli)
+}
+
+/// A plain send of `data` that does not wait.
+fn send(e: &Engine, s: &Arc<Socket>, c: &Caller, data: &[u8]) -> Result<usize> {
+    e.sendmsg(s, SendMsg::new(data), c, None)
+}
+
+/// Sends `data` passing the sockets and deposited files `ids` name.
+fn send_passing(e: &Engine, s: &Arc<Socket>, c: &Caller, data: &[u8], ids: &[u64]) {
+    let (mut socks, mut files) = e.hold_passed(ids, c).unwrap();
+    let msg = SendMsg::new(data).rights(&mut socks).files(&mut files);
+    e.sendmsg(s, msg, c, None).unwrap();
+}
+
 fn recv(e: &Engine, s: &Arc<Socket>, n: usize) -> Result<Vec<u8>> {
     e.recvmsg(s, RecvFlags::new(n), None).map(|r| r.data)
 }
 
 #[test]
 fn dgram_boundaries_truncation_and_empty_messages() {
-    let e = engine();
-    let c = root();
-    let srv = e.socket(SockType::Dgram, &c);
-    e.bind(&srv, &path("log.sock"), &c).unwrap();
-    let cli = e.socket(SockType::Dgram, &c);
-    e.connect(&cli, &path("log.sock"), &c, None).unwrap();
+    let (e, c) = (engine(), root());
+    let (srv, cli) = dgram_client(&e, &c, &path("log.sock"));
     for m in [&b"one"[..], b"", b"0123456789"] {
-        e.sendmsg(&cli, SendMsg::new(m), &c, None).unwrap();
+        send(&e, &cli, &c, m).unwrap();
     }
     assert_eq!(recv(&e, &srv, 100).unwrap(), b"one");
     assert_eq!(recv(&e, &srv, 100).unwrap(), b"");
@@ -63,35 +105,21 @@ fn dgram_boundaries_truncation_and_empty_messages() {
 
 #[test]
 fn dgram_size_limit_comes_before_enotconn() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let s = e.socket(SockType::Dgram, &c);
     let big = vec![0u8; 212961];
-    assert_eq!(
-        e.sendmsg(&s, SendMsg::new(&big), &c, None),
-        Err(Errno::EMSGSIZE)
-    );
-    assert_eq!(
-        e.sendmsg(&s, SendMsg::new(&big[..212960]), &c, None),
-        Err(Errno::ENOTCONN)
-    );
+    assert_eq!(send(&e, &s, &c, &big), Err(Errno::EMSGSIZE));
+    assert_eq!(send(&e, &s, &c, &big[..212960]), Err(Errno::ENOTCONN));
 }
 
 #[test]
 fn dgram_queue_limit_and_mutual_exception() {
-    let e = engine();
-    let c = root();
-    let srv = e.socket(SockType::Dgram, &c);
-    e.bind(&srv, &abs("q"), &c).unwrap();
-    let cli = e.socket(SockType::Dgram, &c);
-    e.connect(&cli, &abs("q"), &c, None).unwrap();
+    let (e, c) = (engine(), root());
+    let (srv, cli) = dgram_client(&e, &c, &abs("q"));
     for _ in 0..11 {
-        e.sendmsg(&cli, SendMsg::new(b"x"), &c, None).unwrap();
+        send(&e, &cli, &c, b"x").unwrap();
     }
-    assert_eq!(
-        e.sendmsg(&cli, SendMsg::new(b"x"), &c, None),
-        Err(Errno::EAGAIN)
-    );
+    assert_eq!(send(&e, &cli, &c, b"x"), Err(Errno::EAGAIN));
     // A blocked sender is woken by the receiver.
     let w = ThreadWaiter::new();
     let waiter: Waiter = w.clone();
@@ -101,11 +129,11 @@ fn dgram_queue_limit_and_mutual_exception() {
     );
     recv(&e, &srv, 10).unwrap();
     w.wait();
-    e.sendmsg(&cli, SendMsg::new(b"x"), &c, None).unwrap();
+    send(&e, &cli, &c, b"x").unwrap();
     // Mutually connected: bounded by the sender budget only.
     let (a, b) = e.socketpair(SockType::Dgram, &c);
     let mut n = 0;
-    while e.sendmsg(&a, SendMsg::new(b"x"), &c, None).is_ok() {
+    while send(&e, &a, &c, b"x").is_ok() {
         n += 1;
     }
     assert_eq!(n, 278);
@@ -114,21 +142,11 @@ fn dgram_queue_limit_and_mutual_exception() {
 
 #[test]
 fn dgram_peer_close_refuses_once_then_enotconn() {
-    let e = engine();
-    let c = root();
-    let srv = e.socket(SockType::Dgram, &c);
-    e.bind(&srv, &abs("gone"), &c).unwrap();
-    let cli = e.socket(SockType::Dgram, &c);
-    e.connect(&cli, &abs("gone"), &c, None).unwrap();
+    let (e, c) = (engine(), root());
+    let (srv, cli) = dgram_client(&e, &c, &abs("gone"));
     e.put(&srv);
-    assert_eq!(
-        e.sendmsg(&cli, SendMsg::new(b"x"), &c, None),
-        Err(Errno::ECONNREFUSED)
-    );
-    assert_eq!(
-        e.sendmsg(&cli, SendMsg::new(b"x"), &c, None),
-        Err(Errno::ENOTCONN)
-    );
+    assert_eq!(send(&e, &cli, &c, b"x"), Err(Errno::ECONNREFUSED));
+    assert_eq!(send(&e, &cli, &c, b"x"), Err(Errno::ENOTCONN));
     assert_eq!(recv(&e, &cli, 10), Err(Errno::EAGAIN));
     // The abstract name was freed with the socket.
     let again = e.socket(SockType::Dgram, &c);
@@ -137,8 +155,7 @@ fn dgram_peer_close_refuses_once_then_enotconn() {
 
 #[test]
 fn dgram_target_connected_elsewhere_is_eperm() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let a = e.socket(SockType::Dgram, &c);
     e.bind(&a, &abs("a"), &c).unwrap();
     let b = e.socket(SockType::Dgram, &c);
@@ -163,8 +180,7 @@ fn dgram_target_connected_elsewhere_is_eperm() {
 
 #[test]
 fn names_follow_linux() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let s = e.socket(SockType::Stream, &c);
     e.bind(&s, &abs("n"), &c).unwrap();
     assert_eq!(e.bind(&s, &abs("other"), &c), Err(Errno::EINVAL));
@@ -215,8 +231,7 @@ fn names_follow_linux() {
 
 #[test]
 fn stream_connect_accept_and_close() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let l = e.socket(SockType::Stream, &c);
     assert_eq!(e.listen(&l, 1, &c), Err(Errno::EINVAL));
     e.bind(&l, &abs("srv"), &c).unwrap();
@@ -231,23 +246,20 @@ fn stream_connect_accept_and_close() {
     // connected socket.
     assert_eq!(e.connect(&c1, &abs("srv"), &c, None), Err(Errno::EAGAIN));
     // Sends before accept queue at the embryo and coalesce.
-    e.sendmsg(&c1, SendMsg::new(b"abc"), &c, None).unwrap();
-    e.sendmsg(&c1, SendMsg::new(b"def"), &c, None).unwrap();
+    send(&e, &c1, &c, b"abc").unwrap();
+    send(&e, &c1, &c, b"def").unwrap();
     let a1 = e.accept(&l, None).unwrap();
     assert_eq!(e.connect(&c1, &abs("srv"), &c, None), Err(Errno::EISCONN));
     assert_eq!(recv(&e, &a1, 100).unwrap(), b"abcdef");
     e.connect(&c3, &abs("srv"), &c, None).unwrap();
     // Close with unread data: the peer sees ECONNRESET once, then EOF.
-    e.sendmsg(&a1, SendMsg::new(b"unread"), &c, None).unwrap();
-    e.sendmsg(&c1, SendMsg::new(b"x"), &c, None).unwrap();
+    send(&e, &a1, &c, b"unread").unwrap();
+    send(&e, &c1, &c, b"x").unwrap();
     e.put(&a1);
     assert_eq!(recv(&e, &c1, 100).unwrap(), b"unread");
     assert_eq!(recv(&e, &c1, 100), Err(Errno::ECONNRESET));
     assert_eq!(recv(&e, &c1, 100).unwrap(), b"");
-    assert_eq!(
-        e.sendmsg(&c1, SendMsg::new(b"x"), &c, None),
-        Err(Errno::EPIPE)
-    );
+    assert_eq!(send(&e, &c1, &c, b"x"), Err(Errno::EPIPE));
     // The listener closing resets its pending clients.
     e.put(&l);
     assert_eq!(recv(&e, &c2, 100), Err(Errno::ECONNRESET));
@@ -256,8 +268,7 @@ fn stream_connect_accept_and_close() {
 
 #[test]
 fn an_accepted_socket_kept_by_its_listener_outlives_its_handle() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let nobody = Caller::with_status(
         2,
         ProcStatus {
@@ -275,7 +286,7 @@ fn an_accepted_socket_kept_by_its_listener_outlives_its_handle() {
     );
     e.connect(&c1, &abs("keep"), &c, None).unwrap();
     e.connect(&c2, &abs("keep"), &c, None).unwrap();
-    e.sendmsg(&c1, SendMsg::new(b"hi"), &c, None).unwrap();
+    send(&e, &c1, &c, b"hi").unwrap();
     let a = e.accept(&l, None).unwrap();
     assert_eq!(
         e.keep_accepted(&l, a.id, &nobody),
@@ -302,8 +313,7 @@ fn an_accepted_socket_kept_by_its_listener_outlives_its_handle() {
 
 #[test]
 fn sockets_are_freed_when_the_last_reference_goes() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let before = e.live_sockets();
     let (a, b) = e.socketpair(SockType::Stream, &c);
     let l = e.socket(SockType::Seqpacket, &c);
@@ -335,8 +345,7 @@ fn collect_all(e: &Engine) {
 
 #[test]
 fn gc_frees_a_socket_sent_over_itself() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let base = e.live_sockets();
     let (a, b) = e.socketpair(SockType::Dgram, &c);
     pass(&e, &b, &a);
@@ -352,8 +361,7 @@ fn gc_frees_a_socket_sent_over_itself() {
 #[test]
 fn gc_frees_cross_cycles_and_keeps_reachable_ones() {
     for ty in [SockType::Stream, SockType::Dgram, SockType::Seqpacket] {
-        let e = engine();
-        let c = root();
+        let (e, c) = (engine(), root());
         let base = e.live_sockets();
         let (a0, a1) = e.socketpair(ty, &c);
         let (b0, b1) = e.socketpair(ty, &c);
@@ -385,8 +393,7 @@ fn gc_frees_cross_cycles_and_keeps_reachable_ones() {
 
 #[test]
 fn gc_frees_a_listener_held_by_its_own_embryo() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let base = e.live_sockets();
     let l = e.socket(SockType::Stream, &c);
     e.bind(&l, &abs("gc-listener"), &c).unwrap();
@@ -425,9 +432,7 @@ fn gc_runs_in_the_background_when_the_last_handle_closes() {
 
 #[test]
 fn in_flight_sockets_cannot_be_reopened_by_number() {
-    let e = engine();
-    let c = root();
-    let (a, b) = e.socketpair(SockType::Dgram, &c);
+    let (e, c, a, b) = root_pair(SockType::Dgram);
     let x = e.socket(SockType::Dgram, &c);
     pass(&e, &a, &x);
     e.put(&x);
@@ -447,29 +452,22 @@ fn in_flight_sockets_cannot_be_reopened_by_number() {
 
 #[test]
 fn stream_backpressure_matches_linux_figures() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     // 4 KiB sends: 180224 bytes fit, then EAGAIN.
     let (a, _b) = e.socketpair(SockType::Stream, &c);
     let mut total = 0;
-    while let Ok(n) = e.sendmsg(&a, SendMsg::new(&[0u8; 4096]), &c, None) {
+    while let Ok(n) = send(&e, &a, &c, &[0u8; 4096]) {
         total += n;
     }
     assert_eq!(total, 180224);
     // One large non-blocking send is partial: 219264 bytes.
     let (x, _y) = e.socketpair(SockType::Stream, &c);
-    assert_eq!(
-        e.sendmsg(&x, SendMsg::new(&vec![0u8; 4 << 20]), &c, None),
-        Ok(219264)
-    );
-    assert_eq!(
-        e.sendmsg(&x, SendMsg::new(b"more"), &c, None),
-        Err(Errno::EAGAIN)
-    );
+    assert_eq!(send(&e, &x, &c, &vec![0u8; 4 << 20]), Ok(219264));
+    assert_eq!(send(&e, &x, &c, b"more"), Err(Errno::EAGAIN));
     // One-byte sends: 278.
     let (p, _q) = e.socketpair(SockType::Stream, &c);
     let mut n = 0;
-    while e.sendmsg(&p, SendMsg::new(b"x"), &c, None).is_ok() {
+    while send(&e, &p, &c, b"x").is_ok() {
         n += 1;
     }
     assert_eq!(n, 278);
@@ -488,29 +486,25 @@ fn message_charges_follow_kmalloc_size_classes() {
     ];
     for ty in [SockType::Stream, SockType::Seqpacket] {
         for (size, want) in measured {
-            let e = engine();
-            let c = root();
-            let (a, _b) = e.socketpair(ty, &c);
+            let (e, c, a, _b) = root_pair(ty);
             let msg = vec![7u8; size];
             let mut n = 0;
-            while e.sendmsg(&a, SendMsg::new(&msg), &c, None).is_ok() {
+            while send(&e, &a, &c, &msg).is_ok() {
                 n += 1;
             }
             assert_eq!(n, want, "{ty:?} {size}-byte messages");
         }
     }
     // 4000 bytes: 26 dgram/seqpacket messages, 44 stream chunks.
-    let e = engine();
-    let c = root();
-    let (a, _b) = e.socketpair(SockType::Dgram, &c);
+    let (e, c, a, _b) = root_pair(SockType::Dgram);
     let mut n = 0;
-    while e.sendmsg(&a, SendMsg::new(&[0u8; 4000]), &c, None).is_ok() {
+    while send(&e, &a, &c, &[0u8; 4000]).is_ok() {
         n += 1;
     }
     assert_eq!(n, 26);
     let (s, _t) = e.socketpair(SockType::Stream, &c);
     let mut n = 0;
-    while e.sendmsg(&s, SendMsg::new(&[0u8; 4000]), &c, None).is_ok() {
+    while send(&e, &s, &c, &[0u8; 4000]).is_ok() {
         n += 1;
     }
     assert_eq!(n, 44);
@@ -518,8 +512,7 @@ fn message_charges_follow_kmalloc_size_classes() {
 
 #[test]
 fn unopened_received_sockets_are_bounded() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let base = e.live_sockets();
     let (a, b) = e.socketpair(SockType::Dgram, &c);
     for _ in 0..3 {
@@ -548,8 +541,7 @@ fn unopened_received_sockets_are_bounded() {
 /// instead of wrapping, and the socket is released once.
 #[test]
 fn double_put_is_refused() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let s = e.socket(SockType::Stream, &c);
     assert_eq!(e.live_sockets(), 1);
     e.put(&s);
@@ -570,8 +562,7 @@ fn double_put_is_refused() {
 fn closes_complete_during_a_collection_walk() {
     use std::sync::atomic::{AtomicBool, Ordering};
     const PAIRS: usize = 10_000;
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let mut held = Vec::with_capacity(PAIRS);
     for _ in 0..PAIRS {
         // b passed over a waits in b's own queue: a cycle the handle keeps alive.
@@ -628,9 +619,7 @@ fn closes_complete_during_a_collection_walk() {
 
 #[test]
 fn graph_marks_dead_what_the_collector_frees_and_nothing_else() {
-    let e = engine();
-    let c = root();
-    let (a0, a1) = e.socketpair(SockType::Stream, &c);
+    let (e, c, a0, a1) = root_pair(SockType::Stream);
     let (b0, b1) = e.socketpair(SockType::Stream, &c);
     pass(&e, &b1, &a0); // a0 waits in b0's queue
     pass(&e, &a1, &b0); // b0 waits in a0's queue
@@ -671,17 +660,11 @@ fn graph_marks_dead_what_the_collector_frees_and_nothing_else() {
 
 // ---- files other than udsfs sockets in flight (depot.rs), SO_PASSPIDFD
 
-fn pipe_end() -> std::os::fd::OwnedFd {
-    std::os::unix::net::UnixStream::pair().unwrap().0.into()
-}
-
 /// Files ride in order among sockets, count toward the user's in-flight
 /// figure but not the collector's total, and close with an unread queue.
 #[test]
 fn files_in_flight_among_sockets() {
-    let e = engine();
-    let c = root();
-    let (a, b) = e.socketpair(SockType::Dgram, &c);
+    let (e, c, a, b) = root_pair(SockType::Dgram);
     let passed = e.socket(SockType::Stream, &c);
     let t1 = e.depot.deposit(1, 0, pipe_end()).unwrap();
     let t2 = e.depot.deposit(1, 0, pipe_end()).unwrap();
@@ -713,14 +696,7 @@ fn files_in_flight_among_sockets() {
     // Queued files go with an unread queue.
     let (a, b) = e.socketpair(SockType::Stream, &c);
     let t = e.depot.deposit(1, 0, pipe_end()).unwrap();
-    let (mut socks, mut files) = e.hold_passed(&[t], &c).unwrap();
-    e.sendmsg(
-        &a,
-        SendMsg::new(b"y").rights(&mut socks).files(&mut files),
-        &c,
-        None,
-    )
-    .unwrap();
+    send_passing(&e, &a, &c, b"y", &[t]);
     assert_eq!(e.gc.user_inflight(0), 1);
     e.put(&b);
     assert_eq!(e.gc.user_inflight(0), 0);
@@ -730,12 +706,10 @@ fn files_in_flight_among_sockets() {
 
 #[test]
 fn passpidfd_carries_the_sender_pid() {
-    let e = engine();
-    let c = root();
-    let (a, b) = e.socketpair(SockType::Stream, &c);
-    e.sendmsg(&a, SendMsg::new(b"1"), &c, None).unwrap();
+    let (e, c, a, b) = root_pair(SockType::Stream);
+    send(&e, &a, &c, b"1").unwrap();
     e.set_passpidfd(&b, true);
-    e.sendmsg(&a, SendMsg::new(b"2"), &c, None).unwrap();
+    send(&e, &a, &c, b"2").unwrap();
     // One read never spans a message without credentials and one with.
     let first = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
     assert_eq!((first.data.as_slice(), first.pidfd), (&b"1"[..], Some(0)));
@@ -751,29 +725,13 @@ fn passpidfd_carries_the_sender_pid() {
 #[test]
 fn collector_closes_files_carried_by_garbage() {
     use std::io::Read;
-    let e = engine();
-    let c = root();
-    let (a, b) = e.socketpair(SockType::Stream, &c);
+    let (e, c, a, b) = root_pair(SockType::Stream);
     let (mut near, far) = std::os::unix::net::UnixStream::pair().unwrap();
     let tag = e.depot.deposit(1, 0, far.into()).unwrap();
     // Each end travels in the other's queue (one with the file): once both
     // are closed, only the queues hold them.
-    let (mut socks, mut files) = e.hold_passed(&[b.id, tag], &c).unwrap();
-    e.sendmsg(
-        &b,
-        SendMsg::new(b"x").rights(&mut socks).files(&mut files),
-        &c,
-        None,
-    )
-    .unwrap();
-    let (mut socks, mut files) = e.hold_passed(&[a.id], &c).unwrap();
-    e.sendmsg(
-        &a,
-        SendMsg::new(b"y").rights(&mut socks).files(&mut files),
-        &c,
-        None,
-    )
-    .unwrap();
+    send_passing(&e, &b, &c, b"x", &[b.id, tag]);
+    send_passing(&e, &a, &c, b"y", &[a.id]);
     e.put(&b);
     e.put(&a);
     let mut buf = [0u8; 1];
@@ -846,8 +804,7 @@ fn abstract_names_are_per_network_namespace() {
 /// the per-socket limit of `deliver_rights` and the user's share.
 #[test]
 fn a_cycle_through_an_unopened_reference_is_live() {
-    let e = engine();
-    let c = root();
+    let (e, c) = (engine(), root());
     let base = e.live_sockets();
     let (x1, x2) = e.socketpair(SockType::Stream, &c);
     let (y1, y2) = e.socketpair(SockType::Stream, &c);

@@ -338,27 +338,28 @@ mod tests {
         assert!(eagain.fits(SockType::Dgram).is_err());
         // The quick check agrees with the one that explains.
         for name in Fault::names() {
-            let params: Vec<(&str, &str)> = Fault::keys(name)
-                .unwrap()
-                .into_iter()
-                .map(|k| (k, if k == "errno" { "EAGAIN" } else { "3" }))
-                .collect();
-            let f = Fault::build(name, &params).unwrap();
+            let (f, _) = build_with_every_key(name);
             for ty in [SockType::Stream, SockType::Dgram, SockType::Seqpacket] {
                 assert_eq!(f.fits(ty).is_ok(), f.fits_type(ty), "{name} {ty:?}");
             }
         }
     }
 
+    /// Fault `name` with each of its keys given (errno EAGAIN, numbers 3),
+    /// and the keys as given.
+    fn build_with_every_key(name: &str) -> (Fault, Vec<(&str, &str)>) {
+        let params: Vec<(&str, &str)> = Fault::keys(name)
+            .unwrap()
+            .into_iter()
+            .map(|k| (k, if k == "errno" { "EAGAIN" } else { "3" }))
+            .collect();
+        (Fault::build(name, &params).unwrap(), params)
+    }
+
     #[test]
     fn every_fault_displays_its_name_and_every_key() {
         for name in Fault::names() {
-            let params: Vec<(&str, &str)> = Fault::keys(name)
-                .unwrap()
-                .into_iter()
-                .map(|k| (k, if k == "errno" { "EAGAIN" } else { "3" }))
-                .collect();
-            let fault = Fault::build(name, &params).unwrap();
+            let (fault, params) = build_with_every_key(name);
             let mut want = name.to_string();
             for (k, v) in &params {
                 want += &format!(" {k}={v}");

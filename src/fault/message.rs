@@ -5,23 +5,8 @@
 use std::fmt;
 use std::time::Instant;
 
-/// The socket type, as the engine maps its own onto it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SockType {
-    Stream,
-    Dgram,
-    Seqpacket,
-}
-
-impl SockType {
-    pub fn name(self) -> &'static str {
-        match self {
-            SockType::Stream => "stream",
-            SockType::Dgram => "dgram",
-            SockType::Seqpacket => "seqpacket",
-        }
-    }
-}
+/// The socket type: the protocol crate's, shared with the engine.
+pub use udsfs_proto::socktype::SockType;
 
 /// A socket name: a path (relative to the mount root) or an abstract name
 /// (the bytes after the leading NUL).

@@ -387,7 +387,7 @@ fn start_message(
     } else {
         s.timeouts.limit(call.direction())
     };
-    match message(eng, s, &mut call, c, None) {
+    match message(MsgCtx { eng, s, c, w: None }, &mut call) {
         Ok(out) => call.answer(reply, out),
         Err(Errno::EAGAIN) if call.blocks() => return Err((call, reply)),
         Err(e) => call.end(e, reply),
@@ -405,7 +405,7 @@ pub(super) fn retry_message(
     c: &Caller,
     w: Option<&Waiter>,
 ) -> Result<(), Blocked> {
-    match message(eng, s, &mut call, c, w) {
+    match message(MsgCtx { eng, s, c, w }, &mut call) {
         Ok(out) => call.answer(reply, out),
         Err(Errno::EAGAIN) => return Err((call, reply)),
         Err(e) => call.end(e, reply),
@@ -416,32 +416,31 @@ pub(super) fn retry_message(
     Ok(())
 }
 
+/// Where one message call runs: the engine, the socket, who asks, and the
+/// waiter to leave if it would block.
+#[derive(Clone, Copy)]
+struct MsgCtx<'a> {
+    eng: &'a Arc<Engine>,
+    s: &'a Arc<Socket>,
+    c: &'a Caller,
+    w: Option<&'a Waiter>,
+}
+
 /// One sendmsg or recvmsg: the head, then the payload. EAGAIN: it would
-/// block, and `w` (if any) waits on the socket for the change.
-fn message(
-    eng: &Arc<Engine>,
-    s: &Arc<Socket>,
-    call: &mut MsgCall,
-    c: &Caller,
-    w: Option<&Waiter>,
-) -> Result<Vec<u8>, Errno> {
+/// block, and `at.w` (if any) waits on the socket for the change.
+fn message(at: MsgCtx<'_>, call: &mut MsgCall) -> Result<Vec<u8>, Errno> {
     match call.head().op {
-        MSGOP_SEND => send(eng, s, call, c, w),
-        MSGOP_RECV => recv(eng, s, call, c, w),
+        MSGOP_SEND => send(at, call),
+        MSGOP_RECV => recv(at, call),
         op => {
-            log::info!("socket {}: unknown udsfs message ioctl op {op}", s.id);
+            log::info!("socket {}: unknown udsfs message ioctl op {op}", at.s.id);
             Err(Errno::EINVAL)
         }
     }
 }
 
-fn send(
-    eng: &Arc<Engine>,
-    s: &Arc<Socket>,
-    call: &mut MsgCall,
-    c: &Caller,
-    w: Option<&Waiter>,
-) -> Result<Vec<u8>, Errno> {
+fn send(at: MsgCtx<'_>, call: &mut MsgCall) -> Result<Vec<u8>, Errno> {
+    let MsgCtx { eng, s, c, w } = at;
     let mut head = call.head();
     let len = head.len as usize;
     if call.input.len() < HSIZE + len {
@@ -494,13 +493,8 @@ fn send(
     Ok(as_bytes(&head).to_vec())
 }
 
-fn recv(
-    eng: &Arc<Engine>,
-    s: &Arc<Socket>,
-    call: &mut MsgCall,
-    c: &Caller,
-    w: Option<&Waiter>,
-) -> Result<Vec<u8>, Errno> {
+fn recv(at: MsgCtx<'_>, call: &mut MsgCall) -> Result<Vec<u8>, Errno> {
+    let MsgCtx { eng, s, c, w } = at;
     let head = call.head();
     let waitall = head.flags & MSGF_WAITALL != 0
         && head.flags & (MSGF_PEEK | MSGF_OOB) == 0

@@ -45,62 +45,50 @@ pub struct IoctlOut(pub Vec<u8>);
 /// }
 /// DataReply::new(Count).data(b"x".to_vec());
 /// ```
-pub struct DataReply(Box<dyn Sink<Vec<u8>>>);
+pub type DataReply = Answer<Vec<u8>>;
 
 /// The answer owed to a write: the count taken.
-pub struct WriteReply(Box<dyn Sink<u32>>);
+pub type WriteReply = Answer<u32>;
 
 /// The answer owed to an open.
-pub struct OpenReply(Box<dyn Sink<Opened>>);
+pub type OpenReply = Answer<Opened>;
 
 /// The answer owed to an ioctl.
-pub struct IoctlReply(Box<dyn Sink<IoctlOut>>);
+pub type IoctlReply = Answer<IoctlOut>;
 
-impl DataReply {
-    pub fn new(s: impl Sink<Vec<u8>>) -> DataReply {
-        DataReply(Box::new(s))
-    }
-    pub fn data(self, data: Vec<u8>) {
-        self.0.send(Ok(data))
+/// The answer owed to a request that answers a `T` or an errno.
+pub struct Answer<T>(Box<dyn Sink<T>>);
+
+impl<T: 'static> Answer<T> {
+    pub fn new(s: impl Sink<T>) -> Answer<T> {
+        Answer(Box::new(s))
     }
     pub fn error(self, err: Errno) {
         self.0.send(Err(err))
+    }
+}
+
+impl DataReply {
+    pub fn data(self, data: Vec<u8>) {
+        self.0.send(Ok(data))
     }
 }
 
 impl WriteReply {
-    pub fn new(s: impl Sink<u32>) -> WriteReply {
-        WriteReply(Box::new(s))
-    }
     pub fn written(self, n: u32) {
         self.0.send(Ok(n))
-    }
-    pub fn error(self, err: Errno) {
-        self.0.send(Err(err))
     }
 }
 
 impl OpenReply {
-    pub fn new(s: impl Sink<Opened>) -> OpenReply {
-        OpenReply(Box::new(s))
-    }
     /// `flags` are FOPEN_* bits.
     pub fn opened(self, fh: u64, flags: u32) {
         self.0.send(Ok(Opened { fh, flags }))
     }
-    pub fn error(self, err: Errno) {
-        self.0.send(Err(err))
-    }
 }
 
 impl IoctlReply {
-    pub fn new(s: impl Sink<IoctlOut>) -> IoctlReply {
-        IoctlReply(Box::new(s))
-    }
     pub fn ioctl(self, out: Vec<u8>) {
         self.0.send(Ok(IoctlOut(out)))
-    }
-    pub fn error(self, err: Errno) {
-        self.0.send(Err(err))
     }
 }

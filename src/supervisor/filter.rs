@@ -141,31 +141,18 @@ mod tests {
     fn socket_calls_notify_and_the_rest_runs() {
         let p = program(false);
         let with_unlink = program(true);
+        // What each program does with an x86-64 system call.
+        let x86 = |prog: &[sock_filter], nr: i64| eval(prog, AUDIT_ARCH_X86_64, nr as u32);
         for &nr in UNLINK {
-            assert_eq!(
-                eval(&p, AUDIT_ARCH_X86_64, nr as u32),
-                libc::SECCOMP_RET_ALLOW
-            );
-            assert_eq!(
-                eval(&with_unlink, AUDIT_ARCH_X86_64, nr as u32),
-                libc::SECCOMP_RET_USER_NOTIF
-            );
+            assert_eq!(x86(&p, nr), libc::SECCOMP_RET_ALLOW);
+            assert_eq!(x86(&with_unlink, nr), libc::SECCOMP_RET_USER_NOTIF);
         }
         for &nr in TRAPPED {
-            assert_eq!(
-                eval(&with_unlink, AUDIT_ARCH_X86_64, nr as u32),
-                libc::SECCOMP_RET_USER_NOTIF
-            );
-            assert_eq!(
-                eval(&p, AUDIT_ARCH_X86_64, nr as u32),
-                libc::SECCOMP_RET_USER_NOTIF
-            );
+            assert_eq!(x86(&with_unlink, nr), libc::SECCOMP_RET_USER_NOTIF);
+            assert_eq!(x86(&p, nr), libc::SECCOMP_RET_USER_NOTIF);
         }
         for nr in [libc::SYS_read, libc::SYS_write, libc::SYS_ioctl, 0, 1000] {
-            assert_eq!(
-                eval(&p, AUDIT_ARCH_X86_64, nr as u32),
-                libc::SECCOMP_RET_ALLOW
-            );
+            assert_eq!(x86(&p, nr), libc::SECCOMP_RET_ALLOW);
         }
         assert_eq!(
             eval(&p, AUDIT_ARCH_X86_64, X32_BIT | libc::SYS_connect as u32),

@@ -6,25 +6,17 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
-use super::ProtoOps;
 use super::queue::Sending;
-use crate::engine::message::{Piece, Received, RecvFlags, SendMsg};
+use super::{ProtoOps, RecvOp, SendOp};
+use crate::engine::message::{Piece, Received, SendMsg};
 use crate::engine::socket::{Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, SockType, Socket};
 use crate::engine::{Caller, Engine, Result, Ucred, Wakeups};
 
 pub(super) struct Dgram;
 
 impl ProtoOps for Dgram {
-    fn sendmsg(
-        &self,
-        eng: &Engine,
-        tx: Sending<'_>,
-        msg: &SendMsg<'_>,
-        caller: &Caller,
-    ) -> Result<usize> {
-        if msg.oob {
-            return Err(Errno::EOPNOTSUPP);
-        }
+    fn sendmsg(&self, op: SendOp<'_>) -> Result<usize> {
+        let (eng, tx, msg, caller) = (op.eng, op.tx, op.msg, op.caller);
         let s = tx.sock;
         eng.autobind_if_passcred(s, caller)?;
         let sndbuf = s.lock().sndbuf;
@@ -38,16 +30,8 @@ impl ProtoOps for Dgram {
         message_send(eng, tx, msg, other, caller)
     }
 
-    fn recvmsg(
-        &self,
-        eng: &Engine,
-        s: &Socket,
-        st: &mut SockState,
-        f: &RecvFlags<'_>,
-        blocking: bool,
-        wake: &mut Wakeups,
-    ) -> Result<Received> {
-        message_recv(eng, s, st, f, blocking, wake)
+    fn recvmsg(&self, op: RecvOp<'_>) -> Result<Received> {
+        message_recv(op)
     }
 }
 
@@ -147,14 +131,9 @@ fn peer_died(eng: &Engine, s: &Arc<Socket>, other: &Arc<Socket>) -> Errno {
 }
 
 /// The dgram/seqpacket receive (unix_dgram_recvmsg), peek or not.
-pub(super) fn message_recv(
-    eng: &Engine,
-    s: &Socket,
-    st: &mut SockState,
-    f: &RecvFlags<'_>,
-    blocking: bool,
-    wake: &mut Wakeups,
-) -> Result<Received> {
+pub(super) fn message_recv(op: RecvOp<'_>) -> Result<Received> {
+    let (eng, s, st, f) = (op.eng, op.s, op.st, op.f);
+    let (blocking, wake) = (op.blocking, op.wake);
     if f.oob {
         return Err(Errno::EOPNOTSUPP);
     }

@@ -22,27 +22,33 @@ use queue::{Pass, Sending};
 
 /// One socket type's send and receive.
 trait ProtoOps: Sync {
-    /// sendmsg() on `tx.sock`: the bytes sent; EAGAIN means nothing was
-    /// and `tx.w` waits for room.
-    fn sendmsg(
-        &self,
-        eng: &Engine,
-        tx: Sending<'_>,
-        msg: &SendMsg<'_>,
-        caller: &Caller,
-    ) -> Result<usize>;
+    /// sendmsg() on `op.tx.sock`: the bytes sent; EAGAIN means nothing was
+    /// and `op.tx.w` waits for room.
+    fn sendmsg(&self, op: SendOp<'_>) -> Result<usize>;
 
-    /// recvmsg() on `s`, locked as `st`. `blocking`: the caller would wait
-    /// (a dgram reader sees a shutdown only then). EAGAIN: nothing to read.
-    fn recvmsg(
-        &self,
-        eng: &Engine,
-        s: &Socket,
-        st: &mut SockState,
-        f: &RecvFlags<'_>,
-        blocking: bool,
-        wake: &mut Wakeups,
-    ) -> Result<Received>;
+    /// recvmsg() on `op.s`, locked as `op.st`. `op.blocking`: the caller
+    /// would wait (a dgram reader sees a shutdown only then). EAGAIN:
+    /// nothing to read.
+    fn recvmsg(&self, op: RecvOp<'_>) -> Result<Received>;
+}
+
+/// What a socket type's sendmsg works with.
+struct SendOp<'a> {
+    eng: &'a Engine,
+    tx: Sending<'a>,
+    msg: &'a SendMsg<'a>,
+    caller: &'a Caller,
+}
+
+/// What a socket type's recvmsg works with: the socket, locked, and what
+/// was asked.
+struct RecvOp<'a> {
+    eng: &'a Engine,
+    s: &'a Socket,
+    st: &'a mut SockState,
+    f: &'a RecvFlags<'a>,
+    blocking: bool,
+    wake: &'a mut Wakeups,
 }
 
 fn ops(ty: SockType) -> &'static dyn ProtoOps {
@@ -66,7 +72,17 @@ impl Engine {
     ) -> Result<usize> {
         let pass = Pass::new(self, msg.rights.take(), msg.files.take(), caller)?;
         let tx = Sending::new(self, s, pass, caller, w);
-        ops(s.ty).sendmsg(self, tx, &msg, caller)
+        // Only a stream has an out-of-band byte.
+        if msg.oob && s.ty != SockType::Stream {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let op = SendOp {
+            eng: self,
+            tx,
+            msg: &msg,
+            caller,
+        };
+        ops(s.ty).sendmsg(op)
     }
 
     /// recvmsg(): one message (dgram, seqpacket; truncated to `f.len`) or
@@ -86,7 +102,15 @@ impl Engine {
         let mut wake = Wakeups::new();
         let res = {
             let mut st = s.lock();
-            let r = ops(s.ty).recvmsg(self, s, &mut st, &asked, w.is_some(), &mut wake);
+            let op = RecvOp {
+                eng: self,
+                s,
+                st: &mut st,
+                f: &asked,
+                blocking: w.is_some(),
+                wake: &mut wake,
+            };
+            let r = ops(s.ty).recvmsg(op);
             if let (Err(Errno::EAGAIN), Some(w)) = (&r, w) {
                 st.queue.readers.add(w.clone());
             }

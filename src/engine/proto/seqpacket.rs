@@ -3,26 +3,17 @@
 
 use nix::errno::Errno;
 
-use super::ProtoOps;
 use super::dgram::{message_recv, message_send};
-use super::queue::Sending;
-use crate::engine::message::{Received, RecvFlags, SendMsg};
-use crate::engine::socket::{Conn, SockState, Socket};
-use crate::engine::{Caller, Engine, Result, Wakeups};
+use super::{ProtoOps, RecvOp, SendOp};
+use crate::engine::Result;
+use crate::engine::message::Received;
+use crate::engine::socket::Conn;
 
 pub(super) struct Seqpacket;
 
 impl ProtoOps for Seqpacket {
-    fn sendmsg(
-        &self,
-        eng: &Engine,
-        tx: Sending<'_>,
-        msg: &SendMsg<'_>,
-        caller: &Caller,
-    ) -> Result<usize> {
-        if msg.oob {
-            return Err(Errno::EOPNOTSUPP);
-        }
+    fn sendmsg(&self, op: SendOp<'_>) -> Result<usize> {
+        let (eng, tx, msg, caller) = (op.eng, op.tx, op.msg, op.caller);
         let s = tx.sock;
         let peer = {
             let mut st = s.lock();
@@ -40,15 +31,7 @@ impl ProtoOps for Seqpacket {
         message_send(eng, tx, msg, Some(peer), caller)
     }
 
-    fn recvmsg(
-        &self,
-        eng: &Engine,
-        s: &Socket,
-        st: &mut SockState,
-        f: &RecvFlags<'_>,
-        blocking: bool,
-        wake: &mut Wakeups,
-    ) -> Result<Received> {
-        message_recv(eng, s, st, f, blocking, wake)
+    fn recvmsg(&self, op: RecvOp<'_>) -> Result<Received> {
+        message_recv(op)
     }
 }

@@ -3,25 +3,20 @@
 
 use nix::errno::Errno;
 
-use super::ProtoOps;
 use super::queue::Sending;
-use crate::engine::message::{Piece, Received, RecvFlags, SendMsg};
+use super::{ProtoOps, RecvOp, SendOp};
+use crate::engine::message::{Piece, Received};
 use crate::engine::skb::STREAM_SKB_MAX;
 use crate::engine::socket::{Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, Socket};
-use crate::engine::{Caller, Engine, Result, Wakeups};
+use crate::engine::{Engine, Result, Wakeups};
 
 pub(super) struct Stream;
 
 impl ProtoOps for Stream {
     /// unix_stream_sendmsg; with `oob` the last byte goes in a chunk of its
     /// own, the receiver's OOB byte (queue_oob), and the send never waits.
-    fn sendmsg(
-        &self,
-        eng: &Engine,
-        mut tx: Sending<'_>,
-        msg: &SendMsg<'_>,
-        caller: &Caller,
-    ) -> Result<usize> {
+    fn sendmsg(&self, op: SendOp<'_>) -> Result<usize> {
+        let (eng, mut tx, msg, caller) = (op.eng, op.tx, op.msg, op.caller);
         let s = tx.sock;
         if msg.oob {
             tx.w = None;
@@ -123,19 +118,12 @@ impl ProtoOps for Stream {
         Ok(sent)
     }
 
-    fn recvmsg(
-        &self,
-        eng: &Engine,
-        s: &Socket,
-        st: &mut SockState,
-        f: &RecvFlags<'_>,
-        _blocking: bool,
-        wake: &mut Wakeups,
-    ) -> Result<Received> {
-        if f.oob {
-            return recv_oob(st, f.peek);
+    fn recvmsg(&self, op: RecvOp<'_>) -> Result<Received> {
+        if op.f.oob {
+            return recv_oob(op.st, op.f.peek);
         }
-        eng.stream_read(s.id, st, f.len, f.peek, wake)
+        op.eng
+            .stream_read(op.s.id, op.st, op.f.len, op.f.peek, op.wake)
     }
 }
 
