@@ -303,7 +303,7 @@ mod tests {
     fn a_cut_send_returns_its_count_and_a_full_queue_refuses() {
         let e = engine();
         let c = root();
-        let (a, b) = e.socketpair(SockType::Stream, &c);
+        let (a, b) = e.socketpair(crate::engine::SockType::Stream, &c);
         let rule = |text: &str| e.faults.add(Rule::parse(text).unwrap(), 0);
         let cut = rule(&format!("socket {} up short_write bytes=3", b.id));
         assert_eq!(e.sendmsg(&a, SendMsg::new(b"hello"), &c, None), Ok(3));
@@ -325,7 +325,7 @@ mod tests {
     fn limit_data_ends_the_connection_after_exactly_its_bytes() {
         let e = engine();
         let c = root();
-        let (a, b) = e.socketpair(SockType::Stream, &c);
+        let (a, b) = e.socketpair(crate::engine::SockType::Stream, &c);
         e.faults.add(
             Rule::parse(&format!("socket {} up limit_data bytes=4", b.id)).unwrap(),
             0,
