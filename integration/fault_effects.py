@@ -12,20 +12,12 @@ import sys
 import threading
 import time
 
+# res() and say() are the differential programs' (tests/conformance/differential.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "conformance"))
+from differential import res, say  # noqa: E402
+
 M = sys.argv[1]
 FAULTS = os.path.join(M, ".udsfs/faults")
-
-
-def res(f):
-    try:
-        r = f()
-        return r if r is not None else "ok"
-    except OSError as e:
-        return errno.errorcode[e.errno]
-
-
-def say(*a):
-    print(*a, flush=True)
 
 
 def rule(line):

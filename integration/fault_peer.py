@@ -11,20 +11,12 @@ import socket
 import sys
 import time
 
+# res() and say() are the differential programs' (tests/conformance/differential.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "conformance"))
+from differential import res, say  # noqa: E402
+
 D = sys.argv[1]
 UDSFS = os.path.isdir(os.path.join(D, ".udsfs"))
-
-
-def res(f):
-    try:
-        r = f()
-        return r if r is not None else "ok"
-    except OSError as e:
-        return errno.errorcode[e.errno]
-
-
-def say(*a):
-    print(*a, flush=True)
 
 
 def rule(line):
