@@ -328,6 +328,19 @@ impl Caller {
         self.status_creds(REAL)
     }
 
+    /// The caller's thread-group id, for labels (a capture's sender, a fault
+    /// rule's pid): from the status when read, else from the status cache
+    /// (fresh for `CACHE_FRESH`), so a busy sender does not read /proc for
+    /// every message.
+    pub fn tgid(&self) -> u32 {
+        if self.status.get().is_none()
+            && let Some(st) = cache_get(self.tid, self.fsuid, self.fsgid)
+        {
+            let _ = self.status.set(st);
+        }
+        self.status().tgid as u32
+    }
+
     /// SO_PEERCRED: thread-group id, effective uid, effective gid.
     pub fn peer_creds(&self) -> Ucred {
         self.status_creds(EFFECTIVE)

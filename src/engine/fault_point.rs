@@ -93,7 +93,7 @@ impl Engine {
         }
         SendFault {
             eng: Some(self),
-            pid: caller.status().tgid as u32,
+            pid: caller.tgid(),
             uid: caller.fsuid,
             end: None,
         }
@@ -230,7 +230,7 @@ impl Engine {
             kind: Kind::Connect,
             from: self.fault_end(s.id, sname.as_deref()),
             to: self.fault_end(other.id, oname.as_deref()),
-            pid: caller.status().tgid as u32,
+            pid: caller.tgid(),
             uid: caller.fsuid,
             ty: s.ty,
             len: 0,

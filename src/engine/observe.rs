@@ -37,7 +37,7 @@ impl Engine {
     /// The caller as a tap sees it.
     pub(crate) fn origin(&self, caller: &Caller) -> Origin {
         Origin {
-            pid: caller.status().tgid as u32,
+            pid: caller.tgid(),
             tid: caller.tid,
             uid: caller.fsuid,
             gid: caller.fsgid,
