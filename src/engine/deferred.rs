@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::held::Until;
+use super::held_back::Until;
 use super::socket::{Msg, RCV_SHUTDOWN, RecvQueue, SHUTDOWN_MASK, SockState, Socket, lock2};
 use super::{Engine, Waiter, Wakeups};
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::deferred::Closing;
-use super::held::Until;
+use super::held_back::Until;
 use super::socket::{Msg, SockState, Socket};
 use super::{Engine, Waiter};
 use crate::fault::{Decision, Kind, Message};

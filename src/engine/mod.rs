@@ -18,7 +18,7 @@ pub mod fds;
 mod front;
 pub mod gc;
 mod graph;
-mod held;
+mod held_back;
 mod introspect;
 mod lifecycle;
 mod message;

@@ -63,7 +63,7 @@ pub struct Msg {
     pub ctrunc: bool,
 }
 
-impl super::held::Sent for Msg {
+impl super::held_back::Sent for Msg {
     fn sender_id(&self) -> u64 {
         self.sender.id
     }
@@ -219,7 +219,7 @@ pub struct RecvQueue {
     /// SO_PEEK_OFF: where the next MSG_PEEK starts; negative means off.
     pub peek_off: i32,
     /// Messages queued but held back by a fault, not yet readable (deferred.rs).
-    pub held: super::held::HeldQueue<Msg>,
+    pub held: super::held_back::HeldQueue<Msg>,
     /// The socket closed but its peer is not told yet (slow_close): what
     /// the peer sends meanwhile is queued here, and dropped when it is.
     pub closing_late: bool,
