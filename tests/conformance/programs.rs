@@ -61,10 +61,15 @@ pub fn differential_program(cmd: &[&str]) {
 pub fn differential_program_on(m: Mount, cmd: &[&str]) {
     super::require_root();
     let lib = preload_library();
-    let kernel = Command::new(cmd[0])
-        .args(&cmd[1..])
-        .output()
-        .expect("run the program on kernel sockets");
+    // Under the spawn guard, as every spawn of this binary: a fork while another
+    // test closes a kernel socket would keep that socket open in the child.
+    let kernel = {
+        let _spawning = super::backend::spawn_guard();
+        Command::new(cmd[0])
+            .args(&cmd[1..])
+            .output()
+            .expect("run the program on kernel sockets")
+    };
     assert!(kernel.status.success(), "on the kernel:\n{}", text(&kernel));
     let before = daemon_fds(m.daemon_pid());
     let udsfs = {
