@@ -11,9 +11,9 @@ import socket
 import sys
 import time
 
-# res() and say() are the differential programs' (tests/conformance/differential.py).
+# res(), say() and where() are the differential programs' (tests/conformance/differential.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "conformance"))
-from differential import res, say  # noqa: E402
+from differential import res, say, where  # noqa: E402
 
 D = sys.argv[1]
 UDSFS = os.path.isdir(os.path.join(D, ".udsfs"))
@@ -95,14 +95,6 @@ def after(c, tag):
     say(tag, "write again:", res(lambda: c.send(b"w")), sigpipe())
     say(tag, "write with MSG_NOSIGNAL:", res(lambda: c.send(b"w", socket.MSG_NOSIGNAL)), sigpipe())
     c.close()
-
-
-def where():
-    a, b = socket.socketpair()
-    udsfs = "/.udsfs/sock/" in os.readlink(f"/proc/self/fd/{a.fileno()}")
-    say("where:", "udsfs" if udsfs else "kernel")
-    a.close()
-    b.close()
 
 
 where()
