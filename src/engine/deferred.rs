@@ -348,6 +348,7 @@ mod tests {
             files: Vec::new(),
             pidfd: None,
             ctrunc: false,
+            piece_end: false,
             msg_id: 0,
             origin: Default::default(),
         }

@@ -138,6 +138,7 @@ fn slice_msg(mut m: Msg, sizes: &[usize]) -> Vec<Msg> {
             },
             pidfd: m.pidfd.clone(),
             ctrunc: i == 0 && m.ctrunc,
+            piece_end: true,
             msg_id: m.msg_id,
             origin: m.origin,
         });

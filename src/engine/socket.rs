@@ -61,6 +61,9 @@ pub struct Msg {
     /// A fault dropped the sockets and files it passed: its reader gets
     /// MSG_CTRUNC.
     pub ctrunc: bool,
+    /// The end of a piece a fault (slicer) cut a stream send into: a read
+    /// stops there, as one arriving segment would end it.
+    pub piece_end: bool,
 }
 
 impl super::held_back::Sent for Msg {

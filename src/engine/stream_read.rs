@@ -122,7 +122,10 @@ impl Engine {
                 // (held by the caller, `recvmsg`) and stops there.
                 out.rights.extend(st.queue.msgs[i].rights.iter().cloned());
                 st.queue.peek_off_forward(n);
-                if carries || out.data.len() >= maxlen || i + 1 >= st.queue.msgs.len() {
+                let piece_end =
+                    st.queue.msgs[i].piece_end && n == st.queue.msgs[i].remaining() - skip;
+                if carries || piece_end || out.data.len() >= maxlen || i + 1 >= st.queue.msgs.len()
+                {
                     break;
                 }
                 skip = 0;
@@ -145,7 +148,7 @@ impl Engine {
             // not change (its budget is its own sends).
             let m = st.queue.msgs.remove(i).expect("chunk exists");
             self.uncharge(&m, wake);
-            if carries || out.data.len() >= maxlen {
+            if carries || m.piece_end || out.data.len() >= maxlen {
                 break;
             }
             at = (!st.queue.msgs.is_empty()).then_some(0);

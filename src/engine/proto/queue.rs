@@ -252,6 +252,7 @@ impl Engine {
             msg_id,
             origin: tx.origin.unwrap_or_default(),
             ctrunc,
+            piece_end: false,
         };
         let stream = s.ty == SockType::Stream;
         let readers = self.queue_decided(receiver, rt, msg, stream, timed);
