@@ -320,11 +320,7 @@ impl Caller {
         {
             return c;
         }
-        if self.status.get().is_none()
-            && let Some(st) = cache_get(self.tid, self.fsuid, self.fsgid)
-        {
-            let _ = self.status.set(st);
-        }
+        self.use_cached_status();
         self.status_creds(REAL)
     }
 
@@ -333,12 +329,18 @@ impl Caller {
     /// (fresh for `CACHE_FRESH`), so a busy sender does not read /proc for
     /// every message.
     pub fn tgid(&self) -> u32 {
+        self.use_cached_status();
+        self.status().tgid as u32
+    }
+
+    /// Takes a fresh cached status (same thread and fs ids, younger than
+    /// `CACHE_FRESH`) when none was read yet, so `status()` need not read /proc.
+    fn use_cached_status(&self) {
         if self.status.get().is_none()
             && let Some(st) = cache_get(self.tid, self.fsuid, self.fsgid)
         {
             let _ = self.status.set(st);
         }
-        self.status().tgid as u32
     }
 
     /// SO_PEERCRED: thread-group id, effective uid, effective gid.
