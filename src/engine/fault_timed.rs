@@ -12,11 +12,6 @@ use super::{Engine, Waiter};
 use crate::fault::{Decision, Kind, Message};
 
 impl Engine {
-    /// When a message `d` hit may first be read: None for at once.
-    pub fn fault_delay(&self, d: &Decision, now: Instant) -> Option<Instant> {
-        d.delay.map(|delay| now + delay)
-    }
-
     /// Queues `m` at `receiver` as `d` says: whole or in slices, visible
     /// now, late, or once the rule holding it goes; a timeout's end is
     /// armed. Returns the readers to wake.
@@ -36,7 +31,8 @@ impl Engine {
         {
             self.end_later(now + after, &dir.sock, &m.sender);
         }
-        let first = self.fault_delay(&d, now);
+        // When the message may first be read: None for at once.
+        let first = d.delay.map(|delay| now + delay);
         let until = |i: u32| {
             if d.hold {
                 return Some(Until::Released);
