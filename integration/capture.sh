@@ -6,7 +6,8 @@
 # seqpacket message; passed sockets and files, SCM_CREDENTIALS, MSG_OOB and MSG_TRUNC are
 # in the packet comments; connect, accept, shutdown and close come in order. Then curl
 # against a Python HTTP server under `udsfs run --capture --capture-proto http`: tshark
-# decodes the request and the response in both encodings (upper-pdu and tcp). Last, a
+# decodes the request and the response in both encodings (upper-pdu and tcp), and when the
+# server names the protocol on its own socket's ctl (`capture_proto http`). Last, a
 # filtered capture of three concurrent conversations holds exactly the matching ones;
 # .udsfs/sock/N/capture holds only that socket's conversation and polls readable once a
 # message came; a capture that is not read drops, and counts exactly what it lost.
@@ -187,7 +188,7 @@ python3 "$TMP/check.py" "$CAP" "$TMP/expect.json"
 
 # ---------------------------------------------------------------- HTTP, both encodings
 cat >"$TMP/webserver.py" <<'EOF'
-import http.server, socketserver, sys
+import http.server, os, socketserver, sys
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def address_string(self):
@@ -204,19 +205,31 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 server = socketserver.UnixStreamServer(sys.argv[1], Handler)
+if len(sys.argv) > 3:
+    # The server names its own protocol on its socket's ctl (the preload library's
+    # descriptor is the socket's data file); accepted connections take it.
+    sock_dir = os.path.dirname(os.readlink(f"/proc/self/fd/{server.fileno()}"))
+    with open(os.path.join(sock_dir, "ctl"), "w") as ctl:
+        ctl.write(f"capture_proto {sys.argv[3]}\n")
+open(sys.argv[2], "w").close()
 server.handle_request()
 server.server_close()
 EOF
 cat >"$TMP/http.sh" <<EOF
-python3 "$TMP/webserver.py" "$MNT/http.sock" &
-for i in \$(seq 100); do [ -S "$MNT/http.sock" ] && break; sleep 0.05; done
+python3 "$TMP/webserver.py" "$MNT/http.sock" "$TMP/http.ready" \$OWN_PROTO &
+for i in \$(seq 100); do [ -e "$TMP/http.ready" ] && break; sleep 0.05; done
 curl --silent --show-error --fail --max-time 20 --unix-socket "$MNT/http.sock" http://localhost/page
 wait
 EOF
-for format in upper-pdu tcp; do
-    rm -f "$MNT/http.sock"
-    out=$(env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --capture "$TMP/http-$format.pcapng" \
-        --capture-format "$format" --capture-proto http -- bash "$TMP/http.sh")
+# Last, `own`: the server writes `capture_proto http` to its socket's ctl, which wins over
+# the run's --capture-proto json.
+for format in upper-pdu tcp own; do
+    rm -f "$MNT/http.sock" "$TMP/http.ready"
+    proto=(--capture-proto http) own=
+    [ "$format" = own ] && proto=(--capture-proto json) own=http
+    out=$(env UDSFS_PRELOAD="$PRELOAD_LIB" OWN_PROTO="$own" "$UDSFS_BIN" run --mount "$MNT" \
+        --capture "$TMP/http-$format.pcapng" --capture-format "${format/own/upper-pdu}" "${proto[@]}" \
+        -- bash "$TMP/http.sh")
     expect_eq "$format: curl's body" "$out" "hello over udsfs"
     shown=$(tshark -r "$TMP/http-$format.pcapng" -Y http -T fields -e http.request.method -e http.request.uri \
         -e http.response.code | tr '\t' ' ' | sed 's/^ *//; s/ *$//')

@@ -47,6 +47,10 @@ pub enum Command<A = Addr, B = Dir, D = Dir, S = Shutdown> {
     Buffer { buf: B, val: i32, force: bool },
     /// `rcvtimeo MS`, `sndtimeo MS`: SO_RCVTIMEO, SO_SNDTIMEO (0: none).
     Timeout { dir: D, millis: u64 },
+    /// `capture_proto NAME`: the payload protocol captures show for this
+    /// socket's conversations (a Wireshark dissector name; in the `tcp`
+    /// encoding, its port); `capture_proto` alone: none.
+    CaptureProto(Option<String>),
 }
 
 impl<A, B, D, S> Command<A, B, D, S> {
@@ -77,6 +81,7 @@ impl<A, B, D, S> Command<A, B, D, S> {
                 dir: dir(d),
                 millis,
             },
+            Command::CaptureProto(p) => Command::CaptureProto(p),
         }
     }
 }
@@ -137,8 +142,23 @@ pub fn parse(line: &[u8]) -> Res<Command> {
             };
             Ok(Command::Timeout { dir, millis })
         }
+        b"capture_proto" if rest.is_empty() => Ok(Command::CaptureProto(None)),
+        b"capture_proto" => protocol_name(rest).map(|p| Command::CaptureProto(Some(p))),
         _ => Err(libc::EINVAL),
     }
+}
+
+/// The longest protocol name a socket may carry.
+pub const MAX_PROTO_NAME: usize = 64;
+
+/// A dissector name as Wireshark spells them ("http", "dns", "grpc",
+/// "ieee1394.ohci"): letters, digits, `.`, `_`, `-`.
+fn protocol_name(v: &[u8]) -> Res<String> {
+    let ok = |b: &u8| b.is_ascii_alphanumeric() || b"._-".contains(b);
+    if v.len() > MAX_PROTO_NAME || !v.iter().all(ok) {
+        return Err(libc::EINVAL);
+    }
+    Ok(String::from_utf8_lossy(v).into_owned())
 }
 
 fn on_off(v: &[u8]) -> Res<bool> {
@@ -199,6 +219,8 @@ impl Command {
                     Dir::Recv => "rcv",
                 }
             ),
+            Command::CaptureProto(Some(p)) => format!("capture_proto {p}"),
+            Command::CaptureProto(None) => "capture_proto".to_string(),
         }
     }
 }
@@ -210,7 +232,7 @@ mod tests {
     #[test]
     fn lines_parse_with_their_spacing_and_spellings() {
         let path = |p: &[u8]| Some(Addr::Path(p.to_vec()));
-        let cases: [(&[u8], Command); 9] = [
+        let cases: [(&[u8], Command); 11] = [
             (
                 b"\tconnect  srv/a\\\\.sock \r",
                 Command::Connect(path(b"srv/a\\.sock")),
@@ -239,6 +261,11 @@ mod tests {
                     millis: 15,
                 },
             ),
+            (
+                b"capture_proto  http2 ",
+                Command::CaptureProto(Some("http2".to_string())),
+            ),
+            (b"capture_proto", Command::CaptureProto(None)),
         ];
         for (line, want) in cases {
             assert_eq!(parse(line), Ok(want), "{line:?}");
@@ -257,12 +284,17 @@ mod tests {
             b"sndbuf -",
             b"sndtimeo -1",
             b"rcvtimeo +1",
+            b"capture_proto h t t p",
+            b"capture_proto http/1",
+            b"capture_proto \xff",
             b"bind @\\x4",
             b"connect a\\x00b",
             b"owner 1 2",
         ] {
             assert_eq!(parse(bad), Err(libc::EINVAL), "{bad:?}");
         }
+        let long = format!("capture_proto {}", "a".repeat(MAX_PROTO_NAME + 1));
+        assert_eq!(parse(long.as_bytes()), Err(libc::EINVAL));
     }
 
     #[test]
@@ -296,6 +328,8 @@ mod tests {
                 dir: Dir::Send,
                 millis: 0,
             },
+            Command::CaptureProto(Some("ieee1394.ohci".to_string())),
+            Command::CaptureProto(None),
         ];
         for c in all {
             assert_eq!(

@@ -132,6 +132,7 @@ mod tests {
             ty,
             name: None,
             owner_uid: 0,
+            proto: None,
         }
     }
 

@@ -151,7 +151,12 @@ impl Encoder {
             .flatten()
             .filter_map(|s| s.name.as_deref())
             .collect();
-        let proto = self.filter.proto_for(&names);
+        // The socket's own protocol wins: the server end's, then the client's.
+        let own = [Some(&c.server), c.client.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|s| s.proto.as_deref());
+        let proto = own.or_else(|| self.filter.proto_for(&names));
         self.interfaces.insert(
             c.number,
             Interface {

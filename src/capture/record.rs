@@ -12,6 +12,8 @@ use crate::engine::{SockType, Ucred};
 pub struct Side {
     pub id: u64,
     pub name: Option<String>,
+    /// The payload protocol the socket names for itself (ctl `capture_proto`).
+    pub proto: Option<Arc<str>>,
 }
 
 impl From<&Endpoint> for Side {
@@ -19,6 +21,7 @@ impl From<&Endpoint> for Side {
         Side {
             id: e.id,
             name: e.name.as_ref().map(|a| a.display()),
+            proto: e.proto.clone(),
         }
     }
 }

@@ -12,6 +12,7 @@ fn ep(id: u64, ty: SockType, name: Option<&str>, owner_uid: u32) -> Endpoint {
         ty,
         name: name.map(|n| Addr::Path(n.as_bytes().to_vec())),
         owner_uid,
+        proto: None,
     }
 }
 
@@ -320,9 +321,13 @@ fn each_conversation_gets_the_protocol_of_its_name() {
     let (c, d) = (stream(3, None), stream(4, Some("var/other")));
     send(&r, 1, &a, &b, 1, b"GET / HTTP/1.0\r\n\r\n");
     send(&r, 2, &c, &d, 1, b"{}");
-    let bytes = read_all(&r);
-    let blocks = pcapng::parse(&bytes).unwrap();
-    let dissectors: Vec<String> = blocks
+    assert_eq!(dissectors(&read_all(&r)), ["http", "json"]);
+}
+
+/// The dissector names of the EPBs in `bytes`, in order.
+fn dissectors(bytes: &[u8]) -> Vec<String> {
+    let blocks = pcapng::parse(bytes).unwrap();
+    blocks
         .iter()
         .filter(|b| b.ty == codes::EPB)
         .map(|b| {
@@ -332,8 +337,23 @@ fn each_conversation_gets_the_protocol_of_its_name() {
                 .trim_end_matches('\0')
                 .to_string()
         })
-        .collect();
-    assert_eq!(dissectors, ["http", "json"]);
+        .collect()
+}
+
+#[test]
+fn a_socket_s_own_protocol_wins_over_the_readers() {
+    let r = configured(b"proto json\nproto http run/*.sock\n");
+    let own = |mut e: Endpoint, p: &str| {
+        e.proto = Some(p.into());
+        e
+    };
+    let (a, b) = (stream(1, None), own(stream(2, Some("run/api.sock")), "grpc"));
+    let (c, d) = (own(stream(3, None), "dns"), stream(4, Some("var/other")));
+    let (e, f) = (stream(5, None), stream(6, Some("run/web.sock")));
+    send(&r, 1, &a, &b, 1, b"x");
+    send(&r, 2, &c, &d, 1, b"y");
+    send(&r, 3, &e, &f, 1, b"z");
+    assert_eq!(dissectors(&read_all(&r)), ["grpc", "dns", "http"]);
 }
 
 /// The tap's cost per 100-byte message, kept (and encoded) or dropped:

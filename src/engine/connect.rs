@@ -153,6 +153,7 @@ impl Engine {
                 et.name = listener_name;
                 (et.passcred, et.passpidfd) = listener_passcred;
             }
+            *embryo.capture_proto.lock() = other.capture_proto.lock().clone();
             pending.push_back(embryo.clone());
             st.conn = Conn::connected(embryo.clone(), Some(listener_cred));
             wake.extend(ot.queue.readers.take());

@@ -20,11 +20,13 @@ impl Engine {
         ty: SockType,
         name: Option<&BoundName>,
     ) -> Endpoint {
+        let dir = self.dir(id);
         Endpoint {
             id,
             ty,
             name: name.map(|n| n.addr.clone()),
-            owner_uid: self.dir(id).map_or(0, |d| d.uid),
+            owner_uid: dir.as_ref().map_or(0, |d| d.uid),
+            proto: dir.and_then(|d| d.sock.capture_proto.lock().clone()),
         }
     }
 
@@ -32,6 +34,12 @@ impl Engine {
     pub(crate) fn endpoint_now(&self, s: &Socket) -> Endpoint {
         let name = s.lock().name.clone();
         self.endpoint(s, name.as_deref())
+    }
+
+    /// ctl `capture_proto`: what captures name the payload of `s`'s
+    /// conversations begun from now on.
+    pub fn set_capture_proto(&self, s: &Socket, proto: Option<String>) {
+        *s.capture_proto.lock() = proto.map(Arc::from);
     }
 
     /// The caller as a tap sees it.

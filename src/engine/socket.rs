@@ -327,6 +327,9 @@ pub struct Socket {
     pub timeouts: super::timeo::Timeouts,
     /// The options AF_UNIX only keeps to read back (not inherited either).
     pub options: super::sockflags::Options,
+    /// The payload protocol captures name for its conversations (ctl
+    /// `capture_proto`; an accepted socket takes its listener's).
+    pub(crate) capture_proto: Mutex<Option<Arc<str>>>,
 }
 
 /// What a new socket starts with (from `Config`: the engine reads no
@@ -372,6 +375,7 @@ impl Socket {
             gc_dead: AtomicBool::new(false),
             timeouts: Default::default(),
             options: Default::default(),
+            capture_proto: Mutex::new(None),
         }
     }
 

@@ -22,6 +22,8 @@ pub struct Endpoint {
     pub name: Option<Addr>,
     /// The user that made (or accepted) it: who may open it.
     pub owner_uid: u32,
+    /// The payload protocol it asked captures to show (ctl `capture_proto`).
+    pub proto: Option<Arc<str>>,
 }
 
 /// The process that made the call.
@@ -186,6 +188,7 @@ mod tests {
             ty: SockType::Dgram,
             name: None,
             owner_uid: 0,
+            proto: None,
         };
         taps.queued(&Queued {
             msg_id: taps.next_msg_id(),

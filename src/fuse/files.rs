@@ -398,5 +398,9 @@ fn run_command(
             let sec = (millis / 1000).min(i64::MAX as u64) as i64;
             s.timeouts.set(dir, sec, (millis % 1000) as i64 * 1000)
         }
+        Command::CaptureProto(p) => {
+            eng.set_capture_proto(s, p);
+            Ok(())
+        }
     }
 }
