@@ -31,8 +31,11 @@ a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 a.send(("%s-seqpacket" % who).encode())
 b.recv(100)
 r = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+# Bound open to everyone at once (umask 0, as on Linux): a chmod after bind would leave
+# a moment in which the other user's send gets EACCES.
+old = os.umask(0)
 r.bind(M + "/%s.sock" % who)
-os.chmod(M + "/%s.sock" % who, 0o777)
+os.umask(old)
 c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 c.sendto(("%s-dgram" % who).encode(), M + "/%s.sock" % who)
 r.recv(100)
