@@ -220,15 +220,7 @@ impl Reader {
     fn keep(t: &mut TapSide, mut r: Record) -> Vec<Waiter> {
         let cost = r.cost();
         if t.bytes + cost > t.filter.buffer {
-            t.lost_total += 1;
-            let e = t.lost.entry(r.conv.number).or_insert((r.conv.clone(), 0));
-            e.1 += 1;
-            // A record larger than the whole buffer: the drop is news too.
-            return if t.queue.is_empty() {
-                t.waiters.take()
-            } else {
-                Vec::new()
-            };
+            return Self::lose(t, &r.conv);
         }
         r.drops = t.lost.remove(&r.conv.number).map_or(0, |(_, n)| n);
         t.kept_total += 1;
@@ -236,6 +228,19 @@ impl Reader {
         let was_empty = t.queue.is_empty();
         t.queue.push_back(r);
         if was_empty {
+            t.waiters.take()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Counts a record of `conv` lost; the waiters to wake.
+    fn lose(t: &mut TapSide, conv: &Arc<Conv>) -> Vec<Waiter> {
+        t.lost_total += 1;
+        let e = t.lost.entry(conv.number).or_insert((conv.clone(), 0));
+        e.1 += 1;
+        // A record larger than the whole buffer: the drop is news too.
+        if t.queue.is_empty() {
             t.waiters.take()
         } else {
             Vec::new()
@@ -347,35 +352,43 @@ impl Tap for Reader {
                 return;
             }
             let snap = t.filter.snaplen.unwrap_or(usize::MAX).min(q.data.len());
-            let meta = Meta {
-                from: q.from.id,
-                to: q.to.id,
-                origin: q.origin,
-                creds: q.creds,
-                sockets: q
-                    .sockets
-                    .iter()
-                    .map(|p| Passed {
-                        id: p.id,
-                        ty: p.ty,
-                        name: p.name.as_ref().map(|a| a.display()),
-                    })
-                    .collect(),
-                files: q.files.to_vec(),
-                oob: q.oob,
-            };
-            let r = Record {
-                ts_ns,
-                conv,
-                msg_id: q.msg_id,
-                drops: 0,
-                body: Body::Message {
-                    data: q.data[..snap].to_vec(),
-                    len: q.data.len(),
-                    meta: Box::new(meta),
-                },
-            };
-            Self::keep(&mut t, r)
+            // A reader that stopped reading costs its writers as little as can
+            // be: a record that cannot fit is counted before it is built.
+            if t.bytes + Record::message_cost(snap, q.sockets.len(), q.files.len())
+                > t.filter.buffer
+            {
+                Self::lose(&mut t, &conv)
+            } else {
+                let meta = Meta {
+                    from: q.from.id,
+                    to: q.to.id,
+                    origin: q.origin,
+                    creds: q.creds,
+                    sockets: q
+                        .sockets
+                        .iter()
+                        .map(|p| Passed {
+                            id: p.id,
+                            ty: p.ty,
+                            name: p.name.as_ref().map(|a| a.display()),
+                        })
+                        .collect(),
+                    files: q.files.to_vec(),
+                    oob: q.oob,
+                };
+                let r = Record {
+                    ts_ns,
+                    conv,
+                    msg_id: q.msg_id,
+                    drops: 0,
+                    body: Body::Message {
+                        data: q.data[..snap].to_vec(),
+                        len: q.data.len(),
+                        meta: Box::new(meta),
+                    },
+                };
+                Self::keep(&mut t, r)
+            }
         };
         wake.into_iter().for_each(|w| w.wake());
     }

@@ -129,17 +129,24 @@ pub struct Record {
     pub body: Body,
 }
 
+/// A record's own size in the buffer, beside its payload, roughly.
+const OVERHEAD: usize = 160;
+
 impl Record {
     /// What the record holds in the reader's buffer, roughly.
     pub fn cost(&self) -> usize {
-        const OVERHEAD: usize = 160;
         match &self.body {
             Body::Message { data, meta, .. } => {
-                OVERHEAD + data.len() + meta.sockets.len() * 48 + meta.files.len() * 16
+                Self::message_cost(data.len(), meta.sockets.len(), meta.files.len())
             }
             Body::Note { text, .. } => OVERHEAD + text.len(),
             Body::Drops => OVERHEAD,
         }
+    }
+
+    /// `cost` of a message record with `data` bytes kept, before it is made.
+    pub fn message_cost(data: usize, sockets: usize, files: usize) -> usize {
+        OVERHEAD + data + sockets * 48 + files * 16
     }
 }
 

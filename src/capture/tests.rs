@@ -347,7 +347,10 @@ fn a_socket_s_own_protocol_wins_over_the_readers() {
         e.proto = Some(p.into());
         e
     };
-    let (a, b) = (stream(1, None), own(stream(2, Some("run/api.sock")), "grpc"));
+    let (a, b) = (
+        stream(1, None),
+        own(stream(2, Some("run/api.sock")), "grpc"),
+    );
     let (c, d) = (own(stream(3, None), "dns"), stream(4, Some("var/other")));
     let (e, f) = (stream(5, None), stream(6, Some("run/web.sock")));
     send(&r, 1, &a, &b, 1, b"x");
