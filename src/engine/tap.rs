@@ -122,7 +122,7 @@ impl Taps {
     /// Whether any tap is attached: the only cost when none is.
     #[inline]
     pub fn any(&self) -> bool {
-        self.any.load(Ordering::Relaxed)
+        !cfg!(feature = "bare-message-path") && self.any.load(Ordering::Relaxed)
     }
 
     pub fn attach(&self, tap: Arc<dyn Tap>) {

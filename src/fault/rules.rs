@@ -58,7 +58,7 @@ impl Rules {
     /// Whether there is any rule: the message path asks this first.
     #[inline]
     pub fn any(&self) -> bool {
-        self.any.load(Ordering::Relaxed)
+        !cfg!(feature = "bare-message-path") && self.any.load(Ordering::Relaxed)
     }
 
     /// Adds a rule for user `owner`; it acts from the next message on.
