@@ -149,6 +149,7 @@ fn ctl_parse_random_bytes() {
         b"rcvbufforce ",
         b"rcvtimeo ",
         b"sndtimeo ",
+        b"capture_proto ",
     ]);
     let input = (keyword, vec(any::<u8>(), 0..300)).prop_map(|(k, rest)| cat(&[k, &rest]));
     fuzz("ctl::parse, random bytes", input, |line| {
@@ -202,6 +203,8 @@ fn ctl_parse_random_bytes() {
                 };
                 format!("{word} {millis}").into_bytes()
             }
+            Command::CaptureProto(None) => b"capture_proto".to_vec(),
+            Command::CaptureProto(Some(p)) => format!("capture_proto {p}").into_bytes(),
         };
         prop_assert_eq!(
             parse_ctl(&canon),

@@ -1,0 +1,3 @@
+module udsfs/passfd
+
+go 1.19
