@@ -42,10 +42,29 @@ pub struct RunArgs {
     /// Where the private mount's daemon logs (default: nowhere).
     #[arg(long)]
     log_file: Option<PathBuf>,
+    /// Internal (preload/src/exec.rs): exec `--exec-file` in this process,
+    /// with CMD as its argv, under the supervisor of the `udsfs run`
+    /// listening at SOCK (`supervisor::exec_in_place`).
+    #[arg(long, hide = true, value_name = "SOCK", requires = "exec_file")]
+    in_place: Option<PathBuf>,
+    #[arg(long, hide = true, requires = "in_place")]
+    exec_file: Option<PathBuf>,
+    /// The preload library to take out of LD_PRELOAD (with `--in-place`).
+    #[arg(long, hide = true, requires = "in_place")]
+    preloaded: Option<OsString>,
+    /// SIGPIPE was ignored by the caller of the exec (with `--in-place`).
+    #[arg(long, hide = true, requires = "in_place")]
+    sigpipe_ignored: bool,
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     cmd: Vec<OsString>,
 }
+
+/// Set for CMD under the library: where a static or Go binary it execs
+/// asks to be supervised (`supervisor::Requests`), and the udsfs binary
+/// that does it (preload/src/exec.rs reads both).
+const SUPERVISOR_ENV: &str = "UDSFS_SUPERVISOR";
+const EXE_ENV: &str = "UDSFS_EXE";
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
 pub enum Front {
@@ -67,80 +86,47 @@ fn resolve(cmd: &std::ffi::OsStr) -> Option<PathBuf> {
     })
 }
 
-/// Whether the program the kernel would run for `file` has a program
-/// interpreter (PT_INTERP: the dynamic loader, which reads LD_PRELOAD).
-/// `#!` scripts are followed to their interpreter (and `env NAME` to NAME),
-/// a few levels as the kernel does. None: unreadable or not an ELF.
-fn has_interp(file: &Path, depth: u32) -> Option<bool> {
-    use std::io::Read;
+/// Whether the program the kernel would run for `file` needs the
+/// supervisor (`udsfs_proto::exe`: static or Go). `#!` scripts are followed
+/// to their interpreter (and `env NAME` to NAME), a few levels as the kernel
+/// does. None: unreadable or not an ELF.
+fn needs_supervisor(file: &Path, depth: u32) -> Option<bool> {
+    use std::io::{Read, Seek};
+    use udsfs_proto::exe::{self, Head};
+    let mut f = std::fs::File::open(file).ok()?;
     let mut head = Vec::new();
-    std::fs::File::open(file)
-        .ok()?
-        .take(64 * 1024)
+    (&mut f)
+        .take(exe::HEAD_LEN as u64)
         .read_to_end(&mut head)
         .ok()?;
-    if let Some(rest) = head.strip_prefix(b"#!") {
-        if depth >= 4 {
-            return None;
+    match exe::parse(&head)? {
+        Head::Script { .. } if depth >= 4 => None,
+        Head::Script { interp, env_prog } => {
+            if let Some(p) = env_prog.and_then(|p| resolve(std::ffi::OsStr::from_bytes(p))) {
+                return needs_supervisor(&p, depth + 1);
+            }
+            needs_supervisor(Path::new(std::ffi::OsStr::from_bytes(interp)), depth + 1)
         }
-        let line = rest.split(|&b| b == b'\n').next()?;
-        let mut words = line
-            .split(|&b| b == b' ' || b == b'\t')
-            .filter(|w| !w.is_empty())
-            .map(std::ffi::OsStr::from_bytes);
-        let interp = Path::new(words.next()?);
-        if interp.file_name().is_some_and(|n| n == "env")
-            && let Some(prog) = words.find(|w| !w.as_bytes().starts_with(b"-"))
-            && let Some(p) = resolve(prog)
-        {
-            return has_interp(&p, depth + 1);
-        }
-        return has_interp(interp, depth + 1);
-    }
-    elf_has_interp(&head)
-}
-
-/// PT_INTERP among an ELF's program headers (both classes, both byte orders;
-/// `head` is the file's start, where linkers put the headers).
-fn elf_has_interp(head: &[u8]) -> Option<bool> {
-    if head.get(..4)? != b"\x7fELF" {
-        return None;
-    }
-    let wide = match head.get(4)? {
-        1 => false,
-        2 => true,
-        _ => return None,
-    };
-    let big = *head.get(5)? == 2;
-    let num = |at: usize, len: usize| -> Option<u64> {
-        let b = head.get(at..at.checked_add(len)?)?;
-        Some(if big {
-            b.iter().fold(0u64, |v, &x| (v << 8) | x as u64)
-        } else {
-            b.iter().rev().fold(0u64, |v, &x| (v << 8) | x as u64)
-        })
-    };
-    let (phoff, phentsize, phnum) = if wide {
-        (num(0x20, 8)?, num(0x36, 2)?, num(0x38, 2)?)
-    } else {
-        (num(0x1c, 4)?, num(0x2a, 2)?, num(0x2c, 2)?)
-    };
-    for i in 0..phnum {
-        let at = usize::try_from(phoff.checked_add(i.checked_mul(phentsize)?)?).ok()?;
-        const PT_INTERP: u64 = 3;
-        if num(at, 4)? == PT_INTERP {
-            return Some(true);
+        Head::Elf { interp, note } => {
+            let mut seg = Vec::new();
+            if let Some((off, len)) = note {
+                f.seek(std::io::SeekFrom::Start(off)).ok()?;
+                f.take(len.min(exe::HEAD_LEN as u64))
+                    .read_to_end(&mut seg)
+                    .ok()?;
+            }
+            Some(exe::needs_supervisor(interp, note.map(|_| seg.as_slice())))
         }
     }
-    Some(false)
 }
 
 /// The front for CMD when `--front` is not given: the supervisor for an
-/// executable without a program interpreter (static, Go), else the library
-/// (also for what cannot be read: the kernel or the shell will say why).
+/// executable without a program interpreter (static) or built by Go, else
+/// the library (also for what cannot be read: the kernel or the shell will
+/// say why).
 fn front_for(cmd: &std::ffi::OsStr) -> Front {
-    match resolve(cmd).and_then(|p| has_interp(&p, 0)) {
-        Some(false) => Front::Seccomp,
+    match resolve(cmd).and_then(|p| needs_supervisor(&p, 0)) {
+        Some(true) => Front::Seccomp,
         _ => Front::Preload,
     }
 }
@@ -262,6 +248,15 @@ fn mirror_dirs(mount: &Path, route: &Path) -> std::io::Result<()> {
 }
 
 pub fn main(mut a: RunArgs) -> i32 {
+    if let (Some(sock), Some(file)) = (&a.in_place, &a.exec_file) {
+        return crate::supervisor::exec_in_place(
+            sock,
+            file,
+            &a.cmd,
+            a.preloaded.as_deref(),
+            a.sigpipe_ignored,
+        );
+    }
     let front = *a.front.get_or_insert_with(|| front_for(&a.cmd[0]));
     let lib = match library() {
         Ok(l) => l,
@@ -341,8 +336,33 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
     cmd.args(&a.cmd[1..])
         .env("UDSFS_MOUNT", &mount)
         .env("UDSFS_ROUTES", routes);
+    // Under the library, an exec of a static or Go binary comes under the
+    // supervisor: both fronts in one tree.
+    let mut requests = None;
     if a.front != Some(Front::Seccomp) {
         cmd.env("LD_PRELOAD", preload);
+        let routes: Vec<Vec<u8>> = a
+            .route
+            .iter()
+            .map(|r| r.as_os_str().as_bytes().to_vec())
+            .collect();
+        match (
+            crate::supervisor::Requests::start(&mount, &routes),
+            std::env::current_exe(),
+        ) {
+            (Ok(r), Ok(exe)) => {
+                cmd.env(SUPERVISOR_ENV, r.socket()).env(EXE_ENV, exe);
+                requests = Some(r);
+            }
+            (Err(e), _) => {
+                eprintln!("udsfs run: static programs CMD runs stay on kernel sockets: {e}")
+            }
+            (_, Err(e)) => {
+                eprintln!("udsfs run: static programs CMD runs stay on kernel sockets: {e}")
+            }
+        }
+    } else {
+        cmd.env_remove(SUPERVISOR_ENV).env_remove(EXE_ENV);
     }
     // SAFETY: sigprocmask is async-signal-safe and touches only the child.
     unsafe {
@@ -415,6 +435,7 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
     };
     let status = child.wait();
     reap_all();
+    drop(requests);
     if let Some(Err(e)) = capture.map(|c| c.stop()) {
         eprintln!("udsfs run: --capture: {e}");
     }
@@ -432,18 +453,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn interp_of_real_and_bad_files() {
+    fn front_of_real_and_bad_files() {
+        use udsfs_proto::exe::{Head, parse};
         // The test binary is linked dynamically (cargo's default on glibc).
-        assert_eq!(has_interp(Path::new("/proc/self/exe"), 0), Some(true));
+        assert_eq!(
+            needs_supervisor(Path::new("/proc/self/exe"), 0),
+            Some(false)
+        );
         let exe = std::fs::read("/proc/self/exe").unwrap();
         // Cut anywhere in the headers or garbled: an answer or None, never a panic.
         for n in [0, 3, 4, 5, 6, 0x30, 0x3a, 0x40, 0x100] {
-            let _ = elf_has_interp(&exe[..n.min(exe.len())]);
+            let _ = parse(&exe[..n.min(exe.len())]);
         }
         let mut bad = exe[..0x40].to_vec();
         bad[0x20..0x28].copy_from_slice(&u64::MAX.to_ne_bytes());
-        assert_eq!(elf_has_interp(&bad), None);
-        assert_eq!(elf_has_interp(b"not an elf"), None);
+        assert_eq!(parse(&bad), None);
+        assert_eq!(parse(b"not an elf"), None);
         // Its program headers with PT_INTERP turned into PT_NULL: static.
         let mut stat = exe.clone();
         let phoff = u64::from_le_bytes(stat[0x20..0x28].try_into().unwrap()) as usize;
@@ -454,6 +479,9 @@ mod tests {
                 stat[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
             }
         }
-        assert_eq!(elf_has_interp(&stat), Some(false));
+        assert!(matches!(
+            parse(&stat),
+            Some(Head::Elf { interp: false, .. })
+        ));
     }
 }
