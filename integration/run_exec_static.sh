@@ -89,10 +89,11 @@ out=$(PATH=$TMP:$PATH run -- env static_client "$SOCK" from-env 2>&1) || fail "e
 expect_eq "static client's reply through env (execvp)" "$(sed -n 1p <<<"$out")" "reply: py got from-env"
 ENV_PID=$(sed -n 's/^pid: //p' <<<"$out")
 
-# 4. An exit status other than 0 reaches the parent: the client's usage error (2) and a
-#    refused connect (1).
-out=$(run -- sh -c '"$1"; echo "child - status $?"; "$1" "$2" x; echo "child - status $?"' sh "$TMP/static_client" "$MNT/nothing.sock" 2>&1) || true
-expect_eq "exit statuses the shell saw" "$(grep '^child - status' <<<"$out" | tr '\n' ' ')" "child - status 2 child - status 1 "
+# 4. An exit status other than 0 reaches the parent: the client's usage error (2), with
+#    no arguments and with 5000 (a vector too big for the library's stack space, so
+#    built in a mapping), and a refused connect (1).
+out=$(run -- sh -c '"$1"; echo "child - status $?"; "$1" $(seq 1 5000); echo "child - status $?"; "$1" "$2" x; echo "child - status $?"' sh "$TMP/static_client" "$MNT/nothing.sock" 2>&1) || true
+expect_eq "exit statuses the shell saw" "$(grep '^child - status' <<<"$out" | tr '\n' ' ')" "child - status 2 child - status 2 child - status 1 "
 
 ended_within "$SRV" 10000 || fail "the server did not finish: $(cat "$TMP/srv.out")"
 reap "$SRV"

@@ -146,16 +146,23 @@ pub fn init() {
 }
 
 /// The argument vector of `udsfs run --in-place` for an exec of `file`
-/// with `argv`, in a mapping of its own (freed if the exec fails).
+/// with `argv`: in the caller's scratch space on its stack when it fits (a
+/// vfork child shares its parent's mappings, so a mapping made there would
+/// stay behind in the parent), else in a mapping of its own, freed if the
+/// exec fails.
 pub struct Redirect {
-    map: *mut libc::c_void,
-    size: usize,
+    at: *mut libc::c_void,
+    /// The size of our mapping; 0: the vector is in the caller's scratch.
+    mapped: usize,
     pub exe: &'static [u8],
 }
 
+/// Stack space for the new vector and its strings (most execs fit).
+pub type Scratch = [usize; 1024];
+
 impl Redirect {
     pub fn argv(&self) -> *const *const c_char {
-        self.map as *const *const c_char
+        self.at as *const *const c_char
     }
 
     pub fn exe_ptr(&self) -> *const c_char {
@@ -165,8 +172,10 @@ impl Redirect {
 
 impl Drop for Redirect {
     fn drop(&mut self) {
-        // SAFETY: our mapping of that size.
-        unsafe { libc::munmap(self.map, self.size) };
+        if self.mapped > 0 {
+            // SAFETY: our mapping of that size.
+            unsafe { libc::munmap(self.at, self.mapped) };
+        }
     }
 }
 
@@ -174,8 +183,13 @@ impl Drop for Redirect {
 /// through `udsfs run --in-place` (Redirect::exe with Redirect::argv).
 ///
 /// # Safety
-/// `argv` is a NULL-terminated vector of C strings (or NULL).
-pub unsafe fn redirect(file: &[u8], argv: *const *const c_char) -> Option<Redirect> {
+/// `argv` is a NULL-terminated vector of C strings (or NULL); `scratch`
+/// outlives the exec made with the result.
+pub unsafe fn redirect(
+    file: &[u8],
+    argv: *const *const c_char,
+    scratch: &mut Scratch,
+) -> Option<Redirect> {
     let sock = env(c"UDSFS_SUPERVISOR")?;
     let exe_path = env(c"UDSFS_EXE")?;
     // SAFETY: as the caller promised.
@@ -196,9 +210,8 @@ pub unsafe fn redirect(file: &[u8], argv: *const *const c_char) -> Option<Redire
             sigpipe_ignored = old.sa_sigaction == libc::SIG_IGN;
         }
     }
-    // Strings copied into the mapping, after the pointer vector: the path,
-    // the library and the fixed words; `exe_path` and `sock` stay in the
-    // environment, which the exec reads before it replaces anything.
+    // Every string is copied after the pointer vector (the environment may
+    // change between here and the exec); the program's own arguments are not.
     let words: [&[u8]; 6] = [
         b"run\0",
         b"--in-place\0",
@@ -217,30 +230,35 @@ pub unsafe fn redirect(file: &[u8], argv: *const *const c_char) -> Option<Redire
         + 1;
     let ptrs = argc + 12;
     let size = ptrs * std::mem::size_of::<*const c_char>() + strings;
-    // SAFETY: a fresh anonymous mapping.
-    let map = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
+    let (at, mapped) = if size <= std::mem::size_of::<Scratch>() {
+        (scratch.as_mut_ptr().cast::<libc::c_void>(), 0)
+    } else {
+        // SAFETY: a fresh anonymous mapping.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return None;
+        }
+        (map, size)
     };
-    if map == libc::MAP_FAILED {
-        return None;
-    }
     let r = Redirect {
-        map,
-        size,
+        at,
+        mapped,
         exe: exe_path,
     };
-    let vec = map as *mut *const c_char;
-    // SAFETY: the mapping holds `ptrs` pointers and then `strings` bytes;
+    let vec = at as *mut *const c_char;
+    // SAFETY: the space holds `ptrs` pointers and then `strings` bytes;
     // each string is copied with its NUL.
     unsafe {
-        let mut at = (map as *mut u8).add(ptrs * std::mem::size_of::<*const c_char>());
+        let mut at = (at as *mut u8).add(ptrs * std::mem::size_of::<*const c_char>());
         let mut put = |s: &[u8], nul: bool| -> *const c_char {
             let p = at;
             std::ptr::copy_nonoverlapping(s.as_ptr(), at, s.len());
@@ -335,8 +353,9 @@ unsafe fn via_udsfs(
     argv: *const *const c_char,
     exec: impl FnOnce(*const c_char, *const *const c_char) -> c_int,
 ) -> Option<c_int> {
-    // SAFETY: as the caller promised.
-    let r = unsafe { redirect(file?.bytes(), argv) }?;
+    let mut scratch: Scratch = [0; 1024];
+    // SAFETY: as the caller promised; `scratch` lives past the exec.
+    let r = unsafe { redirect(file?.bytes(), argv, &mut scratch) }?;
     let got = exec(r.exe_ptr(), r.argv());
     if got == 0 {
         // posix_spawn: the child runs.
