@@ -50,7 +50,7 @@ for _ in range(int(sys.argv[2])):
 print("served", flush=True)
 PY
 SOCK=$MNT/exec.sock
-start_bg SRV env TMPDIR="$RUNTMP" UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/server.py" "$SOCK" 4 >"$TMP/srv.out" 2>&1
+start_bg SRV env TMPDIR="$RUNTMP" UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/server.py" "$SOCK" 5 >"$TMP/srv.out" 2>&1
 wait_listening "$SOCK"
 expect_socket_home "$SOCK"
 
@@ -88,6 +88,16 @@ SPAWN_CHILD=$(child_of "$out")
 out=$(PATH=$TMP:$PATH run -- env static_client "$SOCK" from-env 2>&1) || fail "env static_client failed: $out"
 expect_eq "static client's reply through env (execvp)" "$(sed -n 1p <<<"$out")" "reply: py got from-env"
 ENV_PID=$(sed -n 's/^pid: //p' <<<"$out")
+# A `udsfs run` inside the run: the static child of its CMD asks the inner run (the
+# environment names it), and one forced to the supervisor is not asked again.
+out=$(run -- sh -c 'UDSFS_PRELOAD=$4 "$3" run --mount "$5" -- sh -c "\"\$1\" \"\$2\" nested" sh "$1" "$2"' sh "$TMP/static_client" "$SOCK" "$UDSFS_BIN" "$PRELOAD_LIB" "$MNT" 2>&1) ||
+    fail "the static client under a nested udsfs run failed: $out"
+expect_eq "static client's reply under a nested udsfs run" "$(sed -n 1p <<<"$out")" "reply: py got nested"
+NESTED_PID=$(sed -n 's/^pid: //p' <<<"$out")
+# Without UDSFS_SUPERVISOR in its environment the exec is left alone: kernel sockets,
+# where the name in the mount refuses the connect.
+out=$(run -- env -u UDSFS_SUPERVISOR sh -c '"$1" "$2" unsupervised; echo "status $?"' sh "$TMP/static_client" "$SOCK" 2>&1) || true
+expect_eq "a static client exec'd without UDSFS_SUPERVISOR" "$(grep -c '^reply' <<<"$out") $(grep '^status' <<<"$out")" "0 status 1"
 
 # 4. An exit status other than 0 reaches the parent: the client's usage error (2), with
 #    no arguments and with 5000 (a vector too big for the library's stack space, so
@@ -98,8 +108,8 @@ expect_eq "exit statuses the shell saw" "$(grep '^child - status' <<<"$out" | tr
 ended_within "$SRV" 10000 || fail "the server did not finish: $(cat "$TMP/srv.out")"
 reap "$SRV"
 expect_eq "server's exit status" "$REAPED_STATUS" 0
-expect_eq "SO_PEERCRED pids the server saw" "$(sed -n 's/^peer pid //p' "$TMP/srv.out" | tr '\n' ' ')" "$SH_CHILD $GO_CHILD $SPAWN_CHILD $ENV_PID "
-ok "static and Go children of sh, bash, python3 and env reached the udsfs server as themselves"
+expect_eq "SO_PEERCRED pids the server saw" "$(sed -n 's/^peer pid //p' "$TMP/srv.out" | tr '\n' ' ')" "$SH_CHILD $GO_CHILD $SPAWN_CHILD $ENV_PID $NESTED_PID "
+ok "static and Go children of sh, bash, python3, env and a nested udsfs run reached the udsfs server as themselves"
 
 # 5. A routed name: the server binds under --route through the library, the static child
 #    of sh connects to the same path (the supervisor routes it as the library does).

@@ -1,12 +1,13 @@
 //! exec of a program the library cannot reach: a static or Go binary
 //! (`udsfs_proto::exe`, the check `udsfs run` makes for CMD; `#!` scripts by
-//! their interpreter). Under `udsfs run` (UDSFS_SUPERVISOR, UDSFS_EXE) such
-//! an exec becomes one of `udsfs run --in-place`, which puts this same
-//! process under the run's seccomp supervisor and then execs the program
-//! (src/supervisor/adopt.rs): pid, parent, descriptors and environment stay.
-//! Nothing here allocates with malloc (an exec may follow a fork of a
-//! threaded program): paths live in fixed buffers, the new argument vector in
-//! an anonymous mapping.
+//! their interpreter). Under `udsfs run` (UDSFS_SUPERVISOR and UDSFS_EXE in
+//! the new program's environment) such an exec becomes one of `udsfs run
+//! --in-place`, which puts this same process under the run's seccomp
+//! supervisor and then execs the program (src/supervisor/adopt.rs): pid,
+//! parent, descriptors and environment stay. Nothing here allocates with
+//! malloc (an exec may follow a fork of a threaded program): paths live in
+//! fixed buffers, the new argument vector on the stack or in an anonymous
+//! mapping.
 
 use std::ffi::CStr;
 use std::sync::OnceLock;
@@ -47,6 +48,30 @@ impl Path {
 
     pub fn as_ptr(&self) -> *const c_char {
         self.b.as_ptr().cast()
+    }
+}
+
+/// `NAME=` in a NULL-terminated environment vector (NULL: none).
+///
+/// # Safety
+/// `envp` is NULL or a NULL-terminated vector of C strings.
+unsafe fn env_in(envp: *const *const c_char, name: &[u8]) -> Option<&'static [u8]> {
+    if envp.is_null() {
+        return None;
+    }
+    let mut i = 0;
+    loop {
+        // SAFETY: as the caller promised.
+        let e = unsafe { *envp.add(i) };
+        if e.is_null() {
+            return None;
+        }
+        // SAFETY: a C string of the vector.
+        let b = unsafe { CStr::from_ptr(e) }.to_bytes();
+        if let Some(v) = b.strip_prefix(name).and_then(|r| r.strip_prefix(b"=")) {
+            return Some(v);
+        }
+        i += 1;
     }
 }
 
@@ -182,16 +207,26 @@ impl Drop for Redirect {
 /// Some: the exec of `file` (as the kernel would open it) with `argv` must go
 /// through `udsfs run --in-place` (Redirect::exe with Redirect::argv).
 ///
+/// The run to ask is the one the new program's environment `envp` names: a
+/// `udsfs run` started under another sets its own (or, with the supervisor
+/// for its CMD, none).
+///
 /// # Safety
-/// `argv` is a NULL-terminated vector of C strings (or NULL); `scratch`
-/// outlives the exec made with the result.
+/// `argv` and `envp` are NULL-terminated vectors of C strings (or NULL);
+/// `scratch` outlives the exec made with the result.
 pub unsafe fn redirect(
     file: &[u8],
     argv: *const *const c_char,
+    envp: *const *const c_char,
     scratch: &mut Scratch,
 ) -> Option<Redirect> {
-    let sock = env(c"UDSFS_SUPERVISOR")?;
-    let exe_path = env(c"UDSFS_EXE")?;
+    // SAFETY: as the caller promised.
+    let (sock, exe_path) = unsafe {
+        (
+            env_in(envp, b"UDSFS_SUPERVISOR")?,
+            env_in(envp, b"UDSFS_EXE")?,
+        )
+    };
     // SAFETY: as the caller promised.
     if argv.is_null() || unsafe { (*argv).is_null() } || !needs_supervisor(file) {
         return None;
@@ -351,11 +386,12 @@ pub fn say_not_supervised(exe: &[u8]) {
 unsafe fn via_udsfs(
     file: Option<Path>,
     argv: *const *const c_char,
+    envp: *const *const c_char,
     exec: impl FnOnce(*const c_char, *const *const c_char) -> c_int,
 ) -> Option<c_int> {
     let mut scratch: Scratch = [0; 1024];
     // SAFETY: as the caller promised; `scratch` lives past the exec.
-    let r = unsafe { redirect(file?.bytes(), argv, &mut scratch) }?;
+    let r = unsafe { redirect(file?.bytes(), argv, envp, &mut scratch) }?;
     let got = exec(r.exe_ptr(), r.argv());
     if got == 0 {
         // posix_spawn: the child runs.
@@ -406,7 +442,7 @@ pub unsafe extern "C" fn execve(
 ) -> c_int {
     // SAFETY: the C library's contract for execve.
     unsafe {
-        via_udsfs(path_of(path), argv, |e, a| real::execve(e, a, envp));
+        via_udsfs(path_of(path), argv, envp, |e, a| real::execve(e, a, envp));
         real::execve(path, argv, envp)
     }
 }
@@ -415,7 +451,9 @@ pub unsafe extern "C" fn execve(
 pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
     // SAFETY: as for execve.
     unsafe {
-        via_udsfs(path_of(path), argv, |e, a| real::execve(e, a, environ));
+        via_udsfs(path_of(path), argv, environ, |e, a| {
+            real::execve(e, a, environ)
+        });
         real::execv(path, argv)
     }
 }
@@ -428,7 +466,7 @@ pub unsafe extern "C" fn execvpe(
 ) -> c_int {
     // SAFETY: as for execve.
     unsafe {
-        via_udsfs(file_of(file), argv, |e, a| real::execve(e, a, envp));
+        via_udsfs(file_of(file), argv, envp, |e, a| real::execve(e, a, envp));
         real::execvpe(file, argv, envp)
     }
 }
@@ -437,7 +475,9 @@ pub unsafe extern "C" fn execvpe(
 pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
     // SAFETY: as for execve.
     unsafe {
-        via_udsfs(file_of(file), argv, |e, a| real::execve(e, a, environ));
+        via_udsfs(file_of(file), argv, environ, |e, a| {
+            real::execve(e, a, environ)
+        });
         real::execvp(file, argv)
     }
 }
@@ -450,7 +490,9 @@ pub unsafe extern "C" fn fexecve(
 ) -> c_int {
     // SAFETY: as for execve.
     unsafe {
-        via_udsfs(fd_path(fd, None), argv, |e, a| real::execve(e, a, envp));
+        via_udsfs(fd_path(fd, None), argv, envp, |e, a| {
+            real::execve(e, a, envp)
+        });
         real::fexecve(fd, argv, envp)
     }
 }
@@ -476,7 +518,7 @@ pub unsafe extern "C" fn execveat(
             } else {
                 fd_path(dirfd, Some(p))
             };
-            via_udsfs(file, argv, |e, a| real::execve(e, a, envp));
+            via_udsfs(file, argv, envp, |e, a| real::execve(e, a, envp));
         }
         let r = libc::syscall(libc::SYS_execveat, dirfd, path, argv, envp, flags);
         r as c_int
@@ -495,7 +537,7 @@ pub unsafe extern "C" fn posix_spawn(
     // SAFETY: the C library's contract for posix_spawn.
     unsafe {
         let spawn = |e, a| real::posix_spawn(pid, e, actions, attr, a, envp);
-        if let Some(r) = via_udsfs(path_of(path), argv, spawn) {
+        if let Some(r) = via_udsfs(path_of(path), argv, envp, spawn) {
             return r;
         }
         real::posix_spawn(pid, path, actions, attr, argv, envp)
@@ -514,7 +556,7 @@ pub unsafe extern "C" fn posix_spawnp(
     // SAFETY: as for posix_spawn.
     unsafe {
         let spawn = |e, a| real::posix_spawn(pid, e, actions, attr, a, envp);
-        if let Some(r) = via_udsfs(file_of(file), argv, spawn) {
+        if let Some(r) = via_udsfs(file_of(file), argv, envp, spawn) {
             return r;
         }
         real::posix_spawnp(pid, file, actions, attr, argv, envp)
