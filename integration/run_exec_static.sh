@@ -31,6 +31,12 @@ ok "built static_client (no PT_INTERP) and unixprobe (Go $(go env GOVERSION))"
 # Every `udsfs run` here keeps its temporary files (the supervisor's socket) in $RUNTMP.
 RUNTMP=$TMP/runtmp
 mkdir "$RUNTMP"
+# What a run killed outright left behind (its process is gone): the next run sweeps it.
+true &
+DEAD=$!
+wait "$DEAD"
+mkdir "$RUNTMP/udsfs-exec-$DEAD-0"
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$RUNTMP/udsfs-exec-$DEAD-0/sock"
 run() { TMPDIR=$RUNTMP UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" "$@"; }
 
 # The server, through the library: answers N connections, prints each peer's pid.
@@ -148,6 +154,6 @@ reap "$HOLD"
 grep -q "is not one this udsfs run started: refused" "$TMP/hold.out" || fail "no refusal said: $(cat "$TMP/hold.out")"
 ok "a process outside the run's tree was refused"
 
-# Every run removed its socket and directory.
+# Every run removed its socket and directory, and the stale one of process $DEAD went.
 expect_eq "what the runs left in their TMPDIR" "$(ls -A "$RUNTMP")" ""
 ok "both fronts in one tree"

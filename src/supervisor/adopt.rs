@@ -29,6 +29,7 @@ impl Requests {
         use std::os::unix::fs::PermissionsExt;
         let ctx = Arc::new(super::context(mount, routes)?);
         let base = std::env::temp_dir();
+        sweep(&base);
         let dir = (0..100)
             .map(|i| base.join(format!("udsfs-exec-{}-{i}", std::process::id())))
             .find(|d| std::fs::create_dir(d).is_ok())
@@ -70,6 +71,33 @@ impl Drop for Requests {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(self.socket());
         let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Removes what runs killed outright (SIGKILL) left in `base`: the socket
+/// directories of processes that are gone, if they are ours.
+fn sweep(base: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(dir) = std::fs::read_dir(base) else {
+        return;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("udsfs-exec-"))
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let ours = e.metadata().is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if ours && !crate::procfs::exists(pid) {
+            let _ = std::fs::remove_file(e.path().join("sock"));
+            let _ = std::fs::remove_dir(e.path());
+        }
     }
 }
 
