@@ -42,10 +42,29 @@ pub struct RunArgs {
     /// Where the private mount's daemon logs (default: nowhere).
     #[arg(long)]
     log_file: Option<PathBuf>,
+    /// Internal (preload/src/exec.rs): exec `--exec-file` in this process,
+    /// with CMD as its argv, under the supervisor of the `udsfs run`
+    /// listening at SOCK (`supervisor::exec_in_place`).
+    #[arg(long, hide = true, value_name = "SOCK", requires = "exec_file")]
+    in_place: Option<PathBuf>,
+    #[arg(long, hide = true, requires = "in_place")]
+    exec_file: Option<PathBuf>,
+    /// The preload library to take out of LD_PRELOAD (with `--in-place`).
+    #[arg(long, hide = true, requires = "in_place")]
+    preloaded: Option<OsString>,
+    /// SIGPIPE was ignored by the caller of the exec (with `--in-place`).
+    #[arg(long, hide = true, requires = "in_place")]
+    sigpipe_ignored: bool,
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     cmd: Vec<OsString>,
 }
+
+/// Set for CMD under the library: where a static or Go binary it execs
+/// asks to be supervised (`supervisor::Requests`), and the udsfs binary
+/// that does it (preload/src/exec.rs reads both).
+const SUPERVISOR_ENV: &str = "UDSFS_SUPERVISOR";
+const EXE_ENV: &str = "UDSFS_EXE";
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
 pub enum Front {
@@ -67,145 +86,47 @@ fn resolve(cmd: &std::ffi::OsStr) -> Option<PathBuf> {
     })
 }
 
-/// Whether the preload library serves the program the kernel would run for
-/// `file`: it has a program interpreter (PT_INTERP: the dynamic loader,
-/// which reads LD_PRELOAD) and is no Go program (Go's net package makes raw
-/// system calls even when the binary is linked with the C library for cgo).
-/// `#!` scripts are followed to their interpreter (and `env NAME` to NAME),
-/// a few levels as the kernel does. None: unreadable or not an ELF.
-fn library_serves(file: &Path, depth: u32) -> Option<bool> {
-    use std::io::Read;
+/// Whether the program the kernel would run for `file` needs the
+/// supervisor (`udsfs_proto::exe`: static or Go). `#!` scripts are followed
+/// to their interpreter (and `env NAME` to NAME), a few levels as the kernel
+/// does. None: unreadable or not an ELF.
+fn needs_supervisor(file: &Path, depth: u32) -> Option<bool> {
+    use std::io::{Read, Seek};
+    use udsfs_proto::exe::{self, Head};
+    let mut f = std::fs::File::open(file).ok()?;
     let mut head = Vec::new();
-    std::fs::File::open(file)
-        .ok()?
-        .take(64 * 1024)
+    (&mut f)
+        .take(exe::HEAD_LEN as u64)
         .read_to_end(&mut head)
         .ok()?;
-    if let Some(rest) = head.strip_prefix(b"#!") {
-        if depth >= 4 {
-            return None;
-        }
-        let line = rest.split(|&b| b == b'\n').next()?;
-        let mut words = line
-            .split(|&b| b == b' ' || b == b'\t')
-            .filter(|w| !w.is_empty())
-            .map(std::ffi::OsStr::from_bytes);
-        let interp = Path::new(words.next()?);
-        if interp.file_name().is_some_and(|n| n == "env")
-            && let Some(prog) = words.find(|w| !w.as_bytes().starts_with(b"-"))
-            && let Some(p) = resolve(prog)
-        {
-            return library_serves(&p, depth + 1);
-        }
-        return library_serves(interp, depth + 1);
-    }
-    let elf = Elf::parse(&head)?;
-    Some(elf.interp && !elf.go)
-}
-
-/// What the program headers of an ELF say (both classes, both byte orders;
-/// `head` is the file's start, where linkers put the headers and the notes
-/// of the first segment).
-#[derive(Debug, PartialEq, Eq)]
-struct Elf {
-    /// PT_INTERP: a dynamic loader runs first.
-    interp: bool,
-    /// A PT_NOTE holds Go's build id note (owner "Go", type 4).
-    go: bool,
-}
-
-impl Elf {
-    fn parse(head: &[u8]) -> Option<Elf> {
-        const PT_INTERP: u64 = 3;
-        const PT_NOTE: u64 = 4;
-        if head.get(..4)? != b"\x7fELF" {
-            return None;
-        }
-        let wide = match head.get(4)? {
-            1 => false,
-            2 => true,
-            _ => return None,
-        };
-        let big = *head.get(5)? == 2;
-        let num = |at: usize, len: usize| -> Option<u64> {
-            let b = head.get(at..at.checked_add(len)?)?;
-            Some(if big {
-                b.iter().fold(0u64, |v, &x| (v << 8) | x as u64)
-            } else {
-                b.iter().rev().fold(0u64, |v, &x| (v << 8) | x as u64)
-            })
-        };
-        let (phoff, phentsize, phnum) = if wide {
-            (num(0x20, 8)?, num(0x36, 2)?, num(0x38, 2)?)
-        } else {
-            (num(0x1c, 4)?, num(0x2a, 2)?, num(0x2c, 2)?)
-        };
-        let mut elf = Elf {
-            interp: false,
-            go: false,
-        };
-        for i in 0..phnum {
-            let at = usize::try_from(phoff.checked_add(i.checked_mul(phentsize)?)?).ok()?;
-            match num(at, 4)? {
-                PT_INTERP => elf.interp = true,
-                PT_NOTE => {
-                    let (off, size) = if wide {
-                        (num(at + 8, 8)?, num(at + 32, 8)?)
-                    } else {
-                        (num(at + 4, 4)?, num(at + 16, 4)?)
-                    };
-                    elf.go |= Self::go_note(head, off, size, &num);
-                }
-                _ => {}
+    match exe::parse(&head)? {
+        Head::Script { .. } if depth >= 4 => None,
+        Head::Script { interp, env_prog } => {
+            if let Some(p) = env_prog.and_then(|p| resolve(std::ffi::OsStr::from_bytes(p))) {
+                return needs_supervisor(&p, depth + 1);
             }
+            needs_supervisor(Path::new(std::ffi::OsStr::from_bytes(interp)), depth + 1)
         }
-        Some(elf)
-    }
-
-    /// Whether the notes at `off..off+size` (as far as `head` holds them)
-    /// include Go's: namesz 4, "Go\0\0", type 4 (NT_GO_BUILD_ID).
-    fn go_note(
-        head: &[u8],
-        off: u64,
-        size: u64,
-        num: &dyn Fn(usize, usize) -> Option<u64>,
-    ) -> bool {
-        let (Ok(mut at), Some(end)) = (usize::try_from(off), off.checked_add(size)) else {
-            return false;
-        };
-        let end = usize::try_from(end).unwrap_or(usize::MAX).min(head.len());
-        let pad4 = |n: u64| n.checked_add(3).map(|n| n & !3);
-        while at + 12 <= end {
-            let (Some(namesz), Some(descsz), Some(ty)) =
-                (num(at, 4), num(at + 4, 4), num(at + 8, 4))
-            else {
-                return false;
-            };
-            if namesz == 4 && ty == 4 && head.get(at + 12..at + 16) == Some(b"Go\0\0") {
-                return true;
+        Head::Elf { interp, note } => {
+            let mut seg = Vec::new();
+            if let Some((off, len)) = note {
+                f.seek(std::io::SeekFrom::Start(off)).ok()?;
+                f.take(len.min(exe::HEAD_LEN as u64))
+                    .read_to_end(&mut seg)
+                    .ok()?;
             }
-            let (Some(n), Some(d)) = (pad4(namesz), pad4(descsz)) else {
-                return false;
-            };
-            match usize::try_from(12 + n + d)
-                .ok()
-                .and_then(|step| at.checked_add(step))
-            {
-                Some(next) => at = next,
-                None => return false,
-            }
+            Some(exe::needs_supervisor(interp, note.map(|_| seg.as_slice())))
         }
-        false
     }
 }
 
 /// The front for CMD when `--front` is not given: the supervisor for an
-/// executable without a program interpreter (static) and for Go programs,
-/// else the library (also for what cannot be read: the kernel or the shell
-/// will say why).
+/// executable without a program interpreter (static) or built by Go, else
+/// the library (also for what cannot be read: the kernel or the shell will
+/// say why).
 fn front_for(cmd: &std::ffi::OsStr) -> Front {
-    match resolve(cmd).and_then(|p| library_serves(&p, 0)) {
-        Some(false) => Front::Seccomp,
+    match resolve(cmd).and_then(|p| needs_supervisor(&p, 0)) {
+        Some(true) => Front::Seccomp,
         _ => Front::Preload,
     }
 }
@@ -327,6 +248,15 @@ fn mirror_dirs(mount: &Path, route: &Path) -> std::io::Result<()> {
 }
 
 pub fn main(mut a: RunArgs) -> i32 {
+    if let (Some(sock), Some(file)) = (&a.in_place, &a.exec_file) {
+        return crate::supervisor::exec_in_place(
+            sock,
+            file,
+            &a.cmd,
+            a.preloaded.as_deref(),
+            a.sigpipe_ignored,
+        );
+    }
     let front = *a.front.get_or_insert_with(|| front_for(&a.cmd[0]));
     let lib = match library() {
         Ok(l) => l,
@@ -406,8 +336,33 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
     cmd.args(&a.cmd[1..])
         .env("UDSFS_MOUNT", &mount)
         .env("UDSFS_ROUTES", routes);
+    // Under the library, an exec of a static or Go binary comes under the
+    // supervisor: both fronts in one tree.
+    let mut requests = None;
     if a.front != Some(Front::Seccomp) {
         cmd.env("LD_PRELOAD", preload);
+        let routes: Vec<Vec<u8>> = a
+            .route
+            .iter()
+            .map(|r| r.as_os_str().as_bytes().to_vec())
+            .collect();
+        match (
+            crate::supervisor::Requests::start(&mount, &routes),
+            std::env::current_exe(),
+        ) {
+            (Ok(r), Ok(exe)) => {
+                cmd.env(SUPERVISOR_ENV, r.socket()).env(EXE_ENV, exe);
+                requests = Some(r);
+            }
+            (Err(e), _) => {
+                eprintln!("udsfs run: static programs CMD runs stay on kernel sockets: {e}")
+            }
+            (_, Err(e)) => {
+                eprintln!("udsfs run: static programs CMD runs stay on kernel sockets: {e}")
+            }
+        }
+    } else {
+        cmd.env_remove(SUPERVISOR_ENV).env_remove(EXE_ENV);
     }
     // SAFETY: sigprocmask is async-signal-safe and touches only the child.
     unsafe {
@@ -480,6 +435,7 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
     };
     let status = child.wait();
     reap_all();
+    drop(requests);
     if let Some(Err(e)) = capture.map(|c| c.stop()) {
         eprintln!("udsfs run: --capture: {e}");
     }
@@ -497,18 +453,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn interp_of_real_and_bad_files() {
+    fn front_of_real_and_bad_files() {
+        use udsfs_proto::exe::{Head, parse};
         // The test binary is linked dynamically (cargo's default on glibc).
-        assert_eq!(library_serves(Path::new("/proc/self/exe"), 0), Some(true));
+        assert_eq!(
+            needs_supervisor(Path::new("/proc/self/exe"), 0),
+            Some(false)
+        );
         let exe = std::fs::read("/proc/self/exe").unwrap();
         // Cut anywhere in the headers or garbled: an answer or None, never a panic.
         for n in [0, 3, 4, 5, 6, 0x30, 0x3a, 0x40, 0x100] {
-            let _ = Elf::parse(&exe[..n.min(exe.len())]);
+            let _ = parse(&exe[..n.min(exe.len())]);
         }
         let mut bad = exe[..0x40].to_vec();
         bad[0x20..0x28].copy_from_slice(&u64::MAX.to_ne_bytes());
-        assert_eq!(Elf::parse(&bad), None);
-        assert_eq!(Elf::parse(b"not an elf"), None);
+        assert_eq!(parse(&bad), None);
+        assert_eq!(parse(b"not an elf"), None);
         // Its program headers with PT_INTERP turned into PT_NULL: static.
         let mut stat = exe.clone();
         let phoff = u64::from_le_bytes(stat[0x20..0x28].try_into().unwrap()) as usize;
@@ -519,70 +479,9 @@ mod tests {
                 stat[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
             }
         }
-        let facts = |interp, go| Some(Elf { interp, go });
-        assert_eq!(Elf::parse(&stat), facts(false, false));
-        assert_eq!(
-            Elf::parse(&exe[..exe.len().min(64 * 1024)]),
-            facts(true, false)
-        );
-    }
-
-    /// A 64-bit little-endian ELF header with one PT_NOTE over `notes`
-    /// (and a PT_INTERP when `interp`).
-    fn elf_with_notes(notes: &[u8], interp: bool) -> Vec<u8> {
-        let mut e = vec![0u8; 0x40 + 2 * 56];
-        e[..6].copy_from_slice(b"\x7fELF\x02\x01");
-        e[0x20..0x28].copy_from_slice(&0x40u64.to_le_bytes());
-        e[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
-        e[0x38..0x3a].copy_from_slice(&2u16.to_le_bytes());
-        let note = 0x40;
-        e[note..note + 4].copy_from_slice(&4u32.to_le_bytes());
-        let off = e.len() as u64;
-        e[note + 8..note + 16].copy_from_slice(&off.to_le_bytes());
-        e[note + 32..note + 40].copy_from_slice(&(notes.len() as u64).to_le_bytes());
-        if interp {
-            e[note + 56..note + 60].copy_from_slice(&3u32.to_le_bytes());
-        }
-        e.extend_from_slice(notes);
-        e
-    }
-
-    fn note(name: &[u8], ty: u32, desc: &[u8]) -> Vec<u8> {
-        let mut n = Vec::new();
-        n.extend((name.len() as u32).to_le_bytes());
-        n.extend((desc.len() as u32).to_le_bytes());
-        n.extend(ty.to_le_bytes());
-        n.extend(name);
-        n.resize(n.len().next_multiple_of(4), 0);
-        n.extend(desc);
-        n.resize(n.len().next_multiple_of(4), 0);
-        n
-    }
-
-    #[test]
-    fn a_go_program_is_known_by_its_build_id_note() {
-        let gnu = note(b"GNU\0", 3, &[1; 20]);
-        let go = note(b"Go\0\0", 4, b"some/build/id");
-        let facts = |interp, go| Some(Elf { interp, go });
-        // Dynamic with cgo: an interpreter, and Go's note after the GNU one.
-        let both = [gnu.clone(), go.clone()].concat();
-        assert_eq!(Elf::parse(&elf_with_notes(&both, true)), facts(true, true));
-        assert_eq!(Elf::parse(&elf_with_notes(&gnu, true)), facts(true, false));
-        assert_eq!(Elf::parse(&elf_with_notes(&go, false)), facts(false, true));
-        // The right owner with another type, or cut short: not Go.
-        let other = note(b"Go\0\0", 3, b"x");
-        assert_eq!(
-            Elf::parse(&elf_with_notes(&other, true)),
-            facts(true, false)
-        );
-        let cut = elf_with_notes(&go, true);
-        assert_eq!(
-            Elf::parse(&cut[..cut.len() - go.len() + 8]),
-            facts(true, false)
-        );
-        // Sizes that overflow: no panic, not Go.
-        let mut huge = note(b"Go\0\0", 4, b"");
-        huge[..4].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert_eq!(Elf::parse(&elf_with_notes(&huge, true)), facts(true, false));
+        assert!(matches!(
+            parse(&stat),
+            Some(Head::Elf { interp: false, .. })
+        ));
     }
 }

@@ -191,6 +191,7 @@ scripts!(
     run_cpython_paths,
     run_cpython_socketserver,
     run_cpython_suite,
+    run_exec_static,
     run_curl,
     run_faults,
     run_hackbench,

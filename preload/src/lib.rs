@@ -15,6 +15,7 @@
 mod control;
 mod convert;
 mod errno;
+mod exec;
 mod fdpass;
 mod files;
 mod ioctl;
@@ -655,6 +656,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 /// calls (found with dlsym, which takes locks and allocates).
 extern "C" fn init() {
     real::resolve_all();
+    exec::init();
     mount::get();
 }
 

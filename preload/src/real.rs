@@ -94,4 +94,12 @@ real! {
     __read_chk(fd: c_int, b: *mut c_void, n: size_t, buflen: size_t) -> ssize_t;
     readv(fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t;
     writev(fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t;
+    // exec.rs: the exec calls, when no supervisor is wanted.
+    execve(path: *const libc::c_char, argv: *const *const libc::c_char, envp: *const *const libc::c_char) -> c_int;
+    execv(path: *const libc::c_char, argv: *const *const libc::c_char) -> c_int;
+    execvp(file: *const libc::c_char, argv: *const *const libc::c_char) -> c_int;
+    execvpe(file: *const libc::c_char, argv: *const *const libc::c_char, envp: *const *const libc::c_char) -> c_int;
+    fexecve(fd: c_int, argv: *const *const libc::c_char, envp: *const *const libc::c_char) -> c_int;
+    posix_spawn(pid: *mut libc::pid_t, path: *const libc::c_char, fa: *const libc::posix_spawn_file_actions_t, attr: *const libc::posix_spawnattr_t, argv: *const *const libc::c_char, envp: *const *const libc::c_char) -> c_int;
+    posix_spawnp(pid: *mut libc::pid_t, file: *const libc::c_char, fa: *const libc::posix_spawn_file_actions_t, attr: *const libc::posix_spawnattr_t, argv: *const *const libc::c_char, envp: *const *const libc::c_char) -> c_int;
 }

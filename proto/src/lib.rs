@@ -9,6 +9,7 @@ pub mod addr;
 pub mod carry;
 pub mod cmsg;
 pub mod ctl;
+pub mod exe;
 pub mod fdchannel;
 pub mod ioctl;
 pub mod mount;

@@ -1,7 +1,8 @@
 //! The supervisor's end of the daemon's fd channel (`udsfs_proto::fdchannel`,
 //! whose `Client` speaks it): files that are not udsfs sockets are
 //! deposited before the message ioctl that passes them, by tag, and claimed
-//! after the one that received them.
+//! after the one that received them. Deposits are made as the program's
+//! user (`connect_as`).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -44,4 +45,52 @@ pub fn connect(mount: &Path) -> Res<Channel> {
             ));
         }
     })
+}
+
+/// A connection whose SO_PEERCRED is the target thread `tid`'s effective
+/// uid: the daemon charges deposits to that user and lets only that user's
+/// sendmsg take them (src/engine/depot.rs `take_deposits`), and the send is
+/// made for the target (actfor.rs). A root supervisor of a program that
+/// dropped to another user would otherwise deposit as root and be refused
+/// (EBADF). Receiving needs no switch: root may claim what anyone received.
+pub fn connect_as(mount: &Path, tid: i32) -> Res<Channel> {
+    let euid = crate::procfs::Status::read(tid as u32)
+        .map_err(|_| libc::ESRCH)?
+        .uids[1];
+    let _as = AsUser::enter(euid);
+    connect(mount)
+}
+
+/// This thread's effective uid switched to another for a moment (the real
+/// and saved uids stay, so the switch back is allowed). Raw setresuid: the
+/// C library's would change every thread of the supervisor.
+struct AsUser(Option<u32>);
+
+impl AsUser {
+    fn enter(euid: u32) -> AsUser {
+        // SAFETY: geteuid has no preconditions.
+        let ours = unsafe { libc::geteuid() };
+        if ours == euid {
+            return AsUser(None);
+        }
+        // SAFETY: setresuid of this thread only; -1 keeps the real and saved uids.
+        let r = unsafe { libc::syscall(libc::SYS_setresuid, -1i32, euid, -1i32) };
+        if r < 0 {
+            say(&format!(
+                "fd channel: cannot connect as uid {euid} ({}): files passed may be refused",
+                std::io::Error::last_os_error()
+            ));
+            return AsUser(None);
+        }
+        AsUser(Some(ours))
+    }
+}
+
+impl Drop for AsUser {
+    fn drop(&mut self) {
+        if let Some(uid) = self.0 {
+            // SAFETY: as in `enter`; the saved uid allows the way back.
+            unsafe { libc::syscall(libc::SYS_setresuid, -1i32, uid, -1i32) };
+        }
+    }
 }

@@ -10,6 +10,7 @@
 //! native.
 
 mod actfor;
+mod adopt;
 mod call;
 mod daemon;
 mod emulate;
@@ -31,6 +32,8 @@ use std::sync::Arc;
 
 use udsfs_proto::route;
 
+pub use adopt::{Requests, exec_in_place};
+
 /// What comes back from CMD's side before it execs: the listener, once the
 /// supervisor holds a copy of it.
 pub struct Setup {
@@ -46,13 +49,8 @@ fn last() -> std::io::Error {
 /// Makes `cmd` start under the filter. Call `Setup::start` once `cmd` is
 /// spawned (or failed to).
 pub fn prepare(cmd: &mut Command, mount: &Path, routes: &[Vec<u8>]) -> Result<Setup, String> {
-    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::process::CommandExt;
-    let dev = target::Dev::of(mount).ok_or_else(|| format!("{}: {}", mount.display(), last()))?;
-    // Every udsfs socket is made through these files.
-    if !mount.join(".udsfs/unix").is_file() {
-        return Err(format!("{} is not a udsfs mount", mount.display()));
-    }
+    let ctx = context(mount, routes)?;
     let mut sv = [0; 2];
     // SAFETY: socketpair fills two ints.
     if unsafe {
@@ -71,12 +69,27 @@ pub fn prepare(cmd: &mut Command, mount: &Path, routes: &[Vec<u8>]) -> Result<Se
     let prog = filter::program(!routes.is_empty());
     let chan = child.as_raw_fd();
     // SAFETY: the closure makes only async-signal-safe system calls.
-    unsafe { cmd.pre_exec(move || install(&prog, chan)) };
+    unsafe { cmd.pre_exec(move || install(&prog, chan, true)) };
     let helper = std::thread::Builder::new()
         .name("udsfs-run-listener".into())
-        .spawn(move || take_listener(parent))
+        .spawn(move || take_listener(&parent, None))
         .map_err(|e| format!("cannot start a thread: {e}"))?;
-    let ctx = call::Ctx {
+    Ok(Setup {
+        helper,
+        child_end: child,
+        ctx,
+    })
+}
+
+/// What the supervisor of programs on `mount` with `routes` works with.
+fn context(mount: &Path, routes: &[Vec<u8>]) -> Result<call::Ctx, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let dev = target::Dev::of(mount).ok_or_else(|| format!("{}: {}", mount.display(), last()))?;
+    // Every udsfs socket is made through these files.
+    if !mount.join(".udsfs/unix").is_file() {
+        return Err(format!("{} is not a udsfs mount", mount.display()));
+    }
+    Ok(call::Ctx {
         daemon: daemon::Daemon {
             mount: mount.to_path_buf(),
         },
@@ -85,20 +98,15 @@ pub fn prepare(cmd: &mut Command, mount: &Path, routes: &[Vec<u8>]) -> Result<Se
             routes: routes.iter().map(|r| route::normalize(r, b"/")).collect(),
         },
         dev,
-    };
-    Ok(Setup {
-        helper,
-        child_end: child,
-        ctx,
     })
 }
 
 /// In CMD, just before exec: no new privileges (a setuid program runs
 /// without them, which seccomp requires of an unprivileged caller), death
-/// with the supervisor, the
+/// with the supervisor (`pdeathsig`: when it is the parent), the
 /// filter, and the listener's number and our pid sent to the supervisor,
 /// which takes a copy with pidfd_getfd (a sendmsg would be trapped itself).
-fn install(prog: &[libc::sock_filter], chan: RawFd) -> std::io::Result<()> {
+fn install(prog: &[libc::sock_filter], chan: RawFd, pdeathsig: bool) -> std::io::Result<()> {
     // SAFETY: prctl and seccomp on this process; the program outlives the call.
     let fd = unsafe {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
@@ -106,7 +114,7 @@ fn install(prog: &[libc::sock_filter], chan: RawFd) -> std::io::Result<()> {
         }
         // Without its supervisor every trapped call fails (ENOSYS): CMD
         // goes with it rather than hang on a socket nobody serves.
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) < 0 {
+        if pdeathsig && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) < 0 {
             return Err(last());
         }
         let fprog = libc::sock_fprog {
@@ -155,8 +163,8 @@ fn install(prog: &[libc::sock_filter], chan: RawFd) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The supervisor's side of `install`.
-fn take_listener(chan: OwnedFd) -> Result<OwnedFd, String> {
+/// The supervisor's side of `install` (from process `expect` only, when given).
+fn take_listener(chan: &OwnedFd, expect: Option<i32>) -> Result<OwnedFd, String> {
     let mut msg = [0u8; 8];
     let mut got = 0;
     while got < msg.len() {
@@ -175,6 +183,11 @@ fn take_listener(chan: OwnedFd) -> Result<OwnedFd, String> {
     }
     let pid = i32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
     let fd = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
+    if expect.is_some_and(|e| e != pid) {
+        return Err(format!(
+            "process {expect:?} sent the listener of another ({pid})"
+        ));
+    }
     // SAFETY: pidfd_open and pidfd_getfd return descriptors we own.
     let listener = unsafe {
         let pidfd = libc::syscall(libc::SYS_pidfd_open, pid, 0);
@@ -203,12 +216,17 @@ impl Setup {
             .helper
             .join()
             .map_err(|_| "the listener thread failed".to_string())??;
-        let listener = Arc::new(listener::Listener::new(listener));
-        let ctx = Arc::new(self.ctx);
-        std::thread::Builder::new()
-            .name("udsfs-supervisor".into())
-            .spawn(move || notify::serve(listener, ctx))
-            .map(|_| ())
-            .map_err(|e| format!("cannot start the supervisor: {e}"))
+        serve(listener, Arc::new(self.ctx))
     }
+}
+
+/// Serves the trapped calls of `listener` on a thread until no process
+/// under its filter is left.
+fn serve(listener: OwnedFd, ctx: Arc<call::Ctx>) -> Result<(), String> {
+    let listener = Arc::new(listener::Listener::new(listener));
+    std::thread::Builder::new()
+        .name("udsfs-supervisor".into())
+        .spawn(move || notify::serve(listener, ctx))
+        .map(|_| ())
+        .map_err(|e| format!("cannot start the supervisor: {e}"))
 }

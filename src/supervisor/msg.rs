@@ -155,7 +155,7 @@ fn parse_control(c: &Call, b: &[u8]) -> Res<Control> {
     if files.is_empty() {
         return Ok((creds, rights, None));
     }
-    let ch = fdpass::connect(&c.ctx.daemon.mount)?;
+    let ch = fdpass::connect_as(&c.ctx.daemon.mount, c.task.tid)?;
     let raw: Vec<i32> = files.iter().map(|(_, f)| f.as_raw_fd()).collect();
     let tags = ch.deposit(&raw).inspect_err(|e| {
         say(&format!(

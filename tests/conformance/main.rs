@@ -53,6 +53,21 @@ fn program_inflight_limit() {
     programs::inflight_limit();
 }
 
+#[test]
+fn program_static_pass_any_fd() {
+    programs::static_pass_any_fd();
+}
+
+#[test]
+fn program_static_pidfds() {
+    programs::static_pidfds();
+}
+
+#[test]
+fn program_static_inflight_limit() {
+    programs::static_inflight_limit();
+}
+
 pub fn require_root() {
     // SAFETY: plain syscall.
     if unsafe { libc::geteuid() } != 0 {
