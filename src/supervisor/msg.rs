@@ -293,26 +293,56 @@ pub fn recv(c: &Call, s: &OwnedFd, nr: i64, a: [u64; 6]) -> Res<i64> {
             a[3] as i32,
         ),
         libc::SYS_recvmsg => recv_one(c, s, Dest::Msg(a[1]), a[2] as i32),
-        _ => {
-            // The timeout (a[4]) is not honoured yet.
-            let flags = a[3] as i32;
-            let mut fl = flags & !libc::MSG_WAITFORONE;
-            let mut done = 0;
-            for i in 0..a[2].min(MAX_VLEN) {
-                let at = a[1] + i * MMSGHDR;
-                match recv_one(c, s, Dest::Msg(at), fl) {
-                    Ok(n) => mem::write_u32(c.task.tid, at + MSGHDR as u64, n as u32)?,
-                    Err(e) if done == 0 => return Err(e),
-                    Err(_) => break,
-                }
-                done += 1;
-                if flags & libc::MSG_WAITFORONE != 0 {
-                    fl |= libc::MSG_DONTWAIT;
-                }
+        _ => recv_mmsg(c, s, a),
+    }
+}
+
+/// recvmmsg as do_recvmmsg: each datagram is received as by recvmsg (a
+/// blocking one waits as long as it takes), and the timeout, if any, is
+/// checked only after each (recvmmsg(2), BUGS); what is left of it is
+/// written back once a datagram came.
+fn recv_mmsg(c: &Call, s: &OwnedFd, a: [u64; 6]) -> Res<i64> {
+    let tid = c.task.tid;
+    let end = match a[4] {
+        0 => None,
+        at => {
+            let t = mem::read(tid, at, 16)?;
+            let (sec, nsec) = (u64_at(&t, 0) as i64, u64_at(&t, 8) as i64);
+            if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+                return Err(libc::EINVAL);
             }
-            Ok(done)
+            Some(std::time::Duration::new(sec as u64, nsec as u32))
+        }
+    };
+    let start = std::time::Instant::now();
+    let flags = a[3] as i32;
+    let mut fl = flags & !libc::MSG_WAITFORONE;
+    let mut done = 0;
+    let mut left = std::time::Duration::ZERO;
+    for i in 0..a[2].min(MAX_VLEN) {
+        let at = a[1] + i * MMSGHDR;
+        match recv_one(c, s, Dest::Msg(at), fl) {
+            Ok(n) => mem::write_u32(tid, at + MSGHDR as u64, n as u32)?,
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        }
+        done += 1;
+        if flags & libc::MSG_WAITFORONE != 0 {
+            fl |= libc::MSG_DONTWAIT;
+        }
+        if let Some(d) = end {
+            left = d.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                break;
+            }
         }
     }
+    if end.is_some() && done > 0 {
+        let mut t = left.as_secs().to_ne_bytes().to_vec();
+        t.extend_from_slice(&(left.subsec_nanos() as u64).to_ne_bytes());
+        mem::write(tid, a[4], &t)?;
+    }
+    Ok(done)
 }
 
 fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
