@@ -12,6 +12,7 @@
 mod actfor;
 mod call;
 mod daemon;
+mod deliver;
 mod emulate;
 mod fdpass;
 mod filter;
