@@ -198,6 +198,7 @@ scripts!(
     run_postgres,
     run_python,
     run_seccomp,
+    run_seccomp_blocking,
     run_seccomp_gonet,
     run_socat_nc,
     signal_send,
