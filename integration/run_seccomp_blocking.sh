@@ -6,7 +6,8 @@
 # 1. Threads blocked in accept (50), in connect to a full backlog, and in a send of a
 #    datagram larger than the free receive space make no wake-ups while they wait: the
 #    supervisor's threads sleep in their FUSE request (not in poll), the daemon gets no
-#    request and its threads stay asleep; once unblocked, every call completes.
+#    request and its threads stay asleep; SIGSTOP stops all of the threads in accept
+#    and SIGCONT lets them wait again; once unblocked, every call completes.
 # 2. recvmmsg's timeout as the kernel keeps it: checked after each datagram, what is
 #    left written back, bad values refused.
 # 3. Signals: one kill(pid) ends one of four blocked receives (the thread the kernel
@@ -69,6 +70,22 @@ wait_case() { # KIND THREADS
     # A wait in 100 ms polls makes 10 a second per waiting call on each side.
     [ $((s1 - s0)) -le 2 ] || fail "$kind: the $n waiting supervisor threads woke $((s1 - s0)) times in 1 s"
     [ $((d1 - d0)) -le 5 ] || fail "$kind: the daemon woke $((d1 - d0)) times in 1 s while $n calls waited"
+    if [ "$kind" = accept ]; then
+        # A stop stops every thread, the parked ones too (their calls end and are made
+        # again after SIGCONT), as threads blocked in accept stop on Linux.
+        local child states
+        child=$(cat /proc/"$RUN"/task/*/children | tr ' ' '\n' | grep . | head -1)
+        kill -STOP "$child"
+        for i in $(seq 1 100); do
+            states=$(cat /proc/"$child"/task/*/stat | sed 's/.*) \(.\).*/\1/' | sort | uniq -c | tr -s ' \n' ' ')
+            [ "$states" = " $((n + 1)) T " ] && break
+            sleep 0.05
+        done
+        expect_eq "$kind: states of the program's $((n + 1)) threads after SIGSTOP" "$states" " $((n + 1)) T "
+        kill -CONT "$child"
+        for i in $(seq 1 200); do [ "$(parked_threads "$RUN")" -eq "$n" ] && break; sleep 0.05; done
+        expect_eq "$kind: supervisor threads parked again after SIGCONT" "$(parked_threads "$RUN")" "$n"
+    fi
     echo go >&"$hold"
     exec {hold}>&-
     ended_within "$RUN" 10000 || fail "$kind: the program did not end: $(cat "$out")"

@@ -6,7 +6,8 @@
 //! does from where the last such search stopped) and wakes only that one.
 //! A trapped thread sleeps killable (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
 //! and shows nothing of being chosen, so the choice is made again here the
-//! same way, once per pending signal, from /proc. What /proc cannot tell is
+//! same way, once per pending signal, from /proc. A stop is for every
+//! thread. What /proc cannot tell is
 //! assumed: the sender named the process (its main thread), and a thread is
 //! busy with another signal only when one is pending for it or it was
 //! chosen here for one.
@@ -26,6 +27,8 @@ struct Status {
     pending: u64,
     shared: u64,
     blocked: u64,
+    /// Ignored or caught: a stop signal so does not stop.
+    handled: u64,
 }
 
 /// Reads only the fields needed with std's searches: this runs at every
@@ -44,6 +47,7 @@ fn status(tid: pid_t) -> Option<Status> {
         pending: mask("\nSigPnd:")?,
         shared: mask("\nShdPnd:")?,
         blocked: mask("\nSigBlk:")?,
+        handled: mask("\nSigIgn:")? | mask("\nSigCgt:")?,
     })
 }
 
@@ -54,6 +58,9 @@ struct Choices {
     given: HashMap<(pid_t, u32), pid_t>,
     /// Where each process's next search starts (signal->curr_target).
     next: HashMap<pid_t, pid_t>,
+    /// Whether each process is stopping, as last seen, and when: one look
+    /// at its threads serves the rest of a watcher tick.
+    stopping: HashMap<pid_t, (std::time::Instant, bool)>,
 }
 
 fn choices() -> &'static Mutex<Choices> {
@@ -110,8 +117,38 @@ impl Choices {
     }
 }
 
+fn bit(sig: i32) -> u64 {
+    1 << (sig - 1)
+}
+
+impl Choices {
+    /// Is the process of `me` in a group stop, or about to be? A stop
+    /// signal wakes every thread (do_signal_stop), so every parked call
+    /// ends and is made again after SIGCONT, as a blocking call on Linux.
+    fn stopping(&mut self, me: &Status) -> bool {
+        let stop = bit(libc::SIGTSTP) | bit(libc::SIGTTIN) | bit(libc::SIGTTOU);
+        if me.shared & (bit(libc::SIGSTOP) | (stop & !me.handled)) != 0 {
+            return true;
+        }
+        let now = std::time::Instant::now();
+        if let Some(&(at, s)) = self.stopping.get(&me.tgid)
+            && now.duration_since(at) < std::time::Duration::from_millis(50)
+        {
+            return s;
+        }
+        let s = threads(me.tgid).iter().any(|(_, st)| st.state == b'T');
+        if self.stopping.len() >= 1024 {
+            self.stopping
+                .retain(|_, (at, _)| now.duration_since(*at) < std::time::Duration::from_secs(1));
+        }
+        self.stopping.insert(me.tgid, (now, s));
+        s
+    }
+}
+
 /// Must a wait of thread `tid` end for a signal: one pending for it that it
-/// does not block, SIGKILL, or a signal of its process given to it.
+/// does not block, SIGKILL, a stop of its process, or a signal of its
+/// process given to it.
 pub fn signal_for(tid: pid_t) -> bool {
     let Some(me) = status(tid) else {
         return false;
@@ -121,6 +158,9 @@ pub fn signal_for(tid: pid_t) -> bool {
         return true;
     }
     let mut c = choices().lock().unwrap_or_else(|e| e.into_inner());
+    if c.stopping(&me) {
+        return true;
+    }
     // Choices for signals taken since are done with.
     c.given
         .retain(|(p, sig), _| *p != me.tgid || me.shared & (1 << (sig - 1)) != 0);
