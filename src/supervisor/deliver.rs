@@ -172,6 +172,11 @@ pub fn signal_for(tid: pid_t) -> bool {
             Some(&t) => t,
             None => {
                 let t = c.choose(me.tgid, sig);
+                // Those of processes gone keep no entry for long.
+                if c.given.len() >= 1024 {
+                    c.given
+                        .retain(|(p, _), _| std::path::Path::new(&format!("/proc/{p}")).exists());
+                }
                 c.given.insert((me.tgid, sig), t);
                 t
             }
