@@ -199,6 +199,7 @@ scripts!(
     run_postgres,
     run_python,
     run_seccomp,
+    run_seccomp_blocking,
     run_seccomp_gonet,
     run_seccomp_passfd,
     run_socat_nc,

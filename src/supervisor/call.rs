@@ -73,10 +73,6 @@ pub(super) enum Stop {
     Gone,
     /// A signal waits for the thread: -ERESTARTSYS, restarted or EINTR.
     Signal,
-    /// SO_RCVTIMEO or SO_SNDTIMEO ran out: EAGAIN, as Linux.
-    Timeout,
-    /// Tried on the loop (`Job::try_first`): the wait belongs on a thread.
-    WouldWait,
 }
 
 pub(super) struct Call<'a> {
@@ -84,9 +80,6 @@ pub(super) struct Call<'a> {
     pub(super) l: &'a Listener,
     pub task: Task,
     pub(super) id: u64,
-    /// The end of this call's waits, read at its first wait (one timeout
-    /// for the whole call, as Linux counts it): None not read yet.
-    pub(super) deadline: std::cell::Cell<Option<Option<std::time::Instant>>>,
     /// On the notification loop: a wait ends the attempt.
     pub(super) on_loop: bool,
     /// Bytes of this send already sent by the attempt on the loop.
@@ -99,67 +92,21 @@ pub(super) fn errno_of(stop: Stop) -> i32 {
     match stop {
         Stop::Gone => libc::EINTR,
         Stop::Signal => ERESTARTSYS,
-        Stop::Timeout => libc::EAGAIN,
-        Stop::WouldWait => WOULD_WAIT,
+    }
+}
+
+/// The errno of a wait on socket `fd` ended by `stop`, in direction `dir`
+/// (0 receive, 1 send): as sock_intr_errno, a signal restarts the call
+/// (ERESTARTSYS) only when the socket has no timeout that way; with one it
+/// is EINTR even under SA_RESTART.
+pub(super) fn stop_errno(stop: Stop, fd: &OwnedFd, dir: i32) -> i32 {
+    match stop {
+        Stop::Signal if opts::timeout(fd, dir).is_some_and(|d| !d.is_zero()) => libc::EINTR,
+        stop => errno_of(stop),
     }
 }
 
 impl Call<'_> {
-    /// How long the next slice of a wait on `fd` may be; Timeout once the
-    /// socket's timeout for direction `dir` (0 receive, 1 send) ran out.
-    fn slice(&self, fd: &OwnedFd, dir: i32) -> Result<std::time::Duration, Stop> {
-        let step = std::time::Duration::from_millis(100);
-        let at = match self.deadline.get() {
-            Some(at) => at,
-            None => {
-                let at = opts::timeout(fd, dir).map(|d| std::time::Instant::now() + d);
-                self.deadline.set(Some(at));
-                at
-            }
-        };
-        match at {
-            None => Ok(step),
-            Some(at) => {
-                let left = at.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    return Err(Stop::Timeout);
-                }
-                Ok(left.min(step))
-            }
-        }
-    }
-
-    /// Waits for `events` on `fd` without parking anywhere: short polls,
-    /// and between them the notification's validity, the target's pending
-    /// signals and the socket's timeout. (Temporary: when the daemon's
-    /// ioctls park, the wait moves there and this becomes the cancellation
-    /// of a parked request.)
-    pub fn wait(&self, fd: &OwnedFd, events: i16) -> Result<(), Stop> {
-        if self.on_loop {
-            return Err(Stop::WouldWait);
-        }
-        let dir = (events & libc::POLLOUT != 0) as i32;
-        loop {
-            let ms = self.slice(fd, dir)?.as_millis().max(1) as i32;
-            let mut p = libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events,
-                revents: 0,
-            };
-            // SAFETY: polls one local pollfd.
-            let r = unsafe { libc::poll(&mut p, 1, ms) };
-            if !self.l.valid(self.id) {
-                return Err(Stop::Gone);
-            }
-            if r > 0 {
-                return Ok(());
-            }
-            if self.task.signal_pending() {
-                return Err(Stop::Signal);
-            }
-        }
-    }
-
     /// Whether a blocking call parks in the daemon: on its own thread, not
     /// on the notification loop (there a wait ends the attempt).
     pub fn may_park(&self) -> bool {
@@ -182,7 +129,7 @@ impl Call<'_> {
                     if !self.l.valid(self.id) {
                         return Err(Stop::Gone);
                     }
-                    if self.task.signal_pending() {
+                    if super::deliver::signal_for(self.task.tid) {
                         return Err(Stop::Signal);
                     }
                     round += 1;
@@ -190,23 +137,6 @@ impl Call<'_> {
                 r => return Ok(r),
             }
         }
-    }
-
-    /// A pause for what poll cannot show (a full backlog of a connect on
-    /// `fd`): as `wait`, with the send timeout.
-    pub(super) fn pause(&self, fd: &OwnedFd, round: u32) -> Result<(), Stop> {
-        if self.on_loop {
-            return Err(Stop::WouldWait);
-        }
-        let d = std::time::Duration::from_millis(1 << round.min(6));
-        std::thread::sleep(d.min(self.slice(fd, 1)?));
-        if !self.l.valid(self.id) {
-            return Err(Stop::Gone);
-        }
-        if self.task.signal_pending() {
-            return Err(Stop::Signal);
-        }
-        Ok(())
     }
 
     pub fn install(&self, new: &OwnedFd, at: Option<i32>, cloexec: bool) -> Res<i32> {

@@ -1,7 +1,8 @@
 //! The supervisor's side of the daemon: making udsfs sockets through
 //! `.udsfs/` files and the ioctls of a data file (`udsfs_proto::ioctl`),
-//! as the preload library issues them. Only a message ioctl with `Wait`
-//! parks in the daemon.
+//! as the preload library issues them. A blocking call parks in the daemon:
+//! a message ioctl with `Wait`, the open of `accept`, a `connect` written to
+//! the ctl file, a record written to the `msg` file (record.rs).
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -76,15 +77,31 @@ impl Daemon {
         Ok((self.open_sock(a, nonblock)?, self.open_sock(b, nonblock)?))
     }
 
-    /// One accept without waiting: EAGAIN when no connection is queued.
-    pub fn accept(&self, listener: &OwnedFd, nonblock: bool) -> Res<OwnedFd> {
+    /// One accept: EAGAIN when no connection is queued, or with `wait`
+    /// parked in the daemon until one is (the open of `accept` waits, under
+    /// SO_RCVTIMEO).
+    pub fn accept(&self, listener: &OwnedFd, nonblock: bool, wait: bool) -> Res<OwnedFd> {
         let id = info(listener)?.id;
+        let nb = if wait { 0 } else { libc::O_NONBLOCK };
         let h = open(
             &self.file(&format!("sock/{id}/accept")),
-            libc::O_RDONLY | libc::O_NONBLOCK,
+            libc::O_RDONLY | nb,
         )?;
         let n = *numbers(&h)?.first().ok_or(libc::EIO)?;
         self.open_sock(n, nonblock)
+    }
+
+    /// A connect facing a full backlog, parked in the daemon until there is
+    /// room (under SO_SNDTIMEO): `connect ADDR` written to the socket's ctl
+    /// file, as the library waits (preload/src/socket.rs).
+    pub fn connect_wait(&self, s: &OwnedFd, wire: &[u8]) -> Res<()> {
+        let id = info(s)?.id;
+        let to = udsfs_proto::addr::Addr::from_wire(wire)?;
+        let line = format!("{}\n", udsfs_proto::ctl::Command::Connect(to).format());
+        let h = open(&self.file(&format!("sock/{id}/ctl")), libc::O_WRONLY)?;
+        // SAFETY: writes a local buffer.
+        let r = unsafe { libc::write(h.as_raw_fd(), line.as_ptr().cast(), line.len()) };
+        if r < 0 { Err(last()) } else { Ok(()) }
     }
 }
 

@@ -8,8 +8,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use libc::seccomp_notif;
 
 use super::call::{
-    Call, Ctx, MSGHDR, WOULD_WAIT, classify, cwd_of, errno_of, nonblocking, put_sized, read_addr,
-    say, u32_at, u64_at,
+    Call, Ctx, MSGHDR, WOULD_WAIT, classify, cwd_of, nonblocking, put_sized, read_addr, say,
+    stop_errno, u32_at, u64_at,
 };
 use super::daemon::{self, Daemon, Res};
 use super::listener::{Listener, Reply};
@@ -273,7 +273,6 @@ pub fn perform(ctx: &Ctx, l: &Listener, job: Job, on_loop: bool) -> Reply {
         l,
         task,
         id: job.id,
-        deadline: Default::default(),
         on_loop,
         resume: job.resume,
         sent: Default::default(),
@@ -422,18 +421,19 @@ fn link_routed(r: &Routes, abs: &[u8]) {
     }
 }
 
-/// connect: a full backlog is EAGAIN from the ioctl; a blocking caller
-/// tries again (the library writes `connect` to the ctl file, which parks
-/// in the daemon; the supervisor must not park).
+/// connect: a full backlog is EAGAIN from the ioctl; a blocking caller then
+/// parks in the daemon until there is room (`Daemon::connect_wait`), on a
+/// thread of its own (on the loop the attempt ends there).
 fn connect(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
-    let nonblock = nonblocking(s);
-    let mut round = 0;
-    loop {
-        match daemon::ctl(s, Op::Connect, 0, wire, &[]) {
-            Err(libc::EAGAIN) if !nonblock => c.pause(s, round).map_err(errno_of)?,
-            r => return r.map(|_| ()),
+    match daemon::ctl(s, Op::Connect, 0, wire, &[]) {
+        Err(libc::EAGAIN) if !nonblocking(s) => {
+            if !c.may_park() {
+                return Err(WOULD_WAIT);
+            }
+            c.parked(|_| c.ctx.daemon.connect_wait(s, wire))
+                .map_err(|stop| stop_errno(stop, s, 1))?
         }
-        round += 1;
+        r => r.map(|_| ()),
     }
 }
 
@@ -514,12 +514,19 @@ fn accept(c: &Call, s: &OwnedFd, addr: u64, lenp: u64, flags: i32) -> Res<i64> {
     if !c.task.has_free_fd() {
         return Err(libc::EMFILE);
     }
-    let nonblock = nonblocking(s);
-    let new = loop {
-        match c.ctx.daemon.accept(s, flags & libc::SOCK_NONBLOCK != 0) {
-            Err(libc::EAGAIN) if !nonblock => c.wait(s, libc::POLLIN).map_err(errno_of)?,
-            r => break r?,
+    let nb = flags & libc::SOCK_NONBLOCK != 0;
+    // A blocking accept parks in the daemon (the open of `accept` waits),
+    // on a thread of its own; on the loop the attempt ends at the wait.
+    let new = if nonblocking(s) {
+        c.ctx.daemon.accept(s, nb, false)?
+    } else if !c.may_park() {
+        match c.ctx.daemon.accept(s, nb, false) {
+            Err(libc::EAGAIN) => return Err(WOULD_WAIT),
+            r => r?,
         }
+    } else {
+        c.parked(|_| c.ctx.daemon.accept(s, nb, true))
+            .map_err(|stop| stop_errno(stop, s, 0))??
     };
     // The peer's name, read before the socket is the target's.
     let peer = daemon::ctl(&new, Op::GetName, 1, &[], &[]).ok().map(|g| {

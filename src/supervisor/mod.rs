@@ -13,6 +13,7 @@ mod actfor;
 mod adopt;
 mod call;
 mod daemon;
+mod deliver;
 mod emulate;
 mod fdpass;
 mod filter;

@@ -10,8 +10,8 @@ use std::os::fd::OwnedFd;
 use std::os::fd::AsRawFd;
 
 use super::call::{
-    Call, MSGHDR, Stop, WOULD_WAIT, classify, errno_of, nonblocking, put_sized, read_addr, say,
-    u32_at, u64_at,
+    Call, MSGHDR, WOULD_WAIT, classify, nonblocking, put_sized, read_addr, say, stop_errno, u32_at,
+    u64_at,
 };
 use super::daemon::{self, Meta, Res};
 use super::fdpass;
@@ -198,12 +198,21 @@ fn send_data(
             rights,
             oob: false,
         };
-        loop {
-            match record::send(&c.ctx.daemon, id, data, &meta) {
-                Err(libc::EAGAIN) if !nonblock => c.wait(s, libc::POLLOUT).map_err(errno_of)?,
-                r => return r.map(|n| n as i64),
+        let d = &c.ctx.daemon;
+        // Blocking, it parks in the daemon until the record fits, on a
+        // thread of its own (on the loop the attempt ends at the wait).
+        let r = if nonblock {
+            record::send(d, id, data, &meta, false)
+        } else if !c.may_park() {
+            match record::send(d, id, data, &meta, false) {
+                Err(libc::EAGAIN) => return Err(WOULD_WAIT),
+                r => r,
             }
-        }
+        } else {
+            c.parked(|_| record::send(d, id, data, &meta, true))
+                .map_err(|stop| stop_errno(stop, s, 1))?
+        };
+        return r.map(|n| n as i64);
     }
     // A blocking send on its own thread parks in the daemon (park.rs).
     let park = !nonblock && c.may_park();
@@ -226,7 +235,7 @@ fn send_data(
             match c.parked(|_| daemon::send(s, chunk, &meta, Some(daemon::Wait::default()))) {
                 Ok(r) => r,
                 Err(_) if sent > 0 => return Ok(sent as i64),
-                Err(stop) => return Err(errno_of(stop)),
+                Err(stop) => return Err(stop_errno(stop, s, 1)),
             }
         } else {
             daemon::send(s, chunk, &meta, None)
@@ -240,18 +249,9 @@ fn send_data(
                 }
             }
             Err(libc::EAGAIN) if !nonblock && !park => {
-                if let Err(stop) = c.wait(s, libc::POLLOUT) {
-                    if matches!(stop, Stop::WouldWait) {
-                        // On the loop: a thread goes on from `sent`.
-                        c.sent.set(sent);
-                        return Err(WOULD_WAIT);
-                    }
-                    return if sent > 0 {
-                        Ok(sent as i64)
-                    } else {
-                        Err(errno_of(stop))
-                    };
-                }
+                // On the loop: a thread goes on from `sent`.
+                c.sent.set(sent);
+                return Err(WOULD_WAIT);
             }
             Err(e) if sent > 0 && e != libc::EPIPE => return Ok(sent as i64),
             Err(e) => {
@@ -293,26 +293,56 @@ pub fn recv(c: &Call, s: &OwnedFd, nr: i64, a: [u64; 6]) -> Res<i64> {
             a[3] as i32,
         ),
         libc::SYS_recvmsg => recv_one(c, s, Dest::Msg(a[1]), a[2] as i32),
-        _ => {
-            // The timeout (a[4]) is not honoured yet.
-            let flags = a[3] as i32;
-            let mut fl = flags & !libc::MSG_WAITFORONE;
-            let mut done = 0;
-            for i in 0..a[2].min(MAX_VLEN) {
-                let at = a[1] + i * MMSGHDR;
-                match recv_one(c, s, Dest::Msg(at), fl) {
-                    Ok(n) => mem::write_u32(c.task.tid, at + MSGHDR as u64, n as u32)?,
-                    Err(e) if done == 0 => return Err(e),
-                    Err(_) => break,
-                }
-                done += 1;
-                if flags & libc::MSG_WAITFORONE != 0 {
-                    fl |= libc::MSG_DONTWAIT;
-                }
+        _ => recv_mmsg(c, s, a),
+    }
+}
+
+/// recvmmsg as do_recvmmsg: each datagram is received as by recvmsg (a
+/// blocking one waits as long as it takes), and the timeout, if any, is
+/// checked only after each (recvmmsg(2), BUGS); what is left of it is
+/// written back once a datagram came.
+fn recv_mmsg(c: &Call, s: &OwnedFd, a: [u64; 6]) -> Res<i64> {
+    let tid = c.task.tid;
+    let end = match a[4] {
+        0 => None,
+        at => {
+            let t = mem::read(tid, at, 16)?;
+            let (sec, nsec) = (u64_at(&t, 0) as i64, u64_at(&t, 8) as i64);
+            if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+                return Err(libc::EINVAL);
             }
-            Ok(done)
+            Some(std::time::Duration::new(sec as u64, nsec as u32))
+        }
+    };
+    let start = std::time::Instant::now();
+    let flags = a[3] as i32;
+    let mut fl = flags & !libc::MSG_WAITFORONE;
+    let mut done = 0;
+    let mut left = std::time::Duration::ZERO;
+    for i in 0..a[2].min(MAX_VLEN) {
+        let at = a[1] + i * MMSGHDR;
+        match recv_one(c, s, Dest::Msg(at), fl) {
+            Ok(n) => mem::write_u32(tid, at + MSGHDR as u64, n as u32)?,
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        }
+        done += 1;
+        if flags & libc::MSG_WAITFORONE != 0 {
+            fl |= libc::MSG_DONTWAIT;
+        }
+        if let Some(d) = end {
+            left = d.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                break;
+            }
         }
     }
+    if end.is_some() && done > 0 {
+        let mut t = left.as_secs().to_ne_bytes().to_vec();
+        t.extend_from_slice(&(left.subsec_nanos() as u64).to_ne_bytes());
+        mem::write(tid, a[4], &t)?;
+    }
+    Ok(done)
 }
 
 fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
@@ -347,13 +377,11 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
             let w = daemon::Wait { waitall, cont };
             daemon::recv(s, want, peek, oob, room, Some(w))
         })
-        .map_err(errno_of)??
+        .map_err(|stop| stop_errno(stop, s, 0))??
     } else {
         match daemon::recv(s, want, peek, oob, room, None) {
             // On the loop: the call goes on on a thread of its own.
-            Err(libc::EAGAIN) if !nonblock => {
-                return Err(c.wait(s, libc::POLLIN).err().map_or(WOULD_WAIT, errno_of));
-            }
+            Err(libc::EAGAIN) if !nonblock => return Err(WOULD_WAIT),
             r => r?,
         }
     };
@@ -394,7 +422,6 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
                         break;
                     }
                 }
-                Err(libc::EAGAIN) if !park && c.wait(s, libc::POLLIN).is_ok() => {}
                 Err(_) => break,
             }
         }

@@ -1,8 +1,9 @@
-//! Message calls parked in the daemon (MSGF_WAIT, src/fuse/park.rs): the
-//! supervisor's thread waits in its ioctl as a blocking program would, and
-//! the daemon wakes it on data, on space or at SO_RCVTIMEO/SO_SNDTIMEO. What
-//! the daemon cannot see is the target: a signal pending for it, or the
-//! notification gone (killed). A watcher checks the parked calls' targets
+//! Blocking calls parked in the daemon (src/fuse/park.rs: a message ioctl
+//! with MSGF_WAIT, the open of `accept`, a `connect` or a record written):
+//! the supervisor's thread waits in its FUSE request as a blocking program
+//! would, and the daemon wakes it on data, on space, on a connection or at
+//! SO_RCVTIMEO/SO_SNDTIMEO. What the daemon cannot see is the target: a
+//! signal for it (deliver.rs), or the notification gone (killed). A watcher checks the parked calls' targets
 //! and ends such a wait by signalling the parked thread: FUSE turns that
 //! into FUSE_INTERRUPT, answered EINTR (src/fuse/ioctl.rs).
 
@@ -70,28 +71,10 @@ fn id_valid(listener: RawFd, id: u64) -> bool {
     unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _, &mut id) == 0 }
 }
 
-/// Should the wait of `e` end: the notification gone or a signal waiting.
+/// Should the wait of `e` end: the notification gone, or a signal for its
+/// thread (deliver.rs: a process's signal ends one thread's wait).
 fn must_end(e: &Entry) -> bool {
-    !id_valid(e.listener, e.id) || signal_pending(e.target)
-}
-
-/// As procfs::Status::signal_pending, reading only the three masks with
-/// std's searches: this runs at every tick for every parked call, and a
-/// whole parse (or a byte loop of this crate's unoptimized build) cost
-/// about 25 times the kernel's making of the file.
-fn signal_pending(tid: libc::pid_t) -> bool {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
-        return false;
-    };
-    let mask = |key: &str| -> u64 {
-        text.find(key)
-            .and_then(|at| text[at + key.len()..].split_ascii_whitespace().next())
-            .and_then(|v| u64::from_str_radix(v, 16).ok())
-            .unwrap_or(0)
-    };
-    let (pnd, shd, blk) = (mask("\nSigPnd:"), mask("\nShdPnd:"), mask("\nSigBlk:"));
-    const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
-    (pnd | shd) & (!blk | SIGKILL_BIT) != 0
+    !id_valid(e.listener, e.id) || super::deliver::signal_for(e.target)
 }
 
 fn watcher() {
@@ -149,27 +132,5 @@ impl Drop for Parked {
         let w = watch();
         let mut g = w.parked.lock().unwrap_or_else(|e| e.into_inner());
         g.1.retain(|e| e.key != self.key);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn pending_signal_of_a_thread() {
-        // SAFETY: blocks SIGUSR2 in this thread and raises it there.
-        unsafe {
-            let tid = libc::gettid();
-            assert!(!super::signal_pending(tid));
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGUSR2);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-            libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGUSR2);
-            // Blocked: not a reason to end a wait (Linux would not either).
-            assert!(!super::signal_pending(tid));
-            let mut got = 0;
-            libc::sigwait(&set, &mut got);
-            assert_eq!(got, libc::SIGUSR2);
-        }
     }
 }

@@ -1,7 +1,7 @@
 //! Datagrams too large for one message ioctl go through the socket's `msg`
 //! file as one record (`udsfs_proto::record`), as the library sends and
-//! reads them. Opened with O_NONBLOCK: the supervisor never parks in the
-//! daemon, its caller polls and retries.
+//! reads them. A blocking send's write parks in the daemon until the record
+//! fits (under SO_SNDTIMEO); reads never wait (the record is there).
 
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -17,17 +17,18 @@ fn errno(e: std::io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
-fn open(d: &Daemon, id: u64, write: bool) -> Res<std::fs::File> {
+fn open(d: &Daemon, id: u64, write: bool, wait: bool) -> Res<std::fs::File> {
     std::fs::OpenOptions::new()
         .read(!write)
         .write(write)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(if wait { 0 } else { libc::O_NONBLOCK })
         .open(d.mount.join(format!(".udsfs/sock/{id}/msg")))
         .map_err(errno)
 }
 
-/// Sends `data` as one record of socket `id`; EAGAIN when the queue is full.
-pub fn send(d: &Daemon, id: u64, data: &[u8], meta: &Meta) -> Res<usize> {
+/// Sends `data` as one record of socket `id`; EAGAIN when the queue is
+/// full, or with `wait` parked until it is not (EINTR when interrupted).
+pub fn send(d: &Daemon, id: u64, data: &[u8], meta: &Meta, wait: bool) -> Res<usize> {
     let head = SendHeader {
         len: data.len(),
         to: meta.to.map(Addr::from_wire).transpose()?.flatten(),
@@ -37,7 +38,7 @@ pub fn send(d: &Daemon, id: u64, data: &[u8], meta: &Meta) -> Res<usize> {
     };
     let mut rec = head.format().into_bytes();
     rec.extend_from_slice(data);
-    open(d, id, true)?.write(&rec).map_err(errno)?;
+    open(d, id, true, wait)?.write(&rec).map_err(errno)?;
     Ok(data.len())
 }
 
@@ -45,7 +46,7 @@ pub fn send(d: &Daemon, id: u64, data: &[u8], meta: &Meta) -> Res<usize> {
 /// its payload at most.
 pub fn recv(d: &Daemon, id: u64, want: usize) -> Res<Got> {
     let mut buf = vec![0u8; want.min(super::mem::MAX_COPY) + 8192];
-    let n = open(d, id, false)?.read(&mut buf).map_err(errno)?;
+    let n = open(d, id, false, false)?.read(&mut buf).map_err(errno)?;
     buf.truncate(n);
     // The daemon wrote it: one it cannot have written is an I/O error.
     let (h, payload) = RecvHeader::split(&buf).map_err(|_| libc::EIO)?;

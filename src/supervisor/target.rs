@@ -1,6 +1,6 @@
 //! The trapped thread as the supervisor sees it: its descriptors (a copy
-//! through pidfd_getfd, their flags, whether one is a udsfs socket), its
-//! working directory and whether a signal waits for it.
+//! through pidfd_getfd, their flags, whether one is a udsfs socket) and
+//! its process.
 
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -141,12 +141,6 @@ impl Task {
             .filter(|&n| n < limit)
             .count();
         below < limit
-    }
-
-    /// A signal the thread does not block is pending (for it or its
-    /// process): a blocking call the supervisor waits on must end.
-    pub fn signal_pending(&self) -> bool {
-        crate::procfs::Status::read(self.tid as u32).is_ok_and(|st| st.signal_pending())
     }
 }
 
