@@ -147,12 +147,19 @@ for ty, tyname in ((socket.SOCK_STREAM, "stream"), (socket.SOCK_DGRAM, "dgram"))
     if ty == socket.SOCK_STREAM:
         lst.close()
 
-# short_write: a stream send queues part and returns its count.
+# short_write: a stream send queues part and returns its count, as a nearly
+# full buffer makes a kernel socket do: a plain send (a write of the data
+# file), one with flags (the message ioctl) and one larger than a FUSE write
+# request all return the rule's count; sendall() finishes what they leave.
 lst, c, a = connected("short.sock")
 n = rule("name short.sock up short_write bytes=5")
 say("short_write send of 100:", res(lambda: c.send(b"s" * 100)))
+say("short_write send of 100 with MSG_NOSIGNAL:", res(lambda: c.send(b"t" * 100, socket.MSG_NOSIGNAL)))
 say("short_write send of 3:", res(lambda: c.send(b"abc")))
+say("short_write sendall of 12:", res(lambda: c.sendall(b"0123456789ab")))
 a.setblocking(False)
+say("short_write receiver got:", res(lambda: a.recv(1000)))
+say("short_write send of 300000:", res(lambda: c.send(b"u" * 300000)))
 say("short_write receiver got:", res(lambda: a.recv(1000)))
 say("short_write counters:", counters(n))
 delete(n)

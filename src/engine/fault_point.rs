@@ -7,6 +7,7 @@
 //! The faults that hold a message back in time (latency, bandwidth, slicer,
 //! timeout, slow_close) are not applied here.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,6 +36,9 @@ pub(crate) struct SendFault<'a> {
     /// (sender, receiver's number, reset): the connection ends after
     /// this send.
     end: Option<(Arc<Socket>, u64, bool)>,
+    /// Set when a rule cut the send short (short_write, limit_data): the
+    /// front end returns the count instead of sending the rest.
+    cut: Option<&'a Cell<bool>>,
 }
 
 /// What `Engine::fault_send` leaves the queue to do.
@@ -86,8 +90,13 @@ fn name_of(n: Option<&BoundName>) -> Option<fault::Name<'_>> {
 }
 
 impl Engine {
-    /// The caller as the rules see it, taken only when a rule stands.
-    pub(crate) fn send_fault<'a>(&'a self, caller: &Caller) -> SendFault<'a> {
+    /// The caller as the rules see it, taken only when a rule stands;
+    /// `cut` is told when a rule cuts the send short.
+    pub(crate) fn send_fault<'a>(
+        &'a self,
+        caller: &Caller,
+        cut: Option<&'a Cell<bool>>,
+    ) -> SendFault<'a> {
         if !self.faults.any() {
             return SendFault::default();
         }
@@ -96,6 +105,7 @@ impl Engine {
             pid: caller.tgid(),
             uid: caller.fsuid,
             end: None,
+            cut,
         }
     }
 
@@ -159,8 +169,11 @@ impl Engine {
             }
             return Err(Errno::EAGAIN);
         }
-        if let Some(short) = d.short {
-            plan.len = short.min(len);
+        if let Some(short) = d.short.filter(|&n| n < len) {
+            plan.len = short;
+            if let Some(cut) = tf.cut {
+                cut.set(true);
+            }
         }
         plan.ctrunc = d.drop_refs;
         if d.reset_after == Some(Duration::ZERO) {
