@@ -37,6 +37,20 @@ dgram full blocking send with SO_SNDTIMEO 200 ms: EAGAIN in time: True
 dgram full blocking send waits: True
 dgram full send once the rule is gone: 1
 dgram full receiver got: b'y'
+full writable before the rule: poll, select, epoll: True True True
+full writable under the rule: poll, select, epoll: False False False
+full poll for POLLOUT waits: True
+full poll for POLLOUT once the rule is gone: True after waiting: True
+full writable after the rule: poll, select, epoll: True True True
+full times=2 non-blocking: messages that met EAGAIN: [True, True, False, False] the first retried often: True each waited the timeout: [True, True]
+full times=2 non-blocking counters: matched=4 injected=2
+full times=2 blocking: sends that waited the timeout: [True, True, False]
+full times=2 blocking counters: matched=3 injected=2
+full receiver got: b'ABCDabc'
+refuse EAGAIN times=1 connect and retries: ['EAGAIN', 'EAGAIN', 'EAGAIN', 'EAGAIN']
+refuse EAGAIN times=1 another connect: ok
+refuse EAGAIN times=1 counters: matched=2 injected=1
+refuse EAGAIN times=1 the retry once the rule is gone: ok
 short_write send of 100: 5
 short_write send of 100 with MSG_NOSIGNAL: 5
 short_write send of 3: 3
@@ -123,7 +137,7 @@ print("gone with their sockets:", repr(open(F).read()))
 printf '%s\n' "$out"
 expect_eq ".udsfs/faults and ctl fault" "$out" "add: OK
 add: OK
-list: #1|name run/db.sock down full toxicity=0.5 seed=7|matched=0 injected=0
+list: #1|name run/db.sock down full timeout=0 toxicity=0.5 seed=7|matched=0 injected=0
 #2|uid 1000 refuse errno=EAGAIN times=3|matched=0 injected=0
 bad number: EINVAL
 bad fault: EINVAL
@@ -136,7 +150,7 @@ ctl stream-only fault on dgram: EINVAL
 ctl fault on dgram: OK
 ctl fault on stream: OK
 ctl bad fault: EINVAL
-listed: ['socket D up full', 'socket S short_write bytes=3']
+listed: ['socket D up full timeout=0', 'socket S short_write bytes=3']
 gone with their sockets: ''"
 grep -q "latency: jitter: not a number: 'x'" "$LOG" || fail "the log does not name the bad field"
 grep -q "short_write: stream sockets only" "$LOG" || fail "the log does not say why the ctl fault was refused"

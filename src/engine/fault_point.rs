@@ -19,11 +19,6 @@ use super::{Caller, Engine, Result, Waiter, Wakeups};
 use crate::engine::addr::Addr;
 use crate::fault::{self, Decision, Kind};
 
-/// How long a sender held by `full`, or a connect by `refuse errno=EAGAIN`,
-/// waits before it looks again: the rule may have gone or reached its
-/// limit, which nothing else would tell it.
-const RECHECK: Duration = Duration::from_millis(20);
-
 /// What one send carries for the rules: who makes it, and the end of the
 /// connection a rule decided, done once the send lets go of its locks
 /// (when the send is dropped: the sender's lock may not be taken while
@@ -165,7 +160,9 @@ impl Engine {
         if d.full {
             if let Some(w) = w {
                 rt.queue.writers.add(w.clone());
-                recheck_later(w.clone());
+            }
+            if let Some(r) = self.socks.get(receiver) {
+                self.wake_when_let_go(sock, &r.sock, d.hold_until);
             }
             return Err(Errno::EAGAIN);
         }
@@ -259,13 +256,35 @@ impl Engine {
             Some(Errno::EAGAIN) => {
                 if let Some(w) = w {
                     other.lock().queue.writers.add(w.clone());
-                    recheck_later(w.clone());
                 }
+                self.wake_when_let_go(s, other, d.hold_until);
                 Err(Errno::EAGAIN)
             }
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Whether a send from `s` (named `name`) to `peer` would meet a full
+    /// queue now (a `full` rule), for poll.
+    pub(crate) fn fault_holds_sends(
+        &self,
+        s: &Socket,
+        name: Option<&BoundName>,
+        peer: &Socket,
+    ) -> bool {
+        let pname = peer.lock().name.clone();
+        self.faults.holds_sends(&fault::Message {
+            kind: Kind::Send,
+            from: self.fault_end(s.id, name),
+            to: self.fault_end(peer.id, pname.as_deref()),
+            pid: 0,
+            uid: 0,
+            ty: s.ty,
+            len: 0,
+            refs: 0,
+            now: Instant::now(),
+        })
     }
 
     /// Socket `s` is released: the rules forget it.
@@ -288,20 +307,6 @@ impl Engine {
                 what: format!("{} {msg}", i.fault),
             });
         }
-    }
-}
-
-/// Wakes `w` a little later, so that a sender or connect held by a rule
-/// asks the rules again.
-fn recheck_later(w: Waiter) {
-    let spawned = std::thread::Builder::new()
-        .name("fault-recheck".into())
-        .spawn(move || {
-            std::thread::sleep(RECHECK);
-            w.wake();
-        });
-    if let Err(e) = spawned {
-        log::warn!("fault: no thread to wake a held sender: {e}");
     }
 }
 
