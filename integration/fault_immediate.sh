@@ -128,7 +128,7 @@ print("ctl stream-only fault on dgram:", err(ctl, dfd, "fault short_write bytes=
 print("ctl fault on dgram:", err(ctl, dfd, "fault up full"))
 print("ctl fault on stream:", err(ctl, sfd, "fault short_write bytes=3"))
 print("ctl bad fault:", err(ctl, sfd, "fault down latency latency=q"))
-print("listed:", sorted(l.split("\t")[1].replace(str(D), "D").replace(str(S), "S") for l in open(F)))
+print("listed:", sorted(l.split("\t")[1].replace(f"socket {D} ", "socket D ").replace(f"socket {S} ", "socket S ") for l in open(F)))
 os.close(sfd)
 os.close(dfd)
 time.sleep(0.2)

@@ -34,6 +34,9 @@ enum Event {
     /// `full` (`refuse errno=EAGAIN`) held may go: their writers are woken,
     /// as when a reader makes room.
     LetGo(Weak<Socket>, Weak<Socket>),
+    /// The connection from the first socket to the second is reset
+    /// (reset_peer with a timeout), as `Engine::sever` resets it.
+    Reset(Weak<Socket>, Weak<Socket>),
 }
 
 /// The part of a close that its peer sees, done late.
@@ -269,6 +272,13 @@ impl Engine {
         }
     }
 
+    /// The connection of `sender` and `receiver` is reset at `at`
+    /// (reset_peer timeout=T). Held weakly, as for `end_later`.
+    pub(crate) fn reset_later(&self, at: Instant, sender: &Arc<Socket>, receiver: &Arc<Socket>) {
+        let (a, b) = (Arc::downgrade(sender), Arc::downgrade(receiver));
+        self.delays.schedule(at, Event::Reset(a, b));
+    }
+
     /// The connection of `a` and `b` ends at `at` (timeout).
     /// (Held weakly: a socket closed meanwhile ends nothing, and a new
     /// socket given its number is not touched.)
@@ -332,6 +342,16 @@ impl Engine {
                 }
                 for (id, m) in dropped {
                     self.dequeued(id, m, &mut wake);
+                }
+            }
+            Event::Reset(a, b) => {
+                let (Some(a), Some(b)) = (a.upgrade(), b.upgrade()) else {
+                    return;
+                };
+                // Still each other's peer (a socket closed since is not).
+                let peers = Socket::peer(&a.lock()).is_some_and(|p| p.id == b.id);
+                if peers {
+                    self.sever(&a, &b, true);
                 }
             }
             Event::LetGo(a, b) => {

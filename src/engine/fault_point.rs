@@ -178,7 +178,13 @@ impl Engine {
             // message unread.
             plan.swallow = true;
             tf.end = Some((sock.clone(), receiver, true));
-        } else if d.close_after {
+        } else if let Some(after) = d.reset_after
+            && let Some(r) = self.socks.get(receiver)
+        {
+            // This message is delivered; the timer resets the connection.
+            self.reset_later(msg.now + after, sock, &r.sock);
+        }
+        if d.close_after && tf.end.is_none() {
             tf.end = Some((sock.clone(), receiver, false));
         }
         plan.timed = Some((d, msg.now));
@@ -192,7 +198,7 @@ impl Engine {
     /// gives ECONNRESET, as does the receiver's, whose process udsfs
     /// cannot kill. Without one the receiver reads what is queued, then
     /// EOF (ECONNRESET first if the sender left data unread).
-    fn sever(&self, s: &Arc<Socket>, peer: &Arc<Socket>, reset: bool) {
+    pub(crate) fn sever(&self, s: &Arc<Socket>, peer: &Arc<Socket>, reset: bool) {
         if s.id == peer.id {
             return;
         }
