@@ -6,6 +6,7 @@ Usage: fault_effects.py MOUNT."""
 import array
 import errno
 import os
+import select
 import signal
 import socket
 import sys
@@ -147,12 +148,108 @@ for ty, tyname in ((socket.SOCK_STREAM, "stream"), (socket.SOCK_DGRAM, "dgram"))
     if ty == socket.SOCK_STREAM:
         lst.close()
 
-# short_write: a stream send queues part and returns its count.
+# full and poll: no POLLOUT (poll, select, epoll) while the rule holds the
+# connection's sends, as at a full kernel queue; a poll waiting for it wakes
+# when the rule goes.
+lst, c, a = connected("fullpoll.sock")
+
+
+def writable():
+    p = select.poll()
+    p.register(c, select.POLLOUT)
+    ep = select.epoll()
+    ep.register(c.fileno(), select.EPOLLOUT)
+    r = (bool(p.poll(0)), bool(select.select([], [c], [], 0)[1]), bool(ep.poll(0)))
+    ep.close()
+    return "poll, select, epoll: %s %s %s" % r
+
+
+say("full writable before the rule:", writable())
+n = rule("name fullpoll.sock up full")
+say("full writable under the rule:", writable())
+out = {}
+
+
+def wait_out():
+    p = select.poll()
+    p.register(c, select.POLLOUT)
+    out["r"] = elapsed_ms(lambda: bool(p.poll(3000)))
+
+
+t = threading.Thread(target=wait_out)
+t.start()
+time.sleep(0.2)
+say("full poll for POLLOUT waits:", t.is_alive())
+delete(n)
+t.join(3)
+r, ms = out.get("r", ("hung", 0))
+say("full poll for POLLOUT once the rule is gone:", r, "after waiting:", ms >= 190)
+say("full writable after the rule:", writable())
+
+# full times=K counts messages, not tries: K messages each meet a full queue
+# for `timeout` ms however often they are retried (a non-blocking sender's
+# loop, with and without waiting in select), then the rule only counts.
+n = rule("name fullpoll.sock up full timeout=100 times=2")
+c.setblocking(False)
+met = []
+for i in range(4):
+    tries, t0 = 0, time.monotonic()
+    while True:
+        try:
+            c.send(bytes([65 + i]))
+            break
+        except BlockingIOError:
+            tries += 1
+            if i == 0:
+                time.sleep(0.005)
+            else:
+                select.select([], [c], [], 1)
+    met.append((tries, time.monotonic() - t0))
+say("full times=2 non-blocking: messages that met EAGAIN:", [t > 0 for t, _ in met],
+    "the first retried often:", met[0][0] > 5, "each waited the timeout:", [w >= 0.095 for _, w in met[:2]])
+say("full times=2 non-blocking counters:", counters(n))
+delete(n)
+n = rule("name fullpoll.sock up full timeout=100 times=2")
+c.setblocking(True)
+waits = []
+for i in range(3):
+    _, ms = elapsed_ms(lambda: c.send(bytes([97 + i])))
+    waits.append(ms >= 95)
+say("full times=2 blocking: sends that waited the timeout:", waits)
+say("full times=2 blocking counters:", counters(n))
+delete(n)
+a.setblocking(False)
+say("full receiver got:", res(lambda: a.recv(100)))
+c.close(), a.close(), lst.close()
+
+# refuse errno=EAGAIN times=K counts connects, not retries: the connect hit
+# stays refused while the rule stands; other connects go once K were hit.
+lst, path = listener("refuse2.sock")
+n = rule("name refuse2.sock refuse errno=EAGAIN times=1")
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c.setblocking(False)
+say("refuse EAGAIN times=1 connect and retries:", [res(lambda: c.connect(path)) for _ in range(4)])
+c2 = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c2.setblocking(False)
+say("refuse EAGAIN times=1 another connect:", res(lambda: c2.connect(path)))
+say("refuse EAGAIN times=1 counters:", counters(n))
+delete(n)
+say("refuse EAGAIN times=1 the retry once the rule is gone:", res(lambda: c.connect(path)))
+c.close(), c2.close(), lst.close()
+
+# short_write: a stream send queues part and returns its count, as a nearly
+# full buffer makes a kernel socket do: a plain send (a write of the data
+# file), one with flags (the message ioctl) and one larger than a FUSE write
+# request all return the rule's count; sendall() finishes what they leave.
 lst, c, a = connected("short.sock")
 n = rule("name short.sock up short_write bytes=5")
 say("short_write send of 100:", res(lambda: c.send(b"s" * 100)))
+say("short_write send of 100 with MSG_NOSIGNAL:", res(lambda: c.send(b"t" * 100, socket.MSG_NOSIGNAL)))
 say("short_write send of 3:", res(lambda: c.send(b"abc")))
+say("short_write sendall of 12:", res(lambda: c.sendall(b"0123456789ab")))
 a.setblocking(False)
+say("short_write receiver got:", res(lambda: a.recv(1000)))
+say("short_write send of 300000:", res(lambda: c.send(b"u" * 300000)))
 say("short_write receiver got:", res(lambda: a.recv(1000)))
 say("short_write counters:", counters(n))
 delete(n)

@@ -122,6 +122,39 @@ after(c, "reset_peer")
 finish(pid)
 
 
+# reset_peer timeout=T: the connection works until T ms after the client's
+# first request (which is delivered and answered), then is reset as when the
+# server's process dies then with the client's later data unread.
+T = 0.5
+rule("name rpt.sock up reset_peer timeout=500")
+
+
+def answer(conn, tell):
+    conn.send(b"reply to " + conn.recv(100))
+    tell()
+
+
+pid, path, r = serve("rpt.sock", answer)
+c = connect(path)
+assert os.read(r, 1) == b"a"
+t0 = time.monotonic()
+say("reset_peer timeout send:", res(lambda: c.send(b"request")))
+assert os.read(r, 1) == b"p"
+say("reset_peer timeout reply:", res(lambda: c.recv(100)))
+say("reset_peer timeout send more:", res(lambda: c.send(b"more")))
+c.setblocking(False)
+say("reset_peer timeout read before the timeout:", res(lambda: c.recv(100)))
+if not UDSFS:
+    time.sleep(max(0.0, t0 + T - time.monotonic()))
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+c.settimeout(5)
+say("reset_peer timeout read:", res(lambda: c.recv(100)))
+say("reset_peer timeout: the reset came no earlier than the timeout:", time.monotonic() - t0 >= T)
+after(c, "reset_peer timeout")
+finish(pid)
+
+
 # die_after: the server sends two messages, then its process dies; in the
 # second run the client's request is still unread then.
 def two(conn, tell):

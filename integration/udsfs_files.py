@@ -20,6 +20,15 @@ def err(fn, *a):
         return errno.errorcode.get(e.errno, str(e.errno))
 
 
+def faults_write(text):
+    """Writes `text` to the mount's .udsfs/faults in one write: "OK" or the errno name."""
+    fd = os.open(f"{U}/faults", os.O_WRONLY)
+    try:
+        return err(os.write, fd, text.encode())
+    finally:
+        os.close(fd)
+
+
 def status(n, key=None):
     """Socket n's status file: the value of `key`, or every key=value as a dict."""
     fields = {}

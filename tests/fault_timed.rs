@@ -1,5 +1,5 @@
-//! The timed faults (latency, bandwidth, slicer, timeout, slow_close) on a
-//! real engine with real threads: what each does to the time a message
+//! The timed faults (latency, bandwidth, slicer, timeout, slow_close, and
+//! the timers of reset_peer and full) on a real engine with real threads: what each does to the time a message
 //! becomes readable, and that bytes and order never change.
 
 use std::sync::Arc;
@@ -370,4 +370,92 @@ fn a_shutdown_never_overtakes_held_data() {
     assert_eq!(try_recv(&eng, &b), Err(Errno::EAGAIN));
     assert_eq!(recv(&eng, &b, 100).unwrap(), b"tail");
     assert_eq!(recv(&eng, &b, 100).unwrap(), b"");
+}
+
+#[test]
+fn reset_peer_with_a_timeout_delivers_then_resets_no_earlier_than_it() {
+    let eng = engine();
+    let (a, b) = eng.socketpair(SockType::Stream, &me());
+    rule(&eng, &format!("socket {} up reset_peer timeout=150", b.id));
+    let t0 = Instant::now();
+    send_all(&eng, &a, b"request").unwrap();
+    // The message that starts the timer is delivered, and the connection
+    // works until the timeout.
+    assert_eq!(try_recv(&eng, &b), Ok(b"request".to_vec()));
+    send_all(&eng, &b, b"reply").unwrap();
+    assert_eq!(try_recv(&eng, &a), Ok(b"reply".to_vec()));
+    send_all(&eng, &a, b"more").unwrap();
+    let reset = loop {
+        match try_recv(&eng, &a) {
+            Err(Errno::EAGAIN) => {
+                assert!(t0.elapsed() < Duration::from_secs(3), "never reset");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            r => break r,
+        }
+    };
+    assert_eq!(reset, Err(Errno::ECONNRESET));
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(150),
+        "reset after {waited:?}"
+    );
+    assert_eq!(try_recv(&eng, &a), Ok(Vec::new()));
+    assert_eq!(
+        eng.sendmsg(&a, SendMsg::new(b"x"), &me(), None),
+        Err(Errno::EPIPE)
+    );
+    assert_eq!(
+        eng.sendmsg(&b, SendMsg::new(b"x"), &me(), None),
+        Err(Errno::EPIPE)
+    );
+}
+
+#[test]
+fn full_with_a_timeout_holds_each_message_hit_then_wakes_its_sender() {
+    let eng = engine();
+    let (a, b) = eng.socketpair(SockType::Seqpacket, &me());
+    let id = rule(&eng, &format!("socket {} up full timeout=80 times=2", b.id));
+    let out = |s: &Arc<Socket>| eng.poll(s, None) & libc::POLLOUT as u32 != 0;
+    assert!(!out(&a), "a sure hit: no POLLOUT before the first send");
+    for i in 0..3u8 {
+        let t = Instant::now();
+        let mut tries = 0;
+        send_all_counting(&eng, &a, &[i], &mut tries);
+        let waited = t.elapsed();
+        if i < 2 {
+            assert_eq!(tries, 1, "message {i}: one EAGAIN, then woken once");
+            assert!(
+                waited >= Duration::from_millis(80),
+                "message {i}: {waited:?}"
+            );
+        } else {
+            assert_eq!(tries, 0, "message {i}: the rule is used up");
+        }
+    }
+    assert!(out(&a), "used up: POLLOUT again");
+    for i in 0..3u8 {
+        assert_eq!(try_recv(&eng, &b), Ok(vec![i]));
+    }
+    let listed = eng.faults.list(0);
+    let l = listed.iter().find(|l| l.id == id).unwrap();
+    assert_eq!((l.matched, l.injected), (3, 2));
+}
+
+/// `send_all`, counting the sends that found no room.
+fn send_all_counting(eng: &Engine, s: &Arc<Socket>, data: &[u8], tries: &mut u32) {
+    let tw = ThreadWaiter::new();
+    let w: Waiter = tw.clone();
+    loop {
+        match eng.sendmsg(s, SendMsg::new(data), &me(), Some(&w)) {
+            Err(Errno::EAGAIN) => {
+                *tries += 1;
+                tw.wait();
+            }
+            r => {
+                assert_eq!(r, Ok(data.len()));
+                return;
+            }
+        }
+    }
 }

@@ -30,6 +30,13 @@ enum Event {
     /// The connection between the two sockets ends with what is held
     /// (timeout): reads give EOF, writes EPIPE.
     End(Weak<Socket>, Weak<Socket>),
+    /// A send from the first socket to the second (or a connect) that
+    /// `full` (`refuse errno=EAGAIN`) held may go: their writers are woken,
+    /// as when a reader makes room.
+    LetGo(Weak<Socket>, Weak<Socket>),
+    /// The connection from the first socket to the second is reset
+    /// (reset_peer with a timeout), as `Engine::sever` resets it.
+    Reset(Weak<Socket>, Weak<Socket>),
 }
 
 /// The part of a close that its peer sees, done late.
@@ -81,6 +88,9 @@ pub struct Deferred {
     /// Sockets holding messages until their rule goes (weakly: a socket
     /// closed meanwhile frees what it held itself).
     held_forever: Mutex<Vec<Weak<Socket>>>,
+    /// (sender, receiver) of sends (connects) that `full` (`refuse
+    /// errno=EAGAIN`) holds while the rule stands: woken when rules go.
+    let_go_with_rules: Mutex<Vec<(Weak<Socket>, Weak<Socket>)>>,
 }
 
 impl Drop for Deferred {
@@ -206,6 +216,11 @@ impl Engine {
     /// The rules that hold messages until they go (timeout) went: what they
     /// held is delivered, in order.
     pub fn release_held(&self) {
+        // Sends and connects held by full and refuse try again.
+        let pairs = std::mem::take(&mut *self.delays.let_go_with_rules.lock());
+        for (a, b) in pairs {
+            self.fire(Event::LetGo(a, b));
+        }
         let socks = std::mem::take(&mut *self.delays.held_forever.lock());
         let now = Instant::now();
         for sock in socks.iter().filter_map(Weak::upgrade) {
@@ -233,6 +248,35 @@ impl Engine {
     pub(crate) fn shutdown_later(&self, from: u64, peer: Arc<Socket>) {
         self.delays
             .schedule(Instant::now(), Event::PeerShutdown(from, peer));
+    }
+
+    /// Wakes the writers of `sender` and `receiver` (a send or connect
+    /// blocked, a poll for POLLOUT) when what `full` or `refuse
+    /// errno=EAGAIN` holds may go: at `until`, or (None) when rules go.
+    pub(crate) fn wake_when_let_go(
+        &self,
+        sender: &Arc<Socket>,
+        receiver: &Arc<Socket>,
+        until: Option<Instant>,
+    ) {
+        let (a, b) = (Arc::downgrade(sender), Arc::downgrade(receiver));
+        match until {
+            Some(t) => self.delays.schedule(t, Event::LetGo(a, b)),
+            None => {
+                let mut pairs = self.delays.let_go_with_rules.lock();
+                pairs.retain(|(a, b)| a.strong_count() > 0 && b.strong_count() > 0);
+                if !pairs.iter().any(|(x, y)| x.ptr_eq(&a) && y.ptr_eq(&b)) {
+                    pairs.push((a, b));
+                }
+            }
+        }
+    }
+
+    /// The connection of `sender` and `receiver` is reset at `at`
+    /// (reset_peer timeout=T). Held weakly, as for `end_later`.
+    pub(crate) fn reset_later(&self, at: Instant, sender: &Arc<Socket>, receiver: &Arc<Socket>) {
+        let (a, b) = (Arc::downgrade(sender), Arc::downgrade(receiver));
+        self.delays.schedule(at, Event::Reset(a, b));
     }
 
     /// The connection of `a` and `b` ends at `at` (timeout).
@@ -298,6 +342,21 @@ impl Engine {
                 }
                 for (id, m) in dropped {
                     self.dequeued(id, m, &mut wake);
+                }
+            }
+            Event::Reset(a, b) => {
+                let (Some(a), Some(b)) = (a.upgrade(), b.upgrade()) else {
+                    return;
+                };
+                // Still each other's peer (a socket closed since is not).
+                let peers = Socket::peer(&a.lock()).is_some_and(|p| p.id == b.id);
+                if peers {
+                    self.sever(&a, &b, true);
+                }
+            }
+            Event::LetGo(a, b) => {
+                for s in [a, b].iter().filter_map(Weak::upgrade) {
+                    wake.extend(s.lock().queue.writers.take());
                 }
             }
         }

@@ -7,6 +7,7 @@
 //! The faults that hold a message back in time (latency, bandwidth, slicer,
 //! timeout, slow_close) are not applied here.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,11 +18,6 @@ use super::tap::Event;
 use super::{Caller, Engine, Result, Waiter, Wakeups};
 use crate::engine::addr::Addr;
 use crate::fault::{self, Decision, Kind};
-
-/// How long a sender held by `full`, or a connect by `refuse errno=EAGAIN`,
-/// waits before it looks again: the rule may have gone or reached its
-/// limit, which nothing else would tell it.
-const RECHECK: Duration = Duration::from_millis(20);
 
 /// What one send carries for the rules: who makes it, and the end of the
 /// connection a rule decided, done once the send lets go of its locks
@@ -35,6 +31,9 @@ pub(crate) struct SendFault<'a> {
     /// (sender, receiver's number, reset): the connection ends after
     /// this send.
     end: Option<(Arc<Socket>, u64, bool)>,
+    /// Set when a rule cut the send short (short_write, limit_data): the
+    /// front end returns the count instead of sending the rest.
+    cut: Option<&'a Cell<bool>>,
 }
 
 /// What `Engine::fault_send` leaves the queue to do.
@@ -86,8 +85,13 @@ fn name_of(n: Option<&BoundName>) -> Option<fault::Name<'_>> {
 }
 
 impl Engine {
-    /// The caller as the rules see it, taken only when a rule stands.
-    pub(crate) fn send_fault<'a>(&'a self, caller: &Caller) -> SendFault<'a> {
+    /// The caller as the rules see it, taken only when a rule stands;
+    /// `cut` is told when a rule cuts the send short.
+    pub(crate) fn send_fault<'a>(
+        &'a self,
+        caller: &Caller,
+        cut: Option<&'a Cell<bool>>,
+    ) -> SendFault<'a> {
         if !self.faults.any() {
             return SendFault::default();
         }
@@ -96,6 +100,7 @@ impl Engine {
             pid: caller.tgid(),
             uid: caller.fsuid,
             end: None,
+            cut,
         }
     }
 
@@ -155,12 +160,17 @@ impl Engine {
         if d.full {
             if let Some(w) = w {
                 rt.queue.writers.add(w.clone());
-                recheck_later(w.clone());
+            }
+            if let Some(r) = self.socks.get(receiver) {
+                self.wake_when_let_go(sock, &r.sock, d.hold_until);
             }
             return Err(Errno::EAGAIN);
         }
-        if let Some(short) = d.short {
-            plan.len = short.min(len);
+        if let Some(short) = d.short.filter(|&n| n < len) {
+            plan.len = short;
+            if let Some(cut) = tf.cut {
+                cut.set(true);
+            }
         }
         plan.ctrunc = d.drop_refs;
         if d.reset_after == Some(Duration::ZERO) {
@@ -168,7 +178,13 @@ impl Engine {
             // message unread.
             plan.swallow = true;
             tf.end = Some((sock.clone(), receiver, true));
-        } else if d.close_after {
+        } else if let Some(after) = d.reset_after
+            && let Some(r) = self.socks.get(receiver)
+        {
+            // This message is delivered; the timer resets the connection.
+            self.reset_later(msg.now + after, sock, &r.sock);
+        }
+        if d.close_after && tf.end.is_none() {
             tf.end = Some((sock.clone(), receiver, false));
         }
         plan.timed = Some((d, msg.now));
@@ -182,7 +198,7 @@ impl Engine {
     /// gives ECONNRESET, as does the receiver's, whose process udsfs
     /// cannot kill. Without one the receiver reads what is queued, then
     /// EOF (ECONNRESET first if the sender left data unread).
-    fn sever(&self, s: &Arc<Socket>, peer: &Arc<Socket>, reset: bool) {
+    pub(crate) fn sever(&self, s: &Arc<Socket>, peer: &Arc<Socket>, reset: bool) {
         if s.id == peer.id {
             return;
         }
@@ -246,13 +262,35 @@ impl Engine {
             Some(Errno::EAGAIN) => {
                 if let Some(w) = w {
                     other.lock().queue.writers.add(w.clone());
-                    recheck_later(w.clone());
                 }
+                self.wake_when_let_go(s, other, d.hold_until);
                 Err(Errno::EAGAIN)
             }
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Whether a send from `s` (named `name`) to `peer` would meet a full
+    /// queue now (a `full` rule), for poll.
+    pub(crate) fn fault_holds_sends(
+        &self,
+        s: &Socket,
+        name: Option<&BoundName>,
+        peer: &Socket,
+    ) -> bool {
+        let pname = peer.lock().name.clone();
+        self.faults.holds_sends(&fault::Message {
+            kind: Kind::Send,
+            from: self.fault_end(s.id, name),
+            to: self.fault_end(peer.id, pname.as_deref()),
+            pid: 0,
+            uid: 0,
+            ty: s.ty,
+            len: 0,
+            refs: 0,
+            now: Instant::now(),
+        })
     }
 
     /// Socket `s` is released: the rules forget it.
@@ -275,20 +313,6 @@ impl Engine {
                 what: format!("{} {msg}", i.fault),
             });
         }
-    }
-}
-
-/// Wakes `w` a little later, so that a sender or connect held by a rule
-/// asks the rules again.
-fn recheck_later(w: Waiter) {
-    let spawned = std::thread::Builder::new()
-        .name("fault-recheck".into())
-        .spawn(move || {
-            std::thread::sleep(RECHECK);
-            w.wake();
-        });
-    if let Err(e) = spawned {
-        log::warn!("fault: no thread to wake a held sender: {e}");
     }
 }
 

@@ -67,6 +67,14 @@ impl<'a> SendMsg<'a> {
     }
 }
 
+/// What one sendmsg did: the bytes sent, and whether a fault rule cut the
+/// send short (short_write, limit_data; src/engine/fault_point.rs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    pub len: usize,
+    pub cut: bool,
+}
+
 /// How many passed references fit the reader's control buffer: it differs
 /// with SCM_CREDENTIALS in front of them, known only once the message is.
 #[derive(Clone, Copy, Debug)]

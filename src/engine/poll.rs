@@ -9,6 +9,7 @@ impl Engine {
     /// The poll mask of `s` (unix_poll, unix_dgram_poll); `w` is woken at the
     /// next change that may alter it.
     pub fn poll(&self, s: &Arc<Socket>, w: Option<&Waiter>) -> u32 {
+        let mut held = None;
         let (mut mask, full_peer) = {
             let mut st = s.lock();
             let mut mask = 0;
@@ -41,11 +42,23 @@ impl Engine {
                 st.queue.readers.add(w.clone());
                 st.queue.writers.add(w.clone());
             }
+            // A `full` rule makes the peer's queue count as full.
+            if mask & pollbits::OUT != 0
+                && self.faults.any()
+                && let Some(p) = Socket::peer(&st).cloned()
+            {
+                held = Some((p, st.name.clone()));
+            }
             let peer = (s.ty == SockType::Dgram)
                 .then(|| Socket::peer(&st).cloned())
                 .flatten();
             (mask, peer)
         };
+        if let Some((p, name)) = held
+            && self.fault_holds_sends(s, name.as_deref(), &p)
+        {
+            mask &= !pollbits::OUT;
+        }
         // A dgram socket is not writable while its one-way peer's queue is full.
         if let Some(p) = full_peer.filter(|p| p.id != s.id) {
             let mut pt = p.lock();

@@ -2,7 +2,7 @@
 //! rule that hit it decided. A value, so that the rule set stays free of the
 //! engine; the engine applies it just before the message is queued.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
@@ -30,6 +30,10 @@ pub struct Decision {
     /// The receiver's queue counts as full: EAGAIN for a non-blocking
     /// sender, a blocking one waits (full).
     pub full: bool,
+    /// A message (or connect) newly held by `full` or `refuse errno=EAGAIN`
+    /// is let go then: who waits is to be woken. None with `full` or
+    /// `refuse`: held while the rule stands, or held already.
+    pub hold_until: Option<Instant>,
     /// Queue only the first this many bytes of a stream write, which the
     /// send returns (short_write, limit_data).
     pub short: Option<usize>,
@@ -54,9 +58,10 @@ pub struct Decision {
 }
 
 impl Decision {
-    /// No rule acted: the message goes as if there were none.
+    /// No rule acted: the message goes as if there were none. (A message
+    /// a rule holds already is acted on again, though not injected anew.)
     pub fn is_none(&self) -> bool {
-        self.injected.is_empty()
+        *self == Decision::default()
     }
 
     /// Adds what one more rule decided: delays add up, the first slicing
@@ -72,6 +77,7 @@ impl Decision {
         }
         self.refuse = self.refuse.or(other.refuse);
         self.full |= other.full;
+        self.hold_until = min_some(self.hold_until, other.hold_until);
         self.short = min_some(self.short, other.short);
         self.drop_refs |= other.drop_refs;
         self.close_after |= other.close_after;

@@ -23,6 +23,44 @@ pub struct ConnState {
     armed: bool,
     /// bandwidth: when the connection's last paced message may be read.
     paced_until: Option<Instant>,
+    /// full, refuse errno=EAGAIN: the message (or connect) the fault holds,
+    /// met again each time it is retried.
+    held: Option<Held>,
+}
+
+/// How long a message hit by `full` (or a connect by `refuse
+/// errno=EAGAIN`) is held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    Until(Instant),
+    WhileTheRuleStands,
+}
+
+/// A retry of what a rule holds, as `ConnState::retry` finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// Still held: the retry meets the same full queue (or backlog).
+    Held,
+    /// Its time is up: the retry goes through, not thrown for again.
+    Through,
+}
+
+impl ConnState {
+    /// Whether the connection has a message (or connect) held at `now`,
+    /// and whether a retry of it goes through; the first retry that does
+    /// clears it when `take` is set.
+    pub fn retry(&mut self, now: Instant, take: bool) -> Option<Retry> {
+        let held = self.held?;
+        match held {
+            Held::Until(t) if t <= now => {
+                if take {
+                    self.held = None;
+                }
+                Some(Retry::Through)
+            }
+            _ => Some(Retry::Held),
+        }
+    }
 }
 
 impl Fault {
@@ -38,7 +76,17 @@ impl Fault {
 
     /// Whether the fault keeps a `ConnState` per connection.
     pub fn remembers_connections(&self) -> bool {
-        self.per_connection() || matches!(self, Fault::Bandwidth { .. })
+        self.per_connection() || self.holds() || matches!(self, Fault::Bandwidth { .. })
+    }
+
+    /// Whether what the fault hits stays held, the same message (or
+    /// connect) at each retry: full, refuse errno=EAGAIN.
+    pub fn holds(&self) -> bool {
+        match self {
+            Fault::Full { .. } => true,
+            Fault::Refuse { errno } => *errno == nix::errno::Errno::EAGAIN,
+            _ => false,
+        }
     }
 
     /// The fault's decision for `msg`, or None when it leaves the message
@@ -114,8 +162,22 @@ impl Fault {
                 d.reset_after = Some(ms(timeout_ms));
             }
             Fault::SlowClose { delay_ms } => d.close_delay = Some(ms(delay_ms)),
-            Fault::Refuse { errno } => d.refuse = Some(errno),
-            Fault::Full => d.full = true,
+            Fault::Refuse { errno } => {
+                d.refuse = Some(errno);
+                if self.holds() {
+                    conn.held = Some(Held::WhileTheRuleStands);
+                }
+            }
+            Fault::Full { timeout_ms } => {
+                d.full = true;
+                conn.held = Some(if timeout_ms == 0 {
+                    Held::WhileTheRuleStands
+                } else {
+                    let until = msg.now + ms(timeout_ms);
+                    d.hold_until = Some(until);
+                    Held::Until(until)
+                });
+            }
             Fault::ShortWrite { bytes } => {
                 if msg.len as u64 <= bytes {
                     return None;

@@ -32,8 +32,9 @@ pub enum Fault {
     SlowClose { delay_ms: u64 },
     /// Fail connect with ECONNREFUSED, or as a full backlog does (EAGAIN).
     Refuse { errno: Errno },
-    /// The receiver's queue counts as full.
-    Full,
+    /// The receiver's queue counts as full for a message hit, `timeout` ms
+    /// (0: while the rule stands).
+    Full { timeout_ms: u64 },
     /// A stream send queues at most `bytes` and returns that count.
     ShortWrite { bytes: u64 },
     /// Passed sockets and files are dropped, with MSG_CTRUNC.
@@ -67,7 +68,7 @@ const FAULTS: &[(&str, Spec)] = &[
     ("reset_peer", &[("timeout", Some(0), 0)]),
     ("slow_close", &[("delay", Some(0), 0)]),
     ("refuse", &[]),
-    ("full", &[]),
+    ("full", &[("timeout", Some(0), 0)]),
     ("short_write", &[("bytes", Some(1), 1)]),
     ("ctrunc", &[]),
     ("die_after", &[("messages", None, 1)]),
@@ -149,7 +150,9 @@ impl Fault {
                 };
                 Fault::Refuse { errno }
             }
-            "full" => Fault::Full,
+            "full" => Fault::Full {
+                timeout_ms: nums[0],
+            },
             "short_write" => Fault::ShortWrite { bytes: nums[0] },
             "ctrunc" => Fault::Ctrunc,
             "die_after" => Fault::DieAfter { messages: nums[0] },
@@ -167,7 +170,7 @@ impl Fault {
             Fault::ResetPeer { .. } => "reset_peer",
             Fault::SlowClose { .. } => "slow_close",
             Fault::Refuse { .. } => "refuse",
-            Fault::Full => "full",
+            Fault::Full { .. } => "full",
             Fault::ShortWrite { .. } => "short_write",
             Fault::Ctrunc => "ctrunc",
             Fault::DieAfter { .. } => "die_after",
@@ -239,7 +242,10 @@ impl Fault {
             | Fault::SlowClose { .. }
             | Fault::DieAfter { .. } => ty != SockType::Dgram,
             Fault::Refuse { errno } => !(*errno == Errno::EAGAIN && ty == SockType::Dgram),
-            Fault::Latency { .. } | Fault::Bandwidth { .. } | Fault::Full | Fault::Ctrunc => true,
+            Fault::Latency { .. }
+            | Fault::Bandwidth { .. }
+            | Fault::Full { .. }
+            | Fault::Ctrunc => true,
         }
     }
 }
@@ -266,12 +272,14 @@ impl fmt::Display for Fault {
                 delay_us,
             } => &[*average_size, *size_variation, *delay_us],
             Fault::LimitData { bytes } | Fault::ShortWrite { bytes } => &[*bytes],
-            Fault::Timeout { timeout_ms } | Fault::ResetPeer { timeout_ms } => &[*timeout_ms],
+            Fault::Timeout { timeout_ms }
+            | Fault::ResetPeer { timeout_ms }
+            | Fault::Full { timeout_ms } => &[*timeout_ms],
             Fault::SlowClose { delay_ms } => &[*delay_ms],
             Fault::DieAfter { messages } => &[*messages],
             // Errno's Debug is its name (ECONNREFUSED), as `build` reads it.
             Fault::Refuse { errno } => return write!(f, " errno={errno:?}"),
-            Fault::Full | Fault::Ctrunc => &[],
+            Fault::Ctrunc => &[],
         };
         let keys = Fault::keys(self.name()).expect("a fault's own name");
         for (key, n) in keys.iter().zip(nums) {
@@ -330,7 +338,7 @@ mod tests {
         let die = Fault::DieAfter { messages: 1 };
         assert!(die.fits(SockType::Seqpacket).is_ok());
         assert!(die.fits(SockType::Dgram).is_err());
-        assert!(Fault::Full.fits(SockType::Dgram).is_ok());
+        assert!(Fault::Full { timeout_ms: 0 }.fits(SockType::Dgram).is_ok());
         let eagain = Fault::Refuse {
             errno: Errno::EAGAIN,
         };

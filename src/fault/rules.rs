@@ -11,7 +11,8 @@ use nix::errno::Errno;
 use parking_lot::{Mutex, RwLock};
 
 use super::decision::{Decision, Injection};
-use super::effect::ConnState;
+use super::effect::{ConnState, Retry};
+use super::kind::Fault;
 use super::message::{End, Message};
 use super::prng::Prng;
 use super::rule::{After, Direction, Rule, Selector};
@@ -145,6 +146,39 @@ impl Rules {
         self.any.store(!list.is_empty(), Ordering::Relaxed);
     }
 
+    /// Whether a send `msg` (Kind::Send) would meet a full queue now: a
+    /// `full` rule holds the connection's message, or is sure to hit the
+    /// next one (toxicity 1, past `after`, short of `times`; `socket` and
+    /// `name` rules only, as poll does not know who will send). Changes
+    /// nothing: poll asks it.
+    pub fn holds_sends(&self, msg: &Message<'_>) -> bool {
+        if !self.any() {
+            return false;
+        }
+        let key = (msg.from.socket, msg.to.socket);
+        self.list.read().iter().any(|e| {
+            let rule = &e.rule;
+            if !matches!(rule.fault, Fault::Full { .. }) || !rule.fault.fits_type(msg.ty) {
+                return false;
+            }
+            let mut s = e.state.lock();
+            // Only a message the rule selected is held.
+            if let Some(retry) = s.conns.get_mut(&key).and_then(|c| c.retry(msg.now, false)) {
+                return retry == Retry::Held;
+            }
+            let named = matches!(rule.selector, Selector::Socket(_) | Selector::Name(_));
+            if !named || !selects(rule, msg) || !may_act(e.owner, msg) {
+                return false;
+            }
+            let due = match rule.after {
+                Some(After::Messages(n)) => s.matched >= n,
+                Some(After::Bytes(n)) => s.bytes_matched >= n,
+                None => true,
+            };
+            due && rule.toxicity >= 1.0 && rule.times.is_none_or(|t| s.injected < t)
+        })
+    }
+
     /// What to do to `msg`: every rule that selects it, may act on its
     /// sockets, and hits it adds its part. Counts and logs each injection.
     pub fn check(&self, msg: &Message<'_>) -> Decision {
@@ -163,6 +197,20 @@ impl Rules {
             }
             let mut s = e.state.lock();
             let s = &mut *s;
+            let key = (msg.from.socket, msg.to.socket);
+            // A message the rule holds (full, refuse errno=EAGAIN), sent
+            // again after EAGAIN or by a sender woken: the same message,
+            // neither counted nor thrown for again (so `times` counts
+            // messages), held until its time is up.
+            if rule.fault.holds()
+                && let Some(conn) = s.conns.get_mut(&key)
+                && let Some(retry) = conn.retry(msg.now, true)
+            {
+                if retry == Retry::Held {
+                    out.merge(held_again(&rule.fault));
+                }
+                continue;
+            }
             s.matched += 1;
             let bytes_before = s.bytes_matched;
             s.bytes_matched = s.bytes_matched.saturating_add(msg.len as u64);
@@ -177,7 +225,7 @@ impl Rules {
             // Only faults that remember a connection keep an entry for it.
             let mut scratch = ConnState::default();
             let conn = if rule.fault.remembers_connections() {
-                s.conns.entry((msg.from.socket, msg.to.socket)).or_default()
+                s.conns.entry(key).or_default()
             } else {
                 &mut scratch
             };
@@ -194,6 +242,20 @@ impl Rules {
         }
         out.settle();
         out
+    }
+}
+
+/// What a retry of a held message meets: the same full queue or backlog.
+fn held_again(f: &Fault) -> Decision {
+    match *f {
+        Fault::Refuse { errno } => Decision {
+            refuse: Some(errno),
+            ..Decision::default()
+        },
+        _ => Decision {
+            full: true,
+            ..Decision::default()
+        },
     }
 }
 
@@ -277,7 +339,10 @@ mod tests {
         fn shared<T: Send + Sync>() {}
         shared::<Rules>();
         let rules = Arc::new(Rules::default());
-        rules.add(Rule::parse("socket 2 full toxicity=0.5 seed=1").unwrap(), 0);
+        rules.add(
+            Rule::parse("socket 2 latency latency=1 toxicity=0.5 seed=1").unwrap(),
+            0,
+        );
         let workers: Vec<_> = (0..4)
             .map(|t| {
                 let rules = rules.clone();

@@ -34,6 +34,12 @@ fn send(len: usize) -> Message<'static> {
     }
 }
 
+/// `m` sent by socket `sock`.
+fn from(sock: u64, mut m: Message<'static>) -> Message<'static> {
+    m.from.socket = sock;
+    m
+}
+
 fn reply(len: usize) -> Message<'static> {
     let mut m = send(len);
     std::mem::swap(&mut m.from, &mut m.to);
@@ -88,7 +94,12 @@ fn toxicity_injects_within_the_binomial_bounds() {
     let (lo, hi) = binomial_bounds(10_000, 0.1);
     for seed in 1..=5 {
         let rules = rules_with(&format!("name run/db.sock full toxicity=0.1 seed={seed}"));
-        let hits = (0..10_000).filter(|_| rules.check(&send(10)).full).count() as u64;
+        // Each message from a connection of its own: `full` holds the
+        // message it hits, and a second one from the same sender would
+        // be taken for its retry.
+        let hits = (0..10_000)
+            .filter(|&i| rules.check(&from(10 + i, send(10))).full)
+            .count() as u64;
         assert!(
             (lo..=hi).contains(&hits),
             "seed {seed}: {hits} not in [{lo}, {hi}]"
@@ -179,13 +190,18 @@ fn latency_and_jitter_stay_within_their_bounds() {
 #[test]
 fn after_and_times_limit_a_rule() {
     let rules = rules_with("socket 2 full after=3 times=2");
-    let hits: Vec<bool> = (0..8).map(|_| rules.check(&send(1)).full).collect();
+    // Each message from a sender of its own, as above.
+    let hits: Vec<bool> = (0..8)
+        .map(|i| rules.check(&from(10 + i, send(1))).full)
+        .collect();
     assert_eq!(hits, [false, false, false, true, true, false, false, false]);
     let l = &rules.list(0)[0];
     assert_eq!((l.matched, l.injected), (8, 2));
 
     let rules = rules_with("socket 2 full after_bytes=250");
-    let hits: Vec<bool> = (0..4).map(|_| rules.check(&send(100)).full).collect();
+    let hits: Vec<bool> = (0..4)
+        .map(|i| rules.check(&from(10 + i, send(100))).full)
+        .collect();
     assert_eq!(hits, [false, false, false, true]);
 }
 
@@ -389,4 +405,74 @@ fn abstract_names_select() {
     assert!(rules.check(&m).full);
     m.to.name = Some(Name::Path(b"bus"));
     assert!(!rules.check(&m).full);
+}
+
+#[test]
+fn full_holds_the_message_it_hits_and_times_counts_messages_not_retries() {
+    let rules = rules_with("socket 2 full times=2");
+    assert!(rules.holds_sends(&send(0)), "toxicity 1: sure to hit");
+    assert!(rules.check(&send(1)).full);
+    // Retries of the held message: still full, not counted again.
+    for _ in 0..5 {
+        let d = rules.check(&send(1));
+        assert!(d.full && d.injected.is_empty());
+    }
+    assert!(rules.holds_sends(&send(0)));
+    assert!(rules.check(&from(3, send(1))).full);
+    // Two messages hit: a third sender's message goes, and poll says so.
+    assert!(!rules.holds_sends(&from(4, send(0))));
+    assert!(rules.check(&from(4, send(1))).is_none());
+    // The first two stay held while the rule stands.
+    assert!(rules.check(&send(1)).full && rules.holds_sends(&send(0)));
+    let l = &rules.list(0)[0];
+    assert_eq!((l.matched, l.injected), (3, 2));
+}
+
+#[test]
+fn full_with_a_timeout_lets_the_retry_through_once_it_is_up() {
+    let rules = rules_with("socket 2 full timeout=50");
+    let t0 = Instant::now();
+    let at = |ms, m: Message<'static>| Message {
+        now: t0 + Duration::from_millis(ms),
+        ..m
+    };
+    let d = rules.check(&at(0, send(1)));
+    assert_eq!(d.hold_until, Some(t0 + Duration::from_millis(50)));
+    let d = rules.check(&at(49, send(1)));
+    assert!(d.full && d.hold_until.is_none());
+    assert!(rules.holds_sends(&at(49, send(0))));
+    assert!(!rules.holds_sends(&at(50, send(0))));
+    assert!(rules.check(&at(50, send(1))).is_none(), "the retry goes");
+    // The next message is a new one, hit again.
+    assert!(rules.check(&at(51, send(1))).full);
+    let l = &rules.list(0)[0];
+    assert_eq!((l.matched, l.injected), (2, 2));
+}
+
+#[test]
+fn poll_predicts_only_a_sure_hit() {
+    assert!(!rules_with("socket 2 full toxicity=0.5").holds_sends(&send(0)));
+    assert!(!rules_with("socket 2 full after=1").holds_sends(&send(0)));
+    assert!(!rules_with("pid 100 full").holds_sends(&send(0)));
+    assert!(!rules_with("socket 2 latency latency=5").holds_sends(&send(0)));
+    assert!(rules_with("name run/db.sock up full").holds_sends(&send(0)));
+}
+
+#[test]
+fn refuse_eagain_holds_the_connect_it_hits() {
+    let rules = rules_with("socket 2 refuse errno=EAGAIN times=1");
+    let connect = |from| Message {
+        kind: Kind::Connect,
+        ..self::from(from, send(0))
+    };
+    assert_eq!(rules.check(&connect(1)).refuse, Some(Errno::EAGAIN));
+    for _ in 0..3 {
+        let d = rules.check(&connect(1));
+        assert_eq!(d.refuse, Some(Errno::EAGAIN));
+        assert!(d.injected.is_empty());
+    }
+    assert!(rules.check(&connect(3)).is_none());
+    assert_eq!(rules.check(&connect(1)).refuse, Some(Errno::EAGAIN));
+    let l = &rules.list(0)[0];
+    assert_eq!((l.matched, l.injected), (2, 1));
 }

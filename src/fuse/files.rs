@@ -324,8 +324,15 @@ impl OpenFile {
                     return eng.sendmsg(s, SendMsg::new(data), caller, w);
                 }
                 while *done < data.len() {
-                    match eng.sendmsg(s, SendMsg::new(&data[*done..]), caller, w) {
-                        Ok(n) => *done += n,
+                    match eng.send(s, SendMsg::new(&data[*done..]), caller, w) {
+                        Ok(sent) => {
+                            *done += sent.len;
+                            // A fault's short count is the write's, as a
+                            // short send is the program's to finish.
+                            if sent.cut {
+                                return Ok(*done);
+                            }
+                        }
                         Err(e) if *done > 0 && e != Errno::EAGAIN => return Ok(*done),
                         Err(e) => return Err(e),
                     }

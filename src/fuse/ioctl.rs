@@ -474,12 +474,13 @@ fn send(at: MsgCtx<'_>, call: &mut MsgCall) -> Result<Vec<u8>, Errno> {
                 log::info!("socket {}: sending {ids:?} refused: {}", s.id, e.desc())
             })?;
         call.checked = true;
-        let res = eng.sendmsg(s, out.msg(data, to.as_ref(), oob), c, w);
+        let res = eng.send(s, out.msg(data, to.as_ref(), oob), c, w);
         eng.put_back(out);
         match res {
-            Ok(k) => {
-                call.sent += k;
-                if !whole || k == 0 || call.sent >= len {
+            Ok(sent) => {
+                call.sent += sent.len;
+                // A fault's short count is the caller's (short_write).
+                if !whole || sent.len == 0 || sent.cut || call.sent >= len {
                     break;
                 }
             }

@@ -10,11 +10,12 @@ pub(crate) mod queue;
 mod seqpacket;
 mod stream;
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use nix::errno::Errno;
 
-use super::message::{Received, RecvFlags, SendMsg};
+use super::message::{Received, RecvFlags, SendMsg, Sent};
 use super::socket::{SockState, SockType, Socket};
 use super::tap::Delivered;
 use super::{Caller, Engine, MAX_MSG, Result, Ucred, Waiter, Wakeups};
@@ -66,12 +67,26 @@ impl Engine {
     pub fn sendmsg(
         &self,
         s: &Arc<Socket>,
-        mut msg: SendMsg<'_>,
+        msg: SendMsg<'_>,
         caller: &Caller,
         w: Option<&Waiter>,
     ) -> Result<usize> {
+        self.send(s, msg, caller, w).map(|sent| sent.len)
+    }
+
+    /// `sendmsg`, also telling whether a fault rule cut a stream send
+    /// short (`Sent::cut`): a front end that sends the rest of a blocking
+    /// write itself stops there, as the program is to see the short count.
+    pub fn send(
+        &self,
+        s: &Arc<Socket>,
+        mut msg: SendMsg<'_>,
+        caller: &Caller,
+        w: Option<&Waiter>,
+    ) -> Result<Sent> {
+        let cut = Cell::new(false);
         let pass = Pass::new(self, msg.rights.take(), msg.files.take(), caller)?;
-        let tx = Sending::new(self, s, pass, caller, w);
+        let tx = Sending::new(self, s, pass, caller, w, Some(&cut));
         // Only a stream has an out-of-band byte.
         if msg.oob && s.ty != SockType::Stream {
             return Err(Errno::EOPNOTSUPP);
@@ -82,7 +97,11 @@ impl Engine {
             msg: &msg,
             caller,
         };
-        ops(s.ty).sendmsg(op)
+        let len = ops(s.ty).sendmsg(op)?;
+        Ok(Sent {
+            len,
+            cut: cut.get(),
+        })
     }
 
     /// recvmsg(): one message (dgram, seqpacket; truncated to `f.len`) or

@@ -5,6 +5,7 @@
 //! queued (fault injection: refuse it, report the queue full, queue part
 //! of it, drop what it passes, hold it back) belongs in `Engine::enqueue`.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -147,6 +148,7 @@ impl<'a> Sending<'a> {
         pass: Pass<'a>,
         caller: &Caller,
         w: Option<&'a Waiter>,
+        cut: Option<&'a Cell<bool>>,
     ) -> Sending<'a> {
         let origin = eng.taps.any().then(|| eng.origin(caller));
         Sending {
@@ -157,7 +159,7 @@ impl<'a> Sending<'a> {
             pass,
             w,
             origin,
-            fault: eng.send_fault(caller),
+            fault: eng.send_fault(caller, cut),
         }
     }
 }
