@@ -49,6 +49,8 @@ struct State {
 #[derive(Default)]
 pub struct Rules {
     any: AtomicBool,
+    /// Some rule needs the owners of the sockets (`Rules::needs_owners`).
+    owners: AtomicBool,
     list: RwLock<Vec<Arc<Entry>>>,
     next_id: Mutex<u64>,
 }
@@ -60,6 +62,24 @@ impl Rules {
     #[inline]
     pub fn any(&self) -> bool {
         !cfg!(feature = "bare-message-path") && self.any.load(Ordering::Relaxed)
+    }
+
+    /// Whether a message's `End::owner_uid` may matter: some rule is a
+    /// user's (it acts only on that user's sockets) or selects by uid (a
+    /// close is its socket owner's). Else the message path need not look
+    /// the owners up.
+    #[inline]
+    pub fn needs_owners(&self) -> bool {
+        self.owners.load(Ordering::Relaxed)
+    }
+
+    /// `any` and `needs_owners` for `list`, under its write lock.
+    fn refresh(&self, list: &[Arc<Entry>]) {
+        let owners = list
+            .iter()
+            .any(|e| e.owner != ROOT || matches!(e.rule.selector, Selector::Uid(_)));
+        self.owners.store(owners, Ordering::Relaxed);
+        self.any.store(!list.is_empty(), Ordering::Relaxed);
     }
 
     /// Adds a rule for user `owner`; it acts from the next message on.
@@ -84,7 +104,7 @@ impl Rules {
         });
         let mut list = self.list.write();
         list.push(entry);
-        self.any.store(true, Ordering::Relaxed);
+        self.refresh(&list);
         id
     }
 
@@ -100,7 +120,7 @@ impl Rules {
             return Err(Errno::EPERM);
         }
         list.remove(at);
-        self.any.store(!list.is_empty(), Ordering::Relaxed);
+        self.refresh(&list);
         Ok(())
     }
 
@@ -108,7 +128,7 @@ impl Rules {
     pub fn clear(&self, caller: u32) {
         let mut list = self.list.write();
         list.retain(|e| caller != ROOT && e.owner != caller);
-        self.any.store(!list.is_empty(), Ordering::Relaxed);
+        self.refresh(&list);
     }
 
     /// The rules `viewer` may see (root: all; a user: their own and
@@ -143,7 +163,7 @@ impl Rules {
                 .conns
                 .retain(|&(from, to), _| from != socket && to != socket);
         }
-        self.any.store(!list.is_empty(), Ordering::Relaxed);
+        self.refresh(&list);
     }
 
     /// Whether a send `msg` (Kind::Send) would meet a full queue now: a

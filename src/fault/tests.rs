@@ -273,6 +273,31 @@ fn any_follows_the_rule_count() {
 }
 
 #[test]
+fn owners_are_needed_only_for_a_users_rules_and_uid_selectors() {
+    let rules = Rules::default();
+    let root = rules.add(Rule::parse("name run/x full").unwrap(), 0);
+    assert!(
+        !rules.needs_owners(),
+        "root's name rule acts whoever owns the sockets"
+    );
+    let by_uid = rules.add(Rule::parse("uid 7 full").unwrap(), 0);
+    assert!(
+        rules.needs_owners(),
+        "a close is matched by its socket owner's uid"
+    );
+    assert_eq!(rules.del(by_uid, 0), Ok(()));
+    assert!(!rules.needs_owners());
+    let users = rules.add(Rule::parse("name run/x full").unwrap(), 1000);
+    assert!(
+        rules.needs_owners(),
+        "a user's rule acts only on that user's sockets"
+    );
+    assert_eq!(rules.del(users, 1000), Ok(()));
+    assert_eq!(rules.del(root, 0), Ok(()));
+    assert!(!rules.needs_owners() && !rules.any());
+}
+
+#[test]
 fn limit_data_cuts_at_exactly_the_limit() {
     let rules = rules_with("socket 2 limit_data bytes=250");
     let d: Vec<Decision> = (0..3).map(|_| rules.check(&send(100))).collect();
