@@ -148,6 +148,7 @@ scripts!(
     abstract_private,
     adversarial_access,
     adversarial_actfor,
+    adversarial_capture,
     adversarial_fds,
     adversarial_run,
     api_diffs,
