@@ -105,18 +105,65 @@ pub fn search(name: &[u8]) -> Option<Path> {
     None
 }
 
+/// Would the kernel's exec accept the file open at `fd` (at `path`): a
+/// regular file this process may execute, on a mount that allows it? When
+/// not, the exec is left to the kernel, whose errno the caller then gets
+/// (`udsfs run --in-place` could only exit with 126).
+fn may_exec(fd: c_int, path: &Path, st: &libc::stat) -> bool {
+    // SAFETY: a NUL-terminated path; fstatvfs fills the zeroed struct.
+    unsafe {
+        let mut vfs: libc::statvfs = std::mem::zeroed();
+        st.st_mode & libc::S_IFMT == libc::S_IFREG
+            && libc::faccessat(libc::AT_FDCWD, path.as_ptr(), libc::X_OK, libc::AT_EACCESS) == 0
+            && libc::fstatvfs(fd, &mut vfs) == 0
+            && vfs.f_flag & libc::ST_NOEXEC == 0
+    }
+}
+
+/// Would running the file open at `fd` change this process's credentials
+/// (set-user-ID, set-group-ID, file capabilities)? Such an exec is left to
+/// the kernel, as the dynamic loader leaves LD_PRELOAD out of it: under the
+/// supervisor's filter (no_new_privs) it would run without them.
+fn privileged(fd: c_int, st: &libc::stat) -> bool {
+    // SAFETY: fstatvfs fills the zeroed struct; the ids calls have no
+    // preconditions; fgetxattr with size 0 only asks for the length.
+    unsafe {
+        let mut vfs: libc::statvfs = std::mem::zeroed();
+        if libc::fstatvfs(fd, &mut vfs) == 0 && vfs.f_flag & libc::ST_NOSUID != 0 {
+            return false;
+        }
+        let suid = st.st_mode & libc::S_ISUID != 0 && st.st_uid != libc::geteuid();
+        let sgid = st.st_mode & (libc::S_ISGID | libc::S_IXGRP) == libc::S_ISGID | libc::S_IXGRP
+            && st.st_gid != libc::getegid();
+        let caps =
+            libc::fgetxattr(fd, c"security.capability".as_ptr(), std::ptr::null_mut(), 0) >= 0;
+        suid || sgid || caps
+    }
+}
+
 /// Does the program the kernel would run for `path` need the supervisor?
 /// Scripts are followed to their interpreter (`env NAME` to NAME in $PATH),
-/// four levels as the kernel does; what cannot be read does not.
+/// four levels as the kernel does; what cannot be read, what the kernel
+/// would refuse to run (`may_exec`) and a privileged program do not.
 fn needs_supervisor(path: &[u8]) -> bool {
     let Some(mut cur) = Path::of(&[path]) else {
         return false;
     };
     let mut head = [0u8; exe::HEAD_LEN];
     for _ in 0..5 {
+        // Not blocking (a FIFO's open waits for a writer) and no terminal
+        // taken as the controlling one: the kernel opens neither.
+        let how = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
         // SAFETY: a NUL-terminated path.
-        let fd = unsafe { libc::open(cur.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        let fd = unsafe { libc::open(cur.as_ptr(), how) };
         if fd < 0 {
+            return false;
+        }
+        // SAFETY: fstat fills the zeroed struct.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(fd, &mut st) } != 0 || !may_exec(fd, &cur, &st) {
+            // SAFETY: our descriptor.
+            unsafe { libc::close(fd) };
             return false;
         }
         // SAFETY: reads into a local buffer of that size.
@@ -130,7 +177,7 @@ fn needs_supervisor(path: &[u8]) -> bool {
                     let k = unsafe { libc::pread(fd, seg.as_mut_ptr().cast(), want, off as i64) };
                     &seg[..k.max(0) as usize]
                 });
-                let r = exe::needs_supervisor(interp, go);
+                let r = exe::needs_supervisor(interp, go) && !privileged(fd, &st);
                 // SAFETY: our descriptor.
                 unsafe { libc::close(fd) };
                 return r;

@@ -7,11 +7,13 @@
 //! - `convs`: which conversation (pcapng interface) each socket is in;
 //! - `record`: what is buffered between the tap and the reader;
 //! - `reader`: the tap and its buffer, with drop accounting;
+//! - `budget`: what one user's buffers may hold between them;
 //! - `encode`: records into pcapng blocks, in one of two encodings:
 //!   `upper_pdu` (exact boundaries, a named dissector) or `tcp_synth`
 //!   (a synthetic TCP connection per socket pair);
 //! - `pcapng`: the block format.
 
+mod budget;
 mod convs;
 mod encode;
 pub mod filter;
@@ -25,6 +27,8 @@ mod upper_pdu;
 mod tests;
 
 use std::sync::Arc;
+
+use nix::errno::Errno;
 
 pub use filter::{Filter, Format};
 pub use reader::{Access, Reader};
@@ -62,15 +66,16 @@ pub struct Handle {
 impl Handle {
     /// A capture for a reader with `access`; `only`: one socket's
     /// conversations (`.udsfs/sock/N/capture`).
-    pub fn open(eng: &Arc<Engine>, access: Access, only: Option<u64>) -> Handle {
-        let reader = Reader::new(access, only, Filter::default());
+    /// ENOBUFS: the user's captures hold all they may (`budget`).
+    pub fn open(eng: &Arc<Engine>, access: Access, only: Option<u64>) -> Result<Handle, Errno> {
+        let reader = Reader::new(access, only, Filter::default())?;
         let tap: Arc<dyn Tap> = reader.clone();
         eng.taps.attach(tap.clone());
-        Handle {
+        Ok(Handle {
             reader,
             tap,
             eng: eng.clone(),
-        }
+        })
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use super::budget::Share;
 use super::convs::Convs;
 use super::encode::Encoder;
 use super::filter::{Filter, Subject};
@@ -63,13 +64,18 @@ pub struct Reader {
     only: Option<u64>,
     tap: Mutex<TapSide>,
     out: Mutex<Output>,
+    /// The buffer's part of its user's share; locked after `out`.
+    share: Mutex<Share>,
 }
 
 impl Reader {
-    pub fn new(access: Access, only: Option<u64>, defaults: Filter) -> Arc<Reader> {
+    /// ENOBUFS: the user's captures hold all they may (`Share`).
+    pub fn new(access: Access, only: Option<u64>, defaults: Filter) -> Result<Arc<Reader>, Errno> {
         let mut filter = defaults;
         filter.sockets.extend(only);
-        Arc::new(Reader {
+        let mut share = Share::new((!access.all).then_some(access.uid));
+        share.hold(filter.buffer)?;
+        Ok(Arc::new(Reader {
             access,
             only,
             tap: Mutex::new(TapSide {
@@ -89,7 +95,8 @@ impl Reader {
                 pos: 0,
                 partial: String::new(),
             }),
-        })
+            share: Mutex::new(share),
+        }))
     }
 
     /// Filter lines written before the first read (filter.rs). The capture
@@ -109,6 +116,7 @@ impl Reader {
         };
         let mut f = (*self.tap.lock().filter).clone();
         f.lines(whole)?;
+        self.share.lock().hold(f.buffer)?;
         o.partial = rest.to_string();
         drop(o);
         self.set_filter(f);
@@ -143,7 +151,10 @@ impl Reader {
         let rest = std::mem::take(&mut o.partial);
         if !rest.trim().is_empty() {
             let mut f = (*self.tap.lock().filter).clone();
-            match f.lines(&rest) {
+            match f
+                .lines(&rest)
+                .and_then(|()| self.share.lock().hold(f.buffer))
+            {
                 Ok(()) => self.set_filter(f),
                 Err(_) => log::info!("capture: unfinished filter line ignored"),
             }

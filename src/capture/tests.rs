@@ -37,7 +37,7 @@ fn stream(id: u64, name: Option<&str>) -> Endpoint {
 
 /// A reader for root with no filter.
 fn reader() -> std::sync::Arc<Reader> {
-    Reader::new(root(), None, Filter::default())
+    Reader::new(root(), None, Filter::default()).unwrap()
 }
 
 /// A reader for root with no filter, configured with `lines`.
@@ -246,7 +246,7 @@ fn filters_keep_exactly_the_matching_conversations() {
     let got: Vec<_> = packets(&read_all(&r)).into_iter().map(|p| p.1).collect();
     assert_eq!(got, [b"x1", b"x2"]);
 
-    let r = Reader::new(root(), Some(4), Filter::default());
+    let r = Reader::new(root(), Some(4), Filter::default()).unwrap();
     send(&r, 1, &a1, &b1, 1, b"x1");
     send(&r, 2, &b2, &a2, 1, b"x2");
     send(&r, 3, &a3, &b3, 1, b"x3");
@@ -263,7 +263,8 @@ fn a_user_sees_only_messages_of_sockets_it_owns() {
         },
         None,
         Filter::default(),
-    );
+    )
+    .unwrap();
     let mine = ep(1, SockType::Dgram, None, 1000);
     let theirs = ep(2, SockType::Dgram, None, 1001);
     let other = ep(3, SockType::Dgram, None, 1001);

@@ -24,4 +24,4 @@ pub use kind::Fault;
 pub use message::{End, Kind, Message, Name, SockType};
 pub use prng::Prng;
 pub use rule::{After, Direction, Rule, Selector, check_type};
-pub use rules::{Listed, Rules};
+pub use rules::{Listed, Rules, USER_RULES};

@@ -56,6 +56,8 @@ pub struct Rules {
 }
 
 const ROOT: u32 = 0;
+/// How many rules a user other than root may have at once.
+pub const USER_RULES: usize = 1024;
 
 impl Rules {
     /// Whether there is any rule: the message path asks this first.
@@ -80,6 +82,20 @@ impl Rules {
             .any(|e| e.owner != ROOT || matches!(e.rule.selector, Selector::Uid(_)));
         self.owners.store(owners, Ordering::Relaxed);
         self.any.store(!list.is_empty(), Ordering::Relaxed);
+    }
+
+    /// `add` for a writer of the faults file or a ctl: ENOSPC once a user
+    /// other than root has USER_RULES rules. Every message of the mount is
+    /// checked against every rule, so one user's rules, unbounded, would
+    /// slow all users' messages and grow the daemon without end.
+    pub fn try_add(&self, rule: Rule, owner: u32) -> Result<u64, Errno> {
+        if owner != ROOT {
+            let n = self.list.read().iter().filter(|e| e.owner == owner).count();
+            if n >= USER_RULES {
+                return Err(Errno::ENOSPC);
+            }
+        }
+        Ok(self.add(rule, owner))
     }
 
     /// Adds a rule for user `owner`; it acts from the next message on.

@@ -36,7 +36,7 @@ impl Inner {
             uid: c.fsuid,
             all: c.is_root(),
         };
-        let h = Handle::open(&self.eng, access, only);
+        let h = Handle::open(&self.eng, access, only)?;
         Ok(self.files.insert(OpenFile::new(None, FileKind::Capture(h))))
     }
 

@@ -25,7 +25,7 @@ pub(super) fn write(eng: &Engine, data: &[u8], c: &Caller) -> Result<usize, Errn
             Errno::EINVAL
         })?;
         match cmd {
-            Command::Add(rule) => add(eng, rule, c),
+            Command::Add(rule) => add(eng, rule, c)?,
             Command::Del(id) => {
                 eng.faults.del(id, c.fsuid).inspect_err(|e| {
                     log::info!("{}: del {id}: {}", fault::FAULTS_FILE, e.desc());
@@ -43,10 +43,17 @@ pub(super) fn write(eng: &Engine, data: &[u8], c: &Caller) -> Result<usize, Errn
     Ok(data.len())
 }
 
-fn add(eng: &Engine, rule: Rule, c: &Caller) {
+fn add(eng: &Engine, rule: Rule, c: &Caller) -> Result<(), Errno> {
     let text = rule.to_string();
-    let id = eng.faults.add(rule, c.fsuid);
+    let id = eng.faults.try_add(rule, c.fsuid).inspect_err(|_| {
+        log::info!(
+            "fault rule refused: uid {} has {} rules already: {text}",
+            c.fsuid,
+            fault::USER_RULES
+        );
+    })?;
     log::info!("fault rule {id} added by uid {}: {text}", c.fsuid);
+    Ok(())
 }
 
 /// A ctl line `fault ...` on socket `s`: the rule without its selector,
@@ -78,6 +85,5 @@ fn ctl_fault(eng: &Engine, s: &Socket, text: &[u8], c: &Caller) -> Result<(), Er
         SockType::Seqpacket => fault::SockType::Seqpacket,
     };
     fault::check_type(&rule, ty).map_err(refuse)?;
-    add(eng, rule, c);
-    Ok(())
+    add(eng, rule, c)
 }

@@ -15,6 +15,8 @@ pub struct Grant {
 
 /// Said once: a daemon that refuses leaves the supervisor's credentials.
 static WARNED: AtomicBool = AtomicBool::new(false);
+/// Said once: a thread outside the tree is trapped by one of our listeners.
+static OUTSIDER_WARNED: AtomicBool = AtomicBool::new(false);
 
 fn set(root: &CString, value: &[u8]) -> bool {
     let name = CString::new(XATTR).expect("no NUL in the name");
@@ -31,12 +33,25 @@ fn set(root: &CString, value: &[u8]) -> bool {
 }
 
 impl Grant {
-    pub fn new(mount: &Path, tid: i32) -> Grant {
+    /// None: refused. The supervisor's own credentials then stand in for
+    /// the target's only when it is in our tree (another user's mount, whose
+    /// root only its owner may set the xattr of); one outside it is trapped
+    /// by a listener handed over by a process of the tree (`adopt`), and
+    /// must not get them (integration/adversarial_run.sh).
+    pub fn new(mount: &Path, tid: i32) -> Option<Grant> {
         let Ok(root) = CString::new(mount.as_os_str().as_bytes()) else {
-            return Grant { root: None };
+            return super::below_us(tid).then_some(Grant { root: None });
         };
         if set(&root, tid.to_string().as_bytes()) {
-            return Grant { root: Some(root) };
+            return Some(Grant { root: Some(root) });
+        }
+        if !super::below_us(tid) {
+            if !OUTSIDER_WARNED.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "udsfs run (seccomp): thread {tid} is not one this udsfs run started: its calls are left to the kernel"
+                );
+            }
+            return None;
         }
         if !WARNED.swap(true, Ordering::Relaxed) {
             eprintln!(
@@ -44,7 +59,7 @@ impl Grant {
                 std::io::Error::last_os_error()
             );
         }
-        Grant { root: None }
+        Some(Grant { root: None })
     }
 }
 

@@ -15,7 +15,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{call, filter, install, last, serve, take_listener};
+use super::{below_us, call, filter, install, last, serve, take_listener};
 
 /// The socket at which `udsfs run` takes requests to supervise a process
 /// of its tree; removed with its directory when dropped.
@@ -26,13 +26,21 @@ pub struct Requests {
 impl Requests {
     /// Listens on a fresh socket for the programs on `mount` with `routes`.
     pub fn start(mount: &Path, routes: &[Vec<u8>]) -> Result<Requests, String> {
-        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
         let ctx = Arc::new(super::context(mount, routes)?);
         let base = std::env::temp_dir();
         sweep(&base);
+        // A random part: another user who can write to $TMPDIR must not be
+        // able to take every name this pid would try in advance. Made 0700,
+        // so that no one else can put a file in it before the chmod below.
         let dir = (0..100)
-            .map(|i| base.join(format!("udsfs-exec-{}-{i}", std::process::id())))
-            .find(|d| std::fs::create_dir(d).is_ok())
+            .map(|_| {
+                let mut r = 0u64;
+                // SAFETY: getrandom writes at most 8 bytes into r.
+                unsafe { libc::getrandom((&mut r as *mut u64).cast(), 8, 0) };
+                base.join(format!("udsfs-exec-{}-{r:016x}", std::process::id()))
+            })
+            .find(|d| std::fs::DirBuilder::new().mode(0o700).create(d).is_ok())
             .ok_or("cannot make a directory for the supervisor's socket")?;
         let req = Requests { dir };
         // A program that switched users must reach it too: who may be
@@ -99,22 +107,6 @@ fn sweep(base: &Path) {
             let _ = std::fs::remove_dir(e.path());
         }
     }
-}
-
-/// Is process `pid` below this one?
-fn below_us(mut pid: i32) -> bool {
-    let us = std::process::id() as i32;
-    for _ in 0..4096 {
-        if pid <= 1 {
-            return false;
-        }
-        match crate::procfs::Status::read(pid as u32) {
-            Ok(st) if st.ppid == us => return true,
-            Ok(st) => pid = st.ppid,
-            Err(_) => return false,
-        }
-    }
-    false
 }
 
 /// One request: the peer (SO_PEERCRED) must be in our tree; it is told

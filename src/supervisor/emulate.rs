@@ -267,7 +267,15 @@ pub fn perform(ctx: &Ctx, l: &Listener, job: Job, on_loop: bool) -> Reply {
     }
     // The daemon takes this thread's requests as the target's (its pid,
     // users, network namespace: src/fuse/actfor.rs) until the guard drops.
-    let _grant = needs_grant(&job).then(|| super::actfor::Grant::new(&ctx.daemon.mount, job.tid));
+    // Refused to a thread outside this run's tree: the kernel makes a call
+    // of a kernel socket as the thread would on its own; one on a udsfs
+    // socket fails.
+    let grant = needs_grant(&job).then(|| super::actfor::Grant::new(&ctx.daemon.mount, job.tid));
+    let _grant = match grant {
+        Some(None) if !job.udsfs => return Reply::Continue,
+        Some(None) => return Reply::Errno(libc::EPERM),
+        g => g,
+    };
     let c = Call {
         ctx,
         l,

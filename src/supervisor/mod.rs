@@ -102,6 +102,22 @@ fn context(mount: &Path, routes: &[Vec<u8>]) -> Result<call::Ctx, String> {
     })
 }
 
+/// Is process (or thread) `pid` below this one?
+pub(crate) fn below_us(mut pid: i32) -> bool {
+    let us = std::process::id() as i32;
+    for _ in 0..4096 {
+        if pid <= 1 {
+            return false;
+        }
+        match crate::procfs::Status::read(pid as u32) {
+            Ok(st) if st.ppid == us => return true,
+            Ok(st) => pid = st.ppid,
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
 /// In CMD, just before exec: no new privileges (a setuid program runs
 /// without them, which seccomp requires of an unprivileged caller), death
 /// with the supervisor (`pdeathsig`: when it is the parent), the
