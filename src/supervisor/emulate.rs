@@ -485,7 +485,7 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
             put_sized(tid, a[1], a[2], &bytes).map(|_| 0)
         }
         libc::SYS_ioctl => opts::queue_ioctl(s, tid, a).map(|_| 0),
-        libc::SYS_getsockopt => opts::get(s, tid, a).map(|_| 0),
+        libc::SYS_getsockopt => opts::get(c, s, a).map(|_| 0),
         libc::SYS_setsockopt => opts::set(s, tid, a).map(|_| 0),
         libc::SYS_accept | libc::SYS_accept4 => {
             let flags = if job.nr == libc::SYS_accept {
