@@ -1,14 +1,14 @@
 //! getsockopt, setsockopt and the queue ioctls on a udsfs socket, answered
 //! by `udsfs_proto::sockopt` as for the preload library, from the one copy
-//! of the program's arguments; SO_PEERPIDFD installs a pidfd (`pidfd`).
+//! of the program's arguments (SO_PEERPIDFD, which installs a pidfd, is
+//! pidfd.rs's).
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use udsfs_proto::sockopt::{self, SO_PEERPIDFD};
+use udsfs_proto::sockopt;
 
-use super::call::Call;
 use super::daemon::Res;
-use super::{mem, pidfd};
+use super::mem;
 
 /// How long a wait in direction `dir` (0 receive, 1 send) may last:
 /// None for ever, Some(zero) not at all (a negative tv_sec).
@@ -23,13 +23,10 @@ pub fn queue_ioctl(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
     mem::write_u32(tid, a[2], n as u32)
 }
 
-pub fn get(c: &Call, s: &OwnedFd, a: [u64; 6]) -> Res<()> {
-    let (tid, level, name) = (c.task.tid, a[1] as i32, a[2] as i32);
+pub fn get(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
+    let (level, name) = (a[1] as i32, a[2] as i32);
     if level != libc::SOL_SOCKET {
         return Err(libc::EOPNOTSUPP);
-    }
-    if name == SO_PEERPIDFD {
-        return peer_pidfd(c, s, a);
     }
     let val = sockopt::get(s.as_raw_fd(), name)?;
     let room = mem::read_u32(tid, a[4])?;
@@ -53,22 +50,4 @@ pub fn set(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
         mem::read(tid, a[3], len.min(16))?
     };
     sockopt::set(s.as_raw_fd(), name, &val)
-}
-
-/// SO_PEERPIDFD as sk_getsockopt answers it: the length is checked before
-/// the peer is asked for, the value is cut to the room (an int at most),
-/// and a pidfd whose number cannot be written is never installed (both
-/// places are written once before it is, so a bad pointer fails first).
-fn peer_pidfd(c: &Call, s: &OwnedFd, a: [u64; 6]) -> Res<()> {
-    let tid = c.task.tid;
-    let room = mem::read_u32(tid, a[4])?;
-    if (room as i32) < 0 {
-        return Err(libc::EINVAL);
-    }
-    let f = pidfd::peer(c.ctx, s)?;
-    let n = (room as usize).min(4);
-    mem::write(tid, a[3], &[0u8; 4][..n])?;
-    mem::write_u32(tid, a[4], n as u32)?;
-    let fd = c.install(&f, None, true)?;
-    mem::write(tid, a[3], &fd.to_ne_bytes()[..n])
 }
