@@ -124,6 +124,11 @@ pub struct Got {
     pub too_big: bool,
     /// SCM_CREDENTIALS: pid, uid, gid.
     pub creds: Option<[u32; 3]>,
+    /// SCM_PIDFD (the receiver has SO_PASSPIDFD): the sender's pid.
+    pub pidfd: Option<i32>,
+    /// The daemon's pidfd of the sender (src/engine/pins.rs), a tag to
+    /// claim over the fd channel; without one a pidfd is made from `pidfd`.
+    pub pidfd_tag: Option<u64>,
     /// Passed sockets (numbers) and files (bit 63: a tag for the fd channel).
     pub rights: Vec<u64>,
     /// The daemon dropped passed sockets (MSG_CTRUNC).
@@ -226,6 +231,8 @@ pub fn recv(
         from_as_given: r.addr_flags & ADDR_AS_GIVEN != 0,
         too_big: r.status == STATUS_TOO_BIG,
         creds: r.creds().map(|c| c.to_words()),
+        pidfd: r.pidfd_pid(),
+        pidfd_tag: r.pidfd_tag(),
         rights: r.rights().to_vec(),
         ctrunc: r.flags & MSGF_CTRUNC != 0,
         oob: r.flags & MSGF_OOB != 0,

@@ -14,12 +14,13 @@ use super::call::{
 use super::daemon::{self, Daemon, Res};
 use super::listener::{Listener, Reply};
 use super::mem;
-use super::opts;
 use super::target::{Dev, Task};
+use super::{opts, pidfd};
 use udsfs_proto::carry::Carried;
 use udsfs_proto::ioctl::{ADDR_AS_GIVEN, Op};
 use udsfs_proto::mount::type_dir;
 use udsfs_proto::route::{self, Route, Routes};
+use udsfs_proto::sockopt::SO_PEERPIDFD;
 
 /// A call for the supervisor to carry out.
 #[derive(Clone)]
@@ -493,6 +494,9 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
             put_sized(tid, a[1], a[2], &bytes).map(|_| 0)
         }
         libc::SYS_ioctl => opts::queue_ioctl(s, tid, a).map(|_| 0),
+        libc::SYS_getsockopt if a[1] as i32 == libc::SOL_SOCKET && a[2] as i32 == SO_PEERPIDFD => {
+            pidfd::getsockopt(c, s, a).map(|_| 0)
+        }
         libc::SYS_getsockopt => opts::get(s, tid, a).map(|_| 0),
         libc::SYS_setsockopt => opts::set(s, tid, a).map(|_| 0),
         libc::SYS_accept | libc::SYS_accept4 => {

@@ -23,6 +23,7 @@ mod msg;
 mod notify;
 mod opts;
 mod park;
+mod pidfd;
 mod record;
 mod target;
 

@@ -21,6 +21,7 @@ use udsfs_proto::cmsg;
 use udsfs_proto::ioctl::*;
 use udsfs_proto::passed::is_file_tag;
 use udsfs_proto::route::{self, Route};
+use udsfs_proto::sockopt::SCM_PIDFD;
 
 /// sizeof(struct mmsghdr): a msghdr, msg_len, padding.
 const MMSGHDR: u64 = 64;
@@ -493,7 +494,8 @@ fn left_of(s: &OwnedFd, start: std::time::Instant) -> Res<u64> {
 }
 
 /// The control messages of a received message, as scm_recv puts them:
-/// credentials first, then the passed sockets, installed in the target.
+/// credentials first, then the passed sockets, installed in the target,
+/// then the sender's pidfd.
 fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<u8>, bool)> {
     let mut out = vec![0u8; room];
     let mut w = cmsg::Writer::new(&mut out);
@@ -505,32 +507,39 @@ fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<
             .collect();
         cut |= !w.put(libc::SOL_SOCKET, libc::SCM_CREDENTIALS, &b);
     }
+    // Received files and the sender's pidfd come back in one claim; a
+    // claimed one not installed is closed, as Linux closes those that do
+    // not fit.
+    let mut tags: Vec<u64> = got
+        .rights
+        .iter()
+        .copied()
+        .filter(|&id| is_file_tag(id))
+        .collect();
+    tags.extend(got.pidfd_tag);
+    let mut claimed = if tags.is_empty() {
+        Vec::new()
+    } else {
+        fdpass::connect(&c.ctx.daemon.mount)
+            .and_then(|ch| ch.claim(&tags, true))
+            .unwrap_or_else(|e| {
+                say(&format!(
+                    "recvmsg: {} received files could not be claimed from the daemon: errno {e}",
+                    tags.len()
+                ));
+                Vec::new()
+            })
+    };
+    // The pidfd was asked for last: it came only if everything did.
+    let held = match got.pidfd_tag {
+        Some(_) if claimed.len() == tags.len() => claimed.pop(),
+        _ => None,
+    };
+    let mut claimed = claimed.into_iter();
     if !got.rights.is_empty() {
         let fit = w.room().saturating_sub(cmsg::HDR) / 4;
         let mut fds = Vec::new();
         let mut cut_short = false;
-        // Files come back from the fd channel in one round trip; a claimed
-        // one not installed is closed, as Linux closes those that do not fit.
-        let tags: Vec<u64> = got
-            .rights
-            .iter()
-            .copied()
-            .filter(|&id| is_file_tag(id))
-            .collect();
-        let mut claimed = if tags.is_empty() {
-            Vec::new()
-        } else {
-            fdpass::connect(&c.ctx.daemon.mount)
-                .and_then(|ch| ch.claim(&tags, true))
-                .unwrap_or_else(|e| {
-                    say(&format!(
-                        "recvmsg: {} received files could not be claimed from the daemon: errno {e}",
-                        tags.len()
-                    ));
-                    Vec::new()
-                })
-        }
-        .into_iter();
         for &id in &got.rights {
             let sock = if is_file_tag(id) {
                 match claimed.next() {
@@ -564,7 +573,31 @@ fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<
             w.put(libc::SOL_SOCKET, libc::SCM_RIGHTS, &b);
         }
     }
+    // SCM_PIDFD comes last, as scm_recv_unix puts it; a message sent with
+    // no credentials (before anyone asked for them) has none.
+    if let Some(pid) = got.pidfd.filter(|&p| p > 0) {
+        cut |= !put_pidfd(c, &mut w, held, pid)?;
+    }
     let used = w.used();
     out.truncate(used);
     Ok((out, cut))
+}
+
+/// SCM_PIDFD of sender `pid`: the daemon's pidfd `held` (it names the
+/// sender even once it has exited) or else one made from the pid,
+/// installed close-on-exec whatever MSG_CMSG_CLOEXEC says, as Linux 6.18
+/// does. False when it was not given (no room, no such process, the
+/// target's RLIMIT_NOFILE): MSG_CTRUNC, as the library answers.
+fn put_pidfd(c: &Call, w: &mut cmsg::Writer, held: Option<OwnedFd>, pid: i32) -> Res<bool> {
+    if w.room() < cmsg::HDR + 4 {
+        return Ok(false);
+    }
+    let Ok(f) = held.map_or_else(|| super::pidfd::open(pid, c.task.tid), Ok) else {
+        return Ok(false);
+    };
+    match c.install(&f, None, true) {
+        Ok(fd) => Ok(w.put(libc::SOL_SOCKET, SCM_PIDFD, &fd.to_ne_bytes())),
+        Err(libc::EMFILE) => Ok(false),
+        Err(e) => Err(e),
+    }
 }

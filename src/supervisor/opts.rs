@@ -1,11 +1,11 @@
 //! getsockopt, setsockopt and the queue ioctls on a udsfs socket, answered
 //! by `udsfs_proto::sockopt` as for the preload library, from the one copy
-//! of the program's arguments. SO_PASSPIDFD and SO_PEERPIDFD are not
-//! offered here: the supervisor installs no SCM_PIDFD.
+//! of the program's arguments (SO_PEERPIDFD, which installs a pidfd, is
+//! pidfd.rs's).
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use udsfs_proto::sockopt::{self, SO_PASSPIDFD, SO_PEERPIDFD};
+use udsfs_proto::sockopt;
 
 use super::daemon::Res;
 use super::mem;
@@ -28,9 +28,6 @@ pub fn get(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
     if level != libc::SOL_SOCKET {
         return Err(libc::EOPNOTSUPP);
     }
-    if matches!(name, SO_PASSPIDFD | SO_PEERPIDFD) {
-        return Err(libc::ENOPROTOOPT);
-    }
     let val = sockopt::get(s.as_raw_fd(), name)?;
     let room = mem::read_u32(tid, a[4])?;
     if (room as i32) < 0 {
@@ -45,9 +42,6 @@ pub fn set(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
     let (level, name, len) = (a[1] as i32, a[2] as i32, a[4] as usize);
     if level != libc::SOL_SOCKET {
         return Err(libc::EOPNOTSUPP);
-    }
-    if name == SO_PASSPIDFD {
-        return Err(libc::ENOPROTOOPT);
     }
     // The longest option value is a timeval.
     let val = if len == 0 {

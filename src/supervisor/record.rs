@@ -58,6 +58,9 @@ pub fn recv(d: &Daemon, id: u64, want: usize) -> Res<Got> {
         from_as_given: false,
         too_big: false,
         creds: h.creds.map(Cred::to_words),
+        // A record names the sender's pid only (`pidfd=`): no pinned pidfd.
+        pidfd: h.pidfd,
+        pidfd_tag: None,
         rights: h.rights,
         ctrunc: h.ctrunc,
         oob: false,

@@ -7,6 +7,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stddef.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -63,31 +66,12 @@ static void set(int s, int name, int v)
 	setsockopt(s, SOL_SOCKET, name, &v, sizeof v);
 }
 
-/* One recvmsg of at most 10 bytes with `space` control bytes, shown as
- * pidfds.py shows it. What is not there within 5 s is shown as missing
- * (where udsfs merged two stream sends the kernel keeps apart). */
-static void show(const char *label, int s, size_t space, int flags)
+/* The control messages of `m`, as pidfds.py names them, into `out`
+ * (empty when there are none); the descriptors received are closed. */
+static void controls(struct msghdr *m, char *out, size_t size)
 {
-	char data[11] = {0};
-	union {
-		char buf[256];
-		struct cmsghdr align;
-	} u;
-	memset(u.buf, 0, sizeof u.buf);
-	struct iovec iov = {.iov_base = data, .iov_len = 10};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = space ? u.buf : NULL, .msg_controllen = space};
-	struct pollfd p = {.fd = s, .events = POLLIN};
-	if (poll(&p, 1, 5000) != 1) {
-		printf("  %s: nothing to read\n", label);
-		return;
-	}
-	ssize_t n = recvmsg(s, &m, flags | MSG_DONTWAIT);
-	if (n < 0) {
-		printf("  %s: %s\n", label, errname(errno));
-		return;
-	}
-	char out[512] = "";
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+	out[0] = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
 		char one[128] = "";
 		if (c->cmsg_level != SOL_SOCKET)
 			continue;
@@ -111,12 +95,140 @@ static void show(const char *label, int s, size_t space, int flags)
 				close(fd);
 			}
 		}
-		strncat(out, one, sizeof out - strlen(out) - 1);
+		strncat(out, one, size - strlen(out) - 1);
 	}
 	size_t len = strlen(out);
 	if (len)
 		out[len - 1] = 0;
-	printf("  %s: '%.*s' %s flags=%d\n", label, (int)n, data, len ? out : "-", m.msg_flags);
+}
+
+/* One recvmsg of at most 10 bytes with `space` control bytes, shown as
+ * pidfds.py shows it. What is not there within 5 s is shown as missing
+ * (where udsfs merged two stream sends the kernel keeps apart). */
+static void show(const char *label, int s, size_t space, int flags)
+{
+	char data[11] = {0};
+	union {
+		char buf[256];
+		struct cmsghdr align;
+	} u;
+	memset(u.buf, 0, sizeof u.buf);
+	struct iovec iov = {.iov_base = data, .iov_len = 10};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = space ? u.buf : NULL, .msg_controllen = space};
+	struct pollfd p = {.fd = s, .events = POLLIN};
+	if (poll(&p, 1, 5000) != 1) {
+		printf("  %s: nothing to read\n", label);
+		return;
+	}
+	ssize_t n = recvmsg(s, &m, flags | MSG_DONTWAIT);
+	if (n < 0) {
+		printf("  %s: %s\n", label, errname(errno));
+		return;
+	}
+	char out[512];
+	controls(&m, out, sizeof out);
+	printf("  %s: '%.*s' %s flags=%d\n", label, (int)n, data, out[0] ? out : "-", m.msg_flags);
+}
+
+/* A datagram larger than one message ioctl: through udsfs it is a record
+ * of the socket's `msg` file, which names the sender by its pid only. */
+static void show_big(int a, int b, size_t space)
+{
+	static char big[40000], back[sizeof big];
+	memset(big, 'b', sizeof big);
+	if (send(a, big, sizeof big, 0) != (ssize_t)sizeof big) {
+		printf("  large datagram: send %s\n", errname(errno));
+		return;
+	}
+	union {
+		char buf[256];
+		struct cmsghdr align;
+	} u;
+	memset(u.buf, 0, sizeof u.buf);
+	struct iovec iov = {.iov_base = back, .iov_len = sizeof back};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = space};
+	struct pollfd p = {.fd = b, .events = POLLIN};
+	ssize_t n = poll(&p, 1, 5000) == 1 ? recvmsg(b, &m, MSG_DONTWAIT) : -1;
+	if (n < 0) {
+		printf("  large datagram: %s\n", errname(errno));
+		return;
+	}
+	char out[512];
+	controls(&m, out, sizeof out);
+	printf("  large datagram: %zd bytes, same=%d %s flags=%d\n", n, !memcmp(big, back, sizeof big),
+	       out[0] ? out : "-", m.msg_flags);
+}
+
+/* Whether pidfd `fd` names this process: pidfs gives each process one
+ * inode (Linux 6.9), whatever pid namespace /proc shows. */
+static int names_self(int fd)
+{
+	struct stat a, b;
+	int mine = syscall(SYS_pidfd_open, getpid(), 0);
+	int same = mine >= 0 && fstat(fd, &a) == 0 && fstat(mine, &b) == 0 && a.st_ino == b.st_ino;
+	if (mine >= 0)
+		close(mine);
+	return same;
+}
+
+/* One message of up to `len` bytes on `s`: its length and whether its
+ * SCM_PIDFD names this process. */
+static void show_self(const char *label, int s, size_t len)
+{
+	static char back[40000];
+	union {
+		char buf[256];
+		struct cmsghdr align;
+	} u;
+	memset(u.buf, 0, sizeof u.buf);
+	struct iovec iov = {.iov_base = back, .iov_len = len};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+	struct pollfd p = {.fd = s, .events = POLLIN};
+	ssize_t n = poll(&p, 1, 5000) == 1 ? recvmsg(s, &m, MSG_DONTWAIT) : -1;
+	if (n < 0) {
+		printf("  %s: %s\n", label, errname(errno));
+		return;
+	}
+	const char *pidfd = "none";
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_PIDFD_)
+			continue;
+		int fd;
+		memcpy(&fd, CMSG_DATA(c), sizeof fd);
+		pidfd = names_self(fd) ? "self" : "another process";
+		close(fd);
+	}
+	printf("  %s: %zd bytes, SCM_PIDFD of %s, flags=%d\n", label, n, pidfd, m.msg_flags);
+}
+
+/* In a pid namespace of its own (pid 1 there), a process sends to itself,
+ * small and large: through udsfs the large one is a `msg` record, which
+ * names the sender by its pid in that namespace, not in the supervisor's. */
+static void in_pid_namespace(void)
+{
+	printf("pid namespace\n");
+	if (unshare(CLONE_NEWPID) != 0) {
+		printf("  unshare: %s\n", errname(errno));
+		return;
+	}
+	pid_t kid = fork();
+	if (kid == 0) {
+		printf("  getpid: %d\n", getpid());
+		int ab[2];
+		must(socketpair(AF_UNIX, SOCK_DGRAM, 0, ab) == 0, "socketpair");
+		set(ab[1], SO_PASSPIDFD_, 1);
+		send(ab[0], "ns", 2, 0);
+		show_self("small", ab[1], 10);
+		static char big[40000];
+		memset(big, 'n', sizeof big);
+		if (send(ab[0], big, sizeof big, 0) != (ssize_t)sizeof big)
+			printf("  large: send %s\n", errname(errno));
+		else
+			show_self("large", ab[1], sizeof big);
+		_exit(0);
+	}
+	must(kid > 0, "fork");
+	waitpid(kid, NULL, 0);
 }
 
 static const char *type_name(int ty)
@@ -187,6 +299,8 @@ int main(void)
 		set(b, SO_PASSCRED, 0);
 		send(a, "small", 5, 0);
 		show("no room", b, 0, 0);
+		if (ty != SOCK_STREAM)
+			show_big(a, b, space);
 		close(p[0]);
 		close(p[1]);
 		close(a);
@@ -203,6 +317,7 @@ int main(void)
 		printf("unconnected SO_PEERPIDFD: no error\n");
 	else
 		printf("unconnected SO_PEERPIDFD: %s\n", strerror(errno));
+	in_pid_namespace();
 	printf("done\n");
 	return 0;
 }

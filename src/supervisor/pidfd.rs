@@ -1,0 +1,115 @@
+//! SO_PEERPIDFD and SCM_PIDFD for a supervised program, as the library
+//! gives them (preload/src/pidfd.rs): the daemon pins the peer and each
+//! sender with a pidfd of its own (src/engine/pins.rs) and hands out only a
+//! tag, which the supervisor claims over the fd channel and installs in the
+//! target, close-on-exec as Linux installs every pidfd. The tag comes from
+//! the daemon's answer on the program's own socket, never from the
+//! program's memory, so a program gets only pidfds the daemon gives it.
+
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use udsfs_proto::ioctl::{Op, PeerPidfd};
+
+use super::call::{Call, Ctx, say};
+use super::daemon::{self, Res};
+use super::{fdpass, mem};
+
+/// The peer's pidfd pinned when it connected (ENODATA without one). Never
+/// made from the pid now: the peer may have exited and its number been
+/// reused.
+fn peer(ctx: &Ctx, s: &OwnedFd) -> Res<OwnedFd> {
+    let tag = daemon::ctl(s, Op::PeerPidfd, 0, &[], &[])?
+        .values::<PeerPidfd>()
+        .tag;
+    let fds = fdpass::connect(&ctx.daemon.mount)?
+        .claim(&[tag], true)
+        .inspect_err(|e| {
+            say(&format!(
+                "SO_PEERPIDFD: the daemon's pidfd could not be claimed: errno {e}"
+            ))
+        })?;
+    fds.into_iter().next().ok_or(libc::ENODATA)
+}
+
+/// SO_PEERPIDFD as sk_getsockopt answers it: the length is checked before
+/// the peer is asked for, the value is cut to the room (an int at most),
+/// and a pidfd whose number cannot be written is never installed (both
+/// places are written once before it is, so a bad pointer fails first).
+pub fn getsockopt(c: &Call, s: &OwnedFd, a: [u64; 6]) -> Res<()> {
+    let tid = c.task.tid;
+    let room = mem::read_u32(tid, a[4])?;
+    if (room as i32) < 0 {
+        return Err(libc::EINVAL);
+    }
+    let f = peer(c.ctx, s)?;
+    let n = (room as usize).min(4);
+    mem::write(tid, a[3], &[0u8; 4][..n])?;
+    mem::write_u32(tid, a[4], n as u32)?;
+    let fd = c.install(&f, None, true)?;
+    mem::write(tid, a[3], &fd.to_ne_bytes()[..n])
+}
+
+/// A pidfd of `pid`, for a message whose sender no pin reached (a record
+/// of the `msg` file names the pid only). The daemon gave the pid as
+/// target thread `tid` sees it (src/engine/pidns.rs); where that is not
+/// the supervisor's own pid namespace the number is first found there
+/// (`in_our_ns`), for as a number of ours it would name another process.
+pub fn open(pid: i32, tid: i32) -> Res<OwnedFd> {
+    if pid <= 0 {
+        // No process to refer to: as pidfd_prepare.
+        return Err(libc::ESRCH);
+    }
+    let ours = crate::procfs::pid_ns(std::process::id()).ok_or(libc::ESRCH)?;
+    let theirs = crate::procfs::pid_ns(tid as u32).ok_or(libc::ESRCH)?;
+    let pid = if theirs == ours {
+        pid
+    } else {
+        in_our_ns(pid, theirs).ok_or_else(|| {
+            say(&format!(
+                "SCM_PIDFD: no process is pid {pid} of the program's pid namespace; none given (MSG_CTRUNC)"
+            ));
+            libc::ESRCH
+        })?
+    };
+    // SAFETY: pidfd_open only creates a descriptor, close-on-exec.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        say(&format!("pidfd_open({pid}): errno {e}"));
+        return Err(e);
+    }
+    // SAFETY: the descriptor was just made and is ours alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// The process that is `pid` in pid namespace `ns`, by its number in ours:
+/// the one of that namespace whose own getpid() (the last of its NStgid)
+/// is `pid`. A walk of /proc, made only for this rare fallback.
+fn in_our_ns(pid: i32, ns: u64) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let n: u32 = e.file_name().to_str()?.parse().ok()?;
+        if crate::procfs::pid_ns(n) != Some(ns) {
+            return None;
+        }
+        let st = crate::procfs::Status::read(n).ok()?;
+        (st.ns_tgid.last() == Some(&pid)).then_some(n as i32)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pid_is_found_only_in_its_own_namespace() {
+        let me = std::process::id();
+        let ns = crate::procfs::pid_ns(me).expect("our pid namespace");
+        assert_eq!(in_our_ns(me as i32, ns), Some(me as i32));
+        // No process of ours has a pid past pid_max (at most 2^22).
+        assert_eq!(in_our_ns(1 << 23, ns), None);
+        // Nothing lives in a namespace no process is in.
+        assert_eq!(in_our_ns(me as i32, u64::MAX), None);
+    }
+}
