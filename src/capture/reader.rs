@@ -404,8 +404,13 @@ impl Tap for Reader {
         wake.into_iter().for_each(|w| w.wake());
     }
 
+    /// Only reads that cut something are news in a capture.
+    fn wants_delivery(&self, truncated: bool, ctrunc: bool) -> bool {
+        truncated || ctrunc
+    }
+
     fn delivered(&self, d: &Delivered<'_>) {
-        if !(d.truncated || d.ctrunc) {
+        if !self.wants_delivery(d.truncated, d.ctrunc) {
             return;
         }
         let mut text = format!(

@@ -107,6 +107,13 @@ pub enum Event {
 pub trait Tap: Send + Sync {
     fn queued(&self, q: &Queued<'_>);
     fn delivered(&self, d: &Delivered<'_>);
+    /// Whether `delivered` would use a read that cut the message
+    /// (`truncated`) or its passed references (`ctrunc`), or neither: the
+    /// engine builds the report only when some tap wants it, so that a
+    /// tap that ignores plain reads does not cost every read a lock.
+    fn wants_delivery(&self, _truncated: bool, _ctrunc: bool) -> bool {
+        true
+    }
     fn event(&self, origin: Origin, e: &Event);
 }
 
@@ -146,6 +153,14 @@ impl Taps {
         for t in self.list.read().iter() {
             t.queued(q);
         }
+    }
+
+    /// Whether any tap wants to hear of a read (`Tap::wants_delivery`).
+    pub fn wants_delivery(&self, truncated: bool, ctrunc: bool) -> bool {
+        self.list
+            .read()
+            .iter()
+            .any(|t| t.wants_delivery(truncated, ctrunc))
     }
 
     pub fn delivered(&self, d: &Delivered<'_>) {

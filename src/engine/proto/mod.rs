@@ -168,9 +168,12 @@ impl Engine {
             }
             None => got.rights.len() + got.files.len() < passed,
         };
-        if self.taps.any() && !got.pieces.is_empty() {
+        let truncated = got.full_len > got.data.len() && s.ty != SockType::Stream;
+        if self.taps.any()
+            && !got.pieces.is_empty()
+            && self.taps.wants_delivery(truncated, got.ctrunc)
+        {
             let reader = self.endpoint(s, s.lock().name.as_deref());
-            let truncated = got.full_len > got.data.len() && s.ty != SockType::Stream;
             for p in &got.pieces {
                 self.taps.delivered(&Delivered {
                     msg_id: p.msg_id,
