@@ -50,6 +50,21 @@ impl Convs {
         self.connection(from, to, pid)
     }
 
+    /// The conversation a message from `from` to `to` (type `ty`) belongs
+    /// to, if this capture has one already (`for_message` without making
+    /// one), with the filter kinds it matched.
+    pub fn known(&self, ty: SockType, from: u64, to: u64) -> Option<(Arc<Conv>, u8)> {
+        let c = if ty == SockType::Dgram {
+            self.dgram.get(&to)?
+        } else {
+            [from, to]
+                .iter()
+                .filter_map(|end| self.by_sock.get(end))
+                .find(|c| c.has(from) && c.has(to))?
+        };
+        Some((c.clone(), self.state.get(&c.number).map_or(0, |s| s.0)))
+    }
+
     /// A new connection, `client` to `server`: it replaces what either end
     /// was in.
     pub fn connection(&mut self, client: &Endpoint, server: &Endpoint, pid: u32) -> Arc<Conv> {

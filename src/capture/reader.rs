@@ -47,6 +47,8 @@ struct TapSide {
     kept_total: u64,
     /// A parked read or a poll waiting for the buffer to fill.
     waiters: WaitList,
+    /// A record was lost since the reader last took the buffer.
+    full: bool,
 }
 
 struct Output {
@@ -88,6 +90,7 @@ impl Reader {
                 lost_total: 0,
                 kept_total: 0,
                 waiters: WaitList::default(),
+                full: false,
             }),
             out: Mutex::new(Output {
                 encoder: None,
@@ -136,6 +139,7 @@ impl Reader {
         t.queue.clear();
         t.bytes = 0;
         t.lost.clear();
+        t.full = false;
     }
 
     /// Records kept and lost so far.
@@ -184,6 +188,7 @@ impl Reader {
                     return Err(Errno::EAGAIN);
                 }
                 t.bytes = 0;
+                t.full = false;
                 (std::mem::take(&mut t.queue), std::mem::take(&mut t.lost))
             };
             let Output { encoder, buf, .. } = &mut *o;
@@ -247,6 +252,7 @@ impl Reader {
 
     /// Counts a record of `conv` lost; the waiters to wake.
     fn lose(t: &mut TapSide, conv: &Arc<Conv>) -> Vec<Waiter> {
+        t.full = true;
         t.lost_total += 1;
         let e = t.lost.entry(conv.number).or_insert((conv.clone(), 0));
         e.1 += 1;
@@ -351,6 +357,34 @@ fn shut_name(how: u8) -> &'static str {
 }
 
 impl Tap for Reader {
+    /// Root's capture with a full buffer counts a message of a known
+    /// conversation lost without its details: exactly what `queued` would
+    /// do with them. (A user's capture takes the whole path: it must see
+    /// the ends' owners.)
+    fn lost_undescribed(&self, ty: SockType, from: u64, to: u64, len: usize) -> bool {
+        if !self.access.all {
+            return false;
+        }
+        let wake = {
+            let mut t = self.tap.lock();
+            if !t.full {
+                return false;
+            }
+            let Some((conv, kinds)) = t.convs.known(ty, from, to) else {
+                return false;
+            };
+            let snap = t.filter.snaplen.unwrap_or(usize::MAX).min(len);
+            if kinds & t.required != t.required
+                || t.bytes + Record::message_cost(snap, 0, 0) <= t.filter.buffer
+            {
+                return false;
+            }
+            Self::lose(&mut t, &conv)
+        };
+        wake.into_iter().for_each(|w| w.wake());
+        true
+    }
+
     fn queued(&self, q: &Queued<'_>) {
         if !self.access.sees(&[q.from, q.to]) {
             return;

@@ -190,6 +190,58 @@ fn a_full_buffer_drops_and_counts_exactly() {
 }
 
 #[test]
+fn a_full_buffer_counts_undescribed_messages_as_the_described_ones() {
+    let r = configured(b"buffer 2000\n");
+    let (a, b) = pair(SockType::Dgram);
+    let (c, d) = pair(SockType::Stream);
+    // Nothing lost yet, or a conversation not seen: the whole report is wanted.
+    assert!(!r.lost_undescribed(SockType::Dgram, a.id, b.id, 100));
+    send(&r, 1, &c, &d, 1, b"s");
+    let mut sent = 1;
+    let mut cheap = 0;
+    for i in 0..100u64 {
+        if !r.lost_undescribed(SockType::Dgram, a.id, b.id, 100) {
+            send(&r, i + 10, &a, &b, 1, &[i as u8; 100]);
+        } else {
+            cheap += 1;
+        }
+        sent += 1;
+    }
+    assert!(
+        cheap > 0,
+        "once full, the engine need not describe messages"
+    );
+    // An unknown conversation (sockets 7 and 8) is never dropped undescribed.
+    assert!(!r.lost_undescribed(SockType::Stream, 7, 8, 100));
+    let (kept, lost) = r.counts();
+    assert_eq!(kept + lost, sent);
+    let bytes = read_all(&r);
+    let blocks = pcapng::parse(&bytes).unwrap();
+    let epbs = blocks.iter().filter(|b| b.ty == codes::EPB).count() as u64;
+    assert_eq!(epbs, kept);
+    // The drop counts in the stream add up to what was lost, cheaply or not.
+    let dropped: u64 = blocks
+        .iter()
+        .filter_map(|b| b.u64_option(codes::EPB_DROPCOUNT))
+        .sum();
+    let isb_drops: u64 = blocks
+        .iter()
+        .filter(|b| b.ty == codes::ISB)
+        .filter_map(|b| b.u64_option(codes::ISB_IFDROP))
+        .max()
+        .unwrap_or(0);
+    assert!(
+        dropped == lost || isb_drops == lost,
+        "{dropped} {isb_drops} {lost}"
+    );
+    // Read: room again, so the next message is described and kept.
+    assert!(!r.lost_undescribed(SockType::Dgram, a.id, b.id, 100));
+    // A user's capture always takes the whole path.
+    let user = Reader::new(Access { uid: 5, all: false }, None, Filter::default()).unwrap();
+    assert!(!user.lost_undescribed(SockType::Dgram, a.id, b.id, 100));
+}
+
+#[test]
 fn drops_are_counted_per_conversation() {
     let r = configured(b"buffer 400\n");
     let d = |id| ep(id, SockType::Dgram, None, 0);

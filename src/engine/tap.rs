@@ -114,6 +114,12 @@ pub trait Tap: Send + Sync {
     fn wants_delivery(&self, _truncated: bool, _ctrunc: bool) -> bool {
         true
     }
+    /// Counts a `len`-byte message from socket `from` to `to` (type `ty`)
+    /// lost if this tap would drop it whatever its details (a full buffer),
+    /// so that the engine need not build its report; false: it needs one.
+    fn lost_undescribed(&self, _ty: SockType, _from: u64, _to: u64, _len: usize) -> bool {
+        false
+    }
     fn event(&self, origin: Origin, e: &Event);
 }
 
@@ -147,6 +153,35 @@ impl Taps {
     /// A new message id (ids start at 1; 0 means "none given").
     pub fn next_msg_id(&self) -> u64 {
         self.next_msg.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Reports a `len`-byte message from `from` to `to`: each tap that
+    /// counts it lost undescribed does so, and `describe` builds the report
+    /// for the others (not at all when there are none), so that a capture
+    /// that stopped reading costs the senders little.
+    pub fn report_queued(
+        &self,
+        (ty, from, to, len): (SockType, u64, u64, usize),
+        describe: impl FnOnce(&dyn Fn(&Queued<'_>)),
+    ) {
+        let list = self.list.read();
+        // Bit i: tap i wants the report; taps past 62 always get it.
+        let mut wanting = 0u64;
+        for (i, t) in list.iter().enumerate() {
+            if i >= 63 || !t.lost_undescribed(ty, from, to, len) {
+                wanting |= 1 << i.min(63);
+            }
+        }
+        if wanting == 0 {
+            return;
+        }
+        describe(&|q| {
+            for (i, t) in list.iter().enumerate() {
+                if wanting & (1 << i.min(63)) != 0 {
+                    t.queued(q);
+                }
+            }
+        });
     }
 
     pub fn queued(&self, q: &Queued<'_>) {

@@ -219,24 +219,27 @@ impl Engine {
             && let Some(origin) = tx.origin
         {
             msg_id = self.taps.next_msg_id();
-            let from = self.endpoint(s, tx.from.as_deref());
-            let to = self.endpoint_by_id(receiver, s.ty, rt.name.as_deref());
-            // Passed references travel with the first piece only.
-            let carries = !rights.is_empty() || !files.is_empty();
-            let (socks, kinds) = match &tx.pass.tap {
-                Some((socks, kinds)) if carries => (&socks[..], &kinds[..]),
-                _ => (&[][..], &[][..]),
-            };
-            self.taps.queued(&Queued {
-                msg_id,
-                from: &from,
-                to: &to,
-                origin,
-                creds: tx.creds,
-                sockets: socks,
-                files: kinds,
-                oob,
-                data,
+            let what = (s.ty, s.id, receiver, data.len());
+            self.taps.report_queued(what, |report| {
+                let from = self.endpoint(s, tx.from.as_deref());
+                let to = self.endpoint_by_id(receiver, s.ty, rt.name.as_deref());
+                // Passed references travel with the first piece only.
+                let carries = !rights.is_empty() || !files.is_empty();
+                let (socks, kinds) = match &tx.pass.tap {
+                    Some((socks, kinds)) if carries => (&socks[..], &kinds[..]),
+                    _ => (&[][..], &[][..]),
+                };
+                report(&Queued {
+                    msg_id,
+                    from: &from,
+                    to: &to,
+                    origin,
+                    creds: tx.creds,
+                    sockets: socks,
+                    files: kinds,
+                    oob,
+                    data,
+                });
             });
         }
         let msg = Msg {
