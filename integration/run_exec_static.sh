@@ -40,23 +40,8 @@ python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])'
 run() { TMPDIR=$RUNTMP UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" "$@"; }
 
 # The server, through the library: answers N connections, prints each peer's pid.
-cat >"$TMP/server.py" <<'PY'
-import socket, struct, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(sys.argv[1])
-s.listen(8)
-print("listening", flush=True)
-for _ in range(int(sys.argv[2])):
-    c, _ = s.accept()
-    line = c.makefile().readline()
-    pid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
-    c.sendall(("py got " + line).encode())
-    print("peer pid", pid, flush=True)
-    c.close()
-print("served", flush=True)
-PY
 SOCK=$MNT/exec.sock
-start_bg SRV env TMPDIR="$RUNTMP" UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/server.py" "$SOCK" 5 >"$TMP/srv.out" 2>&1
+start_bg SRV env TMPDIR="$RUNTMP" UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$LIB_DIR/peer_pid_server.py" "$SOCK" 5 >"$TMP/srv.out" 2>&1
 wait_listening "$SOCK"
 expect_socket_home "$SOCK"
 
@@ -121,7 +106,7 @@ ok "static and Go children of sh, bash, python3, env and a nested udsfs run reac
 #    of sh connects to the same path (the supervisor routes it as the library does).
 ROUTE=$TMP/routed
 mkdir "$ROUTE"
-start_bg RSRV env TMPDIR="$RUNTMP" UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --route "$ROUTE" -- python3 "$TMP/server.py" "$ROUTE/r.sock" 1 >"$TMP/rsrv.out" 2>&1
+start_bg RSRV env TMPDIR="$RUNTMP" UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --route "$ROUTE" -- python3 "$LIB_DIR/peer_pid_server.py" "$ROUTE/r.sock" 1 >"$TMP/rsrv.out" 2>&1
 wait_listening "$ROUTE/r.sock"
 out=$(run --route "$ROUTE" -- sh -c '"$1" "$2" routed' sh "$TMP/static_client" "$ROUTE/r.sock" 2>&1) ||
     fail "the static client on a routed name failed: $out"

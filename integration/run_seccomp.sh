@@ -37,23 +37,8 @@ seccomp() {
 
 # 1. A Python server through the library; a Go client and a static C client through
 #    the supervisor connect to it.
-cat >"$TMP/server.py" <<'PY'
-import socket, struct, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(sys.argv[1])
-s.listen(8)
-print("listening", flush=True)
-for _ in range(int(sys.argv[2])):
-    c, _ = s.accept()
-    line = c.makefile().readline()
-    pid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
-    c.sendall(("py got " + line).encode())
-    print("peer pid", pid, flush=True)
-    c.close()
-print("served", flush=True)
-PY
 PY_SOCK=$MNT/py.sock
-run_cmd -- python3 "$TMP/server.py" "$PY_SOCK" 4
+run_cmd -- python3 "$LIB_DIR/peer_pid_server.py" "$PY_SOCK" 4
 start_bg PYSRV "${RUN_CMD[@]}" >"$TMP/py.out" 2>&1
 wait_listening "$PY_SOCK"
 expect_socket_home "$PY_SOCK"
