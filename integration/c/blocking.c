@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "report.h"
+
 #define MAXT 64
 #define BIG 32768
 
@@ -40,23 +42,6 @@ static void ms(int n)
 	struct timespec t = {n / 1000, (n % 1000) * 1000000L};
 	while (nanosleep(&t, &t) < 0 && errno == EINTR)
 		;
-}
-
-static void show(const char *what, long r)
-{
-	if (r < 0)
-		printf("%s: %s\n", what, strerrorname_np(errno));
-	else
-		printf("%s: %ld\n", what, r);
-}
-
-static void where(int fd)
-{
-	char link[64], target[512] = {0};
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(link, target, sizeof target - 1);
-	target[n < 0 ? 0 : n] = 0;
-	printf("where: %s\n", strstr(target, "/.udsfs/sock/") ? "udsfs" : "kernel");
 }
 
 static int client(void)

@@ -14,22 +14,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
-static void show(const char *what, long r)
-{
-	if (r < 0)
-		printf("%s: %s\n", what, strerrorname_np(errno));
-	else
-		printf("%s: %ld\n", what, r);
-}
-
-static void where(int fd)
-{
-	char link[64], target[512] = {0};
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(link, target, sizeof target - 1);
-	target[n < 0 ? 0 : n] = 0;
-	printf("where: %s\n", strstr(target, "/.udsfs/sock/") ? "udsfs" : "kernel");
-}
+#include "report.h"
 
 int main(void)
 {
