@@ -26,7 +26,8 @@ use crate::fault::{self, Decision, Kind};
 #[derive(Default)]
 pub(crate) struct SendFault<'a> {
     eng: Option<&'a Engine>,
-    pid: u32,
+    /// The caller, asked for its process id only by a rule that needs it.
+    caller: Option<&'a Caller>,
     uid: u32,
     /// (sender, receiver's number, reset): the connection ends after
     /// this send.
@@ -89,7 +90,7 @@ impl Engine {
     /// `cut` is told when a rule cuts the send short.
     pub(crate) fn send_fault<'a>(
         &'a self,
-        caller: &Caller,
+        caller: &'a Caller,
         cut: Option<&'a Cell<bool>>,
     ) -> SendFault<'a> {
         if !self.faults.any() {
@@ -97,7 +98,7 @@ impl Engine {
         }
         SendFault {
             eng: Some(self),
-            pid: caller.tgid(),
+            caller: Some(caller),
             uid: caller.fsuid,
             end: None,
             cut,
@@ -146,11 +147,13 @@ impl Engine {
             // A rule ended the connection at an earlier piece of this send.
             return Err(Errno::EPIPE);
         }
+        let caller = tf.caller;
+        let ask_pid = || caller.map_or(0, Caller::tgid);
         let msg = fault::Message {
             kind: Kind::Send,
             from: self.fault_end(sock.id, from),
             to: self.fault_end(receiver, rt.name.as_deref()),
-            pid: tf.pid,
+            pid: fault::Pid::Ask(&ask_pid),
             uid: tf.uid,
             ty: sock.ty,
             len,
@@ -251,7 +254,7 @@ impl Engine {
             kind: Kind::Connect,
             from: self.fault_end(s.id, sname.as_deref()),
             to: self.fault_end(other.id, oname.as_deref()),
-            pid: caller.tgid(),
+            pid: fault::Pid::Ask(&|| caller.tgid()),
             uid: caller.fsuid,
             ty: s.ty,
             len: 0,
@@ -289,7 +292,7 @@ impl Engine {
             kind: Kind::Send,
             from: self.fault_end(s.id, name),
             to: self.fault_end(peer.id, pname.as_deref()),
-            pid: 0,
+            pid: fault::Pid::Known(0),
             uid: 0,
             ty: s.ty,
             len: 0,
@@ -323,6 +326,7 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cred::ProcStatus;
     use super::super::tests::{engine, root};
     use super::super::{RecvFlags, SendMsg};
     use super::*;
@@ -348,6 +352,31 @@ mod tests {
         assert_eq!(e.sendmsg(&a, SendMsg::new(b"x"), &c, None), Ok(1));
         let got = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
         assert_eq!(got.data, b"helx");
+    }
+
+    #[test]
+    fn a_pid_rule_asks_the_sender_for_its_process() {
+        let e = engine();
+        let (c, other) = (
+            root(),
+            Caller::with_status(
+                2,
+                ProcStatus {
+                    tgid: 7,
+                    ..root().status().clone()
+                },
+            ),
+        );
+        let (a, b) = e.socketpair(crate::engine::SockType::Stream, &c);
+        e.faults.add(Rule::parse("pid 7 full").unwrap(), 0);
+        // The rule stands, yet a sender of another process passes.
+        assert_eq!(e.sendmsg(&a, SendMsg::new(b"x"), &c, None), Ok(1));
+        assert_eq!(
+            e.sendmsg(&a, SendMsg::new(b"x"), &other, None),
+            Err(Errno::EAGAIN)
+        );
+        assert_eq!(e.faults.list(0)[0].injected, 1);
+        assert_eq!(e.recvmsg(&b, RecvFlags::new(10), None).unwrap().data, b"x");
     }
 
     #[test]

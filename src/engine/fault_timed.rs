@@ -9,7 +9,7 @@ use super::deferred::Closing;
 use super::held_back::Until;
 use super::socket::{Msg, SockState, Socket};
 use super::{Engine, Waiter};
-use crate::fault::{Decision, Kind, Message};
+use crate::fault::{Decision, Kind, Message, Pid};
 
 impl Engine {
     /// Queues `m` at `receiver` as `d` says: whole or in slices, visible
@@ -69,7 +69,7 @@ impl Engine {
         let from = self.fault_end(s.id, st.name.as_deref());
         let d = self.faults.check(&Message {
             kind: Kind::Close,
-            pid: 0,
+            pid: Pid::Known(0),
             uid: from.owner_uid,
             from,
             to: self.fault_end(peer.id, None),

@@ -42,13 +42,40 @@ pub enum Kind {
     Close,
 }
 
+/// The process making a call. Finding its thread-group id costs the
+/// engine a cache lookup (src/engine/cred.rs), so a message carries a way
+/// to ask, taken only by a `pid` rule or an injection's log line.
+#[derive(Clone, Copy)]
+pub enum Pid<'a> {
+    Known(u32),
+    Ask(&'a dyn Fn() -> u32),
+}
+
+impl Pid<'_> {
+    pub fn get(&self) -> u32 {
+        match self {
+            Pid::Known(p) => *p,
+            Pid::Ask(ask) => ask(),
+        }
+    }
+}
+
+impl fmt::Debug for Pid<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pid::Known(p) => write!(f, "{p}"),
+            Pid::Ask(_) => f.write_str("(not asked)"),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct Message<'a> {
     pub kind: Kind,
     pub from: End<'a>,
     pub to: End<'a>,
     /// The process making the call, and its user.
-    pub pid: u32,
+    pub pid: Pid<'a>,
     pub uid: u32,
     pub ty: SockType,
     /// Payload bytes (0 for connect and close).
@@ -73,7 +100,7 @@ impl fmt::Display for Message<'_> {
             self.ty.name(),
             self.from.socket,
             self.to.socket,
-            self.pid,
+            self.pid.get(),
             self.uid
         )?;
         if self.kind == Kind::Send {

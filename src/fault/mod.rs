@@ -21,7 +21,7 @@ pub use decision::{Decision, Injection};
 pub use file::{Command, FAULTS_FILE, ListingLine, listing, listing_line, parse_listing_line};
 pub use glob::Glob;
 pub use kind::Fault;
-pub use message::{End, Kind, Message, Name, SockType};
+pub use message::{End, Kind, Message, Name, Pid, SockType};
 pub use prng::Prng;
 pub use rule::{After, Direction, Rule, Selector, check_type};
 pub use rules::{Listed, Rules, USER_RULES};

@@ -312,7 +312,7 @@ fn selects(rule: &Rule, msg: &Message<'_>) -> bool {
         Selector::Pid(_) | Selector::Uid(_) => false,
     };
     match rule.selector {
-        Selector::Pid(p) => msg.pid == p,
+        Selector::Pid(p) => msg.pid.get() == p,
         Selector::Uid(u) => msg.uid == u,
         _ => match rule.direction {
             Some(Direction::Up) => names(&msg.to),
@@ -327,7 +327,7 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::fault::message::{Kind, SockType};
+    use crate::fault::message::{Kind, Pid, SockType};
 
     fn send(from: u64) -> Message<'static> {
         let end = |socket| End {
@@ -339,7 +339,7 @@ mod tests {
             kind: Kind::Send,
             from: end(from),
             to: end(2),
-            pid: 1,
+            pid: Pid::Known(1),
             uid: 0,
             ty: SockType::Stream,
             len: 10,

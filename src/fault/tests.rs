@@ -25,7 +25,7 @@ fn send(len: usize) -> Message<'static> {
         kind: Kind::Send,
         from: end(1, None, USER),
         to: end(2, Some(Name::Path(b"run/db.sock")), USER),
-        pid: 100,
+        pid: Pid::Known(100),
         uid: USER,
         ty: SockType::Stream,
         len,
@@ -43,7 +43,7 @@ fn from(sock: u64, mut m: Message<'static>) -> Message<'static> {
 fn reply(len: usize) -> Message<'static> {
     let mut m = send(len);
     std::mem::swap(&mut m.from, &mut m.to);
-    m.pid = 200;
+    m.pid = Pid::Known(200);
     m
 }
 

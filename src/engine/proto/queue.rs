@@ -146,7 +146,7 @@ impl<'a> Sending<'a> {
         eng: &'a Engine,
         sock: &'a Arc<Socket>,
         pass: Pass<'a>,
-        caller: &Caller,
+        caller: &'a Caller,
         w: Option<&'a Waiter>,
         cut: Option<&'a Cell<bool>>,
     ) -> Sending<'a> {
