@@ -3,6 +3,7 @@
 //! `RESULT key value` (and free text the script passes through).
 //!
 //!     udsfs_bench hackbench-engine --groups G --loops L
+//!     udsfs_bench message-cost --rule LINE|--stalled-capture --messages N --blocks B
 //!     udsfs_bench hackbench-fs --dir MOUNT --mode udsfs|null --groups G --loops L [--passcred]
 //!     udsfs_bench pingpong --mode udsfs|null|kernel [--dir MOUNT] --iters N
 //!     udsfs_bench bind-scale --buckets B --threads T --per-thread 1024 --rounds R
@@ -28,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use nix::errno::Errno;
+use udsfs::engine::tap::Tap;
 use udsfs::engine::{
     Addr, Caller, Config, Engine, RecvFlags, SendMsg, SockType, Socket, ThreadWaiter, Waiter,
 };
@@ -116,6 +118,22 @@ enum Cmd {
         #[arg(long, default_value_t = 100000)]
         messages: usize,
     },
+    /// What a fault rule, or a capture that stopped reading, costs the
+    /// engine's message path: one thread sends and receives 100-byte
+    /// messages on a stream socketpair, a new caller for each (as each FUSE
+    /// request makes one), in blocks of N messages; the rule stands, or the
+    /// capture is attached, in every other pair of blocks (off on on off ...).
+    MessageCost {
+        #[arg(long, required_unless_present = "stalled_capture")]
+        rule: Option<String>,
+        /// A capture whose buffer is full (it drops) instead of a rule.
+        #[arg(long, conflicts_with = "rule")]
+        stalled_capture: bool,
+        #[arg(long, default_value_t = 20000)]
+        messages: usize,
+        #[arg(long, default_value_t = 40)]
+        blocks: usize,
+    },
     /// The daemon's RSS growth with N sockets open through the mount.
     MemoryDaemon {
         #[arg(long)]
@@ -170,6 +188,12 @@ fn main() {
         Cmd::MemoryEngine { sockets, messages } => memory_engine(sockets, messages),
         Cmd::MemoryKernel { sockets, messages } => memory_kernel(sockets, messages),
         Cmd::MemoryDaemon { dir, pid, sockets } => memory_daemon(&dir, pid, sockets),
+        Cmd::MessageCost {
+            rule,
+            stalled_capture,
+            messages,
+            blocks,
+        } => message_cost(rule.as_deref(), stalled_capture, messages, blocks),
     }
 }
 
@@ -291,6 +315,100 @@ fn hackbench_engine(groups: usize, loops: usize) -> f64 {
         eng.put(s);
     }
     t
+}
+
+// ---------------------------------------------------------------- message cost
+
+/// What `message-cost` switches on and off between blocks.
+enum Observer {
+    Rule(udsfs::fault::Rule),
+    Capture(Arc<dyn Tap>, Arc<udsfs::capture::Reader>),
+}
+
+fn message_cost(rule: Option<&str>, stalled_capture: bool, messages: usize, blocks: usize) {
+    let observer = match rule {
+        Some(r) => {
+            Observer::Rule(udsfs::fault::Rule::parse(r).unwrap_or_else(|e| panic!("--rule: {e}")))
+        }
+        None => {
+            assert!(stalled_capture);
+            let all = udsfs::capture::Access { uid: 0, all: true };
+            let reader =
+                udsfs::capture::Reader::new(all, None, Default::default()).expect("capture");
+            let tap: Arc<dyn Tap> = reader.clone();
+            Observer::Capture(tap, reader)
+        }
+    };
+    let eng = Engine::new(Config::default());
+    let me = Caller::current();
+    let (tid, uid, gid) = (me.tid, me.fsuid, me.fsgid);
+    let (a, b) = eng.socketpair(SockType::Stream, &me);
+    let msg = [0u8; DATASIZE];
+    let block = || {
+        let t = Instant::now();
+        for _ in 0..messages {
+            let c = Caller::new(tid, uid, gid);
+            assert_eq!(eng.sendmsg(&a, SendMsg::new(&msg), &c, None), Ok(DATASIZE));
+            let got = eng
+                .recvmsg(&b, RecvFlags::new(DATASIZE), None)
+                .expect("recv");
+            assert_eq!(got.data.len(), DATASIZE);
+        }
+        t.elapsed().as_nanos() as f64 / messages as f64
+    };
+    block(); // warm up: the status cache, the allocator
+    if let Observer::Capture(tap, reader) = &observer {
+        // Fill the capture's buffer: from then on it drops.
+        eng.taps.attach(tap.clone());
+        while reader.counts().1 == 0 {
+            block();
+        }
+        eng.taps.detach(tap);
+    }
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    for i in 0..blocks {
+        if !(i % 4 == 1 || i % 4 == 2) {
+            off.push(block());
+            continue;
+        }
+        match &observer {
+            Observer::Rule(rule) => {
+                let id = eng.faults.add(rule.clone(), 0);
+                on.push(block());
+                // A rule that acted would measure its fault, not the check.
+                let acted = eng.faults.list(0).iter().any(|l| l.injected > 0);
+                assert!(!acted, "--rule must match none of the messages");
+                eng.faults.del(id, 0).expect("del");
+            }
+            Observer::Capture(tap, reader) => {
+                eng.taps.attach(tap.clone());
+                let kept = reader.counts().0;
+                on.push(block());
+                eng.taps.detach(tap);
+                assert_eq!(
+                    reader.counts().0,
+                    kept,
+                    "the capture kept a record: it was not full"
+                );
+            }
+        }
+    }
+    eng.put(&a);
+    eng.put(&b);
+    let (off, on) = (median(&mut off), median(&mut on));
+    result("ns_without", format!("{off:.1}"));
+    result("ns_with", format!("{on:.1}"));
+    result("ns_added", format!("{:.1}", on - off));
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 // ---------------------------------------------------------------- file hackbench
