@@ -132,7 +132,10 @@ fn serve_one(conn: OwnedFd, unlink: bool, ctx: Arc<call::Ctx>) -> Result<(), Str
     if r < 0 {
         return Err(format!("SO_PEERCRED: {}", last()));
     }
-    if !below_us(cred.pid) {
+    let peer = peer_pidfd(&conn).map_err(|e| format!("process {}: SO_PEERPIDFD: {e}", cred.pid))?;
+    // The ancestry read from /proc is the peer's only if the peer still
+    // lives after it: its pid cannot have gone to another process meanwhile.
+    if !below_us(cred.pid) || !alive(&peer) {
         return Err(format!(
             "process {} is not one this udsfs run started: refused",
             cred.pid
@@ -143,8 +146,43 @@ fn serve_one(conn: OwnedFd, unlink: bool, ctx: Arc<call::Ctx>) -> Result<(), Str
     if unsafe { libc::write(conn.as_raw_fd(), which.as_ptr().cast(), 1) } != 1 {
         return Err(format!("process {}: {}", cred.pid, last()));
     }
-    let listener = take_listener(&conn, Some(cred.pid))?;
+    let listener = take_listener(&conn, Some((cred.pid, &peer)))?;
     serve(listener, ctx)
+}
+
+/// The pidfd of the process that connected `conn` (Linux 6.5).
+fn peer_pidfd(conn: &OwnedFd) -> std::io::Result<OwnedFd> {
+    let mut fd: libc::c_int = -1;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes one int.
+    let r = unsafe {
+        libc::getsockopt(
+            conn.as_raw_fd(),
+            libc::SOL_SOCKET,
+            udsfs_proto::sockopt::SO_PEERPIDFD,
+            (&mut fd as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel gave us this descriptor.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether the process of `pidfd` has not exited.
+fn alive(pidfd: &OwnedFd) -> bool {
+    // SAFETY: signal 0 checks only; no siginfo.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            0,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        ) == 0
+    }
 }
 
 /// Raw system calls: this process still has the library (LD_PRELOAD), and

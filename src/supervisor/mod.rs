@@ -182,7 +182,10 @@ fn install(prog: &[libc::sock_filter], chan: RawFd, pdeathsig: bool) -> std::io:
 }
 
 /// The supervisor's side of `install` (from process `expect` only, when given).
-fn take_listener(chan: &OwnedFd, expect: Option<i32>) -> Result<OwnedFd, String> {
+/// `expect`: the peer of an adoption request, by its process id and the
+/// pidfd its socket names (SO_PEERPIDFD), through which the listener is
+/// taken: a pid opened anew could meanwhile be another process's.
+fn take_listener(chan: &OwnedFd, expect: Option<(i32, &OwnedFd)>) -> Result<OwnedFd, String> {
     let mut msg = [0u8; 8];
     let mut got = 0;
     while got < msg.len() {
@@ -201,18 +204,28 @@ fn take_listener(chan: &OwnedFd, expect: Option<i32>) -> Result<OwnedFd, String>
     }
     let pid = i32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
     let fd = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
-    if expect.is_some_and(|e| e != pid) {
-        return Err(format!(
-            "process {expect:?} sent the listener of another ({pid})"
-        ));
-    }
-    // SAFETY: pidfd_open and pidfd_getfd return descriptors we own.
-    let listener = unsafe {
-        let pidfd = libc::syscall(libc::SYS_pidfd_open, pid, 0);
-        if pidfd < 0 {
-            return Err(format!("pidfd_open: {}", last()));
+    let opened;
+    let pidfd = match expect {
+        Some((peer, _)) if peer != pid => {
+            return Err(format!(
+                "process {peer} sent the listener of another ({pid})"
+            ));
         }
-        let pidfd = OwnedFd::from_raw_fd(pidfd as i32);
+        Some((_, pidfd)) => pidfd,
+        None => {
+            // CMD, our child: its pid stays its own until we reap it.
+            // SAFETY: pidfd_open returns a descriptor we own.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            if fd < 0 {
+                return Err(format!("pidfd_open: {}", last()));
+            }
+            // SAFETY: a new descriptor of ours.
+            opened = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+            &opened
+        }
+    };
+    // SAFETY: pidfd_getfd returns a descriptor we own.
+    let listener = unsafe {
         let l = libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0);
         if l < 0 {
             return Err(format!("pidfd_getfd of the seccomp listener: {}", last()));
