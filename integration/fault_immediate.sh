@@ -59,6 +59,15 @@ short_write receiver got: b'ssssstttttabc0123456789ab'
 short_write send of 300000: 5
 short_write receiver got: b'uuuuu'
 short_write counters: matched=7 injected=5
+short_write large send: returns 5000 then without the rule 1048576 receiver got 1053576 bytes, the prefix then the whole: True
+short_write large send with MSG_NOSIGNAL: returns 5000 then without the rule 1048576 receiver got 1053576 bytes, the prefix then the whole: True
+short_write large sendmsg passing a socket: returns 5000 then without the rule 1048576 receiver got 1053576 bytes, the prefix then the whole: True
+short_write large write: returns 5000 then without the rule 1048576 receiver got 1053576 bytes, the prefix then the whole: True
+short_write large sendall: ok
+short_write large sendall: receiver got 1048576 bytes, each once: True counters: matched=210 injected=209
+limit_data large send: 5000
+limit_data send after it: EPIPE
+limit_data large send: receiver got 5000 bytes, the prefix: True
 ctrunc send: 3
 ctrunc receiver got: b'fds' fds: 0 MSG_CTRUNC: True
 ctrunc: the dropped socket's peer reads: b''
@@ -95,6 +104,105 @@ data write of 7: 7
 reader got: b'dddddddeeeeeeefffffff'
 clear: OK
 data write of 100 without the rule: 100"
+
+# short_write and limit_data on a stream `msg` record: write(2) reports the header and
+# the payload bytes queued, the rest of the record is neither queued nor kept (the
+# next bytes written are its payload, as after any partial msg write): a writer that
+# follows write(2)'s count sends each byte once, and the reader gets what was reported.
+out=$(py '
+import hashlib
+def sha(b):
+    return hashlib.sha256(b).hexdigest()[:16]
+fd, a, b = pair("stream")
+wm = os.open(f"{U}/sock/{a}/msg", os.O_WRONLY)
+rb = os.open(f"{U}/sock/{b}/data", os.O_RDONLY | os.O_NONBLOCK)
+def drain():
+    got = b""
+    while True:
+        try:
+            c = os.read(rb, 1 << 16)
+        except BlockingIOError:
+            return got
+        if not c:
+            return got
+        got += c
+def follow(buf):
+    """Writes buf as write(2) says (the rest after each short count); the counts."""
+    counts = []
+    while buf:
+        n = os.write(wm, buf)
+        counts.append(n)
+        buf = buf[n:]
+    return counts
+print("add:", faults_write(f"socket {b} up short_write bytes=7\n"))
+print("record of 100:", os.write(wm, b"len=100\n" + b"r" * 100))
+print("reader got:", drain())
+print("the rest, as write(2) said:", follow(b"r" * 93)[:3], "...")
+print("reader got the rest once:", drain() == b"r" * 93)
+two = b"len=10\n0123456789len=3\nabc"
+print("two records in one write:", follow(two))
+print("reader got:", drain())
+# The bytes an earlier write gave were reported: a cut among them does not stop
+# the write until some of its own bytes are queued.
+print("a record begun:", os.write(wm, b"len=20\n" + b"A" * 10))
+print("its rest, as write(2) said:", follow(b"B" * 10))
+print("reader got:", drain())
+print("clear:", faults_write("clear\n"))
+p = os.urandom(300000)
+rec = b"len=300000\n" + p
+print("add:", faults_write(f"socket {b} up short_write bytes=5000\n"))
+n = os.write(wm, rec)
+print("record of 300000:", n, "payload queued:", n - 11)
+got = drain()
+print("reader got:", len(got), "bytes, the prefix:", got == p[:5000])
+print("clear:", faults_write("clear\n"))
+def read_all(n):
+    got = b""
+    while len(got) < n:
+        time.sleep(0.002)
+        got += drain()
+    return got
+# This handle would take the next bytes as the rest of that payload; a new one
+# starts afresh, as the library opens one for each large send.
+os.close(wm)
+wm = os.open(f"{U}/sock/{a}/msg", os.O_WRONLY)
+t, r = in_thread(lambda: read_all(300000))
+print("a fresh record of 300000 without the rule:", os.write(wm, rec) == len(rec))
+t.join(10)
+print("reader got:", len(r.get("n", b"")), "bytes, whole:", r.get("n") == p)
+print("add:", faults_write(f"socket {b} up limit_data bytes=1000\n"))
+q = os.urandom(300000)
+n = os.write(wm, b"len=300000\n" + q)
+print("record of 300000 under limit_data:", n, "payload queued:", n - 11)
+print("the next write:", err(os.write, wm, q[n - 11:]))
+time.sleep(0.1)
+got = drain()
+print("reader got:", len(got), "bytes, the prefix:", got == q[:1000], "then EOF:", os.read(rb, 10) == b"")
+print("clear:", faults_write("clear\n"))
+')
+printf '%s\n' "$out"
+expect_eq "short_write and limit_data through a msg file" "$out" "add: OK
+record of 100: 15
+reader got: b'rrrrrrr'
+the rest, as write(2) said: [7, 7, 7] ...
+reader got the rest once: True
+two records in one write: [14, 12]
+reader got: b'0123456789abc'
+a record begun: 17
+its rest, as write(2) said: [4, 6]
+reader got: b'AAAAAAAAAABBBBBBBBBB'
+clear: OK
+add: OK
+record of 300000: 5011 payload queued: 5000
+reader got: 5000 bytes, the prefix: True
+clear: OK
+a fresh record of 300000 without the rule: True
+reader got: 300000 bytes, whole: True
+add: OK
+record of 300000 under limit_data: 1011 payload queued: 1000
+the next write: EPIPE
+reader got: 1000 bytes, the prefix: True then EOF: True
+clear: OK"
 
 # ---------------------------------------------------------------- 2. against the kernel
 kernel_vs_udsfs "$LIB_DIR/fault_peer.py"

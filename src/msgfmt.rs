@@ -187,6 +187,11 @@ pub enum Ending {
     Paused,
     /// It failed (EPIPE, EMSGSIZE, ...): a record not begun is dropped.
     Failed,
+    /// A fault rule cut a stream send short (short_write, limit_data) past
+    /// the bytes earlier writes gave: what was queued is reported, and, as
+    /// after a pause, nothing else is kept and the rest of the record is
+    /// the next bytes written.
+    Cut,
 }
 
 impl Assembler {
@@ -269,9 +274,9 @@ impl Assembler {
             // Nothing of this write is reported: the failing record goes.
             return 0;
         }
-        // Paused, or failed after part of the write was taken: that part is
-        // reported, and the rest of a record begun is still its payload (the
-        // writer that goes on gets the error again, not EINVAL).
+        // Paused, cut, or failed after part of the write was taken: that
+        // part is reported, and the rest of a record begun is still its
+        // payload (the writer that goes on gets the error again, not EINVAL).
         let inside = b
             .segments
             .iter()
@@ -353,6 +358,23 @@ mod continuation_tests {
         assert!(first.begun);
         assert_eq!((first.payload.clone(), first.more), (0..6, 0));
         assert_eq!(b.segments[1].header.len, 1);
+        assert_eq!(a.settle(&b, b.whole, Ending::Sent), 13);
+        assert_eq!(a.push(b"len=2\nok").unwrap(), b"len=2\nok");
+    }
+
+    #[test]
+    fn a_cut_record_reports_what_was_queued_and_drops_the_records_after_it() {
+        let mut a = Assembler::default();
+        let b = a.take(b"len=10\n0123456789len=1\nz").unwrap();
+        // A rule let 4 payload bytes through: the header and those count.
+        assert_eq!(a.settle(&b, 7 + 4, Ending::Cut), 11);
+        assert_eq!(a.buffered(), 0);
+        // The writer goes on from there: the rest of the payload, then the
+        // second record, now read afresh.
+        let b = a.take(b"456789len=1\nz").unwrap();
+        assert!(b.segments[0].begun);
+        assert_eq!(&b.input[b.segments[0].payload.clone()], b"456789");
+        assert_eq!(&b.input[b.segments[1].payload.clone()], b"z");
         assert_eq!(a.settle(&b, b.whole, Ending::Sent), 13);
         assert_eq!(a.push(b"len=2\nok").unwrap(), b"len=2\nok");
     }

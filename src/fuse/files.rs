@@ -266,8 +266,14 @@ impl OpenFile {
                     return Err(Errno::EBADF);
                 };
                 let s = s.ok_or(Errno::EBADF)?;
-                send_batch(s, batch, done, held, caller, w)?;
-                return Ok(asm.lock().settle(batch, batch.whole, Ending::Sent));
+                let cut = send_batch(s, batch, done, held, caller, w)?;
+                // A rule's cut is the write's count, as for a data file.
+                let (upto, how) = if cut {
+                    (*done, Ending::Cut)
+                } else {
+                    (batch.whole, Ending::Sent)
+                };
+                return Ok(asm.lock().settle(batch, upto, how));
             }
         };
         if let FileKind::Capture(h) = &self.kind {

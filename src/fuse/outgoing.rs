@@ -76,6 +76,8 @@ impl Drop for Held {
 
 /// Sends the segments of `batch` from `*done` on. `*done` stays at a
 /// segment's `at` until part of it is queued, so a retry starts it afresh.
+/// True when a fault rule cut a stream send short (`Sent::cut`): sending
+/// stopped at `*done`, which is past the bytes earlier writes gave.
 pub fn send_batch(
     s: &Arc<Socket>,
     batch: &Batch,
@@ -83,16 +85,18 @@ pub fn send_batch(
     held: &mut Held,
     caller: &Caller,
     w: Option<&Waiter>,
-) -> Result<(), Errno> {
+) -> Result<bool, Errno> {
     for (i, seg) in batch.segments.iter().enumerate() {
-        if *done < seg.payload.end || (*done == seg.at && !seg.begun) {
-            send_segment(s, batch, i, done, held, caller, w)?;
+        if (*done < seg.payload.end || (*done == seg.at && !seg.begun))
+            && send_segment(s, batch, i, done, held, caller, w)?
+        {
+            return Ok(true);
         }
     }
-    Ok(())
+    Ok(false)
 }
 
-/// Sends segment `i` of `batch`.
+/// Sends segment `i` of `batch`; true when a rule cut it short.
 fn send_segment(
     s: &Arc<Socket>,
     batch: &Batch,
@@ -101,7 +105,7 @@ fn send_segment(
     held: &mut Held,
     caller: &Caller,
     w: Option<&Waiter>,
-) -> Result<(), Errno> {
+) -> Result<bool, Errno> {
     let seg: &Segment = &batch.segments[i];
     let h = &seg.header;
     let fresh = !seg.begun && *done <= seg.at;
@@ -143,10 +147,18 @@ fn send_segment(
             .creds(creds)
             .rights(&mut held.out.rights)
             .files(&mut held.out.files);
-        from += eng.sendmsg(s, msg, caller, w)?;
+        let sent = eng.send(s, msg, caller, w)?;
+        from += sent.len;
         *done = from;
         if !stream {
             break;
+        }
+        // The write reports what a rule let through, as a data file's
+        // does, once that holds bytes of this write: those earlier writes
+        // gave were reported already and still go.
+        if sent.cut && from > batch.prior {
+            held.release();
+            return Ok(true);
         }
     }
     if oob {
@@ -162,5 +174,5 @@ fn send_segment(
     // as Linux does.
     *done = end;
     held.release();
-    Ok(())
+    Ok(false)
 }
