@@ -29,6 +29,8 @@ pub(crate) struct SendFault<'a> {
     /// The caller, asked for its process id only by a rule that needs it.
     caller: Option<&'a Caller>,
     uid: u32,
+    /// Bytes of this send queued so far, by its earlier pieces.
+    queued: usize,
     /// (sender, receiver's number, reset): the connection ends after
     /// this send.
     end: Option<(Arc<Socket>, u64, bool)>,
@@ -100,6 +102,7 @@ impl Engine {
             eng: Some(self),
             caller: Some(caller),
             uid: caller.fsuid,
+            queued: 0,
             end: None,
             cut,
         }
@@ -158,10 +161,12 @@ impl Engine {
             ty: sock.ty,
             len,
             refs,
+            offset: tf.queued,
             now: Instant::now(),
         };
         let d = self.faults.check(&msg);
         if d.is_none() {
+            tf.queued += len;
             return Ok(plan);
         }
         self.tap_faults(sock, from, &d, &msg);
@@ -194,6 +199,9 @@ impl Engine {
         }
         if d.close_after && tf.end.is_none() {
             tf.end = Some((sock.clone(), receiver, false));
+        }
+        if !plan.swallow {
+            tf.queued += plan.len;
         }
         plan.timed = Some((d, msg.now));
         Ok(plan)
@@ -259,6 +267,7 @@ impl Engine {
             ty: s.ty,
             len: 0,
             refs: 0,
+            offset: 0,
             now: Instant::now(),
         };
         let d = self.faults.check(&msg);
@@ -297,6 +306,7 @@ impl Engine {
             ty: s.ty,
             len: 0,
             refs: 0,
+            offset: 0,
             now: Instant::now(),
         })
     }
@@ -352,6 +362,33 @@ mod tests {
         assert_eq!(e.sendmsg(&a, SendMsg::new(b"x"), &c, None), Ok(1));
         let got = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
         assert_eq!(got.data, b"helx");
+    }
+
+    #[test]
+    fn short_write_cuts_a_send_at_its_bytes_in_whichever_piece_they_end() {
+        let e = engine();
+        let c = root();
+        let (a, b) = e.socketpair(crate::engine::SockType::Stream, &c);
+        // 100000 bytes end in the third piece of at most 36544 (stream.rs).
+        e.faults.add(
+            Rule::parse(&format!("socket {} up short_write bytes=100000", b.id)).unwrap(),
+            0,
+        );
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(e.sendmsg(&a, SendMsg::new(&data), &c, None), Ok(100_000));
+        let mut got = Vec::new();
+        while let Ok(r) = e.recvmsg(&b, RecvFlags::new(1 << 20), None) {
+            if r.data.is_empty() {
+                break;
+            }
+            got.extend_from_slice(&r.data);
+        }
+        assert_eq!(got, data[..100_000]);
+        // A send of the rest's first part is cut again from its own start.
+        assert_eq!(
+            e.sendmsg(&a, SendMsg::new(&data[..40_000]), &c, None),
+            Ok(40_000)
+        );
     }
 
     #[test]

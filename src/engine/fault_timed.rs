@@ -76,6 +76,7 @@ impl Engine {
             ty: s.ty,
             len: 0,
             refs: 0,
+            offset: 0,
             now,
         });
         d.close_delay.map(|delay| now + delay)

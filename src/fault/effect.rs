@@ -179,10 +179,13 @@ impl Fault {
                 });
             }
             Fault::ShortWrite { bytes } => {
-                if msg.len as u64 <= bytes {
+                // The send's first `bytes`, whichever of its pieces they end in.
+                let room = bytes.saturating_sub(msg.offset as u64);
+                if msg.len as u64 <= room || room == 0 {
+                    // room 0: the rule came while the send was under way.
                     return None;
                 }
-                d.short = Some(bytes as usize);
+                d.short = Some(room as usize);
             }
             Fault::Ctrunc => {
                 if msg.refs == 0 {

@@ -82,6 +82,9 @@ pub struct Message<'a> {
     pub len: usize,
     /// Sockets and files passed with it (SCM_RIGHTS).
     pub refs: usize,
+    /// Bytes of the same send queued before this piece (a stream send is
+    /// queued in pieces of at most half the send buffer).
+    pub offset: usize,
     /// When the call is made; bandwidth paces against it.
     pub now: Instant,
 }

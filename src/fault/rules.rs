@@ -344,6 +344,7 @@ mod tests {
             ty: SockType::Stream,
             len: 10,
             refs: 0,
+            offset: 0,
             now: Instant::now(),
         }
     }

@@ -30,6 +30,7 @@ fn send(len: usize) -> Message<'static> {
         ty: SockType::Stream,
         len,
         refs: 0,
+        offset: 0,
         now: Instant::now(),
     }
 }
