@@ -11,6 +11,7 @@ pub mod fault;
 pub mod fdchannel;
 pub mod fuse;
 pub mod msgfmt;
+pub mod pidfd;
 pub mod procfs;
 pub mod run;
 pub mod sharded;

@@ -6,7 +6,7 @@
 //! one descriptor per sending process, charged to that process's user.
 
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::{Arc, Weak};
 
 use nix::errno::Errno;
@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 
 use super::fds::ChargedFd;
 use super::quota::Quota;
+use crate::pidfd::alive;
 
 /// A pidfd of one process, shared by what refers to it.
 pub type Pin = Arc<ChargedFd>;
@@ -23,22 +24,6 @@ pub struct Pins {
     by_pid: Mutex<HashMap<i32, Weak<ChargedFd>>>,
     /// Entries at the last sweep of dead ones.
     swept: Mutex<usize>,
-}
-
-/// Whether the process a pidfd refers to has not been reaped yet (so its
-/// number still names it).
-fn alive(fd: &ChargedFd) -> bool {
-    // SAFETY: signal 0 only checks; the pidfd is ours.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            fd.as_raw_fd(),
-            0,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        )
-    };
-    r == 0 || Errno::last() == Errno::EPERM
 }
 
 impl Pins {

@@ -135,7 +135,7 @@ fn serve_one(conn: OwnedFd, unlink: bool, ctx: Arc<call::Ctx>) -> Result<(), Str
     let peer = peer_pidfd(&conn).map_err(|e| format!("process {}: SO_PEERPIDFD: {e}", cred.pid))?;
     // The ancestry read from /proc is the peer's only if the peer still
     // lives after it: its pid cannot have gone to another process meanwhile.
-    if !below_us(cred.pid) || !alive(&peer) {
+    if !below_us(cred.pid) || !crate::pidfd::alive(&peer) {
         return Err(format!(
             "process {} is not one this udsfs run started: refused",
             cred.pid
@@ -169,20 +169,6 @@ fn peer_pidfd(conn: &OwnedFd) -> std::io::Result<OwnedFd> {
     }
     // SAFETY: the kernel gave us this descriptor.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Whether the process of `pidfd` has not exited.
-fn alive(pidfd: &OwnedFd) -> bool {
-    // SAFETY: signal 0 checks only; no siginfo.
-    unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pidfd.as_raw_fd(),
-            0,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        ) == 0
-    }
 }
 
 /// Raw system calls: this process still has the library (LD_PRELOAD), and
