@@ -29,8 +29,6 @@ pub(crate) struct SendFault<'a> {
     /// The caller, asked for its process id only by a rule that needs it.
     caller: Option<&'a Caller>,
     uid: u32,
-    /// Bytes of this send queued so far, by its earlier pieces.
-    queued: usize,
     /// (sender, receiver's number, reset): the connection ends after
     /// this send.
     end: Option<(Arc<Socket>, u64, bool)>,
@@ -49,6 +47,8 @@ pub(crate) struct Outbound<'a> {
     pub from: Option<&'a BoundName>,
     pub receiver: u64,
     pub len: usize,
+    /// Bytes of the same send queued before this piece.
+    pub offset: usize,
     pub refs: usize,
     pub w: Option<&'a Waiter>,
 }
@@ -102,7 +102,6 @@ impl Engine {
             eng: Some(self),
             caller: Some(caller),
             uid: caller.fsuid,
-            queued: 0,
             end: None,
             cut,
         }
@@ -137,6 +136,7 @@ impl Engine {
             from,
             receiver,
             len,
+            offset,
             refs,
             w,
         } = *out;
@@ -161,12 +161,11 @@ impl Engine {
             ty: sock.ty,
             len,
             refs,
-            offset: tf.queued,
+            offset,
             now: Instant::now(),
         };
         let d = self.faults.check(&msg);
         if d.is_none() {
-            tf.queued += len;
             return Ok(plan);
         }
         self.tap_faults(sock, from, &d, &msg);
@@ -199,9 +198,6 @@ impl Engine {
         }
         if d.close_after && tf.end.is_none() {
             tf.end = Some((sock.clone(), receiver, false));
-        }
-        if !plan.swallow {
-            tf.queued += plan.len;
         }
         plan.timed = Some((d, msg.now));
         Ok(plan)

@@ -135,6 +135,9 @@ pub(crate) struct Sending<'a> {
     pub pidfd: Option<Pin>,
     pub pass: Pass<'a>,
     pub w: Option<&'a Waiter>,
+    /// Bytes of this send queued before the piece being queued (a stream
+    /// send goes in pieces; the fault rules count across them).
+    pub sent: usize,
     /// The caller as the taps see it (only with a tap attached).
     origin: Option<Origin>,
     /// The caller as the fault rules see it (only with a rule standing).
@@ -158,6 +161,7 @@ impl<'a> Sending<'a> {
             pidfd: None,
             pass,
             w,
+            sent: 0,
             origin,
             fault: eng.send_fault(caller, cut),
         }
@@ -194,6 +198,7 @@ impl Engine {
                 from: tx.from.as_deref(),
                 receiver,
                 len: data.len(),
+                offset: tx.sent,
                 refs: tx.pass.count(),
                 w: tx.w,
             };

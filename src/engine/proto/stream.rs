@@ -81,6 +81,7 @@ impl ProtoOps for Stream {
                 Err(Errno::EPIPE)
             } else {
                 // Passed sockets travel with the first chunk.
+                tx.sent = sent;
                 eng.enqueue(
                     &mut tx,
                     peer.id,
