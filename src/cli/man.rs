@@ -39,13 +39,28 @@ pub fn man(a: &ManArgs, cmd: clap::Command) -> Result<(), String> {
                 .version(env!("CARGO_PKG_VERSION"))
         }
     };
+    let mut text = Vec::new();
     clap_mangen::Man::new(page)
-        .render(&mut std::io::stdout())
-        .map_err(|e| e.to_string())
+        .render(&mut text)
+        .map_err(|e| e.to_string())?;
+    print_all(&text)
 }
 
 /// The completions of `cmd`, the clap definition (`cli::command`).
 pub fn completions(a: &CompletionsArgs, mut cmd: clap::Command) -> Result<(), String> {
-    clap_complete::generate(a.shell, &mut cmd, "udsfs", &mut std::io::stdout());
-    Ok(())
+    let mut text = Vec::new();
+    clap_complete::generate(a.shell, &mut cmd, "udsfs", &mut text);
+    print_all(&text)
+}
+
+/// Writes `text` to standard output. A reader that went away early
+/// (`udsfs completions bash | grep -q ...`) ends the output quietly, as a
+/// command killed by SIGPIPE would; clap's writers panic on it instead.
+fn print_all(text: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+        _ => Ok(()),
+    }
 }
