@@ -16,3 +16,4 @@ pub mod procfs;
 pub mod run;
 pub mod sharded;
 pub mod supervisor;
+pub mod wildcard;

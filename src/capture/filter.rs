@@ -24,6 +24,7 @@
 use nix::errno::Errno;
 
 use crate::engine::SockType;
+use crate::wildcard::matches_bytes;
 
 /// The two payload encodings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,26 +96,28 @@ pub struct Subject<'a> {
     pub ty: Option<SockType>,
 }
 
-/// `*` (any run without `/`) and `?` (one byte other than `/`).
+/// The longest glob a `name` or `proto` line may give: matching costs up
+/// to its length times a name's on every message a capture looks at.
+pub const MAX_GLOB: usize = 512;
+/// The longest filter line (and unfinished line kept between writes).
+pub const MAX_LINE: usize = 4096;
+/// The most criteria (socket, name, pid, uid, type, proto lines) one
+/// capture keeps: each message it sees is tested against all of them.
+pub const MAX_CRITERIA: usize = 64;
+
+/// `*` (any run without `/`) and `?` (one byte other than `/`): the
+/// pattern and the name must have as many `/`-separated components, each
+/// matched on its own, without recursion (a hostile pattern of a million
+/// stars must neither overflow a worker's stack nor take exponential time).
 pub fn glob(pattern: &[u8], name: &[u8]) -> bool {
-    match pattern.split_first() {
-        None => name.is_empty(),
-        Some((b'*', rest)) => {
-            let mut i = 0;
-            loop {
-                if glob(rest, &name[i..]) {
-                    return true;
-                }
-                if i == name.len() || name[i] == b'/' {
-                    return false;
-                }
-                i += 1;
-            }
+    let mut pat = pattern.split(|&b| b == b'/');
+    let mut parts = name.split(|&b| b == b'/');
+    loop {
+        match (pat.next(), parts.next()) {
+            (None, None) => return true,
+            (Some(p), Some(n)) if matches_bytes(p, n) => {}
+            _ => return false,
         }
-        Some((b'?', rest)) => {
-            matches!(name.split_first(), Some((c, n)) if *c != b'/' && glob(rest, n))
-        }
-        Some((c, rest)) => matches!(name.split_first(), Some((d, n)) if d == c && glob(rest, n)),
     }
 }
 
@@ -125,6 +128,13 @@ fn strip_slash(s: &str) -> &str {
 impl Filter {
     /// Takes one line; EINVAL (with a log line) for one it does not know.
     pub fn line(&mut self, line: &str) -> Result<(), Errno> {
+        if line.len() > MAX_LINE {
+            log::info!(
+                "capture: filter line of {} bytes (at most {MAX_LINE})",
+                line.len()
+            );
+            return Err(Errno::EINVAL);
+        }
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             return Ok(());
@@ -136,9 +146,17 @@ impl Filter {
             Errno::EINVAL
         };
         let num = |v: &str| v.parse::<u64>().map_err(|_| bad());
+        let criterion = matches!(key, "socket" | "name" | "pid" | "uid" | "type")
+            || (key == "proto" && value.contains(char::is_whitespace));
+        if criterion && self.criteria() >= MAX_CRITERIA {
+            log::info!("capture: more than {MAX_CRITERIA} criteria: {line:?} refused");
+            return Err(Errno::ENOSPC);
+        }
         match key {
             "socket" => self.sockets.push(num(value)?),
-            "name" if !value.is_empty() => self.names.push(strip_slash(value).to_string()),
+            "name" if !value.is_empty() && value.len() <= MAX_GLOB => {
+                self.names.push(strip_slash(value).to_string())
+            }
             "pid" => self
                 .pids
                 .push(u32::try_from(num(value)?).map_err(|_| bad())?),
@@ -148,16 +166,14 @@ impl Filter {
             "type" => self.types.push(SockType::from_name(value).ok_or_else(bad)?),
             "snaplen" => self.snaplen = Some(num(value)? as usize),
             "format" => self.format = Format::from_name(value).ok_or_else(bad)?,
-            "proto" if !value.is_empty() && value.len() <= 300 => {
-                match value.split_once(char::is_whitespace) {
-                    None if value.len() <= 64 => self.proto = Some(value.to_string()),
-                    Some((p, glob)) if p.len() <= 64 => {
-                        self.protos
-                            .push((strip_slash(glob.trim()).to_string(), p.to_string()));
-                    }
-                    _ => return Err(bad()),
+            "proto" if !value.is_empty() => match value.split_once(char::is_whitespace) {
+                None if value.len() <= 64 => self.proto = Some(value.to_string()),
+                Some((p, glob)) if p.len() <= 64 && glob.trim().len() <= MAX_GLOB => {
+                    self.protos
+                        .push((strip_slash(glob.trim()).to_string(), p.to_string()));
                 }
-            }
+                _ => return Err(bad()),
+            },
             "buffer" => {
                 let n = num(value)? as usize;
                 if n == 0 || n > MAX_BUFFER {
@@ -168,6 +184,16 @@ impl Filter {
             _ => return Err(bad()),
         }
         Ok(())
+    }
+
+    /// The criteria kept so far (MAX_CRITERIA).
+    pub fn criteria(&self) -> usize {
+        self.sockets.len()
+            + self.names.len()
+            + self.pids.len()
+            + self.uids.len()
+            + self.types.len()
+            + self.protos.len()
     }
 
     /// The payload protocol of a conversation whose ends are bound at `names`.
@@ -243,6 +269,48 @@ mod tests {
         assert!(!glob(b"r?n/a", b"r/n/a"));
         assert!(!glob(b"run", b"runs"));
         assert!(glob(b"@srv*", b"@srv1"));
+    }
+
+    #[test]
+    fn hostile_globs_end_quickly_and_long_ones_are_refused() {
+        // A million stars once overflowed a worker's stack (recursion).
+        let stars = vec![b'*'; 1_000_000];
+        assert!(glob(&stars, b"run"));
+        let mut slow = b"*a".repeat(200);
+        slow.push(b'b');
+        assert!(!glob(&slow, &[b'a'; 108]));
+        let mut f = Filter::default();
+        let longest = format!("name {}", "*".repeat(MAX_GLOB));
+        assert_eq!(f.line(&longest), Ok(()));
+        let long = format!("name {}", "*".repeat(MAX_GLOB + 1));
+        assert_eq!(f.line(&long), Err(Errno::EINVAL));
+        let long = format!("proto http {}", "*".repeat(MAX_GLOB + 1));
+        assert_eq!(f.line(&long), Err(Errno::EINVAL));
+        let line = format!("# {}", "x".repeat(MAX_LINE));
+        assert_eq!(f.line(&line), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn a_capture_keeps_at_most_max_criteria() {
+        let mut f = Filter::default();
+        for i in 0..MAX_CRITERIA / 2 {
+            f.line(&format!("pid {i}")).unwrap();
+            f.line(&format!("proto http run/{i}")).unwrap();
+        }
+        assert_eq!(f.criteria(), MAX_CRITERIA);
+        for more in [
+            "socket 1",
+            "name x",
+            "pid 1",
+            "uid 1",
+            "type dgram",
+            "proto http y",
+        ] {
+            assert_eq!(f.line(more), Err(Errno::ENOSPC), "{more}");
+        }
+        // Settings that are not criteria still go in.
+        assert_eq!(f.line("snaplen 5"), Ok(()));
+        assert_eq!(f.line("proto http"), Ok(()));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use super::budget::Share;
 use super::convs::Convs;
 use super::encode::Encoder;
-use super::filter::{Filter, Subject};
+use super::filter::{Filter, MAX_LINE, Subject};
 use super::record::{Body, Conv, Meta, NoteKind, Passed, Record, Side, now_ns};
 use crate::engine::SockType;
 use crate::engine::tap::{Delivered, Endpoint, Event, Origin, Queued, Tap};
@@ -111,12 +111,22 @@ impl Reader {
             return Err(Errno::EBUSY);
         }
         let text = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
-        let mut all = std::mem::take(&mut o.partial);
+        // A refused write leaves what earlier writes left unfinished.
+        let mut all = o.partial.clone();
         all.push_str(text);
         let (whole, rest) = match all.rfind('\n') {
             Some(i) => (&all[..=i], &all[i + 1..]),
             None => ("", &all[..]),
         };
+        // Text without a newline waits for the rest of its line; it may not
+        // grow without bound.
+        if rest.len() > MAX_LINE {
+            log::info!(
+                "capture: unfinished filter line of {} bytes (at most {MAX_LINE})",
+                rest.len()
+            );
+            return Err(Errno::EINVAL);
+        }
         let mut f = (*self.tap.lock().filter).clone();
         f.lines(whole)?;
         self.share.lock().hold(f.buffer)?;

@@ -189,13 +189,7 @@ fn read_rows(mount: &Path) -> Result<Vec<Row>, String> {
 
 /// Shell wildcards `*` and `?`, as ss matches unix addresses.
 fn glob(pat: &[u8], s: &[u8]) -> bool {
-    match (pat.first(), s.first()) {
-        (None, None) => true,
-        (Some(b'*'), _) => glob(&pat[1..], s) || (!s.is_empty() && glob(pat, &s[1..])),
-        (Some(b'?'), Some(_)) => glob(&pat[1..], &s[1..]),
-        (Some(p), Some(c)) if p == c => glob(&pat[1..], &s[1..]),
-        _ => false,
-    }
+    crate::wildcard::matches_bytes(pat, s)
 }
 
 /// A pattern matches a name as bound or as its absolute path in the mount.
