@@ -7,19 +7,15 @@
 use std::fmt;
 
 use super::message::Name;
+use crate::wildcard::{Wild, matches_by};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Piece {
-    Byte(u8),
-    /// `?`
-    One,
-    /// `*`
-    Run,
-}
+/// The longest pattern, as written: a message is matched against each
+/// rule's, at up to its length times the name's.
+pub const MAX_LEN: usize = 512;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Glob {
-    pieces: Vec<Piece>,
+    pieces: Vec<Wild>,
 }
 
 impl Glob {
@@ -28,15 +24,19 @@ impl Glob {
         if b.is_empty() {
             return Err("empty pattern".into());
         }
+        // Every message is matched against every rule's pattern.
+        if b.len() > MAX_LEN {
+            return Err(format!("pattern of {} bytes (at most {MAX_LEN})", b.len()));
+        }
         let mut pieces = Vec::with_capacity(b.len());
         let mut i = 0;
         while i < b.len() {
             match b[i] {
-                b'*' => pieces.push(Piece::Run),
-                b'?' => pieces.push(Piece::One),
+                b'*' => pieces.push(Wild::Run),
+                b'?' => pieces.push(Wild::One),
                 b'\\' => match b.get(i + 1) {
                     Some(&c @ (b'\\' | b'*' | b'?')) => {
-                        pieces.push(Piece::Byte(c));
+                        pieces.push(Wild::Byte(c));
                         i += 1;
                     }
                     Some(b'x') => {
@@ -45,14 +45,14 @@ impl Glob {
                             .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
                             .ok_or_else(|| format!("bad escape in '{text}' (\\xHH)"))?;
                         let hex = std::str::from_utf8(hex).expect("hex digits are ASCII");
-                        pieces.push(Piece::Byte(
+                        pieces.push(Wild::Byte(
                             u8::from_str_radix(hex, 16).expect("two hex digits"),
                         ));
                         i += 3;
                     }
                     _ => return Err(format!("bad escape in '{text}' (\\\\, \\*, \\?, \\xHH)")),
                 },
-                c => pieces.push(Piece::Byte(c)),
+                c => pieces.push(Wild::Byte(c)),
             }
             i += 1;
         }
@@ -65,9 +65,9 @@ impl Glob {
     pub fn matches(&self, name: Name<'_>) -> bool {
         match name {
             Name::Abstract(n) => match self.pieces.split_first() {
-                Some((Piece::Byte(b'@'), rest)) => match_pieces(rest, n),
+                Some((Wild::Byte(b'@'), rest)) => match_pieces(rest, n),
                 // A pattern led by a wildcard may stand for the `@` too.
-                Some((Piece::Run | Piece::One, _)) => {
+                Some((Wild::Run | Wild::One, _)) => {
                     let mut at = Vec::with_capacity(n.len() + 1);
                     at.push(b'@');
                     at.extend_from_slice(n);
@@ -79,7 +79,7 @@ impl Glob {
                 let start = self
                     .pieces
                     .iter()
-                    .position(|&x| x != Piece::Byte(b'/'))
+                    .position(|&x| x != Wild::Byte(b'/'))
                     .unwrap_or(self.pieces.len());
                 let p = &p[p.iter().position(|&b| b != b'/').unwrap_or(p.len())..];
                 match_pieces(&self.pieces[start..], p)
@@ -88,47 +88,19 @@ impl Glob {
     }
 }
 
-/// Wildcard matching with one backtrack point: linear for patterns
-/// without `*`, O(n·m) at worst.
-fn match_pieces(pat: &[Piece], s: &[u8]) -> bool {
-    let (mut p, mut i) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while i < s.len() {
-        match pat.get(p) {
-            Some(Piece::Run) => {
-                star = Some((p, i));
-                p += 1;
-            }
-            Some(Piece::One) => {
-                p += 1;
-                i += 1;
-            }
-            Some(&Piece::Byte(b)) if b == s[i] => {
-                p += 1;
-                i += 1;
-            }
-            _ => match star {
-                Some((sp, si)) => {
-                    p = sp + 1;
-                    i = si + 1;
-                    star = Some((sp, si + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    pat[p..].iter().all(|&x| x == Piece::Run)
+fn match_pieces(pat: &[Wild], s: &[u8]) -> bool {
+    matches_by(pat, s, |&p| p)
 }
 
 impl fmt::Display for Glob {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for piece in &self.pieces {
             match *piece {
-                Piece::Run => f.write_str("*")?,
-                Piece::One => f.write_str("?")?,
-                Piece::Byte(b @ (b'\\' | b'*' | b'?')) => write!(f, "\\{}", b as char)?,
-                Piece::Byte(b @ 0x21..=0x7e) => write!(f, "{}", b as char)?,
-                Piece::Byte(b) => write!(f, "\\x{b:02x}")?,
+                Wild::Run => f.write_str("*")?,
+                Wild::One => f.write_str("?")?,
+                Wild::Byte(b @ (b'\\' | b'*' | b'?')) => write!(f, "\\{}", b as char)?,
+                Wild::Byte(b @ 0x21..=0x7e) => write!(f, "{}", b as char)?,
+                Wild::Byte(b) => write!(f, "\\x{b:02x}")?,
             }
         }
         Ok(())
@@ -184,5 +156,12 @@ mod tests {
         assert!(Glob::parse("").is_err());
         assert!(Glob::parse(r"a\q").is_err());
         assert!(Glob::parse(r"a\x4").is_err());
+    }
+
+    #[test]
+    fn a_pattern_is_at_most_max_len_bytes() {
+        assert!(Glob::parse(&"*a".repeat(MAX_LEN / 2)).is_ok());
+        let e = Glob::parse(&"*a".repeat(MAX_LEN / 2 + 1)).unwrap_err();
+        assert!(e.contains("at most 512"), "{e}");
     }
 }

@@ -203,7 +203,7 @@ impl Rules {
                 return retry == Retry::Held;
             }
             let named = matches!(rule.selector, Selector::Socket(_) | Selector::Name(_));
-            if !named || !selects(rule, msg) || !may_act(e.owner, msg) {
+            if !named || !may_act(e.owner, msg) || !selects(rule, msg) {
                 return false;
             }
             let due = match rule.after {
@@ -224,10 +224,12 @@ impl Rules {
         }
         for e in self.list.read().iter() {
             let rule = &e.rule;
+            // Whose sockets first: one user's rules (name globs up to
+            // glob::MAX_LEN) must cost other users' messages nothing.
             if rule.fault.acts_on() != msg.kind
                 || !rule.fault.fits_type(msg.ty)
-                || !selects(rule, msg)
                 || !may_act(e.owner, msg)
+                || !selects(rule, msg)
             {
                 continue;
             }
