@@ -219,6 +219,8 @@ fn run(a: &MountArgs, mountpoint: &Path, ready: &mut Option<File>) -> Result<(),
     inner.parks.held.set_max(a.max_held_bytes);
     inner.parks.parked.set_user_share(share);
     inner.parks.held.set_user_share(share);
+    inner.listings.set_max(a.max_held_bytes);
+    inner.listings.set_user_share(share);
     inner.set_capture_root_only(a.capture == "root");
     let mut config = Config::default();
     // The type shows as fuse.udsfs in the mount table: root mounts directly,

@@ -42,7 +42,8 @@ pub struct MountArgs {
     #[arg(long, default_value_t = 65536)]
     pub max_parked: u64,
     /// Bytes that waiting writes and partly written msg records may hold
-    /// (ENOBUFS beyond).
+    /// (ENOBUFS beyond); the text open listings keep (.udsfs/unix, graph,
+    /// faults, gc, status files) may hold as much again (ENOMEM beyond).
     #[arg(long, default_value_t = 256 << 20)]
     pub max_held_bytes: u64,
     /// Sockets the mount's clients may make (ENFILE beyond).

@@ -110,6 +110,9 @@ pub struct OpenFile {
     /// The claim this handle keeps on its socket directory
     /// (src/engine/access.rs), given back at close.
     pub claim: Mutex<Option<Claim>>,
+    /// What the text of a listing handle holds of its opener's share of
+    /// `Inner::listings`, given back at close.
+    pub listing: Option<Charge>,
 }
 
 /// Open files by handle number.
@@ -150,6 +153,7 @@ impl OpenFile {
             pair_half: Mutex::new(None),
             poller: OnceLock::new(),
             claim: Mutex::new(None),
+            listing: None,
         }
     }
 

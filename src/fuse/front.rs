@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use super::files::Files;
 use super::park::{Outcome, ParkTable, Parked, Retry};
 use super::pending::Pending;
+use crate::engine::quota::Quota;
 use crate::engine::{Caller, Claim, Engine, Socket, Waiter};
 
 /// Is O_NONBLOCK among an open file's `flags`?
@@ -32,6 +33,10 @@ pub struct Inner {
     pub(super) unopened_halves: Mutex<HashMap<u64, (Arc<Socket>, Claim)>>,
     /// `-o capture=root`: only root may open captures.
     pub(super) capture_root_only: std::sync::atomic::AtomicBool,
+    /// Bytes of text made at open (`.udsfs/unix`, `graph`, `faults`, `gc`,
+    /// status files) that open handles keep, by opener: without a bound one
+    /// user's thousands of opens of a large listing would hold gigabytes.
+    pub listings: Arc<Quota>,
 }
 
 impl Inner {
@@ -47,6 +52,7 @@ impl Inner {
             gid,
             unopened_halves: Mutex::new(Default::default()),
             capture_root_only: Default::default(),
+            listings: Arc::new(Quota::new("bytes of listings held by open handles")),
         })
     }
 

@@ -13,6 +13,7 @@ use super::inode::{Ctrl, Node, SockFile};
 use super::park::deferring_wakeups;
 use super::pending::{OpenOp, Pending};
 use super::reply::{OpenReply, Opened, Sink};
+use crate::engine::quota::Charge;
 use crate::engine::{Addr, Caller, Claim, SockDir, Socket, Waiter};
 
 pub(super) fn socket_open_flags() -> FopenFlags {
@@ -112,9 +113,25 @@ impl Inner {
         self.handle(s, kind, claim)
     }
 
-    fn snapshot(&self, text: String) -> u64 {
-        self.files
-            .insert(OpenFile::new(None, FileKind::Snapshot(text.into_bytes())))
+    /// A handle on text made at open, charged to the opener until it is
+    /// closed; ENOMEM past the opener's share of `listings`.
+    fn listing(
+        &self,
+        kind: impl FnOnce(Vec<u8>) -> FileKind,
+        text: Vec<u8>,
+        c: &Caller,
+    ) -> Result<u64, Errno> {
+        let mut charge = Charge::new(self.listings.clone());
+        if charge.set(c.fsuid, text.len() as u64).is_err() {
+            return Err(Errno::ENOMEM);
+        }
+        let mut f = OpenFile::new(None, kind(text));
+        f.listing = Some(charge);
+        Ok(self.files.insert(f))
+    }
+
+    fn snapshot(&self, text: String, c: &Caller) -> Result<u64, Errno> {
+        self.listing(FileKind::Snapshot, text.into_bytes(), c)
     }
 
     /// Whether `c` sees socket directory `d`: while its owner holds it
@@ -216,29 +233,25 @@ impl Inner {
                 }
                 (fh, ctl_open_flags())
             }),
-            Node::Ctrl(Ctrl::Unix) => Ok((i.snapshot(i.eng.proc_net_unix()), direct)),
+            Node::Ctrl(Ctrl::Unix) => i.snapshot(i.eng.proc_net_unix(), &c).map(|fh| (fh, direct)),
             Node::Ctrl(Ctrl::Capture) => {
                 i.open_capture(None, &c).map(|fh| (fh, socket_open_flags()))
             }
             Node::Sock(generation, SockFile::Capture) => i
                 .open_capture(Some(generation), &c)
                 .map(|fh| (fh, socket_open_flags())),
-            Node::Ctrl(Ctrl::Graph) => Ok((i.snapshot(i.eng.graph_dot_for(c.is_root())), direct)),
-            Node::Ctrl(Ctrl::FdChannel) => {
-                Ok((i.snapshot(crate::fdchannel::published_name()), direct))
-            }
-            Node::Ctrl(Ctrl::Faults) => Ok((
-                i.files.insert(OpenFile::new(
-                    None,
-                    FileKind::Faults(super::faults::listing(&i.eng, &c)),
-                )),
-                direct,
-            )),
-            Node::Ctrl(Ctrl::Gc) => Ok((
-                i.files
-                    .insert(OpenFile::new(None, FileKind::Gc(i.gc_text().into_bytes()))),
-                direct,
-            )),
+            Node::Ctrl(Ctrl::Graph) => i
+                .snapshot(i.eng.graph_dot_for(c.is_root()), &c)
+                .map(|fh| (fh, direct)),
+            Node::Ctrl(Ctrl::FdChannel) => i
+                .snapshot(crate::fdchannel::published_name(), &c)
+                .map(|fh| (fh, direct)),
+            Node::Ctrl(Ctrl::Faults) => i
+                .listing(FileKind::Faults, super::faults::listing(&i.eng, &c), &c)
+                .map(|fh| (fh, direct)),
+            Node::Ctrl(Ctrl::Gc) => i
+                .listing(FileKind::Gc, i.gc_text().into_bytes(), &c)
+                .map(|fh| (fh, direct)),
             Node::Sock(generation, f) => {
                 let id = i
                     .eng
@@ -259,7 +272,9 @@ impl Inner {
                 };
                 match (f, s) {
                     (_, Err(e)) => Err(e),
-                    (SockFile::Status, Ok((s, _))) => Ok((i.snapshot(i.eng.status(&s)), direct)),
+                    (SockFile::Status, Ok((s, _))) => {
+                        i.snapshot(i.eng.status(&s), &c).map(|fh| (fh, direct))
+                    }
                     (SockFile::Ctl, Ok((s, claim))) => {
                         let text = format!("{id}\n");
                         Ok((i.ctl_handle(s, text, claim), ctl_open_flags()))
