@@ -218,5 +218,10 @@ fn racing_operations_neither_deadlock_nor_leak() {
     );
     assert_eq!(eng.live_sockets(), 0);
     assert_eq!(eng.sockets.used(), 0, "every socket gave back its count");
+    assert_eq!(
+        eng.queued.used(),
+        0,
+        "every queued message gave back its bytes"
+    );
     assert_eq!(eng.gc.total(), 0);
 }

@@ -222,6 +222,11 @@ impl World {
         self.apply(&Op::Collect)?;
         prop_assert_eq!(self.eng.live_sockets(), 0);
         prop_assert_eq!(self.eng.gc.total(), 0);
+        prop_assert_eq!(
+            self.eng.queued.used(),
+            0,
+            "every queued message gave back its bytes"
+        );
         Ok(())
     }
 }

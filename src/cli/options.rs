@@ -46,6 +46,10 @@ pub struct MountArgs {
     /// faults, gc, status files) may hold as much again (ENOMEM beyond).
     #[arg(long, default_value_t = 256 << 20)]
     pub max_held_bytes: u64,
+    /// Bytes all sockets' receive queues may hold at once, as each sender's
+    /// SO_SNDBUF counts them (ENOBUFS beyond; 0: no bound).
+    #[arg(long, default_value_t = 1 << 30)]
+    pub max_queued_bytes: u64,
     /// Sockets the mount's clients may make (ENFILE beyond).
     #[arg(long, default_value_t = 1 << 20)]
     pub max_sockets: u64,

@@ -401,6 +401,7 @@ mod tests {
             creds: None,
             sender: sender.clone(),
             charge: 0,
+            charged_uid: 0,
             rights: Vec::new(),
             rights_uid: 0,
             oob: false,

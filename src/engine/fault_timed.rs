@@ -121,6 +121,7 @@ fn slice_msg(mut m: Msg, sizes: &[usize]) -> Vec<Msg> {
             creds: m.creds,
             sender: Arc::clone(&m.sender),
             charge: if last { m.charge } else { 0 },
+            charged_uid: m.charged_uid,
             rights: if i == 0 {
                 std::mem::take(&mut m.rights)
             } else {

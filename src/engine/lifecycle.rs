@@ -177,6 +177,9 @@ impl Engine {
     /// Gives a dequeued message's charge back to its sender.
     pub(crate) fn uncharge(&self, m: &Msg, wake: &mut Wakeups) {
         m.sender.wmem.fetch_sub(m.charge, Ordering::AcqRel);
+        if self.cfg.max_queued_bytes != 0 {
+            self.queued.give(m.charged_uid, m.charge as u64);
+        }
         wake.sender(m.sender.clone());
     }
 }

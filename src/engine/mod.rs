@@ -104,6 +104,9 @@ pub struct Config {
     pub max_nodes: usize,
     /// Sockets clients of the mount may make (ENFILE beyond).
     pub max_sockets: u64,
+    /// Bytes (as charged: skb truesize) all queues may hold at once, by
+    /// sending user (ENOBUFS beyond); 0: not counted.
+    pub max_queued_bytes: u64,
     /// On a shared mount, the share of each bound one user (not root) may
     /// take, in thousandths; 0: no shares.
     pub user_share_permille: u64,
@@ -129,6 +132,7 @@ impl Default for Config {
             background_gc: true,
             max_nodes: 1 << 20,
             max_sockets: 1 << 20,
+            max_queued_bytes: 1 << 30,
             user_share_permille: 0,
             allow_other: false,
             root_uid: 0,
@@ -153,6 +157,11 @@ pub struct Engine {
     pub sockets: Quota,
     /// Received entries (`.udsfs/sock/H` aliases) by the receiving user.
     pub aliases: Quota,
+    /// What every receive queue holds, charged as each sender's budget is
+    /// (src/engine/skb.rs), by sending user: each socket's SO_SNDBUF bounds
+    /// one socket, this bounds them all, as a memory cgroup does the
+    /// kernel's (proto/queue.rs).
+    pub queued: Quota,
     pub gc: gc::Collector,
     /// Received sockets not yet opened, by their directory number.
     unopened: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
@@ -184,6 +193,7 @@ impl Engine {
             live: AtomicUsize::new(0),
             sockets: Quota::new("sockets"),
             aliases: Quota::new("received socket entries"),
+            queued: Quota::new("bytes queued at receivers"),
             gc: gc::Collector::new(),
             unopened: Mutex::new(Default::default()),
             depot: rights::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),
@@ -201,6 +211,8 @@ impl Engine {
         eng.aliases.set_user_share(eng.cfg.user_share_permille);
         eng.tree.nodes.set_user_share(eng.cfg.user_share_permille);
         eng.sockets.set_user_share(eng.cfg.user_share_permille);
+        eng.queued.set_max(eng.cfg.max_queued_bytes);
+        eng.queued.set_user_share(eng.cfg.user_share_permille);
         eng.set_fd_budget();
         eng.depot.quota.set_user_share(eng.cfg.user_share_permille);
         if eng.cfg.background_gc {

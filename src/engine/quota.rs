@@ -238,6 +238,46 @@ mod tests {
     }
 
     #[test]
+    fn queued_bytes_are_bounded_per_user_and_come_back_when_read_or_dropped() {
+        use crate::engine::{Config, Engine, SockType};
+        use nix::errno::Errno;
+        // A one-byte datagram is charged 768 bytes (src/engine/skb.rs):
+        // room for six, three per user.
+        let e = Engine::new(Config {
+            background_gc: false,
+            max_queued_bytes: 6 * 768,
+            user_share_permille: 500,
+            ..Config::default()
+        });
+        let (u1, u2) = (user(1000), user(1001));
+        let send = |s, c| e.sendmsg(s, SendMsg::new(b"x"), c, None);
+        let (a, b) = e.try_socketpair(SockType::Dgram, &u1).unwrap();
+        for _ in 0..3 {
+            assert_eq!(send(&a, &u1), Ok(1));
+        }
+        assert_eq!(
+            send(&a, &u1),
+            Err(Errno::ENOBUFS),
+            "user 1000's share is queued"
+        );
+        let (s1, s2) = e.try_socketpair(SockType::Stream, &u1).unwrap();
+        assert_eq!(send(&s1, &u1), Err(Errno::ENOBUFS), "streams count too");
+        let (c, d) = e.try_socketpair(SockType::Dgram, &u2).unwrap();
+        assert_eq!(send(&c, &u2), Ok(1), "user 1001 has a share of its own");
+        assert_eq!(
+            (e.queued.user_used(1000), e.queued.used()),
+            (3 * 768, 4 * 768)
+        );
+        e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
+        assert_eq!(send(&s1, &u1), Ok(1), "a read gives room back");
+        // Dropping sockets with messages queued gives theirs back.
+        for s in [&a, &b, &s1, &s2, &c, &d] {
+            e.put(s);
+        }
+        assert_eq!(e.queued.used(), 0);
+    }
+
+    #[test]
     fn sockets_have_user_shares_and_received_aliases_do_not_count() {
         use crate::engine::{Config, Engine, SockType};
         use nix::errno::Errno;

@@ -38,9 +38,11 @@ pub struct Msg {
     pub off: usize,
     pub from: Option<Arc<BoundName>>,
     pub creds: Option<Ucred>,
-    /// The socket charged for this message, and how much.
+    /// The socket charged for this message, and how much; the same charge
+    /// counts for `charged_uid` in `Engine::queued`.
     pub sender: Arc<Socket>,
     pub charge: usize,
+    pub charged_uid: u32,
     /// Sockets passed with it (SCM_RIGHTS), in flight while queued.
     pub rights: Vec<Arc<Socket>>,
     /// The user charged for those in-flight copies.

@@ -138,6 +138,8 @@ pub(crate) struct Sending<'a> {
     /// Bytes of this send queued before the piece being queued (a stream
     /// send goes in pieces; the fault rules count across them).
     pub sent: usize,
+    /// The user its queued bytes count for (`Engine::queued`).
+    uid: u32,
     /// The caller as the taps see it (only with a tap attached).
     origin: Option<Origin>,
     /// The caller as the fault rules see it (only with a rule standing).
@@ -162,6 +164,7 @@ impl<'a> Sending<'a> {
             pass,
             w,
             sent: 0,
+            uid: caller.fsuid,
             origin,
             fault: eng.send_fault(caller, cut),
         }
@@ -192,6 +195,7 @@ impl Engine {
         let mut data = data;
         let mut ctrunc = false;
         let mut timed = None;
+        let mut drop_passed = false;
         if self.faults.any() {
             let out = Outbound {
                 sock: s,
@@ -208,15 +212,23 @@ impl Engine {
             }
             data = &data[..plan.len];
             timed = plan.timed;
-            if plan.ctrunc {
-                tx.pass.drop_all(wake);
-                ctrunc = true;
-            }
+            drop_passed = plan.ctrunc;
         }
         let charge = match s.ty {
             SockType::Stream => stream_truesize(data.len()),
             _ => message_truesize(data.len()),
         };
+        // All queues together, as memory the daemon holds: past the bound
+        // (or the user's share of it) a send fails as one whose skb could
+        // not be allocated does, with ENOBUFS (a stream send that queued
+        // part reports that part).
+        if self.cfg.max_queued_bytes != 0 && self.queued.take(tx.uid, charge as u64).is_err() {
+            return Err(Errno::ENOBUFS);
+        }
+        if drop_passed {
+            tx.pass.drop_all(wake);
+            ctrunc = true;
+        }
         s.wmem.fetch_add(charge, Ordering::AcqRel);
         let (rights, files) = tx.pass.queue_at(self, receiver, rt);
         let mut msg_id = 0;
@@ -254,6 +266,7 @@ impl Engine {
             creds: tx.creds,
             sender: s.clone(),
             charge,
+            charged_uid: tx.uid,
             rights,
             rights_uid: tx.pass.uid,
             oob,
