@@ -16,7 +16,12 @@
 #     status file keeps its text, charged to the opener; on --max-held-bytes 1048576,
 #     B's opens fail with ENOMEM once B holds its share (524288 bytes), A and root
 #     still open theirs, and B's room comes back once it closes its handles.
-UDSFS_MOUNT_ARGS=(--allow-other --max-held-bytes 1048576)
+#  4. queued bytes (src/engine/proto/queue.rs): each socket's SO_SNDBUF bounds what it
+#     queues, and B may make sockets by the thousand; on --max-queued-bytes 4194304,
+#     B's socketpairs filled one after another meet ENOBUFS once B's queues hold its
+#     share (2 MiB), A still fills a pair of its own (to EAGAIN, its SO_SNDBUF), and
+#     once B reads one pair back, byte for byte, B may write again.
+UDSFS_MOUNT_ARGS=(--allow-other --max-held-bytes 1048576 --max-queued-bytes 4194304)
 source "$(dirname "$0")/lib.sh"
 
 command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
@@ -166,3 +171,62 @@ wait "$HOLDER" || fail "B's listing holder failed: $(cat "$OUT/b")"
 expect_eq "B: opens until refused; what it held; after closing" "$(cat "$OUT/b")" "ENOMEM fits again True"
 alive "listings"
 ok "listings: charged to their opener"
+
+# 4. Queued bytes.
+with_helpers "$TMP/fill.py" <<'PY'
+# fill.py MOST: fills stream socketpairs with non-blocking 65536-byte writes (each to
+# EAGAIN, its sender's budget) until a write fails otherwise or MOST pairs are full;
+# prints that errno, the pairs and the bytes written. With a second argument it then
+# waits for that file, reads the first pair back and writes to the last one again.
+def fill_pair():
+    fd, a, b = pair("stream")
+    w = os.open(f"{U}/sock/{a}/data", os.O_WRONLY | os.O_NONBLOCK)
+    r = os.open(f"{U}/sock/{b}/data", os.O_RDONLY | os.O_NONBLOCK)
+    sent, why = 0, None
+    while True:
+        try:
+            sent += os.write(w, bytes([len(pairs) % 251]) * 65536)
+        except BlockingIOError:
+            break
+        except OSError as e:
+            why = errno.errorcode[e.errno]
+            break
+    pairs.append((fd, w, r, sent))
+    return why
+pairs = []
+why = None
+while why is None and len(pairs) < int(sys.argv[1]):
+    why = fill_pair()
+total = sum(p[3] for p in pairs)
+print(why or "none", len(pairs), total, flush=True)
+if len(sys.argv) > 2:
+    open(sys.argv[2] + ".held", "w").close()
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.02)
+    fd, w, r, sent = pairs[0]
+    got = b""
+    while True:
+        try:
+            got += os.read(r, 65536)
+        except BlockingIOError:
+            break
+    back = "intact" if got == bytes([0]) * sent else f"{len(got)} of {sent}"
+    print(back, err(os.write, pairs[-1][1], b"more"))
+PY
+chmod 644 "$TMP/fill.py"
+as_user $B /usr/bin/python3 "$TMP/fill.py" 100 "$OUT/read" >"$OUT/fill_b" &
+FILLER=$!
+for _ in $(seq 1 300); do [ -e "$OUT/read.held" ] && break; sleep 0.05; done
+[ -e "$OUT/read.held" ] || fail "B's filler did not fill: $(cat "$OUT/fill_b")"
+read -r why pairs total <"$OUT/fill_b"
+say "B filled $pairs pairs with $total bytes before $why"
+expect_eq "B's fills end with" "$why" "ENOBUFS"
+[ "$total" -le 2097152 ] && [ "$total" -ge 1048576 ] || fail "B's queues held $total bytes (its share: 2097152 as charged)"
+ok "B's queues: $total bytes of data within its share"
+expect_eq "A fills one pair while B holds its share (errno, pairs)" \
+    "$(as_user $A /usr/bin/python3 "$TMP/fill.py" 1 | cut -d' ' -f1-2)" "none 1"
+touch "$OUT/read"
+wait "$FILLER" || fail "B's filler failed: $(cat "$OUT/fill_b")"
+expect_eq "B reads its first pair back, then writes again" "$(tail -1 "$OUT/fill_b")" "intact OK"
+alive "queued bytes"
+ok "queued bytes: bounded per user"
