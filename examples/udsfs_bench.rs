@@ -124,11 +124,15 @@ enum Cmd {
     /// request makes one), in blocks of N messages; the rule stands, or the
     /// capture is attached, in every other pair of blocks (off on on off ...).
     MessageCost {
-        #[arg(long, required_unless_present = "stalled_capture")]
+        #[arg(long, required_unless_present_any = ["stalled_capture", "queued_bound"])]
         rule: Option<String>,
         /// A capture whose buffer is full (it drops) instead of a rule.
-        #[arg(long, conflicts_with = "rule")]
+        #[arg(long, conflicts_with_all = ["rule", "queued_bound"])]
         stalled_capture: bool,
+        /// The bound on all queues' bytes (--max-queued-bytes, default) vs
+        /// none (0), instead of a rule.
+        #[arg(long, conflicts_with = "rule")]
+        queued_bound: bool,
         #[arg(long, default_value_t = 20000)]
         messages: usize,
         #[arg(long, default_value_t = 40)]
@@ -191,9 +195,16 @@ fn main() {
         Cmd::MessageCost {
             rule,
             stalled_capture,
+            queued_bound,
             messages,
             blocks,
-        } => message_cost(rule.as_deref(), stalled_capture, messages, blocks),
+        } => message_cost(
+            rule.as_deref(),
+            stalled_capture,
+            queued_bound,
+            messages,
+            blocks,
+        ),
     }
 }
 
@@ -323,58 +334,88 @@ fn hackbench_engine(groups: usize, loops: usize) -> f64 {
 enum Observer {
     Rule(udsfs::fault::Rule),
     Capture(Arc<dyn Tap>, Arc<udsfs::capture::Reader>),
+    /// On: an engine that bounds its queues' bytes (the default); off: one
+    /// that does not count them.
+    QueuedBound(Arc<Engine>),
 }
 
-fn message_cost(rule: Option<&str>, stalled_capture: bool, messages: usize, blocks: usize) {
-    let observer = match rule {
-        Some(r) => {
-            Observer::Rule(udsfs::fault::Rule::parse(r).unwrap_or_else(|e| panic!("--rule: {e}")))
-        }
+fn message_cost(
+    rule: Option<&str>,
+    stalled_capture: bool,
+    queued_bound: bool,
+    messages: usize,
+    blocks: usize,
+) {
+    let unbounded = Config {
+        max_queued_bytes: 0,
+        ..Config::default()
+    };
+    let (observer, eng) = match rule {
+        Some(r) => (
+            Observer::Rule(udsfs::fault::Rule::parse(r).unwrap_or_else(|e| panic!("--rule: {e}"))),
+            Engine::new(Config::default()),
+        ),
+        None if queued_bound => (
+            Observer::QueuedBound(Engine::new(Config::default())),
+            Engine::new(unbounded),
+        ),
         None => {
             assert!(stalled_capture);
             let all = udsfs::capture::Access { uid: 0, all: true };
             let reader =
                 udsfs::capture::Reader::new(all, None, Default::default()).expect("capture");
             let tap: Arc<dyn Tap> = reader.clone();
-            Observer::Capture(tap, reader)
+            (
+                Observer::Capture(tap, reader),
+                Engine::new(Config::default()),
+            )
         }
     };
-    let eng = Engine::new(Config::default());
     let me = Caller::current();
     let (tid, uid, gid) = (me.tid, me.fsuid, me.fsgid);
-    let (a, b) = eng.socketpair(SockType::Stream, &me);
+    let pair = |e: &Arc<Engine>| {
+        let (a, b) = e.socketpair(SockType::Stream, &me);
+        (e.clone(), a, b)
+    };
+    let off_pair = pair(&eng);
+    // The same pair but for the bound, which needs an engine of its own.
+    let own_pair = match &observer {
+        Observer::QueuedBound(bounded) => Some(pair(bounded)),
+        _ => None,
+    };
+    let on_pair = own_pair.as_ref().unwrap_or(&off_pair);
     let msg = [0u8; DATASIZE];
-    let block = || {
+    let block = |(e, a, b): &(Arc<Engine>, Arc<Socket>, Arc<Socket>)| {
         let t = Instant::now();
         for _ in 0..messages {
             let c = Caller::new(tid, uid, gid);
-            assert_eq!(eng.sendmsg(&a, SendMsg::new(&msg), &c, None), Ok(DATASIZE));
-            let got = eng
-                .recvmsg(&b, RecvFlags::new(DATASIZE), None)
-                .expect("recv");
+            assert_eq!(e.sendmsg(a, SendMsg::new(&msg), &c, None), Ok(DATASIZE));
+            let got = e.recvmsg(b, RecvFlags::new(DATASIZE), None).expect("recv");
             assert_eq!(got.data.len(), DATASIZE);
         }
         t.elapsed().as_nanos() as f64 / messages as f64
     };
-    block(); // warm up: the status cache, the allocator
+    // Warm up: the status cache, the allocator.
+    block(&off_pair);
+    block(on_pair);
     if let Observer::Capture(tap, reader) = &observer {
         // Fill the capture's buffer: from then on it drops.
         eng.taps.attach(tap.clone());
         while reader.counts().1 == 0 {
-            block();
+            block(&off_pair);
         }
         eng.taps.detach(tap);
     }
     let (mut off, mut on) = (Vec::new(), Vec::new());
     for i in 0..blocks {
         if !(i % 4 == 1 || i % 4 == 2) {
-            off.push(block());
+            off.push(block(&off_pair));
             continue;
         }
         match &observer {
             Observer::Rule(rule) => {
                 let id = eng.faults.add(rule.clone(), 0);
-                on.push(block());
+                on.push(block(on_pair));
                 // A rule that acted would measure its fault, not the check.
                 let acted = eng.faults.list(0).iter().any(|l| l.injected > 0);
                 assert!(!acted, "--rule must match none of the messages");
@@ -383,7 +424,7 @@ fn message_cost(rule: Option<&str>, stalled_capture: bool, messages: usize, bloc
             Observer::Capture(tap, reader) => {
                 eng.taps.attach(tap.clone());
                 let kept = reader.counts().0;
-                on.push(block());
+                on.push(block(on_pair));
                 eng.taps.detach(tap);
                 assert_eq!(
                     reader.counts().0,
@@ -391,10 +432,20 @@ fn message_cost(rule: Option<&str>, stalled_capture: bool, messages: usize, bloc
                     "the capture kept a record: it was not full"
                 );
             }
+            Observer::QueuedBound(bounded) => {
+                on.push(block(on_pair));
+                assert_eq!(
+                    bounded.queued.used(),
+                    0,
+                    "the bound counted every byte back"
+                );
+            }
         }
     }
-    eng.put(&a);
-    eng.put(&b);
+    for (e, a, b) in std::iter::once(&off_pair).chain(own_pair.as_ref()) {
+        e.put(a);
+        e.put(b);
+    }
     let (off, on) = (median(&mut off), median(&mut on));
     result("ns_without", format!("{off:.1}"));
     result("ns_with", format!("{on:.1}"));
