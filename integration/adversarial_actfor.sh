@@ -28,7 +28,6 @@ UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 export LC_ALL=C
 
-command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
 [ -u /usr/bin/passwd ] || fail "a setuid-root program is needed: /usr/bin/passwd is not setuid"
 # the system's interpreter: one under /root (pyenv) is not executable by other users
 PY3=/usr/bin/python3
@@ -36,11 +35,6 @@ PY3=/usr/bin/python3
 chmod o+x "$TMP"
 A=65534
 B=40001
-as_user() {
-    local u=$1
-    shift
-    setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
-}
 
 # root's receiver, as in integration/isolation.sh
 new_sock R dgram
@@ -191,11 +185,11 @@ attack() {
 run_as() {
     local u=$1
     shift
-    as_user "$u" env MNT="$MNT" U="$U" "$PY3" "$TMP/att.py" "$@" 2>&1
+    as_uid "$u" env MNT="$MNT" U="$U" "$PY3" "$TMP/att.py" "$@" 2>&1
 }
 
 say "-- 0: the sticky root"
-attack "$(as_user $A "$PY3" -c '
+attack "$(as_uid $A "$PY3" -c '
 import errno, os, sys
 try:
     os.setxattr(sys.argv[1], "user.udsfs.act_for", b"0")
@@ -276,7 +270,7 @@ wait "$AP" 2>/dev/null || true
 say "-- 8: a mount without --allow-other"
 udsfs_unmount
 udsfs_mount
-attack "$(as_user $A "$PY3" -c '
+attack "$(as_uid $A "$PY3" -c '
 import errno, os, sys
 try:
     os.setxattr(sys.argv[1], "user.udsfs.act_for", b"1")

@@ -13,15 +13,9 @@
 UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 
-command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
 [ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
 A=61001
 B=61002
-as_user() {
-    local u=$1
-    shift
-    setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
-}
 
 # captures.py: opens captures with the buffers given (0: the default), keeps them
 # open, prints for each what the open and the buffer line gave; "close N" closes the
@@ -78,17 +72,17 @@ mkdir -m 1777 "$OUT"
 MAX=268435456
 
 expect_eq "B: one capture of 256 MiB, then another" \
-    "$(as_user $B /usr/bin/python3 "$TMP/captures.py" $MAX $MAX)" "ok open ENOBUFS"
+    "$(as_uid $B /usr/bin/python3 "$TMP/captures.py" $MAX $MAX)" "ok open ENOBUFS"
 expect_eq "B: two default captures, the second asking for 256 MiB" \
-    "$(as_user $B /usr/bin/python3 "$TMP/captures.py" 0 $MAX)" "ok buffer ENOBUFS"
+    "$(as_uid $B /usr/bin/python3 "$TMP/captures.py" 0 $MAX)" "ok buffer ENOBUFS"
 expect_eq "B: 256 MiB less 4 MiB, then two default captures" \
-    "$(as_user $B /usr/bin/python3 "$TMP/captures.py" $((MAX - 4194304)) 0 0)" "ok ok open ENOBUFS"
-got=$(as_user $B /usr/bin/python3 "$TMP/captures.py" $(printf '0 %.0s' $(seq 1 65)))
+    "$(as_uid $B /usr/bin/python3 "$TMP/captures.py" $((MAX - 4194304)) 0 0)" "ok ok open ENOBUFS"
+got=$(as_uid $B /usr/bin/python3 "$TMP/captures.py" $(printf '0 %.0s' $(seq 1 65)))
 expect_eq "B: 65 default captures (how many opened, then what the 65th got)" "$(grep -o ok <<<"$got" | wc -l) ${got##* ok }" "64 open ENOBUFS"
 expect_eq "B: room again after a close" \
-    "$(as_user $B /usr/bin/python3 "$TMP/captures.py" $MAX "close 0" $MAX)" "ok closed ok"
+    "$(as_uid $B /usr/bin/python3 "$TMP/captures.py" $MAX "close 0" $MAX)" "ok closed ok"
 # B keeps a full share open while A and root open theirs.
-as_user $B /usr/bin/python3 -c '
+as_uid $B /usr/bin/python3 -c '
 import errno, os, sys, time
 fd = os.open(os.environ["U"] + "/capture", os.O_RDWR)
 for _ in range(150):  # the releases of the last run may still be on their way
@@ -104,8 +98,8 @@ time.sleep(60)' $MAX "$OUT/b_holds" &
 HOLDER=$!
 for _ in $(seq 1 200); do [ -e "$OUT/b_holds" ] && break; sleep 0.05; done
 [ -e "$OUT/b_holds" ] || fail "B's holder did not start"
-expect_eq "B, while holding 256 MiB: a default capture" "$(as_user $B /usr/bin/python3 "$TMP/captures.py" 0)" "open ENOBUFS"
-expect_eq "A, while B holds its share: 256 MiB" "$(as_user $A /usr/bin/python3 "$TMP/captures.py" $MAX)" "ok"
+expect_eq "B, while holding 256 MiB: a default capture" "$(as_uid $B /usr/bin/python3 "$TMP/captures.py" 0)" "open ENOBUFS"
+expect_eq "A, while B holds its share: 256 MiB" "$(as_uid $A /usr/bin/python3 "$TMP/captures.py" $MAX)" "ok"
 expect_eq "root: three of 256 MiB" "$(/usr/bin/python3 "$TMP/captures.py" $MAX $MAX $MAX)" "ok ok ok"
 kill "$HOLDER"
 wait "$HOLDER" 2>/dev/null || true
@@ -129,16 +123,16 @@ for i in range(n):
 print(added, res)
 PY
 chmod 644 "$TMP/rules.py"
-expect_eq "B adding 1100 rules" "$(as_user $B /usr/bin/python3 "$TMP/rules.py" 1100)" "1024 ENOSPC"
-expect_eq "B adding one more" "$(as_user $B /usr/bin/python3 "$TMP/rules.py" 1)" "0 ENOSPC"
-expect_eq "A adding 10 rules meanwhile" "$(as_user $A /usr/bin/python3 "$TMP/rules.py" 10)" "10 all added"
+expect_eq "B adding 1100 rules" "$(as_uid $B /usr/bin/python3 "$TMP/rules.py" 1100)" "1024 ENOSPC"
+expect_eq "B adding one more" "$(as_uid $B /usr/bin/python3 "$TMP/rules.py" 1)" "0 ENOSPC"
+expect_eq "A adding 10 rules meanwhile" "$(as_uid $A /usr/bin/python3 "$TMP/rules.py" 10)" "10 all added"
 expect_eq "root adding 10 rules meanwhile" "$(/usr/bin/python3 "$TMP/rules.py" 10)" "10 all added"
-got=$(as_user $B /usr/bin/python3 -c "$PY_PRELUDE
+got=$(as_uid $B /usr/bin/python3 -c "$PY_PRELUDE
 sfd, S = clone('stream')
 print(err(ctl, sfd, 'fault short_write bytes=3'))")
 expect_eq "B's ctl fault line on its own socket" "$got" "ENOSPC"
 expect_eq "the rules root lists (B's, A's, root's)" "$(grep -c "latency" "$U/faults")" "$((1024 + 10 + 10))"
 # Clearing its own makes room again.
-as_user $B /usr/bin/python3 -c 'import os; fd = os.open(os.environ["U"] + "/faults", os.O_WRONLY); os.write(fd, b"clear\n")'
-expect_eq "B adding 5 after its clear" "$(as_user $B /usr/bin/python3 "$TMP/rules.py" 5)" "5 all added"
+as_uid $B /usr/bin/python3 -c 'import os; fd = os.open(os.environ["U"] + "/faults", os.O_WRONLY); os.write(fd, b"clear\n")'
+expect_eq "B adding 5 after its clear" "$(as_uid $B /usr/bin/python3 "$TMP/rules.py" 5)" "5 all added"
 ok "fault rules: a limit per user"

@@ -24,15 +24,9 @@
 UDSFS_MOUNT_ARGS=(--allow-other --max-held-bytes 1048576 --max-queued-bytes 4194304)
 source "$(dirname "$0")/lib.sh"
 
-command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
 [ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
 A=61011
 B=61012
-as_user() {
-    local u=$1
-    shift
-    setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
-}
 chmod o+x "$TMP" # mktemp -d made it 0700; other users must reach $MNT inside it
 LONG=$(printf 'a%.0s' $(seq 1 96))
 
@@ -73,24 +67,24 @@ chmod 644 "$TMP"/*.py
 alive() { kill -0 "$DAEMON_PID" 2>/dev/null || fail "the daemon died ($1)"; }
 
 # 1. Capture filters.
-got=$(as_user $B timeout 60 /usr/bin/python3 "$TMP/capture_then.py" million-stars) ||
+got=$(as_uid $B timeout 60 /usr/bin/python3 "$TMP/capture_then.py" million-stars) ||
     fail "B's capture with a million-star glob: $got"
 expect_eq "B: a name line of a million stars, then B's round trips" "$got" "EINVAL done"
 alive "a million-star glob"
-got=$(as_user $B timeout 60 /usr/bin/python3 "$TMP/capture_then.py" "name *a*a*a*a*a*a*a*a*a*a*b") ||
+got=$(as_uid $B timeout 60 /usr/bin/python3 "$TMP/capture_then.py" "name *a*a*a*a*a*a*a*a*a*a*b") ||
     fail "B's round trips under a capture with a costly glob did not end: $got"
 expect_eq "B: a capture with *a*a*a*a*a*a*a*a*a*a*b, then B's round trips" "$got" "OK done"
 alive "a costly glob"
-got=$(as_user $A timeout 60 /usr/bin/python3 "$TMP/roundtrip.py" d 20) || fail "A's round trips: $got"
+got=$(as_uid $A timeout 60 /usr/bin/python3 "$TMP/roundtrip.py" d 20) || fail "A's round trips: $got"
 ok "A's round trips after B's costly capture: ${got}s"
-got=$(as_user $B /usr/bin/python3 -c "$PY_PRELUDE
+got=$(as_uid $B /usr/bin/python3 -c "$PY_PRELUDE
 fd = os.open(U + '/capture', os.O_RDWR)
 n = 0
 while n < 50 and err(os.write, fd, b'name ' + b'a' * 100 if n == 0 else b'a' * 100) == 'OK':
     n += 1
 print(n, err(os.write, fd, b'a' * 100))")
 expect_eq "B: 100-byte writes of one unfinished line (accepted, then the next)" "$got" "40 EINVAL"
-got=$(as_user $B /usr/bin/python3 -c "$PY_PRELUDE
+got=$(as_uid $B /usr/bin/python3 -c "$PY_PRELUDE
 fd = os.open(U + '/capture', os.O_RDWR)
 n = 0
 while n < 100 and err(os.write, fd, b'pid %d\n' % n) == 'OK':
@@ -101,25 +95,25 @@ ok "capture filters: bounded globs, lines and criteria"
 
 # 2. Fault rules.
 long_glob=$(printf '*a%.0s' $(seq 1 257))
-got=$(as_user $B /usr/bin/python3 -c "$PY_PRELUDE
+got=$(as_uid $B /usr/bin/python3 -c "$PY_PRELUDE
 print(faults_write('name $long_glob latency latency=1\n'))")
 expect_eq "B: a rule with a 514-byte name glob" "$got" "EINVAL"
 grep -q "name: pattern of 514 bytes (at most 512)" "$LOG" || fail "no log line naming the field of the long glob"
 ok "the log names the field: $(grep -m1 -o "name: pattern of 514 bytes (at most 512)" "$LOG")"
-before=$(as_user $A /usr/bin/python3 "$TMP/roundtrip.py" e 1000) || fail "A's round trips: $before"
+before=$(as_uid $A /usr/bin/python3 "$TMP/roundtrip.py" e 1000) || fail "A's round trips: $before"
 costly="*$(printf 'a%.0s' $(seq 1 48))b"
-as_user $B /usr/bin/python3 -c "$PY_PRELUDE
+as_uid $B /usr/bin/python3 -c "$PY_PRELUDE
 fd = os.open(U + '/faults', os.O_WRONLY)
 for i in range(1024):
     os.write(fd, b'name $costly latency latency=1\n')
 n = len([l for l in open(U + '/faults') if 'latency' in l])
 assert n == 1024, n" || fail "B could not add its 1024 rules"
-after=$(as_user $A timeout 60 /usr/bin/python3 "$TMP/roundtrip.py" f 1000) || fail "A's round trips under B's rules: $after"
+after=$(as_uid $A timeout 60 /usr/bin/python3 "$TMP/roundtrip.py" f 1000) || fail "A's round trips under B's rules: $after"
 say "A's 1000 round trips: ${before}s without B's rules, ${after}s with them"
 python3 -c "import sys; b, a = map(float, sys.argv[1:]); sys.exit(0 if a <= 10 * max(b, 0.05) else 1)" "$before" "$after" ||
     fail "B's 1024 rules slowed A's round trips from ${before}s to ${after}s"
 ok "B's rules cost A's messages at most 10x (${before}s, ${after}s)"
-as_user $B /usr/bin/python3 -c "$PY_PRELUDE
+as_uid $B /usr/bin/python3 -c "$PY_PRELUDE
 print(faults_write('clear\n'))" >/dev/null
 
 # 3. Listings.
@@ -157,11 +151,11 @@ PY
 chmod 644 "$TMP/listings.py"
 OUT=$TMP/out
 mkdir -m 1777 "$OUT"
-as_user $B /usr/bin/python3 "$TMP/listings.py" "$OUT/held" "$OUT/close" >"$OUT/b" &
+as_uid $B /usr/bin/python3 "$TMP/listings.py" "$OUT/held" "$OUT/close" >"$OUT/b" &
 HOLDER=$!
 for _ in $(seq 1 300); do [ -e "$OUT/held" ] && break; sleep 0.05; done
 [ -e "$OUT/held" ] || fail "B's listing holder did not get to hold its listings: $(cat "$OUT/b")"
-got=$(as_user $A /usr/bin/python3 -c "$PY_PRELUDE
+got=$(as_uid $A /usr/bin/python3 -c "$PY_PRELUDE
 fds = [os.open(U + '/unix', os.O_RDONLY) for _ in range(5)]
 print(len(fds))") || fail "A could not open listings while B holds its share"
 expect_eq "A's opens of .udsfs/unix while B holds its share" "$got" "5"
@@ -214,7 +208,7 @@ if len(sys.argv) > 2:
     print(back, err(os.write, pairs[-1][1], b"more"))
 PY
 chmod 644 "$TMP/fill.py"
-as_user $B /usr/bin/python3 "$TMP/fill.py" 100 "$OUT/read" >"$OUT/fill_b" &
+as_uid $B /usr/bin/python3 "$TMP/fill.py" 100 "$OUT/read" >"$OUT/fill_b" &
 FILLER=$!
 for _ in $(seq 1 300); do [ -e "$OUT/read.held" ] && break; sleep 0.05; done
 [ -e "$OUT/read.held" ] || fail "B's filler did not fill: $(cat "$OUT/fill_b")"
@@ -224,7 +218,7 @@ expect_eq "B's fills end with" "$why" "ENOBUFS"
 [ "$total" -le 2097152 ] && [ "$total" -ge 1048576 ] || fail "B's queues held $total bytes (its share: 2097152 as charged)"
 ok "B's queues: $total bytes of data within its share"
 expect_eq "A fills one pair while B holds its share (errno, pairs)" \
-    "$(as_user $A /usr/bin/python3 "$TMP/fill.py" 1 | cut -d' ' -f1-2)" "none 1"
+    "$(as_uid $A /usr/bin/python3 "$TMP/fill.py" 1 | cut -d' ' -f1-2)" "none 1"
 touch "$OUT/read"
 wait "$FILLER" || fail "B's filler failed: $(cat "$OUT/fill_b")"
 expect_eq "B reads its first pair back, then writes again" "$(tail -1 "$OUT/fill_b")" "intact OK"

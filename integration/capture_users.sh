@@ -8,18 +8,12 @@ source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
 need_cmd tshark tshark
-command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
 [ "$UDSFS_RUN_VIA" == udsfs ] || fail "capture_users.sh checks udsfs captures: UDSFS_RUN_VIA must be udsfs"
 A=61001
 B=61002
 chmod 755 "$TMP"
 OUT=$TMP/out
 mkdir -m 1777 "$OUT"
-as_user() {
-    local u=$1
-    shift
-    setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
-}
 
 cat >"$OUT/talk.py" <<'EOF'
 # talk.py WHO [TARGET|wait]: a dgram and a seqpacket conversation of WHO's own; with
@@ -82,7 +76,7 @@ expect_eq "what root's capture holds" "$(payloads "$OUT/root.pcapng")" \
 MNT2=$TMP/mnt2
 mkdir "$MNT2"
 "$UDSFS_BIN" mount --background --allow-other -o capture=root --log-file "$TMP/log2" "$MNT2" >/dev/null
-got=$(as_user "$A" /usr/bin/python3 -c '
+got=$(as_uid "$A" /usr/bin/python3 -c '
 import os, sys
 try:
     os.close(os.open(sys.argv[1], os.O_RDONLY))

@@ -46,6 +46,13 @@ cd "$TMP"
 # ---------------------------------------------------------------- reporting
 
 say() { printf '%s\n' "$*"; }
+# as_uid UID CMD...: CMD as user and group UID, without supplementary groups.
+as_uid() {
+    command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
+    local uid=$1
+    shift
+    setpriv --reuid="$uid" --regid="$uid" --clear-groups "$@"
+}
 ok() { printf 'ok: %s\n' "$*"; }
 fail() {
     printf 'FAIL: %s\n' "$*" >&2
@@ -574,7 +581,7 @@ kernel_vs_udsfs() {
 as_user() {
     local uid=$1
     shift
-    setpriv --reuid="$uid" --regid="$uid" --clear-groups "$PY3" "$CLIENT_PY" "$@"
+    as_uid "$uid" "$PY3" "$CLIENT_PY" "$@"
 }
 
 # hold OUT UID ARGS...: the client in the background, its output in OUT; waits up to
