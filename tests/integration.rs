@@ -158,6 +158,7 @@ scripts!(
     bufs,
     capture,
     capture_users,
+    close_order,
     devfuse,
     dgram_limits,
     dgram_server,

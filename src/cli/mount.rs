@@ -242,6 +242,9 @@ fn run(a: &MountArgs, mountpoint: &Path, ready: &mut Option<File>) -> Result<(),
         config.acl = SessionACL::All;
     }
     config.n_threads = Some(a.threads.max(1));
+    // A close must be done before the caller's next call is served, whichever thread
+    // reads that call (vendor/fuser/src/release_order.rs).
+    config.ordered_release = true;
     let mut session = fuser::Session::new(fs, mountpoint, &config)
         .map_err(|e| super::devfuse::explain(mountpoint, e))?;
     let unmounter = Arc::new(parking_lot::Mutex::new(session.unmount_callable()));

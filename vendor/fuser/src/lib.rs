@@ -95,6 +95,7 @@ mod open_flags;
 mod passthrough;
 mod poll_events;
 mod read_buf;
+mod release_order;
 mod rename_flags;
 mod reply;
 mod request;

@@ -44,6 +44,7 @@ use crate::mnt::mount_options::Config;
 use crate::mnt::mount_options::check_option_conflicts;
 use crate::notify::Notifier;
 use crate::read_buf::FuseReadBuf;
+use crate::release_order::ReleaseOrder;
 use crate::reply::Reply;
 use crate::reply::ReplyRaw;
 use crate::reply::ReplySender;
@@ -289,6 +290,8 @@ impl<FS: Filesystem> Session<FS> {
         channels.push(ch);
 
         let mut threads = Vec::with_capacity(n_threads);
+        let release_order =
+            (config.ordered_release && n_threads > 1).then(|| Arc::new(ReleaseOrder::default()));
 
         for (i, ch) in channels.into_iter().enumerate() {
             let thread_name = format!("fuser-{i}");
@@ -298,6 +301,7 @@ impl<FS: Filesystem> Session<FS> {
                 ch,
                 allowed,
                 session_owner,
+                release_order: release_order.clone(),
             };
             threads.push(
                 thread::Builder::new()
@@ -518,6 +522,8 @@ pub(crate) struct SessionEventLoop<FS: Filesystem> {
     pub(crate) filesystem: Arc<FilesystemHolder<FS>>,
     pub(crate) allowed: SessionACL,
     pub(crate) session_owner: Uid,
+    /// Shared by the event loops when `Config::ordered_release` asks for it.
+    pub(crate) release_order: Option<Arc<ReleaseOrder>>,
 }
 
 impl<FS: Filesystem> SessionEventLoop<FS> {
@@ -529,8 +535,14 @@ impl<FS: Filesystem> SessionEventLoop<FS> {
         loop {
             // Read the next request from the given channel to kernel driver
             // The kernel driver makes sure that we get exactly one request per read
-            match self.ch.receive_retrying(buf) {
-                Ok(size) => match RequestWithSender::new(self.ch.sender(), &buf[..size]) {
+            let received = match &self.release_order {
+                Some(order) => order
+                    .receive(&self.ch, buf)
+                    .map(|(size, ticket)| (size, Some(order.take_turn(ticket)))),
+                None => self.ch.receive_retrying(buf).map(|size| (size, None)),
+            };
+            match received {
+                Ok((size, _turn)) => match RequestWithSender::new(self.ch.sender(), &buf[..size]) {
                     // Dispatch request
                     Some(req) => {
                         if let Ok(Operation::Destroy(_)) = req.request.operation() {

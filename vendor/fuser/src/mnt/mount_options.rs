@@ -18,6 +18,11 @@ pub struct Config {
     /// This enables more efficient request processing
     /// when multiple threads are used. Requires Linux 4.5+.
     pub clone_fd: bool,
+    /// With more than one thread: dispatch each `FUSE_RELEASE` before the requests
+    /// read after it (`Filesystem::release` has returned before they are dispatched),
+    /// so that a caller's request after close(2) sees the release done, as with one
+    /// thread. The threads then read the device one at a time.
+    pub ordered_release: bool,
 }
 
 /// Mount options accepted by the FUSE filesystem type
