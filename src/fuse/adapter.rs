@@ -127,6 +127,11 @@ impl UdsFs {
 impl Filesystem for UdsFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_write(1 << 20);
+        // Releases are background requests: past this many unanswered, the
+        // kernel keeps the next one back and later calls overtake it, so a
+        // close would not be done when close(2) returns (fuser asks for 16;
+        // the kernel caps it at max_user_bgreq for a mount by a user).
+        let _ = config.set_max_background(1024);
         Ok(())
     }
 
