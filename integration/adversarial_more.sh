@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# adversarial_more.sh: a user B of an --allow-other mount making the daemon hold memory
+# it does not count, through what every user may do to its own sockets:
+#  1. slicer pieces (src/engine/proto/queue.rs): a `fault slicer average_size=1` on B's
+#     own stream pair cuts each chunk of a send (up to 36544 bytes) into one queued
+#     message per byte, about 200 bytes of the daemon's memory each, while the sender
+#     was charged one chunk's truesize: B's 8 pairs filled to EAGAIN made the daemon
+#     hold some 400 MB for 1.8 MB of data. Each piece is now charged as an sk_buff of
+#     its own (256 bytes), so SO_SNDBUF and --max-queued-bytes (here 67108864: B's
+#     share 32 MiB) bound them: B's fills end with ENOBUFS and the daemon grows by
+#     less than 48 MB; every byte still arrives, in order, one piece per read.
+UDSFS_MOUNT_ARGS=(--allow-other --max-queued-bytes 67108864)
+source "$(dirname "$0")/lib.sh"
+
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
+B=62002
+chmod o+x "$TMP" # mktemp -d made it 0700; other users must reach $MNT inside it
+OUT=$TMP/out
+mkdir -m 1777 "$OUT"
+alive() { kill -0 "$DAEMON_PID" 2>/dev/null || fail "the daemon died ($1)"; }
+rss_kb() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$DAEMON_PID/status"; }
+
+# 1. Slicer pieces.
+with_helpers "$TMP/slice_fill.py" <<'PY'
+# slice_fill.py MOST DONE: stream pairs, each with `fault slicer average_size=1`, filled
+# with non-blocking 65536-byte writes to EAGAIN until a write fails otherwise or MOST
+# pairs are full; prints that errno, the pairs and the bytes written, makes DONE.held,
+# waits for DONE, then reads the first pair back and prints "intact" and the largest
+# read (one piece: 1 byte) if every byte came back in order.
+pairs, why = [], None
+while why is None and len(pairs) < int(sys.argv[1]):
+    fd, a, b = pair("stream")
+    ctl(fd, "fault slicer average_size=1")
+    w = os.open(f"{U}/sock/{a}/data", os.O_WRONLY | os.O_NONBLOCK)
+    r = os.open(f"{U}/sock/{b}/data", os.O_RDONLY | os.O_NONBLOCK)
+    sent = 0
+    while True:
+        try:
+            sent += os.write(w, bytes(range(256)) * 256)
+        except BlockingIOError:
+            break
+        except OSError as e:
+            why = errno.errorcode[e.errno]
+            break
+    pairs.append((fd, w, r, sent))
+print(why or "none", len(pairs), sum(p[3] for p in pairs), flush=True)
+open(sys.argv[2] + ".held", "w").close()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.02)
+fd, w, r, sent = pairs[0]
+got, most = bytearray(), 0
+while len(got) < sent:
+    try:
+        piece = os.read(r, 65536)
+    except BlockingIOError:
+        time.sleep(0.001)
+        continue
+    most = max(most, len(piece))
+    got += piece
+want = (bytes(range(256)) * 256 * (sent // 65536 + 1))[:sent]
+print("intact" if bytes(got) == want else f"{len(got)} of {sent}, differing", most)
+PY
+chmod 644 "$TMP"/*.py
+before=$(rss_kb)
+as_uid $B timeout 300 /usr/bin/python3 "$TMP/slice_fill.py" 8 "$OUT/slice" >"$OUT/slice_b" &
+FILLER=$!
+for _ in $(seq 1 600); do [ -e "$OUT/slice.held" ] && break; sleep 0.05; done
+[ -e "$OUT/slice.held" ] || fail "B's sliced fills did not end: $(cat "$OUT/slice_b")"
+after=$(rss_kb)
+read -r why pairs total <"$OUT/slice_b"
+grown=$(((after - before) / 1024))
+say "B filled $pairs sliced pairs with $total bytes ($why); the daemon grew by $grown MB (VmRSS $before kB -> $after kB)"
+[ "$grown" -lt 48 ] || fail "B's $total sliced bytes made the daemon hold $grown MB more (its share of queued bytes: 32 MiB)"
+ok "B's sliced sends: the daemon grew by $grown MB"
+expect_eq "B's sliced fills end with" "$why" "ENOBUFS"
+touch "$OUT/slice"
+wait "$FILLER" || fail "B's sliced filler failed: $(cat "$OUT/slice_b")"
+expect_eq "B reads its first sliced pair back (bytes, largest read)" "$(tail -1 "$OUT/slice_b")" "intact 1"
+alive "slicer pieces"
+ok "slicer pieces: counted as the sender's queued memory"
