@@ -9,7 +9,15 @@
 #     its own (256 bytes), so SO_SNDBUF and --max-queued-bytes (here 67108864: B's
 #     share 32 MiB) bound them: B's fills end with ENOBUFS and the daemon grows by
 #     less than 48 MB; every byte still arrives, in order, one piece per read.
+#  2. the listing of .udsfs/sock (src/fuse/readdir.rs): every user sees every socket
+#     there, and each readdir chunk (some 128 entries) used to copy and sort the whole
+#     socket table, so a listing cost the square of the sockets: B holding 38000
+#     sockets (19000 pairs) made one `ls` of A's cost the daemon over a second of CPU
+#     (a user may hold half of --max-sockets, 524288: minutes per `ls`, on as many
+#     workers as listers). A chunk now looks at the sockets it returns only: A's
+#     listing shows all 38000 and costs the daemon less than 0.4 s of CPU.
 UDSFS_MOUNT_ARGS=(--allow-other --max-queued-bytes 67108864)
+A=62001
 source "$(dirname "$0")/lib.sh"
 
 [ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
@@ -78,3 +86,33 @@ wait "$FILLER" || fail "B's sliced filler failed: $(cat "$OUT/slice_b")"
 expect_eq "B reads its first sliced pair back (bytes, largest read)" "$(tail -1 "$OUT/slice_b")" "intact 1"
 alive "slicer pieces"
 ok "slicer pieces: counted as the sender's queued memory"
+
+# 2. The listing of .udsfs/sock.
+with_helpers "$TMP/hold_pairs.py" <<'PY'
+# hold_pairs.py N DONE: holds N stream pairs (2N sockets), makes DONE.held, waits for DONE.
+import resource
+resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]) + 64,) * 2)
+fds = [os.open(f"{U}/stream/pair", os.O_RDWR) for _ in range(int(sys.argv[1]))]
+open(sys.argv[2] + ".held", "w").close()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+PY
+chmod 644 "$TMP/hold_pairs.py"
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$DAEMON_PID/stat"; }
+prlimit --nofile=19100:19100 -- setpriv --reuid=$B --regid=$B --clear-groups \
+    timeout 300 /usr/bin/python3 "$TMP/hold_pairs.py" 19000 "$OUT/pairs" >"$OUT/pairs_b" 2>&1 &
+HOLDER=$!
+for _ in $(seq 1 2400); do [ -e "$OUT/pairs.held" ] && break; sleep 0.05; done
+[ -e "$OUT/pairs.held" ] || fail "B did not get to hold its 19000 pairs: $(cat "$OUT/pairs_b")"
+t0=$(cpu_ticks)
+listed=$(as_uid $A ls -f "$U/sock" | grep -c '^[0-9]')
+t1=$(cpu_ticks)
+hz=$(getconf CLK_TCK)
+cpu_ms=$(((t1 - t0) * 1000 / hz))
+say "A's listing of .udsfs/sock: $listed sockets, $cpu_ms ms of the daemon's CPU"
+[ "$listed" -ge 38000 ] || fail "A's listing showed $listed sockets, want B's 38000"
+[ "$cpu_ms" -lt 400 ] || fail "one listing of $listed sockets cost the daemon $cpu_ms ms of CPU"
+ok "a listing of .udsfs/sock costs the daemon $cpu_ms ms for $listed sockets"
+touch "$OUT/pairs"
+wait "$HOLDER" || fail "B's pair holder failed: $(cat "$OUT/pairs_b")"
+alive "sock listing"

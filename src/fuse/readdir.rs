@@ -28,6 +28,8 @@ const FIRST: u64 = 3;
 const CONTROL: u64 = u64::MAX - 1;
 /// Tree entries fetched per chunk (a reply buffer holds fewer).
 const CHUNK: usize = 1024;
+/// Sockets one chunk of `.udsfs/sock` looks for: a reply takes some 128.
+const SOCK_CHUNK: usize = 160;
 
 /// A control directory's entry before its cookie: (inode, type, name).
 type Listed = (u64, FileType, Vec<u8>);
@@ -121,20 +123,6 @@ impl Inner {
                 }
                 numbered(out)
             }
-            // Socket numbers are the cookies: a socket made or closed
-            // between chunks moves no other entry. Only the directories the
-            // reader may see are listed (src/fuse/open.rs `visible`).
-            Node::Ctrl(Ctrl::SockDir) => {
-                let mut out = dots(node, Node::Ctrl(Ctrl::Root).ino());
-                let mut socks = self.eng.dirs();
-                socks.retain(|(_, d)| self.visible(d, c));
-                socks.sort_unstable_by_key(|(id, _)| *id);
-                for (id, d) in socks {
-                    let ino = Node::Sock(d.generation, SockFile::Dir).ino();
-                    out.push((id + FIRST, (ino, dir, id.to_string().into_bytes())));
-                }
-                out
-            }
             // One entry per name (shared by the three types), its cookie the
             // oldest generation bound to it.
             Node::Ctrl(Ctrl::AbstractDir) => {
@@ -170,6 +158,9 @@ impl Inner {
         if let Node::Tree(dir) | Node::Connect(dir) = node {
             return self.tree_listing(node, dir, fh, offset);
         }
+        if let Node::Ctrl(Ctrl::SockDir) = node {
+            return Ok(self.sock_listing(node, offset, c));
+        }
         let entries = self.control_entries(node, c)?;
         Ok(entries
             .into_iter()
@@ -181,6 +172,44 @@ impl Inner {
                 name,
             })
             .collect())
+    }
+
+    /// A chunk of `.udsfs/sock`: socket numbers are the cookies, so a
+    /// socket made or closed between chunks moves no other entry, and a
+    /// chunk looks only at the sockets after its cookie. Only the
+    /// directories the reader may see are listed (src/fuse/open.rs
+    /// `visible`).
+    fn sock_listing(&self, node: Node, offset: u64, c: &Caller) -> Vec<DirEntry> {
+        let d = FileType::Directory;
+        let mut out = Vec::new();
+        if offset == 0 {
+            out.push(DirEntry::new(node.ino(), DOT, d, b"."));
+        }
+        if offset <= DOT {
+            out.push(DirEntry::new(
+                Node::Ctrl(Ctrl::Root).ino(),
+                DOTDOT,
+                d,
+                b"..",
+            ));
+        }
+        let mut after = offset.saturating_sub(FIRST);
+        while out.len() < SOCK_CHUNK {
+            let batch = self.eng.dirs_after(after, SOCK_CHUNK, |dir| {
+                self.visible(dir, c).then_some(dir.generation)
+            });
+            let Some(&(last, _)) = batch.last() else {
+                break;
+            };
+            after = last;
+            for (id, generation) in batch {
+                if let Some(g) = generation {
+                    let ino = Node::Sock(g, SockFile::Dir).ino();
+                    out.push(DirEntry::new(ino, id + FIRST, d, id.to_string().as_bytes()));
+                }
+            }
+        }
+        out
     }
 
     /// A chunk of a tree directory (or of its connect view), resuming after
