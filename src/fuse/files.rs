@@ -41,11 +41,14 @@ pub enum FileKind {
 }
 
 /// Where the listing of an open tree directory got to: the cookies of the
-/// last chunk, with the name each stands for.
+/// last chunk, with the name each stands for. An open `.udsfs/abstract`
+/// keeps its whole listing instead, made at its first chunk, with what it
+/// holds charged to its reader.
 #[derive(Default)]
 pub struct DirCursor {
     pub(super) names: HashMap<u64, Vec<u8>>,
     pub(super) next: u64,
+    pub(super) listed: Option<(Vec<super::readdir::DirEntry>, Charge)>,
 }
 
 /// A received record being read out in pieces.

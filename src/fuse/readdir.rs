@@ -17,6 +17,7 @@ use super::files::{DirCursor, FileKind, OpenFile};
 use super::front::Inner;
 use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
 use crate::engine::Caller;
+use crate::engine::quota::Charge;
 use crate::engine::tree::{self, Kind, ROOT_INO};
 use udsfs_proto::addr;
 
@@ -35,6 +36,7 @@ const SOCK_CHUNK: usize = 160;
 type Listed = (u64, FileType, Vec<u8>);
 
 /// One entry of a listing, with the cookie that resumes after it.
+#[derive(Clone)]
 pub struct DirEntry {
     pub ino: u64,
     pub cookie: u64,
@@ -57,10 +59,12 @@ impl Inner {
     /// opendir: tree directories get a cursor; the control tree's need none.
     pub(super) fn opendir(&self, ino: u64) -> u64 {
         match Node::from_ino(ino) {
-            Some(Node::Tree(_) | Node::Connect(_)) => self.files.insert(OpenFile::new(
-                None,
-                FileKind::Dir(Mutex::new(DirCursor::default())),
-            )),
+            Some(Node::Tree(_) | Node::Connect(_) | Node::Ctrl(Ctrl::AbstractDir)) => {
+                self.files.insert(OpenFile::new(
+                    None,
+                    FileKind::Dir(Mutex::new(DirCursor::default())),
+                ))
+            }
             _ => 0,
         }
     }
@@ -161,6 +165,12 @@ impl Inner {
         if let Node::Ctrl(Ctrl::SockDir) = node {
             return Ok(self.sock_listing(node, offset, c));
         }
+        if let Node::Ctrl(Ctrl::AbstractDir) = node
+            && let Some(f) = self.files.get(fh)
+            && let FileKind::Dir(cursor) = &f.kind
+        {
+            return self.kept_listing(node, &mut cursor.lock(), offset, c);
+        }
         let entries = self.control_entries(node, c)?;
         Ok(entries
             .into_iter()
@@ -172,6 +182,51 @@ impl Inner {
                 name,
             })
             .collect())
+    }
+
+    /// A chunk of a control directory whose listing its open handle keeps
+    /// (`.udsfs/abstract`): gathering and sorting every name costs what the
+    /// names do, so it is done once per listing, not once per chunk. The
+    /// kept entries count as an open listing's text (ENOMEM past the
+    /// reader's share).
+    fn kept_listing(
+        &self,
+        node: Node,
+        cur: &mut DirCursor,
+        offset: u64,
+        c: &Caller,
+    ) -> Result<Vec<DirEntry>, Errno> {
+        if offset == 0 || cur.listed.is_none() {
+            cur.listed = None;
+            let entries: Vec<DirEntry> = self
+                .control_entries(node, c)?
+                .into_iter()
+                .map(|(cookie, (ino, kind, name))| DirEntry {
+                    ino,
+                    cookie,
+                    kind,
+                    name,
+                })
+                .collect();
+            let bytes: usize = entries
+                .iter()
+                .map(|e| std::mem::size_of::<DirEntry>() + e.name.len())
+                .sum();
+            let mut charge = Charge::new(self.listings.clone());
+            if charge.set(c.fsuid, bytes as u64).is_err() {
+                log::info!(
+                    "listing of .udsfs/abstract for uid {}: {bytes} bytes refused",
+                    c.fsuid
+                );
+                return Err(Errno::ENOMEM);
+            }
+            cur.listed = Some((entries, charge));
+        }
+        let Some((entries, _)) = &cur.listed else {
+            return Ok(Vec::new());
+        };
+        let from = entries.partition_point(|e| e.cookie <= offset);
+        Ok(entries[from..].iter().take(CHUNK).cloned().collect())
     }
 
     /// A chunk of `.udsfs/sock`: socket numbers are the cookies, so a
