@@ -22,6 +22,12 @@
 #     listing now gathers them once, at its first chunk, and keeps them, charged to
 #     its opener as an open listing's text is (--max-held-bytes): A's listing shows
 #     all 19000 for less than 0.4 s of the daemon's CPU.
+#  4. open tree directories (src/fuse/readdir.rs): each chunk of a listing handed out
+#     up to 1024 entries and its open handle kept every one's name until the next
+#     chunk, though a reply (one page) takes a dozen 255-byte names: B's 2000 handles
+#     on a directory of 1024 such names, each read once with getdents64, made the
+#     daemon hold 680 MB. A chunk now holds what one page of dirents takes: the
+#     daemon grows by less than 48 MB, and a whole listing still shows every name.
 UDSFS_MOUNT_ARGS=(--allow-other --max-queued-bytes 67108864)
 A=62001
 source "$(dirname "$0")/lib.sh"
@@ -155,3 +161,43 @@ ok "a listing of .udsfs/abstract costs the daemon $cpu_ms ms for $listed names"
 touch "$OUT/names"
 wait "$HOLDER" || fail "B's name holder failed: $(cat "$OUT/names_b")"
 alive "abstract listing"
+
+# 4. Open tree directories.
+with_helpers "$TMP/hold_dirs.py" <<'PY'
+# hold_dirs.py N DONE: a directory of 1024 subdirectories with 255-byte names; N
+# handles on it, each read once (one getdents64 of 4096 bytes); prints how many names a
+# whole listing shows, makes DONE.held, waits for DONE.
+import ctypes, resource
+resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]) + 64,) * 2)
+libc = ctypes.CDLL(None, use_errno=True)
+d = f"{M}/d{os.getpid()}"
+os.mkdir(d)
+for i in range(1024):
+    os.mkdir(f"{d}/{i:05d}" + "n" * 250)
+buf = ctypes.create_string_buffer(4096)
+fds = []
+for _ in range(int(sys.argv[1])):
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    assert libc.syscall(217, fd, buf, 4096) > 0  # SYS_getdents64
+    fds.append(fd)
+print(len(os.listdir(d)), flush=True)
+open(sys.argv[2] + ".held", "w").close()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+PY
+chmod 644 "$TMP/hold_dirs.py"
+before=$(rss_kb)
+prlimit --nofile=2100:2100 -- setpriv --reuid=$B --regid=$B --clear-groups \
+    timeout 300 /usr/bin/python3 "$TMP/hold_dirs.py" 2000 "$OUT/dirs" >"$OUT/dirs_b" 2>&1 &
+HOLDER=$!
+for _ in $(seq 1 2400); do [ -e "$OUT/dirs.held" ] && break; sleep 0.05; done
+[ -e "$OUT/dirs.held" ] || fail "B did not get to hold its 2000 directory handles: $(cat "$OUT/dirs_b")"
+after=$(rss_kb)
+grown=$(((after - before) / 1024))
+say "B's 2000 handles on a directory of 1024 long names, each read once: the daemon grew by $grown MB"
+expect_eq "names in a whole listing of B's directory" "$(cat "$OUT/dirs_b")" 1024
+[ "$grown" -lt 48 ] || fail "B's 2000 open directories made the daemon hold $grown MB more"
+ok "open directories: the daemon grew by $grown MB"
+touch "$OUT/dirs"
+wait "$HOLDER" || fail "B's directory holder failed: $(cat "$OUT/dirs_b")"
+alive "open directories"

@@ -27,8 +27,19 @@ const DOTDOT: u64 = 2;
 const FIRST: u64 = 3;
 /// The cookie of `.udsfs`, last in the root.
 const CONTROL: u64 = u64::MAX - 1;
-/// Tree entries fetched per chunk (a reply buffer holds fewer).
-const CHUNK: usize = 1024;
+/// Tree entries fetched per chunk: the most one reply takes (REPLY_BYTES
+/// of dirents of 32 bytes at least).
+const CHUNK: usize = REPLY_BYTES / 32;
+/// What the kernel's buffer for one readdir reply holds (FUSE asks with
+/// one page); a tree chunk hands out no more entries than fit in it.
+const REPLY_BYTES: usize = 4096;
+
+/// The room a name takes in a reply: a struct fuse_dirent (24 bytes and
+/// the name, padded to 8).
+fn dirent_size(name: &[u8]) -> usize {
+    (24 + name.len()).next_multiple_of(8)
+}
+
 /// Sockets one chunk of `.udsfs/sock` looks for: a reply takes some 128.
 const SOCK_CHUNK: usize = 160;
 
@@ -304,9 +315,18 @@ impl Inner {
             out.push(DirEntry::new(shown(parent), DOTDOT, d, b".."));
         }
         let mut issued = HashMap::new();
-        let whole = chunk.len() < CHUNK;
+        let mut whole = chunk.len() < CHUNK;
+        // The handle keeps the name of every entry handed out, so hand out
+        // what one reply takes, not the whole chunk.
+        let mut room = REPLY_BYTES.saturating_sub(out.iter().map(|e| dirent_size(&e.name)).sum());
         cur.next = cur.next.max(FIRST);
         for (child, kind, name) in chunk {
+            let need = dirent_size(&name);
+            if need > room && !issued.is_empty() {
+                whole = false;
+                break;
+            }
+            room = room.saturating_sub(need);
             let ft = match kind {
                 Kind::Dir => d,
                 Kind::Symlink => FileType::Symlink,
