@@ -28,7 +28,15 @@
 #     on a directory of 1024 such names, each read once with getdents64, made the
 #     daemon hold 680 MB. A chunk now holds what one page of dirents takes: the
 #     daemon grows by less than 48 MB, and a whole listing still shows every name.
-UDSFS_MOUNT_ARGS=(--allow-other --max-queued-bytes 67108864)
+#  5. records read in pieces (src/fuse/files.rs MsgReader): a read of a `msg` file
+#     takes a whole record (a stream's: all that is queued, up to 1 MiB) out of the
+#     queue, and the handle keeps what is not read yet, uncounted: B's 1000 handles on
+#     its own pair, each reading 1 byte of a record of 1 MiB, made the daemon hold
+#     1 GB. What a handle keeps now counts as an open listing's text (on
+#     --max-held-bytes 67108864: B's share 32 MiB): past it a read that needs a new
+#     record fails with ENOMEM (recvmsg's errno when it cannot allocate), nothing
+#     taken from the queue; reading a record to its end makes room again, bytes intact.
+UDSFS_MOUNT_ARGS=(--allow-other --max-queued-bytes 67108864 --max-held-bytes 67108864)
 A=62001
 source "$(dirname "$0")/lib.sh"
 
@@ -201,3 +209,66 @@ ok "open directories: the daemon grew by $grown MB"
 touch "$OUT/dirs"
 wait "$HOLDER" || fail "B's directory holder failed: $(cat "$OUT/dirs_b")"
 alive "open directories"
+
+# 5. Records read in pieces.
+with_helpers "$TMP/msg_pieces.py" <<'PY'
+# msg_pieces.py N: a stream pair with a send buffer of 1 MB; N times: fill the queue,
+# open the receiver's msg file and read 1 byte; stops at the first read that fails.
+# Prints that errno and the handles that read; then reads the first handle's record to
+# its end and closes it, and prints what a new handle's first read gives and whether
+# that record's payload is the first bytes sent.
+import resource
+resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]) + 64,) * 2)
+fd, a, b = pair("stream")
+ctl(fd, "sndbuf 1000000")
+w = os.open(f"{U}/sock/{a}/data", os.O_WRONLY | os.O_NONBLOCK)
+pattern = bytes(i % 251 for i in range(251 + 65536))
+sent = 0
+def fill():
+    global sent
+    while True:
+        try:
+            sent += os.write(w, pattern[sent % 251 : sent % 251 + 65536])
+        except BlockingIOError:
+            return
+handles, why, first = [], "none", b""
+for _ in range(int(sys.argv[1])):
+    fill()
+    h = os.open(f"{U}/sock/{b}/msg", os.O_RDONLY)
+    try:
+        byte = os.read(h, 1)
+    except OSError as e:
+        why = errno.errorcode[e.errno]
+        os.close(h)
+        break
+    first = first or byte
+    handles.append(h)
+print(why, len(handles), flush=True)
+# The rest of the first handle's record: its header, then exactly len payload bytes.
+rec = first
+while not rec.endswith(b"\n"):
+    rec += os.read(handles[0], 1)
+n = int(rec.split(b" ")[0].split(b"=")[1])
+payload = b""
+while len(payload) < n:
+    payload += os.read(handles[0], n - len(payload))
+os.close(handles[0])
+time.sleep(0.2)  # the release reaches the daemon a moment after close
+h = os.open(f"{U}/sock/{b}/msg", os.O_RDONLY)
+print(err(os.read, h, 1), "intact" if payload == (pattern[:251] * (n // 251 + 1))[:n] else "differ")
+PY
+chmod 644 "$TMP/msg_pieces.py"
+before=$(rss_kb)
+got=$(prlimit --nofile=1100:1100 -- setpriv --reuid=$B --regid=$B --clear-groups \
+    timeout 300 /usr/bin/python3 "$TMP/msg_pieces.py" 1000) || fail "B's msg reads: $got"
+after=$(rss_kb)
+grown=$(((after - before) / 1024))
+read -r why handles <<<"$(head -1 <<<"$got")"
+say "B's msg handles each reading 1 byte of a record: $handles read, then $why; the daemon grew by $grown MB"
+[ "$grown" -lt 64 ] || fail "B's $handles handles with records read in part made the daemon hold $grown MB more"
+expect_eq "B's reads end with" "$why" "ENOMEM"
+[ "$handles" -ge 16 ] && [ "$handles" -le 32 ] || fail "B kept $handles records read in part (its share: 32 MiB)"
+expect_eq "after B reads a record to its end: a new handle's read; the bytes" "$(tail -1 <<<"$got")" "OK intact"
+grep -q "cannot be kept" "$LOG" || fail "no log line for the refused read"
+alive "records read in pieces"
+ok "records read in pieces: counted as open listings' text"
