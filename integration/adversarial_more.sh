@@ -36,6 +36,12 @@
 #     --max-held-bytes 67108864: B's share 32 MiB): past it a read that needs a new
 #     record fails with ENOMEM (recvmsg's errno when it cannot allocate), nothing
 #     taken from the queue; reading a record to its end makes room again, bytes intact.
+#  6. odd abstract names (src/fuse/readdir.rs): B binding @a/b, the empty name @ or a
+#     name of 107 bytes 0xff made every user's listing of .udsfs/abstract fail with
+#     EIO (a directory entry may not hold '/', be empty or pass 255 bytes). A name is
+#     now listed with '/' (and a name that is `.` or `..`) as \xHH, which a lookup
+#     takes back; one that cannot be listed is left out with a log line: A's listing
+#     works, shows A's name and B's `a\x2fb`, and that entry stats.
 UDSFS_MOUNT_ARGS=(--allow-other --max-queued-bytes 67108864 --max-held-bytes 67108864)
 A=62001
 source "$(dirname "$0")/lib.sh"
@@ -272,3 +278,35 @@ expect_eq "after B reads a record to its end: a new handle's read; the bytes" "$
 grep -q "cannot be kept" "$LOG" || fail "no log line for the refused read"
 alive "records read in pieces"
 ok "records read in pieces: counted as open listings' text"
+
+# 6. Odd abstract names.
+with_helpers "$TMP/odd_names.py" <<'PY'
+# odd_names.py DONE: binds dgram sockets at odd abstract names, makes DONE.held,
+# waits for DONE.
+fds = []
+for name in ["a/b", "", "\\xff" * 107, ".", ".."]:
+    fd, n = clone("dgram")
+    ctl(fd, "bind @" + name)
+    fds.append(fd)
+open(sys.argv[1] + ".held", "w").close()
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.05)
+PY
+chmod 644 "$TMP/odd_names.py"
+as_uid $B timeout 300 /usr/bin/python3 "$TMP/odd_names.py" "$OUT/odd" >"$OUT/odd_b" 2>&1 &
+HOLDER=$!
+for _ in $(seq 1 600); do [ -e "$OUT/odd.held" ] && break; sleep 0.05; done
+[ -e "$OUT/odd.held" ] || fail "B did not bind its odd names: $(cat "$OUT/odd_b")"
+got=$(as_uid $A /usr/bin/python3 -c "$PY_PRELUDE
+fd, n = clone('dgram')
+ctl(fd, 'bind @fine%d' % os.getpid())
+try:
+    names = os.listdir(U + '/abstract')
+except OSError as e:
+    print(errno.errorcode[e.errno]); sys.exit()
+print('listed', 'fine%d' % os.getpid() in names, 'a\\\\x2fb' in names, err(os.stat, U + '/abstract/a\\\\x2fb'))")
+expect_eq "A lists .udsfs/abstract with B's odd names bound (A's name, B's a/b, its stat)" "$got" "listed True True OK"
+grep -q "cannot be a directory entry: not listed" "$LOG" || fail "no log line for the names left out"
+touch "$OUT/odd"
+wait "$HOLDER" || fail "B's odd names failed: $(cat "$OUT/odd_b")"
+alive "odd abstract names"

@@ -40,6 +40,20 @@ fn dirent_size(name: &[u8]) -> usize {
     (24 + name.len()).next_multiple_of(8)
 }
 
+/// An abstract name as `.udsfs/abstract` lists it: escaped as addresses
+/// are shown, and also '/' and a name that is `.` or `..` as \xHH, which
+/// a lookup takes back. None when no directory entry can hold it (the empty
+/// name, more than NAME_MAX bytes): a reply with such an entry fails the
+/// whole listing with EIO, for every user.
+fn listed_name(name: &[u8]) -> Option<Vec<u8>> {
+    let shown = match name {
+        b"." => "\\x2e".to_string(),
+        b".." => "\\x2e\\x2e".to_string(),
+        _ => addr::escape(name).replace('/', "\\x2f"),
+    };
+    (!shown.is_empty() && shown.len() <= 255).then(|| shown.into_bytes())
+}
+
 /// Sockets one chunk of `.udsfs/sock` looks for: a reply takes some 128.
 const SOCK_CHUNK: usize = 160;
 
@@ -144,7 +158,13 @@ impl Inner {
                 let mut out = dots(node, Node::Ctrl(Ctrl::Root).ino());
                 let mut first: HashMap<Vec<u8>, u64> = HashMap::new();
                 for (_, _, name, s) in self.eng.abstract_names() {
-                    let shown = addr::escape(&name).into_bytes();
+                    let Some(shown) = listed_name(&name) else {
+                        log::info!(
+                            "abstract name {} cannot be a directory entry: not listed",
+                            addr::escape(&name)
+                        );
+                        continue;
+                    };
                     let g = first.entry(shown).or_insert(s.generation);
                     *g = (*g).min(s.generation);
                 }
