@@ -203,6 +203,12 @@ impl Engine {
                 if let Some(dir) = self.socks.get(receiver) {
                     let mut socks = self.delays.held_forever.lock();
                     if !socks.iter().any(|w| w.as_ptr() == Arc::as_ptr(&dir.sock)) {
+                        // Closed sockets go when the list is full, so it
+                        // holds about the live ones: a user's standing rule
+                        // and pairs made and closed grew it for good.
+                        if socks.len() == socks.capacity() {
+                            socks.retain(|w| w.strong_count() > 0);
+                        }
                         socks.push(Arc::downgrade(&dir.sock));
                     }
                 }
@@ -412,6 +418,38 @@ mod tests {
             msg_id: 0,
             origin: Default::default(),
         }
+    }
+
+    #[test]
+    fn closed_sockets_leave_the_list_of_those_holding_until_rules_go() {
+        // A user's standing `timeout` rule held one message of each of the
+        // pairs it made and closed: the list kept every one for good (and
+        // was scanned whole at each held message).
+        let eng = engine();
+        eng.faults.add(
+            crate::fault::Rule::parse("uid 0 timeout timeout=0").unwrap(),
+            0,
+        );
+        // Their closes reach the peers through the timer thread (data held):
+        // four rounds, each let finish, so the sockets are gone.
+        for _ in 0..4 {
+            for _ in 0..1000 {
+                let (a, b) = pair(&eng, SockType::Stream);
+                assert_eq!(eng.sendmsg(&a, SendMsg::new(b"x"), &root(), None), Ok(1));
+                eng.put(&a);
+                eng.put(&b);
+            }
+            let t = std::time::Instant::now();
+            let live = || {
+                let socks = eng.delays.held_forever.lock();
+                socks.iter().filter(|w| w.strong_count() > 0).count()
+            };
+            while live() > 0 && t.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        let listed = eng.delays.held_forever.lock().len();
+        assert!(listed <= 1024, "4000 closed sockets: {listed} listed");
     }
 
     #[test]

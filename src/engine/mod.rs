@@ -351,6 +351,17 @@ impl Engine {
         self.socks.all()
     }
 
+    /// What `f` makes of the `most` lowest-numbered socket directories
+    /// above `after`.
+    pub fn dirs_after<T>(
+        &self,
+        after: u64,
+        most: usize,
+        f: impl Fn(&SockDir) -> T,
+    ) -> Vec<(u64, T)> {
+        self.socks.after(after, most, f)
+    }
+
     /// Gives the directory of `id` to a new owner (accept).
     pub fn set_owner(&self, id: u64, uid: u32, gid: u32) {
         self.socks.update(id, |d| {

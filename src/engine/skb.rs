@@ -33,3 +33,36 @@ pub(crate) fn stream_truesize(size: usize) -> usize {
     };
     skb_truesize(size - frags, frags)
 }
+
+/// What each piece past the first of a stream chunk that a fault (slicer)
+/// cuts costs. A piece is a queued message of its own in the daemon: its
+/// `Msg` (200 bytes with its bytes' heap block), its slot in a queue that
+/// grows by doubling and, when it is due later, a timer entry. The sender's
+/// budget and `--max-queued-bytes` must see that: uncharged, one byte per
+/// piece made the 233152 bytes one pair may queue hold some 50 MB.
+pub(crate) const SLICE_PIECE_CHARGE: usize = 512;
+
+/// A stream chunk queued as `pieces` pieces.
+pub(crate) fn sliced_truesize(size: usize, pieces: usize) -> usize {
+    stream_truesize(size) + pieces.saturating_sub(1) * SLICE_PIECE_CHARGE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::held_back::Until;
+    use crate::engine::socket::Msg;
+
+    #[test]
+    fn a_slice_piece_is_charged_at_least_what_it_holds() {
+        // A queue slot twice over (the queue doubles), the allocator's
+        // smallest block for its byte, and a timer entry twice over.
+        let held = 2 * std::mem::size_of::<(Msg, Until)>() + 32 + 2 * 48;
+        assert!(held <= SLICE_PIECE_CHARGE, "a piece holds {held} bytes");
+        assert_eq!(sliced_truesize(36544, 1), stream_truesize(36544));
+        assert_eq!(
+            sliced_truesize(36544, 36544),
+            stream_truesize(36544) + 36543 * SLICE_PIECE_CHARGE
+        );
+    }
+}

@@ -111,6 +111,41 @@ impl SockTable {
         out
     }
 
+    /// What `f` makes of the lowest-numbered directories above `after`, by
+    /// number: at most `most`, with none left out in between, and none only
+    /// when no directory is left. A listing's chunk so costs about what it
+    /// returns, not the whole table (every user lists every socket, and a
+    /// chunk holds some 128 entries).
+    pub fn after<T>(&self, after: u64, most: usize, f: impl Fn(&SockDir) -> T) -> Vec<(u64, T)> {
+        // Numbers go round the shards, so each holds about 1/SHARDS of the
+        // next `most`; a shard that has more than it was asked for cuts the
+        // result at its last one, where what the others gave is complete.
+        let per = most.div_ceil(SHARDS) + 4;
+        let mut out = Vec::new();
+        let mut cut = u64::MAX;
+        self.slabs.for_each(|shard, slab| {
+            // id(shard, key) > after  <=>  key * SHARDS > after - shard - 1
+            let first = after
+                .checked_sub(shard as u64 + 1)
+                .map_or(0, |d| (d / SHARDS as u64 + 1) as usize);
+            let before = out.len();
+            out.extend(
+                (first..slab.capacity())
+                    .filter_map(|key| Some((Self::id(shard, key), f(slab.get(key)?))))
+                    .take(per),
+            );
+            if out.len() - before == per
+                && let Some(&(last, _)) = out.last()
+            {
+                cut = cut.min(last);
+            }
+        });
+        out.retain(|(id, _)| *id <= cut);
+        out.sort_unstable_by_key(|(id, _)| *id);
+        out.truncate(most);
+        out
+    }
+
     /// The directory whose generation is `generation`, with its number.
     pub fn by_generation(&self, generation: u64) -> Option<(u64, SockDir)> {
         let id = self.by_generation.get(&generation)?;
@@ -160,6 +195,34 @@ mod tests {
         let (id, d) = t.by_generation(t.get(victim).unwrap().generation).unwrap();
         assert_eq!(id, victim);
         assert_ne!(d.generation, old_gen);
+        // Listed in chunks from any start, with gaps: every number once, in order.
+        for gone in [3, 4, 20, 21, 22, 40] {
+            t.remove(gone);
+        }
+        let all: Vec<u64> = t.all().into_iter().map(|(id, _)| id).collect();
+        for (from, most) in [
+            (0, 7),
+            (1, 1),
+            (5, 3),
+            (16, 7),
+            (17, 40),
+            (33, 2),
+            (victim, 5),
+        ] {
+            let (mut got, mut at) = (Vec::new(), from);
+            loop {
+                let chunk = t.after(at, most, |_| ());
+                assert!(chunk.len() <= most);
+                let Some(&(last, _)) = chunk.last() else {
+                    break;
+                };
+                got.extend(chunk.into_iter().map(|(id, _)| id));
+                at = last;
+            }
+            let want: Vec<u64> = all.iter().copied().filter(|&id| id > from).collect();
+            assert_eq!(got, want, "after {from}, {most} at a time");
+        }
+        assert!(t.after(*all.last().unwrap(), 7, |_| ()).is_empty());
         t.update(victim, |d| d.uid = 7);
         assert_eq!(t.get(victim).unwrap().uid, 7);
         assert!(t.get(0).is_none());

@@ -41,18 +41,36 @@ pub enum FileKind {
 }
 
 /// Where the listing of an open tree directory got to: the cookies of the
-/// last chunk, with the name each stands for.
+/// last chunk, with the name each stands for. An open `.udsfs/abstract`
+/// keeps its whole listing instead, made at its first chunk, with what it
+/// holds charged to its reader.
 #[derive(Default)]
 pub struct DirCursor {
     pub(super) names: HashMap<u64, Vec<u8>>,
     pub(super) next: u64,
+    pub(super) listed: Option<(Vec<super::readdir::DirEntry>, Charge)>,
 }
 
-/// A received record being read out in pieces.
-#[derive(Default)]
+/// A received record being read out in pieces. Taken out of its queue, it
+/// counts as an open listing's text until it is read to its end: a user's
+/// handles, each reading one byte of a record of 1 MiB, held gigabytes.
 pub struct MsgReader {
     buf: Vec<u8>,
     pos: usize,
+    held: Charge,
+}
+
+/// What a record may take: its payload and a generous header.
+const MAX_RECORD: u64 = (MAX_MSG + 16 * 1024) as u64;
+
+impl MsgReader {
+    pub fn new(listings: Arc<Quota>) -> MsgReader {
+        MsgReader {
+            buf: Vec::new(),
+            pos: 0,
+            held: Charge::new(listings),
+        }
+    }
 }
 
 /// Records written in pieces (see `msgfmt::Assembler`): what waits for the
@@ -196,6 +214,15 @@ impl OpenFile {
                 let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
                 let mut r = reader.lock();
                 if r.pos >= r.buf.len() {
+                    // Room for the largest record before one leaves its queue.
+                    if r.held.set(caller.fsuid, MAX_RECORD).is_err() {
+                        log::info!(
+                            "socket {}: a record for uid {} cannot be kept: ENOMEM",
+                            s.id,
+                            caller.fsuid
+                        );
+                        return Err(Errno::ENOMEM);
+                    }
                     // A stream record is what is queued now, whatever the
                     // reader's buffer: bash `read` asks one byte at a time.
                     let want = MAX_MSG;
@@ -204,7 +231,13 @@ impl OpenFile {
                         pid_only: true,
                         ..RecvFlags::new(want)
                     };
-                    let mut got = eng.recvmsg(s, flags, w)?;
+                    let mut got = match eng.recvmsg(s, flags, w) {
+                        Ok(got) => got,
+                        Err(e) => {
+                            let _ = r.held.set(caller.fsuid, 0);
+                            return Err(e);
+                        }
+                    };
                     let ids = std::mem::take(&mut got.passed);
                     got.for_viewer(caller.tid);
                     let from = got.from.as_ref().map(|n| &n.addr);
@@ -223,6 +256,15 @@ impl OpenFile {
                 let end = (r.pos + size as usize).min(r.buf.len());
                 let out = r.buf[r.pos..end].to_vec();
                 r.pos = end;
+                if r.pos >= r.buf.len() {
+                    // Read to its end: nothing kept.
+                    r.buf = Vec::new();
+                    r.pos = 0;
+                }
+                // Shrinking is never refused; a record larger than reserved
+                // (a long header) stays counted at the reservation.
+                let left = (r.buf.len() - r.pos) as u64;
+                let _ = r.held.set(caller.fsuid, left);
                 Ok(out)
             }
         }

@@ -107,7 +107,7 @@ impl Inner {
 
     fn msg_handle(&self, s: Arc<Socket>, claim: Option<Claim>) -> u64 {
         let kind = FileKind::Msg(
-            Mutex::new(MsgReader::default()),
+            Mutex::new(MsgReader::new(self.listings.clone())),
             Mutex::new(MsgWriter::new(self.parks.held.clone())),
         );
         self.handle(s, kind, claim)

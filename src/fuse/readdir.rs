@@ -17,6 +17,7 @@ use super::files::{DirCursor, FileKind, OpenFile};
 use super::front::Inner;
 use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
 use crate::engine::Caller;
+use crate::engine::quota::Charge;
 use crate::engine::tree::{self, Kind, ROOT_INO};
 use udsfs_proto::addr;
 
@@ -26,13 +27,41 @@ const DOTDOT: u64 = 2;
 const FIRST: u64 = 3;
 /// The cookie of `.udsfs`, last in the root.
 const CONTROL: u64 = u64::MAX - 1;
-/// Tree entries fetched per chunk (a reply buffer holds fewer).
-const CHUNK: usize = 1024;
+/// Tree entries fetched per chunk: the most one reply takes (REPLY_BYTES
+/// of dirents of 32 bytes at least).
+const CHUNK: usize = REPLY_BYTES / 32;
+/// What the kernel's buffer for one readdir reply holds (FUSE asks with
+/// one page); a tree chunk hands out no more entries than fit in it.
+const REPLY_BYTES: usize = 4096;
+
+/// The room a name takes in a reply: a struct fuse_dirent (24 bytes and
+/// the name, padded to 8).
+fn dirent_size(name: &[u8]) -> usize {
+    (24 + name.len()).next_multiple_of(8)
+}
+
+/// An abstract name as `.udsfs/abstract` lists it: escaped as addresses
+/// are shown, and also '/' and a name that is `.` or `..` as \xHH, which
+/// a lookup takes back. None when no directory entry can hold it (the empty
+/// name, more than NAME_MAX bytes): a reply with such an entry fails the
+/// whole listing with EIO, for every user.
+fn listed_name(name: &[u8]) -> Option<Vec<u8>> {
+    let shown = match name {
+        b"." => "\\x2e".to_string(),
+        b".." => "\\x2e\\x2e".to_string(),
+        _ => addr::escape(name).replace('/', "\\x2f"),
+    };
+    (!shown.is_empty() && shown.len() <= 255).then(|| shown.into_bytes())
+}
+
+/// Sockets one chunk of `.udsfs/sock` looks for: a reply takes some 128.
+const SOCK_CHUNK: usize = 160;
 
 /// A control directory's entry before its cookie: (inode, type, name).
 type Listed = (u64, FileType, Vec<u8>);
 
 /// One entry of a listing, with the cookie that resumes after it.
+#[derive(Clone)]
 pub struct DirEntry {
     pub ino: u64,
     pub cookie: u64,
@@ -55,10 +84,12 @@ impl Inner {
     /// opendir: tree directories get a cursor; the control tree's need none.
     pub(super) fn opendir(&self, ino: u64) -> u64 {
         match Node::from_ino(ino) {
-            Some(Node::Tree(_) | Node::Connect(_)) => self.files.insert(OpenFile::new(
-                None,
-                FileKind::Dir(Mutex::new(DirCursor::default())),
-            )),
+            Some(Node::Tree(_) | Node::Connect(_) | Node::Ctrl(Ctrl::AbstractDir)) => {
+                self.files.insert(OpenFile::new(
+                    None,
+                    FileKind::Dir(Mutex::new(DirCursor::default())),
+                ))
+            }
             _ => 0,
         }
     }
@@ -121,27 +152,19 @@ impl Inner {
                 }
                 numbered(out)
             }
-            // Socket numbers are the cookies: a socket made or closed
-            // between chunks moves no other entry. Only the directories the
-            // reader may see are listed (src/fuse/open.rs `visible`).
-            Node::Ctrl(Ctrl::SockDir) => {
-                let mut out = dots(node, Node::Ctrl(Ctrl::Root).ino());
-                let mut socks = self.eng.dirs();
-                socks.retain(|(_, d)| self.visible(d, c));
-                socks.sort_unstable_by_key(|(id, _)| *id);
-                for (id, d) in socks {
-                    let ino = Node::Sock(d.generation, SockFile::Dir).ino();
-                    out.push((id + FIRST, (ino, dir, id.to_string().into_bytes())));
-                }
-                out
-            }
             // One entry per name (shared by the three types), its cookie the
             // oldest generation bound to it.
             Node::Ctrl(Ctrl::AbstractDir) => {
                 let mut out = dots(node, Node::Ctrl(Ctrl::Root).ino());
                 let mut first: HashMap<Vec<u8>, u64> = HashMap::new();
                 for (_, _, name, s) in self.eng.abstract_names() {
-                    let shown = addr::escape(&name).into_bytes();
+                    let Some(shown) = listed_name(&name) else {
+                        log::info!(
+                            "abstract name {} cannot be a directory entry: not listed",
+                            addr::escape(&name)
+                        );
+                        continue;
+                    };
                     let g = first.entry(shown).or_insert(s.generation);
                     *g = (*g).min(s.generation);
                 }
@@ -170,6 +193,15 @@ impl Inner {
         if let Node::Tree(dir) | Node::Connect(dir) = node {
             return self.tree_listing(node, dir, fh, offset);
         }
+        if let Node::Ctrl(Ctrl::SockDir) = node {
+            return Ok(self.sock_listing(node, offset, c));
+        }
+        if let Node::Ctrl(Ctrl::AbstractDir) = node
+            && let Some(f) = self.files.get(fh)
+            && let FileKind::Dir(cursor) = &f.kind
+        {
+            return self.kept_listing(node, &mut cursor.lock(), offset, c);
+        }
         let entries = self.control_entries(node, c)?;
         Ok(entries
             .into_iter()
@@ -181,6 +213,89 @@ impl Inner {
                 name,
             })
             .collect())
+    }
+
+    /// A chunk of a control directory whose listing its open handle keeps
+    /// (`.udsfs/abstract`): gathering and sorting every name costs what the
+    /// names do, so it is done once per listing, not once per chunk. The
+    /// kept entries count as an open listing's text (ENOMEM past the
+    /// reader's share).
+    fn kept_listing(
+        &self,
+        node: Node,
+        cur: &mut DirCursor,
+        offset: u64,
+        c: &Caller,
+    ) -> Result<Vec<DirEntry>, Errno> {
+        if offset == 0 || cur.listed.is_none() {
+            cur.listed = None;
+            let entries: Vec<DirEntry> = self
+                .control_entries(node, c)?
+                .into_iter()
+                .map(|(cookie, (ino, kind, name))| DirEntry {
+                    ino,
+                    cookie,
+                    kind,
+                    name,
+                })
+                .collect();
+            let bytes: usize = entries
+                .iter()
+                .map(|e| std::mem::size_of::<DirEntry>() + e.name.len())
+                .sum();
+            let mut charge = Charge::new(self.listings.clone());
+            if charge.set(c.fsuid, bytes as u64).is_err() {
+                log::info!(
+                    "listing of .udsfs/abstract for uid {}: {bytes} bytes refused",
+                    c.fsuid
+                );
+                return Err(Errno::ENOMEM);
+            }
+            cur.listed = Some((entries, charge));
+        }
+        let Some((entries, _)) = &cur.listed else {
+            return Ok(Vec::new());
+        };
+        let from = entries.partition_point(|e| e.cookie <= offset);
+        Ok(entries[from..].iter().take(CHUNK).cloned().collect())
+    }
+
+    /// A chunk of `.udsfs/sock`: socket numbers are the cookies, so a
+    /// socket made or closed between chunks moves no other entry, and a
+    /// chunk looks only at the sockets after its cookie. Only the
+    /// directories the reader may see are listed (src/fuse/open.rs
+    /// `visible`).
+    fn sock_listing(&self, node: Node, offset: u64, c: &Caller) -> Vec<DirEntry> {
+        let d = FileType::Directory;
+        let mut out = Vec::new();
+        if offset == 0 {
+            out.push(DirEntry::new(node.ino(), DOT, d, b"."));
+        }
+        if offset <= DOT {
+            out.push(DirEntry::new(
+                Node::Ctrl(Ctrl::Root).ino(),
+                DOTDOT,
+                d,
+                b"..",
+            ));
+        }
+        let mut after = offset.saturating_sub(FIRST);
+        while out.len() < SOCK_CHUNK {
+            let batch = self.eng.dirs_after(after, SOCK_CHUNK, |dir| {
+                self.visible(dir, c).then_some(dir.generation)
+            });
+            let Some(&(last, _)) = batch.last() else {
+                break;
+            };
+            after = last;
+            for (id, generation) in batch {
+                if let Some(g) = generation {
+                    let ino = Node::Sock(g, SockFile::Dir).ino();
+                    out.push(DirEntry::new(ino, id + FIRST, d, id.to_string().as_bytes()));
+                }
+            }
+        }
+        out
     }
 
     /// A chunk of a tree directory (or of its connect view), resuming after
@@ -220,9 +335,18 @@ impl Inner {
             out.push(DirEntry::new(shown(parent), DOTDOT, d, b".."));
         }
         let mut issued = HashMap::new();
-        let whole = chunk.len() < CHUNK;
+        let mut whole = chunk.len() < CHUNK;
+        // The handle keeps the name of every entry handed out, so hand out
+        // what one reply takes, not the whole chunk.
+        let mut room = REPLY_BYTES.saturating_sub(out.iter().map(|e| dirent_size(&e.name)).sum());
         cur.next = cur.next.max(FIRST);
         for (child, kind, name) in chunk {
+            let need = dirent_size(&name);
+            if need > room && !issued.is_empty() {
+                whole = false;
+                break;
+            }
+            room = room.saturating_sub(need);
             let ft = match kind {
                 Kind::Dir => d,
                 Kind::Symlink => FileType::Symlink,

@@ -14,7 +14,7 @@ use nix::errno::Errno;
 use crate::engine::depot::PassedFile;
 use crate::engine::fault_point::{Outbound, SendFault};
 use crate::engine::pins::Pin;
-use crate::engine::skb::{message_truesize, stream_truesize};
+use crate::engine::skb::{message_truesize, sliced_truesize};
 use crate::engine::socket::{BoundName, Msg, SockState, SockType, Socket};
 use crate::engine::tap::{Origin, PassedSocket, Queued};
 use crate::engine::{Caller, Engine, Result, Ucred, Waiter, Wakeups};
@@ -214,8 +214,13 @@ impl Engine {
             timed = plan.timed;
             drop_passed = plan.ctrunc;
         }
+        // A slicer's pieces are queued messages each: they are charged too.
+        let pieces = timed
+            .as_ref()
+            .and_then(|(d, _)| d.slice.as_ref())
+            .map_or(1, |sizes| sizes.len());
         let charge = match s.ty {
-            SockType::Stream => stream_truesize(data.len()),
+            SockType::Stream => sliced_truesize(data.len(), pieces),
             _ => message_truesize(data.len()),
         };
         // All queues together, as memory the daemon holds: past the bound
