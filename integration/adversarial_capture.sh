@@ -96,8 +96,7 @@ for _ in range(150):  # the releases of the last run may still be on their way
 open(sys.argv[2], "w").close()
 time.sleep(60)' $MAX "$OUT/b_holds" &
 HOLDER=$!
-for _ in $(seq 1 200); do [ -e "$OUT/b_holds" ] && break; sleep 0.05; done
-[ -e "$OUT/b_holds" ] || fail "B's holder did not start"
+wait_for "$OUT/b_holds" 10 "B's holder did not start"
 expect_eq "B, while holding 256 MiB: a default capture" "$(as_uid $B /usr/bin/python3 "$TMP/captures.py" 0)" "open ENOBUFS"
 expect_eq "A, while B holds its share: 256 MiB" "$(as_uid $A /usr/bin/python3 "$TMP/captures.py" $MAX)" "ok"
 expect_eq "root: three of 256 MiB" "$(/usr/bin/python3 "$TMP/captures.py" $MAX $MAX $MAX)" "ok ok ok"

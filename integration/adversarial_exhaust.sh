@@ -153,8 +153,7 @@ OUT=$TMP/out
 mkdir -m 1777 "$OUT"
 as_uid $B /usr/bin/python3 "$TMP/listings.py" "$OUT/held" "$OUT/close" >"$OUT/b" &
 HOLDER=$!
-for _ in $(seq 1 300); do [ -e "$OUT/held" ] && break; sleep 0.05; done
-[ -e "$OUT/held" ] || fail "B's listing holder did not get to hold its listings: $(cat "$OUT/b")"
+wait_for "$OUT/held" 15 "B's listing holder did not get to hold its listings" "$OUT/b"
 got=$(as_uid $A /usr/bin/python3 -c "$PY_PRELUDE
 fds = [os.open(U + '/unix', os.O_RDONLY) for _ in range(5)]
 print(len(fds))") || fail "A could not open listings while B holds its share"
@@ -210,8 +209,7 @@ PY
 chmod 644 "$TMP/fill.py"
 as_uid $B /usr/bin/python3 "$TMP/fill.py" 100 "$OUT/read" >"$OUT/fill_b" &
 FILLER=$!
-for _ in $(seq 1 300); do [ -e "$OUT/read.held" ] && break; sleep 0.05; done
-[ -e "$OUT/read.held" ] || fail "B's filler did not fill: $(cat "$OUT/fill_b")"
+wait_for "$OUT/read.held" 15 "B's filler did not fill" "$OUT/fill_b"
 read -r why pairs total <"$OUT/fill_b"
 say "B filled $pairs pairs with $total bytes before $why"
 expect_eq "B's fills end with" "$why" "ENOBUFS"

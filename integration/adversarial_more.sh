@@ -98,8 +98,7 @@ chmod 644 "$TMP"/*.py
 before=$(rss_kb)
 as_uid $B timeout 300 /usr/bin/python3 "$TMP/slice_fill.py" 8 "$OUT/slice" >"$OUT/slice_b" &
 FILLER=$!
-for _ in $(seq 1 600); do [ -e "$OUT/slice.held" ] && break; sleep 0.05; done
-[ -e "$OUT/slice.held" ] || fail "B's sliced fills did not end: $(cat "$OUT/slice_b")"
+wait_for "$OUT/slice.held" 30 "B's sliced fills did not end" "$OUT/slice_b"
 after=$(rss_kb)
 read -r why pairs total <"$OUT/slice_b"
 grown=$(((after - before) / 1024))
@@ -128,8 +127,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$DAEMON_PID/stat"; }
 prlimit --nofile=19100:19100 -- setpriv --reuid=$B --regid=$B --clear-groups \
     timeout 300 /usr/bin/python3 "$TMP/hold_pairs.py" 19000 "$OUT/pairs" >"$OUT/pairs_b" 2>&1 &
 HOLDER=$!
-for _ in $(seq 1 2400); do [ -e "$OUT/pairs.held" ] && break; sleep 0.05; done
-[ -e "$OUT/pairs.held" ] || fail "B did not get to hold its 19000 pairs: $(cat "$OUT/pairs_b")"
+wait_for "$OUT/pairs.held" 120 "B did not get to hold its 19000 pairs" "$OUT/pairs_b"
 t0=$(cpu_ticks)
 listed=$(as_uid $A ls -f "$U/sock" | grep -c '^[0-9]')
 t1=$(cpu_ticks)
@@ -162,8 +160,7 @@ chmod 644 "$TMP/hold_names.py"
 prlimit --nofile=19100:19100 -- setpriv --reuid=$B --regid=$B --clear-groups \
     timeout 300 /usr/bin/python3 "$TMP/hold_names.py" 19000 "$OUT/names" >"$OUT/names_b" 2>&1 &
 HOLDER=$!
-for _ in $(seq 1 2400); do [ -e "$OUT/names.held" ] && break; sleep 0.05; done
-[ -e "$OUT/names.held" ] || fail "B did not get to hold its 19000 names: $(cat "$OUT/names_b")"
+wait_for "$OUT/names.held" 120 "B did not get to hold its 19000 names" "$OUT/names_b"
 t0=$(cpu_ticks)
 listed=$(as_uid $A ls -f "$U/abstract" | grep -c '^more')
 t1=$(cpu_ticks)
@@ -204,8 +201,7 @@ before=$(rss_kb)
 prlimit --nofile=2100:2100 -- setpriv --reuid=$B --regid=$B --clear-groups \
     timeout 300 /usr/bin/python3 "$TMP/hold_dirs.py" 2000 "$OUT/dirs" >"$OUT/dirs_b" 2>&1 &
 HOLDER=$!
-for _ in $(seq 1 2400); do [ -e "$OUT/dirs.held" ] && break; sleep 0.05; done
-[ -e "$OUT/dirs.held" ] || fail "B did not get to hold its 2000 directory handles: $(cat "$OUT/dirs_b")"
+wait_for "$OUT/dirs.held" 120 "B did not get to hold its 2000 directory handles" "$OUT/dirs_b"
 after=$(rss_kb)
 grown=$(((after - before) / 1024))
 say "B's 2000 handles on a directory of 1024 long names, each read once: the daemon grew by $grown MB"
@@ -295,8 +291,7 @@ PY
 chmod 644 "$TMP/odd_names.py"
 as_uid $B timeout 300 /usr/bin/python3 "$TMP/odd_names.py" "$OUT/odd" >"$OUT/odd_b" 2>&1 &
 HOLDER=$!
-for _ in $(seq 1 600); do [ -e "$OUT/odd.held" ] && break; sleep 0.05; done
-[ -e "$OUT/odd.held" ] || fail "B did not bind its odd names: $(cat "$OUT/odd_b")"
+wait_for "$OUT/odd.held" 30 "B did not bind its odd names" "$OUT/odd_b"
 got=$(as_uid $A /usr/bin/python3 -c "$PY_PRELUDE
 fd, n = clone('dgram')
 ctl(fd, 'bind @fine%d' % os.getpid())

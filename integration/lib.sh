@@ -46,6 +46,18 @@ cd "$TMP"
 # ---------------------------------------------------------------- reporting
 
 say() { printf '%s\n' "$*"; }
+# wait_for FILE SECONDS WHY [OUTPUT]: waits up to SECONDS for FILE to exist (a
+# background helper's sign that it got where it was going); else fails with WHY and
+# what the file OUTPUT holds then (the helper's output).
+wait_for() {
+    local i
+    for ((i = 0; i < $2 * 20; i++)); do
+        [ -e "$1" ] && return 0
+        sleep 0.05
+    done
+    fail "$3${4:+: $(cat "$4" 2>/dev/null)}"
+}
+
 # as_uid UID CMD...: CMD as user and group UID, without supplementary groups.
 as_uid() {
     command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
