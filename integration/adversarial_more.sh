@@ -106,8 +106,7 @@ say "B filled $pairs sliced pairs with $total bytes ($why); the daemon grew by $
 [ "$grown" -lt 48 ] || fail "B's $total sliced bytes made the daemon hold $grown MB more (its share of queued bytes: 32 MiB)"
 ok "B's sliced sends: the daemon grew by $grown MB"
 expect_eq "B's sliced fills end with" "$why" "ENOBUFS"
-touch "$OUT/slice"
-wait "$FILLER" || fail "B's sliced filler failed: $(cat "$OUT/slice_b")"
+let_go "$OUT/slice" "$FILLER" "B's sliced filler failed" "$OUT/slice_b"
 expect_eq "B reads its first sliced pair back (bytes, largest read)" "$(tail -1 "$OUT/slice_b")" "intact 1"
 alive "slicer pieces"
 ok "slicer pieces: counted as the sender's queued memory"
@@ -137,8 +136,7 @@ say "A's listing of .udsfs/sock: $listed sockets, $cpu_ms ms of the daemon's CPU
 [ "$listed" -ge 38000 ] || fail "A's listing showed $listed sockets, want B's 38000"
 [ "$cpu_ms" -lt 400 ] || fail "one listing of $listed sockets cost the daemon $cpu_ms ms of CPU"
 ok "a listing of .udsfs/sock costs the daemon $cpu_ms ms for $listed sockets"
-touch "$OUT/pairs"
-wait "$HOLDER" || fail "B's pair holder failed: $(cat "$OUT/pairs_b")"
+let_go "$OUT/pairs" "$HOLDER" "B's pair holder failed" "$OUT/pairs_b"
 alive "sock listing"
 
 # 3. The listing of .udsfs/abstract.
@@ -169,8 +167,7 @@ say "A's listing of .udsfs/abstract: $listed names, $cpu_ms ms of the daemon's C
 expect_eq "names in A's listing of .udsfs/abstract" "$listed" 19000
 [ "$cpu_ms" -lt 400 ] || fail "one listing of $listed abstract names cost the daemon $cpu_ms ms of CPU"
 ok "a listing of .udsfs/abstract costs the daemon $cpu_ms ms for $listed names"
-touch "$OUT/names"
-wait "$HOLDER" || fail "B's name holder failed: $(cat "$OUT/names_b")"
+let_go "$OUT/names" "$HOLDER" "B's name holder failed" "$OUT/names_b"
 alive "abstract listing"
 
 # 4. Open tree directories.
@@ -208,8 +205,7 @@ say "B's 2000 handles on a directory of 1024 long names, each read once: the dae
 expect_eq "names in a whole listing of B's directory" "$(cat "$OUT/dirs_b")" 1024
 [ "$grown" -lt 48 ] || fail "B's 2000 open directories made the daemon hold $grown MB more"
 ok "open directories: the daemon grew by $grown MB"
-touch "$OUT/dirs"
-wait "$HOLDER" || fail "B's directory holder failed: $(cat "$OUT/dirs_b")"
+let_go "$OUT/dirs" "$HOLDER" "B's directory holder failed" "$OUT/dirs_b"
 alive "open directories"
 
 # 5. Records read in pieces.
@@ -302,6 +298,5 @@ except OSError as e:
 print('listed', 'fine%d' % os.getpid() in names, 'a\\\\x2fb' in names, err(os.stat, U + '/abstract/a\\\\x2fb'))")
 expect_eq "A lists .udsfs/abstract with B's odd names bound (A's name, B's a/b, its stat)" "$got" "listed True True OK"
 grep -q "cannot be a directory entry: not listed" "$LOG" || fail "no log line for the names left out"
-touch "$OUT/odd"
-wait "$HOLDER" || fail "B's odd names failed: $(cat "$OUT/odd_b")"
+let_go "$OUT/odd" "$HOLDER" "B's odd names failed" "$OUT/odd_b"
 alive "odd abstract names"

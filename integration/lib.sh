@@ -58,6 +58,13 @@ wait_for() {
     fail "$3${4:+: $(cat "$4" 2>/dev/null)}"
 }
 
+# let_go FILE PID WHY OUTPUT: makes FILE (a background helper's sign to go on) and
+# waits for the helper PID to end; fails with WHY and the helper's OUTPUT if it failed.
+let_go() {
+    touch "$1"
+    wait "$2" || fail "$3: $(cat "$4" 2>/dev/null)"
+}
+
 # as_uid UID CMD...: CMD as user and group UID, without supplementary groups.
 as_uid() {
     command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
