@@ -174,15 +174,7 @@ def fill_pair():
     fd, a, b = pair("stream")
     w = os.open(f"{U}/sock/{a}/data", os.O_WRONLY | os.O_NONBLOCK)
     r = os.open(f"{U}/sock/{b}/data", os.O_RDONLY | os.O_NONBLOCK)
-    sent, why = 0, None
-    while True:
-        try:
-            sent += os.write(w, bytes([len(pairs) % 251]) * 65536)
-        except BlockingIOError:
-            break
-        except OSError as e:
-            why = errno.errorcode[e.errno]
-            break
+    sent, why = fill_bytes(w, bytes([len(pairs) % 251]) * 65536)
     pairs.append((fd, w, r, sent))
     return why
 pairs = []

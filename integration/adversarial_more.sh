@@ -67,15 +67,7 @@ while why is None and len(pairs) < int(sys.argv[1]):
     ctl(fd, "fault slicer average_size=1")
     w = os.open(f"{U}/sock/{a}/data", os.O_WRONLY | os.O_NONBLOCK)
     r = os.open(f"{U}/sock/{b}/data", os.O_RDONLY | os.O_NONBLOCK)
-    sent = 0
-    while True:
-        try:
-            sent += os.write(w, bytes(range(256)) * 256)
-        except BlockingIOError:
-            break
-        except OSError as e:
-            why = errno.errorcode[e.errno]
-            break
+    sent, why = fill_bytes(w, bytes(range(256)) * 256)
     pairs.append((fd, w, r, sent))
 print(why or "none", len(pairs), sum(p[3] for p in pairs), flush=True)
 open(sys.argv[2] + ".held", "w").close()

@@ -205,7 +205,7 @@ expect_eq() {
 }
 
 # py CODE [ARGS...]: run python3 with the helpers of udsfs_files.py (err, status,
-# clone, pair, ctl, fill, in_thread; M = mount, U = M/.udsfs) and the modules it
+# clone, pair, ctl, fill, fill_bytes, in_thread; M = mount, U = M/.udsfs) and the modules it
 # imports (os, sys, errno, stat, fcntl, signal, threading, time). $PY_PRELUDE is its
 # text, put before a program's own (not imported: a user other than root may not be
 # able to read this directory).

@@ -71,6 +71,19 @@ def fill(fd, chunk=b"x", most=None):
     return n
 
 
+def fill_bytes(fd, chunk):
+    """Writes `chunk` to the non-blocking `fd` until EAGAIN or another error: the bytes
+    written and that error's errno name (None at EAGAIN)."""
+    sent = 0
+    while True:
+        try:
+            sent += os.write(fd, chunk)
+        except BlockingIOError:
+            return sent, None
+        except OSError as e:
+            return sent, errno.errorcode.get(e.errno, str(e.errno))
+
+
 def in_thread(fn):
     """Starts fn() in a daemon thread: the thread and a dict that gets "n", what fn
     returned, or "err", the OSError it raised."""
