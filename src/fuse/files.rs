@@ -2,13 +2,13 @@
 //! kind holds) and one read or write on one file; the parking around them
 //! is in io.rs.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use super::dir_cursor::DirCursor;
 use super::outgoing::{Held, WriteJob, send_batch};
 use super::poll_waiter::PollWaiter;
 use crate::ctl::{self, Command};
@@ -38,17 +38,6 @@ pub enum FileKind {
     Dir(Mutex<DirCursor>),
     /// A capture (src/capture): reads give pcapng, writes filter lines.
     Capture(crate::capture::Handle),
-}
-
-/// Where the listing of an open tree directory got to: the cookies of the
-/// last chunk, with the name each stands for. An open `.udsfs/abstract`
-/// keeps its whole listing instead, made at its first chunk, with what it
-/// holds charged to its reader.
-#[derive(Default)]
-pub struct DirCursor {
-    pub(super) names: HashMap<u64, Vec<u8>>,
-    pub(super) next: u64,
-    pub(super) listed: Option<(Vec<super::readdir::DirEntry>, Charge)>,
 }
 
 /// A received record being read out in pieces. Taken out of its queue, it

@@ -11,6 +11,7 @@ mod adapter;
 mod alarm;
 mod attr;
 mod capture;
+mod dir_cursor;
 mod faults;
 mod files;
 mod front;

@@ -13,7 +13,8 @@ use fuser::FileType;
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
-use super::files::{DirCursor, FileKind, OpenFile};
+use super::dir_cursor::{DirCursor, DirEntry};
+use super::files::{FileKind, OpenFile};
 use super::front::Inner;
 use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
 use crate::engine::Caller;
@@ -59,26 +60,6 @@ const SOCK_CHUNK: usize = 160;
 
 /// A control directory's entry before its cookie: (inode, type, name).
 type Listed = (u64, FileType, Vec<u8>);
-
-/// One entry of a listing, with the cookie that resumes after it.
-#[derive(Clone)]
-pub struct DirEntry {
-    pub ino: u64,
-    pub cookie: u64,
-    pub kind: FileType,
-    pub name: Vec<u8>,
-}
-
-impl DirEntry {
-    fn new(ino: u64, cookie: u64, kind: FileType, name: &[u8]) -> DirEntry {
-        DirEntry {
-            ino,
-            cookie,
-            kind,
-            name: name.to_vec(),
-        }
-    }
-}
 
 impl Inner {
     /// opendir: tree directories get a cursor; the control tree's need none.
