@@ -21,6 +21,7 @@ mod graph;
 mod held_back;
 mod introspect;
 mod lifecycle;
+mod log_limit;
 mod message;
 mod name_key;
 mod name_table;

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::log_limit::LogLimit;
 use crate::sharded::ShardedMap;
 
 /// Why a `take` was refused.
@@ -29,6 +30,8 @@ pub struct Quota {
     /// A user's share of `max`, in thousandths; 0: no shares.
     share_permille: AtomicU64,
     by_user: ShardedMap<u32, u64>,
+    /// Refusals come at a client's pace: their log lines are limited.
+    log: LogLimit,
 }
 
 impl Quota {
@@ -39,6 +42,7 @@ impl Quota {
             used: AtomicU64::new(0),
             share_permille: AtomicU64::new(0),
             by_user: ShardedMap::new(),
+            log: LogLimit::default(),
         }
     }
 
@@ -104,10 +108,16 @@ impl Quota {
             Refused::Full => ("the mount's", self.max()),
             Refused::UserShare => ("its share of", self.user_limit()),
         };
-        log::warn!(
-            "uid {uid}: {} would exceed {whose} {limit} ({held} held)",
-            self.what
-        );
+        if let Some(skipped) = self.log.admit() {
+            let more = match skipped {
+                0 => String::new(),
+                n => format!("; {n} more refusals since the last line"),
+            };
+            log::warn!(
+                "uid {uid}: {} would exceed {whose} {limit} ({held} held){more}",
+                self.what
+            );
+        }
         why
     }
 
