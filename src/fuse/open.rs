@@ -121,13 +121,21 @@ impl Inner {
         text: Vec<u8>,
         c: &Caller,
     ) -> Result<u64, Errno> {
-        let mut charge = Charge::new(self.listings.clone());
-        if charge.set(c.fsuid, text.len() as u64).is_err() {
-            return Err(Errno::ENOMEM);
-        }
+        let charge = self.charge_listing(text.len(), c)?;
         let mut f = OpenFile::new(None, kind(text));
         f.listing = Some(charge);
         Ok(self.files.insert(f))
+    }
+
+    /// `bytes` of listing text (a snapshot, or the entries an open
+    /// `.udsfs/abstract` keeps), charged to `c` while the charge lives;
+    /// ENOMEM past its share of `listings` (the quota logs the refusal).
+    pub(super) fn charge_listing(&self, bytes: usize, c: &Caller) -> Result<Charge, Errno> {
+        let mut charge = Charge::new(self.listings.clone());
+        charge
+            .set(c.fsuid, bytes as u64)
+            .map_err(|_| Errno::ENOMEM)?;
+        Ok(charge)
     }
 
     fn snapshot(&self, text: String, c: &Caller) -> Result<u64, Errno> {

@@ -18,7 +18,6 @@ use super::files::{FileKind, OpenFile};
 use super::front::Inner;
 use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
 use crate::engine::Caller;
-use crate::engine::quota::Charge;
 use crate::engine::tree::{self, Kind, ROOT_INO};
 use udsfs_proto::addr;
 
@@ -61,6 +60,15 @@ const SOCK_CHUNK: usize = 160;
 /// A control directory's entry before its cookie: (inode, type, name).
 type Listed = (u64, FileType, Vec<u8>);
 
+/// `.` (directory `me`) and `..` (`up`), those of them after cookie `offset`.
+fn dots_after(me: u64, up: u64, offset: u64) -> Vec<DirEntry> {
+    [(DOT, me, &b"."[..]), (DOTDOT, up, &b".."[..])]
+        .into_iter()
+        .filter(|&(cookie, _, _)| cookie > offset)
+        .map(|(cookie, ino, name)| DirEntry::new(ino, cookie, FileType::Directory, name))
+        .collect()
+}
+
 impl Inner {
     /// opendir: tree directories get a cursor; the control tree's need none.
     pub(super) fn opendir(&self, ino: u64) -> u64 {
@@ -76,20 +84,19 @@ impl Inner {
     }
 
     /// The entries of a control directory, each with its cookie.
-    fn control_entries(&self, node: Node, c: &Caller) -> Result<Vec<(u64, Listed)>, Errno> {
+    fn control_entries(&self, node: Node, c: &Caller) -> Result<Vec<DirEntry>, Errno> {
         let dir = FileType::Directory;
         let reg = FileType::RegularFile;
-        let numbered = |v: Vec<Listed>| -> Vec<(u64, Listed)> {
+        let numbered = |v: Vec<Listed>| -> Vec<DirEntry> {
             v.into_iter()
                 .enumerate()
-                .map(|(i, e)| (i as u64 + 1, e))
+                .map(|(i, (ino, kind, name))| DirEntry {
+                    ino,
+                    cookie: i as u64 + 1,
+                    kind,
+                    name,
+                })
                 .collect()
-        };
-        let dots = |me: Node, up: u64| -> Vec<(u64, Listed)> {
-            vec![
-                (DOT, (me.ino(), dir, b".".to_vec())),
-                (DOTDOT, (up, dir, b"..".to_vec())),
-            ]
         };
         Ok(match node {
             Node::Ctrl(Ctrl::Root) => {
@@ -136,7 +143,7 @@ impl Inner {
             // One entry per name (shared by the three types), its cookie the
             // oldest generation bound to it.
             Node::Ctrl(Ctrl::AbstractDir) => {
-                let mut out = dots(node, Node::Ctrl(Ctrl::Root).ino());
+                let mut out = dots_after(node.ino(), Node::Ctrl(Ctrl::Root).ino(), 0);
                 let mut first: HashMap<Vec<u8>, u64> = HashMap::new();
                 for (_, _, name, s) in self.eng.abstract_names() {
                     let Some(shown) = listed_name(&name) else {
@@ -152,7 +159,12 @@ impl Inner {
                 let mut names: Vec<_> = first.into_iter().collect();
                 names.sort_unstable_by_key(|(_, g)| *g);
                 for (shown, g) in names {
-                    out.push((g + FIRST, (Node::Abstract(g).ino(), reg, shown)));
+                    out.push(DirEntry {
+                        ino: Node::Abstract(g).ino(),
+                        cookie: g + FIRST,
+                        kind: reg,
+                        name: shown,
+                    });
                 }
                 out
             }
@@ -183,17 +195,9 @@ impl Inner {
         {
             return self.kept_listing(node, &mut cursor.lock(), offset, c);
         }
-        let entries = self.control_entries(node, c)?;
-        Ok(entries
-            .into_iter()
-            .filter(|(cookie, _)| *cookie > offset)
-            .map(|(cookie, (ino, kind, name))| DirEntry {
-                ino,
-                cookie,
-                kind,
-                name,
-            })
-            .collect())
+        let mut entries = self.control_entries(node, c)?;
+        entries.retain(|e| e.cookie > offset);
+        Ok(entries)
     }
 
     /// A chunk of a control directory whose listing its open handle keeps
@@ -210,28 +214,12 @@ impl Inner {
     ) -> Result<Vec<DirEntry>, Errno> {
         if offset == 0 || cur.listed.is_none() {
             cur.listed = None;
-            let entries: Vec<DirEntry> = self
-                .control_entries(node, c)?
-                .into_iter()
-                .map(|(cookie, (ino, kind, name))| DirEntry {
-                    ino,
-                    cookie,
-                    kind,
-                    name,
-                })
-                .collect();
+            let entries = self.control_entries(node, c)?;
             let bytes: usize = entries
                 .iter()
                 .map(|e| std::mem::size_of::<DirEntry>() + e.name.len())
                 .sum();
-            let mut charge = Charge::new(self.listings.clone());
-            if charge.set(c.fsuid, bytes as u64).is_err() {
-                log::info!(
-                    "listing of .udsfs/abstract for uid {}: {bytes} bytes refused",
-                    c.fsuid
-                );
-                return Err(Errno::ENOMEM);
-            }
+            let charge = self.charge_listing(bytes, c)?;
             cur.listed = Some((entries, charge));
         }
         let Some((entries, _)) = &cur.listed else {
@@ -248,18 +236,7 @@ impl Inner {
     /// `visible`).
     fn sock_listing(&self, node: Node, offset: u64, c: &Caller) -> Vec<DirEntry> {
         let d = FileType::Directory;
-        let mut out = Vec::new();
-        if offset == 0 {
-            out.push(DirEntry::new(node.ino(), DOT, d, b"."));
-        }
-        if offset <= DOT {
-            out.push(DirEntry::new(
-                Node::Ctrl(Ctrl::Root).ino(),
-                DOTDOT,
-                d,
-                b"..",
-            ));
-        }
+        let mut out = dots_after(node.ino(), Node::Ctrl(Ctrl::Root).ino(), offset);
         let mut after = offset.saturating_sub(FIRST);
         while out.len() < SOCK_CHUNK {
             let batch = self.eng.dirs_after(after, SOCK_CHUNK, |dir| {
@@ -308,13 +285,8 @@ impl Inner {
         let (parent, chunk) = self.eng.tree.readdir_after(dir, after.as_deref(), CHUNK)?;
         let shown = |ino: u64| if view { Node::Connect(ino).ino() } else { ino };
         let d = FileType::Directory;
-        let mut out = Vec::with_capacity(chunk.len() + 3);
-        if offset == 0 {
-            out.push(DirEntry::new(node.ino(), DOT, d, b"."));
-        }
-        if offset <= DOT {
-            out.push(DirEntry::new(shown(parent), DOTDOT, d, b".."));
-        }
+        let mut out = dots_after(node.ino(), shown(parent), offset);
+        out.reserve(chunk.len() + 1);
         let mut issued = HashMap::new();
         let mut whole = chunk.len() < CHUNK;
         // The handle keeps the name of every entry handed out, so hand out
