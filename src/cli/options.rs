@@ -43,7 +43,8 @@ pub struct MountArgs {
     pub max_parked: u64,
     /// Bytes that waiting writes and partly written msg records may hold
     /// (ENOBUFS beyond); the text open listings keep (.udsfs/unix, graph,
-    /// faults, gc, status files) may hold as much again (ENOMEM beyond).
+    /// faults, gc, fdchannel, status files, abstract) and msg records read
+    /// in pieces may hold as much again (ENOMEM beyond).
     #[arg(long, default_value_t = 256 << 20)]
     pub max_held_bytes: u64,
     /// Bytes all sockets' receive queues may hold at once, as each sender's
