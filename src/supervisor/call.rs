@@ -129,7 +129,7 @@ impl Call<'_> {
                     if !self.l.valid(self.id) {
                         return Err(Stop::Gone);
                     }
-                    if super::deliver::signal_for(self.task.tid) {
+                    if super::deliver::signal_now(self.task.tid) {
                         return Err(Stop::Signal);
                     }
                     round += 1;

@@ -125,13 +125,16 @@ impl Choices {
     /// Is the process of `me` in a group stop, or about to be? A stop
     /// signal wakes every thread (do_signal_stop), so every parked call
     /// ends and is made again after SIGCONT, as a blocking call on Linux.
-    fn stopping(&mut self, me: &Status) -> bool {
+    /// `fresh`: not from a look of the last 50 ms, which may predate a
+    /// SIGCONT.
+    fn stopping(&mut self, me: &Status, fresh: bool) -> bool {
         let stop = bit(libc::SIGTSTP) | bit(libc::SIGTTIN) | bit(libc::SIGTTOU);
         if me.shared & (bit(libc::SIGSTOP) | (stop & !me.handled)) != 0 {
             return true;
         }
         let now = std::time::Instant::now();
         if let Some(&(at, s)) = self.stopping.get(&me.tgid)
+            && !fresh
             && now.duration_since(at) < std::time::Duration::from_millis(50)
         {
             return s;
@@ -148,8 +151,20 @@ impl Choices {
 
 /// Must a wait of thread `tid` end for a signal: one pending for it that it
 /// does not block, SIGKILL, a stop of its process, or a signal of its
-/// process given to it.
+/// process given to it. A stop may be seen up to 50 ms after it ended:
+/// enough to wake a parked call (park.rs), which then asks `signal_now`.
 pub fn signal_for(tid: pid_t) -> bool {
+    signal_seen(tid, false)
+}
+
+/// As `signal_for`, from what holds now: before a call is answered
+/// ERESTARTSYS. A thread that trapped after a SIGCONT has no signal left to
+/// handle, so the kernel would not restart its call: it would return 512.
+pub fn signal_now(tid: pid_t) -> bool {
+    signal_seen(tid, true)
+}
+
+fn signal_seen(tid: pid_t, fresh: bool) -> bool {
     let Some(me) = status(tid) else {
         return false;
     };
@@ -158,7 +173,7 @@ pub fn signal_for(tid: pid_t) -> bool {
         return true;
     }
     let mut c = choices().lock().unwrap_or_else(|e| e.into_inner());
-    if c.stopping(&me) {
+    if c.stopping(&me, fresh) {
         return true;
     }
     // Choices for signals taken since are done with.
@@ -190,6 +205,41 @@ pub fn signal_for(tid: pid_t) -> bool {
 
 #[cfg(test)]
 mod tests {
+    fn state(pid: u32) -> u8 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat.rsplit_once(") ").unwrap().1.as_bytes()[0]
+    }
+
+    fn wait_state(pid: u32, stopped: bool) {
+        for _ in 0..1000 {
+            if (state(pid) == b'T') == stopped {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        panic!("process {pid} did not become stopped={stopped}");
+    }
+
+    #[test]
+    fn a_stop_ended_by_sigcont_is_no_signal_now() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // SAFETY: signals to our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        wait_state(pid, true);
+        // Seen stopping, and so remembered for a while.
+        assert!(super::signal_for(pid as i32));
+        unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+        wait_state(pid, false);
+        let now = super::signal_now(pid as i32);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!now, "a stop that SIGCONT ended still counted as a signal");
+    }
+
     #[test]
     fn a_blocked_signal_of_the_thread_is_none() {
         // SAFETY: blocks SIGUSR2 in this thread and raises it there.
