@@ -80,3 +80,38 @@ init: 1"
 grep -q "SIGURG to 1 not sent: its owner was set by uid 65534" "$LOG" ||
     fail "no log line for the SIGURG not sent to init"
 ok "the SIGURG nobody may not send is not sent, with a log line"
+
+# A group of nobody's and root's processes (any process may join a group of its
+# session): an owner set by nobody signals nobody's member only, as the kernel checks
+# each member of the group.
+"$PY3" -c '
+import os, signal, sys, time
+urg = []
+signal.signal(signal.SIGURG, lambda *_: urg.append(1))
+os.setpgid(0, 0)
+open(sys.argv[1] + ".pgrp", "w").write(str(os.getpgrp()))
+while not os.path.exists(sys.argv[1] + ".go"):
+    time.sleep(0.02)
+print("root member:", len(urg))
+' "$TMP/group" >"$TMP/group.out" 2>&1 &
+root_member=$!
+wait_for "$TMP/group.pgrp" 10 "the root member did not start" "$TMP/group.out"
+out=$(U=$U G=$(cat "$TMP/group.pgrp") as_uid 65534 "$PY3" -c '
+import os, signal
+U, G = os.environ["U"], int(os.environ["G"])
+urg = []
+signal.signal(signal.SIGURG, lambda *_: urg.append(1))
+os.setpgid(0, G)
+p = os.open(f"{U}/stream/pair", os.O_RDWR)
+n, m = os.read(p, 64).split()
+ctl = os.open(f"{U}/sock/{m.decode()}/ctl", os.O_WRONLY)
+w = os.open(f"{U}/sock/{n.decode()}/msg", os.O_WRONLY)
+os.write(ctl, f"owner -{G}\n".encode())
+os.write(w, b"len=1 oob=1\nx")
+print("nobody member:", len(urg))
+') || fail "nobody in a group with root failed"
+let_go "$TMP/group.go" "$root_member" "the root member failed" "$TMP/group.out"
+expect_eq "SIGURG for nobody's owner of a group with root in it" "$out
+$(cat "$TMP/group.out")" "nobody member: 1
+root member: 0"
+ok "an owner set by nobody signals only nobody's members of a group"

@@ -57,40 +57,10 @@ pub fn connect_as(mount: &Path, tid: i32) -> Res<Channel> {
     let euid = crate::procfs::Status::read(tid as u32)
         .map_err(|_| libc::ESRCH)?
         .uids[1];
-    let _as = AsUser::enter(euid);
+    let _as = super::thread_uid::ThreadUid::enter(euid).inspect_err(|e| {
+        say(&format!(
+            "fd channel: cannot connect as uid {euid} ({e}): files passed may be refused"
+        ))
+    });
     connect(mount)
-}
-
-/// This thread's effective uid switched to another for a moment (the real
-/// and saved uids stay, so the switch back is allowed). Raw setresuid: the
-/// C library's would change every thread of the supervisor.
-struct AsUser(Option<u32>);
-
-impl AsUser {
-    fn enter(euid: u32) -> AsUser {
-        // SAFETY: geteuid has no preconditions.
-        let ours = unsafe { libc::geteuid() };
-        if ours == euid {
-            return AsUser(None);
-        }
-        // SAFETY: setresuid of this thread only; -1 keeps the real and saved uids.
-        let r = unsafe { libc::syscall(libc::SYS_setresuid, -1i32, euid, -1i32) };
-        if r < 0 {
-            say(&format!(
-                "fd channel: cannot connect as uid {euid} ({}): files passed may be refused",
-                std::io::Error::last_os_error()
-            ));
-            return AsUser(None);
-        }
-        AsUser(Some(ours))
-    }
-}
-
-impl Drop for AsUser {
-    fn drop(&mut self) {
-        if let Some(uid) = self.0 {
-            // SAFETY: as in `enter`; the saved uid allows the way back.
-            unsafe { libc::syscall(libc::SYS_setresuid, -1i32, uid, -1i32) };
-        }
-    }
 }

@@ -26,6 +26,7 @@ mod park;
 mod pidfd;
 mod record;
 mod target;
+mod thread_uid;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
