@@ -9,7 +9,8 @@
 #    request and its threads stay asleep; SIGSTOP stops all of the threads in accept
 #    and SIGCONT lets them wait again; once unblocked, every call completes.
 # 2. recvmmsg's timeout as the kernel keeps it: checked after each datagram, what is
-#    left written back, bad values refused.
+#    left written back, bad values refused; an error after datagrams (a bad buffer, a
+#    msg_len that cannot be written) is left pending for SO_ERROR and the next call.
 # 3. Signals: one kill(pid) ends one of four blocked receives (the thread the kernel
 #    picks, src/supervisor/deliver.rs), the other three get their messages later;
 #    SA_RESTART restarts; for recv, accept, connect and a large datagram's send

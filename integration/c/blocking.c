@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -381,6 +382,52 @@ static void left(const char *name, struct timespec *t, long lo, long hi)
 		       : "wrong");
 }
 
+static void pending_error(const char *what)
+{
+	int e = 0;
+	socklen_t l = sizeof e;
+	getsockopt(mm[0], SOL_SOCKET, SO_ERROR, &e, &l);
+	printf("%s: SO_ERROR %s\n", what, e ? strerrorname_np(e) : "0");
+}
+
+/* An error after datagrams: their count, and the error left for the next
+ * call (__sys_recvmmsg's sk_err); EAGAIN is not left. */
+static void mmsg_errors(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *two = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* The second entry in a page of its own. */
+	struct mmsghdr *m = (struct mmsghdr *)(two + page) - 1;
+	static char buf[8];
+	struct iovec good = {buf, sizeof buf}, bad = {(void *)16, 8};
+	memset(m, 0, 2 * sizeof *m);
+	m[0].msg_hdr.msg_iov = &good;
+	m[0].msg_hdr.msg_iovlen = 1;
+	m[1].msg_hdr.msg_iov = &bad;
+	m[1].msg_hdr.msg_iovlen = 1;
+	drain();
+	queue(3);
+	show("second buffer at a bad address, 3 queued", recvmmsg(mm[0], m, 2, 0, NULL));
+	pending_error("bad buffer");
+	show("then a receive", recv(mm[0], buf, sizeof buf, MSG_DONTWAIT));
+	queue(2);
+	show("bad buffer again, 2 queued", recvmmsg(mm[0], m, 2, 0, NULL));
+	show("the next call gets the error", recv(mm[0], buf, sizeof buf, MSG_DONTWAIT));
+	show("and then none is left", recv(mm[0], buf, sizeof buf, MSG_DONTWAIT));
+	/* The second msg_len cannot be written: that datagram is taken, not
+	 * counted. */
+	m[1].msg_hdr.msg_iov = &good;
+	mprotect(two + page, page, PROT_READ);
+	queue(3);
+	show("second msg_len read-only, 3 queued", recvmmsg(mm[0], m, 2, 0, NULL));
+	pending_error("msg_len read-only");
+	show("then a receive", recv(mm[0], buf, sizeof buf, MSG_DONTWAIT));
+	queue(1);
+	show("MSG_WAITFORONE, 1 queued, vlen 2", recvmmsg(mm[0], m, 2, MSG_WAITFORONE, NULL));
+	pending_error("EAGAIN after a datagram");
+	munmap(two, 2 * page);
+}
+
 static int mmsg_mode(void)
 {
 	socketpair(AF_UNIX, SOCK_DGRAM, 0, mm);
@@ -427,6 +474,7 @@ static int mmsg_mode(void)
 	t = (struct timespec){1, 0};
 	show("MSG_DONTWAIT, nothing queued", mmsg(5, MSG_DONTWAIT, &t));
 	printf("MSG_DONTWAIT: left %ld.%09ld\n", (long)t.tv_sec, t.tv_nsec);
+	mmsg_errors();
 	return 0;
 }
 

@@ -590,7 +590,11 @@ pub unsafe extern "C" fn recvmmsg(
             let e = unsafe { &mut *v.add(i) };
             let r = unsafe { recvmsg(fd, &mut e.msg_hdr, fl) };
             if r < 0 {
-                return if done > 0 { done } else { -1 };
+                if done == 0 {
+                    return -1;
+                }
+                keep_error(fd, errno());
+                return done;
             }
             e.msg_len = r as c_uint;
             done += 1;
@@ -613,6 +617,18 @@ pub unsafe extern "C" fn recvmmsg(
         }
         done
     })
+}
+
+/// An error after datagrams is left pending on the socket, for the next
+/// call or SO_ERROR (__sys_recvmmsg), unless it only says nothing more was
+/// queued; recvmmsg returns their count. A signal is EINTR only under
+/// SO_RCVTIMEO; without it Linux keeps ERESTARTSYS, which its next call
+/// returns as errno 512, and nothing is kept here.
+fn keep_error(fd: c_int, e: c_int) {
+    let restarting = e == libc::EINTR && !restart::has_timeout(fd, restart::RECV);
+    if e != libc::EAGAIN && !restarting {
+        let _ = ioctl::op(fd, Op::SetError, e);
+    }
 }
 
 /// CLOCK_MONOTONIC as a Duration (a vDSO call: no lock, no allocation).

@@ -56,7 +56,7 @@ thread_local! {
 }
 
 const SEND: i32 = 1;
-const RECV: i32 = 0;
+pub const RECV: i32 = 0;
 
 /// The result of a C call: negative on failure.
 pub trait Ret: Copy {
@@ -291,7 +291,7 @@ fn foreign_interrupting_handler() -> bool {
 
 /// Whether the socket has SO_RCVTIMEO (`dir` 0) or SO_SNDTIMEO (1) set.
 /// An error counts as a timeout: the EINTR stays.
-fn has_timeout(fd: c_int, dir: i32) -> bool {
+pub fn has_timeout(fd: c_int, dir: i32) -> bool {
     match ioctl::op(fd, Op::GetTimeo, dir).map(|c| c.values::<Timeo>()) {
         Ok(t) => t.sec != 0 || t.usec != 0 || t.zero,
         Err(_) => true,

@@ -136,6 +136,10 @@ pub enum Op {
     /// SO_PEERPIDFD. Out: `PeerPidfd`, a depot tag of the peer's pidfd,
     /// pinned when the peer connected, to claim over the fd channel.
     PeerPidfd = 36,
+    /// The pending error (sk_err, what SO_ERROR and the next call report),
+    /// errno `arg`, as recvmmsg leaves one that came after datagrams: a
+    /// number Linux names (1..=133), else EINVAL.
+    SetError = 37,
 }
 
 impl TryFrom<u32> for Op {
@@ -144,7 +148,7 @@ impl TryFrom<u32> for Op {
 
     fn try_from(n: u32) -> Result<Op, u32> {
         use Op::*;
-        const ALL: [Op; 25] = [
+        const ALL: [Op; 26] = [
             Bind,
             Listen,
             Connect,
@@ -170,6 +174,7 @@ impl TryFrom<u32> for Op {
             GetSockopt,
             KeepAccepted,
             PeerPidfd,
+            SetError,
         ];
         ALL.into_iter().find(|&op| op as u32 == n).ok_or(n)
     }

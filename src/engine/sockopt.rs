@@ -82,6 +82,18 @@ impl Engine {
         s.lock().err.take()
     }
 
+    /// Leaves error `errno` pending, as recvmmsg does with one that came
+    /// after datagrams (it returns their count). EINVAL for a number that
+    /// names no errno (0 included).
+    pub fn set_error(&self, s: &Arc<Socket>, errno: i32) -> Result<()> {
+        let e = Errno::from_raw(errno);
+        if errno <= 0 || e == Errno::UnknownErrno {
+            return Err(Errno::EINVAL);
+        }
+        s.lock().err = Some(e);
+        Ok(())
+    }
+
     /// The length of the next whole message, for a receiver that must know
     /// whether it fits before taking it (dgram, seqpacket).
     pub fn next_message_len(&self, s: &Arc<Socket>) -> Option<usize> {
@@ -153,6 +165,25 @@ mod tests {
             e.recvmsg(&f, RecvFlags::new(100), None).unwrap().data,
             b"0123456789"
         );
+    }
+
+    #[test]
+    fn a_pending_error_comes_before_the_queue_once() {
+        let (e, c, a, b) = root_pair(SockType::Dgram);
+        e.sendmsg(&a, SendMsg::new(b"q"), &c, None).unwrap();
+        for bad in [0, -14, 512, 4096] {
+            assert_eq!(e.set_error(&b, bad), Err(Errno::EINVAL), "{bad}");
+        }
+        e.set_error(&b, libc::EFAULT).unwrap();
+        // As __skb_try_recv_datagram: the error first, then the datagram.
+        assert_eq!(
+            e.recvmsg(&b, RecvFlags::new(10), None).unwrap_err(),
+            Errno::EFAULT
+        );
+        assert_eq!(e.recvmsg(&b, RecvFlags::new(10), None).unwrap().data, b"q");
+        e.set_error(&b, libc::EINTR).unwrap();
+        assert_eq!(e.take_error(&b), Some(Errno::EINTR));
+        assert_eq!(e.take_error(&b), None);
     }
 
     #[test]

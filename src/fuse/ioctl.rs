@@ -208,6 +208,7 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
             eng.set_peek_off(s, ctl.arg);
             Ok(())
         }
+        Op::SetError => eng.set_error(s, ctl.arg),
         Op::SetOwner => {
             eng.set_urg_owner(s, ctl.arg, c);
             Ok(())

@@ -15,6 +15,7 @@ use super::call::{
 };
 use super::daemon::{self, Meta, Res};
 use super::fdpass;
+use super::listener::ERESTARTSYS;
 use super::mem;
 use super::record;
 use udsfs_proto::cmsg;
@@ -322,10 +323,15 @@ fn recv_mmsg(c: &Call, s: &OwnedFd, a: [u64; 6]) -> Res<i64> {
     let mut left = std::time::Duration::ZERO;
     for i in 0..a[2].min(MAX_VLEN) {
         let at = a[1] + i * MMSGHDR;
-        match recv_one(c, s, Dest::Msg(at), fl) {
-            Ok(n) => mem::write_u32(tid, at + MSGHDR as u64, n as u32)?,
+        let got = recv_one(c, s, Dest::Msg(at), fl)
+            .and_then(|n| mem::write_u32(tid, at + MSGHDR as u64, n as u32));
+        match got {
+            Ok(()) => {}
             Err(e) if done == 0 => return Err(e),
-            Err(_) => break,
+            Err(e) => {
+                keep_error(s, e);
+                break;
+            }
         }
         done += 1;
         if flags & libc::MSG_WAITFORONE != 0 {
@@ -344,6 +350,21 @@ fn recv_mmsg(c: &Call, s: &OwnedFd, a: [u64; 6]) -> Res<i64> {
         mem::write(tid, a[4], &t)?;
     }
     Ok(done)
+}
+
+/// An error after datagrams is left pending on the socket, for the next
+/// call or SO_ERROR (__sys_recvmmsg), unless it only says nothing more was
+/// queued. A signal without SO_RCVTIMEO is not kept: Linux keeps
+/// ERESTARTSYS itself, which its next call returns as errno 512.
+fn keep_error(s: &OwnedFd, e: i32) {
+    if e != libc::EAGAIN
+        && e != ERESTARTSYS
+        && let Err(err) = daemon::ctl(s, Op::SetError, e, &[], &[])
+    {
+        say(&format!(
+            "recvmmsg: error {e} after datagrams not kept: errno {err}"
+        ));
+    }
 }
 
 fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
