@@ -7,9 +7,10 @@
 # program starts, keeping its pid and parent. Checked: the programs reach a udsfs server
 # (on kernel sockets the connect fails: the name in the mount is no kernel socket), the
 # server's SO_PEERCRED pid is the child's pid as its parent shell knows it ($!), the
-# parent's wait gets the child's exit status, execve/execvp/posix_spawn all count, a
-# routed name works, a dynamic child stays under the library alone, a process outside
-# the run's tree is refused by the supervisor's socket, and the socket goes with the run.
+# parent's wait gets the child's exit status, execve/execvp/posix_spawn and
+# execl/execlp/execle all count, a routed name works, a dynamic child stays under the
+# library alone, a process outside the run's tree is refused by the supervisor's
+# socket, and the socket goes with the run.
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
@@ -41,7 +42,7 @@ run() { TMPDIR=$RUNTMP UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT
 
 # The server, through the library: answers N connections, prints each peer's pid.
 SOCK=$MNT/exec.sock
-start_bg SRV env TMPDIR="$RUNTMP" UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$LIB_DIR/peer_pid_server.py" "$SOCK" 5 >"$TMP/srv.out" 2>&1
+start_bg SRV env TMPDIR="$RUNTMP" UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$LIB_DIR/peer_pid_server.py" "$SOCK" 8 >"$TMP/srv.out" 2>&1
 wait_listening "$SOCK"
 expect_socket_home "$SOCK"
 
@@ -79,6 +80,21 @@ SPAWN_CHILD=$(child_of "$out")
 out=$(PATH=$TMP:$PATH run -- env static_client "$SOCK" from-env 2>&1) || fail "env static_client failed: $out"
 expect_eq "static client's reply through env (execvp)" "$(sed -n 1p <<<"$out")" "reply: py got from-env"
 ENV_PID=$(sed -n 's/^pid: //p' <<<"$out")
+# 4. execl, execlp and execle, whose C library versions exec past the library
+# (preload/src/exec_list.rs), from a dynamic C program; long lists put items and
+# execle's envp on the stack.
+gcc -O2 -Wall -Werror -o "$TMP/exec_list" "$ROOT/integration/c/exec_list.c" || fail "gcc exec_list.c failed"
+out=$(PATH=$TMP:$PATH run -- "$TMP/exec_list" "$TMP/static_client" "$SOCK" 2>&1) || fail "exec_list failed: $out"
+expect_eq "static client's replies through execl, execlp, execle" "$(grep '^reply' <<<"$out")" "reply: py got from-execl
+reply: py got from-execlp
+reply: py got from-execle"
+expect_eq "their exit statuses" "$(sed -n 's/^child [0-9]* status //p' <<<"$out" | tr '\n' ' ')" "0 0 0 "
+LIST_CHILDREN=$(sed -n 's/^child \([0-9]*\) status .*/\1/p' <<<"$out" | tr '\n' ' ')
+out=$(run -- "$TMP/exec_list" echo 2>&1) || fail "exec_list echo failed: $out"
+expect_eq "lists passed on the stack" "$(grep -v '^child' <<<"$out")" "a1 a2 a3 a4 a5 a6 a7 a8 a9
+p1 p2 p3 p4 p5 p6 p7
+from-envp
+from-envp e0 e1 e2 e3"
 # A `udsfs run` inside the run: the static child of its CMD asks the inner run (the
 # environment names it), and one forced to the supervisor is not asked again.
 out=$(run -- sh -c 'UDSFS_PRELOAD=$4 "$3" run --mount "$5" -- sh -c "\"\$1\" \"\$2\" nested" sh "$1" "$2"' sh "$TMP/static_client" "$SOCK" "$UDSFS_BIN" "$PRELOAD_LIB" "$MNT" 2>&1) ||
@@ -99,7 +115,7 @@ expect_eq "exit statuses the shell saw" "$(grep '^child - status' <<<"$out" | tr
 ended_within "$SRV" 10000 || fail "the server did not finish: $(cat "$TMP/srv.out")"
 reap "$SRV"
 expect_eq "server's exit status" "$REAPED_STATUS" 0
-expect_eq "SO_PEERCRED pids the server saw" "$(sed -n 's/^peer pid //p' "$TMP/srv.out" | tr '\n' ' ')" "$SH_CHILD $GO_CHILD $SPAWN_CHILD $ENV_PID $NESTED_PID "
+expect_eq "SO_PEERCRED pids the server saw" "$(sed -n 's/^peer pid //p' "$TMP/srv.out" | tr '\n' ' ')" "$SH_CHILD $GO_CHILD $SPAWN_CHILD $ENV_PID ${LIST_CHILDREN}$NESTED_PID "
 ok "static and Go children of sh, bash, python3, env and a nested udsfs run reached the udsfs server as themselves"
 
 # 5. A routed name: the server binds under --route through the library, the static child

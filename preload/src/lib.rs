@@ -16,6 +16,7 @@ mod control;
 mod convert;
 mod errno;
 mod exec;
+mod exec_list;
 mod fdpass;
 mod files;
 mod ioctl;
