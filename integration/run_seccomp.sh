@@ -167,7 +167,8 @@ fi
 ok "bad input: the same $(grep -vc '^where: ' "$TMP/hostile.udsfs") answers as the kernel, and the exchange after them works"
 
 # 3c. The message calls of a static program on socketpairs (integration/c/messages.c):
-#     queue ioctls, sendmmsg/recvmmsg, SCM_RIGHTS of a socket, SCM_CREDENTIALS.
+#     queue ioctls, sendmmsg/recvmmsg, SCM_RIGHTS of a socket, SCM_CREDENTIALS, and
+#     receives into memory that cannot be written (a stream's bytes stay queued).
 "$TMP/messages" >"$TMP/messages.kernel" 2>&1 || fail "messages on kernel sockets: $(cat "$TMP/messages.kernel")"
 seccomp "$TMP/messages" >"$TMP/messages.udsfs" 2>&1 || fail "messages through the supervisor: $(cat "$TMP/messages.udsfs")"
 expect_eq "messages' pairs through the supervisor that were udsfs" "$(grep -c '^where: udsfs$' "$TMP/messages.udsfs")" 2

@@ -1,6 +1,7 @@
 /* messages: the message calls a statically linked program makes on
  * socketpairs: the queue ioctls, sendmmsg/recvmmsg, a socket passed with
- * SCM_RIGHTS, SCM_CREDENTIALS sent and received. integration/run_seccomp.sh
+ * SCM_RIGHTS, SCM_CREDENTIALS sent and received, receives into memory that
+ * cannot be written. integration/run_seccomp.sh
  * compares its output on kernel sockets and through the supervisor. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -160,5 +161,28 @@ int main(void)
 	socklen_t len = sizeof peer;
 	show("SO_PEERCRED", getsockopt(s[0], SOL_SOCKET, SO_PEERCRED, &peer, &len));
 	printf("peer pid is ours: %s\n", peer.pid == getpid() ? "yes" : "no");
+	/* Receives into memory that cannot be written: a stream's bytes stay
+	 * queued (EFAULT when none fit, else what fit before), a datagram is
+	 * taken and lost. */
+	int t[2], g[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, t);
+	socketpair(AF_UNIX, SOCK_DGRAM, 0, g);
+	send(t[0], "one", 3, 0);
+	send(t[0], "two", 3, 0);
+	show("stream recv into a bad buffer", recv(t[1], (void *)16, 8, MSG_DONTWAIT));
+	memset(buf, 0, sizeof buf);
+	struct iovec bad2[2] = {{buf, 3}, {(void *)16, 8}};
+	struct msghdr bh = {.msg_iov = bad2, .msg_iovlen = 2};
+	show("stream recvmsg, its second buffer bad", recvmsg(t[1], &bh, MSG_DONTWAIT));
+	printf("got: %s\n", buf);
+	memset(buf, 0, sizeof buf);
+	show("what stayed queued", recv(t[1], buf, sizeof buf, MSG_DONTWAIT));
+	printf("got: %s\n", buf);
+	send(g[0], "one", 3, 0);
+	send(g[0], "two", 3, 0);
+	show("dgram recv into a bad buffer", recv(g[1], (void *)16, 8, 0));
+	memset(buf, 0, sizeof buf);
+	show("what stayed queued", recv(g[1], buf, sizeof buf, MSG_DONTWAIT));
+	printf("got: %s\n", buf);
 	return 0;
 }

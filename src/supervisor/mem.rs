@@ -121,6 +121,70 @@ pub fn gather(pid: pid_t, iov: &[(u64, usize)], limit: usize) -> Result<Vec<u8>,
     Ok(out)
 }
 
+/// How many of the first `limit` bytes an iovec list names can be written,
+/// found without changing them: a byte of each page is read and written
+/// back (a page is writable whole or not at all). A receive asks this
+/// before it takes a stream's bytes, which Linux leaves queued when they
+/// cannot be copied. (A byte another thread of the target stores between
+/// the two copies is put back: that thread races with the receive itself.)
+pub fn writable_prefix(pid: pid_t, iov: &[(u64, usize)], limit: usize) -> usize {
+    const PAGE: u64 = 4096;
+    // (where, how many bytes of the walk lie before it, up to the end of its page).
+    let mut probes: Vec<(u64, usize)> = Vec::new();
+    let mut walked = 0usize;
+    for &(base, len) in iov {
+        let len = len.min(limit - walked);
+        let mut at = base;
+        let end = base.saturating_add(len as u64);
+        while at < end {
+            probes.push((at, walked + (at - base) as usize));
+            at = (at / PAGE + 1) * PAGE;
+        }
+        walked += len;
+        if walked >= limit {
+            break;
+        }
+    }
+    let mut bytes = vec![0u8; probes.len()];
+    let ok = |n: isize, want: usize| n >= 0 && n as usize == want;
+    // One byte of each page, in order: the first that fails ends the prefix.
+    let local: Vec<iovec> = bytes
+        .iter_mut()
+        .map(|b| iovec {
+            iov_base: (b as *mut u8).cast(),
+            iov_len: 1,
+        })
+        .collect();
+    let remote: Vec<iovec> = probes
+        .iter()
+        .map(|&(at, _)| iovec {
+            iov_base: at as *mut c_void,
+            iov_len: 1,
+        })
+        .collect();
+    let mut good = 0;
+    for (l, r) in local.chunks(1024).zip(remote.chunks(1024)) {
+        // SAFETY: `local` points into `bytes`; the kernel checks the remote side.
+        let n = unsafe {
+            libc::process_vm_readv(pid, l.as_ptr(), l.len() as _, r.as_ptr(), r.len() as _, 0)
+        };
+        let read = n.max(0) as usize;
+        // SAFETY: writes back what was read, to the same places.
+        let w = unsafe {
+            libc::process_vm_writev(pid, l.as_ptr(), read as _, r.as_ptr(), read as _, 0)
+        };
+        let written = if ok(w, read) { read } else { w.max(0) as usize };
+        good += written;
+        if !ok(n, l.len()) || written < read {
+            break;
+        }
+    }
+    match probes.get(good) {
+        Some(&(_, before)) => before,
+        None => walked,
+    }
+}
+
 /// Scatters `data` over an iovec list.
 pub fn scatter(pid: pid_t, iov: &[(u64, usize)], data: &[u8]) -> Result<(), i32> {
     let mut off = 0;

@@ -384,6 +384,11 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     let room = hdr.as_ref().map_or(0, |h| h.controllen);
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     let (peek, oob) = (flags & libc::MSG_PEEK != 0, flags & libc::MSG_OOB != 0);
+    let want = if peek {
+        want
+    } else {
+        writable_want(tid, s, &dest, hdr.as_ref(), want)?
+    };
     let waitall = flags & libc::MSG_WAITALL != 0 && !peek && !oob && !nonblock;
     // A blocking receive on its own thread parks in the daemon (park.rs),
     // which times it; on the loop a wait ends the attempt.
@@ -497,6 +502,33 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
         _ => return Err(libc::EFAULT),
     }
     Ok(ret as i64)
+}
+
+/// What a receive into `dest` may take: a stream's bytes that cannot be
+/// copied stay queued on Linux (unix_stream_read_generic copies before it
+/// consumes), so a receive stops where the caller's buffers stop being
+/// writable, EFAULT when they are not at all; a datagram is taken and lost
+/// with EFAULT, as on Linux, whatever its buffers.
+fn writable_want(
+    tid: i32,
+    s: &OwnedFd,
+    dest: &Dest,
+    hdr: Option<&MsgHdr>,
+    want: usize,
+) -> Res<usize> {
+    let probed = want.min(mem::MAX_COPY);
+    let ok = match (dest, hdr) {
+        (Dest::Buf(buf, len, _, _), _) => mem::writable_prefix(tid, &[(*buf, *len)], probed),
+        (Dest::Msg(_), Some(h)) => mem::writable_prefix(tid, &h.iov, probed),
+        _ => probed,
+    };
+    if ok == probed || !is_stream(s)? {
+        return Ok(want);
+    }
+    if ok == 0 {
+        return Err(libc::EFAULT);
+    }
+    Ok(ok)
 }
 
 /// The receive timeout left of a call started at `start`, for MSGF_CONT
