@@ -179,8 +179,11 @@ fn main() {
             );
         }
         Cmd::Pingpong { mode, dir, iters } => {
-            let rate = pingpong(mode, &dir, iters);
+            let (rate, worst) = pingpong(mode, &dir, iters);
             result("round_trips_per_s", format!("{rate:.0}"));
+            if let Some(worst) = worst {
+                result("worst_us", worst.as_micros());
+            }
         }
         Cmd::BindScale {
             buckets,
@@ -581,7 +584,8 @@ fn fork() -> bool {
 
 const WARMUP: usize = 500;
 
-fn pingpong(mode: Mode, dir: &Path, iters: usize) -> f64 {
+/// Round trips a second, and (lockstep modes) the slowest round trip measured.
+fn pingpong(mode: Mode, dir: &Path, iters: usize) -> (f64, Option<Duration>) {
     let msg = [7u8; DATASIZE];
     let mut buf = [0u8; DATASIZE];
     let (mine, theirs): (File, Option<Box<dyn Fn() -> File>>) = match mode {
@@ -600,9 +604,9 @@ fn pingpong(mode: Mode, dir: &Path, iters: usize) -> f64 {
                 write_all_fd(&f, &msg);
                 read_exact_fd(&f, &mut buf);
             }
-            return iters as f64 / start.elapsed().as_secs_f64();
+            return (iters as f64 / start.elapsed().as_secs_f64(), None);
         }
-        Mode::Null => return null_lockstep(dir, iters),
+        Mode::Null => return (null_lockstep(dir, iters), None),
         Mode::Kernel => {
             let (a, b) = kernel_stream_pair();
             (a, Some(Box::new(move || b.try_clone().expect("dup"))))
@@ -633,16 +637,20 @@ fn pingpong(mode: Mode, dir: &Path, iters: usize) -> f64 {
         unsafe { libc::_exit(0) };
     }
     let mut start = Instant::now();
+    let mut worst = Duration::ZERO;
     for i in 0..WARMUP + iters {
         if i == WARMUP {
             start = Instant::now();
+            worst = Duration::ZERO;
         }
+        let t = Instant::now();
         write_all_fd(&mine, &msg);
         read_exact_fd(&mine, &mut buf);
+        worst = worst.max(t.elapsed());
     }
     let rate = iters as f64 / start.elapsed().as_secs_f64();
     let _ = nix::sys::wait::wait();
-    rate
+    (rate, Some(worst))
 }
 
 /// A kernel AF_UNIX stream socketpair.
