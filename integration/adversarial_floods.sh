@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# adversarial_floods.sh: user B of an --allow-other mount flooding what the daemon
+# does for everyone (issue 27, items 3, 5 and 6). Each part prints what it tried and
+# what it got:
+#  1. fault rule ids and counters count only what their reader may see: A adds 5 rules,
+#     then B adds 3 and root 1; B's rules are numbered 1, 2, 3 (they were 6, 7, 8: B
+#     learnt that A added 5) and root's shows to B as 0:1; `del 1` as B deletes B's
+#     own rule 1; root's rule `uid A` matches A's messages, and B's listing of it counts
+#     none of them (root's and A's count A's 40).
+#  2. log flooding: B's send loop under fault rules of its own (an injection and a
+#     reset per round, a ctl rule added per round, a `del` of no rule per round) for 3 s:
+#     each was a log line (13-40 MB in 10 s); the daemon's log grows by at most a few
+#     lines a second (the count is printed).
+#  4. one close stalls every user: B's receiver holds 19,000 of B's sockets in flight,
+#     B has 1024 fault rules standing, and B closes the receiver while A runs 100-byte
+#     round trips; each released socket took the rule list's write lock and walked
+#     every rule (Rules::forget_socket), and every request read after the RELEASE
+#     waited for it. A's worst round trip stays within a generous factor of its worst
+#     alone (both printed).
+UDSFS_MOUNT_ARGS=(--allow-other)
+source "$(dirname "$0")/lib.sh"
+
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
+A=61021
+B=61022
+chmod o+x "$TMP" # mktemp -d made it 0700; other users must reach $MNT inside it
+S=$TMP/sig # where A and B leave signs
+mkdir -m 1777 "$S"
+
+# rt.py STOP: A's 100-byte round trips on a stream pair until the file STOP exists
+# (at least 200); prints the worst in ms and how many.
+with_helpers "$TMP/rt.py" <<'PY'
+stop = sys.argv[1]
+pfd, X, Y = pair("stream")
+xd = os.open(f"{U}/sock/{X}/data", os.O_RDWR)
+yd = os.open(f"{U}/sock/{Y}/data", os.O_RDWR)
+worst, n, msg = 0.0, 0, b"x" * 100
+open(stop + ".started", "w").close()
+while n < 200 or not os.path.exists(stop):
+    t = time.monotonic()
+    for a, b in ((xd, yd), (yd, xd)):
+        os.write(a, msg)
+        got = 0
+        while got < 100:
+            got += len(os.read(b, 100 - got))
+    worst = max(worst, time.monotonic() - t)
+    n += 1
+print(f"{1000 * worst:.2f} {n}")
+PY
+
+# inflight.py N RULES GO: B's receiver R gets N of B's sockets in flight (messages of
+# 253 rights), B adds RULES fault rules (name globs no socket matches), touches GO.ready,
+# waits for GO, closes R's last handle and prints how long close(2) took in ms.
+with_helpers "$TMP/inflight.py" <<'PY'
+import resource
+n_total, rules, go = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+pfd, N, R = pair("stream")
+nm = os.open(f"{U}/sock/{N}/msg", os.O_RDWR)
+rd = os.open(f"{U}/sock/{R}/data", os.O_RDWR)
+os.close(pfd)
+fd = os.open(U + "/faults", os.O_WRONLY)
+for i in range(rules):
+    os.write(fd, f"name nothing-{i} die_after messages=1\n".encode())
+os.close(fd)
+sent = 0
+while sent < n_total:
+    batch = [clone("stream") for _ in range(min(253, n_total - sent))]
+    os.write(nm, f"len=1 rights={','.join(str(n) for _, n in batch)}\nx".encode())
+    for f, _ in batch:
+        os.close(f)
+    sent += len(batch)
+open(go + ".ready", "w").close()
+while not os.path.exists(go):
+    time.sleep(0.01)
+t = time.monotonic()
+os.close(rd)
+print(f"{1000 * (time.monotonic() - t):.1f}")
+PY
+chmod 644 "$TMP"/*.py
+
+# a_worst NAME: A's round trips until $TMP/NAME.stop; sets WORST (ms) and COUNT.
+a_start() {
+    as_uid $A /usr/bin/python3 "$TMP/rt.py" "$S/$1.stop" >"$TMP/$1.out" 2>&1 &
+    A_PID=$!
+    wait_for "$S/$1.stop.started" 10 "A's round trips did not start" "$TMP/$1.out"
+}
+a_stop() {
+    touch "$S/$1.stop"
+    wait "$A_PID" || fail "A's round trips failed: $(cat "$TMP/$1.out")"
+    read -r WORST COUNT <"$TMP/$1.out"
+}
+
+# faults_of UID: the faults file as UID reads it, one "ID matched=N" a line.
+faults_of() {
+    as_uid "$1" cat "$U/faults" | awk -F'\t' '{ split($3, c, " "); print $1, c[1] }'
+}
+
+# FLOOD_PARTS: the parts to run (all by default), e.g. "4" for scripts/bench.
+part() { [[ " ${FLOOD_PARTS:-1 2 3 4} " == *" $1 "* ]]; }
+
+# 1. Rule ids and counters.
+part 1 && {
+as_uid $A /usr/bin/python3 -c "$PY_PRELUDE
+for i in range(5):
+    assert faults_write(f'name a-only-{i} full\\n') == 'OK'"
+as_uid $B /usr/bin/python3 -c "$PY_PRELUDE
+for i in range(3):
+    assert faults_write(f'name b-only-{i} full\\n') == 'OK'"
+py "assert faults_write('uid $A latency latency=0\\n') == 'OK'"
+for who in $A $B; do
+    as_uid $who /usr/bin/python3 -c "$PY_PRELUDE
+pfd, X, Y = pair('stream')
+xd, yd = os.open(f'{U}/sock/{X}/data', os.O_RDWR), os.open(f'{U}/sock/{Y}/data', os.O_RDWR)
+for i in range(20 if os.getuid() == $A else 3):
+    os.write(xd, b'x' * 100); os.read(yd, 100); os.write(yd, b'y' * 100); os.read(xd, 100)"
+done
+say "A added 5 rules, B 3, root 1 (uid $A latency); A made 40 messages, B 6"
+expect_eq "B's listing (id matched)" "$(faults_of $B | tr '\n' ',')" "1 matched=0,2 matched=0,3 matched=0,0:1 matched=0,"
+expect_eq "A's listing (id matched)" "$(faults_of $A | tr '\n' ',')" \
+    "1 matched=0,2 matched=0,3 matched=0,4 matched=0,5 matched=0,0:1 matched=40,"
+expect_eq "root's listing of root's rule" "$(faults_of 0 | tail -1)" "1 matched=40"
+expect_eq "root's listing of B's rules" "$(faults_of 0 | sed -n 6,8p | tr '\n' ',')" \
+    "$B:1 matched=0,$B:2 matched=0,$B:3 matched=0,"
+got=$(as_uid $B /usr/bin/python3 -c "$PY_PRELUDE
+print(faults_write('del 1\\n'), faults_write('del $A:2\\n'), faults_write('del 0:1\\n'))")
+expect_eq "B: del 1, del $A:2, del 0:1" "$got" "OK ENOENT EPERM"
+expect_eq "A's rules after B's del 1" "$(faults_of $A | wc -l)" 6
+expect_eq "B's rules after its del 1" "$(faults_of $B | cut -d' ' -f1 | tr '\n' ' ')" "2 3 0:1 "
+py "assert faults_write('clear\\n') == 'OK'"
+}
+
+# 2. Log flooding.
+part 2 && {
+with_helpers "$TMP/logflood.py" <<'PY'
+secs = float(sys.argv[1])
+rounds, end = 0, time.monotonic() + secs
+fd = os.open(U + "/faults", os.O_WRONLY)
+while time.monotonic() < end:
+    pfd, X, Y = pair("stream")
+    ctl(pfd, "fault up die_after messages=1")
+    xd = os.open(f"{U}/sock/{X}/data", os.O_RDWR)
+    os.write(xd, b"x")
+    err(os.write, xd, b"x")
+    err(os.write, fd, b"del 99999\n")
+    os.close(xd)
+    os.close(pfd)
+    rounds += 1
+print(rounds)
+PY
+chmod 644 "$TMP/logflood.py"
+before=$(wc -l <"$LOG")
+rounds=$(as_uid $B timeout 60 /usr/bin/python3 "$TMP/logflood.py" 3) || fail "B's log flood: $rounds"
+sleep 1.1 # the line that counts what was left out comes with the next one, if any
+lines=$(($(wc -l <"$LOG") - before))
+say "B: $rounds rounds in 3 s of a ctl rule added, an injection, a reset and a del of no rule"
+say "the daemon's log grew by $lines lines ($(python3 -c "print(round($lines / 3, 1))") a second)"
+[ "$lines" -le 30 ] || fail "B's flood wrote $lines log lines in 3 s (at most a few a second): $(tail -3 "$LOG")"
+ok "B's flood wrote $lines log lines in 3 s"
+}
+
+# 4. One close stalls every user.
+part 4 && {
+[ -z "${FLOOD_PERF:-}" ] || { perf record -g -o "$FLOOD_PERF" -p "$DAEMON_PID" 2>/dev/null & PERF_PID=$!; }
+N4=${FLOOD_INFLIGHT:-19000}
+as_uid $B /usr/bin/python3 "$TMP/inflight.py" "$N4" 1024 "$S/go4" >"$TMP/b4.out" 2>&1 &
+B_PID=$!
+wait_for "$S/go4.ready" 100 "B did not get $N4 sockets in flight" "$TMP/b4.out"
+say "B: $N4 sockets in flight at one receiver, 1024 fault rules standing"
+a_start alone4
+sleep 1
+a_stop alone4
+alone=$WORST ALONE_COUNT=$COUNT
+a_start flood4
+sleep 0.3
+touch "$S/go4"
+wait "$B_PID" || fail "B's close failed: $(cat "$TMP/b4.out")"
+sleep 0.5
+a_stop flood4
+say "B's close(2) of the receiver took $(cat "$TMP/b4.out") ms"
+say "A's worst 100-byte round trip: ${alone} ms alone ($ALONE_COUNT), ${WORST} ms while B's close released $N4 sockets ($COUNT)"
+python3 -c "import sys; a, f = map(float, sys.argv[1:]); sys.exit(0 if f <= 15 * max(a, 10) else 1)" "$alone" "$WORST" ||
+    fail "B's close stalled A: A's worst round trip ${WORST} ms, alone ${alone} ms (at most 15x, of at least 10 ms)"
+ok "A's worst round trip under B's close is within 15x of its worst alone"
+[ -z "${FLOOD_PERF:-}" ] || { kill -INT $PERF_PID; wait $PERF_PID || true; }
+}
