@@ -9,7 +9,7 @@
 //! so a socket's release touches only those (`forget_socket`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use nix::errno::Errno;
@@ -36,6 +36,8 @@ pub struct Listed {
 
 struct Entry {
     id: RuleId,
+    /// Its place in the order of addition, over all users.
+    seq: u64,
     rule: Rule,
     state: Mutex<State>,
 }
@@ -64,12 +66,56 @@ pub struct Rules {
     any: AtomicBool,
     /// Some rule needs the owners of the sockets (`Rules::needs_owners`).
     owners: AtomicBool,
-    list: RwLock<Vec<Arc<Entry>>>,
+    list: RwLock<Set>,
+    /// The last `Entry::seq` given.
+    seq: AtomicU64,
     /// The last number each user gave a rule.
     next_n: Mutex<HashMap<u32, u64>>,
     /// The index: by socket N, how many `socket N` rules stand, and the
     /// rules that remember a connection of N.
     by_socket: Mutex<HashMap<u64, Indexed>>,
+}
+
+/// The rules, oldest first, and the same by owner: a message is checked
+/// against root's rules and its sockets' owner's only.
+#[derive(Default)]
+struct Set {
+    all: Vec<Arc<Entry>>,
+    by_owner: HashMap<u32, Vec<Arc<Entry>>>,
+}
+
+impl Set {
+    /// The rules that may act on `msg`, oldest first: root's, and those
+    /// of the user who owns both its sockets.
+    fn acting<'a>(&'a self, msg: &Message<'_>) -> impl Iterator<Item = &'a Arc<Entry>> + 'a {
+        let of = |owner| self.by_owner.get(&owner).map_or(&[][..], Vec::as_slice);
+        let root = of(ROOT);
+        let o = msg.from.owner_uid;
+        let user = if o != ROOT && o == msg.to.owner_uid {
+            of(o)
+        } else {
+            &[][..]
+        };
+        let (mut i, mut j) = (0, 0);
+        std::iter::from_fn(move || {
+            let next = match (root.get(i), user.get(j)) {
+                (Some(a), Some(b)) if a.seq > b.seq => {
+                    j += 1;
+                    b
+                }
+                (Some(a), _) => {
+                    i += 1;
+                    a
+                }
+                (None, Some(b)) => {
+                    j += 1;
+                    b
+                }
+                (None, None) => return None,
+            };
+            Some(next)
+        })
+    }
 }
 
 #[derive(Default)]
@@ -98,14 +144,20 @@ impl Rules {
         self.owners.load(Ordering::Relaxed)
     }
 
-    /// `any` and `needs_owners` for `list`, under its write lock; with no
-    /// rule left the index goes too.
-    fn refresh(&self, list: &[Arc<Entry>]) {
+    /// `any`, `needs_owners` and the rules by owner, once `set.all`
+    /// changed, under its write lock; with no rule left the index by
+    /// socket goes too.
+    fn refresh(&self, set: &mut Set) {
+        let list = &set.all;
         let owners = list
             .iter()
             .any(|e| e.id.owner != ROOT || matches!(e.rule.selector, Selector::Uid(_)));
         self.owners.store(owners, Ordering::Relaxed);
         self.any.store(!list.is_empty(), Ordering::Relaxed);
+        set.by_owner.clear();
+        for e in list {
+            set.by_owner.entry(e.id.owner).or_default().push(e.clone());
+        }
         if list.is_empty() {
             self.by_socket.lock().clear();
         }
@@ -117,12 +169,7 @@ impl Rules {
     /// slow all users' messages and grow the daemon without end.
     pub fn try_add(&self, rule: Rule, owner: u32) -> Result<RuleId, Errno> {
         if owner != ROOT {
-            let n = self
-                .list
-                .read()
-                .iter()
-                .filter(|e| e.id.owner == owner)
-                .count();
+            let n = self.list.read().by_owner.get(&owner).map_or(0, Vec::len);
             if n >= USER_RULES {
                 return Err(Errno::ENOSPC);
             }
@@ -142,6 +189,7 @@ impl Rules {
         let dice = rule.seed.map_or_else(Prng::unseeded, Prng::new);
         let entry = Arc::new(Entry {
             id,
+            seq: self.seq.fetch_add(1, Ordering::Relaxed),
             rule,
             state: Mutex::new(State {
                 dice,
@@ -152,12 +200,12 @@ impl Rules {
                 conns: HashMap::new(),
             }),
         });
-        let mut list = self.list.write();
+        let mut set = self.list.write();
         if let Selector::Socket(n) = entry.rule.selector {
             self.by_socket.lock().entry(n).or_default().named += 1;
         }
-        list.push(entry);
-        self.refresh(&list);
+        set.all.push(entry);
+        self.refresh(&mut set);
         id
     }
 
@@ -165,31 +213,32 @@ impl Rules {
     /// user their own (EPERM for root's, ENOENT for what they cannot see).
     pub fn del(&self, r: impl Into<RuleRef>, caller: u32) -> Result<(), Errno> {
         let id = r.into().of(caller);
-        let mut list = self.list.write();
-        let at = list
+        let mut set = self.list.write();
+        let at = set
+            .all
             .iter()
             .position(|e| e.id == id && visible(e, caller))
             .ok_or(Errno::ENOENT)?;
         if caller != ROOT && id.owner != caller {
             return Err(Errno::EPERM);
         }
-        let gone = list.remove(at);
+        let gone = set.all.remove(at);
         self.unindex(&gone);
-        self.refresh(&list);
+        self.refresh(&mut set);
         Ok(())
     }
 
     /// Deletes every rule `caller` may delete.
     pub fn clear(&self, caller: u32) {
-        let mut list = self.list.write();
-        list.retain(|e| {
+        let mut set = self.list.write();
+        set.all.retain(|e| {
             let keep = caller != ROOT && e.id.owner != caller;
             if !keep {
                 self.unindex(e);
             }
             keep
         });
-        self.refresh(&list);
+        self.refresh(&mut set);
     }
 
     /// A deleted rule leaves the index (the list's write lock held).
@@ -212,6 +261,7 @@ impl Rules {
     pub fn list(&self, viewer: u32) -> Vec<Listed> {
         self.list
             .read()
+            .all
             .iter()
             .filter(|e| visible(e, viewer))
             .map(|e| {
@@ -236,8 +286,12 @@ impl Rules {
 
     /// Rule `id` as written, for the log.
     pub fn describe(&self, id: RuleId) -> Option<String> {
-        let list = self.list.read();
-        list.iter().find(|e| e.id == id).map(|e| e.rule.to_string())
+        let set = self.list.read();
+        let of_owner = set.by_owner.get(&id.owner)?;
+        of_owner
+            .iter()
+            .find(|e| e.id == id)
+            .map(|e| e.rule.to_string())
     }
 
     /// Socket `socket` is gone: its `socket N` rules go with it (the number
@@ -255,9 +309,10 @@ impl Rules {
                 .retain(|&(from, to), _| from != socket && to != socket);
         }
         if idx.named > 0 {
-            let mut list = self.list.write();
-            list.retain(|e| e.rule.selector != Selector::Socket(socket));
-            self.refresh(&list);
+            let mut set = self.list.write();
+            set.all
+                .retain(|e| e.rule.selector != Selector::Socket(socket));
+            self.refresh(&mut set);
         }
     }
 
@@ -286,7 +341,7 @@ impl Rules {
             return false;
         }
         let key = (msg.from.socket, msg.to.socket);
-        self.list.read().iter().any(|e| {
+        self.list.read().acting(msg).any(|e| {
             let rule = &e.rule;
             if !matches!(rule.fault, Fault::Full { .. }) || !rule.fault.fits_type(msg.ty) {
                 return false;
@@ -317,10 +372,11 @@ impl Rules {
         if !self.any() {
             return out;
         }
-        for e in self.list.read().iter() {
+        for e in self.list.read().acting(msg) {
             let rule = &e.rule;
-            // Whose sockets first: one user's rules (name globs up to
-            // glob::MAX_LEN) must cost other users' messages nothing.
+            // Only root's rules and the sockets' owner's come here: one
+            // user's rules (name globs up to glob::MAX_LEN) must cost
+            // other users' messages nothing.
             if rule.fault.acts_on() != msg.kind
                 || !rule.fault.fits_type(msg.ty)
                 || !may_act(e.id.owner, msg)
@@ -456,7 +512,7 @@ mod tests {
     }
 
     fn remembered(rules: &Rules) -> usize {
-        rules.list.read()[0].state.lock().conns.len()
+        rules.list.read().all[0].state.lock().conns.len()
     }
 
     #[test]
@@ -531,6 +587,31 @@ mod tests {
         };
         assert_eq!((count(0), count(a), count(b)), ((6, 6), (5, 5), (1, 1)));
         assert_eq!(count(61003), (0, 0));
+    }
+
+    #[test]
+    fn a_message_meets_roots_rules_and_its_owners_in_the_order_added() {
+        let rules = Rules::default();
+        let (a, b) = (61001, 61002);
+        let rule = |ms: u32| Rule::parse(&format!("socket 2 latency latency={ms}")).unwrap();
+        rules.add(rule(1), a);
+        rules.add(rule(2), 0);
+        rules.add(rule(3), b);
+        rules.add(rule(4), a);
+        let order = |m: &Message<'_>| -> Vec<String> {
+            rules
+                .check(m)
+                .injected
+                .iter()
+                .map(|i| i.rule.to_string())
+                .collect()
+        };
+        assert_eq!(order(&send_as(10, a)), ["61001:1", "0:1", "61001:2"]);
+        assert_eq!(order(&send_as(10, b)), ["0:1", "61002:1"]);
+        // Sockets of two users: root's rules only.
+        let mut m = send_as(10, a);
+        m.to.owner_uid = b;
+        assert_eq!(order(&m), ["0:1"]);
     }
 
     #[test]
