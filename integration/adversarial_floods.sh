@@ -142,6 +142,11 @@ print(faults_write('del 1\\n'), faults_write('del $A:2\\n'), faults_write('del 0
 expect_eq "B: del 1, del $A:2, del 0:1" "$got" "OK ENOENT EPERM"
 expect_eq "A's rules after B's del 1" "$(faults_of $A | wc -l)" 6
 expect_eq "B's rules after its del 1" "$(faults_of $B | cut -d' ' -f1 | tr '\n' ' ')" "2 3 0:1 "
+listed=$("$UDSFS_BIN" fault list "$MNT" | awk 'NR > 1 { print $1 }' | tr '\n' ' ')
+expect_eq "udsfs fault list as root (ID column)" "$listed" "$A:1 $A:2 $A:3 $A:4 $A:5 $B:2 $B:3 1 "
+expect_ok "$UDSFS_BIN" fault del "$MNT" "$B:3" 1
+expect_eq "B's rules after root's udsfs fault del $B:3 1" "$(faults_of $B | cut -d' ' -f1 | tr '\n' ' ')" "2 "
+expect_eq "udsfs fault add as root prints root's own number" "$("$UDSFS_BIN" fault add "$MNT" name r-cli full)" 2
 py "assert faults_write('clear\\n') == 'OK'"
 fi
 
