@@ -289,6 +289,9 @@ unsafe fn child(sock: libc::c_int, parent: libc::pid_t, uid: u32) -> ! {
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         libc::prctl(libc::PR_SET_NAME, c"udsfs-sigurg".as_ptr());
+        // Out of the daemon's session and process group: a signal to those
+        // (a terminal's ^C, a kill of the group) is not its user's.
+        libc::setsid();
         if libc::getppid() != parent {
             libc::_exit(0);
         }
