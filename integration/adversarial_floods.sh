@@ -16,7 +16,8 @@
 #     to find the members and wrote a log line for A's; now a signaller process with
 #     B's ids has the kernel check each member. The members get what they get on the
 #     kernel (B's 1, A's 0); B's time per OOB byte with 500 more processes on the host
-#     stays within 3x of without (both printed); the log grows by a few lines.
+#     stays within 3x of without (both printed); the log grows by a few lines. B may stop
+#     its signaller: then B's SIGURG to groups stop, A's do not, and the daemon ends it.
 #  4. one close stalls every user: B's receiver holds 19,000 of B's sockets in flight,
 #     B has 1024 fault rules standing, and B closes the receiver while A runs 100-byte
 #     round trips; each released socket took the rule list's write lock and walked
@@ -255,6 +256,24 @@ as_uid $B /usr/bin/python3 "$TMP/urg_send.py" udsfs 3s "$G" >/dev/null || fail "
 a_stop flood3
 say "A's 100-byte round trips: alone $ALONE; under B's 3 s of OOB bytes to group $G worst ${WORST} ms, mean ${MEAN} µs"
 kill "${sleepers[@]}" 2>/dev/null || true
+# B stops its signaller: only B's SIGURG to groups stop, and not for long.
+S=$S as_uid $A /usr/bin/python3 "$TMP/member.py" an new >"$TMP/an.out" 2>&1 &
+wait_for "$S/an.pgrp" 10 "A's group leader did not start" "$TMP/an.out"
+GA=$(cat "$S/an.pgrp")
+bsig=$(pgrep -u $B -x udsfs-sigurg) || fail "no signaller runs as B"
+as_uid $B kill -STOP "$bsig" || fail "B could not stop its signaller $bsig"
+rm -f "$S/bm.urg" "$S/an.urg"
+timed took as_uid $B /usr/bin/python3 "$TMP/urg_send.py" udsfs 1 "$G" >/dev/null || fail "B's OOB send"
+as_uid $A /usr/bin/python3 "$TMP/urg_send.py" udsfs 1 "$GA" >/dev/null || fail "A's OOB send"
+sleep 0.3
+got="B's member $(cat "$S/bm.urg" 2>/dev/null | wc -l), A's own group $(cat "$S/an.urg" 2>/dev/null | wc -l)"
+say "B stopped its signaller ($bsig): B's OOB send took ${took} ms; SIGURG to $got"
+expect_eq "SIGURG with B's signaller stopped" "$got" "B's member 0, A's own group 1"
+[ "$took" -lt 2000 ] || fail "B's OOB send with its signaller stopped took ${took} ms"
+kill -0 "$DAEMON_PID" || fail "the daemon died"
+for _ in $(seq 100); do proc_alive "$bsig" || break; sleep 0.02; done
+proc_alive "$bsig" && fail "the stopped signaller $bsig was not ended"
+ok "a stopped signaller costs its user their own SIGURG only; the daemon ended it"
 touch "$S/stop3"
 lines=$(($(wc -l <"$LOG") - before))
 say "B's OOB byte to group $G: ${plain} ms with $procs processes on the host, ${more} ms with 500 more; the log grew by $lines lines"
