@@ -260,7 +260,7 @@ kill "${sleepers[@]}" 2>/dev/null || true
 S=$S as_uid $A /usr/bin/python3 "$TMP/member.py" an new >"$TMP/an.out" 2>&1 &
 wait_for "$S/an.pgrp" 10 "A's group leader did not start" "$TMP/an.out"
 GA=$(cat "$S/an.pgrp")
-bsig=$(pgrep -u $B -x udsfs-sigurg) || fail "no signaller runs as B"
+bsig=$(pgrep -u $B -P "$DAEMON_PID" -x udsfs-sigurg) || fail "no signaller of the daemon runs as B"
 as_uid $B kill -STOP "$bsig" || fail "B could not stop its signaller $bsig"
 rm -f "$S/bm.urg" "$S/an.urg"
 timed took as_uid $B /usr/bin/python3 "$TMP/urg_send.py" udsfs 1 "$G" >/dev/null || fail "B's OOB send"
