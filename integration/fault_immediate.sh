@@ -207,7 +207,7 @@ clear: OK"
 # ---------------------------------------------------------------- 2. against the kernel
 kernel_vs_udsfs "$LIB_DIR/fault_peer.py"
 for f in reset_peer die_after limit_data; do
-    grep -q "fault rule [0-9]* (name [a-z]*.sock [a-z]* $f" "$LOG" || fail "no log line of a $f injection"
+    grep -q "fault rule [0-9:]* (name [a-z]*.sock [a-z]* $f" "$LOG" || fail "no log line of a $f injection"
 done
 ok "each injection is logged with its rule"
 
@@ -278,7 +278,7 @@ while len(got) < 5:
 assert got == b"hello", got
 ' "$MNT" || fail "the capture run failed"
 printf 'clear\n' >"$U/faults"
-grep -aq "fault rule [0-9]*: short_write send stream" "$TMP/fault.pcapng" ||
+grep -aq "fault rule [0-9:]*: short_write send stream" "$TMP/fault.pcapng" ||
     fail "the capture has no comment marking the injection"
 ok "the capture marks the injection"
 
@@ -317,7 +317,7 @@ ctl "$R_FD" "bind r.sock"
 ctl "$R_FD" "listen 8"
 chmod 666 "$MNT/r.sock"
 printf 'name u/m.sock refuse\n' >"$U/faults"
-ROOT_RULE=$(cut -f1 "$U/faults")
+ROOT_RULE=0:$(cut -f1 "$U/faults") # a rule of another user is named OWNER:N
 out=$(as_user 1000 own "$ROOT_RULE")
 printf '%s\n' "$out"
 expect_eq "a user's rules act on that user's sockets only; root's on every socket" "$out" "add name * refuse: OK

@@ -31,7 +31,7 @@ grep -q 'after the reset' <<<"$out" && fail "a query ran after the reset: $out"
 grep -Eq 'server closed the connection unexpectedly|connection to server was lost|Connection reset by peer' <<<"$out" ||
     fail "psql did not report the closed connection: $out"
 ok "psql reports the closed connection (status $status) instead of hanging"
-grep -q "fault rule [0-9]* (name .*s.PGSQL.$PORT up reset_peer" "$LOG" || fail "the daemon did not log the injection"
+grep -q "fault rule [0-9:]* (name .*s.PGSQL.$PORT up reset_peer" "$LOG" || fail "the daemon did not log the injection"
 rule=$(cut -f1 "$U/faults")
 expect_eq "the rule's counters" "$(cut -f3 "$U/faults")" "matched=1 injected=1"
 printf 'del %s\n' "$rule" >"$U/faults"

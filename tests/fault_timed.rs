@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use udsfs::engine::{Caller, Config, Engine, RecvFlags, SendMsg, SockType, Socket, ThreadWaiter};
 use udsfs::engine::{Waiter, Wake};
-use udsfs::fault::Rule;
+use udsfs::fault::{Rule, RuleId};
 
 fn engine() -> Arc<Engine> {
     Engine::new(Config::default())
@@ -18,7 +18,7 @@ fn me() -> Caller {
     Caller::current()
 }
 
-fn rule(eng: &Engine, line: &str) -> u64 {
+fn rule(eng: &Engine, line: &str) -> RuleId {
     eng.faults.add(Rule::parse(line).expect(line), 0)
 }
 

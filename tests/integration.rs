@@ -151,6 +151,7 @@ scripts!(
     adversarial_capture,
     adversarial_exhaust,
     adversarial_fds,
+    adversarial_floods,
     adversarial_more,
     adversarial_run,
     api_diffs,

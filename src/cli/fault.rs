@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-use crate::fault::{Command, FAULTS_FILE, ListingLine, Rule, parse_listing_line};
+use crate::fault::{Command, FAULTS_FILE, ListingLine, Rule, RuleRef, parse_listing_line};
 
 const DEFAULT_MOUNT: &str = "mountpoints/default";
 
@@ -22,7 +22,7 @@ pub struct FaultArgs {
 
 #[derive(Subcommand)]
 enum Action {
-    /// Add a rule and print its number.
+    /// Add a rule and print its number (each user numbers their own rules).
     ///
     /// [MOUNT] SELECTOR [up|down] FAULT [KEY=VALUE...], e.g.
     /// `udsfs fault add /mnt name run/db.sock down latency latency=100 jitter=10`.
@@ -32,14 +32,16 @@ enum Action {
         #[arg(value_name = "MOUNT|RULE", trailing_var_arg = true, required = true)]
         words: Vec<String>,
     },
-    /// List the rules: number, matched, injected, rule.
+    /// List the rules: number, matched, injected, rule. Another user's rule
+    /// (root's, or any to root) shows as OWNER:N; the counters count only
+    /// messages you may see (of root's rules: the ones you made).
     List {
         #[arg(default_value = DEFAULT_MOUNT)]
         mountpoint: PathBuf,
     },
     /// Delete rules by number.
     ///
-    /// [MOUNT] ID...
+    /// [MOUNT] ID...: N is your rule N, OWNER:N user OWNER's (root may).
     Del {
         #[arg(value_name = "MOUNT|ID", required = true)]
         words: Vec<String>,
@@ -68,20 +70,23 @@ pub fn main(a: &FaultArgs) -> Result<(), String> {
             for l in rules {
                 println!(
                     "{:>4}  {:>9}  {:>9}  {}",
-                    l.id, l.matched, l.injected, l.rule
+                    l.id.to_string(),
+                    l.matched,
+                    l.injected,
+                    l.rule
                 );
             }
             Ok(())
         }
         Action::Del { words } => {
-            let (mount, ids) = split_mount(words, |w| w.parse::<u64>().is_ok());
+            let (mount, ids) = split_mount(words, |w| w.parse::<RuleRef>().is_ok());
             if ids.is_empty() {
                 return Err("del: which rule? (a number from `udsfs fault list`)".into());
             }
             for id in ids {
-                let id = id
+                let id: RuleRef = id
                     .parse()
-                    .map_err(|_| format!("del: not a rule number: '{id}'"))?;
+                    .map_err(|_| format!("del: not a rule number (N or OWNER:N): '{id}'"))?;
                 write_command(&mount, &Command::Del(id)).map_err(|e| match e.kind() {
                     ErrorKind::NotFound => format!("del: no rule {id}"),
                     ErrorKind::PermissionDenied => format!("del: rule {id} is not yours"),
@@ -115,7 +120,8 @@ fn write_command(mount: &Path, cmd: &Command) -> std::io::Result<()> {
     f.write_all(cmd.line().as_bytes())
 }
 
-/// Adds `rule`; its number is the newest listed rule that reads as it.
+/// Adds `rule`; its number is the newest of the writer's own listed rules
+/// that reads as it.
 fn add(mount: &Path, rule: &Rule) -> Result<Option<u64>, String> {
     let file = faults_file(mount);
     write_command(mount, &Command::Add(rule.clone())).map_err(|e| {
@@ -133,8 +139,8 @@ fn add(mount: &Path, rule: &Rule) -> Result<Option<u64>, String> {
     Ok(text
         .lines()
         .filter_map(|l| parse_listing_line(l).ok())
-        .filter(|l| l.rule == *rule)
-        .map(|l| l.id)
+        .filter(|l| l.id.owner.is_none() && l.rule == *rule)
+        .map(|l| l.id.n)
         .max())
 }
 
@@ -184,9 +190,9 @@ mod tests {
         let w = words("socket 3 full");
         let (m, rest) = split_mount(&w, |w| SELECTORS.contains(&w));
         assert_eq!((m, rest.len()), (DEFAULT_MOUNT.into(), 3));
-        let w = words("7");
-        let (m, rest) = split_mount(&w, |w| w.parse::<u64>().is_ok());
-        assert_eq!((m, rest.len()), (DEFAULT_MOUNT.into(), 1));
+        let w = words("7 0:3");
+        let (m, rest) = split_mount(&w, |w| w.parse::<RuleRef>().is_ok());
+        assert_eq!((m, rest.len()), (DEFAULT_MOUNT.into(), 2));
     }
 
     /// A directory standing in for a mount, its faults file a plain file.
@@ -201,11 +207,15 @@ mod tests {
     fn list_reads_the_listing_format() {
         let m = fake_mount(
             "1\tsocket 12 full\tmatched=3 injected=2\n\
-             4\tname @bus up refuse errno=EAGAIN\tmatched=0 injected=0\n",
+             0:4\tname @bus up refuse errno=EAGAIN\tmatched=0 injected=0\n",
         );
         let l = list(m.path()).unwrap();
         assert_eq!(l.len(), 2);
-        assert_eq!((l[0].id, l[0].matched, l[0].injected), (1, 3, 2));
+        assert_eq!(
+            (l[0].id.to_string(), l[0].matched, l[0].injected),
+            ("1".into(), 3, 2)
+        );
+        assert_eq!(l[1].id.to_string(), "0:4");
         assert_eq!(l[1].rule.to_string(), "name @bus up refuse errno=EAGAIN");
         let bad = fake_mount("1 socket 12 full\n");
         assert!(list(bad.path()).is_err());

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
+use super::log_limit::limited;
 use super::socket::{BoundName, Conn, SHUTDOWN_MASK, SockState, Socket, lock2};
 use super::tap::Event;
 use super::{Caller, Engine, Result, Waiter, Wakeups};
@@ -234,7 +235,8 @@ impl Engine {
                 wake.extend(side.queue.writers.take());
             }
         }
-        log::info!(
+        limited!(
+            info,
             "fault: connection {} <-> {} {}",
             s.id,
             peer.id,
@@ -312,7 +314,9 @@ impl Engine {
         self.faults.forget_socket(s.id);
     }
 
-    /// Marks each injection in an attached capture.
+    /// Logs each injection (at most a line a second but for root's own
+    /// messages: a sender in a loop under a rule of its own would fill the
+    /// log) and marks it in an attached capture.
     fn tap_faults(
         &self,
         s: &Socket,
@@ -321,6 +325,8 @@ impl Engine {
         msg: &fault::Message<'_>,
     ) {
         for i in &d.injected {
+            let rule = || self.faults.describe(i.rule).unwrap_or_default();
+            limited!(unless msg.uid == 0, info, "fault rule {} ({}): {msg}", i.rule, rule());
             self.tap_event(None, || Event::Fault {
                 sock: self.endpoint(s, name),
                 rule: i.rule,

@@ -165,13 +165,13 @@ impl Engine {
         rights
     }
 
-    /// Runs the wake-ups, then drops the references they collected.
+    /// Runs the wake-ups, then drops the references they collected: a
+    /// bounded number here, the rest on the release thread
+    /// (release_queue.rs).
     pub(crate) fn finish(&self, mut wake: Wakeups) {
         let drops = std::mem::take(&mut wake.drops);
         wake.run();
-        for s in drops {
-            self.put(&s);
-        }
+        self.put_all(drops);
     }
 
     /// Gives a dequeued message's charge back to its sender.

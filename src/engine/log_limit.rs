@@ -1,12 +1,13 @@
 //! At most one log line a second for a refusal a client can repeat at will
 //! (a send in a loop past a bound would otherwise write a line per call and
 //! fill the daemon's log), with the count of those left out in the next.
+//! Every line a client can cause, per request or per message, goes through
+//! a `LogLimit`: `limited!` gives each call site its own.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-#[derive(Default)]
 pub struct LogLimit {
     /// The second (since the first use, plus one) of the last line; 0: none yet.
     second: AtomicU64,
@@ -14,12 +15,51 @@ pub struct LogLimit {
     skipped: AtomicU64,
 }
 
+impl Default for LogLimit {
+    fn default() -> LogLimit {
+        LogLimit::new()
+    }
+}
+
 fn seconds_now() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_secs() + 1
 }
 
+/// `log::LEVEL!(...)` at most once a second from this call site, with the
+/// count of lines left out since the last one: for every line a client can
+/// cause again and again. `limited!(unless COND, LEVEL, ...)` logs every
+/// line while COND holds (root's own doings: root may fill its disk).
+macro_rules! limited {
+    (unless $cond:expr, $level:ident, $($arg:tt)+) => {{
+        if $cond {
+            log::$level!($($arg)+);
+        } else {
+            $crate::engine::log_limit::limited!($level, $($arg)+);
+        }
+    }};
+    ($level:ident, $($arg:tt)+) => {{
+        static LIMIT: $crate::engine::log_limit::LogLimit =
+            $crate::engine::log_limit::LogLimit::new();
+        if let Some(skipped) = LIMIT.admit() {
+            if skipped == 0 {
+                log::$level!($($arg)+);
+            } else {
+                log::$level!("{} ({skipped} more such lines left out)", format_args!($($arg)+));
+            }
+        }
+    }};
+}
+pub(crate) use limited;
+
 impl LogLimit {
+    pub const fn new() -> LogLimit {
+        LogLimit {
+            second: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+        }
+    }
+
     /// Whether a line may be written now: Some(lines left out before it).
     pub fn admit(&self) -> Option<u64> {
         self.admit_at(seconds_now())

@@ -21,7 +21,7 @@ mod graph;
 mod held_back;
 mod introspect;
 mod lifecycle;
-mod log_limit;
+pub(crate) mod log_limit;
 mod message;
 mod name_key;
 mod name_table;
@@ -33,6 +33,7 @@ pub mod pins;
 mod poll;
 mod proto;
 pub mod quota;
+mod release_queue;
 pub mod rights;
 mod skb;
 mod sock_table;
@@ -177,6 +178,8 @@ pub struct Engine {
     pub faults: crate::fault::Rules,
     /// Messages held back in time by faults and late closes (deferred.rs).
     delays: deferred::Deferred,
+    /// References a release dropped past its budget (release_queue.rs).
+    releases: release_queue::ReleaseQueue,
 }
 
 impl Engine {
@@ -202,9 +205,11 @@ impl Engine {
             taps: tap::Taps::default(),
             faults: crate::fault::Rules::default(),
             delays: Default::default(),
+            releases: Default::default(),
             cfg,
         });
         eng.delays.attach(&eng);
+        eng.releases.attach(&eng);
         eng.tree.set_max_nodes(eng.cfg.max_nodes);
         eng.sockets.set_max(eng.cfg.max_sockets);
         // An alias stands for a reference as a socket does: the same bound.

@@ -99,7 +99,7 @@ pub enum Event {
     /// the message, as the daemon logs it).
     Fault {
         sock: Endpoint,
-        rule: u64,
+        rule: crate::fault::RuleId,
         what: String,
     },
 }

@@ -1,8 +1,31 @@
 //! SIGURG to a socket's owner (F_SETOWN, FIOSETOWN, SIOCSPGRP) when an
 //! out-of-band byte arrives, with Linux's permission check.
+//!
+//! Linux checks each process of an owner group against the ids of whoever
+//! set the owner (sigio_perm). udsfs used to read all of /proc to find the
+//! group's members, for each byte: its cost grew with every process of the
+//! host. The kernel makes that check itself when the signal comes from a
+//! process with the setter's ids: for each setter other than root the
+//! daemon forks one small signaller (`Signaller`), which takes the
+//! setter's uid (ruid, euid and suid) and no groups, and from then on does
+//! `kill(target, SIGURG)` for each byte it is told of, answering the
+//! errno. Its uid change leaves it non-dumpable, so its user cannot ptrace
+//! it; they may stop or kill it, which stops only their own SIGURG (fail
+//! closed): a signaller that does not answer within `ANSWER_WITHIN` is
+//! killed, and the next one is forked no sooner than a back-off allows.
+//! No thread of the daemon ever changes its ids (its user could then kill
+//! the daemon's thread).
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
+use parking_lot::Mutex;
+
+use super::log_limit::limited;
 
 /// Who gets SIGURG: a process (`target` > 0) or a process group (< 0), as
 /// F_SETOWN takes it, and the user who set it (for the permission check).
@@ -14,49 +37,37 @@ pub struct UrgOwner {
 
 impl UrgOwner {
     /// send_sigurg: the signal goes only where the setter could send it
-    /// (sigio_perm: root, or the target's real or saved uid is the setter's),
-    /// checked for each process of a group.
+    /// (sigio_perm: root, or the target's real or saved uid is the setter's).
     pub(crate) fn signal(self) {
-        if self.target < 0 && self.setter_uid == 0 {
-            let res = killpg(Pid::from_raw(-self.target), Signal::SIGURG);
+        if self.setter_uid == 0 {
+            let res = if self.target < 0 {
+                killpg(Pid::from_raw(-self.target), Signal::SIGURG)
+            } else {
+                kill(Pid::from_raw(self.target), Signal::SIGURG)
+            };
             if let Err(e) = res {
-                log::debug!("SIGURG to process group {}: {}", -self.target, e.desc());
+                log::debug!("SIGURG to {}: {}", self.target, e.desc());
             }
             return;
         }
-        let pids = if self.target > 0 {
-            vec![self.target]
-        } else {
-            group_members(-self.target)
-        };
-        for pid in pids {
-            if self.setter_uid != 0 && !uid_may_signal(self.setter_uid, pid) {
-                log::info!(
+        if self.target > 0 {
+            // One process: one look at its ids, whatever the host runs.
+            let pid = self.target;
+            if !uid_may_signal(self.setter_uid, pid) {
+                limited!(
+                    info,
                     "SIGURG to {pid} not sent: its owner was set by uid {}, who may not signal it",
                     self.setter_uid
                 );
-                continue;
+                return;
             }
             if let Err(e) = kill(Pid::from_raw(pid), Signal::SIGURG) {
                 log::debug!("SIGURG to {pid}: {}", e.desc());
             }
+            return;
         }
+        signallers().signal(self.setter_uid, self.target);
     }
-}
-
-/// The processes of process group `pgrp` (field 5 of /proc/PID/stat).
-fn group_members(pgrp: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            // After the command name in parentheses: state, ppid, pgrp.
-            let after = stat.rsplit_once(") ").map_or("", |(_, a)| a);
-            after.split(' ').nth(2).and_then(|g| g.parse().ok()) == Some(pgrp)
-        })
-        .collect()
 }
 
 /// Does process `pid` run with real or saved uid `uid`?
@@ -66,4 +77,264 @@ fn uid_may_signal(uid: u32, pid: i32) -> bool {
         .ok()
         .and_then(|p| crate::procfs::Status::read(p).ok())
         .is_some_and(|st| st.uids[0] == uid || st.uids[2] == uid)
+}
+
+/// How long a signaller may take to answer before it counts as stopped.
+const ANSWER_WITHIN: Duration = Duration::from_millis(50);
+/// How long after a signaller failed the next may be forked, doubled at
+/// each failure in a row up to `MAX_BACKOFF`.
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// The signallers, by setter uid.
+#[derive(Default)]
+struct Signallers {
+    by_uid: Mutex<HashMap<u32, Arc<Slot>>>,
+}
+
+#[derive(Default)]
+struct Slot {
+    state: Mutex<SlotState>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    live: Option<Signaller>,
+    /// No new signaller before this (after a failure).
+    not_before: Option<Instant>,
+    backoff: Duration,
+}
+
+fn signallers() -> &'static Signallers {
+    static S: OnceLock<Signallers> = OnceLock::new();
+    S.get_or_init(Signallers::default)
+}
+
+impl Signallers {
+    fn signal(&self, uid: u32, target: i32) {
+        let slot = self.by_uid.lock().entry(uid).or_default().clone();
+        // One byte at a time per user: a user whose signaller is stopped
+        // holds up only their own SIGURG, and a daemon thread at most
+        // ANSWER_WITHIN once per back-off.
+        let Some(mut st) = slot.state.try_lock_for(ANSWER_WITHIN) else {
+            limited!(
+                info,
+                "SIGURG to group {} for uid {uid} dropped: its signaller is busy",
+                -target
+            );
+            return;
+        };
+        if st.live.is_none() {
+            if st.not_before.is_some_and(|t| Instant::now() < t) {
+                return;
+            }
+            match Signaller::fork(uid) {
+                Ok(s) => st.live = Some(s),
+                Err(e) => {
+                    limited!(warn, "SIGURG for uid {uid}: no signaller: {}", e.desc());
+                    st.failed();
+                    return;
+                }
+            }
+        }
+        let s = st.live.as_ref().expect("set above");
+        match s.ask(target) {
+            Ok(0) => st.backoff = Duration::ZERO,
+            Ok(errno) => log::debug!(
+                "SIGURG to group {} as uid {uid}: {}",
+                -target,
+                nix::errno::Errno::from_raw(errno).desc()
+            ),
+            Err(why) => {
+                limited!(
+                    info,
+                    "SIGURG to group {} for uid {uid} not sent: its signaller {why}",
+                    -target
+                );
+                // One that served a while (its forking thread may have
+                // ended) is replaced at the next byte; one that failed
+                // soon after its fork waits out a back-off.
+                let old = st
+                    .live
+                    .take()
+                    .is_some_and(|s| s.born.elapsed() > MAX_BACKOFF);
+                if !old {
+                    st.failed();
+                }
+            }
+        }
+    }
+}
+
+impl SlotState {
+    fn failed(&mut self) {
+        self.backoff = (self.backoff * 2).clamp(FIRST_BACKOFF, MAX_BACKOFF);
+        self.not_before = Some(Instant::now() + self.backoff);
+    }
+}
+
+/// A process running as one user that sends SIGURG for them.
+struct Signaller {
+    pid: libc::pid_t,
+    /// Its pidfd: it is killed by that, never by a pid that may be reused.
+    pidfd: Option<OwnedFd>,
+    sock: OwnedFd,
+    born: Instant,
+}
+
+impl Drop for Signaller {
+    fn drop(&mut self) {
+        if let Some(fd) = &self.pidfd {
+            // SAFETY: a signal through our own pidfd; no memory involved.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                );
+            }
+        }
+        // SAFETY: reaps our own child (ECHILD if someone else did).
+        unsafe {
+            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+        }
+    }
+}
+
+impl Signaller {
+    /// Forks a signaller for `uid` (the daemon must be root).
+    fn fork(uid: u32) -> nix::Result<Signaller> {
+        let mut fds = [0; 2];
+        // SAFETY: socketpair writes two descriptors into `fds`.
+        let r = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        };
+        if r < 0 {
+            return Err(nix::errno::Errno::last());
+        }
+        // SAFETY: both are fresh descriptors we own.
+        let (ours, theirs) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        // SAFETY: the child calls only async-signal-safe functions (raw
+        // system calls) before it exits, and never returns here.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(nix::errno::Errno::last());
+        }
+        if pid == 0 {
+            // SAFETY: in the child; see `child`.
+            unsafe { child(theirs.as_raw_fd(), parent, uid) }
+        }
+        drop(theirs);
+        // SAFETY: pidfd_open of our own unreaped child.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let pidfd = (pidfd >= 0).then(|| {
+            // SAFETY: a fresh descriptor we own.
+            unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) }
+        });
+        Ok(Signaller {
+            pid,
+            pidfd,
+            sock: ours,
+            born: Instant::now(),
+        })
+    }
+
+    /// Has the signaller send SIGURG to `target`: its errno (0: sent to
+    /// at least one process), or why it did not answer.
+    fn ask(&self, target: i32) -> Result<i32, &'static str> {
+        let fd = self.sock.as_raw_fd();
+        let msg = target.to_ne_bytes();
+        // SAFETY: send reads msg.len() bytes from msg.
+        let n = unsafe { libc::send(fd, msg.as_ptr().cast(), msg.len(), libc::MSG_NOSIGNAL) };
+        if n != msg.len() as isize {
+            return Err("is gone");
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll reads and writes one pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, ANSWER_WITHIN.as_millis() as libc::c_int) };
+        if ready != 1 {
+            return Err("did not answer (stopped?)");
+        }
+        let mut answer = [0u8; 4];
+        // SAFETY: recv writes at most answer.len() bytes into answer.
+        let n = unsafe { libc::recv(fd, answer.as_mut_ptr().cast(), answer.len(), 0) };
+        if n != answer.len() as isize {
+            return Err("is gone");
+        }
+        Ok(i32::from_ne_bytes(answer))
+    }
+}
+
+/// The signaller's life, in the forked child of a threaded daemon: raw
+/// system calls only (no allocation, no locks), then `_exit`.
+///
+/// # Safety
+/// Only in the child of `fork`, with `sock` its end of the socketpair.
+unsafe fn child(sock: libc::c_int, parent: libc::pid_t, uid: u32) -> ! {
+    // SAFETY: raw system calls on plain values and local buffers.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        libc::prctl(libc::PR_SET_NAME, c"udsfs-sigurg".as_ptr());
+        // Out of the daemon's session and process group: a signal to those
+        // (a terminal's ^C, a kill of the group) is not its user's.
+        libc::setsid();
+        if libc::getppid() != parent {
+            libc::_exit(0);
+        }
+        // Nothing of the daemon's: no descriptor but the socket.
+        let close_range = |from: libc::c_uint, to: libc::c_uint| {
+            libc::syscall(libc::SYS_close_range, from, to, 0)
+        };
+        let s = sock as libc::c_uint;
+        if (s > 0 && close_range(0, s - 1) != 0) || close_range(s + 1, libc::c_uint::MAX) != 0 {
+            libc::_exit(1);
+        }
+        // The user's ids and no group: the kernel's kill() then checks what
+        // sigio_perm would for this setter. Groups first, while still root.
+        let nogroup: libc::gid_t = 65534;
+        if libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()) != 0
+            || libc::syscall(libc::SYS_setresgid, nogroup, nogroup, nogroup) != 0
+            || libc::syscall(libc::SYS_setresuid, uid, uid, uid) != 0
+        {
+            libc::_exit(1);
+        }
+        libc::prctl(libc::PR_SET_DUMPABLE, 0);
+        let mut buf = [0u8; 4];
+        loop {
+            let n = libc::recv(sock, buf.as_mut_ptr().cast(), buf.len(), 0);
+            if n != buf.len() as isize {
+                libc::_exit(0);
+            }
+            let target = i32::from_ne_bytes(buf);
+            let errno = if libc::kill(target, libc::SIGURG) == 0 {
+                0
+            } else {
+                *libc::__errno_location()
+            };
+            let answer = errno.to_ne_bytes();
+            if libc::send(
+                sock,
+                answer.as_ptr().cast(),
+                answer.len(),
+                libc::MSG_NOSIGNAL,
+            ) != 4
+            {
+                libc::_exit(0);
+            }
+        }
+    }
 }

@@ -9,7 +9,7 @@ use nix::errno::Errno;
 /// One rule that acted on a message, for the log and the capture.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Injection {
-    pub rule: u64,
+    pub rule: super::id::RuleId,
     pub fault: &'static str,
 }
 

@@ -418,7 +418,7 @@ fn rules_combine() {
     assert_eq!(d.delay, Some(Duration::from_millis(15)));
     assert_eq!(d.short, Some(100));
     assert_eq!(d.slice.as_ref().unwrap().iter().sum::<usize>(), 100);
-    let ids: Vec<u64> = d.injected.iter().map(|i| i.rule).collect();
+    let ids: Vec<u64> = d.injected.iter().map(|i| i.rule.n).collect();
     assert_eq!(ids, [1, 2, 3, 4]);
     assert_eq!(d.injected[3].fault, "slicer");
 }
