@@ -545,6 +545,19 @@ need_cmd() {
     command -v "$1" >/dev/null 2>&1 || fail "$1 is not installed (package $2; .ci/run installs it)"
 }
 
+# run_proper PID: the pid of `udsfs run` proper below the `udsfs run` PID (its front,
+# which only waits for CMD's status: src/run/front.rs); the threads of the supervisor and
+# CMD itself are there. Waits up to 5 s for it.
+run_proper() {
+    local c i
+    for i in $(seq 1 500); do
+        c=$(cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | grep . | head -1) || true
+        [ -n "$c" ] && echo "$c" && return 0
+        sleep 0.01
+    done
+    fail "udsfs run $1 has no udsfs run proper below it"
+}
+
 # on_udsfs CMD...: run CMD, unmodified, through `udsfs run` on this script's mount.
 on_udsfs() {
     UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run --mount "$MNT" -- "$@"

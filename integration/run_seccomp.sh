@@ -244,7 +244,8 @@ expect_socket_home "$BL_SOCK"
 wait_grep() { local f=$1 pat=$2 i; for i in $(seq 1 200); do grep -q "$pat" "$f" && return 0; sleep 0.05; done; return 1; }
 wait_grep "$TMP/bl.out" '^pid ' || fail "no pid line: $(cat "$TMP/bl.out")"
 PYPID=$(sed -n 's/^pid //p' "$TMP/bl.out")
-supervise_threads() { grep -lx udsfs-supervise /proc/"$BLRUN"/task/*/comm 2>/dev/null | wc -l; }
+BLPROPER=$(run_proper "$BLRUN")
+supervise_threads() { grep -lx udsfs-supervise /proc/"$BLPROPER"/task/*/comm 2>/dev/null | wc -l; }
 sleep 0.3
 [ "$(supervise_threads)" -ge 1 ] || fail "no supervisor thread waits for the blocking accept"
 kill -USR1 "$PYPID"
@@ -299,9 +300,10 @@ wait_grep "$TMP/rb.out" '^pid ' || fail "no pid line: $(cat "$TMP/rb.out")"
 RBPID=$(sed -n 's/^pid //p' "$TMP/rb.out")
 # Where the supervisor's waiting thread sleeps: fuse's request_wait_answer when parked
 # in the daemon (a poll would show do_sys_poll or poll_schedule_timeout).
+RBPROPER=$(run_proper "$RBRUN")
 parked_in() {
     local t
-    for t in /proc/"$RBRUN"/task/*; do
+    for t in /proc/"$RBPROPER"/task/*; do
         [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-supervise ] && cat "$t/wchan" 2>/dev/null && echo
     done
 }
@@ -355,7 +357,7 @@ for i in $(seq 1 12); do
     sleep "0.0$((RANDOM % 8))"
     child=
     for _ in $(seq 1 100); do
-        child=$(cat /proc/"$R"/task/*/children 2>/dev/null | tr ' ' '\n' | head -1) || true
+        child=$(cat /proc/"$(run_proper "$R")"/task/*/children 2>/dev/null | tr ' ' '\n' | head -1) || true
         [ -z "$child" ] || break
         sleep 0.01
     done

@@ -61,12 +61,13 @@ wait_case() { # KIND THREADS
     start_bg RUN bash -c 'exec "$@" <"$0"' "$fifo" "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- "$TMP/blocking" wait "$kind" "$MNT" "$n" >"$out" 2>&1
     for i in $(seq 1 200); do grep -q '^blocked' "$out" && break; sleep 0.05; done
     grep -q '^blocked' "$out" || fail "$kind: the program did not block: $(cat "$out")"
-    for i in $(seq 1 200); do [ "$(parked_threads "$RUN")" -eq "$n" ] && break; sleep 0.05; done
-    expect_eq "$kind: supervisor threads parked in the daemon" "$(parked_threads "$RUN")" "$n"
+    PROPER=$(run_proper "$RUN")
+    for i in $(seq 1 200); do [ "$(parked_threads "$PROPER")" -eq "$n" ] && break; sleep 0.05; done
+    expect_eq "$kind: supervisor threads parked in the daemon" "$(parked_threads "$PROPER")" "$n"
     local d0 s0 c0 d1 s1 c1
-    d0=$(switches "$DAEMON_PID" "") s0=$(switches "$RUN" udsfs-supervise) c0=$(cpu_ticks "$RUN")
+    d0=$(switches "$DAEMON_PID" "") s0=$(switches "$PROPER" udsfs-supervise) c0=$(cpu_ticks "$PROPER")
     sleep 1
-    d1=$(switches "$DAEMON_PID" "") s1=$(switches "$RUN" udsfs-supervise) c1=$(cpu_ticks "$RUN")
+    d1=$(switches "$DAEMON_PID" "") s1=$(switches "$PROPER" udsfs-supervise) c1=$(cpu_ticks "$PROPER")
     say "$kind, $n blocked for 1 s: daemon $((d1 - d0)) context switches, the waiting supervisor threads $((s1 - s0)), udsfs run $((c1 - c0)) CPU ticks"
     # A wait in 100 ms polls makes 10 a second per waiting call on each side.
     [ $((s1 - s0)) -le 2 ] || fail "$kind: the $n waiting supervisor threads woke $((s1 - s0)) times in 1 s"
@@ -75,7 +76,7 @@ wait_case() { # KIND THREADS
         # A stop stops every thread, the parked ones too (their calls end and are made
         # again after SIGCONT), as threads blocked in accept stop on Linux.
         local child states
-        child=$(cat /proc/"$RUN"/task/*/children | tr ' ' '\n' | grep . | head -1)
+        child=$(cat /proc/"$PROPER"/task/*/children | tr ' ' '\n' | grep . | head -1)
         kill -STOP "$child"
         for i in $(seq 1 100); do
             states=$(cat /proc/"$child"/task/*/stat | sed 's/.*) \(.\).*/\1/' | sort | uniq -c | tr -s ' \n' ' ')
@@ -84,8 +85,8 @@ wait_case() { # KIND THREADS
         done
         expect_eq "$kind: states of the program's $((n + 1)) threads after SIGSTOP" "$states" " $((n + 1)) T "
         kill -CONT "$child"
-        for i in $(seq 1 200); do [ "$(parked_threads "$RUN")" -eq "$n" ] && break; sleep 0.05; done
-        expect_eq "$kind: supervisor threads parked again after SIGCONT" "$(parked_threads "$RUN")" "$n"
+        for i in $(seq 1 200); do [ "$(parked_threads "$PROPER")" -eq "$n" ] && break; sleep 0.05; done
+        expect_eq "$kind: supervisor threads parked again after SIGCONT" "$(parked_threads "$PROPER")" "$n"
     fi
     echo go >&"$hold"
     exec {hold}>&-

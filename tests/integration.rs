@@ -191,6 +191,7 @@ scripts!(
     poll_idle,
     poll_socat,
     readdir_stable,
+    run_background,
     run_cpython_asyncio,
     run_cpython_logging,
     run_cpython_multiprocessing,

@@ -1,6 +1,7 @@
 //! `udsfs run [--front F] [--mount M] [--route PREFIX]... -- CMD [ARGS]`: runs
 //! CMD with the preload library or the seccomp supervisor (`src/supervisor/`), on mount M or on a private mount made for CMD and
-//! removed once CMD and every descendant it left behind are gone.
+//! removed once CMD and every descendant it left behind are gone. It returns
+//! when CMD exits (`front.rs`); what serves CMD's descendants stays behind.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -10,6 +11,8 @@ use std::process::{Command, Stdio};
 
 use clap::Args;
 use nix::sys::signal::{SigSet, Signal};
+
+mod front;
 
 /// The library's file name, looked for next to the udsfs binary.
 const LIBRARY: &str = "libudsfs_preload.so";
@@ -247,7 +250,7 @@ fn mirror_dirs(mount: &Path, route: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn main(mut a: RunArgs) -> i32 {
+pub fn main(a: RunArgs) -> i32 {
     if let (Some(sock), Some(file)) = (&a.in_place, &a.exec_file) {
         return crate::supervisor::exec_in_place(
             sock,
@@ -257,6 +260,14 @@ pub fn main(mut a: RunArgs) -> i32 {
             a.sigpipe_ignored,
         );
     }
+    front::split();
+    let code = run(a);
+    front::report(code);
+    code
+}
+
+/// `udsfs run` proper (below the front): CMD's exit status.
+fn run(mut a: RunArgs) -> i32 {
     let front = *a.front.get_or_insert_with(|| front_for(&a.cmd[0]));
     let lib = match library() {
         Ok(l) => l,
@@ -434,18 +445,22 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
         }
     };
     let status = child.wait();
+    let code = match &status {
+        Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
+        Err(_) => 1,
+    };
+    if front::descendants_remain() {
+        front::go_to_background(code);
+    }
     reap_all();
     drop(requests);
     if let Some(Err(e)) = capture.map(|c| c.stop()) {
         eprintln!("udsfs run: --capture: {e}");
     }
-    match status {
-        Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
-        Err(e) => {
-            eprintln!("udsfs run: {e}");
-            1
-        }
+    if let Err(e) = status {
+        eprintln!("udsfs run: {e}");
     }
+    code
 }
 
 #[cfg(test)]
