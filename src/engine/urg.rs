@@ -137,7 +137,7 @@ impl Signallers {
                 }
             }
         }
-        let s = st.live.as_ref().expect("set above");
+        let s = st.live.as_mut().expect("set above");
         match s.ask(target) {
             Ok(0) => st.backoff = Duration::ZERO,
             Ok(errno) => log::debug!(
@@ -145,11 +145,17 @@ impl Signallers {
                 -target,
                 nix::errno::Errno::from_raw(errno).desc()
             ),
+            Err(Unanswered::Slow) => limited!(
+                info,
+                "SIGURG to group {} for uid {uid}: its signaller was slow to answer; kept",
+                -target
+            ),
             Err(why) => {
                 limited!(
                     info,
-                    "SIGURG to group {} for uid {uid} not sent: its signaller {why}",
-                    -target
+                    "SIGURG to group {} for uid {uid} not sent: its signaller {}",
+                    -target,
+                    why.why()
                 );
                 // One that served a while (its forking thread may have
                 // ended) is replaced at the next byte; one that failed
@@ -180,6 +186,8 @@ struct Signaller {
     pidfd: Option<OwnedFd>,
     sock: OwnedFd,
     born: Instant,
+    /// The number of the last request.
+    seq: u32,
 }
 
 impl Drop for Signaller {
@@ -246,36 +254,83 @@ impl Signaller {
             pidfd,
             sock: ours,
             born: Instant::now(),
+            seq: 0,
         })
     }
 
     /// Has the signaller send SIGURG to `target`: its errno (0: sent to
-    /// at least one process), or why it did not answer.
-    fn ask(&self, target: i32) -> Result<i32, &'static str> {
+    /// at least one process), or why it did not answer. Each request
+    /// carries a number its answer repeats, so the late answer of one that
+    /// timed out is told from the answer awaited.
+    fn ask(&mut self, target: i32) -> Result<i32, Unanswered> {
         let fd = self.sock.as_raw_fd();
-        let msg = target.to_ne_bytes();
+        self.seq = self.seq.wrapping_add(1);
+        let mut msg = [0u8; 8];
+        msg[..4].copy_from_slice(&self.seq.to_ne_bytes());
+        msg[4..].copy_from_slice(&target.to_ne_bytes());
         // SAFETY: send reads msg.len() bytes from msg.
         let n = unsafe { libc::send(fd, msg.as_ptr().cast(), msg.len(), libc::MSG_NOSIGNAL) };
         if n != msg.len() as isize {
-            return Err("is gone");
+            return Err(Unanswered::Gone);
         }
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: poll reads and writes one pollfd.
-        let ready = unsafe { libc::poll(&mut pfd, 1, ANSWER_WITHIN.as_millis() as libc::c_int) };
-        if ready != 1 {
-            return Err("did not answer (stopped?)");
+        let deadline = Instant::now() + ANSWER_WITHIN;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: poll reads and writes one pollfd.
+            let ready = unsafe { libc::poll(&mut pfd, 1, left.as_millis() as libc::c_int) };
+            if ready != 1 {
+                return Err(if self.stopped() {
+                    Unanswered::Stopped
+                } else {
+                    Unanswered::Slow
+                });
+            }
+            let mut answer = [0u8; 8];
+            // SAFETY: recv writes at most answer.len() bytes into answer.
+            let n = unsafe { libc::recv(fd, answer.as_mut_ptr().cast(), answer.len(), 0) };
+            if n != answer.len() as isize {
+                return Err(Unanswered::Gone);
+            }
+            let (seq, errno) = answer.split_at(4);
+            if u32::from_ne_bytes(seq.try_into().expect("4 bytes")) == self.seq {
+                return Ok(i32::from_ne_bytes(errno.try_into().expect("4 bytes")));
+            }
+            // A late answer to an earlier request: skipped.
         }
-        let mut answer = [0u8; 4];
-        // SAFETY: recv writes at most answer.len() bytes into answer.
-        let n = unsafe { libc::recv(fd, answer.as_mut_ptr().cast(), answer.len(), 0) };
-        if n != answer.len() as isize {
-            return Err("is gone");
+    }
+
+    /// Whether the signaller is stopped (SIGSTOP from its user: state T or
+    /// t in /proc/PID/stat), not merely slow on a loaded machine.
+    fn stopped(&self) -> bool {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
+        let state = stat.rsplit_once(") ").and_then(|(_, a)| a.chars().next());
+        matches!(state, Some('T' | 't'))
+    }
+}
+
+/// Why a signaller did not answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unanswered {
+    /// Its socket is closed: it died (its user killed it).
+    Gone,
+    /// Its user stopped it.
+    Stopped,
+    /// Not within `ANSWER_WITHIN`, though running: the machine is busy.
+    Slow,
+}
+
+impl Unanswered {
+    fn why(self) -> &'static str {
+        match self {
+            Unanswered::Gone => "is gone",
+            Unanswered::Stopped => "is stopped",
+            Unanswered::Slow => "was slow to answer",
         }
-        Ok(i32::from_ne_bytes(answer))
     }
 }
 
@@ -313,26 +368,21 @@ unsafe fn child(sock: libc::c_int, parent: libc::pid_t, uid: u32) -> ! {
             libc::_exit(1);
         }
         libc::prctl(libc::PR_SET_DUMPABLE, 0);
-        let mut buf = [0u8; 4];
+        let mut buf = [0u8; 8];
         loop {
             let n = libc::recv(sock, buf.as_mut_ptr().cast(), buf.len(), 0);
             if n != buf.len() as isize {
                 libc::_exit(0);
             }
-            let target = i32::from_ne_bytes(buf);
+            let target = i32::from_ne_bytes([buf[4], buf[5], buf[6], buf[7]]);
             let errno = if libc::kill(target, libc::SIGURG) == 0 {
                 0
             } else {
                 *libc::__errno_location()
             };
-            let answer = errno.to_ne_bytes();
-            if libc::send(
-                sock,
-                answer.as_ptr().cast(),
-                answer.len(),
-                libc::MSG_NOSIGNAL,
-            ) != 4
-            {
+            // The request's number, then the errno.
+            buf[4..].copy_from_slice(&errno.to_ne_bytes());
+            if libc::send(sock, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) != 8 {
                 libc::_exit(0);
             }
         }
