@@ -17,7 +17,7 @@ use crate::control::put_control;
 use crate::errno::{errno, Res};
 use crate::files::nonblocking;
 use crate::ioctl::{self, MsgBuf};
-use crate::iovs::Iovs;
+use crate::iovs::{IovCopy, Iovs};
 use crate::message::{Got, Meta};
 use crate::mount::Mount;
 use crate::route::put_addr;
@@ -35,7 +35,7 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
         let one = if data.n == 1 {
             None
         } else {
-            Some(data.gathered())
+            Some(data.gathered()?)
         };
         let (p, n) = match &one {
             Some(v) => (v.as_ptr(), v.len()),
@@ -55,7 +55,7 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
     }
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(fd);
     if len > MSG_ROOM && !ioctl::is_stream(fd) {
-        return record::send(m, fd, &data.gathered(), &meta, nonblock);
+        return record::send(m, fd, &data.gathered()?, &meta, nonblock);
     }
     let mut buf = MsgBuf::new();
     let mut sent = 0;
@@ -84,7 +84,11 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
             h.set_rights(&mt.rights);
         }
         h.write_to(&mut buf.0);
-        data.read_at(sent, &mut buf.0[HEAD_SIZE..HEAD_SIZE + chunk]);
+        // Bytes that cannot be read: EFAULT, or what went before (a stream's
+        // earlier pieces), as unix_stream_sendmsg copies an skb at a time.
+        if let Err(e) = data.read_at(sent, &mut buf.0[HEAD_SIZE..HEAD_SIZE + chunk]) {
+            return if sent > 0 { Ok(sent) } else { Err(e) };
+        }
         match ioctl::message(fd, &mut buf) {
             Ok(r) => {
                 // Addresses and sockets go with the first piece only.
@@ -152,7 +156,7 @@ fn recv_once(m: &Mount, fd: c_int, dst: Iovs, flags: c_int, control: usize, p: P
     }
     let n = (r.len as usize).min(MSG_ROOM);
     Ok(Got {
-        len: dst.write_at(p.at, &buf.0[HEAD_SIZE..HEAD_SIZE + n]),
+        len: dst.write_at(p.at, &buf.0[HEAD_SIZE..HEAD_SIZE + n])?,
         full_len: r.full_len as usize,
         from: r.addr().to_vec(),
         from_as_given: r.addr_flags & ADDR_AS_GIVEN != 0,
@@ -170,8 +174,9 @@ fn recv_once(m: &Mount, fd: c_int, dst: Iovs, flags: c_int, control: usize, p: P
 /// (recvmsg, recvmmsg), so even a plain receive goes through the ioctl,
 /// which tells MSG_TRUNC and MSG_CTRUNC; recv and recvfrom read the file.
 pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) -> Res<usize> {
-    let dst = Iovs::of_msg(msg.msg_iov, msg.msg_iovlen)?;
-    let want = dst.len();
+    let held = IovCopy::of_msg(msg.msg_iov, msg.msg_iovlen)?;
+    let dst = held.iovs();
+    let mut want = dst.len();
     let plain = !report
         && msg.msg_name.is_null()
         && (msg.msg_control.is_null() || msg.msg_controllen == 0)
@@ -191,6 +196,19 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
     } else {
         msg.msg_controllen
     };
+    // A stream's bytes that cannot be copied stay queued, as
+    // unix_stream_read_generic copies before it consumes: the receive takes
+    // only what the buffers can hold (EFAULT when nothing). A datagram is
+    // taken and lost with EFAULT, as on Linux. One probe a page of what one
+    // ioctl can bring.
+    let probed = want.min(MSG_ROOM);
+    let ok = dst.writable_prefix(probed);
+    if ok < probed && ioctl::is_stream(fd) {
+        if ok == 0 {
+            return Err(libc::EFAULT);
+        }
+        want = ok;
+    }
     let first = Piece {
         at: 0,
         want,
@@ -243,16 +261,15 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
         if got.from.is_empty() {
             len = 0;
         } else {
-            // SAFETY: msg_name has msg_namelen bytes.
-            unsafe {
-                put_addr(
-                    m,
-                    &got.from,
-                    got.from_as_given,
-                    msg.msg_name.cast(),
-                    &mut len,
-                )
-            };
+            // The message is taken: a name that cannot be written is
+            // EFAULT after it, as move_addr_to_user is.
+            put_addr(
+                m,
+                &got.from,
+                got.from_as_given,
+                msg.msg_name.cast(),
+                &mut len,
+            )?;
         }
         msg.msg_namelen = len;
     }
