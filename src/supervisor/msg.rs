@@ -476,7 +476,19 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
                 namelen = from.len() as u32;
             }
             let cloexec = flags & libc::MSG_CMSG_CLOEXEC != 0;
-            let (control, cut) = control(c, &got, room, cloexec)?;
+            // A control buffer that cannot be written gets no message and
+            // the call goes on, as put_cmsg's failures are not the call's;
+            // passed sockets are then not installed (MSG_CTRUNC), as
+            // scm_detach_fds leaves them. Known before they are installed.
+            let writable = room == 0
+                || h.control == 0
+                || mem::writable_prefix(tid, &[(h.control, room)], room) == room;
+            let (control, cut) = if writable {
+                control(c, &got, room, cloexec)?
+            } else {
+                let (_, _) = control(c, &got, 0, cloexec)?;
+                (Vec::new(), got.ctrunc || !got.rights.is_empty())
+            };
             mem::write(tid, h.control, &control)?;
             mem::write_u32(tid, at + 8, namelen)?;
             mem::write(tid, at + 40, &(control.len() as u64).to_ne_bytes())?;
