@@ -26,6 +26,7 @@
 
 static char *BAD; /* an unmapped page */
 static char *RO;  /* a read-only page */
+static char *HDR; /* a page made read-only for a case */
 static int ncase;
 
 /* What waits at `fd` (non-blocking): "queued: BYTES" or "queued: EAGAIN". */
@@ -138,6 +139,12 @@ static void recvs(int ty)
 	RECV_CASE("recvmsg, msghdr unmapped", , recvmsg(s[1], (struct msghdr *)BAD, MSG_DONTWAIT));
 	RECV_CASE("recvmsg, msg_iov unmapped", h.msg_iov = (struct iovec *)BAD,
 		  recvmsg(s[1], &h, MSG_DONTWAIT));
+	/* The msghdr can be read but not written: the receive happens, its
+	 * results cannot be reported. */
+	RECV_CASE("recvmsg, msghdr read-only",
+		  (memcpy(HDR, &h, sizeof h), mprotect(HDR, 4096, PROT_READ)),
+		  recvmsg(s[1], (struct msghdr *)HDR, MSG_DONTWAIT));
+	mprotect(HDR, 4096, PROT_READ | PROT_WRITE);
 	struct iovec bad_base = {BAD, 64};
 	RECV_CASE("recvmsg, iov_base unmapped", h.msg_iov = &bad_base, recvmsg(s[1], &h, MSG_DONTWAIT));
 	struct iovec ro_base = {RO, 64};
@@ -260,7 +267,8 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	BAD = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	RO = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (BAD == MAP_FAILED || RO == MAP_FAILED) {
+	HDR = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (BAD == MAP_FAILED || RO == MAP_FAILED || HDR == MAP_FAILED) {
 		perror("mmap");
 		return 1;
 	}
