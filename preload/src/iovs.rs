@@ -134,19 +134,19 @@ impl Iovs {
         })
     }
 
-    /// How many of the first `limit` bytes the iovecs name can be written,
-    /// found without changing them (user::writable, a probe a page).
-    pub fn writable_prefix(&self, limit: usize) -> usize {
-        let mut done = 0;
-        for (base, len) in self.each() {
-            let k = len.min(limit - done);
-            let ok = user::writable(base, k);
-            done += ok;
-            if ok < k || done >= limit {
-                break;
+    /// How many of the `limit` bytes from `off` on can be written, found
+    /// without changing them (user::writable, a probe a page).
+    pub fn writable_at(&self, off: usize, limit: usize) -> usize {
+        let mut prefix = None;
+        let walked = self.walk_at(off, limit, |at, done, k| {
+            let ok = user::writable(at, k);
+            if ok < k {
+                prefix = Some(done + ok);
+                return Err(libc::EFAULT);
             }
-        }
-        done
+            Ok(())
+        });
+        prefix.unwrap_or(walked.unwrap_or(0))
     }
 
     pub fn gathered(&self) -> Res<Vec<u8>> {

@@ -202,7 +202,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
     // taken and lost with EFAULT, as on Linux. One probe a page of what one
     // ioctl can bring.
     let probed = want.min(MSG_ROOM);
-    let ok = dst.writable_prefix(probed);
+    let ok = dst.writable_at(0, probed);
     if ok < probed && ioctl::is_stream(fd) {
         if ok == 0 {
             return Err(libc::EFAULT);
@@ -229,7 +229,17 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
             break;
         }
         let waitall = is_stream && !peek && flags & libc::MSG_WAITALL != 0;
-        let left = want - got.len;
+        let mut left = want - got.len;
+        // A stream's later piece likewise stops where the buffers do.
+        let probed = left.min(MSG_ROOM);
+        let ok = dst.writable_at(got.len, probed);
+        if ok < probed && is_stream {
+            if ok == 0 {
+                break;
+            }
+            left = ok;
+            want = got.len + ok;
+        }
         let skip = if peek { got.len } else { 0 };
         let wait = waitall && !nonblock;
         let cont = wait.then_some(got.timeo_left);
