@@ -152,6 +152,13 @@ static void recvs(int ty)
 	struct iovec half[2] = {{buf, 3}, {BAD, 64}};
 	RECV_CASE("recvmsg, second iov_base unmapped", (h.msg_iov = half, h.msg_iovlen = 2),
 		  recvmsg(s[1], &h, MSG_DONTWAIT));
+	/* Buffers that end inside the third of many chunks: Linux copies a
+	 * stream a sender's write (an skb) at a time, so the two whole chunks
+	 * come and the third stays queued whole. */
+	struct iovec two_and_a_bit[2] = {{buf, 12}, {BAD, 64}};
+	RECV_CASE("recvmsg, buffers end inside the third write",
+		  (send(s[0], "abcde", 5, 0), h.msg_iov = two_and_a_bit, h.msg_iovlen = 2),
+		  recvmsg(s[1], &h, MSG_DONTWAIT));
 	RECV_CASE("recvmsg, msg_name unmapped", (h.msg_name = BAD, h.msg_namelen = sizeof from),
 		  recvmsg(s[1], &h, MSG_DONTWAIT));
 	RECV_CASE("recvmsg, msg_control unmapped",

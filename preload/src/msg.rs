@@ -116,12 +116,15 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
 /// at `at`. `wait`: the daemon parks it until it can be answered (under
 /// SO_RCVTIMEO; `cont`: what an earlier ioctl of the call left of it); the
 /// library itself never waits. `skip`: a peek goes on this far in.
+/// `writable`: how many of `want` bytes the buffers can take, when fewer
+/// (a stream's chunk that does not fit them whole stays queued).
 struct Piece {
     at: usize,
     want: usize,
     wait: bool,
     skip: usize,
     cont: Option<u64>,
+    writable: Option<usize>,
 }
 
 /// One receive ioctl; `control` is the room of the caller's control
@@ -146,6 +149,10 @@ fn recv_once(m: &Mount, fd: c_int, dst: Iovs, flags: c_int, control: usize, p: P
     }
     if p.wait {
         h.flags |= MSGF_WAIT;
+    }
+    if let Some(w) = p.writable {
+        h.flags |= MSGF_LIMIT;
+        h.writable = w.min(u32::MAX as usize) as u32;
     }
     h.flags |= MSGF_ROOM;
     h.nrights = control.min(u32::MAX as usize) as u32;
@@ -197,25 +204,25 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
         msg.msg_controllen
     };
     // A stream's bytes that cannot be copied stay queued, as
-    // unix_stream_read_generic copies before it consumes: the receive takes
-    // only what the buffers can hold (EFAULT when nothing). A datagram is
-    // taken and lost with EFAULT, as on Linux. One probe a page of what one
-    // ioctl can bring.
+    // unix_stream_read_generic copies an skb at a time before it consumes
+    // it: the daemon stops before the chunk the buffers cannot take whole,
+    // EFAULT when that is the first. A datagram is taken and lost with
+    // EFAULT, as on Linux. One probe a page of what one ioctl can bring.
     let probed = want.min(MSG_ROOM);
     let ok = dst.writable_at(0, probed);
-    if ok < probed && ioctl::is_stream(fd) {
-        if ok == 0 {
-            return Err(libc::EFAULT);
-        }
-        want = ok;
-    }
+    let writable = (ok < probed && ioctl::is_stream(fd)).then_some(ok);
     let first = Piece {
         at: 0,
         want,
         wait: !nonblock,
         skip: 0,
         cont: None,
+        writable,
     };
+    // The call goes on only as far as the buffers can take.
+    if let Some(w) = writable {
+        want = w;
+    }
     let mut got = recv_once(m, fd, dst, flags, control, first)?;
     let peek = flags & libc::MSG_PEEK != 0;
     let mut stream = None;
@@ -229,16 +236,14 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
             break;
         }
         let waitall = is_stream && !peek && flags & libc::MSG_WAITALL != 0;
-        let mut left = want - got.len;
-        // A stream's later piece likewise stops where the buffers do.
+        let left = want - got.len;
+        // A stream's later piece likewise stops before what the buffers
+        // cannot take.
         let probed = left.min(MSG_ROOM);
         let ok = dst.writable_at(got.len, probed);
-        if ok < probed && is_stream {
-            if ok == 0 {
-                break;
-            }
-            left = ok;
-            want = got.len + ok;
+        let writable = (ok < probed && is_stream).then_some(ok);
+        if writable == Some(0) {
+            break;
         }
         let skip = if peek { got.len } else { 0 };
         let wait = waitall && !nonblock;
@@ -249,6 +254,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
             wait,
             skip,
             cont,
+            writable,
         };
         let more = recv_once(m, fd, dst, flags, control, piece);
         match more {
