@@ -195,6 +195,32 @@ static void options(void)
 	       getsockname(s[0], (struct sockaddr *)BAD, &len));
 	close(s[0]);
 	close(s[1]);
+
+	/* accept: the connection is taken, then its address cannot be
+	 * written: EFAULT, and the connection is gone. */
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct sockaddr_un a = {.sun_family = AF_UNIX}, name;
+	socklen_t nl = sizeof name;
+	if (bind(l, (struct sockaddr *)&a, sizeof(sa_family_t)) < 0 || listen(l, 4) < 0 ||
+	    getsockname(l, (struct sockaddr *)&name, &nl) < 0) {
+		perror("listener");
+		exit(1);
+	}
+	where(l);
+	int cl = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (connect(cl, (struct sockaddr *)&name, nl) < 0) {
+		perror("connect");
+		exit(1);
+	}
+	where(cl);
+	result("accept, address length unmapped",
+	       accept(l, (struct sockaddr *)&a, (socklen_t *)BAD));
+	int again = accept(l, NULL, NULL);
+	printf("  then accept: %s\n", again < 0 ? strerrorname_np(errno) : "a connection");
+	result("connect, address unmapped", connect(cl, (struct sockaddr *)BAD, sizeof a));
+	result("bind, address unmapped", bind(cl, (struct sockaddr *)BAD, sizeof a));
+	close(cl);
+	close(l);
 }
 
 /* The program's own SIGSEGV handling is its own: a fault of its own runs
