@@ -27,6 +27,7 @@
 static char *BAD; /* an unmapped page */
 static char *RO;  /* a read-only page */
 static char *HDR; /* a page made read-only for a case */
+static char *LONG; /* five pages, then an unmapped one */
 static int ncase;
 
 /* What waits at `fd` (non-blocking): "queued: BYTES" or "queued: EAGAIN". */
@@ -103,6 +104,10 @@ static void sends(int ty)
 	SEND_CASE("sendmsg, msg_control unmapped",
 		  (h.msg_control = BAD, h.msg_controllen = CMSG_SPACE(sizeof(int))),
 		  sendmsg(s[0], &h, 0));
+	/* Larger than one of udsfs's message pieces, its end unmapped. */
+	struct iovec big = {LONG, 5 * 4096 + 100};
+	SEND_CASE("sendmsg, 20580 bytes, the last 100 unmapped", h.msg_iov = &big,
+		  sendmsg(s[0], &h, MSG_DONTWAIT));
 	SEND_CASE("send, its buffer unmapped", , send(s[0], BAD, 5, 0));
 	SEND_CASE("sendmmsg, its vector unmapped", , sendmmsg(s[0], (struct mmsghdr *)BAD, 1, 0));
 #undef SEND_CASE
@@ -301,7 +306,9 @@ int main(void)
 	BAD = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	RO = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	HDR = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (BAD == MAP_FAILED || RO == MAP_FAILED || HDR == MAP_FAILED) {
+	LONG = mmap(NULL, 6 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (BAD == MAP_FAILED || RO == MAP_FAILED || HDR == MAP_FAILED || LONG == MAP_FAILED ||
+	    mprotect(LONG + 5 * 4096, 4096, PROT_NONE) < 0) {
 		perror("mmap");
 		return 1;
 	}

@@ -134,6 +134,21 @@ impl Iovs {
         })
     }
 
+    /// How many of the first `limit` bytes can be read (user::readable, a
+    /// byte a page).
+    pub fn readable(&self, limit: usize) -> usize {
+        let mut prefix = None;
+        let walked = self.walk_at(0, limit, |at, done, k| {
+            let ok = user::readable(at, k);
+            if ok < k {
+                prefix = Some(done + ok);
+                return Err(libc::EFAULT);
+            }
+            Ok(())
+        });
+        prefix.unwrap_or(walked.unwrap_or(0))
+    }
+
     /// How many of the `limit` bytes from `off` on can be written, found
     /// without changing them (user::writable, a probe a page).
     pub fn writable_at(&self, off: usize, limit: usize) -> usize {

@@ -25,6 +25,10 @@ use crate::{record, socket};
 
 const PLAIN_SEND: c_int = libc::MSG_EOR | libc::MSG_MORE;
 
+/// How much of a send of several pieces is found readable before the first
+/// goes (the supervisor's `mem::MAX_COPY`).
+const SEND_PROBE: usize = 1 << 20;
+
 /// sendmsg() on a udsfs socket: the payload is the caller's `data`. A
 /// blocking call waits in the daemon (MSGF_WAIT), under its SO_SNDTIMEO.
 pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<usize> {
@@ -56,6 +60,13 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(fd);
     if len > MSG_ROOM && !ioctl::is_stream(fd) {
         return record::send(m, fd, &data.gathered()?, &meta, nonblock);
+    }
+    // A send of several pieces: bytes that cannot be read are EFAULT before
+    // any piece goes, as the supervisor gathers them first (Linux copies
+    // each skb, some 32 KiB, whole before it queues it). A byte a page.
+    let probed = len.min(SEND_PROBE);
+    if len > MSG_ROOM && data.readable(probed) < probed {
+        return Err(libc::EFAULT);
     }
     let mut buf = MsgBuf::new();
     let mut sent = 0;

@@ -155,6 +155,23 @@ pub fn write_from(dst: *mut u8, src: &[u8]) -> Res<()> {
 
 const PAGE: usize = 4096;
 
+/// How many of the `n` bytes at the program's `at` can be read (a page is
+/// readable whole or not at all): a byte of each page is read.
+pub fn readable(at: *const u8, n: usize) -> usize {
+    let start = at as usize;
+    let mut p = start;
+    let end = start.saturating_add(n);
+    let mut byte = 0u8;
+    while p < end {
+        // SAFETY: one byte into a local.
+        if unsafe { copy(&mut byte, p as *const u8, 1) }.is_err() {
+            return p - start;
+        }
+        p = (p / PAGE + 1) * PAGE;
+    }
+    n
+}
+
 /// How many of the `n` bytes at the program's `at` can be written (a page
 /// is writable whole or not at all), found without changing them.
 pub fn writable(at: *mut u8, n: usize) -> usize {
