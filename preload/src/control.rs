@@ -61,9 +61,10 @@ pub fn put_control(m: &Mount, msg: &msghdr, got: &Got, cloexec: bool) -> (usize,
     (0, cut || dropped)
 }
 
-/// What a control buffer may hold of a receive: more than every message
-/// udsfs puts (credentials, MAX_RIGHTS descriptors, a pidfd).
-const CONTROL_MAX: usize = 64 * 1024;
+/// net.core.optmem_max's default: a sendmsg's control buffer larger than
+/// this is ENOBUFS (sock_kmalloc refuses it); what a receive puts (credentials,
+/// MAX_RIGHTS descriptors, a pidfd) takes far less.
+const CONTROL_MAX: usize = 128 * 1024;
 
 /// Writes the control messages into `buf`; (bytes used, MSG_CTRUNC).
 fn put_into(m: &Mount, buf: &mut [u8], got: &Got, cloexec: bool) -> (usize, bool) {
