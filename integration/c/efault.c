@@ -157,6 +157,8 @@ static void recvs(int ty)
 	struct iovec half[2] = {{buf, 3}, {BAD, 64}};
 	RECV_CASE("recvmsg, second iov_base unmapped", (h.msg_iov = half, h.msg_iovlen = 2),
 		  recvmsg(s[1], &h, MSG_DONTWAIT));
+	RECV_CASE("recvmsg MSG_PEEK, second iov_base unmapped", (h.msg_iov = half, h.msg_iovlen = 2),
+		  recvmsg(s[1], &h, MSG_DONTWAIT | MSG_PEEK));
 	/* Buffers that end inside the third of many chunks: Linux copies a
 	 * stream a sender's write (an skb) at a time, so the two whole chunks
 	 * come and the third stays queued whole. */
