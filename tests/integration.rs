@@ -149,6 +149,7 @@ scripts!(
     adversarial_access,
     adversarial_actfor,
     adversarial_capture,
+    adversarial_efault,
     adversarial_exhaust,
     adversarial_fds,
     adversarial_floods,

@@ -13,17 +13,61 @@ use crate::errno::Res;
 use crate::files::open_sock;
 use crate::message::{Got, Meta};
 use crate::mount::{self, Mount};
-use crate::{fdpass, log, pidfd};
+use crate::{fdpass, log, pidfd, user};
 
 /// Writes the control messages Linux would (credentials, then sockets) and
 /// returns the bytes used and whether anything was cut (MSG_CTRUNC).
-pub fn put_control(m: &Mount, msg: &mut msghdr, got: &Got, cloexec: bool) -> (usize, bool) {
-    let buf: &mut [u8] = if msg.msg_control.is_null() || msg.msg_controllen == 0 {
-        &mut []
+///
+/// The messages are made here, then copied to the program's buffer: one
+/// that cannot be written gets none of them, the call goes on (put_cmsg's
+/// failures are not the call's), and passed files are closed with
+/// MSG_CTRUNC, as scm_detach_fds leaves them.
+pub fn put_control(m: &Mount, msg: &msghdr, got: &Got, cloexec: bool) -> (usize, bool) {
+    let room = if msg.msg_control.is_null() {
+        0
     } else {
-        // SAFETY: the caller's control buffer of msg_controllen bytes.
-        unsafe { std::slice::from_raw_parts_mut(msg.msg_control.cast::<u8>(), msg.msg_controllen) }
+        msg.msg_controllen
     };
+    // Nothing to put (the common case) costs nothing; else room on the stack
+    // for a few, the heap beyond (what is put is bounded: MAX_RIGHTS).
+    let nothing = got.creds.is_none() && got.rights.is_empty() && got.pidfd.is_none();
+    let mut local = [0u8; 256];
+    let mut heap = Vec::new();
+    let buf: &mut [u8] = if nothing || room == 0 {
+        &mut []
+    } else if room <= local.len() {
+        &mut local[..room]
+    } else {
+        heap.resize(room.min(CONTROL_MAX), 0);
+        &mut heap[..]
+    };
+    let (used, cut) = put_into(m, buf, got, cloexec);
+    if used == 0 {
+        return (0, cut);
+    }
+    if user::write_from(msg.msg_control.cast(), &buf[..used]).is_ok() {
+        return (used, cut);
+    }
+    let mut dropped = false;
+    for (level, ty, payload) in cmsg::parse(&buf[..used]).unwrap_or_default() {
+        if level == libc::SOL_SOCKET && (ty == libc::SCM_RIGHTS || ty == SCM_PIDFD) {
+            for fd in fds(payload) {
+                // SAFETY: installed here, never handed out.
+                unsafe { libc::close(fd) };
+            }
+            dropped |= ty == libc::SCM_RIGHTS;
+        }
+    }
+    (0, cut || dropped)
+}
+
+/// net.core.optmem_max's default: a sendmsg's control buffer larger than
+/// this is ENOBUFS (sock_kmalloc refuses it); what a receive puts (credentials,
+/// MAX_RIGHTS descriptors, a pidfd) takes far less.
+const CONTROL_MAX: usize = 128 * 1024;
+
+/// Writes the control messages into `buf`; (bytes used, MSG_CTRUNC).
+fn put_into(m: &Mount, buf: &mut [u8], got: &Got, cloexec: bool) -> (usize, bool) {
     let mut w = cmsg::Writer::new(buf);
     let mut cut = got.ctrunc;
     if let Some(c) = got.creds {
@@ -169,15 +213,19 @@ fn claim_files(m: &Mount, tags: &[u64], cloexec: bool) -> Vec<Option<c_int>> {
     }
 }
 
-/// The control messages of a sendmsg: (level, type, payload) each.
-fn cmsgs(msg: &msghdr) -> Res<Vec<cmsg::Cmsg<'_>>> {
+/// A sendmsg's control buffer, copied in as ____sys_sendmsg copies it:
+/// EFAULT when it cannot be read, ENOBUFS past what the kernel would
+/// allocate for it (sock_kmalloc under net.core.optmem_max).
+pub fn control_bytes(msg: &msghdr) -> Res<Vec<u8>> {
     if msg.msg_control.is_null() || msg.msg_controllen == 0 {
         return Ok(Vec::new());
     }
-    // SAFETY: the caller's control buffer of msg_controllen bytes.
-    let buf =
-        unsafe { std::slice::from_raw_parts(msg.msg_control.cast::<u8>(), msg.msg_controllen) };
-    cmsg::parse(buf)
+    if msg.msg_controllen > CONTROL_MAX {
+        return Err(libc::ENOBUFS);
+    }
+    let mut buf = vec![0u8; msg.msg_controllen];
+    user::read_into(&mut buf, msg.msg_control.cast())?;
+    Ok(buf)
 }
 
 use cmsg::ints as fds;
@@ -186,9 +234,9 @@ use cmsg::ints as fds;
 /// udsfs sockets of this mount go by number; any other file (a regular
 /// file, pipe, eventfd, kernel socket, pidfd) goes to the daemon over its
 /// fd channel first and by tag.
-pub fn parse_control(m: &Mount, msg: &msghdr, meta: &mut Meta) -> Res<()> {
+pub fn parse_control(m: &Mount, control: &[u8], meta: &mut Meta) -> Res<()> {
     let mut foreign = Vec::new();
-    for (level, ty, payload) in cmsgs(msg)? {
+    for (level, ty, payload) in cmsg::parse(control)? {
         match (level, ty) {
             (libc::SOL_SOCKET, libc::SCM_RIGHTS) => {
                 for pfd in fds(payload) {
@@ -231,8 +279,10 @@ pub fn parse_control(m: &Mount, msg: &msghdr, meta: &mut Meta) -> Res<()> {
 }
 
 /// Does a kernel sendmsg try to pass a udsfs socket? It cannot carry it.
+/// (A control buffer that cannot be read is the kernel's EFAULT.)
 pub fn passes_udsfs(msg: &msghdr) -> bool {
-    cmsgs(msg)
+    let control = control_bytes(msg).unwrap_or_default();
+    cmsg::parse(&control)
         .unwrap_or_default()
         .iter()
         .any(|(level, ty, payload)| {

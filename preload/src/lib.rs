@@ -36,17 +36,20 @@ mod routed;
 mod socket;
 mod stat;
 mod urg;
+mod user;
 
 use libc::{
     c_int, c_uint, c_ulong, c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,
 };
 use udsfs_proto::ioctl::Op;
 
+use std::mem::offset_of;
+
 use errno::{errno, guarded, int_ret, len_ret, restore_errno, set_errno, Res};
-use iovs::Iovs;
+use iovs::{IovCopy, Iovs};
 use message::Meta;
 use mount::Mount;
-use route::Route;
+use route::{Given, Route};
 
 /// The mount, when the failed call `r` was made on a udsfs socket.
 fn udsfs_after(r: i64, fd: c_int) -> Option<&'static Mount> {
@@ -89,6 +92,38 @@ fn kernel_bound(fd: c_int) -> bool {
     }
 }
 
+/// A call whose argument memory could not be read (`e`, EFAULT): the C
+/// library's call `r` on the same arguments decides (EBADF and ENOTSOCK
+/// come before EFAULT on Linux, and a kernel socket says EFAULT itself); a
+/// udsfs socket gets `e`.
+fn kernel_or<R: Copy + TryInto<i64> + From<i8>>(r: R, fd: c_int, e: c_int) -> R {
+    if udsfs_after(r.try_into().unwrap_or(-1), fd).is_none() {
+        return r;
+    }
+    set_errno(e);
+    R::from(-1)
+}
+
+/// The copied address as route() reads it, or NULL and `len` when none.
+fn given_parts(g: &Option<Given>, len: socklen_t) -> (*const sockaddr, socklen_t) {
+    match g {
+        Some(g) => (g.ptr(), g.len()),
+        None => (std::ptr::null(), len),
+    }
+}
+
+/// Entry `i` of an mmsghdr vector of the program's (not read here).
+fn entry(v: *mut mmsghdr, i: usize) -> *mut mmsghdr {
+    v.wrapping_add(i)
+}
+
+/// The msg_len of mmsghdr entry `e`.
+fn msg_len(e: *mut mmsghdr) -> *mut c_uint {
+    e.cast::<u8>()
+        .wrapping_add(offset_of!(mmsghdr, msg_len))
+        .cast()
+}
+
 fn refuse_kernel_name(fd: c_int, what: &str) -> Res<()> {
     log::say(&format!(
         "{what} on udsfs socket fd {fd}: the address is a kernel AF_UNIX name outside the mount and its routes"
@@ -107,15 +142,13 @@ pub unsafe extern "C" fn socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int
         if p != 0 && p != libc::PF_UNIX {
             return int_ret(Err(libc::EPROTONOSUPPORT));
         }
-        if sv.is_null() {
-            return int_ret(Err(libc::EFAULT));
-        }
         let mut fds = [-1; 2];
-        let r = socket::pair(m, t, &mut fds);
-        if r.is_ok() {
-            // SAFETY: sv holds two ints.
-            unsafe { std::ptr::copy_nonoverlapping(fds.as_ptr(), sv, 2) };
-        }
+        let r = socket::pair(m, t, &mut fds).and_then(|()| {
+            // __sys_socketpair: the pair goes when sv cannot be written.
+            user::write(sv.cast::<[c_int; 2]>(), fds).inspect_err(|_| {
+                fds.iter().for_each(|&fd| files::close(fd));
+            })
+        });
         int_ret(r)
     })
 }
@@ -126,12 +159,17 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
         let Some(m) = mount::get() else {
             return unsafe { real::bind(fd, addr, len) };
         };
-        let wire = match unsafe { route::route(m, addr, len) } {
+        let g = match Given::copy(addr, len) {
+            Ok(g) => g,
+            Err(e) => return kernel_or(unsafe { real::bind(fd, addr, len) }, fd, e),
+        };
+        let (a, len) = given_parts(&g, len);
+        let wire = match unsafe { route::route(m, a, len) } {
             Route::Kernel => {
                 let r = unsafe { real::bind(fd, addr, len) };
                 if udsfs_after(r as i64, fd).is_some() {
-                    // SAFETY: the caller's address, as for bind.
-                    let given = unsafe { route::given_path(addr, len) };
+                    // SAFETY: the copy of the caller's address.
+                    let given = unsafe { route::given_path(a, len) };
                     return int_ret(Err(route::kernel_path_bind_error(fd, &given)));
                 }
                 return r;
@@ -140,7 +178,7 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
             Route::Udsfs(w) => w,
         };
         // SAFETY: route() read the same bytes.
-        let given = unsafe { route::given_path(addr, len) };
+        let given = unsafe { route::given_path(a, len) };
         if !mount::udsfs_fd(fd) && !convert::kernel_unix(fd) {
             return unsafe { real::bind(fd, addr, len) };
         }
@@ -165,7 +203,12 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
         let Some(m) = mount::get() else {
             return unsafe { real::connect(fd, addr, len) };
         };
-        match unsafe { route::route(m, addr, len) } {
+        let g = match Given::copy(addr, len) {
+            Ok(g) => g,
+            Err(e) => return kernel_or(unsafe { real::connect(fd, addr, len) }, fd, e),
+        };
+        let (a, len) = given_parts(&g, len);
+        match unsafe { route::route(m, a, len) } {
             Route::Udsfs(w) => match adopt_for(m, fd) {
                 Ok(true) => int_ret(socket::connect(m, fd, &w)),
                 Ok(false) => unsafe { real::connect(fd, addr, len) },
@@ -176,9 +219,10 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
                 if udsfs_after(r as i64, fd).is_none() {
                     return r;
                 }
-                // SAFETY: route() saw at least the family.
-                let unspec =
-                    !addr.is_null() && unsafe { (*addr).sa_family } as c_int == libc::AF_UNSPEC;
+                // SAFETY: the copy holds at least the family.
+                let unspec = !a.is_null()
+                    && len as usize >= std::mem::size_of::<libc::sa_family_t>()
+                    && unsafe { (*a).sa_family } as c_int == libc::AF_UNSPEC;
                 if unspec {
                     return int_ret(ioctl::op(fd, Op::Disconnect, 0).map(|_| ()));
                 }
@@ -235,10 +279,21 @@ pub unsafe extern "C" fn accept4(
         };
         match socket::accept(m, fd, flags) {
             Ok(nfd) => {
-                if !addr.is_null() && !len.is_null() {
+                if !addr.is_null() {
                     // The peer is the connecting socket: its name or none.
-                    if unsafe { socket::name(m, nfd, true, addr, len) }.is_err() {
-                        unsafe { *len = std::mem::size_of::<libc::sa_family_t>() as socklen_t };
+                    // An address that cannot be written loses the
+                    // connection, as __sys_accept4_file drops it.
+                    let put = match socket::name(m, nfd, true, addr, len) {
+                        Err(libc::EFAULT) => Err(libc::EFAULT),
+                        Err(_) => {
+                            user::write(len, std::mem::size_of::<libc::sa_family_t>() as socklen_t)
+                        }
+                        Ok(()) => Ok(()),
+                    };
+                    if let Err(e) = put {
+                        files::close(nfd);
+                        set_errno(e);
+                        return -1;
                     }
                 }
                 // The C library's ENOTSOCK is not the program's: a success
@@ -331,8 +386,19 @@ pub unsafe extern "C" fn sendto(
         let Some(m) = mount::get() else {
             return unsafe { real::sendto(fd, buf, n, flags, addr, alen) };
         };
-        if !addr.is_null() {
-            if let Err(e) = unsafe { adopt_for_send(m, fd, addr, alen) } {
+        let g = match Given::copy(addr, alen) {
+            Ok(g) => g,
+            Err(e) => {
+                return kernel_or(
+                    unsafe { real::sendto(fd, buf, n, flags, addr, alen) },
+                    fd,
+                    e,
+                )
+            }
+        };
+        let (a, alen_copied) = given_parts(&g, alen);
+        if !a.is_null() {
+            if let Err(e) = unsafe { adopt_for_send(m, fd, a, alen_copied) } {
                 return len_ret(Err(e));
             }
         }
@@ -340,7 +406,7 @@ pub unsafe extern "C" fn sendto(
         if udsfs_after(r as i64, fd).is_none() {
             return r;
         }
-        let to = match unsafe { send_target(m, fd, addr, alen) } {
+        let to = match unsafe { send_target(m, fd, a, alen_copied) } {
             Ok(t) => t,
             Err(e) => return len_ret(Err(e)),
         };
@@ -379,41 +445,50 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
         let Some(mnt) = mount::get() else {
             return unsafe { real::sendmsg(fd, m, flags) };
         };
-        if m.is_null() {
-            return unsafe { real::sendmsg(fd, m, flags) };
-        }
-        // SAFETY: the caller's msghdr.
-        let h = unsafe { &*m };
-        let addr = h.msg_name as *const sockaddr;
+        // The msghdr, then its name, iovecs and control buffer are copied
+        // in, in ____sys_sendmsg's order; what cannot be read is EFAULT
+        // before anything is sent (the kernel's own on a kernel socket).
+        let h: msghdr = match user::read(m) {
+            Ok(h) => h,
+            Err(e) => return kernel_or(unsafe { real::sendmsg(fd, m, flags) }, fd, e),
+        };
+        let name = h.msg_name as *const sockaddr;
+        let g = match Given::copy(name, h.msg_namelen) {
+            Ok(g) => g,
+            Err(e) => return kernel_or(unsafe { real::sendmsg(fd, m, flags) }, fd, e),
+        };
+        let (addr, alen) = given_parts(&g, h.msg_namelen);
         if !addr.is_null() {
-            if let Err(e) = unsafe { adopt_for_send(mnt, fd, addr, h.msg_namelen) } {
+            if let Err(e) = unsafe { adopt_for_send(mnt, fd, addr, alen) } {
                 return len_ret(Err(e));
             }
         }
         // Sockets passed over a kernel socket are checked before the kernel
         // would pass a udsfs file as if it were one.
-        if passes_udsfs_over_kernel(h, fd) {
+        if passes_udsfs_over_kernel(&h, fd) {
             return len_ret(Err(libc::EINVAL));
         }
         let r = unsafe { real::sendmsg(fd, m, flags) };
         if udsfs_after(r as i64, fd).is_none() {
             return r;
         }
-        let mut meta = match unsafe { send_target(mnt, fd, addr, h.msg_namelen) } {
+        let mut meta = match unsafe { send_target(mnt, fd, addr, alen) } {
             Ok(to) => Meta {
                 to,
                 ..Default::default()
             },
             Err(e) => return len_ret(Err(e)),
         };
-        if let Err(e) = control::parse_control(mnt, h, &mut meta) {
-            return len_ret(Err(e));
-        }
-        let data = match Iovs::of_msg(h.msg_iov, h.msg_iovlen) {
+        let held = match IovCopy::of_msg(h.msg_iov, h.msg_iovlen) {
             Ok(d) => d,
             Err(e) => return len_ret(Err(e)),
         };
-        len_ret(msg::send(mnt, fd, data, meta, flags))
+        let parsed =
+            control::control_bytes(&h).and_then(|c| control::parse_control(mnt, &c, &mut meta));
+        if let Err(e) = parsed {
+            return len_ret(Err(e));
+        }
+        len_ret(msg::send(mnt, fd, held.iovs(), meta, flags))
     })
 }
 
@@ -421,9 +496,11 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
 pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: c_int) -> c_int {
     restart::send(fd, -1, || {
         for i in 0..n as usize {
-            // SAFETY: the caller's vector has n entries.
-            let h = unsafe { &(*v.add(i)).msg_hdr };
-            if passes_udsfs_over_kernel(h, fd) {
+            // An entry that cannot be read is the kernel's EFAULT.
+            let Ok(h) = user::read(entry(v, i).cast::<msghdr>()) else {
+                break;
+            };
+            if passes_udsfs_over_kernel(&h, fd) {
                 return int_ret(Err(libc::EINVAL));
             }
         }
@@ -434,13 +511,16 @@ pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: 
         let mut done = 0;
         // __sys_sendmmsg takes at most UIO_MAXIOV messages per call.
         for i in 0..(n as usize).min(UIO_MAXIOV) {
-            // SAFETY: the caller's vector has n entries.
-            let e = unsafe { &mut *v.add(i) };
-            let r = unsafe { sendmsg(fd, &e.msg_hdr, flags) };
-            if r < 0 {
+            let e = entry(v, i);
+            let r = unsafe { sendmsg(fd, e.cast(), flags) };
+            // A count that cannot be written ends the call (its message went).
+            let put = r >= 0 && user::write(msg_len(e), r as c_uint).is_ok();
+            if !put {
+                if r >= 0 {
+                    set_errno(libc::EFAULT);
+                }
                 return if done > 0 { done } else { -1 };
             }
-            e.msg_len = r as c_uint;
             done += 1;
         }
         done
@@ -454,11 +534,26 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssi
         let Some(mnt) = udsfs_after(r as i64, fd) else {
             return r;
         };
-        if m.is_null() {
-            return len_ret(Err(libc::EFAULT));
-        }
-        // SAFETY: the caller's msghdr.
-        len_ret(msg::recv(mnt, fd, unsafe { &mut *m }, flags, true))
+        // The msghdr is copied in, and what the receive reports written
+        // back, as ____sys_recvmsg does: EFAULT when it cannot be.
+        let mut h: msghdr = match user::read(m) {
+            Ok(h) => h,
+            Err(e) => return len_ret(Err(e)),
+        };
+        let r = msg::recv(mnt, fd, &mut h, flags, true).and_then(|n| {
+            let at = m.cast::<u8>();
+            let field = |off: usize| at.wrapping_add(off);
+            if !h.msg_name.is_null() {
+                user::write(field(offset_of!(msghdr, msg_namelen)).cast(), h.msg_namelen)?;
+            }
+            user::write(field(offset_of!(msghdr, msg_flags)).cast(), h.msg_flags)?;
+            user::write(
+                field(offset_of!(msghdr, msg_controllen)).cast(),
+                h.msg_controllen,
+            )?;
+            Ok(n)
+        });
+        len_ret(r)
     })
 }
 
@@ -498,15 +593,21 @@ unsafe fn recv_after(r: ssize_t, fd: c_int, flags: c_int, into: RecvInto) -> ssi
     let mut h: msghdr = unsafe { std::mem::zeroed() };
     h.msg_iov = &mut iov;
     h.msg_iovlen = 1;
-    let named = !addr.is_null() && !alen.is_null();
-    if named {
+    // __sys_recvfrom reads and writes the address length after the
+    // receive: one that cannot be is EFAULT, the message taken.
+    let room = (!addr.is_null()).then(|| user::read(alen));
+    if let Some(Ok(room)) = room {
         h.msg_name = addr.cast();
-        h.msg_namelen = unsafe { *alen };
+        h.msg_namelen = room;
     }
-    let res = msg::recv(m, fd, &mut h, flags, false);
-    if res.is_ok() && named {
-        unsafe { *alen = h.msg_namelen };
-    }
+    let res = msg::recv(m, fd, &mut h, flags, false).and_then(|n| {
+        match room {
+            Some(Ok(_)) => user::write(alen, h.msg_namelen)?,
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
+        Ok(n)
+    });
     len_ret(res)
 }
 
@@ -576,8 +677,15 @@ pub unsafe extern "C" fn recvmmsg(
         if udsfs_after(r as i64, fd).is_none() {
             return r;
         }
-        // SAFETY: a non-null timeout is the caller's timespec.
-        let end = match unsafe { t.as_ref() } {
+        let ts = if t.is_null() {
+            None
+        } else {
+            match user::read(t) {
+                Ok(ts) => Some(ts),
+                Err(e) => return int_ret(Err(e)),
+            }
+        };
+        let end = match ts.as_ref() {
             None => None,
             Some(ts) if ts.tv_sec < 0 || !(0..1_000_000_000).contains(&ts.tv_nsec) => {
                 return int_ret(Err(libc::EINVAL));
@@ -587,9 +695,12 @@ pub unsafe extern "C" fn recvmmsg(
         let mut done = 0;
         let mut fl = flags & !libc::MSG_WAITFORONE;
         for i in 0..n as usize {
-            // SAFETY: the caller's vector has n entries.
-            let e = unsafe { &mut *v.add(i) };
-            let r = unsafe { recvmsg(fd, &mut e.msg_hdr, fl) };
+            let e = entry(v, i);
+            let mut r = unsafe { recvmsg(fd, e.cast(), fl) };
+            if r >= 0 && user::write(msg_len(e), r as c_uint).is_err() {
+                set_errno(libc::EFAULT);
+                r = -1;
+            }
             if r < 0 {
                 if done == 0 {
                     return -1;
@@ -597,7 +708,6 @@ pub unsafe extern "C" fn recvmmsg(
                 keep_error(fd, errno());
                 return done;
             }
-            e.msg_len = r as c_uint;
             done += 1;
             if flags & libc::MSG_WAITFORONE != 0 {
                 fl |= libc::MSG_DONTWAIT;
@@ -606,10 +716,13 @@ pub unsafe extern "C" fn recvmmsg(
             // and writes back what is left of it.
             if let Some(end) = end {
                 let left = end.saturating_sub(now());
-                // SAFETY: as above.
-                unsafe {
-                    (*t).tv_sec = left.as_secs() as libc::time_t;
-                    (*t).tv_nsec = left.subsec_nanos() as libc::c_long;
+                let ts = libc::timespec {
+                    tv_sec: left.as_secs() as libc::time_t,
+                    tv_nsec: left.subsec_nanos() as libc::c_long,
+                };
+                if user::write(t, ts).is_err() {
+                    set_errno(libc::EFAULT);
+                    return -1;
                 }
                 if left.is_zero() {
                     break;
@@ -673,6 +786,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 /// calls (found with dlsym, which takes locks and allocates).
 extern "C" fn init() {
     real::resolve_all();
+    restart::init_faults();
     exec::init();
     mount::get();
 }

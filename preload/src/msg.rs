@@ -17,13 +17,17 @@ use crate::control::put_control;
 use crate::errno::{errno, Res};
 use crate::files::nonblocking;
 use crate::ioctl::{self, MsgBuf};
-use crate::iovs::Iovs;
+use crate::iovs::{IovCopy, Iovs};
 use crate::message::{Got, Meta};
 use crate::mount::Mount;
 use crate::route::put_addr;
 use crate::{record, socket};
 
 const PLAIN_SEND: c_int = libc::MSG_EOR | libc::MSG_MORE;
+
+/// How much of a send of several pieces is found readable before the first
+/// goes (the supervisor's `mem::MAX_COPY`).
+const SEND_PROBE: usize = 1 << 20;
 
 /// sendmsg() on a udsfs socket: the payload is the caller's `data`. A
 /// blocking call waits in the daemon (MSGF_WAIT), under its SO_SNDTIMEO.
@@ -35,7 +39,7 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
         let one = if data.n == 1 {
             None
         } else {
-            Some(data.gathered())
+            Some(data.gathered()?)
         };
         let (p, n) = match &one {
             Some(v) => (v.as_ptr(), v.len()),
@@ -55,7 +59,14 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
     }
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(fd);
     if len > MSG_ROOM && !ioctl::is_stream(fd) {
-        return record::send(m, fd, &data.gathered(), &meta, nonblock);
+        return record::send(m, fd, &data.gathered()?, &meta, nonblock);
+    }
+    // A send of several pieces: bytes that cannot be read are EFAULT before
+    // any piece goes, as the supervisor gathers them first (Linux copies
+    // each skb, some 32 KiB, whole before it queues it). A byte a page.
+    let probed = len.min(SEND_PROBE);
+    if len > MSG_ROOM && data.readable(probed) < probed {
+        return Err(libc::EFAULT);
     }
     let mut buf = MsgBuf::new();
     let mut sent = 0;
@@ -84,7 +95,11 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
             h.set_rights(&mt.rights);
         }
         h.write_to(&mut buf.0);
-        data.read_at(sent, &mut buf.0[HEAD_SIZE..HEAD_SIZE + chunk]);
+        // Bytes that cannot be read: EFAULT, or what went before (a stream's
+        // earlier pieces), as unix_stream_sendmsg copies an skb at a time.
+        if let Err(e) = data.read_at(sent, &mut buf.0[HEAD_SIZE..HEAD_SIZE + chunk]) {
+            return if sent > 0 { Ok(sent) } else { Err(e) };
+        }
         match ioctl::message(fd, &mut buf) {
             Ok(r) => {
                 // Addresses and sockets go with the first piece only.
@@ -112,12 +127,15 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
 /// at `at`. `wait`: the daemon parks it until it can be answered (under
 /// SO_RCVTIMEO; `cont`: what an earlier ioctl of the call left of it); the
 /// library itself never waits. `skip`: a peek goes on this far in.
+/// `writable`: how many of `want` bytes the buffers can take, when fewer
+/// (a stream's chunk that does not fit them whole stays queued).
 struct Piece {
     at: usize,
     want: usize,
     wait: bool,
     skip: usize,
     cont: Option<u64>,
+    writable: Option<usize>,
 }
 
 /// One receive ioctl; `control` is the room of the caller's control
@@ -143,6 +161,10 @@ fn recv_once(m: &Mount, fd: c_int, dst: Iovs, flags: c_int, control: usize, p: P
     if p.wait {
         h.flags |= MSGF_WAIT;
     }
+    if let Some(w) = p.writable {
+        h.flags |= MSGF_LIMIT;
+        h.writable = w.min(u32::MAX as usize) as u32;
+    }
     h.flags |= MSGF_ROOM;
     h.nrights = control.min(u32::MAX as usize) as u32;
     h.write_to(&mut buf.0);
@@ -152,7 +174,7 @@ fn recv_once(m: &Mount, fd: c_int, dst: Iovs, flags: c_int, control: usize, p: P
     }
     let n = (r.len as usize).min(MSG_ROOM);
     Ok(Got {
-        len: dst.write_at(p.at, &buf.0[HEAD_SIZE..HEAD_SIZE + n]),
+        len: dst.write_at(p.at, &buf.0[HEAD_SIZE..HEAD_SIZE + n])?,
         full_len: r.full_len as usize,
         from: r.addr().to_vec(),
         from_as_given: r.addr_flags & ADDR_AS_GIVEN != 0,
@@ -170,8 +192,9 @@ fn recv_once(m: &Mount, fd: c_int, dst: Iovs, flags: c_int, control: usize, p: P
 /// (recvmsg, recvmmsg), so even a plain receive goes through the ioctl,
 /// which tells MSG_TRUNC and MSG_CTRUNC; recv and recvfrom read the file.
 pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) -> Res<usize> {
-    let dst = Iovs::of_msg(msg.msg_iov, msg.msg_iovlen)?;
-    let want = dst.len();
+    let held = IovCopy::of_msg(msg.msg_iov, msg.msg_iovlen)?;
+    let dst = held.iovs();
+    let mut want = dst.len();
     let plain = !report
         && msg.msg_name.is_null()
         && (msg.msg_control.is_null() || msg.msg_controllen == 0)
@@ -191,13 +214,26 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
     } else {
         msg.msg_controllen
     };
+    // A stream's bytes that cannot be copied stay queued, as
+    // unix_stream_read_generic copies an skb at a time before it consumes
+    // it: the daemon stops before the chunk the buffers cannot take whole,
+    // EFAULT when that is the first. A datagram is taken and lost with
+    // EFAULT, as on Linux. One probe a page of what one ioctl can bring.
+    let probed = want.min(MSG_ROOM);
+    let ok = dst.writable_at(0, probed);
+    let writable = (ok < probed && ioctl::is_stream(fd)).then_some(ok);
     let first = Piece {
         at: 0,
         want,
         wait: !nonblock,
         skip: 0,
         cont: None,
+        writable,
     };
+    // The call goes on only as far as the buffers can take.
+    if let Some(w) = writable {
+        want = w;
+    }
     let mut got = recv_once(m, fd, dst, flags, control, first)?;
     let peek = flags & libc::MSG_PEEK != 0;
     let mut stream = None;
@@ -212,6 +248,14 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
         }
         let waitall = is_stream && !peek && flags & libc::MSG_WAITALL != 0;
         let left = want - got.len;
+        // A stream's later piece likewise stops before what the buffers
+        // cannot take.
+        let probed = left.min(MSG_ROOM);
+        let ok = dst.writable_at(got.len, probed);
+        let writable = (ok < probed && is_stream).then_some(ok);
+        if writable == Some(0) {
+            break;
+        }
         let skip = if peek { got.len } else { 0 };
         let wait = waitall && !nonblock;
         let cont = wait.then_some(got.timeo_left);
@@ -221,6 +265,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
             wait,
             skip,
             cont,
+            writable,
         };
         let more = recv_once(m, fd, dst, flags, control, piece);
         match more {
@@ -243,16 +288,15 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
         if got.from.is_empty() {
             len = 0;
         } else {
-            // SAFETY: msg_name has msg_namelen bytes.
-            unsafe {
-                put_addr(
-                    m,
-                    &got.from,
-                    got.from_as_given,
-                    msg.msg_name.cast(),
-                    &mut len,
-                )
-            };
+            // The message is taken: a name that cannot be written is
+            // EFAULT after it, as move_addr_to_user is.
+            put_addr(
+                m,
+                &got.from,
+                got.from_as_given,
+                msg.msg_name.cast(),
+                &mut len,
+            )?;
         }
         msg.msg_namelen = len;
     }

@@ -6,24 +6,26 @@ use libc::{c_int, c_void, socklen_t};
 use udsfs_proto::sockopt::{self, SO_PEERPIDFD};
 
 use crate::errno::Res;
-use crate::{log, pidfd};
+use crate::{log, pidfd, user};
 
 /// Copies an option value out, as sock_getsockopt does: truncated to the
 /// caller's length, which becomes the length written.
-unsafe fn put(val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
-    if out.is_null() || len.is_null() {
-        return Err(libc::EFAULT);
+/// The room the caller's `len` gives, read first as sk_getsockopt reads it.
+fn room(len: *mut socklen_t) -> Res<socklen_t> {
+    let room = user::read(len)?;
+    if (room as i32) < 0 {
+        return Err(libc::EINVAL);
     }
-    // SAFETY: the caller gives *len writable bytes at out.
-    unsafe {
-        if (*len as i32) < 0 {
-            return Err(libc::EINVAL);
-        }
-        let n = (*len as usize).min(val.len());
-        std::ptr::copy_nonoverlapping(val.as_ptr(), out as *mut u8, n);
-        *len = n as socklen_t;
-    }
-    Ok(())
+    Ok(room)
+}
+
+/// `out` and `len` are the program's: EFAULT when they cannot be read or
+/// written.
+fn put(val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
+    let room = room(len)?;
+    let n = (room as usize).min(val.len());
+    user::write_from(out.cast(), &val[..n])?;
+    user::write(len, n as socklen_t)
 }
 
 /// # Safety
@@ -38,6 +40,7 @@ pub unsafe fn get(
     if level != libc::SOL_SOCKET {
         return Err(libc::EOPNOTSUPP);
     }
+    room(len)?;
     let val = if name == SO_PEERPIDFD {
         pidfd::peer(fd)?.to_ne_bytes().to_vec()
     } else {
@@ -49,8 +52,7 @@ pub unsafe fn get(
             }
         })?
     };
-    // SAFETY: as the caller promised.
-    unsafe { put(&val, out, len) }
+    put(&val, out, len)
 }
 
 /// # Safety
@@ -65,14 +67,12 @@ pub unsafe fn set(
     if level != libc::SOL_SOCKET {
         return Err(libc::EOPNOTSUPP);
     }
-    // The longest option value is a timeval.
-    let bytes: &[u8] = if val.is_null() {
-        &[]
-    } else {
-        // SAFETY: the caller gives `len` readable bytes at val.
-        unsafe { std::slice::from_raw_parts(val.cast(), (len as usize).min(16)) }
-    };
-    sockopt::set(fd, name, bytes).inspect_err(|&e| {
+    // The longest option value is a timeval; the program's bytes are
+    // copied in (EFAULT when they cannot be read, as copy_from_sockptr).
+    let mut local = [0u8; 16];
+    let n = (len as usize).min(16);
+    user::read_into(&mut local[..n], val.cast())?;
+    sockopt::set(fd, name, &local[..n]).inspect_err(|&e| {
         if e == libc::ENOPROTOOPT {
             log::say(&format!(
                 "setsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
@@ -85,10 +85,5 @@ pub unsafe fn set(
 /// regular file itself (its size), so the library asks the daemon.
 pub fn queue_ioctl(fd: c_int, req: libc::c_ulong, out: *mut c_void) -> Res<()> {
     let n = sockopt::queue_ioctl(fd, req).unwrap_or(Err(libc::ENOTTY))?;
-    if out.is_null() {
-        return Err(libc::EFAULT);
-    }
-    // SAFETY: the caller passes an int to fill.
-    unsafe { std::ptr::write_unaligned(out as *mut c_int, n) };
-    Ok(())
+    user::write_from(out.cast(), &n.to_ne_bytes())
 }

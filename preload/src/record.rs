@@ -89,7 +89,7 @@ pub fn recv(m: &Mount, fd: c_int, want: usize, nonblock: bool, dst: Iovs, at: us
         libc::EIO
     })?;
     Ok(Got {
-        len: dst.write_at(at, &payload[..payload.len().min(want)]),
+        len: dst.write_at(at, &payload[..payload.len().min(want)])?,
         full_len: h.len,
         // Records name the sender in the mount's terms.
         from: h.from.map(|a| a.to_wire()).unwrap_or_default(),

@@ -8,6 +8,12 @@
 //! without SA_RESTART, and `retry` calls a socket call again after an EINTR
 //! exactly when Linux would have restarted it.
 //!
+//! The trampoline also turns a fault in the library's copy of the
+//! program's memory into EFAULT (user.rs): the library holds SIGSEGV and
+//! SIGBUS from its constructor on, whatever the program sets, and keeps the
+//! program's disposition in the table: a fault of the program's own runs its
+//! handler, or its default (death by the signal), as without the library.
+//!
 //! Everything the trampoline touches is async-signal-safe: atomics and
 //! const-initialised thread-locals without destructors, no allocation, no
 //! lock.
@@ -20,7 +26,7 @@ use libc::{c_int, c_void, iovec, siginfo_t, size_t, ssize_t};
 use udsfs_proto::ioctl::{Op, Timeo};
 
 use crate::errno::{errno, guarded, set_errno};
-use crate::{ioctl, mount, real};
+use crate::{ioctl, mount, real, user};
 
 /// Signals 1..=64.
 const NSIG: usize = 65;
@@ -29,6 +35,22 @@ const NSIG: usize = 65;
 /// holds `trampoline` with the same mask and flags (plus SA_SIGINFO).
 static HANDLER: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
 static FLAGS: [AtomicI32; NSIG] = [const { AtomicI32::new(0) }; NSIG];
+/// The process whose table this is: a vfork child shares the parent's
+/// memory but not its handlers, and its resets of SIGSEGV and SIGBUS must
+/// not reach the parent's table (`set_action`). Set in the constructor and
+/// in each fork child.
+static OWNER: AtomicI32 = AtomicI32::new(0);
+
+/// SIGSEGV and SIGBUS: held by the trampoline always (`init_faults`); the
+/// table has the program's disposition, SIG_DFL and SIG_IGN too.
+fn is_fault(sig: c_int) -> bool {
+    sig == libc::SIGSEGV || sig == libc::SIGBUS
+}
+
+/// The flags that the kernel's action of a fault signal has besides the
+/// program's: what sigaction reports as the program set them.
+const OWN_FLAGS: c_int = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESETHAND;
+
 /// Signals siginterrupt() made interrupting: signal() then leaves out
 /// SA_RESTART for them, as glibc's does.
 static INTERRUPTING: AtomicU64 = AtomicU64::new(0);
@@ -85,6 +107,21 @@ extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
     if s >= NSIG {
         return;
     }
+    let h = HANDLER[s].load(Relaxed);
+    if is_fault(sig) {
+        // SAFETY: the kernel's arguments to an SA_SIGINFO handler.
+        if unsafe { user::fix_fault(info, ctx) } {
+            // The program's one-shot handler was reset by the kernel on the
+            // way in, for a fault that was not the program's.
+            if FLAGS[s].load(Relaxed) & libc::SA_RESETHAND != 0 {
+                hold_fault(sig, HANDLER[s].load(Relaxed), FLAGS[s].load(Relaxed));
+            }
+            return;
+        }
+        if !program_fault_handler(sig, info) {
+            return;
+        }
+    }
     let restarts = FLAGS[s].load(Relaxed) & libc::SA_RESTART != 0;
     // A call the handler makes decides for itself (it is not inside the
     // interrupted one).
@@ -95,7 +132,6 @@ extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
         }
         c.depth.replace(0)
     });
-    let h = HANDLER[s].load(Relaxed);
     if !is_function(h) || is_ours(h) {
         COUNTS.with(|c| c.depth.set(depth));
         return;
@@ -108,6 +144,96 @@ extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
         f(sig, info, ctx);
     }
     COUNTS.with(|c| c.depth.set(depth));
+}
+
+/// A SIGSEGV or SIGBUS that is not the library's: false when it was dealt
+/// with as the program's SIG_DFL or SIG_IGN, true when the program's handler
+/// is to run (a one-shot one is then SIG_DFL in the table, as the kernel
+/// would have left it, and the library keeps the signal).
+fn program_fault_handler(sig: c_int, info: *mut siginfo_t) -> bool {
+    let s = sig as usize;
+    let (h, f) = (HANDLER[s].load(Relaxed), FLAGS[s].load(Relaxed));
+    // SAFETY: the kernel's siginfo.
+    let sent = info.is_null() || unsafe { (*info).si_code } <= 0;
+    if is_function(h) && !is_ours(h) {
+        if f & libc::SA_RESETHAND != 0 {
+            HANDLER[s].store(libc::SIG_DFL, Relaxed);
+            FLAGS[s].store(0, Relaxed);
+            hold_fault(sig, libc::SIG_DFL, 0);
+        }
+        return true;
+    }
+    if h == libc::SIG_IGN && sent {
+        // A kill() of an ignored signal: nothing happens.
+        return false;
+    }
+    // The default action, as without the library: the kernel's SIG_DFL, then
+    // the faulting instruction runs again, or the sent signal comes again
+    // (blocked in this handler, delivered as it returns). A synchronous
+    // fault kills even when ignored, as force_sig_fault does.
+    // SAFETY: plain data for sigaction; tgkill signals this thread.
+    unsafe {
+        let mut a: libc::sigaction = std::mem::zeroed();
+        a.sa_sigaction = libc::SIG_DFL;
+        real::sigaction(sig, &a, std::ptr::null_mut());
+        if sent {
+            libc::syscall(libc::SYS_tgkill, libc::getpid(), libc::gettid(), sig);
+        }
+    }
+    false
+}
+
+/// Puts the trampoline in the kernel for fault signal `sig` whose program
+/// disposition is `h` with `flags` (mask: none beyond the signal).
+fn hold_fault(sig: c_int, h: libc::sighandler_t, flags: c_int) {
+    // SAFETY: plain data for sigaction.
+    unsafe {
+        let mut a: libc::sigaction = std::mem::zeroed();
+        a.sa_sigaction = h;
+        a.sa_flags = flags;
+        libc::sigemptyset(&mut a.sa_mask);
+        real::sigaction(sig, &kernel_action(&a), std::ptr::null_mut());
+    }
+}
+
+/// The action the kernel holds for the program's action `a` of a signal:
+/// the trampoline with its mask and flags. For a fault signal whose
+/// disposition is SIG_DFL or SIG_IGN, on the alternate stack when there is
+/// one (a stack overflow's fault needs it) and never one-shot.
+fn kernel_action(a: &libc::sigaction) -> libc::sigaction {
+    let mut t = *a;
+    t.sa_sigaction = trampoline as *const () as usize;
+    t.sa_flags |= libc::SA_SIGINFO;
+    if !is_function(a.sa_sigaction) {
+        t.sa_flags = (t.sa_flags & !(libc::SA_RESETHAND | libc::SA_NODEFER)) | libc::SA_ONSTACK;
+    }
+    t
+}
+
+extern "C" fn forked() {
+    // SAFETY: getpid has no preconditions.
+    OWNER.store(unsafe { libc::getpid() }, Relaxed);
+}
+
+/// From the library's constructor: SIGSEGV and SIGBUS go to the trampoline,
+/// which turns a fault in the library's copies into EFAULT; whatever was
+/// set before (SIG_DFL, as a rule) is the program's.
+pub fn init_faults() {
+    forked();
+    // SAFETY: registers a function without preconditions.
+    unsafe { libc::pthread_atfork(None, None, Some(forked)) };
+    for sig in [libc::SIGSEGV, libc::SIGBUS] {
+        // SAFETY: a query into local storage, then an install.
+        unsafe {
+            let mut o: libc::sigaction = std::mem::zeroed();
+            if real::sigaction(sig, std::ptr::null(), &mut o) != 0 || is_ours(o.sa_sigaction) {
+                continue;
+            }
+            HANDLER[sig as usize].store(o.sa_sigaction, Relaxed);
+            FLAGS[sig as usize].store(o.sa_flags, Relaxed);
+            real::sigaction(sig, &kernel_action(&o), std::ptr::null_mut());
+        }
+    }
 }
 
 fn is_ours(h: libc::sighandler_t) -> bool {
@@ -132,16 +258,26 @@ unsafe fn set_action(sig: c_int, act: *const libc::sigaction, old: *mut libc::si
     let (prev_h, prev_f) = (HANDLER[s].load(Relaxed), FLAGS[s].load(Relaxed));
     // SAFETY: the caller's struct, when given.
     let new = unsafe { act.as_ref() }.copied();
+    // SAFETY: getpid has no preconditions.
+    let held = is_fault(sig) && OWNER.load(Relaxed) == unsafe { libc::getpid() };
     let r = match new {
+        Some(a) if held && !is_ours(a.sa_sigaction) => {
+            // The library keeps SIGSEGV and SIGBUS whatever the program sets.
+            HANDLER[s].store(a.sa_sigaction, Relaxed);
+            FLAGS[s].store(a.sa_flags, Relaxed);
+            let r = unsafe { real::sigaction(sig, &kernel_action(&a), old) };
+            if r < 0 {
+                HANDLER[s].store(prev_h, Relaxed);
+                FLAGS[s].store(prev_f, Relaxed);
+            }
+            r
+        }
         Some(a) if is_function(a.sa_sigaction) && !is_ours(a.sa_sigaction) => {
             // The table first: a signal delivered as soon as the kernel
             // holds the trampoline finds the handler.
             HANDLER[s].store(a.sa_sigaction, Relaxed);
             FLAGS[s].store(a.sa_flags, Relaxed);
-            let mut t = a;
-            t.sa_sigaction = trampoline as *const () as usize;
-            t.sa_flags |= libc::SA_SIGINFO;
-            let r = unsafe { real::sigaction(sig, &t, old) };
+            let r = unsafe { real::sigaction(sig, &kernel_action(&a), old) };
             if r < 0 {
                 HANDLER[s].store(prev_h, Relaxed);
                 FLAGS[s].store(prev_f, Relaxed);
@@ -164,7 +300,7 @@ unsafe fn set_action(sig: c_int, act: *const libc::sigaction, old: *mut libc::si
                 if !reset {
                     o.sa_sigaction = prev_h;
                 }
-                o.sa_flags = (o.sa_flags & !libc::SA_SIGINFO) | (prev_f & libc::SA_SIGINFO);
+                o.sa_flags = (o.sa_flags & !OWN_FLAGS) | (prev_f & OWN_FLAGS);
             }
         }
     }
@@ -476,6 +612,42 @@ mod tests {
             assert_eq!(siginterrupt_(sig, 0), 0);
             assert_eq!(bsd_signal_(sig, libc::SIG_DFL), h);
             assert_eq!(reported(sig).sa_sigaction, libc::SIG_DFL);
+        }
+    }
+
+    #[test]
+    fn a_fault_in_the_copy_is_efault_and_sigsegv_reads_back_as_set() {
+        // The test harness's own handler (its stack overflow report, set
+        // through this library's sigaction, linked in), or none.
+        let before = reported(libc::SIGSEGV);
+        init_faults();
+        // SAFETY: a fresh page of our own, then reads of the kernel's action.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            assert_eq!(user::read(p as *const u64), Err(libc::EFAULT));
+            assert_eq!(user::write(p as *mut u64, 1), Err(libc::EFAULT));
+            assert_eq!(user::writable(p.cast(), 8192), 0);
+            libc::mprotect(p, 4096, libc::PROT_READ);
+            assert_eq!(user::read(p as *const u64), Ok(0));
+            assert_eq!(user::writable(p.cast(), 100), 0);
+            libc::munmap(p, 4096);
+            let mut k = action(0, 0);
+            real::sigaction(libc::SIGSEGV, std::ptr::null(), &mut k);
+            assert!(is_ours(k.sa_sigaction), "the kernel holds the trampoline");
+            let o = reported(libc::SIGSEGV);
+            assert_eq!(
+                o.sa_sigaction, before.sa_sigaction,
+                "sigaction reports what was set"
+            );
+            assert_eq!(o.sa_flags & OWN_FLAGS, before.sa_flags & OWN_FLAGS);
         }
     }
 

@@ -9,8 +9,9 @@ use udsfs_proto::route::{self, SUN_LEN};
 
 pub use udsfs_proto::route::Route;
 
-use crate::errno::errno;
+use crate::errno::{errno, Res};
 use crate::mount::Mount;
+use crate::user;
 
 /// The bytes of `addr`, at most a sockaddr_un's (NULL: none).
 ///
@@ -86,26 +87,51 @@ pub fn kernel_path_bind_error(fd: c_int, path: &[u8]) -> c_int {
 }
 
 /// Writes a daemon address (wire form) as a sockaddr_un, truncated to the
-/// caller's room; `*len` becomes the full length, as Linux reports it.
-/// `as_given`: `wire` is a sun_path as a program gave it.
-///
-/// # Safety
-/// `out` must have `*len` writable bytes; `len` may be NULL only with `out`.
-pub unsafe fn put_addr(
+/// room `*len`; `*len` becomes the full length, as Linux reports it.
+/// `as_given`: `wire` is a sun_path as a program gave it. `out` is the
+/// program's: EFAULT when it cannot be written.
+pub fn put_addr(
     m: &Mount,
     wire: &[u8],
     as_given: bool,
     out: *mut sockaddr,
-    len: *mut socklen_t,
-) {
-    if out.is_null() || len.is_null() {
-        return;
-    }
+    len: &mut socklen_t,
+) -> Res<()> {
     let bytes = route::sockaddr(&m.routes, wire, as_given);
-    // SAFETY: the caller's room is *len bytes.
-    unsafe {
-        let room = (*len as usize).min(bytes.len());
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out as *mut u8, room);
-        *len = bytes.len() as socklen_t;
+    let room = (*len as usize).min(bytes.len());
+    user::write_from(out.cast(), &bytes[..room])?;
+    *len = bytes.len() as socklen_t;
+    Ok(())
+}
+
+/// A program's sockaddr copied in, at most a sockaddr_un's bytes of it, as
+/// move_addr_to_kernel copies it before the call looks at it.
+pub struct Given {
+    buf: [u8; SUN_LEN],
+    len: socklen_t,
+}
+
+impl Given {
+    /// None for NULL; EFAULT when the bytes cannot be read.
+    pub fn copy(addr: *const sockaddr, len: socklen_t) -> Res<Option<Given>> {
+        if addr.is_null() {
+            return Ok(None);
+        }
+        let mut g = Given {
+            buf: [0; SUN_LEN],
+            len,
+        };
+        let n = (len as usize).min(SUN_LEN);
+        user::read_into(&mut g.buf[..n], addr.cast())?;
+        Ok(Some(g))
+    }
+
+    /// The copy, as a pointer `route` and `given_path` read (with `len`).
+    pub fn ptr(&self) -> *const sockaddr {
+        self.buf.as_ptr().cast()
+    }
+
+    pub fn len(&self) -> socklen_t {
+        self.len
     }
 }

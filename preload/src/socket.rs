@@ -10,9 +10,9 @@ use udsfs_proto::mount::type_dir;
 
 use crate::errno::{last, Res};
 use crate::files::{close, nonblocking, open_file, open_sock, with_handle};
-use crate::ioctl;
 use crate::mount::{self, Mount};
 use crate::route::put_addr;
+use crate::{ioctl, user};
 
 /// socketpair(AF_UNIX): `.udsfs/TYPE/pair`.
 pub fn pair(m: &Mount, ty: c_int, sv: &mut [c_int; 2]) -> Res<()> {
@@ -92,25 +92,17 @@ pub fn accept(m: &Mount, fd: c_int, flags: c_int) -> Res<c_int> {
     }
 }
 
-/// getsockname (peer = false) and getpeername (peer = true).
-///
-/// # Safety
-/// As for getsockname.
-pub unsafe fn name(
-    m: &Mount,
-    fd: c_int,
-    peer: bool,
-    out: *mut sockaddr,
-    len: *mut socklen_t,
-) -> Res<()> {
+/// getsockname (peer = false) and getpeername (peer = true); `out` and
+/// `len` are the program's (EFAULT when they cannot be read or written).
+pub fn name(m: &Mount, fd: c_int, peer: bool, out: *mut sockaddr, len: *mut socklen_t) -> Res<()> {
     let c = ioctl::op(fd, Op::GetName, peer as i32)?;
-    if out.is_null() || len.is_null() {
-        return Err(libc::EFAULT);
+    let mut room = user::read(len)?;
+    if (room as i32) < 0 {
+        return Err(libc::EINVAL);
     }
     let wire = c.addr().ok_or(libc::EIO)?;
-    // SAFETY: as the caller promised.
-    unsafe { put_addr(m, wire, c.addr_flags & ADDR_AS_GIVEN != 0, out, len) };
-    Ok(())
+    put_addr(m, wire, c.addr_flags & ADDR_AS_GIVEN != 0, out, &mut room)?;
+    user::write(len, room)
 }
 
 /// Raises SIGPIPE in this thread, as unix_stream_sendmsg does.

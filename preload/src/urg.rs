@@ -9,7 +9,7 @@ use udsfs_proto::ioctl::{AtMark, Op};
 
 use crate::errno::{errno, guarded, set_errno, Res};
 use crate::ioctl::op;
-use crate::{mount, real};
+use crate::{mount, real, user};
 
 /// Not in the libc crate: F_SETOWN_EX from <fcntl.h>.
 const F_SETOWN_EX: c_int = 15;
@@ -27,26 +27,21 @@ pub fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> Option<Res<()>> {
     ) {
         return None;
     }
-    if arg.is_null() {
-        return Some(Err(libc::EFAULT));
-    }
+    // The argument is the program's: EFAULT when it cannot be read or
+    // written (user.rs).
     let out = arg as *mut c_int;
     Some(match req {
         FIOSETOWN | SIOCSPGRP => {
-            // SAFETY: the caller passes an int.
-            let target = unsafe { std::ptr::read_unaligned(out) };
-            set_owner(fd, target)
+            user::read(out.cast::<[u8; 4]>()).and_then(|b| set_owner(fd, c_int::from_ne_bytes(b)))
         }
         FIOGETOWN | SIOCGPGRP => {
             // SAFETY: F_GETOWN takes no argument.
             let owner = unsafe { real::fcntl(fd, libc::F_GETOWN, 0) };
-            // SAFETY: the caller passes an int to fill.
-            unsafe { std::ptr::write_unaligned(out, owner) };
-            Ok(())
+            user::write_from(out.cast(), &owner.to_ne_bytes())
         }
-        _ => op(fd, Op::AtMark, 0).map(|c| {
-            // SAFETY: the caller passes an int to fill.
-            unsafe { std::ptr::write_unaligned(out, c.values::<AtMark>().at as c_int) }
+        _ => op(fd, Op::AtMark, 0).and_then(|c| {
+            let at = c.values::<AtMark>().at as c_int;
+            user::write_from(out.cast(), &at.to_ne_bytes())
         }),
     })
 }

@@ -442,7 +442,9 @@ pub struct MsgHead {
     /// In (recv with MSGF_PEEK): start this far into what a peek returns,
     /// so that a peek larger than MSG_ROOM comes in pieces.
     pub skip: u32,
-    pub _pad: u32,
+    /// In (recv with MSGF_LIMIT): how many of `len` bytes the caller's
+    /// buffers can take.
+    pub writable: u32,
     /// What is left of the call's SO_RCVTIMEO or SO_SNDTIMEO in ns
     /// (TIMEO_NONE: none). Out: after this ioctl. In, with MSGF_CONT: the
     /// most a later ioctl of the same call may wait, so that a call carried
@@ -487,6 +489,11 @@ pub const MSGF_WAITALL: u32 = 32;
 /// MSG_ROOM, timed once as unix_stream_read_generic does): it waits at most
 /// `timeo_left`.
 pub const MSGF_CONT: u32 = 64;
+/// recv (in): the caller's buffers can take only `writable` bytes: a stream
+/// receive stops before a chunk (a sender's write) that does not fit them
+/// whole, EFAULT when the first does not, leaving it queued, as Linux copies
+/// a stream an skb at a time.
+pub const MSGF_LIMIT: u32 = 128;
 /// `timeo_left` of a socket without a timeout.
 pub const TIMEO_NONE: u64 = u64::MAX;
 /// recv: the message does not fit MSG_ROOM; nothing was taken.
@@ -510,7 +517,7 @@ impl MsgHead {
             creds: [0; 3],
             addr_flags: 0,
             skip: 0,
-            _pad: 0,
+            writable: 0,
             timeo_left: 0,
             addr: [0; ADDR_MAX],
             rights: [0; MAX_RIGHTS],

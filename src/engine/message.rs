@@ -106,6 +106,18 @@ pub struct RecvFlags<'a> {
     /// With `deliver_to`: the sender's pidfd is not handed over, only its
     /// pid (the `msg` file's records carry `pidfd=` as a number).
     pub pid_only: bool,
+    /// A stream reader whose buffers can take only `writable` of the
+    /// `asked` bytes of its call: the read stops before a chunk it cannot
+    /// copy whole, EFAULT when that is the first, as unix_stream_read_generic
+    /// copies an skb at a time and leaves the one that fails queued.
+    pub limit: Option<Limit>,
+}
+
+/// See `RecvFlags::limit`.
+#[derive(Clone, Copy, Debug)]
+pub struct Limit {
+    pub writable: usize,
+    pub asked: usize,
 }
 
 impl RecvFlags<'_> {

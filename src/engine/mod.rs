@@ -69,7 +69,7 @@ pub use access::Claim;
 pub use addr::Addr;
 pub use cred::{Caller, Ucred};
 pub use front::Outgoing;
-pub use message::{Received, RecvFlags, RightsRoom, SendMsg, Sent};
+pub use message::{Limit, Received, RecvFlags, RightsRoom, SendMsg, Sent};
 pub use name_key::NameKey;
 pub use sock_table::SockDir;
 pub use socket::{SockType, Socket};

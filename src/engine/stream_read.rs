@@ -5,7 +5,7 @@
 
 use nix::errno::Errno;
 
-use super::message::{Piece, Received};
+use super::message::{Limit, Piece, Received};
 use super::socket::{RCV_SHUTDOWN, SockState};
 use super::{Engine, Result, Ucred, Wakeups};
 
@@ -18,6 +18,7 @@ impl Engine {
         st: &mut SockState,
         maxlen: usize,
         peek: bool,
+        limit: Option<Limit>,
         wake: &mut Wakeups,
     ) -> Result<Received> {
         if !st.conn.is_connected() {
@@ -85,6 +86,19 @@ impl Engine {
             if i >= st.queue.msgs.len() {
                 at = None;
                 continue;
+            }
+            // Buffers that end inside this chunk (as Linux copies it: what
+            // is left of it, up to what the call asked) fail its copy.
+            if let Some(l) = limit {
+                let copied = out.data.len();
+                let chunk =
+                    (st.queue.msgs[i].remaining() - skip).min(l.asked.saturating_sub(copied));
+                if copied + chunk > l.writable {
+                    if copied == 0 {
+                        return Err(Errno::EFAULT);
+                    }
+                    break;
+                }
             }
             let want_pidfd = st.passpidfd;
             let m = &mut st.queue.msgs[i];

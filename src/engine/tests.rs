@@ -845,3 +845,34 @@ fn a_cycle_through_an_unopened_reference_is_live() {
         "everything closes once the cycle is opened and let go"
     );
 }
+
+#[test]
+fn a_stream_read_stops_before_a_chunk_its_buffers_cannot_take_whole() {
+    let (e, c, a, b) = root_pair(SockType::Stream);
+    let limited = |writable: usize| RecvFlags {
+        limit: Some(Limit {
+            writable,
+            asked: 64,
+        }),
+        ..RecvFlags::new(64)
+    };
+    // Empty: the wait comes first, as Linux's copy comes after it.
+    assert_eq!(
+        e.recvmsg(&b, limited(0), None).map(|r| r.data),
+        Err(Errno::EAGAIN)
+    );
+    for m in [&b"hello"[..], b"world", b"abcde"] {
+        send(&e, &a, &c, m).unwrap();
+    }
+    // The first write does not fit: EFAULT, nothing taken.
+    assert_eq!(
+        e.recvmsg(&b, limited(3), None).map(|r| r.data),
+        Err(Errno::EFAULT)
+    );
+    // Two whole writes fit, the third stays queued whole.
+    let r = e.recvmsg(&b, limited(12), None).unwrap();
+    assert_eq!(r.data, b"helloworld");
+    assert_eq!(recv(&e, &b, 64).unwrap(), b"abcde");
+    e.put(&a);
+    e.put(&b);
+}

@@ -14,7 +14,7 @@ use super::reply::IoctlReply;
 use crate::engine::socket::BoundName;
 use crate::engine::timeo::Direction;
 use crate::engine::{
-    Addr, Buf, Caller, Engine, RecvFlags, RightsRoom, SockType, Socket, Ucred, Waiter,
+    Addr, Buf, Caller, Engine, Limit, RecvFlags, RightsRoom, SockType, Socket, Ucred, Waiter,
 };
 use udsfs_proto::addr::MAX_PATH_NAME;
 use udsfs_proto::ioctl::*;
@@ -570,6 +570,10 @@ fn recv_once(
         oob,
         room,
         deliver_to: Some(c),
+        limit: (head.flags & MSGF_LIMIT != 0).then_some(Limit {
+            writable: head.writable as usize,
+            asked,
+        }),
         ..RecvFlags::default()
     };
     let mut got = eng.recvmsg(s, flags, w)?;

@@ -198,7 +198,8 @@ pub fn send(fd: &OwnedFd, data: &[u8], meta: &Meta, wait: Option<Wait>) -> Res<u
 /// One receive of up to `want` bytes; without `wait` EAGAIN when empty,
 /// with it EAGAIN only at the timeout. `room` is the reader's control
 /// buffer length: the daemon closes passed sockets beyond it, as Linux
-/// closes the files it does not install.
+/// closes the files it does not install. `writable`: how many of `want`
+/// bytes the reader's buffers can take (MSGF_LIMIT), when fewer.
 pub fn recv(
     fd: &OwnedFd,
     want: usize,
@@ -206,6 +207,7 @@ pub fn recv(
     oob: bool,
     room: usize,
     wait: Option<Wait>,
+    writable: Option<usize>,
 ) -> Res<Got> {
     let mut buf = vec![0u8; MSG_BUF];
     let mut h = MsgHead::new(MSGOP_RECV);
@@ -220,6 +222,11 @@ pub fn recv(
         h.flags |= MSGF_OOB;
     }
     h.nrights = room.min(u32::MAX as usize) as u32;
+    if let Some(w) = writable {
+        // A stream's chunk that the buffers cannot take whole stays queued.
+        h.flags |= MSGF_LIMIT;
+        h.writable = w.min(u32::MAX as usize) as u32;
+    }
     wait_flags(&mut h, wait);
     h.write_to(&mut buf);
     let r = ioctl::message(fd.as_raw_fd(), &mut buf)?;

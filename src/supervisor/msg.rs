@@ -384,10 +384,10 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     let room = hdr.as_ref().map_or(0, |h| h.controllen);
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     let (peek, oob) = (flags & libc::MSG_PEEK != 0, flags & libc::MSG_OOB != 0);
-    let want = if peek {
-        want
+    let limit = if peek {
+        None
     } else {
-        writable_want(tid, s, &dest, hdr.as_ref(), want)?
+        writable_limit(tid, s, &dest, hdr.as_ref(), want)?
     };
     let waitall = flags & libc::MSG_WAITALL != 0 && !peek && !oob && !nonblock;
     // A blocking receive on its own thread parks in the daemon (park.rs),
@@ -402,11 +402,11 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
                 _ => Some(left_of(s, start)?),
             };
             let w = daemon::Wait { waitall, cont };
-            daemon::recv(s, want, peek, oob, room, Some(w))
+            daemon::recv(s, want, peek, oob, room, Some(w), limit)
         })
         .map_err(|stop| stop_errno(stop, s, 0))??
     } else {
-        match daemon::recv(s, want, peek, oob, room, None) {
+        match daemon::recv(s, want, peek, oob, room, None, limit) {
             // On the loop: the call goes on on a thread of its own.
             Err(libc::EAGAIN) if !nonblock => return Err(WOULD_WAIT),
             r => r?,
@@ -423,6 +423,8 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     // Parked, the daemon waited for up to MSG_ROOM bytes: less means it
     // stopped (EOF, timeout, signal); more is asked for under the timeout
     // left (MSGF_CONT), timed once as unix_stream_read_generic does.
+    // MSG_WAITALL goes on only as far as the buffers can take.
+    let want = limit.map_or(want, |l| l.min(want));
     let more_left = !park || got.data.len() >= MSG_ROOM;
     if waitall && more_left && !got.data.is_empty() && got.data.len() < want && is_stream(s)? {
         while got.data.len() < want {
@@ -432,12 +434,12 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
                     waitall: true,
                     cont: Some(got.timeo_left),
                 };
-                match c.parked(|_| daemon::recv(s, ask, false, false, 0, Some(w))) {
+                match c.parked(|_| daemon::recv(s, ask, false, false, 0, Some(w), None)) {
                     Ok(r) => r,
                     Err(_) => break,
                 }
             } else {
-                daemon::recv(s, ask, false, false, 0, None)
+                daemon::recv(s, ask, false, false, 0, None, None)
             };
             match r {
                 Ok(more) if more.data.is_empty() => break,
@@ -476,7 +478,19 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
                 namelen = from.len() as u32;
             }
             let cloexec = flags & libc::MSG_CMSG_CLOEXEC != 0;
-            let (control, cut) = control(c, &got, room, cloexec)?;
+            // A control buffer that cannot be written gets no message and
+            // the call goes on, as put_cmsg's failures are not the call's;
+            // passed sockets are then not installed (MSG_CTRUNC), as
+            // scm_detach_fds leaves them. Known before they are installed.
+            let writable = room == 0
+                || h.control == 0
+                || mem::writable_prefix(tid, &[(h.control, room)], room) == room;
+            let (control, cut) = if writable {
+                control(c, &got, room, cloexec)?
+            } else {
+                let (_, _) = control(c, &got, 0, cloexec)?;
+                (Vec::new(), got.ctrunc || !got.rights.is_empty())
+            };
             mem::write(tid, h.control, &control)?;
             mem::write_u32(tid, at + 8, namelen)?;
             mem::write(tid, at + 40, &(control.len() as u64).to_ne_bytes())?;
@@ -504,18 +518,19 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     Ok(ret as i64)
 }
 
-/// What a receive into `dest` may take: a stream's bytes that cannot be
-/// copied stay queued on Linux (unix_stream_read_generic copies before it
-/// consumes), so a receive stops where the caller's buffers stop being
-/// writable, EFAULT when they are not at all; a datagram is taken and lost
-/// with EFAULT, as on Linux, whatever its buffers.
-fn writable_want(
+/// How much of a receive into `dest` its buffers can take, when that is
+/// less than it asks of a stream: a stream's bytes that cannot be copied
+/// stay queued on Linux (unix_stream_read_generic copies an skb at a time
+/// before it consumes it), so the daemon stops before the chunk the buffers
+/// cannot hold whole, EFAULT when that is the first (MSGF_LIMIT); a datagram
+/// is taken and lost with EFAULT, as on Linux, whatever its buffers.
+fn writable_limit(
     tid: i32,
     s: &OwnedFd,
     dest: &Dest,
     hdr: Option<&MsgHdr>,
     want: usize,
-) -> Res<usize> {
+) -> Res<Option<usize>> {
     let probed = want.min(mem::MAX_COPY);
     let ok = match (dest, hdr) {
         (Dest::Buf(buf, len, _, _), _) => mem::writable_prefix(tid, &[(*buf, *len)], probed),
@@ -523,12 +538,9 @@ fn writable_want(
         _ => probed,
     };
     if ok == probed || !is_stream(s)? {
-        return Ok(want);
+        return Ok(None);
     }
-    if ok == 0 {
-        return Err(libc::EFAULT);
-    }
-    Ok(ok)
+    Ok(Some(ok))
 }
 
 /// The receive timeout left of a call started at `start`, for MSGF_CONT

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
-use super::message::{Received, RecvFlags, SendMsg, Sent};
+use super::message::{Limit, Received, RecvFlags, SendMsg, Sent};
 use super::socket::{SockState, SockType, Socket};
 use super::tap::Delivered;
 use super::{Caller, Engine, MAX_MSG, Result, Ucred, Waiter, Wakeups};
@@ -117,6 +117,11 @@ impl Engine {
         let mut asked = f;
         if f.peek {
             asked.len = f.len.saturating_add(f.skip);
+            // The skipped bytes are read too, and dropped: they count.
+            asked.limit = f.limit.map(|l| Limit {
+                writable: l.writable.saturating_add(f.skip),
+                asked: l.asked.saturating_add(f.skip),
+            });
         }
         let mut wake = Wakeups::new();
         let res = {

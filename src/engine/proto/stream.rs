@@ -124,7 +124,7 @@ impl ProtoOps for Stream {
             return recv_oob(op.st, op.f.peek);
         }
         op.eng
-            .stream_read(op.s.id, op.st, op.f.len, op.f.peek, op.wake)
+            .stream_read(op.s.id, op.st, op.f.len, op.f.peek, op.f.limit, op.wake)
     }
 }
 
