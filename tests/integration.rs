@@ -153,6 +153,7 @@ scripts!(
     adversarial_fds,
     adversarial_more,
     adversarial_run,
+    adversarial_userns,
     api_diffs,
     blocked_reader,
     bounds,

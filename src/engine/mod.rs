@@ -45,6 +45,7 @@ pub mod tap;
 pub mod timeo;
 pub mod tree;
 mod urg;
+pub mod userns;
 pub mod wait;
 mod wakeups;
 

@@ -17,8 +17,10 @@ pub(super) fn engine() -> Arc<Engine> {
 }
 
 pub(super) fn root() -> Caller {
+    // This process's thread: its namespaces are the daemon's (pid 1's may
+    // not be readable), so that its capabilities count.
     Caller::with_status(
-        1,
+        nix::unistd::gettid().as_raw() as u32,
         ProcStatus {
             tgid: 1,
             uids: [0; 4],

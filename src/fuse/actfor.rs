@@ -16,6 +16,7 @@ use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use crate::engine::tree::ROOT_INO;
+use crate::engine::userns;
 use crate::procfs::{self, Status};
 
 pub const XATTR: &str = "user.udsfs.act_for";
@@ -61,6 +62,32 @@ fn in_tree(mut pid: i32, ancestor: i32) -> bool {
     false
 }
 
+/// Whether the caller (thread `tid`, status `me`) holds every capability
+/// the target (`target`, status `them`) has, as cap_ptrace_access_check
+/// asks: in one user namespace, the target's CapEff within the caller's;
+/// in another, CAP_SYS_PTRACE over the target's namespace (a CapEff is
+/// relative to its own namespace: a target in a namespace of its own shows
+/// a full set, which the caller may own or not). The namespaces are read
+/// after the statuses (see engine/userns.rs); unreadable: not covered.
+fn caps_covered(tid: u32, me: &Status, target: u32, them: &Status) -> bool {
+    const CAP_SYS_PTRACE: u32 = 19;
+    let (Some(my_ns), Some(their_ns)) = (
+        procfs::ns_inode(tid, "user"),
+        procfs::ns_inode(target, "user"),
+    ) else {
+        return false;
+    };
+    if my_ns == their_ns {
+        return them.cap_eff & !me.cap_eff == 0;
+    }
+    let holder = userns::Holder {
+        ns: my_ns,
+        euid: me.uids[1],
+        cap_eff: me.cap_eff,
+    };
+    procfs::open_ns(target, "user").is_ok_and(|ns| holder.capable_in(ns, CAP_SYS_PTRACE))
+}
+
 /// `user.udsfs.act_for` set to `value` by thread `tid` (fsuid `uid`): a
 /// thread id to act for, or empty / "0" to stop. Errno on refusal.
 pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
@@ -89,7 +116,7 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     if uid != 0
         && (them.uids[..3].iter().any(|&u| u != uid)
             || them.gids[..3].iter().any(|g| !me.gids.contains(g))
-            || them.cap_eff & !me.cap_eff != 0)
+            || !caps_covered(tid, &me, target, &them))
     {
         return Err(libc::EPERM);
     }

@@ -245,7 +245,13 @@ fn value(r: Res<i64>) -> Reply {
 /// namespace); not the queries and receives without control data, which
 /// then cost two round trips less.
 fn needs_grant(job: &Job) -> bool {
+    // SO_PEERCRED and SO_PEERPIDFD answer in the caller's pid and user
+    // namespaces: the daemon must see the target asking.
+    let peer_opt = job.nr == libc::SYS_getsockopt
+        && job.args[1] as i32 == libc::SOL_SOCKET
+        && matches!(job.args[2] as i32, libc::SO_PEERCRED | libc::SO_PEERPIDFD);
     !job.udsfs
+        || peer_opt
         || !matches!(
             job.nr,
             libc::SYS_getsockname
