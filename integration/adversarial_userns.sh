@@ -14,6 +14,9 @@
 #     receiver inside the namespace reads, each compared with the kernel's answer;
 #  3. act-for: user 65534 acting for its child in a user namespace the child made
 #     (full CapEff there): allowed, as the kernel's ptrace allows it;
+#  4. a socket made before unshare(CLONE_NEWNET) and bound after it files its abstract
+#     name in the namespace it was made in (sock_net), one made after in the new one:
+#     tests/conformance/netns_late_bind.py, kernel against `udsfs run`.
 # Each step prints what it tried and what it got.
 # shellcheck disable=SC2034 # read by lib.sh
 UDSFS_MOUNT_ARGS=(--allow-other)
@@ -145,3 +148,7 @@ as_uid 65534 "$PY3" "$TMP/w/actfor.py" "$MNT" >"$TMP/actfor.out" 2>&1 || fail "t
 cat "$TMP/actfor.out"
 expect_eq "act_for a child in its own user namespace, and the kernel's ptrace" \
     "$(grep -v CapEff "$TMP/actfor.out" | tr '\n' ';')" "the child's unshare -U: ok;act_for the child: ok;PTRACE_SEIZE the child (kernel): ok;"
+
+# ---- 4. a socket made before unshare(CLONE_NEWNET) keeps its namespace
+kernel_vs_udsfs "$ROOT/tests/conformance/netns_late_bind.py"
+cat "$TMP/kernel.out"

@@ -255,8 +255,9 @@ impl Caller {
         self
     }
 
-    /// The caller's network namespace, read once and only by calls that name
-    /// an abstract address (one readlink of `/proc/<tid>/ns/net`).
+    /// The caller's network namespace, read once, when it makes a socket
+    /// (the socket's for good) or looks in `.udsfs/abstract/` (one readlink
+    /// of `/proc/<tid>/ns/net`).
     pub fn netns(&self) -> NetNs {
         *self.netns.get_or_init(|| {
             if self.tid == 0 {

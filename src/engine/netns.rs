@@ -1,6 +1,8 @@
 //! Network namespaces: abstract names (and autobinds) are filed per network
-//! namespace, as Linux files them. A namespace is known by the inode of
-//! `/proc/<tid>/ns/net`, read only when a call names an abstract address.
+//! namespace, as Linux files them: in the namespace a socket was made in
+//! (`Socket::netns`, Linux's sock_net). A namespace is known by the inode of
+//! `/proc/<tid>/ns/net`, read when a socket is made (and for a lookup in
+//! `.udsfs/abstract/`).
 
 use std::os::unix::fs::MetadataExt;
 use std::sync::OnceLock;

@@ -158,7 +158,7 @@ impl Inner {
             Some(a @ Addr::Abstract(_)) => a.clone(),
             _ => return Err(Errno::ECONNREFUSED),
         };
-        match self.eng.find(&name, s.ty, c) {
+        match self.eng.find(&name, s.ty, c.netns(), c) {
             Ok(found) if Arc::ptr_eq(&found, &s) => Ok(s),
             _ => Err(Errno::ECONNREFUSED),
         }
