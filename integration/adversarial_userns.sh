@@ -16,7 +16,8 @@
 #     (full CapEff there): allowed, as the kernel's ptrace allows it;
 #  4. a socket made before unshare(CLONE_NEWNET) and bound after it files its abstract
 #     name in the namespace it was made in (sock_net), one made after in the new one:
-#     tests/conformance/netns_late_bind.py, kernel against `udsfs run`.
+#     tests/conformance/netns_late_bind.py, the kernel against `udsfs run` (the library
+#     and the supervisor).
 # Each step prints what it tried and what it got.
 # shellcheck disable=SC2034 # read by lib.sh
 UDSFS_MOUNT_ARGS=(--allow-other)
@@ -38,15 +39,20 @@ PROG=$ROOT/tests/conformance/userns_creds.py
 kernel_vs_udsfs "$PROG"
 say "--- what the kernel answered (the library answered the same):"
 cat "$TMP/kernel.out"
-UDSFS_PRELOAD=$PRELOAD_LIB timeout 120 "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- \
-    python3 "$PROG" "$MNT" >"$TMP/seccomp.out" 2>"$TMP/seccomp.err" ||
-    fail "the program fails under --front seccomp: $(tail -3 "$TMP/seccomp.err")"
-grep -qx 'where: udsfs' "$TMP/seccomp.out" || fail "the supervised run did not use udsfs sockets"
-if ! diff <(grep -v '^where: ' "$TMP/kernel.out") <(grep -v '^where: ' "$TMP/seccomp.out") >"$TMP/diff"; then
-    cat "$TMP/diff" >&2
-    fail "udsfs run --front seccomp answered differently from the kernel (< kernel, > udsfs)"
-fi
-ok "udsfs run --front seccomp: the same $(wc -l <"$TMP/seccomp.out") results as the kernel"
+# seccomp_like_kernel PROG: PROG under `udsfs run --front seccomp` answers as the
+# kernel did in the last kernel_vs_udsfs run ($TMP/kernel.out).
+seccomp_like_kernel() {
+    UDSFS_PRELOAD=$PRELOAD_LIB timeout 120 "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- \
+        python3 "$1" "$MNT" >"$TMP/seccomp.out" 2>"$TMP/seccomp.err" ||
+        fail "the program fails under --front seccomp: $(tail -3 "$TMP/seccomp.err")"
+    grep -qx 'where: udsfs' "$TMP/seccomp.out" || fail "the supervised run did not use udsfs sockets"
+    if ! diff <(grep -v '^where: ' "$TMP/kernel.out") <(grep -v '^where: ' "$TMP/seccomp.out") >"$TMP/diff"; then
+        cat "$TMP/diff" >&2
+        fail "udsfs run --front seccomp answered differently from the kernel (< kernel, > udsfs)"
+    fi
+    ok "udsfs run --front seccomp: the same $(wc -l <"$TMP/seccomp.out") results as the kernel"
+}
+seccomp_like_kernel "$PROG"
 
 # ---- 2. the files
 new_sock R dgram
@@ -152,3 +158,4 @@ expect_eq "act_for a child in its own user namespace, and the kernel's ptrace" \
 # ---- 4. a socket made before unshare(CLONE_NEWNET) keeps its namespace
 kernel_vs_udsfs "$ROOT/tests/conformance/netns_late_bind.py"
 cat "$TMP/kernel.out"
+seccomp_like_kernel "$ROOT/tests/conformance/netns_late_bind.py"

@@ -249,7 +249,8 @@ impl Caller {
         })
     }
 
-    /// A caller in network namespace `ns` (tests).
+    /// A caller in network namespace `ns` (tests; a supervisor's "netns"
+    /// act-for grant, src/fuse/actfor.rs).
     pub fn in_netns(self, ns: NetNs) -> Caller {
         let _ = self.netns.set(ns);
         self
