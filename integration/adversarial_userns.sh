@@ -117,6 +117,11 @@ cat "$TMP/inner.out"
 got=$(sed 's/.*creds=[0-9]*:\([0-9]*:[0-9]*\).* | \(.*\)/\2 \1/' "$TMP/inner.out" | tr '\n' ';')
 expect_eq "creds= a receiver in the namespace reads (Linux: from_kuid_munged)" "$got" "r-i 65534:65534;r-c 65534:65534;n-i 0:0;"
 ok "through msg: a receiver in the namespace sees root as 65534 and user 65534 as 0"
+# The status file's peercred= as its reader in the namespace would get SO_PEERCRED:
+# its own socketpair's is its own ids there (0:0), as the kernel gave above.
+got=$(in_userns bash -c 'exec 3<"$1/dgram/pair"; read -r n m <&3; sed -n "s/^peercred=[0-9]*://p" "$1/sock/$n/status"' bash "$U")
+say "peercred= of its own socketpair, read in the namespace: $got"
+expect_eq "peercred= read in the namespace" "$got" "0:0"
 
 # ---- 3. act-for (the supervisor's grant, src/fuse/actfor.rs) of a child in a user
 # namespace of its own, whose CapEff is full there: user 65534 may ptrace it (it owns
