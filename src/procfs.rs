@@ -139,12 +139,10 @@ pub fn nofile_limit(pid: i32) -> Option<usize> {
 /// one reader, shared with the daemon's clients.
 pub use udsfs_proto::sysctl::read as sysctl;
 
-/// The pid namespace of task `tid` (the inode of `/proc/<tid>/ns/pid`).
+/// The pid namespace of task `tid` (the inode of `/proc/<tid>/ns/pid`;
+/// `ns_inode`'s readlinkat costs half a stat of the path).
 pub fn pid_ns(tid: u32) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(format!("/proc/{tid}/ns/pid"))
-        .ok()
-        .map(|m| m.ino())
+    ns_inode(tid, "pid")
 }
 
 /// The namespace of kind `kind` ("net", "user", "pid") task `tid` is in: the
@@ -369,6 +367,11 @@ mod tests {
         assert_eq!(parse_ns_link(b"mnt:[4026531833]", "net"), None);
         assert_eq!(parse_ns_link(b"user:[7]", "user"), Some(7));
         assert!(ns_inode(me, "user").is_some());
+        use std::os::unix::fs::MetadataExt;
+        let stat = std::fs::metadata(format!("/proc/{me}/ns/pid"))
+            .unwrap()
+            .ino();
+        assert_eq!(pid_ns(me), Some(stat), "the link names the inode");
         assert_eq!(ns_inode(0, "user"), None);
         let m = parse_id_map(
             "         0      65534          1\n      1000     100000      65536\nbad\n1 2\n",
