@@ -109,7 +109,7 @@ pub enum Standing {
 /// Where task `tid` stands.
 pub fn standing(tid: u32) -> Standing {
     let Some(ns) = procfs::ns_inode(tid, "user") else {
-        return Standing::Unknown;
+        return by_maps(tid);
     };
     if Some(ns) == own() {
         return Standing::Own;
@@ -128,6 +128,47 @@ pub fn standing(tid: u32) -> Standing {
         uid: IdMap(uid),
         gid: IdMap(gid),
     })
+}
+
+/// Where task `tid` stands by its maps alone, for a task whose namespace
+/// link the daemon may not read (another user's process, to a daemon that
+/// is not root: the link needs ptrace access, the maps anyone may read).
+/// Read from the initial namespace the maps are in the daemon's terms, and
+/// an identity map maps ids as the daemon's own namespace does; a daemon
+/// in another namespace cannot tell (Unknown). Enough for ids; a
+/// capability check still needs the namespace itself (`Caller::holder`).
+fn by_maps(tid: u32) -> Standing {
+    if !daemon_in_initial() {
+        return Standing::Unknown;
+    }
+    let (Ok(uid), Ok(gid)) = (
+        procfs::id_map(tid, "uid_map"),
+        procfs::id_map(tid, "gid_map"),
+    ) else {
+        return Standing::Unknown;
+    };
+    let identity = |m: &[IdExtent]| m == [IDENTITY];
+    if identity(&uid) && identity(&gid) {
+        return Standing::Own;
+    }
+    Standing::Other(Maps {
+        uid: IdMap(uid),
+        gid: IdMap(gid),
+    })
+}
+
+/// The initial namespace's map, as read in it.
+const IDENTITY: IdExtent = IdExtent {
+    inside: 0,
+    outside: 0,
+    count: u32::MAX,
+};
+
+/// Whether the daemon is in the initial user namespace (its own uid_map,
+/// read in it, is the identity).
+fn daemon_in_initial() -> bool {
+    static V: OnceLock<bool> = OnceLock::new();
+    *V.get_or_init(|| procfs::id_map(std::process::id(), "uid_map").is_ok_and(|m| m == [IDENTITY]))
 }
 
 /// A uid and gid of the daemon's namespace as task `viewer` is shown them
@@ -277,6 +318,10 @@ mod tests {
         assert_eq!(standing(me), Standing::Own);
         assert_eq!(shown_to(me, 1000, 7), (1000, 7));
         assert_eq!(shown_to(0, 1000, 7), overflow(), "unknown: overflow");
+        // By the maps alone (a link the daemon may not read): this process's
+        // are the identity, here in the initial namespace.
+        assert!(daemon_in_initial());
+        assert_eq!(by_maps(me), Standing::Own);
         let ns = own().unwrap();
         let all = Holder {
             ns,
