@@ -155,6 +155,7 @@ scripts!(
     adversarial_floods,
     adversarial_more,
     adversarial_run,
+    adversarial_userns,
     api_diffs,
     blocked_reader,
     bounds,

@@ -47,7 +47,13 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     }
     let carried = Carried::of(fd);
     let clone = m.ctrl_file(&format!("{name}/clone"));
-    let new = files::with_handle(&clone, libc::O_RDWR, |ids| {
+    // The daemon makes the socket in the network namespace of the thread
+    // that opens `clone`: the kernel socket's, where the thread has left it.
+    let in_ns = NetnsSwitch::to_socket_netns(fd);
+    let h = files::open_file(&clone, libc::O_RDWR);
+    drop(in_ns);
+    let h = h?;
+    let new = files::with_open(h, |ids| {
         let id = ids.first().copied().ok_or(libc::EIO)?;
         open_sock(m, id, fl & libc::O_NONBLOCK != 0, true)
     })?;
@@ -63,6 +69,72 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
         return last();
     }
     carried.apply(fd)
+}
+
+/// The calling thread moved into a kernel socket's network namespace for
+/// one call, and back when dropped. Linux files a socket's abstract name in
+/// the namespace the socket was made in (sock_net): a program that made a
+/// socket and then ran unshare(CLONE_NEWNET) or setns binds it in the
+/// namespace it left. Raw system calls: the library's own wrappers must not
+/// see these.
+struct NetnsSwitch {
+    back: c_int,
+}
+
+impl NetnsSwitch {
+    /// None (nothing to do, or it cannot be done: SIOCGSKNS and setns need
+    /// CAP_NET_ADMIN and CAP_SYS_ADMIN there, and then the thread's own
+    /// namespace stands) unless the thread is elsewhere than socket `fd`.
+    fn to_socket_netns(fd: c_int) -> Option<NetnsSwitch> {
+        const SIOCGSKNS: libc::c_ulong = 0x894C;
+        // SAFETY: SIOCGSKNS takes no argument and returns a new descriptor.
+        let ns = unsafe { libc::syscall(libc::SYS_ioctl, fd, SIOCGSKNS) } as c_int;
+        if ns < 0 {
+            return None;
+        }
+        let here = c"/proc/thread-self/ns/net";
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        let back = unsafe {
+            libc::syscall(
+                libc::SYS_openat,
+                libc::AT_FDCWD,
+                here.as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        } as c_int;
+        let moved = back >= 0 && inode(ns) != inode(back);
+        // SAFETY: setns with a namespace descriptor of the right type.
+        let entered =
+            moved && unsafe { libc::syscall(libc::SYS_setns, ns, libc::CLONE_NEWNET) } == 0;
+        close(ns);
+        if !entered {
+            if back >= 0 {
+                close(back);
+            }
+            return None;
+        }
+        Some(NetnsSwitch { back })
+    }
+}
+
+impl Drop for NetnsSwitch {
+    fn drop(&mut self) {
+        // SAFETY: back to the namespace the thread was in.
+        unsafe { libc::syscall(libc::SYS_setns, self.back, libc::CLONE_NEWNET) };
+        close(self.back);
+    }
+}
+
+/// The inode of descriptor `fd` (0 when fstat fails).
+fn inode(fd: c_int) -> u64 {
+    // SAFETY: fstat writes the struct it is given.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat) != 0 {
+            return 0;
+        }
+        st.st_ino
+    }
 }
 
 /// Is `fd` a kernel AF_UNIX socket (that may become a udsfs one)?

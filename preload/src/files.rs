@@ -44,7 +44,11 @@ pub fn read_numbers(fd: c_int) -> Res<Vec<u64>> {
 /// open (it holds the new sockets until their data files open); then
 /// closes it.
 pub fn with_handle<T>(path: &CString, flags: c_int, f: impl FnOnce(&[u64]) -> Res<T>) -> Res<T> {
-    let h = open_file(path, flags)?;
+    with_open(open_file(path, flags)?, f)
+}
+
+/// `with_handle` of a handle already open (closed here).
+pub fn with_open<T>(h: c_int, f: impl FnOnce(&[u64]) -> Res<T>) -> Res<T> {
     let r = read_numbers(h).and_then(|ids| f(&ids));
     close(h);
     r

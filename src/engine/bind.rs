@@ -6,14 +6,22 @@ use std::sync::Arc;
 use nix::errno::Errno;
 
 use super::name_table::AUTOBIND_SPACE;
+use super::netns::NetNs;
 use super::socket::{BoundName, SockType, Socket};
 use super::{Addr, Caller, Engine, NameKey, Result, random_u32};
 
 impl Engine {
-    /// Finds the socket an address names for a socket of type `ty`
-    /// (unix_find_other): path lookups check permissions and type, abstract
-    /// names live in one namespace per network namespace and type.
-    pub fn find(&self, addr: &Addr, ty: SockType, caller: &Caller) -> Result<Arc<Socket>> {
+    /// Finds the socket an address names for a socket of type `ty` made in
+    /// network namespace `ns` (unix_find_other): path lookups check
+    /// permissions and type, abstract names live in one namespace per
+    /// network namespace and type.
+    pub fn find(
+        &self,
+        addr: &Addr,
+        ty: SockType,
+        ns: NetNs,
+        caller: &Caller,
+    ) -> Result<Arc<Socket>> {
         match addr {
             Addr::Path(p) => {
                 let ino = self.tree.connect_node(self.tree_path(p)?, caller)?;
@@ -28,7 +36,7 @@ impl Engine {
             }
             Addr::Abstract(n) => self
                 .names
-                .lookup(&NameKey::Abstract(caller.netns(), ty, n.clone()))
+                .lookup(&NameKey::Abstract(ns, ty, n.clone()))
                 .ok_or(Errno::ECONNREFUSED),
         }
     }
@@ -72,7 +80,7 @@ impl Engine {
                 if s.lock().name.is_some() {
                     return Err(Errno::EINVAL);
                 }
-                let key = NameKey::Abstract(caller.netns(), s.ty, n.clone());
+                let key = NameKey::Abstract(s.netns, s.ty, n.clone());
                 self.names.rebind(s, &NameKey::Unbound(s.id), key.clone())?;
                 s.lock().name = Some(Arc::new(BoundName {
                     addr: addr.clone(),
@@ -86,13 +94,13 @@ impl Engine {
 
     /// Autobind as unix_autobind: random start, linear scan with wrap,
     /// ENOSPC when every name of this type is taken; a no-op when bound.
-    /// The name is taken in the caller's network namespace.
-    pub fn autobind(&self, s: &Arc<Socket>, caller: &Caller) -> Result<()> {
+    /// The name is taken in the socket's network namespace.
+    pub fn autobind(&self, s: &Arc<Socket>, _caller: &Caller) -> Result<()> {
         let _bind = s.bind_lock.lock();
         if s.lock().name.is_some() {
             return Ok(());
         }
-        let ns = caller.netns();
+        let ns = s.netns;
         // Linux starts after a random number and scans every name once,
         // ending with the start itself; the taken-map skips known runs.
         let last = random_u32() % AUTOBIND_SPACE;

@@ -69,7 +69,7 @@ impl Engine {
         // Linux autobinds before it looks the target up: a failed connect
         // still leaves the socket named.
         self.autobind_if_passcred(s, caller)?;
-        let other = self.find(addr, s.ty, caller)?;
+        let other = self.find(addr, s.ty, s.netns, caller)?;
         self.connect_to(s, other, caller, w)
     }
 
@@ -101,7 +101,8 @@ impl Engine {
         let (uid, gid) = self
             .dir(other.id)
             .map_or((caller.fsuid, caller.fsgid), |d| (d.uid, d.gid));
-        let embryo = self.new_socket_for(s.ty, uid, gid, caller.fsuid, true)?;
+        // Made in the client's socket's namespace (unix_create1(sock_net(sk))).
+        let embryo = self.new_socket_for(s.ty, (uid, gid), caller.fsuid, s.netns, true)?;
         embryo.refs.store(1, Ordering::Release);
         let client_cred = caller.peer_creds();
         let client_pin = self.pin_peer(client_cred);

@@ -7,7 +7,9 @@ use std::sync::OnceLock;
 use nix::errno::Errno;
 use std::time::{Duration, Instant};
 
+use super::log_limit::LogLimit;
 use super::netns::{self, NetNs};
+use super::userns::{self, Holder, UserNs};
 use crate::sharded::ShardedMap;
 
 use crate::procfs;
@@ -182,6 +184,7 @@ pub struct Caller {
     pub unique: u64,
     status: OnceLock<ProcStatus>,
     netns: OnceLock<NetNs>,
+    userns: OnceLock<Option<UserNs>>,
 }
 
 impl Caller {
@@ -193,6 +196,7 @@ impl Caller {
             unique: 0,
             status: OnceLock::new(),
             netns: OnceLock::new(),
+            userns: OnceLock::new(),
         }
     }
 
@@ -245,14 +249,16 @@ impl Caller {
         })
     }
 
-    /// A caller in network namespace `ns` (tests).
+    /// A caller in network namespace `ns` (tests; a supervisor's "netns"
+    /// act-for grant, src/fuse/actfor.rs).
     pub fn in_netns(self, ns: NetNs) -> Caller {
         let _ = self.netns.set(ns);
         self
     }
 
-    /// The caller's network namespace, read once and only by calls that name
-    /// an abstract address (one readlink of `/proc/<tid>/ns/net`).
+    /// The caller's network namespace, read once, when it makes a socket
+    /// (the socket's for good) or looks in `.udsfs/abstract/` (one readlink
+    /// of `/proc/<tid>/ns/net`).
     pub fn netns(&self) -> NetNs {
         *self.netns.get_or_init(|| {
             if self.tid == 0 {
@@ -275,24 +281,85 @@ impl Caller {
         self.fsuid == 0
     }
 
-    fn has_cap(&self, cap: u32) -> bool {
+    /// The caller's user namespace, read after its status (so that the
+    /// CapEff read belongs to this namespace or an ancestor of it: a task
+    /// never moves to an ancestor, see userns.rs). None: unknown.
+    fn userns(&self) -> Option<UserNs> {
+        let _ = self.status();
+        *self
+            .userns
+            .get_or_init(|| procfs::ns_inode(self.tid, "user"))
+    }
+
+    /// The caller as a capability check sees it; None (no capability at
+    /// all) when its namespace cannot be read.
+    fn holder(&self) -> Option<Holder> {
+        let ns = self.userns()?;
+        let st = self.status();
+        Some(Holder {
+            ns,
+            euid: st.uids[EFFECTIVE],
+            cap_eff: st.cap_eff,
+        })
+    }
+
+    /// A capability in the caller's own user namespace (CapEff is held
+    /// there): `ns_capable(current_user_ns(), cap)`.
+    fn has_own_cap(&self, cap: u32) -> bool {
         self.status().cap_eff & (1 << cap) != 0
     }
 
-    /// Explicit SCM_CREDENTIALS as scm_check_creds allows them: EINVAL for
-    /// uid or gid -1; another process's pid needs CAP_SYS_ADMIN, a uid
-    /// other than the real, effective or saved one CAP_SETUID, a gid
-    /// likewise CAP_SETGID (effective capabilities, read afresh; uid 0
-    /// alone is not enough); ESRCH for a pid that does not exist.
+    /// CAP_SYS_ADMIN over the caller's pid namespace (its owning user
+    /// namespace), which naming another process's pid needs.
+    fn pid_ns_admin(&self) -> bool {
+        let Some(h) = self.holder() else { return false };
+        userns::pid_ns_owner(self.tid).is_some_and(|owner| h.capable_in(owner, CAP_SYS_ADMIN))
+    }
+
+    /// Explicit SCM_CREDENTIALS uid and gid, which the caller names in its
+    /// own user namespace, in the daemon's (make_kuid/make_kgid): EINVAL
+    /// for an id its namespace does not map ((u32)-1 never is); EPERM when
+    /// the caller's namespace cannot be read (fail closed).
+    pub fn claimed_ids(&self, c: Ucred) -> Result<Ucred, Errno> {
+        let m = match userns::standing(self.tid) {
+            userns::Standing::Own if c.uid == u32::MAX || c.gid == u32::MAX => {
+                return Err(Errno::EINVAL);
+            }
+            userns::Standing::Own => return Ok(c),
+            userns::Standing::Other(m) => m,
+            userns::Standing::Unknown => {
+                static LIMIT: OnceLock<LogLimit> = OnceLock::new();
+                if let Some(left_out) = LIMIT.get_or_init(LogLimit::default).admit() {
+                    log::info!(
+                        "thread {}: its user namespace cannot be read: SCM_CREDENTIALS refused (EPERM; {left_out} more left out)",
+                        self.tid
+                    );
+                }
+                return Err(Errno::EPERM);
+            }
+        };
+        match (m.uid.to_outside(c.uid), m.gid.to_outside(c.gid)) {
+            (Some(uid), Some(gid)) => Ok(Ucred { uid, gid, ..c }),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// Explicit SCM_CREDENTIALS (the ids in the daemon's namespace, see
+    /// `claimed_ids`) as scm_check_creds allows them: EINVAL for uid or
+    /// gid -1; another process's pid needs CAP_SYS_ADMIN over the caller's
+    /// pid namespace, a uid other than the real, effective or saved one
+    /// CAP_SETUID, a gid likewise CAP_SETGID (in the caller's own user
+    /// namespace: effective capabilities, read afresh; uid 0 alone is not
+    /// enough); ESRCH for a pid that does not exist.
     pub fn check_creds(&self, c: &Ucred) -> Result<(), Errno> {
         if c.uid == u32::MAX || c.gid == u32::MAX {
             return Err(Errno::EINVAL);
         }
         let st = self.status();
-        let pid_ok = c.pid == st.tgid || self.has_cap(CAP_SYS_ADMIN);
-        let uid_ok = st.uids[..3].contains(&c.uid) || self.has_cap(CAP_SETUID);
-        let gid_ok = st.gids[..3].contains(&c.gid) || self.has_cap(CAP_SETGID);
-        if !(pid_ok && uid_ok && gid_ok) {
+        let uid_ok = st.uids[..3].contains(&c.uid) || self.has_own_cap(CAP_SETUID);
+        let gid_ok = st.gids[..3].contains(&c.gid) || self.has_own_cap(CAP_SETGID);
+        let pid_ok = uid_ok && gid_ok && (c.pid == st.tgid || self.pid_ns_admin());
+        if !pid_ok {
             return Err(Errno::EPERM);
         }
         if !procfs::exists(c.pid) {
@@ -301,9 +368,11 @@ impl Caller {
         Ok(())
     }
 
-    /// CAP_NET_ADMIN (bit 12), which SO_SNDBUFFORCE and SO_RCVBUFFORCE need.
+    /// CAP_NET_ADMIN (bit 12) in the daemon's user namespace (`capable()`:
+    /// held by a task in it only), which SO_SNDBUFFORCE and SO_RCVBUFFORCE
+    /// need.
     pub fn has_cap_net_admin(&self) -> bool {
-        self.has_cap(12)
+        self.holder().is_some_and(|h| h.capable(12))
     }
 
     pub fn umask(&self) -> u32 {
@@ -437,6 +506,22 @@ mod tests {
             ..own
         };
         assert_eq!(all.check_creds(&bad), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn claimed_ids_in_the_daemons_user_namespace_are_the_ids() {
+        let me = Caller::current();
+        let c = Ucred {
+            pid: 1,
+            uid: 1000,
+            gid: 7,
+        };
+        assert_eq!(me.claimed_ids(c), Ok(c), "the identity map");
+        let minus_one = Ucred { uid: u32::MAX, ..c };
+        assert_eq!(me.claimed_ids(minus_one), Err(Errno::EINVAL));
+        let gone = Caller::new(0, 0, 0);
+        assert_eq!(gone.claimed_ids(c), Err(Errno::EPERM), "unknown: refused");
+        assert!(!gone.has_cap_net_admin(), "unknown: no capability");
     }
 
     #[test]

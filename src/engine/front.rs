@@ -43,7 +43,7 @@ impl Outgoing {
 
 impl Engine {
     /// SCM_CREDENTIALS as a client gave them (its pid in its own pid
-    /// namespace) in the daemon's terms; `check`: as scm_check_creds
+    /// namespace, its ids in its own user namespace) in the daemon's terms; `check`: as scm_check_creds
     /// allows them (a retry of a send checked already skips it).
     pub fn sender_creds(
         &self,
@@ -52,7 +52,7 @@ impl Engine {
         check: bool,
     ) -> Result<Option<Ucred>> {
         let Some(c) = given else { return Ok(None) };
-        let c = super::pidns::sender_creds(c, caller);
+        let c = caller.claimed_ids(super::pidns::sender_creds(c, caller))?;
         if check {
             caller.check_creds(&c)?;
         }

@@ -11,6 +11,13 @@ use super::{Addr, Engine, SockType};
 impl Engine {
     /// `.udsfs/sock/N/status`: one key=value per line.
     pub fn status(&self, s: &Arc<Socket>) -> String {
+        self.status_for(s, None)
+    }
+
+    /// The status as thread `viewer` reads it: `peercred=` in its pid and
+    /// user namespaces, as SO_PEERCRED gives them (an observer shows no
+    /// more than its reader may see).
+    pub fn status_for(&self, s: &Arc<Socket>, viewer: Option<u32>) -> String {
         let st = s.lock();
         let local = st
             .name
@@ -21,11 +28,7 @@ impl Engine {
         let state = s.state_name(&st);
         let passcred = st.passcred as u8;
         let passpidfd = st.passpidfd as u8;
-        let peercred = st
-            .conn
-            .cred()
-            .map(|c| format!("{}:{}:{}", c.cred.pid, c.cred.uid, c.cred.gid))
-            .unwrap_or_default();
+        let peer_cred = st.conn.cred().map(|c| c.cred);
         let (msgs, bytes, sndbuf, rcvbuf) =
             (st.queue.msgs.len(), st.queue.bytes, st.sndbuf, st.rcvbuf);
         // What FIONREAD (and ss's Recv-Q) gives a dgram socket: the first message.
@@ -37,6 +40,17 @@ impl Engine {
             _ => None,
         };
         drop(st);
+        // Mapped for the viewer outside the socket's lock (it reads /proc).
+        let peercred = peer_cred
+            .map(|c| match viewer {
+                Some(v) => {
+                    let (uid, gid) = super::userns::shown_to(v, c.uid, c.gid);
+                    (super::pidns::to_viewer(c.pid, v), uid, gid)
+                }
+                None => (c.pid, c.uid, c.gid),
+            })
+            .map(|(pid, uid, gid)| format!("{pid}:{uid}:{gid}"))
+            .unwrap_or_default();
         // SIOCINQ as the socket API answers it (empty on a listener: EINVAL).
         let inq = self.info(s).inq.map(|n| n.to_string()).unwrap_or_default();
         // getpeername reads the peer's current name; an embryo has no inode yet.

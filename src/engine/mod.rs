@@ -46,6 +46,7 @@ pub mod tap;
 pub mod timeo;
 pub mod tree;
 mod urg;
+pub mod userns;
 pub mod wait;
 mod wakeups;
 
@@ -237,17 +238,21 @@ impl Engine {
     /// Makes a socket with no references yet, filed as unbound, owned by
     /// `uid`; `checked`: ENFILE past the bound or the user's share
     /// (Linux's unix_create1 past its socket limit).
-    fn new_socket(&self, ty: SockType, uid: u32, gid: u32, checked: bool) -> Result<Arc<Socket>> {
-        self.new_socket_for(ty, uid, gid, uid, checked)
+    /// The socket is made in the caller's network namespace (one readlinkat
+    /// of `/proc/<tid>/ns/net`, netns.rs).
+    fn new_socket(&self, ty: SockType, caller: &Caller, checked: bool) -> Result<Arc<Socket>> {
+        let (uid, ns) = (caller.fsuid, caller.netns());
+        self.new_socket_for(ty, (uid, caller.fsgid), uid, ns, checked)
     }
 
-    /// `new_socket`, counted against `charged` rather than the owner.
+    /// `new_socket` owned by `owner` (uid, gid), counted against `charged`,
+    /// made in network namespace `ns`.
     pub(super) fn new_socket_for(
         &self,
         ty: SockType,
-        uid: u32,
-        gid: u32,
+        (uid, gid): (u32, u32),
         charged: u32,
+        ns: netns::NetNs,
         checked: bool,
     ) -> Result<Arc<Socket>> {
         if !checked {
@@ -262,7 +267,7 @@ impl Engine {
             max_dgram_qlen: self.cfg.max_dgram_qlen,
         };
         let (_, SockDir { sock, .. }) = self.socks.insert(|id| SockDir {
-            sock: Arc::new(Socket::new(id, generation, ty, defaults)),
+            sock: Arc::new(Socket::new(id, generation, ty, defaults).in_netns(ns)),
             uid,
             gid,
             charged,
@@ -278,7 +283,7 @@ impl Engine {
     /// for in-process users: never refused. Its directory keeps one claim
     /// for the socket's life, as such users hold it by the `Arc` alone.
     pub fn socket(&self, ty: SockType, caller: &Caller) -> Arc<Socket> {
-        let s = self.new_socket(ty, caller.fsuid, caller.fsgid, false);
+        let s = self.new_socket(ty, caller, false);
         let s = s.expect("an unchecked socket is never refused");
         s.refs.store(1, Ordering::Release);
         let _held_for_good = self.first_claim(s.id);
@@ -288,7 +293,7 @@ impl Engine {
     /// socket() for clients of the mount: ENFILE past `max_sockets` or the
     /// caller's share of it.
     pub fn try_socket(&self, ty: SockType, caller: &Caller) -> Result<Arc<Socket>> {
-        let s = self.new_socket(ty, caller.fsuid, caller.fsgid, true)?;
+        let s = self.new_socket(ty, caller, true)?;
         s.refs.store(1, Ordering::Release);
         Ok(s)
     }

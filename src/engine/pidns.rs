@@ -100,10 +100,11 @@ pub fn sender_creds(c: super::Ucred, caller: &super::Caller) -> super::Ucred {
 
 impl super::Received {
     /// The credentials and SCM_PIDFD pid a receive returns, in the pid
-    /// namespace of the reading task.
+    /// and user namespaces of the reading task.
     pub fn for_viewer(&mut self, tid: u32) {
         if let Some(c) = &mut self.creds {
             c.pid = to_viewer(c.pid, tid);
+            (c.uid, c.gid) = super::userns::shown_to(tid, c.uid, c.gid);
         }
         if let Some(p) = &mut self.pidfd {
             *p = to_viewer(*p, tid);

@@ -332,6 +332,11 @@ pub struct Socket {
     /// The payload protocol captures name for its conversations (ctl
     /// `capture_proto`; an accepted socket takes its listener's).
     pub(crate) capture_proto: Mutex<Option<Arc<str>>>,
+    /// The network namespace the socket was made in (Linux's sock_net):
+    /// its abstract name is filed there, and the abstract names it connects
+    /// or sends to are looked up there, whichever namespace the thread that
+    /// binds, connects or sends is in by then.
+    pub netns: super::netns::NetNs,
 }
 
 /// What a new socket starts with (from `Config`: the engine reads no
@@ -345,6 +350,11 @@ pub struct SockDefaults {
 }
 
 impl Socket {
+    /// The socket, made in network namespace `ns`.
+    pub fn in_netns(self, ns: super::netns::NetNs) -> Socket {
+        Socket { netns: ns, ..self }
+    }
+
     pub fn new(id: u64, generation: u64, ty: SockType, defaults: SockDefaults) -> Socket {
         let SockDefaults {
             sndbuf,
@@ -378,6 +388,7 @@ impl Socket {
             timeouts: Default::default(),
             options: Default::default(),
             capture_proto: Mutex::new(None),
+            netns: 0,
         }
     }
 

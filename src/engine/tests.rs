@@ -17,8 +17,10 @@ pub(super) fn engine() -> Arc<Engine> {
 }
 
 pub(super) fn root() -> Caller {
+    // This process's thread: its namespaces are the daemon's (pid 1's may
+    // not be readable), so that its capabilities count.
     Caller::with_status(
-        1,
+        nix::unistd::gettid().as_raw() as u32,
         ProcStatus {
             tgid: 1,
             uids: [0; 4],
@@ -758,11 +760,15 @@ fn abstract_names_are_per_network_namespace() {
     let b = e.socket(SockType::Dgram, &c2);
     e.bind(&b, &abs("shared"), &c2).unwrap();
     assert_eq!(
-        e.find(&abs("shared"), SockType::Dgram, &c1).unwrap().id,
+        e.find(&abs("shared"), SockType::Dgram, ns1, &c1)
+            .unwrap()
+            .id,
         a.id
     );
     assert_eq!(
-        e.find(&abs("shared"), SockType::Dgram, &c2).unwrap().id,
+        e.find(&abs("shared"), SockType::Dgram, ns2, &c2)
+            .unwrap()
+            .id,
         b.id
     );
     let only1 = e.socket(SockType::Stream, &c1);
@@ -781,11 +787,13 @@ fn abstract_names_are_per_network_namespace() {
         panic!("not abstract")
     };
     assert!(
-        e.find(&Addr::Abstract(n.clone()), SockType::Dgram, &c2)
+        e.find(&Addr::Abstract(n.clone()), SockType::Dgram, ns2, &c2)
             .is_err()
     );
     assert_eq!(
-        e.find(&Addr::Abstract(n), SockType::Dgram, &c1).unwrap().id,
+        e.find(&Addr::Abstract(n), SockType::Dgram, ns1, &c1)
+            .unwrap()
+            .id,
         auto.id
     );
     // Listed together, each with its namespace.
@@ -797,6 +805,31 @@ fn abstract_names_are_per_network_namespace() {
         .collect();
     assert_eq!(listed.len(), 2);
     assert!(listed.contains(&(ns1, a.id)) && listed.contains(&(ns2, b.id)));
+    // A socket keeps the namespace it was made in (sock_net): made in ns1,
+    // bound and used by a caller that has moved to ns2, it files and finds
+    // names in ns1.
+    let early = e.socket(SockType::Dgram, &c1);
+    e.bind(&early, &abs("early"), &c2).unwrap();
+    assert_eq!(e.find_abstract_any(b"early", &c1).unwrap().id, early.id);
+    assert!(e.find_abstract_any(b"early", &c2).is_none());
+    let early_auto = e.socket(SockType::Dgram, &c1);
+    e.autobind(&early_auto, &c2).unwrap();
+    assert_eq!(listed_ns(&e, &early_auto), Some(ns1));
+    // Connected by a caller in ns2, it reaches ns1's "shared".
+    let sender = e.socket(SockType::Dgram, &c1);
+    e.connect(&sender, &abs("shared"), &c2, None).unwrap();
+    e.sendmsg(&sender, SendMsg::new(b"to ns1"), &c2, None)
+        .unwrap();
+    assert_eq!(e.info(&a).inq, Some(6), "ns1's socket got it");
+    assert_eq!(e.info(&b).inq, Some(0), "not ns2's");
+}
+
+/// The network namespace socket `s`'s abstract name is filed in.
+fn listed_ns(e: &Engine, s: &Arc<Socket>) -> Option<u64> {
+    e.abstract_names()
+        .into_iter()
+        .find(|(_, _, _, x)| x.id == s.id)
+        .map(|(ns, _, _, _)| ns)
 }
 
 /// A cycle through a received reference nobody opened yet is live, not

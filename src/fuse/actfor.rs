@@ -16,6 +16,7 @@ use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use crate::engine::tree::ROOT_INO;
+use crate::engine::userns;
 use crate::procfs::{self, Status};
 
 pub const XATTR: &str = "user.udsfs.act_for";
@@ -34,6 +35,12 @@ struct Grant {
     uids: [u32; 4],
     gids: [u32; 4],
     cap_eff: u64,
+    /// "TID netns": sockets made under the grant are made in the network
+    /// namespace the granting thread is in (the supervisor enters a kernel
+    /// socket's namespace to make its udsfs stand-in there, as Linux keeps
+    /// a socket in the namespace it was made in). It can only be in a
+    /// namespace it could enter, where it could make sockets itself.
+    granter_netns: bool,
 }
 
 static GRANTS: Mutex<Option<HashMap<u32, Grant>>> = Mutex::new(None);
@@ -61,11 +68,42 @@ fn in_tree(mut pid: i32, ancestor: i32) -> bool {
     false
 }
 
+/// Whether the caller (thread `tid`, status `me`) holds every capability
+/// the target (`target`, status `them`) has, as cap_ptrace_access_check
+/// asks: in one user namespace, the target's CapEff within the caller's;
+/// in another, CAP_SYS_PTRACE over the target's namespace (a CapEff is
+/// relative to its own namespace: a target in a namespace of its own shows
+/// a full set, which the caller may own or not). The namespaces are read
+/// after the statuses (see engine/userns.rs); unreadable: not covered.
+fn caps_covered(tid: u32, me: &Status, target: u32, them: &Status) -> bool {
+    const CAP_SYS_PTRACE: u32 = 19;
+    let (Some(my_ns), Some(their_ns)) = (
+        procfs::ns_inode(tid, "user"),
+        procfs::ns_inode(target, "user"),
+    ) else {
+        return false;
+    };
+    if my_ns == their_ns {
+        return them.cap_eff & !me.cap_eff == 0;
+    }
+    let holder = userns::Holder {
+        ns: my_ns,
+        euid: me.uids[1],
+        cap_eff: me.cap_eff,
+    };
+    procfs::open_ns(target, "user").is_ok_and(|ns| holder.capable_in(ns, CAP_SYS_PTRACE))
+}
+
 /// `user.udsfs.act_for` set to `value` by thread `tid` (fsuid `uid`): a
 /// thread id to act for, or empty / "0" to stop. Errno on refusal.
 pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     let text = std::str::from_utf8(value).map_err(|_| libc::EINVAL)?;
     let text = text.trim_matches(|c: char| c == '\0' || c.is_whitespace());
+    let (text, granter_netns) = match text.split_once(' ') {
+        Some((t, "netns")) => (t, true),
+        Some(_) => return Err(libc::EINVAL),
+        None => (text, false),
+    };
     let target: u32 = if text.is_empty() {
         0
     } else {
@@ -89,7 +127,7 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     if uid != 0
         && (them.uids[..3].iter().any(|&u| u != uid)
             || them.gids[..3].iter().any(|g| !me.gids.contains(g))
-            || them.cap_eff & !me.cap_eff != 0)
+            || !caps_covered(tid, &me, target, &them))
     {
         return Err(libc::EPERM);
     }
@@ -122,6 +160,7 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
             uids: them.uids,
             gids: them.gids,
             cap_eff: them.cap_eff,
+            granter_netns,
         },
     );
     COUNT.store(map.len(), Ordering::Relaxed);
@@ -143,17 +182,36 @@ pub(super) fn set_xattr(
     set(tid, uid, value).map_err(Errno::from_raw)
 }
 
+/// Who a request is made for (`caller_of`).
+pub struct ActFor {
+    pub tid: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// Under a grant, the target's status as checked.
+    pub status: Option<Status>,
+    /// Under a "netns" grant, the granting thread's network namespace.
+    pub netns: Option<crate::engine::netns::NetNs>,
+}
+
 /// The (thread, fsuid, fsgid) a request of thread `tid` is made for, and
 /// under a grant the target's status as checked: the request uses that one,
 /// not a later read that a setuid exec in between could change.
-pub fn caller_of(tid: u32, uid: u32, gid: u32) -> (u32, u32, u32, Option<Status>) {
+pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
+    let own = ActFor {
+        tid,
+        uid,
+        gid,
+        status: None,
+        netns: None,
+    };
     if COUNT.load(Ordering::Relaxed) == 0 {
-        return (tid, uid, gid, None);
+        return own;
     }
     let g = GRANTS.lock();
     let Some(gr) = g.as_ref().and_then(|m| m.get(&tid)) else {
-        return (tid, uid, gid, None);
+        return own;
     };
+    let granter_netns = gr.granter_netns;
     let (tgid, started, who) = (gr.tgid, gr.started, (gr.target, gr.fsuid, gr.fsgid));
     let (t_tgid, t_started, ids) = (
         gr.target_tgid,
@@ -171,7 +229,17 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> (u32, u32, u32, Option<Status>
             && procfs::start_time(t_tgid) == Some(t_started)
     });
     if same && let Some(st) = target {
-        return (who.0, who.1, who.2, Some(st));
+        // Read now: where the granting thread is for this request.
+        let netns = granter_netns.then(|| {
+            crate::engine::netns::of_thread(tid).unwrap_or_else(crate::engine::netns::unknown)
+        });
+        return ActFor {
+            tid: who.0,
+            uid: who.1,
+            gid: who.2,
+            status: Some(st),
+            netns,
+        };
     }
     if same {
         log::warn!(
@@ -184,7 +252,7 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> (u32, u32, u32, Option<Status>
         m.remove(&tid);
         COUNT.store(m.len(), Ordering::Relaxed);
     }
-    (tid, uid, gid, None)
+    own
 }
 
 #[cfg(test)]
@@ -212,14 +280,23 @@ mod tests {
         );
         assert_eq!(set(me, 0, b"x"), Err(libc::EINVAL));
         set(me, 0, pid.to_string().as_bytes()).unwrap();
-        assert_eq!(caller_of(me, 0, 0).0, pid);
+        assert_eq!(caller_of(me, 0, 0).tid, pid);
         assert!(
-            caller_of(me, 0, 0).3.is_some(),
+            caller_of(me, 0, 0).status.is_some(),
             "the status checked comes along"
         );
-        assert_eq!(caller_of(me + 1, 7, 8).0, me + 1, "only the granted thread");
+        assert_eq!(
+            caller_of(me + 1, 7, 8).tid,
+            me + 1,
+            "only the granted thread"
+        );
+        assert!(caller_of(me, 0, 0).netns.is_none());
+        set(me, 0, format!("{pid} netns").as_bytes()).unwrap();
+        let own_ns = crate::engine::netns::of_thread(me);
+        assert_eq!(caller_of(me, 0, 0).netns, own_ns, "the granter's namespace");
+        assert_eq!(set(me, 0, format!("{pid} x").as_bytes()), Err(libc::EINVAL));
         set(me, 0, b"0").unwrap();
-        assert_eq!(caller_of(me, 0, 0).0, me);
+        assert_eq!(caller_of(me, 0, 0).tid, me);
         // Another user may not act for it (unless root: uid 0 above).
         assert_eq!(set(me, 12345, pid.to_string().as_bytes()), Err(libc::EPERM));
         child.kill().unwrap();

@@ -34,8 +34,11 @@ fn ferr(e: Errno) -> FErrno {
 }
 
 fn caller(req: &Request) -> Caller {
-    let (tid, uid, gid, status) = actfor::caller_of(req.pid(), req.uid(), req.gid());
-    let mut c = Caller::again(tid, uid, gid, status.map(Into::into));
+    let who = actfor::caller_of(req.pid(), req.uid(), req.gid());
+    let mut c = Caller::again(who.tid, who.uid, who.gid, who.status.map(Into::into));
+    if let Some(ns) = who.netns {
+        c = c.in_netns(ns);
+    }
     c.unique = req.unique().0;
     c
 }

@@ -162,10 +162,13 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
         }
         Op::Info => {
             let i = eng.info(s);
-            let peer = i.peercred.map(|pc| udsfs_proto::Cred {
-                pid: crate::engine::pidns::to_viewer(pc.pid, c.tid),
-                uid: pc.uid,
-                gid: pc.gid,
+            let peer = i.peercred.map(|pc| {
+                let (uid, gid) = crate::engine::userns::shown_to(c.tid, pc.uid, pc.gid);
+                udsfs_proto::Cred {
+                    pid: crate::engine::pidns::to_viewer(pc.pid, c.tid),
+                    uid,
+                    gid,
+                }
             });
             let info = Info {
                 ty: sock_type_number(i.ty),

@@ -158,7 +158,7 @@ impl Inner {
             Some(a @ Addr::Abstract(_)) => a.clone(),
             _ => return Err(Errno::ECONNREFUSED),
         };
-        match self.eng.find(&name, s.ty, c) {
+        match self.eng.find(&name, s.ty, c.netns(), c) {
             Ok(found) if Arc::ptr_eq(&found, &s) => Ok(s),
             _ => Err(Errno::ECONNREFUSED),
         }
@@ -280,9 +280,9 @@ impl Inner {
                 };
                 match (f, s) {
                     (_, Err(e)) => Err(e),
-                    (SockFile::Status, Ok((s, _))) => {
-                        i.snapshot(i.eng.status(&s), &c).map(|fh| (fh, direct))
-                    }
+                    (SockFile::Status, Ok((s, _))) => i
+                        .snapshot(i.eng.status_for(&s, Some(c.tid)), &c)
+                        .map(|fh| (fh, direct)),
                     (SockFile::Ctl, Ok((s, claim))) => {
                         let text = format!("{id}\n");
                         Ok((i.ctl_handle(s, text, claim), ctl_open_flags()))

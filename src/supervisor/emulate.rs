@@ -226,9 +226,14 @@ fn kernel_bound(fd: &OwnedFd) -> bool {
 
 /// A udsfs socket standing for kernel socket `k`: its type, O_NONBLOCK and
 /// the options it carries (`Carried`), as the preload library converts one.
-fn convert(d: &Daemon, k: &OwnedFd) -> Res<OwnedFd> {
+fn convert(d: &Daemon, k: &OwnedFd, tid: i32) -> Res<OwnedFd> {
     let ty = getsockopt_int(k, libc::SO_TYPE)?;
-    let new = d.new_sock(ty, nonblocking(k))?;
+    // Made in the kernel socket's network namespace (sock_net), where the
+    // target has left it.
+    let in_ns = super::actfor::SocketNetns::enter(&d.mount, tid, k);
+    let new = d.new_sock(ty, nonblocking(k));
+    drop(in_ns);
+    let new = new?;
     Carried::of(k.as_raw_fd()).apply(new.as_raw_fd())?;
     Ok(new)
 }
@@ -245,7 +250,13 @@ fn value(r: Res<i64>) -> Reply {
 /// namespace); not the queries and receives without control data, which
 /// then cost two round trips less.
 fn needs_grant(job: &Job) -> bool {
+    // SO_PEERCRED and SO_PEERPIDFD answer in the caller's pid and user
+    // namespaces: the daemon must see the target asking.
+    let peer_opt = job.nr == libc::SYS_getsockopt
+        && job.args[1] as i32 == libc::SOL_SOCKET
+        && matches!(job.args[2] as i32, libc::SO_PEERCRED | libc::SO_PEERPIDFD);
     !job.udsfs
+        || peer_opt
         || !matches!(
             job.nr,
             libc::SYS_getsockname
@@ -335,7 +346,7 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
     }
     let route = classify(c.ctx, c.task.tid, addr);
     let a = job.args;
-    let new = match convert(&c.ctx.daemon, &k) {
+    let new = match convert(&c.ctx.daemon, &k, c.task.tid) {
         Ok(n) => n,
         Err(e) => return Reply::Errno(e),
     };

@@ -24,7 +24,7 @@ impl ProtoOps for Dgram {
             return Err(Errno::EMSGSIZE);
         }
         let other = match msg.to {
-            Some(a) => Some(eng.find(a, SockType::Dgram, caller)?),
+            Some(a) => Some(eng.find(a, SockType::Dgram, s.netns, caller)?),
             None => None,
         };
         message_send(eng, tx, msg, other, caller)
