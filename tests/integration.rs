@@ -152,6 +152,7 @@ scripts!(
     adversarial_exhaust,
     adversarial_fds,
     adversarial_more,
+    adversarial_observers,
     adversarial_run,
     api_diffs,
     blocked_reader,
