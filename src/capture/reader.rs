@@ -39,7 +39,7 @@ impl Access {
     /// A message is visible if the reader's user may open its sending or
     /// its receiving socket when it is sent (the engine's decision,
     /// `Engine::openers`), an event if they may open its socket.
-    pub(crate) fn sees(&self, ends: &[&Endpoint]) -> bool {
+    fn sees(&self, ends: &[&Endpoint]) -> bool {
         self.all || ends.iter().any(|e| e.openers.contains(&self.uid))
     }
 }
