@@ -4,7 +4,9 @@
 #  1. captures (src/capture/budget.rs): each open of .udsfs/capture keeps its own copy
 #     of what its user may see, up to its `buffer` (at most 256 MiB); never read, they
 #     would keep it all. User B's open captures share one limit of 256 MiB: a second
-#     capture (or a buffer line asking for 256 MiB in one), or a 65th of the default 4 MiB, is refused (ENOBUFS),
+#     capture (or a buffer line asking for 256 MiB in one), or a 65th of the default 4 MiB, is refused (ENOBUFS);
+#     each capture is charged at least 64 KiB, however small its `buffer` (a user may
+#     also have at most 64 open: adversarial_observers.sh §3),
 #     closing one makes room again, another user has a share of their own and root is
 #     not counted;
 #  2. fault rules (src/fault/rules.rs): every message of every user is checked against
@@ -79,6 +81,14 @@ expect_eq "B: 256 MiB less 4 MiB, then two default captures" \
     "$(as_uid $B /usr/bin/python3 "$TMP/captures.py" $((MAX - 4194304)) 0 0)" "ok ok open ENOBUFS"
 got=$(as_uid $B /usr/bin/python3 "$TMP/captures.py" $(printf '0 %.0s' $(seq 1 65)))
 expect_eq "B: 65 default captures (how many opened, then what the 65th got)" "$(grep -o ok <<<"$got" | wc -l) ${got##* ok }" "64 open ENOBUFS"
+# A capture is charged at least 64 KiB whatever its buffer (budget.rs FLOOR): 63 of
+# `buffer 1` leave room for 256 MiB - 63 x 64 KiB in a 64th, not a byte more.
+REST=$((MAX - 63 * 65536))
+got=$(as_uid $B /usr/bin/python3 "$TMP/captures.py" $(printf '1 %.0s' $(seq 1 63)) $((REST + 1)))
+expect_eq "B: 63 captures of buffer 1, then one asking for the rest and a byte (how many opened, then what the 64th got)" \
+    "$(grep -o ok <<<"$got" | wc -l) ${got##* ok }" "63 buffer ENOBUFS"
+got=$(as_uid $B /usr/bin/python3 "$TMP/captures.py" $(printf '1 %.0s' $(seq 1 63)) $REST)
+expect_eq "B: 63 captures of buffer 1, then one asking for the rest" "$(grep -o ok <<<"$got" | wc -l)" "64"
 expect_eq "B: room again after a close" \
     "$(as_uid $B /usr/bin/python3 "$TMP/captures.py" $MAX "close 0" $MAX)" "ok closed ok"
 # B keeps a full share open while A and root open theirs.

@@ -154,6 +154,7 @@ scripts!(
     adversarial_fds,
     adversarial_floods,
     adversarial_more,
+    adversarial_observers,
     adversarial_run,
     adversarial_userns,
     api_diffs,

@@ -147,6 +147,7 @@ mod tests {
             ty,
             name: None,
             owner_uid: 0,
+            openers: Vec::new(),
             proto: None,
         }
     }

@@ -3,8 +3,16 @@
 //! never waits for the reader: a full buffer drops the record and counts it
 //! against its conversation, reported with the next record of it (or alone,
 //! once the buffer is empty) as a drop count and interface statistics.
+//!
+//! What a reader is shown is what its user may see and nothing else: the
+//! messages and events of sockets its user may open when they happen
+//! (`Endpoint::openers`, decided in src/engine/access.rs), numbered by the
+//! reader itself (packet ids, the ids in its notes), with drop counts and
+//! interface statistics counting only those; so no number in the stream
+//! counts another user's traffic.
 
 use std::collections::{HashMap, VecDeque};
+use std::fmt::Write;
 use std::sync::Arc;
 
 use nix::errno::Errno;
@@ -28,12 +36,17 @@ pub struct Access {
 }
 
 impl Access {
-    /// A message is visible if its sending or its receiving socket is the
-    /// reader's (their owner may open them).
+    /// A message is visible if the reader's user may open its sending or
+    /// its receiving socket when it is sent (the engine's decision,
+    /// `Engine::openers`), an event if they may open its socket.
     fn sees(&self, ends: &[&Endpoint]) -> bool {
-        self.all || ends.iter().any(|e| e.owner_uid == self.uid)
+        self.all || ends.iter().any(|e| e.openers.contains(&self.uid))
     }
 }
+
+/// Message ids of the last this many messages shown are remembered, for
+/// the notes of their reads; a read of an older one is noted without it.
+const RECENT_IDS: usize = 1024;
 
 struct TapSide {
     filter: Arc<Filter>,
@@ -49,6 +62,29 @@ struct TapSide {
     waiters: WaitList,
     /// A record was lost since the reader last took the buffer.
     full: bool,
+    /// Messages this reader was shown (kept or lost): its own ids.
+    numbered: u64,
+    /// The engine's ids of the last RECENT_IDS messages kept, with ours.
+    ids: HashMap<u64, u64>,
+    recent: VecDeque<u64>,
+}
+
+impl TapSide {
+    /// Our id for the next message shown, remembered against the engine's
+    /// `msg_id` when `keep`.
+    fn number(&mut self, msg_id: u64, keep: bool) -> u64 {
+        self.numbered += 1;
+        if keep && msg_id != 0 {
+            if self.recent.len() >= RECENT_IDS
+                && let Some(old) = self.recent.pop_front()
+            {
+                self.ids.remove(&old);
+            }
+            self.recent.push_back(msg_id);
+            self.ids.insert(msg_id, self.numbered);
+        }
+        self.numbered
+    }
 }
 
 struct Output {
@@ -75,7 +111,7 @@ impl Reader {
     pub fn new(access: Access, only: Option<u64>, defaults: Filter) -> Result<Arc<Reader>, Errno> {
         let mut filter = defaults;
         filter.sockets.extend(only);
-        let mut share = Share::new((!access.all).then_some(access.uid));
+        let mut share = Share::new((!access.all).then_some(access.uid))?;
         share.hold(filter.buffer)?;
         Ok(Arc::new(Reader {
             access,
@@ -91,6 +127,9 @@ impl Reader {
                 kept_total: 0,
                 waiters: WaitList::default(),
                 full: false,
+                numbered: 0,
+                ids: HashMap::new(),
+                recent: VecDeque::new(),
             }),
             out: Mutex::new(Output {
                 encoder: None,
@@ -150,6 +189,9 @@ impl Reader {
         t.bytes = 0;
         t.lost.clear();
         t.full = false;
+        t.numbered = 0;
+        t.ids.clear();
+        t.recent.clear();
     }
 
     /// Records kept and lost so far.
@@ -303,7 +345,14 @@ impl Reader {
         m & t.required == t.required
     }
 
-    fn note(&self, origin: Origin, conv_of: ConvOf<'_>, kind: NoteKind, sock: u64, text: String) {
+    fn note(
+        &self,
+        origin: Origin,
+        conv_of: ConvOf<'_>,
+        kind: NoteKind,
+        sock: u64,
+        text: impl FnOnce(&TapSide) -> String,
+    ) {
         let ends = conv_of.ends();
         if !self.access.sees(&ends) {
             return;
@@ -322,6 +371,7 @@ impl Reader {
             if !Self::admits(&mut t, &conv, &ends, &origin) {
                 return;
             }
+            let text = text(&t);
             let r = Record {
                 ts_ns,
                 conv,
@@ -367,6 +417,10 @@ fn shut_name(how: u8) -> &'static str {
 }
 
 impl Tap for Reader {
+    fn viewer(&self) -> Option<u32> {
+        (!self.access.all).then_some(self.access.uid)
+    }
+
     /// Root's capture with a full buffer counts a message of a known
     /// conversation lost without its details: exactly what `queued` would
     /// do with them. (A user's capture takes the whole path: it must see
@@ -389,6 +443,7 @@ impl Tap for Reader {
             {
                 return false;
             }
+            t.number(0, false);
             Self::lose(&mut t, &conv)
         };
         wake.into_iter().for_each(|w| w.wake());
@@ -412,8 +467,10 @@ impl Tap for Reader {
             if t.bytes + Record::message_cost(snap, q.sockets.len(), q.files.len())
                 > t.filter.buffer
             {
+                t.number(0, false);
                 Self::lose(&mut t, &conv)
             } else {
+                let msg_id = t.number(q.msg_id, true);
                 let meta = Meta {
                     from: q.from.id,
                     to: q.to.id,
@@ -434,7 +491,7 @@ impl Tap for Reader {
                 let r = Record {
                     ts_ns,
                     conv,
-                    msg_id: q.msg_id,
+                    msg_id,
                     drops: 0,
                     body: Body::Message {
                         data: q.data[..snap].to_vec(),
@@ -457,19 +514,28 @@ impl Tap for Reader {
         if !self.wants_delivery(d.truncated, d.ctrunc) {
             return;
         }
-        let mut text = format!(
-            "message {} read by socket {} (pid {}): {} bytes",
-            d.msg_id, d.reader.id, d.origin.pid, d.len
-        );
-        if d.truncated {
-            text.push_str("; MSG_TRUNC");
-        }
-        if d.ctrunc {
-            text.push_str("; MSG_CTRUNC");
-        }
-        if d.peek {
-            text.push_str("; MSG_PEEK");
-        }
+        // The message by this reader's own id, if it was shown lately.
+        let text = |t: &TapSide| {
+            let mut text = match t.ids.get(&d.msg_id) {
+                Some(id) => format!("message {id}"),
+                None => "a message".to_string(),
+            };
+            let _ = write!(
+                text,
+                " read by socket {} (pid {}): {} bytes",
+                d.reader.id, d.origin.pid, d.len
+            );
+            if d.truncated {
+                text.push_str("; MSG_TRUNC");
+            }
+            if d.ctrunc {
+                text.push_str("; MSG_CTRUNC");
+            }
+            if d.peek {
+                text.push_str("; MSG_PEEK");
+            }
+            text
+        };
         self.note(
             d.origin,
             ConvOf::Existing(d.reader),
@@ -494,7 +560,7 @@ impl Tap for Reader {
                     (_, Some(a)) => ConvOf::Connection(client, a),
                     (_, None) => ConvOf::Connection(client, server),
                 };
-                self.note(origin, to, NoteKind::Connect, client.id, text);
+                self.note(origin, to, NoteKind::Connect, client.id, |_| text);
                 return;
             }
             Event::Accepted { listener, sock } => {
@@ -519,6 +585,6 @@ impl Tap for Reader {
                 (sock, NoteKind::Fault, text)
             }
         };
-        self.note(origin, ConvOf::Existing(sock), kind, sock.id, text);
+        self.note(origin, ConvOf::Existing(sock), kind, sock.id, |_| text);
     }
 }

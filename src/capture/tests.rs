@@ -3,7 +3,7 @@
 use super::pcapng::{self, codes};
 use super::reader::{Access, Reader};
 use super::*;
-use crate::engine::tap::{Endpoint, Event, Origin, PassedSocket, Queued, Tap};
+use crate::engine::tap::{Delivered, Endpoint, Event, Origin, PassedSocket, Queued, Tap};
 use crate::engine::{Addr, SockType, Ucred};
 
 fn ep(id: u64, ty: SockType, name: Option<&str>, owner_uid: u32) -> Endpoint {
@@ -12,6 +12,7 @@ fn ep(id: u64, ty: SockType, name: Option<&str>, owner_uid: u32) -> Endpoint {
         ty,
         name: name.map(|n| Addr::Path(n.as_bytes().to_vec())),
         owner_uid,
+        openers: vec![owner_uid],
         proto: None,
     }
 }
@@ -434,4 +435,39 @@ fn cost_per_message() {
         }
         eprintln!("{label}: {:?} per message", t.elapsed() / n as u32);
     }
+}
+
+/// A user's capture numbers the messages it shows itself: ids 1, 2, 3 and
+/// a cut read's note naming its own id, whatever the engine's ids (other
+/// users' messages in between), and nothing of a message it may not see.
+#[test]
+fn a_users_capture_numbers_what_it_sees_itself() {
+    let user = Reader::new(Access { uid: 5, all: false }, None, Filter::default()).unwrap();
+    let d = |id, uid| ep(id, SockType::Dgram, None, uid);
+    let (mine, theirs, other) = (d(1, 5), d(2, 5), d(3, 6));
+    for engine_id in [3, 9, 20] {
+        send(&user, engine_id, &mine, &theirs, 1, b"mine");
+        send(&user, engine_id + 1, &other, &other, 2, b"not mine");
+    }
+    user.delivered(&Delivered {
+        msg_id: 9,
+        reader: &theirs,
+        origin: origin(1),
+        len: 2,
+        truncated: true,
+        ctrunc: false,
+        peek: false,
+    });
+    let bytes = read_all(&user);
+    let blocks = pcapng::parse(&bytes).unwrap();
+    let ids: Vec<Option<u64>> = blocks
+        .iter()
+        .filter(|b| b.ty == codes::EPB)
+        .map(|b| b.u64_option(codes::EPB_PACKETID))
+        .collect();
+    assert_eq!(ids, [Some(1), Some(2), Some(3), None]);
+    let got = packets(&bytes);
+    assert!(got.iter().all(|(_, data, _)| data != b"not mine"));
+    let note = &got.last().unwrap().2;
+    assert!(note.starts_with("message 2 read by socket 2"), "{note}");
 }

@@ -11,11 +11,18 @@
 //! thread just before: a path open always looks the name up (entry TTL 0,
 //! src/fuse/attr.rs), a reopen of `/proc/PID/fd/N` never does, and Linux
 //! answers that with ENXIO.
+//!
+//! Observers follow the same rule (`Engine::openers`): a capture of a user
+//! other than root shows a message only if that user may open one of its
+//! ends when it is sent (src/capture/reader.rs).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
+
+use super::Engine;
+use super::socket::Socket;
 
 const REVOKED: u64 = 1 << 63;
 /// Lookups remembered per directory: one per thread opening at once is all
@@ -62,6 +69,13 @@ impl DirRefs {
         n & REVOKED == 0 && n > 0
     }
 
+    /// Whether the directory is its owner's: claimed now, or not yet
+    /// claimed at all (a socket being made, an embryo its listener's owner
+    /// is to accept), so never given up.
+    pub fn owners(&self) -> bool {
+        self.state.load(Ordering::Acquire) & REVOKED == 0
+    }
+
     /// Gives one claim back; true when it was the last (revoked now).
     pub fn release(&self) -> bool {
         let r = self
@@ -104,6 +118,41 @@ impl DirRefs {
                 true
             }
             None => false,
+        }
+    }
+}
+
+impl Engine {
+    /// The users who may open socket `s` now through one of its
+    /// directories (its own and the received aliases), root aside: the
+    /// owner of each directory that is still its owner's (`DirRefs::owners`).
+    /// The one decision every observer of other users' sockets follows.
+    /// Takes no socket's state lock, so a caller may hold one.
+    pub(crate) fn openers(&self, s: &Socket) -> Vec<u32> {
+        let mut uids = Vec::with_capacity(1);
+        let aliases = s.aliases.lock().clone();
+        for id in std::iter::once(s.id).chain(aliases) {
+            if let Some(d) = self.dir(id)
+                && std::ptr::eq(Arc::as_ptr(&d.sock), s)
+                && d.refs.owners()
+                && !uids.contains(&d.uid)
+            {
+                uids.push(d.uid);
+            }
+        }
+        uids
+    }
+
+    /// `openers`, or once nobody may open `s` (its close, its collection)
+    /// the user who held it last.
+    pub(crate) fn last_openers(&self, s: &Socket) -> Vec<u32> {
+        let uids = self.openers(s);
+        if !uids.is_empty() {
+            return uids;
+        }
+        match s.last_opener.load(Ordering::Relaxed) {
+            u32::MAX => uids,
+            uid => vec![uid],
         }
     }
 }

@@ -114,3 +114,32 @@ fn an_embryo_is_the_listeners_and_shut_until_accept() {
     e.put(&k);
     e.put(&l);
 }
+
+/// Who may open a socket now, as the captures ask it (`Engine::openers`):
+/// its maker while it holds it, the user it was passed to once received,
+/// never the maker once it let go; its close goes to the last holder.
+#[test]
+fn openers_follow_the_held_references() {
+    let e = engine();
+    let (ua, ub) = (user(1000), user(2000));
+    let (a, b) = e.socketpair(SockType::Dgram, &ua);
+    let x = e.try_socket(SockType::Stream, &ub).unwrap();
+    let handle = e.first_claim(x.id).unwrap();
+    assert_eq!(e.openers(&x), vec![2000], "its maker's");
+    let h = pass_to(&e, &a, &b, &x, &ua);
+    assert_eq!(e.openers(&x), vec![2000, 1000], "both hold it");
+    e.release_claim(handle);
+    e.put(&x);
+    assert_eq!(e.openers(&x), vec![1000], "the maker let go");
+    let d = e.dir(h).unwrap();
+    let claim = e.more_claim(h, &d).unwrap();
+    assert!(e.try_hold(&d.sock));
+    e.adopt(h);
+    e.release_claim(claim);
+    assert!(e.openers(&x).is_empty(), "nobody may open it");
+    assert_eq!(e.last_openers(&x), vec![1000], "who held it last");
+    e.put(&d.sock);
+    e.put(&a);
+    e.put(&b);
+    assert_eq!(e.live_sockets(), 0);
+}

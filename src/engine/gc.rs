@@ -484,8 +484,11 @@ impl Engine {
         let n = dead.len();
         let mut wake = Wakeups::new();
         for s in &dead {
-            self.tap_event(None, || super::tap::Event::Collected {
-                sock: self.endpoint_now(s),
+            self.tap_event(None, || {
+                let name = s.lock().name.clone();
+                super::tap::Event::Collected {
+                    sock: self.endpoint_gone(s, name.as_deref()),
+                }
             });
             let (msgs, embryos) = {
                 let mut st = s.lock();

@@ -29,7 +29,7 @@ impl Engine {
                 // The name leaves the table but stays on the socket:
                 // getpeername on a dead peer still shows it, as in Linux.
                 st.name.clone(),
-                std::mem::take(&mut st.aliases),
+                std::mem::take(&mut *s.aliases.lock()),
                 std::mem::take(&mut st.received),
                 was_embryo,
                 late,
@@ -41,7 +41,7 @@ impl Engine {
             self.names.remove(&n.key, s);
         }
         self.tap_event(None, || Event::Closed {
-            sock: self.endpoint(s, name.as_deref()),
+            sock: self.endpoint_gone(s, name.as_deref()),
         });
         match conn {
             Conn::Listening { pending, .. } => {

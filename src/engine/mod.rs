@@ -420,9 +420,11 @@ impl Engine {
         }
         if let Some(d) = self.socks.get(c.id)
             && Arc::ptr_eq(&d.refs, &c.refs)
-            && d.sock.id != c.id
         {
-            self.remove_alias(&d.sock, c.id);
+            d.sock.last_opener.store(d.uid, Ordering::Relaxed);
+            if d.sock.id != c.id {
+                self.remove_alias(&d.sock, c.id);
+            }
         }
     }
 
@@ -488,7 +490,7 @@ impl Engine {
         });
         // The unopened reference is its first claim.
         d.refs.claim_first();
-        sock.lock().aliases.push(id);
+        sock.aliases.lock().push(id);
         id
     }
 
@@ -498,7 +500,7 @@ impl Engine {
     }
 
     fn remove_alias(&self, sock: &Arc<Socket>, id: u64) {
-        sock.lock().aliases.retain(|a| *a != id);
+        sock.aliases.lock().retain(|a| *a != id);
         self.remove_dir(id);
     }
 

@@ -20,14 +20,48 @@ impl Engine {
         ty: SockType,
         name: Option<&BoundName>,
     ) -> Endpoint {
+        self.endpoint_as(id, ty, name, |s| self.openers(s))
+    }
+
+    /// A tap's view of `s` closing or collected: nobody may open it any
+    /// more, so it is shown to whoever held it last.
+    pub(crate) fn endpoint_gone(&self, s: &Socket, name: Option<&BoundName>) -> Endpoint {
+        self.endpoint_as(s.id, s.ty, name, |s| self.last_openers(s))
+    }
+
+    /// A tap's view of socket `id`, with `openers` given.
+    pub(crate) fn endpoint_with(
+        &self,
+        id: u64,
+        ty: SockType,
+        name: Option<&BoundName>,
+        openers: Vec<u32>,
+    ) -> Endpoint {
+        let mut openers = Some(openers);
+        self.endpoint_as(id, ty, name, |_| openers.take().unwrap_or_default())
+    }
+
+    fn endpoint_as(
+        &self,
+        id: u64,
+        ty: SockType,
+        name: Option<&BoundName>,
+        mut openers: impl FnMut(&Socket) -> Vec<u32>,
+    ) -> Endpoint {
         let dir = self.dir(id);
         Endpoint {
             id,
             ty,
             name: name.map(|n| n.addr.clone()),
             owner_uid: dir.as_ref().map_or(0, |d| d.uid),
+            openers: dir.as_ref().map_or(Vec::new(), |d| openers(&d.sock)),
             proto: dir.and_then(|d| d.sock.capture_proto.lock().clone()),
         }
+    }
+
+    /// Who may open socket `id` now (`openers`), by number.
+    pub(crate) fn openers_by_id(&self, id: u64) -> Vec<u32> {
+        self.dir(id).map_or(Vec::new(), |d| self.openers(&d.sock))
     }
 
     /// A tap's view of `s` as it is now (takes its lock: call with none held).

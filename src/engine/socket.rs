@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
@@ -197,8 +197,6 @@ pub struct SockState {
     pub sndbuf: usize,
     /// SO_RCVBUF: read back only (AF_UNIX limits nothing by it).
     pub rcvbuf: usize,
-    /// Extra `.udsfs/sock/H` entries that refer to this socket.
-    pub aliases: Vec<u64>,
     /// Entries this socket received and nobody opened yet.
     pub received: Vec<u64>,
     /// SO_OOBINLINE: the OOB byte is read in line, MSG_OOB is refused.
@@ -337,6 +335,15 @@ pub struct Socket {
     /// or sends to are looked up there, whichever namespace the thread that
     /// binds, connects or sends is in by then.
     pub netns: super::netns::NetNs,
+    /// Extra `.udsfs/sock/H` entries that refer to this socket: a lock of
+    /// their own (taken with no other inside it), so that who may open the
+    /// socket can be asked while another socket's state is locked
+    /// (src/engine/access.rs).
+    pub(crate) aliases: Mutex<Vec<u64>>,
+    /// The owner of the directory whose last claim went last (u32::MAX:
+    /// none yet): who held the socket last, for the taps' view of its
+    /// close once nobody may open it.
+    pub(crate) last_opener: AtomicU32,
 }
 
 /// What a new socket starts with (from `Config`: the engine reads no
@@ -375,7 +382,6 @@ impl Socket {
                 passpidfd: false,
                 sndbuf,
                 rcvbuf,
-                aliases: Vec::new(),
                 received: Vec::new(),
                 oob_inline: false,
                 urg_owner: None,
@@ -389,6 +395,8 @@ impl Socket {
             options: Default::default(),
             capture_proto: Mutex::new(None),
             netns: 0,
+            aliases: Mutex::new(Vec::new()),
+            last_opener: AtomicU32::new(u32::MAX),
         }
     }
 

@@ -3,9 +3,16 @@
 //! event, with who sent it and what it carried. The capture
 //! (`.udsfs/capture`) is one; with none attached, the cost on the message
 //! path is one relaxed load of `Taps::any`.
+//!
+//! A tap sees everything (root's) or only what one user may see
+//! (`Tap::viewer`): the taps are filed by that user, and a message or an
+//! event goes only to the taps that see everything and those of the users
+//! who may open one of its sockets (`Endpoint::openers`), so that one
+//! user's taps, however many, cost another user's messages nothing.
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::RwLock;
 
@@ -20,8 +27,12 @@ pub struct Endpoint {
     pub ty: SockType,
     /// Its bound name, if any.
     pub name: Option<Addr>,
-    /// The user that made (or accepted) it: who may open it.
+    /// The user that made (or accepted) it.
     pub owner_uid: u32,
+    /// The users other than root who may open it when reported
+    /// (`Engine::openers`, src/engine/access.rs; its close: who held it
+    /// last): who may see what it does.
+    pub openers: Vec<u32>,
     /// The payload protocol it asked captures to show (ctl `capture_proto`).
     pub proto: Option<Arc<str>>,
 }
@@ -107,10 +118,17 @@ pub enum Event {
 pub trait Tap: Send + Sync {
     fn queued(&self, q: &Queued<'_>);
     fn delivered(&self, d: &Delivered<'_>);
+    /// The user whose view this tap has: it hears only of messages and
+    /// events with a socket that user may open (`Endpoint::openers`).
+    /// None: it hears of everything (root's). Fixed while attached.
+    fn viewer(&self) -> Option<u32> {
+        None
+    }
     /// Whether `delivered` would use a read that cut the message
     /// (`truncated`) or its passed references (`ctrunc`), or neither: the
     /// engine builds the report only when some tap wants it, so that a
     /// tap that ignores plain reads does not cost every read a lock.
+    /// Asked once, at attach: the answer must not change.
     fn wants_delivery(&self, _truncated: bool, _ctrunc: bool) -> bool {
         true
     }
@@ -123,12 +141,72 @@ pub trait Tap: Send + Sync {
     fn event(&self, origin: Origin, e: &Event);
 }
 
-/// The taps attached to one engine.
+/// The taps attached to one engine, filed by whose view they have.
 #[derive(Default)]
+struct Index {
+    /// Taps that hear of everything, by address (`key`).
+    all: HashMap<usize, Arc<dyn Tap>>,
+    /// Taps with one user's view, by user, then by address.
+    by_user: HashMap<u32, HashMap<usize, Arc<dyn Tap>>>,
+}
+
+/// What an attached tap wants of reads, counted over the taps: plain
+/// reads, cut ones (MSG_TRUNC), ctrunc ones.
+fn read_interest(t: &dyn Tap) -> [bool; 3] {
+    [
+        t.wants_delivery(false, false),
+        t.wants_delivery(true, false),
+        t.wants_delivery(false, true),
+    ]
+}
+
+fn key(t: &Arc<dyn Tap>) -> usize {
+    Arc::as_ptr(t) as *const () as usize
+}
+
+impl Index {
+    fn is_empty(&self) -> bool {
+        self.all.is_empty() && self.by_user.is_empty()
+    }
+
+    /// Calls `f` for each tap that may hear of something done to sockets
+    /// with `openers`: the taps that hear of everything and those of each
+    /// user among the openers, once each.
+    fn each<'a>(&'a self, openers: &[&[u32]], mut f: impl FnMut(&'a Arc<dyn Tap>)) {
+        self.all.values().for_each(&mut f);
+        if self.by_user.is_empty() {
+            return;
+        }
+        // A handful of users at most: those met before are skipped.
+        let all = || openers.iter().flat_map(|o| o.iter().copied());
+        for (i, uid) in all().enumerate() {
+            if all().take(i).any(|u| u == uid) {
+                continue;
+            }
+            if let Some(m) = self.by_user.get(&uid) {
+                m.values().for_each(&mut f);
+            }
+        }
+    }
+}
+
 pub struct Taps {
     any: AtomicBool,
-    list: RwLock<Vec<Arc<dyn Tap>>>,
+    list: RwLock<Index>,
+    /// Taps wanting plain, cut and ctrunc reads (`read_interest`).
+    reads: [AtomicUsize; 3],
     next_msg: AtomicU64,
+}
+
+impl Default for Taps {
+    fn default() -> Taps {
+        Taps {
+            any: AtomicBool::new(false),
+            list: RwLock::new(Index::default()),
+            reads: Default::default(),
+            next_msg: AtomicU64::new(0),
+        }
+    }
 }
 
 impl Taps {
@@ -138,75 +216,140 @@ impl Taps {
         !cfg!(feature = "bare-message-path") && self.any.load(Ordering::Relaxed)
     }
 
+    /// Whether some tap with one user's view is attached: only then need
+    /// the engine ask who may open a message's sockets.
+    pub fn for_users(&self) -> bool {
+        !self.list.read().by_user.is_empty()
+    }
+
     pub fn attach(&self, tap: Arc<dyn Tap>) {
+        for (n, on) in self.reads.iter().zip(read_interest(&*tap)) {
+            if on {
+                n.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         let mut list = self.list.write();
-        list.push(tap);
+        let k = key(&tap);
+        match tap.viewer() {
+            None => list.all.insert(k, tap),
+            Some(uid) => list.by_user.entry(uid).or_default().insert(k, tap),
+        };
         self.any.store(true, Ordering::Relaxed);
     }
 
     pub fn detach(&self, tap: &Arc<dyn Tap>) {
-        let mut list = self.list.write();
-        list.retain(|t| !Arc::ptr_eq(t, tap));
-        self.any.store(!list.is_empty(), Ordering::Relaxed);
+        let k = key(tap);
+        let gone = {
+            let mut list = self.list.write();
+            let gone = match tap.viewer() {
+                None => list.all.remove(&k),
+                Some(uid) => {
+                    let m = list.by_user.get_mut(&uid);
+                    let gone = m.and_then(|m| m.remove(&k));
+                    if list.by_user.get(&uid).is_some_and(|m| m.is_empty()) {
+                        list.by_user.remove(&uid);
+                    }
+                    gone
+                }
+            };
+            self.any.store(!list.is_empty(), Ordering::Relaxed);
+            gone
+        };
+        if let Some(t) = gone {
+            for (n, on) in self.reads.iter().zip(read_interest(&*t)) {
+                if on {
+                    n.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
     }
 
-    /// A new message id (ids start at 1; 0 means "none given").
+    /// A new message id (ids start at 1; 0 means "none given"): the
+    /// engine's own, to tie a read to its message; a tap showing ids to a
+    /// user numbers what that user sees itself.
     pub fn next_msg_id(&self) -> u64 {
         self.next_msg.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Reports a `len`-byte message from `from` to `to`: each tap that
-    /// counts it lost undescribed does so, and `describe` builds the report
-    /// for the others (not at all when there are none), so that a capture
-    /// that stopped reading costs the senders little.
+    /// Reports a `len`-byte message from `from` to `to`: only to the taps
+    /// that may see it (`openers` gives who may open each end, asked only
+    /// when a user's tap is attached); each that counts it lost undescribed
+    /// does so, and `describe` builds the report, given the openers, for
+    /// the others (not at all when there are none), so that a capture that
+    /// stopped reading costs the senders little.
     pub fn report_queued(
         &self,
         (ty, from, to, len): (SockType, u64, u64, usize),
-        describe: impl FnOnce(&dyn Fn(&Queued<'_>)),
+        openers: impl FnOnce() -> [Vec<u32>; 2],
+        describe: impl FnOnce([Vec<u32>; 2], &dyn Fn(&Queued<'_>)),
     ) {
         let list = self.list.read();
-        // Bit i: tap i wants the report; taps past 62 always get it.
-        let mut wanting = 0u64;
-        for (i, t) in list.iter().enumerate() {
-            if i >= 63 || !t.lost_undescribed(ty, from, to, len) {
-                wanting |= 1 << i.min(63);
+        let ends = if list.by_user.is_empty() {
+            [Vec::new(), Vec::new()]
+        } else {
+            openers()
+        };
+        let mut wanting: Vec<&Arc<dyn Tap>> = Vec::new();
+        list.each(&[&ends[0], &ends[1]], |t| {
+            if !t.lost_undescribed(ty, from, to, len) {
+                wanting.push(t);
             }
-        }
-        if wanting == 0 {
+        });
+        if wanting.is_empty() {
             return;
         }
-        describe(&|q| {
-            for (i, t) in list.iter().enumerate() {
-                if wanting & (1 << i.min(63)) != 0 {
-                    t.queued(q);
-                }
+        describe(ends, &|q| {
+            for t in &wanting {
+                t.queued(q);
             }
         });
     }
 
+    /// Reports a queued message to the taps that may see it.
     pub fn queued(&self, q: &Queued<'_>) {
-        for t in self.list.read().iter() {
-            t.queued(q);
-        }
+        self.list
+            .read()
+            .each(&[&q.from.openers, &q.to.openers], |t| t.queued(q));
     }
 
     /// Whether any tap wants to hear of a read (`Tap::wants_delivery`).
     pub fn wants_delivery(&self, truncated: bool, ctrunc: bool) -> bool {
-        self.list
-            .read()
-            .iter()
-            .any(|t| t.wants_delivery(truncated, ctrunc))
+        let n = |i: usize| self.reads[i].load(Ordering::Relaxed) > 0;
+        n(0) || (truncated && n(1)) || (ctrunc && n(2))
     }
 
     pub fn delivered(&self, d: &Delivered<'_>) {
-        for t in self.list.read().iter() {
-            t.delivered(d);
-        }
+        self.list
+            .read()
+            .each(&[&d.reader.openers], |t| t.delivered(d));
     }
 
     pub fn event(&self, origin: Origin, e: &Event) {
-        for t in self.list.read().iter() {
-            t.event(origin, e);
+        let ends = e.ends();
+        let openers: Vec<&[u32]> = ends.iter().map(|e| &e.openers[..]).collect();
+        self.list.read().each(&openers, |t| t.event(origin, e));
+    }
+}
+
+impl Event {
+    /// The sockets it concerns.
+    pub fn ends(&self) -> Vec<&Endpoint> {
+        match self {
+            Event::Connected {
+                client,
+                server,
+                accepted,
+            } => {
+                let mut v = vec![client, server];
+                v.extend(accepted.as_ref());
+                v
+            }
+            Event::Accepted { listener, sock } => vec![listener, sock],
+            Event::Shutdown { sock, .. }
+            | Event::Closed { sock }
+            | Event::Reset { sock }
+            | Event::Collected { sock }
+            | Event::Fault { sock, .. } => vec![sock],
         }
     }
 }
@@ -216,20 +359,104 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
 
-    struct Count(AtomicUsize);
+    struct Count(AtomicUsize, Option<u32>);
     impl Tap for Count {
+        fn viewer(&self) -> Option<u32> {
+            self.1
+        }
         fn queued(&self, _: &Queued<'_>) {
             self.0.fetch_add(1, Ordering::Relaxed);
         }
         fn delivered(&self, _: &Delivered<'_>) {}
-        fn event(&self, _: Origin, _: &Event) {}
+        fn event(&self, _: Origin, _: &Event) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn ep(openers: Vec<u32>) -> Endpoint {
+        Endpoint {
+            id: 1,
+            ty: SockType::Dgram,
+            name: None,
+            owner_uid: 0,
+            openers,
+            proto: None,
+        }
+    }
+
+    fn count(t: Option<u32>) -> Arc<Count> {
+        Arc::new(Count(AtomicUsize::new(0), t))
+    }
+
+    /// A message goes to root's taps and to those of the users who may
+    /// open one of its ends, each once; another user's taps are not called
+    /// at all, and who may open the ends is not even asked while only
+    /// root's taps are attached.
+    #[test]
+    fn a_message_visits_only_the_taps_that_may_see_it() {
+        let taps = Taps::default();
+        let root = count(None);
+        taps.attach(root.clone());
+        let mut asked = false;
+        taps.report_queued(
+            (SockType::Dgram, 1, 2, 1),
+            || {
+                asked = true;
+                [vec![5], vec![]]
+            },
+            |_, report| report(&msg(&ep(vec![]), &ep(vec![]))),
+        );
+        assert!(!asked, "no user's tap: nobody asked who may open the ends");
+        let (a, b) = (count(Some(5)), count(Some(6)));
+        let many: Vec<Arc<Count>> = (0..1000).map(|_| count(Some(6))).collect();
+        taps.attach(a.clone());
+        taps.attach(b.clone());
+        many.iter().for_each(|t| taps.attach(t.clone()));
+        let (from, to) = (ep(vec![5]), ep(vec![5, 7]));
+        taps.report_queued(
+            (SockType::Dgram, 1, 2, 1),
+            || [vec![5], vec![5, 7]],
+            |ends, report| {
+                assert_eq!(ends, [vec![5], vec![5, 7]]);
+                report(&msg(&from, &to))
+            },
+        );
+        taps.queued(&msg(&from, &to));
+        taps.event(Origin::default(), &Event::Closed { sock: ep(vec![5]) });
+        let n = |c: &Count| c.0.load(Ordering::Relaxed);
+        assert_eq!((n(&root), n(&a), n(&b)), (4, 3, 0));
+        assert!(many.iter().all(|t| n(t) == 0), "user 6's taps untouched");
+        // Detaching is by address, whichever the order.
+        for t in many.iter().rev() {
+            let t: Arc<dyn Tap> = t.clone();
+            taps.detach(&t);
+        }
+        assert_eq!(taps.list.read().by_user[&6].len(), 1);
+        for t in [root as Arc<dyn Tap>, a, b] {
+            taps.detach(&t);
+        }
+        assert!(!taps.any() && !taps.for_users());
+    }
+
+    fn msg<'a>(from: &'a Endpoint, to: &'a Endpoint) -> Queued<'a> {
+        Queued {
+            msg_id: 1,
+            from,
+            to,
+            origin: Origin::default(),
+            creds: None,
+            sockets: &[],
+            files: &[],
+            oob: false,
+            data: b"x",
+        }
     }
 
     #[test]
     fn attach_and_detach_switch_any() {
         let taps = Taps::default();
         assert!(!taps.any());
-        let c = Arc::new(Count(AtomicUsize::new(0)));
+        let c = count(None);
         let t: Arc<dyn Tap> = c.clone();
         taps.attach(t.clone());
         assert!(taps.any());
@@ -238,6 +465,7 @@ mod tests {
             ty: SockType::Dgram,
             name: None,
             owner_uid: 0,
+            openers: Vec::new(),
             proto: None,
         };
         taps.queued(&Queued {

@@ -242,9 +242,11 @@ impl Engine {
         {
             msg_id = self.taps.next_msg_id();
             let what = (s.ty, s.id, receiver, data.len());
-            self.taps.report_queued(what, |report| {
-                let from = self.endpoint(s, tx.from.as_deref());
-                let to = self.endpoint_by_id(receiver, s.ty, rt.name.as_deref());
+            // Who may open each end now: the taps that may see it.
+            let openers = || [self.openers(s), self.openers_by_id(receiver)];
+            self.taps.report_queued(what, openers, |[fo, to], report| {
+                let from = self.endpoint_with(s.id, s.ty, tx.from.as_deref(), fo);
+                let to = self.endpoint_with(receiver, s.ty, rt.name.as_deref(), to);
                 // Passed references travel with the first piece only.
                 let carries = !rights.is_empty() || !files.is_empty();
                 let (socks, kinds) = match &tx.pass.tap {
