@@ -102,6 +102,8 @@ def captures(count):
     got = [line.split() for line in lines.decode().splitlines()]
     held = sum(int(g[0]) for g in got)
     refused = sorted({g[1] for g in got if g[1] != "-"})
+    # The opens' own load passes before the measurement starts.
+    time.sleep(3)
     ready(f"captures={held} refused={','.join(refused) or '-'}")
     while not stop:
         time.sleep(0.2)
