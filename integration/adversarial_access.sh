@@ -44,7 +44,7 @@ chmod o+x "$TMP" # mktemp -d made it 0700; other users must reach $MNT inside it
 
 py "$(
     cat <<'EOF'
-import json, subprocess
+import subprocess
 NOBODY, OTHER = 65534, 40001
 CHECKS = 0
 THROUGH = []
@@ -116,53 +116,6 @@ def listed(n):
 
 def stat_of(path):
     return err(os.stat, path)
-
-class Actor:
-    """A child process running as `uid` that runs code sent to it."""
-    def __init__(self, uid):
-        self.uid = uid
-        r1, w1 = os.pipe()
-        r2, w2 = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(w1)
-            os.close(r2)
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            env = globals()
-            rf, wf = os.fdopen(r1), os.fdopen(w2, "w")
-            for line in rf:
-                req = json.loads(line)
-                try:
-                    if req["eval"]:
-                        out = {"v": eval(req["code"], env)}
-                    else:
-                        exec(req["code"], env)
-                        out = {"v": None}
-                except Exception as e:
-                    out = {"x": f"{type(e).__name__}: {e}"}
-                wf.write(json.dumps(out, default=str) + "\n")
-                wf.flush()
-            os._exit(0)
-        os.close(r1)
-        os.close(w2)
-        self.pid = pid
-        self.w, self.r = os.fdopen(w1, "w"), os.fdopen(r2)
-
-    def _ask(self, code, ev):
-        self.w.write(json.dumps({"code": code, "eval": ev}) + "\n")
-        self.w.flush()
-        out = json.loads(self.r.readline())
-        if "x" in out:
-            die(f"uid {self.uid}: {code!r} raised {out['x']}")
-        return out["v"]
-
-    def do(self, code):
-        self._ask(code, False)
-
-    def ev(self, code):
-        return self._ask(code, True)
 
 nobody, other = Actor(NOBODY), Actor(OTHER)
 

@@ -29,7 +29,6 @@ export ATTEMPTS=${UDSFS_OBSERVER_ATTEMPTS:-15000}
 
 py "$(
     cat <<'EOF'
-import json, resource
 A, B = 61001, 61002
 THROUGH = []
 
@@ -112,59 +111,7 @@ def statistics(data):
             out.append(tuple(int.from_bytes(o[c][0], "little") if c in o else None for c in (4, 5)))
     return out
 
-class Actor:
-    """A child process running as `uid` (RLIMIT_NOFILE 20000) that runs code sent to it."""
-    def __init__(self, uid):
-        self.uid = uid
-        r1, w1 = os.pipe()
-        r2, w2 = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(w1)
-            os.close(r2)
-            resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            env = globals()
-            rf, wf = os.fdopen(r1), os.fdopen(w2, "w")
-            for line in rf:
-                req = json.loads(line)
-                try:
-                    if req["eval"]:
-                        out = {"v": eval(req["code"], env)}
-                    else:
-                        exec(req["code"], env)
-                        out = {"v": None}
-                except Exception as e:
-                    out = {"x": f"{type(e).__name__}: {e}"}
-                wf.write(json.dumps(out, default=str) + "\n")
-                wf.flush()
-            os._exit(0)
-        os.close(r1)
-        os.close(w2)
-        self.pid = pid
-        self.w, self.r = os.fdopen(w1, "w"), os.fdopen(r2)
-
-    def send(self, code, ev=False):
-        self.w.write(json.dumps({"code": code, "eval": ev}) + "\n")
-        self.w.flush()
-
-    def answer(self):
-        out = json.loads(self.r.readline())
-        if "x" in out:
-            die(f"uid {self.uid}: {out['x']}")
-        return out["v"]
-
-    def do(self, code):
-        self.send(code)
-        self.answer()
-
-    def ev(self, code):
-        self.send(code, True)
-        return self.answer()
-
-a, b = Actor(A), Actor(B)
+a, b = Actor(A, nofile=20000), Actor(B, nofile=20000)
 
 # ---- 1. the passed-away socket
 root_cap = capture()
@@ -230,7 +177,7 @@ a.do("xf, x1, x2 = pair('dgram'); x1d, x2d = opn(x1, 'data'), opn(x2, 'data')\n"
      "    return (time.monotonic() - t) / n * 1e6")
 a.ev("rtt(50)")  # warm up
 alone, under = [a.ev("rtt(200)")], []
-workers = [Actor(B) for _ in range(4)]
+workers = [Actor(B, nofile=20000) for _ in range(4)]
 OPEN = (
     "held, refused, errs = [], 0, set()\n"
     "for _ in range(ATTEMPTS):\n"

@@ -98,3 +98,65 @@ def in_thread(fn):
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t, result
+
+
+class Actor:
+    """A child process running as user and group `uid`, without other groups (with
+    RLIMIT_NOFILE `nofile` when given), that runs the code sent to it in the program's
+    globals: `do` runs statements, `ev` evaluates an expression; `send` and `answer` are
+    their two halves, for users that act at once. An exception in the child ends the
+    program with a FAIL line naming the user and the code."""
+
+    def __init__(self, uid, nofile=None):
+        import json, resource
+
+        self.uid, self.json = uid, json
+        r1, w1 = os.pipe()
+        r2, w2 = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(w1)
+            os.close(r2)
+            if nofile:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            env = sys.modules["__main__"].__dict__
+            rf, wf = os.fdopen(r1), os.fdopen(w2, "w")
+            for line in rf:
+                req = json.loads(line)
+                try:
+                    if req["eval"]:
+                        out = {"v": eval(req["code"], env)}
+                    else:
+                        exec(req["code"], env)
+                        out = {"v": None}
+                except Exception as e:
+                    out = {"x": f"{type(e).__name__}: {e}"}
+                wf.write(json.dumps(out, default=str) + "\n")
+                wf.flush()
+            os._exit(0)
+        os.close(r1)
+        os.close(w2)
+        self.pid = pid
+        self.w, self.r = os.fdopen(w1, "w"), os.fdopen(r2)
+
+    def send(self, code, ev=False):
+        self.w.write(self.json.dumps({"code": code, "eval": ev}) + "\n")
+        self.w.flush()
+
+    def answer(self, code=""):
+        out = self.json.loads(self.r.readline())
+        if "x" in out:
+            print(f"FAIL: uid {self.uid}: {code!r} raised {out['x']}", file=sys.stderr, flush=True)
+            sys.exit(1)
+        return out["v"]
+
+    def do(self, code):
+        self.send(code)
+        self.answer(code)
+
+    def ev(self, code):
+        self.send(code, True)
+        return self.answer(code)

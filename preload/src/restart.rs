@@ -261,18 +261,9 @@ unsafe fn set_action(sig: c_int, act: *const libc::sigaction, old: *mut libc::si
     // SAFETY: getpid has no preconditions.
     let held = is_fault(sig) && OWNER.load(Relaxed) == unsafe { libc::getpid() };
     let r = match new {
-        Some(a) if held && !is_ours(a.sa_sigaction) => {
-            // The library keeps SIGSEGV and SIGBUS whatever the program sets.
-            HANDLER[s].store(a.sa_sigaction, Relaxed);
-            FLAGS[s].store(a.sa_flags, Relaxed);
-            let r = unsafe { real::sigaction(sig, &kernel_action(&a), old) };
-            if r < 0 {
-                HANDLER[s].store(prev_h, Relaxed);
-                FLAGS[s].store(prev_f, Relaxed);
-            }
-            r
-        }
-        Some(a) if is_function(a.sa_sigaction) && !is_ours(a.sa_sigaction) => {
+        // The library keeps SIGSEGV and SIGBUS (when `held`) whatever the
+        // program sets, and every handler function behind its trampoline.
+        Some(a) if !is_ours(a.sa_sigaction) && (held || is_function(a.sa_sigaction)) => {
             // The table first: a signal delivered as soon as the kernel
             // holds the trampoline finds the handler.
             HANDLER[s].store(a.sa_sigaction, Relaxed);
