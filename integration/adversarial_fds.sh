@@ -211,8 +211,10 @@ elif mode == "squat":
                 accepted += 1
             except BlockingIOError:
                 pass
-        with open(sys.argv[3], "w") as f:
+        # whole or not at all: the script may read it at any moment
+        with open(sys.argv[3] + ".new", "w") as f:
             f.write(f"accepted={accepted}\n")
+        os.rename(sys.argv[3] + ".new", sys.argv[3])
         time.sleep(0.05)
 PYEOF
 
