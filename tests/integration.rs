@@ -202,6 +202,7 @@ scripts!(
     run_curl,
     run_faults,
     run_hackbench,
+    run_nginx,
     run_inherit,
     run_postgres,
     run_python,

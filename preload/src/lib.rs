@@ -14,6 +14,7 @@
 
 mod control;
 mod convert;
+mod epolls;
 mod errno;
 mod exec;
 mod exec_list;

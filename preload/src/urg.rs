@@ -1,7 +1,11 @@
 //! Out-of-band data's side calls on udsfs sockets: the SIGURG owner
 //! (F_SETOWN, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP), which the kernel keeps on
 //! the file but never signals for a FUSE file, so the daemon is told too;
-//! and SIOCATMARK, which the kernel refuses on a regular file.
+//! and SIOCATMARK, which the kernel refuses on a regular file; and FIOASYNC,
+//! which the kernel refuses (ENOTTY) on a file without `fasync`, as FUSE
+//! files are: here it sets O_ASYNC as Linux's does (F_SETFL with O_ASYNC
+//! succeeds on such a file). SIGIO itself is not sent (README "Differences
+//! from Linux").
 
 use libc::{c_int, c_ulong, c_void};
 
@@ -21,9 +25,10 @@ pub fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> Option<Res<()>> {
     const FIOGETOWN: c_ulong = 0x8903;
     const SIOCGPGRP: c_ulong = 0x8904;
     const SIOCATMARK: c_ulong = 0x8905;
+    const FIOASYNC: c_ulong = 0x5452;
     if !matches!(
         req,
-        FIOSETOWN | SIOCSPGRP | FIOGETOWN | SIOCGPGRP | SIOCATMARK
+        FIOSETOWN | SIOCSPGRP | FIOGETOWN | SIOCGPGRP | SIOCATMARK | FIOASYNC
     ) {
         return None;
     }
@@ -36,6 +41,11 @@ pub fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> Option<Res<()>> {
             // SAFETY: the caller passes an int.
             let target = unsafe { std::ptr::read_unaligned(out) };
             set_owner(fd, target)
+        }
+        FIOASYNC => {
+            // SAFETY: the caller passes an int.
+            let on = unsafe { std::ptr::read_unaligned(out) } != 0;
+            set_async(fd, on)
         }
         FIOGETOWN | SIOCGPGRP => {
             // SAFETY: F_GETOWN takes no argument.
@@ -51,9 +61,29 @@ pub fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> Option<Res<()>> {
     })
 }
 
+/// FIOASYNC: O_ASYNC on or off, as ioctl_fioasync sets it.
+fn set_async(fd: c_int, on: bool) -> Res<()> {
+    // SAFETY: F_GETFL and F_SETFL take an int or nothing.
+    unsafe {
+        let fl = real::fcntl(fd, libc::F_GETFL, 0);
+        if fl < 0 {
+            return Err(errno());
+        }
+        let fl = if on {
+            fl | libc::O_ASYNC
+        } else {
+            fl & !libc::O_ASYNC
+        };
+        if real::fcntl(fd, libc::F_SETFL, fl as c_ulong) < 0 {
+            return Err(errno());
+        }
+    }
+    Ok(())
+}
+
 /// Records the owner on the file (F_GETOWN reads it back) and tells the
 /// daemon, which sends SIGURG there.
-fn set_owner(fd: c_int, target: c_int) -> Res<()> {
+pub fn set_owner(fd: c_int, target: c_int) -> Res<()> {
     // SAFETY: F_SETOWN takes an int.
     if unsafe { real::fcntl(fd, libc::F_SETOWN, target as c_ulong) } < 0 {
         return Err(errno());
