@@ -203,6 +203,7 @@ scripts!(
     run_faults,
     run_hackbench,
     run_nginx,
+    run_node,
     run_inherit,
     run_postgres,
     run_python,

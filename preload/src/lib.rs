@@ -712,6 +712,9 @@ const CWD: c_int = libc::AT_FDCWD;
 stat_entry! {
     fn fstat(fd: c_int, st: *mut libc::stat) => st, stat::fix_stat;
     fn fstat64(fd: c_int, st: *mut libc::stat64) => st, stat::fix_stat64;
+    // A data file's own path (/proc/self/fd/N, .udsfs/sock/N/data).
+    fn stat(p: Path, st: *mut libc::stat) => st, stat::fix_stat;
+    fn stat64(p: Path, st: *mut libc::stat64) => st, stat::fix_stat64;
     fn fstatat(d: c_int, p: Path, st: *mut libc::stat, fl: c_int) => st,
         |s| { stat::fix_stat(s); routed::fix_lstat(s, d, p) };
     fn fstatat64(d: c_int, p: Path, st: *mut libc::stat64, fl: c_int) => st,
@@ -720,7 +723,12 @@ stat_entry! {
         |s| { stat::fix_statx(s); routed::fix_lstatx(s, d, p, fl, mask) };
     fn lstat(p: Path, st: *mut libc::stat) => st, |s| routed::fix_lstat(s, CWD, p);
     fn lstat64(p: Path, st: *mut libc::stat64) => st, |s| routed::fix_lstat64(s, CWD, p);
-    // Programs built against a C library before 2.33 call these.
+    // Programs built against a C library before 2.33 call these (Node.js
+    // fstat()s a passed handle with __fxstat64 to learn its type).
+    fn __fxstat(v: c_int, fd: c_int, st: *mut libc::stat) => st, stat::fix_stat;
+    fn __fxstat64(v: c_int, fd: c_int, st: *mut libc::stat64) => st, stat::fix_stat64;
+    fn __xstat(v: c_int, p: Path, st: *mut libc::stat) => st, stat::fix_stat;
+    fn __xstat64(v: c_int, p: Path, st: *mut libc::stat64) => st, stat::fix_stat64;
     fn __lxstat(v: c_int, p: Path, st: *mut libc::stat) => st, |s| routed::fix_lstat(s, CWD, p);
     fn __lxstat64(v: c_int, p: Path, st: *mut libc::stat64) => st, |s| routed::fix_lstat64(s, CWD, p);
     fn __fxstatat(v: c_int, d: c_int, p: Path, st: *mut libc::stat, fl: c_int) => st,

@@ -75,6 +75,12 @@ real! {
     fstatat(dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat, flags: c_int) -> c_int;
     fstatat64(dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat64, flags: c_int) -> c_int;
     lstat(path: *const libc::c_char, st: *mut libc::stat) -> c_int;
+    stat(path: *const libc::c_char, st: *mut libc::stat) -> c_int;
+    stat64(path: *const libc::c_char, st: *mut libc::stat64) -> c_int;
+    __xstat(ver: c_int, path: *const libc::c_char, st: *mut libc::stat) -> c_int;
+    __xstat64(ver: c_int, path: *const libc::c_char, st: *mut libc::stat64) -> c_int;
+    __fxstat(ver: c_int, fd: c_int, st: *mut libc::stat) -> c_int;
+    __fxstat64(ver: c_int, fd: c_int, st: *mut libc::stat64) -> c_int;
     lstat64(path: *const libc::c_char, st: *mut libc::stat64) -> c_int;
     __lxstat(ver: c_int, path: *const libc::c_char, st: *mut libc::stat) -> c_int;
     __lxstat64(ver: c_int, path: *const libc::c_char, st: *mut libc::stat64) -> c_int;
