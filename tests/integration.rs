@@ -212,6 +212,7 @@ scripts!(
     run_seccomp_gonet,
     run_seccomp_passfd,
     run_socat_nc,
+    run_supervisord,
     signal_send,
     soak,
     signals,

@@ -756,6 +756,33 @@ pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: Path, flags: c_int) -> c_i
     })
 }
 
+/// remove(): the C library's calls its own unlink, which this library does
+/// not see.
+#[no_mangle]
+pub unsafe extern "C" fn remove(path: Path) -> c_int {
+    guarded(-1, || {
+        routed::unlink(CWD, path).unwrap_or_else(|| unsafe { real::remove(path) })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn link(old: Path, new: Path) -> c_int {
+    guarded(-1, || {
+        routed::link(CWD, old, CWD, new, || unsafe { real::link(old, new) })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn linkat(od: c_int, old: Path, nd: c_int, new: Path, fl: c_int) -> c_int {
+    guarded(-1, || {
+        // With or without AT_SYMLINK_FOLLOW: on Linux the routed path is
+        // the socket file itself, no link to follow.
+        routed::link(od, old, nd, new, || unsafe {
+            real::linkat(od, old, nd, new, fl)
+        })
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn rmdir(path: Path) -> c_int {
     guarded(-1, || {
