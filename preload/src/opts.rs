@@ -8,9 +8,9 @@ use udsfs_proto::sockopt::{self, SO_PEERPIDFD};
 use crate::errno::Res;
 use crate::{log, pidfd};
 
-/// Copies an option value out, as sock_getsockopt does: truncated to the
-/// caller's length, which becomes the length written.
-unsafe fn put(val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
+/// Copies option `name`'s value out, as sock_getsockopt does: truncated to
+/// the caller's length, which becomes the length written (`sockopt::fit`).
+unsafe fn put(name: c_int, val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
     if out.is_null() || len.is_null() {
         return Err(libc::EFAULT);
     }
@@ -19,7 +19,13 @@ unsafe fn put(val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
         if (*len as i32) < 0 {
             return Err(libc::EINVAL);
         }
-        let n = (*len as usize).min(val.len());
+        let n = match sockopt::fit(name, *len, val.len()) {
+            Ok(n) => n,
+            Err(need) => {
+                *len = need;
+                return Err(libc::ERANGE);
+            }
+        };
         std::ptr::copy_nonoverlapping(val.as_ptr(), out as *mut u8, n);
         *len = n as socklen_t;
     }
@@ -42,7 +48,7 @@ pub unsafe fn get(
         pidfd::peer(fd)?.to_ne_bytes().to_vec()
     } else {
         sockopt::get(fd, name).inspect_err(|&e| {
-            if e == libc::ENOPROTOOPT && sockopt::readable(name) {
+            if e == libc::ENOPROTOOPT && sockopt::refusal_worth_saying(name) {
                 log::say(&format!(
                     "getsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
                 ));
@@ -50,7 +56,7 @@ pub unsafe fn get(
         })?
     };
     // SAFETY: as the caller promised.
-    unsafe { put(&val, out, len) }
+    unsafe { put(name, &val, out, len) }
 }
 
 /// # Safety

@@ -140,7 +140,13 @@ pub enum Op {
     /// errno `arg`, as recvmmsg leaves one that came after datagrams: a
     /// number Linux names (1..=133), else EINVAL.
     SetError = 37,
+    /// SO_PEERGROUPS, from group `arg` on. Out: v[0] the number of groups
+    /// (ENODATA: no peer credential), v[1..] up to `GROUPS_PER_CTL` of them.
+    PeerGroups = 38,
 }
+
+/// The groups one `Op::PeerGroups` reply carries.
+pub const GROUPS_PER_CTL: usize = NV - 1;
 
 impl TryFrom<u32> for Op {
     /// The unknown number.
@@ -148,7 +154,7 @@ impl TryFrom<u32> for Op {
 
     fn try_from(n: u32) -> Result<Op, u32> {
         use Op::*;
-        const ALL: [Op; 26] = [
+        const ALL: [Op; 27] = [
             Bind,
             Listen,
             Connect,
@@ -175,6 +181,7 @@ impl TryFrom<u32> for Op {
             KeepAccepted,
             PeerPidfd,
             SetError,
+            PeerGroups,
         ];
         ALL.into_iter().find(|&op| op as u32 == n).ok_or(n)
     }

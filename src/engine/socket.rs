@@ -95,6 +95,8 @@ impl SockState {
 pub struct PeerCred {
     pub cred: Ucred,
     pub pin: Option<super::pins::Pin>,
+    /// The process's supplementary groups then (SO_PEERGROUPS).
+    pub groups: std::sync::Arc<[u32]>,
 }
 
 /// What the socket is connected to, with what each state owns: a state

@@ -217,6 +217,14 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
             let t: Timeo = ctl.values();
             s.timeouts.set(timeo_direction(ctl.arg)?, t.sec, t.usec)
         }
+        Op::PeerGroups => eng.peer_groups(s).map(|g| {
+            let from = (ctl.arg.max(0) as usize).min(g.len());
+            ctl.v = [0; NV];
+            ctl.v[0] = g.len() as i64;
+            for (v, &gid) in ctl.v[1..].iter_mut().zip(&g[from..]) {
+                *v = i64::from(gid);
+            }
+        }),
         Op::PeerPidfd => eng
             .peer_pidfd(s, c)
             .map(|tag| PeerPidfd { tag }.encode(&mut ctl.v)),
