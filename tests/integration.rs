@@ -164,6 +164,7 @@ scripts!(
     devfuse,
     dgram_limits,
     dgram_server,
+    escapes,
     fault_immediate,
     fault_postgres,
     fault_timed,

@@ -68,14 +68,7 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     }
     epolls::restore(fd, &held);
     if fl & libc::O_ASYNC != 0 {
-        // SAFETY: F_SETFL takes the flags as an int.
-        unsafe {
-            real::fcntl(
-                fd,
-                libc::F_SETFL,
-                (fl & libc::O_NONBLOCK | libc::O_ASYNC) as _,
-            )
-        };
+        urg::set_async(fd, true)?;
     }
     if owner != 0 {
         urg::set_owner(fd, owner)?;

@@ -264,6 +264,15 @@ pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut sockle
 pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_int {
     guarded(-1, || {
         let r = unsafe { real::ioctl(fd, req, arg) };
+        if req == urg::FIOASYNC
+            && r == 0
+            && !arg.is_null()
+            && unsafe { *(arg as *const c_int) } == 0
+        {
+            if let Some(res) = urg::fioasync_off(fd) {
+                return int_ret(res);
+            }
+        }
         // The kernel answers FIONREAD on a regular file with its size less
         // the offset (a udsfs data file: 1 GiB); the daemon answers
         // SIOCOUTQ with ENOTTY. Only those answers cost a look at the fd.

@@ -209,6 +209,10 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
             Ok(())
         }
         Op::SetError => eng.set_error(s, ctl.arg),
+        Op::SetAsync => {
+            eng.set_fasync(s, ctl.arg != 0);
+            Ok(())
+        }
         Op::SetOwner => {
             eng.set_urg_owner(s, ctl.arg, c);
             Ok(())
@@ -250,12 +254,13 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
             .at_oob_mark(s)
             .map(|at| AtMark { at }.encode(&mut ctl.v)),
         Op::OobOpts => {
-            let (inline, peek_off, owner) = eng.oob_options(s);
+            let (inline, peek_off, owner, fasync) = eng.oob_options(s);
             let owner = crate::engine::pidns::to_viewer(owner, c.tid);
             OobOpts {
                 inline,
                 peek_off,
                 owner,
+                fasync,
             }
             .encode(&mut ctl.v);
             Ok(())
