@@ -9,7 +9,12 @@
 //! sets of this process hold the file (/proc/self/fdinfo/EPFD lists `tfd:
 //! N events: X data: Y ... ino: I` for each registration), and after it
 //! adds the new file to each with the same events, flags and data. No table
-//! is kept: fork, dup, close and exec need nothing.
+//! is kept: fork, dup and close need nothing. The look costs a readlink per
+//! descriptor, so it is made only in a process that made an epoll set
+//! (epoll_create and epoll_create1 are seen here; fork keeps the mark; an
+//! epoll set inherited across exec without a new one is not looked for).
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use std::os::unix::ffi::OsStrExt;
 
@@ -23,10 +28,21 @@ pub struct Held {
     data: u64,
 }
 
+/// Whether this process made an epoll set.
+static EPOLL_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// An epoll set was made: conversions look for registrations from now on.
+pub fn seen() {
+    EPOLL_SEEN.store(true, Ordering::Relaxed);
+}
+
 /// The registrations of descriptor `fd` (inode `ino`) in this process's
 /// epoll sets.
 pub fn held(fd: c_int, ino: u64) -> Vec<Held> {
     let mut out = Vec::new();
+    if !EPOLL_SEEN.load(Ordering::Relaxed) {
+        return out;
+    }
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
         return out;
     };

@@ -765,6 +765,18 @@ pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: Path, flags: c_int) -> c_i
     })
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn epoll_create(size: c_int) -> c_int {
+    epolls::seen();
+    unsafe { real::epoll_create(size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
+    epolls::seen();
+    unsafe { real::epoll_create1(flags) }
+}
+
 /// remove(): the C library's calls its own unlink, which this library does
 /// not see.
 #[no_mangle]

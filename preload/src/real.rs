@@ -87,6 +87,8 @@ real! {
     __fxstatat(ver: c_int, dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat, flags: c_int) -> c_int;
     __fxstatat64(ver: c_int, dirfd: c_int, path: *const libc::c_char, st: *mut libc::stat64, flags: c_int) -> c_int;
     rmdir(path: *const libc::c_char) -> c_int;
+    epoll_create(size: c_int) -> c_int;
+    epoll_create1(flags: c_int) -> c_int;
     remove(path: *const libc::c_char) -> c_int;
     link(old: *const libc::c_char, new: *const libc::c_char) -> c_int;
     linkat(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char, flags: c_int) -> c_int;
