@@ -48,7 +48,7 @@ pub unsafe fn get(
         pidfd::peer(fd)?.to_ne_bytes().to_vec()
     } else {
         sockopt::get(fd, name).inspect_err(|&e| {
-            if e == libc::ENOPROTOOPT && sockopt::refusal_worth_saying(name) {
+            if e == libc::ENOPROTOOPT && sockopt::refusal_worth_saying(name, false) {
                 log::say(&format!(
                     "getsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
                 ));
@@ -79,7 +79,7 @@ pub unsafe fn set(
         unsafe { std::slice::from_raw_parts(val.cast(), (len as usize).min(16)) }
     };
     sockopt::set(fd, name, bytes).inspect_err(|&e| {
-        if e == libc::ENOPROTOOPT {
+        if e == libc::ENOPROTOOPT && sockopt::refusal_worth_saying(name, true) {
             log::say(&format!(
                 "setsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
             ));

@@ -149,13 +149,35 @@ pub fn fit(name: i32, room: u32, len: usize) -> Result<usize, u32> {
     Ok((room as usize).min(len))
 }
 
-/// Whether a refusal of `name` (ENOPROTOOPT) is worth a log line: udsfs
-/// lacks an option Linux has for AF_UNIX. SO_PEERSEC is ENOPROTOOPT on
-/// Linux too without a security module (dbus-daemon asks for it on every
-/// connection), and the write-only FORCE options have no getsockopt.
-pub fn refusal_worth_saying(name: i32) -> bool {
-    readable(name) && name != libc::SO_PEERSEC
+/// Whether a getsockopt (`set` false) or setsockopt refusal of `name`
+/// (ENOPROTOOPT) is worth a log line: udsfs lacks an option Linux has for
+/// AF_UNIX. Not when Linux refuses it too: SO_PEERSEC without a security
+/// module (dbus-daemon asks for it on every connection), getsockopt of the
+/// write-only FORCE options, setsockopt of the read-only ones.
+pub fn refusal_worth_saying(name: i32, set: bool) -> bool {
+    if set {
+        !READ_ONLY.contains(&name)
+    } else {
+        readable(name) && name != libc::SO_PEERSEC
+    }
 }
+
+/// The options sk_setsockopt refuses (ENOPROTOOPT): they are only read.
+const READ_ONLY: [i32; 13] = [
+    libc::SO_TYPE,
+    libc::SO_ERROR,
+    libc::SO_PEERCRED,
+    libc::SO_ACCEPTCONN,
+    libc::SO_PEERSEC,
+    libc::SO_PEERGROUPS,
+    libc::SO_PROTOCOL,
+    libc::SO_DOMAIN,
+    libc::SO_PEERNAME,
+    57, // SO_COOKIE
+    55, // SO_MEMINFO
+    56, // SO_INCOMING_NAPI_ID
+    SO_PEERPIDFD,
+];
 
 /// Whether getsockopt of `name` is one Linux has for AF_UNIX, whatever
 /// udsfs answers (the write-only FORCE options are not): for logging.

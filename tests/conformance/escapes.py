@@ -207,6 +207,18 @@ def groups_of(s, n=1024):
     return sorted(struct.unpack(f"{len(raw) // 4}I", raw))
 
 
+def refused_quietly():
+    """Options Linux refuses too: the same errno, and no line on stderr (the
+    runner fails on any)."""
+    a, b = socket.socketpair()
+    say("getsockopt SO_PEERSEC:", res(lambda: a.getsockopt(socket.SOL_SOCKET, 31, 256)))
+    for name, n in [("SO_TYPE", 3), ("SO_ERROR", 4), ("SO_PEERCRED", 17), ("SO_ACCEPTCONN", 30),
+                    ("SO_PEERSEC", 31), ("SO_PEERGROUPS", 59), ("SO_DOMAIN", 39), ("SO_COOKIE", 57)]:
+        say("setsockopt", name, res(lambda: a.setsockopt(socket.SOL_SOCKET, n, 1)))
+    a.close()
+    b.close()
+
+
 def peergroups():
     os.setgroups([4, 24, 27])
     a, b = socket.socketpair()
@@ -247,5 +259,6 @@ async_and_owner()
 stat_entry_points()
 links()
 remove()
+refused_quietly()
 peergroups()
 say("done")
