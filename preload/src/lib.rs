@@ -777,12 +777,17 @@ pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
     unsafe { real::epoll_create1(flags) }
 }
 
-/// remove(): the C library's calls its own unlink, which this library does
-/// not see.
+/// remove(): the C library's calls its own unlink and rmdir, which this
+/// library does not see; as it does, a directory (EISDIR) is removed with
+/// rmdir.
 #[no_mangle]
 pub unsafe extern "C" fn remove(path: Path) -> c_int {
-    guarded(-1, || {
-        routed::unlink(CWD, path).unwrap_or_else(|| unsafe { real::remove(path) })
+    guarded(-1, || match routed::unlink(CWD, path) {
+        None => unsafe { real::remove(path) },
+        Some(r) if r < 0 && errno() == libc::EISDIR => {
+            routed::rmdir(CWD, path, || unsafe { real::rmdir(path) })
+        }
+        Some(r) => r,
     })
 }
 

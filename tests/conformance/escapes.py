@@ -200,6 +200,20 @@ def remove():
         s2.close()
         srv.close()
         os.unlink(p)
+        d = os.path.join(base, "rmdir")
+        os.mkdir(d)
+        s3 = listener(os.path.join(d, "x.sock"))
+        s3.close()
+        say(where_, "remove() of a non-empty directory:", errname(libc.remove(d.encode())))
+        os.unlink(os.path.join(d, "x.sock"))
+        say(where_, "remove() of the emptied directory:", errname(libc.remove(d.encode())),
+            os.path.lexists(d))
+        s4 = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        os.mkdir(d)
+        say(where_, "bind below it made again:", res(lambda: s4.bind(os.path.join(d, "x.sock"))))
+        s4.close()
+        os.unlink(os.path.join(d, "x.sock"))
+        os.rmdir(d)
 
 
 def groups_of(s, n=1024):
