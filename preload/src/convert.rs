@@ -1,7 +1,8 @@
 //! A kernel AF_UNIX socket becomes a udsfs socket at the call that routes
 //! it into the mount: a new udsfs socket of its type takes its descriptor
 //! number, with its O_NONBLOCK, FD_CLOEXEC and the options it carries
-//! (`udsfs_proto::carry`).
+//! (`udsfs_proto::carry`), its O_ASYNC and SIGIO/SIGURG owner, and its
+//! places in the program's epoll sets (epolls.rs).
 
 use libc::{c_int, socklen_t};
 use udsfs_proto::carry::Carried;
@@ -10,7 +11,7 @@ use udsfs_proto::mount::type_dir;
 use crate::errno::{last, Res};
 use crate::files::{self, close, open_sock};
 use crate::mount::Mount;
-use crate::real;
+use crate::{epolls, real, urg};
 
 fn kernel_int(fd: c_int, opt: c_int) -> Res<c_int> {
     let mut v: c_int = 0;
@@ -46,6 +47,9 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
         return last();
     }
     let carried = Carried::of(fd);
+    let held = epolls::held(fd, kernel_ino(fd)?);
+    // SAFETY: F_GETOWN takes no argument.
+    let owner = unsafe { real::fcntl(fd, libc::F_GETOWN, 0) };
     let clone = m.ctrl_file(&format!("{name}/clone"));
     // The daemon makes the socket in the network namespace of the thread
     // that opens `clone`: the kernel socket's, where the thread has left it.
@@ -67,6 +71,13 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     close(new);
     if r < 0 {
         return last();
+    }
+    epolls::restore(fd, &held);
+    if fl & libc::O_ASYNC != 0 {
+        urg::set_async(fd, true)?;
+    }
+    if owner != 0 {
+        urg::set_owner(fd, owner)?;
     }
     carried.apply(fd)
 }
@@ -102,7 +113,7 @@ impl NetnsSwitch {
                 libc::O_RDONLY | libc::O_CLOEXEC,
             )
         } as c_int;
-        let moved = back >= 0 && inode(ns) != inode(back);
+        let moved = back >= 0 && kernel_ino(ns).ok() != kernel_ino(back).ok();
         // SAFETY: setns with a namespace descriptor of the right type.
         let entered =
             moved && unsafe { libc::syscall(libc::SYS_setns, ns, libc::CLONE_NEWNET) } == 0;
@@ -125,16 +136,15 @@ impl Drop for NetnsSwitch {
     }
 }
 
-/// The inode of descriptor `fd` (0 when fstat fails).
-fn inode(fd: c_int) -> u64 {
-    // SAFETY: fstat writes the struct it is given.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat) != 0 {
-            return 0;
-        }
-        st.st_ino
+/// The inode of descriptor `fd`.
+fn kernel_ino(fd: c_int) -> Res<u64> {
+    // SAFETY: zeroed storage fstat fills.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: st is a local stat.
+    if unsafe { real::fstat(fd, &mut st) } < 0 {
+        return last();
     }
+    Ok(st.st_ino)
 }
 
 /// Is `fd` a kernel AF_UNIX socket (that may become a udsfs one)?

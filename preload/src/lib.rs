@@ -14,6 +14,7 @@
 
 mod control;
 mod convert;
+mod epolls;
 mod errno;
 mod exec;
 mod exec_list;
@@ -318,6 +319,15 @@ pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut sockle
 pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_int {
     guarded(-1, || {
         let r = unsafe { real::ioctl(fd, req, arg) };
+        if req == urg::FIOASYNC
+            && r == 0
+            && !arg.is_null()
+            && unsafe { *(arg as *const c_int) } == 0
+        {
+            if let Some(res) = urg::fioasync_off(fd) {
+                return int_ret(res);
+            }
+        }
         // The kernel answers FIONREAD on a regular file with its size less
         // the offset (a udsfs data file: 1 GiB); the daemon answers
         // SIOCOUTQ with ENOTTY. Only those answers cost a look at the fd.
@@ -825,6 +835,9 @@ const CWD: c_int = libc::AT_FDCWD;
 stat_entry! {
     fn fstat(fd: c_int, st: *mut libc::stat) => st, stat::fix_stat;
     fn fstat64(fd: c_int, st: *mut libc::stat64) => st, stat::fix_stat64;
+    // A data file's own path (/proc/self/fd/N, .udsfs/sock/N/data).
+    fn stat(p: Path, st: *mut libc::stat) => st, stat::fix_stat;
+    fn stat64(p: Path, st: *mut libc::stat64) => st, stat::fix_stat64;
     fn fstatat(d: c_int, p: Path, st: *mut libc::stat, fl: c_int) => st,
         |s| { stat::fix_stat(s); routed::fix_lstat(s, d, p) };
     fn fstatat64(d: c_int, p: Path, st: *mut libc::stat64, fl: c_int) => st,
@@ -833,7 +846,12 @@ stat_entry! {
         |s| { stat::fix_statx(s); routed::fix_lstatx(s, d, p, fl, mask) };
     fn lstat(p: Path, st: *mut libc::stat) => st, |s| routed::fix_lstat(s, CWD, p);
     fn lstat64(p: Path, st: *mut libc::stat64) => st, |s| routed::fix_lstat64(s, CWD, p);
-    // Programs built against a C library before 2.33 call these.
+    // Programs built against a C library before 2.33 call these (Node.js
+    // fstat()s a passed handle with __fxstat64 to learn its type).
+    fn __fxstat(v: c_int, fd: c_int, st: *mut libc::stat) => st, stat::fix_stat;
+    fn __fxstat64(v: c_int, fd: c_int, st: *mut libc::stat64) => st, stat::fix_stat64;
+    fn __xstat(v: c_int, p: Path, st: *mut libc::stat) => st, stat::fix_stat;
+    fn __xstat64(v: c_int, p: Path, st: *mut libc::stat64) => st, stat::fix_stat64;
     fn __lxstat(v: c_int, p: Path, st: *mut libc::stat) => st, |s| routed::fix_lstat(s, CWD, p);
     fn __lxstat64(v: c_int, p: Path, st: *mut libc::stat64) => st, |s| routed::fix_lstat64(s, CWD, p);
     fn __fxstatat(v: c_int, d: c_int, p: Path, st: *mut libc::stat, fl: c_int) => st,
@@ -858,6 +876,50 @@ pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: Path, flags: c_int) -> c_i
             libc::AT_REMOVEDIR => routed::rmdir(dirfd, path, call),
             _ => call(),
         }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_create(size: c_int) -> c_int {
+    epolls::seen();
+    unsafe { real::epoll_create(size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
+    epolls::seen();
+    unsafe { real::epoll_create1(flags) }
+}
+
+/// remove(): the C library's calls its own unlink and rmdir, which this
+/// library does not see; as it does, a directory (EISDIR) is removed with
+/// rmdir.
+#[no_mangle]
+pub unsafe extern "C" fn remove(path: Path) -> c_int {
+    guarded(-1, || match routed::unlink(CWD, path) {
+        None => unsafe { real::remove(path) },
+        Some(r) if r < 0 && errno() == libc::EISDIR => {
+            routed::rmdir(CWD, path, || unsafe { real::rmdir(path) })
+        }
+        Some(r) => r,
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn link(old: Path, new: Path) -> c_int {
+    guarded(-1, || {
+        routed::link(CWD, old, CWD, new, || unsafe { real::link(old, new) })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn linkat(od: c_int, old: Path, nd: c_int, new: Path, fl: c_int) -> c_int {
+    guarded(-1, || {
+        // With or without AT_SYMLINK_FOLLOW: on Linux the routed path is
+        // the socket file itself, no link to follow.
+        routed::link(od, old, nd, new, || unsafe {
+            real::linkat(od, old, nd, new, fl)
+        })
     })
 }
 

@@ -8,8 +8,6 @@ use udsfs_proto::sockopt::{self, SO_PEERPIDFD};
 use crate::errno::Res;
 use crate::{log, pidfd, user};
 
-/// Copies an option value out, as sock_getsockopt does: truncated to the
-/// caller's length, which becomes the length written.
 /// The room the caller's `len` gives, read first as sk_getsockopt reads it.
 fn room(len: *mut socklen_t) -> Res<socklen_t> {
     let room = user::read(len)?;
@@ -19,11 +17,18 @@ fn room(len: *mut socklen_t) -> Res<socklen_t> {
     Ok(room)
 }
 
-/// `out` and `len` are the program's: EFAULT when they cannot be read or
-/// written.
-fn put(val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
-    let room = room(len)?;
-    let n = (room as usize).min(val.len());
+/// Copies option `name`'s value out, as sock_getsockopt does: truncated to
+/// the caller's length, which becomes the length written (`sockopt::fit`:
+/// ERANGE and the length needed where Linux gives them). `out` and `len` are
+/// the program's: EFAULT when they cannot be read or written.
+fn put(name: c_int, val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
+    let n = match sockopt::fit(name, room(len)?, val.len()) {
+        Ok(n) => n,
+        Err(need) => {
+            user::write(len, need)?;
+            return Err(libc::ERANGE);
+        }
+    };
     user::write_from(out.cast(), &val[..n])?;
     user::write(len, n as socklen_t)
 }
@@ -45,14 +50,14 @@ pub unsafe fn get(
         pidfd::peer(fd)?.to_ne_bytes().to_vec()
     } else {
         sockopt::get(fd, name).inspect_err(|&e| {
-            if e == libc::ENOPROTOOPT && sockopt::readable(name) {
+            if e == libc::ENOPROTOOPT && sockopt::refusal_worth_saying(name, false) {
                 log::say(&format!(
                     "getsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
                 ));
             }
         })?
     };
-    put(&val, out, len)
+    put(name, &val, out, len)
 }
 
 /// # Safety
@@ -73,7 +78,7 @@ pub unsafe fn set(
     let n = (len as usize).min(16);
     user::read_into(&mut local[..n], val.cast())?;
     sockopt::set(fd, name, &local[..n]).inspect_err(|&e| {
-        if e == libc::ENOPROTOOPT {
+        if e == libc::ENOPROTOOPT && sockopt::refusal_worth_saying(name, true) {
             log::say(&format!(
                 "setsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
             ));

@@ -2,8 +2,8 @@
 //! program bound to the socket's node in the mount. Here that link acts as
 //! Linux's socket file does: lstat shows the node (S_IFSOCK), unlink, also
 //! relative to a directory descriptor (shutil.rmtree), removes the node
-//! with it, rmdir the directories a bind made in the mount, and rename
-//! moves the node along.
+//! with it, rmdir the directories a bind made in the mount, rename
+//! moves the node along, and link makes a second name for the node.
 
 use std::ffi::{CStr, CString};
 
@@ -216,6 +216,48 @@ pub fn rename(
     }
     set_errno(saved);
     r
+}
+
+/// link (linkat) of a routed socket path, `call` being the C library's
+/// call: on Linux the new name is the same socket file, so connect through
+/// it reaches the socket and unlink of the old name leaves it bound
+/// (supervisord binds NAME.PID, links NAME to it and unlinks NAME.PID).
+/// Here the node gets a second name in the mount (a hard link there) and
+/// the new path a link to that name, as a routed bind leaves. A new path
+/// outside the routes gets what the C library makes (a copy of the link).
+pub fn link(
+    olddir: c_int,
+    old: *const c_char,
+    newdir: c_int,
+    new: *const c_char,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let saved = errno();
+    let plan = routed_mount().and_then(|m| {
+        let (_, src_node) = own_link(m, olddir, old)?;
+        let (dst_abs, dst_node) = node_of(m, newdir, new)?;
+        Some((m, src_node, dst_abs, dst_node))
+    });
+    set_errno(saved);
+    let Some((m, src_node, dst_abs, dst_node)) = plan else {
+        return call();
+    };
+    // The new path first: its errors (EEXIST, ENOENT, EACCES) are link's.
+    // SAFETY: NUL-terminated paths.
+    if unsafe { libc::symlinkat(dst_node.as_ptr(), newdir, new) } != 0 {
+        return -1;
+    }
+    m.mirror_route_dirs(&dst_abs[1..]);
+    // SAFETY: NUL-terminated paths.
+    if unsafe { libc::link(src_node.as_ptr(), dst_node.as_ptr()) } != 0 {
+        let e = errno();
+        // SAFETY: the link made just above.
+        unsafe { real::unlinkat(newdir, new, 0) };
+        set_errno(e);
+        return -1;
+    }
+    set_errno(saved);
+    0
 }
 
 fn is_link_to(dirfd: c_int, path: *const c_char, node: &CStr) -> bool {

@@ -140,7 +140,15 @@ pub enum Op {
     /// errno `arg`, as recvmmsg leaves one that came after datagrams: a
     /// number Linux names (1..=133), else EINVAL.
     SetError = 37,
+    /// SO_PEERGROUPS, from group `arg` on. Out: v[0] the number of groups
+    /// (ENODATA: no peer credential), v[1..] up to `GROUPS_PER_CTL` of them.
+    PeerGroups = 38,
+    /// O_ASYNC (`arg` 0 or 1), which F_GETFL reads back from `OobOpts`.
+    SetAsync = 39,
 }
+
+/// The groups one `Op::PeerGroups` reply carries.
+pub const GROUPS_PER_CTL: usize = NV - 1;
 
 impl TryFrom<u32> for Op {
     /// The unknown number.
@@ -148,7 +156,7 @@ impl TryFrom<u32> for Op {
 
     fn try_from(n: u32) -> Result<Op, u32> {
         use Op::*;
-        const ALL: [Op; 26] = [
+        const ALL: [Op; 28] = [
             Bind,
             Listen,
             Connect,
@@ -175,6 +183,8 @@ impl TryFrom<u32> for Op {
             KeepAccepted,
             PeerPidfd,
             SetError,
+            PeerGroups,
+            SetAsync,
         ];
         ALL.into_iter().find(|&op| op as u32 == n).ok_or(n)
     }
@@ -415,8 +425,8 @@ values! {
     Accepted { id: u64 }
     /// `Op::AtMark`: SIOCATMARK.
     AtMark { at: bool }
-    /// `Op::OobOpts`: SO_OOBINLINE, SO_PEEK_OFF and the SIGURG owner.
-    OobOpts { inline: bool, peek_off: i32, owner: i32 }
+    /// `Op::OobOpts`: SO_OOBINLINE, SO_PEEK_OFF, the SIGURG owner and O_ASYNC.
+    OobOpts { inline: bool, peek_off: i32, owner: i32, fasync: bool }
 }
 
 #[repr(C)]
@@ -728,9 +738,10 @@ mod tests {
             inline: true,
             peek_off: -1,
             owner: -77,
+            fasync: true,
         };
         let c = Ctl::new(Op::OobOpts, 0).with(o);
-        assert_eq!((c.v[0], c.v[1], c.v[2]), (1, -1, -77));
+        assert_eq!((c.v[0], c.v[1], c.v[2], c.v[3]), (1, -1, -77, 1));
         assert_eq!(c.values::<OobOpts>(), o);
         let s = Sockopt { a: 1, b: -1 };
         assert_eq!(Ctl::new(Op::GetSockopt, 0).with(s).values::<Sockopt>(), s);

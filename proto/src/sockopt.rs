@@ -96,6 +96,7 @@ pub fn get(fd: i32, name: i32) -> Res<Vec<u8>> {
         libc::SO_SNDBUF => int(info(fd)?.sndbuf),
         libc::SO_RCVBUF => int(info(fd)?.rcvbuf),
         libc::SO_ERROR => int(ctl(fd, Op::TakeError, 0)?.values::<TakenError>().errno as i64),
+        libc::SO_PEERGROUPS => peer_groups(fd)?,
         libc::SO_PEERCRED => {
             let c = info(fd)?.peer.unwrap_or(Info::NO_PEER);
             words(c.to_words(), |w| w.to_ne_bytes().to_vec())
@@ -116,6 +117,67 @@ pub fn get(fd: i32, name: i32) -> Res<Vec<u8>> {
         _ => return Err(libc::ENOPROTOOPT),
     })
 }
+
+/// SO_PEERGROUPS: the peer's groups as gid_t values, asked for in chunks.
+fn peer_groups(fd: i32) -> Res<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let from = out.len() / 4;
+        let c = ctl(fd, Op::PeerGroups, from as i32)?;
+        let total = (c.v[0].max(0) as usize).min(NGROUPS_MAX);
+        let here = (total.saturating_sub(from)).min(ioctl::GROUPS_PER_CTL);
+        for &g in &c.v[1..1 + here] {
+            out.extend_from_slice(&(g as u32).to_ne_bytes());
+        }
+        if here == 0 || out.len() / 4 >= total {
+            return Ok(out);
+        }
+    }
+}
+
+/// NGROUPS_MAX: no process has more supplementary groups.
+const NGROUPS_MAX: usize = 65536;
+
+/// How getsockopt hands option `name`'s value of `len` bytes to a caller
+/// with room for `room`: most values are cut to the room; SO_PEERGROUPS
+/// that does not fit is ERANGE with the length it needs written back
+/// (sk_getsockopt). Ok: the bytes to copy; Err: the length to report.
+pub fn fit(name: i32, room: u32, len: usize) -> Result<usize, u32> {
+    if name == libc::SO_PEERGROUPS && (room as usize) < len {
+        return Err(len as u32);
+    }
+    Ok((room as usize).min(len))
+}
+
+/// Whether a getsockopt (`set` false) or setsockopt refusal of `name`
+/// (ENOPROTOOPT) is worth a log line: udsfs lacks an option Linux has for
+/// AF_UNIX. Not when Linux refuses it too: SO_PEERSEC without a security
+/// module (dbus-daemon asks for it on every connection), getsockopt of the
+/// write-only FORCE options, setsockopt of the read-only ones.
+pub fn refusal_worth_saying(name: i32, set: bool) -> bool {
+    if set {
+        !READ_ONLY.contains(&name)
+    } else {
+        readable(name) && name != libc::SO_PEERSEC
+    }
+}
+
+/// The options sk_setsockopt refuses (ENOPROTOOPT): they are only read.
+const READ_ONLY: [i32; 13] = [
+    libc::SO_TYPE,
+    libc::SO_ERROR,
+    libc::SO_PEERCRED,
+    libc::SO_ACCEPTCONN,
+    libc::SO_PEERSEC,
+    libc::SO_PEERGROUPS,
+    libc::SO_PROTOCOL,
+    libc::SO_DOMAIN,
+    libc::SO_PEERNAME,
+    57, // SO_COOKIE
+    55, // SO_MEMINFO
+    56, // SO_INCOMING_NAPI_ID
+    SO_PEERPIDFD,
+];
 
 /// Whether getsockopt of `name` is one Linux has for AF_UNIX, whatever
 /// udsfs answers (the write-only FORCE options are not): for logging.

@@ -11,6 +11,9 @@ use super::socket::{Conn, PeerCred, RCV_SHUTDOWN, SEND_SHUTDOWN, SockType, Socke
 use super::tap::Event;
 use super::{Addr, Caller, Engine, Result, Waiter, Wakeups};
 
+/// The connecting process's SO_PEERCRED, its pin and its groups.
+type ClientCred = (super::Ucred, Option<super::pins::Pin>, Arc<[u32]>);
+
 impl Engine {
     pub fn listen(&self, s: &Arc<Socket>, backlog: i64, caller: &Caller) -> Result<()> {
         if s.ty == SockType::Dgram {
@@ -30,7 +33,11 @@ impl Engine {
                 return Err(Errno::EINVAL);
             }
             // Listening again takes the caller's credentials again.
-            let cred = PeerCred { cred, pin };
+            let cred = PeerCred {
+                cred,
+                pin,
+                groups: caller.peer_groups(),
+            };
             match &mut st.conn {
                 Conn::Connected { .. } | Conn::Closed => return Err(Errno::EINVAL),
                 Conn::Listening {
@@ -106,7 +113,8 @@ impl Engine {
         embryo.refs.store(1, Ordering::Release);
         let client_cred = caller.peer_creds();
         let client_pin = self.pin_peer(client_cred);
-        let res = self.stream_connect(s, &other, &embryo, (client_cred, client_pin), w);
+        let client = (client_cred, client_pin, caller.peer_groups());
+        let res = self.stream_connect(s, &other, &embryo, client, w);
         match res {
             Ok(()) => self.tap_connected(s, &other, Some(&embryo), caller),
             Err(_) => self.put(&embryo),
@@ -119,7 +127,7 @@ impl Engine {
         s: &Arc<Socket>,
         other: &Arc<Socket>,
         embryo: &Arc<Socket>,
-        (client_cred, client_pin): (super::Ucred, Option<super::pins::Pin>),
+        (client_cred, client_pin, client_groups): ClientCred,
         w: Option<&Waiter>,
     ) -> Result<()> {
         // unix_stream_connect checks the target first (refused, full), then
@@ -147,6 +155,7 @@ impl Engine {
                     cred: Some(PeerCred {
                         cred: client_cred,
                         pin: client_pin,
+                        groups: client_groups,
                     }),
                     peer_gone: false,
                     listener: Some(other.id),

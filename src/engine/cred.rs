@@ -417,6 +417,11 @@ impl Caller {
         self.status_creds(EFFECTIVE)
     }
 
+    /// SO_PEERGROUPS: the supplementary groups, when SO_PEERCRED is taken.
+    pub fn peer_groups(&self) -> std::sync::Arc<[u32]> {
+        self.status().groups.as_slice().into()
+    }
+
     /// The thread group with one of its id pairs (`REAL`, `EFFECTIVE`).
     fn status_creds(&self, which: usize) -> Ucred {
         let st = self.status();

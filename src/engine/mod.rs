@@ -331,6 +331,7 @@ impl Engine {
             let cred = socket::PeerCred {
                 cred,
                 pin: pin.clone(),
+                groups: caller.peer_groups(),
             };
             st.conn = socket::Conn::connected(peer.clone(), Some(cred));
         }
@@ -346,6 +347,13 @@ impl Engine {
 
     /// SO_PEERPIDFD: the pinned peer as a pidfd tag to claim over the fd
     /// channel for the caller (ENODATA without a peer, as Linux).
+    /// SO_PEERGROUPS: the peer's supplementary groups when SO_PEERCRED was
+    /// taken; ENODATA without a peer credential, as Linux.
+    pub fn peer_groups(&self, s: &Arc<Socket>) -> Result<Arc<[u32]>> {
+        let groups = s.lock().conn.cred().map(|c| c.groups.clone());
+        groups.ok_or(Errno::ENODATA)
+    }
+
     pub fn peer_pidfd(&self, s: &Arc<Socket>, caller: &Caller) -> Result<u64> {
         let pin = s.lock().conn.cred().and_then(|c| c.pin.clone());
         let pin = pin.ok_or(Errno::ENODATA)?;

@@ -40,13 +40,20 @@ impl Engine {
         });
     }
 
-    /// SO_OOBINLINE, SO_PEEK_OFF and the owner, for getsockopt and status.
-    pub fn oob_options(&self, s: &Arc<Socket>) -> (bool, i32, i32) {
+    /// O_ASYNC on or off (F_SETFL, FIOASYNC).
+    pub fn set_fasync(&self, s: &Arc<Socket>, on: bool) {
+        s.lock().fasync = on;
+    }
+
+    /// SO_OOBINLINE, SO_PEEK_OFF, the owner and O_ASYNC, for getsockopt,
+    /// F_GETFL and status.
+    pub fn oob_options(&self, s: &Arc<Socket>) -> (bool, i32, i32, bool) {
         let st = s.lock();
         (
             st.oob_inline,
             st.queue.peek_off,
             st.urg_owner.map_or(0, |o| o.target),
+            st.fasync,
         )
     }
 

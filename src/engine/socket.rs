@@ -95,6 +95,8 @@ impl SockState {
 pub struct PeerCred {
     pub cred: Ucred,
     pub pin: Option<super::pins::Pin>,
+    /// The process's supplementary groups then (SO_PEERGROUPS).
+    pub groups: std::sync::Arc<[u32]>,
 }
 
 /// What the socket is connected to, with what each state owns: a state
@@ -203,6 +205,10 @@ pub struct SockState {
     pub oob_inline: bool,
     /// Who gets SIGURG when an OOB byte arrives (F_SETOWN, FIOSETOWN).
     pub urg_owner: Option<super::urg::UrgOwner>,
+    /// O_ASYNC as the program set it (F_SETFL, FIOASYNC): the kernel keeps
+    /// it only on files with `fasync`, which FUSE files lack, so F_GETFL
+    /// reads it here. SIGIO is not sent (README "Differences from Linux").
+    pub fasync: bool,
 }
 
 /// A socket's receive queue: the messages (or stream chunks), the bytes
@@ -385,6 +391,7 @@ impl Socket {
                 received: Vec::new(),
                 oob_inline: false,
                 urg_owner: None,
+                fasync: false,
             }),
             bind_lock: Mutex::new(()),
             refs: AtomicUsize::new(0),

@@ -909,3 +909,39 @@ fn a_stream_read_stops_before_a_chunk_its_buffers_cannot_take_whole() {
     e.put(&a);
     e.put(&b);
 }
+
+/// SO_PEERGROUPS: the groups each side had when SO_PEERCRED was taken
+/// (listen, connect, socketpair), kept after they change; ENODATA without.
+#[test]
+fn peer_groups_are_taken_with_the_peer_credentials() {
+    let (e, c) = (engine(), root());
+    let with_groups = |tid: u32, groups: Vec<u32>| {
+        Caller::with_status(
+            tid,
+            ProcStatus {
+                tgid: tid as i32,
+                uids: [0; 4],
+                gids: [0; 4],
+                umask: 0o022,
+                groups,
+                cap_eff: !0,
+            },
+        )
+    };
+    let server = with_groups(2, vec![10, 11]);
+    let client = with_groups(3, vec![4, 24, 27]);
+    let l = e.socket(SockType::Stream, &server);
+    assert_eq!(e.peer_groups(&l).unwrap_err(), Errno::ENODATA);
+    e.bind(&l, &abs("groups"), &server).unwrap();
+    e.listen(&l, 1, &server).unwrap();
+    assert_eq!(&*e.peer_groups(&l).unwrap(), &[10, 11]);
+    let s = e.socket(SockType::Stream, &client);
+    e.connect(&s, &abs("groups"), &client, None).unwrap();
+    let a = e.accept(&l, None).unwrap();
+    assert_eq!(&*e.peer_groups(&a).unwrap(), &[4, 24, 27]);
+    assert_eq!(&*e.peer_groups(&s).unwrap(), &[10, 11]);
+    let (p, _q) = e.socketpair(SockType::Dgram, &client);
+    assert_eq!(&*e.peer_groups(&p).unwrap(), &[4, 24, 27]);
+    let (p, _q) = e.socketpair(SockType::Stream, &c);
+    assert!(e.peer_groups(&p).unwrap().is_empty());
+}

@@ -212,6 +212,10 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
             Ok(())
         }
         Op::SetError => eng.set_error(s, ctl.arg),
+        Op::SetAsync => {
+            eng.set_fasync(s, ctl.arg != 0);
+            Ok(())
+        }
         Op::SetOwner => {
             eng.set_urg_owner(s, ctl.arg, c);
             Ok(())
@@ -220,6 +224,14 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
             let t: Timeo = ctl.values();
             s.timeouts.set(timeo_direction(ctl.arg)?, t.sec, t.usec)
         }
+        Op::PeerGroups => eng.peer_groups(s).map(|g| {
+            let from = (ctl.arg.max(0) as usize).min(g.len());
+            ctl.v = [0; NV];
+            ctl.v[0] = g.len() as i64;
+            for (v, &gid) in ctl.v[1..].iter_mut().zip(&g[from..]) {
+                *v = i64::from(gid);
+            }
+        }),
         Op::PeerPidfd => eng
             .peer_pidfd(s, c)
             .map(|tag| PeerPidfd { tag }.encode(&mut ctl.v)),
@@ -245,12 +257,13 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
             .at_oob_mark(s)
             .map(|at| AtMark { at }.encode(&mut ctl.v)),
         Op::OobOpts => {
-            let (inline, peek_off, owner) = eng.oob_options(s);
+            let (inline, peek_off, owner, fasync) = eng.oob_options(s);
             let owner = crate::engine::pidns::to_viewer(owner, c.tid);
             OobOpts {
                 inline,
                 peek_off,
                 owner,
+                fasync,
             }
             .encode(&mut ctl.v);
             Ok(())

@@ -33,7 +33,13 @@ pub fn get(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
     if (room as i32) < 0 {
         return Err(libc::EINVAL);
     }
-    let n = (room as usize).min(val.len());
+    let n = match sockopt::fit(name, room, val.len()) {
+        Ok(n) => n,
+        Err(need) => {
+            mem::write_u32(tid, a[4], need)?;
+            return Err(libc::ERANGE);
+        }
+    };
     mem::write(tid, a[3], &val[..n])?;
     mem::write_u32(tid, a[4], n as u32)
 }

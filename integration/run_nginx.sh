@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# run_nginx.sh: nginx (Debian's nginx-light) with a master and two workers, listening on
+# a unix socket and proxying /app/ to a unix upstream (a Python HTTP server), run twice:
+# on kernel sockets, then every program (nginx, the upstream, curl) through
+# `udsfs run --mount $MNT`. The same requests (a static file, proxied GETs, a proxied
+# 300 KB POST) must give the same answers both times, and through udsfs the listening and
+# upstream sockets must be udsfs sockets. On d20381b no worker started through udsfs
+# (FIOASYNC on the master's socketpair: ENOTTY) and a proxied request hung (the upstream
+# socket was added to epoll before connect(), whose conversion dropped the registration).
+source "$(dirname "$0")/lib.sh"
+source "$LIB_DIR/lib_run.bash"
+
+need_cmd nginx nginx-light
+need_cmd curl curl
+
+cat >"$TMP/upstream.py" <<'EOF2'
+import http.server, socketserver, sys
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def address_string(self):
+        return "unix"
+
+    def log_message(self, *a):
+        pass
+
+    def reply(self, body):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self.reply(("upstream saw %s\n" % self.path).encode())
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.reply(b"%d bytes, sum %d\n" % (len(body), sum(body)))
+
+class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+Server(sys.argv[1], Handler).serve_forever()
+EOF2
+
+head -c 300000 /dev/urandom >"$TMP/post.bin"
+
+# one_run MODE DIR: nginx and its upstream with sockets in DIR, on MODE's sockets; the
+# answers go to $TMP/MODE.out.
+one_run() {
+    local mode=$1 dir=$2 d=$TMP/ngx-$1 out=$TMP/$1.out
+    UDSFS_RUN_VIA=$mode
+    mkdir -p "$d/www/static" "$dir"
+    echo "a static file" >"$d/www/static/file.txt"
+    cat >"$d/nginx.conf" <<EOF2
+daemon off;
+master_process on;
+worker_processes 2;
+user root;
+error_log $d/error.log info;
+pid $d/nginx.pid;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path $d/body;
+    proxy_temp_path $d/proxy;
+    fastcgi_temp_path $d/fcgi;
+    uwsgi_temp_path $d/uwsgi;
+    scgi_temp_path $d/scgi;
+    upstream app { server unix:$dir/upstream.sock; }
+    server {
+        listen unix:$dir/nginx.sock;
+        location /static/ { root $d/www; }
+        location /app/ { proxy_pass http://app; proxy_read_timeout 10s; }
+    }
+}
+EOF2
+    run_cmd -- python3 "$TMP/upstream.py" "$dir/upstream.sock"
+    start_bg UPSTREAM "${RUN_CMD[@]}" >"$d/upstream.out" 2>&1
+    wait_listening "$dir/upstream.sock"
+    run_cmd -- nginx -c "$d/nginx.conf" -p "$d"
+    start_bg NGINX "${RUN_CMD[@]}" >"$d/nginx.out" 2>&1
+    wait_listening "$dir/nginx.sock"
+    expect_socket_home "$dir/upstream.sock"
+    expect_socket_home "$dir/nginx.sock"
+    # The master forks its workers; both must be up before the requests.
+    local i workers=0
+    for i in $(seq 1 500); do
+        workers=$(pgrep -f 'nginx: worker process' -P "$(pgrep -f "nginx: master process nginx -c $d/" | head -1)" | wc -l) || true
+        [ "$workers" -ge 2 ] && break
+        sleep 0.02
+    done
+    say "$mode: $workers nginx workers running"
+    echo "workers: $workers" >"$out"
+    local c=(curl --silent --show-error --max-time 8 --unix-socket "$dir/nginx.sock")
+    {
+        via -- "${c[@]}" http://localhost/static/file.txt || echo "static: curl failed $?"
+        via -- "${c[@]}" http://localhost/app/one || echo "app/one: curl failed $?"
+        via -- "${c[@]}" http://localhost/app/two http://localhost/app/three || echo "app/two+three: curl failed $?"
+        via -- "${c[@]}" --data-binary @"$TMP/post.bin" http://localhost/app/post || echo "app/post: curl failed $?"
+        via -- "${c[@]}" -o /dev/null -w '%{http_code}\n' http://localhost/static/missing || echo "missing: curl failed $?"
+    } >>"$out" 2>&1
+    say "$mode answers:"
+    sed 's/^/    /' "$out"
+    kill -QUIT "$NGINX" 2>/dev/null || true
+    kill -- -"$NGINX" 2>/dev/null || true
+    kill -- -"$UPSTREAM" 2>/dev/null || true
+    wait "$NGINX" "$UPSTREAM" 2>/dev/null || true
+    ! grep -h 'udsfs-preload' "$d"/*.out "$d/error.log" >&2 || fail "the library complained (above)"
+}
+
+one_run kernel "$TMP/k"
+one_run udsfs "$MNT/ngx"
+grep -qx 'workers: 2' "$TMP/kernel.out" || fail "nginx's workers did not start on kernel sockets"
+grep -q 'a static file' "$TMP/kernel.out" || fail "the kernel run did not serve the static file"
+if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
+    cat "$TMP/diff" >&2
+    say "nginx error log through udsfs:"
+    tail -n 20 "$TMP/ngx-udsfs/error.log" >&2
+    fail "nginx through udsfs run answered differently from the kernel (< kernel, > udsfs)"
+fi
+ok "nginx (master and 2 workers) through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"
