@@ -155,6 +155,7 @@ scripts!(
     adversarial_more,
     adversarial_run,
     api_diffs,
+    behaviours,
     blocked_reader,
     bounds,
     bufs,
