@@ -106,6 +106,11 @@ pub struct RecvFlags<'a> {
     /// With `deliver_to`: the sender's pidfd is not handed over, only its
     /// pid (the `msg` file's records carry `pidfd=` as a number).
     pub pid_only: bool,
+    /// Called with the length of the dgram or seqpacket message about to
+    /// leave the queue (at most `len`): false leaves it queued and the
+    /// receive fails with ENOMEM. The `msg` file charges a record to its
+    /// reader so before it takes it (a record may be 4 MiB).
+    pub reserve: Option<&'a dyn Fn(usize) -> bool>,
 }
 
 impl RecvFlags<'_> {

@@ -203,7 +203,7 @@ def socket_kind():
 
 where()
 for part in (zero_length_address, fchmod_fchown, regular_file_under_route, bind_other_family,
-             socket_kind):
+             big_record, socket_kind):
     try:
         part()
     except OSError as e:
