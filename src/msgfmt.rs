@@ -184,7 +184,7 @@ pub struct Batch {
 
 /// Most bytes one read or write moves on Linux (MAX_RW_COUNT: INT_MAX
 /// rounded down to a page): the longest record.
-const MAX_RW_COUNT: usize = 0x7fff_f000;
+pub const MAX_RW_COUNT: usize = 0x7fff_f000;
 
 /// How sending a batch ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
