@@ -195,10 +195,18 @@ def socket_kind():
         buf = ctypes.create_string_buffer(256)
         r = libc.syscall(SYS_STATX, a.fileno(), b"", AT_EMPTY_PATH, 0xfff, buf)
         mode = struct.unpack_from("H", buf.raw, 28)[0]
+        # A socket received over a socket, as an event library sees it.
+        x, y = socket.socketpair()
+        socket.send_fds(x, [b"s"], [a.fileno()])
+        _, fds, _, _ = socket.recv_fds(y, 1, 1)
+        passed = os.fstat(fds[0])
         say(f"{name} fstat:", stat.S_ISSOCK(st.st_mode), stat.S_IMODE(st.st_mode) == 0o777,
-            "statx:", r, stat.S_ISSOCK(mode), stat.S_IMODE(mode) == 0o777)
-        a.close()
-        b.close()
+            "statx:", r, stat.S_ISSOCK(mode), stat.S_IMODE(mode) == 0o777,
+            "passed:", stat.S_ISSOCK(passed.st_mode))
+        for fd in fds:
+            os.close(fd)
+        for s in (a, b, x, y):
+            s.close()
 
 
 where()
