@@ -22,8 +22,10 @@
 #     tree holds 1000 nodes, then mkdir, bind, ln -s and mknod (a socket node) fail with ENOSPC and work
 #     again after rm; a datagram over sndbuf - 32 = 65504 -> EMSGSIZE; the queue takes
 #     3 + 1 messages;
-#  8. (a third mount: --sndbuf 4194304) a datagram is capped at 1 MiB - 4 KiB whatever
-#     the send buffer: 1044480 bytes go through, 1044481 -> EMSGSIZE.
+#  8. (a third mount: --sndbuf 4194304) one write of a data file is one datagram of at
+#     most 1 MiB - 4 KiB (one FUSE request): 1044480 bytes go through, 1044481 ->
+#     EMSGSIZE; a `msg` record takes sndbuf - 32 = 4194272 bytes, 4194273 -> EMSGSIZE,
+#     as Linux.
 # Every bound and what happened is printed as a "bound:" line.
 # shellcheck disable=SC2034 # read by lib.sh
 UDSFS_MOUNT_ARGS=(--allow-other)
@@ -522,7 +524,7 @@ bound(f"--max-dgram-qlen 3: {n} messages queued, then EAGAIN")
 check(n == 4, "the queue takes max_dgram_qlen + 1 = 4")
 ' || fail "--sndbuf / --max-dgram-qlen"
 
-# ---- 8. a mount with --sndbuf 4194304: datagrams still stop at 1 MiB - 4 KiB
+# ---- 8. a mount with --sndbuf 4194304: a data file write stops at 1 MiB - 4 KiB, a record at sndbuf - 32
 say "== 8. --sndbuf 4194304"
 udsfs_unmount
 udsfs_mount --sndbuf 4194304
@@ -533,6 +535,20 @@ r = os.open(f"{U}/sock/{M}/data", os.O_RDONLY | os.O_NONBLOCK)
 big = bytes((i * 7) % 253 for i in range(1044481))
 e1, e2 = err(os.write, d, big), err(os.write, d, big[:-1])
 bound(f"--sndbuf 4194304: a 1044481-byte datagram -> {e1}; 1044480 bytes (1 MiB - 4 KiB) -> {e2}")
-check(e1 == "EMSGSIZE" and e2 == "OK", "a datagram is capped at 1 MiB - 4 KiB whatever the send buffer")
+check(e1 == "EMSGSIZE" and e2 == "OK", "a data file write is capped at 1 MiB - 4 KiB whatever the send buffer")
 check(os.read(r, 2 << 20) == big[:-1], "the 1044480-byte datagram arrived whole")
-' || fail "1 MiB - 4 KiB cap"
+w = os.open(f"{U}/sock/{N}/msg", os.O_WRONLY | os.O_NONBLOCK)
+rm = os.open(f"{U}/sock/{M}/msg", os.O_RDONLY | os.O_NONBLOCK)
+huge = bytes((i * 7) % 253 for i in range(4194273))
+e3 = err(os.write, w, b"len=4194273\n" + huge)
+e4 = err(os.write, w, b"len=4194272\n" + huge[:-1])
+bound(f"--sndbuf 4194304: a msg record of 4194273 bytes -> {e3}; 4194272 bytes (sndbuf - 32) -> {e4}")
+check(e3 == "EMSGSIZE" and e4 == "OK", "a msg record is capped at sndbuf - 32, as a datagram on Linux")
+rec = b""
+while True:
+    d = os.read(rm, 8 << 20)
+    rec += d
+    if len(d) < (8 << 20):
+        break
+check(rec == b"len=4194272\n" + huge[:-1], "the 4194272-byte record arrived whole")
+' || fail "datagram caps"

@@ -176,7 +176,15 @@ pub struct Batch {
     pub segments: Vec<Segment>,
     /// Where the last whole segment ends; what follows is an unfinished record.
     pub whole: usize,
+    /// The payload length of that unfinished record, once its header is
+    /// here: a datagram too large for its socket is refused at its first
+    /// piece, before the rest is written.
+    pub unfinished: Option<usize>,
 }
+
+/// Most bytes one read or write moves on Linux (MAX_RW_COUNT: INT_MAX
+/// rounded down to a page): the longest record.
+pub const MAX_RW_COUNT: usize = 0x7fff_f000;
 
 /// How sending a batch ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,6 +217,7 @@ impl Assembler {
         input.extend_from_slice(data);
         let mut segments = Vec::new();
         let mut end = 0;
+        let mut unfinished = None;
         if let Some(c) = self.continued.take() {
             let n = c.owed.min(input.len());
             segments.push(Segment {
@@ -229,10 +238,14 @@ impl Assembler {
                 break;
             };
             let header = parse_header(&rest[..nl])?;
-            if header.len > crate::engine::MAX_MSG {
+            // A datagram too large for its socket is refused by the engine
+            // (EMSGSIZE, ENOBUFS) at its first piece (`Engine::record_fits`);
+            // a stream takes any, up to what one Linux call transfers.
+            if header.len > MAX_RW_COUNT {
                 return Err(Errno::EMSGSIZE);
             }
             if rest.len() < nl + 1 + header.len {
+                unfinished = Some(header.len);
                 break;
             }
             let start = end + nl + 1;
@@ -251,7 +264,15 @@ impl Assembler {
             prior,
             segments,
             whole: end,
+            unfinished,
         })
+    }
+
+    /// Drops what is kept: a record refused before its payload is all here
+    /// (the next bytes written begin a new record).
+    pub fn discard(&mut self) {
+        self.pending.clear();
+        self.continued = None;
     }
 
     /// Records how far sending `b` got (`done`, an offset into its input:

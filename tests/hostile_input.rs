@@ -27,7 +27,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use udsfs::ctl::{self, Command};
 use udsfs::engine::socket::{RCV_SHUTDOWN, SEND_SHUTDOWN, SHUTDOWN_MASK};
 use udsfs::engine::timeo::Direction;
-use udsfs::engine::{Addr, Buf, MAX_MSG, Ucred};
+use udsfs::engine::{Addr, Buf, Ucred};
 use udsfs::msgfmt::{self, Assembler, MAX_HEADER, SCM_MAX_FD, SendHeader};
 
 const DEFAULT_CASES: u32 = 1000;
@@ -498,7 +498,7 @@ fn expect_stream(stream: &[u8]) -> Expected {
         };
         let shows = at + nl + 1;
         let len = match msgfmt::parse_header(&rest[..nl]) {
-            Ok(h) if h.len > MAX_MSG => Err(Errno::EMSGSIZE),
+            Ok(h) if h.len > msgfmt::MAX_RW_COUNT => Err(Errno::EMSGSIZE),
             Ok(h) => Ok(h.len),
             Err(e) => Err(e),
         };
@@ -851,7 +851,7 @@ enum Bad {
     Header(Vec<u8>),
     /// No newline within MAX_HEADER bytes (n bytes, then a newline).
     Endless(usize),
-    /// len= past MAX_MSG.
+    /// len= past the longest record (MAX_RW_COUNT).
     TooBig(usize),
 }
 
@@ -884,7 +884,7 @@ fn bad() -> impl Strategy<Value = Bad> {
         ])
         .prop_map(|h| Bad::Header(h.to_vec())),
         (MAX_HEADER..MAX_HEADER + 2000).prop_map(Bad::Endless),
-        (MAX_MSG + 1..MAX_MSG + 100_000).prop_map(Bad::TooBig),
+        (msgfmt::MAX_RW_COUNT + 1..msgfmt::MAX_RW_COUNT + 100_000).prop_map(Bad::TooBig),
         Just(Bad::TooBig(usize::MAX)),
     ]
 }
@@ -1161,13 +1161,13 @@ fn malformed_forms() {
             Ok(vec![]),
         ),
         (
-            "len=MAX_MSG+1",
-            vec![format!("len={}\n", MAX_MSG + 1).into_bytes()],
+            "len=MAX_RW_COUNT+1",
+            vec![format!("len={}\n", msgfmt::MAX_RW_COUNT + 1).into_bytes()],
             Err(Errno::EMSGSIZE),
         ),
         (
-            "len=MAX_MSG, payload to come",
-            vec![format!("len={MAX_MSG}\n").into_bytes()],
+            "len=MAX_RW_COUNT, payload to come",
+            vec![format!("len={}\n", msgfmt::MAX_RW_COUNT).into_bytes()],
             Ok(vec![]),
         ),
         (

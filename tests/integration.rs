@@ -158,6 +158,7 @@ scripts!(
     adversarial_run,
     adversarial_userns,
     api_diffs,
+    behaviours,
     blocked_reader,
     bounds,
     bufs,

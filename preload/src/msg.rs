@@ -12,6 +12,7 @@
 
 use libc::{c_int, msghdr};
 use udsfs_proto::ioctl::*;
+use udsfs_proto::record::MAX_IO;
 
 use crate::control::put_control;
 use crate::errno::{errno, Res};
@@ -51,6 +52,12 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
         };
         // SAFETY: writes the caller's bytes; the daemon raises SIGPIPE.
         let n = unsafe { libc::write(fd, p.cast(), n) };
+        // A datagram past one FUSE request cannot be one write of the data
+        // file (EMSGSIZE, nothing queued): it goes as a `msg` record.
+        if n < 0 && errno() == libc::EMSGSIZE && len > MSG_ROOM {
+            let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(fd);
+            return record::send(m, fd, &data.gathered()?, &meta, nonblock);
+        }
         return if n < 0 { Err(errno()) } else { Ok(n as usize) };
     }
     let oob = flags & libc::MSG_OOB != 0;
@@ -199,7 +206,10 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
         && msg.msg_name.is_null()
         && (msg.msg_control.is_null() || msg.msg_controllen == 0)
         && flags & !(libc::MSG_CMSG_CLOEXEC | libc::MSG_NOSIGNAL) == 0
-        && want > 0;
+        && want > 0
+        // A read past one FUSE request takes a datagram's first MAX_IO
+        // bytes only (src/fuse/files.rs): a larger one comes as a record.
+        && (want <= MAX_IO || ioctl::is_stream(fd));
     // Linux reports MSG_CMSG_CLOEXEC back in msg_flags (____sys_recvmsg).
     let echoed = flags & libc::MSG_CMSG_CLOEXEC;
     if plain {

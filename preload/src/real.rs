@@ -96,6 +96,7 @@ real! {
     renameat(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char) -> c_int;
     renameat2(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char, flags: c_uint) -> c_int;
     statx(dirfd: c_int, path: *const libc::c_char, flags: c_int, mask: c_uint, st: *mut libc::statx) -> c_int;
+    syscall(nr: libc::c_long, a: libc::c_long, b: libc::c_long, c: libc::c_long, d: libc::c_long, e: libc::c_long, f: libc::c_long) -> libc::c_long;
     unlink(path: *const libc::c_char) -> c_int;
     unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int;
     write(fd: c_int, b: *const c_void, n: size_t) -> ssize_t;

@@ -4,7 +4,7 @@
 
 use libc::c_int;
 use udsfs_proto::addr::Addr;
-use udsfs_proto::record::{RecvHeader, SendHeader};
+use udsfs_proto::record::{self, RecvHeader, SendHeader};
 use udsfs_proto::Cred;
 
 use crate::errno::{errno, Res};
@@ -15,15 +15,18 @@ use crate::mount::{self, Mount};
 
 enum MsgIo<'a> {
     Write(&'a [u8]),
-    Read(&'a mut [u8]),
+    /// A record read (`udsfs_proto::record::read_record`), `want` payload
+    /// bytes of it at most.
+    Read(usize, &'a mut Option<(RecvHeader, Vec<u8>)>),
 }
 
-/// One write or read of socket `id`'s `msg` file, opened for just this call.
+/// One write or record read of socket `id`'s `msg` file, opened for just
+/// this call.
 fn msg_file(m: &Mount, id: u64, nonblock: bool, io: MsgIo) -> Res<usize> {
     let path = m.sock_file(id, "msg");
     let mode = match io {
         MsgIo::Write(_) => libc::O_WRONLY,
-        MsgIo::Read(_) => libc::O_RDONLY,
+        MsgIo::Read(..) => libc::O_RDONLY,
     };
     let fl = mode | libc::O_CLOEXEC | if nonblock { libc::O_NONBLOCK } else { 0 };
     // SAFETY: path is NUL-terminated; the I/O is on the given buffer.
@@ -32,16 +35,24 @@ fn msg_file(m: &Mount, id: u64, nonblock: bool, io: MsgIo) -> Res<usize> {
         if h < 0 {
             return Err(errno());
         }
-        let n = match io {
-            MsgIo::Write(b) => libc::write(h, b.as_ptr().cast(), b.len()),
-            MsgIo::Read(b) => libc::read(h, b.as_mut_ptr().cast(), b.len()),
+        let r = match io {
+            MsgIo::Write(b) => match libc::write(h, b.as_ptr().cast(), b.len()) {
+                n if n < 0 => Err(errno()),
+                n => Ok(n as usize),
+            },
+            MsgIo::Read(want, out) => {
+                let read = |b: &mut [u8]| match libc::read(h, b.as_mut_ptr().cast(), b.len()) {
+                    n if n < 0 => Err(errno()),
+                    n => Ok(n as usize),
+                };
+                record::read_record(read, want).map(|got| {
+                    *out = Some(got);
+                    0
+                })
+            }
         };
-        let e = errno();
         libc::close(h);
-        if n < 0 {
-            return Err(e);
-        }
-        Ok(n as usize)
+        r
     }
 }
 
@@ -64,15 +75,12 @@ pub fn send(m: &Mount, fd: c_int, data: &[u8], meta: &Meta, nonblock: bool) -> R
     let mut bytes = head.clone().into_bytes();
     bytes.extend_from_slice(data);
     let n = msg_file(m, id, nonblock, MsgIo::Write(&bytes))?;
-    // The file reports the bytes of the record it queued: a datagram goes
-    // whole or not at all, so anything short of it was not sent.
-    if n < bytes.len() {
+    record::record_written(n, bytes.len()).inspect_err(|_| {
         log::say(&format!(
             "a record of {} bytes was taken {n} bytes short",
             bytes.len()
         ));
-        return Err(libc::EAGAIN);
-    }
+    })?;
     Ok(n - head.len())
 }
 
@@ -80,14 +88,14 @@ pub fn send(m: &Mount, fd: c_int, data: &[u8], meta: &Meta, nonblock: bool) -> R
 /// it at most, into `dst` at `at`.
 pub fn recv(m: &Mount, fd: c_int, want: usize, nonblock: bool, dst: Iovs, at: usize) -> Res<Got> {
     let id = mount::sock_id(fd).ok_or(libc::EBADF)?;
-    let mut buf = vec![0u8; want + 8192];
-    let n = msg_file(m, id, nonblock, MsgIo::Read(&mut buf))?;
-    buf.truncate(n);
+    let mut got = None;
     // The daemon wrote it: one it cannot have written is an I/O error.
-    let (h, payload) = RecvHeader::split(&buf).map_err(|_| {
-        log::say("a msg record that does not parse (EIO)");
-        libc::EIO
+    msg_file(m, id, nonblock, MsgIo::Read(want, &mut got)).inspect_err(|&e| {
+        if e == libc::EIO {
+            log::say("a msg record that does not parse, or a failed read of one (EIO)");
+        }
     })?;
+    let (h, payload) = got.ok_or(libc::EIO)?;
     Ok(Got {
         len: dst.write_at(at, &payload[..payload.len().min(want)])?,
         full_len: h.len,

@@ -3,7 +3,7 @@
 
 use crate::mount;
 
-const SOCK_MODE: u32 = libc::S_IFSOCK | 0o777;
+use udsfs_proto::mount::socket_stat;
 
 /// Is this a udsfs data file as a stat call describes it?
 fn is_socket_file(mode: u32, dev_is_mount: impl FnOnce(&mount::Mount) -> bool, ino: u64) -> bool {
@@ -18,9 +18,10 @@ macro_rules! fix_stat_like {
         pub fn $name(st: &mut $ty) {
             let dev = st.st_dev;
             if is_socket_file(st.st_mode, |m| m.owns_stat_dev(dev), st.st_ino) {
-                st.st_mode = SOCK_MODE;
-                st.st_size = 0;
-                st.st_blocks = 0;
+                let (mode, size, blocks) = socket_stat();
+                st.st_mode = mode;
+                st.st_size = size as _;
+                st.st_blocks = blocks as _;
             }
         }
     };
@@ -36,8 +37,9 @@ pub fn fix_statx(st: &mut libc::statx) {
         |m| m.owns_dev(major, minor),
         st.stx_ino,
     ) {
-        st.stx_mode = SOCK_MODE as u16;
-        st.stx_size = 0;
-        st.stx_blocks = 0;
+        let (mode, size, blocks) = socket_stat();
+        st.stx_mode = mode as u16;
+        st.stx_size = size;
+        st.stx_blocks = blocks;
     }
 }

@@ -6,6 +6,14 @@
 /// less the offset, which is how a client tells that answer from the daemon's.
 pub const SOCKET_FILE_SIZE: u64 = 1 << 30;
 
+/// What fstat and statx of a socket's data file report in its place, as
+/// for a kernel socket: (mode S_IFSOCK | 0777, size 0, blocks 0). The
+/// library's stat entry points and the supervisor's trapped stat calls
+/// both put these in.
+pub fn socket_stat() -> (u32, u64, u64) {
+    (libc::S_IFSOCK | 0o777, 0, 0)
+}
+
 /// Inode numbers of a socket's files (`.udsfs/sock/N/FILE`): this tag in
 /// the top byte (`INO_TAG_SHIFT`), N, and the file's code in the low four
 /// bits. The daemon numbers its whole control tree so (src/fuse/inode.rs);

@@ -11,6 +11,64 @@ use crate::{Cred, Res};
 /// Longest header line accepted on a write.
 pub const MAX_HEADER: usize = 4096;
 
+/// The largest dgram or seqpacket message, as Linux allocates one on
+/// x86_64: an skb's linear part is at most KMALLOC_MAX_SIZE (4 MiB) less
+/// skb_shared_info (320 bytes), and MAX_SKB_FRAGS (17) pages more go in
+/// fragments. Past it a send that SO_SNDBUF allows fails with ENOBUFS, as
+/// on Linux. It reaches the daemon as one `msg` record.
+pub const MAX_DGRAM: usize = 4 * 1024 * 1024 - 320 + 17 * 4096;
+
+/// The most one FUSE request carries (the mount's max_write, and its
+/// max_pages for reads): a larger read(2) or write(2) is cut into requests
+/// of this size.
+pub const MAX_IO: usize = 1 << 20;
+
+/// What a write of a whole `msg` record (`total` bytes, header included)
+/// that returned `written` means: the file reports the bytes of the record
+/// it took, and a datagram goes whole or not at all, so anything short of
+/// it was not sent (EAGAIN: the queue filled while its pieces came).
+pub fn record_written(written: usize, total: usize) -> Res<()> {
+    if written < total {
+        return Err(libc::EAGAIN);
+    }
+    Ok(())
+}
+
+/// Room for a received record's header line.
+const HEADER_ROOM: usize = 8192;
+
+/// Reads the record at the head of a `msg` file, `want` payload bytes of it
+/// at most, with `read` (one read(2) of the open file). The first read asks
+/// for at most one FUSE request, so that it never runs past the record into
+/// the next one; the rest of a longer record is asked for exactly. EIO when
+/// what was read is not a record the daemon writes. Both fronts read
+/// records so.
+pub fn read_record(
+    mut read: impl FnMut(&mut [u8]) -> Res<usize>,
+    want: usize,
+) -> Res<(RecvHeader, Vec<u8>)> {
+    let mut buf = vec![0u8; want.saturating_add(HEADER_ROOM).min(MAX_IO)];
+    let n = read(&mut buf)?;
+    buf.truncate(n);
+    let nl = buf.iter().position(|&b| b == b'\n').ok_or(libc::EIO)?;
+    let h = RecvHeader::parse(&buf[..nl]).map_err(|_| libc::EIO)?;
+    let total = nl + 1 + h.len.min(want);
+    let mut at = buf.len();
+    if at < total {
+        buf.resize(total, 0);
+        while at < total {
+            match read(&mut buf[at..total])? {
+                0 => break,
+                k => at += k,
+            }
+        }
+        buf.truncate(at);
+    }
+    let mut payload = buf.split_off(nl + 1);
+    payload.truncate(h.len.min(want));
+    Ok((h, payload))
+}
+
 /// The header of a record written. The types of its address (`A`) and
 /// credentials (`C`) are a parameter, so that the daemon reads it in its
 /// engine's terms (`SendHeader::map`).

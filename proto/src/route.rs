@@ -97,6 +97,24 @@ impl Routes {
         self.routed(&abs).then_some(abs)
     }
 
+    /// The errno of a connect or send to tree path `wire` that the daemon
+    /// answered `e`: a routed name the daemon does not know (ENOENT) where
+    /// the kernel path holds something else (a regular file, a directory) is
+    /// ECONNREFUSED, as Linux refuses a path that is no socket; ENOENT only
+    /// when nothing is there. Both fronts ask here.
+    pub fn unreached(&self, e: i32, wire: &[u8]) -> i32 {
+        use std::os::unix::ffi::OsStrExt;
+        if e != libc::ENOENT {
+            return e;
+        }
+        match self.routed_path(wire) {
+            Some(p) if std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&p)).is_ok() => {
+                libc::ECONNREFUSED
+            }
+            _ => e,
+        }
+    }
+
     /// Classifies a sockaddr the program gave (`addr`: its bytes, at most
     /// `SUN_LEN` of them, as copied), relative names against `cwd`.
     pub fn classify(&self, addr: &[u8], cwd: Option<&[u8]>) -> Route {
@@ -127,10 +145,25 @@ impl Routes {
     }
 }
 
-/// The sun_path of a path address up to its NUL (empty for abstract names
-/// and autobind): what bind reports back, as Linux does.
+/// Whether a send's address argument (`sendto`'s, a msghdr's msg_name)
+/// names an address. Linux looks at the length: a non-NULL name of length 0
+/// is no address, as a NULL one is (`__sys_sendto` copies no name then,
+/// `unix_dgram_sendmsg` looks only `if (msg->msg_namelen)`). A widely used
+/// standard library passes a zeroed sockaddr_un with msg_namelen 0 when it
+/// sends ancillary data without an address. Both fronts ask here.
+pub fn send_names(name: u64, len: u64) -> bool {
+    name != 0 && len != 0
+}
+
+/// The sun_path of a path address up to its NUL (empty for abstract names,
+/// autobind and another family than AF_UNIX, which bind refuses with
+/// EINVAL before any path is looked at): what bind reports back, as Linux
+/// does.
 pub fn given_path(addr: &[u8]) -> Vec<u8> {
-    if addr.len() <= FAM || addr[FAM] == 0 {
+    if addr.len() <= FAM
+        || addr[FAM] == 0
+        || u16::from_ne_bytes([addr[0], addr[1]]) != libc::AF_UNIX as u16
+    {
         return Vec::new();
     }
     let path = &addr[FAM..addr.len().min(SUN_LEN)];

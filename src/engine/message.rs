@@ -111,6 +111,11 @@ pub struct RecvFlags<'a> {
     /// copy whole, EFAULT when that is the first, as unix_stream_read_generic
     /// copies an skb at a time and leaves the one that fails queued.
     pub limit: Option<Limit>,
+    /// Called with the length of the dgram or seqpacket message about to
+    /// leave the queue (at most `len`): false leaves it queued and the
+    /// receive fails with ENOMEM. The `msg` file charges a record to its
+    /// reader so before it takes it (a record may be 4 MiB).
+    pub reserve: Option<&'a dyn Fn(usize) -> bool>,
 }
 
 /// See `RecvFlags::limit`.

@@ -129,7 +129,7 @@ impl UdsFs {
 
 impl Filesystem for UdsFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        let _ = config.set_max_write(1 << 20);
+        let _ = config.set_max_write(udsfs_proto::record::MAX_IO as u32);
         // Releases are background requests: past this many unanswered, the
         // kernel keeps the next one back and later calls overtake it, so a
         // close would not be done when close(2) returns (fuser asks for 16;

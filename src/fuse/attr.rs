@@ -187,6 +187,12 @@ impl Inner {
             }
             // Truncating a socket file (shell `>`) is allowed and does nothing.
             _ if ch.mode.is_none() && ch.uid.is_none() && ch.gid.is_none() => self.attr_of(node),
+            // fchmod and fchown of a socket descriptor (its data file) succeed
+            // and change nothing a path shows, as on Linux, where they change
+            // the sockfs inode and not the bound name's (an event library's
+            // pipe chmod starts with it). The kernel (default_permissions)
+            // checked the caller owns the file, or may chown, first.
+            Node::Sock(_, SockFile::Data) => self.attr_of(node),
             _ => Err(Errno::EPERM),
         }
     }

@@ -19,6 +19,7 @@ use crate::engine::{
 use crate::msgfmt::{self, Batch, Ending};
 use crate::sharded::ShardedMap;
 use std::borrow::Cow;
+use udsfs_proto::record::MAX_DGRAM;
 
 pub enum FileKind {
     /// A control handle: reading gives `text`, writing runs commands.
@@ -49,8 +50,12 @@ pub struct MsgReader {
     held: Charge,
 }
 
-/// What a record may take: its payload and a generous header.
-const MAX_RECORD: u64 = (MAX_MSG + 16 * 1024) as u64;
+/// Room kept for a received record's header.
+const RECORD_HEADER_ROOM: u64 = 16 * 1024;
+/// What a reader reserves before a record leaves its queue: the largest
+/// stream record and a generous header (a larger datagram reserves its own
+/// size, `RecvFlags::reserve`).
+const MAX_RECORD: u64 = MAX_MSG as u64 + RECORD_HEADER_ROOM;
 
 impl MsgReader {
     pub fn new(listings: Arc<Quota>) -> MsgReader {
@@ -94,6 +99,12 @@ impl MsgWriter {
         let rest = batch.as_ref().map_or(0, |b| b.input.len() - b.whole);
         let _ = self.held.set(uid, rest as u64);
         batch
+    }
+
+    /// Drops what is kept (see `Assembler::discard`).
+    fn discard(&mut self) {
+        self.asm.discard();
+        let _ = self.held.set(self.uid, 0);
     }
 
     /// Records how far sending `b` got (see `Assembler::settle`).
@@ -187,6 +198,13 @@ impl OpenFile {
             FileKind::Capture(h) => h.reader.read(size as usize, w),
             FileKind::Data => {
                 let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
+                // The kernel cuts a read(2) past one FUSE request into
+                // requests at growing offsets of a stream file (0 at each
+                // call): a datagram socket's read is one datagram, taken by
+                // the first; a later one of the same call ends it.
+                if offset > 0 && s.ty != SockType::Stream {
+                    return Ok(Vec::new());
+                }
                 // read() has no room for passed sockets: they are closed, as
                 // recvmsg without a control buffer does.
                 let none = RightsRoom {
@@ -202,6 +220,12 @@ impl OpenFile {
             FileKind::Msg(reader, _) => {
                 let s = self.sock.as_ref().ok_or(Errno::EBADF)?;
                 let mut r = reader.lock();
+                // A later request of a read(2) cut into several (offset > 0)
+                // after its record ended at a request's end: the call ends
+                // there, and never takes the next record.
+                if r.pos >= r.buf.len() && offset > 0 {
+                    return Ok(Vec::new());
+                }
                 if r.pos >= r.buf.len() {
                     // Room for the largest record before one leaves its queue.
                     if r.held.set(caller.fsuid, MAX_RECORD).is_err() {
@@ -214,13 +238,36 @@ impl OpenFile {
                     }
                     // A stream record is what is queued now, whatever the
                     // reader's buffer: bash `read` asks one byte at a time.
-                    let want = MAX_MSG;
-                    let flags = RecvFlags {
-                        deliver_to: Some(caller),
-                        pid_only: true,
-                        ..RecvFlags::new(want)
+                    // A datagram is taken whole, up to the largest one; one
+                    // larger than the reservation is charged before it
+                    // leaves its queue.
+                    let want = match s.ty {
+                        SockType::Stream => MAX_MSG,
+                        _ => MAX_DGRAM,
                     };
-                    let mut got = match eng.recvmsg(s, flags, w) {
+                    let uid = caller.fsuid;
+                    let got = {
+                        let held = std::cell::RefCell::new(&mut r.held);
+                        let reserve = |n: usize| {
+                            let need = n as u64 + RECORD_HEADER_ROOM;
+                            need <= MAX_RECORD || held.borrow_mut().set(uid, need).is_ok()
+                        };
+                        let flags = RecvFlags {
+                            deliver_to: Some(caller),
+                            pid_only: true,
+                            reserve: Some(&reserve),
+                            ..RecvFlags::new(want)
+                        };
+                        eng.recvmsg(s, flags, w)
+                    };
+                    if got.as_ref().is_err_and(|e| *e == Errno::ENOMEM) {
+                        log::info!(
+                            "socket {}: a record for uid {} cannot be kept: ENOMEM",
+                            s.id,
+                            caller.fsuid
+                        );
+                    }
+                    let mut got = match got {
                         Ok(got) => got,
                         Err(e) => {
                             let _ = r.held.set(caller.fsuid, 0);
@@ -269,9 +316,24 @@ impl OpenFile {
     ) -> Result<WriteJob<'a>, Errno> {
         match &self.kind {
             FileKind::Msg(_, asm) => {
-                let batch = asm.lock().take(data, uid).inspect_err(|e| {
+                let mut asm = asm.lock();
+                let batch = asm.take(data, uid).inspect_err(|e| {
                     log::info!("msg write refused: {}", e.desc());
                 })?;
+                // A write that only begins a record (a large one comes in
+                // pieces of one FUSE request) is refused at once when the
+                // datagram will not fit its socket, as Linux refuses the
+                // send: the writer gets the errno, not a short count.
+                if let (Some(len), Some(s), true) = (
+                    batch.unfinished,
+                    self.sock.as_ref(),
+                    batch.segments.is_empty(),
+                ) && let Err(e) = eng.record_fits(s, len)
+                {
+                    log::info!("socket {}: a msg record of {len} bytes: {}", s.id, e.desc());
+                    asm.discard();
+                    return Err(e);
+                }
                 Ok(WriteJob::Msg {
                     batch,
                     done: 0,
@@ -362,6 +424,13 @@ impl OpenFile {
             }
             FileKind::Data => {
                 if s.ty != SockType::Stream {
+                    // The kernel cuts a write(2) past one FUSE request into
+                    // several: each would be a datagram of its own. A write
+                    // is one datagram of at most MAX_MSG (larger ones go as
+                    // `msg` records, as the fronts send them).
+                    if data.len() > MAX_MSG {
+                        return Err(Errno::EMSGSIZE);
+                    }
                     return eng.sendmsg(s, SendMsg::new(data), caller, w);
                 }
                 while *done < data.len() {

@@ -94,6 +94,9 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
     };
     match nr {
         libc::SYS_socket => return Err(Reply::Continue),
+        libc::SYS_fstat | libc::SYS_newfstatat | libc::SYS_statx => {
+            return Err(super::stat::triage(&ctx.dev, tid, nr, args));
+        }
         libc::SYS_socketpair => {
             // Anything the daemon would refuse goes to the kernel, which
             // gives Linux's errno in Linux's order.
@@ -125,10 +128,10 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
     // route or abstract makes it udsfs work.
     let addr = match nr {
         libc::SYS_bind | libc::SYS_connect => read_addr(tid, args[1], args[2]),
-        libc::SYS_sendto if args[4] != 0 => read_addr(tid, args[4], args[5]),
+        libc::SYS_sendto if route::send_names(args[4], args[5]) => read_addr(tid, args[4], args[5]),
         libc::SYS_sendmsg => mem::read(tid, args[1], MSGHDR).and_then(|h| {
             let name = u64_at(&h, 0);
-            if name == 0 {
+            if !route::send_names(name, u32_at(&h, 8).into()) {
                 return Err(0);
             }
             read_addr(tid, name, u32_at(&h, 8) as u64)
@@ -443,8 +446,13 @@ fn link_routed(r: &Routes, abs: &[u8]) {
 
 /// connect: a full backlog is EAGAIN from the ioctl; a blocking caller then
 /// parks in the daemon until there is room (`Daemon::connect_wait`), on a
-/// thread of its own (on the loop the attempt ends there).
+/// thread of its own (on the loop the attempt ends there). A routed name
+/// the daemon does not know is refused as `Routes::unreached` says.
 fn connect(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
+    connect_known(c, s, wire).map_err(|e| c.ctx.routes.unreached(e, wire))
+}
+
+fn connect_known(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
     match daemon::ctl(s, Op::Connect, 0, wire, &[]) {
         Err(libc::EAGAIN) if !nonblocking(s) => {
             if !c.may_park() {

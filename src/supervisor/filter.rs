@@ -25,6 +25,10 @@ pub const TRAPPED: &[i64] = &[
     libc::SYS_shutdown,
     libc::SYS_sendmmsg,
     libc::SYS_recvmmsg,
+    // A udsfs socket's fstat says S_IFSOCK (stat.rs).
+    libc::SYS_fstat,
+    libc::SYS_newfstatat,
+    libc::SYS_statx,
 ];
 
 /// SIOCATMARK (not in the libc crate).

@@ -4,8 +4,9 @@
 
 use libc::{c_void, iovec, pid_t};
 
-/// Most bytes one call copies (a send's payload is cut to this).
-pub const MAX_COPY: usize = 1 << 20;
+/// Most bytes one call copies (a send's payload is cut to this): one past
+/// the largest datagram, which is then refused as on Linux.
+pub const MAX_COPY: usize = udsfs_proto::record::MAX_DGRAM + 1;
 
 /// `len` bytes at `addr` of task `pid`; EFAULT for memory it cannot read.
 pub fn read(pid: pid_t, addr: u64, len: usize) -> Result<Vec<u8>, i32> {

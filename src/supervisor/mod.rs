@@ -25,6 +25,7 @@ mod opts;
 mod park;
 mod pidfd;
 mod record;
+mod stat;
 mod target;
 mod thread_uid;
 

@@ -65,13 +65,14 @@ pub fn send(c: &Call, s: &OwnedFd, nr: i64, a: [u64; 6]) -> Res<i64> {
     match nr {
         libc::SYS_sendto => {
             let data = mem::read(tid, a[1], (a[2] as usize).min(mem::MAX_COPY))?;
-            let name = if a[4] != 0 {
+            let name = if route::send_names(a[4], a[5]) {
                 Some(read_addr(tid, a[4], a[5])?)
             } else {
                 None
             };
             let to = target(c, name)?;
             send_data(c, s, &data, to.as_deref(), None, &[], a[3] as i32)
+                .map_err(|e| unreached(c, e, to.as_deref()))
         }
         libc::SYS_sendmsg => send_msg(c, s, a[1], a[2] as i32),
         _ => {
@@ -111,14 +112,20 @@ fn send_msg(c: &Call, s: &OwnedFd, at: u64, flags: i32) -> Res<i64> {
     let control = mem::read(tid, h.control, h.controllen)?;
     // The channel holds the deposited files until the send took them.
     let (creds, rights, _channel) = parse_control(c, &control)?;
-    let name = if h.name != 0 {
-        Some(read_addr(tid, h.name, h.namelen as u64)?)
+    let name = if route::send_names(h.name, h.namelen.into()) {
+        Some(read_addr(tid, h.name, h.namelen.into())?)
     } else {
         None
     };
     let to = target(c, name)?;
     let data = mem::gather(tid, &h.iov, mem::MAX_COPY)?;
     send_data(c, s, &data, to.as_deref(), creds, &rights, flags)
+        .map_err(|e| unreached(c, e, to.as_deref()))
+}
+
+/// A send's errno when the daemon did not find its address `to`.
+fn unreached(c: &Call, e: i32, to: Option<&[u8]>) -> i32 {
+    to.map_or(e, |w| c.ctx.routes.unreached(e, w))
 }
 
 /// A sendmsg's control messages: credentials, passed udsfs sockets (by

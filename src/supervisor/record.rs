@@ -9,7 +9,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use udsfs_proto::Cred;
 use udsfs_proto::addr::Addr;
 use udsfs_proto::ioctl::TIMEO_NONE;
-use udsfs_proto::record::{RecvHeader, SendHeader};
+use udsfs_proto::record::{self, MAX_DGRAM, SendHeader};
 
 use super::daemon::{Daemon, Got, Meta, Res};
 
@@ -38,20 +38,19 @@ pub fn send(d: &Daemon, id: u64, data: &[u8], meta: &Meta, wait: bool) -> Res<us
     };
     let mut rec = head.format().into_bytes();
     rec.extend_from_slice(data);
-    open(d, id, true, wait)?.write(&rec).map_err(errno)?;
+    let n = open(d, id, true, wait)?.write(&rec).map_err(errno)?;
+    record::record_written(n, rec.len())?;
     Ok(data.len())
 }
 
 /// Reads the record at the head of socket `id`'s queue, `want` bytes of
 /// its payload at most.
 pub fn recv(d: &Daemon, id: u64, want: usize) -> Res<Got> {
-    let mut buf = vec![0u8; want.min(super::mem::MAX_COPY) + 8192];
-    let n = open(d, id, false, false)?.read(&mut buf).map_err(errno)?;
-    buf.truncate(n);
+    let mut f = open(d, id, false, false)?;
     // The daemon wrote it: one it cannot have written is an I/O error.
-    let (h, payload) = RecvHeader::split(&buf).map_err(|_| libc::EIO)?;
+    let (h, data) = record::read_record(|b| f.read(b).map_err(errno), want.min(MAX_DGRAM))?;
     Ok(Got {
-        data: payload[..payload.len().min(want)].to_vec(),
+        data,
         full_len: h.len,
         // Records name the sender in the mount's terms.
         from: h.from.map(|a| a.to_wire()).unwrap_or_default(),
@@ -71,6 +70,7 @@ pub fn recv(d: &Daemon, id: u64, want: usize) -> Res<Got> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use udsfs_proto::record::RecvHeader;
 
     #[test]
     fn record_addresses_escape_and_come_back() {

@@ -20,9 +20,7 @@ impl ProtoOps for Dgram {
         let s = tx.sock;
         eng.autobind_if_passcred(s, caller)?;
         let sndbuf = s.lock().sndbuf;
-        if msg.data.len() > eng.max_message(sndbuf) {
-            return Err(Errno::EMSGSIZE);
-        }
+        eng.message_fits(sndbuf, msg.data.len())?;
         let other = match msg.to {
             Some(a) => Some(eng.find(a, SockType::Dgram, s.netns, caller)?),
             None => None,
@@ -48,9 +46,7 @@ pub(super) fn message_send(
     let data = msg.data;
     let (other, from, sender_passcred) = {
         let mut st = s.lock();
-        if data.len() > eng.max_message(st.sndbuf) {
-            return Err(Errno::EMSGSIZE);
-        }
+        eng.message_fits(st.sndbuf, data.len())?;
         if let Some(e) = st.err.take() {
             return Err(e);
         }
@@ -145,6 +141,11 @@ pub(super) fn message_recv(op: RecvOp<'_>) -> Result<Received> {
     }
     if f.peek {
         return message_peek(s.ty, st, f.len);
+    }
+    if let (Some(reserve), Some(m)) = (f.reserve, st.queue.msgs.front())
+        && !reserve(m.data.len().min(f.len))
+    {
+        return Err(Errno::ENOMEM);
     }
     let Some(mut m) = st.queue.pop() else {
         // A shut-down seqpacket reads EOF; a dgram reader only once it

@@ -18,8 +18,9 @@ use nix::errno::Errno;
 use super::message::{Limit, Received, RecvFlags, SendMsg, Sent};
 use super::socket::{SockState, SockType, Socket};
 use super::tap::Delivered;
-use super::{Caller, Engine, MAX_MSG, Result, Ucred, Waiter, Wakeups};
+use super::{Caller, Engine, Result, Ucred, Waiter, Wakeups};
 use queue::{Pass, Sending};
+use udsfs_proto::record::MAX_DGRAM;
 
 /// One socket type's send and receive.
 trait ProtoOps: Sync {
@@ -227,8 +228,28 @@ impl Engine {
         wanted.then(|| caller.scm_creds())
     }
 
-    /// The largest dgram or seqpacket message a send buffer takes.
-    fn max_message(&self, sndbuf: usize) -> usize {
-        sndbuf.saturating_sub(32).min(MAX_MSG)
+    /// Whether a dgram or seqpacket message of `len` bytes may be sent with
+    /// send buffer `sndbuf`, as unix_dgram_sendmsg decides: over sndbuf - 32
+    /// is EMSGSIZE; past the largest skb Linux allocates
+    /// (`udsfs_proto::record::MAX_DGRAM`) it is ENOBUFS. Nothing is queued
+    /// either way.
+    fn message_fits(&self, sndbuf: usize, len: usize) -> Result<()> {
+        if len > sndbuf.saturating_sub(32) {
+            return Err(Errno::EMSGSIZE);
+        }
+        if len > MAX_DGRAM {
+            return Err(Errno::ENOBUFS);
+        }
+        Ok(())
+    }
+
+    /// `message_fits` for a `msg` record of `len` payload bytes to socket
+    /// `s`, asked before its payload is all there; a stream takes any.
+    pub(crate) fn record_fits(&self, s: &Socket, len: usize) -> Result<()> {
+        if s.ty == SockType::Stream {
+            return Ok(());
+        }
+        let sndbuf = s.lock().sndbuf;
+        self.message_fits(sndbuf, len)
     }
 }

@@ -1,0 +1,72 @@
+//! fstat, newfstatat and statx of a udsfs socket by its descriptor say
+//! S_IFSOCK (srwxrwxrwx, size 0), as for a kernel socket and as the preload
+//! library's stat entry points say (preload/src/stat.rs, the same
+//! `udsfs_proto::mount::socket_stat` fix): an event library that tells a
+//! received descriptor's kind with fstat takes a udsfs socket for a socket,
+//! not a file. Every other stat call runs in the kernel as made.
+
+use std::ffi::CString;
+
+use super::listener::Reply;
+use super::mem;
+use super::target::Dev;
+use udsfs_proto::mount::socket_stat;
+
+const AT_EMPTY_PATH: u64 = libc::AT_EMPTY_PATH as u64;
+
+/// Answers a trapped stat call that names a udsfs socket by descriptor;
+/// Continue for anything else (a path, another file, unreadable memory).
+pub fn triage(dev: &Dev, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
+    let empty_path = |p: u64| p == 0 || mem::read(tid, p, 1).is_ok_and(|b| b[0] == 0);
+    let (by_fd, out) = match nr {
+        libc::SYS_fstat => (true, a[1]),
+        libc::SYS_newfstatat => (a[3] & AT_EMPTY_PATH != 0 && empty_path(a[1]), a[2]),
+        libc::SYS_statx => (a[2] & AT_EMPTY_PATH != 0 && empty_path(a[1]), a[4]),
+        _ => (false, 0),
+    };
+    let fd = a[0] as i32;
+    if !by_fd || fd < 0 {
+        return Reply::Continue;
+    }
+    let link = format!("/proc/{tid}/fd/{fd}");
+    if !dev.probe(&link) {
+        return Reply::Continue;
+    }
+    let Ok(c) = CString::new(link) else {
+        return Reply::Continue;
+    };
+    let written = if nr == libc::SYS_statx {
+        // The link is followed to the data file; only the sync flags stay.
+        let flags = a[2] as i32 & libc::AT_STATX_SYNC_TYPE;
+        // SAFETY: statx fills the zeroed struct; the path is NUL-terminated.
+        let mut st: libc::statx = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), flags, a[3] as u32, &mut st) } != 0 {
+            return Reply::Continue;
+        }
+        let (mode, size, blocks) = socket_stat();
+        st.stx_mode = mode as u16;
+        st.stx_size = size;
+        st.stx_blocks = blocks;
+        mem::write(tid, out, as_bytes(&st))
+    } else {
+        // SAFETY: stat fills the zeroed struct; the path is NUL-terminated.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::stat(c.as_ptr(), &mut st) } != 0 {
+            return Reply::Continue;
+        }
+        let (mode, size, blocks) = socket_stat();
+        st.st_mode = mode;
+        st.st_size = size as i64;
+        st.st_blocks = blocks as i64;
+        mem::write(tid, out, as_bytes(&st))
+    };
+    match written {
+        Ok(()) => Reply::Value(0),
+        Err(e) => Reply::Errno(e),
+    }
+}
+
+fn as_bytes<T>(v: &T) -> &[u8] {
+    // SAFETY: a plain C struct, read as its bytes.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast(), std::mem::size_of::<T>()) }
+}

@@ -1,0 +1,219 @@
+"""Behaviours other people's test suites found (issue 28 item 3), each as Linux
+answers it: a non-NULL address of length 0 to sendmsg/sendto is "no address";
+fchmod/fchown of a socket descriptor succeed and leave the path's mode alone;
+connect/sendto to a regular file under a route is ECONNREFUSED; bind with a
+sun_family other than AF_UNIX is EINVAL; a 4 MiB datagram or seqpacket record
+(1,024 iovecs of a page) goes through whole once SO_SNDBUF fits it; fstat and a
+raw statx of a socket descriptor say S_IFSOCK. Run on kernel sockets, through
+the preload library and under the seccomp supervisor
+(integration/behaviours.sh); the outputs must be equal line by line. Needs root.
+Usage: behaviours.py DIR ROUTE (DIR: where to bind names; ROUTE: a kernel
+directory, routed into the mount in the udsfs runs)."""
+
+import ctypes
+import errno
+import os
+import socket
+import stat
+import struct
+import sys
+
+from differential import res, say, where
+
+DIR = os.path.realpath(sys.argv[1])
+ROUTE = os.path.realpath(sys.argv[2])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+TYPES = {"stream": socket.SOCK_STREAM, "dgram": socket.SOCK_DGRAM, "seqpacket": socket.SOCK_SEQPACKET}
+SO_SNDBUFFORCE = 32
+
+
+def call(f):
+    """A libc call's result, or the errno name when it returned -1."""
+    r = f()
+    if r == -1:
+        return errno.errorcode[ctypes.get_errno()]
+    return r
+
+
+class IOVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class MsgHdr(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_void_p),
+        ("namelen", ctypes.c_uint32),
+        ("iov", ctypes.POINTER(IOVec)),
+        ("iovlen", ctypes.c_size_t),
+        ("control", ctypes.c_void_p),
+        ("controllen", ctypes.c_size_t),
+        ("flags", ctypes.c_int),
+    ]
+
+
+def sockaddr_un(path=b"", family=socket.AF_UNIX):
+    raw = struct.pack("H108s", family, path)
+    return ctypes.create_string_buffer(raw, len(raw))
+
+
+def sendmsg_raw(fd, data, name, namelen, rights=()):
+    """sendmsg(2) with msg_name and msg_namelen as given and SCM_RIGHTS of rights."""
+    buf = ctypes.create_string_buffer(data, len(data))
+    iov = IOVec(ctypes.cast(buf, ctypes.c_void_p), len(data))
+    ctl = None
+    ctllen = 0
+    if rights:
+        payload = struct.pack(f"{len(rights)}i", *rights)
+        hdr = struct.pack("Nii", 16 + len(payload), socket.SOL_SOCKET, socket.SCM_RIGHTS)
+        raw = hdr + payload + b"\0" * (-(len(hdr) + len(payload)) % 8)
+        ctl = ctypes.create_string_buffer(raw, len(raw))
+        ctllen = len(raw)
+    m = MsgHdr(ctypes.cast(name, ctypes.c_void_p) if name is not None else None, namelen,
+               ctypes.pointer(iov), 1, ctypes.cast(ctl, ctypes.c_void_p) if ctl else None, ctllen, 0)
+    return call(lambda: libc.sendmsg(fd, ctypes.byref(m), 0))
+
+
+def zero_length_address():
+    # A zeroed sockaddr_un with msg_namelen 0 is no address: the record goes
+    # to the connected peer, with and without ancillary data.
+    for name, ty in TYPES.items():
+        a, b = socket.socketpair(socket.AF_UNIX, ty)
+        r, w = os.pipe()
+        buf = ctypes.create_string_buffer(b"three")
+        seq, got = [], []
+        for send in (lambda: sendmsg_raw(a.fileno(), b"one", sockaddr_un(), 0),
+                     lambda: sendmsg_raw(a.fileno(), b"two", sockaddr_un(), 0, [r]),
+                     lambda: call(lambda: libc.sendto(a.fileno(), buf, 5, 0, sockaddr_un(), 0))):
+            seq.append(send())
+            m = res(lambda: b.recvmsg(64, 64, socket.MSG_DONTWAIT))
+            got.append((m[0].decode(), len(m[1])) if isinstance(m, tuple) else m)
+        say(f"{name} zero-length address:", *seq, "received:", got)
+        os.close(r)
+        os.close(w)
+        a.close()
+        b.close()
+    # Unconnected datagram socket: no address at all, as Linux says.
+    a = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    say("unconnected dgram zero-length address:", sendmsg_raw(a.fileno(), b"x", sockaddr_un(), 0))
+    a.close()
+
+
+def fchmod_fchown():
+    for name, ty in TYPES.items():
+        path = os.path.join(DIR, f"chmod-{name}.sock")
+        s = socket.socket(socket.AF_UNIX, ty)
+        s.bind(path)
+        before = stat.S_IMODE(os.stat(path).st_mode)
+        p, q = socket.socketpair(socket.AF_UNIX, ty)
+        say(f"{name} fchmod/fchown:",
+            res(lambda: os.fchmod(s.fileno(), 0o600)),
+            res(lambda: os.fchown(s.fileno(), 0, 0)),
+            res(lambda: os.fchmod(p.fileno(), 0o600)),
+            res(lambda: os.fchown(p.fileno(), -1, -1)),
+            "path mode unchanged:", stat.S_IMODE(os.stat(path).st_mode) == before)
+        for x in (s, p, q):
+            x.close()
+        os.unlink(path)
+
+
+def regular_file_under_route():
+    path = os.path.join(ROUTE, "plain.file")
+    with open(path, "w") as f:
+        f.write("not a socket")
+    for name, ty in TYPES.items():
+        s = socket.socket(socket.AF_UNIX, ty)
+        seq = [res(lambda: s.connect(path))]
+        if ty == socket.SOCK_DGRAM:
+            seq.append(res(lambda: s.sendto(b"x", path)))
+        say(f"{name} to a regular file under the route:", *seq)
+        s.close()
+    os.unlink(path)
+
+
+def bind_other_family():
+    # A fresh socket and one of a socketpair (a udsfs socket from the start);
+    # a new name, one in a missing directory, one that exists: the family is
+    # looked at first.
+    for name, ty in TYPES.items():
+        s = socket.socket(socket.AF_UNIX, ty)
+        p, q = socket.socketpair(socket.AF_UNIX, ty)
+        path = os.path.join(DIR, f"fam-{name}.sock").encode()
+        names = (path, os.path.join(DIR, "missing", "x.sock").encode(), DIR.encode())
+        seq = []
+        for x in (s, p):
+            for n in names:
+                for fam in (socket.AF_INET, socket.AF_UNSPEC, 0xffff):
+                    addr = sockaddr_un(n, fam)
+                    seq.append(call(lambda: libc.bind(x.fileno(), addr, 110)))
+        seq.append("exists:" + str(os.path.exists(path)))
+        say(f"{name} bind with another family:", *seq)
+        for x in (s, p, q):
+            x.close()
+
+
+def big_record():
+    size = 4 << 20
+    page = 4096
+    for name in ("dgram", "seqpacket"):
+        a, b = socket.socketpair(socket.AF_UNIX, TYPES[name])
+        a.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 2 * size)
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2 * size)
+        data = bytes(i & 0xff for i in range(page)) * (size // page)
+        bufs = [memoryview(data)[i:i + page] for i in range(0, size, page)]
+        sent = res(lambda: a.sendmsg(bufs))
+        got = []
+        if sent == size:
+            for _ in range(size // (1 << 16)):
+                got.append(bytearray(1 << 16))
+            n = res(lambda: b.recvmsg_into(got, 0, socket.MSG_DONTWAIT))
+            whole = isinstance(n, tuple) and n[0] == size and b"".join(got) == data
+            say(f"{name} 4 MiB record in 1024 iovecs:", "sent", sent, "received whole:", whole,
+                "flags:", n[2] if isinstance(n, tuple) else n)
+        else:
+            say(f"{name} 4 MiB record in 1024 iovecs:", "sent", sent)
+        # Past the largest skb Linux allocates (4 MiB and 17 pages less
+        # skb_shared_info) a send SO_SNDBUF allows is ENOBUFS.
+        a.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 16 * size)
+        say(f"{name} 5 MiB record:", res(lambda: a.sendmsg([data, data[:size // 4]])),
+            "queued:", res(lambda: len(b.recv(1, socket.MSG_DONTWAIT))))
+        # More than SO_SNDBUF fits is EMSGSIZE as on Linux.
+        a.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 1 << 20)
+        say(f"{name} 4 MiB record over SO_SNDBUF:", res(lambda: a.sendmsg(bufs)))
+        a.close()
+        b.close()
+
+
+AT_EMPTY_PATH = 0x1000
+SYS_STATX = 332
+
+
+def socket_kind():
+    for name, ty in TYPES.items():
+        a, b = socket.socketpair(socket.AF_UNIX, ty)
+        st = os.fstat(a.fileno())
+        buf = ctypes.create_string_buffer(256)
+        r = libc.syscall(SYS_STATX, a.fileno(), b"", AT_EMPTY_PATH, 0xfff, buf)
+        mode = struct.unpack_from("H", buf.raw, 28)[0]
+        # A socket received over a socket, as an event library sees it.
+        x, y = socket.socketpair()
+        socket.send_fds(x, [b"s"], [a.fileno()])
+        _, fds, _, _ = socket.recv_fds(y, 1, 1)
+        passed = os.fstat(fds[0])
+        say(f"{name} fstat:", stat.S_ISSOCK(st.st_mode), stat.S_IMODE(st.st_mode) == 0o777,
+            "statx:", r, stat.S_ISSOCK(mode), stat.S_IMODE(mode) == 0o777,
+            "passed:", stat.S_ISSOCK(passed.st_mode))
+        for fd in fds:
+            os.close(fd)
+        for s in (a, b, x, y):
+            s.close()
+
+
+where()
+for part in (zero_length_address, fchmod_fchown, regular_file_under_route, bind_other_family,
+             big_record, socket_kind):
+    try:
+        part()
+    except OSError as e:
+        say(part.__name__, "stopped:", errno.errorcode.get(e.errno, e))
+say("done")
