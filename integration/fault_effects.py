@@ -354,6 +354,9 @@ data, anc, flags, _ = a.recvmsg(10, socket.CMSG_SPACE(8))
 say("ctrunc receiver got:", data, "fds:", len(anc), "MSG_CTRUNC:", bool(flags & socket.MSG_CTRUNC))
 y.settimeout(2)
 say("ctrunc: the dropped socket's peer reads:", res(lambda: y.recv(10)))
+# The daemon closes the dropped pipe end as it drops the message's references;
+# like the socket's peer above, the reader waits for that (2 s at most).
+select.select([pr], [], [], 2)
 os.set_blocking(pr, False)
 say("ctrunc: the dropped pipe end's reader reads:", res(lambda: os.read(pr, 10)))
 delete(n)

@@ -221,15 +221,34 @@ impl Caller {
         c
     }
 
+    /// The user namespace, if it was read already (None inside: unknown).
+    pub fn known_userns(&self) -> Option<Option<UserNs>> {
+        self.userns.get().copied()
+    }
+
+    /// The caller with the user namespace read for an earlier attempt of
+    /// the same request (`known_userns`): a thread blocked in a request
+    /// cannot change its own user namespace meanwhile (unshare and setns of
+    /// a user namespace act on the calling thread of a single-threaded
+    /// process).
+    pub fn knowing_userns(self, ns: Option<Option<UserNs>>) -> Caller {
+        if let Some(ns) = ns {
+            let _ = self.userns.set(ns);
+        }
+        self
+    }
+
     /// The status, if it was read already.
     pub fn known_status(&self) -> Option<&ProcStatus> {
         self.status.get()
     }
 
     /// A caller with known ids and no process behind it (tests).
+    /// It stands in the daemon's user namespace.
     pub fn with_status(tid: u32, status: ProcStatus) -> Caller {
         let c = Caller::new(tid, status.uids[3], status.gids[3]);
         let _ = c.status.set(status);
+        let _ = c.userns.set(userns::own());
         c
     }
 
@@ -316,12 +335,21 @@ impl Caller {
         userns::pid_ns_owner(self.tid).is_some_and(|owner| h.capable_in(owner, CAP_SYS_ADMIN))
     }
 
+    /// Where the caller stands among user namespaces; one known to be in
+    /// the daemon's (`with_status`) without a look at /proc.
+    fn standing(&self) -> userns::Standing {
+        match self.userns.get() {
+            Some(Some(ns)) if Some(*ns) == userns::own() => userns::Standing::Own,
+            _ => userns::standing(self.tid),
+        }
+    }
+
     /// Explicit SCM_CREDENTIALS uid and gid, which the caller names in its
     /// own user namespace, in the daemon's (make_kuid/make_kgid): EINVAL
     /// for an id its namespace does not map ((u32)-1 never is); EPERM when
     /// the caller's namespace cannot be read (fail closed).
     pub fn claimed_ids(&self, c: Ucred) -> Result<Ucred, Errno> {
-        let m = match userns::standing(self.tid) {
+        let m = match self.standing() {
             userns::Standing::Own if c.uid == u32::MAX || c.gid == u32::MAX => {
                 return Err(Errno::EINVAL);
             }

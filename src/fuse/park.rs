@@ -73,6 +73,8 @@ pub struct Parked<P: Park> {
     pub gid: u32,
     /// The caller's status as read when the request came, for its retries.
     status: Option<ProcStatus>,
+    /// The user namespace read for it, if any (`Caller::known_userns`).
+    userns: Option<Option<crate::engine::userns::UserNs>>,
     /// Bytes charged to `ParkTable::held` while it waits.
     held: u64,
     slot: Mutex<Option<P>>,
@@ -138,7 +140,7 @@ pub fn deferring_wakeups<R>(op: impl FnOnce() -> R) -> R {
 impl<P: Park> Parked<P> {
     /// The caller again, for a retry.
     fn caller(&self) -> Caller {
-        Caller::again(self.tid, self.uid, self.gid, self.status.clone())
+        Caller::again(self.tid, self.uid, self.gid, self.status.clone()).knowing_userns(self.userns)
     }
 
     /// Retries until done or blocked. A retry already running on another
@@ -311,6 +313,7 @@ impl<P: Park> ParkTable<P> {
             uid,
             gid,
             status: c.known_status().cloned(),
+            userns: c.known_userns(),
             held,
             slot: Mutex::new(Some(p)),
             kicked: AtomicBool::new(false),
