@@ -81,14 +81,6 @@ def expect(what, got, want):
     print(f"ok: {what} = {want!r}", flush=True)
 
 # Helpers, run by root and by the actors alike.
-def opn(n, f, flags=os.O_RDWR):
-    return os.open(f"{U}/sock/{n}/{f}", flags)
-
-def record(fd):
-    b = os.read(fd, 1 << 20)
-    head, _, payload = b.partition(b"\n")
-    return dict(x.split("=", 1) for x in head.decode().split()), payload
-
 def reopen(path, flags=None):
     """Opens `path` (read-write, a status file read-only): its errno name,
     or what a read of it gave."""

@@ -43,14 +43,6 @@ def holds(what, got, want):
     if not ok:
         THROUGH.append(f"{what}: {got!r}, want {want!r}")
 
-def opn(n, f, flags=os.O_RDWR):
-    return os.open(f"{U}/sock/{n}/{f}", flags)
-
-def record(fd):
-    b = os.read(fd, 1 << 20)
-    head, _, payload = b.partition(b"\n")
-    return dict(x.split("=", 1) for x in head.decode().split()), payload
-
 def capture(lines=b""):
     """A capture of the mount, non-blocking, with its filter `lines` written."""
     fd = os.open(f"{U}/capture", os.O_RDWR | os.O_NONBLOCK)

@@ -54,6 +54,18 @@ def pair(ty):
     return fd, a, b
 
 
+def opn(n, f, flags=os.O_RDWR):
+    """Opens file `f` (data, msg, ctl, ...) of socket n."""
+    return os.open(f"{U}/sock/{n}/{f}", flags)
+
+
+def record(fd):
+    """One read of a `msg` file: the record's header fields as a dict, and its payload."""
+    b = os.read(fd, 1 << 20)
+    head, _, payload = b.partition(b"\n")
+    return dict(x.split("=", 1) for x in head.decode().split()), payload
+
+
 def ctl(fd, cmd):
     os.write(fd, (cmd + "\n").encode())
 
