@@ -114,6 +114,12 @@ out=$(UDSFS_PRELOAD=$PRELOAD_LIB "$UDSFS_BIN" run -- bash -c \
 expect_eq "exit status of udsfs run" "$rc" 7
 priv=$(head -1 <<<"$out")
 expect_eq "private mount answer" "$(sed -n 2p <<<"$out")" "private"
+# udsfs run returns with bash; its socat server may still be ending, and the mount
+# goes once the last descendant has (run_background.sh)
+for _ in $(seq 100); do
+    [ -e "$priv" ] || break
+    sleep 0.1
+done
 mountpoint -q "$priv" 2>/dev/null && fail "the private mount $priv is still mounted"
 [ ! -e "$priv" ] || fail "the private mount point $priv was not removed"
 ok "private mount $priv: served the command, unmounted and removed after it"
