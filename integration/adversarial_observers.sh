@@ -50,17 +50,6 @@ def capture(lines=b""):
         os.write(fd, lines)
     return fd
 
-def drain(fd):
-    """What the capture holds now."""
-    out = b""
-    while True:
-        try:
-            b = os.read(fd, 1 << 20)
-        except BlockingIOError:
-            return out
-        if not b:
-            return out
-        out += b
 
 def blocks(data):
     """(type, body) of each pcapng block."""

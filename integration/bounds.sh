@@ -73,16 +73,6 @@ def kernel_fill(ty, chunk):
     finally:
         a.close()
         b.close()
-def drain(fd):
-    out = bytearray()
-    while True:
-        try:
-            d = os.read(fd, 1 << 20)
-        except BlockingIOError:
-            return bytes(out)
-        if not d:
-            return bytes(out)
-        out += d
 '
 pyb() {
     local code=$1

@@ -116,16 +116,6 @@ def sha(b):
 fd, a, b = pair("stream")
 wm = os.open(f"{U}/sock/{a}/msg", os.O_WRONLY)
 rb = os.open(f"{U}/sock/{b}/data", os.O_RDONLY | os.O_NONBLOCK)
-def drain():
-    got = b""
-    while True:
-        try:
-            c = os.read(rb, 1 << 16)
-        except BlockingIOError:
-            return got
-        if not c:
-            return got
-        got += c
 def follow(buf):
     """Writes buf as write(2) says (the rest after each short count); the counts."""
     counts = []
@@ -136,31 +126,31 @@ def follow(buf):
     return counts
 print("add:", faults_write(f"socket {b} up short_write bytes=7\n"))
 print("record of 100:", os.write(wm, b"len=100\n" + b"r" * 100))
-print("reader got:", drain())
+print("reader got:", drain(rb))
 print("the rest, as write(2) said:", follow(b"r" * 93)[:3], "...")
-print("reader got the rest once:", drain() == b"r" * 93)
+print("reader got the rest once:", drain(rb) == b"r" * 93)
 two = b"len=10\n0123456789len=3\nabc"
 print("two records in one write:", follow(two))
-print("reader got:", drain())
+print("reader got:", drain(rb))
 # The bytes an earlier write gave were reported: a cut among them does not stop
 # the write until some of its own bytes are queued.
 print("a record begun:", os.write(wm, b"len=20\n" + b"A" * 10))
 print("its rest, as write(2) said:", follow(b"B" * 10))
-print("reader got:", drain())
+print("reader got:", drain(rb))
 print("clear:", faults_write("clear\n"))
 p = os.urandom(300000)
 rec = b"len=300000\n" + p
 print("add:", faults_write(f"socket {b} up short_write bytes=5000\n"))
 n = os.write(wm, rec)
 print("record of 300000:", n, "payload queued:", n - 11)
-got = drain()
+got = drain(rb)
 print("reader got:", len(got), "bytes, the prefix:", got == p[:5000])
 print("clear:", faults_write("clear\n"))
 def read_all(n):
     got = b""
     while len(got) < n:
         time.sleep(0.002)
-        got += drain()
+        got += drain(rb)
     return got
 # This handle would take the next bytes as the rest of that payload; a new one
 # starts afresh, as the library opens one for each large send.
@@ -176,7 +166,7 @@ n = os.write(wm, b"len=300000\n" + q)
 print("record of 300000 under limit_data:", n, "payload queued:", n - 11)
 print("the next write:", err(os.write, wm, q[n - 11:]))
 time.sleep(0.1)
-got = drain()
+got = drain(rb)
 print("reader got:", len(got), "bytes, the prefix:", got == q[:1000], "then EOF:", os.read(rb, 10) == b"")
 print("clear:", faults_write("clear\n"))
 ')

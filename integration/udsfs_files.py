@@ -83,6 +83,19 @@ def fill(fd, chunk=b"x", most=None):
     return n
 
 
+def drain(fd):
+    """What the non-blocking `fd` holds now: its bytes read until EAGAIN or EOF."""
+    out = bytearray()
+    while True:
+        try:
+            d = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return bytes(out)
+        if not d:
+            return bytes(out)
+        out += d
+
+
 def fill_bytes(fd, chunk):
     """Writes `chunk` to the non-blocking `fd` until EAGAIN or another error: the bytes
     written and that error's errno name (None at EAGAIN)."""

@@ -470,14 +470,7 @@ mod tests {
         };
         taps.queued(&Queued {
             msg_id: taps.next_msg_id(),
-            from: &ep,
-            to: &ep,
-            origin: Origin::default(),
-            creds: None,
-            sockets: &[],
-            files: &[],
-            oob: false,
-            data: b"x",
+            ..msg(&ep, &ep)
         });
         assert_eq!(c.0.load(Ordering::Relaxed), 1);
         taps.detach(&t);
