@@ -213,6 +213,7 @@ scripts!(
     run_node,
     run_postgres,
     run_python,
+    run_redis,
     run_seccomp,
     run_seccomp_blocking,
     run_seccomp_gonet,
