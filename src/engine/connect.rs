@@ -348,7 +348,7 @@ impl Engine {
                 pt.shutdown |= SEND_SHUTDOWN;
             }
             // The peer's EOF never overtakes data a fault still holds.
-            let late = how & SEND_SHUTDOWN != 0 && pt.queue.held.holds_from(s.id);
+            let late = how & SEND_SHUTDOWN != 0 && pt.queue.holds_back_from(s.id);
             if how & SEND_SHUTDOWN != 0 && !late {
                 pt.shutdown |= RCV_SHUTDOWN;
             }

@@ -10,15 +10,13 @@ mod bind;
 mod bufsize;
 mod connect;
 pub mod cred;
-mod deferred;
 mod depot;
-mod fault_point;
-mod fault_timed;
+mod dequeue;
+mod fault;
 pub mod fds;
 mod front;
 pub mod gc;
 mod graph;
-mod held_back;
 mod introspect;
 mod lifecycle;
 pub(crate) mod log_limit;
@@ -28,6 +26,7 @@ mod name_table;
 pub mod netns;
 mod observe;
 mod oob;
+mod peer_close;
 pub mod pidns;
 pub mod pins;
 mod poll;
@@ -175,10 +174,12 @@ pub struct Engine {
     /// Observers of every message and connection event (tap.rs).
     pub taps: tap::Taps,
     /// The fault rules (src/fault/), asked where a message is queued, a
-    /// connection made and a socket released (fault_point.rs).
+    /// connection made and a socket released (src/engine/fault/), only
+    /// once `any()` says one stands.
     pub faults: crate::fault::Rules,
-    /// Messages held back in time by faults and late closes (deferred.rs).
-    delays: deferred::Deferred,
+    /// Messages held back in time by faults and late closes
+    /// (src/engine/fault/timer.rs).
+    delays: fault::Deferred,
     /// References a release dropped past its budget (release_queue.rs).
     releases: release_queue::ReleaseQueue,
 }

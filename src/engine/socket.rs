@@ -68,7 +68,7 @@ pub struct Msg {
     pub piece_end: bool,
 }
 
-impl super::held_back::Sent for Msg {
+impl super::fault::held::Sent for Msg {
     fn sender_id(&self) -> u64 {
         self.sender.id
     }
@@ -227,8 +227,9 @@ pub struct RecvQueue {
     pub oob_queued: bool,
     /// SO_PEEK_OFF: where the next MSG_PEEK starts; negative means off.
     pub peek_off: i32,
-    /// Messages queued but held back by a fault, not yet readable (deferred.rs).
-    pub held: super::held_back::HeldQueue<Msg>,
+    /// Messages queued but held back by a fault, not yet readable
+    /// (src/engine/fault/timer.rs).
+    pub held: super::fault::held::HeldQueue<Msg>,
     /// The socket closed but its peer is not told yet (slow_close): what
     /// the peer sends meanwhile is queued here, and dropped when it is.
     pub closing_late: bool,
@@ -283,6 +284,18 @@ impl RecvQueue {
         let mut all = std::mem::take(&mut self.msgs);
         all.extend(self.held.drain());
         all
+    }
+
+    /// Whether a fault holds messages of this queue back (the message
+    /// path's one question about them: none held, nothing to wait behind).
+    pub fn holds_back(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Whether a message of `sender` is held back: what it sends later
+    /// (its shutdown too) waits behind it.
+    pub fn holds_back_from(&self, sender: u64) -> bool {
+        self.holds_back() && self.held.holds_from(sender)
     }
 
     /// A dgram receiver's queue is full past max_dgram_qlen messages

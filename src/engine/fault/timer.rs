@@ -1,4 +1,4 @@
-//! Messages held back in time (fault injection: latency, bandwidth,
+//! The fault timer: messages held back in time (latency, bandwidth,
 //! slicer, timeout) and events that happen late (slow_close, timeout's
 //! end). A held message is queued at its receiver but kept out of sight of
 //! readers, poll and FIONREAD (held.rs); one timer thread per engine
@@ -14,9 +14,12 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::held_back::Until;
-use super::socket::{Msg, RCV_SHUTDOWN, RecvQueue, SHUTDOWN_MASK, SockState, Socket, lock2};
-use super::{Engine, Waiter, Wakeups};
+use super::held::Until;
+use crate::engine::peer_close::Closing;
+use crate::engine::socket::{
+    Msg, RCV_SHUTDOWN, RecvQueue, SHUTDOWN_MASK, SockState, SockType, Socket, lock2,
+};
+use crate::engine::{Engine, Waiter, Wakeups};
 
 /// What the timer does at a deadline.
 enum Event {
@@ -37,14 +40,6 @@ enum Event {
     /// The connection from the first socket to the second is reset
     /// (reset_peer with a timeout), as `Engine::sever` resets it.
     Reset(Weak<Socket>, Weak<Socket>),
-}
-
-/// The part of a close that its peer sees, done late.
-pub(crate) struct Closing {
-    pub closed: u64,
-    pub peer: Arc<Socket>,
-    pub had_data: bool,
-    pub was_embryo: bool,
 }
 
 struct Entry {
@@ -182,7 +177,7 @@ impl Engine {
         stream: bool,
         until: Option<Until>,
     ) -> Vec<Waiter> {
-        let behind = !rq.held.is_empty() && rq.held.holds_from(m.sender.id);
+        let behind = rq.holds_back_from(m.sender.id);
         if until.is_none() && !behind {
             return rq.push(m, stream);
         }
@@ -234,11 +229,7 @@ impl Engine {
             {
                 let mut st = sock.lock();
                 st.queue.held.release_all(now);
-                show_due(
-                    &mut st,
-                    sock.ty == super::socket::SockType::Stream,
-                    &mut wake,
-                );
+                show_due(&mut st, sock.ty == SockType::Stream, &mut wake);
             }
             self.finish(wake);
         }
@@ -299,11 +290,7 @@ impl Engine {
             Event::Show(id) => {
                 if let Some(dir) = self.socks.get(id) {
                     let mut st = dir.sock.lock();
-                    show_due(
-                        &mut st,
-                        dir.sock.ty == super::socket::SockType::Stream,
-                        &mut wake,
-                    );
+                    show_due(&mut st, dir.sock.ty == SockType::Stream, &mut wake);
                 }
             }
             Event::PeerClosed(c) => {
