@@ -15,8 +15,8 @@ impl Engine {
         let mut wake = Wakeups::new();
         let (conn, msgs, name, aliases, received, was_embryo, late) = {
             let mut st = s.lock();
-            wake.extend(st.queue.readers.take());
-            wake.extend(st.queue.writers.take());
+            wake.extend(st.queue.readers().take());
+            wake.extend(st.queue.writers().take());
             let was_embryo = st.conn.is_embryo();
             // slow_close: the peer may still send here until it sees the close.
             let late = if self.faults.any() {
@@ -24,7 +24,7 @@ impl Engine {
             } else {
                 None
             };
-            st.queue.closing_late = late.is_some();
+            st.queue.set_closing_late(late.is_some());
             (
                 std::mem::replace(&mut st.conn, Conn::Closed),
                 st.queue.drain(),

@@ -31,7 +31,7 @@ impl Engine {
         if let Some(closed) = closed.filter(|p| p.id == c.closed) {
             let msgs = {
                 let mut st = closed.lock();
-                st.queue.closing_late = false;
+                st.queue.set_closing_late(false);
                 st.queue.drain()
             };
             late_data = !msgs.is_empty();
@@ -53,8 +53,8 @@ impl Engine {
                     reset = Some(pt.name.clone());
                 }
             }
-            wake.extend(pt.queue.readers.take());
-            wake.extend(pt.queue.writers.take());
+            wake.extend(pt.queue.readers().take());
+            wake.extend(pt.queue.writers().take());
         }
         if let Some(name) = reset {
             self.tap_event(None, || Event::Reset {

@@ -169,7 +169,7 @@ impl Engine {
         self.tap_faults(sock, from, &d, &msg);
         if d.full {
             if let Some(w) = w {
-                rt.queue.writers.add(w.clone());
+                rt.queue.writers().add(w.clone());
             }
             if let Some(r) = self.socks.get(receiver) {
                 self.wake_when_let_go(sock, &r.sock, d.hold_until);
@@ -232,7 +232,7 @@ impl Engine {
         match d.refuse {
             Some(Errno::EAGAIN) => {
                 if let Some(w) = w {
-                    other.lock().queue.writers.add(w.clone());
+                    other.lock().queue.writers().add(w.clone());
                 }
                 self.wake_when_let_go(s, other, d.hold_until);
                 Err(Errno::EAGAIN)

@@ -27,7 +27,7 @@ impl Engine {
             let Ok((mut st, mut pt)) = lock2(s, peer) else {
                 return;
             };
-            let sender_had_data = !st.queue.msgs.is_empty();
+            let sender_had_data = !st.queue.msgs().is_empty();
             for (side, gone_err) in [(&mut *st, reset), (&mut *pt, reset || sender_had_data)] {
                 if let Conn::Connected { peer_gone, .. } = &mut side.conn {
                     *peer_gone = true;
@@ -38,8 +38,8 @@ impl Engine {
                 if gone_err {
                     side.err = Some(Errno::ECONNRESET);
                 }
-                wake.extend(side.queue.readers.take());
-                wake.extend(side.queue.writers.take());
+                wake.extend(side.queue.readers().take());
+                wake.extend(side.queue.writers().take());
             }
         }
         limited!(

@@ -137,7 +137,7 @@ impl Engine {
             };
             let r = ops(s.ty).recvmsg(op);
             if let (Err(Errno::EAGAIN), Some(w)) = (&r, w) {
-                st.queue.readers.add(w.clone());
+                st.queue.readers().add(w.clone());
             }
             if let (Ok(got), true) = (&r, f.peek) {
                 got.rights.iter().for_each(|r| self.hold(r));
@@ -201,8 +201,8 @@ impl Engine {
         let mut wake = Wakeups::new();
         {
             let mut st = s.lock();
-            if !st.queue.msgs.is_empty() {
-                wake.extend(st.queue.readers.take_for_one());
+            if !st.queue.msgs().is_empty() {
+                wake.extend(st.queue.readers().take_for_one());
             }
         }
         self.finish(wake);
