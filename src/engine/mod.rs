@@ -18,9 +18,9 @@ mod front;
 pub mod gc;
 mod graph;
 mod introspect;
-mod lifecycle;
 pub(crate) mod log_limit;
 mod message;
+mod msgpath;
 mod name_key;
 mod name_table;
 pub mod netns;
@@ -30,8 +30,8 @@ mod peer_close;
 pub mod pidns;
 pub mod pins;
 mod poll;
-mod proto;
 pub mod quota;
+mod release;
 mod release_queue;
 pub mod rights;
 mod skb;
@@ -162,7 +162,7 @@ pub struct Engine {
     /// What every receive queue holds, charged as each sender's budget is
     /// (src/engine/skb.rs), by sending user: each socket's SO_SNDBUF bounds
     /// one socket, this bounds them all, as a memory cgroup does the
-    /// kernel's (proto/queue.rs).
+    /// kernel's (msgpath/enqueue.rs).
     pub queued: Quota,
     pub gc: gc::Collector,
     /// Received sockets not yet opened, by their directory number.

@@ -1,7 +1,7 @@
 //! One socket: its type, its connection state as an enum, its receive queue
 //! and the waiters on it. The operations on sockets are `Engine` methods in
-//! the modules named after them (proto/ for messages, bind.rs, connect.rs,
-//! lifecycle.rs).
+//! the modules named after them (msgpath/ for messages, bind.rs,
+//! connect.rs, release.rs).
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
-use super::queue::Sending;
+use super::enqueue::Sending;
 use super::{ProtoOps, RecvOp, SendOp};
 use crate::engine::message::{Piece, Received, SendMsg};
 use crate::engine::socket::{Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, SockType, Socket};

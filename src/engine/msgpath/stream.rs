@@ -3,7 +3,7 @@
 
 use nix::errno::Errno;
 
-use super::queue::Sending;
+use super::enqueue::Sending;
 use super::{ProtoOps, RecvOp, SendOp};
 use crate::engine::message::{Piece, Received};
 use crate::engine::skb::STREAM_SKB_MAX;
