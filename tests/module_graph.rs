@@ -386,14 +386,17 @@ fn methods(module: &ModPath, toks: &[(Tok, usize)]) -> Methods {
                     continue;
                 }
             }
-            Tok::Ident(w) if w == "impl" => {
-                // The header runs to the block's `{` (none inside it), unless a `;`
-                // or another block's end comes first (`impl Trait` in a signature).
+            Tok::Ident(w)
+                if w == "impl"
+                    && (i == 0
+                        || matches!(&toks[i - 1].0, Tok::Punct('}' | ';' | '{' | ']'))
+                        || ident(toks.get(i - 1)) == Some("unsafe")) =>
+            {
+                // An impl item (not `impl Trait` in a signature, which follows
+                // `->`, `:` or `(`): the header runs to the block's `{`.
                 let mut j = i + 1;
                 while let Some((t, _)) = toks.get(j) {
-                    if matches!(t, Tok::Punct('{') | Tok::Punct(';') | Tok::Punct('}'))
-                        || matches!(t, Tok::Punct(',') | Tok::Punct(')') | Tok::Punct('='))
-                    {
+                    if matches!(t, Tok::Punct('{' | ';' | '}')) {
                         break;
                     }
                     j += 1;
@@ -838,7 +841,7 @@ fn methods_of_one_type_in_two_files_calling_each_other_are_a_circle() {
         ),
         (
             "engine/b.rs",
-            "use super::Engine;\nimpl<'a> Engine where Self: Sized {\n    fn timer(&self) {\n        \
+            "use super::Engine;\nimpl<'a> Engine where Self: Sized {\n    fn timer(&self) -> impl Sized {\n        \
              if true { self.send() }\n    }\n}\n",
         ),
         (
