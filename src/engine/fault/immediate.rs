@@ -62,7 +62,7 @@ pub(crate) struct SendPlan {
     /// Queue nothing, report the whole send done: the receiver is gone.
     pub swallow: bool,
     /// The decision and when it was made, for the timed faults
-    /// (fault_timed.rs: delays, slices, holds).
+    /// (timed.rs: delays, slices, holds).
     pub timed: Option<(fault::Decision, Instant)>,
 }
 

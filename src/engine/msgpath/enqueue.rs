@@ -3,7 +3,9 @@
 //! sender's budget is charged, passed sockets and files go in flight, the
 //! taps see it, a reader is woken. A decision about a message about to be
 //! queued (fault injection: refuse it, report the queue full, queue part
-//! of it, drop what it passes, hold it back) belongs in `Engine::enqueue`.
+//! of it, drop what it passes, hold it back) is asked for in
+//! `Engine::enqueue`, only when a rule stands, and made in
+//! src/engine/fault/.
 
 use std::cell::Cell;
 use std::sync::Arc;
