@@ -16,7 +16,7 @@
 #     status file keeps its text, charged to the opener; on --max-held-bytes 1048576,
 #     B's opens fail with ENOMEM once B holds its share (524288 bytes), A and root
 #     still open theirs, and B's room comes back once it closes its handles.
-#  4. queued bytes (src/engine/proto/queue.rs): each socket's SO_SNDBUF bounds what it
+#  4. queued bytes (src/engine/msgpath/enqueue.rs): each socket's SO_SNDBUF bounds what it
 #     queues, and B may make sockets by the thousand; on --max-queued-bytes 4194304,
 #     B's socketpairs filled one after another meet ENOBUFS once B's queues hold its
 #     share (2 MiB), A still fills a pair of its own (to EAGAIN, its SO_SNDBUF), and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # adversarial_more.sh: a user B of an --allow-other mount making the daemon hold memory
 # it does not count, through what every user may do to its own sockets:
-#  1. slicer pieces (src/engine/proto/queue.rs): a `fault slicer average_size=1` on B's
+#  1. slicer pieces (src/engine/msgpath/enqueue.rs): a `fault slicer average_size=1` on B's
 #     own stream pair cuts each chunk of a send (up to 36544 bytes) into one queued
 #     message per byte, about 200 bytes of the daemon's memory each, while the sender
 #     was charged one chunk's truesize: B's 8 pairs filled to EAGAIN made the daemon

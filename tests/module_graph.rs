@@ -5,6 +5,12 @@
 //! `super::x::` paths in the code) and fails on every group of modules that reach each
 //! other. A module using its own submodules is not a circle, and `mod x;` declares a
 //! child, it imports nothing.
+//!
+//! Methods count too: a type's inherent methods may be spread over several files (the
+//! engine's `impl Engine` blocks are, one topic a file), and `self.f()` inside an
+//! `impl T` block refers to the module whose `impl T` defines `f`, as a path would.
+//! (Only `self.` calls are seen: a method called on another value has a receiver whose
+//! type the checker does not know.)
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -143,29 +149,50 @@ impl Graph {
     fn from_sources(sources: &[(PathBuf, String)]) -> Graph {
         let mut modules = BTreeSet::new();
         let mut scanned = Vec::new();
+        // (type, method) -> the modules whose inherent impls define it.
+        let mut defined: BTreeMap<(String, String), BTreeSet<ModPath>> = BTreeMap::new();
+        let mut calls = Vec::new();
         for (rel, text) in sources {
             let module = file_module(rel);
-            let refs = scan(&module, &tokens(text));
+            let toks = tokens(text);
+            let refs = scan(&module, &toks);
             for r in &refs {
                 modules.insert(r.from.clone());
             }
+            let m = methods(&module, &toks);
+            for (key, at) in m.defs {
+                defined.entry(key).or_default().insert(at);
+            }
+            calls.extend(m.calls.into_iter().map(|c| (rel, c)));
             modules.insert(module);
             scanned.push((rel, refs));
         }
-        let mut edges: BTreeMap<ModPath, BTreeMap<ModPath, Place>> = BTreeMap::new();
+        // Each reference as (file, from, the module it names, line); a method call
+        // names the one module that defines the method.
+        let mut all: Vec<(&PathBuf, ModPath, ModPath, usize)> = Vec::new();
         for (rel, refs) in scanned {
             for r in refs {
-                let to = resolve(&modules, &r.from, &r.path);
-                let Some(to) = to else { continue };
-                // Itself, or one of its own submodules: not a circle.
-                if to.starts_with(&r.from) {
-                    continue;
+                if let Some(to) = resolve(&modules, &r.from, &r.path) {
+                    all.push((rel, r.from, to, r.line));
                 }
-                edges.entry(r.from).or_default().entry(to).or_insert(Place {
-                    file: rel.clone(),
-                    line: r.line,
-                });
             }
+        }
+        for (rel, c) in calls {
+            let to = defined.get(&(c.ty, c.name));
+            if let Some(to) = to.filter(|t| t.len() == 1).and_then(|t| t.first()) {
+                all.push((rel, c.from, to.clone(), c.line));
+            }
+        }
+        let mut edges: BTreeMap<ModPath, BTreeMap<ModPath, Place>> = BTreeMap::new();
+        for (rel, from, to, line) in all {
+            // Itself, or one of its own submodules: not a circle.
+            if to.starts_with(&from) {
+                continue;
+            }
+            edges.entry(from).or_default().entry(to).or_insert(Place {
+                file: rel.clone(),
+                line,
+            });
         }
         Graph { modules, edges }
     }
@@ -282,6 +309,141 @@ fn resolve(modules: &BTreeSet<ModPath>, from: &ModPath, path: &[String]) -> Opti
         abs.pop()?;
     }
     Some(abs)
+}
+
+/// A `self.name(` call inside an `impl ty` block, written in module `from`.
+#[derive(Debug)]
+struct Call {
+    from: ModPath,
+    ty: String,
+    name: String,
+    line: usize,
+}
+
+/// The inherent methods a file defines, as ((type, name), module), and the calls on
+/// `self` inside its impl blocks.
+#[derive(Default)]
+struct Methods {
+    defs: Vec<((String, String), ModPath)>,
+    calls: Vec<Call>,
+}
+
+/// The type an impl block is for, from the tokens between `impl` and its `{`: the
+/// last name of the path after `for` (a trait impl) or of the whole header, generic
+/// arguments and `where` clauses left out; and whether it is inherent (no `for`).
+fn impl_type(header: &[&Tok]) -> Option<(String, bool)> {
+    let mut angle = 0usize;
+    let mut names: Vec<&str> = Vec::new();
+    let mut inherent = true;
+    for t in header {
+        match t {
+            Tok::Punct('<') => angle += 1,
+            Tok::Punct('>') => angle = angle.saturating_sub(1),
+            Tok::Ident(w) if angle == 0 && w == "for" => {
+                names.clear();
+                inherent = false;
+            }
+            Tok::Ident(w) if angle == 0 && w == "where" => break,
+            Tok::Ident(w) if angle == 0 => names.push(w),
+            _ => {}
+        }
+    }
+    names.last().map(|n| (n.to_string(), inherent))
+}
+
+fn methods(module: &ModPath, toks: &[(Tok, usize)]) -> Methods {
+    let mut out = Methods::default();
+    // The inline modules we are in, as in `scan`, and the impl blocks:
+    // (type, inherent, the brace depth inside them).
+    let mut inline: Vec<(String, usize)> = Vec::new();
+    let mut impls: Vec<(String, bool, usize)> = Vec::new();
+    let mut depth = 0;
+    let current = |inline: &[(String, usize)]| {
+        let mut m = module.clone();
+        m.extend(inline.iter().map(|(n, _)| n.clone()));
+        m
+    };
+    let mut i = 0;
+    while i < toks.len() {
+        match &toks[i].0 {
+            Tok::Punct('{') => depth += 1,
+            Tok::Punct('}') => {
+                if inline.last().is_some_and(|(_, d)| *d == depth) {
+                    inline.pop();
+                }
+                if impls.last().is_some_and(|(_, _, d)| *d == depth) {
+                    impls.pop();
+                }
+                depth -= 1;
+            }
+            Tok::Ident(w) if w == "mod" => {
+                if let (Some(name), Some((Tok::Punct('{'), _))) =
+                    (ident(toks.get(i + 1)), toks.get(i + 2))
+                {
+                    depth += 1;
+                    inline.push((name.to_string(), depth));
+                    i += 3;
+                    continue;
+                }
+            }
+            Tok::Ident(w)
+                if w == "impl"
+                    && (i == 0
+                        || matches!(&toks[i - 1].0, Tok::Punct('}' | ';' | '{' | ']'))
+                        || ident(toks.get(i - 1)) == Some("unsafe")) =>
+            {
+                // An impl item (not `impl Trait` in a signature, which follows
+                // `->`, `:` or `(`): the header runs to the block's `{`.
+                let mut j = i + 1;
+                while let Some((t, _)) = toks.get(j) {
+                    if matches!(t, Tok::Punct('{' | ';' | '}')) {
+                        break;
+                    }
+                    j += 1;
+                }
+                if toks.get(j).is_some_and(|t| t.0 == Tok::Punct('{')) {
+                    let header: Vec<&Tok> = toks[i + 1..j].iter().map(|t| &t.0).collect();
+                    if let Some((ty, inherent)) = impl_type(&header) {
+                        depth += 1;
+                        impls.push((ty, inherent, depth));
+                        i = j + 1;
+                        continue;
+                    }
+                }
+            }
+            Tok::Ident(w) if w == "fn" => {
+                if let (Some((ty, true, d)), Some(name)) = (impls.last(), ident(toks.get(i + 1)))
+                    && *d == depth
+                {
+                    out.defs
+                        .push(((ty.clone(), name.to_string()), current(&inline)));
+                }
+            }
+            Tok::Ident(w) if w == "self" => {
+                if let (
+                    Some((ty, _, _)),
+                    Some((Tok::Punct('.'), _)),
+                    Some(name),
+                    Some((Tok::Punct('('), _)),
+                ) = (
+                    impls.last(),
+                    toks.get(i + 1),
+                    ident(toks.get(i + 2)),
+                    toks.get(i + 3),
+                ) {
+                    out.calls.push(Call {
+                        from: current(&inline),
+                        ty: ty.clone(),
+                        name: name.to_string(),
+                        line: toks[i].1,
+                    });
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
 }
 
 /// One token of Rust source with comments, strings and character literals removed.
@@ -660,4 +822,41 @@ fn file_modules_follow_the_tree() {
         vec!["engine", "tree", "dirops"]
     );
     assert_eq!(file_module(Path::new("fdchannel.rs")), vec!["fdchannel"]);
+}
+
+#[test]
+fn methods_of_one_type_in_two_files_calling_each_other_are_a_circle() {
+    // engine::a's `impl Engine` calls engine::b's method and back, with no
+    // path between them; the same names on another type, or called on
+    // another value, or defined by a trait impl, are no reference.
+    let found = circles_of(&[
+        ("lib.rs", "pub mod engine;\nmod other;\n"),
+        (
+            "engine/mod.rs",
+            "mod a;\nmod b;\nmod c;\npub struct Engine;\n",
+        ),
+        (
+            "engine/a.rs",
+            "use super::Engine;\nimpl Engine {\n    pub(crate) fn send(&self) { self.timer(); }\n}\n",
+        ),
+        (
+            "engine/b.rs",
+            "use super::Engine;\nimpl<'a> Engine where Self: Sized {\n    fn timer(&self) -> impl Sized {\n        \
+             if true { self.send() }\n    }\n}\n",
+        ),
+        (
+            "engine/c.rs",
+            "use super::Engine;\nstruct Q;\nimpl Q { fn put(&self) { self.send(); } }\n\
+             impl Drop for Engine { fn drop(&mut self) {} }\n\
+             impl Engine { fn g(&self, q: &Q) { q.put(); self.drop_it(); } }\n",
+        ),
+        (
+            "other.rs",
+            "use crate::engine::Engine;\nimpl Clone for Engine { fn clone(&self) -> Engine { self.g() } }\n",
+        ),
+    ]);
+    assert_eq!(
+        found,
+        vec![vec!["engine::a".to_string(), "engine::b".to_string()]]
+    );
 }

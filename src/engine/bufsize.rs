@@ -80,7 +80,7 @@ impl Engine {
             match buf {
                 Buf::Send => {
                     st.sndbuf = size;
-                    wake.extend(st.queue.writers.take());
+                    wake.extend(st.queue.writers().take());
                 }
                 Buf::Recv => st.rcvbuf = size,
             }

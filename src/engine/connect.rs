@@ -48,7 +48,7 @@ impl Engine {
                     // A larger backlog takes effect at once.
                     *b = backlog;
                     *c = cred;
-                    wake.extend(st.queue.writers.take());
+                    wake.extend(st.queue.writers().take());
                 }
                 Conn::Unconnected { .. } => {
                     st.conn = Conn::Listening {
@@ -166,7 +166,7 @@ impl Engine {
             *embryo.capture_proto.lock() = other.capture_proto.lock().clone();
             pending.push_back(embryo.clone());
             st.conn = Conn::connected(embryo.clone(), Some(listener_cred));
-            wake.extend(ot.queue.readers.take());
+            wake.extend(ot.queue.readers().take());
         }
         self.finish(wake);
         Ok(())
@@ -242,11 +242,11 @@ impl Engine {
         st: &mut super::socket::SockState,
         wake: &mut Wakeups,
     ) -> bool {
-        if st.queue.msgs.is_empty() {
+        if st.queue.msgs().is_empty() {
             return false;
         }
         let msgs = st.queue.drain();
-        wake.extend(st.queue.writers.take());
+        wake.extend(st.queue.writers().take());
         for m in msgs {
             self.dequeued(id, m, wake);
         }
@@ -262,7 +262,7 @@ impl Engine {
                 && super::socket::Socket::peer(&ot).is_some_and(|p| p.id == s.id);
             if reset {
                 ot.err = Some(Errno::ECONNRESET);
-                wake.extend(ot.queue.writers.take());
+                wake.extend(ot.queue.writers().take());
             }
             reset
         };
@@ -288,13 +288,13 @@ impl Engine {
             };
             match pending.pop_front() {
                 Some(e) => {
-                    wake.extend(st.queue.writers.take());
+                    wake.extend(st.queue.writers().take());
                     e
                 }
                 None if shut && w.is_some() => return Err(Errno::EINVAL),
                 None => {
                     if let Some(w) = w {
-                        st.queue.readers.add(w.clone());
+                        st.queue.readers().add(w.clone());
                     }
                     return Err(Errno::EAGAIN);
                 }
@@ -337,8 +337,8 @@ impl Engine {
         let peer = {
             let mut st = s.lock();
             st.shutdown |= how;
-            wake.extend(st.queue.readers.take());
-            wake.extend(st.queue.writers.take());
+            wake.extend(st.queue.readers().take());
+            wake.extend(st.queue.writers().take());
             super::socket::Socket::peer(&st).cloned()
         };
         // Stream and seqpacket mirror the shutdown onto the peer.
@@ -348,12 +348,12 @@ impl Engine {
                 pt.shutdown |= SEND_SHUTDOWN;
             }
             // The peer's EOF never overtakes data a fault still holds.
-            let late = how & SEND_SHUTDOWN != 0 && pt.queue.held.holds_from(s.id);
+            let late = how & SEND_SHUTDOWN != 0 && pt.queue.holds_back_from(s.id);
             if how & SEND_SHUTDOWN != 0 && !late {
                 pt.shutdown |= RCV_SHUTDOWN;
             }
-            wake.extend(pt.queue.readers.take());
-            wake.extend(pt.queue.writers.take());
+            wake.extend(pt.queue.readers().take());
+            wake.extend(pt.queue.writers().take());
             drop(pt);
             if late {
                 self.shutdown_later(s.id, p);
@@ -382,7 +382,7 @@ fn listener_ready(ot: &mut super::socket::SockState, w: Option<&Waiter>) -> Resu
     };
     if pending.len() > *backlog {
         if let Some(w) = w {
-            ot.queue.writers.add(w.clone());
+            ot.queue.writers().add(w.clone());
         }
         return Err(Errno::EAGAIN);
     }

@@ -29,10 +29,14 @@ impl Engine {
         let passcred = st.passcred as u8;
         let passpidfd = st.passpidfd as u8;
         let peer_cred = st.conn.cred().map(|c| c.cred);
-        let (msgs, bytes, sndbuf, rcvbuf) =
-            (st.queue.msgs.len(), st.queue.bytes, st.sndbuf, st.rcvbuf);
+        let (msgs, bytes, sndbuf, rcvbuf) = (
+            st.queue.msgs().len(),
+            st.queue.bytes(),
+            st.sndbuf,
+            st.rcvbuf,
+        );
         // What FIONREAD (and ss's Recv-Q) gives a dgram socket: the first message.
-        let head = st.queue.msgs.front().map_or(0, |m| m.remaining());
+        let head = st.queue.msgs().front().map_or(0, |m| m.remaining());
         let pending = match &st.conn {
             Conn::Listening {
                 pending, backlog, ..

@@ -68,7 +68,7 @@ impl<'a> SendMsg<'a> {
 }
 
 /// What one sendmsg did: the bytes sent, and whether a fault rule cut the
-/// send short (short_write, limit_data; src/engine/fault_point.rs).
+/// send short (short_write, limit_data; src/engine/fault/immediate.rs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sent {
     pub len: usize,

@@ -10,29 +10,28 @@ mod bind;
 mod bufsize;
 mod connect;
 pub mod cred;
-mod deferred;
 mod depot;
-mod fault_point;
-mod fault_timed;
+mod dequeue;
+mod fault;
 pub mod fds;
 mod front;
 pub mod gc;
 mod graph;
-mod held_back;
 mod introspect;
-mod lifecycle;
 pub(crate) mod log_limit;
 mod message;
+mod msgpath;
 mod name_key;
 mod name_table;
 pub mod netns;
 mod observe;
 mod oob;
+mod peer_close;
 pub mod pidns;
 pub mod pins;
 mod poll;
-mod proto;
 pub mod quota;
+mod release;
 mod release_queue;
 pub mod rights;
 mod skb;
@@ -163,7 +162,7 @@ pub struct Engine {
     /// What every receive queue holds, charged as each sender's budget is
     /// (src/engine/skb.rs), by sending user: each socket's SO_SNDBUF bounds
     /// one socket, this bounds them all, as a memory cgroup does the
-    /// kernel's (proto/queue.rs).
+    /// kernel's (msgpath/enqueue.rs).
     pub queued: Quota,
     pub gc: gc::Collector,
     /// Received sockets not yet opened, by their directory number.
@@ -175,10 +174,12 @@ pub struct Engine {
     /// Observers of every message and connection event (tap.rs).
     pub taps: tap::Taps,
     /// The fault rules (src/fault/), asked where a message is queued, a
-    /// connection made and a socket released (fault_point.rs).
+    /// connection made and a socket released (src/engine/fault/), only
+    /// once `any()` says one stands.
     pub faults: crate::fault::Rules,
-    /// Messages held back in time by faults and late closes (deferred.rs).
-    delays: deferred::Deferred,
+    /// Messages held back in time by faults and late closes
+    /// (src/engine/fault/timer.rs).
+    delays: fault::Deferred,
     /// References a release dropped past its budget (release_queue.rs).
     releases: release_queue::ReleaseQueue,
 }

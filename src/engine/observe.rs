@@ -1,6 +1,6 @@
 //! The engine's side of the taps (tap.rs): the views of sockets and callers
 //! they are given, and the connection events. Messages are reported where
-//! they are queued (proto/queue.rs) and read (`Engine::recvmsg`).
+//! they are queued (msgpath/enqueue.rs) and read (`Engine::recvmsg`).
 
 use std::sync::Arc;
 

@@ -18,10 +18,10 @@ impl Engine {
             return Err(Errno::EOPNOTSUPP);
         }
         let st = s.lock();
-        let Some(head) = st.queue.msgs.front() else {
+        let Some(head) = st.queue.msgs().front() else {
             return Ok(false);
         };
-        let next_is_oob = st.queue.msgs.get(1).is_some_and(|m| m.oob);
+        let next_is_oob = st.queue.msgs().get(1).is_some_and(|m| m.oob);
         Ok(head.oob || (head.remaining() == 0 && (!st.queue.oob_pending() || next_is_oob)))
     }
 
@@ -51,7 +51,7 @@ impl Engine {
         let st = s.lock();
         (
             st.oob_inline,
-            st.queue.peek_off,
+            st.queue.peek_off(),
             st.urg_owner.map_or(0, |o| o.target),
             st.fasync,
         )
@@ -66,7 +66,7 @@ impl Engine {
             st.queue.oob_pending() as u8,
             mark as u8,
             st.oob_inline as u8,
-            st.queue.peek_off,
+            st.queue.peek_off(),
             st.urg_owner.map_or(0, |o| o.target),
         )
     }

@@ -24,7 +24,7 @@ impl Engine {
             }
             let readable = match &st.conn {
                 Conn::Listening { pending, .. } => !pending.is_empty(),
-                _ => !st.queue.msgs.is_empty(),
+                _ => !st.queue.msgs().is_empty(),
             };
             if readable {
                 mask |= pollbits::IN;
@@ -39,8 +39,8 @@ impl Engine {
                 mask |= pollbits::OUT;
             }
             if let Some(w) = w {
-                st.queue.readers.add(w.clone());
-                st.queue.writers.add(w.clone());
+                st.queue.readers().add(w.clone());
+                st.queue.writers().add(w.clone());
             }
             // A `full` rule makes the peer's queue count as full.
             if mask & pollbits::OUT != 0
@@ -66,7 +66,7 @@ impl Engine {
             if !mutual && pt.queue.full() {
                 mask &= !pollbits::OUT;
                 if let Some(w) = w {
-                    pt.queue.writers.add(w.clone());
+                    pt.queue.writers().add(w.clone());
                 }
             }
         }

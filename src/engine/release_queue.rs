@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::Engine;
 use super::socket::Socket;
+use super::{Engine, Wakeups};
 
 /// References one outermost `Engine::finish` drops itself (with those of
 /// the releases they cause).
@@ -98,6 +98,15 @@ fn run(eng: &Weak<Engine>) {
 }
 
 impl Engine {
+    /// Runs the wake-ups, then drops the references they collected: a
+    /// bounded number here, the rest on the release thread
+    /// (below).
+    pub(crate) fn finish(&self, mut wake: Wakeups) {
+        let drops = std::mem::take(&mut wake.drops);
+        wake.run();
+        self.put_all(drops);
+    }
+
     /// Drops `drops`, at most the budget's worth here and the rest on the
     /// release thread.
     pub(crate) fn put_all(&self, drops: Vec<Arc<Socket>>) {

@@ -50,7 +50,7 @@ pub(crate) fn sliced_truesize(size: usize, pieces: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::held_back::Until;
+    use crate::engine::fault::held::Until;
     use crate::engine::socket::Msg;
 
     #[test]

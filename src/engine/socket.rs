@@ -1,17 +1,19 @@
 //! One socket: its type, its connection state as an enum, its receive queue
 //! and the waiters on it. The operations on sockets are `Engine` methods in
-//! the modules named after them (proto/ for messages, bind.rs, connect.rs,
-//! lifecycle.rs).
+//! the modules named after them (msgpath/ for messages, bind.rs,
+//! connect.rs, release.rs).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::time::Instant;
 
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
 
 use super::addr::Addr;
 use super::cred::Ucred;
+use super::fault::held::{HeldQueue, Until};
 use super::name_key::NameKey;
 use super::wait::WaitList;
 
@@ -68,7 +70,7 @@ pub struct Msg {
     pub piece_end: bool,
 }
 
-impl super::held_back::Sent for Msg {
+impl super::fault::held::Sent for Msg {
     fn sender_id(&self) -> u64 {
         self.sender.id
     }
@@ -212,26 +214,28 @@ pub struct SockState {
 }
 
 /// A socket's receive queue: the messages (or stream chunks), the bytes
-/// they hold, who waits to read them and who waits for room in them.
+/// they hold, who waits to read them and who waits for room in them. Its
+/// fields are its own: the byte count moves only with the messages, here.
 pub struct RecvQueue {
-    pub msgs: VecDeque<Msg>,
+    msgs: VecDeque<Msg>,
     /// Unread bytes (SIOCINQ of a stream).
-    pub bytes: usize,
+    bytes: usize,
     /// Waiting to read (data, connections, EOF, errors).
-    pub readers: WaitList,
+    readers: WaitList,
     /// Waiting for room in this queue, or in this socket's sender budget.
-    pub writers: WaitList,
+    writers: WaitList,
     /// net.unix.max_dgram_qlen: a dgram sender waits past it.
-    pub max_dgram_qlen: usize,
+    max_dgram_qlen: usize,
     /// A message with `oob` may be queued: spares poll a queue scan.
-    pub oob_queued: bool,
+    oob_queued: bool,
     /// SO_PEEK_OFF: where the next MSG_PEEK starts; negative means off.
-    pub peek_off: i32,
-    /// Messages queued but held back by a fault, not yet readable (deferred.rs).
-    pub held: super::held_back::HeldQueue<Msg>,
+    peek_off: i32,
+    /// Messages queued but held back by a fault, not yet readable
+    /// (src/engine/fault/timer.rs).
+    held: HeldQueue<Msg>,
     /// The socket closed but its peer is not told yet (slow_close): what
     /// the peer sends meanwhile is queued here, and dropped when it is.
-    pub closing_late: bool,
+    closing_late: bool,
 }
 
 impl RecvQueue {
@@ -244,9 +248,82 @@ impl RecvQueue {
             max_dgram_qlen,
             oob_queued: false,
             peek_off: -1,
-            held: Default::default(),
+            held: HeldQueue::default(),
             closing_late: false,
         }
+    }
+
+    /// The readable messages, oldest first (their bytes change only
+    /// through `consume`, `pop`, `remove` and `drain`).
+    pub fn msgs(&self) -> &VecDeque<Msg> {
+        &self.msgs
+    }
+
+    /// Message `i`, to take what it passes (rights, files, a pidfd, its
+    /// MSG_CTRUNC); its bytes are read with `consume`.
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut Msg> {
+        self.msgs.get_mut(i)
+    }
+
+    /// Unread bytes (SIOCINQ of a stream).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn readers(&mut self) -> &mut WaitList {
+        &mut self.readers
+    }
+
+    pub fn writers(&mut self) -> &mut WaitList {
+        &mut self.writers
+    }
+
+    /// SO_PEEK_OFF; negative means off.
+    pub fn peek_off(&self) -> i32 {
+        self.peek_off
+    }
+
+    pub fn set_peek_off(&mut self, off: i32) {
+        self.peek_off = off;
+    }
+
+    /// The socket closed but its peer is not told yet (slow_close).
+    pub fn closing_late(&self) -> bool {
+        self.closing_late
+    }
+
+    pub fn set_closing_late(&mut self, late: bool) {
+        self.closing_late = late;
+    }
+
+    /// The messages a fault holds back (src/engine/fault/).
+    pub(crate) fn held(&self) -> &HeldQueue<Msg> {
+        &self.held
+    }
+
+    /// Holds `m` back (src/engine/fault/timer.rs): queued, not readable.
+    pub(crate) fn hold(&mut self, m: Msg, until: Until) {
+        self.held.push(m, until);
+    }
+
+    /// The held messages whose rules went are due `now`.
+    pub(crate) fn release_held(&mut self, now: Instant) {
+        self.held.release_all(now);
+    }
+
+    /// Makes what is due `now` of the held messages readable, in order;
+    /// the readers to wake.
+    pub(crate) fn show_due(&mut self, now: Instant, wake_all: bool) -> Vec<super::wait::Waiter> {
+        let mut readers = Vec::new();
+        for m in self.held.take_due(now) {
+            readers.extend(self.push(m, wake_all));
+        }
+        readers
+    }
+
+    /// Takes every held message (a connection a fault ended).
+    pub(crate) fn drain_held(&mut self) -> Vec<Msg> {
+        self.held.drain().collect()
     }
 
     /// Queues `m` with its accounting; the readers to wake: every one for
@@ -277,12 +354,63 @@ impl RecvQueue {
         Some(m)
     }
 
+    /// Reads `n` bytes of message `i` (SO_PEEK_OFF moves back past them);
+    /// the message, for what it passes.
+    pub fn consume(&mut self, i: usize, n: usize) -> &mut Msg {
+        self.msgs[i].off += n;
+        self.bytes -= n;
+        self.peek_off_back(n);
+        &mut self.msgs[i]
+    }
+
+    /// Takes message `i` with what is left of its bytes.
+    pub fn remove(&mut self, i: usize) -> Option<Msg> {
+        let m = self.msgs.remove(i)?;
+        self.bytes -= m.remaining();
+        Some(m)
+    }
+
+    /// Where the OOB byte is, if one may be queued.
+    pub fn oob_position(&self) -> Option<usize> {
+        if !self.oob_queued {
+            return None;
+        }
+        self.msgs.iter().position(|m| m.oob)
+    }
+
+    /// Message `i`'s OOB mark goes: its byte is read in line, or dropped.
+    pub fn clear_oob(&mut self, i: usize) {
+        self.msgs[i].oob = false;
+        self.oob_queued = false;
+    }
+
+    /// Reads the OOB byte, message `i`'s only byte (MSG_OOB).
+    pub fn take_oob(&mut self, i: usize) {
+        let m = &mut self.msgs[i];
+        m.off += 1;
+        m.oob = false;
+        self.oob_queued = false;
+        self.bytes -= 1;
+    }
+
     /// Takes every message (a purge), the bytes with them, held ones too.
     pub fn drain(&mut self) -> VecDeque<Msg> {
         self.bytes = 0;
         let mut all = std::mem::take(&mut self.msgs);
         all.extend(self.held.drain());
         all
+    }
+
+    /// Whether a fault holds messages of this queue back (the message
+    /// path's one question about them: none held, nothing to wait behind).
+    pub fn holds_back(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Whether a message of `sender` is held back: what it sends later
+    /// (its shutdown too) waits behind it.
+    pub fn holds_back_from(&self, sender: u64) -> bool {
+        self.holds_back() && self.held.holds_from(sender)
     }
 
     /// A dgram receiver's queue is full past max_dgram_qlen messages

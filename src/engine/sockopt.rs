@@ -47,9 +47,9 @@ impl Engine {
         let inq = if listening {
             None
         } else if s.ty == SockType::Dgram {
-            Some(st.queue.msgs.front().map_or(0, |m| m.remaining()))
+            Some(st.queue.msgs().front().map_or(0, |m| m.remaining()))
         } else {
-            Some(st.queue.bytes)
+            Some(st.queue.bytes())
         };
         SockInfo {
             ty: s.ty,
@@ -74,7 +74,7 @@ impl Engine {
 
     /// SO_PEEK_OFF: any negative value turns it off (and reads back as given).
     pub fn set_peek_off(&self, s: &Arc<Socket>, off: i32) {
-        s.lock().queue.peek_off = off;
+        s.lock().queue.set_peek_off(off);
     }
 
     /// SO_ERROR: the pending error, cleared by reading it.
@@ -100,7 +100,7 @@ impl Engine {
         if s.ty == SockType::Stream {
             return None;
         }
-        s.lock().queue.msgs.front().map(|m| m.data.len())
+        s.lock().queue.msgs().front().map(|m| m.data.len())
     }
 }
 

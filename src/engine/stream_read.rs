@@ -28,7 +28,7 @@ impl Engine {
         if maxlen == 0 {
             // unix_stream_read_generic with size 0 waits as for one byte;
             // the first chunk gives up its passed files (its bytes stay).
-            let Some(m) = st.queue.msgs.front_mut() else {
+            let Some(m) = st.queue.get_mut(0) else {
                 if let Some(e) = st.err.take() {
                     return Err(e);
                 }
@@ -47,12 +47,12 @@ impl Engine {
             return Ok(out);
         }
         let mut skip = if peek {
-            st.queue.peek_off.max(0) as usize
+            st.queue.peek_off().max(0) as usize
         } else {
             0
         };
         let mut first_creds: Option<Option<Ucred>> = None;
-        let mut at = (!st.queue.msgs.is_empty()).then_some(0);
+        let mut at = (!st.queue.msgs().is_empty()).then_some(0);
         // With passcred or passpidfd on, one read never spans two senders.
         let span_check = st.may_passcred();
         loop {
@@ -76,14 +76,14 @@ impl Engine {
                 return Err(Errno::EAGAIN);
             };
             // Whole chunks the peek offset passes over.
-            while skip >= st.queue.msgs[i].remaining() {
-                skip -= st.queue.msgs[i].remaining();
+            while skip >= st.queue.msgs()[i].remaining() {
+                skip -= st.queue.msgs()[i].remaining();
                 i += 1;
-                if i >= st.queue.msgs.len() {
+                if i >= st.queue.msgs().len() {
                     break;
                 }
             }
-            if i >= st.queue.msgs.len() {
+            if i >= st.queue.msgs().len() {
                 at = None;
                 continue;
             }
@@ -92,7 +92,7 @@ impl Engine {
             if let Some(l) = limit {
                 let copied = out.data.len();
                 let chunk =
-                    (st.queue.msgs[i].remaining() - skip).min(l.asked.saturating_sub(copied));
+                    (st.queue.msgs()[i].remaining() - skip).min(l.asked.saturating_sub(copied));
                 if copied + chunk > l.writable {
                     if copied == 0 {
                         return Err(Errno::EFAULT);
@@ -101,7 +101,7 @@ impl Engine {
                 }
             }
             let want_pidfd = st.passpidfd;
-            let m = &mut st.queue.msgs[i];
+            let m = st.queue.get_mut(i).expect("chunk exists");
             match first_creds {
                 None => {
                     first_creds = Some(m.creds);
@@ -134,11 +134,14 @@ impl Engine {
             if peek {
                 // A peek gives the chunk's passed sockets as new references
                 // (held by the caller, `recvmsg`) and stops there.
-                out.rights.extend(st.queue.msgs[i].rights.iter().cloned());
+                out.rights.extend(st.queue.msgs()[i].rights.iter().cloned());
                 st.queue.peek_off_forward(n);
                 let piece_end =
-                    st.queue.msgs[i].piece_end && n == st.queue.msgs[i].remaining() - skip;
-                if carries || piece_end || out.data.len() >= maxlen || i + 1 >= st.queue.msgs.len()
+                    st.queue.msgs()[i].piece_end && n == st.queue.msgs()[i].remaining() - skip;
+                if carries
+                    || piece_end
+                    || out.data.len() >= maxlen
+                    || i + 1 >= st.queue.msgs().len()
                 {
                     break;
                 }
@@ -146,26 +149,22 @@ impl Engine {
                 at = Some(i + 1);
                 continue;
             }
-            let m = &mut st.queue.msgs[i];
-            m.off += n;
+            let m = st.queue.consume(i, n);
             // Passed sockets come with the first read that touches their chunk.
             out.rights.extend(self.take_rights(receiver, m));
             out.files.extend(self.take_files(m));
             out.ctrunc |= std::mem::take(&mut m.ctrunc);
-            let left = m.remaining();
-            st.queue.bytes -= n;
-            st.queue.peek_off_back(n);
-            if left > 0 {
+            if m.remaining() > 0 {
                 break;
             }
             // The sender's budget grows; the receiver's own writability does
             // not change (its budget is its own sends).
-            let m = st.queue.msgs.remove(i).expect("chunk exists");
+            let m = st.queue.remove(i).expect("chunk exists");
             self.uncharge(&m, wake);
             if carries || m.piece_end || out.data.len() >= maxlen {
                 break;
             }
-            at = (!st.queue.msgs.is_empty()).then_some(0);
+            at = (!st.queue.msgs().is_empty()).then_some(0);
         }
         out.full_len = out.data.len();
         if st.passcred {
@@ -188,14 +187,14 @@ impl Engine {
         copied: bool,
         wake: &mut Wakeups,
     ) -> Option<usize> {
-        let m = &st.queue.msgs[i];
+        let m = &st.queue.msgs()[i];
         if m.remaining() > 0 && !m.oob {
             return Some(i);
         }
         if m.remaining() == 0 {
             // An OOB byte already taken with MSG_OOB leaves an empty chunk.
             let oob_pending = st.queue.oob_pending();
-            if copied && (!oob_pending || st.queue.msgs[i].oob) {
+            if copied && (!oob_pending || st.queue.msgs()[i].oob) {
                 return None;
             }
             if peek {
@@ -203,11 +202,11 @@ impl Engine {
             } else {
                 self.discard_chunk(receiver, st, i, wake);
             }
-            if i >= st.queue.msgs.len() {
+            if i >= st.queue.msgs().len() {
                 return None;
             }
         }
-        if !st.queue.msgs[i].oob {
+        if !st.queue.msgs()[i].oob {
             return Some(i);
         }
         if copied {
@@ -217,23 +216,21 @@ impl Engine {
             return if st.oob_inline {
                 Some(i)
             } else {
-                (i + 1 < st.queue.msgs.len()).then_some(i + 1)
+                (i + 1 < st.queue.msgs().len()).then_some(i + 1)
             };
         }
-        st.queue.msgs[i].oob = false;
-        st.queue.oob_queued = false;
+        st.queue.clear_oob(i);
         if st.oob_inline {
             return Some(i);
         }
         // A read passing an unread OOB byte drops it.
         self.discard_chunk(receiver, st, i, wake);
-        (!st.queue.msgs.is_empty()).then_some(0)
+        (!st.queue.msgs().is_empty()).then_some(0)
     }
 
     /// Removes chunk `i` unread (what is left of it).
     fn discard_chunk(&self, receiver: u64, st: &mut SockState, i: usize, wake: &mut Wakeups) {
-        let m = st.queue.msgs.remove(i).expect("chunk exists");
-        st.queue.bytes -= m.remaining();
+        let m = st.queue.remove(i).expect("chunk exists");
         self.dequeued(receiver, m, wake);
     }
 }

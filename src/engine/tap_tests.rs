@@ -270,7 +270,7 @@ fn events_come_in_order() {
 fn nothing_is_numbered_without_a_tap() {
     let (e, c, a, b) = root_pair(SockType::Seqpacket);
     e.sendmsg(&a, SendMsg::new(b"x"), &c, None).unwrap();
-    assert_eq!(b.lock().queue.msgs.front().map(|m| m.msg_id), Some(0));
+    assert_eq!(b.lock().queue.msgs().front().map(|m| m.msg_id), Some(0));
     let got = e.recvmsg(&b, RecvFlags::new(1), None).unwrap();
     assert!(got.pieces.is_empty());
     e.put(&a);

@@ -139,7 +139,7 @@ fn dgram_queue_limit_and_mutual_exception() {
         n += 1;
     }
     assert_eq!(n, 278);
-    assert_eq!(b.lock().queue.msgs.len(), 278);
+    assert_eq!(b.lock().queue.msgs().len(), 278);
 }
 
 #[test]

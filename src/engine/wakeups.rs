@@ -43,7 +43,7 @@ impl Wakeups {
             // of its budget are free again, not at every message received.
             let mut st = s.lock();
             if s.writable(&st) || st.conn.is_closed() {
-                self.waiters.extend(st.queue.writers.take());
+                self.waiters.extend(st.queue.writers().take());
             }
         }
         for w in self.waiters {

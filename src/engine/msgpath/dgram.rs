@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
-use super::queue::Sending;
+use super::enqueue::Sending;
 use super::{ProtoOps, RecvOp, SendOp};
 use crate::engine::message::{Piece, Received, SendMsg};
 use crate::engine::socket::{Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, SockType, Socket};
@@ -55,7 +55,7 @@ pub(super) fn message_send(
         }
         if s.wmem() >= st.sndbuf {
             if let Some(w) = tx.w {
-                st.queue.writers.add(w.clone());
+                st.queue.writers().add(w.clone());
             }
             return Err(Errno::EAGAIN);
         }
@@ -77,7 +77,7 @@ pub(super) fn message_send(
         };
         let dead = ot
             .as_ref()
-            .is_some_and(|o| o.conn.is_closed() && !o.queue.closing_late);
+            .is_some_and(|o| o.conn.is_closed() && !o.queue.closing_late());
         if dead {
             drop(ot);
             return Err(peer_died(eng, s, &other));
@@ -96,7 +96,7 @@ pub(super) fn message_send(
         }
         if s.ty == SockType::Dgram && other_peer_is_us != Some(true) && ot_ref.queue.full() {
             if let Some(w) = tx.w {
-                ot_ref.queue.writers.add(w.clone());
+                ot_ref.queue.writers().add(w.clone());
             }
             return Err(Errno::EAGAIN);
         }
@@ -142,7 +142,7 @@ pub(super) fn message_recv(op: RecvOp<'_>) -> Result<Received> {
     if f.peek {
         return message_peek(s.ty, st, f.len);
     }
-    if let (Some(reserve), Some(m)) = (f.reserve, st.queue.msgs.front())
+    if let (Some(reserve), Some(m)) = (f.reserve, st.queue.msgs().front())
         && !reserve(m.data.len().min(f.len))
     {
         return Err(Errno::ENOMEM);
@@ -155,7 +155,7 @@ pub(super) fn message_recv(op: RecvOp<'_>) -> Result<Received> {
         }
         return Err(Errno::EAGAIN);
     };
-    wake.extend(st.queue.writers.take());
+    wake.extend(st.queue.writers().take());
     eng.uncharge(&m, wake);
     let rights = eng.take_rights(s.id, &mut m);
     let files = eng.take_files(&mut m);
@@ -190,15 +190,17 @@ pub(super) fn message_recv(op: RecvOp<'_>) -> Result<Received> {
 /// Passed sockets come with it (`recvmsg` takes references for them);
 /// other passed files do not.
 fn message_peek(ty: SockType, st: &mut SockState, maxlen: usize) -> Result<Received> {
-    let mut skip = st.queue.peek_off.max(0) as usize;
-    let Some(m) = st.queue.msgs.iter().find(|m| {
+    let mut skip = st.queue.peek_off().max(0) as usize;
+    let Some(m) = st.queue.msgs().iter().find(|m| {
         if skip > 0 && skip >= m.data.len() {
             skip -= m.data.len();
             return false;
         }
         true
     }) else {
-        if st.queue.msgs.is_empty() && ty == SockType::Seqpacket && st.shutdown & RCV_SHUTDOWN != 0
+        if st.queue.msgs().is_empty()
+            && ty == SockType::Seqpacket
+            && st.shutdown & RCV_SHUTDOWN != 0
         {
             return Ok(Received::default());
         }

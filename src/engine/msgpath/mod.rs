@@ -2,11 +2,11 @@
 //! each dispatched to its socket type's operations (stream.rs, dgram.rs,
 //! seqpacket.rs) as Linux dispatches through its proto_ops tables
 //! (unix_stream_ops, unix_dgram_ops, unix_seqpacket_ops). Every message is
-//! queued in one place (queue.rs) and every receive is reported to the
+//! queued in one place (enqueue.rs) and every receive is reported to the
 //! taps in one place (`recvmsg`).
 
 mod dgram;
-pub(crate) mod queue;
+pub(crate) mod enqueue;
 mod seqpacket;
 mod stream;
 
@@ -19,7 +19,7 @@ use super::message::{Limit, Received, RecvFlags, SendMsg, Sent};
 use super::socket::{SockState, SockType, Socket};
 use super::tap::Delivered;
 use super::{Caller, Engine, Result, Ucred, Waiter, Wakeups};
-use queue::{Pass, Sending};
+use enqueue::{Pass, Sending};
 use udsfs_proto::record::MAX_DGRAM;
 
 /// One socket type's send and receive.
@@ -137,7 +137,7 @@ impl Engine {
             };
             let r = ops(s.ty).recvmsg(op);
             if let (Err(Errno::EAGAIN), Some(w)) = (&r, w) {
-                st.queue.readers.add(w.clone());
+                st.queue.readers().add(w.clone());
             }
             if let (Ok(got), true) = (&r, f.peek) {
                 got.rights.iter().for_each(|r| self.hold(r));
@@ -201,8 +201,8 @@ impl Engine {
         let mut wake = Wakeups::new();
         {
             let mut st = s.lock();
-            if !st.queue.msgs.is_empty() {
-                wake.extend(st.queue.readers.take_for_one());
+            if !st.queue.msgs().is_empty() {
+                wake.extend(st.queue.readers().take_for_one());
             }
         }
         self.finish(wake);

@@ -1,11 +1,11 @@
-//! Where the engine meets the fault rules (src/fault/): it describes a send,
-//! a connect or a close to them and applies what they decide, each fault
-//! in a way the kernel could act itself. Every function here is called
-//! only once `Engine::faults.any()` said some rule stands, so that without
-//! rules a message costs one relaxed load.
+//! The faults that act at once: a send, a connect or a poll described to
+//! the rules (src/fault/) and what they decide applied, each fault in a way
+//! the kernel could act itself (refuse, full, short_write, limit_data,
+//! ctrunc, reset_peer, close_after). Called only once `Engine::faults.any()`
+//! said some rule stands.
 //!
 //! The faults that hold a message back in time (latency, bandwidth, slicer,
-//! timeout, slow_close) are not applied here.
+//! timeout, slow_close) are timed.rs's.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
-use super::log_limit::limited;
-use super::socket::{BoundName, Conn, SHUTDOWN_MASK, SockState, Socket, lock2};
-use super::tap::Event;
-use super::{Caller, Engine, Result, Waiter, Wakeups};
 use crate::engine::addr::Addr;
+use crate::engine::log_limit::limited;
+use crate::engine::socket::{BoundName, SockState, Socket};
+use crate::engine::tap::Event;
+use crate::engine::{Caller, Engine, Result, Waiter};
 use crate::fault::{self, Decision, Kind};
 
 /// What one send carries for the rules: who makes it, and the end of the
@@ -62,7 +62,7 @@ pub(crate) struct SendPlan {
     /// Queue nothing, report the whole send done: the receiver is gone.
     pub swallow: bool,
     /// The decision and when it was made, for the timed faults
-    /// (fault_timed.rs: delays, slices, holds).
+    /// (timed.rs: delays, slices, holds).
     pub timed: Option<(fault::Decision, Instant)>,
 }
 
@@ -89,16 +89,13 @@ fn name_of(n: Option<&BoundName>) -> Option<fault::Name<'_>> {
 }
 
 impl Engine {
-    /// The caller as the rules see it, taken only when a rule stands;
+    /// The caller as the rules see it (made only when a rule stands);
     /// `cut` is told when a rule cuts the send short.
     pub(crate) fn send_fault<'a>(
         &'a self,
         caller: &'a Caller,
         cut: Option<&'a Cell<bool>>,
     ) -> SendFault<'a> {
-        if !self.faults.any() {
-            return SendFault::default();
-        }
         SendFault {
             eng: Some(self),
             caller: Some(caller),
@@ -172,7 +169,7 @@ impl Engine {
         self.tap_faults(sock, from, &d, &msg);
         if d.full {
             if let Some(w) = w {
-                rt.queue.writers.add(w.clone());
+                rt.queue.writers().add(w.clone());
             }
             if let Some(r) = self.socks.get(receiver) {
                 self.wake_when_let_go(sock, &r.sock, d.hold_until);
@@ -202,47 +199,6 @@ impl Engine {
         }
         plan.timed = Some((d, msg.now));
         Ok(plan)
-    }
-
-    /// Ends the connection of `s` and `peer` as the kernel does when the
-    /// process holding `peer` (reset: the receiver, with a message unread)
-    /// or `s` (the sender, after its last message) dies: both ends are shut
-    /// down and see the other gone; with a reset the sender's next read
-    /// gives ECONNRESET, as does the receiver's, whose process udsfs
-    /// cannot kill. Without one the receiver reads what is queued, then
-    /// EOF (ECONNRESET first if the sender left data unread).
-    pub(crate) fn sever(&self, s: &Arc<Socket>, peer: &Arc<Socket>, reset: bool) {
-        if s.id == peer.id {
-            return;
-        }
-        let mut wake = Wakeups::new();
-        {
-            let Ok((mut st, mut pt)) = lock2(s, peer) else {
-                return;
-            };
-            let sender_had_data = !st.queue.msgs.is_empty();
-            for (side, gone_err) in [(&mut *st, reset), (&mut *pt, reset || sender_had_data)] {
-                if let Conn::Connected { peer_gone, .. } = &mut side.conn {
-                    *peer_gone = true;
-                } else {
-                    continue;
-                }
-                side.shutdown = SHUTDOWN_MASK;
-                if gone_err {
-                    side.err = Some(Errno::ECONNRESET);
-                }
-                wake.extend(side.queue.readers.take());
-                wake.extend(side.queue.writers.take());
-            }
-        }
-        limited!(
-            info,
-            "fault: connection {} <-> {} {}",
-            s.id,
-            peer.id,
-            if reset { "reset" } else { "closed" }
-        );
-        self.finish(wake);
     }
 
     /// connect() from `s` to `other`: `refuse` fails it, with EAGAIN as a
@@ -276,7 +232,7 @@ impl Engine {
         match d.refuse {
             Some(Errno::EAGAIN) => {
                 if let Some(w) = w {
-                    other.lock().queue.writers.add(w.clone());
+                    other.lock().queue.writers().add(w.clone());
                 }
                 self.wake_when_let_go(s, other, d.hold_until);
                 Err(Errno::EAGAIN)
@@ -338,10 +294,10 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cred::ProcStatus;
-    use super::super::tests::{engine, root};
-    use super::super::{RecvFlags, SendMsg};
     use super::*;
+    use crate::engine::cred::ProcStatus;
+    use crate::engine::tests::{engine, root};
+    use crate::engine::{RecvFlags, SendMsg};
     use crate::fault::Rule;
 
     #[test]

@@ -1,14 +1,14 @@
 //! The faults that hold messages back in time (latency, bandwidth, slicer,
-//! timeout, slow_close) on the message path: the message is described to
-//! the rule set, and its decision turns into deadlines for deferred.rs.
+//! timeout, slow_close) on the message path: the rules' decision on a
+//! message turns into deadlines for the timer (timer.rs).
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::deferred::Closing;
-use super::held_back::Until;
-use super::socket::{Msg, SockState, Socket};
-use super::{Engine, Waiter};
+use super::held::Until;
+use crate::engine::peer_close::Closing;
+use crate::engine::socket::{Msg, SockState, Socket};
+use crate::engine::{Engine, Waiter};
 use crate::fault::{Decision, Kind, Message, Pid};
 
 impl Engine {
@@ -82,19 +82,11 @@ impl Engine {
         d.close_delay.map(|delay| now + delay)
     }
 
-    /// Hands the peer's part of a close to the timer when the close must
-    /// come late: slow_close, or data from `c.closed` still held.
-    pub(crate) fn defer_close(
-        &self,
-        at: Option<Instant>,
-        held: bool,
-        c: Closing,
-    ) -> Option<Closing> {
-        if at.is_none() && !held {
-            return Some(c);
-        }
+    /// Hands the peer's part of a close to the timer: it comes `at`
+    /// (slow_close), or (None) once the data `c.closed` sent and a rule
+    /// holds back is due.
+    pub(crate) fn close_late(&self, at: Option<Instant>, c: Closing) {
         self.close_later(at.unwrap_or_else(Instant::now), c);
-        None
     }
 }
 

@@ -3,7 +3,7 @@
 
 use nix::errno::Errno;
 
-use super::queue::Sending;
+use super::enqueue::Sending;
 use super::{ProtoOps, RecvOp, SendOp};
 use crate::engine::message::{Piece, Received};
 use crate::engine::skb::STREAM_SKB_MAX;
@@ -66,7 +66,7 @@ impl ProtoOps for Stream {
                 if s.wmem() >= st.sndbuf {
                     if sent == 0 {
                         if let Some(w) = w {
-                            st.queue.writers.add(w.clone());
+                            st.queue.writers().add(w.clone());
                         }
                         drop(st);
                         eng.finish(wake);
@@ -158,13 +158,8 @@ fn recv_oob(st: &mut SockState, peek: bool) -> Result<Received> {
     if !st.conn.is_connected() || st.oob_inline {
         return Err(Errno::EINVAL);
     }
-    let at = if st.queue.oob_queued {
-        st.queue.msgs.iter().position(|m| m.oob)
-    } else {
-        None
-    };
-    let i = at.ok_or(Errno::EINVAL)?;
-    let m = &mut st.queue.msgs[i];
+    let i = st.queue.oob_position().ok_or(Errno::EINVAL)?;
+    let m = &st.queue.msgs()[i];
     let byte = m.data[m.off];
     let mut got = Received {
         data: vec![byte],
@@ -179,15 +174,12 @@ fn recv_oob(st: &mut SockState, peek: bool) -> Result<Received> {
         });
     }
     if !peek {
-        m.off += 1;
-        m.oob = false;
-        st.queue.oob_queued = false;
-        st.queue.bytes -= 1;
+        st.queue.take_oob(i);
     }
     Ok(got)
 }
 
 /// The peer closed, and its close is not coming late (slow_close).
 fn gone(pt: &SockState) -> bool {
-    pt.conn.is_closed() && !pt.queue.closing_late
+    pt.conn.is_closed() && !pt.queue.closing_late()
 }

@@ -3,7 +3,9 @@
 //! sender's budget is charged, passed sockets and files go in flight, the
 //! taps see it, a reader is woken. A decision about a message about to be
 //! queued (fault injection: refuse it, report the queue full, queue part
-//! of it, drop what it passes, hold it back) belongs in `Engine::enqueue`.
+//! of it, drop what it passes, hold it back) is asked for in
+//! `Engine::enqueue`, only when a rule stands, and made in
+//! src/engine/fault/.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use std::sync::atomic::Ordering;
 use nix::errno::Errno;
 
 use crate::engine::depot::PassedFile;
-use crate::engine::fault_point::{Outbound, SendFault};
+use crate::engine::fault::{Outbound, SendFault};
 use crate::engine::pins::Pin;
 use crate::engine::skb::{message_truesize, sliced_truesize};
 use crate::engine::socket::{BoundName, Msg, SockState, SockType, Socket};
@@ -142,8 +144,9 @@ pub(crate) struct Sending<'a> {
     uid: u32,
     /// The caller as the taps see it (only with a tap attached).
     origin: Option<Origin>,
-    /// The caller as the fault rules see it (only with a rule standing).
-    fault: SendFault<'a>,
+    /// The caller as the fault rules see it (only with a rule standing:
+    /// without one a send never calls into src/engine/fault/).
+    fault: Option<SendFault<'a>>,
 }
 
 impl<'a> Sending<'a> {
@@ -166,7 +169,7 @@ impl<'a> Sending<'a> {
             sent: 0,
             uid: caller.fsuid,
             origin,
-            fault: eng.send_fault(caller, cut),
+            fault: eng.faults.any().then(|| eng.send_fault(caller, cut)),
         }
     }
 }
@@ -206,7 +209,9 @@ impl Engine {
                 refs: tx.pass.count(),
                 w: tx.w,
             };
-            let plan = self.fault_send(&mut tx.fault, &out, rt)?;
+            // A rule added since the send began: asked without the caller.
+            let tf = tx.fault.get_or_insert_with(SendFault::default);
+            let plan = self.fault_send(tf, &out, rt)?;
             if plan.swallow {
                 return Ok(data.len());
             }
@@ -285,7 +290,13 @@ impl Engine {
             piece_end: false,
         };
         let stream = s.ty == SockType::Stream;
-        let readers = self.queue_decided(receiver, rt, msg, stream, timed);
+        // The plain path: no rule decided on it, and nothing held back
+        // that it must wait behind.
+        let readers = if timed.is_none() && !rt.queue.holds_back() {
+            rt.queue.push(msg, stream)
+        } else {
+            self.queue_decided(receiver, rt, msg, stream, timed)
+        };
         wake.extend(readers);
         Ok(data.len())
     }

@@ -1,5 +1,5 @@
 //! The messages of a receive queue that a fault holds back: queued, but
-//! not yet for readers to see (deferred.rs shows them when due). Kept free
+//! not yet for readers to see (timer.rs shows them when due). Kept free
 //! of the queue's own types so that the queue can hold one.
 
 use std::collections::VecDeque;

@@ -1,4 +1,4 @@
-//! Messages held back in time (fault injection: latency, bandwidth,
+//! The fault timer: messages held back in time (latency, bandwidth,
 //! slicer, timeout) and events that happen late (slow_close, timeout's
 //! end). A held message is queued at its receiver but kept out of sight of
 //! readers, poll and FIONREAD (held.rs); one timer thread per engine
@@ -14,9 +14,10 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::held_back::Until;
-use super::socket::{Msg, RCV_SHUTDOWN, RecvQueue, SHUTDOWN_MASK, SockState, Socket, lock2};
-use super::{Engine, Waiter, Wakeups};
+use super::held::Until;
+use crate::engine::peer_close::Closing;
+use crate::engine::socket::{Msg, RCV_SHUTDOWN, RecvQueue, SHUTDOWN_MASK, SockType, Socket, lock2};
+use crate::engine::{Engine, Waiter, Wakeups};
 
 /// What the timer does at a deadline.
 enum Event {
@@ -37,14 +38,6 @@ enum Event {
     /// The connection from the first socket to the second is reset
     /// (reset_peer with a timeout), as `Engine::sever` resets it.
     Reset(Weak<Socket>, Weak<Socket>),
-}
-
-/// The part of a close that its peer sees, done late.
-pub(crate) struct Closing {
-    pub closed: u64,
-    pub peer: Arc<Socket>,
-    pub had_data: bool,
-    pub was_embryo: bool,
 }
 
 struct Entry {
@@ -182,7 +175,7 @@ impl Engine {
         stream: bool,
         until: Option<Until>,
     ) -> Vec<Waiter> {
-        let behind = !rq.held.is_empty() && rq.held.holds_from(m.sender.id);
+        let behind = rq.holds_back_from(m.sender.id);
         if until.is_none() && !behind {
             return rq.push(m, stream);
         }
@@ -195,7 +188,7 @@ impl Engine {
             None if !behind => return rq.push(m, stream),
             // Due now, it goes out with the message it waits behind.
             None => {
-                rq.held.push(m, Until::At(now));
+                rq.hold(m, Until::At(now));
                 return Vec::new();
             }
             Some(Until::At(t)) => self.delays.schedule(t, Event::Show(receiver)),
@@ -215,7 +208,7 @@ impl Engine {
             }
         }
         let until = until.expect("held");
-        rq.held.push(m, until);
+        rq.hold(m, until);
         Vec::new()
     }
 
@@ -233,12 +226,8 @@ impl Engine {
             let mut wake = Wakeups::new();
             {
                 let mut st = sock.lock();
-                st.queue.held.release_all(now);
-                show_due(
-                    &mut st,
-                    sock.ty == super::socket::SockType::Stream,
-                    &mut wake,
-                );
+                st.queue.release_held(now);
+                wake.extend(st.queue.show_due(now, sock.ty == SockType::Stream));
             }
             self.finish(wake);
         }
@@ -299,17 +288,14 @@ impl Engine {
             Event::Show(id) => {
                 if let Some(dir) = self.socks.get(id) {
                     let mut st = dir.sock.lock();
-                    show_due(
-                        &mut st,
-                        dir.sock.ty == super::socket::SockType::Stream,
-                        &mut wake,
-                    );
+                    let stream = dir.sock.ty == SockType::Stream;
+                    wake.extend(st.queue.show_due(Instant::now(), stream));
                 }
             }
             Event::PeerClosed(c) => {
                 // A close never overtakes the data sent before it: it
                 // comes again once that data is due.
-                let wait = c.peer.lock().queue.held.last_from(c.closed);
+                let wait = c.peer.lock().queue.held().last_from(c.closed);
                 match wait {
                     Some(until) => self.close_later(retry_at(until), c),
                     None => self.peer_closed(&c, &mut wake),
@@ -317,7 +303,7 @@ impl Engine {
             }
             Event::PeerShutdown(from, peer) => {
                 let mut pt = peer.lock();
-                match pt.queue.held.last_from(from) {
+                match pt.queue.held().last_from(from) {
                     Some(until) => {
                         drop(pt);
                         self.delays
@@ -325,8 +311,8 @@ impl Engine {
                     }
                     None => {
                         pt.shutdown |= RCV_SHUTDOWN;
-                        wake.extend(pt.queue.readers.take());
-                        wake.extend(pt.queue.writers.take());
+                        wake.extend(pt.queue.readers().take());
+                        wake.extend(pt.queue.writers().take());
                     }
                 }
             }
@@ -341,9 +327,9 @@ impl Engine {
                             continue;
                         }
                         st.shutdown = SHUTDOWN_MASK;
-                        dropped.extend(st.queue.held.drain().map(|m| (id, m)));
-                        wake.extend(st.queue.readers.take());
-                        wake.extend(st.queue.writers.take());
+                        dropped.extend(st.queue.drain_held().into_iter().map(|m| (id, m)));
+                        wake.extend(st.queue.readers().take());
+                        wake.extend(st.queue.writers().take());
                     }
                 }
                 for (id, m) in dropped {
@@ -362,7 +348,7 @@ impl Engine {
             }
             Event::LetGo(a, b) => {
                 for s in [a, b].iter().filter_map(Weak::upgrade) {
-                    wake.extend(s.lock().queue.writers.take());
+                    wake.extend(s.lock().queue.writers().take());
                 }
             }
         }
@@ -376,13 +362,6 @@ fn retry_at(until: Until) -> Instant {
     match until {
         Until::At(t) => t,
         Until::Released => Instant::now() + std::time::Duration::from_millis(50),
-    }
-}
-
-/// Makes what is due of `st`'s held messages visible.
-fn show_due(st: &mut SockState, stream: bool, wake: &mut Wakeups) {
-    for m in st.queue.held.take_due(Instant::now()) {
-        wake.extend(st.queue.push(m, stream));
     }
 }
 
@@ -468,12 +447,12 @@ mod tests {
             // Due at once, but behind the held one.
             let m = held_msg(&a, 2);
             eng.queue_timed(b.id, &mut st.queue, m, true, None);
-            assert_eq!(st.queue.msgs.len(), 0);
-            assert_eq!(st.queue.bytes, 0);
-            assert_eq!(st.queue.held.len(), 2);
+            assert_eq!(st.queue.msgs().len(), 0);
+            assert_eq!(st.queue.bytes(), 0);
+            assert_eq!(st.queue.held().len(), 2);
         }
         assert_eq!(eng.delays.pending(), 1);
-        while b.lock().queue.msgs.len() < 2 {
+        while b.lock().queue.msgs().len() < 2 {
             assert!(t0.elapsed() < Duration::from_secs(2), "never shown");
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -481,9 +460,9 @@ mod tests {
         assert!(waited >= Duration::from_millis(80), "{waited:?}");
         assert!(waited < Duration::from_millis(200), "{waited:?}");
         let st = b.lock();
-        let order: Vec<u8> = st.queue.msgs.iter().map(|m| m.data[0]).collect();
+        let order: Vec<u8> = st.queue.msgs().iter().map(|m| m.data[0]).collect();
         assert_eq!(order, [1, 2]);
-        assert!(st.queue.held.is_empty());
+        assert!(st.queue.held().is_empty());
     }
 
     #[test]
@@ -505,11 +484,11 @@ mod tests {
             let soon = Until::At(t0 + Duration::from_millis(50));
             eng.queue_timed(d.id, &mut st.queue, m, false, Some(soon));
         }
-        while d.lock().queue.msgs.is_empty() {
+        while d.lock().queue.msgs().is_empty() {
             assert!(t0.elapsed() < Duration::from_secs(1), "timer overslept");
             std::thread::sleep(Duration::from_millis(1));
         }
-        assert_eq!(b.lock().queue.held.len(), 1);
+        assert_eq!(b.lock().queue.held().len(), 1);
     }
 
     #[test]
@@ -523,13 +502,13 @@ mod tests {
                 let until = (byte < 3).then_some(Until::Released);
                 eng.queue_timed(b.id, &mut st.queue, m, false, until);
             }
-            assert_eq!(st.queue.held.len(), 3);
+            assert_eq!(st.queue.held().len(), 3);
         }
         std::thread::sleep(Duration::from_millis(30));
-        assert!(b.lock().queue.msgs.is_empty());
+        assert!(b.lock().queue.msgs().is_empty());
         eng.release_held();
         let st = b.lock();
-        let order: Vec<u8> = st.queue.msgs.iter().map(|m| m.data[0]).collect();
+        let order: Vec<u8> = st.queue.msgs().iter().map(|m| m.data[0]).collect();
         assert_eq!(order, [1, 2, 3]);
     }
 
