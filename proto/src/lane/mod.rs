@@ -18,9 +18,11 @@
 pub mod futex;
 pub mod region;
 pub mod ring;
+pub mod state;
 
 #[cfg(test)]
 mod tests;
 
-pub use region::{Region, Side, State};
+pub use region::{Region, Side};
 pub use ring::{Framing, LaneErr, Notify, Reader, Record, Writer};
+pub use state::State;

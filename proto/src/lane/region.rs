@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::futex;
 use super::ring::{Dir, Framing, Reader, Writer};
+use super::state::State;
 use crate::{Errno, Res};
 
 pub const MAGIC: u32 = u32::from_le_bytes(*b"UDLN");
@@ -57,33 +58,6 @@ pub const MAX_CAP: u32 = 1 << 30;
 /// The offset of header word `off` of direction `d` (0: A->B, 1: B->A).
 pub const fn dir_word(d: usize, off: usize) -> usize {
     DIR_BASE + DIR_SIZE * d + off
-}
-
-/// The connection's state, which only the daemon changes. An end acts on
-/// its own only in `Direct`; any other value sends it to the daemon, and a
-/// value that is none of these is corruption.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State {
-    /// Being set up: not for use yet.
-    Setup = 0,
-    /// Each end writes into the ring the other reads.
-    Direct = 1,
-    /// The daemon moves the messages (an observer is attached): ask it.
-    Through = 2,
-    /// The connection is closed or reset: ask the daemon what to report.
-    Closed = 3,
-}
-
-impl State {
-    pub fn from_word(w: u32) -> Option<State> {
-        Some(match w {
-            0 => State::Setup,
-            1 => State::Direct,
-            2 => State::Through,
-            3 => State::Closed,
-            _ => return None,
-        })
-    }
 }
 
 /// Which end of the connection: A writes ring 0 and reads ring 1.

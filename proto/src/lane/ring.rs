@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU32, Ordering, fence};
 use std::time::{Duration, Instant};
 
 use super::futex;
-use super::region::State;
+use super::state::State;
 use crate::Errno;
 
 /// The region's words and ring for one direction.
