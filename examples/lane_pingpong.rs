@@ -4,17 +4,23 @@
 //! socketpair. Prints `RESULT round_trips_per_s N` and
 //! `RESULT cpu_us_per_round_trip N` (both processes' user+system time).
 //!
-//!     lane_pingpong --mode futex|eventfd|kernel [--iters N] [--spin S]
+//!     lane_pingpong --mode futex|eventfd|eventfd-level|kernel [--iters N] [--spin S]
 //!
 //! futex: a side waiting for the other's message sleeps on the region's
 //! shared futex word (after S looks at the ring, a bounded spin).
 //! eventfd: it sleeps in ppoll on its end's eventfd, which the other side
 //! writes when it sees it asleep: the cost of readiness that poll/epoll can
 //! watch (stage c) instead of a futex.
+//! eventfd-level: each end's eventfd kept readable exactly while its ring
+//! has bytes, as level-triggered epoll needs: the writer signals the peer's
+//! eventfd on every message (in a ping-pong each one makes the ring
+//! non-empty), the reader drains its own once it emptied the ring and looks
+//! again after (re-signalling itself if bytes came meanwhile), and a waiting
+//! side sleeps in ppoll on it.
 
 use std::time::Instant;
 
-use udsfs_proto::lane::{Framing, Notify, Region, Side, State};
+use udsfs_proto::lane::{Framing, LaneErr, Notify, Reader, Region, Side, State, Writer, futex};
 
 const SIZE: usize = 100;
 const WARMUP: usize = 1000;
@@ -53,7 +59,48 @@ fn wait_child(pid: libc::pid_t) {
     assert_eq!(st, 0, "the child's status");
 }
 
-fn lane(iters: usize, spin: u32, eventfd: bool) -> f64 {
+/// How a side waits and wakes.
+#[derive(Clone, Copy, PartialEq)]
+enum Wake {
+    Futex,
+    Eventfd,
+    Level,
+}
+
+/// One message out: the ring's own wake-up, or (Level) a signal on every one.
+fn send(w: &mut Writer, msg: &[u8], spin: u32, wake: Wake, peer: i32) {
+    w.write_all(msg, spin).expect("write");
+    if wake == Wake::Level {
+        futex::eventfd_signal(peer);
+    }
+}
+
+/// One message in; Level: sleep in ppoll on `mine`, drain it once the ring
+/// is empty, look again.
+fn receive(r: &mut Reader, buf: &mut [u8], spin: u32, wake: Wake, mine: i32) {
+    if wake != Wake::Level {
+        assert!(r.read_exact(buf, spin).expect("read"));
+        return;
+    }
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..], false) {
+            Ok(0) => panic!("end of stream"),
+            Ok(n) => got += n,
+            Err(LaneErr::WouldBlock) => futex::poll_in(mine, None).expect("ppoll"),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    if r.available().expect("look") == 0 {
+        futex::eventfd_drain(mine);
+        if r.available().expect("look") > 0 {
+            futex::eventfd_signal(mine);
+        }
+    }
+}
+
+fn lane(iters: usize, spin: u32, wake: Wake) -> f64 {
+    let eventfd = wake == Wake::Eventfd;
     let cap = udsfs_proto::lane::region::cap_for_sndbuf(212_992);
     let (_fd, region) = Region::create([cap, cap]).expect("lane region");
     region.set_state(State::Direct);
@@ -81,8 +128,8 @@ fn lane(iters: usize, spin: u32, eventfd: bool) -> f64 {
         r.set_notify(notify(1));
         let mut buf = [0u8; SIZE];
         for _ in 0..WARMUP + iters {
-            assert!(r.read_exact(&mut buf, spin).expect("B reads"));
-            w.write_all(&buf, spin).expect("B writes");
+            receive(&mut r, &mut buf, spin, wake, fds[1]);
+            send(&mut w, &buf, spin, wake, fds[0]);
         }
     });
     let (mut w, mut r) = region.end(Side::A, Framing::Stream);
@@ -94,8 +141,8 @@ fn lane(iters: usize, spin: u32, eventfd: bool) -> f64 {
         if i == WARMUP {
             start = Instant::now();
         }
-        w.write_all(&msg, spin).expect("A writes");
-        assert!(r.read_exact(&mut buf, spin).expect("A reads"));
+        send(&mut w, &msg, spin, wake, fds[1]);
+        receive(&mut r, &mut buf, spin, wake, fds[0]);
     }
     let rate = iters as f64 / start.elapsed().as_secs_f64();
     assert_eq!(buf, msg);
@@ -153,11 +200,12 @@ fn main() {
     let spin: u32 = arg(&args, "--spin").map_or(0, |v| v.parse().expect("--spin"));
     let cpu0 = cpu_us(libc::RUSAGE_SELF) + cpu_us(libc::RUSAGE_CHILDREN);
     let rate = match mode.as_str() {
-        "futex" => lane(iters, spin, false),
-        "eventfd" => lane(iters, spin, true),
+        "futex" => lane(iters, spin, Wake::Futex),
+        "eventfd" => lane(iters, spin, Wake::Eventfd),
+        "eventfd-level" => lane(iters, spin, Wake::Level),
         "kernel" => kernel(iters),
         m => {
-            eprintln!("unknown --mode {m} (futex, eventfd, kernel)");
+            eprintln!("unknown --mode {m} (futex, eventfd, eventfd-level, kernel)");
             std::process::exit(2);
         }
     };
