@@ -690,3 +690,57 @@ fn a_peer_process_scribbling_at_random_cannot_crash_or_hang_the_other() {
         assert!(resets > 0, "no corruption detected");
     }
 }
+
+extern "C" fn nothing(_: i32) {}
+
+/// A signal for a sleeping reader (a handler without SA_RESTART) ends its
+/// wait with Interrupted, futex and eventfd alike: the library's restart
+/// logic then decides, as for any blocking call.
+#[test]
+fn a_signal_interrupts_a_sleeping_wait() {
+    // SAFETY: a handler that does nothing, for SIGUSR2, which no other test
+    // of this crate uses.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = nothing as *const () as usize;
+        libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
+    }
+    for efd in [false, true] {
+        let (_fd, r) = direct([64, 64]);
+        let (_, mut rd) = r.end(Side::A, Framing::Stream);
+        let e = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if efd {
+            rd.set_notify(Notify::Eventfd { mine: e, peer: e });
+        }
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let t = s.spawn(move || {
+                tx.send(unsafe { libc::pthread_self() }).unwrap();
+                let t0 = Instant::now();
+                (
+                    rd.wait_readable(0, Some(Duration::from_secs(20))),
+                    t0.elapsed(),
+                )
+            });
+            let th = rx.recv().unwrap();
+            while r
+                .word(dir_word(1, region::OFF_READER_WAITING))
+                .load(Ordering::SeqCst)
+                == 0
+            {
+                std::thread::yield_now();
+            }
+            // again until it ends: a signal that came just before the
+            // sleep itself began is handled and leaves it asleep
+            while !t.is_finished() {
+                std::thread::sleep(Duration::from_millis(20));
+                unsafe { libc::pthread_kill(th, libc::SIGUSR2) };
+            }
+            let (got, took) = t.join().unwrap();
+            println!("eventfd {efd}: a SIGUSR2 to the sleeping reader: {got:?} after {took:?}");
+            assert_eq!(got, Err(LaneErr::Interrupted));
+            assert!(took < Duration::from_secs(10));
+        });
+        unsafe { libc::close(e) };
+    }
+}
