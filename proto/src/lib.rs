@@ -12,6 +12,7 @@ pub mod ctl;
 pub mod exe;
 pub mod fdchannel;
 pub mod ioctl;
+pub mod lane;
 pub mod mount;
 pub mod passed;
 pub mod record;

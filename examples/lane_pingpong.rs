@@ -1,0 +1,219 @@
+//! The fast lane's ceiling (issue 30 stage a; scripts/bench row 3l): a
+//! 100-byte ping-pong between two processes (fork) over one lane region
+//! (`udsfs_proto::lane`), against the same over a kernel AF_UNIX stream
+//! socketpair. Prints `RESULT round_trips_per_s N` and
+//! `RESULT cpu_us_per_round_trip N` (both processes' user+system time).
+//!
+//!     lane_pingpong --mode futex|eventfd|eventfd-level|kernel [--iters N] [--spin S]
+//!
+//! futex: a side waiting for the other's message sleeps on the region's
+//! shared futex word (after S looks at the ring, a bounded spin).
+//! eventfd: it sleeps in ppoll on its end's eventfd, which the other side
+//! writes when it sees it asleep: the cost of readiness that poll/epoll can
+//! watch (stage c) instead of a futex.
+//! eventfd-level: each end's eventfd kept readable exactly while its ring
+//! has bytes, as level-triggered epoll needs: the writer signals the peer's
+//! eventfd on every message (in a ping-pong each one makes the ring
+//! non-empty), the reader drains its own once it emptied the ring and looks
+//! again after (re-signalling itself if bytes came meanwhile), and a waiting
+//! side sleeps in ppoll on it.
+
+use std::time::Instant;
+
+use udsfs_proto::lane::{Framing, LaneErr, Notify, Reader, Region, Side, State, Writer, futex};
+
+const SIZE: usize = 100;
+const WARMUP: usize = 1000;
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn cpu_us(who: i32) -> f64 {
+    // SAFETY: a zeroed rusage filled by getrusage.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(who, &mut u) };
+    let t = |v: libc::timeval| v.tv_sec as f64 * 1e6 + v.tv_usec as f64;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+/// Forks; the child runs `child` then _exits. Returns in the parent.
+fn fork_child(child: impl FnOnce()) -> libc::pid_t {
+    // SAFETY: this process has one thread.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork");
+    if pid == 0 {
+        child();
+        // SAFETY: leaves without the parent's destructors.
+        unsafe { libc::_exit(0) };
+    }
+    pid
+}
+
+fn wait_child(pid: libc::pid_t) {
+    let mut st = 0;
+    // SAFETY: our child.
+    unsafe { libc::waitpid(pid, &mut st, 0) };
+    assert_eq!(st, 0, "the child's status");
+}
+
+/// How a side waits and wakes.
+#[derive(Clone, Copy, PartialEq)]
+enum Wake {
+    Futex,
+    Eventfd,
+    Level,
+}
+
+/// One message out: the ring's own wake-up, or (Level) a signal on every one.
+fn send(w: &mut Writer, msg: &[u8], spin: u32, wake: Wake, peer: i32) {
+    w.write_all(msg, spin).expect("write");
+    if wake == Wake::Level {
+        futex::eventfd_signal(peer);
+    }
+}
+
+/// One message in; Level: sleep in ppoll on `mine`, drain it once the ring
+/// is empty, look again.
+fn receive(r: &mut Reader, buf: &mut [u8], spin: u32, wake: Wake, mine: i32) {
+    if wake != Wake::Level {
+        assert!(r.read_exact(buf, spin).expect("read"));
+        return;
+    }
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..], false) {
+            Ok(0) => panic!("end of stream"),
+            Ok(n) => got += n,
+            Err(LaneErr::WouldBlock) => futex::poll_in(mine, None).expect("ppoll"),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    if r.available().expect("look") == 0 {
+        futex::eventfd_drain(mine);
+        if r.available().expect("look") > 0 {
+            futex::eventfd_signal(mine);
+        }
+    }
+}
+
+fn lane(iters: usize, spin: u32, wake: Wake) -> f64 {
+    let eventfd = wake == Wake::Eventfd;
+    let cap = udsfs_proto::lane::region::cap_for_sndbuf(212_992);
+    let (_fd, region) = Region::create([cap, cap]).expect("lane region");
+    region.set_state(State::Direct);
+    let efd = |_| {
+        // SAFETY: a new eventfd.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        assert!(fd >= 0, "eventfd");
+        fd
+    };
+    let fds: Vec<i32> = (0..2).map(efd).collect();
+    let notify = |me: usize| {
+        if eventfd {
+            Notify::Eventfd {
+                mine: fds[me],
+                peer: fds[1 - me],
+            }
+        } else {
+            Notify::Futex
+        }
+    };
+    let msg = [7u8; SIZE];
+    let pid = fork_child(|| {
+        let (mut w, mut r) = region.end(Side::B, Framing::Stream);
+        w.set_notify(notify(1));
+        r.set_notify(notify(1));
+        let mut buf = [0u8; SIZE];
+        for _ in 0..WARMUP + iters {
+            receive(&mut r, &mut buf, spin, wake, fds[1]);
+            send(&mut w, &buf, spin, wake, fds[0]);
+        }
+    });
+    let (mut w, mut r) = region.end(Side::A, Framing::Stream);
+    w.set_notify(notify(0));
+    r.set_notify(notify(0));
+    let mut buf = [0u8; SIZE];
+    let mut start = Instant::now();
+    for i in 0..WARMUP + iters {
+        if i == WARMUP {
+            start = Instant::now();
+        }
+        send(&mut w, &msg, spin, wake, fds[1]);
+        receive(&mut r, &mut buf, spin, wake, fds[0]);
+    }
+    let rate = iters as f64 / start.elapsed().as_secs_f64();
+    assert_eq!(buf, msg);
+    wait_child(pid);
+    rate
+}
+
+fn kernel(iters: usize) -> f64 {
+    let mut sv = [0i32; 2];
+    // SAFETY: fills two fds.
+    let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) };
+    assert_eq!(rc, 0, "socketpair");
+    let io = |fd: i32, buf: &mut [u8], write: bool| {
+        let mut done = 0;
+        while done < buf.len() {
+            // SAFETY: within buf.
+            let n = unsafe {
+                let p = buf.as_mut_ptr().add(done) as *mut libc::c_void;
+                if write {
+                    libc::write(fd, p, buf.len() - done)
+                } else {
+                    libc::read(fd, p, buf.len() - done)
+                }
+            };
+            assert!(n > 0, "kernel socket i/o");
+            done += n as usize;
+        }
+    };
+    let pid = fork_child(|| {
+        let mut buf = [0u8; SIZE];
+        for _ in 0..WARMUP + iters {
+            io(sv[1], &mut buf, false);
+            io(sv[1], &mut buf, true);
+        }
+    });
+    let mut msg = [7u8; SIZE];
+    let mut buf = [0u8; SIZE];
+    let mut start = Instant::now();
+    for i in 0..WARMUP + iters {
+        if i == WARMUP {
+            start = Instant::now();
+        }
+        io(sv[0], &mut msg, true);
+        io(sv[0], &mut buf, false);
+    }
+    let rate = iters as f64 / start.elapsed().as_secs_f64();
+    wait_child(pid);
+    rate
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = arg(&args, "--mode").unwrap_or_else(|| "futex".into());
+    let iters: usize = arg(&args, "--iters").map_or(100_000, |v| v.parse().expect("--iters"));
+    let spin: u32 = arg(&args, "--spin").map_or(0, |v| v.parse().expect("--spin"));
+    let cpu0 = cpu_us(libc::RUSAGE_SELF) + cpu_us(libc::RUSAGE_CHILDREN);
+    let rate = match mode.as_str() {
+        "futex" => lane(iters, spin, Wake::Futex),
+        "eventfd" => lane(iters, spin, Wake::Eventfd),
+        "eventfd-level" => lane(iters, spin, Wake::Level),
+        "kernel" => kernel(iters),
+        m => {
+            eprintln!("unknown --mode {m} (futex, eventfd, eventfd-level, kernel)");
+            std::process::exit(2);
+        }
+    };
+    let cpu = cpu_us(libc::RUSAGE_SELF) + cpu_us(libc::RUSAGE_CHILDREN) - cpu0;
+    println!("# {mode} spin {spin}: {iters} round trips of {SIZE} bytes");
+    println!("RESULT round_trips_per_s {rate:.0}");
+    println!(
+        "RESULT cpu_us_per_round_trip {:.2}",
+        cpu / (iters + WARMUP) as f64
+    );
+}

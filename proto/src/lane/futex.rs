@@ -1,0 +1,104 @@
+//! Shared futexes (no FUTEX_PRIVATE_FLAG: the words live in a memfd mapped by
+//! several processes) and the eventfd calls of the lane, by system call.
+
+use std::sync::atomic::AtomicU32;
+use std::time::Duration;
+
+use crate::Errno;
+
+fn errno() -> Errno {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// Sleeps while `word` holds `expected`, at most `timeout`. Ok on a wake-up
+/// (or a spurious one); EAGAIN when the word no longer held `expected`,
+/// ETIMEDOUT, EINTR on a signal.
+pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> Result<(), Errno> {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a live 4-byte aligned word; the kernel only reads it
+    // and the timespec.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            tsp,
+            0usize,
+            0u32,
+        )
+    };
+    if r < 0 { Err(errno()) } else { Ok(()) }
+}
+
+/// Wakes every sleeper on `word`.
+pub fn wake(word: &AtomicU32) {
+    // SAFETY: as in `wait`; FUTEX_WAKE does not read the word.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            0usize,
+            0usize,
+            0u32,
+        );
+    }
+}
+
+/// Adds 1 to the eventfd `fd` (a peer's readiness). Errors are ignored: a
+/// full counter is readable anyway, and a closed fd is the owner's business.
+pub fn eventfd_signal(fd: i32) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64.
+    unsafe { libc::syscall(libc::SYS_write, fd, &one as *const u64, 8usize) };
+}
+
+/// Empties the non-blocking eventfd `fd`.
+pub fn eventfd_drain(fd: i32) {
+    let mut v: u64 = 0;
+    // SAFETY: reads 8 bytes into a live u64.
+    unsafe { libc::syscall(libc::SYS_read, fd, &mut v as *mut u64, 8usize) };
+}
+
+/// Sleeps in ppoll until `fd` is readable, at most `timeout`. Ok when it is
+/// (or on a spurious return); ETIMEDOUT, EINTR.
+pub fn poll_in(fd: i32, timeout: Option<Duration>) -> Result<(), Errno> {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: one live pollfd, a live timespec or null, no signal mask.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_ppoll,
+            &mut p as *mut libc::pollfd,
+            1usize,
+            tsp,
+            0usize,
+            8usize,
+        )
+    };
+    match r {
+        r if r < 0 => Err(errno()),
+        0 => Err(libc::ETIMEDOUT),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,587 @@
+//! One direction of a lane: a single-writer single-reader byte ring in the
+//! shared region, with stream or record (seqpacket) framing.
+//!
+//! Positions are u64 counters each end keeps in its own memory; the region
+//! holds their low 32 bits (`tail`, `head`), published with Release. An end
+//! reads only the other end's word, once per call, and accepts it only if
+//! it moved forward by no more than the ring allows (`Corrupt` otherwise);
+//! every offset into the ring is its own counter modulo the capacity it was
+//! given, so nothing in the region can send it outside the ring.
+//!
+//! Records: a u32 length, then the bytes, padded to 4 (a record's header is
+//! always 4-byte aligned and never wraps); a length past the published
+//! bytes is corruption.
+//!
+//! Sleeping without lost wake-ups: a sleeper reads its event word (`data_ev`
+//! for a reader, `space_ev` for a writer), raises its waiting flag, fences
+//! (SeqCst), looks again, and sleeps on the event word with the value it
+//! read (futex) or polls its eventfd (drained before the look). The other
+//! side publishes its position, fences, and only when the flag is up bumps
+//! the event word and wakes (a system call only when someone sleeps). The
+//! daemon bumps and wakes every event word when it changes the state.
+//!
+//! The bytes themselves are copied with plain memory copies: the peer may
+//! change them under the copy, which spoils only its own bytes.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU32, Ordering, fence};
+use std::time::{Duration, Instant};
+
+use super::futex;
+use super::state::State;
+use crate::Errno;
+
+/// The region's words and ring for one direction.
+#[derive(Clone, Copy)]
+pub struct Dir<'a> {
+    pub(super) state: &'a AtomicU32,
+    pub(super) tail: &'a AtomicU32,
+    pub(super) fin: &'a AtomicU32,
+    pub(super) writer_waiting: &'a AtomicU32,
+    pub(super) data_ev: &'a AtomicU32,
+    pub(super) head: &'a AtomicU32,
+    pub(super) reader_waiting: &'a AtomicU32,
+    pub(super) space_ev: &'a AtomicU32,
+    pub(super) data: *mut u8,
+    pub(super) cap: u32,
+}
+
+// SAFETY: `data` points into a Region, which is Sync and outlives 'a; a
+// Writer or Reader (one per direction and end) may move to another thread.
+unsafe impl Send for Dir<'_> {}
+
+impl Dir<'_> {
+    /// Copies `src` into the ring at position `at`, wrapping.
+    fn copy_in(&self, at: u64, src: &[u8]) {
+        let pos = (at % self.cap as u64) as usize;
+        let first = src.len().min(self.cap as usize - pos);
+        // SAFETY: pos + first <= cap and src.len() - first <= cap (callers
+        // never copy more than cap): both inside this direction's ring.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.data.add(pos), first);
+            std::ptr::copy_nonoverlapping(src.as_ptr().add(first), self.data, src.len() - first);
+        }
+    }
+
+    /// Copies from the ring at position `at` into `dst`, wrapping.
+    fn copy_out(&self, at: u64, dst: &mut [u8]) {
+        let pos = (at % self.cap as u64) as usize;
+        let first = dst.len().min(self.cap as usize - pos);
+        // SAFETY: as in copy_in.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.data.add(pos), dst.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(
+                self.data,
+                dst.as_mut_ptr().add(first),
+                dst.len() - first,
+            );
+        }
+    }
+
+    /// The aligned header word at position `at` (a multiple of 4).
+    fn record_word(&self, at: u64) -> &AtomicU32 {
+        let pos = (at % self.cap as u64) as usize;
+        debug_assert!(pos.is_multiple_of(4) && pos + 4 <= self.cap as usize);
+        // SAFETY: pos is a multiple of 4 below cap, and cap is a multiple
+        // of 4: the word is inside the ring and aligned (the ring starts
+        // 4-byte aligned).
+        unsafe { &*(self.data.add(pos) as *const AtomicU32) }
+    }
+}
+
+/// How the socket frames its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    Stream,
+    /// Seqpacket: each write one record, each read one record.
+    Record,
+}
+
+/// Why a lane call did not do what was asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaneErr {
+    /// Nothing to read, or no room (EAGAIN).
+    WouldBlock,
+    /// A record that no ring of this size can hold (EMSGSIZE).
+    TooBig,
+    /// Written after this end's own shutdown (EPIPE).
+    Shut,
+    /// The connection is not direct: the daemon decides.
+    NotDirect(State),
+    /// A wait's deadline passed (SO_RCVTIMEO/SO_SNDTIMEO: EAGAIN).
+    TimedOut,
+    /// A signal interrupted a wait (EINTR, or a restart).
+    Interrupted,
+    /// The region broke the protocol: the connection is to be reset.
+    Corrupt(&'static str),
+}
+
+impl LaneErr {
+    /// The errno a socket call reports; None where the daemon decides.
+    pub fn errno(self) -> Option<Errno> {
+        Some(match self {
+            LaneErr::WouldBlock | LaneErr::TimedOut => libc::EAGAIN,
+            LaneErr::TooBig => libc::EMSGSIZE,
+            LaneErr::Shut => libc::EPIPE,
+            LaneErr::Interrupted => libc::EINTR,
+            LaneErr::Corrupt(_) => libc::ECONNRESET,
+            LaneErr::NotDirect(_) => return None,
+        })
+    }
+}
+
+/// How an end sleeps and wakes its peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notify {
+    /// On the region's futex words.
+    Futex,
+    /// In ppoll on `mine` (non-blocking eventfd, the end's readiness, which
+    /// a program's poll/epoll can watch too); the peer is woken by writing
+    /// on `peer` (the peer end's eventfd).
+    Eventfd { mine: RawFd, peer: RawFd },
+}
+
+impl Notify {
+    fn wake(self, ev: &AtomicU32) {
+        ev.fetch_add(1, Ordering::Release);
+        match self {
+            Notify::Futex => futex::wake(ev),
+            Notify::Eventfd { peer, .. } => futex::eventfd_signal(peer),
+        }
+    }
+}
+
+fn state_of(w: &AtomicU32) -> Result<(), LaneErr> {
+    match State::from_word(w.load(Ordering::Acquire)) {
+        Some(State::Direct) => Ok(()),
+        Some(s) => Err(LaneErr::NotDirect(s)),
+        None => Err(LaneErr::Corrupt("state word")),
+    }
+}
+
+const fn pad4(n: u32) -> u32 {
+    (n + 3) & !3
+}
+
+/// Sleeps until `ready` says so, the deadline passes or a signal comes:
+/// `spin` looks first, then the flag/fence/look/sleep protocol above.
+fn wait_until(
+    mut ready: impl FnMut() -> Result<bool, LaneErr>,
+    waiting: &AtomicU32,
+    ev: &AtomicU32,
+    notify: Notify,
+    spin: u32,
+    timeout: Option<Duration>,
+) -> Result<(), LaneErr> {
+    for _ in 0..spin {
+        if ready()? {
+            return Ok(());
+        }
+        std::hint::spin_loop();
+    }
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        if let Notify::Eventfd { mine, .. } = notify {
+            futex::eventfd_drain(mine);
+        }
+        let e = ev.load(Ordering::Acquire);
+        waiting.store(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        let r = ready();
+        if !matches!(r, Ok(false)) {
+            waiting.store(0, Ordering::Relaxed);
+            return r.map(|_| ());
+        }
+        let left = match deadline {
+            None => None,
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(l) if !l.is_zero() => Some(l),
+                _ => {
+                    waiting.store(0, Ordering::Relaxed);
+                    return Err(LaneErr::TimedOut);
+                }
+            },
+        };
+        let slept = match notify {
+            Notify::Futex => futex::wait(ev, e, left),
+            Notify::Eventfd { mine, .. } => futex::poll_in(mine, left),
+        };
+        waiting.store(0, Ordering::Relaxed);
+        if slept == Err(libc::EINTR) {
+            return Err(LaneErr::Interrupted);
+        }
+    }
+}
+
+/// The writing half of one end.
+pub struct Writer<'a> {
+    d: Dir<'a>,
+    framing: Framing,
+    notify: Notify,
+    tail: u64,
+    head_seen: u64,
+    shut: bool,
+    bad: Option<&'static str>,
+}
+
+impl<'a> Writer<'a> {
+    pub(super) fn new(d: Dir<'a>, framing: Framing, pos: u64) -> Writer<'a> {
+        Writer {
+            d,
+            framing,
+            notify: Notify::Futex,
+            tail: pos,
+            head_seen: pos,
+            shut: false,
+            bad: None,
+        }
+    }
+
+    pub fn set_notify(&mut self, n: Notify) {
+        self.notify = n;
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.d.cap
+    }
+
+    fn corrupt(&mut self, why: &'static str) -> LaneErr {
+        self.bad = Some(why);
+        LaneErr::Corrupt(why)
+    }
+
+    fn usable(&self) -> Result<(), LaneErr> {
+        if let Some(w) = self.bad {
+            return Err(LaneErr::Corrupt(w));
+        }
+        state_of(self.d.state)
+    }
+
+    /// Bytes written and not yet read (SIOCOUTQ), the reader's position
+    /// read once and checked: it may only move forward, up to our tail.
+    pub fn queued(&mut self) -> Result<u32, LaneErr> {
+        if let Some(w) = self.bad {
+            return Err(LaneErr::Corrupt(w));
+        }
+        let h = self.d.head.load(Ordering::Acquire);
+        let moved = h.wrapping_sub(self.head_seen as u32);
+        if moved as u64 > self.tail - self.head_seen {
+            return Err(self.corrupt("head moved backwards or past the tail"));
+        }
+        self.head_seen += moved as u64;
+        Ok((self.tail - self.head_seen) as u32)
+    }
+
+    /// Room for bytes now.
+    pub fn free(&mut self) -> Result<u32, LaneErr> {
+        Ok(self.d.cap - self.queued()?)
+    }
+
+    /// Writes: for a stream as many of `data`'s bytes as fit (WouldBlock if
+    /// none does), for records `data` whole as one record or nothing.
+    pub fn write(&mut self, data: &[u8]) -> Result<usize, LaneErr> {
+        self.usable()?;
+        if self.shut {
+            return Err(LaneErr::Shut);
+        }
+        let free = self.free()?;
+        match self.framing {
+            Framing::Stream => {
+                let n = data.len().min(free as usize);
+                if n == 0 {
+                    return if data.is_empty() {
+                        Ok(0)
+                    } else {
+                        Err(LaneErr::WouldBlock)
+                    };
+                }
+                self.d.copy_in(self.tail, &data[..n]);
+                self.publish(n as u64);
+                Ok(n)
+            }
+            Framing::Record => {
+                if data.len() > (self.d.cap - 4) as usize {
+                    return Err(LaneErr::TooBig);
+                }
+                let len = data.len() as u32;
+                let need = 4 + pad4(len);
+                if need > free {
+                    return Err(LaneErr::WouldBlock);
+                }
+                self.d.record_word(self.tail).store(len, Ordering::Relaxed);
+                self.d.copy_in(self.tail + 4, data);
+                self.publish(need as u64);
+                Ok(data.len())
+            }
+        }
+    }
+
+    fn publish(&mut self, n: u64) {
+        self.tail += n;
+        self.d.tail.store(self.tail as u32, Ordering::Release);
+        fence(Ordering::SeqCst);
+        if self.d.reader_waiting.load(Ordering::Relaxed) != 0 {
+            self.notify.wake(self.d.data_ev);
+        }
+    }
+
+    /// No more bytes from this end (shutdown(SHUT_WR), close): the reader
+    /// sees the end after the bytes before it.
+    pub fn shutdown(&mut self) {
+        if self.shut {
+            return;
+        }
+        self.shut = true;
+        self.d.fin.store(1, Ordering::Release);
+        fence(Ordering::SeqCst);
+        if self.d.reader_waiting.load(Ordering::Relaxed) != 0 {
+            self.notify.wake(self.d.data_ev);
+        }
+    }
+
+    /// Whether a write of `want` bytes (a record: its whole size; a stream:
+    /// any byte) would not block, or the state sends the caller elsewhere.
+    pub fn writable(&mut self, want: usize) -> Result<bool, LaneErr> {
+        match self.usable() {
+            Err(LaneErr::NotDirect(_)) => return Ok(true),
+            r => r?,
+        }
+        let need = match self.framing {
+            Framing::Stream => 1,
+            Framing::Record => 4 + pad4(want.min((self.d.cap - 4) as usize) as u32),
+        };
+        Ok(self.free()? >= need)
+    }
+
+    /// Sleeps until `writable(want)` (spinning `spin` looks first), at most
+    /// `timeout`.
+    pub fn wait_writable(
+        &mut self,
+        want: usize,
+        spin: u32,
+        timeout: Option<Duration>,
+    ) -> Result<(), LaneErr> {
+        let d = self.d;
+        let notify = self.notify;
+        wait_until(
+            || self.writable(want),
+            d.writer_waiting,
+            d.space_ev,
+            notify,
+            spin,
+            timeout,
+        )
+    }
+
+    /// Writes all of a stream's `data` or one record, sleeping for room.
+    pub fn write_all(&mut self, mut data: &[u8], spin: u32) -> Result<(), LaneErr> {
+        loop {
+            match self.write(data) {
+                Ok(n) if n == data.len() => return Ok(()),
+                Ok(n) => data = &data[n..],
+                Err(LaneErr::WouldBlock) => {}
+                Err(e) => return Err(e),
+            }
+            self.wait_writable(data.len(), spin, None)?;
+        }
+    }
+}
+
+/// The reading half of one end.
+pub struct Reader<'a> {
+    d: Dir<'a>,
+    framing: Framing,
+    notify: Notify,
+    head: u64,
+    tail_seen: u64,
+    /// The tail when the writer's end was first seen: nothing may follow.
+    fin_tail: Option<u64>,
+    bad: Option<&'static str>,
+}
+
+/// One record read: the bytes copied and the record's length (larger when
+/// the buffer was short: the rest is dropped, MSG_TRUNC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub copied: usize,
+    pub len: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(super) fn new(d: Dir<'a>, framing: Framing, pos: u64) -> Reader<'a> {
+        Reader {
+            d,
+            framing,
+            notify: Notify::Futex,
+            head: pos,
+            tail_seen: pos,
+            fin_tail: None,
+            bad: None,
+        }
+    }
+
+    pub fn set_notify(&mut self, n: Notify) {
+        self.notify = n;
+    }
+
+    fn corrupt(&mut self, why: &'static str) -> LaneErr {
+        self.bad = Some(why);
+        LaneErr::Corrupt(why)
+    }
+
+    /// The bytes readable now and whether the writer has finished, its
+    /// words read once (fin before tail: the tail read after a fin of 1 is
+    /// final) and checked.
+    fn look(&mut self) -> Result<(u32, bool), LaneErr> {
+        if let Some(w) = self.bad {
+            return Err(LaneErr::Corrupt(w));
+        }
+        let fin = match self.d.fin.load(Ordering::Acquire) {
+            0 => false,
+            1 => true,
+            _ => return Err(self.corrupt("fin word")),
+        };
+        let t = self.d.tail.load(Ordering::Acquire);
+        let moved = t.wrapping_sub(self.tail_seen as u32);
+        let room = self.d.cap as u64 - (self.tail_seen - self.head);
+        if moved as u64 > room {
+            return Err(self.corrupt("tail moved backwards or past the ring"));
+        }
+        if self.framing == Framing::Record && !moved.is_multiple_of(4) {
+            return Err(self.corrupt("tail not at a record boundary"));
+        }
+        if moved != 0 && self.fin_tail.is_some() {
+            return Err(self.corrupt("bytes after the writer's end"));
+        }
+        self.tail_seen += moved as u64;
+        if fin && self.fin_tail.is_none() {
+            self.fin_tail = Some(self.tail_seen);
+        }
+        Ok(((self.tail_seen - self.head) as u32, self.fin_tail.is_some()))
+    }
+
+    /// The record at our head: its length, checked against the bytes
+    /// published (`used` of them).
+    fn record_len(&mut self, used: u32) -> Result<u32, LaneErr> {
+        if used < 4 {
+            return Err(self.corrupt("a record shorter than its header"));
+        }
+        let len = self.d.record_word(self.head).load(Ordering::Relaxed);
+        if len > used - 4 || 4 + pad4(len) > used {
+            return Err(self.corrupt("a record length past the written bytes"));
+        }
+        Ok(len)
+    }
+
+    fn consume(&mut self, n: u64) {
+        self.head += n;
+        self.d.head.store(self.head as u32, Ordering::Release);
+        fence(Ordering::SeqCst);
+        if self.d.writer_waiting.load(Ordering::Relaxed) != 0 {
+            self.notify.wake(self.d.space_ev);
+        }
+    }
+
+    fn usable(&self) -> Result<(), LaneErr> {
+        if let Some(w) = self.bad {
+            return Err(LaneErr::Corrupt(w));
+        }
+        state_of(self.d.state)
+    }
+
+    /// A stream read: up to `buf.len()` bytes (0 at the end of the stream),
+    /// WouldBlock when none is there yet; `peek` leaves them.
+    pub fn read(&mut self, buf: &mut [u8], peek: bool) -> Result<usize, LaneErr> {
+        debug_assert_eq!(self.framing, Framing::Stream);
+        self.usable()?;
+        let (used, fin) = self.look()?;
+        if used == 0 {
+            return if fin || buf.is_empty() {
+                Ok(0)
+            } else {
+                Err(LaneErr::WouldBlock)
+            };
+        }
+        let n = buf.len().min(used as usize);
+        self.d.copy_out(self.head, &mut buf[..n]);
+        if !peek {
+            self.consume(n as u64);
+        }
+        Ok(n)
+    }
+
+    /// A record read: the next record into `buf` (None at the end).
+    pub fn read_record(&mut self, buf: &mut [u8], peek: bool) -> Result<Option<Record>, LaneErr> {
+        debug_assert_eq!(self.framing, Framing::Record);
+        self.usable()?;
+        let (used, fin) = self.look()?;
+        if used == 0 {
+            return if fin {
+                Ok(None)
+            } else {
+                Err(LaneErr::WouldBlock)
+            };
+        }
+        let len = self.record_len(used)?;
+        let copied = buf.len().min(len as usize);
+        self.d.copy_out(self.head + 4, &mut buf[..copied]);
+        if !peek {
+            self.consume(4 + pad4(len) as u64);
+        }
+        Ok(Some(Record {
+            copied,
+            len: len as usize,
+        }))
+    }
+
+    /// FIONREAD: a stream's bytes queued, a record socket's next record's.
+    pub fn available(&mut self) -> Result<u32, LaneErr> {
+        let (used, _) = self.look()?;
+        match self.framing {
+            Framing::Stream => Ok(used),
+            Framing::Record if used == 0 => Ok(0),
+            Framing::Record => self.record_len(used),
+        }
+    }
+
+    /// Whether a read would not block (bytes, the writer's end, or a state
+    /// that sends the caller to the daemon).
+    pub fn readable(&mut self) -> Result<bool, LaneErr> {
+        match self.usable() {
+            Err(LaneErr::NotDirect(_)) => return Ok(true),
+            r => r?,
+        }
+        let (used, fin) = self.look()?;
+        Ok(used > 0 || fin)
+    }
+
+    /// Sleeps until `readable()` (spinning `spin` looks first), at most
+    /// `timeout`.
+    pub fn wait_readable(&mut self, spin: u32, timeout: Option<Duration>) -> Result<(), LaneErr> {
+        let d = self.d;
+        let notify = self.notify;
+        wait_until(
+            || self.readable(),
+            d.reader_waiting,
+            d.data_ev,
+            notify,
+            spin,
+            timeout,
+        )
+    }
+
+    /// Reads exactly `buf.len()` stream bytes, sleeping for them; Ok(false)
+    /// at an early end.
+    pub fn read_exact(&mut self, buf: &mut [u8], spin: u32) -> Result<bool, LaneErr> {
+        let mut got = 0;
+        while got < buf.len() {
+            match self.read(&mut buf[got..], false) {
+                Ok(0) => return Ok(false),
+                Ok(n) => got += n,
+                Err(LaneErr::WouldBlock) => self.wait_readable(spin, None)?,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+}

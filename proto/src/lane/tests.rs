@@ -1,0 +1,746 @@
+//! The lane's ring: against a model, across threads and processes, and
+//! against a peer that scribbles over every shared word.
+
+use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::region::{self, HEADER, OFF_FIN, OFF_HEAD, OFF_STATE, OFF_TAIL, dir_word};
+use super::*;
+
+/// xorshift64*: reproducible randomness (the seed is printed on failure).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 { 0 } else { self.next() % n }
+    }
+}
+
+fn direct(caps: [u32; 2]) -> (OwnedFd, Region) {
+    let (fd, r) = Region::create(caps).expect("create");
+    r.set_state(State::Direct);
+    (fd, r)
+}
+
+/// The byte at stream position `p` in the pattern tests.
+fn pat(p: u64) -> u8 {
+    (p ^ (p >> 8) ^ (p >> 16)).wrapping_mul(31) as u8
+}
+
+/// A region at positions `pos` (as if that many bytes went through each
+/// ring): the shared words set as the two ends would have published them.
+fn at_positions(r: &Region, pos: [u64; 2]) {
+    for (d, p) in pos.into_iter().enumerate() {
+        r.word(dir_word(d, OFF_TAIL))
+            .store(p as u32, Ordering::SeqCst);
+        r.word(dir_word(d, OFF_HEAD))
+            .store(p as u32, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn map_refuses_unsealed_or_short_files_and_sealed_ones_cannot_shrink() {
+    // SAFETY: plain calls; fds wrapped at once.
+    let raw = unsafe { libc::syscall(libc::SYS_memfd_create, c"t".as_ptr(), libc::MFD_CLOEXEC) };
+    assert!(raw >= 0);
+    let unsealed = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+    unsafe { libc::ftruncate(unsealed.as_raw_fd(), 1 << 20) };
+    let got = Region::map(unsealed.as_raw_fd(), [4096, 4096]).err();
+    println!("map of an unsealed memfd: {got:?}");
+    assert_eq!(got, Some(libc::EINVAL));
+
+    let (fd, _r) = Region::create([4096, 4096]).expect("create");
+    let got = Region::map(fd.as_raw_fd(), [4096, 8192]).err();
+    println!("map asking for more than the file holds: {got:?}");
+    assert_eq!(got, Some(libc::EINVAL));
+    let rc = unsafe { libc::ftruncate(fd.as_raw_fd(), 100) };
+    let e = std::io::Error::last_os_error().raw_os_error();
+    println!("ftruncate of a lane's memfd to 100 bytes: {rc} {e:?}");
+    assert_eq!((rc, e), (-1, Some(libc::EPERM)));
+    for caps in [
+        [0, 4096],
+        [4096, 63],
+        [4098, 4096],
+        [region::MAX_CAP + 4, 64],
+    ] {
+        assert_eq!(Region::create(caps).err(), Some(libc::EINVAL), "{caps:?}");
+    }
+    assert_eq!(region::cap_for_sndbuf(212992), 212992);
+    assert_eq!(region::cap_for_sndbuf(1), region::MIN_CAP);
+    assert_eq!(region::cap_for_sndbuf(u32::MAX), region::MAX_CAP);
+}
+
+/// Random interleavings of stream writes, reads and peeks of random sizes
+/// against a VecDeque, from positions that make the 32-bit words wrap.
+#[test]
+fn stream_matches_a_model() {
+    for seed in 1..=60u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let cap = [64u32, 100, 4096][seed as usize % 3];
+        let (_fd, r) = direct([cap, cap]);
+        let start = [
+            u64::from(u32::MAX) - rng.below(3 * cap as u64),
+            rng.below(1 << 40),
+        ];
+        at_positions(&r, start);
+        let (mut w, _) = r.end_at(Side::A, Framing::Stream, start);
+        let (_, mut rd) = r.end_at(Side::B, Framing::Stream, start);
+        let mut model = VecDeque::new();
+        let mut next = 0u8;
+        for step in 0..3000 {
+            let ctx = format!("seed {seed} cap {cap} step {step}");
+            match rng.below(4) {
+                0 | 1 => {
+                    let n = rng.below(cap as u64 * 3 / 2) as usize;
+                    let data: Vec<u8> = (0..n)
+                        .map(|_| {
+                            next = next.wrapping_add(1);
+                            next
+                        })
+                        .collect();
+                    let got = w.write(&data);
+                    let room = cap as usize - model.len();
+                    let want = n.min(room);
+                    match got {
+                        Ok(k) => {
+                            assert_eq!(k, want, "{ctx}: write {n}");
+                            model.extend(&data[..k]);
+                        }
+                        Err(LaneErr::WouldBlock) => assert!(n > 0 && room == 0, "{ctx}"),
+                        Err(e) => panic!("{ctx}: write {n}: {e:?}"),
+                    }
+                    // unwritten bytes of this round are not sent: the next
+                    // round's bytes continue the counter, the model follows
+                    next = next.wrapping_sub((n - got.unwrap_or(0)) as u8);
+                }
+                k => {
+                    let peek = k == 3 && rng.below(2) == 0;
+                    let mut buf = vec![0u8; rng.below(cap as u64 * 3 / 2) as usize];
+                    let got = rd.read(&mut buf, peek);
+                    match got {
+                        Ok(n) => {
+                            assert_eq!(n, buf.len().min(model.len()), "{ctx}: read");
+                            let want: Vec<u8> = if peek {
+                                model.iter().take(n).copied().collect()
+                            } else {
+                                model.drain(..n).collect()
+                            };
+                            assert_eq!(&buf[..n], &want[..], "{ctx}: bytes");
+                        }
+                        Err(LaneErr::WouldBlock) => assert!(model.is_empty() && !buf.is_empty()),
+                        Err(e) => panic!("{ctx}: read: {e:?}"),
+                    }
+                }
+            }
+            assert_eq!(w.queued().unwrap() as usize, model.len(), "{ctx}: SIOCOUTQ");
+            assert_eq!(
+                rd.available().unwrap() as usize,
+                model.len(),
+                "{ctx}: FIONREAD"
+            );
+        }
+    }
+}
+
+/// The same for records: whole or nothing, truncation, peeks, empty records.
+#[test]
+fn records_match_a_model() {
+    for seed in 1..=60u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x51_7cc1_b727_220a) + 3);
+        let cap = [64u32, 100, 4096][seed as usize % 3];
+        let (_fd, r) = direct([cap, cap]);
+        let start = [u64::from(u32::MAX) + 1 - 4 * rng.below(cap as u64), 0];
+        at_positions(&r, start);
+        let (mut w, _) = r.end_at(Side::A, Framing::Record, start);
+        let (_, mut rd) = r.end_at(Side::B, Framing::Record, start);
+        let mut model: VecDeque<Vec<u8>> = VecDeque::new();
+        let size =
+            |m: &VecDeque<Vec<u8>>| m.iter().map(|v| 4 + v.len().div_ceil(4) * 4).sum::<usize>();
+        for step in 0..3000 {
+            let ctx = format!("seed {seed} cap {cap} step {step}");
+            if rng.below(2) == 0 {
+                let n = rng.below(cap as u64 + 8) as usize;
+                let data: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                let need = 4 + n.div_ceil(4) * 4;
+                match w.write(&data) {
+                    Ok(k) => {
+                        assert_eq!(k, n, "{ctx}");
+                        assert!(
+                            size(&model) + need <= cap as usize,
+                            "{ctx}: wrote past the room"
+                        );
+                        model.push_back(data);
+                    }
+                    Err(LaneErr::TooBig) => assert!(n > cap as usize - 4, "{ctx}: {n} too big?"),
+                    Err(LaneErr::WouldBlock) => {
+                        assert!(
+                            size(&model) + need > cap as usize,
+                            "{ctx}: blocked with room"
+                        )
+                    }
+                    Err(e) => panic!("{ctx}: {e:?}"),
+                }
+            } else {
+                let peek = rng.below(4) == 0;
+                let mut buf = vec![0u8; rng.below(cap as u64) as usize];
+                match rd.read_record(&mut buf, peek) {
+                    Ok(Some(rec)) => {
+                        let want = if peek {
+                            model[0].clone()
+                        } else {
+                            model.pop_front().unwrap()
+                        };
+                        assert_eq!(rec.len, want.len(), "{ctx}");
+                        assert_eq!(rec.copied, buf.len().min(want.len()), "{ctx}");
+                        assert_eq!(&buf[..rec.copied], &want[..rec.copied], "{ctx}");
+                    }
+                    Ok(None) => panic!("{ctx}: end of records"),
+                    Err(LaneErr::WouldBlock) => assert!(model.is_empty(), "{ctx}"),
+                    Err(e) => panic!("{ctx}: {e:?}"),
+                }
+            }
+            let next = model.front().map_or(0, |v| v.len());
+            assert_eq!(rd.available().unwrap() as usize, next, "{ctx}: FIONREAD");
+        }
+    }
+}
+
+#[test]
+fn end_of_stream_after_the_bytes_and_nothing_after_it() {
+    let (_fd, r) = direct([64, 64]);
+    let (mut w, _) = r.end(Side::A, Framing::Stream);
+    let (_, mut rd) = r.end(Side::B, Framing::Stream);
+    w.write(b"last").unwrap();
+    w.shutdown();
+    assert_eq!(w.write(b"x"), Err(LaneErr::Shut));
+    let mut buf = [0u8; 16];
+    assert_eq!(rd.read(&mut buf, false), Ok(4));
+    assert_eq!(rd.read(&mut buf, false), Ok(0));
+    assert!(rd.readable().unwrap());
+    // A peer that writes after its end: the reader resets.
+    r.word(dir_word(0, OFF_TAIL)).store(8, Ordering::SeqCst);
+    let got = rd.read(&mut buf, false);
+    println!("bytes published after the writer's end: {got:?}");
+    assert!(matches!(got, Err(LaneErr::Corrupt(_))));
+}
+
+#[test]
+fn a_write_wakes_only_a_sleeping_reader() {
+    let (_fd, r) = direct([4096, 4096]);
+    let (mut w, _) = r.end(Side::A, Framing::Stream);
+    let (_, mut rd) = r.end(Side::B, Framing::Stream);
+    let ev = r.word(dir_word(0, region::OFF_DATA_EV));
+    let ev0 = ev.load(Ordering::SeqCst);
+    w.write(b"abc").unwrap();
+    println!(
+        "data_ev after a write with no sleeper: {ev0} -> {}",
+        ev.load(Ordering::SeqCst)
+    );
+    assert_eq!(
+        ev.load(Ordering::SeqCst),
+        ev0,
+        "a wake-up without a sleeper"
+    );
+    let mut buf = [0u8; 8];
+    rd.read(&mut buf, false).unwrap();
+    std::thread::scope(|s| {
+        let t = s.spawn(move || {
+            rd.wait_readable(0, Some(Duration::from_secs(20))).unwrap();
+            rd.read(&mut buf, false).unwrap()
+        });
+        while r
+            .word(dir_word(0, region::OFF_READER_WAITING))
+            .load(Ordering::SeqCst)
+            == 0
+        {
+            std::thread::yield_now();
+        }
+        w.write(b"wake").unwrap();
+        assert_eq!(t.join().unwrap(), 4);
+    });
+    assert_eq!(
+        ev.load(Ordering::SeqCst),
+        ev0 + 1,
+        "one wake-up for one sleeper"
+    );
+}
+
+#[test]
+fn waits_time_out_and_the_daemon_wakes_sleepers_when_it_closes() {
+    let (_fd, r) = direct([64, 64]);
+    let (mut w, mut rd) = r.end(Side::A, Framing::Stream);
+    let t = Instant::now();
+    assert_eq!(
+        rd.wait_readable(10, Some(Duration::from_millis(30))),
+        Err(LaneErr::TimedOut)
+    );
+    assert!(t.elapsed() >= Duration::from_millis(30));
+    w.write(&[1; 64]).unwrap();
+    assert_eq!(
+        w.wait_writable(1, 0, Some(Duration::from_millis(30))),
+        Err(LaneErr::TimedOut)
+    );
+    std::thread::scope(|s| {
+        let a = s.spawn(move || (rd.wait_readable(0, None), rd.read(&mut [0; 4], false)));
+        let b = s.spawn(move || (w.wait_writable(1, 0, None), w.write(b"x")));
+        std::thread::sleep(Duration::from_millis(50));
+        r.set_state(State::Closed);
+        let (ra, rb) = (a.join().unwrap(), b.join().unwrap());
+        println!("sleepers after the daemon's close: reader {ra:?}, writer {rb:?}");
+        assert_eq!(ra, (Ok(()), Err(LaneErr::NotDirect(State::Closed))));
+        assert_eq!(rb, (Ok(()), Err(LaneErr::NotDirect(State::Closed))));
+    });
+}
+
+/// Two threads move 4 MiB through a 100-byte ring in random pieces, each
+/// sleeping on the other (futexes, then eventfds).
+#[test]
+fn threads_move_a_pattern_through_a_small_ring() {
+    const TOTAL: u64 = 4 << 20;
+    for efd in [false, true] {
+        let (_fd, r) = direct([100, 100]);
+        let (mut w, _) = r.end(Side::A, Framing::Stream);
+        let (_, mut rd) = r.end(Side::B, Framing::Stream);
+        let fds = efd.then(|| {
+            let e = |_| unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+            let f: Vec<i32> = (0..2).map(e).collect();
+            w.set_notify(Notify::Eventfd {
+                mine: f[0],
+                peer: f[1],
+            });
+            rd.set_notify(Notify::Eventfd {
+                mine: f[1],
+                peer: f[0],
+            });
+            f
+        });
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let mut rng = Rng(7);
+                let mut p = 0u64;
+                while p < TOTAL {
+                    let n = (1 + rng.below(300)).min(TOTAL - p);
+                    let data: Vec<u8> = (p..p + n).map(pat).collect();
+                    w.write_all(&data, 0).unwrap();
+                    p += n;
+                }
+                w.shutdown();
+            });
+            let mut rng = Rng(11);
+            let mut p = 0u64;
+            let mut buf = [0u8; 300];
+            loop {
+                let n = 1 + rng.below(300) as usize;
+                match rd.read(&mut buf[..n], false) {
+                    Ok(0) => break,
+                    Ok(k) => {
+                        for (i, b) in buf[..k].iter().enumerate() {
+                            assert_eq!(
+                                *b,
+                                pat(p + i as u64),
+                                "eventfd {efd}: byte {}",
+                                p + i as u64
+                            );
+                        }
+                        p += k as u64;
+                    }
+                    Err(LaneErr::WouldBlock) => rd.wait_readable(0, None).unwrap(),
+                    Err(e) => panic!("{e:?}"),
+                }
+            }
+            println!("eventfd {efd}: {p} bytes through a 100-byte ring");
+            assert_eq!(p, TOTAL);
+        });
+        for f in fds.into_iter().flatten() {
+            unsafe { libc::close(f) };
+        }
+    }
+}
+
+/// Runs `child` in a forked process (it may not allocate: the test harness
+/// has threads) and returns its exit status.
+fn in_child(child: impl FnOnce() -> i32) -> libc::pid_t {
+    // SAFETY: the child runs only `child`, then _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = child();
+        unsafe { libc::_exit(code) };
+    }
+    pid
+}
+
+fn status(pid: libc::pid_t) -> i32 {
+    let mut st = 0;
+    // SAFETY: waits for our own child.
+    unsafe { libc::waitpid(pid, &mut st, 0) };
+    st
+}
+
+/// Two processes: a stream pattern one way, then records ping-ponged back.
+#[test]
+fn two_processes_share_a_lane() {
+    for framing in [Framing::Stream, Framing::Record] {
+        let (_fd, r) = direct([4096, 256]);
+        let pid = in_child(|| {
+            let (mut w, mut rd) = r.end(Side::B, framing);
+            let mut buf = [0u8; 1000];
+            if framing == Framing::Stream {
+                let mut p = 0u64;
+                while p < 1 << 22 {
+                    let n = match rd.read(&mut buf, false) {
+                        Ok(0) => return 2,
+                        Ok(n) => n,
+                        Err(LaneErr::WouldBlock) => match rd.wait_readable(50, None) {
+                            Ok(()) => continue,
+                            Err(_) => return 3,
+                        },
+                        Err(_) => return 4,
+                    };
+                    for (i, b) in buf[..n].iter().enumerate() {
+                        if *b != pat(p + i as u64) {
+                            return 5;
+                        }
+                    }
+                    p += n as u64;
+                }
+                0
+            } else {
+                for i in 0..20_000u32 {
+                    let rec = loop {
+                        match rd.read_record(&mut buf, false) {
+                            Ok(Some(rec)) => break rec,
+                            Err(LaneErr::WouldBlock) if rd.wait_readable(50, None).is_ok() => {}
+                            _ => return 6,
+                        }
+                    };
+                    if rec.len != (i % 200) as usize || buf[..rec.len].iter().any(|b| *b != i as u8)
+                    {
+                        return 7;
+                    }
+                    if w.write_all(&buf[..rec.len], 50).is_err() {
+                        return 8;
+                    }
+                }
+                0
+            }
+        });
+        let (mut w, mut rd) = r.end(Side::A, framing);
+        if framing == Framing::Stream {
+            let data: Vec<u8> = (0..1u64 << 22).map(pat).collect();
+            for c in data.chunks(777) {
+                w.write_all(c, 50).unwrap();
+            }
+        } else {
+            let mut buf = [0u8; 256];
+            for i in 0..20_000u32 {
+                let msg = vec![i as u8; (i % 200) as usize];
+                w.write_all(&msg, 50).unwrap();
+                loop {
+                    match rd.read_record(&mut buf, false) {
+                        Ok(Some(rec)) => {
+                            assert_eq!(&buf[..rec.len], &msg[..], "record {i} back");
+                            break;
+                        }
+                        Err(LaneErr::WouldBlock) => rd.wait_readable(50, None).unwrap(),
+                        e => panic!("{e:?}"),
+                    }
+                }
+            }
+        }
+        let st = status(pid);
+        println!("{framing:?}: the child process ended with status {st:#x}");
+        assert_eq!(st, 0, "{framing:?}: child's status");
+    }
+}
+
+/// What an end does with the region as it is: every call of both halves,
+/// bounded in time; returns the first corruption any of them reported.
+fn victim_calls(w: &mut Writer, rd: &mut Reader, framing: Framing) -> Option<&'static str> {
+    let mut bad = None;
+    let mut note = |e: LaneErr| {
+        if let LaneErr::Corrupt(why) = e {
+            bad = bad.or(Some(why));
+        }
+    };
+    let mut buf = [0u8; 300];
+    let t = Instant::now();
+    for _ in 0..3 {
+        match rd.available() {
+            Ok(n) => assert!(n <= 4096, "FIONREAD {n} past the ring"),
+            Err(e) => note(e),
+        }
+        if let Err(e) = rd.readable() {
+            note(e)
+        }
+        for peek in [true, false] {
+            match framing {
+                Framing::Stream => match rd.read(&mut buf, peek) {
+                    Ok(n) => assert!(n <= buf.len()),
+                    Err(e) => note(e),
+                },
+                Framing::Record => match rd.read_record(&mut buf, peek) {
+                    Ok(Some(rec)) => assert!(rec.copied <= buf.len() && rec.len < 4096),
+                    Ok(None) => {}
+                    Err(e) => note(e),
+                },
+            }
+        }
+        match w.queued() {
+            Ok(n) => assert!(n <= 4096, "SIOCOUTQ {n} past the ring"),
+            Err(e) => note(e),
+        }
+        match w.write(&buf[..40]) {
+            Ok(n) => assert!(n <= 40),
+            Err(e) => note(e),
+        }
+        if let Err(e) = rd.wait_readable(3, Some(Duration::from_millis(2))) {
+            note(e)
+        }
+        if let Err(e) = w.wait_writable(40, 3, Some(Duration::from_millis(2))) {
+            note(e)
+        }
+    }
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "the calls took {:?}",
+        t.elapsed()
+    );
+    bad
+}
+
+/// The adversary (end B's process) scribbles one word of the header at a
+/// time with values around and far from what it held; end A's calls stay
+/// inside the region (guard pages would fault), end in bounded time, and
+/// detect every value that breaks the protocol on a word A relies on.
+#[test]
+fn a_peer_scribbling_over_each_shared_word_is_detected() {
+    let mut detected = 0;
+    let mut cases = 0;
+    for framing in [Framing::Stream, Framing::Record] {
+        // every word up to the end of the two directions' blocks, then
+        // a sample of the unused rest of the header page
+        let words = (0..dir_word(2, 0))
+            .step_by(4)
+            .chain((dir_word(2, 0)..HEADER).step_by(252));
+        for off in words {
+            for k in 0..14u32 {
+                let (_fd, r) = direct([4096, 4096]);
+                // positions that wrap the 32-bit words soon; bytes queued
+                // both ways (B has read some of A's, A some of B's)
+                let base = u64::from(u32::MAX) - 4095;
+                at_positions(&r, [base, base]);
+                let (mut aw, mut ar) = r.end_at(Side::A, framing, [base, base]);
+                let (mut bw, mut br) = r.end_at(Side::B, framing, [base, base]);
+                for i in 0..30u8 {
+                    aw.write(&[i; 37]).unwrap();
+                    bw.write(&[i; 41]).unwrap();
+                }
+                let mut buf = [0u8; 100];
+                for _ in 0..10 {
+                    match framing {
+                        Framing::Stream => {
+                            ar.read(&mut buf[..41], false).unwrap();
+                            br.read(&mut buf[..37], false).unwrap();
+                        }
+                        Framing::Record => {
+                            ar.read_record(&mut buf, false).unwrap();
+                            br.read_record(&mut buf, false).unwrap();
+                        }
+                    }
+                }
+                // A has seen where B's words stand
+                aw.queued().unwrap();
+                ar.available().unwrap();
+                let word = r.word(off);
+                let old = word.load(Ordering::SeqCst);
+                let v = [
+                    0,
+                    1,
+                    2,
+                    3,
+                    4,
+                    0x7fff_ffff,
+                    0x8000_0000,
+                    u32::MAX,
+                    old.wrapping_add(1),
+                    old.wrapping_sub(1),
+                    old.wrapping_add(4),
+                    old.wrapping_sub(4),
+                    old.wrapping_add(4097),
+                    old.wrapping_add(1 << 20),
+                ][k as usize];
+                word.store(v, Ordering::SeqCst);
+                // What A must detect: its incoming tail, fin and the state,
+                // its outgoing ring's head, out of what the protocol allows.
+                let must = if off == OFF_STATE {
+                    v > 3
+                } else if off == dir_word(1, OFF_FIN) {
+                    v > 1
+                } else if off == dir_word(1, OFF_TAIL) {
+                    let moved = v.wrapping_sub(old);
+                    let room = 4096 - (30 * 41 - 10 * 41); // bytes B may still add
+                    let room = if framing == Framing::Record {
+                        4096 - 20 * 48
+                    } else {
+                        room
+                    };
+                    moved > room || (framing == Framing::Record && moved % 4 != 0)
+                } else if off == dir_word(0, OFF_HEAD) {
+                    let moved = v.wrapping_sub(old);
+                    let queued = if framing == Framing::Record {
+                        20 * 44
+                    } else {
+                        20 * 37
+                    };
+                    moved > queued
+                } else {
+                    false
+                };
+                let state_ok = off != OFF_STATE || v == State::Direct as u32;
+                let got = victim_calls(&mut aw, &mut ar, framing);
+                cases += 1;
+                if got.is_some() {
+                    detected += 1;
+                }
+                if must {
+                    assert!(
+                        got.is_some(),
+                        "{framing:?}: word {off} set from {old} to {v}: not detected"
+                    );
+                } else if state_ok && off != dir_word(1, OFF_TAIL) {
+                    // a word A does not rely on, or a value the protocol
+                    // allows: no reset for it (a moved record tail may show
+                    // garbage records, which is detected or not)
+                    assert_eq!(got, None, "{framing:?}: word {off} set from {old} to {v}");
+                }
+            }
+        }
+        // The record lengths in A's incoming ring, scribbled at its head.
+        if framing == Framing::Record {
+            for v in [5u32, 40, 41, 44, 45, 100, 1000, 4096, u32::MAX] {
+                let (_fd, r) = direct([4096, 4096]);
+                let (mut aw, mut ar) = r.end(Side::A, framing);
+                let (mut bw, _) = r.end(Side::B, framing);
+                bw.write(&[9; 41]).unwrap();
+                let (off, _) = r.data_area(1);
+                // SAFETY: the first record's header, inside the region.
+                unsafe { (r.byte_ptr(off) as *mut u32).write_volatile(v) };
+                let got = victim_calls(&mut aw, &mut ar, framing);
+                println!("record length scribbled to {v}: {got:?}");
+                // 41..=44 fit the record's 48 bytes (garbage padding read
+                // as bytes); shorter lengths leave its bytes to be read as
+                // the next header (0x09090909, or 9 past the end)
+                assert_eq!(got.is_some(), !(41..=44).contains(&v), "length {v}");
+            }
+        }
+    }
+    println!("{cases} scribbles of a header word: {detected} detected as corruption");
+}
+
+/// The adversary in a process of its own writes random values into random
+/// words of the whole region as fast as it can, while this process keeps
+/// calling; it never strays, crashes or hangs, and sees the corruption.
+#[test]
+fn a_peer_process_scribbling_at_random_cannot_crash_or_hang_the_other() {
+    for framing in [Framing::Stream, Framing::Record] {
+        let (_fd, r) = direct([4096, 4096]);
+        let len = r.len();
+        let stop = Instant::now() + Duration::from_millis(700);
+        let pid = in_child(|| {
+            let mut rng = Rng(0xdead_beef);
+            while Instant::now() < stop {
+                let off = (rng.below(len as u64) as usize) & !3;
+                let v = match rng.below(4) {
+                    0 => rng.next() as u32,
+                    1 => rng.below(8) as u32,
+                    _ => {
+                        let p = r.byte_ptr(off) as *const u32;
+                        // SAFETY: an aligned word inside the region.
+                        unsafe { p.read_volatile() }.wrapping_add(rng.below(9000) as u32)
+                    }
+                };
+                // SAFETY: as above.
+                unsafe { (r.byte_ptr(off) as *mut u32).write_volatile(v) };
+            }
+            0
+        });
+        let mut rounds = 0;
+        let mut resets = 0;
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(700) {
+            let (mut aw, mut ar) = r.end(Side::A, framing);
+            if victim_calls(&mut aw, &mut ar, framing).is_some() {
+                resets += 1;
+            }
+            rounds += 1;
+        }
+        assert_eq!(status(pid), 0);
+        println!(
+            "{framing:?}: {rounds} rounds of calls under a scribbling peer, {resets} detected corruption"
+        );
+        assert!(resets > 0, "no corruption detected");
+    }
+}
+
+extern "C" fn nothing(_: i32) {}
+
+/// A signal for a sleeping reader (a handler without SA_RESTART) ends its
+/// wait with Interrupted, futex and eventfd alike: the library's restart
+/// logic then decides, as for any blocking call.
+#[test]
+fn a_signal_interrupts_a_sleeping_wait() {
+    // SAFETY: a handler that does nothing, for SIGUSR2, which no other test
+    // of this crate uses.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = nothing as *const () as usize;
+        libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
+    }
+    for efd in [false, true] {
+        let (_fd, r) = direct([64, 64]);
+        let (_, mut rd) = r.end(Side::A, Framing::Stream);
+        let e = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if efd {
+            rd.set_notify(Notify::Eventfd { mine: e, peer: e });
+        }
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let t = s.spawn(move || {
+                tx.send(unsafe { libc::pthread_self() }).unwrap();
+                let t0 = Instant::now();
+                (
+                    rd.wait_readable(0, Some(Duration::from_secs(20))),
+                    t0.elapsed(),
+                )
+            });
+            let th = rx.recv().unwrap();
+            while r
+                .word(dir_word(1, region::OFF_READER_WAITING))
+                .load(Ordering::SeqCst)
+                == 0
+            {
+                std::thread::yield_now();
+            }
+            // again until it ends: a signal that came just before the
+            // sleep itself began is handled and leaves it asleep
+            while !t.is_finished() {
+                std::thread::sleep(Duration::from_millis(20));
+                unsafe { libc::pthread_kill(th, libc::SIGUSR2) };
+            }
+            let (got, took) = t.join().unwrap();
+            println!("eventfd {efd}: a SIGUSR2 to the sleeping reader: {got:?} after {took:?}");
+            assert_eq!(got, Err(LaneErr::Interrupted));
+            assert!(took < Duration::from_secs(10));
+        });
+        unsafe { libc::close(e) };
+    }
+}
