@@ -20,7 +20,7 @@ mod exec;
 mod exec_list;
 mod fdpass;
 mod files;
-mod ioctl;
+use udsfs_calls::client as ioctl;
 mod iovs;
 mod log;
 mod message;

@@ -13,7 +13,7 @@ use super::call::{
     Call, MSGHDR, WOULD_WAIT, classify, nonblocking, put_sized, read_addr, say, stop_errno, u32_at,
     u64_at,
 };
-use super::daemon::{self, Meta, Res};
+use super::daemon::{self, Ask, Extras, Res};
 use super::fdpass;
 use super::listener::ERESTARTSYS;
 use super::mem;
@@ -201,12 +201,7 @@ fn send_data(
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     if big && stream == Some(false) {
         let id = daemon::info(s)?.id;
-        let meta = Meta {
-            to,
-            creds,
-            rights,
-            oob: false,
-        };
+        let meta = Extras { to, creds, rights };
         let d = &c.ctx.daemon;
         // Blocking, it parks in the daemon until the record fits, on a
         // thread of its own (on the loop the attempt ends at the wait).
@@ -225,6 +220,7 @@ fn send_data(
     }
     // A blocking send on its own thread parks in the daemon (park.rs).
     let park = !nonblock && c.may_park();
+    let extras = Extras { to, creds, rights };
     // A send tried on the loop that sent a part goes on from there.
     let mut sent = c.resume.min(data.len());
     loop {
@@ -232,22 +228,18 @@ fn send_data(
         let chunk = &data[sent..end];
         // Address, credentials and sockets go with the first piece only.
         let first = sent == 0;
-        let meta = Meta {
-            to: to.filter(|_| first),
-            creds: creds.filter(|_| first),
-            rights: if first { rights } else { &[] },
-            oob: oob && end == data.len(),
-        };
+        let x = first.then_some(&extras);
+        let last_oob = oob && end == data.len();
         // Each piece waits SO_SNDTIMEO afresh, as unix_stream_sendmsg
         // waits per skb (preload/src/msg.rs `send` likewise).
         let r = if park {
-            match c.parked(|_| daemon::send(s, chunk, &meta, Some(daemon::Wait::default()))) {
+            match c.parked(|_| daemon::send(s, chunk, x, last_oob, Some(daemon::Wait::default()))) {
                 Ok(r) => r,
                 Err(_) if sent > 0 => return Ok(sent as i64),
                 Err(stop) => return Err(stop_errno(stop, s, 1)),
             }
         } else {
-            daemon::send(s, chunk, &meta, None)
+            daemon::send(s, chunk, x, last_oob, None)
         };
         match r {
             Ok(n) => {
@@ -400,6 +392,14 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     // A blocking receive on its own thread parks in the daemon (park.rs),
     // which times it; on the loop a wait ends the attempt.
     let park = !nonblock && c.may_park();
+    let ask = Ask {
+        want,
+        peek,
+        oob,
+        room,
+        writable: limit,
+        ..Ask::default()
+    };
     let got = if park {
         let start = std::time::Instant::now();
         c.parked(|round| {
@@ -408,12 +408,12 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
                 0 => None,
                 _ => Some(left_of(s, start)?),
             };
-            let w = daemon::Wait { waitall, cont };
-            daemon::recv(s, want, peek, oob, room, Some(w), limit)
+            let wait = Some(daemon::Wait { waitall, cont });
+            daemon::recv(s, &Ask { wait, ..ask })
         })
         .map_err(|stop| stop_errno(stop, s, 0))??
     } else {
-        match daemon::recv(s, want, peek, oob, room, None, limit) {
+        match daemon::recv(s, &ask) {
             // On the loop: the call goes on on a thread of its own.
             Err(libc::EAGAIN) if !nonblock => return Err(WOULD_WAIT),
             r => r?,
@@ -441,12 +441,23 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
                     waitall: true,
                     cont: Some(got.timeo_left),
                 };
-                match c.parked(|_| daemon::recv(s, ask, false, false, 0, Some(w), None)) {
+                let more = Ask {
+                    want: ask,
+                    wait: Some(w),
+                    ..Ask::default()
+                };
+                match c.parked(|_| daemon::recv(s, &more)) {
                     Ok(r) => r,
                     Err(_) => break,
                 }
             } else {
-                daemon::recv(s, ask, false, false, 0, None, None)
+                daemon::recv(
+                    s,
+                    &Ask {
+                        want: ask,
+                        ..Ask::default()
+                    },
+                )
             };
             match r {
                 Ok(more) if more.data.is_empty() => break,
