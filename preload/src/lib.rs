@@ -183,18 +183,10 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
         if !mount::udsfs_fd(fd) && !convert::kernel_unix(fd) {
             return unsafe { real::bind(fd, addr, len) };
         }
-        let routed = match m.reserve_routed_name(&wire) {
-            Ok(routed) => routed,
-            Err(e) => return int_ret(Err(e)),
-        };
-        let r = adopt_for(m, fd).and_then(|_| {
-            m.mirror_route_dirs(&wire);
+        int_ret(m.bind(&wire, || {
+            adopt_for(m, fd)?;
             ioctl::bind(fd, &wire, &given)
-        });
-        if r.is_err() && routed {
-            m.release_routed_name(&wire);
-        }
-        int_ret(r)
+        }))
     })
 }
 

@@ -4,7 +4,9 @@ fchmod/fchown of a socket descriptor succeed and leave the path's mode alone;
 connect/sendto to a regular file under a route is ECONNREFUSED; bind with a
 sun_family other than AF_UNIX is EINVAL; a 4 MiB datagram or seqpacket record
 (1,024 iovecs of a page) goes through whole once SO_SNDBUF fits it; fstat and a
-raw statx of a socket descriptor say S_IFSOCK. Run on kernel sockets, through
+raw statx of a socket descriptor say S_IFSOCK; bind to a kernel path outside
+the mount and its routes, or to a routed path that exists, answers as mknod
+(EADDRINUSE, ENOENT, ENOTDIR). Run on kernel sockets, through
 the preload library and under the seccomp supervisor
 (integration/behaviours.sh); the outputs must be equal line by line. Needs root.
 Usage: behaviours.py DIR ROUTE (DIR: where to bind names; ROUTE: a kernel
@@ -184,6 +186,48 @@ def big_record():
         b.close()
 
 
+def bind_kernel_path():
+    # A socket of a socketpair (a udsfs socket from the start) bound to a
+    # kernel path outside the mount and its routes: as unix_bind's mknod
+    # answers, EADDRINUSE when the path exists, ENOENT or ENOTDIR when its
+    # directory does not (issue 28: the supervisor said EINVAL to each).
+    outside = os.path.dirname(ROUTE)
+    taken = os.path.join(outside, f"behaviours-taken-{os.getpid()}")
+    with open(taken, "w") as f:
+        f.write("a file")
+    names = (taken, os.path.join(outside, "behaviours-missing", "x.sock"), os.path.join(taken, "x.sock"))
+    for name, ty in TYPES.items():
+        p, q = socket.socketpair(socket.AF_UNIX, ty)
+        say(f"{name} socketpair bound to a kernel path (taken, missing dir, file as dir):",
+            *[res(lambda: p.bind(n)) for n in names])
+        p.close()
+        q.close()
+    os.unlink(taken)
+
+
+def routed_bind_taken():
+    # bind to a routed path that exists: EADDRINUSE, whatever is there (a
+    # regular file; the name a closed socket left), as Linux makes the socket
+    # file first (issue 28: the supervisor bound, then replaced a stale link).
+    plain = os.path.join(ROUTE, "taken.file")
+    with open(plain, "w") as f:
+        f.write("not a socket")
+    for name, ty in TYPES.items():
+        left = os.path.join(ROUTE, f"left-{name}.sock")
+        s = socket.socket(socket.AF_UNIX, ty)
+        s.bind(left)
+        s.close()
+        t = socket.socket(socket.AF_UNIX, ty)
+        u = socket.socket(socket.AF_UNIX, ty)
+        say(f"{name} bind to a routed path that exists (a file, a closed socket's name):",
+            res(lambda: t.bind(plain)), res(lambda: u.bind(left)),
+            "the file is still one:", os.path.isfile(plain))
+        t.close()
+        u.close()
+        os.unlink(left)
+    os.unlink(plain)
+
+
 AT_EMPTY_PATH = 0x1000
 SYS_STATX = 332
 
@@ -211,7 +255,7 @@ def socket_kind():
 
 where()
 for part in (zero_length_address, fchmod_fchown, regular_file_under_route, bind_other_family,
-             big_record, socket_kind):
+             big_record, socket_kind, bind_kernel_path, routed_bind_taken):
     try:
         part()
     except OSError as e:
