@@ -12,6 +12,7 @@
 
 pub mod bind;
 pub mod client;
+pub mod control;
 pub mod record;
 
 pub use udsfs_proto::Res;

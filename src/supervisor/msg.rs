@@ -7,8 +7,6 @@
 
 use std::os::fd::OwnedFd;
 
-use std::os::fd::AsRawFd;
-
 use super::call::{
     Call, MSGHDR, WOULD_WAIT, classify, nonblocking, put_sized, read_addr, say, stop_errno, u32_at,
     u64_at,
@@ -18,11 +16,9 @@ use super::fdpass;
 use super::listener::ERESTARTSYS;
 use super::mem;
 use super::record;
-use udsfs_proto::cmsg;
+use udsfs_calls::control::{self, Passed};
 use udsfs_proto::ioctl::*;
-use udsfs_proto::passed::is_file_tag;
 use udsfs_proto::route::{self, Route};
-use udsfs_proto::sockopt::SCM_PIDFD;
 
 /// sizeof(struct mmsghdr): a msghdr, msg_len, padding.
 const MMSGHDR: u64 = 64;
@@ -128,54 +124,67 @@ fn unreached(c: &Call, e: i32, to: Option<&[u8]>) -> i32 {
     to.map_or(e, |w| c.ctx.routes.unreached(e, w))
 }
 
-/// A sendmsg's control messages: credentials, passed udsfs sockets (by
-/// number) and other files (deposited on the fd channel, by tag), as the
-/// library passes them.
+/// A sendmsg's control messages (udsfs_calls::control::parse): the
+/// channel holds the deposited files until the send took them.
 type Control = (Option<[u32; 3]>, Vec<u64>, Option<fdpass::Channel>);
 
 fn parse_control(c: &Call, b: &[u8]) -> Res<Control> {
-    let (mut creds, mut rights) = (None, Vec::new());
-    // Files that are not udsfs sockets: their place in `rights`, our copy.
-    let mut files: Vec<(usize, OwnedFd)> = Vec::new();
-    for (level, ty, payload) in cmsg::parse(b)? {
-        let ints = || cmsg::ints(payload).map(|w| w as u32);
-        match (level, ty) {
-            (libc::SOL_SOCKET, libc::SCM_RIGHTS) => {
-                for fd in ints() {
-                    let f = c.task.get_fd(fd as i32)?;
-                    if !c.ctx.dev.is_data(&f) {
-                        files.push((rights.len(), f));
-                        rights.push(0);
-                        continue;
-                    }
-                    rights.push(daemon::info(&f)?.id);
-                }
-                if rights.len() > MAX_RIGHTS {
-                    return Err(libc::EINVAL);
-                }
-            }
-            (libc::SOL_SOCKET, libc::SCM_CREDENTIALS) if payload.len() >= 12 => {
-                let w: Vec<u32> = ints().take(3).collect();
-                creds = Some([w[0], w[1], w[2]]);
-            }
-            _ => return Err(libc::EINVAL),
+    let asked = control::parse(&Target(c), b)?;
+    Ok((asked.creds, asked.rights, asked.channel))
+}
+
+/// The target's descriptors (pidfd_getfd copies, SECCOMP_IOCTL_NOTIF_ADDFD),
+/// for udsfs_calls::control.
+struct Target<'a, 'b>(&'a Call<'b>);
+
+impl control::Passer for Target<'_, '_> {
+    type File = OwnedFd;
+
+    fn passed(&self, fd: i32) -> Res<Passed<OwnedFd>> {
+        let f = self.0.task.get_fd(fd)?;
+        if !self.0.ctx.dev.is_data(&f) {
+            return Ok(Passed::File(f));
         }
+        Ok(Passed::Socket(daemon::info(&f)?.id))
     }
-    if files.is_empty() {
-        return Ok((creds, rights, None));
+
+    fn channel(&self) -> Res<fdpass::Channel> {
+        fdpass::connect_as(&self.0.ctx.daemon.mount, self.0.task.tid)
     }
-    let ch = fdpass::connect_as(&c.ctx.daemon.mount, c.task.tid)?;
-    let raw: Vec<i32> = files.iter().map(|(_, f)| f.as_raw_fd()).collect();
-    let tags = ch.deposit(&raw).inspect_err(|e| {
-        say(&format!(
-            "sendmsg: the daemon refused {} files: errno {e}",
-            raw.len()
-        ))
-    })?;
-    for ((slot, _), tag) in files.iter().zip(tags) {
-        rights[*slot] = tag;
+
+    fn say(&self, what: &str) {
+        say(what);
     }
-    Ok((creds, rights, Some(ch)))
+}
+
+impl control::Installer for Target<'_, '_> {
+    fn socket(&self, id: u64, cloexec: bool) -> Res<i32> {
+        let sock = self.0.ctx.daemon.open_sock(id, false)?;
+        self.0.install(&sock, None, cloexec)
+    }
+
+    fn release(&self, id: u64) {
+        // Opening an entry adopts it; dropping it lets it go.
+        let _ = self.0.ctx.daemon.open_sock(id, false);
+    }
+
+    fn claim(&self, tags: &[u64], _cloexec: bool) -> Res<Vec<OwnedFd>> {
+        // Ours until installed: close-on-exec here, the target's flag at
+        // the install.
+        fdpass::connect(&self.0.ctx.daemon.mount)?.claim(tags, true)
+    }
+
+    fn install(&self, f: OwnedFd, cloexec: bool) -> Res<i32> {
+        self.0.install(&f, None, cloexec)
+    }
+
+    fn pidfd(&self, pid: i32) -> Res<OwnedFd> {
+        super::pidfd::open(pid, self.0.task.tid)
+    }
+
+    fn say(&self, what: &str) {
+        say(what);
+    }
 }
 
 fn send_data(
@@ -504,9 +513,9 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
                 || h.control == 0
                 || mem::writable_prefix(tid, &[(h.control, room)], room) == room;
             let (control, cut) = if writable {
-                control(c, &got, room, cloexec)?
+                control(c, &got, room, cloexec)
             } else {
-                let (_, _) = control(c, &got, 0, cloexec)?;
+                let (_, _) = control(c, &got, 0, cloexec);
                 (Vec::new(), got.ctrunc || !got.rights.is_empty())
             };
             mem::write(tid, h.control, &control)?;
@@ -576,111 +585,11 @@ fn left_of(s: &OwnedFd, start: std::time::Instant) -> Res<u64> {
     }
 }
 
-/// The control messages of a received message, as scm_recv puts them:
-/// credentials first, then the passed sockets, installed in the target,
-/// then the sender's pidfd.
-fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<u8>, bool)> {
+/// The control messages of a received message (udsfs_calls::control::put),
+/// in `room` bytes.
+fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> (Vec<u8>, bool) {
     let mut out = vec![0u8; room];
-    let mut w = cmsg::Writer::new(&mut out);
-    let mut cut = got.ctrunc;
-    if let Some([pid, uid, gid]) = got.creds {
-        let b: Vec<u8> = [pid, uid, gid]
-            .iter()
-            .flat_map(|x| x.to_ne_bytes())
-            .collect();
-        cut |= !w.put(libc::SOL_SOCKET, libc::SCM_CREDENTIALS, &b);
-    }
-    // Received files and the sender's pidfd come back in one claim; a
-    // claimed one not installed is closed, as Linux closes those that do
-    // not fit.
-    let mut tags: Vec<u64> = got
-        .rights
-        .iter()
-        .copied()
-        .filter(|&id| is_file_tag(id))
-        .collect();
-    tags.extend(got.pidfd_tag);
-    let mut claimed = if tags.is_empty() {
-        Vec::new()
-    } else {
-        fdpass::connect(&c.ctx.daemon.mount)
-            .and_then(|ch| ch.claim(&tags, true))
-            .unwrap_or_else(|e| {
-                say(&format!(
-                    "recvmsg: {} received files could not be claimed from the daemon: errno {e}",
-                    tags.len()
-                ));
-                Vec::new()
-            })
-    };
-    // The pidfd was asked for last: it came only if everything did.
-    let held = match got.pidfd_tag {
-        Some(_) if claimed.len() == tags.len() => claimed.pop(),
-        _ => None,
-    };
-    let mut claimed = claimed.into_iter();
-    if !got.rights.is_empty() {
-        let fit = w.room().saturating_sub(cmsg::HDR) / 4;
-        let mut fds = Vec::new();
-        let mut cut_short = false;
-        for &id in &got.rights {
-            let sock = if is_file_tag(id) {
-                match claimed.next() {
-                    Some(f) => f,
-                    None => {
-                        cut = true;
-                        continue;
-                    }
-                }
-            } else {
-                // Opening an entry adopts it; one not installed is let go.
-                c.ctx.daemon.open_sock(id, false)?
-            };
-            if fds.len() < fit && !cut_short {
-                match c.install(&sock, None, cloexec) {
-                    Ok(fd) => fds.push(fd),
-                    // Past the target's RLIMIT_NOFILE Linux stops installing,
-                    // silently: MSG_CTRUNC.
-                    Err(libc::EMFILE) => {
-                        cut = true;
-                        cut_short = true;
-                    }
-                    Err(e) => return Err(e),
-                }
-            } else {
-                cut = true;
-            }
-        }
-        if !fds.is_empty() {
-            let b: Vec<u8> = fds.iter().flat_map(|x| x.to_ne_bytes()).collect();
-            w.put(libc::SOL_SOCKET, libc::SCM_RIGHTS, &b);
-        }
-    }
-    // SCM_PIDFD comes last, as scm_recv_unix puts it; a message sent with
-    // no credentials (before anyone asked for them) has none.
-    if let Some(pid) = got.pidfd.filter(|&p| p > 0) {
-        cut |= !put_pidfd(c, &mut w, held, pid)?;
-    }
-    let used = w.used();
+    let (used, cut) = control::put(&Target(c), &mut out, got, cloexec);
     out.truncate(used);
-    Ok((out, cut))
-}
-
-/// SCM_PIDFD of sender `pid`: the daemon's pidfd `held` (it names the
-/// sender even once it has exited) or else one made from the pid,
-/// installed close-on-exec whatever MSG_CMSG_CLOEXEC says, as Linux 6.18
-/// does. False when it was not given (no room, no such process, the
-/// target's RLIMIT_NOFILE): MSG_CTRUNC, as the library answers.
-fn put_pidfd(c: &Call, w: &mut cmsg::Writer, held: Option<OwnedFd>, pid: i32) -> Res<bool> {
-    if w.room() < cmsg::HDR + 4 {
-        return Ok(false);
-    }
-    let Ok(f) = held.map_or_else(|| super::pidfd::open(pid, c.task.tid), Ok) else {
-        return Ok(false);
-    };
-    match c.install(&f, None, true) {
-        Ok(fd) => Ok(w.put(libc::SOL_SOCKET, SCM_PIDFD, &fd.to_ne_bytes())),
-        Err(libc::EMFILE) => Ok(false),
-        Err(e) => Err(e),
-    }
+    (out, cut)
 }

@@ -228,6 +228,55 @@ def routed_bind_taken():
     os.unlink(plain)
 
 
+def kinds(fds):
+    out = []
+    for fd in fds:
+        m = os.fstat(fd).st_mode
+        out.append("sock" if stat.S_ISSOCK(m) else "fifo" if stat.S_ISFIFO(m) else "other")
+        os.close(fd)
+    return "+".join(out) or "none"
+
+
+def rights_past_room():
+    # Sockets and files passed together, received where not all fit: as
+    # scm_detach_fds, those that fit the control buffer (or the one free
+    # descriptor slot) are installed in order, the rest closed, MSG_CTRUNC.
+    # (Sockets before files: udsfs's engine keeps a message's sockets and
+    # files apart, and gives the sockets first.)
+    import resource
+    for name, ty in TYPES.items():
+        a, b = socket.socketpair(socket.AF_UNIX, ty)
+        s1, s2 = socket.socketpair(socket.AF_UNIX, ty)
+        r, w = os.pipe()
+        passed = [s1.fileno(), s2.fileno(), r, w]
+        seq = []
+        for room in (2, 3, 4):
+            socket.send_fds(a, [b"m"], passed)
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            if room == 4:
+                # One free slot: the first is installed, the rest are not.
+                free = os.dup(0)
+                os.close(free)
+                resource.setrlimit(resource.RLIMIT_NOFILE, (free + 1, hard))
+            try:
+                got = res(lambda: b.recvmsg(1, socket.CMSG_SPACE(4 * room)))
+            finally:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+            if isinstance(got, tuple):
+                fds = []
+                for level, t, data in got[1]:
+                    if level == socket.SOL_SOCKET and t == socket.SCM_RIGHTS:
+                        fds += list(struct.unpack(f"{len(data) // 4}i", data[:len(data) - len(data) % 4]))
+                seq += [f"room {room}:", kinds(fds), "ctrunc:", bool(got[2] & socket.MSG_CTRUNC)]
+            else:
+                seq += [f"room {room}:", got]
+        say(f"{name} sockets and files past the room:", *seq)
+        for x in (a, b, s1, s2):
+            x.close()
+        os.close(r)
+        os.close(w)
+
+
 AT_EMPTY_PATH = 0x1000
 SYS_STATX = 332
 
@@ -255,7 +304,8 @@ def socket_kind():
 
 where()
 for part in (zero_length_address, fchmod_fchown, regular_file_under_route, bind_other_family,
-             big_record, socket_kind, bind_kernel_path, routed_bind_taken):
+             big_record, socket_kind, bind_kernel_path, routed_bind_taken,
+             rights_past_room):
     try:
         part()
     except OSError as e:
