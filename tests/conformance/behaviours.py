@@ -119,10 +119,14 @@ def fchmod_fchown():
         os.unlink(path)
 
 
-def regular_file_under_route():
-    path = os.path.join(ROUTE, "plain.file")
+def plain_file(path):
     with open(path, "w") as f:
         f.write("not a socket")
+    return path
+
+
+def regular_file_under_route():
+    path = plain_file(os.path.join(ROUTE, "plain.file"))
     for name, ty in TYPES.items():
         s = socket.socket(socket.AF_UNIX, ty)
         seq = [res(lambda: s.connect(path))]
@@ -192,9 +196,7 @@ def bind_kernel_path():
     # answers, EADDRINUSE when the path exists, ENOENT or ENOTDIR when its
     # directory does not (issue 28: the supervisor said EINVAL to each).
     outside = os.path.dirname(ROUTE)
-    taken = os.path.join(outside, f"behaviours-taken-{os.getpid()}")
-    with open(taken, "w") as f:
-        f.write("a file")
+    taken = plain_file(os.path.join(outside, f"behaviours-taken-{os.getpid()}"))
     names = (taken, os.path.join(outside, "behaviours-missing", "x.sock"), os.path.join(taken, "x.sock"))
     for name, ty in TYPES.items():
         p, q = socket.socketpair(socket.AF_UNIX, ty)
@@ -209,9 +211,7 @@ def routed_bind_taken():
     # bind to a routed path that exists: EADDRINUSE, whatever is there (a
     # regular file; the name a closed socket left), as Linux makes the socket
     # file first (issue 28: the supervisor bound, then replaced a stale link).
-    plain = os.path.join(ROUTE, "taken.file")
-    with open(plain, "w") as f:
-        f.write("not a socket")
+    plain = plain_file(os.path.join(ROUTE, "taken.file"))
     for name, ty in TYPES.items():
         left = os.path.join(ROUTE, f"left-{name}.sock")
         s = socket.socket(socket.AF_UNIX, ty)
