@@ -13,6 +13,7 @@
 pub mod bind;
 pub mod client;
 pub mod control;
+pub mod mmsg;
 pub mod record;
 
 pub use udsfs_proto::Res;

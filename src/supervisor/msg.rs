@@ -16,14 +16,14 @@ use super::fdpass;
 use super::listener::ERESTARTSYS;
 use super::mem;
 use super::record;
+use std::os::fd::AsRawFd;
 use udsfs_calls::control::{self, Passed};
+use udsfs_calls::mmsg;
 use udsfs_proto::ioctl::*;
 use udsfs_proto::route::{self, Route};
 
 /// sizeof(struct mmsghdr): a msghdr, msg_len, padding.
 const MMSGHDR: u64 = 64;
-/// UIO_MAXIOV: at most this many messages in one sendmmsg/recvmmsg.
-const MAX_VLEN: u64 = 1024;
 /// Most control bytes taken from or given to a program.
 const MAX_CONTROL: usize = 64 * 1024;
 
@@ -39,7 +39,7 @@ struct MsgHdr {
 fn msghdr(tid: i32, at: u64) -> Res<MsgHdr> {
     let h = mem::read(tid, at, MSGHDR)?;
     let iovlen = u64_at(&h, 24);
-    if iovlen > MAX_VLEN {
+    if iovlen > mmsg::UIO_MAXIOV as u64 {
         return Err(libc::EMSGSIZE);
     }
     Ok(MsgHdr {
@@ -72,17 +72,13 @@ pub fn send(c: &Call, s: &OwnedFd, nr: i64, a: [u64; 6]) -> Res<i64> {
         }
         libc::SYS_sendmsg => send_msg(c, s, a[1], a[2] as i32),
         _ => {
-            let mut done = 0;
-            for i in 0..a[2].min(MAX_VLEN) {
-                let at = a[1] + i * MMSGHDR;
-                match send_msg(c, s, at, a[3] as i32) {
-                    Ok(n) => mem::write_u32(tid, at + MSGHDR as u64, n as u32)?,
-                    Err(e) if done == 0 => return Err(e),
-                    Err(_) => break,
-                }
-                done += 1;
-            }
-            Ok(done)
+            let vlen = a[2].min(mmsg::UIO_MAXIOV as u64) as usize;
+            let sent = mmsg::send(vlen, |i| {
+                let at = a[1] + i as u64 * MMSGHDR;
+                let n = send_msg(c, s, at, a[3] as i32)?;
+                mem::write_u32(tid, at + MSGHDR as u64, n as u32)
+            });
+            sent.map(|n| n as i64)
         }
     }
 }
@@ -307,73 +303,50 @@ pub fn recv(c: &Call, s: &OwnedFd, nr: i64, a: [u64; 6]) -> Res<i64> {
     }
 }
 
-/// recvmmsg as do_recvmmsg: each datagram is received as by recvmsg (a
-/// blocking one waits as long as it takes), and the timeout, if any, is
-/// checked only after each (recvmmsg(2), BUGS); what is left of it is
+/// recvmmsg (udsfs_calls::mmsg::recv); what is left of the timeout is
 /// written back once a datagram came.
 fn recv_mmsg(c: &Call, s: &OwnedFd, a: [u64; 6]) -> Res<i64> {
     let tid = c.task.tid;
-    let end = match a[4] {
+    let timeout = match a[4] {
         0 => None,
         at => {
             let t = mem::read(tid, at, 16)?;
-            let (sec, nsec) = (u64_at(&t, 0) as i64, u64_at(&t, 8) as i64);
-            if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
-                return Err(libc::EINVAL);
-            }
-            Some(std::time::Duration::new(sec as u64, nsec as u32))
+            Some(mmsg::timeout(u64_at(&t, 0) as i64, u64_at(&t, 8) as i64)?)
         }
     };
-    let start = std::time::Instant::now();
-    let flags = a[3] as i32;
-    let mut fl = flags & !libc::MSG_WAITFORONE;
-    let mut done = 0;
-    let mut left = std::time::Duration::ZERO;
-    for i in 0..a[2].min(MAX_VLEN) {
-        let at = a[1] + i * MMSGHDR;
-        let got = recv_one(c, s, Dest::Msg(at), fl)
-            .and_then(|n| mem::write_u32(tid, at + MSGHDR as u64, n as u32));
-        match got {
-            Ok(()) => {}
-            Err(e) if done == 0 => return Err(e),
-            Err(e) => {
-                keep_error(s, e);
-                break;
-            }
-        }
-        done += 1;
-        if flags & libc::MSG_WAITFORONE != 0 {
-            fl |= libc::MSG_DONTWAIT;
-        }
-        if let Some(d) = end {
-            left = d.saturating_sub(start.elapsed());
-            if left.is_zero() {
-                break;
-            }
-        }
-    }
-    if end.is_some() && done > 0 {
+    let vlen = a[2].min(mmsg::UIO_MAXIOV as u64) as usize;
+    let got = mmsg::recv(&Mmsg, s.as_raw_fd(), vlen, a[3] as i32, timeout, |i, fl| {
+        let at = a[1] + i as u64 * MMSGHDR;
+        let n = recv_one(c, s, Dest::Msg(at), fl)?;
+        mem::write_u32(tid, at + MSGHDR as u64, n as u32)
+    })?;
+    if let Some(left) = got.left {
         let mut t = left.as_secs().to_ne_bytes().to_vec();
         t.extend_from_slice(&(left.subsec_nanos() as u64).to_ne_bytes());
         mem::write(tid, a[4], &t)?;
     }
-    Ok(done)
+    Ok(got.done as i64)
 }
 
-/// An error after datagrams is left pending on the socket, for the next
-/// call or SO_ERROR (__sys_recvmmsg), unless it only says nothing more was
-/// queued. A signal without SO_RCVTIMEO is not kept: Linux keeps
-/// ERESTARTSYS itself, which its next call returns as errno 512.
-fn keep_error(s: &OwnedFd, e: i32) {
-    if e != libc::EAGAIN
-        && e != ERESTARTSYS
-        && let Err(err) = daemon::ctl(s, Op::SetError, e, &[], &[])
-    {
-        say(&format!(
-            "recvmmsg: error {e} after datagrams not kept: errno {err}"
-        ));
+/// recvmmsg's front: a signal without SO_RCVTIMEO is ERESTARTSYS here.
+struct Mmsg;
+
+impl mmsg::Front for Mmsg {
+    fn now(&self) -> std::time::Duration {
+        START.get_or_init(std::time::Instant::now).elapsed()
+    }
+
+    fn restarting(&self, e: i32) -> bool {
+        e == ERESTARTSYS
+    }
+
+    fn say(&self, what: &str) {
+        say(what);
     }
 }
+
+/// The supervisor's origin of recvmmsg's clock.
+static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
 fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     let tid = c.task.tid;

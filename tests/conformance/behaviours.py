@@ -277,6 +277,43 @@ def rights_past_room():
         os.close(w)
 
 
+class MMsgHdr(ctypes.Structure):
+    _fields_ = [("hdr", MsgHdr), ("len", ctypes.c_uint)]
+
+
+def recvmmsg_readonly_timeout():
+    # recvmmsg's timeout is read first and written back once, at the end
+    # (__sys_recvmmsg): one in read-only memory lets the datagrams be
+    # received, then the call is EFAULT (issue 28: the library wrote it
+    # after each datagram and stopped at the first).
+    import mmap
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    libc.recvmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_void_p]
+    page = mmap.mmap(-1, mmap.PAGESIZE)
+    page.write(struct.pack("qq", 5, 0))
+    at = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    libc.mprotect(at, mmap.PAGESIZE, mmap.PROT_READ)
+    for name in ("dgram", "seqpacket"):
+        a, b = socket.socketpair(socket.AF_UNIX, TYPES[name])
+        for i in range(3):
+            a.send(b"m%d" % i)
+        bufs = [ctypes.create_string_buffer(16) for _ in range(3)]
+        iovs = [IOVec(ctypes.cast(x, ctypes.c_void_p), 16) for x in bufs]
+        v = (MMsgHdr * 3)()
+        for i in range(3):
+            v[i].hdr = MsgHdr(None, 0, ctypes.pointer(iovs[i]), 1, None, 0, 0)
+        r = call(lambda: libc.recvmmsg(b.fileno(), v, 3, socket.MSG_DONTWAIT, at))
+        left = []
+        while True:
+            got = res(lambda: b.recv(16, socket.MSG_DONTWAIT))
+            if not isinstance(got, bytes):
+                break
+            left.append(got)
+        say(f"{name} recvmmsg with a read-only timeout:", r, "left queued:", len(left))
+        a.close()
+        b.close()
+
+
 AT_EMPTY_PATH = 0x1000
 SYS_STATX = 332
 
@@ -305,7 +342,7 @@ def socket_kind():
 where()
 for part in (zero_length_address, fchmod_fchown, regular_file_under_route, bind_other_family,
              big_record, socket_kind, bind_kernel_path, routed_bind_taken,
-             rights_past_room):
+             rights_past_room, recvmmsg_readonly_timeout):
     try:
         part()
     except OSError as e:
