@@ -246,3 +246,72 @@ pub fn recv(fd: i32, buf: &mut MsgBuf, a: &Ask) -> Res<Got> {
         timeo_left: r.timeo_left,
     })
 }
+
+/// How a front sends the pieces of one send (`send_pieces`).
+pub trait Pieces {
+    /// One piece: `len` bytes at `at` of the payload, with `x` (the first
+    /// piece only) and `oob` (its last byte is the OOB byte); the library
+    /// waits in the daemon (MSGF_WAIT) unless non-blocking, the supervisor
+    /// parks a thread or tries on its loop.
+    fn piece(
+        &self,
+        buf: &mut MsgBuf,
+        at: usize,
+        len: usize,
+        x: Option<&Extras>,
+        oob: bool,
+    ) -> Res<usize>;
+    /// A short piece ends the call (the daemon stopped: non-blocking, the
+    /// timeout, a signal, the peer gone, and says how far it got). False
+    /// where a short piece is followed by one that says EAGAIN and the
+    /// call is handed on (the supervisor's loop).
+    fn short_ends(&self) -> bool {
+        true
+    }
+    /// An error that is not the call's to answer, to pass up whatever went
+    /// before (the supervisor's hand-over of a call to a thread).
+    fn passes(&self, _e: i32) -> bool {
+        false
+    }
+    /// SIGPIPE to the sending thread, as unix_stream_sendmsg raises it.
+    fn sigpipe(&self);
+}
+
+/// A send of `len` bytes cut into MSG_ROOM pieces, from `start` (what an
+/// earlier attempt of the call sent): each piece waits SO_SNDTIMEO afresh,
+/// as unix_stream_sendmsg waits per skb (sock_alloc_send_pskb). Part sent
+/// and then an error: the count, as Linux (no SIGPIPE then); EPIPE with
+/// nothing sent raises SIGPIPE on a stream unless MSG_NOSIGNAL. `stream`
+/// is asked only then (its type costs a round trip).
+pub fn send_pieces(
+    p: &impl Pieces,
+    len: usize,
+    start: usize,
+    x: &Extras,
+    flags: i32,
+    stream: impl FnOnce() -> bool,
+) -> Res<usize> {
+    let oob = flags & libc::MSG_OOB != 0;
+    let mut buf = MsgBuf::new();
+    let mut sent = start.min(len);
+    loop {
+        let chunk = (len - sent).min(MSG_ROOM);
+        let first = (sent == 0).then_some(x);
+        match p.piece(&mut buf, sent, chunk, first, oob && sent + chunk == len) {
+            Ok(n) => {
+                sent += n;
+                if sent >= len || (n < chunk && p.short_ends()) {
+                    return Ok(sent);
+                }
+            }
+            Err(e) if p.passes(e) => return Err(e),
+            Err(_) if sent > 0 => return Ok(sent),
+            Err(e) => {
+                if e == libc::EPIPE && flags & libc::MSG_NOSIGNAL == 0 && stream() {
+                    p.sigpipe();
+                }
+                return Err(e);
+            }
+        }
+    }
+}

@@ -17,7 +17,7 @@ use udsfs_proto::record::MAX_IO;
 use crate::control::put_control;
 use crate::errno::{errno, Res};
 use crate::files::nonblocking;
-use crate::ioctl::{self, Ask, MsgBuf, Wait};
+use crate::ioctl::{self, Ask, Extras, MsgBuf, Wait};
 use crate::iovs::{IovCopy, Iovs};
 use crate::message::{Got, Meta};
 use crate::mount::Mount;
@@ -75,43 +75,40 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
     if len > MSG_ROOM && data.readable(probed) < probed {
         return Err(libc::EFAULT);
     }
-    let mut buf = MsgBuf::new();
-    let mut sent = 0;
-    let extras = meta.extras();
-    let mut first = true;
-    let wait = (!nonblock).then_some(Wait::default());
-    // Each piece waits up to SO_SNDTIMEO afresh, as unix_stream_sendmsg
-    // waits per skb (sock_alloc_send_pskb); a receive is timed once (CONT).
-    loop {
-        let chunk = (len - sent).min(MSG_ROOM);
-        // The last byte of the send is the OOB byte; addresses and sockets
-        // go with the first piece only.
-        let last_oob = oob && sent + chunk == len;
-        let x = first.then_some(&extras);
-        // Bytes that cannot be read: EFAULT, or what went before (a stream's
-        // earlier pieces), as unix_stream_sendmsg copies an skb at a time.
-        let r = ioctl::send(fd, &mut buf, chunk, x, last_oob, wait, |b| {
-            data.read_at(sent, b).map(|_| ())
-        });
-        match r {
-            Ok(n) => {
-                first = false;
-                sent += n;
-                // A short piece: the daemon stopped (non-blocking, the
-                // timeout, a signal, the peer gone) and says how far it got.
-                if sent >= len || n < chunk {
-                    return Ok(sent);
-                }
-            }
-            // Part went out: the count, as Linux (no SIGPIPE then).
-            Err(_) if sent > 0 => return Ok(sent),
-            Err(e) => {
-                if e == libc::EPIPE && flags & libc::MSG_NOSIGNAL == 0 && ioctl::is_stream(fd) {
-                    socket::sigpipe();
-                }
-                return Err(e);
-            }
-        }
+    let p = Pieces {
+        fd,
+        data,
+        wait: (!nonblock).then_some(Wait::default()),
+    };
+    ioctl::send_pieces(&p, len, 0, &meta.extras(), flags, || ioctl::is_stream(fd))
+}
+
+/// The library's pieces of a send (udsfs_calls::client::send_pieces): the
+/// program's bytes copied into the buffer on the stack; bytes that cannot
+/// be read are EFAULT, or what went before (a stream's earlier pieces), as
+/// unix_stream_sendmsg copies an skb at a time.
+struct Pieces {
+    fd: c_int,
+    data: Iovs,
+    wait: Option<Wait>,
+}
+
+impl ioctl::Pieces for Pieces {
+    fn piece(
+        &self,
+        buf: &mut MsgBuf,
+        at: usize,
+        len: usize,
+        x: Option<&Extras>,
+        oob: bool,
+    ) -> Res<usize> {
+        ioctl::send(self.fd, buf, len, x, oob, self.wait, |b| {
+            self.data.read_at(at, b).map(|_| ())
+        })
+    }
+
+    fn sigpipe(&self) {
+        socket::sigpipe();
     }
 }
 

@@ -137,20 +137,20 @@ impl std::ops::DerefMut for Got {
     }
 }
 
-/// One send of at most MSG_ROOM bytes (`client::send`).
+/// One send of at most MSG_ROOM bytes (`client::send`) through `buf`.
 pub fn send(
     fd: &OwnedFd,
+    buf: &mut MsgBuf,
     data: &[u8],
     x: Option<&Extras>,
     oob: bool,
     wait: Option<Wait>,
 ) -> Res<usize> {
-    let mut buf = MsgBuf::new();
     let fill = |b: &mut [u8]| {
         b.copy_from_slice(&data[..b.len()]);
         Ok(())
     };
-    client::send(fd.as_raw_fd(), &mut buf, data.len(), x, oob, wait, fill)
+    client::send(fd.as_raw_fd(), buf, data.len(), x, oob, wait, fill)
 }
 
 /// One receive ioctl (`client::recv`), its payload copied out.

@@ -18,7 +18,7 @@ use super::mem;
 use super::record;
 use std::os::fd::AsRawFd;
 use udsfs_calls::control::{self, Passed};
-use udsfs_calls::mmsg;
+use udsfs_calls::{client, mmsg};
 use udsfs_proto::ioctl::*;
 use udsfs_proto::route::{self, Route};
 
@@ -223,53 +223,70 @@ fn send_data(
         };
         return r.map(|n| n as i64);
     }
-    // A blocking send on its own thread parks in the daemon (park.rs).
-    let park = !nonblock && c.may_park();
+    // A blocking send on its own thread parks in the daemon (park.rs); on
+    // the loop a send that sent a part goes on from there (`resume`).
+    let p = Pieces {
+        c,
+        s,
+        data,
+        park: !nonblock && c.may_park(),
+        nonblock,
+    };
     let extras = Extras { to, creds, rights };
-    // A send tried on the loop that sent a part goes on from there.
-    let mut sent = c.resume.min(data.len());
-    loop {
-        let end = data.len().min(sent + MSG_ROOM);
-        let chunk = &data[sent..end];
-        // Address, credentials and sockets go with the first piece only.
-        let first = sent == 0;
-        let x = first.then_some(&extras);
-        let last_oob = oob && end == data.len();
-        // Each piece waits SO_SNDTIMEO afresh, as unix_stream_sendmsg
-        // waits per skb (preload/src/msg.rs `send` likewise).
-        let r = if park {
-            match c.parked(|_| daemon::send(s, chunk, x, last_oob, Some(daemon::Wait::default()))) {
-                Ok(r) => r,
-                Err(_) if sent > 0 => return Ok(sent as i64),
-                Err(stop) => return Err(stop_errno(stop, s, 1)),
-            }
-        } else {
-            daemon::send(s, chunk, x, last_oob, None)
-        };
-        match r {
-            Ok(n) => {
-                sent += n;
-                // Short when parked: the daemon stopped (timeout, signal).
-                if sent >= data.len() || ((nonblock || park) && n < chunk.len()) {
-                    return Ok(sent as i64);
-                }
-            }
-            Err(libc::EAGAIN) if !nonblock && !park => {
-                // On the loop: a thread goes on from `sent`.
-                c.sent.set(sent);
-                return Err(WOULD_WAIT);
-            }
-            Err(e) if sent > 0 && e != libc::EPIPE => return Ok(sent as i64),
-            Err(e) => {
-                if e == libc::EPIPE
-                    && flags & libc::MSG_NOSIGNAL == 0
-                    && stream.map_or_else(|| is_stream(s), Ok)?
-                {
-                    sigpipe(c.task.tid);
-                }
-                return Err(e);
-            }
+    let stream = || stream.unwrap_or_else(|| is_stream(s).unwrap_or(false));
+    let sent = client::send_pieces(&p, data.len(), c.resume, &extras, flags, stream)?;
+    Ok(sent as i64)
+}
+
+/// The supervisor's pieces of a send (udsfs_calls::client::send_pieces),
+/// from the bytes gathered from the target.
+struct Pieces<'a, 'b> {
+    c: &'a Call<'b>,
+    s: &'a OwnedFd,
+    data: &'a [u8],
+    park: bool,
+    nonblock: bool,
+}
+
+impl client::Pieces for Pieces<'_, '_> {
+    fn piece(
+        &self,
+        buf: &mut client::MsgBuf,
+        at: usize,
+        len: usize,
+        x: Option<&Extras>,
+        oob: bool,
+    ) -> Res<usize> {
+        let chunk = &self.data[at..at + len];
+        if self.park {
+            let wait = Some(daemon::Wait::default());
+            return self
+                .c
+                .parked(|_| daemon::send(self.s, buf, chunk, x, oob, wait))
+                .map_err(|stop| stop_errno(stop, self.s, 1))?;
         }
+        match daemon::send(self.s, buf, chunk, x, oob, None) {
+            Err(libc::EAGAIN) if !self.nonblock => {
+                // On the loop: a thread goes on from `at`.
+                self.c.sent.set(at);
+                Err(WOULD_WAIT)
+            }
+            r => r,
+        }
+    }
+
+    /// On the loop a short piece is followed by the EAGAIN that hands the
+    /// call to a thread.
+    fn short_ends(&self) -> bool {
+        self.nonblock || self.park
+    }
+
+    fn passes(&self, e: i32) -> bool {
+        e == WOULD_WAIT
+    }
+
+    fn sigpipe(&self) {
+        sigpipe(self.c.task.tid);
     }
 }
 
