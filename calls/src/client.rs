@@ -247,20 +247,21 @@ pub fn recv(fd: i32, buf: &mut MsgBuf, a: &Ask) -> Res<Got> {
     })
 }
 
+/// One piece of a send: `len` bytes at `at` of the payload, with `x` (the
+/// first piece only) and `oob` (its last byte is the OOB byte).
+pub struct Piece<'a> {
+    pub at: usize,
+    pub len: usize,
+    pub x: Option<&'a Extras<'a>>,
+    pub oob: bool,
+}
+
 /// How a front sends the pieces of one send (`send_pieces`).
 pub trait Pieces {
-    /// One piece: `len` bytes at `at` of the payload, with `x` (the first
-    /// piece only) and `oob` (its last byte is the OOB byte); the library
-    /// waits in the daemon (MSGF_WAIT) unless non-blocking, the supervisor
-    /// parks a thread or tries on its loop.
-    fn piece(
-        &self,
-        buf: &mut MsgBuf,
-        at: usize,
-        len: usize,
-        x: Option<&Extras>,
-        oob: bool,
-    ) -> Res<usize>;
+    /// One piece through `buf`: the library waits in the daemon (MSGF_WAIT)
+    /// unless non-blocking, the supervisor parks a thread or tries on its
+    /// loop.
+    fn piece(&self, buf: &mut MsgBuf, p: Piece) -> Res<usize>;
     /// A short piece ends the call (the daemon stopped: non-blocking, the
     /// timeout, a signal, the peer gone, and says how far it got). False
     /// where a short piece is followed by one that says EAGAIN and the
@@ -296,8 +297,13 @@ pub fn send_pieces(
     let mut sent = start.min(len);
     loop {
         let chunk = (len - sent).min(MSG_ROOM);
-        let first = (sent == 0).then_some(x);
-        match p.piece(&mut buf, sent, chunk, first, oob && sent + chunk == len) {
+        let piece = Piece {
+            at: sent,
+            len: chunk,
+            x: (sent == 0).then_some(x),
+            oob: oob && sent + chunk == len,
+        };
+        match p.piece(&mut buf, piece) {
             Ok(n) => {
                 sent += n;
                 if sent >= len || (n < chunk && p.short_ends()) {

@@ -17,7 +17,7 @@ use udsfs_proto::record::MAX_IO;
 use crate::control::put_control;
 use crate::errno::{errno, Res};
 use crate::files::nonblocking;
-use crate::ioctl::{self, Ask, Extras, MsgBuf, Wait};
+use crate::ioctl::{self, Ask, MsgBuf, Wait};
 use crate::iovs::{IovCopy, Iovs};
 use crate::message::{Got, Meta};
 use crate::mount::Mount;
@@ -94,16 +94,9 @@ struct Pieces {
 }
 
 impl ioctl::Pieces for Pieces {
-    fn piece(
-        &self,
-        buf: &mut MsgBuf,
-        at: usize,
-        len: usize,
-        x: Option<&Extras>,
-        oob: bool,
-    ) -> Res<usize> {
-        ioctl::send(self.fd, buf, len, x, oob, self.wait, |b| {
-            self.data.read_at(at, b).map(|_| ())
+    fn piece(&self, buf: &mut MsgBuf, p: ioctl::Piece) -> Res<usize> {
+        ioctl::send(self.fd, buf, p.len, p.x, p.oob, self.wait, |b| {
+            self.data.read_at(p.at, b).map(|_| ())
         })
     }
 

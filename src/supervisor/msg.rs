@@ -249,15 +249,9 @@ struct Pieces<'a, 'b> {
 }
 
 impl client::Pieces for Pieces<'_, '_> {
-    fn piece(
-        &self,
-        buf: &mut client::MsgBuf,
-        at: usize,
-        len: usize,
-        x: Option<&Extras>,
-        oob: bool,
-    ) -> Res<usize> {
-        let chunk = &self.data[at..at + len];
+    fn piece(&self, buf: &mut client::MsgBuf, p: client::Piece) -> Res<usize> {
+        let (at, x, oob) = (p.at, p.x, p.oob);
+        let chunk = &self.data[at..at + p.len];
         if self.park {
             let wait = Some(daemon::Wait::default());
             return self
