@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The source directories of the workspace's crates, relative to the repository.
-const CRATES: &[&str] = &["src", "preload/src", "proto/src"];
+const CRATES: &[&str] = &["src", "preload/src", "proto/src", "calls/src"];
 
 #[test]
 fn no_import_circles() {

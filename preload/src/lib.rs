@@ -20,7 +20,7 @@ mod exec;
 mod exec_list;
 mod fdpass;
 mod files;
-mod ioctl;
+use udsfs_calls::client as ioctl;
 mod iovs;
 mod log;
 mod message;
@@ -51,6 +51,7 @@ use iovs::{IovCopy, Iovs};
 use message::Meta;
 use mount::Mount;
 use route::{Given, Route};
+use udsfs_calls::mmsg;
 
 /// The mount, when the failed call `r` was made on a udsfs socket.
 fn udsfs_after(r: i64, fd: c_int) -> Option<&'static Mount> {
@@ -183,18 +184,10 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
         if !mount::udsfs_fd(fd) && !convert::kernel_unix(fd) {
             return unsafe { real::bind(fd, addr, len) };
         }
-        let routed = match m.reserve_routed_name(&wire) {
-            Ok(routed) => routed,
-            Err(e) => return int_ret(Err(e)),
-        };
-        let r = adopt_for(m, fd).and_then(|_| {
-            m.mirror_route_dirs(&wire);
+        int_ret(m.bind(&wire, || {
+            adopt_for(m, fd)?;
             ioctl::bind(fd, &wire, &given)
-        });
-        if r.is_err() && routed {
-            m.release_routed_name(&wire);
-        }
-        int_ret(r)
+        }))
     })
 }
 
@@ -523,22 +516,16 @@ pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: 
         if udsfs_after(r as i64, fd).is_none() {
             return r;
         }
-        let mut done = 0;
-        // __sys_sendmmsg takes at most UIO_MAXIOV messages per call.
-        for i in 0..(n as usize).min(UIO_MAXIOV) {
+        let sent = mmsg::send(n as usize, |i| {
             let e = entry(v, i);
             let r = unsafe { sendmsg(fd, e.cast(), flags) };
-            // A count that cannot be written ends the call (its message went).
-            let put = r >= 0 && user::write(msg_len(e), r as c_uint).is_ok();
-            if !put {
-                if r >= 0 {
-                    set_errno(libc::EFAULT);
-                }
-                return if done > 0 { done } else { -1 };
+            if r < 0 {
+                return Err(errno());
             }
-            done += 1;
-        }
-        done
+            // A count that cannot be written ends the call (its message went).
+            user::write(msg_len(e), r as c_uint)
+        });
+        len_ret(sent) as c_int
     })
 }
 
@@ -700,63 +687,51 @@ pub unsafe extern "C" fn recvmmsg(
                 Err(e) => return int_ret(Err(e)),
             }
         };
-        let end = match ts.as_ref() {
-            None => None,
-            Some(ts) if ts.tv_sec < 0 || !(0..1_000_000_000).contains(&ts.tv_nsec) => {
-                return int_ret(Err(libc::EINVAL));
-            }
-            Some(ts) => Some(now() + std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)),
+        let timeout = match ts
+            .map(|ts| mmsg::timeout(ts.tv_sec, ts.tv_nsec))
+            .transpose()
+        {
+            Ok(t) => t,
+            Err(e) => return int_ret(Err(e)),
         };
-        let mut done = 0;
-        let mut fl = flags & !libc::MSG_WAITFORONE;
-        for i in 0..n as usize {
+        let got = mmsg::recv(&Mmsg(fd), fd, n as usize, flags, timeout, |i, fl| {
             let e = entry(v, i);
-            let mut r = unsafe { recvmsg(fd, e.cast(), fl) };
-            if r >= 0 && user::write(msg_len(e), r as c_uint).is_err() {
-                set_errno(libc::EFAULT);
-                r = -1;
-            }
+            let r = unsafe { recvmsg(fd, e.cast(), fl) };
             if r < 0 {
-                if done == 0 {
-                    return -1;
-                }
-                keep_error(fd, errno());
-                return done;
+                return Err(errno());
             }
-            done += 1;
-            if flags & libc::MSG_WAITFORONE != 0 {
-                fl |= libc::MSG_DONTWAIT;
-            }
-            // do_recvmmsg looks at the timeout after each message only,
-            // and writes back what is left of it.
-            if let Some(end) = end {
-                let left = end.saturating_sub(now());
+            user::write(msg_len(e), r as c_uint)
+        });
+        // What is left of the timeout goes back once, as __sys_recvmmsg.
+        let r = got.and_then(|got| {
+            if let Some(left) = got.left {
                 let ts = libc::timespec {
                     tv_sec: left.as_secs() as libc::time_t,
                     tv_nsec: left.subsec_nanos() as libc::c_long,
                 };
-                if user::write(t, ts).is_err() {
-                    set_errno(libc::EFAULT);
-                    return -1;
-                }
-                if left.is_zero() {
-                    break;
-                }
+                user::write(t, ts)?;
             }
-        }
-        done
+            Ok(got.done)
+        });
+        len_ret(r) as c_int
     })
 }
 
-/// An error after datagrams is left pending on the socket, for the next
-/// call or SO_ERROR (__sys_recvmmsg), unless it only says nothing more was
-/// queued; recvmmsg returns their count. A signal is EINTR only under
-/// SO_RCVTIMEO; without it Linux keeps ERESTARTSYS, which its next call
-/// returns as errno 512, and nothing is kept here.
-fn keep_error(fd: c_int, e: c_int) {
-    let restarting = e == libc::EINTR && !restart::has_timeout(fd, restart::RECV);
-    if e != libc::EAGAIN && !restarting {
-        let _ = ioctl::op(fd, Op::SetError, e);
+/// recvmmsg's front (udsfs_calls::mmsg): a signal is EINTR only under
+/// SO_RCVTIMEO; without it Linux restarts the call.
+struct Mmsg(c_int);
+
+impl mmsg::Front for Mmsg {
+    fn now(&self) -> std::time::Duration {
+        now()
+    }
+
+    fn restarting(&self, e: c_int) -> bool {
+        e == libc::EINTR && !restart::has_timeout(self.0, restart::RECV)
+    }
+
+    fn say(&self, what: &str) {
+        log::say(what);
     }
 }
 
@@ -770,9 +745,6 @@ fn now() -> std::time::Duration {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
-
-/// __sys_sendmmsg's cap on the messages of one call.
-const UIO_MAXIOV: usize = 1024;
 
 /// A zero-length write(): FUSE never passes one on, so the kernel answers 0
 /// without the daemon; on a udsfs socket it is a send of nothing, which on

@@ -7,11 +7,13 @@ use std::ffi::CString;
 use std::sync::OnceLock;
 
 use libc::c_int;
+use udsfs_calls::bind;
 pub use udsfs_proto::mount::is_data_ino;
 use udsfs_proto::route::Routes;
 
 pub use udsfs_proto::route::normalize;
 
+use crate::errno::{errno, Res};
 use crate::real;
 
 pub struct Mount {
@@ -133,69 +135,77 @@ impl Mount {
         CString::new([self.path(), abs].concat()).ok()
     }
 
-    /// Before binding a routed name: its directories exist in the kernel's
-    /// tree (the program made them), so make them below the mount point
-    /// too, with the kernel directories' modes.
+    /// Before a routed name is bound or moved there: its directories
+    /// exist in the kernel's tree (the program made them), so make them
+    /// below the mount point too, with the kernel directories' modes.
     pub fn mirror_route_dirs(&self, tree: &[u8]) {
         let mut abs = b"/".to_vec();
         abs.extend_from_slice(tree);
+        if self.routed_node(&abs).is_some() {
+            bind::mirror_dirs(&Own, self.path(), &abs);
+        }
+    }
+
+    /// bind of `tree` (a name in the mount), by `bind` (the daemon's): a
+    /// routed name as udsfs_calls::bind::routed makes it, the link first.
+    pub fn bind(&self, tree: &[u8], bind: impl FnOnce() -> Res<()>) -> Res<()> {
+        let mut abs = b"/".to_vec();
+        abs.extend_from_slice(tree);
         if self.routed_node(&abs).is_none() {
-            return;
+            return bind();
         }
-        let mut at = 1;
-        while let Some(i) = abs[at..].iter().position(|&b| b == b'/') {
-            at += i + 1;
-            let dir = &abs[..at - 1];
-            let (Ok(kernel), Ok(inside)) =
-                (CString::new(dir), CString::new([self.path(), dir].concat()))
-            else {
-                return;
-            };
-            // SAFETY: NUL-terminated paths; stat fills a zeroed struct.
-            unsafe {
-                let mut st: libc::stat = std::mem::zeroed();
-                let mode = if libc::stat(kernel.as_ptr(), &mut st) == 0 {
-                    st.st_mode & 0o7777
-                } else {
-                    0o755
-                };
-                libc::mkdir(inside.as_ptr(), mode);
+        bind::routed(&Own, self.path(), &abs, bind)
+    }
+}
+
+/// The program's file tree as this process sees it (udsfs_calls::bind).
+pub struct Own;
+
+fn cpath(p: &[u8]) -> Res<CString> {
+    CString::new(p).map_err(|_| libc::EINVAL)
+}
+
+impl bind::Tree for Own {
+    fn mode(&self, path: &[u8], follow: bool) -> Res<u32> {
+        let c = cpath(path)?;
+        // SAFETY: (l)stat fills a zeroed struct for a NUL-terminated path.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            if follow {
+                libc::stat(c.as_ptr(), &mut st)
+            } else {
+                libc::lstat(c.as_ptr(), &mut st)
             }
-        }
-    }
-
-    /// Before binding a routed name: a symlink at the routed path to the
-    /// node in the mount, so that stat, chmod and chown of the path the
-    /// program bound reach its socket node (servers set their socket's mode).
-    /// Made first, as Linux makes the socket file: a path that exists, of
-    /// any kind (a name a crashed server left, a regular file), gives
-    /// EADDRINUSE, a missing directory ENOENT, and so on, as unix_bind's
-    /// mknod. Ok(false): the name is not routed.
-    pub fn reserve_routed_name(&self, tree: &[u8]) -> Result<bool, c_int> {
-        let mut abs = b"/".to_vec();
-        abs.extend_from_slice(tree);
-        let Some(node) = self.routed_node(&abs) else {
-            return Ok(false);
         };
-        let path = CString::new(abs).map_err(|_| libc::EINVAL)?;
-        // SAFETY: NUL-terminated paths.
-        if unsafe { libc::symlink(node.as_ptr(), path.as_ptr()) } == 0 {
-            return Ok(true);
+        if r == 0 {
+            Ok(st.st_mode)
+        } else {
+            Err(errno())
         }
-        Err(match crate::errno::errno() {
-            libc::EEXIST => libc::EADDRINUSE,
-            e => e,
-        })
     }
 
-    /// A bind that failed after `reserve_routed_name`: the link goes (with
-    /// the C library's unlink: this library's would remove the node too).
-    pub fn release_routed_name(&self, tree: &[u8]) {
-        let mut abs = b"/".to_vec();
-        abs.extend_from_slice(tree);
-        if let Ok(path) = CString::new(abs) {
+    fn symlink(&self, target: &[u8], path: &[u8]) -> Res<()> {
+        let (t, p) = (cpath(target)?, cpath(path)?);
+        // SAFETY: NUL-terminated paths.
+        if unsafe { libc::symlink(t.as_ptr(), p.as_ptr()) } == 0 {
+            Ok(())
+        } else {
+            Err(errno())
+        }
+    }
+
+    fn unlink_link(&self, path: &[u8]) {
+        if let Ok(p) = cpath(path) {
+            // SAFETY: a NUL-terminated path; the C library's unlink (this
+            // library's would remove the node too).
+            unsafe { real::unlink(p.as_ptr()) };
+        }
+    }
+
+    fn mkdir(&self, inside: &[u8], mode: u32) {
+        if let Ok(p) = cpath(inside) {
             // SAFETY: a NUL-terminated path.
-            unsafe { real::unlink(path.as_ptr()) };
+            unsafe { libc::mkdir(p.as_ptr(), mode) };
         }
     }
 }

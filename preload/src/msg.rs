@@ -17,7 +17,7 @@ use udsfs_proto::record::MAX_IO;
 use crate::control::put_control;
 use crate::errno::{errno, Res};
 use crate::files::nonblocking;
-use crate::ioctl::{self, MsgBuf};
+use crate::ioctl::{self, Ask, MsgBuf, Wait};
 use crate::iovs::{IovCopy, Iovs};
 use crate::message::{Got, Meta};
 use crate::mount::Mount;
@@ -75,58 +75,33 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
     if len > MSG_ROOM && data.readable(probed) < probed {
         return Err(libc::EFAULT);
     }
-    let mut buf = MsgBuf::new();
-    let mut sent = 0;
-    let mut meta = Some(meta);
-    // Each piece waits up to SO_SNDTIMEO afresh, as unix_stream_sendmsg
-    // waits per skb (sock_alloc_send_pskb); a receive is timed once (CONT).
-    loop {
-        let chunk = (len - sent).min(MSG_ROOM);
-        let mut h = MsgHead::new(MSGOP_SEND);
-        h.len = chunk as u32;
-        if !nonblock {
-            h.flags |= MSGF_WAIT;
-        }
-        if oob && sent + chunk == len {
-            // The last byte of the send is the OOB byte.
-            h.flags |= MSGF_OOB;
-        }
-        if let Some(mt) = &meta {
-            if let Some(to) = &mt.to {
-                h.set_addr(to);
-            }
-            if let Some(c) = mt.creds {
-                h.has_creds = HAS_CREDS;
-                h.creds = c;
-            }
-            h.set_rights(&mt.rights);
-        }
-        h.write_to(&mut buf.0);
-        // Bytes that cannot be read: EFAULT, or what went before (a stream's
-        // earlier pieces), as unix_stream_sendmsg copies an skb at a time.
-        if let Err(e) = data.read_at(sent, &mut buf.0[HEAD_SIZE..HEAD_SIZE + chunk]) {
-            return if sent > 0 { Ok(sent) } else { Err(e) };
-        }
-        match ioctl::message(fd, &mut buf) {
-            Ok(r) => {
-                // Addresses and sockets go with the first piece only.
-                meta = None;
-                sent += r.len as usize;
-                // A short piece: the daemon stopped (non-blocking, the
-                // timeout, a signal, the peer gone) and says how far it got.
-                if sent >= len || (r.len as usize) < chunk {
-                    return Ok(sent);
-                }
-            }
-            // Part went out: the count, as Linux (no SIGPIPE then).
-            Err(_) if sent > 0 => return Ok(sent),
-            Err(e) => {
-                if e == libc::EPIPE && flags & libc::MSG_NOSIGNAL == 0 && ioctl::is_stream(fd) {
-                    socket::sigpipe();
-                }
-                return Err(e);
-            }
-        }
+    let p = Pieces {
+        fd,
+        data,
+        wait: (!nonblock).then_some(Wait::default()),
+    };
+    ioctl::send_pieces(&p, len, 0, &meta.extras(), flags, || ioctl::is_stream(fd))
+}
+
+/// The library's pieces of a send (udsfs_calls::client::send_pieces): the
+/// program's bytes copied into the buffer on the stack; bytes that cannot
+/// be read are EFAULT, or what went before (a stream's earlier pieces), as
+/// unix_stream_sendmsg copies an skb at a time.
+struct Pieces {
+    fd: c_int,
+    data: Iovs,
+    wait: Option<Wait>,
+}
+
+impl ioctl::Pieces for Pieces {
+    fn piece(&self, buf: &mut MsgBuf, p: ioctl::Piece) -> Res<usize> {
+        ioctl::send(self.fd, buf, p.len, p.x, p.oob, self.wait, |b| {
+            self.data.read_at(p.at, b).map(|_| ())
+        })
+    }
+
+    fn sigpipe(&self) {
+        socket::sigpipe();
     }
 }
 
@@ -149,50 +124,26 @@ struct Piece {
 /// buffer, so that the daemon closes the passed sockets that do not fit.
 fn recv_once(m: &Mount, fd: c_int, dst: Iovs, flags: c_int, control: usize, p: Piece) -> Res<Got> {
     let mut buf = MsgBuf::new();
-    let mut h = MsgHead::new(MSGOP_RECV);
-    if let Some(l) = p.cont {
-        h.flags |= MSGF_CONT;
-        h.timeo_left = l;
-    }
-    h.len = p.want.min(u32::MAX as usize) as u32;
-    if flags & libc::MSG_PEEK != 0 {
-        h.flags |= MSGF_PEEK;
-        h.skip = p.skip.min(u32::MAX as usize) as u32;
-    }
-    if flags & libc::MSG_OOB != 0 {
-        h.flags |= MSGF_OOB;
-    }
-    if flags & libc::MSG_WAITALL != 0 {
-        h.flags |= MSGF_WAITALL;
-    }
-    if p.wait {
-        h.flags |= MSGF_WAIT;
-    }
-    if let Some(w) = p.writable {
-        h.flags |= MSGF_LIMIT;
-        h.writable = w.min(u32::MAX as usize) as u32;
-    }
-    h.flags |= MSGF_ROOM;
-    h.nrights = control.min(u32::MAX as usize) as u32;
-    h.write_to(&mut buf.0);
-    let r = ioctl::message(fd, &mut buf)?;
-    if r.status == STATUS_TOO_BIG {
+    let peek = flags & libc::MSG_PEEK != 0;
+    let ask = Ask {
+        want: p.want,
+        peek,
+        skip: if peek { p.skip } else { 0 },
+        oob: flags & libc::MSG_OOB != 0,
+        waitall: flags & libc::MSG_WAITALL != 0,
+        room: control,
+        wait: p.wait.then_some(Wait {
+            waitall: false,
+            cont: p.cont,
+        }),
+        writable: p.writable,
+    };
+    let mut got = ioctl::recv(fd, &mut buf, &ask)?;
+    if got.too_big {
         return record::recv(m, fd, p.want, !p.wait, dst, p.at);
     }
-    let n = (r.len as usize).min(MSG_ROOM);
-    Ok(Got {
-        len: dst.write_at(p.at, &buf.0[HEAD_SIZE..HEAD_SIZE + n])?,
-        full_len: r.full_len as usize,
-        from: r.addr().to_vec(),
-        from_as_given: r.addr_flags & ADDR_AS_GIVEN != 0,
-        creds: r.creds().map(|c| c.to_words()),
-        pidfd: r.pidfd_pid(),
-        pidfd_tag: r.pidfd_tag(),
-        rights: r.rights().to_vec(),
-        oob: r.flags & MSGF_OOB != 0,
-        ctrunc: r.flags & MSGF_CTRUNC != 0,
-        timeo_left: r.timeo_left,
-    })
+    got.len = dst.write_at(p.at, buf.payload(got.len))?;
+    Ok(got)
 }
 
 /// recvmsg() on a udsfs socket. `report`: the caller reads msg_flags

@@ -2,14 +2,13 @@
 //! its sockaddr and this process's working directory), and the daemon's
 //! names written back as the sockaddr_un Linux would report.
 
-use std::ffi::CString;
-
 use libc::{c_int, sockaddr, socklen_t};
+use udsfs_calls::bind;
 use udsfs_proto::route::{self, SUN_LEN};
 
 pub use udsfs_proto::route::Route;
 
-use crate::errno::{errno, Res};
+use crate::errno::Res;
 use crate::mount::Mount;
 use crate::user;
 
@@ -52,38 +51,15 @@ pub unsafe fn given_path(addr: *const sockaddr, len: socklen_t) -> Vec<u8> {
 }
 
 /// The errno of bind() on udsfs socket `fd` to `path`, a kernel path
-/// outside the mount and its routes: what unix_bind's mknod would say when
-/// the path exists (EADDRINUSE) or its directory does not (ENOENT,
-/// ENOTDIR, EACCES), else EINVAL, as udsfs keeps no kernel names.
+/// outside the mount and its routes (udsfs_calls::bind::kernel_path_error).
 pub fn kernel_path_bind_error(fd: c_int, path: &[u8]) -> c_int {
-    let exists = |p: &[u8]| -> Result<(), c_int> {
-        let c = CString::new(p).map_err(|_| libc::EINVAL)?;
-        // SAFETY: lstat fills a zeroed struct for a NUL-terminated path.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        if unsafe { libc::lstat(c.as_ptr(), &mut st) } == 0 {
-            Ok(())
-        } else {
-            Err(errno())
-        }
-    };
-    if path.is_empty() {
-        return libc::EINVAL;
+    let e = bind::kernel_path_error(&crate::mount::Own, path);
+    if e == libc::EINVAL {
+        crate::log::say(&format!(
+            "bind on udsfs socket fd {fd}: the path is outside the mount and its routes (EINVAL)"
+        ));
     }
-    if exists(path).is_ok() {
-        return libc::EADDRINUSE;
-    }
-    let dir = match path.iter().rposition(|&b| b == b'/') {
-        Some(0) => &b"/"[..],
-        Some(i) => &path[..i],
-        None => &b"."[..],
-    };
-    if let Err(e) = exists(dir) {
-        return e;
-    }
-    crate::log::say(&format!(
-        "bind on udsfs socket fd {fd}: the path is outside the mount and its routes (EINVAL)"
-    ));
-    libc::EINVAL
+    e
 }
 
 /// Writes a daemon address (wire form) as a sockaddr_un, truncated to the

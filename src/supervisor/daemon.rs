@@ -9,7 +9,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use udsfs_proto::ioctl::{self, *};
+use udsfs_calls::client::{self, MsgBuf};
+pub use udsfs_calls::client::{Ask, Extras, Wait};
+use udsfs_proto::ioctl::*;
 use udsfs_proto::mount::type_dir;
 
 pub type Res<T> = Result<T, i32>;
@@ -108,141 +110,55 @@ impl Daemon {
 /// One control ioctl.
 pub fn ctl(fd: &OwnedFd, op: Op, arg: i32, addr: &[u8], given: &[u8]) -> Res<Ctl> {
     let c = Ctl::new(op, arg).with_addr(addr).with_given(given);
-    ioctl::request(fd.as_raw_fd(), c)
+    client::ctl(fd.as_raw_fd(), c)
 }
 
 pub fn info(fd: &OwnedFd) -> Res<Info> {
-    ctl(fd, Op::Info, 0, &[], &[]).map(|c| c.values())
+    client::info(fd.as_raw_fd())
 }
 
-/// One received message.
+/// One received message: its payload, copied out of the ioctl's buffer or
+/// read from the `msg` file, and its other parts.
 pub struct Got {
     pub data: Vec<u8>,
-    pub full_len: usize,
-    pub from: Vec<u8>,
-    pub from_as_given: bool,
-    pub too_big: bool,
-    /// SCM_CREDENTIALS: pid, uid, gid.
-    pub creds: Option<[u32; 3]>,
-    /// SCM_PIDFD (the receiver has SO_PASSPIDFD): the sender's pid.
-    pub pidfd: Option<i32>,
-    /// The daemon's pidfd of the sender (src/engine/pins.rs), a tag to
-    /// claim over the fd channel; without one a pidfd is made from `pidfd`.
-    pub pidfd_tag: Option<u64>,
-    /// Passed sockets (numbers) and files (bit 63: a tag for the fd channel).
-    pub rights: Vec<u64>,
-    /// The daemon dropped passed sockets (MSG_CTRUNC).
-    pub ctrunc: bool,
-    /// The byte returned is the OOB byte.
-    pub oob: bool,
-    /// The receive timeout left after this ioctl (TIMEO_NONE: none).
-    pub timeo_left: u64,
+    pub m: client::Got,
 }
 
-/// What a send carries besides its payload.
-#[derive(Default)]
-pub struct Meta<'a> {
-    pub to: Option<&'a [u8]>,
-    pub creds: Option<[u32; 3]>,
-    pub rights: &'a [u64],
-    pub oob: bool,
-}
-
-/// How a message ioctl of a blocking caller waits in the daemon (MSGF_WAIT,
-/// under the socket's timeout), made only through `Call::parked`.
-#[derive(Clone, Copy, Default)]
-pub struct Wait {
-    /// MSG_WAITALL on a stream (MSGF_WAITALL).
-    pub waitall: bool,
-    /// A later ioctl of the same call: the timeout left (MSGF_CONT).
-    pub cont: Option<u64>,
-}
-
-fn wait_flags(h: &mut MsgHead, wait: Option<Wait>) {
-    if let Some(w) = wait {
-        h.flags |= MSGF_WAIT;
-        if w.waitall {
-            h.flags |= MSGF_WAITALL;
-        }
-        if let Some(left) = w.cont {
-            h.flags |= MSGF_CONT;
-            h.timeo_left = left;
-        }
+impl std::ops::Deref for Got {
+    type Target = client::Got;
+    fn deref(&self) -> &client::Got {
+        &self.m
     }
 }
 
-/// One send of at most MSG_ROOM bytes; without `wait` EAGAIN when full,
-/// with it a short count when the daemon stopped (timeout, signal, peer).
-pub fn send(fd: &OwnedFd, data: &[u8], meta: &Meta, wait: Option<Wait>) -> Res<usize> {
-    let mut buf = vec![0u8; MSG_BUF];
-    let mut h = MsgHead::new(MSGOP_SEND);
-    wait_flags(&mut h, wait);
-    let data = &data[..data.len().min(MSG_ROOM)];
-    h.len = data.len() as u32;
-    if meta.oob {
-        h.flags |= MSGF_OOB;
+impl std::ops::DerefMut for Got {
+    fn deref_mut(&mut self) -> &mut client::Got {
+        &mut self.m
     }
-    if let Some(to) = meta.to {
-        h.set_addr(to);
-    }
-    if let Some(c) = meta.creds {
-        h.has_creds = HAS_CREDS;
-        h.creds = c;
-    }
-    h.set_rights(meta.rights);
-    h.write_to(&mut buf);
-    buf[HEAD_SIZE..HEAD_SIZE + data.len()].copy_from_slice(data);
-    ioctl::message(fd.as_raw_fd(), &mut buf).map(|r| r.len as usize)
 }
 
-/// One receive of up to `want` bytes; without `wait` EAGAIN when empty,
-/// with it EAGAIN only at the timeout. `room` is the reader's control
-/// buffer length: the daemon closes passed sockets beyond it, as Linux
-/// closes the files it does not install. `writable`: how many of `want`
-/// bytes the reader's buffers can take (MSGF_LIMIT), when fewer.
-pub fn recv(
+/// One send of at most MSG_ROOM bytes (`client::send`) through `buf`.
+pub fn send(
     fd: &OwnedFd,
-    want: usize,
-    peek: bool,
+    buf: &mut MsgBuf,
+    data: &[u8],
+    x: Option<&Extras>,
     oob: bool,
-    room: usize,
     wait: Option<Wait>,
-    writable: Option<usize>,
-) -> Res<Got> {
-    let mut buf = vec![0u8; MSG_BUF];
-    let mut h = MsgHead::new(MSGOP_RECV);
-    // What the reader wants, not what fits: a larger datagram is "too big"
-    // (read from the `msg` file), not cut to the ioctl's room.
-    h.len = want.min(u32::MAX as usize) as u32;
-    h.flags = MSGF_ROOM;
-    if peek {
-        h.flags |= MSGF_PEEK;
-    }
-    if oob {
-        h.flags |= MSGF_OOB;
-    }
-    h.nrights = room.min(u32::MAX as usize) as u32;
-    if let Some(w) = writable {
-        // A stream's chunk that the buffers cannot take whole stays queued.
-        h.flags |= MSGF_LIMIT;
-        h.writable = w.min(u32::MAX as usize) as u32;
-    }
-    wait_flags(&mut h, wait);
-    h.write_to(&mut buf);
-    let r = ioctl::message(fd.as_raw_fd(), &mut buf)?;
-    let n = (r.len as usize).min(MSG_ROOM);
+) -> Res<usize> {
+    let fill = |b: &mut [u8]| {
+        b.copy_from_slice(&data[..b.len()]);
+        Ok(())
+    };
+    client::send(fd.as_raw_fd(), buf, data.len(), x, oob, wait, fill)
+}
+
+/// One receive ioctl (`client::recv`), its payload copied out.
+pub fn recv(fd: &OwnedFd, ask: &Ask) -> Res<Got> {
+    let mut buf = MsgBuf::new();
+    let m = client::recv(fd.as_raw_fd(), &mut buf, ask)?;
     Ok(Got {
-        data: buf[HEAD_SIZE..HEAD_SIZE + n].to_vec(),
-        full_len: r.full_len as usize,
-        from: r.addr().to_vec(),
-        from_as_given: r.addr_flags & ADDR_AS_GIVEN != 0,
-        too_big: r.status == STATUS_TOO_BIG,
-        creds: r.creds().map(|c| c.to_words()),
-        pidfd: r.pidfd_pid(),
-        pidfd_tag: r.pidfd_tag(),
-        rights: r.rights().to_vec(),
-        ctrunc: r.flags & MSGF_CTRUNC != 0,
-        oob: r.flags & MSGF_OOB != 0,
-        timeo_left: r.timeo_left,
+        data: buf.payload(m.len).to_vec(),
+        m,
     })
 }

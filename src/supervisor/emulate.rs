@@ -16,10 +16,11 @@ use super::listener::{Listener, Reply};
 use super::mem;
 use super::target::{Dev, Task};
 use super::{opts, pidfd};
+use udsfs_calls as calls;
 use udsfs_proto::carry::Carried;
 use udsfs_proto::ioctl::{ADDR_AS_GIVEN, Op};
 use udsfs_proto::mount::type_dir;
-use udsfs_proto::route::{self, Route, Routes};
+use udsfs_proto::route::{self, Route};
 use udsfs_proto::sockopt::SO_PEERPIDFD;
 
 /// A call for the supervisor to carry out.
@@ -395,52 +396,73 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
     value(super::msg::send(c, &new, job.nr, a))
 }
 
-/// bind on a udsfs socket: the routed directories and the link at the
-/// routed path as the library makes them (preload/src/mount.rs).
+/// bind on a udsfs socket, as udsfs_calls::bind decides it: a routed name
+/// gets its link first, its directories below the mount too.
 fn bind(c: &Call, s: &OwnedFd, wire: &[u8], given: &[u8]) -> Res<()> {
-    let routed = c.ctx.routes.routed_path(wire);
-    if let Some(abs) = &routed {
-        mirror_dirs(&c.ctx.routes, abs);
+    let bind = || daemon::ctl(s, Op::Bind, 0, wire, given).map(|_| ());
+    match c.ctx.routes.routed_path(wire) {
+        Some(abs) => calls::bind::routed(&Tree(c.task.tid), &c.ctx.routes.mount, &abs, bind),
+        None => bind(),
     }
-    daemon::ctl(s, Op::Bind, 0, wire, given)?;
-    if let Some(abs) = routed {
-        link_routed(&c.ctx.routes, &abs);
-    }
-    Ok(())
 }
 
-fn mirror_dirs(r: &Routes, abs: &[u8]) {
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let mut at = 1;
-    while let Some(i) = abs[at..].iter().position(|&b| b == b'/') {
-        at += i + 1;
-        let dir = std::ffi::OsStr::from_bytes(&abs[..at - 1]);
-        let inside = [r.mount.as_slice(), &abs[..at - 1]].concat();
-        let mode = std::fs::metadata(dir).map_or(0o755, |m| m.mode() & 0o7777);
+/// The target's file tree, reached through its /proc entries (its root and
+/// working directory), for udsfs_calls::bind; directories in the mount are
+/// the supervisor's paths to it.
+struct Tree(i32);
+
+impl Tree {
+    fn path(&self, p: &[u8]) -> Res<std::ffi::CString> {
+        let at = if p.first() == Some(&b'/') {
+            format!("/proc/{}/root", self.0)
+        } else {
+            format!("/proc/{}/cwd/", self.0)
+        };
+        std::ffi::CString::new([at.as_bytes(), p].concat()).map_err(|_| libc::EINVAL)
+    }
+}
+
+fn errno_of<T>(r: std::io::Result<T>) -> Res<T> {
+    r.map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+impl calls::bind::Tree for Tree {
+    fn mode(&self, p: &[u8], follow: bool) -> Res<u32> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::MetadataExt;
+        let c = self.path(p)?;
+        let path = std::ffi::OsStr::from_bytes(c.as_bytes());
+        let m = if follow {
+            std::fs::metadata(path)
+        } else {
+            std::fs::symlink_metadata(path)
+        };
+        errno_of(m).map(|m| m.mode())
+    }
+
+    fn symlink(&self, target: &[u8], p: &[u8]) -> Res<()> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = self.path(p)?;
+        let (t, path) = (
+            std::ffi::OsStr::from_bytes(target),
+            std::ffi::OsStr::from_bytes(c.as_bytes()),
+        );
+        errno_of(std::os::unix::fs::symlink(t, path))
+    }
+
+    fn unlink_link(&self, p: &[u8]) {
+        use std::os::unix::ffi::OsStrExt;
+        if let Ok(c) = self.path(p) {
+            let _ = std::fs::remove_file(std::ffi::OsStr::from_bytes(c.as_bytes()));
+        }
+    }
+
+    fn mkdir(&self, inside: &[u8], mode: u32) {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::DirBuilderExt;
         let _ = std::fs::DirBuilder::new()
             .mode(mode)
-            .create(std::ffi::OsStr::from_bytes(&inside));
-    }
-}
-
-fn link_routed(r: &Routes, abs: &[u8]) {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::OsStr::from_bytes(abs);
-    let node = [r.mount.as_slice(), abs].concat();
-    let node = std::ffi::OsStr::from_bytes(&node);
-    if std::os::unix::fs::symlink(node, path).is_err() {
-        // A link an earlier run left for the same path: replace it.
-        let stale = std::fs::read_link(path).is_ok_and(|t| t.as_os_str().as_bytes().ends_with(abs));
-        if !stale
-            || std::fs::remove_file(path).is_err()
-            || std::os::unix::fs::symlink(node, path).is_err()
-        {
-            say(&format!(
-                "bound {}: no link to it at the routed path",
-                String::from_utf8_lossy(abs)
-            ));
-        }
+            .create(std::ffi::OsStr::from_bytes(inside));
     }
 }
 
@@ -477,11 +499,14 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
                 Route::Udsfs(w) => w,
                 Route::Autobind => Vec::new(),
                 Route::Kernel => {
-                    say(&format!(
-                        "bind on udsfs socket fd {}: the path is outside the mount and its routes (EINVAL)",
-                        a[0] as i32
-                    ));
-                    return Err(libc::EINVAL);
+                    let e = calls::bind::kernel_path_error(&Tree(tid), &route::given_path(&addr));
+                    if e == libc::EINVAL {
+                        say(&format!(
+                            "bind on udsfs socket fd {}: the path is outside the mount and its routes (EINVAL)",
+                            a[0] as i32
+                        ));
+                    }
+                    return Err(e);
                 }
             };
             bind(c, s, &wire, &route::given_path(&addr)).map(|_| 0)

@@ -7,27 +7,23 @@
 
 use std::os::fd::OwnedFd;
 
-use std::os::fd::AsRawFd;
-
 use super::call::{
     Call, MSGHDR, WOULD_WAIT, classify, nonblocking, put_sized, read_addr, say, stop_errno, u32_at,
     u64_at,
 };
-use super::daemon::{self, Meta, Res};
+use super::daemon::{self, Ask, Extras, Res};
 use super::fdpass;
 use super::listener::ERESTARTSYS;
 use super::mem;
 use super::record;
-use udsfs_proto::cmsg;
+use std::os::fd::AsRawFd;
+use udsfs_calls::control::{self, Passed};
+use udsfs_calls::{client, mmsg};
 use udsfs_proto::ioctl::*;
-use udsfs_proto::passed::is_file_tag;
 use udsfs_proto::route::{self, Route};
-use udsfs_proto::sockopt::SCM_PIDFD;
 
 /// sizeof(struct mmsghdr): a msghdr, msg_len, padding.
 const MMSGHDR: u64 = 64;
-/// UIO_MAXIOV: at most this many messages in one sendmmsg/recvmmsg.
-const MAX_VLEN: u64 = 1024;
 /// Most control bytes taken from or given to a program.
 const MAX_CONTROL: usize = 64 * 1024;
 
@@ -43,7 +39,7 @@ struct MsgHdr {
 fn msghdr(tid: i32, at: u64) -> Res<MsgHdr> {
     let h = mem::read(tid, at, MSGHDR)?;
     let iovlen = u64_at(&h, 24);
-    if iovlen > MAX_VLEN {
+    if iovlen > mmsg::UIO_MAXIOV as u64 {
         return Err(libc::EMSGSIZE);
     }
     Ok(MsgHdr {
@@ -76,17 +72,13 @@ pub fn send(c: &Call, s: &OwnedFd, nr: i64, a: [u64; 6]) -> Res<i64> {
         }
         libc::SYS_sendmsg => send_msg(c, s, a[1], a[2] as i32),
         _ => {
-            let mut done = 0;
-            for i in 0..a[2].min(MAX_VLEN) {
-                let at = a[1] + i * MMSGHDR;
-                match send_msg(c, s, at, a[3] as i32) {
-                    Ok(n) => mem::write_u32(tid, at + MSGHDR as u64, n as u32)?,
-                    Err(e) if done == 0 => return Err(e),
-                    Err(_) => break,
-                }
-                done += 1;
-            }
-            Ok(done)
+            let vlen = a[2].min(mmsg::UIO_MAXIOV as u64) as usize;
+            let sent = mmsg::send(vlen, |i| {
+                let at = a[1] + i as u64 * MMSGHDR;
+                let n = send_msg(c, s, at, a[3] as i32)?;
+                mem::write_u32(tid, at + MSGHDR as u64, n as u32)
+            });
+            sent.map(|n| n as i64)
         }
     }
 }
@@ -128,54 +120,67 @@ fn unreached(c: &Call, e: i32, to: Option<&[u8]>) -> i32 {
     to.map_or(e, |w| c.ctx.routes.unreached(e, w))
 }
 
-/// A sendmsg's control messages: credentials, passed udsfs sockets (by
-/// number) and other files (deposited on the fd channel, by tag), as the
-/// library passes them.
+/// A sendmsg's control messages (udsfs_calls::control::parse): the
+/// channel holds the deposited files until the send took them.
 type Control = (Option<[u32; 3]>, Vec<u64>, Option<fdpass::Channel>);
 
 fn parse_control(c: &Call, b: &[u8]) -> Res<Control> {
-    let (mut creds, mut rights) = (None, Vec::new());
-    // Files that are not udsfs sockets: their place in `rights`, our copy.
-    let mut files: Vec<(usize, OwnedFd)> = Vec::new();
-    for (level, ty, payload) in cmsg::parse(b)? {
-        let ints = || cmsg::ints(payload).map(|w| w as u32);
-        match (level, ty) {
-            (libc::SOL_SOCKET, libc::SCM_RIGHTS) => {
-                for fd in ints() {
-                    let f = c.task.get_fd(fd as i32)?;
-                    if !c.ctx.dev.is_data(&f) {
-                        files.push((rights.len(), f));
-                        rights.push(0);
-                        continue;
-                    }
-                    rights.push(daemon::info(&f)?.id);
-                }
-                if rights.len() > MAX_RIGHTS {
-                    return Err(libc::EINVAL);
-                }
-            }
-            (libc::SOL_SOCKET, libc::SCM_CREDENTIALS) if payload.len() >= 12 => {
-                let w: Vec<u32> = ints().take(3).collect();
-                creds = Some([w[0], w[1], w[2]]);
-            }
-            _ => return Err(libc::EINVAL),
+    let asked = control::parse(&Target(c), b)?;
+    Ok((asked.creds, asked.rights, asked.channel))
+}
+
+/// The target's descriptors (pidfd_getfd copies, SECCOMP_IOCTL_NOTIF_ADDFD),
+/// for udsfs_calls::control.
+struct Target<'a, 'b>(&'a Call<'b>);
+
+impl control::Passer for Target<'_, '_> {
+    type File = OwnedFd;
+
+    fn passed(&self, fd: i32) -> Res<Passed<OwnedFd>> {
+        let f = self.0.task.get_fd(fd)?;
+        if !self.0.ctx.dev.is_data(&f) {
+            return Ok(Passed::File(f));
         }
+        Ok(Passed::Socket(daemon::info(&f)?.id))
     }
-    if files.is_empty() {
-        return Ok((creds, rights, None));
+
+    fn channel(&self) -> Res<fdpass::Channel> {
+        fdpass::connect_as(&self.0.ctx.daemon.mount, self.0.task.tid)
     }
-    let ch = fdpass::connect_as(&c.ctx.daemon.mount, c.task.tid)?;
-    let raw: Vec<i32> = files.iter().map(|(_, f)| f.as_raw_fd()).collect();
-    let tags = ch.deposit(&raw).inspect_err(|e| {
-        say(&format!(
-            "sendmsg: the daemon refused {} files: errno {e}",
-            raw.len()
-        ))
-    })?;
-    for ((slot, _), tag) in files.iter().zip(tags) {
-        rights[*slot] = tag;
+
+    fn say(&self, what: &str) {
+        say(what);
     }
-    Ok((creds, rights, Some(ch)))
+}
+
+impl control::Installer for Target<'_, '_> {
+    fn socket(&self, id: u64, cloexec: bool) -> Res<i32> {
+        let sock = self.0.ctx.daemon.open_sock(id, false)?;
+        self.0.install(&sock, None, cloexec)
+    }
+
+    fn release(&self, id: u64) {
+        // Opening an entry adopts it; dropping it lets it go.
+        let _ = self.0.ctx.daemon.open_sock(id, false);
+    }
+
+    fn claim(&self, tags: &[u64], _cloexec: bool) -> Res<Vec<OwnedFd>> {
+        // Ours until installed: close-on-exec here, the target's flag at
+        // the install.
+        fdpass::connect(&self.0.ctx.daemon.mount)?.claim(tags, true)
+    }
+
+    fn install(&self, f: OwnedFd, cloexec: bool) -> Res<i32> {
+        self.0.install(&f, None, cloexec)
+    }
+
+    fn pidfd(&self, pid: i32) -> Res<OwnedFd> {
+        super::pidfd::open(pid, self.0.task.tid)
+    }
+
+    fn say(&self, what: &str) {
+        say(what);
+    }
 }
 
 fn send_data(
@@ -201,12 +206,7 @@ fn send_data(
     let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     if big && stream == Some(false) {
         let id = daemon::info(s)?.id;
-        let meta = Meta {
-            to,
-            creds,
-            rights,
-            oob: false,
-        };
+        let meta = Extras { to, creds, rights };
         let d = &c.ctx.daemon;
         // Blocking, it parks in the daemon until the record fits, on a
         // thread of its own (on the loop the attempt ends at the wait).
@@ -223,56 +223,64 @@ fn send_data(
         };
         return r.map(|n| n as i64);
     }
-    // A blocking send on its own thread parks in the daemon (park.rs).
-    let park = !nonblock && c.may_park();
-    // A send tried on the loop that sent a part goes on from there.
-    let mut sent = c.resume.min(data.len());
-    loop {
-        let end = data.len().min(sent + MSG_ROOM);
-        let chunk = &data[sent..end];
-        // Address, credentials and sockets go with the first piece only.
-        let first = sent == 0;
-        let meta = Meta {
-            to: to.filter(|_| first),
-            creds: creds.filter(|_| first),
-            rights: if first { rights } else { &[] },
-            oob: oob && end == data.len(),
-        };
-        // Each piece waits SO_SNDTIMEO afresh, as unix_stream_sendmsg
-        // waits per skb (preload/src/msg.rs `send` likewise).
-        let r = if park {
-            match c.parked(|_| daemon::send(s, chunk, &meta, Some(daemon::Wait::default()))) {
-                Ok(r) => r,
-                Err(_) if sent > 0 => return Ok(sent as i64),
-                Err(stop) => return Err(stop_errno(stop, s, 1)),
-            }
-        } else {
-            daemon::send(s, chunk, &meta, None)
-        };
-        match r {
-            Ok(n) => {
-                sent += n;
-                // Short when parked: the daemon stopped (timeout, signal).
-                if sent >= data.len() || ((nonblock || park) && n < chunk.len()) {
-                    return Ok(sent as i64);
-                }
-            }
-            Err(libc::EAGAIN) if !nonblock && !park => {
-                // On the loop: a thread goes on from `sent`.
-                c.sent.set(sent);
-                return Err(WOULD_WAIT);
-            }
-            Err(e) if sent > 0 && e != libc::EPIPE => return Ok(sent as i64),
-            Err(e) => {
-                if e == libc::EPIPE
-                    && flags & libc::MSG_NOSIGNAL == 0
-                    && stream.map_or_else(|| is_stream(s), Ok)?
-                {
-                    sigpipe(c.task.tid);
-                }
-                return Err(e);
-            }
+    // A blocking send on its own thread parks in the daemon (park.rs); on
+    // the loop a send that sent a part goes on from there (`resume`).
+    let p = Pieces {
+        c,
+        s,
+        data,
+        park: !nonblock && c.may_park(),
+        nonblock,
+    };
+    let extras = Extras { to, creds, rights };
+    let stream = || stream.unwrap_or_else(|| is_stream(s).unwrap_or(false));
+    let sent = client::send_pieces(&p, data.len(), c.resume, &extras, flags, stream)?;
+    Ok(sent as i64)
+}
+
+/// The supervisor's pieces of a send (udsfs_calls::client::send_pieces),
+/// from the bytes gathered from the target.
+struct Pieces<'a, 'b> {
+    c: &'a Call<'b>,
+    s: &'a OwnedFd,
+    data: &'a [u8],
+    park: bool,
+    nonblock: bool,
+}
+
+impl client::Pieces for Pieces<'_, '_> {
+    fn piece(&self, buf: &mut client::MsgBuf, p: client::Piece) -> Res<usize> {
+        let (at, x, oob) = (p.at, p.x, p.oob);
+        let chunk = &self.data[at..at + p.len];
+        if self.park {
+            let wait = Some(daemon::Wait::default());
+            return self
+                .c
+                .parked(|_| daemon::send(self.s, buf, chunk, x, oob, wait))
+                .map_err(|stop| stop_errno(stop, self.s, 1))?;
         }
+        match daemon::send(self.s, buf, chunk, x, oob, None) {
+            Err(libc::EAGAIN) if !self.nonblock => {
+                // On the loop: a thread goes on from `at`.
+                self.c.sent.set(at);
+                Err(WOULD_WAIT)
+            }
+            r => r,
+        }
+    }
+
+    /// On the loop a short piece is followed by the EAGAIN that hands the
+    /// call to a thread.
+    fn short_ends(&self) -> bool {
+        self.nonblock || self.park
+    }
+
+    fn passes(&self, e: i32) -> bool {
+        e == WOULD_WAIT
+    }
+
+    fn sigpipe(&self) {
+        sigpipe(self.c.task.tid);
     }
 }
 
@@ -306,73 +314,50 @@ pub fn recv(c: &Call, s: &OwnedFd, nr: i64, a: [u64; 6]) -> Res<i64> {
     }
 }
 
-/// recvmmsg as do_recvmmsg: each datagram is received as by recvmsg (a
-/// blocking one waits as long as it takes), and the timeout, if any, is
-/// checked only after each (recvmmsg(2), BUGS); what is left of it is
+/// recvmmsg (udsfs_calls::mmsg::recv); what is left of the timeout is
 /// written back once a datagram came.
 fn recv_mmsg(c: &Call, s: &OwnedFd, a: [u64; 6]) -> Res<i64> {
     let tid = c.task.tid;
-    let end = match a[4] {
+    let timeout = match a[4] {
         0 => None,
         at => {
             let t = mem::read(tid, at, 16)?;
-            let (sec, nsec) = (u64_at(&t, 0) as i64, u64_at(&t, 8) as i64);
-            if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
-                return Err(libc::EINVAL);
-            }
-            Some(std::time::Duration::new(sec as u64, nsec as u32))
+            Some(mmsg::timeout(u64_at(&t, 0) as i64, u64_at(&t, 8) as i64)?)
         }
     };
-    let start = std::time::Instant::now();
-    let flags = a[3] as i32;
-    let mut fl = flags & !libc::MSG_WAITFORONE;
-    let mut done = 0;
-    let mut left = std::time::Duration::ZERO;
-    for i in 0..a[2].min(MAX_VLEN) {
-        let at = a[1] + i * MMSGHDR;
-        let got = recv_one(c, s, Dest::Msg(at), fl)
-            .and_then(|n| mem::write_u32(tid, at + MSGHDR as u64, n as u32));
-        match got {
-            Ok(()) => {}
-            Err(e) if done == 0 => return Err(e),
-            Err(e) => {
-                keep_error(s, e);
-                break;
-            }
-        }
-        done += 1;
-        if flags & libc::MSG_WAITFORONE != 0 {
-            fl |= libc::MSG_DONTWAIT;
-        }
-        if let Some(d) = end {
-            left = d.saturating_sub(start.elapsed());
-            if left.is_zero() {
-                break;
-            }
-        }
-    }
-    if end.is_some() && done > 0 {
+    let vlen = a[2].min(mmsg::UIO_MAXIOV as u64) as usize;
+    let got = mmsg::recv(&Mmsg, s.as_raw_fd(), vlen, a[3] as i32, timeout, |i, fl| {
+        let at = a[1] + i as u64 * MMSGHDR;
+        let n = recv_one(c, s, Dest::Msg(at), fl)?;
+        mem::write_u32(tid, at + MSGHDR as u64, n as u32)
+    })?;
+    if let Some(left) = got.left {
         let mut t = left.as_secs().to_ne_bytes().to_vec();
         t.extend_from_slice(&(left.subsec_nanos() as u64).to_ne_bytes());
         mem::write(tid, a[4], &t)?;
     }
-    Ok(done)
+    Ok(got.done as i64)
 }
 
-/// An error after datagrams is left pending on the socket, for the next
-/// call or SO_ERROR (__sys_recvmmsg), unless it only says nothing more was
-/// queued. A signal without SO_RCVTIMEO is not kept: Linux keeps
-/// ERESTARTSYS itself, which its next call returns as errno 512.
-fn keep_error(s: &OwnedFd, e: i32) {
-    if e != libc::EAGAIN
-        && e != ERESTARTSYS
-        && let Err(err) = daemon::ctl(s, Op::SetError, e, &[], &[])
-    {
-        say(&format!(
-            "recvmmsg: error {e} after datagrams not kept: errno {err}"
-        ));
+/// recvmmsg's front: a signal without SO_RCVTIMEO is ERESTARTSYS here.
+struct Mmsg;
+
+impl mmsg::Front for Mmsg {
+    fn now(&self) -> std::time::Duration {
+        START.get_or_init(std::time::Instant::now).elapsed()
+    }
+
+    fn restarting(&self, e: i32) -> bool {
+        e == ERESTARTSYS
+    }
+
+    fn say(&self, what: &str) {
+        say(what);
     }
 }
+
+/// The supervisor's origin of recvmmsg's clock.
+static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
 fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     let tid = c.task.tid;
@@ -400,6 +385,14 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     // A blocking receive on its own thread parks in the daemon (park.rs),
     // which times it; on the loop a wait ends the attempt.
     let park = !nonblock && c.may_park();
+    let ask = Ask {
+        want,
+        peek,
+        oob,
+        room,
+        writable: limit,
+        ..Ask::default()
+    };
     let got = if park {
         let start = std::time::Instant::now();
         c.parked(|round| {
@@ -408,12 +401,12 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
                 0 => None,
                 _ => Some(left_of(s, start)?),
             };
-            let w = daemon::Wait { waitall, cont };
-            daemon::recv(s, want, peek, oob, room, Some(w), limit)
+            let wait = Some(daemon::Wait { waitall, cont });
+            daemon::recv(s, &Ask { wait, ..ask })
         })
         .map_err(|stop| stop_errno(stop, s, 0))??
     } else {
-        match daemon::recv(s, want, peek, oob, room, None, limit) {
+        match daemon::recv(s, &ask) {
             // On the loop: the call goes on on a thread of its own.
             Err(libc::EAGAIN) if !nonblock => return Err(WOULD_WAIT),
             r => r?,
@@ -441,12 +434,23 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
                     waitall: true,
                     cont: Some(got.timeo_left),
                 };
-                match c.parked(|_| daemon::recv(s, ask, false, false, 0, Some(w), None)) {
+                let more = Ask {
+                    want: ask,
+                    wait: Some(w),
+                    ..Ask::default()
+                };
+                match c.parked(|_| daemon::recv(s, &more)) {
                     Ok(r) => r,
                     Err(_) => break,
                 }
             } else {
-                daemon::recv(s, ask, false, false, 0, None, None)
+                daemon::recv(
+                    s,
+                    &Ask {
+                        want: ask,
+                        ..Ask::default()
+                    },
+                )
             };
             match r {
                 Ok(more) if more.data.is_empty() => break,
@@ -493,9 +497,9 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
                 || h.control == 0
                 || mem::writable_prefix(tid, &[(h.control, room)], room) == room;
             let (control, cut) = if writable {
-                control(c, &got, room, cloexec)?
+                control(c, &got, room, cloexec)
             } else {
-                let (_, _) = control(c, &got, 0, cloexec)?;
+                let (_, _) = control(c, &got, 0, cloexec);
                 (Vec::new(), got.ctrunc || !got.rights.is_empty())
             };
             mem::write(tid, h.control, &control)?;
@@ -565,111 +569,11 @@ fn left_of(s: &OwnedFd, start: std::time::Instant) -> Res<u64> {
     }
 }
 
-/// The control messages of a received message, as scm_recv puts them:
-/// credentials first, then the passed sockets, installed in the target,
-/// then the sender's pidfd.
-fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> Res<(Vec<u8>, bool)> {
+/// The control messages of a received message (udsfs_calls::control::put),
+/// in `room` bytes.
+fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> (Vec<u8>, bool) {
     let mut out = vec![0u8; room];
-    let mut w = cmsg::Writer::new(&mut out);
-    let mut cut = got.ctrunc;
-    if let Some([pid, uid, gid]) = got.creds {
-        let b: Vec<u8> = [pid, uid, gid]
-            .iter()
-            .flat_map(|x| x.to_ne_bytes())
-            .collect();
-        cut |= !w.put(libc::SOL_SOCKET, libc::SCM_CREDENTIALS, &b);
-    }
-    // Received files and the sender's pidfd come back in one claim; a
-    // claimed one not installed is closed, as Linux closes those that do
-    // not fit.
-    let mut tags: Vec<u64> = got
-        .rights
-        .iter()
-        .copied()
-        .filter(|&id| is_file_tag(id))
-        .collect();
-    tags.extend(got.pidfd_tag);
-    let mut claimed = if tags.is_empty() {
-        Vec::new()
-    } else {
-        fdpass::connect(&c.ctx.daemon.mount)
-            .and_then(|ch| ch.claim(&tags, true))
-            .unwrap_or_else(|e| {
-                say(&format!(
-                    "recvmsg: {} received files could not be claimed from the daemon: errno {e}",
-                    tags.len()
-                ));
-                Vec::new()
-            })
-    };
-    // The pidfd was asked for last: it came only if everything did.
-    let held = match got.pidfd_tag {
-        Some(_) if claimed.len() == tags.len() => claimed.pop(),
-        _ => None,
-    };
-    let mut claimed = claimed.into_iter();
-    if !got.rights.is_empty() {
-        let fit = w.room().saturating_sub(cmsg::HDR) / 4;
-        let mut fds = Vec::new();
-        let mut cut_short = false;
-        for &id in &got.rights {
-            let sock = if is_file_tag(id) {
-                match claimed.next() {
-                    Some(f) => f,
-                    None => {
-                        cut = true;
-                        continue;
-                    }
-                }
-            } else {
-                // Opening an entry adopts it; one not installed is let go.
-                c.ctx.daemon.open_sock(id, false)?
-            };
-            if fds.len() < fit && !cut_short {
-                match c.install(&sock, None, cloexec) {
-                    Ok(fd) => fds.push(fd),
-                    // Past the target's RLIMIT_NOFILE Linux stops installing,
-                    // silently: MSG_CTRUNC.
-                    Err(libc::EMFILE) => {
-                        cut = true;
-                        cut_short = true;
-                    }
-                    Err(e) => return Err(e),
-                }
-            } else {
-                cut = true;
-            }
-        }
-        if !fds.is_empty() {
-            let b: Vec<u8> = fds.iter().flat_map(|x| x.to_ne_bytes()).collect();
-            w.put(libc::SOL_SOCKET, libc::SCM_RIGHTS, &b);
-        }
-    }
-    // SCM_PIDFD comes last, as scm_recv_unix puts it; a message sent with
-    // no credentials (before anyone asked for them) has none.
-    if let Some(pid) = got.pidfd.filter(|&p| p > 0) {
-        cut |= !put_pidfd(c, &mut w, held, pid)?;
-    }
-    let used = w.used();
+    let (used, cut) = control::put(&Target(c), &mut out, got, cloexec);
     out.truncate(used);
-    Ok((out, cut))
-}
-
-/// SCM_PIDFD of sender `pid`: the daemon's pidfd `held` (it names the
-/// sender even once it has exited) or else one made from the pid,
-/// installed close-on-exec whatever MSG_CMSG_CLOEXEC says, as Linux 6.18
-/// does. False when it was not given (no room, no such process, the
-/// target's RLIMIT_NOFILE): MSG_CTRUNC, as the library answers.
-fn put_pidfd(c: &Call, w: &mut cmsg::Writer, held: Option<OwnedFd>, pid: i32) -> Res<bool> {
-    if w.room() < cmsg::HDR + 4 {
-        return Ok(false);
-    }
-    let Ok(f) = held.map_or_else(|| super::pidfd::open(pid, c.task.tid), Ok) else {
-        return Ok(false);
-    };
-    match c.install(&f, None, true) {
-        Ok(fd) => Ok(w.put(libc::SOL_SOCKET, SCM_PIDFD, &fd.to_ne_bytes())),
-        Err(libc::EMFILE) => Ok(false),
-        Err(e) => Err(e),
-    }
+    (out, cut)
 }

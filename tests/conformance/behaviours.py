@@ -4,7 +4,9 @@ fchmod/fchown of a socket descriptor succeed and leave the path's mode alone;
 connect/sendto to a regular file under a route is ECONNREFUSED; bind with a
 sun_family other than AF_UNIX is EINVAL; a 4 MiB datagram or seqpacket record
 (1,024 iovecs of a page) goes through whole once SO_SNDBUF fits it; fstat and a
-raw statx of a socket descriptor say S_IFSOCK. Run on kernel sockets, through
+raw statx of a socket descriptor say S_IFSOCK; bind to a kernel path outside
+the mount and its routes, or to a routed path that exists, answers as mknod
+(EADDRINUSE, ENOENT, ENOTDIR). Run on kernel sockets, through
 the preload library and under the seccomp supervisor
 (integration/behaviours.sh); the outputs must be equal line by line. Needs root.
 Usage: behaviours.py DIR ROUTE (DIR: where to bind names; ROUTE: a kernel
@@ -117,10 +119,14 @@ def fchmod_fchown():
         os.unlink(path)
 
 
-def regular_file_under_route():
-    path = os.path.join(ROUTE, "plain.file")
+def plain_file(path):
     with open(path, "w") as f:
         f.write("not a socket")
+    return path
+
+
+def regular_file_under_route():
+    path = plain_file(os.path.join(ROUTE, "plain.file"))
     for name, ty in TYPES.items():
         s = socket.socket(socket.AF_UNIX, ty)
         seq = [res(lambda: s.connect(path))]
@@ -184,6 +190,130 @@ def big_record():
         b.close()
 
 
+def bind_kernel_path():
+    # A socket of a socketpair (a udsfs socket from the start) bound to a
+    # kernel path outside the mount and its routes: as unix_bind's mknod
+    # answers, EADDRINUSE when the path exists, ENOENT or ENOTDIR when its
+    # directory does not (issue 28: the supervisor said EINVAL to each).
+    outside = os.path.dirname(ROUTE)
+    taken = plain_file(os.path.join(outside, f"behaviours-taken-{os.getpid()}"))
+    names = (taken, os.path.join(outside, "behaviours-missing", "x.sock"), os.path.join(taken, "x.sock"))
+    for name, ty in TYPES.items():
+        p, q = socket.socketpair(socket.AF_UNIX, ty)
+        say(f"{name} socketpair bound to a kernel path (taken, missing dir, file as dir):",
+            *[res(lambda: p.bind(n)) for n in names])
+        p.close()
+        q.close()
+    os.unlink(taken)
+
+
+def routed_bind_taken():
+    # bind to a routed path that exists: EADDRINUSE, whatever is there (a
+    # regular file; the name a closed socket left), as Linux makes the socket
+    # file first (issue 28: the supervisor bound, then replaced a stale link).
+    plain = plain_file(os.path.join(ROUTE, "taken.file"))
+    for name, ty in TYPES.items():
+        left = os.path.join(ROUTE, f"left-{name}.sock")
+        s = socket.socket(socket.AF_UNIX, ty)
+        s.bind(left)
+        s.close()
+        t = socket.socket(socket.AF_UNIX, ty)
+        u = socket.socket(socket.AF_UNIX, ty)
+        say(f"{name} bind to a routed path that exists (a file, a closed socket's name):",
+            res(lambda: t.bind(plain)), res(lambda: u.bind(left)),
+            "the file is still one:", os.path.isfile(plain))
+        t.close()
+        u.close()
+        os.unlink(left)
+    os.unlink(plain)
+
+
+def kinds(fds):
+    out = []
+    for fd in fds:
+        m = os.fstat(fd).st_mode
+        out.append("sock" if stat.S_ISSOCK(m) else "fifo" if stat.S_ISFIFO(m) else "other")
+        os.close(fd)
+    return "+".join(out) or "none"
+
+
+def rights_past_room():
+    # Sockets and files passed together, received where not all fit: as
+    # scm_detach_fds, those that fit the control buffer (or the one free
+    # descriptor slot) are installed in order, the rest closed, MSG_CTRUNC.
+    # (Sockets before files: udsfs's engine keeps a message's sockets and
+    # files apart, and gives the sockets first.)
+    import resource
+    for name, ty in TYPES.items():
+        a, b = socket.socketpair(socket.AF_UNIX, ty)
+        s1, s2 = socket.socketpair(socket.AF_UNIX, ty)
+        r, w = os.pipe()
+        passed = [s1.fileno(), s2.fileno(), r, w]
+        seq = []
+        for room in (2, 3, 4):
+            socket.send_fds(a, [b"m"], passed)
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            if room == 4:
+                # One free slot: the first is installed, the rest are not.
+                free = os.dup(0)
+                os.close(free)
+                resource.setrlimit(resource.RLIMIT_NOFILE, (free + 1, hard))
+            try:
+                got = res(lambda: b.recvmsg(1, socket.CMSG_SPACE(4 * room)))
+            finally:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+            if isinstance(got, tuple):
+                fds = []
+                for level, t, data in got[1]:
+                    if level == socket.SOL_SOCKET and t == socket.SCM_RIGHTS:
+                        fds += list(struct.unpack(f"{len(data) // 4}i", data[:len(data) - len(data) % 4]))
+                seq += [f"room {room}:", kinds(fds), "ctrunc:", bool(got[2] & socket.MSG_CTRUNC)]
+            else:
+                seq += [f"room {room}:", got]
+        say(f"{name} sockets and files past the room:", *seq)
+        for x in (a, b, s1, s2):
+            x.close()
+        os.close(r)
+        os.close(w)
+
+
+class MMsgHdr(ctypes.Structure):
+    _fields_ = [("hdr", MsgHdr), ("len", ctypes.c_uint)]
+
+
+def recvmmsg_readonly_timeout():
+    # recvmmsg's timeout is read first and written back once, at the end
+    # (__sys_recvmmsg): one in read-only memory lets the datagrams be
+    # received, then the call is EFAULT (issue 28: the library wrote it
+    # after each datagram and stopped at the first).
+    import mmap
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    libc.recvmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_void_p]
+    page = mmap.mmap(-1, mmap.PAGESIZE)
+    page.write(struct.pack("qq", 5, 0))
+    at = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    libc.mprotect(at, mmap.PAGESIZE, mmap.PROT_READ)
+    for name in ("dgram", "seqpacket"):
+        a, b = socket.socketpair(socket.AF_UNIX, TYPES[name])
+        for i in range(3):
+            a.send(b"m%d" % i)
+        bufs = [ctypes.create_string_buffer(16) for _ in range(3)]
+        iovs = [IOVec(ctypes.cast(x, ctypes.c_void_p), 16) for x in bufs]
+        v = (MMsgHdr * 3)()
+        for i in range(3):
+            v[i].hdr = MsgHdr(None, 0, ctypes.pointer(iovs[i]), 1, None, 0, 0)
+        r = call(lambda: libc.recvmmsg(b.fileno(), v, 3, socket.MSG_DONTWAIT, at))
+        left = []
+        while True:
+            got = res(lambda: b.recv(16, socket.MSG_DONTWAIT))
+            if not isinstance(got, bytes):
+                break
+            left.append(got)
+        say(f"{name} recvmmsg with a read-only timeout:", r, "left queued:", len(left))
+        a.close()
+        b.close()
+
+
 AT_EMPTY_PATH = 0x1000
 SYS_STATX = 332
 
@@ -211,7 +341,8 @@ def socket_kind():
 
 where()
 for part in (zero_length_address, fchmod_fchown, regular_file_under_route, bind_other_family,
-             big_record, socket_kind):
+             big_record, socket_kind, bind_kernel_path, routed_bind_taken,
+             rights_past_room, recvmmsg_readonly_timeout):
     try:
         part()
     except OSError as e:

@@ -1,0 +1,163 @@
+//! bind() of a udsfs socket to a path, as Linux's unix_bind answers it: the
+//! errno of a kernel path outside the mount and its routes, and the order of
+//! a routed bind (the link at the routed path first, as Linux makes the
+//! socket file first). The front says how the program's file tree is reached
+//! (`Tree`): the library with its own calls, the supervisor through the
+//! target's /proc entries.
+
+use udsfs_proto::Res;
+
+/// The program's view of the kernel's file tree. Paths are as the program
+/// gave them (relative to its working directory, or absolute), except the
+/// routed ones, which are absolute.
+pub trait Tree {
+    /// st_mode of `path` (stat(2), or lstat(2) unless `follow`), or its
+    /// errno.
+    fn mode(&self, path: &[u8], follow: bool) -> Res<u32>;
+    /// symlink(2) of `path` to `target`.
+    fn symlink(&self, target: &[u8], path: &[u8]) -> Res<()>;
+    /// unlink(2) of the link `symlink` made (not the library's unlink,
+    /// which would remove the node too).
+    fn unlink_link(&self, path: &[u8]);
+    /// mkdir(2) of `inside`, a directory in the mount (the front's view of
+    /// it), with `mode`; an error is left for the bind to meet.
+    fn mkdir(&self, inside: &[u8], mode: u32);
+}
+
+/// The errno of bind() to `path`, a kernel path outside the mount and its
+/// routes: what unix_bind's mknod would say when the path exists
+/// (EADDRINUSE) or its directory does not (ENOENT, ENOTDIR, EACCES), else
+/// EINVAL, as udsfs keeps no kernel names (the front logs that one).
+pub fn kernel_path_error(t: &impl Tree, path: &[u8]) -> i32 {
+    if path.is_empty() {
+        return libc::EINVAL;
+    }
+    if t.mode(path, false).is_ok() {
+        return libc::EADDRINUSE;
+    }
+    let dir = match path.iter().rposition(|&b| b == b'/') {
+        Some(0) => &b"/"[..],
+        Some(i) => &path[..i],
+        None => &b"."[..],
+    };
+    match t.mode(dir, true) {
+        Err(e) => e,
+        Ok(m) if m & libc::S_IFMT != libc::S_IFDIR => libc::ENOTDIR,
+        Ok(_) => libc::EINVAL,
+    }
+}
+
+/// A bind of a routed name: `abs` the routed path the program bound,
+/// `mount` the mount point (its node is `mount` + `abs`). The directories of
+/// `abs` are made below the mount too, with the kernel directories' modes;
+/// the link at `abs` to the node is made first, as Linux makes the socket
+/// file: a path that exists, of any kind (a name a crashed server left, a
+/// regular file), gives EADDRINUSE, a missing directory ENOENT, and so on,
+/// as unix_bind's mknod; then `bind` (the daemon's), and the link goes
+/// again when that fails.
+pub fn routed(t: &impl Tree, mount: &[u8], abs: &[u8], bind: impl FnOnce() -> Res<()>) -> Res<()> {
+    let node = [mount, abs].concat();
+    t.symlink(&node, abs).map_err(|e| match e {
+        libc::EEXIST => libc::EADDRINUSE,
+        e => e,
+    })?;
+    mirror_dirs(t, mount, abs);
+    bind().inspect_err(|_| t.unlink_link(abs))
+}
+
+/// Each directory of routed path `abs` made below `mount` as well, with
+/// the kernel directory's mode (0755 when it cannot be read).
+pub fn mirror_dirs(t: &impl Tree, mount: &[u8], abs: &[u8]) {
+    let mut at = 1;
+    while let Some(i) = abs
+        .get(at..)
+        .and_then(|r| r.iter().position(|&b| b == b'/'))
+    {
+        at += i + 1;
+        let dir = &abs[..at - 1];
+        let mode = t.mode(dir, true).map_or(0o755, |m| m & 0o7777);
+        t.mkdir(&[mount, dir].concat(), mode);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// A tree of the paths in `have`; what was done to it.
+    struct Fake {
+        have: Vec<&'static [u8]>,
+        done: RefCell<Vec<String>>,
+    }
+
+    impl Tree for Fake {
+        /// Directories, and files where the name says so.
+        fn mode(&self, p: &[u8], _: bool) -> Res<u32> {
+            if !self.have.contains(&p) {
+                return Err(libc::ENOENT);
+            }
+            if p.ends_with(b"file") {
+                return Ok(libc::S_IFREG | 0o644);
+            }
+            Ok(libc::S_IFDIR | 0o700)
+        }
+        fn symlink(&self, target: &[u8], p: &[u8]) -> Res<()> {
+            self.mode(p, false).map_or(Ok(()), |_| Err(libc::EEXIST))?;
+            let s = format!("link {} -> {}", ascii(p), ascii(target));
+            self.done.borrow_mut().push(s);
+            Ok(())
+        }
+        fn unlink_link(&self, p: &[u8]) {
+            self.done.borrow_mut().push(format!("unlink {}", ascii(p)));
+        }
+        fn mkdir(&self, inside: &[u8], mode: u32) {
+            let s = format!("mkdir {} {mode:o}", ascii(inside));
+            self.done.borrow_mut().push(s);
+        }
+    }
+
+    fn ascii(b: &[u8]) -> String {
+        String::from_utf8_lossy(b).into_owned()
+    }
+
+    fn fake(have: &[&'static [u8]]) -> Fake {
+        Fake {
+            have: have.to_vec(),
+            done: RefCell::new(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn a_kernel_path_answers_as_mknod() {
+        let t = fake(&[b"/tmp", b"/tmp/there", b"/tmp/a-file", b"."]);
+        for (path, want) in [
+            (&b"/tmp/there"[..], libc::EADDRINUSE),
+            (b"/tmp/a-file/x", libc::ENOTDIR),
+            (b"/tmp/new", libc::EINVAL),
+            (b"/nodir/x", libc::ENOENT),
+            (b"rel", libc::EINVAL),
+            (b"", libc::EINVAL),
+        ] {
+            let got = kernel_path_error(&t, path);
+            println!("bind {}: errno {got}", ascii(path));
+            assert_eq!(got, want, "{}", ascii(path));
+        }
+    }
+
+    #[test]
+    fn a_routed_bind_links_first_and_unlinks_when_the_bind_fails() {
+        let t = fake(&[b"/r/taken", b"/r"]);
+        let r = routed(&t, b"/m", b"/r/taken", || panic!("bound past a taken name"));
+        println!("routed bind of a taken name: {r:?}");
+        assert_eq!(r, Err(libc::EADDRINUSE));
+        let r = routed(&t, b"/m", b"/r/d/s", || Err(libc::EADDRINUSE));
+        let done = t.done.borrow().join("; ");
+        println!("routed bind the daemon refused: {r:?}; {done}");
+        assert_eq!(r, Err(libc::EADDRINUSE));
+        assert_eq!(
+            done,
+            "link /r/d/s -> /m/r/d/s; mkdir /m/r 700; mkdir /m/r/d 755; unlink /r/d/s"
+        );
+    }
+}
