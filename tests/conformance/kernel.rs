@@ -10,6 +10,12 @@
 //! scenario on a fresh thread that first moves itself into a new network namespace
 //! (unshare(CLONE_NEWNET) affects only the calling thread), so parallel tests, other
 //! programs on the machine and the scenario's fixed abstract names never clash.
+//!
+//! The same backend runs under `udsfs run` (fronts.rs): then `MOUNT` is set, the
+//! scenario roots are made in the mount, and the few things only the harness looks at
+//! (a socket's identity and liveness, the collector, whether a call sleeps, a last
+//! close) are read from the mount's `.udsfs` files for the sockets that became udsfs
+//! sockets. The socket calls themselves are the same calls on both.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -20,6 +26,74 @@ use super::blocker::Blocker;
 
 const SUN_PATH_LEN: usize = 108;
 
+/// The udsfs mount this backend runs under (`udsfs run`, fronts.rs), if any.
+pub static MOUNT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// The mode of `MOUNT`'s root before the first scenario.
+pub static MOUNT_MODE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// Scenarios that ended holding a udsfs socket (under `MOUNT`): that the front
+/// carried the calls at all.
+pub static ON_UDSFS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Identities (`raw_ident`) of udsfs sockets carry this bit above the socket number.
+const UDSFS_ID: u64 = 1 << 63;
+
+/// The udsfs socket number of descriptor `fd`, when it is a socket's data file of
+/// the mount `m` (`m/.udsfs/sock/N/data`).
+fn udsfs_number(m: &std::path::Path, fd: libc::c_int) -> Option<u64> {
+    let link = std::fs::read_link(format!("/proc/thread-self/fd/{fd}")).ok()?;
+    let rest = link.strip_prefix(m.join(".udsfs/sock")).ok()?;
+    let mut parts = rest.iter();
+    let n = parts.next()?.to_str()?.parse().ok()?;
+    (parts.next()? == "data" && parts.next().is_none()).then_some(n)
+}
+
+/// Leaves the mount as a scenario found it: its root's entries (but `.udsfs`) removed,
+/// the root's mode back to what it was (`multiuser` makes it 01777).
+fn empty_mount(m: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = *MOUNT_MODE.get().expect("the mount's mode is read with it");
+    let _ = std::fs::set_permissions(m, std::fs::Permissions::from_mode(mode));
+    for e in std::fs::read_dir(m)
+        .expect("list the mount's root")
+        .flatten()
+    {
+        if e.file_name() == ".udsfs" {
+            continue;
+        }
+        let p = e.path();
+        let r = match e.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&p),
+            _ => std::fs::remove_file(&p),
+        };
+        if let Err(err) = r {
+            panic!("HARNESS removing {} from the mount: {err}", p.display());
+        }
+    }
+}
+
+/// The daemon's count of parked requests (`parked=` of `.udsfs/gc`).
+fn parked(m: &std::path::Path) -> Res<usize> {
+    let text = std::fs::read_to_string(m.join(".udsfs/gc"))
+        .map_err(|e| format!("HARNESS reading .udsfs/gc: {}", io_errno(&e)))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("parked="))
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("HARNESS .udsfs/gc has no parked= line: {text:?}"))
+}
+
+/// The socket numbers the mount holds (`.udsfs/sock`), sorted.
+fn udsfs_socks(m: &std::path::Path) -> Res<Vec<String>> {
+    let mut v: Vec<String> = std::fs::read_dir(m.join(".udsfs/sock"))
+        .map_err(|e| format!("HARNESS listing .udsfs/sock: {}", io_errno(&e)))?
+        .filter_map(|e| e.ok())
+        .map(|e| format!("udsfs {}", e.file_name().to_string_lossy()))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
 pub struct Kernel {
     socks: Vec<Option<OwnedFd>>,
     /// Blocking calls by `Job`; None once joined.
@@ -28,7 +102,8 @@ pub struct Kernel {
     blocking: std::collections::HashMap<Sock, usize>,
     /// Scenario root, absolute, without trailing slash.
     root: String,
-    _dir: tempfile::TempDir,
+    /// The scenario root's temporary directory; None under `udsfs run` (the mount).
+    _dir: Option<tempfile::TempDir>,
     trace: Trace,
 }
 
@@ -97,11 +172,19 @@ fn sock_type(ty: Ty) -> libc::c_int {
 
 impl Kernel {
     pub fn new() -> Kernel {
-        let dir = tempfile::Builder::new()
-            .prefix("uconf-k")
-            .tempdir()
-            .expect("create kernel scenario directory");
-        let root = dir.path().to_str().expect("utf-8 temp path").to_string();
+        // Under `udsfs run` the root is the mount's, as on the files (udsfs.rs): the
+        // names a scenario binds are then the same names in the mount, up to 108 bytes.
+        let (dir, root) = match MOUNT.get() {
+            Some(m) => (None, m.to_str().expect("utf-8 mount path").to_string()),
+            None => {
+                let dir = tempfile::Builder::new()
+                    .prefix("uconf-k")
+                    .tempdir()
+                    .expect("create kernel scenario directory");
+                let root = dir.path().to_str().expect("utf-8 temp path").to_string();
+                (Some(dir), root)
+            }
+        };
         Kernel {
             socks: Vec::new(),
             jobs: Vec::new(),
@@ -114,7 +197,23 @@ impl Kernel {
 
     pub fn into_entries(mut self) -> Vec<(String, String)> {
         self.end_jobs();
-        self.socks.clear();
+        if let Some(m) = MOUNT.get()
+            && self
+                .socks
+                .iter()
+                .flatten()
+                .any(|f| udsfs_number(m, f.as_raw_fd()).is_some())
+        {
+            ON_UDSFS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        let socks = std::mem::take(&mut self.socks);
+        {
+            let _spawning = super::backend::spawn_guard();
+            drop(socks);
+        }
+        if let Some(m) = MOUNT.get() {
+            empty_mount(m);
+        }
         std::mem::take(&mut self.trace.entries)
     }
 
@@ -359,14 +458,21 @@ impl Backend for Kernel {
     }
 
     fn raw_close(&mut self, s: Sock) -> Res<()> {
-        match self.socks.get_mut(s).and_then(Option::take) {
-            Some(fd) => {
-                let _spawning = super::backend::spawn_guard();
-                drop(fd);
-                Ok(())
-            }
-            None => Err("EBADF".to_string()),
+        let fd = match self.socks.get_mut(s).and_then(Option::take) {
+            Some(fd) => fd,
+            None => return Err("EBADF".to_string()),
+        };
+        let udsfs = MOUNT
+            .get()
+            .and_then(|m| Some((m, udsfs_number(m, fd.as_raw_fd())?)));
+        {
+            let _spawning = super::backend::spawn_guard();
+            drop(fd);
         }
+        if let Some((m, n)) = udsfs {
+            self.udsfs_released(m, n);
+        }
+        Ok(())
     }
 
     fn raw_mkdir(&mut self, path: &str) -> Res<()> {
@@ -629,6 +735,9 @@ impl Backend for Kernel {
 
     fn raw_ident(&mut self, s: Sock) -> Res<u64> {
         let fd = self.fd(s)?;
+        if let Some(n) = MOUNT.get().and_then(|m| udsfs_number(m, fd)) {
+            return Ok(UDSFS_ID | n);
+        }
         // SAFETY: st is plain old data filled by fstat.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: valid fd and buffer.
@@ -637,6 +746,19 @@ impl Backend for Kernel {
     }
 
     fn raw_alive(&mut self, id: u64) -> Res<bool> {
+        if id & UDSFS_ID != 0 {
+            let m = MOUNT.get().expect("udsfs identities only under a mount");
+            let dir = m.join(format!(".udsfs/sock/{}", id & !UDSFS_ID));
+            return match std::fs::symlink_metadata(&dir) {
+                Ok(_) => Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(format!(
+                    "HARNESS stat of {}: {}",
+                    dir.display(),
+                    io_errno(&e)
+                )),
+            };
+        }
         // /proc/net is the netns of the thread group leader; this thread has its own.
         let text = std::fs::read_to_string("/proc/thread-self/net/unix")
             .map_err(|e| format!("HARNESS reading /proc/thread-self/net/unix: {e}"))?;
@@ -658,7 +780,32 @@ impl Backend for Kernel {
 
     fn raw_wait_blocked(&mut self, j: Job) -> Res<bool> {
         // Asleep in a socket call is blocked.
-        self.job(j)?.call.wait_asleep()
+        if !self.job(j)?.call.wait_asleep()? {
+            return Ok(false);
+        }
+        let Some(m) = MOUNT.get() else {
+            return Ok(true);
+        };
+        // Under `udsfs run` a call sleeps in whatever the front makes of it (a FUSE
+        // request, a seccomp notification) before the daemon parks it: wait until the
+        // daemon has parked every call that has not ended, or, for the waits the
+        // supervisor makes itself (accept, connect), a while.
+        let start = std::time::Instant::now();
+        loop {
+            let live = self
+                .jobs
+                .iter()
+                .flatten()
+                .filter(|k| !k.call.is_done())
+                .count();
+            if parked(m)? >= live
+                || self.job(j)?.call.is_done()
+                || start.elapsed() > std::time::Duration::from_millis(500)
+            {
+                return Ok(!self.job(j)?.call.is_done());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 
     fn raw_ended(&mut self, j: Job) -> Res<bool> {
@@ -693,6 +840,9 @@ impl Backend for Kernel {
                 .skip(1)
                 .filter_map(|l| l.split_whitespace().nth(6).map(str::to_string))
                 .collect();
+            if let Some(m) = MOUNT.get() {
+                v.extend(udsfs_socks(m)?);
+            }
             v.sort();
             Ok(v)
         })
@@ -1027,7 +1177,35 @@ fn set_nonblock(fd: libc::c_int, on: bool) -> Res<()> {
     }
 }
 
+/// The system call a blocking `call` sleeps in: itself on the kernel; under `udsfs
+/// run` whatever the front makes of it (-1: any).
+fn sleeps_in(call: libc::c_long) -> libc::c_long {
+    if MOUNT.get().is_some() { -1 } else { call }
+}
+
 impl Kernel {
+    /// After the last close of udsfs socket `n`: the daemon hears of it by a FUSE
+    /// release the close does not wait for, so wait (as udsfs.rs's close does) until
+    /// the socket is gone, unless another handle still holds it or it is in flight
+    /// (then a moment only).
+    fn udsfs_released(&self, m: &std::path::Path, n: u64) {
+        let held = self
+            .socks
+            .iter()
+            .flatten()
+            .any(|f| udsfs_number(m, f.as_raw_fd()) == Some(n));
+        if held {
+            return;
+        }
+        let dir = m.join(format!(".udsfs/sock/{n}"));
+        let start = std::time::Instant::now();
+        while dir.symlink_metadata().is_ok()
+            && start.elapsed() < std::time::Duration::from_millis(200)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
     fn job(&mut self, j: Job) -> Res<&mut KJob> {
         match self.jobs.get_mut(j) {
             Some(Some(k)) => Ok(k),
@@ -1040,7 +1218,7 @@ impl Kernel {
         match op {
             Blocking::Recv(_, n) => {
                 let n = *n;
-                Blocker::spawn(libc::SYS_recvfrom, move || {
+                Blocker::spawn(sleeps_in(libc::SYS_recvfrom), move || {
                     let mut v = vec![0u8; n];
                     // SAFETY: v has n bytes; no address is asked for.
                     let r = cvt_len(unsafe {
@@ -1059,13 +1237,13 @@ impl Kernel {
             }
             Blocking::RecvMsg(_, n) => {
                 let n = *n;
-                Blocker::spawn(libc::SYS_recvmsg, move || {
+                Blocker::spawn(sleeps_in(libc::SYS_recvmsg), move || {
                     recvmsg_fd(fd, n, 0).map(KOut::Msg)
                 })
             }
             Blocking::Send(_, d) => {
                 let d = d.clone();
-                Blocker::spawn(libc::SYS_sendto, move || {
+                Blocker::spawn(sleeps_in(libc::SYS_sendto), move || {
                     // SAFETY: d is a valid buffer; no address.
                     cvt_len(unsafe {
                         libc::sendto(
@@ -1082,19 +1260,19 @@ impl Kernel {
             }
             Blocking::SendMsg(_, m) => {
                 let msg = SendableMsg(self.prepare_sendmsg(m)?);
-                Blocker::spawn(libc::SYS_sendmsg, move || {
+                Blocker::spawn(sleeps_in(libc::SYS_sendmsg), move || {
                     let msg = msg;
                     // SAFETY: the msghdr points into buffers owned by `msg`.
                     cvt_len(unsafe { libc::sendmsg(fd, &msg.0.hdr, libc::MSG_NOSIGNAL) })
                         .map(KOut::Count)
                 })
             }
-            Blocking::Accept(_) => {
-                Blocker::spawn(libc::SYS_accept4, move || accept_fd(fd).map(KOut::Fd))
-            }
+            Blocking::Accept(_) => Blocker::spawn(sleeps_in(libc::SYS_accept4), move || {
+                accept_fd(fd).map(KOut::Fd)
+            }),
             Blocking::Connect(_, a) => {
                 let (buf, len) = self.sockaddr(a)?;
-                Blocker::spawn(libc::SYS_connect, move || {
+                Blocker::spawn(sleeps_in(libc::SYS_connect), move || {
                     // SAFETY: buf holds `len` valid bytes.
                     cvt(unsafe { libc::connect(fd, buf.as_ptr(), len) }).map(|_| KOut::Unit)
                 })

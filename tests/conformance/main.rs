@@ -33,6 +33,9 @@ mod stream;
 mod file_views;
 mod programs;
 
+// The scenarios through `udsfs run`'s two fronts.
+mod fronts;
+
 use backend::Backend;
 
 type Scenario = fn(&mut dyn Backend);
@@ -66,6 +69,23 @@ fn program_static_pidfds() {
 #[test]
 fn program_static_inflight_limit() {
     programs::static_inflight_limit();
+}
+
+#[test]
+fn fronts_library() {
+    fronts::check(fronts::Front::Library);
+}
+
+#[test]
+fn fronts_supervisor() {
+    fronts::check(fronts::Front::Supervisor);
+}
+
+/// The child `fronts_library` and `fronts_supervisor` run under `udsfs run`: nothing
+/// unless they started it.
+#[test]
+fn fronts_child() {
+    fronts::child();
 }
 
 pub fn require_root() {

@@ -1,0 +1,290 @@
+//! The scenario table through the two fronts that carry real programs: the kernel
+//! backend is a program making real socket calls, so it runs, as a child process,
+//! under `udsfs run --front preload` (the library) and `udsfs run --front seccomp`
+//! (the supervisor), with its scenario roots in the private mount; each scenario's
+//! trace is compared with the kernel's (run here, as `differential` does).
+//!
+//! The child is this test binary itself, running only the test `fronts_child`, which
+//! does nothing unless `CHILD_OUT` names the file for the traces: every scenario in one
+//! child, one after another, each in a network namespace of its own as on the kernel
+//! (abstract names are the mount's, filed per network namespace). A scenario whose
+//! trace differs fails the test unless its front's exceptions file lists it with a
+//! reason; a listed scenario that no longer differs fails it too, so the lists only
+//! shrink. Every difference is reported, not just the first.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::backend::{escape, unescape};
+use super::{ALL, Entries, kernel, side_by_side};
+
+/// Where the child writes its traces (set by `check`).
+const CHILD_OUT: &str = "UCONF_FRONT_OUT";
+
+/// How long the child may take for every scenario.
+const CHILD_LIMIT: Duration = Duration::from_secs(900);
+
+#[derive(Clone, Copy)]
+pub enum Front {
+    Library,
+    Supervisor,
+}
+
+impl Front {
+    fn name(self) -> &'static str {
+        match self {
+            Front::Library => "library",
+            Front::Supervisor => "supervisor",
+        }
+    }
+
+    fn arg(self) -> &'static str {
+        match self {
+            Front::Library => "preload",
+            Front::Supervisor => "seccomp",
+        }
+    }
+
+    fn exceptions_file(self) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "tests/conformance/front_exceptions_{}.txt",
+            self.name()
+        ))
+    }
+}
+
+/// The child's side (test `fronts_child`): under `udsfs run`, every scenario on the
+/// kernel backend with its root in the mount, each trace written as
+/// `=== NAME`, one `OP RESULT` line per entry (both escaped), `--- end`.
+pub fn child() {
+    let Ok(out) = std::env::var(CHILD_OUT) else {
+        return;
+    };
+    let mount = std::env::var("UDSFS_MOUNT").expect("UDSFS_MOUNT (set by udsfs run)");
+    let mode = {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(&mount)
+            .expect("stat the mount")
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    kernel::MOUNT_MODE.set(mode).expect("the mode is set once");
+    kernel::MOUNT
+        .set(PathBuf::from(mount))
+        .expect("the mount is set once");
+    let mut f = std::fs::File::create(&out).expect("create the traces file");
+    for (name, scenario) in ALL {
+        writeln!(f, "=== {name}").expect("write traces");
+        let s = *scenario;
+        let t = std::panic::catch_unwind(move || kernel::run_isolated(s))
+            .unwrap_or_else(|_| vec![("(scenario)".to_string(), "HARNESS panicked".to_string())]);
+        let mut text = String::new();
+        for (op, res) in t {
+            text.push_str(&format!(
+                "{} {}\n",
+                escape(op.as_bytes()),
+                escape(res.as_bytes())
+            ));
+        }
+        text.push_str("--- end\n");
+        f.write_all(text.as_bytes()).expect("write traces");
+    }
+    let n = kernel::ON_UDSFS.load(std::sync::atomic::Ordering::SeqCst);
+    writeln!(f, "{ON_UDSFS_LINE}{n}").expect("write traces");
+}
+
+/// The child's last line: how many scenarios ended holding a udsfs socket.
+const ON_UDSFS_LINE: &str = "+++ scenarios ending with udsfs sockets: ";
+
+/// The traces a child wrote, by scenario; one it started and did not end gets
+/// the entry `(not finished)`.
+fn parse(text: &str) -> BTreeMap<String, Entries> {
+    let mut out = BTreeMap::new();
+    let mut cur: Option<(String, Entries)> = None;
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("=== ") {
+            cur = Some((name.to_string(), Vec::new()));
+        } else if line == "--- end" {
+            if let Some((n, e)) = cur.take() {
+                out.insert(n, e);
+            }
+        } else if let Some((_, e)) = &mut cur {
+            let (op, res) = line.split_once(' ').unwrap_or((line, ""));
+            let s = |v: &str| String::from_utf8_lossy(&unescape(v)).into_owned();
+            e.push((s(op), s(res)));
+        }
+    }
+    if let Some((n, mut e)) = cur {
+        e.push(("(not finished)".to_string(), String::new()));
+        out.insert(n, e);
+    }
+    out
+}
+
+/// The exceptions file: `NAME reason...` lines; `#` comments and blank lines.
+fn exceptions(front: Front) -> BTreeMap<String, String> {
+    let path = front.exceptions_file();
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (n, r) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
+            (n.to_string(), r.trim().to_string())
+        })
+        .collect()
+}
+
+/// Runs the child under `udsfs run --front F` and returns what it wrote, its exit
+/// and the tail of the daemon's log.
+fn run_child(front: Front, dir: &Path) -> (String, String, String) {
+    let out = dir.join("traces");
+    let log = dir.join("daemon.log");
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut child = {
+        let _spawning = super::backend::spawn_guard();
+        Command::new(super::mount::udsfs_binary())
+            .env(CHILD_OUT, &out)
+            .env("UDSFS_PRELOAD", super::programs::preload_library())
+            .arg("run")
+            .arg("--front")
+            .arg(front.arg())
+            .arg("--log-file")
+            .arg(&log)
+            .arg("--")
+            .arg(exe)
+            .args([
+                "--exact",
+                "fronts_child",
+                "--test-threads=1",
+                "--nocapture",
+                "-q",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start udsfs run")
+    };
+    // Read its output on threads, so a full pipe never stops it.
+    let mut so = child.stdout.take().expect("stdout");
+    let mut se = child.stderr.take().expect("stderr");
+    let ro = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut so, &mut s);
+        s
+    });
+    let re = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut se, &mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for udsfs run") {
+            break format!("{st}");
+        }
+        if start.elapsed() > CHILD_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break format!("killed after {CHILD_LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = format!(
+        "udsfs run: {status}\n--- stdout (last 20 lines) ---\n{}\n--- stderr (last 20 lines) ---\n{}",
+        tail(&ro.join().unwrap_or_default(), 20),
+        tail(&re.join().unwrap_or_default(), 20)
+    );
+    let traces = std::fs::read_to_string(&out).unwrap_or_default();
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    (traces, output, tail(&log, 40))
+}
+
+fn tail(s: &str, n: usize) -> String {
+    let v: Vec<&str> = s.lines().collect();
+    v[v.len().saturating_sub(n)..].join("\n")
+}
+
+/// Every scenario through `front`, compared with the kernel.
+pub fn check(front: Front) {
+    super::require_root();
+    let started = Instant::now();
+    let dir = tempfile::Builder::new()
+        .prefix("uconf-front")
+        .tempdir()
+        .expect("temp dir");
+    // The kernel's traces meanwhile, on this process's threads.
+    let kernel_side = std::thread::spawn(|| {
+        ALL.iter()
+            .map(|(n, f)| (n.to_string(), kernel::run_isolated(*f)))
+            .collect::<BTreeMap<_, _>>()
+    });
+    let (traces, output, log) = run_child(front, dir.path());
+    let front_took = started.elapsed();
+    let k = kernel_side.join().expect("kernel traces");
+    let got = parse(&traces);
+    let listed = exceptions(front);
+    let name = front.name();
+    let mut failures = Vec::new();
+    let mut differ = 0;
+    for (scenario, _) in ALL {
+        let kt = &k[*scenario];
+        let Some(ft) = got.get(*scenario) else {
+            failures.push(format!("scenario {scenario}: the child never ran it"));
+            continue;
+        };
+        let same = kt == ft;
+        differ += usize::from(!same);
+        match (same, listed.get(*scenario)) {
+            (true, Some(reason)) => failures.push(format!(
+                "scenario {scenario}: listed in {} ({reason}) but gives the kernel's trace \
+                 now: take it off the list",
+                front.exceptions_file().display()
+            )),
+            (false, None) => failures.push(format!(
+                "scenario {scenario}: the {name} differs from the kernel\n{}",
+                side_by_side("kernel", kt, name, ft)
+            )),
+            _ => {}
+        }
+    }
+    // The front must have carried the calls: most scenarios end holding a socket.
+    let on_udsfs: usize = traces
+        .lines()
+        .find_map(|l| l.strip_prefix(ON_UDSFS_LINE))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if on_udsfs < ALL.len() / 2 {
+        failures.push(format!(
+            "only {on_udsfs} of {} scenarios ended holding a udsfs socket: the {name} did not \
+             carry the child's calls",
+            ALL.len()
+        ));
+    }
+    for n in listed.keys() {
+        if !ALL.iter().any(|(s, _)| s == n) {
+            failures.push(format!(
+                "exceptions list a scenario that does not exist: {n}"
+            ));
+        }
+    }
+    println!(
+        "{name}: {} scenarios, {} as on the kernel, {differ} differ ({} listed), {on_udsfs} \
+         ended holding a udsfs socket; the child took {front_took:.1?}, everything {:.1?}",
+        ALL.len(),
+        ALL.len() - differ,
+        listed.len(),
+        started.elapsed()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} problems through the {name}:\n{}\n{output}\n--- last daemon log lines ---\n{log}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
