@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::backend::{escape, unescape};
-use super::{ALL, Entries, kernel, side_by_side};
+use super::{ALL, Entries, FRONT_ONLY, Scenario, kernel, side_by_side};
 
 /// Where the child writes its traces (set by `check`).
 const CHILD_OUT: &str = "UCONF_FRONT_OUT";
@@ -77,7 +77,7 @@ pub fn child() {
         .set(PathBuf::from(mount))
         .expect("the mount is set once");
     let mut f = std::fs::File::create(&out).expect("create the traces file");
-    for (name, scenario) in ALL {
+    for (name, scenario) in every() {
         writeln!(f, "=== {name}").expect("write traces");
         let s = *scenario;
         let t = std::panic::catch_unwind(move || kernel::run_isolated(s))
@@ -99,6 +99,11 @@ pub fn child() {
 
 /// The child's last line: how many scenarios ended holding a udsfs socket.
 const ON_UDSFS_LINE: &str = "+++ scenarios ending with udsfs sockets: ";
+
+/// The table's scenarios, then those only the fronts run.
+fn every() -> impl Iterator<Item = &'static (&'static str, Scenario)> {
+    ALL.iter().chain(FRONT_ONLY)
+}
 
 /// The traces a child wrote, by scenario; one it started and did not end gets
 /// the entry `(not finished)`.
@@ -220,7 +225,7 @@ pub fn check(front: Front) {
         .expect("temp dir");
     // The kernel's traces meanwhile, on this process's threads.
     let kernel_side = std::thread::spawn(|| {
-        ALL.iter()
+        every()
             .map(|(n, f)| (n.to_string(), kernel::run_isolated(*f)))
             .collect::<BTreeMap<_, _>>()
     });
@@ -232,7 +237,7 @@ pub fn check(front: Front) {
     let name = front.name();
     let mut failures = Vec::new();
     let mut differ = 0;
-    for (scenario, _) in ALL {
+    for (scenario, _) in every() {
         let kt = &k[*scenario];
         let Some(ft) = got.get(*scenario) else {
             failures.push(format!("scenario {scenario}: the child never ran it"));
@@ -259,15 +264,15 @@ pub fn check(front: Front) {
         .find_map(|l| l.strip_prefix(ON_UDSFS_LINE))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    if on_udsfs < ALL.len() / 2 {
+    let total = ALL.len() + FRONT_ONLY.len();
+    if on_udsfs < total / 2 {
         failures.push(format!(
-            "only {on_udsfs} of {} scenarios ended holding a udsfs socket: the {name} did not \
-             carry the child's calls",
-            ALL.len()
+            "only {on_udsfs} of {total} scenarios ended holding a udsfs socket: the {name} did not \
+             carry the child's calls"
         ));
     }
     for n in listed.keys() {
-        if !ALL.iter().any(|(s, _)| s == n) {
+        if !every().any(|(s, _)| s == n) {
             failures.push(format!(
                 "exceptions list a scenario that does not exist: {n}"
             ));
@@ -276,8 +281,8 @@ pub fn check(front: Front) {
     println!(
         "{name}: {} scenarios, {} as on the kernel, {differ} differ ({} listed), {on_udsfs} \
          ended holding a udsfs socket; the child took {front_took:.1?}, everything {:.1?}",
-        ALL.len(),
-        ALL.len() - differ,
+        total,
+        total - differ,
         listed.len(),
         started.elapsed()
     );

@@ -774,6 +774,70 @@ impl Backend for Kernel {
         self.raw_close(s)
     }
 
+    fn raw_fd_call(&mut self, s: Sock, c: &FdCall) -> Res<String> {
+        let fd = self.fd(s)?;
+        let with_family = |k: &Kernel, f: u16, a: &Addr| -> Res<(SockAddrBuf, libc::socklen_t)> {
+            let (mut buf, len) = k.sockaddr(a)?;
+            buf.bytes_mut()[..2].copy_from_slice(&f.to_ne_bytes());
+            Ok((buf, len))
+        };
+        let done = |r: Res<()>| r.map(|()| String::new());
+        match c {
+            FdCall::BindFamily(f, a) => done(bind_fd(fd, with_family(self, *f, a)?)),
+            FdCall::ConnectFamily(f, a) => done(connect_fd(fd, with_family(self, *f, a)?)),
+            FdCall::SendtoLen0(d) => {
+                // A zeroed sockaddr_un whose length says there is none.
+                send_fd(fd, d, Some((SockAddrBuf::new(), 0))).map(|n| n.to_string())
+            }
+            FdCall::SendmsgName0(m) => {
+                let mut p = self.prepare_sendmsg(m)?;
+                let mut name = SockAddrBuf::new();
+                p.hdr.msg_name = name.as_mut_ptr().cast();
+                p.hdr.msg_namelen = 0;
+                // SAFETY: the msghdr points into buffers owned by `p` and `name`.
+                let r = cvt_len(unsafe {
+                    libc::sendmsg(fd, &p.hdr, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+                });
+                drop(p);
+                r.map(|n| n.to_string())
+            }
+            FdCall::Fstat => {
+                // SAFETY: st is plain old data filled by fstat.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: valid fd and buffer.
+                cvt(unsafe { libc::fstat(fd, &mut st) })?;
+                Ok(show_stat(st.st_mode, st.st_uid, st.st_gid))
+            }
+            FdCall::SyscallStatx => {
+                // SAFETY: stx is plain old data filled by statx.
+                let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+                // SAFETY: valid fd, an empty C string and a buffer of statx's size.
+                let r = unsafe {
+                    libc::syscall(
+                        libc::SYS_statx,
+                        fd as libc::c_long,
+                        c"".as_ptr(),
+                        libc::AT_EMPTY_PATH as libc::c_long,
+                        libc::STATX_BASIC_STATS as libc::c_long,
+                        &mut stx as *mut libc::statx,
+                    )
+                };
+                if r < 0 {
+                    return Err(last_errno());
+                }
+                Ok(show_stat(u32::from(stx.stx_mode), stx.stx_uid, stx.stx_gid))
+            }
+            FdCall::Fchmod(m) => {
+                // SAFETY: plain syscall.
+                done(cvt(unsafe { libc::fchmod(fd, *m as libc::mode_t) }))
+            }
+            FdCall::Fchown(u, g) => {
+                // SAFETY: plain syscall.
+                done(cvt(unsafe { libc::fchown(fd, *u, *g) }))
+            }
+        }
+    }
+
     fn raw_start(&mut self, op: &Blocking) -> Res<Job> {
         self.start_job(op)
     }

@@ -33,7 +33,8 @@ mod stream;
 mod file_views;
 mod programs;
 
-// The scenarios through `udsfs run`'s two fronts.
+// The scenarios through `udsfs run`'s two fronts, and those only they run.
+mod front_behaviours;
 mod fronts;
 
 use backend::Backend;
@@ -414,6 +415,20 @@ scenarios! {
     blocking_seqpacket_readers_one_record_each => blocking::seqpacket_readers_one_record_each,
 }
 
+/// Scenarios of calls the files have no form for: on the kernel and through the
+/// fronts only (fronts.rs).
+pub const FRONT_ONLY: &[(&str, Scenario)] = &[
+    ("front_other_family", front_behaviours::other_family),
+    (
+        "front_zero_length_address",
+        front_behaviours::zero_length_address,
+    ),
+    (
+        "front_fstat_fchmod_fchown",
+        front_behaviours::fstat_fchmod_fchown,
+    ),
+];
+
 /// Prints the kernel and udsfs traces of the scenario `want` (or of every scenario,
 /// for "all") side by side, whether they agree or not.
 pub fn show_traces(want: &str) {
@@ -433,7 +448,7 @@ pub fn show_traces(want: &str) {
 fn kernel_vs_kernel_selfcheck() {
     require_root();
     let mut failures = Vec::new();
-    for (name, f) in ALL {
+    for (name, f) in ALL.iter().chain(FRONT_ONLY) {
         let a = kernel::run_isolated(*f);
         let b = kernel::run_isolated(*f);
         if a.is_empty() {
