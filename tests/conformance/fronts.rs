@@ -47,14 +47,34 @@ impl Front {
             Front::Supervisor => "seccomp",
         }
     }
+}
 
-    fn exceptions_file(self) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-            "tests/conformance/front_exceptions_{}.txt",
-            self.name()
-        ))
+/// Where the child's scenario roots are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// The private mount's root, as the files' scenarios (udsfs.rs).
+    Mount,
+    /// A directory of the kernel's given to `udsfs run --route`: the fronts route
+    /// its names into the mount.
+    Route,
+}
+
+fn label(front: Front, place: Place) -> String {
+    match place {
+        Place::Mount => front.name().to_string(),
+        Place::Route => format!("{}_routed", front.name()),
     }
 }
+
+fn exceptions_file(front: Front, place: Place) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "tests/conformance/front_exceptions_{}.txt",
+        label(front, place)
+    ))
+}
+
+/// The routed root the child is told of (unset: the mount's root).
+const CHILD_ROOT: &str = "UCONF_FRONT_ROOT";
 
 /// The child's side (test `fronts_child`): under `udsfs run`, every scenario on the
 /// kernel backend with its root in the mount, each trace written as
@@ -64,15 +84,18 @@ pub fn child() {
         return;
     };
     let mount = std::env::var("UDSFS_MOUNT").expect("UDSFS_MOUNT (set by udsfs run)");
+    let root = PathBuf::from(std::env::var(CHILD_ROOT).unwrap_or_else(|_| mount.clone()));
     let mode = {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(&mount)
-            .expect("stat the mount")
+        std::fs::metadata(&root)
+            .expect("stat the root")
             .permissions()
             .mode()
             & 0o7777
     };
-    kernel::MOUNT_MODE.set(mode).expect("the mode is set once");
+    kernel::ROOT
+        .set((root, mode))
+        .expect("the root is set once");
     kernel::MOUNT
         .set(PathBuf::from(mount))
         .expect("the mount is set once");
@@ -131,8 +154,8 @@ fn parse(text: &str) -> BTreeMap<String, Entries> {
 }
 
 /// The exceptions file: `NAME reason...` lines; `#` comments and blank lines.
-fn exceptions(front: Front) -> BTreeMap<String, String> {
-    let path = front.exceptions_file();
+fn exceptions(front: Front, place: Place) -> BTreeMap<String, String> {
+    let path = exceptions_file(front, place);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     text.lines()
@@ -147,21 +170,24 @@ fn exceptions(front: Front) -> BTreeMap<String, String> {
 
 /// Runs the child under `udsfs run --front F` and returns what it wrote, its exit
 /// and the tail of the daemon's log.
-fn run_child(front: Front, dir: &Path) -> (String, String, String) {
+fn run_child(front: Front, route: Option<&Path>, dir: &Path) -> (String, String, String) {
     let out = dir.join("traces");
     let log = dir.join("daemon.log");
     let exe = std::env::current_exe().expect("current_exe");
     let mut child = {
-        let _spawning = super::backend::spawn_guard();
-        Command::new(super::mount::udsfs_binary())
-            .env(CHILD_OUT, &out)
+        let mut c = Command::new(super::mount::udsfs_binary());
+        c.env(CHILD_OUT, &out)
             .env("UDSFS_PRELOAD", super::programs::preload_library())
             .arg("run")
             .arg("--front")
             .arg(front.arg())
             .arg("--log-file")
-            .arg(&log)
-            .arg("--")
+            .arg(&log);
+        if let Some(r) = route {
+            c.env(CHILD_ROOT, r).arg("--route").arg(r);
+        }
+        let _spawning = super::backend::spawn_guard();
+        c.arg("--")
             .arg(exe)
             .args([
                 "--exact",
@@ -215,26 +241,34 @@ fn tail(s: &str, n: usize) -> String {
     v[v.len().saturating_sub(n)..].join("\n")
 }
 
-/// Every scenario through `front`, compared with the kernel.
-pub fn check(front: Front) {
+/// Every scenario through `front`, its roots at `place`, compared with the kernel.
+pub fn check(front: Front, place: Place) {
     super::require_root();
     let started = Instant::now();
     let dir = tempfile::Builder::new()
         .prefix("uconf-front")
         .tempdir()
         .expect("temp dir");
+    // A routed root as long as a kernel scenario's (kernel.rs: "uconf-k").
+    let route = (place == Place::Route).then(|| {
+        tempfile::Builder::new()
+            .prefix("uconf-r")
+            .tempdir()
+            .expect("routed root")
+    });
     // The kernel's traces meanwhile, on this process's threads.
     let kernel_side = std::thread::spawn(|| {
         every()
             .map(|(n, f)| (n.to_string(), kernel::run_isolated(*f)))
             .collect::<BTreeMap<_, _>>()
     });
-    let (traces, output, log) = run_child(front, dir.path());
+    let (traces, output, log) = run_child(front, route.as_ref().map(|r| r.path()), dir.path());
     let front_took = started.elapsed();
     let k = kernel_side.join().expect("kernel traces");
     let got = parse(&traces);
-    let listed = exceptions(front);
-    let name = front.name();
+    let listed = exceptions(front, place);
+    let label = label(front, place);
+    let name = label.as_str();
     let mut failures = Vec::new();
     let mut differ = 0;
     for (scenario, _) in every() {
@@ -249,7 +283,7 @@ pub fn check(front: Front) {
             (true, Some(reason)) => failures.push(format!(
                 "scenario {scenario}: listed in {} ({reason}) but gives the kernel's trace \
                  now: take it off the list",
-                front.exceptions_file().display()
+                exceptions_file(front, place).display()
             )),
             (false, None) => failures.push(format!(
                 "scenario {scenario}: the {name} differs from the kernel\n{}",

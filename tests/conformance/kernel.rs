@@ -29,8 +29,9 @@ const SUN_PATH_LEN: usize = 108;
 /// The udsfs mount this backend runs under (`udsfs run`, fronts.rs), if any.
 pub static MOUNT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
-/// The mode of `MOUNT`'s root before the first scenario.
-pub static MOUNT_MODE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+/// Under `MOUNT`: the directory every scenario's root is (the mount itself, or a
+/// `--route` directory of the kernel's) and its mode before the first scenario.
+pub static ROOT: std::sync::OnceLock<(std::path::PathBuf, u32)> = std::sync::OnceLock::new();
 
 /// Scenarios that ended holding a udsfs socket (under `MOUNT`): that the front
 /// carried the calls at all.
@@ -49,14 +50,25 @@ fn udsfs_number(m: &std::path::Path, fd: libc::c_int) -> Option<u64> {
     (parts.next()? == "data" && parts.next().is_none()).then_some(n)
 }
 
-/// Leaves the mount as a scenario found it: its root's entries (but `.udsfs`) removed,
-/// the root's mode back to what it was (`multiuser` makes it 01777).
-fn empty_mount(m: &std::path::Path) {
+/// Leaves `ROOT` as a scenario found it: its entries (but the mount's `.udsfs`)
+/// removed, those the mount holds for a routed root too, and its mode as it was
+/// (`multiuser` makes it 01777).
+fn empty_root(m: &std::path::Path) {
     use std::os::unix::fs::PermissionsExt;
-    let mode = *MOUNT_MODE.get().expect("the mount's mode is read with it");
-    let _ = std::fs::set_permissions(m, std::fs::Permissions::from_mode(mode));
-    for e in std::fs::read_dir(m)
-        .expect("list the mount's root")
+    let (root, mode) = ROOT.get().expect("the root is set with the mount");
+    let _ = std::fs::set_permissions(root, std::fs::Permissions::from_mode(*mode));
+    empty_dir(root);
+    if root != m {
+        let mirror = m.join(root.strip_prefix("/").expect("an absolute root"));
+        if mirror.exists() {
+            empty_dir(&mirror);
+        }
+    }
+}
+
+fn empty_dir(d: &std::path::Path) {
+    for e in std::fs::read_dir(d)
+        .unwrap_or_else(|e| panic!("HARNESS listing {}: {e}", d.display()))
         .flatten()
     {
         if e.file_name() == ".udsfs" {
@@ -67,8 +79,10 @@ fn empty_mount(m: &std::path::Path) {
             Ok(t) if t.is_dir() => std::fs::remove_dir_all(&p),
             _ => std::fs::remove_file(&p),
         };
-        if let Err(err) = r {
-            panic!("HARNESS removing {} from the mount: {err}", p.display());
+        if let Err(err) = r
+            && err.kind() != std::io::ErrorKind::NotFound
+        {
+            panic!("HARNESS removing {}: {err}", p.display());
         }
     }
 }
@@ -173,9 +187,10 @@ fn sock_type(ty: Ty) -> libc::c_int {
 impl Kernel {
     pub fn new() -> Kernel {
         // Under `udsfs run` the root is the mount's, as on the files (udsfs.rs): the
-        // names a scenario binds are then the same names in the mount, up to 108 bytes.
-        let (dir, root) = match MOUNT.get() {
-            Some(m) => (None, m.to_str().expect("utf-8 mount path").to_string()),
+        // names a scenario binds are then the same names in the mount, up to 108
+        // bytes; or a routed directory of the same length as a kernel scenario's.
+        let (dir, root) = match ROOT.get() {
+            Some((r, _)) => (None, r.to_str().expect("utf-8 root path").to_string()),
             None => {
                 let dir = tempfile::Builder::new()
                     .prefix("uconf-k")
@@ -212,7 +227,7 @@ impl Kernel {
             drop(socks);
         }
         if let Some(m) = MOUNT.get() {
-            empty_mount(m);
+            empty_root(m);
         }
         std::mem::take(&mut self.trace.entries)
     }

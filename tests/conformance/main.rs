@@ -74,16 +74,26 @@ fn program_static_inflight_limit() {
 
 #[test]
 fn fronts_library() {
-    fronts::check(fronts::Front::Library);
+    fronts::check(fronts::Front::Library, fronts::Place::Mount);
 }
 
 #[test]
 fn fronts_supervisor() {
-    fronts::check(fronts::Front::Supervisor);
+    fronts::check(fronts::Front::Supervisor, fronts::Place::Mount);
 }
 
-/// The child `fronts_library` and `fronts_supervisor` run under `udsfs run`: nothing
-/// unless they started it.
+#[test]
+fn fronts_library_routed() {
+    fronts::check(fronts::Front::Library, fronts::Place::Route);
+}
+
+#[test]
+fn fronts_supervisor_routed() {
+    fronts::check(fronts::Front::Supervisor, fronts::Place::Route);
+}
+
+/// The child the `fronts_*` tests run under `udsfs run`: nothing unless they
+/// started it.
 #[test]
 fn fronts_child() {
     fronts::child();
