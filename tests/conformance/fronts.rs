@@ -73,6 +73,9 @@ fn exceptions_file(front: Front, place: Place) -> PathBuf {
     ))
 }
 
+/// The one scenario the child runs (unset or "all": every one).
+const CHILD_WANT: &str = "UCONF_FRONT_WANT";
+
 /// The routed root the child is told of (unset: the mount's root).
 const CHILD_ROOT: &str = "UCONF_FRONT_ROOT";
 
@@ -100,7 +103,8 @@ pub fn child() {
         .set(PathBuf::from(mount))
         .expect("the mount is set once");
     let mut f = std::fs::File::create(&out).expect("create the traces file");
-    for (name, scenario) in every() {
+    let want = std::env::var(CHILD_WANT).unwrap_or_else(|_| "all".to_string());
+    for (name, scenario) in every().filter(|(n, _)| want == "all" || *n == want) {
         writeln!(f, "=== {name}").expect("write traces");
         let s = *scenario;
         let t = std::panic::catch_unwind(move || kernel::run_isolated(s))
@@ -170,13 +174,19 @@ fn exceptions(front: Front, place: Place) -> BTreeMap<String, String> {
 
 /// Runs the child under `udsfs run --front F` and returns what it wrote, its exit
 /// and the tail of the daemon's log.
-fn run_child(front: Front, route: Option<&Path>, dir: &Path) -> (String, String, String) {
+fn run_child(
+    front: Front,
+    route: Option<&Path>,
+    want: &str,
+    dir: &Path,
+) -> (String, String, String) {
     let out = dir.join("traces");
     let log = dir.join("daemon.log");
     let exe = std::env::current_exe().expect("current_exe");
     let mut child = {
         let mut c = Command::new(super::mount::udsfs_binary());
         c.env(CHILD_OUT, &out)
+            .env(CHILD_WANT, want)
             .env("UDSFS_PRELOAD", super::programs::preload_library())
             .arg("run")
             .arg("--front")
@@ -241,28 +251,52 @@ fn tail(s: &str, n: usize) -> String {
     v[v.len().saturating_sub(n)..].join("\n")
 }
 
-/// Every scenario through `front`, its roots at `place`, compared with the kernel.
-pub fn check(front: Front, place: Place) {
-    super::require_root();
-    let started = Instant::now();
+/// A directory for the child's traces and log, and the routed root for `place`
+/// (one as long as a kernel scenario's: kernel.rs makes "uconf-k").
+fn dirs(place: Place) -> (tempfile::TempDir, Option<tempfile::TempDir>) {
     let dir = tempfile::Builder::new()
         .prefix("uconf-front")
         .tempdir()
         .expect("temp dir");
-    // A routed root as long as a kernel scenario's (kernel.rs: "uconf-k").
     let route = (place == Place::Route).then(|| {
         tempfile::Builder::new()
             .prefix("uconf-r")
             .tempdir()
             .expect("routed root")
     });
+    (dir, route)
+}
+
+/// Prints the kernel's and `front`'s traces of scenario `want` (or of every one,
+/// "all") side by side (examples/show_traces.rs).
+pub fn show(front: Front, place: Place, want: &str) {
+    super::require_root();
+    let (dir, route) = dirs(place);
+    let (traces, output, _) = run_child(front, route.as_ref().map(|r| r.path()), want, dir.path());
+    let got = parse(&traces);
+    let label = label(front, place);
+    for (name, f) in every().filter(|(n, _)| want == "all" || *n == want) {
+        let k = kernel::run_isolated(*f);
+        match got.get(*name) {
+            Some(t) => println!("=== {name}\n{}", side_by_side("kernel", &k, &label, t)),
+            None => println!("=== {name}: the child did not run it\n{output}"),
+        }
+    }
+}
+
+/// Every scenario through `front`, its roots at `place`, compared with the kernel.
+pub fn check(front: Front, place: Place) {
+    super::require_root();
+    let started = Instant::now();
+    let (dir, route) = dirs(place);
     // The kernel's traces meanwhile, on this process's threads.
     let kernel_side = std::thread::spawn(|| {
         every()
             .map(|(n, f)| (n.to_string(), kernel::run_isolated(*f)))
             .collect::<BTreeMap<_, _>>()
     });
-    let (traces, output, log) = run_child(front, route.as_ref().map(|r| r.path()), dir.path());
+    let (traces, output, log) =
+        run_child(front, route.as_ref().map(|r| r.path()), "all", dir.path());
     let front_took = started.elapsed();
     let k = kernel_side.join().expect("kernel traces");
     let got = parse(&traces);

@@ -452,6 +452,27 @@ pub fn show_traces(want: &str) {
     }
 }
 
+/// As `show_traces`, the kernel beside a front of `udsfs run`: `front` is
+/// `library` or `supervisor`, with `_routed` for the roots under a `--route`.
+pub fn show_front_traces(front: &str, want: &str) {
+    use fronts::{Front, Place};
+    let (f, place) = match front.strip_suffix("_routed") {
+        Some(f) => (f, Place::Route),
+        None => (front, Place::Mount),
+    };
+    let f = match f {
+        "library" => Front::Library,
+        "supervisor" => Front::Supervisor,
+        _ => panic!("no front {front:?}: library, supervisor, library_routed, supervisor_routed"),
+    };
+    fronts::show(f, place, want);
+}
+
+/// The child of `show_front_traces` (examples/show_traces.rs is its own child).
+pub fn front_child() {
+    fronts::child();
+}
+
 /// Every scenario twice on the kernel: the traces must be identical, so that a
 /// difference against udsfs is never noise from the scenario itself.
 #[test]
