@@ -1264,9 +1264,9 @@ fn sleeps_in(call: libc::c_long) -> libc::c_long {
 
 impl Kernel {
     /// After the last close of udsfs socket `n`: the daemon hears of it by a FUSE
-    /// release the close does not wait for, so wait (as udsfs.rs's close does) until
-    /// the socket is gone, unless another handle still holds it or it is in flight
-    /// (then a moment only).
+    /// release the close does not wait for, so wait (as udsfs.rs's close does, 5 s
+    /// at most) until the socket is gone or held only in flight (`inflight=` of
+    /// its status as large as `refs=`), unless another handle here still holds it.
     fn udsfs_released(&self, m: &std::path::Path, n: u64) {
         let held = self
             .socks
@@ -1276,11 +1276,22 @@ impl Kernel {
         if held {
             return;
         }
-        let dir = m.join(format!(".udsfs/sock/{n}"));
+        let status = m.join(format!(".udsfs/sock/{n}/status"));
+        let field = |t: &str, k: &str| -> Option<u64> {
+            t.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .and_then(|v| v.parse().ok())
+        };
         let start = std::time::Instant::now();
-        while dir.symlink_metadata().is_ok()
-            && start.elapsed() < std::time::Duration::from_millis(200)
-        {
+        while start.elapsed() < std::time::Duration::from_secs(5) {
+            let Ok(t) = std::fs::read_to_string(&status) else {
+                return;
+            };
+            if let (Some(refs), Some(inflight)) = (field(&t, "refs="), field(&t, "inflight="))
+                && refs <= inflight
+            {
+                return;
+            }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
     }
