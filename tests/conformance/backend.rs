@@ -1347,6 +1347,8 @@ pub enum FdCall {
     SyscallStatx,
     Fchmod(u32),
     Fchown(u32, u32),
+    /// setsockopt(SO_SNDBUFFORCE), then getsockopt(SO_SNDBUF): "SNDBUF".
+    SndbufForce(i32),
 }
 
 impl FdCall {
@@ -1363,6 +1365,7 @@ impl FdCall {
             FdCall::SyscallStatx => format!("syscall(SYS_statx, {s})"),
             FdCall::Fchmod(m) => format!("fchmod({s}, {m:o})"),
             FdCall::Fchown(u, g) => format!("fchown({s}, {u}, {g})"),
+            FdCall::SndbufForce(n) => format!("setsockopt({s}, SO_SNDBUFFORCE, {n})"),
         }
     }
 }

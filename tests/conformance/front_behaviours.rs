@@ -94,3 +94,25 @@ pub fn fstat_fchmod_fchown(b: &mut dyn Backend) {
     b.stat("l.sock");
     b.connected(Stream, p("l.sock"));
 }
+
+/// A datagram or seqpacket record of 4 MiB, once SO_SNDBUF fits it, goes through
+/// whole; the largest one Linux allocates is 4 MiB + 69312 bytes (ENOBUFS past it),
+/// and past SO_SNDBUF - 32 a record is EMSGSIZE.
+pub fn big_records(b: &mut dyn Backend) {
+    const MAX: usize = 4263616;
+    for ty in [Dgram, Seqpacket] {
+        let (x, y) = b.pair(ty);
+        b.send(x, &pattern(4 << 20));
+        b.fd_call(x, FdCall::SndbufForce(8 << 20));
+        b.send(x, &pattern(4 << 20));
+        b.recv(y, 5 << 20);
+        b.send(x, &pattern(MAX));
+        b.recv(y, 5 << 20);
+        b.send(x, &pattern(MAX + 1));
+        b.recv(y, 5 << 20);
+        b.fd_call(x, FdCall::SndbufForce(2 << 20));
+        b.send(x, &pattern(4 << 20));
+        b.send(x, &pattern((4 << 20) - 32));
+        b.recv(y, 5 << 20);
+    }
+}

@@ -850,6 +850,31 @@ impl Backend for Kernel {
                 // SAFETY: plain syscall.
                 done(cvt(unsafe { libc::fchown(fd, *u, *g) }))
             }
+            FdCall::SndbufForce(n) => {
+                let int = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                // SAFETY: n is an int option value.
+                cvt(unsafe {
+                    libc::setsockopt(
+                        fd,
+                        libc::SOL_SOCKET,
+                        libc::SO_SNDBUFFORCE,
+                        (n as *const i32).cast(),
+                        int,
+                    )
+                })?;
+                let (mut v, mut len): (libc::c_int, libc::socklen_t) = (0, int);
+                // SAFETY: v is an int of `len` bytes.
+                cvt(unsafe {
+                    libc::getsockopt(
+                        fd,
+                        libc::SOL_SOCKET,
+                        libc::SO_SNDBUF,
+                        (&mut v as *mut libc::c_int).cast(),
+                        &mut len,
+                    )
+                })?;
+                Ok(v.to_string())
+            }
         }
     }
 

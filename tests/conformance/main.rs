@@ -437,6 +437,7 @@ pub const FRONT_ONLY: &[(&str, Scenario)] = &[
         "front_fstat_fchmod_fchown",
         front_behaviours::fstat_fchmod_fchown,
     ),
+    ("front_big_records", front_behaviours::big_records),
 ];
 
 /// Prints the kernel and udsfs traces of the scenario `want` (or of every scenario,
