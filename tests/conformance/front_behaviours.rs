@@ -1,7 +1,9 @@
 //! Scenarios of calls only a program makes, run on the kernel and through the two
 //! fronts (fronts.rs), never on the files, which have no address family, address
 //! length or socket inode (issue 28 item 3; integration/behaviours.sh tries the same
-//! and more with Python through both fronts).
+//! and more with Python through both fronts). At 74c1ef6, before the behaviours
+//! merge, each differed from the kernel through both fronts (`other_family` through
+//! the library only), `show_traces --front` run against that commit's build.
 
 use super::backend::Ty::*;
 use super::backend::*;
