@@ -893,7 +893,7 @@ impl Backend for Kernel {
         // Under `udsfs run` a call sleeps in whatever the front makes of it (a FUSE
         // request, a seccomp notification) before the daemon parks it: wait until the
         // daemon has parked every call that has not ended, or, for the waits the
-        // supervisor makes itself (accept, connect), a while.
+        // supervisor makes itself (accept, connect; it looks again every 100 ms), 2 s.
         let start = std::time::Instant::now();
         loop {
             let live = self
@@ -904,7 +904,7 @@ impl Backend for Kernel {
                 .count();
             if parked(m)? >= live
                 || self.job(j)?.call.is_done()
-                || start.elapsed() > std::time::Duration::from_millis(500)
+                || start.elapsed() > std::time::Duration::from_secs(2)
             {
                 return Ok(!self.job(j)?.call.is_done());
             }
