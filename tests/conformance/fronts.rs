@@ -289,9 +289,15 @@ pub fn show(front: Front, place: Place, want: &str) {
     }
 }
 
+/// One `fronts_*` test at a time: each child keeps a core busy besides its test
+/// thread, and the other tests of this binary (the collector's scenarios above all)
+/// compare what happens within their waits.
+static ONE_CHILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Every scenario through `front`, its roots at `place`, compared with the kernel.
 pub fn check(front: Front, place: Place) {
     super::require_root();
+    let _one = ONE_CHILD.lock().unwrap_or_else(|e| e.into_inner());
     let started = Instant::now();
     let (dir, route) = dirs(place);
     // The kernel's traces meanwhile, on this process's threads.
