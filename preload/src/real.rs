@@ -88,8 +88,6 @@ real! {
     renameat2(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char, flags: c_uint) -> c_int;
     statx(dirfd: c_int, path: *const libc::c_char, flags: c_int, mask: c_uint, st: *mut libc::statx) -> c_int;
     syscall(nr: libc::c_long, a: libc::c_long, b: libc::c_long, c: libc::c_long, d: libc::c_long, e: libc::c_long, f: libc::c_long) -> libc::c_long;
-    unlink(path: *const libc::c_char) -> c_int;
-    unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int;
     write(fd: c_int, b: *const c_void, n: size_t) -> ssize_t;
     // restart.rs: the handler calls and the data file's own I/O.
     sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
@@ -148,6 +146,9 @@ sys! {
     setsockopt(fd: c_int, level: c_int, name: c_int, v: *const c_void, l: socklen_t) -> c_int = SYS_setsockopt;
     shutdown(fd: c_int, how: c_int) -> c_int = SYS_shutdown;
     ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_int = SYS_ioctl;
+    // Trapped with --route prefixes (a routed name's node goes too).
+    unlink(path: *const libc::c_char) -> c_int = SYS_unlink;
+    unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int = SYS_unlinkat;
 }
 
 /// recv(2) is recvfrom without an address, as the C library makes it.

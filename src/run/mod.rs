@@ -390,7 +390,7 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
                 .iter()
                 .map(|r| r.as_os_str().as_bytes().to_vec())
                 .collect();
-            match crate::supervisor::prepare(&mut cmd, &mount, &routes) {
+            match crate::supervisor::prepare(&mut cmd, &mount, &routes, false) {
                 Ok(s) => Some(s),
                 Err(e) => {
                     eprintln!("udsfs run: --front seccomp: {e}");
@@ -398,7 +398,23 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
                 }
             }
         }
-        Front::Preload => None,
+        // The supervisor under the library: what the library does not
+        // carry (a raw system call, a child exec'd without the library, a
+        // setgid program the loader runs without it) goes to it.
+        Front::Preload => {
+            let routes: Vec<Vec<u8>> = a
+                .route
+                .iter()
+                .map(|r| r.as_os_str().as_bytes().to_vec())
+                .collect();
+            match crate::supervisor::prepare(&mut cmd, &mount, &routes, true) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    eprintln!("udsfs run: the supervisor under the library: {e}");
+                    return 127;
+                }
+            }
+        }
     };
     let capture = match &a.capture {
         None => None,
@@ -419,11 +435,14 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
         }
     };
     let child = cmd.spawn();
-    // A command that never started has said why already.
-    if let Some(Err(e)) = supervisor.map(|s| s.start())
-        && child.is_ok()
-    {
-        eprintln!("udsfs run: --front seccomp: {e}");
+    match supervisor.map(|s| s.start()) {
+        // A run inside a run on the same mount: the enclosing one carries it.
+        Some(Err(e))
+            if e == crate::supervisor::ALREADY
+                && std::env::var_os("UDSFS_MOUNT").is_some_and(|m| Path::new(&m) == mount) => {}
+        // A command that never started has said why already.
+        Some(Err(e)) if child.is_ok() => eprintln!("udsfs run: the supervisor: {e}"),
+        _ => {}
     }
     if let Ok(c) = &child {
         let pid = nix::unistd::Pid::from_raw(c.id() as i32);
