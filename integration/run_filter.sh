@@ -13,7 +13,9 @@
 #   3. a set-group-ID copy of that program (another group) in a root run: the loader runs
 #      it in secure mode without the library, it keeps its group, and it reaches udsfs;
 #   4. what cannot be carried is refused with a line naming it: in a run that is not
-#      root's (no_new_privs) a set-user-ID program would run without its privilege.
+#      root's (no_new_privs) a set-user-ID program would run without its privilege;
+#   5. and io_uring (its socket operations run past any filter): io_uring_setup is ENOSYS,
+#      named, with the library (its syscall() too) and without.
 # "Reached udsfs": the client's descriptor is a data file under $U/sock, the server (through
 # the library) reads the client's pid as its SO_PEERCRED, and /proc/net/unix has no socket
 # with a path in the mount.
@@ -119,3 +121,24 @@ say "nobody's run of $TMP/suid_id: $(tr '\n' ' ' <<<"$out")"
 grep -qF "refused to exec $TMP/suid_id: it is set-user-ID" <<<"$out" || fail "no line names the refused exec: $out"
 expect_eq "the exec's error" "$(sed -n 's/^exec: //p' <<<"$out")" "Operation not permitted"
 ok "a set-user-ID program in a run that is not root's is refused with a line naming it"
+
+# 5. io_uring, whose socket operations run past any filter: refused (ENOSYS), named, for
+# a program with the library (through its syscall()) and for one without (env -i).
+cat >"$TMP/uring.py" <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+params = ctypes.create_string_buffer(120)
+fd = libc.syscall(425, 8, params)  # io_uring_setup(8, &params)
+print("io_uring_setup:", "fd" if fd >= 0 else os.strerror(ctypes.get_errno()))
+PY
+want=$(python3 "$TMP/uring.py")
+say "io_uring_setup on its own: $want"
+for how in library "env -i"; do
+    pre=()
+    [ "$how" == library ] || pre=(env -i)
+    out=$(timeout 30 "${RUN[@]}" -- ${pre[@]+"${pre[@]}"} python3 "$TMP/uring.py" 2>&1) || fail "io_uring ($how): status $?: $out"
+    say "io_uring_setup through udsfs run ($how): $(tr '\n' ' ' <<<"$out")"
+    expect_eq "io_uring_setup through udsfs run ($how)" "$(sed -n 's/^io_uring_setup: //p' <<<"$out")" "Function not implemented"
+    grep -q "io_uring_setup (system call 425) refused with ENOSYS" <<<"$out" || fail "io_uring ($how): no line names the refusal: $out"
+done
+ok "io_uring_setup is refused with a line naming it, with the library and without"

@@ -31,6 +31,33 @@ pub const TRAPPED: &[i64] = &[
     libc::SYS_statx,
 ];
 
+/// Calls no supervisor can carry, trapped in every program to be refused
+/// with ENOSYS and a line naming them (`refuse`): io_uring's socket
+/// operations (IORING_OP_SOCKET, CONNECT, SENDMSG...) run in the kernel
+/// past any filter, so a ring would make kernel sockets inside the mount.
+/// A program that finds no io_uring uses the plain calls.
+pub const REFUSED: &[i64] = &[libc::SYS_io_uring_setup];
+
+/// The answer to a `REFUSED` call of thread `tid`: ENOSYS, said on the
+/// run's standard error at most once a second (a program may retry at will).
+pub fn refuse(tid: i32, nr: i64) -> i32 {
+    static LIMIT: crate::engine::log_limit::LogLimit = crate::engine::log_limit::LogLimit::new();
+    if let Some(skipped) = LIMIT.admit() {
+        let comm = std::fs::read_to_string(format!("/proc/{tid}/comm")).unwrap_or_default();
+        let more = if skipped > 0 {
+            format!(" ({skipped} more such lines left out)")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "udsfs run: thread {tid} ({}): io_uring_setup (system call {nr}) refused with ENOSYS: \
+             io_uring's socket operations cannot be carried by udsfs{more}",
+            comm.trim_end()
+        );
+    }
+    libc::ENOSYS
+}
+
 /// SIOCATMARK (not in the libc crate).
 pub const SIOCATMARK: u32 = 0x8905;
 /// FIONREAD (SIOCINQ), TIOCOUTQ (SIOCOUTQ), SIOCATMARK.
@@ -165,6 +192,10 @@ pub fn program(kind: Kind) -> Vec<sock_filter> {
     a.jump(JGE_K, X32_BIT, To::Allow, To::Next);
     for &nr in &calls {
         a.jump(JEQ_K, nr as u32, To::Trap, To::Next);
+    }
+    // Refused wherever made, the library's syscall() included.
+    for &nr in REFUSED {
+        a.jump(JEQ_K, nr as u32, To::Notify, To::Next);
     }
     a.jump(JEQ_K, libc::SYS_ioctl as u32, To::Next, To::Allow);
     a.stmt(LD_W_ABS, OFF_ARG1);
@@ -347,6 +378,16 @@ mod tests {
             at(libc::SYS_fstat, 0, ADDR - 1),
             libc::SECCOMP_RET_USER_NOTIF
         );
+        let full = program(Kind::Supervised { unlink: false });
+        for &nr in REFUSED {
+            assert_eq!(at(nr, 0, 0x1000), libc::SECCOMP_RET_USER_NOTIF);
+            assert_eq!(at(nr, 0, ADDR + 0x19), libc::SECCOMP_RET_USER_NOTIF);
+            let n = nr as u32;
+            assert_eq!(
+                eval(&full, AUDIT_ARCH_X86_64, n),
+                libc::SECCOMP_RET_USER_NOTIF
+            );
+        }
         for req in IOCTLS {
             assert_eq!(
                 at(libc::SYS_ioctl, req, ADDR + 0x19),
