@@ -87,7 +87,6 @@ real! {
     renameat(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char) -> c_int;
     renameat2(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char, flags: c_uint) -> c_int;
     statx(dirfd: c_int, path: *const libc::c_char, flags: c_int, mask: c_uint, st: *mut libc::statx) -> c_int;
-    syscall(nr: libc::c_long, a: libc::c_long, b: libc::c_long, c: libc::c_long, d: libc::c_long, e: libc::c_long, f: libc::c_long) -> libc::c_long;
     write(fd: c_int, b: *const c_void, n: size_t) -> ssize_t;
     // restart.rs: the handler calls and the data file's own I/O.
     sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
