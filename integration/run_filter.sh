@@ -13,7 +13,8 @@
 #   3. a set-group-ID copy of that program (another group) in a root run: the loader runs
 #      it in secure mode without the library, it keeps its group, and it reaches udsfs;
 #   4. what cannot be carried is refused with a line naming it: in a run that is not
-#      root's (no_new_privs) a set-user-ID program would run without its privilege;
+#      root's (no_new_privs) a set-user-ID program would run without its privilege
+#      (exec'd by a program of the run, and as CMD itself);
 #   5. and io_uring (its socket operations run past any filter): io_uring_setup is ENOSYS,
 #      named, with the library (its syscall() too) and without.
 # "Reached udsfs": the client's descriptor is a data file under $U/sock, the server (through
@@ -120,7 +121,11 @@ out=$(cd / && as_uid 65534 timeout 30 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_B
 say "nobody's run of $TMP/suid_id: $(tr '\n' ' ' <<<"$out")"
 grep -qF "refused to exec $TMP/suid_id: it is set-user-ID" <<<"$out" || fail "no line names the refused exec: $out"
 expect_eq "the exec's error" "$(sed -n 's/^exec: //p' <<<"$out")" "Operation not permitted"
-ok "a set-user-ID program in a run that is not root's is refused with a line naming it"
+out=$(cd / && as_uid 65534 timeout 30 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- "$TMP/suid_id" -u 2>&1) && st=0 || st=$?
+say "nobody's run with $TMP/suid_id as CMD: status $st: $out"
+grep -qF "refused to run $TMP/suid_id: it is set-user-ID" <<<"$out" || fail "no line names the refused CMD: $out"
+expect_eq "the status of nobody's run of a set-user-ID CMD" "$st" 126
+ok "a set-user-ID program in a run that is not root's is refused with a line naming it (exec'd, and as CMD)"
 
 # 5. io_uring, whose socket operations run past any filter: refused (ENOSYS), named, for
 # a program with the library (through its syscall()) and for one without (env -i).

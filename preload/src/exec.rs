@@ -133,12 +133,16 @@ fn privileged(fd: c_int, st: &libc::stat) -> bool {
         if libc::fstatvfs(fd, &mut vfs) == 0 && vfs.f_flag & libc::ST_NOSUID != 0 {
             return false;
         }
-        let suid = st.st_mode & libc::S_ISUID != 0 && st.st_uid != libc::geteuid();
-        let sgid = st.st_mode & (libc::S_ISGID | libc::S_IXGRP) == libc::S_ISGID | libc::S_IXGRP
-            && st.st_gid != libc::getegid();
         let caps =
             libc::fgetxattr(fd, c"security.capability".as_ptr(), std::ptr::null_mut(), 0) >= 0;
-        suid || sgid || caps
+        exe::raises_privilege(
+            st.st_mode,
+            st.st_uid,
+            st.st_gid,
+            libc::geteuid(),
+            libc::getegid(),
+            caps,
+        )
     }
 }
 
@@ -209,9 +213,14 @@ fn set_ids(file: &Path, st: &libc::stat) -> bool {
     // Execute-only: no capabilities readable, the mode bits say.
     // SAFETY: the ids calls have no preconditions.
     unsafe {
-        (st.st_mode & libc::S_ISUID != 0 && st.st_uid != libc::geteuid())
-            || (st.st_mode & (libc::S_ISGID | libc::S_IXGRP) == libc::S_ISGID | libc::S_IXGRP
-                && st.st_gid != libc::getegid())
+        exe::raises_privilege(
+            st.st_mode,
+            st.st_uid,
+            st.st_gid,
+            libc::geteuid(),
+            libc::getegid(),
+            false,
+        )
     }
 }
 
