@@ -16,7 +16,9 @@
 #      root's (no_new_privs) a set-user-ID program would run without its privilege
 #      (exec'd by a program of the run, and as CMD itself);
 #   5. and io_uring (its socket operations run past any filter): io_uring_setup is ENOSYS,
-#      named, with the library (its syscall() too) and without.
+#      named, with the library (its syscall() too) and without;
+#   6. where the kernel refuses the filter (a container's own filter forbids seccomp(2)),
+#      a dynamic CMD still runs, through the library, and the run says what is not carried.
 # "Reached udsfs": the client's descriptor is a data file under $U/sock, the server (through
 # the library) reads the client's pid as its SO_PEERCRED, and /proc/net/unix has no socket
 # with a path in the mount.
@@ -147,3 +149,30 @@ for how in library "env -i"; do
     grep -q "io_uring_setup (system call 425) refused with ENOSYS" <<<"$out" || fail "io_uring ($how): no line names the refusal: $out"
 done
 ok "io_uring_setup is refused with a line naming it, with the library and without"
+
+# 6. seccomp(2) forbidden to the run (as a container's filter may): the library carries CMD,
+# and a line says the filter is missing.
+cat >"$TMP/noseccomp.py" <<'PY'
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+# ld [nr]; jeq 317 (seccomp) ? errno EPERM : allow
+ins = [(0x20, 0, 0, 0), (0x15, 0, 1, 317), (0x06, 0, 0, 0x00050001), (0x06, 0, 0, 0x7FFF0000)]
+code = b"".join(struct.pack("HBBI", *i) for i in ins)
+buf = ctypes.create_string_buffer(code)
+prog = struct.pack("HxxxxxxQ", len(ins), ctypes.addressof(buf))
+pbuf = ctypes.create_string_buffer(prog)
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+assert libc.prctl(22, 2, ctypes.c_void_p(ctypes.addressof(pbuf)), 0, 0) == 0, ctypes.get_errno()  # SECCOMP_MODE_FILTER
+os.execvp(sys.argv[1], sys.argv[1:])
+PY
+out=$(timeout 30 python3 "$TMP/noseccomp.py" "${RUN[@]}" -- python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1)
+print("bound fd:", __import__("os").readlink("/proc/self/fd/%d" % s.fileno()))' "$MNT/noseccomp.sock" 2>&1) || fail "udsfs run where seccomp is forbidden: status $?: $out"
+say "udsfs run where seccomp(2) is forbidden: $(tr '\n' ' ' <<<"$out")"
+case $(sed -n 's/^bound fd: //p' <<<"$out") in
+"$U"/sock/*/data) ;;
+*) fail "where seccomp is forbidden, the library did not carry CMD: $out" ;;
+esac
+grep -q "runs without the supervisor's seccomp filter (Operation not permitted" <<<"$out" || fail "no line says the filter is missing: $out"
+ok "where seccomp(2) is forbidden, CMD runs through the library and the run says what is not carried"

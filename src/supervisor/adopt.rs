@@ -222,7 +222,7 @@ fn attach(sock: &Path) -> Result<(), String> {
     let prog = filter::program(filter::Kind::Supervised {
         unlink: which == b'u',
     });
-    install(&prog, conn.as_raw_fd(), false).map_err(|e| e.to_string())
+    install(&prog, conn.as_raw_fd(), false, false).map_err(|e| e.to_string())
 }
 
 /// LD_PRELOAD without `lib`: the program runs under the supervisor alone,

@@ -84,7 +84,7 @@ pub fn prepare(
     });
     let chan = child.as_raw_fd();
     // SAFETY: the closure makes only async-signal-safe system calls.
-    unsafe { cmd.pre_exec(move || install(&prog, chan, true)) };
+    unsafe { cmd.pre_exec(move || install(&prog, chan, true, library)) };
     let helper = std::thread::Builder::new()
         .name("udsfs-run-listener".into())
         .spawn(move || take_listener(&parent, None))
@@ -138,7 +138,17 @@ pub(crate) fn below_us(mut pid: i32) -> bool {
 /// with the supervisor (`pdeathsig`: when it is the parent), the
 /// filter, and the listener's number and our pid sent to the supervisor,
 /// which takes a copy with pidfd_getfd (a sendmsg would be trapped itself).
-fn install(prog: &[libc::sock_filter], chan: RawFd, pdeathsig: bool) -> std::io::Result<()> {
+///
+/// `optional`: CMD carries the library, and runs without the filter when
+/// the kernel refuses it (seccomp forbidden by a container's own filter,
+/// say), as it did before there was one; the supervisor is told the errno
+/// (listener `-NOT_INSTALLED - errno`) and says so on the run's stderr.
+fn install(
+    prog: &[libc::sock_filter],
+    chan: RawFd,
+    pdeathsig: bool,
+    optional: bool,
+) -> std::io::Result<()> {
     // SAFETY: prctl and seccomp on this process; the program outlives the call.
     let fd = unsafe {
         // Without its supervisor every trapped call fails (ENOSYS): CMD
@@ -186,6 +196,8 @@ fn install(prog: &[libc::sock_filter], chan: RawFd, pdeathsig: bool) -> std::io:
         // to the supervisor as listener -1 (`ALREADY`).
         if fd < 0 && last().raw_os_error() == Some(libc::EBUSY) {
             -1
+        } else if fd < 0 && optional {
+            -NOT_INSTALLED - last().raw_os_error().unwrap_or(0)
         } else if fd < 0 {
             return Err(last());
         } else {
@@ -213,6 +225,9 @@ fn install(prog: &[libc::sock_filter], chan: RawFd, pdeathsig: bool) -> std::io:
     }
     Ok(())
 }
+
+/// `install` could not install an optional filter: listener -(this + errno).
+const NOT_INSTALLED: i32 = 1000;
 
 /// What `take_listener` says when the process is under another run's
 /// filter already (`install`): not an error of the process.
@@ -245,6 +260,16 @@ fn take_listener(chan: &OwnedFd, expect: Option<(i32, &OwnedFd)>) -> Result<Owne
         // SAFETY: writes one byte.
         unsafe { libc::write(chan.as_raw_fd(), b"k".as_ptr().cast(), 1) };
         return Err(ALREADY.into());
+    }
+    if fd <= -NOT_INSTALLED {
+        // SAFETY: writes one byte.
+        unsafe { libc::write(chan.as_raw_fd(), b"k".as_ptr().cast(), 1) };
+        let e = std::io::Error::from_raw_os_error(-fd - NOT_INSTALLED);
+        return Err(format!(
+            "the command runs without the supervisor's seccomp filter ({e}): the library \
+             carries it, but what the library does not (a raw system call, a child without \
+             the library, a static or set-ID program) stays on kernel sockets"
+        ));
     }
     let opened;
     let pidfd = match expect {
