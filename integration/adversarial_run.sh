@@ -7,9 +7,11 @@
 #     binary without execute permission) gets the kernel's errno (EACCES) back, as on
 #     kernel sockets: the library neither hangs opening the FIFO nor turns the failure
 #     into `udsfs run --in-place` exiting with 126;
-#  2. a set-user-ID static binary exec'd by user B under the library keeps its
-#     privileges (euid 0) as it does outside udsfs (and as a dynamic one does, the
-#     loader leaving LD_PRELOAD out): under the supervisor (no_new_privs) it would not;
+#  2. a set-user-ID static binary exec'd by user B under the library: B's run puts its
+#     whole tree under the supervisor's filter with no_new_privs (seccomp requires it of
+#     B), so the binary could only run without its privilege: the exec is refused
+#     (EPERM) with a line naming it, never run silently as B (run_filter.sh has root's
+#     run, where a privileged program keeps its privilege under the filter);
 #  3. user B taking in $TMPDIR every name of the supervisor's socket directory a run's
 #     pid used to try: the run still adopts its static children;
 #  4. a process outside the run's tree handing its own seccomp listener to an
@@ -68,8 +70,12 @@ done
 # 2. A set-user-ID root static binary run by B.
 chmod 4755 "$TMP/ids"
 expect_eq "B's set-user-ID static binary on kernel sockets" "$(as_b "$TMP/ids")" "ruid $B euid 0"
-got=$(as_b env TMPDIR="$RUNTMP" UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- sh -c '"$1"' sh "$TMP/ids" 2>&1)
-expect_eq "B's set-user-ID static binary exec'd by sh under the library" "$got" "ruid $B euid 0"
+got=$(as_b env TMPDIR="$RUNTMP" UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- sh -c '"$1"; echo "status $?"' sh "$TMP/ids" 2>&1)
+say "B's set-user-ID static binary exec'd by sh under the library: $got"
+grep -qF "refused to exec $TMP/ids: it is set-user-ID" <<<"$got" || fail "no line names the refused exec of $TMP/ids: $got"
+! grep -q "^ruid" <<<"$got" || fail "B's set-user-ID binary ran under the filter: $got"
+expect_eq "sh's status for the refused exec" "$(sed -n 's/^status //p' <<<"$got")" 126
+ok "B's set-user-ID static binary exec'd under the library is refused, named"
 chmod 755 "$TMP/ids"
 
 # The server: root's, through the library; answers a line on each of N connections with

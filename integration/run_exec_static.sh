@@ -131,11 +131,12 @@ ended_within "$RSRV" 10000 || fail "the routed server did not finish: $(cat "$TM
 reap "$RSRV"
 ok "a static child reached a routed name"
 
-# 6. A dynamic child of sh keeps the library and gets no filter.
+# 6. A dynamic child of sh keeps the library, under the run's filter (Seccomp 2), as every
+# process of the tree is (run_filter.sh).
 expect_eq "python3 under sh" "$(run -- sh -c 'python3 -c "
 import os
 lib = \"library\" if \"libudsfs_preload\" in os.environ.get(\"LD_PRELOAD\", \"\") else \"no library\"
-print(lib, [l.split()[1] for l in open(\"/proc/self/status\") if l.startswith(\"Seccomp:\")][0])"' 2>&1)" "library 0"
+print(lib, [l.split()[1] for l in open(\"/proc/self/status\") if l.startswith(\"Seccomp:\")][0])"' 2>&1)" "library 2"
 
 # 7. The supervisor's socket takes requests only from the run's own tree.
 start_bg HOLD env TMPDIR="$RUNTMP" UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- sh -c 'echo "$UDSFS_SUPERVISOR"; exec sleep 30' >"$TMP/hold.out" 2>&1

@@ -67,7 +67,8 @@ expect_eq "Python server's exit status" "$REAPED_STATUS" 0
 # clients' own pids, not the supervisor's.
 expect_eq "SO_PEERCRED pids the server saw" "$(grep 'peer pid' "$TMP/py.out" | head -2 | tr '\n' ' ')" "peer pid $GO_PID peer pid $C_PID "
 # A dynamic program, directly or as a `#!` script's interpreter (through env), gets
-# the library and no filter: LD_PRELOAD names it and /proc says Seccomp 0.
+# the library, and the run's filter under it (every process of the tree carries it:
+# run_filter.sh): LD_PRELOAD names it and /proc says Seccomp 2.
 cat >"$TMP/which_front.py" <<'PY'
 #!/usr/bin/env python3
 import os
@@ -76,8 +77,8 @@ mode = [l.split()[1] for l in open("/proc/self/status") if l.startswith("Seccomp
 print(lib, "seccomp", mode)
 PY
 chmod +x "$TMP/which_front.py"
-expect_eq "python3 without --front" "$("$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/which_front.py" 2>&1)" "library seccomp 0"
-expect_eq "a python3 script without --front" "$("$UDSFS_BIN" run --mount "$MNT" -- "$TMP/which_front.py" 2>&1)" "library seccomp 0"
+expect_eq "python3 without --front" "$("$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/which_front.py" 2>&1)" "library seccomp 2"
+expect_eq "a python3 script without --front" "$("$UDSFS_BIN" run --mount "$MNT" -- "$TMP/which_front.py" 2>&1)" "library seccomp 2"
 expect_eq "python3 with --front seccomp" "$(seccomp python3 "$TMP/which_front.py" 2>&1)" "no library seccomp 2"
 ok "without --front: static programs got the supervisor, dynamic ones the library"
 

@@ -207,6 +207,7 @@ scripts!(
     run_curl,
     run_dbus,
     run_faults,
+    run_filter,
     run_hackbench,
     run_inherit,
     run_nginx,

@@ -122,8 +122,9 @@ fn may_exec(fd: c_int, path: &Path, st: &libc::stat) -> bool {
 
 /// Would running the file open at `fd` change this process's credentials
 /// (set-user-ID, set-group-ID, file capabilities)? Such an exec is left to
-/// the kernel, as the dynamic loader leaves LD_PRELOAD out of it: under the
-/// supervisor's filter (no_new_privs) it would run without them.
+/// the kernel, as the dynamic loader leaves LD_PRELOAD out of it: the
+/// filter `udsfs run` put on the whole tree carries its socket calls (in a
+/// root run, which installs it without no_new_privs; otherwise `refused`).
 fn privileged(fd: c_int, st: &libc::stat) -> bool {
     // SAFETY: fstatvfs fills the zeroed struct; the ids calls have no
     // preconditions; fgetxattr with size 0 only asks for the length.
@@ -132,13 +133,102 @@ fn privileged(fd: c_int, st: &libc::stat) -> bool {
         if libc::fstatvfs(fd, &mut vfs) == 0 && vfs.f_flag & libc::ST_NOSUID != 0 {
             return false;
         }
-        let suid = st.st_mode & libc::S_ISUID != 0 && st.st_uid != libc::geteuid();
-        let sgid = st.st_mode & (libc::S_ISGID | libc::S_IXGRP) == libc::S_ISGID | libc::S_IXGRP
-            && st.st_gid != libc::getegid();
         let caps =
             libc::fgetxattr(fd, c"security.capability".as_ptr(), std::ptr::null_mut(), 0) >= 0;
-        suid || sgid || caps
+        exe::raises_privilege(
+            st.st_mode,
+            st.st_uid,
+            st.st_gid,
+            libc::geteuid(),
+            libc::getegid(),
+            caps,
+        )
     }
+}
+
+/// Under a `udsfs run` that is not root's, the tree has no_new_privs (the
+/// filter needs it): a privileged program would run without its privilege,
+/// silently. Such an exec is refused (EPERM) with a line naming the file.
+/// A `#!` script's own set-ID bits mean nothing to Linux: not refused.
+fn refused(file: Option<&Path>) -> bool {
+    let Some(file) = file else {
+        return false;
+    };
+    // SAFETY: prctl reads this thread's flag.
+    if unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) } != 1
+        || env(c"UDSFS_MOUNT").is_none()
+    {
+        return false;
+    }
+    // O_PATH: an execute-only file (mode 4711) opens too; its head is read
+    // through a second, plain open when it can be.
+    // SAFETY: a NUL-terminated path.
+    let fd = unsafe { libc::open(file.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: fstat fills the zeroed struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::fstat(fd, &mut st) } == 0
+        && st.st_mode & libc::S_IFMT == libc::S_IFREG
+        && set_ids(file, &st);
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+    if !ok {
+        return false;
+    }
+    let parts: [&[u8]; 3] = [
+        b"udsfs-preload: refused to exec ",
+        file.bytes(),
+        b": it is set-user-ID, set-group-ID or has file capabilities, and a udsfs run that is \
+          not root's runs every program with no_new_privs (its seccomp filter needs it), so it \
+          would run without its privilege (EPERM; run it in a root udsfs run)\n",
+    ];
+    for p in parts {
+        // SAFETY: writes a valid buffer to fd 2; a failure is ignored.
+        unsafe { libc::write(2, p.as_ptr().cast(), p.len()) };
+    }
+    true
+}
+
+/// `privileged` by path, for an ELF file (or one that cannot be read).
+fn set_ids(file: &Path, st: &libc::stat) -> bool {
+    // SAFETY: a NUL-terminated path; reads into a local buffer.
+    let fd = unsafe {
+        libc::open(
+            file.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        )
+    };
+    if fd >= 0 {
+        let mut head = [0u8; 2];
+        // SAFETY: reads into a local buffer of that size.
+        let n = unsafe { libc::pread(fd, head.as_mut_ptr().cast(), 2, 0) };
+        let script = n == 2 && &head == b"#!";
+        let r = !script && privileged(fd, st);
+        // SAFETY: our descriptor.
+        unsafe { libc::close(fd) };
+        return r;
+    }
+    // Execute-only: no capabilities readable, the mode bits say.
+    // SAFETY: the ids calls have no preconditions.
+    unsafe {
+        exe::raises_privilege(
+            st.st_mode,
+            st.st_uid,
+            st.st_gid,
+            libc::geteuid(),
+            libc::getegid(),
+            false,
+        )
+    }
+}
+
+/// Sets errno to EPERM and returns -1: an exec `refused` refused.
+fn eperm() -> c_int {
+    // SAFETY: errno is this thread's.
+    unsafe { *libc::__errno_location() = libc::EPERM };
+    -1
 }
 
 /// Does the program the kernel would run for `path` need the supervisor?
@@ -489,7 +579,11 @@ pub unsafe extern "C" fn execve(
 ) -> c_int {
     // SAFETY: the C library's contract for execve.
     unsafe {
-        via_udsfs(path_of(path), argv, envp, |e, a| real::execve(e, a, envp));
+        let file = path_of(path);
+        if refused(file.as_ref()) {
+            return eperm();
+        }
+        via_udsfs(file, argv, envp, |e, a| real::execve(e, a, envp));
         real::execve(path, argv, envp)
     }
 }
@@ -498,9 +592,11 @@ pub unsafe extern "C" fn execve(
 pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
     // SAFETY: as for execve.
     unsafe {
-        via_udsfs(path_of(path), argv, environ, |e, a| {
-            real::execve(e, a, environ)
-        });
+        let file = path_of(path);
+        if refused(file.as_ref()) {
+            return eperm();
+        }
+        via_udsfs(file, argv, environ, |e, a| real::execve(e, a, environ));
         real::execv(path, argv)
     }
 }
@@ -513,7 +609,11 @@ pub unsafe extern "C" fn execvpe(
 ) -> c_int {
     // SAFETY: as for execve.
     unsafe {
-        via_udsfs(file_of(file), argv, envp, |e, a| real::execve(e, a, envp));
+        let found = file_of(file);
+        if refused(found.as_ref()) {
+            return eperm();
+        }
+        via_udsfs(found, argv, envp, |e, a| real::execve(e, a, envp));
         real::execvpe(file, argv, envp)
     }
 }
@@ -522,9 +622,11 @@ pub unsafe extern "C" fn execvpe(
 pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
     // SAFETY: as for execve.
     unsafe {
-        via_udsfs(file_of(file), argv, environ, |e, a| {
-            real::execve(e, a, environ)
-        });
+        let found = file_of(file);
+        if refused(found.as_ref()) {
+            return eperm();
+        }
+        via_udsfs(found, argv, environ, |e, a| real::execve(e, a, environ));
         real::execvp(file, argv)
     }
 }
@@ -537,9 +639,11 @@ pub unsafe extern "C" fn fexecve(
 ) -> c_int {
     // SAFETY: as for execve.
     unsafe {
-        via_udsfs(fd_path(fd, None), argv, envp, |e, a| {
-            real::execve(e, a, envp)
-        });
+        let file = fd_path(fd, None);
+        if refused(file.as_ref()) {
+            return eperm();
+        }
+        via_udsfs(file, argv, envp, |e, a| real::execve(e, a, envp));
         real::fexecve(fd, argv, envp)
     }
 }
@@ -565,6 +669,9 @@ pub unsafe extern "C" fn execveat(
             } else {
                 fd_path(dirfd, Some(p))
             };
+            if refused(file.as_ref()) {
+                return eperm();
+            }
             via_udsfs(file, argv, envp, |e, a| real::execve(e, a, envp));
         }
         let r = libc::syscall(libc::SYS_execveat, dirfd, path, argv, envp, flags);
@@ -584,7 +691,11 @@ pub unsafe extern "C" fn posix_spawn(
     // SAFETY: the C library's contract for posix_spawn.
     unsafe {
         let spawn = |e, a| real::posix_spawn(pid, e, actions, attr, a, envp);
-        if let Some(r) = via_udsfs(path_of(path), argv, envp, spawn) {
+        let file = path_of(path);
+        if refused(file.as_ref()) {
+            return libc::EPERM;
+        }
+        if let Some(r) = via_udsfs(file, argv, envp, spawn) {
             return r;
         }
         real::posix_spawn(pid, path, actions, attr, argv, envp)
@@ -603,7 +714,11 @@ pub unsafe extern "C" fn posix_spawnp(
     // SAFETY: as for posix_spawn.
     unsafe {
         let spawn = |e, a| real::posix_spawn(pid, e, actions, attr, a, envp);
-        if let Some(r) = via_udsfs(file_of(file), argv, envp, spawn) {
+        let found = file_of(file);
+        if refused(found.as_ref()) {
+            return libc::EPERM;
+        }
+        if let Some(r) = via_udsfs(found, argv, envp, spawn) {
             return r;
         }
         real::posix_spawnp(pid, file, actions, attr, argv, envp)

@@ -20,6 +20,7 @@ mod exec;
 mod exec_list;
 mod fdpass;
 mod files;
+mod gadget;
 use udsfs_calls::client as ioctl;
 mod iovs;
 mod log;
@@ -131,6 +132,15 @@ fn refuse_kernel_name(fd: c_int, what: &str) -> Res<()> {
         "{what} on udsfs socket fd {fd}: the address is a kernel AF_UNIX name outside the mount and its routes"
     ));
     Err(libc::ECONNREFUSED)
+}
+
+/// socket(2): a kernel socket, as made (a udsfs one takes its place at
+/// bind, connect or sendto: convert.rs), but from the library's call site,
+/// which the supervisor's filter lets through (gadget.rs).
+#[no_mangle]
+pub unsafe extern "C" fn socket(d: c_int, t: c_int, p: c_int) -> c_int {
+    // SAFETY: socket(2)'s arguments as given.
+    unsafe { real::socket(d, t, p) }
 }
 
 #[no_mangle]
@@ -773,6 +783,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 /// calls (found with dlsym, which takes locks and allocates).
 extern "C" fn init() {
     real::resolve_all();
+    gadget::init();
     restart::init_faults();
     exec::init();
     mount::get();

@@ -19,7 +19,7 @@ pub fn is_socket_ioctl(req: c_ulong) -> bool {
 /// `req` answered on a kernel AF_UNIX socket of the caller's namespace.
 pub fn forward(req: c_ulong, arg: *mut c_void) -> Res<()> {
     // SAFETY: a new socket, closed below.
-    let k = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    let k = unsafe { real::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if k < 0 {
         return Err(errno());
     }

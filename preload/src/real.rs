@@ -1,5 +1,8 @@
 //! The C library's own functions behind the ones this library replaces,
-//! found once with dlsym(RTLD_NEXT).
+//! found once with dlsym(RTLD_NEXT) (`next`); the socket calls among them
+//! are made as system calls from the library's own call site instead
+//! (`gadget.rs`), which the supervisor's filter lets through untrapped.
+//! They are then not cancellation points, as the C library's are.
 
 use libc::{c_int, c_uint, c_ulong, c_void, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,6 +28,9 @@ fn resolve(name: &'static str, slot: &AtomicUsize) -> usize {
 
 macro_rules! real {
     ($($name:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {
+    /// The C library's functions, found with dlsym.
+    pub mod next {
+        use super::*;
         /// One slot per function, filled at the first call or by `resolve_all`.
         #[allow(non_upper_case_globals)]
         mod slot {
@@ -45,30 +51,15 @@ macro_rules! real {
         pub fn resolve_all() {
             $(resolve(concat!(stringify!($name), "\0"), &slot::$name);)*
         }
+    }
     };
 }
 
+pub use next::*;
+
 real! {
-    socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int) -> c_int;
-    bind(fd: c_int, a: *const sockaddr, l: socklen_t) -> c_int;
-    connect(fd: c_int, a: *const sockaddr, l: socklen_t) -> c_int;
-    listen(fd: c_int, backlog: c_int) -> c_int;
-    accept4(fd: c_int, a: *mut sockaddr, l: *mut socklen_t, flags: c_int) -> c_int;
-    sendto(fd: c_int, b: *const c_void, n: size_t, flags: c_int, a: *const sockaddr, l: socklen_t) -> ssize_t;
-    sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> ssize_t;
-    sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: c_int) -> c_int;
-    recv(fd: c_int, b: *mut c_void, n: size_t, flags: c_int) -> ssize_t;
-    recvfrom(fd: c_int, b: *mut c_void, n: size_t, flags: c_int, a: *mut sockaddr, l: *mut socklen_t) -> ssize_t;
-    recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssize_t;
-    recvmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: c_int, t: *mut libc::timespec) -> c_int;
     __recv_chk(fd: c_int, b: *mut c_void, n: size_t, buflen: size_t, flags: c_int) -> ssize_t;
     __recvfrom_chk(fd: c_int, b: *mut c_void, n: size_t, buflen: size_t, flags: c_int, a: *mut sockaddr, l: *mut socklen_t) -> ssize_t;
-    getsockname(fd: c_int, a: *mut sockaddr, l: *mut socklen_t) -> c_int;
-    getpeername(fd: c_int, a: *mut sockaddr, l: *mut socklen_t) -> c_int;
-    getsockopt(fd: c_int, level: c_int, name: c_int, v: *mut c_void, l: *mut socklen_t) -> c_int;
-    setsockopt(fd: c_int, level: c_int, name: c_int, v: *const c_void, l: socklen_t) -> c_int;
-    shutdown(fd: c_int, how: c_int) -> c_int;
-    ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_int;
     fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int;
     fstat(fd: c_int, st: *mut libc::stat) -> c_int;
     fstat64(fd: c_int, st: *mut libc::stat64) -> c_int;
@@ -96,9 +87,6 @@ real! {
     renameat(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char) -> c_int;
     renameat2(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char, flags: c_uint) -> c_int;
     statx(dirfd: c_int, path: *const libc::c_char, flags: c_int, mask: c_uint, st: *mut libc::statx) -> c_int;
-    syscall(nr: libc::c_long, a: libc::c_long, b: libc::c_long, c: libc::c_long, d: libc::c_long, e: libc::c_long, f: libc::c_long) -> libc::c_long;
-    unlink(path: *const libc::c_char) -> c_int;
-    unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int;
     write(fd: c_int, b: *const c_void, n: size_t) -> ssize_t;
     // restart.rs: the handler calls and the data file's own I/O.
     sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
@@ -114,4 +102,104 @@ real! {
     fexecve(fd: c_int, argv: *const *const libc::c_char, envp: *const *const libc::c_char) -> c_int;
     posix_spawn(pid: *mut libc::pid_t, path: *const libc::c_char, fa: *const libc::posix_spawn_file_actions_t, attr: *const libc::posix_spawnattr_t, argv: *const *const libc::c_char, envp: *const *const libc::c_char) -> c_int;
     posix_spawnp(pid: *mut libc::pid_t, file: *const libc::c_char, fa: *const libc::posix_spawn_file_actions_t, attr: *const libc::posix_spawnattr_t, argv: *const *const libc::c_char, envp: *const *const libc::c_char) -> c_int;
+}
+
+/// The socket calls, made through the gadget page (their system call
+/// numbers are those the supervisor's filter traps).
+macro_rules! sys {
+    ($($name:ident($($a:ident: $t:ty),*) -> $r:ty = $nr:ident;)*) => {$(
+        /// The system call of this name, from the library's call site.
+        pub unsafe fn $name($($a: $t),*) -> $r {
+            // SAFETY: the arguments of the system call, in its order.
+            unsafe { raw(libc::$nr, &[$($a as libc::c_long),*]) as $r }
+        }
+    )*};
+}
+
+/// System call `nr` with up to six arguments through the gadget.
+///
+/// # Safety
+/// The arguments are what the call takes.
+unsafe fn raw(nr: libc::c_long, a: &[libc::c_long]) -> libc::c_long {
+    let g = |i: usize| a.get(i).copied().unwrap_or(0);
+    // SAFETY: as the caller promised.
+    unsafe { crate::gadget::call(nr, g(0), g(1), g(2), g(3), g(4), g(5)) }
+}
+
+sys! {
+    socket(d: c_int, t: c_int, p: c_int) -> c_int = SYS_socket;
+    socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int) -> c_int = SYS_socketpair;
+    bind(fd: c_int, a: *const sockaddr, l: socklen_t) -> c_int = SYS_bind;
+    connect(fd: c_int, a: *const sockaddr, l: socklen_t) -> c_int = SYS_connect;
+    listen(fd: c_int, backlog: c_int) -> c_int = SYS_listen;
+    accept4(fd: c_int, a: *mut sockaddr, l: *mut socklen_t, flags: c_int) -> c_int = SYS_accept4;
+    sendto(fd: c_int, b: *const c_void, n: size_t, flags: c_int, a: *const sockaddr, l: socklen_t) -> ssize_t = SYS_sendto;
+    sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> ssize_t = SYS_sendmsg;
+    sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: c_int) -> c_int = SYS_sendmmsg;
+    recvfrom(fd: c_int, b: *mut c_void, n: size_t, flags: c_int, a: *mut sockaddr, l: *mut socklen_t) -> ssize_t = SYS_recvfrom;
+    recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssize_t = SYS_recvmsg;
+    recvmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: c_int, t: *mut libc::timespec) -> c_int = SYS_recvmmsg;
+    getsockname(fd: c_int, a: *mut sockaddr, l: *mut socklen_t) -> c_int = SYS_getsockname;
+    getpeername(fd: c_int, a: *mut sockaddr, l: *mut socklen_t) -> c_int = SYS_getpeername;
+    getsockopt(fd: c_int, level: c_int, name: c_int, v: *mut c_void, l: *mut socklen_t) -> c_int = SYS_getsockopt;
+    setsockopt(fd: c_int, level: c_int, name: c_int, v: *const c_void, l: socklen_t) -> c_int = SYS_setsockopt;
+    shutdown(fd: c_int, how: c_int) -> c_int = SYS_shutdown;
+    ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_int = SYS_ioctl;
+    // Trapped with --route prefixes (a routed name's node goes too).
+    unlink(path: *const libc::c_char) -> c_int = SYS_unlink;
+    unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int = SYS_unlinkat;
+}
+
+/// recv(2) is recvfrom without an address, as the C library makes it.
+pub unsafe fn recv(fd: c_int, b: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
+    // SAFETY: as for recvfrom.
+    unsafe { recvfrom(fd, b, n, flags, std::ptr::null_mut(), std::ptr::null_mut()) }
+}
+
+/// The fortified receives: a length past the buffer is the C library's to
+/// refuse (it aborts the program); else the plain call.
+pub unsafe fn __recv_chk(
+    fd: c_int,
+    b: *mut c_void,
+    n: size_t,
+    buflen: size_t,
+    flags: c_int,
+) -> ssize_t {
+    if n > buflen {
+        // SAFETY: the C library's check, which does not return.
+        return unsafe { next::__recv_chk(fd, b, n, buflen, flags) };
+    }
+    // SAFETY: as for recv.
+    unsafe { recv(fd, b, n, flags) }
+}
+
+pub unsafe fn __recvfrom_chk(
+    fd: c_int,
+    b: *mut c_void,
+    n: size_t,
+    buflen: size_t,
+    flags: c_int,
+    a: *mut sockaddr,
+    l: *mut socklen_t,
+) -> ssize_t {
+    if n > buflen {
+        // SAFETY: as above.
+        return unsafe { next::__recvfrom_chk(fd, b, n, buflen, flags, a, l) };
+    }
+    // SAFETY: as for recvfrom.
+    unsafe { recvfrom(fd, b, n, flags, a, l) }
+}
+
+/// syscall(3) from the library's call site: the calls it forwards as made.
+pub unsafe fn syscall(
+    nr: libc::c_long,
+    a: libc::c_long,
+    b: libc::c_long,
+    c: libc::c_long,
+    d: libc::c_long,
+    e: libc::c_long,
+    f: libc::c_long,
+) -> libc::c_long {
+    // SAFETY: as the caller promised.
+    unsafe { crate::gadget::call(nr, a, b, c, d, e, f) }
 }

@@ -119,9 +119,40 @@ pub fn needs_supervisor(interp: bool, go_note: Option<&[u8]>) -> bool {
     !interp || go_note.is_some_and(is_go_note)
 }
 
+/// Whether the exec of a file with `mode`, owner `uid` and group `gid`
+/// (with file capabilities: `caps`), on a mount without nosuid, changes
+/// the credentials of a process whose effective ids are `euid` and `egid`:
+/// set-user-ID to another user, set-group-ID (with group execute, as Linux
+/// wants) to another group, or capabilities. Such a program runs without
+/// its privilege under no_new_privs.
+pub fn raises_privilege(mode: u32, uid: u32, gid: u32, euid: u32, egid: u32, caps: bool) -> bool {
+    let suid = mode & 0o4000 != 0 && uid != euid;
+    let sgid = mode & 0o2010 == 0o2010 && gid != egid;
+    suid || sgid || caps
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn privileged_files() {
+        // (mode, uid, gid) of the file; the caller is uid 1000, gid 1000.
+        let p = |mode, uid, gid, caps| raises_privilege(mode, uid, gid, 1000, 1000, caps);
+        assert!(p(0o4755, 0, 0, false));
+        assert!(!p(0o4755, 1000, 0, false), "set-user-ID to oneself");
+        assert!(p(0o2755, 0, 65534, false));
+        assert!(
+            !p(0o2745, 0, 65534, false),
+            "set-group-ID without group execute"
+        );
+        assert!(
+            !p(0o2755, 0, 1000, false),
+            "set-group-ID to one's own group"
+        );
+        assert!(p(0o755, 0, 0, true));
+        assert!(!p(0o755, 0, 0, false));
+    }
 
     #[test]
     fn scripts() {

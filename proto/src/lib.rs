@@ -11,6 +11,7 @@ pub mod cmsg;
 pub mod ctl;
 pub mod exe;
 pub mod fdchannel;
+pub mod gadget;
 pub mod ioctl;
 pub mod lane;
 pub mod mount;

@@ -123,6 +123,43 @@ fn needs_supervisor(file: &Path, depth: u32) -> Option<bool> {
     }
 }
 
+/// Would CMD (`file`, as execvp finds it) run set-user-ID, set-group-ID or
+/// with file capabilities (`udsfs_proto::exe::raises_privilege`)? A `#!`
+/// script's own bits mean nothing to Linux; a mount with nosuid neither.
+fn privileged(file: &Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(file) else {
+        return false;
+    };
+    let mut head = [0u8; 2];
+    let script = std::fs::File::open(file)
+        .is_ok_and(|mut f| f.read_exact(&mut head).is_ok() && &head == b"#!");
+    let Ok(c) = std::ffi::CString::new(file.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a NUL-terminated path; statvfs fills the zeroed struct;
+    // getxattr with size 0 only asks for the length.
+    let (nosuid, caps) = unsafe {
+        let mut vfs: libc::statvfs = std::mem::zeroed();
+        let nosuid = libc::statvfs(c.as_ptr(), &mut vfs) == 0 && vfs.f_flag & libc::ST_NOSUID != 0;
+        let caps = libc::getxattr(
+            c.as_ptr(),
+            c"security.capability".as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        ) >= 0;
+        (nosuid, caps)
+    };
+    let (euid, egid) = (
+        nix::unistd::geteuid().as_raw(),
+        nix::unistd::getegid().as_raw(),
+    );
+    !script
+        && !nosuid
+        && udsfs_proto::exe::raises_privilege(meta.mode(), meta.uid(), meta.gid(), euid, egid, caps)
+}
+
 /// The front for CMD when `--front` is not given: the supervisor for an
 /// executable without a program interpreter (static) or built by Go, else
 /// the library (also for what cannot be read: the kernel or the shell will
@@ -300,6 +337,19 @@ fn run(mut a: RunArgs) -> i32 {
 }
 
 fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
+    // Another user's run puts CMD under no_new_privs (the filter needs it):
+    // a privileged CMD would run without its privilege, silently.
+    if !nix::unistd::geteuid().is_root()
+        && let Some(file) = resolve(&a.cmd[0]).filter(|f| privileged(f))
+    {
+        eprintln!(
+            "udsfs run: refused to run {}: it is set-user-ID, set-group-ID or has file \
+             capabilities, and a udsfs run that is not root's runs it with no_new_privs (its \
+             seccomp filter needs it), without its privilege; run it in a root udsfs run",
+            file.display()
+        );
+        return 126;
+    }
     let mount = match std::fs::canonicalize(mount) {
         Ok(m) => m,
         Err(e) => {
@@ -390,7 +440,7 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
                 .iter()
                 .map(|r| r.as_os_str().as_bytes().to_vec())
                 .collect();
-            match crate::supervisor::prepare(&mut cmd, &mount, &routes) {
+            match crate::supervisor::prepare(&mut cmd, &mount, &routes, false) {
                 Ok(s) => Some(s),
                 Err(e) => {
                     eprintln!("udsfs run: --front seccomp: {e}");
@@ -398,7 +448,23 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
                 }
             }
         }
-        Front::Preload => None,
+        // The supervisor under the library: what the library does not
+        // carry (a raw system call, a child exec'd without the library, a
+        // setgid program the loader runs without it) goes to it.
+        Front::Preload => {
+            let routes: Vec<Vec<u8>> = a
+                .route
+                .iter()
+                .map(|r| r.as_os_str().as_bytes().to_vec())
+                .collect();
+            match crate::supervisor::prepare(&mut cmd, &mount, &routes, true) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    eprintln!("udsfs run: the supervisor under the library: {e}");
+                    return 127;
+                }
+            }
+        }
     };
     let capture = match &a.capture {
         None => None,
@@ -419,11 +485,14 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
         }
     };
     let child = cmd.spawn();
-    // A command that never started has said why already.
-    if let Some(Err(e)) = supervisor.map(|s| s.start())
-        && child.is_ok()
-    {
-        eprintln!("udsfs run: --front seccomp: {e}");
+    match supervisor.map(|s| s.start()) {
+        // A run inside a run on the same mount: the enclosing one carries it.
+        Some(Err(e))
+            if e == crate::supervisor::ALREADY
+                && std::env::var_os("UDSFS_MOUNT").is_some_and(|m| Path::new(&m) == mount) => {}
+        // A command that never started has said why already.
+        Some(Err(e)) if child.is_ok() => eprintln!("udsfs run: the supervisor: {e}"),
+        _ => {}
     }
     if let Ok(c) = &child {
         let pid = nix::unistd::Pid::from_raw(c.id() as i32);

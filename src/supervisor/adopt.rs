@@ -146,8 +146,12 @@ fn serve_one(conn: OwnedFd, unlink: bool, ctx: Arc<call::Ctx>) -> Result<(), Str
     if unsafe { libc::write(conn.as_raw_fd(), which.as_ptr().cast(), 1) } != 1 {
         return Err(format!("process {}: {}", cred.pid, last()));
     }
-    let listener = take_listener(&conn, Some((cred.pid, &peer)))?;
-    serve(listener, ctx)
+    match take_listener(&conn, Some((cred.pid, &peer))) {
+        Ok(listener) => serve(listener, ctx),
+        // Under this run's own filter already (the library's tree): carried.
+        Err(e) if e == super::ALREADY => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// The pidfd of the process that connected `conn` (Linux 6.5).
@@ -215,8 +219,10 @@ fn attach(sock: &Path) -> Result<(), String> {
     if unsafe { libc::syscall(libc::SYS_read, conn.as_raw_fd(), &mut which as *mut u8, 1) } != 1 {
         return Err("the supervisor refused (see its message)".into());
     }
-    let prog = filter::program(which == b'u');
-    install(&prog, conn.as_raw_fd(), false).map_err(|e| e.to_string())
+    let prog = filter::program(filter::Kind::Supervised {
+        unlink: which == b'u',
+    });
+    install(&prog, conn.as_raw_fd(), false, false).map_err(|e| e.to_string())
 }
 
 /// LD_PRELOAD without `lib`: the program runs under the supervisor alone,

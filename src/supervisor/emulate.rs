@@ -95,6 +95,9 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
     };
     match nr {
         libc::SYS_socket => return Err(Reply::Continue),
+        nr if super::filter::REFUSED.contains(&nr) => {
+            return Err(Reply::Errno(super::filter::refuse(tid, nr)));
+        }
         libc::SYS_fstat | libc::SYS_newfstatat | libc::SYS_statx => {
             return Err(super::stat::triage(&ctx.dev, tid, nr, args));
         }

@@ -31,6 +31,33 @@ pub const TRAPPED: &[i64] = &[
     libc::SYS_statx,
 ];
 
+/// Calls no supervisor can carry, trapped in every program to be refused
+/// with ENOSYS and a line naming them (`refuse`): io_uring's socket
+/// operations (IORING_OP_SOCKET, CONNECT, SENDMSG...) run in the kernel
+/// past any filter, so a ring would make kernel sockets inside the mount.
+/// A program that finds no io_uring uses the plain calls.
+pub const REFUSED: &[i64] = &[libc::SYS_io_uring_setup];
+
+/// The answer to a `REFUSED` call of thread `tid`: ENOSYS, said on the
+/// run's standard error at most once a second (a program may retry at will).
+pub fn refuse(tid: i32, nr: i64) -> i32 {
+    static LIMIT: crate::engine::log_limit::LogLimit = crate::engine::log_limit::LogLimit::new();
+    if let Some(skipped) = LIMIT.admit() {
+        let comm = std::fs::read_to_string(format!("/proc/{tid}/comm")).unwrap_or_default();
+        let more = if skipped > 0 {
+            format!(" ({skipped} more such lines left out)")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "udsfs run: thread {tid} ({}): io_uring_setup (system call {nr}) refused with ENOSYS: \
+             io_uring's socket operations cannot be carried by udsfs{more}",
+            comm.trim_end()
+        );
+    }
+    libc::ENOSYS
+}
+
 /// SIOCATMARK (not in the libc crate).
 pub const SIOCATMARK: u32 = 0x8905;
 /// FIONREAD (SIOCINQ), TIOCOUTQ (SIOCOUTQ), SIOCATMARK.
@@ -46,11 +73,15 @@ const X32_BIT: u32 = 0x4000_0000;
 const OFF_NR: u32 = 0;
 const OFF_ARCH: u32 = 4;
 const OFF_ARG1: u32 = 24;
+// instruction_pointer at 8, its low word first.
+const OFF_IP_LO: u32 = 8;
+const OFF_IP_HI: u32 = 12;
 
 const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
 const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+const AND_K: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
 
 fn stmt(code: u16, k: u32) -> sock_filter {
     sock_filter {
@@ -69,63 +100,161 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
 /// mount too (servers unlink a stale socket before they bind it again).
 pub const UNLINK: &[i64] = &[libc::SYS_unlink, libc::SYS_unlinkat];
 
+/// The stat calls the C library makes (fstat, stat and lstat are
+/// newfstatat since glibc 2.33; statx), trapped only where no library
+/// answers them (a udsfs socket's fstat says S_IFSOCK: stat.rs). Plain
+/// fstat, which Go makes, is trapped under the library too.
+const STATS: &[i64] = &[libc::SYS_newfstatat, libc::SYS_statx];
+
+/// Which program: `Supervised`, for a tree the supervisor alone carries
+/// (`--front seccomp`, a static binary exec'd in place), with `unlink` for
+/// `--route` prefixes; `Library`, for a tree under the preload library:
+/// the socket calls made from the library's gadget page
+/// (`udsfs_proto::gadget`) run, the rest go to the supervisor (unlink too
+/// with `--route` prefixes). `STATS` run there: the library answers its
+/// programs' stat entry points, and trapping every stat of every program
+/// (the dynamic loader's, the C library's own) would cost a notification
+/// each; a program without the library (a static or Go one, a child exec'd
+/// with an empty environment) then sees a udsfs socket's newfstatat and
+/// statx as a regular file.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Supervised { unlink: bool },
+    Library { unlink: bool },
+}
+
+/// Jump targets of `Asm`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum To {
+    Next,
+    Allow,
+    Notify,
+    /// The gadget check (`Kind::Library`), or notify.
+    Trap,
+}
+
+/// A program with symbolic jump targets, resolved by `done`.
+struct Asm {
+    code: Vec<(sock_filter, To, To)>,
+}
+
+impl Asm {
+    fn stmt(&mut self, code: u16, k: u32) {
+        self.code.push((stmt(code, k), To::Next, To::Next));
+    }
+
+    fn jump(&mut self, code: u16, k: u32, jt: To, jf: To) {
+        self.code.push((jump(code, k, 0, 0), jt, jf));
+    }
+
+    /// Resolves the targets: `labels` gives each one's index.
+    fn done(self, labels: impl Fn(To) -> usize) -> Vec<sock_filter> {
+        let mut out = Vec::with_capacity(self.code.len());
+        for (i, (mut ins, jt, jf)) in self.code.into_iter().enumerate() {
+            let off = |t: To| match t {
+                To::Next => 0,
+                t => {
+                    let d = labels(t)
+                        .checked_sub(i + 1)
+                        .expect("a filter jump backwards");
+                    u8::try_from(d).expect("a filter jump past 255 instructions")
+                }
+            };
+            ins.jt = off(jt);
+            ins.jf = off(jf);
+            out.push(ins);
+        }
+        out
+    }
+}
+
 /// The program: other ABIs (i386 through int 0x80, x32) run unsupervised,
-/// a limit the README states; on x86_64 each trapped number notifies.
-pub fn program(unlink: bool) -> Vec<sock_filter> {
-    let calls: Vec<i64> = TRAPPED
-        .iter()
-        .chain(if unlink { UNLINK } else { &[] })
-        .copied()
-        .collect();
-    let n = calls.len() as u8;
-    // Layout: 0 load arch, 1 test it, 2 load nr, 3 test x32, 4.. one
-    // compare per call, 4+n ioctl?, 5+n load its request, 6+n.. one compare
-    // per request, then allow, then notify. Offsets count from the next
-    // instruction.
-    let allow = 9 + n;
-    let notify = 10 + n;
-    let mut p = vec![
-        stmt(LD_W_ABS, OFF_ARCH),
-        jump(JEQ_K, AUDIT_ARCH_X86_64, 0, allow - 2),
-        stmt(LD_W_ABS, OFF_NR),
-        jump(JGE_K, X32_BIT, allow - 4, 0),
-    ];
-    for (i, &nr) in calls.iter().enumerate() {
-        p.push(jump(JEQ_K, nr as u32, notify - 5 - i as u8, 0));
+/// a limit the README states; on x86_64 each trapped number notifies (from
+/// outside the gadget page, for `Kind::Library`).
+pub fn program(kind: Kind) -> Vec<sock_filter> {
+    let calls: Vec<i64> = match kind {
+        Kind::Supervised { unlink } => TRAPPED
+            .iter()
+            .chain(if unlink { UNLINK } else { &[] })
+            .copied()
+            .collect(),
+        Kind::Library { unlink } => TRAPPED
+            .iter()
+            .filter(|nr| !STATS.contains(nr))
+            .chain(if unlink { UNLINK } else { &[] })
+            .copied()
+            .collect(),
+    };
+    let mut a = Asm { code: Vec::new() };
+    a.stmt(LD_W_ABS, OFF_ARCH);
+    a.jump(JEQ_K, AUDIT_ARCH_X86_64, To::Next, To::Allow);
+    a.stmt(LD_W_ABS, OFF_NR);
+    a.jump(JGE_K, X32_BIT, To::Allow, To::Next);
+    for &nr in &calls {
+        a.jump(JEQ_K, nr as u32, To::Trap, To::Next);
     }
-    p.push(jump(JEQ_K, libc::SYS_ioctl as u32, 0, allow - 5 - n));
-    p.push(stmt(LD_W_ABS, OFF_ARG1));
-    for (i, &req) in IOCTLS.iter().enumerate() {
-        p.push(jump(JEQ_K, req, notify - 7 - n - i as u8, 0));
+    // Refused wherever made, the library's syscall() included.
+    for &nr in REFUSED {
+        a.jump(JEQ_K, nr as u32, To::Notify, To::Next);
     }
-    p.push(stmt(RET_K, libc::SECCOMP_RET_ALLOW));
-    p.push(stmt(RET_K, libc::SECCOMP_RET_USER_NOTIF));
-    debug_assert_eq!(p.len(), notify as usize + 1);
-    p
+    a.jump(JEQ_K, libc::SYS_ioctl as u32, To::Next, To::Allow);
+    a.stmt(LD_W_ABS, OFF_ARG1);
+    for &req in &IOCTLS {
+        a.jump(JEQ_K, req, To::Trap, To::Next);
+    }
+    let allow = a.code.len();
+    a.stmt(RET_K, libc::SECCOMP_RET_ALLOW);
+    let trap = a.code.len();
+    if matches!(kind, Kind::Library { .. }) {
+        use udsfs_proto::gadget::{ADDR, LEN};
+        a.stmt(LD_W_ABS, OFF_IP_HI);
+        a.jump(JEQ_K, (ADDR >> 32) as u32, To::Next, To::Notify);
+        a.stmt(LD_W_ABS, OFF_IP_LO);
+        a.stmt(AND_K, !(LEN as u32 - 1));
+        a.jump(JEQ_K, ADDR as u32, To::Next, To::Notify);
+        // Classic BPF jumps forward only: an allow of its own.
+        a.stmt(RET_K, libc::SECCOMP_RET_ALLOW);
+    }
+    let notify = a.code.len();
+    a.stmt(RET_K, libc::SECCOMP_RET_USER_NOTIF);
+    a.done(|t| match t {
+        To::Allow => allow,
+        To::Trap => trap,
+        To::Notify => notify,
+        To::Next => unreachable!(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use udsfs_proto::gadget::ADDR;
 
-    /// Runs the program on one (arch, nr) as the kernel would.
-    fn eval(p: &[sock_filter], arch: u32, nr: u32) -> u32 {
-        eval_ioctl(p, arch, nr, 0)
+    /// What the kernel would see: arch, nr, ioctl request, instruction pointer.
+    struct Data {
+        arch: u32,
+        nr: u32,
+        req: u32,
+        ip: u64,
     }
 
-    fn eval_ioctl(p: &[sock_filter], arch: u32, nr: u32, req: u32) -> u32 {
+    /// Runs the program on `d` as the kernel would.
+    fn run(p: &[sock_filter], d: &Data) -> u32 {
         let (mut pc, mut acc) = (0usize, 0u32);
         loop {
             let i = p[pc];
             match i.code {
                 LD_W_ABS => {
                     acc = match i.k {
-                        OFF_ARCH => arch,
-                        OFF_NR => nr,
-                        OFF_ARG1 => req,
+                        OFF_ARCH => d.arch,
+                        OFF_NR => d.nr,
+                        OFF_ARG1 => d.req,
+                        OFF_IP_LO => d.ip as u32,
+                        OFF_IP_HI => (d.ip >> 32) as u32,
                         k => panic!("load at {k}"),
                     }
                 }
+                AND_K => acc &= i.k,
                 JEQ_K | JGE_K => {
                     let hit = if i.code == JEQ_K {
                         acc == i.k
@@ -141,10 +270,26 @@ mod tests {
         }
     }
 
+    fn eval(p: &[sock_filter], arch: u32, nr: u32) -> u32 {
+        eval_ioctl(p, arch, nr, 0)
+    }
+
+    fn eval_ioctl(p: &[sock_filter], arch: u32, nr: u32, req: u32) -> u32 {
+        run(
+            p,
+            &Data {
+                arch,
+                nr,
+                req,
+                ip: 0x7f12_3456_7000,
+            },
+        )
+    }
+
     #[test]
     fn socket_calls_notify_and_the_rest_runs() {
-        let p = program(false);
-        let with_unlink = program(true);
+        let p = program(Kind::Supervised { unlink: false });
+        let with_unlink = program(Kind::Supervised { unlink: true });
         // What each program does with an x86-64 system call.
         let x86 = |prog: &[sock_filter], nr: i64| eval(prog, AUDIT_ARCH_X86_64, nr as u32);
         for &nr in UNLINK {
@@ -176,5 +321,83 @@ mod tests {
                 libc::SECCOMP_RET_ALLOW
             );
         }
+    }
+
+    /// Under the library: a socket call from the gadget page runs, the same
+    /// call from anywhere else (one byte before or after the page, the same
+    /// offset in another 4 GiB) notifies; newfstatat and statx run, unlink
+    /// too unless there are routes.
+    #[test]
+    fn the_gadget_page_runs_and_the_rest_traps() {
+        let p = program(Kind::Library { unlink: false });
+        let routed = program(Kind::Library { unlink: true });
+        let at = |nr: i64, req: u32, ip: u64| {
+            run(
+                &p,
+                &Data {
+                    arch: AUDIT_ARCH_X86_64,
+                    nr: nr as u32,
+                    req,
+                    ip,
+                },
+            )
+        };
+        let inside = [ADDR, ADDR + 0x19, ADDR + 4095];
+        let outside = [ADDR - 1, ADDR + 4096, ADDR + (1 << 32), ADDR ^ (1 << 40), 0];
+        for &nr in TRAPPED.iter().filter(|nr| !STATS.contains(nr)) {
+            for ip in inside {
+                assert_eq!(at(nr, 0, ip), libc::SECCOMP_RET_ALLOW, "{nr} at {ip:#x}");
+            }
+            for ip in outside {
+                assert_eq!(
+                    at(nr, 0, ip),
+                    libc::SECCOMP_RET_USER_NOTIF,
+                    "{nr} at {ip:#x}"
+                );
+            }
+        }
+        for &nr in STATS.iter().chain(UNLINK) {
+            assert_eq!(at(nr, 0, ADDR - 1), libc::SECCOMP_RET_ALLOW);
+        }
+        for &nr in UNLINK {
+            let r = |ip| {
+                run(
+                    &routed,
+                    &Data {
+                        arch: AUDIT_ARCH_X86_64,
+                        nr: nr as u32,
+                        req: 0,
+                        ip,
+                    },
+                )
+            };
+            assert_eq!(r(ADDR - 1), libc::SECCOMP_RET_USER_NOTIF);
+            assert_eq!(r(ADDR + 0x19), libc::SECCOMP_RET_ALLOW);
+        }
+        assert_eq!(
+            at(libc::SYS_fstat, 0, ADDR - 1),
+            libc::SECCOMP_RET_USER_NOTIF
+        );
+        let full = program(Kind::Supervised { unlink: false });
+        for &nr in REFUSED {
+            assert_eq!(at(nr, 0, 0x1000), libc::SECCOMP_RET_USER_NOTIF);
+            assert_eq!(at(nr, 0, ADDR + 0x19), libc::SECCOMP_RET_USER_NOTIF);
+            let n = nr as u32;
+            assert_eq!(
+                eval(&full, AUDIT_ARCH_X86_64, n),
+                libc::SECCOMP_RET_USER_NOTIF
+            );
+        }
+        for req in IOCTLS {
+            assert_eq!(
+                at(libc::SYS_ioctl, req, ADDR + 0x19),
+                libc::SECCOMP_RET_ALLOW
+            );
+            assert_eq!(
+                at(libc::SYS_ioctl, req, 0x1000),
+                libc::SECCOMP_RET_USER_NOTIF
+            );
+        }
+        assert_eq!(at(libc::SYS_read, 0, 0x1000), libc::SECCOMP_RET_ALLOW);
     }
 }

@@ -50,9 +50,15 @@ fn last() -> std::io::Error {
     std::io::Error::last_os_error()
 }
 
-/// Makes `cmd` start under the filter. Call `Setup::start` once `cmd` is
+/// Makes `cmd` start under the filter (`library`: CMD carries the preload
+/// library, `filter::Kind::Library`). Call `Setup::start` once `cmd` is
 /// spawned (or failed to).
-pub fn prepare(cmd: &mut Command, mount: &Path, routes: &[Vec<u8>]) -> Result<Setup, String> {
+pub fn prepare(
+    cmd: &mut Command,
+    mount: &Path,
+    routes: &[Vec<u8>],
+    library: bool,
+) -> Result<Setup, String> {
     use std::os::unix::process::CommandExt;
     let ctx = context(mount, routes)?;
     let mut sv = [0; 2];
@@ -70,10 +76,15 @@ pub fn prepare(cmd: &mut Command, mount: &Path, routes: &[Vec<u8>]) -> Result<Se
     }
     // SAFETY: fresh descriptors we own.
     let (parent, child) = unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
-    let prog = filter::program(!routes.is_empty());
+    let unlink = !routes.is_empty();
+    let prog = filter::program(if library {
+        filter::Kind::Library { unlink }
+    } else {
+        filter::Kind::Supervised { unlink }
+    });
     let chan = child.as_raw_fd();
     // SAFETY: the closure makes only async-signal-safe system calls.
-    unsafe { cmd.pre_exec(move || install(&prog, chan, true)) };
+    unsafe { cmd.pre_exec(move || install(&prog, chan, true, library)) };
     let helper = std::thread::Builder::new()
         .name("udsfs-run-listener".into())
         .spawn(move || take_listener(&parent, None))
@@ -121,17 +132,25 @@ pub(crate) fn below_us(mut pid: i32) -> bool {
     false
 }
 
-/// In CMD, just before exec: no new privileges (a setuid program runs
-/// without them, which seccomp requires of an unprivileged caller), death
+/// In CMD, just before exec: no new privileges when the caller is not
+/// privileged (seccomp requires it then; a setuid or setgid program then
+/// runs without its privilege: preload/src/exec.rs refuses it), death
 /// with the supervisor (`pdeathsig`: when it is the parent), the
 /// filter, and the listener's number and our pid sent to the supervisor,
 /// which takes a copy with pidfd_getfd (a sendmsg would be trapped itself).
-fn install(prog: &[libc::sock_filter], chan: RawFd, pdeathsig: bool) -> std::io::Result<()> {
+///
+/// `optional`: CMD carries the library, and runs without the filter when
+/// the kernel refuses it (seccomp forbidden by a container's own filter,
+/// say), as it did before there was one; the supervisor is told the errno
+/// (listener `-NOT_INSTALLED - errno`) and says so on the run's stderr.
+fn install(
+    prog: &[libc::sock_filter],
+    chan: RawFd,
+    pdeathsig: bool,
+    optional: bool,
+) -> std::io::Result<()> {
     // SAFETY: prctl and seccomp on this process; the program outlives the call.
     let fd = unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
-            return Err(last());
-        }
         // Without its supervisor every trapped call fails (ENOSYS): CMD
         // goes with it rather than hang on a socket nobody serves.
         if pdeathsig && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) < 0 {
@@ -152,16 +171,38 @@ fn install(prog: &[libc::sock_filter], chan: RawFd, pdeathsig: bool) -> std::io:
         // Once the supervisor has a call, only a fatal signal interrupts
         // it (Linux 5.19): a call it carried out is not made again. Pending
         // signals end its waits instead (emulate.rs `wait`).
-        let mut fd =
-            set(libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
-                | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV);
-        if fd < 0 && last().raw_os_error() == Some(libc::EINVAL) {
-            fd = set(libc::SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        let flags =
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
+        let set_any = || {
+            let fd = set(flags);
+            if fd < 0 && last().raw_os_error() == Some(libc::EINVAL) {
+                return set(libc::SECCOMP_FILTER_FLAG_NEW_LISTENER);
+            }
+            fd
+        };
+        // Root (CAP_SYS_ADMIN in its user namespace) installs it without
+        // no_new_privs: a setgid program of a root run (Debian's ssh-agent)
+        // keeps its group, and its calls still come here.
+        let mut fd = set_any();
+        if fd < 0 && last().raw_os_error() == Some(libc::EACCES) {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
+                return Err(last());
+            }
+            fd = set_any();
         }
-        if fd < 0 {
+        // One listener per filter chain (EBUSY): this tree is under another
+        // udsfs run's filter already (a run inside a run, a static program
+        // adopted below a library run), whose supervisor carries it. Said
+        // to the supervisor as listener -1 (`ALREADY`).
+        if fd < 0 && last().raw_os_error() == Some(libc::EBUSY) {
+            -1
+        } else if fd < 0 && optional {
+            -NOT_INSTALLED - last().raw_os_error().unwrap_or(0)
+        } else if fd < 0 {
             return Err(last());
+        } else {
+            fd as i32
         }
-        fd as i32
     };
     let mut msg = [0u8; 8];
     // SAFETY: getpid has no preconditions.
@@ -173,8 +214,10 @@ fn install(prog: &[libc::sock_filter], chan: RawFd, pdeathsig: bool) -> std::io:
         libc::write(chan, msg.as_ptr().cast(), msg.len()) == msg.len() as isize
             && libc::read(chan, (&mut ack as *mut u8).cast(), 1) == 1
     };
-    // SAFETY: the listener is the supervisor's now.
-    unsafe { libc::close(fd) };
+    if fd >= 0 {
+        // SAFETY: the listener is the supervisor's now.
+        unsafe { libc::close(fd) };
+    }
     if !ok {
         return Err(std::io::Error::other(
             "the supervisor did not take the seccomp listener",
@@ -182,6 +225,13 @@ fn install(prog: &[libc::sock_filter], chan: RawFd, pdeathsig: bool) -> std::io:
     }
     Ok(())
 }
+
+/// `install` could not install an optional filter: listener -(this + errno).
+const NOT_INSTALLED: i32 = 1000;
+
+/// What `take_listener` says when the process is under another run's
+/// filter already (`install`): not an error of the process.
+pub const ALREADY: &str = "already under the filter of an enclosing udsfs run, whose supervisor carries what the library does not";
 
 /// The supervisor's side of `install` (from process `expect` only, when given).
 /// `expect`: the peer of an adoption request, by its process id and the
@@ -206,6 +256,21 @@ fn take_listener(chan: &OwnedFd, expect: Option<(i32, &OwnedFd)>) -> Result<Owne
     }
     let pid = i32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
     let fd = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
+    if fd == -1 {
+        // SAFETY: writes one byte.
+        unsafe { libc::write(chan.as_raw_fd(), b"k".as_ptr().cast(), 1) };
+        return Err(ALREADY.into());
+    }
+    if fd <= -NOT_INSTALLED {
+        // SAFETY: writes one byte.
+        unsafe { libc::write(chan.as_raw_fd(), b"k".as_ptr().cast(), 1) };
+        let e = std::io::Error::from_raw_os_error(-fd - NOT_INSTALLED);
+        return Err(format!(
+            "the command runs without the supervisor's seccomp filter ({e}): the library \
+             carries it, but what the library does not (a raw system call, a child without \
+             the library, a static or set-ID program) stays on kernel sockets"
+        ));
+    }
     let opened;
     let pidfd = match expect {
         Some((peer, _)) if peer != pid => {
