@@ -215,6 +215,7 @@ scripts!(
     run_python,
     run_seccomp,
     run_seccomp_blocking,
+    run_seccomp_flood,
     run_seccomp_gonet,
     run_seccomp_passfd,
     run_socat_nc,
