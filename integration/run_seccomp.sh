@@ -246,7 +246,15 @@ wait_grep() { local f=$1 pat=$2 i; for i in $(seq 1 200); do grep -q "$pat" "$f"
 wait_grep "$TMP/bl.out" '^pid ' || fail "no pid line: $(cat "$TMP/bl.out")"
 PYPID=$(sed -n 's/^pid //p' "$TMP/bl.out")
 BLPROPER=$(run_proper "$BLRUN")
-supervise_threads() { grep -lx udsfs-supervise /proc/"$BLPROPER"/task/*/comm 2>/dev/null | wc -l; }
+# The supervisor's threads parked in the daemon (the pool's idle workers stay).
+supervise_threads() {
+    local t n=0
+    for t in /proc/"$BLPROPER"/task/*; do
+        [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-supervise ] || continue
+        [[ $(cat "$t/wchan" 2>/dev/null) == *request_wait_answer* ]] && n=$((n + 1))
+    done
+    echo "$n"
+}
 sleep 0.3
 [ "$(supervise_threads)" -ge 1 ] || fail "no supervisor thread waits for the blocking accept"
 kill -USR1 "$PYPID"
@@ -305,7 +313,9 @@ RBPROPER=$(run_proper "$RBRUN")
 parked_in() {
     local t
     for t in /proc/"$RBPROPER"/task/*; do
-        [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-supervise ] && cat "$t/wchan" 2>/dev/null && echo
+        [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-supervise ] || continue
+        # (The pool's idle workers wait elsewhere.)
+        [[ $(cat "$t/wchan" 2>/dev/null) == *request_wait_answer* ]] && echo request_wait_answer
     done
 }
 for _ in $(seq 1 100); do [[ $(parked_in) == *request_wait_answer* ]] && break; sleep 0.05; done

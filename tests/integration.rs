@@ -217,6 +217,7 @@ scripts!(
     run_redis,
     run_seccomp,
     run_seccomp_blocking,
+    run_seccomp_flood,
     run_seccomp_gonet,
     run_seccomp_passfd,
     run_socat_nc,

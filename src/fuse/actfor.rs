@@ -10,6 +10,7 @@
 //! setuid exec or a reused pid is another principal (as ptrace would judge).
 
 use std::collections::HashMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use nix::errno::Errno;
@@ -41,6 +42,37 @@ struct Grant {
     /// a socket in the namespace it was made in). It can only be in a
     /// namespace it could enter, where it could make sockets itself.
     granter_netns: bool,
+    /// Pidfds of the supervisor's process and of the target's, opened once
+    /// they were checked: each request asks whether they still name a
+    /// process (a pid reused is another struct pid), instead of reading
+    /// both start times from /proc (with the supervisor's status, three of
+    /// the four /proc reads a request made: over half the daemon's time
+    /// under `udsfs run`'s supervisor). None: not to be had; /proc decides.
+    pidfds: Option<(OwnedFd, OwnedFd)>,
+}
+
+/// A pidfd of process `pid`.
+fn pidfd(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open returns a new descriptor we own.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: as above.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Is the process of `pidfd` still there (a zombie too, as its /proc entry
+/// and start time stay until it is reaped)?
+fn alive(pidfd: &OwnedFd) -> bool {
+    // SAFETY: signal 0 only checks; no memory is passed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            0,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 static GRANTS: Mutex<Option<HashMap<u32, Grant>>> = Mutex::new(None);
@@ -50,6 +82,8 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// is made: a grant left by an exited thread is otherwise dropped only when
 /// its thread id asks again, so threads that grant and exit would grow the map.
 const SWEEP_AT: usize = 1024;
+/// Grants that hold pidfds, at most (the daemon's descriptors are few).
+const PIDFD_GRANTS: usize = 256;
 
 /// Is `pid` (a process) `ancestor` or below it?
 fn in_tree(mut pid: i32, ancestor: i32) -> bool {
@@ -135,9 +169,18 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     let target_started = procfs::start_time(them.tgid).ok_or(libc::ESRCH)?;
     // The start time must be the checked process's, not a successor's that
     // got its pid meanwhile: read again, the same process with the same ids.
+    // The pidfds, opened before the second look: if it finds the same
+    // process, they name that one.
+    // (Two descriptors a grant: past PIDFD_GRANTS grants, /proc alone.)
+    let pidfds = if map.len() < PIDFD_GRANTS {
+        pidfd(me.tgid).zip(pidfd(them.tgid))
+    } else {
+        None
+    };
     let again = Status::read(target).map_err(|_| libc::ESRCH)?;
     if (again.tgid, again.uids, again.gids, again.cap_eff)
         != (them.tgid, them.uids, them.gids, them.cap_eff)
+        || procfs::start_time(them.tgid) != Some(target_started)
     {
         return Err(libc::ESRCH);
     }
@@ -161,6 +204,7 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
             gids: them.gids,
             cap_eff: them.cap_eff,
             granter_netns,
+            pidfds,
         },
     );
     COUNT.store(map.len(), Ordering::Relaxed);
@@ -218,16 +262,39 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
         gr.target_started,
         (gr.uids, gr.gids, gr.cap_eff),
     );
+    let has_pidfds = gr.pidfds.is_some();
     drop(g);
     // The grant's thread must still be the supervisor's, and the target the
     // same process with the same credentials (else: reused pid, setuid exec).
-    let same = Status::read(tid).is_ok_and(|st| st.tgid == tgid)
-        && procfs::start_time(tgid) == Some(started);
-    let target = Status::read(who.0).ok().filter(|st| {
-        st.tgid == t_tgid
-            && (st.uids, st.gids, st.cap_eff) == ids
-            && procfs::start_time(t_tgid) == Some(t_started)
-    });
+    let (same, target) = if has_pidfds {
+        // A thread of the supervisor's process (the one granted, or one that
+        // took its id since: the same process) and the target's status, read
+        // before the pidfds are asked: alive after the reads, each process
+        // was the one granted all along, so the reads were of it.
+        let thread = std::path::Path::new(&format!("/proc/{tgid}/task/{tid}")).exists();
+        let st = Status::read(who.0).ok();
+        let g = GRANTS.lock();
+        let lives = g
+            .as_ref()
+            .and_then(|m| m.get(&tid))
+            .filter(|gr| (gr.started, gr.target_started) == (started, t_started))
+            .and_then(|gr| gr.pidfds.as_ref())
+            .is_some_and(|(sup, tgt)| alive(sup) && alive(tgt));
+        drop(g);
+        (
+            thread && lives,
+            st.filter(|st| lives && st.tgid == t_tgid && (st.uids, st.gids, st.cap_eff) == ids),
+        )
+    } else {
+        let same = Status::read(tid).is_ok_and(|st| st.tgid == tgid)
+            && procfs::start_time(tgid) == Some(started);
+        let target = Status::read(who.0).ok().filter(|st| {
+            st.tgid == t_tgid
+                && (st.uids, st.gids, st.cap_eff) == ids
+                && procfs::start_time(t_tgid) == Some(t_started)
+        });
+        (same, target)
+    };
     if same && let Some(st) = target {
         // Read now: where the granting thread is for this request.
         let netns = granter_netns.then(|| {

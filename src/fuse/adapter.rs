@@ -337,7 +337,11 @@ impl Filesystem for UdsFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        reply.ok();
+        // Nothing to do at a close that is not the last (release is):
+        // ENOSYS makes the kernel stop sending FLUSH for this mount, a round
+        // trip at every close of a copy of a data file (the supervisor's
+        // pidfd_getfd copies, a dup of the program's) otherwise.
+        reply.error(ferr(Errno::ENOSYS));
     }
 
     fn release(

@@ -1,6 +1,12 @@
 //! The supervisor's side of src/fuse/actfor.rs: before a thread makes the
 //! daemon calls of a trapped one, it names the target in the mount root's
-//! `user.udsfs.act_for`; the guard clears it when the call is done.
+//! `user.udsfs.act_for`. The grant stays after the call (clearing it cost
+//! two round trips to the daemon a call): the thread's next call that
+//! needs one names its own target, and the daemon checks the target at
+//! every request (src/fuse/actfor.rs `caller_of`). The calls made without
+//! one (queries, receives without control data) are the same whoever the
+//! daemon takes them for; a grant refused clears the one held, so that the
+//! supervisor's own credentials stand in as before.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -10,13 +16,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::fuse::actfor::XATTR;
 
 pub struct Grant {
-    root: Option<CString>,
+    /// Set in the daemon (else the supervisor's own credentials stand in).
+    _set: bool,
 }
 
 /// Said once: a daemon that refuses leaves the supervisor's credentials.
 static WARNED: AtomicBool = AtomicBool::new(false);
 /// Said once: a thread outside the tree is trapped by one of our listeners.
 static OUTSIDER_WARNED: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// This thread's grant is set in the daemon.
+    static HELD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 fn set(root: &CString, value: &[u8]) -> bool {
     let name = CString::new(XATTR).expect("no NUL in the name");
@@ -40,10 +52,14 @@ impl Grant {
     /// must not get them (integration/adversarial_run.sh).
     pub fn new(mount: &Path, tid: i32) -> Option<Grant> {
         let Ok(root) = CString::new(mount.as_os_str().as_bytes()) else {
-            return super::below_us(tid).then_some(Grant { root: None });
+            return super::below_us(tid).then_some(Grant { _set: false });
         };
         if set(&root, tid.to_string().as_bytes()) {
-            return Some(Grant { root: Some(root) });
+            HELD.set(true);
+            return Some(Grant { _set: true });
+        }
+        if HELD.replace(false) {
+            set(&root, b"0");
         }
         if !super::below_us(tid) {
             if !OUTSIDER_WARNED.swap(true, Ordering::Relaxed) {
@@ -59,15 +75,7 @@ impl Grant {
                 std::io::Error::last_os_error()
             );
         }
-        Some(Grant { root: None })
-    }
-}
-
-impl Drop for Grant {
-    fn drop(&mut self) {
-        if let Some(root) = &self.root {
-            set(root, b"0");
-        }
+        Some(Grant { _set: false })
     }
 }
 

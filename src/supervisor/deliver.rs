@@ -58,9 +58,10 @@ struct Choices {
     given: HashMap<(pid_t, u32), pid_t>,
     /// Where each process's next search starts (signal->curr_target).
     next: HashMap<pid_t, pid_t>,
-    /// Whether each process is stopping, as last seen, and when: one look
-    /// at its threads serves the rest of a watcher tick.
-    stopping: HashMap<pid_t, (std::time::Instant, bool)>,
+    /// Whether each process is stopping, as last seen, when, and for how
+    /// long the look serves: one look at its threads serves the rest of a
+    /// watcher tick, and longer for a process of many threads.
+    stopping: HashMap<pid_t, (std::time::Instant, bool, std::time::Duration)>,
 }
 
 fn choices() -> &'static Mutex<Choices> {
@@ -125,26 +126,30 @@ impl Choices {
     /// Is the process of `me` in a group stop, or about to be? A stop
     /// signal wakes every thread (do_signal_stop), so every parked call
     /// ends and is made again after SIGCONT, as a blocking call on Linux.
-    /// `fresh`: not from a look of the last 50 ms, which may predate a
-    /// SIGCONT.
+    /// `fresh`: not from an earlier look, which may predate a SIGCONT. A
+    /// look reads the status of every thread of the process: it serves 50
+    /// ms, and 50 ms more for each 64 threads (10,000 threads blocked in
+    /// trapped calls: a look every 8 s, a stop seen that late at worst).
     fn stopping(&mut self, me: &Status, fresh: bool) -> bool {
         let stop = bit(libc::SIGTSTP) | bit(libc::SIGTTIN) | bit(libc::SIGTTOU);
         if me.shared & (bit(libc::SIGSTOP) | (stop & !me.handled)) != 0 {
             return true;
         }
         let now = std::time::Instant::now();
-        if let Some(&(at, s)) = self.stopping.get(&me.tgid)
+        if let Some(&(at, s, serves)) = self.stopping.get(&me.tgid)
             && !fresh
-            && now.duration_since(at) < std::time::Duration::from_millis(50)
+            && now.duration_since(at) < serves
         {
             return s;
         }
-        let s = threads(me.tgid).iter().any(|(_, st)| st.state == b'T');
+        let all = threads(me.tgid);
+        let s = all.iter().any(|(_, st)| st.state == b'T');
+        let serves = std::time::Duration::from_millis(50 * (1 + all.len() as u64 / 64));
         if self.stopping.len() >= 1024 {
             self.stopping
-                .retain(|_, (at, _)| now.duration_since(*at) < std::time::Duration::from_secs(1));
+                .retain(|_, (at, _, serves)| now.duration_since(*at) < *serves);
         }
-        self.stopping.insert(me.tgid, (now, s));
+        self.stopping.insert(me.tgid, (now, s, serves));
         s
     }
 }

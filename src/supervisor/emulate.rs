@@ -14,7 +14,7 @@ use super::call::{
 use super::daemon::{self, Daemon, Res};
 use super::listener::{Listener, Reply};
 use super::mem;
-use super::target::{Dev, Task};
+use super::target::Task;
 use super::{opts, pidfd};
 use udsfs_calls as calls;
 use udsfs_proto::carry::Carried;
@@ -24,12 +24,11 @@ use udsfs_proto::route::{self, Route};
 use udsfs_proto::sockopt::SO_PEERPIDFD;
 
 /// A call for the supervisor to carry out.
-#[derive(Clone)]
 pub struct Job {
     pub id: u64,
-    tid: i32,
-    nr: i64,
-    args: [u64; 6],
+    pub tid: i32,
+    pub nr: i64,
+    pub args: [u64; 6],
     /// The target's descriptor (args[0]) was a udsfs data file at triage.
     udsfs: bool,
     /// The address that made a kernel socket's call udsfs work (copied once).
@@ -44,6 +43,20 @@ pub struct Job {
     /// the bytes it sent (`resume`).
     pub try_first: bool,
     pub resume: usize,
+    /// The trapped thread and the copy of its descriptor that triage
+    /// looked at, for the first attempt only: a clone goes without them
+    /// (a call held or tried again looks anew).
+    pub got: Option<(Task, OwnedFd)>,
+}
+
+impl Clone for Job {
+    fn clone(&self) -> Job {
+        Job {
+            addr: self.addr.clone(),
+            got: None,
+            ..*self
+        }
+    }
 }
 
 fn try_first(nr: i64, args: &[u64; 6]) -> bool {
@@ -56,8 +69,9 @@ fn try_first(nr: i64, args: &[u64; 6]) -> bool {
     }
 }
 
-/// Whether call `nr` on the target's descriptor `args[0]` may wait.
-fn may_wait(tid: i32, nr: i64, args: &[u64; 6]) -> bool {
+/// Whether call `nr` on the target's descriptor `args[0]` (`nonblock`:
+/// its O_NONBLOCK) may wait.
+fn may_wait(nonblock: bool, nr: i64, args: &[u64; 6]) -> bool {
     let flags = match nr {
         libc::SYS_accept | libc::SYS_accept4 | libc::SYS_connect => 0,
         libc::SYS_recvfrom | libc::SYS_sendto | libc::SYS_recvmmsg | libc::SYS_sendmmsg => {
@@ -66,32 +80,23 @@ fn may_wait(tid: i32, nr: i64, args: &[u64; 6]) -> bool {
         libc::SYS_recvmsg | libc::SYS_sendmsg => args[2] as i32,
         _ => return false,
     };
-    let nonblock = crate::procfs::fd_flags(tid, args[0] as i32)
-        .is_some_and(|f| f & libc::O_NONBLOCK as u32 != 0);
     !nonblock && flags & libc::MSG_DONTWAIT == 0
-}
-
-fn fd_is_udsfs(dev: &Dev, tid: i32, fd: i32) -> bool {
-    if fd < 0 {
-        return false;
-    }
-    let path = format!("/proc/{tid}/fd/{fd}");
-    Dev::probe(dev, &path)
 }
 
 /// Decides a call on the spot when it is not udsfs work.
 pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply> {
     let (nr, args, tid) = (n.data.nr as i64, n.data.args, n.pid as i32);
-    let job = |udsfs, addr| Job {
+    let job = |udsfs, addr, got: Option<(Task, OwnedFd)>| Job {
         id: n.id,
         tid,
         nr,
         args,
         udsfs,
         addr,
-        may_wait: may_wait(tid, nr, &args),
+        may_wait: may_wait(got.as_ref().is_some_and(|g| nonblocking(&g.1)), nr, &args),
         try_first: try_first(nr, &args),
         resume: 0,
+        got,
     };
     match nr {
         libc::SYS_socket => return Err(Reply::Continue),
@@ -108,7 +113,7 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
             let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
             let valid = type_dir(base).is_some() && (proto == 0 || proto == libc::PF_UNIX);
             return if args[0] as i32 == libc::AF_UNIX && valid {
-                Ok(job(false, None))
+                Ok(job(false, None, None))
             } else {
                 Err(Reply::Continue)
             };
@@ -125,8 +130,16 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
         }
         _ => {}
     }
-    if fd_is_udsfs(&ctx.dev, tid, args[0] as i32) {
-        return Ok(job(true, None));
+    // A copy of the descriptor tells what it is without /proc (and serves
+    // the first attempt).
+    let got = match Task::open(tid).and_then(|t| Ok((t.get_fd(args[0] as i32)?, t))) {
+        Ok((fd, t)) => Some((t, fd)),
+        // The supervisor out of descriptors cannot tell what it is.
+        Err(libc::EMFILE | libc::ENFILE) => return Err(Reply::Errno(libc::ENOBUFS)),
+        Err(_) => None,
+    };
+    if got.as_ref().is_some_and(|g| ctx.dev.is_data(&g.1)) {
+        return Ok(job(true, None, got));
     }
     // A kernel socket (or no socket): only an address in the mount, under a
     // route or abstract makes it udsfs work.
@@ -147,8 +160,8 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
         return Err(Reply::Continue);
     };
     match classify(ctx, tid, &addr) {
-        Route::Udsfs(_) => Ok(job(false, Some(addr))),
-        Route::Autobind if nr == libc::SYS_bind => Ok(job(false, Some(addr))),
+        Route::Udsfs(_) => Ok(job(false, Some(addr), got)),
+        Route::Autobind if nr == libc::SYS_bind => Ok(job(false, Some(addr), got)),
         _ => Err(Reply::Continue),
     }
 }
@@ -276,9 +289,13 @@ fn needs_grant(job: &Job) -> bool {
 }
 
 /// Carries out a udsfs call; the reply goes back after a validity check.
-pub fn perform(ctx: &Ctx, l: &Listener, job: Job, on_loop: bool) -> Reply {
-    let Ok(task) = Task::open(job.tid) else {
-        return Reply::Errno(libc::ESRCH);
+pub fn perform(ctx: &Ctx, l: &Listener, mut job: Job, on_loop: bool) -> Reply {
+    let (task, got) = match job.got.take() {
+        Some((t, fd)) => (t, Some(fd)),
+        None => match Task::open(job.tid) {
+            Ok(t) => (t, None),
+            Err(_) => return Reply::Errno(libc::ESRCH),
+        },
     };
     // The pidfd names the trapped thread only while the call is pending.
     if !l.valid(job.id) {
@@ -309,8 +326,11 @@ pub fn perform(ctx: &Ctx, l: &Listener, job: Job, on_loop: bool) -> Reply {
         return value(socketpair(&c, a));
     }
     let fd = a[0] as i32;
-    let Ok(own) = c.task.get_fd(fd) else {
-        return Reply::Continue;
+    let own = match got.map_or_else(|| c.task.get_fd(fd), Ok) {
+        Ok(own) => own,
+        // The supervisor out of descriptors: not the kernel's call to make.
+        Err(libc::EMFILE | libc::ENFILE) => return Reply::Errno(libc::ENOBUFS),
+        Err(_) => return Reply::Continue,
     };
     // What the descriptor is now decides (another thread's dup2 since
     // triage, or an attempt on the loop that made it udsfs already).

@@ -28,6 +28,7 @@ mod record;
 mod stat;
 mod target;
 mod thread_uid;
+mod wait;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
@@ -323,7 +324,7 @@ impl Setup {
 fn serve(listener: OwnedFd, ctx: Arc<call::Ctx>) -> Result<(), String> {
     let listener = Arc::new(listener::Listener::new(listener));
     std::thread::Builder::new()
-        .name("udsfs-supervisor".into())
+        .name("udsfs-supervise".into())
         .spawn(move || notify::serve(listener, ctx))
         .map(|_| ())
         .map_err(|e| format!("cannot start the supervisor: {e}"))

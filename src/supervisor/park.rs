@@ -92,11 +92,20 @@ fn watcher() {
             // SAFETY: a signal with a no-op handler to one of our threads.
             unsafe { libc::syscall(libc::SYS_tgkill, me, e.thread, kick_signal()) };
         }
-        g = w
-            .changed
-            .wait_timeout(g, TICK)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
+        // A whole tick, whatever parks meanwhile: a look reads /proc for
+        // every parked call, and calls park thousands of times a second.
+        let until = std::time::Instant::now() + TICK;
+        loop {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            g = w
+                .changed
+                .wait_timeout(g, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
     }
 }
 
@@ -122,7 +131,10 @@ impl Parked {
             id,
             target,
         });
-        w.changed.notify_one();
+        // Only an idle watcher needs waking; a busy one looks at its tick.
+        if g.1.len() == 1 {
+            w.changed.notify_one();
+        }
         Parked { key }
     }
 }

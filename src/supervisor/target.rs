@@ -49,12 +49,23 @@ impl Dev {
             .is_some_and(|st| self.owns(&st))
     }
 
-    /// Is the open file `fd` (ours) a udsfs data file?
+    /// Is the open file `fd` (ours) a udsfs data file? Asked of the
+    /// descriptor itself (AT_EMPTY_PATH): no /proc path to resolve.
     pub fn is_data(&self, fd: &OwnedFd) -> bool {
         use std::os::fd::AsRawFd;
-        let path = CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok();
-        path.and_then(|p| statx(&p, 0))
-            .is_some_and(|st| self.owns(&st))
+        // SAFETY: statx fills the zeroed struct; the path is an empty C string.
+        let st = unsafe {
+            let mut st: libc::statx = std::mem::zeroed();
+            let r = libc::statx(
+                fd.as_raw_fd(),
+                c"".as_ptr(),
+                libc::AT_EMPTY_PATH | libc::AT_STATX_DONT_SYNC,
+                libc::STATX_INO,
+                &mut st,
+            );
+            (r == 0).then_some(st)
+        };
+        st.is_some_and(|st| self.owns(&st))
     }
 }
 
@@ -111,7 +122,8 @@ impl Task {
         let r = unsafe { libc::syscall(libc::SYS_pidfd_getfd, self.pidfd.as_raw_fd(), fd, 0) };
         if r < 0 {
             return Err(match last() {
-                libc::ESRCH => libc::ESRCH,
+                // (Ours: the supervisor is out of descriptors.)
+                e @ (libc::ESRCH | libc::EMFILE | libc::ENFILE) => e,
                 _ => libc::EBADF,
             });
         }
