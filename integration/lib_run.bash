@@ -84,6 +84,8 @@ wait_listening() {
     while :; do
         if [ "$UDSFS_RUN_VIA" == udsfs ]; then
             udsfs_has_socket "$path" && return 0
+            ! kernel_has_socket "$path" ||
+                fail "a kernel socket is bound at $path (in /proc/net/unix), not a udsfs socket: the program escaped udsfs run"
         else
             kernel_has_socket "$path" && return 0
         fi

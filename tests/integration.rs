@@ -220,6 +220,8 @@ scripts!(
     run_seccomp_flood,
     run_seccomp_gonet,
     run_seccomp_passfd,
+    run_socket_activate,
+    run_ssh_agent,
     run_socat_nc,
     run_supervisord,
     signal_send,
