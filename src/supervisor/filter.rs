@@ -73,6 +73,8 @@ const X32_BIT: u32 = 0x4000_0000;
 const OFF_NR: u32 = 0;
 const OFF_ARCH: u32 = 4;
 const OFF_ARG1: u32 = 24;
+const OFF_ARG2: u32 = 32;
+const OFF_ARG3: u32 = 40;
 // instruction_pointer at 8, its low word first.
 const OFF_IP_LO: u32 = 8;
 const OFF_IP_HI: u32 = 12;
@@ -82,6 +84,7 @@ const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
 const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 const AND_K: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
+const JSET_K: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
 
 fn stmt(code: u16, k: u32) -> sock_filter {
     sock_filter {
@@ -101,22 +104,33 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
 pub const UNLINK: &[i64] = &[libc::SYS_unlink, libc::SYS_unlinkat];
 
 /// The stat calls the C library makes (fstat, stat and lstat are
-/// newfstatat since glibc 2.33; statx), trapped only where no library
-/// answers them (a udsfs socket's fstat says S_IFSOCK: stat.rs). Plain
-/// fstat, which Go makes, is trapped under the library too.
-const STATS: &[i64] = &[libc::SYS_newfstatat, libc::SYS_statx];
+/// newfstatat since glibc 2.33; statx), with the argument that holds their
+/// flags: under the library only those that name a file by descriptor
+/// (AT_EMPTY_PATH) are trapped, and only from outside the gadget page (a
+/// udsfs socket's fstat says S_IFSOCK: stat.rs); plain fstat, which Go
+/// makes, is trapped wherever made.
+const STATS: &[(i64, u32)] = &[
+    (libc::SYS_newfstatat, OFF_ARG3),
+    (libc::SYS_statx, OFF_ARG2),
+];
+
+fn is_stat(nr: i64) -> bool {
+    STATS.iter().any(|&(n, _)| n == nr)
+}
 
 /// Which program: `Supervised`, for a tree the supervisor alone carries
 /// (`--front seccomp`, a static binary exec'd in place), with `unlink` for
 /// `--route` prefixes; `Library`, for a tree under the preload library:
 /// the socket calls made from the library's gadget page
 /// (`udsfs_proto::gadget`) run, the rest go to the supervisor (unlink too
-/// with `--route` prefixes). `STATS` run there: the library answers its
-/// programs' stat entry points, and trapping every stat of every program
-/// (the dynamic loader's, the C library's own) would cost a notification
-/// each; a program without the library (a static or Go one, a child exec'd
-/// with an empty environment) then sees a udsfs socket's newfstatat and
-/// statx as a regular file.
+/// with `--route` prefixes). Of `STATS` only the calls by descriptor
+/// (AT_EMPTY_PATH) are trapped there: the library makes its programs' by
+/// descriptor from the gadget, and trapping stat by path (the dynamic
+/// loader's, every `ls`) would cost a notification each; what is trapped
+/// is the dynamic loader's fstat of each library it maps, the C library's
+/// own (stdio's first look at a descriptor) and those of programs without
+/// the library (a child exec'd with an empty environment: systemd's
+/// socket activation hands `cat` a udsfs socket as stdin and stdout).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
     Supervised { unlink: bool },
@@ -131,6 +145,8 @@ enum To {
     Notify,
     /// The gadget check (`Kind::Library`), or notify.
     Trap,
+    /// Past this many instructions after the next.
+    Skip(usize),
 }
 
 /// A program with symbolic jump targets, resolved by `done`.
@@ -153,6 +169,7 @@ impl Asm {
         for (i, (mut ins, jt, jf)) in self.code.into_iter().enumerate() {
             let off = |t: To| match t {
                 To::Next => 0,
+                To::Skip(n) => u8::try_from(n).expect("a short skip"),
                 t => {
                     let d = labels(t)
                         .checked_sub(i + 1)
@@ -180,7 +197,7 @@ pub fn program(kind: Kind) -> Vec<sock_filter> {
             .collect(),
         Kind::Library { unlink } => TRAPPED
             .iter()
-            .filter(|nr| !STATS.contains(nr))
+            .filter(|&&nr| !is_stat(nr))
             .chain(if unlink { UNLINK } else { &[] })
             .copied()
             .collect(),
@@ -192,6 +209,15 @@ pub fn program(kind: Kind) -> Vec<sock_filter> {
     a.jump(JGE_K, X32_BIT, To::Allow, To::Next);
     for &nr in &calls {
         a.jump(JEQ_K, nr as u32, To::Trap, To::Next);
+    }
+    if matches!(kind, Kind::Library { .. }) {
+        // A stat by descriptor traps; by path it runs. The accumulator then
+        // holds the flags: both ways leave this block.
+        for &(nr, flags) in STATS {
+            a.jump(JEQ_K, nr as u32, To::Next, To::Skip(2));
+            a.stmt(LD_W_ABS, flags);
+            a.jump(JSET_K, libc::AT_EMPTY_PATH as u32, To::Trap, To::Allow);
+        }
     }
     // Refused wherever made, the library's syscall() included.
     for &nr in REFUSED {
@@ -221,7 +247,7 @@ pub fn program(kind: Kind) -> Vec<sock_filter> {
         To::Allow => allow,
         To::Trap => trap,
         To::Notify => notify,
-        To::Next => unreachable!(),
+        To::Next | To::Skip(_) => unreachable!(),
     })
 }
 
@@ -236,6 +262,9 @@ mod tests {
         nr: u32,
         req: u32,
         ip: u64,
+        /// args[2] and args[3] (a stat call's flags).
+        arg2: u32,
+        arg3: u32,
     }
 
     /// Runs the program on `d` as the kernel would.
@@ -249,14 +278,18 @@ mod tests {
                         OFF_ARCH => d.arch,
                         OFF_NR => d.nr,
                         OFF_ARG1 => d.req,
+                        OFF_ARG2 => d.arg2,
+                        OFF_ARG3 => d.arg3,
                         OFF_IP_LO => d.ip as u32,
                         OFF_IP_HI => (d.ip >> 32) as u32,
                         k => panic!("load at {k}"),
                     }
                 }
                 AND_K => acc &= i.k,
-                JEQ_K | JGE_K => {
-                    let hit = if i.code == JEQ_K {
+                JEQ_K | JGE_K | JSET_K => {
+                    let hit = if i.code == JSET_K {
+                        acc & i.k != 0
+                    } else if i.code == JEQ_K {
                         acc == i.k
                     } else {
                         acc >= i.k
@@ -282,6 +315,8 @@ mod tests {
                 nr,
                 req,
                 ip: 0x7f12_3456_7000,
+                arg2: 0,
+                arg3: 0,
             },
         )
     }
@@ -339,12 +374,14 @@ mod tests {
                     nr: nr as u32,
                     req,
                     ip,
+                    arg2: 0,
+                    arg3: 0,
                 },
             )
         };
         let inside = [ADDR, ADDR + 0x19, ADDR + 4095];
         let outside = [ADDR - 1, ADDR + 4096, ADDR + (1 << 32), ADDR ^ (1 << 40), 0];
-        for &nr in TRAPPED.iter().filter(|nr| !STATS.contains(nr)) {
+        for &nr in TRAPPED.iter().filter(|&&nr| !is_stat(nr)) {
             for ip in inside {
                 assert_eq!(at(nr, 0, ip), libc::SECCOMP_RET_ALLOW, "{nr} at {ip:#x}");
             }
@@ -356,8 +393,40 @@ mod tests {
                 );
             }
         }
-        for &nr in STATS.iter().chain(UNLINK) {
+        for &nr in UNLINK {
             assert_eq!(at(nr, 0, ADDR - 1), libc::SECCOMP_RET_ALLOW);
+        }
+        // A stat by path runs wherever made; by descriptor (AT_EMPTY_PATH in
+        // its own flags argument, not the other's) it traps but from the
+        // gadget page.
+        let stat = |nr: i64, arg2: u32, arg3: u32, ip: u64| {
+            let d = Data {
+                arch: AUDIT_ARCH_X86_64,
+                nr: nr as u32,
+                req: 0,
+                ip,
+                arg2,
+                arg3,
+            };
+            run(&p, &d)
+        };
+        let empty = libc::AT_EMPTY_PATH as u32;
+        let nofollow = libc::AT_SYMLINK_NOFOLLOW as u32;
+        for ip in outside {
+            let notify = libc::SECCOMP_RET_USER_NOTIF;
+            assert_eq!(stat(libc::SYS_newfstatat, 0, empty | nofollow, ip), notify);
+            assert_eq!(stat(libc::SYS_statx, empty, 0, ip), notify);
+            let allow = libc::SECCOMP_RET_ALLOW;
+            assert_eq!(stat(libc::SYS_newfstatat, empty, nofollow, ip), allow);
+            assert_eq!(stat(libc::SYS_statx, 0, empty, ip), allow);
+            assert_eq!(stat(libc::SYS_newfstatat, 0, 0, ip), allow);
+        }
+        for ip in inside {
+            assert_eq!(
+                stat(libc::SYS_newfstatat, 0, empty, ip),
+                libc::SECCOMP_RET_ALLOW
+            );
+            assert_eq!(stat(libc::SYS_statx, empty, 0, ip), libc::SECCOMP_RET_ALLOW);
         }
         for &nr in UNLINK {
             let r = |ip| {
@@ -368,6 +437,8 @@ mod tests {
                         nr: nr as u32,
                         req: 0,
                         ip,
+                        arg2: 0,
+                        arg3: 0,
                     },
                 )
             };
