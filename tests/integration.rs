@@ -220,6 +220,7 @@ scripts!(
     run_seccomp_passfd,
     run_socat_nc,
     run_supervisord,
+    sigio,
     signal_send,
     soak,
     signals,
