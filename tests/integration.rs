@@ -18,10 +18,12 @@ use std::time::{Duration, Instant};
 /// How long one script may run.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Scripts that run a long suite twice (kernel, then udsfs) get longer.
+/// Scripts that run a long suite twice (kernel, then udsfs), or make 60,000
+/// sockets through the library (adversarial_sigio), get longer.
 fn timeout_of(name: &str) -> Duration {
     match name {
         "run_cpython_multiprocessing" => Duration::from_secs(360),
+        "adversarial_sigio" => Duration::from_secs(360),
         _ => TIMEOUT,
     }
 }
@@ -156,6 +158,7 @@ scripts!(
     adversarial_more,
     adversarial_observers,
     adversarial_run,
+    adversarial_sigio,
     adversarial_userns,
     api_diffs,
     behaviours,
