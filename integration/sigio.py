@@ -10,6 +10,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "conformance"))
 from differential import say, where  # noqa: E402
@@ -17,6 +18,7 @@ from differential import say, where  # noqa: E402
 FIOASYNC = 0x5452
 FIOSETOWN = 0x8901
 SIOCSPGRP = 0x8902
+F_SETOWN_EX = 15
 DIR = sys.argv[1]
 TYPES = (("stream", socket.SOCK_STREAM), ("seqpacket", socket.SOCK_SEQPACKET),
          ("dgram", socket.SOCK_DGRAM))
@@ -44,9 +46,13 @@ def arm(s, how="fcntl"):
     elif how == "ioctl":
         fcntl.ioctl(s, FIOSETOWN, struct.pack("i", os.getpid()))
         fcntl.ioctl(s, FIOASYNC, struct.pack("i", 1))
-    else:  # the process group, as SIOCSPGRP takes it
+    elif how == "group":  # the process group, as SIOCSPGRP takes it
         fcntl.ioctl(s, SIOCSPGRP, struct.pack("i", -os.getpgrp()))
         fcntl.ioctl(s, FIOASYNC, struct.pack("i", 1))
+    else:  # F_SETOWN_EX: F_OWNER_TID (1) of this thread, or F_OWNER_PGRP (2)
+        kind, who = (1, threading.get_native_id()) if how == "tid" else (2, os.getpgrp())
+        fcntl.fcntl(s, F_SETOWN_EX, struct.pack("ii", kind, who))
+        fcntl.fcntl(s, fcntl.F_SETFL, fcntl.fcntl(s, fcntl.F_GETFL) | os.O_ASYNC)
     s.setblocking(False)
 
 
@@ -105,7 +111,7 @@ def pair_events(name, ty):
     sigio()
     event(name, "peer close, nothing before", b.close)
     a.close()
-    for how in ("ioctl", "group"):
+    for how in ("ioctl", "group", "tid", "pgrp_ex"):
         a, b = socket.socketpair(socket.AF_UNIX, ty)
         arm(a, how)
         event(name, f"owner by {how}: message", lambda: b.send(b"x"))

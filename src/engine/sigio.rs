@@ -39,6 +39,32 @@ struct Queue {
     cv: Condvar,
 }
 
+impl Pending {
+    /// Notes `o` (once: an owner already noted is not noted again); the
+    /// number of owners waiting when the bound refuses it.
+    fn add(&mut self, o: UrgOwner) -> Result<(), usize> {
+        if self.owners.contains(&o) {
+            return Ok(());
+        }
+        let of_uid = self.per_uid.get(&o.setter_uid).copied().unwrap_or(0);
+        if of_uid >= MAX_PER_UID {
+            return Err(of_uid);
+        }
+        if self.owners.len() >= MAX_PENDING {
+            return Err(self.owners.len());
+        }
+        self.owners.insert(o);
+        *self.per_uid.entry(o.setter_uid).or_default() += 1;
+        Ok(())
+    }
+
+    /// Takes every noted owner.
+    fn take(&mut self) -> Vec<UrgOwner> {
+        self.per_uid.clear();
+        self.owners.drain().collect()
+    }
+}
+
 fn queue() -> &'static Queue {
     static Q: OnceLock<Queue> = OnceLock::new();
     Q.get_or_init(Queue::default)
@@ -52,26 +78,14 @@ pub(crate) fn note(owners: &[UrgOwner]) {
     let q = queue();
     let mut p = q.pending.lock();
     for &o in owners {
-        if p.owners.contains(&o) {
-            continue;
-        }
-        let of_uid = p.per_uid.get(&o.setter_uid).copied().unwrap_or(0);
-        if p.owners.len() >= MAX_PENDING || of_uid >= MAX_PER_UID {
+        if let Err(waiting) = p.add(o) {
             limited!(
                 info,
-                "SIGIO to {} for uid {} dropped: {} owners already wait for theirs",
+                "SIGIO to {} for uid {} dropped: {waiting} owners already wait for theirs",
                 o.target,
                 o.setter_uid,
-                if of_uid >= MAX_PER_UID {
-                    of_uid
-                } else {
-                    p.owners.len()
-                }
             );
-            continue;
         }
-        p.owners.insert(o);
-        *p.per_uid.entry(o.setter_uid).or_default() += 1;
     }
     if !p.started {
         let spawned = std::thread::Builder::new()
@@ -96,8 +110,7 @@ fn send_loop() {
             while p.owners.is_empty() {
                 q.cv.wait(&mut p);
             }
-            p.per_uid.clear();
-            p.owners.drain().collect()
+            p.take()
         };
         let mut unanswered = HashSet::new();
         for o in batch {
@@ -108,5 +121,45 @@ fn send_loop() {
                 unanswered.insert(o.setter_uid);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner(target: i32, setter_uid: u32) -> UrgOwner {
+        UrgOwner { target, setter_uid }
+    }
+
+    #[test]
+    fn an_owner_is_noted_once_and_the_notes_are_bounded() {
+        let mut p = Pending::default();
+        for _ in 0..1000 {
+            p.add(owner(7, 1000)).expect("one owner, noted again");
+        }
+        println!("one owner noted 1000 times: {} waiting", p.owners.len());
+        assert_eq!(p.owners.len(), 1);
+        // One user's distinct owners: MAX_PER_UID, then refused.
+        let took = (1..=1000)
+            .filter(|&t| p.add(owner(-t, 2000)).is_ok())
+            .count();
+        println!("uid 2000's 1000 owners: {took} noted");
+        assert_eq!(took, MAX_PER_UID);
+        assert_eq!(p.add(owner(-5000, 2000)), Err(MAX_PER_UID));
+        // Many users: MAX_PENDING in all.
+        let mut noted = p.owners.len();
+        for uid in 3000..3100 {
+            noted += (1..=100).filter(|&t| p.add(owner(t, uid)).is_ok()).count();
+        }
+        println!(
+            "100 users' 100 owners each: {} waiting in all",
+            p.owners.len()
+        );
+        assert_eq!(noted, MAX_PENDING);
+        assert_eq!(p.owners.len(), MAX_PENDING);
+        // Taken, there is room again.
+        assert_eq!(p.take().len(), MAX_PENDING);
+        assert!(p.add(owner(-5000, 2000)).is_ok());
     }
 }
