@@ -129,7 +129,11 @@ mod tests {
     use super::*;
 
     fn owner(target: i32, setter_uid: u32) -> UrgOwner {
-        UrgOwner { target, setter_uid }
+        UrgOwner {
+            target,
+            setter_uid,
+            started: None,
+        }
     }
 
     #[test]

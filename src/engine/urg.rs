@@ -23,7 +23,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
 
@@ -35,9 +35,24 @@ use super::log_limit::limited;
 pub struct UrgOwner {
     pub target: i32,
     pub setter_uid: u32,
+    /// A process target's start time when the owner was set: Linux holds
+    /// the process itself (a struct pid), so a process that took its pid
+    /// since gets nothing. None: a group, or not known.
+    pub started: Option<u64>,
 }
 
 impl UrgOwner {
+    /// The owner `target` set by `setter_uid`, a process's start time read now.
+    pub(crate) fn new(target: i32, setter_uid: u32) -> UrgOwner {
+        UrgOwner {
+            target,
+            setter_uid,
+            started: (target > 0)
+                .then(|| crate::procfs::start_time(target))
+                .flatten(),
+        }
+    }
+
     /// send_sigurg: the signal goes only where the setter could send it
     /// (sigio_perm: root, or the target's real or saved uid is the setter's).
     pub(crate) fn signal(self) {
@@ -47,34 +62,60 @@ impl UrgOwner {
     /// Sends `sig` (SIGURG, or SIGIO: src/engine/sigio.rs) where the setter
     /// could send it. False when a group's signaller did not answer.
     pub(crate) fn send(self, sig: Signal) -> bool {
+        if self.target > 0 {
+            self.send_to_process(sig);
+            return true;
+        }
         if self.setter_uid == 0 {
-            let res = if self.target < 0 {
-                killpg(Pid::from_raw(-self.target), sig)
-            } else {
-                kill(Pid::from_raw(self.target), sig)
-            };
-            if let Err(e) = res {
+            if let Err(e) = killpg(Pid::from_raw(-self.target), sig) {
                 log::debug!("{sig} to {}: {}", self.target, e.desc());
             }
             return true;
         }
-        if self.target > 0 {
-            // One process: one look at its ids, whatever the host runs.
-            let pid = self.target;
-            if !uid_may_signal(self.setter_uid, pid) {
-                limited!(
-                    info,
-                    "{sig} to {pid} not sent: its owner was set by uid {}, who may not signal it",
-                    self.setter_uid
-                );
-                return true;
-            }
-            if let Err(e) = kill(Pid::from_raw(pid), sig) {
-                log::debug!("{sig} to {pid}: {}", e.desc());
-            }
-            return true;
-        }
         signallers().signal(self.setter_uid, self.target, sig)
+    }
+
+    /// One process: one look at its ids and start time, whatever the host
+    /// runs, and the signal through a pidfd opened before that look, so
+    /// it reaches the process looked at.
+    fn send_to_process(self, sig: Signal) {
+        let pid = self.target;
+        // SAFETY: pidfd_open of a number; no memory involved.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            log::debug!("{sig} to {pid}: {}", nix::errno::Errno::last().desc());
+            return;
+        }
+        // SAFETY: a fresh descriptor we own.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+        if self.started.is_some() && crate::procfs::start_time(pid) != self.started {
+            limited!(
+                info,
+                "{sig} to {pid} not sent: the process that owned the socket ended; its pid is another's now"
+            );
+            return;
+        }
+        if self.setter_uid != 0 && !uid_may_signal(self.setter_uid, pid) {
+            limited!(
+                info,
+                "{sig} to {pid} not sent: its owner was set by uid {}, who may not signal it",
+                self.setter_uid
+            );
+            return;
+        }
+        // SAFETY: a signal through our own pidfd; no memory involved.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                pidfd.as_raw_fd(),
+                sig as libc::c_int,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+        if r < 0 {
+            log::debug!("{sig} to {pid}: {}", nix::errno::Errno::last().desc());
+        }
     }
 }
 
@@ -409,5 +450,40 @@ unsafe fn child(sock: libc::c_int, parent: libc::pid_t, uid: u32) -> ! {
                 libc::_exit(0);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    /// A pid whose process is not the one that was the owner (pid reuse)
+    /// gets nothing; the owner itself gets the signal.
+    #[test]
+    fn a_process_that_took_the_owners_pid_gets_no_signal() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let pid = child.id() as i32;
+        let owner = UrgOwner::new(pid, 0);
+        let started = owner.started.expect("the child's start time");
+        let other = UrgOwner {
+            started: Some(started + 1),
+            ..owner
+        };
+        other.send(Signal::SIGIO);
+        std::thread::sleep(Duration::from_millis(200));
+        let after_other = child.try_wait().expect("try_wait");
+        println!("SIGIO for the owner that started a tick later: {after_other:?}");
+        assert!(
+            after_other.is_none(),
+            "the process with the pid was signalled"
+        );
+        owner.send(Signal::SIGIO);
+        let st = child.wait().expect("wait");
+        println!("SIGIO for the owner itself: {st:?}");
+        assert_eq!(st.signal(), Some(libc::SIGIO));
     }
 }
