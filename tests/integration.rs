@@ -18,10 +18,14 @@ use std::time::{Duration, Instant};
 /// How long one script may run.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Scripts that run a long suite twice (kernel, then udsfs) get longer.
+/// Scripts that run a long suite twice (kernel, then udsfs), or make 60,000
+/// sockets through the library (adversarial_sigio), get longer.
 fn timeout_of(name: &str) -> Duration {
     match name {
         "run_cpython_multiprocessing" => Duration::from_secs(360),
+        "adversarial_sigio" => Duration::from_secs(360),
+        // Each event that gives no SIGIO is waited for 0.5 s, twice per event.
+        "sigio" => Duration::from_secs(240),
         _ => TIMEOUT,
     }
 }
@@ -156,6 +160,7 @@ scripts!(
     adversarial_more,
     adversarial_observers,
     adversarial_run,
+    adversarial_sigio,
     adversarial_userns,
     api_diffs,
     behaviours,
@@ -224,6 +229,7 @@ scripts!(
     run_ssh_agent,
     run_socat_nc,
     run_supervisord,
+    sigio,
     signal_send,
     soak,
     signals,

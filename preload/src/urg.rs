@@ -4,8 +4,8 @@
 //! and SIOCATMARK, which the kernel refuses on a regular file; and FIOASYNC,
 //! which the kernel refuses (ENOTTY) on a file without `fasync`, as FUSE
 //! files are, and O_ASYNC, which F_SETFL accepts on such a file but does
-//! not keep: the daemon keeps it (Op::SetAsync) and F_GETFL shows it, as
-//! Linux does. SIGIO itself is not sent (README "Differences from Linux").
+//! not keep: the daemon keeps it (Op::SetAsync), F_GETFL shows it, as
+//! Linux does, and the daemon sends SIGIO to the owner (src/engine/sigio.rs).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

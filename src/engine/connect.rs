@@ -167,6 +167,8 @@ impl Engine {
             pending.push_back(embryo.clone());
             st.conn = Conn::connected(embryo.clone(), Some(listener_cred));
             wake.extend(ot.queue.readers().take());
+            // The listener's sk_data_ready: SIGIO to its owner.
+            wake.sigio(&ot);
         }
         self.finish(wake);
         Ok(())
@@ -351,6 +353,9 @@ impl Engine {
             let late = how & SEND_SHUTDOWN != 0 && pt.queue.holds_back_from(s.id);
             if how & SEND_SHUTDOWN != 0 && !late {
                 pt.shutdown |= RCV_SHUTDOWN;
+                // unix_shutdown: SIGIO to the peer whose reading ends
+                // (POLL_IN, or POLL_HUP for both sides), not for SHUT_RD.
+                wake.sigio(&pt);
             }
             wake.extend(pt.queue.readers().take());
             wake.extend(pt.queue.writers().take());

@@ -34,6 +34,7 @@ pub mod quota;
 mod release;
 mod release_queue;
 pub mod rights;
+mod sigio;
 mod skb;
 mod sock_table;
 pub mod socket;

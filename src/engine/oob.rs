@@ -34,10 +34,8 @@ impl Engine {
     /// group (< 0), or 0 for nobody.
     pub fn set_urg_owner(&self, s: &Arc<Socket>, target: i32, caller: &Caller) {
         let target = super::pidns::owner_from_sender(target, caller).unwrap_or(0);
-        s.lock().urg_owner = (target != 0).then_some(UrgOwner {
-            target,
-            setter_uid: caller.fsuid,
-        });
+        let owner = (target != 0).then(|| UrgOwner::new(target, caller.fsuid));
+        s.lock().urg_owner = owner;
     }
 
     /// O_ASYNC on or off (F_SETFL, FIOASYNC).

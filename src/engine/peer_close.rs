@@ -48,6 +48,8 @@ impl Engine {
             {
                 *peer_gone = true;
                 pt.shutdown = SHUTDOWN_MASK;
+                // unix_release_sock: SIGIO (POLL_HUP) to the peer.
+                wake.sigio(&pt);
                 if c.had_data || late_data || c.was_embryo {
                     pt.err = Some(Errno::ECONNRESET);
                     reset = Some(pt.name.clone());

@@ -209,8 +209,11 @@ pub struct SockState {
     pub urg_owner: Option<super::urg::UrgOwner>,
     /// O_ASYNC as the program set it (F_SETFL, FIOASYNC): the kernel keeps
     /// it only on files with `fasync`, which FUSE files lack, so F_GETFL
-    /// reads it here. SIGIO is not sent (README "Differences from Linux").
+    /// reads it here; the daemon sends SIGIO (src/engine/sigio.rs).
     pub fasync: bool,
+    /// SOCKWQ_ASYNC_NOSPACE: a send found no room in this socket's budget;
+    /// the room that comes back sends SIGIO once (`Wakeups::run`).
+    pub nospace: bool,
 }
 
 /// A socket's receive queue: the messages (or stream chunks), the bytes
@@ -520,6 +523,7 @@ impl Socket {
                 oob_inline: false,
                 urg_owner: None,
                 fasync: false,
+                nospace: false,
             }),
             bind_lock: Mutex::new(()),
             refs: AtomicUsize::new(0),

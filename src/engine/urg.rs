@@ -1,5 +1,7 @@
 //! SIGURG to a socket's owner (F_SETOWN, FIOSETOWN, SIOCSPGRP) when an
-//! out-of-band byte arrives, with Linux's permission check.
+//! out-of-band byte arrives, and SIGIO when O_ASYNC is on (sent by
+//! src/engine/sigio.rs through `UrgOwner::send`), with Linux's permission
+//! check.
 //!
 //! Linux checks each process of an owner group against the ids of whoever
 //! set the owner (sigio_perm). udsfs used to read all of /proc to find the
@@ -21,7 +23,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
 
@@ -29,44 +31,91 @@ use super::log_limit::limited;
 
 /// Who gets SIGURG: a process (`target` > 0) or a process group (< 0), as
 /// F_SETOWN takes it, and the user who set it (for the permission check).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct UrgOwner {
     pub target: i32,
     pub setter_uid: u32,
+    /// A process target's start time when the owner was set: Linux holds
+    /// the process itself (a struct pid), so a process that took its pid
+    /// since gets nothing. None: a group, or not known.
+    pub started: Option<u64>,
 }
 
 impl UrgOwner {
+    /// The owner `target` set by `setter_uid`, a process's start time read now.
+    pub(crate) fn new(target: i32, setter_uid: u32) -> UrgOwner {
+        UrgOwner {
+            target,
+            setter_uid,
+            started: (target > 0)
+                .then(|| crate::procfs::start_time(target))
+                .flatten(),
+        }
+    }
+
     /// send_sigurg: the signal goes only where the setter could send it
     /// (sigio_perm: root, or the target's real or saved uid is the setter's).
     pub(crate) fn signal(self) {
-        if self.setter_uid == 0 {
-            let res = if self.target < 0 {
-                killpg(Pid::from_raw(-self.target), Signal::SIGURG)
-            } else {
-                kill(Pid::from_raw(self.target), Signal::SIGURG)
-            };
-            if let Err(e) = res {
-                log::debug!("SIGURG to {}: {}", self.target, e.desc());
-            }
-            return;
-        }
+        let _ = self.send(Signal::SIGURG);
+    }
+
+    /// Sends `sig` (SIGURG, or SIGIO: src/engine/sigio.rs) where the setter
+    /// could send it. False when a group's signaller did not answer.
+    pub(crate) fn send(self, sig: Signal) -> bool {
         if self.target > 0 {
-            // One process: one look at its ids, whatever the host runs.
-            let pid = self.target;
-            if !uid_may_signal(self.setter_uid, pid) {
-                limited!(
-                    info,
-                    "SIGURG to {pid} not sent: its owner was set by uid {}, who may not signal it",
-                    self.setter_uid
-                );
-                return;
+            self.send_to_process(sig);
+            return true;
+        }
+        if self.setter_uid == 0 {
+            if let Err(e) = killpg(Pid::from_raw(-self.target), sig) {
+                log::debug!("{sig} to {}: {}", self.target, e.desc());
             }
-            if let Err(e) = kill(Pid::from_raw(pid), Signal::SIGURG) {
-                log::debug!("SIGURG to {pid}: {}", e.desc());
-            }
+            return true;
+        }
+        signallers().signal(self.setter_uid, self.target, sig)
+    }
+
+    /// One process: one look at its ids and start time, whatever the host
+    /// runs, and the signal through a pidfd opened before that look, so
+    /// it reaches the process looked at.
+    fn send_to_process(self, sig: Signal) {
+        let pid = self.target;
+        // SAFETY: pidfd_open of a number; no memory involved.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            log::debug!("{sig} to {pid}: {}", nix::errno::Errno::last().desc());
             return;
         }
-        signallers().signal(self.setter_uid, self.target);
+        // SAFETY: a fresh descriptor we own.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+        if self.started.is_some() && crate::procfs::start_time(pid) != self.started {
+            limited!(
+                info,
+                "{sig} to {pid} not sent: the process that owned the socket ended; its pid is another's now"
+            );
+            return;
+        }
+        if self.setter_uid != 0 && !uid_may_signal(self.setter_uid, pid) {
+            limited!(
+                info,
+                "{sig} to {pid} not sent: its owner was set by uid {}, who may not signal it",
+                self.setter_uid
+            );
+            return;
+        }
+        // SAFETY: a signal through our own pidfd; no memory involved.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                pidfd.as_raw_fd(),
+                sig as libc::c_int,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+        if r < 0 {
+            log::debug!("{sig} to {pid}: {}", nix::errno::Errno::last().desc());
+        }
     }
 }
 
@@ -111,7 +160,9 @@ fn signallers() -> &'static Signallers {
 }
 
 impl Signallers {
-    fn signal(&self, uid: u32, target: i32) {
+    /// Has `uid`'s signaller send `sig` to group `-target`; false when it
+    /// did not answer (busy, gone, stopped or slow).
+    fn signal(&self, uid: u32, target: i32, sig: Signal) -> bool {
         let slot = self.by_uid.lock().entry(uid).or_default().clone();
         // One byte at a time per user: a user whose signaller is stopped
         // holds up only their own SIGURG, and a daemon thread at most
@@ -119,41 +170,44 @@ impl Signallers {
         let Some(mut st) = slot.state.try_lock_for(ANSWER_WITHIN) else {
             limited!(
                 info,
-                "SIGURG to group {} for uid {uid} dropped: its signaller is busy",
+                "{sig} to group {} for uid {uid} dropped: its signaller is busy",
                 -target
             );
-            return;
+            return false;
         };
         if st.live.is_none() {
             if st.not_before.is_some_and(|t| Instant::now() < t) {
-                return;
+                return false;
             }
             match Signaller::fork(uid) {
                 Ok(s) => st.live = Some(s),
                 Err(e) => {
-                    limited!(warn, "SIGURG for uid {uid}: no signaller: {}", e.desc());
+                    limited!(warn, "{sig} for uid {uid}: no signaller: {}", e.desc());
                     st.failed();
-                    return;
+                    return false;
                 }
             }
         }
         let s = st.live.as_mut().expect("set above");
-        match s.ask(target) {
+        match s.ask(target, sig as i32) {
             Ok(0) => st.backoff = Duration::ZERO,
             Ok(errno) => log::debug!(
-                "SIGURG to group {} as uid {uid}: {}",
+                "{sig} to group {} as uid {uid}: {}",
                 -target,
                 nix::errno::Errno::from_raw(errno).desc()
             ),
-            Err(Unanswered::Slow) => limited!(
-                info,
-                "SIGURG to group {} for uid {uid}: its signaller was slow to answer; kept",
-                -target
-            ),
+            Err(Unanswered::Slow) => {
+                limited!(
+                    info,
+                    "{sig} to group {} for uid {uid}: its signaller was slow to answer; kept",
+                    -target
+                );
+                return false;
+            }
             Err(why) => {
                 limited!(
                     info,
-                    "SIGURG to group {} for uid {uid} not sent: its signaller {}",
+                    "{sig} to group {} for uid {uid} not sent: its signaller {}",
                     -target,
                     why.why()
                 );
@@ -167,8 +221,10 @@ impl Signallers {
                 if !old {
                     st.failed();
                 }
+                return false;
             }
         }
+        true
     }
 }
 
@@ -179,7 +235,7 @@ impl SlotState {
     }
 }
 
-/// A process running as one user that sends SIGURG for them.
+/// A process running as one user that sends SIGURG and SIGIO for them.
 struct Signaller {
     pid: libc::pid_t,
     /// Its pidfd: it is killed by that, never by a pid that may be reused.
@@ -258,16 +314,17 @@ impl Signaller {
         })
     }
 
-    /// Has the signaller send SIGURG to `target`: its errno (0: sent to
+    /// Has the signaller send `sig` to `target`: its errno (0: sent to
     /// at least one process), or why it did not answer. Each request
     /// carries a number its answer repeats, so the late answer of one that
     /// timed out is told from the answer awaited.
-    fn ask(&mut self, target: i32) -> Result<i32, Unanswered> {
+    fn ask(&mut self, target: i32, sig: i32) -> Result<i32, Unanswered> {
         let fd = self.sock.as_raw_fd();
         self.seq = self.seq.wrapping_add(1);
-        let mut msg = [0u8; 8];
+        let mut msg = [0u8; 12];
         msg[..4].copy_from_slice(&self.seq.to_ne_bytes());
-        msg[4..].copy_from_slice(&target.to_ne_bytes());
+        msg[4..8].copy_from_slice(&target.to_ne_bytes());
+        msg[8..].copy_from_slice(&sig.to_ne_bytes());
         // SAFETY: send reads msg.len() bytes from msg.
         let n = unsafe { libc::send(fd, msg.as_ptr().cast(), msg.len(), libc::MSG_NOSIGNAL) };
         if n != msg.len() as isize {
@@ -368,23 +425,65 @@ unsafe fn child(sock: libc::c_int, parent: libc::pid_t, uid: u32) -> ! {
             libc::_exit(1);
         }
         libc::prctl(libc::PR_SET_DUMPABLE, 0);
-        let mut buf = [0u8; 8];
+        let mut buf = [0u8; 12];
         loop {
             let n = libc::recv(sock, buf.as_mut_ptr().cast(), buf.len(), 0);
             if n != buf.len() as isize {
                 libc::_exit(0);
             }
             let target = i32::from_ne_bytes([buf[4], buf[5], buf[6], buf[7]]);
-            let errno = if libc::kill(target, libc::SIGURG) == 0 {
+            let sig = i32::from_ne_bytes([buf[8], buf[9], buf[10], buf[11]]);
+            // SIGURG and SIGIO only, whatever its socket says.
+            let sig = if sig == libc::SIGIO {
+                sig
+            } else {
+                libc::SIGURG
+            };
+            let errno = if libc::kill(target, sig) == 0 {
                 0
             } else {
                 *libc::__errno_location()
             };
             // The request's number, then the errno.
-            buf[4..].copy_from_slice(&errno.to_ne_bytes());
-            if libc::send(sock, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) != 8 {
+            buf[4..8].copy_from_slice(&errno.to_ne_bytes());
+            if libc::send(sock, buf.as_ptr().cast(), 8, libc::MSG_NOSIGNAL) != 8 {
                 libc::_exit(0);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    /// A pid whose process is not the one that was the owner (pid reuse)
+    /// gets nothing; the owner itself gets the signal.
+    #[test]
+    fn a_process_that_took_the_owners_pid_gets_no_signal() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let pid = child.id() as i32;
+        let owner = UrgOwner::new(pid, 0);
+        let started = owner.started.expect("the child's start time");
+        let other = UrgOwner {
+            started: Some(started + 1),
+            ..owner
+        };
+        other.send(Signal::SIGIO);
+        std::thread::sleep(Duration::from_millis(200));
+        let after_other = child.try_wait().expect("try_wait");
+        println!("SIGIO for the owner that started a tick later: {after_other:?}");
+        assert!(
+            after_other.is_none(),
+            "the process with the pid was signalled"
+        );
+        owner.send(Signal::SIGIO);
+        let st = child.wait().expect("wait");
+        println!("SIGIO for the owner itself: {st:?}");
+        assert_eq!(st.signal(), Some(libc::SIGIO));
     }
 }

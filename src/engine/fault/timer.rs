@@ -289,7 +289,11 @@ impl Engine {
                 if let Some(dir) = self.socks.get(id) {
                     let mut st = dir.sock.lock();
                     let stream = dir.sock.ty == SockType::Stream;
+                    let shown = st.queue.msgs().len();
                     wake.extend(st.queue.show_due(Instant::now(), stream));
+                    if st.queue.msgs().len() > shown {
+                        wake.sigio(&st);
+                    }
                 }
             }
             Event::PeerClosed(c) => {
@@ -311,6 +315,7 @@ impl Engine {
                     }
                     None => {
                         pt.shutdown |= RCV_SHUTDOWN;
+                        wake.sigio(&pt);
                         wake.extend(pt.queue.readers().take());
                         wake.extend(pt.queue.writers().take());
                     }

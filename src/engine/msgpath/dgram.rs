@@ -54,6 +54,8 @@ pub(super) fn message_send(
             return Err(Errno::EPIPE);
         }
         if s.wmem() >= st.sndbuf {
+            // SOCKWQ_ASYNC_NOSPACE: the room that comes back sends SIGIO.
+            st.nospace = true;
             if let Some(w) = tx.w {
                 st.queue.writers().add(w.clone());
             }

@@ -292,12 +292,18 @@ impl Engine {
         let stream = s.ty == SockType::Stream;
         // The plain path: no rule decided on it, and nothing held back
         // that it must wait behind.
+        let shown = rt.queue.msgs().len();
         let readers = if timed.is_none() && !rt.queue.holds_back() {
             rt.queue.push(msg, stream)
         } else {
             self.queue_decided(receiver, rt, msg, stream, timed)
         };
         wake.extend(readers);
+        // sock_def_readable: SIGIO for each message a reader can read now
+        // (a held one signals when the fault timer shows it).
+        if rt.queue.msgs().len() > shown {
+            wake.sigio(rt);
+        }
         Ok(data.len())
     }
 }

@@ -64,6 +64,8 @@ impl ProtoOps for Stream {
             {
                 let mut st = s.lock();
                 if s.wmem() >= st.sndbuf {
+                    // SOCKWQ_ASYNC_NOSPACE: the room that comes back sends SIGIO.
+                    st.nospace = true;
                     if sent == 0 {
                         if let Some(w) = w {
                             st.queue.writers().add(w.clone());
