@@ -76,6 +76,75 @@ fn alive(pidfd: &OwnedFd) -> bool {
 }
 
 static GRANTS: Mutex<Option<HashMap<u32, Grant>>> = Mutex::new(None);
+
+/// The epoll set of the supervisors' pidfds that grants hold (-1: not made
+/// yet), and the thread that drops a supervisor's grants when it exits: a
+/// grant is otherwise dropped only when its thread id asks again, and its
+/// pidfds would stay open in the daemon after every run.
+static EXITS: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+
+/// Makes the exits set and its thread (the mount's start: the daemon's
+/// descriptors are counted from then on).
+pub fn start() {
+    exits();
+}
+
+fn exits() -> i32 {
+    *EXITS.get_or_init(|| {
+        // SAFETY: a new epoll set, owned by the daemon from here on.
+        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if ep >= 0 {
+            let spawned = std::thread::Builder::new()
+                .name("udsfs-actfor-exits".into())
+                .spawn(move || reap_exits(ep));
+            if spawned.is_err() {
+                log::warn!("act_for: no thread to drop the grants of exited supervisors");
+            }
+        }
+        ep
+    })
+}
+
+/// Drops grant `tid` once the process of `sup` (its supervisor) has exited.
+fn watch_exit(sup: &OwnedFd, tid: u32) {
+    let ep = exits();
+    if ep < 0 {
+        return;
+    }
+    let mut ev = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: u64::from(tid),
+    };
+    // SAFETY: `ev` is ours; a pidfd is readable once its process exited.
+    // Closing the pidfd (the grant dropped) takes it out of the set.
+    unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, sup.as_raw_fd(), &mut ev) };
+}
+
+/// The exits thread: each supervisor that exited loses its thread's grant
+/// (unless a new grant with a living supervisor took that thread id).
+fn reap_exits(ep: i32) {
+    let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 64];
+    loop {
+        // SAFETY: `evs` holds 64 events.
+        let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), 64, -1) };
+        if n < 0 {
+            continue;
+        }
+        let mut g = GRANTS.lock();
+        let Some(map) = g.as_mut() else { continue };
+        for ev in &evs[..n as usize] {
+            let tid = ev.u64 as u32;
+            let gone = map
+                .get(&tid)
+                .and_then(|gr| gr.pidfds.as_ref())
+                .is_some_and(|(sup, _)| !alive(sup));
+            if gone {
+                map.remove(&tid);
+            }
+        }
+        COUNT.store(map.len(), Ordering::Relaxed);
+    }
+}
 /// How many grants there are: requests pay no lock while there are none.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// Past this many grants, those of threads gone are swept out before another
@@ -189,6 +258,9 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
             Status::read(*t).is_ok_and(|st| st.tgid == g.tgid)
                 && procfs::start_time(g.tgid) == Some(g.started)
         });
+    }
+    if let Some((sup, _)) = &pidfds {
+        watch_exit(sup, tid);
     }
     map.insert(
         tid,

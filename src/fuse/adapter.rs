@@ -117,6 +117,7 @@ pub struct UdsFs {
 
 impl UdsFs {
     pub fn new(eng: Arc<Engine>, uid: u32, gid: u32) -> UdsFs {
+        actfor::start();
         let inner = Inner::new(eng, uid, gid);
         watchdog::spawn(Arc::downgrade(&inner.parks));
         UdsFs { inner }
