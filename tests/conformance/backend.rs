@@ -389,6 +389,12 @@ pub trait Backend {
     /// Wait for the call to end; what it returned.
     fn raw_join(&mut self, j: Job) -> Res<Done>;
 
+    /// A call the files have no form for (`FdCall`): only the kernel backend, and
+    /// so the fronts, make it.
+    fn raw_fd_call(&mut self, _s: Sock, _c: &FdCall) -> Res<String> {
+        Err("HARNESS not on this backend".to_string())
+    }
+
     // ---- steps that many scenarios take, made of recorded operations ----
 
     /// A new socket bound to `a`.
@@ -719,6 +725,23 @@ pub trait Backend {
     fn multiuser(&mut self) -> Out<()> {
         let r = self.raw_multiuser();
         self.trace().push("setup multiuser".to_string(), unit(&r));
+        Out(r)
+    }
+
+    fn fd_call(&mut self, s: Sock, c: FdCall) -> Out<String> {
+        let r = self.raw_fd_call(s, &c);
+        let t = self.trace();
+        let op = c.show(t, s);
+        t.push(
+            op,
+            show(&r, |v| {
+                if v.is_empty() {
+                    "ok".to_string()
+                } else {
+                    format!("ok {v}")
+                }
+            }),
+        );
         Out(r)
     }
 
@@ -1304,6 +1327,59 @@ pub fn pid_label(pid: i32) -> String {
 
 pub fn show_ucred(c: &Ucred) -> String {
     format!("{}:{}:{}", pid_label(c.pid), c.uid, c.gid)
+}
+
+/// Calls on a socket's descriptor that only a program makes (front_behaviours.rs):
+/// the files have no address family, address length or socket inode.
+#[derive(Clone, Debug)]
+pub enum FdCall {
+    /// bind(2) with this sun_family and path.
+    BindFamily(u16, Addr),
+    /// connect(2) with this sun_family and path.
+    ConnectFamily(u16, Addr),
+    /// sendto(2) with a zeroed sockaddr_un and an address length of 0.
+    SendtoLen0(Vec<u8>),
+    /// sendmsg(2) with msg_name a zeroed sockaddr_un and msg_namelen 0.
+    SendmsgName0(SendMsg),
+    /// fstat(2) through the C library: "TYPE MODE UID:GID".
+    Fstat,
+    /// statx(2) by `syscall(SYS_statx, fd, "", AT_EMPTY_PATH)`: as Fstat.
+    SyscallStatx,
+    Fchmod(u32),
+    Fchown(u32, u32),
+    /// setsockopt(SO_SNDBUFFORCE), then getsockopt(SO_SNDBUF): "SNDBUF".
+    SndbufForce(i32),
+}
+
+impl FdCall {
+    fn show(&self, t: &mut Trace, s: Sock) -> String {
+        let s = sock_s(s);
+        match self {
+            FdCall::BindFamily(f, a) => format!("bind({s}, family={f} {})", t.addr(a)),
+            FdCall::ConnectFamily(f, a) => format!("connect({s}, family={f} {})", t.addr(a)),
+            FdCall::SendtoLen0(d) => format!("sendto({s}, {}, addrlen=0)", show_bytes(d)),
+            FdCall::SendmsgName0(m) => {
+                format!("sendmsg({s}, {} namelen=0)", show_sendmsg(t, m))
+            }
+            FdCall::Fstat => format!("fstat({s})"),
+            FdCall::SyscallStatx => format!("syscall(SYS_statx, {s})"),
+            FdCall::Fchmod(m) => format!("fchmod({s}, {m:o})"),
+            FdCall::Fchown(u, g) => format!("fchown({s}, {u}, {g})"),
+            FdCall::SndbufForce(n) => format!("setsockopt({s}, SO_SNDBUFFORCE, {n})"),
+        }
+    }
+}
+
+/// What `FdCall::Fstat` shows of a stat: the file type, permission bits and owner.
+pub fn show_stat(mode: u32, uid: u32, gid: u32) -> String {
+    let kind = match mode & libc::S_IFMT {
+        libc::S_IFSOCK => "sock",
+        libc::S_IFREG => "file",
+        libc::S_IFDIR => "dir",
+        libc::S_IFLNK => "link",
+        _ => "other",
+    };
+    format!("{kind} {:o} {uid}:{gid}", mode & 0o7777)
 }
 
 /// A message for `sendmsg`.

@@ -68,7 +68,8 @@ fn gettid() -> i32 {
 }
 
 impl<T: Send + 'static> Blocker<T> {
-    /// Runs `f` on a new thread; `syscall` is the system call `f` blocks in.
+    /// Runs `f` on a new thread; `syscall` is the system call `f` blocks in (-1:
+    /// any).
     pub fn spawn(syscall: libc::c_long, f: impl FnOnce() -> T + Send + 'static) -> Res<Blocker<T>> {
         install_wake_handler();
         let done = Arc::new(AtomicBool::new(false));
@@ -109,7 +110,7 @@ impl<T: Send + 'static> Blocker<T> {
             return false;
         };
         let nr = sc.split_whitespace().next().and_then(|v| v.parse().ok());
-        if nr != Some(self.syscall) {
+        if nr.is_none() || (self.syscall >= 0 && nr != Some(self.syscall)) {
             return false;
         }
         let Ok(stat) = std::fs::read_to_string(format!("{task}/stat")) else {

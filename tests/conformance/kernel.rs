@@ -10,6 +10,12 @@
 //! scenario on a fresh thread that first moves itself into a new network namespace
 //! (unshare(CLONE_NEWNET) affects only the calling thread), so parallel tests, other
 //! programs on the machine and the scenario's fixed abstract names never clash.
+//!
+//! The same backend runs under `udsfs run` (fronts.rs): then `MOUNT` is set, the
+//! scenario roots are made in the mount, and the few things only the harness looks at
+//! (a socket's identity and liveness, the collector, whether a call sleeps, a last
+//! close) are read from the mount's `.udsfs` files for the sockets that became udsfs
+//! sockets. The socket calls themselves are the same calls on both.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -20,6 +26,88 @@ use super::blocker::Blocker;
 
 const SUN_PATH_LEN: usize = 108;
 
+/// The udsfs mount this backend runs under (`udsfs run`, fronts.rs), if any.
+pub static MOUNT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Under `MOUNT`: the directory every scenario's root is (the mount itself, or a
+/// `--route` directory of the kernel's) and its mode before the first scenario.
+pub static ROOT: std::sync::OnceLock<(std::path::PathBuf, u32)> = std::sync::OnceLock::new();
+
+/// Scenarios that ended holding a udsfs socket (under `MOUNT`): that the front
+/// carried the calls at all.
+pub static ON_UDSFS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Identities (`raw_ident`) of udsfs sockets carry this bit above the socket number.
+const UDSFS_ID: u64 = 1 << 63;
+
+/// The udsfs socket number of descriptor `fd`, when it is a socket's data file of
+/// the mount `m` (`m/.udsfs/sock/N/data`).
+fn udsfs_number(m: &std::path::Path, fd: libc::c_int) -> Option<u64> {
+    let link = std::fs::read_link(format!("/proc/thread-self/fd/{fd}")).ok()?;
+    let rest = link.strip_prefix(m.join(".udsfs/sock")).ok()?;
+    let mut parts = rest.iter();
+    let n = parts.next()?.to_str()?.parse().ok()?;
+    (parts.next()? == "data" && parts.next().is_none()).then_some(n)
+}
+
+/// Leaves `ROOT` as a scenario found it: its entries (but the mount's `.udsfs`)
+/// removed, those the mount holds for a routed root too, and its mode as it was
+/// (`multiuser` makes it 01777).
+fn empty_root(m: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let (root, mode) = ROOT.get().expect("the root is set with the mount");
+    let _ = std::fs::set_permissions(root, std::fs::Permissions::from_mode(*mode));
+    empty_dir(root);
+    if root != m {
+        let mirror = m.join(root.strip_prefix("/").expect("an absolute root"));
+        if mirror.exists() {
+            empty_dir(&mirror);
+        }
+    }
+}
+
+fn empty_dir(d: &std::path::Path) {
+    for e in std::fs::read_dir(d)
+        .unwrap_or_else(|e| panic!("HARNESS listing {}: {e}", d.display()))
+        .flatten()
+    {
+        if e.file_name() == ".udsfs" {
+            continue;
+        }
+        let p = e.path();
+        let r = match e.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&p),
+            _ => std::fs::remove_file(&p),
+        };
+        if let Err(err) = r
+            && err.kind() != std::io::ErrorKind::NotFound
+        {
+            panic!("HARNESS removing {}: {err}", p.display());
+        }
+    }
+}
+
+/// The daemon's count of parked requests (`parked=` of `.udsfs/gc`).
+fn parked(m: &std::path::Path) -> Res<usize> {
+    let text = std::fs::read_to_string(m.join(".udsfs/gc"))
+        .map_err(|e| format!("HARNESS reading .udsfs/gc: {}", io_errno(&e)))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("parked="))
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("HARNESS .udsfs/gc has no parked= line: {text:?}"))
+}
+
+/// The socket numbers the mount holds (`.udsfs/sock`), sorted.
+fn udsfs_socks(m: &std::path::Path) -> Res<Vec<String>> {
+    let mut v: Vec<String> = std::fs::read_dir(m.join(".udsfs/sock"))
+        .map_err(|e| format!("HARNESS listing .udsfs/sock: {}", io_errno(&e)))?
+        .filter_map(|e| e.ok())
+        .map(|e| format!("udsfs {}", e.file_name().to_string_lossy()))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
 pub struct Kernel {
     socks: Vec<Option<OwnedFd>>,
     /// Blocking calls by `Job`; None once joined.
@@ -28,7 +116,8 @@ pub struct Kernel {
     blocking: std::collections::HashMap<Sock, usize>,
     /// Scenario root, absolute, without trailing slash.
     root: String,
-    _dir: tempfile::TempDir,
+    /// The scenario root's temporary directory; None under `udsfs run` (the mount).
+    _dir: Option<tempfile::TempDir>,
     trace: Trace,
 }
 
@@ -97,11 +186,20 @@ fn sock_type(ty: Ty) -> libc::c_int {
 
 impl Kernel {
     pub fn new() -> Kernel {
-        let dir = tempfile::Builder::new()
-            .prefix("uconf-k")
-            .tempdir()
-            .expect("create kernel scenario directory");
-        let root = dir.path().to_str().expect("utf-8 temp path").to_string();
+        // Under `udsfs run` the root is the mount's, as on the files (udsfs.rs): the
+        // names a scenario binds are then the same names in the mount, up to 108
+        // bytes; or a routed directory of the same length as a kernel scenario's.
+        let (dir, root) = match ROOT.get() {
+            Some((r, _)) => (None, r.to_str().expect("utf-8 root path").to_string()),
+            None => {
+                let dir = tempfile::Builder::new()
+                    .prefix("uconf-k")
+                    .tempdir()
+                    .expect("create kernel scenario directory");
+                let root = dir.path().to_str().expect("utf-8 temp path").to_string();
+                (Some(dir), root)
+            }
+        };
         Kernel {
             socks: Vec::new(),
             jobs: Vec::new(),
@@ -114,7 +212,23 @@ impl Kernel {
 
     pub fn into_entries(mut self) -> Vec<(String, String)> {
         self.end_jobs();
-        self.socks.clear();
+        if let Some(m) = MOUNT.get()
+            && self
+                .socks
+                .iter()
+                .flatten()
+                .any(|f| udsfs_number(m, f.as_raw_fd()).is_some())
+        {
+            ON_UDSFS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        let socks = std::mem::take(&mut self.socks);
+        {
+            let _spawning = super::backend::spawn_guard();
+            drop(socks);
+        }
+        if let Some(m) = MOUNT.get() {
+            empty_root(m);
+        }
         std::mem::take(&mut self.trace.entries)
     }
 
@@ -359,14 +473,21 @@ impl Backend for Kernel {
     }
 
     fn raw_close(&mut self, s: Sock) -> Res<()> {
-        match self.socks.get_mut(s).and_then(Option::take) {
-            Some(fd) => {
-                let _spawning = super::backend::spawn_guard();
-                drop(fd);
-                Ok(())
-            }
-            None => Err("EBADF".to_string()),
+        let fd = match self.socks.get_mut(s).and_then(Option::take) {
+            Some(fd) => fd,
+            None => return Err("EBADF".to_string()),
+        };
+        let udsfs = MOUNT
+            .get()
+            .and_then(|m| Some((m, udsfs_number(m, fd.as_raw_fd())?)));
+        {
+            let _spawning = super::backend::spawn_guard();
+            drop(fd);
         }
+        if let Some((m, n)) = udsfs {
+            self.udsfs_released(m, n);
+        }
+        Ok(())
     }
 
     fn raw_mkdir(&mut self, path: &str) -> Res<()> {
@@ -629,6 +750,9 @@ impl Backend for Kernel {
 
     fn raw_ident(&mut self, s: Sock) -> Res<u64> {
         let fd = self.fd(s)?;
+        if let Some(n) = MOUNT.get().and_then(|m| udsfs_number(m, fd)) {
+            return Ok(UDSFS_ID | n);
+        }
         // SAFETY: st is plain old data filled by fstat.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: valid fd and buffer.
@@ -637,6 +761,19 @@ impl Backend for Kernel {
     }
 
     fn raw_alive(&mut self, id: u64) -> Res<bool> {
+        if id & UDSFS_ID != 0 {
+            let m = MOUNT.get().expect("udsfs identities only under a mount");
+            let dir = m.join(format!(".udsfs/sock/{}", id & !UDSFS_ID));
+            return match std::fs::symlink_metadata(&dir) {
+                Ok(_) => Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(format!(
+                    "HARNESS stat of {}: {}",
+                    dir.display(),
+                    io_errno(&e)
+                )),
+            };
+        }
         // /proc/net is the netns of the thread group leader; this thread has its own.
         let text = std::fs::read_to_string("/proc/thread-self/net/unix")
             .map_err(|e| format!("HARNESS reading /proc/thread-self/net/unix: {e}"))?;
@@ -652,13 +789,127 @@ impl Backend for Kernel {
         self.raw_close(s)
     }
 
+    fn raw_fd_call(&mut self, s: Sock, c: &FdCall) -> Res<String> {
+        let fd = self.fd(s)?;
+        let with_family = |k: &Kernel, f: u16, a: &Addr| -> Res<(SockAddrBuf, libc::socklen_t)> {
+            let (mut buf, len) = k.sockaddr(a)?;
+            buf.bytes_mut()[..2].copy_from_slice(&f.to_ne_bytes());
+            Ok((buf, len))
+        };
+        let done = |r: Res<()>| r.map(|()| String::new());
+        match c {
+            FdCall::BindFamily(f, a) => done(bind_fd(fd, with_family(self, *f, a)?)),
+            FdCall::ConnectFamily(f, a) => done(connect_fd(fd, with_family(self, *f, a)?)),
+            FdCall::SendtoLen0(d) => {
+                // A zeroed sockaddr_un whose length says there is none.
+                send_fd(fd, d, Some((SockAddrBuf::new(), 0))).map(|n| n.to_string())
+            }
+            FdCall::SendmsgName0(m) => {
+                let mut p = self.prepare_sendmsg(m)?;
+                let mut name = SockAddrBuf::new();
+                p.hdr.msg_name = name.as_mut_ptr().cast();
+                p.hdr.msg_namelen = 0;
+                // SAFETY: the msghdr points into buffers owned by `p` and `name`.
+                let r = cvt_len(unsafe {
+                    libc::sendmsg(fd, &p.hdr, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+                });
+                drop(p);
+                r.map(|n| n.to_string())
+            }
+            FdCall::Fstat => {
+                // SAFETY: st is plain old data filled by fstat.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: valid fd and buffer.
+                cvt(unsafe { libc::fstat(fd, &mut st) })?;
+                Ok(show_stat(st.st_mode, st.st_uid, st.st_gid))
+            }
+            FdCall::SyscallStatx => {
+                // SAFETY: stx is plain old data filled by statx.
+                let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+                // SAFETY: valid fd, an empty C string and a buffer of statx's size.
+                let r = unsafe {
+                    libc::syscall(
+                        libc::SYS_statx,
+                        fd as libc::c_long,
+                        c"".as_ptr(),
+                        libc::AT_EMPTY_PATH as libc::c_long,
+                        libc::STATX_BASIC_STATS as libc::c_long,
+                        &mut stx as *mut libc::statx,
+                    )
+                };
+                if r < 0 {
+                    return Err(last_errno());
+                }
+                Ok(show_stat(u32::from(stx.stx_mode), stx.stx_uid, stx.stx_gid))
+            }
+            FdCall::Fchmod(m) => {
+                // SAFETY: plain syscall.
+                done(cvt(unsafe { libc::fchmod(fd, *m as libc::mode_t) }))
+            }
+            FdCall::Fchown(u, g) => {
+                // SAFETY: plain syscall.
+                done(cvt(unsafe { libc::fchown(fd, *u, *g) }))
+            }
+            FdCall::SndbufForce(n) => {
+                let int = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                // SAFETY: n is an int option value.
+                cvt(unsafe {
+                    libc::setsockopt(
+                        fd,
+                        libc::SOL_SOCKET,
+                        libc::SO_SNDBUFFORCE,
+                        (n as *const i32).cast(),
+                        int,
+                    )
+                })?;
+                let (mut v, mut len): (libc::c_int, libc::socklen_t) = (0, int);
+                // SAFETY: v is an int of `len` bytes.
+                cvt(unsafe {
+                    libc::getsockopt(
+                        fd,
+                        libc::SOL_SOCKET,
+                        libc::SO_SNDBUF,
+                        (&mut v as *mut libc::c_int).cast(),
+                        &mut len,
+                    )
+                })?;
+                Ok(v.to_string())
+            }
+        }
+    }
+
     fn raw_start(&mut self, op: &Blocking) -> Res<Job> {
         self.start_job(op)
     }
 
     fn raw_wait_blocked(&mut self, j: Job) -> Res<bool> {
         // Asleep in a socket call is blocked.
-        self.job(j)?.call.wait_asleep()
+        if !self.job(j)?.call.wait_asleep()? {
+            return Ok(false);
+        }
+        let Some(m) = MOUNT.get() else {
+            return Ok(true);
+        };
+        // Under `udsfs run` a call sleeps in whatever the front makes of it (a FUSE
+        // request, a seccomp notification) before the daemon parks it: wait until the
+        // daemon has parked every call that has not ended, or, for the waits the
+        // supervisor makes itself (accept, connect; it looks again every 100 ms), 2 s.
+        let start = std::time::Instant::now();
+        loop {
+            let live = self
+                .jobs
+                .iter()
+                .flatten()
+                .filter(|k| !k.call.is_done())
+                .count();
+            if parked(m)? >= live
+                || self.job(j)?.call.is_done()
+                || start.elapsed() > std::time::Duration::from_secs(2)
+            {
+                return Ok(!self.job(j)?.call.is_done());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 
     fn raw_ended(&mut self, j: Job) -> Res<bool> {
@@ -693,6 +944,9 @@ impl Backend for Kernel {
                 .skip(1)
                 .filter_map(|l| l.split_whitespace().nth(6).map(str::to_string))
                 .collect();
+            if let Some(m) = MOUNT.get() {
+                v.extend(udsfs_socks(m)?);
+            }
             v.sort();
             Ok(v)
         })
@@ -1027,7 +1281,46 @@ fn set_nonblock(fd: libc::c_int, on: bool) -> Res<()> {
     }
 }
 
+/// The system call a blocking `call` sleeps in: itself on the kernel; under `udsfs
+/// run` whatever the front makes of it (-1: any).
+fn sleeps_in(call: libc::c_long) -> libc::c_long {
+    if MOUNT.get().is_some() { -1 } else { call }
+}
+
 impl Kernel {
+    /// After the last close of udsfs socket `n`: the daemon hears of it by a FUSE
+    /// release the close does not wait for, so wait (as udsfs.rs's close does, 5 s
+    /// at most) until the socket is gone or held only in flight (`inflight=` of
+    /// its status as large as `refs=`), unless another handle here still holds it.
+    fn udsfs_released(&self, m: &std::path::Path, n: u64) {
+        let held = self
+            .socks
+            .iter()
+            .flatten()
+            .any(|f| udsfs_number(m, f.as_raw_fd()) == Some(n));
+        if held {
+            return;
+        }
+        let status = m.join(format!(".udsfs/sock/{n}/status"));
+        let field = |t: &str, k: &str| -> Option<u64> {
+            t.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .and_then(|v| v.parse().ok())
+        };
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_secs(5) {
+            let Ok(t) = std::fs::read_to_string(&status) else {
+                return;
+            };
+            if let (Some(refs), Some(inflight)) = (field(&t, "refs="), field(&t, "inflight="))
+                && refs <= inflight
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
     fn job(&mut self, j: Job) -> Res<&mut KJob> {
         match self.jobs.get_mut(j) {
             Some(Some(k)) => Ok(k),
@@ -1040,7 +1333,7 @@ impl Kernel {
         match op {
             Blocking::Recv(_, n) => {
                 let n = *n;
-                Blocker::spawn(libc::SYS_recvfrom, move || {
+                Blocker::spawn(sleeps_in(libc::SYS_recvfrom), move || {
                     let mut v = vec![0u8; n];
                     // SAFETY: v has n bytes; no address is asked for.
                     let r = cvt_len(unsafe {
@@ -1059,13 +1352,13 @@ impl Kernel {
             }
             Blocking::RecvMsg(_, n) => {
                 let n = *n;
-                Blocker::spawn(libc::SYS_recvmsg, move || {
+                Blocker::spawn(sleeps_in(libc::SYS_recvmsg), move || {
                     recvmsg_fd(fd, n, 0).map(KOut::Msg)
                 })
             }
             Blocking::Send(_, d) => {
                 let d = d.clone();
-                Blocker::spawn(libc::SYS_sendto, move || {
+                Blocker::spawn(sleeps_in(libc::SYS_sendto), move || {
                     // SAFETY: d is a valid buffer; no address.
                     cvt_len(unsafe {
                         libc::sendto(
@@ -1082,19 +1375,19 @@ impl Kernel {
             }
             Blocking::SendMsg(_, m) => {
                 let msg = SendableMsg(self.prepare_sendmsg(m)?);
-                Blocker::spawn(libc::SYS_sendmsg, move || {
+                Blocker::spawn(sleeps_in(libc::SYS_sendmsg), move || {
                     let msg = msg;
                     // SAFETY: the msghdr points into buffers owned by `msg`.
                     cvt_len(unsafe { libc::sendmsg(fd, &msg.0.hdr, libc::MSG_NOSIGNAL) })
                         .map(KOut::Count)
                 })
             }
-            Blocking::Accept(_) => {
-                Blocker::spawn(libc::SYS_accept4, move || accept_fd(fd).map(KOut::Fd))
-            }
+            Blocking::Accept(_) => Blocker::spawn(sleeps_in(libc::SYS_accept4), move || {
+                accept_fd(fd).map(KOut::Fd)
+            }),
             Blocking::Connect(_, a) => {
                 let (buf, len) = self.sockaddr(a)?;
-                Blocker::spawn(libc::SYS_connect, move || {
+                Blocker::spawn(sleeps_in(libc::SYS_connect), move || {
                     // SAFETY: buf holds `len` valid bytes.
                     cvt(unsafe { libc::connect(fd, buf.as_ptr(), len) }).map(|_| KOut::Unit)
                 })

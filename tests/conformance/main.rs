@@ -33,6 +33,10 @@ mod stream;
 mod file_views;
 mod programs;
 
+// The scenarios through `udsfs run`'s two fronts, and those only they run.
+mod front_behaviours;
+mod fronts;
+
 use backend::Backend;
 
 type Scenario = fn(&mut dyn Backend);
@@ -66,6 +70,33 @@ fn program_static_pidfds() {
 #[test]
 fn program_static_inflight_limit() {
     programs::static_inflight_limit();
+}
+
+#[test]
+fn fronts_library() {
+    fronts::check(fronts::Front::Library, fronts::Place::Mount);
+}
+
+#[test]
+fn fronts_supervisor() {
+    fronts::check(fronts::Front::Supervisor, fronts::Place::Mount);
+}
+
+#[test]
+fn fronts_library_routed() {
+    fronts::check(fronts::Front::Library, fronts::Place::Route);
+}
+
+#[test]
+fn fronts_supervisor_routed() {
+    fronts::check(fronts::Front::Supervisor, fronts::Place::Route);
+}
+
+/// The child the `fronts_*` tests run under `udsfs run`: nothing unless they
+/// started it.
+#[test]
+fn fronts_child() {
+    fronts::child();
 }
 
 pub fn require_root() {
@@ -394,6 +425,21 @@ scenarios! {
     blocking_seqpacket_readers_one_record_each => blocking::seqpacket_readers_one_record_each,
 }
 
+/// Scenarios of calls the files have no form for: on the kernel and through the
+/// fronts only (fronts.rs).
+pub const FRONT_ONLY: &[(&str, Scenario)] = &[
+    ("front_other_family", front_behaviours::other_family),
+    (
+        "front_zero_length_address",
+        front_behaviours::zero_length_address,
+    ),
+    (
+        "front_fstat_fchmod_fchown",
+        front_behaviours::fstat_fchmod_fchown,
+    ),
+    ("front_big_records", front_behaviours::big_records),
+];
+
 /// Prints the kernel and udsfs traces of the scenario `want` (or of every scenario,
 /// for "all") side by side, whether they agree or not.
 pub fn show_traces(want: &str) {
@@ -407,13 +453,34 @@ pub fn show_traces(want: &str) {
     }
 }
 
+/// As `show_traces`, the kernel beside a front of `udsfs run`: `front` is
+/// `library` or `supervisor`, with `_routed` for the roots under a `--route`.
+pub fn show_front_traces(front: &str, want: &str) {
+    use fronts::{Front, Place};
+    let (f, place) = match front.strip_suffix("_routed") {
+        Some(f) => (f, Place::Route),
+        None => (front, Place::Mount),
+    };
+    let f = match f {
+        "library" => Front::Library,
+        "supervisor" => Front::Supervisor,
+        _ => panic!("no front {front:?}: library, supervisor, library_routed, supervisor_routed"),
+    };
+    fronts::show(f, place, want);
+}
+
+/// The child of `show_front_traces` (examples/show_traces.rs is its own child).
+pub fn front_child() {
+    fronts::child();
+}
+
 /// Every scenario twice on the kernel: the traces must be identical, so that a
 /// difference against udsfs is never noise from the scenario itself.
 #[test]
 fn kernel_vs_kernel_selfcheck() {
     require_root();
     let mut failures = Vec::new();
-    for (name, f) in ALL {
+    for (name, f) in ALL.iter().chain(FRONT_ONLY) {
         let a = kernel::run_isolated(*f);
         let b = kernel::run_isolated(*f);
         if a.is_empty() {

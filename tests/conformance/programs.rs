@@ -20,7 +20,7 @@ fn program(name: &str) -> PathBuf {
 
 /// The preload library next to the udsfs binary, which must be newer than
 /// its sources: a stale one would test old code.
-fn preload_library() -> PathBuf {
+pub fn preload_library() -> PathBuf {
     let lib = udsfs_binary().with_file_name("libudsfs_preload.so");
     let built = std::fs::metadata(&lib)
         .and_then(|m| m.modified())
