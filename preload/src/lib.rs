@@ -176,6 +176,9 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
                 }
                 return r;
             }
+            Route::Invalid => {
+                return kernel_or(unsafe { real::bind(fd, addr, len) }, fd, libc::EINVAL)
+            }
             Route::Autobind => Vec::new(),
             Route::Udsfs(w) => w,
         };
@@ -210,7 +213,8 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
                 Ok(false) => unsafe { real::connect(fd, addr, len) },
                 Err(e) => int_ret(Err(e)),
             },
-            _ => {
+            Route::Invalid => kernel_or(unsafe { real::connect(fd, addr, len) }, fd, libc::EINVAL),
+            Route::Kernel | Route::Autobind => {
                 let r = unsafe { real::connect(fd, addr, len) };
                 if udsfs_after(r as i64, fd).is_none() {
                     return r;
@@ -364,7 +368,7 @@ unsafe fn send_target(
     }
     match unsafe { route::route(m, addr, len) } {
         Route::Udsfs(w) => Ok(Some(w)),
-        Route::Autobind => Err(libc::EINVAL),
+        Route::Autobind | Route::Invalid => Err(libc::EINVAL),
         Route::Kernel => refuse_kernel_name(fd, "sendto").map(|_| None),
     }
 }

@@ -358,7 +358,7 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
         let wire = match &route {
             Route::Udsfs(w) => w.clone(),
             Route::Autobind => Vec::new(),
-            Route::Kernel => return Reply::Continue,
+            Route::Kernel | Route::Invalid => return Reply::Continue,
         };
         if let Err(e) = bind(c, &new, &wire, &route::given_path(addr)) {
             // The target keeps its kernel socket.
@@ -491,13 +491,14 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
     let (a, tid) = (job.args, c.task.tid);
     match job.nr {
         libc::SYS_bind => {
-            if a[2] < 2 || a[2] > route::SUN_LEN as u64 {
+            if a[2] < 2 {
                 return Err(libc::EINVAL);
             }
             let addr = read_addr(tid, a[1], a[2])?;
             let wire = match classify(c.ctx, tid, &addr) {
                 Route::Udsfs(w) => w,
                 Route::Autobind => Vec::new(),
+                Route::Invalid => return Err(libc::EINVAL),
                 Route::Kernel => {
                     let e = calls::bind::kernel_path_error(&Tree(tid), &route::given_path(&addr));
                     if e == libc::EINVAL {
@@ -518,7 +519,7 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
             }
             match classify(c.ctx, tid, &addr) {
                 Route::Udsfs(w) => connect(c, s, &w).map(|_| 0),
-                Route::Autobind => Err(libc::EINVAL),
+                Route::Autobind | Route::Invalid => Err(libc::EINVAL),
                 Route::Kernel => {
                     say(&format!(
                         "connect on udsfs socket fd {}: the address is a kernel AF_UNIX name outside the mount and its routes",

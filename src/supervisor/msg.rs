@@ -88,7 +88,7 @@ fn target(c: &Call, name: Option<Vec<u8>>) -> Res<Option<Vec<u8>>> {
     match name.map(|n| classify(c.ctx, c.task.tid, &n)) {
         None => Ok(None),
         Some(Route::Udsfs(w)) => Ok(Some(w)),
-        Some(Route::Autobind) => Err(libc::EINVAL),
+        Some(Route::Autobind | Route::Invalid) => Err(libc::EINVAL),
         Some(Route::Kernel) => {
             say(
                 "sendto on a udsfs socket: the address is a kernel AF_UNIX name outside the mount and its routes",
