@@ -187,10 +187,16 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
         if !mount::udsfs_fd(fd) && !convert::kernel_unix(fd) {
             return unsafe { real::bind(fd, addr, len) };
         }
-        int_ret(m.bind(&wire, || {
-            adopt_for(m, fd)?;
-            ioctl::bind(fd, &wire, &given)
-        }))
+        int_ret(udsfs_calls::bind::udsfs(
+            &mount::Own,
+            &m.routes,
+            &wire,
+            &given,
+            || {
+                adopt_for(m, fd)?;
+                ioctl::bind(fd, &wire, &given)
+            },
+        ))
     })
 }
 

@@ -400,10 +400,7 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
 /// gets its link first, its directories below the mount too.
 fn bind(c: &Call, s: &OwnedFd, wire: &[u8], given: &[u8]) -> Res<()> {
     let bind = || daemon::ctl(s, Op::Bind, 0, wire, given).map(|_| ());
-    match c.ctx.routes.routed_path(wire) {
-        Some(abs) => calls::bind::routed(&Tree(c.task.tid), &c.ctx.routes.mount, &abs, bind),
-        None => bind(),
-    }
+    calls::bind::udsfs(&Tree(c.task.tid), &c.ctx.routes, wire, given, bind)
 }
 
 /// The target's file tree, reached through its /proc entries (its root and
