@@ -95,7 +95,7 @@ struct Pieces {
 
 impl ioctl::Pieces for Pieces {
     fn piece(&self, buf: &mut MsgBuf, p: ioctl::Piece) -> Res<usize> {
-        ioctl::send(self.fd, buf, p.len, p.x, p.oob, self.wait, |b| {
+        ioctl::send(self.fd, buf, &p, self.wait, |b| {
             self.data.read_at(p.at, b).map(|_| ())
         })
     }

@@ -250,16 +250,15 @@ struct Pieces<'a, 'b> {
 
 impl client::Pieces for Pieces<'_, '_> {
     fn piece(&self, buf: &mut client::MsgBuf, p: client::Piece) -> Res<usize> {
-        let (at, x, oob) = (p.at, p.x, p.oob);
-        let chunk = &self.data[at..at + p.len];
+        let at = p.at;
         if self.park {
             let wait = Some(daemon::Wait::default());
             return self
                 .c
-                .parked(|_| daemon::send(self.s, buf, chunk, x, oob, wait))
+                .parked(|_| daemon::send(self.s, buf, &p, self.data, wait))
                 .map_err(|stop| stop_errno(stop, self.s, 1))?;
         }
-        match daemon::send(self.s, buf, chunk, x, oob, None) {
+        match daemon::send(self.s, buf, &p, self.data, None) {
             Err(libc::EAGAIN) if !self.nonblock => {
                 // On the loop: a thread goes on from `at`.
                 self.c.sent.set(at);
