@@ -381,13 +381,18 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
         }
     }
     if job.nr == libc::SYS_connect {
-        if let Err(e) = connect(c, &new, &wire) {
+        let r = connect(c, &new, &wire);
+        // A connect that failed has still made the socket udsfs, as the
+        // library adopts before it connects, and a SO_PASSCRED one named:
+        // unix_stream_connect and unix_dgram_connect autobind before the
+        // lookup. A wait for a thread starts again from the kernel socket.
+        if r == Err(WOULD_WAIT) {
+            return Reply::Errno(WOULD_WAIT);
+        }
+        if let Err(e) = c.install(&new, Some(fd), c.task.cloexec(fd)) {
             return Reply::Errno(e);
         }
-        return match c.install(&new, Some(fd), c.task.cloexec(fd)) {
-            Ok(_) => Reply::Value(0),
-            Err(e) => Reply::Errno(e),
-        };
+        return value(r.map(|_| 0));
     }
     // A send to a routed name: the socket becomes udsfs, then sends.
     if let Err(e) = c.install(&new, Some(fd), c.task.cloexec(fd)) {
