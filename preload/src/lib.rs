@@ -106,6 +106,24 @@ fn kernel_or<R: Copy + TryInto<i64> + From<i8>>(r: R, fd: c_int, e: c_int) -> R 
     R::from(-1)
 }
 
+/// bind's and connect's start: the mount and the caller's address copied
+/// in; or the answer of `real` (the C library's call) without a mount, and
+/// its errno for a udsfs socket whose address cannot be read.
+fn addressed(
+    fd: c_int,
+    addr: *const sockaddr,
+    len: socklen_t,
+    real: impl Fn() -> c_int,
+) -> Result<(&'static Mount, Option<Given>), c_int> {
+    let Some(m) = mount::get() else {
+        return Err(real());
+    };
+    match Given::copy(addr, len) {
+        Ok(g) => Ok((m, g)),
+        Err(e) => Err(kernel_or(real(), fd, e)),
+    }
+}
+
 /// The copied address as route() reads it, or NULL and `len` when none.
 fn given_parts(g: &Option<Given>, len: socklen_t) -> (*const sockaddr, socklen_t) {
     match g {
@@ -158,12 +176,9 @@ pub unsafe extern "C" fn socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int
 #[no_mangle]
 pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
     guarded(-1, || {
-        let Some(m) = mount::get() else {
-            return unsafe { real::bind(fd, addr, len) };
-        };
-        let g = match Given::copy(addr, len) {
-            Ok(g) => g,
-            Err(e) => return kernel_or(unsafe { real::bind(fd, addr, len) }, fd, e),
+        let (m, g) = match addressed(fd, addr, len, || unsafe { real::bind(fd, addr, len) }) {
+            Ok(mg) => mg,
+            Err(r) => return r,
         };
         let (a, len) = given_parts(&g, len);
         let wire = match unsafe { route::route(m, a, len) } {
@@ -203,12 +218,9 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
 #[no_mangle]
 pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
     restart::send(fd, -1, || {
-        let Some(m) = mount::get() else {
-            return unsafe { real::connect(fd, addr, len) };
-        };
-        let g = match Given::copy(addr, len) {
-            Ok(g) => g,
-            Err(e) => return kernel_or(unsafe { real::connect(fd, addr, len) }, fd, e),
+        let (m, g) = match addressed(fd, addr, len, || unsafe { real::connect(fd, addr, len) }) {
+            Ok(mg) => mg,
+            Err(r) => return r,
         };
         let (a, len) = given_parts(&g, len);
         match unsafe { route::route(m, a, len) } {
