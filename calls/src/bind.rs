@@ -6,6 +6,7 @@
 //! target's /proc entries.
 
 use udsfs_proto::Res;
+use udsfs_proto::route::Routes;
 
 /// The program's view of the kernel's file tree. Paths are as the program
 /// gave them (relative to its working directory, or absolute), except the
@@ -45,6 +46,51 @@ pub fn kernel_path_error(t: &impl Tree, path: &[u8]) -> i32 {
         Ok(m) if m & libc::S_IFMT != libc::S_IFDIR => libc::ENOTDIR,
         Ok(_) => libc::EINVAL,
     }
+}
+
+/// bind() of a udsfs socket to tree path `wire` (empty: autobind; a NUL
+/// first: an abstract name), which the program gave as sun_path `given`: a
+/// last component no socket file can take is refused first
+/// (`last_component_error`); a routed name is bound as `routed` makes it,
+/// any other by `bind` (the daemon's) alone.
+pub fn udsfs(
+    t: &impl Tree,
+    routes: &Routes,
+    wire: &[u8],
+    given: &[u8],
+    bind: impl FnOnce() -> Res<()>,
+) -> Res<()> {
+    if let Some(e) = last_component_error(t, given) {
+        return Err(e);
+    }
+    match routes.routed_path(wire) {
+        Some(abs) => routed(t, &routes.mount, &abs, bind),
+        None => bind(),
+    }
+}
+
+/// The errno of bind() to sun_path `given` whose last component mknod
+/// cannot create, as filename_create answers: "." or ".." name something
+/// that exists (EEXIST, which unix_bind reports as EADDRINUSE); a name with
+/// trailing slashes asks for a directory: EADDRINUSE when the name exists,
+/// ENOENT when it does not (or the error of its lookup). The lexical
+/// routing would otherwise bind "t.sock/" as "t.sock" and "d/." as "d".
+pub fn last_component_error(t: &impl Tree, given: &[u8]) -> Option<i32> {
+    let name = match given.iter().rposition(|&b| b != b'/') {
+        Some(end) => &given[..=end],
+        None => return (!given.is_empty()).then_some(libc::EADDRINUSE),
+    };
+    let last = name.rsplit(|&b| b == b'/').next().unwrap_or(name);
+    if last == b"." || last == b".." {
+        return Some(libc::EADDRINUSE);
+    }
+    if name.len() == given.len() {
+        return None;
+    }
+    Some(match t.mode(name, false) {
+        Ok(_) => libc::EADDRINUSE,
+        Err(e) => e,
+    })
 }
 
 /// A bind of a routed name: `abs` the routed path the program bound,
@@ -143,6 +189,34 @@ mod tests {
             println!("bind {}: errno {got}", ascii(path));
             assert_eq!(got, want, "{}", ascii(path));
         }
+    }
+
+    #[test]
+    fn a_last_component_mknod_cannot_create_is_refused() {
+        let t = fake(&[b"/tmp", b"there"]);
+        for (given, want) in [
+            (&b"t.sock/"[..], Some(libc::ENOENT)),
+            (b"there//", Some(libc::EADDRINUSE)),
+            (b".", Some(libc::EADDRINUSE)),
+            (b"d/..", Some(libc::EADDRINUSE)),
+            (b"d/.", Some(libc::EADDRINUSE)),
+            (b"/", Some(libc::EADDRINUSE)),
+            (b"t.sock", None),
+            (b"d/.x", None),
+            (b"", None),
+        ] {
+            let got = last_component_error(&t, given);
+            println!("bind {}: {got:?}", ascii(given));
+            assert_eq!(got, want, "{}", ascii(given));
+        }
+        let routes = Routes {
+            mount: b"/m".to_vec(),
+            routes: vec![],
+        };
+        let r = udsfs(&t, &routes, b"t.sock", b"t.sock/", || {
+            panic!("bound t.sock/")
+        });
+        assert_eq!(r, Err(libc::ENOENT));
     }
 
     #[test]

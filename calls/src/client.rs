@@ -100,27 +100,27 @@ fn wait_flags(h: &mut MsgHead, wait: Option<Wait>) {
     }
 }
 
-/// One send piece of `len` bytes (at most MSG_ROOM), whose payload `fill`
-/// writes into the buffer. `oob`: its last byte is the OOB byte. Without
-/// `wait` EAGAIN when full; with it a short count when the daemon stopped
-/// (timeout, signal, peer). The bytes the daemon took.
+/// One send piece (`p`: at most MSG_ROOM bytes), whose payload `fill`
+/// writes into the buffer. Without `wait` EAGAIN when full; with it a short
+/// count when the daemon stopped (timeout, signal, peer). The daemon hears
+/// where in the call the piece stands (`MsgHead::skip`), as a stream call's
+/// skbs are cut from its start. The bytes the daemon took.
 pub fn send(
     fd: i32,
     buf: &mut MsgBuf,
-    len: usize,
-    extras: Option<&Extras>,
-    oob: bool,
+    p: &Piece,
     wait: Option<Wait>,
     fill: impl FnOnce(&mut [u8]) -> Res<()>,
 ) -> Res<usize> {
-    let len = len.min(MSG_ROOM);
+    let len = p.len.min(MSG_ROOM);
     let mut h = MsgHead::new(MSGOP_SEND);
     h.len = len as u32;
+    h.skip = p.at.min(u32::MAX as usize) as u32;
     wait_flags(&mut h, wait);
-    if oob {
+    if p.oob {
         h.flags |= MSGF_OOB;
     }
-    if let Some(x) = extras {
+    if let Some(x) = p.x {
         if let Some(to) = x.to {
             h.set_addr(to);
         }

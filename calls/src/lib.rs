@@ -15,5 +15,6 @@ pub mod client;
 pub mod control;
 pub mod mmsg;
 pub mod record;
+pub mod recv;
 
 pub use udsfs_proto::Res;

@@ -107,6 +107,24 @@ fn kernel_or<R: Copy + TryInto<i64> + From<i8>>(r: R, fd: c_int, e: c_int) -> R 
     R::from(-1)
 }
 
+/// bind's and connect's start: the mount and the caller's address copied
+/// in; or the answer of `real` (the C library's call) without a mount, and
+/// its errno for a udsfs socket whose address cannot be read.
+fn addressed(
+    fd: c_int,
+    addr: *const sockaddr,
+    len: socklen_t,
+    real: impl Fn() -> c_int,
+) -> Result<(&'static Mount, Option<Given>), c_int> {
+    let Some(m) = mount::get() else {
+        return Err(real());
+    };
+    match Given::copy(addr, len) {
+        Ok(g) => Ok((m, g)),
+        Err(e) => Err(kernel_or(real(), fd, e)),
+    }
+}
+
 /// The copied address as route() reads it, or NULL and `len` when none.
 fn given_parts(g: &Option<Given>, len: socklen_t) -> (*const sockaddr, socklen_t) {
     match g {
@@ -168,12 +186,9 @@ pub unsafe extern "C" fn socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int
 #[no_mangle]
 pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
     guarded(-1, || {
-        let Some(m) = mount::get() else {
-            return unsafe { real::bind(fd, addr, len) };
-        };
-        let g = match Given::copy(addr, len) {
-            Ok(g) => g,
-            Err(e) => return kernel_or(unsafe { real::bind(fd, addr, len) }, fd, e),
+        let (m, g) = match addressed(fd, addr, len, || unsafe { real::bind(fd, addr, len) }) {
+            Ok(mg) => mg,
+            Err(r) => return r,
         };
         let (a, len) = given_parts(&g, len);
         let wire = match unsafe { route::route(m, a, len) } {
@@ -186,6 +201,9 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
                 }
                 return r;
             }
+            Route::Invalid => {
+                return kernel_or(unsafe { real::bind(fd, addr, len) }, fd, libc::EINVAL)
+            }
             Route::Autobind => Vec::new(),
             Route::Udsfs(w) => w,
         };
@@ -194,22 +212,25 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
         if !mount::udsfs_fd(fd) && !convert::kernel_unix(fd) {
             return unsafe { real::bind(fd, addr, len) };
         }
-        int_ret(m.bind(&wire, || {
-            adopt_for(m, fd)?;
-            ioctl::bind(fd, &wire, &given)
-        }))
+        int_ret(udsfs_calls::bind::udsfs(
+            &mount::Own,
+            &m.routes,
+            &wire,
+            &given,
+            || {
+                adopt_for(m, fd)?;
+                ioctl::bind(fd, &wire, &given)
+            },
+        ))
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
     restart::send(fd, -1, || {
-        let Some(m) = mount::get() else {
-            return unsafe { real::connect(fd, addr, len) };
-        };
-        let g = match Given::copy(addr, len) {
-            Ok(g) => g,
-            Err(e) => return kernel_or(unsafe { real::connect(fd, addr, len) }, fd, e),
+        let (m, g) = match addressed(fd, addr, len, || unsafe { real::connect(fd, addr, len) }) {
+            Ok(mg) => mg,
+            Err(r) => return r,
         };
         let (a, len) = given_parts(&g, len);
         match unsafe { route::route(m, a, len) } {
@@ -220,7 +241,8 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
                 Ok(false) => unsafe { real::connect(fd, addr, len) },
                 Err(e) => int_ret(Err(e)),
             },
-            _ => {
+            Route::Invalid => kernel_or(unsafe { real::connect(fd, addr, len) }, fd, libc::EINVAL),
+            Route::Kernel | Route::Autobind => {
                 let r = unsafe { real::connect(fd, addr, len) };
                 if udsfs_after(r as i64, fd).is_none() {
                     return r;
@@ -374,7 +396,7 @@ unsafe fn send_target(
     }
     match unsafe { route::route(m, addr, len) } {
         Route::Udsfs(w) => Ok(Some(w)),
-        Route::Autobind => Err(libc::EINVAL),
+        Route::Autobind | Route::Invalid => Err(libc::EINVAL),
         Route::Kernel => refuse_kernel_name(fd, "sendto").map(|_| None),
     }
 }

@@ -145,17 +145,6 @@ impl Mount {
             bind::mirror_dirs(&Own, self.path(), &abs);
         }
     }
-
-    /// bind of `tree` (a name in the mount), by `bind` (the daemon's): a
-    /// routed name as udsfs_calls::bind::routed makes it, the link first.
-    pub fn bind(&self, tree: &[u8], bind: impl FnOnce() -> Res<()>) -> Res<()> {
-        let mut abs = b"/".to_vec();
-        abs.extend_from_slice(tree);
-        if self.routed_node(&abs).is_none() {
-            return bind();
-        }
-        bind::routed(&Own, self.path(), &abs, bind)
-    }
 }
 
 /// The program's file tree as this process sees it (udsfs_calls::bind).

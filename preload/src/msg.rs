@@ -95,7 +95,7 @@ struct Pieces {
 
 impl ioctl::Pieces for Pieces {
     fn piece(&self, buf: &mut MsgBuf, p: ioctl::Piece) -> Res<usize> {
-        ioctl::send(self.fd, buf, p.len, p.x, p.oob, self.wait, |b| {
+        ioctl::send(self.fd, buf, &p, self.wait, |b| {
             self.data.read_at(p.at, b).map(|_| ())
         })
     }
@@ -105,44 +105,24 @@ impl ioctl::Pieces for Pieces {
     }
 }
 
-/// One ioctl's part of a receive: `want` bytes into the caller's buffers
-/// at `at`. `wait`: the daemon parks it until it can be answered (under
-/// SO_RCVTIMEO; `cont`: what an earlier ioctl of the call left of it); the
-/// library itself never waits. `skip`: a peek goes on this far in.
-/// `writable`: how many of `want` bytes the buffers can take, when fewer
-/// (a stream's chunk that does not fit them whole stays queued).
-struct Piece {
-    at: usize,
-    want: usize,
-    wait: bool,
-    skip: usize,
-    cont: Option<u64>,
-    writable: Option<usize>,
-}
-
-/// One receive ioctl; `control` is the room of the caller's control
-/// buffer, so that the daemon closes the passed sockets that do not fit.
-fn recv_once(m: &Mount, fd: c_int, dst: Iovs, flags: c_int, control: usize, p: Piece) -> Res<Got> {
+/// One receive ioctl (`ask`, which `flags` completes) into the caller's
+/// buffers at `at`. The library itself never waits: with `ask.wait` the
+/// daemon parks it until it can be answered (under SO_RCVTIMEO).
+fn recv_once(m: &Mount, fd: c_int, dst: Iovs, flags: c_int, at: usize, ask: Ask) -> Res<Got> {
     let mut buf = MsgBuf::new();
     let peek = flags & libc::MSG_PEEK != 0;
     let ask = Ask {
-        want: p.want,
         peek,
-        skip: if peek { p.skip } else { 0 },
+        skip: if peek { ask.skip } else { 0 },
         oob: flags & libc::MSG_OOB != 0,
         waitall: flags & libc::MSG_WAITALL != 0,
-        room: control,
-        wait: p.wait.then_some(Wait {
-            waitall: false,
-            cont: p.cont,
-        }),
-        writable: p.writable,
+        ..ask
     };
     let mut got = ioctl::recv(fd, &mut buf, &ask)?;
     if got.too_big {
-        return record::recv(m, fd, p.want, !p.wait, dst, p.at);
+        return record::recv(m, fd, ask.want, ask.wait.is_none(), dst, at);
     }
-    got.len = dst.write_at(p.at, buf.payload(got.len))?;
+    got.len = dst.write_at(at, buf.payload(got.len))?;
     Ok(got)
 }
 
@@ -183,63 +163,42 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
     let probed = want.min(MSG_ROOM);
     let ok = dst.writable_at(0, probed);
     let writable = (ok < probed && ioctl::is_stream(fd)).then_some(ok);
-    let first = Piece {
-        at: 0,
+    let first = Ask {
         want,
-        wait: !nonblock,
-        skip: 0,
-        cont: None,
+        room: control,
+        wait: (!nonblock).then_some(Wait::default()),
         writable,
+        ..Ask::default()
     };
     // The call goes on only as far as the buffers can take.
     if let Some(w) = writable {
         want = w;
     }
-    let mut got = recv_once(m, fd, dst, flags, control, first)?;
-    let peek = flags & libc::MSG_PEEK != 0;
-    let mut stream = None;
-    // More than one ioctl holds: a peek goes on in pieces (`skip`); a
-    // stream receive takes what else is queued (MSG_WAITALL: waits for it).
-    while want > got.len && got.len >= MSG_ROOM && got.len % MSG_ROOM == 0 {
-        let is_stream = *stream.get_or_insert_with(|| ioctl::is_stream(fd));
-        // A datagram: only a peek goes on, while the message has more.
-        let more_of_datagram = peek && got.len < got.full_len;
-        if !is_stream && !more_of_datagram {
-            break;
-        }
-        let waitall = is_stream && !peek && flags & libc::MSG_WAITALL != 0;
-        let left = want - got.len;
-        // A stream's later piece likewise stops before what the buffers
-        // cannot take.
-        let probed = left.min(MSG_ROOM);
-        let ok = dst.writable_at(got.len, probed);
-        let writable = (ok < probed && is_stream).then_some(ok);
-        if writable == Some(0) {
-            break;
-        }
-        let skip = if peek { got.len } else { 0 };
-        let wait = waitall && !nonblock;
-        let cont = wait.then_some(got.timeo_left);
-        let piece = Piece {
-            at: got.len,
-            want: left,
-            wait,
-            skip,
-            cont,
-            writable,
-        };
-        let more = recv_once(m, fd, dst, flags, control, piece);
-        match more {
-            Ok(g) if g.len == 0 => break,
-            Ok(g) => {
-                got.len += g.len;
-                got.rights.extend_from_slice(&g.rights);
-                got.ctrunc |= g.ctrunc;
-                got.timeo_left = g.timeo_left;
+    let mut got = recv_once(m, fd, dst, flags, 0, first)?;
+    let is_stream = || ioctl::is_stream(fd);
+    let stream = udsfs_calls::recv::rest(
+        &mut got,
+        want,
+        flags,
+        nonblock,
+        is_stream,
+        |at, ask, stream| {
+            // A stream's later piece likewise stops before what the buffers
+            // cannot take.
+            let probed = ask.want.min(MSG_ROOM);
+            let ok = dst.writable_at(at, probed);
+            let writable = (ok < probed && stream).then_some(ok);
+            if writable == Some(0) {
+                return None;
             }
-            Err(_) => break,
-        }
-    }
+            let ask = Ask {
+                room: control,
+                writable,
+                ..ask
+            };
+            Some(recv_once(m, fd, dst, flags, at, ask))
+        },
+    );
     let mut out_flags = if got.oob { libc::MSG_OOB } else { 0 };
     if got.full_len > got.len && !(flags & libc::MSG_WAITALL != 0 && stream == Some(true)) {
         out_flags |= libc::MSG_TRUNC;

@@ -4,7 +4,7 @@
 
 use libc::{c_int, sockaddr, socklen_t};
 use udsfs_calls::bind;
-use udsfs_proto::route::{self, SUN_LEN};
+use udsfs_proto::route::{self, COPY_LEN};
 
 pub use udsfs_proto::route::Route;
 
@@ -12,7 +12,7 @@ use crate::errno::Res;
 use crate::mount::Mount;
 use crate::user;
 
-/// The bytes of `addr`, at most a sockaddr_un's (NULL: none).
+/// The bytes of `addr`, at most `COPY_LEN` (NULL: none).
 ///
 /// # Safety
 /// `addr` must point to `len` readable bytes (or be NULL).
@@ -21,7 +21,7 @@ unsafe fn bytes<'a>(addr: *const sockaddr, len: socklen_t) -> &'a [u8] {
         return &[];
     }
     // SAFETY: the caller's `len` bytes, cut to a sockaddr_un.
-    unsafe { std::slice::from_raw_parts(addr.cast::<u8>(), (len as usize).min(SUN_LEN)) }
+    unsafe { std::slice::from_raw_parts(addr.cast::<u8>(), (len as usize).min(COPY_LEN)) }
 }
 
 /// Classifies `addr` (NULL-safe).
@@ -80,10 +80,11 @@ pub fn put_addr(
     Ok(())
 }
 
-/// A program's sockaddr copied in, at most a sockaddr_un's bytes of it, as
-/// move_addr_to_kernel copies it before the call looks at it.
+/// A program's sockaddr copied in, at most `COPY_LEN` bytes of it (one past
+/// a sockaddr_un tells a longer one), as move_addr_to_kernel copies it
+/// before the call looks at it.
 pub struct Given {
-    buf: [u8; SUN_LEN],
+    buf: [u8; COPY_LEN],
     len: socklen_t,
 }
 
@@ -94,10 +95,10 @@ impl Given {
             return Ok(None);
         }
         let mut g = Given {
-            buf: [0; SUN_LEN],
+            buf: [0; COPY_LEN],
             len,
         };
-        let n = (len as usize).min(SUN_LEN);
+        let n = (len as usize).min(COPY_LEN);
         user::read_into(&mut g.buf[..n], addr.cast())?;
         Ok(Some(g))
     }

@@ -450,7 +450,10 @@ pub struct MsgHead {
     /// Out (recv): `ADDR_AS_GIVEN` or 0, for `addr`.
     pub addr_flags: u32,
     /// In (recv with MSGF_PEEK): start this far into what a peek returns,
-    /// so that a peek larger than MSG_ROOM comes in pieces.
+    /// so that a peek larger than MSG_ROOM comes in pieces. In (send): the
+    /// bytes of the same call earlier ioctls sent, as a stream call's skbs
+    /// (up to 36544 bytes) are cut from its start: a piece within one an
+    /// earlier piece began fills it instead of waiting for room.
     pub skip: u32,
     /// In (recv with MSGF_LIMIT): how many of `len` bytes the caller's
     /// buffers can take.

@@ -6,6 +6,9 @@
 
 /// sizeof(struct sockaddr_un).
 pub const SUN_LEN: usize = 110;
+/// How many bytes of a program's sockaddr the fronts copy for `classify`:
+/// one more than a sockaddr_un, so that a longer address shows as one.
+pub const COPY_LEN: usize = SUN_LEN + 1;
 const FAM: usize = 2;
 
 /// The mount and the prefixes routed into it.
@@ -23,6 +26,10 @@ pub enum Route {
     Kernel,
     /// Only the family: autobind (bind) or nothing (connect).
     Autobind,
+    /// An AF_UNIX address longer than sockaddr_un: EINVAL for bind, connect
+    /// and sendto, before any autobind or lookup (unix_validate_addr). A
+    /// kernel socket gets the kernel's own EINVAL.
+    Invalid,
     /// The wire form (`crate::addr`): a tree path, or a NUL and an
     /// abstract name.
     Udsfs(Vec<u8>),
@@ -116,10 +123,13 @@ impl Routes {
     }
 
     /// Classifies a sockaddr the program gave (`addr`: its bytes, at most
-    /// `SUN_LEN` of them, as copied), relative names against `cwd`.
+    /// `COPY_LEN` of them, as copied), relative names against `cwd`.
     pub fn classify(&self, addr: &[u8], cwd: Option<&[u8]>) -> Route {
         if addr.len() < FAM || u16::from_ne_bytes([addr[0], addr[1]]) != libc::AF_UNIX as u16 {
             return Route::Kernel;
+        }
+        if addr.len() > SUN_LEN {
+            return Route::Invalid;
         }
         let path = &addr[FAM..addr.len().min(SUN_LEN)];
         if path.is_empty() {
@@ -230,6 +240,16 @@ mod tests {
             Route::Udsfs(b"\0abs".to_vec())
         );
         assert_eq!(r.classify(&un(b""), None), Route::Autobind);
+        // unix_validate_addr: longer than sockaddr_un is EINVAL, whatever
+        // the name; 108 bytes of sun_path are a name.
+        let name = |b: u8, n: usize| un(&[&[b][..], &vec![b'a'; n - 1]].concat());
+        assert_eq!(r.classify(&name(0, 109), None), Route::Invalid);
+        assert_eq!(r.classify(&name(b'/', 109), None), Route::Invalid);
+        assert_eq!(
+            r.classify(&name(0, 108), None),
+            Route::Udsfs(name(0, 108)[2..].to_vec())
+        );
+        assert_eq!(r.classify(&[2, 0, 1, 2].repeat(30), None), Route::Kernel);
         assert_eq!(r.classify(&[2, 0, 1, 2], None), Route::Kernel);
         assert_eq!(r.classify(&[1], None), Route::Kernel);
         assert_eq!(normalize(b"a/./b//c", b"/w"), b"/w/a/b/c".to_vec());

@@ -32,6 +32,7 @@ impl Outgoing {
             rights: Some(&mut self.rights),
             files: Some(&mut self.files),
             oob,
+            call_off: 0,
         }
     }
 

@@ -26,6 +26,11 @@ pub struct SendMsg<'a> {
     /// MSG_OOB: the last byte becomes the receiver's out-of-band byte
     /// (stream only; such a send never waits).
     pub oob: bool,
+    /// Stream: the bytes of the same call that earlier sends took (a front
+    /// carries a large call in several ioctls). Linux cuts a call into skbs
+    /// of up to 36544 bytes, so where the call stands decides whether these
+    /// bytes begin an skb (and wait for room) or fill the one begun before.
+    pub call_off: usize,
 }
 
 impl<'a> SendMsg<'a> {
@@ -64,6 +69,10 @@ impl<'a> SendMsg<'a> {
 
     pub fn oob(self) -> SendMsg<'a> {
         SendMsg { oob: true, ..self }
+    }
+
+    pub fn call_off(self, call_off: usize) -> SendMsg<'a> {
+        SendMsg { call_off, ..self }
     }
 }
 

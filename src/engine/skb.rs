@@ -42,9 +42,16 @@ pub(crate) fn stream_truesize(size: usize) -> usize {
 /// piece made the 233152 bytes one pair may queue hold some 50 MB.
 pub(crate) const SLICE_PIECE_CHARGE: usize = 512;
 
-/// A stream chunk queued as `pieces` pieces.
-pub(crate) fn sliced_truesize(size: usize, pieces: usize) -> usize {
-    stream_truesize(size) + pieces.saturating_sub(1) * SLICE_PIECE_CHARGE
+/// `size` bytes of a stream chunk from `at` on (0: a chunk of its own; past
+/// 0: what a chunk begun with `at` bytes grows by when a later ioctl of the
+/// same call fills it further), queued as `pieces` pieces.
+pub(crate) fn sliced_truesize(at: usize, size: usize, pieces: usize) -> usize {
+    let grown = match at {
+        0 => stream_truesize(size),
+        // At least a piece's own cost: a piece is a queued message.
+        _ => (stream_truesize(at + size) - stream_truesize(at)).max(SLICE_PIECE_CHARGE),
+    };
+    grown + pieces.saturating_sub(1) * SLICE_PIECE_CHARGE
 }
 
 #[cfg(test)]
@@ -59,10 +66,23 @@ mod tests {
         // smallest block for its byte, and a timer entry twice over.
         let held = 2 * std::mem::size_of::<(Msg, Until)>() + 32 + 2 * 48;
         assert!(held <= SLICE_PIECE_CHARGE, "a piece holds {held} bytes");
-        assert_eq!(sliced_truesize(36544, 1), stream_truesize(36544));
+        assert_eq!(sliced_truesize(0, 36544, 1), stream_truesize(36544));
         assert_eq!(
-            sliced_truesize(36544, 36544),
+            sliced_truesize(0, 36544, 36544),
             stream_truesize(36544) + 36543 * SLICE_PIECE_CHARGE
         );
+    }
+
+    #[test]
+    fn a_chunk_filled_by_several_ioctls_costs_what_one_skb_does() {
+        // A front's pieces of 14176 bytes (MSG_ROOM) fill 36544-byte skbs.
+        let whole = stream_truesize(36544);
+        let parts = sliced_truesize(0, 14176, 1)
+            + sliced_truesize(14176, 14176, 1)
+            + sliced_truesize(28352, 8192, 1);
+        println!("one skb {whole}, as three ioctls' pieces {parts}");
+        assert_eq!(parts, whole);
+        // A continuing piece never costs less than a queued message does.
+        assert_eq!(sliced_truesize(5000, 1, 1), SLICE_PIECE_CHARGE);
     }
 }

@@ -475,6 +475,41 @@ fn stream_backpressure_matches_linux_figures() {
     assert_eq!(n, 278);
 }
 
+/// Sends `data` as bytes `off..` of one call (a later ioctl of it).
+fn send_at(e: &Engine, s: &Arc<Socket>, c: &Caller, data: &[u8], off: usize) -> Result<usize> {
+    e.sendmsg(s, SendMsg::new(data).call_off(off), c, None)
+}
+
+#[test]
+fn a_stream_call_in_ioctl_pieces_queues_what_one_send_does() {
+    let (e, c) = (engine(), root());
+    // A front carries a 4 MiB non-blocking send in MSG_ROOM (14176-byte)
+    // pieces, each saying where in the call it stands: the pieces fill the
+    // call's 36544-byte skbs, so 219264 bytes go, as in one send (they were
+    // 13 skbs of their own: 184288).
+    let (x, _y) = e.socketpair(SockType::Stream, &c);
+    let mut off = 0;
+    while let Ok(n) = send_at(&e, &x, &c, &[0u8; 14176], off) {
+        off += n;
+        if n < 14176 {
+            break;
+        }
+    }
+    println!("4 MiB in 14176-byte pieces: {off} queued");
+    assert_eq!(off, 219264);
+    // A piece that claims to go on an skb never begun is refused once
+    // more than one skb past the send buffer is queued: a client's claims
+    // cannot queue without bound.
+    let (p, _q) = e.socketpair(SockType::Stream, &c);
+    let mut claimed = 0;
+    while send_at(&e, &p, &c, &[0u8; 100], 1).is_ok() {
+        claimed += 100;
+        assert!(claimed < 1 << 20, "claims queued {claimed} bytes");
+    }
+    println!("100-byte pieces each claiming offset 1: {claimed} queued, then EAGAIN");
+    assert!(p.wmem() <= 212992 + crate::engine::skb::stream_truesize(36544) + 512);
+}
+
 #[test]
 fn message_charges_follow_kmalloc_size_classes() {
     // Sends until EAGAIN on a socketpair, per size, as measured on Linux 6.18.

@@ -491,7 +491,8 @@ fn send(at: MsgCtx<'_>, call: &mut MsgCall) -> Result<Vec<u8>, Errno> {
                 log::info!("socket {}: sending {ids:?} refused: {}", s.id, e.desc())
             })?;
         call.checked = true;
-        let res = eng.send(s, out.msg(data, to.as_ref(), oob), c, w);
+        let off = head.skip as usize + call.sent;
+        let res = eng.send(s, out.msg(data, to.as_ref(), oob).call_off(off), c, w);
         eng.put_back(out);
         match res {
             Ok(sent) => {

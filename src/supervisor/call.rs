@@ -25,9 +25,9 @@ pub(super) fn say(what: &str) {
     eprintln!("udsfs run (seccomp): {what}");
 }
 
-/// Copies a sockaddr of the target (at most sizeof(sockaddr_un) bytes).
+/// Copies a sockaddr of the target (at most `route::COPY_LEN` bytes).
 pub(super) fn read_addr(tid: i32, addr: u64, len: u64) -> Result<Vec<u8>, i32> {
-    let n = (len.min(route::SUN_LEN as u64)) as usize;
+    let n = (len.min(route::COPY_LEN as u64)) as usize;
     mem::read(tid, addr, n)
 }
 

@@ -9,7 +9,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use udsfs_calls::client::{self, MsgBuf};
+use udsfs_calls::client::{self, MsgBuf, Piece};
 pub use udsfs_calls::client::{Ask, Extras, Wait};
 use udsfs_proto::ioctl::*;
 use udsfs_proto::mount::type_dir;
@@ -137,20 +137,19 @@ impl std::ops::DerefMut for Got {
     }
 }
 
-/// One send of at most MSG_ROOM bytes (`client::send`) through `buf`.
+/// One send piece (`client::send`) of the call's `data` through `buf`.
 pub fn send(
     fd: &OwnedFd,
     buf: &mut MsgBuf,
+    p: &Piece,
     data: &[u8],
-    x: Option<&Extras>,
-    oob: bool,
     wait: Option<Wait>,
 ) -> Res<usize> {
     let fill = |b: &mut [u8]| {
-        b.copy_from_slice(&data[..b.len()]);
+        b.copy_from_slice(&data[p.at..p.at + b.len()]);
         Ok(())
     };
-    client::send(fd.as_raw_fd(), buf, data.len(), x, oob, wait, fill)
+    client::send(fd.as_raw_fd(), buf, p, wait, fill)
 }
 
 /// One receive ioctl (`client::recv`), its payload copied out.

@@ -381,7 +381,7 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
         let wire = match &route {
             Route::Udsfs(w) => w.clone(),
             Route::Autobind => Vec::new(),
-            Route::Kernel => return Reply::Continue,
+            Route::Kernel | Route::Invalid => return Reply::Continue,
         };
         if let Err(e) = bind(c, &new, &wire, &route::given_path(addr)) {
             // The target keeps its kernel socket.
@@ -404,13 +404,18 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
         }
     }
     if job.nr == libc::SYS_connect {
-        if let Err(e) = connect(c, &new, &wire) {
+        let r = connect(c, &new, &wire);
+        // A connect that failed has still made the socket udsfs, as the
+        // library adopts before it connects, and a SO_PASSCRED one named:
+        // unix_stream_connect and unix_dgram_connect autobind before the
+        // lookup. A wait for a thread starts again from the kernel socket.
+        if r == Err(WOULD_WAIT) {
+            return Reply::Errno(WOULD_WAIT);
+        }
+        if let Err(e) = c.install(&new, Some(fd), c.task.cloexec(fd)) {
             return Reply::Errno(e);
         }
-        return match c.install(&new, Some(fd), c.task.cloexec(fd)) {
-            Ok(_) => Reply::Value(0),
-            Err(e) => Reply::Errno(e),
-        };
+        return value(r.map(|_| 0));
     }
     // A send to a routed name: the socket becomes udsfs, then sends.
     if let Err(e) = c.install(&new, Some(fd), c.task.cloexec(fd)) {
@@ -423,10 +428,7 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
 /// gets its link first, its directories below the mount too.
 fn bind(c: &Call, s: &OwnedFd, wire: &[u8], given: &[u8]) -> Res<()> {
     let bind = || daemon::ctl(s, Op::Bind, 0, wire, given).map(|_| ());
-    match c.ctx.routes.routed_path(wire) {
-        Some(abs) => calls::bind::routed(&Tree(c.task.tid), &c.ctx.routes.mount, &abs, bind),
-        None => bind(),
-    }
+    calls::bind::udsfs(&Tree(c.task.tid), &c.ctx.routes, wire, given, bind)
 }
 
 /// The target's file tree, reached through its /proc entries (its root and
@@ -514,13 +516,14 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
     let (a, tid) = (job.args, c.task.tid);
     match job.nr {
         libc::SYS_bind => {
-            if a[2] < 2 || a[2] > route::SUN_LEN as u64 {
+            if a[2] < 2 {
                 return Err(libc::EINVAL);
             }
             let addr = read_addr(tid, a[1], a[2])?;
             let wire = match classify(c.ctx, tid, &addr) {
                 Route::Udsfs(w) => w,
                 Route::Autobind => Vec::new(),
+                Route::Invalid => return Err(libc::EINVAL),
                 Route::Kernel => {
                     let e = calls::bind::kernel_path_error(&Tree(tid), &route::given_path(&addr));
                     if e == libc::EINVAL {
@@ -541,7 +544,7 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
             }
             match classify(c.ctx, tid, &addr) {
                 Route::Udsfs(w) => connect(c, s, &w).map(|_| 0),
-                Route::Autobind => Err(libc::EINVAL),
+                Route::Autobind | Route::Invalid => Err(libc::EINVAL),
                 Route::Kernel => {
                     say(&format!(
                         "connect on udsfs socket fd {}: the address is a kernel AF_UNIX name outside the mount and its routes",

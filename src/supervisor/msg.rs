@@ -18,7 +18,7 @@ use super::mem;
 use super::record;
 use std::os::fd::AsRawFd;
 use udsfs_calls::control::{self, Passed};
-use udsfs_calls::{client, mmsg};
+use udsfs_calls::{client, mmsg, recv};
 use udsfs_proto::ioctl::*;
 use udsfs_proto::route::{self, Route};
 
@@ -88,7 +88,7 @@ fn target(c: &Call, name: Option<Vec<u8>>) -> Res<Option<Vec<u8>>> {
     match name.map(|n| classify(c.ctx, c.task.tid, &n)) {
         None => Ok(None),
         Some(Route::Udsfs(w)) => Ok(Some(w)),
-        Some(Route::Autobind) => Err(libc::EINVAL),
+        Some(Route::Autobind | Route::Invalid) => Err(libc::EINVAL),
         Some(Route::Kernel) => {
             say(
                 "sendto on a udsfs socket: the address is a kernel AF_UNIX name outside the mount and its routes",
@@ -250,16 +250,15 @@ struct Pieces<'a, 'b> {
 
 impl client::Pieces for Pieces<'_, '_> {
     fn piece(&self, buf: &mut client::MsgBuf, p: client::Piece) -> Res<usize> {
-        let (at, x, oob) = (p.at, p.x, p.oob);
-        let chunk = &self.data[at..at + p.len];
+        let at = p.at;
         if self.park {
             let wait = Some(daemon::Wait::default());
             return self
                 .c
-                .parked(|_| daemon::send(self.s, buf, chunk, x, oob, wait))
+                .parked(|_| daemon::send(self.s, buf, &p, self.data, wait))
                 .map_err(|stop| stop_errno(stop, self.s, 1))?;
         }
-        match daemon::send(self.s, buf, chunk, x, oob, None) {
+        match daemon::send(self.s, buf, &p, self.data, None) {
             Err(libc::EAGAIN) if !self.nonblock => {
                 // On the loop: a thread goes on from `at`.
                 self.c.sent.set(at);
@@ -417,54 +416,33 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
     } else {
         got
     };
-    // MSG_WAITALL on a stream: on until the whole length, EOF, an error, a
-    // signal or the timeout, then what came (dgram and seqpacket: one
-    // message, as Linux).
-    // Parked, the daemon waited for up to MSG_ROOM bytes: less means it
-    // stopped (EOF, timeout, signal); more is asked for under the timeout
-    // left (MSGF_CONT), timed once as unix_stream_read_generic does.
-    // MSG_WAITALL goes on only as far as the buffers can take.
+    // More than one ioctl holds (udsfs_calls::recv::rest): a stream takes
+    // what else is queued (MSG_WAITALL: waits for it, parked, under the
+    // timeout left), a peek goes on into its datagram; only as far as the
+    // buffers can take.
     let want = limit.map_or(want, |l| l.min(want));
-    let more_left = !park || got.data.len() >= MSG_ROOM;
-    if waitall && more_left && !got.data.is_empty() && got.data.len() < want && is_stream(s)? {
-        while got.data.len() < want {
-            let ask = want - got.data.len();
-            let r = if park {
-                let w = daemon::Wait {
-                    waitall: true,
-                    cont: Some(got.timeo_left),
-                };
-                let more = Ask {
-                    want: ask,
-                    wait: Some(w),
-                    ..Ask::default()
-                };
-                match c.parked(|_| daemon::recv(s, &more)) {
-                    Ok(r) => r,
-                    Err(_) => break,
-                }
-            } else {
-                daemon::recv(
-                    s,
-                    &Ask {
-                        want: ask,
-                        ..Ask::default()
-                    },
-                )
+    got.m.len = got.data.len();
+    let daemon::Got { data, m } = &mut got;
+    let stream = recv::rest(
+        m,
+        want,
+        flags,
+        nonblock,
+        || is_stream(s).unwrap_or(false),
+        |_, ask, _| {
+            let ask = Ask { room, ..ask };
+            let r = match ask.wait {
+                Some(_) if park => c.parked(|_| daemon::recv(s, &ask)).ok()?,
+                // On the loop nothing waits: what is queued.
+                _ => daemon::recv(s, &Ask { wait: None, ..ask }),
             };
-            match r {
-                Ok(more) if more.data.is_empty() => break,
-                Ok(more) => {
-                    let short = more.data.len() < ask.min(MSG_ROOM);
-                    got.data.extend_from_slice(&more.data);
-                    got.timeo_left = more.timeo_left;
-                    if park && short {
-                        break;
-                    }
-                }
-                Err(_) => break,
-            }
-        }
+            Some(r.map(|g| {
+                data.extend_from_slice(&g.data);
+                g.m
+            }))
+        },
+    );
+    if stream == Some(true) {
         got.full_len = got.data.len();
     }
     let from = if got.from.is_empty() {

@@ -140,6 +140,10 @@ pub(crate) struct Sending<'a> {
     /// Bytes of this send queued before the piece being queued (a stream
     /// send goes in pieces; the fault rules count across them).
     pub sent: usize,
+    /// Where in its skb the stream piece being queued begins: 0 for a new
+    /// skb; past 0 the piece fills an skb an earlier ioctl of the same call
+    /// began (`SendMsg::call_off`), and is charged what the skb grew by.
+    pub chunk_at: usize,
     /// The user its queued bytes count for (`Engine::queued`).
     uid: u32,
     /// The caller as the taps see it (only with a tap attached).
@@ -167,6 +171,7 @@ impl<'a> Sending<'a> {
             pass,
             w,
             sent: 0,
+            chunk_at: 0,
             uid: caller.fsuid,
             origin,
             fault: eng.faults.any().then(|| eng.send_fault(caller, cut)),
@@ -225,7 +230,7 @@ impl Engine {
             .and_then(|(d, _)| d.slice.as_ref())
             .map_or(1, |sizes| sizes.len());
         let charge = match s.ty {
-            SockType::Stream => sliced_truesize(data.len(), pieces),
+            SockType::Stream => sliced_truesize(tx.chunk_at, data.len(), pieces),
             _ => message_truesize(data.len()),
         };
         // All queues together, as memory the daemon holds: past the bound

@@ -6,7 +6,7 @@ use nix::errno::Errno;
 use super::enqueue::Sending;
 use super::{ProtoOps, RecvOp, SendOp};
 use crate::engine::message::{Piece, Received};
-use crate::engine::skb::STREAM_SKB_MAX;
+use crate::engine::skb::{STREAM_SKB_MAX, stream_truesize};
 use crate::engine::socket::{Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, Socket};
 use crate::engine::{Engine, Result, Wakeups};
 
@@ -56,14 +56,23 @@ impl ProtoOps for Stream {
         tx.pidfd = eng.sender_pidfd(tx.creds, &peer)?;
         tx.from = from;
         // unix_stream_sendmsg: at most half the send buffer per skb, and at
-        // most one page of head plus 32 KiB of fragments.
+        // most one page of head plus 32 KiB of fragments. The call's skbs
+        // are cut from its start (`call_off`), whatever ioctls carry it.
         let max_chunk = (sndbuf >> 1).saturating_sub(64).clamp(1, STREAM_SKB_MAX);
         let mut sent = 0;
         let mut wake = Wakeups::new();
         while sent < data.len() {
+            let at = (msg.call_off + sent) % max_chunk;
             {
                 let mut st = s.lock();
-                if s.wmem() >= st.sndbuf {
+                // A new skb waits for room (sock_alloc_send_pskb); the rest
+                // of one an earlier ioctl began was allocated then, so only
+                // a claim past what one skb can hold is refused.
+                let full = match at {
+                    0 => s.wmem() >= st.sndbuf,
+                    _ => s.wmem() >= st.sndbuf + stream_truesize(max_chunk),
+                };
+                if full {
                     // SOCKWQ_ASYNC_NOSPACE: the room that comes back sends SIGIO.
                     st.nospace = true;
                     if sent == 0 {
@@ -77,7 +86,8 @@ impl ProtoOps for Stream {
                     break;
                 }
             }
-            let n = (data.len() - sent).min(max_chunk);
+            let n = (data.len() - sent).min(max_chunk - at);
+            tx.chunk_at = at;
             let mut pt = peer.lock();
             let queued = if gone(&pt) || pt.shutdown & RCV_SHUTDOWN != 0 {
                 Err(Errno::EPIPE)
@@ -144,6 +154,7 @@ fn queue_oob(
         if gone(&pt) || pt.shutdown & RCV_SHUTDOWN != 0 {
             return Err(Errno::EPIPE);
         }
+        tx.chunk_at = 0;
         eng.enqueue(tx, peer.id, &mut pt, &[byte], true, wake)?;
         pt.urg_owner
     };
