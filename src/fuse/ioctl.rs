@@ -39,6 +39,7 @@ pub(super) fn ioctl(
         return Ok(());
     };
     if cmd == UDSFS_IOC_MSG {
+        eng.lane_down(sock);
         return match MsgCall::new(input) {
             Ok(call) => deferring_wakeups(|| start_message(eng, sock, call, c, reply)),
             Err(e) => {
@@ -48,6 +49,11 @@ pub(super) fn ioctl(
         };
     }
     let res = read_struct::<Ctl>(input).and_then(|mut ctl| {
+        // The lane's own calls leave it up; any other takes it down first.
+        let lane_own = [Op::LaneClaim, Op::GetTimeo, Op::SetTimeo].map(|o| o as u32);
+        if !lane_own.contains(&ctl.op) {
+            eng.lane_down(sock);
+        }
         control(eng, sock, &mut ctl, c)?;
         Ok(as_bytes(&ctl).to_vec())
     });
@@ -232,6 +238,11 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
                 *v = i64::from(gid);
             }
         }),
+        Op::LaneClaim if ctl.arg == 1 => {
+            eng.lane_corrupt(s);
+            Ok(())
+        }
+        Op::LaneClaim => eng.lane_claim(s, c).map(|g| g.encode(&mut ctl.v)),
         Op::PeerPidfd => eng
             .peer_pidfd(s, c)
             .map(|tag| PeerPidfd { tag }.encode(&mut ctl.v)),
