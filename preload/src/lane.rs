@@ -87,8 +87,17 @@ fn ino_of(fd: c_int) -> Option<u64> {
     (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st.st_ino)
 }
 
+/// Whether the mount has lanes: asked once per process (ASKED), at its
+/// first socketpair; a mount without them costs nothing after that.
+static ASKED: AtomicBool = AtomicBool::new(false);
+
 /// socketpair made `fds`, udsfs stream sockets: each may get a lane.
 pub fn note_pair(fds: [c_int; 2]) {
+    if !ASKED.swap(true, Ordering::Relaxed)
+        && matches!(ioctl::op(fds[0], Op::LaneClaim, 2), Err(libc::ENOPROTOOPT))
+    {
+        OFF.store(true, Ordering::Relaxed);
+    }
     if OFF.load(Ordering::Relaxed) {
         return;
     }

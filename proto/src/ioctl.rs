@@ -149,7 +149,8 @@ pub enum Op {
     /// connected stream pair's lane for the calling process. Out:
     /// `LaneGrant` (the region's depot tag, to claim over the fd channel).
     /// ENOPROTOOPT: the mount has no lanes; EOPNOTSUPP: this socket cannot
-    /// have one (arg 1: the end found the region corrupt: reset);
+    /// have one (arg 1: the end found the region corrupt: reset; arg 2:
+    /// only whether the mount has lanes);
     /// a second claim of one end takes the lane down (ENOENT).
     LaneClaim = 40,
 }

@@ -84,6 +84,16 @@ fn eligible(s: &Arc<Socket>) -> Option<(Arc<Socket>, usize)> {
 }
 
 impl Engine {
+    /// `Op::LaneClaim` with arg 2: whether the mount has lanes (ENOPROTOOPT:
+    /// no), which the library asks once per process, at its first socketpair.
+    pub fn lanes_on(&self) -> Result<()> {
+        if self.cfg.lanes {
+            Ok(())
+        } else {
+            Err(Errno::ENOPROTOOPT)
+        }
+    }
+
     /// `Op::LaneClaim`: this end of `s`'s lane for the caller (made at the
     /// first claim of either end).
     pub fn lane_claim(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneGrant> {

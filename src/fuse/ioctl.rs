@@ -242,6 +242,7 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
             eng.lane_corrupt(s);
             Ok(())
         }
+        Op::LaneClaim if ctl.arg == 2 => eng.lanes_on(),
         Op::LaneClaim => eng.lane_claim(s, c).map(|g| g.encode(&mut ctl.v)),
         Op::PeerPidfd => eng
             .peer_pidfd(s, c)
