@@ -225,6 +225,31 @@ def pass_end():
     os.waitpid(pid, 0)
 
 
+def epoll():
+    """Readiness stays the daemon's: an epoll set registered before the
+    first byte, and one registered on an end whose lane already carries
+    bytes, each see the socket readable."""
+    import select
+
+    a, b = socket.socketpair()
+    ep = select.epoll()
+    ep.register(b.fileno(), select.EPOLLIN)
+    say("epoll before:", ep.poll(0))
+    a.send(b"ready")
+    say("epoll after a send:", [(fd == b.fileno(), ev) for fd, ev in ep.poll(1)])
+    say("recv:", b.recv(10))
+    c, d = socket.socketpair()
+    c.send(b"x")
+    say("d got:", d.recv(1))
+    c.send(b"y")
+    guard(d, "before epoll")
+    ep2 = select.epoll()
+    ep2.register(d.fileno(), select.EPOLLIN)
+    say("epoll on a laned end with a byte:", [(fd == d.fileno(), ev) for fd, ev in ep2.poll(1)])
+    r, _, _ = select.select([d], [], [], 1)
+    say("select:", len(r), "recv:", d.recv(1))
+
+
 def scribble():
     """The peer overwrites the whole region in its own mapping (udsfs only)."""
     a, b = socket.socketpair()
@@ -272,6 +297,7 @@ CASES = {
     "signals": signals,
     "fork_end": fork_end,
     "pass_end": pass_end,
+    "epoll": epoll,
     "scribble": scribble,
 }
 

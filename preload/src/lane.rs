@@ -46,6 +46,9 @@ const LANE: u32 = 3;
 struct End {
     region: &'static Region,
     side: usize,
+    /// SO_RCVTIMEO, SO_SNDTIMEO as at the claim (setting one takes the
+    /// lane down: the daemon does not count SetTimeo as the lane's own).
+    timeo: [Option<Duration>; 2],
     w: UnsafeCell<Writer<'static>>,
     r: UnsafeCell<Reader<'static>>,
 }
@@ -87,35 +90,75 @@ fn ino_of(fd: c_int) -> Option<u64> {
     (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st.st_ino)
 }
 
-/// Whether the mount has lanes: asked once per process (ASKED), at its
-/// first socketpair; a mount without them costs nothing after that.
-static ASKED: AtomicBool = AtomicBool::new(false);
-
-/// socketpair made `fds`, udsfs stream sockets: each may get a lane.
+/// socketpair made `fds`, udsfs stream sockets: the daemon makes their
+/// region (the first pair of a process on a mount without lanes says so,
+/// and no later one asks), which is mapped here, on the caller's stack (a
+/// thread with a small stack reads and writes later: its first call only
+/// claims the end, one ioctl).
 pub fn note_pair(fds: [c_int; 2]) {
-    if !ASKED.swap(true, Ordering::Relaxed)
-        && matches!(ioctl::op(fds[0], Op::LaneClaim, 2), Err(libc::ENOPROTOOPT))
-    {
-        OFF.store(true, Ordering::Relaxed);
-    }
     if OFF.load(Ordering::Relaxed) {
         return;
     }
-    for fd in fds {
+    let region = match prepare(fds[0]) {
+        Ok(r) => r,
+        Err(e) => {
+            if e == libc::ENOPROTOOPT {
+                OFF.store(true, Ordering::Relaxed);
+            }
+            return;
+        }
+    };
+    for (side, fd) in fds.into_iter().enumerate() {
         let Some(ino) = ino_of(fd) else { continue };
-        for s in &TABLE {
+        // A free slot whose old end no thread still uses.
+        let Some((s, held)) = TABLE.iter().find_map(|s| {
             if s.state
                 .compare_exchange(FREE, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
+                .is_err()
             {
-                USED.fetch_add(1, Ordering::Relaxed);
-                s.fd.store(fd, Ordering::Relaxed);
-                s.ino.store(ino, Ordering::Relaxed);
-                s.state.store(CANDIDATE, Ordering::Release);
-                break;
+                return None;
             }
-        }
+            match (take(&s.rtaken), take(&s.wtaken)) {
+                (Some(r), Some(w)) => Some((s, (r, w))),
+                _ => {
+                    s.state.store(FREE, Ordering::Release);
+                    None
+                }
+            }
+        }) else {
+            return;
+        };
+        USED.fetch_add(1, Ordering::Relaxed);
+        let (w, r) = region.end(if side == 0 { Side::A } else { Side::B }, Framing::Stream);
+        let end = End {
+            region,
+            side,
+            timeo: [None, None],
+            w: UnsafeCell::new(w),
+            r: UnsafeCell::new(r),
+        };
+        // SAFETY: CLAIMING is ours.
+        unsafe { *s.end.get() = Some(end) };
+        s.fd.store(fd, Ordering::Relaxed);
+        s.ino.store(ino, Ordering::Relaxed);
+        drop(held);
+        s.state.store(CANDIDATE, Ordering::Release);
     }
+}
+
+/// The pair's region, mapped (kept for the process's life: a lane that
+/// goes down keeps its mapping, docs/LANE.md).
+fn prepare(fd: c_int) -> Res<&'static Region> {
+    let g = ioctl::op(fd, Op::LaneClaim, 3)?.values::<LaneGrant>();
+    let m = mount::get().ok_or(libc::EINVAL)?;
+    let fds = fdpass::claim(&fdpass::connect(m)?, &[g.tag], true)?;
+    let &[rfd] = &fds[..] else {
+        fds.iter().for_each(|&f| crate::files::close(f));
+        return Err(libc::EIO);
+    };
+    let region = Region::map(rfd, [g.cap0 as u32, g.cap1 as u32]);
+    crate::files::close(rfd);
+    Ok(Box::leak(Box::new(region?)))
 }
 
 fn free(s: &Slot) {
@@ -153,44 +196,25 @@ fn find(fd: c_int) -> Option<&'static Slot> {
     {
         return None;
     }
-    match claim(fd) {
-        Ok(end) => {
-            // SAFETY: CLAIMING is ours: nobody else touches `end`.
-            unsafe { *s.end.get() = Some(end) };
+    // SAFETY: CLAIMING is ours: nobody else touches `end`.
+    let end = unsafe { (*s.end.get()).as_mut() };
+    match (end, claim(fd)) {
+        (Some(e), Ok(side)) if side == e.side => {
+            e.timeo = [timeout(fd, 0), timeout(fd, 1)];
             s.state.store(LANE, Ordering::Release);
             Some(s)
         }
-        Err(e) => {
-            if e == libc::ENOPROTOOPT {
-                OFF.store(true, Ordering::Relaxed);
-            }
+        _ => {
             free(s);
             None
         }
     }
 }
 
-fn claim(fd: c_int) -> Res<End> {
-    let c = ioctl::op(fd, Op::LaneClaim, 0)?;
-    let g = c.values::<LaneGrant>();
-    let m = mount::get().ok_or(libc::EINVAL)?;
-    let fds = fdpass::claim(&fdpass::connect(m)?, &[g.tag], true)?;
-    let &[rfd] = &fds[..] else {
-        fds.iter().for_each(|&f| crate::files::close(f));
-        return Err(libc::EIO);
-    };
-    let caps = [g.cap0 as u32, g.cap1 as u32];
-    let region = Region::map(rfd, caps);
-    crate::files::close(rfd);
-    let region: &'static Region = Box::leak(Box::new(region?));
-    let side = if g.side == 0 { Side::A } else { Side::B };
-    let (w, r) = region.end(side, Framing::Stream);
-    Ok(End {
-        region,
-        side: g.side as usize,
-        w: UnsafeCell::new(w),
-        r: UnsafeCell::new(r),
-    })
+/// Claims `fd`'s end for this process: its side.
+fn claim(fd: c_int) -> Res<usize> {
+    let g = ioctl::op(fd, Op::LaneClaim, 0)?.values::<LaneGrant>();
+    Ok(g.side as usize)
 }
 
 /// After fork, in the child: the parent keeps its claimed ends; the
@@ -208,7 +232,8 @@ fn busy(e: &End) -> &AtomicU32 {
     e.region.word(busy_word(e.side))
 }
 
-/// SO_RCVTIMEO (`dir` 0) or SO_SNDTIMEO (1) from the daemon; None: none.
+/// SO_RCVTIMEO (`dir` 0) or SO_SNDTIMEO (1) from the daemon (at the
+/// claim); None: none.
 /// A zero timeout that reads 0 (a negative one set) is no wait at all.
 fn timeout(fd: c_int, dir: i32) -> Option<Duration> {
     let t = ioctl::op(fd, Op::GetTimeo, dir).ok()?.values::<Timeo>();
@@ -278,7 +303,6 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
         // SAFETY: the program's buffer, probed writable for n bytes.
         unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) }
     };
-    let mut wait: Option<Option<Duration>> = None;
     loop {
         busy(e).store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
@@ -290,7 +314,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
                 return Some(len_ret(Err(libc::EAGAIN)))
             }
             Err(LaneErr::WouldBlock) => {
-                let t = *wait.get_or_insert_with(|| timeout(fd, 0));
+                let t = e.timeo[0];
                 match r.wait_readable(0, t) {
                     Ok(()) => {}
                     Err(LaneErr::TimedOut) => return Some(len_ret(Err(libc::EAGAIN))),
@@ -324,7 +348,6 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
     let src = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), n) };
     let nonblock = nonblocking(fd, flags);
     let mut done = 0;
-    let mut wait: Option<Option<Duration>> = None;
     loop {
         busy(e).store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
@@ -345,7 +368,7 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
             Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }
-        let t = *wait.get_or_insert_with(|| timeout(fd, 1));
+        let t = e.timeo[1];
         match w.wait_writable(n - done, 0, t) {
             Ok(()) => {}
             Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),

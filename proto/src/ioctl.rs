@@ -145,13 +145,13 @@ pub enum Op {
     PeerGroups = 38,
     /// O_ASYNC (`arg` 0 or 1), which F_GETFL reads back from `OobOpts`.
     SetAsync = 39,
-    /// The fast lane (docs/LANE.md, stage b): claims this end of a
-    /// connected stream pair's lane for the calling process. Out:
-    /// `LaneGrant` (the region's depot tag, to claim over the fd channel).
-    /// ENOPROTOOPT: the mount has no lanes; EOPNOTSUPP: this socket cannot
-    /// have one (arg 1: the end found the region corrupt: reset; arg 2:
-    /// only whether the mount has lanes);
-    /// a second claim of one end takes the lane down (ENOENT).
+    /// The fast lane (docs/LANE.md, stage b). `arg` 3, on a new stream
+    /// socketpair's first socket: its region is made; out: `LaneGrant`
+    /// (the region's depot tag, to claim over the fd channel; side 0 is this
+    /// socket). `arg` 0: this end is claimed for the calling process (out:
+    /// its side); a second claim takes the lane down (ENOENT). `arg` 1: the
+    /// end found the region corrupt: the connection is reset. ENOPROTOOPT:
+    /// the mount has no lanes; EOPNOTSUPP: this socket has none.
     LaneClaim = 40,
 }
 

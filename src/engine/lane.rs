@@ -78,66 +78,72 @@ fn eligible(s: &Arc<Socket>) -> Option<(Arc<Socket>, usize)> {
         } => peer.clone(),
         _ => return None,
     };
-    let quiet = st.queue.bytes() == 0 && st.queue.msgs().is_empty();
+    let quiet =
+        st.queue.bytes() == 0 && st.queue.msgs().is_empty() && !s.polled.load(Ordering::Acquire);
     let ok = s.ty == SockType::Stream && !st.may_passcred() && st.shutdown == 0 && quiet;
     ok.then_some((peer, st.sndbuf))
 }
 
 impl Engine {
-    /// `Op::LaneClaim` with arg 2: whether the mount has lanes (ENOPROTOOPT:
-    /// no), which the library asks once per process, at its first socketpair.
-    pub fn lanes_on(&self) -> Result<()> {
-        if self.cfg.lanes {
-            Ok(())
-        } else {
-            Err(Errno::ENOPROTOOPT)
-        }
-    }
-
-    /// `Op::LaneClaim`: this end of `s`'s lane for the caller (made at the
-    /// first claim of either end).
-    pub fn lane_claim(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneGrant> {
-        // ENOPROTOOPT: no lanes on this mount (the library stops asking).
+    /// `Op::LaneClaim` with arg 3, on the first socket of a pair the library
+    /// just made: the pair's region (its depot tag and capacities; `side` 0
+    /// is this socket), mapped by the library at once, each end claimed by
+    /// the process that uses it first (arg 0). ENOPROTOOPT: the mount has no
+    /// lanes (the library stops asking); EOPNOTSUPP: not this pair.
+    pub fn lane_prepare(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneGrant> {
         if !self.cfg.lanes {
             return Err(Errno::ENOPROTOOPT);
         }
         let lane = {
             let mut map = self.lanes.map.lock();
-            match map.get(&s.id) {
-                Some(l) => l.clone(),
-                None => {
-                    let l = Arc::new(Mutex::new(self.lane_make(s)?));
-                    let ids = l.lock().socks.each_ref().map(|s| s.id);
-                    for id in ids {
-                        map.insert(id, l.clone());
-                    }
-                    self.lanes.up.fetch_add(1, Ordering::Relaxed);
-                    l
-                }
+            if map.contains_key(&s.id) {
+                return Err(Errno::EOPNOTSUPP);
             }
+            let l = Arc::new(Mutex::new(self.lane_make(s)?));
+            let ids = l.lock().socks.each_ref().map(|s| s.id);
+            for id in ids {
+                map.insert(id, l.clone());
+            }
+            self.lanes.up.fetch_add(1, Ordering::Relaxed);
+            l
         };
-        let mut l = lane.lock();
-        if !l.up {
-            return Err(Errno::ENOENT);
-        }
-        let side = usize::from(l.socks[0].id != s.id);
-        if l.claimed[side].is_some() {
-            // A second process (or a second claim) holds this end: the
-            // ring is single-writer, single-reader.
-            drop(l);
-            self.lane_down(s);
-            return Err(Errno::ENOENT);
-        }
+        let l = lane.lock();
         let fd = l.fd.try_clone().map_err(|_| Errno::EMFILE)?;
         let fd = ChargedFd::new(&self.depot.quota, c.fsuid, fd)?;
         let tag = self
             .depot
             .keep_received(s.id, c.fsuid, Arc::new(fd))
             .ok_or(Errno::ETOOMANYREFS)?;
-        l.claimed[side] = Some((c.tid, c.status().clone()));
         let [cap0, cap1] = l.region.caps();
         Ok(LaneGrant {
             tag,
+            side: 0,
+            cap0: cap0 as i32,
+            cap1: cap1 as i32,
+        })
+    }
+
+    /// `Op::LaneClaim` (arg 0): this end of `s`'s lane for the caller's
+    /// process, which alone moves its bytes from now on. A second claim of
+    /// an end (another process) takes the lane down: ENOENT.
+    pub fn lane_claim(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneGrant> {
+        let lane = self.lanes.map.lock().get(&s.id).cloned();
+        let lane = lane.ok_or(Errno::EOPNOTSUPP)?;
+        let mut l = lane.lock();
+        if !l.up {
+            return Err(Errno::ENOENT);
+        }
+        let side = usize::from(l.socks[0].id != s.id);
+        if l.claimed[side].is_some() {
+            // The ring is single-writer, single-reader.
+            drop(l);
+            self.lane_down(s);
+            return Err(Errno::ENOENT);
+        }
+        l.claimed[side] = Some((c.tid, c.status().clone()));
+        let [cap0, cap1] = l.region.caps();
+        Ok(LaneGrant {
+            tag: 0,
             side: side as i32,
             cap0: cap0 as i32,
             cap1: cap1 as i32,
@@ -176,6 +182,32 @@ impl Engine {
             return;
         };
         self.lane_end(&lane, true);
+    }
+
+    /// As `lane_down`, for a request that only reads the socket's state:
+    /// while neither end is claimed (the rings are empty) the lane stays.
+    pub fn lane_down_if_claimed(&self, s: &Socket) {
+        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
+            return;
+        };
+        if lane.lock().claimed.iter().all(Option::is_none) {
+            return;
+        }
+        self.lane_end(&lane, true);
+    }
+
+    /// A poll of `s` (poll, select, epoll_ctl, epoll_wait's look): an epoll
+    /// set would not hear of the ring's bytes (readiness on the ring is
+    /// stage c), so the socket has no lane from now on.
+    pub fn lane_polled(&self, s: &Socket) {
+        if !self.cfg.lanes {
+            return;
+        }
+        s.polled.store(true, Ordering::Release);
+        self.lane_down(s);
     }
 
     /// `Op::LaneClaim` with arg 1: an end found the region corrupt. The

@@ -15,7 +15,7 @@ impl Inner {
         let f = self.files.get(fh).ok_or(Errno::EBADF)?;
         // Readiness of a laned socket is the daemon's (stage c is not built).
         if let Some(s) = &f.sock {
-            self.eng.lane_down(s);
+            self.eng.lane_polled(s);
         }
         Ok(match (&f.kind, &f.sock) {
             (FileKind::Capture(h), _) => {
