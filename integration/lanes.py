@@ -250,6 +250,33 @@ def epoll():
     say("select:", len(r), "recv:", d.recv(1))
 
 
+def many():
+    """6000 pairs made by 20 processes, each holding its 300 until it ends
+    (laned or, past a bound, not): every pair carries its bytes."""
+    kids = []
+    for k in range(20):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            pairs = [socket.socketpair() for _ in range(300)]
+            good = 0
+            for i, (a, b) in enumerate(pairs):
+                a.send(b"%d" % i)
+                good += b.recv(10) == b"%d" % i
+            os.write(w, b"%d" % good)
+            time.sleep(0.5)
+            os._exit(0)
+        os.close(w)
+        kids.append((pid, r))
+    total = 0
+    for pid, r in kids:
+        total += int(os.read(r, 10) or b"0")
+    for pid, _ in kids:
+        os.waitpid(pid, 0)
+    say("6000 pairs, bytes right on:", total)
+
+
 def scribble():
     """The peer overwrites the whole region in its own mapping (udsfs only)."""
     a, b = socket.socketpair()
@@ -298,6 +325,7 @@ CASES = {
     "fork_end": fork_end,
     "pass_end": pass_end,
     "epoll": epoll,
+    "many": many,
     "scribble": scribble,
 }
 

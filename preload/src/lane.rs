@@ -81,6 +81,9 @@ const EMPTY: Slot = Slot {
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 /// Slots not FREE: 0 makes every look-up one load.
 static USED: AtomicUsize = AtomicUsize::new(0);
+/// Regions this process mapped (each is kept for its life).
+static REGIONS: AtomicUsize = AtomicUsize::new(0);
+const MAX_REGIONS: usize = 256;
 /// The mount said it has no lanes: nothing is noted any more.
 static OFF: AtomicBool = AtomicBool::new(false);
 
@@ -97,6 +100,15 @@ fn ino_of(fd: c_int) -> Option<u64> {
 /// claims the end, one ioctl).
 pub fn note_pair(fds: [c_int; 2]) {
     if OFF.load(Ordering::Relaxed) {
+        return;
+    }
+    // Two free slots, and a mapping left to spend (they are kept: at most
+    // MAX_REGIONS per process, then pairs go without lanes).
+    let free = TABLE
+        .iter()
+        .filter(|s| s.state.load(Ordering::Relaxed) == FREE)
+        .count();
+    if free < 2 || REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
         return;
     }
     let region = match prepare(fds[0]) {

@@ -37,6 +37,10 @@ use super::{Caller, Engine, Result};
 /// bytes drained as they are.
 const BUSY_WAIT: Duration = Duration::from_secs(2);
 
+/// Lanes up at once on a mount: each holds a memfd and a mapping in the
+/// daemon (vm.max_map_count is 65530); past it a pair has no lane.
+const MAX_LANES: usize = 4096;
+
 struct Lane {
     region: Region,
     fd: std::os::fd::OwnedFd,
@@ -96,7 +100,7 @@ impl Engine {
         }
         let lane = {
             let mut map = self.lanes.map.lock();
-            if map.contains_key(&s.id) {
+            if map.contains_key(&s.id) || self.lanes.up.load(Ordering::Relaxed) >= MAX_LANES {
                 return Err(Errno::EOPNOTSUPP);
             }
             let l = Arc::new(Mutex::new(self.lane_make(s)?));
