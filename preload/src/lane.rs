@@ -87,10 +87,15 @@ const MAX_REGIONS: usize = 256;
 /// The mount said it has no lanes: nothing is noted any more.
 static OFF: AtomicBool = AtomicBool::new(false);
 
+/// The inode of `fd`'s file, from the kernel's cache (AT_STATX_DONT_SYNC:
+/// an fstat of a FUSE file may be a GETATTR round trip to the daemon, which
+/// would cost what the lane saves; an inode number never changes).
 fn ino_of(fd: c_int) -> Option<u64> {
-    // SAFETY: a zeroed stat filled by fstat.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st.st_ino)
+    // SAFETY: statx fills the zeroed struct it is given.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    let flags = libc::AT_EMPTY_PATH | libc::AT_STATX_DONT_SYNC;
+    let r = unsafe { libc::statx(fd, c"".as_ptr(), flags, libc::STATX_INO, &mut st) };
+    (r == 0).then_some(st.stx_ino)
 }
 
 /// socketpair made `fds`, udsfs stream sockets: the daemon makes their
@@ -358,7 +363,9 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
     }
     // SAFETY: the program's buffer, probed readable for n bytes.
     let src = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), n) };
-    let nonblock = nonblocking(fd, flags);
+    // O_NONBLOCK matters only when the ring is full: looked at then (the
+    // open file's flags may change under us, from another process too).
+    let mut nonblock: Option<bool> = None;
     let mut done = 0;
     loop {
         busy(e).store(1, Ordering::SeqCst);
@@ -368,11 +375,13 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
         match put {
             Ok(k) => {
                 done += k;
-                if done == n || nonblock {
+                if done == n || *nonblock.get_or_insert_with(|| nonblocking(fd, flags)) {
                     return Some(done as ssize_t);
                 }
             }
-            Err(LaneErr::WouldBlock) if nonblock => return stop(done, libc::EAGAIN),
+            Err(LaneErr::WouldBlock) if *nonblock.get_or_insert_with(|| nonblocking(fd, flags)) => {
+                return stop(done, libc::EAGAIN)
+            }
             Err(LaneErr::WouldBlock) => {}
             // The daemon takes what is left (its queue follows the ring).
             Err(LaneErr::NotDirect(_)) if done > 0 => return Some(rest(fd, src, done, flags)),
