@@ -109,11 +109,11 @@ pub fn note_pair(fds: [c_int; 2]) {
     }
     // Two free slots, and a mapping left to spend (they are kept: at most
     // MAX_REGIONS per process, then pairs go without lanes).
-    let free = TABLE
+    let room = TABLE
         .iter()
         .filter(|s| s.state.load(Ordering::Relaxed) == FREE)
         .count();
-    if free < 2 || REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
+    if room < 2 || REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
         return;
     }
     let region = match prepare(fds[0]) {
@@ -127,6 +127,21 @@ pub fn note_pair(fds: [c_int; 2]) {
     };
     for (side, fd) in fds.into_iter().enumerate() {
         let Some(ino) = ino_of(fd) else { continue };
+        // A slot left for an earlier socket at this number (socket numbers,
+        // and so inode numbers, are reused) goes first.
+        for old in &TABLE {
+            if old.fd.load(Ordering::Relaxed) == fd {
+                let st = old.state.load(Ordering::Acquire);
+                if (st == CANDIDATE || st == LANE)
+                    && old
+                        .state
+                        .compare_exchange(st, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    free(old);
+                }
+            }
+        }
         // A free slot whose old end no thread still uses.
         let Some((s, held)) = TABLE.iter().find_map(|s| {
             if s.state
