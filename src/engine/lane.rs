@@ -32,10 +32,10 @@ use super::message::SendMsg;
 use super::socket::{Conn, SockType, Socket};
 use super::{Caller, Engine, Result};
 
-/// How long the way down waits for an end to finish moving bytes; an end
-/// that stays busy longer (stopped, or hostile) has its ring's published
-/// bytes drained as they are.
-const BUSY_WAIT: Duration = Duration::from_secs(2);
+/// How long the way down waits for an end to finish moving bytes (a copy
+/// of at most a ring takes far less); an end that stays busy longer
+/// (stopped, or hostile) has its ring's published bytes drained as they are.
+const BUSY_WAIT: Duration = Duration::from_millis(500);
 
 /// Lanes up at once on a mount: each holds a memfd and a mapping in the
 /// daemon (vm.max_map_count is 65530); past it a pair has no lane.
@@ -162,6 +162,11 @@ impl Engine {
         let (peer, sndbuf_a) = eligible(s).ok_or(Errno::EOPNOTSUPP)?;
         let (back, sndbuf_b) = eligible(&peer).ok_or(Errno::EOPNOTSUPP)?;
         if back.id != s.id {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        // One lane in a connection's life (the way down may wait BUSY_WAIT
+        // for a peer's busy word: once per connection, not at will).
+        if s.lane_made.swap(true, Ordering::AcqRel) | peer.lane_made.swap(true, Ordering::AcqRel) {
             return Err(Errno::EOPNOTSUPP);
         }
         let caps = [ring_cap(sndbuf_a), ring_cap(sndbuf_b)];
@@ -327,6 +332,48 @@ impl Engine {
         match self.lanes.map.lock().get(&s.id) {
             Some(_) => "direct",
             None => "none",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::tests::root;
+
+    fn lanes_engine() -> Arc<Engine> {
+        Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            ..crate::engine::Config::default()
+        })
+    }
+
+    /// A peer that holds its busy word up delays the way down by at most
+    /// BUSY_WAIT, once: a connection gets one lane in its life, so the
+    /// peer cannot make a new one for each of the other side's calls.
+    #[test]
+    fn a_connection_gets_one_lane_and_a_held_busy_word_delays_its_way_down_once() {
+        let (e, c) = (lanes_engine(), root());
+        let (a, b) = e.socketpair(SockType::Stream, &c);
+        let g = e.lane_prepare(&a, &c).expect("a fresh pair gets a lane");
+        println!("prepared: {g:?}");
+        let lane = e.lanes.map.lock().get(&a.id).cloned().unwrap();
+        lane.lock()
+            .region
+            .word(busy_word(0))
+            .store(1, Ordering::SeqCst);
+        let t = Instant::now();
+        e.lane_down(&b);
+        let took = t.elapsed();
+        println!("way down with a busy word held: {took:?}");
+        assert!(took >= BUSY_WAIT && took < BUSY_WAIT * 10, "{took:?}");
+        assert_eq!(e.lane_status(&a), "none");
+        for s in [&a, &b] {
+            let again = e.lane_prepare(s, &c);
+            println!("a second lane on socket {}: {again:?}", s.id);
+            assert_eq!(again.map(|_| ()), Err(Errno::EOPNOTSUPP));
         }
     }
 }
