@@ -277,6 +277,32 @@ def many():
     say("6000 pairs, bytes right on:", total)
 
 
+def observed():
+    """A capture opened while a lane carries bytes sees the next message
+    (the lane goes down, its bytes drained through the taps)."""
+    mnt = os.environ["MNT"]
+    a, b = socket.socketpair()
+    a.send(b"before")
+    say("b got:", b.recv(100))
+    guard(b, "before the capture")
+    cap = os.open(mnt + "/.udsfs/capture", os.O_RDONLY | os.O_NONBLOCK)
+    a.send(b"SEEN-BY-CAPTURE")
+    say("b got:", b.recv(100))
+    time.sleep(0.2)
+    got = b""
+    while True:
+        try:
+            m = os.read(cap, 65536)
+        except BlockingIOError:
+            break
+        if not m:
+            break
+        got += m
+    say("the capture saw the message:", b"SEEN-BY-CAPTURE" in got)
+    guard(b, "after the capture")
+    os.close(cap)
+
+
 def scribble():
     """The peer overwrites the whole region in its own mapping (udsfs only)."""
     a, b = socket.socketpair()
@@ -325,6 +351,7 @@ CASES = {
     "fork_end": fork_end,
     "pass_end": pass_end,
     "epoll": epoll,
+    "observed": observed,
     "many": many,
     "scribble": scribble,
 }

@@ -57,6 +57,15 @@ grep -qx 'within 10 s: True' "$TMP/scribble.out" || fail "the other end took 10 
 grep -q "its lane's region broke the protocol" "$LOG" || fail "the daemon did not log the reset"
 ok "a peer that scribbles over the region: the other end gets ECONNRESET, in time, and the daemon logs it"
 
+# A capture opened while a lane carries bytes: the lane goes down, the capture sees the
+# next message (udsfs only: the kernel has no capture).
+timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$LANES" observed >"$TMP/observed.out" 2>&1 || fail "observed failed: $(cat "$TMP/observed.out")"
+cat "$TMP/observed.out"
+grep -qx 'GUARD before the capture lane=direct' "$TMP/observed.out" || fail "no lane before the capture"
+grep -qx 'the capture saw the message: True' "$TMP/observed.out" || fail "a capture opened while a lane was up did not see the next message"
+grep -qx 'GUARD after the capture lane=none' "$TMP/observed.out" || fail "the lane stayed up under a capture"
+ok "a capture opened while a lane is up: the lane goes down and the capture sees the next message"
+
 # Without --lanes: nothing laned, the same answers.
 udsfs_unmount
 udsfs_mount

@@ -208,6 +208,19 @@ impl Engine {
         self.lane_end(&lane, true);
     }
 
+    /// A capture opened or a fault rule added: every lane goes down (its
+    /// bytes through the taps and rules as they are drained), and none is
+    /// made while an observer stands (stage d would keep them, `Through`).
+    pub fn lanes_all_down(&self) {
+        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let all: Vec<_> = self.lanes.map.lock().values().cloned().collect();
+        for l in all {
+            self.lane_end(&l, true);
+        }
+    }
+
     /// A poll of `s` (poll, select, epoll_ctl, epoll_wait's look): an epoll
     /// set would not hear of the ring's bytes (readiness on the ring is
     /// stage c), so the socket has no lane from now on.
