@@ -184,6 +184,7 @@ scripts!(
     hostile_files,
     isolation,
     kernel_selftests,
+    lanes,
     mount_helper,
     mount_path_escapes,
     mount_state,

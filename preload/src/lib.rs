@@ -23,6 +23,7 @@ mod files;
 mod gadget;
 use udsfs_calls::client as ioctl;
 mod iovs;
+mod lane;
 mod log;
 mod message;
 mod mount;
@@ -179,6 +180,9 @@ pub unsafe extern "C" fn socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int
                 fds.iter().for_each(|&fd| files::close(fd));
             })
         });
+        if r.is_ok() && t & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) == libc::SOCK_STREAM {
+            lane::note_pair(fds);
+        }
         int_ret(r)
     })
 }
@@ -420,6 +424,11 @@ pub unsafe extern "C" fn sendto(
     alen: socklen_t,
 ) -> ssize_t {
     restart::send(fd, -1, || {
+        if addr.is_null() {
+            if let Some(r) = lane::send(fd, buf, n, flags) {
+                return r;
+            }
+        }
         let Some(m) = mount::get() else {
             return unsafe { real::sendto(fd, buf, n, flags, addr, alen) };
         };
@@ -655,6 +664,11 @@ pub unsafe extern "C" fn recvfrom(
     alen: *mut socklen_t,
 ) -> ssize_t {
     restart::recv(fd, -1, || unsafe {
+        if addr.is_null() {
+            if let Some(r) = lane::recv(fd, buf, n, flags) {
+                return r;
+            }
+        }
         let r = real::recvfrom(fd, buf, n, flags, addr, alen);
         recv_after(r, fd, flags, RecvInto { buf, n, addr, alen })
     })
@@ -663,6 +677,9 @@ pub unsafe extern "C" fn recvfrom(
 #[no_mangle]
 pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
     restart::recv(fd, -1, || unsafe {
+        if let Some(r) = lane::recv(fd, buf, n, flags) {
+            return r;
+        }
         let r = real::recv(fd, buf, n, flags);
         recv_after(r, fd, flags, RecvInto::unnamed(buf, n))
     })

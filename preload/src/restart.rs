@@ -213,6 +213,7 @@ fn kernel_action(a: &libc::sigaction) -> libc::sigaction {
 extern "C" fn forked() {
     // SAFETY: getpid has no preconditions.
     OWNER.store(unsafe { libc::getpid() }, Relaxed);
+    crate::lane::forked();
 }
 
 /// From the library's constructor: SIGSEGV and SIGBUS go to the trampoline,
@@ -488,7 +489,9 @@ pub fn send<R: Ret>(fd: c_int, fail: R, mut body: impl FnMut() -> R) -> R {
 
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-    retry(fd, RECV, || unsafe { real::read(fd, buf, n) })
+    retry(fd, RECV, || {
+        crate::lane::recv(fd, buf, n, 0).unwrap_or_else(|| unsafe { real::read(fd, buf, n) })
+    })
 }
 
 #[no_mangle]
@@ -509,7 +512,9 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_
 /// write() of some bytes (lib.rs has the interposer: a zero-length one is
 /// a send of nothing there).
 pub fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    retry(fd, SEND, || unsafe { real::write(fd, buf, n) })
+    retry(fd, SEND, || {
+        crate::lane::send(fd, buf, n, 0).unwrap_or_else(|| unsafe { real::write(fd, buf, n) })
+    })
 }
 
 #[no_mangle]

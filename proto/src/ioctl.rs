@@ -145,6 +145,14 @@ pub enum Op {
     PeerGroups = 38,
     /// O_ASYNC (`arg` 0 or 1), which F_GETFL reads back from `OobOpts`.
     SetAsync = 39,
+    /// The fast lane (docs/LANE.md, stage b). `arg` 3, on a new stream
+    /// socketpair's first socket: its region is made; out: `LaneGrant`
+    /// (the region's depot tag, to claim over the fd channel; side 0 is this
+    /// socket). `arg` 0: this end is claimed for the calling process (out:
+    /// its side); a second claim takes the lane down (ENOENT). `arg` 1: the
+    /// end found the region corrupt: the connection is reset. ENOPROTOOPT:
+    /// the mount has no lanes; EOPNOTSUPP: this socket has none.
+    LaneClaim = 40,
 }
 
 /// The groups one `Op::PeerGroups` reply carries.
@@ -156,7 +164,7 @@ impl TryFrom<u32> for Op {
 
     fn try_from(n: u32) -> Result<Op, u32> {
         use Op::*;
-        const ALL: [Op; 28] = [
+        const ALL: [Op; 29] = [
             Bind,
             Listen,
             Connect,
@@ -185,6 +193,7 @@ impl TryFrom<u32> for Op {
             SetError,
             PeerGroups,
             SetAsync,
+            LaneClaim,
         ];
         ALL.into_iter().find(|&op| op as u32 == n).ok_or(n)
     }
@@ -423,6 +432,9 @@ values! {
     Sockopt { a: i32, b: i32 }
     /// `Op::KeepAccepted`: in, the accepted socket; out, its entry.
     Accepted { id: u64 }
+    /// `Op::LaneClaim`: the region's depot tag, this end's side (0: A,
+    /// which writes ring 0) and the two rings' capacities.
+    LaneGrant { tag: u64, side: i32, cap0: i32, cap1: i32 }
     /// `Op::AtMark`: SIOCATMARK.
     AtMark { at: bool }
     /// `Op::OobOpts`: SO_OOBINLINE, SO_PEEK_OFF, the SIGURG owner and O_ASYNC.

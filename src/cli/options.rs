@@ -62,6 +62,11 @@ pub struct MountArgs {
     /// sockets they could open) or `root` only.
     #[arg(long, value_name = "WHO", default_value = "users", value_parser = ["users", "root"])]
     pub capture: String,
+    /// Fast lanes (issue 30, first cut; off by default): the plain bytes of
+    /// a connected stream socketpair whose ends are each used by one process
+    /// running the library go through shared memory (docs/LANE.md).
+    #[arg(long)]
+    pub lanes: bool,
     /// Run as mount(8)'s helper: in the background, printing nothing.
     #[arg(long, hide = true)]
     pub helper: bool,

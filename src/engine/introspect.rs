@@ -107,6 +107,7 @@ impl Engine {
         // SO_RCVTIMEO, SO_SNDTIMEO in ms (0: none).
         let _ = writeln!(out, "rcvtimeo={}", s.timeouts.millis(Direction::Recv));
         let _ = writeln!(out, "sndtimeo={}", s.timeouts.millis(Direction::Send));
+        let _ = writeln!(out, "lane={}", self.lane_status(s));
         out
     }
 

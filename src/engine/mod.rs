@@ -18,6 +18,7 @@ mod front;
 pub mod gc;
 mod graph;
 mod introspect;
+mod lane;
 pub(crate) mod log_limit;
 mod message;
 mod msgpath;
@@ -117,6 +118,8 @@ pub struct Config {
     pub allow_other: bool,
     /// Run the collector on its own thread (off only for deterministic tests).
     pub background_gc: bool,
+    /// Fast lanes for connected stream pairs (`--lanes`, src/engine/lane.rs).
+    pub lanes: bool,
     /// Owner of the tree root.
     pub root_uid: u32,
     pub root_gid: u32,
@@ -138,6 +141,7 @@ impl Default for Config {
             max_queued_bytes: 1 << 30,
             user_share_permille: 0,
             allow_other: false,
+            lanes: false,
             root_uid: 0,
             root_gid: 0,
         }
@@ -183,6 +187,8 @@ pub struct Engine {
     delays: fault::Deferred,
     /// References a release dropped past its budget (release_queue.rs).
     releases: release_queue::ReleaseQueue,
+    /// Connections whose bytes go through shared memory (lane.rs).
+    lanes: lane::Lanes,
 }
 
 impl Engine {
@@ -209,6 +215,7 @@ impl Engine {
             faults: crate::fault::Rules::default(),
             delays: Default::default(),
             releases: Default::default(),
+            lanes: Default::default(),
             cfg,
         });
         eng.delays.attach(&eng);

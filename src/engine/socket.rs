@@ -481,6 +481,12 @@ pub struct Socket {
     /// none yet): who held the socket last, for the taps' view of its
     /// close once nobody may open it.
     pub(crate) last_opener: AtomicU32,
+    /// Polled once (poll, select, an epoll registration): readiness is the
+    /// daemon's, so the socket never gets a lane (src/engine/lane.rs).
+    pub(crate) polled: AtomicBool,
+    /// Had a lane made once: never another (a peer that held its busy word
+    /// up could otherwise delay each way down again and again).
+    pub(crate) lane_made: AtomicBool,
 }
 
 /// What a new socket starts with (from `Config`: the engine reads no
@@ -536,6 +542,8 @@ impl Socket {
             netns: 0,
             aliases: Mutex::new(Vec::new()),
             last_opener: AtomicU32::new(u32::MAX),
+            polled: AtomicBool::new(false),
+            lane_made: AtomicBool::new(false),
         }
     }
 

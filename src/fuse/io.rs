@@ -95,6 +95,9 @@ impl Inner {
             let Some(f) = self.files.get(fh) else {
                 return reply.error(Errno::EBADF);
             };
+            if let Some(s) = &f.sock {
+                self.eng.lane_down(s);
+            }
             match f.read(&self.eng, offset, size, &c, None) {
                 Ok(d) => reply.data(d),
                 Err(Errno::EAGAIN) if !nonblocking(flags) => {
@@ -112,6 +115,9 @@ impl Inner {
             let Some(f) = self.files.get(fh) else {
                 return reply.error(Errno::EBADF);
             };
+            if let Some(s) = &f.sock {
+                self.eng.lane_down(s);
+            }
             let mut job = match f.start_write(&self.eng, data, c.fsuid) {
                 Ok(job) => job,
                 Err(e) => return reply.error(e),

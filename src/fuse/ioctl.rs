@@ -39,6 +39,7 @@ pub(super) fn ioctl(
         return Ok(());
     };
     if cmd == UDSFS_IOC_MSG {
+        eng.lane_down(sock);
         return match MsgCall::new(input) {
             Ok(call) => deferring_wakeups(|| start_message(eng, sock, call, c, reply)),
             Err(e) => {
@@ -48,6 +49,29 @@ pub(super) fn ioctl(
         };
     }
     let res = read_struct::<Ctl>(input).and_then(|mut ctl| {
+        // The lane's own calls leave it up; any other takes it down first.
+        // (A timeout set takes it down: the ends read theirs at the claim.)
+        let lane_own = [Op::LaneClaim, Op::GetTimeo].map(|o| o as u32);
+        // What only reads, or sets what the lane reads at a claim (the
+        // timeouts) or nothing uses (kept options), is the lane's too while
+        // no end is claimed (its rings are empty then): a program's look at
+        // and set-up of a new pair.
+        let reads = [
+            Op::SetTimeo,
+            Op::SetSockopt,
+            Op::GetName,
+            Op::Info,
+            Op::GetSockopt,
+            Op::OobOpts,
+            Op::PeerGroups,
+            Op::TakeError,
+        ]
+        .map(|o| o as u32);
+        if reads.contains(&ctl.op) {
+            eng.lane_down_if_claimed(sock);
+        } else if !lane_own.contains(&ctl.op) {
+            eng.lane_down(sock);
+        }
         control(eng, sock, &mut ctl, c)?;
         Ok(as_bytes(&ctl).to_vec())
     });
@@ -232,6 +256,12 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
                 *v = i64::from(gid);
             }
         }),
+        Op::LaneClaim if ctl.arg == 1 => {
+            eng.lane_corrupt(s);
+            Ok(())
+        }
+        Op::LaneClaim if ctl.arg == 3 => eng.lane_prepare(s, c).map(|g| g.encode(&mut ctl.v)),
+        Op::LaneClaim => eng.lane_claim(s, c).map(|g| g.encode(&mut ctl.v)),
         Op::PeerPidfd => eng
             .peer_pidfd(s, c)
             .map(|tag| PeerPidfd { tag }.encode(&mut ctl.v)),

@@ -102,10 +102,13 @@ impl Inner {
     }
 
     fn data_handle(&self, s: Arc<Socket>, claim: Option<Claim>) -> u64 {
+        // Another opener of a laned socket cannot use its lane.
+        self.eng.lane_down(&s);
         self.handle(s, FileKind::Data, claim)
     }
 
     fn msg_handle(&self, s: Arc<Socket>, claim: Option<Claim>) -> u64 {
+        self.eng.lane_down(&s);
         let kind = FileKind::Msg(
             Mutex::new(MsgReader::new(self.listings.clone())),
             Mutex::new(MsgWriter::new(self.parks.held.clone())),
@@ -374,6 +377,7 @@ impl Inner {
                 self.eng.release_claim(claim);
             }
             if let Some(s) = &f.sock {
+                self.eng.lane_down(s);
                 self.eng.put(s);
             }
         }

@@ -15,6 +15,7 @@
 //! | 0 | magic | creator |
 //! | 4 | version | creator |
 //! | 8 | state (`State`) | the daemon only |
+//! | 16 + 4 side | busy: the end is moving bytes (stage b's way down waits for 0) | that end |
 //! | 64 + 256 d + 0 | tail: bytes written into ring d (low 32 bits) | d's writer |
 //! | 64 + 256 d + 4 | fin: 1 once d's writer sent its last byte | d's writer |
 //! | 64 + 256 d + 8 | writer_waiting: d's writer sleeps for space | d's writer |
@@ -40,6 +41,12 @@ const PAGE: usize = 4096;
 pub const OFF_MAGIC: usize = 0;
 pub const OFF_VERSION: usize = 4;
 pub const OFF_STATE: usize = 8;
+/// End `side`'s busy word (0: A, 1: B): raised (SeqCst) before it looks at
+/// the state and moves bytes, lowered after; the daemon sets the state,
+/// then waits for both to be 0 before it drains the rings.
+pub const fn busy_word(side: usize) -> usize {
+    16 + 4 * side
+}
 const DIR_BASE: usize = 64;
 const DIR_SIZE: usize = 256;
 pub const OFF_TAIL: usize = 0;

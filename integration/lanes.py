@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""lanes.py CASE: one scenario on a stream socketpair, printing what it saw.
+
+Run on kernel sockets and through `udsfs run` on a mount with --lanes
+(integration/lanes.sh): the lines must be the same. Lines that start with
+GUARD are udsfs's only (the socket's status file), and are left out of the
+comparison; lanes.sh checks them itself."""
+
+import ctypes
+import hashlib
+import os
+import signal
+import socket
+import struct
+import sys
+import time
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def say(*a):
+    print(*a, flush=True)
+
+
+def guard(s, what):
+    """The status file's lane= line of socket s (udsfs only)."""
+    try:
+        link = os.readlink(f"/proc/self/fd/{s.fileno()}")
+    except OSError:
+        return
+    if not link.endswith("/data") or "/.udsfs/sock/" not in link:
+        return
+    with open(link[: -len("data")] + "status") as f:
+        lane = [l.strip() for l in f if l.startswith("lane=")]
+    say("GUARD", what, lane[0] if lane else "lane=?")
+
+
+def recv_exact(s, n):
+    out = b""
+    while len(out) < n:
+        b = s.recv(n - len(out))
+        if not b:
+            break
+        out += b
+    return out
+
+
+def pingpong():
+    a, b = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        for _ in range(2000):
+            m = recv_exact(b, 100)
+            if len(m) != 100:
+                os._exit(1)
+            b.sendall(m[::-1])
+        os._exit(0)
+    b.close()
+    bad = 0
+    for i in range(2000):
+        m = bytes((i + j) % 256 for j in range(100))
+        a.sendall(m)
+        if recv_exact(a, 100) != m[::-1]:
+            bad += 1
+        if i == 1000:
+            guard(a, "pingpong mid-way")
+    _, st = os.waitpid(pid, 0)
+    say("pingpong 2000 round trips of 100 bytes, wrong:", bad, "child status:", st)
+    say("after the child's close, recv:", a.recv(10))
+
+
+def big():
+    a, b = socket.socketpair()
+    data = hashlib.sha256(b"seed").digest() * (4 * 1024 * 1024 // 32)
+    pid = os.fork()
+    if pid == 0:
+        b.close()
+        off, k = 0, 1
+        while off < len(data):
+            n = min(len(data) - off, 1 + (k * 7919) % 65536)
+            a.sendall(data[off : off + n])
+            off += n
+            k += 1
+        a.close()
+        os._exit(0)
+    a.close()
+    h = hashlib.sha256()
+    got = 0
+    while True:
+        m = b.recv(70000)
+        if not m:
+            break
+        if got < 1 << 20 <= got + len(m):
+            guard(b, "4 MiB transfer")
+        got += len(m)
+        h.update(m)
+    os.waitpid(pid, 0)
+    say("4 MiB transfer: got", got, "bytes, checksum ok:", h.digest() == hashlib.sha256(data).digest())
+    say("EOF again:", b.recv(10))
+
+
+def eagain():
+    a, b = socket.socketpair()
+    a.send(b"x")
+    say("first:", b.recv(10))
+    try:
+        b.recv(10, socket.MSG_DONTWAIT)
+    except BlockingIOError as e:
+        say("MSG_DONTWAIT on empty:", e.errno == 11)
+    fl = libc.fcntl(b.fileno(), 3, 0)  # F_GETFL
+    libc.fcntl(b.fileno(), 4, fl | os.O_NONBLOCK)  # F_SETFL
+    r = libc.read(b.fileno(), ctypes.create_string_buffer(10), 10)
+    say("O_NONBLOCK read on empty:", r, os.strerror(ctypes.get_errno()))
+    # Fill a's send side until EAGAIN.
+    libc.fcntl(a.fileno(), 4, libc.fcntl(a.fileno(), 3, 0) | os.O_NONBLOCK)
+    total = 0
+    chunk = b"y" * 4096
+    while True:
+        r = libc.write(a.fileno(), chunk, len(chunk))
+        if r < 0:
+            break
+        total += r
+    say("filled until", os.strerror(ctypes.get_errno()), "wrote more than 64 KiB:", total > 65536)
+    guard(a, "EAGAIN")
+    drained = 0
+    while True:
+        r = libc.read(b.fileno(), ctypes.create_string_buffer(65536), 65536)
+        if r <= 0:
+            break
+        drained += r
+    say("drained all:", drained == total)
+
+
+def rcvtimeo():
+    a, b = socket.socketpair()
+    b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 200000))
+    a.send(b"z")
+    say("got:", b.recv(10))
+    t = time.monotonic()
+    try:
+        b.recv(10)
+        say("no timeout")
+    except (BlockingIOError, TimeoutError, OSError) as e:
+        dt = time.monotonic() - t
+        say("SO_RCVTIMEO: errno", e.errno, "after at least 0.15 s:", dt >= 0.15, "within 5 s:", dt < 5)
+    guard(b, "SO_RCVTIMEO")
+
+
+def signals():
+    for restart in (True, False):
+        a, b = socket.socketpair()
+        a.send(b"w")
+        b.recv(1)  # the lane is claimed on both ends
+        fired = []
+        signal.signal(signal.SIGALRM, lambda *_: fired.append(1))
+        signal.siginterrupt(signal.SIGALRM, not restart)
+        pid = os.fork()
+        if pid == 0:
+            b.close()
+            time.sleep(0.6)
+            a.send(b"hello")
+            time.sleep(0.5)
+            os._exit(0)
+        signal.setitimer(signal.ITIMER_REAL, 0.15)
+        buf = ctypes.create_string_buffer(10)
+        r = libc.recv(b.fileno(), buf, 10, 0)
+        e = ctypes.get_errno()
+        if r < 0:
+            say("SA_RESTART" if restart else "no SA_RESTART", ": recv", os.strerror(e))
+            r = libc.recv(b.fileno(), buf, 10, 0)
+        say("SA_RESTART" if restart else "no SA_RESTART", ": recv got", buf.raw[: max(r, 0)])
+        os.waitpid(pid, 0)
+        a.close()
+        b.close()
+
+
+def fork_end():
+    a, b = socket.socketpair()
+    a.send(b"1")  # this process claims end a
+    say("b got:", b.recv(10))
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        a.send(b"2")  # the child's a: not its lane: the daemon's
+        os.write(w, b".")
+        os._exit(0)
+    os.read(r, 1)
+    os.waitpid(pid, 0)
+    a.send(b"3")
+    time.sleep(0.05)
+    got = b""
+    while len(got) < 2:
+        got += b.recv(10)
+    say("after the fork, b got in order:", got)
+    guard(a, "after a fork")
+
+
+def pass_end():
+    a, b = socket.socketpair()
+    c, d = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    a.send(b"one-")
+    b.recv(0)
+    say("peek-free: b has bytes")
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        c.close()
+        msg, fds, _, _ = socket.recv_fds(d, 10, 1)
+        nb = socket.socket(fileno=fds[0])
+        got = b""
+        while len(got) < 12:
+            m = nb.recv(100)
+            if not m:
+                break
+            got += m
+        d.send(got)
+        os._exit(0)
+    d.close()
+    socket.send_fds(c, [b"s"], [b.fileno()])
+    b.close()
+    a.send(b"two-")
+    a.send(b"three")
+    say("the receiver of b read in order:", c.recv(100))
+    os.waitpid(pid, 0)
+
+
+def epoll():
+    """Readiness stays the daemon's: an epoll set registered before the
+    first byte, and one registered on an end whose lane already carries
+    bytes, each see the socket readable."""
+    import select
+
+    a, b = socket.socketpair()
+    ep = select.epoll()
+    ep.register(b.fileno(), select.EPOLLIN)
+    say("epoll before:", ep.poll(0))
+    a.send(b"ready")
+    say("epoll after a send:", [(fd == b.fileno(), ev) for fd, ev in ep.poll(1)])
+    say("recv:", b.recv(10))
+    c, d = socket.socketpair()
+    c.send(b"x")
+    say("d got:", d.recv(1))
+    c.send(b"y")
+    guard(d, "before epoll")
+    ep2 = select.epoll()
+    ep2.register(d.fileno(), select.EPOLLIN)
+    say("epoll on a laned end with a byte:", [(fd == d.fileno(), ev) for fd, ev in ep2.poll(1)])
+    r, _, _ = select.select([d], [], [], 1)
+    say("select:", len(r), "recv:", d.recv(1))
+
+
+def many():
+    """6000 pairs made by 20 processes, each holding its 300 until it ends
+    (laned or, past a bound, not): every pair carries its bytes."""
+    kids = []
+    for k in range(20):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            pairs = [socket.socketpair() for _ in range(300)]
+            good = 0
+            for i, (a, b) in enumerate(pairs):
+                a.send(b"%d" % i)
+                good += b.recv(10) == b"%d" % i
+            os.write(w, b"%d" % good)
+            time.sleep(0.5)
+            os._exit(0)
+        os.close(w)
+        kids.append((pid, r))
+    total = 0
+    for pid, r in kids:
+        total += int(os.read(r, 10) or b"0")
+    for pid, _ in kids:
+        os.waitpid(pid, 0)
+    say("6000 pairs, bytes right on:", total)
+
+
+def observed():
+    """A capture opened while a lane carries bytes sees the next message
+    (the lane goes down, its bytes drained through the taps)."""
+    mnt = os.environ["MNT"]
+    a, b = socket.socketpair()
+    a.send(b"before")
+    say("b got:", b.recv(100))
+    guard(b, "before the capture")
+    cap = os.open(mnt + "/.udsfs/capture", os.O_RDONLY | os.O_NONBLOCK)
+    a.send(b"SEEN-BY-CAPTURE")
+    say("b got:", b.recv(100))
+    time.sleep(0.2)
+    got = b""
+    while True:
+        try:
+            m = os.read(cap, 65536)
+        except BlockingIOError:
+            break
+        if not m:
+            break
+        got += m
+    say("the capture saw the message:", b"SEEN-BY-CAPTURE" in got)
+    guard(b, "after the capture")
+    os.close(cap)
+
+
+def scribble():
+    """The peer overwrites the whole region in its own mapping (udsfs only)."""
+    a, b = socket.socketpair()
+    a.send(b"x")
+    b.recv(1)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        # The child's mapping is the parent's (inherited); it writes over it.
+        regions = []
+        with open("/proc/self/maps") as f:
+            for line in f:
+                if "udsfs-lane" in line:
+                    lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                    regions.append((lo, hi))
+        with open("/proc/self/mem", "r+b", buffering=0) as mem:
+            for lo, hi in regions:
+                mem.seek(lo)
+                mem.write(b"\xa5" * (hi - lo))
+        os.write(w, str(len(regions)).encode())
+        os._exit(0)
+    say("regions scribbled over:", int(os.read(r, 10)) > 0)
+    os.waitpid(pid, 0)
+    t = time.monotonic()
+    try:
+        b.settimeout(None)
+        libc.fcntl(b.fileno(), 4, libc.fcntl(b.fileno(), 3, 0) | os.O_NONBLOCK)
+        m = b.recv(10)
+        say("recv after the scribble:", m)
+    except OSError as e:
+        say("recv after the scribble:", os.strerror(e.errno))
+    try:
+        a.send(b"more")
+        say("send after the scribble: ok")
+    except OSError as e:
+        say("send after the scribble:", os.strerror(e.errno))
+    say("within 10 s:", time.monotonic() - t < 10)
+
+
+CASES = {
+    "pingpong": pingpong,
+    "big": big,
+    "eagain": eagain,
+    "rcvtimeo": rcvtimeo,
+    "signals": signals,
+    "fork_end": fork_end,
+    "pass_end": pass_end,
+    "epoll": epoll,
+    "observed": observed,
+    "many": many,
+    "scribble": scribble,
+}
+
+if __name__ == "__main__":
+    CASES[sys.argv[1]]()

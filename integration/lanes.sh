@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# lanes.sh: the fast lane's first cut (issue 30 stage b, `udsfs mount --lanes`, off by
+# default). integration/lanes.py's scenarios on a stream socketpair run on kernel sockets
+# and through `udsfs run` on a mount with --lanes, and must print the same lines: a
+# 100-byte ping-pong between two processes, a 4 MiB transfer in odd-sized pieces with its
+# checksum and EOF after the writer's close, EAGAIN (MSG_DONTWAIT, O_NONBLOCK, a full
+# ring), SO_RCVTIMEO, a signal during a blocking recv with and without SA_RESTART, a fork
+# of an end whose child writes (the lane goes down, the bytes stay in order) and an end
+# passed over SCM_RIGHTS mid-stream (the receiver reads every byte in order), epoll and
+# select registered before the first byte and on an end whose lane carries one, 6000 pairs
+# made by 20 processes that each hold their 300 until they end (past a process's 256 regions; the daemon's 4096 lanes may be reached). The socket's
+# status file must say lane=direct while the lane carries the bytes (GUARD lines), so a
+# run where every byte went through FUSE fails. Then a peer scribbles over the whole
+# region: the other end gets ECONNRESET, within seconds, and the daemon logs it once.
+# Last, the same scenarios on a mount without --lanes: no lane, same answers.
+UDSFS_MOUNT_ARGS=(--lanes)
+source "$(dirname "$0")/lib.sh"
+need_preload
+need_cmd python3 python3
+LANES=$ROOT/integration/lanes.py
+CASES=(pingpong big eagain rcvtimeo signals fork_end pass_end epoll many)
+
+# compare CASE WANT_LANE: run CASE both ways; WANT_LANE: the lane= word GUARD lines must say.
+compare() {
+    local c=$1 want=$2
+    timeout 60 python3 "$LANES" "$c" >"$TMP/$c.kernel" 2>&1 || fail "$c fails on kernel sockets: $(tail -3 "$TMP/$c.kernel")"
+    timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$LANES" "$c" >"$TMP/$c.udsfs" 2>&1 || fail "$c fails through udsfs run: $(tail -3 "$TMP/$c.udsfs")"
+    if ! diff <(cat "$TMP/$c.kernel") <(grep -v '^GUARD' "$TMP/$c.udsfs") >"$TMP/$c.diff"; then
+        cat "$TMP/$c.diff" >&2
+        fail "$c: udsfs run answered differently from the kernel (< kernel, > udsfs)"
+    fi
+    ok "$c: the same $(wc -l <"$TMP/$c.kernel") lines as the kernel: $(tr '\n' '|' <"$TMP/$c.kernel")"
+    if [ -n "$want" ]; then
+        grep '^GUARD' "$TMP/$c.udsfs" | grep -v "lane=$want\$" && fail "$c: a status file did not say lane=$want"
+        grep -q '^GUARD' "$TMP/$c.udsfs" || fail "$c: no status file was read"
+        ok "$c: $(grep '^GUARD' "$TMP/$c.udsfs" | tr '\n' '|')"
+    fi
+}
+
+compare pingpong direct
+compare big direct
+compare eagain direct
+compare rcvtimeo direct
+compare signals ""
+compare fork_end none
+compare pass_end ""
+compare epoll direct
+compare many ""
+
+# The peer scribbles over the region (its own mapping, inherited by a fork).
+timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$LANES" scribble >"$TMP/scribble.out" 2>&1 || fail "scribble failed: $(cat "$TMP/scribble.out")"
+cat "$TMP/scribble.out"
+grep -qx 'regions scribbled over: True' "$TMP/scribble.out" || fail "scribble found no region to write over"
+grep -qx 'recv after the scribble: Connection reset by peer' "$TMP/scribble.out" ||
+    fail "the other end did not get ECONNRESET after the scribble"
+grep -qx 'within 10 s: True' "$TMP/scribble.out" || fail "the other end took 10 s or more"
+grep -q "its lane's region broke the protocol" "$LOG" || fail "the daemon did not log the reset"
+ok "a peer that scribbles over the region: the other end gets ECONNRESET, in time, and the daemon logs it"
+
+# A capture opened while a lane carries bytes: the lane goes down, the capture sees the
+# next message (udsfs only: the kernel has no capture).
+timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$LANES" observed >"$TMP/observed.out" 2>&1 || fail "observed failed: $(cat "$TMP/observed.out")"
+cat "$TMP/observed.out"
+grep -qx 'GUARD before the capture lane=direct' "$TMP/observed.out" || fail "no lane before the capture"
+grep -qx 'the capture saw the message: True' "$TMP/observed.out" || fail "a capture opened while a lane was up did not see the next message"
+grep -qx 'GUARD after the capture lane=none' "$TMP/observed.out" || fail "the lane stayed up under a capture"
+ok "a capture opened while a lane is up: the lane goes down and the capture sees the next message"
+
+# Without --lanes: nothing laned, the same answers.
+udsfs_unmount
+udsfs_mount
+for c in "${CASES[@]}"; do
+    compare "$c" ""
+    if grep '^GUARD' "$TMP/$c.udsfs" | grep -v 'lane=none$'; then
+        fail "$c: a socket said it had a lane on a mount without --lanes"
+    fi
+done
+ok "without --lanes: every status file says lane=none and every answer is the kernel's"

@@ -1,0 +1,392 @@
+//! The fast lane, stage (b)'s first cut (docs/LANE.md, issue 30): a
+//! connected stream pair whose two ends are each claimed by one process
+//! running the library moves its plain bytes through a shared region
+//! (`udsfs_proto::lane`); the daemon makes the region, hands it out and
+//! takes the lane down when anything else touches the connection.
+//!
+//! One decision here: any request on a laned socket other than the
+//! library's own lane calls (a FUSE read, write, poll, ioctl, an open of
+//! its data or msg file, the release of its last handle) takes the lane
+//! down first (`lane_down`): the state goes to `Through`, the daemon waits
+//! until neither end is moving bytes (each end's busy word), and moves what
+//! the rings hold into the engine's queues (as sends of the end that wrote
+//! them: nothing lost or reordered), so the request then sees the
+//! connection as if every byte had gone through the daemon. A lane that is
+//! down stays down. Off unless the mount has `--lanes`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering, fence};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use parking_lot::Mutex;
+use udsfs_proto::ioctl::LaneGrant;
+use udsfs_proto::lane::State;
+use udsfs_proto::lane::region::{OFF_HEAD, OFF_TAIL, Region, busy_word, cap_for_sndbuf, dir_word};
+
+use super::cred::ProcStatus;
+use super::fds::ChargedFd;
+use super::log_limit::limited;
+use super::message::SendMsg;
+use super::socket::{Conn, SockType, Socket};
+use super::{Caller, Engine, Result};
+
+/// How long the way down waits for an end to finish moving bytes (a copy
+/// of at most a ring takes far less); an end that stays busy longer
+/// (stopped, or hostile) has its ring's published bytes drained as they are.
+const BUSY_WAIT: Duration = Duration::from_millis(500);
+
+/// Lanes up at once on a mount: each holds a memfd and a mapping in the
+/// daemon (vm.max_map_count is 65530); past it a pair has no lane.
+const MAX_LANES: usize = 4096;
+
+struct Lane {
+    region: Region,
+    fd: std::os::fd::OwnedFd,
+    /// End A's socket (ring 0's writer), end B's.
+    socks: [Arc<Socket>; 2],
+    /// Who claimed each end: the claiming thread and its status, the
+    /// caller of the drain of that end's ring.
+    claimed: [Option<(u32, ProcStatus)>; 2],
+    up: bool,
+}
+
+/// The mount's lanes, by socket number (both ends of each).
+#[derive(Default)]
+pub struct Lanes {
+    up: AtomicUsize,
+    map: Mutex<HashMap<u64, Arc<Mutex<Lane>>>>,
+}
+
+/// A ring's capacity for a sender's SO_SNDBUF: a power of two (the ends
+/// publish only the low 32 bits of their positions, which then still name
+/// the offset), at most the buffer.
+fn ring_cap(sndbuf: usize) -> u32 {
+    let c = cap_for_sndbuf(sndbuf.min(u32::MAX as usize) as u32);
+    if c.is_power_of_two() {
+        c
+    } else {
+        c.next_power_of_two() / 2
+    }
+}
+
+/// Whether `s` may have a lane now, and its peer and SO_SNDBUF.
+fn eligible(s: &Arc<Socket>) -> Option<(Arc<Socket>, usize)> {
+    let st = s.lock();
+    let peer = match &st.conn {
+        Conn::Connected {
+            peer,
+            peer_gone: false,
+            ..
+        } => peer.clone(),
+        _ => return None,
+    };
+    let quiet =
+        st.queue.bytes() == 0 && st.queue.msgs().is_empty() && !s.polled.load(Ordering::Acquire);
+    let ok = s.ty == SockType::Stream && !st.may_passcred() && st.shutdown == 0 && quiet;
+    ok.then_some((peer, st.sndbuf))
+}
+
+impl Engine {
+    /// `Op::LaneClaim` with arg 3, on the first socket of a pair the library
+    /// just made: the pair's region (its depot tag and capacities; `side` 0
+    /// is this socket), mapped by the library at once, each end claimed by
+    /// the process that uses it first (arg 0). ENOPROTOOPT: the mount has no
+    /// lanes (the library stops asking); EOPNOTSUPP: not this pair.
+    pub fn lane_prepare(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneGrant> {
+        if !self.cfg.lanes {
+            return Err(Errno::ENOPROTOOPT);
+        }
+        let lane = {
+            let mut map = self.lanes.map.lock();
+            if map.contains_key(&s.id) || self.lanes.up.load(Ordering::Relaxed) >= MAX_LANES {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let l = Arc::new(Mutex::new(self.lane_make(s)?));
+            let ids = l.lock().socks.each_ref().map(|s| s.id);
+            for id in ids {
+                map.insert(id, l.clone());
+            }
+            self.lanes.up.fetch_add(1, Ordering::Relaxed);
+            l
+        };
+        let l = lane.lock();
+        let fd = l.fd.try_clone().map_err(|_| Errno::EMFILE)?;
+        let fd = ChargedFd::new(&self.depot.quota, c.fsuid, fd)?;
+        let tag = self
+            .depot
+            .keep_received(s.id, c.fsuid, Arc::new(fd))
+            .ok_or(Errno::ETOOMANYREFS)?;
+        let [cap0, cap1] = l.region.caps();
+        Ok(LaneGrant {
+            tag,
+            side: 0,
+            cap0: cap0 as i32,
+            cap1: cap1 as i32,
+        })
+    }
+
+    /// `Op::LaneClaim` (arg 0): this end of `s`'s lane for the caller's
+    /// process, which alone moves its bytes from now on. A second claim of
+    /// an end (another process) takes the lane down: ENOENT.
+    pub fn lane_claim(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneGrant> {
+        let lane = self.lanes.map.lock().get(&s.id).cloned();
+        let lane = lane.ok_or(Errno::EOPNOTSUPP)?;
+        let mut l = lane.lock();
+        if !l.up {
+            return Err(Errno::ENOENT);
+        }
+        let side = usize::from(l.socks[0].id != s.id);
+        if l.claimed[side].is_some() {
+            // The ring is single-writer, single-reader.
+            drop(l);
+            self.lane_down(s);
+            return Err(Errno::ENOENT);
+        }
+        l.claimed[side] = Some((c.tid, c.status().clone()));
+        let [cap0, cap1] = l.region.caps();
+        Ok(LaneGrant {
+            tag: 0,
+            side: side as i32,
+            cap0: cap0 as i32,
+            cap1: cap1 as i32,
+        })
+    }
+
+    fn lane_make(&self, s: &Arc<Socket>) -> Result<Lane> {
+        // An observer sees every message through the daemon (stage d).
+        if self.taps.any() || self.faults.any() {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let (peer, sndbuf_a) = eligible(s).ok_or(Errno::EOPNOTSUPP)?;
+        let (back, sndbuf_b) = eligible(&peer).ok_or(Errno::EOPNOTSUPP)?;
+        if back.id != s.id {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        // One lane in a connection's life (the way down may wait BUSY_WAIT
+        // for a peer's busy word: once per connection, not at will).
+        if s.lane_made.swap(true, Ordering::AcqRel) | peer.lane_made.swap(true, Ordering::AcqRel) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let caps = [ring_cap(sndbuf_a), ring_cap(sndbuf_b)];
+        let (fd, region) = Region::create(caps).map_err(Errno::from_raw)?;
+        region.set_state(State::Direct);
+        Ok(Lane {
+            region,
+            fd,
+            socks: [s.clone(), peer],
+            claimed: [None, None],
+            up: true,
+        })
+    }
+
+    /// Takes `s`'s lane down if it has one (see the module's comment):
+    /// called before any request on `s` other than the lane's own.
+    pub fn lane_down(&self, s: &Socket) {
+        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
+            return;
+        };
+        self.lane_end(&lane, true);
+    }
+
+    /// As `lane_down`, for a request that only reads the socket's state:
+    /// while neither end is claimed (the rings are empty) the lane stays.
+    pub fn lane_down_if_claimed(&self, s: &Socket) {
+        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
+            return;
+        };
+        if lane.lock().claimed.iter().all(Option::is_none) {
+            return;
+        }
+        self.lane_end(&lane, true);
+    }
+
+    /// A capture opened or a fault rule added: every lane goes down (its
+    /// bytes through the taps and rules as they are drained), and none is
+    /// made while an observer stands (stage d would keep them, `Through`).
+    pub fn lanes_all_down(&self) {
+        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let all: Vec<_> = self.lanes.map.lock().values().cloned().collect();
+        for l in all {
+            self.lane_end(&l, true);
+        }
+    }
+
+    /// A poll of `s` (poll, select, epoll_ctl, epoll_wait's look): an epoll
+    /// set would not hear of the ring's bytes (readiness on the ring is
+    /// stage c), so the socket has no lane from now on.
+    pub fn lane_polled(&self, s: &Socket) {
+        if !self.cfg.lanes {
+            return;
+        }
+        s.polled.store(true, Ordering::Release);
+        self.lane_down(s);
+    }
+
+    /// `Op::LaneClaim` with arg 1: an end found the region corrupt. The
+    /// lane goes down without moving its bytes and the connection is reset.
+    pub fn lane_corrupt(&self, s: &Arc<Socket>) {
+        let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
+            return;
+        };
+        limited!(
+            warn,
+            "socket {}: its lane's region broke the protocol: the connection is reset",
+            s.id
+        );
+        self.lane_end(&lane, false);
+        let socks = lane.lock().socks.clone();
+        for x in socks {
+            x.lock().err = Some(Errno::ECONNRESET);
+        }
+    }
+
+    fn lane_end(&self, lane: &Arc<Mutex<Lane>>, drain: bool) {
+        let mut l = lane.lock();
+        if !l.up {
+            return;
+        }
+        l.up = false;
+        {
+            let mut map = self.lanes.map.lock();
+            for x in &l.socks {
+                map.remove(&x.id);
+            }
+        }
+        self.lanes.up.fetch_sub(1, Ordering::Relaxed);
+        l.region.set_state(State::Through);
+        fence(Ordering::SeqCst);
+        let since = Instant::now();
+        // A corrupt region's busy words mean nothing: no wait.
+        while drain && (0..2).any(|e| l.region.word(busy_word(e)).load(Ordering::SeqCst) != 0) {
+            if since.elapsed() > BUSY_WAIT {
+                limited!(
+                    warn,
+                    "socket {}: a lane end stayed busy {BUSY_WAIT:?}: its ring is drained as published",
+                    l.socks[0].id
+                );
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if drain {
+            for d in 0..2 {
+                self.lane_drain(&l, d);
+            }
+        }
+    }
+
+    /// Moves ring `d`'s unread bytes into the reader's queue, as sends of
+    /// the end that wrote them.
+    fn lane_drain(&self, l: &Lane, d: usize) {
+        let r = &l.region;
+        let head = r.word(dir_word(d, OFF_HEAD)).load(Ordering::Acquire);
+        let tail = r.word(dir_word(d, OFF_TAIL)).load(Ordering::Acquire);
+        let (off, cap) = r.data_area(d);
+        let used = tail.wrapping_sub(head) as usize;
+        if used == 0 {
+            return;
+        }
+        if used > cap {
+            limited!(
+                warn,
+                "socket {}: a lane ring's positions are past its size: {used} bytes dropped",
+                l.socks[d].id
+            );
+            return;
+        }
+        let mut bytes = vec![0u8; used];
+        let at = head as usize % cap;
+        let first = used.min(cap - at);
+        // SAFETY: at + first <= cap and used - first <= cap: inside ring d.
+        unsafe {
+            std::ptr::copy_nonoverlapping(r.byte_ptr(off + at), bytes.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(
+                r.byte_ptr(off),
+                bytes.as_mut_ptr().add(first),
+                used - first,
+            );
+        }
+        let caller = match &l.claimed[d] {
+            Some((tid, st)) => Caller::with_status(*tid, st.clone()),
+            None => Caller::current(),
+        };
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            match self.sendmsg(&l.socks[d], SendMsg::new(rest), &caller, None) {
+                Ok(n) if n > 0 => rest = &rest[n..],
+                r => {
+                    limited!(
+                        warn,
+                        "socket {}: {} bytes of its lane could not be queued: {r:?}",
+                        l.socks[d].id,
+                        rest.len()
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The status files' `lane=` word.
+    pub fn lane_status(&self, s: &Socket) -> &'static str {
+        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+            return "none";
+        }
+        match self.lanes.map.lock().get(&s.id) {
+            Some(_) => "direct",
+            None => "none",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::tests::root;
+
+    fn lanes_engine() -> Arc<Engine> {
+        Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            ..crate::engine::Config::default()
+        })
+    }
+
+    /// A peer that holds its busy word up delays the way down by at most
+    /// BUSY_WAIT, once: a connection gets one lane in its life, so the
+    /// peer cannot make a new one for each of the other side's calls.
+    #[test]
+    fn a_connection_gets_one_lane_and_a_held_busy_word_delays_its_way_down_once() {
+        let (e, c) = (lanes_engine(), root());
+        let (a, b) = e.socketpair(SockType::Stream, &c);
+        let g = e.lane_prepare(&a, &c).expect("a fresh pair gets a lane");
+        println!("prepared: {g:?}");
+        let lane = e.lanes.map.lock().get(&a.id).cloned().unwrap();
+        lane.lock()
+            .region
+            .word(busy_word(0))
+            .store(1, Ordering::SeqCst);
+        let t = Instant::now();
+        e.lane_down(&b);
+        let took = t.elapsed();
+        println!("way down with a busy word held: {took:?}");
+        assert!(took >= BUSY_WAIT && took < BUSY_WAIT * 10, "{took:?}");
+        assert_eq!(e.lane_status(&a), "none");
+        for s in [&a, &b] {
+            let again = e.lane_prepare(s, &c);
+            println!("a second lane on socket {}: {again:?}", s.id);
+            assert_eq!(again.map(|_| ()), Err(Errno::EOPNOTSUPP));
+        }
+    }
+}
