@@ -159,6 +159,7 @@ scripts!(
     adversarial_floods,
     adversarial_more,
     adversarial_observers,
+    adversarial_root_run,
     adversarial_run,
     adversarial_sigio,
     adversarial_userns,

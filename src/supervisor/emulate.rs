@@ -15,6 +15,7 @@ use super::daemon::{self, Daemon, Res};
 use super::listener::{Listener, Reply};
 use super::mem;
 use super::target::Task;
+use super::thread_uid::{FsCreds, unreached};
 use super::{opts, pidfd};
 use udsfs_calls as calls;
 use udsfs_proto::carry::Carried;
@@ -430,8 +431,9 @@ fn bind(c: &Call, s: &OwnedFd, wire: &[u8], given: &[u8]) -> Res<()> {
 }
 
 /// The target's file tree, reached through its /proc entries (its root and
-/// working directory), for udsfs_calls::bind; directories in the mount are
-/// the supervisor's paths to it.
+/// working directory), for udsfs_calls::bind, and looked at with the
+/// target's file credentials (`FsCreds`); directories in the mount are the
+/// supervisor's paths to it.
 struct Tree(i32);
 
 impl Tree {
@@ -454,6 +456,7 @@ impl calls::bind::Tree for Tree {
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::MetadataExt;
         let c = self.path(p)?;
+        let _as = FsCreds::of(self.0)?;
         let path = std::ffi::OsStr::from_bytes(c.as_bytes());
         let m = if follow {
             std::fs::metadata(path)
@@ -466,6 +469,7 @@ impl calls::bind::Tree for Tree {
     fn symlink(&self, target: &[u8], p: &[u8]) -> Res<()> {
         use std::os::unix::ffi::OsStrExt;
         let c = self.path(p)?;
+        let _as = FsCreds::of(self.0)?;
         let (t, path) = (
             std::ffi::OsStr::from_bytes(target),
             std::ffi::OsStr::from_bytes(c.as_bytes()),
@@ -475,7 +479,9 @@ impl calls::bind::Tree for Tree {
 
     fn unlink_link(&self, p: &[u8]) {
         use std::os::unix::ffi::OsStrExt;
-        if let Ok(c) = self.path(p) {
+        if let Ok(c) = self.path(p)
+            && let Ok(_as) = FsCreds::of(self.0)
+        {
             let _ = std::fs::remove_file(std::ffi::OsStr::from_bytes(c.as_bytes()));
         }
     }
@@ -494,7 +500,7 @@ impl calls::bind::Tree for Tree {
 /// thread of its own (on the loop the attempt ends there). A routed name
 /// the daemon does not know is refused as `Routes::unreached` says.
 fn connect(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
-    connect_known(c, s, wire).map_err(|e| c.ctx.routes.unreached(e, wire))
+    connect_known(c, s, wire).map_err(|e| unreached(c.task.tid, &c.ctx.routes, e, wire))
 }
 
 fn connect_known(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
