@@ -17,7 +17,11 @@
 #     directory it may not read; Linux says EACCES, udsfs EINVAL for both);
 #  5. likewise a connect to a routed name through B's symlink into root's directory:
 #     the same errno for a file there and for nothing there (root's lookup said
-#     ECONNREFUSED for the file, ENOENT for nothing).
+#     ECONNREFUSED for the file, ENOENT for nothing);
+#  6. an unlink of a routed name (trapped with --route; the supervisor removes the
+#     name's node in the mount): B may not remove root's socket name in root's
+#     directory of the mount, nor, through B's symlink in the mount, root's file in a
+#     0700 directory (root's supervisor removed both: any file of the system).
 #  4. B's own routed bind in a directory of B's still works, the link B's (it was
 #     root's, which B could not remove from a sticky directory).
 UDSFS_MOUNT_ARGS=(--allow-other)
@@ -124,3 +128,34 @@ none=$(grep "^connect:$S/l/absent " <<<"$out" | sed 's/.* errno/errno/')
 say "5. connect to a routed name through B's symlink into root's 0700 directory: a file there: $got; none there: $none"
 [ -n "$got" ] && [ "$got" == "$none" ] || fail "5. B learnt what root's 0700 directory holds: a file there gave '$got', none '$none' (Linux: EACCES for both)"
 ok "5. a connect into root's directory: $got whether a file is there or not"
+
+# 6. unlink of routed names (trapped with --route): the supervisor removes the name's
+# node in the mount. As root, B removed root's socket name in root's directory of the
+# mount, and through B's symlink in the mount any file of root's.
+T=$TMP/t # routed, root's 0755, in the kernel and in the mount
+mkdir -m 755 "$T" "$MNT$T" 2>/dev/null || mkdir -p -m 755 "$MNT$T"
+/usr/bin/python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$MNT$T/rootsock" ||
+    fail "6. root cannot bind in the mount"
+[ -S "$MNT$T/rootsock" ] || fail "6. root's socket node is missing: $(ls -l "$MNT$T")"
+echo precious >"$SECRET/file"
+as_uid "$B" ln -s "$SECRET" "$MNT$S/l/esc" || fail "6. B cannot make a symlink in the mount"
+cat >"$TMP/unlink.py" <<'PY'
+import os, sys
+for path in sys.argv[1:]:
+    try:
+        os.unlink(path)
+        print(path, "unlinked", flush=True)
+    except OSError as e:
+        print(path, "errno", e.errno, flush=True)
+PY
+chmod 644 "$TMP/unlink.py"
+out=$(env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp \
+    --route "$T" --route "$S" -- \
+    setpriv --reuid="$B" --regid="$B" --clear-groups /usr/bin/python3 "$TMP/unlink.py" \
+    "$T/rootsock" "$S/l/esc/file" 2>&1) || fail "6. the run failed: $out"
+say "6. B's unlinks under root's supervisor:"
+say "$out"
+say "   root's socket node now: $(ls -l "$MNT$T/rootsock" 2>&1); root's file: $(ls -l "$SECRET/file" 2>&1)"
+[ -S "$MNT$T/rootsock" ] || fail "6. B removed root's socket name in root's directory of the mount"
+[ -f "$SECRET/file" ] || fail "6. B removed a file in root's 0700 directory, through its symlink in the mount"
+ok "6. B's unlinks of root's names: refused, both still there"

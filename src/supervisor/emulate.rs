@@ -196,6 +196,12 @@ fn unlink_routed(ctx: &Ctx, tid: i32, dirfd: i32, path: u64, flags: i32) -> Repl
         return Reply::Continue;
     };
     let node = [ctx.routes.mount.as_slice(), b"/", &tree].concat();
+    // As the target: root's supervisor must not remove what the program's
+    // user may not (another user's name, a file through a symlink in the
+    // mount: integration/adversarial_root_run.sh).
+    let Ok(_as) = FsCreds::of(tid) else {
+        return Reply::Continue;
+    };
     if std::fs::remove_file(std::ffi::OsStr::from_bytes(&node)).is_err() {
         return Reply::Continue;
     }
