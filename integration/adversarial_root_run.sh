@@ -21,7 +21,9 @@
 #  6. an unlink of a routed name (trapped with --route; the supervisor removes the
 #     name's node in the mount): B may not remove root's socket name in root's
 #     directory of the mount, nor, through B's symlink in the mount, root's file in a
-#     0700 directory (root's supervisor removed both: any file of the system).
+#     0700 directory (root's supervisor removed both: any file of the system);
+#  7. the directories a routed bind makes below the mount are made as B: B's symlink
+#     in the mount does not lead root's mkdir into root's 0700 directory.
 #  4. B's own routed bind in a directory of B's still works, the link B's (it was
 #     root's, which B could not remove from a sticky directory).
 UDSFS_MOUNT_ARGS=(--allow-other)
@@ -159,3 +161,21 @@ say "   root's socket node now: $(ls -l "$MNT$T/rootsock" 2>&1); root's file: $(
 [ -S "$MNT$T/rootsock" ] || fail "6. B removed root's socket name in root's directory of the mount"
 [ -f "$SECRET/file" ] || fail "6. B removed a file in root's 0700 directory, through its symlink in the mount"
 ok "6. B's unlinks of root's names: refused, both still there"
+
+# 7. a routed bind makes the name's directories below the mount too (mirror_dirs): B's
+# symlink in the mount must not lead root's mkdir into root's 0700 directory, where it
+# made a directory of the mode of B's kernel one (0777).
+B2=$TMP/b2 # routed, B's, with a 0777 subdirectory
+mkdir -m 755 "$B2"
+mkdir -m 777 "$B2/sub"
+chown -R "$B:$B" "$B2"
+chmod 777 "$B2/sub"
+as_uid "$B" ln -s "$SECRET" "$MNT$B2" || fail "7. B cannot make a symlink in the mount"
+out=$(env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp \
+    --route "$B2" -- \
+    setpriv --reuid="$B" --regid="$B" --clear-groups /usr/bin/python3 "$TMP/bind.py" \
+    "$B2/sub/srv" 2>&1) || say "7. (the run: $out)"
+say "7. B's bind of $B2/sub/srv with $MNT$B2 -> $SECRET: $out"
+say "   root's 0700 directory now holds: $(ls -lA "$SECRET" | tail -n +2 | tr '\n' ';')"
+[ ! -e "$SECRET/sub" ] || fail "7. root's mkdir followed B's symlink in the mount: $(ls -ld "$SECRET/sub")"
+ok "7. no directory made in root's directory through B's symlink in the mount"

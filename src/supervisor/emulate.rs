@@ -495,6 +495,11 @@ impl calls::bind::Tree for Tree {
     fn mkdir(&self, inside: &[u8], mode: u32) {
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::DirBuilderExt;
+        // As the target, as the library's mkdir: a symlink in the mount
+        // (the target's user may make one) leads anywhere.
+        let Ok(_as) = FsCreds::of(self.0) else {
+            return;
+        };
         let _ = std::fs::DirBuilder::new()
             .mode(mode)
             .create(std::ffi::OsStr::from_bytes(inside));
