@@ -23,7 +23,9 @@
 #     directory of the mount, nor, through B's symlink in the mount, root's file in a
 #     0700 directory (root's supervisor removed both: any file of the system);
 #  7. the directories a routed bind makes below the mount are made as B: B's symlink
-#     in the mount does not lead root's mkdir into root's 0700 directory.
+#     in the mount does not lead root's mkdir into root's 0700 directory;
+#  8. where the daemon refuses the act-for grant (root's run in a pid namespace of its
+#     own), B's connection does not carry root's credentials (SO_PEERCRED uid 0).
 #  4. B's own routed bind in a directory of B's still works, the link B's (it was
 #     root's, which B could not remove from a sticky directory).
 UDSFS_MOUNT_ARGS=(--allow-other)
@@ -179,3 +181,46 @@ say "7. B's bind of $B2/sub/srv with $MNT$B2 -> $SECRET: $out"
 say "   root's 0700 directory now holds: $(ls -lA "$SECRET" | tail -n +2 | tr '\n' ';')"
 [ ! -e "$SECRET/sub" ] || fail "7. root's mkdir followed B's symlink in the mount: $(ls -ld "$SECRET/sub")"
 ok "7. no directory made in root's directory through B's symlink in the mount"
+
+# 8. where the daemon refuses the supervisor's act-for grant, the supervisor's own
+# credentials must not stand in for another user's program: root's run in a pid
+# namespace of its own (the thread ids it names are not the daemon's, so every grant is
+# refused) of a command that drops to B. B's connect to root's udsfs server must not
+# show the server SO_PEERCRED uid 0 (it did: B passed for root).
+cat >"$TMP/peer_server.py" <<'PY'
+import os, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(8)
+open(sys.argv[2], "w").close()
+s.settimeout(60)
+try:
+    c, _ = s.accept()
+    pid, uid, gid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    print("peer uid", uid, flush=True)
+except OSError as e:
+    print("accept", e, flush=True)
+PY
+chmod 644 "$TMP/peer_server.py"
+rm -f "$TMP/srv.ready"
+env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- \
+    /usr/bin/python3 "$TMP/peer_server.py" "$MNT/rootsrv" "$TMP/srv.ready" >"$TMP/srv.out" 2>&1 &
+SRV=$!
+wait_for "$TMP/srv.ready" 10 "8. root's server did not start" "$TMP/srv.out"
+chmod 777 "$MNT/rootsrv"
+cout=$(unshare --pid --fork --mount-proc env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp -- \
+    setpriv --reuid="$B" --regid="$B" --clear-groups /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect(sys.argv[1]); print("connected", flush=True)
+except OSError as e:
+    print("connect errno", e.errno, flush=True)
+' "$MNT/rootsrv" 2>&1) || true
+grep -q "^connected" <<<"$cout" && sleep 1
+kill "$SRV" 2>/dev/null || true
+wait "$SRV" 2>/dev/null || true
+say "8. B's connect from root's run in a pid namespace: $cout"
+say "   root's server saw: $(cat "$TMP/srv.out")"
+! grep -q "^peer uid 0$" "$TMP/srv.out" || fail "8. B's connection carried root's credentials (SO_PEERCRED uid 0) where the grant was refused"
+ok "8. a refused grant does not lend B root's credentials: $(head -1 <<<"$cout")"
