@@ -24,6 +24,8 @@ fn timeout_of(name: &str) -> Duration {
     match name {
         "run_cpython_multiprocessing" => Duration::from_secs(360),
         "adversarial_sigio" => Duration::from_secs(360),
+        // Another user's 10,000 threads blocked through its supervisor.
+        "adversarial_pool" => Duration::from_secs(360),
         // Each event that gives no SIGIO is waited for 0.5 s, twice per event.
         "sigio" => Duration::from_secs(240),
         _ => TIMEOUT,
@@ -159,6 +161,8 @@ scripts!(
     adversarial_floods,
     adversarial_more,
     adversarial_observers,
+    adversarial_pool,
+    adversarial_root_run,
     adversarial_run,
     adversarial_sigio,
     adversarial_userns,

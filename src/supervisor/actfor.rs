@@ -22,6 +22,8 @@ pub struct Grant {
 
 /// Said once: a daemon that refuses leaves the supervisor's credentials.
 static WARNED: AtomicBool = AtomicBool::new(false);
+/// Said once: a grant refused for a thread of another user than ours.
+static OTHER_USER_WARNED: AtomicBool = AtomicBool::new(false);
 /// Said once: a thread outside the tree is trapped by one of our listeners.
 static OUTSIDER_WARNED: AtomicBool = AtomicBool::new(false);
 
@@ -47,7 +49,9 @@ fn set(root: &CString, value: &[u8]) -> bool {
 impl Grant {
     /// None: refused. The supervisor's own credentials then stand in for
     /// the target's only when it is in our tree (another user's mount, whose
-    /// root only its owner may set the xattr of); one outside it is trapped
+    /// root only its owner may set the xattr of) and of our user (fsuid);
+    /// one of another user (root's run of a command that dropped to it) or
+    /// outside the tree is trapped
     /// by a listener handed over by a process of the tree (`adopt`), and
     /// must not get them (integration/adversarial_run.sh).
     pub fn new(mount: &Path, tid: i32) -> Option<Grant> {
@@ -69,10 +73,26 @@ impl Grant {
             }
             return None;
         }
+        let refused = std::io::Error::last_os_error();
+        // Our credentials stand in only for our own user's thread: root's
+        // run of a command that dropped to another user would otherwise
+        // lend it root's (SO_PEERCRED uid 0: integration/adversarial_root_run.sh,
+        // a run in a pid namespace of its own, where every grant is refused).
+        // SAFETY: geteuid has no preconditions.
+        let ours = unsafe { libc::geteuid() };
+        let theirs = crate::procfs::Status::read(tid as u32).map(|st| st.uids[3]);
+        if theirs.as_ref().ok() != Some(&ours) {
+            if !OTHER_USER_WARNED.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "udsfs run (seccomp): the daemon does not let the supervisor act for thread {tid} ({refused}), whose user is not the supervisor's ({}): its socket calls are refused or left to the kernel",
+                    theirs.map_or_else(|_| "gone".to_string(), |u| format!("uid {u}"))
+                );
+            }
+            return None;
+        }
         if !WARNED.swap(true, Ordering::Relaxed) {
             eprintln!(
-                "udsfs run (seccomp): the daemon does not let the supervisor act for thread {tid} ({}): its sockets carry the supervisor's credentials",
-                std::io::Error::last_os_error()
+                "udsfs run (seccomp): the daemon does not let the supervisor act for thread {tid} ({refused}): its sockets carry the supervisor's credentials"
             );
         }
         Some(Grant { _set: false })

@@ -15,6 +15,7 @@ use super::daemon::{self, Daemon, Res};
 use super::listener::{Listener, Reply};
 use super::mem;
 use super::target::Task;
+use super::thread_uid::{FsCreds, unreached};
 use super::{opts, pidfd};
 use udsfs_calls as calls;
 use udsfs_proto::carry::Carried;
@@ -195,6 +196,12 @@ fn unlink_routed(ctx: &Ctx, tid: i32, dirfd: i32, path: u64, flags: i32) -> Repl
         return Reply::Continue;
     };
     let node = [ctx.routes.mount.as_slice(), b"/", &tree].concat();
+    // As the target: root's supervisor must not remove what the program's
+    // user may not (another user's name, a file through a symlink in the
+    // mount: integration/adversarial_root_run.sh).
+    let Ok(_as) = FsCreds::of(tid) else {
+        return Reply::Continue;
+    };
     if std::fs::remove_file(std::ffi::OsStr::from_bytes(&node)).is_err() {
         return Reply::Continue;
     }
@@ -432,8 +439,9 @@ fn bind(c: &Call, s: &OwnedFd, wire: &[u8], given: &[u8]) -> Res<()> {
 }
 
 /// The target's file tree, reached through its /proc entries (its root and
-/// working directory), for udsfs_calls::bind; directories in the mount are
-/// the supervisor's paths to it.
+/// working directory), for udsfs_calls::bind, and looked at with the
+/// target's file credentials (`FsCreds`); directories in the mount are the
+/// supervisor's paths to it.
 struct Tree(i32);
 
 impl Tree {
@@ -456,6 +464,7 @@ impl calls::bind::Tree for Tree {
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::MetadataExt;
         let c = self.path(p)?;
+        let _as = FsCreds::of(self.0)?;
         let path = std::ffi::OsStr::from_bytes(c.as_bytes());
         let m = if follow {
             std::fs::metadata(path)
@@ -468,6 +477,7 @@ impl calls::bind::Tree for Tree {
     fn symlink(&self, target: &[u8], p: &[u8]) -> Res<()> {
         use std::os::unix::ffi::OsStrExt;
         let c = self.path(p)?;
+        let _as = FsCreds::of(self.0)?;
         let (t, path) = (
             std::ffi::OsStr::from_bytes(target),
             std::ffi::OsStr::from_bytes(c.as_bytes()),
@@ -477,7 +487,9 @@ impl calls::bind::Tree for Tree {
 
     fn unlink_link(&self, p: &[u8]) {
         use std::os::unix::ffi::OsStrExt;
-        if let Ok(c) = self.path(p) {
+        if let Ok(c) = self.path(p)
+            && let Ok(_as) = FsCreds::of(self.0)
+        {
             let _ = std::fs::remove_file(std::ffi::OsStr::from_bytes(c.as_bytes()));
         }
     }
@@ -485,6 +497,11 @@ impl calls::bind::Tree for Tree {
     fn mkdir(&self, inside: &[u8], mode: u32) {
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::DirBuilderExt;
+        // As the target, as the library's mkdir: a symlink in the mount
+        // (the target's user may make one) leads anywhere.
+        let Ok(_as) = FsCreds::of(self.0) else {
+            return;
+        };
         let _ = std::fs::DirBuilder::new()
             .mode(mode)
             .create(std::ffi::OsStr::from_bytes(inside));
@@ -496,7 +513,7 @@ impl calls::bind::Tree for Tree {
 /// thread of its own (on the loop the attempt ends there). A routed name
 /// the daemon does not know is refused as `Routes::unreached` says.
 fn connect(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
-    connect_known(c, s, wire).map_err(|e| c.ctx.routes.unreached(e, wire))
+    connect_known(c, s, wire).map_err(|e| unreached(c.task.tid, &c.ctx.routes, e, wire))
 }
 
 fn connect_known(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {

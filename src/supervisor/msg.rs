@@ -117,7 +117,9 @@ fn send_msg(c: &Call, s: &OwnedFd, at: u64, flags: i32) -> Res<i64> {
 
 /// A send's errno when the daemon did not find its address `to`.
 fn unreached(c: &Call, e: i32, to: Option<&[u8]>) -> i32 {
-    to.map_or(e, |w| c.ctx.routes.unreached(e, w))
+    to.map_or(e, |w| {
+        super::thread_uid::unreached(c.task.tid, &c.ctx.routes, e, w)
+    })
 }
 
 /// A sendmsg's control messages (udsfs_calls::control::parse): the
