@@ -33,8 +33,12 @@ pub fn kernel_path_error(t: &impl Tree, path: &[u8]) -> i32 {
     if path.is_empty() {
         return libc::EINVAL;
     }
-    if t.mode(path, false).is_ok() {
-        return libc::EADDRINUSE;
+    match t.mode(path, false) {
+        Ok(_) => return libc::EADDRINUSE,
+        // The lookup's own failure (a directory the caller may not search:
+        // EACCES; ELOOP, ENOTDIR), as mknod's path walk gives it.
+        Err(e) if e != libc::ENOENT => return e,
+        Err(_) => {}
     }
     let dir = match path.iter().rposition(|&b| b == b'/') {
         Some(0) => &b"/"[..],
@@ -140,6 +144,10 @@ mod tests {
     impl Tree for Fake {
         /// Directories, and files where the name says so.
         fn mode(&self, p: &[u8], _: bool) -> Res<u32> {
+            // A directory the caller may not search: its entries are EACCES.
+            if p.starts_with(b"/locked/") {
+                return Err(libc::EACCES);
+            }
             if !self.have.contains(&p) {
                 return Err(libc::ENOENT);
             }
@@ -176,9 +184,10 @@ mod tests {
 
     #[test]
     fn a_kernel_path_answers_as_mknod() {
-        let t = fake(&[b"/tmp", b"/tmp/there", b"/tmp/a-file", b"."]);
+        let t = fake(&[b"/tmp", b"/tmp/there", b"/tmp/a-file", b".", b"/locked"]);
         for (path, want) in [
-            (&b"/tmp/there"[..], libc::EADDRINUSE),
+            (&b"/locked/x"[..], libc::EACCES),
+            (b"/tmp/there", libc::EADDRINUSE),
             (b"/tmp/a-file/x", libc::ENOTDIR),
             (b"/tmp/new", libc::EINVAL),
             (b"/nodir/x", libc::ENOENT),
