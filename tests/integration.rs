@@ -217,6 +217,7 @@ scripts!(
     run_inherit,
     run_nginx,
     run_node,
+    run_php_fpm,
     run_postgres,
     run_python,
     run_redis,
