@@ -214,6 +214,7 @@ scripts!(
     run_faults,
     run_filter,
     run_hackbench,
+    run_haproxy,
     run_inherit,
     run_nginx,
     run_node,

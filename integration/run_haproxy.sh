@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# run_haproxy.sh: haproxy (master-worker, -W) with a unix-socket frontend in front of a
+# unix-socket backend (a python3 HTTP server, health-checked over its socket), and its
+# admin socket (`stats socket ... level admin`) and master CLI socket (-S) in a directory
+# outside the mount (`udsfs run --route DIR`); curl over the frontend, socat on the
+# admin and master sockets (show info, show stat, disable/enable server, show proc). On
+# kernel sockets, then every program through `udsfs run --mount $MNT --route DIR`: the
+# same answers both times, and through udsfs the four sockets are udsfs sockets.
+source "$(dirname "$0")/lib.sh"
+source "$LIB_DIR/lib_run.bash"
+
+need_cmd haproxy haproxy
+need_cmd curl curl
+need_cmd socat socat
+
+cat >"$TMP/upstream.py" <<'EOF2'
+import http.server, socketserver, sys
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def address_string(self):
+        return "unix"
+
+    def log_message(self, *a):
+        pass
+
+    def reply(self, body):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self.reply(("upstream saw %s\n" % self.path).encode())
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.reply(b"%d bytes, sum %d\n" % (len(body), sum(body)))
+
+class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+Server(sys.argv[1], Handler).serve_forever()
+EOF2
+
+head -c 300000 /dev/urandom >"$TMP/post.bin"
+
+# haproxy binds each unix socket as NAME.PID.tmp, then renames it to NAME: the tables
+# list the name it was bound at. Its master binds the master CLI socket, re-executes
+# itself (closing that socket) and binds it again: a socket at NAME is no proof that the
+# tables list it yet. bound_home PATH: wait for a socket at PATH listed where the mode
+# says (udsfs: $U/unix lists PATH.PID.tmp and the kernel has no socket of that name;
+# kernel: /proc/net/unix lists it).
+listed() { awk 'NR > 1 { print $8 }' "$1" | grep -Eq "$2"; }
+bound_home() {
+    local path=$1 i pat kpat table
+    kpat="^$path\\.[0-9]+\\.tmp\$"
+    if [ "$UDSFS_RUN_VIA" == udsfs ]; then
+        table=$U/unix pat="^$(tree_path "$path")\\.[0-9]+\\.tmp\$"
+    else
+        table=/proc/net/unix pat=$kpat
+    fi
+    for i in $(seq 1 500); do
+        [ -S "$path" ] && listed "$table" "$pat" && break
+        [ "$UDSFS_RUN_VIA" == kernel ] || ! listed /proc/net/unix "$kpat" ||
+            fail "the kernel has a socket bound at $path.PID.tmp: haproxy's socket was not routed to udsfs"
+        sleep 0.04
+    done
+    [ -S "$path" ] || fail "$UDSFS_RUN_VIA: no socket at $path after 20 s"
+    listed "$table" "$pat" || fail "$table lists no socket bound at $path.PID.tmp after 20 s: $(cat "$table")"
+    if [ "$UDSFS_RUN_VIA" == udsfs ]; then
+        ! listed /proc/net/unix "$kpat" ||
+            fail "the kernel has a socket bound at $path.PID.tmp: haproxy's socket was not routed to udsfs"
+        ok "$path is a udsfs socket (in $U/unix as $(tree_path "$path").PID.tmp, not in /proc/net/unix)"
+    else
+        ok "$path is a kernel socket (UDSFS_RUN_VIA=kernel)"
+    fi
+}
+
+# one_run MODE DIR: haproxy and its backend with sockets in DIR, its admin sockets in
+# $TMP/hap-MODE/run, on MODE's sockets; the answers go to $TMP/MODE.out.
+one_run() {
+    local mode=$1 dir=$2 d=$TMP/hap-$1 out=$TMP/$1.out
+    UDSFS_RUN_VIA=$mode
+    mkdir -p "$d/run" "$dir"
+    local admin=$d/run/admin.sock master=$d/run/master.sock
+    cat >"$d/haproxy.cfg" <<EOF2
+global
+    stats socket $admin mode 600 level admin
+    pidfile $d/haproxy.pid
+    nbthread 2
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 10s
+    timeout server 10s
+frontend fe
+    bind unix@$dir/haproxy.sock
+    default_backend be
+backend be
+    server s1 unix@$dir/upstream.sock check inter 200ms rise 1 fall 1
+EOF2
+    run_cmd -- python3 "$TMP/upstream.py" "$dir/upstream.sock"
+    start_bg UPSTREAM "${RUN_CMD[@]}" >"$d/upstream.out" 2>&1
+    wait_listening "$dir/upstream.sock"
+    run_cmd --route "$d/run" -- haproxy -W -db -S "$master" -f "$d/haproxy.cfg"
+    start_bg HAPROXY "${RUN_CMD[@]}" >"$d/haproxy.out" 2>&1
+    bound_home "$dir/haproxy.sock"
+    bound_home "$admin"
+    bound_home "$master"
+    expect_socket_home "$dir/upstream.sock"
+    # admin CMD: one command on the admin socket, through socat.
+    admin() { echo "$1" | via --route "$d/run" -- timeout 10 socat - "UNIX-CONNECT:$admin"; }
+    # status: the backend server's state, as show stat gives it.
+    status() { admin "show stat" | awk -F, '$1 == "be" && $2 == "s1" { print "s1:", $18 }'; }
+    local i
+    for i in $(seq 1 250); do
+        [ "$(status)" == "s1: UP" ] && break
+        sleep 0.04
+    done
+    local c=(curl --silent --show-error --max-time 8 --unix-socket "$dir/haproxy.sock")
+    {
+        status
+        admin "show info" | grep -E '^(Name|Nbthread|Process_num|Stopping):'
+        via -- "${c[@]}" http://localhost/one || echo "one: curl failed $?"
+        via -- "${c[@]}" http://localhost/two http://localhost/three || echo "two+three: curl failed $?"
+        via -- "${c[@]}" --data-binary @"$TMP/post.bin" http://localhost/post || echo "post: curl failed $?"
+        admin "disable server be/s1"
+        status
+        via -- "${c[@]}" -o /dev/null -w '%{http_code}\n' http://localhost/maint || echo "maint: curl failed $?"
+        admin "enable server be/s1"
+        for i in $(seq 1 250); do
+            [ "$(status)" == "s1: UP" ] && break
+            sleep 0.04
+        done
+        status
+        via -- "${c[@]}" http://localhost/back || echo "back: curl failed $?"
+        admin "show stat" | awk -F, '$1 == "fe" && $2 == "FRONTEND" { print "frontend sessions:", $8 }'
+        # the master CLI: its workers
+        echo "show proc" | via --route "$d/run" -- timeout 10 socat - "UNIX-CONNECT:$master" |
+            awk '$2 == "worker" { n++ } END { print "workers:", n + 0 }'
+    } >"$out" 2>&1 || true
+    say "$mode answers:"
+    sed 's/^/    /' "$out"
+    kill -USR1 "$HAPROXY" 2>/dev/null || true
+    kill -- -"$HAPROXY" 2>/dev/null || true
+    kill -- -"$UPSTREAM" 2>/dev/null || true
+    wait "$HAPROXY" "$UPSTREAM" 2>/dev/null || true
+    ! grep -h 'udsfs-preload' "$d"/*.out >&2 || fail "the library complained (above)"
+}
+
+one_run kernel "$TMP/k"
+one_run udsfs "$MNT/hap"
+grep -qx 's1: UP' "$TMP/kernel.out" || fail "the kernel run's health check never saw the backend up"
+grep -qx 's1: MAINT' "$TMP/kernel.out" || fail "the kernel run could not disable the server over the admin socket"
+grep -qx 'upstream saw /back' "$TMP/kernel.out" || fail "the kernel run did not reach the backend after enabling it"
+grep -qx 'workers: 1' "$TMP/kernel.out" || fail "the kernel run's master CLI did not list its worker"
+if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
+    cat "$TMP/diff" >&2
+    say "haproxy's output through udsfs:"
+    tail -n 20 "$TMP/hap-udsfs/haproxy.out" >&2
+    fail "haproxy through udsfs run answered differently from the kernel (< kernel, > udsfs)"
+fi
+ok "haproxy (master, worker, admin and master CLI sockets) through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"
