@@ -3,7 +3,8 @@
 # unix-socket backend (a python3 HTTP server, health-checked over its socket), and its
 # admin socket (`stats socket ... level admin`) and master CLI socket (-S) in a directory
 # outside the mount (`udsfs run --route DIR`); curl over the frontend, socat on the
-# admin and master sockets (show info, show stat, disable/enable server, show proc). On
+# admin and master sockets (show info, show stat, disable/enable server, show proc, and
+# a reload: the new worker gets the listeners from the old one over a socketpair). On
 # kernel sockets, then every program through `udsfs run --mount $MNT --route DIR`: the
 # same answers both times, and through udsfs the four sockets are udsfs sockets.
 source "$(dirname "$0")/lib.sh"
@@ -87,7 +88,7 @@ one_run() {
     local admin=$d/run/admin.sock master=$d/run/master.sock
     cat >"$d/haproxy.cfg" <<EOF2
 global
-    stats socket $admin mode 600 level admin
+    stats socket $admin mode 600 level admin expose-fd listeners
     pidfile $d/haproxy.pid
     nbthread 2
 defaults
@@ -114,6 +115,9 @@ EOF2
     admin() { echo "$1" | via --route "$d/run" -- timeout 10 socat - "UNIX-CONNECT:$admin"; }
     # status: the backend server's state, as show stat gives it.
     status() { admin "show stat" | awk -F, '$1 == "be" && $2 == "s1" { print "s1:", $18 }'; }
+    # master_cmd CMD: one command on the master CLI socket; proc: its process list.
+    master_cmd() { echo "$1" | via --route "$d/run" -- timeout 10 socat - "UNIX-CONNECT:$master"; }
+    proc() { master_cmd "show proc"; }
     local i
     for i in $(seq 1 250); do
         [ "$(status)" == "s1: UP" ] && break
@@ -138,8 +142,29 @@ EOF2
         via -- "${c[@]}" http://localhost/back || echo "back: curl failed $?"
         admin "show stat" | awk -F, '$1 == "fe" && $2 == "FRONTEND" { print "frontend sessions:", $8 }'
         # the master CLI: its workers
-        echo "show proc" | via --route "$d/run" -- timeout 10 socat - "UNIX-CONNECT:$master" |
-            awk '$2 == "worker" { n++ } END { print "workers:", n + 0 }'
+        proc | awk '$2 == "worker" { n++ } END { print "workers:", n + 0 }'
+        # A reload through the master CLI: the master re-executes itself as
+        # `haproxy -sf OLD -x sockpair@N ...`, the new worker asks the old one for its
+        # listening sockets over their socketpair (SCM_RIGHTS) and serves on them; the
+        # old worker leaves.
+        local old_worker
+        old_worker=$(proc | awk '$2 == "worker" { print $1 }')
+        master_cmd reload >/dev/null
+        # while the master re-executes, its CLI socket refuses (on the kernel too)
+        for i in $(seq 1 250); do
+            proc 2>/dev/null | awk -v old="$old_worker" '$2 == "master" && $3 == 1 { m = 1 } $2 == "worker" { n++; if ($1 == old) o = 1 }
+                END { exit !(m && n == 1 && !o) }' && break
+            sleep 0.04
+        done
+        proc | awk -v old="$old_worker" '$2 == "master" { print "master reloads:", $3 }
+            $2 == "worker" { print "worker after reload:", ($1 == old ? "the old one" : "a new one") }'
+        for i in $(seq 1 250); do
+            [ "$(status)" == "s1: UP" ] && break
+            sleep 0.04
+        done
+        status
+        via -- "${c[@]}" http://localhost/reloaded || echo "reloaded: curl failed $?"
+        via -- "${c[@]}" --data-binary @"$TMP/post.bin" http://localhost/post2 || echo "post2: curl failed $?"
     } >"$out" 2>&1 || true
     say "$mode answers:"
     sed 's/^/    /' "$out"
@@ -156,6 +181,8 @@ grep -qx 's1: UP' "$TMP/kernel.out" || fail "the kernel run's health check never
 grep -qx 's1: MAINT' "$TMP/kernel.out" || fail "the kernel run could not disable the server over the admin socket"
 grep -qx 'upstream saw /back' "$TMP/kernel.out" || fail "the kernel run did not reach the backend after enabling it"
 grep -qx 'workers: 1' "$TMP/kernel.out" || fail "the kernel run's master CLI did not list its worker"
+grep -qx 'worker after reload: a new one' "$TMP/kernel.out" || fail "the kernel run's reload did not replace the worker"
+grep -qx 'upstream saw /reloaded' "$TMP/kernel.out" || fail "the kernel run's new worker did not serve on the passed listener"
 if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
     cat "$TMP/diff" >&2
     say "haproxy's output through udsfs:"
