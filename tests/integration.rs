@@ -216,6 +216,7 @@ scripts!(
     run_hackbench,
     run_haproxy,
     run_inherit,
+    run_mariadb,
     run_nginx,
     run_node,
     run_php_fpm,
