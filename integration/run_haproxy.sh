@@ -4,7 +4,9 @@
 # admin socket (`stats socket ... level admin`) and master CLI socket (-S) in a directory
 # outside the mount (`udsfs run --route DIR`); curl over the frontend, socat on the
 # admin and master sockets (show info, show stat, disable/enable server, show proc, and
-# a reload: the new worker gets the listeners from the old one over a socketpair). On
+# a reload: the new worker gets the listeners from the old one over a socketpair), and a
+# seamless reload between two processes started apart (`haproxy -x ADMIN -sf PID`: the
+# listeners passed over the admin socket). On
 # kernel sockets, then every program through `udsfs run --mount $MNT --route DIR`: the
 # same answers both times, and through udsfs the four sockets are udsfs sockets.
 source "$(dirname "$0")/lib.sh"
@@ -175,14 +177,84 @@ EOF2
     ! grep -h 'udsfs-preload' "$d"/*.out >&2 || fail "the library complained (above)"
 }
 
+# seamless_run MODE DIR: a seamless reload between two haproxy processes each started on
+# its own (no master): the second, `haproxy -x ADMIN -sf FIRST`, connects to the first's
+# admin socket (`expose-fd listeners`, in a --route directory), gets its listening
+# sockets by SCM_RIGHTS and serves on them without binding; the first leaves. Answers
+# appended to $TMP/MODE.out.
+seamless_run() {
+    local mode=$1 dir=$2 d=$TMP/hap-$1 out=$TMP/$1.out
+    UDSFS_RUN_VIA=$mode
+    local admin=$d/run/admin2.sock front=$dir/seamless.sock
+    cat >"$d/seamless.cfg" <<EOF2
+global
+    stats socket $admin mode 600 level admin expose-fd listeners
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 10s
+    timeout server 10s
+frontend fe
+    bind unix@$front
+    http-request return status 200 content-type text/plain string "served\n"
+EOF2
+    run_cmd --route "$d/run" -- haproxy -db -f "$d/seamless.cfg"
+    start_bg FIRST "${RUN_CMD[@]}" >"$d/first.out" 2>&1
+    bound_home "$front"
+    bound_home "$admin"
+    local first second
+    # pid: the pid of the haproxy that answers on the admin socket (-p writes no file
+    # without a master or -D)
+    pid() { echo "show info" | via --route "$d/run" -- timeout 10 socat - "UNIX-CONNECT:$admin" | awk -F': ' '$1 == "Pid" { print $2 }'; }
+    first=$(pid)
+    [ -n "$first" ] || fail "$mode: the first haproxy's admin socket gave no pid: $(tail -5 "$d/first.out")"
+    local c=(curl --silent --show-error --max-time 8 --unix-socket "$front")
+    {
+        echo "seamless reload:"
+        via -- "${c[@]}" http://localhost/
+        run_cmd --route "$d/run" -- haproxy -db -f "$d/seamless.cfg" -x "$admin" -sf "$first"
+        start_bg SECOND "${RUN_CMD[@]}" >"$d/second.out" 2>&1
+        if ended_within "$FIRST" 20000; then
+            reap "$FIRST"
+            echo "first process ended: status $REAPED_STATUS"
+        else
+            echo "first process still running after 20 s"
+        fi
+        second=$(pid)
+        echo "the admin socket now answered by: $([ -n "$second" ] && [ "$second" != "$first" ] && echo "another process" || echo "'$second' (first: $first)")"
+        # the first has left: the second answers, on the listener it was passed
+        via -- "${c[@]}" http://localhost/a http://localhost/b
+        # (no large POST: `http-request return` answers before reading a body, and curl,
+        # still sending, may get EPIPE on the kernel too)
+        via -- "${c[@]}" --data-binary 'small body' -o /dev/null -w '%{http_code}\n' http://localhost/post
+        # the second process bound nothing: the tables still list the first's names only
+        local table=/proc/net/unix
+        [ "$mode" == kernel ] || table=$U/unix
+        awk 'NR > 1 { print $8 }' "$table" | grep -E '/(seamless|admin2)\.sock\.[0-9]+\.tmp$' |
+            sed -e "s/.*\/\([a-z0-9]*\)\.sock\.$first\.tmp$/\1 bound by the first process/" \
+                -e "s/.*\/\([a-z0-9]*\)\.sock\.$second\.tmp$/\1 bound by the second process/" | sort
+    } >>"$out" 2>&1 || true
+    say "$mode answers, seamless reload:"
+    sed -n '/^seamless reload:$/,$s/^/    /p' "$out"
+    kill -- -"$SECOND" 2>/dev/null || true
+    kill -- -"$FIRST" 2>/dev/null || true
+    wait "$SECOND" "$FIRST" 2>/dev/null || true
+    ! grep -h 'udsfs-preload' "$d"/first.out "$d"/second.out >&2 || fail "the library complained (above)"
+}
+
 one_run kernel "$TMP/k"
+seamless_run kernel "$TMP/k"
 one_run udsfs "$MNT/hap"
+seamless_run udsfs "$MNT/hap"
 grep -qx 's1: UP' "$TMP/kernel.out" || fail "the kernel run's health check never saw the backend up"
 grep -qx 's1: MAINT' "$TMP/kernel.out" || fail "the kernel run could not disable the server over the admin socket"
 grep -qx 'upstream saw /back' "$TMP/kernel.out" || fail "the kernel run did not reach the backend after enabling it"
 grep -qx 'workers: 1' "$TMP/kernel.out" || fail "the kernel run's master CLI did not list its worker"
 grep -qx 'worker after reload: a new one' "$TMP/kernel.out" || fail "the kernel run's reload did not replace the worker"
 grep -qx 'upstream saw /reloaded' "$TMP/kernel.out" || fail "the kernel run's new worker did not serve on the passed listener"
+grep -qx 'first process ended: status 0' "$TMP/kernel.out" || fail "the kernel run's first process did not leave on -sf"
+[ "$(grep -cx served "$TMP/kernel.out")" -eq 3 ] || fail "the kernel run's second process did not serve on the listener it was passed"
+grep -qx 'seamless bound by the first process' "$TMP/kernel.out" || fail "the kernel run's passed listener is not the first process's"
 if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
     cat "$TMP/diff" >&2
     say "haproxy's output through udsfs:"
