@@ -28,6 +28,8 @@ fn timeout_of(name: &str) -> Duration {
         "adversarial_pool" => Duration::from_secs(360),
         // Each event that gives no SIGIO is waited for 0.5 s, twice per event.
         "sigio" => Duration::from_secs(240),
+        // Four runs; the www-data pool's known difference through udsfs is 7 curl timeouts.
+        "run_php_fpm" => Duration::from_secs(240),
         _ => TIMEOUT,
     }
 }
@@ -219,9 +221,12 @@ scripts!(
     run_faults,
     run_filter,
     run_hackbench,
+    run_haproxy,
     run_inherit,
+    run_mariadb,
     run_nginx,
     run_node,
+    run_php_fpm,
     run_postgres,
     run_python,
     run_redis,
