@@ -159,3 +159,26 @@ cpython_suite() {
     [ "$rc" -eq 0 ] || fail "scripts/cpython_suite --suite $suite exited with status $rc (table and failures above)"
     ok "every test of $what that passes on the kernel passes through $UDSFS_RUN_VIA or is a listed exception"
 }
+
+# same_answers WHAT [CMD [ARGS...]]: the scripts that run one program set twice (one_run
+# kernel, one_run udsfs) compare the runs' answers, $TMP/kernel.out and $TMP/udsfs.out;
+# on a difference it prints the diff and CMD's output (the udsfs run's logs) and fails.
+same_answers() {
+    local what=$1
+    shift
+    if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
+        cat "$TMP/diff" >&2
+        [ $# -eq 0 ] || "$@" >&2
+        fail "$what through udsfs run answered differently from the kernel (< kernel, > udsfs)"
+    fi
+}
+
+# show_answers MODE OUT LOG...: prints run MODE's answers (the file OUT), then fails if
+# the library complained in any of the run's LOG files (a `udsfs-preload` line).
+show_answers() {
+    local mode=$1 out=$2
+    shift 2
+    say "$mode answers:"
+    sed 's/^/    /' "$out"
+    ! grep -h 'udsfs-preload' "$@" >&2 || fail "$mode: the library complained (above)"
+}

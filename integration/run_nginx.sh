@@ -114,10 +114,5 @@ one_run kernel "$TMP/k"
 one_run udsfs "$MNT/ngx"
 grep -qx 'workers: 2' "$TMP/kernel.out" || fail "nginx's workers did not start on kernel sockets"
 grep -q 'a static file' "$TMP/kernel.out" || fail "the kernel run did not serve the static file"
-if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
-    cat "$TMP/diff" >&2
-    say "nginx error log through udsfs:"
-    tail -n 20 "$TMP/ngx-udsfs/error.log" >&2
-    fail "nginx through udsfs run answered differently from the kernel (< kernel, > udsfs)"
-fi
+same_answers "nginx" tail -v -n 20 "$TMP/ngx-udsfs/error.log"
 ok "nginx (master and 2 workers) through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"

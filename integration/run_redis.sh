@@ -67,9 +67,7 @@ one_run() {
     ended_within "$REDIS" 10000 || fail "$mode: redis-server did not exit on SHUTDOWN: $(tail -5 "$d/redis.log")"
     reap "$REDIS"
     echo "redis-server exit status: $REAPED_STATUS" >>"$out"
-    say "$mode answers:"
-    sed 's/^/    /' "$out"
-    ! grep -h 'udsfs-preload' "$d"/*.out "$d/redis.log" >&2 || fail "the library complained (above)"
+    show_answers "$mode" "$out" "$d"/*.out "$d/redis.log"
 }
 
 one_run kernel "$TMP/k"
@@ -77,9 +75,5 @@ one_run udsfs "$MNT/redis"
 grep -qx 'big value md5 equal: yes' "$TMP/kernel.out" || fail "the kernel run did not get the 1 MiB value back"
 grep -qx 'subscriber got: 1' "$TMP/kernel.out" || fail "the kernel run's subscriber did not get the message"
 [ "$(grep -c '^benchmark .* ran$' "$TMP/kernel.out")" -ge 4 ] || fail "redis-benchmark did not run on the kernel"
-if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
-    cat "$TMP/diff" >&2
-    tail -n 20 "$TMP/redis-udsfs/redis.log" >&2
-    fail "redis through udsfs run answered differently from the kernel (< kernel, > udsfs)"
-fi
+same_answers "redis" tail -n 20 "$TMP/redis-udsfs/redis.log"
 ok "redis-server, redis-cli and redis-benchmark (50 clients) through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"

@@ -65,18 +65,12 @@ one_run() {
     ! grep -q 'input file is output file' "$d/inetd.out" || echo "cat: input file is output file" >>"$out"
     kill -- -"$INETD" 2>/dev/null || true
     wait "$INETD" 2>/dev/null || true
-    say "$mode answers:"
-    sed 's/^/    /' "$out"
-    ! grep -h 'udsfs-preload' "$d"/*.out >&2 || fail "the library complained (above)"
+    show_answers "$mode" "$out" "$d"/*.out
 }
 
 one_run kernel "$TMP/k"
 one_run udsfs "$MNT/sa"
 grep -qx 'reply: HELLO' "$TMP/kernel.out" || fail "the kernel run's fd 3 server did not answer"
 grep -qx 'reply: echoed-by-cat' "$TMP/kernel.out" || fail "the kernel run's inetd cat did not answer"
-if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
-    cat "$TMP/diff" >&2
-    tail -n 5 "$TMP"/sa-udsfs/*.out >&2
-    fail "systemd-socket-activate through udsfs run answered differently from the kernel (< kernel, > udsfs)"
-fi
+same_answers "systemd-socket-activate" tail -n 5 "$TMP"/sa-udsfs/*.out
 ok "systemd-socket-activate (fd 3 and --inetd) through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"

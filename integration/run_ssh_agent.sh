@@ -45,17 +45,11 @@ one_run() {
     kill "$AGENT" 2>/dev/null || true
     ended_within "$AGENT" 10000 || fail "$mode: ssh-agent did not end on SIGTERM"
     reap "$AGENT"
-    say "$mode answers:"
-    sed 's/^/    /' "$out"
-    ! grep -h 'udsfs-preload' "$d"/*.out >&2 || fail "the library complained (above)"
+    show_answers "$mode" "$out" "$d"/*.out
 }
 
 one_run kernel "$TMP/k"
 one_run udsfs "$MNT/ssh"
 grep -q '^Good "file" signature' "$TMP/kernel.out" || fail "the kernel run made no good signature"
-if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
-    cat "$TMP/diff" >&2
-    tail -n 5 "$TMP"/ssh-udsfs/*.out >&2
-    fail "ssh-agent through udsfs run answered differently from the kernel (< kernel, > udsfs)"
-fi
+same_answers "ssh-agent" tail -n 5 "$TMP"/ssh-udsfs/*.out
 ok "setgid ssh-agent, ssh-add and ssh-keygen -Y sign through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"

@@ -71,16 +71,11 @@ EOF2
     ended_within "$SUPERVISORD" 10000 || fail "supervisord did not exit on shutdown: $(tail -5 "$d/supervisord.log")"
     reap "$SUPERVISORD"
     echo "supervisord exit status: $REAPED_STATUS" >>"$out"
-    say "$mode answers:"
-    sed 's/^/    /' "$out"
-    ! grep -h 'udsfs-preload' "$d/supervisord.out" >&2 || fail "the library complained (above)"
+    show_answers "$mode" "$out" "$d/supervisord.out"
 }
 
 one_run kernel
 one_run udsfs
 grep -q 'sleeper RUNNING' "$TMP/kernel.out" || fail "the kernel run did not see the program running"
-if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
-    cat "$TMP/diff" >&2
-    fail "supervisorctl through udsfs run answered differently from the kernel (< kernel, > udsfs)"
-fi
+same_answers "supervisorctl"
 ok "supervisord and supervisorctl through udsfs run --route: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"

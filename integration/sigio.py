@@ -61,6 +61,14 @@ def event(name, what, f):
     say(name, what, "sigio", sigio())
 
 
+def armed_pair(ty):
+    """A new pair, its first end armed, the SIGIOs that gave let go by."""
+    a, b = socket.socketpair(socket.AF_UNIX, ty)
+    arm(a)
+    sigio()
+    return a, b
+
+
 def pair_events(name, ty):
     a, b = socket.socketpair(socket.AF_UNIX, ty)
     b.setblocking(False)
@@ -100,15 +108,11 @@ def pair_events(name, ty):
     event(name, "peer shut wr", lambda: b.shutdown(socket.SHUT_WR))
     event(name, "peer close", b.close)
     a.close()
-    a, b = socket.socketpair(socket.AF_UNIX, ty)
-    arm(a)
-    sigio()
+    a, b = armed_pair(ty)
     event(name, "peer shut rdwr", lambda: b.shutdown(socket.SHUT_RDWR))
     event(name, "then peer close", b.close)
     a.close()
-    a, b = socket.socketpair(socket.AF_UNIX, ty)
-    arm(a)
-    sigio()
+    a, b = armed_pair(ty)
     event(name, "peer close, nothing before", b.close)
     a.close()
     for how in ("ioctl", "group", "tid", "pgrp_ex"):

@@ -353,39 +353,20 @@ fn impl_type(header: &[&Tok]) -> Option<(String, bool)> {
 
 fn methods(module: &ModPath, toks: &[(Tok, usize)]) -> Methods {
     let mut out = Methods::default();
-    // The inline modules we are in, as in `scan`, and the impl blocks:
-    // (type, inherent, the brace depth inside them).
-    let mut inline: Vec<(String, usize)> = Vec::new();
+    let mut scope = Scope::new(module);
+    // The impl blocks: (type, inherent, the brace depth inside them).
     let mut impls: Vec<(String, bool, usize)> = Vec::new();
-    let mut depth = 0;
-    let current = |inline: &[(String, usize)]| {
-        let mut m = module.clone();
-        m.extend(inline.iter().map(|(n, _)| n.clone()));
-        m
-    };
     let mut i = 0;
     while i < toks.len() {
+        if toks[i].0 == Tok::Punct('}') && impls.last().is_some_and(|(_, _, d)| *d == scope.depth) {
+            impls.pop();
+        }
+        let n = scope.step(toks, i);
+        if n > 0 {
+            i += n;
+            continue;
+        }
         match &toks[i].0 {
-            Tok::Punct('{') => depth += 1,
-            Tok::Punct('}') => {
-                if inline.last().is_some_and(|(_, d)| *d == depth) {
-                    inline.pop();
-                }
-                if impls.last().is_some_and(|(_, _, d)| *d == depth) {
-                    impls.pop();
-                }
-                depth -= 1;
-            }
-            Tok::Ident(w) if w == "mod" => {
-                if let (Some(name), Some((Tok::Punct('{'), _))) =
-                    (ident(toks.get(i + 1)), toks.get(i + 2))
-                {
-                    depth += 1;
-                    inline.push((name.to_string(), depth));
-                    i += 3;
-                    continue;
-                }
-            }
             Tok::Ident(w)
                 if w == "impl"
                     && (i == 0
@@ -404,8 +385,8 @@ fn methods(module: &ModPath, toks: &[(Tok, usize)]) -> Methods {
                 if toks.get(j).is_some_and(|t| t.0 == Tok::Punct('{')) {
                     let header: Vec<&Tok> = toks[i + 1..j].iter().map(|t| &t.0).collect();
                     if let Some((ty, inherent)) = impl_type(&header) {
-                        depth += 1;
-                        impls.push((ty, inherent, depth));
+                        scope.depth += 1;
+                        impls.push((ty, inherent, scope.depth));
                         i = j + 1;
                         continue;
                     }
@@ -413,10 +394,10 @@ fn methods(module: &ModPath, toks: &[(Tok, usize)]) -> Methods {
             }
             Tok::Ident(w) if w == "fn" => {
                 if let (Some((ty, true, d)), Some(name)) = (impls.last(), ident(toks.get(i + 1)))
-                    && *d == depth
+                    && *d == scope.depth
                 {
                     out.defs
-                        .push(((ty.clone(), name.to_string()), current(&inline)));
+                        .push(((ty.clone(), name.to_string()), scope.current()));
                 }
             }
             Tok::Ident(w) if w == "self" => {
@@ -432,7 +413,7 @@ fn methods(module: &ModPath, toks: &[(Tok, usize)]) -> Methods {
                     toks.get(i + 3),
                 ) {
                     out.calls.push(Call {
-                        from: current(&inline),
+                        from: scope.current(),
                         ty: ty.clone(),
                         name: name.to_string(),
                         line: toks[i].1,
@@ -563,6 +544,59 @@ struct Ref {
     line: usize,
 }
 
+/// Where a walk over a file's tokens is: the brace depth, and the inline
+/// modules it is in (name, the brace depth inside them) below the file's.
+struct Scope<'a> {
+    module: &'a ModPath,
+    inline: Vec<(String, usize)>,
+    depth: usize,
+}
+
+impl<'a> Scope<'a> {
+    fn new(module: &'a ModPath) -> Self {
+        Scope {
+            module,
+            inline: Vec::new(),
+            depth: 0,
+        }
+    }
+
+    /// The module the walk is in.
+    fn current(&self) -> ModPath {
+        let mut m = self.module.clone();
+        m.extend(self.inline.iter().map(|(n, _)| n.clone()));
+        m
+    }
+
+    /// Follows `toks[i]` when it is `{`, `}` (leaving the inline module it
+    /// closes) or `mod NAME {` (entering one): the tokens taken, 0 for any
+    /// other.
+    fn step(&mut self, toks: &[(Tok, usize)], i: usize) -> usize {
+        match &toks[i].0 {
+            Tok::Punct('{') => {
+                self.depth += 1;
+                1
+            }
+            Tok::Punct('}') => {
+                if self.inline.last().is_some_and(|(_, d)| *d == self.depth) {
+                    self.inline.pop();
+                }
+                self.depth -= 1;
+                1
+            }
+            Tok::Ident(w) if w == "mod" => match (ident(toks.get(i + 1)), toks.get(i + 2)) {
+                (Some(name), Some((Tok::Punct('{'), _))) => {
+                    self.depth += 1;
+                    self.inline.push((name.to_string(), self.depth));
+                    3
+                }
+                _ => 0,
+            },
+            _ => 0,
+        }
+    }
+}
+
 fn ident(t: Option<&(Tok, usize)>) -> Option<&str> {
     match t {
         Some((Tok::Ident(w), _)) => Some(w),
@@ -574,36 +608,17 @@ fn ident(t: Option<&(Tok, usize)>) -> Option<&str> {
 /// items, and the `crate::`, `super::` and `self::` paths anywhere else.
 fn scan(module: &ModPath, toks: &[(Tok, usize)]) -> Vec<Ref> {
     let mut refs = Vec::new();
-    // The inline modules we are in: (name, the brace depth inside them).
-    let mut inline: Vec<(String, usize)> = Vec::new();
-    let mut depth = 0;
-    let current = |inline: &[(String, usize)]| {
-        let mut m = module.clone();
-        m.extend(inline.iter().map(|(n, _)| n.clone()));
-        m
-    };
+    let mut scope = Scope::new(module);
     let mut i = 0;
     while i < toks.len() {
+        let n = scope.step(toks, i);
+        if n > 0 {
+            i += n;
+            continue;
+        }
         match &toks[i].0 {
-            Tok::Punct('{') => depth += 1,
-            Tok::Punct('}') => {
-                if inline.last().is_some_and(|(_, d)| *d == depth) {
-                    inline.pop();
-                }
-                depth -= 1;
-            }
-            Tok::Ident(w) if w == "mod" => {
-                if let (Some(name), Some((Tok::Punct('{'), _))) =
-                    (ident(toks.get(i + 1)), toks.get(i + 2))
-                {
-                    depth += 1;
-                    inline.push((name.to_string(), depth));
-                    i += 3;
-                    continue;
-                }
-            }
             Tok::Ident(w) if w == "use" => {
-                let from = current(&inline);
+                let from = scope.current();
                 let mut paths = Vec::new();
                 i = use_tree(toks, i + 1, Vec::new(), &mut paths);
                 for (path, line) in paths {
@@ -631,7 +646,7 @@ fn scan(module: &ModPath, toks: &[(Tok, usize)]) -> Vec<Ref> {
                     j += 2;
                 }
                 refs.push(Ref {
-                    from: current(&inline),
+                    from: scope.current(),
                     path,
                     line,
                 });

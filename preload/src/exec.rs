@@ -135,15 +135,15 @@ fn privileged(fd: c_int, st: &libc::stat) -> bool {
         }
         let caps =
             libc::fgetxattr(fd, c"security.capability".as_ptr(), std::ptr::null_mut(), 0) >= 0;
-        exe::raises_privilege(
-            st.st_mode,
-            st.st_uid,
-            st.st_gid,
-            libc::geteuid(),
-            libc::getegid(),
-            caps,
-        )
+        raises_privilege(st, caps)
     }
+}
+
+/// `exe::raises_privilege` for this process's effective ids.
+fn raises_privilege(st: &libc::stat, caps: bool) -> bool {
+    // SAFETY: the ids calls have no preconditions.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    exe::raises_privilege(st.st_mode, st.st_uid, st.st_gid, uid, gid, caps)
 }
 
 /// Under a `udsfs run` that is not root's, the tree has no_new_privs (the
@@ -211,17 +211,7 @@ fn set_ids(file: &Path, st: &libc::stat) -> bool {
         return r;
     }
     // Execute-only: no capabilities readable, the mode bits say.
-    // SAFETY: the ids calls have no preconditions.
-    unsafe {
-        exe::raises_privilege(
-            st.st_mode,
-            st.st_uid,
-            st.st_gid,
-            libc::geteuid(),
-            libc::getegid(),
-            false,
-        )
-    }
+    raises_privilege(st, false)
 }
 
 /// Sets errno to EPERM and returns -1: an exec `refused` refused.

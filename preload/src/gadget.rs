@@ -29,8 +29,8 @@ type Gadget =
 
 /// Maps the page (once): read-write for the copy, then read-execute.
 pub fn init() {
-    // SAFETY: a query of the fallback, made now rather than in a handler.
-    unsafe { next_syscall(libc::SYS_getpid, 0, 0, 0, 0, 0, 0) };
+    // The fallback, found now rather than in a handler.
+    next_syscall();
     if STATE
         .compare_exchange(UNMAPPED, MAPPING, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
@@ -68,31 +68,20 @@ pub fn init() {
 /// (from a signal handler, say) runs dlsym.
 static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-unsafe fn next_syscall(
-    nr: c_long,
-    a: c_long,
-    b: c_long,
-    c: c_long,
-    d: c_long,
-    e: c_long,
-    f: c_long,
-) -> c_long {
+/// `NEXT`, found on the first call; None when the C library has none.
+fn next_syscall() -> Option<Gadget> {
     let mut p = NEXT.load(Ordering::Relaxed);
     if p == 0 {
         // SAFETY: a NUL-terminated name.
         p = unsafe { libc::dlsym(libc::RTLD_NEXT, c"syscall".as_ptr()) } as usize;
         if p == 0 {
-            // SAFETY: errno is this thread's.
-            unsafe { *libc::__errno_location() = libc::ENOSYS };
-            return -1;
+            return None;
         }
         NEXT.store(p, Ordering::Relaxed);
     }
     // SAFETY: the C library's syscall, a variadic function whose integer
     // arguments travel as fixed ones on x86-64.
-    let f_: Gadget = unsafe { std::mem::transmute(p) };
-    // SAFETY: as the caller promised.
-    unsafe { f_(nr, a, b, c, d, e, f) }
+    Some(unsafe { std::mem::transmute::<usize, Gadget>(p) })
 }
 
 /// A system call with syscall(2)'s result: -1 and errno on failure.
@@ -112,8 +101,13 @@ pub unsafe fn call(
         init();
     }
     if STATE.load(Ordering::Acquire) != READY {
+        let Some(g) = next_syscall() else {
+            // SAFETY: errno is this thread's.
+            unsafe { *libc::__errno_location() = libc::ENOSYS };
+            return -1;
+        };
         // SAFETY: as the caller promised.
-        return unsafe { next_syscall(nr, a, b, c, d, e, f) };
+        return unsafe { g(nr, a, b, c, d, e, f) };
     }
     // SAFETY: READY: the page holds CODE, a function of this signature.
     let r = unsafe {

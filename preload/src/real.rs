@@ -184,20 +184,6 @@ pub unsafe fn __recvfrom_chk(
     unsafe { recvfrom(fd, b, n, flags, a, l) }
 }
 
-/// syscall(3) from the library's call site: the calls it forwards as made.
-pub unsafe fn syscall(
-    nr: libc::c_long,
-    a: libc::c_long,
-    b: libc::c_long,
-    c: libc::c_long,
-    d: libc::c_long,
-    e: libc::c_long,
-    f: libc::c_long,
-) -> libc::c_long {
-    // SAFETY: as the caller promised.
-    unsafe { crate::gadget::call(nr, a, b, c, d, e, f) }
-}
-
 /// The stat calls that name a file by descriptor (AT_EMPTY_PATH), from the
 /// library's call site: the supervisor's filter traps those made elsewhere
 /// (for programs without the library, src/supervisor/stat.rs), and these

@@ -131,14 +131,20 @@ impl Waiter {
             dir,
             deadline,
         };
-        let fd = held.fd.as_ref().map(|f| f.as_raw_fd());
-        // In the map before epoll can report it.
+        self.keep(ep, key, held, libc::EPOLL_CTL_ADD);
+    }
+
+    /// `h` in the map under `key`, then its descriptor armed in `ep` (`op`):
+    /// in the map before epoll can report it.
+    fn keep(&self, ep: i32, key: u64, h: Held, op: i32) {
+        let fd = h.fd.as_ref().map(|f| f.as_raw_fd());
+        let dir = h.dir;
         self.held
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(key, held);
+            .insert(key, h);
         if let Some(fd) = fd {
-            arm(ep, fd, dir, key, libc::EPOLL_CTL_ADD);
+            arm(ep, fd, dir, key, op);
         }
     }
 }
@@ -217,15 +223,7 @@ fn retry(p: &Waiter, ep: i32, key: u64, mut h: Held) {
         Reply::Resume(n) => h.job.resume = n,
         r => return finish(p, id, r),
     }
-    let fd = h.fd.as_ref().map(|f| f.as_raw_fd());
-    let dir = h.dir;
-    p.held
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key, h);
-    if let Some(fd) = fd {
-        arm(ep, fd, dir, key, libc::EPOLL_CTL_MOD);
-    }
+    p.keep(ep, key, h, libc::EPOLL_CTL_MOD);
 }
 
 /// One tick's looks: at most `LOOKS` held calls, from where the last

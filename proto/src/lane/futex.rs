@@ -12,17 +12,26 @@ fn errno() -> Errno {
         .unwrap_or(libc::EIO)
 }
 
+/// A relative timeout as the kernel takes it; None for none.
+fn timespec(timeout: Option<Duration>) -> Option<libc::timespec> {
+    timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    })
+}
+
+/// `ts` as a system call's argument: null for no timeout.
+fn as_ptr(ts: &Option<libc::timespec>) -> *const libc::timespec {
+    ts.as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec)
+}
+
 /// Sleeps while `word` holds `expected`, at most `timeout`. Ok on a wake-up
 /// (or a spurious one); EAGAIN when the word no longer held `expected`,
 /// ETIMEDOUT, EINTR on a signal.
 pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> Result<(), Errno> {
-    let ts = timeout.map(|d| libc::timespec {
-        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
-        tv_nsec: d.subsec_nanos() as libc::c_long,
-    });
-    let tsp = ts
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let ts = timespec(timeout);
+    let tsp = as_ptr(&ts);
     // SAFETY: `word` is a live 4-byte aligned word; the kernel only reads it
     // and the timespec.
     let r = unsafe {
@@ -78,13 +87,8 @@ pub fn poll_in(fd: i32, timeout: Option<Duration>) -> Result<(), Errno> {
         events: libc::POLLIN,
         revents: 0,
     };
-    let ts = timeout.map(|d| libc::timespec {
-        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
-        tv_nsec: d.subsec_nanos() as libc::c_long,
-    });
-    let tsp = ts
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let ts = timespec(timeout);
+    let tsp = as_ptr(&ts);
     // SAFETY: one live pollfd, a live timespec or null, no signal mask.
     let r = unsafe {
         libc::syscall(
