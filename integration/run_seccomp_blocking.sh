@@ -26,12 +26,13 @@ gcc -static -O2 -pthread -o "$TMP/blocking" "$ROOT/integration/c/blocking.c" || 
 
 mkdir "$TMP/k"
 
-# The context switches of process $1's threads named $2 (all threads: empty).
+# The voluntary context switches (the times a thread slept and woke; a preemption on
+# a loaded machine is not a wake-up) of process $1's threads named $2 (all threads: empty).
 switches() {
     local t n=0 v
     for t in /proc/"$1"/task/*; do
         [ -z "$2" ] || [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
-        v=$(awk '/ctxt_switches/ { s += $2 } END { print s + 0 }' "$t/status" 2>/dev/null) || continue
+        v=$(awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }' "$t/status" 2>/dev/null) || continue
         n=$((n + v))
     done
     echo "$n"
