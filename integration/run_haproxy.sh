@@ -230,7 +230,9 @@ EOF2
         # the second process bound nothing: the tables still list the first's names only
         local table=/proc/net/unix
         [ "$mode" == kernel ] || table=$U/unix
-        awk 'NR > 1 { print $8 }' "$table" | grep -E '/(seamless|admin2)\.sock\.[0-9]+\.tmp$' |
+        # listeners only (flags __SO_ACCEPTCON): a connection the listener accepted
+        # carries its name too, and may not be closed yet
+        awk 'NR > 1 && $4 == "00010000" { print $8 }' "$table" | grep -E '/(seamless|admin2)\.sock\.[0-9]+\.tmp$' |
             sed -e "s/.*\/\([a-z0-9]*\)\.sock\.$first\.tmp$/\1 bound by the first process/" \
                 -e "s/.*\/\([a-z0-9]*\)\.sock\.$second\.tmp$/\1 bound by the second process/" | sort
     } >>"$out" 2>&1 || true
