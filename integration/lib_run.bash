@@ -27,14 +27,14 @@ esac
 export UDSFS_RUN_VIA
 say "programs run via: $UDSFS_RUN_VIA"
 
-# run_cmd [--route DIR]... -- CMD [ARGS...]: the command line that runs CMD on the
-# chosen sockets, in the array RUN_CMD.
+# run_cmd [--route DIR]... [--front FRONT] -- CMD [ARGS...]: the command line that runs
+# CMD on the chosen sockets, in the array RUN_CMD (the front only through udsfs).
 run_cmd() {
     local routes=()
     while [ $# -gt 0 ] && [ "$1" != -- ]; do
         case $1 in
-        --route)
-            routes+=(--route "$2")
+        --route | --front)
+            routes+=("$1" "$2")
             shift 2
             ;;
         *) fail "run_cmd: unknown option $1" ;;
@@ -50,7 +50,7 @@ run_cmd() {
     fi
 }
 
-# via [--route DIR]... -- CMD [ARGS...]: run CMD on the chosen sockets.
+# via [--route DIR]... [--front FRONT] -- CMD [ARGS...]: run CMD on the chosen sockets.
 via() {
     run_cmd "$@"
     "${RUN_CMD[@]}"

@@ -230,6 +230,7 @@ scripts!(
     run_postgres,
     run_python,
     run_redis,
+    run_rsyslog,
     run_seccomp,
     run_seccomp_blocking,
     run_seccomp_flood,
