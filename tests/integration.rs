@@ -223,6 +223,7 @@ scripts!(
     run_hackbench,
     run_haproxy,
     run_inherit,
+    run_lighttpd,
     run_mariadb,
     run_nginx,
     run_node,
