@@ -220,6 +220,7 @@ scripts!(
     run_dbus,
     run_faults,
     run_filter,
+    run_glib_tests,
     run_hackbench,
     run_haproxy,
     run_inherit,
