@@ -209,6 +209,7 @@ scripts!(
     poll_socat,
     readdir_stable,
     run_background,
+    run_chrony,
     run_cpython_asyncio,
     run_cpython_logging,
     run_cpython_multiprocessing,
