@@ -3,7 +3,8 @@
 # libglib2.0-tests, /usr/libexec/installed-tests/glib): GSocket, GSocketListener,
 # GSocketService, GCredentials, GUnixFDList, and GDBus over unix sockets (peer-to-peer
 # servers with EXTERNAL authentication and fd passing, a private dbus-daemon of
-# GTestDBus, connection loss, overflow, flush, close). Each program runs with --tap on
+# GTestDBus: names, signal subscriptions, generated proxies, object managers; connection
+# loss, flush, close). Each program runs with --tap on
 # kernel sockets, then through `udsfs run --mount $MNT --route DIR` with TMPDIR=DIR (so
 # every path they bind is a udsfs name; abstract names go to udsfs anyway), and four of
 # them again under --front seccomp, compared test by test: each kernel pass passes through udsfs or
@@ -25,7 +26,8 @@ need_cmd dbus-daemon dbus-daemon
 EXCEPTIONS=$LIB_DIR/glib_tests_exceptions.txt
 PROGRAMS=(socket socket-listener socket-service credentials unix-fd gdbus-peer gdbus-server-auth
     gdbus-auth gdbus-connection gdbus-connection-flush gdbus-connection-loss gdbus-close-pending
-    gdbus-exit-on-close)
+    gdbus-exit-on-close gdbus-names gdbus-subscribe gdbus-method-invocation gdbus-peer-object-manager
+    gdbus-test-codegen gdbus-bz627724 gdbus-proxy-unique-name gdbus-proxy-well-known-name)
 
 # Under the seccomp supervisor too (--front seccomp), these:
 SECCOMP_PROGRAMS=(socket credentials unix-fd gdbus-peer)
