@@ -5,7 +5,8 @@
 # omuxsock action forwarding every message to a second datagram socket (a python3
 # receiver, SO_PASSCRED too); its clients are util-linux's logger (-u, -d, a 6000-byte
 # message, 300 lines from stdin), python's logging.handlers.SysLogHandler, and logger
-# as user 65534, logger under --front seccomp. On kernel sockets, then every program through `udsfs run --mount $MNT
+# as user 65534 (also claiming pid 1 in its credentials: refused), logger under
+# --front seccomp. On kernel sockets, then every program through `udsfs run --mount $MNT
 # --route DIR`: the same answers, and both sockets udsfs sockets.
 UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
@@ -46,8 +47,20 @@ log = logging.getLogger("p")
 log.addHandler(h)
 log.warning("python SysLogHandler says hello")
 log.error("python error line")
-print("pylog pid", os.getpid(), flush=True)
+with open(os.environ["SENDERS"], "a") as f:
+    f.write("pylog %d\n" % os.getpid())
 EOF2
+
+# lg TAG ARGS...: logger -t TAG ARGS...; its pid (this shell's, which exec keeps) is
+# noted in $SENDERS, to be checked against the one rsyslogd took from the credentials.
+cat >"$TMP/lg" <<'EOF2'
+#!/bin/sh
+tag=$1
+shift
+echo "$tag $$" >>"$SENDERS"
+exec logger -t "$tag" "$@"
+EOF2
+chmod 755 "$TMP/lg"
 
 # SO_TIMESTAMP, which imuxsock asks for on its socket (the time a message came in):
 # set on a socket bound at $1, then a datagram's SCM_TIMESTAMP.
@@ -101,18 +114,30 @@ EOF2
     wait_listening "$sock"
     expect_socket_home "$sock"
     expect_socket_home "$fwd"
-    local lg=(timeout 20 logger -u "$sock" --socket-errors=on)
+    export SENDERS=$d/senders
+    : >"$SENDERS"
+    chmod 666 "$SENDERS"
+    local lg=(timeout 20 "$TMP/lg")
+    local to=(-u "$sock" --socket-errors=on)
     {
-        via --route "$dir" -- "${lg[@]}" -t tagA -p local3.warn hello from logger
-        via --route "$dir" -- "${lg[@]}" -d -t tagB -p mail.err datagram only
-        via --route "$dir" -- "${lg[@]}" -t tagC -S 16000 -f "$TMP/big.txt"
-        via --route "$dir" -- "${lg[@]}" -t tagD -f "$TMP/lines.txt"
-        run_cmd --route "$dir" -- "${lg[@]}" -t tagE -p user.info from user nobody
+        via --route "$dir" -- "${lg[@]}" tagA "${to[@]}" -p local3.warn hello from logger
+        via --route "$dir" -- "${lg[@]}" tagB "${to[@]}" -d -p mail.err datagram only
+        via --route "$dir" -- "${lg[@]}" tagC "${to[@]}" -S 16000 -f "$TMP/big.txt"
+        via --route "$dir" -- "${lg[@]}" tagD "${to[@]}" -f "$TMP/lines.txt"
+        run_cmd --route "$dir" -- "${lg[@]}" tagE "${to[@]}" -p user.info from user nobody
         as_uid 65534 "${RUN_CMD[@]}"
-        via --route "$dir" -- python3 "$TMP/pylog.py" "$sock" >"$d/pylog.out"
+        # uid 65534 claims pid 1 in its SCM_CREDENTIALS: refused (EPERM, no
+        # CAP_SYS_ADMIN), logger sends again without them and the message carries its
+        # real pid. (Root's --id is left out: logger leaves the uid and gid of its
+        # credentials unset, and root may send any.)
+        run_cmd --route "$dir" -- "${lg[@]}" tagN "${to[@]}" --id=1 -p user.info nobody claims pid 1
+        as_uid 65534 "${RUN_CMD[@]}"
+        run_cmd --route "$dir" --front seccomp -- "${lg[@]}" tagM "${to[@]}" --id=1 -p user.info nobody claims pid 1 under the supervisor
+        as_uid 65534 "${RUN_CMD[@]}"
+        via --route "$dir" -- python3 "$TMP/pylog.py" "$sock"
         # under the seccomp supervisor: its sendmsg and the credentials it carries
-        via --route "$dir" --front seccomp -- "${lg[@]}" -t tagS -p local1.notice through the supervisor
-        via --route "$dir" -- "${lg[@]}" -t tagF -p local7.debug last one
+        via --route "$dir" --front seccomp -- "${lg[@]}" tagS "${to[@]}" -p local1.notice through the supervisor
+        via --route "$dir" -- "${lg[@]}" tagF "${to[@]}" -p local7.debug last one
     } >"$out" 2>&1 || true
     local i
     for i in $(seq 1 400); do
@@ -127,26 +152,36 @@ EOF2
     kill -TERM "$RECV" 2>/dev/null || true
     ended_within "$RECV" 5000 || fail "$mode: the forward's receiver did not exit on SIGTERM"
     reap "$RECV"
-    local pypid
-    pypid=$(awk '/^pylog pid/ { print $3 }' "$d/pylog.out")
     {
         echo "rsyslogd wrote $(wc -l <"$d/out.log") lines"
-        # Each line's pid from the credentials: logger's is also in its tag; the python
-        # client said its own (its tag's pid is rsyslogd's, from the credentials).
-        awk -F'|' -v py="$pypid" '{
-            tag = $1; t = ""
-            if (match(tag, /\[[0-9]+\]/)) t = substr(tag, RSTART + 1, RLENGTH - 2)
-            sub(/\[.*/, "", tag); sub(/:$/, "", tag)
+        # Each line's pid from the credentials against its sender's own.
+        awk -F'|' 'NR == FNR { split($0, a, " "); want[a[1]] = a[2]; next }
+        {
+            tag = $1; sub(/\[.*/, "", tag); sub(/:$/, "", tag)
             p = $4; sub(/^pid=/, "", p)
-            if (tag != "pylog") who = (p == t ? "pid is the tag'"'"'s" : "pid differs from the tag'"'"'s")
-            else who = (p == py ? "pid is the python client'"'"'s" : "pid is not the python client'"'"'s")
+            if (!(tag in want)) who = "sender unknown"
+            else who = (p == want[tag] ? "pid is the sender'"'"'s" : "pid is not the sender'"'"'s")
+            if (p == 1) who = who " (pid 1)"
             msg = $3; gsub(/line [0-9]+/, "line N", msg)
             if (length(msg) > 40) msg = substr(msg, 1, 40) "... (" length($3) " bytes)"
-            print tag "|" $2 "|" msg "|" who "|" $5 "|" $6 }' "$d/out.log" | uniq -c
+            print tag "|" $2 "|" msg "|" who "|" $5 "|" $6 }' "$SENDERS" "$d/out.log" | uniq -c
         echo "forwarded: $(wc -l <"$d/fwd.log") messages, $(awk -v p="$rspid" '$1 == p && $2 == 0 && $3 == 0' "$d/fwd.log" | wc -l) with rsyslogd's pid and root's ids"
         cut -d' ' -f4- "$d/fwd.log" | sed 's/\[[0-9]*\]//; s/line [0-9]*$/line N/; s/x\{100,\}/x.../' | uniq -c
         echo "rsyslogd exit status: $REAPED_STATUS"
     } >>"$out"
+    if [ "$mode" == udsfs ] && listed seccomp_other_user; then
+        # the listed difference: uid 65534's message under its supervisor carries the
+        # supervisor's pid, which says so once; taken out here, checked below
+        if awk '
+            index($0, "udsfs run (seccomp): the daemon does not let the supervisor act for thread ") == 1 &&
+                /: its sockets carry the supervisor.s credentials$/ { w = 1; next }
+            index($0, " tagM|") && sub(/\|pid is not the sender.s\|/, "|pid is the sender'"'"'s|") { t = 1 }
+            { print }
+            END { exit !(w && t) }' "$out" >"$out.fixed"; then
+            mv "$out.fixed" "$out"
+            echo yes >"$TMP/seccomp_other_user.seen"
+        fi
+    fi
     via --route "$dir" -- python3 "$TMP/timestamp.py" "$dir/ts" >"$TMP/ts-$mode.out" 2>&1 || true
     if [ "$mode" == udsfs ] && listed so_timestamp; then
         # the listed difference's own complaint (rsyslogd's setsockopt) is expected
@@ -158,13 +193,20 @@ EOF2
 one_run kernel
 rm -rf "$TMP/route"
 one_run udsfs
-grep -q '^ *300 tagD|user.notice| line N|pid is the tag.s|uid=0|gid=0$' "$TMP/kernel.out" ||
+grep -q '^ *300 tagD|user.notice| line N|pid is the sender.s|uid=0|gid=0$' "$TMP/kernel.out" ||
     fail "the kernel run did not log logger's 300 lines with its credentials"
-[ "$(grep -c '^ *1 pylog|.*|pid is the python client.s|uid=0|gid=0$' "$TMP/kernel.out")" -eq 2 ] ||
+[ "$(grep -c '^ *1 pylog|.*|pid is the sender.s|uid=0|gid=0$' "$TMP/kernel.out")" -eq 2 ] ||
     fail "the kernel run did not give the python client's pid from its credentials"
 grep -q 'tagE|user.info|.*uid=65534|gid=65534$' "$TMP/kernel.out" ||
     fail "the kernel run did not give user 65534's ids from the credentials"
+[ "$(grep -c "tag[NM]|user.info| nobody claims pid 1.*|pid is the sender's|uid=65534|gid=65534$" "$TMP/kernel.out")" -eq 2 ] ||
+    fail "the kernel run did not refuse user 65534's claim to be pid 1"
 same_answers "rsyslog" tail -n 20 "$TMP/rs-udsfs/rsyslog.out" "$LOG"
+if listed seccomp_other_user; then
+    [ -e "$TMP/seccomp_other_user.seen" ] ||
+        fail "uid 65534's logger under --front seccomp answers as on the kernel but $EXCEPTIONS still lists seccomp_other_user: remove it there"
+    say "known difference (listed in $EXCEPTIONS): uid 65534's logger under --front seccomp on root's mount sends the supervisor's pid"
+fi
 ok "rsyslogd (imuxsock with SCM_CREDENTIALS, omuxsock), logger and python's SysLogHandler through udsfs run --route: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"
 
 # SO_TIMESTAMP: as on the kernel, or the listed difference.
