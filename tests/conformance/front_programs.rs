@@ -67,7 +67,7 @@ pub enum Prog {
     /// F_SETSIG and F_GETSIG.
     SetSig(Sock, c_int),
     GetSig(Sock),
-    /// How many SIGIO came since the last look (waits up to 1 s for one, then a
+    /// How many SIGIO came since the last look (waits up to 2 s for one, then a
     /// moment for more).
     Sigio,
     /// As Sigio, and the last one's si_code, si_band and si_fd.
@@ -219,10 +219,11 @@ fn hold_sigio() {
     });
 }
 
-/// The SIGIO that came: waits up to 1 s for the first, then 150 ms for more.
+/// The SIGIO that came: waits up to 2 s for the first (the daemon sends it a
+/// moment after the event, later on a loaded machine), then 150 ms for more.
 fn take_sigio(info: bool, k: &dyn Fds) -> String {
     let start = Instant::now();
-    while SIGIO_COUNT.load(SeqCst) == 0 && start.elapsed() < Duration::from_secs(1) {
+    while SIGIO_COUNT.load(SeqCst) == 0 && start.elapsed() < Duration::from_secs(2) {
         std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(150));
