@@ -151,16 +151,25 @@ pub fn fit(name: i32, room: u32, len: usize) -> Result<usize, u32> {
 
 /// Whether a getsockopt (`set` false) or setsockopt refusal of `name`
 /// (ENOPROTOOPT) is worth a log line: udsfs lacks an option Linux has for
-/// AF_UNIX. Not when Linux refuses it too: SO_PEERSEC without a security
-/// module (dbus-daemon asks for it on every connection), getsockopt of the
-/// write-only FORCE options, setsockopt of the read-only ones.
+/// AF_UNIX. Not when Linux refuses it too: a number Linux has no option
+/// for, SO_PEERSEC without a security module (dbus-daemon asks for it on
+/// every connection), getsockopt of the write-only FORCE options,
+/// setsockopt of the read-only ones.
 pub fn refusal_worth_saying(name: i32, set: bool) -> bool {
+    if !(1..=LAST_KNOWN).contains(&name) {
+        return false;
+    }
     if set {
         !READ_ONLY.contains(&name)
     } else {
         readable(name) && name != libc::SO_PEERSEC
     }
 }
+
+/// The highest SOL_SOCKET option number Linux has (SO_INQ, 6.17; 6.18 sets it):
+/// past it, or below 1, sk_getsockopt and sk_setsockopt refuse the number
+/// itself (ENOPROTOOPT).
+const LAST_KNOWN: i32 = 84;
 
 /// The options sk_setsockopt refuses (ENOPROTOOPT): they are only read.
 const READ_ONLY: [i32; 13] = [
@@ -302,5 +311,19 @@ mod tests {
         assert_eq!(set(-1, libc::SO_SNDBUF, &[1, 0, 0, 0]), Err(libc::EBADF));
         assert_eq!(queue_ioctl(-1, 0x5401), None);
         assert_eq!(queue_ioctl(-1, SIOCATMARK), Some(Err(libc::EBADF)));
+    }
+
+    #[test]
+    fn only_a_refusal_linux_does_not_make_is_said() {
+        // SO_PRIORITY: Linux sets it, udsfs does not.
+        assert!(refusal_worth_saying(libc::SO_PRIORITY, true));
+        assert!(refusal_worth_saying(libc::SO_PRIORITY, false));
+        for name in [0, -1, LAST_KNOWN + 1, 999, i32::MAX, i32::MIN] {
+            assert!(!refusal_worth_saying(name, true), "setsockopt {name}");
+            assert!(!refusal_worth_saying(name, false), "getsockopt {name}");
+        }
+        assert!(!refusal_worth_saying(libc::SO_PEERSEC, false));
+        assert!(!refusal_worth_saying(libc::SO_PEERCRED, true));
+        assert!(!refusal_worth_saying(libc::SO_SNDBUFFORCE, false));
     }
 }

@@ -6,6 +6,7 @@
 //! `(operation, result)` to the trace. Results are rendered to strings so that the
 //! kernel trace and the udsfs trace can be compared line by line.
 
+use super::front_programs::Prog;
 use std::fmt::Write as _;
 
 /// Socket types.
@@ -395,6 +396,12 @@ pub trait Backend {
         Err("HARNESS not on this backend".to_string())
     }
 
+    /// A program's call (front_programs.rs: epoll, SIGIO, the C library's stat
+    /// entry points, link and remove, SO_PEERGROUPS): as `raw_fd_call`.
+    fn raw_prog(&mut self, _c: &Prog) -> Res<String> {
+        Err("HARNESS not on this backend".to_string())
+    }
+
     // ---- steps that many scenarios take, made of recorded operations ----
 
     /// A new socket bound to `a`.
@@ -734,6 +741,21 @@ pub trait Backend {
         let op = c.show(t, s);
         t.push(
             op,
+            show(&r, |v| {
+                if v.is_empty() {
+                    "ok".to_string()
+                } else {
+                    format!("ok {v}")
+                }
+            }),
+        );
+        Out(r)
+    }
+
+    fn prog(&mut self, c: Prog) -> Out<String> {
+        let r = self.raw_prog(&c);
+        self.trace().push(
+            c.show(),
             show(&r, |v| {
                 if v.is_empty() {
                     "ok".to_string()

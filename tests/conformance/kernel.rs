@@ -314,6 +314,22 @@ impl Kernel {
     }
 }
 
+impl super::front_programs::Fds for Kernel {
+    fn fd(&self, s: Sock) -> Res<libc::c_int> {
+        Kernel::fd(self, s)
+    }
+
+    fn abs(&self, p: &str) -> String {
+        Kernel::abs(self, p)
+    }
+
+    fn sock_of(&self, fd: libc::c_int) -> Option<Sock> {
+        self.socks
+            .iter()
+            .position(|f| f.as_ref().is_some_and(|f| f.as_raw_fd() == fd))
+    }
+}
+
 impl Default for Kernel {
     fn default() -> Self {
         Self::new()
@@ -787,6 +803,10 @@ impl Backend for Kernel {
 
     fn raw_close_ref(&mut self, s: Sock) -> Res<()> {
         self.raw_close(s)
+    }
+
+    fn raw_prog(&mut self, c: &super::front_programs::Prog) -> Res<String> {
+        super::front_programs::call(self, c)
     }
 
     fn raw_fd_call(&mut self, s: Sock, c: &FdCall) -> Res<String> {

@@ -35,6 +35,7 @@ mod programs;
 
 // The scenarios through `udsfs run`'s two fronts, and those only they run.
 mod front_behaviours;
+mod front_programs;
 mod fronts;
 
 use backend::Backend;
@@ -438,6 +439,22 @@ pub const FRONT_ONLY: &[(&str, Scenario)] = &[
         front_behaviours::fstat_fchmod_fchown,
     ),
     ("front_big_records", front_behaviours::big_records),
+    (
+        "front_epoll_before_connect",
+        front_programs::epoll_before_connect,
+    ),
+    (
+        "front_epoll_before_bind_and_sendto",
+        front_programs::epoll_before_bind_and_sendto,
+    ),
+    ("front_sigio", front_programs::sigio),
+    ("front_sigio_siginfo", front_programs::sigio_siginfo),
+    ("front_stat_entry_points", front_programs::stat_entry_points),
+    ("front_link_and_remove", front_programs::link_and_remove),
+    (
+        "front_peergroups_and_refusals",
+        front_programs::peergroups_and_refusals,
+    ),
 ];
 
 /// Prints the kernel and udsfs traces of the scenario `want` (or of every scenario,
