@@ -16,37 +16,6 @@ need_cmd haproxy haproxy
 need_cmd curl curl
 need_cmd socat socat
 
-cat >"$TMP/upstream.py" <<'EOF2'
-import http.server, socketserver, sys
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def address_string(self):
-        return "unix"
-
-    def log_message(self, *a):
-        pass
-
-    def reply(self, body):
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        self.reply(("upstream saw %s\n" % self.path).encode())
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.reply(b"%d bytes, sum %d\n" % (len(body), sum(body)))
-
-class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
-Server(sys.argv[1], Handler).serve_forever()
-EOF2
-
 head -c 300000 /dev/urandom >"$TMP/post.bin"
 
 # haproxy binds each unix socket as NAME.PID.tmp, then renames it to NAME: the tables
@@ -104,7 +73,7 @@ frontend fe
 backend be
     server s1 unix@$dir/upstream.sock check inter 200ms rise 1 fall 1
 EOF2
-    run_cmd -- python3 "$TMP/upstream.py" "$dir/upstream.sock"
+    run_cmd -- python3 "$LIB_DIR/http_upstream.py" "$dir/upstream.sock"
     start_bg UPSTREAM "${RUN_CMD[@]}" >"$d/upstream.out" 2>&1
     wait_listening "$dir/upstream.sock"
     run_cmd --route "$d/run" -- haproxy -W -db -S "$master" -f "$d/haproxy.cfg"

@@ -13,37 +13,6 @@ source "$LIB_DIR/lib_run.bash"
 need_cmd nginx nginx-light
 need_cmd curl curl
 
-cat >"$TMP/upstream.py" <<'EOF2'
-import http.server, socketserver, sys
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def address_string(self):
-        return "unix"
-
-    def log_message(self, *a):
-        pass
-
-    def reply(self, body):
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        self.reply(("upstream saw %s\n" % self.path).encode())
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.reply(b"%d bytes, sum %d\n" % (len(body), sum(body)))
-
-class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
-Server(sys.argv[1], Handler).serve_forever()
-EOF2
-
 head -c 300000 /dev/urandom >"$TMP/post.bin"
 
 # one_run MODE DIR: nginx and its upstream with sockets in DIR, on MODE's sockets; the
@@ -76,7 +45,7 @@ http {
     }
 }
 EOF2
-    run_cmd -- python3 "$TMP/upstream.py" "$dir/upstream.sock"
+    run_cmd -- python3 "$LIB_DIR/http_upstream.py" "$dir/upstream.sock"
     start_bg UPSTREAM "${RUN_CMD[@]}" >"$d/upstream.out" 2>&1
     wait_listening "$dir/upstream.sock"
     run_cmd -- nginx -c "$d/nginx.conf" -p "$d"
