@@ -13,9 +13,7 @@ mkdir "$MNT/www"
 SOCK=$MNT/www/http.sock
 CONNECTIONS=3
 
-run_cmd -- python3 "$LIB_DIR/http_upstream.py" "$SOCK" "$CONNECTIONS"
-start_bg SERVER "${RUN_CMD[@]}" >"$TMP/server.out" 2>&1
-wait_listening "$SOCK"
+serve SERVER "$SOCK" "$TMP/server.out" -- python3 "$LIB_DIR/http_upstream.py" "$SOCK" "$CONNECTIONS"
 expect_socket_home "$SOCK"
 
 body=$(via -- curl --silent --show-error --fail --max-time 30 --unix-socket "$SOCK" http://localhost/greeting)

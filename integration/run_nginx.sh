@@ -22,35 +22,16 @@ one_run() {
     UDSFS_RUN_VIA=$mode
     mkdir -p "$d/www/static" "$dir"
     echo "a static file" >"$d/www/static/file.txt"
-    cat >"$d/nginx.conf" <<EOF2
-daemon off;
-master_process on;
-worker_processes 2;
-user root;
-error_log $d/error.log info;
-pid $d/nginx.pid;
-events { worker_connections 64; }
-http {
-    access_log off;
-    client_body_temp_path $d/body;
-    proxy_temp_path $d/proxy;
-    fastcgi_temp_path $d/fcgi;
-    uwsgi_temp_path $d/uwsgi;
-    scgi_temp_path $d/scgi;
+    nginx_conf "$d" 2 <<EOF2
     upstream app { server unix:$dir/upstream.sock; }
     server {
         listen unix:$dir/nginx.sock;
         location /static/ { root $d/www; }
         location /app/ { proxy_pass http://app; proxy_read_timeout 10s; }
     }
-}
 EOF2
-    run_cmd -- python3 "$LIB_DIR/http_upstream.py" "$dir/upstream.sock"
-    start_bg UPSTREAM "${RUN_CMD[@]}" >"$d/upstream.out" 2>&1
-    wait_listening "$dir/upstream.sock"
-    run_cmd -- nginx -c "$d/nginx.conf" -p "$d"
-    start_bg NGINX "${RUN_CMD[@]}" >"$d/nginx.out" 2>&1
-    wait_listening "$dir/nginx.sock"
+    serve UPSTREAM "$dir/upstream.sock" "$d/upstream.out" -- python3 "$LIB_DIR/http_upstream.py" "$dir/upstream.sock"
+    serve NGINX "$dir/nginx.sock" "$d/nginx.out" -- nginx -c "$d/nginx.conf" -p "$d"
     expect_socket_home "$dir/upstream.sock"
     expect_socket_home "$dir/nginx.sock"
     # The master forks its workers; both must be up before the requests.
@@ -70,13 +51,8 @@ EOF2
         via -- "${c[@]}" --data-binary @"$TMP/post.bin" http://localhost/app/post || echo "app/post: curl failed $?"
         via -- "${c[@]}" -o /dev/null -w '%{http_code}\n' http://localhost/static/missing || echo "missing: curl failed $?"
     } >>"$out" 2>&1
-    say "$mode answers:"
-    sed 's/^/    /' "$out"
-    kill -QUIT "$NGINX" 2>/dev/null || true
-    kill -- -"$NGINX" 2>/dev/null || true
-    kill -- -"$UPSTREAM" 2>/dev/null || true
-    wait "$NGINX" "$UPSTREAM" 2>/dev/null || true
-    ! grep -h 'udsfs-preload' "$d"/*.out "$d/error.log" >&2 || fail "the library complained (above)"
+    show_answers "$mode" "$out" "$d"/*.out "$d/error.log"
+    stop_bg -QUIT "$NGINX" "$UPSTREAM"
 }
 
 one_run kernel "$TMP/k"
