@@ -176,6 +176,40 @@ exit_status() {
     echo "$what exit status: $REAPED_STATUS" >>"$out"
 }
 
+# The flood of waiting calls (integration/c/flood.c) that run_seccomp_flood.sh and
+# adversarial_pool.sh start through `udsfs run --front seccomp`.
+# flood_build: builds flood.c, static, as $TMP/flood.
+flood_build() {
+    need_cmd gcc gcc
+    [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
+    gcc -static -O2 -pthread -o "$TMP/flood" "$ROOT/integration/c/flood.c" || fail "gcc -static flood.c failed"
+    chmod 755 "$TMP/flood"
+}
+# flood_start N [PREFIX...]: starts `PREFIX... udsfs run --front seccomp --mount $MNT --
+# $TMP/flood N` in the background (RUN its PID, its output in FLOOD_OUT), its stdin a
+# fifo held open until flood_release.
+FLOOD_OUT=$TMP/flood.out
+flood_start() {
+    FLOOD_N=$1
+    shift
+    mkfifo -m 666 "$TMP/flood.fifo"
+    exec {FLOOD_HOLD}<>"$TMP/flood.fifo"
+    start_bg RUN bash -c 'exec "$@" <"$0"' "$TMP/flood.fifo" ${@+"$@"} \
+        "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- "$TMP/flood" "$FLOOD_N" >"$FLOOD_OUT" 2>&1
+}
+# flood_release MS [WHOSE]: lets the flood's receivers have their bytes; they must all
+# return within MS ms and the run exit 0. WHOSE ("B's") names them in the messages.
+flood_release() {
+    local ms=$1 whose=${2:+$2 }
+    echo go >&"$FLOOD_HOLD"
+    exec {FLOOD_HOLD}>&-
+    ended_within "$RUN" "$ms" ||
+        fail "${whose:-the }receivers did not all return within $((ms / 1000)) s of their data: $(tail -5 "$FLOOD_OUT")"
+    reap "$RUN"
+    [ "$REAPED_STATUS" = 0 ] || fail "${whose}run: exit status $REAPED_STATUS: $(tail -5 "$FLOOD_OUT")"
+    expect_eq "${whose}receivers that returned" "$(sed -n 's/^received //p' "$FLOOD_OUT")" "$FLOOD_N"
+}
+
 # cpython_suite SUITE WHAT: runs scripts/cpython_suite --suite SUITE (CPython's own tests,
 # Debian's libpython3.X-testsuite for /usr/bin/python3) on kernel sockets and via
 # $UDSFS_RUN_VIA on $MNT, with integration/cpython_SUITE_exceptions.txt (test_socket's
