@@ -180,8 +180,7 @@ exit_status() {
 # adversarial_pool.sh start through `udsfs run --front seccomp`.
 # flood_build: builds flood.c, static, as $TMP/flood.
 flood_build() {
-    need_cmd gcc gcc
-    [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
+    need_static_gcc
     gcc -static -O2 -pthread -o "$TMP/flood" "$ROOT/integration/c/flood.c" || fail "gcc -static flood.c failed"
     chmod 755 "$TMP/flood"
 }

@@ -19,8 +19,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-need_cmd gcc gcc
-[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
+need_static_gcc
 gcc -static -O2 -pthread -o "$TMP/blocking" "$ROOT/integration/c/blocking.c" || fail "gcc -static blocking.c failed"
 ! readelf -l "$TMP/blocking" | grep -q 'INTERP' || fail "blocking is not statically linked"
 
