@@ -176,6 +176,17 @@ exit_status() {
     echo "$what exit status: $REAPED_STATUS" >>"$out"
 }
 
+# parked_threads PID: how many threads of the supervisor (`udsfs run` proper PID) sleep
+# in a FUSE request, parked in the daemon.
+parked_threads() {
+    local t n=0
+    for t in /proc/"$1"/task/*; do
+        [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-supervise ] || continue
+        [[ $(cat "$t/wchan" 2>/dev/null) == *request_wait_answer* ]] && n=$((n + 1))
+    done
+    echo "$n"
+}
+
 # The flood of waiting calls (integration/c/flood.c) that run_seccomp_flood.sh and
 # adversarial_pool.sh start through `udsfs run --front seccomp`.
 # flood_build: builds flood.c, static, as $TMP/flood.

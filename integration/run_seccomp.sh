@@ -239,14 +239,7 @@ wait_grep "$TMP/bl.out" '^pid ' || fail "no pid line: $(cat "$TMP/bl.out")"
 PYPID=$(sed -n 's/^pid //p' "$TMP/bl.out")
 BLPROPER=$(run_proper "$BLRUN")
 # The supervisor's threads parked in the daemon (the pool's idle workers stay).
-supervise_threads() {
-    local t n=0
-    for t in /proc/"$BLPROPER"/task/*; do
-        [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-supervise ] || continue
-        [[ $(cat "$t/wchan" 2>/dev/null) == *request_wait_answer* ]] && n=$((n + 1))
-    done
-    echo "$n"
-}
+supervise_threads() { parked_threads "$BLPROPER"; }
 sleep 0.3
 [ "$(supervise_threads)" -ge 1 ] || fail "no supervisor thread waits for the blocking accept"
 kill -USR1 "$PYPID"

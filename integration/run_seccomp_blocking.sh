@@ -36,15 +36,6 @@ switches() {
     done
     echo "$n"
 }
-# How many of the supervisor's threads sleep in a FUSE request (parked in the daemon).
-parked_threads() {
-    local t n=0
-    for t in /proc/"$1"/task/*; do
-        [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-supervise ] || continue
-        [[ $(cat "$t/wchan" 2>/dev/null) == *request_wait_answer* ]] && n=$((n + 1))
-    done
-    echo "$n"
-}
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # 1. Waits that make no wake-ups.
