@@ -10,8 +10,7 @@
 # own kills it with SIGSEGV.
 source "$(dirname "$0")/lib.sh"
 
-need_cmd gcc gcc
-[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
+need_static_gcc
 need_preload
 
 gcc -O2 -pthread -o "$TMP/efault" "$ROOT/integration/c/efault.c" || fail "gcc efault.c failed"

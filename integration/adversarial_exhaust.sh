@@ -184,9 +184,7 @@ while why is None and len(pairs) < int(sys.argv[1]):
 total = sum(p[3] for p in pairs)
 print(why or "none", len(pairs), total, flush=True)
 if len(sys.argv) > 2:
-    open(sys.argv[2] + ".held", "w").close()
-    while not os.path.exists(sys.argv[2]):
-        time.sleep(0.02)
+    hold(sys.argv[2])
     fd, w, r, sent = pairs[0]
     got = b""
     while True:

@@ -27,12 +27,9 @@
 UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
+for_other_users sig # S: where A and B leave signs
 A=61021
 B=61022
-chmod o+x "$TMP" # mktemp -d made it 0700; other users must reach $MNT inside it
-S=$TMP/sig # where A and B leave signs
-mkdir -m 1777 "$S"
 
 # rt.py STOP: A's 100-byte round trips on a stream pair until the file STOP exists
 # (at least 200); prints the worst in ms, how many, and the mean in µs.

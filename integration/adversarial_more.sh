@@ -70,9 +70,7 @@ while why is None and len(pairs) < int(sys.argv[1]):
     sent, why = fill_bytes(w, bytes(range(256)) * 256)
     pairs.append((fd, w, r, sent))
 print(why or "none", len(pairs), sum(p[3] for p in pairs), flush=True)
-open(sys.argv[2] + ".held", "w").close()
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.02)
+hold(sys.argv[2])
 fd, w, r, sent = pairs[0]
 got, most = bytearray(), 0
 while len(got) < sent:
@@ -103,31 +101,44 @@ expect_eq "B reads its first sliced pair back (bytes, largest read)" "$(tail -1 
 alive "slicer pieces"
 ok "slicer pieces: counted as the sender's queued memory"
 
+# b_holds NOFILE TAG WHAT SCRIPT [ARGS...]: user B runs SCRIPT ARGS... $OUT/TAG in the
+# background (HOLDER; at most NOFILE descriptors; its output in $OUT/TAG_b) and it must
+# hold WHAT (it makes $OUT/TAG.held) within 120 s; let_go "$OUT/TAG" ends it.
+b_holds() {
+    local nofile=$1 tag=$2 what=$3
+    shift 3
+    prlimit --nofile="$nofile:$nofile" -- setpriv --reuid=$B --regid=$B --clear-groups \
+        timeout 300 /usr/bin/python3 "$@" "$OUT/$tag" >"$OUT/${tag}_b" 2>&1 &
+    HOLDER=$!
+    wait_for "$OUT/$tag.held" 120 "B did not get to hold $what" "$OUT/${tag}_b"
+}
+
 # 2. The listing of .udsfs/sock.
 with_helpers "$TMP/hold_pairs.py" <<'PY'
 # hold_pairs.py N DONE: holds N stream pairs (2N sockets), makes DONE.held, waits for DONE.
 import resource
 resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]) + 64,) * 2)
 fds = [os.open(f"{U}/stream/pair", os.O_RDWR) for _ in range(int(sys.argv[1]))]
-open(sys.argv[2] + ".held", "w").close()
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.05)
+hold(sys.argv[2])
 PY
 chmod 644 "$TMP/hold_pairs.py"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$DAEMON_PID/stat"; }
-prlimit --nofile=19100:19100 -- setpriv --reuid=$B --regid=$B --clear-groups \
-    timeout 300 /usr/bin/python3 "$TMP/hold_pairs.py" 19000 "$OUT/pairs" >"$OUT/pairs_b" 2>&1 &
-HOLDER=$!
-wait_for "$OUT/pairs.held" 120 "B did not get to hold its 19000 pairs" "$OUT/pairs_b"
-t0=$(cpu_ticks)
-listed=$(as_uid $A ls -f "$U/sock" | grep -c '^[0-9]')
-t1=$(cpu_ticks)
-hz=$(getconf CLK_TCK)
-cpu_ms=$(((t1 - t0) * 1000 / hz))
-say "A's listing of .udsfs/sock: $listed sockets, $cpu_ms ms of the daemon's CPU"
+# a_lists DIR PATTERN WHAT: user A lists .udsfs/DIR once; `listed` is set to the entries
+# that match PATTERN (WHAT: what they are); that listing may cost the daemon 400 ms of
+# CPU at the most.
+a_lists() {
+    local t0 t1 cpu_ms
+    t0=$(cpu_ticks)
+    listed=$(as_uid $A ls -f "$U/$1" | grep -c "$2")
+    t1=$(cpu_ticks)
+    cpu_ms=$(((t1 - t0) * 1000 / $(getconf CLK_TCK)))
+    say "A's listing of .udsfs/$1: $listed $3, $cpu_ms ms of the daemon's CPU"
+    [ "$cpu_ms" -lt 400 ] || fail "one listing of $listed $3 in .udsfs/$1 cost the daemon $cpu_ms ms of CPU"
+    ok "a listing of .udsfs/$1 costs the daemon $cpu_ms ms for $listed $3"
+}
+b_holds 19100 pairs "its 19000 pairs" "$TMP/hold_pairs.py" 19000
+a_lists sock '^[0-9]' sockets
 [ "$listed" -ge 38000 ] || fail "A's listing showed $listed sockets, want B's 38000"
-[ "$cpu_ms" -lt 400 ] || fail "one listing of $listed sockets cost the daemon $cpu_ms ms of CPU"
-ok "a listing of .udsfs/sock costs the daemon $cpu_ms ms for $listed sockets"
 let_go "$OUT/pairs" "$HOLDER" "B's pair holder failed" "$OUT/pairs_b"
 alive "sock listing"
 
@@ -142,23 +153,12 @@ for i in range(int(sys.argv[1])):
     fd, n = clone("dgram")
     ctl(fd, f"bind @more{i:06d}{os.getpid()}" + "x" * 80)
     fds.append(fd)
-open(sys.argv[2] + ".held", "w").close()
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.05)
+hold(sys.argv[2])
 PY
 chmod 644 "$TMP/hold_names.py"
-prlimit --nofile=19100:19100 -- setpriv --reuid=$B --regid=$B --clear-groups \
-    timeout 300 /usr/bin/python3 "$TMP/hold_names.py" 19000 "$OUT/names" >"$OUT/names_b" 2>&1 &
-HOLDER=$!
-wait_for "$OUT/names.held" 120 "B did not get to hold its 19000 names" "$OUT/names_b"
-t0=$(cpu_ticks)
-listed=$(as_uid $A ls -f "$U/abstract" | grep -c '^more')
-t1=$(cpu_ticks)
-cpu_ms=$(((t1 - t0) * 1000 / hz))
-say "A's listing of .udsfs/abstract: $listed names, $cpu_ms ms of the daemon's CPU"
+b_holds 19100 names "its 19000 names" "$TMP/hold_names.py" 19000
+a_lists abstract '^more' names
 expect_eq "names in A's listing of .udsfs/abstract" "$listed" 19000
-[ "$cpu_ms" -lt 400 ] || fail "one listing of $listed abstract names cost the daemon $cpu_ms ms of CPU"
-ok "a listing of .udsfs/abstract costs the daemon $cpu_ms ms for $listed names"
 let_go "$OUT/names" "$HOLDER" "B's name holder failed" "$OUT/names_b"
 alive "abstract listing"
 
@@ -181,16 +181,11 @@ for _ in range(int(sys.argv[1])):
     assert libc.syscall(217, fd, buf, 4096) > 0  # SYS_getdents64
     fds.append(fd)
 print(len(os.listdir(d)), flush=True)
-open(sys.argv[2] + ".held", "w").close()
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.05)
+hold(sys.argv[2])
 PY
 chmod 644 "$TMP/hold_dirs.py"
 before=$(rss_kb)
-prlimit --nofile=2100:2100 -- setpriv --reuid=$B --regid=$B --clear-groups \
-    timeout 300 /usr/bin/python3 "$TMP/hold_dirs.py" 2000 "$OUT/dirs" >"$OUT/dirs_b" 2>&1 &
-HOLDER=$!
-wait_for "$OUT/dirs.held" 120 "B did not get to hold its 2000 directory handles" "$OUT/dirs_b"
+b_holds 2100 dirs "its 2000 directory handles" "$TMP/hold_dirs.py" 2000
 after=$(rss_kb)
 grown=$(((after - before) / 1024))
 say "B's 2000 handles on a directory of 1024 long names, each read once: the daemon grew by $grown MB"
@@ -272,9 +267,7 @@ for name in ["a/b", "", "\\xff" * 107, ".", ".."]:
     fd, n = clone("dgram")
     ctl(fd, "bind @" + name)
     fds.append(fd)
-open(sys.argv[1] + ".held", "w").close()
-while not os.path.exists(sys.argv[1]):
-    time.sleep(0.05)
+hold(sys.argv[1])
 PY
 chmod 644 "$TMP/odd_names.py"
 as_uid $B timeout 300 /usr/bin/python3 "$TMP/odd_names.py" "$OUT/odd" >"$OUT/odd_b" 2>&1 &

@@ -23,8 +23,7 @@
 UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
-chmod o+x "$TMP" # mktemp -d made it 0700; other users must reach $MNT inside it
+for_other_users
 export ATTEMPTS=${UDSFS_OBSERVER_ATTEMPTS:-15000}
 
 py "$(

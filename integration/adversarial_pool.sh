@@ -10,8 +10,6 @@ UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-need_cmd gcc gcc
-[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
 command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
 A=61001
 B=61002
@@ -19,8 +17,7 @@ N=${FLOOD_THREADS:-10000}
 chmod 755 "$TMP"
 RUNTMP=$TMP/runtmp
 mkdir -m 1777 "$RUNTMP"
-gcc -static -O2 -pthread -o "$TMP/flood" "$ROOT/integration/c/flood.c" || fail "gcc -static flood.c failed"
-chmod 755 "$TMP/flood"
+flood_build
 run_as() {
     local uid=$1
     shift
@@ -37,12 +34,8 @@ alone=$(a_probe)
 [ -n "$alone" ] || fail "A's probe printed no time"
 say "A's round trip without B: $alone s"
 
-fifo=$TMP/flood.fifo
-out=$TMP/flood.out
-mkfifo -m 666 "$fifo"
-exec {hold}<>"$fifo"
-start_bg RUN bash -c 'exec "$@" <"$0"' "$fifo" setpriv --reuid="$B" --regid="$B" --clear-groups \
-    env TMPDIR="$RUNTMP" "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- "$TMP/flood" "$N" >"$out" 2>&1
+out=$FLOOD_OUT
+flood_start "$N" setpriv --reuid="$B" --regid="$B" --clear-groups env TMPDIR="$RUNTMP"
 for _ in $(seq 1 6000); do
     grep -q '^probed' "$out" && break
     proc_alive "$RUN" || break
@@ -58,9 +51,4 @@ awk -v d="$during" -v a="$alone" 'BEGIN { exit !(d <= 10 * a + 2) }' ||
     fail "A's round trip took $during s while B's $N recvs waited ($alone s without): over 10x + 2 s"
 ok "A's own run was served within 10x + 2 s of without ($during s vs $alone s) while B's $N recvs waited"
 
-echo go >&"$hold"
-exec {hold}>&-
-ended_within "$RUN" 180000 || fail "B's receivers did not all return within 180 s of their data: $(tail -5 "$out")"
-reap "$RUN"
-[ "$REAPED_STATUS" = 0 ] || fail "B's run: exit status $REAPED_STATUS: $(tail -5 "$out")"
-expect_eq "B's receivers that returned" "$(sed -n 's/^received //p' "$out")" "$N"
+flood_release 180000 "B's"

@@ -53,44 +53,57 @@ chown -h "$B:$B" "$S/l"
 # B's directories in the mount, where the daemon lets B bind.
 as_uid "$B" mkdir -p "$MNT$R" "$MNT$S/l" || fail "B cannot make directories in the mount"
 
-# bind.py LISTENER PATH...: binds a socket to each PATH; the last ones after "--" with a
-# udsfs client socket (connected to LISTENER, bound nowhere), so that the bind reaches
-# the supervisor's udsfs side.
+# bind.py LISTENER ARG...: for each ARG (PATH binds a new socket to PATH, connect:PATH
+# connects one to PATH, unlink:PATH unlinks PATH) prints ARG and what came of it; the
+# binds after "--" with a udsfs client socket (connected to LISTENER, bound nowhere), so
+# that the bind reaches the supervisor's udsfs side. LISTENER "-": none.
 cat >"$TMP/bind.py" <<'PY'
 import os, socket, sys
 print("ids", os.getresuid(), flush=True)
 args = sys.argv[1:]
-lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-lst.bind(args[0])
-lst.listen(8)
+if args[0] != "-":
+    lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lst.bind(args[0])
+    lst.listen(8)
 udsfs = False
-for path in args[1:]:
-    if path == "--":
+for arg in args[1:]:
+    if arg == "--":
         udsfs = True
         continue
-    if path.startswith("connect:"):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.connect(path[8:])
-            print(path, "connected", flush=True)
-        except OSError as e:
-            print(path, "errno", e.errno, flush=True)
-        continue
+    op, path = arg.split(":", 1) if arg.startswith(("connect:", "unlink:")) else ("bind", arg)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    if udsfs:
-        s.connect(args[0])
     try:
-        s.bind(path)
-        print(path, "bound", flush=True)
+        if op == "connect":
+            s.connect(path)
+            print(arg, "connected", flush=True)
+        elif op == "unlink":
+            os.unlink(path)
+            print(arg, "unlinked", flush=True)
+        else:
+            if udsfs:
+                s.connect(args[0])
+            s.bind(path)
+            print(arg, "bound", flush=True)
     except OSError as e:
-        print(path, "errno", e.errno, flush=True)
+        print(arg, "errno", e.errno, flush=True)
 PY
 chmod 644 "$TMP/bind.py"
 
+# b_in_root_run [--route DIR]... -- ARG...: root's `udsfs run --front seccomp`, its
+# command made user B before it runs bind.py ARG...
+b_in_root_run() {
+    local routes=()
+    while [ "$1" != -- ]; do
+        routes+=("$1" "$2")
+        shift 2
+    done
+    shift
+    env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp "${routes[@]}" -- \
+        setpriv --reuid="$B" --regid="$B" --clear-groups /usr/bin/python3 "$TMP/bind.py" "$@"
+}
+
 # root's run; the command becomes B before it binds.
-out=$(env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp \
-    --route "$R" --route "$S" --route "$BDIR" -- \
-    setpriv --reuid="$B" --regid="$B" --clear-groups /usr/bin/python3 "$TMP/bind.py" \
+out=$(b_in_root_run --route "$R" --route "$S" --route "$BDIR" -- \
     "$BDIR/srv" "$R/x" "$S/l/made" "$BDIR/mine" "connect:$S/l/present" "connect:$S/l/absent" \
     -- "$SECRET/present" "$SECRET/absent" 2>&1) || fail "the run failed: $out"
 say "B's binds under root's supervisor:"
@@ -144,20 +157,7 @@ mkdir -m 755 "$T" "$MNT$T" 2>/dev/null || mkdir -p -m 755 "$MNT$T"
 [ -S "$MNT$T/rootsock" ] || fail "6. root's socket node is missing: $(ls -l "$MNT$T")"
 echo precious >"$SECRET/file"
 as_uid "$B" ln -s "$SECRET" "$MNT$S/l/esc" || fail "6. B cannot make a symlink in the mount"
-cat >"$TMP/unlink.py" <<'PY'
-import os, sys
-for path in sys.argv[1:]:
-    try:
-        os.unlink(path)
-        print(path, "unlinked", flush=True)
-    except OSError as e:
-        print(path, "errno", e.errno, flush=True)
-PY
-chmod 644 "$TMP/unlink.py"
-out=$(env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp \
-    --route "$T" --route "$S" -- \
-    setpriv --reuid="$B" --regid="$B" --clear-groups /usr/bin/python3 "$TMP/unlink.py" \
-    "$T/rootsock" "$S/l/esc/file" 2>&1) || fail "6. the run failed: $out"
+out=$(b_in_root_run --route "$T" --route "$S" -- - "unlink:$T/rootsock" "unlink:$S/l/esc/file" 2>&1) || fail "6. the run failed: $out"
 say "6. B's unlinks under root's supervisor:"
 say "$out"
 say "   root's socket node now: $(ls -l "$MNT$T/rootsock" 2>&1); root's file: $(ls -l "$SECRET/file" 2>&1)"
@@ -174,10 +174,7 @@ mkdir -m 777 "$B2/sub"
 chown -R "$B:$B" "$B2"
 chmod 777 "$B2/sub"
 as_uid "$B" ln -s "$SECRET" "$MNT$B2" || fail "7. B cannot make a symlink in the mount"
-out=$(env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp \
-    --route "$B2" -- \
-    setpriv --reuid="$B" --regid="$B" --clear-groups /usr/bin/python3 "$TMP/bind.py" \
-    "$B2/sub/srv" 2>&1) || say "7. (the run: $out)"
+out=$(b_in_root_run --route "$B2" -- "$B2/sub/srv" 2>&1) || say "7. (the run: $out)"
 say "7. B's bind of $B2/sub/srv with $MNT$B2 -> $SECRET: $out"
 say "   root's 0700 directory now holds: $(ls -lA "$SECRET" | tail -n +2 | tr '\n' ';')"
 [ ! -e "$SECRET/sub" ] || fail "7. root's mkdir followed B's symlink in the mount: $(ls -ld "$SECRET/sub")"

@@ -22,12 +22,11 @@ UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-need_cmd gcc gcc
+need_static_gcc
 need_cmd python3 python3
 # User B's programs: a python3 of the system's (one under root's home may be closed to B).
 [ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
 command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
-[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
 [ "$UDSFS_RUN_VIA" == udsfs ] || fail "adversarial_run.sh attacks udsfs run itself: UDSFS_RUN_VIA must be udsfs"
 B=61002
 as_b() { setpriv --reuid="$B" --regid="$B" --clear-groups "$@"; }

@@ -19,12 +19,9 @@ UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 
 need_preload
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
+for_other_users sig # S: where A and B leave signs
 A=61031
 B=61032
-chmod o+x "$TMP" # mktemp -d made it 0700; other users must reach $MNT inside it
-S=$TMP/sig       # where A and B leave signs
-mkdir -m 1777 "$S"
 lib_env=(env "LD_PRELOAD=$PRELOAD_LIB" "UDSFS_MOUNT=$MNT" "S=$S")
 
 # member.py NAME GROUP: joins process group GROUP ("new": a group of its own), appends

@@ -286,6 +286,15 @@ def sha(b):
     return hashlib.sha256(b).hexdigest()
 
 
+def drained_under(name, fault):
+    """A connection to a new listener at `name`, its accepted end drained (`drained`),
+    then the rule `name NAME up FAULT`: the listener, the client, the accepted end, the
+    drain's result function and the rule's number."""
+    lst, c, a = connected(name)
+    result = drained(a)
+    return lst, c, a, result, rule(f"name {name} up {fault}")
+
+
 # Large sends (more than one message ioctl holds, MSG_ROOM) under short_write;
 # random payloads, so that a byte duplicated, lost or reordered changes the hash:
 # one send()/send() with a flag/write() of 1 MiB returns the rule's count and
@@ -294,9 +303,7 @@ def sha(b):
 BIG = 1 << 20
 K = 5000
 for how in ("send", "send with MSG_NOSIGNAL", "sendmsg passing a socket", "write"):
-    lst, c, a = connected("bigshort.sock")
-    result = drained(a)
-    n = rule(f"name bigshort.sock up short_write bytes={K}")
+    lst, c, a, result, n = drained_under("bigshort.sock", f"short_write bytes={K}")
     p1, p2 = os.urandom(BIG), os.urandom(BIG)
     if how == "send":
         one = c.send
@@ -315,9 +322,7 @@ for how in ("send", "send with MSG_NOSIGNAL", "sendmsg passing a socket", "write
         "receiver got", total, "bytes, the prefix then the whole:", digest == sha(p1[:K] + p2))
     a.close(), lst.close()
 
-lst, c, a = connected("bigshort.sock")
-result = drained(a)
-n = rule(f"name bigshort.sock up short_write bytes={K}")
+lst, c, a, result, n = drained_under("bigshort.sock", f"short_write bytes={K}")
 p = os.urandom(BIG)
 say("short_write large sendall:", res(lambda: c.sendall(p)))
 injected = counters(n)
@@ -329,9 +334,7 @@ a.close(), lst.close()
 
 # limit_data under a large send: it returns the limit, the receiver gets
 # exactly that prefix then EOF, and the next send fails with EPIPE.
-lst, c, a = connected("biglimit.sock")
-result = drained(a)
-n = rule(f"name biglimit.sock up limit_data bytes={K}")
+lst, c, a, result, n = drained_under("biglimit.sock", f"limit_data bytes={K}")
 p = os.urandom(BIG)
 say("limit_data large send:", res(lambda: c.send(p)))
 say("limit_data send after it:", res(lambda: c.send(p)))

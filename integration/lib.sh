@@ -540,9 +540,31 @@ need_preload() {
     done
 }
 
-# need_cmd CMD PACKAGE: fail loudly when a program a test runs is missing.
+# need_cmd CMD PACKAGE [CMD PACKAGE]...: fail loudly when a program a test runs is missing.
 need_cmd() {
-    command -v "$1" >/dev/null 2>&1 || fail "$1 is not installed (package $2; .ci/run installs it)"
+    while [ $# -gt 0 ]; do
+        command -v "$1" >/dev/null 2>&1 || fail "$1 is not installed (package $2; .ci/run installs it)"
+        shift 2
+    done
+}
+
+# for_other_users [SIGNS]: for the scripts whose other users (A, B, ...) run programs: the
+# system's /usr/bin/python3 (one under root's home may be closed to them), and $TMP
+# opened to them (mktemp -d made it 0700; $MNT is inside). With SIGNS, S=$TMP/SIGNS is
+# made, a directory where they may all leave signs.
+for_other_users() {
+    [ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
+    chmod o+x "$TMP"
+    if [ $# -gt 0 ]; then
+        S=$TMP/$1
+        mkdir -m 1777 "$S"
+    fi
+}
+
+# need_static_gcc: gcc and the static C library, for the static programs a test builds.
+need_static_gcc() {
+    need_cmd gcc gcc
+    [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
 }
 
 # run_proper PID: the pid of `udsfs run` proper below the `udsfs run` PID (its front,

@@ -56,6 +56,17 @@ via() {
     "${RUN_CMD[@]}"
 }
 
+# serve VAR SOCK LOG [--route DIR]... -- CMD [ARGS...]: starts CMD on the chosen sockets
+# as start_bg does (VAR set to its PID; its output in LOG) and waits until it listens at
+# SOCK (wait_listening).
+serve() {
+    local _var=$1 _sock=$2 _log=$3
+    shift 3
+    run_cmd "$@"
+    start_bg "$_var" "${RUN_CMD[@]}" >"$_log" 2>&1
+    wait_listening "$_sock"
+}
+
 # kernel_has_socket PATH: /proc/net/unix lists a kernel socket bound at exactly PATH.
 kernel_has_socket() {
     awk -v p="$1" 'NR > 1 && $8 == p { f = 1 } END { exit !f }' /proc/net/unix
@@ -131,6 +142,84 @@ _run_kill_groups() {
 # a failing step here would end the trap before the unmount).
 trap '_run_status=$?; set +e; _run_kill_groups; (exit $_run_status); _lib_cleanup' EXIT
 
+# stop_bg [-SIG] PID...: stops programs start_bg started: each PID after a -SIG is sent
+# SIG first (its graceful stop: nginx's QUIT, haproxy's USR1) and given 10 s to end;
+# then every PID's process group is killed and the PIDs are reaped.
+stop_bg() {
+    local graceful=() all=() p
+    while [ $# -gt 0 ]; do
+        case $1 in
+        -*)
+            kill "$1" "$2" 2>/dev/null || true
+            graceful+=("$2")
+            all+=("$2")
+            shift 2
+            ;;
+        *)
+            all+=("$1")
+            shift
+            ;;
+        esac
+    done
+    for p in ${graceful[@]+"${graceful[@]}"}; do ended_within "$p" 10000 || true; done
+    for p in "${all[@]}"; do kill -- "-$p" 2>/dev/null || true; done
+    wait "${all[@]}" 2>/dev/null || true
+}
+
+# exit_status OUT WHAT PID MS LOG: PID (the program WHAT, told to end) must end within MS
+# ms, or the script fails with LOG's last lines; its exit status is appended to the
+# answers OUT as "WHAT exit status: N".
+exit_status() {
+    local out=$1 what=$2 pid=$3 ms=$4 log=$5
+    ended_within "$pid" "$ms" || fail "$UDSFS_RUN_VIA: $what did not end within $ms ms: $(tail -5 "$log")"
+    reap "$pid"
+    echo "$what exit status: $REAPED_STATUS" >>"$out"
+}
+
+# parked_threads PID: how many threads of the supervisor (`udsfs run` proper PID) sleep
+# in a FUSE request, parked in the daemon.
+parked_threads() {
+    local t n=0
+    for t in /proc/"$1"/task/*; do
+        [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-supervise ] || continue
+        [[ $(cat "$t/wchan" 2>/dev/null) == *request_wait_answer* ]] && n=$((n + 1))
+    done
+    echo "$n"
+}
+
+# The flood of waiting calls (integration/c/flood.c) that run_seccomp_flood.sh and
+# adversarial_pool.sh start through `udsfs run --front seccomp`.
+# flood_build: builds flood.c, static, as $TMP/flood.
+flood_build() {
+    need_static_gcc
+    gcc -static -O2 -pthread -o "$TMP/flood" "$ROOT/integration/c/flood.c" || fail "gcc -static flood.c failed"
+    chmod 755 "$TMP/flood"
+}
+# flood_start N [PREFIX...]: starts `PREFIX... udsfs run --front seccomp --mount $MNT --
+# $TMP/flood N` in the background (RUN its PID, its output in FLOOD_OUT), its stdin a
+# fifo held open until flood_release.
+FLOOD_OUT=$TMP/flood.out
+flood_start() {
+    FLOOD_N=$1
+    shift
+    mkfifo -m 666 "$TMP/flood.fifo"
+    exec {FLOOD_HOLD}<>"$TMP/flood.fifo"
+    start_bg RUN bash -c 'exec "$@" <"$0"' "$TMP/flood.fifo" ${@+"$@"} \
+        "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- "$TMP/flood" "$FLOOD_N" >"$FLOOD_OUT" 2>&1
+}
+# flood_release MS [WHOSE]: lets the flood's receivers have their bytes; they must all
+# return within MS ms and the run exit 0. WHOSE ("B's") names them in the messages.
+flood_release() {
+    local ms=$1 whose=${2:+$2 }
+    echo go >&"$FLOOD_HOLD"
+    exec {FLOOD_HOLD}>&-
+    ended_within "$RUN" "$ms" ||
+        fail "${whose:-the }receivers did not all return within $((ms / 1000)) s of their data: $(tail -5 "$FLOOD_OUT")"
+    reap "$RUN"
+    [ "$REAPED_STATUS" = 0 ] || fail "${whose}run: exit status $REAPED_STATUS: $(tail -5 "$FLOOD_OUT")"
+    expect_eq "${whose}receivers that returned" "$(sed -n 's/^received //p' "$FLOOD_OUT")" "$FLOOD_N"
+}
+
 # cpython_suite SUITE WHAT: runs scripts/cpython_suite --suite SUITE (CPython's own tests,
 # Debian's libpython3.X-testsuite for /usr/bin/python3) on kernel sockets and via
 # $UDSFS_RUN_VIA on $MNT, with integration/cpython_SUITE_exceptions.txt (test_socket's
@@ -181,4 +270,31 @@ show_answers() {
     say "$mode answers:"
     sed 's/^/    /' "$out"
     ! grep -h 'udsfs-preload' "$@" >&2 || fail "$mode: the library complained (above)"
+}
+
+# nginx_conf D WORKERS: writes D/nginx.conf for an nginx run in the foreground as root,
+# with WORKERS workers and its error log, pid file and temporary files in D; its http
+# block holds what comes on stdin (the upstreams and servers).
+nginx_conf() {
+    local d=$1 workers=$2
+    {
+        cat <<EOF2
+daemon off;
+master_process on;
+worker_processes $workers;
+user root;
+error_log $d/error.log info;
+pid $d/nginx.pid;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path $d/body;
+    proxy_temp_path $d/proxy;
+    fastcgi_temp_path $d/fcgi;
+    uwsgi_temp_path $d/uwsgi;
+    scgi_temp_path $d/scgi;
+EOF2
+        cat
+        echo "}"
+    } >"$d/nginx.conf"
 }

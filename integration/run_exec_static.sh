@@ -14,12 +14,8 @@
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-need_cmd go golang-go
-need_cmd gcc gcc
-need_cmd readelf binutils
-need_cmd python3 python3
-need_cmd bash bash
-[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
+need_static_gcc
+need_cmd go golang-go readelf binutils python3 python3 bash bash
 [ "$UDSFS_RUN_VIA" == udsfs ] || fail "run_exec_static.sh tests udsfs run itself: UDSFS_RUN_VIA=kernel has nothing to compare"
 
 export GOCACHE=$ROOT/target/gocache GOPATH=$ROOT/target/gopath GOPROXY=off GOFLAGS= GO111MODULE=on

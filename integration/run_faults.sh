@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_faults.sh: unmodified programs under timed faults, through `udsfs run --mount
 # $MNT`, the rules written to $U/faults (docs/faults.md):
-# 1. `curl --unix-socket` against a Python HTTP server with `latency latency=100` on the
+# 1. `curl --unix-socket` against a Python HTTP server (http_upstream.py) with `latency latency=100` on the
 #    requests: every request succeeds and takes >= 100 ms;
 # 2. a Python asyncio client and server exchange 1 MiB, echoed back intact, under
 #    `slicer average_size=32 size_variation=31` on both directions.
@@ -20,37 +20,14 @@ SOCK=$MNT/www/http.sock
 REQUESTS=3
 
 # ---- 1. curl under latency
-cat >"$TMP/server.py" <<'EOF'
-import http.server, socketserver, sys
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    def address_string(self):
-        return "unix"
-
-    def do_GET(self):
-        body = ("hello from %s\n" % self.path).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-server = socketserver.UnixStreamServer(sys.argv[1], Handler)
-for _ in range(int(sys.argv[2])):
-    server.handle_request()
-server.server_close()
-print("served", sys.argv[2], "requests", flush=True)
-EOF
-
 add_rule "name www/http.sock up latency latency=100"
-run_cmd -- python3 "$TMP/server.py" "$SOCK" "$REQUESTS"
-start_bg SERVER "${RUN_CMD[@]}" >"$TMP/server.out" 2>&1
-wait_listening "$SOCK"
+serve SERVER "$SOCK" "$TMP/server.out" -- python3 "$LIB_DIR/http_upstream.py" "$SOCK" "$REQUESTS"
 expect_socket_home "$SOCK"
 for i in $(seq "$REQUESTS"); do
     t0=$(now_ms)
     body=$(via -- curl --silent --show-error --fail --max-time 30 --unix-socket "$SOCK" "http://localhost/r$i")
     ms=$(($(now_ms) - t0))
-    expect_eq "GET /r$i body" "$body" "hello from /r$i"
+    expect_eq "GET /r$i body" "$body" "upstream saw /r$i"
     say "request $i under latency 100: $ms ms"
     [ "$ms" -ge 100 ] || fail "request $i took $ms ms under a 100 ms latency"
 done

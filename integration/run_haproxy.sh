@@ -16,37 +16,6 @@ need_cmd haproxy haproxy
 need_cmd curl curl
 need_cmd socat socat
 
-cat >"$TMP/upstream.py" <<'EOF2'
-import http.server, socketserver, sys
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def address_string(self):
-        return "unix"
-
-    def log_message(self, *a):
-        pass
-
-    def reply(self, body):
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        self.reply(("upstream saw %s\n" % self.path).encode())
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.reply(b"%d bytes, sum %d\n" % (len(body), sum(body)))
-
-class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
-Server(sys.argv[1], Handler).serve_forever()
-EOF2
-
 head -c 300000 /dev/urandom >"$TMP/post.bin"
 
 # haproxy binds each unix socket as NAME.PID.tmp, then renames it to NAME: the tables
@@ -81,6 +50,27 @@ bound_home() {
     fi
 }
 
+# haproxy_cfg FILE ADMIN [LINE...]: writes FILE, a haproxy configuration whose admin
+# socket is ADMIN (it passes the listeners to a reloaded process), with the global LINEs,
+# HTTP defaults and then what comes on stdin (the frontends and backends).
+haproxy_cfg() {
+    local file=$1 admin=$2 line
+    shift 2
+    {
+        echo global
+        echo "    stats socket $admin mode 600 level admin expose-fd listeners"
+        for line in "$@"; do echo "    $line"; done
+        cat <<'EOF2'
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 10s
+    timeout server 10s
+EOF2
+        cat
+    } >"$file"
+}
+
 # one_run MODE DIR: haproxy and its backend with sockets in DIR, its admin sockets in
 # $TMP/hap-MODE/run, on MODE's sockets; the answers go to $TMP/MODE.out.
 one_run() {
@@ -88,25 +78,14 @@ one_run() {
     UDSFS_RUN_VIA=$mode
     mkdir -p "$d/run" "$dir"
     local admin=$d/run/admin.sock master=$d/run/master.sock
-    cat >"$d/haproxy.cfg" <<EOF2
-global
-    stats socket $admin mode 600 level admin expose-fd listeners
-    pidfile $d/haproxy.pid
-    nbthread 2
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 10s
-    timeout server 10s
+    haproxy_cfg "$d/haproxy.cfg" "$admin" "pidfile $d/haproxy.pid" "nbthread 2" <<EOF2
 frontend fe
     bind unix@$dir/haproxy.sock
     default_backend be
 backend be
     server s1 unix@$dir/upstream.sock check inter 200ms rise 1 fall 1
 EOF2
-    run_cmd -- python3 "$TMP/upstream.py" "$dir/upstream.sock"
-    start_bg UPSTREAM "${RUN_CMD[@]}" >"$d/upstream.out" 2>&1
-    wait_listening "$dir/upstream.sock"
+    serve UPSTREAM "$dir/upstream.sock" "$d/upstream.out" -- python3 "$LIB_DIR/http_upstream.py" "$dir/upstream.sock"
     run_cmd --route "$d/run" -- haproxy -W -db -S "$master" -f "$d/haproxy.cfg"
     start_bg HAPROXY "${RUN_CMD[@]}" >"$d/haproxy.out" 2>&1
     bound_home "$dir/haproxy.sock"
@@ -120,12 +99,16 @@ EOF2
     # master_cmd CMD: one command on the master CLI socket; proc: its process list.
     master_cmd() { echo "$1" | via --route "$d/run" -- timeout 10 socat - "UNIX-CONNECT:$master"; }
     proc() { master_cmd "show proc"; }
-    local i
-    for i in $(seq 1 250); do
-        [ "$(status)" == "s1: UP" ] && break
-        sleep 0.04
-    done
-    local c=(curl --silent --show-error --max-time 8 --unix-socket "$dir/haproxy.sock")
+    # wait_up: until the health check sees the backend server up (10 s at most).
+    wait_up() {
+        local i
+        for i in $(seq 1 250); do
+            [ "$(status)" == "s1: UP" ] && break
+            sleep 0.04
+        done
+    }
+    wait_up
+    local i c=(curl --silent --show-error --max-time 8 --unix-socket "$dir/haproxy.sock")
     {
         status
         admin "show info" | grep -E '^(Name|Nbthread|Process_num|Stopping):'
@@ -136,10 +119,7 @@ EOF2
         status
         via -- "${c[@]}" -o /dev/null -w '%{http_code}\n' http://localhost/maint || echo "maint: curl failed $?"
         admin "enable server be/s1"
-        for i in $(seq 1 250); do
-            [ "$(status)" == "s1: UP" ] && break
-            sleep 0.04
-        done
+        wait_up
         status
         via -- "${c[@]}" http://localhost/back || echo "back: curl failed $?"
         admin "show stat" | awk -F, '$1 == "fe" && $2 == "FRONTEND" { print "frontend sessions:", $8 }'
@@ -160,21 +140,13 @@ EOF2
         done
         proc | awk -v old="$old_worker" '$2 == "master" { print "master reloads:", $3 }
             $2 == "worker" { print "worker after reload:", ($1 == old ? "the old one" : "a new one") }'
-        for i in $(seq 1 250); do
-            [ "$(status)" == "s1: UP" ] && break
-            sleep 0.04
-        done
+        wait_up
         status
         via -- "${c[@]}" http://localhost/reloaded || echo "reloaded: curl failed $?"
         via -- "${c[@]}" --data-binary @"$TMP/post.bin" http://localhost/post2 || echo "post2: curl failed $?"
     } >"$out" 2>&1 || true
-    say "$mode answers:"
-    sed 's/^/    /' "$out"
-    kill -USR1 "$HAPROXY" 2>/dev/null || true
-    kill -- -"$HAPROXY" 2>/dev/null || true
-    kill -- -"$UPSTREAM" 2>/dev/null || true
-    wait "$HAPROXY" "$UPSTREAM" 2>/dev/null || true
-    ! grep -h 'udsfs-preload' "$d"/*.out >&2 || fail "the library complained (above)"
+    show_answers "$mode" "$out" "$d"/*.out
+    stop_bg -USR1 "$HAPROXY" "$UPSTREAM"
 }
 
 # seamless_run MODE DIR: a seamless reload between two haproxy processes each started on
@@ -186,14 +158,7 @@ seamless_run() {
     local mode=$1 dir=$2 d=$TMP/hap-$1 out=$TMP/$1.out
     UDSFS_RUN_VIA=$mode
     local admin=$d/run/admin2.sock front=$dir/seamless.sock
-    cat >"$d/seamless.cfg" <<EOF2
-global
-    stats socket $admin mode 600 level admin expose-fd listeners
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 10s
-    timeout server 10s
+    haproxy_cfg "$d/seamless.cfg" "$admin" <<EOF2
 frontend fe
     bind unix@$front
     http-request return status 200 content-type text/plain string "served\n"
@@ -238,9 +203,7 @@ EOF2
     } >>"$out" 2>&1 || true
     say "$mode answers, seamless reload:"
     sed -n '/^seamless reload:$/,$s/^/    /p' "$out"
-    kill -- -"$SECOND" 2>/dev/null || true
-    kill -- -"$FIRST" 2>/dev/null || true
-    wait "$SECOND" "$FIRST" 2>/dev/null || true
+    stop_bg "$SECOND" "$FIRST"
     ! grep -h 'udsfs-preload' "$d"/first.out "$d"/second.out >&2 || fail "the library complained (above)"
 }
 
@@ -257,10 +220,5 @@ grep -qx 'upstream saw /reloaded' "$TMP/kernel.out" || fail "the kernel run's ne
 grep -qx 'first process ended: status 0' "$TMP/kernel.out" || fail "the kernel run's first process did not leave on -sf"
 [ "$(grep -cx served "$TMP/kernel.out")" -eq 3 ] || fail "the kernel run's second process did not serve on the listener it was passed"
 grep -qx 'seamless bound by the first process' "$TMP/kernel.out" || fail "the kernel run's passed listener is not the first process's"
-if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
-    cat "$TMP/diff" >&2
-    say "haproxy's output through udsfs:"
-    tail -n 20 "$TMP/hap-udsfs/haproxy.out" >&2
-    fail "haproxy through udsfs run answered differently from the kernel (< kernel, > udsfs)"
-fi
+same_answers "haproxy" tail -v -n 20 "$TMP/hap-udsfs/haproxy.out"
 ok "haproxy (master, worker, admin and master CLI sockets) through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"

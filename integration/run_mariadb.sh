@@ -66,12 +66,8 @@ one_run() {
         via -- timeout 30 mariadb-admin --no-defaults -S "$sock" -u root ping
         via -- timeout 60 mariadb-admin --no-defaults -S "$sock" -u root shutdown
     } >"$out" 2>&1 || true
-    ended_within "$MARIADBD" 60000 || fail "$mode: mariadbd did not exit on shutdown: $(tail -5 "$d/error.log")"
-    reap "$MARIADBD"
-    echo "mariadbd exit status: $REAPED_STATUS" >>"$out"
-    say "$mode answers:"
-    sed 's/^/    /' "$out"
-    ! grep -h 'udsfs-preload' "$d"/*.out "$d/error.log" >&2 || fail "the library complained (above)"
+    exit_status "$out" "mariadbd" "$MARIADBD" 60000 "$d/error.log"
+    show_answers "$mode" "$out" "$d"/*.out "$d/error.log"
 }
 
 one_run kernel "$TMP/k"
@@ -81,9 +77,5 @@ grep -qx 'big row read back equal: yes' "$TMP/kernel.out" || fail "the kernel ru
 grep -qx "$(id -nu 65534)@localhost" "$TMP/kernel.out" || fail "uid 65534 did not log in as its own user on the kernel"
 [ "$(grep -cx 'ERROR [0-9]*' "$TMP/kernel.out")" -eq 2 ] || fail "the kernel run did not refuse uid 65534's DELETE and its claim to be root"
 grep -qx 'mariadbd exit status: 0' "$TMP/kernel.out" || fail "mariadbd did not exit 0 on the kernel"
-if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
-    cat "$TMP/diff" >&2
-    tail -n 20 "$TMP/mdb-udsfs/error.log" >&2
-    fail "MariaDB through udsfs run answered differently from the kernel (< kernel, > udsfs)"
-fi
+same_answers "MariaDB" tail -n 20 "$TMP/mdb-udsfs/error.log"
 ok "mariadbd and its clients (unix_socket logins of root and uid 65534, 8 at once) through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"

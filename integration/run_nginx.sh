@@ -13,37 +13,6 @@ source "$LIB_DIR/lib_run.bash"
 need_cmd nginx nginx-light
 need_cmd curl curl
 
-cat >"$TMP/upstream.py" <<'EOF2'
-import http.server, socketserver, sys
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def address_string(self):
-        return "unix"
-
-    def log_message(self, *a):
-        pass
-
-    def reply(self, body):
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        self.reply(("upstream saw %s\n" % self.path).encode())
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.reply(b"%d bytes, sum %d\n" % (len(body), sum(body)))
-
-class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
-Server(sys.argv[1], Handler).serve_forever()
-EOF2
-
 head -c 300000 /dev/urandom >"$TMP/post.bin"
 
 # one_run MODE DIR: nginx and its upstream with sockets in DIR, on MODE's sockets; the
@@ -53,35 +22,16 @@ one_run() {
     UDSFS_RUN_VIA=$mode
     mkdir -p "$d/www/static" "$dir"
     echo "a static file" >"$d/www/static/file.txt"
-    cat >"$d/nginx.conf" <<EOF2
-daemon off;
-master_process on;
-worker_processes 2;
-user root;
-error_log $d/error.log info;
-pid $d/nginx.pid;
-events { worker_connections 64; }
-http {
-    access_log off;
-    client_body_temp_path $d/body;
-    proxy_temp_path $d/proxy;
-    fastcgi_temp_path $d/fcgi;
-    uwsgi_temp_path $d/uwsgi;
-    scgi_temp_path $d/scgi;
+    nginx_conf "$d" 2 <<EOF2
     upstream app { server unix:$dir/upstream.sock; }
     server {
         listen unix:$dir/nginx.sock;
         location /static/ { root $d/www; }
         location /app/ { proxy_pass http://app; proxy_read_timeout 10s; }
     }
-}
 EOF2
-    run_cmd -- python3 "$TMP/upstream.py" "$dir/upstream.sock"
-    start_bg UPSTREAM "${RUN_CMD[@]}" >"$d/upstream.out" 2>&1
-    wait_listening "$dir/upstream.sock"
-    run_cmd -- nginx -c "$d/nginx.conf" -p "$d"
-    start_bg NGINX "${RUN_CMD[@]}" >"$d/nginx.out" 2>&1
-    wait_listening "$dir/nginx.sock"
+    serve UPSTREAM "$dir/upstream.sock" "$d/upstream.out" -- python3 "$LIB_DIR/http_upstream.py" "$dir/upstream.sock"
+    serve NGINX "$dir/nginx.sock" "$d/nginx.out" -- nginx -c "$d/nginx.conf" -p "$d"
     expect_socket_home "$dir/upstream.sock"
     expect_socket_home "$dir/nginx.sock"
     # The master forks its workers; both must be up before the requests.
@@ -101,13 +51,8 @@ EOF2
         via -- "${c[@]}" --data-binary @"$TMP/post.bin" http://localhost/app/post || echo "app/post: curl failed $?"
         via -- "${c[@]}" -o /dev/null -w '%{http_code}\n' http://localhost/static/missing || echo "missing: curl failed $?"
     } >>"$out" 2>&1
-    say "$mode answers:"
-    sed 's/^/    /' "$out"
-    kill -QUIT "$NGINX" 2>/dev/null || true
-    kill -- -"$NGINX" 2>/dev/null || true
-    kill -- -"$UPSTREAM" 2>/dev/null || true
-    wait "$NGINX" "$UPSTREAM" 2>/dev/null || true
-    ! grep -h 'udsfs-preload' "$d"/*.out "$d/error.log" >&2 || fail "the library complained (above)"
+    show_answers "$mode" "$out" "$d"/*.out "$d/error.log"
+    stop_bg -QUIT "$NGINX" "$UPSTREAM"
 }
 
 one_run kernel "$TMP/k"

@@ -53,22 +53,8 @@ pm = static
 pm.max_children = 2
 catch_workers_output = yes
 EOF2
-    cat >"$d/nginx.conf" <<EOF2
-daemon off;
-master_process on;
-worker_processes 1;
-user root;
-error_log $d/error.log info;
-pid $d/nginx.pid;
-events { worker_connections 64; }
-http {
-    access_log off;
-    client_body_temp_path $d/body;
+    nginx_conf "$d" 1 <<EOF2
     client_max_body_size 1m;
-    proxy_temp_path $d/proxy;
-    fastcgi_temp_path $d/fcgi;
-    uwsgi_temp_path $d/uwsgi;
-    scgi_temp_path $d/scgi;
     server {
         listen unix:$dir/nginx.sock;
         root $d/www;
@@ -85,7 +71,6 @@ http {
             fastcgi_param SERVER_PROTOCOL \$server_protocol;
         }
     }
-}
 EOF2
     run_cmd -- "$FPM" --nodaemonize --allow-to-run-as-root -n --fpm-config "$d/php-fpm.conf"
     start_bg PHPFPM "${RUN_CMD[@]}" >"$d/php-fpm.out" 2>&1

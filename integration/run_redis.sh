@@ -64,9 +64,7 @@ one_run() {
         via -- "${cli[@]}" DBSIZE
         via -- "${cli[@]}" SHUTDOWN NOSAVE
     } >"$out" 2>&1 || true
-    ended_within "$REDIS" 10000 || fail "$mode: redis-server did not exit on SHUTDOWN: $(tail -5 "$d/redis.log")"
-    reap "$REDIS"
-    echo "redis-server exit status: $REAPED_STATUS" >>"$out"
+    exit_status "$out" "redis-server" "$REDIS" 10000 "$d/redis.log"
     show_answers "$mode" "$out" "$d"/*.out "$d/redis.log"
 }
 

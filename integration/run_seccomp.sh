@@ -13,12 +13,8 @@
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-need_cmd go golang-go
-need_cmd gcc gcc
-need_cmd readelf binutils
-need_cmd python3 python3
-need_cmd curl curl
-[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
+need_static_gcc
+need_cmd go golang-go readelf binutils python3 python3 curl curl
 
 # The programs, built here (stdlib only: no module downloads).
 export GOCACHE=$ROOT/target/gocache GOPATH=$ROOT/target/gopath GOPROXY=off GOFLAGS= GO111MODULE=on
@@ -38,9 +34,7 @@ seccomp() {
 # 1. A Python server through the library; a Go client and a static C client through
 #    the supervisor connect to it.
 PY_SOCK=$MNT/py.sock
-run_cmd -- python3 "$LIB_DIR/peer_pid_server.py" "$PY_SOCK" 4
-start_bg PYSRV "${RUN_CMD[@]}" >"$TMP/py.out" 2>&1
-wait_listening "$PY_SOCK"
+serve PYSRV "$PY_SOCK" "$TMP/py.out" -- python3 "$LIB_DIR/peer_pid_server.py" "$PY_SOCK" 4
 expect_socket_home "$PY_SOCK"
 
 out=$(seccomp "$TMP/unixprobe" dial "$PY_SOCK" hello-go 2>&1) || fail "the Go client failed: $out"
@@ -143,9 +137,7 @@ s.sendto(b"py got " + data, addr)
 print("from", addr, flush=True)
 PY
 DG_SOCK=$MNT/dg.sock
-run_cmd -- python3 "$TMP/dgram.py" "$DG_SOCK"
-start_bg DGSRV "${RUN_CMD[@]}" >"$TMP/dg.out" 2>&1
-wait_listening "$DG_SOCK"
+serve DGSRV "$DG_SOCK" "$TMP/dg.out" -- python3 "$TMP/dgram.py" "$DG_SOCK"
 out=$(seccomp "$TMP/unixprobe" dgram "$DG_SOCK" dgram-go 2>&1) || fail "the Go datagram client failed: $out"
 expect_eq "Go datagram reply" "$(sed -n 1p <<<"$out")" "reply: py got dgram-go"
 sed -n 2p <<<"$out" | grep -q '^local: @unixprobe-' || fail "Go's local address: $out"
@@ -247,14 +239,7 @@ wait_grep "$TMP/bl.out" '^pid ' || fail "no pid line: $(cat "$TMP/bl.out")"
 PYPID=$(sed -n 's/^pid //p' "$TMP/bl.out")
 BLPROPER=$(run_proper "$BLRUN")
 # The supervisor's threads parked in the daemon (the pool's idle workers stay).
-supervise_threads() {
-    local t n=0
-    for t in /proc/"$BLPROPER"/task/*; do
-        [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-supervise ] || continue
-        [[ $(cat "$t/wchan" 2>/dev/null) == *request_wait_answer* ]] && n=$((n + 1))
-    done
-    echo "$n"
-}
+supervise_threads() { parked_threads "$BLPROPER"; }
 sleep 0.3
 [ "$(supervise_threads)" -ge 1 ] || fail "no supervisor thread waits for the blocking accept"
 kill -USR1 "$PYPID"
@@ -301,9 +286,7 @@ c.sendall(b"after-signal")
 until(sys.argv[3])
 PY
 RB_SOCK=$MNT/recv_block.sock
-run_cmd -- python3 "$TMP/recv_peer.py" "$RB_SOCK" "$TMP/rb.send" "$TMP/rb.end"
-start_bg RBPEER "${RUN_CMD[@]}" >"$TMP/rbpeer.out" 2>&1
-wait_listening "$RB_SOCK"
+serve RBPEER "$RB_SOCK" "$TMP/rbpeer.out" -- python3 "$TMP/recv_peer.py" "$RB_SOCK" "$TMP/rb.send" "$TMP/rb.end"
 start_bg RBRUN "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- sh -c 'python3 "$1" "$2"; echo "python: $?"; exec sleep 30' sh "$TMP/recv_block.py" "$RB_SOCK" >"$TMP/rb.out" 2>&1
 wait_grep "$TMP/rb.out" '^pid ' || fail "no pid line: $(cat "$TMP/rb.out")"
 RBPID=$(sed -n 's/^pid //p' "$TMP/rb.out")
@@ -357,9 +340,7 @@ while True:
     threading.Thread(target=drain, args=(c,), daemon=True).start()
 PY
 SINK=$MNT/sink.sock
-run_cmd -- python3 "$TMP/sink.py" "$SINK"
-start_bg SINKSRV "${RUN_CMD[@]}" >"$TMP/sink.out" 2>&1
-wait_listening "$SINK"
+serve SINKSRV "$SINK" "$TMP/sink.out" -- python3 "$TMP/sink.py" "$SINK"
 base=$(socket_count)
 runs=()
 for i in $(seq 1 12); do

@@ -19,8 +19,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-need_cmd gcc gcc
-[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
+need_static_gcc
 gcc -static -O2 -pthread -o "$TMP/blocking" "$ROOT/integration/c/blocking.c" || fail "gcc -static blocking.c failed"
 ! readelf -l "$TMP/blocking" | grep -q 'INTERP' || fail "blocking is not statically linked"
 
@@ -34,15 +33,6 @@ switches() {
         [ -z "$2" ] || [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
         v=$(awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }' "$t/status" 2>/dev/null) || continue
         n=$((n + v))
-    done
-    echo "$n"
-}
-# How many of the supervisor's threads sleep in a FUSE request (parked in the daemon).
-parked_threads() {
-    local t n=0
-    for t in /proc/"$1"/task/*; do
-        [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-supervise ] || continue
-        [[ $(cat "$t/wchan" 2>/dev/null) == *request_wait_answer* ]] && n=$((n + 1))
     done
     echo "$n"
 }

@@ -11,17 +11,12 @@
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-need_cmd gcc gcc
-[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
-gcc -static -O2 -pthread -o "$TMP/flood" "$ROOT/integration/c/flood.c" || fail "gcc -static flood.c failed"
+flood_build
 
 N=${FLOOD_THREADS:-10000}
 BOUND=200
-fifo=$TMP/flood.fifo
-out=$TMP/flood.out
-mkfifo "$fifo"
-exec {hold}<>"$fifo"
-start_bg RUN bash -c 'exec "$@" <"$0"' "$fifo" "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- "$TMP/flood" "$N" >"$out" 2>&1
+out=$FLOOD_OUT
+flood_start "$N"
 PROPER=$(run_proper "$RUN")
 threads() { ls /proc/"$PROPER"/task 2>/dev/null | wc -l; }
 peak=0
@@ -39,9 +34,4 @@ awk -v p="$probe" 'BEGIN { exit !(p < 120) }' || fail "the second process's roun
 ok "another process's socketpair, send and MSG_WAITALL recv took $probe s while $N recvs waited"
 [ "$peak" -le "$BOUND" ] || fail "the supervisor's process grew to $peak threads for $N waiting recvs (bound $BOUND)"
 ok "the supervisor's process stayed within $BOUND threads ($peak) for $N waiting recvs"
-echo go >&"$hold"
-exec {hold}>&-
-ended_within "$RUN" 120000 || fail "the receivers did not all return within 120 s of their data: $(tail -5 "$out")"
-reap "$RUN"
-[ "$REAPED_STATUS" = 0 ] || fail "exit status $REAPED_STATUS: $(tail -5 "$out")"
-expect_eq "receivers that returned" "$(sed -n 's/^received //p' "$out")" "$N"
+flood_release 120000

@@ -47,9 +47,7 @@ one_run() {
     start_bg FD3 "${RUN_CMD[@]}" >"$d/fd3.out" 2>&1
     wait_listening "$dir/fd3.sock"
     expect_socket_home "$dir/fd3.sock"
-    run_cmd -- timeout 60 systemd-socket-activate -l "$dir/inetd.sock" --accept --inetd cat
-    start_bg INETD "${RUN_CMD[@]}" >"$d/inetd.out" 2>&1
-    wait_listening "$dir/inetd.sock"
+    serve INETD "$dir/inetd.sock" "$d/inetd.out" -- timeout 60 systemd-socket-activate -l "$dir/inetd.sock" --accept --inetd cat
     expect_socket_home "$dir/inetd.sock"
     {
         via -- timeout 30 python3 "$TMP/client.py" "$dir/fd3.sock" hello
@@ -57,9 +55,7 @@ one_run() {
         via -- timeout 30 python3 "$TMP/client.py" "$dir/inetd.sock" echoed-by-cat
         via -- timeout 30 python3 "$TMP/client.py" "$dir/inetd.sock" and-again
     } >"$out" 2>&1 || true
-    ended_within "$FD3" 10000 || fail "$mode: the fd 3 server did not end after two connections: $(tail -5 "$d/fd3.out")"
-    reap "$FD3"
-    echo "fd 3 server exit status: $REAPED_STATUS" >>"$out"
+    exit_status "$out" "fd 3 server" "$FD3" 10000 "$d/fd3.out"
     grep '^server:' "$d/fd3.out" >>"$out" || echo "fd 3 server said nothing: $(tail -3 "$d/fd3.out")" >>"$out"
     grep -c '^Spawned cat' "$d/inetd.out" | sed 's/^/inetd children spawned: /' >>"$out"
     ! grep -q 'input file is output file' "$d/inetd.out" || echo "cat: input file is output file" >>"$out"

@@ -24,9 +24,7 @@ one_run() {
     UDSFS_RUN_VIA=$mode
     mkdir -p "$dir" "$d"
     local sock=$dir/agent.sock
-    run_cmd -- timeout 120 ssh-agent -D -a "$sock"
-    start_bg AGENT "${RUN_CMD[@]}" >"$d/agent.out" 2>&1
-    wait_listening "$sock"
+    serve AGENT "$sock" "$d/agent.out" -- timeout 120 ssh-agent -D -a "$sock"
     expect_socket_home "$sock"
     export SSH_AUTH_SOCK=$sock
     {

@@ -68,9 +68,7 @@ EOF2
         via --route "$d/run" -- "${ctl[@]}" pid | grep -c '^[0-9][0-9]*$'
         via --route "$d/run" -- "${ctl[@]}" shutdown
     } >"$out" 2>&1 || true
-    ended_within "$SUPERVISORD" 10000 || fail "supervisord did not exit on shutdown: $(tail -5 "$d/supervisord.log")"
-    reap "$SUPERVISORD"
-    echo "supervisord exit status: $REAPED_STATUS" >>"$out"
+    exit_status "$out" "supervisord" "$SUPERVISORD" 10000 "$d/supervisord.log"
     show_answers "$mode" "$out" "$d/supervisord.out"
 }
 

@@ -125,6 +125,14 @@ def in_thread(fn):
     return t, result
 
 
+def hold(done):
+    """Makes DONE.held (the test's sign that what this script holds is in place), then
+    waits for DONE (its sign to go on)."""
+    open(done + ".held", "w").close()
+    while not os.path.exists(done):
+        time.sleep(0.02)
+
+
 class Actor:
     """A child process running as user and group `uid`, without other groups (with
     RLIMIT_NOFILE `nofile` when given), that runs the code sent to it in the program's

@@ -23,6 +23,14 @@ import time
 
 MNT = sys.argv[1]
 U = os.path.join(MNT, ".udsfs")
+# The mount's files as the integration scripts use them (integration/udsfs_files.py,
+# which reads MNT and U from the environment): beside this file where scripts/bench
+# copies both, or in the repository.
+os.environ.update(MNT=MNT, U=U)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "integration")]
+from udsfs_files import opn, pair  # noqa: E402
+
 stop = False
 
 
@@ -40,17 +48,6 @@ def ename(e):
 
 def ready(text=""):
     print(("ready " + text).strip(), flush=True)
-
-
-def pair(ty):
-    """A new socketpair of type ty: the pair file's descriptor and both numbers."""
-    fd = os.open(f"{U}/{ty}/pair", os.O_RDWR)
-    a, b = map(int, os.read(fd, 64).split())
-    return fd, a, b
-
-
-def sock_file(n, name, flags=os.O_RDWR):
-    return os.open(f"{U}/sock/{n}/{name}", flags)
 
 
 def paced(rate, step):
@@ -118,7 +115,7 @@ def faultlog(rate):
     keep, a, b = pair("stream")
     with open(f"{U}/faults", "w") as f:
         f.write(f"socket {a} latency latency=0\n")
-    wa, rb = sock_file(a, "data"), sock_file(b, "data")
+    wa, rb = opn(a, "data"), opn(b, "data")
     msg = b"x" * 100
 
     def step():
@@ -135,10 +132,10 @@ def faultlog(rate):
 def oob(rate, pgrp):
     """Out-of-band bytes to B's socket whose SIGURG goes to process group pgrp."""
     keep, a, b = pair("stream")
-    ctl = sock_file(b, "ctl", os.O_WRONLY)
+    ctl = opn(b, "ctl", os.O_WRONLY)
     os.write(ctl, f"owner -{pgrp}\n".encode())
     os.write(ctl, b"oobinline on\n")
-    wa, rb = sock_file(a, "msg", os.O_WRONLY), sock_file(b, "data", os.O_RDONLY)
+    wa, rb = opn(a, "msg", os.O_WRONLY), opn(b, "data", os.O_RDONLY)
 
     def step():
         os.write(wa, b"len=1 oob=1\nx")
@@ -166,7 +163,7 @@ def close(inflight, rules):
     first = True
     while not stop:
         keep, a, b = pair("stream")
-        w = sock_file(a, "msg", os.O_WRONLY)
+        w = opn(a, "msg", os.O_WRONLY)
         sent = 0
         while sent < inflight and not stop:
             batch = []

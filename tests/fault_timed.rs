@@ -22,6 +22,18 @@ fn rule(eng: &Engine, line: &str) -> RuleId {
     eng.faults.add(Rule::parse(line).expect(line), 0)
 }
 
+/// A new engine with a socketpair of `ty` and one rule: `line` with `{a}` and `{b}`
+/// made the pair's socket numbers.
+fn faulted_pair(ty: SockType, line: &str) -> (Arc<Engine>, Arc<Socket>, Arc<Socket>, RuleId) {
+    let eng = engine();
+    let (a, b) = eng.socketpair(ty, &me());
+    let line = line
+        .replace("{a}", &a.id.to_string())
+        .replace("{b}", &b.id.to_string());
+    let id = rule(&eng, &line);
+    (eng, a, b, id)
+}
+
 /// A blocking read, as a parked FUSE read retries on its wake-up.
 fn recv(eng: &Engine, s: &Arc<Socket>, len: usize) -> Result<Vec<u8>, Errno> {
     let tw = ThreadWaiter::new();
@@ -54,9 +66,7 @@ fn try_recv(eng: &Engine, s: &Arc<Socket>) -> Result<Vec<u8>, Errno> {
 
 #[test]
 fn latency_delays_each_way_of_a_ping_pong() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
-    rule(&eng, &format!("socket {} up latency latency=40", b.id));
+    let (eng, a, b, _) = faulted_pair(SockType::Stream, "socket {b} up latency latency=40");
     let echo = {
         let (eng, b) = (eng.clone(), b.clone());
         std::thread::spawn(move || {
@@ -81,9 +91,7 @@ fn latency_delays_each_way_of_a_ping_pong() {
 
 #[test]
 fn a_held_message_is_invisible_to_poll_and_fionread() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
-    rule(&eng, &format!("socket {} latency latency=100", b.id));
+    let (eng, a, b, _) = faulted_pair(SockType::Stream, "socket {b} latency latency=100");
     send_all(&eng, &a, b"hello").unwrap();
     let pollin = libc::POLLIN as u32;
     assert_eq!(eng.poll(&b, None) & pollin, 0);
@@ -98,11 +106,9 @@ fn a_held_message_is_invisible_to_poll_and_fionread() {
 
 #[test]
 fn jitter_never_reorders_a_stream() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
-    rule(
-        &eng,
-        &format!("socket {} latency latency=20 jitter=19 seed=3", b.id),
+    let (eng, a, b, _) = faulted_pair(
+        SockType::Stream,
+        "socket {b} latency latency=20 jitter=19 seed=3",
     );
     let mut want = Vec::new();
     for i in 0..50u8 {
@@ -134,10 +140,8 @@ fn a_dgram_sender_not_hit_is_not_held_behind_another() {
 
 #[test]
 fn bandwidth_paces_a_transfer_at_the_rate() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
     // 1000 KB/s: 1 MiB in about 1.05 s.
-    rule(&eng, &format!("socket {} up bandwidth rate=1000", b.id));
+    let (eng, a, b, _) = faulted_pair(SockType::Stream, "socket {b} up bandwidth rate=1000");
     let data: Vec<u8> = (0..1 << 20).map(|i| (i * 7 % 251) as u8).collect();
     let t = Instant::now();
     let sender = {
@@ -160,14 +164,9 @@ fn bandwidth_paces_a_transfer_at_the_rate() {
 
 #[test]
 fn slicer_delivers_a_write_in_pieces_in_time() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
-    rule(
-        &eng,
-        &format!(
-            "socket {} up slicer average_size=64 size_variation=32 delay=10000 seed=5",
-            b.id
-        ),
+    let (eng, a, b, _) = faulted_pair(
+        SockType::Stream,
+        "socket {b} up slicer average_size=64 size_variation=32 delay=10000 seed=5",
     );
     let data: Vec<u8> = (0..1500u32).map(|i| (i % 253) as u8).collect();
     let t = Instant::now();
@@ -192,9 +191,7 @@ fn slicer_delivers_a_write_in_pieces_in_time() {
 
 #[test]
 fn timeout_holds_everything_then_ends_the_connection() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
-    rule(&eng, &format!("socket {} up timeout timeout=150", b.id));
+    let (eng, a, b, _) = faulted_pair(SockType::Stream, "socket {b} up timeout timeout=150");
     let t = Instant::now();
     send_all(&eng, &a, b"never").unwrap();
     send_all(&eng, &a, b"seen").unwrap();
@@ -213,9 +210,7 @@ fn timeout_holds_everything_then_ends_the_connection() {
 
 #[test]
 fn deleting_a_timeout_delivers_what_it_held_in_order() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Seqpacket, &me());
-    let id = rule(&eng, &format!("socket {} up timeout", b.id));
+    let (eng, a, b, id) = faulted_pair(SockType::Seqpacket, "socket {b} up timeout");
     for m in [&b"one"[..], b"two"] {
         eng.sendmsg(&a, SendMsg::new(m), &me(), None).unwrap();
     }
@@ -234,9 +229,7 @@ fn deleting_a_timeout_delivers_what_it_held_in_order() {
 
 #[test]
 fn deleting_a_latency_rule_restores_what_is_sent_next() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
-    let id = rule(&eng, &format!("socket {} latency latency=100", b.id));
+    let (eng, a, b, id) = faulted_pair(SockType::Stream, "socket {b} latency latency=100");
     send_all(&eng, &a, b"late").unwrap();
     eng.faults.del(id, 0).unwrap();
     send_all(&eng, &a, b"+").unwrap();
@@ -249,9 +242,7 @@ fn deleting_a_latency_rule_restores_what_is_sent_next() {
 
 #[test]
 fn slow_close_shows_eof_only_after_the_delay() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
-    rule(&eng, &format!("socket {} slow_close delay=150", a.id));
+    let (eng, a, b, _) = faulted_pair(SockType::Stream, "socket {a} slow_close delay=150");
     send_all(&eng, &a, b"bye").unwrap();
     let t = Instant::now();
     eng.put(&a);
@@ -275,9 +266,7 @@ fn slow_close_shows_eof_only_after_the_delay() {
 
 #[test]
 fn slow_close_without_writes_is_a_plain_eof() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Seqpacket, &me());
-    rule(&eng, &format!("socket {} slow_close delay=100", a.id));
+    let (eng, a, b, _) = faulted_pair(SockType::Seqpacket, "socket {a} slow_close delay=100");
     let t = Instant::now();
     eng.put(&a);
     assert_eq!(try_recv(&eng, &b), Err(Errno::EAGAIN));
@@ -287,9 +276,7 @@ fn slow_close_without_writes_is_a_plain_eof() {
 
 #[test]
 fn a_close_never_overtakes_held_data() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
-    rule(&eng, &format!("socket {} up latency latency=100", b.id));
+    let (eng, a, b, _) = faulted_pair(SockType::Stream, "socket {b} up latency latency=100");
     send_all(&eng, &a, b"last words").unwrap();
     eng.put(&a);
     assert_eq!(try_recv(&eng, &b), Err(Errno::EAGAIN));
@@ -308,9 +295,7 @@ fn a_reader_that_stops_waiting_is_not_held() {
             false
         }
     }
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
-    rule(&eng, &format!("socket {} latency latency=50", b.id));
+    let (eng, a, b, _) = faulted_pair(SockType::Stream, "socket {b} latency latency=50");
     send_all(&eng, &a, b"x").unwrap();
     let w: Waiter = Arc::new(Gone);
     assert_eq!(
@@ -322,9 +307,7 @@ fn a_reader_that_stops_waiting_is_not_held() {
 
 #[test]
 fn a_socket_rule_goes_with_its_socket() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
-    rule(&eng, &format!("socket {} latency latency=1000", b.id));
+    let (eng, a, b, _) = faulted_pair(SockType::Stream, "socket {b} latency latency=1000");
     eng.put(&b);
     eng.put(&a);
     assert!(eng.faults.list(0).is_empty());
@@ -361,9 +344,7 @@ fn a_name_rule_covers_the_connections_made_to_it() {
 
 #[test]
 fn a_shutdown_never_overtakes_held_data() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
-    rule(&eng, &format!("socket {} up latency latency=80", b.id));
+    let (eng, a, b, _) = faulted_pair(SockType::Stream, "socket {b} up latency latency=80");
     send_all(&eng, &a, b"tail").unwrap();
     eng.shutdown(&a, udsfs::engine::socket::SEND_SHUTDOWN)
         .unwrap();
@@ -374,9 +355,7 @@ fn a_shutdown_never_overtakes_held_data() {
 
 #[test]
 fn reset_peer_with_a_timeout_delivers_then_resets_no_earlier_than_it() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Stream, &me());
-    rule(&eng, &format!("socket {} up reset_peer timeout=150", b.id));
+    let (eng, a, b, _) = faulted_pair(SockType::Stream, "socket {b} up reset_peer timeout=150");
     let t0 = Instant::now();
     send_all(&eng, &a, b"request").unwrap();
     // The message that starts the timer is delivered, and the connection
@@ -413,9 +392,8 @@ fn reset_peer_with_a_timeout_delivers_then_resets_no_earlier_than_it() {
 
 #[test]
 fn full_with_a_timeout_holds_each_message_hit_then_wakes_its_sender() {
-    let eng = engine();
-    let (a, b) = eng.socketpair(SockType::Seqpacket, &me());
-    let id = rule(&eng, &format!("socket {} up full timeout=80 times=2", b.id));
+    let (eng, a, b, id) =
+        faulted_pair(SockType::Seqpacket, "socket {b} up full timeout=80 times=2");
     let out = |s: &Arc<Socket>| eng.poll(s, None) & libc::POLLOUT as u32 != 0;
     assert!(!out(&a), "a sure hit: no POLLOUT before the first send");
     for i in 0..3u8 {

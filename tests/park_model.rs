@@ -21,6 +21,7 @@ use udsfs::engine::{Config, Engine, SockType};
 use udsfs::fuse::Inner;
 use udsfs::fuse::inode::{Ctrl, Node, SockFile};
 use udsfs::fuse::reply::{Opened, Sink};
+use udsfs_proto::xorshift::Rng;
 
 /// What the schedules went through, printed at the end (a model that never
 /// parks or never splits a record would test little).
@@ -81,24 +82,6 @@ impl Sink<Opened> for Slot {
     fn send(self: Box<Self>, a: Result<Opened, Errno>) {
         let a = a.map(|o| Answer::Opened(o.fh));
         self.0.lock().push(a.unwrap_or_else(Answer::Error));
-    }
-}
-
-/// xorshift64*
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545f4914f6cdd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
     }
 }
 

@@ -72,6 +72,36 @@ static void pair(int ty, int s[2])
 	}
 }
 
+/* One case of sends() or recvs(), in their frame (ty, s, h, iov, what): a fresh pair
+ * of `ty`, `fill` run (what a receive finds queued), `h` reset to the one iovec `iov`,
+ * `setup` run; then `call`, what it returned and what stayed queued at s[1] printed. */
+#define CASE(name, fill, setup, call)                                   \
+	do {                                                            \
+		pair(ty, s);                                            \
+		fill;                                                   \
+		memset(&h, 0, sizeof h);                                \
+		h.msg_iov = &iov;                                       \
+		h.msg_iovlen = 1;                                       \
+		setup;                                                  \
+		snprintf(what, sizeof what, "%s %s", tyname(ty), name); \
+		result(what, call);                                     \
+		queued(s[1]);                                           \
+		close(s[0]);                                            \
+		close(s[1]);                                            \
+	} while (0)
+
+/* What a receive case finds: "hello" and "world" sent at `fd`; `iov` is the whole of
+ * `buf`, zeroed. */
+static void two_queued(int fd, char *buf, size_t n, struct iovec *iov)
+{
+	if (send(fd, "hello", 5, 0) != 5 || send(fd, "world", 5, 0) != 5) {
+		perror("send");
+		exit(1);
+	}
+	memset(buf, 0, n);
+	*iov = (struct iovec){buf, n};
+}
+
 static void sends(int ty)
 {
 	char what[128];
@@ -79,19 +109,7 @@ static void sends(int ty)
 	struct iovec iov = {"hello", 5};
 	struct sockaddr_un to = {.sun_family = AF_UNIX};
 	struct msghdr h;
-#define SEND_CASE(name, setup, call)                                        \
-	do {                                                                \
-		pair(ty, s);                                                \
-		memset(&h, 0, sizeof h);                                    \
-		h.msg_iov = &iov;                                           \
-		h.msg_iovlen = 1;                                           \
-		setup;                                                      \
-		snprintf(what, sizeof what, "%s %s", tyname(ty), name); \
-		result(what, call);                                         \
-		queued(s[1]);                                               \
-		close(s[0]);                                                \
-		close(s[1]);                                                \
-	} while (0)
+#define SEND_CASE(name, setup, call) CASE(name, , setup, call)
 	SEND_CASE("sendmsg, msghdr unmapped", , sendmsg(s[0], (struct msghdr *)BAD, 0));
 	SEND_CASE("sendmsg, msg_iov unmapped", h.msg_iov = (struct iovec *)BAD, sendmsg(s[0], &h, 0));
 	struct iovec bad_base = {BAD, 5};
@@ -122,25 +140,7 @@ static void recvs(int ty)
 	struct sockaddr_un from;
 	struct msghdr h;
 	struct mmsghdr mm;
-#define RECV_CASE(name, setup, call)                                        \
-	do {                                                                \
-		pair(ty, s);                                                \
-		if (send(s[0], "hello", 5, 0) != 5 || send(s[0], "world", 5, 0) != 5) { \
-			perror("send");                                     \
-			exit(1);                                            \
-		}                                                           \
-		memset(buf, 0, sizeof buf);                                 \
-		iov = (struct iovec){buf, sizeof buf};                      \
-		memset(&h, 0, sizeof h);                                    \
-		h.msg_iov = &iov;                                           \
-		h.msg_iovlen = 1;                                           \
-		setup;                                                      \
-		snprintf(what, sizeof what, "%s %s", tyname(ty), name); \
-		result(what, call);                                         \
-		queued(s[1]);                                               \
-		close(s[0]);                                                \
-		close(s[1]);                                                \
-	} while (0)
+#define RECV_CASE(name, setup, call) CASE(name, two_queued(s[0], buf, sizeof buf, &iov), setup, call)
 	RECV_CASE("recvmsg, msghdr unmapped", , recvmsg(s[1], (struct msghdr *)BAD, MSG_DONTWAIT));
 	RECV_CASE("recvmsg, msg_iov unmapped", h.msg_iov = (struct iovec *)BAD,
 		  recvmsg(s[1], &h, MSG_DONTWAIT));

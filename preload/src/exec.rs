@@ -528,6 +528,53 @@ unsafe fn via_udsfs(
     None
 }
 
+/// The exec family's course: a refused `file` gets EPERM; one to run under a supervisor is
+/// executed through `udsfs run` (an exec that returns only when it failed); otherwise,
+/// or when that failed, `exec` makes the call as asked.
+///
+/// # Safety
+/// As for `via_udsfs`; `exec` is the C library's contract for the call.
+unsafe fn exec_via(
+    file: Option<Path>,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    exec: impl FnOnce() -> c_int,
+) -> c_int {
+    if refused(file.as_ref()) {
+        return eperm();
+    }
+    // SAFETY: as the caller promised.
+    unsafe { via_udsfs(file, argv, envp, |e, a| real::execve(e, a, envp)) };
+    exec()
+}
+
+/// posix_spawn's course: as `exec_via`, its errors returned, not set: the child of a
+/// program to supervise is spawned through `udsfs run`; `plain` spawns as asked.
+///
+/// # Safety
+/// The C library's contract for posix_spawn; `plain` is the call as asked.
+unsafe fn spawn_via(
+    pid: *mut libc::pid_t,
+    file: Option<Path>,
+    actions: *const libc::posix_spawn_file_actions_t,
+    attr: *const libc::posix_spawnattr_t,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    plain: impl FnOnce() -> c_int,
+) -> c_int {
+    if refused(file.as_ref()) {
+        return libc::EPERM;
+    }
+    // SAFETY: as the caller promised.
+    unsafe {
+        let spawn = |e, a| real::posix_spawn(pid, e, actions, attr, a, envp);
+        if let Some(r) = via_udsfs(file, argv, envp, spawn) {
+            return r;
+        }
+    }
+    plain()
+}
+
 /// The file execve would run for `path`.
 ///
 /// # Safety
@@ -568,27 +615,13 @@ pub unsafe extern "C" fn execve(
     envp: *const *const c_char,
 ) -> c_int {
     // SAFETY: the C library's contract for execve.
-    unsafe {
-        let file = path_of(path);
-        if refused(file.as_ref()) {
-            return eperm();
-        }
-        via_udsfs(file, argv, envp, |e, a| real::execve(e, a, envp));
-        real::execve(path, argv, envp)
-    }
+    unsafe { exec_via(path_of(path), argv, envp, || real::execve(path, argv, envp)) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
     // SAFETY: as for execve.
-    unsafe {
-        let file = path_of(path);
-        if refused(file.as_ref()) {
-            return eperm();
-        }
-        via_udsfs(file, argv, environ, |e, a| real::execve(e, a, environ));
-        real::execv(path, argv)
-    }
+    unsafe { exec_via(path_of(path), argv, environ, || real::execv(path, argv)) }
 }
 
 #[no_mangle]
@@ -599,26 +632,16 @@ pub unsafe extern "C" fn execvpe(
 ) -> c_int {
     // SAFETY: as for execve.
     unsafe {
-        let found = file_of(file);
-        if refused(found.as_ref()) {
-            return eperm();
-        }
-        via_udsfs(found, argv, envp, |e, a| real::execve(e, a, envp));
-        real::execvpe(file, argv, envp)
+        exec_via(file_of(file), argv, envp, || {
+            real::execvpe(file, argv, envp)
+        })
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
     // SAFETY: as for execve.
-    unsafe {
-        let found = file_of(file);
-        if refused(found.as_ref()) {
-            return eperm();
-        }
-        via_udsfs(found, argv, environ, |e, a| real::execve(e, a, environ));
-        real::execvp(file, argv)
-    }
+    unsafe { exec_via(file_of(file), argv, environ, || real::execvp(file, argv)) }
 }
 
 #[no_mangle]
@@ -629,12 +652,9 @@ pub unsafe extern "C" fn fexecve(
 ) -> c_int {
     // SAFETY: as for execve.
     unsafe {
-        let file = fd_path(fd, None);
-        if refused(file.as_ref()) {
-            return eperm();
-        }
-        via_udsfs(file, argv, envp, |e, a| real::execve(e, a, envp));
-        real::fexecve(fd, argv, envp)
+        exec_via(fd_path(fd, None), argv, envp, || {
+            real::fexecve(fd, argv, envp)
+        })
     }
 }
 
@@ -650,6 +670,7 @@ pub unsafe extern "C" fn execveat(
 ) -> c_int {
     // SAFETY: as for execve.
     unsafe {
+        let plain = || libc::syscall(libc::SYS_execveat, dirfd, path, argv, envp, flags) as c_int;
         if !path.is_null() && flags & libc::AT_SYMLINK_NOFOLLOW == 0 {
             let p = CStr::from_ptr(path).to_bytes();
             let file = if p.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
@@ -659,13 +680,9 @@ pub unsafe extern "C" fn execveat(
             } else {
                 fd_path(dirfd, Some(p))
             };
-            if refused(file.as_ref()) {
-                return eperm();
-            }
-            via_udsfs(file, argv, envp, |e, a| real::execve(e, a, envp));
+            return exec_via(file, argv, envp, plain);
         }
-        let r = libc::syscall(libc::SYS_execveat, dirfd, path, argv, envp, flags);
-        r as c_int
+        plain()
     }
 }
 
@@ -680,15 +697,8 @@ pub unsafe extern "C" fn posix_spawn(
 ) -> c_int {
     // SAFETY: the C library's contract for posix_spawn.
     unsafe {
-        let spawn = |e, a| real::posix_spawn(pid, e, actions, attr, a, envp);
-        let file = path_of(path);
-        if refused(file.as_ref()) {
-            return libc::EPERM;
-        }
-        if let Some(r) = via_udsfs(file, argv, envp, spawn) {
-            return r;
-        }
-        real::posix_spawn(pid, path, actions, attr, argv, envp)
+        let plain = || real::posix_spawn(pid, path, actions, attr, argv, envp);
+        spawn_via(pid, path_of(path), actions, attr, argv, envp, plain)
     }
 }
 
@@ -703,15 +713,8 @@ pub unsafe extern "C" fn posix_spawnp(
 ) -> c_int {
     // SAFETY: as for posix_spawn.
     unsafe {
-        let spawn = |e, a| real::posix_spawn(pid, e, actions, attr, a, envp);
-        let found = file_of(file);
-        if refused(found.as_ref()) {
-            return libc::EPERM;
-        }
-        if let Some(r) = via_udsfs(found, argv, envp, spawn) {
-            return r;
-        }
-        real::posix_spawnp(pid, file, actions, attr, argv, envp)
+        let plain = || real::posix_spawnp(pid, file, actions, attr, argv, envp);
+        spawn_via(pid, file_of(file), actions, attr, argv, envp, plain)
     }
 }
 

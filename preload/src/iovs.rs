@@ -137,24 +137,26 @@ impl Iovs {
     /// How many of the first `limit` bytes can be read (user::readable, a
     /// byte a page).
     pub fn readable(&self, limit: usize) -> usize {
-        let mut prefix = None;
-        let walked = self.walk_at(0, limit, |at, done, k| {
-            let ok = user::readable(at, k);
-            if ok < k {
-                prefix = Some(done + ok);
-                return Err(libc::EFAULT);
-            }
-            Ok(())
-        });
-        prefix.unwrap_or(walked.unwrap_or(0))
+        self.usable_at(0, limit, |at, k| user::readable(at, k))
     }
 
     /// How many of the `limit` bytes from `off` on can be written, found
     /// without changing them (user::writable, a probe a page).
     pub fn writable_at(&self, off: usize, limit: usize) -> usize {
+        self.usable_at(off, limit, user::writable)
+    }
+
+    /// How many of the `limit` bytes from `off` on pass `probe` (which says how
+    /// many of the `k` bytes at a place do): up to the first that does not.
+    fn usable_at(
+        &self,
+        off: usize,
+        limit: usize,
+        probe: impl Fn(*mut u8, usize) -> usize,
+    ) -> usize {
         let mut prefix = None;
         let walked = self.walk_at(off, limit, |at, done, k| {
-            let ok = user::writable(at, k);
+            let ok = probe(at, k);
             if ok < k {
                 prefix = Some(done + ok);
                 return Err(libc::EFAULT);

@@ -114,20 +114,14 @@ pub fn standing(tid: u32) -> Standing {
     if Some(ns) == own() {
         return Standing::Own;
     }
-    let (Ok(uid), Ok(gid)) = (
-        procfs::id_map(tid, "uid_map"),
-        procfs::id_map(tid, "gid_map"),
-    ) else {
+    let Some(maps) = maps_of(tid) else {
         return Standing::Unknown;
     };
     // The maps must be those of the namespace the task was found in.
     if procfs::ns_inode(tid, "user") != Some(ns) {
         return Standing::Unknown;
     }
-    Standing::Other(Maps {
-        uid: IdMap(uid),
-        gid: IdMap(gid),
-    })
+    Standing::Other(maps)
 }
 
 /// Where task `tid` stands by its maps alone, for a task whose namespace
@@ -141,19 +135,21 @@ fn by_maps(tid: u32) -> Standing {
     if !daemon_in_initial() {
         return Standing::Unknown;
     }
-    let (Ok(uid), Ok(gid)) = (
-        procfs::id_map(tid, "uid_map"),
-        procfs::id_map(tid, "gid_map"),
-    ) else {
+    let Some(maps) = maps_of(tid) else {
         return Standing::Unknown;
     };
-    let identity = |m: &[IdExtent]| m == [IDENTITY];
-    if identity(&uid) && identity(&gid) {
+    let identity = |m: &IdMap| m.0 == [IDENTITY];
+    if identity(&maps.uid) && identity(&maps.gid) {
         return Standing::Own;
     }
-    Standing::Other(Maps {
-        uid: IdMap(uid),
-        gid: IdMap(gid),
+    Standing::Other(maps)
+}
+
+/// Task `tid`'s uid and gid maps, or None when either cannot be read.
+fn maps_of(tid: u32) -> Option<Maps> {
+    Some(Maps {
+        uid: IdMap(procfs::id_map(tid, "uid_map").ok()?),
+        gid: IdMap(procfs::id_map(tid, "gid_map").ok()?),
     })
 }
 

@@ -80,6 +80,16 @@ fn end_write(f: &OpenFile, job: WriteJob, e: Errno, tid: u32, reply: WriteReply)
 }
 
 impl Inner {
+    /// The open file `fh` for a read or a write, its socket's lane (if it has
+    /// one) taken down first: its bytes go through the daemon from here on.
+    fn file_for_io(&self, fh: u64) -> Option<std::sync::Arc<OpenFile>> {
+        let f = self.files.get(fh)?;
+        if let Some(s) = &f.sock {
+            self.eng.lane_down(s);
+        }
+        Some(f)
+    }
+
     /// read(2) on an open file.
     pub fn read(
         &self,
@@ -92,12 +102,9 @@ impl Inner {
     ) {
         let reply = DataReply::new(reply);
         deferring_wakeups(|| {
-            let Some(f) = self.files.get(fh) else {
+            let Some(f) = self.file_for_io(fh) else {
                 return reply.error(Errno::EBADF);
             };
-            if let Some(s) = &f.sock {
-                self.eng.lane_down(s);
-            }
             match f.read(&self.eng, offset, size, &c, None) {
                 Ok(d) => reply.data(d),
                 Err(Errno::EAGAIN) if !nonblocking(flags) => {
@@ -112,12 +119,9 @@ impl Inner {
     pub fn write(&self, fh: u64, data: &[u8], flags: i32, c: Caller, reply: impl Sink<u32>) {
         let reply = WriteReply::new(reply);
         deferring_wakeups(|| {
-            let Some(f) = self.files.get(fh) else {
+            let Some(f) = self.file_for_io(fh) else {
                 return reply.error(Errno::EBADF);
             };
-            if let Some(s) = &f.sock {
-                self.eng.lane_down(s);
-            }
             let mut job = match f.start_write(&self.eng, data, c.fsuid) {
                 Ok(job) => job,
                 Err(e) => return reply.error(e),

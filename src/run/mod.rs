@@ -433,37 +433,25 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
             Ok(())
         });
     }
-    let supervisor = match a.front.unwrap_or(Front::Preload) {
-        Front::Seccomp => {
-            let routes: Vec<Vec<u8>> = a
-                .route
-                .iter()
-                .map(|r| r.as_os_str().as_bytes().to_vec())
-                .collect();
-            match crate::supervisor::prepare(&mut cmd, &mount, &routes, false) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    eprintln!("udsfs run: --front seccomp: {e}");
-                    return 127;
-                }
-            }
-        }
-        // The supervisor under the library: what the library does not
-        // carry (a raw system call, a child exec'd without the library, a
-        // setgid program the loader runs without it) goes to it.
-        Front::Preload => {
-            let routes: Vec<Vec<u8>> = a
-                .route
-                .iter()
-                .map(|r| r.as_os_str().as_bytes().to_vec())
-                .collect();
-            match crate::supervisor::prepare(&mut cmd, &mount, &routes, true) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    eprintln!("udsfs run: the supervisor under the library: {e}");
-                    return 127;
-                }
-            }
+    // Under --front seccomp the supervisor carries every call; under the library
+    // (the default) it takes what the library does not carry (a raw system call, a
+    // child exec'd without the library, a setgid program the loader runs without it).
+    let under_library = a.front.unwrap_or(Front::Preload) == Front::Preload;
+    let routes: Vec<Vec<u8>> = a
+        .route
+        .iter()
+        .map(|r| r.as_os_str().as_bytes().to_vec())
+        .collect();
+    let supervisor = match crate::supervisor::prepare(&mut cmd, &mount, &routes, under_library) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            let which = if under_library {
+                "the supervisor under the library"
+            } else {
+                "--front seccomp"
+            };
+            eprintln!("udsfs run: {which}: {e}");
+            return 127;
         }
     };
     let capture = match &a.capture {

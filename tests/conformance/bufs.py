@@ -13,7 +13,7 @@ import struct
 import sys
 import termios
 
-from differential import res, say, where
+from differential import fill, res, say, where
 
 SIOCOUTQ = termios.TIOCOUTQ
 SO_SNDBUFFORCE = 32
@@ -125,18 +125,6 @@ def buffer_sizes(where):
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
-
-
-def fill(a, chunk):
-    """Non-blocking sends of `chunk` until EAGAIN: (messages, bytes)."""
-    n = total = 0
-    while n < 100000:
-        try:
-            total += a.send(chunk, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            break
-        n += 1
-    return n, total
 
 
 def buffer_effects():

@@ -27,3 +27,15 @@ def where():
     say("where:", "udsfs" if udsfs else "kernel")
     a.close()
     b.close()
+
+
+def fill(a, chunk):
+    """Non-blocking sends of `chunk` until EAGAIN: (messages, bytes)."""
+    n = total = 0
+    while n < 100000:
+        try:
+            total += a.send(chunk, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            break
+        n += 1
+    return n, total

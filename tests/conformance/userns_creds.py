@@ -48,6 +48,16 @@ def show(who, c, pid):
     return f"pid {'is ' + who if p == pid else '%d, not %s' % (p, who)} uid {uid} gid {gid}"
 
 
+def receiver(name):
+    """A datagram socket with SO_PASSCRED bound at the abstract `name`, its receives
+    given up after 10 s."""
+    r = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    r.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    r.bind(f"\0{name}")
+    r.settimeout(10)
+    return r
+
+
 def child(tag, parent_pid):
     """As uid 65534 in a user namespace of its own."""
     me = os.getpid()
@@ -72,10 +82,7 @@ def child(tag, parent_pid):
         say(f"child: {name}:", res(lambda: s.setsockopt(socket.SOL_SOCKET, opt, 65536)))
     say("child: SO_SNDBUF:", res(lambda: s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)))
     # A receiver in the namespace: the parent's message comes to it.
-    c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    c.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-    c.bind(f"\0{tag}-C")
-    c.settimeout(10)
+    c = receiver(f"{tag}-C")
     st = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     st.connect(f"\0{tag}-L")
     say("child: SO_PEERCRED of root's listener:", show("the parent's", peercred(st), parent_pid))
@@ -95,10 +102,7 @@ def child(tag, parent_pid):
 
 def parent():
     tag = f"userns-{os.getpid()}"
-    r = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    r.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-    r.bind(f"\0{tag}-R")
-    r.settimeout(10)
+    r = receiver(f"{tag}-R")
     lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     lst.bind(f"\0{tag}-L")
     lst.listen()

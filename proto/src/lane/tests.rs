@@ -8,21 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::region::{self, HEADER, OFF_FIN, OFF_HEAD, OFF_STATE, OFF_TAIL, dir_word};
 use super::*;
-
-/// xorshift64*: reproducible randomness (the seed is printed on failure).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
-}
+use crate::xorshift::Rng;
 
 fn direct(caps: [u32; 2]) -> (OwnedFd, Region) {
     let (fd, r) = Region::create(caps).expect("create");

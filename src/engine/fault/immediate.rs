@@ -300,6 +300,24 @@ mod tests {
     use crate::engine::{RecvFlags, SendMsg};
     use crate::fault::Rule;
 
+    /// An engine, root and a stream socketpair whose second end has the rule
+    /// `socket N up FAULT`.
+    fn pair_under(
+        fault: &str,
+    ) -> (
+        std::sync::Arc<crate::engine::Engine>,
+        crate::engine::Caller,
+        std::sync::Arc<crate::engine::Socket>,
+        std::sync::Arc<crate::engine::Socket>,
+    ) {
+        let e = engine();
+        let c = root();
+        let (a, b) = e.socketpair(crate::engine::SockType::Stream, &c);
+        let line = format!("socket {} up {fault}", b.id);
+        e.faults.add(Rule::parse(&line).unwrap(), 0);
+        (e, c, a, b)
+    }
+
     #[test]
     fn a_cut_send_returns_its_count_and_a_full_queue_refuses() {
         let e = engine();
@@ -324,14 +342,8 @@ mod tests {
 
     #[test]
     fn short_write_cuts_a_send_at_its_bytes_in_whichever_piece_they_end() {
-        let e = engine();
-        let c = root();
-        let (a, b) = e.socketpair(crate::engine::SockType::Stream, &c);
         // 100000 bytes end in the third piece of at most 36544 (stream.rs).
-        e.faults.add(
-            Rule::parse(&format!("socket {} up short_write bytes=100000", b.id)).unwrap(),
-            0,
-        );
+        let (e, c, a, b) = pair_under("short_write bytes=100000");
         let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         assert_eq!(e.sendmsg(&a, SendMsg::new(&data), &c, None), Ok(100_000));
         let mut got = Vec::new();
@@ -376,13 +388,7 @@ mod tests {
 
     #[test]
     fn limit_data_ends_the_connection_after_exactly_its_bytes() {
-        let e = engine();
-        let c = root();
-        let (a, b) = e.socketpair(crate::engine::SockType::Stream, &c);
-        e.faults.add(
-            Rule::parse(&format!("socket {} up limit_data bytes=4", b.id)).unwrap(),
-            0,
-        );
+        let (e, c, a, b) = pair_under("limit_data bytes=4");
         assert_eq!(e.sendmsg(&a, SendMsg::new(b"abc"), &c, None), Ok(3));
         assert_eq!(e.sendmsg(&a, SendMsg::new(b"defg"), &c, None), Ok(1));
         assert_eq!(

@@ -1,7 +1,10 @@
 # Passes files of every kind over AF_UNIX socketpairs and prints what the
 # receiver gets. Run on kernel sockets and through `udsfs run`: the outputs
 # must be equal (tests/conformance/programs.rs).
-import os, select, socket, stat, tempfile, threading, time
+import os, select, socket, stat, sys, tempfile, threading, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from differential import fill  # noqa: E402
 
 def kind(fd):
     m = os.fstat(fd).st_mode
@@ -68,15 +71,7 @@ for ty in (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_SEQPACKET):
 # whole once the reader drains the queue.
 for ty in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
     a, b = socket.socketpair(socket.AF_UNIX, ty)
-    a.setblocking(False)
-    queued = 0
-    try:
-        while True:
-            a.send(b"f" * 1000)
-            queued += 1
-    except BlockingIOError:
-        pass
-    a.setblocking(True)
+    queued, _ = fill(a, b"f" * 1000)
     def drain():
         time.sleep(0.3)
         for _ in range(queued):
