@@ -7,14 +7,20 @@
 # upstream sockets must be udsfs sockets. On d20381b no worker started through udsfs
 # (FIOASYNC on the master's socketpair: ENOTTY) and a proxied request hung (the upstream
 # socket was added to epoll before connect(), whose conversion dropped the registration).
+# The workers run as www-data (`user www-data;`, the master root, as Debian's own
+# nginx.conf): each worker accepts on the listener the root master made; through udsfs
+# they got EACCES in a loop before accept asked a ticket on the descriptor (issue 29).
+UDSFS_MOUNT_ARGS=(--allow-other) # the www-data workers reach the mount
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
 need_cmd nginx nginx-light
 need_cmd curl curl
+id www-data >/dev/null 2>&1 || fail "there is no user www-data (Debian's base system has one)"
+chmod 755 "$TMP" # the www-data workers read the static files and reach the mount
 
 cat >"$TMP/upstream.py" <<'EOF2'
-import http.server, socketserver, sys
+import http.server, os, socketserver, sys
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -41,6 +47,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
+os.umask(0)  # the www-data workers connect: they need write permission on the name
 Server(sys.argv[1], Handler).serve_forever()
 EOF2
 
@@ -57,7 +64,7 @@ one_run() {
 daemon off;
 master_process on;
 worker_processes 2;
-user root;
+user www-data;
 error_log $d/error.log info;
 pid $d/nginx.pid;
 events { worker_connections 64; }
@@ -93,6 +100,9 @@ EOF2
     done
     say "$mode: $workers nginx workers running"
     echo "workers: $workers" >"$out"
+    local master
+    master=$(pgrep -f "nginx: master process nginx -c $d/" | head -1)
+    echo "their users: $(ps -o user= --ppid "$master" | sort | uniq -c | tr -s ' ' | xargs)" >>"$out"
     local c=(curl --silent --show-error --max-time 8 --unix-socket "$dir/nginx.sock")
     {
         via -- "${c[@]}" http://localhost/static/file.txt || echo "static: curl failed $?"
@@ -113,6 +123,7 @@ EOF2
 one_run kernel "$TMP/k"
 one_run udsfs "$MNT/ngx"
 grep -qx 'workers: 2' "$TMP/kernel.out" || fail "nginx's workers did not start on kernel sockets"
+grep -qx 'their users: 2 www-data' "$TMP/kernel.out" || fail "nginx's workers are not www-data's"
 grep -q 'a static file' "$TMP/kernel.out" || fail "the kernel run did not serve the static file"
 same_answers "nginx" tail -v -n 20 "$TMP/ngx-udsfs/error.log"
 ok "nginx (master and 2 workers) through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"
