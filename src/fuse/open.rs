@@ -213,23 +213,23 @@ impl Inner {
     }
 
     /// An accept on listener `s` by `c` (the open of its `accept` file or
-    /// of a ticket): the new socket's control handle, or the op to park
-    /// (a blocking open finding no connection; `Err((EAGAIN, Some(op)))`).
-    fn accept_open(
-        &self,
-        s: &Arc<Socket>,
-        flags: i32,
-        c: &Caller,
-    ) -> Result<(u64, FopenFlags), (Errno, Option<OpenOp>)> {
+    /// of a ticket), answered: the new socket's control handle, an error,
+    /// or parked until a connection comes (a blocking open). Gives back the
+    /// reference `s` came with: accept makes its own.
+    fn accept_on(&self, s: Arc<Socket>, flags: i32, c: &Caller, reply: OpenReply) {
         let op = OpenOp::Accept {
             sock: s.clone(),
             uid: c.fsuid,
             gid: c.fsgid,
         };
-        match self.open_blocking(op, c, None) {
-            Ok(x) => Ok(x),
-            Err((Errno::EAGAIN, Some(op))) if !nonblocking(flags) => Err((Errno::EAGAIN, Some(op))),
-            Err((e, _)) => Err((e, None)),
+        let r = self.open_blocking(op, c, None);
+        self.eng.put(&s);
+        match r {
+            Ok((fh, fl)) => reply.opened(fh, fl.bits()),
+            Err((Errno::EAGAIN, Some(op))) if !nonblocking(flags) => {
+                self.park(Pending::Open { op, reply }, c)
+            }
+            Err((e, _)) => reply.error(e),
         }
     }
 
@@ -319,16 +319,7 @@ impl Inner {
                     (SockFile::Msg, Ok((s, claim))) => {
                         Ok((i.msg_handle(s, claim), socket_open_flags()))
                     }
-                    (SockFile::Accept, Ok((s, _))) => {
-                        // The handle's reference is not kept: accept makes its own.
-                        let r = i.accept_open(&s, flags, &c);
-                        i.eng.put(&s);
-                        match r {
-                            Ok(x) => Ok(x),
-                            Err((_, Some(op))) => return i.park(Pending::Open { op, reply }, &c),
-                            Err((e, None)) => Err(e),
-                        }
-                    }
+                    (SockFile::Accept, Ok((s, _))) => return i.accept_on(s, flags, &c, reply),
                     (SockFile::Dir, Ok(_)) => Err(Errno::EISDIR),
                     // Opened above, without a socket reference.
                     (SockFile::Capture, Ok(_)) => Err(Errno::ENOENT),
@@ -373,15 +364,7 @@ impl Inner {
                 let h = Holder::of(&c);
                 let held = i.eng.tickets.take(seq, h, Instant::now());
                 match held {
-                    Ok(s) if i.eng.try_hold(&s) => {
-                        let r = i.accept_open(&s, flags, &c);
-                        i.eng.put(&s);
-                        match r {
-                            Ok(x) => Ok(x),
-                            Err((_, Some(op))) => return i.park(Pending::Open { op, reply }, &c),
-                            Err((e, None)) => Err(e),
-                        }
-                    }
+                    Ok(s) if i.eng.try_hold(&s) => return i.accept_on(s, flags, &c, reply),
                     // Closed since the ticket was given: as accept on it.
                     Ok(_) => Err(Errno::EINVAL),
                     Err(e) => Err(e),
