@@ -22,7 +22,7 @@
 use libc::c_int;
 use udsfs_proto::Res;
 use udsfs_proto::ioctl::{AcceptTicket, Accepted, Ctl, Op};
-use udsfs_proto::mount::ticket_name;
+use udsfs_proto::mount::{ACCEPT_DIR, ticket_name};
 
 use crate::client;
 
@@ -40,8 +40,8 @@ pub trait Front {
     /// RLIMIT_NOFILE. A front whose opens are the program's own answers
     /// true: they fail EMFILE before the daemon sees them.
     fn slot_free(&mut self) -> bool;
-    /// Opens `.udsfs/accept/NAME` read-only, O_NONBLOCK unless `wait`.
-    fn open_ticket(&mut self, name: &[u8; 16], wait: bool) -> Res<Self::Fd>;
+    /// Opens `rel`, a path below the mount's `.udsfs/`, with `flags`.
+    fn open_ctrl(&mut self, rel: &str, flags: c_int) -> Res<Self::Fd>;
     /// The first number a control handle reads.
     fn number(&mut self, h: &Self::Fd) -> Res<u64>;
     /// Opens socket `id`'s data file as the accept's flags ask.
@@ -66,8 +66,15 @@ pub fn accept<F: Front>(f: &mut F, listener: c_int, wait: bool) -> Res<F::Fd> {
     let mut tries = 0;
     let h = loop {
         let c = client::ctl(listener, Ctl::new(Op::AcceptTicket, 0))?;
-        let t = c.values::<AcceptTicket>().ticket;
-        match f.open_ticket(&ticket_name(t), wait) {
+        let mut rel = [0u8; ACCEPT_DIR.len() + 17];
+        let (dir, name) = rel.split_at_mut(ACCEPT_DIR.len());
+        dir.copy_from_slice(ACCEPT_DIR.as_bytes());
+        name[0] = b'/';
+        name[1..].copy_from_slice(&ticket_name(c.values::<AcceptTicket>().ticket));
+        // ASCII: the directory's name and hex digits.
+        let rel = core::str::from_utf8(&rel).map_err(|_| libc::EIO)?;
+        let flags = libc::O_RDONLY | if wait { 0 } else { libc::O_NONBLOCK };
+        match f.open_ctrl(rel, flags) {
             Err(libc::ENOENT) if tries + 1 < TICKET_TRIES => tries += 1,
             r => break r?,
         }

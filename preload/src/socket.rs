@@ -7,7 +7,7 @@ use udsfs_calls::accept;
 use udsfs_proto::addr::Addr;
 use udsfs_proto::ctl::Command;
 use udsfs_proto::ioctl::{Ctl, Op, ADDR_AS_GIVEN};
-use udsfs_proto::mount::{type_dir, ACCEPT_DIR};
+use udsfs_proto::mount::type_dir;
 
 use crate::errno::{last, Res};
 use crate::files::{close, nonblocking, open_file, open_sock, read_numbers, with_handle};
@@ -87,13 +87,8 @@ impl accept::Front for Here<'_> {
         true
     }
 
-    fn open_ticket(&mut self, name: &[u8; 16], wait: bool) -> Res<c_int> {
-        let name = std::str::from_utf8(name).map_err(|_| libc::EINVAL)?;
-        let path = self.m.ctrl_file(&format!("{ACCEPT_DIR}/{name}"));
-        open_file(
-            &path,
-            libc::O_RDONLY | if wait { 0 } else { libc::O_NONBLOCK },
-        )
+    fn open_ctrl(&mut self, rel: &str, flags: c_int) -> Res<c_int> {
+        open_file(&self.m.ctrl_file(rel), flags)
     }
 
     fn number(&mut self, h: &c_int) -> Res<u64> {

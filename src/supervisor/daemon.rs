@@ -127,11 +127,8 @@ impl<S: FnMut() -> bool> udsfs_calls::accept::Front for Opener<'_, S> {
         (self.slot_free)()
     }
 
-    fn open_ticket(&mut self, name: &[u8; 16], wait: bool) -> Res<OwnedFd> {
-        let name = std::str::from_utf8(name).map_err(|_| libc::EINVAL)?;
-        let nb = if wait { 0 } else { libc::O_NONBLOCK };
-        let dir = udsfs_proto::mount::ACCEPT_DIR;
-        open(&self.d.file(&format!("{dir}/{name}")), libc::O_RDONLY | nb)
+    fn open_ctrl(&mut self, rel: &str, flags: i32) -> Res<OwnedFd> {
+        open(&self.d.file(rel), flags)
     }
 
     fn number(&mut self, h: &OwnedFd) -> Res<u64> {
