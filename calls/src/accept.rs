@@ -40,7 +40,9 @@ pub trait Front {
     /// RLIMIT_NOFILE. A front whose opens are the program's own answers
     /// true: they fail EMFILE before the daemon sees them.
     fn slot_free(&mut self) -> bool;
-    /// Opens `rel`, a path below the mount's `.udsfs/`, with `flags`.
+    /// Opens `rel`, a path below the mount's `.udsfs/`, with `flags`, from
+    /// the thread that called `accept` (and, in the supervisor, under the
+    /// same act-for grant): a ticket opens only for the thread that asked.
     fn open_ctrl(&mut self, rel: &str, flags: c_int) -> Res<Self::Fd>;
     /// The first number a control handle reads.
     fn number(&mut self, h: &Self::Fd) -> Res<u64>;
