@@ -111,20 +111,25 @@ pub struct Tickets {
     t: Mutex<Table>,
 }
 
+/// A random number from getrandom (retried when a signal cut it short).
+/// Were there none to be had, a mix of the clock and a counter: the number
+/// is a second guard only, the daemon letting in no thread but the holder.
 fn random_u64() -> u64 {
-    let mut r = 0u64;
-    // SAFETY: getrandom writes at most 8 bytes into r.
-    let n = unsafe { libc::getrandom((&mut r as *mut u64).cast(), 8, 0) };
-    if n != 8 {
-        // No entropy to be had: still unique, never guessable from outside
-        // the daemon's memory in a cheap way.
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1);
-        r = t.rotate_left(17) ^ (&r as *const u64 as u64);
+    for _ in 0..4 {
+        let mut r = 0u64;
+        // SAFETY: getrandom writes at most 8 bytes into r.
+        let n = unsafe { libc::getrandom((&mut r as *mut u64).cast(), 8, 0) };
+        if n == 8 {
+            return r;
+        }
     }
-    r
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let c = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    (t ^ c.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 impl Table {
