@@ -7,7 +7,8 @@
 # (src/engine/tickets.rs, calls/src/accept.rs).
 #
 # 1. tests/conformance/accept_setuid.py on kernel sockets, through `udsfs run` (the
-#    library) and `udsfs run --front seccomp` (the supervisor): equal outputs.
+#    library) and `udsfs run --front seccomp` (the supervisor): equal outputs; and a
+#    static C program (integration/c/accept_setuid.c) on the kernel and through udsfs.
 # 2. Attacks on tickets, on the mount's files with the raw ioctl: another user with the
 #    ticket's number, a forked child of its holder, a replay, guessed numbers, the
 #    directory listed, a ticket for a socket that is not listening, 60,000 requests.
@@ -36,6 +37,21 @@ for front in preload seccomp; do
     ok "udsfs run --front $front: the same $(wc -l <"$TMP/$front.out") results as the kernel"
     [ ! -s "$TMP/$front.err" ] || fail "--front $front complained: $(cat "$TMP/$front.err")"
 done
+
+# 1b. The same in a static C program (integration/c/accept_setuid.c), which only the
+# supervisor carries: kernel and udsfs run give the same lines.
+need_cmd gcc gcc
+gcc -static -O2 -o "$TMP/accept_setuid" "$ROOT/integration/c/accept_setuid.c" ||
+    fail "gcc -static accept_setuid.c failed"
+mkdir "$TMP/kc" "$MNT/static"
+kc=$(timeout 30 "$TMP/accept_setuid" "$TMP/kc/s.sock" 2>&1) || fail "the static program fails on kernel sockets: $kc"
+uc=$(UDSFS_PRELOAD=$PRELOAD_LIB timeout 60 "$UDSFS_BIN" run --mount "$MNT" -- \
+    "$TMP/accept_setuid" "$MNT/static/s.sock" 2>&1) || fail "the static program fails through udsfs run: $uc"
+printf '%s\n' "$uc"
+grep -qx 'where: kernel' <<<"$kc" || fail "the kernel run's listener was not a kernel socket"
+grep -qx 'where: udsfs' <<<"$uc" || fail "the static program's listener was not a udsfs socket"
+expect_eq "the static program through udsfs run (the supervisor)" "$(grep -v '^where: ' <<<"$uc")" \
+    "$(grep -v '^where: ' <<<"$kc")"
 
 # 2. The attacks. The ticket ioctl by hand: UDSFS_IOC_CTL with op AcceptTicket (41).
 out=$(py '
