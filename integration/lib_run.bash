@@ -272,17 +272,18 @@ show_answers() {
     ! grep -h 'udsfs-preload' "$@" >&2 || fail "$mode: the library complained (above)"
 }
 
-# nginx_conf D WORKERS: writes D/nginx.conf for an nginx run in the foreground as root,
-# with WORKERS workers and its error log, pid file and temporary files in D; its http
-# block holds what comes on stdin (the upstreams and servers).
+# nginx_conf D WORKERS [USER]: writes D/nginx.conf for an nginx run in the foreground,
+# with WORKERS workers run as USER (root if not given) and its error log, pid file and
+# temporary files in D; its http block holds what comes on stdin (the upstreams and
+# servers).
 nginx_conf() {
-    local d=$1 workers=$2
+    local d=$1 workers=$2 user=${3:-root}
     {
         cat <<EOF2
 daemon off;
 master_process on;
 worker_processes $workers;
-user root;
+user $user;
 error_log $d/error.log info;
 pid $d/nginx.pid;
 events { worker_connections 64; }

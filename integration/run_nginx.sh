@@ -7,11 +7,17 @@
 # upstream sockets must be udsfs sockets. On d20381b no worker started through udsfs
 # (FIOASYNC on the master's socketpair: ENOTTY) and a proxied request hung (the upstream
 # socket was added to epoll before connect(), whose conversion dropped the registration).
+# The workers run as www-data (`user www-data;`, the master root, as Debian's own
+# nginx.conf): each worker accepts on the listener the root master made; through udsfs
+# they got EACCES in a loop before accept asked a ticket on the descriptor (issue 29).
+UDSFS_MOUNT_ARGS=(--allow-other) # the www-data workers reach the mount
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
 need_cmd nginx nginx-light
 need_cmd curl curl
+id www-data >/dev/null 2>&1 || fail "there is no user www-data (Debian's base system has one)"
+chmod 755 "$TMP" # the www-data workers read the static files and reach the mount
 
 head -c 300000 /dev/urandom >"$TMP/post.bin"
 
@@ -22,7 +28,7 @@ one_run() {
     UDSFS_RUN_VIA=$mode
     mkdir -p "$d/www/static" "$dir"
     echo "a static file" >"$d/www/static/file.txt"
-    nginx_conf "$d" 2 <<EOF2
+    nginx_conf "$d" 2 www-data <<EOF2
     upstream app { server unix:$dir/upstream.sock; }
     server {
         listen unix:$dir/nginx.sock;
@@ -30,7 +36,10 @@ one_run() {
         location /app/ { proxy_pass http://app; proxy_read_timeout 10s; }
     }
 EOF2
+    # the www-data workers connect: they need write permission on the upstream's name
+    umask 0
     serve UPSTREAM "$dir/upstream.sock" "$d/upstream.out" -- python3 "$LIB_DIR/http_upstream.py" "$dir/upstream.sock"
+    umask 022
     serve NGINX "$dir/nginx.sock" "$d/nginx.out" -- nginx -c "$d/nginx.conf" -p "$d"
     expect_socket_home "$dir/upstream.sock"
     expect_socket_home "$dir/nginx.sock"
@@ -43,6 +52,9 @@ EOF2
     done
     say "$mode: $workers nginx workers running"
     echo "workers: $workers" >"$out"
+    local master
+    master=$(pgrep -f "nginx: master process nginx -c $d/" | head -1)
+    echo "their users: $(ps -o user= --ppid "$master" | sort | uniq -c | tr -s ' ' | xargs)" >>"$out"
     local c=(curl --silent --show-error --max-time 8 --unix-socket "$dir/nginx.sock")
     {
         via -- "${c[@]}" http://localhost/static/file.txt || echo "static: curl failed $?"
@@ -58,6 +70,7 @@ EOF2
 one_run kernel "$TMP/k"
 one_run udsfs "$MNT/ngx"
 grep -qx 'workers: 2' "$TMP/kernel.out" || fail "nginx's workers did not start on kernel sockets"
+grep -qx 'their users: 2 www-data' "$TMP/kernel.out" || fail "nginx's workers are not www-data's"
 grep -q 'a static file' "$TMP/kernel.out" || fail "the kernel run did not serve the static file"
 same_answers "nginx" tail -v -n 20 "$TMP/ngx-udsfs/error.log"
 ok "nginx (master and 2 workers) through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"

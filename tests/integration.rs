@@ -28,7 +28,7 @@ fn timeout_of(name: &str) -> Duration {
         "adversarial_pool" => Duration::from_secs(360),
         // Each event that gives no SIGIO is waited for 0.5 s, twice per event.
         "sigio" => Duration::from_secs(240),
-        // Four runs; the www-data pool's known difference through udsfs is 7 curl timeouts.
+        // Four runs (root's pool and the www-data pool, kernel and udsfs).
         "run_php_fpm" => Duration::from_secs(240),
         _ => TIMEOUT,
     }
@@ -154,6 +154,7 @@ macro_rules! scripts {
 scripts!(
     abstract_netns,
     abstract_private,
+    accept_after_setuid,
     adversarial_access,
     adversarial_actfor,
     adversarial_capture,

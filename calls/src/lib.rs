@@ -10,6 +10,7 @@
 //! library takes in a signal handler (a send or receive of a small message):
 //! the message buffer is the caller's (`client::MsgBuf`, on its stack).
 
+pub mod accept;
 pub mod bind;
 pub mod client;
 pub mod control;

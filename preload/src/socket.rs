@@ -3,13 +3,14 @@
 //! getsockname and getpeername report.
 
 use libc::{c_int, sockaddr, socklen_t};
+use udsfs_calls::accept;
 use udsfs_proto::addr::Addr;
 use udsfs_proto::ctl::Command;
-use udsfs_proto::ioctl::{Accepted, Ctl, Op, ADDR_AS_GIVEN};
+use udsfs_proto::ioctl::{Ctl, Op, ADDR_AS_GIVEN};
 use udsfs_proto::mount::type_dir;
 
 use crate::errno::{last, Res};
-use crate::files::{close, nonblocking, open_file, open_sock, with_handle};
+use crate::files::{close, nonblocking, open_file, open_sock, read_numbers, with_handle};
 use crate::mount::{self, Mount};
 use crate::route::put_addr;
 use crate::{ioctl, user};
@@ -57,38 +58,49 @@ pub fn connect(m: &Mount, fd: c_int, wire: &[u8]) -> Res<()> {
     }
 }
 
-/// accept4(): opening `.udsfs/sock/N/accept` parks until a connection comes
-/// (or fails with EAGAIN under O_NONBLOCK) and gives the new socket's
-/// control handle, whose number names its data file.
+/// accept4(): the decisions are `udsfs_calls::accept`'s (a ticket asked on
+/// the listener's descriptor, opened as `.udsfs/accept/TICKET`, which parks
+/// until a connection comes, or EAGAIN under O_NONBLOCK); this library's
+/// opens are the program's own, so with no slot left the first fails
+/// EMFILE before the daemon sees it and the connection stays queued.
 pub fn accept(m: &Mount, fd: c_int, flags: c_int) -> Res<c_int> {
-    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
-        return Err(libc::EINVAL);
+    accept::check_flags(flags)?;
+    let mut here = Here {
+        m,
+        nonblock: flags & libc::SOCK_NONBLOCK != 0,
+        cloexec: flags & libc::SOCK_CLOEXEC != 0,
+    };
+    accept::accept(&mut here, fd, !nonblocking(fd))
+}
+
+/// The library's way to the mount's files: its own opens.
+struct Here<'a> {
+    m: &'a Mount,
+    nonblock: bool,
+    cloexec: bool,
+}
+
+impl accept::Front for Here<'_> {
+    type Fd = c_int;
+
+    fn slot_free(&mut self) -> bool {
+        true
     }
-    let id = mount::sock_id(fd).ok_or(libc::EBADF)?;
-    let waits = if nonblocking(fd) { libc::O_NONBLOCK } else { 0 };
-    let (nb, cloexec) = (
-        flags & libc::SOCK_NONBLOCK != 0,
-        flags & libc::SOCK_CLOEXEC != 0,
-    );
-    // With no slot left the open fails (EMFILE) before it reaches the
-    // daemon: the connection stays queued, as Linux leaves it.
-    let path = m.sock_file(id, "accept");
-    let opened = with_handle(&path, libc::O_RDONLY | waits, |ids| {
-        let n = ids.first().copied().ok_or(libc::EIO)?;
-        match open_sock(m, n, nb, cloexec) {
-            // One slot, taken by the control handle: the listener keeps the
-            // socket while the handle closes, and the socket's data file
-            // then takes the slot.
-            Err(libc::EMFILE) => {
-                let kept = ioctl::ctl(fd, Ctl::new(Op::KeepAccepted, 0).with(Accepted { id: n }))?;
-                Ok(Err(kept.values::<Accepted>().id))
-            }
-            r => r.map(Ok),
-        }
-    })?;
-    match opened {
-        Ok(new) => Ok(new),
-        Err(kept) => open_sock(m, kept, nb, cloexec),
+
+    fn open_ctrl(&mut self, rel: &str, flags: c_int) -> Res<c_int> {
+        open_file(&self.m.ctrl_file(rel), flags)
+    }
+
+    fn number(&mut self, h: &c_int) -> Res<u64> {
+        read_numbers(*h)?.first().copied().ok_or(libc::EIO)
+    }
+
+    fn open_data(&mut self, id: u64) -> Res<c_int> {
+        open_sock(self.m, id, self.nonblock, self.cloexec)
+    }
+
+    fn close(&mut self, fd: c_int) {
+        close(fd)
     }
 }
 

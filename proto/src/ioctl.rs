@@ -153,6 +153,14 @@ pub enum Op {
     /// end found the region corrupt: the connection is reset. ENOPROTOOPT:
     /// the mount has no lanes; EOPNOTSUPP: this socket has none.
     LaneClaim = 40,
+    /// On a listener: a one-time ticket for one accept (out:
+    /// `AcceptTicket`), for the caller's thread only, taken by its open of
+    /// `.udsfs/accept/TICKET` (`crate::mount::ticket_name`) within
+    /// `crate::mount::TICKET_TTL_MS`: the descriptor authorises the accept,
+    /// as on Linux, whatever the caller's uid is now (the listener's own
+    /// `accept` file is its creator's). EINVAL on a socket not listening,
+    /// EOPNOTSUPP on a dgram socket, as accept.
+    AcceptTicket = 41,
 }
 
 /// The groups one `Op::PeerGroups` reply carries.
@@ -164,7 +172,7 @@ impl TryFrom<u32> for Op {
 
     fn try_from(n: u32) -> Result<Op, u32> {
         use Op::*;
-        const ALL: [Op; 29] = [
+        const ALL: [Op; 30] = [
             Bind,
             Listen,
             Connect,
@@ -194,6 +202,7 @@ impl TryFrom<u32> for Op {
             PeerGroups,
             SetAsync,
             LaneClaim,
+            AcceptTicket,
         ];
         ALL.into_iter().find(|&op| op as u32 == n).ok_or(n)
     }
@@ -432,6 +441,8 @@ values! {
     Sockopt { a: i32, b: i32 }
     /// `Op::KeepAccepted`: in, the accepted socket; out, its entry.
     Accepted { id: u64 }
+    /// `Op::AcceptTicket`: the ticket, a random number (never 0).
+    AcceptTicket { ticket: u64 }
     /// `Op::LaneClaim`: the region's depot tag, this end's side (0: A,
     /// which writes ring 0) and the two rings' capacities.
     LaneGrant { tag: u64, side: i32, cap0: i32, cap1: i32 }

@@ -28,6 +28,43 @@ pub fn is_data_ino(ino: u64) -> bool {
     ino >> INO_TAG_SHIFT == INO_TAG_SOCK && ino & 0xf == DATA_FILE_CODE
 }
 
+/// The directory of `.udsfs/` that holds accept tickets (`Op::AcceptTicket`):
+/// searchable by anyone, listing nothing; an entry opens only for the
+/// thread its ticket was given to, once.
+pub const ACCEPT_DIR: &str = "accept";
+
+/// How long a ticket stays good: the thread that asked for it opens it at
+/// once (the open then waits for a connection as long as accept waits).
+pub const TICKET_TTL_MS: u64 = 2000;
+
+/// A ticket's name in `ACCEPT_DIR`: 16 lowercase hex digits.
+pub fn ticket_name(t: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (i, b) in out.iter_mut().enumerate() {
+        let d = (t >> (60 - 4 * i)) as u8 & 0xf;
+        *b = if d < 10 { b'0' + d } else { b'a' + d - 10 };
+    }
+    out
+}
+
+/// The ticket a name of `ACCEPT_DIR` stands for: exactly `ticket_name`'s
+/// form (no other spelling names it), never 0.
+pub fn parse_ticket(name: &[u8]) -> Option<u64> {
+    if name.len() != 16 {
+        return None;
+    }
+    let mut t = 0u64;
+    for &b in name {
+        let d = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            _ => return None,
+        };
+        t = t << 4 | d as u64;
+    }
+    (t != 0).then_some(t)
+}
+
 /// The directory of `.udsfs/` whose `clone` and `pair` make sockets of
 /// type `ty` (SOCK_STREAM, ...); unix_create makes SOCK_RAW a datagram socket.
 pub fn type_dir(ty: i32) -> Option<&'static str> {
@@ -59,5 +96,16 @@ mod tests {
         assert_eq!(type_dir(libc::SOCK_SEQPACKET), Some("seqpacket"));
         assert_eq!(type_dir(libc::SOCK_RDM), None);
         assert_eq!(type_dir(libc::SOCK_STREAM | libc::SOCK_NONBLOCK), None);
+    }
+
+    #[test]
+    fn ticket_names_round_trip_in_one_spelling() {
+        for t in [1u64, 0xdead_beef, u64::MAX, 0x0123_4567_89ab_cdef] {
+            assert_eq!(parse_ticket(&ticket_name(t)), Some(t));
+        }
+        assert_eq!(parse_ticket(b"0000000000000000"), None, "0 is no ticket");
+        assert_eq!(parse_ticket(b"00000000DEADBEEF"), None, "upper case");
+        assert_eq!(parse_ticket(b"deadbeef"), None, "short");
+        assert_eq!(parse_ticket(b"+00000000deadbeef"), None, "long");
     }
 }

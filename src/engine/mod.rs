@@ -44,6 +44,7 @@ mod sockopt;
 pub mod socktype;
 mod stream_read;
 pub mod tap;
+pub mod tickets;
 pub mod timeo;
 pub mod tree;
 mod urg;
@@ -59,6 +60,8 @@ mod oob_tests;
 mod tap_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tickets_tests;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -189,6 +192,8 @@ pub struct Engine {
     releases: release_queue::ReleaseQueue,
     /// Connections whose bytes go through shared memory (lane.rs).
     lanes: lane::Lanes,
+    /// One-time accepts authorised by a listener's descriptor (tickets.rs).
+    pub tickets: tickets::Tickets,
 }
 
 impl Engine {
@@ -216,6 +221,7 @@ impl Engine {
             delays: Default::default(),
             releases: Default::default(),
             lanes: Default::default(),
+            tickets: Default::default(),
             cfg,
         });
         eng.delays.attach(&eng);

@@ -88,6 +88,9 @@ impl Inner {
                     Ctrl::Root | Ctrl::TypeDir(_) | Ctrl::SockDir | Ctrl::AbstractDir => {
                         (FileType::Directory, 0o555)
                     }
+                    // Searched by anyone, listed by nobody: a ticket's name
+                    // is its holder's secret.
+                    Ctrl::AcceptDir => (FileType::Directory, 0o711),
                     Ctrl::Clone(_) | Ctrl::Pair(_) => (FileType::RegularFile, 0o666),
                     Ctrl::Unix | Ctrl::Graph | Ctrl::FdChannel => (FileType::RegularFile, 0o444),
                     Ctrl::Gc => (FileType::RegularFile, 0o644),
@@ -120,6 +123,19 @@ impl Inner {
                 };
                 synthetic(node.ino(), kind, perm, d.uid, d.gid, size)
             }
+            // Open to any user as far as the kernel checks: the daemon
+            // lets only the ticket's holder in (src/engine/tickets.rs).
+            Node::Ticket(seq) => {
+                let uid = self.eng.tickets.owner(seq).ok_or(Errno::ENOENT)?;
+                synthetic(
+                    node.ino(),
+                    FileType::RegularFile,
+                    0o666,
+                    uid,
+                    uid,
+                    SOCKET_FILE_SIZE,
+                )
+            }
             Node::Abstract(generation) => {
                 let (_, d) = self
                     .eng
@@ -145,6 +161,10 @@ impl Inner {
             && !self.visible(&d, c)
         {
             return Err(Errno::ENOENT);
+        }
+        if let Node::Ticket(seq) = node {
+            let h = crate::engine::tickets::Holder::of_thread(c);
+            self.eng.tickets.shown_to(seq, h).ok_or(Errno::ENOENT)?;
         }
         Ok(node)
     }

@@ -11,8 +11,9 @@ use parking_lot::Mutex;
 
 use super::files::Files;
 use super::park::{Outcome, ParkTable, Parked, Retry};
-use super::pending::Pending;
+use super::pending::{OpenOp, Pending};
 use crate::engine::quota::Quota;
+use crate::engine::timeo::Direction;
 use crate::engine::{Caller, Claim, Engine, Socket, Waiter};
 
 /// Is O_NONBLOCK among an open file's `flags`?
@@ -54,6 +55,27 @@ impl Inner {
             capture_root_only: Default::default(),
             listings: Arc::new(Quota::new("bytes of listings held by open handles")),
         })
+    }
+
+    /// Parks `p` with its socket's timeout: SO_RCVTIMEO for reads and
+    /// accept, SO_SNDTIMEO for writes (a ctl file's `connect` too).
+    pub(super) fn park(&self, p: Pending, c: &Caller) {
+        let limit = match &p {
+            Pending::Read { fh, .. } => self.file_timeout(*fh, Direction::Recv),
+            Pending::Write { fh, .. } => self.file_timeout(*fh, Direction::Send),
+            Pending::Msg { call, .. } => call.limit(),
+            Pending::Open {
+                op: OpenOp::Accept { sock, .. },
+                ..
+            } => sock.timeouts.limit(Direction::Recv),
+            Pending::Open { .. } => None,
+        };
+        self.parks.park_until(p, c, limit);
+    }
+
+    fn file_timeout(&self, fh: u64, d: Direction) -> Option<std::time::Duration> {
+        let f = self.files.get(fh)?;
+        f.sock.as_ref()?.timeouts.limit(d)
     }
 
     /// Answers every parked request and stops parking new ones (unmount).

@@ -8,6 +8,7 @@ use crate::engine::SockType;
 const TAG_CTRL: u64 = 1;
 const TAG_CONNECT: u64 = 3;
 const TAG_ABSTRACT: u64 = 4;
+const TAG_TICKET: u64 = 5;
 const LOW: u64 = (1 << TAG_SHIFT) - 1;
 
 /// Fixed nodes of `.udsfs/`.
@@ -28,6 +29,9 @@ pub enum Ctrl {
     Capture,
     /// The mount-wide fault rules (src/fault/file.rs).
     Faults,
+    /// `.udsfs/accept/`, whose entries are accept tickets
+    /// (src/engine/tickets.rs).
+    AcceptDir,
 }
 
 /// Files of `.udsfs/sock/N/`.
@@ -99,6 +103,9 @@ pub enum Node {
     Connect(u64),
     /// An entry of `.udsfs/abstract/`, by the bound socket's generation.
     Abstract(u64),
+    /// An entry of `.udsfs/accept/`, by the ticket's sequence number
+    /// (never reused; its name is the ticket's secret number).
+    Ticket(u64),
 }
 
 const TYPES: [SockType; 3] = [SockType::Stream, SockType::Dgram, SockType::Seqpacket];
@@ -122,6 +129,7 @@ impl Node {
                     Ctrl::FdChannel => 7,
                     Ctrl::Capture => 8,
                     Ctrl::Faults => 9,
+                    Ctrl::AcceptDir => 40,
                     Ctrl::TypeDir(t) => 10 + type_code(t),
                     Ctrl::Clone(t) => 20 + type_code(t),
                     Ctrl::Pair(t) => 30 + type_code(t),
@@ -131,6 +139,7 @@ impl Node {
             Node::Sock(id, f) => (TAG_SOCK << TAG_SHIFT) | (id << 4) | f.code(),
             Node::Connect(i) => (TAG_CONNECT << TAG_SHIFT) | i,
             Node::Abstract(id) => (TAG_ABSTRACT << TAG_SHIFT) | id,
+            Node::Ticket(seq) => (TAG_TICKET << TAG_SHIFT) | seq,
         }
     }
 
@@ -151,11 +160,13 @@ impl Node {
                 10..=12 => Ctrl::TypeDir(TYPES[(low - 10) as usize]),
                 20..=22 => Ctrl::Clone(TYPES[(low - 20) as usize]),
                 30..=32 => Ctrl::Pair(TYPES[(low - 30) as usize]),
+                40 => Ctrl::AcceptDir,
                 _ => return None,
             }),
             TAG_SOCK => Node::Sock(low >> 4, SockFile::from_code(low & 0xf)?),
             TAG_CONNECT => Node::Connect(low),
             TAG_ABSTRACT => Node::Abstract(low),
+            TAG_TICKET => Node::Ticket(low),
             _ => return None,
         })
     }
@@ -184,6 +195,8 @@ mod tests {
             Node::Ctrl(Ctrl::Capture),
             Node::Connect(1),
             Node::Abstract(9),
+            Node::Ctrl(Ctrl::AcceptDir),
+            Node::Ticket(5),
         ];
         for n in nodes {
             assert_eq!(Node::from_ino(n.ino()), Some(n));

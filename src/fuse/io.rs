@@ -12,7 +12,6 @@ use super::outgoing::WriteJob;
 use super::park::{Outcome, deferring_wakeups};
 use super::pending::{OpenOp, Pending};
 use super::reply::{DataReply, IoctlOut, IoctlReply, Sink, WriteReply};
-use crate::engine::timeo::Direction;
 use crate::engine::{Caller, Waiter};
 
 impl Inner {
@@ -214,26 +213,5 @@ impl Inner {
                 }
             },
         }
-    }
-
-    /// Parks `p` with its socket's timeout: SO_RCVTIMEO for reads and
-    /// accept, SO_SNDTIMEO for writes (a ctl file's `connect` too).
-    pub(super) fn park(&self, p: Pending, c: &Caller) {
-        let limit = match &p {
-            Pending::Read { fh, .. } => self.file_timeout(*fh, Direction::Recv),
-            Pending::Write { fh, .. } => self.file_timeout(*fh, Direction::Send),
-            Pending::Msg { call, .. } => call.limit(),
-            Pending::Open {
-                op: OpenOp::Accept { sock, .. },
-                ..
-            } => sock.timeouts.limit(Direction::Recv),
-            Pending::Open { .. } => None,
-        };
-        self.parks.park_until(p, c, limit);
-    }
-
-    fn file_timeout(&self, fh: u64, d: Direction) -> Option<std::time::Duration> {
-        let f = self.files.get(fh)?;
-        f.sock.as_ref()?.timeouts.limit(d)
     }
 }

@@ -283,6 +283,13 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
         Op::KeepAccepted => eng
             .keep_accepted(s, ctl.values::<Accepted>().id, c)
             .map(|id| Accepted { id }.encode(&mut ctl.v)),
+        // The descriptor authorises the accept (src/engine/tickets.rs).
+        Op::AcceptTicket => {
+            let h = crate::engine::tickets::Holder::of(c);
+            eng.tickets
+                .issue(s, h, Instant::now())
+                .map(|ticket| AcceptTicket { ticket }.encode(&mut ctl.v))
+        }
         Op::AtMark => eng
             .at_oob_mark(s)
             .map(|at| AtMark { at }.encode(&mut ctl.v)),

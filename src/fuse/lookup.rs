@@ -7,8 +7,9 @@ use super::attr::Entry;
 use super::front::Inner;
 use super::inode::{Ctrl, Node, SockFile, TYPE_NAMES};
 use crate::engine::Caller;
+use crate::engine::tickets::Holder;
 use crate::engine::tree::{self, ROOT_INO};
-use udsfs_proto::addr;
+use udsfs_proto::{addr, mount};
 
 impl Inner {
     pub(super) fn lookup_node(&self, parent: Node, name: &[u8], c: &Caller) -> Result<Node, Errno> {
@@ -26,6 +27,7 @@ impl Inner {
                 b"gc" => Ok(Node::Ctrl(Ctrl::Gc)),
                 b"faults" => Ok(Node::Ctrl(Ctrl::Faults)),
                 b"fdchannel" => Ok(Node::Ctrl(Ctrl::FdChannel)),
+                b"accept" => Ok(Node::Ctrl(Ctrl::AcceptDir)),
                 _ => TYPE_NAMES
                     .iter()
                     .find(|(_, n)| n.as_bytes() == name)
@@ -58,6 +60,15 @@ impl Inner {
                 // The open that may follow is a path open (src/engine/access.rs).
                 d.refs.note_lookup(c.tid, f.code() as u8);
                 Ok(Node::Sock(generation, f))
+            }
+            // Only the thread the ticket was given to finds it: anyone
+            // else (another user, a forked child) gets ENOENT, the ticket
+            // left to its holder (src/engine/tickets.rs).
+            Node::Ctrl(Ctrl::AcceptDir) => {
+                let secret = mount::parse_ticket(name).ok_or(Errno::ENOENT)?;
+                let h = Holder::of_thread(c);
+                let seq = self.eng.tickets.find(secret, h).ok_or(Errno::ENOENT)?;
+                Ok(Node::Ticket(seq))
             }
             Node::Ctrl(Ctrl::AbstractDir) => {
                 let raw = addr::unescape(name).map_err(|_| Errno::ENOENT)?;

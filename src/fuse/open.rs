@@ -2,6 +2,7 @@
 //! `.udsfs/sock/N/`, and the opens that may block (accept, connect views).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use fuser::FopenFlags;
 use nix::errno::Errno;
@@ -14,6 +15,7 @@ use super::park::deferring_wakeups;
 use super::pending::{OpenOp, Pending};
 use super::reply::{OpenReply, Opened, Sink};
 use crate::engine::quota::Charge;
+use crate::engine::tickets::Holder;
 use crate::engine::{Addr, Caller, Claim, SockDir, Socket, Waiter};
 
 pub(super) fn socket_open_flags() -> FopenFlags {
@@ -210,6 +212,27 @@ impl Inner {
         }
     }
 
+    /// An accept on listener `s` by `c` (the open of its `accept` file or
+    /// of a ticket), answered: the new socket's control handle, an error,
+    /// or parked until a connection comes (a blocking open). Gives back the
+    /// reference `s` came with: accept makes its own.
+    fn accept_on(&self, s: Arc<Socket>, flags: i32, c: &Caller, reply: OpenReply) {
+        let op = OpenOp::Accept {
+            sock: s.clone(),
+            uid: c.fsuid,
+            gid: c.fsgid,
+        };
+        let r = self.open_blocking(op, c, None);
+        self.eng.put(&s);
+        match r {
+            Ok((fh, fl)) => reply.opened(fh, fl.bits()),
+            Err((Errno::EAGAIN, Some(op))) if !nonblocking(flags) => {
+                self.park(Pending::Open { op, reply }, c)
+            }
+            Err((e, _)) => reply.error(e),
+        }
+    }
+
     /// open(2) of a file of the control tree or of the connect views.
     pub fn open(&self, ino: u64, flags: i32, c: Caller, reply: impl Sink<Opened>) {
         let reply = OpenReply::new(reply);
@@ -296,23 +319,7 @@ impl Inner {
                     (SockFile::Msg, Ok((s, claim))) => {
                         Ok((i.msg_handle(s, claim), socket_open_flags()))
                     }
-                    (SockFile::Accept, Ok((s, _))) => {
-                        // The handle's reference is not kept: accept makes its own.
-                        let op = OpenOp::Accept {
-                            sock: s.clone(),
-                            uid: c.fsuid,
-                            gid: c.fsgid,
-                        };
-                        let r = i.open_blocking(op, &c, None);
-                        i.eng.put(&s);
-                        match r {
-                            Ok(x) => Ok(x),
-                            Err((Errno::EAGAIN, Some(op))) if !nonblocking(flags) => {
-                                return i.park(Pending::Open { op, reply }, &c);
-                            }
-                            Err((e, _)) => Err(e),
-                        }
-                    }
+                    (SockFile::Accept, Ok((s, _))) => return i.accept_on(s, flags, &c, reply),
                     (SockFile::Dir, Ok(_)) => Err(Errno::EISDIR),
                     // Opened above, without a socket reference.
                     (SockFile::Capture, Ok(_)) => Err(Errno::ENOENT),
@@ -349,6 +356,18 @@ impl Inner {
                             }
                         }
                     }
+                }
+            }
+            // The accept a listener's descriptor authorised, once, for the
+            // thread it was given to (src/engine/tickets.rs).
+            Node::Ticket(seq) => {
+                let h = Holder::of(&c);
+                let held = i.eng.tickets.take(seq, h, Instant::now());
+                match held {
+                    Ok(s) if i.eng.try_hold(&s) => return i.accept_on(s, flags, &c, reply),
+                    // Closed since the ticket was given: as accept on it.
+                    Ok(_) => Err(Errno::EINVAL),
+                    Err(e) => Err(e),
                 }
             }
             Node::Tree(_) => Err(Errno::ENXIO),

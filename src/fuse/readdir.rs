@@ -121,8 +121,15 @@ impl Inner {
                 out.push((faults, reg, b"faults".to_vec()));
                 let fdc = Node::Ctrl(Ctrl::FdChannel).ino();
                 out.push((fdc, reg, b"fdchannel".to_vec()));
+                let acc = Node::Ctrl(Ctrl::AcceptDir).ino();
+                out.push((acc, dir, b"accept".to_vec()));
                 numbered(out)
             }
+            // Tickets are not listed: each name is its holder's secret.
+            Node::Ctrl(Ctrl::AcceptDir) => numbered(vec![
+                (node.ino(), dir, b".".to_vec()),
+                (Node::Ctrl(Ctrl::Root).ino(), dir, b"..".to_vec()),
+            ]),
             Node::Ctrl(Ctrl::TypeDir(t)) => numbered(vec![
                 (node.ino(), dir, b".".to_vec()),
                 (Node::Ctrl(Ctrl::Root).ino(), dir, b"..".to_vec()),

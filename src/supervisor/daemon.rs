@@ -79,18 +79,23 @@ impl Daemon {
         Ok((self.open_sock(a, nonblock)?, self.open_sock(b, nonblock)?))
     }
 
-    /// One accept: EAGAIN when no connection is queued, or with `wait`
-    /// parked in the daemon until one is (the open of `accept` waits, under
-    /// SO_RCVTIMEO).
-    pub fn accept(&self, listener: &OwnedFd, nonblock: bool, wait: bool) -> Res<OwnedFd> {
-        let id = info(listener)?.id;
-        let nb = if wait { 0 } else { libc::O_NONBLOCK };
-        let h = open(
-            &self.file(&format!("sock/{id}/accept")),
-            libc::O_RDONLY | nb,
-        )?;
-        let n = *numbers(&h)?.first().ok_or(libc::EIO)?;
-        self.open_sock(n, nonblock)
+    /// One accept (`udsfs_calls::accept`): EAGAIN when no connection is
+    /// queued, or with `wait` parked in the daemon until one is (the open
+    /// of the ticket waits, under SO_RCVTIMEO); EMFILE when `slot_free`
+    /// says the target has no descriptor slot, the connection left queued.
+    pub fn accept(
+        &self,
+        listener: &OwnedFd,
+        nonblock: bool,
+        wait: bool,
+        slot_free: impl FnMut() -> bool,
+    ) -> Res<OwnedFd> {
+        let mut f = Opener {
+            d: self,
+            nonblock,
+            slot_free,
+        };
+        udsfs_calls::accept::accept(&mut f, listener.as_raw_fd(), wait)
     }
 
     /// A connect facing a full backlog, parked in the daemon until there is
@@ -104,6 +109,38 @@ impl Daemon {
         // SAFETY: writes a local buffer.
         let r = unsafe { libc::write(h.as_raw_fd(), line.as_ptr().cast(), line.len()) };
         if r < 0 { Err(last()) } else { Ok(()) }
+    }
+}
+
+/// The supervisor's way to the mount's files for an accept: its own
+/// opens, installed in the target afterwards.
+struct Opener<'a, S> {
+    d: &'a Daemon,
+    nonblock: bool,
+    slot_free: S,
+}
+
+impl<S: FnMut() -> bool> udsfs_calls::accept::Front for Opener<'_, S> {
+    type Fd = OwnedFd;
+
+    fn slot_free(&mut self) -> bool {
+        (self.slot_free)()
+    }
+
+    fn open_ctrl(&mut self, rel: &str, flags: i32) -> Res<OwnedFd> {
+        open(&self.d.file(rel), flags)
+    }
+
+    fn number(&mut self, h: &OwnedFd) -> Res<u64> {
+        numbers(h)?.first().copied().ok_or(libc::EIO)
+    }
+
+    fn open_data(&mut self, id: u64) -> Res<OwnedFd> {
+        self.d.open_sock(id, self.nonblock)
+    }
+
+    fn close(&mut self, fd: OwnedFd) {
+        drop(fd)
     }
 }
 

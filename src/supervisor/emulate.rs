@@ -605,26 +605,22 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
 }
 
 fn accept(c: &Call, s: &OwnedFd, addr: u64, lenp: u64, flags: i32) -> Res<i64> {
-    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
-        return Err(libc::EINVAL);
-    }
-    // Linux takes the descriptor slot before the connection: with none
-    // free below RLIMIT_NOFILE the connection stays queued (EMFILE).
-    if !c.task.has_free_fd() {
-        return Err(libc::EMFILE);
-    }
+    udsfs_calls::accept::check_flags(flags)?;
     let nb = flags & libc::SOCK_NONBLOCK != 0;
-    // A blocking accept parks in the daemon (the open of `accept` waits),
-    // on a thread of its own; on the loop the attempt ends at the wait.
+    // The target's slot is asked for before the connection is taken
+    // (udsfs_calls::accept). A blocking accept parks in the daemon (the
+    // open of its ticket waits), on a thread of its own; on the loop the
+    // attempt ends at the wait.
+    let slot = || c.task.has_free_fd();
     let new = if nonblocking(s) {
-        c.ctx.daemon.accept(s, nb, false)?
+        c.ctx.daemon.accept(s, nb, false, slot)?
     } else if !c.may_park() {
-        match c.ctx.daemon.accept(s, nb, false) {
+        match c.ctx.daemon.accept(s, nb, false, slot) {
             Err(libc::EAGAIN) => return Err(WOULD_WAIT),
             r => r?,
         }
     } else {
-        c.parked(|_| c.ctx.daemon.accept(s, nb, true))
+        c.parked(|_| c.ctx.daemon.accept(s, nb, true, slot))
             .map_err(|stop| stop_errno(stop, s, 0))??
     };
     // The peer's name, read before the socket is the target's.
