@@ -12,6 +12,7 @@
 
 pub mod bind;
 pub mod client;
+pub mod connect;
 pub mod control;
 pub mod mmsg;
 pub mod record;

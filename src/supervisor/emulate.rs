@@ -15,9 +15,11 @@ use super::daemon::{self, Daemon, Res};
 use super::listener::{Listener, Reply};
 use super::mem;
 use super::target::Task;
-use super::thread_uid::{FsCreds, unreached};
+use super::thread_uid::FsCreds;
+use super::tree::Tree;
 use super::{opts, pidfd};
 use udsfs_calls as calls;
+use udsfs_calls::connect::Connect;
 use udsfs_proto::carry::Carried;
 use udsfs_proto::ioctl::{ADDR_AS_GIVEN, Op};
 use udsfs_proto::mount::type_dir;
@@ -438,95 +440,32 @@ fn bind(c: &Call, s: &OwnedFd, wire: &[u8], given: &[u8]) -> Res<()> {
     calls::bind::udsfs(&Tree(c.task.tid), &c.ctx.routes, wire, given, bind)
 }
 
-/// The target's file tree, reached through its /proc entries (its root and
-/// working directory), for udsfs_calls::bind, and looked at with the
-/// target's file credentials (`FsCreds`); directories in the mount are the
-/// supervisor's paths to it.
-struct Tree(i32);
-
-impl Tree {
-    fn path(&self, p: &[u8]) -> Res<std::ffi::CString> {
-        let at = if p.first() == Some(&b'/') {
-            format!("/proc/{}/root", self.0)
-        } else {
-            format!("/proc/{}/cwd/", self.0)
-        };
-        std::ffi::CString::new([at.as_bytes(), p].concat()).map_err(|_| libc::EINVAL)
-    }
-}
-
-fn errno_of<T>(r: std::io::Result<T>) -> Res<T> {
-    r.map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
-}
-
-impl calls::bind::Tree for Tree {
-    fn mode(&self, p: &[u8], follow: bool) -> Res<u32> {
-        use std::os::unix::ffi::OsStrExt;
-        use std::os::unix::fs::MetadataExt;
-        let c = self.path(p)?;
-        let _as = FsCreds::of(self.0)?;
-        let path = std::ffi::OsStr::from_bytes(c.as_bytes());
-        let m = if follow {
-            std::fs::metadata(path)
-        } else {
-            std::fs::symlink_metadata(path)
-        };
-        errno_of(m).map(|m| m.mode())
-    }
-
-    fn symlink(&self, target: &[u8], p: &[u8]) -> Res<()> {
-        use std::os::unix::ffi::OsStrExt;
-        let c = self.path(p)?;
-        let _as = FsCreds::of(self.0)?;
-        let (t, path) = (
-            std::ffi::OsStr::from_bytes(target),
-            std::ffi::OsStr::from_bytes(c.as_bytes()),
-        );
-        errno_of(std::os::unix::fs::symlink(t, path))
-    }
-
-    fn unlink_link(&self, p: &[u8]) {
-        use std::os::unix::ffi::OsStrExt;
-        if let Ok(c) = self.path(p)
-            && let Ok(_as) = FsCreds::of(self.0)
-        {
-            let _ = std::fs::remove_file(std::ffi::OsStr::from_bytes(c.as_bytes()));
-        }
-    }
-
-    fn mkdir(&self, inside: &[u8], mode: u32) {
-        use std::os::unix::ffi::OsStrExt;
-        use std::os::unix::fs::DirBuilderExt;
-        // As the target, as the library's mkdir: a symlink in the mount
-        // (the target's user may make one) leads anywhere.
-        let Ok(_as) = FsCreds::of(self.0) else {
-            return;
-        };
-        let _ = std::fs::DirBuilder::new()
-            .mode(mode)
-            .create(std::ffi::OsStr::from_bytes(inside));
-    }
-}
-
-/// connect: a full backlog is EAGAIN from the ioctl; a blocking caller then
-/// parks in the daemon until there is room (`Daemon::connect_wait`), on a
-/// thread of its own (on the loop the attempt ends there). A routed name
-/// the daemon does not know is refused as `Routes::unreached` says.
+/// connect, as udsfs_calls::connect decides it: a blocking caller facing
+/// a full backlog parks in the daemon until there is room
+/// (`Daemon::connect_wait`), on a thread of its own (on the loop the
+/// attempt ends there).
 fn connect(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
-    connect_known(c, s, wire).map_err(|e| unreached(c.task.tid, &c.ctx.routes, e, wire))
-}
-
-fn connect_known(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
-    match daemon::ctl(s, Op::Connect, 0, wire, &[]) {
-        Err(libc::EAGAIN) if !nonblocking(s) => {
+    let tree = Tree(c.task.tid);
+    let blocking = || !nonblocking(s);
+    calls::connect::connect(
+        &tree,
+        &c.ctx.routes,
+        s.as_raw_fd(),
+        wire,
+        blocking,
+        |line| {
             if !c.may_park() {
                 return Err(WOULD_WAIT);
             }
-            c.parked(|_| c.ctx.daemon.connect_wait(s, wire))
+            c.parked(|_| c.ctx.daemon.connect_wait(s, line))
                 .map_err(|stop| stop_errno(stop, s, 1))?
-        }
-        r => r.map(|_| ()),
-    }
+        },
+    )
+}
+
+/// A log line of `what` on the target's udsfs socket `fd`.
+pub(super) fn say_on(fd: i32, what: &'static str) -> impl FnOnce(&str) {
+    move |why| say(&format!("{what} on udsfs socket fd {fd}: {why}"))
 }
 
 fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
@@ -556,19 +495,10 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
         }
         libc::SYS_connect => {
             let addr = read_addr(tid, a[1], a[2])?;
-            if addr.len() >= 2 && u16::from_ne_bytes([addr[0], addr[1]]) == libc::AF_UNSPEC as u16 {
-                return daemon::ctl(s, Op::Disconnect, 0, &[], &[]).map(|_| 0);
-            }
-            match classify(c.ctx, tid, &addr) {
-                Route::Udsfs(w) => connect(c, s, &w).map(|_| 0),
-                Route::Autobind | Route::Invalid => Err(libc::EINVAL),
-                Route::Kernel => {
-                    say(&format!(
-                        "connect on udsfs socket fd {}: the address is a kernel AF_UNIX name outside the mount and its routes",
-                        a[0] as i32
-                    ));
-                    Err(libc::ECONNREFUSED)
-                }
+            let route = classify(c.ctx, tid, &addr);
+            match calls::connect::target(&addr, route, say_on(a[0] as i32, "connect"))? {
+                Connect::Disconnect => daemon::ctl(s, Op::Disconnect, 0, &[], &[]).map(|_| 0),
+                Connect::To(w) => connect(c, s, &w).map(|_| 0),
             }
         }
         libc::SYS_listen => daemon::ctl(s, Op::Listen, a[1] as i32, &[], &[]).map(|_| 0),

@@ -28,6 +28,7 @@ mod record;
 mod stat;
 mod target;
 mod thread_uid;
+mod tree;
 mod wait;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

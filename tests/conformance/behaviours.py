@@ -339,10 +339,31 @@ def socket_kind():
             s.close()
 
 
+def connect_without_a_name():
+    # A udsfs socket (bound under the route: converted) connected to no
+    # AF_UNIX name: nothing, a byte, the family alone, AF_INET; and a
+    # datagram sent to AF_INET. unix_validate_addr says EINVAL to each.
+    for name, ty in TYPES.items():
+        s = socket.socket(socket.AF_UNIX, ty)
+        s.bind(os.path.join(ROUTE, f"noname-{name}.sock"))
+        fam = struct.pack("H", socket.AF_UNIX)
+        inet = struct.pack("HH4s8x", socket.AF_INET, 80, b"\x7f\0\0\1")
+        seq = []
+        for raw in (b"", fam[:1], fam, inet):
+            buf = ctypes.create_string_buffer(raw, max(len(raw), 1))
+            seq.append(call(lambda: libc.connect(s.fileno(), buf if raw else None, len(raw))))
+        if ty == socket.SOCK_DGRAM:
+            buf = ctypes.create_string_buffer(inet, len(inet))
+            seq.append(call(lambda: libc.sendto(s.fileno(), b"x", 1, 0, buf, len(inet))))
+        say(f"{name} connect to no AF_UNIX name:", *seq)
+        s.close()
+        os.unlink(os.path.join(ROUTE, f"noname-{name}.sock"))
+
+
 where()
 for part in (zero_length_address, fchmod_fchown, regular_file_under_route, bind_other_family,
              big_record, socket_kind, bind_kernel_path, routed_bind_taken,
-             rights_past_room, recvmmsg_readonly_timeout):
+             rights_past_room, recvmmsg_readonly_timeout, connect_without_a_name):
     try:
         part()
     except OSError as e:
