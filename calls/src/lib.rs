@@ -14,6 +14,7 @@ pub mod bind;
 pub mod client;
 pub mod connect;
 pub mod control;
+pub mod convert;
 pub mod mmsg;
 pub mod record;
 pub mod recv;

@@ -76,14 +76,7 @@ fn adopt_for(m: &Mount, fd: c_int) -> Res<bool> {
     }
     let bound = kernel_bound(fd);
     convert::convert(m, fd)?;
-    if bound {
-        // A client bound to a scratch path (nc -uU binds one in /tmp) must
-        // still be answerable: on udsfs it gets an autobound name instead.
-        log::say(&format!(
-            "fd {fd} was bound to a kernel AF_UNIX name; on udsfs it is autobound instead"
-        ));
-        ioctl::op(fd, Op::Bind, 0)?;
-    }
+    udsfs_calls::convert::rebind(fd, bound, |why| log::say(&format!("fd {fd}: {why}")))?;
     Ok(true)
 }
 

@@ -396,21 +396,19 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
             // The target keeps its kernel socket.
             return Reply::Errno(e);
         }
-        return match c.install(&new, Some(fd), c.task.cloexec(fd)) {
-            Ok(_) => Reply::Value(0),
+        return match put_in_place(c, &k, &new, fd) {
+            Ok(()) => Reply::Value(0),
             Err(e) => Reply::Errno(e),
         };
     }
     let Route::Udsfs(wire) = route else {
         return Reply::Continue;
     };
-    if kernel_bound(&k) {
-        say(&format!(
-            "fd {fd} was bound to a kernel AF_UNIX name; on udsfs it is autobound instead"
-        ));
-        if let Err(e) = daemon::ctl(&new, Op::Bind, 0, &[], &[]) {
-            return Reply::Errno(e);
-        }
+    let rebound = calls::convert::rebind(new.as_raw_fd(), kernel_bound(&k), |why| {
+        say(&format!("fd {fd}: {why}"))
+    });
+    if let Err(e) = rebound {
+        return Reply::Errno(e);
     }
     if job.nr == libc::SYS_connect {
         let r = connect(c, &new, &wire);
@@ -421,16 +419,26 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
         if r == Err(WOULD_WAIT) {
             return Reply::Errno(WOULD_WAIT);
         }
-        if let Err(e) = c.install(&new, Some(fd), c.task.cloexec(fd)) {
+        if let Err(e) = put_in_place(c, &k, &new, fd) {
             return Reply::Errno(e);
         }
         return value(r.map(|_| 0));
     }
     // A send to a routed name: the socket becomes udsfs, then sends.
-    if let Err(e) = c.install(&new, Some(fd), c.task.cloexec(fd)) {
+    if let Err(e) = put_in_place(c, &k, &new, fd) {
         return Reply::Errno(e);
     }
     value(super::msg::send(c, &new, job.nr, a))
+}
+
+/// New udsfs socket `new` put at the target's `fd` in kernel socket `k`'s
+/// place, with its FD_CLOEXEC and its places in the target's epoll sets
+/// (udsfs_calls::convert::held).
+fn put_in_place(c: &Call, k: &OwnedFd, new: &OwnedFd, fd: i32) -> Res<()> {
+    let held = super::epolls::held(c.task.tid, k, fd);
+    c.install(new, Some(fd), c.task.cloexec(fd))?;
+    super::epolls::restore(&c.task, fd, new, &held);
+    Ok(())
 }
 
 /// bind on a udsfs socket, as udsfs_calls::bind decides it: a routed name

@@ -15,6 +15,7 @@ mod call;
 mod daemon;
 mod deliver;
 mod emulate;
+mod epolls;
 mod fdpass;
 mod filter;
 mod listener;

@@ -15,6 +15,7 @@ directory, routed into the mount in the udsfs runs)."""
 import ctypes
 import errno
 import os
+import select
 import socket
 import stat
 import struct
@@ -360,10 +361,44 @@ def connect_without_a_name():
         os.unlink(os.path.join(ROUTE, f"noname-{name}.sock"))
 
 
+def epoll_across_conversion():
+    # A socket in an epoll set before the connect or send that routes it into
+    # the mount (nginx adds an upstream socket before its connect): the set
+    # still reports it, by the same number (modify and unregister find it).
+    for name, ty in (("stream", socket.SOCK_STREAM), ("dgram", socket.SOCK_DGRAM)):
+        path = os.path.join(ROUTE, f"ep-{name}.sock")
+        srv = socket.socket(socket.AF_UNIX, ty)
+        srv.bind(path)
+        c = socket.socket(socket.AF_UNIX, ty)
+        ep = select.epoll()
+        ep.register(c.fileno(), select.EPOLLIN | select.EPOLLOUT | select.EPOLLET)
+        if ty == socket.SOCK_STREAM:
+            srv.listen()
+            c.connect(path)
+            peer, _ = srv.accept()
+        else:
+            c.sendto(b"x", path)
+            peer = srv
+        first = [e for _, e in ep.poll(1)]
+        if ty == socket.SOCK_STREAM:
+            peer.send(b"y")
+        else:
+            c.connect(path)
+        second = [e for _, e in ep.poll(1)]
+        ep.modify(c.fileno(), select.EPOLLIN)
+        third = [e for _, e in ep.poll(0)]
+        ep.unregister(c.fileno())
+        say(f"{name} epoll across the conversion:", first, second, third)
+        for x in {ep, c, srv, peer}:
+            x.close()
+        os.unlink(path)
+
+
 where()
 for part in (zero_length_address, fchmod_fchown, regular_file_under_route, bind_other_family,
              big_record, socket_kind, bind_kernel_path, routed_bind_taken,
-             rights_past_room, recvmmsg_readonly_timeout, connect_without_a_name):
+             rights_past_room, recvmmsg_readonly_timeout, connect_without_a_name,
+             epoll_across_conversion):
     try:
         part()
     except OSError as e:
