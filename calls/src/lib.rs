@@ -18,5 +18,6 @@ pub mod convert;
 pub mod mmsg;
 pub mod record;
 pub mod recv;
+pub mod routed;
 
 pub use udsfs_proto::Res;

@@ -8,14 +8,13 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use libc::seccomp_notif;
 
 use super::call::{
-    Call, Ctx, MSGHDR, WOULD_WAIT, classify, cwd_of, nonblocking, put_sized, read_addr, say,
-    stop_errno, u32_at, u64_at,
+    Call, Ctx, MSGHDR, WOULD_WAIT, classify, nonblocking, put_sized, read_addr, say, stop_errno,
+    u32_at, u64_at,
 };
 use super::daemon::{self, Daemon, Res};
 use super::listener::{Listener, Reply};
 use super::mem;
 use super::target::Task;
-use super::thread_uid::FsCreds;
 use super::tree::Tree;
 use super::{opts, pidfd};
 use udsfs_calls as calls;
@@ -107,7 +106,7 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
             return Err(Reply::Errno(super::filter::refuse(tid, nr)));
         }
         libc::SYS_fstat | libc::SYS_newfstatat | libc::SYS_statx => {
-            return Err(super::stat::triage(&ctx.dev, tid, nr, args));
+            return Err(super::stat::triage(ctx, tid, nr, args));
         }
         libc::SYS_socketpair => {
             // Anything the daemon would refuse goes to the kernel, which
@@ -121,16 +120,30 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
                 Err(Reply::Continue)
             };
         }
-        libc::SYS_unlink => return Err(unlink_routed(ctx, tid, libc::AT_FDCWD, args[0], 0)),
+        libc::SYS_unlink => {
+            return Err(super::routed::unlink(ctx, tid, libc::AT_FDCWD, args[0], 0));
+        }
         libc::SYS_unlinkat => {
-            return Err(unlink_routed(
+            let (dirfd, flags) = (args[0] as i32, args[2] as i32);
+            return Err(super::routed::unlink(ctx, tid, dirfd, args[1], flags));
+        }
+        libc::SYS_link => {
+            let cwd = libc::AT_FDCWD;
+            return Err(super::routed::link(
                 ctx,
                 tid,
-                args[0] as i32,
-                args[1],
-                args[2] as i32,
+                (cwd, args[0]),
+                (cwd, args[1]),
             ));
         }
+        // With or without AT_SYMLINK_FOLLOW: on Linux the routed path is the
+        // socket file itself, no link to follow; AT_EMPTY_PATH names a
+        // descriptor, the kernel's.
+        libc::SYS_linkat if args[4] as i32 & libc::AT_EMPTY_PATH == 0 => {
+            let (old, new) = ((args[0] as i32, args[1]), (args[2] as i32, args[3]));
+            return Err(super::routed::link(ctx, tid, old, new));
+        }
+        libc::SYS_linkat => return Err(Reply::Continue),
         _ => {}
     }
     // A copy of the descriptor tells what it is without /proc (and serves
@@ -166,51 +179,6 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
         Route::Udsfs(_) => Ok(job(false, Some(addr), got)),
         Route::Autobind if nr == libc::SYS_bind => Ok(job(false, Some(addr), got)),
         _ => Err(Reply::Continue),
-    }
-}
-
-/// unlink of a routed path: its node in the mount goes too, then the
-/// kernel removes the link at the path (preload/src/routed.rs unlink).
-/// Answered here: it makes no daemon call that could wait.
-fn unlink_routed(ctx: &Ctx, tid: i32, dirfd: i32, path: u64, flags: i32) -> Reply {
-    use std::os::unix::ffi::OsStrExt;
-    if ctx.routes.routes.is_empty() || flags != 0 {
-        return Reply::Continue;
-    }
-    let Ok(p) = mem::read_cstr(tid, path, libc::PATH_MAX as usize) else {
-        return Reply::Continue;
-    };
-    let abs = if p.starts_with(b"/") {
-        route::normalize(&p, b"/")
-    } else if dirfd == libc::AT_FDCWD {
-        match cwd_of(tid) {
-            Some(cwd) => route::normalize(&p, &cwd),
-            None => return Reply::Continue,
-        }
-    } else {
-        return Reply::Continue;
-    };
-    let Some(tree) = ctx
-        .routes
-        .tree_path(&abs)
-        .filter(|t| ctx.routes.routed_path(t).is_some())
-    else {
-        return Reply::Continue;
-    };
-    let node = [ctx.routes.mount.as_slice(), b"/", &tree].concat();
-    // As the target: root's supervisor must not remove what the program's
-    // user may not (another user's name, a file through a symlink in the
-    // mount: integration/adversarial_root_run.sh).
-    let Ok(_as) = FsCreds::of(tid) else {
-        return Reply::Continue;
-    };
-    if std::fs::remove_file(std::ffi::OsStr::from_bytes(&node)).is_err() {
-        return Reply::Continue;
-    }
-    // The node is gone: the call succeeds even with no link left to remove.
-    match std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&abs)) {
-        Ok(_) => Reply::Continue,
-        Err(_) => Reply::Value(0),
     }
 }
 

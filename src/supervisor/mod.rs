@@ -26,6 +26,7 @@ mod opts;
 mod park;
 mod pidfd;
 mod record;
+mod routed;
 mod stat;
 mod target;
 mod thread_uid;

@@ -77,3 +77,42 @@ impl calls::bind::Tree for Tree {
             .create(std::ffi::OsStr::from_bytes(inside));
     }
 }
+
+impl calls::routed::Links for Tree {
+    fn readlink(&self, p: &[u8]) -> Res<Vec<u8>> {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        let c = self.path(p)?;
+        let _as = FsCreds::of(self.0)?;
+        let l = std::fs::read_link(std::ffi::OsStr::from_bytes(c.as_bytes()));
+        errno_of(l).map(|l| l.into_os_string().into_vec())
+    }
+
+    fn hard_link(&self, old: &[u8], new: &[u8]) -> Res<()> {
+        use std::os::unix::ffi::OsStrExt;
+        // As the target, as the library's link: nodes in the mount.
+        let _as = FsCreds::of(self.0)?;
+        let (o, n) = (
+            std::ffi::OsStr::from_bytes(old),
+            std::ffi::OsStr::from_bytes(new),
+        );
+        errno_of(std::fs::hard_link(o, n))
+    }
+}
+
+impl Tree {
+    /// The absolute path `path` of the target names relative to `dirfd`
+    /// (udsfs_calls::routed::absolute): its working directory for
+    /// AT_FDCWD, the directory the descriptor was opened on otherwise.
+    pub fn absolute(&self, dirfd: i32, path: &[u8]) -> Option<Vec<u8>> {
+        use std::os::unix::ffi::OsStringExt;
+        calls::routed::absolute(path, || {
+            let link = if dirfd == libc::AT_FDCWD {
+                format!("/proc/{}/cwd", self.0)
+            } else {
+                format!("/proc/{}/fd/{dirfd}", self.0)
+            };
+            let p = std::fs::read_link(link).ok()?;
+            Some(p.into_os_string().into_vec())
+        })
+    }
+}
