@@ -16,6 +16,7 @@ pub mod connect;
 pub mod control;
 pub mod convert;
 pub mod mmsg;
+pub mod opts;
 pub mod record;
 pub mod recv;
 pub mod routed;

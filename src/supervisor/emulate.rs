@@ -14,16 +14,15 @@ use super::call::{
 use super::daemon::{self, Daemon, Res};
 use super::listener::{Listener, Reply};
 use super::mem;
+use super::opts;
 use super::target::Task;
 use super::tree::Tree;
-use super::{opts, pidfd};
 use udsfs_calls as calls;
 use udsfs_calls::connect::Connect;
 use udsfs_proto::carry::Carried;
 use udsfs_proto::ioctl::{ADDR_AS_GIVEN, Op};
 use udsfs_proto::mount::type_dir;
 use udsfs_proto::route::{self, Route};
-use udsfs_proto::sockopt::SO_PEERPIDFD;
 
 /// A call for the supervisor to carry out.
 pub struct Job {
@@ -487,11 +486,12 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
             put_sized(tid, a[1], a[2], &bytes).map(|_| 0)
         }
         libc::SYS_ioctl => opts::queue_ioctl(s, tid, a).map(|_| 0),
-        libc::SYS_getsockopt if a[1] as i32 == libc::SOL_SOCKET && a[2] as i32 == SO_PEERPIDFD => {
-            pidfd::getsockopt(c, s, a).map(|_| 0)
+        libc::SYS_getsockopt => {
+            let peer = || super::pidfd::peer(c.ctx, s);
+            let install = |f: OwnedFd| c.install(&f, None, true);
+            opts::get(s, tid, a, peer, install, say).map(|_| 0)
         }
-        libc::SYS_getsockopt => opts::get(s, tid, a).map(|_| 0),
-        libc::SYS_setsockopt => opts::set(s, tid, a).map(|_| 0),
+        libc::SYS_setsockopt => opts::set(s, tid, a, say).map(|_| 0),
         libc::SYS_accept | libc::SYS_accept4 => {
             let flags = if job.nr == libc::SYS_accept {
                 0

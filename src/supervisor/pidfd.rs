@@ -10,14 +10,14 @@ use std::os::fd::{FromRawFd, OwnedFd};
 
 use udsfs_proto::ioctl::{Op, PeerPidfd};
 
-use super::call::{Call, Ctx, say};
+use super::call::{Ctx, say};
 use super::daemon::{self, Res};
-use super::{fdpass, mem};
+use super::fdpass;
 
 /// The peer's pidfd pinned when it connected (ENODATA without one). Never
 /// made from the pid now: the peer may have exited and its number been
 /// reused.
-fn peer(ctx: &Ctx, s: &OwnedFd) -> Res<OwnedFd> {
+pub fn peer(ctx: &Ctx, s: &OwnedFd) -> Res<OwnedFd> {
     let tag = daemon::ctl(s, Op::PeerPidfd, 0, &[], &[])?
         .values::<PeerPidfd>()
         .tag;
@@ -29,24 +29,6 @@ fn peer(ctx: &Ctx, s: &OwnedFd) -> Res<OwnedFd> {
             ))
         })?;
     fds.into_iter().next().ok_or(libc::ENODATA)
-}
-
-/// SO_PEERPIDFD as sk_getsockopt answers it: the length is checked before
-/// the peer is asked for, the value is cut to the room (an int at most),
-/// and a pidfd whose number cannot be written is never installed (both
-/// places are written once before it is, so a bad pointer fails first).
-pub fn getsockopt(c: &Call, s: &OwnedFd, a: [u64; 6]) -> Res<()> {
-    let tid = c.task.tid;
-    let room = mem::read_u32(tid, a[4])?;
-    if (room as i32) < 0 {
-        return Err(libc::EINVAL);
-    }
-    let f = peer(c.ctx, s)?;
-    let n = (room as usize).min(4);
-    mem::write(tid, a[3], &[0u8; 4][..n])?;
-    mem::write_u32(tid, a[4], n as u32)?;
-    let fd = c.install(&f, None, true)?;
-    mem::write(tid, a[3], &fd.to_ne_bytes()[..n])
 }
 
 /// A pidfd of `pid`, for a message whose sender no pin reached (a record

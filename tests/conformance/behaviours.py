@@ -394,11 +394,33 @@ def epoll_across_conversion():
         os.unlink(path)
 
 
+def getsockopt_order():
+    # sk_getsockopt reads the length first (EFAULT, a negative one EINVAL)
+    # before it looks at the option (an unknown one: ENOPROTOOPT), and
+    # installs SO_PEERPIDFD's pidfd only once it wrote both places.
+    for name, ty in TYPES.items():
+        a, b = socket.socketpair(socket.AF_UNIX, ty)
+        val = ctypes.create_string_buffer(16)
+        neg = ctypes.c_int(-1)
+        four = ctypes.c_int(4)
+        fd = a.fileno()
+        seq = [call(lambda: libc.getsockopt(fd, socket.SOL_SOCKET, 9999, val, None)),
+               call(lambda: libc.getsockopt(fd, socket.SOL_SOCKET, 9999, val, ctypes.byref(neg))),
+               call(lambda: libc.getsockopt(fd, socket.SOL_SOCKET, 9999, val, ctypes.byref(four)))]
+        before = len(os.listdir("/proc/self/fd"))
+        seq.append(call(lambda: libc.getsockopt(fd, socket.SOL_SOCKET, 77, ctypes.c_void_p(8),
+                                                ctypes.byref(four))))
+        seq.append(f"new descriptors: {len(os.listdir('/proc/self/fd')) - before}")
+        say(f"{name} getsockopt order:", *seq)
+        a.close()
+        b.close()
+
+
 where()
 for part in (zero_length_address, fchmod_fchown, regular_file_under_route, bind_other_family,
              big_record, socket_kind, bind_kernel_path, routed_bind_taken,
              rights_past_room, recvmmsg_readonly_timeout, connect_without_a_name,
-             epoll_across_conversion):
+             epoll_across_conversion, getsockopt_order):
     try:
         part()
     except OSError as e:
