@@ -19,6 +19,7 @@ pub mod mmsg;
 pub mod opts;
 pub mod record;
 pub mod recv;
+pub mod restart;
 pub mod routed;
 
 pub use udsfs_proto::Res;

@@ -766,7 +766,7 @@ impl mmsg::Front for Mmsg {
     }
 
     fn restarting(&self, e: c_int) -> bool {
-        e == libc::EINTR && !restart::has_timeout(self.0, restart::RECV)
+        e == libc::EINTR && udsfs_calls::restart::restarts(self.0, udsfs_calls::restart::RECV)
     }
 
     fn say(&self, what: &str) {
