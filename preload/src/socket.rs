@@ -99,15 +99,9 @@ pub fn name(m: &Mount, fd: c_int, peer: bool, out: *mut sockaddr, len: *mut sock
     user::write(len, room)
 }
 
-/// Raises SIGPIPE in this thread, as unix_stream_sendmsg does.
+/// Raises SIGPIPE in this thread (udsfs_calls::client::sigpipe).
 pub fn sigpipe() {
-    // SAFETY: tgkill only sends a signal to this thread.
-    unsafe {
-        libc::syscall(
-            libc::SYS_tgkill,
-            libc::getpid(),
-            libc::gettid(),
-            libc::SIGPIPE,
-        );
-    }
+    // SAFETY: getpid and gettid have no preconditions.
+    let (pid, tid) = unsafe { (libc::getpid(), libc::gettid()) };
+    udsfs_calls::client::sigpipe(pid, tid);
 }

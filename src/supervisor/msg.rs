@@ -278,11 +278,10 @@ impl client::Pieces for Pieces<'_, '_> {
     }
 }
 
-/// SIGPIPE to the sending thread, as unix_stream_sendmsg raises it.
+/// SIGPIPE to the sending thread (udsfs_calls::client::sigpipe).
 fn sigpipe(tid: i32) {
     if let Some(tgid) = super::target::tgid_of(tid) {
-        // SAFETY: sends a signal; no memory is involved.
-        unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, libc::SIGPIPE) };
+        client::sigpipe(tgid, tid);
     }
 }
 
