@@ -436,21 +436,12 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
             }))
         },
     );
-    if stream == Some(true) {
-        got.full_len = got.data.len();
-    }
     let from = if got.from.is_empty() {
         Vec::new()
     } else {
         route::sockaddr(&c.ctx.routes, &got.from, got.from_as_given)
     };
-    // A stream never truncates; the type is asked only when it might.
-    let truncated = got.full_len > got.data.len() && !is_stream(s)?;
-    let ret = if truncated && flags & libc::MSG_TRUNC != 0 {
-        got.full_len
-    } else {
-        got.data.len()
-    };
+    let (ret, msg_flags) = recv::report(&got, flags, stream, || is_stream(s))?;
     match (dest, hdr) {
         (Dest::Msg(at), Some(h)) => {
             mem::scatter(tid, &h.iov, &got.data)?;
@@ -477,17 +468,7 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
             mem::write(tid, h.control, &control)?;
             mem::write_u32(tid, at + 8, namelen)?;
             mem::write(tid, at + 40, &(control.len() as u64).to_ne_bytes())?;
-            // recvmsg starts msg_flags with the caller's MSG_CMSG_CLOEXEC.
-            let mut mf = flags & libc::MSG_CMSG_CLOEXEC;
-            if truncated {
-                mf |= libc::MSG_TRUNC;
-            }
-            if cut {
-                mf |= libc::MSG_CTRUNC;
-            }
-            if got.oob {
-                mf |= libc::MSG_OOB;
-            }
+            let mf = msg_flags | if cut { libc::MSG_CTRUNC } else { 0 };
             mem::write_u32(tid, at + 48, mf as u32)?;
         }
         (Dest::Buf(buf, _, addr, alen), _) => {
