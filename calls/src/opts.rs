@@ -147,27 +147,14 @@ mod tests {
             assert_eq!(r, Err(want));
         }
         // SO_PEERPIDFD with a bad optval: the pidfd claimed is dropped, not
-        // the program's.
+        // the program's; with room for 8 bytes, 4 and the number last.
+        let peer = (libc::SOL_SOCKET, SO_PEERPIDFD);
         let p = prog(Ok(4), false);
-        let r = get(
-            -1,
-            (libc::SOL_SOCKET, SO_PEERPIDFD),
-            &p,
-            || Ok(()),
-            no_install,
-            say,
-        );
+        let r = get(-1, peer, &p, || Ok(()), no_install, say);
         println!("SO_PEERPIDFD to a bad optval: {r:?}");
         assert_eq!(r, Err(libc::EFAULT));
         let p = prog(Ok(8), true);
-        let r = get(
-            -1,
-            (libc::SOL_SOCKET, SO_PEERPIDFD),
-            &p,
-            || Ok(()),
-            |_| Ok(7),
-            say,
-        );
+        let r = get(-1, peer, &p, || Ok(()), |_| Ok(7), say);
         let wrote = p.wrote.borrow().join("; ");
         println!("SO_PEERPIDFD with room 8: {r:?}: {wrote}");
         assert_eq!(wrote, "val [0, 0, 0, 0]; len 4; val [7, 0, 0, 0]");

@@ -69,56 +69,7 @@ pub fn link(t: &impl Links, routes: &Routes, old: &[u8], new: &[u8]) -> Option<R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
-
-    /// Links at the paths of `links`; what was done.
-    struct Fake {
-        links: Vec<(&'static [u8], &'static [u8])>,
-        done: RefCell<Vec<String>>,
-    }
-
-    fn ascii(b: &[u8]) -> String {
-        String::from_utf8_lossy(b).into_owned()
-    }
-
-    impl Tree for Fake {
-        fn mode(&self, p: &[u8], _: bool) -> Res<u32> {
-            match self.links.iter().any(|l| l.0 == p) {
-                true => Ok(libc::S_IFLNK | 0o777),
-                false if p == b"/r" || p == b"/r/d" => Ok(libc::S_IFDIR | 0o755),
-                false => Err(libc::ENOENT),
-            }
-        }
-        fn symlink(&self, target: &[u8], p: &[u8]) -> Res<()> {
-            self.mode(p, false).map_or(Ok(()), |_| Err(libc::EEXIST))?;
-            let s = format!("symlink {} -> {}", ascii(p), ascii(target));
-            self.done.borrow_mut().push(s);
-            Ok(())
-        }
-        fn unlink_link(&self, p: &[u8]) {
-            self.done.borrow_mut().push(format!("unlink {}", ascii(p)));
-        }
-        fn mkdir(&self, inside: &[u8], _: u32) {
-            self.done
-                .borrow_mut()
-                .push(format!("mkdir {}", ascii(inside)));
-        }
-    }
-
-    impl Links for Fake {
-        fn readlink(&self, p: &[u8]) -> Res<Vec<u8>> {
-            let l = self.links.iter().find(|l| l.0 == p).ok_or(libc::EINVAL)?;
-            Ok(l.1.to_vec())
-        }
-        fn hard_link(&self, old: &[u8], new: &[u8]) -> Res<()> {
-            if new.ends_with(b"full") {
-                return Err(libc::ENOSPC);
-            }
-            let s = format!("link {} {}", ascii(old), ascii(new));
-            self.done.borrow_mut().push(s);
-            Ok(())
-        }
-    }
+    use crate::fake::{ascii, fake};
 
     #[test]
     fn a_link_of_a_routed_socket_names_its_node_twice() {
@@ -126,17 +77,17 @@ mod tests {
             mount: b"/m".to_vec(),
             routes: vec![b"/r".to_vec()],
         };
-        let t = Fake {
-            links: vec![(b"/r/s", b"/m/r/s"), (b"/r/other", b"/elsewhere")],
-            done: RefCell::new(Vec::new()),
-        };
+        let t = fake(
+            &[b"/r", b"/r/d"],
+            &[(b"/r/s", b"/m/r/s"), (b"/r/other", b"/elsewhere")],
+        );
         let r = link(&t, &routes, b"/r/s", b"/r/d/t");
-        let done = t.done.borrow_mut().drain(..).collect::<Vec<_>>().join("; ");
+        let done = t.taken();
         println!("link /r/s /r/d/t: {r:?}; {done}");
         assert_eq!(r, Some(Ok(())));
         assert_eq!(
             done,
-            "symlink /r/d/t -> /m/r/d/t; mkdir /m/r; mkdir /m/r/d; link /m/r/s /m/r/d/t"
+            "link /r/d/t -> /m/r/d/t; mkdir /m/r 700; mkdir /m/r/d 700; hard link /m/r/s /m/r/d/t"
         );
         for (old, new, want) in [
             (&b"/r/other"[..], &b"/r/x"[..], None),
