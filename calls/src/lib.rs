@@ -15,8 +15,11 @@ pub mod client;
 pub mod connect;
 pub mod control;
 pub mod convert;
+#[cfg(test)]
+mod fake;
 pub mod mmsg;
 pub mod opts;
+pub mod pidfd;
 pub mod record;
 pub mod recv;
 pub mod restart;

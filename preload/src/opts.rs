@@ -2,7 +2,7 @@
 //! SIOCOUTQ) on udsfs sockets, as udsfs_calls::opts decides them from this
 //! process's memory; SO_PEERPIDFD claims a pidfd (`pidfd`).
 
-use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{IntoRawFd, OwnedFd};
 
 use libc::{c_int, c_void, socklen_t};
 use udsfs_proto::sockopt;
@@ -37,8 +37,7 @@ fn say(what: &str) {
 /// is claimed into this process and closed again unless the program gets
 /// it.
 pub fn get(fd: c_int, level: c_int, name: c_int, out: *mut c_void, len: *mut socklen_t) -> Res<()> {
-    // SAFETY: the claim's new descriptor, ours until handed over.
-    let peer = || pidfd::peer(fd).map(|f| unsafe { OwnedFd::from_raw_fd(f) });
+    let peer = || pidfd::peer(fd);
     let give = |f: OwnedFd| Ok(f.into_raw_fd());
     udsfs_calls::opts::get(fd, (level, name), &Args { out, len }, peer, give, say)
 }
