@@ -133,53 +133,10 @@ pub fn mirror_dirs(t: &impl Tree, mount: &[u8], abs: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
+    use crate::fake::{ascii, fake as tree};
 
-    /// A tree of the paths in `have`; what was done to it.
-    struct Fake {
-        have: Vec<&'static [u8]>,
-        done: RefCell<Vec<String>>,
-    }
-
-    impl Tree for Fake {
-        /// Directories, and files where the name says so.
-        fn mode(&self, p: &[u8], _: bool) -> Res<u32> {
-            // A directory the caller may not search: its entries are EACCES.
-            if p.starts_with(b"/locked/") {
-                return Err(libc::EACCES);
-            }
-            if !self.have.contains(&p) {
-                return Err(libc::ENOENT);
-            }
-            if p.ends_with(b"file") {
-                return Ok(libc::S_IFREG | 0o644);
-            }
-            Ok(libc::S_IFDIR | 0o700)
-        }
-        fn symlink(&self, target: &[u8], p: &[u8]) -> Res<()> {
-            self.mode(p, false).map_or(Ok(()), |_| Err(libc::EEXIST))?;
-            let s = format!("link {} -> {}", ascii(p), ascii(target));
-            self.done.borrow_mut().push(s);
-            Ok(())
-        }
-        fn unlink_link(&self, p: &[u8]) {
-            self.done.borrow_mut().push(format!("unlink {}", ascii(p)));
-        }
-        fn mkdir(&self, inside: &[u8], mode: u32) {
-            let s = format!("mkdir {} {mode:o}", ascii(inside));
-            self.done.borrow_mut().push(s);
-        }
-    }
-
-    fn ascii(b: &[u8]) -> String {
-        String::from_utf8_lossy(b).into_owned()
-    }
-
-    fn fake(have: &[&'static [u8]]) -> Fake {
-        Fake {
-            have: have.to_vec(),
-            done: RefCell::new(Vec::new()),
-        }
+    fn fake(have: &[&'static [u8]]) -> crate::fake::Fake {
+        tree(have, &[])
     }
 
     #[test]

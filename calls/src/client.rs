@@ -278,6 +278,14 @@ pub trait Pieces {
     fn sigpipe(&self);
 }
 
+/// Raises SIGPIPE in thread `tid` of thread group `tgid` alone, as
+/// unix_stream_sendmsg's send_sig(SIGPIPE, current): the fronts' sends
+/// (`Pieces::sigpipe`) and the daemon's write of a stream's data file.
+pub fn sigpipe(tgid: i32, tid: i32) {
+    // SAFETY: tgkill only sends a signal.
+    unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, libc::SIGPIPE) };
+}
+
 /// A send of `len` bytes cut into MSG_ROOM pieces, from `start` (what an
 /// earlier attempt of the call sent): each piece waits SO_SNDTIMEO afresh,
 /// as unix_stream_sendmsg waits per skb (sock_alloc_send_pskb). Part sent

@@ -13,9 +13,17 @@
 pub mod accept;
 pub mod bind;
 pub mod client;
+pub mod connect;
 pub mod control;
+pub mod convert;
+#[cfg(test)]
+mod fake;
 pub mod mmsg;
+pub mod opts;
+pub mod pidfd;
 pub mod record;
 pub mod recv;
+pub mod restart;
+pub mod routed;
 
 pub use udsfs_proto::Res;

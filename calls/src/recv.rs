@@ -8,6 +8,39 @@ use udsfs_proto::ioctl::MSG_ROOM;
 
 use crate::client::{Ask, Got, Wait};
 
+/// What a receive that brought `got` (after `rest`, whose answer is
+/// `stream`) returns, and the msg_flags it reports but MSG_CTRUNC
+/// (`control::put`'s): MSG_OOB for the OOB byte; MSG_TRUNC for a datagram
+/// or record cut to the buffers, never for a stream (`is_stream` is asked
+/// only when it might be one, and `rest` did not tell); the caller's
+/// MSG_CMSG_CLOEXEC echoed, as ____sys_recvmsg starts msg_flags with it.
+/// With MSG_TRUNC asked for, a cut message returns its full length.
+pub fn report(
+    got: &Got,
+    flags: i32,
+    stream: Option<bool>,
+    is_stream: impl FnOnce() -> Res<bool>,
+) -> Res<(usize, i32)> {
+    let cut = got.full_len > got.len
+        && !match stream {
+            Some(s) => s,
+            None => is_stream()?,
+        };
+    let mut msg_flags = flags & libc::MSG_CMSG_CLOEXEC;
+    if got.oob {
+        msg_flags |= libc::MSG_OOB;
+    }
+    if cut {
+        msg_flags |= libc::MSG_TRUNC;
+    }
+    let ret = if cut && flags & libc::MSG_TRUNC != 0 {
+        got.full_len
+    } else {
+        got.len
+    };
+    Ok((ret, msg_flags))
+}
+
 /// The rest of a receive whose first ioctl brought `got` (its payload placed
 /// from 0), for a caller whose buffers hold `want` bytes (or can take only
 /// that many). While each ioctl brought a full MSG_ROOM and more is wanted:

@@ -3,7 +3,7 @@
 //! deposited on the fd channel by tag), and the control messages a recvmsg
 //! gets (SCM_CREDENTIALS, SCM_RIGHTS, SCM_PIDFD), as Linux writes them.
 
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd, OwnedFd};
 
 use libc::{c_int, msghdr};
 use udsfs_calls::control::{self, Passed};
@@ -100,8 +100,7 @@ impl control::Installer for Here<'_> {
     }
 
     fn pidfd(&self, pid: i32) -> Res<OwnedFd> {
-        // SAFETY: a new descriptor of our own.
-        pidfd::open(pid).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+        pidfd::open(pid)
     }
 
     fn say(&self, what: &str) {

@@ -53,6 +53,7 @@ use iovs::{IovCopy, Iovs};
 use message::Meta;
 use mount::Mount;
 use route::{Given, Route};
+use udsfs_calls::connect::Connect;
 use udsfs_calls::mmsg;
 
 /// The mount, when the failed call `r` was made on a udsfs socket.
@@ -75,14 +76,7 @@ fn adopt_for(m: &Mount, fd: c_int) -> Res<bool> {
     }
     let bound = kernel_bound(fd);
     convert::convert(m, fd)?;
-    if bound {
-        // A client bound to a scratch path (nc -uU binds one in /tmp) must
-        // still be answerable: on udsfs it gets an autobound name instead.
-        log::say(&format!(
-            "fd {fd} was bound to a kernel AF_UNIX name; on udsfs it is autobound instead"
-        ));
-        ioctl::op(fd, Op::Bind, 0)?;
-    }
+    udsfs_calls::convert::rebind(fd, bound, |why| log::say(&format!("fd {fd}: {why}")))?;
     Ok(true)
 }
 
@@ -146,11 +140,10 @@ fn msg_len(e: *mut mmsghdr) -> *mut c_uint {
         .cast()
 }
 
-fn refuse_kernel_name(fd: c_int, what: &str) -> Res<()> {
-    log::say(&format!(
-        "{what} on udsfs socket fd {fd}: the address is a kernel AF_UNIX name outside the mount and its routes"
-    ));
-    Err(libc::ECONNREFUSED)
+/// A log line of `what` on udsfs socket `fd` (udsfs_calls::connect's
+/// reason for its answer).
+fn say_on(fd: c_int, what: &'static str) -> impl FnOnce(&str) {
+    move |why| log::say(&format!("{what} on udsfs socket fd {fd}: {why}"))
 }
 
 /// socket(2): a kernel socket, as made (a udsfs one takes its place at
@@ -237,33 +230,28 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
             Err(r) => return r,
         };
         let (a, len) = given_parts(&g, len);
-        match unsafe { route::route(m, a, len) } {
-            Route::Udsfs(w) => match adopt_for(m, fd) {
-                Ok(true) => {
-                    int_ret(socket::connect(m, fd, &w).map_err(|e| m.routes.unreached(e, &w)))
-                }
-                Ok(false) => unsafe { real::connect(fd, addr, len) },
-                Err(e) => int_ret(Err(e)),
-            },
-            Route::Invalid => kernel_or(unsafe { real::connect(fd, addr, len) }, fd, libc::EINVAL),
-            Route::Kernel | Route::Autobind => {
-                let r = unsafe { real::connect(fd, addr, len) };
-                if udsfs_after(r as i64, fd).is_none() {
-                    return r;
-                }
-                // SAFETY: the copy holds at least the family.
-                let unspec = !a.is_null()
-                    && len as usize >= std::mem::size_of::<libc::sa_family_t>()
-                    && unsafe { (*a).sa_family } as c_int == libc::AF_UNSPEC;
-                if unspec {
-                    return int_ret(ioctl::op(fd, Op::Disconnect, 0).map(|_| ()));
-                }
-                if (len as usize) <= std::mem::size_of::<libc::sa_family_t>() {
-                    return int_ret(Err(libc::EINVAL));
-                }
-                int_ret(refuse_kernel_name(fd, "connect"))
+        let route = unsafe { route::route(m, a, len) };
+        if let Route::Udsfs(_) = route {
+            match adopt_for(m, fd) {
+                Ok(true) => {}
+                Ok(false) => return unsafe { real::connect(fd, addr, len) },
+                Err(e) => return int_ret(Err(e)),
+            }
+        } else {
+            let r = unsafe { real::connect(fd, addr, len) };
+            if udsfs_after(r as i64, fd).is_none() {
+                return r;
             }
         }
+        let bytes = g.as_ref().map_or(&[][..], Given::bytes);
+        int_ret(
+            udsfs_calls::connect::target(bytes, route, say_on(fd, "connect")).and_then(
+                |c| match c {
+                    Connect::Disconnect => ioctl::op(fd, Op::Disconnect, 0).map(|_| ()),
+                    Connect::To(w) => socket::connect(m, fd, &w),
+                },
+            ),
+        )
     })
 }
 
@@ -388,21 +376,23 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_i
 /// The size a udsfs socket file claims, as FIONREAD on it reads.
 const UDSFS_FILE_SIZE: c_int = udsfs_proto::mount::SOCKET_FILE_SIZE as c_int;
 
-/// The destination of a send: None (none given), or the wire address.
-unsafe fn send_target(
-    m: &Mount,
-    fd: c_int,
-    addr: *const sockaddr,
-    len: socklen_t,
-) -> Res<Option<Vec<u8>>> {
-    if !udsfs_proto::route::send_names(addr as u64, len.into()) {
+/// The destination of a send: None (none given), or the wire address
+/// (udsfs_calls::connect::send_to).
+fn send_target(m: &Mount, fd: c_int, g: &Option<Given>) -> Res<Option<Vec<u8>>> {
+    let Some(g) = g
+        .as_ref()
+        .filter(|g| udsfs_proto::route::send_names(g.ptr() as u64, g.len().into()))
+    else {
         return Ok(None);
-    }
-    match unsafe { route::route(m, addr, len) } {
-        Route::Udsfs(w) => Ok(Some(w)),
-        Route::Autobind | Route::Invalid => Err(libc::EINVAL),
-        Route::Kernel => refuse_kernel_name(fd, "sendto").map(|_| None),
-    }
+    };
+    // SAFETY: the copy of the caller's address.
+    let route = unsafe { route::route(m, g.ptr(), g.len()) };
+    udsfs_calls::connect::send_to(g.bytes(), route, say_on(fd, "sendto")).map(Some)
+}
+
+/// udsfs_calls::connect::unreached, looked at by this process.
+fn unreached(m: &Mount, e: c_int, wire: &[u8]) -> c_int {
+    udsfs_calls::connect::unreached(&mount::Own, &m.routes, e, wire)
 }
 
 /// Before a send with an address: a kernel AF_UNIX socket sending to a
@@ -452,7 +442,7 @@ pub unsafe extern "C" fn sendto(
         if udsfs_after(r as i64, fd).is_none() {
             return r;
         }
-        let to = match unsafe { send_target(m, fd, a, alen_copied) } {
+        let to = match send_target(m, fd, &g) {
             Ok(t) => t,
             Err(e) => return len_ret(Err(e)),
         };
@@ -460,7 +450,7 @@ pub unsafe extern "C" fn sendto(
             iov_base: buf as *mut c_void,
             iov_len: if buf.is_null() { 0 } else { n },
         };
-        let unreached = |e| to.as_ref().map_or(e, |w| m.routes.unreached(e, w));
+        let unreached = |e| to.as_ref().map_or(e, |w| unreached(m, e, w));
         let meta = Meta {
             to: to.clone(),
             ..Default::default()
@@ -519,7 +509,7 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
         if udsfs_after(r as i64, fd).is_none() {
             return r;
         }
-        let mut meta = match unsafe { send_target(mnt, fd, addr, alen) } {
+        let mut meta = match send_target(mnt, fd, &g) {
             Ok(to) => Meta {
                 to,
                 ..Default::default()
@@ -536,7 +526,7 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
             return len_ret(Err(e));
         }
         let to = meta.to.clone();
-        let unreached = |e| to.as_ref().map_or(e, |w| mnt.routes.unreached(e, w));
+        let unreached = |e| to.as_ref().map_or(e, |w| unreached(mnt, e, w));
         len_ret(msg::send(mnt, fd, held.iovs(), meta, flags).map_err(unreached))
     })
 }
@@ -776,7 +766,7 @@ impl mmsg::Front for Mmsg {
     }
 
     fn restarting(&self, e: c_int) -> bool {
-        e == libc::EINTR && !restart::has_timeout(self.0, restart::RECV)
+        e == libc::EINTR && udsfs_calls::restart::restarts(self.0, udsfs_calls::restart::RECV)
     }
 
     fn say(&self, what: &str) {

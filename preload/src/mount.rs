@@ -3,7 +3,7 @@
 //! descriptor shows it is one of its sockets: by its device and inode
 //! number, never by a table that dup, fork or exec could lose.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
 use libc::c_int;
@@ -129,10 +129,7 @@ impl Mount {
     /// The node in the mount that stands for a routed path (None when the
     /// path is not under a route).
     pub fn routed_node(&self, abs: &[u8]) -> Option<CString> {
-        if !self.routes.routed(abs) {
-            return None;
-        }
-        CString::new([self.path(), abs].concat()).ok()
+        CString::new(udsfs_calls::routed::node(&self.routes, abs)?).ok()
     }
 
     /// Before a routed name is bound or moved there: its directories
@@ -152,6 +149,36 @@ pub struct Own;
 
 fn cpath(p: &[u8]) -> Res<CString> {
     CString::new(p).map_err(|_| libc::EINVAL)
+}
+
+/// A call of two paths that returns 0 or -1 and errno.
+fn two_paths(a: &[u8], b: &[u8], call: impl FnOnce(&CStr, &CStr) -> c_int) -> Res<()> {
+    let (a, b) = (cpath(a)?, cpath(b)?);
+    if call(&a, &b) == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+impl udsfs_calls::routed::Links for Own {
+    fn readlink(&self, path: &[u8]) -> Res<Vec<u8>> {
+        let p = cpath(path)?;
+        let mut buf = [0u8; libc::PATH_MAX as usize];
+        // SAFETY: readlink writes at most buf.len() bytes.
+        let n = unsafe { libc::readlink(p.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            return Err(errno());
+        }
+        Ok(buf[..n as usize].to_vec())
+    }
+
+    fn hard_link(&self, old: &[u8], new: &[u8]) -> Res<()> {
+        // SAFETY: NUL-terminated paths; the C library's link.
+        two_paths(old, new, |o, n| unsafe {
+            real::link(o.as_ptr(), n.as_ptr())
+        })
+    }
 }
 
 impl bind::Tree for Own {
@@ -174,13 +201,10 @@ impl bind::Tree for Own {
     }
 
     fn symlink(&self, target: &[u8], path: &[u8]) -> Res<()> {
-        let (t, p) = (cpath(target)?, cpath(path)?);
         // SAFETY: NUL-terminated paths.
-        if unsafe { libc::symlink(t.as_ptr(), p.as_ptr()) } == 0 {
-            Ok(())
-        } else {
-            Err(errno())
-        }
+        two_paths(target, path, |t, p| unsafe {
+            libc::symlink(t.as_ptr(), p.as_ptr())
+        })
     }
 
     fn unlink_link(&self, path: &[u8]) {

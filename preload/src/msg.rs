@@ -199,10 +199,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
             Some(recv_once(m, fd, dst, flags, at, ask))
         },
     );
-    let mut out_flags = if got.oob { libc::MSG_OOB } else { 0 };
-    if got.full_len > got.len && !(flags & libc::MSG_WAITALL != 0 && stream == Some(true)) {
-        out_flags |= libc::MSG_TRUNC;
-    }
+    let (ret, out_flags) = udsfs_calls::recv::report(&got, flags, stream, || Ok(is_stream()))?;
     if !msg.msg_name.is_null() {
         let mut len = msg.msg_namelen;
         if got.from.is_empty() {
@@ -222,12 +219,6 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
     }
     let (used, cut) = put_control(m, msg, &got, flags & libc::MSG_CMSG_CLOEXEC != 0);
     msg.msg_controllen = used;
-    if cut {
-        out_flags |= libc::MSG_CTRUNC;
-    }
-    msg.msg_flags = out_flags | echoed;
-    if flags & libc::MSG_TRUNC != 0 && out_flags & libc::MSG_TRUNC != 0 {
-        return Ok(got.full_len);
-    }
-    Ok(got.len)
+    msg.msg_flags = out_flags | if cut { libc::MSG_CTRUNC } else { 0 };
+    Ok(ret)
 }

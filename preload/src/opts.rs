@@ -1,89 +1,51 @@
 //! getsockopt, setsockopt and the queue ioctls (FIONREAD/SIOCINQ,
-//! SIOCOUTQ) on udsfs sockets, answered by `udsfs_proto::sockopt` as Linux
-//! answers them for AF_UNIX; SO_PEERPIDFD installs a pidfd (`pidfd`).
+//! SIOCOUTQ) on udsfs sockets, as udsfs_calls::opts decides them from this
+//! process's memory; SO_PEERPIDFD claims a pidfd (`pidfd`).
+
+use std::os::fd::{IntoRawFd, OwnedFd};
 
 use libc::{c_int, c_void, socklen_t};
-use udsfs_proto::sockopt::{self, SO_PEERPIDFD};
+use udsfs_proto::sockopt;
 
 use crate::errno::Res;
 use crate::{log, pidfd, user};
 
-/// The room the caller's `len` gives, read first as sk_getsockopt reads it.
-fn room(len: *mut socklen_t) -> Res<socklen_t> {
-    let room = user::read(len)?;
-    if (room as i32) < 0 {
-        return Err(libc::EINVAL);
-    }
-    Ok(room)
-}
-
-/// Copies option `name`'s value out, as sock_getsockopt does: truncated to
-/// the caller's length, which becomes the length written (`sockopt::fit`:
-/// ERANGE and the length needed where Linux gives them). `out` and `len` are
-/// the program's: EFAULT when they cannot be read or written.
-fn put(name: c_int, val: &[u8], out: *mut c_void, len: *mut socklen_t) -> Res<()> {
-    let n = match sockopt::fit(name, room(len)?, val.len()) {
-        Ok(n) => n,
-        Err(need) => {
-            user::write(len, need)?;
-            return Err(libc::ERANGE);
-        }
-    };
-    user::write_from(out.cast(), &val[..n])?;
-    user::write(len, n as socklen_t)
-}
-
-/// # Safety
-/// As for getsockopt(2).
-pub unsafe fn get(
-    fd: c_int,
-    level: c_int,
-    name: c_int,
+/// A getsockopt's `optval` and `optlen` in this process (EFAULT when they
+/// cannot be read or written).
+struct Args {
     out: *mut c_void,
     len: *mut socklen_t,
-) -> Res<()> {
-    if level != libc::SOL_SOCKET {
-        return Err(libc::EOPNOTSUPP);
-    }
-    room(len)?;
-    let val = if name == SO_PEERPIDFD {
-        pidfd::peer(fd)?.to_ne_bytes().to_vec()
-    } else {
-        sockopt::get(fd, name).inspect_err(|&e| {
-            if e == libc::ENOPROTOOPT && sockopt::refusal_worth_saying(name, false) {
-                log::say(&format!(
-                    "getsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
-                ));
-            }
-        })?
-    };
-    put(name, &val, out, len)
 }
 
-/// # Safety
-/// As for setsockopt(2).
-pub unsafe fn set(
-    fd: c_int,
-    level: c_int,
-    name: c_int,
-    val: *const c_void,
-    len: socklen_t,
-) -> Res<()> {
-    if level != libc::SOL_SOCKET {
-        return Err(libc::EOPNOTSUPP);
+impl udsfs_calls::opts::Args for Args {
+    fn room(&self) -> Res<u32> {
+        user::read(self.len)
     }
-    // The longest option value is a timeval; the program's bytes are
-    // copied in (EFAULT when they cannot be read, as copy_from_sockptr).
-    let mut local = [0u8; 16];
-    let n = (len as usize).min(16);
-    user::read_into(&mut local[..n], val.cast())?;
-    sockopt::set(fd, name, &local[..n]).inspect_err(|&e| {
-        if e == libc::ENOPROTOOPT && sockopt::refusal_worth_saying(name, true) {
-            log::say(&format!(
-                "setsockopt(SOL_SOCKET, {name}) is not offered on udsfs sockets (ENOPROTOOPT)"
-            ));
-        }
-    })
+    fn put(&self, val: &[u8]) -> Res<()> {
+        user::write_from(self.out.cast(), val)
+    }
+    fn put_len(&self, n: u32) -> Res<()> {
+        user::write(self.len, n)
+    }
+}
+
+fn say(what: &str) {
+    log::say(what)
+}
+
+/// getsockopt, as udsfs_calls::opts::get decides it; SO_PEERPIDFD's pidfd
+/// is claimed into this process and closed again unless the program gets
+/// it.
+pub fn get(fd: c_int, level: c_int, name: c_int, out: *mut c_void, len: *mut socklen_t) -> Res<()> {
+    let peer = || pidfd::peer(fd);
+    let give = |f: OwnedFd| Ok(f.into_raw_fd());
+    udsfs_calls::opts::get(fd, (level, name), &Args { out, len }, peer, give, say)
+}
+
+/// setsockopt, as udsfs_calls::opts::set decides it.
+pub fn set(fd: c_int, level: c_int, name: c_int, val: *const c_void, len: socklen_t) -> Res<()> {
+    let read = |local: &mut [u8]| user::read_into(local, val.cast());
+    udsfs_calls::opts::set(fd, (level, name), len, read, say)
 }
 
 /// FIONREAD/SIOCINQ and SIOCOUTQ; the kernel answers FIONREAD for a

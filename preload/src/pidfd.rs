@@ -4,35 +4,25 @@
 //! claims a copy over the fd channel. Where no pin reached the message (see
 //! README), it makes the pidfd from the sender's pid.
 
+use std::os::fd::{FromRawFd, OwnedFd};
+
 use libc::c_int;
-use udsfs_proto::ioctl::{Op, PeerPidfd};
 
-use crate::errno::{errno, Res};
-use crate::{fdpass, ioctl, log, mount};
+use crate::errno::Res;
+use crate::{fdpass, log, mount};
 
-/// A new pidfd of `pid` in this process. Close-on-exec always, as pidfds
-/// are and as Linux 6.18 gives SCM_PIDFD even without MSG_CMSG_CLOEXEC.
-pub fn open(pid: i32) -> Res<c_int> {
-    if pid <= 0 {
-        // No process to refer to (credentials of nobody): as pidfd_prepare.
-        return Err(libc::ESRCH);
-    }
-    // SAFETY: pidfd_open only creates a descriptor.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as c_int;
-    if fd < 0 {
-        let e = errno();
-        log::say(&format!("pidfd_open({pid}): errno {e}"));
-        return Err(e);
-    }
-    Ok(fd)
+/// A new pidfd of `pid` in this process (udsfs_calls::pidfd::open).
+pub fn open(pid: i32) -> Res<OwnedFd> {
+    udsfs_calls::pidfd::open(pid, log::say)
 }
 
 /// SO_PEERPIDFD: a pidfd of the peer pinned by the daemon when it connected
-/// (ENODATA without one). Never made from the pid now: the peer may have
-/// exited and its number been reused.
-pub fn peer(fd: c_int) -> Res<c_int> {
-    let tag = ioctl::op(fd, Op::PeerPidfd, 0)?.values::<PeerPidfd>().tag;
+/// (ENODATA without one), claimed into this process.
+pub fn peer(fd: c_int) -> Res<OwnedFd> {
+    let tag = udsfs_calls::pidfd::peer_tag(fd)?;
     let m = mount::get().ok_or(libc::ENODATA)?;
     let fds = fdpass::claim(&fdpass::connect(m)?, &[tag], true)?;
-    fds.first().copied().ok_or(libc::ENODATA)
+    let fd = fds.first().copied().ok_or(libc::ENODATA)?;
+    // SAFETY: the claim's new descriptor, ours until handed over.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }

@@ -23,10 +23,8 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use libc::{c_int, c_void, iovec, siginfo_t, size_t, ssize_t};
 
-use udsfs_proto::ioctl::{Op, Timeo};
-
 use crate::errno::{errno, guarded, set_errno};
-use crate::{ioctl, mount, real, user};
+use crate::{mount, real, user};
 
 /// Signals 1..=64.
 const NSIG: usize = 65;
@@ -77,8 +75,7 @@ thread_local! {
     };
 }
 
-const SEND: i32 = 1;
-pub const RECV: i32 = 0;
+use udsfs_calls::restart::{RECV, SEND};
 
 /// The result of a C call: negative on failure.
 pub trait Ret: Copy {
@@ -417,15 +414,6 @@ fn foreign_interrupting_handler() -> bool {
     })
 }
 
-/// Whether the socket has SO_RCVTIMEO (`dir` 0) or SO_SNDTIMEO (1) set.
-/// An error counts as a timeout: the EINTR stays.
-pub fn has_timeout(fd: c_int, dir: i32) -> bool {
-    match ioctl::op(fd, Op::GetTimeo, dir).map(|c| c.values::<Timeo>()) {
-        Ok(t) => t.sec != 0 || t.usec != 0 || t.zero,
-        Err(_) => true,
-    }
-}
-
 /// After an EINTR of a call that began with `marks()` (ran, no_restart): whether
 /// Linux would have restarted the call on `fd`.
 fn restartable(fd: c_int, dir: i32, (ran, no_restart): (u32, u32)) -> bool {
@@ -438,7 +426,8 @@ fn restartable(fd: c_int, dir: i32, (ran, no_restart): (u32, u32)) -> bool {
     if ran_now == ran && foreign_interrupting_handler() {
         return false;
     }
-    !has_timeout(fd, dir)
+    // sock_intr_errno: not with a timeout that way.
+    udsfs_calls::restart::restarts(fd, dir)
 }
 
 /// Runs socket call `call` on `fd` and calls it again after an EINTR that

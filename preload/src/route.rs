@@ -111,4 +111,9 @@ impl Given {
     pub fn len(&self) -> socklen_t {
         self.len
     }
+
+    /// The bytes copied (at most `COPY_LEN`).
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..(self.len as usize).min(COPY_LEN)]
+    }
 }

@@ -17,24 +17,18 @@ fn routed_mount() -> Option<&'static mount::Mount> {
     mount::get().filter(|m| m.has_routes())
 }
 
-/// The absolute path, normalized as routes are (lexically), that `path`
-/// names relative to `dirfd`: the current directory for AT_FDCWD, the
-/// directory the descriptor was opened on otherwise.
+/// The absolute path, normalized as routes are, that `path` names relative
+/// to `dirfd`: the current directory for AT_FDCWD, the directory the
+/// descriptor was opened on otherwise (udsfs_calls::routed::absolute).
 fn absolute(dirfd: c_int, path: &[u8]) -> Option<Vec<u8>> {
-    if path.starts_with(b"/") {
-        return Some(mount::normalize(path, b"/"));
-    }
-    let base = if dirfd == libc::AT_FDCWD {
+    udsfs_calls::routed::absolute(path, || {
+        if dirfd != libc::AT_FDCWD {
+            return mount::fd_path(dirfd);
+        }
         use std::os::unix::ffi::OsStrExt;
-        std::env::current_dir()
-            .ok()?
-            .as_os_str()
-            .as_bytes()
-            .to_vec()
-    } else {
-        mount::fd_path(dirfd).filter(|p| p.starts_with(b"/"))?
-    };
-    Some(mount::normalize(path, &base))
+        let cwd = std::env::current_dir().ok()?;
+        Some(cwd.as_os_str().as_bytes().to_vec())
+    })
 }
 
 /// The caller's path as bytes (None for a null pointer).
@@ -51,11 +45,11 @@ fn node_of(m: &mount::Mount, dirfd: c_int, path: *const c_char) -> Option<(Vec<u
 }
 
 /// Is `path` (relative to `dirfd`) the link a routed bind made, pointing at
-/// the node of its own path? Then that node.
+/// the node of its own path? Then that node (udsfs_calls::routed::own_link).
 fn own_link(m: &mount::Mount, dirfd: c_int, path: *const c_char) -> Option<(Vec<u8>, CString)> {
-    let (abs, node) = node_of(m, dirfd, path)?;
-    // An empty path reads the link open on dirfd, as fstatat does.
-    is_link_to(dirfd, path, &node).then_some((abs, node))
+    let abs = absolute(dirfd, bytes(path)?)?;
+    let node = udsfs_calls::routed::own_link(&mount::Own, &m.routes, &abs)?;
+    Some((abs, CString::new(node).ok()?))
 }
 
 /// After an lstat-like call that succeeded: when it found the link a routed
@@ -219,12 +213,9 @@ pub fn rename(
 }
 
 /// link (linkat) of a routed socket path, `call` being the C library's
-/// call: on Linux the new name is the same socket file, so connect through
-/// it reaches the socket and unlink of the old name leaves it bound
-/// (supervisord binds NAME.PID, links NAME to it and unlinks NAME.PID).
-/// Here the node gets a second name in the mount (a hard link there) and
-/// the new path a link to that name, as a routed bind leaves. A new path
-/// outside the routes gets what the C library makes (a copy of the link).
+/// call: the node gets a second name, as udsfs_calls::routed::link makes
+/// it; a path that is no routed bind's link, or a new path outside the
+/// routes, gets what the C library makes (a copy of the link).
 pub fn link(
     olddir: c_int,
     old: *const c_char,
@@ -233,31 +224,20 @@ pub fn link(
     call: impl FnOnce() -> c_int,
 ) -> c_int {
     let saved = errno();
-    let plan = routed_mount().and_then(|m| {
-        let (_, src_node) = own_link(m, olddir, old)?;
-        let (dst_abs, dst_node) = node_of(m, newdir, new)?;
-        Some((m, src_node, dst_abs, dst_node))
+    let made = routed_mount().and_then(|m| {
+        let old = absolute(olddir, bytes(old)?)?;
+        let new = absolute(newdir, bytes(new)?)?;
+        udsfs_calls::routed::link(&mount::Own, &m.routes, &old, &new)
     });
     set_errno(saved);
-    let Some((m, src_node, dst_abs, dst_node)) = plan else {
-        return call();
-    };
-    // The new path first: its errors (EEXIST, ENOENT, EACCES) are link's.
-    // SAFETY: NUL-terminated paths.
-    if unsafe { libc::symlinkat(dst_node.as_ptr(), newdir, new) } != 0 {
-        return -1;
+    match made {
+        None => call(),
+        Some(Ok(())) => 0,
+        Some(Err(e)) => {
+            set_errno(e);
+            -1
+        }
     }
-    m.mirror_route_dirs(&dst_abs[1..]);
-    // SAFETY: NUL-terminated paths.
-    if unsafe { libc::link(src_node.as_ptr(), dst_node.as_ptr()) } != 0 {
-        let e = errno();
-        // SAFETY: the link made just above.
-        unsafe { real::unlinkat(newdir, new, 0) };
-        set_errno(e);
-        return -1;
-    }
-    set_errno(saved);
-    0
 }
 
 fn is_link_to(dirfd: c_int, path: *const c_char, node: &CStr) -> bool {
@@ -414,32 +394,4 @@ fn repoint(dirfd: c_int, path: *const c_char, node: &CStr) -> Result<(), c_int> 
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_are_made_absolute_from_the_directory_they_are_relative_to() {
-        assert_eq!(
-            absolute(libc::AT_FDCWD, b"/a/./b/../c"),
-            Some(b"/a/c".to_vec())
-        );
-        let cwd = std::env::current_dir().unwrap();
-        let here = cwd.join("x.sock");
-        use std::os::unix::ffi::OsStrExt;
-        assert_eq!(
-            absolute(libc::AT_FDCWD, b"./x.sock").as_deref(),
-            Some(here.as_os_str().as_bytes())
-        );
-        let dir = std::fs::File::open("/usr/lib").unwrap();
-        use std::os::fd::AsRawFd;
-        assert_eq!(
-            absolute(dir.as_raw_fd(), b"../s.sock"),
-            Some(b"/usr/s.sock".to_vec())
-        );
-        assert_eq!(absolute(dir.as_raw_fd(), b""), Some(b"/usr/lib".to_vec()));
-        assert_eq!(absolute(-1, b"x"), None);
-    }
 }

@@ -4,9 +4,7 @@
 
 use libc::{c_int, sockaddr, socklen_t};
 use udsfs_calls::accept;
-use udsfs_proto::addr::Addr;
-use udsfs_proto::ctl::Command;
-use udsfs_proto::ioctl::{Ctl, Op, ADDR_AS_GIVEN};
+use udsfs_proto::ioctl::{Op, ADDR_AS_GIVEN};
 use udsfs_proto::mount::type_dir;
 
 use crate::errno::{last, Res};
@@ -38,24 +36,20 @@ pub fn pair(m: &Mount, ty: c_int, sv: &mut [c_int; 2]) -> Res<()> {
     Ok(())
 }
 
-/// connect(): the ioctl never parks; a blocking caller facing a full
-/// backlog writes `connect` to the socket's ctl file, which parks.
+/// connect() to `wire`, as udsfs_calls::connect decides it: a blocking
+/// caller facing a full backlog writes the line it is given to the
+/// socket's ctl file, which parks.
 pub fn connect(m: &Mount, fd: c_int, wire: &[u8]) -> Res<()> {
-    let c = Ctl::new(Op::Connect, 0).with_addr(wire);
-    match ioctl::ctl(fd, c) {
-        Err(libc::EAGAIN) if !nonblocking(fd) => {
-            let id = mount::sock_id(fd).ok_or(libc::EBADF)?;
-            let to = Addr::from_wire(wire)?;
-            let line = format!("{}\n", Command::Connect(to).format());
-            let h = open_file(&m.sock_file(id, "ctl"), libc::O_WRONLY)?;
-            // SAFETY: writes a local buffer.
-            let r = unsafe { libc::write(h, line.as_ptr().cast(), line.len()) };
-            let res = if r < 0 { last() } else { Ok(()) };
-            close(h);
-            res
-        }
-        r => r.map(|_| ()),
-    }
+    let blocking = || !nonblocking(fd);
+    udsfs_calls::connect::connect(&mount::Own, &m.routes, fd, wire, blocking, |line| {
+        let id = mount::sock_id(fd).ok_or(libc::EBADF)?;
+        let h = open_file(&m.sock_file(id, "ctl"), libc::O_WRONLY)?;
+        // SAFETY: writes a local buffer.
+        let r = unsafe { libc::write(h, line.as_ptr().cast(), line.len()) };
+        let res = if r < 0 { last() } else { Ok(()) };
+        close(h);
+        res
+    })
 }
 
 /// accept4(): the decisions are `udsfs_calls::accept`'s (a ticket asked on
@@ -117,15 +111,9 @@ pub fn name(m: &Mount, fd: c_int, peer: bool, out: *mut sockaddr, len: *mut sock
     user::write(len, room)
 }
 
-/// Raises SIGPIPE in this thread, as unix_stream_sendmsg does.
+/// Raises SIGPIPE in this thread (udsfs_calls::client::sigpipe).
 pub fn sigpipe() {
-    // SAFETY: tgkill only sends a signal to this thread.
-    unsafe {
-        libc::syscall(
-            libc::SYS_tgkill,
-            libc::getpid(),
-            libc::gettid(),
-            libc::SIGPIPE,
-        );
-    }
+    // SAFETY: getpid and gettid have no preconditions.
+    let (pid, tid) = unsafe { (libc::getpid(), libc::gettid()) };
+    udsfs_calls::client::sigpipe(pid, tid);
 }

@@ -104,24 +104,6 @@ impl Routes {
         self.routed(&abs).then_some(abs)
     }
 
-    /// The errno of a connect or send to tree path `wire` that the daemon
-    /// answered `e`: a routed name the daemon does not know (ENOENT) where
-    /// the kernel path holds something else (a regular file, a directory) is
-    /// ECONNREFUSED, as Linux refuses a path that is no socket; ENOENT only
-    /// when nothing is there. Both fronts ask here.
-    pub fn unreached(&self, e: i32, wire: &[u8]) -> i32 {
-        use std::os::unix::ffi::OsStrExt;
-        if e != libc::ENOENT {
-            return e;
-        }
-        match self.routed_path(wire) {
-            Some(p) if std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&p)).is_ok() => {
-                libc::ECONNREFUSED
-            }
-            _ => e,
-        }
-    }
-
     /// Classifies a sockaddr the program gave (`addr`: its bytes, at most
     /// `COPY_LEN` of them, as copied), relative names against `cwd`.
     pub fn classify(&self, addr: &[u8], cwd: Option<&[u8]>) -> Route {

@@ -53,14 +53,10 @@ impl Inner {
 }
 
 /// Stream sends to a closed peer raise SIGPIPE in the sending thread, as
-/// unix_stream_sendmsg does.
+/// unix_stream_sendmsg does (udsfs_calls::client::sigpipe, as the fronts).
 fn sigpipe(tid: u32) {
-    let Ok(tgid) = crate::procfs::Status::read(tid).map(|s| s.tgid) else {
-        return;
-    };
-    // SAFETY: tgkill only sends a signal.
-    unsafe {
-        libc::syscall(libc::SYS_tgkill, tgid, tid as i32, libc::SIGPIPE);
+    if let Ok(tgid) = crate::procfs::Status::read(tid).map(|s| s.tgid) {
+        udsfs_calls::client::sigpipe(tgid, tid as i32);
     }
 }
 

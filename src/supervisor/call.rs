@@ -8,7 +8,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use super::daemon::{Daemon, Res};
 use super::listener::{ERESTARTSYS, Listener};
 use super::mem;
-use super::opts;
 use super::target::{Dev, Task};
 use udsfs_proto::route::{self, Route, Routes};
 
@@ -101,7 +100,7 @@ pub(super) fn errno_of(stop: Stop) -> i32 {
 /// is EINTR even under SA_RESTART.
 pub(super) fn stop_errno(stop: Stop, fd: &OwnedFd, dir: i32) -> i32 {
     match stop {
-        Stop::Signal if opts::timeout(fd, dir).is_some_and(|d| !d.is_zero()) => libc::EINTR,
+        Stop::Signal if !udsfs_calls::restart::restarts(fd.as_raw_fd(), dir) => libc::EINTR,
         stop => errno_of(stop),
     }
 }

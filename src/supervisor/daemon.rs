@@ -99,12 +99,10 @@ impl Daemon {
     }
 
     /// A connect facing a full backlog, parked in the daemon until there is
-    /// room (under SO_SNDTIMEO): `connect ADDR` written to the socket's ctl
-    /// file, as the library waits (preload/src/socket.rs).
-    pub fn connect_wait(&self, s: &OwnedFd, wire: &[u8]) -> Res<()> {
+    /// room (under SO_SNDTIMEO): udsfs_calls::connect's `line` written to
+    /// the socket's ctl file.
+    pub fn connect_wait(&self, s: &OwnedFd, line: &[u8]) -> Res<()> {
         let id = info(s)?.id;
-        let to = udsfs_proto::addr::Addr::from_wire(wire)?;
-        let line = format!("{}\n", udsfs_proto::ctl::Command::Connect(to).format());
         let h = open(&self.file(&format!("sock/{id}/ctl")), libc::O_WRONLY)?;
         // SAFETY: writes a local buffer.
         let r = unsafe { libc::write(h.as_raw_fd(), line.as_ptr().cast(), line.len()) };

@@ -8,21 +8,21 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use libc::seccomp_notif;
 
 use super::call::{
-    Call, Ctx, MSGHDR, WOULD_WAIT, classify, cwd_of, nonblocking, put_sized, read_addr, say,
-    stop_errno, u32_at, u64_at,
+    Call, Ctx, MSGHDR, WOULD_WAIT, classify, nonblocking, put_sized, read_addr, say, stop_errno,
+    u32_at, u64_at,
 };
 use super::daemon::{self, Daemon, Res};
 use super::listener::{Listener, Reply};
 use super::mem;
+use super::opts;
 use super::target::Task;
-use super::thread_uid::{FsCreds, unreached};
-use super::{opts, pidfd};
+use super::tree::Tree;
 use udsfs_calls as calls;
+use udsfs_calls::connect::Connect;
 use udsfs_proto::carry::Carried;
 use udsfs_proto::ioctl::{ADDR_AS_GIVEN, Op};
 use udsfs_proto::mount::type_dir;
 use udsfs_proto::route::{self, Route};
-use udsfs_proto::sockopt::SO_PEERPIDFD;
 
 /// A call for the supervisor to carry out.
 pub struct Job {
@@ -105,7 +105,7 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
             return Err(Reply::Errno(super::filter::refuse(tid, nr)));
         }
         libc::SYS_fstat | libc::SYS_newfstatat | libc::SYS_statx => {
-            return Err(super::stat::triage(&ctx.dev, tid, nr, args));
+            return Err(super::stat::triage(ctx, tid, nr, args));
         }
         libc::SYS_socketpair => {
             // Anything the daemon would refuse goes to the kernel, which
@@ -119,16 +119,30 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
                 Err(Reply::Continue)
             };
         }
-        libc::SYS_unlink => return Err(unlink_routed(ctx, tid, libc::AT_FDCWD, args[0], 0)),
+        libc::SYS_unlink => {
+            return Err(super::routed::unlink(ctx, tid, libc::AT_FDCWD, args[0], 0));
+        }
         libc::SYS_unlinkat => {
-            return Err(unlink_routed(
+            let (dirfd, flags) = (args[0] as i32, args[2] as i32);
+            return Err(super::routed::unlink(ctx, tid, dirfd, args[1], flags));
+        }
+        libc::SYS_link => {
+            let cwd = libc::AT_FDCWD;
+            return Err(super::routed::link(
                 ctx,
                 tid,
-                args[0] as i32,
-                args[1],
-                args[2] as i32,
+                (cwd, args[0]),
+                (cwd, args[1]),
             ));
         }
+        // With or without AT_SYMLINK_FOLLOW: on Linux the routed path is the
+        // socket file itself, no link to follow; AT_EMPTY_PATH names a
+        // descriptor, the kernel's.
+        libc::SYS_linkat if args[4] as i32 & libc::AT_EMPTY_PATH == 0 => {
+            let (old, new) = ((args[0] as i32, args[1]), (args[2] as i32, args[3]));
+            return Err(super::routed::link(ctx, tid, old, new));
+        }
+        libc::SYS_linkat => return Err(Reply::Continue),
         _ => {}
     }
     // A copy of the descriptor tells what it is without /proc (and serves
@@ -164,51 +178,6 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
         Route::Udsfs(_) => Ok(job(false, Some(addr), got)),
         Route::Autobind if nr == libc::SYS_bind => Ok(job(false, Some(addr), got)),
         _ => Err(Reply::Continue),
-    }
-}
-
-/// unlink of a routed path: its node in the mount goes too, then the
-/// kernel removes the link at the path (preload/src/routed.rs unlink).
-/// Answered here: it makes no daemon call that could wait.
-fn unlink_routed(ctx: &Ctx, tid: i32, dirfd: i32, path: u64, flags: i32) -> Reply {
-    use std::os::unix::ffi::OsStrExt;
-    if ctx.routes.routes.is_empty() || flags != 0 {
-        return Reply::Continue;
-    }
-    let Ok(p) = mem::read_cstr(tid, path, libc::PATH_MAX as usize) else {
-        return Reply::Continue;
-    };
-    let abs = if p.starts_with(b"/") {
-        route::normalize(&p, b"/")
-    } else if dirfd == libc::AT_FDCWD {
-        match cwd_of(tid) {
-            Some(cwd) => route::normalize(&p, &cwd),
-            None => return Reply::Continue,
-        }
-    } else {
-        return Reply::Continue;
-    };
-    let Some(tree) = ctx
-        .routes
-        .tree_path(&abs)
-        .filter(|t| ctx.routes.routed_path(t).is_some())
-    else {
-        return Reply::Continue;
-    };
-    let node = [ctx.routes.mount.as_slice(), b"/", &tree].concat();
-    // As the target: root's supervisor must not remove what the program's
-    // user may not (another user's name, a file through a symlink in the
-    // mount: integration/adversarial_root_run.sh).
-    let Ok(_as) = FsCreds::of(tid) else {
-        return Reply::Continue;
-    };
-    if std::fs::remove_file(std::ffi::OsStr::from_bytes(&node)).is_err() {
-        return Reply::Continue;
-    }
-    // The node is gone: the call succeeds even with no link left to remove.
-    match std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&abs)) {
-        Ok(_) => Reply::Continue,
-        Err(_) => Reply::Value(0),
     }
 }
 
@@ -394,21 +363,19 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
             // The target keeps its kernel socket.
             return Reply::Errno(e);
         }
-        return match c.install(&new, Some(fd), c.task.cloexec(fd)) {
-            Ok(_) => Reply::Value(0),
+        return match put_in_place(c, &k, &new, fd) {
+            Ok(()) => Reply::Value(0),
             Err(e) => Reply::Errno(e),
         };
     }
     let Route::Udsfs(wire) = route else {
         return Reply::Continue;
     };
-    if kernel_bound(&k) {
-        say(&format!(
-            "fd {fd} was bound to a kernel AF_UNIX name; on udsfs it is autobound instead"
-        ));
-        if let Err(e) = daemon::ctl(&new, Op::Bind, 0, &[], &[]) {
-            return Reply::Errno(e);
-        }
+    let rebound = calls::convert::rebind(new.as_raw_fd(), kernel_bound(&k), |why| {
+        say(&format!("fd {fd}: {why}"))
+    });
+    if let Err(e) = rebound {
+        return Reply::Errno(e);
     }
     if job.nr == libc::SYS_connect {
         let r = connect(c, &new, &wire);
@@ -419,16 +386,26 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
         if r == Err(WOULD_WAIT) {
             return Reply::Errno(WOULD_WAIT);
         }
-        if let Err(e) = c.install(&new, Some(fd), c.task.cloexec(fd)) {
+        if let Err(e) = put_in_place(c, &k, &new, fd) {
             return Reply::Errno(e);
         }
         return value(r.map(|_| 0));
     }
     // A send to a routed name: the socket becomes udsfs, then sends.
-    if let Err(e) = c.install(&new, Some(fd), c.task.cloexec(fd)) {
+    if let Err(e) = put_in_place(c, &k, &new, fd) {
         return Reply::Errno(e);
     }
     value(super::msg::send(c, &new, job.nr, a))
+}
+
+/// New udsfs socket `new` put at the target's `fd` in kernel socket `k`'s
+/// place, with its FD_CLOEXEC and its places in the target's epoll sets
+/// (udsfs_calls::convert::held).
+fn put_in_place(c: &Call, k: &OwnedFd, new: &OwnedFd, fd: i32) -> Res<()> {
+    let held = super::epolls::held(c.task.tid, k, fd);
+    c.install(new, Some(fd), c.task.cloexec(fd))?;
+    super::epolls::restore(&c.task, fd, new, &held);
+    Ok(())
 }
 
 /// bind on a udsfs socket, as udsfs_calls::bind decides it: a routed name
@@ -438,95 +415,32 @@ fn bind(c: &Call, s: &OwnedFd, wire: &[u8], given: &[u8]) -> Res<()> {
     calls::bind::udsfs(&Tree(c.task.tid), &c.ctx.routes, wire, given, bind)
 }
 
-/// The target's file tree, reached through its /proc entries (its root and
-/// working directory), for udsfs_calls::bind, and looked at with the
-/// target's file credentials (`FsCreds`); directories in the mount are the
-/// supervisor's paths to it.
-struct Tree(i32);
-
-impl Tree {
-    fn path(&self, p: &[u8]) -> Res<std::ffi::CString> {
-        let at = if p.first() == Some(&b'/') {
-            format!("/proc/{}/root", self.0)
-        } else {
-            format!("/proc/{}/cwd/", self.0)
-        };
-        std::ffi::CString::new([at.as_bytes(), p].concat()).map_err(|_| libc::EINVAL)
-    }
-}
-
-fn errno_of<T>(r: std::io::Result<T>) -> Res<T> {
-    r.map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
-}
-
-impl calls::bind::Tree for Tree {
-    fn mode(&self, p: &[u8], follow: bool) -> Res<u32> {
-        use std::os::unix::ffi::OsStrExt;
-        use std::os::unix::fs::MetadataExt;
-        let c = self.path(p)?;
-        let _as = FsCreds::of(self.0)?;
-        let path = std::ffi::OsStr::from_bytes(c.as_bytes());
-        let m = if follow {
-            std::fs::metadata(path)
-        } else {
-            std::fs::symlink_metadata(path)
-        };
-        errno_of(m).map(|m| m.mode())
-    }
-
-    fn symlink(&self, target: &[u8], p: &[u8]) -> Res<()> {
-        use std::os::unix::ffi::OsStrExt;
-        let c = self.path(p)?;
-        let _as = FsCreds::of(self.0)?;
-        let (t, path) = (
-            std::ffi::OsStr::from_bytes(target),
-            std::ffi::OsStr::from_bytes(c.as_bytes()),
-        );
-        errno_of(std::os::unix::fs::symlink(t, path))
-    }
-
-    fn unlink_link(&self, p: &[u8]) {
-        use std::os::unix::ffi::OsStrExt;
-        if let Ok(c) = self.path(p)
-            && let Ok(_as) = FsCreds::of(self.0)
-        {
-            let _ = std::fs::remove_file(std::ffi::OsStr::from_bytes(c.as_bytes()));
-        }
-    }
-
-    fn mkdir(&self, inside: &[u8], mode: u32) {
-        use std::os::unix::ffi::OsStrExt;
-        use std::os::unix::fs::DirBuilderExt;
-        // As the target, as the library's mkdir: a symlink in the mount
-        // (the target's user may make one) leads anywhere.
-        let Ok(_as) = FsCreds::of(self.0) else {
-            return;
-        };
-        let _ = std::fs::DirBuilder::new()
-            .mode(mode)
-            .create(std::ffi::OsStr::from_bytes(inside));
-    }
-}
-
-/// connect: a full backlog is EAGAIN from the ioctl; a blocking caller then
-/// parks in the daemon until there is room (`Daemon::connect_wait`), on a
-/// thread of its own (on the loop the attempt ends there). A routed name
-/// the daemon does not know is refused as `Routes::unreached` says.
+/// connect, as udsfs_calls::connect decides it: a blocking caller facing
+/// a full backlog parks in the daemon until there is room
+/// (`Daemon::connect_wait`), on a thread of its own (on the loop the
+/// attempt ends there).
 fn connect(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
-    connect_known(c, s, wire).map_err(|e| unreached(c.task.tid, &c.ctx.routes, e, wire))
-}
-
-fn connect_known(c: &Call, s: &OwnedFd, wire: &[u8]) -> Res<()> {
-    match daemon::ctl(s, Op::Connect, 0, wire, &[]) {
-        Err(libc::EAGAIN) if !nonblocking(s) => {
+    let tree = Tree(c.task.tid);
+    let blocking = || !nonblocking(s);
+    calls::connect::connect(
+        &tree,
+        &c.ctx.routes,
+        s.as_raw_fd(),
+        wire,
+        blocking,
+        |line| {
             if !c.may_park() {
                 return Err(WOULD_WAIT);
             }
-            c.parked(|_| c.ctx.daemon.connect_wait(s, wire))
+            c.parked(|_| c.ctx.daemon.connect_wait(s, line))
                 .map_err(|stop| stop_errno(stop, s, 1))?
-        }
-        r => r.map(|_| ()),
-    }
+        },
+    )
+}
+
+/// A log line of `what` on the target's udsfs socket `fd`.
+pub(super) fn say_on(fd: i32, what: &'static str) -> impl FnOnce(&str) {
+    move |why| say(&format!("{what} on udsfs socket fd {fd}: {why}"))
 }
 
 fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
@@ -556,19 +470,10 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
         }
         libc::SYS_connect => {
             let addr = read_addr(tid, a[1], a[2])?;
-            if addr.len() >= 2 && u16::from_ne_bytes([addr[0], addr[1]]) == libc::AF_UNSPEC as u16 {
-                return daemon::ctl(s, Op::Disconnect, 0, &[], &[]).map(|_| 0);
-            }
-            match classify(c.ctx, tid, &addr) {
-                Route::Udsfs(w) => connect(c, s, &w).map(|_| 0),
-                Route::Autobind | Route::Invalid => Err(libc::EINVAL),
-                Route::Kernel => {
-                    say(&format!(
-                        "connect on udsfs socket fd {}: the address is a kernel AF_UNIX name outside the mount and its routes",
-                        a[0] as i32
-                    ));
-                    Err(libc::ECONNREFUSED)
-                }
+            let route = classify(c.ctx, tid, &addr);
+            match calls::connect::target(&addr, route, say_on(a[0] as i32, "connect"))? {
+                Connect::Disconnect => daemon::ctl(s, Op::Disconnect, 0, &[], &[]).map(|_| 0),
+                Connect::To(w) => connect(c, s, &w).map(|_| 0),
             }
         }
         libc::SYS_listen => daemon::ctl(s, Op::Listen, a[1] as i32, &[], &[]).map(|_| 0),
@@ -581,11 +486,12 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
             put_sized(tid, a[1], a[2], &bytes).map(|_| 0)
         }
         libc::SYS_ioctl => opts::queue_ioctl(s, tid, a).map(|_| 0),
-        libc::SYS_getsockopt if a[1] as i32 == libc::SOL_SOCKET && a[2] as i32 == SO_PEERPIDFD => {
-            pidfd::getsockopt(c, s, a).map(|_| 0)
+        libc::SYS_getsockopt => {
+            let peer = || super::pidfd::peer(c.ctx, s);
+            let install = |f: OwnedFd| c.install(&f, None, true);
+            opts::get(s, tid, a, peer, install, say).map(|_| 0)
         }
-        libc::SYS_getsockopt => opts::get(s, tid, a).map(|_| 0),
-        libc::SYS_setsockopt => opts::set(s, tid, a).map(|_| 0),
+        libc::SYS_setsockopt => opts::set(s, tid, a, say).map(|_| 0),
         libc::SYS_accept | libc::SYS_accept4 => {
             let flags = if job.nr == libc::SYS_accept {
                 0

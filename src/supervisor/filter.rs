@@ -100,8 +100,14 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
 }
 
 /// With `--route` prefixes: unlink of a routed name removes its node in the
-/// mount too (servers unlink a stale socket before they bind it again).
-pub const UNLINK: &[i64] = &[libc::SYS_unlink, libc::SYS_unlinkat];
+/// mount too (servers unlink a stale socket before they bind it again), and
+/// link gives the node a second name (routed.rs).
+pub const UNLINK: &[i64] = &[
+    libc::SYS_unlink,
+    libc::SYS_unlinkat,
+    libc::SYS_link,
+    libc::SYS_linkat,
+];
 
 /// The stat calls the C library makes (fstat, stat and lstat are
 /// newfstatat since glibc 2.33; statx), with the argument that holds their

@@ -18,9 +18,9 @@ use super::mem;
 use super::record;
 use std::os::fd::AsRawFd;
 use udsfs_calls::control::{self, Passed};
-use udsfs_calls::{client, mmsg, recv};
+use udsfs_calls::{self as calls, client, mmsg, recv};
 use udsfs_proto::ioctl::*;
-use udsfs_proto::route::{self, Route};
+use udsfs_proto::route;
 
 /// sizeof(struct mmsghdr): a msghdr, msg_len, padding.
 const MMSGHDR: u64 = 64;
@@ -83,19 +83,13 @@ pub fn send(c: &Call, s: &OwnedFd, nr: i64, a: [u64; 6]) -> Res<i64> {
     }
 }
 
-/// Where a send with address bytes `name` goes (None: no address).
+/// Where a send with address bytes `name` goes (None: no address), as
+/// udsfs_calls::connect::send_to decides.
 fn target(c: &Call, name: Option<Vec<u8>>) -> Res<Option<Vec<u8>>> {
-    match name.map(|n| classify(c.ctx, c.task.tid, &n)) {
-        None => Ok(None),
-        Some(Route::Udsfs(w)) => Ok(Some(w)),
-        Some(Route::Autobind | Route::Invalid) => Err(libc::EINVAL),
-        Some(Route::Kernel) => {
-            say(
-                "sendto on a udsfs socket: the address is a kernel AF_UNIX name outside the mount and its routes",
-            );
-            Err(libc::ECONNREFUSED)
-        }
-    }
+    let Some(n) = name else { return Ok(None) };
+    let route = classify(c.ctx, c.task.tid, &n);
+    let say = |why: &str| say(&format!("sendto on a udsfs socket: {why}"));
+    calls::connect::send_to(&n, route, say).map(Some)
 }
 
 fn send_msg(c: &Call, s: &OwnedFd, at: u64, flags: i32) -> Res<i64> {
@@ -117,9 +111,8 @@ fn send_msg(c: &Call, s: &OwnedFd, at: u64, flags: i32) -> Res<i64> {
 
 /// A send's errno when the daemon did not find its address `to`.
 fn unreached(c: &Call, e: i32, to: Option<&[u8]>) -> i32 {
-    to.map_or(e, |w| {
-        super::thread_uid::unreached(c.task.tid, &c.ctx.routes, e, w)
-    })
+    let tree = super::tree::Tree(c.task.tid);
+    to.map_or(e, |w| calls::connect::unreached(&tree, &c.ctx.routes, e, w))
 }
 
 /// A sendmsg's control messages (udsfs_calls::control::parse): the
@@ -285,11 +278,10 @@ impl client::Pieces for Pieces<'_, '_> {
     }
 }
 
-/// SIGPIPE to the sending thread, as unix_stream_sendmsg raises it.
+/// SIGPIPE to the sending thread (udsfs_calls::client::sigpipe).
 fn sigpipe(tid: i32) {
     if let Some(tgid) = super::target::tgid_of(tid) {
-        // SAFETY: sends a signal; no memory is involved.
-        unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, libc::SIGPIPE) };
+        client::sigpipe(tgid, tid);
     }
 }
 
@@ -444,21 +436,12 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
             }))
         },
     );
-    if stream == Some(true) {
-        got.full_len = got.data.len();
-    }
     let from = if got.from.is_empty() {
         Vec::new()
     } else {
         route::sockaddr(&c.ctx.routes, &got.from, got.from_as_given)
     };
-    // A stream never truncates; the type is asked only when it might.
-    let truncated = got.full_len > got.data.len() && !is_stream(s)?;
-    let ret = if truncated && flags & libc::MSG_TRUNC != 0 {
-        got.full_len
-    } else {
-        got.data.len()
-    };
+    let (ret, msg_flags) = recv::report(&got, flags, stream, || is_stream(s))?;
     match (dest, hdr) {
         (Dest::Msg(at), Some(h)) => {
             mem::scatter(tid, &h.iov, &got.data)?;
@@ -485,17 +468,7 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
             mem::write(tid, h.control, &control)?;
             mem::write_u32(tid, at + 8, namelen)?;
             mem::write(tid, at + 40, &(control.len() as u64).to_ne_bytes())?;
-            // recvmsg starts msg_flags with the caller's MSG_CMSG_CLOEXEC.
-            let mut mf = flags & libc::MSG_CMSG_CLOEXEC;
-            if truncated {
-                mf |= libc::MSG_TRUNC;
-            }
-            if cut {
-                mf |= libc::MSG_CTRUNC;
-            }
-            if got.oob {
-                mf |= libc::MSG_OOB;
-            }
+            let mf = msg_flags | if cut { libc::MSG_CTRUNC } else { 0 };
             mem::write_u32(tid, at + 48, mf as u32)?;
         }
         (Dest::Buf(buf, _, addr, alen), _) => {

@@ -1,10 +1,10 @@
-//! getsockopt, setsockopt and the queue ioctls on a udsfs socket, answered
-//! by `udsfs_proto::sockopt` as for the preload library, from the one copy
-//! of the program's arguments (SO_PEERPIDFD, which installs a pidfd, is
-//! pidfd.rs's).
+//! getsockopt, setsockopt and the queue ioctls on a udsfs socket, as
+//! udsfs_calls::opts decides them from the target's memory (SO_PEERPIDFD's
+//! claim is pidfd.rs's).
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
+use udsfs_calls as calls;
 use udsfs_proto::sockopt;
 
 use super::daemon::Res;
@@ -23,37 +23,58 @@ pub fn queue_ioctl(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
     mem::write_u32(tid, a[2], n as u32)
 }
 
-pub fn get(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
-    let (level, name) = (a[1] as i32, a[2] as i32);
-    if level != libc::SOL_SOCKET {
-        return Err(libc::EOPNOTSUPP);
-    }
-    let val = sockopt::get(s.as_raw_fd(), name)?;
-    let room = mem::read_u32(tid, a[4])?;
-    if (room as i32) < 0 {
-        return Err(libc::EINVAL);
-    }
-    let n = match sockopt::fit(name, room, val.len()) {
-        Ok(n) => n,
-        Err(need) => {
-            mem::write_u32(tid, a[4], need)?;
-            return Err(libc::ERANGE);
-        }
-    };
-    mem::write(tid, a[3], &val[..n])?;
-    mem::write_u32(tid, a[4], n as u32)
+/// A getsockopt's `optval` (a[3]) and `optlen` (a[4]) in the target.
+struct Args {
+    tid: i32,
+    a: [u64; 6],
 }
 
-pub fn set(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Res<()> {
-    let (level, name, len) = (a[1] as i32, a[2] as i32, a[4] as usize);
-    if level != libc::SOL_SOCKET {
-        return Err(libc::EOPNOTSUPP);
+impl calls::opts::Args for Args {
+    fn room(&self) -> Res<u32> {
+        mem::read_u32(self.tid, self.a[4])
     }
-    // The longest option value is a timeval.
-    let val = if len == 0 {
-        Vec::new()
-    } else {
-        mem::read(tid, a[3], len.min(16))?
+    fn put(&self, val: &[u8]) -> Res<()> {
+        mem::write(self.tid, self.a[3], val)
+    }
+    fn put_len(&self, n: u32) -> Res<()> {
+        mem::write_u32(self.tid, self.a[4], n)
+    }
+}
+
+/// getsockopt, as udsfs_calls::opts::get decides it; SO_PEERPIDFD's pidfd
+/// is `peer`'s (pidfd.rs: claimed by the supervisor), installed in the
+/// target by `install`.
+pub fn get(
+    s: &OwnedFd,
+    tid: i32,
+    a: [u64; 6],
+    peer: impl FnOnce() -> Res<OwnedFd>,
+    install: impl FnOnce(OwnedFd) -> Res<i32>,
+    say: impl FnOnce(&str),
+) -> Res<()> {
+    let level_name = (a[1] as i32, a[2] as i32);
+    calls::opts::get(
+        s.as_raw_fd(),
+        level_name,
+        &Args { tid, a },
+        peer,
+        install,
+        say,
+    )
+}
+
+/// setsockopt, as udsfs_calls::opts::set decides it.
+pub fn set(s: &OwnedFd, tid: i32, a: [u64; 6], say: impl FnOnce(&str)) -> Res<()> {
+    let read = |local: &mut [u8]| {
+        let got = mem::read(tid, a[3], local.len())?;
+        local.copy_from_slice(&got);
+        Ok(())
     };
-    sockopt::set(s.as_raw_fd(), name, &val)
+    calls::opts::set(
+        s.as_raw_fd(),
+        (a[1] as i32, a[2] as i32),
+        a[4] as u32,
+        read,
+        say,
+    )
 }

@@ -6,21 +6,17 @@
 //! the daemon's answer on the program's own socket, never from the
 //! program's memory, so a program gets only pidfds the daemon gives it.
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
-use udsfs_proto::ioctl::{Op, PeerPidfd};
-
-use super::call::{Call, Ctx, say};
-use super::daemon::{self, Res};
-use super::{fdpass, mem};
+use super::call::{Ctx, say};
+use super::daemon::Res;
+use super::fdpass;
 
 /// The peer's pidfd pinned when it connected (ENODATA without one). Never
 /// made from the pid now: the peer may have exited and its number been
 /// reused.
-fn peer(ctx: &Ctx, s: &OwnedFd) -> Res<OwnedFd> {
-    let tag = daemon::ctl(s, Op::PeerPidfd, 0, &[], &[])?
-        .values::<PeerPidfd>()
-        .tag;
+pub fn peer(ctx: &Ctx, s: &OwnedFd) -> Res<OwnedFd> {
+    let tag = udsfs_calls::pidfd::peer_tag(s.as_raw_fd())?;
     let fds = fdpass::connect(&ctx.daemon.mount)?
         .claim(&[tag], true)
         .inspect_err(|e| {
@@ -31,24 +27,6 @@ fn peer(ctx: &Ctx, s: &OwnedFd) -> Res<OwnedFd> {
     fds.into_iter().next().ok_or(libc::ENODATA)
 }
 
-/// SO_PEERPIDFD as sk_getsockopt answers it: the length is checked before
-/// the peer is asked for, the value is cut to the room (an int at most),
-/// and a pidfd whose number cannot be written is never installed (both
-/// places are written once before it is, so a bad pointer fails first).
-pub fn getsockopt(c: &Call, s: &OwnedFd, a: [u64; 6]) -> Res<()> {
-    let tid = c.task.tid;
-    let room = mem::read_u32(tid, a[4])?;
-    if (room as i32) < 0 {
-        return Err(libc::EINVAL);
-    }
-    let f = peer(c.ctx, s)?;
-    let n = (room as usize).min(4);
-    mem::write(tid, a[3], &[0u8; 4][..n])?;
-    mem::write_u32(tid, a[4], n as u32)?;
-    let fd = c.install(&f, None, true)?;
-    mem::write(tid, a[3], &fd.to_ne_bytes()[..n])
-}
-
 /// A pidfd of `pid`, for a message whose sender no pin reached (a record
 /// of the `msg` file names the pid only). The daemon gave the pid as
 /// target thread `tid` sees it (src/engine/pidns.rs); where that is not
@@ -56,7 +34,7 @@ pub fn getsockopt(c: &Call, s: &OwnedFd, a: [u64; 6]) -> Res<()> {
 /// (`in_our_ns`), for as a number of ours it would name another process.
 pub fn open(pid: i32, tid: i32) -> Res<OwnedFd> {
     if pid <= 0 {
-        // No process to refer to: as pidfd_prepare.
+        // No process to refer to (udsfs_calls::pidfd::open says so too).
         return Err(libc::ESRCH);
     }
     let ours = crate::procfs::pid_ns(std::process::id()).ok_or(libc::ESRCH)?;
@@ -71,17 +49,7 @@ pub fn open(pid: i32, tid: i32) -> Res<OwnedFd> {
             libc::ESRCH
         })?
     };
-    // SAFETY: pidfd_open only creates a descriptor, close-on-exec.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        let e = std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO);
-        say(&format!("pidfd_open({pid}): errno {e}"));
-        return Err(e);
-    }
-    // SAFETY: the descriptor was just made and is ours alone.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    udsfs_calls::pidfd::open(pid, say)
 }
 
 /// The process that is `pid` in pid namespace `ns`, by its number in ours:

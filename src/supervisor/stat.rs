@@ -3,20 +3,23 @@
 //! library's stat entry points say (preload/src/stat.rs, the same
 //! `udsfs_proto::mount::socket_stat` fix): an event library that tells a
 //! received descriptor's kind with fstat takes a udsfs socket for a socket,
-//! not a file. Every other stat call runs in the kernel as made.
+//! not a file. newfstatat and statx without following of the link a routed
+//! bind made show its node, a socket (super::routed::lstat). Every other
+//! stat call runs in the kernel as made.
 
 use std::ffi::CString;
 
+use super::call::Ctx;
 use super::listener::Reply;
 use super::mem;
-use super::target::Dev;
 use udsfs_proto::mount::socket_stat;
 
 const AT_EMPTY_PATH: u64 = libc::AT_EMPTY_PATH as u64;
 
 /// Answers a trapped stat call that names a udsfs socket by descriptor;
 /// Continue for anything else (a path, another file, unreadable memory).
-pub fn triage(dev: &Dev, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
+pub fn triage(ctx: &Ctx, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
+    let dev = &ctx.dev;
     let empty_path = |p: u64| p == 0 || mem::read(tid, p, 1).is_ok_and(|b| b[0] == 0);
     let (by_fd, out) = match nr {
         libc::SYS_fstat => (true, a[1]),
@@ -25,7 +28,10 @@ pub fn triage(dev: &Dev, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
         _ => (false, 0),
     };
     let fd = a[0] as i32;
-    if !by_fd || fd < 0 {
+    if !by_fd {
+        return lstat(ctx, tid, nr, a);
+    }
+    if fd < 0 {
         return Reply::Continue;
     }
     let link = format!("/proc/{tid}/fd/{fd}");
@@ -63,6 +69,45 @@ pub fn triage(dev: &Dev, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
     match written {
         Ok(()) => Reply::Value(0),
         Err(e) => Reply::Errno(e),
+    }
+}
+
+/// newfstatat or statx without following (lstat) of a routed bind's link:
+/// the node's stat, a socket of the mount (super::routed::lstat).
+fn lstat(ctx: &Ctx, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
+    let nofollow = libc::AT_SYMLINK_NOFOLLOW as u64;
+    let (flags, out) = match nr {
+        libc::SYS_newfstatat => (a[3], a[2]),
+        libc::SYS_statx => (a[2], a[4]),
+        _ => return Reply::Continue,
+    };
+    if flags & nofollow == 0 {
+        return Reply::Continue;
+    }
+    let sock = |mode: u32, major: u32, minor: u32| {
+        mode & libc::S_IFMT == libc::S_IFSOCK && (major, minor) == (ctx.dev.major, ctx.dev.minor)
+    };
+    let got = super::routed::lstat(ctx, tid, a[0] as i32, a[1], |node| {
+        if nr == libc::SYS_statx {
+            let sync = a[2] as i32 & libc::AT_STATX_SYNC_TYPE;
+            // SAFETY: statx fills the zeroed struct; the path is NUL-terminated.
+            let mut st: libc::statx = unsafe { std::mem::zeroed() };
+            let r =
+                unsafe { libc::statx(libc::AT_FDCWD, node.as_ptr(), sync, a[3] as u32, &mut st) };
+            let ok = r == 0 && sock(st.stx_mode.into(), st.stx_dev_major, st.stx_dev_minor);
+            ok.then(|| as_bytes(&st).to_vec())
+        } else {
+            // SAFETY: stat fills the zeroed struct; the path is NUL-terminated.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            let r = unsafe { libc::stat(node.as_ptr(), &mut st) };
+            let ok = r == 0 && sock(st.st_mode, libc::major(st.st_dev), libc::minor(st.st_dev));
+            ok.then(|| as_bytes(&st).to_vec())
+        }
+    });
+    match got.map(|b| mem::write(tid, out, &b)) {
+        None => Reply::Continue,
+        Some(Ok(())) => Reply::Value(0),
+        Some(Err(e)) => Reply::Errno(e),
     }
 }
 

@@ -131,15 +131,6 @@ impl Drop for FsCreds {
     }
 }
 
-/// `Routes::unreached` for thread `tid`, with its file credentials: whether
-/// a routed path holds something is the target's to know, not root's.
-pub fn unreached(tid: i32, routes: &udsfs_proto::route::Routes, e: i32, wire: &[u8]) -> i32 {
-    match FsCreds::of(tid) {
-        Ok(_as) => routes.unreached(e, wire),
-        Err(_) => e,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::ThreadUid;

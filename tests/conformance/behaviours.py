@@ -15,6 +15,7 @@ directory, routed into the mount in the udsfs runs)."""
 import ctypes
 import errno
 import os
+import select
 import socket
 import stat
 import struct
@@ -339,10 +340,87 @@ def socket_kind():
             s.close()
 
 
+def connect_without_a_name():
+    # A udsfs socket (bound under the route: converted) connected to no
+    # AF_UNIX name: nothing, a byte, the family alone, AF_INET; and a
+    # datagram sent to AF_INET. unix_validate_addr says EINVAL to each.
+    for name, ty in TYPES.items():
+        s = socket.socket(socket.AF_UNIX, ty)
+        s.bind(os.path.join(ROUTE, f"noname-{name}.sock"))
+        fam = struct.pack("H", socket.AF_UNIX)
+        inet = struct.pack("HH4s8x", socket.AF_INET, 80, b"\x7f\0\0\1")
+        seq = []
+        for raw in (b"", fam[:1], fam, inet):
+            buf = ctypes.create_string_buffer(raw, max(len(raw), 1))
+            seq.append(call(lambda: libc.connect(s.fileno(), buf if raw else None, len(raw))))
+        if ty == socket.SOCK_DGRAM:
+            buf = ctypes.create_string_buffer(inet, len(inet))
+            seq.append(call(lambda: libc.sendto(s.fileno(), b"x", 1, 0, buf, len(inet))))
+        say(f"{name} connect to no AF_UNIX name:", *seq)
+        s.close()
+        os.unlink(os.path.join(ROUTE, f"noname-{name}.sock"))
+
+
+def epoll_across_conversion():
+    # A socket in an epoll set before the connect or send that routes it into
+    # the mount (nginx adds an upstream socket before its connect): the set
+    # still reports it, by the same number (modify and unregister find it).
+    for name, ty in (("stream", socket.SOCK_STREAM), ("dgram", socket.SOCK_DGRAM)):
+        path = os.path.join(ROUTE, f"ep-{name}.sock")
+        srv = socket.socket(socket.AF_UNIX, ty)
+        srv.bind(path)
+        c = socket.socket(socket.AF_UNIX, ty)
+        ep = select.epoll()
+        ep.register(c.fileno(), select.EPOLLIN | select.EPOLLOUT | select.EPOLLET)
+        if ty == socket.SOCK_STREAM:
+            srv.listen()
+            c.connect(path)
+            peer, _ = srv.accept()
+        else:
+            c.sendto(b"x", path)
+            peer = srv
+        first = [e for _, e in ep.poll(1)]
+        if ty == socket.SOCK_STREAM:
+            peer.send(b"y")
+        else:
+            c.connect(path)
+        second = [e for _, e in ep.poll(1)]
+        ep.modify(c.fileno(), select.EPOLLIN)
+        third = [e for _, e in ep.poll(0)]
+        ep.unregister(c.fileno())
+        say(f"{name} epoll across the conversion:", first, second, third)
+        for x in {ep, c, srv, peer}:
+            x.close()
+        os.unlink(path)
+
+
+def getsockopt_order():
+    # sk_getsockopt reads the length first (EFAULT, a negative one EINVAL)
+    # before it looks at the option (an unknown one: ENOPROTOOPT), and
+    # installs SO_PEERPIDFD's pidfd only once it wrote both places.
+    for name, ty in TYPES.items():
+        a, b = socket.socketpair(socket.AF_UNIX, ty)
+        val = ctypes.create_string_buffer(16)
+        neg = ctypes.c_int(-1)
+        four = ctypes.c_int(4)
+        fd = a.fileno()
+        seq = [call(lambda: libc.getsockopt(fd, socket.SOL_SOCKET, 9999, val, None)),
+               call(lambda: libc.getsockopt(fd, socket.SOL_SOCKET, 9999, val, ctypes.byref(neg))),
+               call(lambda: libc.getsockopt(fd, socket.SOL_SOCKET, 9999, val, ctypes.byref(four)))]
+        before = len(os.listdir("/proc/self/fd"))
+        seq.append(call(lambda: libc.getsockopt(fd, socket.SOL_SOCKET, 77, ctypes.c_void_p(8),
+                                                ctypes.byref(four))))
+        seq.append(f"new descriptors: {len(os.listdir('/proc/self/fd')) - before}")
+        say(f"{name} getsockopt order:", *seq)
+        a.close()
+        b.close()
+
+
 where()
 for part in (zero_length_address, fchmod_fchown, regular_file_under_route, bind_other_family,
              big_record, socket_kind, bind_kernel_path, routed_bind_taken,
-             rights_past_room, recvmmsg_readonly_timeout):
+             rights_past_room, recvmmsg_readonly_timeout, connect_without_a_name,
+             epoll_across_conversion, getsockopt_order):
     try:
         part()
     except OSError as e:

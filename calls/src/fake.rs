@@ -1,0 +1,90 @@
+//! A program's file tree for the unit tests of bind.rs and routed.rs:
+//! directories and files (a name ending in "file") at the paths it has,
+//! links at others, a directory the caller may not search ("/locked"); and
+//! what was done to it.
+
+use std::cell::RefCell;
+
+use udsfs_proto::Res;
+
+use crate::bind::Tree;
+use crate::routed::Links;
+
+pub struct Fake {
+    pub have: Vec<&'static [u8]>,
+    /// Symbolic links: path and target.
+    pub links: Vec<(&'static [u8], &'static [u8])>,
+    pub done: RefCell<Vec<String>>,
+}
+
+pub fn ascii(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+pub fn fake(have: &[&'static [u8]], links: &[(&'static [u8], &'static [u8])]) -> Fake {
+    Fake {
+        have: have.to_vec(),
+        links: links.to_vec(),
+        done: RefCell::new(Vec::new()),
+    }
+}
+
+impl Fake {
+    fn note(&self, s: String) {
+        self.done.borrow_mut().push(s);
+    }
+
+    /// What was done, taken.
+    pub fn taken(&self) -> String {
+        self.done
+            .borrow_mut()
+            .drain(..)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+impl Tree for Fake {
+    fn mode(&self, p: &[u8], _: bool) -> Res<u32> {
+        if self.links.iter().any(|l| l.0 == p) {
+            return Ok(libc::S_IFLNK | 0o777);
+        }
+        // A directory the caller may not search: its entries are EACCES.
+        if p.starts_with(b"/locked/") {
+            return Err(libc::EACCES);
+        }
+        if !self.have.contains(&p) {
+            return Err(libc::ENOENT);
+        }
+        if p.ends_with(b"file") {
+            return Ok(libc::S_IFREG | 0o644);
+        }
+        Ok(libc::S_IFDIR | 0o700)
+    }
+    fn symlink(&self, target: &[u8], p: &[u8]) -> Res<()> {
+        self.mode(p, false).map_or(Ok(()), |_| Err(libc::EEXIST))?;
+        self.note(format!("link {} -> {}", ascii(p), ascii(target)));
+        Ok(())
+    }
+    fn unlink_link(&self, p: &[u8]) {
+        self.note(format!("unlink {}", ascii(p)));
+    }
+    fn mkdir(&self, inside: &[u8], mode: u32) {
+        self.note(format!("mkdir {} {mode:o}", ascii(inside)));
+    }
+}
+
+impl Links for Fake {
+    fn readlink(&self, p: &[u8]) -> Res<Vec<u8>> {
+        let l = self.links.iter().find(|l| l.0 == p).ok_or(libc::EINVAL)?;
+        Ok(l.1.to_vec())
+    }
+    /// A name ending in "full" is ENOSPC.
+    fn hard_link(&self, old: &[u8], new: &[u8]) -> Res<()> {
+        if new.ends_with(b"full") {
+            return Err(libc::ENOSPC);
+        }
+        self.note(format!("hard link {} {}", ascii(old), ascii(new)));
+        Ok(())
+    }
+}
