@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""lanes_ready.py CASE: readiness (poll, select, epoll) on a stream socketpair,
+printing what it saw (issue 30 stage c).
+
+Run on kernel sockets and through `udsfs run` on a mount with --lanes
+(integration/lanes_ready.sh): the lines must be the same. Lines that start
+with GUARD are udsfs's only (the socket's status file, `lane=direct` while
+the ring carries the bytes), left out of the comparison and checked by the
+script."""
+
+import os
+import select
+import socket
+import sys
+import time
+
+
+def say(*a):
+    print(*a, flush=True)
+
+
+def guard(s, what):
+    """The status file's lane= line of socket s (udsfs only)."""
+    try:
+        link = os.readlink(f"/proc/self/fd/{s.fileno()}")
+    except OSError:
+        return
+    if not link.endswith("/data") or "/.udsfs/sock/" not in link:
+        return
+    with open(link[: -len("data")] + "status") as f:
+        lane = [l.strip() for l in f if l.startswith("lane=")]
+    say("GUARD", what, lane[0] if lane else "lane=?")
+
+
+def recv_exact(s, n):
+    out = b""
+    while len(out) < n:
+        b = s.recv(n - len(out))
+        if not b:
+            break
+        out += b
+    return out
+
+
+ROUNDS = 400
+
+
+def wait_readable(mode, s, ep):
+    """Sleeps until s is readable, the way `mode` says; True if it was."""
+    if mode == "poll":
+        p = select.poll()
+        p.register(s, select.POLLIN)
+        r = p.poll(5000)
+        # (The last reply may come with the peer's close: POLLHUP too.)
+        return len(r) == 1 and r[0][0] == s.fileno() and r[0][1] & select.POLLIN != 0
+    if mode == "select":
+        r, _, _ = select.select([s], [], [], 5)
+        return r == [s]
+    if mode == "oneshot":
+        ep.modify(s, select.EPOLLIN | select.EPOLLONESHOT)
+    evs = ep.poll(5)
+    return len(evs) == 1 and evs[0][0] == s.fileno() and evs[0][1] & select.EPOLLIN != 0
+
+
+def pingpong():
+    """A 100-byte ping-pong between two processes, each waiting for the
+    other's bytes in poll, select or epoll (level, edge, one-shot) before it
+    reads; the epoll sets are registered before the first byte."""
+    for mode in ["poll", "select", "epoll", "et", "oneshot"]:
+        a, b = socket.socketpair()
+        flags = {"et": select.EPOLLET, "oneshot": select.EPOLLONESHOT}.get(mode, 0)
+        pid = os.fork()
+        if pid == 0:
+            a.close()
+            ep = select.epoll()
+            ep.register(b, select.EPOLLIN | flags)
+            for _ in range(ROUNDS):
+                if not wait_readable(mode, b, ep):
+                    os._exit(2)
+                m = recv_exact(b, 100)
+                if len(m) != 100:
+                    os._exit(1)
+                b.sendall(m[::-1])
+            os._exit(0)
+        b.close()
+        ep = select.epoll()
+        ep.register(a, select.EPOLLIN | flags)
+        bad = 0
+        for i in range(ROUNDS):
+            m = bytes((i + j) % 256 for j in range(100))
+            a.sendall(m)
+            if not wait_readable(mode, a, ep):
+                bad += 1
+            if recv_exact(a, 100) != m[::-1]:
+                bad += 1
+            if i == ROUNDS // 2:
+                guard(a, f"{mode} ping-pong mid-way")
+        _, st = os.waitpid(pid, 0)
+        say(mode, "ping-pong", ROUNDS, "round trips, wrong:", bad, "child status:", st)
+        a.close()
+
+
+def levels():
+    """Level, edge-triggered and one-shot epoll, poll and select on one
+    process's pair: what each reports as bytes come and go."""
+    a, b = socket.socketpair()
+    b.setblocking(False)
+    lt, et, one = select.epoll(), select.epoll(), select.epoll()
+    lt.register(b, select.EPOLLIN)
+    et.register(b, select.EPOLLIN | select.EPOLLET)
+    one.register(b, select.EPOLLIN | select.EPOLLONESHOT)
+    p = select.poll()
+    p.register(b, select.POLLIN | select.POLLOUT)
+    show = lambda ep: [ev for _, ev in ep.poll(0)]
+    # (Descriptor numbers differ: the library's first socketpair keeps one
+    # more low descriptor open with lanes or without.)
+    pl = lambda: [(fd == b.fileno(), ev) for fd, ev in p.poll(0)]
+    say("empty: lt", show(lt), "et", show(et), "oneshot", show(one), "poll", pl())
+    a.send(b"one")
+    say("a byte: lt", show(lt), show(lt), "et", show(et), show(et), "oneshot", show(one), show(one))
+    a.send(b"two")
+    say("more: lt", show(lt), "et", show(et), "oneshot", show(one))
+    one.modify(b, select.EPOLLIN | select.EPOLLONESHOT)
+    say("oneshot re-armed:", show(one), show(one))
+    say("read:", b.recv(100))
+    say("drained: lt", show(lt), "et", show(et), "poll", pl())
+    r, w, _ = select.select([b], [b], [], 0)
+    say("select:", len(r), len(w))
+    guard(b, "levels")
+    et.unregister(b)
+    a.send(b"x")
+    say("unregistered: et", show(et), "lt", show(lt))
+    say("read:", b.recv(100))
+
+
+def pollout():
+    """POLLOUT/EPOLLOUT: gone when the sender's queue is full, back once
+    the reader drained it."""
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    ep = select.epoll()
+    ep.register(a, select.EPOLLOUT)
+    p = select.poll()
+    p.register(a, select.POLLOUT)
+    pl = lambda: [(fd == a.fileno(), ev) for fd, ev in p.poll(0)]
+    say("fresh: poll", pl(), "epoll", [ev for _, ev in ep.poll(0)])
+    sent = 0
+    while True:
+        try:
+            sent += a.send(b"z" * 4096)
+        except BlockingIOError:
+            break
+    say("full: poll", pl(), "epoll", [ev for _, ev in ep.poll(0)])
+    got = 0
+    while True:
+        try:
+            got += len(b.recv(65536))
+        except BlockingIOError:
+            break
+    say("drained all:", got == sent, "poll", pl(), "epoll", [ev for _, ev in ep.poll(0)])
+    guard(a, "pollout")
+
+
+def hup():
+    """The peer's shutdown and close seen by a waiting poll and a waiting
+    epoll (POLLRDHUP, POLLHUP), after bytes went through the ring."""
+    a, b = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        b.send(b"hello")
+        time.sleep(0.3)
+        b.shutdown(socket.SHUT_WR)
+        time.sleep(0.3)
+        b.close()
+        os._exit(0)
+    b.close()
+    ep = select.epoll()
+    ep.register(a, select.EPOLLIN | select.EPOLLRDHUP)
+    say("first epoll:", [ev for _, ev in ep.poll(5)])
+    say("recv:", a.recv(100))
+    guard(a, "hup before the shutdown")
+    # The shutdown comes while this epoll_wait sleeps on the ring.
+    say("epoll after the shutdown:", [ev for _, ev in ep.poll(5)])
+    say("recv:", a.recv(100))
+    p = select.poll()
+    p.register(a, select.POLLIN | select.POLLRDHUP)
+    time.sleep(0.6)
+    say("poll after the close:", [(fd == a.fileno(), ev) for fd, ev in p.poll(5000)])
+    say("epoll after the close:", [ev for _, ev in ep.poll(5)])
+    os.waitpid(pid, 0)
+
+
+def down_under_poll():
+    """The lane goes down (the peer sets SO_PASSCRED) while poll and then
+    epoll_wait sleep on the ring: each still wakes for the next bytes."""
+    a, b = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        b.send(b"1")
+        time.sleep(0.3)
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        time.sleep(0.3)
+        b.send(b"2")
+        time.sleep(0.3)
+        b.send(b"3")
+        os._exit(0)
+    b.close()
+    ep = select.epoll()
+    ep.register(a, select.EPOLLIN)
+    p = select.poll()
+    p.register(a, select.POLLIN)
+    pl = lambda: [(fd == a.fileno(), ev) for fd, ev in p.poll(5000)]
+    say("poll:", pl(), "recv:", a.recv(10))
+    guard(a, "down_under_poll before")
+    say("poll across the way down:", pl(), "recv:", a.recv(10))
+    say("epoll:", [ev for _, ev in ep.poll(5)], "recv:", a.recv(10))
+    os.waitpid(pid, 0)
+
+
+def mixed():
+    """A laned socket in one set with a pipe and a kernel socketpair: each
+    is reported as it becomes ready, through poll, select and epoll."""
+    a, b = socket.socketpair()
+    r, w = os.pipe()
+    ep = select.epoll()
+    ep.register(b, select.EPOLLIN)
+    ep.register(r, select.EPOLLIN)
+    p = select.poll()
+    p.register(b, select.POLLIN)
+    p.register(r, select.POLLIN)
+    name = lambda fd: "sock" if fd == b.fileno() else "pipe"
+    os.write(w, b"p")
+    say("pipe ready: poll", sorted(name(fd) for fd, _ in p.poll(1000)),
+        "epoll", sorted(name(fd) for fd, _ in ep.poll(1)))
+    a.send(b"s")
+    say("both: poll", sorted(name(fd) for fd, _ in p.poll(1000)),
+        "epoll", sorted(name(fd) for fd, _ in ep.poll(1)))
+    rr, _, _ = select.select([b, r], [], [], 1)
+    say("select:", sorted(name(x if isinstance(x, int) else x.fileno()) for x in rr))
+    os.read(r, 1)
+    say("pipe read: poll", sorted(name(fd) for fd, _ in p.poll(1000)))
+    b.recv(1)
+    t = time.monotonic()
+    say("nothing: poll", p.poll(200), "epoll", ep.poll(0.2), "waited:", time.monotonic() - t > 0.3)
+    guard(b, "mixed")
+
+
+CASES = {
+    "pingpong": pingpong,
+    "levels": levels,
+    "pollout": pollout,
+    "hup": hup,
+    "down_under_poll": down_under_poll,
+    "mixed": mixed,
+}
+
+if __name__ == "__main__":
+    CASES[sys.argv[1]]()
