@@ -206,6 +206,7 @@ def down_under_poll():
         b.send(b"2")
         time.sleep(0.3)
         b.send(b"3")
+        time.sleep(0.5)  # (the parent's epoll sees '3' before the close)
         os._exit(0)
     b.close()
     ep = select.epoll()
@@ -248,7 +249,27 @@ def mixed():
     guard(b, "mixed")
 
 
+def reused():
+    """A registered laned socket closed (Linux drops its registration with
+    the file), its number taken by a pipe, registered in the same set."""
+    a, b = socket.socketpair()
+    ep = select.epoll()
+    ep.register(b, select.EPOLLIN)
+    a.send(b"old")
+    say("old:", [ev for _, ev in ep.poll(1)])
+    guard(a, "reused before the close")
+    n = b.fileno()
+    b.close()
+    say("after its close:", ep.poll(0.1))
+    r, w = os.pipe()
+    say("the pipe took its number:", r == n)
+    ep.register(r, select.EPOLLIN)
+    os.write(w, b"p")
+    say("the pipe:", [(fd == r, ev) for fd, ev in ep.poll(1)])
+
+
 CASES = {
+    "reused": reused,
     "pingpong": pingpong,
     "levels": levels,
     "pollout": pollout,

@@ -447,7 +447,17 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
             .then(|| unsafe { std::ptr::read_unaligned(event) })
     };
     let (h, list) = locked();
-    let at = list.iter().position(|r| r.epfd == epfd && r.fd == fd);
+    let mut at = list.iter().position(|r| r.epfd == epfd && r.fd == fd);
+    if let Some(i) = at {
+        // The program closed the socket since (Linux drops its registration
+        // with the file): the number now names another file.
+        if ino_of(fd) != Some(list[i].ino) {
+            let r = list.swap_remove(i);
+            set_count(list);
+            kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+            at = None;
+        }
+    }
     match (op, at) {
         (libc::EPOLL_CTL_ADD, Some(_)) => {
             set_errno(libc::EEXIST);
@@ -603,6 +613,14 @@ pub fn wait(
                 let r = &mut list[i];
                 if r.epfd != epfd {
                     i += 1;
+                    continue;
+                }
+                if ino_of(r.fd) != Some(r.ino) {
+                    // The program closed the socket: Linux drops the
+                    // registration with the file (a duplicate it kept
+                    // would keep it there: a lane has none).
+                    let r = list.swap_remove(i);
+                    kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
                     continue;
                 }
                 if r.armed {
