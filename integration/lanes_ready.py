@@ -268,7 +268,50 @@ def reused():
     say("the pipe:", [(fd == r, ev) for fd, ev in ep.poll(1)])
 
 
+def threads():
+    """Two threads in epoll_wait on one set (EPOLLONESHOT, re-armed after
+    each read) while the peer sends 200 one-byte messages, each after the
+    last was read: every byte is read once, in order."""
+    import threading
+
+    a, b = socket.socketpair()
+    b.setblocking(False)
+    ep = select.epoll()
+    ep.register(b, select.EPOLLIN | select.EPOLLONESHOT)
+    got, lock, done, acks = [], threading.Lock(), threading.Event(), threading.Semaphore(0)
+
+    def worker():
+        while not done.is_set():
+            for _ in ep.poll(0.5):
+                try:
+                    data = b.recv(100)
+                except BlockingIOError:
+                    data = b""
+                with lock:
+                    got.append(data)
+                ep.modify(b, select.EPOLLIN | select.EPOLLONESHOT)
+                if data:
+                    acks.release()
+
+    ts = [threading.Thread(target=worker) for _ in range(2)]
+    for t in ts:
+        t.start()
+    late = 0
+    for i in range(200):
+        a.send(bytes([i]))
+        if not acks.acquire(timeout=5):
+            late += 1
+        if i == 100:
+            guard(b, "threads mid-way")
+    done.set()
+    for t in ts:
+        t.join()
+    data = b"".join(got)
+    say("threads: bytes read", len(data), "in order:", data == bytes(range(200)), "waits over 5 s:", late)
+
+
 CASES = {
+    "threads": threads,
     "reused": reused,
     "pingpong": pingpong,
     "levels": levels,

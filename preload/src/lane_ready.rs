@@ -143,18 +143,28 @@ fn poll_laned(
     // Set when a lane went down under the last round: its socket is polled
     // again through the daemon, at once if something else was ready.
     let mut had = 0;
+    let ready = |i: usize, l: &Laned, prog: &[pollfd]| match ready::look(l.region, l.side) {
+        Some(lk) => lk.mask & (prog[i].events as u16 as u32 | ALWAYS) != 0,
+        None => true,
+    };
     loop {
         k[..n].copy_from_slice(prog);
         let mut ready_now = had;
-        SLEEPERS.fetch_add(1, Ordering::SeqCst);
         for (i, e) in ends.iter().enumerate() {
             let Some(l) = e else { continue };
-            raise(l, prog[i].events as u32);
             k[i].fd = l.ev;
             k[i].events = libc::POLLIN;
-            match ready::look(l.region, l.side) {
-                Some(lk) if lk.mask & (prog[i].events as u16 as u32 | ALWAYS) == 0 => {}
-                _ => ready_now += 1,
+            ready_now += usize::from(ready(i, l, prog));
+        }
+        // Nothing ready: the flags up (and the eventfds drained) before a
+        // second look, then a sleep; a ready ring needs neither.
+        let sleeping = ready_now == 0;
+        if sleeping {
+            SLEEPERS.fetch_add(1, Ordering::SeqCst);
+            for (i, e) in ends.iter().enumerate() {
+                let Some(l) = e else { continue };
+                raise(l, prog[i].events as u32);
+                ready_now += usize::from(ready(i, l, prog));
             }
         }
         let wait = if ready_now > 0 {
@@ -162,15 +172,20 @@ fn poll_laned(
         } else {
             left(deadline)
         };
-        let ts = wait.map(timespec);
-        let tsp = ts
-            .as_ref()
-            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        // SAFETY: k holds n live entries; ts and sigmask are the caller's or null.
-        let r = unsafe { real::ppoll(k.as_mut_ptr(), n as nfds_t, tsp, sigmask) };
+        let r = if ready_now > 0 && ends.iter().all(Option::is_some) {
+            // Every entry is the ring's: no call.
+            k[..n].iter_mut().for_each(|e| e.revents = 0);
+            0
+        } else {
+            let ts = wait.map(timespec);
+            let tsp = ts
+                .as_ref()
+                .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+            // SAFETY: k holds n live entries; ts and sigmask are the caller's or null.
+            unsafe { real::ppoll(k.as_mut_ptr(), n as nfds_t, tsp, sigmask) }
+        };
         let err = errno();
-        let last = SLEEPERS.fetch_sub(1, Ordering::SeqCst) == 1;
-        if last {
+        if sleeping && SLEEPERS.fetch_sub(1, Ordering::SeqCst) == 1 {
             for (i, e) in ends.iter().enumerate() {
                 if let Some(l) = e {
                     lower(l, prog[i].events as u32);
@@ -604,9 +619,23 @@ pub fn wait(
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
         let mut got = 0;
-        let mut moved = false;
-        SLEEPERS.fetch_add(1, Ordering::SeqCst);
-        {
+        // Registrations whose lane went down, moved back to their data
+        // files after the lock (the kernel's ADD polls the daemon).
+        let mut down: Vec<Reg> = Vec::new();
+        // Registrations reported by this call (once each, as Linux does).
+        let mut seen: Vec<u32> = Vec::new();
+        // A first look leaves the eventfds and flags alone; only when
+        // nothing is ready are the flags raised (the eventfds drained) and
+        // the rings looked at again before the sleep.
+        let mut sleeping = false;
+        for pass in 0..2 {
+            if pass == 1 {
+                if got > 0 {
+                    break;
+                }
+                sleeping = true;
+                SLEEPERS.fetch_add(1, Ordering::SeqCst);
+            }
             let (_h, list) = locked();
             let mut i = 0;
             while i < list.len() {
@@ -623,18 +652,17 @@ pub fn wait(
                     kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
                     continue;
                 }
-                if r.armed {
+                if r.armed && sleeping {
                     raise(&r.end, r.events);
                 }
                 let Some(lk) = ready::look(r.end.region, r.end.side) else {
-                    let r = list.swap_remove(i);
-                    to_data_file(&r);
-                    moved = true;
+                    down.push(list.swap_remove(i));
                     continue;
                 };
                 if got < max {
                     if let Some(m) = report(r, lk) {
                         put(got, m, r.data);
+                        seen.push(r.id);
                         got += 1;
                     }
                 }
@@ -642,6 +670,8 @@ pub fn wait(
             }
             set_count(list);
         }
+        down.iter().for_each(to_data_file);
+        let mut moved = !down.is_empty();
         let wait = if got > 0 || moved {
             Some(Duration::ZERO)
         } else {
@@ -659,7 +689,7 @@ pub fn wait(
             unsafe { real::epoll_pwait(epfd, k.as_mut_ptr(), kmax as c_int, ms, sigmask) }
         };
         let err = errno();
-        let last = SLEEPERS.fetch_sub(1, Ordering::SeqCst) == 1;
+        let last = sleeping && SLEEPERS.fetch_sub(1, Ordering::SeqCst) == 1;
         let (h, list) = locked();
         if last {
             for r in list.iter().filter(|r| r.epfd == epfd) {
@@ -686,6 +716,9 @@ pub fn wait(
             let Some(r) = list.iter_mut().find(|r| r.id == id && r.epfd == epfd) else {
                 continue;
             };
+            if seen.contains(&id) {
+                continue;
+            }
             if let Some(lk) = ready::look(r.end.region, r.end.side) {
                 if let Some(m) = report(r, lk) {
                     put(got, m, r.data);
