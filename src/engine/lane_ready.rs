@@ -61,3 +61,33 @@ impl Evs {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(fd: &OwnedFd) -> Option<u64> {
+        let mut v = 0u64;
+        // SAFETY: reads 8 bytes into a live u64.
+        let n = unsafe { libc::read(fd.as_raw_fd(), (&raw mut v).cast(), 8) };
+        (n == 8).then_some(v)
+    }
+
+    /// The way down's wake-up reaches a sleeper on either end's eventfd,
+    /// and the eventfds never block the daemon (non-blocking, empty: EAGAIN).
+    #[test]
+    fn a_signal_makes_both_ends_eventfds_readable() {
+        let e = Evs::new().expect("eventfds");
+        let before: Vec<_> = e.0.iter().map(count).collect();
+        println!("before: {before:?}");
+        assert_eq!(
+            before,
+            [None, None],
+            "fresh eventfds are empty and do not block"
+        );
+        e.signal();
+        let after: Vec<_> = e.0.iter().map(count).collect();
+        println!("after a signal: {after:?}");
+        assert_eq!(after, [Some(1), Some(1)]);
+    }
+}
