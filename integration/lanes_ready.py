@@ -310,7 +310,44 @@ def threads():
     say("threads: bytes read", len(data), "in order:", data == bytes(range(200)), "waits over 5 s:", late)
 
 
+def pollers():
+    """Threads poll one end while they start and a byte comes (hackbench
+    -T's start signal: a socketpair byte nobody reads), 20 times: the byte
+    must wake every one of them."""
+    import threading
+
+    woke, slow = 0, 0
+    for rnd in range(20):
+        a, b = socket.socketpair()
+        a.send(b"x")
+        b.recv(1)
+        if rnd == 0:
+            guard(b, "pollers")
+        res = []
+
+        def waiter():
+            p = select.poll()
+            p.register(b, select.POLLIN)
+            t = time.monotonic()
+            r = p.poll(3000)
+            res.append((r != [], time.monotonic() - t < 2.5))
+
+        ts = [threading.Thread(target=waiter) for _ in range(12)]
+        for i, t in enumerate(ts):
+            t.start()
+            if i == 6:
+                a.send(b"go")
+        for t in ts:
+            t.join()
+        woke += sum(w for w, _ in res)
+        slow += sum(not f for _, f in res)
+        a.close()
+        b.close()
+    say("pollers woken by one byte:", woke, "of 240; after 2.5 s or more:", slow)
+
+
 CASES = {
+    "pollers": pollers,
     "threads": threads,
     "reused": reused,
     "pingpong": pingpong,

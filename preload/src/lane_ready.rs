@@ -26,7 +26,7 @@
 //! end in one set (a duplicate descriptor), a laned end of another process.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use libc::{c_int, epoll_event, nfds_t, pollfd, sigset_t};
@@ -56,14 +56,44 @@ const WANT_IN: i16 = libc::POLLIN | libc::POLLRDNORM | libc::POLLRDHUP;
 const WANT_OUT: i16 = libc::POLLOUT | libc::POLLWRNORM | libc::POLLWRBAND;
 const ALWAYS: u32 = (libc::POLLERR | libc::POLLHUP) as u32;
 
-/// Threads of this process asleep in a poll or epoll_wait here: a waiting
-/// flag is lowered only by the last (a flag is one word per direction;
-/// another thread may still sleep on the same end).
-static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
+/// Threads of this process about to sleep on each lane eventfd (by its
+/// number: kept for the process's life). Only the first drains it (a drain
+/// by a later one could take the wake-up of one already asleep, which the
+/// kernel's poll would then put back to sleep: hackbench -T's 40 threads
+/// polling one end), and only the last lowers the end's waiting flags.
+const WSLOTS: usize = 256;
+static WFD: [AtomicI32; WSLOTS] = [const { AtomicI32::new(-1) }; WSLOTS];
+static WCOUNT: [AtomicU32; WSLOTS] = [const { AtomicU32::new(0) }; WSLOTS];
 
-fn raise(l: &Laned, events: u32) {
+fn wslot(ev: c_int) -> Option<usize> {
+    if let Some(i) = WFD.iter().position(|f| f.load(Ordering::Acquire) == ev) {
+        return Some(i);
+    }
+    WFD.iter().position(
+        |f| match f.compare_exchange(-1, ev, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => true,
+            Err(now) => now == ev,
+        },
+    )
+}
+
+/// This thread is to sleep on `ev`: whether it is the process's first.
+fn enter(ev: c_int) -> bool {
+    wslot(ev).is_none_or(|i| WCOUNT[i].fetch_add(1, Ordering::SeqCst) == 0)
+}
+
+/// This thread woke from `ev`: whether it was the process's last on it.
+fn leave(ev: c_int) -> bool {
+    wslot(ev).is_none_or(|i| WCOUNT[i].fetch_sub(1, Ordering::SeqCst) == 1)
+}
+
+/// Raises `l`'s waiting flags for `events` after `enter` (`first`: the
+/// eventfd is drained first, before the caller's look).
+fn raise(l: &Laned, events: u32, first: bool) {
     let ev = events as i16;
-    futex::eventfd_drain(l.ev);
+    if first {
+        futex::eventfd_drain(l.ev);
+    }
     ready::set_waiting(
         l.region,
         l.side,
@@ -160,10 +190,9 @@ fn poll_laned(
         // second look, then a sleep; a ready ring needs neither.
         let sleeping = ready_now == 0;
         if sleeping {
-            SLEEPERS.fetch_add(1, Ordering::SeqCst);
             for (i, e) in ends.iter().enumerate() {
                 let Some(l) = e else { continue };
-                raise(l, prog[i].events as u32);
+                raise(l, prog[i].events as u32, enter(l.ev));
                 ready_now += usize::from(ready(i, l, prog));
             }
         }
@@ -185,10 +214,12 @@ fn poll_laned(
             unsafe { real::ppoll(k.as_mut_ptr(), n as nfds_t, tsp, sigmask) }
         };
         let err = errno();
-        if sleeping && SLEEPERS.fetch_sub(1, Ordering::SeqCst) == 1 {
+        if sleeping {
             for (i, e) in ends.iter().enumerate() {
                 if let Some(l) = e {
-                    lower(l, prog[i].events as u32);
+                    if leave(l.ev) {
+                        lower(l, prog[i].events as u32);
+                    }
                 }
             }
         }
@@ -397,7 +428,7 @@ fn set_count(list: &[Reg]) {
 /// registrations stay: the epoll sets are shared with the parent).
 pub fn forked() {
     REGS.lock.store(false, Ordering::Release);
-    SLEEPERS.store(0, Ordering::Relaxed);
+    WCOUNT.iter().for_each(|c| c.store(0, Ordering::Relaxed));
 }
 
 /// A new epoll set took number `epfd`: registrations of an earlier set of
@@ -628,13 +659,14 @@ pub fn wait(
         // nothing is ready are the flags raised (the eventfds drained) and
         // the rings looked at again before the sleep.
         let mut sleeping = false;
+        // The ends this thread is to sleep on, left after the sleep.
+        let mut entered: Vec<(Laned, u32)> = Vec::new();
         for pass in 0..2 {
             if pass == 1 {
                 if got > 0 {
                     break;
                 }
                 sleeping = true;
-                SLEEPERS.fetch_add(1, Ordering::SeqCst);
             }
             let (_h, list) = locked();
             let mut i = 0;
@@ -653,7 +685,8 @@ pub fn wait(
                     continue;
                 }
                 if r.armed && sleeping {
-                    raise(&r.end, r.events);
+                    raise(&r.end, r.events, enter(r.end.ev));
+                    entered.push((r.end, r.events));
                 }
                 let Some(lk) = ready::look(r.end.region, r.end.side) else {
                     down.push(list.swap_remove(i));
@@ -689,13 +722,12 @@ pub fn wait(
             unsafe { real::epoll_pwait(epfd, k.as_mut_ptr(), kmax as c_int, ms, sigmask) }
         };
         let err = errno();
-        let last = sleeping && SLEEPERS.fetch_sub(1, Ordering::SeqCst) == 1;
-        let (h, list) = locked();
-        if last {
-            for r in list.iter().filter(|r| r.epfd == epfd) {
-                lower(&r.end, r.events);
+        for (end, events) in &entered {
+            if leave(end.ev) {
+                lower(end, *events);
             }
         }
+        let (h, list) = locked();
         if r < 0 {
             drop(h);
             if got > 0 {
