@@ -346,7 +346,29 @@ def pollers():
     say("pollers woken by one byte:", woke, "of 240; after 2.5 s or more:", slow)
 
 
+def nested():
+    """An epoll set holding a laned socket, itself waited on in poll and in
+    another epoll set (the lane goes down: the set's readiness is then the
+    daemon's): it is readable once the socket is."""
+    a, b = socket.socketpair()
+    ep = select.epoll()
+    ep.register(b, select.EPOLLIN)
+    a.send(b"1")
+    say("inner:", [ev for _, ev in ep.poll(1)], b.recv(1))
+    guard(b, "nested before the outer waits")
+    p = select.poll()
+    p.register(ep.fileno(), select.POLLIN)
+    say("poll of the set, empty:", p.poll(100))
+    a.send(b"2")
+    say("poll of the set:", [ev for _, ev in p.poll(2000)])
+    outer = select.epoll()
+    outer.register(ep.fileno(), select.EPOLLIN)
+    say("outer set:", [ev for _, ev in outer.poll(1)], "inner:", [ev for _, ev in ep.poll(1)], b.recv(1))
+    say("outer, drained:", outer.poll(0.1))
+
+
 CASES = {
+    "nested": nested,
     "pollers": pollers,
     "threads": threads,
     "reused": reused,

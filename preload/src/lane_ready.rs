@@ -135,6 +135,15 @@ pub fn poll(
     timeout: Option<Duration>,
     sigmask: *const sigset_t,
 ) -> Option<c_int> {
+    if HELD.load(Ordering::Relaxed) != 0 && n > 0 {
+        let bytes = (n as usize).saturating_mul(std::mem::size_of::<pollfd>());
+        if user::readable(fds.cast(), bytes) == bytes {
+            for i in 0..n as usize {
+                // SAFETY: probed readable for n entries.
+                nested(unsafe { (*fds.add(i)).fd });
+            }
+        }
+    }
     if !lane::any() || n == 0 || n as usize > MAX_POLL {
         return None;
     }
@@ -300,6 +309,7 @@ pub fn select(
             ev |= libc::POLLPRI;
         }
         if ev != 0 {
+            nested(fd);
             if n == MAX_POLL {
                 return None;
             }
@@ -480,6 +490,32 @@ fn to_data_file(r: &Reg) {
     set_errno(e);
 }
 
+/// An epoll set with registrations here, itself waited on (in poll,
+/// select, or another epoll set): its own readiness would not follow the
+/// rings (the kernel sees only the eventfds, drained or not), so its laned
+/// registrations go back to their data files, which takes their lanes down
+/// (correct, not fast).
+fn nested(fd: c_int) {
+    if fd < 0 || HELD.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let moved: Vec<Reg> = {
+        let (_h, list) = locked();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < list.len() {
+            if list[i].epfd == fd {
+                out.push(list.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        set_count(list);
+        out
+    };
+    moved.iter().for_each(to_data_file);
+}
+
 /// epoll_ctl: Some(result) for a laned descriptor or one registered here,
 /// None for the C library's call.
 pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option<c_int> {
@@ -543,6 +579,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
         }
         (libc::EPOLL_CTL_ADD, None) => {
             drop(h);
+            nested(fd);
             let end = laned(fd)?;
             let ino = ino_of(fd)?;
             let ev = read_event()?;
