@@ -367,7 +367,47 @@ def nested():
     say("outer, drained:", outer.poll(0.1))
 
 
+def asyncio_pair():
+    """asyncio streams over a socketpair (its selector registers, modifies
+    and unregisters each end as it waits; its own self-pipe is a laned
+    socketpair too, written from another thread): 300 round trips."""
+    import asyncio
+    import threading
+
+    async def main():
+        a, b = socket.socketpair()
+        ra, wa = await asyncio.open_connection(sock=a)
+        rb, wb = await asyncio.open_connection(sock=b)
+
+        async def echo():
+            for _ in range(300):
+                m = await rb.readexactly(10)
+                wb.write(m[::-1])
+                await wb.drain()
+
+        task = asyncio.create_task(echo())
+        bad = 0
+        for i in range(300):
+            m = (b"%010d" % i)
+            wa.write(m)
+            await wa.drain()
+            if await ra.readexactly(10) != m[::-1]:
+                bad += 1
+            if i == 150:
+                guard(b, "asyncio mid-way")
+        await task
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        threading.Thread(target=lambda: loop.call_soon_threadsafe(fut.set_result, "woken")).start()
+        say("asyncio: 300 round trips, wrong:", bad, "a thread's call_soon_threadsafe:", await asyncio.wait_for(fut, 5))
+        wa.close()
+        wb.close()
+
+    asyncio.run(main())
+
+
 CASES = {
+    "asyncio_pair": asyncio_pair,
     "nested": nested,
     "pollers": pollers,
     "threads": threads,

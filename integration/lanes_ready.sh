@@ -11,7 +11,8 @@
 # set with a pipe, a registered socket closed and its number taken by a pipe registered
 # again, two threads in epoll_wait on one EPOLLONESHOT set, and eight threads polling one
 # end, all woken by one byte (hackbench -T's start), and an epoll set holding a laned
-# socket waited on in poll and in another set (its lane goes down; readable as on Linux). The socket's status file must say lane=direct after the polls (GUARD
+# socket waited on in poll and in another set (its lane goes down; readable as on Linux),
+# and asyncio streams over a socketpair (its selector's register/modify/unregister). The socket's status file must say lane=direct after the polls (GUARD
 # lines): a run where the polls went to the daemon (which takes the lane down) fails.
 UDSFS_MOUNT_ARGS=(--lanes)
 source "$(dirname "$0")/lib.sh"
@@ -34,6 +35,6 @@ compare() {
     ok "$c: $(grep '^GUARD' "$TMP/$c.udsfs" | tr '\n' '|')"
 }
 
-for c in pingpong levels pollout hup down_under_poll mixed reused threads pollers nested; do
+for c in pingpong levels pollout hup down_under_poll mixed reused threads pollers nested asyncio_pair; do
     compare "$c"
 done
