@@ -4,7 +4,7 @@
 //! socketpair. Prints `RESULT round_trips_per_s N` and
 //! `RESULT cpu_us_per_round_trip N` (both processes' user+system time).
 //!
-//!     lane_pingpong --mode futex|eventfd|eventfd-level|kernel [--iters N] [--spin S]
+//!     lane_pingpong --mode futex|eventfd|eventfd-level|kernel|kernel-poll|kernel-epoll [--iters N] [--spin S]
 //!
 //! futex: a side waiting for the other's message sleeps on the region's
 //! shared futex word (after S looks at the ring, a bounded spin).
@@ -17,6 +17,10 @@
 //! non-empty), the reader drains its own once it emptied the ring and looks
 //! again after (re-signalling itself if bytes came meanwhile), and a waiting
 //! side sleeps in ppoll on it.
+//! kernel, kernel-poll, kernel-epoll: a socketpair and fork, write and
+//! read; kernel-poll waits in poll before each read, kernel-epoll in a
+//! level-triggered epoll set registered before the first byte (stage c's
+//! readiness on the lane, through `udsfs run` on a `--lanes` mount).
 
 use std::time::Instant;
 
@@ -150,7 +154,68 @@ fn lane(iters: usize, spin: u32, wake: Wake) -> f64 {
     rate
 }
 
-fn kernel(iters: usize) -> f64 {
+/// How `kernel` waits before each read: not at all (a blocking read), in
+/// poll, or in a level-triggered epoll set registered before the first byte.
+#[derive(Clone, Copy, PartialEq)]
+enum Wait {
+    Read,
+    Poll,
+    Epoll,
+}
+
+/// Sleeps until `fd` is readable as `how` says (`ep`: its epoll set).
+fn wait_in(how: Wait, fd: i32, ep: i32) {
+    // SAFETY: a local pollfd / epoll_event.
+    let n = unsafe {
+        match how {
+            Wait::Read => return,
+            Wait::Poll => {
+                let mut p = libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                libc::poll(&mut p, 1, -1)
+            }
+            Wait::Epoll => {
+                let mut e = libc::epoll_event { events: 0, u64: 0 };
+                libc::epoll_wait(ep, &mut e, 1, -1)
+            }
+        }
+    };
+    assert_eq!(
+        n,
+        1,
+        "{} of a ping-pong socket",
+        if how == Wait::Poll {
+            "poll"
+        } else {
+            "epoll_wait"
+        }
+    );
+}
+
+fn epoll_of(how: Wait, fd: i32) -> i32 {
+    if how != Wait::Epoll {
+        return -1;
+    }
+    // SAFETY: a new epoll set and a local epoll_event.
+    unsafe {
+        let ep = libc::epoll_create1(libc::EPOLL_CLOEXEC);
+        let mut e = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: fd as u64,
+        };
+        assert_eq!(
+            libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut e),
+            0,
+            "epoll_ctl"
+        );
+        ep
+    }
+}
+
+fn kernel(iters: usize, how: Wait) -> f64 {
     let mut sv = [0i32; 2];
     // SAFETY: fills two fds.
     let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) };
@@ -173,19 +238,23 @@ fn kernel(iters: usize) -> f64 {
     };
     let pid = fork_child(|| {
         let mut buf = [0u8; SIZE];
+        let ep = epoll_of(how, sv[1]);
         for _ in 0..WARMUP + iters {
+            wait_in(how, sv[1], ep);
             io(sv[1], &mut buf, false);
             io(sv[1], &mut buf, true);
         }
     });
     let mut msg = [7u8; SIZE];
     let mut buf = [0u8; SIZE];
+    let ep = epoll_of(how, sv[0]);
     let mut start = Instant::now();
     for i in 0..WARMUP + iters {
         if i == WARMUP {
             start = Instant::now();
         }
         io(sv[0], &mut msg, true);
+        wait_in(how, sv[0], ep);
         io(sv[0], &mut buf, false);
     }
     let rate = iters as f64 / start.elapsed().as_secs_f64();
@@ -203,9 +272,13 @@ fn main() {
         "futex" => lane(iters, spin, Wake::Futex),
         "eventfd" => lane(iters, spin, Wake::Eventfd),
         "eventfd-level" => lane(iters, spin, Wake::Level),
-        "kernel" => kernel(iters),
+        "kernel" => kernel(iters, Wait::Read),
+        "kernel-poll" => kernel(iters, Wait::Poll),
+        "kernel-epoll" => kernel(iters, Wait::Epoll),
         m => {
-            eprintln!("unknown --mode {m} (futex, eventfd, eventfd-level, kernel)");
+            eprintln!(
+                "unknown --mode {m} (futex, eventfd, eventfd-level, kernel, kernel-poll, kernel-epoll)"
+            );
             std::process::exit(2);
         }
     };

@@ -192,6 +192,7 @@ scripts!(
     isolation,
     kernel_selftests,
     lanes,
+    lanes_ready,
     mount_helper,
     mount_path_escapes,
     mount_state,

@@ -26,9 +26,9 @@ use std::sync::atomic::{
 use std::time::Duration;
 
 use libc::{c_int, c_void, size_t, ssize_t};
-use udsfs_proto::ioctl::{LaneGrant, Op, Timeo};
+use udsfs_proto::ioctl::{LaneEvents, LaneGrant, Op, Timeo};
 use udsfs_proto::lane::region::busy_word;
-use udsfs_proto::lane::{Framing, LaneErr, Reader, Region, Side, State, Writer};
+use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, State, Writer};
 
 use crate::errno::{len_ret, Res};
 use crate::{fdpass, ioctl, log, mount, user};
@@ -46,6 +46,8 @@ const LANE: u32 = 3;
 struct End {
     region: &'static Region,
     side: usize,
+    /// This end's eventfd (its wake-up, lane_ready.rs) and the peer's.
+    ev: [c_int; 2],
     /// SO_RCVTIMEO, SO_SNDTIMEO as at the claim (setting one takes the
     /// lane down: the daemon does not count SetTimeo as the lane's own).
     timeo: [Option<Duration>; 2],
@@ -116,7 +118,7 @@ pub fn note_pair(fds: [c_int; 2]) {
     if room < 2 || REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
         return;
     }
-    let region = match prepare(fds[0]) {
+    let (region, evs) = match prepare(fds[0]) {
         Ok(r) => r,
         Err(e) => {
             if e == libc::ENOPROTOOPT {
@@ -161,10 +163,20 @@ pub fn note_pair(fds: [c_int; 2]) {
             return;
         };
         USED.fetch_add(1, Ordering::Relaxed);
-        let (w, r) = region.end(if side == 0 { Side::A } else { Side::B }, Framing::Stream);
+        let (mut w, mut r) = region.end(if side == 0 { Side::A } else { Side::B }, Framing::Stream);
+        // Every sleep and wake-up of the lane goes through the eventfds,
+        // which poll and epoll can watch too (stage c).
+        let ev = [evs[side], evs[1 - side]];
+        let notify = Notify::Eventfd {
+            mine: ev[0],
+            peer: ev[1],
+        };
+        w.set_notify(notify);
+        r.set_notify(notify);
         let end = End {
             region,
             side,
+            ev,
             timeo: [None, None],
             w: UnsafeCell::new(w),
             r: UnsafeCell::new(r),
@@ -178,19 +190,44 @@ pub fn note_pair(fds: [c_int; 2]) {
     }
 }
 
-/// The pair's region, mapped (kept for the process's life: a lane that
+/// The pair's region, mapped, and its two eventfds, placed above the
+/// program's descriptors (all kept for the process's life: a lane that
 /// goes down keeps its mapping, docs/LANE.md).
-fn prepare(fd: c_int) -> Res<&'static Region> {
+fn prepare(fd: c_int) -> Res<(&'static Region, [c_int; 2])> {
     let g = ioctl::op(fd, Op::LaneClaim, 3)?.values::<LaneGrant>();
+    let e = ioctl::op(fd, Op::LaneClaim, 4)?.values::<LaneEvents>();
     let m = mount::get().ok_or(libc::EINVAL)?;
-    let fds = fdpass::claim(&fdpass::connect(m)?, &[g.tag], true)?;
-    let &[rfd] = &fds[..] else {
+    let fds = fdpass::claim(&fdpass::connect(m)?, &[g.tag, e.tag0, e.tag1], true)?;
+    let &[rfd, e0, e1] = &fds[..] else {
         fds.iter().for_each(|&f| crate::files::close(f));
         return Err(libc::EIO);
     };
     let region = Region::map(rfd, [g.cap0 as u32, g.cap1 as u32]);
     crate::files::close(rfd);
-    Ok(Box::leak(Box::new(region?)))
+    let high = [ready::move_high(e0), ready::move_high(e1)];
+    let (region, evs) = match (region, high) {
+        (Ok(r), [Ok(a), Ok(b)]) => (r, [a, b]),
+        (r, high) => {
+            high.iter().flatten().for_each(|&f| crate::files::close(f));
+            return Err(r.err().unwrap_or(libc::EMFILE));
+        }
+    };
+    Ok((Box::leak(Box::new(region)), evs))
+}
+
+/// What readiness on `fd`'s lane needs (lane_ready.rs): its region, side
+/// and eventfd; None when `fd` has no lane here (claimed now if it was a
+/// candidate) or the lane is not `Direct`.
+pub fn ready_end(fd: c_int) -> Option<(&'static Region, usize, c_int)> {
+    let s = find(fd)?;
+    // SAFETY: LANE was seen with Acquire: `end` is set and stays.
+    let e = unsafe { (*s.end.get()).as_ref()? };
+    (e.region.state() == Some(State::Direct)).then_some((e.region, e.side, e.ev[0]))
+}
+
+/// Whether this process may have lanes at all (one load).
+pub fn any() -> bool {
+    USED.load(Ordering::Relaxed) != 0
 }
 
 fn free(s: &Slot) {

@@ -24,6 +24,7 @@ mod gadget;
 use udsfs_calls::client as ioctl;
 mod iovs;
 mod lane;
+mod lane_ready;
 mod log;
 mod message;
 mod mount;
@@ -927,13 +928,241 @@ pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: Path, flags: c_int) -> c_i
 #[no_mangle]
 pub unsafe extern "C" fn epoll_create(size: c_int) -> c_int {
     epolls::seen();
-    unsafe { real::epoll_create(size) }
+    let fd = unsafe { real::epoll_create(size) };
+    lane_ready::epoll_made(fd);
+    fd
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
     epolls::seen();
-    unsafe { real::epoll_create1(flags) }
+    let fd = unsafe { real::epoll_create1(flags) };
+    lane_ready::epoll_made(fd);
+    fd
+}
+
+// Readiness: a laned descriptor's is the ring's, answered without the
+// daemon (lane_ready.rs); everything else is the C library's call.
+
+/// A readiness call's result; errno as the program left it on success
+/// (the lane's eventfd drains leave EAGAIN).
+fn ready_ret(r: c_int) -> c_int {
+    if r >= 0 {
+        errno::restore_errno();
+    }
+    r
+}
+
+/// A poll timeout in milliseconds (negative: none).
+fn ms_timeout(ms: c_int) -> Option<std::time::Duration> {
+    (ms >= 0).then(|| std::time::Duration::from_millis(ms as u64))
+}
+
+/// A timespec timeout (null: none); an invalid one is the C library's to
+/// refuse.
+fn ts_timeout(ts: *const libc::timespec) -> Result<Option<std::time::Duration>, ()> {
+    if ts.is_null() {
+        return Ok(None);
+    }
+    let size = std::mem::size_of::<libc::timespec>();
+    if user::readable(ts.cast(), size) < size {
+        return Err(());
+    }
+    // SAFETY: probed readable.
+    let t = unsafe { *ts };
+    if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
+        return Err(());
+    }
+    Ok(Some(std::time::Duration::new(
+        t.tv_sec as u64,
+        t.tv_nsec as u32,
+    )))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn poll(fds: *mut libc::pollfd, n: libc::nfds_t, timeout: c_int) -> c_int {
+    guarded(-1, || {
+        ready_ret({
+            lane_ready::poll(fds, n, ms_timeout(timeout), std::ptr::null())
+                .unwrap_or_else(|| unsafe { real::poll(fds, n, timeout) })
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __poll_chk(
+    fds: *mut libc::pollfd,
+    n: libc::nfds_t,
+    timeout: c_int,
+    fdslen: size_t,
+) -> c_int {
+    guarded(-1, || {
+        ready_ret({
+            if (fdslen / std::mem::size_of::<libc::pollfd>()) < n as usize {
+                return unsafe { real::__poll_chk(fds, n, timeout, fdslen) };
+            }
+            lane_ready::poll(fds, n, ms_timeout(timeout), std::ptr::null())
+                .unwrap_or_else(|| unsafe { real::__poll_chk(fds, n, timeout, fdslen) })
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ppoll(
+    fds: *mut libc::pollfd,
+    n: libc::nfds_t,
+    ts: *const libc::timespec,
+    mask: *const libc::sigset_t,
+) -> c_int {
+    guarded(-1, || {
+        ready_ret({
+            ts_timeout(ts)
+                .ok()
+                .and_then(|t| lane_ready::poll(fds, n, t, mask))
+                .unwrap_or_else(|| unsafe { real::ppoll(fds, n, ts, mask) })
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __ppoll_chk(
+    fds: *mut libc::pollfd,
+    n: libc::nfds_t,
+    ts: *const libc::timespec,
+    mask: *const libc::sigset_t,
+    fdslen: size_t,
+) -> c_int {
+    guarded(-1, || {
+        ready_ret({
+            if (fdslen / std::mem::size_of::<libc::pollfd>()) < n as usize {
+                return unsafe { real::__ppoll_chk(fds, n, ts, mask, fdslen) };
+            }
+            ts_timeout(ts)
+                .ok()
+                .and_then(|t| lane_ready::poll(fds, n, t, mask))
+                .unwrap_or_else(|| unsafe { real::__ppoll_chk(fds, n, ts, mask, fdslen) })
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn select(
+    nfds: c_int,
+    r: *mut libc::fd_set,
+    w: *mut libc::fd_set,
+    x: *mut libc::fd_set,
+    tv: *mut libc::timeval,
+) -> c_int {
+    guarded(-1, || {
+        ready_ret({
+            let timeout = if tv.is_null() {
+                Ok(None)
+            } else {
+                let size = std::mem::size_of::<libc::timeval>();
+                if user::readable(tv.cast(), size) < size {
+                    Err(())
+                } else {
+                    // SAFETY: probed readable.
+                    let t = unsafe { *tv };
+                    if t.tv_sec < 0 || !(0..1_000_000).contains(&t.tv_usec) {
+                        Err(())
+                    } else {
+                        Ok(Some(std::time::Duration::new(
+                            t.tv_sec as u64,
+                            t.tv_usec as u32 * 1000,
+                        )))
+                    }
+                }
+            };
+            timeout
+                .ok()
+                .and_then(|t| lane_ready::select(nfds, r, w, x, t, std::ptr::null(), tv))
+                .unwrap_or_else(|| unsafe { real::select(nfds, r, w, x, tv) })
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pselect(
+    nfds: c_int,
+    r: *mut libc::fd_set,
+    w: *mut libc::fd_set,
+    x: *mut libc::fd_set,
+    ts: *const libc::timespec,
+    mask: *const libc::sigset_t,
+) -> c_int {
+    guarded(-1, || {
+        ready_ret({
+            ts_timeout(ts)
+                .ok()
+                .and_then(|t| lane_ready::select(nfds, r, w, x, t, mask, std::ptr::null_mut()))
+                .unwrap_or_else(|| unsafe { real::pselect(nfds, r, w, x, ts, mask) })
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_ctl(
+    epfd: c_int,
+    op: c_int,
+    fd: c_int,
+    ev: *mut libc::epoll_event,
+) -> c_int {
+    guarded(-1, || {
+        ready_ret({
+            lane_ready::ctl(epfd, op, fd, ev)
+                .unwrap_or_else(|| unsafe { real::epoll_ctl(epfd, op, fd, ev) })
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_wait(
+    epfd: c_int,
+    ev: *mut libc::epoll_event,
+    max: c_int,
+    timeout: c_int,
+) -> c_int {
+    guarded(-1, || {
+        ready_ret({
+            lane_ready::wait(epfd, ev, max, ms_timeout(timeout), std::ptr::null())
+                .unwrap_or_else(|| unsafe { real::epoll_wait(epfd, ev, max, timeout) })
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_pwait(
+    epfd: c_int,
+    ev: *mut libc::epoll_event,
+    max: c_int,
+    timeout: c_int,
+    mask: *const libc::sigset_t,
+) -> c_int {
+    guarded(-1, || {
+        ready_ret({
+            lane_ready::wait(epfd, ev, max, ms_timeout(timeout), mask)
+                .unwrap_or_else(|| unsafe { real::epoll_pwait(epfd, ev, max, timeout, mask) })
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_pwait2(
+    epfd: c_int,
+    ev: *mut libc::epoll_event,
+    max: c_int,
+    ts: *const libc::timespec,
+    mask: *const libc::sigset_t,
+) -> c_int {
+    guarded(-1, || {
+        ready_ret({
+            ts_timeout(ts)
+                .ok()
+                .and_then(|t| lane_ready::wait(epfd, ev, max, t, mask))
+                .unwrap_or_else(|| unsafe { real::epoll_pwait2(epfd, ev, max, ts, mask) })
+        })
+    })
 }
 
 /// remove(): the C library's calls its own unlink and rmdir, which this

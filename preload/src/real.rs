@@ -74,6 +74,16 @@ real! {
     rmdir(path: *const libc::c_char) -> c_int;
     epoll_create(size: c_int) -> c_int;
     epoll_create1(flags: c_int) -> c_int;
+    epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev: *mut libc::epoll_event) -> c_int;
+    epoll_wait(epfd: c_int, ev: *mut libc::epoll_event, max: c_int, timeout: c_int) -> c_int;
+    epoll_pwait(epfd: c_int, ev: *mut libc::epoll_event, max: c_int, timeout: c_int, mask: *const libc::sigset_t) -> c_int;
+    epoll_pwait2(epfd: c_int, ev: *mut libc::epoll_event, max: c_int, ts: *const libc::timespec, mask: *const libc::sigset_t) -> c_int;
+    poll(fds: *mut libc::pollfd, n: libc::nfds_t, timeout: c_int) -> c_int;
+    ppoll(fds: *mut libc::pollfd, n: libc::nfds_t, ts: *const libc::timespec, mask: *const libc::sigset_t) -> c_int;
+    __poll_chk(fds: *mut libc::pollfd, n: libc::nfds_t, timeout: c_int, fdslen: size_t) -> c_int;
+    __ppoll_chk(fds: *mut libc::pollfd, n: libc::nfds_t, ts: *const libc::timespec, mask: *const libc::sigset_t, fdslen: size_t) -> c_int;
+    select(n: c_int, r: *mut libc::fd_set, w: *mut libc::fd_set, x: *mut libc::fd_set, tv: *mut libc::timeval) -> c_int;
+    pselect(n: c_int, r: *mut libc::fd_set, w: *mut libc::fd_set, x: *mut libc::fd_set, ts: *const libc::timespec, mask: *const libc::sigset_t) -> c_int;
     remove(path: *const libc::c_char) -> c_int;
     link(old: *const libc::c_char, new: *const libc::c_char) -> c_int;
     linkat(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char, flags: c_int) -> c_int;

@@ -211,6 +211,7 @@ extern "C" fn forked() {
     // SAFETY: getpid has no preconditions.
     OWNER.store(unsafe { libc::getpid() }, Relaxed);
     crate::lane::forked();
+    crate::lane_ready::forked();
 }
 
 /// From the library's constructor: SIGSEGV and SIGBUS go to the trampoline,

@@ -150,7 +150,9 @@ pub enum Op {
     /// (the region's depot tag, to claim over the fd channel; side 0 is this
     /// socket). `arg` 0: this end is claimed for the calling process (out:
     /// its side); a second claim takes the lane down (ENOENT). `arg` 1: the
-    /// end found the region corrupt: the connection is reset. ENOPROTOOPT:
+    /// end found the region corrupt: the connection is reset. `arg` 4,
+    /// after 3: the lane's eventfds (out: `LaneEvents`, their depot tags).
+    /// ENOPROTOOPT:
     /// the mount has no lanes; EOPNOTSUPP: this socket has none.
     LaneClaim = 40,
     /// On a listener: a one-time ticket for one accept (out:
@@ -446,6 +448,9 @@ values! {
     /// `Op::LaneClaim`: the region's depot tag, this end's side (0: A,
     /// which writes ring 0) and the two rings' capacities.
     LaneGrant { tag: u64, side: i32, cap0: i32, cap1: i32 }
+    /// `Op::LaneClaim` arg 4: the depot tags of the lane's two eventfds
+    /// (end A's, end B's), each the end's wake-up for poll and epoll.
+    LaneEvents { tag0: u64, tag1: u64 }
     /// `Op::AtMark`: SIOCATMARK.
     AtMark { at: bool }
     /// `Op::OobOpts`: SO_OOBINLINE, SO_PEEK_OFF, the SIGURG owner and O_ASYNC.

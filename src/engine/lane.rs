@@ -21,12 +21,13 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
-use udsfs_proto::ioctl::LaneGrant;
+use udsfs_proto::ioctl::{LaneEvents, LaneGrant};
 use udsfs_proto::lane::State;
 use udsfs_proto::lane::region::{OFF_HEAD, OFF_TAIL, Region, busy_word, cap_for_sndbuf, dir_word};
 
 use super::cred::ProcStatus;
 use super::fds::ChargedFd;
+use super::lane_ready::Evs;
 use super::log_limit::limited;
 use super::message::SendMsg;
 use super::socket::{Conn, SockType, Socket};
@@ -50,6 +51,8 @@ struct Lane {
     /// caller of the drain of that end's ring.
     claimed: [Option<(u32, ProcStatus)>; 2],
     up: bool,
+    /// Each end's wake-up for poll and epoll (lane_ready.rs).
+    evs: Evs,
 }
 
 /// The mount's lanes, by socket number (both ends of each).
@@ -154,6 +157,18 @@ impl Engine {
         })
     }
 
+    /// `Op::LaneClaim` arg 4, after arg 3 on the same socket: the lane's
+    /// two eventfds for its maker (lane_ready.rs).
+    pub fn lane_events(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneEvents> {
+        let lane = self.lanes.map.lock().get(&s.id).cloned();
+        let lane = lane.ok_or(Errno::EOPNOTSUPP)?;
+        let l = lane.lock();
+        if !l.up {
+            return Err(Errno::ENOENT);
+        }
+        l.evs.deposit(&self.depot, s.id, c.fsuid)
+    }
+
     fn lane_make(&self, s: &Arc<Socket>) -> Result<Lane> {
         // An observer sees every message through the daemon (stage d).
         if self.taps.any() || self.faults.any() {
@@ -171,6 +186,7 @@ impl Engine {
         }
         let caps = [ring_cap(sndbuf_a), ring_cap(sndbuf_b)];
         let (fd, region) = Region::create(caps).map_err(Errno::from_raw)?;
+        let evs = Evs::new()?;
         region.set_state(State::Direct);
         Ok(Lane {
             region,
@@ -178,6 +194,7 @@ impl Engine {
             socks: [s.clone(), peer],
             claimed: [None, None],
             up: true,
+            evs,
         })
     }
 
@@ -221,9 +238,11 @@ impl Engine {
         }
     }
 
-    /// A poll of `s` (poll, select, epoll_ctl, epoll_wait's look): an epoll
-    /// set would not hear of the ring's bytes (readiness on the ring is
-    /// stage c), so the socket has no lane from now on.
+    /// A poll of `s` through the daemon (a FUSE POLL: poll, select,
+    /// epoll_ctl, epoll_wait's look of a holder whose library does not
+    /// answer it from the ring, lane_ready.rs): a kernel epoll set holding
+    /// the data file would not hear of the ring's bytes, so the socket has
+    /// no lane from now on.
     pub fn lane_polled(&self, s: &Socket) {
         if !self.cfg.lanes {
             return;
@@ -264,6 +283,8 @@ impl Engine {
         }
         self.lanes.up.fetch_sub(1, Ordering::Relaxed);
         l.region.set_state(State::Through);
+        // Pollers and epoll sets asleep on the ring's eventfds.
+        l.evs.signal();
         fence(Ordering::SeqCst);
         let since = Instant::now();
         // A corrupt region's busy words mean nothing: no wait.

@@ -19,6 +19,7 @@ pub mod gc;
 mod graph;
 mod introspect;
 mod lane;
+mod lane_ready;
 pub(crate) mod log_limit;
 mod message;
 mod msgpath;

@@ -1,0 +1,424 @@
+#!/usr/bin/env python3
+"""lanes_ready.py CASE: readiness (poll, select, epoll) on a stream socketpair,
+printing what it saw (issue 30 stage c).
+
+Run on kernel sockets and through `udsfs run` on a mount with --lanes
+(integration/lanes_ready.sh): the lines must be the same. Lines that start
+with GUARD are udsfs's only (the socket's status file, `lane=direct` while
+the ring carries the bytes), left out of the comparison and checked by the
+script."""
+
+import os
+import select
+import socket
+import sys
+import time
+
+
+def say(*a):
+    print(*a, flush=True)
+
+
+def guard(s, what):
+    """The status file's lane= line of socket s (udsfs only)."""
+    try:
+        link = os.readlink(f"/proc/self/fd/{s.fileno()}")
+    except OSError:
+        return
+    if not link.endswith("/data") or "/.udsfs/sock/" not in link:
+        return
+    with open(link[: -len("data")] + "status") as f:
+        lane = [l.strip() for l in f if l.startswith("lane=")]
+    say("GUARD", what, lane[0] if lane else "lane=?")
+
+
+def recv_exact(s, n):
+    out = b""
+    while len(out) < n:
+        b = s.recv(n - len(out))
+        if not b:
+            break
+        out += b
+    return out
+
+
+ROUNDS = 400
+
+
+def wait_readable(mode, s, ep):
+    """Sleeps until s is readable, the way `mode` says; True if it was."""
+    if mode == "poll":
+        p = select.poll()
+        p.register(s, select.POLLIN)
+        r = p.poll(5000)
+        # (The last reply may come with the peer's close: POLLHUP too.)
+        return len(r) == 1 and r[0][0] == s.fileno() and r[0][1] & select.POLLIN != 0
+    if mode == "select":
+        r, _, _ = select.select([s], [], [], 5)
+        return r == [s]
+    if mode == "oneshot":
+        ep.modify(s, select.EPOLLIN | select.EPOLLONESHOT)
+    evs = ep.poll(5)
+    return len(evs) == 1 and evs[0][0] == s.fileno() and evs[0][1] & select.EPOLLIN != 0
+
+
+def pingpong():
+    """A 100-byte ping-pong between two processes, each waiting for the
+    other's bytes in poll, select or epoll (level, edge, one-shot) before it
+    reads; the epoll sets are registered before the first byte."""
+    for mode in ["poll", "select", "epoll", "et", "oneshot"]:
+        a, b = socket.socketpair()
+        flags = {"et": select.EPOLLET, "oneshot": select.EPOLLONESHOT}.get(mode, 0)
+        pid = os.fork()
+        if pid == 0:
+            a.close()
+            ep = select.epoll()
+            ep.register(b, select.EPOLLIN | flags)
+            for _ in range(ROUNDS):
+                if not wait_readable(mode, b, ep):
+                    os._exit(2)
+                m = recv_exact(b, 100)
+                if len(m) != 100:
+                    os._exit(1)
+                b.sendall(m[::-1])
+            os._exit(0)
+        b.close()
+        ep = select.epoll()
+        ep.register(a, select.EPOLLIN | flags)
+        bad = 0
+        for i in range(ROUNDS):
+            m = bytes((i + j) % 256 for j in range(100))
+            a.sendall(m)
+            if not wait_readable(mode, a, ep):
+                bad += 1
+            if recv_exact(a, 100) != m[::-1]:
+                bad += 1
+            if i == ROUNDS // 2:
+                guard(a, f"{mode} ping-pong mid-way")
+        _, st = os.waitpid(pid, 0)
+        say(mode, "ping-pong", ROUNDS, "round trips, wrong:", bad, "child status:", st)
+        a.close()
+
+
+def levels():
+    """Level, edge-triggered and one-shot epoll, poll and select on one
+    process's pair: what each reports as bytes come and go."""
+    a, b = socket.socketpair()
+    b.setblocking(False)
+    lt, et, one = select.epoll(), select.epoll(), select.epoll()
+    lt.register(b, select.EPOLLIN)
+    et.register(b, select.EPOLLIN | select.EPOLLET)
+    one.register(b, select.EPOLLIN | select.EPOLLONESHOT)
+    p = select.poll()
+    p.register(b, select.POLLIN | select.POLLOUT)
+    show = lambda ep: [ev for _, ev in ep.poll(0)]
+    # (Descriptor numbers differ: the library's first socketpair keeps one
+    # more low descriptor open with lanes or without.)
+    pl = lambda: [(fd == b.fileno(), ev) for fd, ev in p.poll(0)]
+    say("empty: lt", show(lt), "et", show(et), "oneshot", show(one), "poll", pl())
+    a.send(b"one")
+    say("a byte: lt", show(lt), show(lt), "et", show(et), show(et), "oneshot", show(one), show(one))
+    a.send(b"two")
+    say("more: lt", show(lt), "et", show(et), "oneshot", show(one))
+    one.modify(b, select.EPOLLIN | select.EPOLLONESHOT)
+    say("oneshot re-armed:", show(one), show(one))
+    say("read:", b.recv(100))
+    say("drained: lt", show(lt), "et", show(et), "poll", pl())
+    r, w, _ = select.select([b], [b], [], 0)
+    say("select:", len(r), len(w))
+    guard(b, "levels")
+    et.unregister(b)
+    a.send(b"x")
+    say("unregistered: et", show(et), "lt", show(lt))
+    say("read:", b.recv(100))
+
+
+def pollout():
+    """POLLOUT/EPOLLOUT: gone when the sender's queue is full, back once
+    the reader drained it."""
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    ep = select.epoll()
+    ep.register(a, select.EPOLLOUT)
+    p = select.poll()
+    p.register(a, select.POLLOUT)
+    pl = lambda: [(fd == a.fileno(), ev) for fd, ev in p.poll(0)]
+    say("fresh: poll", pl(), "epoll", [ev for _, ev in ep.poll(0)])
+    sent = 0
+    while True:
+        try:
+            sent += a.send(b"z" * 4096)
+        except BlockingIOError:
+            break
+    say("full: poll", pl(), "epoll", [ev for _, ev in ep.poll(0)])
+    got = 0
+    while True:
+        try:
+            got += len(b.recv(65536))
+        except BlockingIOError:
+            break
+    say("drained all:", got == sent, "poll", pl(), "epoll", [ev for _, ev in ep.poll(0)])
+    guard(a, "pollout")
+
+
+def hup():
+    """The peer's shutdown and close seen by a waiting poll and a waiting
+    epoll (POLLRDHUP, POLLHUP), after bytes went through the ring."""
+    a, b = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        b.send(b"hello")
+        time.sleep(0.3)
+        b.shutdown(socket.SHUT_WR)
+        time.sleep(0.3)
+        b.close()
+        os._exit(0)
+    b.close()
+    ep = select.epoll()
+    ep.register(a, select.EPOLLIN | select.EPOLLRDHUP)
+    say("first epoll:", [ev for _, ev in ep.poll(5)])
+    say("recv:", a.recv(100))
+    guard(a, "hup before the shutdown")
+    # The shutdown comes while this epoll_wait sleeps on the ring.
+    say("epoll after the shutdown:", [ev for _, ev in ep.poll(5)])
+    say("recv:", a.recv(100))
+    p = select.poll()
+    p.register(a, select.POLLIN | select.POLLRDHUP)
+    time.sleep(0.6)
+    say("poll after the close:", [(fd == a.fileno(), ev) for fd, ev in p.poll(5000)])
+    say("epoll after the close:", [ev for _, ev in ep.poll(5)])
+    os.waitpid(pid, 0)
+
+
+def down_under_poll():
+    """The lane goes down (the peer sets SO_PASSCRED) while poll and then
+    epoll_wait sleep on the ring: each still wakes for the next bytes."""
+    a, b = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        b.send(b"1")
+        time.sleep(0.3)
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        time.sleep(0.3)
+        b.send(b"2")
+        time.sleep(0.3)
+        b.send(b"3")
+        time.sleep(0.5)  # (the parent's epoll sees '3' before the close)
+        os._exit(0)
+    b.close()
+    ep = select.epoll()
+    ep.register(a, select.EPOLLIN)
+    p = select.poll()
+    p.register(a, select.POLLIN)
+    pl = lambda: [(fd == a.fileno(), ev) for fd, ev in p.poll(5000)]
+    say("poll:", pl(), "recv:", a.recv(10))
+    guard(a, "down_under_poll before")
+    say("poll across the way down:", pl(), "recv:", a.recv(10))
+    say("epoll:", [ev for _, ev in ep.poll(5)], "recv:", a.recv(10))
+    os.waitpid(pid, 0)
+
+
+def mixed():
+    """A laned socket in one set with a pipe and a kernel socketpair: each
+    is reported as it becomes ready, through poll, select and epoll."""
+    a, b = socket.socketpair()
+    r, w = os.pipe()
+    ep = select.epoll()
+    ep.register(b, select.EPOLLIN)
+    ep.register(r, select.EPOLLIN)
+    p = select.poll()
+    p.register(b, select.POLLIN)
+    p.register(r, select.POLLIN)
+    name = lambda fd: "sock" if fd == b.fileno() else "pipe"
+    os.write(w, b"p")
+    say("pipe ready: poll", sorted(name(fd) for fd, _ in p.poll(1000)),
+        "epoll", sorted(name(fd) for fd, _ in ep.poll(1)))
+    a.send(b"s")
+    say("both: poll", sorted(name(fd) for fd, _ in p.poll(1000)),
+        "epoll", sorted(name(fd) for fd, _ in ep.poll(1)))
+    rr, _, _ = select.select([b, r], [], [], 1)
+    say("select:", sorted(name(x if isinstance(x, int) else x.fileno()) for x in rr))
+    os.read(r, 1)
+    say("pipe read: poll", sorted(name(fd) for fd, _ in p.poll(1000)))
+    b.recv(1)
+    t = time.monotonic()
+    say("nothing: poll", p.poll(200), "epoll", ep.poll(0.2), "waited:", time.monotonic() - t > 0.3)
+    guard(b, "mixed")
+
+
+def reused():
+    """A registered laned socket closed (Linux drops its registration with
+    the file), its number taken by a pipe, registered in the same set."""
+    a, b = socket.socketpair()
+    ep = select.epoll()
+    ep.register(b, select.EPOLLIN)
+    a.send(b"old")
+    say("old:", [ev for _, ev in ep.poll(1)])
+    guard(a, "reused before the close")
+    n = b.fileno()
+    b.close()
+    say("after its close:", ep.poll(0.1))
+    r, w = os.pipe()
+    say("the pipe took its number:", r == n)
+    ep.register(r, select.EPOLLIN)
+    os.write(w, b"p")
+    say("the pipe:", [(fd == r, ev) for fd, ev in ep.poll(1)])
+
+
+def threads():
+    """Two threads in epoll_wait on one set (EPOLLONESHOT, re-armed after
+    each read) while the peer sends 200 one-byte messages, each after the
+    last was read: every byte is read once, in order."""
+    import threading
+
+    a, b = socket.socketpair()
+    b.setblocking(False)
+    ep = select.epoll()
+    ep.register(b, select.EPOLLIN | select.EPOLLONESHOT)
+    got, lock, done, acks = [], threading.Lock(), threading.Event(), threading.Semaphore(0)
+
+    def worker():
+        while not done.is_set():
+            for _ in ep.poll(0.5):
+                try:
+                    data = b.recv(100)
+                except BlockingIOError:
+                    data = b""
+                with lock:
+                    got.append(data)
+                ep.modify(b, select.EPOLLIN | select.EPOLLONESHOT)
+                if data:
+                    acks.release()
+
+    ts = [threading.Thread(target=worker) for _ in range(2)]
+    for t in ts:
+        t.start()
+    late = 0
+    for i in range(200):
+        a.send(bytes([i]))
+        if not acks.acquire(timeout=5):
+            late += 1
+        if i == 100:
+            guard(b, "threads mid-way")
+    done.set()
+    for t in ts:
+        t.join()
+    data = b"".join(got)
+    say("threads: bytes read", len(data), "in order:", data == bytes(range(200)), "waits over 5 s:", late)
+
+
+def pollers():
+    """Threads poll one end while they start and a byte comes (hackbench
+    -T's start signal: a socketpair byte nobody reads), 20 times: the byte
+    must wake every one of them."""
+    import threading
+
+    woke, slow = 0, 0
+    for rnd in range(20):
+        a, b = socket.socketpair()
+        a.send(b"x")
+        b.recv(1)
+        if rnd == 0:
+            guard(b, "pollers")
+        res = []
+
+        def waiter():
+            p = select.poll()
+            p.register(b, select.POLLIN)
+            t = time.monotonic()
+            r = p.poll(3000)
+            res.append((r != [], time.monotonic() - t < 2.5))
+
+        ts = [threading.Thread(target=waiter) for _ in range(12)]
+        for i, t in enumerate(ts):
+            t.start()
+            if i == 6:
+                a.send(b"go")
+        for t in ts:
+            t.join()
+        woke += sum(w for w, _ in res)
+        slow += sum(not f for _, f in res)
+        a.close()
+        b.close()
+    say("pollers woken by one byte:", woke, "of 240; after 2.5 s or more:", slow)
+
+
+def nested():
+    """An epoll set holding a laned socket, itself waited on in poll and in
+    another epoll set (the lane goes down: the set's readiness is then the
+    daemon's): it is readable once the socket is."""
+    a, b = socket.socketpair()
+    ep = select.epoll()
+    ep.register(b, select.EPOLLIN)
+    a.send(b"1")
+    say("inner:", [ev for _, ev in ep.poll(1)], b.recv(1))
+    guard(b, "nested before the outer waits")
+    p = select.poll()
+    p.register(ep.fileno(), select.POLLIN)
+    say("poll of the set, empty:", p.poll(100))
+    a.send(b"2")
+    say("poll of the set:", [ev for _, ev in p.poll(2000)])
+    outer = select.epoll()
+    outer.register(ep.fileno(), select.EPOLLIN)
+    say("outer set:", [ev for _, ev in outer.poll(1)], "inner:", [ev for _, ev in ep.poll(1)], b.recv(1))
+    say("outer, drained:", outer.poll(0.1))
+
+
+def asyncio_pair():
+    """asyncio streams over a socketpair (its selector registers, modifies
+    and unregisters each end as it waits; its own self-pipe is a laned
+    socketpair too, written from another thread): 300 round trips."""
+    import asyncio
+    import threading
+
+    async def main():
+        a, b = socket.socketpair()
+        ra, wa = await asyncio.open_connection(sock=a)
+        rb, wb = await asyncio.open_connection(sock=b)
+
+        async def echo():
+            for _ in range(300):
+                m = await rb.readexactly(10)
+                wb.write(m[::-1])
+                await wb.drain()
+
+        task = asyncio.create_task(echo())
+        bad = 0
+        for i in range(300):
+            m = (b"%010d" % i)
+            wa.write(m)
+            await wa.drain()
+            if await ra.readexactly(10) != m[::-1]:
+                bad += 1
+            if i == 150:
+                guard(b, "asyncio mid-way")
+        await task
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        threading.Thread(target=lambda: loop.call_soon_threadsafe(fut.set_result, "woken")).start()
+        say("asyncio: 300 round trips, wrong:", bad, "a thread's call_soon_threadsafe:", await asyncio.wait_for(fut, 5))
+        wa.close()
+        wb.close()
+
+    asyncio.run(main())
+
+
+CASES = {
+    "asyncio_pair": asyncio_pair,
+    "nested": nested,
+    "pollers": pollers,
+    "threads": threads,
+    "reused": reused,
+    "pingpong": pingpong,
+    "levels": levels,
+    "pollout": pollout,
+    "hup": hup,
+    "down_under_poll": down_under_poll,
+    "mixed": mixed,
+}
+
+if __name__ == "__main__":
+    CASES[sys.argv[1]]()

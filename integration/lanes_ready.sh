@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# lanes_ready.sh: readiness on the fast lane (issue 30 stage c, `udsfs mount --lanes`):
+# poll, select and epoll (level, EPOLLET, EPOLLONESHOT) on a laned stream socketpair are
+# answered from the ring, without a FUSE request. integration/lanes_ready.py's scenarios
+# run on kernel sockets and through `udsfs run` on a --lanes mount and must print the same
+# lines: a ping-pong between two processes that each wait in poll, select or epoll (sets
+# registered before the first byte), what level, edge and one-shot sets, poll and select
+# report as bytes come and go, POLLOUT gone on a full queue and back after the reader
+# drained it, the peer's shutdown and close (EPOLLRDHUP, POLLHUP) seen by a waiting epoll
+# and poll, a lane taken down (SO_PASSCRED) under a waiting poll, a laned socket in one
+# set with a pipe, a registered socket closed and its number taken by a pipe registered
+# again, two threads in epoll_wait on one EPOLLONESHOT set, and eight threads polling one
+# end, all woken by one byte (hackbench -T's start), and an epoll set holding a laned
+# socket waited on in poll and in another set (its lane goes down; readable as on Linux),
+# and asyncio streams over a socketpair (its selector's register/modify/unregister). The socket's status file must say lane=direct after the polls (GUARD
+# lines): a run where the polls went to the daemon (which takes the lane down) fails.
+UDSFS_MOUNT_ARGS=(--lanes)
+source "$(dirname "$0")/lib.sh"
+need_preload
+need_cmd python3 python3
+PY=$ROOT/integration/lanes_ready.py
+
+# compare CASE: run CASE both ways; every GUARD line must say lane=direct.
+compare() {
+    local c=$1
+    timeout 60 python3 "$PY" "$c" >"$TMP/$c.kernel" 2>&1 || fail "$c fails on kernel sockets: $(tail -3 "$TMP/$c.kernel")"
+    timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$PY" "$c" >"$TMP/$c.udsfs" 2>&1 || fail "$c fails through udsfs run: $(tail -3 "$TMP/$c.udsfs")"
+    if ! diff "$TMP/$c.kernel" <(grep -v '^GUARD' "$TMP/$c.udsfs") >"$TMP/$c.diff"; then
+        cat "$TMP/$c.diff" >&2
+        fail "$c: udsfs run answered differently from the kernel (< kernel, > udsfs)"
+    fi
+    ok "$c: the same $(wc -l <"$TMP/$c.kernel") lines as the kernel: $(tr '\n' '|' <"$TMP/$c.kernel")"
+    grep '^GUARD' "$TMP/$c.udsfs" | grep -v 'lane=direct$' && fail "$c: a status file did not say lane=direct: the polls took the lane down"
+    grep -q '^GUARD' "$TMP/$c.udsfs" || fail "$c: no status file was read"
+    ok "$c: $(grep '^GUARD' "$TMP/$c.udsfs" | tr '\n' '|')"
+}
+
+for c in pingpong levels pollout hup down_under_poll mixed reused threads pollers nested asyncio_pair; do
+    compare "$c"
+done

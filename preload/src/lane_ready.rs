@@ -1,0 +1,805 @@
+//! Readiness on a lane (issue 30 stage c, docs/LANE.md): poll, ppoll,
+//! select, pselect, epoll_ctl and epoll_wait on a laned descriptor answer
+//! from the ring, with no FUSE request.
+//!
+//! Each laned end has an eventfd, its wake-up (lane.rs: the peer writes it
+//! when it publishes while the end's waiting flag is up; the daemon writes
+//! it when the lane goes down). A poll puts the eventfd in place of the data
+//! file in a copy of the program's array on the stack, raises the flags for
+//! what the program waits for, looks at the rings, and sleeps in the C
+//! library's ppoll only when nothing is ready; the socket's revents come
+//! from the ring (`udsfs_proto::lane::ready`). select and pselect are that
+//! poll. An epoll registration of a laned descriptor registers the end's
+//! eventfd in the program's set instead (level-triggered, EPOLLIN, with a
+//! tag for data), and this table keeps the program's events and data;
+//! epoll_wait looks at the rings of the set's registrations first (level:
+//! each ready one; EPOLLET: one whose ring moved since it was last
+//! reported; EPOLLONESHOT: until reported, then disarmed until MOD), sleeps
+//! in the kernel's epoll_wait when none is ready, and turns a tag that
+//! comes back into a look. A registration whose lane went down (the
+//! daemon's wake-up tells a sleeper) is moved back to the data file with
+//! the program's events and data, so it goes on through the daemon.
+//!
+//! A case the ring cannot answer goes through the daemon as before, which
+//! takes the lane down: an array of more than MAX_POLL entries, an fd_set
+//! with more than MAX_POLL descriptors, a second registration of the same
+//! end in one set (a duplicate descriptor), a laned end of another process.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use libc::{c_int, epoll_event, nfds_t, pollfd, sigset_t};
+use udsfs_proto::lane::{futex, ready, Region};
+
+use crate::errno::{errno, set_errno};
+use crate::{lane, real, user};
+
+/// The most entries a poll array (or fd_set) may have to be answered here.
+pub const MAX_POLL: usize = 64;
+
+#[derive(Clone, Copy)]
+struct Laned {
+    region: &'static Region,
+    side: usize,
+    ev: c_int,
+}
+
+fn laned(fd: c_int) -> Option<Laned> {
+    if fd < 0 {
+        return None;
+    }
+    lane::ready_end(fd).map(|(region, side, ev)| Laned { region, side, ev })
+}
+
+const WANT_IN: i16 = libc::POLLIN | libc::POLLRDNORM | libc::POLLRDHUP;
+const WANT_OUT: i16 = libc::POLLOUT | libc::POLLWRNORM | libc::POLLWRBAND;
+const ALWAYS: u32 = (libc::POLLERR | libc::POLLHUP) as u32;
+
+/// Threads of this process about to sleep on each lane eventfd (by its
+/// number: kept for the process's life). Only the first drains it (a drain
+/// by a later one could take the wake-up of one already asleep, which the
+/// kernel's poll would then put back to sleep: hackbench -T's 40 threads
+/// polling one end), and only the last lowers the end's waiting flags.
+const WSLOTS: usize = 256;
+static WFD: [AtomicI32; WSLOTS] = [const { AtomicI32::new(-1) }; WSLOTS];
+static WCOUNT: [AtomicU32; WSLOTS] = [const { AtomicU32::new(0) }; WSLOTS];
+
+fn wslot(ev: c_int) -> Option<usize> {
+    if let Some(i) = WFD.iter().position(|f| f.load(Ordering::Acquire) == ev) {
+        return Some(i);
+    }
+    WFD.iter().position(
+        |f| match f.compare_exchange(-1, ev, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => true,
+            Err(now) => now == ev,
+        },
+    )
+}
+
+/// This thread is to sleep on `ev`: whether it is the process's first.
+fn enter(ev: c_int) -> bool {
+    wslot(ev).is_none_or(|i| WCOUNT[i].fetch_add(1, Ordering::SeqCst) == 0)
+}
+
+/// This thread woke from `ev`: whether it was the process's last on it.
+fn leave(ev: c_int) -> bool {
+    wslot(ev).is_none_or(|i| WCOUNT[i].fetch_sub(1, Ordering::SeqCst) == 1)
+}
+
+/// Raises `l`'s waiting flags for `events` after `enter` (`first`: the
+/// eventfd is drained first, before the caller's look).
+fn raise(l: &Laned, events: u32, first: bool) {
+    let ev = events as i16;
+    if first {
+        futex::eventfd_drain(l.ev);
+    }
+    ready::set_waiting(
+        l.region,
+        l.side,
+        ev & WANT_IN != 0,
+        ev & WANT_OUT != 0,
+        true,
+    );
+}
+
+fn lower(l: &Laned, events: u32) {
+    let ev = events as i16;
+    ready::set_waiting(
+        l.region,
+        l.side,
+        ev & WANT_IN != 0,
+        ev & WANT_OUT != 0,
+        false,
+    );
+}
+
+/// The time left until `deadline` (None: none; zero once past).
+fn left(deadline: Option<Instant>) -> Option<Duration> {
+    deadline.map(|d| d.saturating_duration_since(Instant::now()))
+}
+
+fn timespec(d: Duration) -> libc::timespec {
+    libc::timespec {
+        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    }
+}
+
+/// poll/ppoll of `n` entries at `fds` with laned descriptors among them:
+/// Some(the call's result, errno set) or None (no laned descriptor, or too
+/// many entries: the caller makes the C library's call).
+pub fn poll(
+    fds: *mut pollfd,
+    n: nfds_t,
+    timeout: Option<Duration>,
+    sigmask: *const sigset_t,
+) -> Option<c_int> {
+    if HELD.load(Ordering::Relaxed) != 0 && n > 0 {
+        let bytes = (n as usize).saturating_mul(std::mem::size_of::<pollfd>());
+        if user::readable(fds.cast(), bytes) == bytes {
+            for i in 0..n as usize {
+                // SAFETY: probed readable for n entries.
+                nested(unsafe { (*fds.add(i)).fd });
+            }
+        }
+    }
+    if !lane::any() || n == 0 || n as usize > MAX_POLL {
+        return None;
+    }
+    let n = n as usize;
+    let bytes = n * std::mem::size_of::<pollfd>();
+    if user::writable(fds.cast(), bytes) < bytes {
+        return None;
+    }
+    // SAFETY: the program's array, probed writable for n entries.
+    let prog = unsafe { std::slice::from_raw_parts_mut(fds, n) };
+    let mut ends: [Option<Laned>; MAX_POLL] = [None; MAX_POLL];
+    let mut any = false;
+    for (e, p) in ends.iter_mut().zip(prog.iter()) {
+        *e = laned(p.fd);
+        any |= e.is_some();
+    }
+    if !any {
+        return None;
+    }
+    Some(poll_laned(prog, &mut ends[..n], timeout, sigmask))
+}
+
+fn poll_laned(
+    prog: &mut [pollfd],
+    ends: &mut [Option<Laned>],
+    timeout: Option<Duration>,
+    sigmask: *const sigset_t,
+) -> c_int {
+    let n = prog.len();
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let mut k = [pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; MAX_POLL];
+    // Set when a lane went down under the last round: its socket is polled
+    // again through the daemon, at once if something else was ready.
+    let mut had = 0;
+    let ready = |i: usize, l: &Laned, prog: &[pollfd]| match ready::look(l.region, l.side) {
+        Some(lk) => lk.mask & (prog[i].events as u16 as u32 | ALWAYS) != 0,
+        None => true,
+    };
+    loop {
+        k[..n].copy_from_slice(prog);
+        let mut ready_now = had;
+        for (i, e) in ends.iter().enumerate() {
+            let Some(l) = e else { continue };
+            k[i].fd = l.ev;
+            k[i].events = libc::POLLIN;
+            ready_now += usize::from(ready(i, l, prog));
+        }
+        // Nothing ready: the flags up (and the eventfds drained) before a
+        // second look, then a sleep; a ready ring needs neither.
+        let sleeping = ready_now == 0;
+        if sleeping {
+            for (i, e) in ends.iter().enumerate() {
+                let Some(l) = e else { continue };
+                raise(l, prog[i].events as u32, enter(l.ev));
+                ready_now += usize::from(ready(i, l, prog));
+            }
+        }
+        let wait = if ready_now > 0 {
+            Some(Duration::ZERO)
+        } else {
+            left(deadline)
+        };
+        let r = if ready_now > 0 && ends.iter().all(Option::is_some) {
+            // Every entry is the ring's: no call.
+            k[..n].iter_mut().for_each(|e| e.revents = 0);
+            0
+        } else {
+            let ts = wait.map(timespec);
+            let tsp = ts
+                .as_ref()
+                .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+            // SAFETY: k holds n live entries; ts and sigmask are the caller's or null.
+            unsafe { real::ppoll(k.as_mut_ptr(), n as nfds_t, tsp, sigmask) }
+        };
+        let err = errno();
+        if sleeping {
+            for (i, e) in ends.iter().enumerate() {
+                if let Some(l) = e {
+                    if leave(l.ev) {
+                        lower(l, prog[i].events as u32);
+                    }
+                }
+            }
+        }
+        if r < 0 {
+            set_errno(err);
+            return -1;
+        }
+        let mut count = 0;
+        let mut again = false;
+        for (i, e) in ends.iter_mut().enumerate() {
+            prog[i].revents = match e {
+                None => k[i].revents,
+                Some(l) => match ready::look(l.region, l.side) {
+                    Some(lk) => (lk.mask & (prog[i].events as u16 as u32 | ALWAYS)) as i16,
+                    None => {
+                        // Down: its data file, through the daemon, next round.
+                        *e = None;
+                        again = true;
+                        0
+                    }
+                },
+            };
+            if prog[i].revents != 0 {
+                count += 1;
+            }
+        }
+        if again {
+            had = count;
+            continue;
+        }
+        if count > 0 || left(deadline) == Some(Duration::ZERO) {
+            return count as c_int;
+        }
+    }
+}
+
+/// select/pselect with laned descriptors in the sets: Some(result) or None
+/// (the caller makes the C library's call). `tv`: select's timeval, which
+/// Linux updates with the time left.
+pub fn select(
+    nfds: c_int,
+    r: *mut libc::fd_set,
+    w: *mut libc::fd_set,
+    x: *mut libc::fd_set,
+    timeout: Option<Duration>,
+    sigmask: *const sigset_t,
+    tv: *mut libc::timeval,
+) -> Option<c_int> {
+    if !lane::any() || nfds <= 0 || nfds as usize > libc::FD_SETSIZE {
+        return None;
+    }
+    let sets = [r, w, x];
+    let size = std::mem::size_of::<libc::fd_set>();
+    for s in sets {
+        if !s.is_null() && user::writable(s.cast(), size) < size {
+            return None;
+        }
+    }
+    let isset = |s: *mut libc::fd_set, fd: c_int| {
+        // SAFETY: a probed fd_set, fd below FD_SETSIZE.
+        !s.is_null() && unsafe { libc::FD_ISSET(fd, s) }
+    };
+    let mut p = [pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; MAX_POLL];
+    let mut n = 0;
+    for fd in 0..nfds {
+        let mut ev = 0;
+        if isset(r, fd) {
+            ev |= libc::POLLIN;
+        }
+        if isset(w, fd) {
+            ev |= libc::POLLOUT;
+        }
+        if isset(x, fd) {
+            ev |= libc::POLLPRI;
+        }
+        if ev != 0 {
+            nested(fd);
+            if n == MAX_POLL {
+                return None;
+            }
+            p[n] = pollfd {
+                fd,
+                events: ev,
+                revents: 0,
+            };
+            n += 1;
+        }
+    }
+    let mut ends: [Option<Laned>; MAX_POLL] = [None; MAX_POLL];
+    let mut any = false;
+    for i in 0..n {
+        ends[i] = laned(p[i].fd);
+        any |= ends[i].is_some();
+    }
+    if !any {
+        return None;
+    }
+    let start = Instant::now();
+    let got = poll_laned(&mut p[..n], &mut ends[..n], timeout, sigmask);
+    if got < 0 {
+        return Some(-1);
+    }
+    if p[..n].iter().any(|e| e.revents & libc::POLLNVAL != 0) {
+        set_errno(libc::EBADF);
+        return Some(-1);
+    }
+    let mut count = 0;
+    for s in sets.into_iter().filter(|s| !s.is_null()) {
+        // SAFETY: a probed fd_set.
+        unsafe { libc::FD_ZERO(s) };
+    }
+    let in_set = libc::POLLIN | libc::POLLRDNORM | libc::POLLRDBAND | libc::POLLHUP | libc::POLLERR;
+    let out_set = libc::POLLOUT | libc::POLLWRNORM | libc::POLLWRBAND | libc::POLLERR;
+    for e in &p[..n] {
+        for (s, want, bits) in [
+            (r, libc::POLLIN, in_set),
+            (w, libc::POLLOUT, out_set),
+            (x, libc::POLLPRI, libc::POLLPRI),
+        ] {
+            if e.events & want != 0 && e.revents & bits != 0 {
+                // SAFETY: a probed fd_set, fd below nfds.
+                unsafe { libc::FD_SET(e.fd, s) };
+                count += 1;
+            }
+        }
+    }
+    if !tv.is_null() {
+        if let Some(t) = timeout {
+            let rest = t.saturating_sub(start.elapsed());
+            let _ = user::write(
+                tv,
+                libc::timeval {
+                    tv_sec: rest.as_secs() as libc::time_t,
+                    tv_usec: rest.subsec_micros() as libc::suseconds_t,
+                },
+            );
+        }
+    }
+    Some(count)
+}
+
+/// A tag's high half: the epoll data of a lane's eventfd registration.
+const TAG: u64 = 0x7564_7366 << 32;
+
+/// One epoll registration of a laned descriptor.
+#[derive(Clone, Copy)]
+struct Reg {
+    id: u32,
+    epfd: c_int,
+    fd: c_int,
+    /// The socket's inode (the descriptor may be closed and reused).
+    ino: u64,
+    events: u32,
+    data: u64,
+    end: Laned,
+    /// EPOLLONESHOT: false once reported, until MOD.
+    armed: bool,
+    /// EPOLLET: the positions when last reported (None: never since ADD/MOD).
+    last: Option<(u32, u32)>,
+}
+
+struct Regs {
+    lock: AtomicBool,
+    next: AtomicU32,
+    list: UnsafeCell<Vec<Reg>>,
+}
+
+// SAFETY: `list` is used only under `lock`.
+unsafe impl Sync for Regs {}
+
+static REGS: Regs = Regs {
+    lock: AtomicBool::new(false),
+    next: AtomicU32::new(1),
+    list: UnsafeCell::new(Vec::new()),
+};
+/// Registrations held: 0 makes every epoll call here one load.
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+struct Held;
+impl Drop for Held {
+    fn drop(&mut self) {
+        REGS.lock.store(false, Ordering::Release);
+    }
+}
+
+fn locked() -> (Held, &'static mut Vec<Reg>) {
+    while REGS
+        .lock
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        std::hint::spin_loop();
+    }
+    // SAFETY: the lock is ours until Held drops.
+    (Held, unsafe { &mut *REGS.list.get() })
+}
+
+fn set_count(list: &[Reg]) {
+    HELD.store(list.len(), Ordering::Relaxed);
+}
+
+/// After fork, in the child: a lock another thread held is free (the
+/// registrations stay: the epoll sets are shared with the parent).
+pub fn forked() {
+    REGS.lock.store(false, Ordering::Release);
+    WCOUNT.iter().for_each(|c| c.store(0, Ordering::Relaxed));
+}
+
+/// A new epoll set took number `epfd`: registrations of an earlier set of
+/// that number died with it.
+pub fn epoll_made(epfd: c_int) {
+    if epfd < 0 || HELD.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let (_h, list) = locked();
+    list.retain(|r| r.epfd != epfd);
+    set_count(list);
+}
+
+fn ino_of(fd: c_int) -> Option<u64> {
+    // SAFETY: statx fills the zeroed struct it is given.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    let flags = libc::AT_EMPTY_PATH | libc::AT_STATX_DONT_SYNC;
+    let r = unsafe { libc::statx(fd, c"".as_ptr(), flags, libc::STATX_INO, &mut st) };
+    (r == 0).then_some(st.stx_ino)
+}
+
+fn kernel_ctl(epfd: c_int, op: c_int, fd: c_int, events: u32, data: u64) -> c_int {
+    let mut ev = epoll_event { events, u64: data };
+    // SAFETY: a local epoll_event.
+    unsafe { real::epoll_ctl(epfd, op, fd, &mut ev) }
+}
+
+/// Moves registration `r`, whose lane is down, back to its data file (the
+/// program's events and data; a disarmed one-shot stays disarmed) unless
+/// the descriptor now names another file.
+fn to_data_file(r: &Reg) {
+    let e = errno();
+    kernel_ctl(r.epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+    if ino_of(r.fd) == Some(r.ino) {
+        let events = if r.armed {
+            r.events
+        } else {
+            libc::EPOLLONESHOT as u32
+        };
+        if kernel_ctl(r.epfd, libc::EPOLL_CTL_ADD, r.fd, events, r.data) < 0 {
+            crate::log::say(&format!(
+                "fd {}: its lane went down; could not move its registration in epoll set {} back to the socket: errno {}",
+                r.fd,
+                r.epfd,
+                errno()
+            ));
+        }
+    }
+    set_errno(e);
+}
+
+/// An epoll set with registrations here, itself waited on (in poll,
+/// select, or another epoll set): its own readiness would not follow the
+/// rings (the kernel sees only the eventfds, drained or not), so its laned
+/// registrations go back to their data files, which takes their lanes down
+/// (correct, not fast).
+fn nested(fd: c_int) {
+    if fd < 0 || HELD.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let moved: Vec<Reg> = {
+        let (_h, list) = locked();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < list.len() {
+            if list[i].epfd == fd {
+                out.push(list.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        set_count(list);
+        out
+    };
+    moved.iter().for_each(to_data_file);
+}
+
+/// epoll_ctl: Some(result) for a laned descriptor or one registered here,
+/// None for the C library's call.
+pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option<c_int> {
+    if HELD.load(Ordering::Relaxed) == 0 && !lane::any() {
+        return None;
+    }
+    let read_event = || -> Option<epoll_event> {
+        let size = std::mem::size_of::<epoll_event>();
+        (user::readable(event.cast(), size) == size)
+            // SAFETY: probed readable; epoll_event is packed on x86_64.
+            .then(|| unsafe { std::ptr::read_unaligned(event) })
+    };
+    let (h, list) = locked();
+    let mut at = list.iter().position(|r| r.epfd == epfd && r.fd == fd);
+    if let Some(i) = at {
+        // The program closed the socket since (Linux drops its registration
+        // with the file): the number now names another file.
+        if ino_of(fd) != Some(list[i].ino) {
+            let r = list.swap_remove(i);
+            set_count(list);
+            kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+            at = None;
+        }
+    }
+    match (op, at) {
+        (libc::EPOLL_CTL_ADD, Some(_)) => {
+            set_errno(libc::EEXIST);
+            Some(-1)
+        }
+        (libc::EPOLL_CTL_MOD | libc::EPOLL_CTL_DEL, Some(i)) => {
+            if ready::look(list[i].end.region, list[i].end.side).is_none() {
+                // Down: the data file takes the program's call.
+                let r = list.swap_remove(i);
+                set_count(list);
+                drop(h);
+                kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+                if op == libc::EPOLL_CTL_DEL {
+                    return Some(0);
+                }
+                let ev = read_event()?;
+                return Some(kernel_ctl(epfd, libc::EPOLL_CTL_ADD, fd, ev.events, ev.u64));
+            }
+            if op == libc::EPOLL_CTL_DEL {
+                let r = list.swap_remove(i);
+                set_count(list);
+                return Some(kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0));
+            }
+            let Some(ev) = read_event() else {
+                set_errno(libc::EFAULT);
+                return Some(-1);
+            };
+            let r = &mut list[i];
+            r.events = ev.events;
+            r.data = ev.u64;
+            r.armed = true;
+            r.last = None;
+            // The eventfd's registration is level and armed as it was;
+            // a MOD wakes a sleeper to look again (as ep_modify does).
+            futex::eventfd_signal(r.end.ev);
+            Some(0)
+        }
+        (libc::EPOLL_CTL_ADD, None) => {
+            drop(h);
+            nested(fd);
+            let end = laned(fd)?;
+            let ino = ino_of(fd)?;
+            let ev = read_event()?;
+            if ev.events & libc::EPOLLEXCLUSIVE as u32 != 0 {
+                return None;
+            }
+            let (h, list) = locked();
+            if list.iter().any(|r| r.epfd == epfd && r.fd == fd) {
+                set_errno(libc::EEXIST);
+                return Some(-1);
+            }
+            let id = REGS.next.fetch_add(1, Ordering::Relaxed);
+            let r = kernel_ctl(
+                epfd,
+                libc::EPOLL_CTL_ADD,
+                end.ev,
+                libc::EPOLLIN as u32,
+                TAG | u64::from(id),
+            );
+            if r < 0 {
+                let e = errno();
+                drop(h);
+                if e == libc::EEXIST {
+                    // The same end twice in one set (a duplicate): the
+                    // daemon's way (the lane goes down).
+                    return None;
+                }
+                set_errno(e);
+                return Some(-1);
+            }
+            list.push(Reg {
+                id,
+                epfd,
+                fd,
+                ino,
+                events: ev.events,
+                data: ev.u64,
+                end,
+                armed: true,
+                last: None,
+            });
+            set_count(list);
+            Some(0)
+        }
+        _ => None,
+    }
+}
+
+/// What registration `r` reports for look `lk` (and its one-shot and edge
+/// state updated), or None.
+fn report(r: &mut Reg, lk: ready::Look) -> Option<u32> {
+    if !r.armed {
+        return None;
+    }
+    let mask = lk.mask & (r.events | ALWAYS);
+    if mask == 0 {
+        return None;
+    }
+    if r.events & libc::EPOLLET as u32 != 0 {
+        let now = (lk.tail_in, lk.head_out);
+        if let Some((t, h)) = r.last {
+            let edge_in = mask & ready::IN != 0 && t != now.0;
+            let edge_out = mask & ready::OUT != 0 && h != now.1;
+            if !edge_in && !edge_out {
+                return None;
+            }
+        }
+        r.last = Some(now);
+    }
+    if r.events & libc::EPOLLONESHOT as u32 != 0 {
+        r.armed = false;
+    }
+    Some(mask)
+}
+
+const KMAX: usize = 64;
+
+/// epoll_wait/epoll_pwait/epoll_pwait2 on a set holding registrations of
+/// laned descriptors: Some(result) or None (the C library's call).
+pub fn wait(
+    epfd: c_int,
+    out: *mut epoll_event,
+    max: c_int,
+    timeout: Option<Duration>,
+    sigmask: *const sigset_t,
+) -> Option<c_int> {
+    if HELD.load(Ordering::Relaxed) == 0 || max <= 0 {
+        return None;
+    }
+    let max = max as usize;
+    let size = std::mem::size_of::<epoll_event>();
+    if user::writable(out.cast(), max * size) < max * size {
+        return None;
+    }
+    {
+        let (_h, list) = locked();
+        if !list.iter().any(|r| r.epfd == epfd) {
+            return None;
+        }
+    }
+    let put = |i: usize, events: u32, data: u64| {
+        // SAFETY: probed writable for max entries; i < max.
+        unsafe { std::ptr::write_unaligned(out.add(i), epoll_event { events, u64: data }) };
+    };
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let mut got = 0;
+        // Registrations whose lane went down, moved back to their data
+        // files after the lock (the kernel's ADD polls the daemon).
+        let mut down: Vec<Reg> = Vec::new();
+        // Registrations reported by this call (once each, as Linux does).
+        let mut seen: Vec<u32> = Vec::new();
+        // A first look leaves the eventfds and flags alone; only when
+        // nothing is ready are the flags raised (the eventfds drained) and
+        // the rings looked at again before the sleep.
+        let mut sleeping = false;
+        // The ends this thread is to sleep on, left after the sleep.
+        let mut entered: Vec<(Laned, u32)> = Vec::new();
+        for pass in 0..2 {
+            if pass == 1 {
+                if got > 0 {
+                    break;
+                }
+                sleeping = true;
+            }
+            let (_h, list) = locked();
+            let mut i = 0;
+            while i < list.len() {
+                let r = &mut list[i];
+                if r.epfd != epfd {
+                    i += 1;
+                    continue;
+                }
+                if ino_of(r.fd) != Some(r.ino) {
+                    // The program closed the socket: Linux drops the
+                    // registration with the file (a duplicate it kept
+                    // would keep it there: a lane has none).
+                    let r = list.swap_remove(i);
+                    kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+                    continue;
+                }
+                if r.armed && sleeping {
+                    raise(&r.end, r.events, enter(r.end.ev));
+                    entered.push((r.end, r.events));
+                }
+                let Some(lk) = ready::look(r.end.region, r.end.side) else {
+                    down.push(list.swap_remove(i));
+                    continue;
+                };
+                if got < max {
+                    if let Some(m) = report(r, lk) {
+                        put(got, m, r.data);
+                        seen.push(r.id);
+                        got += 1;
+                    }
+                }
+                i += 1;
+            }
+            set_count(list);
+        }
+        down.iter().for_each(to_data_file);
+        let mut moved = !down.is_empty();
+        let wait = if got > 0 || moved {
+            Some(Duration::ZERO)
+        } else {
+            left(deadline)
+        };
+        let mut k = [epoll_event { events: 0, u64: 0 }; KMAX];
+        let kmax = (max - got).min(KMAX);
+        let r = if kmax == 0 {
+            0
+        } else {
+            let ms = wait.map_or(-1, |d| {
+                d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as c_int
+            });
+            // SAFETY: k holds kmax entries; sigmask is the caller's or null.
+            unsafe { real::epoll_pwait(epfd, k.as_mut_ptr(), kmax as c_int, ms, sigmask) }
+        };
+        let err = errno();
+        for (end, events) in &entered {
+            if leave(end.ev) {
+                lower(end, *events);
+            }
+        }
+        let (h, list) = locked();
+        if r < 0 {
+            drop(h);
+            if got > 0 {
+                return Some(got as c_int);
+            }
+            set_errno(err);
+            return Some(-1);
+        }
+        for e in &k[..r as usize] {
+            let (events, data) = (e.events, e.u64);
+            if data & 0xffff_ffff_0000_0000 != TAG {
+                put(got, events, data);
+                got += 1;
+                continue;
+            }
+            // A lane's eventfd: a wake-up; look at that ring.
+            let id = data as u32;
+            let Some(r) = list.iter_mut().find(|r| r.id == id && r.epfd == epfd) else {
+                continue;
+            };
+            if seen.contains(&id) {
+                continue;
+            }
+            if let Some(lk) = ready::look(r.end.region, r.end.side) {
+                if let Some(m) = report(r, lk) {
+                    put(got, m, r.data);
+                    got += 1;
+                }
+            } else {
+                moved = true;
+            }
+        }
+        drop(h);
+        if got > 0 || (!moved && left(deadline) == Some(Duration::ZERO)) {
+            return Some(got as c_int);
+        }
+    }
+}

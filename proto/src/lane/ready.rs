@@ -1,0 +1,174 @@
+//! Readiness on a lane (issue 30 stage c, docs/LANE.md): what poll, select
+//! and epoll report for one end, computed from the region's words without
+//! the end's reader or writer (another thread of the process may be using
+//! them), and the waiting flags a poller raises so that the peer signals
+//! the end's eventfd (`ring::Notify::Eventfd`) when it publishes.
+//!
+//! The look is advisory: a position that is no position (backwards, past
+//! the ring) reports the socket readable and writable, so that the program
+//! calls read or write, which find the corruption (ECONNRESET).
+
+use std::sync::atomic::{Ordering, fence};
+
+use super::region::{
+    OFF_FIN, OFF_HEAD, OFF_READER_WAITING, OFF_TAIL, OFF_WRITER_WAITING, Region, dir_word,
+};
+use super::state::State;
+
+/// poll(2)'s bits as Linux's unix_poll gives them for a connected stream.
+pub const IN: u32 = (libc::POLLIN | libc::POLLRDNORM) as u32;
+pub const OUT: u32 = (libc::POLLOUT | libc::POLLWRNORM | libc::POLLWRBAND) as u32;
+pub const RDHUP: u32 = libc::POLLRDHUP as u32;
+
+/// What one end's look found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Look {
+    /// POLL* bits.
+    pub mask: u32,
+    /// The incoming ring's tail and the outgoing ring's head as published
+    /// (an edge-triggered registration reports again when one moved).
+    pub tail_in: u32,
+    pub head_out: u32,
+}
+
+/// End `side`'s readiness, or None when the state is not `Direct` (the
+/// daemon decides: poll the data file).
+pub fn look(r: &Region, side: usize) -> Option<Look> {
+    if r.state() != Some(State::Direct) {
+        return None;
+    }
+    let [cap_out, cap_in] = {
+        let c = r.caps();
+        if side == 0 { c } else { [c[1], c[0]] }
+    };
+    let din = 1 - side;
+    let fin = r.word(dir_word(din, OFF_FIN)).load(Ordering::Acquire);
+    let tail_in = r.word(dir_word(din, OFF_TAIL)).load(Ordering::Acquire);
+    let head_in = r.word(dir_word(din, OFF_HEAD)).load(Ordering::Acquire);
+    let tail_out = r.word(dir_word(side, OFF_TAIL)).load(Ordering::Acquire);
+    let head_out = r.word(dir_word(side, OFF_HEAD)).load(Ordering::Acquire);
+    let used_in = tail_in.wrapping_sub(head_in);
+    let queued = tail_out.wrapping_sub(head_out);
+    let mut mask = 0;
+    if used_in > cap_in || queued > cap_out || fin > 1 {
+        // Not a ring: let read or write find it.
+        return Some(Look {
+            mask: IN | OUT,
+            tail_in,
+            head_out,
+        });
+    }
+    if used_in > 0 {
+        mask |= IN;
+    }
+    if fin == 1 {
+        mask |= IN | RDHUP;
+    }
+    // unix_writable(): writable while at most a quarter of the sender's
+    // budget is in flight (the ring is the budget).
+    if u64::from(queued) * 4 <= u64::from(cap_out) {
+        mask |= OUT;
+    }
+    Some(Look {
+        mask,
+        tail_in,
+        head_out,
+    })
+}
+
+/// Raises (or lowers) end `side`'s waiting flags for what a poller waits
+/// for: the incoming ring's reader flag for input, the outgoing ring's
+/// writer flag for output. After raising, a SeqCst fence: a look after it
+/// and the peer's publish cannot both miss each other.
+pub fn set_waiting(r: &Region, side: usize, input: bool, output: bool, up: bool) {
+    let v = u32::from(up);
+    if input {
+        r.word(dir_word(1 - side, OFF_READER_WAITING))
+            .store(v, Ordering::Relaxed);
+    }
+    if output {
+        r.word(dir_word(side, OFF_WRITER_WAITING))
+            .store(v, Ordering::Relaxed);
+    }
+    fence(Ordering::SeqCst);
+}
+
+/// Moves the lane's descriptor `fd` above the program's (requirement 7):
+/// to the lowest free number at or above three quarters of RLIMIT_NOFILE
+/// (at most 4096, so a huge limit does not grow the fd table), close-on-
+/// exec, and closes `fd`. A program that opens fewer files than the floor
+/// sees Linux's numbering. Err (and `fd` closed): no room there.
+pub fn move_high(fd: i32) -> Result<i32, crate::Errno> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit64 of this process reads into a live rlimit.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_prlimit64,
+            0,
+            libc::RLIMIT_NOFILE,
+            std::ptr::null::<libc::rlimit>(),
+            &mut rl as *mut libc::rlimit,
+        )
+    };
+    let floor = if r < 0 {
+        1024
+    } else {
+        (rl.rlim_cur / 4 * 3).min(4096) as libc::c_long
+    };
+    // SAFETY: fcntl and close on a descriptor the caller owns.
+    unsafe {
+        let n = libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, floor);
+        let e = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        libc::syscall(libc::SYS_close, fd);
+        if n < 0 { Err(e) } else { Ok(n as i32) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lane::{Framing, Side};
+
+    /// What poll would report for end B as end A writes, fills its ring,
+    /// B drains it, the words are scribbled over, and the lane goes down.
+    #[test]
+    fn readiness_follows_the_rings_and_the_state() {
+        let (_fd, r) = Region::create([4096, 4096]).expect("create");
+        r.set_state(State::Direct);
+        let (mut wa, _ra) = r.end(Side::A, Framing::Stream);
+        let (_wb, mut rb) = r.end(Side::B, Framing::Stream);
+        let m = |side| look(&r, side).map(|l| l.mask);
+        println!("fresh: A {:?} B {:?}", m(0), m(1));
+        assert_eq!(m(1), Some(OUT));
+        wa.write(b"hello").unwrap();
+        println!("a write: A {:?} B {:?}", m(0), m(1));
+        assert_eq!(m(1), Some(IN | OUT));
+        let t0 = look(&r, 1).unwrap().tail_in;
+        while wa.write(&[1u8; 1000]).is_ok() {}
+        println!("A full: A {:?} B {:?}", m(0), m(1));
+        assert_eq!(m(0), Some(0), "a full sender is not writable");
+        assert_ne!(look(&r, 1).unwrap().tail_in, t0, "an edge: the tail moved");
+        let mut buf = [0u8; 4096];
+        let mut got = 0;
+        while let Ok(n) = rb.read(&mut buf[..1024], false) {
+            got += n;
+            if m(0) == Some(OUT) {
+                break;
+            }
+        }
+        // unix_writable: writable again once at most a quarter is queued.
+        println!("B read {got}: A {:?}", m(0));
+        assert!(got >= 4096 - 1024, "{got}");
+        r.word(dir_word(0, OFF_TAIL))
+            .store(0xdead_beef, Ordering::SeqCst);
+        println!("tail scribbled: B {:?}", m(1));
+        assert_eq!(m(1), Some(IN | OUT), "not a ring: read and write find it");
+        r.set_state(State::Through);
+        assert_eq!(look(&r, 1), None, "down: the daemon answers");
+    }
+}
