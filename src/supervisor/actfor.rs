@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::fuse::actfor::XATTR;
+use crate::fuse::actfor::{XATTR, XATTR_SECURITY};
 
 pub struct Grant {
     /// Set in the daemon (else the supervisor's own credentials stand in).
@@ -32,18 +32,47 @@ thread_local! {
     static HELD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-fn set(root: &CString, value: &[u8]) -> bool {
-    let name = CString::new(XATTR).expect("no NUL in the name");
+/// The security name was refused (no CAP_SYS_ADMIN over the mount, or a
+/// security module that keeps the namespace): the user name from then on.
+static NO_SECURITY_NAME: AtomicBool = AtomicBool::new(false);
+
+fn set_as(root: &CString, name: &str, value: &[u8]) -> Result<(), i32> {
+    let name = CString::new(name).expect("no NUL in the name");
     // SAFETY: NUL-terminated path and name; the value is a local buffer.
-    unsafe {
+    let r = unsafe {
         libc::setxattr(
             root.as_ptr(),
             name.as_ptr(),
             value.as_ptr().cast(),
             value.len(),
             0,
-        ) == 0
+        )
+    };
+    if r == 0 {
+        return Ok(());
     }
+    Err(std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO))
+}
+
+/// Sets the grant: under the security name while it is let (one round
+/// trip to the daemon instead of two, src/fuse/actfor.rs XATTR_SECURITY),
+/// else the user name. A refusal under the security name is tried again
+/// under the user name (the kernel's refusal and the daemon's look alike);
+/// once the user name alone is let, it is used from then on.
+fn set(root: &CString, value: &[u8]) -> bool {
+    if NO_SECURITY_NAME.load(Ordering::Relaxed) {
+        return set_as(root, XATTR, value).is_ok();
+    }
+    if set_as(root, XATTR_SECURITY, value).is_ok() {
+        return true;
+    }
+    let set = set_as(root, XATTR, value).is_ok();
+    if set {
+        NO_SECURITY_NAME.store(true, Ordering::Relaxed);
+    }
+    set
 }
 
 impl Grant {
