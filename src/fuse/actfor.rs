@@ -258,7 +258,7 @@ fn caps_covered(tid: u32, me: &Status, target: u32, them: &Status) -> bool {
     procfs::open_ns(target, "user").is_ok_and(|ns| holder.capable_in(ns, CAP_SYS_PTRACE))
 }
 
-/// `user.udsfs.act_for` set to `value` by thread `tid` (fsuid `uid`): a
+/// `user.udsfs.act_for` (or the security name) set to `value` by thread `tid` (fsuid `uid`): a
 /// thread id to act for, or empty / "0" to stop. Errno on refusal.
 pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     let text = std::str::from_utf8(value).map_err(|_| libc::EINVAL)?;
@@ -476,7 +476,8 @@ fn remember(key: CheckedKey, ch: Checked) {
 }
 
 /// setxattr of `name` on inode `ino` by thread `tid` (fsuid `uid`): only
-/// the mount root's `user.udsfs.act_for` is there to set.
+/// the mount root's `user.udsfs.act_for`, and `security.udsfs.act_for` on
+/// any file, are there to set.
 pub(super) fn set_xattr(
     ino: u64,
     name: &[u8],
@@ -484,7 +485,12 @@ pub(super) fn set_xattr(
     uid: u32,
     value: &[u8],
 ) -> Result<(), Errno> {
-    if ino != ROOT_INO || (name != XATTR.as_bytes() && name != XATTR_SECURITY.as_bytes()) {
+    // The user name on the root alone (the kernel lets only those who may
+    // write the root set it); the security name, which the kernel lets only
+    // CAP_SYS_ADMIN set, on any file (the supervisor sets it on a socket of
+    // its own per thread: a setxattr holds its inode's lock).
+    let named = (ino == ROOT_INO && name == XATTR.as_bytes()) || name == XATTR_SECURITY.as_bytes();
+    if !named {
         return Err(Errno::ENOTSUP);
     }
     set(tid, uid, value).map_err(Errno::from_raw)
@@ -628,11 +634,8 @@ mod tests {
             caller_of(me, 0, 0).status.is_some(),
             "the status checked comes along"
         );
-        assert_eq!(
-            caller_of(me + 1, 7, 8).tid,
-            me + 1,
-            "only the granted thread"
-        );
+        // (A thread of no grant: me + 1 may be another test's, granting.)
+        assert_eq!(caller_of(pid, 7, 8).tid, pid, "only the granted thread");
         assert!(caller_of(me, 0, 0).netns.is_none());
         set(me, 0, format!("{pid} netns").as_bytes()).unwrap();
         let own_ns = crate::engine::netns::of_thread(me);
@@ -784,6 +787,28 @@ mod tests {
             second,
             Err(libc::EPERM),
             "the new group is not the caller's"
+        );
+    }
+
+    /// The user name is the root's alone (the kernel lets only who may
+    /// write the root set it there); the security name, CAP_SYS_ADMIN's
+    /// alone, is taken on any file.
+    #[test]
+    fn the_user_name_is_the_roots_and_the_security_name_any_files() {
+        let me = tid();
+        let other = ROOT_INO + 7;
+        let user = set_xattr(other, XATTR.as_bytes(), me, 0, b"x");
+        let secure = set_xattr(other, XATTR_SECURITY.as_bytes(), me, 0, b"x");
+        println!("on inode {other}: user name {user:?}, security name {secure:?}");
+        assert_eq!(user, Err(Errno::ENOTSUP));
+        assert_eq!(secure, Err(Errno::EINVAL), "the value is looked at");
+        assert_eq!(
+            set_xattr(ROOT_INO, XATTR.as_bytes(), me, 0, b"x"),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            set_xattr(other, b"user.other", me, 0, b"1"),
+            Err(Errno::ENOTSUP)
         );
     }
 }
