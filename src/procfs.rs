@@ -64,7 +64,8 @@ impl Status {
 
     /// `/proc/<tid>/status` (any thread id works there, not only a tgid).
     pub fn read(tid: u32) -> io::Result<Status> {
-        std::fs::read_to_string(format!("/proc/{tid}/status")).map(|t| Status::parse(&t))
+        let text = read_small(&format!("/proc/{tid}/status"))?;
+        Ok(Status::parse(&String::from_utf8_lossy(&text)))
     }
 
     pub fn parse(text: &str) -> Status {
@@ -330,6 +331,31 @@ pub fn fd_flags(tid: i32, fd: i32) -> Option<u32> {
 
 /// When process `pid` started, in clock ticks since boot (field 22 of
 /// `/proc/<pid>/stat`): with the pid, it names one process for good.
+/// A /proc file whole, in as few reads as it takes (one and the one that
+/// sees its end, for a status): `fs::read_to_string` asks the size first
+/// (a statx, 0 for /proc) and grows its buffer from a small probe, eight
+/// reads for a status, and the act-for checks read one for each call
+/// the supervisor carries out.
+pub fn read_small(path: &str) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 4096];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    Ok(buf)
+}
+
 pub fn start_time(pid: i32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses.

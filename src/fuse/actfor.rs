@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use nix::errno::Errno;
@@ -21,6 +22,12 @@ use crate::engine::userns;
 use crate::procfs::{self, Status};
 
 pub const XATTR: &str = "user.udsfs.act_for";
+/// The same in the security namespace, for a supervisor with CAP_SYS_ADMIN
+/// over the mount: the kernel lets only such a caller set it and checks no
+/// file permission (xattr_permission), so the setxattr is one round trip,
+/// without the GETATTR that the root's permission check makes for the
+/// user name (attributes are never cached). The daemon checks the same.
+pub const XATTR_SECURITY: &str = "security.udsfs.act_for";
 
 struct Grant {
     /// The supervisor thread's process and its start time: a reused thread
@@ -47,9 +54,41 @@ struct Grant {
     /// process (a pid reused is another struct pid), instead of reading
     /// both start times from /proc (with the supervisor's status, three of
     /// the four /proc reads a request made: over half the daemon's time
-    /// under `udsfs run`'s supervisor). None: not to be had; /proc decides.
-    pidfds: Option<(OwnedFd, OwnedFd)>,
+    /// under `udsfs run`'s supervisor). Shared with `CHECKED`'s entries.
+    /// None: not to be had; /proc decides.
+    pidfds: Option<Pidfds>,
+    /// With pidfds: the target's status as read when the grant was set
+    /// (the requests under it use this one; see `caller_of`).
+    status: Option<Status>,
+    /// A pidfd of the granting thread itself (PIDFD_THREAD): alive, it is
+    /// the thread that set the grant, not another that got its id since.
+    /// None: not to be had; /proc/TGID/task/TID decides.
+    thread: Option<OwnedFd>,
 }
+
+/// The supervisor's and the target's pidfds.
+type Pidfds = (Arc<OwnedFd>, Arc<OwnedFd>);
+
+/// A target that a supervisor's thread was let act for: the full check of
+/// `set` (the tree, the ids, the capabilities, both start times) is not
+/// made again while both processes are the ones checked (their pidfds) and
+/// the target's credentials are the ones it was checked with (one read of
+/// its status). Keyed by (supervisor process, setter's fsuid, target
+/// thread).
+struct Checked {
+    started: u64,
+    target_tgid: i32,
+    target_started: u64,
+    uids: [u32; 4],
+    gids: [u32; 4],
+    cap_eff: u64,
+    pidfds: Pidfds,
+}
+
+/// (supervisor process, setter's fsuid, target thread).
+type CheckedKey = (i32, u32, u32);
+
+static CHECKED: Mutex<Option<HashMap<CheckedKey, Checked>>> = Mutex::new(None);
 
 /// A pidfd of process `pid`.
 fn pidfd(pid: i32) -> Option<OwnedFd> {
@@ -57,6 +96,25 @@ fn pidfd(pid: i32) -> Option<OwnedFd> {
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     // SAFETY: as above.
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// A pidfd of thread `tid` alone (PIDFD_THREAD, Linux 6.9).
+fn thread_pidfd(tid: u32) -> Option<OwnedFd> {
+    const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
+    // SAFETY: pidfd_open returns a new descriptor we own.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid as i32, PIDFD_THREAD) };
+    // SAFETY: as above.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Is thread `tid` of process `tgid` the one granted: its own pidfd alive
+/// (a thread pidfd is signalled as that thread; one that exited is gone
+/// even if its id was taken again), or without one, its /proc entry there.
+fn same_thread(thread: Option<&OwnedFd>, tgid: i32, tid: u32) -> bool {
+    match thread {
+        Some(fd) => alive(fd),
+        None => std::path::Path::new(&format!("/proc/{tgid}/task/{tid}")).exists(),
+    }
 }
 
 /// Is the process of `pidfd` still there (a zombie too, as its /proc entry
@@ -105,46 +163,46 @@ fn exits() -> i32 {
     })
 }
 
-/// Drops grant `tid` once the process of `sup` (its supervisor) has exited.
-fn watch_exit(sup: &OwnedFd, tid: u32) {
+/// Drops the grants and checked targets of supervisor `sup` once its
+/// process has exited (once per pidfd: they share it).
+fn watch_exit(sup: &OwnedFd) {
     let ep = exits();
     if ep < 0 {
         return;
     }
     let mut ev = libc::epoll_event {
-        events: libc::EPOLLIN as u32,
-        u64: u64::from(tid),
+        events: (libc::EPOLLIN | libc::EPOLLONESHOT) as u32,
+        u64: 0,
     };
     // SAFETY: `ev` is ours; a pidfd is readable once its process exited.
-    // Closing the pidfd (the grant dropped) takes it out of the set.
+    // Closing the pidfd (the last grant or checked target that shares it
+    // dropped) takes it out of the set.
     unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, sup.as_raw_fd(), &mut ev) };
 }
 
-/// The exits thread: each supervisor that exited loses its thread's grant
-/// (unless a new grant with a living supervisor took that thread id).
+/// The exits thread: a supervisor that exited loses its threads' grants
+/// and its checked targets (a grant or check of a living supervisor that
+/// took one of its thread ids stays).
 fn reap_exits(ep: i32) {
     let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 64];
     loop {
         // SAFETY: `evs` holds 64 events.
         let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), 64, -1) };
-        if n < 0 {
+        if n <= 0 {
             continue;
         }
         let mut g = GRANTS.lock();
-        let Some(map) = g.as_mut() else { continue };
-        for ev in &evs[..n as usize] {
-            let tid = ev.u64 as u32;
-            let gone = map
-                .get(&tid)
-                .and_then(|gr| gr.pidfds.as_ref())
-                .is_some_and(|(sup, _)| !alive(sup));
-            if gone {
-                map.remove(&tid);
-            }
+        if let Some(map) = g.as_mut() {
+            map.retain(|_, gr| gr.pidfds.as_ref().is_none_or(|(sup, _)| alive(sup)));
+            COUNT.store(map.len(), Ordering::Relaxed);
         }
-        COUNT.store(map.len(), Ordering::Relaxed);
+        drop(g);
+        if let Some(m) = CHECKED.lock().as_mut() {
+            m.retain(|_, c| alive(&c.pidfds.0));
+        }
     }
 }
+
 /// How many grants there are: requests pay no lock while there are none.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// Past this many grants, those of threads gone are swept out before another
@@ -153,6 +211,9 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 const SWEEP_AT: usize = 1024;
 /// Grants that hold pidfds, at most (the daemon's descriptors are few).
 const PIDFD_GRANTS: usize = 256;
+/// Checked targets kept, at most (each holds the pidfds of two processes,
+/// shared with the grants and checks of the same processes).
+const CHECKED_MAX: usize = 256;
 
 /// Is `pid` (a process) `ancestor` or below it?
 fn in_tree(mut pid: i32, ancestor: i32) -> bool {
@@ -197,7 +258,7 @@ fn caps_covered(tid: u32, me: &Status, target: u32, them: &Status) -> bool {
     procfs::open_ns(target, "user").is_ok_and(|ns| holder.capable_in(ns, CAP_SYS_PTRACE))
 }
 
-/// `user.udsfs.act_for` set to `value` by thread `tid` (fsuid `uid`): a
+/// `user.udsfs.act_for` (or the security name) set to `value` by thread `tid` (fsuid `uid`): a
 /// thread id to act for, or empty / "0" to stop. Errno on refusal.
 pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     let text = std::str::from_utf8(value).map_err(|_| libc::EINVAL)?;
@@ -219,6 +280,19 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
         COUNT.store(map.len(), Ordering::Relaxed);
         return Ok(());
     }
+    if let Some(gr) = checked_before(map, tid, uid, target, granter_netns) {
+        // (Replacing the grant it took the thread's pidfd from.)
+        map.insert(tid, gr);
+        COUNT.store(map.len(), Ordering::Relaxed);
+        return Ok(());
+    }
+    // Opened while the thread is in this request (its id cannot be taken
+    // again meanwhile): it names this thread, whose process is read next.
+    let thread = if map.len() < PIDFD_GRANTS {
+        thread_pidfd(tid)
+    } else {
+        None
+    };
     let me = Status::read(tid).map_err(|_| libc::ESRCH)?;
     let them = Status::read(target).map_err(|_| libc::ESRCH)?;
     if them.tgid == me.tgid || !in_tree(them.tgid, me.tgid) {
@@ -240,9 +314,9 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     // got its pid meanwhile: read again, the same process with the same ids.
     // The pidfds, opened before the second look: if it finds the same
     // process, they name that one.
-    // (Two descriptors a grant: past PIDFD_GRANTS grants, /proc alone.)
+    // (Two descriptors a process: past PIDFD_GRANTS grants, /proc alone.)
     let pidfds = if map.len() < PIDFD_GRANTS {
-        pidfd(me.tgid).zip(pidfd(them.tgid))
+        pidfds_of((me.tgid, started), (them.tgid, target_started))
     } else {
         None
     };
@@ -259,9 +333,21 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
                 && procfs::start_time(g.tgid) == Some(g.started)
         });
     }
-    if let Some((sup, _)) = &pidfds {
-        watch_exit(sup, tid);
+    if let Some(p) = &pidfds {
+        remember(
+            (me.tgid, uid, target),
+            Checked {
+                started,
+                target_tgid: them.tgid,
+                target_started,
+                uids: them.uids,
+                gids: them.gids,
+                cap_eff: them.cap_eff,
+                pidfds: p.clone(),
+            },
+        );
     }
+    let status = pidfds.is_some().then_some(again);
     map.insert(
         tid,
         Grant {
@@ -277,14 +363,121 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
             cap_eff: them.cap_eff,
             granter_netns,
             pidfds,
+            status,
+            thread,
         },
     );
     COUNT.store(map.len(), Ordering::Relaxed);
     Ok(())
 }
 
+/// The grant of thread `tid` (fsuid `uid`) for `target` without the full
+/// check, when `tid` granted before as a thread of a supervisor that
+/// `target` was checked for with this user (`CHECKED`): the supervisor's
+/// and the target's processes the ones checked (their pidfds, asked after
+/// the reads), `tid` still a thread of the supervisor's process (a thread
+/// id that another process reused is not), and the target's status read
+/// once, its ids and capabilities the ones checked (else the full check:
+/// a setgid or file-capability exec, a raw setresuid since). Threads of one
+/// supervisor with the same fsuid count as one principal. None: the full
+/// check decides.
+fn checked_before(
+    map: &mut HashMap<u32, Grant>,
+    tid: u32,
+    uid: u32,
+    target: u32,
+    granter_netns: bool,
+) -> Option<Grant> {
+    let prev = map.get_mut(&tid)?;
+    prev.pidfds.as_ref()?;
+    let (tgid, started) = (prev.tgid, prev.started);
+    let c = CHECKED.lock();
+    let ch = c.as_ref()?.get(&(tgid, uid, target))?;
+    if ch.started != started {
+        return None;
+    }
+    let pidfds = ch.pidfds.clone();
+    let (t_tgid, t_started, ids) = (
+        ch.target_tgid,
+        ch.target_started,
+        (ch.uids, ch.gids, ch.cap_eff),
+    );
+    drop(c);
+    let thread = same_thread(prev.thread.as_ref(), tgid, tid);
+    let st = Status::read(target).ok()?;
+    let same = thread
+        && st.tgid == t_tgid
+        && (st.uids, st.gids, st.cap_eff) == ids
+        && alive(&pidfds.0)
+        && alive(&pidfds.1);
+    same.then(|| Grant {
+        tgid,
+        started,
+        target,
+        fsuid: st.uids[3],
+        fsgid: st.gids[3],
+        target_tgid: t_tgid,
+        target_started: t_started,
+        uids: st.uids,
+        gids: st.gids,
+        cap_eff: st.cap_eff,
+        granter_netns,
+        pidfds: Some(pidfds),
+        status: Some(st),
+        thread: prev.thread.take(),
+    })
+}
+
+/// Pidfds of the supervisor's process and of the target's, (tgid, start
+/// time) each: those a checked target already holds for the same process,
+/// else new ones (a new supervisor's watched for its exit).
+fn pidfds_of(sup: (i32, u64), target: (i32, u64)) -> Option<Pidfds> {
+    let c = CHECKED.lock();
+    let known = |who: (i32, u64)| {
+        c.as_ref()?.iter().find_map(|((tgid, _, _), ch)| {
+            if (*tgid, ch.started) == who {
+                Some(ch.pidfds.0.clone())
+            } else if (ch.target_tgid, ch.target_started) == who {
+                Some(ch.pidfds.1.clone())
+            } else {
+                None
+            }
+        })
+    };
+    let (old_sup, old_target) = (known(sup), known(target));
+    drop(c);
+    let s = match old_sup {
+        Some(s) => s,
+        None => {
+            let s = Arc::new(pidfd(sup.0)?);
+            watch_exit(&s);
+            s
+        }
+    };
+    let t = match old_target {
+        Some(t) => t,
+        None => Arc::new(pidfd(target.0)?),
+    };
+    Some((s, t))
+}
+
+/// Keeps a checked target (past CHECKED_MAX, those whose processes are
+/// gone go, then all).
+fn remember(key: CheckedKey, ch: Checked) {
+    let mut c = CHECKED.lock();
+    let m = c.get_or_insert_with(HashMap::new);
+    if m.len() >= CHECKED_MAX && !m.contains_key(&key) {
+        m.retain(|_, c| alive(&c.pidfds.0) && alive(&c.pidfds.1));
+        if m.len() >= CHECKED_MAX {
+            m.clear();
+        }
+    }
+    m.insert(key, ch);
+}
+
 /// setxattr of `name` on inode `ino` by thread `tid` (fsuid `uid`): only
-/// the mount root's `user.udsfs.act_for` is there to set.
+/// the mount root's `user.udsfs.act_for`, and `security.udsfs.act_for` on
+/// any file, are there to set.
 pub(super) fn set_xattr(
     ino: u64,
     name: &[u8],
@@ -292,7 +485,12 @@ pub(super) fn set_xattr(
     uid: u32,
     value: &[u8],
 ) -> Result<(), Errno> {
-    if ino != ROOT_INO || name != XATTR.as_bytes() {
+    // The user name on the root alone (the kernel lets only those who may
+    // write the root set it); the security name, which the kernel lets only
+    // CAP_SYS_ADMIN set, on any file (the supervisor sets it on a socket of
+    // its own per thread: a setxattr holds its inode's lock).
+    let named = (ino == ROOT_INO && name == XATTR.as_bytes()) || name == XATTR_SECURITY.as_bytes();
+    if !named {
         return Err(Errno::ENOTSUP);
     }
     set(tid, uid, value).map_err(Errno::from_raw)
@@ -340,22 +538,34 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
     // same process with the same credentials (else: reused pid, setuid exec).
     let (same, target) = if has_pidfds {
         // A thread of the supervisor's process (the one granted, or one that
-        // took its id since: the same process) and the target's status, read
-        // before the pidfds are asked: alive after the reads, each process
-        // was the one granted all along, so the reads were of it.
-        let thread = std::path::Path::new(&format!("/proc/{tgid}/task/{tid}")).exists();
-        let st = Status::read(who.0).ok();
+        // took its id since: the same process), and both processes the ones
+        // granted (their pidfds, asked after the look). The target's status
+        // is the one read when the grant was set, at the start of the call
+        // it is set for: a thread trapped in a call cannot change its own
+        // credentials, and no other thread can change them (an exec by
+        // another thread of its process kills it first, and ends the call).
+        // A grant left after its call serves only the calls that are the
+        // same whoever makes them (the supervisor sets one for each call
+        // that is not: src/supervisor/actfor.rs).
         let g = GRANTS.lock();
-        let lives = g
+        let gr = g
             .as_ref()
             .and_then(|m| m.get(&tid))
-            .filter(|gr| (gr.started, gr.target_started) == (started, t_started))
-            .and_then(|gr| gr.pidfds.as_ref())
-            .is_some_and(|(sup, tgt)| alive(sup) && alive(tgt));
+            .filter(|gr| (gr.started, gr.target_started) == (started, t_started));
+        // A living granting thread keeps its process (with no pidfd of its
+        // own, the /proc look, then the process's pidfd).
+        let thread = gr.is_some_and(|gr| {
+            same_thread(gr.thread.as_ref(), tgid, tid)
+                && (gr.thread.is_some() || gr.pidfds.as_ref().is_some_and(|(sup, _)| alive(sup)))
+        });
+        let st = gr
+            .filter(|gr| gr.pidfds.as_ref().is_some_and(|(_, tgt)| alive(tgt)))
+            .and_then(|gr| gr.status.clone());
         drop(g);
+        let lives = st.is_some();
         (
             thread && lives,
-            st.filter(|st| lives && st.tgid == t_tgid && (st.uids, st.gids, st.cap_eff) == ids),
+            st.filter(|st| st.tgid == t_tgid && (st.uids, st.gids, st.cap_eff) == ids),
         )
     } else {
         let same = Status::read(tid).is_ok_and(|st| st.tgid == tgid)
@@ -424,11 +634,8 @@ mod tests {
             caller_of(me, 0, 0).status.is_some(),
             "the status checked comes along"
         );
-        assert_eq!(
-            caller_of(me + 1, 7, 8).tid,
-            me + 1,
-            "only the granted thread"
-        );
+        // (A thread of no grant: me + 1 may be another test's, granting.)
+        assert_eq!(caller_of(pid, 7, 8).tid, pid, "only the granted thread");
         assert!(caller_of(me, 0, 0).netns.is_none());
         set(me, 0, format!("{pid} netns").as_bytes()).unwrap();
         let own_ns = crate::engine::netns::of_thread(me);
@@ -459,5 +666,149 @@ mod tests {
         assert!(n <= SWEEP_AT, "{n} grants kept for exited threads");
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    /// A child `sleep 20`.
+    fn sleeper() -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg("20")
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_grant_is_not_kept_for_a_thread_that_exited() {
+        let mut child = sleeper();
+        let pid = child.id();
+        let p = pid.to_string();
+        let dead = std::thread::spawn(move || {
+            let t = tid();
+            set(t, 0, p.as_bytes()).unwrap();
+            assert_eq!(
+                caller_of(t, 0, 0).tid,
+                pid,
+                "granted while the thread lives"
+            );
+            t
+        })
+        .join()
+        .unwrap();
+        // The thread is gone: a request or grant under its id comes from
+        // another thread (here the id is only named; a reused one looks
+        // the same to the daemon).
+        let again = set(dead, 0, pid.to_string().as_bytes());
+        println!("set by exited thread {dead}: {again:?}");
+        assert_eq!(
+            again,
+            Err(libc::ESRCH),
+            "the target checked before is not reused"
+        );
+        let who = caller_of(dead, 0, 0).tid;
+        println!("request of exited thread {dead} taken as {who}");
+        assert_eq!(who, dead, "no grant for a thread that exited");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_grant_is_not_kept_for_a_target_that_exited() {
+        let mut child = sleeper();
+        let pid = child.id();
+        let me = tid();
+        set(me, 0, pid.to_string().as_bytes()).unwrap();
+        assert_eq!(caller_of(me, 0, 0).tid, pid);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let who = caller_of(me, 0, 0).tid;
+        println!("request after target {pid} exited taken as {who}");
+        assert_eq!(who, me, "no grant for a target that exited");
+    }
+
+    /// A target checked once is checked again when its ids changed: here
+    /// a setgid exec (group 4242, which the caller is not in) between two
+    /// grants of a caller of its user (4243).
+    #[test]
+    fn a_target_whose_ids_changed_is_checked_again() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("udsfs-actfor-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sg = dir.join("sgsleep");
+        std::fs::copy("/bin/sleep", &sg).unwrap();
+        std::os::unix::fs::chown(&sg, Some(0), Some(4242)).unwrap();
+        std::fs::set_permissions(&sg, std::fs::Permissions::from_mode(0o2755)).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let script = format!("read x; exec {} 20", sg.display());
+        let mut child = std::process::Command::new("setpriv")
+            .args([
+                "--reuid=4243",
+                "--regid=0",
+                "--clear-groups",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let me = tid();
+        let gids = |pid: u32| Status::read(pid).map(|st| st.gids).unwrap_or_default();
+        // Once setpriv has dropped to the user (its exec of sh).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while Status::read(pid).ok().map(|st| st.uids[0]) != Some(4243) {
+            assert!(std::time::Instant::now() < deadline, "setpriv did not run");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let first = set(me, 4243, pid.to_string().as_bytes());
+        println!(
+            "grant for {pid} (gids {:?}) by uid 4243: {first:?}",
+            gids(pid)
+        );
+        assert_eq!(first, Ok(()));
+        // The setgid exec.
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        while gids(pid)[1] != 4242 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the setgid exec did not happen"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let second = set(me, 4243, pid.to_string().as_bytes());
+        println!(
+            "grant for {pid} (gids {:?}) by uid 4243: {second:?}",
+            gids(pid)
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            second,
+            Err(libc::EPERM),
+            "the new group is not the caller's"
+        );
+    }
+
+    /// The user name is the root's alone (the kernel lets only who may
+    /// write the root set it there); the security name, CAP_SYS_ADMIN's
+    /// alone, is taken on any file.
+    #[test]
+    fn the_user_name_is_the_roots_and_the_security_name_any_files() {
+        let me = tid();
+        let other = ROOT_INO + 7;
+        let user = set_xattr(other, XATTR.as_bytes(), me, 0, b"x");
+        let secure = set_xattr(other, XATTR_SECURITY.as_bytes(), me, 0, b"x");
+        println!("on inode {other}: user name {user:?}, security name {secure:?}");
+        assert_eq!(user, Err(Errno::ENOTSUP));
+        assert_eq!(secure, Err(Errno::EINVAL), "the value is looked at");
+        assert_eq!(
+            set_xattr(ROOT_INO, XATTR.as_bytes(), me, 0, b"x"),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            set_xattr(other, b"user.other", me, 0, b"1"),
+            Err(Errno::ENOTSUP)
+        );
     }
 }

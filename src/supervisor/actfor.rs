@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::fuse::actfor::XATTR;
+use crate::fuse::actfor::{XATTR, XATTR_SECURITY};
 
 pub struct Grant {
     /// Set in the daemon (else the supervisor's own credentials stand in).
@@ -32,18 +32,97 @@ thread_local! {
     static HELD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-fn set(root: &CString, value: &[u8]) -> bool {
-    let name = CString::new(XATTR).expect("no NUL in the name");
+/// The security name was refused (no CAP_SYS_ADMIN over the mount, or a
+/// security module that keeps the namespace): the user name from then on.
+static NO_SECURITY_NAME: AtomicBool = AtomicBool::new(false);
+
+fn set_as(root: &CString, name: &str, value: &[u8]) -> Result<(), i32> {
+    let name = CString::new(name).expect("no NUL in the name");
     // SAFETY: NUL-terminated path and name; the value is a local buffer.
-    unsafe {
+    let r = unsafe {
         libc::setxattr(
             root.as_ptr(),
             name.as_ptr(),
             value.as_ptr().cast(),
             value.len(),
             0,
-        ) == 0
+        )
+    };
+    if r == 0 {
+        return Ok(());
     }
+    Err(std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO))
+}
+
+/// This thread's anchor: a udsfs socket of its own (made at its first
+/// grant), whose data file the security name is set on. The grant is the
+/// thread's whatever file it is set on, and a setxattr holds the file's
+/// inode lock for its round trip to the daemon: on the mount root, shared
+/// by every worker, the grants of all the calls in progress went one at a
+/// time. None inside: none to be had (the root then).
+fn anchor_set(root: &CString, value: &[u8]) -> Option<Result<(), i32>> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    thread_local! {
+        static ANCHOR: std::cell::RefCell<Option<Option<std::os::fd::OwnedFd>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let name = CString::new(XATTR_SECURITY).expect("no NUL in the name");
+    ANCHOR.with(|a| {
+        let mut a = a.borrow_mut();
+        let fd = a.get_or_insert_with(|| {
+            let mount = Path::new(std::ffi::OsStr::from_bytes(root.as_bytes()));
+            super::daemon::Daemon {
+                mount: mount.to_path_buf(),
+            }
+            .new_sock(libc::SOCK_DGRAM, false)
+            .ok()
+        });
+        let fd = fd.as_ref()?;
+        // SAFETY: our descriptor, NUL-terminated name; the value is a local buffer.
+        let r = unsafe {
+            libc::fsetxattr(
+                fd.as_raw_fd(),
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        Some(if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO))
+        })
+    })
+}
+
+/// Sets the grant: under the security name while it is let (one round
+/// trip to the daemon instead of two, src/fuse/actfor.rs XATTR_SECURITY),
+/// on this thread's anchor, else the root; else the user name on the root.
+/// A refusal under the security name is tried again under the user name
+/// (the kernel's refusal and the daemon's look alike); once the user name
+/// alone is let, it is used from then on.
+fn set(root: &CString, value: &[u8]) -> bool {
+    if NO_SECURITY_NAME.load(Ordering::Relaxed) {
+        return set_as(root, XATTR, value).is_ok();
+    }
+    let secure = match anchor_set(root, value) {
+        Some(r) => r,
+        None => set_as(root, XATTR_SECURITY, value),
+    };
+    if secure.is_ok() {
+        return true;
+    }
+    let set = set_as(root, XATTR, value).is_ok();
+    if set {
+        NO_SECURITY_NAME.store(true, Ordering::Relaxed);
+    }
+    set
 }
 
 impl Grant {

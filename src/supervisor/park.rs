@@ -109,6 +109,12 @@ fn watcher() {
     }
 }
 
+thread_local! {
+    /// This thread's id, asked once (a worker parks at most once a call).
+    // SAFETY: gettid has no preconditions.
+    static THREAD: libc::pid_t = unsafe { libc::gettid() };
+}
+
 /// Registers the calling thread as parked for notification `id` of
 /// `listener` on behalf of target thread `target`, until dropped. The
 /// listener must outlive it (the caller holds it).
@@ -119,8 +125,7 @@ pub struct Parked {
 impl Parked {
     pub fn new(listener: RawFd, id: u64, target: libc::pid_t) -> Parked {
         let w = watch();
-        // SAFETY: gettid has no preconditions.
-        let thread = unsafe { libc::gettid() };
+        let thread = THREAD.with(|t| *t);
         let mut g = w.parked.lock().unwrap_or_else(|e| e.into_inner());
         g.0 += 1;
         let key = g.0;
