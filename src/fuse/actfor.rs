@@ -17,7 +17,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
-use crate::engine::tree::ROOT_INO;
 use crate::engine::userns;
 use crate::procfs::{self, Status};
 
@@ -475,21 +474,24 @@ fn remember(key: CheckedKey, ch: Checked) {
     m.insert(key, ch);
 }
 
-/// setxattr of `name` on inode `ino` by thread `tid` (fsuid `uid`): only
-/// the mount root's `user.udsfs.act_for`, and `security.udsfs.act_for` on
-/// any file, are there to set.
+/// setxattr of `name` on inode `ino` by thread `tid` (fsuid `uid`): the
+/// grant, `user.udsfs.act_for` or `security.udsfs.act_for`, on any file of
+/// the mount; nothing else is there to set.
 pub(super) fn set_xattr(
-    ino: u64,
+    _ino: u64,
     name: &[u8],
     tid: u32,
     uid: u32,
     value: &[u8],
 ) -> Result<(), Errno> {
-    // The user name on the root alone (the kernel lets only those who may
-    // write the root set it); the security name, which the kernel lets only
-    // CAP_SYS_ADMIN set, on any file (the supervisor sets it on a socket of
-    // its own per thread: a setxattr holds its inode's lock).
-    let named = (ino == ROOT_INO && name == XATTR.as_bytes()) || name == XATTR_SECURITY.as_bytes();
+    // Which file does not matter: the grant is the calling thread's, and
+    // `set` checks it as ptrace would. The supervisor sets it on a socket of
+    // its own per thread (a setxattr holds its inode's lock; on the shared
+    // root every grant waited for every other). The user name on the root
+    // alone left a user who does not own the mount without a grant: the
+    // kernel lets only the owner set a user.* name on a sticky directory, so
+    // its programs' credentials were the supervisor's (run_rsyslog.sh).
+    let named = name == XATTR.as_bytes() || name == XATTR_SECURITY.as_bytes();
     if !named {
         return Err(Errno::ENOTSUP);
     }
@@ -607,6 +609,7 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::tree::ROOT_INO;
 
     fn tid() -> u32 {
         nix::unistd::gettid().as_raw() as u32
@@ -794,14 +797,15 @@ mod tests {
     /// write the root set it there); the security name, CAP_SYS_ADMIN's
     /// alone, is taken on any file.
     #[test]
-    fn the_user_name_is_the_roots_and_the_security_name_any_files() {
+    fn both_names_on_any_file_and_nothing_else() {
         let me = tid();
         let other = ROOT_INO + 7;
         let user = set_xattr(other, XATTR.as_bytes(), me, 0, b"x");
         let secure = set_xattr(other, XATTR_SECURITY.as_bytes(), me, 0, b"x");
         println!("on inode {other}: user name {user:?}, security name {secure:?}");
-        assert_eq!(user, Err(Errno::ENOTSUP));
-        assert_eq!(secure, Err(Errno::EINVAL), "the value is looked at");
+        // EINVAL: the value was looked at, so the name was taken on that file.
+        assert_eq!(user, Err(Errno::EINVAL), "the user name on a socket's file");
+        assert_eq!(secure, Err(Errno::EINVAL), "the security name on any file");
         assert_eq!(
             set_xattr(ROOT_INO, XATTR.as_bytes(), me, 0, b"x"),
             Err(Errno::EINVAL)

@@ -62,14 +62,14 @@ fn set_as(root: &CString, name: &str, value: &[u8]) -> Result<(), i32> {
 /// inode lock for its round trip to the daemon: on the mount root, shared
 /// by every worker, the grants of all the calls in progress went one at a
 /// time. None inside: none to be had (the root then).
-fn anchor_set(root: &CString, value: &[u8]) -> Option<Result<(), i32>> {
+fn anchor_set(root: &CString, name: &str, value: &[u8]) -> Option<Result<(), i32>> {
     use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
     thread_local! {
         static ANCHOR: std::cell::RefCell<Option<Option<std::os::fd::OwnedFd>>> =
             const { std::cell::RefCell::new(None) };
     }
-    let name = CString::new(XATTR_SECURITY).expect("no NUL in the name");
+    let name = CString::new(name).expect("no NUL in the name");
     ANCHOR.with(|a| {
         let mut a = a.borrow_mut();
         let fd = a.get_or_insert_with(|| {
@@ -101,24 +101,26 @@ fn anchor_set(root: &CString, value: &[u8]) -> Option<Result<(), i32>> {
     })
 }
 
-/// Sets the grant: under the security name while it is let (one round
-/// trip to the daemon instead of two, src/fuse/actfor.rs XATTR_SECURITY),
-/// on this thread's anchor, else the root; else the user name on the root.
-/// A refusal under the security name is tried again under the user name
-/// (the kernel's refusal and the daemon's look alike); once the user name
-/// alone is let, it is used from then on.
+/// Sets the grant on this thread's anchor (else the root): under the
+/// security name while it is let (one round trip to the daemon instead of
+/// two, src/fuse/actfor.rs XATTR_SECURITY), else under the user name. A
+/// refusal under the security name is tried again under the user name (the
+/// kernel's refusal and the daemon's look alike); once the user name alone
+/// is let, it is used from then on. The user name goes on the anchor too:
+/// on the root of a mount that is not ours (sticky, another owner) the
+/// kernel refuses a user.* name to everyone but its owner.
 fn set(root: &CString, value: &[u8]) -> bool {
-    if NO_SECURITY_NAME.load(Ordering::Relaxed) {
-        return set_as(root, XATTR, value).is_ok();
-    }
-    let secure = match anchor_set(root, value) {
+    let set_named = |name: &str| match anchor_set(root, name, value) {
         Some(r) => r,
-        None => set_as(root, XATTR_SECURITY, value),
+        None => set_as(root, name, value),
     };
-    if secure.is_ok() {
+    if NO_SECURITY_NAME.load(Ordering::Relaxed) {
+        return set_named(XATTR).is_ok();
+    }
+    if set_named(XATTR_SECURITY).is_ok() {
         return true;
     }
-    let set = set_as(root, XATTR, value).is_ok();
+    let set = set_named(XATTR).is_ok();
     if set {
         NO_SECURITY_NAME.store(true, Ordering::Relaxed);
     }
