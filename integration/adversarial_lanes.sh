@@ -12,6 +12,9 @@
 #               the mount has 2. A's own requests (a pair made and closed), 20 timed
 #               with and without B at it: the worst with B must stay within 10x of the
 #               worst without (or 1 s), as adversarial_exhaust.sh bounds A's round trips.
+#  capture_sees A's program through `udsfs run` leaves bytes in its pair's ring (lane=direct);
+#               B opens a capture, which takes every lane down and drains the rings
+#               through the taps: A still reads its bytes, and B's capture has none of them.
 #  lanes_share  B makes laned pairs until refused and holds them; A's fresh pair must
 #               still get a lane (the 4096 lanes of a mount shared out per user, as
 #               --user-share does the other bounds).
@@ -122,6 +125,55 @@ after=$(lanes $A probe 3) || fail "A's probe after the scribbles: $after"
 worst=$(awk '{print $6}' "$TMP/scribble.out")
 verdict scribble "$(awk -v w="$worst" 'BEGIN { print (w < 2) ? 1 : 0 }')" "B's lying ring positions and scribbles during 40 ways down: $(cat "$TMP/scribble.out"); A after: $after"
 kill -0 "$DAEMON_PID" || fail "the daemon died"
+
+# capture_sees
+need_preload
+cat >"$TMP/lane_owner.py" <<'PY'
+import os, socket, sys, time
+def lane(s):
+    link = os.readlink(f"/proc/self/fd/{s.fileno()}")
+    if not link.endswith("/data"):
+        return "lane=? (" + link + ")"
+    return [l.strip() for l in open(link[:-4] + "status") if l.startswith("lane=")][0]
+a, b = socket.socketpair()
+a.send(b"warm")
+b.recv(4)
+a.send(b"SECRET-OF-A-" + b"x" * 20)
+print("A's pair before B's capture:", lane(b), flush=True)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+print("A got:", b.recv(100).decode(), flush=True)
+print("A's pair after B's capture:", lane(b), flush=True)
+PY
+cat >"$TMP/capture_b.py" <<'PY'
+import os, sys, time
+cap = os.open(os.environ["U"] + "/capture", os.O_RDONLY | os.O_NONBLOCK)
+open(sys.argv[1], "w").close()
+time.sleep(0.5)
+got = b""
+while True:
+    try:
+        m = os.read(cap, 65536)
+    except BlockingIOError:
+        break
+    if not m:
+        break
+    got += m
+print(f"B's capture: {len(got)} bytes, A's secret in it: {b'SECRET-OF-A' in got}", flush=True)
+PY
+chmod a+r "$TMP/lane_owner.py" "$TMP/capture_b.py"
+mkdir -m 0777 "$TMP/flags"
+as_uid $A env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/lane_owner.py" "$TMP/flags/go" >"$TMP/owner.out" 2>&1 &
+owner_pid=$!
+for _ in $(seq 3000); do grep -q "before" "$TMP/owner.out" && break; sleep 0.01; done
+lanes_cap=$(as_uid $B env U="$U" python3 "$TMP/capture_b.py" "$TMP/flags/go") || fail "B's capture: $lanes_cap"
+wait $owner_pid || fail "A's laned pair: $(cat "$TMP/owner.out")"
+say "A: $(tr '\n' '|' <"$TMP/owner.out")"
+say "B: $lanes_cap"
+grep -qx "A's pair before B's capture: lane=direct" "$TMP/owner.out" || fail "A's pair had no lane before B's capture: $(cat "$TMP/owner.out")"
+grep -qx "A got: SECRET-OF-A-xxxxxxxxxxxxxxxxxxxx" "$TMP/owner.out" || fail "A lost its laned bytes to B's capture's way down"
+good=$([[ $lanes_cap == *"A's secret in it: False" ]] && echo 1 || true)
+verdict capture_sees "$good" "B's capture opened while A's bytes were in A's ring: $lanes_cap; A: $(tr '\n' '|' <"$TMP/owner.out")"
 
 # lanes_share
 lanes $B take_lanes 5000 30 >"$TMP/take.out" 2>&1 &
