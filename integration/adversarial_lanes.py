@@ -68,12 +68,17 @@ def close_pair(p):
 
 
 def prepare():
-    """Makes a laned pair, prints its sockets and the region's tag (for another user)."""
-    ch = channel()
-    p = laned_pair(ch)
-    say(f"pair {p[1]} {p[2]} tag {p[6][0]}")
-    sys.stdout.flush()
+    """A laned pair whose region is not claimed yet (the library's moment between its
+    Op::LaneClaim arg 3 and its claim over the fd channel): prints its sockets and the
+    region's tag (for another user), holds it argv[2] seconds, then claims the region
+    itself (whether it still could: another's claim would have taken it)."""
+    pf, a, b = pair("stream")
+    da = os.open(f"{U}/sock/{a}/data", os.O_RDWR | os.O_NONBLOCK)
+    g = lane_ctl(da, 3)
+    say(f"pair {a} {b} tag {g[0]}")
     time.sleep(float(sys.argv[2]))
+    got = claim(channel(), g[0])
+    say("the owner's own claim afterwards:", got if isinstance(got, str) else "a file")
 
 
 def claim_tag():
@@ -292,5 +297,61 @@ def fill_own():
             return
 
 
-CASES = {f.__name__: f for f in (prepare, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
+def claim_after_setuid():
+    """Run as root: connects to the fd channel, then becomes uid argv[3] (as a program
+    that drops its privileges after the library connected), and claims argv[2]'s tag
+    (another user's region) on that connection, then on a new one."""
+    ch = channel()
+    uid = int(sys.argv[3])
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    got = claim(ch, int(sys.argv[2]))
+    say("claim on root's connection after setuid:", got if isinstance(got, str) else "a file")
+    got = claim(channel(), int(sys.argv[2]))
+    say("claim on a new connection:", got if isinstance(got, str) else "a file")
+
+
+def deposit(c, fds):
+    """A DEPOSIT of `fds` over channel connection `c`: ("T", n tags) or ("E", errno name)."""
+    import array
+    c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    msg = c.recv(1 + 8 * 253)
+    if msg[:1] == b"E":
+        return "E", errno.errorcode.get(struct.unpack_from("i", msg, 1)[0], "?")
+    return msg[:1].decode(), (len(msg) - 1) // 8
+
+
+def ctrunc():
+    """Fills this user's share of the daemon's descriptors with single deposits (one
+    connection per 250), lets 10 go (a connection of 10 closed), then sends argv[2]
+    deposits of 253 files on one more connection: each is truncated to the room left
+    (MSG_CTRUNC, ETOOMANYREFS). Prints what each got, then waits for a line on stdin."""
+    r, w = os.pipe()
+    conns, held = [], 0
+    ten = channel()
+    for _ in range(10):
+        assert deposit(ten, [w])[0] == "T"
+    while True:
+        c = channel()
+        conns.append(c)
+        kind, got = "T", 0
+        for _ in range(250):
+            kind, body = deposit(c, [w])
+            if kind != "T":
+                break
+            got += 1
+        held += got
+        if kind != "T":
+            break
+    ten.close()
+    time.sleep(0.5)
+    last = channel()
+    answers = [deposit(last, [w] * 253) for _ in range(int(sys.argv[2]))]
+    say(f"share filled with {held + 10} deposits, 10 let go; the 253-file deposits got:",
+        " ".join(sorted(set(f"{k}:{b}" for k, b in answers))))
+    sys.stdin.readline()
+
+
+CASES = {f.__name__: f for f in (prepare, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
 CASES[sys.argv[1]]()

@@ -7,6 +7,14 @@
 #  claim_other  B claims A's region by A's tag, and guessed tags, over the fd channel:
 #               EBADF each (depot claims check the claimer's uid, SO_PEERCRED); B's open
 #               of A's socket's data file (to ask for its lane itself): EACCES.
+#  channel_setuid root connects to the fd channel, becomes uid 65534 and claims A's
+#               region by its tag on that connection: EACCES (each request is judged by
+#               the SCM_CREDENTIALS the kernel attaches, as the sender is now, not by the
+#               connecting process's SO_PEERCRED); on a new connection EBADF.
+#  channel_ctrunc B fills its share of the daemon's descriptors with deposits, lets 10
+#               go and sends 50 deposits of 253 files: each is truncated (MSG_CTRUNC) to
+#               the 10 the kernel installs: ETOOMANYREFS, and those 10 close (nix gave no
+#               control message past MSG_CTRUNC: they stayed open, 500 descriptors for good).
 #  stall        B makes 32 laned pairs, holds their busy words up and reads their ends
 #               from 8 threads: each way down waits BUSY_WAIT (500 ms) on a FUSE worker thread, and
 #               the mount has 2. A's own requests (a pair made and closed), 20 timed
@@ -64,7 +72,7 @@ verdict() {
 }
 
 # claim_other
-lanes $A prepare 5 >"$TMP/prep.out" 2>&1 &
+lanes $A prepare 8 >"$TMP/prep.out" 2>&1 &
 for _ in $(seq 500); do [ -s "$TMP/prep.out" ] && break; sleep 0.01; done
 read -r _ SA _ _ TAG <"$TMP/prep.out" || fail "A made no laned pair: $(cat "$TMP/prep.out")"
 say "A's laned pair: $(cat "$TMP/prep.out")"
@@ -73,7 +81,34 @@ lanes $B open_other "$SA" >>"$TMP/claim.out" 2>&1 || fail "open_other: $(cat "$T
 cat "$TMP/claim.out"
 want=$'claim of another user\'s region: EBADF\nclaim of a guessed tag: EBADF\nclaim of a guessed tag: EBADF\nclaim of a guessed tag: EBADF\nopen of another user\'s data file: EACCES'
 verdict claim_other "$([ "$(cat "$TMP/claim.out")" = "$want" ] && echo 1)" "B's claims of A's region: $(tr '\n' '|' <"$TMP/claim.out")"
+# channel_setuid: the channel judges each request by its sender's credentials now
+# (SCM_CREDENTIALS), not by who connected (SO_PEERCRED)
+env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" claim_after_setuid "$TAG" $B >"$TMP/setuid.out" 2>&1 || fail "claim_after_setuid: $(cat "$TMP/setuid.out")"
+cat "$TMP/setuid.out"
+want=$'claim on root\'s connection after setuid: EACCES\nclaim on a new connection: EBADF'
+[ "$(cat "$TMP/setuid.out")" = "$want" ] || fail "uid $B claimed A's region on a connection root made: $(tr '\n' '|' <"$TMP/setuid.out")"
+ok "channel_setuid: uid $B on a connection root made before its setuid: $(tr '\n' '|' <"$TMP/setuid.out")"
 wait
+grep -qx "the owner's own claim afterwards: a file" "$TMP/prep.out" || fail "A could not claim its own region after B's tries: $(cat "$TMP/prep.out")"
+ok "A claims its own region after B's tries"
+
+# channel_ctrunc
+base_fds=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
+mkfifo -m 0666 "$TMP/ctrunc.go"
+lanes $B ctrunc 50 <"$TMP/ctrunc.go" >"$TMP/ctrunc.out" 2>&1 &
+ctrunc_pid=$!
+exec {go}>"$TMP/ctrunc.go"
+for _ in $(seq 6000); do [ -s "$TMP/ctrunc.out" ] && break; sleep 0.01; done
+during_fds=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
+echo >&"$go"
+exec {go}>&-
+wait $ctrunc_pid || fail "ctrunc: $(cat "$TMP/ctrunc.out")"
+sleep 0.5
+after_fds=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
+say "B: $(cat "$TMP/ctrunc.out")"
+[ "$after_fds" -le $((base_fds + 5)) ] || fail "channel_ctrunc: truncated deposits left descriptors open in the daemon: $base_fds before, $during_fds while B held its share, $after_fds after B closed everything"
+grep -q "got: E:ETOOMANYREFS$" "$TMP/ctrunc.out" || fail "channel_ctrunc: a truncated deposit was not refused with ETOOMANYREFS: $(cat "$TMP/ctrunc.out")"
+ok "channel_ctrunc: the daemon's descriptors: $base_fds before, $during_fds while B held its share, $after_fds after B closed everything (50 truncated deposits)"
 
 # stall
 base=$(lanes $A probe 20) || fail "A's probe: $base"
