@@ -353,5 +353,17 @@ def ctrunc():
     sys.stdin.readline()
 
 
-CASES = {f.__name__: f for f in (prepare, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
+def userns():
+    """In a user (and pid) namespace of its own, root there: a laned pair of its own,
+    its region claimed; then argv[2]'s tag (another user's region)."""
+    ch = channel()
+    try:
+        p = laned_pair(ch)
+        say("own region in a user namespace:", f"{p[6][2]}+{p[6][3]} bytes mapped")
+    except OSError as e:
+        say("own region in a user namespace:", e)
+    say("another user's region from a user namespace:", claim(ch, int(sys.argv[2])))
+
+
+CASES = {f.__name__: f for f in (prepare, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
 CASES[sys.argv[1]]()

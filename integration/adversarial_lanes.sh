@@ -4,9 +4,11 @@
 # adversarial_lanes.py: Op::LaneClaim arg 3 for a fresh pair's region, the region claimed
 # by its depot tag over the fd channel, mmap) and what a holder of a region may do with
 # it, while user A (uid 61021) and root use the mount:
-#  claim_other  B claims A's region by A's tag, and guessed tags, over the fd channel:
-#               EBADF each (depot claims check the claimer's uid, SO_PEERCRED); B's open
-#               of A's socket's data file (to ask for its lane itself): EACCES.
+#  claim_other  A's pair has its region (Op::LaneClaim arg 3) and A has not claimed it yet
+#               (the library's moment between the two): B claims it by A's tag, and by
+#               guessed tags, over the fd channel: EBADF each (depot claims check the
+#               claimer's uid); B's open of A's socket's data file (to ask for its lane
+#               itself): EACCES; A still claims its region after all the tries below.
 #  channel_setuid root connects to the fd channel, becomes uid 65534 and claims A's
 #               region by its tag on that connection: EACCES (each request is judged by
 #               the SCM_CREDENTIALS the kernel attaches, as the sender is now, not by the
@@ -15,9 +17,11 @@
 #               go and sends 50 deposits of 253 files: each is truncated (MSG_CTRUNC) to
 #               the 10 the kernel installs: ETOOMANYREFS, and those 10 close (nix gave no
 #               control message past MSG_CTRUNC: they stayed open, 500 descriptors for good).
+#  userns       B as root of a user and pid namespace of its own (unshare -Upfr): its own
+#               region claimed (its credentials seen as uid 65534), A's EBADF.
 #  stall        B makes 32 laned pairs, holds their busy words up and reads their ends
-#               from 8 threads: each way down waits BUSY_WAIT (500 ms) on a FUSE worker thread, and
-#               the mount has 2. A's own requests (a pair made and closed), 20 timed
+#               from 8 threads: each way down waits BUSY_WAIT (500 ms) on a FUSE worker
+#               thread, and the mount has 2. A's own requests (a pair made and closed), 20 timed
 #               with and without B at it: the worst with B must stay within 10x of the
 #               worst without (or 1 s), as adversarial_exhaust.sh bounds A's round trips.
 #  capture_sees A's program through `udsfs run` leaves bytes in its pair's ring (lane=direct);
@@ -72,7 +76,7 @@ verdict() {
 }
 
 # claim_other
-lanes $A prepare 8 >"$TMP/prep.out" 2>&1 &
+lanes $A prepare 12 >"$TMP/prep.out" 2>&1 &
 for _ in $(seq 500); do [ -s "$TMP/prep.out" ] && break; sleep 0.01; done
 read -r _ SA _ _ TAG <"$TMP/prep.out" || fail "A made no laned pair: $(cat "$TMP/prep.out")"
 say "A's laned pair: $(cat "$TMP/prep.out")"
@@ -88,6 +92,12 @@ cat "$TMP/setuid.out"
 want=$'claim on root\'s connection after setuid: EACCES\nclaim on a new connection: EBADF'
 [ "$(cat "$TMP/setuid.out")" = "$want" ] || fail "uid $B claimed A's region on a connection root made: $(tr '\n' '|' <"$TMP/setuid.out")"
 ok "channel_setuid: uid $B on a connection root made before its setuid: $(tr '\n' '|' <"$TMP/setuid.out")"
+# userns: B as root of a user and pid namespace of its own: its own region, not A's
+got=$(as_uid $B unshare -Upfr --mount-proc env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" userns "$TAG" 2>&1) || fail "userns: $got"
+say "$got"
+[[ $got == *"own region in a user namespace: "*" bytes mapped"* ]] || fail "userns: B in a user namespace could not claim its own region: $got"
+[[ $got == *"another user's region from a user namespace: EBADF" ]] || fail "userns: B in a user namespace claimed A's region: $got"
+ok "userns: B as root of its own user namespace claims its own region, not A's (EBADF)"
 wait
 grep -qx "the owner's own claim afterwards: a file" "$TMP/prep.out" || fail "A could not claim its own region after B's tries: $(cat "$TMP/prep.out")"
 ok "A claims its own region after B's tries"
