@@ -163,7 +163,9 @@ def take_lanes():
         if not isinstance(f, str):
             os.close(f)
         held.append((pf, da))
-    say(f"lanes taken: {len(held)} ({why})")
+    # and then channel connections, each charged to this user, within its share
+    extra = [channel() for _ in range(int(os.environ.get("EXTRA_CONNS", "0")))]
+    say(f"lanes taken: {len(held)} ({why}) pid {os.getpid()}")
     time.sleep(hold)
 
 
@@ -365,5 +367,19 @@ def userns():
     say("another user's region from a user namespace:", claim(ch, int(sys.argv[2])))
 
 
-CASES = {f.__name__: f for f in (prepare, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
+def deposit_one():
+    """One pipe deposited over a new channel connection: the answer."""
+    r, w = os.pipe()
+    try:
+        c = channel()
+        c.settimeout(5)
+        k, b = deposit(c, [w])
+        say("A's deposit:", f"{k}:{b}")
+    except socket.timeout:
+        say("A's deposit: no answer in 5 s")
+    except OSError as e:
+        say("A's deposit:", errno.errorcode.get(e.errno, str(e)))
+
+
+CASES = {f.__name__: f for f in (prepare, deposit_one, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
 CASES[sys.argv[1]]()

@@ -29,7 +29,8 @@
 #               through the taps: A still reads its bytes, and B's capture has none of them.
 #  lanes_share  B makes laned pairs until refused and holds them; A's fresh pair must
 #               still get a lane (the 4096 lanes of a mount shared out per user, as
-#               --user-share does the other bounds).
+#               --user-share does the other bounds). lanes_gone: B is then SIGKILLed
+#               holding them: the daemon's memfds and mappings go back to what they were.
 #  peer_lane    B connects to A's listener 6 times and asks for a lane on its own end of
 #               each connection (the first cut lanes socketpairs only: EOPNOTSUPP), holding
 #               the region's busy word: A's accepts and first reads must not wait (250 ms).
@@ -40,6 +41,10 @@
 #  scribble     B lies in its region's ring positions (past the ring, backwards, 2^31)
 #               and scribbles its ring while the daemon drains the way down: the daemon
 #               answers on (no panic), each way down within 2 s.
+#  lanes_fds    on a daemon whose RLIMIT_NOFILE is 1024, B's processes take lanes (each a
+#               memfd the daemon holds) until refused, and 4 fd channel connections (within
+#               its share); A's deposit of one pipe over the fd channel must still be
+#               taken, as before B came.
 # A case listed in integration/adversarial_lanes_exceptions.txt is a known defect: it
 # must fail as listed, and the script fails once it passes (then unlist it).
 UDSFS_MOUNT_ARGS=(--allow-other --lanes --max-queued-bytes 4194304)
@@ -220,15 +225,45 @@ grep -qx "A got: SECRET-OF-A-xxxxxxxxxxxxxxxxxxxx" "$TMP/owner.out" || fail "A l
 good=$([[ $lanes_cap == *"A's secret in it: False" ]] && echo 1 || true)
 verdict capture_sees "$good" "B's capture opened while A's bytes were in A's ring: $lanes_cap; A: $(tr '\n' '|' <"$TMP/owner.out")"
 
-# lanes_share
-lanes $B take_lanes 5000 30 >"$TMP/take.out" 2>&1 &
-take_pid=$!
-for _ in $(seq 3000); do [ -s "$TMP/take.out" ] && break; sleep 0.01; done
+# lanes_share, then lanes_gone
+lane_maps() { grep -c udsfs-lane "/proc/$DAEMON_PID/maps" || true; }
+base_fds=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
+base_maps=$(lane_maps)
+lanes $B take_lanes 5000 120 >"$TMP/take.out" 2>&1 &
+for _ in $(seq 6000); do [ -s "$TMP/take.out" ] && break; sleep 0.01; done
 say "B: $(cat "$TMP/take.out")"
 got=$(lanes $A one_lane) || fail "A's pair: $got"
-kill "$take_pid" 2>/dev/null || true
-wait "$take_pid" 2>/dev/null || true
 verdict lanes_share "$([ "$got" = "a lane for a fresh pair: yes" ] && echo 1)" "after B took $(cat "$TMP/take.out"): A: $got"
+during="$(ls "/proc/$DAEMON_PID/fd" | wc -l) descriptors, $(lane_maps) lane mappings"
+kill -KILL "$(awk '{print $NF}' "$TMP/take.out")"
+wait
+for _ in $(seq 100); do
+    [ "$(lane_maps)" -le "$base_maps" ] && [ "$(ls "/proc/$DAEMON_PID/fd" | wc -l)" -le $((base_fds + 5)) ] && break
+    sleep 0.1
+done
+after="$(ls "/proc/$DAEMON_PID/fd" | wc -l) descriptors, $(lane_maps) lane mappings"
+say "the daemon: before B's lanes $base_fds descriptors, $base_maps lane mappings; while B held them $during; 10 s after B was killed $after"
+[ "$(lane_maps)" -le "$base_maps" ] || fail "lanes_gone: B's regions stay mapped in the daemon after B was killed: $after"
+[ "$(ls "/proc/$DAEMON_PID/fd" | wc -l)" -le $((base_fds + 5)) ] || fail "lanes_gone: B's memfds stay open in the daemon after B was killed: $after"
+ok "lanes_gone: B killed holding 4096 lanes: the daemon let go of every region ($after)"
+
+# lanes_fds: a daemon whose RLIMIT_NOFILE is 1024
+udsfs_unmount
+ulimit -n 1024
+udsfs_mount --allow-other --lanes
+before=$(lanes $A deposit_one) || fail "A's deposit: $before"
+takers=()
+for i in 1 2 3; do
+    EXTRA_CONNS=$([ "$i" = 3 ] && echo 4 || echo 0) lanes $B take_lanes 480 120 >"$TMP/t$i.out" 2>&1 &
+    for _ in $(seq 6000); do [ -s "$TMP/t$i.out" ] && break; sleep 0.01; done
+    takers+=("$(awk '{print $NF}' "$TMP/t$i.out")")
+done
+took=$(cat "$TMP"/t?.out | awk '{ n += $3 } END { print n }')
+held="$(ls "/proc/$DAEMON_PID/fd" | wc -l)"
+under=$(lanes $A deposit_one) || fail "A's deposit: $under"
+kill -KILL "${takers[@]}"
+wait
+verdict lanes_fds "$([ "$under" = "$before" ] && echo 1)" "RLIMIT_NOFILE 1024: A's deposit before: $before; B took $took lanes, the daemon then held $held descriptors; A's deposit: $under"
 
 grep -i "panick" "$LOG" && fail "the daemon panicked"
 [ ${#failed[@]} -eq 0 ] || fail "$(printf '%s; ' "${failed[@]}")"
