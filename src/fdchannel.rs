@@ -9,12 +9,18 @@
 //! peer has the daemon's uid. The daemon takes the client's uid from
 //! SO_PEERCRED and serves only users that may use the mount; every
 //! connection and deposit is a descriptor of the daemon, charged to that
-//! user (src/engine/fds.rs).
+//! user (src/engine/fds.rs). Each request must also come from that uid, or
+//! from root, as its sender is when it sends (the real uid of the
+//! SCM_CREDENTIALS the kernel attaches to every packet: the listener has
+//! SO_PASSCRED, and its connections inherit it): a connection made by root
+//! and kept by a process that has become another user since (a program
+//! that drops its privileges after the library connected, or one given the
+//! descriptor) cannot claim as root any more (EACCES). Root's real uid may
+//! use a connection made as another euid (the supervisor's `connect_as`).
 //!
 //! The requests and answers are `udsfs_proto::fdchannel`'s; deposits not
 //! sent when the connection closes are closed.
 
-use std::io::IoSliceMut;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,16 +28,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::errno::Errno;
 use nix::sys::socket::{
-    AddressFamily, Backlog, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType,
-    UnixAddr, accept, bind, getsockopt, listen, recvmsg, sendmsg, socket, sockopt,
+    AddressFamily, Backlog, ControlMessage, MsgFlags, SockFlag, SockType, UnixAddr, accept, bind,
+    getsockopt, listen, sendmsg, socket, sockopt,
 };
 
 use crate::engine::Engine;
 use crate::engine::fds::ChargedFd;
+use crate::engine::log_limit::limited;
 use crate::engine::quota::Quota;
 use crate::engine::rights::is_file_tag;
 use udsfs_proto::fdchannel::{self as proto, MAX_FDS};
 
+mod recv;
 mod refuse;
 use refuse::Refuser;
 
@@ -137,6 +145,10 @@ fn listen_on(name: &str) -> nix::Result<OwnedFd> {
         None,
     )?;
     bind(fd.as_raw_fd(), &UnixAddr::new_abstract(name.as_bytes())?)?;
+    // Inherited by each accepted connection; a packet sent before the accept
+    // carries its sender's credentials too (Linux attaches them for an
+    // embryo), so every request comes with them.
+    nix::sys::socket::setsockopt(&fd, sockopt::PassCred, &true)?;
     listen(&fd, Backlog::new(128)?)?;
     Ok(fd)
 }
@@ -223,31 +235,15 @@ fn serve_connection(eng: &Engine, conn: &ChargedFd, uid: u32, id: u64) {
             return;
         }
         let room = reserve_up_to(&eng.depot.quota, uid, MAX_FDS as u64);
-        let mut space = vec![0u8; cmsg_space(room as usize)];
-        let got = {
-            let mut iov = [IoSliceMut::new(&mut buf)];
-            recvmsg::<()>(
-                conn.as_raw_fd(),
-                &mut iov,
-                (room > 0).then_some(&mut space),
-                MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
-            )
-            .map(|got| {
-                let mut fds = Vec::new();
-                if let Ok(cmsgs) = got.cmsgs() {
-                    for c in cmsgs {
-                        if let ControlMessageOwned::ScmRights(v) = c {
-                            // SAFETY: the kernel installed these descriptors for us.
-                            fds.extend(v.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
-                        }
-                    }
-                }
-                (got.bytes, fds, got.flags.contains(MsgFlags::MSG_CTRUNC))
-            })
-        };
+        let got = recv::recv(conn.as_raw_fd(), &mut buf, room as usize);
         eng.depot.quota.give(uid, room);
-        let (n, fds, truncated) = match got {
-            Ok(g) => g,
+        let recv::Request {
+            bytes: n,
+            fds,
+            truncated,
+            sender,
+        } = match got {
+            Ok(r) => r,
             Err(Errno::EINTR | Errno::EAGAIN) => continue,
             Err(_) => return,
         };
@@ -255,6 +251,16 @@ fn serve_connection(eng: &Engine, conn: &ChargedFd, uid: u32, id: u64) {
             return;
         }
         let answer = match buf[0] {
+            // Root's (real uid 0): a process that may become anyone again,
+            // as the supervisor's connection made as its target's euid.
+            _ if sender != Some(uid) && sender != Some(0) => {
+                // Its files (if any) close here, unused.
+                limited!(
+                    warn,
+                    "fd channel {id}: a request sent as uid {sender:?} on uid {uid}'s connection: refused (EACCES)"
+                );
+                Err(Errno::EACCES)
+            }
             proto::DEPOSIT if truncated => {
                 log::info!(
                     "fd channel {id}: uid {uid}: files past its share closed (ETOOMANYREFS)"
@@ -294,11 +300,6 @@ fn wait_readable(conn: &ChargedFd) -> bool {
             _ => return false,
         }
     }
-}
-
-fn cmsg_space(nfds: usize) -> usize {
-    // SAFETY: CMSG_SPACE is arithmetic.
-    unsafe { libc::CMSG_SPACE((nfds * std::mem::size_of::<RawFd>()) as u32) as usize }
 }
 
 /// Takes as much as `uid` may still hold of `q`, up to `n`; the caller

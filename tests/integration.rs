@@ -26,6 +26,8 @@ fn timeout_of(name: &str) -> Duration {
         "adversarial_sigio" => Duration::from_secs(360),
         // Another user's 10,000 threads blocked through its supervisor.
         "adversarial_pool" => Duration::from_secs(360),
+        // Another user's 32 ways down held 500 ms each (16 s on one worker), 4096 lanes.
+        "adversarial_lanes" => Duration::from_secs(240),
         // Each event that gives no SIGIO is waited for 0.5 s, twice per event.
         "sigio" => Duration::from_secs(240),
         // Four runs (root's pool and the www-data pool, kernel and udsfs).
@@ -162,6 +164,7 @@ scripts!(
     adversarial_exhaust,
     adversarial_fds,
     adversarial_floods,
+    adversarial_lanes,
     adversarial_more,
     adversarial_observers,
     adversarial_pool,

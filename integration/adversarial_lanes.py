@@ -1,0 +1,385 @@
+# adversarial_lanes.py CASE ARGS...: a user's raw moves against the fast lane of a
+# --lanes mount (docs/LANE.md), through the mount's files and the fd channel, without
+# the library: the library's own requests (Op::LaneClaim arg 3 for a pair's region,
+# the region claimed by its depot tag over the fd channel, mmap), then what a hostile
+# holder of a region may do with it. udsfs_files.py's helpers come first (with_helpers).
+import ctypes, mmap, socket, struct, select  # noqa: E401
+
+libc = ctypes.CDLL(None, use_errno=True)
+IOC_CTL = 0xC1605501  # udsfs_proto::ioctl::UDSFS_IOC_CTL (a 352-byte Ctl)
+OP_LANE_CLAIM = 40
+BUSY = (16, 20)  # the busy words of sides 0 and 1 (region.rs: header offset 16 + 4 side)
+
+
+def say(*a):
+    print(*a, flush=True)
+
+
+def lane_ctl(fd, arg):
+    """Op::LaneClaim with `arg` on data file `fd`: (tag, side, cap0, cap1) or the errno name."""
+    buf = (ctypes.c_char * 352)()
+    struct.pack_into("Ii", buf, 0, OP_LANE_CLAIM, arg)
+    if libc.ioctl(fd, ctypes.c_ulong(IOC_CTL), buf) < 0:
+        return errno.errorcode.get(ctypes.get_errno(), "?")
+    return struct.unpack_from("qqqq", buf, 16)
+
+
+def channel():
+    name = open(f"{U}/fdchannel").read().strip()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect("\0" + name)
+    return s
+
+
+def claim(ch, tag):
+    """The file of depot `tag` over the fd channel: its fd, or the errno name."""
+    ch.send(b"C" + struct.pack("=Q", tag & 0xFFFFFFFFFFFFFFFF))
+    msg, anc, _, _ = ch.recvmsg(64, socket.CMSG_SPACE(4 * 4))
+    if msg[:1] == b"E":
+        return errno.errorcode.get(struct.unpack_from("i", msg, 1)[0], "?")
+    fds = []
+    for lvl, ty, data in anc:
+        if lvl == socket.SOL_SOCKET and ty == socket.SCM_RIGHTS:
+            fds += list(struct.unpack(f"{len(data) // 4}i", data))
+    return fds[0] if fds else f"no file ({msg[:1]!r})"
+
+
+def laned_pair(ch):
+    """A fresh stream pair with a lane: (pair fd, data fd of a, of b, region mmap, grant)."""
+    pf, a, b = pair("stream")
+    da = os.open(f"{U}/sock/{a}/data", os.O_RDWR | os.O_NONBLOCK)
+    db = os.open(f"{U}/sock/{b}/data", os.O_RDWR | os.O_NONBLOCK)
+    g = lane_ctl(da, 3)
+    if isinstance(g, str):
+        raise OSError(f"lane prepare: {g}")
+    mfd = claim(ch, g[0])
+    if isinstance(mfd, str):
+        raise OSError(f"claim of the region: {mfd}")
+    m = mmap.mmap(mfd, 4096 + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    os.close(mfd)
+    return pf, a, b, da, db, m, g
+
+
+def close_pair(p):
+    pf, _, _, da, db, m, _ = p
+    m.close()
+    for f in (da, db, pf):
+        os.close(f)
+
+
+def prepare():
+    """A laned pair whose region is not claimed yet (the library's moment between its
+    Op::LaneClaim arg 3 and its claim over the fd channel): prints its sockets and the
+    region's tag (for another user), holds it argv[2] seconds, then claims the region
+    itself (whether it still could: another's claim would have taken it)."""
+    pf, a, b = pair("stream")
+    da = os.open(f"{U}/sock/{a}/data", os.O_RDWR | os.O_NONBLOCK)
+    g = lane_ctl(da, 3)
+    say(f"pair {a} {b} tag {g[0]}")
+    time.sleep(float(sys.argv[2]))
+    got = claim(channel(), g[0])
+    say("the owner's own claim afterwards:", got if isinstance(got, str) else "a file")
+
+
+def claim_tag():
+    """Claims argv[2]'s tag (another user's region) over the channel."""
+    ch = channel()
+    say("claim of another user's region:", claim(ch, int(sys.argv[2])))
+    for guess in (int(sys.argv[2]) ^ 1, 1 << 63, (1 << 63) | 1):
+        say("claim of a guessed tag:", claim(ch, guess))
+
+
+def open_other():
+    """Opens another user's socket argv[2]'s data file, and asks for its lane."""
+    n = sys.argv[2]
+    say("open of another user's data file:", err(os.open, f"{U}/sock/{n}/data", os.O_RDWR))
+
+
+def stall():
+    """STALLERS threads, each with PAIRS laned pairs made first, their busy words held
+    up; then (a line "go" printed) each thread reads its pairs' ends one after another:
+    each read's way down waits for the busy word on a FUSE worker thread."""
+    stallers, pairs = int(sys.argv[2]), int(sys.argv[3])
+    ch = channel()
+    made = [[laned_pair(ch) for _ in range(pairs)] for _ in range(stallers)]
+    for ps in made:
+        for p in ps:
+            struct.pack_into("I", p[5], BUSY[0], 1)
+    say("go")
+    t0 = time.monotonic()
+
+    def one(ps):
+        for p in ps:
+            try:
+                os.read(p[3], 16)
+            except BlockingIOError:
+                pass
+
+    ts = [threading.Thread(target=one, args=(ps,)) for ps in made]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    say(f"ways down held up: {stallers * pairs} in {time.monotonic() - t0:.1f} s")
+    for ps in made:
+        for p in ps:
+            close_pair(p)
+
+
+def probe():
+    """N requests of this user (a pair made and closed), each timed: the median and worst ms."""
+    n = int(sys.argv[2])
+    took = []
+    for _ in range(n):
+        t = time.monotonic()
+        fd, _, _ = pair("stream")
+        os.close(fd)
+        took.append((time.monotonic() - t) * 1000)
+        time.sleep(0.02)
+    took.sort()
+    say(f"median {took[len(took) // 2]:.1f} worst {took[-1]:.1f}")
+
+
+def take_lanes():
+    """Makes laned pairs until refused, holds them argv[3] seconds; prints how many."""
+    most, hold = int(sys.argv[2]), float(sys.argv[3])
+    ch = channel()
+    held, why = [], ""
+    while len(held) < most:
+        try:
+            pf, a, b = pair("stream")
+        except OSError as e:
+            why = f"pair: {errno.errorcode.get(e.errno)}"
+            break
+        da = os.open(f"{U}/sock/{a}/data", os.O_RDWR | os.O_NONBLOCK)
+        g = lane_ctl(da, 3)
+        if isinstance(g, str):
+            why = f"lane: {g}"
+            os.close(da)
+            os.close(pf)
+            break
+        # the region's depot entry is the socket's until claimed: claimed and closed
+        f = claim(ch, g[0])
+        if not isinstance(f, str):
+            os.close(f)
+        held.append((pf, da))
+    # and then channel connections, each charged to this user, within its share
+    extra = [channel() for _ in range(int(os.environ.get("EXTRA_CONNS", "0")))]
+    say(f"lanes taken: {len(held)} ({why}) pid {os.getpid()}")
+    time.sleep(hold)
+
+
+def one_lane():
+    """Whether a fresh pair of this user gets a lane now."""
+    pf, a, b = pair("stream")
+    da = os.open(f"{U}/sock/{a}/data", os.O_RDWR | os.O_NONBLOCK)
+    g = lane_ctl(da, 3)
+    say("a lane for a fresh pair:", "yes" if not isinstance(g, str) else g)
+
+
+def scribble():
+    """Lying positions and scribbles while the daemon drains the way down; then the
+    pair must still answer (no panic, bounded time)."""
+    ch = channel()
+    worst = 0.0
+    for lie in range(40):
+        p = laned_pair(ch)
+        m, cap0 = p[5], p[6][2]
+        vals = [0, 1, 3, cap0 - 1, cap0, cap0 + 1, 2**31, 2**32 - 1, 2**32 - 4, 7 * cap0 + 5]
+        tail, head = vals[lie % len(vals)], vals[(lie // len(vals) * 3 + lie) % len(vals)]
+        # ring 0's words: the writer's tail at dir_word(0, 0) = 64, the reader's head at 64 + 128
+        struct.pack_into("II", m, 64, tail & 0xFFFFFFFF, 0)
+        struct.pack_into("I", m, 64 + 128, head & 0xFFFFFFFF)
+        struct.pack_into("I", m, BUSY[0], int(lie % 4 == 0))
+        stop = [False]
+
+        def scrib():
+            i = 0
+            while not stop[0]:
+                m[4096 + (i * 7919) % cap0] = i & 0xFF
+                i += 1
+
+        t = threading.Thread(target=scrib)
+        t.start()
+        t0 = time.monotonic()
+        try:
+            os.read(p[3], 16)
+        except OSError:
+            pass
+        worst = max(worst, time.monotonic() - t0)
+        stop[0] = True
+        t.join()
+        try:
+            os.read(p[4], 1 << 20)
+        except OSError:
+            pass
+        close_pair(p)
+    say(f"scribbled ways down: 40, worst {worst:.2f} s")
+
+
+def server():
+    """A's listener at @argv[2]: accepts argv[3] connections, each accept (the open of
+    its accept file) and a nonblocking read of it timed; prints the worst in ms."""
+    name, n = sys.argv[2], int(sys.argv[3])
+    lf, L = clone("stream")
+    ctl(lf, f"bind @{name}")
+    ctl(lf, "listen 64")
+    say("listening")
+    worst, held = 0.0, []
+    for _ in range(n):
+        while status(L).get("pending", "0") == "0":
+            time.sleep(0.01)
+        t = time.monotonic()
+        a = os.open(f"{U}/sock/{L}/accept", os.O_RDWR | os.O_NONBLOCK)
+        try:
+            os.read(a, 16)
+        except BlockingIOError:
+            pass
+        worst = max(worst, (time.monotonic() - t) * 1000)
+        held.append(a)
+    say(f"worst accept and read: {worst:.0f} ms")
+
+
+def client_lanes():
+    """B's argv[3] connections to @argv[2], each asked for a lane (Op::LaneClaim arg 3 on
+    B's own connected socket, the peer A's), its region's busy word held up."""
+    name, n = sys.argv[2], int(sys.argv[3])
+    ch = channel()
+    got, held = [], []
+    for _ in range(n):
+        cf, C = clone("stream")
+        ctl(cf, f"connect @{name}")
+        dc = os.open(f"{U}/sock/{C}/data", os.O_RDWR | os.O_NONBLOCK)
+        g = lane_ctl(dc, 3)
+        got.append("lane" if not isinstance(g, str) else g)
+        if not isinstance(g, str):
+            mfd = claim(ch, g[0])
+            m = mmap.mmap(mfd, 4096 + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            struct.pack_into("I", m, BUSY[0], 1)
+            held.append(m)
+        held += [cf, dc]
+    say("B's lane requests on its connections to A:", " ".join(sorted(set(got))))
+    time.sleep(float(sys.argv[4]))
+
+
+def charge():
+    """B's own pairs: argv[2] times, bytes written straight into ring 0 of a fresh
+    region (its end never claimed, Op::LaneClaim arg 0), the tail moved to the ring's
+    end, then a read of the other end: the way down queues them. Prints how many bytes
+    B's sockets then hold queued, with the pairs kept open argv[3] seconds."""
+    n, hold = int(sys.argv[2]), float(sys.argv[3])
+    ch = channel()
+    total, held = 0, []
+    for _ in range(n):
+        p = laned_pair(ch)
+        m, cap0 = p[5], p[6][2]
+        m[4096:4096 + cap0] = b"q" * cap0
+        struct.pack_into("I", m, 64, cap0)
+        try:
+            os.read(p[3], 16)
+        except BlockingIOError:
+            pass
+        total += int(status(p[2], "rcvq_bytes") or 0)
+        m.close()
+        held.append(p)
+    say(f"B's queued bytes: {total}")
+    time.sleep(hold)
+
+
+def fill_own():
+    """A fresh pair of this user filled with 4096-byte nonblocking writes: how it ends."""
+    pf, a, b = pair("stream")
+    da = os.open(f"{U}/sock/{a}/data", os.O_RDWR | os.O_NONBLOCK)
+    n = 0
+    while True:
+        try:
+            n += os.write(da, b"a" * 4096)
+        except OSError as e:
+            say(f"A's pair took {n} bytes, then {errno.errorcode.get(e.errno)}")
+            return
+
+
+def claim_after_setuid():
+    """Run as root: connects to the fd channel, then becomes uid argv[3] (as a program
+    that drops its privileges after the library connected), and claims argv[2]'s tag
+    (another user's region) on that connection, then on a new one."""
+    ch = channel()
+    uid = int(sys.argv[3])
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    got = claim(ch, int(sys.argv[2]))
+    say("claim on root's connection after setuid:", got if isinstance(got, str) else "a file")
+    got = claim(channel(), int(sys.argv[2]))
+    say("claim on a new connection:", got if isinstance(got, str) else "a file")
+
+
+def deposit(c, fds):
+    """A DEPOSIT of `fds` over channel connection `c`: ("T", n tags) or ("E", errno name)."""
+    import array
+    c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    msg = c.recv(1 + 8 * 253)
+    if msg[:1] == b"E":
+        return "E", errno.errorcode.get(struct.unpack_from("i", msg, 1)[0], "?")
+    return msg[:1].decode(), (len(msg) - 1) // 8
+
+
+def ctrunc():
+    """Fills this user's share of the daemon's descriptors with single deposits (one
+    connection per 250), lets 10 go (a connection of 10 closed), then sends argv[2]
+    deposits of 253 files on one more connection: each is truncated to the room left
+    (MSG_CTRUNC, ETOOMANYREFS). Prints what each got, then waits for a line on stdin."""
+    r, w = os.pipe()
+    conns, held = [], 0
+    ten = channel()
+    for _ in range(10):
+        assert deposit(ten, [w])[0] == "T"
+    while True:
+        c = channel()
+        conns.append(c)
+        kind, got = "T", 0
+        for _ in range(250):
+            kind, body = deposit(c, [w])
+            if kind != "T":
+                break
+            got += 1
+        held += got
+        if kind != "T":
+            break
+    ten.close()
+    time.sleep(0.5)
+    last = channel()
+    answers = [deposit(last, [w] * 253) for _ in range(int(sys.argv[2]))]
+    say(f"share filled with {held + 10} deposits, 10 let go; the 253-file deposits got:",
+        " ".join(sorted(set(f"{k}:{b}" for k, b in answers))))
+    sys.stdin.readline()
+
+
+def userns():
+    """In a user (and pid) namespace of its own, root there: a laned pair of its own,
+    its region claimed; then argv[2]'s tag (another user's region)."""
+    ch = channel()
+    try:
+        p = laned_pair(ch)
+        say("own region in a user namespace:", f"{p[6][2]}+{p[6][3]} bytes mapped")
+    except OSError as e:
+        say("own region in a user namespace:", e)
+    say("another user's region from a user namespace:", claim(ch, int(sys.argv[2])))
+
+
+def deposit_one():
+    """One pipe deposited over a new channel connection: the answer."""
+    r, w = os.pipe()
+    try:
+        c = channel()
+        c.settimeout(5)
+        k, b = deposit(c, [w])
+        say("A's deposit:", f"{k}:{b}")
+    except socket.timeout:
+        say("A's deposit: no answer in 5 s")
+    except OSError as e:
+        say("A's deposit:", errno.errorcode.get(e.errno, str(e)))
+
+
+CASES = {f.__name__: f for f in (prepare, deposit_one, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
+CASES[sys.argv[1]]()
