@@ -21,6 +21,7 @@ pub mod route;
 pub mod sockopt;
 pub mod socktype;
 pub mod sysctl;
+pub mod tstamp;
 
 /// An errno value (libc's numbers).
 pub type Errno = i32;

@@ -609,6 +609,7 @@ fn recv_once(
     let room = (head.flags & MSGF_ROOM != 0).then(|| RightsRoom {
         without_creds: rights_room(head.nrights as usize, false),
         with_creds: rights_room(head.nrights as usize, true),
+        controllen: head.nrights as usize,
     });
     let flags = RecvFlags {
         len: if oob { 1 } else { want },
@@ -633,6 +634,7 @@ fn recv_once(
     head.len = got.data.len() as u32;
     head.full_len = got.full_len as u32;
     (head.addr_len, head.addr_flags) = encode_name(got.from.as_deref(), &mut head.addr);
+    (head.stamp, head.tstamp) = got.stamp.map_or((0, 0), |(ns, t)| (ns, t.0));
     head.has_creds = 0;
     if let Some(pid) = got.pidfd {
         head.has_creds |= HAS_PIDFD;
