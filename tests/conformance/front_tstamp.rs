@@ -445,3 +445,25 @@ pub fn timestamping(b: &mut dyn Backend) {
         ts(b, Ts::Recv(r, 0, 40));
     }
 }
+
+/// The options set on a socket before the call that makes it a udsfs socket (its
+/// bind or connect in the mount or a routed directory) still hold after it: rsyslogd
+/// and others set them on the socket they are about to bind.
+pub fn before_bind(b: &mut dyn Backend) {
+    fresh();
+    let r = b.socket(Dgram);
+    ts(b, Ts::Set(r, SO_TIMESTAMPING_OLD, 0x18));
+    ts(b, Ts::Set(r, SO_TIMESTAMPNS_NEW, 1));
+    b.bind(r, p("ts.sock"));
+    for n in [SO_TIMESTAMP_NEW, SO_TIMESTAMPNS_NEW, SO_TIMESTAMPING_NEW] {
+        ts(b, Ts::Get(r, n, 8));
+    }
+    let a = b.socket(Dgram);
+    ts(b, Ts::Set(a, SO_TIMESTAMP_OLD, 1));
+    b.connect(a, p("ts.sock"));
+    ts(b, Ts::Get(a, SO_TIMESTAMP_OLD, 4));
+    ts(b, Ts::Mark);
+    b.send(a, b"hello");
+    ts(b, Ts::Mark);
+    ts(b, Ts::Recv(r, 0, 256));
+}

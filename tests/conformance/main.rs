@@ -460,6 +460,7 @@ pub const FRONT_ONLY: &[(&str, Scenario)] = &[
     ("front_tstamp_seqpacket", front_tstamp::seqpacket),
     ("front_tstamp_stream", front_tstamp::stream),
     ("front_tstamp_timestamping", front_tstamp::timestamping),
+    ("front_tstamp_before_bind", front_tstamp::before_bind),
 ];
 
 /// Prints the kernel and udsfs traces of the scenario `want` (or of every scenario,
