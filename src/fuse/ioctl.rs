@@ -670,7 +670,7 @@ mod tests {
     fn wire_sizes() {
         assert_eq!(std::mem::size_of::<Ctl>(), 352);
         assert_eq!(MSG_BUF, 16376);
-        assert_eq!(MSG_ROOM, 14176);
+        assert_eq!(MSG_ROOM, 14160);
         assert_eq!(UDSFS_IOC_CTL, 0xc160_5501);
         assert_eq!(UDSFS_IOC_MSG, 0xfff8_5502);
     }
