@@ -15,7 +15,7 @@ kernel_vs_udsfs "$ROOT/tests/conformance/msgcalls.py"
 py_pair out dgram '
 import struct
 IOC, BUF = 0xFFF85502, 16376
-SEND, RECV, WAIT, ROOM = 1, 2, 16, 14176
+SEND, RECV, WAIT, ROOM, HEAD = 1, 2, 16, 14160, 2216
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 def call(fd, op, flags, payload=b"", want=100):
@@ -24,12 +24,12 @@ def call(fd, op, flags, payload=b"", want=100):
     head = struct.pack("14IQ", op, flags, len(payload) if op == SEND else want, *[0] * 11, 0)
     buf = ctypes.create_string_buffer(BUF)
     buf[:64] = head
-    buf[2200:2200 + len(payload)] = payload
+    buf[HEAD:HEAD + len(payload)] = payload
     if libc.ioctl(fd, ctypes.c_ulong(IOC), buf) < 0:
         e = ctypes.get_errno()
         raise OSError(e, os.strerror(e))
     got = struct.unpack_from("3I", buf.raw)[2]
-    return buf.raw[2200:2200 + got] if op == RECV else got
+    return buf.raw[HEAD:HEAD + got] if op == RECV else got
 def parked():
     return int(open(f"{U}/gc").read().split("parked=")[1].split()[0])
 def wait_parked():

@@ -44,6 +44,8 @@ pub struct Received<'a> {
     pub rights: &'a [u64],
     /// Passed sockets were dropped (MSG_CTRUNC): `flags=ctrunc`.
     pub ctrunc: bool,
+    /// The receive timestamp and the reader's state: `tstamp=`.
+    pub stamp: Option<(u64, udsfs_proto::sockopt::Tstamp)>,
 }
 
 /// The header of a received record.
@@ -55,6 +57,7 @@ pub fn format_header(len: usize, r: &Received) -> String {
         pidfd: r.pidfd,
         rights: r.rights.to_vec(),
         ctrunc: r.ctrunc,
+        stamp: r.stamp,
     }
     .format()
 }
@@ -94,6 +97,7 @@ mod tests {
             pidfd: Some(12),
             rights: &h.rights,
             ctrunc: false,
+            stamp: None,
         };
         assert_eq!(format_header(0, &r), "len=0 pidfd=12 rights=file:5,3\n");
         assert_eq!(
@@ -117,6 +121,7 @@ mod tests {
             pidfd: None,
             rights: &[],
             ctrunc: false,
+            stamp: None,
         };
         assert_eq!(
             format_header(3, &r),

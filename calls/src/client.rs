@@ -186,6 +186,9 @@ pub struct Got {
     pub ctrunc: bool,
     /// What the daemon left of SO_RCVTIMEO (see MsgHead::timeo_left).
     pub timeo_left: u64,
+    /// SCM_TIMESTAMP and its kin: the stamp (ns since the epoch) and the
+    /// reader's timestamp state, which says which messages.
+    pub stamp: Option<(u64, udsfs_proto::sockopt::Tstamp)>,
 }
 
 impl Default for Got {
@@ -203,7 +206,19 @@ impl Default for Got {
             oob: false,
             ctrunc: false,
             timeo_left: TIMEO_NONE,
+            stamp: None,
         }
+    }
+}
+
+impl Got {
+    /// Whether it brings any control message (else a front has none to
+    /// write and needs no room for them).
+    pub fn has_control(&self) -> bool {
+        self.creds.is_some()
+            || !self.rights.is_empty()
+            || self.pidfd.is_some()
+            || self.stamp.is_some()
     }
 }
 
@@ -244,6 +259,7 @@ pub fn recv(fd: i32, buf: &mut MsgBuf, a: &Ask) -> Res<Got> {
         oob: r.flags & MSGF_OOB != 0,
         ctrunc: r.flags & MSGF_CTRUNC != 0,
         timeo_left: r.timeo_left,
+        stamp: r.stamp(),
     })
 }
 

@@ -1,8 +1,8 @@
 //! The control messages of a udsfs send and receive, both ways: what a
 //! sendmsg's control buffer asks (credentials; files to pass: udsfs sockets
 //! by number, any other file deposited on the daemon's fd channel by tag),
-//! and the control messages a recvmsg gets (SCM_CREDENTIALS, SCM_RIGHTS,
-//! SCM_PIDFD), as Linux writes them. The front says how the program's
+//! and the control messages a recvmsg gets (SCM_TIMESTAMP and its kin,
+//! SCM_CREDENTIALS, SCM_RIGHTS, SCM_PIDFD), as Linux writes them. The front says how the program's
 //! descriptors are reached (`Passer`, `Installer`): the library's are its
 //! own, the supervisor's are pidfd_getfd copies and SECCOMP_IOCTL_NOTIF_ADDFD.
 
@@ -125,6 +125,13 @@ pub trait Installer {
 pub fn put(inst: &impl Installer, buf: &mut [u8], got: &Got, cloexec: bool) -> (usize, bool) {
     let mut w = cmsg::Writer::new(buf);
     let mut cut = got.ctrunc;
+    // SCM_TIMESTAMP(NS) and SCM_TIMESTAMPING first, as
+    // __sock_recv_timestamp writes them before scm_recv_unix.
+    if let Some((ns, t)) = got.stamp {
+        for (ty, b) in t.cmsgs(ns) {
+            cut |= !w.put(libc::SOL_SOCKET, ty, &b);
+        }
+    }
     if let Some(c) = got.creds {
         let mut b = [0u8; 12];
         for (i, x) in c.iter().enumerate() {

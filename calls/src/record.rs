@@ -95,6 +95,7 @@ pub fn recv(
         pidfd: h.pidfd,
         rights: h.rights,
         ctrunc: h.ctrunc,
+        stamp: h.stamp,
         ..Got::default()
     })
 }

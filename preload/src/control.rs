@@ -31,7 +31,7 @@ pub fn put_control(m: &Mount, msg: &msghdr, got: &Got, cloexec: bool) -> (usize,
     };
     // Nothing to put (the common case) costs nothing; else room on the stack
     // for a few, the heap beyond (what is put is bounded: MAX_RIGHTS).
-    let nothing = got.creds.is_none() && got.rights.is_empty() && got.pidfd.is_none();
+    let nothing = !got.has_control();
     let mut local = [0u8; 256];
     let mut heap = Vec::new();
     let buf: &mut [u8] = if nothing || room == 0 {

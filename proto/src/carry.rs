@@ -1,7 +1,8 @@
 //! What a kernel AF_UNIX socket takes along when a udsfs socket takes its
 //! place (at the call that routes it into the mount): SO_PASSCRED,
 //! SO_PASSPIDFD, the buffer sizes and timeouts a program set, and the
-//! options AF_UNIX only keeps, where they differ from a new socket's.
+//! options AF_UNIX only keeps (the receive timestamp options too), where
+//! they differ from a new socket's.
 
 use crate::Res;
 use crate::ioctl::{self, Ctl, Op, Sockopt};
@@ -18,7 +19,8 @@ pub struct Carried {
     pub sizes: Vec<(i32, i32)>,
     /// SO_RCVTIMEO, SO_SNDTIMEO (tv_sec, tv_usec) where set.
     pub timeouts: Vec<(i32, [i64; 2])>,
-    /// `KEPT` options where they differ from `kept_default`.
+    /// `KEPT` options where they differ from `kept_default`, then the
+    /// receive timestamp options set (`timestamps`).
     pub kept: Vec<(i32, [i32; 2])>,
 }
 
@@ -38,6 +40,36 @@ fn kernel_getsockopt<T>(fd: i32, name: i32, out: &mut T) -> bool {
         )
     };
     r == 0
+}
+
+/// The receive timestamp options of a kernel socket (`int` reads one) as
+/// the settings that make them so again: SO_TIMESTAMPING's flags (through
+/// the number that set them), then the one of SO_TIMESTAMP, SO_TIMESTAMPNS
+/// and their _NEW forms that reads 1 (the last set wins on Linux).
+fn timestamps(int: &impl Fn(i32) -> Option<i32>) -> Vec<(i32, [i32; 2])> {
+    use crate::tstamp::*;
+    let mut out = Vec::new();
+    let flags = int(SO_TIMESTAMPING_OLD).unwrap_or(0);
+    if flags != 0 {
+        let new = int(SO_TIMESTAMPING_NEW).unwrap_or(0) != 0;
+        let name = if new {
+            SO_TIMESTAMPING_NEW
+        } else {
+            SO_TIMESTAMPING_OLD
+        };
+        out.push((name, [flags, 0]));
+    }
+    // SO_TIMESTAMP_NEW also reads 1 under SO_TIMESTAMPNS_NEW: NS first.
+    let on = [
+        SO_TIMESTAMPNS_NEW,
+        SO_TIMESTAMPNS_OLD,
+        SO_TIMESTAMP_NEW,
+        SO_TIMESTAMP_OLD,
+    ]
+    .into_iter()
+    .find(|&n| int(n).unwrap_or(0) != 0);
+    out.extend(on.map(|n| (n, [1, 0])));
+    out
 }
 
 impl Carried {
@@ -73,6 +105,7 @@ impl Carried {
                 c.kept.push((name, v));
             }
         }
+        c.kept.extend(timestamps(&int));
         c
     }
 
@@ -148,5 +181,19 @@ mod tests {
             [(libc::SO_KEEPALIVE, [1, 0]), (libc::SO_LINGER, [1, 5])]
         );
         assert_eq!(c.apply(-1), Err(libc::EBADF));
+        // Receive timestamps: the one set last, the SO_TIMESTAMPING flags
+        // (set through the old number, they leave SO_TIMESTAMPNS old too).
+        set(crate::tstamp::SO_TIMESTAMP_OLD, &[1]);
+        set(crate::tstamp::SO_TIMESTAMPNS_NEW, &[1]);
+        set(crate::tstamp::SO_TIMESTAMPING_OLD, &[0x18]);
+        let t = Carried::of(fd).kept.split_off(2);
+        println!("timestamps carried: {t:?}");
+        assert_eq!(
+            t,
+            [
+                (crate::tstamp::SO_TIMESTAMPING_OLD, [0x18, 0]),
+                (crate::tstamp::SO_TIMESTAMPNS_OLD, [1, 0]),
+            ]
+        );
     }
 }

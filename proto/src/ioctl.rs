@@ -491,6 +491,12 @@ pub struct MsgHead {
     /// most a later ioctl of the same call may wait, so that a call carried
     /// by several ioctls is timed once, by the daemon.
     pub timeo_left: u64,
+    /// Out (recv): the receive timestamp in ns since the epoch (0: none),
+    /// and in `tstamp` the reader's timestamp state when it read
+    /// (`crate::tstamp::Tstamp`), which says what control messages it gets.
+    pub stamp: u64,
+    pub tstamp: u32,
+    pub pad: u32,
     /// Send: `to`; recv: `from`.
     pub addr: [u8; ADDR_MAX],
     /// Socket numbers and file tags (`crate::passed`): passed (send) or
@@ -560,6 +566,9 @@ impl MsgHead {
             skip: 0,
             writable: 0,
             timeo_left: 0,
+            stamp: 0,
+            tstamp: 0,
+            pad: 0,
             addr: [0; ADDR_MAX],
             rights: [0; MAX_RIGHTS],
         }
@@ -595,6 +604,11 @@ impl MsgHead {
     /// The sender's pid for SCM_PIDFD (HAS_PIDFD).
     pub fn pidfd_pid(&self) -> Option<i32> {
         (self.has_creds & HAS_PIDFD != 0).then_some(self.creds[0] as i32)
+    }
+
+    /// The receive timestamp and the reader's timestamp state (SO_TIMESTAMP).
+    pub fn stamp(&self) -> Option<(u64, crate::tstamp::Tstamp)> {
+        (self.stamp != 0).then_some((self.stamp, crate::tstamp::Tstamp(self.tstamp)))
     }
 
     /// The tag of the daemon's pidfd of the sender (HAS_PIDFD_FILE).
@@ -689,10 +703,10 @@ mod tests {
         );
         assert_eq!(
             HEAD_SIZE,
-            4 * 8 + 4 * 3 + 4 * 3 + 8 + ADDR_MAX + 8 * MAX_RIGHTS
+            4 * 8 + 4 * 3 + 4 * 3 + 8 + 16 + ADDR_MAX + 8 * MAX_RIGHTS
         );
         assert_eq!(MSG_BUF, 16376);
-        assert_eq!(MSG_ROOM, 14176);
+        assert_eq!(MSG_ROOM, 14160);
         assert_eq!(UDSFS_IOC_CTL, 0xc160_5501);
         assert_eq!(UDSFS_IOC_MSG, 0xfff8_5502);
     }

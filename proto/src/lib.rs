@@ -21,6 +21,7 @@ pub mod route;
 pub mod sockopt;
 pub mod socktype;
 pub mod sysctl;
+pub mod tstamp;
 pub mod xorshift;
 
 /// An errno value (libc's numbers).

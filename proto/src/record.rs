@@ -118,6 +118,25 @@ pub struct RecvHeader {
     pub rights: Vec<u64>,
     /// Passed sockets were dropped (MSG_CTRUNC): `flags=ctrunc`.
     pub ctrunc: bool,
+    /// The receive timestamp (SO_TIMESTAMP and its kin): ns since the
+    /// epoch and the reader's timestamp state (`sockopt::Tstamp`), shown
+    /// `tstamp=SEC.NSEC/STATE`.
+    pub stamp: Option<(u64, crate::tstamp::Tstamp)>,
+}
+
+/// `SEC.NSEC/STATE`: nine digits of ns.
+fn parse_stamp(v: &str) -> Res<(u64, crate::tstamp::Tstamp)> {
+    let (t, state) = v.split_once('/').ok_or(libc::EINVAL)?;
+    let (sec, nsec) = t.split_once('.').ok_or(libc::EINVAL)?;
+    if nsec.len() != 9 {
+        return Err(libc::EINVAL);
+    }
+    let ns = digits::<u64>(sec)?
+        .checked_mul(1_000_000_000)
+        .and_then(|s| s.checked_add(digits::<u64>(nsec).ok()?))
+        .filter(|&n| n != 0)
+        .ok_or(libc::EINVAL)?;
+    Ok((ns, crate::tstamp::Tstamp(digits::<u32>(state)?)))
 }
 
 /// The fields of a header line, each at most once (a record must not mean
@@ -227,6 +246,7 @@ impl HeaderFields for RecvHeader {
             "from" => self.from = Some(Addr::parse(v.as_bytes())?),
             "creds" => self.creds = Some(parse_creds(v)?),
             "pidfd" => self.pidfd = Some(signed(v)?),
+            "tstamp" => self.stamp = Some(parse_stamp(v)?),
             "rights" => self.rights = passed::parse_list(v)?,
             "flags" => {
                 for f in v.split(',') {
@@ -274,6 +294,14 @@ impl RecvHeader {
         push_creds(&mut s, self.creds);
         if let Some(pid) = self.pidfd {
             s.push_str(&format!(" pidfd={pid}"));
+        }
+        if let Some((ns, t)) = self.stamp {
+            s.push_str(&format!(
+                " tstamp={}.{:09}/{}",
+                ns / 1_000_000_000,
+                ns % 1_000_000_000,
+                t.0
+            ));
         }
         push_rights(&mut s, &self.rights);
         if self.ctrunc {
@@ -365,11 +393,12 @@ mod tests {
             pidfd: Some(12),
             rights: vec![4, FILE_TAG | 5],
             ctrunc: true,
+            stamp: Some((1_796_444_175_000_000_042, crate::tstamp::Tstamp(3))),
         };
         let line = h.format();
         assert_eq!(
             line,
-            "len=3 from=@00001 creds=0:65534:65534 pidfd=12 rights=4,file:5 flags=ctrunc\n"
+            "len=3 from=@00001 creds=0:65534:65534 pidfd=12 tstamp=1796444175.000000042/3 rights=4,file:5 flags=ctrunc\n"
         );
         let rec = [line.as_bytes(), b"abcdef"].concat();
         let (back, payload) = RecvHeader::split(&rec).unwrap();
@@ -385,6 +414,9 @@ mod tests {
             &b"len=1 flags=odd\nx"[..],
             b"len=1 from=@\\q\nx",
             b"len=1 pidfd=-\nx",
+            b"len=1 tstamp=1.5/1\nx",
+            b"len=1 tstamp=0.000000000/1\nx",
+            b"len=1 tstamp=1.000000000\nx",
             b"len=1 to=@x\nx",
             b"len=1",
             b"from=@x\n",

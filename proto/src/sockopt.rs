@@ -19,6 +19,11 @@ pub const SO_SNDTIMEO_OLD: i32 = 21;
 pub const SO_RCVTIMEO_NEW: i32 = 66;
 pub const SO_SNDTIMEO_NEW: i32 = 67;
 
+pub use crate::tstamp::{
+    SO_TIMESTAMP_NEW, SO_TIMESTAMP_OLD, SO_TIMESTAMPING_NEW, SO_TIMESTAMPING_OLD,
+    SO_TIMESTAMPNS_NEW, SO_TIMESTAMPNS_OLD, TSTAMP_OPTS, Tstamp,
+};
+
 /// The ioctls on sockets that the kernel refuses on a regular file.
 pub const SIOCATMARK: libc::c_ulong = 0x8905;
 
@@ -110,7 +115,14 @@ pub fn get(fd: i32, name: i32) -> Res<Vec<u8>> {
             let o: Sockopt = ctl(fd, Op::GetSockopt, name)?.values();
             words([o.a, o.b], |w| w.to_ne_bytes().to_vec())
         }
-        n if KEPT.contains(&n) => int(ctl(fd, Op::GetSockopt, n)?.values::<Sockopt>().a as i64),
+        // struct so_timestamping: flags, bind_phc.
+        SO_TIMESTAMPING_OLD | SO_TIMESTAMPING_NEW => {
+            let o: Sockopt = ctl(fd, Op::GetSockopt, name)?.values();
+            words([o.a, 0], |w| w.to_ne_bytes().to_vec())
+        }
+        n if KEPT.contains(&n) || TSTAMP_OPTS.contains(&n) => {
+            int(ctl(fd, Op::GetSockopt, n)?.values::<Sockopt>().a as i64)
+        }
         libc::SO_OOBINLINE => int(ctl(fd, Op::OobOpts, 0)?.values::<OobOpts>().inline as i64),
         libc::SO_PEEK_OFF => int(ctl(fd, Op::OobOpts, 0)?.values::<OobOpts>().peek_off as i64),
         // Write-only options: Linux has no getsockopt for them either.
@@ -238,6 +250,9 @@ pub fn set(fd: i32, name: i32, val: &[u8]) -> Res<()> {
             kept(read_i32(val, 0), read_i32(val, 4))
         }
         n if KEPT.contains(&n) => kept(int()?, 0),
+        // Kept by the daemon, which stamps the messages (Tstamp); the flags
+        // are checked there.
+        n if TSTAMP_OPTS.contains(&n) => kept(int()?, 0),
         _ => Err(libc::ENOPROTOOPT),
     }
 }

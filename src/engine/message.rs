@@ -90,6 +90,9 @@ pub struct Sent {
 pub struct RightsRoom {
     pub without_creds: usize,
     pub with_creds: usize,
+    /// The control buffer's length, for a message with a timestamp, whose
+    /// control messages come first.
+    pub controllen: usize,
 }
 
 /// One recvmsg().
@@ -175,6 +178,10 @@ pub struct Received {
     pub passed: Vec<u64>,
     /// Passed references dropped at the reader (MSG_CTRUNC).
     pub ctrunc: bool,
+    /// The receive timestamp (ns since the epoch) and the reader's
+    /// timestamp state when it read, which say what control messages it
+    /// gets (dgram and seqpacket with SO_TIMESTAMP on).
+    pub stamp: Option<(u64, udsfs_proto::sockopt::Tstamp)>,
     /// The queued messages this read took bytes of, for the taps.
     pub(crate) pieces: Vec<Piece>,
 }

@@ -68,6 +68,10 @@ pub struct Msg {
     /// The end of a piece a fault (slicer) cut a stream send into: a read
     /// stops there, as one arriving segment would end it.
     pub piece_end: bool,
+    /// Its receive timestamp, ns since the epoch (0: none yet): taken when
+    /// it was queued for a receiver with SO_TIMESTAMP, else when first read
+    /// with it on (`msgpath::stamp`).
+    pub stamp: u64,
 }
 
 impl super::fault::held::Sent for Msg {

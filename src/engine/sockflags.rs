@@ -16,6 +16,7 @@ const MAX_SCHEDULE_TIMEOUT: u64 = i64::MAX as u64;
 
 /// The boolean options, by SOL_SOCKET number, each a bit of `Options::flags`.
 use udsfs_proto::sockopt::FLAG_OPTS;
+use udsfs_proto::sockopt::{TSTAMP_OPTS, Tstamp};
 
 #[derive(Debug)]
 pub struct Options {
@@ -24,6 +25,9 @@ pub struct Options {
     rcvlowat: AtomicI32,
     /// SOCK_LINGER in bit 63, sk_lingertime (jiffies) below it.
     linger: AtomicU64,
+    /// SO_TIMESTAMP and its kin (`udsfs_proto::sockopt::Tstamp`): the one
+    /// word a send reads to stamp a message queued here.
+    tstamp: AtomicU32,
 }
 
 impl Default for Options {
@@ -32,6 +36,7 @@ impl Default for Options {
             flags: AtomicU32::new(0),
             rcvlowat: AtomicI32::new(1),
             linger: AtomicU64::new(0),
+            tstamp: AtomicU32::new(0),
         }
     }
 }
@@ -45,12 +50,33 @@ fn flag_bit(opt: i32) -> Option<u32> {
 impl Options {
     /// Whether this file keeps `opt`.
     pub fn knows(opt: i32) -> bool {
-        udsfs_proto::sockopt::KEPT.contains(&opt)
+        udsfs_proto::sockopt::KEPT.contains(&opt) || TSTAMP_OPTS.contains(&opt)
+    }
+
+    /// The receive timestamp state (SO_TIMESTAMP, SO_TIMESTAMPNS, their
+    /// _NEW forms, SO_TIMESTAMPING).
+    pub fn tstamp(&self) -> Tstamp {
+        Tstamp(self.tstamp.load(Ordering::Relaxed))
     }
 
     /// setsockopt(SOL_SOCKET, opt): `a` the int (SO_LINGER: l_onoff), `b`
     /// SO_LINGER's l_linger. ENOPROTOOPT for an option not kept here.
     pub fn set(&self, opt: i32, a: i32, b: i32) -> Result<(), Errno> {
+        if TSTAMP_OPTS.contains(&opt) {
+            let mut r = Ok(());
+            let _ =
+                self.tstamp
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
+                        match Tstamp(w).set(opt, a) {
+                            Ok(t) => Some(t.0),
+                            Err(e) => {
+                                r = Err(Errno::from_raw(e));
+                                None
+                            }
+                        }
+                    });
+            return r;
+        }
         if let Some(bit) = flag_bit(opt) {
             if a != 0 {
                 self.flags.fetch_or(bit, Ordering::Relaxed);
@@ -90,6 +116,9 @@ impl Options {
 
     /// getsockopt(SOL_SOCKET, opt): (the int or l_onoff, l_linger).
     pub fn get(&self, opt: i32) -> Result<(i32, i32), Errno> {
+        if TSTAMP_OPTS.contains(&opt) {
+            return Ok((self.tstamp().get(opt), 0));
+        }
         if let Some(bit) = flag_bit(opt) {
             return Ok(((self.flags.load(Ordering::Relaxed) & bit != 0) as i32, 0));
         }

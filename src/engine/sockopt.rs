@@ -168,6 +168,43 @@ mod tests {
     }
 
     #[test]
+    fn messages_are_stamped_at_send_or_first_read_as_linux() {
+        use udsfs_proto::sockopt::SO_TIMESTAMP_OLD;
+        for ty in [SockType::Dgram, SockType::Seqpacket, SockType::Stream] {
+            let (e, c, a, b) = root_pair(ty);
+            e.sendmsg(&a, SendMsg::new(b"early"), &c, None).unwrap();
+            let queued = crate::engine::msgpath::stamp_now();
+            b.options.set(SO_TIMESTAMP_OLD, 1, 0).unwrap();
+            let before = crate::engine::msgpath::stamp_now();
+            e.sendmsg(&a, SendMsg::new(b"late"), &c, None).unwrap();
+            let after = crate::engine::msgpath::stamp_now();
+            let peek = e.recvmsg(&b, RecvFlags::peek(10), None).unwrap().stamp;
+            let first = e.recvmsg(&b, RecvFlags::new(5), None).unwrap().stamp;
+            let second = e.recvmsg(&b, RecvFlags::new(10), None).unwrap().stamp;
+            println!("{ty:?}: queued at {queued}, peek {peek:?}, read {first:?}, then {second:?}");
+            if ty == SockType::Stream {
+                assert!(peek.is_none() && first.is_none() && second.is_none());
+                continue;
+            }
+            let (p, f, s) = (peek.unwrap().0, first.unwrap().0, second.unwrap().0);
+            assert_eq!(p, f, "the peek stamped it, the read reports the same");
+            assert!(
+                f > queued,
+                "queued before the option: stamped when first read"
+            );
+            assert!((before..=after).contains(&s), "stamped at send");
+            b.options.set(SO_TIMESTAMP_OLD, 0, 0).unwrap();
+            e.sendmsg(&a, SendMsg::new(b"off"), &c, None).unwrap();
+            assert!(
+                e.recvmsg(&b, RecvFlags::new(10), None)
+                    .unwrap()
+                    .stamp
+                    .is_none()
+            );
+        }
+    }
+
+    #[test]
     fn a_pending_error_comes_before_the_queue_once() {
         let (e, c, a, b) = root_pair(SockType::Dgram);
         e.sendmsg(&a, SendMsg::new(b"q"), &c, None).unwrap();

@@ -170,6 +170,7 @@ fn each_message_is_seen_once_queued_and_once_read() {
     let none = RightsRoom {
         without_creds: 0,
         with_creds: 0,
+        controllen: 0,
     };
     let f = RecvFlags {
         room: Some(none),

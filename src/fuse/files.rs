@@ -210,6 +210,7 @@ impl OpenFile {
                 let none = RightsRoom {
                     without_creds: 0,
                     with_creds: 0,
+                    controllen: 0,
                 };
                 let flags = RecvFlags {
                     room: Some(none),
@@ -283,6 +284,7 @@ impl OpenFile {
                         pidfd: got.pidfd,
                         rights: &ids,
                         ctrunc: got.ctrunc,
+                        stamp: got.stamp,
                     };
                     let mut rec = msgfmt::format_header(got.data.len(), &received).into_bytes();
                     rec.extend_from_slice(&got.data);

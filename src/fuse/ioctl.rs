@@ -618,6 +618,7 @@ fn recv_once(
     let room = (head.flags & MSGF_ROOM != 0).then(|| RightsRoom {
         without_creds: rights_room(head.nrights as usize, false),
         with_creds: rights_room(head.nrights as usize, true),
+        controllen: head.nrights as usize,
     });
     let flags = RecvFlags {
         len: if oob { 1 } else { want },
@@ -642,6 +643,7 @@ fn recv_once(
     head.len = got.data.len() as u32;
     head.full_len = got.full_len as u32;
     (head.addr_len, head.addr_flags) = encode_name(got.from.as_deref(), &mut head.addr);
+    (head.stamp, head.tstamp) = got.stamp.map_or((0, 0), |(ns, t)| (ns, t.0));
     head.has_creds = 0;
     if let Some(pid) = got.pidfd {
         head.has_creds |= HAS_PIDFD;
@@ -677,7 +679,7 @@ mod tests {
     fn wire_sizes() {
         assert_eq!(std::mem::size_of::<Ctl>(), 352);
         assert_eq!(MSG_BUF, 16376);
-        assert_eq!(MSG_ROOM, 14176);
+        assert_eq!(MSG_ROOM, 14160);
         assert_eq!(UDSFS_IOC_CTL, 0xc160_5501);
         assert_eq!(UDSFS_IOC_MSG, 0xfff8_5502);
     }

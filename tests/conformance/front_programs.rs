@@ -87,6 +87,8 @@ pub enum Prog {
     /// getsockopt (false) or setsockopt (true) of (level, name) with fd 2 a pipe
     /// meanwhile: the answer and what was written on stderr.
     QuietRefusal(Sock, bool, c_int, c_int),
+    /// A receive timestamp call (front_tstamp.rs).
+    Tstamp(super::front_tstamp::Ts),
 }
 
 fn ev_names(e: u32) -> String {
@@ -160,6 +162,7 @@ impl Prog {
                 if *set { "setsockopt" } else { "getsockopt" },
                 s(*k)
             ),
+            Prog::Tstamp(t) => t.show(),
         }
     }
 }
@@ -576,6 +579,7 @@ pub fn call(k: &dyn Fds, c: &Prog) -> Res<String> {
             }
         }
         Prog::QuietRefusal(s, set, l, n) => quiet(k.fd(*s)?, *set, *l, *n),
+        Prog::Tstamp(t) => super::front_tstamp::call(k, t),
     }
 }
 

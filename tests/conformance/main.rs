@@ -36,6 +36,7 @@ mod programs;
 // The scenarios through `udsfs run`'s two fronts, and those only they run.
 mod front_behaviours;
 mod front_programs;
+mod front_tstamp;
 mod fronts;
 
 use backend::Backend;
@@ -455,6 +456,11 @@ pub const FRONT_ONLY: &[(&str, Scenario)] = &[
         "front_peergroups_and_refusals",
         front_programs::peergroups_and_refusals,
     ),
+    ("front_tstamp_dgram", front_tstamp::dgram),
+    ("front_tstamp_seqpacket", front_tstamp::seqpacket),
+    ("front_tstamp_stream", front_tstamp::stream),
+    ("front_tstamp_timestamping", front_tstamp::timestamping),
+    ("front_tstamp_before_bind", front_tstamp::before_bind),
 ];
 
 /// Prints the kernel and udsfs traces of the scenario `want` (or of every scenario,

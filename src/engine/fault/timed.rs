@@ -129,6 +129,7 @@ fn slice_msg(mut m: Msg, sizes: &[usize]) -> Vec<Msg> {
             pidfd: m.pidfd.clone(),
             ctrunc: i == 0 && m.ctrunc,
             piece_end: true,
+            stamp: m.stamp,
             msg_id: m.msg_id,
             origin: m.origin,
         });

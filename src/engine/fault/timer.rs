@@ -399,6 +399,7 @@ mod tests {
             pidfd: None,
             ctrunc: false,
             piece_end: false,
+            stamp: 0,
             msg_id: 0,
             origin: Default::default(),
         }

@@ -102,7 +102,7 @@ pub(super) fn message_send(
             }
             return Err(Errno::EAGAIN);
         }
-        eng.enqueue(&mut tx, other.id, ot_ref, data, false, &mut wake)?
+        eng.enqueue(&mut tx, &other, ot_ref, data, false, &mut wake)?
     };
     eng.finish(wake);
     Ok(sent)
@@ -142,7 +142,7 @@ pub(super) fn message_recv(op: RecvOp<'_>) -> Result<Received> {
         return Err(e);
     }
     if f.peek {
-        return message_peek(s.ty, st, f.len);
+        return message_peek(s, st, f.len);
     }
     if let (Some(reserve), Some(m)) = (f.reserve, st.queue.msgs().front())
         && !reserve(m.data.len().min(f.len))
@@ -162,6 +162,8 @@ pub(super) fn message_recv(op: RecvOp<'_>) -> Result<Received> {
     let rights = eng.take_rights(s.id, &mut m);
     let files = eng.take_files(&mut m);
     let full_len = m.data.len();
+    let t = s.options.tstamp();
+    let stamp = super::read_stamp(t, &mut m.stamp).map(|ns| (ns, t));
     let mut data = m.data;
     data.truncate(f.len);
     let mut pieces = Vec::new();
@@ -183,6 +185,7 @@ pub(super) fn message_recv(op: RecvOp<'_>) -> Result<Received> {
         files,
         pieces,
         ctrunc: m.ctrunc,
+        stamp,
         ..Default::default()
     })
 }
@@ -191,9 +194,10 @@ pub(super) fn message_recv(op: RecvOp<'_>) -> Result<Received> {
 /// offset skips whole messages, then starts inside the one it reaches.
 /// Passed sockets come with it (`recvmsg` takes references for them);
 /// other passed files do not.
-fn message_peek(ty: SockType, st: &mut SockState, maxlen: usize) -> Result<Received> {
+fn message_peek(s: &Socket, st: &mut SockState, maxlen: usize) -> Result<Received> {
+    let ty = s.ty;
     let mut skip = st.queue.peek_off().max(0) as usize;
-    let Some(m) = st.queue.msgs().iter().find(|m| {
+    let Some(at) = st.queue.msgs().iter().position(|m| {
         if skip > 0 && skip >= m.data.len() {
             skip -= m.data.len();
             return false;
@@ -208,6 +212,13 @@ fn message_peek(ty: SockType, st: &mut SockState, maxlen: usize) -> Result<Recei
         }
         return Err(Errno::EAGAIN);
     };
+    let t = s.options.tstamp();
+    let stamp = st
+        .queue
+        .get_mut(at)
+        .and_then(|m| super::read_stamp(t, &mut m.stamp))
+        .map(|ns| (ns, t));
+    let m = &st.queue.msgs()[at];
     let full_len = m.data.len() - skip;
     let data = m.data[skip..skip + full_len.min(maxlen)].to_vec();
     let creds = m.creds.unwrap_or(Ucred::NONE);
@@ -219,6 +230,7 @@ fn message_peek(ty: SockType, st: &mut SockState, maxlen: usize) -> Result<Recei
         // The pin, shared: the message keeps its own.
         pidfd_file: m.pidfd.clone().filter(|_| st.passpidfd),
         rights: m.rights.clone(),
+        stamp,
         ..Default::default()
     };
     if m.msg_id != 0 {

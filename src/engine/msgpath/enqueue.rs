@@ -193,13 +193,15 @@ impl Engine {
     pub(crate) fn enqueue(
         &self,
         tx: &mut Sending<'_>,
-        receiver: u64,
+        receiver: &Socket,
         rt: &mut SockState,
         data: &[u8],
         oob: bool,
         wake: &mut Wakeups,
     ) -> Result<usize> {
         let s = tx.sock;
+        let receiver_sock = receiver;
+        let receiver = receiver_sock.id;
         let mut data = data;
         let mut ctrunc = false;
         let mut timed = None;
@@ -293,6 +295,13 @@ impl Engine {
             origin: tx.origin.unwrap_or_default(),
             ctrunc,
             piece_end: false,
+            // unix_dgram_sendmsg: stamped if the receiver asks now; a
+            // stream is never stamped (unix_stream_read_generic gives none).
+            stamp: if s.ty != SockType::Stream && receiver_sock.options.tstamp().wanted() {
+                super::stamp_now()
+            } else {
+                0
+            },
         };
         let stream = s.ty == SockType::Stream;
         // The plain path: no rule decided on it, and nothing held back

@@ -22,6 +22,30 @@ use super::{Caller, Engine, Result, Ucred, Waiter, Wakeups};
 use enqueue::{Pass, Sending};
 use udsfs_proto::record::MAX_DGRAM;
 
+/// A receive timestamp: CLOCK_REALTIME in ns since the epoch, as
+/// __net_timestamp takes it (never 0, which means "none yet"). Read only
+/// for a receiver with SO_TIMESTAMP on.
+pub(crate) fn stamp_now() -> u64 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (d.as_nanos() as u64).max(1)
+}
+
+/// The stamp a read of `m` by a receiver with timestamp state `t` reports
+/// (None without SO_TIMESTAMP): the one taken at send, else one taken now
+/// and kept, so that a peek and the read after it report the same, as
+/// __sock_recv_timestamp stamps a message that came before the option.
+pub(crate) fn read_stamp(t: udsfs_proto::sockopt::Tstamp, stamp: &mut u64) -> Option<u64> {
+    if !t.wanted() {
+        return None;
+    }
+    if *stamp == 0 {
+        *stamp = stamp_now();
+    }
+    Some(*stamp)
+}
+
 /// One socket type's send and receive.
 trait ProtoOps: Sync {
     /// sendmsg() on `op.tx.sock`: the bytes sent; EAGAIN means nothing was
@@ -151,10 +175,14 @@ impl Engine {
         }
         let passed = got.rights.len() + got.files.len();
         if let Some(room) = f.room {
-            let mut room = if got.creds.is_some() {
-                room.with_creds
-            } else {
-                room.without_creds
+            let mut room = match got.stamp {
+                // SCM_TIMESTAMP* first, as __sock_recv_timestamp before scm_recv.
+                Some((_, t)) => udsfs_proto::ioctl::rights_room(
+                    room.controllen.saturating_sub(t.space()),
+                    got.creds.is_some(),
+                ),
+                None if got.creds.is_some() => room.with_creds,
+                None => room.without_creds,
             };
             let keep = room.min(got.rights.len());
             for r in got.rights.drain(keep..) {

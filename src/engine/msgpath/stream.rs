@@ -96,7 +96,7 @@ impl ProtoOps for Stream {
                 tx.sent = sent;
                 eng.enqueue(
                     &mut tx,
-                    peer.id,
+                    &peer,
                     &mut pt,
                     &data[sent..sent + n],
                     false,
@@ -155,7 +155,7 @@ fn queue_oob(
             return Err(Errno::EPIPE);
         }
         tx.chunk_at = 0;
-        eng.enqueue(tx, peer.id, &mut pt, &[byte], true, wake)?;
+        eng.enqueue(tx, peer, &mut pt, &[byte], true, wake)?;
         pt.urg_owner
     };
     if let Some(o) = owner {
