@@ -116,6 +116,22 @@ fn same_thread(thread: Option<&OwnedFd>, tgid: i32, tid: u32) -> bool {
     }
 }
 
+/// Has the process of `pidfd` exited (a zombie too: its pidfd is readable
+/// from its exit on)? The exits thread asks this, not `alive`: it wakes at
+/// the exit, often before the supervisor's parent reaps it, and a zombie
+/// kept as alive then held its grants' pidfds for the daemon's life (the
+/// set is one-shot per pidfd: no second wake comes).
+fn exited(pidfd: &OwnedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd of ours; no wait.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    r == 1 && p.revents & libc::POLLIN != 0
+}
+
 /// Is the process of `pidfd` still there (a zombie too, as its /proc entry
 /// and start time stay until it is reaped)?
 fn alive(pidfd: &OwnedFd) -> bool {
@@ -192,12 +208,12 @@ fn reap_exits(ep: i32) {
         }
         let mut g = GRANTS.lock();
         if let Some(map) = g.as_mut() {
-            map.retain(|_, gr| gr.pidfds.as_ref().is_none_or(|(sup, _)| alive(sup)));
+            map.retain(|_, gr| gr.pidfds.as_ref().is_none_or(|(sup, _)| !exited(sup)));
             COUNT.store(map.len(), Ordering::Relaxed);
         }
         drop(g);
         if let Some(m) = CHECKED.lock().as_mut() {
-            m.retain(|_, c| alive(&c.pidfds.0));
+            m.retain(|_, c| !exited(&c.pidfds.0));
         }
     }
 }
