@@ -626,8 +626,18 @@ pub fn caller_named(tid: u32, uid: u32, gid: u32, target: u32) -> Result<ActFor,
             .is_some_and(|gr| gr.target == target && !gr.granter_netns);
         if !held {
             let gr = checked_before(map, tid, uid, target, false).ok_or(libc::EPERM)?;
+            // Checked just now, as `caller_of` would (the thread, both
+            // processes, the target's ids): its answer, without asking twice.
+            let who = ActFor {
+                tid: target,
+                uid: gr.fsuid,
+                gid: gr.fsgid,
+                status: gr.status.clone(),
+                netns: None,
+            };
             map.insert(tid, gr);
             COUNT.store(map.len(), Ordering::Relaxed);
+            return Ok(who);
         }
     }
     // The grant's checks at every request (`caller_of`): a target gone or
