@@ -17,6 +17,11 @@
 #  6. a grant does not leak: another thread of the granting process and a forked
 #     child of it sending the target's pid get EPERM; the granted thread itself OK;
 #  7. user 40001 acting for user 65534's child: EPERM;
+#  1b. a send ioctl naming the thread it is made for (MsgHead's act_for): its
+#     child without a grant, root's process, its child from another thread than
+#     the granted one, root's process while granted for its child: EPERM (the
+#     granted thread naming its child: OK); after 5, the pid root's process got;
+#     after 7, user 40001 naming user 65534's process: EPERM;
 #  8. on a mount without --allow-other, user 65534 setting act_for: the kernel refuses
 #     it before the daemon hears of it (EPERM, the sticky rule coming first; a stat of
 #     the root: EACCES).
@@ -58,6 +63,22 @@ m = os.open(f"{U}/sock/{n}/msg", os.O_RDWR)
 
 def creds(pid, uid, gid):
     return err(os.write, m, f"len=1 to=@rootd creds={pid}:{uid}:{gid}\nx".encode())
+
+DATA = f"{U}/sock/{n}/data"
+
+def named(target, pid, uid, gid):
+    # A send ioctl (proto/src/ioctl.rs MsgHead) naming thread `target` as
+    # the one it is made for (`status` on a send), with SCM_CREDENTIALS.
+    import fcntl, struct
+    buf = bytearray(16376)
+    buf[:64] = struct.pack("14IQ", 1, 0, 1, 0, 6, target, 1, 0, pid, uid, gid, 0, 0, 0, 0)
+    buf[64:70] = b"\0rootd"
+    buf[2200] = ord("x")
+    d = os.open(DATA, os.O_RDWR)
+    try:
+        return err(fcntl.ioctl, d, 0xFFF85502, buf)
+    finally:
+        os.close(d)
 
 def child(argv=None):
     # A child waiting on a pipe; told to go, it execs argv (or exits).
@@ -143,6 +164,7 @@ elif mode == "reuse":
         time.sleep(0.02)
     report("root's process has the pid", open(sys.argv[2] + ".go").read().strip())
     report("creds 1:0:0 after the target's pid went to root", creds(1, 0, 0))
+    report("named send for the pid root's process got", named(pid, pid, 0, 0))
 elif mode == "leak":
     pid, w = child()
     report("act_for its child", grant(pid))
@@ -161,8 +183,26 @@ elif mode == "leak":
     report("creds with the target's pid after clearing", creds(pid, os.getuid(), os.getgid()))
     os.write(w, b"g")
     os.waitpid(pid, 0)
+elif mode == "named":
+    pid, w = child()
+    me = (os.getuid(), os.getgid())
+    report("named send for its child without a grant", named(pid, pid, *me))
+    report("named send for root's process", named(int(sys.argv[2]), int(sys.argv[2]), 0, 0))
+    report("act_for its child", grant(pid))
+    report("named send for its child from the granted thread (control)", named(pid, pid, *me))
+    out = {}
+    t = threading.Thread(target=lambda: out.update(t=named(pid, pid, *me)))
+    t.start()
+    t.join()
+    report("named send for its child from another thread", out["t"])
+    report("named send for root's process while granted for its child",
+           named(int(sys.argv[2]), int(sys.argv[2]), 0, 0))
+    os.write(w, b"g")
+    os.waitpid(pid, 0)
 elif mode == "other-user":
     report("user 40001 act_for user 65534's process", grant(sys.argv[2]))
+    p = int(sys.argv[2])
+    report("user 40001 named send for user 65534's process", named(p, p, 65534, 65534))
 PYEOF
 
 FAILS=0
@@ -212,6 +252,13 @@ attack "$(run_as $A basic $ROOTP)" \
     "act_for 4294967295 (no such thread): ESRCH" \
     "act_for empty (clears): OK" "act_for 0 (clears): OK" \
     "act_for on a file of the mount: EACCES" "another xattr name on the root: ENOTSUP"
+
+say "-- 1b: a send ioctl naming the thread it is made for (MsgHead::act_for, user $A)"
+attack "$(run_as $A named $ROOTP)" \
+    "named send for its child without a grant: EPERM" "named send for root's process: EPERM" \
+    "act_for its child: OK" "named send for its child from the granted thread (control): OK" \
+    "named send for its child from another thread: EPERM" \
+    "named send for root's process while granted for its child: EPERM"
 kill "$ROOTP" 2>/dev/null || true
 wait "$ROOTP" 2>/dev/null || true
 
@@ -245,7 +292,8 @@ echo "${SP:-none}" >"$TMP/x/reuse.go"
 wait "$ATT"
 if [ -n "$SP" ]; then
     attack "$(cat "$TMP/reuse.out")" "act_for its child: OK" "root's process has the pid: $P" \
-        "creds 1:0:0 after the target's pid went to root: EPERM"
+        "creds 1:0:0 after the target's pid went to root: EPERM" \
+        "named send for the pid root's process got: EPERM"
     kill "$SP" 2>/dev/null || true
     wait "$SP" 2>/dev/null || true
 else
@@ -263,7 +311,8 @@ say "-- 7: another user's child"
 setpriv --reuid=$A --regid=$A --clear-groups sleep 60 &
 AP=$!
 sleep 0.2
-attack "$(run_as $B other-user $AP)" "user 40001 act_for user 65534's process: EPERM"
+attack "$(run_as $B other-user $AP)" "user 40001 act_for user 65534's process: EPERM" \
+    "user 40001 named send for user 65534's process: EPERM"
 kill "$AP" 2>/dev/null || true
 wait "$AP" 2>/dev/null || true
 

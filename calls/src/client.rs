@@ -112,8 +112,24 @@ pub fn send(
     wait: Option<Wait>,
     fill: impl FnOnce(&mut [u8]) -> Res<()>,
 ) -> Res<usize> {
+    send_for(fd, buf, p, wait, 0, fill)
+}
+
+/// `send`, made for thread `act_for` (0: the caller itself): the
+/// supervisor's, naming the program thread whose call it carries
+/// (`MsgHead::set_act_for`); EPERM when the daemon holds no checked grant
+/// of this thread for it.
+pub fn send_for(
+    fd: i32,
+    buf: &mut MsgBuf,
+    p: &Piece,
+    wait: Option<Wait>,
+    act_for: u32,
+    fill: impl FnOnce(&mut [u8]) -> Res<()>,
+) -> Res<usize> {
     let len = p.len.min(MSG_ROOM);
     let mut h = MsgHead::new(MSGOP_SEND);
+    h.set_act_for(act_for);
     h.len = len as u32;
     h.skip = p.at.min(u32::MAX as usize) as u32;
     wait_flags(&mut h, wait);

@@ -467,7 +467,12 @@ pub struct MsgHead {
     /// Out (recv): the message's whole length (MSG_TRUNC).
     pub full_len: u32,
     pub addr_len: u32,
-    /// Out (recv): STATUS_*.
+    /// Out (recv): STATUS_*. In (send): the thread the send is made for
+    /// (`act_for`), 0 for the caller itself: a supervisor's thread names the
+    /// program thread whose trapped call it carries, and the daemon takes
+    /// the send as that thread's only when this supervisor thread holds a
+    /// checked grant for exactly it (src/fuse/actfor.rs `caller_named`),
+    /// else EPERM (the supervisor then sets the grant by setxattr).
     pub status: u32,
     /// Out (recv): HAS_CREDS (SCM_CREDENTIALS in `creds`) and HAS_PIDFD
     /// (SCM_PIDFD of the sender, whose pid is `creds[0]`).
@@ -594,6 +599,18 @@ impl MsgHead {
     /// The passed things received (cut to the field).
     pub fn rights(&self) -> &[u64] {
         &self.rights[..(self.nrights as usize).min(MAX_RIGHTS)]
+    }
+
+    /// A send made for thread `tid` (see `status`).
+    pub fn set_act_for(&mut self, tid: u32) {
+        if self.op == MSGOP_SEND {
+            self.status = tid;
+        }
+    }
+
+    /// The thread a send names (see `status`); None: the caller's own.
+    pub fn act_for(&self) -> Option<u32> {
+        (self.op == MSGOP_SEND && self.status != 0).then_some(self.status)
     }
 
     /// The sender's credentials (HAS_CREDS).

@@ -622,6 +622,49 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
     own
 }
 
+/// Who a send ioctl of thread `tid` (fsuid `uid`) that names `target` in
+/// its head (`MsgHead::act_for`) is made for: the target, only when this
+/// thread holds a grant for exactly it, or granted it before as a thread
+/// of a supervisor that `target` was checked for with this user
+/// (`checked_before`: the same processes by their pidfds, the thread
+/// still the granter, the target's ids unchanged); the grant is then this
+/// thread's, as a setxattr naming it would have made it. Anything else is
+/// EPERM, never the caller's own credentials: a program that names a pid
+/// gets no more than it had, and a supervisor refused sets the grant by
+/// setxattr (the full check) and sends again. The number is the caller's
+/// to write: it decides nothing that a grant set by the full check did not.
+pub fn caller_named(tid: u32, uid: u32, gid: u32, target: u32) -> Result<ActFor, i32> {
+    {
+        let mut g = GRANTS.lock();
+        let map = g.get_or_insert_with(HashMap::new);
+        let held = map
+            .get(&tid)
+            .is_some_and(|gr| gr.target == target && !gr.granter_netns);
+        if !held {
+            let gr = checked_before(map, tid, uid, target, false).ok_or(libc::EPERM)?;
+            // Checked just now, as `caller_of` would (the thread, both
+            // processes, the target's ids): its answer, without asking twice.
+            let who = ActFor {
+                tid: target,
+                uid: gr.fsuid,
+                gid: gr.fsgid,
+                status: gr.status.clone(),
+                netns: None,
+            };
+            map.insert(tid, gr);
+            COUNT.store(map.len(), Ordering::Relaxed);
+            return Ok(who);
+        }
+    }
+    // The grant's checks at every request (`caller_of`): a target gone or
+    // changed since it was set drops it, and the call is refused.
+    let who = caller_of(tid, uid, gid);
+    if who.tid != target || who.status.is_none() {
+        return Err(libc::EPERM);
+    }
+    Ok(who)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -807,6 +850,89 @@ mod tests {
             Err(libc::EPERM),
             "the new group is not the caller's"
         );
+    }
+
+    /// A send naming a thread (`MsgHead::act_for`) is taken as that
+    /// thread's only under a checked grant of the caller for exactly it:
+    /// a caller with no grant naming its own child, a user naming root's
+    /// child, a granted caller naming another child, and a target that
+    /// exited are all refused.
+    #[test]
+    fn a_named_send_needs_a_checked_grant_for_exactly_that_thread() {
+        let mut child = sleeper();
+        let mut other = sleeper();
+        let (pid, opid) = (child.id(), other.id());
+        let plain = std::thread::spawn(move || caller_named(tid(), 0, 0, pid).map(|w| w.tid))
+            .join()
+            .unwrap();
+        println!("thread without a grant names its child {pid}: {plain:?}");
+        assert_eq!(plain, Err(libc::EPERM), "no grant, no acting for");
+        let me = tid();
+        let stranger = caller_named(me, 12345, 12345, pid).map(|w| w.tid);
+        println!("uid 12345 names root's child {pid}: {stranger:?}");
+        assert_eq!(stranger, Err(libc::EPERM));
+        set(me, 0, pid.to_string().as_bytes()).unwrap();
+        assert_eq!(caller_named(me, 0, 0, pid).map(|w| w.tid), Ok(pid));
+        let unchecked = caller_named(me, 0, 0, opid).map(|w| w.tid);
+        println!("granted for {pid}, names {opid} never checked: {unchecked:?}");
+        assert_eq!(unchecked, Err(libc::EPERM));
+        // Checked once, then another target: both by name from then on.
+        set(me, 0, opid.to_string().as_bytes()).unwrap();
+        assert_eq!(caller_named(me, 0, 0, pid).map(|w| w.tid), Ok(pid));
+        assert_eq!(caller_named(me, 0, 0, opid).map(|w| w.tid), Ok(opid));
+        // Another user's check is not this one's (the key holds the fsuid).
+        let as_other = caller_named(me, 12345, 12345, pid).map(|w| w.tid);
+        println!("checked as uid 0, named as uid 12345: {as_other:?}");
+        assert_eq!(as_other, Err(libc::EPERM));
+        other.kill().unwrap();
+        other.wait().unwrap();
+        let gone = caller_named(me, 0, 0, opid).map(|w| w.tid);
+        println!("{opid} exited, named again: {gone:?}");
+        assert_eq!(gone, Err(libc::EPERM));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// A pid reused after its checked target exited names another process:
+    /// refused (the checked target's pidfd, not the number, decides). The
+    /// pid is made to come round again by ns_last_pid (root), tries until
+    /// it does.
+    #[test]
+    fn a_named_send_for_a_reused_pid_is_refused() {
+        let me = tid();
+        for attempt in 0..200 {
+            let mut first = sleeper();
+            let pid = first.id();
+            set(me, 0, pid.to_string().as_bytes()).unwrap();
+            assert_eq!(caller_named(me, 0, 0, pid).map(|w| w.tid), Ok(pid));
+            // The grant held is for another target now: naming `pid`
+            // again goes by its checked entry.
+            let mut holder = sleeper();
+            set(me, 0, holder.id().to_string().as_bytes()).unwrap();
+            holder.kill().unwrap();
+            holder.wait().unwrap();
+            first.kill().unwrap();
+            first.wait().unwrap();
+            if std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).is_err() {
+                println!("no ns_last_pid to write: not root");
+                return;
+            }
+            let mut second = sleeper();
+            if second.id() != pid {
+                second.kill().unwrap();
+                second.wait().unwrap();
+                continue;
+            }
+            let named = caller_named(me, 0, 0, pid).map(|w| w.tid);
+            println!(
+                "pid {pid} reused (attempt {attempt}) after its checked target exited, named: {named:?}"
+            );
+            second.kill().unwrap();
+            second.wait().unwrap();
+            assert_eq!(named, Err(libc::EPERM), "a reused pid is another process");
+            return;
+        }
+        panic!("the pid never came round again");
     }
 
     /// The user name is the root's alone (the kernel lets only who may

@@ -34,7 +34,10 @@ fn ferr(e: Errno) -> FErrno {
 }
 
 fn caller(req: &Request) -> Caller {
-    let who = actfor::caller_of(req.pid(), req.uid(), req.gid());
+    caller_as(req, actfor::caller_of(req.pid(), req.uid(), req.gid()))
+}
+
+fn caller_as(req: &Request, who: actfor::ActFor) -> Caller {
     let mut c = Caller::again(who.tid, who.uid, who.gid, who.status.map(Into::into));
     if let Some(ns) = who.netns {
         c = c.in_netns(ns);
@@ -420,7 +423,29 @@ impl Filesystem for UdsFs {
         _out_size: u32,
         reply: fuser::ReplyIoctl,
     ) {
-        self.inner.ioctl(fh.0, cmd, in_data, caller(req), reply);
+        // A send that names the thread it is made for (a supervisor's,
+        // src/fuse/actfor.rs `caller_named`): that thread's, or EPERM.
+        let named = (cmd == udsfs_proto::ioctl::UDSFS_IOC_MSG)
+            .then(|| udsfs_proto::ioctl::MsgHead::read_from(in_data).ok())
+            .flatten()
+            .and_then(|h| h.act_for());
+        let c = match named {
+            None => caller(req),
+            Some(target) => match actfor::caller_named(req.pid(), req.uid(), req.gid(), target) {
+                Ok(who) => caller_as(req, who),
+                Err(e) => {
+                    // (A supervisor's first send for a target comes here
+                    // too, before its setxattr: debug, not info.)
+                    crate::engine::log_limit::limited!(
+                        debug,
+                        "act_for: thread {} named thread {target} in a send without a checked grant for it: EPERM",
+                        req.pid()
+                    );
+                    return reply.error(FErrno::from_i32(e));
+                }
+            },
+        };
+        self.inner.ioctl(fh.0, cmd, in_data, c, reply);
     }
 
     fn getxattr(

@@ -17,7 +17,7 @@ use crate::fuse::actfor::{XATTR, XATTR_SECURITY};
 
 pub struct Grant {
     /// Set in the daemon (else the supervisor's own credentials stand in).
-    _set: bool,
+    set: bool,
 }
 
 /// Said once: a daemon that refuses leaves the supervisor's credentials.
@@ -30,6 +30,57 @@ static OUTSIDER_WARNED: AtomicBool = AtomicBool::new(false);
 thread_local! {
     /// This thread's grant is set in the daemon.
     static HELD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The mount and the thread the sends of this thread's call name
+    /// (`Named`).
+    static NAMED: std::cell::RefCell<Option<(std::path::PathBuf, i32)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A send made without a grant set first: its message ioctls name the
+/// thread it is made for (`MsgHead::act_for`), which the daemon takes only
+/// when this thread holds a checked grant for exactly it (the grant it set
+/// for an earlier call of that thread, or of another thread of the same
+/// process with the same ids: src/fuse/actfor.rs `caller_named`); refused,
+/// the grant is set by setxattr and the send made again (`refused`). One
+/// round trip a send instead of two. Only for a call whose daemon requests
+/// are its message ioctls and the queries that are the same whoever asks
+/// (the caller, src/supervisor/emulate.rs, decides which).
+pub struct Named;
+
+impl Named {
+    /// None: this thread holds no grant in the daemon (none set yet, or the
+    /// daemon refuses them): the grant by setxattr first, as before.
+    pub fn new(mount: &Path, tid: i32) -> Option<Named> {
+        if !HELD.get() {
+            return None;
+        }
+        NAMED.set(Some((mount.to_path_buf(), tid)));
+        Some(Named)
+    }
+}
+
+impl Drop for Named {
+    fn drop(&mut self) {
+        NAMED.set(None);
+    }
+}
+
+/// The thread this thread's sends name now (0: none, the grant held).
+pub fn named() -> u32 {
+    NAMED.with_borrow(|n| n.as_ref().map_or(0, |(_, tid)| *tid as u32))
+}
+
+/// A send that named its thread was refused (EPERM): the grant by
+/// setxattr, the full check. Some(true): granted, send again naming it;
+/// Some(false): refused, but the supervisor's own credentials stand in, send
+/// again without (as `Grant::new` decides); None: refused.
+pub fn refused() -> Option<bool> {
+    let (mount, tid) = NAMED.with_borrow(|n| n.clone())?;
+    let g = Grant::new(&mount, tid)?;
+    if !g.set {
+        NAMED.set(None);
+    }
+    Some(g.set)
 }
 
 /// The security name was refused (no CAP_SYS_ADMIN over the mount, or a
@@ -137,11 +188,11 @@ impl Grant {
     /// must not get them (integration/adversarial_run.sh).
     pub fn new(mount: &Path, tid: i32) -> Option<Grant> {
         let Ok(root) = CString::new(mount.as_os_str().as_bytes()) else {
-            return super::below_us(tid).then_some(Grant { _set: false });
+            return super::below_us(tid).then_some(Grant { set: false });
         };
         if set(&root, tid.to_string().as_bytes()) {
             HELD.set(true);
-            return Some(Grant { _set: true });
+            return Some(Grant { set: true });
         }
         if HELD.replace(false) {
             set(&root, b"0");
@@ -176,7 +227,7 @@ impl Grant {
                 "udsfs run (seccomp): the daemon does not let the supervisor act for thread {tid} ({refused}): its sockets carry the supervisor's credentials"
             );
         }
-        Some(Grant { _set: false })
+        Some(Grant { set: false })
     }
 }
 

@@ -264,6 +264,17 @@ fn needs_grant(job: &Job) -> bool {
         )
 }
 
+/// A send on a udsfs socket whose only daemon request that the caller
+/// decides is its message ioctl: sendto without an address, of one piece
+/// (a larger datagram goes by the `msg` file), without MSG_OOB.
+fn names_its_thread(job: &Job) -> bool {
+    job.udsfs
+        && job.nr == libc::SYS_sendto
+        && !route::send_names(job.args[4], job.args[5])
+        && job.args[2] as usize <= udsfs_proto::ioctl::MSG_ROOM
+        && job.args[3] as i32 & libc::MSG_OOB == 0
+}
+
 /// Carries out a udsfs call; the reply goes back after a validity check.
 pub fn perform(ctx: &Ctx, l: &Listener, mut job: Job, on_loop: bool) -> Reply {
     let (task, got) = match job.got.take() {
@@ -282,7 +293,14 @@ pub fn perform(ctx: &Ctx, l: &Listener, mut job: Job, on_loop: bool) -> Reply {
     // Refused to a thread outside this run's tree: the kernel makes a call
     // of a kernel socket as the thread would on its own; one on a udsfs
     // socket fails.
-    let grant = needs_grant(&job).then(|| super::actfor::Grant::new(&ctx.daemon.mount, job.tid));
+    // A send that is one message ioctl (connected, no control data, no
+    // OOB, one piece) names its thread in the ioctl instead: one round trip
+    // to the daemon, not two (actfor.rs `Named`).
+    let named = names_its_thread(&job)
+        .then(|| super::actfor::Named::new(&ctx.daemon.mount, job.tid))
+        .flatten();
+    let grant = (named.is_none() && needs_grant(&job))
+        .then(|| super::actfor::Grant::new(&ctx.daemon.mount, job.tid));
     let _grant = match grant {
         Some(None) if !job.udsfs => return Reply::Continue,
         Some(None) => return Reply::Errno(libc::EPERM),
