@@ -71,9 +71,11 @@ def named(target, pid, uid, gid):
     # the one it is made for (`status` on a send), with SCM_CREDENTIALS.
     import fcntl, struct
     buf = bytearray(16376)
-    buf[:64] = struct.pack("14IQ", 1, 0, 1, 0, 6, target, 1, 0, pid, uid, gid, 0, 0, 0, 0)
-    buf[64:70] = b"\0rootd"
-    buf[2200] = ord("x")
+    # (the head: 14 u32, timeo_left, stamp, tstamp and pad, 80 bytes; then
+    # `addr`; the payload after the whole head, at 2216)
+    buf[:80] = struct.pack("14IQQII", 1, 0, 1, 0, 6, target, 1, 0, pid, uid, gid, 0, 0, 0, 0, 0, 0, 0)
+    buf[80:86] = b"\0rootd"
+    buf[2216] = ord("x")
     d = os.open(DATA, os.O_RDWR)
     try:
         return err(fcntl.ioctl, d, 0xFFF85502, buf)
