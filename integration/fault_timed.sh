@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The timed faults through the mount, measured by Python on both sides of a stream
 # socketpair, each rule installed with a socket's ctl line `fault ...`:
-# 1. latency: a ping-pong's round trips are >= the latency and < latency + 20 ms
-#    (UDSFS_FAULT_SLACK_MS: the margin, default 20);
+# 1. latency: a ping-pong's round trips are >= the latency and < latency + 45 ms
+#    (UDSFS_FAULT_SLACK_MS: the margin, default 45: under the doubled latency a rule applied twice would give, and wide enough for a round trip on a loaded machine, where a clean-clone CI run saw 86 ms);
 # 2. bandwidth: 1 MiB at rate=1000 KB/s arrives intact within 20 % of 1.05 s;
 # 3. slicer: bytes identical, every read <= average + variation, the pieces in time;
 # 4. timeout: nothing delivered, EOF after the timeout, then EPIPE for the writer;
@@ -12,7 +12,7 @@
 #    (ctl rcvtimeo) fires on time while a message is held.
 source "$(dirname "$0")/lib.sh"
 
-SLACK=${UDSFS_FAULT_SLACK_MS:-20}
+SLACK=${UDSFS_FAULT_SLACK_MS:-45}
 LIMIT=${UDSFS_SIGNAL_LIMIT_MS:-150}
 
 py '
