@@ -191,6 +191,7 @@ scripts!(
     isolation,
     kernel_selftests,
     lanes,
+    lanes_connect,
     mount_helper,
     mount_path_escapes,
     mount_state,

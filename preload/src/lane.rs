@@ -26,7 +26,7 @@ use std::sync::atomic::{
 use std::time::Duration;
 
 use libc::{c_int, c_void, size_t, ssize_t};
-use udsfs_proto::ioctl::{LaneGrant, Op, Timeo};
+use udsfs_proto::ioctl::{LaneGrant, Op, Timeo, LANE_RECORD};
 use udsfs_proto::lane::region::busy_word;
 use udsfs_proto::lane::{Framing, LaneErr, Reader, Region, Side, State, Writer};
 
@@ -42,10 +42,20 @@ const CANDIDATE: u32 = 1;
 const CLAIMING: u32 = 2;
 /// Mapped: `end` is set.
 const LANE: u32 = 3;
+/// Noted at connect/accept: the daemon makes the region when both ends
+/// may have one (`Op::LaneClaim` arg 4 at a plain call, `join`).
+const JOIN: u32 = 4;
+
+/// How many plain calls of a connect/accept socket ask for its lane (an
+/// ioctl each) before it goes without: enough for a ping-pong through the
+/// daemon to find both ends between calls (docs/LANE.md).
+const JOIN_TRIES: u32 = 16;
 
 struct End {
     region: &'static Region,
     side: usize,
+    /// Seqpacket: the rings carry records.
+    record: bool,
     /// SO_RCVTIMEO, SO_SNDTIMEO as at the claim (setting one takes the
     /// lane down: the daemon does not count SetTimeo as the lane's own).
     timeo: [Option<Duration>; 2],
@@ -60,6 +70,8 @@ struct Slot {
     /// This process's reader and writer of the end, one thread each.
     rtaken: AtomicBool,
     wtaken: AtomicBool,
+    /// JOIN: the asks left.
+    tries: AtomicU32,
     end: UnsafeCell<Option<End>>,
 }
 
@@ -75,6 +87,7 @@ const EMPTY: Slot = Slot {
     ino: AtomicU64::new(0),
     rtaken: AtomicBool::new(false),
     wtaken: AtomicBool::new(false),
+    tries: AtomicU32::new(0),
     end: UnsafeCell::new(None),
 };
 
@@ -116,7 +129,7 @@ pub fn note_pair(fds: [c_int; 2]) {
     if room < 2 || REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
         return;
     }
-    let region = match prepare(fds[0]) {
+    let (region, record) = match prepare(fds[0]) {
         Ok(r) => r,
         Err(e) => {
             if e == libc::ENOPROTOOPT {
@@ -127,48 +140,10 @@ pub fn note_pair(fds: [c_int; 2]) {
     };
     for (side, fd) in fds.into_iter().enumerate() {
         let Some(ino) = ino_of(fd) else { continue };
-        // A slot left for an earlier socket at this number (socket numbers,
-        // and so inode numbers, are reused) goes first.
-        for old in &TABLE {
-            if old.fd.load(Ordering::Relaxed) == fd {
-                let st = old.state.load(Ordering::Acquire);
-                if (st == CANDIDATE || st == LANE)
-                    && old
-                        .state
-                        .compare_exchange(st, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
-                        .is_ok()
-                {
-                    free(old);
-                }
-            }
-        }
-        // A free slot whose old end no thread still uses.
-        let Some((s, held)) = TABLE.iter().find_map(|s| {
-            if s.state
-                .compare_exchange(FREE, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-            {
-                return None;
-            }
-            match (take(&s.rtaken), take(&s.wtaken)) {
-                (Some(r), Some(w)) => Some((s, (r, w))),
-                _ => {
-                    s.state.store(FREE, Ordering::Release);
-                    None
-                }
-            }
-        }) else {
+        let Some((s, held)) = slot_for(fd) else {
             return;
         };
-        USED.fetch_add(1, Ordering::Relaxed);
-        let (w, r) = region.end(if side == 0 { Side::A } else { Side::B }, Framing::Stream);
-        let end = End {
-            region,
-            side,
-            timeo: [None, None],
-            w: UnsafeCell::new(w),
-            r: UnsafeCell::new(r),
-        };
+        let end = new_end(region, side, record);
         // SAFETY: CLAIMING is ours.
         unsafe { *s.end.get() = Some(end) };
         s.fd.store(fd, Ordering::Relaxed);
@@ -178,10 +153,113 @@ pub fn note_pair(fds: [c_int; 2]) {
     }
 }
 
+fn new_end(region: &'static Region, side: usize, record: bool) -> End {
+    let framing = if record {
+        Framing::Record
+    } else {
+        Framing::Stream
+    };
+    let (w, r) = region.end(if side == 0 { Side::A } else { Side::B }, framing);
+    End {
+        region,
+        side,
+        record,
+        timeo: [None, None],
+        w: UnsafeCell::new(w),
+        r: UnsafeCell::new(r),
+    }
+}
+
+/// A slot for `fd` in CLAIMING, ours, with its reader and writer flags
+/// held (no thread still uses its old end); a slot left for an earlier
+/// socket at this number (socket numbers, and so inode numbers, are
+/// reused) is freed first. None: the table is full.
+fn slot_for(fd: c_int) -> Option<(&'static Slot, (Taken<'static>, Taken<'static>))> {
+    for old in &TABLE {
+        if old.fd.load(Ordering::Relaxed) == fd {
+            let st = old.state.load(Ordering::Acquire);
+            if (st == CANDIDATE || st == LANE || st == JOIN)
+                && old
+                    .state
+                    .compare_exchange(st, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                free(old);
+            }
+        }
+    }
+    let (s, held) = TABLE.iter().find_map(|s| {
+        if s.state
+            .compare_exchange(FREE, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        match (take(&s.rtaken), take(&s.wtaken)) {
+            (Some(r), Some(w)) => Some((s, (r, w))),
+            _ => {
+                s.state.store(FREE, Ordering::Release);
+                None
+            }
+        }
+    })?;
+    USED.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: CLAIMING is ours: an old end (its region stays mapped) goes.
+    unsafe { *s.end.get() = None };
+    Some((s, held))
+}
+
+/// connect() or accept() gave `fd`, a udsfs socket: its first plain calls
+/// ask the daemon for the connection's lane (`join`). Nothing is asked
+/// here: the daemon makes a lane only once both ends are accepted and
+/// quiet, which an accept or connect that just returned rarely finds.
+pub fn note_conn(fd: c_int) {
+    if OFF.load(Ordering::Relaxed) || REGIONS.load(Ordering::Relaxed) >= MAX_REGIONS {
+        return;
+    }
+    let Some(ino) = ino_of(fd) else { return };
+    let Some((s, held)) = slot_for(fd) else {
+        return;
+    };
+    s.tries.store(JOIN_TRIES, Ordering::Relaxed);
+    s.fd.store(fd, Ordering::Relaxed);
+    s.ino.store(ino, Ordering::Relaxed);
+    drop(held);
+    s.state.store(JOIN, Ordering::Release);
+}
+
+/// Asks the daemon for `fd`'s connection's lane, claiming this end: the
+/// region mapped (kept for the process's life) and the end. EAGAIN: not
+/// now.
+fn join(fd: c_int) -> Res<End> {
+    if REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let r = ioctl::op(fd, Op::LaneClaim, 4).and_then(|g| {
+        let g = g.values::<LaneGrant>();
+        let region = map_grant(&g)?;
+        Ok(new_end(
+            region,
+            (g.side & 1) as usize,
+            g.side & LANE_RECORD != 0,
+        ))
+    });
+    if r.is_err() {
+        REGIONS.fetch_sub(1, Ordering::Relaxed);
+    }
+    r
+}
+
 /// The pair's region, mapped (kept for the process's life: a lane that
-/// goes down keeps its mapping, docs/LANE.md).
-fn prepare(fd: c_int) -> Res<&'static Region> {
+/// goes down keeps its mapping, docs/LANE.md), and whether it carries
+/// records.
+fn prepare(fd: c_int) -> Res<(&'static Region, bool)> {
     let g = ioctl::op(fd, Op::LaneClaim, 3)?.values::<LaneGrant>();
+    Ok((map_grant(&g)?, g.side & LANE_RECORD != 0))
+}
+
+/// The region a grant names, claimed over the fd channel and mapped.
+fn map_grant(g: &LaneGrant) -> Res<&'static Region> {
     let m = mount::get().ok_or(libc::EINVAL)?;
     let fds = fdpass::claim(&fdpass::connect(m)?, &[g.tag], true)?;
     let &[rfd] = &fds[..] else {
@@ -206,7 +284,7 @@ fn find(fd: c_int) -> Option<&'static Slot> {
     }
     let s = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd)?;
     let st = s.state.load(Ordering::Acquire);
-    if st != CANDIDATE && st != LANE {
+    if st != CANDIDATE && st != LANE && st != JOIN {
         return None;
     }
     if ino_of(fd) != Some(s.ino.load(Ordering::Relaxed)) {
@@ -222,6 +300,9 @@ fn find(fd: c_int) -> Option<&'static Slot> {
     if st == LANE {
         return Some(s);
     }
+    if st == JOIN {
+        return joined(fd, s);
+    }
     if s.state
         .compare_exchange(CANDIDATE, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
@@ -231,12 +312,43 @@ fn find(fd: c_int) -> Option<&'static Slot> {
     // SAFETY: CLAIMING is ours: nobody else touches `end`.
     let end = unsafe { (*s.end.get()).as_mut() };
     match (end, claim(fd)) {
-        (Some(e), Ok(side)) if side == e.side => {
+        (Some(e), Ok(side)) if side & 1 == e.side => {
             e.timeo = [timeout(fd, 0), timeout(fd, 1)];
             s.state.store(LANE, Ordering::Release);
             Some(s)
         }
         _ => {
+            free(s);
+            None
+        }
+    }
+}
+
+/// A JOIN slot's call: asks for the lane; the slot is a LANE, waits for a
+/// later call (EAGAIN, while tries are left) or is freed.
+fn joined(fd: c_int, s: &'static Slot) -> Option<&'static Slot> {
+    if s.state
+        .compare_exchange(JOIN, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return None;
+    }
+    match join(fd) {
+        Ok(mut e) => {
+            e.timeo = [timeout(fd, 0), timeout(fd, 1)];
+            // SAFETY: CLAIMING is ours: nobody else touches `end`.
+            unsafe { *s.end.get() = Some(e) };
+            s.state.store(LANE, Ordering::Release);
+            Some(s)
+        }
+        Err(libc::EAGAIN) if s.tries.fetch_sub(1, Ordering::Relaxed) > 1 => {
+            s.state.store(JOIN, Ordering::Release);
+            None
+        }
+        Err(e) => {
+            if e == libc::ENOPROTOOPT {
+                OFF.store(true, Ordering::Relaxed);
+            }
             free(s);
             None
         }
@@ -315,13 +427,17 @@ fn take(flag: &AtomicBool) -> Option<Taken<'_>> {
 /// A plain read/recv of up to `n` bytes on `fd`'s lane; None: not the
 /// lane's (the caller goes through the daemon).
 pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssize_t> {
-    if flags & !libc::MSG_DONTWAIT != 0 {
+    if flags & !(libc::MSG_DONTWAIT | libc::MSG_TRUNC) != 0 {
         return None;
     }
     let s = find(fd)?;
     let _t = take(&s.rtaken)?;
     // SAFETY: LANE was seen with Acquire: `end` is set and stays.
     let e = unsafe { (*s.end.get()).as_ref()? };
+    // MSG_TRUNC on a stream is the daemon's (Linux discards the bytes).
+    if flags & libc::MSG_TRUNC != 0 && !e.record {
+        return None;
+    }
     // SAFETY: `rtaken` is ours.
     let r = unsafe { &mut *e.r.get() };
     let room = user::writable(buf.cast(), n);
@@ -338,7 +454,17 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
     loop {
         busy(e).store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        let got = r.read(dst, false);
+        let got = if e.record {
+            // A record: its length under MSG_TRUNC, else what was copied
+            // (the rest of a longer one is dropped, as Linux does).
+            r.read_record(dst, false).map(|rec| match rec {
+                Some(rec) if flags & libc::MSG_TRUNC != 0 => rec.len,
+                Some(rec) => rec.copied,
+                None => 0,
+            })
+        } else {
+            r.read(dst, false)
+        };
         busy(e).store(0, Ordering::Release);
         match got {
             Ok(k) => return Some(k as ssize_t),
@@ -401,6 +527,8 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
             // The daemon takes what is left (its queue follows the ring).
             Err(LaneErr::NotDirect(_)) if done > 0 => return Some(rest(fd, src, done, flags)),
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
+            // A record longer than the ring: the daemon's (EMSGSIZE or
+            // its queue), the lane goes down.
             Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }

@@ -180,7 +180,8 @@ pub unsafe extern "C" fn socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int
                 fds.iter().for_each(|&fd| files::close(fd));
             })
         });
-        if r.is_ok() && t & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) == libc::SOCK_STREAM {
+        let ty = t & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+        if r.is_ok() && (ty == libc::SOCK_STREAM || ty == libc::SOCK_SEQPACKET) {
             lane::note_pair(fds);
         }
         int_ret(r)
@@ -240,7 +241,8 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
         match unsafe { route::route(m, a, len) } {
             Route::Udsfs(w) => match adopt_for(m, fd) {
                 Ok(true) => {
-                    int_ret(socket::connect(m, fd, &w).map_err(|e| m.routes.unreached(e, &w)))
+                    let r = socket::connect(m, fd, &w).inspect(|()| lane::note_conn(fd));
+                    int_ret(r.map_err(|e| m.routes.unreached(e, &w)))
                 }
                 Ok(false) => unsafe { real::connect(fd, addr, len) },
                 Err(e) => int_ret(Err(e)),
@@ -309,7 +311,7 @@ pub unsafe extern "C" fn accept4(
         let Some(m) = udsfs_after(r as i64, fd) else {
             return r;
         };
-        match socket::accept(m, fd, flags) {
+        match socket::accept(m, fd, flags).inspect(|&nfd| lane::note_conn(nfd)) {
             Ok(nfd) => {
                 if !addr.is_null() {
                     // The peer is the connecting socket: its name or none.

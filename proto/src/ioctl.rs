@@ -150,10 +150,19 @@ pub enum Op {
     /// (the region's depot tag, to claim over the fd channel; side 0 is this
     /// socket). `arg` 0: this end is claimed for the calling process (out:
     /// its side); a second claim takes the lane down (ENOENT). `arg` 1: the
-    /// end found the region corrupt: the connection is reset. ENOPROTOOPT:
-    /// the mount has no lanes; EOPNOTSUPP: this socket has none.
+    /// end found the region corrupt: the connection is reset. `arg` 4, on
+    /// a socket connect() or accept() gave the library: this end is
+    /// claimed, the connection's region made first if it has none (out:
+    /// `LaneGrant` with the region's depot tag and this end's side); EAGAIN:
+    /// not now (not accepted yet, bytes queued, a call blocked in the
+    /// daemon), ask again later. ENOPROTOOPT: the mount has no lanes;
+    /// EOPNOTSUPP: this socket has none. A grant's `side` has
+    /// `LANE_RECORD` set for a seqpacket connection (records on the rings).
     LaneClaim = 40,
 }
+
+/// `LaneGrant::side`'s bit for a record (seqpacket) lane; the side is bit 0.
+pub const LANE_RECORD: i32 = 2;
 
 /// The groups one `Op::PeerGroups` reply carries.
 pub const GROUPS_PER_CTL: usize = NV - 1;

@@ -487,6 +487,9 @@ pub struct Socket {
     /// Had a lane made once: never another (a peer that held its busy word
     /// up could otherwise delay each way down again and again).
     pub(crate) lane_made: AtomicBool,
+    /// Its library asked for the connection's lane (`Engine::lane_join`):
+    /// the region is made when the other end asks too.
+    pub(crate) lane_asked: AtomicBool,
 }
 
 /// What a new socket starts with (from `Config`: the engine reads no
@@ -544,6 +547,7 @@ impl Socket {
             last_opener: AtomicU32::new(u32::MAX),
             polled: AtomicBool::new(false),
             lane_made: AtomicBool::new(false),
+            lane_asked: AtomicBool::new(false),
         }
     }
 

@@ -51,7 +51,9 @@ pub(super) fn ioctl(
     let res = read_struct::<Ctl>(input).and_then(|mut ctl| {
         // The lane's own calls leave it up; any other takes it down first.
         // (A timeout set takes it down: the ends read theirs at the claim.)
-        let lane_own = [Op::LaneClaim, Op::GetTimeo].map(|o| o as u32);
+        // (Names and groups are not the rings' either: accept() reads the
+        // peer's name after the connection's other end may have claimed.)
+        let lane_own = [Op::LaneClaim, Op::GetTimeo, Op::GetName, Op::PeerGroups].map(|o| o as u32);
         // What only reads, or sets what the lane reads at a claim (the
         // timeouts) or nothing uses (kept options), is the lane's too while
         // no end is claimed (its rings are empty then): a program's look at
@@ -59,11 +61,9 @@ pub(super) fn ioctl(
         let reads = [
             Op::SetTimeo,
             Op::SetSockopt,
-            Op::GetName,
             Op::Info,
             Op::GetSockopt,
             Op::OobOpts,
-            Op::PeerGroups,
             Op::TakeError,
         ]
         .map(|o| o as u32);
@@ -261,6 +261,7 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
             Ok(())
         }
         Op::LaneClaim if ctl.arg == 3 => eng.lane_prepare(s, c).map(|g| g.encode(&mut ctl.v)),
+        Op::LaneClaim if ctl.arg == 4 => eng.lane_join(s, c).map(|g| g.encode(&mut ctl.v)),
         Op::LaneClaim => eng.lane_claim(s, c).map(|g| g.encode(&mut ctl.v)),
         Op::PeerPidfd => eng
             .peer_pidfd(s, c)
