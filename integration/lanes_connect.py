@@ -357,6 +357,38 @@ def seqpacket_full(d):
     say("read back whole and in order:", ok)
 
 
+def tight(d):
+    """30 connections, each connected and accepted by one process that then
+    forks: the parent pings on the accepted end, the child answers on the
+    connected one, with os.read/os.write (both ends ask for the lane while
+    the other's calls go through the daemon: a lane made under a call on
+    its way must not leave that call's bytes behind)."""
+    srv, path = listener(d, "tight")
+    bad = 0
+    for k in range(30):
+        c = client(path)
+        a, _ = srv.accept()
+        pid = os.fork()
+        if pid == 0:
+            for _ in range(300):
+                m = os.read(c.fileno(), 100)
+                os.write(c.fileno(), m)
+            os._exit(0)
+        for i in range(300):
+            m = bytes([(i + k) % 256]) * 100
+            os.write(a.fileno(), m)
+            got = b""
+            while len(got) < 100:
+                got += os.read(a.fileno(), 100 - len(got))
+            bad += got != m
+        if k == 29:
+            guard(a, "tight last connection")
+        os.waitpid(pid, 0)
+        a.close()
+        c.close()
+    say("30 connections x 300 round trips, wrong:", bad)
+
+
 def scribbler(d):
     """Connects to the server at DIR/victim, gets a lane, then writes over
     its own mapping of the region (udsfs only, run as another user)."""
@@ -434,6 +466,7 @@ CASES = {
     "seqpacket_pair": seqpacket_pair,
     "seqpacket_conn": seqpacket_conn,
     "seqpacket_full": seqpacket_full,
+    "tight": tight,
     "scribbler": scribbler,
     "victim": victim,
 }

@@ -56,6 +56,8 @@ struct End {
     side: usize,
     /// Seqpacket: the rings carry records.
     record: bool,
+    /// Made by connect/accept's `join`: may ask again after a way down.
+    joined: bool,
     /// SO_RCVTIMEO, SO_SNDTIMEO as at the claim (setting one takes the
     /// lane down: the daemon does not count SetTimeo as the lane's own).
     timeo: [Option<Duration>; 2],
@@ -164,6 +166,7 @@ fn new_end(region: &'static Region, side: usize, record: bool) -> End {
         region,
         side,
         record,
+        joined: false,
         timeo: [None, None],
         w: UnsafeCell::new(w),
         r: UnsafeCell::new(r),
@@ -238,11 +241,9 @@ fn join(fd: c_int) -> Res<End> {
     let r = ioctl::op(fd, Op::LaneClaim, 4).and_then(|g| {
         let g = g.values::<LaneGrant>();
         let region = map_grant(&g)?;
-        Ok(new_end(
-            region,
-            (g.side & 1) as usize,
-            g.side & LANE_RECORD != 0,
-        ))
+        let mut e = new_end(region, (g.side & 1) as usize, g.side & LANE_RECORD != 0);
+        e.joined = true;
+        Ok(e)
     });
     if r.is_err() {
         REGIONS.fetch_sub(1, Ordering::Relaxed);
@@ -298,7 +299,10 @@ fn find(fd: c_int) -> Option<&'static Slot> {
         return None;
     }
     if st == LANE {
-        return Some(s);
+        // SAFETY: LANE was seen with Acquire: `end` is set and stays.
+        let down = unsafe { (*s.end.get()).as_ref() }
+            .is_some_and(|e| e.joined && e.region.state() == Some(State::Through));
+        return if down { rejoin(fd, s) } else { Some(s) };
     }
     if st == JOIN {
         return joined(fd, s);
@@ -333,26 +337,64 @@ fn joined(fd: c_int, s: &'static Slot) -> Option<&'static Slot> {
     {
         return None;
     }
+    // Held while the end is written: after a way down (`rejoin`) a thread
+    // that found the slot a LANE may still reach for the old one.
+    let (Some(r), Some(w)) = (take(&s.rtaken), take(&s.wtaken)) else {
+        s.state.store(JOIN, Ordering::Release);
+        return None;
+    };
+    let up = ask(fd, s);
+    drop((r, w));
+    up.then_some(s)
+}
+
+/// With the slot CLAIMING (and no thread using its end): asks for the
+/// lane; true: the slot is a LANE.
+fn ask(fd: c_int, s: &'static Slot) -> bool {
     match join(fd) {
         Ok(mut e) => {
             e.timeo = [timeout(fd, 0), timeout(fd, 1)];
             // SAFETY: CLAIMING is ours: nobody else touches `end`.
             unsafe { *s.end.get() = Some(e) };
             s.state.store(LANE, Ordering::Release);
-            Some(s)
+            true
         }
         Err(libc::EAGAIN) if s.tries.fetch_sub(1, Ordering::Relaxed) > 1 => {
             s.state.store(JOIN, Ordering::Release);
-            None
+            false
         }
         Err(e) => {
             if e == libc::ENOPROTOOPT {
                 OFF.store(true, Ordering::Relaxed);
             }
             free(s);
-            None
+            false
         }
     }
+}
+
+/// A connect/accept end whose lane went down (the daemon took it down:
+/// another call of the other end's was on its way through the daemon when
+/// the lane was made, or anything else): asks again while tries are left
+/// (the daemon makes a connection a few lanes at most). The slot as it is
+/// when a thread uses its end now (that call goes through the daemon).
+fn rejoin(fd: c_int, s: &'static Slot) -> Option<&'static Slot> {
+    if s.tries.load(Ordering::Relaxed) == 0
+        || s.state
+            .compare_exchange(LANE, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+    {
+        return Some(s);
+    }
+    // Held until the new end is in place: a thread that found the slot
+    // before cannot take the old end meanwhile.
+    let (Some(r), Some(w)) = (take(&s.rtaken), take(&s.wtaken)) else {
+        s.state.store(LANE, Ordering::Release);
+        return Some(s);
+    };
+    let up = ask(fd, s);
+    drop((r, w));
+    up.then_some(s)
 }
 
 /// Claims `fd`'s end for this process: its side.

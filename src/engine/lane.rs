@@ -37,6 +37,9 @@ use super::{Caller, Engine, Result};
 /// (stopped, or hostile) has its ring's published bytes drained as they are.
 const BUSY_WAIT: Duration = Duration::from_millis(500);
 
+/// Lanes a connection made by connect and accept may have in its life.
+pub(crate) const LANES_PER_CONN: u32 = 3;
+
 /// Lanes up at once on a mount: each holds a memfd and a mapping in the
 /// daemon (vm.max_map_count is 65530); past it a pair has no lane.
 const MAX_LANES: usize = 4096;
@@ -139,17 +142,10 @@ impl Engine {
                 return Err(Errno::EOPNOTSUPP);
             }
             // Not now is not at all: the library asks this once per pair.
-            let made = self.lane_make(s, false).map_err(|e| match e {
+            self.lane_insert(&mut map, s, false).map_err(|e| match e {
                 Errno::EAGAIN => Errno::EOPNOTSUPP,
                 e => e,
-            });
-            let l = Arc::new(Mutex::new(made?));
-            let ids = l.lock().socks.each_ref().map(|s| s.id);
-            for id in ids {
-                map.insert(id, l.clone());
-            }
-            self.lanes.up.fetch_add(1, Ordering::Relaxed);
-            l
+            })?
         };
         let l = lane.lock();
         let tag = self.lane_fd(&l, s, c)?;
@@ -160,6 +156,35 @@ impl Engine {
             cap0: cap0 as i32,
             cap1: cap1 as i32,
         })
+    }
+
+    /// Makes `s`'s connection's lane (`lane_make`) and files it under both
+    /// sockets, with the map locked by the caller. `up` counts it *before*
+    /// the sockets are looked at: a request through the daemon that queues
+    /// or parks on either socket after that look (under the socket's lock)
+    /// then sees `up` and waits for the map in its `lane_down` after it ran
+    /// (src/fuse/io.rs), which takes the new lane down again; counted
+    /// after, such a request could miss it, and its bytes would sit in the
+    /// engine's queue while the reader sleeps on the ring.
+    fn lane_insert(
+        &self,
+        map: &mut HashMap<u64, Arc<Mutex<Lane>>>,
+        s: &Arc<Socket>,
+        joined: bool,
+    ) -> Result<Arc<Mutex<Lane>>> {
+        self.lanes.up.fetch_add(1, Ordering::SeqCst);
+        let l = match self.lane_make(s, joined) {
+            Ok(l) => Arc::new(Mutex::new(l)),
+            Err(e) => {
+                self.lanes.up.fetch_sub(1, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
+        let ids = l.lock().socks.each_ref().map(|s| s.id);
+        for id in ids {
+            map.insert(id, l.clone());
+        }
+        Ok(l)
     }
 
     /// The region's memfd, kept for the caller to claim over the fd
@@ -192,13 +217,7 @@ impl Engine {
                         return Err(Errno::EOPNOTSUPP);
                     }
                     s.lane_asked.store(true, Ordering::Release);
-                    let l = Arc::new(Mutex::new(self.lane_make(s, true)?));
-                    let ids = l.lock().socks.each_ref().map(|s| s.id);
-                    for id in ids {
-                        map.insert(id, l.clone());
-                    }
-                    self.lanes.up.fetch_add(1, Ordering::Relaxed);
-                    l
+                    self.lane_insert(&mut map, s, true)?
                 }
             }
         };
@@ -266,9 +285,13 @@ impl Engine {
         if joined && !peer.lane_asked.load(Ordering::Acquire) {
             return Err(Errno::EAGAIN);
         }
-        // One lane in a connection's life (the way down may wait BUSY_WAIT
-        // for a peer's busy word: once per connection, not at will).
-        if s.lane_made.swap(true, Ordering::AcqRel) | peer.lane_made.swap(true, Ordering::AcqRel) {
+        // A few lanes in a connection's life (the way down may wait
+        // BUSY_WAIT for a peer's busy word: a few times per connection, not
+        // at will). More than one: a lane an end's ask made while the other
+        // end's call was on its way through the daemon goes down at once.
+        let most = if joined { LANES_PER_CONN } else { 1 };
+        let made = [s, &peer].map(|x| x.lanes_made.fetch_add(1, Ordering::AcqRel));
+        if made.iter().any(|&n| n >= most) {
             return Err(Errno::EOPNOTSUPP);
         }
         let caps = [ring_cap(sndbuf_a), ring_cap(sndbuf_b)];
@@ -287,7 +310,7 @@ impl Engine {
     /// Takes `s`'s lane down if it has one (see the module's comment):
     /// called before any request on `s` other than the lane's own.
     pub fn lane_down(&self, s: &Socket) {
-        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return;
         }
         let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
@@ -299,7 +322,7 @@ impl Engine {
     /// As `lane_down`, for a request that only reads the socket's state:
     /// while neither end is claimed (the rings are empty) the lane stays.
     pub fn lane_down_if_claimed(&self, s: &Socket) {
-        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return;
         }
         let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
@@ -315,7 +338,7 @@ impl Engine {
     /// bytes through the taps and rules as they are drained), and none is
     /// made while an observer stands (stage d would keep them, `Through`).
     pub fn lanes_all_down(&self) {
-        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return;
         }
         let all: Vec<_> = self.lanes.map.lock().values().cloned().collect();
@@ -389,7 +412,7 @@ impl Engine {
                 map.remove(&x.id);
             }
         }
-        self.lanes.up.fetch_sub(1, Ordering::Relaxed);
+        self.lanes.up.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Moves ring `d`'s unread bytes into the reader's queue, as sends of
@@ -471,7 +494,7 @@ impl Engine {
 
     /// The status files' `lane=` word.
     pub fn lane_status(&self, s: &Socket) -> &'static str {
-        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return "none";
         }
         match self.lanes.map.lock().get(&s.id) {
