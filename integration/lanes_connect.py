@@ -357,6 +357,48 @@ def seqpacket_full(d):
     say("read back whole and in order:", ok)
 
 
+def peek_waitall(d):
+    """MSG_PEEK and MSG_WAITALL on a laned connection, then a WAITALL that
+    the peer's close ends short."""
+    srv, path = listener(d, "pw")
+    r, w = os.pipe()
+
+    def cl():
+        c = client(path)
+        pingpong_rounds(c, 50, True)
+        c.sendall(b"hello world")
+        os.read(r, 1)
+        for k in range(10):
+            c.sendall(bytes([k]) * 1000)
+            time.sleep(0.01)
+        os.read(r, 1)
+        c.sendall(b"z" * 100)
+        c.close()
+
+    pid = child(cl)
+    a, _ = srv.accept()
+    pingpong_rounds(a, 50, False)
+    say("peek 5:", a.recv(5, socket.MSG_PEEK))
+    say("peek 5 again:", a.recv(5, socket.MSG_PEEK))
+    say("then read:", recv_exact(a, 11))
+    os.write(w, b"x")
+    m = a.recv(10000, socket.MSG_WAITALL)
+    say("MSG_WAITALL 10000 from 10 sends:", len(m), m == b"".join(bytes([k]) * 1000 for k in range(10)))
+    guard(a, "after peek and waitall")
+    os.write(w, b"x")
+    m = a.recv(1000, socket.MSG_WAITALL)
+    say("MSG_WAITALL 1000, the peer closes after 100:", len(m))
+    reap(pid, "peek_waitall")
+    sa, sb = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    for _ in range(20):
+        sa.send(b"r")
+        sb.recv(1)
+    sa.send(b"record-one")
+    sa.send(b"two")
+    say("seqpacket peek 100:", sb.recv(100, socket.MSG_PEEK), "then:", sb.recv(100), sb.recv(100))
+    guard(sb, "seqpacket after peek")
+
+
 def tight(d):
     """30 connections, each connected and accepted by one process that then
     forks: the parent pings on the accepted end, the child answers on the
@@ -467,6 +509,7 @@ CASES = {
     "seqpacket_conn": seqpacket_conn,
     "seqpacket_full": seqpacket_full,
     "tight": tight,
+    "peek_waitall": peek_waitall,
     "scribbler": scribbler,
     "victim": victim,
 }

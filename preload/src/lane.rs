@@ -467,9 +467,17 @@ fn take(flag: &AtomicBool) -> Option<Taken<'_>> {
 }
 
 /// A plain read/recv of up to `n` bytes on `fd`'s lane; None: not the
-/// lane's (the caller goes through the daemon).
+/// lane's (the caller goes through the daemon). MSG_PEEK leaves the bytes
+/// (the record); MSG_WAITALL (a stream's) reads until `n` bytes, the end,
+/// a signal or the timeout, as unix_stream_read_generic does; MSG_TRUNC
+/// (a record's) returns the record's length.
 pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssize_t> {
-    if flags & !(libc::MSG_DONTWAIT | libc::MSG_TRUNC) != 0 {
+    let known = libc::MSG_DONTWAIT | libc::MSG_TRUNC | libc::MSG_PEEK | libc::MSG_WAITALL;
+    if flags & !known != 0 {
+        return None;
+    }
+    // A peek that waits for all is the daemon's (the target moves).
+    if flags & libc::MSG_PEEK != 0 && flags & libc::MSG_WAITALL != 0 {
         return None;
     }
     let s = find(fd)?;
@@ -480,6 +488,9 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
     if flags & libc::MSG_TRUNC != 0 && !e.record {
         return None;
     }
+    let peek = flags & libc::MSG_PEEK != 0;
+    // MSG_WAITALL means nothing to a record socket.
+    let all = flags & libc::MSG_WAITALL != 0 && !e.record;
     // SAFETY: `rtaken` is ours.
     let r = unsafe { &mut *e.r.get() };
     let room = user::writable(buf.cast(), n);
@@ -493,41 +504,73 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
         // SAFETY: the program's buffer, probed writable for n bytes.
         unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) }
     };
+    // What a call that read `done` bytes returns when it stops on `err`.
+    let stop = |done: usize, err: c_int| {
+        Some(if done > 0 {
+            done as ssize_t
+        } else {
+            len_ret(Err(err))
+        })
+    };
+    let mut done = 0;
     loop {
         busy(e).store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let got = if e.record {
             // A record: its length under MSG_TRUNC, else what was copied
             // (the rest of a longer one is dropped, as Linux does).
-            r.read_record(dst, false).map(|rec| match rec {
+            r.read_record(dst, peek).map(|rec| match rec {
                 Some(rec) if flags & libc::MSG_TRUNC != 0 => rec.len,
                 Some(rec) => rec.copied,
                 None => 0,
             })
         } else {
-            r.read(dst, false)
+            r.read(&mut dst[done..], peek)
         };
         busy(e).store(0, Ordering::Release);
         match got {
-            Ok(k) => return Some(k as ssize_t),
-            Err(LaneErr::WouldBlock) if nonblocking(fd, flags) => {
-                return Some(len_ret(Err(libc::EAGAIN)))
+            Ok(k) if all && k > 0 && done + k < n => {
+                done += k;
+                continue;
             }
+            Ok(k) => return Some((done + k) as ssize_t),
+            Err(LaneErr::WouldBlock) if nonblocking(fd, flags) => return stop(done, libc::EAGAIN),
             Err(LaneErr::WouldBlock) => {
                 let t = e.timeo[0];
                 match r.wait_readable(0, t) {
                     Ok(()) => {}
-                    Err(LaneErr::TimedOut) => return Some(len_ret(Err(libc::EAGAIN))),
-                    Err(LaneErr::Interrupted) => return Some(len_ret(Err(libc::EINTR))),
+                    Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
+                    Err(LaneErr::Interrupted) => return stop(done, libc::EINTR),
+                    Err(LaneErr::NotDirect(_)) if done > 0 => {
+                        return Some(read_rest(fd, dst, done));
+                    }
                     Err(LaneErr::NotDirect(_)) => return None,
                     Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
-                    Err(_) => return None,
+                    Err(_) => return stop(done, libc::EIO),
                 }
             }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
+            Err(LaneErr::NotDirect(_)) if done > 0 => return Some(read_rest(fd, dst, done)),
+            Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }
     }
+}
+
+/// A MSG_WAITALL read the lane began and the daemon is to end (the lane
+/// went down under it, its bytes now in the engine's queue): the rest by
+/// reads of the data file until it is full, the end or an error.
+fn read_rest(fd: c_int, dst: &mut [u8], mut done: usize) -> ssize_t {
+    while done < dst.len() {
+        let left = &mut dst[done..];
+        // SAFETY: the program's buffer, probed writable.
+        let r = unsafe { crate::real::read(fd, left.as_mut_ptr().cast(), left.len()) };
+        if r <= 0 {
+            break;
+        }
+        done += r as usize;
+    }
+    done as ssize_t
 }
 
 /// A plain write/send of `n` bytes on `fd`'s lane; None: not the lane's.

@@ -80,7 +80,7 @@ fn ring_cap(sndbuf: usize) -> u32 {
 /// not yet (an embryo not accepted, bytes or a pending error queued, a
 /// reader or writer blocked in the daemon, which would not hear of the
 /// ring's bytes); EOPNOTSUPP: never (unconnected, closed, dgram,
-/// SO_PASSCRED, shut down, polled).
+/// SO_PASSCRED, SO_PEEK_OFF, shut down, polled).
 fn eligible(s: &Arc<Socket>) -> Result<(Arc<Socket>, usize)> {
     let mut st = s.lock();
     let peer = match &st.conn {
@@ -98,7 +98,14 @@ fn eligible(s: &Arc<Socket>) -> Result<(Arc<Socket>, usize)> {
         _ => return Err(Errno::EOPNOTSUPP),
     };
     let kind = matches!(s.ty, SockType::Stream | SockType::Seqpacket);
-    if !kind || st.may_passcred() || st.shutdown != 0 || s.polled.load(Ordering::Acquire) {
+    // SO_PEEK_OFF moves MSG_PEEK's start: the ring's peek does not.
+    let peek_off = st.queue.peek_off() >= 0;
+    if !kind
+        || st.may_passcred()
+        || st.shutdown != 0
+        || peek_off
+        || s.polled.load(Ordering::Acquire)
+    {
         return Err(Errno::EOPNOTSUPP);
     }
     let quiet = st.queue.bytes() == 0
