@@ -399,6 +399,46 @@ def peek_waitall(d):
     guard(sb, "seqpacket after peek")
 
 
+def vectored(d):
+    """readv and writev on a laned connection: pieces (one empty) in order,
+    a readv that takes what is there across its buffers, 300 KiB by writev
+    read back by readv with its checksum."""
+    srv, path = listener(d, "vec")
+    big = hashlib.sha256(b"v").digest() * (300 * 1024 // 32)
+
+    def cl():
+        c = client(path)
+        pingpong_rounds(c, 50, True)
+        n = os.writev(c.fileno(), [b"ab", b"", b"cdef", b"g"])
+        recv_exact(c, 1)
+        say("writev:", n)
+        n = os.writev(c.fileno(), [big[: 100000], big[100000:200000], big[200000:]])
+        say("big writev:", n)
+
+    pid = child(cl)
+    a, _ = srv.accept()
+    pingpong_rounds(a, 50, False)
+    got = b""
+    while len(got) < 7:
+        bufs = [bytearray(3), bytearray(0), bytearray(10)]
+        n = os.readv(a.fileno(), bufs)
+        got += (bytes(bufs[0]) + bytes(bufs[2]))[:n]
+    say("readv got:", got)
+    guard(a, "after readv and writev")
+    a.sendall(b"k")
+    h = hashlib.sha256()
+    total = 0
+    while total < len(big):
+        bufs = [bytearray(4096), bytearray(65536)]
+        n = os.readv(a.fileno(), bufs)
+        if n <= 0:
+            break
+        h.update((bytes(bufs[0]) + bytes(bufs[1]))[:n])
+        total += n
+    say("big readv:", total, "checksum ok:", h.digest() == hashlib.sha256(big).digest())
+    reap(pid, "vectored")
+
+
 def tight(d):
     """30 connections, each connected and accepted by one process that then
     forks: the parent pings on the accepted end, the child answers on the
@@ -510,6 +550,7 @@ CASES = {
     "seqpacket_full": seqpacket_full,
     "tight": tight,
     "peek_waitall": peek_waitall,
+    "vectored": vectored,
     "scribbler": scribbler,
     "victim": victim,
 }

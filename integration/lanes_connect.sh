@@ -9,7 +9,8 @@
 # empty and a full connection, 30 connections each connected and accepted by one process
 # that forks and ping-pongs with read/write (a lane made while the other end's call was
 # on its way through the daemon must not strand that call's bytes), MSG_PEEK and
-# MSG_WAITALL on the ring (and a WAITALL the peer's close ends short), and seqpacket over a socketpair and over connect/accept:
+# MSG_WAITALL on the ring (and a WAITALL the peer's close ends short), readv and writev
+# on the ring (pieces in order, 300 KiB with its checksum), and seqpacket over a socketpair and over connect/accept:
 # record boundaries, truncation, MSG_TRUNC, a full ring, EOF. The status files must say
 # lane=direct where the lane carries the bytes (GUARD lines), so a run where every byte
 # went through FUSE fails. Then an attack: a client run by another user scribbles over
@@ -21,7 +22,7 @@ source "$(dirname "$0")/lib.sh"
 need_preload
 need_cmd python3 python3
 PROG=$ROOT/integration/lanes_connect.py
-CASES=(pingpong greeting big before_accept close_before_accept nonblocking seqpacket_pair seqpacket_conn seqpacket_full tight peek_waitall)
+CASES=(pingpong greeting big before_accept close_before_accept nonblocking seqpacket_pair seqpacket_conn seqpacket_full tight peek_waitall vectored)
 mkdir -p "$TMP/k"
 
 # compare CASE WANT_LANE: run CASE both ways; WANT_LANE: the lane= word every GUARD line
@@ -53,6 +54,7 @@ compare seqpacket_conn direct
 compare seqpacket_full direct
 compare tight direct
 compare peek_waitall direct
+compare vectored direct
 
 # The attack: a client of another user scribbles over its region of a connection to
 # a root server.

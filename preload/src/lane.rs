@@ -74,6 +74,8 @@ struct Slot {
     wtaken: AtomicBool,
     /// JOIN: the asks left.
     tries: AtomicU32,
+    /// The end carries records (set with `end`, read without it).
+    record: AtomicBool,
     end: UnsafeCell<Option<End>>,
 }
 
@@ -90,6 +92,7 @@ const EMPTY: Slot = Slot {
     rtaken: AtomicBool::new(false),
     wtaken: AtomicBool::new(false),
     tries: AtomicU32::new(0),
+    record: AtomicBool::new(false),
     end: UnsafeCell::new(None),
 };
 
@@ -146,6 +149,7 @@ pub fn note_pair(fds: [c_int; 2]) {
             return;
         };
         let end = new_end(region, side, record);
+        s.record.store(record, Ordering::Relaxed);
         // SAFETY: CLAIMING is ours.
         unsafe { *s.end.get() = Some(end) };
         s.fd.store(fd, Ordering::Relaxed);
@@ -354,6 +358,7 @@ fn ask(fd: c_int, s: &'static Slot) -> bool {
     match join(fd) {
         Ok(mut e) => {
             e.timeo = [timeout(fd, 0), timeout(fd, 1)];
+            s.record.store(e.record, Ordering::Relaxed);
             // SAFETY: CLAIMING is ours: nobody else touches `end`.
             unsafe { *s.end.get() = Some(e) };
             s.state.store(LANE, Ordering::Release);
@@ -651,4 +656,89 @@ fn rest(fd: c_int, src: &[u8], done: usize, flags: c_int) -> ssize_t {
 #[allow(dead_code)]
 fn direct(e: &End) -> bool {
     e.region.state() == Some(State::Direct)
+}
+
+/// The program's iovec `i` of `iov`, None when it cannot be read (the
+/// daemon's path gives EFAULT).
+fn iovec_at(iov: *const libc::iovec, i: usize) -> Option<libc::iovec> {
+    user::read(iov.wrapping_add(i)).ok()
+}
+
+/// Whether `fd` has a stream lane now (a record socket's writev is one
+/// record: the daemon's).
+fn stream_lane(fd: c_int) -> bool {
+    find(fd).is_some_and(|s| !s.record.load(Ordering::Relaxed))
+}
+
+/// writev on `fd`'s stream lane: each iovec in turn, as one blocking call
+/// (a short write, an error after bytes: their count). None: not the
+/// lane's (nothing was written).
+pub fn writev(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> Option<ssize_t> {
+    if !(1..=1024).contains(&cnt) || !stream_lane(fd) {
+        return None;
+    }
+    let v = |i| iovec_at(iov, i);
+    // Every iovec readable first, as the kernel copies them in.
+    (0..cnt as usize).try_for_each(|i| v(i).map(|_| ()))?;
+    let mut total = 0usize;
+    for i in 0..cnt as usize {
+        let one = v(i)?;
+        if one.iov_len == 0 {
+            continue;
+        }
+        let r = match send(fd, one.iov_base, one.iov_len, 0) {
+            Some(r) => r,
+            None if total == 0 => return None,
+            // The lane went down under the call: the rest through the
+            // daemon, in order.
+            None => {
+                // SAFETY: the program's iovecs from i on.
+                let r = unsafe { crate::real::writev(fd, iov.wrapping_add(i), cnt - i as c_int) };
+                return Some((total + r.max(0) as usize) as ssize_t);
+            }
+        };
+        if r < 0 {
+            return Some(if total > 0 { total as ssize_t } else { r });
+        }
+        total += r as usize;
+        if (r as usize) < one.iov_len {
+            break;
+        }
+    }
+    Some(total as ssize_t)
+}
+
+/// readv on `fd`'s stream lane: the first non-empty iovec as a read (it
+/// waits as read does), the next ones with what is there without waiting.
+/// None: not the lane's.
+pub fn readv(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> Option<ssize_t> {
+    if !(1..=1024).contains(&cnt) || !stream_lane(fd) {
+        return None;
+    }
+    let v = |i| iovec_at(iov, i);
+    (0..cnt as usize).try_for_each(|i| v(i).map(|_| ()))?;
+    let mut total = 0usize;
+    for i in 0..cnt as usize {
+        let one = v(i)?;
+        if one.iov_len == 0 {
+            continue;
+        }
+        let flags = if total == 0 { 0 } else { libc::MSG_DONTWAIT };
+        let r = match recv(fd, one.iov_base, one.iov_len, flags) {
+            Some(r) => r,
+            None if total == 0 => return None,
+            None => break,
+        };
+        if r <= 0 {
+            if total == 0 {
+                return Some(r);
+            }
+            break;
+        }
+        total += r as usize;
+        if (r as usize) < one.iov_len {
+            break;
+        }
+    }
+    Some(total as ssize_t)
 }
