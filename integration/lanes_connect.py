@@ -22,7 +22,9 @@ MSG_DONTWAIT = socket.MSG_DONTWAIT
 
 
 def say(*a):
-    print(*a, flush=True)
+    """One line in one write: two processes print at once (print writes a
+    line in pieces, which another process's line can split)."""
+    os.write(1, (" ".join(str(x) for x in a) + "\n").encode())
 
 
 def guard(s, what):
