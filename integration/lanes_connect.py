@@ -401,6 +401,38 @@ def peek_waitall(d):
     guard(sb, "seqpacket after peek")
 
 
+class Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class Msghdr(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_void_p),
+        ("namelen", ctypes.c_uint32),
+        ("iov", ctypes.POINTER(Iovec)),
+        ("iovlen", ctypes.c_size_t),
+        ("control", ctypes.c_void_p),
+        ("controllen", ctypes.c_size_t),
+        ("flags", ctypes.c_int),
+    ]
+
+
+def recvmsg_noname(s, sizes):
+    """recvmsg(2) with no name wanted (Python's recvmsg always asks for
+    one), a control buffer of 64 bytes: (count, bytes, controllen, flags)."""
+    bufs = [ctypes.create_string_buffer(n) for n in sizes]
+    iov = (Iovec * len(sizes))(*[Iovec(ctypes.cast(b, ctypes.c_void_p), n) for b, n in zip(bufs, sizes)])
+    ctl = ctypes.create_string_buffer(64)
+    h = Msghdr(None, 0, iov, len(sizes), ctypes.cast(ctl, ctypes.c_void_p), 64, 0x7777)
+    n = libc.recvmsg(s.fileno(), ctypes.byref(h), 0)
+    # Only whole buffers before the last: the count says how far.
+    out, left = b"", max(n, 0)
+    for b, k in zip(bufs, sizes):
+        out += b.raw[: min(k, left)]
+        left -= min(k, left)
+    return n, out, h.controllen, h.flags
+
+
 def vectored(d):
     """readv and writev on a laned connection: pieces (one empty) in order,
     a readv that takes what is there across its buffers, 300 KiB by writev
@@ -416,6 +448,9 @@ def vectored(d):
         say("writev:", n)
         n = os.writev(c.fileno(), [big[: 100000], big[100000:200000], big[200000:]])
         say("big writev:", n)
+        recv_exact(c, 1)
+        say("sendmsg:", c.sendmsg([b"sm-", b"", b"one"]))
+        recv_exact(c, 1)
 
     pid = child(cl)
     a, _ = srv.accept()
@@ -438,6 +473,15 @@ def vectored(d):
         h.update((bytes(bufs[0]) + bytes(bufs[1]))[:n])
         total += n
     say("big readv:", total, "checksum ok:", h.digest() == hashlib.sha256(big).digest())
+    a.sendall(b"k")
+    got, seen = b"", set()
+    while len(got) < 6:
+        n, m, cl, fl = recvmsg_noname(a, [2, 10])
+        seen.add((cl, fl))
+        got += m
+    say("recvmsg got:", got, "controllen and flags:", sorted(seen))
+    guard(a, "after sendmsg and recvmsg")
+    a.sendall(b"k")
     reap(pid, "vectored")
 
 

@@ -9,8 +9,9 @@
 # empty and a full connection, 30 connections each connected and accepted by one process
 # that forks and ping-pongs with read/write (a lane made while the other end's call was
 # on its way through the daemon must not strand that call's bytes), MSG_PEEK and
-# MSG_WAITALL on the ring (and a WAITALL the peer's close ends short), readv and writev
-# on the ring (pieces in order, 300 KiB with its checksum), and seqpacket over a socketpair and over connect/accept:
+# MSG_WAITALL on the ring (and a WAITALL the peer's close ends short), readv, writev,
+# sendmsg and recvmsg (no name wanted, a control buffer: none comes) on the ring (pieces
+# in order, 300 KiB with its checksum), and seqpacket over a socketpair and over connect/accept:
 # record boundaries, truncation, MSG_TRUNC, a full ring, EOF. The status files must say
 # lane=direct where the lane carries the bytes (GUARD lines), so a run where every byte
 # went through FUSE fails. Then an attack: a client run by another user scribbles over

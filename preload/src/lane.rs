@@ -674,6 +674,13 @@ fn stream_lane(fd: c_int) -> bool {
 /// (a short write, an error after bytes: their count). None: not the
 /// lane's (nothing was written).
 pub fn writev(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> Option<ssize_t> {
+    writev_flags(fd, iov, cnt, 0)
+}
+
+fn writev_flags(fd: c_int, iov: *const libc::iovec, cnt: c_int, flags: c_int) -> Option<ssize_t> {
+    if flags & !(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) != 0 {
+        return None;
+    }
     if !(1..=1024).contains(&cnt) || !stream_lane(fd) {
         return None;
     }
@@ -686,11 +693,12 @@ pub fn writev(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> Option<ssize_t>
         if one.iov_len == 0 {
             continue;
         }
-        let r = match send(fd, one.iov_base, one.iov_len, 0) {
+        let r = match send(fd, one.iov_base, one.iov_len, flags) {
             Some(r) => r,
             None if total == 0 => return None,
             // The lane went down under the call: the rest through the
-            // daemon, in order.
+            // daemon, in order (a sendmsg's flags: what was sent).
+            None if flags != 0 => return Some(total as ssize_t),
             None => {
                 // SAFETY: the program's iovecs from i on.
                 let r = unsafe { crate::real::writev(fd, iov.wrapping_add(i), cnt - i as c_int) };
@@ -712,6 +720,14 @@ pub fn writev(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> Option<ssize_t>
 /// waits as read does), the next ones with what is there without waiting.
 /// None: not the lane's.
 pub fn readv(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> Option<ssize_t> {
+    readv_flags(fd, iov, cnt, 0)
+}
+
+fn readv_flags(fd: c_int, iov: *const libc::iovec, cnt: c_int, flags: c_int) -> Option<ssize_t> {
+    // A peek or a wait for all across buffers is the daemon's.
+    if flags & !libc::MSG_DONTWAIT != 0 {
+        return None;
+    }
     if !(1..=1024).contains(&cnt) || !stream_lane(fd) {
         return None;
     }
@@ -723,8 +739,12 @@ pub fn readv(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> Option<ssize_t> 
         if one.iov_len == 0 {
             continue;
         }
-        let flags = if total == 0 { 0 } else { libc::MSG_DONTWAIT };
-        let r = match recv(fd, one.iov_base, one.iov_len, flags) {
+        let f = if total == 0 {
+            flags
+        } else {
+            libc::MSG_DONTWAIT
+        };
+        let r = match recv(fd, one.iov_base, one.iov_len, f) {
             Some(r) => r,
             None if total == 0 => return None,
             None => break,
@@ -741,4 +761,44 @@ pub fn readv(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> Option<ssize_t> 
         }
     }
     Some(total as ssize_t)
+}
+
+/// sendmsg on `fd`'s stream lane: no address, no control message, flags
+/// at most MSG_DONTWAIT and MSG_NOSIGNAL; its iovecs as writev's. None:
+/// not the lane's.
+pub fn sendmsg(fd: c_int, m: *const libc::msghdr, flags: c_int) -> Option<ssize_t> {
+    if USED.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let h: libc::msghdr = user::read(m).ok()?;
+    if !h.msg_name.is_null() || h.msg_controllen != 0 {
+        return None;
+    }
+    writev_flags(fd, h.msg_iov, h.msg_iovlen as c_int, flags)
+}
+
+/// recvmsg on `fd`'s stream lane, without a name wanted (a stream's
+/// recvmsg reports the peer's address) and flags at most MSG_DONTWAIT: its
+/// iovecs as readv's; no control message comes on a lane that is up (one
+/// sent takes it down first), so msg_controllen and msg_flags say none.
+pub fn recvmsg(fd: c_int, m: *mut libc::msghdr, flags: c_int) -> Option<ssize_t> {
+    if USED.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let h: libc::msghdr = user::read(m).ok()?;
+    if !h.msg_name.is_null() {
+        return None;
+    }
+    let r = readv_flags(fd, h.msg_iov, h.msg_iovlen as c_int, flags)?;
+    if r >= 0 {
+        let at = m.cast::<u8>();
+        let ctl = at.wrapping_add(std::mem::offset_of!(libc::msghdr, msg_controllen));
+        let fl = at.wrapping_add(std::mem::offset_of!(libc::msghdr, msg_flags));
+        if user::write(ctl.cast::<usize>(), 0).is_err()
+            || user::write(fl.cast::<c_int>(), 0).is_err()
+        {
+            return Some(len_ret(Err(libc::EFAULT)));
+        }
+    }
+    Some(r)
 }

@@ -491,6 +491,9 @@ fn passes_udsfs_over_kernel(h: &msghdr, fd: c_int) -> bool {
 #[no_mangle]
 pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> ssize_t {
     restart::send(fd, -1, || {
+        if let Some(r) = lane::sendmsg(fd, m, flags) {
+            return r;
+        }
         let Some(mnt) = mount::get() else {
             return unsafe { real::sendmsg(fd, m, flags) };
         };
@@ -575,6 +578,9 @@ pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: 
 #[no_mangle]
 pub unsafe extern "C" fn recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssize_t {
     restart::recv(fd, -1, || {
+        if let Some(r) = lane::recvmsg(fd, m, flags) {
+            return r;
+        }
         let r = unsafe { real::recvmsg(fd, m, flags) };
         let Some(mnt) = udsfs_after(r as i64, fd) else {
             return r;
