@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
-use udsfs_proto::ioctl::{LaneEvents, LaneGrant};
+use udsfs_proto::ioctl::{LANE_RECORD, LaneEvents, LaneGrant};
 use udsfs_proto::lane::State;
 use udsfs_proto::lane::region::{OFF_HEAD, OFF_TAIL, Region, busy_word, cap_for_sndbuf, dir_word};
 
@@ -38,6 +38,9 @@ use super::{Caller, Engine, Result};
 /// (stopped, or hostile) has its ring's published bytes drained as they are.
 const BUSY_WAIT: Duration = Duration::from_millis(500);
 
+/// Lanes a connection made by connect and accept may have in its life.
+pub(crate) const LANES_PER_CONN: u32 = 3;
+
 /// Lanes up at once on a mount: each holds a memfd and a mapping in the
 /// daemon (vm.max_map_count is 65530); past it a pair has no lane.
 const MAX_LANES: usize = 4096;
@@ -53,6 +56,8 @@ struct Lane {
     up: bool,
     /// Each end's wake-up for poll and epoll (lane_ready.rs).
     evs: Evs,
+    /// Seqpacket: the rings carry records.
+    record: bool,
 }
 
 /// The mount's lanes, by socket number (both ends of each).
@@ -74,21 +79,61 @@ fn ring_cap(sndbuf: usize) -> u32 {
     }
 }
 
-/// Whether `s` may have a lane now, and its peer and SO_SNDBUF.
-fn eligible(s: &Arc<Socket>) -> Option<(Arc<Socket>, usize)> {
-    let st = s.lock();
+/// Whether `s` may have a lane now, and its peer and SO_SNDBUF. EAGAIN:
+/// not yet (an embryo not accepted, bytes or a pending error queued, a
+/// reader or writer blocked in the daemon, which would not hear of the
+/// ring's bytes); EOPNOTSUPP: never (unconnected, closed, dgram,
+/// SO_PASSCRED, SO_PEEK_OFF, shut down, polled).
+fn eligible(s: &Arc<Socket>) -> Result<(Arc<Socket>, usize)> {
+    let mut st = s.lock();
     let peer = match &st.conn {
+        Conn::Connected {
+            peer_gone: false,
+            listener: Some(_),
+            ..
+        } => return Err(Errno::EAGAIN),
         Conn::Connected {
             peer,
             peer_gone: false,
+            listener: None,
             ..
         } => peer.clone(),
-        _ => return None,
+        _ => return Err(Errno::EOPNOTSUPP),
     };
-    let quiet =
-        st.queue.bytes() == 0 && st.queue.msgs().is_empty() && !s.polled.load(Ordering::Acquire);
-    let ok = s.ty == SockType::Stream && !st.may_passcred() && st.shutdown == 0 && quiet;
-    ok.then_some((peer, st.sndbuf))
+    let kind = matches!(s.ty, SockType::Stream | SockType::Seqpacket);
+    // SO_PEEK_OFF moves MSG_PEEK's start: the ring's peek does not.
+    let peek_off = st.queue.peek_off() >= 0;
+    if !kind
+        || st.may_passcred()
+        || st.shutdown != 0
+        || peek_off
+        || s.polled.load(Ordering::Acquire)
+    {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let quiet = st.queue.bytes() == 0
+        && st.queue.msgs().is_empty()
+        && st.err.is_none()
+        && !st.queue.readers().any_live()
+        && !st.queue.writers().any_live();
+    if !quiet {
+        return Err(Errno::EAGAIN);
+    }
+    Ok((peer, st.sndbuf))
+}
+
+/// A grant's `side` word: the side, and whether the rings carry records.
+fn side_word(side: usize, record: bool) -> i32 {
+    side as i32 | if record { LANE_RECORD } else { 0 }
+}
+
+/// Ring bytes the daemon could not queue: said once (rate-limited).
+fn lane_lost(sock: &Socket, n: usize, r: Result<usize>) {
+    limited!(
+        warn,
+        "socket {}: {n} bytes of its lane could not be queued: {r:?}",
+        sock.id
+    );
 }
 
 impl Engine {
@@ -106,25 +151,102 @@ impl Engine {
             if map.contains_key(&s.id) || self.lanes.up.load(Ordering::Relaxed) >= MAX_LANES {
                 return Err(Errno::EOPNOTSUPP);
             }
-            let l = Arc::new(Mutex::new(self.lane_make(s)?));
-            let ids = l.lock().socks.each_ref().map(|s| s.id);
-            for id in ids {
-                map.insert(id, l.clone());
-            }
-            self.lanes.up.fetch_add(1, Ordering::Relaxed);
-            l
+            // Not now is not at all: the library asks this once per pair.
+            self.lane_insert(&mut map, s, false).map_err(|e| match e {
+                Errno::EAGAIN => Errno::EOPNOTSUPP,
+                e => e,
+            })?
         };
         let l = lane.lock();
-        let fd = l.fd.try_clone().map_err(|_| Errno::EMFILE)?;
-        let fd = ChargedFd::new(&self.depot.quota, c.fsuid, fd)?;
-        let tag = self
-            .depot
-            .keep_received(s.id, c.fsuid, Arc::new(fd))
-            .ok_or(Errno::ETOOMANYREFS)?;
+        let tag = self.lane_fd(&l, s, c)?;
         let [cap0, cap1] = l.region.caps();
         Ok(LaneGrant {
             tag,
-            side: 0,
+            side: side_word(0, l.record),
+            cap0: cap0 as i32,
+            cap1: cap1 as i32,
+        })
+    }
+
+    /// Makes `s`'s connection's lane (`lane_make`) and files it under both
+    /// sockets, with the map locked by the caller. `up` counts it *before*
+    /// the sockets are looked at: a request through the daemon that queues
+    /// or parks on either socket after that look (under the socket's lock)
+    /// then sees `up` and waits for the map in its `lane_down` after it ran
+    /// (src/fuse/io.rs), which takes the new lane down again; counted
+    /// after, such a request could miss it, and its bytes would sit in the
+    /// engine's queue while the reader sleeps on the ring.
+    fn lane_insert(
+        &self,
+        map: &mut HashMap<u64, Arc<Mutex<Lane>>>,
+        s: &Arc<Socket>,
+        joined: bool,
+    ) -> Result<Arc<Mutex<Lane>>> {
+        self.lanes.up.fetch_add(1, Ordering::SeqCst);
+        let l = match self.lane_make(s, joined) {
+            Ok(l) => Arc::new(Mutex::new(l)),
+            Err(e) => {
+                self.lanes.up.fetch_sub(1, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
+        let ids = l.lock().socks.each_ref().map(|s| s.id);
+        for id in ids {
+            map.insert(id, l.clone());
+        }
+        Ok(l)
+    }
+
+    /// The region's memfd, kept for the caller to claim over the fd
+    /// channel: its depot tag.
+    fn lane_fd(&self, l: &Lane, s: &Arc<Socket>, c: &Caller) -> Result<u64> {
+        let fd = l.fd.try_clone().map_err(|_| Errno::EMFILE)?;
+        let fd = ChargedFd::new(&self.depot.quota, c.fsuid, fd)?;
+        self.depot
+            .keep_received(s.id, c.fsuid, Arc::new(fd))
+            .ok_or(Errno::ETOOMANYREFS)
+    }
+
+    /// `Op::LaneClaim` with arg 5, on a socket connect() or accept() gave a
+    /// process running the library, at its first plain call: this end is
+    /// claimed for the caller's process, the connection's region made
+    /// first if it has none and may have one now (`eligible`: both ends
+    /// accepted, quiet, nobody blocked in the daemon). The grant carries
+    /// the region's depot tag: each end's process maps it. EAGAIN: not
+    /// now, the library asks again at a later call.
+    pub fn lane_join(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneGrant> {
+        if !self.cfg.lanes {
+            return Err(Errno::ENOPROTOOPT);
+        }
+        let lane = {
+            let mut map = self.lanes.map.lock();
+            match map.get(&s.id) {
+                Some(l) => l.clone(),
+                None => {
+                    if self.lanes.up.load(Ordering::Relaxed) >= MAX_LANES {
+                        return Err(Errno::EOPNOTSUPP);
+                    }
+                    s.lane_asked.store(true, Ordering::Release);
+                    self.lane_insert(&mut map, s, true)?
+                }
+            }
+        };
+        let mut l = lane.lock();
+        if !l.up {
+            return Err(Errno::ENOENT);
+        }
+        let side = usize::from(l.socks[0].id != s.id);
+        if l.claimed[side].is_some() {
+            drop(l);
+            self.lane_down(s);
+            return Err(Errno::ENOENT);
+        }
+        let tag = self.lane_fd(&l, s, c)?;
+        l.claimed[side] = Some((c.tid, c.status().clone()));
+        let [cap0, cap1] = l.region.caps();
+        Ok(LaneGrant {
+            tag,
+            side: side_word(side, l.record),
             cap0: cap0 as i32,
             cap1: cap1 as i32,
         })
@@ -151,13 +273,13 @@ impl Engine {
         let [cap0, cap1] = l.region.caps();
         Ok(LaneGrant {
             tag: 0,
-            side: side as i32,
+            side: side_word(side, l.record),
             cap0: cap0 as i32,
             cap1: cap1 as i32,
         })
     }
 
-    /// `Op::LaneClaim` arg 4, after arg 3 on the same socket: the lane's
+    /// `Op::LaneClaim` arg 4, after arg 3 or 5 on the same socket: the lane's
     /// two eventfds for its maker (lane_ready.rs).
     pub fn lane_events(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneEvents> {
         let lane = self.lanes.map.lock().get(&s.id).cloned();
@@ -169,19 +291,29 @@ impl Engine {
         l.evs.deposit(&self.depot, s.id, c.fsuid)
     }
 
-    fn lane_make(&self, s: &Arc<Socket>) -> Result<Lane> {
+    fn lane_make(&self, s: &Arc<Socket>, joined: bool) -> Result<Lane> {
         // An observer sees every message through the daemon (stage d).
         if self.taps.any() || self.faults.any() {
             return Err(Errno::EOPNOTSUPP);
         }
-        let (peer, sndbuf_a) = eligible(s).ok_or(Errno::EOPNOTSUPP)?;
-        let (back, sndbuf_b) = eligible(&peer).ok_or(Errno::EOPNOTSUPP)?;
-        if back.id != s.id {
+        let (peer, sndbuf_a) = eligible(s)?;
+        let (back, sndbuf_b) = eligible(&peer)?;
+        if back.id != s.id || peer.ty != s.ty {
             return Err(Errno::EOPNOTSUPP);
         }
-        // One lane in a connection's life (the way down may wait BUSY_WAIT
-        // for a peer's busy word: once per connection, not at will).
-        if s.lane_made.swap(true, Ordering::AcqRel) | peer.lane_made.swap(true, Ordering::AcqRel) {
+        // A connection's lane waits for both ends' libraries to ask: each
+        // asks once its connect or accept has returned, so neither end's
+        // set-up (the accepter's open of its data file) is still to come.
+        if joined && !peer.lane_asked.load(Ordering::Acquire) {
+            return Err(Errno::EAGAIN);
+        }
+        // A few lanes in a connection's life (the way down may wait
+        // BUSY_WAIT for a peer's busy word: a few times per connection, not
+        // at will). More than one: a lane an end's ask made while the other
+        // end's call was on its way through the daemon goes down at once.
+        let most = if joined { LANES_PER_CONN } else { 1 };
+        let made = [s, &peer].map(|x| x.lanes_made.fetch_add(1, Ordering::AcqRel));
+        if made.iter().any(|&n| n >= most) {
             return Err(Errno::EOPNOTSUPP);
         }
         let caps = [ring_cap(sndbuf_a), ring_cap(sndbuf_b)];
@@ -195,13 +327,14 @@ impl Engine {
             claimed: [None, None],
             up: true,
             evs,
+            record: s.ty == SockType::Seqpacket,
         })
     }
 
     /// Takes `s`'s lane down if it has one (see the module's comment):
     /// called before any request on `s` other than the lane's own.
     pub fn lane_down(&self, s: &Socket) {
-        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return;
         }
         let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
@@ -213,7 +346,7 @@ impl Engine {
     /// As `lane_down`, for a request that only reads the socket's state:
     /// while neither end is claimed (the rings are empty) the lane stays.
     pub fn lane_down_if_claimed(&self, s: &Socket) {
-        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return;
         }
         let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
@@ -229,7 +362,7 @@ impl Engine {
     /// bytes through the taps and rules as they are drained), and none is
     /// made while an observer stands (stage d would keep them, `Through`).
     pub fn lanes_all_down(&self) {
-        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return;
         }
         let all: Vec<_> = self.lanes.map.lock().values().cloned().collect();
@@ -275,13 +408,6 @@ impl Engine {
             return;
         }
         l.up = false;
-        {
-            let mut map = self.lanes.map.lock();
-            for x in &l.socks {
-                map.remove(&x.id);
-            }
-        }
-        self.lanes.up.fetch_sub(1, Ordering::Relaxed);
         l.region.set_state(State::Through);
         // Pollers and epoll sets asleep on the ring's eventfds.
         l.evs.signal();
@@ -304,10 +430,21 @@ impl Engine {
                 self.lane_drain(&l, d);
             }
         }
+        // Out of the map only now: a request on either socket that comes
+        // meanwhile (an end that found the lane not Direct and goes on
+        // through the daemon) waits in its `lane_down` for this lock, so
+        // its bytes queue after the ring's.
+        {
+            let mut map = self.lanes.map.lock();
+            for x in &l.socks {
+                map.remove(&x.id);
+            }
+        }
+        self.lanes.up.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Moves ring `d`'s unread bytes into the reader's queue, as sends of
-    /// the end that wrote them.
+    /// the end that wrote them (a record lane's records one message each).
     fn lane_drain(&self, l: &Lane, d: usize) {
         let r = &l.region;
         let head = r.word(dir_word(d, OFF_HEAD)).load(Ordering::Acquire);
@@ -341,26 +478,51 @@ impl Engine {
             Some((tid, st)) => Caller::with_status(*tid, st.clone()),
             None => Caller::current(),
         };
+        let sock = &l.socks[d];
+        if !l.record {
+            let mut rest = &bytes[..];
+            while !rest.is_empty() {
+                match self.sendmsg(sock, SendMsg::new(rest), &caller, None) {
+                    Ok(n) if n > 0 => rest = &rest[n..],
+                    r => return lane_lost(sock, rest.len(), r),
+                }
+            }
+            return;
+        }
         let mut rest = &bytes[..];
         while !rest.is_empty() {
-            match self.sendmsg(&l.socks[d], SendMsg::new(rest), &caller, None) {
-                Ok(n) if n > 0 => rest = &rest[n..],
-                r => {
-                    limited!(
-                        warn,
-                        "socket {}: {} bytes of its lane could not be queued: {r:?}",
-                        l.socks[d].id,
-                        rest.len()
-                    );
-                    return;
+            // Each record: a u32 length, the bytes, padding to 4 (as
+            // published by the peer: checked, not trusted).
+            let Some(len) = rest
+                .get(..4)
+                .map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]) as usize)
+                .filter(|&n| n <= rest.len() - 4)
+            else {
+                return lane_lost(sock, rest.len(), Err(Errno::EBADMSG));
+            };
+            let rec = &rest[4..4 + len];
+            rest = &rest[(4 + len.next_multiple_of(4)).min(rest.len())..];
+            let mut r = self.sendmsg(sock, SendMsg::new(rec), &caller, None);
+            if r == Err(Errno::EAGAIN) {
+                // The ring took the record and its writer was told it was
+                // sent: it is queued whatever the sender's wmem says (a
+                // ring holds more small records than SO_SNDBUF's skbs).
+                let was = std::mem::replace(&mut sock.lock().sndbuf, usize::MAX / 4);
+                r = self.sendmsg(sock, SendMsg::new(rec), &caller, None);
+                let mut st = sock.lock();
+                if st.sndbuf == usize::MAX / 4 {
+                    st.sndbuf = was;
                 }
+            }
+            if r != Ok(len) {
+                return lane_lost(sock, rest.len() + len, r);
             }
         }
     }
 
     /// The status files' `lane=` word.
     pub fn lane_status(&self, s: &Socket) -> &'static str {
-        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return "none";
         }
         match self.lanes.map.lock().get(&s.id) {
@@ -409,5 +571,61 @@ mod tests {
             println!("a second lane on socket {}: {again:?}", s.id);
             assert_eq!(again.map(|_| ()), Err(Errno::EOPNOTSUPP));
         }
+    }
+
+    /// A connection made by connect and accept gets its lane only when it
+    /// is accepted and both ends' libraries asked (the accepter's set-up is
+    /// done then); a seqpacket lane says so in the grant, and the records
+    /// its ring holds reach the queue one message each at the way down.
+    #[test]
+    fn a_connection_gets_its_lane_when_both_ends_asked_and_its_records_drain_whole() {
+        use udsfs_proto::lane::{Framing, Side};
+        let (e, c) = (lanes_engine(), root());
+        let addr = crate::engine::addr::Addr::Abstract(b"lane-join".to_vec());
+        let srv = e.socket(SockType::Seqpacket, &c);
+        e.bind(&srv, &addr, &c).unwrap();
+        e.listen(&srv, 8, &c).unwrap();
+        let cli = e.socket(SockType::Seqpacket, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let embryo = e.lane_join(&cli, &c).map(|_| ());
+        println!("the client asks before the accept: {embryo:?}");
+        assert_eq!(embryo, Err(Errno::EAGAIN));
+        let acc = e.accept(&srv, None).unwrap();
+        let g = e.lane_join(&acc, &c).expect("both asked, both quiet");
+        println!("the accepter asks: {g:?}");
+        assert_eq!(g.side, LANE_RECORD);
+        let g = e.lane_join(&cli, &c).expect("the client claims its end");
+        assert_eq!(g.side, 1 | LANE_RECORD);
+        assert_eq!(e.lane_status(&cli), "direct");
+        let again = e.lane_join(&cli, &c).map(|_| ());
+        println!("a second claim of the client's end: {again:?}");
+        assert_eq!(again, Err(Errno::ENOENT));
+        assert_eq!(e.lane_status(&cli), "none");
+
+        // A second connection: records in the accepter's ring at the way down.
+        let cli = e.socket(SockType::Seqpacket, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        assert_eq!(e.lane_join(&acc, &c).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_join(&cli, &c).expect("both asked");
+        let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
+        {
+            let l = lane.lock();
+            // The client made the region: it is side A, ring 0 its sends.
+            let (mut w, _) = l.region.end(Side::A, Framing::Record);
+            for r in [&b"one"[..], b"", b"three"] {
+                w.write(r).unwrap();
+            }
+        }
+        e.lane_down(&acc);
+        let lens: Vec<usize> = acc
+            .lock()
+            .queue
+            .msgs()
+            .iter()
+            .map(|m| m.data.len())
+            .collect();
+        println!("the accepter's queue after the way down: {lens:?}");
+        assert_eq!(lens, [3, 0, 5]);
     }
 }
