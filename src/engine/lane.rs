@@ -50,6 +50,10 @@ struct Lane {
     /// Who claimed each end: the claiming thread and its status, the
     /// caller of the drain of that end's ring.
     claimed: [Option<(u32, ProcStatus)>; 2],
+    /// Who asked for the lane (its thread and status): the caller of the
+    /// drain of an end nobody claimed, whose ring only the asker's region
+    /// could have filled (never the daemon, which no share bounds).
+    maker: (u32, ProcStatus),
     up: bool,
     /// Each end's wake-up for poll and epoll (lane_ready.rs).
     evs: Evs,
@@ -106,7 +110,7 @@ impl Engine {
             if map.contains_key(&s.id) || self.lanes.up.load(Ordering::Relaxed) >= MAX_LANES {
                 return Err(Errno::EOPNOTSUPP);
             }
-            let l = Arc::new(Mutex::new(self.lane_make(s)?));
+            let l = Arc::new(Mutex::new(self.lane_make(s, c)?));
             let ids = l.lock().socks.each_ref().map(|s| s.id);
             for id in ids {
                 map.insert(id, l.clone());
@@ -169,7 +173,7 @@ impl Engine {
         l.evs.deposit(&self.depot, s.id, c.fsuid)
     }
 
-    fn lane_make(&self, s: &Arc<Socket>) -> Result<Lane> {
+    fn lane_make(&self, s: &Arc<Socket>, c: &Caller) -> Result<Lane> {
         // An observer sees every message through the daemon (stage d).
         if self.taps.any() || self.faults.any() {
             return Err(Errno::EOPNOTSUPP);
@@ -193,6 +197,7 @@ impl Engine {
             fd,
             socks: [s.clone(), peer],
             claimed: [None, None],
+            maker: (c.tid, c.status().clone()),
             up: true,
             evs,
         })
@@ -337,10 +342,8 @@ impl Engine {
                 used - first,
             );
         }
-        let caller = match &l.claimed[d] {
-            Some((tid, st)) => Caller::with_status(*tid, st.clone()),
-            None => Caller::current(),
-        };
+        let (tid, st) = l.claimed[d].as_ref().unwrap_or(&l.maker);
+        let caller = Caller::with_status(*tid, st.clone());
         let mut rest = &bytes[..];
         while !rest.is_empty() {
             match self.sendmsg(&l.socks[d], SendMsg::new(rest), &caller, None) {
@@ -409,5 +412,35 @@ mod tests {
             println!("a second lane on socket {}: {again:?}", s.id);
             assert_eq!(again.map(|_| ()), Err(Errno::EOPNOTSUPP));
         }
+    }
+
+    /// The ring of an end nobody claimed drains as a send of the user who
+    /// asked for the lane (its share bounds it), never as the daemon's:
+    /// uid 0, which no share bounds.
+    #[test]
+    fn an_unclaimed_ring_drains_as_the_lanes_asker() {
+        use crate::engine::tests::user;
+        use udsfs_proto::lane::{Framing, Side};
+        let e = Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            user_share_permille: 500,
+            ..crate::engine::Config::default()
+        });
+        let b = user(65534);
+        let (x, y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+        e.lane_prepare(&x, &b).expect("a fresh pair gets a lane");
+        let lane = e.lanes.map.lock().get(&x.id).cloned().unwrap();
+        {
+            let l = lane.lock();
+            let (mut w, _) = l.region.end(Side::A, Framing::Stream);
+            assert_eq!(w.write(&[7u8; 1000]), Ok(1000));
+        }
+        e.lane_down(&y);
+        let (mine, root_held) = (e.queued.user_used(65534), e.queued.user_used(0));
+        println!("queued after the way down: uid 65534 {mine}, uid 0 {root_held}");
+        assert!(mine >= 1000, "the asker's ring is charged to the asker");
+        assert_eq!(root_held, 0, "nothing is charged to the daemon");
     }
 }
