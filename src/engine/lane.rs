@@ -30,6 +30,7 @@ use super::fds::ChargedFd;
 use super::lane_ready::Evs;
 use super::log_limit::limited;
 use super::message::SendMsg;
+use super::quota::{Charge, Quota};
 use super::socket::{Conn, SockType, Socket};
 use super::{Caller, Engine, Result};
 
@@ -39,8 +40,10 @@ use super::{Caller, Engine, Result};
 const BUSY_WAIT: Duration = Duration::from_millis(500);
 
 /// Lanes up at once on a mount: each holds a memfd and a mapping in the
-/// daemon (vm.max_map_count is 65530); past it a pair has no lane.
-const MAX_LANES: usize = 4096;
+/// daemon (vm.max_map_count is 65530); past it a pair has no lane. On an
+/// `--allow-other` mount each user but root may hold its `--user-share`
+/// of them (`Lanes::quota`), so one user's lanes leave the others theirs.
+const MAX_LANES: u64 = 4096;
 
 struct Lane {
     region: Region,
@@ -54,16 +57,32 @@ struct Lane {
     /// drain of an end nobody claimed, whose ring only the asker's region
     /// could have filled (never the daemon, which no share bounds).
     maker: (u32, ProcStatus),
+    /// One of the mount's lanes, held by the asker until the way down.
+    count: Charge,
     up: bool,
     /// Each end's wake-up for poll and epoll (lane_ready.rs).
     evs: Evs,
 }
 
 /// The mount's lanes, by socket number (both ends of each).
-#[derive(Default)]
 pub struct Lanes {
     up: AtomicUsize,
     map: Mutex<HashMap<u64, Arc<Mutex<Lane>>>>,
+    /// Lanes up, per user (`MAX_LANES`, shared out by `--user-share`).
+    pub(crate) quota: Arc<Quota>,
+}
+
+impl Lanes {
+    pub fn new(user_share_permille: u64) -> Lanes {
+        let quota = Arc::new(Quota::new("lanes"));
+        quota.set_max(MAX_LANES);
+        quota.set_user_share(user_share_permille);
+        Lanes {
+            up: AtomicUsize::new(0),
+            map: Mutex::default(),
+            quota,
+        }
+    }
 }
 
 /// A ring's capacity for a sender's SO_SNDBUF: a power of two (the ends
@@ -107,7 +126,7 @@ impl Engine {
         }
         let lane = {
             let mut map = self.lanes.map.lock();
-            if map.contains_key(&s.id) || self.lanes.up.load(Ordering::Relaxed) >= MAX_LANES {
+            if map.contains_key(&s.id) {
                 return Err(Errno::EOPNOTSUPP);
             }
             let l = Arc::new(Mutex::new(self.lane_make(s, c)?));
@@ -183,6 +202,10 @@ impl Engine {
         if back.id != s.id {
             return Err(Errno::EOPNOTSUPP);
         }
+        // The asker's lane among the mount's: refused past the mount's
+        // or the asker's share, before the connection spends its one lane.
+        let mut count = Charge::new(self.lanes.quota.clone());
+        count.set(c.fsuid, 1).map_err(|_| Errno::EOPNOTSUPP)?;
         // One lane in a connection's life (the way down may wait BUSY_WAIT
         // for a peer's busy word: once per connection, not at will).
         if s.lane_made.swap(true, Ordering::AcqRel) | peer.lane_made.swap(true, Ordering::AcqRel) {
@@ -198,6 +221,7 @@ impl Engine {
             socks: [s.clone(), peer],
             claimed: [None, None],
             maker: (c.tid, c.status().clone()),
+            count,
             up: true,
             evs,
         })
@@ -287,6 +311,8 @@ impl Engine {
             }
         }
         self.lanes.up.fetch_sub(1, Ordering::Relaxed);
+        // Back to its asker's share now: the way down below may wait.
+        let _ = l.count.set(0, 0);
         l.region.set_state(State::Through);
         // Pollers and epoll sets asleep on the ring's eventfds.
         l.evs.signal();
@@ -442,5 +468,42 @@ mod tests {
         println!("queued after the way down: uid 65534 {mine}, uid 0 {root_held}");
         assert!(mine >= 1000, "the asker's ring is charged to the asker");
         assert_eq!(root_held, 0, "nothing is charged to the daemon");
+    }
+
+    /// The mount's lanes are shared out per user: one that holds its share
+    /// is refused, another still gets a lane, and a lane that went down is
+    /// its asker's again.
+    #[test]
+    fn lanes_are_shared_out_per_user_and_come_back_at_the_way_down() {
+        use crate::engine::tests::user;
+        let e = Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            user_share_permille: 500,
+            ..crate::engine::Config::default()
+        });
+        e.lanes.quota.set_max(8);
+        let (a, b) = (user(61021), user(65534));
+        let mut held = vec![];
+        let refused = loop {
+            let (x, _y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+            match e.lane_prepare(&x, &b) {
+                Ok(_) => held.push((x, _y)),
+                Err(err) => break err,
+            }
+            assert!(held.len() <= 8, "no bound");
+        };
+        println!("B's lanes: {} of 8, then {refused}", held.len());
+        assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
+        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
+        let got = e.lane_prepare(&x, &a).map(|_| ());
+        println!("A's fresh pair: {got:?}");
+        assert_eq!(got, Ok(()));
+        e.lane_down(&held[0].0);
+        let (x, _y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+        let again = e.lane_prepare(&x, &b).map(|_| ());
+        println!("B after one of its lanes went down: {again:?}");
+        assert_eq!(again, Ok(()));
     }
 }

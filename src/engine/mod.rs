@@ -221,7 +221,7 @@ impl Engine {
             faults: crate::fault::Rules::default(),
             delays: Default::default(),
             releases: Default::default(),
-            lanes: Default::default(),
+            lanes: lane::Lanes::new(cfg.user_share_permille),
             tickets: Default::default(),
             cfg,
         });
