@@ -26,7 +26,7 @@ use udsfs_proto::lane::State;
 use udsfs_proto::lane::region::{OFF_HEAD, OFF_TAIL, Region, busy_word, cap_for_sndbuf, dir_word};
 
 use super::cred::ProcStatus;
-use super::fds::ChargedFd;
+use super::fds::{ChargedFd, refused_errno};
 use super::lane_ready::Evs;
 use super::log_limit::limited;
 use super::message::SendMsg;
@@ -62,7 +62,14 @@ struct Lane {
     up: bool,
     /// Each end's wake-up for poll and epoll (lane_ready.rs).
     evs: Evs,
+    /// The daemon's descriptors above (the memfd, the two eventfds), on
+    /// the asker's descriptor budget as a deposit's are (ChargedFd): given
+    /// back when the lane is dropped and they close (last: after them).
+    _fds: Charge,
 }
+
+/// Descriptors a lane holds in the daemon: its memfd and two eventfds.
+const LANE_FDS: u64 = 3;
 
 /// The mount's lanes, by socket number (both ends of each).
 pub struct Lanes {
@@ -206,6 +213,8 @@ impl Engine {
         // or the asker's share, before the connection spends its one lane.
         let mut count = Charge::new(self.lanes.quota.clone());
         count.set(c.fsuid, 1).map_err(|_| Errno::EOPNOTSUPP)?;
+        let mut fds = Charge::new(self.depot.quota.clone());
+        fds.set(c.fsuid, LANE_FDS).map_err(refused_errno)?;
         // One lane in a connection's life (the way down may wait BUSY_WAIT
         // for a peer's busy word: once per connection, not at will).
         if s.lane_made.swap(true, Ordering::AcqRel) | peer.lane_made.swap(true, Ordering::AcqRel) {
@@ -224,6 +233,7 @@ impl Engine {
             count,
             up: true,
             evs,
+            _fds: fds,
         })
     }
 
@@ -505,5 +515,58 @@ mod tests {
         let again = e.lane_prepare(&x, &b).map(|_| ());
         println!("B after one of its lanes went down: {again:?}");
         assert_eq!(again, Ok(()));
+    }
+
+    /// A lane's descriptors in the daemon (its memfd and eventfds) are its
+    /// asker's, on the descriptor budget deposits are charged to: a user
+    /// whose share they fill gets no more lanes, others still do, and the
+    /// charge comes back when the lane is gone.
+    #[test]
+    fn a_lanes_descriptors_are_charged_to_its_asker() {
+        use crate::engine::tests::user;
+        let e = Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            user_share_permille: 500,
+            ..crate::engine::Config::default()
+        });
+        // 10 descriptors a user: two lanes (3 held, 1 deposited, and the
+        // pair's own pin) and change.
+        e.depot.quota.set_max(20);
+        let (a, b) = (user(61021), user(65534));
+        let mut held = vec![];
+        let refused = loop {
+            let (x, y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+            match e.lane_prepare(&x, &b) {
+                Ok(_) => held.push((x, y)),
+                Err(err) => break err,
+            }
+            assert!(held.len() <= 10, "no bound");
+        };
+        let used = e.depot.quota.user_used(65534);
+        println!(
+            "B's lanes: {}, then {refused}; B's descriptors: {used}",
+            held.len()
+        );
+        assert_eq!((held.len(), refused), (2, Errno::ETOOMANYREFS));
+        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
+        let got = e.lane_prepare(&x, &a).map(|_| ());
+        println!("A's fresh pair: {got:?}");
+        assert_eq!(got, Ok(()));
+        for (x, y) in held {
+            e.lane_down(&x);
+            e.put(&x);
+            e.put(&y);
+        }
+        // The closes run on the closer thread.
+        let t = Instant::now();
+        let lanes_gone = used - 2 * LANE_FDS;
+        while e.depot.quota.user_used(65534) > lanes_gone && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let after = e.depot.quota.user_used(65534);
+        println!("B's descriptors after its lanes went down: {after}");
+        assert!(after <= lanes_gone, "{after}");
     }
 }
