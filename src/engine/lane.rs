@@ -121,6 +121,20 @@ fn eligible(s: &Arc<Socket>) -> Option<(Arc<Socket>, usize)> {
     ok.then_some((peer, st.sndbuf))
 }
 
+/// Whether `s` is an end of a socketpair the caller's own process made
+/// (its SO_PEERCRED: the caller's thread group and euid). A connection's
+/// end is not: its other end is another process's, which never asked for
+/// a region whose busy word the asker could hold up under its calls
+/// (adversarial_lanes.sh peer_lane).
+fn made_by(s: &Socket, c: &Caller) -> bool {
+    let st = c.status();
+    s.paired.load(Ordering::Acquire)
+        && s.lock()
+            .conn
+            .cred()
+            .is_some_and(|p| p.cred.pid == st.tgid && p.cred.uid == st.uids[1])
+}
+
 impl Engine {
     /// `Op::LaneClaim` with arg 3, on the first socket of a pair the library
     /// just made: the pair's region (its depot tag and capacities; `side` 0
@@ -206,7 +220,7 @@ impl Engine {
         }
         let (peer, sndbuf_a) = eligible(s).ok_or(Errno::EOPNOTSUPP)?;
         let (back, sndbuf_b) = eligible(&peer).ok_or(Errno::EOPNOTSUPP)?;
-        if back.id != s.id {
+        if back.id != s.id || !made_by(s, c) || !made_by(&peer, c) {
             return Err(Errno::EOPNOTSUPP);
         }
         // The asker's lane among the mount's: refused past the mount's
@@ -568,5 +582,38 @@ mod tests {
         let after = e.depot.quota.user_used(65534);
         println!("B's descriptors after its lanes went down: {after}");
         assert!(after <= lanes_gone, "{after}");
+    }
+
+    /// Arg 3 lanes only a socketpair its asker's process made: not an end
+    /// of a connection to another user's listener (whose accepter never
+    /// asked), nor another process's pair.
+    #[test]
+    fn only_a_pair_its_asker_made_gets_a_lane() {
+        use crate::engine::tests::user;
+        let e = lanes_engine();
+        let (a, b) = (user(61021), user(65534));
+        let addr = crate::engine::addr::Addr::Abstract(b"peer-lane".to_vec());
+        let srv = e.socket(SockType::Stream, &a);
+        e.bind(&srv, &addr, &a).unwrap();
+        e.listen(&srv, 8, &a).unwrap();
+        let cli = e.socket(SockType::Stream, &b);
+        e.connect(&cli, &addr, &b, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        let got = e.lane_prepare(&cli, &b).map(|_| ());
+        println!("B's lane on its end of a connection to A's listener: {got:?}");
+        assert_eq!(got, Err(Errno::EOPNOTSUPP));
+        assert_eq!(e.lane_status(&acc), "none");
+        let (x, _y) = e.socketpair(SockType::Stream, &a);
+        let st = ProcStatus {
+            tgid: 2,
+            ..a.status().clone()
+        };
+        let other = Caller::with_status(2, st);
+        let got = e.lane_prepare(&x, &other).map(|_| ());
+        println!("a lane asked by another process of the pair's user: {got:?}");
+        assert_eq!(got, Err(Errno::EOPNOTSUPP));
+        let got = e.lane_prepare(&x, &a).map(|_| ());
+        println!("a lane asked by the pair's maker: {got:?}");
+        assert_eq!(got, Ok(()));
     }
 }

@@ -350,6 +350,7 @@ impl Engine {
                 groups: caller.peer_groups(),
             };
             st.conn = socket::Conn::connected(peer.clone(), Some(cred));
+            s.paired.store(true, Ordering::Release);
         }
         (a, b)
     }
