@@ -26,10 +26,11 @@ use udsfs_proto::lane::State;
 use udsfs_proto::lane::region::{OFF_HEAD, OFF_TAIL, Region, busy_word, cap_for_sndbuf, dir_word};
 
 use super::cred::ProcStatus;
-use super::fds::ChargedFd;
+use super::fds::{ChargedFd, refused_errno};
 use super::lane_ready::Evs;
 use super::log_limit::limited;
 use super::message::SendMsg;
+use super::quota::{Charge, Quota};
 use super::socket::{Conn, SockType, Socket};
 use super::{Caller, Engine, Result};
 
@@ -42,8 +43,10 @@ const BUSY_WAIT: Duration = Duration::from_millis(500);
 pub(crate) const LANES_PER_CONN: u32 = 3;
 
 /// Lanes up at once on a mount: each holds a memfd and a mapping in the
-/// daemon (vm.max_map_count is 65530); past it a pair has no lane.
-const MAX_LANES: usize = 4096;
+/// daemon (vm.max_map_count is 65530); past it a pair has no lane. On an
+/// `--allow-other` mount each user but root may hold its `--user-share`
+/// of them (`Lanes::quota`), so one user's lanes leave the others theirs.
+const MAX_LANES: u64 = 4096;
 
 struct Lane {
     region: Region,
@@ -53,18 +56,45 @@ struct Lane {
     /// Who claimed each end: the claiming thread and its status, the
     /// caller of the drain of that end's ring.
     claimed: [Option<(u32, ProcStatus)>; 2],
+    /// Who asked for the lane (its thread and status): the caller of the
+    /// drain of an end nobody claimed, whose ring only the asker's region
+    /// could have filled (never the daemon, which no share bounds).
+    maker: (u32, ProcStatus),
+    /// One of the mount's lanes, held by the asker until the way down.
+    count: Charge,
     up: bool,
     /// Each end's wake-up for poll and epoll (lane_ready.rs).
     evs: Evs,
     /// Seqpacket: the rings carry records.
     record: bool,
+    /// The daemon's descriptors above (the memfd, the two eventfds), on
+    /// the asker's descriptor budget as a deposit's are (ChargedFd): given
+    /// back when the lane is dropped and they close (last: after them).
+    _fds: Charge,
 }
 
+/// Descriptors a lane holds in the daemon: its memfd and two eventfds.
+const LANE_FDS: u64 = 3;
+
 /// The mount's lanes, by socket number (both ends of each).
-#[derive(Default)]
 pub struct Lanes {
     up: AtomicUsize,
     map: Mutex<HashMap<u64, Arc<Mutex<Lane>>>>,
+    /// Lanes up, per user (`MAX_LANES`, shared out by `--user-share`).
+    pub(crate) quota: Arc<Quota>,
+}
+
+impl Lanes {
+    pub fn new(user_share_permille: u64) -> Lanes {
+        let quota = Arc::new(Quota::new("lanes"));
+        quota.set_max(MAX_LANES);
+        quota.set_user_share(user_share_permille);
+        Lanes {
+            up: AtomicUsize::new(0),
+            map: Mutex::default(),
+            quota,
+        }
+    }
 }
 
 /// A ring's capacity for a sender's SO_SNDBUF: a power of two (the ends
@@ -136,6 +166,20 @@ fn lane_lost(sock: &Socket, n: usize, r: Result<usize>) {
     );
 }
 
+/// Whether `s` is an end of a socketpair the caller's own process made
+/// (its SO_PEERCRED: the caller's thread group and euid). A connection's
+/// end is not: its other end is another process's, which never asked for
+/// a region whose busy word the asker could hold up under its calls
+/// (adversarial_lanes.sh peer_lane).
+fn made_by(s: &Socket, c: &Caller) -> bool {
+    let st = c.status();
+    s.paired.load(Ordering::Acquire)
+        && s.lock()
+            .conn
+            .cred()
+            .is_some_and(|p| p.cred.pid == st.tgid && p.cred.uid == st.uids[1])
+}
+
 impl Engine {
     /// `Op::LaneClaim` with arg 3, on the first socket of a pair the library
     /// just made: the pair's region (its depot tag and capacities; `side` 0
@@ -148,14 +192,15 @@ impl Engine {
         }
         let lane = {
             let mut map = self.lanes.map.lock();
-            if map.contains_key(&s.id) || self.lanes.up.load(Ordering::Relaxed) >= MAX_LANES {
+            if map.contains_key(&s.id) {
                 return Err(Errno::EOPNOTSUPP);
             }
             // Not now is not at all: the library asks this once per pair.
-            self.lane_insert(&mut map, s, false).map_err(|e| match e {
-                Errno::EAGAIN => Errno::EOPNOTSUPP,
-                e => e,
-            })?
+            self.lane_insert(&mut map, s, c, false)
+                .map_err(|e| match e {
+                    Errno::EAGAIN => Errno::EOPNOTSUPP,
+                    e => e,
+                })?
         };
         let l = lane.lock();
         let tag = self.lane_fd(&l, s, c)?;
@@ -180,10 +225,11 @@ impl Engine {
         &self,
         map: &mut HashMap<u64, Arc<Mutex<Lane>>>,
         s: &Arc<Socket>,
+        c: &Caller,
         joined: bool,
     ) -> Result<Arc<Mutex<Lane>>> {
         self.lanes.up.fetch_add(1, Ordering::SeqCst);
-        let l = match self.lane_make(s, joined) {
+        let l = match self.lane_make(s, c, joined) {
             Ok(l) => Arc::new(Mutex::new(l)),
             Err(e) => {
                 self.lanes.up.fetch_sub(1, Ordering::SeqCst);
@@ -223,11 +269,8 @@ impl Engine {
             match map.get(&s.id) {
                 Some(l) => l.clone(),
                 None => {
-                    if self.lanes.up.load(Ordering::Relaxed) >= MAX_LANES {
-                        return Err(Errno::EOPNOTSUPP);
-                    }
                     s.lane_asked.store(true, Ordering::Release);
-                    self.lane_insert(&mut map, s, true)?
+                    self.lane_insert(&mut map, s, c, true)?
                 }
             }
         };
@@ -291,7 +334,7 @@ impl Engine {
         l.evs.deposit(&self.depot, s.id, c.fsuid)
     }
 
-    fn lane_make(&self, s: &Arc<Socket>, joined: bool) -> Result<Lane> {
+    fn lane_make(&self, s: &Arc<Socket>, c: &Caller, joined: bool) -> Result<Lane> {
         // An observer sees every message through the daemon (stage d).
         if self.taps.any() || self.faults.any() {
             return Err(Errno::EOPNOTSUPP);
@@ -301,12 +344,23 @@ impl Engine {
         if back.id != s.id || peer.ty != s.ty {
             return Err(Errno::EOPNOTSUPP);
         }
-        // A connection's lane waits for both ends' libraries to ask: each
+        // Arg 3 (a socketpair's) only for the asker's own pair; a
+        // connection's lane (arg 5) needs both ends' asks instead: each
         // asks once its connect or accept has returned, so neither end's
         // set-up (the accepter's open of its data file) is still to come.
+        if !joined && (!made_by(s, c) || !made_by(&peer, c)) {
+            return Err(Errno::EOPNOTSUPP);
+        }
         if joined && !peer.lane_asked.load(Ordering::Acquire) {
             return Err(Errno::EAGAIN);
         }
+        // The asker's lane among the mount's: refused past the mount's
+        // or the asker's share, before the connection spends one of its
+        // lanes. A connection's asker is the end whose ask makes it.
+        let mut count = Charge::new(self.lanes.quota.clone());
+        count.set(c.fsuid, 1).map_err(|_| Errno::EOPNOTSUPP)?;
+        let mut fds = Charge::new(self.depot.quota.clone());
+        fds.set(c.fsuid, LANE_FDS).map_err(refused_errno)?;
         // A few lanes in a connection's life (the way down may wait
         // BUSY_WAIT for a peer's busy word: a few times per connection, not
         // at will). More than one: a lane an end's ask made while the other
@@ -325,9 +379,12 @@ impl Engine {
             fd,
             socks: [s.clone(), peer],
             claimed: [None, None],
+            maker: (c.tid, c.status().clone()),
+            count,
             up: true,
             evs,
             record: s.ty == SockType::Seqpacket,
+            _fds: fds,
         })
     }
 
@@ -408,6 +465,8 @@ impl Engine {
             return;
         }
         l.up = false;
+        // Back to its asker's share now: the way down below may wait.
+        let _ = l.count.set(0, 0);
         l.region.set_state(State::Through);
         // Pollers and epoll sets asleep on the ring's eventfds.
         l.evs.signal();
@@ -474,10 +533,10 @@ impl Engine {
                 used - first,
             );
         }
-        let caller = match &l.claimed[d] {
-            Some((tid, st)) => Caller::with_status(*tid, st.clone()),
-            None => Caller::current(),
-        };
+        // An end nobody claimed drains as the lane's asker, never as the
+        // daemon (uid 0, which no share bounds).
+        let (tid, st) = l.claimed[d].as_ref().unwrap_or(&l.maker);
+        let caller = Caller::with_status(*tid, st.clone());
         let sock = &l.socks[d];
         if !l.record {
             let mut rest = &bytes[..];
@@ -627,5 +686,224 @@ mod tests {
             .collect();
         println!("the accepter's queue after the way down: {lens:?}");
         assert_eq!(lens, [3, 0, 5]);
+    }
+
+    /// A connection's lane (arg 5) is on the share and the descriptor
+    /// budget of the end whose ask made it, as a socketpair's is on its
+    /// asker's: another user's pair still gets its lane; the end nobody
+    /// claimed yet drains as that asker, never as the daemon.
+    #[test]
+    fn a_connections_lane_is_on_its_askers_share_and_drains_as_it() {
+        use crate::engine::tests::user;
+        use udsfs_proto::lane::{Framing, Side};
+        let e = Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            user_share_permille: 500,
+            ..crate::engine::Config::default()
+        });
+        e.lanes.quota.set_max(8);
+        let (a, b) = (user(61021), user(65534));
+        let addr = crate::engine::addr::Addr::Abstract(b"lane-share-join".to_vec());
+        let srv = e.socket(SockType::Stream, &b);
+        e.bind(&srv, &addr, &b).unwrap();
+        e.listen(&srv, 16, &b).unwrap();
+        let mut held = vec![];
+        let refused = loop {
+            let cli = e.socket(SockType::Stream, &b);
+            e.connect(&cli, &addr, &b, None).unwrap();
+            let acc = e.accept(&srv, None).unwrap();
+            assert_eq!(e.lane_join(&cli, &b).map(|_| ()), Err(Errno::EAGAIN));
+            match e.lane_join(&acc, &b) {
+                Ok(_) => held.push((cli, acc)),
+                Err(err) => break err,
+            }
+            assert!(held.len() <= 8, "no bound");
+        };
+        println!("B's connection lanes: {} of 8, then {refused}", held.len());
+        assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
+        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
+        let got = e.lane_prepare(&x, &a).map(|_| ());
+        println!("A's fresh pair: {got:?}");
+        assert_eq!(got, Ok(()));
+
+        // The accepter's ask made the lane (side A, claimed); the client's
+        // end (side B) is not claimed yet: its ring drains as B.
+        let (cli, acc) = &held[0];
+        let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
+        {
+            let l = lane.lock();
+            let (mut w, _) = l.region.end(Side::B, Framing::Stream);
+            assert_eq!(w.write(&[7u8; 1000]), Ok(1000));
+        }
+        let root_before = e.queued.user_used(0);
+        e.lane_down(cli);
+        let (mine, root_held) = (e.queued.user_used(65534), e.queued.user_used(0));
+        println!("queued after the way down: uid 65534 {mine}, uid 0 {root_held}");
+        assert!(mine >= 1000, "the unclaimed ring is charged to the asker");
+        assert_eq!(root_held, root_before, "nothing is charged to the daemon");
+        let again = {
+            let cli = e.socket(SockType::Stream, &b);
+            e.connect(&cli, &addr, &b, None).unwrap();
+            let acc = e.accept(&srv, None).unwrap();
+            let _ = e.lane_join(&cli, &b);
+            e.lane_join(&acc, &b).map(|_| ())
+        };
+        println!("B after one of its lanes went down: {again:?}");
+        assert_eq!(again, Ok(()));
+    }
+
+    /// The ring of an end nobody claimed drains as a send of the user who
+    /// asked for the lane (its share bounds it), never as the daemon's:
+    /// uid 0, which no share bounds.
+    #[test]
+    fn an_unclaimed_ring_drains_as_the_lanes_asker() {
+        use crate::engine::tests::user;
+        use udsfs_proto::lane::{Framing, Side};
+        let e = Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            user_share_permille: 500,
+            ..crate::engine::Config::default()
+        });
+        let b = user(65534);
+        let (x, y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+        e.lane_prepare(&x, &b).expect("a fresh pair gets a lane");
+        let lane = e.lanes.map.lock().get(&x.id).cloned().unwrap();
+        {
+            let l = lane.lock();
+            let (mut w, _) = l.region.end(Side::A, Framing::Stream);
+            assert_eq!(w.write(&[7u8; 1000]), Ok(1000));
+        }
+        e.lane_down(&y);
+        let (mine, root_held) = (e.queued.user_used(65534), e.queued.user_used(0));
+        println!("queued after the way down: uid 65534 {mine}, uid 0 {root_held}");
+        assert!(mine >= 1000, "the asker's ring is charged to the asker");
+        assert_eq!(root_held, 0, "nothing is charged to the daemon");
+    }
+
+    /// The mount's lanes are shared out per user: one that holds its share
+    /// is refused, another still gets a lane, and a lane that went down is
+    /// its asker's again.
+    #[test]
+    fn lanes_are_shared_out_per_user_and_come_back_at_the_way_down() {
+        use crate::engine::tests::user;
+        let e = Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            user_share_permille: 500,
+            ..crate::engine::Config::default()
+        });
+        e.lanes.quota.set_max(8);
+        let (a, b) = (user(61021), user(65534));
+        let mut held = vec![];
+        let refused = loop {
+            let (x, _y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+            match e.lane_prepare(&x, &b) {
+                Ok(_) => held.push((x, _y)),
+                Err(err) => break err,
+            }
+            assert!(held.len() <= 8, "no bound");
+        };
+        println!("B's lanes: {} of 8, then {refused}", held.len());
+        assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
+        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
+        let got = e.lane_prepare(&x, &a).map(|_| ());
+        println!("A's fresh pair: {got:?}");
+        assert_eq!(got, Ok(()));
+        e.lane_down(&held[0].0);
+        let (x, _y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+        let again = e.lane_prepare(&x, &b).map(|_| ());
+        println!("B after one of its lanes went down: {again:?}");
+        assert_eq!(again, Ok(()));
+    }
+
+    /// A lane's descriptors in the daemon (its memfd and eventfds) are its
+    /// asker's, on the descriptor budget deposits are charged to: a user
+    /// whose share they fill gets no more lanes, others still do, and the
+    /// charge comes back when the lane is gone.
+    #[test]
+    fn a_lanes_descriptors_are_charged_to_its_asker() {
+        use crate::engine::tests::user;
+        let e = Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            user_share_permille: 500,
+            ..crate::engine::Config::default()
+        });
+        // 10 descriptors a user: two lanes (3 held, 1 deposited, and the
+        // pair's own pin) and change.
+        e.depot.quota.set_max(20);
+        let (a, b) = (user(61021), user(65534));
+        let mut held = vec![];
+        let refused = loop {
+            let (x, y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+            match e.lane_prepare(&x, &b) {
+                Ok(_) => held.push((x, y)),
+                Err(err) => break err,
+            }
+            assert!(held.len() <= 10, "no bound");
+        };
+        let used = e.depot.quota.user_used(65534);
+        println!(
+            "B's lanes: {}, then {refused}; B's descriptors: {used}",
+            held.len()
+        );
+        assert_eq!((held.len(), refused), (2, Errno::ETOOMANYREFS));
+        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
+        let got = e.lane_prepare(&x, &a).map(|_| ());
+        println!("A's fresh pair: {got:?}");
+        assert_eq!(got, Ok(()));
+        for (x, y) in held {
+            e.lane_down(&x);
+            e.put(&x);
+            e.put(&y);
+        }
+        // The closes run on the closer thread.
+        let t = Instant::now();
+        let lanes_gone = used - 2 * LANE_FDS;
+        while e.depot.quota.user_used(65534) > lanes_gone && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let after = e.depot.quota.user_used(65534);
+        println!("B's descriptors after its lanes went down: {after}");
+        assert!(after <= lanes_gone, "{after}");
+    }
+
+    /// Arg 3 lanes only a socketpair its asker's process made: not an end
+    /// of a connection to another user's listener (whose accepter never
+    /// asked), nor another process's pair.
+    #[test]
+    fn only_a_pair_its_asker_made_gets_a_lane() {
+        use crate::engine::tests::user;
+        let e = lanes_engine();
+        let (a, b) = (user(61021), user(65534));
+        let addr = crate::engine::addr::Addr::Abstract(b"peer-lane".to_vec());
+        let srv = e.socket(SockType::Stream, &a);
+        e.bind(&srv, &addr, &a).unwrap();
+        e.listen(&srv, 8, &a).unwrap();
+        let cli = e.socket(SockType::Stream, &b);
+        e.connect(&cli, &addr, &b, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        let got = e.lane_prepare(&cli, &b).map(|_| ());
+        println!("B's lane on its end of a connection to A's listener: {got:?}");
+        assert_eq!(got, Err(Errno::EOPNOTSUPP));
+        assert_eq!(e.lane_status(&acc), "none");
+        let (x, _y) = e.socketpair(SockType::Stream, &a);
+        let st = ProcStatus {
+            tgid: 2,
+            ..a.status().clone()
+        };
+        let other = Caller::with_status(2, st);
+        let got = e.lane_prepare(&x, &other).map(|_| ());
+        println!("a lane asked by another process of the pair's user: {got:?}");
+        assert_eq!(got, Err(Errno::EOPNOTSUPP));
+        let got = e.lane_prepare(&x, &a).map(|_| ());
+        println!("a lane asked by the pair's maker: {got:?}");
+        assert_eq!(got, Ok(()));
     }
 }

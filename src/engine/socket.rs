@@ -464,6 +464,9 @@ pub struct Socket {
     pub(crate) inflight: AtomicUsize,
     /// Claimed by the collector: no new reference may be taken.
     pub(crate) gc_dead: AtomicBool,
+    /// Made by socketpair() (both ends): the only sockets a lane is made
+    /// for at its maker's ask (`Op::LaneClaim` arg 3, src/engine/lane.rs).
+    pub(crate) paired: AtomicBool,
     /// SO_RCVTIMEO and SO_SNDTIMEO (not inherited by accepted sockets).
     pub timeouts: super::timeo::Timeouts,
     /// The options AF_UNIX only keeps to read back (not inherited either).
@@ -544,6 +547,7 @@ impl Socket {
             wmem: AtomicUsize::new(0),
             inflight: AtomicUsize::new(0),
             gc_dead: AtomicBool::new(false),
+            paired: AtomicBool::new(false),
             timeouts: Default::default(),
             options: Default::default(),
             capture_proto: Mutex::new(None),
