@@ -256,7 +256,14 @@ fn join(fd: c_int) -> Res<End> {
     }
     let r = ioctl::op(fd, Op::LaneClaim, 5).and_then(|g| {
         let g = g.values::<LaneGrant>();
-        let (region, evs) = map_grant(fd, &g)?;
+        // The lane went down before its eventfds were asked for (a call
+        // of the other end's was on its way through the daemon): ENOENT,
+        // or EOPNOTSUPP once it left the map. As one that goes down after:
+        // ask again while tries are left.
+        let (region, evs) = map_grant(fd, &g).map_err(|e| match e {
+            libc::ENOENT | libc::EOPNOTSUPP => libc::EAGAIN,
+            e => e,
+        })?;
         let side = (g.side & 1) as usize;
         let ev = [evs[side], evs[1 - side]];
         let mut e = new_end(region, side, g.side & LANE_RECORD != 0, ev);
