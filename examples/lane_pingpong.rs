@@ -5,6 +5,12 @@
 //! `RESULT cpu_us_per_round_trip N` (both processes' user+system time).
 //!
 //!     lane_pingpong --mode futex|eventfd|eventfd-level|kernel|kernel-poll|kernel-epoll [--iters N] [--spin S]
+//!     lane_pingpong --mode connect --path P [--iters N]
+//!
+//! kernel: a socketpair, fork, write/read (through `udsfs run`, the library
+//! makes it a udsfs pair). connect: the same over a connection made by
+//! connect() and accept() on the stream socket bound at P (the child
+//! connects, the client sends first, as redis's and pgbench's clients do).
 //!
 //! futex: a side waiting for the other's message sleeps on the region's
 //! shared futex word (after S looks at the ring, a bounded spin).
@@ -215,11 +221,52 @@ fn epoll_of(how: Wait, fd: i32) -> i32 {
     }
 }
 
-fn kernel(iters: usize, how: Wait) -> f64 {
+/// A sockaddr_un for `path`.
+fn sun(path: &str) -> (libc::sockaddr_un, libc::socklen_t) {
+    // SAFETY: all-zero is a valid sockaddr_un.
+    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    assert!(path.len() < a.sun_path.len(), "--path too long");
+    for (d, &b) in a.sun_path.iter_mut().zip(path.as_bytes()) {
+        *d = b as libc::c_char;
+    }
+    (
+        a,
+        std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
+    )
+}
+
+/// A connection over the stream socket bound at `path`: [the accepted end,
+/// the connecting end] (the child takes the second after the fork).
+fn connected(path: &str) -> [i32; 2] {
+    let (a, len) = sun(path);
+    let _ = std::fs::remove_file(path);
+    // SAFETY: plain socket calls on a local sockaddr_un.
+    unsafe {
+        let l = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+        assert!(l >= 0, "socket");
+        let p = &a as *const libc::sockaddr_un as *const libc::sockaddr;
+        assert_eq!(libc::bind(l, p, len), 0, "bind {path}");
+        assert_eq!(libc::listen(l, 1), 0, "listen");
+        let c = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+        assert_eq!(libc::connect(c, p, len), 0, "connect {path}");
+        let s = libc::accept(l, std::ptr::null_mut(), std::ptr::null_mut());
+        assert!(s >= 0, "accept");
+        libc::close(l);
+        let _ = std::fs::remove_file(path);
+        [s, c]
+    }
+}
+
+fn kernel(iters: usize, how: Wait, path: Option<&str>) -> f64 {
     let mut sv = [0i32; 2];
-    // SAFETY: fills two fds.
-    let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) };
-    assert_eq!(rc, 0, "socketpair");
+    if let Some(p) = path {
+        sv = connected(p);
+    } else {
+        // SAFETY: fills two fds.
+        let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) };
+        assert_eq!(rc, 0, "socketpair");
+    }
     let io = |fd: i32, buf: &mut [u8], write: bool| {
         let mut done = 0;
         while done < buf.len() {
@@ -272,12 +319,17 @@ fn main() {
         "futex" => lane(iters, spin, Wake::Futex),
         "eventfd" => lane(iters, spin, Wake::Eventfd),
         "eventfd-level" => lane(iters, spin, Wake::Level),
-        "kernel" => kernel(iters, Wait::Read),
-        "kernel-poll" => kernel(iters, Wait::Poll),
-        "kernel-epoll" => kernel(iters, Wait::Epoll),
+        "kernel" => kernel(iters, Wait::Read, None),
+        "kernel-poll" => kernel(iters, Wait::Poll, None),
+        "kernel-epoll" => kernel(iters, Wait::Epoll, None),
+        "connect" => kernel(
+            iters,
+            Wait::Read,
+            Some(&arg(&args, "--path").expect("--path")),
+        ),
         m => {
             eprintln!(
-                "unknown --mode {m} (futex, eventfd, eventfd-level, kernel, kernel-poll, kernel-epoll)"
+                "unknown --mode {m} (futex, eventfd, eventfd-level, kernel, kernel-poll, kernel-epoll, connect)"
             );
             std::process::exit(2);
         }

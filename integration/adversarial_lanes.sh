@@ -32,7 +32,8 @@
 #               --user-share does the other bounds). lanes_gone: B is then SIGKILLed
 #               holding them: the daemon's memfds and mappings go back to what they were.
 #  peer_lane    B connects to A's listener 6 times and asks for a lane on its own end of
-#               each connection (the first cut lanes socketpairs only: EOPNOTSUPP), holding
+#               each connection (the first cut lanes socketpairs only: EOPNOTSUPP, which
+#               Python names ENOTSUP: the same errno 95), holding
 #               the region's busy word: A's accepts and first reads must not wait (250 ms).
 #  drain_charge B writes its rings straight (never claiming an end, Op::LaneClaim arg 0)
 #               and has the way down queue them, 48 pairs of 128 KiB, on --max-queued-bytes
@@ -152,7 +153,7 @@ wait $cli_pid 2>/dev/null || true
 say "B: $(cat "$TMP/cli.out")"
 say "A: $(cat "$TMP/srv.out" | tr '\n' ' ')"
 aw=$(awk '/worst/ {print $5}' "$TMP/srv.out")
-good=$(grep -q "to A: EOPNOTSUPP$" "$TMP/cli.out" && [ "${aw:-9999}" -lt 250 ] && echo 1 || true)
+good=$(grep -Eq "to A: (EOPNOTSUPP|ENOTSUP)$" "$TMP/cli.out" && [ "${aw:-9999}" -lt 250 ] && echo 1 || true)
 verdict peer_lane "$good" "B's lane requests on connections to A's listener: $(cat "$TMP/cli.out"); A's worst accept and read: ${aw} ms"
 
 # drain_charge
@@ -245,7 +246,7 @@ after="$(ls "/proc/$DAEMON_PID/fd" | wc -l) descriptors, $(lane_maps) lane mappi
 say "the daemon: before B's lanes $base_fds descriptors, $base_maps lane mappings; while B held them $during; 10 s after B was killed $after"
 [ "$(lane_maps)" -le "$base_maps" ] || fail "lanes_gone: B's regions stay mapped in the daemon after B was killed: $after"
 [ "$(ls "/proc/$DAEMON_PID/fd" | wc -l)" -le $((base_fds + 5)) ] || fail "lanes_gone: B's memfds stay open in the daemon after B was killed: $after"
-ok "lanes_gone: B killed holding 4096 lanes: the daemon let go of every region ($after)"
+ok "lanes_gone: B killed holding its lanes: the daemon let go of every region ($after)"
 
 # lanes_fds: a daemon whose RLIMIT_NOFILE is 1024
 udsfs_unmount

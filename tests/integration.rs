@@ -195,6 +195,7 @@ scripts!(
     isolation,
     kernel_selftests,
     lanes,
+    lanes_connect,
     lanes_ready,
     mount_helper,
     mount_path_escapes,

@@ -26,7 +26,7 @@ use std::sync::atomic::{
 use std::time::Duration;
 
 use libc::{c_int, c_void, size_t, ssize_t};
-use udsfs_proto::ioctl::{LaneEvents, LaneGrant, Op, Timeo};
+use udsfs_proto::ioctl::{LaneEvents, LaneGrant, Op, Timeo, LANE_RECORD};
 use udsfs_proto::lane::region::busy_word;
 use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, State, Writer};
 
@@ -42,12 +42,24 @@ const CANDIDATE: u32 = 1;
 const CLAIMING: u32 = 2;
 /// Mapped: `end` is set.
 const LANE: u32 = 3;
+/// Noted at connect/accept: the daemon makes the region when both ends
+/// may have one (`Op::LaneClaim` arg 5 at a plain call, `join`).
+const JOIN: u32 = 4;
+
+/// How many plain calls of a connect/accept socket ask for its lane (an
+/// ioctl each) before it goes without: enough for a ping-pong through the
+/// daemon to find both ends between calls (docs/LANE.md).
+const JOIN_TRIES: u32 = 16;
 
 struct End {
     region: &'static Region,
     side: usize,
     /// This end's eventfd (its wake-up, lane_ready.rs) and the peer's.
     ev: [c_int; 2],
+    /// Seqpacket: the rings carry records.
+    record: bool,
+    /// Made by connect/accept's `join`: may ask again after a way down.
+    joined: bool,
     /// SO_RCVTIMEO, SO_SNDTIMEO as at the claim (setting one takes the
     /// lane down: the daemon does not count SetTimeo as the lane's own).
     timeo: [Option<Duration>; 2],
@@ -62,6 +74,10 @@ struct Slot {
     /// This process's reader and writer of the end, one thread each.
     rtaken: AtomicBool,
     wtaken: AtomicBool,
+    /// JOIN: the asks left.
+    tries: AtomicU32,
+    /// The end carries records (set with `end`, read without it).
+    record: AtomicBool,
     end: UnsafeCell<Option<End>>,
 }
 
@@ -77,6 +93,8 @@ const EMPTY: Slot = Slot {
     ino: AtomicU64::new(0),
     rtaken: AtomicBool::new(false),
     wtaken: AtomicBool::new(false),
+    tries: AtomicU32::new(0),
+    record: AtomicBool::new(false),
     end: UnsafeCell::new(None),
 };
 
@@ -118,7 +136,7 @@ pub fn note_pair(fds: [c_int; 2]) {
     if room < 2 || REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
         return;
     }
-    let (region, evs) = match prepare(fds[0]) {
+    let (region, evs, record) = match prepare(fds[0]) {
         Ok(r) => r,
         Err(e) => {
             if e == libc::ENOPROTOOPT {
@@ -129,58 +147,11 @@ pub fn note_pair(fds: [c_int; 2]) {
     };
     for (side, fd) in fds.into_iter().enumerate() {
         let Some(ino) = ino_of(fd) else { continue };
-        // A slot left for an earlier socket at this number (socket numbers,
-        // and so inode numbers, are reused) goes first.
-        for old in &TABLE {
-            if old.fd.load(Ordering::Relaxed) == fd {
-                let st = old.state.load(Ordering::Acquire);
-                if (st == CANDIDATE || st == LANE)
-                    && old
-                        .state
-                        .compare_exchange(st, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
-                        .is_ok()
-                {
-                    free(old);
-                }
-            }
-        }
-        // A free slot whose old end no thread still uses.
-        let Some((s, held)) = TABLE.iter().find_map(|s| {
-            if s.state
-                .compare_exchange(FREE, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-            {
-                return None;
-            }
-            match (take(&s.rtaken), take(&s.wtaken)) {
-                (Some(r), Some(w)) => Some((s, (r, w))),
-                _ => {
-                    s.state.store(FREE, Ordering::Release);
-                    None
-                }
-            }
-        }) else {
+        let Some((s, held)) = slot_for(fd) else {
             return;
         };
-        USED.fetch_add(1, Ordering::Relaxed);
-        let (mut w, mut r) = region.end(if side == 0 { Side::A } else { Side::B }, Framing::Stream);
-        // Every sleep and wake-up of the lane goes through the eventfds,
-        // which poll and epoll can watch too (stage c).
-        let ev = [evs[side], evs[1 - side]];
-        let notify = Notify::Eventfd {
-            mine: ev[0],
-            peer: ev[1],
-        };
-        w.set_notify(notify);
-        r.set_notify(notify);
-        let end = End {
-            region,
-            side,
-            ev,
-            timeo: [None, None],
-            w: UnsafeCell::new(w),
-            r: UnsafeCell::new(r),
-        };
+        let end = new_end(region, side, record, [evs[side], evs[1 - side]]);
+        s.record.store(record, Ordering::Relaxed);
         // SAFETY: CLAIMING is ours.
         unsafe { *s.end.get() = Some(end) };
         s.fd.store(fd, Ordering::Relaxed);
@@ -190,11 +161,134 @@ pub fn note_pair(fds: [c_int; 2]) {
     }
 }
 
-/// The pair's region, mapped, and its two eventfds, placed above the
-/// program's descriptors (all kept for the process's life: a lane that
-/// goes down keeps its mapping, docs/LANE.md).
-fn prepare(fd: c_int) -> Res<(&'static Region, [c_int; 2])> {
+/// An end of `region` on `side`, its sleeps and wake-ups through the
+/// eventfds `ev` (this end's, the peer's), which poll and epoll can watch
+/// too (stage c).
+fn new_end(region: &'static Region, side: usize, record: bool, ev: [c_int; 2]) -> End {
+    let framing = if record {
+        Framing::Record
+    } else {
+        Framing::Stream
+    };
+    let (mut w, mut r) = region.end(if side == 0 { Side::A } else { Side::B }, framing);
+    let notify = Notify::Eventfd {
+        mine: ev[0],
+        peer: ev[1],
+    };
+    w.set_notify(notify);
+    r.set_notify(notify);
+    End {
+        region,
+        side,
+        ev,
+        record,
+        joined: false,
+        timeo: [None, None],
+        w: UnsafeCell::new(w),
+        r: UnsafeCell::new(r),
+    }
+}
+
+/// A slot for `fd` in CLAIMING, ours, with its reader and writer flags
+/// held (no thread still uses its old end); a slot left for an earlier
+/// socket at this number (socket numbers, and so inode numbers, are
+/// reused) is freed first. None: the table is full.
+fn slot_for(fd: c_int) -> Option<(&'static Slot, (Taken<'static>, Taken<'static>))> {
+    for old in &TABLE {
+        if old.fd.load(Ordering::Relaxed) == fd {
+            let st = old.state.load(Ordering::Acquire);
+            if (st == CANDIDATE || st == LANE || st == JOIN)
+                && old
+                    .state
+                    .compare_exchange(st, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                free(old);
+            }
+        }
+    }
+    let (s, held) = TABLE.iter().find_map(|s| {
+        if s.state
+            .compare_exchange(FREE, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        match (take(&s.rtaken), take(&s.wtaken)) {
+            (Some(r), Some(w)) => Some((s, (r, w))),
+            _ => {
+                s.state.store(FREE, Ordering::Release);
+                None
+            }
+        }
+    })?;
+    USED.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: CLAIMING is ours: an old end (its region stays mapped) goes.
+    unsafe { *s.end.get() = None };
+    Some((s, held))
+}
+
+/// connect() or accept() gave `fd`, a udsfs socket: its first plain calls
+/// ask the daemon for the connection's lane (`join`). Nothing is asked
+/// here: the daemon makes a lane only once both ends are accepted and
+/// quiet, which an accept or connect that just returned rarely finds.
+pub fn note_conn(fd: c_int) {
+    if OFF.load(Ordering::Relaxed) || REGIONS.load(Ordering::Relaxed) >= MAX_REGIONS {
+        return;
+    }
+    let Some(ino) = ino_of(fd) else { return };
+    let Some((s, held)) = slot_for(fd) else {
+        return;
+    };
+    s.tries.store(JOIN_TRIES, Ordering::Relaxed);
+    s.fd.store(fd, Ordering::Relaxed);
+    s.ino.store(ino, Ordering::Relaxed);
+    drop(held);
+    s.state.store(JOIN, Ordering::Release);
+}
+
+/// Asks the daemon for `fd`'s connection's lane, claiming this end: the
+/// region mapped (kept for the process's life) and the end. EAGAIN: not
+/// now.
+fn join(fd: c_int) -> Res<End> {
+    if REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let r = ioctl::op(fd, Op::LaneClaim, 5).and_then(|g| {
+        let g = g.values::<LaneGrant>();
+        // The lane went down before its eventfds were asked for (a call
+        // of the other end's was on its way through the daemon): ENOENT,
+        // or EOPNOTSUPP once it left the map. As one that goes down after:
+        // ask again while tries are left.
+        let (region, evs) = map_grant(fd, &g).map_err(|e| match e {
+            libc::ENOENT | libc::EOPNOTSUPP => libc::EAGAIN,
+            e => e,
+        })?;
+        let side = (g.side & 1) as usize;
+        let ev = [evs[side], evs[1 - side]];
+        let mut e = new_end(region, side, g.side & LANE_RECORD != 0, ev);
+        e.joined = true;
+        Ok(e)
+    });
+    if r.is_err() {
+        REGIONS.fetch_sub(1, Ordering::Relaxed);
+    }
+    r
+}
+
+/// The pair's region and eventfds (`map_grant`), and whether it carries
+/// records.
+fn prepare(fd: c_int) -> Res<(&'static Region, [c_int; 2], bool)> {
     let g = ioctl::op(fd, Op::LaneClaim, 3)?.values::<LaneGrant>();
+    let (region, evs) = map_grant(fd, &g)?;
+    Ok((region, evs, g.side & LANE_RECORD != 0))
+}
+
+/// The region a grant for `fd` names, mapped, and the lane's two eventfds
+/// (side 0's, side 1's; `Op::LaneClaim` arg 4), placed above the program's
+/// descriptors, all claimed over the fd channel (all kept for the
+/// process's life: a lane that goes down keeps its mapping, docs/LANE.md).
+fn map_grant(fd: c_int, g: &LaneGrant) -> Res<(&'static Region, [c_int; 2])> {
     let e = ioctl::op(fd, Op::LaneClaim, 4)?.values::<LaneEvents>();
     let m = mount::get().ok_or(libc::EINVAL)?;
     let fds = fdpass::claim(&fdpass::connect(m)?, &[g.tag, e.tag0, e.tag1], true)?;
@@ -243,7 +337,7 @@ fn find(fd: c_int) -> Option<&'static Slot> {
     }
     let s = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd)?;
     let st = s.state.load(Ordering::Acquire);
-    if st != CANDIDATE && st != LANE {
+    if st != CANDIDATE && st != LANE && st != JOIN {
         return None;
     }
     if ino_of(fd) != Some(s.ino.load(Ordering::Relaxed)) {
@@ -257,7 +351,13 @@ fn find(fd: c_int) -> Option<&'static Slot> {
         return None;
     }
     if st == LANE {
-        return Some(s);
+        // SAFETY: LANE was seen with Acquire: `end` is set and stays.
+        let down = unsafe { (*s.end.get()).as_ref() }
+            .is_some_and(|e| e.joined && e.region.state() == Some(State::Through));
+        return if down { rejoin(fd, s) } else { Some(s) };
+    }
+    if st == JOIN {
+        return joined(fd, s);
     }
     if s.state
         .compare_exchange(CANDIDATE, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
@@ -268,7 +368,7 @@ fn find(fd: c_int) -> Option<&'static Slot> {
     // SAFETY: CLAIMING is ours: nobody else touches `end`.
     let end = unsafe { (*s.end.get()).as_mut() };
     match (end, claim(fd)) {
-        (Some(e), Ok(side)) if side == e.side => {
+        (Some(e), Ok(side)) if side & 1 == e.side => {
             e.timeo = [timeout(fd, 0), timeout(fd, 1)];
             s.state.store(LANE, Ordering::Release);
             Some(s)
@@ -278,6 +378,76 @@ fn find(fd: c_int) -> Option<&'static Slot> {
             None
         }
     }
+}
+
+/// A JOIN slot's call: asks for the lane; the slot is a LANE, waits for a
+/// later call (EAGAIN, while tries are left) or is freed.
+fn joined(fd: c_int, s: &'static Slot) -> Option<&'static Slot> {
+    if s.state
+        .compare_exchange(JOIN, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return None;
+    }
+    // Held while the end is written: after a way down (`rejoin`) a thread
+    // that found the slot a LANE may still reach for the old one.
+    let (Some(r), Some(w)) = (take(&s.rtaken), take(&s.wtaken)) else {
+        s.state.store(JOIN, Ordering::Release);
+        return None;
+    };
+    let up = ask(fd, s);
+    drop((r, w));
+    up.then_some(s)
+}
+
+/// With the slot CLAIMING (and no thread using its end): asks for the
+/// lane; true: the slot is a LANE.
+fn ask(fd: c_int, s: &'static Slot) -> bool {
+    match join(fd) {
+        Ok(mut e) => {
+            e.timeo = [timeout(fd, 0), timeout(fd, 1)];
+            s.record.store(e.record, Ordering::Relaxed);
+            // SAFETY: CLAIMING is ours: nobody else touches `end`.
+            unsafe { *s.end.get() = Some(e) };
+            s.state.store(LANE, Ordering::Release);
+            true
+        }
+        Err(libc::EAGAIN) if s.tries.fetch_sub(1, Ordering::Relaxed) > 1 => {
+            s.state.store(JOIN, Ordering::Release);
+            false
+        }
+        Err(e) => {
+            if e == libc::ENOPROTOOPT {
+                OFF.store(true, Ordering::Relaxed);
+            }
+            free(s);
+            false
+        }
+    }
+}
+
+/// A connect/accept end whose lane went down (the daemon took it down:
+/// another call of the other end's was on its way through the daemon when
+/// the lane was made, or anything else): asks again while tries are left
+/// (the daemon makes a connection a few lanes at most). The slot as it is
+/// when a thread uses its end now (that call goes through the daemon).
+fn rejoin(fd: c_int, s: &'static Slot) -> Option<&'static Slot> {
+    if s.tries.load(Ordering::Relaxed) == 0
+        || s.state
+            .compare_exchange(LANE, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+    {
+        return Some(s);
+    }
+    // Held until the new end is in place: a thread that found the slot
+    // before cannot take the old end meanwhile.
+    let (Some(r), Some(w)) = (take(&s.rtaken), take(&s.wtaken)) else {
+        s.state.store(LANE, Ordering::Release);
+        return Some(s);
+    };
+    let up = ask(fd, s);
+    drop((r, w));
+    up.then_some(s)
 }
 
 /// Claims `fd`'s end for this process: its side.
@@ -350,15 +520,30 @@ fn take(flag: &AtomicBool) -> Option<Taken<'_>> {
 }
 
 /// A plain read/recv of up to `n` bytes on `fd`'s lane; None: not the
-/// lane's (the caller goes through the daemon).
+/// lane's (the caller goes through the daemon). MSG_PEEK leaves the bytes
+/// (the record); MSG_WAITALL (a stream's) reads until `n` bytes, the end,
+/// a signal or the timeout, as unix_stream_read_generic does; MSG_TRUNC
+/// (a record's) returns the record's length.
 pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssize_t> {
-    if flags & !libc::MSG_DONTWAIT != 0 {
+    let known = libc::MSG_DONTWAIT | libc::MSG_TRUNC | libc::MSG_PEEK | libc::MSG_WAITALL;
+    if flags & !known != 0 {
+        return None;
+    }
+    // A peek that waits for all is the daemon's (the target moves).
+    if flags & libc::MSG_PEEK != 0 && flags & libc::MSG_WAITALL != 0 {
         return None;
     }
     let s = find(fd)?;
     let _t = take(&s.rtaken)?;
     // SAFETY: LANE was seen with Acquire: `end` is set and stays.
     let e = unsafe { (*s.end.get()).as_ref()? };
+    // MSG_TRUNC on a stream is the daemon's (Linux discards the bytes).
+    if flags & libc::MSG_TRUNC != 0 && !e.record {
+        return None;
+    }
+    let peek = flags & libc::MSG_PEEK != 0;
+    // MSG_WAITALL means nothing to a record socket.
+    let all = flags & libc::MSG_WAITALL != 0 && !e.record;
     // SAFETY: `rtaken` is ours.
     let r = unsafe { &mut *e.r.get() };
     let room = user::writable(buf.cast(), n);
@@ -372,31 +557,73 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
         // SAFETY: the program's buffer, probed writable for n bytes.
         unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) }
     };
+    // What a call that read `done` bytes returns when it stops on `err`.
+    let stop = |done: usize, err: c_int| {
+        Some(if done > 0 {
+            done as ssize_t
+        } else {
+            len_ret(Err(err))
+        })
+    };
+    let mut done = 0;
     loop {
         busy(e).store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        let got = r.read(dst, false);
+        let got = if e.record {
+            // A record: its length under MSG_TRUNC, else what was copied
+            // (the rest of a longer one is dropped, as Linux does).
+            r.read_record(dst, peek).map(|rec| match rec {
+                Some(rec) if flags & libc::MSG_TRUNC != 0 => rec.len,
+                Some(rec) => rec.copied,
+                None => 0,
+            })
+        } else {
+            r.read(&mut dst[done..], peek)
+        };
         busy(e).store(0, Ordering::Release);
         match got {
-            Ok(k) => return Some(k as ssize_t),
-            Err(LaneErr::WouldBlock) if nonblocking(fd, flags) => {
-                return Some(len_ret(Err(libc::EAGAIN)))
+            Ok(k) if all && k > 0 && done + k < n => {
+                done += k;
+                continue;
             }
+            Ok(k) => return Some((done + k) as ssize_t),
+            Err(LaneErr::WouldBlock) if nonblocking(fd, flags) => return stop(done, libc::EAGAIN),
             Err(LaneErr::WouldBlock) => {
                 let t = e.timeo[0];
                 match r.wait_readable(0, t) {
                     Ok(()) => {}
-                    Err(LaneErr::TimedOut) => return Some(len_ret(Err(libc::EAGAIN))),
-                    Err(LaneErr::Interrupted) => return Some(len_ret(Err(libc::EINTR))),
+                    Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
+                    Err(LaneErr::Interrupted) => return stop(done, libc::EINTR),
+                    Err(LaneErr::NotDirect(_)) if done > 0 => {
+                        return Some(read_rest(fd, dst, done));
+                    }
                     Err(LaneErr::NotDirect(_)) => return None,
                     Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
-                    Err(_) => return None,
+                    Err(_) => return stop(done, libc::EIO),
                 }
             }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
+            Err(LaneErr::NotDirect(_)) if done > 0 => return Some(read_rest(fd, dst, done)),
+            Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }
     }
+}
+
+/// A MSG_WAITALL read the lane began and the daemon is to end (the lane
+/// went down under it, its bytes now in the engine's queue): the rest by
+/// reads of the data file until it is full, the end or an error.
+fn read_rest(fd: c_int, dst: &mut [u8], mut done: usize) -> ssize_t {
+    while done < dst.len() {
+        let left = &mut dst[done..];
+        // SAFETY: the program's buffer, probed writable.
+        let r = unsafe { crate::real::read(fd, left.as_mut_ptr().cast(), left.len()) };
+        if r <= 0 {
+            break;
+        }
+        done += r as usize;
+    }
+    done as ssize_t
 }
 
 /// A plain write/send of `n` bytes on `fd`'s lane; None: not the lane's.
@@ -438,6 +665,8 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
             // The daemon takes what is left (its queue follows the ring).
             Err(LaneErr::NotDirect(_)) if done > 0 => return Some(rest(fd, src, done, flags)),
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
+            // A record longer than the ring: the daemon's (EMSGSIZE or
+            // its queue), the lane goes down.
             Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }
@@ -475,4 +704,149 @@ fn rest(fd: c_int, src: &[u8], done: usize, flags: c_int) -> ssize_t {
 #[allow(dead_code)]
 fn direct(e: &End) -> bool {
     e.region.state() == Some(State::Direct)
+}
+
+/// The program's iovec `i` of `iov`, None when it cannot be read (the
+/// daemon's path gives EFAULT).
+fn iovec_at(iov: *const libc::iovec, i: usize) -> Option<libc::iovec> {
+    user::read(iov.wrapping_add(i)).ok()
+}
+
+/// Whether `fd` has a stream lane now (a record socket's writev is one
+/// record: the daemon's).
+fn stream_lane(fd: c_int) -> bool {
+    find(fd).is_some_and(|s| !s.record.load(Ordering::Relaxed))
+}
+
+/// writev on `fd`'s stream lane: each iovec in turn, as one blocking call
+/// (a short write, an error after bytes: their count). None: not the
+/// lane's (nothing was written).
+pub fn writev(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> Option<ssize_t> {
+    writev_flags(fd, iov, cnt, 0)
+}
+
+fn writev_flags(fd: c_int, iov: *const libc::iovec, cnt: c_int, flags: c_int) -> Option<ssize_t> {
+    if flags & !(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) != 0 {
+        return None;
+    }
+    if !(1..=1024).contains(&cnt) || !stream_lane(fd) {
+        return None;
+    }
+    let v = |i| iovec_at(iov, i);
+    // Every iovec readable first, as the kernel copies them in.
+    (0..cnt as usize).try_for_each(|i| v(i).map(|_| ()))?;
+    let mut total = 0usize;
+    for i in 0..cnt as usize {
+        let one = v(i)?;
+        if one.iov_len == 0 {
+            continue;
+        }
+        let r = match send(fd, one.iov_base, one.iov_len, flags) {
+            Some(r) => r,
+            None if total == 0 => return None,
+            // The lane went down under the call: the rest through the
+            // daemon, in order (a sendmsg's flags: what was sent).
+            None if flags != 0 => return Some(total as ssize_t),
+            None => {
+                // SAFETY: the program's iovecs from i on.
+                let r = unsafe { crate::real::writev(fd, iov.wrapping_add(i), cnt - i as c_int) };
+                return Some((total + r.max(0) as usize) as ssize_t);
+            }
+        };
+        if r < 0 {
+            return Some(if total > 0 { total as ssize_t } else { r });
+        }
+        total += r as usize;
+        if (r as usize) < one.iov_len {
+            break;
+        }
+    }
+    Some(total as ssize_t)
+}
+
+/// readv on `fd`'s stream lane: the first non-empty iovec as a read (it
+/// waits as read does), the next ones with what is there without waiting.
+/// None: not the lane's.
+pub fn readv(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> Option<ssize_t> {
+    readv_flags(fd, iov, cnt, 0)
+}
+
+fn readv_flags(fd: c_int, iov: *const libc::iovec, cnt: c_int, flags: c_int) -> Option<ssize_t> {
+    // A peek or a wait for all across buffers is the daemon's.
+    if flags & !libc::MSG_DONTWAIT != 0 {
+        return None;
+    }
+    if !(1..=1024).contains(&cnt) || !stream_lane(fd) {
+        return None;
+    }
+    let v = |i| iovec_at(iov, i);
+    (0..cnt as usize).try_for_each(|i| v(i).map(|_| ()))?;
+    let mut total = 0usize;
+    for i in 0..cnt as usize {
+        let one = v(i)?;
+        if one.iov_len == 0 {
+            continue;
+        }
+        let f = if total == 0 {
+            flags
+        } else {
+            libc::MSG_DONTWAIT
+        };
+        let r = match recv(fd, one.iov_base, one.iov_len, f) {
+            Some(r) => r,
+            None if total == 0 => return None,
+            None => break,
+        };
+        if r <= 0 {
+            if total == 0 {
+                return Some(r);
+            }
+            break;
+        }
+        total += r as usize;
+        if (r as usize) < one.iov_len {
+            break;
+        }
+    }
+    Some(total as ssize_t)
+}
+
+/// sendmsg on `fd`'s stream lane: no address, no control message, flags
+/// at most MSG_DONTWAIT and MSG_NOSIGNAL; its iovecs as writev's. None:
+/// not the lane's.
+pub fn sendmsg(fd: c_int, m: *const libc::msghdr, flags: c_int) -> Option<ssize_t> {
+    if USED.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let h: libc::msghdr = user::read(m).ok()?;
+    if !h.msg_name.is_null() || h.msg_controllen != 0 {
+        return None;
+    }
+    writev_flags(fd, h.msg_iov, h.msg_iovlen as c_int, flags)
+}
+
+/// recvmsg on `fd`'s stream lane, without a name wanted (a stream's
+/// recvmsg reports the peer's address) and flags at most MSG_DONTWAIT: its
+/// iovecs as readv's; no control message comes on a lane that is up (one
+/// sent takes it down first), so msg_controllen and msg_flags say none.
+pub fn recvmsg(fd: c_int, m: *mut libc::msghdr, flags: c_int) -> Option<ssize_t> {
+    if USED.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let h: libc::msghdr = user::read(m).ok()?;
+    if !h.msg_name.is_null() {
+        return None;
+    }
+    let r = readv_flags(fd, h.msg_iov, h.msg_iovlen as c_int, flags)?;
+    if r >= 0 {
+        let at = m.cast::<u8>();
+        let ctl = at.wrapping_add(std::mem::offset_of!(libc::msghdr, msg_controllen));
+        let fl = at.wrapping_add(std::mem::offset_of!(libc::msghdr, msg_flags));
+        if user::write(ctl.cast::<usize>(), 0).is_err()
+            || user::write(fl.cast::<c_int>(), 0).is_err()
+        {
+            return Some(len_ret(Err(libc::EFAULT)));
+        }
+    }
+    Some(r)
 }

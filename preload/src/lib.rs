@@ -174,7 +174,8 @@ pub unsafe extern "C" fn socketpair(d: c_int, t: c_int, p: c_int, sv: *mut c_int
                 fds.iter().for_each(|&fd| files::close(fd));
             })
         });
-        if r.is_ok() && t & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) == libc::SOCK_STREAM {
+        let ty = t & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+        if r.is_ok() && (ty == libc::SOCK_STREAM || ty == libc::SOCK_SEQPACKET) {
             lane::note_pair(fds);
         }
         int_ret(r)
@@ -249,7 +250,7 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
             udsfs_calls::connect::target(bytes, route, say_on(fd, "connect")).and_then(
                 |c| match c {
                     Connect::Disconnect => ioctl::op(fd, Op::Disconnect, 0).map(|_| ()),
-                    Connect::To(w) => socket::connect(m, fd, &w),
+                    Connect::To(w) => socket::connect(m, fd, &w).inspect(|()| lane::note_conn(fd)),
                 },
             ),
         )
@@ -298,7 +299,7 @@ pub unsafe extern "C" fn accept4(
         let Some(m) = udsfs_after(r as i64, fd) else {
             return r;
         };
-        match socket::accept(m, fd, flags) {
+        match socket::accept(m, fd, flags).inspect(|&nfd| lane::note_conn(nfd)) {
             Ok(nfd) => {
                 if !addr.is_null() {
                     // The peer is the connecting socket: its name or none.
@@ -480,6 +481,9 @@ fn passes_udsfs_over_kernel(h: &msghdr, fd: c_int) -> bool {
 #[no_mangle]
 pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> ssize_t {
     restart::send(fd, -1, || {
+        if let Some(r) = lane::sendmsg(fd, m, flags) {
+            return r;
+        }
         let Some(mnt) = mount::get() else {
             return unsafe { real::sendmsg(fd, m, flags) };
         };
@@ -564,6 +568,9 @@ pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: 
 #[no_mangle]
 pub unsafe extern "C" fn recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssize_t {
     restart::recv(fd, -1, || {
+        if let Some(r) = lane::recvmsg(fd, m, flags) {
+            return r;
+        }
         let r = unsafe { real::recvmsg(fd, m, flags) };
         let Some(mnt) = udsfs_after(r as i64, fd) else {
             return r;

@@ -496,7 +496,9 @@ pub unsafe extern "C" fn __read_chk(
 
 #[no_mangle]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
-    retry(fd, RECV, || unsafe { real::readv(fd, iov, n) })
+    retry(fd, RECV, || {
+        crate::lane::readv(fd, iov, n).unwrap_or_else(|| unsafe { real::readv(fd, iov, n) })
+    })
 }
 
 /// write() of some bytes (lib.rs has the interposer: a zero-length one is
@@ -509,7 +511,9 @@ pub fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
 
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
-    retry(fd, SEND, || unsafe { real::writev(fd, iov, n) })
+    retry(fd, SEND, || {
+        crate::lane::writev(fd, iov, n).unwrap_or_else(|| unsafe { real::writev(fd, iov, n) })
+    })
 }
 
 // The program's ways to set a handler. glibc's signal(), siginterrupt()

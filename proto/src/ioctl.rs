@@ -151,9 +151,14 @@ pub enum Op {
     /// socket). `arg` 0: this end is claimed for the calling process (out:
     /// its side); a second claim takes the lane down (ENOENT). `arg` 1: the
     /// end found the region corrupt: the connection is reset. `arg` 4,
-    /// after 3: the lane's eventfds (out: `LaneEvents`, their depot tags).
-    /// ENOPROTOOPT:
-    /// the mount has no lanes; EOPNOTSUPP: this socket has none.
+    /// after 3 or 5: the lane's eventfds (out: `LaneEvents`, their depot
+    /// tags). `arg` 5, on a socket connect() or accept() gave the library:
+    /// this end is claimed, the connection's region made first if it has
+    /// none (out: `LaneGrant` with the region's depot tag and this end's
+    /// side); EAGAIN: not now (not accepted yet, bytes queued, a call
+    /// blocked in the daemon), ask again later. ENOPROTOOPT: the mount has
+    /// no lanes; EOPNOTSUPP: this socket has none. A grant's `side` has
+    /// `LANE_RECORD` set for a seqpacket connection (records on the rings).
     LaneClaim = 40,
     /// On a listener: a one-time ticket for one accept (out:
     /// `AcceptTicket`), for the caller's thread only, taken by its open of
@@ -164,6 +169,9 @@ pub enum Op {
     /// EOPNOTSUPP on a dgram socket, as accept.
     AcceptTicket = 41,
 }
+
+/// `LaneGrant::side`'s bit for a record (seqpacket) lane; the side is bit 0.
+pub const LANE_RECORD: i32 = 2;
 
 /// The groups one `Op::PeerGroups` reply carries.
 pub const GROUPS_PER_CTL: usize = NV - 1;

@@ -21,15 +21,16 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
-use udsfs_proto::ioctl::{LaneEvents, LaneGrant};
+use udsfs_proto::ioctl::{LANE_RECORD, LaneEvents, LaneGrant};
 use udsfs_proto::lane::State;
 use udsfs_proto::lane::region::{OFF_HEAD, OFF_TAIL, Region, busy_word, cap_for_sndbuf, dir_word};
 
 use super::cred::ProcStatus;
-use super::fds::ChargedFd;
+use super::fds::{ChargedFd, refused_errno};
 use super::lane_ready::Evs;
 use super::log_limit::limited;
 use super::message::SendMsg;
+use super::quota::{Charge, Quota};
 use super::socket::{Conn, SockType, Socket};
 use super::{Caller, Engine, Result};
 
@@ -38,9 +39,14 @@ use super::{Caller, Engine, Result};
 /// (stopped, or hostile) has its ring's published bytes drained as they are.
 const BUSY_WAIT: Duration = Duration::from_millis(500);
 
+/// Lanes a connection made by connect and accept may have in its life.
+pub(crate) const LANES_PER_CONN: u32 = 3;
+
 /// Lanes up at once on a mount: each holds a memfd and a mapping in the
-/// daemon (vm.max_map_count is 65530); past it a pair has no lane.
-const MAX_LANES: usize = 4096;
+/// daemon (vm.max_map_count is 65530); past it a pair has no lane. On an
+/// `--allow-other` mount each user but root may hold its `--user-share`
+/// of them (`Lanes::quota`), so one user's lanes leave the others theirs.
+const MAX_LANES: u64 = 4096;
 
 struct Lane {
     region: Region,
@@ -50,16 +56,45 @@ struct Lane {
     /// Who claimed each end: the claiming thread and its status, the
     /// caller of the drain of that end's ring.
     claimed: [Option<(u32, ProcStatus)>; 2],
+    /// Who asked for the lane (its thread and status): the caller of the
+    /// drain of an end nobody claimed, whose ring only the asker's region
+    /// could have filled (never the daemon, which no share bounds).
+    maker: (u32, ProcStatus),
+    /// One of the mount's lanes, held by the asker until the way down.
+    count: Charge,
     up: bool,
     /// Each end's wake-up for poll and epoll (lane_ready.rs).
     evs: Evs,
+    /// Seqpacket: the rings carry records.
+    record: bool,
+    /// The daemon's descriptors above (the memfd, the two eventfds), on
+    /// the asker's descriptor budget as a deposit's are (ChargedFd): given
+    /// back when the lane is dropped and they close (last: after them).
+    _fds: Charge,
 }
 
+/// Descriptors a lane holds in the daemon: its memfd and two eventfds.
+const LANE_FDS: u64 = 3;
+
 /// The mount's lanes, by socket number (both ends of each).
-#[derive(Default)]
 pub struct Lanes {
     up: AtomicUsize,
     map: Mutex<HashMap<u64, Arc<Mutex<Lane>>>>,
+    /// Lanes up, per user (`MAX_LANES`, shared out by `--user-share`).
+    pub(crate) quota: Arc<Quota>,
+}
+
+impl Lanes {
+    pub fn new(user_share_permille: u64) -> Lanes {
+        let quota = Arc::new(Quota::new("lanes"));
+        quota.set_max(MAX_LANES);
+        quota.set_user_share(user_share_permille);
+        Lanes {
+            up: AtomicUsize::new(0),
+            map: Mutex::default(),
+            quota,
+        }
+    }
 }
 
 /// A ring's capacity for a sender's SO_SNDBUF: a power of two (the ends
@@ -74,21 +109,75 @@ fn ring_cap(sndbuf: usize) -> u32 {
     }
 }
 
-/// Whether `s` may have a lane now, and its peer and SO_SNDBUF.
-fn eligible(s: &Arc<Socket>) -> Option<(Arc<Socket>, usize)> {
-    let st = s.lock();
+/// Whether `s` may have a lane now, and its peer and SO_SNDBUF. EAGAIN:
+/// not yet (an embryo not accepted, bytes or a pending error queued, a
+/// reader or writer blocked in the daemon, which would not hear of the
+/// ring's bytes); EOPNOTSUPP: never (unconnected, closed, dgram,
+/// SO_PASSCRED, SO_PEEK_OFF, shut down, polled).
+fn eligible(s: &Arc<Socket>) -> Result<(Arc<Socket>, usize)> {
+    let mut st = s.lock();
     let peer = match &st.conn {
+        Conn::Connected {
+            peer_gone: false,
+            listener: Some(_),
+            ..
+        } => return Err(Errno::EAGAIN),
         Conn::Connected {
             peer,
             peer_gone: false,
+            listener: None,
             ..
         } => peer.clone(),
-        _ => return None,
+        _ => return Err(Errno::EOPNOTSUPP),
     };
-    let quiet =
-        st.queue.bytes() == 0 && st.queue.msgs().is_empty() && !s.polled.load(Ordering::Acquire);
-    let ok = s.ty == SockType::Stream && !st.may_passcred() && st.shutdown == 0 && quiet;
-    ok.then_some((peer, st.sndbuf))
+    let kind = matches!(s.ty, SockType::Stream | SockType::Seqpacket);
+    // SO_PEEK_OFF moves MSG_PEEK's start: the ring's peek does not.
+    let peek_off = st.queue.peek_off() >= 0;
+    if !kind
+        || st.may_passcred()
+        || st.shutdown != 0
+        || peek_off
+        || s.polled.load(Ordering::Acquire)
+    {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let quiet = st.queue.bytes() == 0
+        && st.queue.msgs().is_empty()
+        && st.err.is_none()
+        && !st.queue.readers().any_live()
+        && !st.queue.writers().any_live();
+    if !quiet {
+        return Err(Errno::EAGAIN);
+    }
+    Ok((peer, st.sndbuf))
+}
+
+/// A grant's `side` word: the side, and whether the rings carry records.
+fn side_word(side: usize, record: bool) -> i32 {
+    side as i32 | if record { LANE_RECORD } else { 0 }
+}
+
+/// Ring bytes the daemon could not queue: said once (rate-limited).
+fn lane_lost(sock: &Socket, n: usize, r: Result<usize>) {
+    limited!(
+        warn,
+        "socket {}: {n} bytes of its lane could not be queued: {r:?}",
+        sock.id
+    );
+}
+
+/// Whether `s` is an end of a socketpair the caller's own process made
+/// (its SO_PEERCRED: the caller's thread group and euid). A connection's
+/// end is not: its other end is another process's, which never asked for
+/// a region whose busy word the asker could hold up under its calls
+/// (adversarial_lanes.sh peer_lane).
+fn made_by(s: &Socket, c: &Caller) -> bool {
+    let st = c.status();
+    s.paired.load(Ordering::Acquire)
+        && s.lock()
+            .conn
+            .cred()
+            .is_some_and(|p| p.cred.pid == st.tgid && p.cred.uid == st.uids[1])
 }
 
 impl Engine {
@@ -103,28 +192,104 @@ impl Engine {
         }
         let lane = {
             let mut map = self.lanes.map.lock();
-            if map.contains_key(&s.id) || self.lanes.up.load(Ordering::Relaxed) >= MAX_LANES {
+            if map.contains_key(&s.id) {
                 return Err(Errno::EOPNOTSUPP);
             }
-            let l = Arc::new(Mutex::new(self.lane_make(s)?));
-            let ids = l.lock().socks.each_ref().map(|s| s.id);
-            for id in ids {
-                map.insert(id, l.clone());
-            }
-            self.lanes.up.fetch_add(1, Ordering::Relaxed);
-            l
+            // Not now is not at all: the library asks this once per pair.
+            self.lane_insert(&mut map, s, c, false)
+                .map_err(|e| match e {
+                    Errno::EAGAIN => Errno::EOPNOTSUPP,
+                    e => e,
+                })?
         };
         let l = lane.lock();
-        let fd = l.fd.try_clone().map_err(|_| Errno::EMFILE)?;
-        let fd = ChargedFd::new(&self.depot.quota, c.fsuid, fd)?;
-        let tag = self
-            .depot
-            .keep_received(s.id, c.fsuid, Arc::new(fd))
-            .ok_or(Errno::ETOOMANYREFS)?;
+        let tag = self.lane_fd(&l, s, c)?;
         let [cap0, cap1] = l.region.caps();
         Ok(LaneGrant {
             tag,
-            side: 0,
+            side: side_word(0, l.record),
+            cap0: cap0 as i32,
+            cap1: cap1 as i32,
+        })
+    }
+
+    /// Makes `s`'s connection's lane (`lane_make`) and files it under both
+    /// sockets, with the map locked by the caller. `up` counts it *before*
+    /// the sockets are looked at: a request through the daemon that queues
+    /// or parks on either socket after that look (under the socket's lock)
+    /// then sees `up` and waits for the map in its `lane_down` after it ran
+    /// (src/fuse/io.rs), which takes the new lane down again; counted
+    /// after, such a request could miss it, and its bytes would sit in the
+    /// engine's queue while the reader sleeps on the ring.
+    fn lane_insert(
+        &self,
+        map: &mut HashMap<u64, Arc<Mutex<Lane>>>,
+        s: &Arc<Socket>,
+        c: &Caller,
+        joined: bool,
+    ) -> Result<Arc<Mutex<Lane>>> {
+        self.lanes.up.fetch_add(1, Ordering::SeqCst);
+        let l = match self.lane_make(s, c, joined) {
+            Ok(l) => Arc::new(Mutex::new(l)),
+            Err(e) => {
+                self.lanes.up.fetch_sub(1, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
+        let ids = l.lock().socks.each_ref().map(|s| s.id);
+        for id in ids {
+            map.insert(id, l.clone());
+        }
+        Ok(l)
+    }
+
+    /// The region's memfd, kept for the caller to claim over the fd
+    /// channel: its depot tag.
+    fn lane_fd(&self, l: &Lane, s: &Arc<Socket>, c: &Caller) -> Result<u64> {
+        let fd = l.fd.try_clone().map_err(|_| Errno::EMFILE)?;
+        let fd = ChargedFd::new(&self.depot.quota, c.fsuid, fd)?;
+        self.depot
+            .keep_received(s.id, c.fsuid, Arc::new(fd))
+            .ok_or(Errno::ETOOMANYREFS)
+    }
+
+    /// `Op::LaneClaim` with arg 5, on a socket connect() or accept() gave a
+    /// process running the library, at its first plain call: this end is
+    /// claimed for the caller's process, the connection's region made
+    /// first if it has none and may have one now (`eligible`: both ends
+    /// accepted, quiet, nobody blocked in the daemon). The grant carries
+    /// the region's depot tag: each end's process maps it. EAGAIN: not
+    /// now, the library asks again at a later call.
+    pub fn lane_join(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneGrant> {
+        if !self.cfg.lanes {
+            return Err(Errno::ENOPROTOOPT);
+        }
+        let lane = {
+            let mut map = self.lanes.map.lock();
+            match map.get(&s.id) {
+                Some(l) => l.clone(),
+                None => {
+                    s.lane_asked.store(true, Ordering::Release);
+                    self.lane_insert(&mut map, s, c, true)?
+                }
+            }
+        };
+        let mut l = lane.lock();
+        if !l.up {
+            return Err(Errno::ENOENT);
+        }
+        let side = usize::from(l.socks[0].id != s.id);
+        if l.claimed[side].is_some() {
+            drop(l);
+            self.lane_down(s);
+            return Err(Errno::ENOENT);
+        }
+        let tag = self.lane_fd(&l, s, c)?;
+        l.claimed[side] = Some((c.tid, c.status().clone()));
+        let [cap0, cap1] = l.region.caps();
+        Ok(LaneGrant {
+            tag,
+            side: side_word(side, l.record),
             cap0: cap0 as i32,
             cap1: cap1 as i32,
         })
@@ -151,13 +316,13 @@ impl Engine {
         let [cap0, cap1] = l.region.caps();
         Ok(LaneGrant {
             tag: 0,
-            side: side as i32,
+            side: side_word(side, l.record),
             cap0: cap0 as i32,
             cap1: cap1 as i32,
         })
     }
 
-    /// `Op::LaneClaim` arg 4, after arg 3 on the same socket: the lane's
+    /// `Op::LaneClaim` arg 4, after arg 3 or 5 on the same socket: the lane's
     /// two eventfds for its maker (lane_ready.rs).
     pub fn lane_events(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneEvents> {
         let lane = self.lanes.map.lock().get(&s.id).cloned();
@@ -169,19 +334,40 @@ impl Engine {
         l.evs.deposit(&self.depot, s.id, c.fsuid)
     }
 
-    fn lane_make(&self, s: &Arc<Socket>) -> Result<Lane> {
+    fn lane_make(&self, s: &Arc<Socket>, c: &Caller, joined: bool) -> Result<Lane> {
         // An observer sees every message through the daemon (stage d).
         if self.taps.any() || self.faults.any() {
             return Err(Errno::EOPNOTSUPP);
         }
-        let (peer, sndbuf_a) = eligible(s).ok_or(Errno::EOPNOTSUPP)?;
-        let (back, sndbuf_b) = eligible(&peer).ok_or(Errno::EOPNOTSUPP)?;
-        if back.id != s.id {
+        let (peer, sndbuf_a) = eligible(s)?;
+        let (back, sndbuf_b) = eligible(&peer)?;
+        if back.id != s.id || peer.ty != s.ty {
             return Err(Errno::EOPNOTSUPP);
         }
-        // One lane in a connection's life (the way down may wait BUSY_WAIT
-        // for a peer's busy word: once per connection, not at will).
-        if s.lane_made.swap(true, Ordering::AcqRel) | peer.lane_made.swap(true, Ordering::AcqRel) {
+        // Arg 3 (a socketpair's) only for the asker's own pair; a
+        // connection's lane (arg 5) needs both ends' asks instead: each
+        // asks once its connect or accept has returned, so neither end's
+        // set-up (the accepter's open of its data file) is still to come.
+        if !joined && (!made_by(s, c) || !made_by(&peer, c)) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if joined && !peer.lane_asked.load(Ordering::Acquire) {
+            return Err(Errno::EAGAIN);
+        }
+        // The asker's lane among the mount's: refused past the mount's
+        // or the asker's share, before the connection spends one of its
+        // lanes. A connection's asker is the end whose ask makes it.
+        let mut count = Charge::new(self.lanes.quota.clone());
+        count.set(c.fsuid, 1).map_err(|_| Errno::EOPNOTSUPP)?;
+        let mut fds = Charge::new(self.depot.quota.clone());
+        fds.set(c.fsuid, LANE_FDS).map_err(refused_errno)?;
+        // A few lanes in a connection's life (the way down may wait
+        // BUSY_WAIT for a peer's busy word: a few times per connection, not
+        // at will). More than one: a lane an end's ask made while the other
+        // end's call was on its way through the daemon goes down at once.
+        let most = if joined { LANES_PER_CONN } else { 1 };
+        let made = [s, &peer].map(|x| x.lanes_made.fetch_add(1, Ordering::AcqRel));
+        if made.iter().any(|&n| n >= most) {
             return Err(Errno::EOPNOTSUPP);
         }
         let caps = [ring_cap(sndbuf_a), ring_cap(sndbuf_b)];
@@ -193,15 +379,19 @@ impl Engine {
             fd,
             socks: [s.clone(), peer],
             claimed: [None, None],
+            maker: (c.tid, c.status().clone()),
+            count,
             up: true,
             evs,
+            record: s.ty == SockType::Seqpacket,
+            _fds: fds,
         })
     }
 
     /// Takes `s`'s lane down if it has one (see the module's comment):
     /// called before any request on `s` other than the lane's own.
     pub fn lane_down(&self, s: &Socket) {
-        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return;
         }
         let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
@@ -213,7 +403,7 @@ impl Engine {
     /// As `lane_down`, for a request that only reads the socket's state:
     /// while neither end is claimed (the rings are empty) the lane stays.
     pub fn lane_down_if_claimed(&self, s: &Socket) {
-        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return;
         }
         let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
@@ -229,7 +419,7 @@ impl Engine {
     /// bytes through the taps and rules as they are drained), and none is
     /// made while an observer stands (stage d would keep them, `Through`).
     pub fn lanes_all_down(&self) {
-        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return;
         }
         let all: Vec<_> = self.lanes.map.lock().values().cloned().collect();
@@ -275,13 +465,8 @@ impl Engine {
             return;
         }
         l.up = false;
-        {
-            let mut map = self.lanes.map.lock();
-            for x in &l.socks {
-                map.remove(&x.id);
-            }
-        }
-        self.lanes.up.fetch_sub(1, Ordering::Relaxed);
+        // Back to its asker's share now: the way down below may wait.
+        let _ = l.count.set(0, 0);
         l.region.set_state(State::Through);
         // Pollers and epoll sets asleep on the ring's eventfds.
         l.evs.signal();
@@ -304,10 +489,21 @@ impl Engine {
                 self.lane_drain(&l, d);
             }
         }
+        // Out of the map only now: a request on either socket that comes
+        // meanwhile (an end that found the lane not Direct and goes on
+        // through the daemon) waits in its `lane_down` for this lock, so
+        // its bytes queue after the ring's.
+        {
+            let mut map = self.lanes.map.lock();
+            for x in &l.socks {
+                map.remove(&x.id);
+            }
+        }
+        self.lanes.up.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Moves ring `d`'s unread bytes into the reader's queue, as sends of
-    /// the end that wrote them.
+    /// the end that wrote them (a record lane's records one message each).
     fn lane_drain(&self, l: &Lane, d: usize) {
         let r = &l.region;
         let head = r.word(dir_word(d, OFF_HEAD)).load(Ordering::Acquire);
@@ -337,30 +533,55 @@ impl Engine {
                 used - first,
             );
         }
-        let caller = match &l.claimed[d] {
-            Some((tid, st)) => Caller::with_status(*tid, st.clone()),
-            None => Caller::current(),
-        };
+        // An end nobody claimed drains as the lane's asker, never as the
+        // daemon (uid 0, which no share bounds).
+        let (tid, st) = l.claimed[d].as_ref().unwrap_or(&l.maker);
+        let caller = Caller::with_status(*tid, st.clone());
+        let sock = &l.socks[d];
+        if !l.record {
+            let mut rest = &bytes[..];
+            while !rest.is_empty() {
+                match self.sendmsg(sock, SendMsg::new(rest), &caller, None) {
+                    Ok(n) if n > 0 => rest = &rest[n..],
+                    r => return lane_lost(sock, rest.len(), r),
+                }
+            }
+            return;
+        }
         let mut rest = &bytes[..];
         while !rest.is_empty() {
-            match self.sendmsg(&l.socks[d], SendMsg::new(rest), &caller, None) {
-                Ok(n) if n > 0 => rest = &rest[n..],
-                r => {
-                    limited!(
-                        warn,
-                        "socket {}: {} bytes of its lane could not be queued: {r:?}",
-                        l.socks[d].id,
-                        rest.len()
-                    );
-                    return;
+            // Each record: a u32 length, the bytes, padding to 4 (as
+            // published by the peer: checked, not trusted).
+            let Some(len) = rest
+                .get(..4)
+                .map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]) as usize)
+                .filter(|&n| n <= rest.len() - 4)
+            else {
+                return lane_lost(sock, rest.len(), Err(Errno::EBADMSG));
+            };
+            let rec = &rest[4..4 + len];
+            rest = &rest[(4 + len.next_multiple_of(4)).min(rest.len())..];
+            let mut r = self.sendmsg(sock, SendMsg::new(rec), &caller, None);
+            if r == Err(Errno::EAGAIN) {
+                // The ring took the record and its writer was told it was
+                // sent: it is queued whatever the sender's wmem says (a
+                // ring holds more small records than SO_SNDBUF's skbs).
+                let was = std::mem::replace(&mut sock.lock().sndbuf, usize::MAX / 4);
+                r = self.sendmsg(sock, SendMsg::new(rec), &caller, None);
+                let mut st = sock.lock();
+                if st.sndbuf == usize::MAX / 4 {
+                    st.sndbuf = was;
                 }
+            }
+            if r != Ok(len) {
+                return lane_lost(sock, rest.len() + len, r);
             }
         }
     }
 
     /// The status files' `lane=` word.
     pub fn lane_status(&self, s: &Socket) -> &'static str {
-        if self.lanes.up.load(Ordering::Relaxed) == 0 {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return "none";
         }
         match self.lanes.map.lock().get(&s.id) {
@@ -409,5 +630,280 @@ mod tests {
             println!("a second lane on socket {}: {again:?}", s.id);
             assert_eq!(again.map(|_| ()), Err(Errno::EOPNOTSUPP));
         }
+    }
+
+    /// A connection made by connect and accept gets its lane only when it
+    /// is accepted and both ends' libraries asked (the accepter's set-up is
+    /// done then); a seqpacket lane says so in the grant, and the records
+    /// its ring holds reach the queue one message each at the way down.
+    #[test]
+    fn a_connection_gets_its_lane_when_both_ends_asked_and_its_records_drain_whole() {
+        use udsfs_proto::lane::{Framing, Side};
+        let (e, c) = (lanes_engine(), root());
+        let addr = crate::engine::addr::Addr::Abstract(b"lane-join".to_vec());
+        let srv = e.socket(SockType::Seqpacket, &c);
+        e.bind(&srv, &addr, &c).unwrap();
+        e.listen(&srv, 8, &c).unwrap();
+        let cli = e.socket(SockType::Seqpacket, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let embryo = e.lane_join(&cli, &c).map(|_| ());
+        println!("the client asks before the accept: {embryo:?}");
+        assert_eq!(embryo, Err(Errno::EAGAIN));
+        let acc = e.accept(&srv, None).unwrap();
+        let g = e.lane_join(&acc, &c).expect("both asked, both quiet");
+        println!("the accepter asks: {g:?}");
+        assert_eq!(g.side, LANE_RECORD);
+        let g = e.lane_join(&cli, &c).expect("the client claims its end");
+        assert_eq!(g.side, 1 | LANE_RECORD);
+        assert_eq!(e.lane_status(&cli), "direct");
+        let again = e.lane_join(&cli, &c).map(|_| ());
+        println!("a second claim of the client's end: {again:?}");
+        assert_eq!(again, Err(Errno::ENOENT));
+        assert_eq!(e.lane_status(&cli), "none");
+
+        // A second connection: records in the accepter's ring at the way down.
+        let cli = e.socket(SockType::Seqpacket, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        assert_eq!(e.lane_join(&acc, &c).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_join(&cli, &c).expect("both asked");
+        let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
+        {
+            let l = lane.lock();
+            // The client made the region: it is side A, ring 0 its sends.
+            let (mut w, _) = l.region.end(Side::A, Framing::Record);
+            for r in [&b"one"[..], b"", b"three"] {
+                w.write(r).unwrap();
+            }
+        }
+        e.lane_down(&acc);
+        let lens: Vec<usize> = acc
+            .lock()
+            .queue
+            .msgs()
+            .iter()
+            .map(|m| m.data.len())
+            .collect();
+        println!("the accepter's queue after the way down: {lens:?}");
+        assert_eq!(lens, [3, 0, 5]);
+    }
+
+    /// A connection's lane (arg 5) is on the share and the descriptor
+    /// budget of the end whose ask made it, as a socketpair's is on its
+    /// asker's: another user's pair still gets its lane; the end nobody
+    /// claimed yet drains as that asker, never as the daemon.
+    #[test]
+    fn a_connections_lane_is_on_its_askers_share_and_drains_as_it() {
+        use crate::engine::tests::user;
+        use udsfs_proto::lane::{Framing, Side};
+        let e = Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            user_share_permille: 500,
+            ..crate::engine::Config::default()
+        });
+        e.lanes.quota.set_max(8);
+        let (a, b) = (user(61021), user(65534));
+        let addr = crate::engine::addr::Addr::Abstract(b"lane-share-join".to_vec());
+        let srv = e.socket(SockType::Stream, &b);
+        e.bind(&srv, &addr, &b).unwrap();
+        e.listen(&srv, 16, &b).unwrap();
+        let mut held = vec![];
+        let refused = loop {
+            let cli = e.socket(SockType::Stream, &b);
+            e.connect(&cli, &addr, &b, None).unwrap();
+            let acc = e.accept(&srv, None).unwrap();
+            assert_eq!(e.lane_join(&cli, &b).map(|_| ()), Err(Errno::EAGAIN));
+            match e.lane_join(&acc, &b) {
+                Ok(_) => held.push((cli, acc)),
+                Err(err) => break err,
+            }
+            assert!(held.len() <= 8, "no bound");
+        };
+        println!("B's connection lanes: {} of 8, then {refused}", held.len());
+        assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
+        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
+        let got = e.lane_prepare(&x, &a).map(|_| ());
+        println!("A's fresh pair: {got:?}");
+        assert_eq!(got, Ok(()));
+
+        // The accepter's ask made the lane (side A, claimed); the client's
+        // end (side B) is not claimed yet: its ring drains as B.
+        let (cli, acc) = &held[0];
+        let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
+        {
+            let l = lane.lock();
+            let (mut w, _) = l.region.end(Side::B, Framing::Stream);
+            assert_eq!(w.write(&[7u8; 1000]), Ok(1000));
+        }
+        let root_before = e.queued.user_used(0);
+        e.lane_down(cli);
+        let (mine, root_held) = (e.queued.user_used(65534), e.queued.user_used(0));
+        println!("queued after the way down: uid 65534 {mine}, uid 0 {root_held}");
+        assert!(mine >= 1000, "the unclaimed ring is charged to the asker");
+        assert_eq!(root_held, root_before, "nothing is charged to the daemon");
+        let again = {
+            let cli = e.socket(SockType::Stream, &b);
+            e.connect(&cli, &addr, &b, None).unwrap();
+            let acc = e.accept(&srv, None).unwrap();
+            let _ = e.lane_join(&cli, &b);
+            e.lane_join(&acc, &b).map(|_| ())
+        };
+        println!("B after one of its lanes went down: {again:?}");
+        assert_eq!(again, Ok(()));
+    }
+
+    /// The ring of an end nobody claimed drains as a send of the user who
+    /// asked for the lane (its share bounds it), never as the daemon's:
+    /// uid 0, which no share bounds.
+    #[test]
+    fn an_unclaimed_ring_drains_as_the_lanes_asker() {
+        use crate::engine::tests::user;
+        use udsfs_proto::lane::{Framing, Side};
+        let e = Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            user_share_permille: 500,
+            ..crate::engine::Config::default()
+        });
+        let b = user(65534);
+        let (x, y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+        e.lane_prepare(&x, &b).expect("a fresh pair gets a lane");
+        let lane = e.lanes.map.lock().get(&x.id).cloned().unwrap();
+        {
+            let l = lane.lock();
+            let (mut w, _) = l.region.end(Side::A, Framing::Stream);
+            assert_eq!(w.write(&[7u8; 1000]), Ok(1000));
+        }
+        e.lane_down(&y);
+        let (mine, root_held) = (e.queued.user_used(65534), e.queued.user_used(0));
+        println!("queued after the way down: uid 65534 {mine}, uid 0 {root_held}");
+        assert!(mine >= 1000, "the asker's ring is charged to the asker");
+        assert_eq!(root_held, 0, "nothing is charged to the daemon");
+    }
+
+    /// The mount's lanes are shared out per user: one that holds its share
+    /// is refused, another still gets a lane, and a lane that went down is
+    /// its asker's again.
+    #[test]
+    fn lanes_are_shared_out_per_user_and_come_back_at_the_way_down() {
+        use crate::engine::tests::user;
+        let e = Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            user_share_permille: 500,
+            ..crate::engine::Config::default()
+        });
+        e.lanes.quota.set_max(8);
+        let (a, b) = (user(61021), user(65534));
+        let mut held = vec![];
+        let refused = loop {
+            let (x, _y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+            match e.lane_prepare(&x, &b) {
+                Ok(_) => held.push((x, _y)),
+                Err(err) => break err,
+            }
+            assert!(held.len() <= 8, "no bound");
+        };
+        println!("B's lanes: {} of 8, then {refused}", held.len());
+        assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
+        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
+        let got = e.lane_prepare(&x, &a).map(|_| ());
+        println!("A's fresh pair: {got:?}");
+        assert_eq!(got, Ok(()));
+        e.lane_down(&held[0].0);
+        let (x, _y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+        let again = e.lane_prepare(&x, &b).map(|_| ());
+        println!("B after one of its lanes went down: {again:?}");
+        assert_eq!(again, Ok(()));
+    }
+
+    /// A lane's descriptors in the daemon (its memfd and eventfds) are its
+    /// asker's, on the descriptor budget deposits are charged to: a user
+    /// whose share they fill gets no more lanes, others still do, and the
+    /// charge comes back when the lane is gone.
+    #[test]
+    fn a_lanes_descriptors_are_charged_to_its_asker() {
+        use crate::engine::tests::user;
+        let e = Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            user_share_permille: 500,
+            ..crate::engine::Config::default()
+        });
+        // 10 descriptors a user: two lanes (3 held, 1 deposited, and the
+        // pair's own pin) and change.
+        e.depot.quota.set_max(20);
+        let (a, b) = (user(61021), user(65534));
+        let mut held = vec![];
+        let refused = loop {
+            let (x, y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+            match e.lane_prepare(&x, &b) {
+                Ok(_) => held.push((x, y)),
+                Err(err) => break err,
+            }
+            assert!(held.len() <= 10, "no bound");
+        };
+        let used = e.depot.quota.user_used(65534);
+        println!(
+            "B's lanes: {}, then {refused}; B's descriptors: {used}",
+            held.len()
+        );
+        assert_eq!((held.len(), refused), (2, Errno::ETOOMANYREFS));
+        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
+        let got = e.lane_prepare(&x, &a).map(|_| ());
+        println!("A's fresh pair: {got:?}");
+        assert_eq!(got, Ok(()));
+        for (x, y) in held {
+            e.lane_down(&x);
+            e.put(&x);
+            e.put(&y);
+        }
+        // The closes run on the closer thread.
+        let t = Instant::now();
+        let lanes_gone = used - 2 * LANE_FDS;
+        while e.depot.quota.user_used(65534) > lanes_gone && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let after = e.depot.quota.user_used(65534);
+        println!("B's descriptors after its lanes went down: {after}");
+        assert!(after <= lanes_gone, "{after}");
+    }
+
+    /// Arg 3 lanes only a socketpair its asker's process made: not an end
+    /// of a connection to another user's listener (whose accepter never
+    /// asked), nor another process's pair.
+    #[test]
+    fn only_a_pair_its_asker_made_gets_a_lane() {
+        use crate::engine::tests::user;
+        let e = lanes_engine();
+        let (a, b) = (user(61021), user(65534));
+        let addr = crate::engine::addr::Addr::Abstract(b"peer-lane".to_vec());
+        let srv = e.socket(SockType::Stream, &a);
+        e.bind(&srv, &addr, &a).unwrap();
+        e.listen(&srv, 8, &a).unwrap();
+        let cli = e.socket(SockType::Stream, &b);
+        e.connect(&cli, &addr, &b, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        let got = e.lane_prepare(&cli, &b).map(|_| ());
+        println!("B's lane on its end of a connection to A's listener: {got:?}");
+        assert_eq!(got, Err(Errno::EOPNOTSUPP));
+        assert_eq!(e.lane_status(&acc), "none");
+        let (x, _y) = e.socketpair(SockType::Stream, &a);
+        let st = ProcStatus {
+            tgid: 2,
+            ..a.status().clone()
+        };
+        let other = Caller::with_status(2, st);
+        let got = e.lane_prepare(&x, &other).map(|_| ());
+        println!("a lane asked by another process of the pair's user: {got:?}");
+        assert_eq!(got, Err(Errno::EOPNOTSUPP));
+        let got = e.lane_prepare(&x, &a).map(|_| ());
+        println!("a lane asked by the pair's maker: {got:?}");
+        assert_eq!(got, Ok(()));
     }
 }

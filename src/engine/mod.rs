@@ -221,7 +221,7 @@ impl Engine {
             faults: crate::fault::Rules::default(),
             delays: Default::default(),
             releases: Default::default(),
-            lanes: Default::default(),
+            lanes: lane::Lanes::new(cfg.user_share_permille),
             tickets: Default::default(),
             cfg,
         });
@@ -350,6 +350,7 @@ impl Engine {
                 groups: caller.peer_groups(),
             };
             st.conn = socket::Conn::connected(peer.clone(), Some(cred));
+            s.paired.store(true, Ordering::Release);
         }
         (a, b)
     }

@@ -464,6 +464,9 @@ pub struct Socket {
     pub(crate) inflight: AtomicUsize,
     /// Claimed by the collector: no new reference may be taken.
     pub(crate) gc_dead: AtomicBool,
+    /// Made by socketpair() (both ends): the only sockets a lane is made
+    /// for at its maker's ask (`Op::LaneClaim` arg 3, src/engine/lane.rs).
+    pub(crate) paired: AtomicBool,
     /// SO_RCVTIMEO and SO_SNDTIMEO (not inherited by accepted sockets).
     pub timeouts: super::timeo::Timeouts,
     /// The options AF_UNIX only keeps to read back (not inherited either).
@@ -488,9 +491,13 @@ pub struct Socket {
     /// Polled once (poll, select, an epoll registration): readiness is the
     /// daemon's, so the socket never gets a lane (src/engine/lane.rs).
     pub(crate) polled: AtomicBool,
-    /// Had a lane made once: never another (a peer that held its busy word
-    /// up could otherwise delay each way down again and again).
-    pub(crate) lane_made: AtomicBool,
+    /// Lanes made for it so far: at most `lane::LANES_PER_CONN` (a peer
+    /// that held its busy word up could otherwise delay each way down
+    /// again and again).
+    pub(crate) lanes_made: AtomicU32,
+    /// Its library asked for the connection's lane (`Engine::lane_join`):
+    /// the region is made when the other end asks too.
+    pub(crate) lane_asked: AtomicBool,
 }
 
 /// What a new socket starts with (from `Config`: the engine reads no
@@ -540,6 +547,7 @@ impl Socket {
             wmem: AtomicUsize::new(0),
             inflight: AtomicUsize::new(0),
             gc_dead: AtomicBool::new(false),
+            paired: AtomicBool::new(false),
             timeouts: Default::default(),
             options: Default::default(),
             capture_proto: Mutex::new(None),
@@ -547,7 +555,8 @@ impl Socket {
             aliases: Mutex::new(Vec::new()),
             last_opener: AtomicU32::new(u32::MAX),
             polled: AtomicBool::new(false),
-            lane_made: AtomicBool::new(false),
+            lanes_made: AtomicU32::new(0),
+            lane_asked: AtomicBool::new(false),
         }
     }
 

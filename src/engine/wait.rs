@@ -87,6 +87,11 @@ impl WaitList {
     pub fn is_empty(&self) -> bool {
         self.waiters.is_empty()
     }
+
+    /// A waiter still waits (one answered another way does not count).
+    pub fn any_live(&self) -> bool {
+        self.waiters.iter().any(|w| w.is_live())
+    }
 }
 
 const YIELDS_BEFORE_SLEEP: usize = 10;

@@ -107,6 +107,11 @@ impl Inner {
                 }
                 Err(e) => reply.error(e),
             }
+            // A lane made meanwhile (the other end's join) would not carry
+            // what this read parked for: down again (src/engine/lane.rs).
+            if let Some(s) = &f.sock {
+                self.eng.lane_down(s);
+            }
         })
     }
 
@@ -129,6 +134,10 @@ impl Inner {
                 }
                 Err(e) => end_write(&f, job, e, c.tid, reply),
             }
+            // As in read: a lane made meanwhile goes down again.
+            if let Some(s) = &f.sock {
+                self.eng.lane_down(s);
+            }
         })
     }
 
@@ -139,6 +148,13 @@ impl Inner {
         let sock = self.files.get(fh).and_then(|f| f.sock.clone());
         if let Err((call, reply)) = ioctl::ioctl(&self.eng, sock.as_ref(), cmd, input, &c, reply) {
             self.park(Pending::Msg { fh, call, reply }, &c)
+        }
+        // A message call: as in read, a lane made meanwhile goes down again.
+        if let Some(s) = sock
+            .as_ref()
+            .filter(|_| cmd == udsfs_proto::ioctl::UDSFS_IOC_MSG)
+        {
+            self.eng.lane_down(s);
         }
     }
 

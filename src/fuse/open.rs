@@ -396,7 +396,13 @@ impl Inner {
                 self.eng.release_claim(claim);
             }
             if let Some(s) = &f.sock {
-                self.eng.lane_down(s);
+                // A data or msg file's close may be the last holder's: the
+                // lane goes (a control or status handle moves no bytes; an
+                // accept's control handle is released while the other end
+                // may already use the lane).
+                if matches!(f.kind, FileKind::Data | FileKind::Msg(..)) {
+                    self.eng.lane_down(s);
+                }
                 self.eng.put(s);
             }
         }
