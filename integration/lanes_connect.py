@@ -107,7 +107,7 @@ def pingpong_rounds(s, n, first, mid=None):
 
 
 def pingpong(d):
-    """The client sends first (as redis's and pgbench's clients do)."""
+    """The client sends first (as the clients of redis and of PostgreSQL's benchmark do)."""
     srv, path = listener(d, "pp")
 
     def cl():
