@@ -9,7 +9,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use udsfs_calls::client::{self, MsgBuf, Piece};
+use udsfs_calls::client::{self, MsgBuf};
 pub use udsfs_calls::client::{Ask, Extras, Wait};
 use udsfs_proto::ioctl::*;
 use udsfs_proto::mount::type_dir;
@@ -169,30 +169,6 @@ impl std::ops::Deref for Got {
 impl std::ops::DerefMut for Got {
     fn deref_mut(&mut self) -> &mut client::Got {
         &mut self.m
-    }
-}
-
-/// One send piece (`client::send`) of the call's `data` through `buf`.
-pub fn send(
-    fd: &OwnedFd,
-    buf: &mut MsgBuf,
-    p: &Piece,
-    data: &[u8],
-    wait: Option<Wait>,
-) -> Res<usize> {
-    let fill = |b: &mut [u8]| {
-        b.copy_from_slice(&data[p.at..p.at + b.len()]);
-        Ok(())
-    };
-    // Named for the trapped thread (actfor.rs `Named`); refused, once more
-    // after the grant by setxattr.
-    let named = super::actfor::named();
-    match client::send_for(fd.as_raw_fd(), buf, p, wait, named, fill) {
-        Err(libc::EPERM) if named != 0 => match super::actfor::refused() {
-            Some(_) => client::send_for(fd.as_raw_fd(), buf, p, wait, super::actfor::named(), fill),
-            None => Err(libc::EPERM),
-        },
-        r => r,
     }
 }
 

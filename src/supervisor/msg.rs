@@ -250,10 +250,10 @@ impl client::Pieces for Pieces<'_, '_> {
             let wait = Some(daemon::Wait::default());
             return self
                 .c
-                .parked(|_| daemon::send(self.s, buf, &p, self.data, wait))
+                .parked(|_| send_piece(self.s, buf, &p, self.data, wait))
                 .map_err(|stop| stop_errno(stop, self.s, 1))?;
         }
-        match daemon::send(self.s, buf, &p, self.data, None) {
+        match send_piece(self.s, buf, &p, self.data, None) {
             Err(libc::EAGAIN) if !self.nonblock => {
                 // On the loop: a thread goes on from `at`.
                 self.c.sent.set(at);
@@ -529,4 +529,30 @@ fn control(c: &Call, got: &daemon::Got, room: usize, cloexec: bool) -> (Vec<u8>,
     let (used, cut) = control::put(&Target(c), &mut out, got, cloexec);
     out.truncate(used);
     (out, cut)
+}
+
+/// One send piece (`client::send`) of the call's `data` through `buf`,
+/// named for the trapped thread (here, not in daemon.rs: actfor.rs makes
+/// its anchor socket through daemon.rs).
+fn send_piece(
+    fd: &OwnedFd,
+    buf: &mut client::MsgBuf,
+    p: &client::Piece,
+    data: &[u8],
+    wait: Option<client::Wait>,
+) -> Res<usize> {
+    let fill = |b: &mut [u8]| {
+        b.copy_from_slice(&data[p.at..p.at + b.len()]);
+        Ok(())
+    };
+    // Named for the trapped thread (actfor.rs `Named`); refused, once more
+    // after the grant by setxattr.
+    let named = super::actfor::named();
+    match client::send_for(fd.as_raw_fd(), buf, p, wait, named, fill) {
+        Err(libc::EPERM) if named != 0 => match super::actfor::refused() {
+            Some(_) => client::send_for(fd.as_raw_fd(), buf, p, wait, super::actfor::named(), fill),
+            None => Err(libc::EPERM),
+        },
+        r => r,
+    }
 }
