@@ -688,6 +688,18 @@ mod tests {
         assert_eq!(lens, [3, 0, 5]);
     }
 
+    /// An engine with lanes on and every per-user bound at half the mount's
+    /// (`--user-share 500`), as the attack tests below need.
+    fn shared_out() -> std::sync::Arc<Engine> {
+        Engine::new(crate::engine::Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            user_share_permille: 500,
+            ..crate::engine::Config::default()
+        })
+    }
+
     /// A connection's lane (arg 5) is on the share and the descriptor
     /// budget of the end whose ask made it, as a socketpair's is on its
     /// asker's: another user's pair still gets its lane; the end nobody
@@ -696,13 +708,7 @@ mod tests {
     fn a_connections_lane_is_on_its_askers_share_and_drains_as_it() {
         use crate::engine::tests::user;
         use udsfs_proto::lane::{Framing, Side};
-        let e = Engine::new(crate::engine::Config {
-            hash_buckets: 4,
-            background_gc: false,
-            lanes: true,
-            user_share_permille: 500,
-            ..crate::engine::Config::default()
-        });
+        let e = shared_out();
         e.lanes.quota.set_max(8);
         let (a, b) = (user(61021), user(65534));
         let addr = crate::engine::addr::Addr::Abstract(b"lane-share-join".to_vec());
@@ -761,13 +767,7 @@ mod tests {
     fn an_unclaimed_ring_drains_as_the_lanes_asker() {
         use crate::engine::tests::user;
         use udsfs_proto::lane::{Framing, Side};
-        let e = Engine::new(crate::engine::Config {
-            hash_buckets: 4,
-            background_gc: false,
-            lanes: true,
-            user_share_permille: 500,
-            ..crate::engine::Config::default()
-        });
+        let e = shared_out();
         let b = user(65534);
         let (x, y) = e.try_socketpair(SockType::Stream, &b).unwrap();
         e.lane_prepare(&x, &b).expect("a fresh pair gets a lane");
@@ -790,13 +790,7 @@ mod tests {
     #[test]
     fn lanes_are_shared_out_per_user_and_come_back_at_the_way_down() {
         use crate::engine::tests::user;
-        let e = Engine::new(crate::engine::Config {
-            hash_buckets: 4,
-            background_gc: false,
-            lanes: true,
-            user_share_permille: 500,
-            ..crate::engine::Config::default()
-        });
+        let e = shared_out();
         e.lanes.quota.set_max(8);
         let (a, b) = (user(61021), user(65534));
         let mut held = vec![];
@@ -828,13 +822,7 @@ mod tests {
     #[test]
     fn a_lanes_descriptors_are_charged_to_its_asker() {
         use crate::engine::tests::user;
-        let e = Engine::new(crate::engine::Config {
-            hash_buckets: 4,
-            background_gc: false,
-            lanes: true,
-            user_share_permille: 500,
-            ..crate::engine::Config::default()
-        });
+        let e = shared_out();
         // 10 descriptors a user: two lanes (3 held, 1 deposited, and the
         // pair's own pin) and change.
         e.depot.quota.set_max(20);
