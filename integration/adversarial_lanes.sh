@@ -179,13 +179,15 @@ kill -0 "$DAEMON_PID" || fail "the daemon died"
 
 # capture_sees
 need_preload
-cat >"$TMP/lane_owner.py" <<'PY'
+# (In a folder every user may list: Python finds a module by listing its folder, and
+# $TMP is o+x only.)
+mkdir -m 0755 "$TMP/py"
+cp "$LIB_DIR/lanes_lib.py" "$TMP/py/"
+cat >"$TMP/py/lane_owner.py" <<'PY'
 import os, socket, sys, time
+from lanes_lib import lane_of
 def lane(s):
-    link = os.readlink(f"/proc/self/fd/{s.fileno()}")
-    if not link.endswith("/data"):
-        return "lane=? (" + link + ")"
-    return [l.strip() for l in open(link[:-4] + "status") if l.startswith("lane=")][0]
+    return lane_of(s) or "lane=? (" + os.readlink(f"/proc/self/fd/{s.fileno()}") + ")"
 a, b = socket.socketpair()
 a.send(b"warm")
 b.recv(4)
@@ -196,28 +198,21 @@ while not os.path.exists(sys.argv[1]):
 print("A got:", b.recv(100).decode(), flush=True)
 print("A's pair after B's capture:", lane(b), flush=True)
 PY
-cat >"$TMP/capture_b.py" <<'PY'
+cat >"$TMP/py/capture_b.py" <<'PY'
 import os, sys, time
+from lanes_lib import read_available
 cap = os.open(os.environ["U"] + "/capture", os.O_RDONLY | os.O_NONBLOCK)
 open(sys.argv[1], "w").close()
 time.sleep(0.5)
-got = b""
-while True:
-    try:
-        m = os.read(cap, 65536)
-    except BlockingIOError:
-        break
-    if not m:
-        break
-    got += m
+got = read_available(cap)
 print(f"B's capture: {len(got)} bytes, A's secret in it: {b'SECRET-OF-A' in got}", flush=True)
 PY
-chmod a+r "$TMP/lane_owner.py" "$TMP/capture_b.py"
+chmod a+r "$TMP"/py/*.py
 mkdir -m 0777 "$TMP/flags"
-as_uid $A env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/lane_owner.py" "$TMP/flags/go" >"$TMP/owner.out" 2>&1 &
+as_uid $A env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/py/lane_owner.py" "$TMP/flags/go" >"$TMP/owner.out" 2>&1 &
 owner_pid=$!
 for _ in $(seq 3000); do grep -q "before" "$TMP/owner.out" && break; sleep 0.01; done
-lanes_cap=$(as_uid $B env U="$U" python3 "$TMP/capture_b.py" "$TMP/flags/go") || fail "B's capture: $lanes_cap"
+lanes_cap=$(as_uid $B env U="$U" python3 "$TMP/py/capture_b.py" "$TMP/flags/go") || fail "B's capture: $lanes_cap"
 wait $owner_pid || fail "A's laned pair: $(cat "$TMP/owner.out")"
 say "A: $(tr '\n' '|' <"$TMP/owner.out")"
 say "B: $lanes_cap"

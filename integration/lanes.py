@@ -15,34 +15,9 @@ import struct
 import sys
 import time
 
+from lanes_lib import epoll_around_send, guard, read_available, recv_exact, say
+
 libc = ctypes.CDLL(None, use_errno=True)
-
-
-def say(*a):
-    print(*a, flush=True)
-
-
-def guard(s, what):
-    """The status file's lane= line of socket s (udsfs only)."""
-    try:
-        link = os.readlink(f"/proc/self/fd/{s.fileno()}")
-    except OSError:
-        return
-    if not link.endswith("/data") or "/.udsfs/sock/" not in link:
-        return
-    with open(link[: -len("data")] + "status") as f:
-        lane = [l.strip() for l in f if l.startswith("lane=")]
-    say("GUARD", what, lane[0] if lane else "lane=?")
-
-
-def recv_exact(s, n):
-    out = b""
-    while len(out) < n:
-        b = s.recv(n - len(out))
-        if not b:
-            break
-        out += b
-    return out
 
 
 def pingpong():
@@ -232,11 +207,9 @@ def epoll():
     import select
 
     a, b = socket.socketpair()
-    ep = select.epoll()
-    ep.register(b.fileno(), select.EPOLLIN)
-    say("epoll before:", ep.poll(0))
-    a.send(b"ready")
-    say("epoll after a send:", [(fd == b.fileno(), ev) for fd, ev in ep.poll(1)])
+    before, after = epoll_around_send(a, b)
+    say("epoll before:", before)
+    say("epoll after a send:", after)
     say("recv:", b.recv(10))
     c, d = socket.socketpair()
     c.send(b"x")
@@ -289,15 +262,7 @@ def observed():
     a.send(b"SEEN-BY-CAPTURE")
     say("b got:", b.recv(100))
     time.sleep(0.2)
-    got = b""
-    while True:
-        try:
-            m = os.read(cap, 65536)
-        except BlockingIOError:
-            break
-        if not m:
-            break
-        got += m
+    got = read_available(cap)
     say("the capture saw the message:", b"SEEN-BY-CAPTURE" in got)
     guard(b, "after the capture")
     os.close(cap)

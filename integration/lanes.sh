@@ -20,22 +20,8 @@ need_cmd python3 python3
 LANES=$ROOT/integration/lanes.py
 CASES=(pingpong big eagain rcvtimeo signals fork_end pass_end epoll many)
 
-# compare CASE WANT_LANE: run CASE both ways; WANT_LANE: the lane= word GUARD lines must say.
-compare() {
-    local c=$1 want=$2
-    timeout 60 python3 "$LANES" "$c" >"$TMP/$c.kernel" 2>&1 || fail "$c fails on kernel sockets: $(tail -3 "$TMP/$c.kernel")"
-    timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$LANES" "$c" >"$TMP/$c.udsfs" 2>&1 || fail "$c fails through udsfs run: $(tail -3 "$TMP/$c.udsfs")"
-    if ! diff <(cat "$TMP/$c.kernel") <(grep -v '^GUARD' "$TMP/$c.udsfs") >"$TMP/$c.diff"; then
-        cat "$TMP/$c.diff" >&2
-        fail "$c: udsfs run answered differently from the kernel (< kernel, > udsfs)"
-    fi
-    ok "$c: the same $(wc -l <"$TMP/$c.kernel") lines as the kernel: $(tr '\n' '|' <"$TMP/$c.kernel")"
-    if [ -n "$want" ]; then
-        grep '^GUARD' "$TMP/$c.udsfs" | grep -v "lane=$want\$" && fail "$c: a status file did not say lane=$want"
-        grep -q '^GUARD' "$TMP/$c.udsfs" || fail "$c: no status file was read"
-        ok "$c: $(grep '^GUARD' "$TMP/$c.udsfs" | tr '\n' '|')"
-    fi
-}
+# compare CASE WANT_LANE: CASE both ways; WANT_LANE: the lane= word GUARD lines must say.
+compare() { lanes_compare "$LANES" "$@"; }
 
 compare pingpong direct
 compare big direct

@@ -16,38 +16,11 @@ import socket
 import sys
 import time
 
+from lanes_lib import guard, recv_exact, say
+
 libc = ctypes.CDLL(None, use_errno=True)
 MSG_TRUNC = socket.MSG_TRUNC
 MSG_DONTWAIT = socket.MSG_DONTWAIT
-
-
-def say(*a):
-    """One line in one write: two processes print at once (print writes a
-    line in pieces, which another process's line can split)."""
-    os.write(1, (" ".join(str(x) for x in a) + "\n").encode())
-
-
-def guard(s, what):
-    """The status file's lane= line of socket s (udsfs only)."""
-    try:
-        link = os.readlink(f"/proc/self/fd/{s.fileno()}")
-    except OSError:
-        return
-    if "/.udsfs/sock/" not in link:
-        return
-    with open(os.path.join(os.path.dirname(link), "status")) as f:
-        lane = [l.strip() for l in f if l.startswith("lane=")]
-    say("GUARD", what, lane[0] if lane else "lane=?")
-
-
-def recv_exact(s, n):
-    out = b""
-    while len(out) < n:
-        b = s.recv(n - len(out))
-        if not b:
-            break
-        out += b
-    return out
 
 
 def listener(d, name, ty=socket.SOCK_STREAM):

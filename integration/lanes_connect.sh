@@ -26,23 +26,10 @@ PROG=$ROOT/integration/lanes_connect.py
 CASES=(pingpong greeting big before_accept close_before_accept nonblocking seqpacket_pair seqpacket_conn seqpacket_full tight peek_waitall vectored)
 mkdir -p "$TMP/k"
 
-# compare CASE WANT_LANE: run CASE both ways; WANT_LANE: the lane= word every GUARD line
-# must say ("" for none required).
-compare() {
-    local c=$1 want=$2
-    timeout 60 python3 "$PROG" "$c" "$TMP/k" >"$TMP/$c.kernel" 2>&1 || fail "$c fails on kernel sockets: $(tail -3 "$TMP/$c.kernel")"
-    timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$PROG" "$c" "$MNT" >"$TMP/$c.udsfs" 2>&1 || fail "$c fails through udsfs run: $(tail -3 "$TMP/$c.udsfs")"
-    if ! diff <(sort "$TMP/$c.kernel") <(grep -v '^GUARD' "$TMP/$c.udsfs" | sort) >"$TMP/$c.diff"; then
-        cat "$TMP/$c.diff" >&2
-        fail "$c: udsfs run answered differently from the kernel (< kernel, > udsfs)"
-    fi
-    ok "$c: the same $(wc -l <"$TMP/$c.kernel") lines as the kernel: $(tr '\n' '|' <"$TMP/$c.kernel")"
-    if [ -n "$want" ]; then
-        grep '^GUARD' "$TMP/$c.udsfs" | grep -v "lane=$want\$" && fail "$c: a status file did not say lane=$want"
-        grep -q '^GUARD' "$TMP/$c.udsfs" || fail "$c: no status file was read"
-        ok "$c: $(grep '^GUARD' "$TMP/$c.udsfs" | tr '\n' '|')"
-    fi
-}
+# compare CASE WANT_LANE: CASE both ways (its names bound in $TMP/k, then in $MNT; the
+# lines sorted: a case's two processes print at once); WANT_LANE: the lane= word every
+# GUARD line must say ("" for none required).
+compare() { lanes_compare --sort "$PROG" "$1" "$2" "$TMP/k" "$MNT"; }
 
 compare pingpong direct
 compare greeting direct
@@ -60,8 +47,8 @@ compare vectored direct
 # The attack: a client of another user scribbles over its region of a connection to
 # a root server.
 chmod o+rwx "$TMP"
-cp "$PROG" "$TMP/lanes_connect.py"
-chmod o+r "$TMP/lanes_connect.py"
+cp "$PROG" "$LIB_DIR/lanes_lib.py" "$TMP/"
+chmod o+r "$TMP/lanes_connect.py" "$TMP/lanes_lib.py"
 timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$PROG" victim "$MNT" >"$TMP/victim.out" 2>&1 &
 vpid=$!
 for _ in $(seq 200); do grep -q 'victim: listening' "$TMP/victim.out" && break; sleep 0.05; done

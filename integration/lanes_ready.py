@@ -14,33 +14,7 @@ import socket
 import sys
 import time
 
-
-def say(*a):
-    print(*a, flush=True)
-
-
-def guard(s, what):
-    """The status file's lane= line of socket s (udsfs only)."""
-    try:
-        link = os.readlink(f"/proc/self/fd/{s.fileno()}")
-    except OSError:
-        return
-    if not link.endswith("/data") or "/.udsfs/sock/" not in link:
-        return
-    with open(link[: -len("data")] + "status") as f:
-        lane = [l.strip() for l in f if l.startswith("lane=")]
-    say("GUARD", what, lane[0] if lane else "lane=?")
-
-
-def recv_exact(s, n):
-    out = b""
-    while len(out) < n:
-        b = s.recv(n - len(out))
-        if not b:
-            break
-        out += b
-    return out
-
+from lanes_lib import guard, peer, recv_exact, say
 
 ROUNDS = 400
 
@@ -165,17 +139,15 @@ def pollout():
 def hup():
     """The peer's shutdown and close seen by a waiting poll and a waiting
     epoll (POLLRDHUP, POLLHUP), after bytes went through the ring."""
-    a, b = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:
-        a.close()
+    def child(b):
         b.send(b"hello")
         time.sleep(0.3)
         b.shutdown(socket.SHUT_WR)
         time.sleep(0.3)
         b.close()
-        os._exit(0)
-    b.close()
+
+    a, b = socket.socketpair()
+    pid = peer(a, b, child)
     ep = select.epoll()
     ep.register(a, select.EPOLLIN | select.EPOLLRDHUP)
     say("first epoll:", [ev for _, ev in ep.poll(5)])
@@ -195,10 +167,7 @@ def hup():
 def down_under_poll():
     """The lane goes down (the peer sets SO_PASSCRED) while poll and then
     epoll_wait sleep on the ring: each still wakes for the next bytes."""
-    a, b = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:
-        a.close()
+    def child(b):
         b.send(b"1")
         time.sleep(0.3)
         b.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
@@ -207,8 +176,9 @@ def down_under_poll():
         time.sleep(0.3)
         b.send(b"3")
         time.sleep(0.5)  # (the parent's epoll sees '3' before the close)
-        os._exit(0)
-    b.close()
+
+    a, b = socket.socketpair()
+    pid = peer(a, b, child)
     ep = select.epoll()
     ep.register(a, select.EPOLLIN)
     p = select.poll()

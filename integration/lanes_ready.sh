@@ -20,21 +20,6 @@ need_preload
 need_cmd python3 python3
 PY=$ROOT/integration/lanes_ready.py
 
-# compare CASE: run CASE both ways; every GUARD line must say lane=direct.
-compare() {
-    local c=$1
-    timeout 60 python3 "$PY" "$c" >"$TMP/$c.kernel" 2>&1 || fail "$c fails on kernel sockets: $(tail -3 "$TMP/$c.kernel")"
-    timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$PY" "$c" >"$TMP/$c.udsfs" 2>&1 || fail "$c fails through udsfs run: $(tail -3 "$TMP/$c.udsfs")"
-    if ! diff "$TMP/$c.kernel" <(grep -v '^GUARD' "$TMP/$c.udsfs") >"$TMP/$c.diff"; then
-        cat "$TMP/$c.diff" >&2
-        fail "$c: udsfs run answered differently from the kernel (< kernel, > udsfs)"
-    fi
-    ok "$c: the same $(wc -l <"$TMP/$c.kernel") lines as the kernel: $(tr '\n' '|' <"$TMP/$c.kernel")"
-    grep '^GUARD' "$TMP/$c.udsfs" | grep -v 'lane=direct$' && fail "$c: a status file did not say lane=direct: the polls took the lane down"
-    grep -q '^GUARD' "$TMP/$c.udsfs" || fail "$c: no status file was read"
-    ok "$c: $(grep '^GUARD' "$TMP/$c.udsfs" | tr '\n' '|')"
-}
-
 for c in pingpong levels pollout hup down_under_poll mixed reused threads pollers nested asyncio_pair; do
-    compare "$c"
+    lanes_compare "$PY" "$c" direct
 done

@@ -627,6 +627,39 @@ kernel_vs_udsfs() {
     [ ! -s "$TMP/udsfs.err" ] || fail "the library complained: $(cat "$TMP/udsfs.err")"
 }
 
+# lanes_compare [--sort] PROG CASE WANT [KERNEL_DIR UDSFS_DIR]: a fast-lane scenario
+# both ways (lanes.sh, lanes_ready.sh, lanes_connect.sh): `python3 PROG CASE [DIR]` on
+# kernel sockets and through `udsfs run` on $MNT, 60 s each, into $TMP/CASE.kernel and
+# $TMP/CASE.udsfs (DIR, where a case binds its names: KERNEL_DIR, then UDSFS_DIR). The
+# udsfs run's lines less its GUARD lines (the status files' lane= words, udsfs's only)
+# must be the kernel's: in order, or with --sort in any order (for cases whose processes
+# print at once). WANT: the lane= word every GUARD line must say, and some GUARD line
+# must be there ("" checks no GUARD line).
+lanes_compare() {
+    local order=cat
+    if [ "$1" = --sort ]; then
+        order=sort
+        shift
+    fi
+    local prog=$1 c=$2 want=$3 kernel_args=() udsfs_args=()
+    if [ $# -ge 5 ]; then
+        kernel_args=("$4")
+        udsfs_args=("$5")
+    fi
+    timeout 60 python3 "$prog" "$c" "${kernel_args[@]}" >"$TMP/$c.kernel" 2>&1 || fail "$c fails on kernel sockets: $(tail -3 "$TMP/$c.kernel")"
+    timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$prog" "$c" "${udsfs_args[@]}" >"$TMP/$c.udsfs" 2>&1 || fail "$c fails through udsfs run: $(tail -3 "$TMP/$c.udsfs")"
+    if ! diff <($order "$TMP/$c.kernel") <(grep -v '^GUARD' "$TMP/$c.udsfs" | $order) >"$TMP/$c.diff"; then
+        cat "$TMP/$c.diff" >&2
+        fail "$c: udsfs run answered differently from the kernel (< kernel, > udsfs)"
+    fi
+    ok "$c: the same $(wc -l <"$TMP/$c.kernel") lines as the kernel: $(tr '\n' '|' <"$TMP/$c.kernel")"
+    if [ -n "$want" ]; then
+        grep '^GUARD' "$TMP/$c.udsfs" | grep -v "lane=$want\$" && fail "$c: a status file did not say lane=$want"
+        grep -q '^GUARD' "$TMP/$c.udsfs" || fail "$c: no status file was read"
+        ok "$c: $(grep '^GUARD' "$TMP/$c.udsfs" | tr '\n' '|')"
+    fi
+}
+
 # ---------------------------------------------------------------- clients as other users
 
 # A Python client run as another user: the script $CLIENT_PY (written into $TMP, which

@@ -220,13 +220,11 @@ for i in range(4):
 n = libc.recvmmsg(m2.fileno(), rvec, 4, socket.MSG_DONTWAIT, None)
 show("recvmmsg", (n, [rbufs[i].raw[:rvec[i].len] for i in range(max(n, 0))]))
 # epoll readiness, zero-length datagrams, flags at socketpair(), abstract streams
-import select
+from lanes_lib import epoll_around_send
 e1, e2 = socket.socketpair()
-ep = select.epoll()
-ep.register(e2.fileno(), select.EPOLLIN)
-show("epoll before", ep.poll(0))
-e1.send(b"ready")
-show("epoll after", [(fd == e2.fileno(), ev) for fd, ev in ep.poll(1)])
+epoll_before, epoll_after = epoll_around_send(e1, e2)
+show("epoll before", epoll_before)
+show("epoll after", epoll_after)
 z1, z2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
 z1.send(b"")
 show("zero-length datagram", z2.recv(10))
