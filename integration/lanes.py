@@ -12,66 +12,33 @@ import os
 import signal
 import socket
 import struct
-import sys
 import time
 
-from lanes_lib import epoll_around_send, guard, read_available, recv_exact, say
+from lanes_lib import BIG, epoll_around_send, guard, peer, pingpong_rounds, read_available, recv_exact
+from lanes_lib import recv_hashed, run_case, say, scribble_regions, send_odd_pieces
 
 libc = ctypes.CDLL(None, use_errno=True)
 
 
 def pingpong():
     a, b = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:
-        a.close()
-        for _ in range(2000):
-            m = recv_exact(b, 100)
-            if len(m) != 100:
-                os._exit(1)
-            b.sendall(m[::-1])
-        os._exit(0)
-    b.close()
-    bad = 0
-    for i in range(2000):
-        m = bytes((i + j) % 256 for j in range(100))
-        a.sendall(m)
-        if recv_exact(a, 100) != m[::-1]:
-            bad += 1
-        if i == 1000:
-            guard(a, "pingpong mid-way")
+    pid = peer(a, b, lambda b: os._exit(pingpong_rounds(b, 2000, False)))
+    bad = pingpong_rounds(a, 2000, True, "pingpong mid-way")
     _, st = os.waitpid(pid, 0)
     say("pingpong 2000 round trips of 100 bytes, wrong:", bad, "child status:", st)
     say("after the child's close, recv:", a.recv(10))
 
 
 def big():
-    a, b = socket.socketpair()
-    data = hashlib.sha256(b"seed").digest() * (4 * 1024 * 1024 // 32)
-    pid = os.fork()
-    if pid == 0:
-        b.close()
-        off, k = 0, 1
-        while off < len(data):
-            n = min(len(data) - off, 1 + (k * 7919) % 65536)
-            a.sendall(data[off : off + n])
-            off += n
-            k += 1
+    def sender(a):
+        send_odd_pieces(a, BIG)
         a.close()
-        os._exit(0)
-    a.close()
-    h = hashlib.sha256()
-    got = 0
-    while True:
-        m = b.recv(70000)
-        if not m:
-            break
-        if got < 1 << 20 <= got + len(m):
-            guard(b, "4 MiB transfer")
-        got += len(m)
-        h.update(m)
+
+    a, b = socket.socketpair()
+    pid = peer(b, a, sender)
+    got, h = recv_hashed(b, "4 MiB transfer")
     os.waitpid(pid, 0)
-    say("4 MiB transfer: got", got, "bytes, checksum ok:", h.digest() == hashlib.sha256(data).digest())
+    say("4 MiB transfer: got", got, "bytes, checksum ok:", h.digest() == hashlib.sha256(BIG).digest())
     say("EOF again:", b.recv(10))
 
 
@@ -277,17 +244,7 @@ def scribble():
     pid = os.fork()
     if pid == 0:
         # The child's mapping is the parent's (inherited); it writes over it.
-        regions = []
-        with open("/proc/self/maps") as f:
-            for line in f:
-                if "udsfs-lane" in line:
-                    lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
-                    regions.append((lo, hi))
-        with open("/proc/self/mem", "r+b", buffering=0) as mem:
-            for lo, hi in regions:
-                mem.seek(lo)
-                mem.write(b"\xa5" * (hi - lo))
-        os.write(w, str(len(regions)).encode())
+        os.write(w, str(scribble_regions()).encode())
         os._exit(0)
     say("regions scribbled over:", int(os.read(r, 10)) > 0)
     os.waitpid(pid, 0)
@@ -307,19 +264,8 @@ def scribble():
     say("within 10 s:", time.monotonic() - t < 10)
 
 
-CASES = {
-    "pingpong": pingpong,
-    "big": big,
-    "eagain": eagain,
-    "rcvtimeo": rcvtimeo,
-    "signals": signals,
-    "fork_end": fork_end,
-    "pass_end": pass_end,
-    "epoll": epoll,
-    "observed": observed,
-    "many": many,
-    "scribble": scribble,
-}
-
 if __name__ == "__main__":
-    CASES[sys.argv[1]]()
+    run_case(
+        pingpong, big, eagain, rcvtimeo, signals, fork_end, pass_end, epoll, observed, many,
+        scribble,
+    )

@@ -53,12 +53,4 @@ grep -qx 'GUARD after the capture lane=none' "$TMP/observed.out" || fail "the la
 ok "a capture opened while a lane is up: the lane goes down and the capture sees the next message"
 
 # Without --lanes: nothing laned, the same answers.
-udsfs_unmount
-udsfs_mount
-for c in "${CASES[@]}"; do
-    compare "$c" ""
-    if grep '^GUARD' "$TMP/$c.udsfs" | grep -v 'lane=none$'; then
-        fail "$c: a socket said it had a lane on a mount without --lanes"
-    fi
-done
-ok "without --lanes: every status file says lane=none and every answer is the kernel's"
+lanes_unlaned compare "${CASES[@]}"

@@ -16,7 +16,8 @@ import socket
 import sys
 import time
 
-from lanes_lib import guard, recv_exact, say
+from lanes_lib import BIG, guard, pingpong_rounds, recv_exact, recv_hashed, run_case, say
+from lanes_lib import scribble_regions, send_odd_pieces
 
 libc = ctypes.CDLL(None, use_errno=True)
 MSG_TRUNC = socket.MSG_TRUNC
@@ -59,26 +60,6 @@ def reap(pid, what):
     say(what, "child status:", st)
 
 
-def pingpong_rounds(s, n, first, mid=None):
-    """n round trips of 100 bytes; `first`: this end sends first."""
-    bad = 0
-    for i in range(n):
-        m = bytes((i + j) % 256 for j in range(100))
-        if first:
-            s.sendall(m)
-            if recv_exact(s, 100) != m[::-1]:
-                bad += 1
-        else:
-            got = recv_exact(s, 100)
-            if len(got) != 100:
-                bad += 1
-                break
-            s.sendall(got[::-1])
-        if mid and i == n // 2:
-            guard(s, mid)
-    return bad
-
-
 def pingpong(d):
     """The client sends first (as the clients of redis and of PostgreSQL's benchmark do)."""
     srv, path = listener(d, "pp")
@@ -115,18 +96,12 @@ def greeting(d):
 
 def big(d):
     srv, path = listener(d, "big")
-    data = hashlib.sha256(b"seed").digest() * (4 * 1024 * 1024 // 32)
 
     def cl():
         c = client(path)
         c.sendall(b"go")
         recv_exact(c, 2)
-        off, k = 0, 1
-        while off < len(data):
-            n = min(len(data) - off, 1 + (k * 7919) % 65536)
-            c.sendall(data[off : off + n])
-            off += n
-            k += 1
+        send_odd_pieces(c, BIG)
         c.shutdown(socket.SHUT_WR)
         say("client: the server's answer:", recv_exact(c, 64).decode())
 
@@ -134,19 +109,10 @@ def big(d):
     a, _ = srv.accept()
     recv_exact(a, 2)
     a.sendall(b"ok")
-    h = hashlib.sha256()
-    got = 0
-    while True:
-        m = a.recv(70000)
-        if not m:
-            break
-        if got < 1 << 20 <= got + len(m):
-            guard(a, "4 MiB transfer")
-        got += len(m)
-        h.update(m)
+    got, h = recv_hashed(a, "4 MiB transfer")
     a.sendall(h.hexdigest().encode())
     reap(pid, "4 MiB over connect/accept:")
-    say("got", got, "bytes, checksum ok:", h.digest() == hashlib.sha256(data).digest())
+    say("got", got, "bytes, checksum ok:", h.digest() == hashlib.sha256(BIG).digest())
     say("EOF again:", a.recv(10))
 
 
@@ -496,17 +462,7 @@ def scribbler(d):
     c = client(os.path.join(d, "victim"))
     pingpong_rounds(c, 200, True)
     guard(c, "attacker before the scribble")
-    regions = []
-    with open("/proc/self/maps") as f:
-        for line in f:
-            if "udsfs-lane" in line:
-                lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
-                regions.append((lo, hi))
-    with open("/proc/self/mem", "r+b", buffering=0) as mem:
-        for lo, hi in regions:
-            mem.seek(lo)
-            mem.write(b"\xa5" * (hi - lo))
-    say("attacker: regions scribbled over:", len(regions) > 0)
+    say("attacker: regions scribbled over:", scribble_regions() > 0)
     try:
         c.sendall(b"x" * 100)
         say("attacker: send after:", "ok")
@@ -557,22 +513,9 @@ def victim(d):
     reap(pid, "victim: new")
 
 
-CASES = {
-    "pingpong": pingpong,
-    "greeting": greeting,
-    "big": big,
-    "before_accept": before_accept,
-    "close_before_accept": close_before_accept,
-    "nonblocking": nonblocking,
-    "seqpacket_pair": seqpacket_pair,
-    "seqpacket_conn": seqpacket_conn,
-    "seqpacket_full": seqpacket_full,
-    "tight": tight,
-    "peek_waitall": peek_waitall,
-    "vectored": vectored,
-    "scribbler": scribbler,
-    "victim": victim,
-}
-
 if __name__ == "__main__":
-    CASES[sys.argv[1]](sys.argv[2])
+    run_case(
+        pingpong, greeting, big, before_accept, close_before_accept, nonblocking,
+        seqpacket_pair, seqpacket_conn, seqpacket_full, tight, peek_waitall, vectored,
+        scribbler, victim,
+    )

@@ -70,12 +70,4 @@ proc_alive "$DAEMON_PID" || fail "the daemon died"
 ok "a client of another user that scribbles over its region: its connection only is reset, the daemon logs it"
 
 # Without --lanes: nothing laned, the same answers.
-udsfs_unmount
-udsfs_mount
-for c in "${CASES[@]}"; do
-    compare "$c" ""
-    if grep '^GUARD' "$TMP/$c.udsfs" | grep -v 'lane=none$'; then
-        fail "$c: a socket said it had a lane on a mount without --lanes"
-    fi
-done
-ok "without --lanes: every status file says lane=none and every answer is the kernel's"
+lanes_unlaned compare "${CASES[@]}"

@@ -8,6 +8,7 @@ Not a test itself. A program in this folder imports it as it is (Python puts
 the program's folder first on sys.path); a script that copies a program
 elsewhere (into $TMP, to run it as another user) copies this file beside it."""
 
+import hashlib
 import os
 import select
 import sys
@@ -52,6 +53,88 @@ def recv_exact(s, n):
             break
         out += b
     return out
+
+
+def pingpong_rounds(s, n, first, mid=None, wait=None):
+    """n round trips of 100 bytes on s. `first`: this end sends first and
+    checks each echo (reversed), returning how many went wrong; else it echoes
+    each 100 bytes reversed, returning 0, or 1 where the bytes came short, or
+    2 where `wait` said no (it stops there). `wait`, where given, is called
+    before each read: True if s became readable. `mid`: the guard line read
+    half way."""
+    bad = 0
+    for i in range(n):
+        m = bytes((i + j) % 256 for j in range(100))
+        if first:
+            s.sendall(m)
+            if wait and not wait():
+                bad += 1
+            if recv_exact(s, 100) != m[::-1]:
+                bad += 1
+        else:
+            if wait and not wait():
+                return 2
+            got = recv_exact(s, 100)
+            if len(got) != 100:
+                return 1
+            s.sendall(got[::-1])
+        if mid and i == n // 2:
+            guard(s, mid)
+    return bad
+
+
+# The 4 MiB the transfer cases send, and its checksum.
+BIG = hashlib.sha256(b"seed").digest() * (4 * 1024 * 1024 // 32)
+
+
+def send_odd_pieces(s, data):
+    """Sends data on s in pieces of odd sizes (1 to 65536 bytes, none a
+    ring's or a page's multiple)."""
+    off, k = 0, 1
+    while off < len(data):
+        n = min(len(data) - off, 1 + (k * 7919) % 65536)
+        s.sendall(data[off : off + n])
+        off += n
+        k += 1
+
+
+def recv_hashed(s, what):
+    """Reads s to EOF: (how many bytes, their sha256). Its guard line, `what`,
+    is read once 1 MiB has come: mid-transfer."""
+    h = hashlib.sha256()
+    got = 0
+    while True:
+        m = s.recv(70000)
+        if not m:
+            break
+        if got < 1 << 20 <= got + len(m):
+            guard(s, what)
+        got += len(m)
+        h.update(m)
+    return got, h
+
+
+def scribble_regions():
+    """Writes 0xa5 over every lane region mapped in this process (through
+    /proc/self/mem, as a buggy or hostile peer would): how many there were."""
+    regions = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            if "udsfs-lane" in line:
+                lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                regions.append((lo, hi))
+    with open("/proc/self/mem", "r+b", buffering=0) as mem:
+        for lo, hi in regions:
+            mem.seek(lo)
+            mem.write(b"\xa5" * (hi - lo))
+    return len(regions)
+
+
+def run_case(*cases):
+    """Runs the case sys.argv[1] names, of the functions given, with the rest
+    of the arguments."""
+    named = {f.__name__: f for f in cases}
+    named[sys.argv[1]](*sys.argv[2:])
 
 
 def read_available(fd):

@@ -11,10 +11,9 @@ script."""
 import os
 import select
 import socket
-import sys
 import time
 
-from lanes_lib import guard, peer, recv_exact, say
+from lanes_lib import guard, peer, pingpong_rounds, recv_exact, run_case, say
 
 ROUNDS = 400
 
@@ -43,32 +42,16 @@ def pingpong():
     for mode in ["poll", "select", "epoll", "et", "oneshot"]:
         a, b = socket.socketpair()
         flags = {"et": select.EPOLLET, "oneshot": select.EPOLLONESHOT}.get(mode, 0)
-        pid = os.fork()
-        if pid == 0:
-            a.close()
+
+        def echo(b):
             ep = select.epoll()
             ep.register(b, select.EPOLLIN | flags)
-            for _ in range(ROUNDS):
-                if not wait_readable(mode, b, ep):
-                    os._exit(2)
-                m = recv_exact(b, 100)
-                if len(m) != 100:
-                    os._exit(1)
-                b.sendall(m[::-1])
-            os._exit(0)
-        b.close()
+            os._exit(pingpong_rounds(b, ROUNDS, False, wait=lambda: wait_readable(mode, b, ep)))
+
+        pid = peer(a, b, echo)
         ep = select.epoll()
         ep.register(a, select.EPOLLIN | flags)
-        bad = 0
-        for i in range(ROUNDS):
-            m = bytes((i + j) % 256 for j in range(100))
-            a.sendall(m)
-            if not wait_readable(mode, a, ep):
-                bad += 1
-            if recv_exact(a, 100) != m[::-1]:
-                bad += 1
-            if i == ROUNDS // 2:
-                guard(a, f"{mode} ping-pong mid-way")
+        bad = pingpong_rounds(a, ROUNDS, True, f"{mode} ping-pong mid-way", lambda: wait_readable(mode, a, ep))
         _, st = os.waitpid(pid, 0)
         say(mode, "ping-pong", ROUNDS, "round trips, wrong:", bad, "child status:", st)
         a.close()
@@ -376,19 +359,8 @@ def asyncio_pair():
     asyncio.run(main())
 
 
-CASES = {
-    "asyncio_pair": asyncio_pair,
-    "nested": nested,
-    "pollers": pollers,
-    "threads": threads,
-    "reused": reused,
-    "pingpong": pingpong,
-    "levels": levels,
-    "pollout": pollout,
-    "hup": hup,
-    "down_under_poll": down_under_poll,
-    "mixed": mixed,
-}
-
 if __name__ == "__main__":
-    CASES[sys.argv[1]]()
+    run_case(
+        asyncio_pair, nested, pollers, threads, reused, pingpong, levels, pollout, hup,
+        down_under_poll, mixed,
+    )
