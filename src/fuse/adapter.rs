@@ -21,8 +21,8 @@ use super::actfor;
 use super::attr::{AttrChange, Entry};
 use super::front::Inner;
 use super::reply::{IoctlOut, Opened, Sink};
-use super::tree_edit::Maker;
 use super::watchdog;
+use crate::engine::tree::Maker;
 use crate::engine::{Caller, Engine};
 
 /// How long the kernel may keep attributes and entries: not at all, since
