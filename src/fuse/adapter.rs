@@ -38,7 +38,7 @@ fn caller(req: &Request) -> Caller {
 }
 
 fn caller_as(req: &Request, who: actfor::ActFor) -> Caller {
-    let mut c = Caller::again(who.tid, who.uid, who.gid, who.status.map(Into::into));
+    let mut c = Caller::again(who.tid, who.uid, who.gid, who.status);
     if let Some(ns) = who.netns {
         c = c.in_netns(ns);
     }
