@@ -3,49 +3,26 @@
 //! packets and interface statistics. Only the options udsfs uses.
 //! Block layouts: draft-ietf-opsawg-pcapng, sections 4.1 to 4.6.
 
+const SHB: u32 = 0x0A0D_0D0A;
+const IDB: u32 = 1;
+const ISB: u32 = 5;
+const EPB: u32 = 6;
 const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
 
-// Each block's type and the codes of its options, named as the draft names
-// them (`epb_flags` is `epb::FLAGS`); readers of `parse`'s output use them
-// too.
-
-/// Options any block may carry.
-pub mod opt {
-    pub const END: u16 = 0;
-    pub const COMMENT: u16 = 1;
-}
-
-/// The section header block.
-pub mod shb {
-    pub const TYPE: u32 = 0x0A0D_0D0A;
-    pub const USERAPPL: u16 = 4;
-}
-
-/// An interface description block.
-pub mod idb {
-    pub const TYPE: u32 = 1;
-    pub const NAME: u16 = 2;
-    pub const DESCRIPTION: u16 = 3;
-    pub const TSRESOL: u16 = 9;
-}
-
-/// An enhanced packet block.
-pub mod epb {
-    pub const TYPE: u32 = 6;
-    pub const FLAGS: u16 = 2;
-    pub const DROPCOUNT: u16 = 4;
-    pub const PACKETID: u16 = 5;
-    /// The sending process and thread (two u32); readers that do not know
-    /// it skip it (tshark 4.0 does).
-    pub const PROCESSID_THREADID: u16 = 8;
-}
-
-/// An interface statistics block.
-pub mod isb {
-    pub const TYPE: u32 = 5;
-    pub const IFRECV: u16 = 4;
-    pub const IFDROP: u16 = 5;
-}
+const OPT_END: u16 = 0;
+const OPT_COMMENT: u16 = 1;
+const SHB_USERAPPL: u16 = 4;
+const IF_NAME: u16 = 2;
+const IF_DESCRIPTION: u16 = 3;
+const IF_TSRESOL: u16 = 9;
+const EPB_FLAGS: u16 = 2;
+const EPB_DROPCOUNT: u16 = 4;
+const EPB_PACKETID: u16 = 5;
+/// The sending process and thread (two u32); readers that do not know it
+/// skip it (tshark 4.0 does).
+const EPB_PROCESSID_THREADID: u16 = 8;
+const ISB_IFRECV: u16 = 4;
+const ISB_IFDROP: u16 = 5;
 
 /// LINKTYPE_WIRESHARK_UPPER_PDU: each packet starts with exported-PDU tags.
 pub const LINKTYPE_UPPER_PDU: u16 = 252;
@@ -81,7 +58,7 @@ impl Options {
 
     fn finish(mut self) -> Vec<u8> {
         if !self.0.is_empty() {
-            self.add(opt::END, &[]);
+            self.add(OPT_END, &[]);
         }
         self.0
     }
@@ -114,8 +91,8 @@ pub fn section_header(out: &mut Vec<u8>, application: &str) {
     body.extend_from_slice(&0u16.to_le_bytes());
     body.extend_from_slice(&u64::MAX.to_le_bytes());
     let mut o = Options::default();
-    o.text(shb::USERAPPL, application);
-    block(out, shb::TYPE, &body, o);
+    o.text(SHB_USERAPPL, application);
+    block(out, SHB, &body, o);
 }
 
 /// An Interface Description Block, timestamps in nanoseconds.
@@ -125,10 +102,10 @@ pub fn interface(out: &mut Vec<u8>, linktype: u16, snaplen: u32, name: &str, des
     body.extend_from_slice(&0u16.to_le_bytes());
     body.extend_from_slice(&snaplen.to_le_bytes());
     let mut o = Options::default();
-    o.text(idb::NAME, name);
-    o.text(idb::DESCRIPTION, description);
-    o.add(idb::TSRESOL, &[9]);
-    block(out, idb::TYPE, &body, o);
+    o.text(IF_NAME, name);
+    o.text(IF_DESCRIPTION, description);
+    o.add(IF_TSRESOL, &[9]);
+    block(out, IDB, &body, o);
 }
 
 /// One Enhanced Packet Block.
@@ -158,24 +135,24 @@ pub fn packet(out: &mut Vec<u8>, p: &Packet<'_>) {
     body.extend_from_slice(p.data);
     let mut o = Options::default();
     if !p.comment.is_empty() {
-        o.text(opt::COMMENT, p.comment);
+        o.text(OPT_COMMENT, p.comment);
     }
     if p.flags != 0 {
-        o.add(epb::FLAGS, &p.flags.to_le_bytes());
+        o.add(EPB_FLAGS, &p.flags.to_le_bytes());
     }
     if p.drops != 0 {
-        o.add(epb::DROPCOUNT, &p.drops.to_le_bytes());
+        o.add(EPB_DROPCOUNT, &p.drops.to_le_bytes());
     }
     if p.packet_id != 0 {
-        o.add(epb::PACKETID, &p.packet_id.to_le_bytes());
+        o.add(EPB_PACKETID, &p.packet_id.to_le_bytes());
     }
     if let Some((pid, tid)) = p.process {
         let mut v = [0u8; 8];
         v[..4].copy_from_slice(&pid.to_le_bytes());
         v[4..].copy_from_slice(&tid.to_le_bytes());
-        o.add(epb::PROCESSID_THREADID, &v);
+        o.add(EPB_PROCESSID_THREADID, &v);
     }
-    block(out, epb::TYPE, &body, o);
+    block(out, EPB, &body, o);
 }
 
 /// An Interface Statistics Block: packets seen and lost for one interface
@@ -186,9 +163,9 @@ pub fn statistics(out: &mut Vec<u8>, interface: u32, ts_ns: u64, received: u64, 
     body.extend_from_slice(&((ts_ns >> 32) as u32).to_le_bytes());
     body.extend_from_slice(&(ts_ns as u32).to_le_bytes());
     let mut o = Options::default();
-    o.add(isb::IFRECV, &received.to_le_bytes());
-    o.add(isb::IFDROP, &dropped.to_le_bytes());
-    block(out, isb::TYPE, &body, o);
+    o.add(ISB_IFRECV, &received.to_le_bytes());
+    o.add(ISB_IFDROP, &dropped.to_le_bytes());
+    block(out, ISB, &body, o);
 }
 
 /// A block read back (tests and `udsfs capture`'s checks).
@@ -204,10 +181,10 @@ pub struct Parsed<'a> {
 /// the captured data).
 fn fixed_len(ty: u32, body: &[u8]) -> Option<usize> {
     Some(match ty {
-        shb::TYPE => 16,
-        idb::TYPE => 8,
-        isb::TYPE => 12,
-        epb::TYPE => {
+        SHB => 16,
+        IDB => 8,
+        ISB => 12,
+        EPB => {
             20 + (u32::from_le_bytes(body.get(12..16)?.try_into().ok()?) as usize)
                 .next_multiple_of(4)
         }
@@ -235,7 +212,7 @@ pub fn parse(mut bytes: &[u8]) -> Option<Vec<Parsed<'_>>> {
         while rest.len() >= 4 {
             let code = u16::from_le_bytes([rest[0], rest[1]]);
             let len = u16::from_le_bytes([rest[2], rest[3]]) as usize;
-            if code == opt::END {
+            if code == OPT_END {
                 break;
             }
             let value = rest.get(4..4 + len)?;
@@ -267,8 +244,22 @@ impl Parsed<'_> {
     }
 
     pub fn comment(&self) -> Option<&str> {
-        std::str::from_utf8(self.option(opt::COMMENT)?).ok()
+        std::str::from_utf8(self.option(OPT_COMMENT)?).ok()
     }
+}
+
+/// Option codes and block types for readers of `parse`'s output.
+pub mod codes {
+    pub const SHB: u32 = super::SHB;
+    pub const IDB: u32 = super::IDB;
+    pub const ISB: u32 = super::ISB;
+    pub const EPB: u32 = super::EPB;
+    pub const IF_NAME: u16 = super::IF_NAME;
+    pub const EPB_FLAGS: u16 = super::EPB_FLAGS;
+    pub const EPB_DROPCOUNT: u16 = super::EPB_DROPCOUNT;
+    pub const EPB_PACKETID: u16 = super::EPB_PACKETID;
+    pub const ISB_IFRECV: u16 = super::ISB_IFRECV;
+    pub const ISB_IFDROP: u16 = super::ISB_IFDROP;
 }
 
 #[cfg(test)]
@@ -304,24 +295,24 @@ mod tests {
         let blocks = parse(&out).expect("well-formed");
         assert_eq!(
             blocks.iter().map(|b| b.ty).collect::<Vec<_>>(),
-            [shb::TYPE, idb::TYPE, epb::TYPE, isb::TYPE]
+            [SHB, IDB, EPB, ISB]
         );
-        assert_eq!(blocks[0].option(shb::USERAPPL), Some(&b"udsfs test"[..]));
+        assert_eq!(blocks[0].option(SHB_USERAPPL), Some(&b"udsfs test"[..]));
         assert_eq!(&blocks[1].body[..2], &LINKTYPE_UPPER_PDU.to_le_bytes());
-        assert_eq!(blocks[1].option(idb::NAME), Some(&b"run/a.sock"[..]));
-        assert_eq!(blocks[1].option(idb::TSRESOL), Some(&[9u8][..]));
+        assert_eq!(blocks[1].option(IF_NAME), Some(&b"run/a.sock"[..]));
+        assert_eq!(blocks[1].option(IF_TSRESOL), Some(&[9u8][..]));
         let p = &blocks[2];
         assert_eq!(p.packet_data(), b"hello");
         assert_eq!(u32::from_le_bytes(p.body[16..20].try_into().unwrap()), 8);
         assert_eq!(u32::from_le_bytes(p.body[4..8].try_into().unwrap()), 7);
         assert_eq!(u32::from_le_bytes(p.body[8..12].try_into().unwrap()), 9);
         assert_eq!(p.comment(), Some("pid 1"));
-        assert_eq!(p.option(epb::FLAGS), Some(&OUTBOUND.to_le_bytes()[..]));
-        assert_eq!(p.u64_option(epb::DROPCOUNT), Some(3));
-        assert_eq!(p.u64_option(epb::PACKETID), Some(42));
-        assert_eq!(p.u64_option(epb::PROCESSID_THREADID), Some((8 << 32) | 7));
-        assert_eq!(blocks[3].u64_option(isb::IFRECV), Some(10));
-        assert_eq!(blocks[3].u64_option(isb::IFDROP), Some(3));
+        assert_eq!(p.option(EPB_FLAGS), Some(&OUTBOUND.to_le_bytes()[..]));
+        assert_eq!(p.u64_option(EPB_DROPCOUNT), Some(3));
+        assert_eq!(p.u64_option(EPB_PACKETID), Some(42));
+        assert_eq!(p.u64_option(EPB_PROCESSID_THREADID), Some((8 << 32) | 7));
+        assert_eq!(blocks[3].u64_option(ISB_IFRECV), Some(10));
+        assert_eq!(blocks[3].u64_option(ISB_IFDROP), Some(3));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! A capture fed through its tap, read back as pcapng.
 
-use super::pcapng::{self, epb, idb, isb, shb};
+use super::pcapng::{self, codes};
 use super::reader::{Access, Reader};
 use super::*;
 use crate::engine::tap::{Delivered, Endpoint, Event, Origin, PassedSocket, Queued, Tap};
@@ -80,10 +80,10 @@ fn root() -> Access {
 /// (interface, payload after the upper-PDU header, comment) of each packet.
 fn packets(bytes: &[u8]) -> Vec<(u32, Vec<u8>, String)> {
     let blocks = pcapng::parse(bytes).expect("well-formed pcapng");
-    assert_eq!(blocks[0].ty, shb::TYPE);
+    assert_eq!(blocks[0].ty, codes::SHB);
     blocks
         .iter()
-        .filter(|b| b.ty == epb::TYPE)
+        .filter(|b| b.ty == codes::EPB)
         .map(|b| {
             let d = b.packet_data();
             // Skip the tags: up to and including the end tag (0, 0).
@@ -154,8 +154,8 @@ fn messages_come_out_in_order_with_their_comments() {
     let blocks = pcapng::parse(&bytes).unwrap();
     let flags: Vec<_> = blocks
         .iter()
-        .filter(|b| b.ty == epb::TYPE)
-        .map(|b| b.option(epb::FLAGS).map(|v| v[0]))
+        .filter(|b| b.ty == codes::EPB)
+        .map(|b| b.option(codes::EPB_FLAGS).map(|v| v[0]))
         .collect();
     assert_eq!(flags[..2], [Some(2), Some(1)], "out, then in");
     assert!(r.read(100, None) == Err(nix::errno::Errno::EAGAIN));
@@ -174,20 +174,20 @@ fn a_full_buffer_drops_and_counts_exactly() {
     assert!(lost > 0 && kept > 0);
     let bytes = read_all(&r);
     let blocks = pcapng::parse(&bytes).unwrap();
-    let epbs = blocks.iter().filter(|b| b.ty == epb::TYPE).count() as u64;
+    let epbs = blocks.iter().filter(|b| b.ty == codes::EPB).count() as u64;
     let isb = blocks
         .iter()
-        .rfind(|b| b.ty == isb::TYPE)
+        .rfind(|b| b.ty == codes::ISB)
         .expect("statistics");
     assert_eq!(epbs, kept);
-    assert_eq!(isb.u64_option(isb::IFDROP), Some(lost));
-    assert_eq!(isb.u64_option(isb::IFRECV), Some(n));
+    assert_eq!(isb.u64_option(codes::ISB_IFDROP), Some(lost));
+    assert_eq!(isb.u64_option(codes::ISB_IFRECV), Some(n));
     // Sending on: the next packet carries no drops, the buffer has room again.
     send(&r, 1000, &a, &b, 1, b"after");
     let more = read_all(&r);
     let blocks = pcapng::parse(&more).unwrap();
     assert_eq!(blocks.len(), 1);
-    assert_eq!(blocks[0].u64_option(epb::DROPCOUNT), None);
+    assert_eq!(blocks[0].u64_option(codes::EPB_DROPCOUNT), None);
 }
 
 #[test]
@@ -218,17 +218,17 @@ fn a_full_buffer_counts_undescribed_messages_as_the_described_ones() {
     assert_eq!(kept + lost, sent);
     let bytes = read_all(&r);
     let blocks = pcapng::parse(&bytes).unwrap();
-    let epbs = blocks.iter().filter(|b| b.ty == epb::TYPE).count() as u64;
+    let epbs = blocks.iter().filter(|b| b.ty == codes::EPB).count() as u64;
     assert_eq!(epbs, kept);
     // The drop counts in the stream add up to what was lost, cheaply or not.
     let dropped: u64 = blocks
         .iter()
-        .filter_map(|b| b.u64_option(epb::DROPCOUNT))
+        .filter_map(|b| b.u64_option(codes::EPB_DROPCOUNT))
         .sum();
     let isb_drops: u64 = blocks
         .iter()
-        .filter(|b| b.ty == isb::TYPE)
-        .filter_map(|b| b.u64_option(isb::IFDROP))
+        .filter(|b| b.ty == codes::ISB)
+        .filter_map(|b| b.u64_option(codes::ISB_IFDROP))
         .max()
         .unwrap_or(0);
     assert!(
@@ -259,8 +259,8 @@ fn drops_are_counted_per_conversation() {
     for b in &blocks {
         let iface = || u32::from_le_bytes(b.body[0..4].try_into().unwrap()) as usize;
         match b.ty {
-            epb::TYPE => kept[iface()] += 1,
-            isb::TYPE => lost[iface()] = b.u64_option(isb::IFDROP).unwrap(),
+            codes::EPB => kept[iface()] += 1,
+            codes::ISB => lost[iface()] = b.u64_option(codes::ISB_IFDROP).unwrap(),
             _ => {}
         }
     }
@@ -337,7 +337,7 @@ fn snaplen_cuts_payloads_but_keeps_their_length() {
     let p = packets(&bytes);
     assert_eq!(p[0].1, b"0123");
     let blocks = pcapng::parse(&bytes).unwrap();
-    let epb = blocks.iter().find(|b| b.ty == epb::TYPE).unwrap();
+    let epb = blocks.iter().find(|b| b.ty == codes::EPB).unwrap();
     let orig = u32::from_le_bytes(epb.body[16..20].try_into().unwrap()) as usize;
     assert_eq!(orig, epb.packet_data().len() + 6);
 }
@@ -350,9 +350,9 @@ fn the_tcp_encoding_counts_the_bytes() {
     send(&r, 2, &b, &a, 1, b"HTTP/1.0 200 OK\r\n\r\n");
     let bytes = read_all(&r);
     let blocks = pcapng::parse(&bytes).unwrap();
-    let idb = blocks.iter().find(|b| b.ty == idb::TYPE).unwrap();
+    let idb = blocks.iter().find(|b| b.ty == codes::IDB).unwrap();
     assert_eq!(&idb.body[..2], &pcapng::LINKTYPE_RAW.to_le_bytes());
-    let epbs: Vec<_> = blocks.iter().filter(|b| b.ty == epb::TYPE).collect();
+    let epbs: Vec<_> = blocks.iter().filter(|b| b.ty == codes::EPB).collect();
     assert_eq!(epbs.len(), 5, "handshake, request, response");
     let resp = epbs[4].packet_data();
     assert_eq!(&resp[20..22], &80u16.to_be_bytes());
@@ -364,7 +364,7 @@ fn filter_lines_are_refused_once_reading_began() {
     let r = reader();
     assert_eq!(r.configure(b"colour red\n"), Err(nix::errno::Errno::EINVAL));
     let shb = r.read(4096, None).unwrap();
-    assert_eq!(pcapng::parse(&shb).unwrap()[0].ty, shb::TYPE);
+    assert_eq!(pcapng::parse(&shb).unwrap()[0].ty, codes::SHB);
     assert_eq!(r.configure(b"pid 1\n"), Err(nix::errno::Errno::EBUSY));
 }
 
@@ -383,7 +383,7 @@ fn dissectors(bytes: &[u8]) -> Vec<String> {
     let blocks = pcapng::parse(bytes).unwrap();
     blocks
         .iter()
-        .filter(|b| b.ty == epb::TYPE)
+        .filter(|b| b.ty == codes::EPB)
         .map(|b| {
             let d = b.packet_data();
             let len = u16::from_be_bytes([d[2], d[3]]) as usize;
@@ -462,8 +462,8 @@ fn a_users_capture_numbers_what_it_sees_itself() {
     let blocks = pcapng::parse(&bytes).unwrap();
     let ids: Vec<Option<u64>> = blocks
         .iter()
-        .filter(|b| b.ty == epb::TYPE)
-        .map(|b| b.u64_option(epb::PACKETID))
+        .filter(|b| b.ty == codes::EPB)
+        .map(|b| b.u64_option(codes::EPB_PACKETID))
         .collect();
     assert_eq!(ids, [Some(1), Some(2), Some(3), None]);
     let got = packets(&bytes);
