@@ -608,41 +608,34 @@ unsafe extern "C" {
     static environ: *const *const c_char;
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn execve(
-    path: *const c_char,
-    argv: *const *const c_char,
-    envp: *const *const c_char,
-) -> c_int {
-    // SAFETY: the C library's contract for execve.
-    unsafe { exec_via(path_of(path), argv, envp, || real::execve(path, argv, envp)) }
+/// execve and execvpe (with `envp`), execv and execvp (the environment):
+/// the file `$find` says (the path as it is, or found as execvp finds it)
+/// run through udsfs, else the C library's call.
+macro_rules! exec_entry {
+    ($name:ident, $find:ident, envp) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            path: *const c_char,
+            argv: *const *const c_char,
+            envp: *const *const c_char,
+        ) -> c_int {
+            // SAFETY: the C library's contract for this call.
+            unsafe { exec_via($find(path), argv, envp, || real::$name(path, argv, envp)) }
+        }
+    };
+    ($name:ident, $find:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(path: *const c_char, argv: *const *const c_char) -> c_int {
+            // SAFETY: the C library's contract for this call.
+            unsafe { exec_via($find(path), argv, environ, || real::$name(path, argv)) }
+        }
+    };
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
-    // SAFETY: as for execve.
-    unsafe { exec_via(path_of(path), argv, environ, || real::execv(path, argv)) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn execvpe(
-    file: *const c_char,
-    argv: *const *const c_char,
-    envp: *const *const c_char,
-) -> c_int {
-    // SAFETY: as for execve.
-    unsafe {
-        exec_via(file_of(file), argv, envp, || {
-            real::execvpe(file, argv, envp)
-        })
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
-    // SAFETY: as for execve.
-    unsafe { exec_via(file_of(file), argv, environ, || real::execvp(file, argv)) }
-}
+exec_entry!(execve, path_of, envp);
+exec_entry!(execv, path_of);
+exec_entry!(execvpe, file_of, envp);
+exec_entry!(execvp, file_of);
 
 #[no_mangle]
 pub unsafe extern "C" fn fexecve(
@@ -686,37 +679,30 @@ pub unsafe extern "C" fn execveat(
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn posix_spawn(
-    pid: *mut libc::pid_t,
-    path: *const c_char,
-    actions: *const libc::posix_spawn_file_actions_t,
-    attr: *const libc::posix_spawnattr_t,
-    argv: *const *const c_char,
-    envp: *const *const c_char,
-) -> c_int {
-    // SAFETY: the C library's contract for posix_spawn.
-    unsafe {
-        let plain = || real::posix_spawn(pid, path, actions, attr, argv, envp);
-        spawn_via(pid, path_of(path), actions, attr, argv, envp, plain)
-    }
+/// posix_spawn and posix_spawnp: the file `$find` says (as execve or execvp
+/// would run it) spawned through udsfs, else the C library's call.
+macro_rules! spawn_entry {
+    ($name:ident, $find:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            pid: *mut libc::pid_t,
+            path: *const c_char,
+            actions: *const libc::posix_spawn_file_actions_t,
+            attr: *const libc::posix_spawnattr_t,
+            argv: *const *const c_char,
+            envp: *const *const c_char,
+        ) -> c_int {
+            // SAFETY: the C library's contract for this call.
+            unsafe {
+                let plain = || real::$name(pid, path, actions, attr, argv, envp);
+                spawn_via(pid, $find(path), actions, attr, argv, envp, plain)
+            }
+        }
+    };
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn posix_spawnp(
-    pid: *mut libc::pid_t,
-    file: *const c_char,
-    actions: *const libc::posix_spawn_file_actions_t,
-    attr: *const libc::posix_spawnattr_t,
-    argv: *const *const c_char,
-    envp: *const *const c_char,
-) -> c_int {
-    // SAFETY: as for posix_spawn.
-    unsafe {
-        let plain = || real::posix_spawnp(pid, file, actions, attr, argv, envp);
-        spawn_via(pid, file_of(file), actions, attr, argv, envp, plain)
-    }
-}
+spawn_entry!(posix_spawn, path_of);
+spawn_entry!(posix_spawnp, file_of);
 
 #[cfg(test)]
 mod tests {

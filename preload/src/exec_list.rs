@@ -62,46 +62,29 @@ unsafe fn with_list(
     done(argv.as_ptr(), after)
 }
 
-unsafe extern "C" fn gather_execl(
-    path: *const c_char,
-    regs: *const usize,
-    stack: *const usize,
-) -> c_int {
-    // SAFETY: as the entry passes them; execv as the caller asked.
-    unsafe { with_list(regs, stack, false, |argv, _| crate::exec::execv(path, argv)) }
-}
-
-unsafe extern "C" fn gather_execlp(
-    file: *const c_char,
-    regs: *const usize,
-    stack: *const usize,
-) -> c_int {
-    // SAFETY: as above.
-    unsafe {
-        with_list(regs, stack, false, |argv, _| {
-            crate::exec::execvp(file, argv)
-        })
-    }
-}
-
-unsafe extern "C" fn gather_execle(
-    path: *const c_char,
-    regs: *const usize,
-    stack: *const usize,
-) -> c_int {
-    // SAFETY: as above; execle's envp follows the list's NULL.
-    unsafe {
-        with_list(regs, stack, true, |argv, envp| {
-            crate::exec::execve(path, argv, envp)
-        })
-    }
-}
-
-/// The entry: a frame, the registers rsi..r9 stored at its bottom (the
-/// first item at the lowest address), then `gather(path, regs, stack)`,
-/// whose result it returns; the stack items start above the return address.
+/// The entry `$name`: a frame, the registers rsi..r9 stored at its bottom
+/// (the first item at the lowest address), then `$gather(path, regs,
+/// stack)`, whose result it returns; the stack items start above the return
+/// address. `$gather` hands the list as an argv to this library's `$exec`
+/// (with `envp`: and the word after the list's NULL as its envp).
 macro_rules! list_entry {
-    ($name:ident, $gather:ident) => {
+    ($name:ident, $gather:ident, $exec:ident) => {
+        list_entry!(@entry $name, $gather, false, |path, argv, _| crate::exec::$exec(path, argv));
+    };
+    ($name:ident, $gather:ident, $exec:ident, envp) => {
+        list_entry!(@entry $name, $gather, true, |path, argv, envp| crate::exec::$exec(path, argv, envp));
+    };
+    (@entry $name:ident, $gather:ident, $envp_after:expr, |$path:ident, $argv:ident, $envp:pat_param| $call:expr) => {
+        unsafe extern "C" fn $gather(
+            $path: *const c_char,
+            regs: *const usize,
+            stack: *const usize,
+        ) -> c_int {
+            // SAFETY: as the entry passes them; the exec call as the caller
+            // asked.
+            unsafe { with_list(regs, stack, $envp_after, |$argv, $envp| $call) }
+        }
+
         #[cfg(target_arch = "x86_64")]
         #[unsafe(naked)]
         #[no_mangle]
@@ -126,9 +109,9 @@ macro_rules! list_entry {
     };
 }
 
-list_entry!(execl, gather_execl);
-list_entry!(execlp, gather_execlp);
-list_entry!(execle, gather_execle);
+list_entry!(execl, gather_execl, execv);
+list_entry!(execlp, gather_execlp, execvp);
+list_entry!(execle, gather_execle, execve, envp);
 
 /// The gatherers keep the entry's signature.
 const _: [Gather; 3] = [gather_execl, gather_execlp, gather_execle];

@@ -212,69 +212,46 @@ mod by_fd {
         unsafe { raw(libc::SYS_newfstatat, &a) as c_int }
     }
 
-    pub unsafe fn fstat(fd: c_int, st: *mut libc::stat) -> c_int {
-        // SAFETY: as the caller promised.
-        unsafe { newfstatat(fd, c"".as_ptr(), st, EMPTY) }
-    }
-
-    pub unsafe fn fstat64(fd: c_int, st: *mut libc::stat64) -> c_int {
-        // SAFETY: as the caller promised.
-        unsafe { newfstatat(fd, c"".as_ptr(), st, EMPTY) }
-    }
-
-    pub unsafe fn __fxstat(_v: c_int, fd: c_int, st: *mut libc::stat) -> c_int {
-        // SAFETY: as the caller promised.
-        unsafe { fstat(fd, st) }
-    }
-
-    pub unsafe fn __fxstat64(_v: c_int, fd: c_int, st: *mut libc::stat64) -> c_int {
-        // SAFETY: as the caller promised.
-        unsafe { fstat64(fd, st) }
-    }
-
-    pub unsafe fn fstatat(d: c_int, p: *const c_char, st: *mut libc::stat, fl: c_int) -> c_int {
-        // SAFETY: as the caller promised.
-        unsafe {
-            if fl & EMPTY != 0 {
-                newfstatat(d, p, st, fl)
-            } else {
-                next::fstatat(d, p, st, fl)
+    /// fstat, __fxstat, fstatat and __fxstatat for one struct (`stat` or
+    /// `stat64`): by descriptor the system call, by path the C library's.
+    macro_rules! stat_calls {
+        ($st:ty, $fstat:ident, $fxstat:ident, $fstatat:ident, $fxstatat:ident) => {
+            pub unsafe fn $fstat(fd: c_int, st: *mut $st) -> c_int {
+                // SAFETY: as the caller promised.
+                unsafe { newfstatat(fd, c"".as_ptr(), st, EMPTY) }
             }
-        }
-    }
 
-    pub unsafe fn fstatat64(d: c_int, p: *const c_char, st: *mut libc::stat64, fl: c_int) -> c_int {
-        // SAFETY: as the caller promised.
-        unsafe {
-            if fl & EMPTY != 0 {
-                newfstatat(d, p, st, fl)
-            } else {
-                next::fstatat64(d, p, st, fl)
+            pub unsafe fn $fxstat(_v: c_int, fd: c_int, st: *mut $st) -> c_int {
+                // SAFETY: as the caller promised.
+                unsafe { $fstat(fd, st) }
             }
-        }
+
+            pub unsafe fn $fstatat(d: c_int, p: *const c_char, st: *mut $st, fl: c_int) -> c_int {
+                // SAFETY: as the caller promised.
+                unsafe {
+                    if fl & EMPTY != 0 {
+                        newfstatat(d, p, st, fl)
+                    } else {
+                        next::$fstatat(d, p, st, fl)
+                    }
+                }
+            }
+
+            pub unsafe fn $fxstatat(
+                _v: c_int,
+                d: c_int,
+                p: *const c_char,
+                st: *mut $st,
+                fl: c_int,
+            ) -> c_int {
+                // SAFETY: as the caller promised.
+                unsafe { $fstatat(d, p, st, fl) }
+            }
+        };
     }
 
-    pub unsafe fn __fxstatat(
-        _v: c_int,
-        d: c_int,
-        p: *const c_char,
-        st: *mut libc::stat,
-        fl: c_int,
-    ) -> c_int {
-        // SAFETY: as the caller promised.
-        unsafe { fstatat(d, p, st, fl) }
-    }
-
-    pub unsafe fn __fxstatat64(
-        _v: c_int,
-        d: c_int,
-        p: *const c_char,
-        st: *mut libc::stat64,
-        fl: c_int,
-    ) -> c_int {
-        // SAFETY: as the caller promised.
-        unsafe { fstatat64(d, p, st, fl) }
-    }
+    stat_calls!(libc::stat, fstat, __fxstat, fstatat, __fxstatat);
+    stat_calls!(libc::stat64, fstat64, __fxstat64, fstatat64, __fxstatat64);
 
     pub unsafe fn statx(
         d: c_int,

@@ -77,9 +77,8 @@ pub struct Ctl {
 /// `addr` is the sun_path as given to bind, not a tree path.
 pub const ADDR_AS_GIVEN: u32 = 1;
 
+numbered! {
 /// The control operations (`Ctl::op`).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     /// `addr`: the name (none: autobind); `given`: the sun_path given.
     Bind = 1,
@@ -169,54 +168,13 @@ pub enum Op {
     /// EOPNOTSUPP on a dgram socket, as accept.
     AcceptTicket = 41,
 }
+}
 
 /// `LaneGrant::side`'s bit for a record (seqpacket) lane; the side is bit 0.
 pub const LANE_RECORD: i32 = 2;
 
 /// The groups one `Op::PeerGroups` reply carries.
 pub const GROUPS_PER_CTL: usize = NV - 1;
-
-impl TryFrom<u32> for Op {
-    /// The unknown number.
-    type Error = u32;
-
-    fn try_from(n: u32) -> Result<Op, u32> {
-        use Op::*;
-        const ALL: [Op; 30] = [
-            Bind,
-            Listen,
-            Connect,
-            Shutdown,
-            GetName,
-            Info,
-            TakeError,
-            SetPasscred,
-            SetSndbuf,
-            Disconnect,
-            SetOobInline,
-            SetPeekOff,
-            SetOwner,
-            AtMark,
-            OobOpts,
-            SetRcvbuf,
-            SetSndbufForce,
-            SetRcvbufForce,
-            SetTimeo,
-            GetTimeo,
-            SetPasspidfd,
-            SetSockopt,
-            GetSockopt,
-            KeepAccepted,
-            PeerPidfd,
-            SetError,
-            PeerGroups,
-            SetAsync,
-            LaneClaim,
-            AcceptTicket,
-        ];
-        ALL.into_iter().find(|&op| op as u32 == n).ok_or(n)
-    }
-}
 
 impl Ctl {
     /// A request for `op` with `arg`, everything else zero.
@@ -719,6 +677,8 @@ pub fn message(fd: i32, buf: &mut [u8]) -> Res<MsgHead> {
 mod tests {
     use super::*;
 
+    /// The sizes README documents, which the daemon (src/fuse/ioctl.rs) and
+    /// both fronts take from here.
     #[test]
     fn wire_sizes_stay_what_the_kernel_copies() {
         assert_eq!(size_of::<Ctl>(), 352);

@@ -5,6 +5,34 @@
 //! Errors are errno values, as each caller reports them; a caller with its
 //! own errno type converts at the edge.
 
+/// An enum of numbered variants (`#[repr(u32)]`) with its `TryFrom<u32>`,
+/// which takes only those numbers (the error: the unknown one): each number
+/// written once, beside its variant.
+macro_rules! numbered {
+    ($(#[$m:meta])* pub enum $name:ident {
+        $($(#[$vm:meta])* $v:ident = $n:literal,)*
+    }) => {
+        $(#[$m])*
+        #[repr(u32)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vm])* $v = $n,)*
+        }
+
+        impl TryFrom<u32> for $name {
+            /// The unknown number.
+            type Error = u32;
+
+            fn try_from(n: u32) -> Result<$name, u32> {
+                match n {
+                    $($n => Ok($name::$v),)*
+                    _ => Err(n),
+                }
+            }
+        }
+    };
+}
+
 pub mod addr;
 pub mod carry;
 pub mod cmsg;

@@ -52,10 +52,7 @@ impl Options {
 
     /// Option values are at most 65535 bytes: a longer text is cut.
     fn text(&mut self, code: u16, s: &str) {
-        let mut end = s.len().min(u16::MAX as usize - 3);
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
+        let end = s.floor_char_boundary(u16::MAX as usize - 3);
         self.add(code, &s.as_bytes()[..end]);
     }
 

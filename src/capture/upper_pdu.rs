@@ -27,11 +27,7 @@ fn tag(out: &mut Vec<u8>, ty: u16, value: &[u8]) {
 }
 
 fn text(out: &mut Vec<u8>, ty: u16, s: &str) {
-    let mut end = s.len().min(MAX_TEXT);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    tag(out, ty, &s.as_bytes()[..end]);
+    tag(out, ty, &s.as_bytes()[..s.floor_char_boundary(MAX_TEXT)]);
 }
 
 /// The header for one PDU: `dissector` decodes the payload ("data" shows
@@ -83,6 +79,20 @@ mod tests {
         assert_eq!(t[2], (TAG_P2P_DIRECTION, 1u32.to_be_bytes().to_vec()));
         assert_eq!(t[3], (TAG_COL_INFO_TEXT, b"socket 3 -> 4".to_vec()));
         assert_eq!(t[4], (TAG_END, vec![]));
+    }
+
+    #[test]
+    fn long_info_is_cut_at_a_char_boundary() {
+        // 199 ASCII bytes, then a two-byte character across MAX_TEXT.
+        let info = format!("{}é and more", "x".repeat(MAX_TEXT - 1));
+        let t = tags(&header("data", None, &info));
+        assert_eq!(
+            t[2],
+            (TAG_COL_INFO_TEXT, info.as_bytes()[..MAX_TEXT - 1].to_vec())
+        );
+        let short = "ä".repeat(10);
+        let t = tags(&header("data", None, &short));
+        assert_eq!(t[2], (TAG_COL_INFO_TEXT, short.into_bytes()));
     }
 
     #[test]

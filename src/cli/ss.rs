@@ -187,13 +187,10 @@ fn read_rows(mount: &Path) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
-/// Shell wildcards `*` and `?`, as ss matches unix addresses.
-fn glob(pat: &[u8], s: &[u8]) -> bool {
-    crate::wildcard::matches_bytes(pat, s)
-}
-
-/// A pattern matches a name as bound or as its absolute path in the mount.
+/// A pattern (shell wildcards `*` and `?`, as ss matches unix addresses)
+/// matches a name as bound or as its absolute path in the mount.
 fn matches(pats: &[String], name: &str, mount: &Path) -> bool {
+    let glob = crate::wildcard::matches_bytes;
     let abs = mount.join(name);
     let abs = abs.to_string_lossy();
     pats.is_empty()
@@ -334,10 +331,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn globs_and_filter_words() {
-        assert!(glob(b"@abs*", b"@abs name"));
-        assert!(glob(b"/m/run/?.sock", b"/m/run/a.sock"));
-        assert!(!glob(b"/m/run/?.sock", b"/m/run/ab.sock"));
+    fn patterns_and_filter_words() {
+        // The wildcards are wildcard.rs's (tested there); here, which names
+        // a pattern is tried on.
+        let pat = |p: &str| vec![p.to_string()];
+        let mount = Path::new("/m");
+        assert!(matches(&pat("@abs*"), "@abs name", mount));
+        assert!(matches(&pat("/m/run/?.sock"), "run/a.sock", mount));
+        assert!(matches(&pat("run/?.sock"), "run/a.sock", mount));
+        assert!(!matches(&pat("/m/run/?.sock"), "run/ab.sock", mount));
+        assert!(
+            !matches(&pat("/m/@abs"), "@abs", mount),
+            "no path for an abstract name"
+        );
+        assert!(matches(&[], "anything", mount));
         let w = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
         let (m, f) = parse_words(&w("/mnt state listening src /mnt/*.sock")).unwrap();
         assert_eq!(m, PathBuf::from("/mnt"));

@@ -36,41 +36,9 @@ impl Ucred {
 const REAL: usize = 0;
 const EFFECTIVE: usize = 1;
 
-/// The fields of /proc/<tid>/status that sockets care about.
-#[derive(Clone, Debug, Default)]
-pub struct ProcStatus {
-    pub tgid: i32,
-    /// real, effective, saved, fs
-    pub uids: [u32; 4],
-    pub gids: [u32; 4],
-    pub umask: u32,
-    pub groups: Vec<u32>,
-    /// CapEff: the effective capability set.
-    pub cap_eff: u64,
-}
-
-impl ProcStatus {
-    pub fn read(tid: u32) -> Option<ProcStatus> {
-        procfs::Status::read(tid).ok().map(ProcStatus::from)
-    }
-
-    pub fn parse(text: &str) -> ProcStatus {
-        ProcStatus::from(procfs::Status::parse(text))
-    }
-}
-
-impl From<procfs::Status> for ProcStatus {
-    fn from(st: procfs::Status) -> ProcStatus {
-        ProcStatus {
-            tgid: st.tgid,
-            uids: st.uids,
-            gids: st.gids,
-            umask: st.umask,
-            groups: st.groups,
-            cap_eff: st.cap_eff,
-        }
-    }
-}
+/// The caller's `/proc/<tid>/status`, as the supervisor and the act-for
+/// checks read it too.
+pub type ProcStatus = procfs::Status;
 
 /// Statuses read lately, by thread id, for SCM_CREDENTIALS only, on kernels
 /// without PIDFD_GET_INFO (before 6.13; `pidfd_creds` answers first). A
@@ -255,13 +223,12 @@ impl Caller {
     /// The process status; a vanished process reads as its fs ids with no groups.
     pub fn status(&self) -> &ProcStatus {
         self.status.get_or_init(|| {
-            let st = ProcStatus::read(self.tid).unwrap_or_else(|| ProcStatus {
+            let st = ProcStatus::read(self.tid).unwrap_or_else(|_| ProcStatus {
                 tgid: self.tid as i32,
                 uids: [self.fsuid; 4],
                 gids: [self.fsgid; 4],
                 umask: 0o022,
-                groups: Vec::new(),
-                cap_eff: 0,
+                ..ProcStatus::default()
             });
             cache_put(self.tid, self.fsuid, self.fsgid, &st);
             st

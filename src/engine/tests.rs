@@ -29,6 +29,7 @@ pub(super) fn root() -> Caller {
             groups: vec![],
             // All capabilities, as root has.
             cap_eff: !0,
+            ..Default::default()
         },
     )
 }
@@ -49,6 +50,7 @@ pub(super) fn user(uid: u32) -> Caller {
         umask: 0o022,
         groups: vec![],
         cap_eff: 0,
+        ..Default::default()
     };
     Caller::with_status(1, st)
 }
@@ -960,6 +962,7 @@ fn peer_groups_are_taken_with_the_peer_credentials() {
                 umask: 0o022,
                 groups,
                 cap_eff: !0,
+                ..Default::default()
             },
         )
     };

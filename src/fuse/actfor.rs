@@ -36,12 +36,8 @@ struct Grant {
     target: u32,
     fsuid: u32,
     fsgid: u32,
-    /// The target as granted: its process, start time and credentials.
-    target_tgid: i32,
-    target_started: u64,
-    uids: [u32; 4],
-    gids: [u32; 4],
-    cap_eff: u64,
+    /// The target as granted.
+    checked: Target,
     /// "TID netns": sockets made under the grant are made in the network
     /// namespace the granting thread is in (the supervisor enters a kernel
     /// socket's namespace to make its udsfs stand-in there, as Linux keeps
@@ -76,12 +72,36 @@ type Pidfds = (Arc<OwnedFd>, Arc<OwnedFd>);
 /// thread).
 struct Checked {
     started: u64,
-    target_tgid: i32,
-    target_started: u64,
+    target: Target,
+    pidfds: Pidfds,
+}
+
+/// A target as checked: its process, start time and credentials.
+#[derive(Clone, Copy)]
+struct Target {
+    tgid: i32,
+    started: u64,
     uids: [u32; 4],
     gids: [u32; 4],
     cap_eff: u64,
-    pidfds: Pidfds,
+}
+
+impl Target {
+    fn of(st: &Status, started: u64) -> Target {
+        Target {
+            tgid: st.tgid,
+            started,
+            uids: st.uids,
+            gids: st.gids,
+            cap_eff: st.cap_eff,
+        }
+    }
+
+    /// Whether `st` is of this target's process, with the ids and
+    /// capabilities it was checked with.
+    fn same(&self, st: &Status) -> bool {
+        (st.tgid, st.uids, st.gids, st.cap_eff) == (self.tgid, self.uids, self.gids, self.cap_eff)
+    }
 }
 
 /// (supervisor process, setter's fsuid, target thread).
@@ -335,11 +355,9 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     } else {
         None
     };
+    let checked = Target::of(&them, target_started);
     let again = Status::read(target).map_err(|_| libc::ESRCH)?;
-    if (again.tgid, again.uids, again.gids, again.cap_eff)
-        != (them.tgid, them.uids, them.gids, them.cap_eff)
-        || procfs::start_time(them.tgid) != Some(target_started)
-    {
+    if !checked.same(&again) || procfs::start_time(them.tgid) != Some(target_started) {
         return Err(libc::ESRCH);
     }
     if map.len() >= SWEEP_AT {
@@ -353,11 +371,7 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
             (me.tgid, uid, target),
             Checked {
                 started,
-                target_tgid: them.tgid,
-                target_started,
-                uids: them.uids,
-                gids: them.gids,
-                cap_eff: them.cap_eff,
+                target: checked,
                 pidfds: p.clone(),
             },
         );
@@ -371,11 +385,7 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
             target,
             fsuid: them.uids[3],
             fsgid: them.gids[3],
-            target_tgid: them.tgid,
-            target_started,
-            uids: them.uids,
-            gids: them.gids,
-            cap_eff: them.cap_eff,
+            checked,
             granter_netns,
             pidfds,
             status,
@@ -411,31 +421,18 @@ fn checked_before(
     if ch.started != started {
         return None;
     }
-    let pidfds = ch.pidfds.clone();
-    let (t_tgid, t_started, ids) = (
-        ch.target_tgid,
-        ch.target_started,
-        (ch.uids, ch.gids, ch.cap_eff),
-    );
+    let (pidfds, checked) = (ch.pidfds.clone(), ch.target);
     drop(c);
     let thread = same_thread(prev.thread.as_ref(), tgid, tid);
     let st = Status::read(target).ok()?;
-    let same = thread
-        && st.tgid == t_tgid
-        && (st.uids, st.gids, st.cap_eff) == ids
-        && alive(&pidfds.0)
-        && alive(&pidfds.1);
+    let same = thread && checked.same(&st) && alive(&pidfds.0) && alive(&pidfds.1);
     same.then(|| Grant {
         tgid,
         started,
         target,
         fsuid: st.uids[3],
         fsgid: st.gids[3],
-        target_tgid: t_tgid,
-        target_started: t_started,
-        uids: st.uids,
-        gids: st.gids,
-        cap_eff: st.cap_eff,
+        checked,
         granter_netns,
         pidfds: Some(pidfds),
         status: Some(st),
@@ -452,7 +449,7 @@ fn pidfds_of(sup: (i32, u64), target: (i32, u64)) -> Option<Pidfds> {
         c.as_ref()?.iter().find_map(|((tgid, _, _), ch)| {
             if (*tgid, ch.started) == who {
                 Some(ch.pidfds.0.clone())
-            } else if (ch.target_tgid, ch.target_started) == who {
+            } else if (ch.target.tgid, ch.target.started) == who {
                 Some(ch.pidfds.1.clone())
             } else {
                 None
@@ -545,11 +542,7 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
     };
     let granter_netns = gr.granter_netns;
     let (tgid, started, who) = (gr.tgid, gr.started, (gr.target, gr.fsuid, gr.fsgid));
-    let (t_tgid, t_started, ids) = (
-        gr.target_tgid,
-        gr.target_started,
-        (gr.uids, gr.gids, gr.cap_eff),
-    );
+    let t = gr.checked;
     let has_pidfds = gr.pidfds.is_some();
     drop(g);
     // The grant's thread must still be the supervisor's, and the target the
@@ -569,7 +562,7 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
         let gr = g
             .as_ref()
             .and_then(|m| m.get(&tid))
-            .filter(|gr| (gr.started, gr.target_started) == (started, t_started));
+            .filter(|gr| (gr.started, gr.checked.started) == (started, t.started));
         // A living granting thread keeps its process (with no pidfd of its
         // own, the /proc look, then the process's pidfd).
         let thread = gr.is_some_and(|gr| {
@@ -581,18 +574,13 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
             .and_then(|gr| gr.status.clone());
         drop(g);
         let lives = st.is_some();
-        (
-            thread && lives,
-            st.filter(|st| st.tgid == t_tgid && (st.uids, st.gids, st.cap_eff) == ids),
-        )
+        (thread && lives, st.filter(|st| t.same(st)))
     } else {
         let same = Status::read(tid).is_ok_and(|st| st.tgid == tgid)
             && procfs::start_time(tgid) == Some(started);
-        let target = Status::read(who.0).ok().filter(|st| {
-            st.tgid == t_tgid
-                && (st.uids, st.gids, st.cap_eff) == ids
-                && procfs::start_time(t_tgid) == Some(t_started)
-        });
+        let target = Status::read(who.0)
+            .ok()
+            .filter(|st| t.same(st) && procfs::start_time(t.tgid) == Some(t.started));
         (same, target)
     };
     if same && let Some(st) = target {

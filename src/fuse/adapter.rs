@@ -21,8 +21,8 @@ use super::actfor;
 use super::attr::{AttrChange, Entry};
 use super::front::Inner;
 use super::reply::{IoctlOut, Opened, Sink};
-use super::tree_edit::Maker;
 use super::watchdog;
+use crate::engine::tree::Maker;
 use crate::engine::{Caller, Engine};
 
 /// How long the kernel may keep attributes and entries: not at all, since
@@ -38,7 +38,7 @@ fn caller(req: &Request) -> Caller {
 }
 
 fn caller_as(req: &Request, who: actfor::ActFor) -> Caller {
-    let mut c = Caller::again(who.tid, who.uid, who.gid, who.status.map(Into::into));
+    let mut c = Caller::again(who.tid, who.uid, who.gid, who.status);
     if let Some(ns) = who.netns {
         c = c.in_netns(ns);
     }

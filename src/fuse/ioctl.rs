@@ -675,16 +675,6 @@ fn recv_once(
 mod tests {
     use super::*;
 
-    /// The sizes README documents and the library was built against.
-    #[test]
-    fn wire_sizes() {
-        assert_eq!(std::mem::size_of::<Ctl>(), 352);
-        assert_eq!(MSG_BUF, 16376);
-        assert_eq!(MSG_ROOM, 14160);
-        assert_eq!(UDSFS_IOC_CTL, 0xc160_5501);
-        assert_eq!(UDSFS_IOC_MSG, 0xfff8_5502);
-    }
-
     #[test]
     fn addresses_round_trip_and_bad_ones_are_refused() {
         let mut buf = [0u8; ADDR_MAX];

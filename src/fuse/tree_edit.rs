@@ -6,14 +6,7 @@ use nix::errno::Errno;
 use super::attr::Entry;
 use super::front::Inner;
 use super::inode::Node;
-use crate::engine::tree;
-
-/// Who asks for a new node, with the mode it asks for.
-pub struct Maker {
-    pub uid: u32,
-    pub gid: u32,
-    pub mode: u32,
-}
+use crate::engine::tree::{self, Maker};
 
 /// The tree directory a request names, or EPERM for the control tree.
 fn tree_dir(ino: u64) -> Result<u64, Errno> {
@@ -41,12 +34,12 @@ impl Inner {
             );
             return Err(Errno::EPERM);
         }
-        self.entry(self.eng.tree.mknod_socket(p, name, m.mode, m.uid, m.gid)?)
+        self.entry(self.eng.tree.mknod_socket(p, name, m)?)
     }
 
     pub(super) fn mkdir(&self, parent: u64, name: &[u8], m: Maker) -> Result<Entry, Errno> {
         let p = tree_dir(parent)?;
-        self.entry(self.eng.tree.mkdir(p, name, m.mode, m.uid, m.gid)?)
+        self.entry(self.eng.tree.mkdir(p, name, m)?)
     }
 
     pub(super) fn unlink(&self, parent: u64, name: &[u8]) -> Result<(), Errno> {
@@ -65,7 +58,7 @@ impl Inner {
         m: Maker,
     ) -> Result<Entry, Errno> {
         let p = tree_dir(parent)?;
-        self.entry(self.eng.tree.symlink(p, link_name, target, m.uid, m.gid)?)
+        self.entry(self.eng.tree.symlink(p, link_name, target, m)?)
     }
 
     pub(super) fn rename(

@@ -149,6 +149,16 @@ impl Notify {
             Notify::Eventfd { peer, .. } => futex::eventfd_signal(peer),
         }
     }
+
+    /// After a store the other end must see (a position, `fin`): the fence
+    /// of the protocol above, then a wake through `ev` if the other end
+    /// says it sleeps (`waiting`).
+    fn wake_if_waiting(self, waiting: &AtomicU32, ev: &AtomicU32) {
+        fence(Ordering::SeqCst);
+        if waiting.load(Ordering::Relaxed) != 0 {
+            self.wake(ev);
+        }
+    }
 }
 
 fn state_of(w: &AtomicU32) -> Result<(), LaneErr> {
@@ -319,10 +329,8 @@ impl<'a> Writer<'a> {
     fn publish(&mut self, n: u64) {
         self.tail += n;
         self.d.tail.store(self.tail as u32, Ordering::Release);
-        fence(Ordering::SeqCst);
-        if self.d.reader_waiting.load(Ordering::Relaxed) != 0 {
-            self.notify.wake(self.d.data_ev);
-        }
+        self.notify
+            .wake_if_waiting(self.d.reader_waiting, self.d.data_ev);
     }
 
     /// No more bytes from this end (shutdown(SHUT_WR), close): the reader
@@ -333,10 +341,8 @@ impl<'a> Writer<'a> {
         }
         self.shut = true;
         self.d.fin.store(1, Ordering::Release);
-        fence(Ordering::SeqCst);
-        if self.d.reader_waiting.load(Ordering::Relaxed) != 0 {
-            self.notify.wake(self.d.data_ev);
-        }
+        self.notify
+            .wake_if_waiting(self.d.reader_waiting, self.d.data_ev);
     }
 
     /// Whether a write of `want` bytes (a record: its whole size; a stream:
@@ -476,10 +482,8 @@ impl<'a> Reader<'a> {
     fn consume(&mut self, n: u64) {
         self.head += n;
         self.d.head.store(self.head as u32, Ordering::Release);
-        fence(Ordering::SeqCst);
-        if self.d.writer_waiting.load(Ordering::Relaxed) != 0 {
-            self.notify.wake(self.d.space_ev);
-        }
+        self.notify
+            .wake_if_waiting(self.d.writer_waiting, self.d.space_ev);
     }
 
     fn usable(&self) -> Result<(), LaneErr> {

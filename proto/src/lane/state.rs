@@ -1,9 +1,9 @@
 //! The connection's state word (the header's word at `region::OFF_STATE`).
 
+numbered! {
 /// The connection's state, which only the daemon changes. An end acts on
 /// its own only in `Direct`; any other value sends it to the daemon, and a
 /// value that is none of these is corruption.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
     /// Being set up: not for use yet.
     Setup = 0,
@@ -14,15 +14,24 @@ pub enum State {
     /// The connection is closed or reset: ask the daemon what to report.
     Closed = 3,
 }
+}
 
 impl State {
     pub fn from_word(w: u32) -> Option<State> {
-        Some(match w {
-            0 => State::Setup,
-            1 => State::Direct,
-            2 => State::Through,
-            3 => State::Closed,
-            _ => return None,
-        })
+        State::try_from(w).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::State;
+
+    #[test]
+    fn states_come_from_their_words_only() {
+        for w in 0..64 {
+            let s = State::from_word(w);
+            assert_eq!(s.map(|s| s as u32), (w <= 3).then_some(w), "word {w}");
+        }
+        assert_eq!(State::from_word(u32::MAX), None);
     }
 }

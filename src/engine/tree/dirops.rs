@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use nix::errno::Errno;
 
-use super::node::{Attr, Content, Kind, Node};
+use super::node::{Attr, Content, Kind, Maker, Node};
 use super::shards::Locked;
 use super::{CONTROL_NAME, ROOT_INO, Tree, check_name};
 
@@ -40,48 +40,35 @@ impl Tree {
         Ok(attr)
     }
 
-    pub fn mkdir(
-        &self,
-        parent: u64,
-        name: &[u8],
-        perm: u32,
-        uid: u32,
-        gid: u32,
-    ) -> Result<Attr, Errno> {
+    pub fn mkdir(&self, parent: u64, name: &[u8], m: Maker) -> Result<Attr, Errno> {
         let content = Content::Dir {
             entries: BTreeMap::new(),
             parent,
         };
-        self.insert(parent, name, Node::new(content, perm, uid, gid))
+        self.insert(parent, name, Node::new(content, m.mode, m.uid, m.gid))
     }
 
-    pub fn mknod_socket(
-        &self,
-        parent: u64,
-        name: &[u8],
-        perm: u32,
-        uid: u32,
-        gid: u32,
-    ) -> Result<Attr, Errno> {
-        self.insert(parent, name, Node::new(Content::Socket, perm, uid, gid))
+    pub fn mknod_socket(&self, parent: u64, name: &[u8], m: Maker) -> Result<Attr, Errno> {
+        self.insert(
+            parent,
+            name,
+            Node::new(Content::Socket, m.mode, m.uid, m.gid),
+        )
     }
 
+    /// A symlink's mode is always 0777 (`m.mode` is not asked).
     pub fn symlink(
         &self,
         parent: u64,
         name: &[u8],
         target: &[u8],
-        uid: u32,
-        gid: u32,
+        m: Maker,
     ) -> Result<Attr, Errno> {
         if target.is_empty() {
             return Err(Errno::ENOENT);
         }
-        self.insert(
-            parent,
-            name,
-            Node::new(Content::Symlink(target.to_vec()), 0o777, uid, gid),
-        )
+        let content = Content::Symlink(target.to_vec());
+        self.insert(parent, name, Node::new(content, 0o777, m.uid, m.gid))
     }
 
     pub fn link(&self, ino: u64, parent: u64, name: &[u8]) -> Result<Attr, Errno> {

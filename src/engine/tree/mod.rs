@@ -20,7 +20,7 @@ use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use super::quota::Quota;
-pub use node::{Attr, Kind};
+pub use node::{Attr, Kind, Maker};
 use node::{Content, Node};
 use shards::Shard;
 

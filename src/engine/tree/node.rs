@@ -15,6 +15,14 @@ pub enum Kind {
     Symlink,
 }
 
+/// Who asks for a new node, with the mode it asks for.
+#[derive(Clone, Copy, Debug)]
+pub struct Maker {
+    pub uid: u32,
+    pub gid: u32,
+    pub mode: u32,
+}
+
 #[derive(Clone, Debug)]
 pub struct Attr {
     pub ino: u64,

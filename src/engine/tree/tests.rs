@@ -17,11 +17,16 @@ fn user(uid: u32) -> Caller {
     )
 }
 
+/// A node made by `uid`:`gid` with `mode`.
+fn by(uid: u32, gid: u32, mode: u32) -> Maker {
+    Maker { uid, gid, mode }
+}
+
 #[test]
 fn bind_connect_and_names() {
     let t = Tree::new(4, 0, 0, None);
     let root = user(0);
-    let run = t.mkdir(ROOT_INO, b"run", 0o755, 0, 0).unwrap();
+    let run = t.mkdir(ROOT_INO, b"run", by(0, 0, 0o755)).unwrap();
     let ino = t.bind_node(b"run/a.sock", &root, 0o755).unwrap();
     assert_eq!(
         t.bind_node(b"run/a.sock", &root, 0o755),
@@ -37,7 +42,8 @@ fn bind_connect_and_names() {
     );
     assert_eq!(t.connect_node(b"/run/./a.sock", &root), Ok(ino));
     assert_eq!(t.connect_node(b"run", &root), Err(Errno::ECONNREFUSED));
-    t.symlink(ROOT_INO, b"l", b"run/a.sock", 0, 0).unwrap();
+    t.symlink(ROOT_INO, b"l", b"run/a.sock", by(0, 0, 0o777))
+        .unwrap();
     assert_eq!(t.connect_node(b"l", &root), Ok(ino));
     assert_eq!(t.bind_node(b"l", &root, 0o755), Err(Errno::EADDRINUSE));
     // Permissions: write on the node, search on the directories.
@@ -62,8 +68,8 @@ fn bind_connect_and_names() {
 #[test]
 fn group_bits_follow_supplementary_groups() {
     let t = Tree::new(2, 0, 0, None);
-    let d = t.mkdir(ROOT_INO, b"grp", 0o710, 0, 50).unwrap();
-    t.mknod_socket(d.ino, b"s", 0o777, 0, 0).unwrap();
+    let d = t.mkdir(ROOT_INO, b"grp", by(0, 50, 0o710)).unwrap();
+    t.mknod_socket(d.ino, b"s", by(0, 0, 0o777)).unwrap();
     let member = Caller::with_status(
         1,
         ProcStatus {
@@ -82,12 +88,13 @@ fn group_bits_follow_supplementary_groups() {
 #[test]
 fn directory_rules() {
     let t = Tree::new(3, 0, 0, None);
-    let a = t.mkdir(ROOT_INO, b"a", 0o755, 0, 0).unwrap();
-    let b = t.mkdir(a.ino, b"b", 0o755, 0, 0).unwrap();
+    let a = t.mkdir(ROOT_INO, b"a", by(0, 0, 0o755)).unwrap();
+    let b = t.mkdir(a.ino, b"b", by(0, 0, 0o755)).unwrap();
     assert_eq!(t.rename(ROOT_INO, b"a", b.ino, b"x", 0), Err(Errno::EINVAL));
     assert_eq!(t.rmdir(ROOT_INO, b"a"), Err(Errno::ENOTEMPTY));
     assert_eq!(
-        t.mkdir(ROOT_INO, CONTROL_NAME, 0o755, 0, 0).unwrap_err(),
+        t.mkdir(ROOT_INO, CONTROL_NAME, by(0, 0, 0o755))
+            .unwrap_err(),
         Errno::EEXIST
     );
     assert_eq!(t.getattr(a.ino).unwrap().nlink, 3);
@@ -96,7 +103,8 @@ fn directory_rules() {
     t.rmdir(ROOT_INO, b"a").unwrap();
     assert_eq!(t.unlink(ROOT_INO, b"b"), Err(Errno::EISDIR));
     let mut links = 0;
-    t.symlink(ROOT_INO, b"loop", b"loop", 0, 0).unwrap();
+    t.symlink(ROOT_INO, b"loop", b"loop", by(0, 0, 0o777))
+        .unwrap();
     if t.connect_node(b"loop", &user(0)) == Err(Errno::ELOOP) {
         links += 1;
     }
@@ -104,9 +112,9 @@ fn directory_rules() {
     // A full tree says ENOSPC, and room comes back with removals.
     t.set_max_nodes(t.nodes.used() as usize);
     assert_eq!(
-        t.mkdir(ROOT_INO, b"c", 0o755, 0, 0).unwrap_err(),
+        t.mkdir(ROOT_INO, b"c", by(0, 0, 0o755)).unwrap_err(),
         Errno::ENOSPC
     );
     t.unlink(ROOT_INO, b"loop").unwrap();
-    t.mkdir(ROOT_INO, b"c", 0o755, 0, 0).unwrap();
+    t.mkdir(ROOT_INO, b"c", by(0, 0, 0o755)).unwrap();
 }

@@ -3,7 +3,7 @@
 
 use nix::errno::Errno;
 
-use super::node::Kind;
+use super::node::{Kind, Maker};
 use super::{MAX_SYMLINKS, NAME_MAX, ROOT_INO, Tree};
 use crate::engine::cred::Caller;
 
@@ -86,7 +86,12 @@ impl Tree {
         if !self.permits(dir, caller, 3)? {
             return Err(Errno::EACCES);
         }
-        match self.mknod_socket(dir, &name, perm, caller.fsuid, caller.fsgid) {
+        let m = Maker {
+            uid: caller.fsuid,
+            gid: caller.fsgid,
+            mode: perm,
+        };
+        match self.mknod_socket(dir, &name, m) {
             Ok(a) => Ok(a.ino),
             Err(Errno::EEXIST) => Err(Errno::EADDRINUSE),
             Err(e) => Err(e),
