@@ -253,6 +253,7 @@ scripts!(
     run_ssh_agent,
     run_socat_nc,
     run_supervisord,
+    run_xvfb,
     sigio,
     signal_send,
     soak,
