@@ -32,9 +32,9 @@ fn timeout_of(name: &str) -> Duration {
         "sigio" => Duration::from_secs(240),
         // Four runs (root's pool and the www-data pool, kernel and udsfs).
         "run_php_fpm" => Duration::from_secs(240),
-        // Go's net and syscall tests built (a cold Go cache compiles them), then five
-        // passes: the kernel's two, three through udsfs (TestSplice waits 10 s in each).
-        "run_go_tests" => Duration::from_secs(240),
+        // Go's net and syscall tests built (a cold Go cache compiles them), then seven
+        // passes: the kernel's three, four through udsfs (TestSplice waits 10 s in one).
+        "run_go_tests" => Duration::from_secs(180),
         _ => TIMEOUT,
     }
 }
