@@ -10,7 +10,9 @@
 # On each: the three clients' answers; a client that stays (`xprop -root -spy
 # CUT_BUFFER0`) sees another client set the root window's CUT_BUFFER0 (the server
 # carries an event between two connections); uid 65534's clients (through udsfs on
-# root's mount, --allow-other) read that property too and get xdpyinfo's answer; the
+# root's mount, --allow-other) read that property too and get xdpyinfo's answer, also
+# from a user and network namespace of their own (on Linux the abstract name is not
+# there: they connect to the path; both kinds), and a client under --front seccomp; the
 # server ends on SIGTERM and takes its socket with it. -noreset: by default the server
 # resets when its last client leaves, and a client that connects meanwhile may be
 # dropped ("unable to open display": once in three runs, on the kernel). Display
@@ -23,7 +25,7 @@ UDSFS_MOUNT_ARGS=(--allow-other) # uid 65534's clients reach root's mount
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-need_cmd Xvfb xvfb xdpyinfo x11-utils xwininfo x11-utils xprop x11-utils
+need_cmd Xvfb xvfb xdpyinfo x11-utils xwininfo x11-utils xprop x11-utils unshare util-linux
 X=/tmp/.X11-unix
 chmod o+x "$TMP" # uid 65534's clients write their answers below it
 chmod 1777 "$MNT" || fail "chmod 1777 the mount root"
@@ -122,6 +124,11 @@ one_server() {
         echo "== $kind: uid 65534's xdpyinfo (its first 5 lines)"
         run_cmd --route "$X" -- xdpyinfo
         as_uid 65534 "${RUN_CMD[@]}" | head -5 || echo "failed: $?"
+        echo "== $kind: uid 65534's xprop -root CUT_BUFFER0 in a user and network namespace of its own"
+        run_cmd --route "$X" -- xprop -root CUT_BUFFER0
+        as_uid 65534 unshare -Urn "${RUN_CMD[@]}" || echo "failed: $?"
+        echo "== $kind: xprop -root CUT_BUFFER0 under --front seccomp"
+        via --route "$X" --front seccomp -- xprop -root CUT_BUFFER0 || echo "failed: $?"
     } >>"$d/answers" 2>&1
     stop_bg "$spy"
     kill -TERM "$xvfb"
