@@ -6,7 +6,9 @@
 #   both  Xvfb's default: the abstract name and the path; libxcb's clients connect to the
 #         abstract name first, so they use it;
 #   path  `-nolisten local`: the path only; the clients' abstract connect is refused and
-#         they fall back to the path.
+#         they fall back to the path;
+#   seccomp  as both, the server under `udsfs run --front seccomp` (its socket calls
+#         trapped by the supervisor; the clients through the library as before).
 # On each: the three clients' answers; a client that stays (`xprop -root -spy
 # CUT_BUFFER0`) sees another client set the root window's CUT_BUFFER0 (the server
 # carries an event between two connections); uid 65534's clients (through udsfs on
@@ -74,13 +76,14 @@ wait_line() {
     fail "$3: $(cat "$1" 2>/dev/null)"
 }
 
-# one_server MODE KIND OUT [Xvfb options...]: a server of KIND (both, path) on MODE's
-# sockets, its clients' answers appended to OUT with the display number written N.
+# one_server MODE KIND OUT [Xvfb options...]: a server of KIND (both, path, seccomp) on
+# MODE's sockets, its clients' answers appended to OUT with the display number written N.
 one_server() {
-    local mode=$1 kind=$2 out=$3 d=$TMP/$1-$2 n xvfb spy
+    local mode=$1 kind=$2 out=$3 d=$TMP/$1-$2 n xvfb spy front=()
     shift 3
     mkdir -m 755 "$d"
-    run_cmd --route "$X" -- Xvfb -displayfd 3 -nolisten tcp -noreset "$@"
+    [ "$kind" != seccomp ] || front=(--front seccomp)
+    run_cmd --route "$X" "${front[@]}" -- Xvfb -displayfd 3 -nolisten tcp -noreset "$@"
     start_bg xvfb "${RUN_CMD[@]}" 3>"$d/display" >"$d/xvfb.log" 2>&1
     wait_line "$d/display" "" "$mode: Xvfb ($kind) wrote no display number"
     for _ in $(seq 1 250); do
@@ -92,7 +95,7 @@ one_server() {
     wait_listening "$X/X$n"
     expect_socket_home "$X/X$n"
     local want=$UDSFS_RUN_VIA
-    [ "$kind" == both ] || want=none
+    [ "$kind" != path ] || want=none
     local home
     home=$(abstract_home "$X/X$n")
     [ "$home" == "$want" ] || fail "$mode: Xvfb ($kind)'s abstract listener @$X/X$n is in: $home, want $want"
@@ -147,12 +150,13 @@ for mode in kernel udsfs; do
     : >"$TMP/$mode.out"
     one_server "$mode" both "$TMP/$mode.out"
     one_server "$mode" path "$TMP/$mode.out" -nolisten local
+    one_server "$mode" seccomp "$TMP/$mode.out"
     # their answers in short: the headings and each answer's first 3 lines
     awk '/^== / { n = 0; print; next } n++ < 3' "$TMP/$mode.out" >"$TMP/$mode.short"
     show_answers "$mode" "$TMP/$mode.short" "$TMP/$mode"-*/xvfb.log
 done
 grep -q '^name of display:    :N' "$TMP/kernel.out" || fail "xdpyinfo answered nothing on the kernel"
 grep -q 'CUT_BUFFER0(STRING) = "set by pid P"' "$TMP/kernel.out" || fail "the property did not come through on the kernel"
-[ "$(grep -c '^Xvfb (.*) exit status: 0$' "$TMP/kernel.out")" -eq 2 ] || fail "Xvfb did not exit 0 on SIGTERM on the kernel: $(grep 'exit status' "$TMP/kernel.out")"
+[ "$(grep -c '^Xvfb (.*) exit status: 0$' "$TMP/kernel.out")" -eq 3 ] || fail "Xvfb did not exit 0 on SIGTERM on the kernel: $(grep 'exit status' "$TMP/kernel.out")"
 same_answers "Xvfb and its clients"
-ok "Xvfb (abstract and path, path only) and its clients through udsfs run: the same $(wc -l <"$TMP/udsfs.out") lines as on kernel sockets"
+ok "Xvfb (abstract and path, path only, under the supervisor) and its clients through udsfs run: the same $(wc -l <"$TMP/udsfs.out") lines as on kernel sockets"
