@@ -32,6 +32,9 @@ fn timeout_of(name: &str) -> Duration {
         "sigio" => Duration::from_secs(240),
         // Four runs (root's pool and the www-data pool, kernel and udsfs).
         "run_php_fpm" => Duration::from_secs(240),
+        // Go's net and syscall tests built (a cold Go cache compiles them), then seven
+        // passes: the kernel's three, four through udsfs (TestSplice waits 10 s in one).
+        "run_go_tests" => Duration::from_secs(180),
         _ => TIMEOUT,
     }
 }
@@ -228,6 +231,7 @@ scripts!(
     run_faults,
     run_filter,
     run_glib_tests,
+    run_go_tests,
     run_hackbench,
     run_haproxy,
     run_inherit,
@@ -249,6 +253,7 @@ scripts!(
     run_ssh_agent,
     run_socat_nc,
     run_supervisord,
+    run_xvfb,
     sigio,
     signal_send,
     soak,
