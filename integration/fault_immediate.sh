@@ -17,6 +17,15 @@ need_preload
 need_cmd python3 python3
 
 # ---------------------------------------------------------------- 1. effects
+# full_on TYPE: what the full rule does to a TYPE socket's sends (stream, dgram: the same).
+full_on() {
+    printf '%s\n' "$1 full non-blocking send: EAGAIN" \
+        "$1 full blocking send at a signal: interrupted waited: True ended within 100 ms of it: True" \
+        "$1 full blocking send with SO_SNDTIMEO 200 ms: EAGAIN in time: True" \
+        "$1 full blocking send waits: True" \
+        "$1 full send once the rule is gone: 1" \
+        "$1 full receiver got: b'y'"
+}
 out=$(on_udsfs python3 "$LIB_DIR/fault_effects.py" "$MNT")
 printf '%s\n' "$out"
 expect_eq "what the immediate faults do" "$out" "refuse connect: ECONNREFUSED
@@ -25,18 +34,8 @@ refuse EAGAIN non-blocking connect: EAGAIN
 refuse EAGAIN blocking connect with SO_SNDTIMEO 200 ms: EAGAIN in time: True
 refuse EAGAIN blocking connect waits: True
 refuse EAGAIN blocking connect once the rule is gone: ok
-stream full non-blocking send: EAGAIN
-stream full blocking send at a signal: interrupted waited: True ended within 100 ms of it: True
-stream full blocking send with SO_SNDTIMEO 200 ms: EAGAIN in time: True
-stream full blocking send waits: True
-stream full send once the rule is gone: 1
-stream full receiver got: b'y'
-dgram full non-blocking send: EAGAIN
-dgram full blocking send at a signal: interrupted waited: True ended within 100 ms of it: True
-dgram full blocking send with SO_SNDTIMEO 200 ms: EAGAIN in time: True
-dgram full blocking send waits: True
-dgram full send once the rule is gone: 1
-dgram full receiver got: b'y'
+$(full_on stream)
+$(full_on dgram)
 full writable before the rule: poll, select, epoll: True True True
 full writable under the rule: poll, select, epoll: False False False
 full poll for POLLOUT waits: True

@@ -64,6 +64,12 @@ fn try_recv(eng: &Engine, s: &Arc<Socket>) -> Result<Vec<u8>, Errno> {
     eng.recvmsg(s, RecvFlags::new(65536), None).map(|r| r.data)
 }
 
+/// `data` sent from `from` is at `to` at once: no rule holds it.
+fn passes_at_once(eng: &Engine, from: &Arc<Socket>, to: &Arc<Socket>, data: &[u8]) {
+    send_all(eng, from, data).unwrap();
+    assert_eq!(try_recv(eng, to).unwrap(), data);
+}
+
 #[test]
 fn latency_delays_each_way_of_a_ping_pong() {
     let (eng, a, b, _) = faulted_pair(SockType::Stream, "socket {b} up latency latency=40");
@@ -236,8 +242,7 @@ fn deleting_a_latency_rule_restores_what_is_sent_next() {
     // Never before what was sent earlier.
     assert_eq!(try_recv(&eng, &b), Err(Errno::EAGAIN));
     assert_eq!(recv(&eng, &b, 100).unwrap(), b"late+");
-    send_all(&eng, &a, b"now").unwrap();
-    assert_eq!(try_recv(&eng, &b).unwrap(), b"now");
+    passes_at_once(&eng, &a, &b, b"now");
 }
 
 #[test]
@@ -313,8 +318,7 @@ fn a_socket_rule_goes_with_its_socket() {
     assert!(eng.faults.list(0).is_empty());
     // A new socket that may get the same number is not delayed.
     let (c, d) = eng.socketpair(SockType::Stream, &me());
-    send_all(&eng, &c, b"now").unwrap();
-    assert_eq!(try_recv(&eng, &d).unwrap(), b"now");
+    passes_at_once(&eng, &c, &d, b"now");
 }
 
 #[test]
@@ -338,8 +342,7 @@ fn a_name_rule_covers_the_connections_made_to_it() {
         t.elapsed()
     );
     // Up only: the reply is not delayed.
-    send_all(&eng, &conn, b"reply").unwrap();
-    assert_eq!(try_recv(&eng, &cli).unwrap(), b"reply");
+    passes_at_once(&eng, &conn, &cli, b"reply");
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
-use super::tests::{engine, user};
+use super::tests::{engine, put_all, user};
 use super::*;
 
 /// Passes `x` over `a` to `b`; the entry `b`'s reader (`uid`) gets.
@@ -48,10 +48,7 @@ fn a_received_entry_lives_while_claimed_then_goes() {
         "revoked for good"
     );
     assert_eq!(e.hold_for_passing(&[h], &u).err(), Some(Errno::EBADF));
-    e.put(&d.sock);
-    e.put(&x);
-    e.put(&a);
-    e.put(&b);
+    put_all(&e, &[&d.sock, &x, &a, &b]);
     assert_eq!(e.live_sockets(), 0);
 }
 
@@ -71,8 +68,7 @@ fn a_socket_passed_away_and_closed_is_revoked_for_its_maker() {
     assert!(!d.refs.live(), "its maker kept nothing");
     assert!(e.more_claim(x.id, &d).is_none());
     assert_eq!(e.hold_for_passing(&[x.id], &u).err(), Some(Errno::EBADF));
-    e.put(&a);
-    e.put(&b);
+    put_all(&e, &[&a, &b]);
 }
 
 #[test]
@@ -110,9 +106,7 @@ fn an_embryo_is_the_listeners_and_shut_until_accept() {
         "the accept's handle claims it"
     );
     assert!(e.dir(got.id).unwrap().refs.live());
-    e.put(&got);
-    e.put(&k);
-    e.put(&l);
+    put_all(&e, &[&got, &k, &l]);
 }
 
 /// Who may open a socket now, as the captures ask it (`Engine::openers`):
@@ -138,8 +132,6 @@ fn openers_follow_the_held_references() {
     e.release_claim(claim);
     assert!(e.openers(&x).is_empty(), "nobody may open it");
     assert_eq!(e.last_openers(&x), vec![1000], "who held it last");
-    e.put(&d.sock);
-    e.put(&a);
-    e.put(&b);
+    put_all(&e, &[&d.sock, &a, &b]);
     assert_eq!(e.live_sockets(), 0);
 }

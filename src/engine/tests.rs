@@ -16,6 +16,13 @@ pub(super) fn engine() -> Arc<Engine> {
     })
 }
 
+/// Puts back the references a test took, in order.
+pub(super) fn put_all(e: &Engine, socks: &[&Arc<Socket>]) {
+    for s in socks {
+        e.put(s);
+    }
+}
+
 pub(super) fn root() -> Caller {
     // This process's thread: its namespaces are the daemon's (pid 1's may
     // not be readable), so that its capabilities count.
@@ -308,11 +315,9 @@ fn an_accepted_socket_kept_by_its_listener_outlives_its_handle() {
     // One nobody opens goes with the listener: its client reads EOF.
     let b = e.accept(&l, None).unwrap();
     e.keep_accepted(&l, b.id, &c).unwrap();
-    e.put(&b);
-    e.put(&l);
+    put_all(&e, &[&b, &l]);
     assert_eq!(recv(&e, &c2, 10).unwrap(), b"");
-    e.put(&c1);
-    e.put(&c2);
+    put_all(&e, &[&c1, &c2]);
 }
 
 #[test]
@@ -354,8 +359,7 @@ fn gc_frees_a_socket_sent_over_itself() {
     let (a, b) = e.socketpair(SockType::Dgram, &c);
     pass(&e, &b, &a);
     assert_eq!(a.inflight(), 1);
-    e.put(&a);
-    e.put(&b);
+    put_all(&e, &[&a, &b]);
     assert_eq!(e.live_sockets(), base + 1, "a lives in its own queue");
     collect_all(&e);
     assert_eq!(e.live_sockets(), base);
@@ -387,8 +391,7 @@ fn gc_frees_cross_cycles_and_keeps_reachable_ones() {
         assert_eq!(back.rights.len(), 1);
         assert_eq!(back.rights[0].id, b0.id);
         e.put(&back.rights[0]);
-        e.put(&a0);
-        e.put(&b0);
+        put_all(&e, &[&a0, &b0]);
         collect_all(&e);
         assert_eq!(e.live_sockets(), base, "{ty:?}: all freed");
         assert_eq!(e.gc.total(), 0);
@@ -420,8 +423,7 @@ fn gc_runs_in_the_background_when_the_last_handle_closes() {
     let base = e.live_sockets();
     let (a, b) = e.socketpair(SockType::Stream, &c);
     pass(&e, &b, &a);
-    e.put(&b);
-    e.put(&a);
+    put_all(&e, &[&b, &a]);
     let start = std::time::Instant::now();
     while e.live_sockets() != base && start.elapsed() < std::time::Duration::from_secs(2) {
         std::thread::sleep(std::time::Duration::from_millis(1));
@@ -449,9 +451,7 @@ fn in_flight_sockets_cannot_be_reopened_by_number() {
     assert!(e.try_hold(&d.sock));
     e.adopt(ids[0]);
     assert_eq!(d.sock.refs(), 1);
-    e.put(&d.sock);
-    e.put(&a);
-    e.put(&b);
+    put_all(&e, &[&d.sock, &a, &b]);
 }
 
 #[test]
@@ -570,9 +570,7 @@ fn unopened_received_sockets_are_bounded() {
     let d = e.dir(got[0]).unwrap();
     assert!(e.try_hold(&d.sock));
     e.adopt(got[0]);
-    e.put(&d.sock);
-    e.put(&a);
-    e.put(&b);
+    put_all(&e, &[&d.sock, &a, &b]);
     assert_eq!(e.live_sockets(), base);
 }
 
@@ -583,8 +581,7 @@ fn double_put_is_refused() {
     let (e, c) = (engine(), root());
     let s = e.socket(SockType::Stream, &c);
     assert_eq!(e.live_sockets(), 1);
-    e.put(&s);
-    e.put(&s);
+    put_all(&e, &[&s, &s]);
     assert_eq!(s.refs(), 0);
     assert_eq!(e.live_sockets(), 0);
     // A later reference by number is still refused.
@@ -649,8 +646,7 @@ fn closes_complete_during_a_collection_walk() {
         "no close completed inside any of {walks} walks"
     );
     for (a, b) in held {
-        e.put(&a);
-        e.put(&b);
+        put_all(&e, &[&a, &b]);
     }
     while e.collect() > 0 {}
     // The collector's purge drops 10,000 references: most on the release thread.
@@ -741,8 +737,7 @@ fn files_in_flight_among_sockets() {
     assert_eq!(e.gc.user_inflight(0), 1);
     e.put(&b);
     assert_eq!(e.gc.user_inflight(0), 0);
-    e.put(&a);
-    e.put(&passed);
+    put_all(&e, &[&a, &passed]);
 }
 
 #[test]
@@ -757,8 +752,7 @@ fn passpidfd_carries_the_sender_pid() {
     let second = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
     assert_eq!((second.data.as_slice(), second.pidfd), (&b"2"[..], Some(1)));
     assert_eq!(second.creds, None);
-    e.put(&a);
-    e.put(&b);
+    put_all(&e, &[&a, &b]);
 }
 
 /// A dead cycle that also carries a file: the collector frees the sockets and
@@ -773,8 +767,7 @@ fn collector_closes_files_carried_by_garbage() {
     // are closed, only the queues hold them.
     send_passing(&e, &b, &c, b"x", &[b.id, tag]);
     send_passing(&e, &a, &c, b"y", &[a.id]);
-    e.put(&b);
-    e.put(&a);
+    put_all(&e, &[&b, &a]);
     let mut buf = [0u8; 1];
     near.set_nonblocking(true).unwrap();
     assert!(near.read(&mut buf).is_err(), "held while the cycle waits");
@@ -943,8 +936,7 @@ fn a_stream_read_stops_before_a_chunk_its_buffers_cannot_take_whole() {
     let r = e.recvmsg(&b, limited(12), None).unwrap();
     assert_eq!(r.data, b"helloworld");
     assert_eq!(recv(&e, &b, 64).unwrap(), b"abcde");
-    e.put(&a);
-    e.put(&b);
+    put_all(&e, &[&a, &b]);
 }
 
 /// SO_PEERGROUPS: the groups each side had when SO_PEERCRED was taken

@@ -16,28 +16,32 @@ fn holder(tid: u32, started: u64, uid: u32) -> Holder {
     }
 }
 
-/// An engine, root and a listener root made.
-fn listener() -> (Arc<Engine>, Caller, Arc<Socket>) {
+/// An engine (kept for the test's length), a listener root made, a ticket desk with
+/// no tickets yet, and the moment the tickets are asked at.
+fn desk() -> (Arc<Engine>, Arc<Socket>, Tickets, Instant) {
     let (e, c) = (engine(), root());
     let l = e.socket(SockType::Stream, &c);
     e.bind(&l, &Addr::Abstract(b"tickets".to_vec()), &c)
         .unwrap();
     e.listen(&l, 4, &c).unwrap();
-    (e, c, l)
+    (e, l, Tickets::default(), Instant::now())
 }
 
 fn seq_of(t: &Tickets, secret: u64, h: Holder) -> u64 {
     t.find(secret, h).expect("the holder finds its ticket")
 }
 
+/// A ticket issued to `h` on `l`: its secret and the number its holder opens.
+fn issued(t: &Tickets, l: &Arc<Socket>, h: Holder, now: Instant) -> (u64, u64) {
+    let secret = t.issue(l, h, now).unwrap();
+    (secret, seq_of(t, secret, h))
+}
+
 #[test]
 fn another_user_or_thread_cannot_take_a_ticket_and_the_holder_still_can() {
-    let (_e, _c, l) = listener();
-    let t = Tickets::default();
-    let now = Instant::now();
+    let (_e, l, t, now) = desk();
     let www = holder(100, 7, 33);
-    let secret = t.issue(&l, www, now).unwrap();
-    let seq = seq_of(&t, secret, www);
+    let (secret, seq) = issued(&t, &l, www, now);
     // A second user who learnt the number (or guessed it).
     let nobody = holder(100, 7, 65534);
     println!("tried: lookup and open of www-data's ticket as uid 65534");
@@ -67,9 +71,7 @@ fn another_user_or_thread_cannot_take_a_ticket_and_the_holder_still_can() {
 
 #[test]
 fn guessed_numbers_find_nothing() {
-    let (_e, _c, l) = listener();
-    let t = Tickets::default();
-    let now = Instant::now();
+    let (_e, l, t, now) = desk();
     let owner = holder(5, 1, 1000);
     let secret = t.issue(&l, owner, now).unwrap();
     let found = (1..=100_000u64)
@@ -82,12 +84,9 @@ fn guessed_numbers_find_nothing() {
 
 #[test]
 fn an_expired_ticket_is_refused_and_dropped() {
-    let (_e, _c, l) = listener();
-    let t = Tickets::default();
-    let then = Instant::now();
+    let (_e, l, t, then) = desk();
     let h = holder(5, 1, 1000);
-    let secret = t.issue(&l, h, then).unwrap();
-    let seq = seq_of(&t, secret, h);
+    let (_, seq) = issued(&t, &l, h, then);
     let later = then + Duration::from_millis(udsfs_proto::mount::TICKET_TTL_MS + 1);
     assert_eq!(t.take(seq, h, later).err(), Some(Errno::ENOENT));
     assert!(t.is_empty(), "dropped at its refused open");
@@ -123,9 +122,7 @@ fn no_ticket_for_a_socket_that_is_not_listening() {
 
 #[test]
 fn sixty_thousand_requests_are_bounded_and_charged_to_the_asker() {
-    let (_e, _c, l) = listener();
-    let t = Tickets::default();
-    let now = Instant::now();
+    let (_e, l, t, now) = desk();
     // Another user's ticket, asked first.
     let victim = holder(2, 1, 1001);
     let vs = t.issue(&l, victim, now).unwrap();
@@ -168,9 +165,7 @@ fn sixty_thousand_requests_are_bounded_and_charged_to_the_asker() {
 
 #[test]
 fn a_threads_new_request_replaces_its_old_ticket() {
-    let (_e, _c, l) = listener();
-    let t = Tickets::default();
-    let now = Instant::now();
+    let (_e, l, t, now) = desk();
     let h = holder(5, 1, 1000);
     let first = t.issue(&l, h, now).unwrap();
     let second = t.issue(&l, h, now).unwrap();

@@ -273,6 +273,48 @@ pub fn sock_s(s: Sock) -> String {
     }
 }
 
+/// What a recorded operation hands back of its raw twin's result: an `Out`, or a
+/// socket (BAD_SOCK where the call failed, so the scenario goes on and the trace shows it).
+trait Handed<T> {
+    fn hand(r: Res<T>) -> Self;
+}
+
+impl<T> Handed<T> for Out<T> {
+    fn hand(r: Res<T>) -> Self {
+        Out(r)
+    }
+}
+
+impl Handed<Sock> for Sock {
+    fn hand(r: Res<Sock>) -> Self {
+        r.unwrap_or(BAD_SOCK)
+    }
+}
+
+impl Handed<(Sock, Sock)> for (Sock, Sock) {
+    fn hand(r: Res<(Sock, Sock)>) -> Self {
+        r.unwrap_or((BAD_SOCK, BAD_SOCK))
+    }
+}
+
+/// Backend's recorded operations, each made from its signature: `fn name(args) -> Ret =
+/// raw_name(call args) => |t, r| op, result;` calls the raw twin (its result `r`), pushes
+/// `op` (a String; `t` is the trace, for naming addresses) with `result` (a String made
+/// from `r`) on the trace, and hands `r` back (Handed).
+macro_rules! traced {
+    ($($(#[$m:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty = $raw:ident($($call:expr),*)
+        => |$t:ident, $r:ident| $op:expr, $res:expr;)*) => {
+        $($(#[$m])*
+        fn $name(&mut self, $($arg: $ty),*) -> $ret {
+            let $r = self.$raw($($call),*);
+            let $t = self.trace();
+            let op = $op;
+            $t.push(op, $res);
+            <$ret as Handed<_>>::hand($r)
+        })*
+    };
+}
+
 /// A socket implementation under test. Implement the `raw_*` methods; scenarios use
 /// the provided, recording methods.
 pub trait Backend {
@@ -487,83 +529,27 @@ pub trait Backend {
 
     // ---- recorded operations ----
 
-    fn socket(&mut self, ty: Ty) -> Sock {
-        let r = self.raw_socket(ty);
-        self.trace()
-            .push(format!("socket({})", ty.name()), show(&r, |s| sock_s(*s)));
-        r.unwrap_or(BAD_SOCK)
-    }
-
-    fn pair(&mut self, ty: Ty) -> (Sock, Sock) {
-        let r = self.raw_pair(ty);
-        self.trace().push(
-            format!("socketpair({})", ty.name()),
-            show(&r, |(a, b)| format!("{} {}", sock_s(*a), sock_s(*b))),
-        );
-        r.unwrap_or((BAD_SOCK, BAD_SOCK))
-    }
-
-    fn bind(&mut self, s: Sock, a: Addr) -> Out<()> {
-        let r = self.raw_bind(s, &a);
-        let t = self.trace();
-        let op = format!("bind({}, {})", sock_s(s), t.addr(&a));
-        t.push(op, unit(&r));
-        Out(r)
-    }
-
-    fn autobind(&mut self, s: Sock) -> Out<()> {
-        let r = self.raw_autobind(s);
-        self.trace()
-            .push(format!("autobind({})", sock_s(s)), unit(&r));
-        Out(r)
-    }
-
-    fn connect(&mut self, s: Sock, a: Addr) -> Out<()> {
-        let r = self.raw_connect(s, &a);
-        let t = self.trace();
-        let op = format!("connect({}, {})", sock_s(s), t.addr(&a));
-        t.push(op, unit(&r));
-        Out(r)
-    }
-
-    fn listen(&mut self, s: Sock, backlog: i32) -> Out<()> {
-        let r = self.raw_listen(s, backlog);
-        self.trace()
-            .push(format!("listen({}, {backlog})", sock_s(s)), unit(&r));
-        Out(r)
-    }
-
-    fn shutdown(&mut self, s: Sock, how: How) -> Out<()> {
-        let r = self.raw_shutdown(s, how);
-        self.trace()
-            .push(format!("shutdown({}, {})", sock_s(s), how.name()), unit(&r));
-        Out(r)
-    }
-
-    fn send(&mut self, s: Sock, d: &[u8]) -> Out<usize> {
-        let r = self.raw_send(s, d);
-        self.trace().push(
-            format!("send({}, {})", sock_s(s), show_bytes(d)),
-            show(&r, |n| format!("ok {n}")),
-        );
-        Out(r)
-    }
-
-    fn sendto(&mut self, s: Sock, d: &[u8], a: Addr) -> Out<usize> {
-        let r = self.raw_sendto(s, d, &a);
-        let t = self.trace();
-        let op = format!("sendto({}, {}, {})", sock_s(s), show_bytes(d), t.addr(&a));
-        t.push(op, show(&r, |n| format!("ok {n}")));
-        Out(r)
-    }
-
-    fn recv(&mut self, s: Sock, bufsize: usize) -> Out<Vec<u8>> {
-        let r = self.raw_recv(s, bufsize);
-        self.trace().push(
-            format!("recv({}, {bufsize})", sock_s(s)),
-            show(&r, |d| format!("ok {}", show_bytes(d))),
-        );
-        Out(r)
+    traced! {
+        fn socket(ty: Ty) -> Sock = raw_socket(ty)
+            => |t, r| format!("socket({})", ty.name()), show(&r, |s| sock_s(*s));
+        fn pair(ty: Ty) -> (Sock, Sock) = raw_pair(ty)
+            => |t, r| format!("socketpair({})", ty.name()), show(&r, |(a, b)| format!("{} {}", sock_s(*a), sock_s(*b)));
+        fn bind(s: Sock, a: Addr) -> Out<()> = raw_bind(s, &a)
+            => |t, r| format!("bind({}, {})", sock_s(s), t.addr(&a)), unit(&r);
+        fn autobind(s: Sock) -> Out<()> = raw_autobind(s)
+            => |t, r| format!("autobind({})", sock_s(s)), unit(&r);
+        fn connect(s: Sock, a: Addr) -> Out<()> = raw_connect(s, &a)
+            => |t, r| format!("connect({}, {})", sock_s(s), t.addr(&a)), unit(&r);
+        fn listen(s: Sock, backlog: i32) -> Out<()> = raw_listen(s, backlog)
+            => |t, r| format!("listen({}, {backlog})", sock_s(s)), unit(&r);
+        fn shutdown(s: Sock, how: How) -> Out<()> = raw_shutdown(s, how)
+            => |t, r| format!("shutdown({}, {})", sock_s(s), how.name()), unit(&r);
+        fn send(s: Sock, d: &[u8]) -> Out<usize> = raw_send(s, d)
+            => |t, r| format!("send({}, {})", sock_s(s), show_bytes(d)), show(&r, |n| format!("ok {n}"));
+        fn sendto(s: Sock, d: &[u8], a: Addr) -> Out<usize> = raw_sendto(s, d, &a)
+            => |t, r| format!("sendto({}, {}, {})", sock_s(s), show_bytes(d), t.addr(&a)), show(&r, |n| format!("ok {n}"));
+        fn recv(s: Sock, bufsize: usize) -> Out<Vec<u8>> = raw_recv(s, bufsize)
+            => |t, r| format!("recv({}, {bufsize})", sock_s(s)), show(&r, |d| format!("ok {}", show_bytes(d)));
     }
 
     fn recvfrom(&mut self, s: Sock, bufsize: usize) -> Out<Msg> {
@@ -599,66 +585,26 @@ pub trait Backend {
         t.push(op, res);
     }
 
-    fn close(&mut self, s: Sock) -> Out<()> {
-        let r = self.raw_close(s);
-        self.trace().push(format!("close({})", sock_s(s)), unit(&r));
-        Out(r)
-    }
-
-    fn mkdir(&mut self, path: &str) -> Out<()> {
-        let r = self.raw_mkdir(path);
-        self.trace().push(format!("mkdir {path}"), unit(&r));
-        Out(r)
-    }
-
-    fn rmdir(&mut self, path: &str) -> Out<()> {
-        let r = self.raw_rmdir(path);
-        self.trace().push(format!("rmdir {path}"), unit(&r));
-        Out(r)
-    }
-
-    fn rm(&mut self, path: &str) -> Out<()> {
-        let r = self.raw_rm(path);
-        self.trace().push(format!("rm {path}"), unit(&r));
-        Out(r)
-    }
-
-    fn rename(&mut self, from: &str, to: &str) -> Out<()> {
-        let r = self.raw_rename(from, to);
-        self.trace().push(format!("mv {from} {to}"), unit(&r));
-        Out(r)
-    }
-
-    fn symlink(&mut self, target: &str, link: &str) -> Out<()> {
-        let r = self.raw_symlink(target, link);
-        self.trace()
-            .push(format!("ln -s {target} {link}"), unit(&r));
-        Out(r)
-    }
-
-    fn stat(&mut self, path: &str) -> Out<String> {
-        let r = self.raw_stat(path);
-        self.trace()
-            .push(format!("stat {path}"), show(&r, |s| format!("ok {s}")));
-        Out(r)
+    traced! {
+        fn close(s: Sock) -> Out<()> = raw_close(s) => |t, r| format!("close({})", sock_s(s)), unit(&r);
+        fn mkdir(path: &str) -> Out<()> = raw_mkdir(path) => |t, r| format!("mkdir {path}"), unit(&r);
+        fn rmdir(path: &str) -> Out<()> = raw_rmdir(path) => |t, r| format!("rmdir {path}"), unit(&r);
+        fn rm(path: &str) -> Out<()> = raw_rm(path) => |t, r| format!("rm {path}"), unit(&r);
+        fn rename(from: &str, to: &str) -> Out<()> = raw_rename(from, to)
+            => |t, r| format!("mv {from} {to}"), unit(&r);
+        fn symlink(target: &str, link: &str) -> Out<()> = raw_symlink(target, link)
+            => |t, r| format!("ln -s {target} {link}"), unit(&r);
+        fn stat(path: &str) -> Out<String> = raw_stat(path)
+            => |t, r| format!("stat {path}"), show(&r, |s| format!("ok {s}"));
     }
 
     // ---- stream / seqpacket ----
 
-    fn accept(&mut self, s: Sock) -> Sock {
-        let r = self.raw_accept(s);
-        self.trace()
-            .push(format!("accept({})", sock_s(s)), show(&r, |n| sock_s(*n)));
-        r.unwrap_or(BAD_SOCK)
-    }
-
-    fn poll(&mut self, s: Sock) -> Out<i16> {
-        let r = self.raw_poll(s);
-        self.trace().push(
-            format!("poll({})", sock_s(s)),
-            show(&r, |m| format!("ok {}", poll_mask_name(*m))),
-        );
-        Out(r)
+    traced! {
+        fn accept(s: Sock) -> Sock = raw_accept(s)
+            => |t, r| format!("accept({})", sock_s(s)), show(&r, |n| sock_s(*n));
+        fn poll(s: Sock) -> Out<i16> = raw_poll(s)
+            => |t, r| format!("poll({})", sock_s(s)), show(&r, |m| format!("ok {}", poll_mask_name(*m)));
     }
 
     /// A send without MSG_NOSIGNAL; the trace notes a SIGPIPE raised by it.
@@ -681,114 +627,32 @@ pub trait Backend {
         Out(r)
     }
 
-    fn dup(&mut self, s: Sock) -> Sock {
-        let r = self.raw_dup(s);
-        self.trace()
-            .push(format!("dup({})", sock_s(s)), show(&r, |n| sock_s(*n)));
-        r.unwrap_or(BAD_SOCK)
-    }
-
-    fn drop_handle(&mut self, s: Sock) -> Out<()> {
-        let r = self.raw_drop_handle(s);
-        self.trace()
-            .push(format!("close-handle({})", sock_s(s)), unit(&r));
-        Out(r)
-    }
-
-    fn link(&mut self, from: &str, to: &str) -> Out<()> {
-        let r = self.raw_link(from, to);
-        self.trace().push(format!("ln {from} {to}"), unit(&r));
-        Out(r)
-    }
-
-    fn mknod_sock(&mut self, path: &str) -> Out<()> {
-        let r = self.raw_mknod_sock(path);
-        self.trace()
-            .push(format!("mknod {path} S_IFSOCK|0666"), unit(&r));
-        Out(r)
-    }
-
-    fn chmod(&mut self, path: &str, mode: u32) -> Out<()> {
-        let r = self.raw_chmod(path, mode);
-        self.trace()
-            .push(format!("chmod {mode:o} {path}"), unit(&r));
-        Out(r)
-    }
-
-    fn chown(&mut self, path: &str, uid: u32, gid: u32) -> Out<()> {
-        let r = self.raw_chown(path, uid, gid);
-        self.trace()
-            .push(format!("chown {uid}:{gid} {path}"), unit(&r));
-        Out(r)
-    }
-
-    fn owner(&mut self, path: &str) -> Out<String> {
-        let r = self.raw_owner(path);
-        self.trace()
-            .push(format!("owner {path}"), show(&r, |s| format!("ok {s}")));
-        Out(r)
-    }
-
-    fn multiuser(&mut self) -> Out<()> {
-        let r = self.raw_multiuser();
-        self.trace().push("setup multiuser".to_string(), unit(&r));
-        Out(r)
-    }
-
-    fn fd_call(&mut self, s: Sock, c: FdCall) -> Out<String> {
-        let r = self.raw_fd_call(s, &c);
-        let t = self.trace();
-        let op = c.show(t, s);
-        t.push(
-            op,
-            show(&r, |v| {
-                if v.is_empty() {
-                    "ok".to_string()
-                } else {
-                    format!("ok {v}")
-                }
-            }),
-        );
-        Out(r)
-    }
-
-    fn prog(&mut self, c: Prog) -> Out<String> {
-        let r = self.raw_prog(&c);
-        self.trace().push(
-            c.show(),
-            show(&r, |v| {
-                if v.is_empty() {
-                    "ok".to_string()
-                } else {
-                    format!("ok {v}")
-                }
-            }),
-        );
-        Out(r)
-    }
-
-    fn bind_sun(&mut self, s: Sock, sun: &[u8]) -> Out<()> {
-        let r = self.raw_bind_sun(s, sun);
-        let t = self.trace();
-        let op = format!("bind({}, {})", sock_s(s), t.sun(sun));
-        t.push(op, unit(&r));
-        Out(r)
-    }
-
-    fn connect_sun(&mut self, s: Sock, sun: &[u8]) -> Out<()> {
-        let r = self.raw_connect_sun(s, sun);
-        let t = self.trace();
-        let op = format!("connect({}, {})", sock_s(s), t.sun(sun));
-        t.push(op, unit(&r));
-        Out(r)
-    }
-
-    fn sendto_sun(&mut self, s: Sock, d: &[u8], sun: &[u8]) -> Out<usize> {
-        let r = self.raw_sendto_sun(s, d, sun);
-        let t = self.trace();
-        let op = format!("sendto({}, {}, {})", sock_s(s), show_bytes(d), t.sun(sun));
-        t.push(op, show(&r, |n| format!("ok {n}")));
-        Out(r)
+    traced! {
+        fn dup(s: Sock) -> Sock = raw_dup(s)
+            => |t, r| format!("dup({})", sock_s(s)), show(&r, |n| sock_s(*n));
+        fn drop_handle(s: Sock) -> Out<()> = raw_drop_handle(s)
+            => |t, r| format!("close-handle({})", sock_s(s)), unit(&r);
+        fn link(from: &str, to: &str) -> Out<()> = raw_link(from, to)
+            => |t, r| format!("ln {from} {to}"), unit(&r);
+        fn mknod_sock(path: &str) -> Out<()> = raw_mknod_sock(path)
+            => |t, r| format!("mknod {path} S_IFSOCK|0666"), unit(&r);
+        fn chmod(path: &str, mode: u32) -> Out<()> = raw_chmod(path, mode)
+            => |t, r| format!("chmod {mode:o} {path}"), unit(&r);
+        fn chown(path: &str, uid: u32, gid: u32) -> Out<()> = raw_chown(path, uid, gid)
+            => |t, r| format!("chown {uid}:{gid} {path}"), unit(&r);
+        fn owner(path: &str) -> Out<String> = raw_owner(path)
+            => |t, r| format!("owner {path}"), show(&r, |s| format!("ok {s}"));
+        fn multiuser() -> Out<()> = raw_multiuser() => |t, r| "setup multiuser".to_string(), unit(&r);
+        fn fd_call(s: Sock, c: FdCall) -> Out<String> = raw_fd_call(s, &c)
+            => |t, r| c.show(t, s), show(&r, |v| { if v.is_empty() { "ok".to_string() } else { format!("ok {v}") } });
+        fn prog(c: Prog) -> Out<String> = raw_prog(&c)
+            => |t, r| c.show(), show(&r, |v| { if v.is_empty() { "ok".to_string() } else { format!("ok {v}") } });
+        fn bind_sun(s: Sock, sun: &[u8]) -> Out<()> = raw_bind_sun(s, sun)
+            => |t, r| format!("bind({}, {})", sock_s(s), t.sun(sun)), unit(&r);
+        fn connect_sun(s: Sock, sun: &[u8]) -> Out<()> = raw_connect_sun(s, sun)
+            => |t, r| format!("connect({}, {})", sock_s(s), t.sun(sun)), unit(&r);
+        fn sendto_sun(s: Sock, d: &[u8], sun: &[u8]) -> Out<usize> = raw_sendto_sun(s, d, sun)
+            => |t, r| format!("sendto({}, {}, {})", sock_s(s), show_bytes(d), t.sun(sun)), show(&r, |n| format!("ok {n}"));
     }
 
     /// From here on this thread acts as `uid`/`gid` (effective and fs ids, no
@@ -823,33 +687,13 @@ pub trait Backend {
     }
     // ---- credentials, rights and GC ----
 
-    fn get_passcred(&mut self, s: Sock) -> Out<bool> {
-        let r = self.raw_get_passcred(s);
-        self.trace().push(
-            format!("get_passcred({})", sock_s(s)),
-            show(&r, |v| format!("ok {}", u8::from(*v))),
-        );
-        Out(r)
-    }
-
-    fn peercred(&mut self, s: Sock) -> Out<Option<Ucred>> {
-        let r = self.raw_peercred(s);
-        self.trace().push(
-            format!("peercred({})", sock_s(s)),
-            show(&r, |c| match c {
-                Some(c) => format!("ok {}", show_ucred(c)),
-                None => "ok unset".to_string(),
-            }),
-        );
-        Out(r)
-    }
-
-    fn sendmsg(&mut self, s: Sock, m: SendMsg) -> Out<usize> {
-        let r = self.raw_sendmsg(s, &m);
-        let t = self.trace();
-        let op = format!("sendmsg({}, {})", sock_s(s), show_sendmsg(t, &m));
-        t.push(op, show(&r, |n| format!("ok {n}")));
-        Out(r)
+    traced! {
+        fn get_passcred(s: Sock) -> Out<bool> = raw_get_passcred(s)
+            => |t, r| format!("get_passcred({})", sock_s(s)), show(&r, |v| format!("ok {}", u8::from(*v)));
+        fn peercred(s: Sock) -> Out<Option<Ucred>> = raw_peercred(s)
+            => |t, r| format!("peercred({})", sock_s(s)), show(&r, |c| match c { Some(c) => format!("ok {}", show_ucred(c)), None => "ok unset".to_string(), });
+        fn sendmsg(s: Sock, m: SendMsg) -> Out<usize> = raw_sendmsg(s, &m)
+            => |t, r| format!("sendmsg({}, {})", sock_s(s), show_sendmsg(t, &m)), show(&r, |n| format!("ok {n}"));
     }
 
     fn recvmsg(&mut self, s: Sock, bufsize: usize) -> Out<RecvMsg> {
@@ -872,12 +716,9 @@ pub trait Backend {
         Out(r)
     }
 
-    fn child(&mut self, c: Child, ops: &[ChildOp]) -> Out<Vec<Res<usize>>> {
-        let r = self.raw_child(&c, ops);
-        let t = self.trace();
-        let op = format!("child{} {}", c.label(), show_child_ops(t, ops));
-        t.push(op, show(&r, |v| show_child_results(v)));
-        Out(r)
+    traced! {
+        fn child(c: Child, ops: &[ChildOp]) -> Out<Vec<Res<usize>>> = raw_child(&c, ops)
+            => |t, r| format!("child{} {}", c.label(), show_child_ops(t, ops)), show(&r, |v| show_child_results(v));
     }
 
     /// Not recorded unless it fails: the value differs between the backends.
@@ -905,16 +746,10 @@ pub trait Backend {
         Out(r)
     }
 
-    fn close_ref(&mut self, s: Sock) -> Out<()> {
-        let r = self.raw_close_ref(s);
-        self.trace().push(format!("close({})", sock_s(s)), unit(&r));
-        Out(r)
-    }
-
-    fn gc(&mut self) -> Out<()> {
-        let r = self.raw_gc();
-        self.trace().push("gc".to_string(), unit(&r));
-        Out(r)
+    traced! {
+        fn close_ref(s: Sock) -> Out<()> = raw_close_ref(s)
+            => |t, r| format!("close({})", sock_s(s)), unit(&r);
+        fn gc() -> Out<()> = raw_gc() => |t, r| "gc".to_string(), unit(&r);
     }
 
     // ---- blocking calls (blocking.rs) ----
@@ -947,10 +782,8 @@ pub trait Backend {
         Out(r)
     }
 
-    fn signal(&mut self, j: Job) -> Out<()> {
-        let r = self.raw_signal(j);
-        self.trace().push(format!("signal #{}", job_s(j)), unit(&r));
-        Out(r)
+    traced! {
+        fn signal(j: Job) -> Out<()> = raw_signal(j) => |t, r| format!("signal #{}", job_s(j)), unit(&r);
     }
 
     fn join(&mut self, j: Job) -> Out<Done> {
@@ -1145,22 +978,45 @@ pub fn poll_now(fd: libc::c_int) -> Res<i16> {
     Ok(pfd.revents)
 }
 
+/// A msghdr over one iovec and the control buffer `ctl` (no control buffer when it is
+/// empty), no name. It points into `iov` and `ctl`: they must outlive its use.
+pub fn one_iov_msghdr(iov: &mut libc::iovec, ctl: &mut [u64]) -> libc::msghdr {
+    // SAFETY: a zeroed msghdr is valid; its pointers are set to the buffers given.
+    let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+    m.msg_iov = iov;
+    m.msg_iovlen = 1;
+    if !ctl.is_empty() {
+        m.msg_control = ctl.as_mut_ptr().cast();
+        m.msg_controllen = std::mem::size_of_val(ctl);
+    }
+    m
+}
+
 /// Display form of a poll revents mask: "IN|OUT|HUP", "0" when empty.
 pub fn poll_mask_name(m: i16) -> String {
-    const BITS: &[(i16, &str)] = &[
-        (libc::POLLIN, "IN"),
-        (libc::POLLPRI, "PRI"),
-        (libc::POLLOUT, "OUT"),
-        (libc::POLLERR, "ERR"),
-        (libc::POLLHUP, "HUP"),
-        (libc::POLLRDHUP, "RDHUP"),
-        (libc::POLLNVAL, "NVAL"),
-    ];
+    const BITS: &[(u32, &str)] =
+        bit_names! { POLLIN, POLLPRI, POLLOUT, POLLERR, POLLHUP, POLLRDHUP, POLLNVAL };
+    mask_name(u32::from(m as u16), BITS)
+}
+
+/// `(libc::NAME as u32, "NAME")` for each NAME: the bits `mask_name` names.
+macro_rules! bit_names {
+    ($($bit:ident),*) => {
+        &[$((libc::$bit as u32, stringify!($bit))),*]
+    };
+}
+pub(crate) use bit_names;
+
+/// A bit mask by its bits' names in the order of `names` (less their POLL or EPOLL),
+/// "A|B", then the bits without a name in hex; "0" when empty (poll's and epoll's
+/// event masks).
+pub fn mask_name(m: u32, names: &[(u32, &str)]) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut rest = m;
-    for &(bit, name) in BITS {
+    for &(bit, name) in names {
         if m & bit != 0 {
-            parts.push(name.to_string());
+            let short = name.strip_prefix('E').unwrap_or(name);
+            parts.push(short.strip_prefix("POLL").unwrap_or(short).to_string());
             rest &= !bit;
         }
     }

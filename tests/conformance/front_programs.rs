@@ -92,33 +92,11 @@ pub enum Prog {
 }
 
 fn ev_names(e: u32) -> String {
-    const NAMES: &[(u32, &str)] = &[
-        (libc::EPOLLIN as u32, "IN"),
-        (libc::EPOLLPRI as u32, "PRI"),
-        (libc::EPOLLOUT as u32, "OUT"),
-        (libc::EPOLLERR as u32, "ERR"),
-        (libc::EPOLLHUP as u32, "HUP"),
-        (libc::EPOLLRDNORM as u32, "RDNORM"),
-        (libc::EPOLLWRNORM as u32, "WRNORM"),
-        (libc::EPOLLWRBAND as u32, "WRBAND"),
-        (libc::EPOLLRDHUP as u32, "RDHUP"),
-        (libc::EPOLLET as u32, "ET"),
-        (libc::EPOLLONESHOT as u32, "ONESHOT"),
-    ];
-    let mut v: Vec<String> = NAMES
-        .iter()
-        .filter(|(b, _)| e & b != 0)
-        .map(|(_, n)| n.to_string())
-        .collect();
-    let rest = NAMES.iter().fold(e, |e, (b, _)| e & !b);
-    if rest != 0 {
-        v.push(format!("{rest:#x}"));
-    }
-    if v.is_empty() {
-        "0".to_string()
-    } else {
-        v.join("|")
-    }
+    const NAMES: &[(u32, &str)] = bit_names! {
+        EPOLLIN, EPOLLPRI, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLRDNORM, EPOLLWRNORM, EPOLLWRBAND,
+        EPOLLRDHUP, EPOLLET, EPOLLONESHOT
+    };
+    mask_name(e, NAMES)
 }
 
 impl Prog {
@@ -413,33 +391,26 @@ fn stat_by(k: &dyn Fds, name: &str, on: &On) -> Res<String> {
 
 fn peer_groups(fd: c_int) -> Res<String> {
     let mut gids = [0 as libc::gid_t; 256];
+    let room = std::mem::size_of_val(&gids) as libc::socklen_t;
+    let mut get = |len: &mut libc::socklen_t| {
+        // SAFETY: gids has room for `len` bytes (0, then all of it).
+        cvt(unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_PEERGROUPS,
+                gids.as_mut_ptr().cast(),
+                len,
+            )
+        })
+    };
     let mut len: libc::socklen_t = 0;
-    // SAFETY: a length of 0 with a valid buffer.
-    let first = cvt(unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_PEERGROUPS,
-            gids.as_mut_ptr().cast(),
-            &mut len,
-        )
-    });
-    let first = match first {
+    let first = match get(&mut len) {
         Ok(_) => format!("len 0: ok {len}"),
         Err(e) => format!("len 0: {e} {len}"),
     };
-    let mut len = std::mem::size_of_val(&gids) as libc::socklen_t;
-    // SAFETY: gids has `len` bytes.
-    cvt(unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_PEERGROUPS,
-            gids.as_mut_ptr().cast(),
-            &mut len,
-        )
-    })
-    .map_err(|e| format!("{e} ({first})"))?;
+    let mut len = room;
+    get(&mut len).map_err(|e| format!("{e} ({first})"))?;
     let got = &gids[..len as usize / 4];
     Ok(format!("({first}) {got:?}"))
 }

@@ -217,14 +217,9 @@ pub fn call(k: &dyn Fds, c: &Ts) -> Res<String> {
                 iov_base: data.as_mut_ptr().cast(),
                 iov_len: data.len(),
             };
-            // SAFETY: a zeroed msghdr is valid.
-            let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
-            m.msg_iov = &mut iov;
-            m.msg_iovlen = 1;
-            if *clen > 0 {
-                m.msg_control = ctl.as_mut_ptr().cast();
-                m.msg_controllen = (*clen).min(512);
-            }
+            let room = if *clen > 0 { &mut ctl[..] } else { &mut [] };
+            let mut m = one_iov_msghdr(&mut iov, room);
+            m.msg_controllen = m.msg_controllen.min(*clen);
             // SAFETY: the buffers outlive the call.
             let n = unsafe { libc::recvmsg(k.fd(*s)?, &mut m, libc::MSG_DONTWAIT | *f) };
             let at = now();

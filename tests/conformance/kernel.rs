@@ -87,8 +87,8 @@ fn empty_dir(d: &std::path::Path) {
     }
 }
 
-/// The daemon's count of parked requests (`parked=` of `.udsfs/gc`).
-fn parked(m: &std::path::Path) -> Res<usize> {
+/// The daemon's count of parked requests (`parked=` of `.udsfs/gc` in the mount `m`).
+pub fn parked(m: &std::path::Path) -> Res<usize> {
     let text = std::fs::read_to_string(m.join(".udsfs/gc"))
         .map_err(|e| format!("HARNESS reading .udsfs/gc: {}", io_errno(&e)))?;
     text.lines()
@@ -1115,18 +1115,13 @@ impl Kernel {
                 }
         };
         let mut ctl = vec![0u64; space.div_ceil(8)];
-        // SAFETY: zeroed msghdr, then every pointer set to a live buffer.
-        let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
-        hdr.msg_iov = &mut *iov;
-        hdr.msg_iovlen = 1;
+        let mut hdr = one_iov_msghdr(&mut iov, &mut ctl);
         if let Some((buf, len)) = &mut name {
             hdr.msg_name = buf.as_mut_ptr().cast();
             hdr.msg_namelen = *len;
         }
         let mut own_pid = None;
         if space > 0 {
-            hdr.msg_control = ctl.as_mut_ptr().cast();
-            hdr.msg_controllen = space;
             // SAFETY: the control buffer holds `space` zeroed bytes, laid out by the
             // CMSG macros.
             unsafe {
@@ -1207,14 +1202,9 @@ fn recvmsg_fd(fd: libc::c_int, bufsize: usize, flags: libc::c_int) -> Res<KRecv>
         iov_base: data.as_mut_ptr().cast(),
         iov_len: bufsize,
     };
-    // SAFETY: zeroed msghdr, then every pointer set to a live buffer.
-    let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+    let mut hdr = one_iov_msghdr(&mut iov, &mut ctl);
     hdr.msg_name = name.as_mut_ptr().cast();
     hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    hdr.msg_iov = &mut iov;
-    hdr.msg_iovlen = 1;
-    hdr.msg_control = ctl.as_mut_ptr().cast();
-    hdr.msg_controllen = ctl.len() * 8;
     // SAFETY: hdr describes valid buffers.
     let n = cvt_len(unsafe { libc::recvmsg(fd, &mut hdr, flags | libc::MSG_CMSG_CLOEXEC) })?;
     data.truncate(n);

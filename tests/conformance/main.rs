@@ -74,24 +74,21 @@ fn program_static_inflight_limit() {
     programs::static_inflight_limit();
 }
 
-#[test]
-fn fronts_library() {
-    fronts::check(fronts::Front::Library, fronts::Place::Mount);
+/// The scenario table through each front, in the mount and routed: a test each.
+macro_rules! fronts_tests {
+    ($($name:ident: $front:ident, $place:ident;)*) => {
+        $(#[test]
+        fn $name() {
+            fronts::check(fronts::Front::$front, fronts::Place::$place);
+        })*
+    };
 }
 
-#[test]
-fn fronts_supervisor() {
-    fronts::check(fronts::Front::Supervisor, fronts::Place::Mount);
-}
-
-#[test]
-fn fronts_library_routed() {
-    fronts::check(fronts::Front::Library, fronts::Place::Route);
-}
-
-#[test]
-fn fronts_supervisor_routed() {
-    fronts::check(fronts::Front::Supervisor, fronts::Place::Route);
+fronts_tests! {
+    fronts_library: Library, Mount;
+    fronts_supervisor: Supervisor, Mount;
+    fronts_library_routed: Library, Route;
+    fronts_supervisor_routed: Supervisor, Route;
 }
 
 /// The child the `fronts_*` tests run under `udsfs run`: nothing unless they
@@ -176,10 +173,17 @@ fn differential(name: &str, f: Scenario) {
     }
 }
 
+/// A table of scenarios by name: `name => function,` each.
+macro_rules! scenario_table {
+    ($($name:ident => $f:path,)*) => {
+        &[$((stringify!($name), $f),)*]
+    };
+}
+
 macro_rules! scenarios {
     ($($name:ident => $f:path,)*) => {
         /// Every scenario, for the self-check and examples/show_traces.rs.
-        pub const ALL: &[(&str, Scenario)] = &[$((stringify!($name), $f),)*];
+        pub const ALL: &[(&str, Scenario)] = scenario_table! { $($name => $f,)* };
         $(
             #[test]
             fn $name() {
@@ -429,39 +433,24 @@ scenarios! {
 
 /// Scenarios of calls the files have no form for: on the kernel and through the
 /// fronts only (fronts.rs).
-pub const FRONT_ONLY: &[(&str, Scenario)] = &[
-    ("front_other_family", front_behaviours::other_family),
-    (
-        "front_zero_length_address",
-        front_behaviours::zero_length_address,
-    ),
-    (
-        "front_fstat_fchmod_fchown",
-        front_behaviours::fstat_fchmod_fchown,
-    ),
-    ("front_big_records", front_behaviours::big_records),
-    (
-        "front_epoll_before_connect",
-        front_programs::epoll_before_connect,
-    ),
-    (
-        "front_epoll_before_bind_and_sendto",
-        front_programs::epoll_before_bind_and_sendto,
-    ),
-    ("front_sigio", front_programs::sigio),
-    ("front_sigio_siginfo", front_programs::sigio_siginfo),
-    ("front_stat_entry_points", front_programs::stat_entry_points),
-    ("front_link_and_remove", front_programs::link_and_remove),
-    (
-        "front_peergroups_and_refusals",
-        front_programs::peergroups_and_refusals,
-    ),
-    ("front_tstamp_dgram", front_tstamp::dgram),
-    ("front_tstamp_seqpacket", front_tstamp::seqpacket),
-    ("front_tstamp_stream", front_tstamp::stream),
-    ("front_tstamp_timestamping", front_tstamp::timestamping),
-    ("front_tstamp_before_bind", front_tstamp::before_bind),
-];
+pub const FRONT_ONLY: &[(&str, Scenario)] = scenario_table! {
+    front_other_family => front_behaviours::other_family,
+    front_zero_length_address => front_behaviours::zero_length_address,
+    front_fstat_fchmod_fchown => front_behaviours::fstat_fchmod_fchown,
+    front_big_records => front_behaviours::big_records,
+    front_epoll_before_connect => front_programs::epoll_before_connect,
+    front_epoll_before_bind_and_sendto => front_programs::epoll_before_bind_and_sendto,
+    front_sigio => front_programs::sigio,
+    front_sigio_siginfo => front_programs::sigio_siginfo,
+    front_stat_entry_points => front_programs::stat_entry_points,
+    front_link_and_remove => front_programs::link_and_remove,
+    front_peergroups_and_refusals => front_programs::peergroups_and_refusals,
+    front_tstamp_dgram => front_tstamp::dgram,
+    front_tstamp_seqpacket => front_tstamp::seqpacket,
+    front_tstamp_stream => front_tstamp::stream,
+    front_tstamp_timestamping => front_tstamp::timestamping,
+    front_tstamp_before_bind => front_tstamp::before_bind,
+};
 
 /// Prints the kernel and udsfs traces of the scenario `want` (or of every scenario,
 /// for "all") side by side, whether they agree or not.

@@ -955,12 +955,7 @@ fn sendmsg_result(r: Res<usize>, rec: &[u8]) -> Res<usize> {
 impl Udsfs {
     /// Requests the daemon has parked (`parked=` of `.udsfs/gc`).
     fn parked(&self) -> Res<usize> {
-        let text = std::fs::read_to_string(self.ctrl("gc"))
-            .map_err(|e| format!("HARNESS reading .udsfs/gc: {}", io_errno(&e)))?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("parked="))
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("HARNESS .udsfs/gc has no parked= line: {text:?}"))
+        super::kernel::parked(self.mount.path())
     }
 
     fn job(&mut self, j: Job) -> Res<&mut Blocker<Res<UOut>>> {
