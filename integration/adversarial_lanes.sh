@@ -20,8 +20,10 @@
 #  userns       B as root of a user and pid namespace of its own (unshare -Upfr): its own
 #               region claimed (its credentials seen as uid 65534), A's EBADF.
 #  stall        B makes 32 laned pairs, holds their busy words up and reads their ends
-#               from 8 threads: each way down waits BUSY_WAIT (500 ms) on a FUSE worker
-#               thread, and the mount has 2. A's own requests (a pair made and closed), 20 timed
+#               from 8 threads: each way down waits BUSY_WAIT (500 ms) for the busy word
+#               (on a FUSE worker thread before: the mount has 2, one of A's requests
+#               waited 7.6 s; now B's reads wait parked and the drainer thread resets the
+#               stuck ends). A's own requests (a pair made and closed), 20 timed
 #               with and without B at it: the worst with B must stay within 10x of the
 #               worst without (or 1 s), as adversarial_exhaust.sh bounds A's round trips.
 #  capture_sees A's program through `udsfs run` leaves bytes in its pair's ring (lane=direct);

@@ -15,12 +15,12 @@
 //! down stays down. Off unless the mount has `--lanes`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering, fence};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use udsfs_proto::ioctl::{LANE_RECORD, LaneEvents, LaneGrant};
 use udsfs_proto::lane::State;
 use udsfs_proto::lane::region::{OFF_HEAD, OFF_TAIL, Region, busy_word, cap_for_sndbuf, dir_word};
@@ -31,13 +31,21 @@ use super::lane_ready::Evs;
 use super::log_limit::limited;
 use super::message::SendMsg;
 use super::quota::{Charge, Quota};
-use super::socket::{Conn, SockType, Socket};
-use super::{Caller, Engine, Result};
+use super::socket::{Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockType, Socket};
+use super::{Caller, Engine, Result, Waiter};
 
 /// How long the way down waits for an end to finish moving bytes (a copy
 /// of at most a ring takes far less); an end that stays busy longer
-/// (stopped, or hostile) has its ring's published bytes drained as they are.
+/// (stopped, or hostile) is reset: the rings' published bytes are drained
+/// as they are and the stuck end's connection ends (ECONNRESET). The wait
+/// is on no request's thread: the requests that need the lane down park
+/// (`lane_down` with a waiter) and the drainer thread looks every
+/// `DRAIN_LOOK` (below).
 const BUSY_WAIT: Duration = Duration::from_millis(500);
+
+/// How often the drainer thread looks at the busy words of the lanes
+/// whose way down waits for them.
+const DRAIN_LOOK: Duration = Duration::from_micros(500);
 
 /// Lanes a connection made by connect and accept may have in its life.
 pub(crate) const LANES_PER_CONN: u32 = 3;
@@ -62,7 +70,9 @@ struct Lane {
     maker: (u32, ProcStatus),
     /// One of the mount's lanes, held by the asker until the way down.
     count: Charge,
-    up: bool,
+    phase: Phase,
+    /// Requests parked until the way down is done (`lane_down`).
+    waiters: Vec<Waiter>,
     /// Each end's wake-up for poll and epoll (lane_ready.rs).
     evs: Evs,
     /// Seqpacket: the rings carry records.
@@ -71,6 +81,22 @@ struct Lane {
     /// the asker's descriptor budget as a deposit's are (ChargedFd): given
     /// back when the lane is dropped and they close (last: after them).
     _fds: Charge,
+}
+
+/// Where a lane is on its way down.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    Up,
+    /// `Through` is set and an end's busy word was up: the rings are
+    /// drained once neither is, or at the deadline (the stuck end reset).
+    Draining(Instant),
+    Down,
+}
+
+impl Lane {
+    fn is_up(&self) -> bool {
+        self.phase == Phase::Up
+    }
 }
 
 /// Descriptors a lane holds in the daemon: its memfd and two eventfds.
@@ -82,6 +108,12 @@ pub struct Lanes {
     map: Mutex<HashMap<u64, Arc<Mutex<Lane>>>>,
     /// Lanes up, per user (`MAX_LANES`, shared out by `--user-share`).
     pub(crate) quota: Arc<Quota>,
+    /// Lanes whose way down waits for an end's busy word, for the drainer
+    /// thread (started at the first), which wakes on `more`.
+    draining: Mutex<Vec<Arc<Mutex<Lane>>>>,
+    more: Condvar,
+    drainer: OnceLock<()>,
+    engine: OnceLock<Weak<Engine>>,
 }
 
 impl Lanes {
@@ -93,7 +125,63 @@ impl Lanes {
             up: AtomicUsize::new(0),
             map: Mutex::default(),
             quota,
+            draining: Mutex::default(),
+            more: Condvar::new(),
+            drainer: OnceLock::new(),
+            engine: OnceLock::new(),
         }
+    }
+
+    /// Set once the engine is in its Arc (the drainer holds it weakly).
+    pub(crate) fn attach(&self, eng: &Arc<Engine>) {
+        let _ = self.engine.set(Arc::downgrade(eng));
+    }
+
+    /// Hands `lane` to the drainer thread (started at the first).
+    fn wait_busy(&self, lane: Arc<Mutex<Lane>>) {
+        self.drainer.get_or_init(|| {
+            let eng = self.engine.get().cloned().unwrap_or_default();
+            let spawned = std::thread::Builder::new()
+                .name("udsfs-lane-drain".into())
+                .spawn(move || drainer(&eng));
+            if let Err(e) = spawned {
+                log::error!("no lane drainer thread: {e}");
+            }
+        });
+        self.draining.lock().push(lane);
+        self.more.notify_one();
+    }
+}
+
+/// The drainer thread: finishes each lane's way down once neither end is
+/// busy, or at its deadline (`Engine::lane_end`), looking every
+/// `DRAIN_LOOK` while any waits; the requests parked on it are woken then.
+fn drainer(eng: &Weak<Engine>) {
+    loop {
+        let Some(e) = eng.upgrade() else { return };
+        let lanes = {
+            let mut q = e.lanes.draining.lock();
+            while q.is_empty() {
+                if e.lanes
+                    .more
+                    .wait_for(&mut q, Duration::from_millis(500))
+                    .timed_out()
+                    && Arc::strong_count(&e) == 1
+                {
+                    return;
+                }
+            }
+            q.clone()
+        };
+        for l in &lanes {
+            let _ = e.lane_end(l, true, None);
+        }
+        e.lanes
+            .draining
+            .lock()
+            .retain(|l| l.lock().phase != Phase::Down);
+        drop(e);
+        std::thread::sleep(DRAIN_LOOK);
     }
 }
 
@@ -275,13 +363,13 @@ impl Engine {
             }
         };
         let mut l = lane.lock();
-        if !l.up {
+        if !l.is_up() {
             return Err(Errno::ENOENT);
         }
         let side = usize::from(l.socks[0].id != s.id);
         if l.claimed[side].is_some() {
             drop(l);
-            self.lane_down(s);
+            let _ = self.lane_down(s, None);
             return Err(Errno::ENOENT);
         }
         let tag = self.lane_fd(&l, s, c)?;
@@ -302,14 +390,14 @@ impl Engine {
         let lane = self.lanes.map.lock().get(&s.id).cloned();
         let lane = lane.ok_or(Errno::EOPNOTSUPP)?;
         let mut l = lane.lock();
-        if !l.up {
+        if !l.is_up() {
             return Err(Errno::ENOENT);
         }
         let side = usize::from(l.socks[0].id != s.id);
         if l.claimed[side].is_some() {
             // The ring is single-writer, single-reader.
             drop(l);
-            self.lane_down(s);
+            let _ = self.lane_down(s, None);
             return Err(Errno::ENOENT);
         }
         l.claimed[side] = Some((c.tid, c.status().clone()));
@@ -328,7 +416,7 @@ impl Engine {
         let lane = self.lanes.map.lock().get(&s.id).cloned();
         let lane = lane.ok_or(Errno::EOPNOTSUPP)?;
         let l = lane.lock();
-        if !l.up {
+        if !l.is_up() {
             return Err(Errno::ENOENT);
         }
         l.evs.deposit(&self.depot, s.id, c.fsuid)
@@ -381,7 +469,8 @@ impl Engine {
             claimed: [None, None],
             maker: (c.tid, c.status().clone()),
             count,
-            up: true,
+            phase: Phase::Up,
+            waiters: Vec::new(),
             evs,
             record: s.ty == SockType::Seqpacket,
             _fds: fds,
@@ -389,42 +478,52 @@ impl Engine {
     }
 
     /// Takes `s`'s lane down if it has one (see the module's comment):
-    /// called before any request on `s` other than the lane's own.
-    pub fn lane_down(&self, s: &Socket) {
-        if self.lanes.up.load(Ordering::SeqCst) == 0 {
-            return;
+    /// called before any request on `s` other than the lane's own. Ok: it
+    /// has none (any more); its bytes are in the engine's queues. EAGAIN:
+    /// the way down waits for an end's busy word (`lane_end`), on no
+    /// request's thread: `w`, if given, is woken when it is done (or reset
+    /// at `BUSY_WAIT`), and the request that needs it parks until then.
+    pub fn lane_down(&self, s: &Socket, w: Option<&Waiter>) -> Result<()> {
+        match self.lane_of(s) {
+            Some(lane) => self.lane_end(&lane, true, w),
+            None => Ok(()),
         }
-        let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
-            return;
-        };
-        self.lane_end(&lane, true);
+    }
+
+    fn lane_of(&self, s: &Socket) -> Option<Arc<Mutex<Lane>>> {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        self.lanes.map.lock().get(&s.id).cloned()
     }
 
     /// As `lane_down`, for a request that only reads the socket's state:
     /// while neither end is claimed (the rings are empty) the lane stays.
-    pub fn lane_down_if_claimed(&self, s: &Socket) {
-        if self.lanes.up.load(Ordering::SeqCst) == 0 {
-            return;
-        }
-        let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
-            return;
+    pub fn lane_down_if_claimed(&self, s: &Socket, w: Option<&Waiter>) -> Result<()> {
+        let Some(lane) = self.lane_of(s) else {
+            return Ok(());
         };
-        if lane.lock().claimed.iter().all(Option::is_none) {
-            return;
+        let unclaimed = {
+            let l = lane.lock();
+            l.is_up() && l.claimed.iter().all(Option::is_none)
+        };
+        if unclaimed {
+            return Ok(());
         }
-        self.lane_end(&lane, true);
+        self.lane_end(&lane, true, w)
     }
 
     /// A capture opened or a fault rule added: every lane goes down (its
-    /// bytes through the taps and rules as they are drained), and none is
-    /// made while an observer stands (stage d would keep them, `Through`).
+    /// bytes through the taps and rules as they are drained, those of a
+    /// lane that waits for a busy word a little later), and none is made
+    /// while an observer stands (stage d would keep them, `Through`).
     pub fn lanes_all_down(&self) {
         if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return;
         }
         let all: Vec<_> = self.lanes.map.lock().values().cloned().collect();
         for l in all {
-            self.lane_end(&l, true);
+            let _ = self.lane_end(&l, true, None);
         }
     }
 
@@ -432,13 +531,14 @@ impl Engine {
     /// epoll_ctl, epoll_wait's look of a holder whose library does not
     /// answer it from the ring, lane_ready.rs): a kernel epoll set holding
     /// the data file would not hear of the ring's bytes, so the socket has
-    /// no lane from now on.
+    /// no lane from now on. The poll does not wait for the way down: the
+    /// ring's bytes, queued when it is done, wake the poller.
     pub fn lane_polled(&self, s: &Socket) {
         if !self.cfg.lanes {
             return;
         }
         s.polled.store(true, Ordering::Release);
-        self.lane_down(s);
+        let _ = self.lane_down(s, None);
     }
 
     /// `Op::LaneClaim` with arg 1: an end found the region corrupt. The
@@ -452,37 +552,61 @@ impl Engine {
             "socket {}: its lane's region broke the protocol: the connection is reset",
             s.id
         );
-        self.lane_end(&lane, false);
+        let _ = self.lane_end(&lane, false, None);
         let socks = lane.lock().socks.clone();
         for x in socks {
             x.lock().err = Some(Errno::ECONNRESET);
         }
     }
 
-    fn lane_end(&self, lane: &Arc<Mutex<Lane>>, drain: bool) {
+    /// The way down, or its next look (`drain` false: a corrupt region,
+    /// taken down at once without its bytes). The first call sets `Through`
+    /// and wakes both ends; the rings are drained once neither end's busy
+    /// word is up (an end raises it before it looks at the state and moves
+    /// bytes: a copy under way finishes first). While one is, EAGAIN: `w`
+    /// waits on the lane and the drainer thread looks again. At the
+    /// deadline a busy end is taken as stuck (stopped, or hostile): the
+    /// rings' published bytes are drained as they are and the stuck end's
+    /// socket is reset (ECONNRESET pending, both ways shut: its peer reads
+    /// what was published, then EOF), since a copy it finishes later would
+    /// land in a ring nobody reads. Nobody's request waits on a thread.
+    fn lane_end(&self, lane: &Arc<Mutex<Lane>>, drain: bool, w: Option<&Waiter>) -> Result<()> {
         let mut l = lane.lock();
-        if !l.up {
-            return;
-        }
-        l.up = false;
-        // Back to its asker's share now: the way down below may wait.
-        let _ = l.count.set(0, 0);
-        l.region.set_state(State::Through);
-        // Pollers and epoll sets asleep on the ring's eventfds.
-        l.evs.signal();
-        fence(Ordering::SeqCst);
-        let since = Instant::now();
-        // A corrupt region's busy words mean nothing: no wait.
-        while drain && (0..2).any(|e| l.region.word(busy_word(e)).load(Ordering::SeqCst) != 0) {
-            if since.elapsed() > BUSY_WAIT {
-                limited!(
-                    warn,
-                    "socket {}: a lane end stayed busy {BUSY_WAIT:?}: its ring is drained as published",
-                    l.socks[0].id
-                );
-                break;
+        let now = Instant::now();
+        let deadline = match l.phase {
+            Phase::Down => return Ok(()),
+            Phase::Draining(at) => at,
+            Phase::Up => {
+                // Back to its asker's share now: the way down may wait.
+                let _ = l.count.set(0, 0);
+                l.region.set_state(State::Through);
+                // Pollers and epoll sets asleep on the ring's eventfds.
+                l.evs.signal();
+                fence(Ordering::SeqCst);
+                now + BUSY_WAIT
             }
-            std::thread::sleep(Duration::from_micros(200));
+        };
+        // A corrupt region's busy words mean nothing: no wait.
+        let busy = [0, 1].map(|e| drain && l.region.word(busy_word(e)).load(Ordering::SeqCst) != 0);
+        let stuck = busy.contains(&true);
+        if stuck && now < deadline {
+            if let Some(w) = w {
+                l.waiters.push(w.clone());
+            }
+            if l.phase == Phase::Up {
+                l.phase = Phase::Draining(deadline);
+                drop(l);
+                self.lanes.wait_busy(lane.clone());
+            }
+            return Err(Errno::EAGAIN);
+        }
+        l.phase = Phase::Down;
+        if stuck {
+            limited!(
+                warn,
+                "socket {}: a lane end stayed busy {BUSY_WAIT:?}: its ring is drained as published and the stuck end reset",
+                l.socks[0].id
+            );
         }
         if drain {
             for d in 0..2 {
@@ -491,8 +615,8 @@ impl Engine {
         }
         // Out of the map only now: a request on either socket that comes
         // meanwhile (an end that found the lane not Direct and goes on
-        // through the daemon) waits in its `lane_down` for this lock, so
-        // its bytes queue after the ring's.
+        // through the daemon) waits in its `lane_down` (parked, or for this
+        // lock), so its bytes queue after the ring's.
         {
             let mut map = self.lanes.map.lock();
             for x in &l.socks {
@@ -500,6 +624,17 @@ impl Engine {
             }
         }
         self.lanes.up.fetch_sub(1, Ordering::SeqCst);
+        let waiters = std::mem::take(&mut l.waiters);
+        let socks = l.socks.clone();
+        drop(l);
+        for (x, _) in socks.iter().zip(busy).filter(|(_, b)| *b) {
+            x.lock().err = Some(Errno::ECONNRESET);
+            let _ = self.shutdown(x, RCV_SHUTDOWN | SEND_SHUTDOWN);
+        }
+        for w in waiters {
+            w.wake();
+        }
+        Ok(())
     }
 
     /// Moves ring `d`'s unread bytes into the reader's queue, as sends of
@@ -605,26 +740,66 @@ mod tests {
         })
     }
 
-    /// A peer that holds its busy word up delays the way down by at most
-    /// BUSY_WAIT, once: a connection gets one lane in its life, so the
-    /// peer cannot make a new one for each of the other side's calls.
+    /// A waiter that counts its wake-ups.
+    #[derive(Default)]
+    struct Woken(std::sync::atomic::AtomicU32);
+
+    impl crate::engine::Wake for Woken {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A peer that holds its busy word up (stopped mid-copy, or hostile)
+    /// keeps no request's thread: the way down answers EAGAIN at once, the
+    /// request waits parked, and at BUSY_WAIT the drainer thread drains the
+    /// published bytes and resets the stuck end (ECONNRESET, shut down both
+    /// ways: its peer reads what was published, then EOF). A connection
+    /// gets one lane in its life, so the peer cannot make a new one for
+    /// each of the other side's calls.
     #[test]
-    fn a_connection_gets_one_lane_and_a_held_busy_word_delays_its_way_down_once() {
+    fn a_held_busy_word_keeps_no_thread_and_resets_the_stuck_end_once() {
+        use udsfs_proto::lane::{Framing, Side};
         let (e, c) = (lanes_engine(), root());
         let (a, b) = e.socketpair(SockType::Stream, &c);
         let g = e.lane_prepare(&a, &c).expect("a fresh pair gets a lane");
         println!("prepared: {g:?}");
         let lane = e.lanes.map.lock().get(&a.id).cloned().unwrap();
-        lane.lock()
-            .region
-            .word(busy_word(0))
-            .store(1, Ordering::SeqCst);
+        {
+            let l = lane.lock();
+            let (mut w, _) = l.region.end(Side::A, Framing::Stream);
+            assert_eq!(w.write(b"published"), Ok(9));
+            l.region.word(busy_word(0)).store(1, Ordering::SeqCst);
+        }
+        let woken = Arc::new(Woken::default());
+        let w: Waiter = woken.clone();
         let t = Instant::now();
-        e.lane_down(&b);
+        let first = e.lane_down(&b, Some(&w));
         let took = t.elapsed();
-        println!("way down with a busy word held: {took:?}");
-        assert!(took >= BUSY_WAIT && took < BUSY_WAIT * 10, "{took:?}");
+        println!("way down with a busy word held: {first:?} after {took:?}");
+        assert_eq!(first, Err(Errno::EAGAIN));
+        assert!(took < BUSY_WAIT / 5, "the caller waited {took:?}");
+        assert_eq!(
+            e.lane_status(&a),
+            "direct",
+            "not drained before the deadline"
+        );
+        while woken.0.load(Ordering::SeqCst) == 0 && t.elapsed() < BUSY_WAIT * 10 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let done = t.elapsed();
+        println!("the waiter woken after {done:?}");
+        assert!(done >= BUSY_WAIT && done < BUSY_WAIT * 10, "{done:?}");
         assert_eq!(e.lane_status(&a), "none");
+        assert_eq!(e.lane_down(&b, None), Ok(()));
+        let (err_a, err_b) = (a.lock().err, b.lock().err);
+        let queued = b.lock().queue.bytes();
+        println!(
+            "stuck end's error {err_a:?}, its peer's {err_b:?}; the peer's queue {queued} bytes"
+        );
+        assert_eq!(err_a, Some(Errno::ECONNRESET), "the stuck end is reset");
+        assert_eq!(err_b, None, "its peer is not");
+        assert_eq!(queued, 9, "the published bytes are kept");
         for s in [&a, &b] {
             let again = e.lane_prepare(s, &c);
             println!("a second lane on socket {}: {again:?}", s.id);
@@ -676,7 +851,7 @@ mod tests {
                 w.write(r).unwrap();
             }
         }
-        e.lane_down(&acc);
+        e.lane_down(&acc, None).expect("no busy word: down at once");
         let lens: Vec<usize> = acc
             .lock()
             .queue
@@ -744,7 +919,7 @@ mod tests {
             assert_eq!(w.write(&[7u8; 1000]), Ok(1000));
         }
         let root_before = e.queued.user_used(0);
-        e.lane_down(cli);
+        e.lane_down(cli, None).expect("no busy word: down at once");
         let (mine, root_held) = (e.queued.user_used(65534), e.queued.user_used(0));
         println!("queued after the way down: uid 65534 {mine}, uid 0 {root_held}");
         assert!(mine >= 1000, "the unclaimed ring is charged to the asker");
@@ -777,7 +952,7 @@ mod tests {
             let (mut w, _) = l.region.end(Side::A, Framing::Stream);
             assert_eq!(w.write(&[7u8; 1000]), Ok(1000));
         }
-        e.lane_down(&y);
+        e.lane_down(&y, None).expect("no busy word: down at once");
         let (mine, root_held) = (e.queued.user_used(65534), e.queued.user_used(0));
         println!("queued after the way down: uid 65534 {mine}, uid 0 {root_held}");
         assert!(mine >= 1000, "the asker's ring is charged to the asker");
@@ -808,7 +983,8 @@ mod tests {
         let got = e.lane_prepare(&x, &a).map(|_| ());
         println!("A's fresh pair: {got:?}");
         assert_eq!(got, Ok(()));
-        e.lane_down(&held[0].0);
+        e.lane_down(&held[0].0, None)
+            .expect("no busy word: down at once");
         let (x, _y) = e.try_socketpair(SockType::Stream, &b).unwrap();
         let again = e.lane_prepare(&x, &b).map(|_| ());
         println!("B after one of its lanes went down: {again:?}");
@@ -847,7 +1023,7 @@ mod tests {
         println!("A's fresh pair: {got:?}");
         assert_eq!(got, Ok(()));
         for (x, y) in held {
-            e.lane_down(&x);
+            e.lane_down(&x, None).expect("no busy word: down at once");
             e.put(&x);
             e.put(&y);
         }
