@@ -8,11 +8,13 @@
 //! library's own lane calls (a FUSE read, write, poll, ioctl, an open of
 //! its data or msg file, the release of its last handle) takes the lane
 //! down first (`lane_down`): the state goes to `Through`, the daemon waits
-//! until neither end is moving bytes (each end's busy word), and moves what
-//! the rings hold into the engine's queues (as sends of the end that wrote
-//! them: nothing lost or reordered), so the request then sees the
-//! connection as if every byte had gone through the daemon. A lane that is
-//! down stays down. Off unless the mount has `--lanes`.
+//! until neither end is moving bytes (each end's busy word; the request
+//! parked meanwhile, on no thread, and a stuck end reset at `BUSY_WAIT`),
+//! and moves what the rings hold into the engine's queues (as sends of the
+//! end that wrote them: nothing lost or reordered), so the request then
+//! sees the connection as if every byte had gone through the daemon. A
+//! lane that is down stays down. A lane's cost is on the user whose call
+//! made the connection (`payer`). Off unless the mount has `--lanes`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering, fence};
@@ -268,6 +270,21 @@ fn made_by(s: &Socket, c: &Caller) -> bool {
             .is_some_and(|p| p.cred.pid == st.tgid && p.cred.uid == st.uids[1])
 }
 
+/// The user a connection's lane is charged to (its one of the mount's
+/// lanes and the daemon's three descriptors for it): the user whose call
+/// made the connection, fixed then: the connecting process's (an accepted
+/// end's SO_PEERCRED), a socketpair's maker (either end's). Not the end
+/// whose ask makes the lane, which the other end could choose by asking
+/// first or later: a client could put its lanes on a server's user.
+fn payer(s: &Socket, peer: &Socket) -> Option<u32> {
+    let made = if peer.accepted.load(Ordering::Acquire) {
+        peer
+    } else {
+        s
+    };
+    made.lock().conn.cred().map(|p| p.cred.uid)
+}
+
 impl Engine {
     /// `Op::LaneClaim` with arg 3, on the first socket of a pair the library
     /// just made: the pair's region (its depot tag and capacities; `side` 0
@@ -442,13 +459,15 @@ impl Engine {
         if joined && !peer.lane_asked.load(Ordering::Acquire) {
             return Err(Errno::EAGAIN);
         }
-        // The asker's lane among the mount's: refused past the mount's
-        // or the asker's share, before the connection spends one of its
-        // lanes. A connection's asker is the end whose ask makes it.
+        // One of the mount's lanes and the daemon's three descriptors, on
+        // the user whose call made the connection (`payer`): refused past
+        // the mount's or that user's share, before the connection spends
+        // one of its lanes.
+        let payer = payer(s, &peer).unwrap_or(c.fsuid);
         let mut count = Charge::new(self.lanes.quota.clone());
-        count.set(c.fsuid, 1).map_err(|_| Errno::EOPNOTSUPP)?;
+        count.set(payer, 1).map_err(|_| Errno::EOPNOTSUPP)?;
         let mut fds = Charge::new(self.depot.quota.clone());
-        fds.set(c.fsuid, LANE_FDS).map_err(refused_errno)?;
+        fds.set(payer, LANE_FDS).map_err(refused_errno)?;
         // A few lanes in a connection's life (the way down may wait
         // BUSY_WAIT for a peer's busy word: a few times per connection, not
         // at will). More than one: a lane an end's ask made while the other
@@ -933,6 +952,52 @@ mod tests {
         };
         println!("B after one of its lanes went down: {again:?}");
         assert_eq!(again, Ok(()));
+    }
+
+    /// A connection's lane is on the user whose connect made it, whichever
+    /// end asks last: B's client asking first made A's accepter the asker
+    /// of every lane of B's connections to A, on A's share of the mount's
+    /// lanes and of the daemon's descriptors.
+    #[test]
+    fn a_connections_lane_is_on_its_connectors_user_whoever_asks_last() {
+        use crate::engine::tests::user;
+        let e = shared_out();
+        let (a, b) = (user(61021), user(65534));
+        let addr = crate::engine::addr::Addr::Abstract(b"lane-payer".to_vec());
+        let srv = e.socket(SockType::Stream, &a);
+        e.bind(&srv, &addr, &a).unwrap();
+        e.listen(&srv, 16, &a).unwrap();
+        let used = |uid| (e.lanes.quota.user_used(uid), e.depot.quota.user_used(uid));
+        let (a0, b0) = (used(61021), used(65534));
+        let mut held = vec![];
+        for _ in 0..4 {
+            let cli = e.socket(SockType::Stream, &b);
+            e.connect(&cli, &addr, &b, None).unwrap();
+            let acc = e.accept(&srv, None).unwrap();
+            let first = e.lane_join(&cli, &b).map(|_| ());
+            assert_eq!(first, Err(Errno::EAGAIN), "B's client asks first");
+            e.lane_join(&acc, &a)
+                .expect("A's accepter's ask makes the lane");
+            held.push((cli, acc));
+        }
+        let (a1, b1) = (used(61021), used(65534));
+        println!(
+            "(lanes, descriptors) of A before {a0:?} after {a1:?}; of B before {b0:?} after {b1:?}"
+        );
+        assert_eq!(a1.0, a0.0, "A's share of the mount's lanes moved");
+        // A's own deposits of the region (its claims, until its library
+        // takes them over the fd channel) are its own: one per ask.
+        assert!(a1.1 <= a0.1 + 4, "A's descriptors moved: {a0:?} -> {a1:?}");
+        assert_eq!(b1.0, b0.0 + 4, "B's connections' lanes are B's");
+        assert!(b1.1 >= b0.1 + 4 * LANE_FDS, "{b0:?} -> {b1:?}");
+        for (cli, _) in &held {
+            e.lane_down(cli, None).expect("no busy word: down at once");
+        }
+        println!(
+            "B's lanes after the ways down: {}",
+            e.lanes.quota.user_used(65534)
+        );
+        assert_eq!(e.lanes.quota.user_used(65534), b0.0);
     }
 
     /// The ring of an end nobody claimed drains as a send of the user who
