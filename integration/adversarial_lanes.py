@@ -60,6 +60,13 @@ def laned_pair(ch):
     return pf, a, b, da, db, m, g
 
 
+def connected(name):
+    """A stream socket connected to @name: its clone file's and its data file's descriptors."""
+    cf, C = clone("stream")
+    ctl(cf, f"connect @{name}")
+    return cf, os.open(f"{U}/sock/{C}/data", os.O_RDWR | os.O_NONBLOCK)
+
+
 def close_pair(p):
     pf, _, _, da, db, m, _ = p
     m.close()
@@ -251,9 +258,7 @@ def client_lanes():
     ch = channel()
     got, held = [], []
     for _ in range(n):
-        cf, C = clone("stream")
-        ctl(cf, f"connect @{name}")
-        dc = os.open(f"{U}/sock/{C}/data", os.O_RDWR | os.O_NONBLOCK)
+        cf, dc = connected(name)
         g = lane_ctl(dc, 3)
         got.append("lane" if not isinstance(g, str) else g)
         if not isinstance(g, str):
@@ -304,9 +309,7 @@ def connect_first():
     name, n = sys.argv[2], int(sys.argv[3])
     got, held = [], []
     for _ in range(n):
-        cf, C = clone("stream")
-        ctl(cf, f"connect @{name}")
-        dc = os.open(f"{U}/sock/{C}/data", os.O_RDWR | os.O_NONBLOCK)
+        cf, dc = connected(name)
         g = lane_ctl(dc, 5)
         got.append("lane" if not isinstance(g, str) else g)
         held += [cf, dc]

@@ -99,6 +99,17 @@ impl Lane {
     fn is_up(&self) -> bool {
         self.phase == Phase::Up
     }
+
+    /// The grant of side `side` of this lane, `tag` its memfd's depot tag.
+    fn grant(&self, tag: u64, side: usize) -> LaneGrant {
+        let [cap0, cap1] = self.region.caps();
+        LaneGrant {
+            tag,
+            side: side_word(side, self.record),
+            cap0: cap0 as i32,
+            cap1: cap1 as i32,
+        }
+    }
 }
 
 /// Descriptors a lane holds in the daemon: its memfd and two eventfds.
@@ -309,13 +320,7 @@ impl Engine {
         };
         let l = lane.lock();
         let tag = self.lane_fd(&l, s, c)?;
-        let [cap0, cap1] = l.region.caps();
-        Ok(LaneGrant {
-            tag,
-            side: side_word(0, l.record),
-            cap0: cap0 as i32,
-            cap1: cap1 as i32,
-        })
+        Ok(l.grant(tag, 0))
     }
 
     /// Makes `s`'s connection's lane (`lane_make`) and files it under both
@@ -379,25 +384,7 @@ impl Engine {
                 }
             }
         };
-        let mut l = lane.lock();
-        if !l.is_up() {
-            return Err(Errno::ENOENT);
-        }
-        let side = usize::from(l.socks[0].id != s.id);
-        if l.claimed[side].is_some() {
-            drop(l);
-            let _ = self.lane_down(s, None);
-            return Err(Errno::ENOENT);
-        }
-        let tag = self.lane_fd(&l, s, c)?;
-        l.claimed[side] = Some((c.tid, c.status().clone()));
-        let [cap0, cap1] = l.region.caps();
-        Ok(LaneGrant {
-            tag,
-            side: side_word(side, l.record),
-            cap0: cap0 as i32,
-            cap1: cap1 as i32,
-        })
+        self.claim_end(&lane, s, c, true)
     }
 
     /// `Op::LaneClaim` (arg 0): this end of `s`'s lane for the caller's
@@ -406,25 +393,35 @@ impl Engine {
     pub fn lane_claim(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneGrant> {
         let lane = self.lanes.map.lock().get(&s.id).cloned();
         let lane = lane.ok_or(Errno::EOPNOTSUPP)?;
+        self.claim_end(&lane, s, c, false)
+    }
+
+    /// `s`'s end of `lane` claimed for the caller's process (arg 0, or the
+    /// asker's own end at arg 5), with the region's memfd deposited for it
+    /// when `give_fd` (its depot tag in the grant; else 0: the caller maps
+    /// the region already). A second claim of an end (another process)
+    /// takes the lane down, as the ring is single-writer, single-reader:
+    /// ENOENT.
+    fn claim_end(
+        &self,
+        lane: &Arc<Mutex<Lane>>,
+        s: &Arc<Socket>,
+        c: &Caller,
+        give_fd: bool,
+    ) -> Result<LaneGrant> {
         let mut l = lane.lock();
         if !l.is_up() {
             return Err(Errno::ENOENT);
         }
         let side = usize::from(l.socks[0].id != s.id);
         if l.claimed[side].is_some() {
-            // The ring is single-writer, single-reader.
             drop(l);
             let _ = self.lane_down(s, None);
             return Err(Errno::ENOENT);
         }
+        let tag = if give_fd { self.lane_fd(&l, s, c)? } else { 0 };
         l.claimed[side] = Some((c.tid, c.status().clone()));
-        let [cap0, cap1] = l.region.caps();
-        Ok(LaneGrant {
-            tag: 0,
-            side: side_word(side, l.record),
-            cap0: cap0 as i32,
-            cap1: cap1 as i32,
-        })
+        Ok(l.grant(tag, side))
     }
 
     /// `Op::LaneClaim` arg 4, after arg 3 or 5 on the same socket: the lane's
@@ -834,10 +831,7 @@ mod tests {
     fn a_connection_gets_its_lane_when_both_ends_asked_and_its_records_drain_whole() {
         use udsfs_proto::lane::{Framing, Side};
         let (e, c) = (lanes_engine(), root());
-        let addr = crate::engine::addr::Addr::Abstract(b"lane-join".to_vec());
-        let srv = e.socket(SockType::Seqpacket, &c);
-        e.bind(&srv, &addr, &c).unwrap();
-        e.listen(&srv, 8, &c).unwrap();
+        let (srv, addr) = listener(&e, b"lane-join", SockType::Seqpacket, &c);
         let cli = e.socket(SockType::Seqpacket, &c);
         e.connect(&cli, &addr, &c, None).unwrap();
         let embryo = e.lane_join(&cli, &c).map(|_| ());
@@ -894,6 +888,62 @@ mod tests {
         })
     }
 
+    /// A listener of `c`'s at abstract `name` (backlog 16), and its name.
+    fn listener(
+        e: &Engine,
+        name: &[u8],
+        ty: SockType,
+        c: &Caller,
+    ) -> (Arc<Socket>, crate::engine::addr::Addr) {
+        let addr = crate::engine::addr::Addr::Abstract(name.to_vec());
+        let srv = e.socket(ty, c);
+        e.bind(&srv, &addr, c).unwrap();
+        e.listen(&srv, 16, c).unwrap();
+        (srv, addr)
+    }
+
+    /// Whether a fresh socketpair of `c`'s gets a lane (arg 3).
+    fn fresh_lane(e: &Engine, c: &Caller) -> Result<()> {
+        let (x, _y) = e.try_socketpair(SockType::Stream, c).unwrap();
+        e.lane_prepare(&x, c).map(|_| ())
+    }
+
+    /// A client of `c`'s connected to `srv`'s name `addr`, and its accepted end.
+    fn connection(
+        e: &Engine,
+        srv: &Arc<Socket>,
+        addr: &crate::engine::addr::Addr,
+        c: &Caller,
+    ) -> Ends {
+        let cli = e.socket(SockType::Stream, c);
+        e.connect(&cli, addr, c, None).unwrap();
+        (cli, e.accept(srv, None).unwrap())
+    }
+
+    /// Laned pairs (or connections) made by `one` until it is refused, at
+    /// most `most` (else no bound held): what was made, and the refusal.
+    fn until_refused<T>(most: usize, mut one: impl FnMut() -> Result<T>) -> (Vec<T>, Errno) {
+        let mut held = vec![];
+        loop {
+            match one() {
+                Ok(x) => held.push(x),
+                Err(err) => return (held, err),
+            }
+            assert!(held.len() <= most, "no bound");
+        }
+    }
+
+    /// Both ends of a pair or a connection.
+    type Ends = (Arc<Socket>, Arc<Socket>);
+
+    /// `c`'s socketpairs, each with its lane (arg 3), until one is refused.
+    fn pairs_until_refused(e: &Engine, c: &Caller, most: usize) -> (Vec<Ends>, Errno) {
+        until_refused(most, || {
+            let (x, y) = e.try_socketpair(SockType::Stream, c).unwrap();
+            e.lane_prepare(&x, c).map(|_| (x, y))
+        })
+    }
+
     /// A connection's lane (arg 5) is on the share and the descriptor
     /// budget of the end whose ask made it, as a socketpair's is on its
     /// asker's: another user's pair still gets its lane; the end nobody
@@ -905,26 +955,15 @@ mod tests {
         let e = shared_out();
         e.lanes.quota.set_max(8);
         let (a, b) = (user(61021), user(65534));
-        let addr = crate::engine::addr::Addr::Abstract(b"lane-share-join".to_vec());
-        let srv = e.socket(SockType::Stream, &b);
-        e.bind(&srv, &addr, &b).unwrap();
-        e.listen(&srv, 16, &b).unwrap();
-        let mut held = vec![];
-        let refused = loop {
-            let cli = e.socket(SockType::Stream, &b);
-            e.connect(&cli, &addr, &b, None).unwrap();
-            let acc = e.accept(&srv, None).unwrap();
+        let (srv, addr) = listener(&e, b"lane-share-join", SockType::Stream, &b);
+        let (held, refused) = until_refused(8, || {
+            let (cli, acc) = connection(&e, &srv, &addr, &b);
             assert_eq!(e.lane_join(&cli, &b).map(|_| ()), Err(Errno::EAGAIN));
-            match e.lane_join(&acc, &b) {
-                Ok(_) => held.push((cli, acc)),
-                Err(err) => break err,
-            }
-            assert!(held.len() <= 8, "no bound");
-        };
+            e.lane_join(&acc, &b).map(|_| (cli, acc))
+        });
         println!("B's connection lanes: {} of 8, then {refused}", held.len());
         assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
-        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
-        let got = e.lane_prepare(&x, &a).map(|_| ());
+        let got = fresh_lane(&e, &a);
         println!("A's fresh pair: {got:?}");
         assert_eq!(got, Ok(()));
 
@@ -944,9 +983,7 @@ mod tests {
         assert!(mine >= 1000, "the unclaimed ring is charged to the asker");
         assert_eq!(root_held, root_before, "nothing is charged to the daemon");
         let again = {
-            let cli = e.socket(SockType::Stream, &b);
-            e.connect(&cli, &addr, &b, None).unwrap();
-            let acc = e.accept(&srv, None).unwrap();
+            let (cli, acc) = connection(&e, &srv, &addr, &b);
             let _ = e.lane_join(&cli, &b);
             e.lane_join(&acc, &b).map(|_| ())
         };
@@ -963,17 +1000,12 @@ mod tests {
         use crate::engine::tests::user;
         let e = shared_out();
         let (a, b) = (user(61021), user(65534));
-        let addr = crate::engine::addr::Addr::Abstract(b"lane-payer".to_vec());
-        let srv = e.socket(SockType::Stream, &a);
-        e.bind(&srv, &addr, &a).unwrap();
-        e.listen(&srv, 16, &a).unwrap();
+        let (srv, addr) = listener(&e, b"lane-payer", SockType::Stream, &a);
         let used = |uid| (e.lanes.quota.user_used(uid), e.depot.quota.user_used(uid));
         let (a0, b0) = (used(61021), used(65534));
         let mut held = vec![];
         for _ in 0..4 {
-            let cli = e.socket(SockType::Stream, &b);
-            e.connect(&cli, &addr, &b, None).unwrap();
-            let acc = e.accept(&srv, None).unwrap();
+            let (cli, acc) = connection(&e, &srv, &addr, &b);
             let first = e.lane_join(&cli, &b).map(|_| ());
             assert_eq!(first, Err(Errno::EAGAIN), "B's client asks first");
             e.lane_join(&acc, &a)
@@ -1033,25 +1065,15 @@ mod tests {
         let e = shared_out();
         e.lanes.quota.set_max(8);
         let (a, b) = (user(61021), user(65534));
-        let mut held = vec![];
-        let refused = loop {
-            let (x, _y) = e.try_socketpair(SockType::Stream, &b).unwrap();
-            match e.lane_prepare(&x, &b) {
-                Ok(_) => held.push((x, _y)),
-                Err(err) => break err,
-            }
-            assert!(held.len() <= 8, "no bound");
-        };
+        let (held, refused) = pairs_until_refused(&e, &b, 8);
         println!("B's lanes: {} of 8, then {refused}", held.len());
         assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
-        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
-        let got = e.lane_prepare(&x, &a).map(|_| ());
+        let got = fresh_lane(&e, &a);
         println!("A's fresh pair: {got:?}");
         assert_eq!(got, Ok(()));
         e.lane_down(&held[0].0, None)
             .expect("no busy word: down at once");
-        let (x, _y) = e.try_socketpair(SockType::Stream, &b).unwrap();
-        let again = e.lane_prepare(&x, &b).map(|_| ());
+        let again = fresh_lane(&e, &b);
         println!("B after one of its lanes went down: {again:?}");
         assert_eq!(again, Ok(()));
     }
@@ -1068,23 +1090,14 @@ mod tests {
         // pair's own pin) and change.
         e.depot.quota.set_max(20);
         let (a, b) = (user(61021), user(65534));
-        let mut held = vec![];
-        let refused = loop {
-            let (x, y) = e.try_socketpair(SockType::Stream, &b).unwrap();
-            match e.lane_prepare(&x, &b) {
-                Ok(_) => held.push((x, y)),
-                Err(err) => break err,
-            }
-            assert!(held.len() <= 10, "no bound");
-        };
+        let (held, refused) = pairs_until_refused(&e, &b, 10);
         let used = e.depot.quota.user_used(65534);
         println!(
             "B's lanes: {}, then {refused}; B's descriptors: {used}",
             held.len()
         );
         assert_eq!((held.len(), refused), (2, Errno::ETOOMANYREFS));
-        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
-        let got = e.lane_prepare(&x, &a).map(|_| ());
+        let got = fresh_lane(&e, &a);
         println!("A's fresh pair: {got:?}");
         assert_eq!(got, Ok(()));
         for (x, y) in held {
@@ -1111,10 +1124,7 @@ mod tests {
         use crate::engine::tests::user;
         let e = lanes_engine();
         let (a, b) = (user(61021), user(65534));
-        let addr = crate::engine::addr::Addr::Abstract(b"peer-lane".to_vec());
-        let srv = e.socket(SockType::Stream, &a);
-        e.bind(&srv, &addr, &a).unwrap();
-        e.listen(&srv, 8, &a).unwrap();
+        let (srv, addr) = listener(&e, b"peer-lane", SockType::Stream, &a);
         let cli = e.socket(SockType::Stream, &b);
         e.connect(&cli, &addr, &b, None).unwrap();
         let acc = e.accept(&srv, None).unwrap();
