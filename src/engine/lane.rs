@@ -730,6 +730,14 @@ impl Engine {
         }
     }
 
+    /// `f` on `s`'s lane's region, while it has one (the front's tests).
+    #[cfg(test)]
+    pub(crate) fn lane_region<R>(&self, s: &Socket, f: impl FnOnce(&Region) -> R) -> Option<R> {
+        let lane = self.lane_of(s)?;
+        let l = lane.lock();
+        Some(f(&l.region))
+    }
+
     /// The status files' `lane=` word.
     pub fn lane_status(&self, s: &Socket) -> &'static str {
         if self.lanes.up.load(Ordering::SeqCst) == 0 {

@@ -303,3 +303,86 @@ impl Inner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+
+    use parking_lot::Mutex;
+    use udsfs_proto::lane::region::busy_word;
+    use udsfs_proto::lane::{Framing, Side};
+
+    use super::*;
+    use crate::engine::cred::ProcStatus;
+    use crate::engine::{Config, Engine, SockType};
+    use crate::fuse::files::FileKind;
+
+    type Slot = Arc<Mutex<Option<Result<Vec<u8>, Errno>>>>;
+
+    struct Got(Slot);
+
+    impl Sink<Vec<u8>> for Got {
+        fn send(self: Box<Self>, a: Result<Vec<u8>, Errno>) {
+            *self.0.lock() = Some(a);
+        }
+    }
+
+    /// This process, as a thread no process has (above PID_MAX_LIMIT).
+    fn me() -> Caller {
+        let st = ProcStatus {
+            tgid: std::process::id() as i32,
+            umask: 0o022,
+            ..Default::default()
+        };
+        Caller::with_status(1 << 23, st)
+    }
+
+    /// A read of a laned socket whose peer's busy word is up (a copy under
+    /// way) is parked, not waited for on the worker: the worker's call
+    /// returns at once, and once the busy word is down the read runs again
+    /// and gets the ring's bytes, drained in order (no reset).
+    #[test]
+    fn a_read_parks_while_a_busy_word_is_up_and_then_gets_the_rings_bytes() {
+        let eng = Engine::new(Config {
+            hash_buckets: 4,
+            background_gc: false,
+            lanes: true,
+            ..Config::default()
+        });
+        let inner = Inner::new(eng.clone(), 0, 0);
+        let (a, b) = eng.socketpair(SockType::Stream, &me());
+        eng.lane_prepare(&a, &me())
+            .expect("a fresh pair gets a lane");
+        eng.lane_region(&a, |r| {
+            let (mut w, _) = r.end(Side::A, Framing::Stream);
+            assert_eq!(w.write(b"published"), Ok(9));
+            r.word(busy_word(0)).store(1, Ordering::SeqCst);
+        });
+        let fh = inner
+            .files
+            .insert(OpenFile::new(Some(b.clone()), FileKind::Data));
+        let got: Slot = Arc::default();
+        let t = Instant::now();
+        inner.read(fh, 0, 64, 0, me(), Got(got.clone()));
+        let back = t.elapsed();
+        println!(
+            "the worker's read call returned after {back:?}, answered: {:?}",
+            got.lock()
+        );
+        assert!(got.lock().is_none(), "answered before the way down");
+        assert!(
+            back < Duration::from_millis(100),
+            "the worker waited {back:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        eng.lane_region(&a, |r| r.word(busy_word(0)).store(0, Ordering::SeqCst));
+        while got.lock().is_none() && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let answer = got.lock().clone();
+        println!("the read's answer after {:?}: {answer:?}", t.elapsed());
+        assert_eq!(answer, Some(Ok(b"published".to_vec())));
+        assert_eq!(a.lock().err, None, "a copy that finished is no reset");
+    }
+}
