@@ -60,6 +60,13 @@ def laned_pair(ch):
     return pf, a, b, da, db, m, g
 
 
+def connected(name):
+    """A stream socket connected to @name: its clone file's and its data file's descriptors."""
+    cf, C = clone("stream")
+    ctl(cf, f"connect @{name}")
+    return cf, os.open(f"{U}/sock/{C}/data", os.O_RDWR | os.O_NONBLOCK)
+
+
 def close_pair(p):
     pf, _, _, da, db, m, _ = p
     m.close()
@@ -108,19 +115,23 @@ def stall():
     say("go")
     t0 = time.monotonic()
 
+    got = []
+
     def one(ps):
         for p in ps:
             try:
                 os.read(p[3], 16)
-            except BlockingIOError:
-                pass
+                got.append("bytes")
+            except OSError as e:
+                got.append(errno.errorcode.get(e.errno, "?"))
 
     ts = [threading.Thread(target=one, args=(ps,)) for ps in made]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
-    say(f"ways down held up: {stallers * pairs} in {time.monotonic() - t0:.1f} s")
+    seen = ", ".join(f"{got.count(k)} {k}" for k in sorted(set(got)))
+    say(f"ways down held up: {stallers * pairs} in {time.monotonic() - t0:.1f} s; the stuck ends' reads: {seen}")
     for ps in made:
         for p in ps:
             close_pair(p)
@@ -247,9 +258,7 @@ def client_lanes():
     ch = channel()
     got, held = [], []
     for _ in range(n):
-        cf, C = clone("stream")
-        ctl(cf, f"connect @{name}")
-        dc = os.open(f"{U}/sock/{C}/data", os.O_RDWR | os.O_NONBLOCK)
+        cf, dc = connected(name)
         g = lane_ctl(dc, 3)
         got.append("lane" if not isinstance(g, str) else g)
         if not isinstance(g, str):
@@ -260,6 +269,53 @@ def client_lanes():
         held += [cf, dc]
     say("B's lane requests on its connections to A:", " ".join(sorted(set(got))))
     time.sleep(float(sys.argv[4]))
+
+
+def lane_server():
+    """A's listener at @argv[2] (backlog 512): once argv[4] exists, accepts argv[3]
+    connections, each as its library would take a lane: its data file opened, asked
+    (Op::LaneClaim arg 5), a granted region claimed over the fd channel and closed.
+    Prints how the asks went, then holds everything until argv[4].done exists."""
+    name, n, go = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    lf, L = clone("stream")
+    ctl(lf, f"bind @{name}")
+    ctl(lf, "listen 512")
+    say("listening")
+    while not os.path.exists(go):
+        time.sleep(0.01)
+    ch = channel()
+    got, held = [], []
+    for _ in range(n):
+        a = os.open(f"{U}/sock/{L}/accept", os.O_RDWR)
+        d = os.open(f"{U}/sock/{int(os.read(a, 32).split()[0])}/data", os.O_RDWR | os.O_NONBLOCK)
+        g = lane_ctl(d, 5)
+        if isinstance(g, str):
+            got.append(g)
+        else:
+            m = claim(ch, g[0])
+            got.append("lane" if isinstance(m, int) else m)
+            if isinstance(m, int):
+                os.close(m)
+        held += [a, d]
+    say("A's asks: " + ", ".join(f"{got.count(k)} {k}" for k in sorted(set(got))))
+    while not os.path.exists(go + ".done"):
+        time.sleep(0.05)
+
+
+def connect_first():
+    """B's argv[3] connections to @argv[2], each asked for its lane (Op::LaneClaim
+    arg 5) before A accepts it (EAGAIN: A's ask then makes the lane); prints how the
+    asks went, then holds them until argv[4] exists."""
+    name, n = sys.argv[2], int(sys.argv[3])
+    got, held = [], []
+    for _ in range(n):
+        cf, dc = connected(name)
+        g = lane_ctl(dc, 5)
+        got.append("lane" if not isinstance(g, str) else g)
+        held += [cf, dc]
+    say("B's asks before the accepts: " + ", ".join(f"{got.count(k)} {k}" for k in sorted(set(got))))
+    while not os.path.exists(sys.argv[4]):
+        time.sleep(0.05)
 
 
 def charge():
@@ -381,5 +437,5 @@ def deposit_one():
         say("A's deposit:", errno.errorcode.get(e.errno, str(e)))
 
 
-CASES = {f.__name__: f for f in (prepare, deposit_one, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
+CASES = {f.__name__: f for f in (lane_server, connect_first, prepare, deposit_one, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
 CASES[sys.argv[1]]()

@@ -20,9 +20,11 @@
 #  userns       B as root of a user and pid namespace of its own (unshare -Upfr): its own
 #               region claimed (its credentials seen as uid 65534), A's EBADF.
 #  stall        B makes 32 laned pairs, holds their busy words up and reads their ends
-#               from 8 threads: each way down waits BUSY_WAIT (500 ms) on a FUSE worker
-#               thread, and the mount has 2. A's own requests (a pair made and closed), 20 timed
-#               with and without B at it: the worst with B must stay within 10x of the
+#               from 8 threads: each way down waits BUSY_WAIT (500 ms) for the busy word
+#               (on a FUSE worker thread before: the mount has 2, one of A's requests
+#               waited 7.6 s; now B's reads wait parked and the drainer thread resets the
+#               stuck ends: each of B's reads gets ECONNRESET). A's own requests (a pair
+#               made and closed), 20 timed with and without B at it: the worst with B must stay within 10x of the
 #               worst without (or 1 s), as adversarial_exhaust.sh bounds A's round trips.
 #  capture_sees A's program through `udsfs run` leaves bytes in its pair's ring (lane=direct);
 #               B opens a capture, which takes every lane down and drains the rings
@@ -46,6 +48,11 @@
 #               memfd the daemon holds) until refused, and 4 fd channel connections (within
 #               its share); A's deposit of one pipe over the fd channel must still be
 #               taken, as before B came.
+#  payer        on the same daemon, B's client connects to A's server 200 times and asks for
+#               each connection's lane before A's accepter does, whose ask then makes it (on
+#               A's share before: the asker's); A's deposit over the fd channel and A's own
+#               fresh pair's lane must be as before B came (each lane's three descriptors
+#               are on the connecting user's share).
 # A case listed in integration/adversarial_lanes_exceptions.txt is a known defect: it
 # must fail as listed, and the script fails once it passes (then unlist it).
 UDSFS_MOUNT_ARGS=(--allow-other --lanes --max-queued-bytes 4194304)
@@ -139,7 +146,9 @@ say "B: $(tr '\n' ' ' <"$TMP/stall.out")"
 bw=$(awk '{print $4}' <<<"$base")
 uw=$(awk '{print $4}' <<<"$under")
 good=$(awk -v b="$bw" -v u="$uw" 'BEGIN { l = 10 * b; if (l < 1000) l = 1000; print (u <= l) ? 1 : 0 }')
-verdict stall "$good" "A's request (ms) without B: $base; while B holds busy words up: $under"
+# Each stuck end is reset at BUSY_WAIT: its read, parked meanwhile, gets ECONNRESET.
+grep -q "reads: 32 ECONNRESET$" "$TMP/stall.out" || good=0
+verdict stall "$good" "A's request (ms) without B: $base; while B holds busy words up: $under; B: $(tail -1 "$TMP/stall.out")"
 
 # peer_lane
 lanes $A server "lanesrv$$" 6 >"$TMP/srv.out" 2>&1 &
@@ -260,6 +269,25 @@ under=$(lanes $A deposit_one) || fail "A's deposit: $under"
 kill -KILL "${takers[@]}"
 wait
 verdict lanes_fds "$([ "$under" = "$before" ] && echo 1)" "RLIMIT_NOFILE 1024: A's deposit before: $before; B took $took lanes, the daemon then held $held descriptors; A's deposit: $under"
+
+# payer: on the same daemon (RLIMIT_NOFILE 1024), B's client connects 200 times to A's
+# server and asks for each lane before A accepts, so that A's ask makes it
+lanes $A lane_server "payer$$" 200 "$TMP/flags/payer" >"$TMP/psrv.out" 2>&1 &
+psrv_pid=$!
+for _ in $(seq 1000); do grep -q listening "$TMP/psrv.out" && break; sleep 0.01; done
+before=$(lanes $A deposit_one) || fail "A's deposit: $before"
+before_lane=$(lanes $A one_lane) || fail "A's pair: $before_lane"
+lanes $B connect_first "payer$$" 200 "$TMP/flags/payer.done" >"$TMP/pcli.out" 2>&1 &
+pcli_pid=$!
+for _ in $(seq 6000); do [ -s "$TMP/pcli.out" ] && break; sleep 0.01; done
+touch "$TMP/flags/payer"
+for _ in $(seq 6000); do grep -q "A's asks" "$TMP/psrv.out" && break; sleep 0.01; done
+held="$(ls "/proc/$DAEMON_PID/fd" | wc -l)"
+under=$(lanes $A deposit_one) || fail "A's deposit: $under"
+under_lane=$(lanes $A one_lane) || fail "A's pair: $under_lane"
+touch "$TMP/flags/payer.done"
+wait "$psrv_pid" "$pcli_pid" || fail "payer: A: $(cat "$TMP/psrv.out"); B: $(cat "$TMP/pcli.out")"
+verdict payer "$([ "$under" = "$before" ] && [ "$under_lane" = "$before_lane" ] && echo 1)" "$(cat "$TMP/pcli.out"); $(cat "$TMP/psrv.out" | tail -1); the daemon then held $held descriptors; A's deposit before: $before, after: $under; A's pair before: $before_lane, after: $under_lane"
 
 grep -i "panick" "$LOG" && fail "the daemon panicked"
 [ ${#failed[@]} -eq 0 ] || fail "$(printf '%s; ' "${failed[@]}")"

@@ -308,6 +308,7 @@ impl Engine {
                 *listener = None;
             }
         }
+        got.accepted.store(true, Ordering::Release);
         self.gc.accepted(got.id);
         self.finish(wake);
         self.tap_event(None, || Event::Accepted {

@@ -8,19 +8,21 @@
 //! library's own lane calls (a FUSE read, write, poll, ioctl, an open of
 //! its data or msg file, the release of its last handle) takes the lane
 //! down first (`lane_down`): the state goes to `Through`, the daemon waits
-//! until neither end is moving bytes (each end's busy word), and moves what
-//! the rings hold into the engine's queues (as sends of the end that wrote
-//! them: nothing lost or reordered), so the request then sees the
-//! connection as if every byte had gone through the daemon. A lane that is
-//! down stays down. Off unless the mount has `--lanes`.
+//! until neither end is moving bytes (each end's busy word; the request
+//! parked meanwhile, on no thread, and a stuck end reset at `BUSY_WAIT`),
+//! and moves what the rings hold into the engine's queues (as sends of the
+//! end that wrote them: nothing lost or reordered), so the request then
+//! sees the connection as if every byte had gone through the daemon. A
+//! lane that is down stays down. A lane's cost is on the user whose call
+//! made the connection (`payer`). Off unless the mount has `--lanes`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering, fence};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use udsfs_proto::ioctl::{LANE_RECORD, LaneEvents, LaneGrant};
 use udsfs_proto::lane::State;
 use udsfs_proto::lane::region::{OFF_HEAD, OFF_TAIL, Region, busy_word, cap_for_sndbuf, dir_word};
@@ -31,13 +33,21 @@ use super::lane_ready::Evs;
 use super::log_limit::limited;
 use super::message::SendMsg;
 use super::quota::{Charge, Quota};
-use super::socket::{Conn, SockType, Socket};
-use super::{Caller, Engine, Result};
+use super::socket::{Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockType, Socket};
+use super::{Caller, Engine, Result, Waiter};
 
 /// How long the way down waits for an end to finish moving bytes (a copy
 /// of at most a ring takes far less); an end that stays busy longer
-/// (stopped, or hostile) has its ring's published bytes drained as they are.
+/// (stopped, or hostile) is reset: the rings' published bytes are drained
+/// as they are and the stuck end's connection ends (ECONNRESET). The wait
+/// is on no request's thread: the requests that need the lane down park
+/// (`lane_down` with a waiter) and the drainer thread looks every
+/// `DRAIN_LOOK` (below).
 const BUSY_WAIT: Duration = Duration::from_millis(500);
+
+/// How often the drainer thread looks at the busy words of the lanes
+/// whose way down waits for them.
+const DRAIN_LOOK: Duration = Duration::from_micros(500);
 
 /// Lanes a connection made by connect and accept may have in its life.
 pub(crate) const LANES_PER_CONN: u32 = 3;
@@ -62,7 +72,9 @@ struct Lane {
     maker: (u32, ProcStatus),
     /// One of the mount's lanes, held by the asker until the way down.
     count: Charge,
-    up: bool,
+    phase: Phase,
+    /// Requests parked until the way down is done (`lane_down`).
+    waiters: Vec<Waiter>,
     /// Each end's wake-up for poll and epoll (lane_ready.rs).
     evs: Evs,
     /// Seqpacket: the rings carry records.
@@ -71,6 +83,33 @@ struct Lane {
     /// the asker's descriptor budget as a deposit's are (ChargedFd): given
     /// back when the lane is dropped and they close (last: after them).
     _fds: Charge,
+}
+
+/// Where a lane is on its way down.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    Up,
+    /// `Through` is set and an end's busy word was up: the rings are
+    /// drained once neither is, or at the deadline (the stuck end reset).
+    Draining(Instant),
+    Down,
+}
+
+impl Lane {
+    fn is_up(&self) -> bool {
+        self.phase == Phase::Up
+    }
+
+    /// The grant of side `side` of this lane, `tag` its memfd's depot tag.
+    fn grant(&self, tag: u64, side: usize) -> LaneGrant {
+        let [cap0, cap1] = self.region.caps();
+        LaneGrant {
+            tag,
+            side: side_word(side, self.record),
+            cap0: cap0 as i32,
+            cap1: cap1 as i32,
+        }
+    }
 }
 
 /// Descriptors a lane holds in the daemon: its memfd and two eventfds.
@@ -82,6 +121,12 @@ pub struct Lanes {
     map: Mutex<HashMap<u64, Arc<Mutex<Lane>>>>,
     /// Lanes up, per user (`MAX_LANES`, shared out by `--user-share`).
     pub(crate) quota: Arc<Quota>,
+    /// Lanes whose way down waits for an end's busy word, for the drainer
+    /// thread (started at the first), which wakes on `more`.
+    draining: Mutex<Vec<Arc<Mutex<Lane>>>>,
+    more: Condvar,
+    drainer: OnceLock<()>,
+    engine: OnceLock<Weak<Engine>>,
 }
 
 impl Lanes {
@@ -93,7 +138,63 @@ impl Lanes {
             up: AtomicUsize::new(0),
             map: Mutex::default(),
             quota,
+            draining: Mutex::default(),
+            more: Condvar::new(),
+            drainer: OnceLock::new(),
+            engine: OnceLock::new(),
         }
+    }
+
+    /// Set once the engine is in its Arc (the drainer holds it weakly).
+    pub(crate) fn attach(&self, eng: &Arc<Engine>) {
+        let _ = self.engine.set(Arc::downgrade(eng));
+    }
+
+    /// Hands `lane` to the drainer thread (started at the first).
+    fn wait_busy(&self, lane: Arc<Mutex<Lane>>) {
+        self.drainer.get_or_init(|| {
+            let eng = self.engine.get().cloned().unwrap_or_default();
+            let spawned = std::thread::Builder::new()
+                .name("udsfs-lane-drain".into())
+                .spawn(move || drainer(&eng));
+            if let Err(e) = spawned {
+                log::error!("no lane drainer thread: {e}");
+            }
+        });
+        self.draining.lock().push(lane);
+        self.more.notify_one();
+    }
+}
+
+/// The drainer thread: finishes each lane's way down once neither end is
+/// busy, or at its deadline (`Engine::lane_end`), looking every
+/// `DRAIN_LOOK` while any waits; the requests parked on it are woken then.
+fn drainer(eng: &Weak<Engine>) {
+    loop {
+        let Some(e) = eng.upgrade() else { return };
+        let lanes = {
+            let mut q = e.lanes.draining.lock();
+            while q.is_empty() {
+                if e.lanes
+                    .more
+                    .wait_for(&mut q, Duration::from_millis(500))
+                    .timed_out()
+                    && Arc::strong_count(&e) == 1
+                {
+                    return;
+                }
+            }
+            q.clone()
+        };
+        for l in &lanes {
+            let _ = e.lane_end(l, true, None);
+        }
+        e.lanes
+            .draining
+            .lock()
+            .retain(|l| l.lock().phase != Phase::Down);
+        drop(e);
+        std::thread::sleep(DRAIN_LOOK);
     }
 }
 
@@ -180,6 +281,21 @@ fn made_by(s: &Socket, c: &Caller) -> bool {
             .is_some_and(|p| p.cred.pid == st.tgid && p.cred.uid == st.uids[1])
 }
 
+/// The user a connection's lane is charged to (its one of the mount's
+/// lanes and the daemon's three descriptors for it): the user whose call
+/// made the connection, fixed then: the connecting process's (an accepted
+/// end's SO_PEERCRED), a socketpair's maker (either end's). Not the end
+/// whose ask makes the lane, which the other end could choose by asking
+/// first or later: a client could put its lanes on a server's user.
+fn payer(s: &Socket, peer: &Socket) -> Option<u32> {
+    let made = if peer.accepted.load(Ordering::Acquire) {
+        peer
+    } else {
+        s
+    };
+    made.lock().conn.cred().map(|p| p.cred.uid)
+}
+
 impl Engine {
     /// `Op::LaneClaim` with arg 3, on the first socket of a pair the library
     /// just made: the pair's region (its depot tag and capacities; `side` 0
@@ -204,13 +320,7 @@ impl Engine {
         };
         let l = lane.lock();
         let tag = self.lane_fd(&l, s, c)?;
-        let [cap0, cap1] = l.region.caps();
-        Ok(LaneGrant {
-            tag,
-            side: side_word(0, l.record),
-            cap0: cap0 as i32,
-            cap1: cap1 as i32,
-        })
+        Ok(l.grant(tag, 0))
     }
 
     /// Makes `s`'s connection's lane (`lane_make`) and files it under both
@@ -274,25 +384,7 @@ impl Engine {
                 }
             }
         };
-        let mut l = lane.lock();
-        if !l.up {
-            return Err(Errno::ENOENT);
-        }
-        let side = usize::from(l.socks[0].id != s.id);
-        if l.claimed[side].is_some() {
-            drop(l);
-            self.lane_down(s);
-            return Err(Errno::ENOENT);
-        }
-        let tag = self.lane_fd(&l, s, c)?;
-        l.claimed[side] = Some((c.tid, c.status().clone()));
-        let [cap0, cap1] = l.region.caps();
-        Ok(LaneGrant {
-            tag,
-            side: side_word(side, l.record),
-            cap0: cap0 as i32,
-            cap1: cap1 as i32,
-        })
+        self.claim_end(&lane, s, c, true)
     }
 
     /// `Op::LaneClaim` (arg 0): this end of `s`'s lane for the caller's
@@ -301,25 +393,35 @@ impl Engine {
     pub fn lane_claim(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneGrant> {
         let lane = self.lanes.map.lock().get(&s.id).cloned();
         let lane = lane.ok_or(Errno::EOPNOTSUPP)?;
+        self.claim_end(&lane, s, c, false)
+    }
+
+    /// `s`'s end of `lane` claimed for the caller's process (arg 0, or the
+    /// asker's own end at arg 5), with the region's memfd deposited for it
+    /// when `give_fd` (its depot tag in the grant; else 0: the caller maps
+    /// the region already). A second claim of an end (another process)
+    /// takes the lane down, as the ring is single-writer, single-reader:
+    /// ENOENT.
+    fn claim_end(
+        &self,
+        lane: &Arc<Mutex<Lane>>,
+        s: &Arc<Socket>,
+        c: &Caller,
+        give_fd: bool,
+    ) -> Result<LaneGrant> {
         let mut l = lane.lock();
-        if !l.up {
+        if !l.is_up() {
             return Err(Errno::ENOENT);
         }
         let side = usize::from(l.socks[0].id != s.id);
         if l.claimed[side].is_some() {
-            // The ring is single-writer, single-reader.
             drop(l);
-            self.lane_down(s);
+            let _ = self.lane_down(s, None);
             return Err(Errno::ENOENT);
         }
+        let tag = if give_fd { self.lane_fd(&l, s, c)? } else { 0 };
         l.claimed[side] = Some((c.tid, c.status().clone()));
-        let [cap0, cap1] = l.region.caps();
-        Ok(LaneGrant {
-            tag: 0,
-            side: side_word(side, l.record),
-            cap0: cap0 as i32,
-            cap1: cap1 as i32,
-        })
+        Ok(l.grant(tag, side))
     }
 
     /// `Op::LaneClaim` arg 4, after arg 3 or 5 on the same socket: the lane's
@@ -328,7 +430,7 @@ impl Engine {
         let lane = self.lanes.map.lock().get(&s.id).cloned();
         let lane = lane.ok_or(Errno::EOPNOTSUPP)?;
         let l = lane.lock();
-        if !l.up {
+        if !l.is_up() {
             return Err(Errno::ENOENT);
         }
         l.evs.deposit(&self.depot, s.id, c.fsuid)
@@ -354,13 +456,15 @@ impl Engine {
         if joined && !peer.lane_asked.load(Ordering::Acquire) {
             return Err(Errno::EAGAIN);
         }
-        // The asker's lane among the mount's: refused past the mount's
-        // or the asker's share, before the connection spends one of its
-        // lanes. A connection's asker is the end whose ask makes it.
+        // One of the mount's lanes and the daemon's three descriptors, on
+        // the user whose call made the connection (`payer`): refused past
+        // the mount's or that user's share, before the connection spends
+        // one of its lanes.
+        let payer = payer(s, &peer).unwrap_or(c.fsuid);
         let mut count = Charge::new(self.lanes.quota.clone());
-        count.set(c.fsuid, 1).map_err(|_| Errno::EOPNOTSUPP)?;
+        count.set(payer, 1).map_err(|_| Errno::EOPNOTSUPP)?;
         let mut fds = Charge::new(self.depot.quota.clone());
-        fds.set(c.fsuid, LANE_FDS).map_err(refused_errno)?;
+        fds.set(payer, LANE_FDS).map_err(refused_errno)?;
         // A few lanes in a connection's life (the way down may wait
         // BUSY_WAIT for a peer's busy word: a few times per connection, not
         // at will). More than one: a lane an end's ask made while the other
@@ -381,7 +485,8 @@ impl Engine {
             claimed: [None, None],
             maker: (c.tid, c.status().clone()),
             count,
-            up: true,
+            phase: Phase::Up,
+            waiters: Vec::new(),
             evs,
             record: s.ty == SockType::Seqpacket,
             _fds: fds,
@@ -389,42 +494,52 @@ impl Engine {
     }
 
     /// Takes `s`'s lane down if it has one (see the module's comment):
-    /// called before any request on `s` other than the lane's own.
-    pub fn lane_down(&self, s: &Socket) {
-        if self.lanes.up.load(Ordering::SeqCst) == 0 {
-            return;
+    /// called before any request on `s` other than the lane's own. Ok: it
+    /// has none (any more); its bytes are in the engine's queues. EAGAIN:
+    /// the way down waits for an end's busy word (`lane_end`), on no
+    /// request's thread: `w`, if given, is woken when it is done (or reset
+    /// at `BUSY_WAIT`), and the request that needs it parks until then.
+    pub fn lane_down(&self, s: &Socket, w: Option<&Waiter>) -> Result<()> {
+        match self.lane_of(s) {
+            Some(lane) => self.lane_end(&lane, true, w),
+            None => Ok(()),
         }
-        let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
-            return;
-        };
-        self.lane_end(&lane, true);
+    }
+
+    fn lane_of(&self, s: &Socket) -> Option<Arc<Mutex<Lane>>> {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        self.lanes.map.lock().get(&s.id).cloned()
     }
 
     /// As `lane_down`, for a request that only reads the socket's state:
     /// while neither end is claimed (the rings are empty) the lane stays.
-    pub fn lane_down_if_claimed(&self, s: &Socket) {
-        if self.lanes.up.load(Ordering::SeqCst) == 0 {
-            return;
-        }
-        let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
-            return;
+    pub fn lane_down_if_claimed(&self, s: &Socket, w: Option<&Waiter>) -> Result<()> {
+        let Some(lane) = self.lane_of(s) else {
+            return Ok(());
         };
-        if lane.lock().claimed.iter().all(Option::is_none) {
-            return;
+        let unclaimed = {
+            let l = lane.lock();
+            l.is_up() && l.claimed.iter().all(Option::is_none)
+        };
+        if unclaimed {
+            return Ok(());
         }
-        self.lane_end(&lane, true);
+        self.lane_end(&lane, true, w)
     }
 
     /// A capture opened or a fault rule added: every lane goes down (its
-    /// bytes through the taps and rules as they are drained), and none is
-    /// made while an observer stands (stage d would keep them, `Through`).
+    /// bytes through the taps and rules as they are drained, those of a
+    /// lane that waits for a busy word a little later), and none is made
+    /// while an observer stands (stage d would keep them, `Through`).
     pub fn lanes_all_down(&self) {
         if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return;
         }
         let all: Vec<_> = self.lanes.map.lock().values().cloned().collect();
         for l in all {
-            self.lane_end(&l, true);
+            let _ = self.lane_end(&l, true, None);
         }
     }
 
@@ -432,13 +547,14 @@ impl Engine {
     /// epoll_ctl, epoll_wait's look of a holder whose library does not
     /// answer it from the ring, lane_ready.rs): a kernel epoll set holding
     /// the data file would not hear of the ring's bytes, so the socket has
-    /// no lane from now on.
+    /// no lane from now on. The poll does not wait for the way down: the
+    /// ring's bytes, queued when it is done, wake the poller.
     pub fn lane_polled(&self, s: &Socket) {
         if !self.cfg.lanes {
             return;
         }
         s.polled.store(true, Ordering::Release);
-        self.lane_down(s);
+        let _ = self.lane_down(s, None);
     }
 
     /// `Op::LaneClaim` with arg 1: an end found the region corrupt. The
@@ -452,37 +568,61 @@ impl Engine {
             "socket {}: its lane's region broke the protocol: the connection is reset",
             s.id
         );
-        self.lane_end(&lane, false);
+        let _ = self.lane_end(&lane, false, None);
         let socks = lane.lock().socks.clone();
         for x in socks {
             x.lock().err = Some(Errno::ECONNRESET);
         }
     }
 
-    fn lane_end(&self, lane: &Arc<Mutex<Lane>>, drain: bool) {
+    /// The way down, or its next look (`drain` false: a corrupt region,
+    /// taken down at once without its bytes). The first call sets `Through`
+    /// and wakes both ends; the rings are drained once neither end's busy
+    /// word is up (an end raises it before it looks at the state and moves
+    /// bytes: a copy under way finishes first). While one is, EAGAIN: `w`
+    /// waits on the lane and the drainer thread looks again. At the
+    /// deadline a busy end is taken as stuck (stopped, or hostile): the
+    /// rings' published bytes are drained as they are and the stuck end's
+    /// socket is reset (ECONNRESET pending, both ways shut: its peer reads
+    /// what was published, then EOF), since a copy it finishes later would
+    /// land in a ring nobody reads. Nobody's request waits on a thread.
+    fn lane_end(&self, lane: &Arc<Mutex<Lane>>, drain: bool, w: Option<&Waiter>) -> Result<()> {
         let mut l = lane.lock();
-        if !l.up {
-            return;
-        }
-        l.up = false;
-        // Back to its asker's share now: the way down below may wait.
-        let _ = l.count.set(0, 0);
-        l.region.set_state(State::Through);
-        // Pollers and epoll sets asleep on the ring's eventfds.
-        l.evs.signal();
-        fence(Ordering::SeqCst);
-        let since = Instant::now();
-        // A corrupt region's busy words mean nothing: no wait.
-        while drain && (0..2).any(|e| l.region.word(busy_word(e)).load(Ordering::SeqCst) != 0) {
-            if since.elapsed() > BUSY_WAIT {
-                limited!(
-                    warn,
-                    "socket {}: a lane end stayed busy {BUSY_WAIT:?}: its ring is drained as published",
-                    l.socks[0].id
-                );
-                break;
+        let now = Instant::now();
+        let deadline = match l.phase {
+            Phase::Down => return Ok(()),
+            Phase::Draining(at) => at,
+            Phase::Up => {
+                // Back to its asker's share now: the way down may wait.
+                let _ = l.count.set(0, 0);
+                l.region.set_state(State::Through);
+                // Pollers and epoll sets asleep on the ring's eventfds.
+                l.evs.signal();
+                fence(Ordering::SeqCst);
+                now + BUSY_WAIT
             }
-            std::thread::sleep(Duration::from_micros(200));
+        };
+        // A corrupt region's busy words mean nothing: no wait.
+        let busy = [0, 1].map(|e| drain && l.region.word(busy_word(e)).load(Ordering::SeqCst) != 0);
+        let stuck = busy.contains(&true);
+        if stuck && now < deadline {
+            if let Some(w) = w {
+                l.waiters.push(w.clone());
+            }
+            if l.phase == Phase::Up {
+                l.phase = Phase::Draining(deadline);
+                drop(l);
+                self.lanes.wait_busy(lane.clone());
+            }
+            return Err(Errno::EAGAIN);
+        }
+        l.phase = Phase::Down;
+        if stuck {
+            limited!(
+                warn,
+                "socket {}: a lane end stayed busy {BUSY_WAIT:?}: its ring is drained as published and the stuck end reset",
+                l.socks[0].id
+            );
         }
         if drain {
             for d in 0..2 {
@@ -491,8 +631,8 @@ impl Engine {
         }
         // Out of the map only now: a request on either socket that comes
         // meanwhile (an end that found the lane not Direct and goes on
-        // through the daemon) waits in its `lane_down` for this lock, so
-        // its bytes queue after the ring's.
+        // through the daemon) waits in its `lane_down` (parked, or for this
+        // lock), so its bytes queue after the ring's.
         {
             let mut map = self.lanes.map.lock();
             for x in &l.socks {
@@ -500,6 +640,17 @@ impl Engine {
             }
         }
         self.lanes.up.fetch_sub(1, Ordering::SeqCst);
+        let waiters = std::mem::take(&mut l.waiters);
+        let socks = l.socks.clone();
+        drop(l);
+        for (x, _) in socks.iter().zip(busy).filter(|(_, b)| *b) {
+            x.lock().err = Some(Errno::ECONNRESET);
+            let _ = self.shutdown(x, RCV_SHUTDOWN | SEND_SHUTDOWN);
+        }
+        for w in waiters {
+            w.wake();
+        }
+        Ok(())
     }
 
     /// Moves ring `d`'s unread bytes into the reader's queue, as sends of
@@ -579,6 +730,14 @@ impl Engine {
         }
     }
 
+    /// `f` on `s`'s lane's region, while it has one (the front's tests).
+    #[cfg(test)]
+    pub(crate) fn lane_region<R>(&self, s: &Socket, f: impl FnOnce(&Region) -> R) -> Option<R> {
+        let lane = self.lane_of(s)?;
+        let l = lane.lock();
+        Some(f(&l.region))
+    }
+
     /// The status files' `lane=` word.
     pub fn lane_status(&self, s: &Socket) -> &'static str {
         if self.lanes.up.load(Ordering::SeqCst) == 0 {
@@ -605,26 +764,66 @@ mod tests {
         })
     }
 
-    /// A peer that holds its busy word up delays the way down by at most
-    /// BUSY_WAIT, once: a connection gets one lane in its life, so the
-    /// peer cannot make a new one for each of the other side's calls.
+    /// A waiter that counts its wake-ups.
+    #[derive(Default)]
+    struct Woken(std::sync::atomic::AtomicU32);
+
+    impl crate::engine::Wake for Woken {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A peer that holds its busy word up (stopped mid-copy, or hostile)
+    /// keeps no request's thread: the way down answers EAGAIN at once, the
+    /// request waits parked, and at BUSY_WAIT the drainer thread drains the
+    /// published bytes and resets the stuck end (ECONNRESET, shut down both
+    /// ways: its peer reads what was published, then EOF). A connection
+    /// gets one lane in its life, so the peer cannot make a new one for
+    /// each of the other side's calls.
     #[test]
-    fn a_connection_gets_one_lane_and_a_held_busy_word_delays_its_way_down_once() {
+    fn a_held_busy_word_keeps_no_thread_and_resets_the_stuck_end_once() {
+        use udsfs_proto::lane::{Framing, Side};
         let (e, c) = (lanes_engine(), root());
         let (a, b) = e.socketpair(SockType::Stream, &c);
         let g = e.lane_prepare(&a, &c).expect("a fresh pair gets a lane");
         println!("prepared: {g:?}");
         let lane = e.lanes.map.lock().get(&a.id).cloned().unwrap();
-        lane.lock()
-            .region
-            .word(busy_word(0))
-            .store(1, Ordering::SeqCst);
+        {
+            let l = lane.lock();
+            let (mut w, _) = l.region.end(Side::A, Framing::Stream);
+            assert_eq!(w.write(b"published"), Ok(9));
+            l.region.word(busy_word(0)).store(1, Ordering::SeqCst);
+        }
+        let woken = Arc::new(Woken::default());
+        let w: Waiter = woken.clone();
         let t = Instant::now();
-        e.lane_down(&b);
+        let first = e.lane_down(&b, Some(&w));
         let took = t.elapsed();
-        println!("way down with a busy word held: {took:?}");
-        assert!(took >= BUSY_WAIT && took < BUSY_WAIT * 10, "{took:?}");
+        println!("way down with a busy word held: {first:?} after {took:?}");
+        assert_eq!(first, Err(Errno::EAGAIN));
+        assert!(took < BUSY_WAIT / 5, "the caller waited {took:?}");
+        assert_eq!(
+            e.lane_status(&a),
+            "direct",
+            "not drained before the deadline"
+        );
+        while woken.0.load(Ordering::SeqCst) == 0 && t.elapsed() < BUSY_WAIT * 10 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let done = t.elapsed();
+        println!("the waiter woken after {done:?}");
+        assert!(done >= BUSY_WAIT && done < BUSY_WAIT * 10, "{done:?}");
         assert_eq!(e.lane_status(&a), "none");
+        assert_eq!(e.lane_down(&b, None), Ok(()));
+        let (err_a, err_b) = (a.lock().err, b.lock().err);
+        let queued = b.lock().queue.bytes();
+        println!(
+            "stuck end's error {err_a:?}, its peer's {err_b:?}; the peer's queue {queued} bytes"
+        );
+        assert_eq!(err_a, Some(Errno::ECONNRESET), "the stuck end is reset");
+        assert_eq!(err_b, None, "its peer is not");
+        assert_eq!(queued, 9, "the published bytes are kept");
         for s in [&a, &b] {
             let again = e.lane_prepare(s, &c);
             println!("a second lane on socket {}: {again:?}", s.id);
@@ -640,10 +839,7 @@ mod tests {
     fn a_connection_gets_its_lane_when_both_ends_asked_and_its_records_drain_whole() {
         use udsfs_proto::lane::{Framing, Side};
         let (e, c) = (lanes_engine(), root());
-        let addr = crate::engine::addr::Addr::Abstract(b"lane-join".to_vec());
-        let srv = e.socket(SockType::Seqpacket, &c);
-        e.bind(&srv, &addr, &c).unwrap();
-        e.listen(&srv, 8, &c).unwrap();
+        let (srv, addr) = listener(&e, b"lane-join", SockType::Seqpacket, &c);
         let cli = e.socket(SockType::Seqpacket, &c);
         e.connect(&cli, &addr, &c, None).unwrap();
         let embryo = e.lane_join(&cli, &c).map(|_| ());
@@ -676,7 +872,7 @@ mod tests {
                 w.write(r).unwrap();
             }
         }
-        e.lane_down(&acc);
+        e.lane_down(&acc, None).expect("no busy word: down at once");
         let lens: Vec<usize> = acc
             .lock()
             .queue
@@ -700,6 +896,62 @@ mod tests {
         })
     }
 
+    /// A listener of `c`'s at abstract `name` (backlog 16), and its name.
+    fn listener(
+        e: &Engine,
+        name: &[u8],
+        ty: SockType,
+        c: &Caller,
+    ) -> (Arc<Socket>, crate::engine::addr::Addr) {
+        let addr = crate::engine::addr::Addr::Abstract(name.to_vec());
+        let srv = e.socket(ty, c);
+        e.bind(&srv, &addr, c).unwrap();
+        e.listen(&srv, 16, c).unwrap();
+        (srv, addr)
+    }
+
+    /// Whether a fresh socketpair of `c`'s gets a lane (arg 3).
+    fn fresh_lane(e: &Engine, c: &Caller) -> Result<()> {
+        let (x, _y) = e.try_socketpair(SockType::Stream, c).unwrap();
+        e.lane_prepare(&x, c).map(|_| ())
+    }
+
+    /// A client of `c`'s connected to `srv`'s name `addr`, and its accepted end.
+    fn connection(
+        e: &Engine,
+        srv: &Arc<Socket>,
+        addr: &crate::engine::addr::Addr,
+        c: &Caller,
+    ) -> Ends {
+        let cli = e.socket(SockType::Stream, c);
+        e.connect(&cli, addr, c, None).unwrap();
+        (cli, e.accept(srv, None).unwrap())
+    }
+
+    /// Laned pairs (or connections) made by `one` until it is refused, at
+    /// most `most` (else no bound held): what was made, and the refusal.
+    fn until_refused<T>(most: usize, mut one: impl FnMut() -> Result<T>) -> (Vec<T>, Errno) {
+        let mut held = vec![];
+        loop {
+            match one() {
+                Ok(x) => held.push(x),
+                Err(err) => return (held, err),
+            }
+            assert!(held.len() <= most, "no bound");
+        }
+    }
+
+    /// Both ends of a pair or a connection.
+    type Ends = (Arc<Socket>, Arc<Socket>);
+
+    /// `c`'s socketpairs, each with its lane (arg 3), until one is refused.
+    fn pairs_until_refused(e: &Engine, c: &Caller, most: usize) -> (Vec<Ends>, Errno) {
+        until_refused(most, || {
+            let (x, y) = e.try_socketpair(SockType::Stream, c).unwrap();
+            e.lane_prepare(&x, c).map(|_| (x, y))
+        })
+    }
+
     /// A connection's lane (arg 5) is on the share and the descriptor
     /// budget of the end whose ask made it, as a socketpair's is on its
     /// asker's: another user's pair still gets its lane; the end nobody
@@ -711,26 +963,15 @@ mod tests {
         let e = shared_out();
         e.lanes.quota.set_max(8);
         let (a, b) = (user(61021), user(65534));
-        let addr = crate::engine::addr::Addr::Abstract(b"lane-share-join".to_vec());
-        let srv = e.socket(SockType::Stream, &b);
-        e.bind(&srv, &addr, &b).unwrap();
-        e.listen(&srv, 16, &b).unwrap();
-        let mut held = vec![];
-        let refused = loop {
-            let cli = e.socket(SockType::Stream, &b);
-            e.connect(&cli, &addr, &b, None).unwrap();
-            let acc = e.accept(&srv, None).unwrap();
+        let (srv, addr) = listener(&e, b"lane-share-join", SockType::Stream, &b);
+        let (held, refused) = until_refused(8, || {
+            let (cli, acc) = connection(&e, &srv, &addr, &b);
             assert_eq!(e.lane_join(&cli, &b).map(|_| ()), Err(Errno::EAGAIN));
-            match e.lane_join(&acc, &b) {
-                Ok(_) => held.push((cli, acc)),
-                Err(err) => break err,
-            }
-            assert!(held.len() <= 8, "no bound");
-        };
+            e.lane_join(&acc, &b).map(|_| (cli, acc))
+        });
         println!("B's connection lanes: {} of 8, then {refused}", held.len());
         assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
-        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
-        let got = e.lane_prepare(&x, &a).map(|_| ());
+        let got = fresh_lane(&e, &a);
         println!("A's fresh pair: {got:?}");
         assert_eq!(got, Ok(()));
 
@@ -744,20 +985,59 @@ mod tests {
             assert_eq!(w.write(&[7u8; 1000]), Ok(1000));
         }
         let root_before = e.queued.user_used(0);
-        e.lane_down(cli);
+        e.lane_down(cli, None).expect("no busy word: down at once");
         let (mine, root_held) = (e.queued.user_used(65534), e.queued.user_used(0));
         println!("queued after the way down: uid 65534 {mine}, uid 0 {root_held}");
         assert!(mine >= 1000, "the unclaimed ring is charged to the asker");
         assert_eq!(root_held, root_before, "nothing is charged to the daemon");
         let again = {
-            let cli = e.socket(SockType::Stream, &b);
-            e.connect(&cli, &addr, &b, None).unwrap();
-            let acc = e.accept(&srv, None).unwrap();
+            let (cli, acc) = connection(&e, &srv, &addr, &b);
             let _ = e.lane_join(&cli, &b);
             e.lane_join(&acc, &b).map(|_| ())
         };
         println!("B after one of its lanes went down: {again:?}");
         assert_eq!(again, Ok(()));
+    }
+
+    /// A connection's lane is on the user whose connect made it, whichever
+    /// end asks last: B's client asking first made A's accepter the asker
+    /// of every lane of B's connections to A, on A's share of the mount's
+    /// lanes and of the daemon's descriptors.
+    #[test]
+    fn a_connections_lane_is_on_its_connectors_user_whoever_asks_last() {
+        use crate::engine::tests::user;
+        let e = shared_out();
+        let (a, b) = (user(61021), user(65534));
+        let (srv, addr) = listener(&e, b"lane-payer", SockType::Stream, &a);
+        let used = |uid| (e.lanes.quota.user_used(uid), e.depot.quota.user_used(uid));
+        let (a0, b0) = (used(61021), used(65534));
+        let mut held = vec![];
+        for _ in 0..4 {
+            let (cli, acc) = connection(&e, &srv, &addr, &b);
+            let first = e.lane_join(&cli, &b).map(|_| ());
+            assert_eq!(first, Err(Errno::EAGAIN), "B's client asks first");
+            e.lane_join(&acc, &a)
+                .expect("A's accepter's ask makes the lane");
+            held.push((cli, acc));
+        }
+        let (a1, b1) = (used(61021), used(65534));
+        println!(
+            "(lanes, descriptors) of A before {a0:?} after {a1:?}; of B before {b0:?} after {b1:?}"
+        );
+        assert_eq!(a1.0, a0.0, "A's share of the mount's lanes moved");
+        // A's own deposits of the region (its claims, until its library
+        // takes them over the fd channel) are its own: one per ask.
+        assert!(a1.1 <= a0.1 + 4, "A's descriptors moved: {a0:?} -> {a1:?}");
+        assert_eq!(b1.0, b0.0 + 4, "B's connections' lanes are B's");
+        assert!(b1.1 >= b0.1 + 4 * LANE_FDS, "{b0:?} -> {b1:?}");
+        for (cli, _) in &held {
+            e.lane_down(cli, None).expect("no busy word: down at once");
+        }
+        println!(
+            "B's lanes after the ways down: {}",
+            e.lanes.quota.user_used(65534)
+        );
+        assert_eq!(e.lanes.quota.user_used(65534), b0.0);
     }
 
     /// The ring of an end nobody claimed drains as a send of the user who
@@ -777,7 +1057,7 @@ mod tests {
             let (mut w, _) = l.region.end(Side::A, Framing::Stream);
             assert_eq!(w.write(&[7u8; 1000]), Ok(1000));
         }
-        e.lane_down(&y);
+        e.lane_down(&y, None).expect("no busy word: down at once");
         let (mine, root_held) = (e.queued.user_used(65534), e.queued.user_used(0));
         println!("queued after the way down: uid 65534 {mine}, uid 0 {root_held}");
         assert!(mine >= 1000, "the asker's ring is charged to the asker");
@@ -793,24 +1073,15 @@ mod tests {
         let e = shared_out();
         e.lanes.quota.set_max(8);
         let (a, b) = (user(61021), user(65534));
-        let mut held = vec![];
-        let refused = loop {
-            let (x, _y) = e.try_socketpair(SockType::Stream, &b).unwrap();
-            match e.lane_prepare(&x, &b) {
-                Ok(_) => held.push((x, _y)),
-                Err(err) => break err,
-            }
-            assert!(held.len() <= 8, "no bound");
-        };
+        let (held, refused) = pairs_until_refused(&e, &b, 8);
         println!("B's lanes: {} of 8, then {refused}", held.len());
         assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
-        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
-        let got = e.lane_prepare(&x, &a).map(|_| ());
+        let got = fresh_lane(&e, &a);
         println!("A's fresh pair: {got:?}");
         assert_eq!(got, Ok(()));
-        e.lane_down(&held[0].0);
-        let (x, _y) = e.try_socketpair(SockType::Stream, &b).unwrap();
-        let again = e.lane_prepare(&x, &b).map(|_| ());
+        e.lane_down(&held[0].0, None)
+            .expect("no busy word: down at once");
+        let again = fresh_lane(&e, &b);
         println!("B after one of its lanes went down: {again:?}");
         assert_eq!(again, Ok(()));
     }
@@ -827,27 +1098,18 @@ mod tests {
         // pair's own pin) and change.
         e.depot.quota.set_max(20);
         let (a, b) = (user(61021), user(65534));
-        let mut held = vec![];
-        let refused = loop {
-            let (x, y) = e.try_socketpair(SockType::Stream, &b).unwrap();
-            match e.lane_prepare(&x, &b) {
-                Ok(_) => held.push((x, y)),
-                Err(err) => break err,
-            }
-            assert!(held.len() <= 10, "no bound");
-        };
+        let (held, refused) = pairs_until_refused(&e, &b, 10);
         let used = e.depot.quota.user_used(65534);
         println!(
             "B's lanes: {}, then {refused}; B's descriptors: {used}",
             held.len()
         );
         assert_eq!((held.len(), refused), (2, Errno::ETOOMANYREFS));
-        let (x, _y) = e.try_socketpair(SockType::Stream, &a).unwrap();
-        let got = e.lane_prepare(&x, &a).map(|_| ());
+        let got = fresh_lane(&e, &a);
         println!("A's fresh pair: {got:?}");
         assert_eq!(got, Ok(()));
         for (x, y) in held {
-            e.lane_down(&x);
+            e.lane_down(&x, None).expect("no busy word: down at once");
             e.put(&x);
             e.put(&y);
         }
@@ -870,10 +1132,7 @@ mod tests {
         use crate::engine::tests::user;
         let e = lanes_engine();
         let (a, b) = (user(61021), user(65534));
-        let addr = crate::engine::addr::Addr::Abstract(b"peer-lane".to_vec());
-        let srv = e.socket(SockType::Stream, &a);
-        e.bind(&srv, &addr, &a).unwrap();
-        e.listen(&srv, 8, &a).unwrap();
+        let (srv, addr) = listener(&e, b"peer-lane", SockType::Stream, &a);
         let cli = e.socket(SockType::Stream, &b);
         e.connect(&cli, &addr, &b, None).unwrap();
         let acc = e.accept(&srv, None).unwrap();

@@ -227,6 +227,7 @@ impl Engine {
         });
         eng.delays.attach(&eng);
         eng.releases.attach(&eng);
+        eng.lanes.attach(&eng);
         eng.tree.set_max_nodes(eng.cfg.max_nodes);
         eng.sockets.set_max(eng.cfg.max_sockets);
         // An alias stands for a reference as a socket does: the same bound.

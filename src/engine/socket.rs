@@ -498,6 +498,9 @@ pub struct Socket {
     /// Its library asked for the connection's lane (`Engine::lane_join`):
     /// the region is made when the other end asks too.
     pub(crate) lane_asked: AtomicBool,
+    /// Made by accept(): its SO_PEERCRED is the connecting process's, on
+    /// whose user the connection's lane is charged (src/engine/lane.rs).
+    pub(crate) accepted: AtomicBool,
 }
 
 /// What a new socket starts with (from `Config`: the engine reads no
@@ -557,6 +560,7 @@ impl Socket {
             polled: AtomicBool::new(false),
             lanes_made: AtomicU32::new(0),
             lane_asked: AtomicBool::new(false),
+            accepted: AtomicBool::new(false),
         }
     }
 

@@ -24,6 +24,9 @@ pub(super) fn nonblocking(flags: i32) -> bool {
 /// Everything the mount holds: the engine, the open files, the parked requests.
 pub struct Inner {
     pub eng: Arc<Engine>,
+    /// Itself, for a request parked until a lane is down (io.rs), which
+    /// runs it again.
+    pub(super) me: Weak<Inner>,
     pub(super) files: Files,
     pub parks: Arc<ParkTable<Pending>>,
     /// Owner of the control tree.
@@ -47,6 +50,7 @@ impl Inner {
     pub fn new(eng: Arc<Engine>, uid: u32, gid: u32) -> Arc<Inner> {
         Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             eng,
+            me: weak.clone(),
             files: Files::default(),
             parks: ParkTable::new(Box::new(Retrier(weak.clone()))),
             uid,
@@ -68,7 +72,7 @@ impl Inner {
                 op: OpenOp::Accept { sock, .. },
                 ..
             } => sock.timeouts.limit(Direction::Recv),
-            Pending::Open { .. } => None,
+            Pending::Open { .. } | Pending::AfterLane { .. } => None,
         };
         self.parks.park_until(p, c, limit);
     }

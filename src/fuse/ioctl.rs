@@ -39,7 +39,6 @@ pub(super) fn ioctl(
         return Ok(());
     };
     if cmd == UDSFS_IOC_MSG {
-        eng.lane_down(sock);
         return match MsgCall::new(input) {
             Ok(call) => deferring_wakeups(|| start_message(eng, sock, call, c, reply)),
             Err(e) => {
@@ -49,30 +48,6 @@ pub(super) fn ioctl(
         };
     }
     let res = read_struct::<Ctl>(input).and_then(|mut ctl| {
-        // The lane's own calls leave it up; any other takes it down first.
-        // (A timeout set takes it down: the ends read theirs at the claim.)
-        // Names and the peer's groups never depend on the queues: the lane's
-        // too once an end is claimed (asyncio reads both ends' names after
-        // its selector registered, and so claimed, the first).
-        let lane_own = [Op::LaneClaim, Op::GetTimeo, Op::GetName, Op::PeerGroups].map(|o| o as u32);
-        // What only reads, or sets what the lane reads at a claim (the
-        // timeouts) or nothing uses (kept options), is the lane's too while
-        // no end is claimed (its rings are empty then): a program's look at
-        // and set-up of a new pair.
-        let reads = [
-            Op::SetTimeo,
-            Op::SetSockopt,
-            Op::Info,
-            Op::GetSockopt,
-            Op::OobOpts,
-            Op::TakeError,
-        ]
-        .map(|o| o as u32);
-        if reads.contains(&ctl.op) {
-            eng.lane_down_if_claimed(sock);
-        } else if !lane_own.contains(&ctl.op) {
-            eng.lane_down(sock);
-        }
         control(eng, sock, &mut ctl, c)?;
         Ok(as_bytes(&ctl).to_vec())
     });
@@ -81,6 +56,50 @@ pub(super) fn ioctl(
         Err(e) => reply.error(e),
     }
     Ok(())
+}
+
+/// Takes `sock`'s lane down as ioctl `cmd` with `input` needs before it
+/// runs (`ioctl`): EAGAIN while the way down waits for an end's busy word,
+/// `w` woken when it is done (src/engine/lane.rs). A message call always;
+/// of the control operations, the lane's own calls leave it up and any
+/// other takes it down first (a timeout set takes it down: the ends read
+/// theirs at the claim). Names and the peer's groups never depend on the
+/// queues: the lane's too once an end is claimed (asyncio reads both ends'
+/// names after its selector registered, and so claimed, the first).
+pub(super) fn lane_down(
+    eng: &Engine,
+    sock: &Socket,
+    cmd: u32,
+    input: &[u8],
+    w: Option<&Waiter>,
+) -> Result<(), Errno> {
+    if cmd == UDSFS_IOC_MSG {
+        return eng.lane_down(sock, w);
+    }
+    let Ok(ctl) = read_struct::<Ctl>(input).map(|c| c.op) else {
+        return Ok(());
+    };
+    let lane_own = [Op::LaneClaim, Op::GetTimeo, Op::GetName, Op::PeerGroups].map(|o| o as u32);
+    // What only reads, or sets what the lane reads at a claim (the
+    // timeouts) or nothing uses (kept options), is the lane's too while
+    // no end is claimed (its rings are empty then): a program's look at
+    // and set-up of a new pair.
+    let reads = [
+        Op::SetTimeo,
+        Op::SetSockopt,
+        Op::Info,
+        Op::GetSockopt,
+        Op::OobOpts,
+        Op::TakeError,
+    ]
+    .map(|o| o as u32);
+    if reads.contains(&ctl) {
+        eng.lane_down_if_claimed(sock, w)
+    } else if !lane_own.contains(&ctl) {
+        eng.lane_down(sock, w)
+    } else {
+        Ok(())
+    }
 }
 
 fn read_struct<T: Copy>(input: &[u8]) -> Result<T, Errno> {

@@ -104,13 +104,14 @@ impl Inner {
     }
 
     fn data_handle(&self, s: Arc<Socket>, claim: Option<Claim>) -> u64 {
-        // Another opener of a laned socket cannot use its lane.
-        self.eng.lane_down(&s);
+        // Another opener of a laned socket cannot use its lane (its calls
+        // on the handle wait for the way down, io.rs).
+        let _ = self.eng.lane_down(&s, None);
         self.handle(s, FileKind::Data, claim)
     }
 
     fn msg_handle(&self, s: Arc<Socket>, claim: Option<Claim>) -> u64 {
-        self.eng.lane_down(&s);
+        let _ = self.eng.lane_down(&s, None);
         let kind = FileKind::Msg(
             Mutex::new(MsgReader::new(self.listings.clone())),
             Mutex::new(MsgWriter::new(self.parks.held.clone())),
@@ -400,11 +401,27 @@ impl Inner {
                 // lane goes (a control or status handle moves no bytes; an
                 // accept's control handle is released while the other end
                 // may already use the lane).
+                // The socket is let go after the ring's bytes are queued:
+                // at once, or when a way down that waits for a busy word is
+                // done (`PutAfterLane`).
                 if matches!(f.kind, FileKind::Data | FileKind::Msg(..)) {
-                    self.eng.lane_down(s);
+                    let w: Waiter = Arc::new(PutAfterLane(self.eng.clone(), s.clone()));
+                    if self.eng.lane_down(s, Some(&w)).is_err() {
+                        return;
+                    }
                 }
                 self.eng.put(s);
             }
         }
+    }
+}
+
+/// A released socket's reference, let go once its lane's way down is done
+/// (`Inner::release`): the ring's bytes are queued from it first.
+struct PutAfterLane(Arc<crate::engine::Engine>, Arc<Socket>);
+
+impl crate::engine::Wake for PutAfterLane {
+    fn wake(self: Arc<Self>) {
+        self.0.put(&self.1);
     }
 }

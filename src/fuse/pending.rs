@@ -34,6 +34,15 @@ pub enum Pending {
         call: MsgCall,
         reply: IoctlReply,
     },
+    /// A request on `sock` held until its lane's way down is done (it
+    /// waits for an end's busy word, src/engine/lane.rs): `run(Ok)` then
+    /// runs it again whole (io.rs); `run(Err)` answers it with that errno.
+    AfterLane {
+        sock: Arc<Socket>,
+        /// The bytes it holds (a write's).
+        held: u64,
+        run: Box<dyn FnOnce(Result<(), Errno>) + Send>,
+    },
 }
 
 /// Opens that can block.
@@ -59,6 +68,7 @@ impl Pending {
             Pending::Write { reply, .. } => reply.error(err),
             Pending::Open { reply, .. } => reply.error(err),
             Pending::Msg { reply, .. } => reply.error(err),
+            Pending::AfterLane { run, .. } => run(Err(err)),
         }
     }
 }
@@ -68,6 +78,7 @@ impl Park for Pending {
         match self {
             Pending::Write { job, .. } => job.held_bytes(),
             Pending::Msg { call, .. } => call.held_bytes(),
+            Pending::AfterLane { held, .. } => *held,
             Pending::Read { .. } | Pending::Open { .. } => 0,
         }
     }
