@@ -95,6 +95,15 @@ pub struct RightsRoom {
     pub controllen: usize,
 }
 
+impl RightsRoom {
+    /// No room at all: a read(), or recvmsg without a control buffer.
+    pub const NONE: RightsRoom = RightsRoom {
+        without_creds: 0,
+        with_creds: 0,
+        controllen: 0,
+    };
+}
+
 /// One recvmsg().
 #[derive(Clone, Copy, Default)]
 pub struct RecvFlags<'a> {

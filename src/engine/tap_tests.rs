@@ -167,13 +167,8 @@ fn each_message_is_seen_once_queued_and_once_read() {
     e.hold(&passed);
     e.sendmsg(&b, SendMsg::new(b"x").rights(&mut rights), &c, None)
         .unwrap();
-    let none = RightsRoom {
-        without_creds: 0,
-        with_creds: 0,
-        controllen: 0,
-    };
     let f = RecvFlags {
-        room: Some(none),
+        room: Some(RightsRoom::NONE),
         ..RecvFlags::new(10)
     };
     assert!(e.recvmsg(&a, f, None).unwrap().ctrunc);

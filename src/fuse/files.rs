@@ -207,13 +207,8 @@ impl OpenFile {
                 }
                 // read() has no room for passed sockets: they are closed, as
                 // recvmsg without a control buffer does.
-                let none = RightsRoom {
-                    without_creds: 0,
-                    with_creds: 0,
-                    controllen: 0,
-                };
                 let flags = RecvFlags {
-                    room: Some(none),
+                    room: Some(RightsRoom::NONE),
                     ..RecvFlags::new(size as usize)
                 };
                 Ok(eng.recvmsg(s, flags, w)?.data)
