@@ -1,14 +1,15 @@
 //! A program's file tree for the unit tests of bind.rs and routed.rs:
 //! directories and files (a name ending in "file") at the paths it has,
 //! links at others, a directory the caller may not search ("/locked"); and
-//! what was done to it.
+//! what was done to it (a name ending in "full" is ENOSPC, one ending in
+//! "gone" ENOENT).
 
 use std::cell::RefCell;
 
 use udsfs_proto::Res;
 
 use crate::bind::Tree;
-use crate::routed::Links;
+use crate::routed::{Kind, Links, Moves};
 
 pub struct Fake {
     pub have: Vec<&'static [u8]>,
@@ -86,5 +87,53 @@ impl Links for Fake {
         }
         self.note(format!("hard link {} {}", ascii(old), ascii(new)));
         Ok(())
+    }
+}
+
+/// The parent of `p` and its last name.
+fn split(p: &[u8]) -> (&[u8], &[u8]) {
+    let i = p.iter().rposition(|&b| b == b'/').unwrap_or(0);
+    (&p[..i], &p[i + 1..])
+}
+
+impl Fake {
+    fn failing(&self, what: &str, p: &[u8]) -> Res<()> {
+        if p.ends_with(b"full") {
+            return Err(libc::ENOSPC);
+        }
+        if p.ends_with(b"gone") {
+            return Err(libc::ENOENT);
+        }
+        self.note(format!("{what} {}", ascii(p)));
+        Ok(())
+    }
+}
+
+impl Moves for Fake {
+    fn rename_node(&self, old: &[u8], new: &[u8]) -> Res<()> {
+        self.failing(&format!("rename node {}", ascii(old)), new)
+    }
+    fn node_is_dir(&self, node: &[u8]) -> bool {
+        self.have.contains(&node)
+    }
+    fn rmdir_node(&self, node: &[u8]) -> Res<()> {
+        self.failing("rmdir node", node)
+    }
+    fn unlink_node(&self, node: &[u8]) -> Res<()> {
+        self.failing("unlink node", node)
+    }
+    fn rename_path(&self, old: &[u8], new: &[u8]) -> Res<()> {
+        self.failing(&format!("rename {}", ascii(old)), new)
+    }
+    fn entries(&self, path: &[u8]) -> Vec<(Vec<u8>, Kind)> {
+        let dirs = self.have.iter().map(|p| (*p, Kind::Dir));
+        let links = self.links.iter().map(|l| (l.0, Kind::Link));
+        dirs.chain(links)
+            .filter(|(p, _)| split(p).0 == path)
+            .map(|(p, k)| (split(p).1.to_vec(), k))
+            .collect()
+    }
+    fn say(&self, line: &str) {
+        self.note(format!("say {line}"));
     }
 }

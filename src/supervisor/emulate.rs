@@ -104,7 +104,7 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
         nr if super::filter::REFUSED.contains(&nr) => {
             return Err(Reply::Errno(super::filter::refuse(tid, nr)));
         }
-        libc::SYS_fstat | libc::SYS_newfstatat | libc::SYS_statx => {
+        libc::SYS_fstat | libc::SYS_newfstatat | libc::SYS_statx | libc::SYS_lstat => {
             return Err(super::stat::triage(ctx, tid, nr, args));
         }
         libc::SYS_socketpair => {
@@ -143,6 +143,19 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
             return Err(super::routed::link(ctx, tid, old, new));
         }
         libc::SYS_linkat => return Err(Reply::Continue),
+        libc::SYS_rmdir => {
+            return Err(super::routed::rmdir(ctx, tid, libc::AT_FDCWD, args[0]));
+        }
+        libc::SYS_rename | libc::SYS_renameat | libc::SYS_renameat2 => {
+            let cwd = i64::from(libc::AT_FDCWD) as u64;
+            let [od, o, nd, n, flags] = match nr {
+                libc::SYS_rename => [cwd, args[0], cwd, args[1], 0],
+                libc::SYS_renameat => [args[0], args[1], args[2], args[3], 0],
+                _ => [args[0], args[1], args[2], args[3], args[4]],
+            };
+            let (old, new) = ((od as i32, o), (nd as i32, n));
+            return Err(super::routed::rename(ctx, tid, old, new, flags as u32));
+        }
         _ => {}
     }
     // A copy of the descriptor tells what it is without /proc (and serves
