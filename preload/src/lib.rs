@@ -72,23 +72,13 @@ fn adopt_for(m: &Mount, fd: c_int) -> Res<bool> {
     if mount::udsfs_fd(fd) {
         return Ok(true);
     }
-    if !convert::kernel_unix(fd) {
+    if !udsfs_calls::convert::kernel_unix(fd) {
         return Ok(false);
     }
-    let bound = kernel_bound(fd);
+    let bound = udsfs_calls::convert::kernel_bound(fd);
     convert::convert(m, fd)?;
     udsfs_calls::convert::rebind(fd, bound, |why| log::say(&format!("fd {fd}: {why}")))?;
     Ok(true)
-}
-
-fn kernel_bound(fd: c_int) -> bool {
-    // SAFETY: zeroed storage the size getsockname is told.
-    unsafe {
-        let mut a: libc::sockaddr_un = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::sockaddr_un>() as socklen_t;
-        real::getsockname(fd, (&mut a as *mut libc::sockaddr_un).cast(), &mut len) == 0
-            && len as usize > std::mem::size_of::<libc::sa_family_t>()
-    }
 }
 
 /// A call whose argument memory could not be read (`e`, EFAULT): the C
@@ -208,7 +198,7 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
         };
         // SAFETY: route() read the same bytes.
         let given = unsafe { route::given_path(a, len) };
-        if !mount::udsfs_fd(fd) && !convert::kernel_unix(fd) {
+        if !mount::udsfs_fd(fd) && !udsfs_calls::convert::kernel_unix(fd) {
             return unsafe { real::bind(fd, addr, len) };
         }
         int_ret(udsfs_calls::bind::udsfs(
