@@ -169,7 +169,12 @@ fn carried<const N: usize>(
     let r = abs.and_then(|(m, abs)| core(m, &abs, &mut || res(call.take().map_or(-1, |c| c()))));
     match (r, call.take()) {
         (Some(r), _) => returned(saved, r),
-        (None, Some(call)) => call(),
+        // The core's looks (a readlink of no link) leave errno as the
+        // program left it for the C library's call.
+        (None, Some(call)) => {
+            set_errno(saved);
+            call()
+        }
         (None, None) => -1,
     }
 }
