@@ -23,6 +23,9 @@ pub trait Tree {
     /// mkdir(2) of `inside`, a directory in the mount (the front's view of
     /// it), with `mode`; an error is left for the bind to meet.
     fn mkdir(&self, inside: &[u8], mode: u32);
+    /// May the program write `path` (following links)? faccessat2(2) W_OK
+    /// with AT_EACCESS, as the program: its errno when not.
+    fn may_write(&self, path: &[u8]) -> Res<()>;
 }
 
 /// The errno of bind() to `path`, a kernel path outside the mount and its

@@ -3,7 +3,7 @@
 //! them: what the program's sockaddr asks for (`target`, `send_to`), the
 //! connect itself with its wait for room in a full backlog (`connect`), and
 //! the errno of a routed name the daemon does not know (`unreached`). The
-//! front says how the program's file tree is reached (`bind::Tree`) and
+//! front says how the program's file tree is reached (`routed::Links`) and
 //! how a blocking connect waits.
 
 use udsfs_proto::Res;
@@ -12,8 +12,8 @@ use udsfs_proto::ctl::Command;
 use udsfs_proto::ioctl::{Ctl, Op};
 use udsfs_proto::route::{Route, Routes};
 
-use crate::bind::Tree;
 use crate::client;
+use crate::routed::{Links, own_link};
 
 /// sizeof(sa_family_t).
 const FAM: usize = 2;
@@ -84,7 +84,7 @@ pub fn wait_line(wire: &[u8]) -> Res<String> {
 /// asked then) waits with `wait`, given `wait_line`'s line. A routed name
 /// the daemon does not know is answered as `unreached` says.
 pub fn connect(
-    t: &impl Tree,
+    t: &impl Links,
     routes: &Routes,
     fd: i32,
     wire: &[u8],
@@ -99,17 +99,25 @@ pub fn connect(
 }
 
 /// The errno of a connect or send to tree path `wire` that the daemon
-/// answered `e`: a routed name the daemon does not know (ENOENT) where the
-/// program's kernel path holds something else (a regular file, a
-/// directory) is ECONNREFUSED, as Linux refuses a path that is no socket;
-/// ENOENT only when nothing is there. Looked at as the program (`t`).
-pub fn unreached(t: &impl Tree, routes: &Routes, e: i32, wire: &[u8]) -> i32 {
+/// answered `e`: a routed name the daemon does not know (ENOENT) is looked
+/// up in the program's kernel tree as unix_find_bsd does, as the program:
+/// the walk's error, following links (ENOENT for a dangling one, ELOOP,
+/// EACCES for a directory it may not search); then write permission on
+/// what it found (EACCES); then ECONNREFUSED, as Linux refuses a path that
+/// is no socket (a regular file, a directory). The link a routed bind made,
+/// whose node is gone (a crashed server's, on a mount since replaced), is a
+/// socket file nobody listens at: ECONNREFUSED.
+pub fn unreached(t: &impl Links, routes: &Routes, e: i32, wire: &[u8]) -> i32 {
     if e != libc::ENOENT {
         return e;
     }
-    match routes.routed_path(wire) {
-        Some(p) if t.mode(&p, false).is_ok() => libc::ECONNREFUSED,
-        _ => e,
+    let Some(p) = routes.routed_path(wire) else {
+        return e;
+    };
+    match t.mode(&p, true) {
+        Err(_) if own_link(t, routes, &p).is_some() => libc::ECONNREFUSED,
+        Err(walk) => walk,
+        Ok(_) => t.may_write(&p).err().unwrap_or(libc::ECONNREFUSED),
     }
 }
 
@@ -161,6 +169,41 @@ mod tests {
             println!("connect to {what}: {got:?} (logged: {})", said.get());
             assert_eq!(got, want, "{what}");
             assert_eq!(said.get(), want == Err(libc::ECONNREFUSED), "{what}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_routed_name_answers_as_the_kernel_lookup() {
+        use crate::fake::{ascii, fake};
+        let routes = Routes {
+            mount: b"/m".to_vec(),
+            routes: vec![b"/r".to_vec()],
+        };
+        let t = fake(
+            &[b"/r", b"/r/dir", b"/r/ro", b"/r/a-file"],
+            &[
+                (b"/r/dangling", b"/r/nowhere"),
+                (b"/r/loop1", b"/r/loop2"),
+                (b"/r/loop2", b"/r/loop1"),
+                (b"/r/stale", b"/m/r/stale"),
+                (b"/r/to-dir", b"/r/dir"),
+            ],
+        );
+        for (wire, e, want) in [
+            (&b"r/nothing"[..], libc::ENOENT, libc::ENOENT),
+            (b"r/dangling", libc::ENOENT, libc::ENOENT),
+            (b"r/loop1", libc::ENOENT, libc::ELOOP),
+            (b"locked/x", libc::ENOENT, libc::ENOENT),
+            (b"r/dir", libc::ENOENT, libc::ECONNREFUSED),
+            (b"r/to-dir", libc::ENOENT, libc::ECONNREFUSED),
+            (b"r/a-file", libc::ENOENT, libc::ECONNREFUSED),
+            (b"r/ro", libc::ENOENT, libc::EACCES),
+            (b"r/stale", libc::ENOENT, libc::ECONNREFUSED),
+            (b"r/dir", libc::EAGAIN, libc::EAGAIN),
+        ] {
+            let got = unreached(&t, &routes, e, wire);
+            println!("{} (daemon: {e}): {got}", ascii(wire));
+            assert_eq!(got, want, "{}", ascii(wire));
         }
     }
 }

@@ -45,11 +45,8 @@ impl Fake {
     }
 }
 
-impl Tree for Fake {
-    fn mode(&self, p: &[u8], _: bool) -> Res<u32> {
-        if self.links.iter().any(|l| l.0 == p) {
-            return Ok(libc::S_IFLNK | 0o777);
-        }
+impl Fake {
+    fn mode_here(&self, p: &[u8]) -> Res<u32> {
         // A directory the caller may not search: its entries are EACCES.
         if p.starts_with(b"/locked/") {
             return Err(libc::EACCES);
@@ -62,6 +59,23 @@ impl Tree for Fake {
         }
         Ok(libc::S_IFDIR | 0o700)
     }
+}
+
+impl Tree for Fake {
+    /// Following a link: the mode of its target, ELOOP past 8 links.
+    fn mode(&self, p: &[u8], follow: bool) -> Res<u32> {
+        let mut p = p.to_vec();
+        for _ in 0..8 {
+            let Some(l) = self.links.iter().find(|l| l.0 == p.as_slice()) else {
+                return self.mode_here(&p);
+            };
+            if !follow {
+                return Ok(libc::S_IFLNK | 0o777);
+            }
+            p = l.1.to_vec();
+        }
+        Err(libc::ELOOP)
+    }
     fn symlink(&self, target: &[u8], p: &[u8]) -> Res<()> {
         self.mode(p, false).map_or(Ok(()), |_| Err(libc::EEXIST))?;
         self.note(format!("link {} -> {}", ascii(p), ascii(target)));
@@ -72,6 +86,14 @@ impl Tree for Fake {
     }
     fn mkdir(&self, inside: &[u8], mode: u32) {
         self.note(format!("mkdir {} {mode:o}", ascii(inside)));
+    }
+    /// A name ending in "ro" is not writable.
+    fn may_write(&self, p: &[u8]) -> Res<()> {
+        self.mode(p, true)?;
+        if p.ends_with(b"ro") {
+            return Err(libc::EACCES);
+        }
+        Ok(())
     }
 }
 

@@ -272,6 +272,26 @@ impl bind::Tree for Own {
             unsafe { libc::mkdir(p.as_ptr(), mode) };
         }
     }
+
+    fn may_write(&self, path: &[u8]) -> Res<()> {
+        let p = cpath(path)?;
+        // SAFETY: a NUL-terminated path; the system call, with the
+        // effective ids (the C library may emulate AT_EACCESS).
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_faccessat2,
+                libc::AT_FDCWD,
+                p.as_ptr(),
+                libc::W_OK,
+                libc::AT_EACCESS,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(errno())
+        }
+    }
 }
 
 /// The socket number behind a udsfs data file, or None for any other fd.

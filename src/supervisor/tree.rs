@@ -77,6 +77,29 @@ impl calls::bind::Tree for Tree {
             .mode(mode)
             .create(std::ffi::OsStr::from_bytes(inside));
     }
+
+    fn may_write(&self, p: &[u8]) -> Res<()> {
+        let c = self.path(p)?;
+        let _as = FsCreds::of(self.0)?;
+        // SAFETY: a NUL-terminated path; AT_EACCESS: the file credentials
+        // set just now (the C library may emulate it with the euid).
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_faccessat2,
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                libc::W_OK,
+                libc::AT_EACCESS,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO))
+        }
+    }
 }
 
 impl calls::routed::Links for Tree {
