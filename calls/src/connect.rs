@@ -82,7 +82,8 @@ pub fn wait_line(wire: &[u8]) -> Res<String> {
 /// connect() of udsfs socket `fd` to `wire`: the control ioctl, which never
 /// parks; facing a full backlog (EAGAIN) a blocking socket (`blocking`,
 /// asked then) waits with `wait`, given `wait_line`'s line. A routed name
-/// the daemon does not know is answered as `unreached` says.
+/// the daemon does not know is reached through links or answered as
+/// `reach` says.
 pub fn connect(
     t: &impl Links,
     routes: &Routes,
@@ -91,11 +92,49 @@ pub fn connect(
     blocking: impl FnOnce() -> bool,
     wait: impl FnOnce(&[u8]) -> Res<()>,
 ) -> Res<()> {
-    let r = match client::ctl(fd, Ctl::new(Op::Connect, 0).with_addr(wire)) {
-        Err(libc::EAGAIN) if blocking() => wait_line(wire).and_then(|l| wait(l.as_bytes())),
-        r => r.map(|_| ()),
-    };
-    r.map_err(|e| unreached(t, routes, e, wire))
+    let (mut blocking, mut wait) = (Some(blocking), Some(wait));
+    reach(t, routes, wire, |to| {
+        match client::ctl(fd, Ctl::new(Op::Connect, 0).with_addr(to)) {
+            Err(libc::EAGAIN) if blocking.take().is_some_and(|b| b()) => {
+                let wait = wait.take().ok_or(libc::EAGAIN)?;
+                wait_line(to).and_then(|l| wait(l.as_bytes()))
+            }
+            r => r.map(|_| ()),
+        }
+    })
+}
+
+/// `attempt` (a connect or send) at tree path `wire`; a routed name the
+/// daemon does not know (ENOENT) whose kernel path leads through the
+/// program's links into the mount, as unix_find_bsd's lookup follows them
+/// (a link to a routed bind's link, a chain, a linked directory), is tried
+/// again once at the name it leads to; else the errno is `unreached`'s.
+pub fn reach<T>(
+    t: &impl Links,
+    routes: &Routes,
+    wire: &[u8],
+    mut attempt: impl FnMut(&[u8]) -> Res<T>,
+) -> Res<T> {
+    match attempt(wire) {
+        Err(libc::ENOENT) => {}
+        r => return r,
+    }
+    let unknown = |e| unreached(t, routes, e, wire);
+    match through_links(t, routes, wire) {
+        Some(there) => attempt(&there).map_err(unknown),
+        None => Err(unknown(libc::ENOENT)),
+    }
+}
+
+/// The tree path in the mount that routed name `wire` leads to through the
+/// program's links, when another.
+fn through_links(t: &impl Links, routes: &Routes, wire: &[u8]) -> Option<Vec<u8>> {
+    let p = routes.routed_path(wire)?;
+    let real = t.resolve(&p).ok()?;
+    let inside = real
+        .strip_prefix(routes.mount.as_slice())?
+        .strip_prefix(b"/")?;
+    (!inside.is_empty() && inside != wire).then(|| inside.to_vec())
 }
 
 /// The errno of a connect or send to tree path `wire` that the daemon
@@ -203,6 +242,49 @@ mod tests {
         ] {
             let got = unreached(&t, &routes, e, wire);
             println!("{} (daemon: {e}): {got}", ascii(wire));
+            assert_eq!(got, want, "{}", ascii(wire));
+        }
+    }
+
+    #[test]
+    fn a_routed_name_is_reached_through_the_programs_links() {
+        use crate::fake::{ascii, fake};
+        let routes = Routes {
+            mount: b"/m".to_vec(),
+            routes: vec![b"/r".to_vec()],
+        };
+        let t = fake(
+            &[b"/r"],
+            &[
+                (b"/r/real", b"/m/r/real"),
+                (b"/r/link", b"/r/real"),
+                (b"/r/chain", b"/r/link"),
+                (b"/r/gone", b"/m/r/gone"),
+                (b"/r/out", b"/r"),
+            ],
+        );
+        // The daemon knows r/real only.
+        let daemon = |w: &[u8]| {
+            if w == b"r/real" {
+                Ok(w.to_vec())
+            } else {
+                Err(libc::ENOENT)
+            }
+        };
+        for (wire, want) in [
+            (&b"r/link"[..], Ok(b"r/real".to_vec())),
+            (b"r/chain", Ok(b"r/real".to_vec())),
+            (b"r/real", Ok(b"r/real".to_vec())),
+            (b"r/gone", Err(libc::ECONNREFUSED)),
+            (b"r/out", Err(libc::ECONNREFUSED)),
+            (b"r/none", Err(libc::ENOENT)),
+        ] {
+            let mut tried = Vec::new();
+            let got = reach(&t, &routes, wire, |w| {
+                tried.push(ascii(w));
+                daemon(w)
+            });
+            println!("{}: {got:?} (tried {tried:?})", ascii(wire));
             assert_eq!(got, want, "{}", ascii(wire));
         }
     }

@@ -22,6 +22,9 @@ pub trait Links: Tree {
     /// link(2) of `old` to `new`, both nodes in the mount (the front's
     /// view of it).
     fn hard_link(&self, old: &[u8], new: &[u8]) -> Res<()>;
+    /// realpath(3) of `path`: every link followed (a routed bind's into
+    /// the mount, the front's view of it).
+    fn resolve(&self, path: &[u8]) -> Res<Vec<u8>>;
 }
 
 /// The absolute path, normalized as routes are (lexically), that `path`

@@ -151,6 +151,13 @@ fn two_paths(a: &[u8], b: &[u8], call: impl FnOnce(&CStr, &CStr) -> c_int) -> Re
 }
 
 impl udsfs_calls::routed::Links for Own {
+    fn resolve(&self, path: &[u8]) -> Res<Vec<u8>> {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        std::fs::canonicalize(std::ffi::OsStr::from_bytes(path))
+            .map(|p| p.into_os_string().into_vec())
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+    }
+
     fn readlink(&self, path: &[u8]) -> Res<Vec<u8>> {
         let p = cpath(path)?;
         let mut buf = [0u8; libc::PATH_MAX as usize];

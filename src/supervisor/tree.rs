@@ -103,6 +103,13 @@ impl calls::bind::Tree for Tree {
 }
 
 impl calls::routed::Links for Tree {
+    fn resolve(&self, p: &[u8]) -> Res<Vec<u8>> {
+        use std::os::unix::ffi::OsStringExt;
+        let c = self.path(p)?;
+        as_target(self.0, c.as_bytes(), |p| std::fs::canonicalize(p))
+            .map(|p| p.into_os_string().into_vec())
+    }
+
     fn readlink(&self, p: &[u8]) -> Res<Vec<u8>> {
         use std::os::unix::ffi::{OsStrExt, OsStringExt};
         let c = self.path(p)?;
