@@ -46,11 +46,33 @@ pub fn node(routes: &Routes, abs: &[u8]) -> Option<Vec<u8>> {
         .then(|| [routes.mount.as_slice(), abs].concat())
 }
 
-/// Is `abs` the link a routed bind made, pointing at the node of its own
-/// path? Then that node.
+/// Is `abs` the link a routed bind made? Then the node it points at: the
+/// node of its own path, or of the path the bind was given when that named
+/// this place through a linked directory (a bind of dl/a.sock, dl -> d,
+/// made its link at d/a.sock, pointing at the node of dl/a.sock: the same
+/// name in a directory that resolves to the same one).
 pub fn own_link(t: &impl Links, routes: &Routes, abs: &[u8]) -> Option<Vec<u8>> {
     let node = node(routes, abs)?;
-    (t.readlink(abs).ok()? == node).then_some(node)
+    let target = t.readlink(abs).ok()?;
+    if target == node {
+        return Some(node);
+    }
+    let given = target.strip_prefix(routes.mount.as_slice())?;
+    (routes.routed(given) && same_place(t, given, abs)).then_some(target)
+}
+
+/// Do absolute paths `a` and `b` name the same entry: the same last name in
+/// directories that resolve to the same one?
+fn same_place(t: &impl Links, a: &[u8], b: &[u8]) -> bool {
+    let split = |p: &[u8]| {
+        let i = p.iter().rposition(|&c| c == b'/').unwrap_or(0);
+        (p[..i.max(1)].to_vec(), p[i + 1..].to_vec())
+    };
+    let ((da, na), (db, nb)) = (split(a), split(b));
+    na == nb && da != db && {
+        let (ra, rb) = (t.resolve(&da), t.resolve(&db));
+        ra.is_ok() && ra == rb
+    }
 }
 
 /// link(2) of routed socket path `old` to `new`: on Linux the new name is
@@ -434,5 +456,30 @@ mod tests {
         let r = rmdir(&t, &routes(), b"/r/d", || Err(libc::ENOTEMPTY));
         assert_eq!((r, t.taken().as_str()), (Some(Err(libc::ENOTEMPTY)), ""));
         assert_eq!(rmdir(&t, &routes(), b"/tmp/d", || Ok(())), None);
+    }
+
+    #[test]
+    fn a_link_made_through_a_linked_directory_is_a_routed_binds() {
+        let t = fake(
+            &[b"/r", b"/r/d"],
+            &[
+                (b"/r/dl", b"/r/d"),
+                (b"/r/d/a.sock", b"/m/r/dl/a.sock"),
+                (b"/r/d/b.sock", b"/m/r/dl/other.sock"),
+                (b"/r/d/c.sock", b"/m/r/e/c.sock"),
+                (b"/r/d/s", b"/m/r/d/s"),
+            ],
+        );
+        for (path, want) in [
+            (&b"/r/d/s"[..], Some(&b"/m/r/d/s"[..])),
+            (b"/r/d/a.sock", Some(b"/m/r/dl/a.sock")),
+            (b"/r/d/b.sock", None),
+            (b"/r/d/c.sock", None),
+            (b"/r/dl", None),
+        ] {
+            let got = own_link(&t, &routes(), path);
+            println!("{}: {:?}", ascii(path), got.as_deref().map(ascii));
+            assert_eq!(got.as_deref(), want, "{}", ascii(path));
+        }
     }
 }
