@@ -124,6 +124,23 @@ pub enum Kind {
     Other,
 }
 
+/// The entries of directory `dir` (a path the front reaches it by) as
+/// `Moves::entries` gives them, read with the calling thread's credentials.
+pub fn read_entries(dir: &std::path::Path) -> std::io::Result<Vec<(Vec<u8>, Kind)>> {
+    use std::os::unix::ffi::OsStringExt;
+    Ok(std::fs::read_dir(dir)?
+        .flatten()
+        .map(|e| {
+            let kind = match e.file_type() {
+                Ok(t) if t.is_dir() => Kind::Dir,
+                Ok(t) if t.is_symlink() => Kind::Link,
+                _ => Kind::Other,
+            };
+            (e.file_name().into_vec(), kind)
+        })
+        .collect())
+}
+
 /// unlink of routed path `abs` removes its node in the mount too, as
 /// servers unlink a stale socket before they bind it again (and
 /// shutil.rmtree removes a directory's entries with unlinkat): the node,

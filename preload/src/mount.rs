@@ -217,21 +217,9 @@ impl udsfs_calls::routed::Moves for Own {
     }
 
     fn entries(&self, path: &[u8]) -> Vec<(Vec<u8>, udsfs_calls::routed::Kind)> {
-        use std::os::unix::ffi::{OsStrExt, OsStringExt};
-        use udsfs_calls::routed::Kind;
-        let Ok(dir) = std::fs::read_dir(std::ffi::OsStr::from_bytes(path)) else {
-            return Vec::new();
-        };
-        dir.flatten()
-            .map(|e| {
-                let kind = match e.file_type() {
-                    Ok(t) if t.is_dir() => Kind::Dir,
-                    Ok(t) if t.is_symlink() => Kind::Link,
-                    _ => Kind::Other,
-                };
-                (e.file_name().into_vec(), kind)
-            })
-            .collect()
+        use std::os::unix::ffi::OsStrExt;
+        let dir = std::path::Path::new(std::ffi::OsStr::from_bytes(path));
+        udsfs_calls::routed::read_entries(dir).unwrap_or_default()
     }
 
     fn say(&self, line: &str) {
@@ -281,23 +269,7 @@ impl bind::Tree for Own {
     }
 
     fn may_write(&self, path: &[u8]) -> Res<()> {
-        let p = cpath(path)?;
-        // SAFETY: a NUL-terminated path; the system call, with the
-        // effective ids (the C library may emulate AT_EACCESS).
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_faccessat2,
-                libc::AT_FDCWD,
-                p.as_ptr(),
-                libc::W_OK,
-                libc::AT_EACCESS,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(errno())
-        }
+        bind::writable(&cpath(path)?)
     }
 }
 

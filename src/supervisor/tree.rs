@@ -81,24 +81,7 @@ impl calls::bind::Tree for Tree {
     fn may_write(&self, p: &[u8]) -> Res<()> {
         let c = self.path(p)?;
         let _as = FsCreds::of(self.0)?;
-        // SAFETY: a NUL-terminated path; AT_EACCESS: the file credentials
-        // set just now (the C library may emulate it with the euid).
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_faccessat2,
-                libc::AT_FDCWD,
-                c.as_ptr(),
-                libc::W_OK,
-                libc::AT_EACCESS,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO))
-        }
+        calls::bind::writable(&c)
     }
 }
 
@@ -167,25 +150,10 @@ impl calls::routed::Moves for Tree {
     }
 
     fn entries(&self, p: &[u8]) -> Vec<(Vec<u8>, calls::routed::Kind)> {
-        use calls::routed::Kind;
-        use std::os::unix::ffi::OsStringExt;
         let Ok(c) = self.path(p) else {
             return Vec::new();
         };
-        let read = as_target(self.0, c.as_bytes(), |d| {
-            Ok(std::fs::read_dir(d)?
-                .flatten()
-                .map(|e| {
-                    let kind = match e.file_type() {
-                        Ok(t) if t.is_dir() => Kind::Dir,
-                        Ok(t) if t.is_symlink() => Kind::Link,
-                        _ => Kind::Other,
-                    };
-                    (e.file_name().into_vec(), kind)
-                })
-                .collect())
-        });
-        read.unwrap_or_default()
+        as_target(self.0, c.as_bytes(), calls::routed::read_entries).unwrap_or_default()
     }
 
     /// At most a line a second: a program can rename at will.
