@@ -22,6 +22,10 @@
 #     name's node in the mount): B may not remove root's socket name in root's
 #     directory of the mount, nor, through B's symlink in the mount, root's file in a
 #     0700 directory (root's supervisor removed both: any file of the system);
+#  6b. likewise rename and rmdir of routed names (trapped with --route; the supervisor
+#     makes the kernel's rename or rmdir as B, then moves or removes the node in the
+#     mount): through B's symlink in the mount, B may not move root's file out of a 0700
+#     directory nor remove root's empty directory there;
 #  7. the directories a routed bind makes below the mount are made as B: B's symlink
 #     in the mount does not lead root's mkdir into root's 0700 directory;
 #  8. where the daemon refuses the act-for grant (root's run in a pid namespace of its
@@ -54,7 +58,8 @@ chown -h "$B:$B" "$S/l"
 as_uid "$B" mkdir -p "$MNT$R" "$MNT$S/l" || fail "B cannot make directories in the mount"
 
 # bind.py LISTENER ARG...: for each ARG (PATH binds a new socket to PATH, connect:PATH
-# connects one to PATH, unlink:PATH unlinks PATH) prints ARG and what came of it; the
+# connects one to PATH, unlink:PATH unlinks PATH, rename:OLD:NEW renames OLD, rmdir:PATH
+# removes directory PATH) prints ARG and what came of it; the
 # binds after "--" with a udsfs client socket (connected to LISTENER, bound nowhere), so
 # that the bind reaches the supervisor's udsfs side. LISTENER "-": none.
 cat >"$TMP/bind.py" <<'PY'
@@ -70,7 +75,7 @@ for arg in args[1:]:
     if arg == "--":
         udsfs = True
         continue
-    op, path = arg.split(":", 1) if arg.startswith(("connect:", "unlink:")) else ("bind", arg)
+    op, path = arg.split(":", 1) if arg.startswith(("connect:", "unlink:", "rename:", "rmdir:")) else ("bind", arg)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         if op == "connect":
@@ -79,6 +84,13 @@ for arg in args[1:]:
         elif op == "unlink":
             os.unlink(path)
             print(arg, "unlinked", flush=True)
+        elif op == "rename":
+            old, new = path.split(":", 1)
+            os.rename(old, new)
+            print(arg, "renamed", flush=True)
+        elif op == "rmdir":
+            os.rmdir(path)
+            print(arg, "removed", flush=True)
         else:
             if udsfs:
                 s.connect(args[0])
@@ -164,6 +176,27 @@ say "   root's socket node now: $(ls -l "$MNT$T/rootsock" 2>&1); root's file: $(
 [ -S "$MNT$T/rootsock" ] || fail "6. B removed root's socket name in root's directory of the mount"
 [ -f "$SECRET/file" ] || fail "6. B removed a file in root's 0700 directory, through its symlink in the mount"
 ok "6. B's unlinks of root's names: refused, both still there"
+
+# 6b. rename and rmdir of routed names (trapped with --route): the supervisor makes the
+# kernel's call, then moves or removes the node in the mount. B's kernel directory
+# $S/bd holds a link as a routed bind leaves it (bd/file -> its node) and an empty
+# directory; B's $MNT$S/bd is a symlink to root's 0700 directory, which holds a file and
+# an empty directory of those names. As root, the supervisor would move root's file
+# and remove root's directory.
+as_uid "$B" mkdir -m 755 "$S/bd" "$S/bd/empty" || fail "6b. B cannot make its directories"
+as_uid "$B" ln -s "$MNT$S/bd/file" "$S/bd/file" || fail "6b. B cannot make its link"
+as_uid "$B" ln -s "$SECRET" "$MNT$S/bd" || fail "6b. B cannot make a symlink in the mount"
+echo precious >"$SECRET/file"
+mkdir -m 755 "$SECRET/empty"
+out=$(b_in_root_run --route "$S" -- - "rename:$S/bd/file:$S/bd/moved" "rmdir:$S/bd/empty" 2>&1) || fail "6b. the run failed: $out"
+say "6b. B's rename and rmdir under root's supervisor, $MNT$S/bd -> $SECRET:"
+say "$out"
+say "   root's 0700 directory now holds: $(ls -lA "$SECRET" | tail -n +2 | tr '\n' ';')"
+grep -q "^rename:$S/bd/file:$S/bd/moved renamed" <<<"$out" || fail "6b. B's rename of its own link failed: $out"
+grep -q "^rmdir:$S/bd/empty removed" <<<"$out" || fail "6b. B's rmdir of its own directory failed: $out"
+[ -f "$SECRET/file" ] && [ ! -e "$SECRET/moved" ] || fail "6b. B moved root's file in a 0700 directory, through its symlink in the mount"
+[ -d "$SECRET/empty" ] || fail "6b. B removed root's directory in a 0700 directory, through its symlink in the mount"
+ok "6b. B's rename and rmdir: its own names only, root's file and directory still there"
 
 # 7. a routed bind makes the name's directories below the mount too (mirror_dirs): B's
 # symlink in the mount must not lead root's mkdir into root's 0700 directory, where it

@@ -23,6 +23,32 @@ pub trait Tree {
     /// mkdir(2) of `inside`, a directory in the mount (the front's view of
     /// it), with `mode`; an error is left for the bind to meet.
     fn mkdir(&self, inside: &[u8], mode: u32);
+    /// May the program write `path` (following links)? faccessat2(2) W_OK
+    /// with AT_EACCESS, as the program: its errno when not.
+    fn may_write(&self, path: &[u8]) -> Res<()>;
+}
+
+/// faccessat2(2) W_OK of `path` with AT_EACCESS: may the calling thread,
+/// with the file credentials it has now, write it (following links)? The
+/// system call itself: the C library may emulate AT_EACCESS with the
+/// effective ids, not the file ones a front set (`Tree::may_write`).
+pub fn writable(path: &std::ffi::CStr) -> Res<()> {
+    // SAFETY: a NUL-terminated path.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_faccessat2,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::W_OK,
+            libc::AT_EACCESS,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    Err(std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO))
 }
 
 /// The errno of bind() to `path`, a kernel path outside the mount and its

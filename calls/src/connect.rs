@@ -3,7 +3,7 @@
 //! them: what the program's sockaddr asks for (`target`, `send_to`), the
 //! connect itself with its wait for room in a full backlog (`connect`), and
 //! the errno of a routed name the daemon does not know (`unreached`). The
-//! front says how the program's file tree is reached (`bind::Tree`) and
+//! front says how the program's file tree is reached (`routed::Links`) and
 //! how a blocking connect waits.
 
 use udsfs_proto::Res;
@@ -12,8 +12,8 @@ use udsfs_proto::ctl::Command;
 use udsfs_proto::ioctl::{Ctl, Op};
 use udsfs_proto::route::{Route, Routes};
 
-use crate::bind::Tree;
 use crate::client;
+use crate::routed::{Links, own_link};
 
 /// sizeof(sa_family_t).
 const FAM: usize = 2;
@@ -82,34 +82,81 @@ pub fn wait_line(wire: &[u8]) -> Res<String> {
 /// connect() of udsfs socket `fd` to `wire`: the control ioctl, which never
 /// parks; facing a full backlog (EAGAIN) a blocking socket (`blocking`,
 /// asked then) waits with `wait`, given `wait_line`'s line. A routed name
-/// the daemon does not know is answered as `unreached` says.
+/// the daemon does not know is reached through links or answered as
+/// `reach` says.
 pub fn connect(
-    t: &impl Tree,
+    t: &impl Links,
     routes: &Routes,
     fd: i32,
     wire: &[u8],
     blocking: impl FnOnce() -> bool,
     wait: impl FnOnce(&[u8]) -> Res<()>,
 ) -> Res<()> {
-    let r = match client::ctl(fd, Ctl::new(Op::Connect, 0).with_addr(wire)) {
-        Err(libc::EAGAIN) if blocking() => wait_line(wire).and_then(|l| wait(l.as_bytes())),
-        r => r.map(|_| ()),
-    };
-    r.map_err(|e| unreached(t, routes, e, wire))
+    let (mut blocking, mut wait) = (Some(blocking), Some(wait));
+    reach(t, routes, wire, |to| {
+        match client::ctl(fd, Ctl::new(Op::Connect, 0).with_addr(to)) {
+            Err(libc::EAGAIN) if blocking.take().is_some_and(|b| b()) => {
+                let wait = wait.take().ok_or(libc::EAGAIN)?;
+                wait_line(to).and_then(|l| wait(l.as_bytes()))
+            }
+            r => r.map(|_| ()),
+        }
+    })
+}
+
+/// `attempt` (a connect or send) at tree path `wire`; a routed name the
+/// daemon does not know (ENOENT) whose kernel path leads through the
+/// program's links into the mount, as unix_find_bsd's lookup follows them
+/// (a link to a routed bind's link, a chain, a linked directory), is tried
+/// again once at the name it leads to; else the errno is `unreached`'s.
+pub fn reach<T>(
+    t: &impl Links,
+    routes: &Routes,
+    wire: &[u8],
+    mut attempt: impl FnMut(&[u8]) -> Res<T>,
+) -> Res<T> {
+    match attempt(wire) {
+        Err(libc::ENOENT) => {}
+        r => return r,
+    }
+    let unknown = |e| unreached(t, routes, e, wire);
+    match through_links(t, routes, wire) {
+        Some(there) => attempt(&there).map_err(unknown),
+        None => Err(unknown(libc::ENOENT)),
+    }
+}
+
+/// The tree path in the mount that routed name `wire` leads to through the
+/// program's links, when another.
+fn through_links(t: &impl Links, routes: &Routes, wire: &[u8]) -> Option<Vec<u8>> {
+    let p = routes.routed_path(wire)?;
+    let real = t.resolve(&p).ok()?;
+    let inside = real
+        .strip_prefix(routes.mount.as_slice())?
+        .strip_prefix(b"/")?;
+    (!inside.is_empty() && inside != wire).then(|| inside.to_vec())
 }
 
 /// The errno of a connect or send to tree path `wire` that the daemon
-/// answered `e`: a routed name the daemon does not know (ENOENT) where the
-/// program's kernel path holds something else (a regular file, a
-/// directory) is ECONNREFUSED, as Linux refuses a path that is no socket;
-/// ENOENT only when nothing is there. Looked at as the program (`t`).
-pub fn unreached(t: &impl Tree, routes: &Routes, e: i32, wire: &[u8]) -> i32 {
+/// answered `e`: a routed name the daemon does not know (ENOENT) is looked
+/// up in the program's kernel tree as unix_find_bsd does, as the program:
+/// the walk's error, following links (ENOENT for a dangling one, ELOOP,
+/// EACCES for a directory it may not search); then write permission on
+/// what it found (EACCES); then ECONNREFUSED, as Linux refuses a path that
+/// is no socket (a regular file, a directory). The link a routed bind made,
+/// whose node is gone (a crashed server's, on a mount since replaced), is a
+/// socket file nobody listens at: ECONNREFUSED.
+pub fn unreached(t: &impl Links, routes: &Routes, e: i32, wire: &[u8]) -> i32 {
     if e != libc::ENOENT {
         return e;
     }
-    match routes.routed_path(wire) {
-        Some(p) if t.mode(&p, false).is_ok() => libc::ECONNREFUSED,
-        _ => e,
+    let Some(p) = routes.routed_path(wire) else {
+        return e;
+    };
+    match t.mode(&p, true) {
+        Err(_) if own_link(t, routes, &p).is_some() => libc::ECONNREFUSED,
+        Err(walk) => walk,
+        Ok(_) => t.may_write(&p).err().unwrap_or(libc::ECONNREFUSED),
     }
 }
 
@@ -161,6 +208,84 @@ mod tests {
             println!("connect to {what}: {got:?} (logged: {})", said.get());
             assert_eq!(got, want, "{what}");
             assert_eq!(said.get(), want == Err(libc::ECONNREFUSED), "{what}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_routed_name_answers_as_the_kernel_lookup() {
+        use crate::fake::{ascii, fake};
+        let routes = Routes {
+            mount: b"/m".to_vec(),
+            routes: vec![b"/r".to_vec()],
+        };
+        let t = fake(
+            &[b"/r", b"/r/dir", b"/r/ro", b"/r/a-file"],
+            &[
+                (b"/r/dangling", b"/r/nowhere"),
+                (b"/r/loop1", b"/r/loop2"),
+                (b"/r/loop2", b"/r/loop1"),
+                (b"/r/stale", b"/m/r/stale"),
+                (b"/r/to-dir", b"/r/dir"),
+            ],
+        );
+        for (wire, e, want) in [
+            (&b"r/nothing"[..], libc::ENOENT, libc::ENOENT),
+            (b"r/dangling", libc::ENOENT, libc::ENOENT),
+            (b"r/loop1", libc::ENOENT, libc::ELOOP),
+            (b"locked/x", libc::ENOENT, libc::ENOENT),
+            (b"r/dir", libc::ENOENT, libc::ECONNREFUSED),
+            (b"r/to-dir", libc::ENOENT, libc::ECONNREFUSED),
+            (b"r/a-file", libc::ENOENT, libc::ECONNREFUSED),
+            (b"r/ro", libc::ENOENT, libc::EACCES),
+            (b"r/stale", libc::ENOENT, libc::ECONNREFUSED),
+            (b"r/dir", libc::EAGAIN, libc::EAGAIN),
+        ] {
+            let got = unreached(&t, &routes, e, wire);
+            println!("{} (daemon: {e}): {got}", ascii(wire));
+            assert_eq!(got, want, "{}", ascii(wire));
+        }
+    }
+
+    #[test]
+    fn a_routed_name_is_reached_through_the_programs_links() {
+        use crate::fake::{ascii, fake};
+        let routes = Routes {
+            mount: b"/m".to_vec(),
+            routes: vec![b"/r".to_vec()],
+        };
+        let t = fake(
+            &[b"/r"],
+            &[
+                (b"/r/real", b"/m/r/real"),
+                (b"/r/link", b"/r/real"),
+                (b"/r/chain", b"/r/link"),
+                (b"/r/gone", b"/m/r/gone"),
+                (b"/r/out", b"/r"),
+            ],
+        );
+        // The daemon knows r/real only.
+        let daemon = |w: &[u8]| {
+            if w == b"r/real" {
+                Ok(w.to_vec())
+            } else {
+                Err(libc::ENOENT)
+            }
+        };
+        for (wire, want) in [
+            (&b"r/link"[..], Ok(b"r/real".to_vec())),
+            (b"r/chain", Ok(b"r/real".to_vec())),
+            (b"r/real", Ok(b"r/real".to_vec())),
+            (b"r/gone", Err(libc::ECONNREFUSED)),
+            (b"r/out", Err(libc::ECONNREFUSED)),
+            (b"r/none", Err(libc::ENOENT)),
+        ] {
+            let mut tried = Vec::new();
+            let got = reach(&t, &routes, wire, |w| {
+                tried.push(ascii(w));
+                daemon(w)
+            });
+            println!("{}: {got:?} (tried {tried:?})", ascii(wire));
+            assert_eq!(got, want, "{}", ascii(wire));
         }
     }
 }

@@ -8,12 +8,144 @@
 //! it; nginx adds an upstream socket to epoll before its connect); and a
 //! socket bound to a kernel name gets an autobound name instead (`rebind`),
 //! so that a client that bound a scratch path (nc -uU) is still answerable.
-//! The front reads the kernel socket and puts the new one in its place.
+//! Which sockets convert (`kernel_unix`), the new one's type (`sock_type`)
+//! and the network namespace it is made in (`SocketNetns`) are decided
+//! here too. The front reads the kernel socket and puts the new one in its
+//! place (the library by dup3, the supervisor by SECCOMP_IOCTL_NOTIF_ADDFD).
+//! The calls here are raw system calls: in the library, the C library's
+//! wrappers are its own entry points.
 
+use libc::c_int;
 use udsfs_proto::Res;
 use udsfs_proto::ioctl::Op;
+use udsfs_proto::mount::type_dir;
 
 use crate::client;
+
+/// The last errno.
+fn last() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// An int option of socket `fd` at SOL_SOCKET.
+fn sock_int(fd: c_int, opt: c_int) -> Res<c_int> {
+    let mut v: c_int = 0;
+    let mut len = std::mem::size_of::<c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes one int and its length.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_getsockopt,
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            &mut v as *mut c_int,
+            &mut len as *mut libc::socklen_t,
+        )
+    };
+    if r < 0 { Err(last()) } else { Ok(v) }
+}
+
+/// Is `fd` a kernel AF_UNIX socket, that may become a udsfs one?
+pub fn kernel_unix(fd: c_int) -> bool {
+    sock_int(fd, libc::SO_DOMAIN) == Ok(libc::AF_UNIX)
+}
+
+/// Is kernel socket `fd` bound to a name (then `rebind`)?
+pub fn kernel_bound(fd: c_int) -> bool {
+    // SAFETY: zeroed storage the size getsockname is told.
+    unsafe {
+        let mut a: libc::sockaddr_un = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        libc::syscall(
+            libc::SYS_getsockname,
+            fd,
+            &mut a as *mut libc::sockaddr_un,
+            &mut len as *mut libc::socklen_t,
+        ) == 0
+            && len as usize > std::mem::size_of::<libc::sa_family_t>()
+    }
+}
+
+/// The type of the udsfs socket that takes kernel socket `fd`'s place: its
+/// SO_TYPE and the mount's directory for it (a type udsfs has no socket of
+/// is EPROTOTYPE).
+pub fn sock_type(fd: c_int) -> Res<(c_int, &'static str)> {
+    let ty = sock_int(fd, libc::SO_TYPE)?;
+    Ok((ty, type_dir(ty).ok_or(libc::EPROTOTYPE)?))
+}
+
+/// The inode of descriptor `fd` (a namespace's).
+fn ino(fd: c_int) -> Option<u64> {
+    // SAFETY: zeroed storage fstat fills.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: st is a local stat.
+    let r = unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat) };
+    (r == 0).then_some(st.st_ino)
+}
+
+fn close(fd: c_int) {
+    // SAFETY: a descriptor of ours, closed once.
+    unsafe { libc::syscall(libc::SYS_close, fd) };
+}
+
+/// The calling thread in a kernel socket's network namespace while it makes
+/// the socket's udsfs stand-in, and back when dropped. Linux files a
+/// socket's abstract name in the namespace the socket was made in
+/// (sock_net): a program that made a socket and then ran
+/// unshare(CLONE_NEWNET) or setns binds it in the namespace it left, and the
+/// daemon makes a socket in the namespace of the thread that asks.
+pub struct SocketNetns {
+    back: c_int,
+}
+
+impl SocketNetns {
+    /// Enters kernel socket `k`'s namespace when the program's thread is
+    /// elsewhere: `program` is the inode of that thread's network namespace
+    /// (None: the calling thread is the program's). None: nothing to do, or
+    /// it cannot be done (SIOCGSKNS and setns need CAP_NET_ADMIN and
+    /// CAP_SYS_ADMIN there): then the program thread's namespace stands.
+    pub fn enter(k: c_int, program: Option<u64>) -> Option<SocketNetns> {
+        const SIOCGSKNS: libc::c_ulong = 0x894C;
+        // SAFETY: SIOCGSKNS takes no argument and returns a new descriptor.
+        let ns = unsafe { libc::syscall(libc::SYS_ioctl, k, SIOCGSKNS) } as c_int;
+        if ns < 0 {
+            return None;
+        }
+        let here = c"/proc/thread-self/ns/net";
+        // SAFETY: a NUL-terminated path; the descriptor is closed or kept.
+        let back = unsafe {
+            libc::syscall(
+                libc::SYS_openat,
+                libc::AT_FDCWD,
+                here.as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        } as c_int;
+        let theirs = program.or_else(|| ino(back));
+        let moved = back >= 0 && ino(ns).is_some() && ino(ns) != theirs;
+        // SAFETY: setns with a network namespace descriptor.
+        let entered =
+            moved && unsafe { libc::syscall(libc::SYS_setns, ns, libc::CLONE_NEWNET) } == 0;
+        close(ns);
+        if !entered {
+            if back >= 0 {
+                close(back);
+            }
+            return None;
+        }
+        Some(SocketNetns { back })
+    }
+}
+
+impl Drop for SocketNetns {
+    fn drop(&mut self) {
+        // SAFETY: back to the namespace the thread was in.
+        unsafe { libc::syscall(libc::SYS_setns, self.back, libc::CLONE_NEWNET) };
+        close(self.back);
+    }
+}
 
 /// One registration of a descriptor in an epoll set: the set's descriptor
 /// (in the program's table), events (with their flags: EPOLLET,

@@ -1,14 +1,15 @@
 //! A program's file tree for the unit tests of bind.rs and routed.rs:
 //! directories and files (a name ending in "file") at the paths it has,
 //! links at others, a directory the caller may not search ("/locked"); and
-//! what was done to it.
+//! what was done to it (a name ending in "full" is ENOSPC, one ending in
+//! "gone" ENOENT).
 
 use std::cell::RefCell;
 
 use udsfs_proto::Res;
 
 use crate::bind::Tree;
-use crate::routed::Links;
+use crate::routed::{Kind, Links, Moves};
 
 pub struct Fake {
     pub have: Vec<&'static [u8]>,
@@ -44,11 +45,8 @@ impl Fake {
     }
 }
 
-impl Tree for Fake {
-    fn mode(&self, p: &[u8], _: bool) -> Res<u32> {
-        if self.links.iter().any(|l| l.0 == p) {
-            return Ok(libc::S_IFLNK | 0o777);
-        }
+impl Fake {
+    fn mode_here(&self, p: &[u8]) -> Res<u32> {
         // A directory the caller may not search: its entries are EACCES.
         if p.starts_with(b"/locked/") {
             return Err(libc::EACCES);
@@ -61,6 +59,23 @@ impl Tree for Fake {
         }
         Ok(libc::S_IFDIR | 0o700)
     }
+}
+
+impl Tree for Fake {
+    /// Following a link: the mode of its target, ELOOP past 8 links.
+    fn mode(&self, p: &[u8], follow: bool) -> Res<u32> {
+        let mut p = p.to_vec();
+        for _ in 0..8 {
+            let Some(l) = self.links.iter().find(|l| l.0 == p.as_slice()) else {
+                return self.mode_here(&p);
+            };
+            if !follow {
+                return Ok(libc::S_IFLNK | 0o777);
+            }
+            p = l.1.to_vec();
+        }
+        Err(libc::ELOOP)
+    }
     fn symlink(&self, target: &[u8], p: &[u8]) -> Res<()> {
         self.mode(p, false).map_or(Ok(()), |_| Err(libc::EEXIST))?;
         self.note(format!("link {} -> {}", ascii(p), ascii(target)));
@@ -71,6 +86,14 @@ impl Tree for Fake {
     }
     fn mkdir(&self, inside: &[u8], mode: u32) {
         self.note(format!("mkdir {} {mode:o}", ascii(inside)));
+    }
+    /// A name ending in "ro" is not writable.
+    fn may_write(&self, p: &[u8]) -> Res<()> {
+        self.mode(p, true)?;
+        if p.ends_with(b"ro") {
+            return Err(libc::EACCES);
+        }
+        Ok(())
     }
 }
 
@@ -86,5 +109,65 @@ impl Links for Fake {
         }
         self.note(format!("hard link {} {}", ascii(old), ascii(new)));
         Ok(())
+    }
+    /// Links followed (absolute targets); a node in the mount "/m" exists.
+    fn resolve(&self, p: &[u8]) -> Res<Vec<u8>> {
+        let mut p = p.to_vec();
+        for _ in 0..8 {
+            match self.links.iter().find(|l| l.0 == p.as_slice()) {
+                Some(l) => p = l.1.to_vec(),
+                None if p.starts_with(b"/m/") => return Ok(p),
+                None => return self.mode_here(&p).map(|_| p),
+            }
+        }
+        Err(libc::ELOOP)
+    }
+}
+
+/// The parent of `p` and its last name.
+fn split(p: &[u8]) -> (&[u8], &[u8]) {
+    let i = p.iter().rposition(|&b| b == b'/').unwrap_or(0);
+    (&p[..i], &p[i + 1..])
+}
+
+impl Fake {
+    fn failing(&self, what: &str, p: &[u8]) -> Res<()> {
+        if p.ends_with(b"full") {
+            return Err(libc::ENOSPC);
+        }
+        if p.ends_with(b"gone") {
+            return Err(libc::ENOENT);
+        }
+        self.note(format!("{what} {}", ascii(p)));
+        Ok(())
+    }
+}
+
+impl Moves for Fake {
+    fn rename_node(&self, old: &[u8], new: &[u8]) -> Res<()> {
+        self.failing(&format!("rename node {}", ascii(old)), new)
+    }
+    fn node_is_dir(&self, node: &[u8]) -> bool {
+        self.have.contains(&node)
+    }
+    fn rmdir_node(&self, node: &[u8]) -> Res<()> {
+        self.failing("rmdir node", node)
+    }
+    fn unlink_node(&self, node: &[u8]) -> Res<()> {
+        self.failing("unlink node", node)
+    }
+    fn rename_path(&self, old: &[u8], new: &[u8]) -> Res<()> {
+        self.failing(&format!("rename {}", ascii(old)), new)
+    }
+    fn entries(&self, path: &[u8]) -> Vec<(Vec<u8>, Kind)> {
+        let dirs = self.have.iter().map(|p| (*p, Kind::Dir));
+        let links = self.links.iter().map(|l| (l.0, Kind::Link));
+        dirs.chain(links)
+            .filter(|(p, _)| split(p).0 == path)
+            .map(|(p, k)| (split(p).1.to_vec(), k))
+            .collect()
+    }
+    fn say(&self, line: &str) {
+        self.note(format!("say {line}"));
     }
 }

@@ -2,40 +2,22 @@
 //! it into the mount: a new udsfs socket of its type takes its descriptor
 //! number, with its O_NONBLOCK, FD_CLOEXEC and the options it carries
 //! (`udsfs_proto::carry`), its O_ASYNC and SIGIO/SIGURG owner, and its
-//! places in the program's epoll sets (epolls.rs).
+//! places in the program's epoll sets (epolls.rs); its type and network
+//! namespace as udsfs_calls::convert decides them. Here: dup3 over the
+//! number, in-process.
 
-use libc::{c_int, socklen_t};
+use libc::c_int;
+use udsfs_calls::convert;
 use udsfs_proto::carry::Carried;
-use udsfs_proto::mount::type_dir;
 
 use crate::errno::{last, Res};
 use crate::files::{self, close, open_sock};
 use crate::mount::Mount;
 use crate::{epolls, real, urg};
 
-fn kernel_int(fd: c_int, opt: c_int) -> Res<c_int> {
-    let mut v: c_int = 0;
-    let mut len = std::mem::size_of::<c_int>() as socklen_t;
-    // SAFETY: getsockopt writes one int.
-    let r = unsafe {
-        real::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            opt,
-            (&mut v as *mut c_int).cast(),
-            &mut len,
-        )
-    };
-    if r < 0 {
-        last()
-    } else {
-        Ok(v)
-    }
-}
-
 /// Puts a new udsfs socket in kernel socket `fd`'s place.
 pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
-    let name = type_dir(kernel_int(fd, libc::SO_TYPE)?).ok_or(libc::EPROTOTYPE)?;
+    let (_, name) = convert::sock_type(fd)?;
     // SAFETY: fcntl queries only.
     let (fl, fdfl) = unsafe {
         (
@@ -53,7 +35,7 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     let clone = m.ctrl_file(&format!("{name}/clone"));
     // The daemon makes the socket in the network namespace of the thread
     // that opens `clone`: the kernel socket's, where the thread has left it.
-    let in_ns = NetnsSwitch::to_socket_netns(fd);
+    let in_ns = convert::SocketNetns::enter(fd, None);
     let h = files::open_file(&clone, libc::O_RDWR);
     drop(in_ns);
     let h = h?;
@@ -82,60 +64,6 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     carried.apply(fd)
 }
 
-/// The calling thread moved into a kernel socket's network namespace for
-/// one call, and back when dropped. Linux files a socket's abstract name in
-/// the namespace the socket was made in (sock_net): a program that made a
-/// socket and then ran unshare(CLONE_NEWNET) or setns binds it in the
-/// namespace it left. Raw system calls: the library's own wrappers must not
-/// see these.
-struct NetnsSwitch {
-    back: c_int,
-}
-
-impl NetnsSwitch {
-    /// None (nothing to do, or it cannot be done: SIOCGSKNS and setns need
-    /// CAP_NET_ADMIN and CAP_SYS_ADMIN there, and then the thread's own
-    /// namespace stands) unless the thread is elsewhere than socket `fd`.
-    fn to_socket_netns(fd: c_int) -> Option<NetnsSwitch> {
-        const SIOCGSKNS: libc::c_ulong = 0x894C;
-        // SAFETY: SIOCGSKNS takes no argument and returns a new descriptor.
-        let ns = unsafe { libc::syscall(libc::SYS_ioctl, fd, SIOCGSKNS) } as c_int;
-        if ns < 0 {
-            return None;
-        }
-        let here = c"/proc/thread-self/ns/net";
-        // SAFETY: a NUL-terminated path; the descriptor is closed below.
-        let back = unsafe {
-            libc::syscall(
-                libc::SYS_openat,
-                libc::AT_FDCWD,
-                here.as_ptr(),
-                libc::O_RDONLY | libc::O_CLOEXEC,
-            )
-        } as c_int;
-        let moved = back >= 0 && kernel_ino(ns).ok() != kernel_ino(back).ok();
-        // SAFETY: setns with a namespace descriptor of the right type.
-        let entered =
-            moved && unsafe { libc::syscall(libc::SYS_setns, ns, libc::CLONE_NEWNET) } == 0;
-        close(ns);
-        if !entered {
-            if back >= 0 {
-                close(back);
-            }
-            return None;
-        }
-        Some(NetnsSwitch { back })
-    }
-}
-
-impl Drop for NetnsSwitch {
-    fn drop(&mut self) {
-        // SAFETY: back to the namespace the thread was in.
-        unsafe { libc::syscall(libc::SYS_setns, self.back, libc::CLONE_NEWNET) };
-        close(self.back);
-    }
-}
-
 /// The inode of descriptor `fd`.
 fn kernel_ino(fd: c_int) -> Res<u64> {
     // SAFETY: zeroed storage fstat fills.
@@ -145,9 +73,4 @@ fn kernel_ino(fd: c_int) -> Res<u64> {
         return last();
     }
     Ok(st.st_ino)
-}
-
-/// Is `fd` a kernel AF_UNIX socket (that may become a udsfs one)?
-pub fn kernel_unix(fd: c_int) -> bool {
-    kernel_int(fd, libc::SO_DOMAIN) == Ok(libc::AF_UNIX)
 }

@@ -72,23 +72,13 @@ fn adopt_for(m: &Mount, fd: c_int) -> Res<bool> {
     if mount::udsfs_fd(fd) {
         return Ok(true);
     }
-    if !convert::kernel_unix(fd) {
+    if !udsfs_calls::convert::kernel_unix(fd) {
         return Ok(false);
     }
-    let bound = kernel_bound(fd);
+    let bound = udsfs_calls::convert::kernel_bound(fd);
     convert::convert(m, fd)?;
     udsfs_calls::convert::rebind(fd, bound, |why| log::say(&format!("fd {fd}: {why}")))?;
     Ok(true)
-}
-
-fn kernel_bound(fd: c_int) -> bool {
-    // SAFETY: zeroed storage the size getsockname is told.
-    unsafe {
-        let mut a: libc::sockaddr_un = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::sockaddr_un>() as socklen_t;
-        real::getsockname(fd, (&mut a as *mut libc::sockaddr_un).cast(), &mut len) == 0
-            && len as usize > std::mem::size_of::<libc::sa_family_t>()
-    }
 }
 
 /// A call whose argument memory could not be read (`e`, EFAULT): the C
@@ -208,7 +198,7 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
         };
         // SAFETY: route() read the same bytes.
         let given = unsafe { route::given_path(a, len) };
-        if !mount::udsfs_fd(fd) && !convert::kernel_unix(fd) {
+        if !mount::udsfs_fd(fd) && !udsfs_calls::convert::kernel_unix(fd) {
             return unsafe { real::bind(fd, addr, len) };
         }
         int_ret(udsfs_calls::bind::udsfs(
@@ -392,9 +382,20 @@ fn send_target(m: &Mount, fd: c_int, g: &Option<Given>) -> Res<Option<Vec<u8>>> 
     udsfs_calls::connect::send_to(g.bytes(), route, say_on(fd, "sendto")).map(Some)
 }
 
-/// udsfs_calls::connect::unreached, looked at by this process.
-fn unreached(m: &Mount, e: c_int, wire: &[u8]) -> c_int {
-    udsfs_calls::connect::unreached(&mount::Own, &m.routes, e, wire)
+/// A send to `to` (None: no address); a routed name the daemon does not
+/// know is reached through this process's links, or answered, as
+/// udsfs_calls::connect::reach says.
+fn reach<T>(
+    m: &Mount,
+    to: Option<Vec<u8>>,
+    mut send: impl FnMut(Option<Vec<u8>>) -> Res<T>,
+) -> Res<T> {
+    match to {
+        None => send(None),
+        Some(w) => {
+            udsfs_calls::connect::reach(&mount::Own, &m.routes, &w, |w| send(Some(w.to_vec())))
+        }
+    }
 }
 
 /// Before a send with an address: a kernel AF_UNIX socket sending to a
@@ -452,12 +453,13 @@ pub unsafe extern "C" fn sendto(
             iov_base: buf as *mut c_void,
             iov_len: if buf.is_null() { 0 } else { n },
         };
-        let unreached = |e| to.as_ref().map_or(e, |w| unreached(m, e, w));
-        let meta = Meta {
-            to: to.clone(),
-            ..Default::default()
-        };
-        len_ret(msg::send(m, fd, Iovs::new(&iov, 1), meta, flags).map_err(unreached))
+        len_ret(reach(m, to, |to| {
+            let meta = Meta {
+                to,
+                ..Default::default()
+            };
+            msg::send(m, fd, Iovs::new(&iov, 1), meta, flags)
+        }))
     })
 }
 
@@ -530,9 +532,22 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, m: *const msghdr, flags: c_int) -> s
         if let Err(e) = parsed {
             return len_ret(Err(e));
         }
-        let to = meta.to.clone();
-        let unreached = |e| to.as_ref().map_or(e, |w| unreached(mnt, e, w));
-        len_ret(msg::send(mnt, fd, held.iovs(), meta, flags).map_err(unreached))
+        // The files deposited for the send wait until it is made (again).
+        let Meta {
+            to,
+            creds,
+            rights,
+            channel: _deposited,
+        } = meta;
+        len_ret(reach(mnt, to, |to| {
+            let meta = Meta {
+                to,
+                creds,
+                rights: rights.clone(),
+                channel: None,
+            };
+            msg::send(mnt, fd, held.iovs(), meta, flags)
+        }))
     })
 }
 

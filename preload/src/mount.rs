@@ -131,17 +131,6 @@ impl Mount {
     pub fn routed_node(&self, abs: &[u8]) -> Option<CString> {
         CString::new(udsfs_calls::routed::node(&self.routes, abs)?).ok()
     }
-
-    /// Before a routed name is bound or moved there: its directories
-    /// exist in the kernel's tree (the program made them), so make them
-    /// below the mount point too, with the kernel directories' modes.
-    pub fn mirror_route_dirs(&self, tree: &[u8]) {
-        let mut abs = b"/".to_vec();
-        abs.extend_from_slice(tree);
-        if self.routed_node(&abs).is_some() {
-            bind::mirror_dirs(&Own, self.path(), &abs);
-        }
-    }
 }
 
 /// The program's file tree as this process sees it (udsfs_calls::bind).
@@ -162,6 +151,13 @@ fn two_paths(a: &[u8], b: &[u8], call: impl FnOnce(&CStr, &CStr) -> c_int) -> Re
 }
 
 impl udsfs_calls::routed::Links for Own {
+    fn resolve(&self, path: &[u8]) -> Res<Vec<u8>> {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        std::fs::canonicalize(std::ffi::OsStr::from_bytes(path))
+            .map(|p| p.into_os_string().into_vec())
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+    }
+
     fn readlink(&self, path: &[u8]) -> Res<Vec<u8>> {
         let p = cpath(path)?;
         let mut buf = [0u8; libc::PATH_MAX as usize];
@@ -178,6 +174,56 @@ impl udsfs_calls::routed::Links for Own {
         two_paths(old, new, |o, n| unsafe {
             real::link(o.as_ptr(), n.as_ptr())
         })
+    }
+}
+
+impl udsfs_calls::routed::Moves for Own {
+    fn rename_node(&self, old: &[u8], new: &[u8]) -> Res<()> {
+        // SAFETY: NUL-terminated paths.
+        two_paths(old, new, |o, n| unsafe {
+            real::rename(o.as_ptr(), n.as_ptr())
+        })
+    }
+
+    fn node_is_dir(&self, node: &[u8]) -> bool {
+        use udsfs_calls::bind::Tree;
+        self.mode(node, false)
+            .is_ok_and(|m| m & libc::S_IFMT == libc::S_IFDIR)
+    }
+
+    fn rmdir_node(&self, node: &[u8]) -> Res<()> {
+        let p = cpath(node)?;
+        // SAFETY: a NUL-terminated path.
+        if unsafe { real::rmdir(p.as_ptr()) } == 0 {
+            Ok(())
+        } else {
+            Err(errno())
+        }
+    }
+
+    fn unlink_node(&self, node: &[u8]) -> Res<()> {
+        let p = cpath(node)?;
+        // SAFETY: a NUL-terminated path; the system call, not this
+        // library's unlink.
+        if unsafe { real::unlink(p.as_ptr()) } == 0 {
+            Ok(())
+        } else {
+            Err(errno())
+        }
+    }
+
+    fn rename_path(&self, old: &[u8], new: &[u8]) -> Res<()> {
+        self.rename_node(old, new)
+    }
+
+    fn entries(&self, path: &[u8]) -> Vec<(Vec<u8>, udsfs_calls::routed::Kind)> {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = std::path::Path::new(std::ffi::OsStr::from_bytes(path));
+        udsfs_calls::routed::read_entries(dir).unwrap_or_default()
+    }
+
+    fn say(&self, line: &str) {
+        crate::log::say(line);
     }
 }
 
@@ -220,6 +266,10 @@ impl bind::Tree for Own {
             // SAFETY: a NUL-terminated path.
             unsafe { libc::mkdir(p.as_ptr(), mode) };
         }
+    }
+
+    fn may_write(&self, path: &[u8]) -> Res<()> {
+        bind::writable(&cpath(path)?)
     }
 }
 

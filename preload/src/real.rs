@@ -71,7 +71,6 @@ real! {
     lstat64(path: *const libc::c_char, st: *mut libc::stat64) -> c_int;
     __lxstat(ver: c_int, path: *const libc::c_char, st: *mut libc::stat) -> c_int;
     __lxstat64(ver: c_int, path: *const libc::c_char, st: *mut libc::stat64) -> c_int;
-    rmdir(path: *const libc::c_char) -> c_int;
     epoll_create(size: c_int) -> c_int;
     epoll_create1(flags: c_int) -> c_int;
     epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev: *mut libc::epoll_event) -> c_int;
@@ -87,9 +86,6 @@ real! {
     remove(path: *const libc::c_char) -> c_int;
     link(old: *const libc::c_char, new: *const libc::c_char) -> c_int;
     linkat(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char, flags: c_int) -> c_int;
-    rename(old: *const libc::c_char, new: *const libc::c_char) -> c_int;
-    renameat(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char) -> c_int;
-    renameat2(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char, flags: c_uint) -> c_int;
     statx(dirfd: c_int, path: *const libc::c_char, flags: c_int, mask: c_uint, st: *mut libc::statx) -> c_int;
     write(fd: c_int, b: *const c_void, n: size_t) -> ssize_t;
     // restart.rs: the handler calls and the data file's own I/O.
@@ -149,9 +145,14 @@ sys! {
     setsockopt(fd: c_int, level: c_int, name: c_int, v: *const c_void, l: socklen_t) -> c_int = SYS_setsockopt;
     shutdown(fd: c_int, how: c_int) -> c_int = SYS_shutdown;
     ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_int = SYS_ioctl;
-    // Trapped with --route prefixes (a routed name's node goes too).
+    // Trapped with --route prefixes (src/supervisor/filter.rs ROUTED: a
+    // routed name's node goes too, or moves along).
     unlink(path: *const libc::c_char) -> c_int = SYS_unlink;
     unlinkat(dirfd: c_int, path: *const libc::c_char, flags: c_int) -> c_int = SYS_unlinkat;
+    rmdir(path: *const libc::c_char) -> c_int = SYS_rmdir;
+    rename(old: *const libc::c_char, new: *const libc::c_char) -> c_int = SYS_rename;
+    renameat(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char) -> c_int = SYS_renameat;
+    renameat2(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char, flags: c_uint) -> c_int = SYS_renameat2;
 }
 
 /// recv(2) is recvfrom without an address, as the C library makes it.

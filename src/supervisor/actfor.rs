@@ -233,56 +233,38 @@ impl Grant {
 
 /// The supervisor thread in a kernel socket's network namespace while it
 /// makes the socket's udsfs stand-in for thread `tid`, which has left that
-/// namespace since it made the socket (Linux keeps a socket in the
-/// namespace it was made in): the grant says "netns", so that the daemon
-/// makes the socket where this thread is. Back to the thread's namespace
-/// and a plain grant when dropped. None where nothing is to be done, or it
-/// cannot be (SIOCGSKNS and setns need CAP_NET_ADMIN and CAP_SYS_ADMIN
-/// there): the target's namespace then stands.
+/// namespace since it made the socket (udsfs_calls::convert::SocketNetns
+/// decides and switches): the grant says "netns", so that the daemon makes
+/// the socket where this thread is. A plain grant, then back to the
+/// thread's namespace, when dropped. None where nothing is to be done, or
+/// it cannot be: the target's namespace then stands.
 pub struct SocketNetns {
     root: CString,
     tid: i32,
-    back: std::os::fd::OwnedFd,
+    /// Dropped after the grant is set back (`Drop`): the thread back in
+    /// its own namespace.
+    _in: udsfs_calls::convert::SocketNetns,
 }
 
 impl SocketNetns {
     pub fn enter(mount: &Path, tid: i32, k: &std::os::fd::OwnedFd) -> Option<SocketNetns> {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-        use std::os::unix::fs::MetadataExt;
-        const SIOCGSKNS: libc::c_ulong = 0x894C;
-        // SAFETY: SIOCGSKNS takes no argument and returns a new descriptor.
-        let ns = unsafe { libc::ioctl(k.as_raw_fd(), SIOCGSKNS as _) };
-        if ns < 0 {
-            return None;
-        }
-        // SAFETY: the descriptor the kernel just made ours.
-        let ns = unsafe { OwnedFd::from_raw_fd(ns) };
-        let sock_ns = std::fs::File::from(ns.try_clone().ok()?)
-            .metadata()
-            .ok()?
-            .ino();
-        if crate::procfs::ns_inode(tid as u32, "net") == Some(sock_ns) {
-            return None;
-        }
-        let back: OwnedFd = std::fs::File::open("/proc/thread-self/ns/net").ok()?.into();
+        use std::os::fd::AsRawFd;
         let root = CString::new(mount.as_os_str().as_bytes()).ok()?;
-        // SAFETY: setns with a network namespace descriptor.
-        if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return None;
-        }
-        let entered = SocketNetns { root, tid, back };
-        if !set(&entered.root, format!("{tid} netns").as_bytes()) {
+        let theirs = crate::procfs::ns_inode(tid as u32, "net")?;
+        let entered = udsfs_calls::convert::SocketNetns::enter(k.as_raw_fd(), Some(theirs))?;
+        if !set(&root, format!("{tid} netns").as_bytes()) {
             return None; // (dropped: back to the thread's namespace)
         }
-        Some(entered)
+        Some(SocketNetns {
+            root,
+            tid,
+            _in: entered,
+        })
     }
 }
 
 impl Drop for SocketNetns {
     fn drop(&mut self) {
-        use std::os::fd::AsRawFd;
         set(&self.root, self.tid.to_string().as_bytes());
-        // SAFETY: back to the namespace this thread was in.
-        unsafe { libc::setns(self.back.as_raw_fd(), libc::CLONE_NEWNET) };
     }
 }

@@ -220,7 +220,7 @@ fn attach(sock: &Path) -> Result<(), String> {
         return Err("the supervisor refused (see its message)".into());
     }
     let prog = filter::program(filter::Kind::Supervised {
-        unlink: which == b'u',
+        routed: which == b'u',
     });
     install(&prog, conn.as_raw_fd(), false, false).map_err(|e| e.to_string())
 }

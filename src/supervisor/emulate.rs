@@ -104,7 +104,7 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
         nr if super::filter::REFUSED.contains(&nr) => {
             return Err(Reply::Errno(super::filter::refuse(tid, nr)));
         }
-        libc::SYS_fstat | libc::SYS_newfstatat | libc::SYS_statx => {
+        libc::SYS_fstat | libc::SYS_newfstatat | libc::SYS_statx | libc::SYS_lstat => {
             return Err(super::stat::triage(ctx, tid, nr, args));
         }
         libc::SYS_socketpair => {
@@ -143,6 +143,19 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
             return Err(super::routed::link(ctx, tid, old, new));
         }
         libc::SYS_linkat => return Err(Reply::Continue),
+        libc::SYS_rmdir => {
+            return Err(super::routed::rmdir(ctx, tid, libc::AT_FDCWD, args[0]));
+        }
+        libc::SYS_rename | libc::SYS_renameat | libc::SYS_renameat2 => {
+            let cwd = i64::from(libc::AT_FDCWD) as u64;
+            let [od, o, nd, n, flags] = match nr {
+                libc::SYS_rename => [cwd, args[0], cwd, args[1], 0],
+                libc::SYS_renameat => [args[0], args[1], args[2], args[3], 0],
+                _ => [args[0], args[1], args[2], args[3], args[4]],
+            };
+            let (old, new) = ((od as i32, o), (nd as i32, n));
+            return Err(super::routed::rename(ctx, tid, old, new, flags as u32));
+        }
         _ => {}
     }
     // A copy of the descriptor tells what it is without /proc (and serves
@@ -181,49 +194,11 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
     }
 }
 
-fn getsockopt_int(fd: &OwnedFd, opt: i32) -> Res<i32> {
-    let mut v: i32 = 0;
-    let mut len = 4 as libc::socklen_t;
-    // SAFETY: getsockopt writes one int.
-    let r = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            opt,
-            (&mut v as *mut i32).cast(),
-            &mut len,
-        )
-    };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO));
-    }
-    Ok(v)
-}
-
-fn kernel_unix(fd: &OwnedFd) -> bool {
-    getsockopt_int(fd, libc::SO_DOMAIN) == Ok(libc::AF_UNIX)
-}
-
-fn kernel_bound(fd: &OwnedFd) -> bool {
-    // SAFETY: zeroed storage of the size getsockname is told.
-    unsafe {
-        let mut a: libc::sockaddr_un = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
-        libc::getsockname(
-            fd.as_raw_fd(),
-            (&mut a as *mut libc::sockaddr_un).cast(),
-            &mut len,
-        ) == 0
-            && len as usize > 2
-    }
-}
-
-/// A udsfs socket standing for kernel socket `k`: its type, O_NONBLOCK and
-/// the options it carries (`Carried`), as the preload library converts one.
+/// A udsfs socket standing for kernel socket `k`: its type (as
+/// udsfs_calls::convert decides it), O_NONBLOCK and the options it carries
+/// (`Carried`), as the preload library converts one.
 fn convert(d: &Daemon, k: &OwnedFd, tid: i32) -> Res<OwnedFd> {
-    let ty = getsockopt_int(k, libc::SO_TYPE)?;
+    let (ty, _) = calls::convert::sock_type(k.as_raw_fd())?;
     // Made in the kernel socket's network namespace (sock_net), where the
     // target has left it.
     let in_ns = super::actfor::SocketNetns::enter(&d.mount, tid, k);
@@ -362,7 +337,7 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
     let Some(addr) = job.addr.as_deref() else {
         return Reply::Continue;
     };
-    if !kernel_unix(&k) {
+    if !calls::convert::kernel_unix(k.as_raw_fd()) {
         return Reply::Continue;
     }
     let route = classify(c.ctx, c.task.tid, addr);
@@ -389,9 +364,11 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
     let Route::Udsfs(wire) = route else {
         return Reply::Continue;
     };
-    let rebound = calls::convert::rebind(new.as_raw_fd(), kernel_bound(&k), |why| {
-        say(&format!("fd {fd}: {why}"))
-    });
+    let rebound = calls::convert::rebind(
+        new.as_raw_fd(),
+        calls::convert::kernel_bound(k.as_raw_fd()),
+        |why| say(&format!("fd {fd}: {why}")),
+    );
     if let Err(e) = rebound {
         return Reply::Errno(e);
     }

@@ -100,14 +100,25 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
 }
 
 /// With `--route` prefixes: unlink of a routed name removes its node in the
-/// mount too (servers unlink a stale socket before they bind it again), and
-/// link gives the node a second name (routed.rs).
-pub const UNLINK: &[i64] = &[
+/// mount too (servers unlink a stale socket before they bind it again),
+/// link gives the node a second name, rename moves it along and rmdir of a
+/// routed directory removes its copy in the mount (routed.rs).
+pub const ROUTED: &[i64] = &[
     libc::SYS_unlink,
     libc::SYS_unlinkat,
     libc::SYS_link,
     libc::SYS_linkat,
+    libc::SYS_rename,
+    libc::SYS_renameat,
+    libc::SYS_renameat2,
+    libc::SYS_rmdir,
 ];
+
+/// With `--route` prefixes, for a tree the supervisor alone carries: lstat
+/// (the system call the C library's __lxstat makes) of the link a routed
+/// bind made shows its node, a socket (stat.rs). The library answers its
+/// own programs' (preload/src/routed.rs `fix_link`).
+pub const ROUTED_STAT: &[i64] = &[libc::SYS_lstat];
 
 /// The stat calls the C library makes (fstat, stat and lstat are
 /// newfstatat since glibc 2.33; statx), with the argument that holds their
@@ -125,11 +136,11 @@ fn is_stat(nr: i64) -> bool {
 }
 
 /// Which program: `Supervised`, for a tree the supervisor alone carries
-/// (`--front seccomp`, a static binary exec'd in place), with `unlink` for
-/// `--route` prefixes; `Library`, for a tree under the preload library:
+/// (`--front seccomp`, a static binary exec'd in place), with `routed` for
+/// `--route` prefixes (`ROUTED`, `ROUTED_STAT`); `Library`, for a tree under the preload library:
 /// the socket calls made from the library's gadget page
-/// (`udsfs_proto::gadget`) run, the rest go to the supervisor (unlink too
-/// with `--route` prefixes). Of `STATS` only the calls by descriptor
+/// (`udsfs_proto::gadget`) run, the rest go to the supervisor (`ROUTED`
+/// too with `--route` prefixes). Of `STATS` only the calls by descriptor
 /// (AT_EMPTY_PATH) are trapped there: the library makes its programs' by
 /// descriptor from the gadget, and trapping stat by path (the dynamic
 /// loader's, every `ls`) would cost a notification each; what is trapped
@@ -139,8 +150,8 @@ fn is_stat(nr: i64) -> bool {
 /// socket activation hands `cat` a udsfs socket as stdin and stdout).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
-    Supervised { unlink: bool },
-    Library { unlink: bool },
+    Supervised { routed: bool },
+    Library { routed: bool },
 }
 
 /// Jump targets of `Asm`.
@@ -196,15 +207,16 @@ impl Asm {
 /// outside the gadget page, for `Kind::Library`).
 pub fn program(kind: Kind) -> Vec<sock_filter> {
     let calls: Vec<i64> = match kind {
-        Kind::Supervised { unlink } => TRAPPED
+        Kind::Supervised { routed } => TRAPPED
             .iter()
-            .chain(if unlink { UNLINK } else { &[] })
+            .chain(if routed { ROUTED } else { &[] })
+            .chain(if routed { ROUTED_STAT } else { &[] })
             .copied()
             .collect(),
-        Kind::Library { unlink } => TRAPPED
+        Kind::Library { routed } => TRAPPED
             .iter()
             .filter(|&&nr| !is_stat(nr))
-            .chain(if unlink { UNLINK } else { &[] })
+            .chain(if routed { ROUTED } else { &[] })
             .copied()
             .collect(),
     };
@@ -329,16 +341,16 @@ mod tests {
 
     #[test]
     fn socket_calls_notify_and_the_rest_runs() {
-        let p = program(Kind::Supervised { unlink: false });
-        let with_unlink = program(Kind::Supervised { unlink: true });
+        let p = program(Kind::Supervised { routed: false });
+        let with_routes = program(Kind::Supervised { routed: true });
         // What each program does with an x86-64 system call.
         let x86 = |prog: &[sock_filter], nr: i64| eval(prog, AUDIT_ARCH_X86_64, nr as u32);
-        for &nr in UNLINK {
+        for &nr in ROUTED.iter().chain(ROUTED_STAT) {
             assert_eq!(x86(&p, nr), libc::SECCOMP_RET_ALLOW);
-            assert_eq!(x86(&with_unlink, nr), libc::SECCOMP_RET_USER_NOTIF);
+            assert_eq!(x86(&with_routes, nr), libc::SECCOMP_RET_USER_NOTIF);
         }
         for &nr in TRAPPED {
-            assert_eq!(x86(&with_unlink, nr), libc::SECCOMP_RET_USER_NOTIF);
+            assert_eq!(x86(&with_routes, nr), libc::SECCOMP_RET_USER_NOTIF);
             assert_eq!(x86(&p, nr), libc::SECCOMP_RET_USER_NOTIF);
         }
         for nr in [libc::SYS_read, libc::SYS_write, libc::SYS_ioctl, 0, 1000] {
@@ -366,12 +378,13 @@ mod tests {
 
     /// Under the library: a socket call from the gadget page runs, the same
     /// call from anywhere else (one byte before or after the page, the same
-    /// offset in another 4 GiB) notifies; newfstatat and statx run, unlink
-    /// too unless there are routes.
+    /// offset in another 4 GiB) notifies; newfstatat and statx run, unlink,
+    /// rename and the rest of `ROUTED` too unless there are routes, lstat
+    /// always (the library answers it).
     #[test]
     fn the_gadget_page_runs_and_the_rest_traps() {
-        let p = program(Kind::Library { unlink: false });
-        let routed = program(Kind::Library { unlink: true });
+        let p = program(Kind::Library { routed: false });
+        let routed = program(Kind::Library { routed: true });
         let at = |nr: i64, req: u32, ip: u64| {
             run(
                 &p,
@@ -399,7 +412,7 @@ mod tests {
                 );
             }
         }
-        for &nr in UNLINK {
+        for &nr in ROUTED {
             assert_eq!(at(nr, 0, ADDR - 1), libc::SECCOMP_RET_ALLOW);
         }
         // A stat by path runs wherever made; by descriptor (AT_EMPTY_PATH in
@@ -434,7 +447,7 @@ mod tests {
             );
             assert_eq!(stat(libc::SYS_statx, empty, 0, ip), libc::SECCOMP_RET_ALLOW);
         }
-        for &nr in UNLINK {
+        for &nr in ROUTED {
             let r = |ip| {
                 run(
                     &routed,
@@ -451,11 +464,15 @@ mod tests {
             assert_eq!(r(ADDR - 1), libc::SECCOMP_RET_USER_NOTIF);
             assert_eq!(r(ADDR + 0x19), libc::SECCOMP_RET_ALLOW);
         }
+        for &nr in ROUTED_STAT {
+            let lstat = eval(&routed, AUDIT_ARCH_X86_64, nr as u32);
+            assert_eq!(lstat, libc::SECCOMP_RET_ALLOW);
+        }
         assert_eq!(
             at(libc::SYS_fstat, 0, ADDR - 1),
             libc::SECCOMP_RET_USER_NOTIF
         );
-        let full = program(Kind::Supervised { unlink: false });
+        let full = program(Kind::Supervised { routed: false });
         for &nr in REFUSED {
             assert_eq!(at(nr, 0, 0x1000), libc::SECCOMP_RET_USER_NOTIF);
             assert_eq!(at(nr, 0, ADDR + 0x19), libc::SECCOMP_RET_USER_NOTIF);

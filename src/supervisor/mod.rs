@@ -80,11 +80,11 @@ pub fn prepare(
     }
     // SAFETY: fresh descriptors we own.
     let (parent, child) = unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
-    let unlink = !routes.is_empty();
+    let routed = !routes.is_empty();
     let prog = filter::program(if library {
-        filter::Kind::Library { unlink }
+        filter::Kind::Library { routed }
     } else {
-        filter::Kind::Supervised { unlink }
+        filter::Kind::Supervised { routed }
     });
     let chan = child.as_raw_fd();
     // SAFETY: the closure makes only async-signal-safe system calls.

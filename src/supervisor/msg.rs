@@ -67,8 +67,9 @@ pub fn send(c: &Call, s: &OwnedFd, nr: i64, a: [u64; 6]) -> Res<i64> {
                 None
             };
             let to = target(c, name)?;
-            send_data(c, s, &data, to.as_deref(), None, &[], a[3] as i32)
-                .map_err(|e| unreached(c, e, to.as_deref()))
+            reach(c, to.as_deref(), |to| {
+                send_data(c, s, &data, to, None, &[], a[3] as i32)
+            })
         }
         libc::SYS_sendmsg => send_msg(c, s, a[1], a[2] as i32),
         _ => {
@@ -105,14 +106,20 @@ fn send_msg(c: &Call, s: &OwnedFd, at: u64, flags: i32) -> Res<i64> {
     };
     let to = target(c, name)?;
     let data = mem::gather(tid, &h.iov, mem::MAX_COPY)?;
-    send_data(c, s, &data, to.as_deref(), creds, &rights, flags)
-        .map_err(|e| unreached(c, e, to.as_deref()))
+    reach(c, to.as_deref(), |to| {
+        send_data(c, s, &data, to, creds, &rights, flags)
+    })
 }
 
-/// A send's errno when the daemon did not find its address `to`.
-fn unreached(c: &Call, e: i32, to: Option<&[u8]>) -> i32 {
+/// A send to `to` (None: no address); a routed name the daemon does not
+/// know is reached through the target's links, or answered, as
+/// udsfs_calls::connect::reach says.
+fn reach(c: &Call, to: Option<&[u8]>, mut send: impl FnMut(Option<&[u8]>) -> Res<i64>) -> Res<i64> {
     let tree = super::tree::Tree(c.task.tid);
-    to.map_or(e, |w| calls::connect::unreached(&tree, &c.ctx.routes, e, w))
+    match to {
+        None => send(None),
+        Some(w) => calls::connect::reach(&tree, &c.ctx.routes, w, |w| send(Some(w))),
+    }
 }
 
 /// A sendmsg's control messages (udsfs_calls::control::parse): the

@@ -3,8 +3,8 @@
 //! library's stat entry points say (preload/src/stat.rs, the same
 //! `udsfs_proto::mount::socket_stat` fix): an event library that tells a
 //! received descriptor's kind with fstat takes a udsfs socket for a socket,
-//! not a file. newfstatat and statx without following of the link a routed
-//! bind made show its node, a socket (super::routed::lstat). Every other
+//! not a file. lstat, and newfstatat and statx without following, of the
+//! link a routed bind made show its node, a socket (super::routed::lstat). Every other
 //! stat call runs in the kernel as made.
 
 use std::ffi::CString;
@@ -72,13 +72,15 @@ pub fn triage(ctx: &Ctx, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
     }
 }
 
-/// newfstatat or statx without following (lstat) of a routed bind's link:
+/// lstat, or newfstatat or statx without following, of a routed bind's link:
 /// the node's stat, a socket of the mount (super::routed::lstat).
 fn lstat(ctx: &Ctx, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
     let nofollow = libc::AT_SYMLINK_NOFOLLOW as u64;
-    let (flags, out) = match nr {
-        libc::SYS_newfstatat => (a[3], a[2]),
-        libc::SYS_statx => (a[2], a[4]),
+    let (dirfd, path, flags, out) = match nr {
+        libc::SYS_newfstatat => (a[0], a[1], a[3], a[2]),
+        libc::SYS_statx => (a[0], a[1], a[2], a[4]),
+        // The C library's __lxstat (filter::ROUTED_STAT).
+        libc::SYS_lstat => (i64::from(libc::AT_FDCWD) as u64, a[0], nofollow, a[1]),
         _ => return Reply::Continue,
     };
     if flags & nofollow == 0 {
@@ -87,7 +89,7 @@ fn lstat(ctx: &Ctx, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
     let sock = |mode: u32, major: u32, minor: u32| {
         mode & libc::S_IFMT == libc::S_IFSOCK && (major, minor) == (ctx.dev.major, ctx.dev.minor)
     };
-    let got = super::routed::lstat(ctx, tid, a[0] as i32, a[1], |node| {
+    let got = super::routed::lstat(ctx, tid, dirfd as i32, path, |node| {
         if nr == libc::SYS_statx {
             let sync = a[2] as i32 & libc::AT_STATX_SYNC_TYPE;
             // SAFETY: statx fills the zeroed struct; the path is NUL-terminated.

@@ -2,7 +2,8 @@
 //! (udsfs_calls::bind::Tree): through its /proc entries (its root and
 //! working directory), with its file credentials (`FsCreds`), so that
 //! root's supervisor sees and makes only what the program's user may.
-//! emulate.rs (bind, connect) and msg.rs (a send's unreached name) share it.
+//! emulate.rs (bind, connect), msg.rs (a send's unreached name) and
+//! routed.rs (unlink, link, rename, rmdir: `Moves`) share it.
 
 use super::daemon::Res;
 use super::thread_uid::FsCreds;
@@ -76,9 +77,22 @@ impl calls::bind::Tree for Tree {
             .mode(mode)
             .create(std::ffi::OsStr::from_bytes(inside));
     }
+
+    fn may_write(&self, p: &[u8]) -> Res<()> {
+        let c = self.path(p)?;
+        let _as = FsCreds::of(self.0)?;
+        calls::bind::writable(&c)
+    }
 }
 
 impl calls::routed::Links for Tree {
+    fn resolve(&self, p: &[u8]) -> Res<Vec<u8>> {
+        use std::os::unix::ffi::OsStringExt;
+        let c = self.path(p)?;
+        as_target(self.0, c.as_bytes(), |p| std::fs::canonicalize(p))
+            .map(|p| p.into_os_string().into_vec())
+    }
+
     fn readlink(&self, p: &[u8]) -> Res<Vec<u8>> {
         use std::os::unix::ffi::{OsStrExt, OsStringExt};
         let c = self.path(p)?;
@@ -96,6 +110,63 @@ impl calls::routed::Links for Tree {
             std::ffi::OsStr::from_bytes(new),
         );
         errno_of(std::fs::hard_link(o, n))
+    }
+}
+
+/// `f` on `p` as the target's user (FsCreds), its io::Error as an errno.
+fn as_target<T>(
+    tid: i32,
+    p: &[u8],
+    f: impl FnOnce(&std::path::Path) -> std::io::Result<T>,
+) -> Res<T> {
+    use std::os::unix::ffi::OsStrExt;
+    let _as = FsCreds::of(tid)?;
+    errno_of(f(std::path::Path::new(std::ffi::OsStr::from_bytes(p))))
+}
+
+impl calls::routed::Moves for Tree {
+    fn rename_node(&self, old: &[u8], new: &[u8]) -> Res<()> {
+        use std::os::unix::ffi::OsStrExt;
+        as_target(self.0, old, |o| {
+            std::fs::rename(o, std::ffi::OsStr::from_bytes(new))
+        })
+    }
+
+    fn node_is_dir(&self, node: &[u8]) -> bool {
+        as_target(self.0, node, |n| std::fs::symlink_metadata(n)).is_ok_and(|m| m.is_dir())
+    }
+
+    fn rmdir_node(&self, node: &[u8]) -> Res<()> {
+        as_target(self.0, node, |n| std::fs::remove_dir(n))
+    }
+
+    fn unlink_node(&self, node: &[u8]) -> Res<()> {
+        as_target(self.0, node, |n| std::fs::remove_file(n))
+    }
+
+    fn rename_path(&self, old: &[u8], new: &[u8]) -> Res<()> {
+        let (o, n) = (self.path(old)?, self.path(new)?);
+        self.rename_node(o.as_bytes(), n.as_bytes())
+    }
+
+    fn entries(&self, p: &[u8]) -> Vec<(Vec<u8>, calls::routed::Kind)> {
+        let Ok(c) = self.path(p) else {
+            return Vec::new();
+        };
+        as_target(self.0, c.as_bytes(), calls::routed::read_entries).unwrap_or_default()
+    }
+
+    /// At most a line a second: a program can rename at will.
+    fn say(&self, line: &str) {
+        static LIMIT: crate::engine::log_limit::LogLimit =
+            crate::engine::log_limit::LogLimit::new();
+        if let Some(skipped) = LIMIT.admit() {
+            let more = match skipped {
+                0 => String::new(),
+                n => format!(" ({n} more such lines left out)"),
+            };
+            super::call::say(&format!("thread {}: {line}{more}", self.0));
+        }
     }
 }
 
