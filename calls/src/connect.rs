@@ -172,10 +172,7 @@ mod tests {
 
     #[test]
     fn the_address_decides_as_linux() {
-        let routes = Routes {
-            mount: b"/m".to_vec(),
-            routes: vec![b"/r".to_vec()],
-        };
+        let routes = crate::fake::m_r();
         let cases: [(&str, Vec<u8>, Res<Connect>); 8] = [
             (
                 "AF_UNSPEC",
@@ -214,10 +211,7 @@ mod tests {
     #[test]
     fn an_unknown_routed_name_answers_as_the_kernel_lookup() {
         use crate::fake::{ascii, fake};
-        let routes = Routes {
-            mount: b"/m".to_vec(),
-            routes: vec![b"/r".to_vec()],
-        };
+        let routes = crate::fake::m_r();
         let t = fake(
             &[b"/r", b"/r/dir", b"/r/ro", b"/r/a-file"],
             &[
@@ -249,10 +243,7 @@ mod tests {
     #[test]
     fn a_routed_name_is_reached_through_the_programs_links() {
         use crate::fake::{ascii, fake};
-        let routes = Routes {
-            mount: b"/m".to_vec(),
-            routes: vec![b"/r".to_vec()],
-        };
+        let routes = crate::fake::m_r();
         let t = fake(
             &[b"/r"],
             &[

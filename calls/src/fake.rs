@@ -18,6 +18,14 @@ pub struct Fake {
     pub done: RefCell<Vec<String>>,
 }
 
+/// The tests' mount `/m` with one route `/r`.
+pub fn m_r() -> udsfs_proto::route::Routes {
+    udsfs_proto::route::Routes {
+        mount: b"/m".to_vec(),
+        routes: vec![b"/r".to_vec()],
+    }
+}
+
 pub fn ascii(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }

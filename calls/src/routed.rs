@@ -317,10 +317,7 @@ mod tests {
 
     #[test]
     fn a_link_of_a_routed_socket_names_its_node_twice() {
-        let routes = Routes {
-            mount: b"/m".to_vec(),
-            routes: vec![b"/r".to_vec()],
-        };
+        let routes = crate::fake::m_r();
         let t = fake(
             &[b"/r", b"/r/d"],
             &[(b"/r/s", b"/m/r/s"), (b"/r/other", b"/elsewhere")],
@@ -358,10 +355,7 @@ mod tests {
     }
 
     fn routes() -> Routes {
-        Routes {
-            mount: b"/m".to_vec(),
-            routes: vec![b"/r".to_vec()],
-        }
+        crate::fake::m_r()
     }
 
     /// The scratch link `repoint` makes in `dir`.

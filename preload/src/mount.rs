@@ -150,6 +150,11 @@ fn two_paths(a: &[u8], b: &[u8], call: impl FnOnce(&CStr, &CStr) -> c_int) -> Re
     }
 }
 
+/// A call of one path that returns 0 or -1 and errno.
+fn one_path(a: &[u8], call: impl FnOnce(&CStr) -> c_int) -> Res<()> {
+    two_paths(a, b"", |a, _| call(a))
+}
+
 impl udsfs_calls::routed::Links for Own {
     fn resolve(&self, path: &[u8]) -> Res<Vec<u8>> {
         use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -192,24 +197,14 @@ impl udsfs_calls::routed::Moves for Own {
     }
 
     fn rmdir_node(&self, node: &[u8]) -> Res<()> {
-        let p = cpath(node)?;
         // SAFETY: a NUL-terminated path.
-        if unsafe { real::rmdir(p.as_ptr()) } == 0 {
-            Ok(())
-        } else {
-            Err(errno())
-        }
+        one_path(node, |p| unsafe { real::rmdir(p.as_ptr()) })
     }
 
     fn unlink_node(&self, node: &[u8]) -> Res<()> {
-        let p = cpath(node)?;
         // SAFETY: a NUL-terminated path; the system call, not this
         // library's unlink.
-        if unsafe { real::unlink(p.as_ptr()) } == 0 {
-            Ok(())
-        } else {
-            Err(errno())
-        }
+        one_path(node, |p| unsafe { real::unlink(p.as_ptr()) })
     }
 
     fn rename_path(&self, old: &[u8], new: &[u8]) -> Res<()> {
