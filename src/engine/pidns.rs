@@ -73,16 +73,22 @@ pub fn from_sender(pid: i32, sender_tid: u32, sender_tgid: i32) -> i32 {
 /// number there is not mapped (None: no owner, rather than signal whoever
 /// has that number in the daemon's namespace).
 pub fn owner_from_sender(target: i32, caller: &super::Caller) -> Option<i32> {
-    if foreign_ns(caller.tid).is_none() {
+    owner_from_task(target, caller.tid, || caller.status().tgid)
+}
+
+/// `owner_from_sender` for task `tid` of thread group `tgid` (asked only
+/// when `tid` is in another namespace): the supervisor's FIOSETOWN on its
+/// copy of a program's descriptor names the owner in its own namespace.
+pub fn owner_from_task(target: i32, tid: u32, tgid: impl FnOnce() -> i32) -> Option<i32> {
+    if foreign_ns(tid).is_none() {
         return Some(target);
     }
-    let tgid = caller.status().tgid;
-    match from_sender(target, caller.tid, tgid) {
+    let tgid = tgid();
+    match from_sender(target, tid, tgid) {
         p if p == tgid => Some(p),
         _ => {
             log::info!(
-                "thread {}: F_SETOWN {target} in another pid namespace: not mapped, no owner",
-                caller.tid
+                "thread {tid}: F_SETOWN {target} in another pid namespace: not mapped, no owner"
             );
             None
         }
