@@ -69,9 +69,10 @@ pub fn from_sender(pid: i32, sender_tid: u32, sender_tgid: i32) -> i32 {
 }
 
 /// An F_SETOWN target a caller names in its own namespace, in the
-/// daemon's. A caller in another namespace may name itself; any other
-/// number there is not mapped (None: no owner, rather than signal whoever
-/// has that number in the daemon's namespace).
+/// daemon's. A caller in another namespace may name itself or its own
+/// process group (`-getpgrp()`); any other number there is not mapped
+/// (None: no owner, rather than signal whoever has that number in the
+/// daemon's namespace).
 pub fn owner_from_sender(target: i32, caller: &super::Caller) -> Option<i32> {
     owner_from_task(target, caller.tid, || caller.status().tgid)
 }
@@ -83,16 +84,24 @@ pub fn owner_from_task(target: i32, tid: u32, tgid: impl FnOnce() -> i32) -> Opt
     if foreign_ns(tid).is_none() {
         return Some(target);
     }
-    let tgid = tgid();
-    match from_sender(target, tid, tgid) {
-        p if p == tgid => Some(p),
-        _ => {
-            log::info!(
-                "thread {tid}: F_SETOWN {target} in another pid namespace: not mapped, no owner"
-            );
-            None
+    if target < 0 {
+        // Its own group: the group's number here is the first of NSpgid.
+        let st = procfs::Status::read(tid).ok();
+        let own = st
+            .as_ref()
+            .and_then(|s| s.ns_pgid.last().zip(s.ns_pgid.first()));
+        if let Some((&there, &here)) = own.filter(|(there, _)| **there == target.saturating_neg()) {
+            log::debug!("thread {tid}: owner group {there} of its namespace is {here} here");
+            return Some(-here);
+        }
+    } else {
+        let tgid = tgid();
+        if from_sender(target, tid, tgid) == tgid {
+            return Some(tgid);
         }
     }
+    log::info!("thread {tid}: F_SETOWN {target} in another pid namespace: not mapped, no owner");
+    None
 }
 
 /// Explicit SCM_CREDENTIALS of `caller`, with its own-namespace pid in
