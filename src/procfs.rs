@@ -18,6 +18,9 @@ pub struct Status {
     /// The thread group's id in each pid namespace, outermost first
     /// (`NStgid:`): the last is what the process's own getpid() returns.
     pub ns_tgid: Vec<i32>,
+    /// The process group's id in each pid namespace, outermost first
+    /// (`NSpgid:`): the last is what the process's own getpgrp() returns.
+    pub ns_pgid: Vec<i32>,
     /// The parent process (`PPid:`).
     pub ppid: i32,
     /// real, effective, saved, fs
@@ -41,6 +44,7 @@ impl Default for Status {
             state: '?',
             tgid: 0,
             ns_tgid: Vec::new(),
+            ns_pgid: Vec::new(),
             ppid: 0,
             uids: [0; 4],
             gids: [0; 4],
@@ -83,6 +87,12 @@ impl Status {
                 "Tgid" => st.tgid = val.parse().unwrap_or(0),
                 "NStgid" => {
                     st.ns_tgid = val
+                        .split_whitespace()
+                        .filter_map(|v| v.parse().ok())
+                        .collect()
+                }
+                "NSpgid" => {
+                    st.ns_pgid = val
                         .split_whitespace()
                         .filter_map(|v| v.parse().ok())
                         .collect()

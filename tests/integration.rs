@@ -30,6 +30,8 @@ fn timeout_of(name: &str) -> Duration {
         "adversarial_lanes" => Duration::from_secs(240),
         // Each event that gives no SIGIO is waited for 0.5 s, twice per event.
         "sigio" => Duration::from_secs(240),
+        // sigio.py twice (kernel, supervised), as sigio.sh.
+        "supervisor_sigio" => Duration::from_secs(360),
         // Four runs (root's pool and the www-data pool, kernel and udsfs).
         "run_php_fpm" => Duration::from_secs(240),
         // Go's net and syscall tests built (a cold Go cache compiles them), then seven
@@ -261,6 +263,7 @@ scripts!(
     ss_compare,
     stream_echo,
     stream_signals,
+    supervisor_sigio,
     threads1,
     unmount,
     user_shares,

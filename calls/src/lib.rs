@@ -25,5 +25,6 @@ pub mod record;
 pub mod recv;
 pub mod restart;
 pub mod routed;
+pub mod sigio;
 
 pub use udsfs_proto::Res;

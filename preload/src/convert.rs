@@ -1,10 +1,11 @@
 //! A kernel AF_UNIX socket becomes a udsfs socket at the call that routes
 //! it into the mount: a new udsfs socket of its type takes its descriptor
 //! number, with its O_NONBLOCK, FD_CLOEXEC and the options it carries
-//! (`udsfs_proto::carry`), its O_ASYNC and SIGIO/SIGURG owner, and its
-//! places in the program's epoll sets (epolls.rs); its type and network
-//! namespace as udsfs_calls::convert decides them. Here: dup3 over the
-//! number, in-process.
+//! (`udsfs_proto::carry`), its O_ASYNC, SIGIO/SIGURG owner and F_SETSIG
+//! (`udsfs_calls::sigio::Carry`), and its places in the program's epoll
+//! sets (epolls.rs); its type and network namespace as
+//! udsfs_calls::convert decides them. Here: dup3 over the number,
+//! in-process.
 
 use libc::c_int;
 use udsfs_calls::convert;
@@ -30,8 +31,7 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     }
     let carried = Carried::of(fd);
     let held = epolls::held(fd, kernel_ino(fd)?);
-    // SAFETY: F_GETOWN takes no argument.
-    let owner = unsafe { real::fcntl(fd, libc::F_GETOWN, 0) };
+    let sigio = urg::carry_of(fd);
     let clone = m.ctrl_file(&format!("{name}/clone"));
     // The daemon makes the socket in the network namespace of the thread
     // that opens `clone`: the kernel socket's, where the thread has left it.
@@ -55,12 +55,7 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
         return last();
     }
     epolls::restore(fd, &held);
-    if fl & libc::O_ASYNC != 0 {
-        urg::set_async(fd, true)?;
-    }
-    if owner != 0 {
-        urg::set_owner(fd, owner)?;
-    }
+    urg::carry_apply(&sigio, fd)?;
     carried.apply(fd)
 }
 

@@ -69,24 +69,39 @@ pub fn from_sender(pid: i32, sender_tid: u32, sender_tgid: i32) -> i32 {
 }
 
 /// An F_SETOWN target a caller names in its own namespace, in the
-/// daemon's. A caller in another namespace may name itself; any other
-/// number there is not mapped (None: no owner, rather than signal whoever
-/// has that number in the daemon's namespace).
+/// daemon's. A caller in another namespace may name itself or its own
+/// process group (`-getpgrp()`); any other number there is not mapped
+/// (None: no owner, rather than signal whoever has that number in the
+/// daemon's namespace).
 pub fn owner_from_sender(target: i32, caller: &super::Caller) -> Option<i32> {
-    if foreign_ns(caller.tid).is_none() {
+    owner_from_task(target, caller.tid, || caller.status().tgid)
+}
+
+/// `owner_from_sender` for task `tid` of thread group `tgid` (asked only
+/// when `tid` is in another namespace): the supervisor's FIOSETOWN on its
+/// copy of a program's descriptor names the owner in its own namespace.
+pub fn owner_from_task(target: i32, tid: u32, tgid: impl FnOnce() -> i32) -> Option<i32> {
+    if foreign_ns(tid).is_none() {
         return Some(target);
     }
-    let tgid = caller.status().tgid;
-    match from_sender(target, caller.tid, tgid) {
-        p if p == tgid => Some(p),
-        _ => {
-            log::info!(
-                "thread {}: F_SETOWN {target} in another pid namespace: not mapped, no owner",
-                caller.tid
-            );
-            None
+    if target < 0 {
+        // Its own group: the group's number here is the first of NSpgid.
+        let st = procfs::Status::read(tid).ok();
+        let own = st
+            .as_ref()
+            .and_then(|s| s.ns_pgid.last().zip(s.ns_pgid.first()));
+        if let Some((&there, &here)) = own.filter(|(there, _)| **there == target.saturating_neg()) {
+            log::debug!("thread {tid}: owner group {there} of its namespace is {here} here");
+            return Some(-here);
+        }
+    } else {
+        let tgid = tgid();
+        if from_sender(target, tid, tgid) == tgid {
+            return Some(tgid);
         }
     }
+    log::info!("thread {tid}: F_SETOWN {target} in another pid namespace: not mapped, no owner");
+    None
 }
 
 /// Explicit SCM_CREDENTIALS of `caller`, with its own-namespace pid in

@@ -206,6 +206,7 @@ fn convert(d: &Daemon, k: &OwnedFd, tid: i32) -> Res<OwnedFd> {
     drop(in_ns);
     let new = new?;
     Carried::of(k.as_raw_fd()).apply(new.as_raw_fd())?;
+    super::fcntl::carry(k, &new, tid)?;
     Ok(new)
 }
 
@@ -228,6 +229,7 @@ fn needs_grant(job: &Job) -> bool {
         && matches!(job.args[2] as i32, libc::SO_PEERCRED | libc::SO_PEERPIDFD);
     !job.udsfs
         || peer_opt
+        || super::fcntl::sets_owner(job.nr, &job.args)
         || !matches!(
             job.nr,
             libc::SYS_getsockname
@@ -235,6 +237,7 @@ fn needs_grant(job: &Job) -> bool {
                 | libc::SYS_getsockopt
                 | libc::SYS_shutdown
                 | libc::SYS_ioctl
+                | libc::SYS_fcntl
                 | libc::SYS_recvfrom
         )
 }
@@ -303,7 +306,9 @@ pub fn perform(ctx: &Ctx, l: &Listener, mut job: Job, on_loop: bool) -> Reply {
     };
     // What the descriptor is now decides (another thread's dup2 since
     // triage, or an attempt on the loop that made it udsfs already).
-    let r = if ctx.dev.is_data(&own) {
+    let r = if ctx.dev.is_data(&own) && job.nr == libc::SYS_fcntl {
+        super::fcntl::fcntl(&own, c.task.tid, a)
+    } else if ctx.dev.is_data(&own) {
         value(on_udsfs(&c, &job, &own))
     } else if job.udsfs {
         Reply::Continue
@@ -480,7 +485,9 @@ fn on_udsfs(c: &Call, job: &Job, s: &OwnedFd) -> Res<i64> {
             let bytes = route::sockaddr(&c.ctx.routes, wire, got.addr_flags & ADDR_AS_GIVEN != 0);
             put_sized(tid, a[1], a[2], &bytes).map(|_| 0)
         }
-        libc::SYS_ioctl => opts::queue_ioctl(s, tid, a).map(|_| 0),
+        libc::SYS_ioctl => super::fcntl::ioctl(s, tid, a)
+            .unwrap_or_else(|| opts::queue_ioctl(s, tid, a))
+            .map(|_| 0),
         libc::SYS_getsockopt => {
             let peer = || super::pidfd::peer(c.ctx, s);
             let install = |f: OwnedFd| c.install(&f, None, true);

@@ -58,10 +58,31 @@ pub fn refuse(tid: i32, nr: i64) -> i32 {
     libc::ENOSYS
 }
 
-/// SIOCATMARK (not in the libc crate).
-pub const SIOCATMARK: u32 = 0x8905;
-/// FIONREAD (SIOCINQ), TIOCOUTQ (SIOCOUTQ), SIOCATMARK.
-pub const IOCTLS: [u32; 3] = [libc::FIONREAD as u32, libc::TIOCOUTQ as u32, SIOCATMARK];
+/// FIONREAD (SIOCINQ), TIOCOUTQ (SIOCOUTQ), and those about O_ASYNC, the
+/// owner and the OOB mark (`udsfs_calls::sigio::IOCTLS`: FIOASYNC,
+/// FIOSETOWN, SIOCSPGRP, FIOGETOWN, SIOCGPGRP, SIOCATMARK), which a FUSE
+/// file refuses (fcntl.rs).
+pub const IOCTLS: [u32; 8] = {
+    use udsfs_calls::sigio::*;
+    [
+        libc::FIONREAD as u32,
+        libc::TIOCOUTQ as u32,
+        SIOCATMARK,
+        FIOASYNC,
+        FIOSETOWN,
+        SIOCSPGRP,
+        FIOGETOWN,
+        SIOCGPGRP,
+    ]
+};
+
+/// fcntl with one of these commands, for `Kind::Supervised` (fcntl.rs;
+/// `udsfs_calls::sigio::FCNTLS`): the commands with a part in the daemon.
+/// The rest (F_GETFD, F_SETFD, F_DUPFD, the owner's reads, F_SETSIG...) run
+/// without a notification. Under the library they all run: the library
+/// carries the program's fcntl (preload/src/urg.rs), and a trap would cost
+/// a notification for each F_GETFL the C library makes itself (fdopen).
+pub const FCNTLS: [i32; 4] = udsfs_calls::sigio::FCNTLS;
 
 /// AUDIT_ARCH_X86_64 (EM_X86_64 | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE).
 const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
@@ -241,10 +262,33 @@ pub fn program(kind: Kind) -> Vec<sock_filter> {
     for &nr in REFUSED {
         a.jump(JEQ_K, nr as u32, To::Notify, To::Next);
     }
+    if matches!(kind, Kind::Supervised { .. }) {
+        // fcntl: its command (args[1]) decides; past the block when not it.
+        a.jump(
+            JEQ_K,
+            libc::SYS_fcntl as u32,
+            To::Next,
+            To::Skip(1 + FCNTLS.len()),
+        );
+        a.stmt(LD_W_ABS, OFF_ARG1);
+        for (i, &cmd) in FCNTLS.iter().enumerate() {
+            let miss = if i + 1 == FCNTLS.len() {
+                To::Allow
+            } else {
+                To::Next
+            };
+            a.jump(JEQ_K, cmd as u32, To::Trap, miss);
+        }
+    }
     a.jump(JEQ_K, libc::SYS_ioctl as u32, To::Next, To::Allow);
     a.stmt(LD_W_ABS, OFF_ARG1);
-    for &req in &IOCTLS {
-        a.jump(JEQ_K, req, To::Trap, To::Next);
+    for (i, &req) in IOCTLS.iter().enumerate() {
+        let miss = if i + 1 == IOCTLS.len() {
+            To::Allow
+        } else {
+            To::Next
+        };
+        a.jump(JEQ_K, req, To::Trap, miss);
     }
     let allow = a.code.len();
     a.stmt(RET_K, libc::SECCOMP_RET_ALLOW);
@@ -373,6 +417,49 @@ mod tests {
                 eval_ioctl(&p, AUDIT_ARCH_X86_64, ioctl, req),
                 libc::SECCOMP_RET_ALLOW
             );
+        }
+    }
+
+    /// fcntl notifies only with a command that has a part in the daemon
+    /// (F_GETFL, F_SETFL, F_SETOWN, F_SETOWN_EX), and only in a supervised
+    /// tree: the common ones (F_GETFD, F_SETFD, F_DUPFD...) and the owner's
+    /// reads cost nothing; under the library none is trapped.
+    #[test]
+    fn fcntl_notifies_only_for_its_commands() {
+        use udsfs_calls::sigio::{F_GETOWN_EX, F_GETSIG, F_SETOWN_EX, F_SETSIG};
+        let fcntl = libc::SYS_fcntl as u32;
+        for unlink in [false, true] {
+            let sup = program(Kind::Supervised { unlink });
+            let lib = program(Kind::Library { unlink });
+            for cmd in [libc::F_GETFL, libc::F_SETFL, libc::F_SETOWN, F_SETOWN_EX] {
+                let got = eval_ioctl(&sup, AUDIT_ARCH_X86_64, fcntl, cmd as u32);
+                println!("supervised fcntl cmd {cmd}: {got:#x}");
+                assert_eq!(got, libc::SECCOMP_RET_USER_NOTIF);
+                let got = eval_ioctl(&lib, AUDIT_ARCH_X86_64, fcntl, cmd as u32);
+                assert_eq!(got, libc::SECCOMP_RET_ALLOW);
+            }
+            let plain = [
+                libc::F_GETFD,
+                libc::F_SETFD,
+                libc::F_DUPFD,
+                libc::F_DUPFD_CLOEXEC,
+                libc::F_GETOWN,
+                F_GETOWN_EX,
+                F_SETSIG,
+                F_GETSIG,
+                libc::F_SETLK,
+                libc::F_ADD_SEALS,
+            ];
+            for cmd in plain {
+                let got = eval_ioctl(&sup, AUDIT_ARCH_X86_64, fcntl, cmd as u32);
+                println!("supervised fcntl cmd {cmd}: {got:#x}");
+                assert_eq!(got, libc::SECCOMP_RET_ALLOW);
+            }
+            // The command's number in another call's argument traps nothing.
+            for nr in [libc::SYS_read, libc::SYS_dup3] {
+                let got = eval_ioctl(&sup, AUDIT_ARCH_X86_64, nr as u32, libc::F_SETFL as u32);
+                assert_eq!(got, libc::SECCOMP_RET_ALLOW);
+            }
         }
     }
 

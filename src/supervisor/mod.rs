@@ -16,6 +16,7 @@ mod daemon;
 mod deliver;
 mod emulate;
 mod epolls;
+mod fcntl;
 mod fdpass;
 mod filter;
 mod listener;
