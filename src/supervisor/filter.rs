@@ -428,9 +428,9 @@ mod tests {
     fn fcntl_notifies_only_for_its_commands() {
         use udsfs_calls::sigio::{F_GETOWN_EX, F_GETSIG, F_SETOWN_EX, F_SETSIG};
         let fcntl = libc::SYS_fcntl as u32;
-        for unlink in [false, true] {
-            let sup = program(Kind::Supervised { unlink });
-            let lib = program(Kind::Library { unlink });
+        for routed in [false, true] {
+            let sup = program(Kind::Supervised { routed });
+            let lib = program(Kind::Library { routed });
             for cmd in [libc::F_GETFL, libc::F_SETFL, libc::F_SETOWN, F_SETOWN_EX] {
                 let got = eval_ioctl(&sup, AUDIT_ARCH_X86_64, fcntl, cmd as u32);
                 println!("supervised fcntl cmd {cmd}: {got:#x}");
