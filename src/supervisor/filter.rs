@@ -201,6 +201,17 @@ impl Asm {
         self.code.push((jump(code, k, 0, 0), jt, jf));
     }
 
+    /// Traps when argument `off` (loaded first) is one of `values`, else
+    /// allows: one compare each.
+    fn trap_if_arg_in(&mut self, off: u32, values: impl ExactSizeIterator<Item = u32>) {
+        self.stmt(LD_W_ABS, off);
+        let last = values.len().saturating_sub(1);
+        for (i, v) in values.enumerate() {
+            let miss = if i == last { To::Allow } else { To::Next };
+            self.jump(JEQ_K, v, To::Trap, miss);
+        }
+    }
+
     /// Resolves the targets: `labels` gives each one's index.
     fn done(self, labels: impl Fn(To) -> usize) -> Vec<sock_filter> {
         let mut out = Vec::with_capacity(self.code.len());
@@ -270,26 +281,10 @@ pub fn program(kind: Kind) -> Vec<sock_filter> {
             To::Next,
             To::Skip(1 + FCNTLS.len()),
         );
-        a.stmt(LD_W_ABS, OFF_ARG1);
-        for (i, &cmd) in FCNTLS.iter().enumerate() {
-            let miss = if i + 1 == FCNTLS.len() {
-                To::Allow
-            } else {
-                To::Next
-            };
-            a.jump(JEQ_K, cmd as u32, To::Trap, miss);
-        }
+        a.trap_if_arg_in(OFF_ARG1, FCNTLS.iter().map(|&c| c as u32));
     }
     a.jump(JEQ_K, libc::SYS_ioctl as u32, To::Next, To::Allow);
-    a.stmt(LD_W_ABS, OFF_ARG1);
-    for (i, &req) in IOCTLS.iter().enumerate() {
-        let miss = if i + 1 == IOCTLS.len() {
-            To::Allow
-        } else {
-            To::Next
-        };
-        a.jump(JEQ_K, req, To::Trap, miss);
-    }
+    a.trap_if_arg_in(OFF_ARG1, IOCTLS.iter().copied());
     let allow = a.code.len();
     a.stmt(RET_K, libc::SECCOMP_RET_ALLOW);
     let trap = a.code.len();
