@@ -78,6 +78,9 @@ struct Slot {
     tries: AtomicU32,
     /// The end carries records (set with `end`, read without it).
     record: AtomicBool,
+    /// A connect/accept end whose lane just came up: its epoll
+    /// registrations are still the data file's (`fresh_ends`).
+    fresh: AtomicBool,
     end: UnsafeCell<Option<End>>,
 }
 
@@ -95,6 +98,7 @@ const EMPTY: Slot = Slot {
     wtaken: AtomicBool::new(false),
     tries: AtomicU32::new(0),
     record: AtomicBool::new(false),
+    fresh: AtomicBool::new(false),
     end: UnsafeCell::new(None),
 };
 
@@ -106,6 +110,8 @@ static REGIONS: AtomicUsize = AtomicUsize::new(0);
 const MAX_REGIONS: usize = 256;
 /// The mount said it has no lanes: nothing is noted any more.
 static OFF: AtomicBool = AtomicBool::new(false);
+/// Slots `fresh`: 0 makes `fresh_ends` one load.
+static FRESH: AtomicUsize = AtomicUsize::new(0);
 
 /// The inode of `fd`'s file, from the kernel's cache (AT_STATX_DONT_SYNC:
 /// an fstat of a FUSE file may be a GETATTR round trip to the daemon, which
@@ -254,7 +260,12 @@ fn join(fd: c_int) -> Res<End> {
     if REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
         return Err(libc::EOPNOTSUPP);
     }
-    let r = ioctl::op(fd, Op::LaneClaim, 5).and_then(|g| {
+    // Arg 6: arg 5's join, saying that this library answers every poll of
+    // the end and moves its epoll registrations onto the lane's eventfd
+    // (lane_ready.rs `move_fresh`), so that the daemon's FUSE POLLs of it
+    // made before the lane do not forbid one (src/engine/lane.rs's polled
+    // rule).
+    let r = ioctl::op(fd, Op::LaneClaim, 6).and_then(|g| {
         let g = g.values::<LaneGrant>();
         // The lane went down before its eventfds were asked for (a call
         // of the other end's was on its way through the daemon): ENOENT,
@@ -319,12 +330,55 @@ pub fn ready_end(fd: c_int) -> Option<(&'static Region, usize, c_int)> {
     (e.region.state() == Some(State::Direct)).then_some((e.region, e.side, e.ev[0]))
 }
 
+/// The connect/accept ends whose lanes came up since the last call, each
+/// once (its descriptor and inode): lane_ready.rs moves their epoll
+/// registrations from the data file to the lane's eventfd.
+pub fn fresh_ends(mut f: impl FnMut(c_int, u64)) {
+    if FRESH.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    for s in &TABLE {
+        if s.state.load(Ordering::Acquire) == LANE && s.fresh.swap(false, Ordering::AcqRel) {
+            FRESH.fetch_sub(1, Ordering::Relaxed);
+            f(s.fd.load(Ordering::Relaxed), s.ino.load(Ordering::Relaxed));
+        }
+    }
+}
+
+/// Whether `fd` is a connect/accept end still asking for its lane (JOIN),
+/// or one another thread was asking for (CLAIMING, waited out for a
+/// while) that has it now.
+pub fn joining(fd: c_int) -> bool {
+    if USED.load(Ordering::Relaxed) == 0 || fd < 0 {
+        return false;
+    }
+    let Some(s) = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd) else {
+        return false;
+    };
+    let mut waited = false;
+    for _ in 0..1000 {
+        match s.state.load(Ordering::Acquire) {
+            JOIN => return true,
+            LANE => return waited,
+            CLAIMING => {
+                waited = true;
+                std::thread::yield_now();
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// Whether this process may have lanes at all (one load).
 pub fn any() -> bool {
     USED.load(Ordering::Relaxed) != 0
 }
 
 fn free(s: &Slot) {
+    if s.fresh.swap(false, Ordering::Relaxed) {
+        FRESH.fetch_sub(1, Ordering::Relaxed);
+    }
     s.fd.store(-1, Ordering::Relaxed);
     s.state.store(FREE, Ordering::Release);
     USED.fetch_sub(1, Ordering::Relaxed);
@@ -409,6 +463,9 @@ fn ask(fd: c_int, s: &'static Slot) -> bool {
             s.record.store(e.record, Ordering::Relaxed);
             // SAFETY: CLAIMING is ours: nobody else touches `end`.
             unsafe { *s.end.get() = Some(e) };
+            if !s.fresh.swap(true, Ordering::Relaxed) {
+                FRESH.fetch_add(1, Ordering::Release);
+            }
             s.state.store(LANE, Ordering::Release);
             true
         }

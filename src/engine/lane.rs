@@ -141,11 +141,18 @@ fn eligible(s: &Arc<Socket>) -> Result<(Arc<Socket>, usize)> {
     {
         return Err(Errno::EOPNOTSUPP);
     }
+    // A poll registration of an end whose library answers its polls
+    // (`polls_mine`) is no parked call: the grant wakes it (`lane_pollers`)
+    // and the poller, the library, polls again and finds the lane.
+    let mine = s.polls_mine.load(Ordering::Acquire) != 0;
+    let parked = |l: &super::wait::WaitList| {
+        if mine { l.any_parked() } else { l.any_live() }
+    };
     let quiet = st.queue.bytes() == 0
         && st.queue.msgs().is_empty()
         && st.err.is_none()
-        && !st.queue.readers().any_live()
-        && !st.queue.writers().any_live();
+        && !parked(st.queue.readers())
+        && !parked(st.queue.writers());
     if !quiet {
         return Err(Errno::EAGAIN);
     }
@@ -178,6 +185,11 @@ fn made_by(s: &Socket, c: &Caller) -> bool {
             .conn
             .cred()
             .is_some_and(|p| p.cred.pid == st.tgid && p.cred.uid == st.uids[1])
+}
+
+/// Whether thread `tid` (the daemon's view) is one of process `tgid`'s.
+fn thread_of(tid: u32, tgid: i32) -> bool {
+    tid as i32 == tgid || std::path::Path::new(&format!("/proc/{tgid}/task/{tid}")).exists()
 }
 
 impl Engine {
@@ -259,10 +271,15 @@ impl Engine {
     /// first if it has none and may have one now (`eligible`: both ends
     /// accepted, quiet, nobody blocked in the daemon). The grant carries
     /// the region's depot tag: each end's process maps it. EAGAIN: not
-    /// now, the library asks again at a later call.
-    pub fn lane_join(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneGrant> {
+    /// now, the library asks again at a later call. `mine` (arg 6): the
+    /// asker's library answers every poll of this end and moves its epoll
+    /// registrations to the lane (`polls_mine`, `lane_polled`).
+    pub fn lane_join(&self, s: &Arc<Socket>, c: &Caller, mine: bool) -> Result<LaneGrant> {
         if !self.cfg.lanes {
             return Err(Errno::ENOPROTOOPT);
+        }
+        if mine {
+            s.polls_mine.store(c.status().tgid, Ordering::Release);
         }
         let lane = {
             let mut map = self.lanes.map.lock();
@@ -270,7 +287,10 @@ impl Engine {
                 Some(l) => l.clone(),
                 None => {
                     s.lane_asked.store(true, Ordering::Release);
-                    self.lane_insert(&mut map, s, c, true)?
+                    let l = self.lane_insert(&mut map, s, c, true)?;
+                    drop(map);
+                    self.lane_pollers(&l);
+                    l
                 }
             }
         };
@@ -428,17 +448,77 @@ impl Engine {
         }
     }
 
-    /// A poll of `s` through the daemon (a FUSE POLL: poll, select,
-    /// epoll_ctl, epoll_wait's look of a holder whose library does not
-    /// answer it from the ring, lane_ready.rs): a kernel epoll set holding
-    /// the data file would not hear of the ring's bytes, so the socket has
-    /// no lane from now on.
-    pub fn lane_polled(&self, s: &Socket) {
+    /// A poll of `s` through the daemon (a FUSE POLL by thread `tid`:
+    /// poll, select, epoll_ctl, epoll_wait's look). By a holder whose
+    /// library does not answer it from the ring (lane_ready.rs), or of an
+    /// end its library claimed (which moved what it polls to the lane's
+    /// eventfd, so a FUSE POLL is one it could not answer): a kernel epoll
+    /// set holding the data file would not hear of the ring's bytes, so the
+    /// socket has no lane from now on. By the process whose library said
+    /// its polls are its own (`polls_mine`), before it claimed its end: no
+    /// mark; true when the lane is up (the library has yet to claim it: the
+    /// poll is answered "ready" without a registration, and the library's
+    /// wrapper, seeing the end ready, claims it and looks at the ring).
+    pub fn lane_polled(&self, s: &Socket, tid: u32) -> bool {
         if !self.cfg.lanes {
-            return;
+            return false;
+        }
+        let mine = s.polls_mine.load(Ordering::Acquire);
+        if mine > 0 && thread_of(tid, mine) {
+            match self.lane_claimed(s) {
+                None => return false,
+                Some(false) => return true,
+                Some(true) => {}
+            }
         }
         s.polled.store(true, Ordering::Release);
         self.lane_down(s);
+        false
+    }
+
+    /// After a FUSE POLL of `s` by `tid` registered `w` (the socket's lock
+    /// held for the look): a lane made meanwhile (`up` counted before its
+    /// maker looked at the sockets, so the map lock waits for it) would
+    /// leave `w` asleep. The library's own poller is woken to poll again;
+    /// any other takes the lane down.
+    pub fn lane_after_poll(&self, s: &Socket, tid: u32, w: &super::Waiter) {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 || self.lane_claimed(s).is_none() {
+            return;
+        }
+        let mine = s.polls_mine.load(Ordering::Acquire);
+        if mine > 0 && thread_of(tid, mine) {
+            w.clone().wake();
+        } else {
+            self.lane_down(s);
+        }
+    }
+
+    /// Whether `s` has a lane up: Some(whether its end is claimed).
+    fn lane_claimed(&self, s: &Socket) -> Option<bool> {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        let lane = self.lanes.map.lock().get(&s.id).cloned()?;
+        let l = lane.lock();
+        let side = usize::from(l.socks[0].id != s.id);
+        l.up.then_some(l.claimed[side].is_some())
+    }
+
+    /// A new connection lane: every poll registration of both sockets is
+    /// woken (taken off their lists), so that a poller asleep in the kernel
+    /// on a data file (a poll() of another thread, an epoll set) polls
+    /// again: the library's own finds the lane (`lane_polled`), any other
+    /// takes it down. Only an end whose library answers its polls has any
+    /// here (`eligible`).
+    fn lane_pollers(&self, lane: &Arc<Mutex<Lane>>) {
+        let socks = lane.lock().socks.clone();
+        let mut woken = Vec::new();
+        for x in socks {
+            let mut st = x.lock();
+            woken.extend(st.queue.readers().take_rearming());
+            woken.extend(st.queue.writers().take_rearming());
+        }
+        woken.into_iter().for_each(|w| w.wake());
     }
 
     /// `Op::LaneClaim` with arg 1: an end found the region corrupt. The
@@ -646,17 +726,21 @@ mod tests {
         e.listen(&srv, 8, &c).unwrap();
         let cli = e.socket(SockType::Seqpacket, &c);
         e.connect(&cli, &addr, &c, None).unwrap();
-        let embryo = e.lane_join(&cli, &c).map(|_| ());
+        let embryo = e.lane_join(&cli, &c, false).map(|_| ());
         println!("the client asks before the accept: {embryo:?}");
         assert_eq!(embryo, Err(Errno::EAGAIN));
         let acc = e.accept(&srv, None).unwrap();
-        let g = e.lane_join(&acc, &c).expect("both asked, both quiet");
+        let g = e
+            .lane_join(&acc, &c, false)
+            .expect("both asked, both quiet");
         println!("the accepter asks: {g:?}");
         assert_eq!(g.side, LANE_RECORD);
-        let g = e.lane_join(&cli, &c).expect("the client claims its end");
+        let g = e
+            .lane_join(&cli, &c, false)
+            .expect("the client claims its end");
         assert_eq!(g.side, 1 | LANE_RECORD);
         assert_eq!(e.lane_status(&cli), "direct");
-        let again = e.lane_join(&cli, &c).map(|_| ());
+        let again = e.lane_join(&cli, &c, false).map(|_| ());
         println!("a second claim of the client's end: {again:?}");
         assert_eq!(again, Err(Errno::ENOENT));
         assert_eq!(e.lane_status(&cli), "none");
@@ -665,8 +749,8 @@ mod tests {
         let cli = e.socket(SockType::Seqpacket, &c);
         e.connect(&cli, &addr, &c, None).unwrap();
         let acc = e.accept(&srv, None).unwrap();
-        assert_eq!(e.lane_join(&acc, &c).map(|_| ()), Err(Errno::EAGAIN));
-        e.lane_join(&cli, &c).expect("both asked");
+        assert_eq!(e.lane_join(&acc, &c, false).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_join(&cli, &c, false).expect("both asked");
         let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
         {
             let l = lane.lock();
@@ -720,8 +804,8 @@ mod tests {
             let cli = e.socket(SockType::Stream, &b);
             e.connect(&cli, &addr, &b, None).unwrap();
             let acc = e.accept(&srv, None).unwrap();
-            assert_eq!(e.lane_join(&cli, &b).map(|_| ()), Err(Errno::EAGAIN));
-            match e.lane_join(&acc, &b) {
+            assert_eq!(e.lane_join(&cli, &b, false).map(|_| ()), Err(Errno::EAGAIN));
+            match e.lane_join(&acc, &b, false) {
                 Ok(_) => held.push((cli, acc)),
                 Err(err) => break err,
             }
@@ -753,8 +837,8 @@ mod tests {
             let cli = e.socket(SockType::Stream, &b);
             e.connect(&cli, &addr, &b, None).unwrap();
             let acc = e.accept(&srv, None).unwrap();
-            let _ = e.lane_join(&cli, &b);
-            e.lane_join(&acc, &b).map(|_| ())
+            let _ = e.lane_join(&cli, &b, false);
+            e.lane_join(&acc, &b, false).map(|_| ())
         };
         println!("B after one of its lanes went down: {again:?}");
         assert_eq!(again, Ok(()));

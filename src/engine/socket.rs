@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use nix::errno::Errno;
@@ -498,6 +498,12 @@ pub struct Socket {
     /// Its library asked for the connection's lane (`Engine::lane_join`):
     /// the region is made when the other end asks too.
     pub(crate) lane_asked: AtomicBool,
+    /// The process (its thread group, as the daemon sees it) whose library
+    /// said, asking for the lane (`Op::LaneClaim` arg 6), that it answers
+    /// every poll of this end itself and moves its epoll registrations onto
+    /// the lane's eventfd: its FUSE POLLs before its claim do not forbid
+    /// the lane (`Engine::lane_polled`). 0: none.
+    pub(crate) polls_mine: AtomicI32,
 }
 
 /// What a new socket starts with (from `Config`: the engine reads no
@@ -557,6 +563,7 @@ impl Socket {
             polled: AtomicBool::new(false),
             lanes_made: AtomicU32::new(0),
             lane_asked: AtomicBool::new(false),
+            polls_mine: AtomicI32::new(0),
         }
     }
 
