@@ -786,35 +786,61 @@ fn writev_flags(fd: c_int, iov: *const libc::iovec, cnt: c_int, flags: c_int) ->
     if flags & !(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) != 0 {
         return None;
     }
+    vectored(fd, iov, cnt, |i, one, total| {
+        let r = match send(fd, one.iov_base, one.iov_len, flags) {
+            Some(r) => r,
+            None if total == 0 => return Step::Stop(None),
+            // The lane went down under the call: the rest through the
+            // daemon, in order (a sendmsg's flags: what was sent).
+            None if flags != 0 => return Step::Stop(Some(total as ssize_t)),
+            None => {
+                // SAFETY: the program's iovecs from i on.
+                let r = unsafe { crate::real::writev(fd, iov.wrapping_add(i), cnt - i as c_int) };
+                return Step::Stop(Some((total + r.max(0) as usize) as ssize_t));
+            }
+        };
+        if r < 0 {
+            return Step::Stop(Some(if total > 0 { total as ssize_t } else { r }));
+        }
+        Step::Got(r)
+    })
+}
+
+/// What one iovec of a vectored call on a lane gave.
+enum Step {
+    /// Its count (the next iovec follows unless it was short).
+    Got(ssize_t),
+    /// The call's result.
+    Stop(Option<ssize_t>),
+}
+
+/// readv/writev on `fd`'s stream lane: every iovec readable first (as the
+/// kernel copies them in), then `one` for each non-empty iovec in turn (its
+/// index, it, the count so far) until one says Stop or comes short: the
+/// count. None: not the lane's.
+fn vectored(
+    fd: c_int,
+    iov: *const libc::iovec,
+    cnt: c_int,
+    mut one: impl FnMut(usize, libc::iovec, usize) -> Step,
+) -> Option<ssize_t> {
     if !(1..=1024).contains(&cnt) || !stream_lane(fd) {
         return None;
     }
     let v = |i| iovec_at(iov, i);
-    // Every iovec readable first, as the kernel copies them in.
     (0..cnt as usize).try_for_each(|i| v(i).map(|_| ()))?;
     let mut total = 0usize;
     for i in 0..cnt as usize {
-        let one = v(i)?;
-        if one.iov_len == 0 {
+        let it = v(i)?;
+        if it.iov_len == 0 {
             continue;
         }
-        let r = match send(fd, one.iov_base, one.iov_len, flags) {
-            Some(r) => r,
-            None if total == 0 => return None,
-            // The lane went down under the call: the rest through the
-            // daemon, in order (a sendmsg's flags: what was sent).
-            None if flags != 0 => return Some(total as ssize_t),
-            None => {
-                // SAFETY: the program's iovecs from i on.
-                let r = unsafe { crate::real::writev(fd, iov.wrapping_add(i), cnt - i as c_int) };
-                return Some((total + r.max(0) as usize) as ssize_t);
-            }
+        let r = match one(i, it, total) {
+            Step::Got(r) => r,
+            Step::Stop(r) => return r,
         };
-        if r < 0 {
-            return Some(if total > 0 { total as ssize_t } else { r });
-        }
         total += r as usize;
-        if (r as usize) < one.iov_len {
+        if (r as usize) < it.iov_len {
             break;
         }
     }
@@ -833,39 +859,20 @@ fn readv_flags(fd: c_int, iov: *const libc::iovec, cnt: c_int, flags: c_int) -> 
     if flags & !libc::MSG_DONTWAIT != 0 {
         return None;
     }
-    if !(1..=1024).contains(&cnt) || !stream_lane(fd) {
-        return None;
-    }
-    let v = |i| iovec_at(iov, i);
-    (0..cnt as usize).try_for_each(|i| v(i).map(|_| ()))?;
-    let mut total = 0usize;
-    for i in 0..cnt as usize {
-        let one = v(i)?;
-        if one.iov_len == 0 {
-            continue;
-        }
+    vectored(fd, iov, cnt, |_, one, total| {
+        // Only the first waits.
         let f = if total == 0 {
             flags
         } else {
             libc::MSG_DONTWAIT
         };
-        let r = match recv(fd, one.iov_base, one.iov_len, f) {
-            Some(r) => r,
-            None if total == 0 => return None,
-            None => break,
-        };
-        if r <= 0 {
-            if total == 0 {
-                return Some(r);
-            }
-            break;
+        match recv(fd, one.iov_base, one.iov_len, f) {
+            None if total == 0 => Step::Stop(None),
+            None => Step::Stop(Some(total as ssize_t)),
+            Some(r) if r <= 0 => Step::Stop(Some(if total == 0 { r } else { total as ssize_t })),
+            Some(r) => Step::Got(r),
         }
-        total += r as usize;
-        if (r as usize) < one.iov_len {
-            break;
-        }
-    }
-    Some(total as ssize_t)
+    })
 }
 
 /// sendmsg on `fd`'s stream lane: no address, no control message, flags

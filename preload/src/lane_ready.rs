@@ -38,6 +38,13 @@ use crate::{lane, real, user};
 /// The most entries a poll array (or fd_set) may have to be answered here.
 pub const MAX_POLL: usize = 64;
 
+/// An unused entry of a poll array made here.
+const NO_POLL: pollfd = pollfd {
+    fd: -1,
+    events: 0,
+    revents: 0,
+};
+
 #[derive(Clone, Copy)]
 struct Laned {
     region: &'static Region,
@@ -174,11 +181,7 @@ fn poll_laned(
 ) -> c_int {
     let n = prog.len();
     let deadline = timeout.map(|t| Instant::now() + t);
-    let mut k = [pollfd {
-        fd: -1,
-        events: 0,
-        revents: 0,
-    }; MAX_POLL];
+    let mut k = [NO_POLL; MAX_POLL];
     // Set when a lane went down under the last round: its socket is polled
     // again through the daemon, at once if something else was ready.
     let mut had = 0;
@@ -334,11 +337,7 @@ pub fn select(
         // SAFETY: a probed fd_set, fd below FD_SETSIZE.
         !s.is_null() && unsafe { libc::FD_ISSET(fd, s) }
     };
-    let mut p = [pollfd {
-        fd: -1,
-        events: 0,
-        revents: 0,
-    }; MAX_POLL];
+    let mut p = [NO_POLL; MAX_POLL];
     let mut n = 0;
     for fd in 0..nfds {
         let mut ev = 0;

@@ -968,22 +968,35 @@ fn ms_timeout(ms: c_int) -> Option<std::time::Duration> {
 /// A timespec timeout (null: none); an invalid one is the C library's to
 /// refuse.
 fn ts_timeout(ts: *const libc::timespec) -> Result<Option<std::time::Duration>, ()> {
-    if ts.is_null() {
+    timeout_at(ts, 1_000_000_000, |t| (t.tv_sec, t.tv_nsec))
+}
+
+/// A select timeval as a timeout, as `ts_timeout`.
+fn tv_timeout(tv: *const libc::timeval) -> Result<Option<std::time::Duration>, ()> {
+    timeout_at(tv, 1_000_000, |t| (t.tv_sec, t.tv_usec))
+}
+
+/// The timeout at `p` (null: none; Err: unreadable or invalid), whose
+/// `parts` are its seconds and its fraction in 1/`per_sec` units.
+fn timeout_at<T: Copy>(
+    p: *const T,
+    per_sec: i64,
+    parts: impl Fn(T) -> (i64, i64),
+) -> Result<Option<std::time::Duration>, ()> {
+    if p.is_null() {
         return Ok(None);
     }
-    let size = std::mem::size_of::<libc::timespec>();
-    if user::readable(ts.cast(), size) < size {
+    let size = std::mem::size_of::<T>();
+    if user::readable(p.cast(), size) < size {
         return Err(());
     }
     // SAFETY: probed readable.
-    let t = unsafe { *ts };
-    if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
+    let (sec, frac) = parts(unsafe { *p });
+    if sec < 0 || !(0..per_sec).contains(&frac) {
         return Err(());
     }
-    Ok(Some(std::time::Duration::new(
-        t.tv_sec as u64,
-        t.tv_nsec as u32,
-    )))
+    let nanos = frac * (1_000_000_000 / per_sec);
+    Ok(Some(std::time::Duration::new(sec as u64, nanos as u32)))
 }
 
 /// A readiness call (poll, select, epoll_wait and their forms), timeout
@@ -1061,27 +1074,6 @@ fn select_via(
         Err(())
     };
     ready_via(t, lane, real, after)
-}
-
-/// A select timeval as a timeout (null: none; Err: one the C library is
-/// to refuse).
-fn tv_timeout(tv: *const libc::timeval) -> Result<Option<std::time::Duration>, ()> {
-    if tv.is_null() {
-        return Ok(None);
-    }
-    let size = std::mem::size_of::<libc::timeval>();
-    if user::readable(tv.cast(), size) < size {
-        return Err(());
-    }
-    // SAFETY: probed readable.
-    let t = unsafe { *tv };
-    if t.tv_sec < 0 || !(0..1_000_000).contains(&t.tv_usec) {
-        return Err(());
-    }
-    Ok(Some(std::time::Duration::new(
-        t.tv_sec as u64,
-        t.tv_usec as u32 * 1000,
-    )))
 }
 
 #[no_mangle]
