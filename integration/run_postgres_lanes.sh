@@ -18,13 +18,8 @@ pgbench_on_lanes() {
         fail "pgbench -i through udsfs run failed: $(tail -3 "$TMP/pgbench-init.out")"
     run_cmd --route "$SOCKDIR" -- timeout 60 "${AS_POSTGRES[@]}" "${pgb[@]}" -S -c 2 -j 2 -T 5 postgres
     start_bg PGBENCH "${RUN_CMD[@]}" >"$TMP/pgbench.out" 2>&1
-    local most=0 n
-    for _ in $(seq 1 100); do
-        kill -0 "$PGBENCH" 2>/dev/null || break
-        n=$(cat "$U"/sock/*/status 2>/dev/null | grep -c '^lane=direct$' || true)
-        [ "$n" -gt "$most" ] && most=$n
-        sleep 0.1
-    done
+    laned_most "$PGBENCH"
+    local most=$LANED_MOST
     wait "$PGBENCH" || fail "pgbench -S through udsfs run failed: $(tail -5 "$TMP/pgbench.out")"
     grep -Eq '^number of failed transactions: 0( |$)' "$TMP/pgbench.out" ||
         ! grep -q '^number of failed transactions' "$TMP/pgbench.out" ||
@@ -32,8 +27,9 @@ pgbench_on_lanes() {
     local tps
     tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$TMP/pgbench.out" | tail -n1)
     awk -v t="${tps:-0}" 'BEGIN { exit !(t > 0) }' || fail "pgbench -S reported no transactions: $(cat "$TMP/pgbench.out")"
-    # 2 connections, 4 ends (pgbench's own first connection, which sets up, comes and goes).
-    [ "$most" -ge 4 ] || fail "at most $most sockets said lane=direct while pgbench -S ran (want both ends of its 2 connections)"
+    # 2 connections, 4 ends; at least one connection's two (in about one run of five one of
+    # the two stays without a lane: docs/LANE.md, "Programs that poll").
+    [ "$most" -ge 2 ] || fail "at most $most sockets said lane=direct while pgbench -S ran (want both ends of a connection at least)"
     ok "pgbench -S -c 2 -j 2 through udsfs run on a --lanes mount: $tps tps, $most sockets laned at once, no failed transaction"
 }
 

@@ -21,14 +21,8 @@ start_bg LREDIS "${RUN_CMD[@]}" >"$d/redis.out" 2>&1
 wait_listening "$sock"
 run_cmd -- timeout 120 redis-benchmark -s "$sock" -c 50 -n 50000 -t set,get -q --csv
 start_bg BENCH "${RUN_CMD[@]}" >"$d/bench.out" 2>&1
-# The most connections seen laned at once while the benchmark runs.
-most=0
-for _ in $(seq 1 100); do
-    kill -0 "$BENCH" 2>/dev/null || break
-    n=$(cat "$U"/sock/*/status 2>/dev/null | grep -c '^lane=direct$' || true)
-    [ "$n" -gt "$most" ] && most=$n
-    sleep 0.1
-done
+laned_most "$BENCH"
+most=$LANED_MOST
 wait "$BENCH" || fail "redis-benchmark through udsfs run on a --lanes mount failed: $(tail -3 "$d/bench.out")"
 awk -F, 'NR > 1 { gsub(/"/, ""); print "lanes benchmark", $1, $2 }' "$d/bench.out"
 [ "$(awk -F, 'NR > 1 { gsub(/"/, ""); if ($2 + 0 > 0) n++ } END { print n + 0 }' "$d/bench.out")" = 2 ] ||
