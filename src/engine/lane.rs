@@ -512,11 +512,20 @@ impl Engine {
     /// here (`eligible`).
     fn lane_pollers(&self, lane: &Arc<Mutex<Lane>>) {
         let socks = lane.lock().socks.clone();
-        let mut woken = Vec::new();
+        let mut woken: Vec<super::Waiter> = Vec::new();
         for x in socks {
             let mut st = x.lock();
-            woken.extend(st.queue.readers().take_rearming());
-            woken.extend(st.queue.writers().take_rearming());
+            let mut all = st.queue.readers().take_rearming();
+            all.extend(st.queue.writers().take_rearming());
+            // (one registration is on both lists: woken once)
+            for w in all {
+                if !woken
+                    .iter()
+                    .any(|u| std::ptr::addr_eq(Arc::as_ptr(u), Arc::as_ptr(&w)))
+                {
+                    woken.push(w);
+                }
+            }
         }
         woken.into_iter().for_each(|w| w.wake());
     }
@@ -770,6 +779,84 @@ mod tests {
             .collect();
         println!("the accepter's queue after the way down: {lens:?}");
         assert_eq!(lens, [3, 0, 5]);
+    }
+
+    /// A poll registration for the polled-rule test: counts its wake-ups,
+    /// live (armed) until the first.
+    struct Poller(std::sync::atomic::AtomicU32);
+    impl crate::engine::Wake for Poller {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+        fn is_live(&self) -> bool {
+            self.0.load(Ordering::SeqCst) == 0
+        }
+        fn rearms(&self) -> bool {
+            true
+        }
+    }
+
+    /// The polled rule (docs/LANE.md "Programs that poll"): a FUSE POLL by
+    /// the process whose library asked with arg 6 neither forbids the
+    /// connection's lane nor holds it back (its armed registration is
+    /// woken at the grant; before its end's claim it is told "ready"); the
+    /// same process's poll after the claim, or any other process's poll,
+    /// takes the lane down for good (a second user's poll of a socket it
+    /// holds keeps the old rule).
+    #[test]
+    fn a_poll_by_the_asking_library_leaves_the_lane_one_by_another_process_ends_it() {
+        let (e, c) = (lanes_engine(), root());
+        // root()'s process is pid 1: its own thread polls as tid 1; this
+        // test's thread is another process's for the rule.
+        let (own, other) = (1, nix::unistd::gettid().as_raw() as u32);
+        let addr = crate::engine::addr::Addr::Abstract(b"lane-polled".to_vec());
+        let srv = e.socket(SockType::Stream, &c);
+        e.bind(&srv, &addr, &c).unwrap();
+        e.listen(&srv, 8, &c).unwrap();
+        let cli = e.socket(SockType::Stream, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
+        // The client's library polls through the daemon before the lane
+        // (an epoll registration, armed).
+        let p = Arc::new(Poller(0.into()));
+        let w: crate::engine::Waiter = p.clone();
+        let ready = e.lane_polled(&cli, own);
+        e.poll(&cli, Some(&w));
+        println!("the client's own poll before the lane: told ready {ready}");
+        assert!(!ready);
+        let g = e.lane_join(&acc, &c, true).map(|_| ());
+        println!("the accepter asks (the client's registration armed): {g:?}");
+        assert_eq!(g, Ok(()));
+        let woken = p.0.load(Ordering::SeqCst);
+        println!("the client's registration woken at the grant: {woken} time(s)");
+        assert_eq!(woken, 1);
+        let ready = e.lane_polled(&cli, own);
+        println!(
+            "its poll again, its end not claimed yet: told ready {ready}, lane={}",
+            e.lane_status(&cli)
+        );
+        assert!(ready);
+        assert_eq!(e.lane_status(&cli), "direct");
+        e.lane_join(&cli, &c, true)
+            .expect("the client claims its end");
+        let ready = e.lane_polled(&cli, own);
+        println!(
+            "its poll after the claim (one it could not answer): ready {ready}, lane={}",
+            e.lane_status(&cli)
+        );
+        assert!(!ready);
+        assert_eq!(e.lane_status(&cli), "none");
+
+        // Another process polls a connection whose ends said arg 6.
+        let cli = e.socket(SockType::Stream, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
+        assert!(!e.lane_polled(&cli, other));
+        let g = e.lane_join(&acc, &c, true).map(|_| ());
+        println!("after another process's poll of the client, the accepter asks: {g:?}");
+        assert_eq!(g, Err(Errno::EOPNOTSUPP));
     }
 
     /// An engine with lanes on and every per-user bound at half the mount's
