@@ -299,3 +299,16 @@ EOF2
         echo "}"
     } >"$d/nginx.conf"
 }
+
+# laned_most PID: while PID runs (at most 10 s), the most sockets of the mount whose
+# status says lane=direct at once (sampled every 0.1 s), in LANED_MOST.
+laned_most() {
+    local pid=$1 n
+    LANED_MOST=0
+    for _ in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        n=$(cat "$U"/sock/*/status 2>/dev/null | grep -c '^lane=direct$' || true)
+        [ "$n" -gt "$LANED_MOST" ] && LANED_MOST=$n
+        sleep 0.1
+    done
+}

@@ -9,7 +9,8 @@
 # .s.PGSQL.PORT lives in the mount at the same path below it. psql logs in through peer
 # authentication, which reads the client's uid with SO_PEERCRED: user postgres gets in
 # and runs queries, root asking to be postgres is refused.
-UDSFS_MOUNT_ARGS=(--allow-other) # the server and psql run as user postgres
+# the server and psql run as user postgres; run_postgres_lanes.sh adds --lanes
+UDSFS_MOUNT_ARGS=(--allow-other ${RUN_POSTGRES_LANES:+--lanes})
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
@@ -42,6 +43,7 @@ grep -q 'provided user name (postgres) and authenticated user name (root) do not
     fail "the server log does not say it saw uid root: $(tail -n 20 "$TMP/server.log")"
 ok "the server saw the client's uid as root"
 
+${RUN_POSTGRES_MORE:-true} # run_postgres_lanes.sh: pgbench
 stop_server
 ok "postgres stopped (status $REAPED_STATUS)"
 [ "$REAPED_STATUS" -eq 0 ] || fail "postgres exited with status $REAPED_STATUS: $(tail -n 20 "$TMP/server.log")"

@@ -78,6 +78,9 @@ struct Slot {
     tries: AtomicU32,
     /// The end carries records (set with `end`, read without it).
     record: AtomicBool,
+    /// A connect/accept end whose lane just came up: its epoll
+    /// registrations are still the data file's (`fresh_ends`).
+    fresh: AtomicBool,
     end: UnsafeCell<Option<End>>,
 }
 
@@ -95,6 +98,7 @@ const EMPTY: Slot = Slot {
     wtaken: AtomicBool::new(false),
     tries: AtomicU32::new(0),
     record: AtomicBool::new(false),
+    fresh: AtomicBool::new(false),
     end: UnsafeCell::new(None),
 };
 
@@ -106,6 +110,8 @@ static REGIONS: AtomicUsize = AtomicUsize::new(0);
 const MAX_REGIONS: usize = 256;
 /// The mount said it has no lanes: nothing is noted any more.
 static OFF: AtomicBool = AtomicBool::new(false);
+/// Slots `fresh`: 0 makes `fresh_ends` one load.
+static FRESH: AtomicUsize = AtomicUsize::new(0);
 
 /// The inode of `fd`'s file, from the kernel's cache (AT_STATX_DONT_SYNC:
 /// an fstat of a FUSE file may be a GETATTR round trip to the daemon, which
@@ -254,7 +260,12 @@ fn join(fd: c_int) -> Res<End> {
     if REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
         return Err(libc::EOPNOTSUPP);
     }
-    let r = ioctl::op(fd, Op::LaneClaim, 5).and_then(|g| {
+    // Arg 6: arg 5's join, saying that this library answers every poll of
+    // the end and moves its epoll registrations onto the lane's eventfd
+    // (lane_ready.rs `move_fresh`), so that the daemon's FUSE POLLs of it
+    // made before the lane do not forbid one (src/engine/lane.rs's polled
+    // rule).
+    let r = ioctl::op(fd, Op::LaneClaim, 6).and_then(|g| {
         let g = g.values::<LaneGrant>();
         // The lane went down before its eventfds were asked for (a call
         // of the other end's was on its way through the daemon): ENOENT,
@@ -319,12 +330,55 @@ pub fn ready_end(fd: c_int) -> Option<(&'static Region, usize, c_int)> {
     (e.region.state() == Some(State::Direct)).then_some((e.region, e.side, e.ev[0]))
 }
 
+/// The connect/accept ends whose lanes came up since the last call, each
+/// once (its descriptor and inode): lane_ready.rs moves their epoll
+/// registrations from the data file to the lane's eventfd.
+pub fn fresh_ends(mut f: impl FnMut(c_int, u64)) {
+    if FRESH.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    for s in &TABLE {
+        if s.state.load(Ordering::Acquire) == LANE && s.fresh.swap(false, Ordering::AcqRel) {
+            FRESH.fetch_sub(1, Ordering::Relaxed);
+            f(s.fd.load(Ordering::Relaxed), s.ino.load(Ordering::Relaxed));
+        }
+    }
+}
+
+/// Whether `fd` is a connect/accept end still asking for its lane (JOIN),
+/// or one another thread was asking for (CLAIMING, waited out for a
+/// while) that has it now.
+pub fn joining(fd: c_int) -> bool {
+    if USED.load(Ordering::Relaxed) == 0 || fd < 0 {
+        return false;
+    }
+    let Some(s) = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd) else {
+        return false;
+    };
+    let mut waited = false;
+    for _ in 0..1000 {
+        match s.state.load(Ordering::Acquire) {
+            JOIN => return true,
+            LANE => return waited,
+            CLAIMING => {
+                waited = true;
+                std::thread::yield_now();
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// Whether this process may have lanes at all (one load).
 pub fn any() -> bool {
     USED.load(Ordering::Relaxed) != 0
 }
 
 fn free(s: &Slot) {
+    if s.fresh.swap(false, Ordering::Relaxed) {
+        FRESH.fetch_sub(1, Ordering::Relaxed);
+    }
     s.fd.store(-1, Ordering::Relaxed);
     s.state.store(FREE, Ordering::Release);
     USED.fetch_sub(1, Ordering::Relaxed);
@@ -409,6 +463,9 @@ fn ask(fd: c_int, s: &'static Slot) -> bool {
             s.record.store(e.record, Ordering::Relaxed);
             // SAFETY: CLAIMING is ours: nobody else touches `end`.
             unsafe { *s.end.get() = Some(e) };
+            if !s.fresh.swap(true, Ordering::Relaxed) {
+                FRESH.fetch_add(1, Ordering::Release);
+            }
             s.state.store(LANE, Ordering::Release);
             true
         }
@@ -729,35 +786,61 @@ fn writev_flags(fd: c_int, iov: *const libc::iovec, cnt: c_int, flags: c_int) ->
     if flags & !(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) != 0 {
         return None;
     }
+    vectored(fd, iov, cnt, |i, one, total| {
+        let r = match send(fd, one.iov_base, one.iov_len, flags) {
+            Some(r) => r,
+            None if total == 0 => return Step::Stop(None),
+            // The lane went down under the call: the rest through the
+            // daemon, in order (a sendmsg's flags: what was sent).
+            None if flags != 0 => return Step::Stop(Some(total as ssize_t)),
+            None => {
+                // SAFETY: the program's iovecs from i on.
+                let r = unsafe { crate::real::writev(fd, iov.wrapping_add(i), cnt - i as c_int) };
+                return Step::Stop(Some((total + r.max(0) as usize) as ssize_t));
+            }
+        };
+        if r < 0 {
+            return Step::Stop(Some(if total > 0 { total as ssize_t } else { r }));
+        }
+        Step::Got(r)
+    })
+}
+
+/// What one iovec of a vectored call on a lane gave.
+enum Step {
+    /// Its count (the next iovec follows unless it was short).
+    Got(ssize_t),
+    /// The call's result.
+    Stop(Option<ssize_t>),
+}
+
+/// readv/writev on `fd`'s stream lane: every iovec readable first (as the
+/// kernel copies them in), then `one` for each non-empty iovec in turn (its
+/// index, it, the count so far) until one says Stop or comes short: the
+/// count. None: not the lane's.
+fn vectored(
+    fd: c_int,
+    iov: *const libc::iovec,
+    cnt: c_int,
+    mut one: impl FnMut(usize, libc::iovec, usize) -> Step,
+) -> Option<ssize_t> {
     if !(1..=1024).contains(&cnt) || !stream_lane(fd) {
         return None;
     }
     let v = |i| iovec_at(iov, i);
-    // Every iovec readable first, as the kernel copies them in.
     (0..cnt as usize).try_for_each(|i| v(i).map(|_| ()))?;
     let mut total = 0usize;
     for i in 0..cnt as usize {
-        let one = v(i)?;
-        if one.iov_len == 0 {
+        let it = v(i)?;
+        if it.iov_len == 0 {
             continue;
         }
-        let r = match send(fd, one.iov_base, one.iov_len, flags) {
-            Some(r) => r,
-            None if total == 0 => return None,
-            // The lane went down under the call: the rest through the
-            // daemon, in order (a sendmsg's flags: what was sent).
-            None if flags != 0 => return Some(total as ssize_t),
-            None => {
-                // SAFETY: the program's iovecs from i on.
-                let r = unsafe { crate::real::writev(fd, iov.wrapping_add(i), cnt - i as c_int) };
-                return Some((total + r.max(0) as usize) as ssize_t);
-            }
+        let r = match one(i, it, total) {
+            Step::Got(r) => r,
+            Step::Stop(r) => return r,
         };
-        if r < 0 {
-            return Some(if total > 0 { total as ssize_t } else { r });
-        }
         total += r as usize;
-        if (r as usize) < one.iov_len {
+        if (r as usize) < it.iov_len {
             break;
         }
     }
@@ -776,39 +859,20 @@ fn readv_flags(fd: c_int, iov: *const libc::iovec, cnt: c_int, flags: c_int) -> 
     if flags & !libc::MSG_DONTWAIT != 0 {
         return None;
     }
-    if !(1..=1024).contains(&cnt) || !stream_lane(fd) {
-        return None;
-    }
-    let v = |i| iovec_at(iov, i);
-    (0..cnt as usize).try_for_each(|i| v(i).map(|_| ()))?;
-    let mut total = 0usize;
-    for i in 0..cnt as usize {
-        let one = v(i)?;
-        if one.iov_len == 0 {
-            continue;
-        }
+    vectored(fd, iov, cnt, |_, one, total| {
+        // Only the first waits.
         let f = if total == 0 {
             flags
         } else {
             libc::MSG_DONTWAIT
         };
-        let r = match recv(fd, one.iov_base, one.iov_len, f) {
-            Some(r) => r,
-            None if total == 0 => return None,
-            None => break,
-        };
-        if r <= 0 {
-            if total == 0 {
-                return Some(r);
-            }
-            break;
+        match recv(fd, one.iov_base, one.iov_len, f) {
+            None if total == 0 => Step::Stop(None),
+            None => Step::Stop(Some(total as ssize_t)),
+            Some(r) if r <= 0 => Step::Stop(Some(if total == 0 { r } else { total as ssize_t })),
+            Some(r) => Step::Got(r),
         }
-        total += r as usize;
-        if (r as usize) < one.iov_len {
-            break;
-        }
-    }
-    Some(total as ssize_t)
+    })
 }
 
 /// sendmsg on `fd`'s stream lane: no address, no control message, flags

@@ -38,6 +38,13 @@ use crate::{lane, real, user};
 /// The most entries a poll array (or fd_set) may have to be answered here.
 pub const MAX_POLL: usize = 64;
 
+/// An unused entry of a poll array made here.
+const NO_POLL: pollfd = pollfd {
+    fd: -1,
+    events: 0,
+    revents: 0,
+};
+
 #[derive(Clone, Copy)]
 struct Laned {
     region: &'static Region,
@@ -174,11 +181,7 @@ fn poll_laned(
 ) -> c_int {
     let n = prog.len();
     let deadline = timeout.map(|t| Instant::now() + t);
-    let mut k = [pollfd {
-        fd: -1,
-        events: 0,
-        revents: 0,
-    }; MAX_POLL];
+    let mut k = [NO_POLL; MAX_POLL];
     // Set when a lane went down under the last round: its socket is polled
     // again through the daemon, at once if something else was ready.
     let mut had = 0;
@@ -265,6 +268,49 @@ fn poll_laned(
     }
 }
 
+/// After the C library's poll of the `n` entries at `fds` returned `r`:
+/// whether an entry it reported is a connect/accept end whose lane came up
+/// while it slept (its library's own poll of an end not yet claimed is
+/// told "ready" by the daemon, src/engine/lane.rs's polled rule), claimed
+/// here: the caller polls again, through the lane, for the time left.
+pub fn poll_came_up(fds: *const pollfd, n: nfds_t, r: c_int) -> bool {
+    if r <= 0 || !lane::any() || n == 0 || n as usize > MAX_POLL {
+        return false;
+    }
+    let bytes = n as usize * std::mem::size_of::<pollfd>();
+    if user::readable(fds.cast(), bytes) < bytes {
+        return false;
+    }
+    // SAFETY: the program's array, probed readable for n entries.
+    let prog = unsafe { std::slice::from_raw_parts(fds, n as usize) };
+    let mut up = false;
+    for p in prog {
+        if p.revents != 0 && lane::joining(p.fd) && laned(p.fd).is_some() {
+            up = true;
+        }
+    }
+    up
+}
+
+/// `poll_came_up` for the C library's select: a descriptor below `nfds`
+/// left in one of the sets.
+pub fn select_came_up(nfds: c_int, sets: [*mut libc::fd_set; 3]) -> bool {
+    if !lane::any() || nfds <= 0 || nfds as usize > libc::FD_SETSIZE {
+        return false;
+    }
+    let mut up = false;
+    for fd in 0..nfds {
+        // SAFETY: fd_sets the C library just wrote, fd below FD_SETSIZE.
+        let set = sets
+            .iter()
+            .any(|&s| !s.is_null() && unsafe { libc::FD_ISSET(fd, s) });
+        if set && lane::joining(fd) && laned(fd).is_some() {
+            up = true;
+        }
+    }
+    up
+}
+
 /// select/pselect with laned descriptors in the sets: Some(result) or None
 /// (the caller makes the C library's call). `tv`: select's timeval, which
 /// Linux updates with the time left.
@@ -291,11 +337,7 @@ pub fn select(
         // SAFETY: a probed fd_set, fd below FD_SETSIZE.
         !s.is_null() && unsafe { libc::FD_ISSET(fd, s) }
     };
-    let mut p = [pollfd {
-        fd: -1,
-        events: 0,
-        revents: 0,
-    }; MAX_POLL];
+    let mut p = [NO_POLL; MAX_POLL];
     let mut n = 0;
     for fd in 0..nfds {
         let mut ev = 0;
@@ -394,10 +436,21 @@ struct Reg {
     last: Option<(u32, u32)>,
 }
 
+/// An epoll registration of a connect/accept end still asking for its
+/// lane (`lane::joining`): the data file's, with the program's data, by
+/// which an event the kernel reports for it is known (`drop_kernel`).
+#[derive(Clone, Copy)]
+struct Pend {
+    epfd: c_int,
+    fd: c_int,
+    data: u64,
+}
+
 struct Regs {
     lock: AtomicBool,
     next: AtomicU32,
     list: UnsafeCell<Vec<Reg>>,
+    pend: UnsafeCell<Vec<Pend>>,
 }
 
 // SAFETY: `list` is used only under `lock`.
@@ -407,9 +460,15 @@ static REGS: Regs = Regs {
     lock: AtomicBool::new(false),
     next: AtomicU32::new(1),
     list: UnsafeCell::new(Vec::new()),
+    pend: UnsafeCell::new(Vec::new()),
 };
 /// Registrations held: 0 makes every epoll call here one load.
 static HELD: AtomicUsize = AtomicUsize::new(0);
+/// The most `Pend`s kept (past it an end's first event after its lane came
+/// up reaches the program, whose read or write claims the end).
+const MAX_PENDS: usize = 4096;
+/// `Pend`s held: 0 makes the look at a kernel epoll_wait's events one load.
+static PENDS: AtomicUsize = AtomicUsize::new(0);
 
 struct Held;
 impl Drop for Held {
@@ -419,6 +478,11 @@ impl Drop for Held {
 }
 
 fn locked() -> (Held, &'static mut Vec<Reg>) {
+    let (h, list, _) = locked_all();
+    (h, list)
+}
+
+fn locked_all() -> (Held, &'static mut Vec<Reg>, &'static mut Vec<Pend>) {
     while REGS
         .lock
         .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -427,7 +491,13 @@ fn locked() -> (Held, &'static mut Vec<Reg>) {
         std::hint::spin_loop();
     }
     // SAFETY: the lock is ours until Held drops.
-    (Held, unsafe { &mut *REGS.list.get() })
+    (Held, unsafe { &mut *REGS.list.get() }, unsafe {
+        &mut *REGS.pend.get()
+    })
+}
+
+fn set_pends(pend: &[Pend]) {
+    PENDS.store(pend.len(), Ordering::Relaxed);
 }
 
 fn set_count(list: &[Reg]) {
@@ -444,12 +514,148 @@ pub fn forked() {
 /// A new epoll set took number `epfd`: registrations of an earlier set of
 /// that number died with it.
 pub fn epoll_made(epfd: c_int) {
-    if epfd < 0 || HELD.load(Ordering::Relaxed) == 0 {
+    if epfd < 0 || (HELD.load(Ordering::Relaxed) == 0 && PENDS.load(Ordering::Relaxed) == 0) {
         return;
     }
-    let (_h, list) = locked();
+    let (_h, list, pend) = locked_all();
     list.retain(|r| r.epfd != epfd);
     set_count(list);
+    pend.retain(|p| p.epfd != epfd);
+    set_pends(pend);
+}
+
+/// Moves the epoll registrations of the connect/accept ends whose lanes
+/// came up (`lane::fresh_ends`) from their data files to the lanes'
+/// eventfds, with the same events, flags and data, as `ctl` registers a
+/// laned descriptor (`epolls::held` reads them from /proc/self, as a
+/// conversion does). Made before any epoll call of the process goes to
+/// the kernel: a kernel epoll call on a data file the end claimed would
+/// poll it through the daemon, which takes the lane down (the polled rule).
+///
+/// No wake-up is lost. A registration is moved as a whole: the data file's
+/// taken out, then the eventfd's put in, then the eventfd written. A
+/// thread asleep in epoll_wait on that set meanwhile (in `wait`, or in the
+/// kernel through the C library's call) wakes on that write, with the tag,
+/// and looks at the ring (`wait`, `drop_kernel`) with the end's waiting
+/// flags raised before its next sleep (stage c's protocol: the peer writes
+/// the eventfd for every message published while a flag is up). A thread
+/// asleep in the kernel on the data file when the lane was made (a poll()
+/// of another thread, another epoll set) was woken by the daemon at the
+/// grant (src/engine/lane.rs `lane_pollers`, `lane_after_poll` for one
+/// that registered while the lane was being made) and polls the data file
+/// again: before this process claimed the end it is told "ready" and its
+/// wrapper claims the end and looks at the ring (`poll_came_up`,
+/// `drop_kernel`); after, the daemon takes the lane down, moves the ring's
+/// bytes into its queue and answers from there. Either way the bytes are
+/// seen. A registration that cannot move (the eventfd's ADD refused: the
+/// same end twice in one set) goes back to the data file, whose next poll
+/// takes the lane down (correct, not fast).
+pub fn move_fresh() {
+    lane::fresh_ends(|fd, ino| {
+        let Some(end) = laned(fd) else { return };
+        for h in crate::epolls::held(fd, ino) {
+            move_one(h.epfd, fd, ino, h.events, h.data, end);
+        }
+        let (_h, _, pend) = locked_all();
+        pend.retain(|p| p.fd != fd);
+        set_pends(pend);
+    });
+}
+
+fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned) {
+    let (h, list) = locked();
+    if list.iter().any(|r| r.epfd == epfd && r.fd == fd) {
+        return;
+    }
+    let e = errno();
+    kernel_ctl(epfd, libc::EPOLL_CTL_DEL, fd, 0, 0);
+    let id = REGS.next.fetch_add(1, Ordering::Relaxed);
+    let tag = TAG | u64::from(id);
+    let private =
+        (libc::EPOLLONESHOT | libc::EPOLLET | libc::EPOLLWAKEUP | libc::EPOLLEXCLUSIVE) as u32;
+    if events & libc::EPOLLEXCLUSIVE as u32 != 0
+        || kernel_ctl(epfd, libc::EPOLL_CTL_ADD, end.ev, libc::EPOLLIN as u32, tag) < 0
+    {
+        drop(h);
+        kernel_ctl(epfd, libc::EPOLL_CTL_ADD, fd, events, data);
+        set_errno(e);
+        return;
+    }
+    list.push(Reg {
+        id,
+        epfd,
+        fd,
+        ino,
+        events,
+        data,
+        end,
+        // A one-shot the kernel disarmed keeps only its flags.
+        armed: events & libc::EPOLLONESHOT as u32 == 0 || events & !private != 0,
+        last: None,
+    });
+    set_count(list);
+    drop(h);
+    futex::eventfd_signal(end.ev);
+    set_errno(e);
+}
+
+/// Whether kernel epoll event `data` of set `epfd` is to be left out of
+/// what the program gets: a lane's tag (a thread in the C library's call
+/// when a registration moved: its ring is looked at by the next wait), or
+/// the data file's event of an end whose lane came up (its library's poll
+/// of an end not yet claimed is told "ready": the end is claimed here and
+/// its registration moved; the ring is looked at by the next wait).
+fn drop_kernel(epfd: c_int, data: u64) -> bool {
+    if data & 0xffff_ffff_0000_0000 == TAG && HELD.load(Ordering::Relaxed) != 0 {
+        let (_h, list) = locked();
+        if list.iter().any(|r| r.epfd == epfd && r.id == data as u32) {
+            return true;
+        }
+    }
+    if PENDS.load(Ordering::Relaxed) == 0 {
+        return false;
+    }
+    let fd = {
+        let (_h, _, pend) = locked_all();
+        match pend.iter().find(|p| p.epfd == epfd && p.data == data) {
+            Some(p) => p.fd,
+            None => return false,
+        }
+    };
+    if !lane::joining(fd) {
+        // Laned or given up: nothing more to learn from its events.
+        let (_h, _, pend) = locked_all();
+        pend.retain(|p| p.fd != fd);
+        set_pends(pend);
+        return false;
+    }
+    let up = laned(fd).is_some();
+    if up {
+        move_fresh();
+    }
+    up
+}
+
+/// After the C library's epoll_wait on `epfd` returned `r` events at
+/// `out`: the events the program gets (`drop_kernel`'s left out, the rest
+/// moved up), or None when every one was left out (the caller waits again
+/// for the time left, now through `wait`).
+pub fn after_wait(epfd: c_int, out: *mut epoll_event, r: c_int) -> Option<c_int> {
+    if r <= 0 || (HELD.load(Ordering::Relaxed) == 0 && PENDS.load(Ordering::Relaxed) == 0) {
+        return Some(r);
+    }
+    let mut kept = 0;
+    for i in 0..r as usize {
+        // SAFETY: the kernel wrote r entries at out.
+        let e = unsafe { std::ptr::read_unaligned(out.add(i)) };
+        if drop_kernel(epfd, e.u64) {
+            continue;
+        }
+        // SAFETY: kept <= i < r.
+        unsafe { std::ptr::write_unaligned(out.add(kept), e) };
+        kept += 1;
+    }
+    (kept > 0 || r == 0).then_some(kept as c_int)
 }
 
 fn ino_of(fd: c_int) -> Option<u64> {
@@ -522,6 +728,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
     if HELD.load(Ordering::Relaxed) == 0 && !lane::any() {
         return None;
     }
+    move_fresh();
     let read_event = || -> Option<epoll_event> {
         let size = std::mem::size_of::<epoll_event>();
         (user::readable(event.cast(), size) == size)
@@ -580,7 +787,9 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
         (libc::EPOLL_CTL_ADD, None) => {
             drop(h);
             nested(fd);
-            let end = laned(fd)?;
+            let Some(end) = laned(fd) else {
+                return pend_ctl(epfd, op, fd, read_event());
+            };
             let ino = ino_of(fd)?;
             let ev = read_event()?;
             if ev.events & libc::EPOLLEXCLUSIVE as u32 != 0 {
@@ -624,8 +833,39 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
             set_count(list);
             Some(0)
         }
+        (libc::EPOLL_CTL_MOD | libc::EPOLL_CTL_DEL, None) => {
+            drop(h);
+            pend_ctl(epfd, op, fd, read_event())
+        }
         _ => None,
     }
+}
+
+/// epoll_ctl of a descriptor without a lane here: the C library's call;
+/// for a connect/accept end still asking for its lane, its registration
+/// noted (`Pend`) so that an event the kernel reports for it is known.
+fn pend_ctl(epfd: c_int, op: c_int, fd: c_int, ev: Option<epoll_event>) -> Option<c_int> {
+    let noted = PENDS.load(Ordering::Relaxed) != 0;
+    let joining = lane::joining(fd);
+    if (!noted && (op != libc::EPOLL_CTL_ADD || !joining))
+        || (op != libc::EPOLL_CTL_DEL && ev.is_none())
+    {
+        return None;
+    }
+    let (data, events) = ev.map_or((0, 0), |e| (e.u64, e.events));
+    let r = kernel_ctl(epfd, op, fd, events, data);
+    if r < 0 {
+        return Some(r);
+    }
+    let e = errno();
+    let (_h, _, pend) = locked_all();
+    pend.retain(|p| !(p.epfd == epfd && p.fd == fd));
+    if op != libc::EPOLL_CTL_DEL && joining && pend.len() < MAX_PENDS {
+        pend.push(Pend { epfd, fd, data });
+    }
+    set_pends(pend);
+    set_errno(e);
+    Some(r)
 }
 
 /// What registration `r` reports for look `lk` (and its one-shot and edge
@@ -666,6 +906,7 @@ pub fn wait(
     timeout: Option<Duration>,
     sigmask: *const sigset_t,
 ) -> Option<c_int> {
+    move_fresh();
     if HELD.load(Ordering::Relaxed) == 0 || max <= 0 {
         return None;
     }
@@ -764,6 +1005,15 @@ pub fn wait(
                 lower(end, *events);
             }
         }
+        // The data file's events of ends whose lanes came up (moved now).
+        let mut skip = [false; KMAX];
+        if r > 0 && PENDS.load(Ordering::Relaxed) != 0 {
+            for (s, e) in skip.iter_mut().zip(&k[..r as usize]) {
+                let data = e.u64;
+                *s = data & 0xffff_ffff_0000_0000 != TAG && drop_kernel(epfd, data);
+                moved |= *s;
+            }
+        }
         let (h, list) = locked();
         if r < 0 {
             drop(h);
@@ -773,8 +1023,11 @@ pub fn wait(
             set_errno(err);
             return Some(-1);
         }
-        for e in &k[..r as usize] {
+        for (e, skip) in k[..r as usize].iter().zip(skip) {
             let (events, data) = (e.events, e.u64);
+            if skip {
+                continue;
+            }
             if data & 0xffff_ffff_0000_0000 != TAG {
                 put(got, events, data);
                 got += 1;

@@ -983,32 +983,123 @@ fn ms_timeout(ms: c_int) -> Option<std::time::Duration> {
 /// A timespec timeout (null: none); an invalid one is the C library's to
 /// refuse.
 fn ts_timeout(ts: *const libc::timespec) -> Result<Option<std::time::Duration>, ()> {
-    if ts.is_null() {
+    timeout_at(ts, 1_000_000_000, |t| (t.tv_sec, t.tv_nsec))
+}
+
+/// A select timeval as a timeout, as `ts_timeout`.
+fn tv_timeout(tv: *const libc::timeval) -> Result<Option<std::time::Duration>, ()> {
+    timeout_at(tv, 1_000_000, |t| (t.tv_sec, t.tv_usec))
+}
+
+/// The timeout at `p` (null: none; Err: unreadable or invalid), whose
+/// `parts` are its seconds and its fraction in 1/`per_sec` units.
+fn timeout_at<T: Copy>(
+    p: *const T,
+    per_sec: i64,
+    parts: impl Fn(T) -> (i64, i64),
+) -> Result<Option<std::time::Duration>, ()> {
+    if p.is_null() {
         return Ok(None);
     }
-    let size = std::mem::size_of::<libc::timespec>();
-    if user::readable(ts.cast(), size) < size {
+    let size = std::mem::size_of::<T>();
+    if user::readable(p.cast(), size) < size {
         return Err(());
     }
     // SAFETY: probed readable.
-    let t = unsafe { *ts };
-    if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
+    let (sec, frac) = parts(unsafe { *p });
+    if sec < 0 || !(0..per_sec).contains(&frac) {
         return Err(());
     }
-    Ok(Some(std::time::Duration::new(
-        t.tv_sec as u64,
-        t.tv_nsec as u32,
-    )))
+    let nanos = frac * (1_000_000_000 / per_sec);
+    Ok(Some(std::time::Duration::new(sec as u64, nanos as u32)))
+}
+
+/// A readiness call (poll, select, epoll_wait and their forms), timeout
+/// `t` (Err: one the C library is to refuse): through the lanes when
+/// `lane` answers it (lane_ready.rs: a laned descriptor among those waited
+/// for), else `real`, the C library's call. `after` sees that call's
+/// result: Ok(what the program gets), or Err when an end the call reported
+/// had its lane come up while it slept (the daemon told its library's own
+/// poll "ready", src/engine/lane.rs's polled rule): then the lanes are
+/// looked at again for the time left.
+fn ready_via(
+    t: Result<Option<std::time::Duration>, ()>,
+    lane: impl Fn(Option<std::time::Duration>) -> Option<c_int>,
+    real: impl Fn() -> c_int,
+    after: impl FnOnce(c_int) -> Result<c_int, ()>,
+) -> c_int {
+    guarded(-1, || {
+        ready_ret({
+            let start = std::time::Instant::now();
+            match t {
+                Err(()) => real(),
+                Ok(t) => lane(t).unwrap_or_else(|| {
+                    after(real()).unwrap_or_else(|()| {
+                        let left = t.map(|t| t.saturating_sub(start.elapsed()));
+                        lane(left).unwrap_or_else(&real)
+                    })
+                }),
+            }
+        })
+    })
+}
+
+/// poll, ppoll and their _chk forms (`ready_via`, `poll_came_up`).
+fn poll_via(
+    fds: *mut libc::pollfd,
+    n: libc::nfds_t,
+    t: Result<Option<std::time::Duration>, ()>,
+    mask: *const libc::sigset_t,
+    real: impl Fn() -> c_int,
+) -> c_int {
+    let lane = |t| lane_ready::poll(fds, n, t, mask);
+    let after = |r| match lane_ready::poll_came_up(fds, n, r) {
+        true => Err(()),
+        false => Ok(r),
+    };
+    ready_via(t, lane, real, after)
+}
+
+/// select and pselect (`ready_via`, `select_came_up`: the sets as they
+/// were are put back before the lanes are looked at again).
+fn select_via(
+    nfds: c_int,
+    sets: [*mut libc::fd_set; 3],
+    t: Result<Option<std::time::Duration>, ()>,
+    mask: *const libc::sigset_t,
+    tv: *mut libc::timeval,
+    real: impl Fn() -> c_int,
+) -> c_int {
+    let [r, w, x] = sets;
+    let lane = |t| lane_ready::select(nfds, r, w, x, t, mask, tv);
+    let saved = sets.map(|s| {
+        (!s.is_null())
+            .then(|| user::read(s.cast_const()).ok())
+            .flatten()
+    });
+    let after = |got: c_int| {
+        if got <= 0 || !lane_ready::select_came_up(nfds, sets) {
+            return Ok(got);
+        }
+        for (s, v) in sets.into_iter().zip(saved) {
+            if let Some(v) = v {
+                let _ = user::write(s, v);
+            }
+        }
+        Err(())
+    };
+    ready_via(t, lane, real, after)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn poll(fds: *mut libc::pollfd, n: libc::nfds_t, timeout: c_int) -> c_int {
-    guarded(-1, || {
-        ready_ret({
-            lane_ready::poll(fds, n, ms_timeout(timeout), std::ptr::null())
-                .unwrap_or_else(|| unsafe { real::poll(fds, n, timeout) })
-        })
-    })
+    poll_via(
+        fds,
+        n,
+        Ok(ms_timeout(timeout)),
+        std::ptr::null(),
+        || unsafe { real::poll(fds, n, timeout) },
+    )
 }
 
 #[no_mangle]
@@ -1018,14 +1109,15 @@ pub unsafe extern "C" fn __poll_chk(
     timeout: c_int,
     fdslen: size_t,
 ) -> c_int {
-    guarded(-1, || {
-        ready_ret({
-            if (fdslen / std::mem::size_of::<libc::pollfd>()) < n as usize {
-                return unsafe { real::__poll_chk(fds, n, timeout, fdslen) };
-            }
-            lane_ready::poll(fds, n, ms_timeout(timeout), std::ptr::null())
-                .unwrap_or_else(|| unsafe { real::__poll_chk(fds, n, timeout, fdslen) })
-        })
+    // An array shorter than n is the C library's to report.
+    let fits = fdslen / std::mem::size_of::<libc::pollfd>() >= n as usize;
+    let t = if fits {
+        Ok(ms_timeout(timeout))
+    } else {
+        Err(())
+    };
+    poll_via(fds, n, t, std::ptr::null(), || unsafe {
+        real::__poll_chk(fds, n, timeout, fdslen)
     })
 }
 
@@ -1036,13 +1128,8 @@ pub unsafe extern "C" fn ppoll(
     ts: *const libc::timespec,
     mask: *const libc::sigset_t,
 ) -> c_int {
-    guarded(-1, || {
-        ready_ret({
-            ts_timeout(ts)
-                .ok()
-                .and_then(|t| lane_ready::poll(fds, n, t, mask))
-                .unwrap_or_else(|| unsafe { real::ppoll(fds, n, ts, mask) })
-        })
+    poll_via(fds, n, ts_timeout(ts), mask, || unsafe {
+        real::ppoll(fds, n, ts, mask)
     })
 }
 
@@ -1054,16 +1141,10 @@ pub unsafe extern "C" fn __ppoll_chk(
     mask: *const libc::sigset_t,
     fdslen: size_t,
 ) -> c_int {
-    guarded(-1, || {
-        ready_ret({
-            if (fdslen / std::mem::size_of::<libc::pollfd>()) < n as usize {
-                return unsafe { real::__ppoll_chk(fds, n, ts, mask, fdslen) };
-            }
-            ts_timeout(ts)
-                .ok()
-                .and_then(|t| lane_ready::poll(fds, n, t, mask))
-                .unwrap_or_else(|| unsafe { real::__ppoll_chk(fds, n, ts, mask, fdslen) })
-        })
+    let fits = fdslen / std::mem::size_of::<libc::pollfd>() >= n as usize;
+    let t = if fits { ts_timeout(ts) } else { Err(()) };
+    poll_via(fds, n, t, mask, || unsafe {
+        real::__ppoll_chk(fds, n, ts, mask, fdslen)
     })
 }
 
@@ -1075,32 +1156,9 @@ pub unsafe extern "C" fn select(
     x: *mut libc::fd_set,
     tv: *mut libc::timeval,
 ) -> c_int {
-    guarded(-1, || {
-        ready_ret({
-            let timeout = if tv.is_null() {
-                Ok(None)
-            } else {
-                let size = std::mem::size_of::<libc::timeval>();
-                if user::readable(tv.cast(), size) < size {
-                    Err(())
-                } else {
-                    // SAFETY: probed readable.
-                    let t = unsafe { *tv };
-                    if t.tv_sec < 0 || !(0..1_000_000).contains(&t.tv_usec) {
-                        Err(())
-                    } else {
-                        Ok(Some(std::time::Duration::new(
-                            t.tv_sec as u64,
-                            t.tv_usec as u32 * 1000,
-                        )))
-                    }
-                }
-            };
-            timeout
-                .ok()
-                .and_then(|t| lane_ready::select(nfds, r, w, x, t, std::ptr::null(), tv))
-                .unwrap_or_else(|| unsafe { real::select(nfds, r, w, x, tv) })
-        })
+    let t = tv_timeout(tv);
+    select_via(nfds, [r, w, x], t, std::ptr::null(), tv, || unsafe {
+        real::select(nfds, r, w, x, tv)
     })
 }
 
@@ -1113,13 +1171,9 @@ pub unsafe extern "C" fn pselect(
     ts: *const libc::timespec,
     mask: *const libc::sigset_t,
 ) -> c_int {
-    guarded(-1, || {
-        ready_ret({
-            ts_timeout(ts)
-                .ok()
-                .and_then(|t| lane_ready::select(nfds, r, w, x, t, mask, std::ptr::null_mut()))
-                .unwrap_or_else(|| unsafe { real::pselect(nfds, r, w, x, ts, mask) })
-        })
+    let tv = std::ptr::null_mut();
+    select_via(nfds, [r, w, x], ts_timeout(ts), mask, tv, || unsafe {
+        real::pselect(nfds, r, w, x, ts, mask)
     })
 }
 
@@ -1138,6 +1192,22 @@ pub unsafe extern "C" fn epoll_ctl(
     })
 }
 
+/// epoll_wait, epoll_pwait and epoll_pwait2 on set `epfd` (`ready_via`;
+/// `after_wait` leaves out the C library's events of ends whose lanes came
+/// up, their registrations moved to the lanes).
+fn epoll_via(
+    epfd: c_int,
+    ev: *mut libc::epoll_event,
+    max: c_int,
+    t: Result<Option<std::time::Duration>, ()>,
+    mask: *const libc::sigset_t,
+    real: impl Fn() -> c_int,
+) -> c_int {
+    let lane = |t| lane_ready::wait(epfd, ev, max, t, mask);
+    let after = |r| lane_ready::after_wait(epfd, ev, r).ok_or(());
+    ready_via(t, lane, real, after)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn epoll_wait(
     epfd: c_int,
@@ -1145,12 +1215,14 @@ pub unsafe extern "C" fn epoll_wait(
     max: c_int,
     timeout: c_int,
 ) -> c_int {
-    guarded(-1, || {
-        ready_ret({
-            lane_ready::wait(epfd, ev, max, ms_timeout(timeout), std::ptr::null())
-                .unwrap_or_else(|| unsafe { real::epoll_wait(epfd, ev, max, timeout) })
-        })
-    })
+    epoll_via(
+        epfd,
+        ev,
+        max,
+        Ok(ms_timeout(timeout)),
+        std::ptr::null(),
+        || unsafe { real::epoll_wait(epfd, ev, max, timeout) },
+    )
 }
 
 #[no_mangle]
@@ -1161,11 +1233,8 @@ pub unsafe extern "C" fn epoll_pwait(
     timeout: c_int,
     mask: *const libc::sigset_t,
 ) -> c_int {
-    guarded(-1, || {
-        ready_ret({
-            lane_ready::wait(epfd, ev, max, ms_timeout(timeout), mask)
-                .unwrap_or_else(|| unsafe { real::epoll_pwait(epfd, ev, max, timeout, mask) })
-        })
+    epoll_via(epfd, ev, max, Ok(ms_timeout(timeout)), mask, || unsafe {
+        real::epoll_pwait(epfd, ev, max, timeout, mask)
     })
 }
 
@@ -1177,13 +1246,8 @@ pub unsafe extern "C" fn epoll_pwait2(
     ts: *const libc::timespec,
     mask: *const libc::sigset_t,
 ) -> c_int {
-    guarded(-1, || {
-        ready_ret({
-            ts_timeout(ts)
-                .ok()
-                .and_then(|t| lane_ready::wait(epfd, ev, max, t, mask))
-                .unwrap_or_else(|| unsafe { real::epoll_pwait2(epfd, ev, max, ts, mask) })
-        })
+    epoll_via(epfd, ev, max, ts_timeout(ts), mask, || unsafe {
+        real::epoll_pwait2(epfd, ev, max, ts, mask)
     })
 }
 

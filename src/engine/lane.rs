@@ -242,11 +242,18 @@ fn eligible(s: &Arc<Socket>) -> Result<(Arc<Socket>, usize)> {
     {
         return Err(Errno::EOPNOTSUPP);
     }
+    // A poll registration of an end whose library answers its polls
+    // (`polls_mine`) is no parked call: the grant wakes it (`lane_pollers`)
+    // and the poller, the library, polls again and finds the lane.
+    let mine = s.polls_mine.load(Ordering::Acquire) != 0;
+    let parked = |l: &super::wait::WaitList| {
+        if mine { l.any_parked() } else { l.any_live() }
+    };
     let quiet = st.queue.bytes() == 0
         && st.queue.msgs().is_empty()
         && st.err.is_none()
-        && !st.queue.readers().any_live()
-        && !st.queue.writers().any_live();
+        && !parked(st.queue.readers())
+        && !parked(st.queue.writers());
     if !quiet {
         return Err(Errno::EAGAIN);
     }
@@ -294,6 +301,11 @@ fn payer(s: &Socket, peer: &Socket) -> Option<u32> {
         s
     };
     made.lock().conn.cred().map(|p| p.cred.uid)
+}
+
+/// Whether thread `tid` (the daemon's view) is one of process `tgid`'s.
+fn thread_of(tid: u32, tgid: i32) -> bool {
+    tid as i32 == tgid || std::path::Path::new(&format!("/proc/{tgid}/task/{tid}")).exists()
 }
 
 impl Engine {
@@ -369,10 +381,15 @@ impl Engine {
     /// first if it has none and may have one now (`eligible`: both ends
     /// accepted, quiet, nobody blocked in the daemon). The grant carries
     /// the region's depot tag: each end's process maps it. EAGAIN: not
-    /// now, the library asks again at a later call.
-    pub fn lane_join(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneGrant> {
+    /// now, the library asks again at a later call. `mine` (arg 6): the
+    /// asker's library answers every poll of this end and moves its epoll
+    /// registrations to the lane (`polls_mine`, `lane_polled`).
+    pub fn lane_join(&self, s: &Arc<Socket>, c: &Caller, mine: bool) -> Result<LaneGrant> {
         if !self.cfg.lanes {
             return Err(Errno::ENOPROTOOPT);
+        }
+        if mine {
+            s.polls_mine.store(c.status().tgid, Ordering::Release);
         }
         let lane = {
             let mut map = self.lanes.map.lock();
@@ -380,7 +397,10 @@ impl Engine {
                 Some(l) => l.clone(),
                 None => {
                     s.lane_asked.store(true, Ordering::Release);
-                    self.lane_insert(&mut map, s, c, true)?
+                    let l = self.lane_insert(&mut map, s, c, true)?;
+                    drop(map);
+                    self.lane_pollers(&l);
+                    l
                 }
             }
         };
@@ -543,18 +563,86 @@ impl Engine {
         }
     }
 
-    /// A poll of `s` through the daemon (a FUSE POLL: poll, select,
-    /// epoll_ctl, epoll_wait's look of a holder whose library does not
-    /// answer it from the ring, lane_ready.rs): a kernel epoll set holding
-    /// the data file would not hear of the ring's bytes, so the socket has
-    /// no lane from now on. The poll does not wait for the way down: the
-    /// ring's bytes, queued when it is done, wake the poller.
-    pub fn lane_polled(&self, s: &Socket) {
+    /// A poll of `s` through the daemon (a FUSE POLL by thread `tid`:
+    /// poll, select, epoll_ctl, epoll_wait's look). By a holder whose
+    /// library does not answer it from the ring (lane_ready.rs), or of an
+    /// end its library claimed (which moved what it polls to the lane's
+    /// eventfd, so a FUSE POLL is one it could not answer): a kernel epoll
+    /// set holding the data file would not hear of the ring's bytes, so the
+    /// socket has no lane from now on. By the process whose library said
+    /// its polls are its own (`polls_mine`), before it claimed its end: no
+    /// mark; true when the lane is up (the library has yet to claim it: the
+    /// poll is answered "ready" without a registration, and the library's
+    /// wrapper, seeing the end ready, claims it and looks at the ring).
+    pub fn lane_polled(&self, s: &Socket, tid: u32) -> bool {
         if !self.cfg.lanes {
-            return;
+            return false;
+        }
+        let mine = s.polls_mine.load(Ordering::Acquire);
+        if mine > 0 && thread_of(tid, mine) {
+            match self.lane_claimed(s) {
+                None => return false,
+                Some(false) => return true,
+                Some(true) => {}
+            }
         }
         s.polled.store(true, Ordering::Release);
         let _ = self.lane_down(s, None);
+        false
+    }
+
+    /// After a FUSE POLL of `s` by `tid` registered `w` (the socket's lock
+    /// held for the look): a lane made meanwhile (`up` counted before its
+    /// maker looked at the sockets, so the map lock waits for it) would
+    /// leave `w` asleep. The library's own poller is woken to poll again;
+    /// any other takes the lane down.
+    pub fn lane_after_poll(&self, s: &Socket, tid: u32, w: &super::Waiter) {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 || self.lane_claimed(s).is_none() {
+            return;
+        }
+        let mine = s.polls_mine.load(Ordering::Acquire);
+        if mine > 0 && thread_of(tid, mine) {
+            w.clone().wake();
+        } else {
+            let _ = self.lane_down(s, None);
+        }
+    }
+
+    /// Whether `s` has a lane up: Some(whether its end is claimed).
+    fn lane_claimed(&self, s: &Socket) -> Option<bool> {
+        if self.lanes.up.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        let lane = self.lanes.map.lock().get(&s.id).cloned()?;
+        let l = lane.lock();
+        let side = usize::from(l.socks[0].id != s.id);
+        l.is_up().then_some(l.claimed[side].is_some())
+    }
+
+    /// A new connection lane: every poll registration of both sockets is
+    /// woken (taken off their lists), so that a poller asleep in the kernel
+    /// on a data file (a poll() of another thread, an epoll set) polls
+    /// again: the library's own finds the lane (`lane_polled`), any other
+    /// takes it down. Only an end whose library answers its polls has any
+    /// here (`eligible`).
+    fn lane_pollers(&self, lane: &Arc<Mutex<Lane>>) {
+        let socks = lane.lock().socks.clone();
+        let mut woken: Vec<super::Waiter> = Vec::new();
+        for x in socks {
+            let mut st = x.lock();
+            let mut all = st.queue.readers().take_rearming();
+            all.extend(st.queue.writers().take_rearming());
+            // (one registration is on both lists: woken once)
+            for w in all {
+                if !woken
+                    .iter()
+                    .any(|u| std::ptr::addr_eq(Arc::as_ptr(u), Arc::as_ptr(&w)))
+                {
+                    woken.push(w);
+                }
+            }
+        }
+        woken.into_iter().for_each(|w| w.wake());
     }
 
     /// `Op::LaneClaim` with arg 1: an end found the region corrupt. The
@@ -842,17 +930,21 @@ mod tests {
         let (srv, addr) = listener(&e, b"lane-join", SockType::Seqpacket, &c);
         let cli = e.socket(SockType::Seqpacket, &c);
         e.connect(&cli, &addr, &c, None).unwrap();
-        let embryo = e.lane_join(&cli, &c).map(|_| ());
+        let embryo = e.lane_join(&cli, &c, false).map(|_| ());
         println!("the client asks before the accept: {embryo:?}");
         assert_eq!(embryo, Err(Errno::EAGAIN));
         let acc = e.accept(&srv, None).unwrap();
-        let g = e.lane_join(&acc, &c).expect("both asked, both quiet");
+        let g = e
+            .lane_join(&acc, &c, false)
+            .expect("both asked, both quiet");
         println!("the accepter asks: {g:?}");
         assert_eq!(g.side, LANE_RECORD);
-        let g = e.lane_join(&cli, &c).expect("the client claims its end");
+        let g = e
+            .lane_join(&cli, &c, false)
+            .expect("the client claims its end");
         assert_eq!(g.side, 1 | LANE_RECORD);
         assert_eq!(e.lane_status(&cli), "direct");
-        let again = e.lane_join(&cli, &c).map(|_| ());
+        let again = e.lane_join(&cli, &c, false).map(|_| ());
         println!("a second claim of the client's end: {again:?}");
         assert_eq!(again, Err(Errno::ENOENT));
         assert_eq!(e.lane_status(&cli), "none");
@@ -861,8 +953,8 @@ mod tests {
         let cli = e.socket(SockType::Seqpacket, &c);
         e.connect(&cli, &addr, &c, None).unwrap();
         let acc = e.accept(&srv, None).unwrap();
-        assert_eq!(e.lane_join(&acc, &c).map(|_| ()), Err(Errno::EAGAIN));
-        e.lane_join(&cli, &c).expect("both asked");
+        assert_eq!(e.lane_join(&acc, &c, false).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_join(&cli, &c, false).expect("both asked");
         let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
         {
             let l = lane.lock();
@@ -882,6 +974,84 @@ mod tests {
             .collect();
         println!("the accepter's queue after the way down: {lens:?}");
         assert_eq!(lens, [3, 0, 5]);
+    }
+
+    /// A poll registration for the polled-rule test: counts its wake-ups,
+    /// live (armed) until the first.
+    struct Poller(std::sync::atomic::AtomicU32);
+    impl crate::engine::Wake for Poller {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+        fn is_live(&self) -> bool {
+            self.0.load(Ordering::SeqCst) == 0
+        }
+        fn rearms(&self) -> bool {
+            true
+        }
+    }
+
+    /// The polled rule (docs/LANE.md "Programs that poll"): a FUSE POLL by
+    /// the process whose library asked with arg 6 neither forbids the
+    /// connection's lane nor holds it back (its armed registration is
+    /// woken at the grant; before its end's claim it is told "ready"); the
+    /// same process's poll after the claim, or any other process's poll,
+    /// takes the lane down for good (a second user's poll of a socket it
+    /// holds keeps the old rule).
+    #[test]
+    fn a_poll_by_the_asking_library_leaves_the_lane_one_by_another_process_ends_it() {
+        let (e, c) = (lanes_engine(), root());
+        // root()'s process is pid 1: its own thread polls as tid 1; this
+        // test's thread is another process's for the rule.
+        let (own, other) = (1, nix::unistd::gettid().as_raw() as u32);
+        let addr = crate::engine::addr::Addr::Abstract(b"lane-polled".to_vec());
+        let srv = e.socket(SockType::Stream, &c);
+        e.bind(&srv, &addr, &c).unwrap();
+        e.listen(&srv, 8, &c).unwrap();
+        let cli = e.socket(SockType::Stream, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
+        // The client's library polls through the daemon before the lane
+        // (an epoll registration, armed).
+        let p = Arc::new(Poller(0.into()));
+        let w: crate::engine::Waiter = p.clone();
+        let ready = e.lane_polled(&cli, own);
+        e.poll(&cli, Some(&w));
+        println!("the client's own poll before the lane: told ready {ready}");
+        assert!(!ready);
+        let g = e.lane_join(&acc, &c, true).map(|_| ());
+        println!("the accepter asks (the client's registration armed): {g:?}");
+        assert_eq!(g, Ok(()));
+        let woken = p.0.load(Ordering::SeqCst);
+        println!("the client's registration woken at the grant: {woken} time(s)");
+        assert_eq!(woken, 1);
+        let ready = e.lane_polled(&cli, own);
+        println!(
+            "its poll again, its end not claimed yet: told ready {ready}, lane={}",
+            e.lane_status(&cli)
+        );
+        assert!(ready);
+        assert_eq!(e.lane_status(&cli), "direct");
+        e.lane_join(&cli, &c, true)
+            .expect("the client claims its end");
+        let ready = e.lane_polled(&cli, own);
+        println!(
+            "its poll after the claim (one it could not answer): ready {ready}, lane={}",
+            e.lane_status(&cli)
+        );
+        assert!(!ready);
+        assert_eq!(e.lane_status(&cli), "none");
+
+        // Another process polls a connection whose ends said arg 6.
+        let cli = e.socket(SockType::Stream, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
+        assert!(!e.lane_polled(&cli, other));
+        let g = e.lane_join(&acc, &c, true).map(|_| ());
+        println!("after another process's poll of the client, the accepter asks: {g:?}");
+        assert_eq!(g, Err(Errno::EOPNOTSUPP));
     }
 
     /// An engine with lanes on and every per-user bound at half the mount's
@@ -966,8 +1136,8 @@ mod tests {
         let (srv, addr) = listener(&e, b"lane-share-join", SockType::Stream, &b);
         let (held, refused) = until_refused(8, || {
             let (cli, acc) = connection(&e, &srv, &addr, &b);
-            assert_eq!(e.lane_join(&cli, &b).map(|_| ()), Err(Errno::EAGAIN));
-            e.lane_join(&acc, &b).map(|_| (cli, acc))
+            assert_eq!(e.lane_join(&cli, &b, false).map(|_| ()), Err(Errno::EAGAIN));
+            e.lane_join(&acc, &b, false).map(|_| (cli, acc))
         });
         println!("B's connection lanes: {} of 8, then {refused}", held.len());
         assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
@@ -992,8 +1162,8 @@ mod tests {
         assert_eq!(root_held, root_before, "nothing is charged to the daemon");
         let again = {
             let (cli, acc) = connection(&e, &srv, &addr, &b);
-            let _ = e.lane_join(&cli, &b);
-            e.lane_join(&acc, &b).map(|_| ())
+            let _ = e.lane_join(&cli, &b, false);
+            e.lane_join(&acc, &b, false).map(|_| ())
         };
         println!("B after one of its lanes went down: {again:?}");
         assert_eq!(again, Ok(()));
@@ -1014,9 +1184,9 @@ mod tests {
         let mut held = vec![];
         for _ in 0..4 {
             let (cli, acc) = connection(&e, &srv, &addr, &b);
-            let first = e.lane_join(&cli, &b).map(|_| ());
+            let first = e.lane_join(&cli, &b, false).map(|_| ());
             assert_eq!(first, Err(Errno::EAGAIN), "B's client asks first");
-            e.lane_join(&acc, &a)
+            e.lane_join(&acc, &a, false)
                 .expect("A's accepter's ask makes the lane");
             held.push((cli, acc));
         }

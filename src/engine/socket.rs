@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use nix::errno::Errno;
@@ -501,6 +501,12 @@ pub struct Socket {
     /// Made by accept(): its SO_PEERCRED is the connecting process's, on
     /// whose user the connection's lane is charged (src/engine/lane.rs).
     pub(crate) accepted: AtomicBool,
+    /// The process (its thread group, as the daemon sees it) whose library
+    /// said, asking for the lane (`Op::LaneClaim` arg 6), that it answers
+    /// every poll of this end itself and moves its epoll registrations onto
+    /// the lane's eventfd: its FUSE POLLs before its claim do not forbid
+    /// the lane (`Engine::lane_polled`). 0: none.
+    pub(crate) polls_mine: AtomicI32,
 }
 
 /// What a new socket starts with (from `Config`: the engine reads no
@@ -561,6 +567,7 @@ impl Socket {
             lanes_made: AtomicU32::new(0),
             lane_asked: AtomicBool::new(false),
             accepted: AtomicBool::new(false),
+            polls_mine: AtomicI32::new(0),
         }
     }
 

@@ -92,6 +92,26 @@ impl WaitList {
     pub fn any_live(&self) -> bool {
         self.waiters.iter().any(|w| w.is_live())
     }
+
+    /// A live waiter other than a poll registration (a parked read or write).
+    pub fn any_parked(&self) -> bool {
+        self.waiters.iter().any(|w| w.is_live() && !w.rearms())
+    }
+
+    /// The poll registrations, taken off the list (to be woken: their
+    /// pollers poll again, and register again if they still wait).
+    pub fn take_rearming(&mut self) -> Vec<Waiter> {
+        let mut out = Vec::new();
+        self.waiters.retain(|w| {
+            if w.rearms() {
+                out.push(w.clone());
+                false
+            } else {
+                true
+            }
+        });
+        out
+    }
 }
 
 const YIELDS_BEFORE_SLEEP: usize = 10;

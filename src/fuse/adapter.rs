@@ -484,7 +484,7 @@ impl Filesystem for UdsFs {
 
     fn poll(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         ph: PollNotifier,
@@ -495,7 +495,7 @@ impl Filesystem for UdsFs {
         let notify = flags
             .contains(PollFlags::FUSE_POLL_SCHEDULE_NOTIFY)
             .then_some(ph);
-        match self.inner.poll(fh.0, notify) {
+        match self.inner.poll(fh.0, notify, req.pid()) {
             Ok(mask) => reply.poll(PollEvents::from_bits_retain(mask)),
             Err(e) => reply.error(ferr(e)),
         }

@@ -8,14 +8,27 @@ use super::files::FileKind;
 use super::front::Inner;
 use crate::engine::Waiter;
 
+/// What the library's own poll of a laned end it has yet to claim is told.
+const LANE_READY: u32 = (libc::POLLIN | libc::POLLRDNORM | libc::POLLOUT | libc::POLLWRNORM) as u32;
+
 impl Inner {
-    /// The POLL* bits of open file `fh`; with `notify`, the kernel is told
-    /// through it when they may have changed.
-    pub(super) fn poll(&self, fh: u64, notify: Option<PollNotifier>) -> Result<u32, Errno> {
+    /// The POLL* bits of open file `fh` for thread `tid`; with `notify`,
+    /// the kernel is told through it when they may have changed.
+    pub(super) fn poll(
+        &self,
+        fh: u64,
+        notify: Option<PollNotifier>,
+        tid: u32,
+    ) -> Result<u32, Errno> {
         let f = self.files.get(fh).ok_or(Errno::EBADF)?;
-        // Readiness of a laned socket is the daemon's (stage c is not built).
-        if let Some(s) = &f.sock {
-            self.eng.lane_polled(s);
+        // A laned socket's readiness is its library's (src/engine/lane.rs's
+        // polled rule): a poll the library does not answer takes the lane
+        // down; its own poll of an end it has yet to claim is told "ready",
+        // registering nothing, and its wrapper claims the end and looks.
+        if let Some(s) = &f.sock
+            && self.eng.lane_polled(s, tid)
+        {
+            return Ok(LANE_READY);
         }
         Ok(match (&f.kind, &f.sock) {
             (FileKind::Capture(h), _) => {
@@ -39,7 +52,11 @@ impl Inner {
                     pw.arm(n);
                     pw.clone() as Waiter
                 });
-                self.eng.poll(s, w.as_ref())
+                let m = self.eng.poll(s, w.as_ref());
+                if let Some(w) = &w {
+                    self.eng.lane_after_poll(s, tid, w);
+                }
+                m
             }
         })
     }

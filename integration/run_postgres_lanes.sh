@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# run_postgres_lanes.sh: run_postgres.sh on a `--lanes` mount (every check of it: psql
+# as postgres, a table written and read back, peer authentication refusing root, a clean
+# stop), and before the stop pgbench (-i, then -S with 2 clients and 2 threads for 5 s)
+# through `udsfs run`, whose connections' status files must say lane=direct while it runs
+# (sampled) and which must end without a failed transaction: libpq waits in poll, the
+# backend in epoll, each polled through the daemon before its connection's lane can be up
+# (issue 30, docs/LANE.md "Programs that poll"). Before the library said its polls are its
+# own (`Op::LaneClaim` arg 6) no pgbench connection had a lane.
+RUN_POSTGRES_LANES=1
+RUN_POSTGRES_MORE=pgbench_on_lanes
+
+pgbench_on_lanes() {
+    [ "$UDSFS_RUN_VIA" == udsfs ] || return 0
+    need_cmd pgbench postgresql
+    local pgb=(pgbench -h "$SOCKDIR" -p "$PORT" -U postgres)
+    via --route "$SOCKDIR" -- "${AS_POSTGRES[@]}" "${pgb[@]}" -i -s 1 -q postgres >"$TMP/pgbench-init.out" 2>&1 ||
+        fail "pgbench -i through udsfs run failed: $(tail -3 "$TMP/pgbench-init.out")"
+    run_cmd --route "$SOCKDIR" -- timeout 60 "${AS_POSTGRES[@]}" "${pgb[@]}" -S -c 2 -j 2 -T 5 postgres
+    start_bg PGBENCH "${RUN_CMD[@]}" >"$TMP/pgbench.out" 2>&1
+    laned_most "$PGBENCH"
+    local most=$LANED_MOST
+    wait "$PGBENCH" || fail "pgbench -S through udsfs run failed: $(tail -5 "$TMP/pgbench.out")"
+    grep -Eq '^number of failed transactions: 0( |$)' "$TMP/pgbench.out" ||
+        ! grep -q '^number of failed transactions' "$TMP/pgbench.out" ||
+        fail "pgbench had failed transactions: $(cat "$TMP/pgbench.out")"
+    local tps
+    tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$TMP/pgbench.out" | tail -n1)
+    awk -v t="${tps:-0}" 'BEGIN { exit !(t > 0) }' || fail "pgbench -S reported no transactions: $(cat "$TMP/pgbench.out")"
+    # 2 connections, 4 ends; at least one connection's two (in about one run of five one of
+    # the two stays without a lane: docs/LANE.md, "Programs that poll").
+    [ "$most" -ge 2 ] || fail "at most $most sockets said lane=direct while pgbench -S ran (want both ends of a connection at least)"
+    ok "pgbench -S -c 2 -j 2 through udsfs run on a --lanes mount: $tps tps, $most sockets laned at once, no failed transaction"
+}
+
+# shellcheck source=integration/run_postgres.sh
+source "$(dirname "$0")/run_postgres.sh"
