@@ -52,8 +52,9 @@ struct Grant {
     /// under `udsfs run`'s supervisor). Shared with `CHECKED`'s entries.
     /// None: not to be had; /proc decides.
     pidfds: Option<Pidfds>,
-    /// With pidfds: the target's status as read when the grant was set
-    /// (the requests under it use this one; see `caller_of`).
+    /// With pidfds: the target's status as read when the grant was set (a
+    /// named send that takes the grant over answers with it; `caller_of`
+    /// reads the status again).
     status: Option<Status>,
     /// A pidfd of the granting thread itself (PIDFD_THREAD): alive, it is
     /// the thread that set the grant, not another that got its id since.
@@ -550,14 +551,13 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
     let (same, target) = if has_pidfds {
         // A thread of the supervisor's process (the one granted, or one that
         // took its id since: the same process), and both processes the ones
-        // granted (their pidfds, asked after the look). The target's status
-        // is the one read when the grant was set, at the start of the call
-        // it is set for: a thread trapped in a call cannot change its own
-        // credentials, and no other thread can change them (an exec by
-        // another thread of its process kills it first, and ends the call).
-        // A grant left after its call serves only the calls that are the
-        // same whoever makes them (the supervisor sets one for each call
-        // that is not: src/supervisor/actfor.rs).
+        // granted (their pidfds, asked after the look), and the target's
+        // status read again, its ids and capabilities the ones checked: the
+        // daemon cannot tell a target trapped in a call (which cannot change
+        // its own credentials) from one that runs on. A grant left after its
+        // call serves only the calls that are the same whoever makes them
+        // (the supervisor sets one for each call that is not:
+        // src/supervisor/actfor.rs).
         let g = GRANTS.lock();
         let gr = g
             .as_ref()
@@ -569,12 +569,15 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
             same_thread(gr.thread.as_ref(), tgid, tid)
                 && (gr.thread.is_some() || gr.pidfds.as_ref().is_some_and(|(sup, _)| alive(sup)))
         });
-        let st = gr
-            .filter(|gr| gr.pidfds.as_ref().is_some_and(|(_, tgt)| alive(tgt)))
-            .and_then(|gr| gr.status.clone());
+        let lives = gr.is_some_and(|gr| gr.pidfds.as_ref().is_some_and(|(_, tgt)| alive(tgt)));
         drop(g);
-        let lives = st.is_some();
-        (thread && lives, st.filter(|st| t.same(st)))
+        // The target's status read now, not the one kept from the grant: a
+        // target that is not trapped (a child the caller merely forked) may
+        // have exec'd a setuid program since, and the kept status, equal to
+        // the checked one by construction, let the caller speak as that
+        // process for as long as it ran (adversarial_actfor2.sh).
+        let st = lives.then(|| Status::read(who.0).ok()).flatten();
+        (thread && st.is_some(), st.filter(|st| t.same(st)))
     } else {
         let same = Status::read(tid).is_ok_and(|st| st.tgid == tgid)
             && procfs::start_time(tgid) == Some(started);

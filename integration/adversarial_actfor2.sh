@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# More attacks on act-for (src/fuse/actfor.rs) and its neighbours by a second,
+# unprivileged user of an --allow-other mount (user 65534, also as "root" of a user
+# namespace of its own). Each case prints what it tried and what it got; the verdict
+# compares it with what Linux would allow. A case listed in
+# integration/adversarial_actfor2_exceptions.txt is a known defect whose fix belongs to
+# another area: it must fail as listed, and the script fails once it passes (then
+# unlist it). Cases:
+#  setuid_exec_creds  B grants for its own child (allowed: its user, its tree), the child
+#                     then execs a setuid-root program (passwd, waiting on its stdin);
+#                     B's granted thread then sends SCM_CREDENTIALS with the child's pid
+#                     and B's own ids: Linux lets only the pid's owner (or CAP_SYS_ADMIN)
+#                     send that pid, and the grant must end at the exec (EPERM). A grant
+#                     that kept the status read when it was set let B speak as the
+#                     setuid process for as long as it ran.
+#  setuid_exec_named  the same through a send ioctl naming the child (MsgHead's act_for).
+#  userns_security    B as "root" of `unshare -U -r` (CapEff full in its own namespace)
+#                     sets security.udsfs.act_for on a socket file of its own, naming its
+#                     own child: the kernel asks CAP_SYS_ADMIN over the mount's namespace
+#                     (the initial one): EPERM.
+#  userns_root_proc   B in `unshare -U -r` names root's process in user.udsfs.act_for
+#                     and in a named send: EPERM (the daemon judges B's ids and
+#                     capabilities in the initial namespace).
+# shellcheck disable=SC2034 # read by lib.sh
+UDSFS_MOUNT_ARGS=(--allow-other)
+source "$(dirname "$0")/lib.sh"
+export LC_ALL=C
+
+[ -u /usr/bin/passwd ] || fail "a setuid-root program is needed: /usr/bin/passwd is not setuid"
+PY3=/usr/bin/python3
+[ -x $PY3 ] || fail "/usr/bin/python3 is missing (package python3)"
+chmod o+x "$TMP"
+B=65534
+EXCEPTIONS=$LIB_DIR/adversarial_actfor2_exceptions.txt
+
+# root's receiver, as in adversarial_actfor.sh
+new_sock R dgram
+ctl "$R_FD" "bind @rootd2" || fail "bind @rootd2"
+ctl "$R_FD" "passcred on" || fail "passcred on"
+# The daemon's own checks face users, not the sticky root's rule (adversarial_actfor.sh 0).
+chmod 0777 "$MNT" || fail "chmod 0777 the mount root"
+
+with_helpers "$TMP/att2.py" <<'PYEOF'
+M, U = os.environ["MNT"], os.environ["U"]
+X = "user.udsfs.act_for"
+XS = "security.udsfs.act_for"
+mode = sys.argv[1]
+
+def report(what, got):
+    print(f"{what}: {got}", flush=True)
+
+c = os.open(U + "/dgram/clone", os.O_RDWR)
+n = int(os.read(c, 64))
+m = os.open(f"{U}/sock/{n}/msg", os.O_RDWR)
+DATA = f"{U}/sock/{n}/data"
+
+def grant(v, name=X, path=None):
+    return err(os.setxattr, path or M, name, str(v).encode())
+
+def creds(pid, uid, gid):
+    return err(os.write, m, f"len=1 to=@rootd2 creds={pid}:{uid}:{gid}\nx".encode())
+
+def named(target, pid, uid, gid):
+    # as adversarial_actfor.sh's: a send ioctl naming `target` (MsgHead), with creds
+    import fcntl, struct
+    buf = bytearray(16376)
+    buf[:80] = struct.pack("14IQQII", 1, 0, 1, 0, 7, target, 1, 0, pid, uid, gid, 0, 0, 0, 0, 0, 0, 0)
+    buf[80:87] = b"\0rootd2"
+    buf[2216] = ord("x")
+    d = os.open(DATA, os.O_RDWR)
+    try:
+        return err(fcntl.ioctl, d, 0xFFF85502, buf)
+    finally:
+        os.close(d)
+
+def child(argv=None):
+    # A child waiting on a pipe; told to go, it execs argv (or exits).
+    r, w = os.pipe()
+    sr, sw = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        os.read(r, 1)
+        if argv:
+            os.dup2(sr, 0)
+            nul = os.open("/dev/null", os.O_WRONLY)
+            os.dup2(nul, 1)
+            os.dup2(nul, 2)
+            os.execv(argv[0], argv)
+        os._exit(0)
+    os.close(r)
+    return pid, w
+
+def euid(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("Uid:"):
+            return int(line.split()[2])
+
+def wait_euid0(pid):
+    for _ in range(200):
+        if euid(pid) == 0:
+            return True
+        time.sleep(0.02)
+    return False
+
+me = (os.getuid(), os.getgid())
+if mode == "setuid-exec":
+    pid, w = child(["/usr/bin/passwd"])
+    report("act_for its child (before exec)", grant(pid))
+    report("creds of the child (control, before exec)", creds(pid, *me))
+    report("named send for the child (control, before exec)", named(pid, pid, *me))
+    os.write(w, b"g")
+    report("the child runs passwd with euid 0", wait_euid0(pid))
+    report("creds of the setuid child with B's ids", creds(pid, *me))
+    report("named send for the setuid child", named(pid, pid, *me))
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+elif mode == "userns":
+    # in `unshare -U -r`: uid 0 here, 65534 outside
+    report("uid in the namespace", os.getuid())
+    pid, w = child()
+    report("security act_for its own child from a user namespace",
+           grant(pid, XS, DATA))
+    report("user act_for root's process from a user namespace", grant(sys.argv[2]))
+    p = int(sys.argv[2])
+    report("named send for root's process from a user namespace", named(p, p, 0, 0))
+    os.write(w, b"g")
+    os.waitpid(pid, 0)
+PYEOF
+chmod a+r "$TMP/att2.py"
+
+run_as() { # run_as UID [unshare ARGS --] MODE ARGS...
+    local u=$1
+    shift
+    as_uid "$u" env MNT="$MNT" U="$U" "$@" 2>&1
+}
+
+failed=()
+# verdict CASE OK WHAT: a case's outcome against the exceptions file.
+verdict() {
+    local c=$1 good=$2 what=$3
+    if [ "$good" = 1 ]; then
+        if grep -qx "$c" "$EXCEPTIONS"; then
+            failed+=("$c passes but $EXCEPTIONS lists it: unlist it")
+        fi
+        ok "$c: $what"
+    elif grep -qx "$c" "$EXCEPTIONS"; then
+        say "known defect (listed in $EXCEPTIONS): $c: $what"
+    else
+        failed+=("$c: $what")
+        printf 'FAIL: %s: %s\n' "$c" "$what" >&2
+    fi
+}
+# has OUT LINE: 1 when OUT holds LINE.
+has() { grep -qxF -- "$2" <<<"$1" && echo 1; }
+
+say "-- setuid_exec_*: a grant for B's child, then the child execs passwd"
+out=$(run_as $B "$PY3" "$TMP/att2.py" setuid-exec)
+say "$out" | sed 's/^/    /'
+controls="act_for its child (before exec): OK
+creds of the child (control, before exec): OK
+named send for the child (control, before exec): OK
+the child runs passwd with euid 0: True"
+[ "$(head -n4 <<<"$out")" = "$controls" ] || fail "the controls did not hold: $out"
+verdict setuid_exec_creds "$(has "$out" "creds of the setuid child with B's ids: EPERM")" \
+    "$(grep -F "creds of the setuid child" <<<"$out")"
+verdict setuid_exec_named "$(has "$out" "named send for the setuid child: EPERM")" \
+    "$(grep -F "named send for the setuid child" <<<"$out")"
+
+say "-- userns_*: B as root of a user namespace of its own"
+sleep 60 &
+ROOTP=$!
+out=$(run_as $B unshare -U -r "$PY3" "$TMP/att2.py" userns $ROOTP)
+say "$out" | sed 's/^/    /'
+kill "$ROOTP" 2>/dev/null || true
+wait "$ROOTP" 2>/dev/null || true
+[ "$(head -n1 <<<"$out")" = "uid in the namespace: 0" ] || fail "unshare -U -r did not run: $out"
+verdict userns_security "$(has "$out" "security act_for its own child from a user namespace: EPERM")" \
+    "$(grep -F "security act_for" <<<"$out")"
+verdict userns_root_proc "$([ -n "$(has "$out" "user act_for root's process from a user namespace: EPERM")" ] &&
+    has "$out" "named send for root's process from a user namespace: EPERM")" \
+    "$(grep -F "root's process" <<<"$out" | tr '\n' '|')"
+
+if [ "${#failed[@]}" -gt 0 ]; then
+    printf '%s\n' "${failed[@]}" >&2
+    fail "${#failed[@]} act-for attacks got through"
+fi
+ok "act-for 2: every attack refused or listed"
