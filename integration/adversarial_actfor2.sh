@@ -18,6 +18,12 @@
 #                     sets security.udsfs.act_for on a socket file of its own, naming its
 #                     own child: the kernel asks CAP_SYS_ADMIN over the mount's namespace
 #                     (the initial one): EPERM.
+#  grant_stall        B's 1,500 threads (its nproc allows them) each take a grant for
+#                     B's own child, and 4 of them clear and set theirs in a loop: every
+#                     request of every user waits for the grants' lock while a grant is
+#                     set, and past 1,024 grants each set swept all of them (two /proc
+#                     reads each) under it. A's 200 stats of the mount root must take
+#                     within 10x of their time without B (plus 300 ms).
 #  userns_root_proc   B in `unshare -U -r` names root's process in user.udsfs.act_for
 #                     and in a named send: EPERM (the daemon judges B's ids and
 #                     capabilities in the initial namespace).
@@ -115,6 +121,40 @@ if mode == "setuid-exec":
     report("named send for the setuid child", named(pid, pid, *me))
     os.kill(pid, 9)
     os.waitpid(pid, 0)
+elif mode == "many-grants":
+    # K threads each take a grant for one child of B's (allowed) and hold it;
+    # 4 of them then clear and set theirs again and again until told to stop.
+    # A is told to go once 1,100 hold one (more are still being granted).
+    k = int(sys.argv[2])
+    pid, w = child()
+    stop = threading.Event()
+    lock = threading.Lock()
+    held = [0]
+    sets = [0]
+    def holder(hammer):
+        got = grant(pid)
+        with lock:
+            held[0] += got == "OK"
+            if held[0] == 1100:
+                open(sys.argv[3] + ".tmp", "w").close()
+                os.rename(sys.argv[3] + ".tmp", sys.argv[3])
+        while hammer and not stop.is_set():
+            grant(0)
+            grant(pid)
+            sets[0] += 1
+        stop.wait()
+    ts = [threading.Thread(target=holder, args=(i < 4,), daemon=True) for i in range(k)]
+    for t in ts:
+        t.start()
+    while not os.path.exists(sys.argv[3] + ".stop"):
+        time.sleep(0.05)
+    report("threads that held a grant", ">= 1100" if held[0] >= 1100 else held[0])
+    stop.set()
+    for t in ts:
+        t.join()
+    report("grants set again", "many" if sets[0] > 0 else "none")
+    os.write(w, b"g")
+    os.waitpid(pid, 0)
 elif mode == "userns":
     # in `unshare -U -r`: uid 0 here, 65534 outside
     report("uid in the namespace", os.getuid())
@@ -166,6 +206,32 @@ verdict setuid_exec_creds "$(has "$out" "creds of the setuid child with B's ids:
     "$(grep -F "creds of the setuid child" <<<"$out")"
 verdict setuid_exec_named "$(has "$out" "named send for the setuid child: EPERM")" \
     "$(grep -F "named send for the setuid child" <<<"$out")"
+
+say "-- grant_stall: B's 1,500 threads taking grants, 4 setting theirs again and again"
+# a_stats: A's (root's) 200 stats of the mount root (a GETATTR each: attributes are
+# not cached), in ms.
+a_stats() {
+    "$PY3" -c '
+import os, sys, time
+t = time.monotonic()
+for _ in range(200):
+    os.stat(sys.argv[1])
+print(int((time.monotonic() - t) * 1000))' "$MNT"
+}
+before=$(a_stats)
+mkdir -m 0777 "$TMP/g"
+run_as $B "$PY3" "$TMP/att2.py" many-grants 1500 "$TMP/g/ready" >"$TMP/grants.out" &
+GP=$!
+for _ in $(seq 6000); do [ -e "$TMP/g/ready" ] && break; sleep 0.02; done
+[ -e "$TMP/g/ready" ] || fail "B's threads did not take 1,100 grants: $(cat "$TMP/grants.out")"
+during=$(a_stats)
+touch "$TMP/g/ready.stop"
+wait "$GP" || fail "B's grant threads failed: $(cat "$TMP/grants.out")"
+say "$(sed 's/^/    /' "$TMP/grants.out")"
+after=$(a_stats)
+say "    A's 200 stats: ${before} ms without B, ${during} ms while B's threads set grants, ${after} ms after"
+verdict grant_stall "$([ "$during" -le $((before * 10 + 300)) ] && echo 1)" \
+    "A's 200 stats took ${during} ms while B set grants, ${before} ms without"
 
 say "-- userns_*: B as root of a user namespace of its own"
 sleep 60 &
