@@ -24,6 +24,10 @@
 #                     set, and past 1,024 grants each set swept all of them (two /proc
 #                     reads each) under it. A's 200 stats of the mount root must take
 #                     within 10x of their time without B (plus 300 ms).
+#  ticket_pidns       B in `unshare -Upfr --mount-proc` (its thread ids another
+#                     namespace's) takes a ticket of its own listener (it may), then
+#                     opens root's ticket whose number it was given: ENOENT (a ticket is
+#                     its holder's thread's and user's), and root still takes it.
 #  userns_root_proc   B in `unshare -U -r` names root's process in user.udsfs.act_for
 #                     and in a named send: EPERM (the daemon judges B's ids and
 #                     capabilities in the initial namespace).
@@ -155,6 +159,47 @@ elif mode == "many-grants":
     report("grants set again", "many" if sets[0] > 0 else "none")
     os.write(w, b"g")
     os.waitpid(pid, 0)
+elif mode.startswith("ticket"):
+    CTL_SIZE = 352
+    IOC_CTL = (3 << 30) | (CTL_SIZE << 16) | (ord("U") << 8) | 1
+    def ticket(fd):
+        # UDSFS_IOC_CTL with op AcceptTicket (41), as accept_after_setuid.sh
+        import fcntl, struct
+        buf = bytearray(CTL_SIZE)
+        struct.pack_into("=Ii", buf, 0, 41, 0)
+        fcntl.ioctl(fd, IOC_CTL, buf)
+        return "%016x" % struct.unpack_from("=Q", buf, 16)[0]
+    def opened(path):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError as e:
+            return errno.errorcode[e.errno]
+        os.close(fd)
+        return "socket"
+    if mode == "ticket-own":
+        # B in a pid namespace of its own: its ticket is its own to take
+        lfd, l = clone("stream")
+        ctl(lfd, "bind @actfor2-b")
+        ctl(lfd, "listen 4")
+        cfd, c = clone("stream")
+        ctl(cfd, "connect @actfor2-b")
+        report("pid in the namespace", os.getpid())
+        t = ticket(opn(l, "data"))
+        report("B's own ticket, taken in its pid namespace", opened(f"{U}/accept/{t}"))
+        report("A's ticket, its number leaked, taken by B in its pid namespace",
+               opened(f"{U}/accept/{sys.argv[2]}"))
+    else:
+        # A (root): a ticket whose number it gives B, which then tries it
+        lfd, l = clone("stream")
+        ctl(lfd, "bind @actfor2-a")
+        ctl(lfd, "listen 4")
+        cfd, c = clone("stream")
+        ctl(cfd, "connect @actfor2-a")
+        t = ticket(opn(l, "data"))
+        import subprocess
+        r = subprocess.run(sys.argv[2:] + [t], capture_output=True, text=True)
+        print(r.stdout + r.stderr, end="", flush=True)
+        report("A's ticket, taken by A after B's try", opened(f"{U}/accept/{t}"))
 elif mode == "userns":
     # in `unshare -U -r`: uid 0 here, 65534 outside
     report("uid in the namespace", os.getuid())
@@ -232,6 +277,16 @@ after=$(a_stats)
 say "    A's 200 stats: ${before} ms without B, ${during} ms while B's threads set grants, ${after} ms after"
 verdict grant_stall "$([ "$during" -le $((before * 10 + 300)) ] && echo 1)" \
     "A's 200 stats took ${during} ms while B set grants, ${before} ms without"
+
+say "-- ticket_pidns: accept tickets and B in a pid namespace of its own"
+out=$(env MNT="$MNT" U="$U" "$PY3" "$TMP/att2.py" ticket-a \
+    setpriv --reuid=$B --regid=$B --clear-groups env MNT="$MNT" U="$U" \
+    unshare -Upfr --mount-proc "$PY3" "$TMP/att2.py" ticket-own 2>&1)
+say "$out" | sed 's/^/    /'
+verdict ticket_pidns "$([ -n "$(has "$out" "pid in the namespace: 1")" ] &&
+    [ -n "$(has "$out" "B's own ticket, taken in its pid namespace: socket")" ] &&
+    [ -n "$(has "$out" "A's ticket, its number leaked, taken by B in its pid namespace: ENOENT")" ] &&
+    has "$out" "A's ticket, taken by A after B's try: socket")" "$(tr '\n' '|' <<<"$out")"
 
 say "-- userns_*: B as root of a user namespace of its own"
 sleep 60 &
