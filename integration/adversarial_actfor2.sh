@@ -28,6 +28,13 @@
 #                     namespace's) takes a ticket of its own listener (it may), then
 #                     opens root's ticket whose number it was given: ENOENT (a ticket is
 #                     its holder's thread's and user's), and root still takes it.
+#  pidfd_uncharged    on a daemon whose RLIMIT_NOFILE is 1024, B's 256 threads each grant
+#                     a child of B's own (allowed): the daemon keeps a pidfd of each
+#                     granting thread and of each target (src/fuse/actfor.rs, up to 256
+#                     grants and 256 checked targets), charged to nobody
+#                     (src/engine/fds.rs charges each descriptor held for a client to its
+#                     user), out of the 256 the daemon keeps back for itself (FUSE, /proc
+#                     reads). Wanted: at most 64 more descriptors than before B.
 #  userns_root_proc   B in `unshare -U -r` names root's process in user.udsfs.act_for
 #                     and in a named send: EPERM (the daemon judges B's ids and
 #                     capabilities in the initial namespace).
@@ -200,6 +207,34 @@ elif mode.startswith("ticket"):
         r = subprocess.run(sys.argv[2:] + [t], capture_output=True, text=True)
         print(r.stdout + r.stderr, end="", flush=True)
         report("A's ticket, taken by A after B's try", opened(f"{U}/accept/{t}"))
+elif mode == "pidfd-grants":
+    # K threads, each granting a child of its own (allowed: B's user, B's
+    # tree), all holding their grants until told to stop.
+    k = int(sys.argv[2])
+    kids = [child() for _ in range(k)]
+    stop = threading.Event()
+    lock = threading.Lock()
+    held = [0]
+    def holder(pid):
+        got = grant(pid)
+        with lock:
+            held[0] += got == "OK"
+            if held[0] == k:
+                open(sys.argv[3] + ".tmp", "w").close()
+                os.rename(sys.argv[3] + ".tmp", sys.argv[3])
+        stop.wait()
+    ts = [threading.Thread(target=holder, args=(p,), daemon=True) for p, _ in kids]
+    for t in ts:
+        t.start()
+    while not os.path.exists(sys.argv[3] + ".stop"):
+        time.sleep(0.05)
+    report("grants held", held[0])
+    stop.set()
+    for t in ts:
+        t.join()
+    for p, w in kids:
+        os.write(w, b"g")
+        os.waitpid(p, 0)
 elif mode == "userns":
     # in `unshare -U -r`: uid 0 here, 65534 outside
     report("uid in the namespace", os.getuid())
@@ -301,6 +336,26 @@ verdict userns_security "$(has "$out" "security act_for its own child from a use
 verdict userns_root_proc "$([ -n "$(has "$out" "user act_for root's process from a user namespace: EPERM")" ] &&
     has "$out" "named send for root's process from a user namespace: EPERM")" \
     "$(grep -F "root's process" <<<"$out" | tr '\n' '|')"
+
+say "-- pidfd_uncharged: B's 256 grants on a daemon of RLIMIT_NOFILE 1024"
+udsfs_unmount
+ulimit -n 1024
+udsfs_mount --allow-other
+chmod 0777 "$MNT" || fail "chmod 0777 the mount root"
+fds() { ls "/proc/$DAEMON_PID/fd" | wc -l; }
+base=$(fds)
+mkdir -p -m 0777 "$TMP/p"
+run_as $B "$PY3" "$TMP/att2.py" pidfd-grants 256 "$TMP/p/ready" >"$TMP/pidfd.out" &
+GP=$!
+for _ in $(seq 3000); do [ -e "$TMP/p/ready" ] && break; sleep 0.02; done
+[ -e "$TMP/p/ready" ] || fail "B's 256 grants were not all taken: $(cat "$TMP/pidfd.out")"
+during=$(fds)
+touch "$TMP/p/ready.stop"
+wait "$GP" || fail "B's grant threads failed: $(cat "$TMP/pidfd.out")"
+say "$(sed 's/^/    /' "$TMP/pidfd.out")"
+say "    the daemon's descriptors: $base before B, $during while B held 256 grants (RLIMIT_NOFILE 1024)"
+verdict pidfd_uncharged "$([ "$during" -le $((base + 64)) ] && echo 1)" \
+    "the daemon held $base descriptors before B's 256 grants, $during while B held them, none charged to B"
 
 if [ "${#failed[@]}" -gt 0 ]; then
     printf '%s\n' "${failed[@]}" >&2
