@@ -164,6 +164,7 @@ scripts!(
     accept_after_setuid,
     adversarial_access,
     adversarial_actfor,
+    adversarial_actfor2,
     adversarial_capture,
     adversarial_efault,
     adversarial_exhaust,

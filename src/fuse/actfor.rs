@@ -52,8 +52,9 @@ struct Grant {
     /// under `udsfs run`'s supervisor). Shared with `CHECKED`'s entries.
     /// None: not to be had; /proc decides.
     pidfds: Option<Pidfds>,
-    /// With pidfds: the target's status as read when the grant was set
-    /// (the requests under it use this one; see `caller_of`).
+    /// With pidfds: the target's status as read when the grant was set (a
+    /// named send that takes the grant over answers with it; `caller_of`
+    /// reads the status again).
     status: Option<Status>,
     /// A pidfd of the granting thread itself (PIDFD_THREAD): alive, it is
     /// the thread that set the grant, not another that got its id since.
@@ -244,6 +245,9 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// is made: a grant left by an exited thread is otherwise dropped only when
 /// its thread id asks again, so threads that grant and exit would grow the map.
 const SWEEP_AT: usize = 1024;
+/// The size of the grants' map at which the next sweep comes: `SWEEP_AT`,
+/// or twice what the last sweep left (so a sweep costs each grant set O(1)).
+static NEXT_SWEEP: AtomicUsize = AtomicUsize::new(SWEEP_AT);
 /// Grants that hold pidfds, at most (the daemon's descriptors are few).
 const PIDFD_GRANTS: usize = 256;
 /// Checked targets kept, at most (each holds the pidfds of two processes,
@@ -360,11 +364,16 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     if !checked.same(&again) || procfs::start_time(them.tgid) != Some(target_started) {
         return Err(libc::ESRCH);
     }
-    if map.len() >= SWEEP_AT {
+    // Swept again only once the map has doubled since: a sweep reads /proc
+    // twice a grant under the grants' lock, which every request waits for,
+    // and a user whose 1,500 threads held grants made each further grant
+    // sweep them all (adversarial_actfor2.sh grant_stall).
+    if map.len() >= NEXT_SWEEP.load(Ordering::Relaxed) {
         map.retain(|t, g| {
             Status::read(*t).is_ok_and(|st| st.tgid == g.tgid)
                 && procfs::start_time(g.tgid) == Some(g.started)
         });
+        NEXT_SWEEP.store((map.len() * 2).max(SWEEP_AT), Ordering::Relaxed);
     }
     if let Some(p) = &pidfds {
         remember(
@@ -550,14 +559,13 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
     let (same, target) = if has_pidfds {
         // A thread of the supervisor's process (the one granted, or one that
         // took its id since: the same process), and both processes the ones
-        // granted (their pidfds, asked after the look). The target's status
-        // is the one read when the grant was set, at the start of the call
-        // it is set for: a thread trapped in a call cannot change its own
-        // credentials, and no other thread can change them (an exec by
-        // another thread of its process kills it first, and ends the call).
-        // A grant left after its call serves only the calls that are the
-        // same whoever makes them (the supervisor sets one for each call
-        // that is not: src/supervisor/actfor.rs).
+        // granted (their pidfds, asked after the look), and the target's
+        // status read again, its ids and capabilities the ones checked: the
+        // daemon cannot tell a target trapped in a call (which cannot change
+        // its own credentials) from one that runs on. A grant left after its
+        // call serves only the calls that are the same whoever makes them
+        // (the supervisor sets one for each call that is not:
+        // src/supervisor/actfor.rs).
         let g = GRANTS.lock();
         let gr = g
             .as_ref()
@@ -569,12 +577,15 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
             same_thread(gr.thread.as_ref(), tgid, tid)
                 && (gr.thread.is_some() || gr.pidfds.as_ref().is_some_and(|(sup, _)| alive(sup)))
         });
-        let st = gr
-            .filter(|gr| gr.pidfds.as_ref().is_some_and(|(_, tgt)| alive(tgt)))
-            .and_then(|gr| gr.status.clone());
+        let lives = gr.is_some_and(|gr| gr.pidfds.as_ref().is_some_and(|(_, tgt)| alive(tgt)));
         drop(g);
-        let lives = st.is_some();
-        (thread && lives, st.filter(|st| t.same(st)))
+        // The target's status read now, not the one kept from the grant: a
+        // target that is not trapped (a child the caller merely forked) may
+        // have exec'd a setuid program since, and the kept status, equal to
+        // the checked one by construction, let the caller speak as that
+        // process for as long as it ran (adversarial_actfor2.sh).
+        let st = lives.then(|| Status::read(who.0).ok()).flatten();
+        (thread && st.is_some(), st.filter(|st| t.same(st)))
     } else {
         let same = Status::read(tid).is_ok_and(|st| st.tgid == tgid)
             && procfs::start_time(tgid) == Some(started);
