@@ -74,6 +74,22 @@ fn try_first(nr: i64, args: &[u64; 6]) -> bool {
     }
 }
 
+/// Whether the leader (notify.rs) tries a call that may wait once without
+/// parking before it hands it over: a receive (not MSG_WAITALL) and a
+/// sendto that is one message ioctl, where nothing is to be undone and the
+/// attempt is one request to the daemon, which a busy program's calls
+/// mostly end with. Not accept, connect, sendmsg or a larger sendto: an
+/// attempt there costs files opened and closed (their release reaches the
+/// daemon afterwards) for calls that mostly wait; they park at once.
+pub fn tried_on_loop(job: &Job) -> bool {
+    job.try_first
+        && match job.nr {
+            libc::SYS_recvfrom | libc::SYS_recvmsg => true,
+            libc::SYS_sendto => job.args[2] as usize <= udsfs_proto::ioctl::MSG_ROOM,
+            _ => false,
+        }
+}
+
 /// Whether call `nr` on the target's descriptor `args[0]` (`nonblock`:
 /// its O_NONBLOCK) may wait.
 fn may_wait(nonblock: bool, nr: i64, args: &[u64; 6]) -> bool {
