@@ -85,6 +85,9 @@ pub(super) struct Call<'a> {
     pub resume: usize,
     /// Out of an attempt on the loop: the bytes it sent before it would wait.
     pub sent: std::cell::Cell<usize>,
+    /// The O_NONBLOCK of the call's own socket as triage read it, on the
+    /// first attempt (else asked: `nonblocking`).
+    pub(super) nonblock: Option<bool>,
 }
 
 pub(super) fn errno_of(stop: Stop) -> i32 {
@@ -136,6 +139,11 @@ impl Call<'_> {
                 r => return Ok(r),
             }
         }
+    }
+
+    /// O_NONBLOCK of `s`, the call's own socket.
+    pub fn nonblocking(&self, s: &OwnedFd) -> bool {
+        self.nonblock.unwrap_or_else(|| nonblocking(s))
     }
 
     pub fn install(&self, new: &OwnedFd, at: Option<i32>, cloexec: bool) -> Res<i32> {

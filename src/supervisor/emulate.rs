@@ -48,6 +48,9 @@ pub struct Job {
     /// looked at, for the first attempt only: a clone goes without them
     /// (a call held or tried again looks anew).
     pub got: Option<(Task, OwnedFd)>,
+    /// That copy's O_NONBLOCK as triage read it (with `got` only): the
+    /// first attempt does not ask again.
+    nonblock: Option<bool>,
 }
 
 impl Clone for Job {
@@ -55,6 +58,7 @@ impl Clone for Job {
         Job {
             addr: self.addr.clone(),
             got: None,
+            nonblock: None,
             ..*self
         }
     }
@@ -68,6 +72,22 @@ fn try_first(nr: i64, args: &[u64; 6]) -> bool {
         libc::SYS_sendto | libc::SYS_sendmsg => true,
         _ => false,
     }
+}
+
+/// Whether the leader (notify.rs) tries a call that may wait once without
+/// parking before it hands it over: a receive (not MSG_WAITALL) and a
+/// sendto that is one message ioctl, where nothing is to be undone and the
+/// attempt is one request to the daemon, which a busy program's calls
+/// mostly end with. Not accept, connect, sendmsg or a larger sendto: an
+/// attempt there costs files opened and closed (their release reaches the
+/// daemon afterwards) for calls that mostly wait; they park at once.
+pub fn tried_on_loop(job: &Job) -> bool {
+    job.try_first
+        && match job.nr {
+            libc::SYS_recvfrom | libc::SYS_recvmsg => true,
+            libc::SYS_sendto => job.args[2] as usize <= udsfs_proto::ioctl::MSG_ROOM,
+            _ => false,
+        }
 }
 
 /// Whether call `nr` on the target's descriptor `args[0]` (`nonblock`:
@@ -87,17 +107,21 @@ fn may_wait(nonblock: bool, nr: i64, args: &[u64; 6]) -> bool {
 /// Decides a call on the spot when it is not udsfs work.
 pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply> {
     let (nr, args, tid) = (n.data.nr as i64, n.data.args, n.pid as i32);
-    let job = |udsfs, addr, got: Option<(Task, OwnedFd)>| Job {
-        id: n.id,
-        tid,
-        nr,
-        args,
-        udsfs,
-        addr,
-        may_wait: may_wait(got.as_ref().is_some_and(|g| nonblocking(&g.1)), nr, &args),
-        try_first: try_first(nr, &args),
-        resume: 0,
-        got,
+    let job = |udsfs, addr, got: Option<(Task, OwnedFd)>| {
+        let nonblock = got.as_ref().map(|g| nonblocking(&g.1));
+        Job {
+            id: n.id,
+            tid,
+            nr,
+            args,
+            udsfs,
+            addr,
+            may_wait: may_wait(nonblock == Some(true), nr, &args),
+            try_first: try_first(nr, &args),
+            resume: 0,
+            got,
+            nonblock,
+        }
     };
     match nr {
         libc::SYS_socket => return Err(Reply::Continue),
@@ -255,6 +279,10 @@ fn names_its_thread(job: &Job) -> bool {
 
 /// Carries out a udsfs call; the reply goes back after a validity check.
 pub fn perform(ctx: &Ctx, l: &Listener, mut job: Job, on_loop: bool) -> Reply {
+    // Triage's copy, which it found a udsfs data file (`job.udsfs`), is
+    // that file still: not asked again.
+    let known_data = job.udsfs && job.got.is_some();
+    let nonblock = job.nonblock.take().filter(|_| known_data);
     let (task, got) = match job.got.take() {
         Some((t, fd)) => (t, Some(fd)),
         None => match Task::open(job.tid) {
@@ -292,6 +320,7 @@ pub fn perform(ctx: &Ctx, l: &Listener, mut job: Job, on_loop: bool) -> Reply {
         on_loop,
         resume: job.resume,
         sent: Default::default(),
+        nonblock,
     };
     let a = job.args;
     if job.nr == libc::SYS_socketpair {
@@ -306,9 +335,10 @@ pub fn perform(ctx: &Ctx, l: &Listener, mut job: Job, on_loop: bool) -> Reply {
     };
     // What the descriptor is now decides (another thread's dup2 since
     // triage, or an attempt on the loop that made it udsfs already).
-    let r = if ctx.dev.is_data(&own) && job.nr == libc::SYS_fcntl {
+    let is_data = known_data || ctx.dev.is_data(&own);
+    let r = if is_data && job.nr == libc::SYS_fcntl {
         super::fcntl::fcntl(&own, c.task.tid, a)
-    } else if ctx.dev.is_data(&own) {
+    } else if is_data {
         value(on_udsfs(&c, &job, &own))
     } else if job.udsfs {
         Reply::Continue

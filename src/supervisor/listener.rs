@@ -115,6 +115,17 @@ impl Listener {
         if r < 0 { Err(last()) } else { Ok(r) }
     }
 
+    /// Is a notification waiting to be received (a look, no wait)?
+    pub(super) fn pending(&self) -> bool {
+        let mut p = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polls one local pollfd without waiting.
+        unsafe { libc::poll(&mut p, 1, 0) == 1 && p.revents & libc::POLLIN != 0 }
+    }
+
     /// The next notification; None once no process uses the filter.
     pub(super) fn next(&self) -> Option<Result<seccomp_notif, i32>> {
         let mut p = libc::pollfd {

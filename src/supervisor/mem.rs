@@ -109,17 +109,51 @@ pub fn read_iovecs(pid: pid_t, addr: u64, n: usize) -> Result<Vec<(u64, usize)>,
         .collect())
 }
 
-/// Gathers the bytes an iovec list names, up to `limit` in all.
-pub fn gather(pid: pid_t, iov: &[(u64, usize)], limit: usize) -> Result<Vec<u8>, i32> {
-    let mut out = Vec::new();
+/// The remote iovecs of the first `limit` bytes an iovec list names (the
+/// empty ones left out), and how many bytes they hold.
+fn remote_iovecs(iov: &[(u64, usize)], limit: usize) -> (Vec<iovec>, usize) {
+    let mut out = Vec::with_capacity(iov.len());
+    let mut total = 0usize;
     for &(base, len) in iov {
-        let k = len.min(limit - out.len());
-        out.extend_from_slice(&read(pid, base, k)?);
-        if out.len() >= limit {
+        let k = len.min(limit - total);
+        if k > 0 {
+            out.push(iovec {
+                iov_base: base as *mut c_void,
+                iov_len: k,
+            });
+        }
+        total += k;
+        if total >= limit {
             break;
         }
     }
-    Ok(out)
+    (out, total)
+}
+
+/// Gathers the bytes an iovec list names, up to `limit` in all: one
+/// process_vm_readv for the whole list (at most UIO_MAXIOV entries, as
+/// `read_iovecs` gives); EFAULT when any of it cannot be read.
+pub fn gather(pid: pid_t, iov: &[(u64, usize)], limit: usize) -> Result<Vec<u8>, i32> {
+    let (remote, total) = remote_iovecs(iov, limit.min(MAX_COPY));
+    if total == 0 {
+        return Ok(Vec::new());
+    }
+    if remote.iter().any(|r| r.iov_base.is_null()) {
+        return Err(libc::EFAULT);
+    }
+    let mut buf = vec![0u8; total];
+    let local = iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: total,
+    };
+    // SAFETY: `local` is our own buffer of `total` bytes; the kernel checks
+    // the remote side.
+    let n =
+        unsafe { libc::process_vm_readv(pid, &local, 1, remote.as_ptr(), remote.len() as _, 0) };
+    if n != total as isize {
+        return Err(libc::EFAULT);
+    }
+    Ok(buf)
 }
 
 /// How many of the first `limit` bytes an iovec list names can be written,
@@ -186,16 +220,26 @@ pub fn writable_prefix(pid: pid_t, iov: &[(u64, usize)], limit: usize) -> usize 
     }
 }
 
-/// Scatters `data` over an iovec list.
+/// Scatters `data` over an iovec list: one process_vm_writev for the
+/// whole list; EFAULT when any of it cannot be written (what comes before
+/// that is written, as a copy in turn would).
 pub fn scatter(pid: pid_t, iov: &[(u64, usize)], data: &[u8]) -> Result<(), i32> {
-    let mut off = 0;
-    for &(base, len) in iov {
-        if off >= data.len() {
-            break;
-        }
-        let k = len.min(data.len() - off);
-        write(pid, base, &data[off..off + k])?;
-        off += k;
+    let (remote, total) = remote_iovecs(iov, data.len());
+    if total == 0 {
+        return Ok(());
+    }
+    if remote.iter().any(|r| r.iov_base.is_null()) {
+        return Err(libc::EFAULT);
+    }
+    let local = iovec {
+        iov_base: data.as_ptr() as *mut c_void,
+        iov_len: total,
+    };
+    // SAFETY: `local` is read only; the kernel checks the remote side.
+    let n =
+        unsafe { libc::process_vm_writev(pid, &local, 1, remote.as_ptr(), remote.len() as _, 0) };
+    if n != total as isize {
+        return Err(libc::EFAULT);
     }
     Ok(())
 }
@@ -224,5 +268,33 @@ mod tests {
         );
         assert_eq!(read_cstr(me, s.as_ptr() as u64, 3), Err(libc::ENAMETOOLONG));
         assert_eq!(read_cstr(me, 8, 100), Err(libc::EFAULT));
+    }
+
+    /// gather and scatter copy a whole iovec list in one call each, in
+    /// order, cut to the limit or the data, and fail EFAULT on a bad entry.
+    #[test]
+    fn gathers_and_scatters_iovec_lists() {
+        let me = std::process::id() as pid_t;
+        let (a, b) = (*b"hello, ", *b"world!");
+        let iov = [
+            (a.as_ptr() as u64, a.len()),
+            (0, 0),
+            (b.as_ptr() as u64, b.len()),
+        ];
+        assert_eq!(gather(me, &iov, 100), Ok(b"hello, world!".to_vec()));
+        assert_eq!(gather(me, &iov, 9), Ok(b"hello, wo".to_vec()));
+        assert_eq!(gather(me, &[(8, 4)], 100), Err(libc::EFAULT));
+        assert_eq!(
+            gather(me, &[(a.as_ptr() as u64, 2), (0, 3)], 100),
+            Err(libc::EFAULT)
+        );
+        let (mut x, mut y) = ([0u8; 3], [0u8; 4]);
+        let out = [
+            (x.as_mut_ptr() as u64, x.len()),
+            (y.as_mut_ptr() as u64, y.len()),
+        ];
+        scatter(me, &out, b"abcdef").expect("scatter");
+        assert_eq!((&x, &y[..3], y[3]), (b"abc", &b"def"[..], 0));
+        assert_eq!(scatter(me, &[(8, 4)], b"zz"), Err(libc::EFAULT));
     }
 }

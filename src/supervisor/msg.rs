@@ -8,8 +8,7 @@
 use std::os::fd::OwnedFd;
 
 use super::call::{
-    Call, MSGHDR, WOULD_WAIT, classify, nonblocking, put_sized, read_addr, say, stop_errno, u32_at,
-    u64_at,
+    Call, MSGHDR, WOULD_WAIT, classify, put_sized, read_addr, say, stop_errno, u32_at, u64_at,
 };
 use super::daemon::{self, Ask, Extras, Res};
 use super::fdpass;
@@ -205,7 +204,7 @@ fn send_data(
     if oob && stream == Some(false) {
         return Err(libc::EOPNOTSUPP);
     }
-    let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
+    let nonblock = flags & libc::MSG_DONTWAIT != 0 || c.nonblocking(s);
     if big && stream == Some(false) {
         let id = daemon::info(s)?.id;
         let meta = Extras { to, creds, rights };
@@ -374,7 +373,7 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
         }
     };
     let room = hdr.as_ref().map_or(0, |h| h.controllen);
-    let nonblock = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
+    let nonblock = flags & libc::MSG_DONTWAIT != 0 || c.nonblocking(s);
     let (peek, oob) = (flags & libc::MSG_PEEK != 0, flags & libc::MSG_OOB != 0);
     let limit = if peek {
         None

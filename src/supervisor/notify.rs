@@ -2,14 +2,17 @@
 //! trapped call (one receiver at a time, so that none is left blocked in
 //! SECCOMP_IOCTL_NOTIF_RECV when the last target goes), triage it and carry
 //! it out, parking in the daemon when it waits (park.rs) as the target's
-//! thread would block. No thread is started per call: the pool grows by one
-//! worker when the one that just took a call leaves none idle, up to
-//! `WORKERS`. At most `PARKED` calls park at once, so that the rest of the
-//! workers are always there for calls that do not wait: a call that would
-//! wait past that bound is held without a thread (wait.rs) until its
-//! socket is ready, or, when it cannot be tried piecewise (MSG_WAITALL, the
-//! mmsg calls), queued until a parked call ends. The listener itself
-//! (replies, validity checks, descriptor installs) is in listener.rs.
+//! thread would block. The receiver (the leader) carries out the calls that
+//! do not wait itself and receives the next, and hands the role over only
+//! before a call that waits: a call costs no wake-up of another worker. No
+//! thread is started per call: the pool grows by one worker when the one
+//! that hands the role over leaves none idle, up to `WORKERS`. At most
+//! `PARKED` calls park at once, so that the rest of the workers are always
+//! there for calls that do not wait: a call that would wait past that bound
+//! is held without a thread (wait.rs) until its socket is ready, or, when
+//! it cannot be tried piecewise (MSG_WAITALL, the mmsg calls), queued until
+//! a parked call ends. The listener itself (replies, validity checks,
+//! descriptor installs) is in listener.rs.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -59,41 +62,95 @@ pub fn serve(listener: Arc<Listener>, ctx: Arc<Ctx>) {
 }
 
 fn worker(p: Arc<Pool>) {
-    loop {
+    'outer: loop {
         p.idle.fetch_add(1, Ordering::SeqCst);
-        let n = {
-            let _g = p.recv.lock().unwrap_or_else(|e| e.into_inner());
+        let g = p.recv.lock().unwrap_or_else(|e| e.into_inner());
+        // The leader: receives, and carries out the calls that do not wait
+        // one after another while it holds the role, so that a call costs
+        // no hand-over (a wake-up of the next receiver and a sleep of this
+        // one, two context switches a call); it hands the role over before
+        // a call that waits (parks), which another worker's receive must
+        // not wait for.
+        let job = loop {
             if p.done.load(Ordering::SeqCst) {
-                None
-            } else {
-                p.w.l.next()
+                break None;
+            }
+            let n = match p.w.l.next() {
+                Some(Ok(n)) => n,
+                // ENOENT: the caller went away between poll and receive.
+                Some(Err(libc::EINTR | libc::ENOENT)) => continue,
+                Some(Err(e)) => {
+                    eprintln!(
+                        "udsfs run: seccomp notification: {}",
+                        std::io::Error::from_raw_os_error(e)
+                    );
+                    p.done.store(true, Ordering::SeqCst);
+                    break None;
+                }
+                None => {
+                    p.done.store(true, Ordering::SeqCst);
+                    break None;
+                }
+            };
+            // Another call already waits to be received: the role goes
+            // to another worker now, so that this one's round trips to the
+            // daemon do not hold the next up (under a flood of calls each
+            // round trip is slow, and they overlap); else this worker
+            // keeps it and carries the call out itself.
+            let keep = !p.w.l.pending();
+            if let Some(job) = lead(&p, &n, keep) {
+                break Some(job);
             }
         };
         let idle = p.idle.fetch_sub(1, Ordering::SeqCst) - 1;
-        let n = match n {
-            Some(Ok(n)) => n,
-            // ENOENT: the caller went away between poll and receive.
-            Some(Err(libc::EINTR | libc::ENOENT)) => continue,
-            Some(Err(e)) => {
-                eprintln!(
-                    "udsfs run: seccomp notification: {}",
-                    std::io::Error::from_raw_os_error(e)
-                );
-                p.done.store(true, Ordering::SeqCst);
-                break;
-            }
-            None => {
-                p.done.store(true, Ordering::SeqCst);
-                break;
-            }
+        drop(g);
+        let Some((job, tried)) = job else {
+            break 'outer;
         };
         // This call may park: another worker takes the next one.
         if idle == 0 {
             grow(&p);
         }
-        handle(&p, &n);
+        handle(&p, job, tried);
     }
     p.workers.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// What the leader does with notification `n`: answers it, or (`keep`: no
+/// other call waits to be received) carries it out when that does not wait
+/// (a receive or a send of one message ioctl that may wait tried once
+/// without parking first: `emulate::tried_on_loop`). Some: a call for
+/// `handle` once the role is handed over, and whether it was tried.
+fn lead(p: &Arc<Pool>, n: &libc::seccomp_notif, keep: bool) -> Option<(Job, bool)> {
+    // Calls on kernel sockets and other files are answered here.
+    let triaged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        emulate::triage(&p.w.ctx, &p.w.l, n)
+    }));
+    let job = match triaged.unwrap_or(Err(Reply::Errno(libc::EIO))) {
+        Ok(job) => job,
+        Err(r) => {
+            p.w.l.reply(n.id, &r);
+            return None;
+        }
+    };
+    if !keep || job.may_wait && !emulate::tried_on_loop(&job) {
+        return Some((job, false));
+    }
+    let id = job.id;
+    // What goes on is a clone: without triage's pidfd and copy, which the
+    // attempt takes.
+    let mut rest = job.clone();
+    match run(&p.w, job, true) {
+        Reply::Errno(WOULD_WAIT) => Some((rest, true)),
+        Reply::Resume(n) => {
+            rest.resume = n;
+            Some((rest, true))
+        }
+        r => {
+            finish(&p.w, id, r);
+            None
+        }
+    }
 }
 
 /// One more worker, below the bound.
@@ -112,18 +169,10 @@ fn grow(p: &Arc<Pool>) {
     }
 }
 
-fn handle(p: &Arc<Pool>, n: &libc::seccomp_notif) {
-    // Calls on kernel sockets and other files are answered here.
-    let triaged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        emulate::triage(&p.w.ctx, &p.w.l, n)
-    }));
-    let job = match triaged.unwrap_or(Err(Reply::Errno(libc::EIO))) {
-        Ok(job) => job,
-        Err(r) => {
-            p.w.l.reply(n.id, &r);
-            return;
-        }
-    };
+/// A call after the role was handed over (`tried`: by `lead`, once
+/// without parking): one that does not wait carried out, one that may
+/// parked in the daemon while a slot is free, else held or queued.
+fn handle(p: &Arc<Pool>, job: Job, tried: bool) {
     if !job.may_wait {
         let id = job.id;
         let r = run(&p.w, job, true);
@@ -141,22 +190,27 @@ fn handle(p: &Arc<Pool>, n: &libc::seccomp_notif) {
         carry_parked(p, job);
         return;
     }
-    // Every parking slot is taken: tried without parking, and held where
-    // it would wait.
-    if !job.try_first {
-        // (Without the copy: a queued call looks anew.)
-        let job = job.clone();
-        p.w.queued
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(job);
-        // A slot freed meanwhile would not look at the queue.
-        if take_slot(p, WORKERS - RESERVE) {
-            drain(p);
-        }
+    // Every parking slot is taken: a call tried (by `lead`, else here) is
+    // held where it would wait; one that cannot be tried piecewise is
+    // queued.
+    if tried {
+        p.w.hold(job);
         return;
     }
-    attempt(p, job);
+    if job.try_first {
+        attempt(p, job);
+        return;
+    }
+    // (Without the copy: a queued call looks anew.)
+    let job = job.clone();
+    p.w.queued
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push_back(job);
+    // A slot freed meanwhile would not look at the queue.
+    if take_slot(p, WORKERS - RESERVE) {
+        drain(p);
+    }
 }
 
 /// The call tried without parking: done, or held where it waits (wait.rs).

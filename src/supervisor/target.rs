@@ -2,8 +2,10 @@
 //! through pidfd_getfd, their flags, whether one is a udsfs socket) and
 //! its process.
 
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::{Arc, Mutex};
 
 use libc::pid_t;
 
@@ -12,7 +14,45 @@ const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
 
 pub struct Task {
     pub tid: pid_t,
-    pidfd: OwnedFd,
+    pidfd: Arc<OwnedFd>,
+    /// A pidfd of the thread itself (PIDFD_THREAD), kept in `PIDFDS`.
+    thread: bool,
+}
+
+/// Thread pidfds kept between calls (a pidfd_open and a close a trapped
+/// call less), by thread id. Only PIDFD_THREAD ones: a thread's pidfd
+/// names that thread alone, and once it exited no other, whoever gets its
+/// id since (pidfd_getfd then fails ESRCH, and `get_fd` opens anew). A
+/// thread-group pidfd would still name a living process after the thread
+/// whose id it was kept under exited: never kept.
+static PIDFDS: Mutex<Option<HashMap<pid_t, Arc<OwnedFd>>>> = Mutex::new(None);
+/// Most thread pidfds kept (descriptors of the supervisor): past it the
+/// map starts again.
+const PIDFDS_KEPT: usize = 256;
+
+fn kept(tid: pid_t) -> Option<Arc<OwnedFd>> {
+    let g = PIDFDS.lock().unwrap_or_else(|e| e.into_inner());
+    g.as_ref()?.get(&tid).cloned()
+}
+
+fn keep(tid: pid_t, fd: &Arc<OwnedFd>) {
+    let mut g = PIDFDS.lock().unwrap_or_else(|e| e.into_inner());
+    let m = g.get_or_insert_with(HashMap::new);
+    if m.len() >= PIDFDS_KEPT && !m.contains_key(&tid) {
+        m.clear();
+    }
+    m.insert(tid, fd.clone());
+}
+
+/// `fd`, kept for `tid`, names a thread that exited: dropped (if still
+/// the one kept).
+fn forget(tid: pid_t, fd: &Arc<OwnedFd>) {
+    let mut g = PIDFDS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(m) = g.as_mut()
+        && m.get(&tid).is_some_and(|k| Arc::ptr_eq(k, fd))
+    {
+        m.remove(&tid);
+    }
 }
 
 /// The device of the mount and how a data file's inode looks
@@ -96,9 +136,23 @@ impl Task {
     /// A pidfd of thread `tid` (PIDFD_THREAD, Linux 6.9; else its thread
     /// group, found in /proc). Check the notification is still valid after
     /// this, so that the pidfd names the thread that trapped.
+    /// A kept thread pidfd (`PIDFDS`) serves as is: `get_fd` finds out
+    /// whether its thread exited.
     pub fn open(tid: pid_t) -> Result<Task, i32> {
+        if let Some(pidfd) = kept(tid) {
+            return Ok(Task {
+                tid,
+                pidfd,
+                thread: true,
+            });
+        }
+        Task::open_new(tid)
+    }
+
+    fn open_new(tid: pid_t) -> Result<Task, i32> {
         // SAFETY: pidfd_open takes a pid and flags; the result is ours.
         let mut fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, PIDFD_THREAD) };
+        let thread = fd >= 0;
         if fd < 0 {
             let tgid = tgid_of(tid).ok_or(libc::ESRCH)?;
             // SAFETY: as above.
@@ -108,18 +162,34 @@ impl Task {
             return Err(last());
         }
         // SAFETY: a fresh descriptor we own.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-        Ok(Task { tid, pidfd })
+        let pidfd = Arc::new(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+        if thread {
+            keep(tid, &pidfd);
+        }
+        Ok(Task { tid, pidfd, thread })
     }
 
-    /// A copy of the target's descriptor `fd` (same open file).
+    /// A copy of the target's descriptor `fd` (same open file). A kept
+    /// pidfd whose thread exited (ESRCH: the id `tid` is another thread's
+    /// now, or nobody's) is dropped and `tid` opened anew.
     pub fn get_fd(&self, fd: i32) -> Result<OwnedFd, i32> {
+        match self.getfd(&self.pidfd, fd) {
+            Err(libc::ESRCH) if self.thread => {
+                forget(self.tid, &self.pidfd);
+                let fresh = Task::open_new(self.tid)?;
+                self.getfd(&fresh.pidfd, fd)
+            }
+            r => r,
+        }
+    }
+
+    fn getfd(&self, pidfd: &OwnedFd, fd: i32) -> Result<OwnedFd, i32> {
         use std::os::fd::AsRawFd;
         if fd < 0 {
             return Err(libc::EBADF);
         }
         // SAFETY: pidfd_getfd returns a new descriptor we own.
-        let r = unsafe { libc::syscall(libc::SYS_pidfd_getfd, self.pidfd.as_raw_fd(), fd, 0) };
+        let r = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
         if r < 0 {
             return Err(match last() {
                 // (Ours: the supervisor is out of descriptors.)
@@ -161,4 +231,69 @@ pub fn tgid_of(tid: pid_t) -> Option<pid_t> {
         .ok()
         .map(|st| st.tgid)
         .filter(|&t| t > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+    use std::process::{Child, Command, Stdio};
+
+    fn ino(fd: &impl AsRawFd) -> u64 {
+        // SAFETY: fstat fills the zeroed struct.
+        unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            assert_eq!(libc::fstat(fd.as_raw_fd(), &mut st), 0);
+            st.st_ino
+        }
+    }
+
+    /// `sleep 20` with the read end of a new pipe as its stdin, and that
+    /// pipe's inode.
+    fn sleeper() -> (Child, u64) {
+        let (r, _w) = std::io::pipe().unwrap();
+        let i = ino(&r);
+        let child = Command::new("sleep")
+            .arg("20")
+            .stdin(Stdio::from(r))
+            .spawn()
+            .unwrap();
+        (child, i)
+    }
+
+    /// A thread pidfd kept for a thread id does not reach the process that
+    /// got the id after its thread exited: the descriptor copied is the new
+    /// process's own. (Without the reopen at ESRCH the copy failed.) The
+    /// pid is made to come round again by ns_last_pid (root).
+    #[test]
+    fn a_kept_pidfd_never_serves_a_reused_id() {
+        for attempt in 0..200 {
+            let (mut first, first_ino) = sleeper();
+            let pid = first.id() as pid_t;
+            let got = Task::open(pid).and_then(|t| t.get_fd(0)).map(|f| ino(&f));
+            assert_eq!(got, Ok(first_ino), "the first process's stdin");
+            assert!(kept(pid).is_some(), "its thread pidfd is kept");
+            first.kill().unwrap();
+            first.wait().unwrap();
+            if std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).is_err() {
+                println!("no ns_last_pid to write: not root");
+                return;
+            }
+            let (mut second, second_ino) = sleeper();
+            if second.id() as pid_t != pid {
+                second.kill().unwrap();
+                second.wait().unwrap();
+                continue;
+            }
+            let got = Task::open(pid).and_then(|t| t.get_fd(0)).map(|f| ino(&f));
+            println!(
+                "pid {pid} reused (attempt {attempt}): stdin copied through the kept pidfd's id: {got:?} (first process's pipe {first_ino}, second's {second_ino})"
+            );
+            second.kill().unwrap();
+            second.wait().unwrap();
+            assert_eq!(got, Ok(second_ino), "the process that has the id now");
+            return;
+        }
+        panic!("the pid never came round again");
+    }
 }
