@@ -257,6 +257,7 @@ scripts!(
     sigio,
     signal_send,
     soak,
+    splice,
     signals,
     ss_compare,
     stream_echo,
