@@ -263,6 +263,7 @@ scripts!(
     sigio,
     signal_send,
     soak,
+    splice,
     signals,
     ss_compare,
     stream_echo,

@@ -18,6 +18,7 @@ pub mod control;
 pub mod convert;
 #[cfg(test)]
 mod fake;
+pub mod fileflags;
 pub mod mmsg;
 pub mod opts;
 pub mod pidfd;

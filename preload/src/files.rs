@@ -6,6 +6,8 @@ use std::ffi::CString;
 
 use libc::c_int;
 
+use udsfs_calls::fileflags;
+
 use crate::errno::{errno, last, set_errno, Res};
 use crate::mount::Mount;
 
@@ -56,6 +58,7 @@ pub fn with_open<T>(h: c_int, f: impl FnOnce(&[u64]) -> Res<T>) -> Res<T> {
 
 fn open_flags(nonblock: bool, cloexec: bool) -> c_int {
     libc::O_RDWR
+        | fileflags::OPEN
         | if nonblock { libc::O_NONBLOCK } else { 0 }
         | if cloexec { libc::O_CLOEXEC } else { 0 }
 }
@@ -75,4 +78,27 @@ pub fn nonblocking(fd: c_int) -> bool {
     // SAFETY: fcntl query.
     let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     fl >= 0 && fl & libc::O_NONBLOCK != 0
+}
+
+/// fcntl's argument for the kernel: F_SETFL's on a udsfs socket keeps
+/// O_DIRECT, or fails EINVAL (errno set) when the program asks for it
+/// (udsfs_calls::fileflags); others' as they are.
+pub fn fcntl_arg(fd: c_int, cmd: c_int, arg: libc::c_ulong) -> Result<libc::c_ulong, ()> {
+    if cmd != libc::F_SETFL || !crate::mount::udsfs_fd(fd) {
+        return Ok(arg);
+    }
+    fileflags::kept(arg as c_int)
+        .map(|a| a as libc::c_ulong)
+        .map_err(set_errno)
+}
+
+/// fcntl's answer `r` as the program sees it: F_GETFL's of a udsfs socket
+/// without O_DIRECT and O_LARGEFILE (udsfs_calls::fileflags). Only a file
+/// with O_DIRECT set is looked at (every data file has it; few others do).
+pub fn fcntl_result(fd: c_int, cmd: c_int, r: c_int) -> c_int {
+    if cmd == libc::F_GETFL && r >= 0 && r & libc::O_DIRECT != 0 && crate::mount::udsfs_fd(fd) {
+        fileflags::visible(r)
+    } else {
+        r
+    }
 }

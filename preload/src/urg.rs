@@ -70,8 +70,11 @@ pub fn carry_apply(c: &sigio::Carry, fd: c_int) -> Res<()> {
 }
 
 fn fcntl_impl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    let Ok(arg) = crate::files::fcntl_arg(fd, cmd, arg) else {
+        return -1;
+    };
     // SAFETY: the caller's arguments, as fcntl(2) takes them.
-    let r = unsafe { real::fcntl(fd, cmd, arg) };
+    let r = crate::files::fcntl_result(fd, cmd, unsafe { real::fcntl(fd, cmd, arg) });
     if r < 0 || !sigio::FCNTLS.contains(&cmd) {
         return r;
     }

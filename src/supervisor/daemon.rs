@@ -58,7 +58,10 @@ impl Daemon {
 
     pub fn open_sock(&self, id: u64, nonblock: bool) -> Res<OwnedFd> {
         let nb = if nonblock { libc::O_NONBLOCK } else { 0 };
-        open(&self.file(&format!("sock/{id}/data")), libc::O_RDWR | nb)
+        open(
+            &self.file(&format!("sock/{id}/data")),
+            libc::O_RDWR | nb | udsfs_calls::fileflags::OPEN,
+        )
     }
 
     /// A new unbound socket of type `ty` (`.udsfs/TYPE/clone`).

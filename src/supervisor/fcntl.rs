@@ -16,6 +16,7 @@
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
+use udsfs_calls::fileflags;
 use udsfs_calls::sigio::{self, Part};
 
 use super::daemon::Res;
@@ -77,9 +78,21 @@ pub fn fcntl(s: &OwnedFd, tid: i32, a: [u64; 6]) -> Reply {
     match part {
         Part::Kernel => Reply::Continue,
         Part::GetFl => match sigio::kernel_fcntl(fd, libc::F_GETFL, 0) {
-            Ok(fl) => Reply::Value(sigio::with_async(fd, fl).into()),
+            Ok(fl) => Reply::Value(fileflags::visible(sigio::with_async(fd, fl)).into()),
             Err(e) => Reply::Errno(e),
         },
+        // F_SETFL is made here on the supervisor's copy (the same open
+        // file), with the data file's O_DIRECT kept (fileflags.rs): the
+        // program's own call would clear it, and splice would read through
+        // the page cache again.
+        Part::SetAsync(_) => {
+            let set = fileflags::kept(arg as i32)
+                .and_then(|kept| sigio::kernel_fcntl(fd, libc::F_SETFL, kept as u64));
+            match set.and_then(|_| sigio::daemon_part(fd, part, 0)) {
+                Ok(_) => Reply::Value(0),
+                Err(e) => Reply::Errno(e),
+            }
+        }
         p => match sigio::daemon_part(fd, p, 0) {
             Ok(_) => Reply::Continue,
             Err(e) => Reply::Errno(e),
