@@ -57,68 +57,23 @@ ctl "$R_FD" "passcred on" || fail "passcred on"
 # The daemon's own checks face users, not the sticky root's rule (adversarial_actfor.sh 0).
 chmod 0777 "$MNT" || fail "chmod 0777 the mount root"
 
-with_helpers "$TMP/att2.py" <<'PYEOF'
+with_helpers "$TMP/att2.py" actfor_lib.py <<'PYEOF'
 M, U = os.environ["MNT"], os.environ["U"]
 X = "user.udsfs.act_for"
 XS = "security.udsfs.act_for"
 mode = sys.argv[1]
 
-def report(what, got):
-    print(f"{what}: {got}", flush=True)
-
 c = os.open(U + "/dgram/clone", os.O_RDWR)
 n = int(os.read(c, 64))
 m = os.open(f"{U}/sock/{n}/msg", os.O_RDWR)
 DATA = f"{U}/sock/{n}/data"
+RECV = "rootd2"  # named() sends to it
 
 def grant(v, name=X, path=None):
     return err(os.setxattr, path or M, name, str(v).encode())
 
 def creds(pid, uid, gid):
     return err(os.write, m, f"len=1 to=@rootd2 creds={pid}:{uid}:{gid}\nx".encode())
-
-def named(target, pid, uid, gid):
-    # as adversarial_actfor.sh's: a send ioctl naming `target` (MsgHead), with creds
-    import fcntl, struct
-    buf = bytearray(16376)
-    buf[:80] = struct.pack("14IQQII", 1, 0, 1, 0, 7, target, 1, 0, pid, uid, gid, 0, 0, 0, 0, 0, 0, 0)
-    buf[80:87] = b"\0rootd2"
-    buf[2216] = ord("x")
-    d = os.open(DATA, os.O_RDWR)
-    try:
-        return err(fcntl.ioctl, d, 0xFFF85502, buf)
-    finally:
-        os.close(d)
-
-def child(argv=None):
-    # A child waiting on a pipe; told to go, it execs argv (or exits).
-    r, w = os.pipe()
-    sr, sw = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(w)
-        os.read(r, 1)
-        if argv:
-            os.dup2(sr, 0)
-            nul = os.open("/dev/null", os.O_WRONLY)
-            os.dup2(nul, 1)
-            os.dup2(nul, 2)
-            os.execv(argv[0], argv)
-        os._exit(0)
-    os.close(r)
-    return pid, w
-
-def euid(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("Uid:"):
-            return int(line.split()[2])
-
-def wait_euid0(pid):
-    for _ in range(200):
-        if euid(pid) == 0:
-            return True
-        time.sleep(0.02)
-    return False
 
 me = (os.getuid(), os.getgid())
 if mode == "setuid-exec":

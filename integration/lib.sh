@@ -217,12 +217,16 @@ py() {
 $code" "$@"
 }
 
-# with_helpers FILE: writes udsfs_files.py's text and then stdin, a program, to FILE.
+# with_helpers FILE [LIB.py...]: writes udsfs_files.py's text, then each LIB.py of
+# integration/ (helpers some scripts share), then stdin, a program, to FILE.
 with_helpers() {
+    local out=$1 lib
+    shift
     {
         printf '%s\n' "$PY_PRELUDE"
+        for lib in "$@"; do cat "$LIB_DIR/$lib"; done
         cat
-    } >"$1"
+    } >"$out"
 }
 
 # ---------------------------------------------------------------- sockets
