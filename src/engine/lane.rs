@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering, fence};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -34,6 +34,7 @@ use super::log_limit::limited;
 use super::message::SendMsg;
 use super::quota::{Charge, Quota};
 use super::socket::{Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockType, Socket};
+use super::worker::Worker;
 use super::{Caller, Engine, Result, Waiter};
 
 /// How long the way down waits for an end to finish moving bytes (a copy
@@ -125,8 +126,7 @@ pub struct Lanes {
     /// thread (started at the first), which wakes on `more`.
     draining: Mutex<Vec<Arc<Mutex<Lane>>>>,
     more: Condvar,
-    drainer: OnceLock<()>,
-    engine: OnceLock<Weak<Engine>>,
+    drainer: Worker,
 }
 
 impl Lanes {
@@ -140,27 +140,19 @@ impl Lanes {
             quota,
             draining: Mutex::default(),
             more: Condvar::new(),
-            drainer: OnceLock::new(),
-            engine: OnceLock::new(),
+            drainer: Worker::default(),
         }
     }
 
     /// Set once the engine is in its Arc (the drainer holds it weakly).
     pub(crate) fn attach(&self, eng: &Arc<Engine>) {
-        let _ = self.engine.set(Arc::downgrade(eng));
+        self.drainer.attach(eng);
     }
 
     /// Hands `lane` to the drainer thread (started at the first).
     fn wait_busy(&self, lane: Arc<Mutex<Lane>>) {
-        self.drainer.get_or_init(|| {
-            let eng = self.engine.get().cloned().unwrap_or_default();
-            let spawned = std::thread::Builder::new()
-                .name("udsfs-lane-drain".into())
-                .spawn(move || drainer(&eng));
-            if let Err(e) = spawned {
-                log::error!("no lane drainer thread: {e}");
-            }
-        });
+        self.drainer
+            .start("udsfs-lane-drain", "lane drainer", drainer);
         self.draining.lock().push(lane);
         self.more.notify_one();
     }

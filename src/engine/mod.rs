@@ -52,6 +52,7 @@ mod urg;
 pub mod userns;
 pub mod wait;
 mod wakeups;
+mod worker;
 
 #[cfg(test)]
 mod access_tests;
