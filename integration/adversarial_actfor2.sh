@@ -211,21 +211,7 @@ run_as() { # run_as UID [unshare ARGS --] MODE ARGS...
 }
 
 failed=()
-# verdict CASE OK WHAT: a case's outcome against the exceptions file.
-verdict() {
-    local c=$1 good=$2 what=$3
-    if [ "$good" = 1 ]; then
-        if grep -qx "$c" "$EXCEPTIONS"; then
-            failed+=("$c passes but $EXCEPTIONS lists it: unlist it")
-        fi
-        ok "$c: $what"
-    elif grep -qx "$c" "$EXCEPTIONS"; then
-        say "known defect (listed in $EXCEPTIONS): $c: $what"
-    else
-        failed+=("$c: $what")
-        printf 'FAIL: %s: %s\n' "$c" "$what" >&2
-    fi
-}
+# (verdict CASE OK WHAT: lib.sh, against $EXCEPTIONS)
 # has OUT LINE: 1 when OUT holds LINE.
 has() { grep -qxF -- "$2" <<<"$1" && echo 1; }
 
