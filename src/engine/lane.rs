@@ -837,10 +837,8 @@ mod tests {
 
     fn lanes_engine() -> Arc<Engine> {
         Engine::new(crate::engine::Config {
-            hash_buckets: 4,
-            background_gc: false,
             lanes: true,
-            ..crate::engine::Config::default()
+            ..crate::engine::Config::small()
         })
     }
 
@@ -1050,11 +1048,9 @@ mod tests {
     /// (`--user-share 500`), as the attack tests below need.
     fn shared_out() -> std::sync::Arc<Engine> {
         Engine::new(crate::engine::Config {
-            hash_buckets: 4,
-            background_gc: false,
             lanes: true,
             user_share_permille: 500,
-            ..crate::engine::Config::default()
+            ..crate::engine::Config::small()
         })
     }
 

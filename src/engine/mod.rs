@@ -153,6 +153,19 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// A small engine for tests and models: 4 hash buckets, no background
+    /// collection thread (a test collects when it means to); the rest as
+    /// `default`.
+    pub fn small() -> Config {
+        Config {
+            hash_buckets: 4,
+            background_gc: false,
+            ..Config::default()
+        }
+    }
+}
+
 /// The host's net.unix.max_dgram_qlen, else Linux's default of 10.
 pub fn host_max_dgram_qlen() -> usize {
     crate::procfs::sysctl("net.unix.max_dgram_qlen").map_or(10, |n| n as usize)
