@@ -1118,6 +1118,15 @@ mod tests {
         })
     }
 
+    /// User B (65534) takes lane pairs until one is refused (at most
+    /// `most`): users A (61021) and B, B's pairs and the refusal.
+    fn b_fills_its_share(e: &Engine, most: usize) -> (Caller, Caller, Vec<Ends>, Errno) {
+        use crate::engine::tests::user;
+        let (a, b) = (user(61021), user(65534));
+        let (held, refused) = pairs_until_refused(e, &b, most);
+        (a, b, held, refused)
+    }
+
     /// A connection's lane (arg 5) is on the share and the descriptor
     /// budget of the end whose ask made it, as a socketpair's is on its
     /// asker's: another user's pair still gets its lane; the end nobody
@@ -1233,11 +1242,9 @@ mod tests {
     /// its asker's again.
     #[test]
     fn lanes_are_shared_out_per_user_and_come_back_at_the_way_down() {
-        use crate::engine::tests::user;
         let e = shared_out();
         e.lanes.quota.set_max(8);
-        let (a, b) = (user(61021), user(65534));
-        let (held, refused) = pairs_until_refused(&e, &b, 8);
+        let (a, b, held, refused) = b_fills_its_share(&e, 8);
         println!("B's lanes: {} of 8, then {refused}", held.len());
         assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
         a_still_gets_a_lane(&e, &a);
@@ -1254,13 +1261,11 @@ mod tests {
     /// charge comes back when the lane is gone.
     #[test]
     fn a_lanes_descriptors_are_charged_to_its_asker() {
-        use crate::engine::tests::user;
         let e = shared_out();
         // 10 descriptors a user: two lanes (3 held, 1 deposited, and the
         // pair's own pin) and change.
         e.depot.quota.set_max(20);
-        let (a, b) = (user(61021), user(65534));
-        let (held, refused) = pairs_until_refused(&e, &b, 10);
+        let (a, _, held, refused) = b_fills_its_share(&e, 10);
         let used = e.depot.quota.user_used(65534);
         println!(
             "B's lanes: {}, then {refused}; B's descriptors: {used}",
