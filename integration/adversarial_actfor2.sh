@@ -140,9 +140,7 @@ elif mode.startswith("ticket"):
         return "socket"
     if mode == "ticket-own":
         # B in a pid namespace of its own: its ticket is its own to take
-        lfd, l = clone("stream")
-        ctl(lfd, "bind @actfor2-b")
-        ctl(lfd, "listen 4")
+        lfd, l = listening("@actfor2-b", 4)
         cfd, c = clone("stream")
         ctl(cfd, "connect @actfor2-b")
         report("pid in the namespace", os.getpid())
@@ -152,9 +150,7 @@ elif mode.startswith("ticket"):
                opened(f"{U}/accept/{sys.argv[2]}"))
     else:
         # A (root): a ticket whose number it gives B, which then tries it
-        lfd, l = clone("stream")
-        ctl(lfd, "bind @actfor2-a")
-        ctl(lfd, "listen 4")
+        lfd, l = listening("@actfor2-a", 4)
         cfd, c = clone("stream")
         ctl(cfd, "connect @actfor2-a")
         t = ticket(opn(l, "data"))
