@@ -208,6 +208,22 @@ run_as() { # run_as UID [unshare ARGS --] MODE ARGS...
 
 failed=()
 # (verdict CASE OK WHAT: lib.sh, against $EXCEPTIONS)
+# while_b_holds DIR TRIES NOT_READY MEASURE MODE N: runs att2.py MODE N as B in the
+# background and waits (TRIES times 20 ms) until it says it holds its grants (DIR/ready,
+# else fail NOT_READY); sets `during` to what MEASURE prints then, tells B to stop
+# (DIR/ready.stop) and waits for it, and shows what B printed (DIR.out).
+while_b_holds() {
+    local dir=$1 tries=$2 not_ready=$3 measure=$4 mode=$5 n=$6 gp
+    mkdir -p -m 0777 "$dir"
+    run_as $B "$PY3" "$TMP/att2.py" "$mode" "$n" "$dir/ready" >"$dir.out" &
+    gp=$!
+    for _ in $(seq "$tries"); do [ -e "$dir/ready" ] && break; sleep 0.02; done
+    [ -e "$dir/ready" ] || fail "$not_ready: $(cat "$dir.out")"
+    during=$("$measure")
+    touch "$dir/ready.stop"
+    wait "$gp" || fail "B's grant threads failed: $(cat "$dir.out")"
+    say "$(sed 's/^/    /' "$dir.out")"
+}
 # has OUT LINE: 1 when OUT holds LINE.
 has() { grep -qxF -- "$2" <<<"$1" && echo 1; }
 
@@ -236,15 +252,7 @@ for _ in range(200):
 print(int((time.monotonic() - t) * 1000))' "$MNT"
 }
 before=$(a_stats)
-mkdir -m 0777 "$TMP/g"
-run_as $B "$PY3" "$TMP/att2.py" many-grants 1500 "$TMP/g/ready" >"$TMP/grants.out" &
-GP=$!
-for _ in $(seq 6000); do [ -e "$TMP/g/ready" ] && break; sleep 0.02; done
-[ -e "$TMP/g/ready" ] || fail "B's threads did not take 1,100 grants: $(cat "$TMP/grants.out")"
-during=$(a_stats)
-touch "$TMP/g/ready.stop"
-wait "$GP" || fail "B's grant threads failed: $(cat "$TMP/grants.out")"
-say "$(sed 's/^/    /' "$TMP/grants.out")"
+while_b_holds "$TMP/g" 6000 "B's threads did not take 1,100 grants" a_stats many-grants 1500
 after=$(a_stats)
 say "    A's 200 stats: ${before} ms without B, ${during} ms while B's threads set grants, ${after} ms after"
 verdict grant_stall "$([ "$during" -le $((before * 10 + 300)) ] && echo 1)" \
@@ -281,15 +289,7 @@ udsfs_mount --allow-other
 chmod 0777 "$MNT" || fail "chmod 0777 the mount root"
 fds() { ls "/proc/$DAEMON_PID/fd" | wc -l; }
 base=$(fds)
-mkdir -p -m 0777 "$TMP/p"
-run_as $B "$PY3" "$TMP/att2.py" pidfd-grants 256 "$TMP/p/ready" >"$TMP/pidfd.out" &
-GP=$!
-for _ in $(seq 3000); do [ -e "$TMP/p/ready" ] && break; sleep 0.02; done
-[ -e "$TMP/p/ready" ] || fail "B's 256 grants were not all taken: $(cat "$TMP/pidfd.out")"
-during=$(fds)
-touch "$TMP/p/ready.stop"
-wait "$GP" || fail "B's grant threads failed: $(cat "$TMP/pidfd.out")"
-say "$(sed 's/^/    /' "$TMP/pidfd.out")"
+while_b_holds "$TMP/p" 3000 "B's 256 grants were not all taken" fds pidfd-grants 256
 say "    the daemon's descriptors: $base before B, $during while B held 256 grants (RLIMIT_NOFILE 1024)"
 verdict pidfd_uncharged "$([ "$during" -le $((base + 64)) ] && echo 1)" \
     "the daemon held $base descriptors before B's 256 grants, $during while B held them, none charged to B"
