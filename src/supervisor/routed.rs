@@ -85,31 +85,23 @@ fn as_target(tid: i32, call: impl FnOnce() -> libc::c_int) -> Res<()> {
 /// (udsfs_calls::routed::remove), the link at the path removed here as the
 /// target.
 pub fn unlink(ctx: &Ctx, tid: i32, dirfd: i32, path: u64, flags: i32) -> Reply {
-    if flags == libc::AT_REMOVEDIR {
-        return rmdir(ctx, tid, dirfd, path);
+    match flags {
+        0 => remove(ctx, tid, dirfd, path, Removed::Link),
+        libc::AT_REMOVEDIR => rmdir(ctx, tid, dirfd, path),
+        _ => Reply::Continue,
     }
-    if ctx.routes.routes.is_empty() || flags != 0 {
-        return Reply::Continue;
-    }
-    let Some(p) = Arg::read(tid, dirfd, path) else {
-        return Reply::Continue;
-    };
-    reply(routed::remove(
-        Removed::Link,
-        &Tree(tid),
-        &ctx.routes,
-        &p.abs,
-        || {
-            // SAFETY: a NUL-terminated path.
-            as_target(tid, || unsafe { libc::unlink(p.reach.as_ptr()) })
-        },
-    ))
 }
 
 /// rmdir of a routed directory (or unlinkat with AT_REMOVEDIR): the
 /// directory a bind below it made in the mount goes too
 /// (udsfs_calls::routed::remove), the kernel's removed here as the target.
 pub fn rmdir(ctx: &Ctx, tid: i32, dirfd: i32, path: u64) -> Reply {
+    remove(ctx, tid, dirfd, path, Removed::Dir)
+}
+
+/// unlink or rmdir (`what`) of a routed path: the kernel's call made here
+/// as the target, then the mount follows; not routed: Continue.
+fn remove(ctx: &Ctx, tid: i32, dirfd: i32, path: u64, what: Removed) -> Reply {
     if ctx.routes.routes.is_empty() {
         return Reply::Continue;
     }
@@ -117,13 +109,19 @@ pub fn rmdir(ctx: &Ctx, tid: i32, dirfd: i32, path: u64) -> Reply {
         return Reply::Continue;
     };
     reply(routed::remove(
-        Removed::Dir,
+        what,
         &Tree(tid),
         &ctx.routes,
         &p.abs,
         || {
+            let at = p.reach.as_ptr();
             // SAFETY: a NUL-terminated path.
-            as_target(tid, || unsafe { libc::rmdir(p.reach.as_ptr()) })
+            as_target(tid, || unsafe {
+                match what {
+                    Removed::Link => libc::unlink(at),
+                    Removed::Dir => libc::rmdir(at),
+                }
+            })
         },
     ))
 }
