@@ -96,9 +96,7 @@ def in_child(fn, uid=None):
     os.waitpid(pid, 0)
     return a
 
-lfd, l = clone("stream")
-ctl(lfd, "bind @ticket-attacks")
-ctl(lfd, "listen 64")
+lfd, l = listening("@ticket-attacks", 64)
 ldata = opn(l, "data")
 cfd, c = clone("stream")
 ctl(cfd, "connect @ticket-attacks")

@@ -46,16 +46,13 @@ new_sock R dgram
 ctl "$R_FD" "bind @rootd" || fail "bind @rootd"
 ctl "$R_FD" "passcred on" || fail "passcred on"
 
-with_helpers "$TMP/att.py" <<'PYEOF'
+with_helpers "$TMP/att.py" actfor_lib.py <<'PYEOF'
 M, U = os.environ["MNT"], os.environ["U"]
 X = "user.udsfs.act_for"
 mode = sys.argv[1]
 
 def grant(v):
     return err(os.setxattr, M, X, v if isinstance(v, bytes) else str(v).encode())
-
-def report(what, got):
-    print(f"{what}: {got}", flush=True)
 
 c = os.open(U + "/dgram/clone", os.O_RDWR)
 n = int(os.read(c, 64))
@@ -65,52 +62,7 @@ def creds(pid, uid, gid):
     return err(os.write, m, f"len=1 to=@rootd creds={pid}:{uid}:{gid}\nx".encode())
 
 DATA = f"{U}/sock/{n}/data"
-
-def named(target, pid, uid, gid):
-    # A send ioctl (proto/src/ioctl.rs MsgHead) naming thread `target` as
-    # the one it is made for (`status` on a send), with SCM_CREDENTIALS.
-    import fcntl, struct
-    buf = bytearray(16376)
-    # (the head: 14 u32, timeo_left, stamp, tstamp and pad, 80 bytes; then
-    # `addr`; the payload after the whole head, at 2216)
-    buf[:80] = struct.pack("14IQQII", 1, 0, 1, 0, 6, target, 1, 0, pid, uid, gid, 0, 0, 0, 0, 0, 0, 0)
-    buf[80:86] = b"\0rootd"
-    buf[2216] = ord("x")
-    d = os.open(DATA, os.O_RDWR)
-    try:
-        return err(fcntl.ioctl, d, 0xFFF85502, buf)
-    finally:
-        os.close(d)
-
-def child(argv=None):
-    # A child waiting on a pipe; told to go, it execs argv (or exits).
-    r, w = os.pipe()
-    sr, sw = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(w)
-        os.read(r, 1)
-        if argv:
-            os.dup2(sr, 0)
-            nul = os.open("/dev/null", os.O_WRONLY)
-            os.dup2(nul, 1)
-            os.dup2(nul, 2)
-            os.execv(argv[0], argv)
-        os._exit(0)
-    os.close(r)
-    return pid, w
-
-def euid(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("Uid:"):
-            return int(line.split()[2])
-
-def wait_euid0(pid):
-    for _ in range(200):
-        if euid(pid) == 0:
-            return True
-        time.sleep(0.02)
-    return False
+RECV = "rootd"  # named() sends to it
 
 if mode == "basic":
     report("act_for root's process", grant(sys.argv[2]))

@@ -57,68 +57,23 @@ ctl "$R_FD" "passcred on" || fail "passcred on"
 # The daemon's own checks face users, not the sticky root's rule (adversarial_actfor.sh 0).
 chmod 0777 "$MNT" || fail "chmod 0777 the mount root"
 
-with_helpers "$TMP/att2.py" <<'PYEOF'
+with_helpers "$TMP/att2.py" actfor_lib.py <<'PYEOF'
 M, U = os.environ["MNT"], os.environ["U"]
 X = "user.udsfs.act_for"
 XS = "security.udsfs.act_for"
 mode = sys.argv[1]
 
-def report(what, got):
-    print(f"{what}: {got}", flush=True)
-
 c = os.open(U + "/dgram/clone", os.O_RDWR)
 n = int(os.read(c, 64))
 m = os.open(f"{U}/sock/{n}/msg", os.O_RDWR)
 DATA = f"{U}/sock/{n}/data"
+RECV = "rootd2"  # named() sends to it
 
 def grant(v, name=X, path=None):
     return err(os.setxattr, path or M, name, str(v).encode())
 
 def creds(pid, uid, gid):
     return err(os.write, m, f"len=1 to=@rootd2 creds={pid}:{uid}:{gid}\nx".encode())
-
-def named(target, pid, uid, gid):
-    # as adversarial_actfor.sh's: a send ioctl naming `target` (MsgHead), with creds
-    import fcntl, struct
-    buf = bytearray(16376)
-    buf[:80] = struct.pack("14IQQII", 1, 0, 1, 0, 7, target, 1, 0, pid, uid, gid, 0, 0, 0, 0, 0, 0, 0)
-    buf[80:87] = b"\0rootd2"
-    buf[2216] = ord("x")
-    d = os.open(DATA, os.O_RDWR)
-    try:
-        return err(fcntl.ioctl, d, 0xFFF85502, buf)
-    finally:
-        os.close(d)
-
-def child(argv=None):
-    # A child waiting on a pipe; told to go, it execs argv (or exits).
-    r, w = os.pipe()
-    sr, sw = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(w)
-        os.read(r, 1)
-        if argv:
-            os.dup2(sr, 0)
-            nul = os.open("/dev/null", os.O_WRONLY)
-            os.dup2(nul, 1)
-            os.dup2(nul, 2)
-            os.execv(argv[0], argv)
-        os._exit(0)
-    os.close(r)
-    return pid, w
-
-def euid(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("Uid:"):
-            return int(line.split()[2])
-
-def wait_euid0(pid):
-    for _ in range(200):
-        if euid(pid) == 0:
-            return True
-        time.sleep(0.02)
-    return False
 
 me = (os.getuid(), os.getgid())
 if mode == "setuid-exec":
@@ -185,9 +140,7 @@ elif mode.startswith("ticket"):
         return "socket"
     if mode == "ticket-own":
         # B in a pid namespace of its own: its ticket is its own to take
-        lfd, l = clone("stream")
-        ctl(lfd, "bind @actfor2-b")
-        ctl(lfd, "listen 4")
+        lfd, l = listening("@actfor2-b", 4)
         cfd, c = clone("stream")
         ctl(cfd, "connect @actfor2-b")
         report("pid in the namespace", os.getpid())
@@ -197,9 +150,7 @@ elif mode.startswith("ticket"):
                opened(f"{U}/accept/{sys.argv[2]}"))
     else:
         # A (root): a ticket whose number it gives B, which then tries it
-        lfd, l = clone("stream")
-        ctl(lfd, "bind @actfor2-a")
-        ctl(lfd, "listen 4")
+        lfd, l = listening("@actfor2-a", 4)
         cfd, c = clone("stream")
         ctl(cfd, "connect @actfor2-a")
         t = ticket(opn(l, "data"))
@@ -256,20 +207,22 @@ run_as() { # run_as UID [unshare ARGS --] MODE ARGS...
 }
 
 failed=()
-# verdict CASE OK WHAT: a case's outcome against the exceptions file.
-verdict() {
-    local c=$1 good=$2 what=$3
-    if [ "$good" = 1 ]; then
-        if grep -qx "$c" "$EXCEPTIONS"; then
-            failed+=("$c passes but $EXCEPTIONS lists it: unlist it")
-        fi
-        ok "$c: $what"
-    elif grep -qx "$c" "$EXCEPTIONS"; then
-        say "known defect (listed in $EXCEPTIONS): $c: $what"
-    else
-        failed+=("$c: $what")
-        printf 'FAIL: %s: %s\n' "$c" "$what" >&2
-    fi
+# (verdict CASE OK WHAT: lib.sh, against $EXCEPTIONS)
+# while_b_holds DIR TRIES NOT_READY MEASURE MODE N: runs att2.py MODE N as B in the
+# background and waits (TRIES times 20 ms) until it says it holds its grants (DIR/ready,
+# else fail NOT_READY); sets `during` to what MEASURE prints then, tells B to stop
+# (DIR/ready.stop) and waits for it, and shows what B printed (DIR.out).
+while_b_holds() {
+    local dir=$1 tries=$2 not_ready=$3 measure=$4 mode=$5 n=$6 gp
+    mkdir -p -m 0777 "$dir"
+    run_as $B "$PY3" "$TMP/att2.py" "$mode" "$n" "$dir/ready" >"$dir.out" &
+    gp=$!
+    for _ in $(seq "$tries"); do [ -e "$dir/ready" ] && break; sleep 0.02; done
+    [ -e "$dir/ready" ] || fail "$not_ready: $(cat "$dir.out")"
+    during=$("$measure")
+    touch "$dir/ready.stop"
+    wait "$gp" || fail "B's grant threads failed: $(cat "$dir.out")"
+    say "$(sed 's/^/    /' "$dir.out")"
 }
 # has OUT LINE: 1 when OUT holds LINE.
 has() { grep -qxF -- "$2" <<<"$1" && echo 1; }
@@ -299,15 +252,7 @@ for _ in range(200):
 print(int((time.monotonic() - t) * 1000))' "$MNT"
 }
 before=$(a_stats)
-mkdir -m 0777 "$TMP/g"
-run_as $B "$PY3" "$TMP/att2.py" many-grants 1500 "$TMP/g/ready" >"$TMP/grants.out" &
-GP=$!
-for _ in $(seq 6000); do [ -e "$TMP/g/ready" ] && break; sleep 0.02; done
-[ -e "$TMP/g/ready" ] || fail "B's threads did not take 1,100 grants: $(cat "$TMP/grants.out")"
-during=$(a_stats)
-touch "$TMP/g/ready.stop"
-wait "$GP" || fail "B's grant threads failed: $(cat "$TMP/grants.out")"
-say "$(sed 's/^/    /' "$TMP/grants.out")"
+while_b_holds "$TMP/g" 6000 "B's threads did not take 1,100 grants" a_stats many-grants 1500
 after=$(a_stats)
 say "    A's 200 stats: ${before} ms without B, ${during} ms while B's threads set grants, ${after} ms after"
 verdict grant_stall "$([ "$during" -le $((before * 10 + 300)) ] && echo 1)" \
@@ -344,15 +289,7 @@ udsfs_mount --allow-other
 chmod 0777 "$MNT" || fail "chmod 0777 the mount root"
 fds() { ls "/proc/$DAEMON_PID/fd" | wc -l; }
 base=$(fds)
-mkdir -p -m 0777 "$TMP/p"
-run_as $B "$PY3" "$TMP/att2.py" pidfd-grants 256 "$TMP/p/ready" >"$TMP/pidfd.out" &
-GP=$!
-for _ in $(seq 3000); do [ -e "$TMP/p/ready" ] && break; sleep 0.02; done
-[ -e "$TMP/p/ready" ] || fail "B's 256 grants were not all taken: $(cat "$TMP/pidfd.out")"
-during=$(fds)
-touch "$TMP/p/ready.stop"
-wait "$GP" || fail "B's grant threads failed: $(cat "$TMP/pidfd.out")"
-say "$(sed 's/^/    /' "$TMP/pidfd.out")"
+while_b_holds "$TMP/p" 3000 "B's 256 grants were not all taken" fds pidfd-grants 256
 say "    the daemon's descriptors: $base before B, $during while B held 256 grants (RLIMIT_NOFILE 1024)"
 verdict pidfd_uncharged "$([ "$during" -le $((base + 64)) ] && echo 1)" \
     "the daemon held $base descriptors before B's 256 grants, $during while B held them, none charged to B"

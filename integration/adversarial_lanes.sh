@@ -72,21 +72,7 @@ lanes() { # lanes UID CASE ARGS...
     as_uid "$uid" env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" "$@"
 }
 failed=()
-# verdict CASE OK WHAT: a case's outcome against the exceptions file.
-verdict() {
-    local c=$1 good=$2 what=$3
-    if [ "$good" = 1 ]; then
-        if grep -qx "$c" "$EXCEPTIONS"; then
-            failed+=("$c passes but $EXCEPTIONS lists it: unlist it")
-        fi
-        ok "$c: $what"
-    elif grep -qx "$c" "$EXCEPTIONS"; then
-        say "known defect (listed in $EXCEPTIONS): $c: $what"
-    else
-        failed+=("$c: $what")
-        printf 'FAIL: %s: %s\n' "$c" "$what" >&2
-    fi
-}
+# (verdict CASE OK WHAT: lib.sh, against $EXCEPTIONS)
 
 # claim_other
 lanes $A prepare 12 >"$TMP/prep.out" 2>&1 &

@@ -283,12 +283,8 @@ def connect(name):
     return err(ctl, fd, "connect " + name)
 mode = sys.argv[1]
 if mode == "own":
-    lfd, _ = clone("stream")
-    ctl(lfd, "bind u/l.sock")
-    ctl(lfd, "listen 8")
-    mfd, _ = clone("stream")
-    ctl(mfd, "bind u/m.sock")
-    ctl(mfd, "listen 8")
+    lfd, _ = listening("u/l.sock", 8)
+    mfd, _ = listening("u/m.sock", 8)
     print("add name * refuse:", faults_write("name * refuse\n"))
     print("connect to my own listener:", connect("u/l.sock"))
     print("connect to root's listener:", connect("r.sock"))

@@ -17,23 +17,11 @@ import sys
 import time
 
 from lanes_lib import BIG, guard, pingpong_rounds, recv_exact, recv_hashed, run_case, say
-from lanes_lib import scribble_regions, send_odd_pieces
+from lanes_lib import listener, scribble_regions, send_odd_pieces
 
 libc = ctypes.CDLL(None, use_errno=True)
 MSG_TRUNC = socket.MSG_TRUNC
 MSG_DONTWAIT = socket.MSG_DONTWAIT
-
-
-def listener(d, name, ty=socket.SOCK_STREAM):
-    path = os.path.join(d, name)
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    srv = socket.socket(socket.AF_UNIX, ty)
-    srv.bind(path)
-    srv.listen(8)
-    return srv, path
 
 
 def client(path, ty=socket.SOCK_STREAM):

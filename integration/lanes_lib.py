@@ -1,16 +1,18 @@
 """lanes_lib.py: what the fast-lane scenario programs share (lanes.py,
-lanes_ready.py, lanes_connect.py, adversarial_lanes.sh's programs,
-run_checks.py): printing a line, the status file's lane= word, reading a
-whole message, draining a nonblocking descriptor, an epoll set around a send,
+lanes_ready.py, lanes_connect.py, lanes_services.py, adversarial_lanes.sh's
+programs, run_checks.py): printing a line, the status file's lane= word, a
+listener at a path, reading a whole message, draining a nonblocking descriptor, an epoll set around a send,
 and a forked peer on one end of a pair.
 
 Not a test itself. A program in this folder imports it as it is (Python puts
 the program's folder first on sys.path); a script that copies a program
 elsewhere (into $TMP, to run it as another user) copies this file beside it."""
 
+import contextlib
 import hashlib
 import os
 import select
+import socket
 import sys
 import traceback
 
@@ -42,6 +44,18 @@ def guard(s, what):
     lane = lane_of(s)
     if lane is not None:
         say("GUARD", what, lane)
+
+
+def listener(d, name, ty=socket.SOCK_STREAM):
+    """A socket of type ty listening (backlog 8) at d/name, a node an
+    earlier run left there removed first; and its path."""
+    path = os.path.join(d, name)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    srv = socket.socket(socket.AF_UNIX, ty)
+    srv.bind(path)
+    srv.listen(8)
+    return srv, path
 
 
 def recv_exact(s, n):

@@ -26,6 +26,8 @@ import struct
 import sys
 import time
 
+from lanes_lib import guard, listener, say
+
 CASES = {
     "epoll_level": ("level", "level"),
     "epoll_edge_poll": ("edge", "poll"),
@@ -33,23 +35,6 @@ CASES = {
 }
 ROUNDS = 300
 GUARD_AT = 40
-
-
-def say(*a):
-    os.write(1, (" ".join(str(x) for x in a) + "\n").encode())
-
-
-def guard(s, who, when):
-    """The status file's lane= line of socket s (udsfs only)."""
-    try:
-        link = os.readlink(f"/proc/self/fd/{s.fileno()}")
-    except OSError:
-        return
-    if "/.udsfs/sock/" not in link:
-        return
-    with open(os.path.join(os.path.dirname(link), "status")) as f:
-        lane = [l.strip() for l in f if l.startswith("lane=")]
-    say("GUARD", who, when, lane[0] if lane else "lane=?")
 
 
 class Waiter:
@@ -147,8 +132,8 @@ def serve(s, how, seed):
         sent.update(body)
         nout += m
         if i == GUARD_AT:
-            guard(s, "server", "early")
-    guard(s, "server", "end")
+            guard(s, "server early")
+    guard(s, "server end")
     # Said after the client's line (main): one order on every run.
     return f"server got {nin} {got.hexdigest()[:16]} sent {nout} {sent.hexdigest()[:16]}"
 
@@ -176,22 +161,15 @@ def ask(s, how, seed):
         got.update(rep)
         nin += m
         if i == GUARD_AT:
-            guard(s, "client", "early")
-    guard(s, "client", "end")
+            guard(s, "client early")
+    guard(s, "client end")
     say("client sent", nout, sent.hexdigest()[:16], "got", nin, got.hexdigest()[:16])
 
 
 def main():
     case, d = sys.argv[1], sys.argv[2]
     server_how, client_how = CASES[case]
-    path = os.path.join(d, "svc-" + case)
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(path)
-    srv.listen(8)
+    srv, path = listener(d, "svc-" + case)
     pid = os.fork()
     if pid == 0:
         try:

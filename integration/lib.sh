@@ -78,6 +78,25 @@ fail() {
     exit 1
 }
 
+# verdict CASE OK WHAT: a case's outcome against the exceptions file $EXCEPTIONS (a
+# case listed there is a known defect: it must fail, and passing makes it a failure
+# until unlisted). Failures are added to the caller's array `failed`, which the
+# script checks at its end.
+verdict() {
+    local c=$1 good=$2 what=$3
+    if [ "$good" = 1 ]; then
+        if grep -qx "$c" "$EXCEPTIONS"; then
+            failed+=("$c passes but $EXCEPTIONS lists it: unlist it")
+        fi
+        ok "$c: $what"
+    elif grep -qx "$c" "$EXCEPTIONS"; then
+        say "known defect (listed in $EXCEPTIONS): $c: $what"
+    else
+        failed+=("$c: $what")
+        printf 'FAIL: %s: %s\n' "$c" "$what" >&2
+    fi
+}
+
 # ---------------------------------------------------------------- time and processes
 
 # now_ms: wall clock in milliseconds (no fork needed for the clock itself).
@@ -217,12 +236,16 @@ py() {
 $code" "$@"
 }
 
-# with_helpers FILE: writes udsfs_files.py's text and then stdin, a program, to FILE.
+# with_helpers FILE [LIB.py...]: writes udsfs_files.py's text, then each LIB.py of
+# integration/ (helpers some scripts share), then stdin, a program, to FILE.
 with_helpers() {
+    local out=$1 lib
+    shift
     {
         printf '%s\n' "$PY_PRELUDE"
+        for lib in "$@"; do cat "$LIB_DIR/$lib"; done
         cat
-    } >"$1"
+    } >"$out"
 }
 
 # ---------------------------------------------------------------- sockets

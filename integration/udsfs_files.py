@@ -47,6 +47,15 @@ def clone(ty):
     return fd, int(os.read(fd, 64).split()[0])
 
 
+def listening(name, backlog):
+    """A new stream socket bound to `name` and listening with `backlog`: its
+    clone file's descriptor and its number."""
+    fd, n = clone("stream")
+    ctl(fd, "bind " + name)
+    ctl(fd, f"listen {backlog}")
+    return fd, n
+
+
 def pair(ty):
     """A new socketpair of type `ty`: the pair file's descriptor and both numbers."""
     fd = os.open(f"{U}/{ty}/pair", os.O_RDWR)

@@ -644,10 +644,8 @@ fn arrived_once<T: PartialEq>(what: &str, unit: &str, got: &[T], sent: &[T], exa
 fn run_schedule(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x9e3779b97f4a7c15) | 1);
     let eng = Engine::new(Config {
-        hash_buckets: 4,
         sndbuf: SNDBUF,
-        background_gc: false,
-        ..Config::default()
+        ..Config::small()
     });
     let inner = Inner::new(eng.clone(), 0, 0);
     let ty = [SockType::Stream, SockType::Dgram, SockType::Seqpacket][rng.below(3) as usize];
@@ -892,11 +890,7 @@ fn one_message_wakes_one_parked_reader() {
 /// An engine and FUSE layer without a mount, and a pair of type `ty`: the
 /// pair file's handle and the two socket numbers.
 fn pair_without_mount(ty: SockType) -> (Arc<Engine>, Arc<Inner>, u64, Vec<u64>) {
-    let eng = Engine::new(Config {
-        hash_buckets: 4,
-        background_gc: false,
-        ..Config::default()
-    });
+    let eng = Engine::new(Config::small());
     let inner = Inner::new(eng.clone(), 0, 0);
     let pair = open(&inner, Node::Ctrl(Ctrl::Pair(ty)));
     let ids = read_text(&inner, pair)

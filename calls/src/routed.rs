@@ -141,44 +141,53 @@ pub fn read_entries(dir: &std::path::Path) -> std::io::Result<Vec<(Vec<u8>, Kind
         .collect())
 }
 
-/// unlink of routed path `abs` removes its node in the mount too, as
-/// servers unlink a stale socket before they bind it again (and
-/// shutil.rmtree removes a directory's entries with unlinkat): the node,
-/// then the kernel's `call` (the link at the path). Either gone is a
-/// success; else the node's error, or the kernel's when the node was not
-/// there. None: not a routed path (the kernel's call is the whole answer).
-pub fn unlink(
-    t: &impl Moves,
-    routes: &Routes,
-    abs: &[u8],
-    call: impl FnOnce() -> Res<()>,
-) -> Option<Res<()>> {
-    let node = node(routes, abs)?;
-    let inside = t.unlink_node(&node);
-    let outside = call();
-    Some(match (inside, outside) {
-        (Ok(()), _) | (_, Ok(())) => Ok(()),
-        (Err(libc::ENOENT), Err(e)) | (Err(e), Err(_)) => Err(e),
-    })
+/// What a removal of a routed path removes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Removed {
+    /// unlink: the link at the path.
+    Link,
+    /// rmdir, or unlinkat with AT_REMOVEDIR: a directory.
+    Dir,
 }
 
-/// rmdir of routed directory `abs` (the kernel's `call`: rmdir, or unlinkat
-/// with AT_REMOVEDIR) removes the directory a bind below it made in the
-/// mount (`bind::mirror_dirs`) too, once the kernel's is gone: a later bind
-/// of the same name would find it there (EADDRINUSE). None: not a routed
-/// path.
-pub fn rmdir(
+/// unlink or rmdir (`what`) of routed path `abs`, the kernel's `call`
+/// removing the link or the directory at the path. None: not a routed
+/// path (the kernel's call is the whole answer).
+///
+/// unlink removes the path's node in the mount too, as servers unlink a
+/// stale socket before they bind it again (and shutil.rmtree removes a
+/// directory's entries with unlinkat): the node, then the kernel's link.
+/// Either gone is a success; else the node's error, or the kernel's when
+/// the node was not there.
+///
+/// rmdir removes the directory a bind below it made in the mount
+/// (`bind::mirror_dirs`) too, once the kernel's is gone: a later bind of
+/// the same name would find it there (EADDRINUSE).
+pub fn remove(
+    what: Removed,
     t: &impl Moves,
     routes: &Routes,
     abs: &[u8],
     call: impl FnOnce() -> Res<()>,
 ) -> Option<Res<()>> {
     let node = node(routes, abs)?;
-    let r = call();
-    if r.is_ok() {
-        let _ = t.rmdir_node(&node);
-    }
-    Some(r)
+    Some(match what {
+        Removed::Link => {
+            let inside = t.unlink_node(&node);
+            let outside = call();
+            match (inside, outside) {
+                (Ok(()), _) | (_, Ok(())) => Ok(()),
+                (Err(libc::ENOENT), Err(e)) | (Err(e), Err(_)) => Err(e),
+            }
+        }
+        Removed::Dir => {
+            let r = call();
+            if r.is_ok() {
+                let _ = t.rmdir_node(&node);
+            }
+            r
+        }
+    })
 }
 
 /// What a rename of a routed path moves in the mount.
@@ -452,7 +461,7 @@ mod tests {
             (b"/r/full", Ok(()), Some(Ok(()))),
             (b"/tmp/s", Ok(()), None),
         ] {
-            let r = unlink(&t, &routes(), path, || kernel);
+            let r = remove(Removed::Link, &t, &routes(), path, || kernel);
             println!(
                 "unlink {} (kernel {kernel:?}): {r:?}; {}",
                 ascii(path),
@@ -460,13 +469,18 @@ mod tests {
             );
             assert_eq!(r, want);
         }
-        let r = rmdir(&t, &routes(), b"/r/d", || Ok(()));
+        let r = remove(Removed::Dir, &t, &routes(), b"/r/d", || Ok(()));
         let done = t.taken();
         println!("rmdir /r/d: {r:?}; {done}");
         assert_eq!((r, done.as_str()), (Some(Ok(())), "rmdir node /m/r/d"));
-        let r = rmdir(&t, &routes(), b"/r/d", || Err(libc::ENOTEMPTY));
+        let r = remove(Removed::Dir, &t, &routes(), b"/r/d", || {
+            Err(libc::ENOTEMPTY)
+        });
         assert_eq!((r, t.taken().as_str()), (Some(Err(libc::ENOTEMPTY)), ""));
-        assert_eq!(rmdir(&t, &routes(), b"/tmp/d", || Ok(())), None);
+        assert_eq!(
+            remove(Removed::Dir, &t, &routes(), b"/tmp/d", || Ok(())),
+            None
+        );
     }
 
     #[test]

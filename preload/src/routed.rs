@@ -10,6 +10,7 @@
 use std::ffi::{CStr, CString};
 
 use libc::{c_char, c_int};
+use udsfs_calls::routed::Removed;
 
 use crate::errno::{errno, set_errno};
 use crate::{mount, real};
@@ -181,7 +182,7 @@ fn carried<const N: usize>(
 
 /// unlink of a routed socket path, relative to `dirfd` (AT_FDCWD or a
 /// directory descriptor), removes its node in the mount too
-/// (udsfs_calls::routed::unlink). None: not a routed path (the C library's
+/// (udsfs_calls::routed::remove). None: not a routed path (the C library's
 /// call is the whole answer).
 pub fn unlink(dirfd: c_int, path: *const c_char) -> Option<c_int> {
     let m = routed_mount()?;
@@ -191,16 +192,18 @@ pub fn unlink(dirfd: c_int, path: *const c_char) -> Option<c_int> {
         [(dirfd, path)],
         // SAFETY: the program's path.
         || unsafe { real::unlinkat(dirfd, path, 0) },
-        |m, [abs], call| udsfs_calls::routed::unlink(&mount::Own, &m.routes, abs, call),
+        |m, [abs], call| {
+            udsfs_calls::routed::remove(Removed::Link, &mount::Own, &m.routes, abs, call)
+        },
     ))
 }
 
 /// rmdir of a routed directory (`call`, the C library's rmdir or unlinkat
 /// with AT_REMOVEDIR) removes the directory a bind below it made in the
-/// mount too, once the kernel's is gone (udsfs_calls::routed::rmdir).
+/// mount too, once the kernel's is gone (udsfs_calls::routed::remove).
 pub fn rmdir(dirfd: c_int, path: *const c_char, call: impl FnOnce() -> c_int) -> c_int {
     carried([(dirfd, path)], call, |m, [abs], call| {
-        udsfs_calls::routed::rmdir(&mount::Own, &m.routes, abs, call)
+        udsfs_calls::routed::remove(Removed::Dir, &mount::Own, &m.routes, abs, call)
     })
 }
 

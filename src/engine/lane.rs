@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering, fence};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -34,6 +34,7 @@ use super::log_limit::limited;
 use super::message::SendMsg;
 use super::quota::{Charge, Quota};
 use super::socket::{Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockType, Socket};
+use super::worker::Worker;
 use super::{Caller, Engine, Result, Waiter};
 
 /// How long the way down waits for an end to finish moving bytes (a copy
@@ -125,8 +126,7 @@ pub struct Lanes {
     /// thread (started at the first), which wakes on `more`.
     draining: Mutex<Vec<Arc<Mutex<Lane>>>>,
     more: Condvar,
-    drainer: OnceLock<()>,
-    engine: OnceLock<Weak<Engine>>,
+    drainer: Worker,
 }
 
 impl Lanes {
@@ -140,27 +140,19 @@ impl Lanes {
             quota,
             draining: Mutex::default(),
             more: Condvar::new(),
-            drainer: OnceLock::new(),
-            engine: OnceLock::new(),
+            drainer: Worker::default(),
         }
     }
 
     /// Set once the engine is in its Arc (the drainer holds it weakly).
     pub(crate) fn attach(&self, eng: &Arc<Engine>) {
-        let _ = self.engine.set(Arc::downgrade(eng));
+        self.drainer.attach(eng);
     }
 
     /// Hands `lane` to the drainer thread (started at the first).
     fn wait_busy(&self, lane: Arc<Mutex<Lane>>) {
-        self.drainer.get_or_init(|| {
-            let eng = self.engine.get().cloned().unwrap_or_default();
-            let spawned = std::thread::Builder::new()
-                .name("udsfs-lane-drain".into())
-                .spawn(move || drainer(&eng));
-            if let Err(e) = spawned {
-                log::error!("no lane drainer thread: {e}");
-            }
-        });
+        self.drainer
+            .start("udsfs-lane-drain", "lane drainer", drainer);
         self.draining.lock().push(lane);
         self.more.notify_one();
     }
@@ -845,10 +837,8 @@ mod tests {
 
     fn lanes_engine() -> Arc<Engine> {
         Engine::new(crate::engine::Config {
-            hash_buckets: 4,
-            background_gc: false,
             lanes: true,
-            ..crate::engine::Config::default()
+            ..crate::engine::Config::small()
         })
     }
 
@@ -1058,11 +1048,9 @@ mod tests {
     /// (`--user-share 500`), as the attack tests below need.
     fn shared_out() -> std::sync::Arc<Engine> {
         Engine::new(crate::engine::Config {
-            hash_buckets: 4,
-            background_gc: false,
             lanes: true,
             user_share_permille: 500,
-            ..crate::engine::Config::default()
+            ..crate::engine::Config::small()
         })
     }
 
@@ -1084,6 +1072,14 @@ mod tests {
     fn fresh_lane(e: &Engine, c: &Caller) -> Result<()> {
         let (x, _y) = e.try_socketpair(SockType::Stream, c).unwrap();
         e.lane_prepare(&x, c).map(|_| ())
+    }
+
+    /// User A, while B holds its share of lanes: a fresh pair of A's still
+    /// gets one.
+    fn a_still_gets_a_lane(e: &Engine, a: &Caller) {
+        let got = fresh_lane(e, a);
+        println!("A's fresh pair: {got:?}");
+        assert_eq!(got, Ok(()));
     }
 
     /// A client of `c`'s connected to `srv`'s name `addr`, and its accepted end.
@@ -1122,6 +1118,15 @@ mod tests {
         })
     }
 
+    /// User B (65534) takes lane pairs until one is refused (at most
+    /// `most`): users A (61021) and B, B's pairs and the refusal.
+    fn b_fills_its_share(e: &Engine, most: usize) -> (Caller, Caller, Vec<Ends>, Errno) {
+        use crate::engine::tests::user;
+        let (a, b) = (user(61021), user(65534));
+        let (held, refused) = pairs_until_refused(e, &b, most);
+        (a, b, held, refused)
+    }
+
     /// A connection's lane (arg 5) is on the share and the descriptor
     /// budget of the end whose ask made it, as a socketpair's is on its
     /// asker's: another user's pair still gets its lane; the end nobody
@@ -1141,9 +1146,7 @@ mod tests {
         });
         println!("B's connection lanes: {} of 8, then {refused}", held.len());
         assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
-        let got = fresh_lane(&e, &a);
-        println!("A's fresh pair: {got:?}");
-        assert_eq!(got, Ok(()));
+        a_still_gets_a_lane(&e, &a);
 
         // The accepter's ask made the lane (side A, claimed); the client's
         // end (side B) is not claimed yet: its ring drains as B.
@@ -1239,16 +1242,12 @@ mod tests {
     /// its asker's again.
     #[test]
     fn lanes_are_shared_out_per_user_and_come_back_at_the_way_down() {
-        use crate::engine::tests::user;
         let e = shared_out();
         e.lanes.quota.set_max(8);
-        let (a, b) = (user(61021), user(65534));
-        let (held, refused) = pairs_until_refused(&e, &b, 8);
+        let (a, b, held, refused) = b_fills_its_share(&e, 8);
         println!("B's lanes: {} of 8, then {refused}", held.len());
         assert_eq!((held.len(), refused), (4, Errno::EOPNOTSUPP));
-        let got = fresh_lane(&e, &a);
-        println!("A's fresh pair: {got:?}");
-        assert_eq!(got, Ok(()));
+        a_still_gets_a_lane(&e, &a);
         e.lane_down(&held[0].0, None)
             .expect("no busy word: down at once");
         let again = fresh_lane(&e, &b);
@@ -1262,22 +1261,18 @@ mod tests {
     /// charge comes back when the lane is gone.
     #[test]
     fn a_lanes_descriptors_are_charged_to_its_asker() {
-        use crate::engine::tests::user;
         let e = shared_out();
         // 10 descriptors a user: two lanes (3 held, 1 deposited, and the
         // pair's own pin) and change.
         e.depot.quota.set_max(20);
-        let (a, b) = (user(61021), user(65534));
-        let (held, refused) = pairs_until_refused(&e, &b, 10);
+        let (a, _, held, refused) = b_fills_its_share(&e, 10);
         let used = e.depot.quota.user_used(65534);
         println!(
             "B's lanes: {}, then {refused}; B's descriptors: {used}",
             held.len()
         );
         assert_eq!((held.len(), refused), (2, Errno::ETOOMANYREFS));
-        let got = fresh_lane(&e, &a);
-        println!("A's fresh pair: {got:?}");
-        assert_eq!(got, Ok(()));
+        a_still_gets_a_lane(&e, &a);
         for (x, y) in held {
             e.lane_down(&x, None).expect("no busy word: down at once");
             e.put(&x);

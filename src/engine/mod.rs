@@ -52,6 +52,7 @@ mod urg;
 pub mod userns;
 pub mod wait;
 mod wakeups;
+mod worker;
 
 #[cfg(test)]
 mod access_tests;
@@ -148,6 +149,19 @@ impl Default for Config {
             lanes: false,
             root_uid: 0,
             root_gid: 0,
+        }
+    }
+}
+
+impl Config {
+    /// A small engine for tests and models: 4 hash buckets, no background
+    /// collection thread (a test collects when it means to); the rest as
+    /// `default`.
+    pub fn small() -> Config {
+        Config {
+            hash_buckets: 4,
+            background_gc: false,
+            ..Config::default()
         }
     }
 }

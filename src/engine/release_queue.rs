@@ -12,12 +12,13 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
 use super::socket::Socket;
+use super::worker::Worker;
 use super::{Engine, Wakeups};
 
 /// References one outermost `Engine::finish` drops itself (with those of
@@ -39,26 +40,17 @@ pub(crate) struct ReleaseQueue {
     /// The thread is busy with a batch (for `settle`).
     busy: AtomicBool,
     cv: Condvar,
-    started: OnceLock<()>,
-    engine: OnceLock<Weak<Engine>>,
+    thread: Worker,
 }
 
 impl ReleaseQueue {
     /// Set once the engine is in its Arc (the thread holds it weakly).
     pub(crate) fn attach(&self, eng: &Arc<Engine>) {
-        let _ = self.engine.set(Arc::downgrade(eng));
+        self.thread.attach(eng);
     }
 
     fn defer(&self, socks: Vec<Arc<Socket>>) {
-        self.started.get_or_init(|| {
-            let eng = self.engine.get().cloned().unwrap_or_default();
-            let spawned = std::thread::Builder::new()
-                .name("udsfs-release".into())
-                .spawn(move || run(&eng));
-            if let Err(e) = spawned {
-                log::error!("no release thread: {e}");
-            }
-        });
+        self.thread.start("udsfs-release", "release", run);
         self.queue.lock().extend(socks);
         self.cv.notify_one();
     }
@@ -117,7 +109,7 @@ impl Engine {
         if outermost {
             BUDGET.set(Some(INLINE_PUTS));
         }
-        let can_defer = self.releases.engine.get().is_some();
+        let can_defer = self.releases.thread.attached();
         let mut rest = Vec::new();
         for s in drops {
             let inline = match BUDGET.get() {

@@ -9,10 +9,8 @@ use super::*;
 
 pub(super) fn engine() -> Arc<Engine> {
     Engine::new(Config {
-        hash_buckets: 4,
         max_dgram_qlen: 10,
-        background_gc: false,
-        ..Config::default()
+        ..Config::small()
     })
 }
 

@@ -345,10 +345,8 @@ mod tests {
     #[test]
     fn a_read_parks_while_a_busy_word_is_up_and_then_gets_the_rings_bytes() {
         let eng = Engine::new(Config {
-            hash_buckets: 4,
-            background_gc: false,
             lanes: true,
-            ..Config::default()
+            ..Config::small()
         });
         let inner = Inner::new(eng.clone(), 0, 0);
         let (a, b) = eng.socketpair(SockType::Stream, &me());

@@ -87,24 +87,28 @@ pub fn refused() -> Option<bool> {
 /// security module that keeps the namespace): the user name from then on.
 static NO_SECURITY_NAME: AtomicBool = AtomicBool::new(false);
 
-fn set_as(root: &CString, name: &str, value: &[u8]) -> Result<(), i32> {
+/// Sets xattr `name` to `value` with `call` (setxattr on a path, fsetxattr
+/// on a descriptor), given the NUL-terminated name, the value and its
+/// length: Ok, or the errno it set.
+fn set_xattr(
+    name: &str,
+    value: &[u8],
+    call: impl FnOnce(*const libc::c_char, *const libc::c_void, usize) -> libc::c_int,
+) -> Result<(), i32> {
     let name = CString::new(name).expect("no NUL in the name");
-    // SAFETY: NUL-terminated path and name; the value is a local buffer.
-    let r = unsafe {
-        libc::setxattr(
-            root.as_ptr(),
-            name.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    if r == 0 {
+    if call(name.as_ptr(), value.as_ptr().cast(), value.len()) == 0 {
         return Ok(());
     }
     Err(std::io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EIO))
+}
+
+fn set_as(root: &CString, name: &str, value: &[u8]) -> Result<(), i32> {
+    // SAFETY: NUL-terminated path and name; the value is the caller's buffer.
+    set_xattr(name, value, |n, v, len| unsafe {
+        libc::setxattr(root.as_ptr(), n, v, len, 0)
+    })
 }
 
 /// This thread's anchor: a udsfs socket of its own (made at its first
@@ -120,7 +124,6 @@ fn anchor_set(root: &CString, name: &str, value: &[u8]) -> Option<Result<(), i32
         static ANCHOR: std::cell::RefCell<Option<Option<std::os::fd::OwnedFd>>> =
             const { std::cell::RefCell::new(None) };
     }
-    let name = CString::new(name).expect("no NUL in the name");
     ANCHOR.with(|a| {
         let mut a = a.borrow_mut();
         let fd = a.get_or_insert_with(|| {
@@ -132,23 +135,10 @@ fn anchor_set(root: &CString, name: &str, value: &[u8]) -> Option<Result<(), i32
             .ok()
         });
         let fd = fd.as_ref()?;
-        // SAFETY: our descriptor, NUL-terminated name; the value is a local buffer.
-        let r = unsafe {
-            libc::fsetxattr(
-                fd.as_raw_fd(),
-                name.as_ptr(),
-                value.as_ptr().cast(),
-                value.len(),
-                0,
-            )
-        };
-        Some(if r == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO))
-        })
+        // SAFETY: our descriptor, NUL-terminated name; the value is the caller's buffer.
+        Some(set_xattr(name, value, |n, v, len| unsafe {
+            libc::fsetxattr(fd.as_raw_fd(), n, v, len, 0)
+        }))
     })
 }
 

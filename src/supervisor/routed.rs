@@ -16,7 +16,8 @@ use super::listener::Reply;
 use super::mem;
 use super::thread_uid::FsCreds;
 use super::tree::Tree;
-use udsfs_calls::{Res, routed};
+use udsfs_calls::Res;
+use udsfs_calls::routed::{self, Removed};
 
 /// Path argument `at` of thread `tid` made absolute against `dirfd`.
 fn absolute(tid: i32, dirfd: i32, at: u64) -> Option<Vec<u8>> {
@@ -81,38 +82,48 @@ fn as_target(tid: i32, call: impl FnOnce() -> libc::c_int) -> Res<()> {
 
 /// unlink (unlinkat: `flags` 0, or AT_REMOVEDIR for `rmdir`) of a routed
 /// path, relative to `dirfd`: its node in the mount goes too
-/// (udsfs_calls::routed::unlink), the link at the path removed here as the
+/// (udsfs_calls::routed::remove), the link at the path removed here as the
 /// target.
 pub fn unlink(ctx: &Ctx, tid: i32, dirfd: i32, path: u64, flags: i32) -> Reply {
-    if flags == libc::AT_REMOVEDIR {
-        return rmdir(ctx, tid, dirfd, path);
+    match flags {
+        0 => remove(ctx, tid, dirfd, path, Removed::Link),
+        libc::AT_REMOVEDIR => rmdir(ctx, tid, dirfd, path),
+        _ => Reply::Continue,
     }
-    if ctx.routes.routes.is_empty() || flags != 0 {
-        return Reply::Continue;
-    }
-    let Some(p) = Arg::read(tid, dirfd, path) else {
-        return Reply::Continue;
-    };
-    reply(routed::unlink(&Tree(tid), &ctx.routes, &p.abs, || {
-        // SAFETY: a NUL-terminated path.
-        as_target(tid, || unsafe { libc::unlink(p.reach.as_ptr()) })
-    }))
 }
 
 /// rmdir of a routed directory (or unlinkat with AT_REMOVEDIR): the
 /// directory a bind below it made in the mount goes too
-/// (udsfs_calls::routed::rmdir), the kernel's removed here as the target.
+/// (udsfs_calls::routed::remove), the kernel's removed here as the target.
 pub fn rmdir(ctx: &Ctx, tid: i32, dirfd: i32, path: u64) -> Reply {
+    remove(ctx, tid, dirfd, path, Removed::Dir)
+}
+
+/// unlink or rmdir (`what`) of a routed path: the kernel's call made here
+/// as the target, then the mount follows; not routed: Continue.
+fn remove(ctx: &Ctx, tid: i32, dirfd: i32, path: u64, what: Removed) -> Reply {
     if ctx.routes.routes.is_empty() {
         return Reply::Continue;
     }
     let Some(p) = Arg::read(tid, dirfd, path) else {
         return Reply::Continue;
     };
-    reply(routed::rmdir(&Tree(tid), &ctx.routes, &p.abs, || {
-        // SAFETY: a NUL-terminated path.
-        as_target(tid, || unsafe { libc::rmdir(p.reach.as_ptr()) })
-    }))
+    reply(routed::remove(
+        what,
+        &Tree(tid),
+        &ctx.routes,
+        &p.abs,
+        || {
+            let at = p.reach.as_ptr();
+            // SAFETY: a NUL-terminated path.
+            as_target(tid, || unsafe {
+                match what {
+                    Removed::Link => libc::unlink(at),
+                    Removed::Dir => libc::rmdir(at),
+                }
+            })
+        },
+    ))
 }
 
 /// rename, renameat and renameat2 (`flags`) of a routed socket path or a
