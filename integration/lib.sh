@@ -525,6 +525,22 @@ $3" "$P_N" "$P_M")
 # (bounds.sh)
 
 # socket_count: how many sockets the daemon has (the rows of .udsfs/unix).
+# socket_generation: the mount's socket count so far (scripts/cpython_suite's
+# socket_generation: a probe socket's generation, carried in its directory's inode).
+socket_generation() {
+    python3 - "$MNT" <<'EOF'
+import os, sys
+u = os.path.join(sys.argv[1], ".udsfs")
+fd = os.open(os.path.join(u, "stream", "clone"), os.O_RDWR)
+try:
+    ino = os.stat(os.path.join(u, "sock", os.read(fd, 64).split()[0].decode())).st_ino
+finally:
+    os.close(fd)
+assert ino >> 56 == 2 and ino & 0xF == 0, hex(ino)
+print((ino & ((1 << 56) - 1)) >> 4)
+EOF
+}
+
 socket_count() {
     printf '%s\n' $(($(wc -l <"$U/unix") - 1))
 }
