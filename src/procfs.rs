@@ -373,6 +373,15 @@ pub fn start_time(pid: i32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// A child `sleep SECS` for tests that need a live process of their own.
+#[cfg(test)]
+pub(crate) fn sleeping_child(secs: u32) -> std::process::Child {
+    std::process::Command::new("sleep")
+        .arg(secs.to_string())
+        .spawn()
+        .expect("sleep")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -90,10 +90,7 @@ mod tests {
         let b = pins.pin(&q, me, 1000).unwrap();
         assert!(Arc::ptr_eq(&a, &b), "the same process shares one pidfd");
         assert_eq!(q.used(), 1);
-        let mut child = std::process::Command::new("sleep")
-            .arg("5")
-            .spawn()
-            .unwrap();
+        let mut child = crate::procfs::sleeping_child(5);
         let cpid = child.id() as i32;
         assert_eq!(pins.pin(&q, cpid, 1000).unwrap_err(), Errno::ENFILE);
         drop((a, b));

@@ -462,10 +462,7 @@ mod tests {
     /// gets nothing; the owner itself gets the signal.
     #[test]
     fn a_process_that_took_the_owners_pid_gets_no_signal() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .expect("sleep");
+        let mut child = crate::procfs::sleeping_child(30);
         let pid = child.id() as i32;
         let owner = UrgOwner::new(pid, 0);
         let started = owner.started.expect("the child's start time");

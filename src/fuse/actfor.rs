@@ -675,10 +675,7 @@ mod tests {
 
     #[test]
     fn a_child_may_be_acted_for_and_a_stranger_not() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("5")
-            .spawn()
-            .unwrap();
+        let mut child = crate::procfs::sleeping_child(5);
         let pid = child.id();
         let me = tid();
         assert_eq!(set(me, 0, b"1"), Err(libc::EPERM), "init is not below us");
@@ -712,10 +709,7 @@ mod tests {
 
     #[test]
     fn grants_of_exited_threads_are_swept() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("20")
-            .spawn()
-            .unwrap();
+        let mut child = crate::procfs::sleeping_child(20);
         let pid = child.id().to_string();
         for _ in 0..SWEEP_AT + 10 {
             let p = pid.clone();
@@ -731,10 +725,7 @@ mod tests {
 
     /// A child `sleep 20`.
     fn sleeper() -> std::process::Child {
-        std::process::Command::new("sleep")
-            .arg("20")
-            .spawn()
-            .unwrap()
+        crate::procfs::sleeping_child(20)
     }
 
     #[test]

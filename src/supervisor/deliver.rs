@@ -227,10 +227,7 @@ mod tests {
 
     #[test]
     fn a_stop_ended_by_sigcont_is_no_signal_now() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
+        let mut child = crate::procfs::sleeping_child(30);
         let pid = child.id();
         // SAFETY: signals to our own child.
         unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
