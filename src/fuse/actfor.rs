@@ -34,8 +34,8 @@ struct Grant {
     tgid: i32,
     started: u64,
     target: u32,
-    fsuid: u32,
-    fsgid: u32,
+    /// The target's fsuid and fsgid, as the requests made for it carry.
+    fs: (u32, u32),
     /// The target as granted.
     checked: Target,
     /// "TID netns": sockets made under the grant are made in the network
@@ -392,8 +392,7 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
             tgid: me.tgid,
             started,
             target,
-            fsuid: them.uids[3],
-            fsgid: them.gids[3],
+            fs: (them.uids[3], them.gids[3]),
             checked,
             granter_netns,
             pidfds,
@@ -439,8 +438,7 @@ fn checked_before(
         tgid,
         started,
         target,
-        fsuid: st.uids[3],
-        fsgid: st.gids[3],
+        fs: (st.uids[3], st.gids[3]),
         checked,
         granter_netns,
         pidfds: Some(pidfds),
@@ -550,7 +548,7 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
         return own;
     };
     let granter_netns = gr.granter_netns;
-    let (tgid, started, who) = (gr.tgid, gr.started, (gr.target, gr.fsuid, gr.fsgid));
+    let (tgid, started, who) = (gr.tgid, gr.started, (gr.target, gr.fs.0, gr.fs.1));
     let t = gr.checked;
     let has_pidfds = gr.pidfds.is_some();
     drop(g);
@@ -645,8 +643,8 @@ pub fn caller_named(tid: u32, uid: u32, gid: u32, target: u32) -> Result<ActFor,
             // processes, the target's ids): its answer, without asking twice.
             let who = ActFor {
                 tid: target,
-                uid: gr.fsuid,
-                gid: gr.fsgid,
+                uid: gr.fs.0,
+                gid: gr.fs.1,
                 status: gr.status.clone(),
                 netns: None,
             };
