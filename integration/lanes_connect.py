@@ -450,6 +450,9 @@ def scribbler(d):
     c = client(os.path.join(d, "victim"))
     pingpong_rounds(c, 200, True)
     guard(c, "attacker before the scribble")
+    # The victim's look at its status (`victim`) before the scribble takes
+    # the lane down: it sends this byte after it.
+    assert c.recv(1) == b"!", "no byte from the victim"
     say("attacker: regions scribbled over:", scribble_regions() > 0)
     try:
         c.sendall(b"x" * 100)
@@ -468,7 +471,12 @@ def victim(d):
     say("victim: listening")
     bad_c, _ = srv.accept()
     pingpong_rounds(bad_c, 200, False)
+    # Slowed by load, the victim looked after the scribble had reset the
+    # connection (lane=none): the pause makes that order likely, the byte
+    # after the look (the attacker waits for it) makes it impossible.
+    time.sleep(0.3)
     guard(bad_c, "victim's end of the attacker's connection")
+    bad_c.sendall(b"!")
     path = os.path.join(d, "victim")
 
     def good():

@@ -133,7 +133,13 @@ def serve(s, how, seed):
         nout += m
         if i == GUARD_AT:
             guard(s, "server early")
+    # The client has the last reply now: were it to close its end before
+    # this look (a close takes the lane down, lane=none), a server slowed by
+    # load would see none. The pause makes that order likely; the client
+    # waits for the byte after it (`ask`) so that it cannot happen.
+    time.sleep(0.3)
     guard(s, "server end")
+    send_all(s, w, b"!")
     # Said after the client's line (main): one order on every run.
     return f"server got {nin} {got.hexdigest()[:16]} sent {nout} {sent.hexdigest()[:16]}"
 
@@ -163,6 +169,8 @@ def ask(s, how, seed):
         if i == GUARD_AT:
             guard(s, "client early")
     guard(s, "client end")
+    # The server's "looked at my status" (`serve`): only then close.
+    assert recv_n(s, w, 1) == b"!", "no last byte"
     say("client sent", nout, sent.hexdigest()[:16], "got", nin, got.hexdigest()[:16])
 
 

@@ -579,8 +579,21 @@ impl Engine {
             }
         }
         s.polled.store(true, Ordering::Release);
-        let _ = self.lane_down(s, None);
+        self.lane_down_by_poll(s, tid, mine, "poll");
         false
+    }
+
+    /// The polled rule's way down, with a debug line saying whose poll
+    /// took which lane down (`RUST_LOG=udsfs=debug`): only when there was
+    /// a lane, so that the polls of sockets without one say nothing.
+    fn lane_down_by_poll(&self, s: &Socket, tid: u32, mine: i32, what: &str) {
+        if let Some(lane) = self.lane_of(s) {
+            log::debug!(
+                "socket {}: lane down by a {what} of thread {tid} (its library's process: {mine})",
+                s.id
+            );
+            let _ = self.lane_end(&lane, true, None);
+        }
     }
 
     /// After a FUSE POLL of `s` by `tid` registered `w` (the socket's lock
@@ -596,7 +609,7 @@ impl Engine {
         if mine > 0 && thread_of(tid, mine) {
             w.clone().wake();
         } else {
-            let _ = self.lane_down(s, None);
+            self.lane_down_by_poll(s, tid, mine, "poll registered while the lane was made");
         }
     }
 
