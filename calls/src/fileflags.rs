@@ -7,7 +7,8 @@
 //! adds O_LARGEFILE to every open of a 64-bit process. A socket shows
 //! neither (F_GETFL of a kernel socketpair: O_RDWR), and F_SETFL(O_DIRECT)
 //! on a socket is EINVAL (no FMODE_CAN_ODIRECT). The rule is here, once;
-//! the library's fcntl applies it.
+//! both fronts' fcntl apply it (preload/src/files.rs, and
+//! src/supervisor/fcntl.rs, which makes F_SETFL itself on its copy).
 
 use libc::c_int;
 
