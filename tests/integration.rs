@@ -37,6 +37,9 @@ fn timeout_of(name: &str) -> Duration {
         // Go's net and syscall tests built (a cold Go cache compiles them), then seven
         // passes: the kernel's three, four through udsfs (TestSplice waits 10 s in one).
         "run_go_tests" => Duration::from_secs(180),
+        // tokio's tests built (a cold build: about 2 min at load ~10 on 2 cores), then
+        // four passes; the lanes pass's listed tests hang 15 s per test file.
+        "run_tokio_tests" => Duration::from_secs(420),
         _ => TIMEOUT,
     }
 }
@@ -259,6 +262,7 @@ scripts!(
     run_ssh_agent,
     run_socat_nc,
     run_supervisord,
+    run_tokio_tests,
     run_xvfb,
     sigio,
     signal_send,

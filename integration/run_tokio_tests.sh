@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# run_tokio_tests.sh: tokio's own unix-socket tests (issue 29 item 6, issue 30: the same
+# results with lanes on), built from the tokio crate (pinned: integration/tokio_tests/
+# Cargo.toml and Cargo.lock) and run with libtest, test by test, on kernel sockets and
+# through `udsfs run`:
+#   kernel   TMPDIR a real directory ($TMP/k): the reference
+#   preload  the library (`udsfs run`'s default front), TMPDIR a directory in the mount:
+#            tokio's tests bind in tempfile::tempdir(), which is below TMPDIR
+#   seccomp  the same with `--front seccomp` (the supervisor traps the calls)
+#   lanes    the library again, on a `--lanes` mount (the first mount is unmounted)
+# The test files (tokio's tests/, 1.54.1): uds_stream, uds_datagram, uds_split, uds_cred,
+# uds_socket, unix_shutdown (tokio::net's Unix* types), io_async_fd (AsyncFd over a
+# socketpair made with nix, i.e. libc's socketpair, and epoll), and net_unix_pipe
+# (tokio::net::unix::pipe: FIFOs and pipe(2), no sockets): through `udsfs run` it gets a
+# real TMPDIR, as the mount holds no FIFOs or files (12 of its 19 tests mkfifo or create
+# a file there: EPERM, by design; the README says so).
+# mio: its crate (1.2.5) ships no tests/ (only examples, TCP and UDP), so none run here.
+# The build: the harness is copied to $TOKIO_DIR (default target/tokio-tests), tokio's
+# test files copied into it from cargo's registry copy of the crate, and `cargo test
+# --no-run --locked` builds them there (a cold build on a loaded 2-core machine: about
+# 2 min; later runs reuse it). Set UDSFS_TOKIO_DIR to keep the build elsewhere.
+# A test that passes on the kernel must pass in each udsfs pass, or be listed for that
+# pass in integration/run_tokio_tests_exceptions.txt with its reason; a listed test that
+# passes fails the script (remove the line); a test ignored or missing through udsfs
+# does not count as a pass. A binary that hangs (no result after 120 s) or dies has its
+# unfinished tests run again one at a time (`--exact`, 30 s each), so each gets its
+# own result. Guards: strace counts the AF_UNIX sockets each test binary uses on the
+# kernel (twice each socketpair, a socket bound, connected or sent from, an accepted
+# connection: a socket made and dropped unused never reaches udsfs); through udsfs the mount must
+# make at least as many (the generation of a probe socket, before and after each
+# binary) whenever the binary's kernel passes all pass, and at least half as many when
+# some fail, so a call left to the kernel fails the pass. On the lanes mount a probe of
+# the same build (integration/tokio_tests/udsfs_probe.rs: std's UnixStream::pair and a
+# connect/accept pair, a byte each way) must find its sockets' status lane=direct, so
+# the lanes pass is not the preload pass again.
+# Run time on a loaded 2-core machine (load ~10): a cold build about 2 min, then the
+# passes about 1.5 min (the lanes pass's listed tests hang 15 s per test file).
+source "$(dirname "$0")/lib.sh"
+
+need_cmd cargo cargo strace strace python3 python3
+need_preload
+EXCEPTIONS=$LIB_DIR/run_tokio_tests_exceptions.txt
+TESTS=(io_async_fd net_unix_pipe uds_cred uds_datagram uds_socket uds_split uds_stream unix_shutdown)
+
+# ---------------------------------------------------------------- the build
+TOKIO_DIR=${UDSFS_TOKIO_DIR:-$ROOT/target/tokio-tests}
+mkdir -p "$TOKIO_DIR/tests" "$TOKIO_DIR/src"
+# copy_if_changed SRC DST: a copy that keeps DST's time when nothing changed (a warm
+# build then rebuilds nothing).
+copy_if_changed() { cmp -s "$1" "$2" || cp "$1" "$2"; }
+copy_if_changed "$LIB_DIR/tokio_tests/Cargo.toml" "$TOKIO_DIR/Cargo.toml"
+copy_if_changed "$LIB_DIR/tokio_tests/Cargo.lock" "$TOKIO_DIR/Cargo.lock"
+copy_if_changed "$LIB_DIR/tokio_tests/udsfs_probe.rs" "$TOKIO_DIR/tests/udsfs_probe.rs"
+[ -f "$TOKIO_DIR/src/lib.rs" ] || : >"$TOKIO_DIR/src/lib.rs"
+export CARGO_TARGET_DIR=$TOKIO_DIR/target CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
+unset RUSTFLAGS CARGO_BUILD_TARGET CARGO_ENCODED_RUSTFLAGS
+timed build_ms cargo metadata --manifest-path "$TOKIO_DIR/Cargo.toml" --locked --format-version 1 \
+    >"$TMP/metadata.json" 2>"$TMP/metadata.err" || fail "cargo metadata (fetching the pinned tokio crate) failed: $(tail -5 "$TMP/metadata.err")"
+read -r TOKIO_SRC MIO_SRC < <(python3 -c '
+import json, os, sys
+p = {q["name"]: os.path.dirname(q["manifest_path"]) for q in json.load(open(sys.argv[1]))["packages"]}
+print(p["tokio"], p["mio"])' "$TMP/metadata.json")
+[ -d "$TOKIO_SRC/tests" ] || fail "the tokio crate at $TOKIO_SRC ships no tests/"
+[ ! -d "$MIO_SRC/tests" ] || say "note: the mio crate at $MIO_SRC ships tests/ now: run them here too"
+for t in "${TESTS[@]}"; do
+    copy_if_changed "$TOKIO_SRC/tests/$t.rs" "$TOKIO_DIR/tests/$t.rs"
+done
+timed ms cargo test --manifest-path "$TOKIO_DIR/Cargo.toml" --locked --no-run --tests \
+    --message-format json-render-diagnostics >"$TMP/build.json" 2>"$TMP/build.err" ||
+    fail "building tokio's tests failed: $(tail -20 "$TMP/build.err")"
+build_ms=$((build_ms + ms))
+declare -A BIN
+while read -r name exe; do BIN[$name]=$exe; done < <(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        print(m["target"]["name"], m["executable"])' "$TMP/build.json")
+for t in "${TESTS[@]}" udsfs_probe; do
+    [ -x "${BIN[$t]:-}" ] || fail "cargo built no test binary $t: $(tail -5 "$TMP/build.err")"
+done
+ok "built tokio $(basename "$TOKIO_SRC")'s tests (${TESTS[*]}) in $TOKIO_DIR in $((build_ms / 1000)) s"
+
+# ---------------------------------------------------------------- the passes
+mkdir -m 1777 "$TMP/k" "$TMP/p"
+# listed_for PASS T: the names of T's tests the exceptions file lists for PASS.
+listed_for() {
+    awk -v p="$1" -v t="$2" '!/^[[:space:]]*(#|$)/ {
+        n = split($1, ps, ","); hit = 0
+        for (i = 1; i <= n; i++) if (ps[i] == p || ps[i] == "*") hit = 1
+        if (hit && index($2, t "::") == 1) print substr($2, length(t) + 3)
+    }' "$EXCEPTIONS"
+}
+# run_binary PASS T TMPDIR [PREFIX...]: runs test binary T's tests in pass PASS as
+# PREFIX... T, with TMPDIR; one line `NAME ok|FAILED|ignored|none` a test (none: no
+# result) in $TMP/PASS.T.res, T's output in $TMP/PASS.T.out. The tests listed for PASS
+# run apart, all at once, 15 s at most (several of them hang); a test of the rest left
+# with no result (the binary hung or died) runs again alone.
+run_binary() {
+    local pass=$1 t=$2 tmpdir=$3 name rc skip=() listed=()
+    shift 3
+    "${BIN[$t]}" --list --format terse 2>/dev/null | sed -n 's/: test$//p' >"$TMP/$t.list"
+    [ -s "$TMP/$t.list" ] || fail "$t --list names no test"
+    mapfile -t listed < <(listed_for "$pass" "$t")
+    if printf '%s\n' ${listed[@]+"${listed[@]}"} | grep -qx '\*'; then
+        mapfile -t listed <"$TMP/$t.list"
+    fi
+    for name in ${listed[@]+"${listed[@]}"}; do
+        [ "$name" != '*' ] || continue
+        grep -qx -- "$name" "$TMP/$t.list" || fail "$EXCEPTIONS lists $t::$name for $pass: $t has no such test"
+        skip+=(--skip "$name")
+    done
+    TMPDIR=$tmpdir timeout -k 5 120 "$@" "${BIN[$t]}" --exact ${skip[@]+"${skip[@]}"} --test-threads 2 \
+        --color never >"$TMP/$pass.$t.out" 2>&1 || true
+    if [ ${#listed[@]} -gt 0 ]; then
+        {
+            echo "---- the tests listed for $pass: ${listed[*]}"
+            rc=0
+            TMPDIR=$tmpdir timeout -k 5 15 "$@" "${BIN[$t]}" --exact "${listed[@]}" --test-threads ${#listed[@]} \
+                --color never 2>&1 || rc=$?
+            echo "---- exit status $rc"
+        } >>"$TMP/$pass.$t.out"
+    fi
+    sed -n 's/^test \(.*\) \.\.\. \(ok\|FAILED\|ignored\)$/\1 \2/p' "$TMP/$pass.$t.out" >"$TMP/$pass.$t.res"
+    while read -r name; do
+        grep -q "^$name " "$TMP/$pass.$t.res" && continue
+        if printf '%s\n' ${listed[@]+"${listed[@]}"} | grep -qx -- "$name"; then
+            echo "$name none" >>"$TMP/$pass.$t.res"
+            continue
+        fi
+        say "$pass: $t: $name has no result in the whole binary's run; again alone"
+        {
+            echo "---- $name alone"
+            rc=0
+            TMPDIR=$tmpdir timeout -k 5 30 "$@" "${BIN[$t]}" --exact "$name" --test-threads 1 --color never 2>&1 || rc=$?
+            echo "---- exit status $rc"
+        } >>"$TMP/$pass.$t.out"
+        sed -n "s/^test \($name\) \.\.\. \(ok\|FAILED\|ignored\)\$/\1 \2/p" "$TMP/$pass.$t.out" | tail -1 >>"$TMP/$pass.$t.res"
+        grep -q "^$name " "$TMP/$pass.$t.res" || echo "$name none" >>"$TMP/$pass.$t.res"
+    done <"$TMP/$t.list"
+}
+
+# The kernel pass, then the count: each binary again under strace, the AF_UNIX sockets
+# it used in KSOCKS[T]: two a socketpair, one a socket(AF_UNIX, ...) later bound,
+# connected or sent from with an address (the library converts a socket to udsfs's at
+# that first use: one made and dropped unused never reaches the mount, as
+# uds_socket::assert_usage's three), one an accepted connection.
+declare -A KSOCKS
+for t in "${TESTS[@]}"; do
+    run_binary kernel "$t" "$TMP/k"
+    TMPDIR=$TMP/k timeout -k 5 120 strace -f -qq -e signal=none \
+        -e trace=socket,socketpair,bind,connect,sendto,sendmsg,accept,accept4 \
+        -o "$TMP/strace.$t" "${BIN[$t]}" --test-threads 2 >/dev/null 2>&1 || true
+    KSOCKS[$t]=$(awk '
+        # a call strace shows in two pieces (a line of another thread between) made whole
+        / <unfinished \.\.\.>$/ { sub(/ <unfinished \.\.\.>$/, ""); part[$1] = $0; next }
+        /^[0-9]+ +<\.\.\. [a-z0-9]+ resumed>/ { p = $1; sub(/^[0-9]+ +<\.\.\. [a-z0-9]+ resumed>/, ""); $0 = part[p] $0 }
+        { sub(/^[0-9]+ +/, "") }
+        /^socketpair\(AF_UNIX,/ && / = 0$/ { n += 2 }
+        /^socket\(/ && $NF ~ /^[0-9]+$/ { ux[$NF] = /^socket\(AF_UNIX,/; fresh[$NF] = ux[$NF] }
+        /^(bind|connect|sendto|sendmsg)\([0-9]+,/ && (!/ = -1 E[A-Z]+ / || /EINPROGRESS|EAGAIN/) {
+            fd = $0; sub(/^[a-z]+\(/, "", fd); sub(/,.*/, "", fd)
+            if (fresh[fd]) { n++; fresh[fd] = 0 }
+        }
+        /^accept4?\([0-9]+,/ && $NF ~ /^[0-9]+$/ {
+            fd = $0; sub(/^accept4?\(/, "", fd); sub(/,.*/, "", fd)
+            if (ux[fd]) n++
+            ux[$NF] = 0
+        }
+        END { print n + 0 }' "$TMP/strace.$t")
+    say "kernel: $t: $(grep -c ' ok$' "$TMP/kernel.$t.res") of $(wc -l <"$TMP/kernel.$t.res") passed; AF_UNIX sockets used: ${KSOCKS[$t]}"
+done
+
+mkdir -m 1777 "$MNT/t"
+# udsfs_pass PASS [udsfs run options...]: every binary through `udsfs run --mount $MNT
+# OPTIONS` with TMPDIR in the mount, and the socket guard.
+udsfs_pass() {
+    local pass=$1 t before made want kpass upass tmpdir
+    shift
+    for t in "${TESTS[@]}"; do
+        before=$(socket_generation)
+        # net_unix_pipe's FIFOs and files: in a real directory (the mount holds none)
+        tmpdir=$MNT/t
+        [ "$t" != net_unix_pipe ] || tmpdir=$TMP/p
+        run_binary "$pass" "$t" "$tmpdir" env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" "$@" --
+        made=$(($(socket_generation) - before - 1))
+        want=${KSOCKS[$t]}
+        kpass=$(grep -c ' ok$' "$TMP/kernel.$t.res" || true)
+        upass=$(awk 'NR == FNR { if ($2 == "ok") k[$1] = 1; next } k[$1] && $2 == "ok" { n++ } END { print n + 0 }' \
+            "$TMP/kernel.$t.res" "$TMP/$pass.$t.res")
+        [ "$upass" -eq "$kpass" ] || want=$((want / 2))
+        [ "$made" -ge "$want" ] ||
+            fail "$pass: $t: the mount made $made sockets while the tests opened ${KSOCKS[$t]} AF_UNIX sockets on the kernel (want $want: $upass of $kpass kernel passes passed): their calls did not reach udsfs"
+        say "$pass: $t: $upass of $kpass kernel passes passed; the mount made $made sockets (the kernel run opened ${KSOCKS[$t]})"
+    done
+}
+
+udsfs_pass preload
+udsfs_pass seccomp --front seccomp
+udsfs_unmount
+udsfs_mount --lanes
+mkdir -m 1777 "$MNT/t"
+udsfs_pass lanes
+TMPDIR=$MNT/t timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" UDSFS_PROBE_MNT="$MNT" "$UDSFS_BIN" run --mount "$MNT" -- \
+    "${BIN[udsfs_probe]}" --nocapture --test-threads 1 >"$TMP/probe.out" 2>&1 ||
+    fail "the lanes probe failed: $(tail -20 "$TMP/probe.out")"
+grep '^probe:' "$TMP/probe.out" | sed 's/^/    /'
+ok "on the --lanes mount the probe's UnixStream pair and connection had lanes (lane=direct on both ends)"
+
+# ---------------------------------------------------------------- test by test
+# An exceptions line is `PASSES BINARY::NAME REASON`: PASSES a comma list of preload,
+# seccomp, lanes (or *); BINARY the test file, NAME the test as libtest names it, or *
+# for every test of the file (stale only when all of them pass).
+python3 - "$TMP" "$EXCEPTIONS" "${TESTS[@]}" <<'EOF'
+import sys
+tmp, exceptions, tests = sys.argv[1], sys.argv[2], sys.argv[3:]
+every = {"preload", "seccomp", "lanes"}
+
+def results(p):
+    r = {}
+    for t in tests:
+        for l in open(f"{tmp}/{p}.{t}.res"):
+            name, st = l.split()
+            r[f"{t}::{name}"] = st
+    return r
+
+listed = []
+for n, l in enumerate(open(exceptions), 1):
+    l = l.strip()
+    if not l or l.startswith("#"):
+        continue
+    f = l.split(None, 2)
+    if len(f) < 3:
+        sys.exit(f"FAIL: {exceptions}:{n}: want PASSES NAME REASON: {l}")
+    passes = every if f[0] == "*" else set(f[0].split(","))
+    if not passes <= every:
+        sys.exit(f"FAIL: {exceptions}:{n}: unknown pass in {f[0]}")
+    listed.append((passes, f[1]))
+
+k = results("kernel")
+passed = sorted(t for t, s in k.items() if s == "ok")
+print(f"kernel: {len(passed)} passed, {sum(s == 'FAILED' for s in k.values())} failed, "
+      f"{sum(s == 'ignored' for s in k.values())} ignored of {len(k)}")
+bad = []
+if len(passed) < 70:
+    bad.append(f"kernel: only {len(passed)} tests passed")
+for t, s in sorted(k.items()):
+    if s != "ok":
+        print(f"    kernel: {t}: {s}")
+for p in ("preload", "seccomp", "lanes"):
+    u = results(p)
+    mine = {e for ps, e in listed if p in ps}
+    covers = lambda t: t in mine or f"{t.split('::')[0]}::*" in mine
+    got = [t for t in passed if u.get(t) == "ok"]
+    print(f"{p}: {len(got)} of {len(passed)} kernel passes pass through udsfs; {len(mine)} listed for {p}")
+    for t in passed:
+        st = u.get(t, "none")
+        if st == "ok":
+            continue
+        if covers(t):
+            print(f"    {p}: {t}: {st} (listed)")
+            continue
+        bad.append(f"{p}: {t} passes on the kernel, {st} through udsfs, not listed")
+        b, name = t.split("::", 1)
+        out = open(f"{tmp}/{p}.{b}.out", errors="replace").read()
+        at = out.find(f"---- {name} stdout ----")
+        print(f"--- {p}: {t}:\n    " + "\n    ".join(out[at:].splitlines()[:14] if at >= 0 else ["(no output of its own)"]), file=sys.stderr)
+    for e in sorted(mine):
+        hit = [t for t in k if t == e or (e.endswith("::*") and t.startswith(e[:-1]))]
+        if not hit:
+            bad.append(f"{p}: listed {e} ran neither there nor on the kernel (remove or rename the line)")
+        elif all(u.get(t) == "ok" for t in hit):
+            bad.append(f"{p}: listed {e} passes now (remove the line, or {p} from it)")
+if bad:
+    sys.exit("FAIL: " + "\n      ".join(bad))
+EOF
