@@ -263,8 +263,15 @@ impl bind::Tree for Own {
         }
     }
 
-    fn may_write(&self, path: &[u8]) -> Res<()> {
-        bind::writable(&cpath(path)?)
+    fn chmod(&self, inside: &[u8], mode: u32) {
+        if let Ok(p) = cpath(inside) {
+            // SAFETY: a NUL-terminated path.
+            unsafe { libc::chmod(p.as_ptr(), mode) };
+        }
+    }
+
+    fn may(&self, path: &[u8], mask: i32) -> Res<()> {
+        bind::accessible(&cpath(path)?, mask)
     }
 }
 
