@@ -8,9 +8,11 @@
 #     mode d had at the bind (0755), which was all the daemon's walk looked at: B
 #     connected and its message reached A's socket.
 #  2. d made 0711 (search only): B's sendto goes through, as on Linux.
-#  3. A binds a second socket in d (0700 again): the mount's copy of d takes d's mode
-#     now, so B reaching A's socket through the mount's own path is EACCES too (it
-#     connected there: the copy stayed 0755).
+#  3. B through the mount's path to the name, under the front: EACCES (the same tree
+#     path: the kernel's d decides); through the mount's own files (a ctl file's
+#     "connect", no front) the copy of d decides, which takes d's mode (0700) at A's next
+#     bind below d (it stayed 0755: B connected). Before that bind the copy is as it
+#     was (README "What is routed"): printed, not judged.
 #  4. what reached A's socket: only the message of 2.
 UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
@@ -66,7 +68,14 @@ for arg in sys.argv[1:]:
     op, path = arg.split(":", 1)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     try:
-        if op == "connect":
+        if op.startswith("ctl"):
+            # The mount's own files, no front: a new socket's ctl file.
+            u = os.environ["U"]
+            h = os.open(u + "/dgram/clone", os.O_RDWR)
+            n = int(os.read(h, 64))
+            c = os.open("%s/sock/%d/ctl" % (u, n), os.O_WRONLY)
+            os.write(c, b"connect " + path.encode() + b"\n")
+        elif op == "connect":
             s.connect(path)
         else:
             s.sendto(op.encode(), path)
@@ -91,8 +100,11 @@ for i in \$(seq 200); do [ -e "$W/f/up" ] && break; sleep 0.05; done
 b() { setpriv --reuid=$B --regid=$B --clear-groups /usr/bin/python3 "$TMP/b.py" "\$@"; }
 echo "1."; b "connect:$R/d/s.sock" "1-sendto:$R/d/s.sock"
 step 0; echo "2."; b "2-sendto:$R/d/s.sock"
-# d 0700 again, then A's bind below it: the copy follows; B through the mount's path.
-step 1; step 2; echo "3."; b "connect:$MNT$R/d/s.sock"
+# d 0700 again; B through the mount's own files (no front) before and after A's bind
+# below d, which brings the copy along.
+step 1; echo "3a."; U=$U LD_PRELOAD= setpriv --reuid=$B --regid=$B --clear-groups /usr/bin/python3 "$TMP/b.py" "ctl-before:${R#/}/d/s.sock"
+step 2; echo "3."; b "connect:$MNT$R/d/s.sock"
+U=$U LD_PRELOAD= setpriv --reuid=$B --regid=$B --clear-groups /usr/bin/python3 "$TMP/b.py" "ctl:${R#/}/d/s.sock"
 step 3
 wait \$a
 cat "$W/a.out"
@@ -114,8 +126,13 @@ SH
     got=$(grep "^connect:$MNT" <<<"$out" || true)
     say "[$front] 3. the mount's copy of d after A's bind in d 0700: $(stat -c '%a %U' "$MNT$R/d")"
     [ "$got" == "connect:$MNT$R/d/s.sock errno 13" ] ||
-        fail "[$front] 3. B connected to A's socket through the mount's path after A's bind in d 0700 (the copy's mode): '$got' (want EACCES: the copy follows d)"
-    ok "[$front] 3. the mount's copy of d took d's mode at A's bind"
+        fail "[$front] 3. B connected to A's socket through the mount's path under the front: '$got' (Linux: EACCES)"
+    ok "[$front] 3. through the mount's path under the front: EACCES (the kernel's d decides)"
+    say "[$front] 3a. before A's bind, through the mount's own files (the copy as it was, README): $(grep "^ctl-before:" <<<"$out")"
+    got=$(grep "^ctl:" <<<"$out" || true)
+    [ "$got" == "ctl:${R#/}/d/s.sock errno 13" ] ||
+        fail "[$front] 3. B connected to A's socket through the mount's own files after A's bind in d 0700: '$got' (want EACCES: the copy follows d)"
+    ok "[$front] 3. through the mount's own files too, once A bound below d"
     got=$(grep "^A received:" <<<"$out" || true)
     [ "$got" == "A received: 2-sendto" ] || fail "[$front] 4. A's socket received '$got' (want only B's message of 2)"
     ok "[$front] 4. A's socket received only the message B was allowed to send"
