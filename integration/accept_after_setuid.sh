@@ -57,7 +57,7 @@ expect_eq "the static program through udsfs run (the supervisor)" "$(grep -v '^w
 out=$(py '
 import random, socket, struct
 NOBODY = 65534
-CTL_SIZE = 352
+CTL_SIZE = 496
 IOC_CTL = (3 << 30) | (CTL_SIZE << 16) | (ord("U") << 8) | 1
 OP_TICKET = 41
 

@@ -9,14 +9,14 @@ def named(target, pid, uid, gid):
     import fcntl, struct
     buf = bytearray(16376)
     # (the head: 14 u32, timeo_left, stamp, tstamp and pad, 80 bytes; then
-    # `addr`, "\0" RECV; the payload after the whole head, at 2216)
+    # `addr`, "\0" RECV; the payload after the whole head, at 2360)
     addr = b"\0" + RECV.encode()
     buf[:80] = struct.pack("14IQQII", 1, 0, 1, 0, len(addr), target, 1, 0, pid, uid, gid, 0, 0, 0, 0, 0, 0, 0)
     buf[80:80 + len(addr)] = addr
-    buf[2216] = ord("x")
+    buf[2360] = ord("x")
     d = os.open(DATA, os.O_RDWR)
     try:
-        return err(fcntl.ioctl, d, 0xFFF85502, buf)
+        return err(fcntl.ioctl, d, 0xFFF85503, buf)
     finally:
         os.close(d)
 

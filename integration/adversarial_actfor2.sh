@@ -122,7 +122,7 @@ elif mode == "many-grants":
     os.write(w, b"g")
     os.waitpid(pid, 0)
 elif mode.startswith("ticket"):
-    CTL_SIZE = 352
+    CTL_SIZE = 496
     IOC_CTL = (3 << 30) | (CTL_SIZE << 16) | (ord("U") << 8) | 1
     def ticket(fd):
         # UDSFS_IOC_CTL with op AcceptTicket (41), as accept_after_setuid.sh

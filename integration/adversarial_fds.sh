@@ -57,9 +57,9 @@ import array, errno, fcntl, os, signal, socket, struct, sys, time
 MNT, mode = os.environ["MNT"], sys.argv[1]
 U = os.path.join(MNT, ".udsfs")
 FILE_TAG = 1 << 63
-IOC_MSG = 0xFFF85502
+IOC_MSG = 0xFFF85503
 MSG_BUF = 16376
-HEAD = "<11I I 112s 253Q"
+HEAD = "<11I I 256s 253Q"
 
 def name(e):
     return errno.errorcode.get(e, str(e))

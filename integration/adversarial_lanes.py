@@ -6,7 +6,7 @@
 import ctypes, mmap, socket, struct, select  # noqa: E401
 
 libc = ctypes.CDLL(None, use_errno=True)
-IOC_CTL = 0xC1605501  # udsfs_proto::ioctl::UDSFS_IOC_CTL (a 352-byte Ctl)
+IOC_CTL = 0xC1F05501  # udsfs_proto::ioctl::UDSFS_IOC_CTL (a 496-byte Ctl)
 OP_LANE_CLAIM = 40
 BUSY = (16, 20)  # the busy words of sides 0 and 1 (region.rs: header offset 16 + 4 side)
 
@@ -17,7 +17,7 @@ def say(*a):
 
 def lane_ctl(fd, arg):
     """Op::LaneClaim with `arg` on data file `fd`: (tag, side, cap0, cap1) or the errno name."""
-    buf = (ctypes.c_char * 352)()
+    buf = (ctypes.c_char * 496)()
     struct.pack_into("Ii", buf, 0, OP_LANE_CLAIM, arg)
     if libc.ioctl(fd, ctypes.c_ulong(IOC_CTL), buf) < 0:
         return errno.errorcode.get(ctypes.get_errno(), "?")

@@ -14,8 +14,8 @@ kernel_vs_udsfs "$ROOT/tests/conformance/msgcalls.py"
 # full receiver waits likewise and goes once there is room.
 py_pair out dgram '
 import struct
-IOC, BUF = 0xFFF85502, 16376
-SEND, RECV, WAIT, ROOM, HEAD = 1, 2, 16, 14160, 2216
+IOC, BUF = 0xFFF85503, 16376
+SEND, RECV, WAIT, ROOM, HEAD = 1, 2, 16, 14016, 2360
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 def call(fd, op, flags, payload=b"", want=100):

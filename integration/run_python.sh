@@ -79,7 +79,7 @@ cat >"$TMP/hostile.py" <<'PY'
 import errno, fcntl, struct, sys
 def iowr(nr, size):
     return (3 << 30) | (size << 16) | (ord("U") << 8) | nr
-CTL, MSG = iowr(1, 352), iowr(2, 16376)
+CTL, MSG = iowr(1, 496), iowr(3, 16376)
 f = open(sys.argv[1], "r+b", buffering=0)
 def try_(cmd, buf):
     try:
@@ -87,7 +87,7 @@ def try_(cmd, buf):
         return "ok"
     except OSError as e:
         return errno.errorcode[e.errno]
-ctl = bytearray(352)
+ctl = bytearray(496)
 struct.pack_into("IiI", ctl, 0, 99, 0, 0)
 print("unknown op:", try_(CTL, ctl))
 struct.pack_into("IiI", ctl, 0, 1, 0, 500)

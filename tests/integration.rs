@@ -178,6 +178,7 @@ scripts!(
     adversarial_observers,
     adversarial_pool,
     adversarial_root_run,
+    adversarial_routed_dirs,
     adversarial_run,
     adversarial_sigio,
     adversarial_userns,

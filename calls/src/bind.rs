@@ -23,23 +23,29 @@ pub trait Tree {
     /// mkdir(2) of `inside`, a directory in the mount (the front's view of
     /// it), with `mode`; an error is left for the bind to meet.
     fn mkdir(&self, inside: &[u8], mode: u32);
-    /// May the program write `path` (following links)? faccessat2(2) W_OK
-    /// with AT_EACCESS, as the program: its errno when not.
-    fn may_write(&self, path: &[u8]) -> Res<()>;
+    /// chmod(2) of `inside`, a directory in the mount (the front's view of
+    /// it), as the program: refused (EPERM) unless it owns it or is root;
+    /// an error is left.
+    fn chmod(&self, inside: &[u8], mode: u32);
+    /// May the program reach `path` (following links) for `mask` (W_OK,
+    /// X_OK)? faccessat2(2) with AT_EACCESS, as the program: its errno when
+    /// not (also the walk's: EACCES for a directory on the way it may not
+    /// search, ENOENT, ENOTDIR, ELOOP).
+    fn may(&self, path: &[u8], mask: i32) -> Res<()>;
 }
 
-/// faccessat2(2) W_OK of `path` with AT_EACCESS: may the calling thread,
-/// with the file credentials it has now, write it (following links)? The
+/// faccessat2(2) `mask` of `path` with AT_EACCESS: may the calling thread,
+/// with the file credentials it has now, reach it so (following links)? The
 /// system call itself: the C library may emulate AT_EACCESS with the
-/// effective ids, not the file ones a front set (`Tree::may_write`).
-pub fn writable(path: &std::ffi::CStr) -> Res<()> {
+/// effective ids, not the file ones a front set (`Tree::may`).
+pub fn accessible(path: &std::ffi::CStr, mask: i32) -> Res<()> {
     // SAFETY: a NUL-terminated path.
     let r = unsafe {
         libc::syscall(
             libc::SYS_faccessat2,
             libc::AT_FDCWD,
             path.as_ptr(),
-            libc::W_OK,
+            mask,
             libc::AT_EACCESS,
         )
     };
@@ -142,7 +148,14 @@ pub fn routed(t: &impl Tree, mount: &[u8], abs: &[u8], bind: impl FnOnce() -> Re
 }
 
 /// Each directory of routed path `abs` made below `mount` as well, with
-/// the kernel directory's mode (0755 when it cannot be read).
+/// the kernel directory's mode (0755 when it cannot be read), and one
+/// there already given the kernel directory's mode now, as far as the
+/// program may (its owner or root): the daemon's bind checks the mount's
+/// copy, which kept the mode it was made with, so a bind in a directory
+/// chmod made writable since (the routed root made 1777 after the run
+/// began) was EACCES. A copy the program may not chmod stays as it was
+/// until its owner or root binds below it (README "Differences from
+/// Linux").
 pub fn mirror_dirs(t: &impl Tree, mount: &[u8], abs: &[u8]) {
     let mut at = 1;
     while let Some(i) = abs
@@ -151,8 +164,13 @@ pub fn mirror_dirs(t: &impl Tree, mount: &[u8], abs: &[u8]) {
     {
         at += i + 1;
         let dir = &abs[..at - 1];
-        let mode = t.mode(dir, true).map_or(0o755, |m| m & 0o7777);
-        t.mkdir(&[mount, dir].concat(), mode);
+        let Ok(mode) = t.mode(dir, true) else {
+            t.mkdir(&[mount, dir].concat(), 0o755);
+            continue;
+        };
+        let inside = [mount, dir].concat();
+        t.mkdir(&inside, mode & 0o7777);
+        t.chmod(&inside, mode & 0o7777);
     }
 }
 
@@ -223,7 +241,7 @@ mod tests {
         assert_eq!(r, Err(libc::EADDRINUSE));
         assert_eq!(
             done,
-            "link /r/d/s -> /m/r/d/s; mkdir /m/r 700; mkdir /m/r/d 755; unlink /r/d/s"
+            "link /r/d/s -> /m/r/d/s; mkdir /m/r 700; chmod /m/r 700; mkdir /m/r/d 755; unlink /r/d/s"
         );
     }
 }

@@ -108,13 +108,16 @@ pub fn connect(
 /// daemon does not know (ENOENT) whose kernel path leads through the
 /// program's links into the mount, as unix_find_bsd's lookup follows them
 /// (a link to a routed bind's link, a chain, a linked directory), is tried
-/// again once at the name it leads to; else the errno is `unreached`'s.
+/// again once at the name it leads to; else the errno is `unreached`'s. A
+/// routed name in a directory the program may not search is EACCES before
+/// any attempt (`searchable`).
 pub fn reach<T>(
     t: &impl Links,
     routes: &Routes,
     wire: &[u8],
     mut attempt: impl FnMut(&[u8]) -> Res<T>,
 ) -> Res<T> {
+    searchable(t, routes, wire)?;
     match attempt(wire) {
         Err(libc::ENOENT) => {}
         r => return r,
@@ -123,6 +126,26 @@ pub fn reach<T>(
     match through_links(t, routes, wire) {
         Some(there) => attempt(&there).map_err(unknown),
         None => Err(unknown(libc::ENOENT)),
+    }
+}
+
+/// unix_find_bsd's lookup of routed name `wire` walks the program's kernel
+/// directories first, and a directory on the way it may not search is
+/// EACCES, whatever is behind it: the kernel's directories are the truth
+/// (their mode, owner and sticky bit now), not the mount's copies, whose
+/// modes are those their first bind saw (a chmod of the kernel's directory
+/// since leaves them as they were). Asked as the program (faccessat2 X_OK of
+/// the name's directory: search on it and on every directory above); any
+/// other error of that walk (ENOENT, ENOTDIR, ELOOP) is left to the attempt
+/// and `unreached`, as before.
+fn searchable(t: &impl Links, routes: &Routes, wire: &[u8]) -> Res<()> {
+    let Some(p) = routes.routed_path(wire) else {
+        return Ok(());
+    };
+    let dir = &p[..p.iter().rposition(|&b| b == b'/').unwrap_or(0).max(1)];
+    match t.may(dir, libc::X_OK) {
+        Err(libc::EACCES) => Err(libc::EACCES),
+        _ => Ok(()),
     }
 }
 
@@ -156,7 +179,7 @@ pub fn unreached(t: &impl Links, routes: &Routes, e: i32, wire: &[u8]) -> i32 {
     match t.mode(&p, true) {
         Err(_) if own_link(t, routes, &p).is_some() => libc::ECONNREFUSED,
         Err(walk) => walk,
-        Ok(_) => t.may_write(&p).err().unwrap_or(libc::ECONNREFUSED),
+        Ok(_) => t.may(&p, libc::W_OK).err().unwrap_or(libc::ECONNREFUSED),
     }
 }
 
@@ -245,7 +268,7 @@ mod tests {
         use crate::fake::{ascii, fake};
         let routes = crate::fake::m_r();
         let t = fake(
-            &[b"/r"],
+            &[b"/r", b"/r/shut"],
             &[
                 (b"/r/real", b"/m/r/real"),
                 (b"/r/link", b"/r/real"),
@@ -254,9 +277,10 @@ mod tests {
                 (b"/r/out", b"/r"),
             ],
         );
-        // The daemon knows r/real only.
+        // The daemon knows r/real and r/shut/real (in a directory the
+        // program may not search: never asked).
         let daemon = |w: &[u8]| {
-            if w == b"r/real" {
+            if w == b"r/real" || w == b"r/shut/real" {
                 Ok(w.to_vec())
             } else {
                 Err(libc::ENOENT)
@@ -269,6 +293,7 @@ mod tests {
             (b"r/gone", Err(libc::ECONNREFUSED)),
             (b"r/out", Err(libc::ECONNREFUSED)),
             (b"r/none", Err(libc::ENOENT)),
+            (b"r/shut/real", Err(libc::EACCES)),
         ] {
             let mut tried = Vec::new();
             let got = reach(&t, &routes, wire, |w| {

@@ -95,10 +95,16 @@ impl Tree for Fake {
     fn mkdir(&self, inside: &[u8], mode: u32) {
         self.note(format!("mkdir {} {mode:o}", ascii(inside)));
     }
-    /// A name ending in "ro" is not writable.
-    fn may_write(&self, p: &[u8]) -> Res<()> {
+    fn chmod(&self, inside: &[u8], mode: u32) {
+        self.note(format!("chmod {} {mode:o}", ascii(inside)));
+    }
+    /// A name ending in "ro" is not writable, one ending in "shut" not
+    /// searchable.
+    fn may(&self, p: &[u8], mask: i32) -> Res<()> {
         self.mode(p, true)?;
-        if p.ends_with(b"ro") {
+        if (mask & libc::W_OK != 0 && p.ends_with(b"ro"))
+            || (mask & libc::X_OK != 0 && p.ends_with(b"shut"))
+        {
             return Err(libc::EACCES);
         }
         Ok(())

@@ -337,7 +337,7 @@ mod tests {
         assert_eq!(r, Some(Ok(())));
         assert_eq!(
             done,
-            "link /r/d/t -> /m/r/d/t; mkdir /m/r 700; mkdir /m/r/d 700; hard link /m/r/s /m/r/d/t"
+            "link /r/d/t -> /m/r/d/t; mkdir /m/r 700; chmod /m/r 700; mkdir /m/r/d 700; chmod /m/r/d 700; hard link /m/r/s /m/r/d/t"
         );
         for (old, new, want) in [
             (&b"/r/other"[..], &b"/r/x"[..], None),
@@ -388,7 +388,7 @@ mod tests {
         assert_eq!(
             done,
             format!(
-                "mkdir /m/r 700; mkdir /m/r/d 700; rename node /m/r/s /m/r/d/t; link {tmp} -> /m/r/d/t; rename {tmp} /r/d/t"
+                "mkdir /m/r 700; chmod /m/r 700; mkdir /m/r/d 700; chmod /m/r/d 700; rename node /m/r/s /m/r/d/t; link {tmp} -> /m/r/d/t; rename {tmp} /r/d/t"
             )
         );
         // The kernel's refusal is the answer, and nothing moves.
@@ -440,7 +440,7 @@ mod tests {
         assert_eq!(
             done,
             format!(
-                "mkdir /m/r 700; rename node /m/r/d /m/r/e; \
+                "mkdir /m/r 700; chmod /m/r 700; rename node /m/r/d /m/r/e; \
                  link {sub} -> /m/r/e/sub/z; rename {sub} /r/e/sub/z; \
                  link {e} -> /m/r/e/x; rename {e} /r/e/x"
             )

@@ -263,8 +263,15 @@ impl bind::Tree for Own {
         }
     }
 
-    fn may_write(&self, path: &[u8]) -> Res<()> {
-        bind::writable(&cpath(path)?)
+    fn chmod(&self, inside: &[u8], mode: u32) {
+        if let Ok(p) = cpath(inside) {
+            // SAFETY: a NUL-terminated path.
+            unsafe { libc::chmod(p.as_ptr(), mode) };
+        }
+    }
+
+    fn may(&self, path: &[u8], mask: i32) -> Res<()> {
+        bind::accessible(&cpath(path)?, mask)
     }
 }
 
@@ -295,10 +302,7 @@ pub fn fd_path(fd: c_int) -> Option<Vec<u8>> {
 
 /// The socket number N of `.../.udsfs/sock/N/data` open on `fd`.
 pub fn sock_id(fd: c_int) -> Option<u64> {
-    let p = fd_path(fd)?;
-    let dir = p.strip_suffix(b"/data")?;
-    let n = dir.rsplit(|&b| b == b'/').next()?;
-    std::str::from_utf8(n).ok()?.parse().ok()
+    udsfs_proto::mount::data_dir_number(&fd_path(fd)?)
 }
 
 #[cfg(test)]

@@ -6,7 +6,12 @@
 use crate::Res;
 
 /// Longest path name: sun_path is 108 bytes and Linux accepts it without a NUL.
+/// The text form (ctl commands, `msg` records) takes tree paths up to this.
 pub const MAX_PATH_NAME: usize = 108;
+/// Longest tree path of the wire form (`ioctl::WIRE_MAX`): a routed name is
+/// its route's prefix and the name, which a relative sun_path of 108 bytes
+/// names from the working directory, as Linux resolves it.
+pub const MAX_WIRE_PATH: usize = crate::ioctl::WIRE_MAX;
 /// Longest abstract name: 108 bytes minus the leading NUL.
 pub const MAX_ABSTRACT_NAME: usize = 107;
 
@@ -27,7 +32,7 @@ impl Addr {
         }
         // Paths take the same escapes, so that what status shows can be
         // given back to connect.
-        Addr::path(unescape(text)?)
+        Addr::path(unescape(text)?, MAX_PATH_NAME)
     }
 
     /// The text form: one whitespace-free token that `parse` reads back.
@@ -43,7 +48,7 @@ impl Addr {
         match wire.split_first() {
             None => Ok(None),
             Some((0, name)) => Addr::abstract_name(name.to_vec()).map(Some),
-            Some(_) => Addr::path(wire.to_vec()).map(Some),
+            Some(_) => Addr::path(wire.to_vec(), MAX_WIRE_PATH).map(Some),
         }
     }
 
@@ -55,8 +60,8 @@ impl Addr {
         }
     }
 
-    fn path(p: Vec<u8>) -> Res<Addr> {
-        if p.is_empty() || p.len() > MAX_PATH_NAME || p.contains(&0) {
+    fn path(p: Vec<u8>, max: usize) -> Res<Addr> {
+        if p.is_empty() || p.len() > max || p.contains(&0) {
             return Err(libc::EINVAL);
         }
         Ok(Addr::Path(p))
@@ -182,7 +187,15 @@ mod tests {
         }
         assert_eq!(Addr::from_wire(b""), Ok(None));
         assert_eq!(Addr::from_wire(b"a\0b"), Err(libc::EINVAL));
-        assert_eq!(Addr::from_wire(&[b'a'; 109]), Err(libc::EINVAL));
+        // A routed name's tree path may pass 108 bytes (MAX_WIRE_PATH);
+        // the text form keeps sun_path's limit.
+        let p = |n: usize| vec![b'a'; n];
+        assert_eq!(
+            Addr::from_wire(&p(MAX_WIRE_PATH)),
+            Ok(Some(Addr::Path(p(MAX_WIRE_PATH))))
+        );
+        assert_eq!(Addr::from_wire(&p(MAX_WIRE_PATH + 1)), Err(libc::EINVAL));
+        assert_eq!(Addr::parse(&p(109)), Err(libc::EINVAL));
         let mut long = vec![0u8];
         long.extend([b'n'; 108]);
         assert_eq!(Addr::from_wire(&long), Err(libc::EINVAL));

@@ -11,10 +11,14 @@
 use crate::{Cred, Res, SCM_MAX_FD, cmsg};
 
 /// `ioctl(fd, UDSFS_IOC_CTL, &mut Ctl)`: control operations (`Ctl::op`).
+/// The number holds the struct's size, so a client and a daemon built with
+/// different `Ctl` layouts refuse each other (ENOTTY) rather than misread.
 pub const UDSFS_IOC_CTL: u32 = iowr(1, core::mem::size_of::<Ctl>());
 /// `ioctl(fd, UDSFS_IOC_MSG, buf)`: one sendmsg or recvmsg; `buf` holds a
-/// `MsgHead`, then the payload, `MSG_BUF` bytes in all.
-pub const UDSFS_IOC_MSG: u32 = iowr(2, MSG_BUF);
+/// `MsgHead`, then the payload, `MSG_BUF` bytes in all. Its size never
+/// changes, so its number says the layout of `MsgHead`: 2 with a 112-byte
+/// `addr`, 3 since it is `WIRE_MAX` bytes (an older peer gets ENOTTY).
+pub const UDSFS_IOC_MSG: u32 = iowr(3, MSG_BUF);
 
 /// _IOC_SIZE has 14 bits.
 pub const MSG_BUF: usize = 16 * 1024 - 8;
@@ -28,8 +32,14 @@ const fn iowr(nr: u32, size: usize) -> u32 {
     (3 << 30) | ((size as u32) << 16) | (IOC_TYPE << 8) | nr
 }
 
-/// Room for `sun_path` (108 bytes) and alignment.
+/// Room for `sun_path` (108 bytes) and alignment: `Ctl::given`, the
+/// sun_path a bind was given.
 pub const ADDR_MAX: usize = 112;
+/// Room for an address on the wire (`Ctl::addr`, `MsgHead::addr`): a tree
+/// path in the mount, which for a routed name is the route's prefix and
+/// then the name, a relative sun_path of up to 108 bytes made absolute from
+/// the working directory (`udsfs_proto::addr::MAX_WIRE_PATH`).
+pub const WIRE_MAX: usize = 256;
 /// Passed things one message carries.
 pub const MAX_RIGHTS: usize = SCM_MAX_FD;
 
@@ -66,7 +76,7 @@ pub struct Ctl {
     pub addr_flags: u32,
     /// Values in and out, as the op's value struct (`CtlValues`) lays them.
     pub v: [i64; NV],
-    pub addr: [u8; ADDR_MAX],
+    pub addr: [u8; WIRE_MAX],
     /// In (`Op::Bind` of a path): the sun_path as the program gave it (Linux
     /// reports it so: `./x.sock` stays `./x.sock`); 0 bytes: none.
     pub given_len: u32,
@@ -185,7 +195,7 @@ impl Ctl {
             addr_len: 0,
             addr_flags: 0,
             v: [0; NV],
-            addr: [0; ADDR_MAX],
+            addr: [0; WIRE_MAX],
             given_len: 0,
             _pad: 0,
             given: [0; ADDR_MAX],
@@ -228,7 +238,7 @@ impl Ctl {
     /// Writes a name read back (`Op::GetName`): the wire form, or with
     /// `as_given` a sun_path as the program gave it.
     pub fn set_name(&mut self, wire: &[u8], as_given: bool) {
-        self.addr = [0; ADDR_MAX];
+        self.addr = [0; WIRE_MAX];
         self.addr_len = copy_in(&mut self.addr, wire);
         self.addr_flags = if as_given { ADDR_AS_GIVEN } else { 0 };
     }
@@ -250,8 +260,8 @@ impl Ctl {
     }
 }
 
-fn copy_in(field: &mut [u8; ADDR_MAX], bytes: &[u8]) -> u32 {
-    let n = bytes.len().min(ADDR_MAX);
+fn copy_in<const N: usize>(field: &mut [u8; N], bytes: &[u8]) -> u32 {
+    let n = bytes.len().min(N);
     field[..n].copy_from_slice(&bytes[..n]);
     n as u32
 }
@@ -469,7 +479,7 @@ pub struct MsgHead {
     pub tstamp: u32,
     pub pad: u32,
     /// Send: `to`; recv: `from`.
-    pub addr: [u8; ADDR_MAX],
+    pub addr: [u8; WIRE_MAX],
     /// Socket numbers and file tags (`crate::passed`): passed (send) or
     /// received, each a new `.udsfs/sock/H/` to open (recv).
     pub rights: [u64; MAX_RIGHTS],
@@ -540,7 +550,7 @@ impl MsgHead {
             stamp: 0,
             tstamp: 0,
             pad: 0,
-            addr: [0; ADDR_MAX],
+            addr: [0; WIRE_MAX],
             rights: [0; MAX_RIGHTS],
         }
     }
@@ -552,7 +562,7 @@ impl MsgHead {
 
     /// `addr` up to its length (cut to the field).
     pub fn addr(&self) -> &[u8] {
-        &self.addr[..(self.addr_len as usize).min(ADDR_MAX)]
+        &self.addr[..(self.addr_len as usize).min(WIRE_MAX)]
     }
 
     /// Sets the passed things, at most MAX_RIGHTS.
@@ -681,19 +691,19 @@ mod tests {
     /// both fronts take from here.
     #[test]
     fn wire_sizes_stay_what_the_kernel_copies() {
-        assert_eq!(size_of::<Ctl>(), 352);
+        assert_eq!(size_of::<Ctl>(), 496);
         assert_eq!(
             size_of::<Ctl>(),
-            4 * 4 + 8 * NV + ADDR_MAX + 4 * 2 + ADDR_MAX
+            4 * 4 + 8 * NV + WIRE_MAX + 4 * 2 + ADDR_MAX
         );
         assert_eq!(
             HEAD_SIZE,
-            4 * 8 + 4 * 3 + 4 * 3 + 8 + 16 + ADDR_MAX + 8 * MAX_RIGHTS
+            4 * 8 + 4 * 3 + 4 * 3 + 8 + 16 + WIRE_MAX + 8 * MAX_RIGHTS
         );
         assert_eq!(MSG_BUF, 16376);
-        assert_eq!(MSG_ROOM, 14160);
-        assert_eq!(UDSFS_IOC_CTL, 0xc160_5501);
-        assert_eq!(UDSFS_IOC_MSG, 0xfff8_5502);
+        assert_eq!(MSG_ROOM, 14016);
+        assert_eq!(UDSFS_IOC_CTL, 0xc1f0_5501);
+        assert_eq!(UDSFS_IOC_MSG, 0xfff8_5503);
     }
 
     #[test]
@@ -803,15 +813,19 @@ mod tests {
         assert_eq!(back.addr(), Some(&b"run/x.sock"[..]));
         assert_eq!(back.given(), Some(&b"./x.sock"[..]));
         assert_eq!(
-            Ctl::from_bytes(&c.as_bytes()[..351]).err(),
+            Ctl::from_bytes(&c.as_bytes()[..495]).err(),
             Some(libc::EINVAL)
         );
         let mut bad = back;
-        bad.addr_len = ADDR_MAX as u32 + 1;
+        bad.addr_len = WIRE_MAX as u32 + 1;
         assert_eq!(bad.addr(), None);
-        let long = [b'a'; 200];
+        let long = [b'a'; 300];
         assert_eq!(
             Ctl::new(Op::Connect, 0).with_addr(&long).addr_len,
+            WIRE_MAX as u32
+        );
+        assert_eq!(
+            Ctl::new(Op::Bind, 0).with_given(&long).given_len,
             ADDR_MAX as u32
         );
         let mut n = Ctl::new(Op::GetName, 0);
@@ -840,7 +854,7 @@ mod tests {
         cut.addr_len = 9999;
         assert_eq!(
             (cut.rights().len(), cut.addr().len()),
-            (MAX_RIGHTS, ADDR_MAX)
+            (MAX_RIGHTS, WIRE_MAX)
         );
         assert_eq!(cut.pidfd_tag(), None);
         assert_eq!(MsgHead::read_from(&buf[..10]).err(), Some(libc::EINVAL));

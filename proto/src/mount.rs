@@ -28,6 +28,22 @@ pub fn is_data_ino(ino: u64) -> bool {
     ino >> INO_TAG_SHIFT == INO_TAG_SOCK && ino & 0xf == DATA_FILE_CODE
 }
 
+/// The N of a data file's path `.../.udsfs/sock/N/data` (a descriptor's
+/// /proc link): the directory it was opened through, which is what a
+/// sendmsg passes it by (a received socket's own directory, not the number
+/// of the socket behind it, which its inode number and `Info` carry: the
+/// directory of that number may be another's by now, or revoked with the
+/// first descriptor).
+pub fn data_dir_number(path: &[u8]) -> Option<u64> {
+    let dir = path.strip_suffix(b"/data")?;
+    let i = dir.iter().rposition(|&b| b == b'/')?;
+    let (up, n) = (&dir[..i], &dir[i + 1..]);
+    if !up.ends_with(b"/sock") {
+        return None;
+    }
+    std::str::from_utf8(n).ok()?.parse().ok()
+}
+
 /// The directory of `.udsfs/` that holds accept tickets (`Op::AcceptTicket`):
 /// searchable by anyone, listing nothing; an entry opens only for the
 /// thread its ticket was given to, once.
@@ -79,6 +95,21 @@ pub fn type_dir(ty: i32) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_data_files_path_names_its_directory() {
+        for (path, want) in [
+            (&b"/tmp/m/.udsfs/sock/4711/data"[..], Some(4711)),
+            (b"/tmp/m/.udsfs/sock/4711/msg", None),
+            (b"/tmp/m/.udsfs/sock/x/data", None),
+            (b"/tmp/m/r/4711/data", None),
+            (b"data", None),
+        ] {
+            let got = data_dir_number(path);
+            println!("{}: {got:?}", String::from_utf8_lossy(path));
+            assert_eq!(got, want);
+        }
+    }
 
     #[test]
     fn only_a_sockets_data_file_has_a_data_inode() {

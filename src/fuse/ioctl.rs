@@ -119,7 +119,7 @@ fn as_bytes<T: Copy>(v: &T) -> &[u8] {
 }
 
 /// The address in `buf[..len]`: a tree path, or NUL + an abstract name.
-fn decode_addr(buf: &[u8; ADDR_MAX], len: u32) -> Result<Option<Addr>, Errno> {
+fn decode_addr(buf: &[u8; WIRE_MAX], len: u32) -> Result<Option<Addr>, Errno> {
     let len = len as usize;
     if len == 0 {
         return Ok(None);
@@ -137,7 +137,7 @@ fn decode_addr(buf: &[u8; ADDR_MAX], len: u32) -> Result<Option<Addr>, Errno> {
 /// A bound name on the wire: the sun_path the program gave bind when there
 /// is one (`ADDR_AS_GIVEN`), else the tree path or abstract name. Returns
 /// the length and the flags.
-fn encode_name(name: Option<&BoundName>, buf: &mut [u8; ADDR_MAX]) -> (u32, u32) {
+fn encode_name(name: Option<&BoundName>, buf: &mut [u8; WIRE_MAX]) -> (u32, u32) {
     let mut c = Ctl::new(Op::GetName, 0);
     match name {
         None => {}
@@ -698,7 +698,7 @@ mod tests {
 
     #[test]
     fn addresses_round_trip_and_bad_ones_are_refused() {
-        let mut buf = [0u8; ADDR_MAX];
+        let mut buf = [0u8; WIRE_MAX];
         for a in [
             Addr::Path(b"run/x.sock".to_vec()),
             Addr::Abstract(b"\0n".to_vec()),

@@ -78,10 +78,23 @@ impl calls::bind::Tree for Tree {
             .create(std::ffi::OsStr::from_bytes(inside));
     }
 
-    fn may_write(&self, p: &[u8]) -> Res<()> {
+    fn chmod(&self, inside: &[u8], mode: u32) {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::PermissionsExt;
+        // As the target, as the library's chmod: only its own copies.
+        let Ok(_as) = FsCreds::of(self.0) else {
+            return;
+        };
+        let _ = std::fs::set_permissions(
+            std::ffi::OsStr::from_bytes(inside),
+            std::fs::Permissions::from_mode(mode),
+        );
+    }
+
+    fn may(&self, p: &[u8], mask: i32) -> Res<()> {
         let c = self.path(p)?;
         let _as = FsCreds::of(self.0)?;
-        calls::bind::writable(&c)
+        calls::bind::accessible(&c, mask)
     }
 }
 
