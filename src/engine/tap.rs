@@ -305,6 +305,28 @@ impl Taps {
         });
     }
 
+    /// Whether some tap may hear of a message between two sockets, by the
+    /// rule `report_queued` follows (`Index::each`): one that hears of
+    /// everything, or one of a user who may open either end (`openers`,
+    /// asked only when a user's tap is attached). A fast lane asks whether
+    /// its bytes may skip the taps (src/engine/lane.rs).
+    pub fn may_see(&self, openers: impl FnOnce() -> [Vec<u32>; 2]) -> bool {
+        if !self.any() {
+            return false;
+        }
+        let list = self.list.read();
+        if !list.all.is_empty() {
+            return true;
+        }
+        if list.by_user.is_empty() {
+            return false;
+        }
+        let ends = openers();
+        let mut seen = false;
+        list.each(&[&ends[0], &ends[1]], |_| seen = true);
+        seen
+    }
+
     /// Reports a queued message to the taps that may see it.
     pub fn queued(&self, q: &Queued<'_>) {
         self.list
