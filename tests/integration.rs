@@ -202,6 +202,7 @@ scripts!(
     kernel_selftests,
     lanes,
     lanes_connect,
+    lanes_live_capture,
     lanes_ready,
     lanes_services,
     mount_helper,
