@@ -611,14 +611,12 @@ impl Engine {
             return;
         }
         let all: Vec<_> = self.lanes.map.lock().values().cloned().collect();
-        let mut seen: Vec<*const Mutex<Lane>> = Vec::new();
+        // Filed under both sockets: each looked at once.
+        let mut seen = std::collections::HashSet::new();
         for l in all {
-            // Filed under both sockets: looked at once.
-            if seen.contains(&Arc::as_ptr(&l)) {
-                continue;
+            if seen.insert(Arc::as_ptr(&l)) {
+                self.lane_down_if_observed(&l);
             }
-            seen.push(Arc::as_ptr(&l));
-            self.lane_down_if_observed(&l);
         }
     }
 
