@@ -247,6 +247,7 @@ scripts!(
     run_php_fpm,
     run_postgres,
     run_postgres_lanes,
+    run_postgres_live_capture,
     run_python,
     run_redis,
     run_redis_lanes,

@@ -35,6 +35,10 @@ pub struct Endpoint {
     pub openers: Vec<u32>,
     /// The payload protocol it asked captures to show (ctl `capture_proto`).
     pub proto: Option<Arc<str>>,
+    /// Handed out by accept(): the server's end of its connection (a
+    /// capture that joins a connection after its connect tells the client
+    /// by it, not by who sends first).
+    pub accepted: bool,
 }
 
 /// The process that made the call.
@@ -403,6 +407,7 @@ mod tests {
             owner_uid: 0,
             openers,
             proto: None,
+            accepted: false,
         }
     }
 
@@ -489,6 +494,7 @@ mod tests {
             owner_uid: 0,
             openers: Vec::new(),
             proto: None,
+            accepted: false,
         };
         taps.queued(&Queued {
             msg_id: taps.next_msg_id(),
