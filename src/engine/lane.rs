@@ -581,6 +581,10 @@ impl Engine {
     /// one decision for making a lane (`lane_make`), claiming an end
     /// (`claim_end`) and an observer's coming (`lanes_observed_down`).
     fn lane_observed(&self, socks: &[Arc<Socket>; 2], senders: [Option<(u32, u32)>; 2]) -> bool {
+        // Pairs with `lanes_observed_down`'s: an observer attached (its
+        // relaxed `any` stored) before the maker counted `up` is seen here,
+        // else its scan sees `up` and this lane.
+        fence(Ordering::SeqCst);
         if socks.iter().any(|x| x.lock().queue.holds_back()) {
             return true;
         }
@@ -1529,6 +1533,31 @@ mod tests {
             e.lane_status(&x)
         );
         assert_eq!(claim, Err(Errno::ENOENT));
+        assert_eq!(e.lane_status(&x), "none");
+    }
+
+    /// A laned socket received by user B (an entry of B's: B may open it
+    /// now) while B's capture stands: its lane goes down then, so that
+    /// what it sends from then on passes B's capture, as it would on a
+    /// mount without lanes.
+    #[test]
+    fn a_laned_socket_received_by_a_capturing_user_loses_its_lane() {
+        use crate::engine::tests::user;
+        let e = lanes_engine();
+        let (a, b) = (user(61021), user(65534));
+        let (x, _y) = e.socketpair(SockType::Stream, &a);
+        assert_eq!(e.lane_prepare(&x, &a).map(|_| ()), Ok(()));
+        let tap_b: Arc<dyn crate::engine::tap::Tap> = Arc::new(Sees(Some(65534)));
+        e.taps.attach(tap_b);
+        e.lanes_observed_down();
+        assert_eq!(e.lane_status(&x), "direct", "B may not open it yet");
+        let (r, _r2) = e.socketpair(SockType::Stream, &b);
+        let ids = e.deliver_rights(&r, vec![x.clone()], 65534, 65534, 16);
+        println!(
+            "A's laned socket received by B as {ids:?}: lane={}",
+            e.lane_status(&x)
+        );
+        assert_eq!(ids.len(), 1);
         assert_eq!(e.lane_status(&x), "none");
     }
 }
