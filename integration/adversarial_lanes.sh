@@ -26,9 +26,15 @@
 #               stuck ends: each of B's reads gets ECONNRESET). A's own requests (a pair
 #               made and closed), 20 timed with and without B at it: the worst with B must stay within 10x of the
 #               worst without (or 1 s), as adversarial_exhaust.sh bounds A's round trips.
-#  capture_sees A's program through `udsfs run` leaves bytes in its pair's ring (lane=direct);
-#               B opens a capture, which takes every lane down and drains the rings
-#               through the taps: A still reads its bytes, and B's capture has none of them.
+#  capture_scope A's program through `udsfs run` runs a laned ping-pong (a socketpair, a
+#               forked child echoing); B opens a capture in its middle (B may open none of
+#               A's sockets): A's lane stays up (lane=direct, as before the capture) and
+#               B's capture holds none of A's messages (before: any capture took every
+#               lane of the mount down, an observer as a tool to slow another user).
+#  fault_scope  the same with B's fault rules (`name *`, `uid 65534`: a user's rules act
+#               on that user's sockets only): A's lane stays up. fault_scope_root: root's
+#               rules that match nothing (a socket that does not exist, a uid nobody
+#               uses) stand while A's ping-pong runs: A's lane stays up.
 #  lanes_share  B makes laned pairs until refused and holds them; A's fresh pair must
 #               still get a lane (the 4096 lanes of a mount shared out per user, as
 #               --user-share does the other bounds). lanes_gone: B is then SIGKILLed
@@ -172,49 +178,104 @@ worst=$(awk '{print $6}' "$TMP/scribble.out")
 verdict scribble "$(awk -v w="$worst" 'BEGIN { print (w < 2) ? 1 : 0 }')" "B's lying ring positions and scribbles during 40 ways down: $(cat "$TMP/scribble.out"); A after: $after"
 kill -0 "$DAEMON_PID" || fail "the daemon died"
 
-# capture_sees
+# capture_scope, fault_scope
 need_preload
 # (In a folder every user may list: Python finds a module by listing its folder, and
 # $TMP is o+x only.)
 mkdir -m 0755 "$TMP/py"
 cp "$LIB_DIR/lanes_lib.py" "$TMP/py/"
 cat >"$TMP/py/lane_owner.py" <<'PY'
+# A's laned ping-pong (a socketpair, a forked child echoing on the other end): rounds
+# before and after another user's observer comes (flag files), and its lane each time.
 import os, socket, sys, time
-from lanes_lib import lane_of
+from lanes_lib import lane_of, recv_exact
+flags = sys.argv[1]
 def lane(s):
     return lane_of(s) or "lane=? (" + os.readlink(f"/proc/self/fd/{s.fileno()}") + ")"
+def wait_for(name):
+    while not os.path.exists(os.path.join(flags, name)):
+        time.sleep(0.01)
 a, b = socket.socketpair()
-a.send(b"warm")
-b.recv(4)
-a.send(b"SECRET-OF-A-" + b"x" * 20)
-print("A's pair before B's capture:", lane(b), flush=True)
-while not os.path.exists(sys.argv[1]):
-    time.sleep(0.01)
-print("A got:", b.recv(100).decode(), flush=True)
-print("A's pair after B's capture:", lane(b), flush=True)
+pid = os.fork()
+if pid == 0:
+    a.close()
+    while True:
+        m = b.recv(100)
+        if not m:
+            os._exit(0)
+        b.sendall(m)
+b.close()
+def rounds(n, tag):
+    for i in range(n):
+        m = f"{tag}-{i:05d}".encode()
+        a.sendall(m)
+        if recv_exact(a, len(m)) != m:
+            print("A: wrong echo", flush=True)
+            sys.exit(1)
+rounds(100, "warm")
+print("A before the observer:", lane(a), flush=True)
+open(os.path.join(flags, "ready"), "w").close()
+wait_for("go")
+rounds(300, "SECRET-OF-A")
+print("A under the observer:", lane(a), flush=True)
+open(os.path.join(flags, "done"), "w").close()
+a.close()
+os.waitpid(pid, 0)
 PY
-cat >"$TMP/py/capture_b.py" <<'PY'
+cat >"$TMP/py/observer_b.py" <<'PY'
+# B's observer while A's ping-pong runs: a capture of the mount (it sees what B may open:
+# nothing of A's), fault rules (B's act on B's sockets only), or none (root's rules
+# stand, written before).
 import os, sys, time
 from lanes_lib import read_available
-cap = os.open(os.environ["U"] + "/capture", os.O_RDONLY | os.O_NONBLOCK)
-open(sys.argv[1], "w").close()
-time.sleep(0.5)
-got = read_available(cap)
-print(f"B's capture: {len(got)} bytes, A's secret in it: {b'SECRET-OF-A' in got}", flush=True)
+what, flags = sys.argv[1], sys.argv[2]
+def wait_for(name):
+    while not os.path.exists(os.path.join(flags, name)):
+        time.sleep(0.01)
+wait_for("ready")
+if what == "capture":
+    cap = os.open(os.environ["U"] + "/capture", os.O_RDONLY | os.O_NONBLOCK)
+elif what == "faults":
+    with open(os.environ["U"] + "/faults", "w") as f:
+        f.write("name * latency latency=50\nuid 65534 slicer average_size=1\n")
+open(os.path.join(flags, "go"), "w").close()
+wait_for("done")
+if what == "capture":
+    got = read_available(cap)
+    print(f"B's capture: {len(got)} bytes, A's messages in it: {b'SECRET-OF-A' in got}", flush=True)
+else:
+    print("B's rules:", open(os.environ["U"] + "/faults").read().strip().replace("\n", " | "), flush=True)
 PY
 chmod a+r "$TMP"/py/*.py
-mkdir -m 0777 "$TMP/flags"
-as_uid $A env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/py/lane_owner.py" "$TMP/flags/go" >"$TMP/owner.out" 2>&1 &
-owner_pid=$!
-for _ in $(seq 3000); do grep -q "before" "$TMP/owner.out" && break; sleep 0.01; done
-lanes_cap=$(as_uid $B env U="$U" python3 "$TMP/py/capture_b.py" "$TMP/flags/go") || fail "B's capture: $lanes_cap"
-wait $owner_pid || fail "A's laned pair: $(cat "$TMP/owner.out")"
-say "A: $(tr '\n' '|' <"$TMP/owner.out")"
-say "B: $lanes_cap"
-grep -qx "A's pair before B's capture: lane=direct" "$TMP/owner.out" || fail "A's pair had no lane before B's capture: $(cat "$TMP/owner.out")"
-grep -qx "A got: SECRET-OF-A-xxxxxxxxxxxxxxxxxxxx" "$TMP/owner.out" || fail "A lost its laned bytes to B's capture's way down"
-good=$([[ $lanes_cap == *"A's secret in it: False" ]] && echo 1 || true)
-verdict capture_sees "$good" "B's capture opened while A's bytes were in A's ring: $lanes_cap; A: $(tr '\n' '|' <"$TMP/owner.out")"
+mkdir -m 0777 "$TMP/flags" # (payer, below)
+# observe CASE WHAT: A's ping-pong with B's observer WHAT (capture, faults, none) coming in
+# its middle; A's lane must say direct before and after, B's capture hold none of A's.
+observe() {
+    local case=$1 what=$2 flags=$TMP/flags.$2
+    mkdir -m 0777 "$flags"
+    as_uid $A env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/py/lane_owner.py" "$flags" >"$TMP/owner.$what" 2>&1 &
+    local owner_pid=$!
+    local b_out
+    b_out=$(as_uid $B timeout 60 env U="$U" python3 "$TMP/py/observer_b.py" "$what" "$flags" 2>&1) || fail "B's $what: $b_out"
+    wait $owner_pid || fail "A's laned ping-pong: $(cat "$TMP/owner.$what")"
+    say "A: $(tr '\n' '|' <"$TMP/owner.$what")"
+    say "B: $b_out"
+    grep -qx "A before the observer: lane=direct" "$TMP/owner.$what" || fail "A's pair had no lane before B's $what: $(cat "$TMP/owner.$what")"
+    local good
+    good=$(grep -qx "A under the observer: lane=direct" "$TMP/owner.$what" && echo 1 || true)
+    if [ "$what" = capture ] && [[ $b_out != *"A's messages in it: False" ]]; then
+        good=
+    fi
+    verdict "$case" "$good" "B's $what opened while A's laned ping-pong ran: $b_out; A: $(tr '\n' '|' <"$TMP/owner.$what")"
+}
+observe capture_scope capture
+observe fault_scope faults
+# B's rules off again; root's that matches nothing (a socket that does not exist, a uid
+# nobody uses) costs A's lane nothing either.
+as_uid $B sh -c "echo clear >'$U/faults'" || fail "B could not clear its rules"
+printf 'socket 999999 latency latency=1\nuid 4242 latency latency=1\n' >"$U/faults"
+observe fault_scope_root none
+echo clear >"$U/faults"
 
 # lanes_share, then lanes_gone
 lane_maps() { grep -c udsfs-lane "/proc/$DAEMON_PID/maps" || true; }

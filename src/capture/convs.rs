@@ -47,6 +47,12 @@ impl Convs {
                 return c.clone();
             }
         }
+        // A connection this capture did not see made (it opened after the
+        // connect): its client is the end accept() did not hand out, else
+        // (a socketpair) the first to send.
+        if from.accepted && !to.accepted {
+            return self.connection(to, from, pid);
+        }
         self.connection(from, to, pid)
     }
 
@@ -149,6 +155,7 @@ mod tests {
             owner_uid: 0,
             openers: Vec::new(),
             proto: None,
+            accepted: false,
         }
     }
 
@@ -161,6 +168,32 @@ mod tests {
         assert_eq!(x.number, y.number);
         assert!(x.outbound(1) && !x.outbound(2));
         assert_eq!(x.first_pid, 10);
+    }
+
+    /// A capture that opens after the connect and first sees the server's
+    /// end send (a server's answer, ring bytes drained at a lane's way
+    /// down) still calls the connecting end the client: its dissectors
+    /// read each direction as the protocol's (pgsql's 'D' is DataRow from
+    /// the server, Describe from the client).
+    #[test]
+    fn a_connection_joined_late_knows_its_client_by_the_accept() {
+        let mut c = Convs::default();
+        let cli = ep(1, SockType::Stream);
+        let srv = Endpoint {
+            accepted: true,
+            ..ep(2, SockType::Stream)
+        };
+        let x = c.for_message(&srv, &cli, 10);
+        assert!(
+            x.outbound(1) && !x.outbound(2),
+            "the connecting end is the client"
+        );
+        let mut c = Convs::default();
+        let (a, b) = (ep(3, SockType::Stream), ep(4, SockType::Stream));
+        assert!(
+            c.for_message(&b, &a, 0).outbound(4),
+            "a pair: the first sender"
+        );
     }
 
     #[test]

@@ -71,8 +71,9 @@ impl Handle {
         let reader = Reader::new(access, only, Filter::default())?;
         let tap: Arc<dyn Tap> = reader.clone();
         eng.taps.attach(tap.clone());
-        // After the attach: a lane made from now on sees the tap and is not.
-        eng.lanes_all_down();
+        // After the attach: a lane made from now on sees the tap. The lanes
+        // of connections this reader may see go down; the others stay.
+        eng.lanes_observed_down();
         Ok(Handle {
             reader,
             tap,

@@ -14,6 +14,7 @@ fn ep(id: u64, ty: SockType, name: Option<&str>, owner_uid: u32) -> Endpoint {
         owner_uid,
         openers: vec![owner_uid],
         proto: None,
+        accepted: false,
     }
 }
 

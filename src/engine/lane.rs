@@ -295,6 +295,14 @@ fn payer(s: &Socket, peer: &Socket) -> Option<u32> {
     made.lock().conn.cred().map(|p| p.cred.uid)
 }
 
+/// Who writes each ring of a lane (a fault rule by pid or uid selects by
+/// it): its end's claiming process and fs user, where claimed.
+fn senders(claimed: &[Option<(u32, ProcStatus)>; 2]) -> [Option<(u32, u32)>; 2] {
+    claimed
+        .each_ref()
+        .map(|c| c.as_ref().map(|(_, st)| (st.tgid as u32, st.uids[3])))
+}
+
 /// Whether thread `tid` (the daemon's view) is one of process `tgid`'s.
 fn thread_of(tid: u32, tgid: i32) -> bool {
     tid as i32 == tgid || std::path::Path::new(&format!("/proc/{tgid}/task/{tid}")).exists()
@@ -431,8 +439,26 @@ impl Engine {
             let _ = self.lane_down(s, None);
             return Err(Errno::ENOENT);
         }
+        // A fault rule by pid or uid selects a ring by its writer, known
+        // only now (its end's one claimer writes it).
+        let mut claimed = l.claimed.clone();
+        claimed[side] = Some((c.tid, c.status().clone()));
+        if self.faults.any() {
+            let socks = l.socks.clone();
+            drop(l);
+            if self.lane_observed(&socks, senders(&claimed)) {
+                let _ = self.lane_down(s, None);
+                return Err(Errno::ENOENT);
+            }
+            l = lane.lock();
+            if !l.is_up() || l.claimed[side].is_some() {
+                drop(l);
+                let _ = self.lane_down(s, None);
+                return Err(Errno::ENOENT);
+            }
+        }
         let tag = if give_fd { self.lane_fd(&l, s, c)? } else { 0 };
-        l.claimed[side] = Some((c.tid, c.status().clone()));
+        l.claimed[side] = claimed[side].take();
         Ok(l.grant(tag, side))
     }
 
@@ -449,14 +475,16 @@ impl Engine {
     }
 
     fn lane_make(&self, s: &Arc<Socket>, c: &Caller, joined: bool) -> Result<Lane> {
-        // An observer sees every message through the daemon (stage d).
-        if self.taps.any() || self.faults.any() {
-            return Err(Errno::EOPNOTSUPP);
-        }
         let (peer, sndbuf_a) = eligible(s)?;
         let (back, sndbuf_b) = eligible(&peer)?;
         if back.id != s.id || peer.ty != s.ty {
             return Err(Errno::EOPNOTSUPP);
+        }
+        // An observer that may see or select the connection sees every
+        // message through the daemon: not now, before the connection
+        // spends one of its lanes (asked again later: the observer may go).
+        if self.lane_observed(&[s.clone(), peer.clone()], [None, None]) {
+            return Err(Errno::EAGAIN);
         }
         // Arg 3 (a socketpair's) only for the asker's own pair; a
         // connection's lane (arg 5) needs both ends' asks instead: each
@@ -541,17 +569,81 @@ impl Engine {
         self.lane_end(&lane, true, w)
     }
 
-    /// A capture opened or a fault rule added: every lane goes down (its
-    /// bytes through the taps and rules as they are drained, those of a
-    /// lane that waits for a busy word a little later), and none is made
-    /// while an observer stands (stage d would keep them, `Through`).
-    pub fn lanes_all_down(&self) {
+    /// Whether an observer may see or select a message of the connection
+    /// between `socks`, its rings written by `senders` (each end's
+    /// claiming process and user, where known): a capture whose reader may
+    /// see it (`Taps::may_see`: the rule that decides what the reader gets,
+    /// who may open either end), a fault rule that may act on its sends
+    /// (`Rules::may_select`: the test the message path makes), or messages
+    /// a rule still holds back in either queue (the lane's bytes would
+    /// pass them). Such a connection has no lane: its bytes go through the
+    /// daemon, its taps and rules (stage d would keep it, `Through`). The
+    /// one decision for making a lane (`lane_make`), claiming an end
+    /// (`claim_end`) and an observer's coming (`lanes_observed_down`).
+    fn lane_observed(&self, socks: &[Arc<Socket>; 2], senders: [Option<(u32, u32)>; 2]) -> bool {
+        // Pairs with `lanes_observed_down`'s: an observer attached (its
+        // relaxed `any` stored) before the maker counted `up` is seen here,
+        // else its scan sees `up` and this lane.
+        fence(Ordering::SeqCst);
+        if socks.iter().any(|x| x.lock().queue.holds_back()) {
+            return true;
+        }
+        if self
+            .taps
+            .may_see(|| socks.each_ref().map(|x| self.openers(x)))
+        {
+            return true;
+        }
+        if !self.faults.any() {
+            return false;
+        }
+        let names = socks.each_ref().map(|x| x.lock().name.clone());
+        let ends = [0, 1].map(|i| self.fault_end(socks[i].id, names[i].as_deref()));
+        self.faults.may_select(socks[0].ty, ends, senders)
+    }
+
+    /// A capture opened, a fault rule added, or a socket received by
+    /// another user (who may see it now): each lane the observers may now
+    /// see or select goes down (its bytes through the taps and rules as
+    /// they are drained, those of a lane that waits for a busy word a
+    /// little later); the others stay up. Called after the observer is in
+    /// place, so that a lane made meanwhile sees it (`lane_make` asks under
+    /// the map lock, looked at here after).
+    pub fn lanes_observed_down(&self) {
+        fence(Ordering::SeqCst);
         if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return;
         }
         let all: Vec<_> = self.lanes.map.lock().values().cloned().collect();
+        // Filed under both sockets: each looked at once.
+        let mut seen = std::collections::HashSet::new();
         for l in all {
-            let _ = self.lane_end(&l, true, None);
+            if seen.insert(Arc::as_ptr(&l)) {
+                self.lane_down_if_observed(&l);
+            }
+        }
+    }
+
+    /// `lanes_observed_down` for `s`'s lane only (a new opener of `s`).
+    pub(crate) fn lane_observed_down(&self, s: &Socket) {
+        if !self.taps.any() {
+            return;
+        }
+        if let Some(l) = self.lane_of(s) {
+            self.lane_down_if_observed(&l);
+        }
+    }
+
+    fn lane_down_if_observed(&self, lane: &Arc<Mutex<Lane>>) {
+        let (socks, claimed) = {
+            let l = lane.lock();
+            if !l.is_up() {
+                return;
+            }
+            (l.socks.clone(), l.claimed.clone())
+        };
+        if self.lane_observed(&socks, senders(&claimed)) {
+            let _ = self.lane_end(lane, true, None);
         }
     }
 
@@ -1330,5 +1422,142 @@ mod tests {
         let got = e.lane_prepare(&x, &a).map(|_| ());
         println!("a lane asked by the pair's maker: {got:?}");
         assert_eq!(got, Ok(()));
+    }
+
+    /// A tap with one user's view (`viewer`), or everything's (None).
+    struct Sees(Option<u32>);
+
+    impl crate::engine::tap::Tap for Sees {
+        fn viewer(&self) -> Option<u32> {
+            self.0
+        }
+        fn queued(&self, _: &crate::engine::tap::Queued<'_>) {}
+        fn delivered(&self, _: &crate::engine::tap::Delivered<'_>) {}
+        fn event(&self, _: crate::engine::tap::Origin, _: &crate::engine::tap::Event) {}
+    }
+
+    /// Observers take down only the lanes of the connections they may see
+    /// or select, and keep only those from being made: user B's capture
+    /// (it sees nothing of A's) and fault rules that select nothing of
+    /// A's leave A's lanes up and A's fresh pairs laned; A's own capture,
+    /// root's, a rule naming A's socket, and a `uid` rule whose user claims
+    /// an end take them down. When the observer goes, a fresh pair gets
+    /// its lane again. (Before: any observer took every lane down.)
+    #[test]
+    fn observers_take_down_only_the_lanes_they_may_see() {
+        use crate::engine::tests::user;
+        use crate::fault::Rule;
+        let e = lanes_engine();
+        let (a, b) = (user(61021), user(65534));
+        let laned = |c: &Caller| {
+            let (x, y) = e.socketpair(SockType::Stream, c);
+            let g = e.lane_prepare(&x, c).map(|_| ());
+            (x, y, g)
+        };
+        let (x, _y, g) = laned(&a);
+        assert_eq!(g, Ok(()));
+        // B's capture.
+        let tap_b: Arc<dyn crate::engine::tap::Tap> = Arc::new(Sees(Some(65534)));
+        e.taps.attach(tap_b.clone());
+        e.lanes_observed_down();
+        println!("A's lane under B's capture: {}", e.lane_status(&x));
+        assert_eq!(e.lane_status(&x), "direct");
+        let (_x2, _y2, g) = laned(&a);
+        println!("A's fresh pair under B's capture: {g:?}");
+        assert_eq!(g, Ok(()));
+        let (xb, _yb, g) = laned(&b);
+        println!("B's fresh pair under B's capture: {g:?}");
+        assert_eq!(g, Err(Errno::EOPNOTSUPP));
+        assert_eq!(e.lane_status(&xb), "none");
+        // A's own capture.
+        let tap_a: Arc<dyn crate::engine::tap::Tap> = Arc::new(Sees(Some(61021)));
+        e.taps.attach(tap_a.clone());
+        e.lanes_observed_down();
+        println!("A's lane under A's capture: {}", e.lane_status(&x));
+        assert_eq!(e.lane_status(&x), "none");
+        e.taps.detach(&tap_a);
+        e.taps.detach(&tap_b);
+        let (x, _y, g) = laned(&a);
+        println!("A's fresh pair once the captures went: {g:?}");
+        assert_eq!(g, Ok(()));
+        // Root's capture sees everything.
+        let tap_root: Arc<dyn crate::engine::tap::Tap> = Arc::new(Sees(None));
+        e.taps.attach(tap_root.clone());
+        e.lanes_observed_down();
+        assert_eq!(e.lane_status(&x), "none");
+        e.taps.detach(&tap_root);
+
+        // Fault rules that select nothing of A's: root's for a socket that
+        // does not exist, B's (a user's rules act on its own sockets only),
+        // root's by a uid nobody uses, one of connect only.
+        let (x, _y, g) = laned(&a);
+        assert_eq!(g, Ok(()));
+        let none = [
+            ("socket 999999 latency latency=1", 0),
+            ("name * latency latency=1", 65534),
+            ("uid 4242 latency latency=1", 0),
+            ("name * refuse", 0),
+        ];
+        for (text, owner) in none {
+            e.faults.add(Rule::parse(text).unwrap(), owner);
+            e.lanes_observed_down();
+            println!(
+                "A's lane after rule '{text}' of {owner}: {}",
+                e.lane_status(&x)
+            );
+            assert_eq!(e.lane_status(&x), "direct", "{text}");
+        }
+        let (_x2, _y2, g) = laned(&a);
+        println!("A's fresh pair under those rules: {g:?}");
+        assert_eq!(g, Ok(()));
+        // One naming A's socket.
+        e.faults.add(
+            Rule::parse(&format!("socket {} latency latency=1", x.id)).unwrap(),
+            0,
+        );
+        e.lanes_observed_down();
+        println!(
+            "A's lane after a rule naming its socket: {}",
+            e.lane_status(&x)
+        );
+        assert_eq!(e.lane_status(&x), "none");
+        // A rule by A's uid: the pair is laned (nobody claimed an end
+        // yet), A's claim takes the lane down.
+        e.faults
+            .add(Rule::parse("uid 61021 latency latency=1").unwrap(), 0);
+        let (x, _y, g) = laned(&a);
+        assert_eq!(g, Ok(()));
+        let claim = e.lane_claim(&x, &a).map(|_| ());
+        println!(
+            "A's claim under a rule by A's uid: {claim:?}, {}",
+            e.lane_status(&x)
+        );
+        assert_eq!(claim, Err(Errno::ENOENT));
+        assert_eq!(e.lane_status(&x), "none");
+    }
+
+    /// A laned socket received by user B (an entry of B's: B may open it
+    /// now) while B's capture stands: its lane goes down then, so that
+    /// what it sends from then on passes B's capture, as it would on a
+    /// mount without lanes.
+    #[test]
+    fn a_laned_socket_received_by_a_capturing_user_loses_its_lane() {
+        use crate::engine::tests::user;
+        let e = lanes_engine();
+        let (a, b) = (user(61021), user(65534));
+        let (x, _y) = e.socketpair(SockType::Stream, &a);
+        assert_eq!(e.lane_prepare(&x, &a).map(|_| ()), Ok(()));
+        let tap_b: Arc<dyn crate::engine::tap::Tap> = Arc::new(Sees(Some(65534)));
+        e.taps.attach(tap_b);
+        e.lanes_observed_down();
+        assert_eq!(e.lane_status(&x), "direct", "B may not open it yet");
+        let (r, _r2) = e.socketpair(SockType::Stream, &b);
+        let ids = e.deliver_rights(&r, vec![x.clone()], 65534, 65534, 16);
+        println!(
+            "A's laned socket received by B as {ids:?}: lane={}",
+            e.lane_status(&x)
+        );
+        assert_eq!(ids.len(), 1);
+        assert_eq!(e.lane_status(&x), "none");
     }
 }

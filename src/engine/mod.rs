@@ -531,6 +531,9 @@ impl Engine {
         // The unopened reference is its first claim.
         d.refs.claim_first();
         sock.aliases.lock().push(id);
+        // A user who may open `sock` now may see its messages: its lane
+        // goes down if that user's capture stands (lane.rs).
+        self.lane_observed_down(sock);
         id
     }
 

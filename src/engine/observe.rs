@@ -55,6 +55,9 @@ impl Engine {
             name: name.map(|n| n.addr.clone()),
             owner_uid: dir.as_ref().map_or(0, |d| d.uid),
             openers: dir.as_ref().map_or(Vec::new(), |d| openers(&d.sock)),
+            accepted: dir
+                .as_ref()
+                .is_some_and(|d| d.sock.accepted.load(std::sync::atomic::Ordering::Acquire)),
             proto: dir.and_then(|d| d.sock.capture_proto.lock().clone()),
         }
     }

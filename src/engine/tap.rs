@@ -35,6 +35,10 @@ pub struct Endpoint {
     pub openers: Vec<u32>,
     /// The payload protocol it asked captures to show (ctl `capture_proto`).
     pub proto: Option<Arc<str>>,
+    /// Handed out by accept(): the server's end of its connection (a
+    /// capture that joins a connection after its connect tells the client
+    /// by it, not by who sends first).
+    pub accepted: bool,
 }
 
 /// The process that made the call.
@@ -305,6 +309,28 @@ impl Taps {
         });
     }
 
+    /// Whether some tap may hear of a message between two sockets, by the
+    /// rule `report_queued` follows (`Index::each`): one that hears of
+    /// everything, or one of a user who may open either end (`openers`,
+    /// asked only when a user's tap is attached). A fast lane asks whether
+    /// its bytes may skip the taps (src/engine/lane.rs).
+    pub fn may_see(&self, openers: impl FnOnce() -> [Vec<u32>; 2]) -> bool {
+        if !self.any() {
+            return false;
+        }
+        let list = self.list.read();
+        if !list.all.is_empty() {
+            return true;
+        }
+        if list.by_user.is_empty() {
+            return false;
+        }
+        let ends = openers();
+        let mut seen = false;
+        list.each(&[&ends[0], &ends[1]], |_| seen = true);
+        seen
+    }
+
     /// Reports a queued message to the taps that may see it.
     pub fn queued(&self, q: &Queued<'_>) {
         self.list
@@ -381,6 +407,7 @@ mod tests {
             owner_uid: 0,
             openers,
             proto: None,
+            accepted: false,
         }
     }
 
@@ -467,6 +494,7 @@ mod tests {
             owner_uid: 0,
             openers: Vec::new(),
             proto: None,
+            accepted: false,
         };
         taps.queued(&Queued {
             msg_id: taps.next_msg_id(),

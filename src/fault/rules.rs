@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::Instant;
 
 use nix::errno::Errno;
 use parking_lot::{Mutex, RwLock};
@@ -19,7 +20,7 @@ use super::decision::{Decision, Injection};
 use super::effect::{ConnState, Retry};
 use super::id::{RuleId, RuleRef};
 use super::kind::Fault;
-use super::message::{End, Message};
+use super::message::{End, Kind, Message, Pid, SockType};
 use super::prng::Prng;
 use super::rule::{After, Direction, Rule, Selector};
 
@@ -361,6 +362,51 @@ impl Rules {
                 None => true,
             };
             due && rule.toxicity >= 1.0 && rule.times.is_none_or(|t| s.injected < t)
+        })
+    }
+
+    /// Whether some rule may act on a send of the connection between
+    /// `ends` (either way: `ends[d]` sending to the other), sent by
+    /// `senders[d]` (its process id and user) where known: the rules
+    /// `check` would ask about such a send, by the same tests (`acting`,
+    /// `may_act`, `selects`), whatever their dice, `after` or `times` (a
+    /// selected message is counted even when not hit). A `pid` or `uid`
+    /// rule selects a direction only by its known sender; with none known
+    /// it is asked again once one is. Changes nothing: a fast lane asks
+    /// whether its bytes may skip the rules (src/engine/lane.rs).
+    pub fn may_select(
+        &self,
+        ty: SockType,
+        ends: [End<'_>; 2],
+        senders: [Option<(u32, u32)>; 2],
+    ) -> bool {
+        if !self.any() {
+            return false;
+        }
+        let list = self.list.read();
+        (0..2).any(|d| {
+            let (pid, uid) = senders[d].unwrap_or((0, u32::MAX));
+            let msg = Message {
+                kind: Kind::Send,
+                from: ends[d],
+                to: ends[1 - d],
+                pid: Pid::Known(pid),
+                uid,
+                ty,
+                len: 0,
+                refs: 0,
+                offset: 0,
+                now: Instant::now(),
+            };
+            list.acting(&msg).any(|e| {
+                let rule = &e.rule;
+                let by_sender = matches!(rule.selector, Selector::Pid(_) | Selector::Uid(_));
+                rule.fault.acts_on() == Kind::Send
+                    && rule.fault.fits_type(ty)
+                    && may_act(e.id.owner, &msg)
+                    && (senders[d].is_some() || !by_sender)
+                    && selects(rule, &msg)
+            })
         })
     }
 

@@ -64,8 +64,9 @@ fn add(eng: &Engine, rule: Rule, c: &Caller) -> Result<(), Errno> {
         );
     })?;
     limited!(unless c.fsuid == 0, info, "fault rule {id} added: {text}");
-    // A laned connection's bytes would pass the rule by (src/engine/lane.rs).
-    eng.lanes_all_down();
+    // A laned connection's bytes would pass the rule by: the lanes of the
+    // connections it may select go down (src/engine/lane.rs).
+    eng.lanes_observed_down();
     Ok(())
 }
 
