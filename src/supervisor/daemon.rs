@@ -105,7 +105,7 @@ impl Daemon {
     /// room (under SO_SNDTIMEO): udsfs_calls::connect's `line` written to
     /// the socket's ctl file.
     pub fn connect_wait(&self, s: &OwnedFd, line: &[u8]) -> Res<()> {
-        let id = info(s)?.id;
+        let id = dir_number(s)?;
         let h = open(&self.file(&format!("sock/{id}/ctl")), libc::O_WRONLY)?;
         // SAFETY: writes a local buffer.
         let r = unsafe { libc::write(h.as_raw_fd(), line.as_ptr().cast(), line.len()) };
@@ -153,6 +153,16 @@ pub fn ctl(fd: &OwnedFd, op: Op, arg: i32, addr: &[u8], given: &[u8]) -> Res<Ctl
 
 pub fn info(fd: &OwnedFd) -> Res<Info> {
     client::info(fd.as_raw_fd())
+}
+
+/// The N of the `.udsfs/sock/N/data` a socket's descriptor was opened
+/// through (a received socket's own directory), as the library's `sock_id`.
+/// The number of the socket behind it (`Info::id`) names its first
+/// directory, revoked once its first descriptor closed.
+pub fn dir_number(fd: &OwnedFd) -> Res<u64> {
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+    let path = link.map_err(|e| e.raw_os_error().unwrap_or(libc::EBADF))?;
+    udsfs_proto::mount::data_dir_number(path.as_os_str().as_bytes()).ok_or(libc::EBADF)
 }
 
 /// One received message: its payload, copied out of the ioctl's buffer or

@@ -137,22 +137,15 @@ struct Target<'a, 'b>(&'a Call<'b>);
 impl control::Passer for Target<'_, '_> {
     type File = OwnedFd;
 
-    /// A udsfs socket passes by the N of the `.udsfs/sock/N/data` it was
-    /// opened through, as the library's: a received one's own directory.
-    /// The number of the socket behind it (Info's) named its first
-    /// directory, revoked once its first descriptor closed: passing on a
-    /// received socket so was EBADF.
+    /// A udsfs socket passes by the directory it was opened through
+    /// (`daemon::dir_number`): passing on a received socket by its first
+    /// one was EBADF.
     fn passed(&self, fd: i32) -> Res<Passed<OwnedFd>> {
         let f = self.0.task.get_fd(fd)?;
         if !self.0.ctx.dev.is_data(&f) {
             return Ok(Passed::File(f));
         }
-        let link = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()));
-        let path = link.map_err(|e| e.raw_os_error().unwrap_or(libc::EBADF))?;
-        use std::os::unix::ffi::OsStrExt;
-        udsfs_proto::mount::data_dir_number(path.as_os_str().as_bytes())
-            .map(Passed::Socket)
-            .ok_or(libc::EBADF)
+        daemon::dir_number(&f).map(Passed::Socket)
     }
 
     fn channel(&self) -> Res<fdpass::Channel> {

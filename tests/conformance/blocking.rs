@@ -482,6 +482,35 @@ pub fn connect_backlog_ended_by_accept(b: &mut dyn Backend) {
     b.getpeername(c2);
 }
 
+/// A socket received over SCM_RIGHTS (its first descriptor closed) blocks in
+/// connect on a full backlog and is let in by an accept: a front reaches the
+/// waiting connect through the directory it received the socket by, not the
+/// first one (revoked with the first descriptor).
+pub fn connect_backlog_received_socket(b: &mut dyn Backend) {
+    let l = b.listening(Stream, p("l.sock"), 0);
+    let c1 = b.connected(Stream, p("l.sock"));
+    let x = b.socket(Stream);
+    b.bind(x, p("x.sock"));
+    let (r, w) = b.pair(Dgram);
+    b.sendmsg(w, SendMsg::new(b"x").rights(&[x]));
+    b.close_ref(x);
+    let y = b
+        .recvmsg(r, 100)
+        .ok()
+        .and_then(|m| m.rights.first().copied())
+        .unwrap_or(BAD_SOCK);
+    let j = b.start(Blocking::Connect(y, p("l.sock")));
+    let s1 = b.accept(l);
+    b.join(j);
+    let s2 = b.accept(l);
+    b.send(c1, b"one");
+    b.send(y, b"two");
+    b.recv(s1, 100);
+    b.recv(s2, 100);
+    b.getpeername(y);
+    b.getsockname(y);
+}
+
 pub fn connect_backlog_listener_close(b: &mut dyn Backend) {
     ignore_sigpipe();
     let (l, c1, c2, j) = full_backlog(b);

@@ -417,6 +417,7 @@ scenarios! {
     blocking_accept_listener_shutdown => blocking::accept_listener_shutdown,
     blocking_connect_backlog_ended_by_accept => blocking::connect_backlog_ended_by_accept,
     blocking_connect_backlog_listener_close => blocking::connect_backlog_listener_close,
+    blocking_connect_backlog_received_socket => blocking::connect_backlog_received_socket,
     blocking_connect_backlog_signal => blocking::connect_backlog_signal,
     blocking_connect_backlog_seqpacket => blocking::connect_backlog_seqpacket,
     blocking_connect_backlog_two_waiters => blocking::connect_backlog_two_waiters,
