@@ -507,6 +507,8 @@ pub struct Socket {
     /// the lane's eventfd: its FUSE POLLs before its claim do not forbid
     /// the lane (`Engine::lane_polled`). 0: none.
     pub(crate) polls_mine: AtomicI32,
+    /// Its sockfs inode's mode and owner (fstat, fchmod, fchown).
+    pub inode: super::sockinode::SockInode,
 }
 
 /// What a new socket starts with (from `Config`: the engine reads no
@@ -523,6 +525,12 @@ impl Socket {
     /// The socket, made in network namespace `ns`.
     pub fn in_netns(self, ns: super::netns::NetNs) -> Socket {
         Socket { netns: ns, ..self }
+    }
+
+    /// Its inode owned by (`uid`, `gid`), the creator's.
+    pub fn owned_by(self, uid: u32, gid: u32) -> Socket {
+        self.inode.renew(uid, gid);
+        self
     }
 
     pub fn new(id: u64, generation: u64, ty: SockType, defaults: SockDefaults) -> Socket {
@@ -568,6 +576,7 @@ impl Socket {
             lane_asked: AtomicBool::new(false),
             accepted: AtomicBool::new(false),
             polls_mine: AtomicI32::new(0),
+            inode: super::sockinode::SockInode::new(0, 0),
         }
     }
 

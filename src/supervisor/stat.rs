@@ -1,9 +1,9 @@
 //! fstat, newfstatat and statx of a udsfs socket by its descriptor say
-//! S_IFSOCK (srwxrwxrwx, size 0), as for a kernel socket and as the preload
-//! library's stat entry points say (preload/src/stat.rs, the same
-//! `udsfs_proto::mount::socket_stat` fix): an event library that tells a
-//! received descriptor's kind with fstat takes a udsfs socket for a socket,
-//! not a file. lstat, and newfstatat and statx without following, of the
+//! S_IFSOCK (the socket's permission bits and owner, size 0), as for a
+//! kernel socket and as the preload library's stat entry points say
+//! (preload/src/stat.rs, the same `udsfs_proto::mount::socket_stat` fix):
+//! an event library that tells a received descriptor's kind with fstat
+//! takes a udsfs socket for a socket, not a file. lstat, and newfstatat and statx without following, of the
 //! link a routed bind made show its node, a socket (super::routed::lstat). Every other
 //! stat call runs in the kernel as made.
 
@@ -49,7 +49,7 @@ pub fn triage(ctx: &Ctx, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
         if unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), flags, a[3] as u32, &mut st) } != 0 {
             return Reply::Continue;
         }
-        let (mode, size, blocks) = socket_stat();
+        let (mode, size, blocks) = socket_stat(st.stx_mode.into());
         st.stx_mode = mode as u16;
         st.stx_size = size;
         st.stx_blocks = blocks;
@@ -60,7 +60,7 @@ pub fn triage(ctx: &Ctx, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
         if unsafe { libc::stat(c.as_ptr(), &mut st) } != 0 {
             return Reply::Continue;
         }
-        let (mode, size, blocks) = socket_stat();
+        let (mode, size, blocks) = socket_stat(st.st_mode);
         st.st_mode = mode;
         st.st_size = size as i64;
         st.st_blocks = blocks as i64;
