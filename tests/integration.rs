@@ -194,6 +194,7 @@ scripts!(
     fault_postgres,
     fault_timed,
     faults,
+    fstat_mode,
     given_names,
     graph,
     held_bytes,

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# fstat, fchmod and fchown of socket descriptors (issue 28 item 3): each udsfs socket
+# has a mode and an owner as Linux's sockfs inode (src/engine/sockinode.rs), which its
+# data file shows (src/fuse/attr.rs) and both fronts' fstat and statx report
+# (udsfs_proto::mount::socket_stat). tests/conformance/fstat_mode.py on kernel sockets,
+# through `udsfs run` (the library) and `udsfs run --front seccomp` (the supervisor):
+# equal outputs. It has the attacks: another user holding root's socket received over
+# SCM_RIGHTS (mode 0000) tries fchmod and fchown, and so does a user that is root of a
+# user namespace of its own; each gets Linux's EPERM, the socket's mode and owner stay,
+# and the receiver can still use it.
+UDSFS_MOUNT_ARGS=(--allow-other)
+source "$(dirname "$0")/lib.sh"
+chmod o+x "$TMP" # mktemp -d made it 0700; nobody must reach $MNT inside it
+need_preload
+need_cmd python3 python3
+PROG=$ROOT/tests/conformance/fstat_mode.py
+
+mkdir "$TMP/k"
+python3 "$PROG" "$TMP/k" >"$TMP/kernel.out" 2>"$TMP/kernel.err" ||
+    fail "the program fails on kernel sockets: $(tail -3 "$TMP/kernel.err")"
+tail -1 "$TMP/kernel.out" | grep -qx done || fail "kernel run did not finish"
+grep -q 'child broke' "$TMP/kernel.out" && fail "a child broke on the kernel: $(grep 'child broke' "$TMP/kernel.out")"
+ok "kernel run: $(wc -l <"$TMP/kernel.out") results"
+for front in preload seccomp; do
+    mkdir "$MNT/$front"
+    UDSFS_PRELOAD=$PRELOAD_LIB timeout 120 "$UDSFS_BIN" run --mount "$MNT" --front "$front" -- \
+        python3 "$PROG" "$MNT/$front" >"$TMP/$front.out" 2>"$TMP/$front.err" ||
+        fail "the program fails through udsfs run --front $front: $(tail -3 "$TMP/$front.err")"
+    grep -qx 'where: udsfs' "$TMP/$front.out" || fail "--front $front did not use udsfs sockets"
+    if ! diff <(grep -v '^where: ' "$TMP/kernel.out") <(grep -v '^where: ' "$TMP/$front.out") >"$TMP/diff"; then
+        cat "$TMP/diff" >&2
+        fail "udsfs run --front $front answered differently from the kernel (< kernel, > udsfs)"
+    fi
+    ok "udsfs run --front $front: the same $(wc -l <"$TMP/$front.out") results as the kernel"
+    [ ! -s "$TMP/$front.err" ] || fail "--front $front complained: $(cat "$TMP/$front.err")"
+done
+grep -q "panicked" "$LOG" && fail "the daemon panicked: $(grep -m3 panicked "$LOG")"
+ok "fstat shows a socket's mode and owner; fchmod and fchown change them as Linux lets them"
+
+# 2. The same attack on the mount's files, where a received socket is an entry
+# (.udsfs/sock/H) before its open adopts it: nobody reads root's socket (mode 0000)
+# from a record and, before opening it, tries chmod and chown of its data file by path.
+# The entry shows the socket's owner from the start, so the kernel refuses as it does
+# fchmod of the descriptor; the open passes all the same, as Linux hands the receiver
+# its descriptor.
+out=$(py '
+pfd, x, y = pair("stream")
+xd, yd = opn(x, "data"), opn(y, "data")
+os.chmod(f"{U}/sock/{x}/data", 0)
+cfd, t, r = pair("dgram")
+tmsg, rmsg = opn(t, "msg", os.O_WRONLY), opn(r, "msg", os.O_RDONLY)
+os.write(tmsg, f"len=1 rights={x}\nz".encode())
+
+def shown(p):
+    s = os.stat(p)
+    return f"{stat.S_IMODE(s.st_mode):o} {s.st_uid}:{s.st_gid}"
+
+def nobody(w):
+    os.setgroups([]); os.setresgid(65534, 65534, 65534); os.setresuid(65534, 65534, 65534)
+    h = int(record(rmsg)[0]["rights"])
+    p = f"{U}/sock/{h}/data"
+    out = [f"the entry before its open: {shown(p)}",
+           f"nobody chmod 0666 by path: {err(os.chmod, p, 0o666)}",
+           f"nobody chown to itself by path: {err(os.chown, p, 65534, 65534)}",
+           f"nobody chgrp to its group by path: {err(os.chown, p, -1, 65534)}"]
+    d = os.open(p, os.O_RDWR)
+    s = os.fstat(d)
+    out += [f"its open: OK, {stat.S_IMODE(s.st_mode):o} {s.st_uid}:{s.st_gid}",
+            f"nobody fchmod 0666: {err(os.fchmod, d, 0o666)}"]
+    os.write(d, b"via nobody")
+    os.write(w, "\n".join(out).encode())
+    os._exit(0)
+
+r_, w_ = os.pipe()
+pid = os.fork()
+if pid == 0:
+    nobody(w_)
+os.close(w_)
+print(os.read(r_, 4096).decode())
+os.waitpid(pid, 0)
+print("root reads on the other end:", os.read(yd, 64).decode())
+print("the socket after:", shown(f"{U}/sock/{x}/data"))
+')
+printf '%s\n' "$out"
+want='the entry before its open: 666 0:0
+nobody chmod 0666 by path: EPERM
+nobody chown to itself by path: EPERM
+nobody chgrp to its group by path: EPERM
+its open: OK, 0 0:0
+nobody fchmod 0666: EPERM
+root reads on the other end: via nobody
+the socket after: 0 0:0'
+expect_eq "nobody and root's received socket, on the files" "$out" "$want"
+grep -q "panicked" "$LOG" && fail "the daemon panicked: $(grep -m3 panicked "$LOG")"
+ok "a received entry's chmod and chown are checked against its socket's owner"
