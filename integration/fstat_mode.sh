@@ -93,3 +93,27 @@ the socket after: 0 0:0'
 expect_eq "nobody and root's received socket, on the files" "$out" "$want"
 grep -q "panicked" "$LOG" && fail "the daemon panicked: $(grep -m3 panicked "$LOG")"
 ok "a received entry's chmod and chown are checked against its socket's owner"
+
+# 3. The library's fcntl asks whether a descriptor is a udsfs socket (a statx of it) at
+# most once per call: the file flags' part (F_SETFL's O_DIRECT, F_GETFL's answer) and
+# the daemon's (O_ASYNC, once the process has used it) share the answer. 100 F_SETFL and
+# 100 F_GETFL on a udsfs socket after O_ASYNC was set: 200 statx of it, not 400.
+need_cmd strace strace
+cat >"$TMP/fcntl_asks.py" <<'PY'
+import fcntl, os, socket
+a, b = socket.socketpair()
+fd = a.fileno()
+assert "/.udsfs/sock/" in os.readlink(f"/proc/self/fd/{fd}"), "not a udsfs socket"
+fcntl.fcntl(fd, fcntl.F_SETFL, os.O_ASYNC | os.O_NONBLOCK)
+os.access("/fcntl-asks-start", os.F_OK)
+for _ in range(100):
+    fcntl.fcntl(fd, fcntl.F_SETFL, os.O_NONBLOCK)
+for _ in range(100):
+    fcntl.fcntl(fd, fcntl.F_GETFL)
+os.access("/fcntl-asks-end", os.F_OK)
+PY
+strace -f -qq -e trace=statx,access,faccessat,faccessat2 -o "$TMP/fcntl.strace" \
+    env LD_PRELOAD="$PRELOAD_LIB" UDSFS_MOUNT="$MNT" python3 "$TMP/fcntl_asks.py" ||
+    fail "the fcntl program failed under strace"
+asks=$(sed -n '/fcntl-asks-start/,/fcntl-asks-end/p' "$TMP/fcntl.strace" | grep -c 'statx(.*AT_EMPTY_PATH')
+expect_eq "statx of the descriptor by the library's 200 fcntl calls" "$asks" 200
