@@ -452,6 +452,8 @@ pub struct Socket {
     pub ty: SockType,
     /// FUSE generation of its directory: ids are reused, generations are not.
     pub generation: u64,
+    /// Its sockfs inode's mode and owner (fstat, fchmod, fchown).
+    pub inode: super::sockinode::SockInode,
     pub(crate) st: Mutex<SockState>,
     /// Serialises bind/autobind of this socket (Linux's bindlock).
     pub(crate) bind_lock: Mutex<()>,
@@ -507,8 +509,6 @@ pub struct Socket {
     /// the lane's eventfd: its FUSE POLLs before its claim do not forbid
     /// the lane (`Engine::lane_polled`). 0: none.
     pub(crate) polls_mine: AtomicI32,
-    /// Its sockfs inode's mode and owner (fstat, fchmod, fchown).
-    pub inode: super::sockinode::SockInode,
 }
 
 /// What a new socket starts with (from `Config`: the engine reads no
