@@ -15,28 +15,7 @@
 UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 chmod o+x "$TMP" # mktemp -d made it 0700; nobody must reach $MNT inside it
-need_preload
-need_cmd python3 python3
-PROG=$ROOT/tests/conformance/accept_setuid.py
-
-mkdir "$TMP/k"
-python3 "$PROG" "$TMP/k" >"$TMP/kernel.out" 2>"$TMP/kernel.err" ||
-    fail "the program fails on kernel sockets: $(tail -3 "$TMP/kernel.err")"
-tail -1 "$TMP/kernel.out" | grep -qx done || fail "kernel run did not finish"
-ok "kernel run: $(wc -l <"$TMP/kernel.out") results"
-for front in preload seccomp; do
-    mkdir "$MNT/$front"
-    UDSFS_PRELOAD=$PRELOAD_LIB timeout 120 "$UDSFS_BIN" run --mount "$MNT" --front "$front" -- \
-        python3 "$PROG" "$MNT/$front" >"$TMP/$front.out" 2>"$TMP/$front.err" ||
-        fail "the program fails through udsfs run --front $front: $(tail -3 "$TMP/$front.err")"
-    grep -qx 'where: udsfs' "$TMP/$front.out" || fail "--front $front did not use udsfs sockets"
-    if ! diff <(grep -v '^where: ' "$TMP/kernel.out") <(grep -v '^where: ' "$TMP/$front.out") >"$TMP/diff"; then
-        cat "$TMP/diff" >&2
-        fail "udsfs run --front $front answered differently from the kernel (< kernel, > udsfs)"
-    fi
-    ok "udsfs run --front $front: the same $(wc -l <"$TMP/$front.out") results as the kernel"
-    [ ! -s "$TMP/$front.err" ] || fail "--front $front complained: $(cat "$TMP/$front.err")"
-done
+kernel_vs_fronts "$ROOT/tests/conformance/accept_setuid.py"
 
 # 1b. The same in a static C program (integration/c/accept_setuid.c), which only the
 # supervisor carries: kernel and udsfs run give the same lines.

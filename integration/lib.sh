@@ -645,25 +645,59 @@ kernel_vs_udsfs() {
         run_args+=(--route "$route")
         limit=(timeout 120)
     fi
-    need_preload
-    need_cmd python3 python3
-    mkdir -p "${kernel_args[@]}"
-    python3 "$prog" "${kernel_args[@]}" >"$TMP/kernel.out" 2>"$TMP/kernel.err" ||
-        fail "the program fails on kernel sockets: $(tail -3 "$TMP/kernel.err")"
-    tail -1 "$TMP/kernel.out" | grep -qx done || fail "kernel run did not finish"
-    ok "kernel run: $(wc -l <"$TMP/kernel.out") results"
+    kernel_run "$prog" "${kernel_args[@]}"
     UDSFS_PRELOAD=$PRELOAD_LIB "${limit[@]}" "$UDSFS_BIN" run "${run_args[@]}" -- \
         python3 "$prog" "${udsfs_args[@]}" >"$TMP/udsfs.out" 2>"$TMP/udsfs.err" ||
         fail "the program fails through udsfs run: $(tail -3 "$TMP/udsfs.err")"
     tail -1 "$TMP/udsfs.out" | grep -qx done || fail "udsfs run did not finish"
     grep -qx 'where: kernel' "$TMP/kernel.out" || fail "the kernel run did not use kernel sockets"
-    grep -qx 'where: udsfs' "$TMP/udsfs.out" || fail "the udsfs run did not use udsfs sockets"
-    if ! diff <(grep -v '^where: ' "$TMP/kernel.out") <(grep -v '^where: ' "$TMP/udsfs.out") >"$TMP/diff"; then
+    same_as_kernel "$TMP/udsfs.out" "$TMP/udsfs.err" "udsfs run"
+}
+
+# kernel_run PROG DIR...: the Python program PROG run on kernel sockets with its
+# arguments DIR... (made first), into $TMP/kernel.out; its last line must be "done".
+kernel_run() {
+    local prog=$1
+    shift
+    need_preload
+    need_cmd python3 python3
+    mkdir -p "$@"
+    python3 "$prog" "$@" >"$TMP/kernel.out" 2>"$TMP/kernel.err" ||
+        fail "the program fails on kernel sockets: $(tail -3 "$TMP/kernel.err")"
+    tail -1 "$TMP/kernel.out" | grep -qx done || fail "kernel run did not finish"
+    ok "kernel run: $(wc -l <"$TMP/kernel.out") results"
+}
+
+# same_as_kernel OUT ERR WHAT: the output OUT of a run through udsfs (WHAT) said it used
+# udsfs sockets and gave the kernel run's other lines ($TMP/kernel.out), and its stderr
+# ERR is empty.
+same_as_kernel() {
+    local out=$1 err=$2 what=$3
+    grep -qx 'where: udsfs' "$out" || fail "$what did not use udsfs sockets"
+    if ! diff <(grep -v '^where: ' "$TMP/kernel.out") <(grep -v '^where: ' "$out") >"$TMP/diff"; then
         cat "$TMP/diff" >&2
-        fail "udsfs run answered differently from the kernel (< kernel, > udsfs)"
+        fail "$what answered differently from the kernel (< kernel, > udsfs)"
     fi
-    ok "udsfs run: the same $(wc -l <"$TMP/udsfs.out") results as the kernel"
-    [ ! -s "$TMP/udsfs.err" ] || fail "the library complained: $(cat "$TMP/udsfs.err")"
+    ok "$what: the same $(wc -l <"$out") results as the kernel"
+    [ ! -s "$err" ] || fail "$what complained: $(cat "$err")"
+}
+
+# kernel_vs_fronts PROG: the Python program PROG (argument: a directory to bind names in)
+# on kernel sockets, then through `udsfs run --front preload` (the library) and
+# `--front seccomp` (the supervisor) on $MNT, 120 s each; its first line says where it
+# ran ("where: kernel" or "where: udsfs"), its last is "done"; every other line must be
+# the kernel's, with nothing on stderr. Outputs in $TMP/kernel.out and $TMP/FRONT.out
+# (accept_after_setuid.sh, fstat_mode.sh).
+kernel_vs_fronts() {
+    local prog=$1 front
+    kernel_run "$prog" "$TMP/k"
+    for front in preload seccomp; do
+        mkdir "$MNT/$front"
+        UDSFS_PRELOAD=$PRELOAD_LIB timeout 120 "$UDSFS_BIN" run --mount "$MNT" --front "$front" -- \
+            python3 "$prog" "$MNT/$front" >"$TMP/$front.out" 2>"$TMP/$front.err" ||
+            fail "the program fails through udsfs run --front $front: $(tail -3 "$TMP/$front.err")"
+        same_as_kernel "$TMP/$front.out" "$TMP/$front.err" "udsfs run --front $front"
+    done
 }
 
 # lanes_compare [--sort] PROG CASE WANT [KERNEL_DIR UDSFS_DIR]: a fast-lane scenario

@@ -198,6 +198,7 @@ scripts!(
     fault_postgres,
     fault_timed,
     faults,
+    fstat_mode,
     given_names,
     graph,
     held_bytes,

@@ -82,9 +82,14 @@ pub fn nonblocking(fd: c_int) -> bool {
 
 /// fcntl's argument for the kernel: F_SETFL's on a udsfs socket keeps
 /// O_DIRECT, or fails EINVAL (errno set) when the program asks for it
-/// (udsfs_calls::fileflags); others' as they are.
-pub fn fcntl_arg(fd: c_int, cmd: c_int, arg: libc::c_ulong) -> Result<libc::c_ulong, ()> {
-    if cmd != libc::F_SETFL || !crate::mount::udsfs_fd(fd) {
+/// (udsfs_calls::fileflags); others' as they are. `udsfs`: whether the
+/// descriptor is a udsfs socket (asked only for F_SETFL).
+pub fn fcntl_arg(
+    cmd: c_int,
+    arg: libc::c_ulong,
+    udsfs: &mut impl FnMut() -> bool,
+) -> Result<libc::c_ulong, ()> {
+    if cmd != libc::F_SETFL || !udsfs() {
         return Ok(arg);
     }
     fileflags::kept(arg as c_int)
@@ -94,9 +99,10 @@ pub fn fcntl_arg(fd: c_int, cmd: c_int, arg: libc::c_ulong) -> Result<libc::c_ul
 
 /// fcntl's answer `r` as the program sees it: F_GETFL's of a udsfs socket
 /// without O_DIRECT and O_LARGEFILE (udsfs_calls::fileflags). Only a file
-/// with O_DIRECT set is looked at (every data file has it; few others do).
-pub fn fcntl_result(fd: c_int, cmd: c_int, r: c_int) -> c_int {
-    if cmd == libc::F_GETFL && r >= 0 && r & libc::O_DIRECT != 0 && crate::mount::udsfs_fd(fd) {
+/// with O_DIRECT set is asked about (`udsfs`: every data file has it; few
+/// others do).
+pub fn fcntl_result(cmd: c_int, r: c_int, udsfs: &mut impl FnMut() -> bool) -> c_int {
+    if cmd == libc::F_GETFL && r >= 0 && r & libc::O_DIRECT != 0 && udsfs() {
         fileflags::visible(r)
     } else {
         r

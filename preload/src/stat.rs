@@ -1,5 +1,6 @@
 //! fstat, fstatat and statx report a udsfs socket's data file as a socket
-//! (S_IFSOCK, srwxrwxrwx, size 0), as they do for a kernel socket.
+//! (S_IFSOCK, the socket's permission bits and owner, size 0), as they do
+//! for a kernel socket.
 
 use crate::mount;
 
@@ -18,7 +19,7 @@ macro_rules! fix_stat_like {
         pub fn $name(st: &mut $ty) {
             let dev = st.st_dev;
             if is_socket_file(st.st_mode, |m| m.owns_stat_dev(dev), st.st_ino) {
-                let (mode, size, blocks) = socket_stat();
+                let (mode, size, blocks) = socket_stat(st.st_mode);
                 st.st_mode = mode;
                 st.st_size = size as _;
                 st.st_blocks = blocks as _;
@@ -37,7 +38,7 @@ pub fn fix_statx(st: &mut libc::statx) {
         |m| m.owns_dev(major, minor),
         st.stx_ino,
     ) {
-        let (mode, size, blocks) = socket_stat();
+        let (mode, size, blocks) = socket_stat(st.stx_mode.into());
         st.stx_mode = mode as u16;
         st.stx_size = size;
         st.stx_blocks = blocks;

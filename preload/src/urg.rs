@@ -70,11 +70,15 @@ pub fn carry_apply(c: &sigio::Carry, fd: c_int) -> Res<()> {
 }
 
 fn fcntl_impl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    let Ok(arg) = crate::files::fcntl_arg(fd, cmd, arg) else {
+    // Whether `fd` is a udsfs socket: asked at most once, by the first
+    // part that needs to know (the file flags' or the daemon's).
+    let mut known = None;
+    let mut udsfs = || *known.get_or_insert_with(|| mount::udsfs_fd(fd));
+    let Ok(arg) = crate::files::fcntl_arg(cmd, arg, &mut udsfs) else {
         return -1;
     };
     // SAFETY: the caller's arguments, as fcntl(2) takes them.
-    let r = crate::files::fcntl_result(fd, cmd, unsafe { real::fcntl(fd, cmd, arg) });
+    let r = crate::files::fcntl_result(cmd, unsafe { real::fcntl(fd, cmd, arg) }, &mut udsfs);
     if r < 0 || !sigio::FCNTLS.contains(&cmd) {
         return r;
     }
@@ -85,7 +89,7 @@ fn fcntl_impl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
         libc::F_SETFL => !seen && !on,
         _ => false,
     };
-    if cheap || !mount::udsfs_fd(fd) {
+    if cheap || !udsfs() {
         return r;
     }
     let res = sigio::fcntl_part(cmd, arg, &Here).and_then(|part| {

@@ -7,11 +7,14 @@
 pub const SOCKET_FILE_SIZE: u64 = 1 << 30;
 
 /// What fstat and statx of a socket's data file report in its place, as
-/// for a kernel socket: (mode S_IFSOCK | 0777, size 0, blocks 0). The
-/// library's stat entry points and the supervisor's trapped stat calls
-/// both put these in.
-pub fn socket_stat() -> (u32, u64, u64) {
-    (libc::S_IFSOCK | 0o777, 0, 0)
+/// for a kernel socket, from the data file's `mode`: (mode S_IFSOCK with
+/// the file's permission bits, size 0, blocks 0). The daemon gives a data
+/// file its socket's inode's mode and owner (0777 at creation, what fchmod
+/// and fchown made of it since: src/engine/sockinode.rs), so the owner is
+/// the file's as it stands. The library's stat entry points and the
+/// supervisor's trapped stat calls both put these in.
+pub fn socket_stat(mode: u32) -> (u32, u64, u64) {
+    (libc::S_IFSOCK | (mode & 0o7777), 0, 0)
 }
 
 /// Inode numbers of a socket's files (`.udsfs/sock/N/FILE`): this tag in

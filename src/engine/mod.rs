@@ -41,6 +41,7 @@ mod skb;
 mod sock_table;
 pub mod socket;
 pub mod sockflags;
+pub mod sockinode;
 mod sockopt;
 pub mod socktype;
 mod stream_read;
@@ -298,7 +299,11 @@ impl Engine {
             max_dgram_qlen: self.cfg.max_dgram_qlen,
         };
         let (_, SockDir { sock, .. }) = self.socks.insert(|id| SockDir {
-            sock: Arc::new(Socket::new(id, generation, ty, defaults).in_netns(ns)),
+            sock: Arc::new(
+                Socket::new(id, generation, ty, defaults)
+                    .in_netns(ns)
+                    .owned_by(uid, gid),
+            ),
             uid,
             gid,
             charged,
@@ -413,11 +418,13 @@ impl Engine {
         self.socks.after(after, most, f)
     }
 
-    /// Gives the directory of `id` to a new owner (accept).
+    /// Gives the directory of `id` to a new owner (accept), and the socket
+    /// a new inode of theirs, as do_accept's sock_alloc.
     pub fn set_owner(&self, id: u64, uid: u32, gid: u32) {
         self.socks.update(id, |d| {
             if d.sock.id == id {
                 self.sockets.transfer(d.charged, uid, 1);
+                d.sock.inode.renew(uid, gid);
             }
             d.uid = uid;
             d.charged = uid;

@@ -452,6 +452,8 @@ pub struct Socket {
     pub ty: SockType,
     /// FUSE generation of its directory: ids are reused, generations are not.
     pub generation: u64,
+    /// Its sockfs inode's mode and owner (fstat, fchmod, fchown).
+    pub inode: super::sockinode::SockInode,
     pub(crate) st: Mutex<SockState>,
     /// Serialises bind/autobind of this socket (Linux's bindlock).
     pub(crate) bind_lock: Mutex<()>,
@@ -525,6 +527,12 @@ impl Socket {
         Socket { netns: ns, ..self }
     }
 
+    /// Its inode owned by (`uid`, `gid`), the creator's.
+    pub fn owned_by(self, uid: u32, gid: u32) -> Socket {
+        self.inode.renew(uid, gid);
+        self
+    }
+
     pub fn new(id: u64, generation: u64, ty: SockType, defaults: SockDefaults) -> Socket {
         let SockDefaults {
             sndbuf,
@@ -568,6 +576,7 @@ impl Socket {
             lane_asked: AtomicBool::new(false),
             accepted: AtomicBool::new(false),
             polls_mine: AtomicI32::new(0),
+            inode: super::sockinode::SockInode::new(0, 0),
         }
     }
 

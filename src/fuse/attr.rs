@@ -8,8 +8,8 @@ use nix::errno::Errno;
 
 use super::front::Inner;
 use super::inode::{Ctrl, Node, SockFile};
-use crate::engine::Caller;
 use crate::engine::tree::Kind;
+use crate::engine::{Caller, SockDir};
 use udsfs_proto::mount::SOCKET_FILE_SIZE;
 
 /// The times and sizes of a file made up by the daemon (control files);
@@ -105,6 +105,21 @@ impl Inner {
                 };
                 synthetic(node.ino(), kind, perm, self.uid, self.gid, size)
             }
+            Node::Sock(generation, SockFile::Data) => {
+                let (id, d) = self
+                    .eng
+                    .dir_by_generation(generation)
+                    .ok_or(Errno::ENOENT)?;
+                let (perm, uid, gid) = self.data_owner(id, &d);
+                synthetic(
+                    node.ino(),
+                    FileType::RegularFile,
+                    perm,
+                    uid,
+                    gid,
+                    SOCKET_FILE_SIZE,
+                )
+            }
             Node::Sock(generation, f) => {
                 let (_, d) = self
                     .eng
@@ -151,6 +166,24 @@ impl Inner {
                 )
             }
         })
+    }
+
+    /// The mode and owner a socket's data file shows: its socket's inode
+    /// (src/engine/sockinode.rs), which fstat of the descriptor reports
+    /// (udsfs_proto::mount::socket_stat) and the kernel's
+    /// default_permissions checks fchmod and fchown against. A received
+    /// entry not opened yet shows read and write for all besides, so that
+    /// the open that adopts it passes whatever mode the sender gave the
+    /// socket (Linux hands the receiver the descriptor with no check); the
+    /// directory's 0700 and src/engine/access.rs keep others out. Its owner
+    /// is the socket's all along, so a chmod or chown of the path before
+    /// that open is checked as one of the descriptor after it.
+    fn data_owner(&self, id: u64, d: &SockDir) -> (u32, u32, u32) {
+        let i = d.sock.inode.get();
+        if id != d.sock.id && self.eng.unopened_entry(id) {
+            return (i.perm | 0o666, i.uid, i.gid);
+        }
+        (i.perm, i.uid, i.gid)
     }
 
     /// `node`, unless it is a file of a socket directory `c` may not see
@@ -207,12 +240,21 @@ impl Inner {
             }
             // Truncating a socket file (shell `>`) is allowed and does nothing.
             _ if ch.mode.is_none() && ch.uid.is_none() && ch.gid.is_none() => self.attr_of(node),
-            // fchmod and fchown of a socket descriptor (its data file) succeed
-            // and change nothing a path shows, as on Linux, where they change
-            // the sockfs inode and not the bound name's (an event library's
-            // pipe chmod starts with it). The kernel (default_permissions)
-            // checked the caller owns the file, or may chown, first.
-            Node::Sock(_, SockFile::Data) => self.attr_of(node),
+            // fchmod and fchown of a socket descriptor (its data file) change
+            // its socket's inode and nothing a path shows, as on Linux, where
+            // they change the sockfs inode and not the bound name's (an event
+            // library's pipe chmod starts with it). The kernel
+            // (default_permissions) checked them against the data file's
+            // attributes, the inode's (`data_owner`): the owner (or
+            // CAP_FOWNER) for chmod, CAP_CHOWN over its ids for chown.
+            Node::Sock(generation, SockFile::Data) => {
+                let (_, d) = self
+                    .eng
+                    .dir_by_generation(generation)
+                    .ok_or(Errno::ENOENT)?;
+                d.sock.inode.change(ch.mode, ch.uid, ch.gid);
+                self.attr_of(node)
+            }
             _ => Err(Errno::EPERM),
         }
     }

@@ -1,17 +1,19 @@
 //! fstat, newfstatat and statx of a udsfs socket by its descriptor say
-//! S_IFSOCK (srwxrwxrwx, size 0), as for a kernel socket and as the preload
-//! library's stat entry points say (preload/src/stat.rs, the same
-//! `udsfs_proto::mount::socket_stat` fix): an event library that tells a
-//! received descriptor's kind with fstat takes a udsfs socket for a socket,
-//! not a file. lstat, and newfstatat and statx without following, of the
-//! link a routed bind made show its node, a socket (super::routed::lstat). Every other
-//! stat call runs in the kernel as made.
+//! S_IFSOCK (the socket's permission bits and owner, its ids as the
+//! target's user namespace sees them; size 0), as for a kernel socket and
+//! as the preload library's stat entry points say (preload/src/stat.rs,
+//! the same `udsfs_proto::mount::socket_stat` fix): an event library that
+//! tells a received descriptor's kind with fstat takes a udsfs socket for a
+//! socket, not a file. lstat, and newfstatat and statx without following,
+//! of the link a routed bind made show its node, a socket
+//! (super::routed::lstat). Every other stat call runs in the kernel as made.
 
 use std::ffi::CString;
 
 use super::call::Ctx;
 use super::listener::Reply;
 use super::mem;
+use crate::engine::userns::{self, Standing};
 use udsfs_proto::mount::socket_stat;
 
 const AT_EMPTY_PATH: u64 = libc::AT_EMPTY_PATH as u64;
@@ -49,10 +51,11 @@ pub fn triage(ctx: &Ctx, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
         if unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), flags, a[3] as u32, &mut st) } != 0 {
             return Reply::Continue;
         }
-        let (mode, size, blocks) = socket_stat();
+        let (mode, size, blocks) = socket_stat(st.stx_mode.into());
         st.stx_mode = mode as u16;
         st.stx_size = size;
         st.stx_blocks = blocks;
+        (st.stx_uid, st.stx_gid) = as_seen(tid, st.stx_uid, st.stx_gid);
         mem::write(tid, out, as_bytes(&st))
     } else {
         // SAFETY: stat fills the zeroed struct; the path is NUL-terminated.
@@ -60,15 +63,28 @@ pub fn triage(ctx: &Ctx, tid: i32, nr: i64, a: [u64; 6]) -> Reply {
         if unsafe { libc::stat(c.as_ptr(), &mut st) } != 0 {
             return Reply::Continue;
         }
-        let (mode, size, blocks) = socket_stat();
+        let (mode, size, blocks) = socket_stat(st.st_mode);
         st.st_mode = mode;
         st.st_size = size as i64;
         st.st_blocks = blocks as i64;
+        (st.st_uid, st.st_gid) = as_seen(tid, st.st_uid, st.st_gid);
         mem::write(tid, out, as_bytes(&st))
     };
     match written {
         Ok(()) => Reply::Value(0),
         Err(e) => Reply::Errno(e),
+    }
+}
+
+/// The socket's owner (`uid`, `gid`, as the supervisor's stat gave them) as
+/// the target's own stat would show them: in its user namespace, the
+/// overflow ids where its maps do not reach (from_kuid_munged), and so too
+/// when its namespace cannot be told.
+fn as_seen(tid: i32, uid: u32, gid: u32) -> (u32, u32) {
+    match userns::standing(tid as u32) {
+        Standing::Own => (uid, gid),
+        Standing::Other(maps) => maps.shown(uid, gid),
+        Standing::Unknown => userns::Maps::default().shown(uid, gid),
     }
 }
 

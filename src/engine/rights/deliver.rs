@@ -75,6 +75,11 @@ impl Engine {
         }
     }
 
+    /// Whether directory `id` is a received entry not opened yet.
+    pub fn unopened_entry(&self, id: u64) -> bool {
+        self.unopened.lock().contains_key(&id)
+    }
+
     /// Gives back the claim a received entry holds until it is opened.
     fn release_delivery(&self, id: u64) {
         if let Some(d) = self.socks.get(id) {
