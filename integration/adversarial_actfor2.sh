@@ -14,6 +14,12 @@
 #                     that kept the status read when it was set let B speak as the
 #                     setuid process for as long as it ran.
 #  setuid_exec_named  the same through a send ioctl naming the child (MsgHead's act_for).
+#  filecap_exec_*     the same with a program that has file capabilities
+#                     (cap_net_bind_service+ep on a copy of sleep): B's child keeps B's
+#                     ids through the exec, only its capabilities grow, so ptrace would
+#                     no longer let B in. The daemon checks a grant at each request by the
+#                     thread's pidfd (PIDFD_GET_INFO: ids only) and capget, not by its
+#                     status: this is the case the ids alone would miss (EPERM, both).
 #  userns_security    B as "root" of `unshare -U -r` (CapEff full in its own namespace)
 #                     sets security.udsfs.act_for on a socket file of its own, naming its
 #                     own child: the kernel asks CAP_SYS_ADMIN over the mount's namespace
@@ -44,6 +50,7 @@ source "$(dirname "$0")/lib.sh"
 export LC_ALL=C
 
 [ -u /usr/bin/passwd ] || fail "a setuid-root program is needed: /usr/bin/passwd is not setuid"
+command -v setcap >/dev/null || fail "setcap is needed (package libcap2-bin)"
 PY3=/usr/bin/python3
 [ -x $PY3 ] || fail "/usr/bin/python3 is missing (package python3)"
 chmod o+x "$TMP"
@@ -76,7 +83,28 @@ def creds(pid, uid, gid):
     return err(os.write, m, f"len=1 to=@rootd2 creds={pid}:{uid}:{gid}\nx".encode())
 
 me = (os.getuid(), os.getgid())
-if mode == "setuid-exec":
+def cap_eff(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+
+if mode == "filecap-exec":
+    pid, w = child([sys.argv[2], "60"])
+    report("act_for its child (before exec)", grant(pid))
+    report("creds of the child (control, before exec)", creds(pid, *me))
+    report("named send for the child (control, before exec)", named(pid, pid, *me))
+    os.write(w, b"g")
+    for _ in range(200):
+        if cap_eff(pid):
+            break
+        time.sleep(0.02)
+    report("the child runs the file-capability program with B's ids",
+           euid(pid) == me[0] and cap_eff(pid) != 0)
+    report("creds of the file-capability child with B's ids", creds(pid, *me))
+    report("named send for the file-capability child", named(pid, pid, *me))
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+elif mode == "setuid-exec":
     pid, w = child(["/usr/bin/passwd"])
     report("act_for its child (before exec)", grant(pid))
     report("creds of the child (control, before exec)", creds(pid, *me))
@@ -239,6 +267,22 @@ verdict setuid_exec_creds "$(has "$out" "creds of the setuid child with B's ids:
     "$(grep -F "creds of the setuid child" <<<"$out")"
 verdict setuid_exec_named "$(has "$out" "named send for the setuid child: EPERM")" \
     "$(grep -F "named send for the setuid child" <<<"$out")"
+
+say "-- filecap_exec_*: a grant for B's child, then the child execs a program with file capabilities"
+cp /bin/sleep "$TMP/capsleep"
+chmod 0755 "$TMP/capsleep"
+setcap cap_net_bind_service+ep "$TMP/capsleep" || fail "setcap on $TMP/capsleep"
+out=$(run_as $B "$PY3" "$TMP/att2.py" filecap-exec "$TMP/capsleep")
+say "$out" | sed 's/^/    /'
+controls="act_for its child (before exec): OK
+creds of the child (control, before exec): OK
+named send for the child (control, before exec): OK
+the child runs the file-capability program with B's ids: True"
+[ "$(head -n4 <<<"$out")" = "$controls" ] || fail "the controls did not hold: $out"
+verdict filecap_exec_creds "$(has "$out" "creds of the file-capability child with B's ids: EPERM")" \
+    "$(grep -F "creds of the file-capability child" <<<"$out")"
+verdict filecap_exec_named "$(has "$out" "named send for the file-capability child: EPERM")" \
+    "$(grep -F "named send for the file-capability child" <<<"$out")"
 
 say "-- grant_stall: B's 1,500 threads taking grants, 4 setting theirs again and again"
 # a_stats: A's (root's) 200 stats of the mount root (a GETATTR each: attributes are
