@@ -513,8 +513,11 @@ fn checked_before(
 
 /// Pidfds of the supervisor's process, (tgid, start time), and of the
 /// target thread, (tid, tgid, its process's start time): those a checked
-/// target already holds for the same process or thread, else new ones
-/// charged to `uid` on `fds` (a new supervisor's watched for its exit).
+/// target already holds for the same process or thread while it lives,
+/// else new ones charged to `uid` on `fds` (a new supervisor's watched for
+/// its exit). (A start time counts clock ticks: a pid that came round
+/// within one tick of its last process's exit looks the same, and that
+/// one's pidfd, dead, refused every request of the grant.)
 fn pidfds_of(
     fds: &Arc<Quota>,
     uid: u32,
@@ -525,11 +528,13 @@ fn pidfds_of(
     let (old_sup, old_target) = c.as_ref().map_or((None, None), |m| {
         let s = m
             .iter()
-            .find(|((tgid, _, _), ch)| (*tgid, ch.started) == sup)
+            .find(|((tgid, _, _), ch)| (*tgid, ch.started) == sup && alive(&*ch.pidfds.0))
             .map(|(_, ch)| ch.pidfds.0.clone());
         let t = m
             .iter()
-            .find(|((_, _, tid), ch)| (*tid, ch.target.tgid(), ch.target.started) == target)
+            .find(|((_, _, tid), ch)| {
+                (*tid, ch.target.tgid(), ch.target.started) == target && alive(&*ch.pidfds.1)
+            })
             .map(|(_, ch)| ch.pidfds.1.clone());
         (s, t)
     });
