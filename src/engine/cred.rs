@@ -122,20 +122,73 @@ fn pidfd_creds(tid: u32) -> Option<Ucred> {
     if fd < 0 {
         return None;
     }
+    let ids = pidfd_ids(fd as i32);
+    // SAFETY: closes the pidfd opened above.
+    unsafe { libc::close(fd as i32) };
+    let (tgid, uids, gids) = ids.ok()?;
+    Some(Ucred {
+        pid: tgid,
+        uid: uids[REAL],
+        gid: gids[REAL],
+    })
+}
+
+/// The thread-group id and the (real, effective, saved, fs) uids and gids
+/// of the task of `pidfd` as the kernel has them now: one PIDFD_GET_INFO
+/// (Linux 6.13 and later; ENOTTY or EINVAL before, ESRCH once the task is
+/// gone).
+pub fn pidfd_ids(pidfd: i32) -> Result<(i32, [u32; 4], [u32; 4]), Errno> {
     let mut info = PidfdInfo {
         mask: PIDFD_INFO_PID | PIDFD_INFO_CREDS,
         ..Default::default()
     };
     // SAFETY: the ioctl fills at most size_of::<PidfdInfo>() bytes of info.
-    let r = unsafe { libc::ioctl(fd as i32, PIDFD_GET_INFO as _, &mut info as *mut PidfdInfo) };
-    // SAFETY: closes the pidfd opened above.
-    unsafe { libc::close(fd as i32) };
+    let r = unsafe { libc::ioctl(pidfd, PIDFD_GET_INFO as _, &mut info as *mut PidfdInfo) };
+    if r != 0 {
+        return Err(Errno::last());
+    }
     let want = PIDFD_INFO_PID | PIDFD_INFO_CREDS;
-    (r == 0 && info.mask & want == want).then_some(Ucred {
-        pid: info.tgid as i32,
-        uid: info.ruid,
-        gid: info.rgid,
-    })
+    if info.mask & want != want {
+        return Err(Errno::EINVAL);
+    }
+    Ok((
+        info.tgid as i32,
+        [info.ruid, info.euid, info.suid, info.fsuid],
+        [info.rgid, info.egid, info.sgid, info.fsgid],
+    ))
+}
+
+/// A thread's process, ids and effective capabilities as an act-for grant
+/// checked them (src/fuse/actfor.rs) at the start of a request made under
+/// it: the request speaks with these, as a Linux system call keeps the
+/// credentials it started with, whatever its status says when read later
+/// (a target that is not trapped may exec a setuid program meanwhile).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckedCreds {
+    pub tgid: i32,
+    pub uids: [u32; 4],
+    pub gids: [u32; 4],
+    pub cap_eff: u64,
+}
+
+impl CheckedCreds {
+    pub fn of(st: &ProcStatus) -> CheckedCreds {
+        CheckedCreds {
+            tgid: st.tgid,
+            uids: st.uids,
+            gids: st.gids,
+            cap_eff: st.cap_eff,
+        }
+    }
+
+    /// `st` with these ids and capabilities in place of its own.
+    fn stamped(&self, mut st: ProcStatus) -> ProcStatus {
+        st.tgid = self.tgid;
+        st.uids = self.uids;
+        st.gids = self.gids;
+        st.cap_eff = self.cap_eff;
+        st
+    }
 }
 
 /// Capability numbers (linux/capability.h).
@@ -153,6 +206,9 @@ pub struct Caller {
     status: OnceLock<ProcStatus>,
     netns: OnceLock<NetNs>,
     userns: OnceLock<Option<UserNs>>,
+    /// Under an act-for grant: the target's credentials as checked for
+    /// this request (`with_checked`).
+    checked: Option<CheckedCreds>,
 }
 
 impl Caller {
@@ -165,6 +221,7 @@ impl Caller {
             status: OnceLock::new(),
             netns: OnceLock::new(),
             userns: OnceLock::new(),
+            checked: None,
         }
     }
 
@@ -206,6 +263,21 @@ impl Caller {
         self
     }
 
+    /// A caller whose credentials an act-for grant checked at the start of
+    /// the request (src/fuse/actfor.rs): its status, read when an operation
+    /// needs it, carries these ids and capabilities, and SCM_CREDENTIALS
+    /// take them without a look at the kernel.
+    pub fn with_checked(mut self, checked: Option<CheckedCreds>) -> Caller {
+        self.checked = checked;
+        self
+    }
+
+    /// The credentials checked for this request, if any (`with_checked`),
+    /// for a retry of it.
+    pub fn checked(&self) -> Option<CheckedCreds> {
+        self.checked
+    }
+
     /// The status, if it was read already.
     pub fn known_status(&self) -> Option<&ProcStatus> {
         self.status.get()
@@ -230,6 +302,10 @@ impl Caller {
                 umask: 0o022,
                 ..ProcStatus::default()
             });
+            if let Some(k) = self.checked {
+                // (Not cached: the ids are this request's, not the thread's.)
+                return k.stamped(st);
+            }
             cache_put(self.tid, self.fsuid, self.fsgid, &st);
             st
         })
@@ -379,6 +455,13 @@ impl Caller {
     /// system calls, and a setresuid is seen at once), else from a fresh
     /// cached status.
     pub fn scm_creds(&self) -> Ucred {
+        if let Some(k) = self.checked {
+            return Ucred {
+                pid: k.tgid,
+                uid: k.uids[REAL],
+                gid: k.gids[REAL],
+            };
+        }
         if self.status.get().is_none()
             && let Some(c) = pidfd_creds(self.tid)
         {
@@ -401,6 +484,7 @@ impl Caller {
     /// `CACHE_FRESH`) when none was read yet, so `status()` need not read /proc.
     fn use_cached_status(&self) {
         if self.status.get().is_none()
+            && self.checked.is_none()
             && let Some(st) = cache_get(self.tid, self.fsuid, self.fsgid)
         {
             let _ = self.status.set(st);

@@ -17,6 +17,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use crate::engine::cred::{self, CheckedCreds};
+use crate::engine::fds::ChargedFd;
+use crate::engine::quota::Quota;
 use crate::engine::userns;
 use crate::procfs::{self, Status};
 
@@ -44,26 +47,25 @@ struct Grant {
     /// a socket in the namespace it was made in). It can only be in a
     /// namespace it could enter, where it could make sockets itself.
     granter_netns: bool,
-    /// Pidfds of the supervisor's process and of the target's, opened once
-    /// they were checked: each request asks whether they still name a
-    /// process (a pid reused is another struct pid), instead of reading
-    /// both start times from /proc (with the supervisor's status, three of
-    /// the four /proc reads a request made: over half the daemon's time
-    /// under `udsfs run`'s supervisor). Shared with `CHECKED`'s entries.
-    /// None: not to be had; /proc decides.
+    /// Pidfds of the supervisor's process and of the target thread
+    /// (PIDFD_THREAD), opened once they were checked: each request asks
+    /// whether the supervisor's still names a process (a pid reused is
+    /// another struct pid) and asks the target's for its ids (`look`),
+    /// instead of reading start times and the status from /proc (the
+    /// largest part of the daemon's time under `udsfs run`'s supervisor).
+    /// Shared with `CHECKED`'s entries; each charged to the user that had
+    /// it opened, on the daemon's descriptor quota (`Engine::fds`, the
+    /// per-user share). None: not to be had (past the user's share or
+    /// PIDFD_GRANTS); /proc decides.
     pidfds: Option<Pidfds>,
-    /// With pidfds: the target's status as read when the grant was set (a
-    /// named send that takes the grant over answers with it; `caller_of`
-    /// reads the status again).
-    status: Option<Status>,
     /// A pidfd of the granting thread itself (PIDFD_THREAD): alive, it is
     /// the thread that set the grant, not another that got its id since.
-    /// None: not to be had; /proc/TGID/task/TID decides.
-    thread: Option<OwnedFd>,
+    /// Charged as `pidfds`. None: not to be had; /proc/TGID/task/TID decides.
+    thread: Option<ChargedFd>,
 }
 
-/// The supervisor's and the target's pidfds.
-type Pidfds = (Arc<OwnedFd>, Arc<OwnedFd>);
+/// The supervisor process's pidfd and the target thread's.
+type Pidfds = (Arc<ChargedFd>, Arc<ChargedFd>);
 
 /// A target that a supervisor's thread was let act for: the full check of
 /// `set` (the tree, the ids, the capabilities, both start times) is not
@@ -77,32 +79,91 @@ struct Checked {
     pidfds: Pidfds,
 }
 
-/// A target as checked: its process, start time and credentials.
+/// A target as checked: its process's start time and its credentials.
 #[derive(Clone, Copy)]
 struct Target {
-    tgid: i32,
     started: u64,
-    uids: [u32; 4],
-    gids: [u32; 4],
-    cap_eff: u64,
+    creds: CheckedCreds,
 }
 
 impl Target {
     fn of(st: &Status, started: u64) -> Target {
         Target {
-            tgid: st.tgid,
             started,
-            uids: st.uids,
-            gids: st.gids,
-            cap_eff: st.cap_eff,
+            creds: CheckedCreds::of(st),
         }
+    }
+
+    fn tgid(&self) -> i32 {
+        self.creds.tgid
     }
 
     /// Whether `st` is of this target's process, with the ids and
     /// capabilities it was checked with.
     fn same(&self, st: &Status) -> bool {
-        (st.tgid, st.uids, st.gids, st.cap_eff) == (self.tgid, self.uids, self.gids, self.cap_eff)
+        self.creds == CheckedCreds::of(st)
     }
+}
+
+/// Thread `tid`'s effective capabilities now (capget names any thread by
+/// its id; it reads them as /proc's CapEff shows them).
+fn cap_eff_of(tid: u32) -> Option<u64> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    let mut h = Header {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: tid as i32,
+    };
+    let mut d = [Data::default(); 2];
+    // SAFETY: a version 3 header and the two data records it fills.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()) };
+    (r == 0 && tid != 0).then(|| d[0].effective as u64 | (d[1].effective as u64) << 32)
+}
+
+/// The target thread `tid`'s process, ids and effective capabilities now,
+/// given its pidfd (PIDFD_THREAD): capget, then PIDFD_GET_INFO (two system
+/// calls and no text, where a read of its status is three and has the
+/// kernel print some sixty lines; at every request under a grant it was
+/// most of the daemon's time a call under `udsfs run`'s supervisor).
+/// capget names the thread by its id, so it comes first: the pidfd's
+/// answer after it says that the thread lived on, so the id was still its
+/// own. These are everything the checks compare (`Target::same`), and a
+/// setuid or setgid exec, a set*id call, capset and a file-capability exec
+/// each change one of them. Before PIDFD_GET_INFO (Linux 6.13), the
+/// status. None: the thread is gone.
+fn look(thread: &impl AsRawFd, tid: u32) -> Option<CheckedCreds> {
+    let cap_eff = cap_eff_of(tid)?;
+    match cred::pidfd_ids(thread.as_raw_fd()) {
+        Ok((tgid, uids, gids)) => Some(CheckedCreds {
+            tgid,
+            uids,
+            gids,
+            cap_eff,
+        }),
+        Err(Errno::ESRCH) => None,
+        Err(_) => Status::read(tid)
+            .ok()
+            .filter(|_| alive(thread))
+            .map(|st| CheckedCreds::of(&st)),
+    }
+}
+
+/// `fd` charged to `uid` on `quota` (the daemon's descriptor quota): None
+/// when there is no `fd`, or past the user's share (then /proc decides,
+/// as it does past PIDFD_GRANTS).
+fn charged(quota: &Arc<Quota>, uid: u32, fd: Option<OwnedFd>) -> Option<ChargedFd> {
+    ChargedFd::new(quota, uid, fd?).ok()
 }
 
 /// (supervisor process, setter's fsuid, target thread).
@@ -130,7 +191,7 @@ fn thread_pidfd(tid: u32) -> Option<OwnedFd> {
 /// Is thread `tid` of process `tgid` the one granted: its own pidfd alive
 /// (a thread pidfd is signalled as that thread; one that exited is gone
 /// even if its id was taken again), or without one, its /proc entry there.
-fn same_thread(thread: Option<&OwnedFd>, tgid: i32, tid: u32) -> bool {
+fn same_thread(thread: Option<&ChargedFd>, tgid: i32, tid: u32) -> bool {
     match thread {
         Some(fd) => alive(fd),
         None => std::path::Path::new(&format!("/proc/{tgid}/task/{tid}")).exists(),
@@ -142,7 +203,7 @@ fn same_thread(thread: Option<&OwnedFd>, tgid: i32, tid: u32) -> bool {
 /// the exit, often before the supervisor's parent reaps it, and a zombie
 /// kept as alive then held its grants' pidfds for the daemon's life (the
 /// set is one-shot per pidfd: no second wake comes).
-fn exited(pidfd: &OwnedFd) -> bool {
+fn exited(pidfd: &impl AsRawFd) -> bool {
     let mut p = libc::pollfd {
         fd: pidfd.as_raw_fd(),
         events: libc::POLLIN,
@@ -155,7 +216,7 @@ fn exited(pidfd: &OwnedFd) -> bool {
 
 /// Is the process of `pidfd` still there (a zombie too, as its /proc entry
 /// and start time stay until it is reaped)?
-fn alive(pidfd: &OwnedFd) -> bool {
+fn alive(pidfd: &impl AsRawFd) -> bool {
     // SAFETY: signal 0 only checks; no memory is passed.
     let r = unsafe {
         libc::syscall(
@@ -201,7 +262,7 @@ fn exits() -> i32 {
 
 /// Drops the grants and checked targets of supervisor `sup` once its
 /// process has exited (once per pidfd: they share it).
-fn watch_exit(sup: &OwnedFd) {
+fn watch_exit(sup: &ChargedFd) {
     let ep = exits();
     if ep < 0 {
         return;
@@ -229,12 +290,12 @@ fn reap_exits(ep: i32) {
         }
         let mut g = GRANTS.lock();
         if let Some(map) = g.as_mut() {
-            map.retain(|_, gr| gr.pidfds.as_ref().is_none_or(|(sup, _)| !exited(sup)));
+            map.retain(|_, gr| gr.pidfds.as_ref().is_none_or(|(sup, _)| !exited(&**sup)));
             COUNT.store(map.len(), Ordering::Relaxed);
         }
         drop(g);
         if let Some(m) = CHECKED.lock().as_mut() {
-            m.retain(|_, c| !exited(&c.pidfds.0));
+            m.retain(|_, c| !exited(&*c.pidfds.0));
         }
     }
 }
@@ -298,8 +359,9 @@ fn caps_covered(tid: u32, me: &Status, target: u32, them: &Status) -> bool {
 }
 
 /// `user.udsfs.act_for` (or the security name) set to `value` by thread `tid` (fsuid `uid`): a
-/// thread id to act for, or empty / "0" to stop. Errno on refusal.
-pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
+/// thread id to act for, or empty / "0" to stop. Errno on refusal. The
+/// pidfds a grant keeps are charged to `uid` on `fds` (`Engine::fds`).
+pub fn set(fds: &Arc<Quota>, tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     let text = std::str::from_utf8(value).map_err(|_| libc::EINVAL)?;
     let text = text.trim_matches(|c: char| c == '\0' || c.is_whitespace());
     let (text, granter_netns) = match text.split_once(' ') {
@@ -328,7 +390,7 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     // Opened while the thread is in this request (its id cannot be taken
     // again meanwhile): it names this thread, whose process is read next.
     let thread = if map.len() < PIDFD_GRANTS {
-        thread_pidfd(tid)
+        charged(fds, uid, thread_pidfd(tid))
     } else {
         None
     };
@@ -355,7 +417,12 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
     // process, they name that one.
     // (Two descriptors a process: past PIDFD_GRANTS grants, /proc alone.)
     let pidfds = if map.len() < PIDFD_GRANTS {
-        pidfds_of((me.tgid, started), (them.tgid, target_started))
+        pidfds_of(
+            fds,
+            uid,
+            (me.tgid, started),
+            (target, them.tgid, target_started),
+        )
     } else {
         None
     };
@@ -385,7 +452,6 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
             },
         );
     }
-    let status = pidfds.is_some().then_some(again);
     map.insert(
         tid,
         Grant {
@@ -396,7 +462,6 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
             checked,
             granter_netns,
             pidfds,
-            status,
             thread,
         },
     );
@@ -409,8 +474,8 @@ pub fn set(tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
 /// `target` was checked for with this user (`CHECKED`): the supervisor's
 /// and the target's processes the ones checked (their pidfds, asked after
 /// the reads), `tid` still a thread of the supervisor's process (a thread
-/// id that another process reused is not), and the target's status read
-/// once, its ids and capabilities the ones checked (else the full check:
+/// id that another process reused is not), and the target thread's ids
+/// and capabilities (`look`) the ones checked (else the full check:
 /// a setgid or file-capability exec, a raw setresuid since). Threads of one
 /// supervisor with the same fsuid count as one principal. None: the full
 /// check decides.
@@ -432,50 +497,59 @@ fn checked_before(
     let (pidfds, checked) = (ch.pidfds.clone(), ch.target);
     drop(c);
     let thread = same_thread(prev.thread.as_ref(), tgid, tid);
-    let st = Status::read(target).ok()?;
-    let same = thread && checked.same(&st) && alive(&pidfds.0) && alive(&pidfds.1);
+    let now = look(&*pidfds.1, target)?;
+    let same = thread && now == checked.creds && alive(&*pidfds.0);
     same.then(|| Grant {
         tgid,
         started,
         target,
-        fs: (st.uids[3], st.gids[3]),
+        fs: (now.uids[3], now.gids[3]),
         checked,
         granter_netns,
         pidfds: Some(pidfds),
-        status: Some(st),
         thread: prev.thread.take(),
     })
 }
 
-/// Pidfds of the supervisor's process and of the target's, (tgid, start
-/// time) each: those a checked target already holds for the same process,
-/// else new ones (a new supervisor's watched for its exit).
-fn pidfds_of(sup: (i32, u64), target: (i32, u64)) -> Option<Pidfds> {
+/// Pidfds of the supervisor's process, (tgid, start time), and of the
+/// target thread, (tid, tgid, its process's start time): those a checked
+/// target already holds for the same process or thread while it lives,
+/// else new ones charged to `uid` on `fds` (a new supervisor's watched for
+/// its exit). (A start time counts clock ticks: a pid that came round
+/// within one tick of its last process's exit looks the same, and that
+/// one's pidfd, dead, refused every request of the grant.)
+fn pidfds_of(
+    fds: &Arc<Quota>,
+    uid: u32,
+    sup: (i32, u64),
+    target: (u32, i32, u64),
+) -> Option<Pidfds> {
     let c = CHECKED.lock();
-    let known = |who: (i32, u64)| {
-        c.as_ref()?.iter().find_map(|((tgid, _, _), ch)| {
-            if (*tgid, ch.started) == who {
-                Some(ch.pidfds.0.clone())
-            } else if (ch.target.tgid, ch.target.started) == who {
-                Some(ch.pidfds.1.clone())
-            } else {
-                None
-            }
-        })
-    };
-    let (old_sup, old_target) = (known(sup), known(target));
+    let (old_sup, old_target) = c.as_ref().map_or((None, None), |m| {
+        let s = m
+            .iter()
+            .find(|((tgid, _, _), ch)| (*tgid, ch.started) == sup && alive(&*ch.pidfds.0))
+            .map(|(_, ch)| ch.pidfds.0.clone());
+        let t = m
+            .iter()
+            .find(|((_, _, tid), ch)| {
+                (*tid, ch.target.tgid(), ch.target.started) == target && alive(&*ch.pidfds.1)
+            })
+            .map(|(_, ch)| ch.pidfds.1.clone());
+        (s, t)
+    });
     drop(c);
     let s = match old_sup {
         Some(s) => s,
         None => {
-            let s = Arc::new(pidfd(sup.0)?);
+            let s = Arc::new(charged(fds, uid, pidfd(sup.0))?);
             watch_exit(&s);
             s
         }
     };
     let t = match old_target {
         Some(t) => t,
-        None => Arc::new(pidfd(target.0)?),
+        None => Arc::new(charged(fds, uid, thread_pidfd(target.0))?),
     };
     Some((s, t))
 }
@@ -486,7 +560,7 @@ fn remember(key: CheckedKey, ch: Checked) {
     let mut c = CHECKED.lock();
     let m = c.get_or_insert_with(HashMap::new);
     if m.len() >= CHECKED_MAX && !m.contains_key(&key) {
-        m.retain(|_, c| alive(&c.pidfds.0) && alive(&c.pidfds.1));
+        m.retain(|_, c| alive(&*c.pidfds.0) && alive(&*c.pidfds.1));
         if m.len() >= CHECKED_MAX {
             m.clear();
         }
@@ -498,6 +572,7 @@ fn remember(key: CheckedKey, ch: Checked) {
 /// grant, `user.udsfs.act_for` or `security.udsfs.act_for`, on any file of
 /// the mount; nothing else is there to set.
 pub(super) fn set_xattr(
+    fds: &Arc<Quota>,
     _ino: u64,
     name: &[u8],
     tid: u32,
@@ -515,7 +590,7 @@ pub(super) fn set_xattr(
     if !named {
         return Err(Errno::ENOTSUP);
     }
-    set(tid, uid, value).map_err(Errno::from_raw)
+    set(fds, tid, uid, value).map_err(Errno::from_raw)
 }
 
 /// Who a request is made for (`caller_of`).
@@ -523,21 +598,27 @@ pub struct ActFor {
     pub tid: u32,
     pub uid: u32,
     pub gid: u32,
-    /// Under a grant, the target's status as checked.
+    /// Under a grant whose processes have no pidfds kept, the target's
+    /// status as read for this request.
     pub status: Option<Status>,
+    /// Under a grant, the target's credentials as checked for this request
+    /// (engine::cred's `with_checked`): its status, if an operation reads
+    /// it, carries them.
+    pub checked: Option<CheckedCreds>,
     /// Under a "netns" grant, the granting thread's network namespace.
     pub netns: Option<crate::engine::netns::NetNs>,
 }
 
 /// The (thread, fsuid, fsgid) a request of thread `tid` is made for, and
-/// under a grant the target's status as checked: the request uses that one,
-/// not a later read that a setuid exec in between could change.
+/// under a grant the target's credentials as checked: the request uses
+/// those, not a later read that a setuid exec in between could change.
 pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
     let own = ActFor {
         tid,
         uid,
         gid,
         status: None,
+        checked: None,
         netns: None,
     };
     if COUNT.load(Ordering::Relaxed) == 0 {
@@ -556,14 +637,13 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
     // same process with the same credentials (else: reused pid, setuid exec).
     let (same, target) = if has_pidfds {
         // A thread of the supervisor's process (the one granted, or one that
-        // took its id since: the same process), and both processes the ones
-        // granted (their pidfds, asked after the look), and the target's
-        // status read again, its ids and capabilities the ones checked: the
-        // daemon cannot tell a target trapped in a call (which cannot change
-        // its own credentials) from one that runs on. A grant left after its
-        // call serves only the calls that are the same whoever makes them
-        // (the supervisor sets one for each call that is not:
-        // src/supervisor/actfor.rs).
+        // took its id since: the same process), and the target thread the
+        // one granted (its pidfd), its ids and capabilities now (`look`) the
+        // ones checked: the daemon cannot tell a target trapped in a call
+        // (which cannot change its own credentials) from one that runs on.
+        // A grant left after its call serves only the calls that are the
+        // same whoever makes them (the supervisor sets one for each call
+        // that is not: src/supervisor/actfor.rs).
         let g = GRANTS.lock();
         let gr = g
             .as_ref()
@@ -573,26 +653,30 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
         // own, the /proc look, then the process's pidfd).
         let thread = gr.is_some_and(|gr| {
             same_thread(gr.thread.as_ref(), tgid, tid)
-                && (gr.thread.is_some() || gr.pidfds.as_ref().is_some_and(|(sup, _)| alive(sup)))
+                && (gr.thread.is_some() || gr.pidfds.as_ref().is_some_and(|(sup, _)| alive(&**sup)))
         });
-        let lives = gr.is_some_and(|gr| gr.pidfds.as_ref().is_some_and(|(_, tgt)| alive(tgt)));
+        let target_fd = gr.and_then(|gr| gr.pidfds.as_ref().map(|(_, tgt)| tgt.clone()));
         drop(g);
-        // The target's status read now, not the one kept from the grant: a
+        // The target's credentials now, not the ones kept from the grant: a
         // target that is not trapped (a child the caller merely forked) may
-        // have exec'd a setuid program since, and the kept status, equal to
+        // have exec'd a setuid program since, and a kept status, equal to
         // the checked one by construction, let the caller speak as that
         // process for as long as it ran (adversarial_actfor2.sh).
-        let st = lives.then(|| Status::read(who.0).ok()).flatten();
-        (thread && st.is_some(), st.filter(|st| t.same(st)))
+        let now = target_fd.and_then(|fd| look(&*fd, who.0));
+        (
+            thread && now.is_some(),
+            now.filter(|n| *n == t.creds).map(|_| None),
+        )
     } else {
         let same = Status::read(tid).is_ok_and(|st| st.tgid == tgid)
             && procfs::start_time(tgid) == Some(started);
         let target = Status::read(who.0)
             .ok()
-            .filter(|st| t.same(st) && procfs::start_time(t.tgid) == Some(t.started));
+            .filter(|st| t.same(st) && procfs::start_time(t.tgid()) == Some(t.started))
+            .map(Some);
         (same, target)
     };
-    if same && let Some(st) = target {
+    if same && let Some(status) = target {
         // Read now: where the granting thread is for this request.
         let netns = granter_netns.then(|| {
             crate::engine::netns::of_thread(tid).unwrap_or_else(crate::engine::netns::unknown)
@@ -601,7 +685,8 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
             tid: who.0,
             uid: who.1,
             gid: who.2,
-            status: Some(st),
+            status,
+            checked: Some(t.creds),
             netns,
         };
     }
@@ -645,7 +730,8 @@ pub fn caller_named(tid: u32, uid: u32, gid: u32, target: u32) -> Result<ActFor,
                 tid: target,
                 uid: gr.fs.0,
                 gid: gr.fs.1,
-                status: gr.status.clone(),
+                status: None,
+                checked: Some(gr.checked.creds),
                 netns: None,
             };
             map.insert(tid, gr);
@@ -656,7 +742,7 @@ pub fn caller_named(tid: u32, uid: u32, gid: u32, target: u32) -> Result<ActFor,
     // The grant's checks at every request (`caller_of`): a target gone or
     // changed since it was set drops it, and the call is refused.
     let who = caller_of(tid, uid, gid);
-    if who.tid != target || who.status.is_none() {
+    if who.tid != target || who.checked.is_none() {
         return Err(libc::EPERM);
     }
     Ok(who)
@@ -671,38 +757,84 @@ mod tests {
         nix::unistd::gettid().as_raw() as u32
     }
 
+    /// The descriptor quota the tests' grants are charged on (no bound).
+    fn fds() -> Arc<Quota> {
+        static FDS: std::sync::OnceLock<Arc<Quota>> = std::sync::OnceLock::new();
+        FDS.get_or_init(|| Arc::new(Quota::new("descriptors held for clients")))
+            .clone()
+    }
+
     #[test]
     fn a_child_may_be_acted_for_and_a_stranger_not() {
         let mut child = crate::procfs::sleeping_child(5);
         let pid = child.id();
         let me = tid();
-        assert_eq!(set(me, 0, b"1"), Err(libc::EPERM), "init is not below us");
+        assert_eq!(
+            set(&fds(), me, 0, b"1"),
+            Err(libc::EPERM),
+            "init is not below us"
+        );
         let own = std::process::id().to_string();
         assert_eq!(
-            set(me, 0, own.as_bytes()),
+            set(&fds(), me, 0, own.as_bytes()),
             Err(libc::EPERM),
             "not ourselves"
         );
-        assert_eq!(set(me, 0, b"x"), Err(libc::EINVAL));
-        set(me, 0, pid.to_string().as_bytes()).unwrap();
+        assert_eq!(set(&fds(), me, 0, b"x"), Err(libc::EINVAL));
+        set(&fds(), me, 0, pid.to_string().as_bytes()).unwrap();
         assert_eq!(caller_of(me, 0, 0).tid, pid);
         assert!(
-            caller_of(me, 0, 0).status.is_some(),
-            "the status checked comes along"
+            caller_of(me, 0, 0).checked.is_some(),
+            "the credentials checked come along"
         );
         // (A thread of no grant: me + 1 may be another test's, granting.)
         assert_eq!(caller_of(pid, 7, 8).tid, pid, "only the granted thread");
         assert!(caller_of(me, 0, 0).netns.is_none());
-        set(me, 0, format!("{pid} netns").as_bytes()).unwrap();
+        set(&fds(), me, 0, format!("{pid} netns").as_bytes()).unwrap();
         let own_ns = crate::engine::netns::of_thread(me);
         assert_eq!(caller_of(me, 0, 0).netns, own_ns, "the granter's namespace");
-        assert_eq!(set(me, 0, format!("{pid} x").as_bytes()), Err(libc::EINVAL));
-        set(me, 0, b"0").unwrap();
+        assert_eq!(
+            set(&fds(), me, 0, format!("{pid} x").as_bytes()),
+            Err(libc::EINVAL)
+        );
+        set(&fds(), me, 0, b"0").unwrap();
         assert_eq!(caller_of(me, 0, 0).tid, me);
         // Another user may not act for it (unless root: uid 0 above).
-        assert_eq!(set(me, 12345, pid.to_string().as_bytes()), Err(libc::EPERM));
+        assert_eq!(
+            set(&fds(), me, 12345, pid.to_string().as_bytes()),
+            Err(libc::EPERM)
+        );
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    /// The look a request takes (capget and PIDFD_GET_INFO) says what the
+    /// status says, for this thread and another of this process; none once
+    /// that one is gone. (No child: the reused-pid test turns pids round.)
+    #[test]
+    fn a_look_agrees_with_the_status() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || {
+            tx.send(tid()).unwrap();
+            done_rx.recv().unwrap();
+        });
+        let them = rx.recv().unwrap();
+        for who in [tid(), them] {
+            let fd = thread_pidfd(who).expect("a thread pidfd (Linux 6.9)");
+            let looked = look(&fd, who);
+            let st = Status::read(who).map(|st| CheckedCreds::of(&st)).ok();
+            let info = cred::pidfd_ids(fd.as_raw_fd());
+            println!("thread {who}: look {looked:?}, status {st:?}, PIDFD_GET_INFO {info:?}");
+            assert!(looked.is_some());
+            assert_eq!(looked, st);
+        }
+        let fd = thread_pidfd(them).unwrap();
+        done_tx.send(()).unwrap();
+        other.join().unwrap();
+        let gone = look(&fd, them);
+        println!("thread {them} exited: look {gone:?}");
+        assert_eq!(gone, None, "a thread gone has no credentials");
     }
 
     #[test]
@@ -711,7 +843,7 @@ mod tests {
         let pid = child.id().to_string();
         for _ in 0..SWEEP_AT + 10 {
             let p = pid.clone();
-            std::thread::spawn(move || set(tid(), 0, p.as_bytes()).unwrap())
+            std::thread::spawn(move || set(&fds(), tid(), 0, p.as_bytes()).unwrap())
                 .join()
                 .unwrap();
         }
@@ -733,7 +865,7 @@ mod tests {
         let p = pid.to_string();
         let dead = std::thread::spawn(move || {
             let t = tid();
-            set(t, 0, p.as_bytes()).unwrap();
+            set(&fds(), t, 0, p.as_bytes()).unwrap();
             assert_eq!(
                 caller_of(t, 0, 0).tid,
                 pid,
@@ -746,7 +878,7 @@ mod tests {
         // The thread is gone: a request or grant under its id comes from
         // another thread (here the id is only named; a reused one looks
         // the same to the daemon).
-        let again = set(dead, 0, pid.to_string().as_bytes());
+        let again = set(&fds(), dead, 0, pid.to_string().as_bytes());
         println!("set by exited thread {dead}: {again:?}");
         assert_eq!(
             again,
@@ -765,7 +897,7 @@ mod tests {
         let mut child = sleeper();
         let pid = child.id();
         let me = tid();
-        set(me, 0, pid.to_string().as_bytes()).unwrap();
+        set(&fds(), me, 0, pid.to_string().as_bytes()).unwrap();
         assert_eq!(caller_of(me, 0, 0).tid, pid);
         child.kill().unwrap();
         child.wait().unwrap();
@@ -809,7 +941,7 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "setpriv did not run");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        let first = set(me, 4243, pid.to_string().as_bytes());
+        let first = set(&fds(), me, 4243, pid.to_string().as_bytes());
         println!(
             "grant for {pid} (gids {:?}) by uid 4243: {first:?}",
             gids(pid)
@@ -825,7 +957,7 @@ mod tests {
             );
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        let second = set(me, 4243, pid.to_string().as_bytes());
+        let second = set(&fds(), me, 4243, pid.to_string().as_bytes());
         println!(
             "grant for {pid} (gids {:?}) by uid 4243: {second:?}",
             gids(pid)
@@ -859,13 +991,13 @@ mod tests {
         let stranger = caller_named(me, 12345, 12345, pid).map(|w| w.tid);
         println!("uid 12345 names root's child {pid}: {stranger:?}");
         assert_eq!(stranger, Err(libc::EPERM));
-        set(me, 0, pid.to_string().as_bytes()).unwrap();
+        set(&fds(), me, 0, pid.to_string().as_bytes()).unwrap();
         assert_eq!(caller_named(me, 0, 0, pid).map(|w| w.tid), Ok(pid));
         let unchecked = caller_named(me, 0, 0, opid).map(|w| w.tid);
         println!("granted for {pid}, names {opid} never checked: {unchecked:?}");
         assert_eq!(unchecked, Err(libc::EPERM));
         // Checked once, then another target: both by name from then on.
-        set(me, 0, opid.to_string().as_bytes()).unwrap();
+        set(&fds(), me, 0, opid.to_string().as_bytes()).unwrap();
         assert_eq!(caller_named(me, 0, 0, pid).map(|w| w.tid), Ok(pid));
         assert_eq!(caller_named(me, 0, 0, opid).map(|w| w.tid), Ok(opid));
         // Another user's check is not this one's (the key holds the fsuid).
@@ -891,12 +1023,12 @@ mod tests {
         for attempt in 0..200 {
             let mut first = sleeper();
             let pid = first.id();
-            set(me, 0, pid.to_string().as_bytes()).unwrap();
+            set(&fds(), me, 0, pid.to_string().as_bytes()).unwrap();
             assert_eq!(caller_named(me, 0, 0, pid).map(|w| w.tid), Ok(pid));
             // The grant held is for another target now: naming `pid`
             // again goes by its checked entry.
             let mut holder = sleeper();
-            set(me, 0, holder.id().to_string().as_bytes()).unwrap();
+            set(&fds(), me, 0, holder.id().to_string().as_bytes()).unwrap();
             holder.kill().unwrap();
             holder.wait().unwrap();
             first.kill().unwrap();
@@ -930,18 +1062,18 @@ mod tests {
     fn both_names_on_any_file_and_nothing_else() {
         let me = tid();
         let other = ROOT_INO + 7;
-        let user = set_xattr(other, XATTR.as_bytes(), me, 0, b"x");
-        let secure = set_xattr(other, XATTR_SECURITY.as_bytes(), me, 0, b"x");
+        let user = set_xattr(&fds(), other, XATTR.as_bytes(), me, 0, b"x");
+        let secure = set_xattr(&fds(), other, XATTR_SECURITY.as_bytes(), me, 0, b"x");
         println!("on inode {other}: user name {user:?}, security name {secure:?}");
         // EINVAL: the value was looked at, so the name was taken on that file.
         assert_eq!(user, Err(Errno::EINVAL), "the user name on a socket's file");
         assert_eq!(secure, Err(Errno::EINVAL), "the security name on any file");
         assert_eq!(
-            set_xattr(ROOT_INO, XATTR.as_bytes(), me, 0, b"x"),
+            set_xattr(&fds(), ROOT_INO, XATTR.as_bytes(), me, 0, b"x"),
             Err(Errno::EINVAL)
         );
         assert_eq!(
-            set_xattr(other, b"user.other", me, 0, b"1"),
+            set_xattr(&fds(), other, b"user.other", me, 0, b"1"),
             Err(Errno::ENOTSUP)
         );
     }

@@ -38,7 +38,7 @@ fn caller(req: &Request) -> Caller {
 }
 
 fn caller_as(req: &Request, who: actfor::ActFor) -> Caller {
-    let mut c = Caller::again(who.tid, who.uid, who.gid, who.status);
+    let mut c = Caller::again(who.tid, who.uid, who.gid, who.status).with_checked(who.checked);
     if let Some(ns) = who.netns {
         c = c.in_netns(ns);
     }
@@ -470,7 +470,8 @@ impl Filesystem for UdsFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        let set = actfor::set_xattr(ino.0, name.as_bytes(), req.pid(), req.uid(), value);
+        let fds = &self.inner.eng.depot.quota;
+        let set = actfor::set_xattr(fds, ino.0, name.as_bytes(), req.pid(), req.uid(), value);
         empty(set, reply);
     }
 

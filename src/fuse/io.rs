@@ -77,7 +77,7 @@ impl Inner {
 /// itself (an interrupt meanwhile is kept for it then,
 /// `ParkTable::interrupt_request`).
 fn parker(c: &Caller) -> Caller {
-    Caller::again(c.tid, c.fsuid, c.fsgid, c.known_status().cloned())
+    Caller::again(c.tid, c.fsuid, c.fsgid, c.known_status().cloned()).with_checked(c.checked())
 }
 
 /// What a request parked until a lane is down does then: `run` on the

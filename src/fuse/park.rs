@@ -73,6 +73,9 @@ pub struct Parked<P: Park> {
     pub gid: u32,
     /// The caller's status as read when the request came, for its retries.
     status: Option<ProcStatus>,
+    /// The credentials an act-for grant checked for it (engine::cred's
+    /// `with_checked`), for its retries.
+    checked: Option<crate::engine::cred::CheckedCreds>,
     /// The user namespace read for it, if any (`Caller::known_userns`).
     userns: Option<Option<crate::engine::userns::UserNs>>,
     /// Bytes charged to `ParkTable::held` while it waits.
@@ -140,7 +143,9 @@ pub fn deferring_wakeups<R>(op: impl FnOnce() -> R) -> R {
 impl<P: Park> Parked<P> {
     /// The caller again, for a retry.
     fn caller(&self) -> Caller {
-        Caller::again(self.tid, self.uid, self.gid, self.status.clone()).knowing_userns(self.userns)
+        Caller::again(self.tid, self.uid, self.gid, self.status.clone())
+            .knowing_userns(self.userns)
+            .with_checked(self.checked)
     }
 
     /// Retries until done or blocked. A retry already running on another
@@ -314,6 +319,7 @@ impl<P: Park> ParkTable<P> {
             gid,
             status: c.known_status().cloned(),
             userns: c.known_userns(),
+            checked: c.checked(),
             held,
             slot: Mutex::new(Some(p)),
             kicked: AtomicBool::new(false),
