@@ -171,6 +171,7 @@ scripts!(
     adversarial_fds,
     adversarial_floods,
     adversarial_lanes,
+    adversarial_lanes2,
     adversarial_more,
     adversarial_observers,
     adversarial_pool,

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# adversarial_lanes2.sh: user B (uid 61052) against what the last session built, on a
+# shared --allow-other --lanes mount where user A (uid 61051) runs its programs. Each
+# case prints what B tried and what A got:
+#  route_unlink  A binds a routed socket in A's sticky world-writable directory (1777,
+#               A's) after B's own routed bind there made the mount's copy of it (so B
+#               owns the copy); B's program through the supervisor (`udsfs run --front
+#               seccomp --route`) unlinks A's socket path: Linux says EPERM (sticky: not
+#               B's file, not B's directory) and A's clients still reach A. The
+#               supervisor (calls/src/routed.rs `remove`) removed the node in the mount
+#               first, as B, where B's copy of the directory let it, and answered 0 since
+#               "either gone is a success": A's clients got ENOENT/ECONNREFUSED.
+#  route_squat  B makes A's routed directory in the mount itself (mkdir -p, 0777) before
+#               A's program binds in its own 0700 directory there; B then moves A's node
+#               aside on the mount and binds its own socket at that name: A's client,
+#               connecting to A's own path, must reach A's server (Linux: B cannot even
+#               enter A's directory), not B's.
+# A case listed in integration/adversarial_lanes2_exceptions.txt is a known defect: it
+# must fail as listed, and the script fails once it passes (then unlist it).
+UDSFS_MOUNT_ARGS=(--allow-other --lanes)
+source "$(dirname "$0")/lib.sh"
+
+need_preload
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
+A=61051
+B=61052
+chmod 755 "$TMP"
+EXCEPTIONS=$LIB_DIR/adversarial_lanes2_exceptions.txt
+failed=()
+# (verdict CASE OK WHAT: lib.sh, against $EXCEPTIONS)
+
+# py NAME: a python program from stdin, readable by A and B.
+py() {
+    cat >"$TMP/$1"
+    chmod 644 "$TMP/$1"
+}
+py serve.py <<'PY'
+# serve.py PATH WORD N: binds PATH, answers WORD to each of N connections, prints each.
+import os, socket, sys
+path, word, n = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+s.listen(8)
+print("listening", flush=True)
+for _ in range(n):
+    c, _ = s.accept()
+    c.sendall(word)
+    c.close()
+PY
+py ask.py <<'PY'
+# ask.py PATH: connects to PATH and prints what it answers, or the errno.
+import errno, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect(sys.argv[1])
+    print("got", s.recv(100).decode() or "EOF", flush=True)
+except OSError as e:
+    print("connect:", errno.errorcode.get(e.errno, e.errno), flush=True)
+PY
+py unlink.py <<'PY'
+# unlink.py PATH: unlinks PATH, prints 0 or the errno.
+import errno, os, sys
+try:
+    os.unlink(sys.argv[1])
+    print("unlink: 0", flush=True)
+except OSError as e:
+    print("unlink:", errno.errorcode.get(e.errno, e.errno), flush=True)
+PY
+# run_as UID ROUTE... -- PROGRAM ARGS: the program through `udsfs run --front seccomp`
+# with each ROUTE routed (-: none), as UID.
+run_as() {
+    local uid=$1 routes=()
+    shift
+    while [ "$1" != -- ]; do
+        [ "$1" = - ] || routes+=(--route "$1")
+        shift
+    done
+    shift
+    # (umask 0: B wants its copies of directories as open as the kernel's; A's own
+    # programs' umask does not matter here)
+    as_uid "$uid" sh -c 'umask 0; exec "$@"' - env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp \
+        "${routes[@]}" -- /usr/bin/python3 "$TMP/$1" "${@:2}"
+}
+# serve_as UID OUT ROUTE -- PATH WORD N: A's or B's server in the background, up.
+serve_as() {
+    local uid=$1 out=$2 route=$3
+    shift 4
+    run_as "$uid" "$route" -- serve.py "$@" >"$out" 2>&1 &
+    servers+=($!)
+    for _ in $(seq 1000); do grep -q listening "$out" && break; sleep 0.01; done
+    grep -q listening "$out" || fail "no server as $uid: $(cat "$out")"
+}
+
+servers=()
+stop_servers() {
+    kill "${servers[@]}" 2>/dev/null || true
+    wait "${servers[@]}" 2>/dev/null || true
+    servers=()
+}
+
+# route_unlink
+R=$TMP/r1
+mkdir -m 755 "$R"
+mkdir -m 1777 "$R/pub"
+chown "$A:$A" "$R/pub"
+serve_as $B "$TMP/b1.out" "$R" -- "$R/pub/b.sock" B 0
+serve_as $A "$TMP/a1.out" "$R" -- "$R/pub/a.sock" A 2
+say "the mount's copy of A's sticky directory: $(stat -c '%A %u' "$MNT$R/pub"); the kernel's: $(stat -c '%A %u' "$R/pub")"
+before=$(run_as $A "$R" -- ask.py "$R/pub/a.sock" 2>&1)
+got=$(run_as $B "$R" -- unlink.py "$R/pub/a.sock" 2>&1)
+after=$(run_as $A "$R" -- ask.py "$R/pub/a.sock" 2>&1)
+say "A's client before: $before; B's unlink of A's $R/pub/a.sock: $got; A's client after: $after"
+verdict route_unlink "$([ "$got" = "unlink: EPERM" ] && [ "$after" = "got A" ] && echo 1)" \
+    "B's supervised unlink of A's socket path in A's sticky directory: $got (Linux: EPERM); A's client after it: $after (before: $before)"
+stop_servers
+
+# route_squat
+R=$TMP/r2
+mkdir -m 755 "$R"
+mkdir -m 700 "$R/adir"
+chown "$A:$A" "$R/adir"
+as_uid $B mkdir -m 777 -p "$MNT$R/adir" || fail "B cannot make directories in the mount"
+chmod 777 "$MNT$R/adir" 2>/dev/null || as_uid $B chmod 777 "$MNT$R/adir"
+serve_as $A "$TMP/a2.out" "$R" -- "$R/adir/a.sock" A 2
+say "the mount's copy of A's 0700 directory: $(stat -c '%A %u' "$MNT$R/adir"); the kernel's: $(stat -c '%A %u' "$R/adir")"
+before=$(run_as $A "$R" -- ask.py "$R/adir/a.sock" 2>&1)
+moved=$(as_uid $B mv "$MNT$R/adir/a.sock" "$MNT$R/adir/aside" 2>&1 && echo moved)
+serve_as $B "$TMP/b2.out" - -- "$MNT$R/adir/a.sock" B 1
+after=$(run_as $A "$R" -- ask.py "$R/adir/a.sock" 2>&1)
+say "A's client before: $before; B's move of A's node aside: $moved; A's client after B bound at its name: $after"
+verdict route_squat "$([ "$after" = "got A" ] && echo 1)" \
+    "B made A's routed directory in the mount first; A's client after B moved A's node and bound its own: $after (Linux: got A; before: $before)"
+stop_servers
+
+grep -i "panick" "$LOG" && fail "the daemon panicked"
+[ ${#failed[@]} -eq 0 ] || fail "$(printf '%s; ' "${failed[@]}")"
+ok "every case as expected"
