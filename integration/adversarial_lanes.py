@@ -437,5 +437,58 @@ def deposit_one():
         say("A's deposit:", errno.errorcode.get(e.errno, str(e)))
 
 
-CASES = {f.__name__: f for f in (lane_server, connect_first, prepare, deposit_one, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
+def hup_drain():
+    """B's argv[3] connections to A's laned server @argv[2], one at a time: B asks for
+    each lane (Op::LaneClaim arg 5, again while EAGAIN) and for its eventfds (arg 4,
+    both ends': A's among them), waits argv[4] seconds for A's library to claim its end
+    and sleep on its eventfd, then (argv[5] "drain") a child of B spins reading A's
+    eventfd while B closes its socket (the way down writes A's eventfd: A's only
+    wake-up). Prints "closed I T" (CLOCK_MONOTONIC) for each, and how each lane went."""
+    name, n, settle = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    drain = sys.argv[5] == "drain"
+    ch = channel()
+    for i in range(1, n + 1):
+        cf, c = clone("stream")
+        ctl(cf, f"connect @{name}")
+        dc = os.open(f"{U}/sock/{c}/data", os.O_RDWR | os.O_NONBLOCK)
+        g = "EAGAIN"
+        for _ in range(500):
+            g = lane_ctl(dc, 5)
+            if g != "EAGAIN":
+                break
+            time.sleep(0.01)
+        evs = lane_ctl(dc, 4) if not isinstance(g, str) else g
+        if isinstance(evs, str):
+            say(f"connection {i}: lane {g}, eventfds {evs}")
+            theirs = None
+        else:
+            theirs = claim(ch, evs[1 - g[1]])
+        time.sleep(settle)
+        say(f"connection {i}: lane {status(c, 'lane')}, A's eventfd: {'yes' if isinstance(theirs, int) else theirs}")
+        child = None
+        if isinstance(theirs, int) and drain:
+            os.set_blocking(theirs, False)
+            child = os.fork()
+            if child == 0:
+                os.close(dc)
+                os.close(cf)
+                end = time.monotonic() + 1.0
+                while time.monotonic() < end:
+                    try:
+                        os.read(theirs, 8)
+                    except BlockingIOError:
+                        pass
+                os._exit(0)
+            time.sleep(0.05)
+        os.close(dc)
+        os.close(cf)
+        say(f"closed {i} {time.monotonic():.3f}")
+        if child:
+            os.waitpid(child, 0)
+        if isinstance(theirs, int):
+            os.close(theirs)
+        time.sleep(0.5)
+
+
+CASES = {f.__name__: f for f in (hup_drain, lane_server, connect_first, prepare, deposit_one, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
 CASES[sys.argv[1]]()

@@ -15,6 +15,11 @@
 #               aside on the mount and binds its own socket at that name: A's client,
 #               connecting to A's own path, must reach A's server (Linux: B cannot even
 #               enter A's directory), not B's.
+#  hup_drained  A's server waits in epoll (selectors, through the library) on B's
+#               laned connections (arg 5 asked by B raw, arg 6 by A's library); B takes
+#               both ends' eventfds (arg 4), and a child of B spins reading A's while B
+#               closes its socket: A must see each EOF at once (within 1 s), as it does
+#               when B closes without that child (checked first).
 # A case listed in integration/adversarial_lanes2_exceptions.txt is a known defect: it
 # must fail as listed, and the script fails once it passes (then unlist it).
 UDSFS_MOUNT_ARGS=(--allow-other --lanes)
@@ -131,6 +136,72 @@ say "A's client before: $before; B's move of A's node aside: $moved; A's client 
 verdict route_squat "$([ "$after" = "got A" ] && echo 1)" \
     "B made A's routed directory in the mount first; A's client after B moved A's node and bound its own: $after (Linux: got A; before: $before)"
 stop_servers
+
+# hup_drained
+with_helpers "$TMP/lanes.py" <"$LIB_DIR/adversarial_lanes.py"
+chmod 644 "$TMP/lanes.py"
+py epoll_server.py <<'PY'
+# epoll_server.py NAME N: A's server in a selectors (epoll) loop on @NAME, nonblocking:
+# prints each accept, each read that found nothing, and each EOF with its time
+# (CLOCK_MONOTONIC); ends after the N-th EOF.
+import selectors, socket, sys, time
+name, n = sys.argv[1], int(sys.argv[2])
+sel = selectors.DefaultSelector()
+lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+lst.bind("\0" + name)
+lst.listen(16)
+lst.setblocking(False)
+sel.register(lst, selectors.EVENT_READ, 0)
+print("listening", type(sel).__name__, flush=True)
+got = accepted = 0
+while got < n:
+    for key, _ in sel.select():
+        if key.data == 0:
+            c, _ = lst.accept()
+            c.setblocking(False)
+            accepted += 1
+            sel.register(c, selectors.EVENT_READ, accepted)
+            continue
+        try:
+            d = key.fileobj.recv(100)
+        except BlockingIOError:
+            continue
+        if not d:
+            print(f"eof {key.data} {time.monotonic():.3f}", flush=True)
+            sel.unregister(key.fileobj)
+            key.fileobj.close()
+            got += 1
+PY
+N=10
+# hup_run MODE: A's server and B's N connections, B draining A's eventfd at each close
+# (MODE drain) or not (nodrain); sets late (ms from B's close to A's EOF, each
+# connection), missed (how many came later than 1 s, or never) and laned.
+hup_run() {
+    as_uid $A env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- \
+        /usr/bin/python3 "$TMP/epoll_server.py" "hup$1$$" $N >"$TMP/hs.out" 2>&1 &
+    local hs_pid=$!
+    for _ in $(seq 1000); do grep -q listening "$TMP/hs.out" && break; sleep 0.01; done
+    as_uid $B env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" hup_drain "hup$1$$" $N 1 "$1" >"$TMP/hc.out" 2>&1 ||
+        fail "B's client: $(cat "$TMP/hc.out")"
+    for _ in $(seq 30); do [ "$(grep -c '^eof' "$TMP/hs.out")" -ge $N ] && break; sleep 0.1; done
+    kill $hs_pid 2>/dev/null || true
+    wait $hs_pid 2>/dev/null || true
+    say "B ($1): $(tr '\n' '|' <"$TMP/hc.out")"
+    say "A: $(tr '\n' '|' <"$TMP/hs.out")"
+    late=$(awk '/^closed/ { c[$2] = $3 } /^eof/ { e[$2] = $3 } END {
+        for (i = 1; i <= '$N'; i++) printf "%s ", (i in e) ? sprintf("%.0f", (e[i] - c[i]) * 1000) : "never"
+    }' "$TMP/hc.out" "$TMP/hs.out")
+    missed=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "never" || $i > 1000) n++ } END { print n + 0 }' <<<"$late")
+    laned=$(grep -c "lane direct, A's eventfd: yes" "$TMP/hc.out" || true)
+}
+# Without B's drain A sees each EOF at once (else the failure below is not B's doing).
+hup_run nodrain
+[ "$missed" = 0 ] && [ "$laned" = $N ] ||
+    fail "hup_drained: without B's drain: $laned of $N laned, A saw each EOF after (ms): $late"
+ok "hup_drained: B's $N laned connections closed without a drain: A saw each EOF after (ms): $late"
+hup_run drain
+verdict hup_drained "$([ "$missed" = 0 ] && echo 1)" \
+    "B closed $N connections ($laned laned, A's eventfd in B's hands) while a child of B drained A's eventfd: A saw each EOF after (ms): $late($missed later than 1 s or never; Linux: each at once)"
 
 grep -i "panick" "$LOG" && fail "the daemon panicked"
 [ ${#failed[@]} -eq 0 ] || fail "$(printf '%s; ' "${failed[@]}")"
