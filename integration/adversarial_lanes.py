@@ -490,5 +490,37 @@ def hup_drain():
         time.sleep(0.5)
 
 
-CASES = {f.__name__: f for f in (hup_drain, lane_server, connect_first, prepare, deposit_one, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
+def share_draining():
+    """B's laned pairs until refused (its share of the mount's lanes), each region's
+    busy word of side 0 held up; then B opens each pair's data file again, which starts
+    its way down (the lane stays in the daemon, its region mapped, until the busy word
+    falls or BUSY_WAIT, 500 ms); within argv[2] seconds of the first open, B asks for
+    new laned pairs. Prints how many it had, how long the opens took and how many more
+    it got, then holds them all argv[3] seconds."""
+    window, hold = float(sys.argv[2]), float(sys.argv[3])
+    ch = channel()
+
+    def take(until):
+        got = []
+        while until is None or time.monotonic() < until:
+            try:
+                got.append(laned_pair(ch))
+            except OSError as e:
+                return got, str(e)
+        return got, "the window closed"
+
+    first, why = take(None)
+    for p in first:
+        struct.pack_into("I", p[5], BUSY[0], 1)
+    t0 = time.monotonic()
+    opened = [os.open(f"{U}/sock/{p[1]}/data", os.O_RDWR | os.O_NONBLOCK) for p in first]
+    took = time.monotonic() - t0
+    more, why2 = take(t0 + window)
+    say(f"B's lanes: {len(first)} ({why}); their ways down started in {took * 1000:.0f} ms; "
+        f"more lanes within {window * 1000:.0f} ms of that: {len(more)} ({why2}) pid {os.getpid()}")
+    time.sleep(hold)
+    del opened
+
+
+CASES = {f.__name__: f for f in (share_draining, hup_drain, lane_server, connect_first, prepare, deposit_one, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
 CASES[sys.argv[1]]()

@@ -15,6 +15,11 @@
 #               aside on the mount and binds its own socket at that name: A's client,
 #               connecting to A's own path, must reach A's server (Linux: B cannot even
 #               enter A's directory), not B's.
+#  share_draining B takes its share of lanes (--user-share 5: 204), holds each region's
+#               busy word up and starts every way down (an open of the data file), then
+#               asks for more within 250 ms, while its lanes still wait in the daemon
+#               (regions mapped) for BUSY_WAIT: none may come (lane.rs `lane_end` gave
+#               the share back at the way down's start: 40 more, the daemon mapping 245).
 #  hup_drained  A's server waits in epoll (selectors, through the library) on B's
 #               laned connections (arg 5 asked by B raw, arg 6 by A's library); B takes
 #               both ends' eventfds (arg 4), and a child of B spins reading A's while B
@@ -22,7 +27,7 @@
 #               when B closes without that child (checked first).
 # A case listed in integration/adversarial_lanes2_exceptions.txt is a known defect: it
 # must fail as listed, and the script fails once it passes (then unlist it).
-UDSFS_MOUNT_ARGS=(--allow-other --lanes)
+UDSFS_MOUNT_ARGS=(--allow-other --lanes --user-share 5) # (5%: B fills its share of lanes, 204, in a moment)
 source "$(dirname "$0")/lib.sh"
 
 need_preload
@@ -32,6 +37,9 @@ B=61052
 chmod 755 "$TMP"
 EXCEPTIONS=$LIB_DIR/adversarial_lanes2_exceptions.txt
 failed=()
+# B's raw moves (the library's own requests, without it)
+with_helpers "$TMP/lanes.py" <"$LIB_DIR/adversarial_lanes.py"
+chmod 644 "$TMP/lanes.py"
 # (verdict CASE OK WHAT: lib.sh, against $EXCEPTIONS)
 
 # py NAME: a python program from stdin, readable by A and B.
@@ -137,9 +145,19 @@ verdict route_squat "$([ "$after" = "got A" ] && echo 1)" \
     "B made A's routed directory in the mount first; A's client after B moved A's node and bound its own: $after (Linux: got A; before: $before)"
 stop_servers
 
+# share_draining
+lane_maps() { grep -c udsfs-lane "/proc/$DAEMON_PID/maps" || true; }
+as_uid $B env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" share_draining 0.25 2 >"$TMP/sd.out" 2>&1 &
+sd_pid=$!
+for _ in $(seq 6000); do [ -s "$TMP/sd.out" ] && break; sleep 0.01; done
+maps=$(lane_maps)
+wait $sd_pid || fail "B's share_draining: $(cat "$TMP/sd.out")"
+say "B: $(cat "$TMP/sd.out"); the daemon then mapped $maps lane regions"
+more=$(sed -n 's/.*of that: \([0-9]*\) .*/\1/p' "$TMP/sd.out")
+verdict share_draining "$([ "${more:-1}" = 0 ] && echo 1)" \
+    "B's share of lanes held while their ways down wait on its busy words: $(cat "$TMP/sd.out"); the daemon's lane mappings then: $maps"
+
 # hup_drained
-with_helpers "$TMP/lanes.py" <"$LIB_DIR/adversarial_lanes.py"
-chmod 644 "$TMP/lanes.py"
 py epoll_server.py <<'PY'
 # epoll_server.py NAME N: A's server in a selectors (epoll) loop on @NAME, nonblocking:
 # prints each accept, each read that found nothing, and each EOF with its time
