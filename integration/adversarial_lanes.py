@@ -522,5 +522,45 @@ def share_draining():
     del opened
 
 
-CASES = {f.__name__: f for f in (share_draining, hup_drain, lane_server, connect_first, prepare, deposit_one, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
+def head_lie():
+    """B's connection to A's laned server @argv[2]: B asks for its lane (arg 5, again
+    while EAGAIN), maps the region, waits argv[3] seconds for A's library to claim its
+    end and sleep on it, then writes A's published head word of the ring B writes (a
+    word only A's reader writes) one byte behind B's tail: a look at the region's words
+    then says a byte is there, A's reader (its own position) has none; one write of
+    A's eventfd (arg 4) wakes A to look (argv[5] "nolie": the wake-up alone). Prints
+    "scribbled", then holds the connection argv[4] seconds."""
+    name, settle, hold = sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+    lie = sys.argv[5] == "lie"
+    ch = channel()
+    cf, c = clone("stream")
+    ctl(cf, f"connect @{name}")
+    dc = os.open(f"{U}/sock/{c}/data", os.O_RDWR | os.O_NONBLOCK)
+    g = "EAGAIN"
+    for _ in range(500):
+        g = lane_ctl(dc, 5)
+        if g != "EAGAIN":
+            break
+        time.sleep(0.01)
+    if isinstance(g, str):
+        raise OSError(f"lane: {g}")
+    mfd = claim(ch, g[0])
+    m = mmap.mmap(mfd, 4096 + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    time.sleep(settle)
+    side = g[1]
+    tail = struct.unpack_from("I", m, 64 + 256 * side)[0]
+    if lie:
+        struct.pack_into("I", m, 64 + 256 * side + 128, (tail - 1) & 0xFFFFFFFF)
+    # and one wake-up of A (its eventfd, arg 4: as a write of a byte would)
+    evs = lane_ctl(dc, 4)
+    theirs = claim(ch, evs[1 - side]) if not isinstance(evs, str) else evs
+    if isinstance(theirs, int):
+        os.write(theirs, struct.pack("Q", 1))
+    say(f"woke A: {'yes' if isinstance(theirs, int) else theirs}")
+    say(f"scribbled ({'lie' if lie else 'no lie'}): lane {status(c, 'lane')}, side {side}, A's head word set to {(tail - 1) & 0xFFFFFFFF:#x} (tail {tail:#x})")
+    time.sleep(hold)
+    say(f"after: lane {status(c, 'lane')}")
+
+
+CASES = {f.__name__: f for f in (head_lie, share_draining, hup_drain, lane_server, connect_first, prepare, deposit_one, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
 CASES[sys.argv[1]]()

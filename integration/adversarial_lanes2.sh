@@ -25,6 +25,12 @@
 #               both ends' eventfds (arg 4), and a child of B spins reading A's while B
 #               closes its socket: A must see each EOF at once (within 1 s), as it does
 #               when B closes without that child (checked first).
+#  head_lie     B's one laned connection to A's epoll server: B writes A's published
+#               head word of the ring B writes (only A's reader writes it) one behind
+#               B's tail and wakes A once through A's eventfd: the look at the region's
+#               words said readable, A's read EAGAIN, and A's loop spun (83 ticks of CPU
+#               in 2 s); A must stay idle (as after the wake-up alone, checked first):
+#               its read finds the lie, ECONNRESET.
 # A case listed in integration/adversarial_lanes2_exceptions.txt is a known defect: it
 # must fail as listed, and the script fails once it passes (then unlist it).
 UDSFS_MOUNT_ARGS=(--allow-other --lanes --user-share 5) # (5%: B fills its share of lanes, 204, in a moment)
@@ -160,9 +166,8 @@ verdict share_draining "$([ "${more:-1}" = 0 ] && echo 1)" \
 # hup_drained
 py epoll_server.py <<'PY'
 # epoll_server.py NAME N: A's server in a selectors (epoll) loop on @NAME, nonblocking:
-# prints each accept, each read that found nothing, and each EOF with its time
-# (CLOCK_MONOTONIC); ends after the N-th EOF.
-import selectors, socket, sys, time
+# prints each EOF (or error) with its time (CLOCK_MONOTONIC); ends after the N-th.
+import errno, os, selectors, socket, sys, time
 name, n = sys.argv[1], int(sys.argv[2])
 sel = selectors.DefaultSelector()
 lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -170,7 +175,7 @@ lst.bind("\0" + name)
 lst.listen(16)
 lst.setblocking(False)
 sel.register(lst, selectors.EVENT_READ, 0)
-print("listening", type(sel).__name__, flush=True)
+print("listening", type(sel).__name__, os.getpid(), flush=True)
 got = accepted = 0
 while got < n:
     for key, _ in sel.select():
@@ -184,6 +189,9 @@ while got < n:
             d = key.fileobj.recv(100)
         except BlockingIOError:
             continue
+        except OSError as e:
+            d = b""
+            print(f"error {key.data} {errno.errorcode.get(e.errno)}", flush=True)
         if not d:
             print(f"eof {key.data} {time.monotonic():.3f}", flush=True)
             sel.unregister(key.fileobj)
@@ -220,6 +228,35 @@ ok "hup_drained: B's $N laned connections closed without a drain: A saw each EOF
 hup_run drain
 verdict hup_drained "$([ "$missed" = 0 ] && echo 1)" \
     "B closed $N connections ($laned laned, A's eventfd in B's hands) while a child of B drained A's eventfd: A saw each EOF after (ms): $late($missed later than 1 s or never; Linux: each at once)"
+
+# head_lie: A's server as hup_drained's; B's one connection, A's head word lied about.
+# head_run MODE (lie, nolie): sets ticks, A's CPU in the 2 s after B's move.
+head_run() {
+    as_uid $A env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- \
+        /usr/bin/python3 "$TMP/epoll_server.py" "head$1$$" 1 >"$TMP/hl.out" 2>&1 &
+    local hl_pid=$! hb_pid apid t0 t1
+    for _ in $(seq 1000); do grep -q listening "$TMP/hl.out" && break; sleep 0.01; done
+    apid=$(awk '/listening/ { print $3 }' "$TMP/hl.out")
+    as_uid $B env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" head_lie "head$1$$" 1 3 "$1" >"$TMP/hb.out" 2>&1 &
+    hb_pid=$!
+    for _ in $(seq 1000); do grep -q scribbled "$TMP/hb.out" && break; sleep 0.01; done
+    # (A's server ends once its connection ends: then it spends nothing more)
+    t0=$(awk '{ print $14 + $15 }' "/proc/$apid/stat" 2>/dev/null || echo 0)
+    sleep 2
+    t1=$(awk '{ print $14 + $15 }' "/proc/$apid/stat" 2>/dev/null || echo "$t0")
+    wait $hb_pid || fail "B's head_lie: $(cat "$TMP/hb.out")"
+    kill $hl_pid 2>/dev/null || true
+    wait $hl_pid 2>/dev/null || true
+    say "B ($1): $(tr '\n' '|' <"$TMP/hb.out")"
+    say "A: $(tr '\n' '|' <"$TMP/hl.out")"
+    ticks=$((t1 - t0))
+}
+head_run nolie
+[ "$ticks" -le 20 ] || fail "head_lie: A's server spent $ticks ticks in 2 s after B's wake-up alone"
+ok "head_lie: A's server after B's wake-up alone: $ticks ticks in 2 s"
+head_run lie
+verdict head_lie "$([ "$ticks" -le 20 ] && echo 1)" \
+    "A's server's CPU in the 2 s after B lied about A's head word and woke A once: $ticks ticks of $(getconf CLK_TCK)/s (Linux: idle; after the wake-up alone: idle; A: $(tr '\n' '|' <"$TMP/hl.out"))"
 
 grep -i "panick" "$LOG" && fail "the daemon panicked"
 [ ${#failed[@]} -eq 0 ] || fail "$(printf '%s; ' "${failed[@]}")"
