@@ -15,9 +15,13 @@
 #               aside on the mount and binds its own socket at that name: A's client,
 #               connecting to A's own path, must reach A's server (Linux: B cannot even
 #               enter A's directory), not B's.
+#  userns_share B as root of a user namespace of its own (unshare -Ur) takes laned pairs
+#               until refused: its share (204), as outside it, not root's (no share):
+#               holds (a lane is charged to the connection's maker's uid as the daemon
+#               sees it); with the payer made root it printed 4096 (checked).
 #  share_draining B takes its share of lanes (--user-share 5: 204), holds each region's
 #               busy word up and starts every way down (an open of the data file), then
-#               asks for more within 250 ms, while its lanes still wait in the daemon
+#               asks for more within 450 ms, while its lanes still wait in the daemon
 #               (regions mapped) for BUSY_WAIT: none may come (lane.rs `lane_end` gave
 #               the share back at the way down's start: 40 more, the daemon mapping 245).
 #  hup_drained  A's server waits in epoll (selectors, through the library) on B's
@@ -151,16 +155,29 @@ verdict route_squat "$([ "$after" = "got A" ] && echo 1)" \
     "B made A's routed directory in the mount first; A's client after B moved A's node and bound its own: $after (Linux: got A; before: $before)"
 stop_servers
 
+# userns_share: B as root of a user namespace of its own takes lanes until refused
+got=$(as_uid $B unshare -Ur env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" take_lanes 5000 0 2>&1) ||
+    fail "B's lanes in a user namespace: $got"
+own=$(as_uid $B env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" take_lanes 5000 0 2>&1) ||
+    fail "B's lanes: $own"
+n=$(awk '{ print $3 }' <<<"$got")
+verdict userns_share "$([ "$n" -le 204 ] && echo 1)" \
+    "B as root of its own user namespace: $got; B outside it: $own (its share: 204 of the mount's 4096)"
+
 # share_draining
 lane_maps() { grep -c udsfs-lane "/proc/$DAEMON_PID/maps" || true; }
-as_uid $B env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" share_draining 0.25 2 >"$TMP/sd.out" 2>&1 &
+as_uid $B env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" share_draining 0.45 2 >"$TMP/sd.out" 2>&1 &
 sd_pid=$!
 for _ in $(seq 6000); do [ -s "$TMP/sd.out" ] && break; sleep 0.01; done
 maps=$(lane_maps)
 wait $sd_pid || fail "B's share_draining: $(cat "$TMP/sd.out")"
 say "B: $(cat "$TMP/sd.out"); the daemon then mapped $maps lane regions"
 more=$(sed -n 's/.*of that: \([0-9]*\) .*/\1/p' "$TMP/sd.out")
-verdict share_draining "$([ "${more:-1}" = 0 ] && echo 1)" \
+# (an ask begun in the window may be granted after the first way down ended, 50 ms
+# later: one is allowed; without the fix 40 came. Opens slower than the window leave
+# no ask in it: said, not failed)
+grep -q "0 (the window closed)" "$TMP/sd.out" && say "share_draining: inconclusive: B's opens outlasted the window"
+verdict share_draining "$([ "${more:-2}" -le 1 ] && echo 1)" \
     "B's share of lanes held while their ways down wait on its busy words: $(cat "$TMP/sd.out"); the daemon's lane mappings then: $maps"
 
 # hup_drained
