@@ -24,6 +24,12 @@
 #               asks for more within 450 ms, while its lanes still wait in the daemon
 #               (regions mapped) for BUSY_WAIT: none may come (lane.rs `lane_end` gave
 #               the share back at the way down's start: 40 more, the daemon mapping 245).
+#  sigio_ns     B, root of a user and pid namespace of its own (unshare -Upfr) with the
+#               library, makes its child's pid there the number A's process has in the
+#               daemon's (ns_last_pid), owns a udsfs socket by it (F_SETOWN, O_ASYNC)
+#               and sends to it: A's process must get no SIGIO. Holds (the owner is not
+#               mapped out of B's namespace, and the setter's uid is checked); with both
+#               weakened (pidns.rs owner_from_task, urg.rs uid_may_signal) A got SIGIO 1.
 #  hup_drained  A's server waits in epoll (selectors, through the library) on B's
 #               laned connections (arg 5 asked by B raw, arg 6 by A's library); B takes
 #               both ends' eventfds (arg 4), and a child of B spins reading A's while B
@@ -179,6 +185,57 @@ more=$(sed -n 's/.*of that: \([0-9]*\) .*/\1/p' "$TMP/sd.out")
 grep -q "0 (the window closed)" "$TMP/sd.out" && say "share_draining: inconclusive: B's opens outlasted the window"
 verdict share_draining "$([ "${more:-2}" -le 1 ] && echo 1)" \
     "B's share of lanes held while their ways down wait on its busy words: $(cat "$TMP/sd.out"); the daemon's lane mappings then: $maps"
+
+# sigio_ns: B names, from a pid namespace of its own, a pid that is A's in the daemon's
+py victim.py <<'PY'
+# victim.py SECONDS: counts SIGIO for SECONDS, printing its pid first and the count last.
+import os, signal, sys, time
+got = []
+signal.signal(signal.SIGIO, lambda *_: got.append(1))
+print(os.getpid(), flush=True)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    time.sleep(0.05)
+print("A's process: SIGIO", len(got), flush=True)
+PY
+py sigio_ns.py <<'PY'
+# sigio_ns.py P: in a pid namespace of its own (root of its user namespace), makes its
+# child's pid there P (ns_last_pid), then a socketpair whose end is owned by the child
+# (F_SETOWN P, O_ASYNC) and one message to that end.
+import fcntl, os, signal, socket, sys, time
+P = int(sys.argv[1])
+with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+    f.write(str(P - 1))
+r, w = os.pipe()
+child = os.fork()
+if child == 0:
+    got = []
+    signal.signal(signal.SIGIO, lambda *_: got.append(1))
+    os.write(w, b"x")
+    time.sleep(1.5)
+    print(f"B's child (pid {os.getpid()} in B's namespace): SIGIO {len(got)}", flush=True)
+    os._exit(0)
+os.read(r, 1)
+a, b = socket.socketpair()
+kind = "udsfs" if "/.udsfs/" in os.readlink(f"/proc/self/fd/{a.fileno()}") else "kernel"
+fcntl.fcntl(a, fcntl.F_SETOWN, child)
+fcntl.fcntl(a, fcntl.F_SETFL, fcntl.fcntl(a, fcntl.F_GETFL) | os.O_ASYNC)
+b.send(b"x")
+print(f"B: a {kind} socket owned by its child, pid {child} in B's namespace (A's is {P} in the daemon's)", flush=True)
+os.waitpid(child, 0)
+PY
+as_uid $A /usr/bin/python3 "$TMP/victim.py" 4 >"$TMP/victim.out" 2>&1 &
+victim=$!
+for _ in $(seq 500); do [ -s "$TMP/victim.out" ] && break; sleep 0.01; done
+P=$(head -1 "$TMP/victim.out")
+got=$(as_uid $B unshare -Upfr --mount-proc env LD_PRELOAD="$PRELOAD_LIB" UDSFS_MOUNT="$MNT" \
+    /usr/bin/python3 "$TMP/sigio_ns.py" "$P" 2>&1) || fail "B's sigio_ns: $got"
+wait $victim
+say "$got"
+say "$(tail -1 "$TMP/victim.out")"
+grep -q "udsfs socket owned by its child, pid $P " <<<"$got" || fail "sigio_ns: B's child did not get A's pid number: $got"
+verdict sigio_ns "$(grep -qx "A's process: SIGIO 0" "$TMP/victim.out" && echo 1)" \
+    "B's udsfs socket owned, in B's pid namespace, by pid $P, A's process's pid in the daemon's: $(tail -1 "$TMP/victim.out") (B: $(tr '\n' '|' <<<"$got"))"
 
 # hup_drained
 py epoll_server.py <<'PY'
