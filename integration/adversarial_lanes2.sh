@@ -5,11 +5,12 @@
 #  route_unlink  A binds a routed socket in A's sticky world-writable directory (1777,
 #               A's) after B's own routed bind there made the mount's copy of it (so B
 #               owns the copy); B's program through the supervisor (`udsfs run --front
-#               seccomp --route`) unlinks A's socket path: Linux says EPERM (sticky: not
-#               B's file, not B's directory) and A's clients still reach A. The
-#               supervisor (calls/src/routed.rs `remove`) removed the node in the mount
-#               first, as B, where B's copy of the directory let it, and answered 0 since
-#               "either gone is a success": A's clients got ENOENT/ECONNREFUSED.
+#               seccomp --route`), then through the library, unlinks A's socket path:
+#               Linux says EPERM (sticky: not B's file, not B's directory) and A's
+#               clients still reach A. Both fronts (calls/src/routed.rs `remove`)
+#               removed the node in the mount first, as B, where B's copy of the
+#               directory let it, and answered 0 since "either gone is a success": A's
+#               clients got ECONNREFUSED.
 #  route_squat  B makes A's routed directory in the mount itself (mkdir -p, 0777) before
 #               A's program binds in its own 0700 directory there; B then moves A's node
 #               aside on the mount and binds its own socket at that name: A's client,
@@ -107,7 +108,7 @@ run_as() {
     shift
     # (umask 0: B wants its copies of directories as open as the kernel's; A's own
     # programs' umask does not matter here)
-    as_uid "$uid" sh -c 'umask 0; exec "$@"' - env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp \
+    as_uid "$uid" sh -c 'umask 0; exec "$@"' - env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front "${FRONT:-seccomp}" \
         "${routes[@]}" -- /usr/bin/python3 "$TMP/$1" "${@:2}"
 }
 # serve_as UID OUT ROUTE -- PATH WORD N: A's or B's server in the background, up.
@@ -134,13 +135,16 @@ mkdir -m 1777 "$R/pub"
 chown "$A:$A" "$R/pub"
 serve_as $B "$TMP/b1.out" "$R" -- "$R/pub/b.sock" B 0
 serve_as $A "$TMP/a1.out" "$R" -- "$R/pub/a.sock" A 2
+serve_as $A "$TMP/a1l.out" "$R" -- "$R/pub/a2.sock" A 1
 say "the mount's copy of A's sticky directory: $(stat -c '%A %u' "$MNT$R/pub"); the kernel's: $(stat -c '%A %u' "$R/pub")"
 before=$(run_as $A "$R" -- ask.py "$R/pub/a.sock" 2>&1)
 got=$(run_as $B "$R" -- unlink.py "$R/pub/a.sock" 2>&1)
+lib=$(FRONT=preload run_as $B "$R" -- unlink.py "$R/pub/a2.sock" 2>&1)
 after=$(run_as $A "$R" -- ask.py "$R/pub/a.sock" 2>&1)
-say "A's client before: $before; B's unlink of A's $R/pub/a.sock: $got; A's client after: $after"
-verdict route_unlink "$([ "$got" = "unlink: EPERM" ] && [ "$after" = "got A" ] && echo 1)" \
-    "B's supervised unlink of A's socket path in A's sticky directory: $got (Linux: EPERM); A's client after it: $after (before: $before)"
+after2=$(run_as $A "$R" -- ask.py "$R/pub/a2.sock" 2>&1)
+say "A's client before: $before; B's unlink of A's $R/pub/a.sock: $got, of a2.sock through the library: $lib; A's clients after: $after, $after2"
+verdict route_unlink "$([ "$got" = "unlink: EPERM" ] && [ "$lib" = "unlink: EPERM" ] && [ "$after" = "got A" ] && [ "$after2" = "got A" ] && echo 1)" \
+    "B's unlink of A's socket paths in A's sticky directory: supervised $got, through the library $lib (Linux: EPERM); A's clients after them: $after, $after2 (before: $before)"
 stop_servers
 
 # route_squat
