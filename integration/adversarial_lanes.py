@@ -437,5 +437,130 @@ def deposit_one():
         say("A's deposit:", errno.errorcode.get(e.errno, str(e)))
 
 
-CASES = {f.__name__: f for f in (lane_server, connect_first, prepare, deposit_one, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
+def hup_drain():
+    """B's argv[3] connections to A's laned server @argv[2], one at a time: B asks for
+    each lane (Op::LaneClaim arg 5, again while EAGAIN) and for its eventfds (arg 4,
+    both ends': A's among them), waits argv[4] seconds for A's library to claim its end
+    and sleep on its eventfd, then (argv[5] "drain") a child of B spins reading A's
+    eventfd while B closes its socket (the way down writes A's eventfd: A's only
+    wake-up). Prints "closed I T" (CLOCK_MONOTONIC) for each, and how each lane went."""
+    name, n, settle = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    drain = sys.argv[5] == "drain"
+    ch = channel()
+    for i in range(1, n + 1):
+        cf, c = clone("stream")
+        ctl(cf, f"connect @{name}")
+        dc = os.open(f"{U}/sock/{c}/data", os.O_RDWR | os.O_NONBLOCK)
+        g = "EAGAIN"
+        for _ in range(500):
+            g = lane_ctl(dc, 5)
+            if g != "EAGAIN":
+                break
+            time.sleep(0.01)
+        evs = lane_ctl(dc, 4) if not isinstance(g, str) else g
+        if isinstance(evs, str):
+            say(f"connection {i}: lane {g}, eventfds {evs}")
+            theirs = None
+        else:
+            theirs = claim(ch, evs[1 - g[1]])
+        time.sleep(settle)
+        say(f"connection {i}: lane {status(c, 'lane')}, A's eventfd: {'yes' if isinstance(theirs, int) else theirs}")
+        child = None
+        if isinstance(theirs, int) and drain:
+            os.set_blocking(theirs, False)
+            child = os.fork()
+            if child == 0:
+                os.close(dc)
+                os.close(cf)
+                end = time.monotonic() + 1.0
+                while time.monotonic() < end:
+                    try:
+                        os.read(theirs, 8)
+                    except BlockingIOError:
+                        pass
+                os._exit(0)
+            time.sleep(0.05)
+        os.close(dc)
+        os.close(cf)
+        say(f"closed {i} {time.monotonic():.3f}")
+        if child:
+            os.waitpid(child, 0)
+        if isinstance(theirs, int):
+            os.close(theirs)
+        time.sleep(0.5)
+
+
+def share_draining():
+    """B's laned pairs until refused (its share of the mount's lanes), each region's
+    busy word of side 0 held up; then B opens each pair's data file again, which starts
+    its way down (the lane stays in the daemon, its region mapped, until the busy word
+    falls or BUSY_WAIT, 500 ms); within argv[2] seconds of the first open, B asks for
+    new laned pairs. Prints how many it had, how long the opens took and how many more
+    it got, then holds them all argv[3] seconds."""
+    window, hold = float(sys.argv[2]), float(sys.argv[3])
+    ch = channel()
+
+    def take(until):
+        got = []
+        while until is None or time.monotonic() < until:
+            try:
+                got.append(laned_pair(ch))
+            except OSError as e:
+                return got, str(e)
+        return got, "the window closed"
+
+    first, why = take(None)
+    for p in first:
+        struct.pack_into("I", p[5], BUSY[0], 1)
+    t0 = time.monotonic()
+    opened = [os.open(f"{U}/sock/{p[1]}/data", os.O_RDWR | os.O_NONBLOCK) for p in first]
+    took = time.monotonic() - t0
+    more, why2 = take(t0 + window)
+    say(f"B's lanes: {len(first)} ({why}); their ways down started in {took * 1000:.0f} ms; "
+        f"more lanes within {window * 1000:.0f} ms of that: {len(more)} ({why2}) pid {os.getpid()}")
+    time.sleep(hold)
+    del opened
+
+
+def head_lie():
+    """B's connection to A's laned server @argv[2]: B asks for its lane (arg 5, again
+    while EAGAIN), maps the region, waits argv[3] seconds for A's library to claim its
+    end and sleep on it, then writes A's published head word of the ring B writes (a
+    word only A's reader writes) one byte behind B's tail: a look at the region's words
+    then says a byte is there, A's reader (its own position) has none; one write of
+    A's eventfd (arg 4) wakes A to look (argv[5] "nolie": the wake-up alone). Prints
+    "scribbled", then holds the connection argv[4] seconds."""
+    name, settle, hold = sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+    lie = sys.argv[5] == "lie"
+    ch = channel()
+    cf, c = clone("stream")
+    ctl(cf, f"connect @{name}")
+    dc = os.open(f"{U}/sock/{c}/data", os.O_RDWR | os.O_NONBLOCK)
+    g = "EAGAIN"
+    for _ in range(500):
+        g = lane_ctl(dc, 5)
+        if g != "EAGAIN":
+            break
+        time.sleep(0.01)
+    if isinstance(g, str):
+        raise OSError(f"lane: {g}")
+    mfd = claim(ch, g[0])
+    m = mmap.mmap(mfd, 4096 + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    time.sleep(settle)
+    side = g[1]
+    tail = struct.unpack_from("I", m, 64 + 256 * side)[0]
+    if lie:
+        struct.pack_into("I", m, 64 + 256 * side + 128, (tail - 1) & 0xFFFFFFFF)
+    # and one wake-up of A (its eventfd, arg 4: as a write of a byte would)
+    evs = lane_ctl(dc, 4)
+    theirs = claim(ch, evs[1 - side]) if not isinstance(evs, str) else evs
+    if isinstance(theirs, int):
+        os.write(theirs, struct.pack("Q", 1))
+    say(f"woke A: {'yes' if isinstance(theirs, int) else theirs}")
+    say(f"scribbled ({'lie' if lie else 'no lie'}): lane {status(c, 'lane')}, side {side}, A's head word set to {(tail - 1) & 0xFFFFFFFF:#x} (tail {tail:#x})")
+    time.sleep(hold)
+    say(f"after: lane {status(c, 'lane')}")
+
+
+CASES = {f.__name__: f for f in (head_lie, share_draining, hup_drain, lane_server, connect_first, prepare, deposit_one, userns, ctrunc, claim_after_setuid, charge, fill_own, claim_tag, server, client_lanes, open_other, stall, probe, take_lanes, one_lane, scribble)}
 CASES[sys.argv[1]]()

@@ -28,6 +28,9 @@ fn timeout_of(name: &str) -> Duration {
         "adversarial_pool" => Duration::from_secs(360),
         // Another user's 32 ways down held 500 ms each (16 s on one worker), 4096 lanes.
         "adversarial_lanes" => Duration::from_secs(240),
+        // Ten connections closed 1.5 s apart twice (hup_drained), four `udsfs run`s
+        // each side of the routed cases, a 2 s CPU look twice: about 100 s alone.
+        "adversarial_lanes2" => Duration::from_secs(300),
         // Each event that gives no SIGIO is waited for 0.5 s, twice per event.
         "sigio" => Duration::from_secs(240),
         // sigio.py twice (kernel, supervised), as sigio.sh.
@@ -174,6 +177,7 @@ scripts!(
     adversarial_fds,
     adversarial_floods,
     adversarial_lanes,
+    adversarial_lanes2,
     adversarial_more,
     adversarial_observers,
     adversarial_pool,

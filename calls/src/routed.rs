@@ -156,9 +156,9 @@ pub enum Removed {
 ///
 /// unlink removes the path's node in the mount too, as servers unlink a
 /// stale socket before they bind it again (and shutil.rmtree removes a
-/// directory's entries with unlinkat): the node, then the kernel's link.
-/// Either gone is a success; else the node's error, or the kernel's when
-/// the node was not there.
+/// directory's entries with unlinkat): the kernel's link, then the node.
+/// The kernel's error is the answer (the node stays), but ENOENT: then the
+/// node alone is removed (a node whose link is gone), with its error.
 ///
 /// rmdir removes the directory a bind below it made in the mount
 /// (`bind::mirror_dirs`) too, once the kernel's is gone: a later bind of
@@ -172,14 +172,20 @@ pub fn remove(
 ) -> Option<Res<()>> {
     let node = node(routes, abs)?;
     Some(match what {
-        Removed::Link => {
-            let inside = t.unlink_node(&node);
-            let outside = call();
-            match (inside, outside) {
-                (Ok(()), _) | (_, Ok(())) => Ok(()),
-                (Err(libc::ENOENT), Err(e)) | (Err(e), Err(_)) => Err(e),
+        // The kernel's link first: only a caller that may remove the
+        // name (or finds none there: a node left without its link) removes
+        // the node. The mount's copy of a directory can be another user's
+        // (whoever bound there first), whose sticky bit or write permission
+        // must not decide what the kernel's refused
+        // (adversarial_lanes2.sh route_unlink).
+        Removed::Link => match call() {
+            Ok(()) => {
+                let _ = t.unlink_node(&node);
+                Ok(())
             }
-        }
+            Err(libc::ENOENT) => t.unlink_node(&node),
+            Err(e) => Err(e),
+        },
         Removed::Dir => {
             let r = call();
             if r.is_ok() {
@@ -457,17 +463,19 @@ mod tests {
             (&b"/r/s"[..], Err(libc::ENOENT), Some(Ok(()))),
             (b"/r/gone", Ok(()), Some(Ok(()))),
             (b"/r/gone", Err(libc::EPERM), Some(Err(libc::EPERM))),
-            (b"/r/full", Err(libc::EPERM), Some(Err(libc::ENOSPC))),
+            (b"/r/full", Err(libc::ENOENT), Some(Err(libc::ENOSPC))),
             (b"/r/full", Ok(()), Some(Ok(()))),
+            // The kernel refused the caller the link: the node stays.
+            (b"/r/s", Err(libc::EPERM), Some(Err(libc::EPERM))),
             (b"/tmp/s", Ok(()), None),
         ] {
             let r = remove(Removed::Link, &t, &routes(), path, || kernel);
-            println!(
-                "unlink {} (kernel {kernel:?}): {r:?}; {}",
-                ascii(path),
-                t.taken()
-            );
+            let done = t.taken();
+            println!("unlink {} (kernel {kernel:?}): {r:?}; {done}", ascii(path));
             assert_eq!(r, want);
+            if matches!(kernel, Err(e) if e != libc::ENOENT) {
+                assert_eq!(done, "", "a node removed where the kernel refused the link");
+            }
         }
         let r = remove(Removed::Dir, &t, &routes(), b"/r/d", || Ok(()));
         let done = t.taken();

@@ -778,8 +778,6 @@ impl Engine {
             Phase::Down => return Ok(()),
             Phase::Draining(at) => at,
             Phase::Up => {
-                // Back to its asker's share now: the way down may wait.
-                let _ = l.count.set(0, 0);
                 l.region.set_state(State::Through);
                 // Pollers and epoll sets asleep on the ring's eventfds.
                 l.evs.signal();
@@ -802,6 +800,12 @@ impl Engine {
             return Err(Errno::EAGAIN);
         }
         l.phase = Phase::Down;
+        // Back to its payer's share only now: a lane whose way down waits
+        // (a busy word held up, BUSY_WAIT) is still one of the mount's,
+        // its region mapped here; given back at the way down's start, its
+        // user made a share more while they waited (adversarial_lanes2.sh
+        // share_draining: 40 more past 204).
+        let _ = l.count.set(0, 0);
         if stuck {
             limited!(
                 warn,

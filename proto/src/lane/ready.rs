@@ -5,8 +5,16 @@
 //! the end's eventfd (`ring::Notify::Eventfd`) when it publishes.
 //!
 //! The look is advisory: a position that is no position (backwards, past
-//! the ring) reports the socket readable and writable, so that the program
-//! calls read or write, which find the corruption (ECONNRESET).
+//! the ring) reports that ring's side ready (readable for the incoming
+//! ring, writable for the outgoing one), so that the program calls read or
+//! write, which find the corruption (ECONNRESET). A read or write that the
+//! look sent there and that then finds nothing to do (WouldBlock) checks
+//! that the region's word of its own position is its own (ring.rs): the
+//! peer could otherwise write it so that the look says ready and the call
+//! does not, and a program polling in a loop would spin (integration/
+//! adversarial_lanes2.sh head_lie). Each side reports only its own ring's
+//! lies: a lie about the outgoing ring made readable would send a reader
+//! that finds its ring sound back to the poll for ever.
 
 use std::sync::atomic::{Ordering, fence};
 
@@ -50,15 +58,8 @@ pub fn look(r: &Region, side: usize) -> Option<Look> {
     let used_in = tail_in.wrapping_sub(head_in);
     let queued = tail_out.wrapping_sub(head_out);
     let mut mask = 0;
-    if used_in > cap_in || queued > cap_out || fin > 1 {
-        // Not a ring: let read or write find it.
-        return Some(Look {
-            mask: IN | OUT,
-            tail_in,
-            head_out,
-        });
-    }
-    if used_in > 0 {
+    // Not a ring: let read (incoming) or write (outgoing) find it.
+    if used_in > cap_in || fin > 1 || used_in > 0 {
         mask |= IN;
     }
     if fin == 1 {
@@ -66,7 +67,7 @@ pub fn look(r: &Region, side: usize) -> Option<Look> {
     }
     // unix_writable(): writable while at most a quarter of the sender's
     // budget is in flight (the ring is the budget).
-    if u64::from(queued) * 4 <= u64::from(cap_out) {
+    if queued > cap_out || u64::from(queued) * 4 <= u64::from(cap_out) {
         mask |= OUT;
     }
     Some(Look {
@@ -170,5 +171,46 @@ mod tests {
         assert_eq!(m(1), Some(IN | OUT), "not a ring: read and write find it");
         r.set_state(State::Through);
         assert_eq!(look(&r, 1), None, "down: the daemon answers");
+    }
+
+    /// A peer that writes an end's own published position (its reader's
+    /// head, its writer's tail: words only that end writes) makes the look
+    /// say ready where the end's call has nothing to do: the call finds the
+    /// lie (Corrupt: ECONNRESET) instead of WouldBlock, which sent a program
+    /// polling in a loop back to a poll that said ready again
+    /// (integration/adversarial_lanes2.sh head_lie).
+    #[test]
+    fn a_lie_about_an_ends_own_position_is_found_by_its_call() {
+        let (_fd, r) = Region::create([4096, 4096]).expect("create");
+        r.set_state(State::Direct);
+        let (mut wa, _ra) = r.end(Side::A, Framing::Stream);
+        let (_wb, mut rb) = r.end(Side::B, Framing::Stream);
+        let m = |side| look(&r, side).map(|l| l.mask);
+        r.word(dir_word(0, OFF_HEAD))
+            .store(u32::MAX, Ordering::SeqCst);
+        let got = rb.read(&mut [0u8; 16], false);
+        println!(
+            "B's head word one behind A's tail: B {:?}, B's read {got:?}",
+            m(1)
+        );
+        assert_eq!(m(1), Some(IN | OUT));
+        assert!(
+            matches!(got, Err(crate::lane::LaneErr::Corrupt(_))),
+            "{got:?}"
+        );
+        r.word(dir_word(0, OFF_HEAD)).store(0, Ordering::SeqCst);
+        while wa.write(&[1u8; 1000]).is_ok() {}
+        r.word(dir_word(0, OFF_TAIL)).store(0, Ordering::SeqCst);
+        let got = wa.write(b"x");
+        println!("A full, its tail word 0: A {:?}, A's write {got:?}", m(0));
+        assert_eq!(m(0), Some(OUT), "said writable, not readable");
+        assert!(
+            matches!(got, Err(crate::lane::LaneErr::Corrupt(_))),
+            "{got:?}"
+        );
+        r.word(dir_word(0, OFF_TAIL))
+            .store(0x7000_0000, Ordering::SeqCst);
+        println!("A's tail word past the ring: A {:?}", m(0));
+        assert_eq!(m(0), Some(OUT), "a lie about the outgoing ring is no input");
     }
 }

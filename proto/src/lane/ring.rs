@@ -302,7 +302,7 @@ impl<'a> Writer<'a> {
                     return if data.is_empty() {
                         Ok(0)
                     } else {
-                        Err(LaneErr::WouldBlock)
+                        Err(self.would_block())
                     };
                 }
                 self.d.copy_in(self.tail, &data[..n]);
@@ -316,7 +316,7 @@ impl<'a> Writer<'a> {
                 let len = data.len() as u32;
                 let need = 4 + pad4(len);
                 if need > free {
-                    return Err(LaneErr::WouldBlock);
+                    return Err(self.would_block());
                 }
                 self.d.record_word(self.tail).store(len, Ordering::Relaxed);
                 self.d.copy_in(self.tail + 4, data);
@@ -324,6 +324,16 @@ impl<'a> Writer<'a> {
                 Ok(data.len())
             }
         }
+    }
+
+    /// WouldBlock, unless the region's tail word is not our tail: only we
+    /// write it, so the peer lied there (poll's look at the region's words
+    /// then says writable while we are full: ready.rs).
+    fn would_block(&mut self) -> LaneErr {
+        if self.d.tail.load(Ordering::Relaxed) != self.tail as u32 {
+            return self.corrupt("tail word not the writer's");
+        }
+        LaneErr::WouldBlock
     }
 
     fn publish(&mut self, n: u64) {
@@ -479,6 +489,16 @@ impl<'a> Reader<'a> {
         Ok(len)
     }
 
+    /// WouldBlock, unless the region's head word is not our head: only we
+    /// write it, so the peer lied there (poll's look at the region's words
+    /// then says readable while we have nothing: ready.rs).
+    fn would_block(&mut self) -> LaneErr {
+        if self.d.head.load(Ordering::Relaxed) != self.head as u32 {
+            return self.corrupt("head word not the reader's");
+        }
+        LaneErr::WouldBlock
+    }
+
     fn consume(&mut self, n: u64) {
         self.head += n;
         self.d.head.store(self.head as u32, Ordering::Release);
@@ -503,7 +523,7 @@ impl<'a> Reader<'a> {
             return if fin || buf.is_empty() {
                 Ok(0)
             } else {
-                Err(LaneErr::WouldBlock)
+                Err(self.would_block())
             };
         }
         let n = buf.len().min(used as usize);
@@ -523,7 +543,7 @@ impl<'a> Reader<'a> {
             return if fin {
                 Ok(None)
             } else {
-                Err(LaneErr::WouldBlock)
+                Err(self.would_block())
             };
         }
         let len = self.record_len(used)?;
