@@ -207,6 +207,7 @@ scripts!(
     lanes_connect,
     lanes_ready,
     lanes_services,
+    lanes_tokio_bugs,
     mount_helper,
     mount_path_escapes,
     mount_state,
