@@ -31,7 +31,7 @@ use udsfs_proto::lane::region::busy_word;
 use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, State, Writer};
 
 use crate::errno::{len_ret, Res};
-use crate::{fdpass, ioctl, log, mount, user};
+use crate::{fdpass, ioctl, log, mount, real, user};
 
 const SLOTS: usize = 64;
 
@@ -522,6 +522,66 @@ pub fn forked() {
             free(s);
         }
     }
+}
+
+/// close(2) of `fd`: Some(its result) when `fd` is a laned end here, None
+/// for the C library's call.
+///
+/// Linux: once close() of the socket's last descriptor returns, the peer
+/// reads EOF. The daemon hears of the last close only at FUSE RELEASE,
+/// which the kernel sends after close() returned, so the peer read EAGAIN
+/// meanwhile. The library cannot count the socket's descriptors (a dup, a
+/// forked or spawned child that kept it, as its stderr say), but the kernel
+/// tells: an inotify watch on the data file gets IN_CLOSE when the file's
+/// last reference goes (the VFS's __fput, which runs before close() returns
+/// to the caller); no event, another holder keeps it. With the event the
+/// end's writer finishes as shutdown(SHUT_WR) does (`fin`: the peer reads
+/// EOF after the bytes and sees POLLIN|POLLRDHUP); the daemon's RELEASE
+/// then closes the lane as before (POLLHUP, EPIPE), the authority still.
+pub fn close(fd: c_int) -> Option<c_int> {
+    if USED.load(Ordering::Relaxed) == 0 || fd < 0 {
+        return None;
+    }
+    let s = TABLE
+        .iter()
+        .find(|s| s.fd.load(Ordering::Relaxed) == fd && s.state.load(Ordering::Acquire) == LANE)?;
+    if ino_of(fd) != Some(s.ino.load(Ordering::Relaxed)) {
+        return None;
+    }
+    // SAFETY: LANE was seen with Acquire: `end` is set and stays.
+    let e = unsafe { (*s.end.get()).as_ref()? };
+    if e.record || !direct(e) {
+        return None;
+    }
+    // SAFETY: plain calls on a local path and a new descriptor.
+    let watch = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+    if watch < 0 {
+        return None;
+    }
+    let path = format!("/proc/self/fd/{fd}\0");
+    let mask = libc::IN_CLOSE_WRITE | libc::IN_CLOSE_NOWRITE;
+    // SAFETY: a NUL-terminated path; inotify follows the magic link to the file.
+    if unsafe { libc::inotify_add_watch(watch, path.as_ptr().cast(), mask) } < 0 {
+        // SAFETY: ours.
+        unsafe { real::close(watch) };
+        return None;
+    }
+    // SAFETY: the program's call.
+    let r = unsafe { real::close(fd) };
+    let err = crate::errno::errno();
+    let mut buf = [0u64; 64];
+    // SAFETY: reads into a local buffer.
+    let n = unsafe { libc::read(watch, buf.as_mut_ptr().cast(), std::mem::size_of_val(&buf)) };
+    // SAFETY: ours.
+    unsafe { real::close(watch) };
+    if r == 0 && n > 0 && direct(e) {
+        if let Some(_w) = take(&s.wtaken) {
+            // SAFETY: the writer is this thread's while taken.
+            unsafe { (*e.w.get()).shutdown() };
+        }
+    }
+    crate::errno::set_errno(err);
+    Some(r)
 }
 
 fn busy(e: &End) -> &AtomicU32 {
