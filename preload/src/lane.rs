@@ -558,7 +558,7 @@ pub fn close(fd: c_int) -> Option<c_int> {
     if watch < 0 {
         return None;
     }
-    let path = format!("/proc/self/fd/{fd}\0");
+    let path = fd_path(fd);
     let mask = libc::IN_CLOSE_WRITE | libc::IN_CLOSE_NOWRITE;
     // SAFETY: a NUL-terminated path; inotify follows the magic link to the file.
     if unsafe { libc::inotify_add_watch(watch, path.as_ptr().cast(), mask) } < 0 {
@@ -582,6 +582,28 @@ pub fn close(fd: c_int) -> Option<c_int> {
     }
     crate::errno::set_errno(err);
     Some(r)
+}
+
+/// "/proc/self/fd/N\0" on the stack (close is async-signal-safe: no
+/// allocation).
+fn fd_path(fd: c_int) -> [u8; 32] {
+    let mut p = [0u8; 32];
+    let head = b"/proc/self/fd/";
+    p[..head.len()].copy_from_slice(head);
+    let mut digits = [0u8; 10];
+    let (mut n, mut k) = (fd.unsigned_abs(), 0);
+    loop {
+        digits[k] = b'0' + (n % 10) as u8;
+        k += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for (i, d) in digits[..k].iter().rev().enumerate() {
+        p[head.len() + i] = *d;
+    }
+    p
 }
 
 fn busy(e: &End) -> &AtomicU32 {
@@ -973,4 +995,20 @@ pub fn recvmsg(fd: c_int, m: *mut libc::msghdr, flags: c_int) -> Option<ssize_t>
         }
     }
     Some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fd_paths_are_the_proc_links() {
+        for fd in [0, 7, 10, 4095, i32::MAX] {
+            let p = super::fd_path(fd);
+            let got = std::ffi::CStr::from_bytes_until_nul(&p).unwrap();
+            assert_eq!(
+                got.to_str().unwrap(),
+                format!("/proc/self/fd/{fd}"),
+                "fd {fd}"
+            );
+        }
+    }
 }
