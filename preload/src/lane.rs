@@ -31,7 +31,7 @@ use udsfs_proto::lane::region::busy_word;
 use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, State, Writer};
 
 use crate::errno::{len_ret, Res};
-use crate::{fdpass, ioctl, log, mount, user};
+use crate::{fdpass, ioctl, log, mount, real, user};
 
 const SLOTS: usize = 64;
 
@@ -524,6 +524,88 @@ pub fn forked() {
     }
 }
 
+/// close(2) of `fd`: Some(its result) when `fd` is a laned end here, None
+/// for the C library's call.
+///
+/// Linux: once close() of the socket's last descriptor returns, the peer
+/// reads EOF. The daemon hears of the last close only at FUSE RELEASE,
+/// which the kernel sends after close() returned, so the peer read EAGAIN
+/// meanwhile. The library cannot count the socket's descriptors (a dup, a
+/// forked or spawned child that kept it, as its stderr say), but the kernel
+/// tells: an inotify watch on the data file gets IN_CLOSE when the file's
+/// last reference goes (the VFS's __fput, which runs before close() returns
+/// to the caller); no event, another holder keeps it. With the event the
+/// end's writer finishes as shutdown(SHUT_WR) does (`fin`: the peer reads
+/// EOF after the bytes and sees POLLIN|POLLRDHUP); the daemon's RELEASE
+/// then closes the lane as before (POLLHUP, EPIPE), the authority still.
+pub fn close(fd: c_int) -> Option<c_int> {
+    if USED.load(Ordering::Relaxed) == 0 || fd < 0 {
+        return None;
+    }
+    let s = TABLE
+        .iter()
+        .find(|s| s.fd.load(Ordering::Relaxed) == fd && s.state.load(Ordering::Acquire) == LANE)?;
+    if ino_of(fd) != Some(s.ino.load(Ordering::Relaxed)) {
+        return None;
+    }
+    // SAFETY: LANE was seen with Acquire: `end` is set and stays.
+    let e = unsafe { (*s.end.get()).as_ref()? };
+    if e.record || !direct(e) {
+        return None;
+    }
+    // SAFETY: plain calls on a local path and a new descriptor.
+    let watch = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+    if watch < 0 {
+        return None;
+    }
+    let path = fd_path(fd);
+    let mask = libc::IN_CLOSE_WRITE | libc::IN_CLOSE_NOWRITE;
+    // SAFETY: a NUL-terminated path; inotify follows the magic link to the file.
+    if unsafe { libc::inotify_add_watch(watch, path.as_ptr().cast(), mask) } < 0 {
+        // SAFETY: ours.
+        unsafe { real::close(watch) };
+        return None;
+    }
+    // SAFETY: the program's call.
+    let r = unsafe { real::close(fd) };
+    let err = crate::errno::errno();
+    let mut buf = [0u64; 64];
+    // SAFETY: reads into a local buffer.
+    let n = unsafe { libc::read(watch, buf.as_mut_ptr().cast(), std::mem::size_of_val(&buf)) };
+    // SAFETY: ours.
+    unsafe { real::close(watch) };
+    if r == 0 && n > 0 && direct(e) {
+        if let Some(_w) = take(&s.wtaken) {
+            // SAFETY: the writer is this thread's while taken.
+            unsafe { (*e.w.get()).shutdown() };
+        }
+    }
+    crate::errno::set_errno(err);
+    Some(r)
+}
+
+/// "/proc/self/fd/N\0" on the stack (close is async-signal-safe: no
+/// allocation).
+fn fd_path(fd: c_int) -> [u8; 32] {
+    let mut p = [0u8; 32];
+    let head = b"/proc/self/fd/";
+    p[..head.len()].copy_from_slice(head);
+    let mut digits = [0u8; 10];
+    let (mut n, mut k) = (fd.unsigned_abs(), 0);
+    loop {
+        digits[k] = b'0' + (n % 10) as u8;
+        k += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for (i, d) in digits[..k].iter().rev().enumerate() {
+        p[head.len() + i] = *d;
+    }
+    p
+}
+
 fn busy(e: &End) -> &AtomicU32 {
     e.region.word(busy_word(e.side))
 }
@@ -913,4 +995,20 @@ pub fn recvmsg(fd: c_int, m: *mut libc::msghdr, flags: c_int) -> Option<ssize_t>
         }
     }
     Some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fd_paths_are_the_proc_links() {
+        for fd in [0, 7, 10, 4095, i32::MAX] {
+            let p = super::fd_path(fd);
+            let got = std::ffi::CStr::from_bytes_until_nul(&p).unwrap();
+            assert_eq!(
+                got.to_str().unwrap(),
+                format!("/proc/self/fd/{fd}"),
+                "fd {fd}"
+            );
+        }
+    }
 }

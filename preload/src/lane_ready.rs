@@ -417,7 +417,66 @@ pub fn select(
 }
 
 /// A tag's high half: the epoll data of a lane's eventfd registration.
+/// Never handed to the program: a tag event of its set is left out, mapped
+/// or not (0x75647366_xxxxxxxx is no user pointer on x86_64 or aarch64).
 const TAG: u64 = 0x7564_7366 << 32;
+
+fn is_tag(data: u64) -> bool {
+    data & 0xffff_ffff_0000_0000 == TAG
+}
+
+/// Whether descriptors `a` and `b` name the same open file (one epoll set
+/// reached through a dup: mio registers through a dup of the descriptor it
+/// waits on). Registrations are matched by the set, not its number. The
+/// epoll files' fstat (dev, ino) cannot tell sets apart (every one is the
+/// kernel's one anon inode), so kcmp(KCMP_FILE): one call, made only when
+/// the numbers differ; where kcmp is refused, the number alone.
+fn same_set(a: c_int, b: c_int) -> bool {
+    if a == b {
+        return true;
+    }
+    if a < 0 || b < 0 {
+        return false;
+    }
+    const KCMP_FILE: c_int = 0;
+    // SAFETY: kcmp reads nothing of ours.
+    let pid = unsafe { libc::getpid() };
+    let r = unsafe { libc::syscall(libc::SYS_kcmp, pid, pid, KCMP_FILE, a, b) };
+    r == 0
+}
+
+/// `same_set` against one set for the length of a call, remembering the
+/// numbers it was asked about (a set's registrations share a few).
+struct SetOf {
+    epfd: c_int,
+    memo: [(c_int, bool); 8],
+    n: usize,
+}
+
+impl SetOf {
+    fn new(epfd: c_int) -> SetOf {
+        SetOf {
+            epfd,
+            memo: [(-1, false); 8],
+            n: 0,
+        }
+    }
+
+    fn has(&mut self, other: c_int) -> bool {
+        if other == self.epfd {
+            return true;
+        }
+        if let Some(&(_, same)) = self.memo[..self.n].iter().find(|m| m.0 == other) {
+            return same;
+        }
+        let same = same_set(self.epfd, other);
+        if self.n < self.memo.len() {
+            self.memo[self.n] = (other, same);
+            self.n += 1;
+        }
+        same
+    }
+}
 
 /// One epoll registration of a laned descriptor.
 #[derive(Clone, Copy)]
@@ -564,7 +623,7 @@ pub fn move_fresh() {
 
 fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned) {
     let (h, list) = locked();
-    if list.iter().any(|r| r.epfd == epfd && r.fd == fd) {
+    if list.iter().any(|r| r.fd == fd && same_set(r.epfd, epfd)) {
         return;
     }
     let e = errno();
@@ -606,9 +665,12 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
 /// of an end not yet claimed is told "ready": the end is claimed here and
 /// its registration moved; the ring is looked at by the next wait).
 fn drop_kernel(epfd: c_int, data: u64) -> bool {
-    if data & 0xffff_ffff_0000_0000 == TAG && HELD.load(Ordering::Relaxed) != 0 {
+    if is_tag(data) && HELD.load(Ordering::Relaxed) != 0 {
         let (_h, list) = locked();
-        if list.iter().any(|r| r.epfd == epfd && r.id == data as u32) {
+        if list
+            .iter()
+            .any(|r| r.id == data as u32 && same_set(r.epfd, epfd))
+        {
             return true;
         }
     }
@@ -617,7 +679,10 @@ fn drop_kernel(epfd: c_int, data: u64) -> bool {
     }
     let fd = {
         let (_h, _, pend) = locked_all();
-        match pend.iter().find(|p| p.epfd == epfd && p.data == data) {
+        match pend
+            .iter()
+            .find(|p| p.data == data && same_set(p.epfd, epfd))
+        {
             Some(p) => p.fd,
             None => return false,
         }
@@ -640,23 +705,44 @@ fn drop_kernel(epfd: c_int, data: u64) -> bool {
 /// `out`: the events the program gets (`drop_kernel`'s left out, the rest
 /// moved up), or None when every one was left out (the caller waits again
 /// for the time left, now through `wait`).
+///
+/// A lane's tag never reaches the program. One this process cannot map to
+/// a registration of the set (the set came over SCM_RIGHTS from another
+/// process's library, or its registration is gone) is left out too, and
+/// when nothing else came the call returns 0 (as at a timeout: the program
+/// waits again) rather than waiting here again on an eventfd that is not
+/// this process's to drain.
 pub fn after_wait(epfd: c_int, out: *mut epoll_event, r: c_int) -> Option<c_int> {
-    if r <= 0 || (HELD.load(Ordering::Relaxed) == 0 && PENDS.load(Ordering::Relaxed) == 0) {
+    if r <= 0 {
         return Some(r);
     }
+    let ours = HELD.load(Ordering::Relaxed) != 0 || PENDS.load(Ordering::Relaxed) != 0;
     let mut kept = 0;
+    let mut foreign = false;
     for i in 0..r as usize {
         // SAFETY: the kernel wrote r entries at out.
         let e = unsafe { std::ptr::read_unaligned(out.add(i)) };
-        if drop_kernel(epfd, e.u64) {
+        if ours && drop_kernel(epfd, e.u64) {
+            continue;
+        }
+        if is_tag(e.u64) {
+            foreign = true;
             continue;
         }
         // SAFETY: kept <= i < r.
         unsafe { std::ptr::write_unaligned(out.add(kept), e) };
         kept += 1;
     }
-    (kept > 0 || r == 0).then_some(kept as c_int)
+    if foreign && !SAID_FOREIGN.swap(true, Ordering::Relaxed) {
+        crate::log::say(&format!(
+            "epoll set {epfd}: an event of a lane's eventfd this process did not register (a set from another process?) left out; said once"
+        ));
+    }
+    (kept > 0 || foreign).then_some(kept as c_int)
 }
+
+/// Whether the foreign tag of `after_wait` was said (once a process).
+static SAID_FOREIGN: AtomicBool = AtomicBool::new(false);
 
 fn ino_of(fd: c_int) -> Option<u64> {
     // SAFETY: statx fills the zeroed struct it is given.
@@ -705,12 +791,16 @@ fn nested(fd: c_int) {
     if fd < 0 || HELD.load(Ordering::Relaxed) == 0 {
         return;
     }
+    if laned(fd).is_some() {
+        return;
+    }
+    let mut set = SetOf::new(fd);
     let moved: Vec<Reg> = {
         let (_h, list) = locked();
         let mut out = Vec::new();
         let mut i = 0;
         while i < list.len() {
-            if list[i].epfd == fd {
+            if set.has(list[i].epfd) {
                 out.push(list.swap_remove(i));
             } else {
                 i += 1;
@@ -736,7 +826,8 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
             .then(|| unsafe { std::ptr::read_unaligned(event) })
     };
     let (h, list) = locked();
-    let mut at = list.iter().position(|r| r.epfd == epfd && r.fd == fd);
+    let mut set = SetOf::new(epfd);
+    let mut at = list.iter().position(|r| r.fd == fd && set.has(r.epfd));
     if let Some(i) = at {
         // The program closed the socket since (Linux drops its registration
         // with the file): the number now names another file.
@@ -775,6 +866,8 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 return Some(-1);
             };
             let r = &mut list[i];
+            // The number the program reaches the set by now.
+            r.epfd = epfd;
             r.events = ev.events;
             r.data = ev.u64;
             r.armed = true;
@@ -796,7 +889,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 return None;
             }
             let (h, list) = locked();
-            if list.iter().any(|r| r.epfd == epfd && r.fd == fd) {
+            if list.iter().any(|r| r.fd == fd && set.has(r.epfd)) {
                 set_errno(libc::EEXIST);
                 return Some(-1);
             }
@@ -859,7 +952,7 @@ fn pend_ctl(epfd: c_int, op: c_int, fd: c_int, ev: Option<epoll_event>) -> Optio
     }
     let e = errno();
     let (_h, _, pend) = locked_all();
-    pend.retain(|p| !(p.epfd == epfd && p.fd == fd));
+    pend.retain(|p| !(p.fd == fd && same_set(p.epfd, epfd)));
     if op != libc::EPOLL_CTL_DEL && joining && pend.len() < MAX_PENDS {
         pend.push(Pend { epfd, fd, data });
     }
@@ -915,9 +1008,12 @@ pub fn wait(
     if user::writable(out.cast(), max * size) < max * size {
         return None;
     }
+    // The set's registrations, made through this number or another of
+    // the same set (a dup).
+    let mut set = SetOf::new(epfd);
     {
         let (_h, list) = locked();
-        if !list.iter().any(|r| r.epfd == epfd) {
+        if !list.iter().any(|r| set.has(r.epfd)) {
             return None;
         }
     }
@@ -950,10 +1046,13 @@ pub fn wait(
             let mut i = 0;
             while i < list.len() {
                 let r = &mut list[i];
-                if r.epfd != epfd {
+                if !set.has(r.epfd) {
                     i += 1;
                     continue;
                 }
+                // The number the program waits on (a dup it made the
+                // registration through may be closed later).
+                r.epfd = epfd;
                 if ino_of(r.fd) != Some(r.ino) {
                     // The program closed the socket: Linux drops the
                     // registration with the file (a duplicate it kept
@@ -1010,7 +1109,7 @@ pub fn wait(
         if r > 0 && PENDS.load(Ordering::Relaxed) != 0 {
             for (s, e) in skip.iter_mut().zip(&k[..r as usize]) {
                 let data = e.u64;
-                *s = data & 0xffff_ffff_0000_0000 != TAG && drop_kernel(epfd, data);
+                *s = !is_tag(data) && drop_kernel(epfd, data);
                 moved |= *s;
             }
         }
@@ -1028,14 +1127,14 @@ pub fn wait(
             if skip {
                 continue;
             }
-            if data & 0xffff_ffff_0000_0000 != TAG {
+            if !is_tag(data) {
                 put(got, events, data);
                 got += 1;
                 continue;
             }
             // A lane's eventfd: a wake-up; look at that ring.
             let id = data as u32;
-            let Some(r) = list.iter_mut().find(|r| r.id == id && r.epfd == epfd) else {
+            let Some(r) = list.iter_mut().find(|r| r.id == id && set.has(r.epfd)) else {
                 continue;
             };
             if seen.contains(&id) {

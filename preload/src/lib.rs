@@ -1177,6 +1177,19 @@ pub unsafe extern "C" fn pselect(
     })
 }
 
+/// close(2): a laned end's last close finishes its writer at once
+/// (`lane::close`: the peer reads EOF when close returns, as on Linux).
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    if !lane::any() {
+        // SAFETY: the program's call.
+        return unsafe { real::close(fd) };
+    }
+    guarded(-1, || {
+        lane::close(fd).unwrap_or_else(|| unsafe { real::close(fd) })
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn epoll_ctl(
     epfd: c_int,

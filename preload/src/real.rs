@@ -71,6 +71,7 @@ real! {
     lstat64(path: *const libc::c_char, st: *mut libc::stat64) -> c_int;
     __lxstat(ver: c_int, path: *const libc::c_char, st: *mut libc::stat) -> c_int;
     __lxstat64(ver: c_int, path: *const libc::c_char, st: *mut libc::stat64) -> c_int;
+    close(fd: c_int) -> c_int;
     epoll_create(size: c_int) -> c_int;
     epoll_create1(flags: c_int) -> c_int;
     epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev: *mut libc::epoll_event) -> c_int;
