@@ -9,6 +9,7 @@
 
 use super::backend::Ty::{Dgram, Seqpacket, Stream};
 use super::backend::*;
+use super::rights::recv_right;
 use super::stream::ignore_sigpipe;
 
 /// Bytes of a stream write larger than the sender's budget (212992), so that it
@@ -463,15 +464,24 @@ pub fn accept_listener_shutdown(b: &mut dyn Backend) {
 /// A listener with backlog 0 (one pending connection fits) and one client
 /// pending; a second client's connect blocks.
 fn full_backlog(b: &mut dyn Backend) -> (Sock, Sock, Sock, Job) {
+    full_backlog_for(b, |b| b.socket(Stream))
+}
+
+/// `full_backlog` with the second client made by `client`.
+fn full_backlog_for(
+    b: &mut dyn Backend,
+    client: impl FnOnce(&mut dyn Backend) -> Sock,
+) -> (Sock, Sock, Sock, Job) {
     let l = b.listening(Stream, p("l.sock"), 0);
     let c1 = b.connected(Stream, p("l.sock"));
-    let c2 = b.socket(Stream);
+    let c2 = client(b);
     let j = b.start(Blocking::Connect(c2, p("l.sock")));
     (l, c1, c2, j)
 }
 
-pub fn connect_backlog_ended_by_accept(b: &mut dyn Backend) {
-    let (l, c1, c2, j) = full_backlog(b);
+/// An accept lets the waiting connect in; both clients talk to their own
+/// accepted socket.
+fn let_in(b: &mut dyn Backend, (l, c1, c2, j): (Sock, Sock, Sock, Job)) {
     let s1 = b.accept(l);
     b.join(j);
     let s2 = b.accept(l);
@@ -482,33 +492,26 @@ pub fn connect_backlog_ended_by_accept(b: &mut dyn Backend) {
     b.getpeername(c2);
 }
 
+pub fn connect_backlog_ended_by_accept(b: &mut dyn Backend) {
+    let waiting = full_backlog(b);
+    let_in(b, waiting);
+}
+
 /// A socket received over SCM_RIGHTS (its first descriptor closed) blocks in
 /// connect on a full backlog and is let in by an accept: a front reaches the
 /// waiting connect through the directory it received the socket by, not the
 /// first one (revoked with the first descriptor).
 pub fn connect_backlog_received_socket(b: &mut dyn Backend) {
-    let l = b.listening(Stream, p("l.sock"), 0);
-    let c1 = b.connected(Stream, p("l.sock"));
-    let x = b.socket(Stream);
-    b.bind(x, p("x.sock"));
-    let (r, w) = b.pair(Dgram);
-    b.sendmsg(w, SendMsg::new(b"x").rights(&[x]));
-    b.close_ref(x);
-    let y = b
-        .recvmsg(r, 100)
-        .ok()
-        .and_then(|m| m.rights.first().copied())
-        .unwrap_or(BAD_SOCK);
-    let j = b.start(Blocking::Connect(y, p("l.sock")));
-    let s1 = b.accept(l);
-    b.join(j);
-    let s2 = b.accept(l);
-    b.send(c1, b"one");
-    b.send(y, b"two");
-    b.recv(s1, 100);
-    b.recv(s2, 100);
-    b.getpeername(y);
-    b.getsockname(y);
+    let waiting = full_backlog_for(b, |b| {
+        let x = b.socket(Stream);
+        b.bind(x, p("x.sock"));
+        let (r, w) = b.pair(Dgram);
+        b.sendmsg(w, SendMsg::new(b"x").rights(&[x]));
+        b.close_ref(x);
+        recv_right(b, r)
+    });
+    let_in(b, waiting);
+    b.getsockname(waiting.2);
 }
 
 pub fn connect_backlog_listener_close(b: &mut dyn Backend) {

@@ -19,7 +19,7 @@ fn look(b: &mut dyn Backend, s: Sock) {
 }
 
 /// A recvmsg on `s`: the first socket the message passed (BAD_SOCK for none).
-fn recv_right(b: &mut dyn Backend, s: Sock) -> Sock {
+pub fn recv_right(b: &mut dyn Backend, s: Sock) -> Sock {
     b.recvmsg(s, 100)
         .ok()
         .and_then(|m| m.rights.first().copied())
