@@ -18,6 +18,7 @@ mod epolls;
 mod errno;
 mod exec;
 mod exec_list;
+mod fdgen;
 mod fdpass;
 mod files;
 mod gadget;
@@ -835,6 +836,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 /// calls (found with dlsym, which takes locks and allocates).
 extern "C" fn init() {
     real::resolve_all();
+    fdgen::init();
     gadget::init();
     restart::init_faults();
     exec::init();
@@ -922,6 +924,8 @@ pub unsafe extern "C" fn syscall(
             libc::SYS_statx => statx(a as c_int, b as Path, c as c_int, d as c_uint, e as _).into(),
             libc::SYS_fstat => fstat(a as c_int, b as _).into(),
             libc::SYS_newfstatat => fstatat(a as c_int, b as Path, c as _, d as c_int).into(),
+            // A close of a descriptor number moves the generation (fdgen.rs).
+            _ if fdgen::closes(nr) => fdgen::syscall(|| gadget::call(nr, a, b, c, d, e, f)),
             // From the library's call site: the calls it forwards as made.
             _ => gadget::call(nr, a, b, c, d, e, f),
         }
