@@ -204,6 +204,7 @@ scripts!(
     lanes_connect,
     lanes_ready,
     lanes_services,
+    lanes_syscalls,
     mount_helper,
     mount_path_escapes,
     mount_state,
