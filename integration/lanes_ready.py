@@ -516,8 +516,31 @@ def wake_add():
     guard(b, "wake_add")
 
 
+def slots():
+    """100 socketpairs one after another, each closed once the next is made,
+    its numbers then taken by files kept open (a server whose clients come
+    and go while it opens other files): each pair gets its lane. The
+    library's table has 64 slots; before a close freed its slots, the closed
+    pairs' slots stayed taken until their numbers were used again, and from
+    the 32nd pair on none got a lane."""
+    keep, prev, ok = [], None, 0
+    for i in range(100):
+        a, b = socket.socketpair()
+        a.send(b"x")
+        ok += b.recv(1) == b"x"
+        if prev is not None:
+            prev[0].close()
+            prev[1].close()
+            keep += [os.open("/dev/null", os.O_RDONLY) for _ in range(2)]
+        prev = (a, b)
+    say("slots: pairs that carried a byte:", ok)
+    guard(prev[1], "slots the last pair")
+    for fd in keep:
+        os.close(fd)
+
+
 if __name__ == "__main__":
     run_case(
         asyncio_pair, nested, pollers, threads, reused, pingpong, levels, pollout, hup,
-        down_under_poll, mixed, closes, del_add, wake_add,
+        down_under_poll, mixed, closes, del_add, wake_add, slots,
     )

@@ -18,7 +18,9 @@
 # library checks a number's file only after a close, preload/src/fdgen.rs), DEL and ADD of
 # a laned registration (nothing reported while deleted; ENOENT, EEXIST as Linux), and a
 # thread asleep in epoll_wait woken by another's ADD of a ready laned socket and by its MOD
-# (the ADD woke none before). The socket's status file must say lane=direct after the polls (GUARD
+# (the ADD woke none before), and 100 socketpairs made one after another, each closed once the
+# next is made and its numbers taken by other files: each gets its lane (a close frees its
+# slots in the library's table of 64; before, the closed pairs' slots stayed taken). The socket's status file must say lane=direct after the polls (GUARD
 # lines): a run where the polls went to the daemon (which takes the lane down) fails.
 UDSFS_MOUNT_ARGS=(--lanes)
 source "$(dirname "$0")/lib.sh"
@@ -27,6 +29,6 @@ need_cmd python3 python3
 PY=$ROOT/integration/lanes_ready.py
 
 for c in pingpong levels pollout hup down_under_poll mixed reused threads pollers nested asyncio_pair \
-    closes del_add wake_add; do
+    closes del_add wake_add slots; do
     lanes_compare "$PY" "$c" direct
 done

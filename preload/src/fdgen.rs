@@ -46,6 +46,12 @@ fn around<R>(call: impl FnOnce() -> R) -> R {
     r
 }
 
+/// Descriptor numbers `first..=last` are closed: the lane table's slots of
+/// those numbers freed (lane.rs `closed`).
+fn gone(first: c_int, last: c_int) {
+    crate::lane::closed(first, last);
+}
+
 /// Whether syscall() number `nr` closes a descriptor number.
 pub fn closes(nr: libc::c_long) -> bool {
     matches!(
@@ -54,34 +60,78 @@ pub fn closes(nr: libc::c_long) -> bool {
     )
 }
 
-/// syscall()'s call `nr` (`closes`), made by `call`.
-pub fn syscall(call: impl FnOnce() -> libc::c_long) -> libc::c_long {
-    around(call)
+/// syscall()'s call `nr` (`closes`) with its first three arguments, made
+/// by `call`.
+pub fn syscall(
+    nr: libc::c_long,
+    a: libc::c_long,
+    b: libc::c_long,
+    c: libc::c_long,
+    call: impl FnOnce() -> libc::c_long,
+) -> libc::c_long {
+    let r = around(call);
+    let num = |x: libc::c_long| x.clamp(0, c_int::MAX as libc::c_long) as c_int;
+    match nr {
+        libc::SYS_close => gone(num(a), num(a)),
+        libc::SYS_dup2 | libc::SYS_dup3 if r >= 0 && a != b => gone(num(b), num(b)),
+        libc::SYS_close_range if r == 0 && c & CLOSE_RANGE_CLOEXEC == 0 => {
+            gone(num(a & 0xffff_ffff), num(b & 0xffff_ffff))
+        }
+        _ => {}
+    }
+    r
 }
+
+/// close_range's flag that marks the numbers close-on-exec instead of
+/// closing them.
+const CLOSE_RANGE_CLOEXEC: libc::c_long = 4;
 
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    around(|| unsafe { real::close(fd) })
+    let r = around(|| unsafe { real::close(fd) });
+    gone(fd, fd);
+    r
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn __close(fd: c_int) -> c_int {
-    around(|| unsafe { real::close(fd) })
+    let r = around(|| unsafe { real::close(fd) });
+    gone(fd, fd);
+    r
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
-    around(|| unsafe { real::dup2(old, new) })
+    let r = around(|| unsafe { real::dup2(old, new) });
+    if r >= 0 && old != new {
+        gone(new, new);
+    }
+    r
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
-    around(|| unsafe { real::dup3(old, new, flags) })
+    let r = around(|| unsafe { real::dup3(old, new, flags) });
+    if r >= 0 {
+        gone(new, new);
+    }
+    r
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn fclose(f: *mut libc::FILE) -> c_int {
-    around(|| unsafe { real::fclose(f) })
+    // The number before the FILE goes (-1 for a bad one: nothing freed).
+    let fd = if f.is_null() {
+        -1
+    } else {
+        // SAFETY: the caller's FILE, which fclose is about to close.
+        unsafe { libc::fileno(f) }
+    };
+    let r = around(|| unsafe { real::fclose(f) });
+    if fd >= 0 {
+        gone(fd, fd);
+    }
+    r
 }
 
 /// The C library's function `name` (NUL-terminated) if it has one (close_range
@@ -108,7 +158,7 @@ pub fn init() {
 
 #[no_mangle]
 pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
-    around(|| match optional("close_range\0", &CLOSE_RANGE) {
+    let r = around(|| match optional("close_range\0", &CLOSE_RANGE) {
         1 => {
             // SAFETY: the system call with the caller's arguments.
             let r = unsafe { libc::syscall(libc::SYS_close_range, first, last, flags) };
@@ -120,7 +170,12 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
                 unsafe { std::mem::transmute(p) };
             unsafe { f(first, last, flags) }
         }
-    })
+    });
+    if r == 0 && libc::c_long::from(flags) & CLOSE_RANGE_CLOEXEC == 0 {
+        let num = |x: c_uint| x.min(c_int::MAX as c_uint) as c_int;
+        gone(num(first), num(last));
+    }
+    r
 }
 
 #[no_mangle]
@@ -135,5 +190,6 @@ pub unsafe extern "C" fn closefrom(first: c_int) {
             let f: unsafe extern "C" fn(c_int) = unsafe { std::mem::transmute(p) };
             unsafe { f(first) }
         }
-    })
+    });
+    gone(first.max(0), c_int::MAX);
 }

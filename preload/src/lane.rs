@@ -534,6 +534,37 @@ fn claim(fd: c_int) -> Res<usize> {
     Ok(g.side as usize)
 }
 
+/// The program closed descriptor numbers `first..=last` (fdgen.rs): their
+/// slots are freed now, as `find` frees the slot of a number that names
+/// another file, rather than when the number is next used (a server whose
+/// clients come and go held its closed connections' slots until their
+/// numbers came back, and new connections found the 64 slots full: no lane).
+/// A slot another thread is claiming, or whose end a call is using, is
+/// left to `find`.
+pub fn closed(first: c_int, last: c_int) {
+    if USED.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    for s in &TABLE {
+        let fd = s.fd.load(Ordering::Relaxed);
+        if fd < first || fd > last {
+            continue;
+        }
+        let st = s.state.load(Ordering::Acquire);
+        if (st == CANDIDATE || st == LANE || st == JOIN)
+            && s.state
+                .compare_exchange(st, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            if s.fd.load(Ordering::Relaxed) == fd {
+                free(s);
+            } else {
+                s.state.store(st, Ordering::Release);
+            }
+        }
+    }
+}
+
 /// After fork, in the child: the parent keeps its claimed ends; the
 /// child's calls on them go through the daemon (which takes the lane down
 /// when they come). Candidates stay candidates.

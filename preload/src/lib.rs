@@ -925,7 +925,9 @@ pub unsafe extern "C" fn syscall(
             libc::SYS_fstat => fstat(a as c_int, b as _).into(),
             libc::SYS_newfstatat => fstatat(a as c_int, b as Path, c as _, d as c_int).into(),
             // A close of a descriptor number moves the generation (fdgen.rs).
-            _ if fdgen::closes(nr) => fdgen::syscall(|| gadget::call(nr, a, b, c, d, e, f)),
+            _ if fdgen::closes(nr) => {
+                fdgen::syscall(nr, a, b, c, || gadget::call(nr, a, b, c, d, e, f))
+            }
             // From the library's call site: the calls it forwards as made.
             _ => gadget::call(nr, a, b, c, d, e, f),
         }
