@@ -359,8 +359,188 @@ def asyncio_pair():
     asyncio.run(main())
 
 
+def closes():
+    """A laned socket that was read (its end claimed and its number seen to
+    name it), registered in an epoll set, with bytes in its ring, closed by
+    each way a program closes a number (close, dup2 onto it, fclose of an
+    fdopen, syscall(SYS_close), close_range); a pipe takes the number. A read
+    and a write of the number are the pipe's, and the set reports nothing of
+    the closed socket (the library checks a number's file only after a
+    close moved its descriptor generation: preload/src/fdgen.rs)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fdopen.restype = ctypes.c_void_p
+    libc.fdopen.argtypes = [ctypes.c_int, ctypes.c_char_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    libc.syscall.argtypes = [ctypes.c_long, ctypes.c_long]
+    keep = []
+    for way in ["close", "dup2", "fclose", "syscall", "close_range"]:
+        a, b = socket.socketpair()
+        ep = select.epoll()
+        ep.register(b, select.EPOLLIN)
+        a.send(b"first")
+        say(way, "first:", [ev for _, ev in ep.poll(1)], b.recv(100))
+        guard(b, f"closes {way} before")
+        a.send(b"old")
+        n = b.detach()
+        r, w = os.pipe()
+        if way == "dup2":
+            os.dup2(r, n)
+            os.close(r)
+            r = n
+        elif way == "close":
+            os.close(r)
+            os.close(w)
+            os.close(n)
+            r, w = os.pipe()
+        else:
+            os.close(r)
+            os.close(w)
+            if way == "fclose":
+                f = libc.fdopen(n, b"r+")
+                say(way, "fdopen:", f is not None, "fclose:", libc.fclose(f))
+            elif way == "syscall":
+                say(way, "syscall(SYS_close):", libc.syscall(3, n))
+            else:
+                os.closerange(n, n + 1)
+            r, w = os.pipe()
+        say(way, "the pipe took its number:", r == n)
+        say(way, "after the close:", ep.poll(0.1))
+        os.write(w, b"new")
+        say(way, "read of the number:", os.read(n, 100))
+        say(way, "the number registered again:", ep.register(n, select.EPOLLIN))
+        os.write(w, b"p")
+        say(way, "the pipe's event:", [(fd == n, ev) for fd, ev in ep.poll(1)])
+        os.read(n, 100)
+        os.close(n)
+        os.close(w)
+        ep.close()
+        keep.append(a)
+
+
+def del_add():
+    """epoll_ctl DEL and ADD of a laned socket, as an event loop that
+    deletes and adds a descriptor per message does (redis-benchmark's ae):
+    nothing reported while deleted, even with bytes there; MOD and DEL of
+    it ENOENT; ADD again reports it; ADD twice EEXIST; 300 rounds of
+    ADD/DEL with the bytes coming and going; and a deleted socket closed,
+    its number taken by another laned socket, which is added."""
+    a, b = socket.socketpair()
+    ep = select.epoll()
+    ep.register(b, select.EPOLLIN)
+    a.send(b"x")
+    say("registered:", [ev for _, ev in ep.poll(1)], b.recv(10))
+    guard(b, "del_add first")
+    ep.unregister(b)
+    a.send(b"y")
+    say("deleted, bytes there:", ep.poll(0.1))
+    for op in ["modify", "unregister"]:
+        try:
+            getattr(ep, op)(b, select.EPOLLIN) if op == "modify" else ep.unregister(b)
+            say(op, "of a deleted one: no error")
+        except OSError as e:
+            say(op, "of a deleted one:", e.errno)
+    ep.register(b, select.EPOLLIN)
+    say("added again:", [ev for _, ev in ep.poll(1)])
+    try:
+        ep.register(b, select.EPOLLIN)
+        say("added twice: no error")
+    except OSError as e:
+        say("added twice:", e.errno)
+    b.recv(10)
+    wrong = 0
+    for i in range(300):
+        ep.unregister(b)
+        if i % 3 == 0:
+            a.send(b"z")
+        ep.register(b, select.EPOLLIN | select.EPOLLOUT if i % 2 else select.EPOLLIN)
+        evs = ep.poll(0 if i % 3 else 1)
+        want = (select.EPOLLIN if i % 3 == 0 else 0) | (select.EPOLLOUT if i % 2 else 0)
+        got = evs[0][1] if evs else 0
+        if got != want:
+            wrong += 1
+        if i % 3 == 0:
+            b.recv(10)
+    say("300 rounds of DEL and ADD, wrong reports:", wrong)
+    guard(b, "del_add after the rounds")
+    ep.unregister(b)
+    n = b.fileno()
+    b.close()
+    # (Its number, as on Linux when the library's descriptors leave it free.)
+    c, d = socket.socketpair()
+    e, f = (d, c) if d.fileno() == n else (c, d)
+    f.send(b"q")
+    e.recv(1)
+    f.send(b"w")
+    ep.register(e, select.EPOLLIN)
+    say("a new socket added:", [ev for _, ev in ep.poll(1)], e.recv(10))
+    guard(e, "del_add the new socket")
+
+
+def wake_add():
+    """A thread asleep in epoll_wait on a set with a laned socket that stays
+    quiet: another thread adds a laned socket with bytes there, and later
+    re-arms (MOD) a one-shot registration whose bytes are still unread.
+    Linux wakes the sleeper at each (ep_insert, ep_modify); so must the
+    library, whose sleeper waits on the lanes' eventfds."""
+    import threading
+
+    quiet_a, quiet = socket.socketpair()
+    a, b = socket.socketpair()
+    for x, y in [(quiet_a, quiet), (a, b)]:
+        x.send(b"1")
+        y.recv(1)
+    ep = select.epoll()
+    ep.register(quiet, select.EPOLLIN)
+    out = []
+
+    def sleeper():
+        t = time.monotonic()
+        evs = ep.poll(5)
+        out.append(([fd == b.fileno() for fd, _ in evs], time.monotonic() - t < 3))
+
+    for what in ["ADD", "MOD"]:
+        out.clear()
+        th = threading.Thread(target=sleeper)
+        th.start()
+        time.sleep(0.3)
+        if what == "ADD":
+            a.send(b"x")
+            time.sleep(0.1)
+            ep.register(b, select.EPOLLIN | select.EPOLLONESHOT)
+        else:
+            ep.modify(b, select.EPOLLIN | select.EPOLLONESHOT)
+        th.join()
+        say(what, "woke the sleeper with the socket:", out)
+    guard(b, "wake_add")
+
+
+def slots():
+    """100 socketpairs one after another, each closed once the next is made,
+    its numbers then taken by files kept open (a server whose clients come
+    and go while it opens other files): each pair gets its lane. The
+    library's table has 64 slots; before a close freed its slots, the closed
+    pairs' slots stayed taken until their numbers were used again, and from
+    the 32nd pair on none got a lane."""
+    keep, prev, ok = [], None, 0
+    for i in range(100):
+        a, b = socket.socketpair()
+        a.send(b"x")
+        ok += b.recv(1) == b"x"
+        if prev is not None:
+            prev[0].close()
+            prev[1].close()
+            keep += [os.open("/dev/null", os.O_RDONLY) for _ in range(2)]
+        prev = (a, b)
+    say("slots: pairs that carried a byte:", ok)
+    guard(prev[1], "slots the last pair")
+    for fd in keep:
+        os.close(fd)
+
+
 if __name__ == "__main__":
     run_case(
         asyncio_pair, nested, pollers, threads, reused, pingpong, levels, pollout, hup,
-        down_under_poll, mixed,
+        down_under_poll, mixed, closes, del_add, wake_add, slots,
     )

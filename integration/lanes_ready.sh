@@ -12,7 +12,15 @@
 # again, two threads in epoll_wait on one EPOLLONESHOT set, and eight threads polling one
 # end, all woken by one byte (hackbench -T's start), and an epoll set holding a laned
 # socket waited on in poll and in another set (its lane goes down; readable as on Linux),
-# and asyncio streams over a socketpair (its selector's register/modify/unregister). The socket's status file must say lane=direct after the polls (GUARD
+# and asyncio streams over a socketpair (its selector's register/modify/unregister),
+# a registered laned socket closed by each way of closing a number (close, dup2, fclose,
+# syscall, close_range) whose number a pipe takes (read and epoll are the pipe's: the
+# library checks a number's file only after a close, preload/src/fdgen.rs), DEL and ADD of
+# a laned registration (nothing reported while deleted; ENOENT, EEXIST as Linux), and a
+# thread asleep in epoll_wait woken by another's ADD of a ready laned socket and by its MOD
+# (the ADD woke none before), and 100 socketpairs made one after another, each closed once the
+# next is made and its numbers taken by other files: each gets its lane (a close frees its
+# slots in the library's table of 64; before, the closed pairs' slots stayed taken). The socket's status file must say lane=direct after the polls (GUARD
 # lines): a run where the polls went to the daemon (which takes the lane down) fails.
 UDSFS_MOUNT_ARGS=(--lanes)
 source "$(dirname "$0")/lib.sh"
@@ -20,6 +28,7 @@ need_preload
 need_cmd python3 python3
 PY=$ROOT/integration/lanes_ready.py
 
-for c in pingpong levels pollout hup down_under_poll mixed reused threads pollers nested asyncio_pair; do
+for c in pingpong levels pollout hup down_under_poll mixed reused threads pollers nested asyncio_pair \
+    closes del_add wake_add slots; do
     lanes_compare "$PY" "$c" direct
 done

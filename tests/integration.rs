@@ -214,6 +214,7 @@ scripts!(
     lanes_live_capture,
     lanes_ready,
     lanes_services,
+    lanes_syscalls,
     lanes_tokio_bugs,
     mount_helper,
     mount_path_escapes,

@@ -81,6 +81,9 @@ struct Slot {
     /// A connect/accept end whose lane just came up: its epoll
     /// registrations are still the data file's (`fresh_ends`).
     fresh: AtomicBool,
+    /// The descriptor generation at which `fd` was last seen to name the
+    /// socket `ino` (fdgen.rs; 0: never).
+    checked: AtomicU64,
     end: UnsafeCell<Option<End>>,
 }
 
@@ -99,6 +102,7 @@ const EMPTY: Slot = Slot {
     tries: AtomicU32::new(0),
     record: AtomicBool::new(false),
     fresh: AtomicBool::new(false),
+    checked: AtomicU64::new(0),
     end: UnsafeCell::new(None),
 };
 
@@ -320,14 +324,16 @@ fn map_grant(fd: c_int, g: &LaneGrant) -> Res<(&'static Region, [c_int; 2])> {
     Ok((Box::leak(Box::new(region)), evs))
 }
 
-/// What readiness on `fd`'s lane needs (lane_ready.rs): its region, side
-/// and eventfd; None when `fd` has no lane here (claimed now if it was a
-/// candidate) or the lane is not `Direct`.
-pub fn ready_end(fd: c_int) -> Option<(&'static Region, usize, c_int)> {
+/// What readiness on `fd`'s lane needs (lane_ready.rs): its region, side,
+/// eventfd and the socket's inode (`fd` was seen to name it); None when
+/// `fd` has no lane here (claimed now if it was a candidate) or the lane
+/// is not `Direct`.
+pub fn ready_end(fd: c_int) -> Option<(&'static Region, usize, c_int, u64)> {
     let s = find(fd)?;
     // SAFETY: LANE was seen with Acquire: `end` is set and stays.
     let e = unsafe { (*s.end.get()).as_ref()? };
-    (e.region.state() == Some(State::Direct)).then_some((e.region, e.side, e.ev[0]))
+    let ino = s.ino.load(Ordering::Relaxed);
+    (e.region.state() == Some(State::Direct)).then_some((e.region, e.side, e.ev[0], ino))
 }
 
 /// The connect/accept ends whose lanes came up since the last call, each
@@ -380,8 +386,23 @@ fn free(s: &Slot) {
         FRESH.fetch_sub(1, Ordering::Relaxed);
     }
     s.fd.store(-1, Ordering::Relaxed);
+    s.checked.store(0, Ordering::Relaxed);
     s.state.store(FREE, Ordering::Release);
     USED.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Whether `fd` still names slot `s`'s socket: a statx only when a
+/// descriptor number was closed since the last look (fdgen.rs).
+fn same_file(fd: c_int, s: &Slot) -> bool {
+    let now = crate::fdgen::now();
+    if s.checked.load(Ordering::Acquire) == now {
+        return true;
+    }
+    let same = ino_of(fd) == Some(s.ino.load(Ordering::Relaxed));
+    if same {
+        s.checked.store(now, Ordering::Release);
+    }
+    same
 }
 
 /// The slot of `fd` with a usable lane (claimed now if it was a candidate).
@@ -394,7 +415,7 @@ fn find(fd: c_int) -> Option<&'static Slot> {
     if st != CANDIDATE && st != LANE && st != JOIN {
         return None;
     }
-    if ino_of(fd) != Some(s.ino.load(Ordering::Relaxed)) {
+    if !same_file(fd, s) {
         // The number now names another file: the socket was closed.
         if s.state
             .compare_exchange(st, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
@@ -511,6 +532,37 @@ fn rejoin(fd: c_int, s: &'static Slot) -> Option<&'static Slot> {
 fn claim(fd: c_int) -> Res<usize> {
     let g = ioctl::op(fd, Op::LaneClaim, 0)?.values::<LaneGrant>();
     Ok(g.side as usize)
+}
+
+/// The program closed descriptor numbers `first..=last` (fdgen.rs): their
+/// slots are freed now, as `find` frees the slot of a number that names
+/// another file, rather than when the number is next used (a server whose
+/// clients come and go held its closed connections' slots until their
+/// numbers came back, and new connections found the 64 slots full: no lane).
+/// A slot another thread is claiming, or whose end a call is using, is
+/// left to `find`.
+pub fn closed(first: c_int, last: c_int) {
+    if USED.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    for s in &TABLE {
+        let fd = s.fd.load(Ordering::Relaxed);
+        if fd < first || fd > last {
+            continue;
+        }
+        let st = s.state.load(Ordering::Acquire);
+        if (st == CANDIDATE || st == LANE || st == JOIN)
+            && s.state
+                .compare_exchange(st, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            if s.fd.load(Ordering::Relaxed) == fd {
+                free(s);
+            } else {
+                s.state.store(st, Ordering::Release);
+            }
+        }
+    }
 }
 
 /// After fork, in the child: the parent keeps its claimed ends; the

@@ -56,7 +56,7 @@ fn laned(fd: c_int) -> Option<Laned> {
     if fd < 0 {
         return None;
     }
-    lane::ready_end(fd).map(|(region, side, ev)| Laned { region, side, ev })
+    lane::ready_end(fd).map(|(region, side, ev, _)| Laned { region, side, ev })
 }
 
 const WANT_IN: i16 = libc::POLLIN | libc::POLLRDNORM | libc::POLLRDHUP;
@@ -84,9 +84,44 @@ fn wslot(ev: c_int) -> Option<usize> {
     )
 }
 
+/// Each lane eventfd (by `wslot`) may be non-zero: epoll_wait drains one
+/// before a sleep only then, not each of the set's at every sleep (a read
+/// per registration per sleep: redis's 50). Set when its tag came back from
+/// the kernel (`wait`, `drop_kernel`), so cleared only by a drain.
+static WDIRTY: [AtomicBool; WSLOTS] = [const { AtomicBool::new(true) }; WSLOTS];
+
+fn dirty(ev: c_int) {
+    if let Some(i) = wslot(ev) {
+        WDIRTY[i].store(true, Ordering::SeqCst);
+    }
+}
+
 /// This thread is to sleep on `ev`: whether it is the process's first.
 fn enter(ev: c_int) -> bool {
     wslot(ev).is_none_or(|i| WCOUNT[i].fetch_add(1, Ordering::SeqCst) == 0)
+}
+
+/// `enter` for epoll_wait: whether `ev` is to be drained (the first
+/// sleeper, and the eventfd may be non-zero: `WDIRTY`).
+///
+/// No wake-up is lost by leaving a clean eventfd undrained: the peer
+/// writes it only for a publish it made while our waiting flag was up,
+/// and every write makes it readable, so the kernel's level-triggered
+/// registration reports its tag to the next epoll_wait on the set, which
+/// marks it dirty (`wait`); the drain that follows is made before the
+/// ring is looked at again (`raise`, then `ready::look`), so a publish
+/// before the drain is seen by that look and one after it writes the
+/// eventfd again. A write that came while no flag was up (the daemon's
+/// at a way down, a MOD's, `move_one`'s) is reported the same way. What
+/// an undrained eventfd costs is one return of the kernel's epoll_wait
+/// that finds nothing, after which it is drained.
+fn enter_drain(ev: c_int) -> bool {
+    match wslot(ev) {
+        None => true,
+        Some(i) => {
+            WCOUNT[i].fetch_add(1, Ordering::SeqCst) == 0 && WDIRTY[i].swap(false, Ordering::SeqCst)
+        }
+    }
 }
 
 /// This thread woke from `ev`: whether it was the process's last on it.
@@ -486,6 +521,9 @@ struct Reg {
     fd: c_int,
     /// The socket's inode (the descriptor may be closed and reused).
     ino: u64,
+    /// The descriptor generation at which `fd` was last seen to name
+    /// `ino` (fdgen.rs; 0: never): a statx only when it moved.
+    checked: u64,
     events: u32,
     data: u64,
     end: Laned,
@@ -493,6 +531,9 @@ struct Reg {
     armed: bool,
     /// EPOLLET: the positions when last reported (None: never since ADD/MOD).
     last: Option<(u32, u32)>,
+    /// False once the program deleted it: its eventfd stays in the kernel's
+    /// set (no epoll_ctl for a DEL and the next ADD), nothing is reported.
+    live: bool,
 }
 
 /// An epoll registration of a connect/accept end still asking for its
@@ -568,6 +609,7 @@ fn set_count(list: &[Reg]) {
 pub fn forked() {
     REGS.lock.store(false, Ordering::Release);
     WCOUNT.iter().for_each(|c| c.store(0, Ordering::Relaxed));
+    WDIRTY.iter().for_each(|d| d.store(true, Ordering::Relaxed));
 }
 
 /// A new epoll set took number `epfd`: registrations of an earlier set of
@@ -623,8 +665,17 @@ pub fn move_fresh() {
 
 fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned) {
     let (h, list) = locked();
-    if list.iter().any(|r| r.fd == fd && same_set(r.epfd, epfd)) {
-        return;
+    if let Some(i) = list
+        .iter()
+        .position(|r| r.fd == fd && same_set(r.epfd, epfd))
+    {
+        if list[i].live {
+            return;
+        }
+        // One the program deleted, of an earlier lane of the descriptor.
+        let r = list.swap_remove(i);
+        set_count(list);
+        kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
     }
     let e = errno();
     kernel_ctl(epfd, libc::EPOLL_CTL_DEL, fd, 0, 0);
@@ -651,6 +702,8 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
         // A one-shot the kernel disarmed keeps only its flags.
         armed: events & libc::EPOLLONESHOT as u32 == 0 || events & !private != 0,
         last: None,
+        checked: 0,
+        live: true,
     });
     set_count(list);
     drop(h);
@@ -667,10 +720,11 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
 fn drop_kernel(epfd: c_int, data: u64) -> bool {
     if is_tag(data) && HELD.load(Ordering::Relaxed) != 0 {
         let (_h, list) = locked();
-        if list
+        if let Some(r) = list
             .iter()
-            .any(|r| r.id == data as u32 && same_set(r.epfd, epfd))
+            .find(|r| r.id == data as u32 && same_set(r.epfd, epfd))
         {
+            dirty(r.end.ev);
             return true;
         }
     }
@@ -744,6 +798,20 @@ pub fn after_wait(epfd: c_int, out: *mut epoll_event, r: c_int) -> Option<c_int>
 /// Whether the foreign tag of `after_wait` was said (once a process).
 static SAID_FOREIGN: AtomicBool = AtomicBool::new(false);
 
+/// Whether registration `r`'s descriptor still names its socket: a statx
+/// only when a descriptor number was closed since its last look (fdgen.rs).
+fn still(r: &mut Reg) -> bool {
+    let now = crate::fdgen::now();
+    if r.checked == now {
+        return true;
+    }
+    let same = ino_of(r.fd) == Some(r.ino);
+    if same {
+        r.checked = now;
+    }
+    same
+}
+
 fn ino_of(fd: c_int) -> Option<u64> {
     // SAFETY: statx fills the zeroed struct it is given.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
@@ -764,7 +832,7 @@ fn kernel_ctl(epfd: c_int, op: c_int, fd: c_int, events: u32, data: u64) -> c_in
 fn to_data_file(r: &Reg) {
     let e = errno();
     kernel_ctl(r.epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
-    if ino_of(r.fd) == Some(r.ino) {
+    if r.live && ino_of(r.fd) == Some(r.ino) {
         let events = if r.armed {
             r.events
         } else {
@@ -830,8 +898,10 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
     let mut at = list.iter().position(|r| r.fd == fd && set.has(r.epfd));
     if let Some(i) = at {
         // The program closed the socket since (Linux drops its registration
-        // with the file): the number now names another file.
-        if ino_of(fd) != Some(list[i].ino) {
+        // with the file): the number now names another file. Or the lane
+        // went down under a registration the program had deleted.
+        let down = !list[i].live && ready::look(list[i].end.region, list[i].end.side).is_none();
+        if down || !still(&mut list[i]) {
             let r = list.swap_remove(i);
             set_count(list);
             kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
@@ -839,8 +909,30 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
         }
     }
     match (op, at) {
+        (libc::EPOLL_CTL_ADD, Some(i)) if !list[i].live => {
+            // Deleted by the program, its eventfd still in the set: live
+            // again, with no call to the kernel.
+            let Some(ev) = read_event() else {
+                set_errno(libc::EFAULT);
+                return Some(-1);
+            };
+            if ev.events & libc::EPOLLEXCLUSIVE as u32 != 0 {
+                // The C library's call on the data file (the lane goes down).
+                let r = list.swap_remove(i);
+                set_count(list);
+                kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+                return None;
+            }
+            rearm(&mut list[i], ev);
+            Some(0)
+        }
         (libc::EPOLL_CTL_ADD, Some(_)) => {
             set_errno(libc::EEXIST);
+            Some(-1)
+        }
+        (libc::EPOLL_CTL_MOD | libc::EPOLL_CTL_DEL, Some(i)) if !list[i].live => {
+            // Deleted: as Linux answers for a descriptor not in the set.
+            set_errno(libc::ENOENT);
             Some(-1)
         }
         (libc::EPOLL_CTL_MOD | libc::EPOLL_CTL_DEL, Some(i)) => {
@@ -857,9 +949,12 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 return Some(kernel_ctl(epfd, libc::EPOLL_CTL_ADD, fd, ev.events, ev.u64));
             }
             if op == libc::EPOLL_CTL_DEL {
-                let r = list.swap_remove(i);
-                set_count(list);
-                return Some(kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0));
+                // The eventfd stays in the set, reported nothing (`report`)
+                // until an ADD makes it live again: an event loop that
+                // deletes and adds a descriptor per message (redis-benchmark's
+                // ae: 4 epoll_ctl per request) costs no system call here.
+                list[i].live = false;
+                return Some(0);
             }
             let Some(ev) = read_event() else {
                 set_errno(libc::EFAULT);
@@ -868,22 +963,23 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
             let r = &mut list[i];
             // The number the program reaches the set by now.
             r.epfd = epfd;
-            r.events = ev.events;
-            r.data = ev.u64;
-            r.armed = true;
-            r.last = None;
-            // The eventfd's registration is level and armed as it was;
-            // a MOD wakes a sleeper to look again (as ep_modify does).
-            futex::eventfd_signal(r.end.ev);
+            rearm(r, ev);
             Some(0)
         }
         (libc::EPOLL_CTL_ADD, None) => {
             drop(h);
             nested(fd);
-            let Some(end) = laned(fd) else {
+            // A check of `fd`'s file by `laned` is at this generation or a
+            // later one.
+            let gen = crate::fdgen::now();
+            let Some((region, side, evfd, ino)) = lane::ready_end(fd) else {
                 return pend_ctl(epfd, op, fd, read_event());
             };
-            let ino = ino_of(fd)?;
+            let end = Laned {
+                region,
+                side,
+                ev: evfd,
+            };
             let ev = read_event()?;
             if ev.events & libc::EPOLLEXCLUSIVE as u32 != 0 {
                 return None;
@@ -922,8 +1018,11 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 end,
                 armed: true,
                 last: None,
+                checked: gen,
+                live: true,
             });
             set_count(list);
+            wake_sleepers(end.ev);
             Some(0)
         }
         (libc::EPOLL_CTL_MOD | libc::EPOLL_CTL_DEL, None) => {
@@ -931,6 +1030,37 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
             pend_ctl(epfd, op, fd, read_event())
         }
         _ => None,
+    }
+}
+
+/// A MOD of registration `r`, or an ADD of one the program deleted: the
+/// program's new events and data, armed, no edge seen; a thread asleep in
+/// `wait` looks again (as ep_modify and ep_insert wake the set's waiters).
+fn rearm(r: &mut Reg, ev: epoll_event) {
+    r.events = ev.events;
+    r.data = ev.u64;
+    r.armed = true;
+    r.last = None;
+    r.live = true;
+    wake_sleepers(r.end.ev);
+}
+
+/// Threads of this process between their last look at the registrations
+/// and the end of their sleep in `wait` (counted under the table's lock).
+static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
+
+/// A registration of `ev`'s end changed (made, MOD, made live again) under
+/// the table's lock: a thread asleep in `wait` is woken to look (the
+/// eventfd's tag comes back to it). None asleep: nothing to do, as a thread
+/// that goes to sleep later looks at the registrations first. Why no
+/// sleeper is missed: a sleeper counts itself under the lock before its
+/// last look (`wait`, pass 1), so a change made under the lock after that
+/// look sees it counted and writes the eventfd, which the kernel reports
+/// to the sleeper; one made before it is seen by that look. A sleeper
+/// uncounts itself after its sleep, then looks again.
+fn wake_sleepers(ev: c_int) {
+    if SLEEPERS.load(Ordering::SeqCst) > 0 {
+        futex::eventfd_signal(ev);
     }
 }
 
@@ -964,7 +1094,7 @@ fn pend_ctl(epfd: c_int, op: c_int, fd: c_int, ev: Option<epoll_event>) -> Optio
 /// What registration `r` reports for look `lk` (and its one-shot and edge
 /// state updated), or None.
 fn report(r: &mut Reg, lk: ready::Look) -> Option<u32> {
-    if !r.armed {
+    if !r.armed || !r.live {
         return None;
     }
     let mask = lk.mask & (r.events | ALWAYS);
@@ -1035,6 +1165,8 @@ pub fn wait(
         let mut sleeping = false;
         // The ends this thread is to sleep on, left after the sleep.
         let mut entered: Vec<(Laned, u32)> = Vec::new();
+        // Counted in SLEEPERS (`wake_sleepers`) until the sleep is over.
+        let mut counted = false;
         for pass in 0..2 {
             if pass == 1 {
                 if got > 0 {
@@ -1043,17 +1175,21 @@ pub fn wait(
                 sleeping = true;
             }
             let (_h, list) = locked();
+            if sleeping && !counted {
+                SLEEPERS.fetch_add(1, Ordering::SeqCst);
+                counted = true;
+            }
             let mut i = 0;
             while i < list.len() {
                 let r = &mut list[i];
-                if !set.has(r.epfd) {
+                if !set.has(r.epfd) || !r.live {
                     i += 1;
                     continue;
                 }
                 // The number the program waits on (a dup it made the
                 // registration through may be closed later).
                 r.epfd = epfd;
-                if ino_of(r.fd) != Some(r.ino) {
+                if !still(r) {
                     // The program closed the socket: Linux drops the
                     // registration with the file (a duplicate it kept
                     // would keep it there: a lane has none).
@@ -1062,7 +1198,7 @@ pub fn wait(
                     continue;
                 }
                 if r.armed && sleeping {
-                    raise(&r.end, r.events, enter(r.end.ev));
+                    raise(&r.end, r.events, enter_drain(r.end.ev));
                     entered.push((r.end, r.events));
                 }
                 let Some(lk) = ready::look(r.end.region, r.end.side) else {
@@ -1099,6 +1235,9 @@ pub fn wait(
             unsafe { real::epoll_pwait(epfd, k.as_mut_ptr(), kmax as c_int, ms, sigmask) }
         };
         let err = errno();
+        if counted {
+            SLEEPERS.fetch_sub(1, Ordering::SeqCst);
+        }
         for (end, events) in &entered {
             if leave(end.ev) {
                 lower(end, *events);
@@ -1134,9 +1273,21 @@ pub fn wait(
             }
             // A lane's eventfd: a wake-up; look at that ring.
             let id = data as u32;
-            let Some(r) = list.iter_mut().find(|r| r.id == id && set.has(r.epfd)) else {
+            let Some(at) = list.iter().position(|r| r.id == id && set.has(r.epfd)) else {
                 continue;
             };
+            let r = &mut list[at];
+            dirty(r.end.ev);
+            if !r.live {
+                // Deleted by the program, and its eventfd written (the
+                // daemon's at a way down, a blocking read's wake-up): out of
+                // the set now, as nothing here drains it.
+                let r = list.swap_remove(at);
+                set_count(list);
+                kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+                moved = true;
+                continue;
+            }
             if seen.contains(&id) {
                 continue;
             }

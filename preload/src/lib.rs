@@ -18,6 +18,7 @@ mod epolls;
 mod errno;
 mod exec;
 mod exec_list;
+mod fdgen;
 mod fdpass;
 mod files;
 mod gadget;
@@ -835,6 +836,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 /// calls (found with dlsym, which takes locks and allocates).
 extern "C" fn init() {
     real::resolve_all();
+    fdgen::init();
     gadget::init();
     restart::init_faults();
     exec::init();
@@ -922,6 +924,10 @@ pub unsafe extern "C" fn syscall(
             libc::SYS_statx => statx(a as c_int, b as Path, c as c_int, d as c_uint, e as _).into(),
             libc::SYS_fstat => fstat(a as c_int, b as _).into(),
             libc::SYS_newfstatat => fstatat(a as c_int, b as Path, c as _, d as c_int).into(),
+            // A close of a descriptor number moves the generation (fdgen.rs).
+            _ if fdgen::closes(nr) => {
+                fdgen::syscall(nr, a, b, c, || gadget::call(nr, a, b, c, d, e, f))
+            }
             // From the library's call site: the calls it forwards as made.
             _ => gadget::call(nr, a, b, c, d, e, f),
         }
@@ -1174,19 +1180,6 @@ pub unsafe extern "C" fn pselect(
     let tv = std::ptr::null_mut();
     select_via(nfds, [r, w, x], ts_timeout(ts), mask, tv, || unsafe {
         real::pselect(nfds, r, w, x, ts, mask)
-    })
-}
-
-/// close(2): a laned end's last close finishes its writer at once
-/// (`lane::close`: the peer reads EOF when close returns, as on Linux).
-#[no_mangle]
-pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if !lane::any() {
-        // SAFETY: the program's call.
-        return unsafe { real::close(fd) };
-    }
-    guarded(-1, || {
-        lane::close(fd).unwrap_or_else(|| unsafe { real::close(fd) })
     })
 }
 

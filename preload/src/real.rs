@@ -71,7 +71,6 @@ real! {
     lstat64(path: *const libc::c_char, st: *mut libc::stat64) -> c_int;
     __lxstat(ver: c_int, path: *const libc::c_char, st: *mut libc::stat) -> c_int;
     __lxstat64(ver: c_int, path: *const libc::c_char, st: *mut libc::stat64) -> c_int;
-    close(fd: c_int) -> c_int;
     epoll_create(size: c_int) -> c_int;
     epoll_create1(flags: c_int) -> c_int;
     epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev: *mut libc::epoll_event) -> c_int;
@@ -89,6 +88,11 @@ real! {
     linkat(olddir: c_int, old: *const libc::c_char, newdir: c_int, new: *const libc::c_char, flags: c_int) -> c_int;
     statx(dirfd: c_int, path: *const libc::c_char, flags: c_int, mask: c_uint, st: *mut libc::statx) -> c_int;
     write(fd: c_int, b: *const c_void, n: size_t) -> ssize_t;
+    // fdgen.rs: the closes of descriptor numbers.
+    close(fd: c_int) -> c_int;
+    dup2(old: c_int, new: c_int) -> c_int;
+    dup3(old: c_int, new: c_int, flags: c_int) -> c_int;
+    fclose(f: *mut libc::FILE) -> c_int;
     // restart.rs: the handler calls and the data file's own I/O.
     sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
     read(fd: c_int, b: *mut c_void, n: size_t) -> ssize_t;
