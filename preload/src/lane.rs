@@ -370,6 +370,36 @@ pub fn joining(fd: c_int) -> bool {
     false
 }
 
+/// After an EINTR of a call on `fd` that no signal handler of this thread
+/// explains: whether it was the daemon's answer to a read parked there when
+/// the connection's lane came up (src/engine/lane.rs `lane_kicks`), so
+/// that the call is made again, through the ring. True when `fd` is a
+/// connect/accept end whose lane is up now: asked for and claimed here
+/// (JOIN), or by another thread (waited out while it claims).
+pub fn came_up(fd: c_int) -> bool {
+    if USED.load(Ordering::Relaxed) == 0 || fd < 0 {
+        return false;
+    }
+    let Some(s) = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd) else {
+        return false;
+    };
+    for _ in 0..1000 {
+        match s.state.load(Ordering::Acquire) {
+            CLAIMING => std::thread::yield_now(),
+            JOIN | LANE => {
+                return find(fd).is_some_and(|s| {
+                    s.state.load(Ordering::Acquire) == LANE
+                        // SAFETY: LANE was seen with Acquire: `end` is set and stays.
+                        && unsafe { (*s.end.get()).as_ref() }
+                            .is_some_and(|e| e.joined && direct(e))
+                });
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// Whether this process may have lanes at all (one load).
 pub fn any() -> bool {
     USED.load(Ordering::Relaxed) != 0
@@ -757,8 +787,7 @@ fn rest(fd: c_int, src: &[u8], done: usize, flags: c_int) -> ssize_t {
     }
 }
 
-/// Whether the region says `State::Direct` (tests and status only).
-#[allow(dead_code)]
+/// Whether the region says `State::Direct`.
 fn direct(e: &End) -> bool {
     e.region.state() == Some(State::Direct)
 }
