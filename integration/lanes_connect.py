@@ -523,6 +523,33 @@ def parked_timeo(d):
     parked(d, True)
 
 
+def gave_up(d):
+    """The client's library asks for the lane at each of its first 16 calls,
+    all before the server makes one (refused: the server has not asked), and
+    goes without; then it waits in the C library's recv with SO_RCVTIMEO
+    (parked in the daemon), and the server, asking for the first time, sends.
+    A lane made under that read would wake it with an EINTR that the client's
+    library, no longer asking, would not take for the daemon's: the recv
+    must get the reply."""
+    srv, path = listener(d, "gave_up")
+
+    def cl():
+        c = client(path)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 30, 0))
+        for i in range(20):
+            c.sendall(bytes([i]) * 10)
+        say("gave_up client got:", c_recv_exact(c, 5))
+
+    pid = child(cl)
+    a, _ = srv.accept()
+    time.sleep(0.5)
+    say("gave_up server got:", len(recv_exact(a, 200)))
+    # The client is parked in recv by now.
+    time.sleep(0.5)
+    a.sendall(b"reply")
+    reap(pid, "gave_up")
+
+
 def scribbler(d):
     """Connects to the server at DIR/victim, gets a lane, then writes over
     its own mapping of the region (udsfs only, run as another user)."""
@@ -592,5 +619,5 @@ if __name__ == "__main__":
     run_case(
         pingpong, greeting, big, before_accept, close_before_accept, nonblocking,
         seqpacket_pair, seqpacket_conn, seqpacket_full, tight, peek_waitall, vectored,
-        parked, parked_timeo, scribbler, victim,
+        parked, parked_timeo, gave_up, scribbler, victim,
     )

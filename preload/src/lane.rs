@@ -506,6 +506,11 @@ fn ask(fd: c_int, s: &'static Slot) -> bool {
         Err(e) => {
             if e == libc::ENOPROTOOPT {
                 OFF.store(true, Ordering::Relaxed);
+            } else {
+                // No more asks: the daemon makes no lane under this
+                // process's reads any more, whose EINTR `came_up` would
+                // not take for the daemon's.
+                let _ = ioctl::op(fd, Op::LaneClaim, 7);
             }
             free(s);
             false

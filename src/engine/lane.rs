@@ -409,6 +409,21 @@ impl Engine {
         self.claim_end(&lane, s, c, true)
     }
 
+    /// `Op::LaneClaim` arg 7: the library of the caller's process stops
+    /// asking for `s`'s lane (its asks ran out, or were refused for good):
+    /// the end no longer counts as asked, and its asker's reads parked in
+    /// the daemon no longer let a lane be made under them (`goes_on`): the
+    /// library would not take their EINTR for the daemon's.
+    pub fn lane_stop(&self, s: &Socket, c: &Caller) {
+        let tgid = c.status().tgid;
+        if s.polls_mine
+            .compare_exchange(tgid, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            s.lane_asked.store(false, Ordering::Release);
+        }
+    }
+
     /// `Op::LaneClaim` (arg 0): this end of `s`'s lane for the caller's
     /// process, which alone moves its bytes from now on. A second claim of
     /// an end (another process) takes the lane down: ENOENT.
@@ -1127,14 +1142,15 @@ mod tests {
         r
     }
 
-    /// docs/LANE.md "Asks refused under load", fixed: a plain read parked
-    /// in the daemon by a thread of its end's asker (arg 6) no longer
-    /// refuses the other end's ask. The lane is made and the read woken,
-    /// answered EINTR (`lane_kicks`), which the asker's library restarts
-    /// through the ring; one that parks after the grant's look is woken
-    /// by its own after-check (`lane_after_read`). Another process's
+    /// docs/LANE.md "A lane made under a parked reader": a plain read
+    /// parked in the daemon by a thread of its end's asker (arg 6) no
+    /// longer refuses the other end's ask. The lane is made and the read
+    /// woken, answered EINTR (`lane_kicks`), which the asker's library
+    /// restarts through the ring; one that parks after the grant's look is
+    /// woken by its own after-check (`lane_after_read`). Another process's
     /// parked read still refuses the lane (it would not hear of the ring),
-    /// and its after-check takes a lane made meanwhile down.
+    /// and its after-check takes a lane made meanwhile down; the asker's
+    /// wakes for no lane once its library stopped asking (arg 7).
     #[test]
     fn a_lane_is_made_under_a_parked_read_of_the_askers_and_wakes_it() {
         let (e, c) = (lanes_engine(), root());
@@ -1194,6 +1210,21 @@ mod tests {
         println!("another process's read of the client parked, the accepter asks: {g:?}");
         assert_eq!(g, Err(Errno::EAGAIN));
         assert_eq!(r.1.load(Ordering::SeqCst), 0);
+        assert_eq!(e.lane_status(&cli), "none");
+
+        // The client's library stopped asking (arg 7): its parked read
+        // wakes for no lane.
+        let (cli, acc) = conn();
+        assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_stop(&cli, &c);
+        let r = park_read(&e, &cli, own);
+        let g = e.lane_join(&acc, &c, true).map(|_| ());
+        let woken = r.1.load(Ordering::SeqCst);
+        println!(
+            "the client stopped asking, its read parked, the accepter asks: {g:?}, woken {woken}"
+        );
+        assert_eq!(g, Err(Errno::EAGAIN));
+        assert_eq!(woken, 0);
         assert_eq!(e.lane_status(&cli), "none");
     }
 
