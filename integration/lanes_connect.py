@@ -550,6 +550,38 @@ def gave_up(d):
     reap(pid, "gave_up")
 
 
+def parked_down(d):
+    """The client waits in the C library's recv with SO_RCVTIMEO on a
+    seqpacket connection (parked in the daemon); the server's send of a
+    record longer than the ring asks for the lane first (made under the
+    parked read, which is woken with EINTR) and then goes through the daemon,
+    which takes the lane down again: the woken recv, made again, must get
+    the record whole and no EINTR."""
+    srv, path = listener(d, "parked_down", socket.SOCK_SEQPACKET)
+    big = hashlib.sha256(b"down").digest() * 6250
+
+    def cl():
+        c = client(path, socket.SOCK_SEQPACKET)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 30, 0))
+        c.send(b"hi")
+        buf = ctypes.create_string_buffer(len(big) + 1)
+        r = libc.recv(c.fileno(), buf, len(big) + 1, 0)
+        if r < 0:
+            say("parked_down client got:", errno.errorcode[ctypes.get_errno()])
+        else:
+            say("parked_down client got:", r, hashlib.sha256(buf.raw[:r]).hexdigest()[:16])
+        c.send(b"!")
+
+    pid = child(cl)
+    a, _ = srv.accept()
+    say("parked_down server got:", a.recv(10))
+    # The client is parked in recv by now.
+    time.sleep(0.5)
+    a.send(big)
+    say("parked_down server: the client's last:", a.recv(10))
+    reap(pid, "parked_down")
+
+
 def scribbler(d):
     """Connects to the server at DIR/victim, gets a lane, then writes over
     its own mapping of the region (udsfs only, run as another user)."""
@@ -619,5 +651,5 @@ if __name__ == "__main__":
     run_case(
         pingpong, greeting, big, before_accept, close_before_accept, nonblocking,
         seqpacket_pair, seqpacket_conn, seqpacket_full, tight, peek_waitall, vectored,
-        parked, parked_timeo, gave_up, scribbler, victim,
+        parked, parked_timeo, gave_up, parked_down, scribbler, victim,
     )

@@ -370,34 +370,28 @@ pub fn joining(fd: c_int) -> bool {
     false
 }
 
-/// After an EINTR of a call on `fd` that no signal handler of this thread
-/// explains: whether it was the daemon's answer to a read parked there when
-/// the connection's lane came up (src/engine/lane.rs `lane_kicks`), so
-/// that the call is made again, through the ring. True when `fd` is a
-/// connect/accept end whose lane is up now: asked for and claimed here
-/// (JOIN), or by another thread (waited out while it claims).
-pub fn came_up(fd: c_int) -> bool {
-    if USED.load(Ordering::Relaxed) == 0 || fd < 0 {
+/// After an EINTR of a call on `fd`, a udsfs socket, that no signal
+/// handler of this thread explains: whether it was the daemon's answer to
+/// a read of this thread parked there when the connection's lane came up
+/// under it (src/engine/lane.rs `lane_kicks`; `Op::LaneClaim` arg 8 asks),
+/// so that the call is made again: through the ring, or the daemon again
+/// if the lane went meanwhile.
+pub fn woken(fd: c_int) -> bool {
+    if OFF.load(Ordering::Relaxed) || ioctl::op(fd, Op::LaneClaim, 8).is_err() {
         return false;
     }
-    let Some(s) = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd) else {
-        return false;
-    };
-    for _ in 0..1000 {
-        match s.state.load(Ordering::Acquire) {
-            CLAIMING => std::thread::yield_now(),
-            JOIN | LANE => {
-                return find(fd).is_some_and(|s| {
-                    s.state.load(Ordering::Acquire) == LANE
-                        // SAFETY: LANE was seen with Acquire: `end` is set and stays.
-                        && unsafe { (*s.end.get()).as_ref() }
-                            .is_some_and(|e| e.joined && direct(e))
-                });
+    // Another thread may be claiming the end (its own ask made the lane):
+    // waited out for a while, so that the call made again finds the lane
+    // rather than going to the daemon, which would take it down.
+    if let Some(s) = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd) {
+        for _ in 0..1000 {
+            if s.state.load(Ordering::Acquire) != CLAIMING {
+                break;
             }
-            _ => return false,
+            std::thread::yield_now();
         }
     }
-    false
+    true
 }
 
 /// Whether this process may have lanes at all (one load).
@@ -792,7 +786,8 @@ fn rest(fd: c_int, src: &[u8], done: usize, flags: c_int) -> ssize_t {
     }
 }
 
-/// Whether the region says `State::Direct`.
+/// Whether the region says `State::Direct` (tests and status only).
+#[allow(dead_code)]
 fn direct(e: &End) -> bool {
     e.region.state() == Some(State::Direct)
 }

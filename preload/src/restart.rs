@@ -431,14 +431,14 @@ fn restartable(fd: c_int, dir: i32, (ran, no_restart): (u32, u32)) -> bool {
     udsfs_calls::restart::restarts(fd, dir)
 }
 
-/// After an EINTR of a call that began with `marks()` (ran, _) on `fd`: the
-/// daemon's, not a signal's, when no handler ran and `fd`'s connection's
-/// lane came up (a read parked in the daemon is answered EINTR then:
-/// src/engine/lane.rs `lane_kicks`): the call is made again, through the
-/// ring, whatever a signal would have done (a timeout that way, a handler
-/// without SA_RESTART that the trampoline does not see).
+/// After an EINTR of a call that began with `marks()` (ran, _) on `fd`, a
+/// udsfs socket: the daemon's, not a signal's, when no handler ran and the
+/// daemon says it answered a read of this thread so because the
+/// connection's lane came up under it (src/engine/lane.rs `lane_kicks`):
+/// the call is made again, through the ring, whatever a signal would have
+/// done (a timeout that way).
 fn lane_came_up(fd: c_int, (ran, _): (u32, u32)) -> bool {
-    marks().0 == ran && crate::lane::came_up(fd)
+    marks().0 == ran && mount::udsfs_fd(fd) && crate::lane::woken(fd)
 }
 
 /// Runs socket call `call` on `fd` and calls it again after an EINTR that

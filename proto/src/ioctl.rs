@@ -159,7 +159,10 @@ pub enum Op {
     /// library answers the end's polls and restarts a read of its own that
     /// the daemon answers EINTR when the lane is made under it. `arg` 7:
     /// this end's library stops asking (it goes without a lane): no lane
-    /// waits for its ask, nor wakes its reads. ENOPROTOOPT: the mount has
+    /// waits for its ask, nor wakes its reads. `arg` 8, after an EINTR no
+    /// signal handler explains: Ok if it was the daemon's, a read of the
+    /// calling thread answered so when the lane came up under it (the
+    /// library makes the call again), else ENOENT. ENOPROTOOPT: the mount has
     /// no lanes; EOPNOTSUPP: this socket has none. A grant's `side` has
     /// `LANE_RECORD` set for a seqpacket connection (records on the rings).
     LaneClaim = 40,

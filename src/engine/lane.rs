@@ -50,6 +50,10 @@ const BUSY_WAIT: Duration = Duration::from_millis(500);
 /// whose way down waits for them.
 const DRAIN_LOOK: Duration = Duration::from_micros(500);
 
+/// Threads a socket keeps as woken by its lane (`SockState::lane_woken`):
+/// each was parked in a read of it when the lane came, and asks once.
+pub(crate) const WOKEN_KEPT: usize = 64;
+
 /// Lanes a connection made by connect and accept may have in its life.
 pub(crate) const LANES_PER_CONN: u32 = 3;
 
@@ -641,12 +645,41 @@ impl Engine {
     /// Whether a plain read of `s` by thread `tid`, parked in the daemon
     /// (woken by the grant, `lane_wake`), is answered EINTR now: `s` has a
     /// lane up and `tid` is one of its asker's threads, whose library then
-    /// asks, claims the end and reads the ring (preload/src/restart.rs
-    /// `retry`, preload/src/lane.rs `came_up`). Any other read of a laned
-    /// socket took the lane down before it ran.
+    /// asks whether the EINTR was the lane's (arg 8, `lane_woke`: noted
+    /// here for it) and makes the call again, through the ring
+    /// (preload/src/restart.rs `retry`). Any other read of a laned socket
+    /// took the lane down before it ran.
     pub fn lane_kicks(&self, s: &Socket, tid: u32) -> bool {
+        if !self.goes_on_now(s, tid) {
+            return false;
+        }
+        let mut st = s.lock();
+        if st.lane_woken.len() >= WOKEN_KEPT {
+            st.lane_woken.remove(0);
+        }
+        st.lane_woken.push(tid);
+        true
+    }
+
+    /// Whether a read of `s` by thread `tid` would go on through `s`'s
+    /// lane: it is up and `tid` one of its asker's threads.
+    fn goes_on_now(&self, s: &Socket, tid: u32) -> bool {
         let asker = s.polls_mine.load(Ordering::Acquire);
         asker > 0 && self.lane_claimed(s).is_some() && thread_of(tid, asker)
+    }
+
+    /// `Op::LaneClaim` arg 8, after an EINTR of a call on `s` that no
+    /// signal handler of the calling thread explains: Ok when it was the
+    /// daemon's, a read of the caller's answered so when the lane came up
+    /// under it (`lane_kicks`), which its library then makes again;
+    /// ENOENT: not (a signal's: the library decides as Linux would).
+    pub fn lane_woke(&self, s: &Socket, c: &Caller) -> Result<()> {
+        let mut st = s.lock();
+        let at = st.lane_woken.iter().position(|&t| t == c.tid);
+        at.map(|i| {
+            st.lane_woken.remove(i);
+        })
+        .ok_or(Errno::ENOENT)
     }
 
     /// After a FUSE read of `s` by `tid` ran (and parked, or not): a lane
@@ -659,7 +692,7 @@ impl Engine {
         let Some(lane) = self.lane_of(s) else {
             return;
         };
-        if self.lane_kicks(s, tid) {
+        if self.goes_on_now(s, tid) {
             self.lane_wake(&lane);
         } else {
             let _ = self.lane_end(&lane, true, None);
@@ -1180,6 +1213,13 @@ mod tests {
         let (kicks, not) = (e.lane_kicks(&cli, own), e.lane_kicks(&cli, other));
         println!("the woken read answered EINTR: {kicks}; another process's: {not}");
         assert!(kicks && !not);
+        // Its thread asks whether its EINTR was the lane's: once.
+        let woke = |tid| Caller::again(tid, 0, 0, Some(c.status().clone()));
+        let asks = [e.lane_woke(&cli, &woke(own)), e.lane_woke(&cli, &woke(own))];
+        let theirs = e.lane_woke(&cli, &woke(other));
+        println!("its thread asks whether it was the lane's: {asks:?}; another thread: {theirs:?}");
+        assert_eq!(asks, [Ok(()), Err(Errno::ENOENT)]);
+        assert_eq!(theirs, Err(Errno::ENOENT));
         e.lane_join(&cli, &c, true)
             .expect("the client claims its end");
         assert_eq!(e.lane_status(&cli), "direct");
