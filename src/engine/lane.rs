@@ -54,6 +54,13 @@ const DRAIN_LOOK: Duration = Duration::from_micros(500);
 /// each was parked in a read of it when the lane came, and asks once.
 pub(crate) const WOKEN_KEPT: usize = 64;
 
+/// Reads of an end's asker parked in the daemon that a lane may be made
+/// under (`goes_on`: each is a look in /proc, under the socket's lock and
+/// the map's, which every lane call of the mount waits for): with more,
+/// the lane waits, so that a process cannot make each ask cost a look per
+/// thread it parks.
+const READS_UNDER_LANE: usize = 16;
+
 /// Lanes a connection made by connect and accept may have in its life.
 pub(crate) const LANES_PER_CONN: u32 = 3;
 
@@ -242,7 +249,14 @@ fn eligible(s: &Arc<Socket>) -> Result<(Arc<Socket>, usize)> {
     // What waits of the end's asker (a poll registration, a plain read)
     // is woken by the grant (`lane_wake`) and goes on through the lane.
     let asker = s.polls_mine.load(Ordering::Acquire);
-    let waits = |l: &super::wait::WaitList| l.any_live_but(|w| goes_on(w, asker));
+    let reads = std::cell::Cell::new(0);
+    let waits = |l: &super::wait::WaitList| {
+        l.any_live_but(|w| {
+            let read = w.read_by().is_some();
+            reads.set(reads.get() + usize::from(read));
+            !(read && reads.get() > READS_UNDER_LANE) && goes_on(w, asker)
+        })
+    };
     let quiet = st.queue.bytes() == 0
         && st.queue.msgs().is_empty()
         && st.err.is_none()
@@ -1251,6 +1265,20 @@ mod tests {
         assert_eq!(g, Err(Errno::EAGAIN));
         assert_eq!(r.1.load(Ordering::SeqCst), 0);
         assert_eq!(e.lane_status(&cli), "none");
+
+        // More reads of the asker's parked than a lane is made under.
+        let (cli, acc) = conn();
+        assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
+        let rs: Vec<_> = (0..=READS_UNDER_LANE)
+            .map(|_| park_read(&e, &cli, own))
+            .collect();
+        let g = e.lane_join(&acc, &c, true).map(|_| ());
+        println!(
+            "{} reads of the client's parked, the accepter asks: {g:?}",
+            rs.len()
+        );
+        assert_eq!(g, Err(Errno::EAGAIN));
+        assert!(rs.iter().all(|r| r.1.load(Ordering::SeqCst) == 0));
 
         // The client's library stopped asking (arg 7): its parked read
         // wakes for no lane.
