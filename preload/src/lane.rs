@@ -501,9 +501,9 @@ fn ask(fd: c_int, s: &'static Slot) -> bool {
             if e == libc::ENOPROTOOPT {
                 OFF.store(true, Ordering::Relaxed);
             } else {
-                // No more asks: the daemon makes no lane under this
-                // process's reads any more, whose EINTR `came_up` would
-                // not take for the daemon's.
+                // No more asks: the daemon no longer counts this end as
+                // asked, nor makes a lane under this process's reads of it
+                // (their restart through the daemon would take it down).
                 let _ = ioctl::op(fd, Op::LaneClaim, 7);
             }
             free(s);
