@@ -10,10 +10,14 @@ comparison; lanes_connect.sh checks them itself. The attack case (`scribbler`,
 `victim`) is udsfs's only."""
 
 import ctypes
+import errno
 import hashlib
 import os
+import queue
 import socket
+import struct
 import sys
+import threading
 import time
 
 from lanes_lib import BIG, guard, pingpong_rounds, recv_exact, recv_hashed, run_case, say
@@ -444,6 +448,140 @@ def tight(d):
     say("30 connections x 300 round trips, wrong:", bad)
 
 
+def c_recv_exact(s, n):
+    """n bytes from stream socket s by the C library's recv (as a C program
+    calls it: an EINTR comes back as it is, where Python would retry), or
+    what came before EOF or an error, with the error's name."""
+    out = b""
+    buf = ctypes.create_string_buffer(n)
+    while len(out) < n:
+        r = libc.recv(s.fileno(), buf, n - len(out), 0)
+        if r < 0:
+            return out + b" " + errno.errorcode[ctypes.get_errno()].encode()
+        if r == 0:
+            break
+        out += buf.raw[:r]
+    return out
+
+
+def parked(d, timeo=False):
+    """Each end keeps a reader thread asleep in recv, parked in the daemon,
+    while its main thread sends after a pause: every ask of either end meets
+    a reader of its own or of the other end parked there (a lockstep
+    ping-pong on a loaded machine, made certain). The lane must be made
+    under the parked readers, which go on through the ring; before, every
+    ask was refused and the connection went without. `timeo`: the readers
+    have SO_RCVTIMEO (a read Linux does not restart after a signal) and call
+    the C library's recv (no retry of Python's): the daemon wakes each with
+    EINTR, which must not reach them."""
+    srv, path = listener(d, "parked")
+    n = 20
+
+    def reader(s, q, k):
+        if timeo:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 30, 0))
+        for _ in range(k):
+            q.put(c_recv_exact(s, 100) if timeo else recv_exact(s, 100))
+
+    def cl():
+        c = client(path)
+        q = queue.Queue()
+        t = threading.Thread(target=reader, args=(c, q, n))
+        t.start()
+        bad = 0
+        for i in range(n):
+            # Both readers are parked before each send.
+            time.sleep(0.05)
+            m = bytes((i + j) % 256 for j in range(100))
+            c.sendall(m)
+            bad += q.get() != m[::-1]
+        t.join()
+        guard(c, "parked client")
+        say("parked client, wrong:", bad)
+        # Done: the server reads its status, then answers (a close takes
+        # the lane down).
+        c.sendall(b"!" * 100)
+        say("parked client got:", c.recv(1))
+
+    pid = child(cl)
+    a, _ = srv.accept()
+    q = queue.Queue()
+    t = threading.Thread(target=reader, args=(a, q, n + 1))
+    t.start()
+    for _ in range(n):
+        m = q.get()
+        time.sleep(0.05)
+        a.sendall(m[::-1])
+    say("parked server, last:", q.get()[:1])
+    t.join()
+    guard(a, "parked server")
+    a.sendall(b"!")
+    reap(pid, "parked %d round trips," % n)
+
+
+def parked_timeo(d):
+    parked(d, True)
+
+
+def gave_up(d):
+    """The client's library asks for the lane at each of its first 16 calls,
+    all before the server makes one (refused: the server has not asked), and
+    goes without; then it waits in the C library's recv with SO_RCVTIMEO
+    (parked in the daemon), and the server, asking for the first time, sends.
+    A lane made under that read would wake it with an EINTR that the client's
+    library, no longer asking, would not take for the daemon's: the recv
+    must get the reply."""
+    srv, path = listener(d, "gave_up")
+
+    def cl():
+        c = client(path)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 30, 0))
+        for i in range(20):
+            c.sendall(bytes([i]) * 10)
+        say("gave_up client got:", c_recv_exact(c, 5))
+
+    pid = child(cl)
+    a, _ = srv.accept()
+    time.sleep(0.5)
+    say("gave_up server got:", len(recv_exact(a, 200)))
+    # The client is parked in recv by now.
+    time.sleep(0.5)
+    a.sendall(b"reply")
+    reap(pid, "gave_up")
+
+
+def parked_down(d):
+    """The client waits in the C library's recv with SO_RCVTIMEO on a
+    seqpacket connection (parked in the daemon); the server's send of a
+    record longer than the ring asks for the lane first (made under the
+    parked read, which is woken with EINTR) and then goes through the daemon,
+    which takes the lane down again: the woken recv, made again, must get
+    the record whole and no EINTR."""
+    srv, path = listener(d, "parked_down", socket.SOCK_SEQPACKET)
+    big = hashlib.sha256(b"down").digest() * 6250
+
+    def cl():
+        c = client(path, socket.SOCK_SEQPACKET)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 30, 0))
+        c.send(b"hi")
+        buf = ctypes.create_string_buffer(len(big) + 1)
+        r = libc.recv(c.fileno(), buf, len(big) + 1, 0)
+        if r < 0:
+            say("parked_down client got:", errno.errorcode[ctypes.get_errno()])
+        else:
+            say("parked_down client got:", r, hashlib.sha256(buf.raw[:r]).hexdigest()[:16])
+        c.send(b"!")
+
+    pid = child(cl)
+    a, _ = srv.accept()
+    say("parked_down server got:", a.recv(10))
+    # The client is parked in recv by now.
+    time.sleep(0.5)
+    a.send(big)
+    say("parked_down server: the client's last:", a.recv(10))
+    reap(pid, "parked_down")
+
+
 def scribbler(d):
     """Connects to the server at DIR/victim, gets a lane, then writes over
     its own mapping of the region (udsfs only, run as another user)."""
@@ -513,5 +651,5 @@ if __name__ == "__main__":
     run_case(
         pingpong, greeting, big, before_accept, close_before_accept, nonblocking,
         seqpacket_pair, seqpacket_conn, seqpacket_full, tight, peek_waitall, vectored,
-        scribbler, victim,
+        parked, parked_timeo, gave_up, parked_down, scribbler, victim,
     )

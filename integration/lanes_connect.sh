@@ -11,8 +11,14 @@
 # on its way through the daemon must not strand that call's bytes), MSG_PEEK and
 # MSG_WAITALL on the ring (and a WAITALL the peer's close ends short), readv, writev,
 # sendmsg and recvmsg (no name wanted, a control buffer: none comes) on the ring (pieces
-# in order, 300 KiB with its checksum), and seqpacket over a socketpair and over connect/accept:
-# record boundaries, truncation, MSG_TRUNC, a full ring, EOF. The status files must say
+# in order, 300 KiB with its checksum), seqpacket over a socketpair and over connect/accept:
+# record boundaries, truncation, MSG_TRUNC, a full ring, EOF, and a ping-pong whose every
+# ask meets a reader parked in the daemon (each end's reader thread, which the grant
+# wakes to go on through the ring; again with SO_RCVTIMEO and the C library's recv, which
+# must not see the EINTR that wakes it; a client whose library stopped asking, parked in
+# recv with SO_RCVTIMEO, must get no EINTR when the server first asks; nor one whose lane,
+# made under its recv, the server's send of a record longer than the ring takes down
+# again at once). The status files must say
 # lane=direct where the lane carries the bytes (GUARD lines), so a run where every byte
 # went through FUSE fails. Then an attack: a client run by another user scribbles over
 # its region of a connection to a root server: that connection only is reset
@@ -23,7 +29,7 @@ source "$(dirname "$0")/lib.sh"
 need_preload
 need_cmd python3 python3
 PROG=$ROOT/integration/lanes_connect.py
-CASES=(pingpong greeting big before_accept close_before_accept nonblocking seqpacket_pair seqpacket_conn seqpacket_full tight peek_waitall vectored)
+CASES=(pingpong greeting big before_accept close_before_accept nonblocking seqpacket_pair seqpacket_conn seqpacket_full tight peek_waitall vectored parked parked_timeo gave_up parked_down)
 mkdir -p "$TMP/k"
 
 # compare CASE WANT_LANE: CASE both ways (its names bound in $TMP/k, then in $MNT; the
@@ -43,6 +49,10 @@ compare seqpacket_full direct
 compare tight direct
 compare peek_waitall direct
 compare vectored direct
+compare parked direct
+compare parked_timeo direct
+compare gave_up ""
+compare parked_down ""
 
 # The attack: a client of another user scribbles over its region of a connection to
 # a root server.

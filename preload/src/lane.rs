@@ -376,6 +376,30 @@ pub fn joining(fd: c_int) -> bool {
     false
 }
 
+/// After an EINTR of a call on `fd`, a udsfs socket, that no signal
+/// handler of this thread explains: whether it was the daemon's answer to
+/// a read of this thread parked there when the connection's lane came up
+/// under it (src/engine/lane.rs `lane_kicks`; `Op::LaneClaim` arg 8 asks),
+/// so that the call is made again: through the ring, or the daemon again
+/// if the lane went meanwhile.
+pub fn woken(fd: c_int) -> bool {
+    if OFF.load(Ordering::Relaxed) || ioctl::op(fd, Op::LaneClaim, 8).is_err() {
+        return false;
+    }
+    // Another thread may be claiming the end (its own ask made the lane):
+    // waited out for a while, so that the call made again finds the lane
+    // rather than going to the daemon, which would take it down.
+    if let Some(s) = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd) {
+        for _ in 0..1000 {
+            if s.state.load(Ordering::Acquire) != CLAIMING {
+                break;
+            }
+            std::thread::yield_now();
+        }
+    }
+    true
+}
+
 /// Whether this process may have lanes at all (one load).
 pub fn any() -> bool {
     USED.load(Ordering::Relaxed) != 0
@@ -497,6 +521,11 @@ fn ask(fd: c_int, s: &'static Slot) -> bool {
         Err(e) => {
             if e == libc::ENOPROTOOPT {
                 OFF.store(true, Ordering::Relaxed);
+            } else {
+                // No more asks: the daemon no longer counts this end as
+                // asked, nor makes a lane under this process's reads of it
+                // (their restart through the daemon would take it down).
+                let _ = ioctl::op(fd, Op::LaneClaim, 7);
             }
             free(s);
             false

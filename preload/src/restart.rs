@@ -431,6 +431,16 @@ fn restartable(fd: c_int, dir: i32, (ran, no_restart): (u32, u32)) -> bool {
     udsfs_calls::restart::restarts(fd, dir)
 }
 
+/// After an EINTR of a call that began with `marks()` (ran, _) on `fd`, a
+/// udsfs socket: the daemon's, not a signal's, when no handler ran and the
+/// daemon says it answered a read of this thread so because the
+/// connection's lane came up under it (src/engine/lane.rs `lane_kicks`):
+/// the call is made again, through the ring, whatever a signal would have
+/// done (a timeout that way).
+fn lane_came_up(fd: c_int, (ran, _): (u32, u32)) -> bool {
+    marks().0 == ran && mount::udsfs_fd(fd) && crate::lane::woken(fd)
+}
+
 /// Runs socket call `call` on `fd` and calls it again after an EINTR that
 /// Linux would have restarted (`dir`: SEND or RECV, the timeout that
 /// applies). Costs a thread-local look before and after unless the call fails
@@ -447,7 +457,9 @@ pub fn retry<R: Ret>(fd: c_int, dir: i32, mut call: impl FnMut() -> R) -> R {
         if !r.failed()
             || e != libc::EINTR
             || !outer
-            || !guarded(false, || restartable(fd, dir, mark))
+            || !guarded(false, || {
+                restartable(fd, dir, mark) || lane_came_up(fd, mark)
+            })
         {
             COUNTS.with(|c| c.depth.set(c.depth.get() - 1));
             // The look at the socket and the handlers may leave another

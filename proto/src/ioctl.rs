@@ -165,7 +165,14 @@ pub enum Op {
     /// this end is claimed, the connection's region made first if it has
     /// none (out: `LaneGrant` with the region's depot tag and this end's
     /// side); EAGAIN: not now (not accepted yet, bytes queued, a call
-    /// blocked in the daemon), ask again later. ENOPROTOOPT: the mount has
+    /// blocked in the daemon), ask again later. `arg` 6: as 5, and the
+    /// library answers the end's polls and restarts a read of its own that
+    /// the daemon answers EINTR when the lane is made under it. `arg` 7:
+    /// this end's library stops asking (it goes without a lane): no lane
+    /// waits for its ask, nor wakes its reads. `arg` 8, after an EINTR no
+    /// signal handler explains: Ok if it was the daemon's, a read of the
+    /// calling thread answered so when the lane came up under it (the
+    /// library makes the call again), else ENOENT. ENOPROTOOPT: the mount has
     /// no lanes; EOPNOTSUPP: this socket has none. A grant's `side` has
     /// `LANE_RECORD` set for a seqpacket connection (records on the rings).
     LaneClaim = 40,

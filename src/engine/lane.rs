@@ -50,6 +50,17 @@ const BUSY_WAIT: Duration = Duration::from_millis(500);
 /// whose way down waits for them.
 const DRAIN_LOOK: Duration = Duration::from_micros(500);
 
+/// Threads a socket keeps as woken by its lane (`SockState::lane_woken`):
+/// each was parked in a read of it when the lane came, and asks once.
+pub(crate) const WOKEN_KEPT: usize = 64;
+
+/// Reads of an end's asker parked in the daemon that a lane may be made
+/// under (`goes_on`: each is a look in /proc, under the socket's lock and
+/// the map's, which every lane call of the mount waits for): with more,
+/// the lane waits, so that a process cannot make each ask cost a look per
+/// thread it parks.
+const READS_UNDER_LANE: usize = 16;
+
 /// Lanes a connection made by connect and accept may have in its life.
 pub(crate) const LANES_PER_CONN: u32 = 3;
 
@@ -204,8 +215,9 @@ fn ring_cap(sndbuf: usize) -> u32 {
 
 /// Whether `s` may have a lane now, and its peer and SO_SNDBUF. EAGAIN:
 /// not yet (an embryo not accepted, bytes or a pending error queued, a
-/// reader or writer blocked in the daemon, which would not hear of the
-/// ring's bytes); EOPNOTSUPP: never (unconnected, closed, dgram,
+/// reader or writer blocked in the daemon that would not hear of the
+/// ring's bytes: any but those of the end's asker that the grant wakes,
+/// `goes_on`); EOPNOTSUPP: never (unconnected, closed, dgram,
 /// SO_PASSCRED, SO_PEEK_OFF, shut down, polled).
 fn eligible(s: &Arc<Socket>) -> Result<(Arc<Socket>, usize)> {
     let mut st = s.lock();
@@ -234,22 +246,38 @@ fn eligible(s: &Arc<Socket>) -> Result<(Arc<Socket>, usize)> {
     {
         return Err(Errno::EOPNOTSUPP);
     }
-    // A poll registration of an end whose library answers its polls
-    // (`polls_mine`) is no parked call: the grant wakes it (`lane_pollers`)
-    // and the poller, the library, polls again and finds the lane.
-    let mine = s.polls_mine.load(Ordering::Acquire) != 0;
-    let parked = |l: &super::wait::WaitList| {
-        if mine { l.any_parked() } else { l.any_live() }
+    // What waits of the end's asker (a poll registration, a plain read)
+    // is woken by the grant (`lane_wake`) and goes on through the lane.
+    let asker = s.polls_mine.load(Ordering::Acquire);
+    let reads = std::cell::Cell::new(0);
+    let waits = |l: &super::wait::WaitList| {
+        l.any_live_but(|w| {
+            let read = w.read_by().is_some();
+            reads.set(reads.get() + usize::from(read));
+            !(read && reads.get() > READS_UNDER_LANE) && goes_on(w, asker)
+        })
     };
     let quiet = st.queue.bytes() == 0
         && st.queue.msgs().is_empty()
         && st.err.is_none()
-        && !parked(st.queue.readers())
-        && !parked(st.queue.writers());
+        && !waits(st.queue.readers())
+        && !waits(st.queue.writers());
     if !quiet {
         return Err(Errno::EAGAIN);
     }
     Ok((peer, st.sndbuf))
+}
+
+/// Whether waiter `w` of an end whose asker is process `asker`
+/// (`polls_mine`: its library answers the end's polls and restarts a read
+/// answered EINTR when the lane came up) goes on through a lane made now,
+/// woken by the grant (`lane_wake`): a poll registration (the poller, the
+/// library, polls again and finds the lane), or a plain read by one of the
+/// asker's threads (answered EINTR, `lane_kicks`; its library asks, claims
+/// the end and reads the ring). Anything else (a parked write, a message
+/// call, another process's read) would not hear of the ring's bytes.
+fn goes_on(w: &Waiter, asker: i32) -> bool {
+    asker > 0 && (w.rearms() || w.read_by().is_some_and(|t| thread_of(t, asker)))
 }
 
 /// A grant's `side` word: the side, and whether the rings carry records.
@@ -399,12 +427,27 @@ impl Engine {
                     s.lane_asked.store(true, Ordering::Release);
                     let l = self.lane_insert(&mut map, s, c, true)?;
                     drop(map);
-                    self.lane_pollers(&l);
+                    self.lane_wake(&l);
                     l
                 }
             }
         };
         self.claim_end(&lane, s, c, true)
+    }
+
+    /// `Op::LaneClaim` arg 7: the library of the caller's process stops
+    /// asking for `s`'s lane (its asks ran out, or were refused for good):
+    /// the end no longer counts as asked, and its asker's reads parked in
+    /// the daemon no longer let a lane be made under them (`goes_on`): the
+    /// library would not take their EINTR for the daemon's.
+    pub fn lane_stop(&self, s: &Socket, c: &Caller) {
+        let tgid = c.status().tgid;
+        if s.polls_mine
+            .compare_exchange(tgid, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            s.lane_asked.store(false, Ordering::Release);
+        }
     }
 
     /// `Op::LaneClaim` (arg 0): this end of `s`'s lane for the caller's
@@ -705,6 +748,63 @@ impl Engine {
         }
     }
 
+    /// Whether a plain read of `s` by thread `tid`, parked in the daemon
+    /// (woken by the grant, `lane_wake`), is answered EINTR now: `s` has a
+    /// lane up and `tid` is one of its asker's threads, whose library then
+    /// asks whether the EINTR was the lane's (arg 8, `lane_woke`: noted
+    /// here for it) and makes the call again, through the ring
+    /// (preload/src/restart.rs `retry`). Any other read of a laned socket
+    /// took the lane down before it ran.
+    pub fn lane_kicks(&self, s: &Socket, tid: u32) -> bool {
+        if !self.goes_on_now(s, tid) {
+            return false;
+        }
+        let mut st = s.lock();
+        if st.lane_woken.len() >= WOKEN_KEPT {
+            st.lane_woken.remove(0);
+        }
+        st.lane_woken.push(tid);
+        true
+    }
+
+    /// Whether a read of `s` by thread `tid` would go on through `s`'s
+    /// lane: it is up and `tid` one of its asker's threads.
+    fn goes_on_now(&self, s: &Socket, tid: u32) -> bool {
+        let asker = s.polls_mine.load(Ordering::Acquire);
+        asker > 0 && self.lane_claimed(s).is_some() && thread_of(tid, asker)
+    }
+
+    /// `Op::LaneClaim` arg 8, after an EINTR of a call on `s` that no
+    /// signal handler of the calling thread explains: Ok when it was the
+    /// daemon's, a read of the caller's answered so when the lane came up
+    /// under it (`lane_kicks`), which its library then makes again;
+    /// ENOENT: not (a signal's: the library decides as Linux would).
+    pub fn lane_woke(&self, s: &Socket, c: &Caller) -> Result<()> {
+        let mut st = s.lock();
+        let at = st.lane_woken.iter().position(|&t| t == c.tid);
+        at.map(|i| {
+            st.lane_woken.remove(i);
+        })
+        .ok_or(Errno::ENOENT)
+    }
+
+    /// After a FUSE read of `s` by `tid` ran (and parked, or not): a lane
+    /// made meanwhile by the other end's ask (`up` counted before its look
+    /// at the sockets, so the map lock waits for it) must not leave a read
+    /// asleep in the daemon. A read of the asker's, which parked after the
+    /// look, is woken now to go on through the ring (`lane_kicks`); any
+    /// other's would not hear of the ring's bytes: the lane goes down.
+    pub fn lane_after_read(&self, s: &Socket, tid: u32) {
+        let Some(lane) = self.lane_of(s) else {
+            return;
+        };
+        if self.goes_on_now(s, tid) {
+            self.lane_wake(&lane);
+        } else {
+            let _ = self.lane_end(&lane, true, None);
+        }
+    }
+
     /// Whether `s` has a lane up: Some(whether its end is claimed).
     fn lane_claimed(&self, s: &Socket) -> Option<bool> {
         if self.lanes.up.load(Ordering::SeqCst) == 0 {
@@ -716,19 +816,23 @@ impl Engine {
         l.is_up().then_some(l.claimed[side].is_some())
     }
 
-    /// A new connection lane: every poll registration of both sockets is
-    /// woken (taken off their lists), so that a poller asleep in the kernel
-    /// on a data file (a poll() of another thread, an epoll set) polls
-    /// again: the library's own finds the lane (`lane_polled`), any other
-    /// takes it down. Only an end whose library answers its polls has any
-    /// here (`eligible`).
-    fn lane_pollers(&self, lane: &Arc<Mutex<Lane>>) {
+    /// A new connection lane: every poll registration of both sockets and
+    /// every plain read of an end's asker parked in the daemon is woken
+    /// (taken off their lists, `goes_on`): a poller asleep in the kernel on
+    /// a data file (a poll() of another thread, an epoll set) polls again
+    /// (the library's own finds the lane, `lane_polled`; any other takes it
+    /// down), a parked read is answered EINTR (`lane_kicks`), which the
+    /// asker's library restarts through the ring. Only an end whose library
+    /// answers its polls has any here (`eligible`).
+    fn lane_wake(&self, lane: &Arc<Mutex<Lane>>) {
         let socks = lane.lock().socks.clone();
         let mut woken: Vec<super::Waiter> = Vec::new();
         for x in socks {
+            let asker = x.polls_mine.load(Ordering::Acquire);
+            let mine = |w: &Waiter| w.rearms() || goes_on(w, asker);
             let mut st = x.lock();
-            let mut all = st.queue.readers().take_rearming();
-            all.extend(st.queue.writers().take_rearming());
+            let mut all = st.queue.readers().take_where(mine);
+            all.extend(st.queue.writers().take_where(mine));
             // (one registration is on both lists: woken once)
             for w in all {
                 if !woken
@@ -1151,6 +1255,141 @@ mod tests {
         let g = e.lane_join(&acc, &c, true).map(|_| ());
         println!("after another process's poll of the client, the accepter asks: {g:?}");
         assert_eq!(g, Err(Errno::EOPNOTSUPP));
+    }
+
+    /// A plain read parked in the daemon for the lane tests: its caller's
+    /// thread, its wake-ups counted, live until the first.
+    struct Reader(u32, std::sync::atomic::AtomicU32);
+    impl crate::engine::Wake for Reader {
+        fn wake(self: Arc<Self>) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+        fn is_live(&self) -> bool {
+            self.1.load(Ordering::SeqCst) == 0
+        }
+        fn exclusive(&self) -> bool {
+            true
+        }
+        fn read_by(&self) -> Option<u32> {
+            Some(self.0)
+        }
+    }
+
+    /// Parks a read of `s` by thread `tid` (nothing queued: EAGAIN, its
+    /// waiter on the socket's list).
+    fn park_read(e: &Engine, s: &Arc<Socket>, tid: u32) -> Arc<Reader> {
+        let r = Arc::new(Reader(tid, 0.into()));
+        let w: crate::engine::Waiter = r.clone();
+        let got = e.recvmsg(s, super::super::RecvFlags::new(100), Some(&w));
+        assert_eq!(got.map(|_| ()), Err(Errno::EAGAIN));
+        r
+    }
+
+    /// docs/LANE.md "A lane made under a parked reader": a plain read
+    /// parked in the daemon by a thread of its end's asker (arg 6) no
+    /// longer refuses the other end's ask. The lane is made and the read
+    /// woken, answered EINTR (`lane_kicks`), which the asker's library
+    /// restarts through the ring; one that parks after the grant's look is
+    /// woken by its own after-check (`lane_after_read`). Another process's
+    /// parked read still refuses the lane (it would not hear of the ring),
+    /// and its after-check takes a lane made meanwhile down; the asker's
+    /// wakes for no lane once its library stopped asking (arg 7).
+    #[test]
+    fn a_lane_is_made_under_a_parked_read_of_the_askers_and_wakes_it() {
+        let (e, c) = (lanes_engine(), root());
+        // root()'s process is pid 1 (its thread 1); this test's thread is
+        // another process's for the rule.
+        let (own, other) = (1, nix::unistd::gettid().as_raw() as u32);
+        let addr = crate::engine::addr::Addr::Abstract(b"lane-parked".to_vec());
+        let srv = e.socket(SockType::Stream, &c);
+        e.bind(&srv, &addr, &c).unwrap();
+        e.listen(&srv, 8, &c).unwrap();
+        let conn = || {
+            let cli = e.socket(SockType::Stream, &c);
+            e.connect(&cli, &addr, &c, None).unwrap();
+            (cli.clone(), e.accept(&srv, None).unwrap())
+        };
+
+        let (cli, acc) = conn();
+        assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
+        let r = park_read(&e, &cli, own);
+        let g = e.lane_join(&acc, &c, true).map(|_| ());
+        let woken = r.1.load(Ordering::SeqCst);
+        println!(
+            "the accepter asks, the client's read parked: {g:?}, the read woken {woken} time(s)"
+        );
+        assert_eq!(g, Ok(()));
+        assert_eq!(woken, 1);
+        let (kicks, not) = (e.lane_kicks(&cli, own), e.lane_kicks(&cli, other));
+        println!("the woken read answered EINTR: {kicks}; another process's: {not}");
+        assert!(kicks && !not);
+        // Its thread asks whether its EINTR was the lane's: once.
+        let woke = |tid| Caller::again(tid, 0, 0, Some(c.status().clone()));
+        let asks = [e.lane_woke(&cli, &woke(own)), e.lane_woke(&cli, &woke(own))];
+        let theirs = e.lane_woke(&cli, &woke(other));
+        println!("its thread asks whether it was the lane's: {asks:?}; another thread: {theirs:?}");
+        assert_eq!(asks, [Ok(()), Err(Errno::ENOENT)]);
+        assert_eq!(theirs, Err(Errno::ENOENT));
+        e.lane_join(&cli, &c, true)
+            .expect("the client claims its end");
+        assert_eq!(e.lane_status(&cli), "direct");
+        // A read of the asker's that parked after the grant's look.
+        let r = park_read(&e, &acc, own);
+        e.lane_after_read(&acc, own);
+        let woken = r.1.load(Ordering::SeqCst);
+        println!(
+            "a read parked after the grant: woken {woken} time(s), lane={}",
+            e.lane_status(&acc)
+        );
+        assert_eq!(woken, 1);
+        assert_eq!(e.lane_status(&acc), "direct");
+        // Another process's read that parked after it: down.
+        let r = park_read(&e, &acc, other);
+        e.lane_after_read(&acc, other);
+        println!(
+            "another process's read parked after the grant: lane={}",
+            e.lane_status(&acc)
+        );
+        assert_eq!(e.lane_status(&acc), "none");
+        assert_eq!(r.1.load(Ordering::SeqCst), 0);
+
+        let (cli, acc) = conn();
+        assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
+        let r = park_read(&e, &cli, other);
+        let g = e.lane_join(&acc, &c, true).map(|_| ());
+        println!("another process's read of the client parked, the accepter asks: {g:?}");
+        assert_eq!(g, Err(Errno::EAGAIN));
+        assert_eq!(r.1.load(Ordering::SeqCst), 0);
+        assert_eq!(e.lane_status(&cli), "none");
+
+        // More reads of the asker's parked than a lane is made under.
+        let (cli, acc) = conn();
+        assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
+        let rs: Vec<_> = (0..=READS_UNDER_LANE)
+            .map(|_| park_read(&e, &cli, own))
+            .collect();
+        let g = e.lane_join(&acc, &c, true).map(|_| ());
+        println!(
+            "{} reads of the client's parked, the accepter asks: {g:?}",
+            rs.len()
+        );
+        assert_eq!(g, Err(Errno::EAGAIN));
+        assert!(rs.iter().all(|r| r.1.load(Ordering::SeqCst) == 0));
+
+        // The client's library stopped asking (arg 7): its parked read
+        // wakes for no lane.
+        let (cli, acc) = conn();
+        assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_stop(&cli, &c);
+        let r = park_read(&e, &cli, own);
+        let g = e.lane_join(&acc, &c, true).map(|_| ());
+        let woken = r.1.load(Ordering::SeqCst);
+        println!(
+            "the client stopped asking, its read parked, the accepter asks: {g:?}, woken {woken}"
+        );
+        assert_eq!(g, Err(Errno::EAGAIN));
+        assert_eq!(woken, 0);
+        assert_eq!(e.lane_status(&cli), "none");
     }
 
     /// An engine with lanes on and every per-user bound at half the mount's

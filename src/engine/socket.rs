@@ -218,6 +218,11 @@ pub struct SockState {
     /// SOCKWQ_ASYNC_NOSPACE: a send found no room in this socket's budget;
     /// the room that comes back sends SIGIO once (`Wakeups::run`).
     pub nospace: bool,
+    /// Threads whose read parked here was answered EINTR because the
+    /// connection's lane came up under it (`Engine::lane_kicks`), until
+    /// each asks whether that was the daemon's (`Engine::lane_woke`); at
+    /// most `lane::WOKEN_KEPT`, the oldest dropped.
+    pub lane_woken: Vec<u32>,
 }
 
 /// A socket's receive queue: the messages (or stream chunks), the bytes
@@ -558,6 +563,7 @@ impl Socket {
                 urg_owner: None,
                 fasync: false,
                 nospace: false,
+                lane_woken: Vec::new(),
             }),
             bind_lock: Mutex::new(()),
             refs: AtomicUsize::new(0),

@@ -23,6 +23,13 @@ pub trait Wake: Send + Sync {
     fn rearms(&self) -> bool {
         false
     }
+    /// A parked plain read (a FUSE read of a data file): its caller's
+    /// thread. A connection's lane may be made under it: the grant wakes it
+    /// and it is answered EINTR, which the library of the end's asker
+    /// restarts through the ring (src/engine/lane.rs, `lane_kicks`).
+    fn read_by(&self) -> Option<u32> {
+        None
+    }
 }
 
 pub type Waiter = Arc<dyn Wake>;
@@ -88,22 +95,18 @@ impl WaitList {
         self.waiters.is_empty()
     }
 
-    /// A waiter still waits (one answered another way does not count).
-    pub fn any_live(&self) -> bool {
-        self.waiters.iter().any(|w| w.is_live())
+    /// A waiter still waits (one answered another way does not count) for
+    /// which `spared` says no.
+    pub fn any_live_but(&self, spared: impl Fn(&Waiter) -> bool) -> bool {
+        self.waiters.iter().any(|w| w.is_live() && !spared(w))
     }
 
-    /// A live waiter other than a poll registration (a parked read or write).
-    pub fn any_parked(&self) -> bool {
-        self.waiters.iter().any(|w| w.is_live() && !w.rearms())
-    }
-
-    /// The poll registrations, taken off the list (to be woken: their
-    /// pollers poll again, and register again if they still wait).
-    pub fn take_rearming(&mut self) -> Vec<Waiter> {
+    /// The waiters `which` picks, taken off the list (to be woken: a poller
+    /// polls again, and registers again if it still waits).
+    pub fn take_where(&mut self, which: impl Fn(&Waiter) -> bool) -> Vec<Waiter> {
         let mut out = Vec::new();
         self.waiters.retain(|w| {
-            if w.rearms() {
+            if which(w) {
                 out.push(w.clone());
                 false
             } else {

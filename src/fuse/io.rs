@@ -152,10 +152,11 @@ impl Inner {
                 }
                 Err(e) => reply.error(e),
             }
-            // A lane made meanwhile (the other end's join) would not carry
-            // what this read parked for: down again (src/engine/lane.rs).
+            // A lane made meanwhile (the other end's join): this read, if
+            // it parked, goes on through the ring if it is the asker's, else
+            // the lane goes down again (src/engine/lane.rs).
             if let Some(s) = &f.sock {
-                let _ = self.eng.lane_down(s, None);
+                self.eng.lane_after_read(s, c.tid);
             }
         })
     }
@@ -239,6 +240,14 @@ impl Inner {
                     reply.error(Errno::EBADF);
                     return Outcome::Done;
                 };
+                // Its connection's lane came up under it (the grant woke
+                // it): back to its library, which reads the ring.
+                if let Some(s) = &f.sock
+                    && self.eng.lane_kicks(s, caller.tid)
+                {
+                    reply.error(Errno::EINTR);
+                    return Outcome::Done;
+                }
                 match f.read(&self.eng, 0, size, caller, w) {
                     Ok(d) => reply.data(d),
                     Err(Errno::EAGAIN) => {

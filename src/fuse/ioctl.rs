@@ -282,6 +282,11 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
         }
         Op::LaneClaim if ctl.arg == 3 => eng.lane_prepare(s, c).map(|g| g.encode(&mut ctl.v)),
         Op::LaneClaim if ctl.arg == 4 => eng.lane_events(s, c).map(|g| g.encode(&mut ctl.v)),
+        Op::LaneClaim if ctl.arg == 7 => {
+            eng.lane_stop(s, c);
+            Ok(())
+        }
+        Op::LaneClaim if ctl.arg == 8 => eng.lane_woke(s, c),
         Op::LaneClaim if ctl.arg == 5 || ctl.arg == 6 => eng
             .lane_join(s, c, ctl.arg == 6)
             .map(|g| g.encode(&mut ctl.v)),

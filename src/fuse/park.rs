@@ -34,6 +34,10 @@ pub trait Park: Send + 'static {
     fn held_bytes(&self) -> u64;
     /// Woken one per message (a read), rather than all at once.
     fn exclusive(&self) -> bool;
+    /// A plain read of a data file (`Wake::read_by`).
+    fn plain_read(&self) -> bool {
+        false
+    }
 }
 
 /// Keeps an early interrupt, dropping those past `EARLY_TTL` (and the
@@ -85,6 +89,8 @@ pub struct Parked<P: Park> {
     done: AtomicBool,
     /// A read: woken one per message.
     exclusive: bool,
+    /// A plain read of a data file (`Park::plain_read`).
+    plain_read: bool,
     /// When the request gives up with EAGAIN (its socket's timeout).
     deadline: Option<Instant>,
     owner: Weak<ParkTable<P>>,
@@ -206,6 +212,10 @@ impl<P: Park> Wake for Parked<P> {
     fn exclusive(&self) -> bool {
         self.exclusive
     }
+
+    fn read_by(&self) -> Option<u32> {
+        self.plain_read.then_some(self.tid)
+    }
 }
 
 /// Parked requests with a deadline, by (deadline, id): soonest first.
@@ -310,7 +320,7 @@ impl<P: Park> ParkTable<P> {
             return self.answer(p, Errno::ENOBUFS);
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let exclusive = p.exclusive();
+        let (exclusive, plain_read) = (p.exclusive(), p.plain_read());
         let parked = Arc::new(Parked {
             id,
             unique: c.unique,
@@ -325,6 +335,7 @@ impl<P: Park> ParkTable<P> {
             kicked: AtomicBool::new(false),
             done: AtomicBool::new(false),
             exclusive,
+            plain_read,
             deadline: limit.map(|l| Instant::now() + l),
             owner: Arc::downgrade(self),
         });

@@ -86,4 +86,8 @@ impl Park for Pending {
     fn exclusive(&self) -> bool {
         matches!(self, Pending::Read { .. })
     }
+
+    fn plain_read(&self) -> bool {
+        matches!(self, Pending::Read { .. })
+    }
 }
