@@ -18,12 +18,9 @@ UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
-command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
-[ "$UDSFS_RUN_VIA" == udsfs ] || fail "adversarial_routed_dirs.sh attacks udsfs run's routes: UDSFS_RUN_VIA must be udsfs"
+attack_needs "attacks udsfs run's routes"
 A=61005
 B=61006
-chmod 755 "$TMP"
 
 # a.py R STEP...: A's side. Binds R/d/s.sock, then for each STEP waits for the file
 # f/STEP.go (beside R) and does it: "chmod:MODE" (of d), "bind" (R/d/t.sock), "drain" (prints what
