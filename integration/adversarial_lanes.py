@@ -67,6 +67,22 @@ def connected(name):
     return cf, os.open(f"{U}/sock/{C}/data", os.O_RDWR | os.O_NONBLOCK)
 
 
+def laned_connection(name):
+    """A stream socket connected to @name, its lane asked for (Op::LaneClaim arg 5, again
+    while EAGAIN, 5 s at most): its clone file's descriptor, its name, its data file's
+    descriptor and the grant (or the errno name)."""
+    cf, c = clone("stream")
+    ctl(cf, f"connect @{name}")
+    dc = os.open(f"{U}/sock/{c}/data", os.O_RDWR | os.O_NONBLOCK)
+    g = "EAGAIN"
+    for _ in range(500):
+        g = lane_ctl(dc, 5)
+        if g != "EAGAIN":
+            break
+        time.sleep(0.01)
+    return cf, c, dc, g
+
+
 def close_pair(p):
     pf, _, _, da, db, m, _ = p
     m.close()
@@ -448,15 +464,7 @@ def hup_drain():
     drain = sys.argv[5] == "drain"
     ch = channel()
     for i in range(1, n + 1):
-        cf, c = clone("stream")
-        ctl(cf, f"connect @{name}")
-        dc = os.open(f"{U}/sock/{c}/data", os.O_RDWR | os.O_NONBLOCK)
-        g = "EAGAIN"
-        for _ in range(500):
-            g = lane_ctl(dc, 5)
-            if g != "EAGAIN":
-                break
-            time.sleep(0.01)
+        cf, c, dc, g = laned_connection(name)
         evs = lane_ctl(dc, 4) if not isinstance(g, str) else g
         if isinstance(evs, str):
             say(f"connection {i}: lane {g}, eventfds {evs}")
@@ -533,15 +541,7 @@ def head_lie():
     name, settle, hold = sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
     lie = sys.argv[5] == "lie"
     ch = channel()
-    cf, c = clone("stream")
-    ctl(cf, f"connect @{name}")
-    dc = os.open(f"{U}/sock/{c}/data", os.O_RDWR | os.O_NONBLOCK)
-    g = "EAGAIN"
-    for _ in range(500):
-        g = lane_ctl(dc, 5)
-        if g != "EAGAIN":
-            break
-        time.sleep(0.01)
+    cf, c, dc, g = laned_connection(name)
     if isinstance(g, str):
         raise OSError(f"lane: {g}")
     mfd = claim(ch, g[0])

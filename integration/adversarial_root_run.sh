@@ -36,11 +36,8 @@ UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
-command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
-[ "$UDSFS_RUN_VIA" == udsfs ] || fail "adversarial_root_run.sh attacks udsfs run itself: UDSFS_RUN_VIA must be udsfs"
+attack_needs "attacks udsfs run itself"
 B=61002
-chmod 755 "$TMP"
 R=$TMP/r # routed, root's 0755: B may not make names there
 mkdir -m 755 "$R"
 S=$TMP/s # routed, world-writable and sticky

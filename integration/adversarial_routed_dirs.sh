@@ -18,12 +18,9 @@ UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
-command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
-[ "$UDSFS_RUN_VIA" == udsfs ] || fail "adversarial_routed_dirs.sh attacks udsfs run's routes: UDSFS_RUN_VIA must be udsfs"
+attack_needs "attacks udsfs run's routes"
 A=61005
 B=61006
-chmod 755 "$TMP"
 
 # a.py R STEP...: A's side. Binds R/d/s.sock, then for each STEP waits for the file
 # f/STEP.go (beside R) and does it: "chmod:MODE" (of d), "bind" (R/d/t.sock), "drain" (prints what
@@ -85,6 +82,14 @@ for arg in sys.argv[1:]:
 PY
 chmod 644 "$TMP/a.py" "$TMP/b.py"
 
+# want_line PREFIX WANT WHAT WHY: the line of $out that starts with PREFIX (a grep
+# pattern) must be WANT; else the script fails: "[$front] WHAT: 'the line' WHY".
+want_line() {
+    local got
+    got=$(grep "^$1" <<<"$out" || true)
+    [ "$got" == "$2" ] || fail "[$front] $3: '$got' $4"
+}
+
 for front in preload seccomp; do
     W=$TMP/$front
     R=$W/r # routed, world-writable: A makes its directory there
@@ -113,25 +118,21 @@ SH
         bash "$W/run.sh" 2>&1) || fail "[$front] the run failed: $out"
     say "[$front] A's socket in A's routed directory, B's tries:"
     say "$out"
-    got=$(grep "^connect:$R/d/s.sock " <<<"$out" || true)
-    [ "$got" == "connect:$R/d/s.sock errno 13" ] ||
-        fail "[$front] 1. B connected to A's socket in A's 0700 routed directory: '$got' (Linux: EACCES)"
-    got=$(grep "^1-sendto:" <<<"$out" || true)
-    [ "$got" == "1-sendto:$R/d/s.sock errno 13" ] ||
-        fail "[$front] 1. B's sendto reached A's socket in A's 0700 routed directory: '$got' (Linux: EACCES)"
+    want_line "connect:$R/d/s.sock " "connect:$R/d/s.sock errno 13" \
+        "1. B connected to A's socket in A's 0700 routed directory" "(Linux: EACCES)"
+    want_line 1-sendto: "1-sendto:$R/d/s.sock errno 13" \
+        "1. B's sendto reached A's socket in A's 0700 routed directory" "(Linux: EACCES)"
     ok "[$front] 1. B's connect and sendto into A's 0700 routed directory: EACCES"
-    got=$(grep "^2-sendto:" <<<"$out" || true)
-    [ "$got" == "2-sendto:$R/d/s.sock ok" ] || fail "[$front] 2. B's sendto with search permission on d: '$got' (Linux: sent)"
+    want_line 2-sendto: "2-sendto:$R/d/s.sock ok" "2. B's sendto with search permission on d" "(Linux: sent)"
     ok "[$front] 2. d 0711: B's sendto goes through"
-    got=$(grep "^connect:$MNT" <<<"$out" || true)
     say "[$front] 3. the mount's copy of d after A's bind in d 0700: $(stat -c '%a %U' "$MNT$R/d")"
-    [ "$got" == "connect:$MNT$R/d/s.sock errno 13" ] ||
-        fail "[$front] 3. B connected to A's socket through the mount's path under the front: '$got' (Linux: EACCES)"
+    want_line "connect:$MNT" "connect:$MNT$R/d/s.sock errno 13" \
+        "3. B connected to A's socket through the mount's path under the front" "(Linux: EACCES)"
     ok "[$front] 3. through the mount's path under the front: EACCES (the kernel's d decides)"
     say "[$front] 3a. before A's bind, through the mount's own files (the copy as it was, README): $(grep "^ctl-before:" <<<"$out")"
-    got=$(grep "^ctl:" <<<"$out" || true)
-    [ "$got" == "ctl:${R#/}/d/s.sock errno 13" ] ||
-        fail "[$front] 3. B connected to A's socket through the mount's own files after A's bind in d 0700: '$got' (want EACCES: the copy follows d)"
+    want_line ctl: "ctl:${R#/}/d/s.sock errno 13" \
+        "3. B connected to A's socket through the mount's own files after A's bind in d 0700" \
+        "(want EACCES: the copy follows d)"
     ok "[$front] 3. through the mount's own files too, once A bound below d"
     got=$(grep "^A received:" <<<"$out" || true)
     [ "$got" == "A received: 2-sendto" ] || fail "[$front] 4. A's socket received '$got' (want only B's message of 2)"

@@ -248,6 +248,28 @@ with_helpers() {
     } >"$out"
 }
 
+# exceptions_listed FILE PASS...: the lines of a run_*_tests exceptions FILE (`PASSES NAME
+# REASON`, PASSES a comma list of the PASS words or *; blank lines and # lines skipped),
+# each printed as `PASSES NAME` with * spelled out; fails (FAIL: FILE:LINE: why, on
+# stderr) at a line without a reason or with a pass not among the PASS words.
+exceptions_listed() {
+    python3 - "$@" <<'EOF'
+import sys
+exceptions, every = sys.argv[1], set(sys.argv[2:])
+for n, l in enumerate(open(exceptions), 1):
+    l = l.strip()
+    if not l or l.startswith("#"):
+        continue
+    f = l.split(None, 2)
+    if len(f) < 3:
+        sys.exit(f"FAIL: {exceptions}:{n}: want PASSES NAME REASON: {l}")
+    passes = every if f[0] == "*" else set(f[0].split(","))
+    if not passes <= every:
+        sys.exit(f"FAIL: {exceptions}:{n}: unknown pass in {f[0]}")
+    print(",".join(sorted(passes)), f[1])
+EOF
+}
+
 # ---------------------------------------------------------------- sockets
 
 # new_sock VAR TYPE: open .udsfs/TYPE/clone read-write, keep the control handle open in

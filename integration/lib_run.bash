@@ -27,6 +27,17 @@ esac
 export UDSFS_RUN_VIA
 say "programs run via: $UDSFS_RUN_VIA"
 
+# attack_needs WHAT: the setup of a script that attacks `udsfs run` as another user:
+# the system's python3 (one under root's home may be closed to that user), setpriv, and
+# UDSFS_RUN_VIA=udsfs (WHAT says why: "attacks udsfs run itself"); $TMP made 0755 (the
+# other user's way to the files the script puts there).
+attack_needs() {
+    [ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
+    command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to act as another user"
+    [ "$UDSFS_RUN_VIA" == udsfs ] || fail "${0##*/} $1: UDSFS_RUN_VIA must be udsfs"
+    chmod 755 "$TMP"
+}
+
 # run_cmd [--route DIR]... [--front FRONT] -- CMD [ARGS...]: the command line that runs
 # CMD on the chosen sockets, in the array RUN_CMD (the front only through udsfs).
 run_cmd() {

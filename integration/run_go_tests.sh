@@ -136,9 +136,10 @@ ok "routed binds made the routes' directories in the mount and left no test dire
 # (net.TestX/sub), or PREFIX/* for every test below PREFIX (one whose cases fail now and
 # then: stale only when none of them failed). A parent that failed only because a
 # child failed counts as that child (Go marks the parent failed).
-python3 - "$TMP" "$EXCEPTIONS" <<'EOF'
+exceptions_listed "$EXCEPTIONS" mount route user userns >"$TMP/listed" || exit 1
+python3 - "$TMP" "$TMP/listed" <<'EOF'
 import re, sys
-tmp, exceptions = sys.argv[1], sys.argv[2]
+tmp, listed = sys.argv[1], sys.argv[2]
 line = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+) \(")
 
 def results(p):
@@ -150,19 +151,7 @@ def results(p):
                 r[f"{pkg}.{m.group(2)}"] = m.group(1)
     return r
 
-listed = []
-for n, l in enumerate(open(exceptions), 1):
-    l = l.strip()
-    if not l or l.startswith("#"):
-        continue
-    f = l.split(None, 2)
-    if len(f) < 3:
-        sys.exit(f"FAIL: {exceptions}:{n}: want PASSES NAME REASON: {l}")
-    every = {"mount", "route", "user", "userns"}
-    passes = every if f[0] == "*" else set(f[0].split(","))
-    if not passes <= every:
-        sys.exit(f"FAIL: {exceptions}:{n}: unknown pass in {f[0]}")
-    listed.append((passes, f[1]))
+listed = [(set(p.split(",")), e) for p, e in (l.split() for l in open(listed))]
 
 def covers(name, entry):
     return name.startswith(entry[:-1]) if entry.endswith("/*") else name == entry

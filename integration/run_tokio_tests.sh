@@ -227,10 +227,10 @@ ok "on the --lanes mount the probe's UnixStream pair and connection had lanes (l
 # An exceptions line is `PASSES BINARY::NAME REASON`: PASSES a comma list of preload,
 # seccomp, lanes (or *); BINARY the test file, NAME the test as libtest names it, or *
 # for every test of the file (stale only when all of them pass).
-python3 - "$TMP" "$EXCEPTIONS" "${TESTS[@]}" <<'EOF'
+exceptions_listed "$EXCEPTIONS" preload seccomp lanes >"$TMP/listed" || exit 1
+python3 - "$TMP" "$TMP/listed" "${TESTS[@]}" <<'EOF'
 import sys
-tmp, exceptions, tests = sys.argv[1], sys.argv[2], sys.argv[3:]
-every = {"preload", "seccomp", "lanes"}
+tmp, listed, tests = sys.argv[1], sys.argv[2], sys.argv[3:]
 
 def results(p):
     r = {}
@@ -240,18 +240,7 @@ def results(p):
             r[f"{t}::{name}"] = st
     return r
 
-listed = []
-for n, l in enumerate(open(exceptions), 1):
-    l = l.strip()
-    if not l or l.startswith("#"):
-        continue
-    f = l.split(None, 2)
-    if len(f) < 3:
-        sys.exit(f"FAIL: {exceptions}:{n}: want PASSES NAME REASON: {l}")
-    passes = every if f[0] == "*" else set(f[0].split(","))
-    if not passes <= every:
-        sys.exit(f"FAIL: {exceptions}:{n}: unknown pass in {f[0]}")
-    listed.append((passes, f[1]))
+listed = [(set(p.split(",")), e) for p, e in (l.split() for l in open(listed))]
 
 k = results("kernel")
 passed = sorted(t for t, s in k.items() if s == "ok")
