@@ -1048,6 +1048,28 @@ mod tests {
     use super::*;
     use crate::engine::tests::root;
 
+    /// A lanes engine with a stream socket listening at abstract `name`,
+    /// and two thread ids for the rules: root()'s own (pid 1) and this test
+    /// thread's, another process's.
+    fn two_processes_listening(
+        name: &[u8],
+    ) -> (
+        Arc<Engine>,
+        Caller,
+        u32,
+        u32,
+        crate::engine::addr::Addr,
+        Arc<Socket>,
+    ) {
+        let (e, c) = (lanes_engine(), root());
+        let (own, other) = (1, nix::unistd::gettid().as_raw() as u32);
+        let addr = crate::engine::addr::Addr::Abstract(name.to_vec());
+        let srv = e.socket(SockType::Stream, &c);
+        e.bind(&srv, &addr, &c).unwrap();
+        e.listen(&srv, 8, &c).unwrap();
+        (e, c, own, other, addr, srv)
+    }
+
     fn lanes_engine() -> Arc<Engine> {
         Engine::new(crate::engine::Config {
             lanes: true,
@@ -1203,14 +1225,9 @@ mod tests {
     /// holds keeps the old rule).
     #[test]
     fn a_poll_by_the_asking_library_leaves_the_lane_one_by_another_process_ends_it() {
-        let (e, c) = (lanes_engine(), root());
         // root()'s process is pid 1: its own thread polls as tid 1; this
         // test's thread is another process's for the rule.
-        let (own, other) = (1, nix::unistd::gettid().as_raw() as u32);
-        let addr = crate::engine::addr::Addr::Abstract(b"lane-polled".to_vec());
-        let srv = e.socket(SockType::Stream, &c);
-        e.bind(&srv, &addr, &c).unwrap();
-        e.listen(&srv, 8, &c).unwrap();
+        let (e, c, own, other, addr, srv) = two_processes_listening(b"lane-polled");
         let cli = e.socket(SockType::Stream, &c);
         e.connect(&cli, &addr, &c, None).unwrap();
         let acc = e.accept(&srv, None).unwrap();
@@ -1296,14 +1313,9 @@ mod tests {
     /// wakes for no lane once its library stopped asking (arg 7).
     #[test]
     fn a_lane_is_made_under_a_parked_read_of_the_askers_and_wakes_it() {
-        let (e, c) = (lanes_engine(), root());
         // root()'s process is pid 1 (its thread 1); this test's thread is
         // another process's for the rule.
-        let (own, other) = (1, nix::unistd::gettid().as_raw() as u32);
-        let addr = crate::engine::addr::Addr::Abstract(b"lane-parked".to_vec());
-        let srv = e.socket(SockType::Stream, &c);
-        e.bind(&srv, &addr, &c).unwrap();
-        e.listen(&srv, 8, &c).unwrap();
+        let (e, c, own, other, addr, srv) = two_processes_listening(b"lane-parked");
         let conn = || {
             let cli = e.socket(SockType::Stream, &c);
             e.connect(&cli, &addr, &c, None).unwrap();
