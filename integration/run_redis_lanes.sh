@@ -28,6 +28,14 @@ awk -F, 'NR > 1 { gsub(/"/, ""); print "lanes benchmark", $1, $2 }' "$d/bench.ou
 [ "$(awk -F, 'NR > 1 { gsub(/"/, ""); if ($2 + 0 > 0) n++ } END { print n + 0 }' "$d/bench.out")" = 2 ] ||
     fail "redis-benchmark on the --lanes mount did not run both tests: $(cat "$d/bench.out")"
 # Each laned connection's two ends are two sockets: 50 connections, up to 100 lines.
+# redis-benchmark counts replies, whatever they say: the server's own count
+# of the SETs and GETs it ran must be the benchmark's (50000 each).
+stats=$(via -- timeout 30 redis-cli -s "$sock" INFO commandstats)
+for c in set get; do
+    calls=$(printf '%s\n' "$stats" | sed -n "s/^cmdstat_$c:calls=\([0-9]*\),.*/\1/p")
+    [ "${calls:-0}" -eq 50000 ] || fail "redis-server ran ${calls:-no} ${c^^} calls for redis-benchmark's 50000 on the --lanes mount"
+    ok "redis-server ran the benchmark's 50000 ${c^^} calls"
+done
 [ "$most" -ge 50 ] || fail "at most $most sockets said lane=direct during the benchmark (50 connections: want at least 50 of their 100 ends)"
 ok "redis-benchmark -c 50 through udsfs run on a --lanes mount: $most sockets laned at once"
 via -- timeout 30 redis-cli -s "$sock" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
