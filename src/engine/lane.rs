@@ -1212,6 +1212,33 @@ mod tests {
         drop(b);
     }
 
+    /// A lane made again between the way down at a socket's last data file
+    /// release and the socket's end (its peer's library asked again, having
+    /// seen the first lane go down) goes down with the socket: before, it
+    /// stayed up with a closed peer, and the peer's reader slept on its
+    /// ring for ever (adversarial_lanes2.sh hup_drained, A in a blocking
+    /// recv: 1 EOF in 10 never).
+    #[test]
+    fn a_lane_made_while_a_socket_is_released_goes_down_with_it() {
+        let (e, c) = (lanes_engine(), root());
+        let (srv, addr) = listener(&e, b"lane-release", SockType::Stream, &c);
+        let cli = e.socket(SockType::Stream, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        assert_eq!(e.lane_join(&cli, &c, false).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_join(&acc, &c, false).expect("both asked");
+        // The client's data file released: its way down first...
+        e.lane_down(&cli, None).expect("no busy word: down at once");
+        // ...then the accepter, woken by it, asks again before the put.
+        let again = e.lane_join(&acc, &c, false).map(|_| ());
+        println!("the accepter's ask between the way down and the put: {again:?}");
+        assert_eq!(again, Ok(()), "a second lane (the case to cover)");
+        e.put(&cli);
+        let status = e.lane_status(&acc);
+        println!("the accepter's lane after the client's end: {status}");
+        assert_eq!(status, "none");
+    }
+
     /// A connection made by connect and accept gets its lane only when it
     /// is accepted and both ends' libraries asked (the accepter's set-up is
     /// done then); a seqpacket lane says so in the grant, and the records
