@@ -721,20 +721,10 @@ pub fn close(fd: c_int) -> Option<c_int> {
 fn fd_path(fd: c_int) -> [u8; 32] {
     let mut p = [0u8; 32];
     let head = b"/proc/self/fd/";
+    let mut buf = [0u8; 10];
+    let digits = crate::exec::itoa(fd.unsigned_abs(), &mut buf);
     p[..head.len()].copy_from_slice(head);
-    let mut digits = [0u8; 10];
-    let (mut n, mut k) = (fd.unsigned_abs(), 0);
-    loop {
-        digits[k] = b'0' + (n % 10) as u8;
-        k += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for (i, d) in digits[..k].iter().rev().enumerate() {
-        p[head.len() + i] = *d;
-    }
+    p[head.len()..head.len() + digits.len()].copy_from_slice(digits);
     p
 }
 
