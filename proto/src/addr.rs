@@ -148,17 +148,18 @@ mod tests {
 
     #[test]
     fn bad_escapes_are_einval() {
-        for bad in [
-            &b"\\x4"[..],
-            b"\\x",
-            b"\\",
-            b"\\q",
-            b"\\xZZ",
-            b"\\x+1",
-            b"a\\x-1",
-        ] {
-            assert_eq!(unescape(bad), Err(libc::EINVAL), "{bad:?}");
-        }
+        crate::assert_all_einval(
+            unescape,
+            &[
+                b"\\x4".as_slice(),
+                b"\\x",
+                b"\\",
+                b"\\q",
+                b"\\xZZ",
+                b"\\x+1",
+                b"a\\x-1",
+            ],
+        );
     }
 
     #[test]

@@ -274,25 +274,26 @@ mod tests {
 
     #[test]
     fn bad_lines_are_einval() {
-        for bad in [
-            &b""[..],
-            b"frobnicate",
-            b"listen x",
-            b"shutdown 3",
-            b"passpidfd yes",
-            b"sndbuf 99999999999",
-            b"sndbuf -",
-            b"sndtimeo -1",
-            b"rcvtimeo +1",
-            b"capture_proto h t t p",
-            b"capture_proto http/1",
-            b"capture_proto \xff",
-            b"bind @\\x4",
-            b"connect a\\x00b",
-            b"owner 1 2",
-        ] {
-            assert_eq!(parse(bad), Err(libc::EINVAL), "{bad:?}");
-        }
+        crate::assert_all_einval(
+            parse,
+            &[
+                b"".as_slice(),
+                b"frobnicate",
+                b"listen x",
+                b"shutdown 3",
+                b"passpidfd yes",
+                b"sndbuf 99999999999",
+                b"sndbuf -",
+                b"sndtimeo -1",
+                b"rcvtimeo +1",
+                b"capture_proto h t t p",
+                b"capture_proto http/1",
+                b"capture_proto \xff",
+                b"bind @\\x4",
+                b"connect a\\x00b",
+                b"owner 1 2",
+            ],
+        );
         let long = format!("capture_proto {}", "a".repeat(MAX_PROTO_NAME + 1));
         assert_eq!(parse(long.as_bytes()), Err(libc::EINVAL));
     }

@@ -52,6 +52,18 @@ pub mod sysctl;
 pub mod tstamp;
 pub mod xorshift;
 
+/// For the parsers' tests: each of `bad` is refused with EINVAL (the message
+/// names the one that was not).
+#[cfg(test)]
+fn assert_all_einval<I: Copy + std::fmt::Debug, T: std::fmt::Debug>(
+    parse: impl Fn(I) -> Result<T, Errno>,
+    bad: &[I],
+) {
+    for &b in bad {
+        assert_eq!(parse(b).map(|_| ()), Err(libc::EINVAL), "{b:?}");
+    }
+}
+
 /// An errno value (libc's numbers).
 pub type Errno = i32;
 pub type Res<T> = Result<T, Errno>;

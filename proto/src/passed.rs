@@ -77,19 +77,20 @@ mod tests {
 
     #[test]
     fn bad_items_are_einval() {
-        for bad in [
-            "",
-            "-1",
-            "+1",
-            "x",
-            "file:",
-            "file:-2",
-            "9223372036854775813",
-            "file:9223372036854775808",
-            "18446744073709551616",
-        ] {
-            assert_eq!(parse_item(bad), Err(libc::EINVAL), "{bad}");
-        }
+        crate::assert_all_einval(
+            parse_item,
+            &[
+                "",
+                "-1",
+                "+1",
+                "x",
+                "file:",
+                "file:-2",
+                "9223372036854775813",
+                "file:9223372036854775808",
+                "18446744073709551616",
+            ],
+        );
         let many: Vec<String> = (0..254).map(|i| i.to_string()).collect();
         assert_eq!(parse_list(&many.join(",")), Err(libc::EINVAL));
         assert_eq!(parse_list(&many[..253].join(",")).map(|v| v.len()), Ok(253));

@@ -361,23 +361,24 @@ mod tests {
 
     #[test]
     fn bad_send_headers_are_einval() {
-        for bad in [
-            &b"to=@x"[..],
-            b"len=0 bogus=1",
-            b"len=+1",
-            b"len=1 len=1",
-            b"len=0 oob=2",
-            b"len=0 creds=1:2",
-            b"len=0 creds=1:2:3:4",
-            b"len=0 creds=1:4294967295:3",
-            b"len=0 to=@\\x4",
-            b"len=0 rights=9223372036854775813",
-            b"len",
-            b"len=0 \xff",
-            b"",
-        ] {
-            assert_eq!(SendHeader::parse(bad), Err(libc::EINVAL), "{bad:?}");
-        }
+        crate::assert_all_einval(
+            SendHeader::parse,
+            &[
+                b"to=@x".as_slice(),
+                b"len=0 bogus=1",
+                b"len=+1",
+                b"len=1 len=1",
+                b"len=0 oob=2",
+                b"len=0 creds=1:2",
+                b"len=0 creds=1:2:3:4",
+                b"len=0 creds=1:4294967295:3",
+                b"len=0 to=@\\x4",
+                b"len=0 rights=9223372036854775813",
+                b"len",
+                b"len=0 \xff",
+                b"",
+            ],
+        );
     }
 
     #[test]
@@ -410,22 +411,19 @@ mod tests {
 
     #[test]
     fn bad_received_headers_are_einval() {
-        for bad in [
-            &b"len=1 flags=odd\nx"[..],
-            b"len=1 from=@\\q\nx",
-            b"len=1 pidfd=-\nx",
-            b"len=1 tstamp=1.5/1\nx",
-            b"len=1 tstamp=0.000000000/1\nx",
-            b"len=1 tstamp=1.000000000\nx",
-            b"len=1 to=@x\nx",
-            b"len=1",
-            b"from=@x\n",
-        ] {
-            assert_eq!(
-                RecvHeader::split(bad).map(|(h, _)| h),
-                Err(libc::EINVAL),
-                "{bad:?}"
-            );
-        }
+        crate::assert_all_einval(
+            RecvHeader::split,
+            &[
+                b"len=1 flags=odd\nx".as_slice(),
+                b"len=1 from=@\\q\nx",
+                b"len=1 pidfd=-\nx",
+                b"len=1 tstamp=1.5/1\nx",
+                b"len=1 tstamp=0.000000000/1\nx",
+                b"len=1 tstamp=1.000000000\nx",
+                b"len=1 to=@x\nx",
+                b"len=1",
+                b"from=@x\n",
+            ],
+        );
     }
 }
