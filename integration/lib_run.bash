@@ -260,6 +260,13 @@ cpython_suite() {
     ok "every test of $what that passes on the kernel passes through $UDSFS_RUN_VIA or is a listed exception"
 }
 
+# kernel_said LINE WHY: the kernel run's answers ($TMP/kernel.out) hold the whole line
+# LINE (a grep pattern), or the script fails saying WHY: the reference run did what the
+# script meant it to do before same_answers compares the udsfs run with it.
+kernel_said() {
+    grep -qx -- "$1" "$TMP/kernel.out" || fail "$2"
+}
+
 # same_answers WHAT [CMD [ARGS...]]: the scripts that run one program set twice (one_run
 # kernel, one_run udsfs) compare the runs' answers, $TMP/kernel.out and $TMP/udsfs.out;
 # on a difference it prints the diff and CMD's output (the udsfs run's logs) and fails.

@@ -70,8 +70,8 @@ one_run() {
 
 one_run kernel "$TMP/k"
 one_run udsfs "$MNT/redis"
-grep -qx 'big value md5 equal: yes' "$TMP/kernel.out" || fail "the kernel run did not get the 1 MiB value back"
-grep -qx 'subscriber got: 1' "$TMP/kernel.out" || fail "the kernel run's subscriber did not get the message"
+kernel_said 'big value md5 equal: yes' "the kernel run did not get the 1 MiB value back"
+kernel_said 'subscriber got: 1' "the kernel run's subscriber did not get the message"
 [ "$(grep -c '^benchmark .* ran$' "$TMP/kernel.out")" -ge 4 ] || fail "redis-benchmark did not run on the kernel"
 same_answers "redis" tail -n 20 "$TMP/redis-udsfs/redis.log"
 ok "redis-server, redis-cli and redis-benchmark (50 clients) through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"
