@@ -64,6 +64,21 @@ pub fn ab(b: &[u8]) -> Addr {
     Addr::Abstract(b.to_vec())
 }
 
+/// `call` on a new `ty` socket, then again once it is bound at the path `name`:
+/// the answers a name must not change (or must). The socket, bound.
+pub fn before_and_after_bind<R>(
+    b: &mut dyn Backend,
+    ty: Ty,
+    name: &str,
+    call: impl Fn(&mut dyn Backend, Sock) -> R,
+) -> Sock {
+    let s = b.socket(ty);
+    call(b, s);
+    b.bind(s, p(name));
+    call(b, s);
+    s
+}
+
 /// A name as returned by getsockname / getpeername / recvfrom.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Name {

@@ -372,10 +372,7 @@ pub fn reconnect_resets_old_peer(b: &mut dyn Backend) {
 
 /// listen on a dgram socket: EOPNOTSUPP, bound or not.
 pub fn listen_eopnotsupp(b: &mut dyn Backend) {
-    let s0 = b.socket(Dgram);
-    b.listen(s0, 5);
-    b.bind(s0, p("a.sock"));
-    b.listen(s0, 5);
+    let s0 = before_and_after_bind(b, Dgram, "a.sock", |b, s| b.listen(s, 5));
     b.listen(s0, 0);
     let s1 = b.socket(Dgram);
     b.sendto(s1, b"still a dgram socket", p("a.sock"));

@@ -125,10 +125,7 @@ pub fn seqpacket_listen_accept(b: &mut dyn Backend) {
 
 /// listen on DGRAM is EOPNOTSUPP; on an unbound stream or seqpacket socket EINVAL.
 pub fn listen_errors(b: &mut dyn Backend) {
-    let d = b.socket(Dgram);
-    b.listen(d, 5);
-    b.bind(d, p("d.sock"));
-    b.listen(d, 5);
+    before_and_after_bind(b, Dgram, "d.sock", |b, d| b.listen(d, 5));
     let s = b.socket(Stream);
     b.listen(s, 5);
     let q = b.socket(Seqpacket);
@@ -220,14 +217,8 @@ pub fn accept_nonblocking_eagain(b: &mut dyn Backend) {
 
 /// accept on DGRAM is EOPNOTSUPP; on a stream socket that is not listening EINVAL.
 pub fn accept_errors(b: &mut dyn Backend) {
-    let d = b.socket(Dgram);
-    b.accept(d);
-    b.bind(d, p("d.sock"));
-    b.accept(d);
-    let s = b.socket(Stream);
-    b.accept(s);
-    b.bind(s, p("s.sock"));
-    b.accept(s);
+    before_and_after_bind(b, Dgram, "d.sock", |b, d| b.accept(d));
+    before_and_after_bind(b, Stream, "s.sock", |b, s| b.accept(s));
     let (_l, c, a) = conn(b, Stream);
     b.accept(c);
     b.accept(a);
@@ -336,10 +327,7 @@ pub fn partial_reads(b: &mut dyn Backend) {
 pub fn send_errors(b: &mut dyn Backend) {
     ignore_sigpipe();
     let l = b.listening(Stream, p("l.sock"), 5);
-    let u = b.socket(Stream);
-    b.send(u, b"x");
-    b.bind(u, p("u.sock"));
-    b.send(u, b"x");
+    let u = before_and_after_bind(b, Stream, "u.sock", |b, u| b.send(u, b"x"));
     b.sendto(u, b"x", p("l.sock"));
     b.send(l, b"x");
     b.sendto(l, b"x", p("l.sock"));
@@ -353,10 +341,7 @@ pub fn send_errors(b: &mut dyn Backend) {
 
 /// recv on an unconnected socket or on a listener is EINVAL.
 pub fn recv_errors(b: &mut dyn Backend) {
-    let u = b.socket(Stream);
-    b.recv(u, 100);
-    b.bind(u, p("u.sock"));
-    b.recv(u, 100);
+    before_and_after_bind(b, Stream, "u.sock", |b, u| b.recv(u, 100));
     let l = b.listening(Stream, p("l.sock"), 5);
     b.recv(l, 100);
     let c = b.connected(Stream, p("l.sock"));
@@ -756,10 +741,7 @@ pub fn poll_peer_closed_unread(b: &mut dyn Backend) {
 
 /// An unconnected stream or seqpacket socket: OUT|HUP.
 pub fn poll_unconnected(b: &mut dyn Backend) {
-    let u = b.socket(Stream);
-    b.poll(u);
-    b.bind(u, p("u.sock"));
-    b.poll(u);
+    before_and_after_bind(b, Stream, "u.sock", |b, u| b.poll(u));
     let q = b.socket(Seqpacket);
     b.poll(q);
 }
