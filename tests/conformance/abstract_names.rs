@@ -243,9 +243,7 @@ pub fn abstract_name_held_by_any_handle(b: &mut dyn Backend) {
 /// bound again.
 pub fn abstract_freed_with_live_connections(b: &mut dyn Backend) {
     for ty in [Stream, Seqpacket] {
-        let l = b.listening(ty, ab(b"srv"), 5);
-        let c = b.connected(ty, ab(b"srv"));
-        let a = b.accept(l);
+        let (l, c, a) = b.connection(ty, ab(b"srv"));
         let pending = b.connected(ty, ab(b"srv"));
         b.close(l);
         let c2 = b.connected(ty, ab(b"srv"));

@@ -475,6 +475,15 @@ pub trait Backend {
         s
     }
 
+    /// A connection by the name `a`: the listener there (backlog 5), a new
+    /// client connected to it and the end the listener accepted.
+    fn connection(&mut self, ty: Ty, a: Addr) -> (Sock, Sock, Sock) {
+        let l = self.listening(ty, a.clone(), 5);
+        let c = self.connected(ty, a);
+        let s = self.accept(l);
+        (l, c, s)
+    }
+
     /// A new socket with SO_PASSCRED on.
     fn passcred_socket(&mut self, ty: Ty) -> Sock {
         let s = self.socket(ty);

@@ -76,9 +76,7 @@ pub fn matrix_seqpacket(b: &mut dyn Backend) {
 
 /// §3.2 on sockets connected by name, in both directions.
 pub fn matrix_connected(b: &mut dyn Backend) {
-    let l = b.listening(Stream, p("l.sock"), 5);
-    let c = b.connected(Stream, p("l.sock"));
-    let a = b.accept(l);
+    let (l, c, a) = b.connection(Stream, p("l.sock"));
     matrix(b, c, a);
     matrix(b, a, c);
 }

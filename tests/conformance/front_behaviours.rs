@@ -87,9 +87,7 @@ pub fn fstat_fchmod_fchown(b: &mut dyn Backend) {
     b.fd_call(s, FdCall::Fstat);
     b.stat("f.sock");
     b.owner("f.sock");
-    let l = b.listening(Stream, p("l.sock"), 5);
-    let c = b.connected(Stream, p("l.sock"));
-    let a = b.accept(l);
+    let (l, c, a) = b.connection(Stream, p("l.sock"));
     b.fd_call(c, FdCall::Fstat);
     b.fd_call(a, FdCall::SyscallStatx);
     b.fd_call(l, FdCall::Fchmod(0o700));

@@ -465,9 +465,7 @@ pub fn bind_after_connect_changes_peername(b: &mut dyn Backend) {
     let (u, v) = b.pair(Seqpacket);
     b.bind(v, ab(b"v"));
     b.getpeername(u);
-    let l = b.listening(Stream, p("l.sock"), 5);
-    let c = b.connected(Stream, p("l.sock"));
-    let a = b.accept(l);
+    let (l, c, a) = b.connection(Stream, p("l.sock"));
     b.getpeername(a);
     b.bind(c, p("c.sock"));
     b.getpeername(a);

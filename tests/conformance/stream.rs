@@ -23,10 +23,7 @@ pub fn ignore_sigpipe() {
 /// (listener, client, server).
 fn conn(b: &mut dyn Backend, ty: Ty) -> (Sock, Sock, Sock) {
     ignore_sigpipe();
-    let l = b.listening(ty, p("l.sock"), 5);
-    let c = b.connected(ty, p("l.sock"));
-    let s = b.accept(l);
-    (l, c, s)
+    b.connection(ty, p("l.sock"))
 }
 
 /// Non-blocking sends of `chunk` bytes until the first error (at most `cap` sends),
@@ -264,12 +261,7 @@ pub fn connect_again_not_listening(b: &mut dyn Backend) {
     let _nl = b.bound(Stream, p("nl.sock"));
     b.connect(c, p("nl.sock"));
     b.connect(c, p("l.sock"));
-    let (_lq, cq, _sq) = {
-        let l = b.listening(Seqpacket, p("lq.sock"), 5);
-        let c = b.connected(Seqpacket, p("lq.sock"));
-        let s = b.accept(l);
-        (l, c, s)
-    };
+    let (_lq, cq, _sq) = b.connection(Seqpacket, p("lq.sock"));
     let _nq = b.bound(Seqpacket, p("nq.sock"));
     b.connect(cq, p("nq.sock"));
     b.getpeername(c);
