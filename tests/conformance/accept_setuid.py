@@ -15,17 +15,11 @@ import socket
 import sys
 import time
 
-from differential import res, say, where
+from differential import become, res, say, where
 
 DIR = os.path.realpath(sys.argv[1])
 NOBODY = 65534
 TYPES = [("stream", socket.SOCK_STREAM), ("seqpacket", socket.SOCK_SEQPACKET)]
-
-
-def drop():
-    os.setgroups([])
-    os.setresgid(NOBODY, NOBODY, NOBODY)
-    os.setresuid(NOBODY, NOBODY, NOBODY)
 
 
 def lowest_free_fd():
@@ -37,7 +31,7 @@ def lowest_free_fd():
 def worker(l, name, ty, ready_w):
     """The dropped worker's part: its results, one per line."""
     out = []
-    drop()
+    become(NOBODY)
     out.append(f"{name}: uid now {os.getuid()}")
 
     def got(s):

@@ -13,7 +13,7 @@ import struct
 import sys
 import termios
 
-from differential import fill, res, say, where
+from differential import become, fill, res, say, where
 
 SIOCOUTQ = termios.TIOCOUTQ
 SO_SNDBUFFORCE = 32
@@ -113,9 +113,7 @@ def buffer_sizes(where):
     pid = os.fork()
     if pid == 0:
         try:
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
+            become(65534)
             c, d = socket.socketpair()
             say("nobody SO_SNDBUFFORCE:", setopt(c, SO_SNDBUFFORCE, 10**8), opt(c, socket.SO_SNDBUF))
             say("nobody SO_RCVBUFFORCE:", setopt(c, SO_RCVBUFFORCE, 10**8), opt(c, socket.SO_RCVBUF))

@@ -29,6 +29,14 @@ def where():
     b.close()
 
 
+def become(uid):
+    """This process as user and group `uid` alone (no other groups), for good: a
+    root process dropping to another user, as servers' workers do."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+
+
 def fill(a, chunk):
     """Non-blocking sends of `chunk` until EAGAIN: (messages, bytes)."""
     n = total = 0

@@ -15,7 +15,7 @@ import socket
 import stat
 import sys
 
-from differential import res, say, where
+from differential import become, res, say, where
 
 DIR = os.path.realpath(sys.argv[1])
 NOBODY = 65534
@@ -30,12 +30,6 @@ def st(fd):
 
 def path_mode(p):
     return f"{stat.S_IMODE(os.stat(p).st_mode):o}"
-
-
-def become(uid):
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
 
 
 def own_userns():
