@@ -21,7 +21,7 @@ import stat
 import struct
 import sys
 
-from differential import res, say, where
+from differential import IOVec, MMsgHdr, MsgHdr, res, say, where
 
 DIR = os.path.realpath(sys.argv[1])
 ROUTE = os.path.realpath(sys.argv[2])
@@ -37,22 +37,6 @@ def call(f):
     if r == -1:
         return errno.errorcode[ctypes.get_errno()]
     return r
-
-
-class IOVec(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
-
-class MsgHdr(ctypes.Structure):
-    _fields_ = [
-        ("name", ctypes.c_void_p),
-        ("namelen", ctypes.c_uint32),
-        ("iov", ctypes.POINTER(IOVec)),
-        ("iovlen", ctypes.c_size_t),
-        ("control", ctypes.c_void_p),
-        ("controllen", ctypes.c_size_t),
-        ("flags", ctypes.c_int),
-    ]
 
 
 def sockaddr_un(path=b"", family=socket.AF_UNIX):
@@ -276,10 +260,6 @@ def rights_past_room():
             x.close()
         os.close(r)
         os.close(w)
-
-
-class MMsgHdr(ctypes.Structure):
-    _fields_ = [("hdr", MsgHdr), ("len", ctypes.c_uint)]
 
 
 def recvmmsg_readonly_timeout():

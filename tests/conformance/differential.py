@@ -2,6 +2,7 @@
 kernel sockets and once through `udsfs run` (integration/lib.sh kernel_vs_udsfs),
 prints one result per line, and the two outputs must be equal."""
 
+import ctypes
 import errno
 import os
 import socket
@@ -47,3 +48,25 @@ def fill(a, chunk):
             break
         n += 1
     return n, total
+
+
+# The C structures the programs that call libc directly (sendmsg, sendmmsg,
+# recvmmsg through ctypes) fill in: struct iovec, struct msghdr, struct mmsghdr.
+class IOVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class MsgHdr(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_void_p),
+        ("namelen", ctypes.c_uint32),
+        ("iov", ctypes.POINTER(IOVec)),
+        ("iovlen", ctypes.c_size_t),
+        ("control", ctypes.c_void_p),
+        ("controllen", ctypes.c_size_t),
+        ("flags", ctypes.c_int),
+    ]
+
+
+class MMsgHdr(ctypes.Structure):
+    _fields_ = [("hdr", MsgHdr), ("len", ctypes.c_uint)]

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from differential import res, say, where
+from differential import IOVec, MMsgHdr, MsgHdr, res, say, where
 
 DGRAM, SEQ, STREAM = socket.SOCK_DGRAM, socket.SOCK_SEQPACKET, socket.SOCK_STREAM
 TYPES = (("dgram", DGRAM), ("seqpacket", SEQ), ("stream", STREAM))
@@ -210,25 +210,13 @@ def sizes():
 def libc_mmsg():
     libc = LIBC
 
-    class iovec(ctypes.Structure):
-        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
-    class msghdr(ctypes.Structure):
-        _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
-                    ("iov", ctypes.POINTER(iovec)), ("iovlen", ctypes.c_size_t),
-                    ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
-                    ("flags", ctypes.c_int)]
-
-    class mmsghdr(ctypes.Structure):
-        _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
-
     class timespec(ctypes.Structure):
         _fields_ = [("sec", ctypes.c_long), ("nsec", ctypes.c_long)]
 
     def vec(n, size, fill=None):
         bufs = [ctypes.create_string_buffer(fill or size, size) for _ in range(n)]
-        iovs = [iovec(ctypes.cast(b, ctypes.c_void_p), size) for b in bufs]
-        m = (mmsghdr * n)()
+        iovs = [IOVec(ctypes.cast(b, ctypes.c_void_p), size) for b in bufs]
+        m = (MMsgHdr * n)()
         for i in range(n):
             m[i].hdr.iov = ctypes.pointer(iovs[i])
             m[i].hdr.iovlen = 1
@@ -238,8 +226,8 @@ def libc_mmsg():
         """recvmsg with no name and no control buffer, as C programs call it
         (CPython always passes a name buffer)."""
         buf = ctypes.create_string_buffer(size)
-        iov = iovec(ctypes.cast(buf, ctypes.c_void_p), size)
-        h = msghdr()
+        iov = IOVec(ctypes.cast(buf, ctypes.c_void_p), size)
+        h = MsgHdr()
         h.iov = ctypes.pointer(iov)
         h.iovlen = 1
         r = libc.recvmsg(s.fileno(), ctypes.byref(h), flags)
@@ -249,9 +237,9 @@ def libc_mmsg():
 
     def raw_recvmsg_iovs(s, n, size):
         bufs = [ctypes.create_string_buffer(size) for _ in range(n)]
-        iovs = (iovec * n)(*[iovec(ctypes.cast(x, ctypes.c_void_p), size) for x in bufs])
-        h = msghdr()
-        h.iov = ctypes.cast(iovs, ctypes.POINTER(iovec))
+        iovs = (IOVec * n)(*[IOVec(ctypes.cast(x, ctypes.c_void_p), size) for x in bufs])
+        h = MsgHdr()
+        h.iov = ctypes.cast(iovs, ctypes.POINTER(IOVec))
         h.iovlen = n
         r = libc.recvmsg(s.fileno(), ctypes.byref(h), 0)
         if r < 0:
@@ -280,14 +268,14 @@ def libc_mmsg():
     for name, ty in TYPES:
         a, b = pair(ty)
         one = ctypes.create_string_buffer(4)
-        iovs = (iovec * 1025)(*[iovec(ctypes.cast(one, ctypes.c_void_p), 1)] * 1025)
-        h = msghdr()
-        h.iov = ctypes.cast(iovs, ctypes.POINTER(iovec))
+        iovs = (IOVec * 1025)(*[IOVec(ctypes.cast(one, ctypes.c_void_p), 1)] * 1025)
+        h = MsgHdr()
+        h.iov = ctypes.cast(iovs, ctypes.POINTER(IOVec))
         h.iovlen = 1025
         r1 = libc.sendmsg(a.fileno(), ctypes.byref(h), socket.MSG_DONTWAIT)
         e1 = errno.errorcode.get(ctypes.get_errno()) if r1 < 0 else r1
         a.send(b"q")
-        h = msghdr()
+        h = MsgHdr()
         h.iovlen = 1
         r2 = libc.recvmsg(b.fileno(), ctypes.byref(h), socket.MSG_DONTWAIT)
         e2 = errno.errorcode.get(ctypes.get_errno()) if r2 < 0 else r2
