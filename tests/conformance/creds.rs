@@ -76,7 +76,7 @@ pub fn matrix_seqpacket(b: &mut dyn Backend) {
 
 /// §3.2 on sockets connected by name, in both directions.
 pub fn matrix_connected(b: &mut dyn Backend) {
-    let (l, c, a) = b.connection(Stream, p("l.sock"));
+    let (_l, c, a) = b.connection(Stream, p("l.sock"));
     matrix(b, c, a);
     matrix(b, a, c);
 }
