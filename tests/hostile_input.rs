@@ -85,6 +85,16 @@ fn spelling(name: &[u8]) -> impl Strategy<Value = Vec<u8>> + use<> {
     })
 }
 
+/// Up to 300 bytes of `byte` after one of `starts`: random input that gets
+/// past the first word of the format often enough to reach what follows it.
+fn after_one_of<B: Strategy<Value = u8>>(
+    starts: &[&'static [u8]],
+    byte: B,
+) -> impl Strategy<Value = Vec<u8>> + use<B> {
+    (prop::sample::select(starts.to_vec()), vec(byte, 0..300))
+        .prop_map(|(start, rest)| cat(&[start, &rest]))
+}
+
 /// Path bytes: no NUL, no whitespace, not starting with `@`.
 fn path_bytes(len: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Vec<u8>> {
     let byte = prop_oneof![
@@ -132,26 +142,28 @@ fn cat(parts: &[&[u8]]) -> Vec<u8> {
 /// when written back in canonical form.
 #[test]
 fn ctl_parse_random_bytes() {
-    let keyword = prop::sample::select(vec![
-        &b""[..],
-        b"bind ",
-        b"bind @",
-        b"connect ",
-        b"connect @",
-        b"listen ",
-        b"shutdown ",
-        b"passcred ",
-        b"oobinline ",
-        b"peek_off ",
-        b"owner ",
-        b"passpidfd ",
-        b"sndbuf ",
-        b"rcvbufforce ",
-        b"rcvtimeo ",
-        b"sndtimeo ",
-        b"capture_proto ",
-    ]);
-    let input = (keyword, vec(any::<u8>(), 0..300)).prop_map(|(k, rest)| cat(&[k, &rest]));
+    let input = after_one_of(
+        &[
+            b"",
+            b"bind ",
+            b"bind @",
+            b"connect ",
+            b"connect @",
+            b"listen ",
+            b"shutdown ",
+            b"passcred ",
+            b"oobinline ",
+            b"peek_off ",
+            b"owner ",
+            b"passpidfd ",
+            b"sndbuf ",
+            b"rcvbufforce ",
+            b"rcvtimeo ",
+            b"sndtimeo ",
+            b"capture_proto ",
+        ],
+        any::<u8>(),
+    );
     fuzz("ctl::parse, random bytes", input, |line| {
         let Ok(cmd) = ctl::parse(&line) else {
             return Ok(());
@@ -587,26 +599,28 @@ fn feed(stream: &[u8], pieces: &[Vec<u8>]) -> Result<(Vec<u8>, Vec<Errno>), Test
 /// and means the same when written back in canonical form.
 #[test]
 fn assembler_random_bytes() {
-    let prefix = prop::sample::select(vec![
-        &b""[..],
-        b"len=",
-        b"len=0\n",
-        b"len=3\n",
-        b"len=0 ",
-        b"len=1 to=@",
-        b"len=0 rights=",
-    ]);
     // Mostly the bytes headers are made of, so that records do form.
     let byte = prop_oneof![
         3 => prop::sample::select(b"len=0123456789 \n@,:torightscreds".to_vec()),
         1 => any::<u8>(),
     ];
-    let input = (prefix, vec(byte, 0..300), vec(0.0f64..1.0, 0..12));
+    let stream = after_one_of(
+        &[
+            b"",
+            b"len=",
+            b"len=0\n",
+            b"len=3\n",
+            b"len=0 ",
+            b"len=1 to=@",
+            b"len=0 rights=",
+        ],
+        byte,
+    );
+    let input = (stream, vec(0.0f64..1.0, 0..12));
     fuzz(
         "msgfmt::Assembler, random bytes in random pieces",
         input,
-        |(p, rest, cuts)| {
-            let stream = cat(&[p, &rest]);
+        |(stream, cuts)| {
             let (out, _) = feed(&stream, &chunks(&stream, &cuts))?;
             let mut at = 0;
             while at < out.len() {
