@@ -22,7 +22,7 @@ import socket
 import struct
 import sys
 
-from differential import res, say, where
+from differential import getopt, res, say, setopt, where
 
 DIR = os.path.realpath(sys.argv[1])
 ROUTE = os.path.realpath(sys.argv[2])
@@ -39,14 +39,6 @@ FLAGS = {
     "SO_DONTROUTE": socket.SO_DONTROUTE,
 }
 libc = ctypes.CDLL(None, use_errno=True)
-
-
-def getopt(s, opt):
-    return res(lambda: s.getsockopt(SOL, opt))
-
-
-def setopt(s, opt, v):
-    return res(lambda: s.setsockopt(SOL, opt, v))
 
 
 def linger(s, n=8):

@@ -13,7 +13,7 @@ import struct
 import sys
 import termios
 
-from differential import become, fill, res, say, where
+from differential import become, fill, getopt, res, say, setopt, where
 
 SIOCOUTQ = termios.TIOCOUTQ
 SO_SNDBUFFORCE = 32
@@ -62,33 +62,25 @@ def queue_figures(where):
         s.close()
 
 
-def opt(s, name):
-    return res(lambda: s.getsockopt(socket.SOL_SOCKET, name))
-
-
-def setopt(s, name, v):
-    return res(lambda: s.setsockopt(socket.SOL_SOCKET, name, v))
-
-
 def buffer_sizes(where):
     wmax = int(open("/proc/sys/net/core/wmem_max").read())
     rmax = int(open("/proc/sys/net/core/rmem_max").read())
     a, b = socket.socketpair()
-    say("defaults:", opt(a, socket.SO_SNDBUF), opt(a, socket.SO_RCVBUF))
+    say("defaults:", getopt(a, socket.SO_SNDBUF), getopt(a, socket.SO_RCVBUF))
     for name, o in (("SO_SNDBUF", socket.SO_SNDBUF), ("SO_RCVBUF", socket.SO_RCVBUF)):
         top = wmax if o == socket.SO_SNDBUF else rmax
         for label, v in (("65536", 65536), ("1", 1), ("0", 0), ("-1", -1), ("INT_MAX", 2**31 - 1),
                          ("max+1000", top + 1000), ("max/2", top // 2)):
             r = setopt(a, o, v)
-            got = opt(a, o)
+            got = getopt(a, o)
             shown = {2 * top: "2*max", top: "max"}.get(got, got)
             say(f"{name} {label}: {r} -> {shown}")
     for name, o in (("SO_SNDBUFFORCE", SO_SNDBUFFORCE), ("SO_RCVBUFFORCE", SO_RCVBUFFORCE)):
         for v in (10**8, 1, -5, 2**31 - 1):
             r = setopt(a, o, v)
             plain = socket.SO_SNDBUF if o == SO_SNDBUFFORCE else socket.SO_RCVBUF
-            say(f"{name} {'INT_MAX' if v == 2**31 - 1 else v}: {r} -> {opt(a, plain)}")
-    say("getsockopt SO_SNDBUFFORCE:", opt(a, SO_SNDBUFFORCE))
+            say(f"{name} {'INT_MAX' if v == 2**31 - 1 else v}: {r} -> {getopt(a, plain)}")
+    say("getsockopt SO_SNDBUFFORCE:", getopt(a, SO_SNDBUFFORCE))
     say("short optlen:", res(lambda: a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, b"\1\0")))
     a.close()
     b.close()
@@ -104,9 +96,9 @@ def buffer_sizes(where):
         c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 30000)
         c.connect(path)
         s, _ = ls.accept()
-        say(f"{name} listener {opt(ls, socket.SO_SNDBUF)} {opt(ls, socket.SO_RCVBUF)},",
-            f"accepted {opt(s, socket.SO_SNDBUF)} {opt(s, socket.SO_RCVBUF)},",
-            f"client {opt(c, socket.SO_SNDBUF)} {opt(c, socket.SO_RCVBUF)}")
+        say(f"{name} listener {getopt(ls, socket.SO_SNDBUF)} {getopt(ls, socket.SO_RCVBUF)},",
+            f"accepted {getopt(s, socket.SO_SNDBUF)} {getopt(s, socket.SO_RCVBUF)},",
+            f"client {getopt(c, socket.SO_SNDBUF)} {getopt(c, socket.SO_RCVBUF)}")
         for x in (ls, c, s):
             x.close()
     # The FORCE options need CAP_NET_ADMIN: EPERM for nobody, the plain ones clamp.
@@ -115,9 +107,9 @@ def buffer_sizes(where):
         try:
             become(65534)
             c, d = socket.socketpair()
-            say("nobody SO_SNDBUFFORCE:", setopt(c, SO_SNDBUFFORCE, 10**8), opt(c, socket.SO_SNDBUF))
-            say("nobody SO_RCVBUFFORCE:", setopt(c, SO_RCVBUFFORCE, 10**8), opt(c, socket.SO_RCVBUF))
-            say("nobody SO_SNDBUF big:", setopt(c, socket.SO_SNDBUF, 10**8), opt(c, socket.SO_SNDBUF) == 2 * wmax)
+            say("nobody SO_SNDBUFFORCE:", setopt(c, SO_SNDBUFFORCE, 10**8), getopt(c, socket.SO_SNDBUF))
+            say("nobody SO_RCVBUFFORCE:", setopt(c, SO_RCVBUFFORCE, 10**8), getopt(c, socket.SO_RCVBUF))
+            say("nobody SO_SNDBUF big:", setopt(c, socket.SO_SNDBUF, 10**8), getopt(c, socket.SO_SNDBUF) == 2 * wmax)
         except Exception as e:
             say("nobody failed:", repr(e))
         finally:

@@ -38,6 +38,16 @@ def become(uid):
     os.setresuid(uid, uid, uid)
 
 
+def getopt(s, name):
+    """The SOL_SOCKET option `name` of socket `s`, or the errno name."""
+    return res(lambda: s.getsockopt(socket.SOL_SOCKET, name))
+
+
+def setopt(s, name, v):
+    """Sets the SOL_SOCKET option `name` of socket `s` to `v`: "ok" or the errno name."""
+    return res(lambda: s.setsockopt(socket.SOL_SOCKET, name, v))
+
+
 def fill(a, chunk):
     """Non-blocking sends of `chunk` until EAGAIN: (messages, bytes)."""
     n = total = 0

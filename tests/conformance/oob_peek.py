@@ -12,7 +12,7 @@ import sys
 import termios
 import threading
 
-from differential import res, say, where
+from differential import getopt, res, say, setopt, where
 
 SIOCATMARK = 0x8905
 FIOSETOWN = 0x8901
@@ -55,7 +55,7 @@ def recv(s, n, flags=0):
 
 
 def peek_off(s):
-    return res(lambda: s.getsockopt(socket.SOL_SOCKET, SO_PEEK_OFF))
+    return getopt(s, SO_PEEK_OFF)
 
 
 def oob_basics():
@@ -151,7 +151,7 @@ def peek_offsets():
         c, d = socket.socketpair(socket.AF_UNIX, t)
         d.setblocking(False)
         say(name, "peek_off default:", peek_off(d))
-        say(name, "set 0:", res(lambda: d.setsockopt(socket.SOL_SOCKET, SO_PEEK_OFF, 0)))
+        say(name, "set 0:", setopt(d, SO_PEEK_OFF, 0))
         c.send(b"abc")
         c.send(b"defg")
         for n in (2, 2, 10, 10):
@@ -160,7 +160,7 @@ def peek_offsets():
         say(name, "peek 10:", recv(d, 10, socket.MSG_PEEK), "off", peek_off(d))
         say(name, "peek 1 trunc:", recv(d, 1, socket.MSG_PEEK | socket.MSG_TRUNC), "off", peek_off(d))
         say(name, "recv 10:", recv(d, 10), "off", peek_off(d))
-        say(name, "set -5:", res(lambda: d.setsockopt(socket.SOL_SOCKET, SO_PEEK_OFF, -5)), "off", peek_off(d))
+        say(name, "set -5:", setopt(d, SO_PEEK_OFF, -5), "off", peek_off(d))
         c.send(b"hij")
         say(name, "peek off disabled:", recv(d, 10, socket.MSG_PEEK), recv(d, 10, socket.MSG_PEEK), "off", peek_off(d))
         d.setsockopt(socket.SOL_SOCKET, SO_PEEK_OFF, 1)
