@@ -174,6 +174,19 @@ def down_under_poll():
     os.waitpid(pid, 0)
 
 
+def read_through_epoll(label, data, what):
+    """A socketpair whose end b waits in a new epoll set: `data` sent on a,
+    what the set reports and b's read said after `label`, b's lane guarded
+    as `what`. Returns (a, b, the set)."""
+    a, b = socket.socketpair()
+    ep = select.epoll()
+    ep.register(b, select.EPOLLIN)
+    a.send(data)
+    say(label, [ev for _, ev in ep.poll(1)], b.recv(len(data)))
+    guard(b, what)
+    return a, b, ep
+
+
 def mixed():
     """A laned socket in one set with a pipe and a kernel socketpair: each
     is reported as it becomes ready, through poll, select and epoll."""
@@ -303,12 +316,7 @@ def nested():
     """An epoll set holding a laned socket, itself waited on in poll and in
     another epoll set (the lane goes down: the set's readiness is then the
     daemon's): it is readable once the socket is."""
-    a, b = socket.socketpair()
-    ep = select.epoll()
-    ep.register(b, select.EPOLLIN)
-    a.send(b"1")
-    say("inner:", [ev for _, ev in ep.poll(1)], b.recv(1))
-    guard(b, "nested before the outer waits")
+    a, b, ep = read_through_epoll("inner:", b"1", "nested before the outer waits")
     p = select.poll()
     p.register(ep.fileno(), select.POLLIN)
     say("poll of the set, empty:", p.poll(100))
@@ -426,12 +434,7 @@ def del_add():
     it ENOENT; ADD again reports it; ADD twice EEXIST; 300 rounds of
     ADD/DEL with the bytes coming and going; and a deleted socket closed,
     its number taken by another laned socket, which is added."""
-    a, b = socket.socketpair()
-    ep = select.epoll()
-    ep.register(b, select.EPOLLIN)
-    a.send(b"x")
-    say("registered:", [ev for _, ev in ep.poll(1)], b.recv(10))
-    guard(b, "del_add first")
+    a, b, ep = read_through_epoll("registered:", b"x", "del_add first")
     ep.unregister(b)
     a.send(b"y")
     say("deleted, bytes there:", ep.poll(0.1))

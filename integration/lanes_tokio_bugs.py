@@ -6,12 +6,15 @@ Run on kernel sockets and through `udsfs run` on a mount with --lanes
 (integration/lanes_tokio_bugs.sh): the lines must be the same. GUARD lines
 (the socket's status file) are udsfs's only."""
 
-import errno
 import os
 import select
 import socket
+import sys
 
 from lanes_lib import guard, run_case, say
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "conformance"))
+from differential import res  # noqa: E402
 
 IN, OUT, ET = select.EPOLLIN, select.EPOLLOUT, select.EPOLLET
 
@@ -43,7 +46,7 @@ def epoll_dup():
     third = select.epoll.fromfd(os.dup(ep.fileno()))
     a.send(b"w")
     say("after another, waited on a second dup:", show(third))
-    say("registered twice through the original:", end_errno(lambda: ep.register(b.fileno(), IN)))
+    say("registered twice through the original:", res(lambda: ep.register(b.fileno(), IN)))
     ep.modify(b.fileno(), IN)
     say("modified to level EPOLLIN through the original:", show(ep), show(reg))
     b.recv(16)
@@ -59,14 +62,6 @@ def epoll_dup():
     reg.close()
     ep.close()
     third.close()
-
-
-def end_errno(f):
-    try:
-        f()
-        return "ok"
-    except OSError as e:
-        return errno.errorcode[e.errno]
 
 
 def recv_now(s):
