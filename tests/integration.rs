@@ -40,6 +40,9 @@ fn timeout_of(name: &str) -> Duration {
         // Go's net and syscall tests built (a cold Go cache compiles them), then seven
         // passes: the kernel's three, four through udsfs (TestSplice waits 10 s in one).
         "run_go_tests" => Duration::from_secs(180),
+        // libuv fetched (pip, uvloop's sdist) and built with gcc (cold: 1-2.5 min on 2
+        // loaded cores), then 105 tests one by one in four passes (about 2.5 min warm).
+        "run_libuv_tests" => Duration::from_secs(420),
         // tokio's tests built (a cold build: about 2 min at load ~10 on 2 cores), then
         // four passes; the lanes pass's listed tests hang 15 s per test file.
         "run_tokio_tests" => Duration::from_secs(420),
@@ -251,6 +254,7 @@ scripts!(
     run_hackbench,
     run_haproxy,
     run_inherit,
+    run_libuv_tests,
     run_lighttpd,
     run_mariadb,
     run_nginx,

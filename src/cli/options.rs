@@ -62,10 +62,15 @@ pub struct MountArgs {
     /// sockets they could open) or `root` only.
     #[arg(long, value_name = "WHO", default_value = "users", value_parser = ["users", "root"])]
     pub capture: String,
-    /// Fast lanes (issue 30, first cut; off by default): the plain bytes of
-    /// a connected stream socketpair whose ends are each used by one process
-    /// running the library go through shared memory (docs/LANE.md).
+    /// No fast lanes: every byte through the daemon's FUSE requests. Without
+    /// it the plain bytes of a connected stream or seqpacket socket whose
+    /// ends are each used by one process running the library go through
+    /// shared memory (issue 30, docs/LANE.md).
     #[arg(long)]
+    pub no_lanes: bool,
+    /// Lanes are the default: `--lanes` (`-o lanes`) is still taken, for
+    /// command lines and fstab entries written before.
+    #[arg(long, hide = true, conflicts_with = "no_lanes")]
     pub lanes: bool,
     /// Run as mount(8)'s helper: in the background, printing nothing.
     #[arg(long, hide = true)]
