@@ -15,6 +15,8 @@
  *                         result, errno, when, and how many handlers ran.
  *   sndtimeo              a socketpair, forked: the child reads one byte, then never again;
  *                         the parent's SO_SNDTIMEO 500 ms, two blocking writes of 1 MiB.
+ *   dup2hi FILE           RLIMIT_NOFILE 64, a laned socketpair's ping-pong with a forked
+ *                         child, FILE put at descriptor 49 by dup2 in its middle.
  *   rlimit LIMIT          RLIMIT_NOFILE's soft limit LIMIT: socketpairs, each with a
  *                         byte each way (laned on a mount with lanes), until refused;
  *                         then opens of /dev/null until refused; every errno.
@@ -257,6 +259,46 @@ static int sndtimeo(void) {
     return 0;
 }
 
+/* dup2hi FILE: RLIMIT_NOFILE 64; a socketpair, forked, each end's SO_RCVTIMEO 200 ms; 20
+ * one-byte ping-pongs, the parent having put FILE (6 bytes written) at descriptor 49
+ * (dup2) after the first: how many ping-pongs came back and FILE's size. */
+static int dup2hi(const char *path) {
+    limit(64);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
+    struct timeval tv = {0, 200000};
+    for (int i = 0; i < 2; i++) setsockopt(sv[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    pid_t ch = fork();
+    if (ch == 0) {
+        close(sv[0]);
+        char b;
+        while (read(sv[1], &b, 1) == 1)
+            if (write(sv[1], &b, 1) != 1) break;
+        _exit(0);
+    }
+    close(sv[1]);
+    char b = 'x', s[64];
+    if (write(sv[0], &b, 1) != 1 || read(sv[0], &b, 1) != 1) { perror("first byte"); return 2; }
+    int f = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (f < 0 || write(f, "hello\n", 6) != 6) { perror(path); return 2; }
+    if (dup2(f, 49) != 49) { perror("dup2"); return 2; }
+    close(f);
+    int done = 0;
+    const char *why = "";
+    for (; done < 20; done++) {
+        if (write(sv[0], &b, 1) != 1) { why = strerrorname_np(errno); break; }
+        if (read(sv[0], &b, 1) != 1) { why = strerrorname_np(errno); break; }
+        usleep(2000); /* (the child sleeps in its read meanwhile) */
+    }
+    struct stat st;
+    fstat(49, &st);
+    printf("ping-pongs after the dup2: %d of 20 %s; the file at descriptor 49: %lld bytes (lane %s)\n", done, why,
+           (long long)st.st_size, lane_of(sv[0], s, sizeof s));
+    close(sv[0]);
+    waitpid(ch, 0, 0);
+    return 0;
+}
+
 static int rlimit_(int lim) {
     limit(lim);
     int pairs = 0, e = 0;
@@ -283,6 +325,7 @@ int main(int argc, char **argv) {
     if (argc >= 5 && !strcmp(argv[1], "client")) return client(argv[2], atoi(argv[3]), atoi(argv[4]));
     if (argc >= 5 && !strcmp(argv[1], "eintr")) return eintr(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
     if (argc >= 2 && !strcmp(argv[1], "sndtimeo")) return sndtimeo();
+    if (argc >= 3 && !strcmp(argv[1], "dup2hi")) return dup2hi(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "rlimit")) return rlimit_(atoi(argv[2]));
     fprintf(stderr, "usage: see the head of adversarial_lanes3.c\n");
     return 2;

@@ -22,6 +22,12 @@
 #  rlimit20     B's own program at RLIMIT_NOFILE 20: laned socketpairs (a byte each
 #               way) until refused, then opens of /dev/null until refused: the same
 #               counts and errnos (EMFILE) as on kernel sockets.
+#  dup2hi       a program at RLIMIT_NOFILE 64 puts a file of its own at descriptor 49
+#               (dup2) in the middle of a laned socketpair's ping-pong with its forked
+#               child (each end's SO_RCVTIMEO 200 ms): all 20 ping-pongs come back and the
+#               file keeps its 6 bytes, as on Linux. The lane's eventfds sit from 48 up
+#               (3/4 of the limit): the library's wake-ups of the child went into the file
+#               (8 bytes each) and the child slept each round until its timeout.
 #  eintr        A's blocking recv on a laned socketpair end (a first byte through the
 #               lane before), SIGUSR1 at 300 ms: with SA_RESTART and no SO_RCVTIMEO it
 #               restarts (the byte at 1.5 s), with SO_RCVTIMEO 3 s or without SA_RESTART
@@ -97,6 +103,15 @@ say "udsfs: $u"
 grep -q "lane: direct" <<<"$u" || say "rlimit20: the first pair had no lane: $u"
 verdict rlimit20 "$([ "$(sed 's/ (the first.s lane: [a-z]*)//' <<<"$u")" = "$(sed 's/ (the first.s lane: [a-z]*)//' <<<"$k")" ] && echo 1)" \
     "B's own program at RLIMIT_NOFILE 20: $u (kernel sockets: $k)"
+
+# dup2hi
+k=$(timeout 30 "$L3" dup2hi "$TMP/k/dup2.file" 2>&1)
+u=$(timeout 30 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- "$L3" dup2hi "$TMP/dup2.file" 2>&1 || echo "status $?")
+say "kernel: $k"
+say "udsfs: $u; the file: $(od -An -c "$TMP/dup2.file" | head -3 | tr -s ' \n' ' ')"
+grep -q "lane direct" <<<"$u" || say "dup2hi: no lane: $u"
+verdict dup2hi "$([ "${u%(lane *}" = "${k%(lane *}" ] && echo 1)" \
+    "a program that puts a file at descriptor 49 (dup2) in the middle of a laned ping-pong at RLIMIT_NOFILE 64: $u (kernel: $k)"
 
 # eintr
 eintr_ok=1 eintrs=()
