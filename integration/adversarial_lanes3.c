@@ -13,6 +13,9 @@
  *                         not, SO_RCVTIMEO TIMEO ms (0: none), and a thread sending
  *                         SIGUSR1 to it every ms for STORM ms from 300 ms on: recv's
  *                         result, errno, when, and how many handlers ran.
+ *   eintrw RESTART TIMEO  a socketpair, forked: the child reads one byte, then nothing
+ *                         until 1.5 s; the parent's two blocking 1 MiB writes, SIGUSR1
+ *                         (SA_RESTART or not) 300 ms into each, SO_SNDTIMEO TIMEO ms.
  *   sndtimeo              a socketpair, forked: the child reads one byte, then never again;
  *                         the parent's SO_SNDTIMEO 500 ms, two blocking writes of 1 MiB.
  *   dup2hi FILE           RLIMIT_NOFILE 64, a laned socketpair's ping-pong with a forked
@@ -225,6 +228,52 @@ static int eintr(int restart, int timeo, int st) {
     return 0;
 }
 
+static const char *about(double t);
+
+/* eintrw RESTART TIMEO: a socketpair, forked: the child reads one byte, then nothing until
+ * 1.5 s, then everything; the parent's SO_SNDTIMEO TIMEO ms (0: none), SIGUSR1's handler
+ * with SA_RESTART or not, two blocking writes of 1 MiB, a SIGUSR1 300 ms into each. */
+static int eintrw(int restart, int timeo) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
+    pid_t ch = fork();
+    if (ch == 0) {
+        close(sv[0]);
+        static char buf[65536];
+        if (read(sv[1], buf, 1) != 1) _exit(1);
+        usleep(1500000);
+        while (read(sv[1], buf, sizeof buf) > 0) {}
+        _exit(0);
+    }
+    close(sv[1]);
+    char b = 'x', s[64];
+    if (timeo) {
+        struct timeval tv = {timeo / 1000, (timeo % 1000) * 1000};
+        setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+    if (write(sv[0], &b, 1) != 1) { perror("first byte"); return 2; }
+    struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = restart ? SA_RESTART : 0};
+    sigaction(SIGUSR1, &sa, 0);
+    main_thread = pthread_self();
+    storm_ms = 1;
+    static char big[1 << 20];
+    for (int i = 1; i <= 2; i++) {
+        pthread_t t;
+        double t0 = now();
+        pthread_create(&t, 0, storm, 0);
+        ssize_t r = write(sv[0], big, sizeof big);
+        int e = errno;
+        double took = now() - t0;
+        pthread_join(t, 0);
+        printf("write %d of 1 MiB: %s %s; ", i,
+               r < 0 ? strerrorname_np(e) : r == (ssize_t)sizeof big ? "all" : "a part", about(took));
+    }
+    printf("lane %s\n", lane_of(sv[0], s, sizeof s));
+    close(sv[0]);
+    waitpid(ch, 0, 0);
+    return 0;
+}
+
 static const char *about(double t) {
     return t < 0.2 ? "at once" : t < 1.0 ? "after ~500 ms" : t < 2.5 ? "after ~1.5 s" : "after more than 2.5 s";
 }
@@ -325,6 +374,7 @@ int main(int argc, char **argv) {
     if (argc >= 5 && !strcmp(argv[1], "client")) return client(argv[2], atoi(argv[3]), atoi(argv[4]));
     if (argc >= 5 && !strcmp(argv[1], "eintr")) return eintr(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
     if (argc >= 2 && !strcmp(argv[1], "sndtimeo")) return sndtimeo();
+    if (argc >= 4 && !strcmp(argv[1], "eintrw")) return eintrw(atoi(argv[2]), atoi(argv[3]));
     if (argc >= 3 && !strcmp(argv[1], "dup2hi")) return dup2hi(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "rlimit")) return rlimit_(atoi(argv[2]));
     fprintf(stderr, "usage: see the head of adversarial_lanes3.c\n");

@@ -34,6 +34,11 @@
 #               EINTR at 300 ms (sock_intr_errno), as Linux; storm: a SIGUSR1 every ms
 #               for 800 ms with SA_RESTART, no timeout: the byte at 1.5 s; with
 #               SO_RCVTIMEO 1 s: EINTR at 300 ms.
+#  eintr_write  A's two blocking 1 MiB writes on a laned socketpair end whose peer reads
+#               nothing until 1.5 s, SIGUSR1 300 ms into each: the first returns a part
+#               (bytes went), the second restarts with SA_RESTART and no SO_SNDTIMEO (all,
+#               once the peer reads) and is EINTR without SA_RESTART or with SO_SNDTIMEO
+#               3 s, as Linux.
 # A case listed in integration/adversarial_lanes3_exceptions.txt is a known defect: it
 # must fail as listed, and the script fails once it passes (then unlist it).
 UDSFS_MOUNT_ARGS=(--allow-other)
@@ -124,6 +129,18 @@ for args in "1 0 1" "1 3000 1" "0 0 1" "1 0 800" "1 1000 800"; do
     eintrs+=("$args: $u (kernel: $k)")
 done
 verdict eintr "$eintr_ok" "A's blocking laned recv under SIGUSR1 (SA_RESTART, SO_RCVTIMEO ms, signals): $(printf '%s; ' "${eintrs[@]}")"
+
+# eintr_write
+ew_ok=1 ews=()
+for args in "1 0" "0 0" "1 3000"; do
+    k=$(on $A kernel eintrw $args 2>&1)
+    u=$(on $A udsfs eintrw $args 2>&1)
+    say "eintr_write (SA_RESTART, SO_SNDTIMEO ms) $args: kernel: $k; udsfs: $u"
+    grep -q "lane direct" <<<"$u" || say "eintr_write $args: no lane: $u"
+    [ "${u%lane *}" = "${k%lane *}" ] || ew_ok=
+    ews+=("$args: $u (kernel: $k)")
+done
+verdict eintr_write "$ew_ok" "A's blocking laned writes under SIGUSR1 (SA_RESTART, SO_SNDTIMEO ms): $(printf '%s; ' "${ews[@]}")"
 
 grep -i "panick" "$LOG" && fail "the daemon panicked"
 [ ${#failed[@]} -eq 0 ] || fail "$(printf '%s; ' "${failed[@]}")"
