@@ -39,6 +39,13 @@
 #               (bytes went), the second restarts with SA_RESTART and no SO_SNDTIMEO (all,
 #               once the peer reads) and is EINTR without SA_RESTART or with SO_SNDTIMEO
 #               3 s, as Linux.
+#  pass_stall   B makes 8 laned socketpairs with the library's raw requests, holds each
+#               region's busy word up and passes one end of each to A's server in one
+#               message (SCM_RIGHTS); A reads each once, nonblocking: EAGAIN at once, as on
+#               Linux and as when B holds nothing (checked first). With the busy words up
+#               A's first read waited the way down's BUSY_WAIT (500 ms) and each got
+#               ECONNRESET (the stuck ends reset): a nonblocking call of A's parked in the
+#               daemon by B.
 # A case listed in integration/adversarial_lanes3_exceptions.txt is a known defect: it
 # must fail as listed, and the script fails once it passes (then unlist it).
 UDSFS_MOUNT_ARGS=(--allow-other)
@@ -129,6 +136,47 @@ for args in "1 0 1" "1 3000 1" "0 0 1" "1 0 800" "1 1000 800"; do
     eintrs+=("$args: $u (kernel: $k)")
 done
 verdict eintr "$eintr_ok" "A's blocking laned recv under SIGUSR1 (SA_RESTART, SO_RCVTIMEO ms, signals): $(printf '%s; ' "${eintrs[@]}")"
+
+# pass_stall: B's 8 laned ends (busy words held up or not) passed to A, A's nonblocking reads
+cp "$LIB_DIR/adversarial_lanes3_pass.py" "$TMP/pass.py"
+chmod 644 "$TMP/pass.py"
+# pass_run kernel|nohold|hold: sets pass_out (A's lines)
+pass_run() {
+    local out=$TMP/pass.$1 sp path=$MNT/pass$1.sock
+    if [ "$1" = kernel ]; then
+        path=$TMP/k/pass.sock
+        as_uid $A /usr/bin/python3 "$TMP/pass.py" server "$path" 8 >"$out" 2>&1 &
+    else
+        as_uid $A env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- \
+            /usr/bin/python3 "$TMP/pass.py" server "$path" 8 >"$out" 2>&1 &
+    fi
+    sp=$!
+    for _ in $(seq 1000); do grep -q listening "$out" && break; sleep 0.01; done
+    grep -q listening "$out" || fail "pass_stall: A's server ($1): $(cat "$out")"
+    if [ "$1" = kernel ]; then
+        as_uid $B /usr/bin/python3 -c "
+import socket, struct, sys, time
+c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.send(b'0')
+ps = [socket.socketpair() for _ in range(8)]
+c.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('8i', *[p[0].fileno() for p in ps]))])
+time.sleep(2)" "$path" || fail "pass_stall: B's kernel client"
+    else
+        as_uid $B env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- \
+            /usr/bin/python3 "$TMP/pass.py" client "$path" 8 "$1" "$U" 2 || fail "pass_stall: B's client ($1)"
+    fi
+    wait $sp || fail "pass_stall: A's server ($1): $(cat "$out")"
+    pass_out=$(grep -v listening "$out" | tr '\n' ' ')
+    pass_worst=$(sed -n 's/.*the worst \([0-9]*\) ms.*/\1/p' "$out")
+}
+pass_run kernel
+k=$pass_out
+pass_run nohold
+grep -q "8 EAGAIN" <<<"$pass_out" && [ "$pass_worst" -le 100 ] ||
+    fail "pass_stall: B's laned ends without the busy words held: A: $pass_out"
+ok "pass_stall: B's 8 laned ends passed to A, busy words not held: A: $pass_out"
+pass_run hold
+verdict pass_stall "$(grep -q "8 EAGAIN" <<<"$pass_out" && [ "$pass_worst" -le 100 ] && echo 1)" \
+    "B's 8 laned ends passed to A, each region's busy word held up: A: $pass_out (kernel: $k)"
 
 # eintr_write
 ew_ok=1 ews=()
