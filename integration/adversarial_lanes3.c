@@ -16,6 +16,8 @@
  *   eintrw RESTART TIMEO  a socketpair, forked: the child reads one byte, then nothing
  *                         until 1.5 s; the parent's two blocking 1 MiB writes, SIGUSR1
  *                         (SA_RESTART or not) 300 ms into each, SO_SNDTIMEO TIMEO ms.
+ *   waitintr WAY RESTART  a laned socketpair end waited on by WAY (poll, ppoll, select,
+ *                         epoll) for 1.5 s, SIGUSR1 (SA_RESTART or not) 300 ms in.
  *   sndtimeo              a socketpair, forked: the child reads one byte, then never again;
  *                         the parent's SO_SNDTIMEO 500 ms, two blocking writes of 1 MiB.
  *   dup2hi FILE           RLIMIT_NOFILE 64, a laned socketpair's ping-pong with a forked
@@ -40,6 +42,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 
 static double now(void) {
     struct timespec t;
@@ -230,6 +235,63 @@ static int eintr(int restart, int timeo, int st) {
 
 static const char *about(double t);
 
+/* waitintr WAY RESTART: a laned socketpair (a byte each way first, the child then quiet
+ * for 2 s); the parent waits for input on its end by WAY (poll, ppoll, select, epoll)
+ * with a 1.5 s timeout, SIGUSR1 (SA_RESTART or not) 300 ms in: what the wait returned. */
+static int waitintr(const char *way, int restart) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
+    pid_t ch = fork();
+    if (ch == 0) {
+        close(sv[0]);
+        char b;
+        if (read(sv[1], &b, 1) != 1 || write(sv[1], &b, 1) != 1) _exit(1);
+        sleep(2);
+        _exit(0);
+    }
+    close(sv[1]);
+    char b = 'x', s[64];
+    if (write(sv[0], &b, 1) != 1 || read(sv[0], &b, 1) != 1) { perror("first byte"); return 2; }
+    int ep = -1;
+    if (!strcmp(way, "epoll")) {
+        ep = epoll_create1(0);
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 7};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev) < 0) { perror("epoll_ctl"); return 2; }
+    }
+    struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = restart ? SA_RESTART : 0};
+    sigaction(SIGUSR1, &sa, 0);
+    main_thread = pthread_self();
+    storm_ms = 1;
+    pthread_t t;
+    double t0 = now();
+    pthread_create(&t, 0, storm, 0);
+    int r;
+    if (!strcmp(way, "poll")) {
+        struct pollfd p = {.fd = sv[0], .events = POLLIN};
+        r = poll(&p, 1, 1500);
+    } else if (!strcmp(way, "ppoll")) {
+        struct pollfd p = {.fd = sv[0], .events = POLLIN};
+        struct timespec ts = {1, 500000000};
+        r = ppoll(&p, 1, &ts, 0);
+    } else if (!strcmp(way, "select")) {
+        fd_set rd;
+        FD_ZERO(&rd);
+        FD_SET(sv[0], &rd);
+        struct timeval tv = {1, 500000};
+        r = select(sv[0] + 1, &rd, 0, 0, &tv);
+    } else {
+        struct epoll_event ev;
+        r = epoll_wait(ep, &ev, 1, 1500);
+    }
+    int e = errno;
+    double took = now() - t0;
+    pthread_join(t, 0);
+    printf("%s: %d %s %s; lane %s\n", way, r, r < 0 ? strerrorname_np(e) : "", about(took), lane_of(sv[0], s, sizeof s));
+    kill(ch, SIGKILL);
+    waitpid(ch, 0, 0);
+    return 0;
+}
+
 /* eintrw RESTART TIMEO: a socketpair, forked: the child reads one byte, then nothing until
  * 1.5 s, then everything; the parent's SO_SNDTIMEO TIMEO ms (0: none), SIGUSR1's handler
  * with SA_RESTART or not, two blocking writes of 1 MiB, a SIGUSR1 300 ms into each. */
@@ -374,6 +436,7 @@ int main(int argc, char **argv) {
     if (argc >= 5 && !strcmp(argv[1], "client")) return client(argv[2], atoi(argv[3]), atoi(argv[4]));
     if (argc >= 5 && !strcmp(argv[1], "eintr")) return eintr(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
     if (argc >= 2 && !strcmp(argv[1], "sndtimeo")) return sndtimeo();
+    if (argc >= 4 && !strcmp(argv[1], "waitintr")) return waitintr(argv[2], atoi(argv[3]));
     if (argc >= 4 && !strcmp(argv[1], "eintrw")) return eintrw(atoi(argv[2]), atoi(argv[3]));
     if (argc >= 3 && !strcmp(argv[1], "dup2hi")) return dup2hi(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "rlimit")) return rlimit_(atoi(argv[2]));

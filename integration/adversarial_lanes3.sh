@@ -46,6 +46,9 @@
 #               A's first read waited the way down's BUSY_WAIT (500 ms) and each got
 #               ECONNRESET (the stuck ends reset): a nonblocking call of A's parked in the
 #               daemon by B.
+#  wait_eintr   A waits for input on a quiet laned socketpair end by poll, ppoll, select
+#               and epoll_wait (1.5 s), SIGUSR1 300 ms in, with SA_RESTART and without:
+#               EINTR at the signal each time, as Linux (these waits never restart).
 # A case listed in integration/adversarial_lanes3_exceptions.txt is a known defect: it
 # must fail as listed, and the script fails once it passes (then unlist it).
 UDSFS_MOUNT_ARGS=(--allow-other)
@@ -189,6 +192,19 @@ for args in "1 0" "0 0" "1 3000"; do
     ews+=("$args: $u (kernel: $k)")
 done
 verdict eintr_write "$ew_ok" "A's blocking laned writes under SIGUSR1 (SA_RESTART, SO_SNDTIMEO ms): $(printf '%s; ' "${ews[@]}")"
+
+# wait_eintr
+we_ok=1 wes=()
+for way in poll ppoll select epoll; do
+    for r in 1 0; do
+        k=$(on $A kernel waitintr $way $r 2>&1)
+        u=$(on $A udsfs waitintr $way $r 2>&1)
+        grep -q "lane direct" <<<"$u" || say "wait_eintr $way $r: no lane: $u"
+        [ "${u%lane *}" = "${k%lane *}" ] || we_ok=
+        wes+=("$way SA_RESTART=$r: $u (kernel: $k)")
+    done
+done
+verdict wait_eintr "$we_ok" "A's wait on a laned end, a signal 300 ms in: $(printf '%s; ' "${wes[@]}")"
 
 grep -i "panick" "$LOG" && fail "the daemon panicked"
 [ ${#failed[@]} -eq 0 ] || fail "$(printf '%s; ' "${failed[@]}")"
