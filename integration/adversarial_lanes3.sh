@@ -34,6 +34,10 @@
 #               EINTR at 300 ms (sock_intr_errno), as Linux; storm: a SIGUSR1 every ms
 #               for 800 ms with SA_RESTART, no timeout: the byte at 1.5 s; with
 #               SO_RCVTIMEO 1 s: EINTR at 300 ms.
+#  region_kept  B's laned connection to A's server closes; its library keeps the region
+#               mapped (docs/LANE.md); A's server then sends 63000 bytes to A's own client
+#               on a laned connection: none of them is in any lane region B still maps
+#               (each lane is a new memfd; holds).
 #  eintr_write  A's two blocking 1 MiB writes on a laned socketpair end whose peer reads
 #               nothing until 1.5 s, SIGUSR1 300 ms into each: the first returns a part
 #               (bytes went), the second restarts with SA_RESTART and no SO_SNDTIMEO (all,
@@ -180,6 +184,23 @@ ok "pass_stall: B's 8 laned ends passed to A, busy words not held: A: $pass_out"
 pass_run hold
 verdict pass_stall "$(grep -q "8 EAGAIN" <<<"$pass_out" && [ "$pass_worst" -le 100 ] && echo 1)" \
     "B's 8 laned ends passed to A, each region's busy word held up: A: $pass_out (kernel: $k)"
+
+# region_kept: B's region kept mapped after its connection, A's next connection's bytes
+lib() { as_uid "$1" env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- /usr/bin/python3 "$TMP/pass.py" "${@:2}"; }
+lib $A secret_server "$MNT/secret.sock" >"$TMP/ss.out" 2>&1 &
+sp=$!
+for _ in $(seq 1000); do grep -q listening "$TMP/ss.out" && break; sleep 0.01; done
+lib $B keep_client "$MNT/secret.sock" 3 >"$TMP/kc.out" 2>&1 &
+kp=$!
+for _ in $(seq 1000); do grep -q closed "$TMP/kc.out" && break; sleep 0.01; done
+c=$(lib $A secret_client "$MNT/secret.sock" 2>&1)
+wait $kp || fail "region_kept: B: $(cat "$TMP/kc.out")"
+wait $sp || fail "region_kept: A's server: $(cat "$TMP/ss.out")"
+rk="B: $(tr '\n' ' ' <"$TMP/kc.out"); A: $(grep -v listening "$TMP/ss.out"), $c"
+say "region_kept: $rk"
+grep -q "lane direct" <<<"$c" && grep -q "(lane direct)" "$TMP/kc.out" || say "region_kept: not both connections laned: $rk"
+verdict region_kept "$(grep -q "holding A's other connection's bytes: 0" "$TMP/kc.out" && echo 1)" \
+    "B's lane regions kept mapped after its connection to A's server closed, A's next connection's 63000 bytes looked for in them: $rk (Linux: B shares no memory with A)"
 
 # eintr_write
 ew_ok=1 ews=()

@@ -1,4 +1,5 @@
-# adversarial_lanes3_pass.py server PATH K | client PATH K hold|nohold UDSFS_DIR SECONDS: adversarial_lanes3.sh pass_stall.
+# adversarial_lanes3_pass.py server PATH K | client PATH K hold|nohold UDSFS_DIR SECONDS: adversarial_lanes3.sh pass_stall;
+# secret_server PATH | secret_client PATH | keep_client PATH SECONDS: region_kept (each mode's comment says).
 # server (A): accepts one connection on PATH, receives a message with K descriptors (SCM_RIGHTS) and reads
 # each once, nonblocking: what each read got and how long they took. client (B): connects to PATH, makes K
 # laned socketpairs with the library's raw requests (Op::LaneClaim arg 3, the region claimed over the fd
@@ -9,7 +10,76 @@ IOC_CTL = 0xC1F05501
 OP_LANE_CLAIM = 40
 BUSY0 = 16
 def say(*a): print(*a, flush=True)
-mode, path, k = sys.argv[1], sys.argv[2], int(sys.argv[3])
+mode, path = sys.argv[1], sys.argv[2]
+SECRET = b"A-SECRET-" * 7000
+
+
+def lane_status(sock):
+    link = os.readlink(f"/proc/self/fd/{sock.fileno()}")
+    try:
+        for line in open(link.replace("/data", "/status")):
+            if line.startswith("lane="):
+                return line.strip()[5:]
+    except OSError:
+        pass
+    return "none"
+
+
+if mode == "secret_server":
+    # A: the first connection (B's) echoed until EOF; the second (A's own client) gets SECRET
+    l = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    l.bind(path); os.chmod(path, 0o777); l.listen(2)
+    say("listening")
+    for i in range(2):
+        c, _ = l.accept()
+        if i == 0:
+            while d := c.recv(100):
+                c.sendall(d)
+        else:
+            for _ in range(5):
+                c.recv(1); c.send(b"k")
+            c.sendall(SECRET)
+            c.recv(1)
+            say(f"A served its own client {len(SECRET)} bytes, lane {lane_status(c)}")
+        c.close()
+    sys.exit(0)
+if mode == "secret_client":
+    # A's own client: 5 ping-pongs, then SECRET in full, then an ack
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    for _ in range(5):
+        c.send(b"p"); c.recv(1)
+    got = b""
+    while len(got) < len(SECRET):
+        got += c.recv(65536)
+    say(f"A's client got {len(got)} bytes, lane {lane_status(c)}")
+    c.send(b"k")
+    sys.exit(0)
+if mode == "keep_client":
+    # B: 20 ping-pongs with A's server (a lane), closed; waits argv[3] seconds (A serves
+    # its own client meanwhile), then looks through every lane region still mapped in
+    # its process for A's bytes
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    for _ in range(20):
+        c.send(b"b"); c.recv(1)
+    lane = lane_status(c)
+    c.close()
+    say(f"B closed its connection (lane {lane})")
+    time.sleep(float(sys.argv[3]))
+    found, maps = 0, 0
+    for line in open("/proc/self/maps"):
+        if "udsfs-lane" not in line:
+            continue
+        lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+        if "rw" not in line.split()[1]:
+            continue
+        maps += 1
+        if ctypes.string_at(lo, hi - lo).find(b"A-SECRET-") >= 0:
+            found += 1
+    say(f"B's lane mappings kept: {maps}; holding A's other connection's bytes: {found}")
+    sys.exit(0)
+k = int(sys.argv[3])
 if mode == "server":
     l = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     l.bind(path); os.chmod(path, 0o777); l.listen(1)
