@@ -19,6 +19,14 @@
 #  sndtimeo     A's SO_SNDTIMEO 500 ms on a laned socketpair end whose peer (a forked
 #               child) reads one byte and then never again: A's first 1 MiB write returns
 #               a part after ~500 ms, its second EAGAIN after ~500 ms, as on Linux.
+#  netns_asks   B as root of a user, pid and network namespace of its own (unshare
+#               -Urpfn) with the library: its fd channel's abstract name is not the
+#               daemon's there. B's 10 connections to A's server (20 ping-pongs each): A
+#               holds at most one lane's eventfds (3) after them. B's library asked for
+#               each connection's lane before finding it could not claim it: the daemon
+#               made the lane, A's end claimed its own (30 eventfds and 10 regions in A
+#               for good). Fixed: the library connects to the channel before it asks,
+#               and asks no more once refused.
 #  rlimit20     B's own program at RLIMIT_NOFILE 20: laned socketpairs (a byte each
 #               way) until refused, then opens of /dev/null until refused: the same
 #               counts and errnos (EMFILE) as on kernel sockets.
@@ -113,6 +121,21 @@ say "udsfs: $u"
 grep -q "lane direct" <<<"$u" || say "sndtimeo: no lane: $u"
 verdict sndtimeo "$([ "${u%lane *}" = "${k%lane *}" ] && echo 1)" \
     "A's blocking writes to a peer that never reads, SO_SNDTIMEO 500 ms: $u (kernel: $k)"
+
+# netns_asks: B as root of a user, pid and network namespace of its own
+out=$TMP/netns.out
+on $A udsfs server "$MNT/ns.sock" 10 256 >"$out" 2>&1 &
+sp=$!
+for _ in $(seq 1000); do grep -q listening "$out" && break; sleep 0.01; done
+grep -q listening "$out" || fail "netns_asks: A's server: $(cat "$out")"
+b=$(as_uid $B unshare -Urpfn --mount-proc env LD_PRELOAD="$PRELOAD_LIB" UDSFS_MOUNT="$MNT" "$L3" client "$MNT/ns.sock" 10 20 2>&1) ||
+    fail "netns_asks: B's client: $b"
+wait $sp || fail "netns_asks: A's server: $(cat "$out")"
+a=$(grep -v listening "$out" | tr '\n' ' ')
+ev=$(sed -n 's/.*: \([0-9]*\) eventfds held.*/\1/p' "$out")
+say "netns_asks: B: $(grep -v "fd channel" <<<"$b") ($(grep -c "fd channel" <<<"$b") lines of B's library on its fd channel); A: $a"
+verdict netns_asks "$([ "${ev:-99}" -le 3 ] && echo 1)" \
+    "B's 10 connections to A's server from a network namespace of its own (where B's library cannot reach the fd channel): A then held $ev eventfds ($a)"
 
 # rlimit20
 k=$(on $B kernel rlimit 20 2>&1 | tr '\n' ' ')
