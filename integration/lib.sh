@@ -765,7 +765,7 @@ lanes_unlaned() {
     local compare=$1 c
     shift
     udsfs_unmount
-    udsfs_mount
+    udsfs_mount --no-lanes
     for c in "$@"; do
         "$compare" "$c" ""
         if grep '^GUARD' "$TMP/$c.udsfs" | grep -v 'lane=none$'; then

@@ -31,6 +31,7 @@ fn timeout_of(name: &str) -> Duration {
         // Ten connections closed 1.5 s apart twice (hup_drained), four `udsfs run`s
         // each side of the routed cases, a 2 s CPU look twice: about 100 s alone.
         "adversarial_lanes2" => Duration::from_secs(300),
+        "adversarial_lanes3" => Duration::from_secs(300),
         // Each event that gives no SIGIO is waited for 0.5 s, twice per event.
         "sigio" => Duration::from_secs(240),
         // sigio.py twice (kernel, supervised), as sigio.sh.
@@ -181,6 +182,7 @@ scripts!(
     adversarial_floods,
     adversarial_lanes,
     adversarial_lanes2,
+    adversarial_lanes3,
     adversarial_more,
     adversarial_observers,
     adversarial_pool,

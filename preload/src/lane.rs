@@ -275,13 +275,15 @@ fn join(fd: c_int) -> Res<End> {
     // (lane_ready.rs `move_fresh`), so that the daemon's FUSE POLLs of it
     // made before the lane do not forbid one (src/engine/lane.rs's polled
     // rule).
-    let r = ioctl::op(fd, Op::LaneClaim, 6).and_then(|g| {
-        let g = g.values::<LaneGrant>();
+    // The fd channel first (`channel`): a library that cannot claim the
+    // region asks for no lane.
+    let r = channel().and_then(|ch| {
+        let g = ioctl::op(fd, Op::LaneClaim, 6)?.values::<LaneGrant>();
         // The lane went down before its eventfds were asked for (a call
         // of the other end's was on its way through the daemon): ENOENT,
         // or EOPNOTSUPP once it left the map. As one that goes down after:
         // ask again while tries are left.
-        let (region, evs, hups) = map_grant(fd, &g).map_err(|e| match e {
+        let (region, evs, hups) = map_grant(fd, &g, &ch).map_err(|e| match e {
             libc::ENOENT | libc::EOPNOTSUPP => libc::EAGAIN,
             e => e,
         })?;
@@ -297,12 +299,29 @@ fn join(fd: c_int) -> Res<End> {
     r
 }
 
+/// A connection to the daemon's fd channel, made before a lane is asked
+/// for: a process that cannot reach it (a network namespace of its own,
+/// where the channel's abstract name is not the daemon's) would have the
+/// daemon make a lane it cannot claim, whose other end's process then
+/// claimed its own (three descriptors and a mapping kept for its life:
+/// adversarial_lanes3.sh netns_asks). Refused (ECONNREFUSED) or no channel
+/// (EINVAL): this process asks for no more lanes.
+fn channel() -> Res<fdpass::Channel> {
+    let m = mount::get().ok_or(libc::EINVAL)?;
+    fdpass::connect(m).inspect_err(|&e| {
+        if e == libc::ECONNREFUSED || e == libc::EINVAL {
+            OFF.store(true, Ordering::Relaxed);
+        }
+    })
+}
+
 /// The pair's region and eventfds (`map_grant`), and whether it carries
 /// records.
 type Grant = (&'static Region, [c_int; 2], [c_int; 2]);
 fn prepare(fd: c_int) -> Res<(&'static Region, [c_int; 2], [c_int; 2], bool)> {
+    let ch = channel()?;
     let g = ioctl::op(fd, Op::LaneClaim, 3)?.values::<LaneGrant>();
-    let (region, evs, hups) = map_grant(fd, &g)?;
+    let (region, evs, hups) = map_grant(fd, &g, &ch)?;
     Ok((region, evs, hups, g.side & LANE_RECORD != 0))
 }
 
@@ -313,9 +332,8 @@ fn prepare(fd: c_int) -> Res<(&'static Region, [c_int; 2], [c_int; 2], bool)> {
 /// above the program's descriptors, all claimed over the fd channel (all
 /// kept for the process's life: a lane that goes down keeps its mapping,
 /// docs/LANE.md).
-fn map_grant(fd: c_int, g: &LaneGrant) -> Res<Grant> {
+fn map_grant(fd: c_int, g: &LaneGrant, ch: &fdpass::Channel) -> Res<Grant> {
     let e = ioctl::op(fd, Op::LaneClaim, 4)?.values::<LaneEvents>();
-    let m = mount::get().ok_or(libc::EINVAL)?;
     // (a tag of 0: that side's daemon-only eventfd is not ours)
     let hups = [e.hup0, e.hup1];
     let mut tags = [g.tag, e.tag0, e.tag1, 0, 0];
@@ -324,7 +342,7 @@ fn map_grant(fd: c_int, g: &LaneGrant) -> Res<Grant> {
         tags[n] = h;
         n += 1;
     }
-    let fds = fdpass::claim(&fdpass::connect(m)?, &tags[..n], true)?;
+    let fds = fdpass::claim(ch, &tags[..n], true)?;
     if fds.len() != n || (hups == [0, 0]) {
         // A daemon that gives no daemon-only eventfd: no lane (its end
         // could be kept asleep through the way down).

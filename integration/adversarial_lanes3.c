@@ -1,0 +1,445 @@
+/* adversarial_lanes3.c: the programs of adversarial_lanes3.sh, the same binary on kernel
+ * sockets and through `udsfs run` (each prints what it did and what it got):
+ *   server PATH N LIMIT   A: RLIMIT_NOFILE's soft limit LIMIT, binds PATH, accepts N
+ *                         connections one at a time, echoes what it reads until EOF;
+ *                         then counts its eventfds, its lane regions' Rss, and opens
+ *                         /dev/null until refused.
+ *   client PATH N ROUNDS  B: N connections to PATH, one at a time, ROUNDS one-byte
+ *                         ping-pongs each (its lane's status noted), then 64 KiB each
+ *                         way, then closed.
+ *   eintr RESTART TIMEO STORM  a socketpair, forked: the child writes one byte after
+ *                         1.5 s; the parent's blocking recv, a first byte through the
+ *                         lane before, SIGUSR1's handler with SA_RESTART (RESTART 1) or
+ *                         not, SO_RCVTIMEO TIMEO ms (0: none), and a thread sending
+ *                         SIGUSR1 to it every ms for STORM ms from 300 ms on: recv's
+ *                         result, errno, when, and how many handlers ran.
+ *   eintrw RESTART TIMEO  a socketpair, forked: the child reads one byte, then nothing
+ *                         until 1.5 s; the parent's two blocking 1 MiB writes, SIGUSR1
+ *                         (SA_RESTART or not) 300 ms into each, SO_SNDTIMEO TIMEO ms.
+ *   waitintr WAY RESTART  a laned socketpair end waited on by WAY (poll, ppoll, select,
+ *                         epoll) for 1.5 s, SIGUSR1 (SA_RESTART or not) 300 ms in.
+ *   sndtimeo              a socketpair, forked: the child reads one byte, then never again;
+ *                         the parent's SO_SNDTIMEO 500 ms, two blocking writes of 1 MiB.
+ *   dup2hi FILE           RLIMIT_NOFILE 64, a laned socketpair's ping-pong with a forked
+ *                         child, FILE put at descriptor 49 by dup2 in its middle.
+ *   rlimit LIMIT          RLIMIT_NOFILE's soft limit LIMIT: socketpairs, each with a
+ *                         byte each way (laned on a mount with lanes), until refused;
+ *                         then opens of /dev/null until refused; every errno.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void limit(int n) {
+    struct rlimit r;
+    getrlimit(RLIMIT_NOFILE, &r);
+    r.rlim_cur = n;
+    if (setrlimit(RLIMIT_NOFILE, &r) < 0) { perror("setrlimit"); exit(2); }
+}
+
+/* "direct", "none" (no lane= field: a kernel socket) or the field's value */
+static const char *lane_of(int fd, char *out, size_t n) {
+    char p[64], link[512], st[4096];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+    ssize_t k = readlink(p, link, sizeof link - 1);
+    snprintf(out, n, "none");
+    if (k <= 0) return out;
+    link[k] = 0;
+    char *d = strstr(link, "/data");
+    if (!d) return out;
+    strcpy(d, "/status");
+    int s = open(link, O_RDONLY);
+    if (s < 0) return out;
+    k = read(s, st, sizeof st - 1);
+    close(s);
+    if (k <= 0) return out;
+    st[k] = 0;
+    char *l = strstr(st, "lane=");
+    if (!l) return out;
+    l += 5;
+    size_t i = 0;
+    while (l[i] && l[i] != '\n' && l[i] != ' ' && i + 1 < n) { out[i] = l[i]; i++; }
+    out[i] = 0;
+    return out;
+}
+
+static int eventfds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+    char p[300], l[300];
+    while ((e = readdir(d))) {
+        snprintf(p, sizeof p, "/proc/self/fd/%s", e->d_name);
+        ssize_t k = readlink(p, l, sizeof l - 1);
+        if (k > 0) { l[k] = 0; if (strstr(l, "eventfd")) n++; }
+    }
+    closedir(d);
+    return n;
+}
+
+/* the Rss (kB) of this process's mappings of lane regions (memfd "udsfs-lane"), and how many */
+static long lane_rss(int *maps) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char l[512];
+    long rss = 0, k;
+    int in = 0;
+    *maps = 0;
+    while (fgets(l, sizeof l, f)) {
+        if (strchr(l, '-') && strstr(l, " ") && (l[0] >= '0' && l[0] <= '9' ? 1 : (l[0] >= 'a' && l[0] <= 'f'))) {
+            if (strstr(l, "udsfs-lane")) { in = 1; (*maps)++; } else if (!strncmp(l, "Rss:", 4)) {} else in = 0;
+        }
+        if (in && sscanf(l, "Rss: %ld kB", &k) == 1) rss += k;
+    }
+    fclose(f);
+    return rss;
+}
+
+static void opens(const char *who) {
+    int k = 0, last = -1;
+    for (;;) {
+        int f = open("/dev/null", O_RDONLY);
+        if (f < 0) break;
+        last = f;
+        k++;
+    }
+    printf("%s: opens of /dev/null: %d (the last descriptor %d), then %s\n", who, k, last, strerrorname_np(errno));
+}
+
+static int server(const char *path, int n, int lim) {
+    limit(lim);
+    int l = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    strncpy(a.sun_path, path, sizeof a.sun_path - 1);
+    unlink(path);
+    if (bind(l, (void *)&a, sizeof a) < 0 || listen(l, 16) < 0) { perror("bind/listen"); return 2; }
+    chmod(path, 0777);
+    printf("listening\n");
+    fflush(stdout);
+    for (int i = 0; i < n; i++) {
+        int c = accept(l, 0, 0);
+        if (c < 0) { printf("accept %d: %s\n", i, strerrorname_np(errno)); return 1; }
+        static char buf[65536];
+        ssize_t k;
+        while ((k = read(c, buf, sizeof buf)) > 0)
+            if (write(c, buf, k) != k) break;
+        close(c);
+    }
+    int maps = 0;
+    long rss = lane_rss(&maps);
+    printf("A: after %d connections: %d eventfds held, %d lane regions mapped, their Rss %ld kB\n", n, eventfds(), maps, rss);
+    opens("A");
+    return 0;
+}
+
+static int client(const char *path, int n, int rounds) {
+    int laned = 0;
+    for (int i = 0; i < n; i++) {
+        int c = socket(AF_UNIX, SOCK_STREAM, 0);
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        strncpy(a.sun_path, path, sizeof a.sun_path - 1);
+        if (connect(c, (void *)&a, sizeof a) < 0) { printf("connect %d: %s\n", i, strerrorname_np(errno)); return 1; }
+        char b = 'x', s[64];
+        for (int r = 0; r < rounds; r++)
+            if (write(c, &b, 1) != 1 || read(c, &b, 1) != 1) { printf("ping %d: %s\n", i, strerrorname_np(errno)); return 1; }
+        if (!strcmp(lane_of(c, s, sizeof s), "direct")) laned++;
+        static char blk[65536];
+        memset(blk, 'y', sizeof blk);
+        if (write(c, blk, sizeof blk) != sizeof blk) { printf("block %d: %s\n", i, strerrorname_np(errno)); return 1; }
+        for (size_t got = 0; got < sizeof blk;) {
+            ssize_t k = read(c, blk, sizeof blk - got);
+            if (k <= 0) { printf("block back %d: %zd %s\n", i, k, strerrorname_np(errno)); return 1; }
+            got += k;
+        }
+        close(c);
+    }
+    printf("B: %d connections, %d of them laned\n", n, laned);
+    return 0;
+}
+
+static volatile int handled;
+static void on_usr1(int s) { (void)s; handled++; }
+static pthread_t main_thread;
+static int storm_ms;
+static void *storm(void *x) {
+    (void)x;
+    usleep(300000);
+    for (int i = 0; i < (storm_ms ? storm_ms : 1); i++) {
+        pthread_kill(main_thread, SIGUSR1);
+        usleep(1000);
+    }
+    return 0;
+}
+
+static int eintr(int restart, int timeo, int st) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
+    pid_t ch = fork();
+    if (ch == 0) {
+        close(sv[0]);
+        char b = 'a';
+        if (write(sv[1], &b, 1) != 1) _exit(1);
+        usleep(1500000);
+        b = 'b';
+        if (write(sv[1], &b, 1) != 1) _exit(1);
+        usleep(500000);
+        _exit(0);
+    }
+    close(sv[1]);
+    char b, s[64];
+    /* (the timeout before the first call: one set after the lane's claim takes it down) */
+    if (timeo) {
+        struct timeval tv = {timeo / 1000, (timeo % 1000) * 1000};
+        setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+    if (read(sv[0], &b, 1) != 1) { perror("first read"); return 2; }
+    struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = restart ? SA_RESTART : 0};
+    sigaction(SIGUSR1, &sa, 0);
+    main_thread = pthread_self();
+    storm_ms = st;
+    pthread_t t;
+    double t0 = now();
+    pthread_create(&t, 0, storm, 0);
+    ssize_t r = recv(sv[0], &b, 1, 0);
+    int e = errno;
+    double took = now() - t0;
+    pthread_join(t, 0);
+    printf("recv: %zd %s after %.0f ms, %d handlers ran, lane %s\n", r, r < 0 ? strerrorname_np(e) : "(no error)",
+           took * 1000 < 200 ? 0 : (took * 1000 < 1000 ? 300.0 : (took * 1000 < 1900 ? 1500.0 : took * 1000)), handled > 0 ? 1 : 0,
+           lane_of(sv[0], s, sizeof s));
+    printf("(exact: %.0f ms, %d handlers)\n", took * 1000, handled);
+    waitpid(ch, 0, 0);
+    return 0;
+}
+
+static const char *about(double t);
+
+/* waitintr WAY RESTART: a laned socketpair (a byte each way first, the child then quiet
+ * for 2 s); the parent waits for input on its end by WAY (poll, ppoll, select, epoll)
+ * with a 1.5 s timeout, SIGUSR1 (SA_RESTART or not) 300 ms in: what the wait returned. */
+static int waitintr(const char *way, int restart) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
+    pid_t ch = fork();
+    if (ch == 0) {
+        close(sv[0]);
+        char b;
+        if (read(sv[1], &b, 1) != 1 || write(sv[1], &b, 1) != 1) _exit(1);
+        sleep(2);
+        _exit(0);
+    }
+    close(sv[1]);
+    char b = 'x', s[64];
+    if (write(sv[0], &b, 1) != 1 || read(sv[0], &b, 1) != 1) { perror("first byte"); return 2; }
+    int ep = -1;
+    if (!strcmp(way, "epoll")) {
+        ep = epoll_create1(0);
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 7};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev) < 0) { perror("epoll_ctl"); return 2; }
+    }
+    struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = restart ? SA_RESTART : 0};
+    sigaction(SIGUSR1, &sa, 0);
+    main_thread = pthread_self();
+    storm_ms = 1;
+    pthread_t t;
+    double t0 = now();
+    pthread_create(&t, 0, storm, 0);
+    int r;
+    if (!strcmp(way, "poll")) {
+        struct pollfd p = {.fd = sv[0], .events = POLLIN};
+        r = poll(&p, 1, 1500);
+    } else if (!strcmp(way, "ppoll")) {
+        struct pollfd p = {.fd = sv[0], .events = POLLIN};
+        struct timespec ts = {1, 500000000};
+        r = ppoll(&p, 1, &ts, 0);
+    } else if (!strcmp(way, "select")) {
+        fd_set rd;
+        FD_ZERO(&rd);
+        FD_SET(sv[0], &rd);
+        struct timeval tv = {1, 500000};
+        r = select(sv[0] + 1, &rd, 0, 0, &tv);
+    } else {
+        struct epoll_event ev;
+        r = epoll_wait(ep, &ev, 1, 1500);
+    }
+    int e = errno;
+    double took = now() - t0;
+    pthread_join(t, 0);
+    printf("%s: %d %s %s; lane %s\n", way, r, r < 0 ? strerrorname_np(e) : "", about(took), lane_of(sv[0], s, sizeof s));
+    kill(ch, SIGKILL);
+    waitpid(ch, 0, 0);
+    return 0;
+}
+
+/* eintrw RESTART TIMEO: a socketpair, forked: the child reads one byte, then nothing until
+ * 1.5 s, then everything; the parent's SO_SNDTIMEO TIMEO ms (0: none), SIGUSR1's handler
+ * with SA_RESTART or not, two blocking writes of 1 MiB, a SIGUSR1 300 ms into each. */
+static int eintrw(int restart, int timeo) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
+    pid_t ch = fork();
+    if (ch == 0) {
+        close(sv[0]);
+        static char buf[65536];
+        if (read(sv[1], buf, 1) != 1) _exit(1);
+        usleep(1500000);
+        while (read(sv[1], buf, sizeof buf) > 0) {}
+        _exit(0);
+    }
+    close(sv[1]);
+    char b = 'x', s[64];
+    if (timeo) {
+        struct timeval tv = {timeo / 1000, (timeo % 1000) * 1000};
+        setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+    if (write(sv[0], &b, 1) != 1) { perror("first byte"); return 2; }
+    struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = restart ? SA_RESTART : 0};
+    sigaction(SIGUSR1, &sa, 0);
+    main_thread = pthread_self();
+    storm_ms = 1;
+    static char big[1 << 20];
+    for (int i = 1; i <= 2; i++) {
+        pthread_t t;
+        double t0 = now();
+        pthread_create(&t, 0, storm, 0);
+        ssize_t r = write(sv[0], big, sizeof big);
+        int e = errno;
+        double took = now() - t0;
+        pthread_join(t, 0);
+        printf("write %d of 1 MiB: %s %s; ", i,
+               r < 0 ? strerrorname_np(e) : r == (ssize_t)sizeof big ? "all" : "a part", about(took));
+    }
+    printf("lane %s\n", lane_of(sv[0], s, sizeof s));
+    close(sv[0]);
+    waitpid(ch, 0, 0);
+    return 0;
+}
+
+static const char *about(double t) {
+    return t < 0.2 ? "at once" : t < 1.0 ? "after ~500 ms" : t < 2.5 ? "after ~1.5 s" : "after more than 2.5 s";
+}
+
+static int sndtimeo(void) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
+    pid_t ch = fork();
+    if (ch == 0) {
+        close(sv[0]);
+        char b;
+        if (read(sv[1], &b, 1) != 1 || write(sv[1], &b, 1) != 1) _exit(1);
+        sleep(4);
+        _exit(0);
+    }
+    close(sv[1]);
+    char b = 'x', s[64];
+    struct timeval tv = {0, 500000};
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (write(sv[0], &b, 1) != 1 || read(sv[0], &b, 1) != 1) { perror("first byte"); return 2; }
+    static char big[1 << 20];
+    for (int i = 1; i <= 2; i++) {
+        double t0 = now();
+        ssize_t r = write(sv[0], big, sizeof big);
+        int e = errno;
+        double t = now() - t0;
+        printf("write %d of 1 MiB: %s %s; ", i, r < 0 ? strerrorname_np(e) : r > 0 && r < (ssize_t)sizeof big ? "a part" : "all or none", about(t));
+    }
+    printf("lane %s\n", lane_of(sv[0], s, sizeof s));
+    kill(ch, SIGKILL);
+    waitpid(ch, 0, 0);
+    return 0;
+}
+
+/* dup2hi FILE: RLIMIT_NOFILE 64; a socketpair, forked, each end's SO_RCVTIMEO 200 ms; 20
+ * one-byte ping-pongs, the parent having put FILE (6 bytes written) at descriptor 49
+ * (dup2) after the first: how many ping-pongs came back and FILE's size. */
+static int dup2hi(const char *path) {
+    limit(64);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
+    struct timeval tv = {0, 200000};
+    for (int i = 0; i < 2; i++) setsockopt(sv[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    pid_t ch = fork();
+    if (ch == 0) {
+        close(sv[0]);
+        char b;
+        while (read(sv[1], &b, 1) == 1)
+            if (write(sv[1], &b, 1) != 1) break;
+        _exit(0);
+    }
+    close(sv[1]);
+    char b = 'x', s[64];
+    if (write(sv[0], &b, 1) != 1 || read(sv[0], &b, 1) != 1) { perror("first byte"); return 2; }
+    int f = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (f < 0 || write(f, "hello\n", 6) != 6) { perror(path); return 2; }
+    if (dup2(f, 49) != 49) { perror("dup2"); return 2; }
+    close(f);
+    int done = 0;
+    const char *why = "";
+    for (; done < 20; done++) {
+        if (write(sv[0], &b, 1) != 1) { why = strerrorname_np(errno); break; }
+        if (read(sv[0], &b, 1) != 1) { why = strerrorname_np(errno); break; }
+        usleep(2000); /* (the child sleeps in its read meanwhile) */
+    }
+    struct stat st;
+    fstat(49, &st);
+    printf("ping-pongs after the dup2: %d of 20 %s; the file at descriptor 49: %lld bytes (lane %s)\n", done, why,
+           (long long)st.st_size, lane_of(sv[0], s, sizeof s));
+    close(sv[0]);
+    waitpid(ch, 0, 0);
+    return 0;
+}
+
+static int rlimit_(int lim) {
+    limit(lim);
+    int pairs = 0, e = 0;
+    char s[64] = "none";
+    for (;;) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { e = errno; break; }
+        char b = 'x';
+        if (write(sv[0], &b, 1) != 1 || read(sv[1], &b, 1) != 1 || write(sv[1], &b, 1) != 1 || read(sv[0], &b, 1) != 1) {
+            printf("pair %d: ping: %s\n", pairs, strerrorname_np(errno));
+            return 1;
+        }
+        if (pairs == 0) lane_of(sv[0], s, sizeof s);
+        pairs++;
+    }
+    printf("pairs until refused: %d, then %s (the first's lane: %s)\n", pairs, strerrorname_np(e), s);
+    opens("then");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, 0, _IOLBF, 0);
+    if (argc >= 5 && !strcmp(argv[1], "server")) return server(argv[2], atoi(argv[3]), atoi(argv[4]));
+    if (argc >= 5 && !strcmp(argv[1], "client")) return client(argv[2], atoi(argv[3]), atoi(argv[4]));
+    if (argc >= 5 && !strcmp(argv[1], "eintr")) return eintr(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+    if (argc >= 2 && !strcmp(argv[1], "sndtimeo")) return sndtimeo();
+    if (argc >= 4 && !strcmp(argv[1], "waitintr")) return waitintr(argv[2], atoi(argv[3]));
+    if (argc >= 4 && !strcmp(argv[1], "eintrw")) return eintrw(atoi(argv[2]), atoi(argv[3]));
+    if (argc >= 3 && !strcmp(argv[1], "dup2hi")) return dup2hi(argv[2]);
+    if (argc >= 3 && !strcmp(argv[1], "rlimit")) return rlimit_(atoi(argv[2]));
+    fprintf(stderr, "usage: see the head of adversarial_lanes3.c\n");
+    return 2;
+}
