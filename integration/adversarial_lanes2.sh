@@ -152,15 +152,29 @@ R=$TMP/r2
 mkdir -m 755 "$R"
 mkdir -m 700 "$R/adir"
 chown "$A:$A" "$R/adir"
-as_uid $B mkdir -m 777 -p "$MNT$R/adir" || fail "B cannot make directories in the mount"
-chmod 777 "$MNT$R/adir" 2>/dev/null || as_uid $B chmod 777 "$MNT$R/adir"
+# (B's mkdir in the copy of root's $TMP is refused once that copy carries the kernel's
+# owner and mode; B's copy is then made by root for B, as if B had made it first)
+squat=$(as_uid $B mkdir -m 777 -p "$MNT$R/adir" 2>&1 && echo made) || true
+if [ ! -d "$MNT$R/adir" ]; then
+    mkdir -p "$MNT$R/adir" && chown "$B:$B" "$MNT$R/adir" "$MNT$R"
+fi
+chmod 777 "$MNT$R" "$MNT$R/adir"
+say "B's mkdir -p of the copy: ${squat:-made}; the copies before A binds: $(stat -c '%A %u' "$MNT$R" "$MNT$R/adir" | tr '\n' ' ')"
 serve_as $A "$TMP/a2.out" "$R" -- "$R/adir/a.sock" A 2
 say "the mount's copy of A's 0700 directory: $(stat -c '%A %u' "$MNT$R/adir"); the kernel's: $(stat -c '%A %u' "$R/adir")"
 before=$(run_as $A "$R" -- ask.py "$R/adir/a.sock" 2>&1)
-moved=$(as_uid $B mv "$MNT$R/adir/a.sock" "$MNT$R/adir/aside" 2>&1 && echo moved)
-serve_as $B "$TMP/b2.out" - -- "$MNT$R/adir/a.sock" B 1
+moved=$(as_uid $B mv "$MNT$R/adir/a.sock" "$MNT$R/adir/aside" 2>&1 && echo moved) || true
+# B's server at A's name, if B may bind there (Linux: EACCES)
+run_as $B - -- serve.py "$MNT$R/adir/a.sock" B 1 >"$TMP/b2.out" 2>&1 &
+servers+=($!)
+for _ in $(seq 500); do
+    grep -q listening "$TMP/b2.out" && break
+    kill -0 "${servers[-1]}" 2>/dev/null || break
+    sleep 0.01
+done
+bbind=$(tail -n 1 "$TMP/b2.out")
 after=$(run_as $A "$R" -- ask.py "$R/adir/a.sock" 2>&1)
-say "A's client before: $before; B's move of A's node aside: $moved; A's client after B bound at its name: $after"
+say "A's client before: $before; B's move of A's node aside: $moved; B's bind at its name: $bbind; A's client after: $after"
 verdict route_squat "$([ "$after" = "got A" ] && echo 1)" \
     "B made A's routed directory in the mount first; A's client after B moved A's node and bound its own: $after (Linux: got A; before: $before)"
 stop_servers

@@ -5,9 +5,12 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
+use super::kernel_dirs;
+use super::log_limit::limited;
 use super::name_table::AUTOBIND_SPACE;
 use super::netns::NetNs;
 use super::socket::{BoundName, SockType, Socket};
+use super::tree::Maker;
 use super::{Addr, Caller, Engine, NameKey, Result, random_u32};
 
 impl Engine {
@@ -24,7 +27,11 @@ impl Engine {
     ) -> Result<Arc<Socket>> {
         match addr {
             Addr::Path(p) => {
-                let ino = self.tree.connect_node(self.tree_path(p)?, caller)?;
+                let path = self.tree_path(p)?;
+                if ty != SockType::Dgram {
+                    self.mirror_kernel_dirs(path, caller, false);
+                }
+                let ino = self.tree.connect_node(path, caller)?;
                 let s = self
                     .names
                     .lookup(&NameKey::Path(ino))
@@ -38,6 +45,46 @@ impl Engine {
                 .names
                 .lookup(&NameKey::Abstract(ns, ty, n.clone()))
                 .ok_or(Errno::ECONNREFUSED),
+        }
+    }
+
+    /// The directories of tree path `path` given the owner, group and mode
+    /// of the kernel's at the same path, as the caller's thread sees the
+    /// kernel's tree (`kernel_dirs::View`), before a bind (`make`: missing
+    /// ones made) or a connect walks them: the kernel's directories decide
+    /// who may bind, connect and move names below them, not whoever made
+    /// the mount's copies first (README "What is routed"). Only on a mount
+    /// (the tree path is then a kernel path too); a stream or seqpacket
+    /// connect only (a datagram send's search is the front's, `searchable`,
+    /// and costs no walk of the kernel's tree per message).
+    fn mirror_kernel_dirs(&self, path: &[u8], caller: &Caller, make: bool) {
+        let Some(mount) = self.tree.mount_point() else {
+            return;
+        };
+        let parts: Vec<&[u8]> = path
+            .split(|&b| b == b'/')
+            .filter(|c| !c.is_empty() && *c != b".")
+            .collect();
+        if parts.len() < 2 {
+            return;
+        }
+        let view = kernel_dirs::View::of(caller.tid, mount);
+        let dirs: Vec<Maker> = view
+            .dirs(&parts, parts.len() - 1)
+            .into_iter()
+            .map(|k| Maker {
+                uid: k.uid,
+                gid: k.gid,
+                mode: k.mode,
+            })
+            .collect();
+        for name in self.tree.mirror(path, &dirs, make) {
+            limited!(
+                info,
+                "{}: a name in a copy of a kernel directory whose owner it was not made by, removed when the copy took the kernel directory's owner ({})",
+                String::from_utf8_lossy(path),
+                String::from_utf8_lossy(&name)
+            );
         }
     }
 
@@ -60,6 +107,7 @@ impl Engine {
                 // Like unix_bind_bsd: make the node first, then find the socket
                 // already bound and take the node back.
                 let perm = 0o777 & !caller.umask();
+                self.mirror_kernel_dirs(path, caller, true);
                 let ino = self.tree.bind_node(path, caller, perm)?;
                 let _bind = s.bind_lock.lock();
                 if s.lock().name.is_some() {

@@ -5,6 +5,7 @@
 //! this file has the tree itself and its reads.
 
 mod dirops;
+mod mirror;
 mod node;
 mod shards;
 mod walk;
@@ -87,6 +88,11 @@ impl Tree {
     /// Caps the number of nodes (directories, socket nodes, symlinks).
     pub fn set_max_nodes(&self, n: usize) {
         self.nodes.set_max(n as u64);
+    }
+
+    /// The mount point, when the tree is a mount's.
+    pub fn mount_point(&self) -> Option<&[u8]> {
+        self.prefix.as_deref()
     }
 
     /// A relative path as it is; an absolute one with the mount point taken
