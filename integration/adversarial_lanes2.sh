@@ -16,6 +16,13 @@
 #               aside on the mount and binds its own socket at that name: A's client,
 #               connecting to A's own path, must reach A's server (Linux: B cannot even
 #               enter A's directory), not B's.
+#  route_mntns  B, root of a user and mount namespace of its own (unshare -Urm), mounts a
+#               tmpfs of its own over the kernel directory that holds A's 0700 one and
+#               makes there a 0777 directory of the same name, then binds through the
+#               mount's own files (a ctl file's "bind") at a name in the mount's copy
+#               of A's directory: the daemon must not take the copy's owner and mode
+#               from what B's namespace shows (B's 0777): the copy stays A's 0700, B's
+#               bind is EACCES and A's client reaches A.
 #  userns_share B as root of a user namespace of its own (unshare -Ur) takes laned pairs
 #               until refused: its share (204), as outside it, not root's (no share):
 #               holds (a lane is charged to the connection's maker's uid as the daemon
@@ -177,6 +184,36 @@ after=$(run_as $A "$R" -- ask.py "$R/adir/a.sock" 2>&1)
 say "A's client before: $before; B's move of A's node aside: $moved; B's bind at its name: $bbind; A's client after: $after"
 verdict route_squat "$([ "$after" = "got A" ] && echo 1)" \
     "B made A's routed directory in the mount first; A's client after B moved A's node and bound its own: $after (Linux: got A; before: $before)"
+stop_servers
+
+# route_mntns
+R=$TMP/r3
+mkdir -m 755 "$R" "$R/in"
+mkdir -m 700 "$R/in/adir"
+chown "$A:$A" "$R/in/adir"
+serve_as $A "$TMP/a3.out" "$R" -- "$R/in/adir/a.sock" A 1
+py ctlbind.py <<'PY'
+# ctlbind.py PATH: binds a new stream socket to PATH through the mount's own files (its
+# ctl file's "bind"), prints "bind: 0" or the errno.
+import errno, os, sys
+u = os.environ["U"]
+h = os.open(u + "/stream/clone", os.O_RDWR)
+n = int(os.read(h, 64))
+c = os.open("%s/sock/%d/ctl" % (u, n), os.O_WRONLY)
+try:
+    os.write(c, b"bind " + sys.argv[1].encode() + b"\n")
+    print("bind: 0", flush=True)
+except OSError as e:
+    print("bind:", errno.errorcode.get(e.errno, e.errno), flush=True)
+PY
+got=$(as_uid $B unshare -Urm sh -c 'mount -t tmpfs -o mode=755 none "$1/in" && mkdir -m 777 "$1/in/adir" &&
+    echo "B sees $(stat -c "%A %u" "$1/in/adir")" && U="$2" exec python3 "$3" "$4"' - \
+    "$R" "$U" "$TMP/ctlbind.py" "$MNT$R/in/adir/b.sock" 2>&1 | tr '\n' ' ') || true
+copy=$(stat -c '%A %u' "$MNT$R/in/adir")
+after=$(run_as $A "$R" -- ask.py "$R/in/adir/a.sock" 2>&1)
+say "B in a mount namespace of its own, A's directory shown as its own 0777: $got; the mount's copy then: $copy; A's client: $after"
+verdict route_mntns "$(grep -q 'bind: EACCES' <<<"$got" && [ "$copy" = "drwx------ $A" ] && [ "$after" = "got A" ] && echo 1)" \
+    "B's bind in the copy of A's 0700 directory from a mount namespace showing it as B's 0777: $got; the copy after: $copy (A's: drwx------ $A); A's client: $after"
 stop_servers
 
 # userns_share: B as root of a user namespace of its own takes lanes until refused

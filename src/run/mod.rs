@@ -263,7 +263,8 @@ fn reap_all() {
 
 /// Routed names live at the same path below the mount point: makes the
 /// route's directories there with the modes and owners of the kernel's
-/// (a server that runs as another user binds in them).
+/// (a server that runs as another user binds in them), as far as the
+/// runner may; the daemon gives them the kernel's owners and modes anyway.
 fn mirror_dirs(mount: &Path, route: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     let mut kernel = PathBuf::from("/");
@@ -281,6 +282,11 @@ fn mirror_dirs(mount: &Path, route: &Path) -> std::io::Result<()> {
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            // A copy that carries the kernel directory's owner, which the
+            // runner may not write (the copy of root's /home): the daemon
+            // makes the ones below at the first bind there
+            // (src/engine/kernel_dirs.rs).
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => break,
             Err(e) => return Err(e),
         }
     }
