@@ -66,7 +66,11 @@ impl View {
         let Some(root) = self.root.as_ref().and_then(|r| r.try_clone().ok()) else {
             return out;
         };
-        let mut stack = vec![root];
+        let Some(rx) = statx(root.as_raw_fd(), c"", libc::AT_EMPTY_PATH) else {
+            return out;
+        };
+        // (each directory of the walk, with its attributes)
+        let mut stack = vec![(root, rx)];
         let mut links = 0;
         for part in parts.iter().take(n) {
             let mut pending = vec![part.to_vec()];
@@ -80,7 +84,7 @@ impl View {
                     }
                     continue;
                 }
-                let Some(cur) = stack.last() else {
+                let Some((cur, _)) = stack.last() else {
                     return out;
                 };
                 let Some(f) = open(
@@ -98,7 +102,7 @@ impl View {
                     return out;
                 }
                 match u32::from(x.stx_mode) & libc::S_IFMT {
-                    libc::S_IFDIR => stack.push(f),
+                    libc::S_IFDIR => stack.push((f, x)),
                     libc::S_IFLNK => {
                         links += 1;
                         let Some(target) = readlink(&f).filter(|_| links <= MAX_LINKS) else {
@@ -115,10 +119,7 @@ impl View {
                     _ => return out,
                 }
             }
-            let Some(st) = stack
-                .last()
-                .and_then(|d| statx(d.as_raw_fd(), c"", libc::AT_EMPTY_PATH))
-            else {
+            let Some((_, st)) = stack.last() else {
                 return out;
             };
             out.push(KernelDir {
