@@ -182,6 +182,16 @@ done
 bbind=$(tail -n 1 "$TMP/b2.out")
 after=$(run_as $A "$R" -- ask.py "$R/adir/a.sock" 2>&1)
 say "A's client before: $before; B's move of A's node aside: $moved; B's bind at its name: $bbind; A's client after: $after"
+# Linux on the same steps, on the kernel's tree: B's mkdir, move and bind in A's 0700 directory
+linux=$(as_uid $B sh -c 'mkdir "$1/adir/x" 2>&1; mv "$1/adir/a.sock" "$1/adir/aside" 2>&1; python3 -c "
+import socket, sys
+try:
+    socket.socket(socket.AF_UNIX).bind(sys.argv[1]); print(\"bind: 0\")
+except OSError as e:
+    print(\"bind:\", e.strerror)" "$1/adir/b.sock"' - "$R" | tr '\n' ';')
+say "Linux, B in A's 0700 directory: $linux"
+grep -q "mkdir.*Permission denied;mv.*Permission denied;bind: Permission denied" <<<"$linux" ||
+    fail "route_squat: Linux let B in A's 0700 directory: $linux"
 verdict route_squat "$([ "$after" = "got A" ] && echo 1)" \
     "B made A's routed directory in the mount first; A's client after B moved A's node and bound its own: $after (Linux: got A; before: $before)"
 stop_servers
