@@ -58,26 +58,9 @@ impl Engine {
     /// connect only (a datagram send's search is the front's, `searchable`,
     /// and costs no walk of the kernel's tree per message).
     fn mirror_kernel_dirs(&self, path: &[u8], caller: &Caller, make: bool) {
-        let Some(mount) = self.tree.mount_point() else {
+        let Some(dirs) = self.kernel_dirs(path, caller.tid, false) else {
             return;
         };
-        let parts: Vec<&[u8]> = path
-            .split(|&b| b == b'/')
-            .filter(|c| !c.is_empty() && *c != b".")
-            .collect();
-        if parts.len() < 2 {
-            return;
-        }
-        let view = kernel_dirs::View::of(caller.tid, mount);
-        let dirs: Vec<Maker> = view
-            .dirs(&parts, parts.len() - 1)
-            .into_iter()
-            .map(|k| Maker {
-                uid: k.uid,
-                gid: k.gid,
-                mode: k.mode,
-            })
-            .collect();
         for name in self.tree.mirror(path, &dirs, make) {
             limited!(
                 info,
@@ -86,6 +69,47 @@ impl Engine {
                 String::from_utf8_lossy(&name)
             );
         }
+    }
+
+    /// The kernel's directories at the prefixes of tree path `path` (its
+    /// last component too when `last`) as thread `tid` sees them
+    /// (`kernel_dirs::View`), as many as the kernel has; None off a mount.
+    fn kernel_dirs(&self, path: &[u8], tid: u32, last: bool) -> Option<Vec<Maker>> {
+        let mount = self.tree.mount_point()?;
+        let parts: Vec<&[u8]> = path
+            .split(|&b| b == b'/')
+            .filter(|c| !c.is_empty() && *c != b".")
+            .collect();
+        let n = parts.len() - usize::from(!last && !parts.is_empty());
+        if n == 0 {
+            return None;
+        }
+        let view = kernel_dirs::View::of(tid, mount);
+        let dirs = view.dirs(&parts, n).into_iter().map(|k| Maker {
+            uid: k.uid,
+            gid: k.gid,
+            mode: k.mode,
+        });
+        Some(dirs.collect())
+    }
+
+    /// mkdir(2) of `name` in tree directory `parent` by thread `tid` as
+    /// `m` asks: where the kernel has a directory at that path (as `tid`
+    /// sees it), the new one is its copy and carries its owner, group and
+    /// mode, whoever makes it (README "What is routed"), so no user can
+    /// make, and own, the copy of a kernel directory it could not write.
+    pub fn mkdir(&self, parent: u64, name: &[u8], m: Maker, tid: u32) -> Result<u64> {
+        let kernel = self
+            .tree
+            .mount_point()
+            .and_then(|_| self.tree.path_of(parent))
+            .map(|p| [p.as_slice(), b"/", name].concat())
+            .and_then(|path| {
+                let n = path.split(|&b| b == b'/').filter(|c| !c.is_empty()).count();
+                self.kernel_dirs(&path, tid, true).filter(|d| d.len() == n)
+            });
+        let m = kernel.and_then(|d| d.last().copied()).unwrap_or(m);
+        Ok(self.tree.mkdir(parent, name, m)?.ino)
     }
 
     pub fn bind(&self, s: &Arc<Socket>, addr: &Addr, caller: &Caller) -> Result<()> {

@@ -262,4 +262,39 @@ mod tests {
         assert_eq!(got.last().map(|d| d.mode & 0o1000), Some(0o1000));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn a_mkdir_in_the_mount_makes_a_copy_with_the_kernels_owner_and_mode() {
+        use crate::engine::tree::{Maker, ROOT_INO};
+        use crate::engine::{Config, Engine};
+        let eng = Engine::new(Config {
+            mountpoint: Some("/nonexistent-udsfs-mount".into()),
+            ..Config::default()
+        });
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() } as u32;
+        let b = Maker {
+            uid: 61052,
+            gid: 61052,
+            mode: 0o777,
+        };
+        // /tmp is the kernel's (root's, 1777); B's own name is no copy.
+        let tmp = eng.mkdir(ROOT_INO, b"tmp", b, tid).unwrap();
+        let own = eng.mkdir(tmp, b"udsfs-no-such-kernel-dir", b, tid).unwrap();
+        let (t, o) = (
+            eng.tree.getattr(tmp).unwrap(),
+            eng.tree.getattr(own).unwrap(),
+        );
+        println!(
+            "B's mkdir of tmp: {:o} {}; of a name the kernel lacks: {:o} {}",
+            t.perm, t.uid, o.perm, o.uid
+        );
+        assert_eq!((t.perm, t.uid, t.gid), (0o1777, 0, 0));
+        assert_eq!((o.perm, o.uid), (0o777, 61052));
+        assert_eq!(
+            eng.tree.path_of(own).unwrap(),
+            b"tmp/udsfs-no-such-kernel-dir"
+        );
+        assert_eq!(eng.tree.path_of(ROOT_INO).unwrap(), b"");
+    }
 }

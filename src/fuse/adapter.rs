@@ -226,7 +226,8 @@ impl Filesystem for UdsFs {
         reply: ReplyEntry,
     ) {
         let m = maker(req, mode);
-        entry(self.inner.mkdir(parent.0, name.as_bytes(), m), reply);
+        let tid = caller(req).tid;
+        entry(self.inner.mkdir(parent.0, name.as_bytes(), m, tid), reply);
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {

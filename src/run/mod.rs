@@ -275,8 +275,10 @@ fn mirror_dirs(mount: &Path, route: &Path) -> std::io::Result<()> {
         let mode = meta.as_ref().map_or(0o755, |m| m.mode() & 0o7777);
         match std::fs::DirBuilder::new().mode(mode).create(&inside) {
             Ok(()) => {
-                // The umask may have taken bits off; ownership as far as allowed.
-                std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(mode))?;
+                // The umask may have taken bits off; ownership as far as allowed
+                // (a copy of a kernel directory is made with its owner and
+                // mode by the daemon, src/engine/bind.rs `Engine::mkdir`).
+                let _ = std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(mode));
                 if let Some(m) = meta {
                     let _ = std::os::unix::fs::chown(&inside, Some(m.uid()), Some(m.gid()));
                 }

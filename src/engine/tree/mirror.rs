@@ -8,6 +8,27 @@ use super::node::{Kind, Maker};
 use super::{ROOT_INO, Tree};
 
 impl Tree {
+    /// The tree path of directory `ino` ("" for the root), found through
+    /// its parents; None when it was removed meanwhile (or lies deeper
+    /// than 4096 levels).
+    pub fn path_of(&self, mut ino: u64) -> Option<Vec<u8>> {
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        while ino != ROOT_INO {
+            if names.len() > 4096 {
+                return None;
+            }
+            let parent = self.child(ino, b"..").ok()?;
+            let shard = self.shard(parent);
+            let entries = shard.get(&parent)?.entries().ok()?;
+            let (name, _) = entries.iter().find(|(_, c)| **c == ino)?;
+            names.push(name.clone());
+            drop(shard);
+            ino = parent;
+        }
+        names.reverse();
+        Some(names.join(&b'/'))
+    }
+
     /// The directories of tree path `path` (all its components but the
     /// last) made to carry `dirs`, the kernel's at each of them in turn (as
     /// many as the kernel has): a copy whose owner, group or mode differ
