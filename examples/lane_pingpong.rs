@@ -97,7 +97,7 @@ fn receive(r: &mut Reader, buf: &mut [u8], spin: u32, wake: Wake, mine: i32) {
         match r.read(&mut buf[got..], false) {
             Ok(0) => panic!("end of stream"),
             Ok(n) => got += n,
-            Err(LaneErr::WouldBlock) => futex::poll_in(mine, None).expect("ppoll"),
+            Err(LaneErr::WouldBlock) => futex::poll_in(mine, -1, None).expect("ppoll"),
             Err(e) => panic!("{e:?}"),
         }
     }
@@ -126,6 +126,7 @@ fn lane(iters: usize, spin: u32, wake: Wake) -> f64 {
             Notify::Eventfd {
                 mine: fds[me],
                 peer: fds[1 - me],
+                hup: -1,
             }
         } else {
             Notify::Futex

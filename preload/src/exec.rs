@@ -478,7 +478,8 @@ pub fn fd_path(fd: c_int, rest: Option<&[u8]>) -> Option<Path> {
     }
 }
 
-fn itoa(mut v: u32, buf: &mut [u8; 10]) -> &[u8] {
+/// `v` in decimal, at the end of `buf` (no allocation).
+pub fn itoa(mut v: u32, buf: &mut [u8; 10]) -> &[u8] {
     let mut i = buf.len();
     loop {
         i -= 1;

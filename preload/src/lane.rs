@@ -56,6 +56,10 @@ struct End {
     side: usize,
     /// This end's eventfd (its wake-up, lane_ready.rs) and the peer's.
     ev: [c_int; 2],
+    /// This end's daemon-only eventfd (the way down's wake-up, which the
+    /// peer cannot take: it holds `ev[0]` and may drain it), slept on
+    /// beside `ev[0]`; -1: none.
+    hup: c_int,
     /// Seqpacket: the rings carry records.
     record: bool,
     /// Made by connect/accept's `join`: may ask again after a way down.
@@ -146,7 +150,7 @@ pub fn note_pair(fds: [c_int; 2]) {
     if room < 2 || REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
         return;
     }
-    let (region, evs, record) = match prepare(fds[0]) {
+    let (region, evs, hups, record) = match prepare(fds[0]) {
         Ok(r) => r,
         Err(e) => {
             if e == libc::ENOPROTOOPT {
@@ -160,7 +164,7 @@ pub fn note_pair(fds: [c_int; 2]) {
         let Some((s, held)) = slot_for(fd) else {
             return;
         };
-        let end = new_end(region, side, record, [evs[side], evs[1 - side]]);
+        let end = new_end(region, side, record, [evs[side], evs[1 - side]], hups[side]);
         s.record.store(record, Ordering::Relaxed);
         // SAFETY: CLAIMING is ours.
         unsafe { *s.end.get() = Some(end) };
@@ -172,9 +176,9 @@ pub fn note_pair(fds: [c_int; 2]) {
 }
 
 /// An end of `region` on `side`, its sleeps and wake-ups through the
-/// eventfds `ev` (this end's, the peer's), which poll and epoll can watch
-/// too (stage c).
-fn new_end(region: &'static Region, side: usize, record: bool, ev: [c_int; 2]) -> End {
+/// eventfds `ev` (this end's, the peer's) and `hup` (this end's
+/// daemon-only one), which poll and epoll can watch too (stage c).
+fn new_end(region: &'static Region, side: usize, record: bool, ev: [c_int; 2], hup: c_int) -> End {
     let framing = if record {
         Framing::Record
     } else {
@@ -184,6 +188,7 @@ fn new_end(region: &'static Region, side: usize, record: bool, ev: [c_int; 2]) -
     let notify = Notify::Eventfd {
         mine: ev[0],
         peer: ev[1],
+        hup,
     };
     w.set_notify(notify);
     r.set_notify(notify);
@@ -191,6 +196,7 @@ fn new_end(region: &'static Region, side: usize, record: bool, ev: [c_int; 2]) -
         region,
         side,
         ev,
+        hup,
         record,
         joined: false,
         timeo: [None, None],
@@ -275,13 +281,13 @@ fn join(fd: c_int) -> Res<End> {
         // of the other end's was on its way through the daemon): ENOENT,
         // or EOPNOTSUPP once it left the map. As one that goes down after:
         // ask again while tries are left.
-        let (region, evs) = map_grant(fd, &g).map_err(|e| match e {
+        let (region, evs, hups) = map_grant(fd, &g).map_err(|e| match e {
             libc::ENOENT | libc::EOPNOTSUPP => libc::EAGAIN,
             e => e,
         })?;
         let side = (g.side & 1) as usize;
         let ev = [evs[side], evs[1 - side]];
-        let mut e = new_end(region, side, g.side & LANE_RECORD != 0, ev);
+        let mut e = new_end(region, side, g.side & LANE_RECORD != 0, ev, hups[side]);
         e.joined = true;
         Ok(e)
     });
@@ -293,47 +299,92 @@ fn join(fd: c_int) -> Res<End> {
 
 /// The pair's region and eventfds (`map_grant`), and whether it carries
 /// records.
-fn prepare(fd: c_int) -> Res<(&'static Region, [c_int; 2], bool)> {
+type Grant = (&'static Region, [c_int; 2], [c_int; 2]);
+fn prepare(fd: c_int) -> Res<(&'static Region, [c_int; 2], [c_int; 2], bool)> {
     let g = ioctl::op(fd, Op::LaneClaim, 3)?.values::<LaneGrant>();
-    let (region, evs) = map_grant(fd, &g)?;
-    Ok((region, evs, g.side & LANE_RECORD != 0))
+    let (region, evs, hups) = map_grant(fd, &g)?;
+    Ok((region, evs, hups, g.side & LANE_RECORD != 0))
 }
 
-/// The region a grant for `fd` names, mapped, and the lane's two eventfds
-/// (side 0's, side 1's; `Op::LaneClaim` arg 4), placed above the program's
-/// descriptors, all claimed over the fd channel (all kept for the
-/// process's life: a lane that goes down keeps its mapping, docs/LANE.md).
-fn map_grant(fd: c_int, g: &LaneGrant) -> Res<(&'static Region, [c_int; 2])> {
+/// The region a grant for `fd` names, mapped, the lane's two eventfds
+/// (side 0's, side 1's; `Op::LaneClaim` arg 4) and the daemon-only
+/// eventfds of the sides this process holds (-1 for the other side of a
+/// connection: the daemon gives it to its own end's library only), placed
+/// above the program's descriptors, all claimed over the fd channel (all
+/// kept for the process's life: a lane that goes down keeps its mapping,
+/// docs/LANE.md).
+fn map_grant(fd: c_int, g: &LaneGrant) -> Res<Grant> {
     let e = ioctl::op(fd, Op::LaneClaim, 4)?.values::<LaneEvents>();
     let m = mount::get().ok_or(libc::EINVAL)?;
-    let fds = fdpass::claim(&fdpass::connect(m)?, &[g.tag, e.tag0, e.tag1], true)?;
-    let &[rfd, e0, e1] = &fds[..] else {
+    // (a tag of 0: that side's daemon-only eventfd is not ours)
+    let hups = [e.hup0, e.hup1];
+    let mut tags = [g.tag, e.tag0, e.tag1, 0, 0];
+    let mut n = 3;
+    for &h in hups.iter().filter(|&&h| h != 0) {
+        tags[n] = h;
+        n += 1;
+    }
+    let fds = fdpass::claim(&fdpass::connect(m)?, &tags[..n], true)?;
+    if fds.len() != n || (hups == [0, 0]) {
+        // A daemon that gives no daemon-only eventfd: no lane (its end
+        // could be kept asleep through the way down).
         fds.iter().for_each(|&f| crate::files::close(f));
         return Err(libc::EIO);
-    };
-    let region = Region::map(rfd, [g.cap0 as u32, g.cap1 as u32]);
-    crate::files::close(rfd);
-    let high = [ready::move_high(e0), ready::move_high(e1)];
-    let (region, evs) = match (region, high) {
-        (Ok(r), [Ok(a), Ok(b)]) => (r, [a, b]),
-        (r, high) => {
-            high.iter().flatten().for_each(|&f| crate::files::close(f));
+    }
+    let region = Region::map(fds[0], [g.cap0 as u32, g.cap1 as u32]);
+    crate::files::close(fds[0]);
+    let mut high = [Ok(-1); 4];
+    for (h, &f) in high.iter_mut().zip(&fds[1..]) {
+        *h = ready::move_high(f);
+    }
+    let region = match (region, high.iter().all(Result::is_ok)) {
+        (Ok(r), true) => r,
+        (r, _) => {
+            high.iter()
+                .flatten()
+                .filter(|&&f| f >= 0)
+                .for_each(|&f| crate::files::close(f));
             return Err(r.err().unwrap_or(libc::EMFILE));
         }
     };
-    Ok((Box::leak(Box::new(region)), evs))
+    let high = high.map(|h| h.unwrap_or(-1));
+    let evs = [high[0], high[1]];
+    let mut rest = high[2..].iter();
+    let hups = hups.map(|h| {
+        if h == 0 {
+            -1
+        } else {
+            *rest.next().unwrap_or(&-1)
+        }
+    });
+    Ok((Box::leak(Box::new(region)), evs, hups))
 }
 
 /// What readiness on `fd`'s lane needs (lane_ready.rs): its region, side,
-/// eventfd and the socket's inode (`fd` was seen to name it); None when
-/// `fd` has no lane here (claimed now if it was a candidate) or the lane
-/// is not `Direct`.
-pub fn ready_end(fd: c_int) -> Option<(&'static Region, usize, c_int, u64)> {
+/// eventfd, daemon-only eventfd and the socket's inode (`fd` was seen to
+/// name it); None when `fd` has no lane here (claimed now if it was a
+/// candidate) or the lane is not `Direct`.
+pub fn ready_end(fd: c_int) -> Option<ReadyEnd> {
     let s = find(fd)?;
     // SAFETY: LANE was seen with Acquire: `end` is set and stays.
     let e = unsafe { (*s.end.get()).as_ref()? };
     let ino = s.ino.load(Ordering::Relaxed);
-    (e.region.state() == Some(State::Direct)).then_some((e.region, e.side, e.ev[0], ino))
+    (e.region.state() == Some(State::Direct)).then_some(ReadyEnd {
+        region: e.region,
+        side: e.side,
+        ev: e.ev[0],
+        hup: e.hup,
+        ino,
+    })
+}
+
+/// `ready_end`'s answer.
+pub struct ReadyEnd {
+    pub region: &'static Region,
+    pub side: usize,
+    pub ev: c_int,
+    pub hup: c_int,
+    pub ino: u64,
 }
 
 /// The connect/accept ends whose lanes came up since the last call, each
@@ -670,20 +721,10 @@ pub fn close(fd: c_int) -> Option<c_int> {
 fn fd_path(fd: c_int) -> [u8; 32] {
     let mut p = [0u8; 32];
     let head = b"/proc/self/fd/";
+    let mut buf = [0u8; 10];
+    let digits = crate::exec::itoa(fd.unsigned_abs(), &mut buf);
     p[..head.len()].copy_from_slice(head);
-    let mut digits = [0u8; 10];
-    let (mut n, mut k) = (fd.unsigned_abs(), 0);
-    loop {
-        digits[k] = b'0' + (n % 10) as u8;
-        k += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for (i, d) in digits[..k].iter().rev().enumerate() {
-        p[head.len() + i] = *d;
-    }
+    p[head.len()..head.len() + digits.len()].copy_from_slice(digits);
     p
 }
 

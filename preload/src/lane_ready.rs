@@ -50,13 +50,21 @@ struct Laned {
     region: &'static Region,
     side: usize,
     ev: c_int,
+    /// The end's daemon-only eventfd (-1: none), in every sleep beside
+    /// `ev`: written at the way down only, never drained (lane.rs).
+    hup: c_int,
 }
 
 fn laned(fd: c_int) -> Option<Laned> {
     if fd < 0 {
         return None;
     }
-    lane::ready_end(fd).map(|(region, side, ev, _)| Laned { region, side, ev })
+    lane::ready_end(fd).map(|e| Laned {
+        region: e.region,
+        side: e.side,
+        ev: e.ev,
+        hup: e.hup,
+    })
 }
 
 const WANT_IN: i16 = libc::POLLIN | libc::POLLRDNORM | libc::POLLRDHUP;
@@ -216,7 +224,10 @@ fn poll_laned(
 ) -> c_int {
     let n = prog.len();
     let deadline = timeout.map(|t| Instant::now() + t);
-    let mut k = [NO_POLL; MAX_POLL];
+    // The program's entries (a laned one's the end's eventfd), then each
+    // laned end's daemon-only eventfd: the way down wakes the sleep even
+    // when the peer took the first one's wake-up.
+    let mut k = [NO_POLL; 2 * MAX_POLL];
     // Set when a lane went down under the last round: its socket is polled
     // again through the daemon, at once if something else was ready.
     let mut had = 0;
@@ -227,10 +238,19 @@ fn poll_laned(
     loop {
         k[..n].copy_from_slice(prog);
         let mut ready_now = had;
+        let mut nk = n;
         for (i, e) in ends.iter().enumerate() {
             let Some(l) = e else { continue };
             k[i].fd = l.ev;
             k[i].events = libc::POLLIN;
+            if l.hup >= 0 {
+                k[nk] = pollfd {
+                    fd: l.hup,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                nk += 1;
+            }
             ready_now += usize::from(ready(i, l, prog));
         }
         // Nothing ready: the flags up (and the eventfds drained) before a
@@ -257,8 +277,8 @@ fn poll_laned(
             let tsp = ts
                 .as_ref()
                 .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-            // SAFETY: k holds n live entries; ts and sigmask are the caller's or null.
-            unsafe { real::ppoll(k.as_mut_ptr(), n as nfds_t, tsp, sigmask) }
+            // SAFETY: k holds nk live entries; ts and sigmask are the caller's or null.
+            unsafe { real::ppoll(k.as_mut_ptr(), nk as nfds_t, tsp, sigmask) }
         };
         let err = errno();
         if sleeping {
@@ -675,7 +695,7 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
         // One the program deleted, of an earlier lane of the descriptor.
         let r = list.swap_remove(i);
         set_count(list);
-        kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+        del_end(epfd, &r.end);
     }
     let e = errno();
     kernel_ctl(epfd, libc::EPOLL_CTL_DEL, fd, 0, 0);
@@ -683,9 +703,7 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
     let tag = TAG | u64::from(id);
     let private =
         (libc::EPOLLONESHOT | libc::EPOLLET | libc::EPOLLWAKEUP | libc::EPOLLEXCLUSIVE) as u32;
-    if events & libc::EPOLLEXCLUSIVE as u32 != 0
-        || kernel_ctl(epfd, libc::EPOLL_CTL_ADD, end.ev, libc::EPOLLIN as u32, tag) < 0
-    {
+    if events & libc::EPOLLEXCLUSIVE as u32 != 0 || add_end(epfd, &end, tag) < 0 {
         drop(h);
         kernel_ctl(epfd, libc::EPOLL_CTL_ADD, fd, events, data);
         set_errno(e);
@@ -826,12 +844,45 @@ fn kernel_ctl(epfd: c_int, op: c_int, fd: c_int, events: u32, data: u64) -> c_in
     unsafe { real::epoll_ctl(epfd, op, fd, &mut ev) }
 }
 
+/// Registers `end`'s eventfd and its daemon-only one in set `epfd` with
+/// `tag` (level, EPOLLIN): both or neither (-1, errno the kernel's). The
+/// daemon-only one tells a sleeper of the way down even when the peer,
+/// which holds the first, drained it.
+fn add_end(epfd: c_int, end: &Laned, tag: u64) -> c_int {
+    let r = kernel_ctl(epfd, libc::EPOLL_CTL_ADD, end.ev, libc::EPOLLIN as u32, tag);
+    if r < 0 || end.hup < 0 {
+        return r;
+    }
+    if kernel_ctl(
+        epfd,
+        libc::EPOLL_CTL_ADD,
+        end.hup,
+        libc::EPOLLIN as u32,
+        tag,
+    ) < 0
+    {
+        let e = errno();
+        kernel_ctl(epfd, libc::EPOLL_CTL_DEL, end.ev, 0, 0);
+        set_errno(e);
+        return -1;
+    }
+    0
+}
+
+/// Takes `end`'s two eventfds out of set `epfd` (`add_end`).
+fn del_end(epfd: c_int, end: &Laned) {
+    kernel_ctl(epfd, libc::EPOLL_CTL_DEL, end.ev, 0, 0);
+    if end.hup >= 0 {
+        kernel_ctl(epfd, libc::EPOLL_CTL_DEL, end.hup, 0, 0);
+    }
+}
+
 /// Moves registration `r`, whose lane is down, back to its data file (the
 /// program's events and data; a disarmed one-shot stays disarmed) unless
 /// the descriptor now names another file.
 fn to_data_file(r: &Reg) {
     let e = errno();
-    kernel_ctl(r.epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+    del_end(r.epfd, &r.end);
     if r.live && ino_of(r.fd) == Some(r.ino) {
         let events = if r.armed {
             r.events
@@ -904,7 +955,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
         if down || !still(&mut list[i]) {
             let r = list.swap_remove(i);
             set_count(list);
-            kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+            del_end(epfd, &r.end);
             at = None;
         }
     }
@@ -920,7 +971,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 // The C library's call on the data file (the lane goes down).
                 let r = list.swap_remove(i);
                 set_count(list);
-                kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+                del_end(epfd, &r.end);
                 return None;
             }
             rearm(&mut list[i], ev);
@@ -941,7 +992,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 let r = list.swap_remove(i);
                 set_count(list);
                 drop(h);
-                kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+                del_end(epfd, &r.end);
                 if op == libc::EPOLL_CTL_DEL {
                     return Some(0);
                 }
@@ -972,13 +1023,15 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
             // A check of `fd`'s file by `laned` is at this generation or a
             // later one.
             let gen = crate::fdgen::now();
-            let Some((region, side, evfd, ino)) = lane::ready_end(fd) else {
+            let Some(re) = lane::ready_end(fd) else {
                 return pend_ctl(epfd, op, fd, read_event());
             };
+            let ino = re.ino;
             let end = Laned {
-                region,
-                side,
-                ev: evfd,
+                region: re.region,
+                side: re.side,
+                ev: re.ev,
+                hup: re.hup,
             };
             let ev = read_event()?;
             if ev.events & libc::EPOLLEXCLUSIVE as u32 != 0 {
@@ -990,13 +1043,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 return Some(-1);
             }
             let id = REGS.next.fetch_add(1, Ordering::Relaxed);
-            let r = kernel_ctl(
-                epfd,
-                libc::EPOLL_CTL_ADD,
-                end.ev,
-                libc::EPOLLIN as u32,
-                TAG | u64::from(id),
-            );
+            let r = add_end(epfd, &end, TAG | u64::from(id));
             if r < 0 {
                 let e = errno();
                 drop(h);
@@ -1194,7 +1241,7 @@ pub fn wait(
                     // registration with the file (a duplicate it kept
                     // would keep it there: a lane has none).
                     let r = list.swap_remove(i);
-                    kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+                    del_end(epfd, &r.end);
                     continue;
                 }
                 if r.armed && sleeping {
@@ -1284,7 +1331,7 @@ pub fn wait(
                 // the set now, as nothing here drains it.
                 let r = list.swap_remove(at);
                 set_count(list);
-                kernel_ctl(epfd, libc::EPOLL_CTL_DEL, r.end.ev, 0, 0);
+                del_end(epfd, &r.end);
                 moved = true;
                 continue;
             }

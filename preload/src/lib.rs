@@ -12,6 +12,7 @@
 //! nothing extra.
 #![allow(clippy::missing_safety_doc)] // the C library's contracts apply
 
+mod closes;
 mod control;
 mod convert;
 mod epolls;
@@ -836,7 +837,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 /// calls (found with dlsym, which takes locks and allocates).
 extern "C" fn init() {
     real::resolve_all();
-    fdgen::init();
+    closes::init();
     gadget::init();
     restart::init_faults();
     exec::init();
@@ -925,8 +926,8 @@ pub unsafe extern "C" fn syscall(
             libc::SYS_fstat => fstat(a as c_int, b as _).into(),
             libc::SYS_newfstatat => fstatat(a as c_int, b as Path, c as _, d as c_int).into(),
             // A close of a descriptor number moves the generation (fdgen.rs).
-            _ if fdgen::closes(nr) => {
-                fdgen::syscall(nr, a, b, c, || gadget::call(nr, a, b, c, d, e, f))
+            _ if closes::closes(nr) => {
+                closes::syscall(nr, a, b, c, || gadget::call(nr, a, b, c, d, e, f))
             }
             // From the library's call site: the calls it forwards as made.
             _ => gadget::call(nr, a, b, c, d, e, f),

@@ -432,8 +432,12 @@ values! {
     /// which writes ring 0) and the two rings' capacities.
     LaneGrant { tag: u64, side: i32, cap0: i32, cap1: i32 }
     /// `Op::LaneClaim` arg 4: the depot tags of the lane's two eventfds
-    /// (end A's, end B's), each the end's wake-up for poll and epoll.
-    LaneEvents { tag0: u64, tag1: u64 }
+    /// (end A's, end B's), each the end's wake-up for poll and epoll, which
+    /// its peer writes; then of the two ends' daemon-only eventfds (written
+    /// at the way down, never by a peer), each given only to a library that
+    /// holds that end (0: not this asker's: a connection's asker gets its
+    /// own end's, a socketpair's maker both).
+    LaneEvents { tag0: u64, tag1: u64, hup0: u64, hup1: u64 }
     /// `Op::AtMark`: SIOCATMARK.
     AtMark { at: bool }
     /// `Op::OobOpts`: SO_OOBINLINE, SO_PEEK_OFF, the SIGURG owner and O_ASYNC.

@@ -89,9 +89,12 @@ struct Lane {
     waiters: Vec<Waiter>,
     /// Each end's wake-up for poll and epoll (lane_ready.rs).
     evs: Evs,
+    /// Made by connect/accept (arg 5/6: an asker holds one end), not a
+    /// socketpair (arg 3: its maker holds both).
+    joined: bool,
     /// Seqpacket: the rings carry records.
     record: bool,
-    /// The daemon's descriptors above (the memfd, the two eventfds), on
+    /// The daemon's descriptors above (the memfd, the four eventfds), on
     /// the asker's descriptor budget as a deposit's are (ChargedFd): given
     /// back when the lane is dropped and they close (last: after them).
     _fds: Charge,
@@ -124,8 +127,9 @@ impl Lane {
     }
 }
 
-/// Descriptors a lane holds in the daemon: its memfd and two eventfds.
-const LANE_FDS: u64 = 3;
+/// Descriptors a lane holds in the daemon: its memfd and four eventfds
+/// (each end's, each end's daemon-only one: lane_ready.rs).
+const LANE_FDS: u64 = 1 + super::lane_ready::EVS_FDS;
 
 /// The mount's lanes, by socket number (both ends of each).
 pub struct Lanes {
@@ -309,7 +313,7 @@ fn made_by(s: &Socket, c: &Caller) -> bool {
 }
 
 /// The user a connection's lane is charged to (its one of the mount's
-/// lanes and the daemon's three descriptors for it): the user whose call
+/// lanes and the daemon's five descriptors for it): the user whose call
 /// made the connection, fixed then: the connecting process's (an accepted
 /// end's SO_PEERCRED), a socketpair's maker (either end's). Not the end
 /// whose ask makes the lane, which the other end could choose by asking
@@ -506,7 +510,10 @@ impl Engine {
     }
 
     /// `Op::LaneClaim` arg 4, after arg 3 or 5 on the same socket: the lane's
-    /// two eventfds for its maker (lane_ready.rs).
+    /// two eventfds for its asker, and the daemon-only eventfd of each end
+    /// it holds (lane_ready.rs): a connection's asker holds `s`'s end only,
+    /// and must not get the peer's (it could drain it: the peer would sleep
+    /// through the way down); a socketpair's maker holds both.
     pub fn lane_events(&self, s: &Arc<Socket>, c: &Caller) -> Result<LaneEvents> {
         let lane = self.lanes.map.lock().get(&s.id).cloned();
         let lane = lane.ok_or(Errno::EOPNOTSUPP)?;
@@ -514,7 +521,8 @@ impl Engine {
         if !l.is_up() {
             return Err(Errno::ENOENT);
         }
-        l.evs.deposit(&self.depot, s.id, c.fsuid)
+        let mine = [0, 1].map(|i| !l.joined || l.socks[i].id == s.id);
+        l.evs.deposit(&self.depot, s.id, c.fsuid, mine)
     }
 
     fn lane_make(&self, s: &Arc<Socket>, c: &Caller, joined: bool) -> Result<Lane> {
@@ -539,7 +547,7 @@ impl Engine {
         if joined && !peer.lane_asked.load(Ordering::Acquire) {
             return Err(Errno::EAGAIN);
         }
-        // One of the mount's lanes and the daemon's three descriptors, on
+        // One of the mount's lanes and the daemon's five descriptors, on
         // the user whose call made the connection (`payer`): refused past
         // the mount's or that user's share, before the connection spends
         // one of its lanes.
@@ -571,6 +579,7 @@ impl Engine {
             phase: Phase::Up,
             waiters: Vec::new(),
             evs,
+            joined,
             record: s.ty == SockType::Seqpacket,
             _fds: fds,
         })
@@ -1144,6 +1153,92 @@ mod tests {
         }
     }
 
+    /// Each end's daemon-only eventfd goes only to a library holding that
+    /// end: a connection's asker gets its own end's (its peer, which holds
+    /// the end's shared eventfd to wake it and may drain it, must not get
+    /// the one that tells the end of the way down:
+    /// integration/adversarial_lanes2.sh hup_drained), a socketpair's maker
+    /// both; the way down makes each readable, and a drain of the shared
+    /// one takes nothing from it.
+    #[test]
+    fn a_peer_gets_no_ends_daemon_only_eventfd_and_the_way_down_writes_it() {
+        use std::os::fd::AsRawFd;
+        let count = |fd: i32| {
+            let mut v = 0u64;
+            // SAFETY: reads 8 bytes into a live u64.
+            let n = unsafe { libc::read(fd, (&raw mut v).cast(), 8) };
+            (n == 8).then_some(v)
+        };
+        let (e, c) = (lanes_engine(), root());
+        let (srv, addr) = listener(&e, b"lane-hup", SockType::Stream, &c);
+        let cli = e.socket(SockType::Stream, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        assert_eq!(e.lane_join(&cli, &c, false).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_join(&acc, &c, false).expect("both asked");
+        e.lane_join(&cli, &c, false)
+            .expect("the client claims its end");
+        let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
+        let cli_side = usize::from(lane.lock().socks[1].id == cli.id);
+        let got = e.lane_events(&cli, &c).expect("the client's eventfds");
+        println!("the client (side {cli_side}) gets {got:?}");
+        let hups = [got.hup0, got.hup1];
+        assert_ne!(hups[cli_side], 0, "its own end's daemon-only eventfd");
+        assert_eq!(hups[1 - cli_side], 0, "not its peer's");
+        let mut tags = vec![got.tag0, got.tag1, hups[cli_side]];
+        let files = e.depot.claim(&tags, 0).expect("claimed");
+        let peer_ev = files[1 - cli_side].as_raw_fd();
+        let acc_tags = e.lane_events(&acc, &c).expect("the accepter's eventfds");
+        println!("the accepter gets {acc_tags:?}");
+        let acc_hup = [acc_tags.hup0, acc_tags.hup1][1 - cli_side];
+        assert_ne!(acc_hup, 0);
+        tags = vec![acc_hup];
+        let acc_files = e.depot.claim(&tags, 0).expect("claimed");
+        e.lane_down(&cli, None).expect("no busy word: down at once");
+        // The client (B) drains its peer's shared eventfd at the way down.
+        let stolen = count(peer_ev);
+        let told = count(acc_files[0].as_raw_fd());
+        println!(
+            "the peer's drain of the accepter's eventfd: {stolen:?}; the accepter's daemon-only one then: {told:?}"
+        );
+        assert_eq!(stolen, Some(1));
+        assert_eq!(told, Some(1), "the way down reached the accepter anyway");
+
+        let (a, b) = e.socketpair(SockType::Stream, &c);
+        e.lane_prepare(&a, &c).expect("a fresh pair gets a lane");
+        let pair = e.lane_events(&a, &c).expect("the maker's eventfds");
+        println!("a socketpair's maker gets {pair:?}");
+        assert!(pair.hup0 != 0 && pair.hup1 != 0, "both ends are its");
+        drop(b);
+    }
+
+    /// A lane made again between the way down at a socket's last data file
+    /// release and the socket's end (its peer's library asked again, having
+    /// seen the first lane go down) goes down with the socket: before, it
+    /// stayed up with a closed peer, and the peer's reader slept on its
+    /// ring for ever (adversarial_lanes2.sh hup_drained, A in a blocking
+    /// recv: 1 EOF in 10 never).
+    #[test]
+    fn a_lane_made_while_a_socket_is_released_goes_down_with_it() {
+        let (e, c) = (lanes_engine(), root());
+        let (srv, addr) = listener(&e, b"lane-release", SockType::Stream, &c);
+        let cli = e.socket(SockType::Stream, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        assert_eq!(e.lane_join(&cli, &c, false).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_join(&acc, &c, false).expect("both asked");
+        // The client's data file released: its way down first...
+        e.lane_down(&cli, None).expect("no busy word: down at once");
+        // ...then the accepter, woken by it, asks again before the put.
+        let again = e.lane_join(&acc, &c, false).map(|_| ());
+        println!("the accepter's ask between the way down and the put: {again:?}");
+        assert_eq!(again, Ok(()), "a second lane (the case to cover)");
+        e.put(&cli);
+        let status = e.lane_status(&acc);
+        println!("the accepter's lane after the client's end: {status}");
+        assert_eq!(status, "none");
+    }
+
     /// A connection made by connect and accept gets its lane only when it
     /// is accepted and both ends' libraries asked (the accepter's set-up is
     /// done then); a seqpacket lane says so in the grant, and the records
@@ -1622,9 +1717,9 @@ mod tests {
     #[test]
     fn a_lanes_descriptors_are_charged_to_its_asker() {
         let e = shared_out();
-        // 10 descriptors a user: two lanes (3 held, 1 deposited, and the
+        // 14 descriptors a user: two lanes (5 held, 1 deposited, and the
         // pair's own pin) and change.
-        e.depot.quota.set_max(20);
+        e.depot.quota.set_max(28);
         let (a, _, held, refused) = b_fills_its_share(&e, 10);
         let used = e.depot.quota.user_used(65534);
         println!(

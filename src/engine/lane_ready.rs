@@ -3,10 +3,17 @@
 //! when it publishes while the end's waiting flag is up (the library sleeps
 //! on it in a blocking call, and puts it in place of the data file in what
 //! the program polls and in its epoll sets). The daemon makes them with the
-//! region, hands both to the pair's maker (`Op::LaneClaim` arg 4, through
-//! the depot), and writes both when the lane goes down, so that a poller
-//! or an epoll_wait asleep on the ring wakes and goes on through the data
-//! file. It closes its own descriptors with the lane.
+//! region, hands both to each asker (`Op::LaneClaim` arg 4, through the
+//! depot: an end needs its peer's to wake it), and writes both when the
+//! lane goes down. Since a peer holds the end's eventfd it may also read
+//! it, and so take the way down's wake-up before the end's sleep sees it
+//! (integration/adversarial_lanes2.sh hup_drained): each end therefore has
+//! a second, daemon-only eventfd (`hup`), given only to a library holding
+//! that end, slept on beside the first and written only here, at the way
+//! down, and never drained (after the way down nothing sleeps on it: the
+//! end's calls and registrations go to the data file). So a poller or an
+//! epoll_wait asleep on the ring wakes and goes on through the data file,
+//! whatever the peer does. It closes its own descriptors with the lane.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
@@ -19,8 +26,15 @@ use super::Result;
 use super::depot::Depot;
 use super::fds::ChargedFd;
 
-/// End A's and end B's eventfds.
-pub struct Evs([OwnedFd; 2]);
+/// End A's and end B's eventfds (written by the peer and by the daemon),
+/// then their daemon-only ones.
+pub struct Evs {
+    ev: [OwnedFd; 2],
+    hup: [OwnedFd; 2],
+}
+
+/// The daemon's descriptors of a lane's `Evs`.
+pub const EVS_FDS: u64 = 4;
 
 impl Evs {
     pub fn new() -> Result<Evs> {
@@ -34,30 +48,43 @@ impl Evs {
                 Ok(unsafe { OwnedFd::from_raw_fd(fd) })
             }
         };
-        Ok(Evs([one()?, one()?]))
+        Ok(Evs {
+            ev: [one()?, one()?],
+            hup: [one()?, one()?],
+        })
     }
 
-    /// Wakes both ends (the lane's state changed).
+    /// Wakes both ends (the lane's state changed): their shared eventfds
+    /// and, the wake-up no peer can take, their daemon-only ones.
     pub fn signal(&self) {
-        for e in &self.0 {
+        for e in self.ev.iter().chain(&self.hup) {
             futex::eventfd_signal(e.as_raw_fd());
         }
     }
 
-    /// Both eventfds for socket `sock`'s maker (`uid`), as files received
-    /// by it: their depot tags, which it claims over the fd channel.
-    pub fn deposit(&self, depot: &Depot, sock: u64, uid: u32) -> Result<LaneEvents> {
-        let mut tags = [0u64; 2];
-        for (t, e) in tags.iter_mut().zip(&self.0) {
+    /// Both ends' eventfds and the daemon-only ones of the ends `mine`
+    /// names, for socket `sock`'s asker (`uid`), as files received by it:
+    /// their depot tags (0: not given), which it claims over the fd channel.
+    pub fn deposit(
+        &self,
+        depot: &Depot,
+        sock: u64,
+        uid: u32,
+        mine: [bool; 2],
+    ) -> Result<LaneEvents> {
+        let keep = |e: &OwnedFd| -> Result<u64> {
             let fd = e.try_clone().map_err(|_| Errno::EMFILE)?;
             let fd = ChargedFd::new(&depot.quota, uid, fd)?;
-            *t = depot
+            depot
                 .keep_received(sock, uid, Arc::new(fd))
-                .ok_or(Errno::ETOOMANYREFS)?;
-        }
+                .ok_or(Errno::ETOOMANYREFS)
+        };
+        let hup = |i: usize| if mine[i] { keep(&self.hup[i]) } else { Ok(0) };
         Ok(LaneEvents {
-            tag0: tags[0],
-            tag1: tags[1],
+            tag0: keep(&self.ev[0])?,
+            tag1: keep(&self.ev[1])?,
+            hup0: hup(0)?,
+            hup1: hup(1)?,
         })
     }
 }
@@ -73,21 +100,21 @@ mod tests {
         (n == 8).then_some(v)
     }
 
-    /// The way down's wake-up reaches a sleeper on either end's eventfd,
+    /// The way down's wake-up reaches a sleeper on either end's eventfds,
     /// and the eventfds never block the daemon (non-blocking, empty: EAGAIN).
     #[test]
     fn a_signal_makes_both_ends_eventfds_readable() {
         let e = Evs::new().expect("eventfds");
-        let before: Vec<_> = e.0.iter().map(count).collect();
+        let all = || e.ev.iter().chain(&e.hup).map(count).collect::<Vec<_>>();
+        let before = all();
         println!("before: {before:?}");
         assert_eq!(
-            before,
-            [None, None],
+            before, [None; 4],
             "fresh eventfds are empty and do not block"
         );
         e.signal();
-        let after: Vec<_> = e.0.iter().map(count).collect();
+        let after = all();
         println!("after a signal: {after:?}");
-        assert_eq!(after, [Some(1), Some(1)]);
+        assert_eq!(after, [Some(1); 4]);
     }
 }

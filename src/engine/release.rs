@@ -12,6 +12,12 @@ use super::{Engine, NameKey, Wakeups};
 impl Engine {
     /// unix_release_sock.
     pub(crate) fn release(&self, s: &Arc<Socket>) {
+        // A lane made since its last data file's release took the old one
+        // down (the peer's library asked again meanwhile: its end had seen
+        // the way down) would outlive the socket, its peer asleep on the
+        // ring for ever (adversarial_lanes2.sh hup_drained, block): down
+        // now, its rings drained while the socket is still connected.
+        let _ = self.lane_down(s, None);
         let mut wake = Wakeups::new();
         let (conn, msgs, name, aliases, received, was_embryo, late) = {
             let mut st = s.lock();

@@ -79,27 +79,20 @@ pub fn eventfd_drain(fd: i32) {
     unsafe { libc::syscall(libc::SYS_read, fd, &mut v as *mut u64, 8usize) };
 }
 
-/// Sleeps in ppoll until `fd` is readable, at most `timeout`. Ok when it is
-/// (or on a spurious return); ETIMEDOUT, EINTR.
-pub fn poll_in(fd: i32, timeout: Option<Duration>) -> Result<(), Errno> {
-    let mut p = libc::pollfd {
+/// Sleeps in ppoll until `fd` or `hup` is readable, at most `timeout`. Ok
+/// when one is (or on a spurious return); ETIMEDOUT, EINTR. `hup` is the
+/// end's daemon-only eventfd (written at the way down, never drained; -1:
+/// none, which ppoll skips).
+pub fn poll_in(fd: i32, hup: i32, timeout: Option<Duration>) -> Result<(), Errno> {
+    let mut p = [fd, hup].map(|fd| libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
-    };
+    });
     let ts = timespec(timeout);
     let tsp = as_ptr(&ts);
-    // SAFETY: one live pollfd, a live timespec or null, no signal mask.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_ppoll,
-            &mut p as *mut libc::pollfd,
-            1usize,
-            tsp,
-            0usize,
-            8usize,
-        )
-    };
+    // SAFETY: two live pollfds, a live timespec or null, no signal mask.
+    let r = unsafe { libc::syscall(libc::SYS_ppoll, p.as_mut_ptr(), 2usize, tsp, 0usize, 8usize) };
     match r {
         r if r < 0 => Err(errno()),
         0 => Err(libc::ETIMEDOUT),

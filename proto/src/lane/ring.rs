@@ -137,8 +137,16 @@ pub enum Notify {
     Futex,
     /// In ppoll on `mine` (non-blocking eventfd, the end's readiness, which
     /// a program's poll/epoll can watch too); the peer is woken by writing
-    /// on `peer` (the peer end's eventfd).
-    Eventfd { mine: RawFd, peer: RawFd },
+    /// on `peer` (the peer end's eventfd). `hup`, beside `mine` in every
+    /// sleep, is the end's daemon-only eventfd (-1: none): the peer holds
+    /// `mine` too (to write it) and may drain it, so the daemon's wake-up
+    /// at the way down comes on `hup`, which only the end's process holds
+    /// and nobody drains (docs/LANE.md "No peer keeps an end asleep").
+    Eventfd {
+        mine: RawFd,
+        peer: RawFd,
+        hup: RawFd,
+    },
 }
 
 impl Notify {
@@ -214,7 +222,7 @@ fn wait_until(
         };
         let slept = match notify {
             Notify::Futex => futex::wait(ev, e, left),
-            Notify::Eventfd { mine, .. } => futex::poll_in(mine, left),
+            Notify::Eventfd { mine, hup, .. } => futex::poll_in(mine, hup, left),
         };
         waiting.store(0, Ordering::Relaxed);
         if slept == Err(libc::EINTR) {

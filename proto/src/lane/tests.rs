@@ -301,10 +301,12 @@ fn threads_move_a_pattern_through_a_small_ring() {
             w.set_notify(Notify::Eventfd {
                 mine: f[0],
                 peer: f[1],
+                hup: -1,
             });
             rd.set_notify(Notify::Eventfd {
                 mine: f[1],
                 peer: f[0],
+                hup: -1,
             });
             f
         });
@@ -696,7 +698,11 @@ fn a_signal_interrupts_a_sleeping_wait() {
         let (_, mut rd) = r.end(Side::A, Framing::Stream);
         let e = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if efd {
-            rd.set_notify(Notify::Eventfd { mine: e, peer: e });
+            rd.set_notify(Notify::Eventfd {
+                mine: e,
+                peer: e,
+                hup: -1,
+            });
         }
         std::thread::scope(|s| {
             let (tx, rx) = std::sync::mpsc::channel();
