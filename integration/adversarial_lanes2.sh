@@ -23,6 +23,21 @@
 #               of A's directory: the daemon must not take the copy's owner and mode
 #               from what B's namespace shows (B's 0777): the copy stays A's 0700, B's
 #               bind is EACCES and A's client reaches A.
+#  route_ancestor B made the mount's directory above A's route first (plain, B's 0777) and
+#               A's routed directory's copy in it; A's `udsfs run --route` of its 0700
+#               directory declares it to the daemon, and A binds there. B then moves
+#               the copy of A's directory aside in B's directory above it, makes
+#               its own in its place and binds its socket at A's name: A's client
+#               must reach A (Linux: B cannot move a directory in root's 0755 one).
+#               A declaration kept on the node would stay with the copy moved aside
+#               (B's new one: no copy, B's, A's client reaches B); the directories
+#               above a route root are copies too, root's 0755 from A's declaration
+#               on, so B's move is EACCES.
+#  plain_copies A, on the mount without a route, makes M/run (where the kernel has
+#               root's /run) 0711 and its own directory in it, binds a socket there and
+#               connects to it: the copies stay A's as made, as on a mount with no
+#               routes (a directory is a copy of the kernel's only at, above or below a
+#               declared route root).
 #  userns_share B as root of a user namespace of its own (unshare -Ur) takes laned pairs
 #               until refused: its share (204), as outside it, not root's (no share):
 #               holds (a lane is charged to the connection's maker's uid as the daemon
@@ -226,6 +241,45 @@ after=$(run_as $A "$R" -- ask.py "$R/in/adir/a.sock" 2>&1)
 say "B in a mount namespace of its own, A's directory shown as its own 0777: $got; the mount's copy then: $copy; A's client: $after"
 verdict route_mntns "$(grep -q 'bind: EACCES' <<<"$got" && [ "$copy" = "drwx------ $A" ] && [ "$after" = "got A" ] && echo 1)" \
     "B's bind in the copy of A's 0700 directory from a mount namespace showing it as B's 0777: $got; the copy after: $copy (A's: drwx------ $A); A's client: $after"
+stop_servers
+
+# route_ancestor
+R=$TMP/r4
+mkdir -m 755 "$R"
+mkdir -m 700 "$R/adir"
+chown "$A:$A" "$R/adir"
+# (B's copy of $R is made by root for B, as if B had made it before any route was
+# declared: the copy of root's $TMP is a copy by now, above the routes above)
+mkdir "$MNT$R" && chown "$B:$B" "$MNT$R" && chmod 777 "$MNT$R"
+squat=$(as_uid $B mkdir -m 777 "$MNT$R/adir" 2>&1 && echo made) || true
+say "B's copies before A's run: $(stat -c '%A %u' "$MNT$R" "$MNT$R/adir" | tr '\n' ' ')(B's mkdir of A's: ${squat})"
+serve_as $A "$TMP/a4.out" "$R/adir" -- "$R/adir/a.sock" A 2
+say "after A's declaration and bind: $(stat -c '%A %u' "$MNT$R" "$MNT$R/adir" | tr '\n' ' ')"
+before=$(run_as $A "$R/adir" -- ask.py "$R/adir/a.sock" 2>&1)
+moved=$(as_uid $B mv "$MNT$R/adir" "$MNT$R/aside" 2>&1 && echo moved) || true
+made=$(as_uid $B mkdir -m 777 "$MNT$R/adir" 2>&1 && echo made) || true
+run_as $B - -- serve.py "$MNT$R/adir/a.sock" B 1 >"$TMP/b4.out" 2>&1 &
+servers+=($!)
+for _ in $(seq 500); do
+    grep -q listening "$TMP/b4.out" && break
+    kill -0 "${servers[-1]}" 2>/dev/null || break
+    sleep 0.01
+done
+bbind=$(tail -n 1 "$TMP/b4.out")
+after=$(run_as $A "$R/adir" -- ask.py "$R/adir/a.sock" 2>&1)
+say "A's client before: $before; B's move of the copy of A's directory: $moved; B's own in its place: $made; B's bind at A's name: $bbind; A's client after: $after"
+verdict route_ancestor "$([ "$after" = "got A" ] && echo 1)" \
+    "B moved the copy of A's routed directory aside in B's directory above it and bound at A's name: A's client got: $after (Linux: got A; before: $before)"
+stop_servers
+
+# plain_copies
+mkdir_a=$(as_uid $A sh -c 'mkdir -m 711 "$1/run" && mkdir -m 700 "$1/run/ap"' - "$MNT" 2>&1 && echo made) || true
+serve_as $A "$TMP/a5.out" - -- "$MNT/run/ap/p.sock" A 1
+asked=$(run_as $A - -- ask.py "$MNT/run/ap/p.sock" 2>&1)
+copies=$(stat -c '%A %u' "$MNT/run" "$MNT/run/ap" | tr '\n' ' ')
+say "A's mkdir of M/run 0711 and M/run/ap 0700 on the mount without routes: $mkdir_a; its bind and connect there: $asked; the directories then: $copies(the kernel's /run: $(stat -c '%A %u' /run))"
+verdict plain_copies "$([ "$mkdir_a" = made ] && [ "$asked" = "got A" ] && [ "$copies" = "drwx--x--x $A drwx------ $A " ] && echo 1)" \
+    "A's own M/run and M/run/ap after A's bind and connect below them: $copies(made as drwx--x--x $A drwx------ $A; connect: $asked)"
 stop_servers
 
 # userns_share: B as root of a user namespace of its own takes lanes until refused

@@ -54,11 +54,41 @@ impl Engine {
     /// ones made) or a connect walks them: the kernel's directories decide
     /// who may bind, connect and move names below them, not whoever made
     /// the mount's copies first (README "What is routed"). Only on a mount
-    /// (the tree path is then a kernel path too); a stream or seqpacket
+    /// (the tree path is then a kernel path too), for a name below a route
+    /// root a `udsfs run` declared (`Tree::under_route`: a plain mount's
+    /// directories stay their makers'); a stream or seqpacket
     /// connect only (a datagram send's search is the front's, `searchable`,
     /// and costs no walk of the kernel's tree per message).
     fn mirror_kernel_dirs(&self, path: &[u8], caller: &Caller, make: bool) {
-        let Some(dirs) = self.kernel_dirs(path, caller.tid, false) else {
+        if self.tree.under_route(path) {
+            self.correct_dirs(path, caller.tid, make, false);
+        }
+    }
+
+    /// `udsfs run --route /P`'s declaration, by `caller`: tree path `P` is a
+    /// route root from now on (`Tree::declare_route`), and its directories
+    /// (`P`'s own too) are given the kernel's attributes at once, as
+    /// `caller` sees them, so a copy another user made first is corrected
+    /// before the run's program starts.
+    pub fn declare_route(&self, path: &[u8], caller: &Caller) -> Result<()> {
+        if let Err(e) = self.tree.declare_route(path, caller.fsuid) {
+            limited!(
+                info,
+                "route declared by uid {} refused ({e}): {}",
+                caller.fsuid,
+                String::from_utf8_lossy(&path[..path.len().min(256)])
+            );
+            return Err(e);
+        }
+        self.correct_dirs(path, caller.tid, false, true);
+        Ok(())
+    }
+
+    /// The copies on tree path `path` (its last component too when `last`)
+    /// given the kernel's attributes as thread `tid` sees them (`make`:
+    /// missing ones made), each name dropped from a copy logged.
+    fn correct_dirs(&self, path: &[u8], tid: u32, make: bool, last: bool) {
+        let Some(dirs) = self.kernel_dirs(path, tid, last) else {
             return;
         };
         for name in self.tree.mirror(path, &dirs, make) {
@@ -94,16 +124,19 @@ impl Engine {
     }
 
     /// mkdir(2) of `name` in tree directory `parent` by thread `tid` as
-    /// `m` asks: where the kernel has a directory at that path (as `tid`
-    /// sees it), the new one is its copy and carries its owner, group and
-    /// mode, whoever makes it (README "What is routed"), so no user can
+    /// `m` asks: at a route's path (a declared route root, above or below
+    /// one: `Tree::is_route_copy`) where the kernel has a directory (as
+    /// `tid` sees it), the new one is its copy and carries its owner, group
+    /// and mode, whoever makes it (README "What is routed"), so no user can
     /// make, and own, the copy of a kernel directory it could not write.
+    /// Elsewhere it is the maker's, as on a plain mount.
     pub fn mkdir(&self, parent: u64, name: &[u8], m: Maker, tid: u32) -> Result<u64> {
         let kernel = self
             .tree
             .mount_point()
             .and_then(|_| self.tree.path_of(parent))
             .map(|p| [p.as_slice(), b"/", name].concat())
+            .filter(|path| self.tree.is_route_copy(path))
             .and_then(|path| {
                 let n = path.split(|&b| b == b'/').filter(|c| !c.is_empty()).count();
                 self.kernel_dirs(&path, tid, true).filter(|d| d.len() == n)

@@ -278,7 +278,15 @@ mod tests {
             gid: 61052,
             mode: 0o777,
         };
-        // /tmp is the kernel's (root's, 1777); B's own name is no copy.
+        // No route declared: B's mkdir of tmp is B's, as on a plain mount.
+        let plain = eng.mkdir(ROOT_INO, b"tmp", b, tid).unwrap();
+        let p = eng.tree.getattr(plain).unwrap();
+        println!("B's mkdir of tmp, no route: {:o} {}", p.perm, p.uid);
+        assert_eq!((p.perm, p.uid), (0o777, 61052));
+        eng.tree.rmdir(ROOT_INO, b"tmp").unwrap();
+        // A route below /tmp declared: /tmp is the kernel's (root's, 1777),
+        // above the route; B's own name beside the route is no copy.
+        eng.tree.declare_route(b"/tmp/udsfs-route", 61052).unwrap();
         let tmp = eng.mkdir(ROOT_INO, b"tmp", b, tid).unwrap();
         let own = eng.mkdir(tmp, b"udsfs-no-such-kernel-dir", b, tid).unwrap();
         let (t, o) = (

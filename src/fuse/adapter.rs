@@ -471,6 +471,9 @@ impl Filesystem for UdsFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
+        if name.as_bytes() == udsfs_proto::mount::ROUTE_XATTR.as_bytes() {
+            return empty(self.inner.eng.declare_route(value, &caller(req)), reply);
+        }
         let fds = &self.inner.eng.depot.quota;
         let set = actfor::set_xattr(fds, ino.0, name.as_bytes(), req.pid(), req.uid(), value);
         empty(set, reply);

@@ -29,9 +29,9 @@ impl Tree {
         Some(names.join(&b'/'))
     }
 
-    /// The directories of tree path `path` (all its components but the
-    /// last) made to carry `dirs`, the kernel's at each of them in turn (as
-    /// many as the kernel has): a copy whose owner, group or mode differ
+    /// The directories of tree path `path` (as many of its components as
+    /// `dirs` has: all but the last for a name's path) made to carry `dirs`,
+    /// the kernel's at each of them in turn (as many as the kernel has): a copy whose owner, group or mode differ
     /// takes the kernel's (the daemon decides, whoever made the copy), a
     /// missing one is made with them when `make` (a bind), and the walk
     /// stops at a missing one otherwise, or at a name that is no directory.

@@ -7,6 +7,7 @@
 mod dirops;
 mod mirror;
 mod node;
+mod routes;
 mod shards;
 mod walk;
 
@@ -45,6 +46,8 @@ pub struct Tree {
     rename_lock: Mutex<()>,
     /// The mount point: absolute paths and symlink targets under it name tree paths.
     prefix: Option<Vec<u8>>,
+    /// The route roots declared (`routes`): where directories are copies.
+    routes: routes::Routes,
 }
 
 fn check_name(name: &[u8]) -> Result<(), Errno> {
@@ -79,6 +82,7 @@ impl Tree {
             rename_lock: Mutex::new(()),
             nodes: Quota::new("tree nodes"),
             prefix,
+            routes: routes::Routes::default(),
         };
         // The root counts, as in tmpfs's nr_inodes.
         tree.nodes.transfer_in(root_uid, 1);

@@ -176,3 +176,42 @@ fn copies_of_kernel_directories_take_the_kernels_owner_and_mode() {
     );
     assert_eq!(t.lookup(d.ino, b"a.sock").unwrap().kind, Kind::Socket);
 }
+
+#[test]
+fn route_roots_decide_which_directories_are_copies() {
+    let t = Tree::new(2, 0, 0, None);
+    // Nothing declared: a plain mount, no directory is a copy.
+    assert!(!t.under_route(b"run/app/s"));
+    assert!(!t.is_route_copy(b"run"));
+    t.declare_route(b"/home/a", 61051).unwrap();
+    let shown = |p: &[u8]| {
+        let (u, c) = (t.under_route(p), t.is_route_copy(p));
+        println!(
+            "{}: under a route {u}, a copy {c}",
+            String::from_utf8_lossy(p)
+        );
+        (u, c)
+    };
+    // Names below the root; directories above, at and below it.
+    assert_eq!(shown(b"home/a/s"), (true, true));
+    assert_eq!(shown(b"/home/a/x/s"), (true, true));
+    assert_eq!(shown(b"home/x/../a/s"), (true, true));
+    assert_eq!(shown(b"home/a"), (false, true));
+    assert_eq!(shown(b"home"), (false, true));
+    // Beside it: plain.
+    assert_eq!(shown(b"home/s"), (false, false));
+    assert_eq!(shown(b"home/ab/s"), (false, false));
+    assert_eq!(shown(b"run"), (false, false));
+    // Bad declarations; one user's declarations are counted, again is free.
+    assert_eq!(t.declare_route(b"/", 7), Err(Errno::EINVAL));
+    assert_eq!(t.declare_route(b"/./..", 7), Err(Errno::EINVAL));
+    let long = [b"/".as_slice(), &[b'x'; 256]].concat();
+    assert_eq!(t.declare_route(&long, 7), Err(Errno::ENAMETOOLONG));
+    for i in 0..super::routes::PER_USER {
+        t.declare_route(format!("/r/{i}").as_bytes(), 7).unwrap();
+    }
+    assert_eq!(t.declare_route(b"/r/more", 7), Err(Errno::ENOSPC));
+    assert!(t.declare_route(b"/r/0", 7).is_ok());
+    assert!(t.declare_route(b"/home/a", 7).is_ok());
+    assert!(t.declare_route(b"/r/more", 8).is_ok());
+}
