@@ -38,6 +38,13 @@
 #               connects to it: the copies stay A's as made, as on a mount with no
 #               routes (a directory is a copy of the kernel's only at, above or below a
 #               declared route root).
+#  route_dgram  B made, before A's route was declared, its own copy of A's 0700 directory
+#               below A's route root (plain then, B's 0777) and bound a datagram socket
+#               in it; A's run declares the route (which corrects the root's copy, not
+#               the ones below it) and A's program sends a datagram to that name before
+#               any bind or stream connect below the root: B must get nothing (Linux:
+#               ENOENT, B could not bind in A's directory). A datagram send that walked
+#               the copies as they were gave B A's datagram.
 #  userns_share B as root of a user namespace of its own (unshare -Ur) takes laned pairs
 #               until refused: its share (204), as outside it, not root's (no share):
 #               holds (a lane is charged to the connection's maker's uid as the daemon
@@ -250,7 +257,7 @@ mkdir -m 700 "$R/adir"
 chown "$A:$A" "$R/adir"
 # (B's copy of $R is made by root for B, as if B had made it before any route was
 # declared: the copy of root's $TMP is a copy by now, above the routes above)
-mkdir "$MNT$R" && chown "$B:$B" "$MNT$R" && chmod 777 "$MNT$R"
+mkdir -p "$MNT$R" && chown "$B:$B" "$MNT$R" && chmod 777 "$MNT$R"
 squat=$(as_uid $B mkdir -m 777 "$MNT$R/adir" 2>&1 && echo made) || true
 say "B's copies before A's run: $(stat -c '%A %u' "$MNT$R" "$MNT$R/adir" | tr '\n' ' ')(B's mkdir of A's: ${squat})"
 serve_as $A "$TMP/a4.out" "$R/adir" -- "$R/adir/a.sock" A 2
@@ -281,6 +288,47 @@ say "A's mkdir of M/run 0711 and M/run/ap 0700 on the mount without routes: $mkd
 verdict plain_copies "$([ "$mkdir_a" = made ] && [ "$asked" = "got A" ] && [ "$copies" = "drwx--x--x $A drwx------ $A " ] && echo 1)" \
     "A's own M/run and M/run/ap after A's bind and connect below them: $copies(made as drwx--x--x $A drwx------ $A; connect: $asked)"
 stop_servers
+
+# route_dgram
+py dgserve.py <<'PY'
+# dgserve.py PATH SECS: binds a datagram socket at PATH, prints what it receives in SECS s.
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(float(sys.argv[2]))
+print("listening", flush=True)
+try:
+    print("got", s.recv(100).decode(), flush=True)
+except socket.timeout:
+    print("got nothing", flush=True)
+PY
+py dgsend.py <<'PY'
+# dgsend.py PATH: sends a datagram to PATH, prints "sent" or the errno.
+import errno, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+try:
+    s.sendto(b"A's secret", sys.argv[1])
+    print("sent", flush=True)
+except OSError as e:
+    print("sendto:", errno.errorcode.get(e.errno, e.errno), flush=True)
+PY
+R=$TMP/r5
+mkdir -m 755 "$R"
+mkdir -m 700 "$R/adir"
+chown "$A:$A" "$R/adir"
+# (B's copy of $R made by root for B, as in route_ancestor; $R is no route yet)
+mkdir -p "$MNT$R" && chown "$B:$B" "$MNT$R" && chmod 777 "$MNT$R"
+as_uid $B mkdir -m 777 "$MNT$R/adir"
+run_as $B - -- dgserve.py "$MNT$R/adir/log" 5 >"$TMP/b6.out" 2>&1 &
+bserver=$!
+for _ in $(seq 500); do grep -q listening "$TMP/b6.out" && break; sleep 0.01; done
+say "B's copies and datagram socket before A's run: $(stat -c '%A %u' "$MNT$R" "$MNT$R/adir" | tr '\n' ' ')$(head -n 1 "$TMP/b6.out")"
+sent=$(run_as $A "$R" -- dgsend.py "$R/adir/log" 2>&1)
+wait $bserver || true
+bgot=$(tail -n 1 "$TMP/b6.out")
+say "A's datagram to its own $R/adir/log: $sent; B's socket: $bgot; the copies then: $(stat -c '%A %u' "$MNT$R" "$MNT$R/adir" | tr '\n' ' ')"
+verdict route_dgram "$([ "$bgot" = "got nothing" ] && grep -qE 'sendto: (ENOENT|ECONNREFUSED)' <<<"$sent" && echo 1)" \
+    "A's datagram to a name in the copy of its 0700 directory B made before A's route was declared: A: $sent, B: $bgot (Linux: sendto ENOENT, B nothing)"
 
 # userns_share: B as root of a user namespace of its own takes lanes until refused
 got=$(as_uid $B unshare -Ur env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" take_lanes 5000 0 2>&1) ||

@@ -134,7 +134,8 @@ pub fn reach<T>(
 /// EACCES, whatever is behind it: the kernel's directories are the truth
 /// (their mode, owner and sticky bit now), asked before the daemon's walk
 /// of the mount's copies (which the daemon corrects from the kernel's at a
-/// bind or stream connect, not at a datagram send). Asked as the program (faccessat2 X_OK of
+/// bind, a stream connect and, at most once a second per directory, a
+/// datagram send). Asked as the program (faccessat2 X_OK of
 /// the name's directory: search on it and on every directory above); any
 /// other error of that walk (ENOENT, ENOTDIR, ELOOP) is left to the attempt
 /// and `unreached`, as before.

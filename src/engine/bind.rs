@@ -30,6 +30,8 @@ impl Engine {
                 let path = self.tree_path(p)?;
                 if ty != SockType::Dgram {
                     self.mirror_kernel_dirs(path, caller, false);
+                } else if self.tree.under_route(path) && !self.tree.dgram_corrected(path) {
+                    self.correct_dirs(path, caller.tid, false, false);
                 }
                 let ino = self.tree.connect_node(path, caller)?;
                 let s = self
@@ -56,9 +58,9 @@ impl Engine {
     /// the mount's copies first (README "What is routed"). Only on a mount
     /// (the tree path is then a kernel path too), for a name below a route
     /// root a `udsfs run` declared (`Tree::under_route`: a plain mount's
-    /// directories stay their makers'); a stream or seqpacket
-    /// connect only (a datagram send's search is the front's, `searchable`,
-    /// and costs no walk of the kernel's tree per message).
+    /// directories stay their makers'). A datagram send (`find`) corrects
+    /// them too, at most once a `DGRAM_FRESH` per directory
+    /// (`Tree::dgram_corrected`: no walk of the kernel's tree per message).
     fn mirror_kernel_dirs(&self, path: &[u8], caller: &Caller, make: bool) {
         if self.tree.under_route(path) {
             self.correct_dirs(path, caller.tid, make, false);

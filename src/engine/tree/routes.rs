@@ -13,6 +13,7 @@
 //! by declaring, and the daemon's are never forgotten while the mount lives.
 
 use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
@@ -23,6 +24,12 @@ use super::{NAME_MAX, Tree};
 pub const PER_USER: usize = 256;
 /// The longest route path taken (PATH_MAX).
 const PATH_MAX: usize = 4096;
+/// How long a datagram send's correction of a name's directories stands
+/// for the next sends to names there (`Tree::dgram_corrected`).
+pub const DGRAM_FRESH: Duration = Duration::from_secs(1);
+/// Directories whose correction time is kept; past it the record starts
+/// again (a send per directory corrects once more).
+const FRESH_MAX: usize = 4096;
 
 #[derive(Default)]
 pub(super) struct Routes {
@@ -37,6 +44,8 @@ struct Declared {
     above: HashSet<Vec<u8>>,
     /// Roots declared by each uid (the first to declare one pays for it).
     by_uid: HashMap<u32, usize>,
+    /// The directory paths a datagram send corrected, and when.
+    fresh: HashMap<Vec<u8>, Instant>,
 }
 
 /// The components of a tree path, `.` and `..` taken lexically (the fronts
@@ -98,6 +107,33 @@ impl Tree {
             return false;
         }
         (1..parts.len()).any(|i| d.roots.contains(&parts[..i].join(&b'/')))
+    }
+
+    /// For a datagram send to the name at tree path `path` below a route
+    /// root: true when its directories were corrected for a send less than
+    /// `DGRAM_FRESH` ago (nothing to do), else false, and the caller
+    /// corrects them now (recorded as done). A send per message would walk
+    /// the kernel's tree per message; a copy once corrected changes only as
+    /// the kernel's directory lets its users, so the record only delays a
+    /// change of the kernel's directory itself (a chmod counts for datagram
+    /// sends up to `DGRAM_FRESH` later).
+    pub fn dgram_corrected(&self, path: &[u8]) -> bool {
+        let mut parts = components(path);
+        parts.pop();
+        let key = parts.join(&b'/');
+        let now = Instant::now();
+        let mut d = self.routes.inner.lock();
+        if d.fresh
+            .get(&key)
+            .is_some_and(|t| now.duration_since(*t) < DGRAM_FRESH)
+        {
+            return true;
+        }
+        if d.fresh.len() >= FRESH_MAX {
+            d.fresh.clear();
+        }
+        d.fresh.insert(key, now);
+        false
     }
 
     /// Whether the directory at tree path `path` is a copy of the kernel's:

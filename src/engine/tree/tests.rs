@@ -215,3 +215,13 @@ fn route_roots_decide_which_directories_are_copies() {
     assert!(t.declare_route(b"/home/a", 7).is_ok());
     assert!(t.declare_route(b"/r/more", 8).is_ok());
 }
+
+#[test]
+fn a_datagram_sends_correction_stands_a_while_per_directory() {
+    let t = Tree::new(2, 0, 0, None);
+    let first = t.dgram_corrected(b"run/app/log");
+    let again = t.dgram_corrected(b"run/app/other");
+    let elsewhere = t.dgram_corrected(b"run/app/sub/log");
+    println!("first send: {first}, another name there: {again}, below it: {elsewhere}");
+    assert_eq!((first, again, elsewhere), (false, true, false));
+}
