@@ -136,6 +136,7 @@ impl Engine {
         let kernel = self
             .tree
             .mount_point()
+            .filter(|_| self.tree.any_route())
             .and_then(|_| self.tree.path_of(parent))
             .map(|p| [p.as_slice(), b"/", name].concat())
             .filter(|path| self.tree.is_route_copy(path))

@@ -97,6 +97,12 @@ impl Tree {
         Ok(())
     }
 
+    /// Whether any route root is declared (none: a plain mount, where no
+    /// directory is a copy).
+    pub fn any_route(&self) -> bool {
+        !self.routes.inner.lock().roots.is_empty()
+    }
+
     /// Whether the name at tree path `path` lies below a route root: its
     /// directories are then copies of the kernel's (all of them, those
     /// above the root too).
