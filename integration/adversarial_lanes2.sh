@@ -16,6 +16,35 @@
 #               aside on the mount and binds its own socket at that name: A's client,
 #               connecting to A's own path, must reach A's server (Linux: B cannot even
 #               enter A's directory), not B's.
+#  route_mntns  B, root of a user and mount namespace of its own (unshare -Urm), mounts a
+#               tmpfs of its own over the kernel directory that holds A's 0700 one and
+#               makes there a 0777 directory of the same name, then binds through the
+#               mount's own files (a ctl file's "bind") at a name in the mount's copy
+#               of A's directory: the daemon must not take the copy's owner and mode
+#               from what B's namespace shows (B's 0777): the copy stays A's 0700, B's
+#               bind is EACCES and A's client reaches A.
+#  route_ancestor B made the mount's directory above A's route first (plain, B's 0777) and
+#               A's routed directory's copy in it; A's `udsfs run --route` of its 0700
+#               directory declares it to the daemon, and A binds there. B then moves
+#               the copy of A's directory aside in B's directory above it, makes
+#               its own in its place and binds its socket at A's name: A's client
+#               must reach A (Linux: B cannot move a directory in root's 0755 one).
+#               A declaration kept on the node would stay with the copy moved aside
+#               (B's new one: no copy, B's, A's client reaches B); the directories
+#               above a route root are copies too, root's 0755 from A's declaration
+#               on, so B's move is EACCES.
+#  plain_copies A, on the mount without a route, makes M/run (where the kernel has
+#               root's /run) 0711 and its own directory in it, binds a socket there and
+#               connects to it: the copies stay A's as made, as on a mount with no
+#               routes (a directory is a copy of the kernel's only at, above or below a
+#               declared route root).
+#  route_dgram  B made, before A's route was declared, its own copy of A's 0700 directory
+#               below A's route root (plain then, B's 0777) and bound a datagram socket
+#               in it; A's run declares the route (which corrects the root's copy, not
+#               the ones below it) and A's program sends a datagram to that name before
+#               any bind or stream connect below the root: B must get nothing (Linux:
+#               ENOENT, B could not bind in A's directory). A datagram send that walked
+#               the copies as they were gave B A's datagram.
 #  userns_share B as root of a user namespace of its own (unshare -Ur) takes laned pairs
 #               until refused: its share (204), as outside it, not root's (no share):
 #               holds (a lane is charged to the connection's maker's uid as the daemon
@@ -154,18 +183,152 @@ R=$TMP/r2
 mkdir -m 755 "$R"
 mkdir -m 700 "$R/adir"
 chown "$A:$A" "$R/adir"
-as_uid $B mkdir -m 777 -p "$MNT$R/adir" || fail "B cannot make directories in the mount"
-chmod 777 "$MNT$R/adir" 2>/dev/null || as_uid $B chmod 777 "$MNT$R/adir"
+# (B's mkdir in the copy of root's $TMP is refused once that copy carries the kernel's
+# owner and mode; B's copy is then made by root for B, as if B had made it first)
+squat=$(as_uid $B mkdir -m 777 -p "$MNT$R/adir" 2>&1 && echo made) || true
+if [ ! -d "$MNT$R/adir" ]; then
+    mkdir -p "$MNT$R/adir" && chown "$B:$B" "$MNT$R/adir" "$MNT$R"
+fi
+chmod 777 "$MNT$R" "$MNT$R/adir"
+say "B's mkdir -p of the copy: ${squat:-made}; the copies before A binds: $(stat -c '%A %u' "$MNT$R" "$MNT$R/adir" | tr '\n' ' ')"
 serve_as $A "$TMP/a2.out" "$R" -- "$R/adir/a.sock" A 2
 say "the mount's copy of A's 0700 directory: $(stat -c '%A %u' "$MNT$R/adir"); the kernel's: $(stat -c '%A %u' "$R/adir")"
 before=$(run_as $A "$R" -- ask.py "$R/adir/a.sock" 2>&1)
-moved=$(as_uid $B mv "$MNT$R/adir/a.sock" "$MNT$R/adir/aside" 2>&1 && echo moved)
-serve_as $B "$TMP/b2.out" - -- "$MNT$R/adir/a.sock" B 1
+moved=$(as_uid $B mv "$MNT$R/adir/a.sock" "$MNT$R/adir/aside" 2>&1 && echo moved) || true
+# B's server at A's name, if B may bind there (Linux: EACCES)
+run_as $B - -- serve.py "$MNT$R/adir/a.sock" B 1 >"$TMP/b2.out" 2>&1 &
+servers+=($!)
+for _ in $(seq 500); do
+    grep -q listening "$TMP/b2.out" && break
+    kill -0 "${servers[-1]}" 2>/dev/null || break
+    sleep 0.01
+done
+bbind=$(tail -n 1 "$TMP/b2.out")
 after=$(run_as $A "$R" -- ask.py "$R/adir/a.sock" 2>&1)
-say "A's client before: $before; B's move of A's node aside: $moved; A's client after B bound at its name: $after"
+say "A's client before: $before; B's move of A's node aside: $moved; B's bind at its name: $bbind; A's client after: $after"
+# Linux on the same steps, on the kernel's tree: B's mkdir, move and bind in A's 0700 directory
+linux=$(as_uid $B sh -c 'mkdir "$1/adir/x" 2>&1; mv "$1/adir/a.sock" "$1/adir/aside" 2>&1; python3 -c "
+import socket, sys
+try:
+    socket.socket(socket.AF_UNIX).bind(sys.argv[1]); print(\"bind: 0\")
+except OSError as e:
+    print(\"bind:\", e.strerror)" "$1/adir/b.sock"' - "$R" | tr '\n' ';')
+say "Linux, B in A's 0700 directory: $linux"
+grep -q "mkdir.*Permission denied;mv.*Permission denied;bind: Permission denied" <<<"$linux" ||
+    fail "route_squat: Linux let B in A's 0700 directory: $linux"
 verdict route_squat "$([ "$after" = "got A" ] && echo 1)" \
     "B made A's routed directory in the mount first; A's client after B moved A's node and bound its own: $after (Linux: got A; before: $before)"
 stop_servers
+
+# route_mntns
+R=$TMP/r3
+mkdir -m 755 "$R" "$R/in"
+mkdir -m 700 "$R/in/adir"
+chown "$A:$A" "$R/in/adir"
+serve_as $A "$TMP/a3.out" "$R" -- "$R/in/adir/a.sock" A 1
+py ctlbind.py <<'PY'
+# ctlbind.py PATH: binds a new stream socket to PATH through the mount's own files (its
+# ctl file's "bind"), prints "bind: 0" or the errno.
+import errno, os, sys
+u = os.environ["U"]
+h = os.open(u + "/stream/clone", os.O_RDWR)
+n = int(os.read(h, 64))
+c = os.open("%s/sock/%d/ctl" % (u, n), os.O_WRONLY)
+try:
+    os.write(c, b"bind " + sys.argv[1].encode() + b"\n")
+    print("bind: 0", flush=True)
+except OSError as e:
+    print("bind:", errno.errorcode.get(e.errno, e.errno), flush=True)
+PY
+got=$(as_uid $B unshare -Urm sh -c 'mount -t tmpfs -o mode=755 none "$1/in" && mkdir -m 777 "$1/in/adir" &&
+    echo "B sees $(stat -c "%A %u" "$1/in/adir")" && U="$2" exec python3 "$3" "$4"' - \
+    "$R" "$U" "$TMP/ctlbind.py" "$MNT$R/in/adir/b.sock" 2>&1 | tr '\n' ' ') || true
+copy=$(stat -c '%A %u' "$MNT$R/in/adir")
+after=$(run_as $A "$R" -- ask.py "$R/in/adir/a.sock" 2>&1)
+say "B in a mount namespace of its own, A's directory shown as its own 0777: $got; the mount's copy then: $copy; A's client: $after"
+verdict route_mntns "$(grep -q 'bind: EACCES' <<<"$got" && [ "$copy" = "drwx------ $A" ] && [ "$after" = "got A" ] && echo 1)" \
+    "B's bind in the copy of A's 0700 directory from a mount namespace showing it as B's 0777: $got; the copy after: $copy (A's: drwx------ $A); A's client: $after"
+stop_servers
+
+# route_ancestor
+R=$TMP/r4
+mkdir -m 755 "$R"
+mkdir -m 700 "$R/adir"
+chown "$A:$A" "$R/adir"
+# (B's copy of $R is made by root for B, as if B had made it before any route was
+# declared: the copy of root's $TMP is a copy by now, above the routes above)
+mkdir -p "$MNT$R" && chown "$B:$B" "$MNT$R" && chmod 777 "$MNT$R"
+squat=$(as_uid $B mkdir -m 777 "$MNT$R/adir" 2>&1 && echo made) || true
+say "B's copies before A's run: $(stat -c '%A %u' "$MNT$R" "$MNT$R/adir" | tr '\n' ' ')(B's mkdir of A's: ${squat})"
+serve_as $A "$TMP/a4.out" "$R/adir" -- "$R/adir/a.sock" A 2
+say "after A's declaration and bind: $(stat -c '%A %u' "$MNT$R" "$MNT$R/adir" | tr '\n' ' ')"
+before=$(run_as $A "$R/adir" -- ask.py "$R/adir/a.sock" 2>&1)
+moved=$(as_uid $B mv "$MNT$R/adir" "$MNT$R/aside" 2>&1 && echo moved) || true
+made=$(as_uid $B mkdir -m 777 "$MNT$R/adir" 2>&1 && echo made) || true
+run_as $B - -- serve.py "$MNT$R/adir/a.sock" B 1 >"$TMP/b4.out" 2>&1 &
+servers+=($!)
+for _ in $(seq 500); do
+    grep -q listening "$TMP/b4.out" && break
+    kill -0 "${servers[-1]}" 2>/dev/null || break
+    sleep 0.01
+done
+bbind=$(tail -n 1 "$TMP/b4.out")
+after=$(run_as $A "$R/adir" -- ask.py "$R/adir/a.sock" 2>&1)
+say "A's client before: $before; B's move of the copy of A's directory: $moved; B's own in its place: $made; B's bind at A's name: $bbind; A's client after: $after"
+verdict route_ancestor "$([ "$after" = "got A" ] && echo 1)" \
+    "B moved the copy of A's routed directory aside in B's directory above it and bound at A's name: A's client got: $after (Linux: got A; before: $before)"
+stop_servers
+
+# plain_copies
+mkdir_a=$(as_uid $A sh -c 'mkdir -m 711 "$1/run" && mkdir -m 700 "$1/run/ap"' - "$MNT" 2>&1 && echo made) || true
+serve_as $A "$TMP/a5.out" - -- "$MNT/run/ap/p.sock" A 1
+asked=$(run_as $A - -- ask.py "$MNT/run/ap/p.sock" 2>&1)
+copies=$(stat -c '%A %u' "$MNT/run" "$MNT/run/ap" | tr '\n' ' ')
+say "A's mkdir of M/run 0711 and M/run/ap 0700 on the mount without routes: $mkdir_a; its bind and connect there: $asked; the directories then: $copies(the kernel's /run: $(stat -c '%A %u' /run))"
+verdict plain_copies "$([ "$mkdir_a" = made ] && [ "$asked" = "got A" ] && [ "$copies" = "drwx--x--x $A drwx------ $A " ] && echo 1)" \
+    "A's own M/run and M/run/ap after A's bind and connect below them: $copies(made as drwx--x--x $A drwx------ $A; connect: $asked)"
+stop_servers
+
+# route_dgram
+py dgserve.py <<'PY'
+# dgserve.py PATH SECS: binds a datagram socket at PATH, prints what it receives in SECS s.
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(float(sys.argv[2]))
+print("listening", flush=True)
+try:
+    print("got", s.recv(100).decode(), flush=True)
+except socket.timeout:
+    print("got nothing", flush=True)
+PY
+py dgsend.py <<'PY'
+# dgsend.py PATH: sends a datagram to PATH, prints "sent" or the errno.
+import errno, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+try:
+    s.sendto(b"A's secret", sys.argv[1])
+    print("sent", flush=True)
+except OSError as e:
+    print("sendto:", errno.errorcode.get(e.errno, e.errno), flush=True)
+PY
+R=$TMP/r5
+mkdir -m 755 "$R"
+mkdir -m 700 "$R/adir"
+chown "$A:$A" "$R/adir"
+# (B's copy of $R made by root for B, as in route_ancestor; $R is no route yet)
+mkdir -p "$MNT$R" && chown "$B:$B" "$MNT$R" && chmod 777 "$MNT$R"
+as_uid $B mkdir -m 777 "$MNT$R/adir"
+run_as $B - -- dgserve.py "$MNT$R/adir/log" 5 >"$TMP/b6.out" 2>&1 &
+bserver=$!
+for _ in $(seq 500); do grep -q listening "$TMP/b6.out" && break; sleep 0.01; done
+say "B's copies and datagram socket before A's run: $(stat -c '%A %u' "$MNT$R" "$MNT$R/adir" | tr '\n' ' ')$(head -n 1 "$TMP/b6.out")"
+sent=$(run_as $A "$R" -- dgsend.py "$R/adir/log" 2>&1)
+wait $bserver || true
+bgot=$(tail -n 1 "$TMP/b6.out")
+say "A's datagram to its own $R/adir/log: $sent; B's socket: $bgot; the copies then: $(stat -c '%A %u' "$MNT$R" "$MNT$R/adir" | tr '\n' ' ')"
+verdict route_dgram "$([ "$bgot" = "got nothing" ] && grep -qE 'sendto: (ENOENT|ECONNREFUSED)' <<<"$sent" && echo 1)" \
+    "A's datagram to a name in the copy of its 0700 directory B made before A's route was declared: A: $sent, B: $bgot (Linux: sendto ENOENT, B nothing)"
 
 # userns_share: B as root of a user namespace of its own takes lanes until refused
 got=$(as_uid $B unshare -Ur env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" take_lanes 5000 0 2>&1) ||

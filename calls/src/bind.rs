@@ -153,9 +153,10 @@ pub fn routed(t: &impl Tree, mount: &[u8], abs: &[u8], bind: impl FnOnce() -> Re
 /// program may (its owner or root): the daemon's bind checks the mount's
 /// copy, which kept the mode it was made with, so a bind in a directory
 /// chmod made writable since (the routed root made 1777 after the run
-/// began) was EACCES. A copy the program may not chmod stays as it was
-/// until its owner or root binds below it (README "Differences from
-/// Linux").
+/// began) was EACCES. A copy the program may not chmod is the daemon's to
+/// correct: its bind gives every copy on the path the kernel directory's
+/// owner, group and mode as it sees them (src/engine/kernel_dirs.rs), so
+/// what the program makes or chmods here only counts until then.
 pub fn mirror_dirs(t: &impl Tree, mount: &[u8], abs: &[u8]) {
     let mut at = 1;
     while let Some(i) = abs

@@ -132,9 +132,10 @@ pub fn reach<T>(
 /// unix_find_bsd's lookup of routed name `wire` walks the program's kernel
 /// directories first, and a directory on the way it may not search is
 /// EACCES, whatever is behind it: the kernel's directories are the truth
-/// (their mode, owner and sticky bit now), not the mount's copies, whose
-/// modes are those their first bind saw (a chmod of the kernel's directory
-/// since leaves them as they were). Asked as the program (faccessat2 X_OK of
+/// (their mode, owner and sticky bit now), asked before the daemon's walk
+/// of the mount's copies (which the daemon corrects from the kernel's at a
+/// bind, a stream connect and, at most once a second per directory, a
+/// datagram send). Asked as the program (faccessat2 X_OK of
 /// the name's directory: search on it and on every directory above); any
 /// other error of that walk (ENOENT, ENOTDIR, ELOOP) is left to the attempt
 /// and `unreached`, as before.

@@ -95,6 +95,12 @@ pub fn type_dir(ty: i32) -> Option<&'static str> {
     }
 }
 
+/// The extended attribute `udsfs run --route /P` sets, on the mount's
+/// `.udsfs/dgram/clone`, to declare `/P` (its value) a route root to the daemon: the
+/// mount's directories at, above and below it are then copies of the
+/// kernel's, with their owners, groups and modes (README "What is routed").
+pub const ROUTE_XATTR: &str = "user.udsfs.route";
+
 #[cfg(test)]
 mod tests {
     use super::*;

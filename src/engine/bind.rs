@@ -5,9 +5,12 @@ use std::sync::Arc;
 
 use nix::errno::Errno;
 
+use super::kernel_dirs;
+use super::log_limit::limited;
 use super::name_table::AUTOBIND_SPACE;
 use super::netns::NetNs;
 use super::socket::{BoundName, SockType, Socket};
+use super::tree::Maker;
 use super::{Addr, Caller, Engine, NameKey, Result, random_u32};
 
 impl Engine {
@@ -24,7 +27,13 @@ impl Engine {
     ) -> Result<Arc<Socket>> {
         match addr {
             Addr::Path(p) => {
-                let ino = self.tree.connect_node(self.tree_path(p)?, caller)?;
+                let path = self.tree_path(p)?;
+                if ty != SockType::Dgram {
+                    self.mirror_kernel_dirs(path, caller, false);
+                } else if self.tree.under_route(path) && !self.tree.dgram_corrected(path) {
+                    self.correct_dirs(path, caller.tid, false, false);
+                }
+                let ino = self.tree.connect_node(path, caller)?;
                 let s = self
                     .names
                     .lookup(&NameKey::Path(ino))
@@ -39,6 +48,104 @@ impl Engine {
                 .lookup(&NameKey::Abstract(ns, ty, n.clone()))
                 .ok_or(Errno::ECONNREFUSED),
         }
+    }
+
+    /// The directories of tree path `path` given the owner, group and mode
+    /// of the kernel's at the same path, as the caller's thread sees the
+    /// kernel's tree (`kernel_dirs::View`), before a bind (`make`: missing
+    /// ones made) or a connect walks them: the kernel's directories decide
+    /// who may bind, connect and move names below them, not whoever made
+    /// the mount's copies first (README "What is routed"). Only on a mount
+    /// (the tree path is then a kernel path too), for a name below a route
+    /// root a `udsfs run` declared (`Tree::under_route`: a plain mount's
+    /// directories stay their makers'). A datagram send (`find`) corrects
+    /// them too, at most once a `DGRAM_FRESH` per directory
+    /// (`Tree::dgram_corrected`: no walk of the kernel's tree per message).
+    fn mirror_kernel_dirs(&self, path: &[u8], caller: &Caller, make: bool) {
+        if self.tree.under_route(path) {
+            self.correct_dirs(path, caller.tid, make, false);
+        }
+    }
+
+    /// `udsfs run --route /P`'s declaration, by `caller`: tree path `P` is a
+    /// route root from now on (`Tree::declare_route`), and its directories
+    /// (`P`'s own too) are given the kernel's attributes at once, as
+    /// `caller` sees them, so a copy another user made first is corrected
+    /// before the run's program starts.
+    pub fn declare_route(&self, path: &[u8], caller: &Caller) -> Result<()> {
+        if let Err(e) = self.tree.declare_route(path, caller.fsuid) {
+            limited!(
+                info,
+                "route declared by uid {} refused ({e}): {}",
+                caller.fsuid,
+                String::from_utf8_lossy(&path[..path.len().min(256)])
+            );
+            return Err(e);
+        }
+        self.correct_dirs(path, caller.tid, false, true);
+        Ok(())
+    }
+
+    /// The copies on tree path `path` (its last component too when `last`)
+    /// given the kernel's attributes as thread `tid` sees them (`make`:
+    /// missing ones made), each name dropped from a copy logged.
+    fn correct_dirs(&self, path: &[u8], tid: u32, make: bool, last: bool) {
+        let Some(dirs) = self.kernel_dirs(path, tid, last) else {
+            return;
+        };
+        for name in self.tree.mirror(path, &dirs, make) {
+            limited!(
+                info,
+                "{}: a name in a copy of a kernel directory whose owner it was not made by, removed when the copy took the kernel directory's owner ({})",
+                String::from_utf8_lossy(path),
+                String::from_utf8_lossy(&name)
+            );
+        }
+    }
+
+    /// The kernel's directories at the prefixes of tree path `path` (its
+    /// last component too when `last`) as thread `tid` sees them
+    /// (`kernel_dirs::View`), as many as the kernel has; None off a mount.
+    fn kernel_dirs(&self, path: &[u8], tid: u32, last: bool) -> Option<Vec<Maker>> {
+        let mount = self.tree.mount_point()?;
+        let parts: Vec<&[u8]> = path
+            .split(|&b| b == b'/')
+            .filter(|c| !c.is_empty() && *c != b".")
+            .collect();
+        let n = parts.len() - usize::from(!last && !parts.is_empty());
+        if n == 0 {
+            return None;
+        }
+        let view = kernel_dirs::View::of(tid, mount);
+        let dirs = view.dirs(&parts, n).into_iter().map(|k| Maker {
+            uid: k.uid,
+            gid: k.gid,
+            mode: k.mode,
+        });
+        Some(dirs.collect())
+    }
+
+    /// mkdir(2) of `name` in tree directory `parent` by thread `tid` as
+    /// `m` asks: at a route's path (a declared route root, above or below
+    /// one: `Tree::is_route_copy`) where the kernel has a directory (as
+    /// `tid` sees it), the new one is its copy and carries its owner, group
+    /// and mode, whoever makes it (README "What is routed"), so no user can
+    /// make, and own, the copy of a kernel directory it could not write.
+    /// Elsewhere it is the maker's, as on a plain mount.
+    pub fn mkdir(&self, parent: u64, name: &[u8], m: Maker, tid: u32) -> Result<u64> {
+        let kernel = self
+            .tree
+            .mount_point()
+            .filter(|_| self.tree.any_route())
+            .and_then(|_| self.tree.path_of(parent))
+            .map(|p| [p.as_slice(), b"/", name].concat())
+            .filter(|path| self.tree.is_route_copy(path))
+            .and_then(|path| {
+                let n = path.split(|&b| b == b'/').filter(|c| !c.is_empty()).count();
+                self.kernel_dirs(&path, tid, true).filter(|d| d.len() == n)
+            });
+        let m = kernel.and_then(|d| d.last().copied()).unwrap_or(m);
+        Ok(self.tree.mkdir(parent, name, m)?.ino)
     }
 
     pub fn bind(&self, s: &Arc<Socket>, addr: &Addr, caller: &Caller) -> Result<()> {
@@ -60,6 +167,7 @@ impl Engine {
                 // Like unix_bind_bsd: make the node first, then find the socket
                 // already bound and take the node back.
                 let perm = 0o777 & !caller.umask();
+                self.mirror_kernel_dirs(path, caller, true);
                 let ino = self.tree.bind_node(path, caller, perm)?;
                 let _bind = s.bind_lock.lock();
                 if s.lock().name.is_some() {

@@ -18,6 +18,7 @@ mod front;
 pub mod gc;
 mod graph;
 mod introspect;
+pub mod kernel_dirs;
 mod lane;
 mod lane_ready;
 pub(crate) mod log_limit;

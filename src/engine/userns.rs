@@ -205,6 +205,31 @@ fn owner_uid(fd: &OwnedFd) -> Option<u32> {
     (r == 0).then_some(uid)
 }
 
+/// Is task `tid`'s mount namespace the daemon's own, or one made by a
+/// process privileged in the daemon's user namespace (its owner is that
+/// namespace)? A mount namespace an unprivileged user made (under a user
+/// namespace of its own) can show any directory at any path, so what it
+/// shows decides nothing for others (src/engine/kernel_dirs.rs).
+pub fn mnt_ns_trusted(tid: u32) -> bool {
+    if tid == 0 {
+        return false;
+    }
+    let (Some(theirs), Some(ours)) = (
+        procfs::ns_inode(tid, "mnt"),
+        procfs::ns_inode(std::process::id(), "mnt"),
+    ) else {
+        return false;
+    };
+    if theirs == ours {
+        return true;
+    }
+    let owner = procfs::open_ns(tid, "mnt")
+        .ok()
+        .and_then(|ns| ns_ioctl_fd(&ns, NS_GET_USERNS))
+        .and_then(|u| inode(&u));
+    owner.is_some() && owner == procfs::ns_inode(std::process::id(), "user")
+}
+
 /// The user namespace that owns task `tid`'s pid namespace (the one
 /// `ns_capable(task_active_pid_ns(current)->user_ns, ...)` asks).
 pub fn pid_ns_owner(tid: u32) -> Option<OwnedFd> {

@@ -226,7 +226,8 @@ impl Filesystem for UdsFs {
         reply: ReplyEntry,
     ) {
         let m = maker(req, mode);
-        entry(self.inner.mkdir(parent.0, name.as_bytes(), m), reply);
+        let tid = caller(req).tid;
+        entry(self.inner.mkdir(parent.0, name.as_bytes(), m, tid), reply);
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -470,6 +471,9 @@ impl Filesystem for UdsFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
+        if name.as_bytes() == udsfs_proto::mount::ROUTE_XATTR.as_bytes() {
+            return empty(self.inner.eng.declare_route(value, &caller(req)), reply);
+        }
         let fds = &self.inner.eng.depot.quota;
         let set = actfor::set_xattr(fds, ino.0, name.as_bytes(), req.pid(), req.uid(), value);
         empty(set, reply);

@@ -37,9 +37,18 @@ impl Inner {
         self.entry(self.eng.tree.mknod_socket(p, name, m)?)
     }
 
-    pub(super) fn mkdir(&self, parent: u64, name: &[u8], m: Maker) -> Result<Entry, Errno> {
+    /// mkdir by thread `tid`: the copy of a kernel directory takes its
+    /// owner and mode (`Engine::mkdir`).
+    pub(super) fn mkdir(
+        &self,
+        parent: u64,
+        name: &[u8],
+        m: Maker,
+        tid: u32,
+    ) -> Result<Entry, Errno> {
         let p = tree_dir(parent)?;
-        self.entry(self.eng.tree.mkdir(p, name, m)?)
+        let ino = self.eng.mkdir(p, name, m, tid)?;
+        self.entry(self.eng.tree.getattr(ino)?)
     }
 
     pub(super) fn unlink(&self, parent: u64, name: &[u8]) -> Result<(), Errno> {

@@ -261,9 +261,44 @@ fn reap_all() {
     }
 }
 
+/// Tells the daemon that `route` is a route root (the xattr
+/// `udsfs_proto::mount::ROUTE_XATTR` on the mount's dgram clone file, which
+/// anyone may write): the mount's directories at, above and below it are
+/// then copies of the kernel's, which the daemon gives the kernel's owners
+/// and modes (src/engine/tree/routes.rs). A route of `/` routes nothing
+/// (`udsfs_proto::route`): nothing to declare.
+fn declare_route(mount: &Path, route: &Path) -> std::io::Result<()> {
+    use std::ffi::CString;
+    let value = route.as_os_str().as_bytes();
+    if value.iter().all(|&b| b == b'/') {
+        return Ok(());
+    }
+    let file = mount
+        .join(".udsfs")
+        .join(udsfs_proto::mount::type_dir(libc::SOCK_DGRAM).unwrap_or("dgram"))
+        .join("clone");
+    let file = CString::new(file.as_os_str().as_bytes())?;
+    let name = CString::new(udsfs_proto::mount::ROUTE_XATTR)?;
+    // SAFETY: NUL-terminated path and name; the value is the route's bytes.
+    let r = unsafe {
+        libc::setxattr(
+            file.as_ptr(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Routed names live at the same path below the mount point: makes the
 /// route's directories there with the modes and owners of the kernel's
-/// (a server that runs as another user binds in them).
+/// (a server that runs as another user binds in them), as far as the
+/// runner may; the daemon gives them the kernel's owners and modes anyway.
 fn mirror_dirs(mount: &Path, route: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     let mut kernel = PathBuf::from("/");
@@ -274,13 +309,20 @@ fn mirror_dirs(mount: &Path, route: &Path) -> std::io::Result<()> {
         let mode = meta.as_ref().map_or(0o755, |m| m.mode() & 0o7777);
         match std::fs::DirBuilder::new().mode(mode).create(&inside) {
             Ok(()) => {
-                // The umask may have taken bits off; ownership as far as allowed.
-                std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(mode))?;
+                // The umask may have taken bits off; ownership as far as allowed
+                // (a copy of a kernel directory is made with its owner and
+                // mode by the daemon, src/engine/bind.rs `Engine::mkdir`).
+                let _ = std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(mode));
                 if let Some(m) = meta {
                     let _ = std::os::unix::fs::chown(&inside, Some(m.uid()), Some(m.gid()));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            // A copy that carries the kernel directory's owner, which the
+            // runner may not write (the copy of root's /home): the daemon
+            // makes the ones below at the first bind there
+            // (src/engine/kernel_dirs.rs).
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => break,
             Err(e) => return Err(e),
         }
     }
@@ -366,7 +408,7 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
             );
             return 2;
         }
-        if let Err(e) = mirror_dirs(&mount, r) {
+        if let Err(e) = declare_route(&mount, r).and_then(|()| mirror_dirs(&mount, r)) {
             eprintln!("udsfs run: --route {}: {e}", r.display());
             return 127;
         }

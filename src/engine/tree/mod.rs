@@ -5,7 +5,9 @@
 //! this file has the tree itself and its reads.
 
 mod dirops;
+mod mirror;
 mod node;
+mod routes;
 mod shards;
 mod walk;
 
@@ -44,6 +46,8 @@ pub struct Tree {
     rename_lock: Mutex<()>,
     /// The mount point: absolute paths and symlink targets under it name tree paths.
     prefix: Option<Vec<u8>>,
+    /// The route roots declared (`routes`): where directories are copies.
+    routes: routes::Routes,
 }
 
 fn check_name(name: &[u8]) -> Result<(), Errno> {
@@ -78,6 +82,7 @@ impl Tree {
             rename_lock: Mutex::new(()),
             nodes: Quota::new("tree nodes"),
             prefix,
+            routes: routes::Routes::default(),
         };
         // The root counts, as in tmpfs's nr_inodes.
         tree.nodes.transfer_in(root_uid, 1);
@@ -87,6 +92,11 @@ impl Tree {
     /// Caps the number of nodes (directories, socket nodes, symlinks).
     pub fn set_max_nodes(&self, n: usize) {
         self.nodes.set_max(n as u64);
+    }
+
+    /// The mount point, when the tree is a mount's.
+    pub fn mount_point(&self) -> Option<&[u8]> {
+        self.prefix.as_deref()
     }
 
     /// A relative path as it is; an absolute one with the mount point taken

@@ -118,3 +118,110 @@ fn directory_rules() {
     t.unlink(ROOT_INO, b"loop").unwrap();
     t.mkdir(ROOT_INO, b"c", by(0, 0, 0o755)).unwrap();
 }
+
+#[test]
+fn copies_of_kernel_directories_take_the_kernels_owner_and_mode() {
+    let t = Tree::new(2, 0, 0, None);
+    let (a, b) = (user(61051), user(61052));
+    // B made the copies first, open to all, and bound and linked names in them.
+    let r = t.mkdir(ROOT_INO, b"r", by(61052, 61052, 0o777)).unwrap();
+    let d = t.mkdir(r.ino, b"adir", by(61052, 61052, 0o777)).unwrap();
+    t.bind_node(b"r/adir/a.sock", &b, 0o777).unwrap();
+    t.symlink(d.ino, b"l", b"/x", by(61052, 61052, 0)).unwrap();
+    t.mkdir(d.ino, b"sub", by(61052, 61052, 0o777)).unwrap();
+    t.bind_node(b"r/b.sock", &b, 0o777).unwrap();
+    // The kernel's: /r root's 0755, /r/adir A's 0700.
+    let kernel = [by(0, 0, 0o755), by(61051, 61051, 0o700)];
+    let dropped = t.mirror(b"r/adir/a.sock", &kernel, false);
+    let shown: Vec<String> = dropped
+        .iter()
+        .map(|n| String::from_utf8_lossy(n).into())
+        .collect();
+    let (ra, da) = (t.getattr(r.ino).unwrap(), t.getattr(d.ino).unwrap());
+    println!(
+        "copies after: r {:o} {}, adir {:o} {}; removed: {shown:?}",
+        ra.perm, ra.uid, da.perm, da.uid
+    );
+    assert_eq!((ra.perm, ra.uid, ra.gid), (0o755, 0, 0));
+    assert_eq!((da.perm, da.uid, da.gid), (0o700, 61051, 61051));
+    // B's socket nodes and link are gone from both copies (neither root's
+    // 0755 /r nor A's 0700 /r/adir lets B make names), its directory stays
+    // (its own copy is judged when a walk reaches it).
+    assert_eq!(shown, ["b.sock", "a.sock", "l"]);
+    assert!(t.lookup(d.ino, b"sub").is_ok());
+    assert_eq!(t.lookup(r.ino, b"b.sock").err(), Some(Errno::ENOENT));
+    assert_eq!(t.bind_node(b"r/adir/a.sock", &b, 0o777), Err(Errno::EACCES));
+    assert!(t.bind_node(b"r/adir/a.sock", &a, 0o777).is_ok());
+    // A bind makes missing copies, with the kernel's attributes; a connect
+    // does not; a name that is no directory ends the walk.
+    t.mirror(
+        b"r/new/deeper/s",
+        &[kernel[0], by(7, 8, 0o1733), by(7, 8, 0o711)],
+        false,
+    );
+    assert_eq!(t.lookup(r.ino, b"new").err(), Some(Errno::ENOENT));
+    t.mirror(
+        b"r/new/deeper/s",
+        &[kernel[0], by(7, 8, 0o1733), by(7, 8, 0o711)],
+        true,
+    );
+    let new = t.lookup(r.ino, b"new").unwrap();
+    let deeper = t.lookup(new.ino, b"deeper").unwrap();
+    assert_eq!((new.perm, new.uid, new.gid), (0o1733, 7, 8));
+    assert_eq!((deeper.perm, deeper.uid), (0o711, 7));
+    t.mirror(
+        b"r/adir/a.sock/x",
+        &[kernel[0], kernel[1], by(9, 9, 0o777)],
+        true,
+    );
+    assert_eq!(t.lookup(d.ino, b"a.sock").unwrap().kind, Kind::Socket);
+}
+
+#[test]
+fn route_roots_decide_which_directories_are_copies() {
+    let t = Tree::new(2, 0, 0, None);
+    // Nothing declared: a plain mount, no directory is a copy.
+    assert!(!t.under_route(b"run/app/s"));
+    assert!(!t.is_route_copy(b"run"));
+    t.declare_route(b"/home/a", 61051).unwrap();
+    let shown = |p: &[u8]| {
+        let (u, c) = (t.under_route(p), t.is_route_copy(p));
+        println!(
+            "{}: under a route {u}, a copy {c}",
+            String::from_utf8_lossy(p)
+        );
+        (u, c)
+    };
+    // Names below the root; directories above, at and below it.
+    assert_eq!(shown(b"home/a/s"), (true, true));
+    assert_eq!(shown(b"/home/a/x/s"), (true, true));
+    assert_eq!(shown(b"home/x/../a/s"), (true, true));
+    assert_eq!(shown(b"home/a"), (false, true));
+    assert_eq!(shown(b"home"), (false, true));
+    // Beside it: plain.
+    assert_eq!(shown(b"home/s"), (false, false));
+    assert_eq!(shown(b"home/ab/s"), (false, false));
+    assert_eq!(shown(b"run"), (false, false));
+    // Bad declarations; one user's declarations are counted, again is free.
+    assert_eq!(t.declare_route(b"/", 7), Err(Errno::EINVAL));
+    assert_eq!(t.declare_route(b"/./..", 7), Err(Errno::EINVAL));
+    let long = [b"/".as_slice(), &[b'x'; 256]].concat();
+    assert_eq!(t.declare_route(&long, 7), Err(Errno::ENAMETOOLONG));
+    for i in 0..super::routes::PER_USER {
+        t.declare_route(format!("/r/{i}").as_bytes(), 7).unwrap();
+    }
+    assert_eq!(t.declare_route(b"/r/more", 7), Err(Errno::ENOSPC));
+    assert!(t.declare_route(b"/r/0", 7).is_ok());
+    assert!(t.declare_route(b"/home/a", 7).is_ok());
+    assert!(t.declare_route(b"/r/more", 8).is_ok());
+}
+
+#[test]
+fn a_datagram_sends_correction_stands_a_while_per_directory() {
+    let t = Tree::new(2, 0, 0, None);
+    let first = t.dgram_corrected(b"run/app/log");
+    let again = t.dgram_corrected(b"run/app/other");
+    let elsewhere = t.dgram_corrected(b"run/app/sub/log");
+    println!("first send: {first}, another name there: {again}, below it: {elsewhere}");
+    assert_eq!((first, again, elsewhere), (false, true, false));
+}

@@ -1,0 +1,100 @@
+//! The mount's copies of kernel directories (src/engine/kernel_dirs.rs):
+//! each directory on a tree path given the kernel directory's owner, group
+//! and mode, made when a bind needs it, whoever made it first.
+
+use nix::errno::Errno;
+
+use super::node::{Kind, Maker};
+use super::{ROOT_INO, Tree};
+
+impl Tree {
+    /// The tree path of directory `ino` ("" for the root), found through
+    /// its parents; None when it was removed meanwhile (or lies deeper
+    /// than 4096 levels).
+    pub fn path_of(&self, mut ino: u64) -> Option<Vec<u8>> {
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        while ino != ROOT_INO {
+            if names.len() > 4096 {
+                return None;
+            }
+            let parent = self.child(ino, b"..").ok()?;
+            let shard = self.shard(parent);
+            let entries = shard.get(&parent)?.entries().ok()?;
+            let (name, _) = entries.iter().find(|(_, c)| **c == ino)?;
+            names.push(name.clone());
+            drop(shard);
+            ino = parent;
+        }
+        names.reverse();
+        Some(names.join(&b'/'))
+    }
+
+    /// The directories of tree path `path` (as many of its components as
+    /// `dirs` has: all but the last for a name's path) made to carry `dirs`,
+    /// the kernel's at each of them in turn (as many as the kernel has): a copy whose owner, group or mode differ
+    /// takes the kernel's (the daemon decides, whoever made the copy), a
+    /// missing one is made with them when `make` (a bind), and the walk
+    /// stops at a missing one otherwise, or at a name that is no directory.
+    /// A copy whose owner changes loses the socket nodes and links in it
+    /// that their owners could not have made in the kernel's directory
+    /// (`foreign`): made there while another user held the copy, they would
+    /// answer at names only the kernel directory's owner may give.
+    pub fn mirror(&self, path: &[u8], dirs: &[Maker], make: bool) -> Vec<Vec<u8>> {
+        let mut dropped = Vec::new();
+        let mut dir = ROOT_INO;
+        let parts = path
+            .split(|&b| b == b'/')
+            .filter(|c| !c.is_empty() && *c != b".");
+        for (name, k) in parts.zip(dirs) {
+            if name == b".." {
+                break;
+            }
+            let ino = match self.child(dir, name) {
+                Ok(ino) => ino,
+                Err(Errno::ENOENT) if make => match self.mkdir(dir, name, *k) {
+                    Ok(a) => a.ino,
+                    Err(_) => break,
+                },
+                Err(_) => break,
+            };
+            let Ok(a) = self.getattr(ino) else { break };
+            if a.kind != Kind::Dir {
+                break;
+            }
+            if (a.uid, a.gid, a.perm) != (k.uid, k.gid, k.mode & 0o7777) {
+                let _ = self.setattr(ino, Some(k.mode), Some(k.uid), Some(k.gid), None, None);
+                if a.uid != k.uid {
+                    dropped.extend(self.drop_foreign(ino, k));
+                }
+            }
+            dir = ino;
+        }
+        dropped
+    }
+
+    /// Removes from directory `dir`, now carrying `k`, the socket nodes and
+    /// links whose owner could not have made them there: neither its owner
+    /// nor root, with neither group nor others allowed to write. Their
+    /// names.
+    fn drop_foreign(&self, dir: u64, k: &Maker) -> Vec<Vec<u8>> {
+        if k.mode & 0o022 != 0 {
+            return Vec::new();
+        }
+        let entries = match self.shard(dir).get(&dir).map(|n| n.entries().cloned()) {
+            Some(Ok(e)) => e,
+            _ => return Vec::new(),
+        };
+        let mut dropped = Vec::new();
+        for (name, ino) in entries {
+            let Ok(a) = self.getattr(ino) else { continue };
+            if a.kind != Kind::Dir
+                && a.uid != k.uid
+                && a.uid != 0
+                && self.unlink(dir, &name).is_ok()
+            {
+                dropped.push(name);
+            }
+        }
+        dropped
+    }
+}

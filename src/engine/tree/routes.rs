@@ -1,0 +1,161 @@
+//! The route roots declared to the daemon: the tree paths `P` a `udsfs run
+//! --route /P` said are the places of kernel directories (README "What is
+//! routed"). A directory of the mount at such a path, above one (on its way
+//! from the root) or below one is a copy of the kernel's directory at the
+//! same path, and takes its owner, group and mode (`mirror.rs`); every other
+//! directory is its maker's, as any directory of a plain mount.
+//!
+//! Keyed by path, not by node: a user who made an ancestor first and moves
+//! it aside, with the route's copy in it, leaves the path declared, and the
+//! directory put in its place is the copy from the next walk on. Declaring
+//! only makes copies follow the kernel, so anyone may; a user's
+//! declarations are counted (`PER_USER`), so one user cannot grow the daemon
+//! by declaring, and the daemon's are never forgotten while the mount lives.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use parking_lot::Mutex;
+
+use super::{NAME_MAX, Tree};
+
+/// Route roots one uid may declare (a `udsfs run` declares its `--route`s).
+pub const PER_USER: usize = 256;
+/// The longest route path taken (PATH_MAX).
+const PATH_MAX: usize = 4096;
+/// How long a datagram send's correction of a name's directories stands
+/// for the next sends to names there (`Tree::dgram_corrected`).
+pub const DGRAM_FRESH: Duration = Duration::from_secs(1);
+/// Directories whose correction time is kept; past it the record starts
+/// again (a send per directory corrects once more).
+const FRESH_MAX: usize = 4096;
+
+#[derive(Default)]
+pub(super) struct Routes {
+    inner: Mutex<Declared>,
+}
+
+#[derive(Default)]
+struct Declared {
+    /// The route roots, as tree paths (components joined by `/`).
+    roots: HashSet<Vec<u8>>,
+    /// Every directory above a root (its proper prefixes).
+    above: HashSet<Vec<u8>>,
+    /// Roots declared by each uid (the first to declare one pays for it).
+    by_uid: HashMap<u32, usize>,
+    /// The directory paths a datagram send corrected, and when.
+    fresh: HashMap<Vec<u8>, Instant>,
+}
+
+/// The components of a tree path, `.` and `..` taken lexically (the fronts
+/// route normalized paths: `udsfs_proto::route::normalize`).
+fn components(path: &[u8]) -> Vec<&[u8]> {
+    let mut parts = Vec::new();
+    for c in path.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    parts
+}
+
+impl Tree {
+    /// Declares tree path `path` (the route `/P`'s `P`, a leading slash
+    /// allowed) a route root, for uid `uid`: EINVAL for the root itself,
+    /// ENAMETOOLONG past PATH_MAX or NAME_MAX, ENOSPC past `PER_USER` new
+    /// roots of one uid. Declaring one again is nothing.
+    pub fn declare_route(&self, path: &[u8], uid: u32) -> Result<(), Errno> {
+        if path.len() > PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let parts = components(path);
+        if parts.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        if parts.iter().any(|c| c.len() > NAME_MAX) {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let key = parts.join(&b'/');
+        let mut d = self.routes.inner.lock();
+        if d.roots.contains(&key) {
+            return Ok(());
+        }
+        let n = d.by_uid.entry(uid).or_default();
+        if *n >= PER_USER {
+            return Err(Errno::ENOSPC);
+        }
+        *n += 1;
+        for i in 1..parts.len() {
+            d.above.insert(parts[..i].join(&b'/'));
+        }
+        d.roots.insert(key);
+        Ok(())
+    }
+
+    /// Whether any route root is declared (none: a plain mount, where no
+    /// directory is a copy).
+    pub fn any_route(&self) -> bool {
+        !self.routes.inner.lock().roots.is_empty()
+    }
+
+    /// Whether the name at tree path `path` lies below a route root: its
+    /// directories are then copies of the kernel's (all of them, those
+    /// above the root too).
+    pub fn under_route(&self, path: &[u8]) -> bool {
+        let parts = components(path);
+        let d = self.routes.inner.lock();
+        if d.roots.is_empty() {
+            return false;
+        }
+        (1..parts.len()).any(|i| d.roots.contains(&parts[..i].join(&b'/')))
+    }
+
+    /// For a datagram send to the name at tree path `path` below a route
+    /// root: true when its directories were corrected for a send less than
+    /// `DGRAM_FRESH` ago (nothing to do), else false, and the caller
+    /// corrects them now (recorded as done). A send per message would walk
+    /// the kernel's tree per message; a copy once corrected changes only as
+    /// the kernel's directory lets its users, so the record only delays a
+    /// change of the kernel's directory itself (a chmod counts for datagram
+    /// sends up to `DGRAM_FRESH` later).
+    pub fn dgram_corrected(&self, path: &[u8]) -> bool {
+        let mut parts = components(path);
+        parts.pop();
+        let key = parts.join(&b'/');
+        let now = Instant::now();
+        let mut d = self.routes.inner.lock();
+        if d.fresh
+            .get(&key)
+            .is_some_and(|t| now.duration_since(*t) < DGRAM_FRESH)
+        {
+            return true;
+        }
+        if d.fresh.len() >= FRESH_MAX {
+            d.fresh.clear();
+        }
+        d.fresh.insert(key, now);
+        false
+    }
+
+    /// Whether the directory at tree path `path` is a copy of the kernel's:
+    /// a route root, above one, or below one.
+    pub fn is_route_copy(&self, path: &[u8]) -> bool {
+        let parts = components(path);
+        let key = parts.join(&b'/');
+        {
+            let d = self.routes.inner.lock();
+            if d.roots.is_empty() {
+                return false;
+            }
+            if d.roots.contains(&key) || d.above.contains(&key) {
+                return true;
+            }
+        }
+        self.under_route(path)
+    }
+}
