@@ -212,6 +212,7 @@ scripts!(
     lanes,
     lanes_connect,
     lanes_live_capture,
+    lanes_programs,
     lanes_ready,
     lanes_services,
     lanes_syscalls,

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# lanes_programs.sh: the lane defects the real programs of integration/run_*.sh found
+# once lanes were the mount's default (issue 30), each with its program, on a mount with
+# lanes (the default) beside the same steps on kernel sockets.
+#   nginx_post  nginx (one worker) proxying to a unix upstream (http_upstream.py),
+#               through `udsfs run`: 30 POSTs of 300 KB by curl, each answered with its
+#               size and sum (the most sockets lane=direct at once is printed). nginx
+#               registers an accepted connection in epoll with EPOLLET before its lane
+#               is up; the lane's grant wakes that registration, whose FUSE POLL is told
+#               "ready" (the library's own poll of an end it has yet to claim), and
+#               nginx's readv of the body (not a call the lane carries) takes the lane
+#               down before nginx's next epoll call could move the registration. The
+#               data file's registration stays, last polled while the lane was up: the
+#               daemon registered no waiter for that poll, so the bytes curl then sent
+#               through the daemon woke nothing and the request stalled until curl's
+#               timeout (before src/fuse/poll.rs registered it: 1 to 5 of 20 POSTs
+#               "curl: (28) Operation timed out", the worker's socket holding 64 KiB
+#               unread).
+source "$(dirname "$0")/lib.sh"
+source "$LIB_DIR/lib_run.bash"
+need_preload
+need_cmd nginx nginx-light
+need_cmd curl curl
+
+POSTS=30
+head -c 300000 /dev/urandom >"$TMP/post.bin"
+want=$(python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); print(f"{len(d)} bytes, sum {sum(d)}")' "$TMP/post.bin")
+
+# nginx_post MODE DIR: nginx and its upstream on MODE's sockets in DIR, POSTS posts;
+# sets GOOD to the number answered with $want and LANED to the most sockets
+# lane=direct seen at once.
+nginx_post() {
+    local mode=$1 dir=$2 d=$TMP/ngx-$1 i out
+    UDSFS_RUN_VIA=$mode
+    mkdir -p "$d" "$dir"
+    nginx_conf "$d" 1 <<EOF2
+    upstream app { server unix:$dir/upstream.sock; }
+    server {
+        listen unix:$dir/nginx.sock;
+        location /app/ { proxy_pass http://app; proxy_read_timeout 10s; }
+    }
+EOF2
+    serve UPSTREAM "$dir/upstream.sock" "$d/upstream.out" -- python3 "$LIB_DIR/http_upstream.py" "$dir/upstream.sock"
+    serve NGINX "$dir/nginx.sock" "$d/nginx.out" -- nginx -c "$d/nginx.conf" -p "$d"
+    GOOD=0 LANED=0
+    for i in $(seq 1 "$POSTS"); do
+        via -- curl --silent --show-error --max-time 5 --unix-socket "$dir/nginx.sock" \
+            --data-binary @"$TMP/post.bin" http://localhost/app/post >"$d/post.$i" 2>&1 &
+        local c=$!
+        if [ "$mode" == udsfs ]; then
+            laned_most "$c"
+            [ "$LANED_MOST" -gt "$LANED" ] && LANED=$LANED_MOST
+        fi
+        wait "$c" || true
+        out=$(cat "$d/post.$i")
+        if [ "$out" == "$want" ]; then
+            GOOD=$((GOOD + 1))
+        else
+            say "$mode: POST $i: $out"
+        fi
+    done
+    stop_bg -QUIT "$NGINX" "$UPSTREAM"
+}
+
+nginx_post kernel "$TMP/k"
+[ "$GOOD" -eq "$POSTS" ] || fail "on kernel sockets only $GOOD of $POSTS POSTs were answered '$want'"
+nginx_post udsfs "$MNT/ngx"
+say "udsfs: $GOOD of $POSTS POSTs answered '$want'; at most $LANED sockets lane=direct at once"
+[ "$GOOD" -eq "$POSTS" ] || fail "nginx_post: $((POSTS - GOOD)) of $POSTS POSTs through nginx on the lanes mount were not answered (kernel: all $POSTS)"
+ok "nginx_post: $POSTS POSTs of 300 KB through nginx and its upstream on the lanes mount answered as on the kernel (up to $LANED sockets lane=direct)"
