@@ -16,11 +16,45 @@
 #               timeout (before src/fuse/poll.rs registered it: 1 to 5 of 20 POSTs
 #               "curl: (28) Operation timed out", the worker's socket holding 64 KiB
 #               unread).
+#   ns_client   a client as uid 65534 in a user and network namespace of its own
+#               (`unshare -Urn`, as run_xvfb.sh's xprop), through `udsfs run`, talks to
+#               a server (integration/lanes_programs.py) on root's mount: the same
+#               answers as on the kernel and nothing on its stderr. Its library cannot
+#               reach the daemon's fd channel (an abstract name in the daemon's network
+#               namespace) to claim its lane; the connection works through the daemon,
+#               but the claim printed "udsfs-preload[N]: fd channel @udsfs-fdpass-N: not
+#               answered by the daemon's uid 65534: refused" into the program's stderr
+#               (before preload/src/lane.rs claimed quietly).
+UDSFS_MOUNT_ARGS=(--allow-other) # ns_client's uid 65534
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 need_preload
 need_cmd nginx nginx-light
 need_cmd curl curl
+need_cmd unshare util-linux setpriv util-linux python3 python3
+PY=$LIB_DIR/lanes_programs.py
+chmod 755 "$TMP"
+
+# ns_client MODE DIR: the server on MODE's sockets in DIR, the namespaced client's
+# answers and stderr in $TMP/ns.MODE.out and $TMP/ns.MODE.err.
+ns_client() {
+    local mode=$1 dir=$2
+    UDSFS_RUN_VIA=$mode
+    mkdir -p "$dir"
+    chmod 777 "$dir"
+    serve SERVER "$dir/echo.sock" "$TMP/ns.$mode.server" -- python3 "$PY" serve "$dir/echo.sock" 1
+    run_cmd -- python3 "$PY" ask "$dir/echo.sock"
+    as_uid 65534 unshare -Urn "${RUN_CMD[@]}" >"$TMP/ns.$mode.out" 2>"$TMP/ns.$mode.err" ||
+        echo "failed: $?" >>"$TMP/ns.$mode.out"
+    stop_bg "$SERVER"
+}
+ns_client kernel "$TMP/k"
+ns_client udsfs "$MNT/ns"
+expect_eq "ns_client: the kernel's answers" "$(cat "$TMP/ns.kernel.out")" "$(printf 'echo: line %d\n' 0 1 2)"
+expect_eq "ns_client: the kernel's client's stderr" "$(cat "$TMP/ns.kernel.err")" ""
+expect_eq "ns_client: the answers through udsfs" "$(cat "$TMP/ns.udsfs.out")" "$(cat "$TMP/ns.kernel.out")"
+expect_eq "ns_client: the namespaced client's stderr through udsfs" "$(cat "$TMP/ns.udsfs.err")" ""
+ok "ns_client: a client in a user and network namespace of its own answered as on the kernel, its stderr empty"
 
 POSTS=30
 head -c 300000 /dev/urandom >"$TMP/post.bin"
