@@ -25,6 +25,15 @@
 #               but the claim printed "udsfs-preload[N]: fd channel @udsfs-fdpass-N: not
 #               answered by the daemon's uid 65534: refused" into the program's stderr
 #               (before preload/src/lane.rs claimed quietly).
+#   close_reuse lanes_programs.py close_reuse: 4 client threads and a server's threads in
+#               one process, 600 connections made, used and closed at once (as
+#               gdbus-auth's threads do, run_glib_tests.sh), through `udsfs run`: all
+#               answered, as on the kernel. The process died of SIGSEGV (a null region
+#               in lane::close's look after the close): a failed `take` of an end's
+#               reader or writer flag released it for the thread that held it
+#               (`then_some` made the guard either way), and lane::close looked at its
+#               end after the close holding no flag, when the number's next socket's
+#               `slot_for` may rewrite the slot.
 UDSFS_MOUNT_ARGS=(--allow-other) # ns_client's uid 65534
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
@@ -34,6 +43,20 @@ need_cmd curl curl
 need_cmd unshare util-linux setpriv util-linux python3 python3
 PY=$LIB_DIR/lanes_programs.py
 chmod 755 "$TMP"
+
+# close_reuse MODE DIR: lanes_programs.py close_reuse in DIR on MODE's sockets; its
+# output (and exit status) in $TMP/cr.MODE.out.
+close_reuse() {
+    local mode=$1 dir=$2 rc=0
+    UDSFS_RUN_VIA=$mode
+    mkdir -p "$dir"
+    via -- timeout 120 python3 "$PY" close_reuse "$dir/cr.sock" 4 150 >"$TMP/cr.$mode.out" 2>&1 || rc=$?
+    echo "exit status $rc" >>"$TMP/cr.$mode.out"
+}
+close_reuse kernel "$TMP/k"
+close_reuse udsfs "$MNT/cr"
+expect_eq "close_reuse: on the kernel" "$(tail -2 "$TMP/cr.kernel.out")" "$(printf 'done 600 connections\nexit status 0')"
+expect_eq "close_reuse: through udsfs on a lanes mount" "$(tail -2 "$TMP/cr.udsfs.out")" "$(printf 'done 600 connections\nexit status 0')"
 
 # ns_client MODE DIR: the server on MODE's sockets in DIR, the namespaced client's
 # answers and stderr in $TMP/ns.MODE.out and $TMP/ns.MODE.err.
