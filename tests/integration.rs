@@ -23,6 +23,8 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 fn timeout_of(name: &str) -> Duration {
     match name {
         "run_cpython_multiprocessing" => Duration::from_secs(360),
+        // Three CPython suites, each on the kernel and through udsfs (lanes off): 73 s at load ~20.
+        "run_cpython_nolanes" => Duration::from_secs(240),
         "adversarial_sigio" => Duration::from_secs(360),
         // Another user's 10,000 threads blocked through its supervisor.
         "adversarial_pool" => Duration::from_secs(360),
@@ -239,6 +241,7 @@ scripts!(
     run_cpython_asyncio,
     run_cpython_logging,
     run_cpython_multiprocessing,
+    run_cpython_nolanes,
     run_cpython_paths,
     run_cpython_socketserver,
     run_cpython_suite,
