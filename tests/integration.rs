@@ -25,6 +25,8 @@ fn timeout_of(name: &str) -> Duration {
         "run_cpython_multiprocessing" => Duration::from_secs(360),
         // Three CPython suites, each on the kernel and through udsfs (lanes off): 73 s at load ~20.
         "run_cpython_nolanes" => Duration::from_secs(240),
+        // 30 POSTs through nginx twice (a stalled one waits 5 s), 600 connections twice: 40 s at load ~20.
+        "lanes_programs" => Duration::from_secs(240),
         "adversarial_sigio" => Duration::from_secs(360),
         // Another user's 10,000 threads blocked through its supervisor.
         "adversarial_pool" => Duration::from_secs(360),
