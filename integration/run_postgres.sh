@@ -9,8 +9,11 @@
 # .s.PGSQL.PORT lives in the mount at the same path below it. psql logs in through peer
 # authentication, which reads the client's uid with SO_PEERCRED: user postgres gets in
 # and runs queries, root asking to be postgres is refused.
-# the server and psql run as user postgres; run_postgres_lanes.sh adds --lanes
-UDSFS_MOUNT_ARGS=(--allow-other ${RUN_POSTGRES_LANES:+--lanes})
+# the server and psql run as user postgres. Lanes off here (issue 30: the real programs
+# pass with lanes off too); run_postgres_lanes.sh and run_postgres_live_capture.sh run
+# every check again with lanes on (the mount's default)
+UDSFS_MOUNT_ARGS=(--allow-other --no-lanes)
+[ -z "${RUN_POSTGRES_LANES:-}" ] || UDSFS_MOUNT_ARGS=(--allow-other --lanes)
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 

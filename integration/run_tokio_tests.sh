@@ -4,7 +4,8 @@
 # Cargo.toml and Cargo.lock) and run with libtest, test by test, on kernel sockets and
 # through `udsfs run`:
 #   kernel   TMPDIR a real directory ($TMP/k): the reference
-#   preload  the library (`udsfs run`'s default front), TMPDIR a directory in the mount:
+#   preload  the library (`udsfs run`'s default front) on a `--no-lanes` mount (lanes are
+#            the mount's default: this pass and the next are the lanes-off ones), TMPDIR a directory in the mount:
 #            tokio's tests bind in tempfile::tempdir(), which is below TMPDIR
 #   seccomp  the same with `--front seccomp` (the supervisor traps the calls)
 #   lanes    the library again, on a `--lanes` mount (the first mount is unmounted)
@@ -38,6 +39,7 @@
 # Run time on a loaded 2-core machine: a cold build 1-2 min (load ~10), then the passes
 # 1-2 min (load 10-23; the lanes pass's listed tests hang 15 s per test file). time_pause's
 # two UnixDatagram tests are left out: they need tokio's test-util feature and rand.
+UDSFS_MOUNT_ARGS=(--no-lanes)
 source "$(dirname "$0")/lib.sh"
 
 need_cmd cargo cargo strace strace python3 python3

@@ -23,6 +23,10 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 fn timeout_of(name: &str) -> Duration {
     match name {
         "run_cpython_multiprocessing" => Duration::from_secs(360),
+        // Three CPython suites, each on the kernel and through udsfs (lanes off): 73 s at load ~20.
+        "run_cpython_nolanes" => Duration::from_secs(240),
+        // 30 POSTs through nginx twice (a stalled one waits 5 s), 600 connections twice: 40 s at load ~20.
+        "lanes_programs" => Duration::from_secs(240),
         "adversarial_sigio" => Duration::from_secs(360),
         // Another user's 10,000 threads blocked through its supervisor.
         "adversarial_pool" => Duration::from_secs(360),
@@ -217,6 +221,7 @@ scripts!(
     lanes,
     lanes_connect,
     lanes_live_capture,
+    lanes_programs,
     lanes_ready,
     lanes_services,
     lanes_syscalls,
@@ -243,6 +248,7 @@ scripts!(
     run_cpython_asyncio,
     run_cpython_logging,
     run_cpython_multiprocessing,
+    run_cpython_nolanes,
     run_cpython_paths,
     run_cpython_socketserver,
     run_cpython_suite,

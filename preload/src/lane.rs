@@ -308,7 +308,7 @@ fn join(fd: c_int) -> Res<End> {
 /// (EINVAL): this process asks for no more lanes.
 fn channel() -> Res<fdpass::Channel> {
     let m = mount::get().ok_or(libc::EINVAL)?;
-    fdpass::connect(m).inspect_err(|&e| {
+    fdpass::connect_quiet(m).inspect_err(|&e| {
         if e == libc::ECONNREFUSED || e == libc::EINVAL {
             OFF.store(true, Ordering::Relaxed);
         }
@@ -698,7 +698,16 @@ pub fn close(fd: c_int) -> Option<c_int> {
     if ino_of(fd) != Some(s.ino.load(Ordering::Relaxed)) {
         return None;
     }
-    // SAFETY: LANE was seen with Acquire: `end` is set and stays.
+    // The end's writer, held across the close and the look after it: once
+    // the number is closed another thread may get it at once (a socket,
+    // an accept) and its `slot_for` take this very slot and rewrite `end`
+    // under us, unless a flag of the slot is held (gdbus-auth's worker
+    // thread died in `direct` on a null region, run_glib_tests.sh;
+    // lanes_programs.sh close_reuse). Another thread writing on the end:
+    // the C library's close, the daemon's RELEASE finishes the end.
+    let w = take(&s.wtaken)?;
+    // SAFETY: LANE was seen with Acquire: `end` is set and stays while `w`
+    // is held.
     let e = unsafe { (*s.end.get()).as_ref()? };
     if e.record || !direct(e) {
         return None;
@@ -725,11 +734,10 @@ pub fn close(fd: c_int) -> Option<c_int> {
     // SAFETY: ours.
     unsafe { real::close(watch) };
     if r == 0 && n > 0 && direct(e) {
-        if let Some(_w) = take(&s.wtaken) {
-            // SAFETY: the writer is this thread's while taken.
-            unsafe { (*e.w.get()).shutdown() };
-        }
+        // SAFETY: the writer is this thread's while taken (`w`).
+        unsafe { (*e.w.get()).shutdown() };
     }
+    drop(w);
     crate::errno::set_errno(err);
     Some(r)
 }
@@ -795,7 +803,15 @@ fn stop(done: usize, err: c_int) -> Option<ssize_t> {
 }
 
 fn take(flag: &AtomicBool) -> Option<Taken<'_>> {
-    (!flag.swap(true, Ordering::Acquire)).then_some(Taken(flag))
+    // Not `then_some(Taken(flag))`: its argument is made either way, and a
+    // Taken made for a flag another thread holds releases it when dropped
+    // (every failed take freed the holder's reader or writer; lane::close's
+    // end rewritten under it, lanes_programs.sh close_reuse).
+    if flag.swap(true, Ordering::Acquire) {
+        None
+    } else {
+        Some(Taken(flag))
+    }
 }
 
 /// A plain read/recv of up to `n` bytes on `fd`'s lane; None: not the

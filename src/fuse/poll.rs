@@ -24,10 +24,22 @@ impl Inner {
         // A laned socket's readiness is its library's (src/engine/lane.rs's
         // polled rule): a poll the library does not answer takes the lane
         // down; its own poll of an end it has yet to claim is told "ready",
-        // registering nothing, and its wrapper claims the end and looks.
+        // and its wrapper claims the end and looks. The poll registers all
+        // the same: an epoll set may keep the data file (the library moves
+        // a registration only at its next epoll call), and when the lane
+        // goes down before that call (nginx's readv of the request body),
+        // the bytes that then come through the daemon must wake it, or an
+        // EPOLLET registration, polled last while the lane was up, sleeps
+        // for good (integration/lanes_programs.sh nginx_post).
         if let Some(s) = &f.sock
             && self.eng.lane_polled(s, tid)
         {
+            if let Some(n) = notify {
+                let pw = f.poller.get_or_init(Default::default);
+                pw.arm(n);
+                let w = pw.clone() as Waiter;
+                let _ = self.eng.poll(s, Some(&w));
+            }
             return Ok(LANE_READY);
         }
         Ok(match (&f.kind, &f.sock) {
