@@ -61,7 +61,8 @@ struct Grant {
     /// A pidfd of the granting thread itself (PIDFD_THREAD): alive, it is
     /// the thread that set the grant, not another that got its id since.
     /// Charged as `pidfds`. None: not to be had; /proc/TGID/task/TID decides.
-    thread: Option<ChargedFd>,
+    /// Shared so that a request asks it outside `GRANTS`'s lock.
+    thread: Option<Arc<ChargedFd>>,
 }
 
 /// The supervisor process's pidfd and the target thread's.
@@ -374,23 +375,27 @@ pub fn set(fds: &Arc<Quota>, tid: u32, uid: u32, value: &[u8]) -> Result<(), i32
     } else {
         text.parse().map_err(|_| libc::EINVAL)?
     };
-    let mut g = GRANTS.lock();
-    let map = g.get_or_insert_with(HashMap::new);
     if target == 0 {
+        let mut g = GRANTS.lock();
+        let map = g.get_or_insert_with(HashMap::new);
         map.remove(&tid);
         COUNT.store(map.len(), Ordering::Relaxed);
         return Ok(());
     }
-    if let Some(gr) = checked_before(map, tid, uid, target, granter_netns) {
+    if let Some(gr) = checked_before(tid, uid, target, granter_netns) {
         // (Replacing the grant it took the thread's pidfd from.)
+        let mut g = GRANTS.lock();
+        let map = g.get_or_insert_with(HashMap::new);
         map.insert(tid, gr);
         COUNT.store(map.len(), Ordering::Relaxed);
         return Ok(());
     }
+    let mut g = GRANTS.lock();
+    let map = g.get_or_insert_with(HashMap::new);
     // Opened while the thread is in this request (its id cannot be taken
     // again meanwhile): it names this thread, whose process is read next.
     let thread = if map.len() < PIDFD_GRANTS {
-        charged(fds, uid, thread_pidfd(tid))
+        charged(fds, uid, thread_pidfd(tid)).map(Arc::new)
     } else {
         None
     };
@@ -479,16 +484,16 @@ pub fn set(fds: &Arc<Quota>, tid: u32, uid: u32, value: &[u8]) -> Result<(), i32
 /// a setgid or file-capability exec, a raw setresuid since). Threads of one
 /// supervisor with the same fsuid count as one principal. None: the full
 /// check decides.
-fn checked_before(
-    map: &mut HashMap<u32, Grant>,
-    tid: u32,
-    uid: u32,
-    target: u32,
-    granter_netns: bool,
-) -> Option<Grant> {
-    let prev = map.get_mut(&tid)?;
-    prev.pidfds.as_ref()?;
-    let (tgid, started) = (prev.tgid, prev.started);
+/// Its system calls are made outside `GRANTS`'s lock, which every request
+/// of every user takes (only thread `tid`'s own requests change its grant,
+/// one at a time).
+fn checked_before(tid: u32, uid: u32, target: u32, granter_netns: bool) -> Option<Grant> {
+    let (tgid, started, prev_thread) = {
+        let g = GRANTS.lock();
+        let prev = g.as_ref()?.get(&tid)?;
+        prev.pidfds.as_ref()?;
+        (prev.tgid, prev.started, prev.thread.clone())
+    };
     let c = CHECKED.lock();
     let ch = c.as_ref()?.get(&(tgid, uid, target))?;
     if ch.started != started {
@@ -496,7 +501,7 @@ fn checked_before(
     }
     let (pidfds, checked) = (ch.pidfds.clone(), ch.target);
     drop(c);
-    let thread = same_thread(prev.thread.as_ref(), tgid, tid);
+    let thread = same_thread(prev_thread.as_deref(), tgid, tid);
     let now = look(&*pidfds.1, target)?;
     let same = thread && now == checked.creds && alive(&*pidfds.0);
     same.then(|| Grant {
@@ -507,7 +512,7 @@ fn checked_before(
         checked,
         granter_netns,
         pidfds: Some(pidfds),
-        thread: prev.thread.take(),
+        thread: prev_thread,
     })
 }
 
@@ -631,11 +636,11 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
     let granter_netns = gr.granter_netns;
     let (tgid, started, who) = (gr.tgid, gr.started, (gr.target, gr.fs.0, gr.fs.1));
     let t = gr.checked;
-    let has_pidfds = gr.pidfds.is_some();
+    let (thread_fd, pidfds) = (gr.thread.clone(), gr.pidfds.clone());
     drop(g);
     // The grant's thread must still be the supervisor's, and the target the
     // same process with the same credentials (else: reused pid, setuid exec).
-    let (same, target) = if has_pidfds {
+    let (same, target) = if let Some((sup, target_fd)) = pidfds {
         // A thread of the supervisor's process (the one granted, or one that
         // took its id since: the same process), and the target thread the
         // one granted (its pidfd), its ids and capabilities now (`look`) the
@@ -643,26 +648,20 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
         // (which cannot change its own credentials) from one that runs on.
         // A grant left after its call serves only the calls that are the
         // same whoever makes them (the supervisor sets one for each call
-        // that is not: src/supervisor/actfor.rs).
-        let g = GRANTS.lock();
-        let gr = g
-            .as_ref()
-            .and_then(|m| m.get(&tid))
-            .filter(|gr| (gr.started, gr.checked.started) == (started, t.started));
+        // that is not: src/supervisor/actfor.rs). Asked outside `GRANTS`'s
+        // lock, which every request of every user takes: its descriptors
+        // were taken with the grant under one look at it (only this
+        // thread's own requests change it, one at a time).
         // A living granting thread keeps its process (with no pidfd of its
         // own, the /proc look, then the process's pidfd).
-        let thread = gr.is_some_and(|gr| {
-            same_thread(gr.thread.as_ref(), tgid, tid)
-                && (gr.thread.is_some() || gr.pidfds.as_ref().is_some_and(|(sup, _)| alive(&**sup)))
-        });
-        let target_fd = gr.and_then(|gr| gr.pidfds.as_ref().map(|(_, tgt)| tgt.clone()));
-        drop(g);
+        let thread =
+            same_thread(thread_fd.as_deref(), tgid, tid) && (thread_fd.is_some() || alive(&*sup));
         // The target's credentials now, not the ones kept from the grant: a
         // target that is not trapped (a child the caller merely forked) may
         // have exec'd a setuid program since, and a kept status, equal to
         // the checked one by construction, let the caller speak as that
         // process for as long as it ran (adversarial_actfor2.sh).
-        let now = target_fd.and_then(|fd| look(&*fd, who.0));
+        let now = look(&*target_fd, who.0);
         (
             thread && now.is_some(),
             now.filter(|n| *n == t.creds).map(|_| None),
@@ -716,14 +715,15 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
 /// setxattr (the full check) and sends again. The number is the caller's
 /// to write: it decides nothing that a grant set by the full check did not.
 pub fn caller_named(tid: u32, uid: u32, gid: u32, target: u32) -> Result<ActFor, i32> {
-    {
-        let mut g = GRANTS.lock();
-        let map = g.get_or_insert_with(HashMap::new);
-        let held = map
-            .get(&tid)
-            .is_some_and(|gr| gr.target == target && !gr.granter_netns);
-        if !held {
-            let gr = checked_before(map, tid, uid, target, false).ok_or(libc::EPERM)?;
+    let held = GRANTS
+        .lock()
+        .as_ref()
+        .and_then(|m| m.get(&tid))
+        .is_some_and(|gr| gr.target == target && !gr.granter_netns);
+    if !held {
+        {
+            // (Its system calls outside `GRANTS`'s lock.)
+            let gr = checked_before(tid, uid, target, false).ok_or(libc::EPERM)?;
             // Checked just now, as `caller_of` would (the thread, both
             // processes, the target's ids): its answer, without asking twice.
             let who = ActFor {
@@ -734,6 +734,8 @@ pub fn caller_named(tid: u32, uid: u32, gid: u32, target: u32) -> Result<ActFor,
                 checked: Some(gr.checked.creds),
                 netns: None,
             };
+            let mut g = GRANTS.lock();
+            let map = g.get_or_insert_with(HashMap::new);
             map.insert(tid, gr);
             COUNT.store(map.len(), Ordering::Relaxed);
             return Ok(who);

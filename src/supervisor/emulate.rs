@@ -48,6 +48,9 @@ pub struct Job {
     /// looked at, for the first attempt only: a clone goes without them
     /// (a call held or tried again looks anew).
     pub got: Option<(Task, OwnedFd)>,
+    /// `target::epoch()` before the notification was received
+    /// (`Task::names_trapped`); 0: none read.
+    pub received: u64,
     /// That copy's O_NONBLOCK as triage read it (with `got` only): the
     /// first attempt does not ask again.
     nonblock: Option<bool>,
@@ -120,6 +123,7 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
             try_first: try_first(nr, &args),
             resume: 0,
             got,
+            received: 0,
             nonblock,
         }
     };
@@ -290,8 +294,11 @@ pub fn perform(ctx: &Ctx, l: &Listener, mut job: Job, on_loop: bool) -> Reply {
             Err(_) => return Reply::Errno(libc::ESRCH),
         },
     };
-    // The pidfd names the trapped thread only while the call is pending.
-    if !l.valid(job.id) {
+    // The pidfd names the trapped thread only while the call is pending:
+    // asked of the listener, unless triage's copy came through a thread
+    // pidfd kept from before the receive, which says so already.
+    let proven = got.is_some() && task.names_trapped(job.received);
+    if !proven && !l.valid(job.id) {
         return Reply::Errno(libc::EINTR);
     }
     // The daemon takes this thread's requests as the target's (its pid,

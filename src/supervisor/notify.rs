@@ -75,6 +75,8 @@ fn worker(p: Arc<Pool>) {
             if p.done.load(Ordering::SeqCst) {
                 break None;
             }
+            // Before the receive (target.rs `Task::names_trapped`).
+            let epoch = super::target::epoch();
             let n = match p.w.l.next() {
                 Some(Ok(n)) => n,
                 // ENOENT: the caller went away between poll and receive.
@@ -98,7 +100,7 @@ fn worker(p: Arc<Pool>) {
             // round trip is slow, and they overlap); else this worker
             // keeps it and carries the call out itself.
             let keep = !p.w.l.pending();
-            if let Some(job) = lead(&p, &n, keep) {
+            if let Some(job) = lead(&p, &n, keep, epoch) {
                 break Some(job);
             }
         };
@@ -121,18 +123,20 @@ fn worker(p: Arc<Pool>) {
 /// (a receive or a send of one message ioctl that may wait tried once
 /// without parking first: `emulate::tried_on_loop`). Some: a call for
 /// `handle` once the role is handed over, and whether it was tried.
-fn lead(p: &Arc<Pool>, n: &libc::seccomp_notif, keep: bool) -> Option<(Job, bool)> {
+/// `epoch`: `target::epoch()` before `n` was received.
+fn lead(p: &Arc<Pool>, n: &libc::seccomp_notif, keep: bool, epoch: u64) -> Option<(Job, bool)> {
     // Calls on kernel sockets and other files are answered here.
     let triaged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         emulate::triage(&p.w.ctx, &p.w.l, n)
     }));
-    let job = match triaged.unwrap_or(Err(Reply::Errno(libc::EIO))) {
+    let mut job = match triaged.unwrap_or(Err(Reply::Errno(libc::EIO))) {
         Ok(job) => job,
         Err(r) => {
             p.w.l.reply(n.id, &r);
             return None;
         }
     };
+    job.received = epoch;
     if !keep || job.may_wait && !emulate::tried_on_loop(&job) {
         return Some((job, false));
     }
