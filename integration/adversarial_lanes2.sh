@@ -142,14 +142,22 @@ run_as() {
     as_uid "$uid" sh -c 'umask 0; exec "$@"' - env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front "${FRONT:-seccomp}" \
         "${routes[@]}" -- /usr/bin/python3 "$TMP/$1" "${@:2}"
 }
-# serve_as UID OUT ROUTE -- PATH WORD N: A's or B's server in the background, up.
-serve_as() {
+# try_serve_as UID OUT ROUTE -- PATH WORD N: A's or B's server in the background, waited
+# for until it listens or ends (a bind refused); serve_as: one that must be up.
+try_serve_as() {
     local uid=$1 out=$2 route=$3
     shift 4
     run_as "$uid" "$route" -- serve.py "$@" >"$out" 2>&1 &
     servers+=($!)
-    for _ in $(seq 1000); do grep -q listening "$out" && break; sleep 0.01; done
-    grep -q listening "$out" || fail "no server as $uid: $(cat "$out")"
+    for _ in $(seq 1000); do
+        grep -q listening "$out" && break
+        kill -0 "${servers[-1]}" 2>/dev/null || break
+        sleep 0.01
+    done
+}
+serve_as() {
+    try_serve_as "$@"
+    grep -q listening "$2" || fail "no server as $1: $(cat "$2")"
 }
 
 servers=()
@@ -196,13 +204,7 @@ say "the mount's copy of A's 0700 directory: $(stat -c '%A %u' "$MNT$R/adir"); t
 before=$(run_as $A "$R" -- ask.py "$R/adir/a.sock" 2>&1)
 moved=$(as_uid $B mv "$MNT$R/adir/a.sock" "$MNT$R/adir/aside" 2>&1 && echo moved) || true
 # B's server at A's name, if B may bind there (Linux: EACCES)
-run_as $B - -- serve.py "$MNT$R/adir/a.sock" B 1 >"$TMP/b2.out" 2>&1 &
-servers+=($!)
-for _ in $(seq 500); do
-    grep -q listening "$TMP/b2.out" && break
-    kill -0 "${servers[-1]}" 2>/dev/null || break
-    sleep 0.01
-done
+try_serve_as $B "$TMP/b2.out" - -- "$MNT$R/adir/a.sock" B 1
 bbind=$(tail -n 1 "$TMP/b2.out")
 after=$(run_as $A "$R" -- ask.py "$R/adir/a.sock" 2>&1)
 say "A's client before: $before; B's move of A's node aside: $moved; B's bind at its name: $bbind; A's client after: $after"
@@ -265,13 +267,7 @@ say "after A's declaration and bind: $(stat -c '%A %u' "$MNT$R" "$MNT$R/adir" | 
 before=$(run_as $A "$R/adir" -- ask.py "$R/adir/a.sock" 2>&1)
 moved=$(as_uid $B mv "$MNT$R/adir" "$MNT$R/aside" 2>&1 && echo moved) || true
 made=$(as_uid $B mkdir -m 777 "$MNT$R/adir" 2>&1 && echo made) || true
-run_as $B - -- serve.py "$MNT$R/adir/a.sock" B 1 >"$TMP/b4.out" 2>&1 &
-servers+=($!)
-for _ in $(seq 500); do
-    grep -q listening "$TMP/b4.out" && break
-    kill -0 "${servers[-1]}" 2>/dev/null || break
-    sleep 0.01
-done
+try_serve_as $B "$TMP/b4.out" - -- "$MNT$R/adir/a.sock" B 1
 bbind=$(tail -n 1 "$TMP/b4.out")
 after=$(run_as $A "$R/adir" -- ask.py "$R/adir/a.sock" 2>&1)
 say "A's client before: $before; B's move of the copy of A's directory: $moved; B's own in its place: $made; B's bind at A's name: $bbind; A's client after: $after"

@@ -192,12 +192,30 @@ static void *storm(void *x) {
     return 0;
 }
 
+/* A stream socketpair and a fork: the child keeps sv[1] (sv[0] closed), the parent sv[0]
+ * (sv[1] closed). fork's value, -1 (said) when either call failed. */
+static pid_t forked_pair(int sv[2]) {
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return -1; }
+    pid_t ch = fork();
+    if (ch < 0) perror("fork");
+    close(sv[ch == 0 ? 0 : 1]);
+    return ch;
+}
+
+/* A child's part: one byte read and sent back (the lane claimed by both ends), then
+ * quiet for SECS seconds, then gone. */
+static void echo_once_then_sleep(int fd, unsigned secs) {
+    char b;
+    if (read(fd, &b, 1) != 1 || write(fd, &b, 1) != 1) _exit(1);
+    sleep(secs);
+    _exit(0);
+}
+
 static int eintr(int restart, int timeo, int st) {
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
-    pid_t ch = fork();
+    pid_t ch = forked_pair(sv);
+    if (ch < 0) return 2;
     if (ch == 0) {
-        close(sv[0]);
         char b = 'a';
         if (write(sv[1], &b, 1) != 1) _exit(1);
         usleep(1500000);
@@ -206,7 +224,6 @@ static int eintr(int restart, int timeo, int st) {
         usleep(500000);
         _exit(0);
     }
-    close(sv[1]);
     char b, s[64];
     /* (the timeout before the first call: one set after the lane's claim takes it down) */
     if (timeo) {
@@ -240,16 +257,9 @@ static const char *about(double t);
  * with a 1.5 s timeout, SIGUSR1 (SA_RESTART or not) 300 ms in: what the wait returned. */
 static int waitintr(const char *way, int restart) {
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
-    pid_t ch = fork();
-    if (ch == 0) {
-        close(sv[0]);
-        char b;
-        if (read(sv[1], &b, 1) != 1 || write(sv[1], &b, 1) != 1) _exit(1);
-        sleep(2);
-        _exit(0);
-    }
-    close(sv[1]);
+    pid_t ch = forked_pair(sv);
+    if (ch < 0) return 2;
+    if (ch == 0) echo_once_then_sleep(sv[1], 2);
     char b = 'x', s[64];
     if (write(sv[0], &b, 1) != 1 || read(sv[0], &b, 1) != 1) { perror("first byte"); return 2; }
     int ep = -1;
@@ -297,17 +307,15 @@ static int waitintr(const char *way, int restart) {
  * with SA_RESTART or not, two blocking writes of 1 MiB, a SIGUSR1 300 ms into each. */
 static int eintrw(int restart, int timeo) {
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
-    pid_t ch = fork();
+    pid_t ch = forked_pair(sv);
+    if (ch < 0) return 2;
     if (ch == 0) {
-        close(sv[0]);
         static char buf[65536];
         if (read(sv[1], buf, 1) != 1) _exit(1);
         usleep(1500000);
         while (read(sv[1], buf, sizeof buf) > 0) {}
         _exit(0);
     }
-    close(sv[1]);
     char b = 'x', s[64];
     if (timeo) {
         struct timeval tv = {timeo / 1000, (timeo % 1000) * 1000};
@@ -342,16 +350,9 @@ static const char *about(double t) {
 
 static int sndtimeo(void) {
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
-    pid_t ch = fork();
-    if (ch == 0) {
-        close(sv[0]);
-        char b;
-        if (read(sv[1], &b, 1) != 1 || write(sv[1], &b, 1) != 1) _exit(1);
-        sleep(4);
-        _exit(0);
-    }
-    close(sv[1]);
+    pid_t ch = forked_pair(sv);
+    if (ch < 0) return 2;
+    if (ch == 0) echo_once_then_sleep(sv[1], 4);
     char b = 'x', s[64];
     struct timeval tv = {0, 500000};
     setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);

@@ -155,14 +155,24 @@ grep -q "lane direct" <<<"$u" || say "dup2hi: no lane: $u"
 verdict dup2hi "$([ "${u%(lane *}" = "${k%(lane *}" ] && echo 1)" \
     "a program that puts a file at descriptor 49 (dup2) in the middle of a laned ping-pong at RLIMIT_NOFILE 64: $u (kernel: $k)"
 
+# alike CASE WHAT CMD ARGS...: A's program CMD ARGS on the kernel and through udsfs, its
+# output up to the first line naming the lane (said, as WHAT): false unless the two are
+# the same but for the lane word; udsfs's must say "lane direct" (else said). Sets k, u.
+alike() {
+    local case=$1 what=$2
+    shift 2
+    k=$(on $A kernel "$@" 2>&1 | sed -n '0,/lane /p')
+    u=$(on $A udsfs "$@" 2>&1 | sed -n '0,/lane /p')
+    say "$case ($what) ${*:2}: kernel: $k; udsfs: $u"
+    grep -q "lane direct" <<<"$u" || say "$case ${*:2}: no lane: $u"
+    [ "${u%lane *}" = "${k%lane *}" ]
+}
+
 # eintr
 eintr_ok=1 eintrs=()
 for args in "1 0 1" "1 3000 1" "0 0 1" "1 0 800" "1 1000 800"; do
-    k=$(on $A kernel eintr $args 2>&1 | sed -n 1p)
-    u=$(on $A udsfs eintr $args 2>&1 | sed -n 1p)
-    say "eintr (SA_RESTART, SO_RCVTIMEO ms, signals) $args: kernel: $k; udsfs: $u"
-    grep -q "lane direct" <<<"$u" || say "eintr $args: no lane: $u"
-    [ "${u%, lane *}" = "${k%, lane *}" ] || eintr_ok=
+    # shellcheck disable=SC2086 # (the arguments' words)
+    alike eintr "SA_RESTART, SO_RCVTIMEO ms, signals" eintr $args || eintr_ok=
     eintrs+=("$args: $u (kernel: $k)")
 done
 verdict eintr "$eintr_ok" "A's blocking laned recv under SIGUSR1 (SA_RESTART, SO_RCVTIMEO ms, signals): $(printf '%s; ' "${eintrs[@]}")"
@@ -228,11 +238,8 @@ verdict region_kept "$(grep -q "holding A's other connection's bytes: 0" "$TMP/k
 # eintr_write
 ew_ok=1 ews=()
 for args in "1 0" "0 0" "1 3000"; do
-    k=$(on $A kernel eintrw $args 2>&1)
-    u=$(on $A udsfs eintrw $args 2>&1)
-    say "eintr_write (SA_RESTART, SO_SNDTIMEO ms) $args: kernel: $k; udsfs: $u"
-    grep -q "lane direct" <<<"$u" || say "eintr_write $args: no lane: $u"
-    [ "${u%lane *}" = "${k%lane *}" ] || ew_ok=
+    # shellcheck disable=SC2086 # (the arguments' words)
+    alike eintr_write "SA_RESTART, SO_SNDTIMEO ms" eintrw $args || ew_ok=
     ews+=("$args: $u (kernel: $k)")
 done
 verdict eintr_write "$ew_ok" "A's blocking laned writes under SIGUSR1 (SA_RESTART, SO_SNDTIMEO ms): $(printf '%s; ' "${ews[@]}")"
@@ -241,10 +248,7 @@ verdict eintr_write "$ew_ok" "A's blocking laned writes under SIGUSR1 (SA_RESTAR
 we_ok=1 wes=()
 for way in poll ppoll select epoll; do
     for r in 1 0; do
-        k=$(on $A kernel waitintr $way $r 2>&1)
-        u=$(on $A udsfs waitintr $way $r 2>&1)
-        grep -q "lane direct" <<<"$u" || say "wait_eintr $way $r: no lane: $u"
-        [ "${u%lane *}" = "${k%lane *}" ] || we_ok=
+        alike wait_eintr "way, SA_RESTART" waitintr $way $r || we_ok=
         wes+=("$way SA_RESTART=$r: $u (kernel: $k)")
     done
 done
