@@ -290,6 +290,11 @@ impl<'a> Writer<'a> {
         Ok((self.tail - self.head_seen) as u32)
     }
 
+    /// The writer's own position (bytes written into the ring).
+    pub fn position(&self) -> u64 {
+        self.tail
+    }
+
     /// Room for bytes now.
     pub fn free(&mut self) -> Result<u32, LaneErr> {
         Ok(self.d.cap - self.queued()?)
@@ -600,6 +605,18 @@ impl<'a> Reader<'a> {
             spin,
             timeout,
         )
+    }
+
+    /// Whether the writer's end came and every byte before it was read
+    /// (the daemon's mover passes the end on then: pump.rs).
+    pub fn ended(&mut self) -> Result<bool, LaneErr> {
+        let (used, fin) = self.look()?;
+        Ok(used == 0 && fin)
+    }
+
+    /// The reader's own position (bytes read through the ring).
+    pub fn position(&self) -> u64 {
+        self.head
     }
 
     /// Reads exactly `buf.len()` stream bytes, sleeping for them; Ok(false)
