@@ -555,6 +555,10 @@ fn joined(fd: c_int, s: &'static Slot) -> Option<&'static Slot> {
 fn ask(fd: c_int, s: &'static Slot) -> bool {
     match join(fd) {
         Ok(mut e) => {
+            // A lane up: a way down later (an observer's: a capture's gets a
+            // lane through the daemon at the next ask) has its own asks; the
+            // daemon gives a connection LANES_PER_CONN lanes at most.
+            s.tries.store(JOIN_TRIES, Ordering::Relaxed);
             e.timeo = [timeout(fd, 0), timeout(fd, 1)];
             s.record.store(e.record, Ordering::Relaxed);
             // SAFETY: CLAIMING is ours: nobody else touches `end`.

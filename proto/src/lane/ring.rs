@@ -295,6 +295,22 @@ impl<'a> Writer<'a> {
         self.tail
     }
 
+    /// The reader's position as last checked (a writer made again at
+    /// `position` goes on from it: `resumed`).
+    pub fn head_seen(&self) -> u64 {
+        self.head_seen
+    }
+
+    /// This writer, made at its tail, with `head_seen` as an earlier one
+    /// of the same ring left it (bytes still unread: without it the
+    /// reader's head would look as if it moved backwards).
+    pub fn resumed(mut self, head_seen: u64) -> Self {
+        if head_seen <= self.tail && self.tail - head_seen <= self.d.cap as u64 {
+            self.head_seen = head_seen;
+        }
+        self
+    }
+
     /// Room for bytes now.
     pub fn free(&mut self) -> Result<u32, LaneErr> {
         Ok(self.d.cap - self.queued()?)
