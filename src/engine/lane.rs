@@ -1105,6 +1105,31 @@ impl Engine {
                     None,
                 ) {
                     Ok(n) if n > 0 => rest = &rest[n..],
+                    // Through the daemon a direction holds two rings (the
+                    // daemon's and the writer's), more than SO_SNDBUF: the
+                    // rest is queued whatever the sender's wmem says, as
+                    // its writer was told it was sent (as a record below).
+                    Err(Errno::EAGAIN) if l.through.is_some() => {
+                        let was = std::mem::replace(&mut sock.lock().sndbuf, usize::MAX / 4);
+                        let r = self.sendmsg(
+                            sock,
+                            SendMsg {
+                                untapped,
+                                ..SendMsg::new(rest)
+                            },
+                            &caller,
+                            None,
+                        );
+                        let mut st = sock.lock();
+                        if st.sndbuf == usize::MAX / 4 {
+                            st.sndbuf = was;
+                        }
+                        drop(st);
+                        match r {
+                            Ok(n) if n > 0 => rest = &rest[n..],
+                            r => return lane_lost(sock, rest.len(), r),
+                        }
+                    }
                     r => return lane_lost(sock, rest.len(), r),
                 }
             }

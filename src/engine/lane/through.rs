@@ -519,4 +519,75 @@ mod tests {
             assert_eq!(heard, tail.concat(), "the capture heard the rest once");
         }
     }
+
+    /// Both rings of a direction full at the way down (the daemon's to B,
+    /// A's own): more than SO_SNDBUF, yet every byte reaches B through the
+    /// daemon, in order. (Without the way down's allowance the second
+    /// ring's drain was refused, EAGAIN, and its bytes lost.)
+    #[test]
+    fn two_full_rings_at_the_way_down_lose_nothing() {
+        let e = Engine::new(Config {
+            lanes: true,
+            ..Config::small()
+        });
+        let c = root();
+        let ty = SockType::Stream;
+        let addr = crate::engine::addr::Addr::Abstract(b"through-full".to_vec());
+        let srv = e.socket(ty, &c);
+        e.bind(&srv, &addr, &c).unwrap();
+        e.listen(&srv, 4, &c).unwrap();
+        let cli = e.socket(ty, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        e.taps.attach(Arc::new(Keeps::default()));
+        let _ = e.lane_join(&cli, &c, false);
+        e.lane_join(&acc, &c, false)
+            .expect("a lane through the daemon");
+        let mut sent = vec![];
+        let mut p = 0u64;
+        for _ in 0..64 {
+            let wrote = regions(&e, &acc, |r0, _| {
+                let at = r0.word(dir_word(0, OFF_TAIL)).load(Ordering::SeqCst) as u64;
+                let (w, _) = r0.end_at(Side::A, Framing::Stream, [at, 0]);
+                let w = w.resumed(
+                    r0.word(dir_word(0, udsfs_proto::lane::region::OFF_HEAD))
+                        .load(Ordering::SeqCst) as u64,
+                );
+                let mut w = w;
+                let chunk: Vec<u8> = (0..4096u64).map(|k| ((p + k) * 7 % 251) as u8).collect();
+                match w.write(&chunk) {
+                    Ok(n) => chunk[..n].to_vec(),
+                    Err(_) => vec![],
+                }
+            });
+            p += wrote.len() as u64;
+            sent.extend(wrote);
+            step(&e, &acc);
+        }
+        let cap = regions(&e, &acc, |r0, r1| {
+            r0.caps()[0] as usize + r1.caps()[1] as usize
+        });
+        println!(
+            "bytes in the two rings at the way down: {} (their sizes: {cap})",
+            sent.len()
+        );
+        assert_eq!(sent.len(), cap, "both rings full");
+        e.lane_down(&acc, None).unwrap();
+        let mut got = vec![];
+        while got.len() < sent.len() {
+            match e.recvmsg(&cli, RecvFlags::new(1 << 20), None) {
+                Ok(r) if !r.data.is_empty() => got.extend(r.data),
+                r => panic!(
+                    "recv after {} bytes: {:?}",
+                    got.len(),
+                    r.map(|r| r.data.len())
+                ),
+            }
+        }
+        println!(
+            "read through the daemon after the way down: {} bytes",
+            got.len()
+        );
+        assert!(got == sent, "every byte, in order");
+    }
 }
