@@ -10,7 +10,9 @@
 # some offset at or before that round to the end (nothing lost, doubled or reordered from
 # the open on; bytes in flight at the open, drained from the rings, may come before it);
 # what each program received is what the other sent; both end without an error. The
-# lane gives way to the capture (root's sees every connection: lane=none after). The
+# direct lane gives way to the capture (root's sees every connection) and the connection's
+# next ask gets a lane through the daemon, whose mover runs the taps: lane=through to the
+# end of the run (docs/LANE.md stage d; on a build without it, lane=none). The
 # capture, opened after the connect, must still tell the client by the accept (its
 # "out" direction), not by the first end it sees send. (run_postgres_live_capture.sh
 # does the same under pgbench, whose bytes are not known to hold the capture against.)
@@ -61,6 +63,12 @@ cat "$TMP/client.out" "$TMP/server.out"
 grep -qx 'GUARD client before the capture lane=direct' "$TMP/client.out" || fail "the connection had no lane before the capture"
 [ -s "$TMP/client.opened" ] || fail "the client never saw the capture open"
 ok "a connection with a lane (lane=direct), both programs ended without an error"
+# Issue 30 item 6: the capture does not take the connection off the lanes: after the way
+# down at the open, the connection's next ask gets a lane through the daemon (its mover
+# runs the taps), and it still has it at the end, long after the open.
+grep -qx 'GUARD client at the end under the capture lane=through' "$TMP/client.out" ||
+    fail "under the capture the connection had no lane through the daemon at the end: $(grep GUARD "$TMP/client.out")"
+ok "under the capture the connection kept a lane through the daemon to the end (lane=through)"
 
 tshark -r "$TMP/live.pcapng" -T fields -E separator=/t -e frame.packet_flags_direction -e data.data \
     >"$TMP/fields.txt" 2>"$TMP/tshark.err" || fail "tshark could not read the capture: $(cat "$TMP/tshark.err")"

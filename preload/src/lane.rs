@@ -50,6 +50,8 @@ const JOIN: u32 = 4;
 /// ioctl each) before it goes without: enough for a ping-pong through the
 /// daemon to find both ends between calls (docs/LANE.md).
 const JOIN_TRIES: u32 = 16;
+/// Asks after a lane came up and went down (`ask`).
+const REJOIN_TRIES: u32 = 64;
 
 struct End {
     region: &'static Region,
@@ -573,6 +575,13 @@ fn joined(fd: c_int, s: &'static Slot) -> Option<&'static Slot> {
 fn ask(fd: c_int, s: &'static Slot) -> bool {
     match join(fd) {
         Ok(mut e) => {
+            // A lane up: a way down later (an observer's: a capture's gets a
+            // lane through the daemon at an ask after it) has asks of its
+            // own; the daemon gives a connection LANES_PER_CONN lanes at
+            // most. More than the first: after a way down the rings' bytes
+            // sit in the daemon's queues, and a busy connection's asks are
+            // refused while any do (16 went in a burst of requests).
+            s.tries.store(REJOIN_TRIES, Ordering::Relaxed);
             e.timeo = [timeout(fd, 0), timeout(fd, 1)];
             s.record.store(e.record, Ordering::Relaxed);
             // SAFETY: CLAIMING is ours: nobody else touches `end`.

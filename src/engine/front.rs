@@ -33,6 +33,7 @@ impl Outgoing {
             files: Some(&mut self.files),
             oob,
             call_off: 0,
+            untapped: false,
         }
     }
 

@@ -37,6 +37,8 @@ use super::socket::{Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockType, Socket};
 use super::worker::Worker;
 use super::{Caller, Engine, Result, Waiter};
 
+mod through;
+
 /// How long the way down waits for an end to finish moving bytes (a copy
 /// of at most a ring takes far less); an end that stays busy longer
 /// (stopped, or hostile) is reset: the rings' published bytes are drained
@@ -70,30 +72,33 @@ pub(crate) const LANES_PER_CONN: u32 = 3;
 /// of them (`Lanes::quota`), so one user's lanes leave the others theirs.
 const MAX_LANES: u64 = 4096;
 
-struct Lane {
-    region: Region,
-    fd: std::os::fd::OwnedFd,
+pub(super) struct Lane {
+    pub(super) region: Region,
+    pub(super) fd: std::os::fd::OwnedFd,
     /// End A's socket (ring 0's writer), end B's.
-    socks: [Arc<Socket>; 2],
+    pub(super) socks: [Arc<Socket>; 2],
     /// Who claimed each end: the claiming thread and its status, the
     /// caller of the drain of that end's ring.
-    claimed: [Option<(u32, ProcStatus)>; 2],
+    pub(super) claimed: [Option<(u32, ProcStatus)>; 2],
     /// Who asked for the lane (its thread and status): the caller of the
     /// drain of an end nobody claimed, whose ring only the asker's region
     /// could have filled (never the daemon, which no share bounds).
-    maker: (u32, ProcStatus),
+    pub(super) maker: (u32, ProcStatus),
     /// One of the mount's lanes, held by the asker until the way down.
     count: Charge,
     phase: Phase,
     /// Requests parked until the way down is done (`lane_down`).
     waiters: Vec<Waiter>,
     /// Each end's wake-up for poll and epoll (lane_ready.rs).
-    evs: Evs,
+    pub(super) evs: Evs,
     /// Made by connect/accept (arg 5/6: an asker holds one end), not a
     /// socketpair (arg 3: its maker holds both).
     joined: bool,
     /// Seqpacket: the rings carry records.
-    record: bool,
+    pub(super) record: bool,
+    /// A lane through the daemon (an observer sees it): end B's region,
+    /// `region` being end A's (src/engine/lane/through.rs). None: direct.
+    pub(super) through: Option<Box<through::Far>>,
     /// The daemon's descriptors above (the memfd, the four eventfds), on
     /// the asker's descriptor budget as a deposit's are (ChargedFd): given
     /// back when the lane is dropped and they close (last: after them).
@@ -111,13 +116,47 @@ enum Phase {
 }
 
 impl Lane {
-    fn is_up(&self) -> bool {
+    pub(super) fn is_up(&self) -> bool {
         self.phase == Phase::Up
     }
 
+    /// End `e`'s region: the lane's one, or through the daemon its own.
+    pub(super) fn region_of(&self, e: usize) -> &Region {
+        match &self.through {
+            Some(far) if e == 1 => far.region(),
+            _ => &self.region,
+        }
+    }
+
+    /// End `e`'s region's memfd.
+    fn fd_of(&self, e: usize) -> &std::os::fd::OwnedFd {
+        match &self.through {
+            Some(far) if e == 1 => far.fd(),
+            _ => &self.fd,
+        }
+    }
+
+    /// End `e`'s region's eventfds.
+    pub(super) fn evs_of(&self, e: usize) -> &Evs {
+        match &self.through {
+            Some(far) if e == 1 => far.evs(),
+            _ => &self.evs,
+        }
+    }
+
+    /// End `e`'s busy word (through the daemon: side A of its region).
+    fn busy(&self, e: usize) -> &std::sync::atomic::AtomicU32 {
+        match &self.through {
+            Some(_) => self.region_of(e).word(busy_word(0)),
+            None => self.region.word(busy_word(e)),
+        }
+    }
+
     /// The grant of side `side` of this lane, `tag` its memfd's depot tag.
+    /// Through the daemon each end is side A of a region of its own.
     fn grant(&self, tag: u64, side: usize) -> LaneGrant {
-        let [cap0, cap1] = self.region.caps();
+        let [cap0, cap1] = self.region_of(side).caps();
+        let side = if self.through.is_some() { 0 } else { side };
         LaneGrant {
             tag,
             side: side_word(side, self.record),
@@ -129,12 +168,12 @@ impl Lane {
 
 /// Descriptors a lane holds in the daemon: its memfd and four eventfds
 /// (each end's, each end's daemon-only one: lane_ready.rs).
-const LANE_FDS: u64 = 1 + super::lane_ready::EVS_FDS;
+pub(super) const LANE_FDS: u64 = 1 + super::lane_ready::EVS_FDS;
 
 /// The mount's lanes, by socket number (both ends of each).
 pub struct Lanes {
     up: AtomicUsize,
-    map: Mutex<HashMap<u64, Arc<Mutex<Lane>>>>,
+    pub(super) map: Mutex<HashMap<u64, Arc<Mutex<Lane>>>>,
     /// Lanes up, per user (`MAX_LANES`, shared out by `--user-share`).
     pub(crate) quota: Arc<Quota>,
     /// Lanes whose way down waits for an end's busy word, for the drainer
@@ -142,6 +181,8 @@ pub struct Lanes {
     draining: Mutex<Vec<Arc<Mutex<Lane>>>>,
     more: Condvar,
     drainer: Worker,
+    /// The mover of the lanes through the daemon (lane/through.rs).
+    pub(super) mover: through::Mover,
 }
 
 impl Lanes {
@@ -156,12 +197,14 @@ impl Lanes {
             draining: Mutex::default(),
             more: Condvar::new(),
             drainer: Worker::default(),
+            mover: through::Mover::default(),
         }
     }
 
     /// Set once the engine is in its Arc (the drainer holds it weakly).
     pub(crate) fn attach(&self, eng: &Arc<Engine>) {
         self.drainer.attach(eng);
+        self.mover.attach(eng);
     }
 
     /// Hands `lane` to the drainer thread (started at the first).
@@ -394,13 +437,20 @@ impl Engine {
         for id in ids {
             map.insert(id, l.clone());
         }
+        {
+            let g = l.lock();
+            if let Some(far) = &g.through {
+                far.start(&self.lanes.mover, ids, &g.evs);
+            }
+        }
         Ok(l)
     }
 
     /// The region's memfd, kept for the caller to claim over the fd
     /// channel: its depot tag.
     fn lane_fd(&self, l: &Lane, s: &Arc<Socket>, c: &Caller) -> Result<u64> {
-        let fd = l.fd.try_clone().map_err(|_| Errno::EMFILE)?;
+        let side = usize::from(l.socks[0].id != s.id);
+        let fd = l.fd_of(side).try_clone().map_err(|_| Errno::EMFILE)?;
         let fd = ChargedFd::new(&self.depot.quota, c.fsuid, fd)?;
         self.depot
             .keep_received(s.id, c.fsuid, Arc::new(fd))
@@ -492,8 +542,9 @@ impl Engine {
         claimed[side] = Some((c.tid, c.status().clone()));
         if self.faults.any() {
             let socks = l.socks.clone();
+            let through = l.through.is_some();
             drop(l);
-            if self.lane_observed(&socks, senders(&claimed)) {
+            if self.lane_observed_as(&socks, senders(&claimed), through) {
                 let _ = self.lane_down(s, None);
                 return Err(Errno::ENOENT);
             }
@@ -521,6 +572,13 @@ impl Engine {
         if !l.is_up() {
             return Err(Errno::ENOENT);
         }
+        if l.through.is_some() {
+            // Its own region's: side A its end, side B the daemon.
+            let side = usize::from(l.socks[0].id != s.id);
+            return l
+                .evs_of(side)
+                .deposit(&self.depot, s.id, c.fsuid, [true, false]);
+        }
         let mine = [0, 1].map(|i| !l.joined || l.socks[i].id == s.id);
         l.evs.deposit(&self.depot, s.id, c.fsuid, mine)
     }
@@ -534,7 +592,11 @@ impl Engine {
         // An observer that may see or select the connection sees every
         // message through the daemon: not now, before the connection
         // spends one of its lanes (asked again later: the observer may go).
-        if self.lane_observed(&[s.clone(), peer.clone()], [None, None]) {
+        // A connection only a capture sees gets a lane through the daemon
+        // (its mover runs the taps: src/engine/lane/through.rs).
+        let pair = [s.clone(), peer.clone()];
+        let through = self.lane_observed(&pair, [None, None]);
+        if through && (!joined || !through::ON || self.lane_selected(&pair, [None, None])) {
             return Err(Errno::EAGAIN);
         }
         // Arg 3 (a socketpair's) only for the asker's own pair; a
@@ -552,10 +614,12 @@ impl Engine {
         // the mount's or that user's share, before the connection spends
         // one of its lanes.
         let payer = payer(s, &peer).unwrap_or(c.fsuid);
+        // (Through the daemon: two regions, each one of the lanes.)
+        let regions = if through { 2 } else { 1 };
         let mut count = Charge::new(self.lanes.quota.clone());
-        count.set(payer, 1).map_err(|_| Errno::EOPNOTSUPP)?;
+        count.set(payer, regions).map_err(|_| Errno::EOPNOTSUPP)?;
         let mut fds = Charge::new(self.depot.quota.clone());
-        fds.set(payer, LANE_FDS).map_err(refused_errno)?;
+        fds.set(payer, regions * LANE_FDS).map_err(refused_errno)?;
         // A few lanes in a connection's life (the way down may wait
         // BUSY_WAIT for a peer's busy word: a few times per connection, not
         // at will). More than one: a lane an end's ask made while the other
@@ -568,8 +632,13 @@ impl Engine {
         let caps = [ring_cap(sndbuf_a), ring_cap(sndbuf_b)];
         let (fd, region) = Region::create(caps).map_err(Errno::from_raw)?;
         let evs = Evs::new()?;
+        let through = match through {
+            true => Some(Box::new(through::Far::new(&region, [caps[1], caps[0]])?)),
+            false => None,
+        };
         region.set_state(State::Direct);
         Ok(Lane {
+            through,
             region,
             fd,
             socks: [s.clone(), peer],
@@ -633,6 +702,26 @@ impl Engine {
     /// one decision for making a lane (`lane_make`), claiming an end
     /// (`claim_end`) and an observer's coming (`lanes_observed_down`).
     fn lane_observed(&self, socks: &[Arc<Socket>; 2], senders: [Option<(u32, u32)>; 2]) -> bool {
+        self.lane_observed_as(socks, senders, false)
+    }
+
+    /// `lane_observed` but for the capture taps, which a lane through the
+    /// daemon runs (src/engine/lane/through.rs): a fault rule that may
+    /// select it, or messages a rule holds back.
+    pub(super) fn lane_selected(
+        &self,
+        socks: &[Arc<Socket>; 2],
+        senders: [Option<(u32, u32)>; 2],
+    ) -> bool {
+        self.lane_observed_as(socks, senders, true)
+    }
+
+    fn lane_observed_as(
+        &self,
+        socks: &[Arc<Socket>; 2],
+        senders: [Option<(u32, u32)>; 2],
+        through: bool,
+    ) -> bool {
         // Pairs with `lanes_observed_down`'s: an observer attached (its
         // relaxed `any` stored) before the maker counted `up` is seen here,
         // else its scan sees `up` and this lane.
@@ -640,9 +729,10 @@ impl Engine {
         if socks.iter().any(|x| x.lock().queue.holds_back()) {
             return true;
         }
-        if self
-            .taps
-            .may_see(|| socks.each_ref().map(|x| self.openers(x)))
+        if !through
+            && self
+                .taps
+                .may_see(|| socks.each_ref().map(|x| self.openers(x)))
         {
             return true;
         }
@@ -687,14 +777,14 @@ impl Engine {
     }
 
     fn lane_down_if_observed(&self, lane: &Arc<Mutex<Lane>>) {
-        let (socks, claimed) = {
+        let (socks, claimed, through) = {
             let l = lane.lock();
             if !l.is_up() {
                 return;
             }
-            (l.socks.clone(), l.claimed.clone())
+            (l.socks.clone(), l.claimed.clone(), l.through.is_some())
         };
-        if self.lane_observed(&socks, senders(&claimed)) {
+        if self.lane_observed_as(&socks, senders(&claimed), through) {
             let _ = self.lane_end(lane, true, None);
         }
     }
@@ -894,12 +984,15 @@ impl Engine {
                 l.region.set_state(State::Through);
                 // Pollers and epoll sets asleep on the ring's eventfds.
                 l.evs.signal();
+                if let Some(far) = &l.through {
+                    far.stop(&self.lanes.mover, &l.evs);
+                }
                 fence(Ordering::SeqCst);
                 now + BUSY_WAIT
             }
         };
         // A corrupt region's busy words mean nothing: no wait.
-        let busy = [0, 1].map(|e| drain && l.region.word(busy_word(e)).load(Ordering::SeqCst) != 0);
+        let busy = [0, 1].map(|e| drain && l.busy(e).load(Ordering::SeqCst) != 0);
         let stuck = busy.contains(&true);
         if stuck && now < deadline {
             if let Some(w) = w {
@@ -926,7 +1019,9 @@ impl Engine {
                 l.socks[0].id
             );
         }
-        if drain {
+        if drain && l.through.is_some() {
+            self.through_drain(&l);
+        } else if drain {
             for d in 0..2 {
                 self.lane_drain(&l, d);
             }
@@ -958,10 +1053,16 @@ impl Engine {
     /// Moves ring `d`'s unread bytes into the reader's queue, as sends of
     /// the end that wrote them (a record lane's records one message each).
     fn lane_drain(&self, l: &Lane, d: usize) {
-        let r = &l.region;
-        let head = r.word(dir_word(d, OFF_HEAD)).load(Ordering::Acquire);
-        let tail = r.word(dir_word(d, OFF_TAIL)).load(Ordering::Acquire);
-        let (off, cap) = r.data_area(d);
+        self.ring_drain(l, &l.region, d, d, false);
+    }
+
+    /// Ring `ring` of `r` into the queue of end `1 - d`, as sends of end
+    /// `d` (`untapped`: bytes the taps saw already, on their way through
+    /// the daemon: src/engine/lane/through.rs).
+    pub(super) fn ring_drain(&self, l: &Lane, r: &Region, ring: usize, d: usize, untapped: bool) {
+        let head = r.word(dir_word(ring, OFF_HEAD)).load(Ordering::Acquire);
+        let tail = r.word(dir_word(ring, OFF_TAIL)).load(Ordering::Acquire);
+        let (off, cap) = r.data_area(ring);
         let used = tail.wrapping_sub(head) as usize;
         if used == 0 {
             return;
@@ -977,7 +1078,7 @@ impl Engine {
         let mut bytes = vec![0u8; used];
         let at = head as usize % cap;
         let first = used.min(cap - at);
-        // SAFETY: at + first <= cap and used - first <= cap: inside ring d.
+        // SAFETY: at + first <= cap and used - first <= cap: inside the ring.
         unsafe {
             std::ptr::copy_nonoverlapping(r.byte_ptr(off + at), bytes.as_mut_ptr(), first);
             std::ptr::copy_nonoverlapping(
@@ -994,8 +1095,41 @@ impl Engine {
         if !l.record {
             let mut rest = &bytes[..];
             while !rest.is_empty() {
-                match self.sendmsg(sock, SendMsg::new(rest), &caller, None) {
+                match self.sendmsg(
+                    sock,
+                    SendMsg {
+                        untapped,
+                        ..SendMsg::new(rest)
+                    },
+                    &caller,
+                    None,
+                ) {
                     Ok(n) if n > 0 => rest = &rest[n..],
+                    // Through the daemon a direction holds two rings (the
+                    // daemon's and the writer's), more than SO_SNDBUF: the
+                    // rest is queued whatever the sender's wmem says, as
+                    // its writer was told it was sent (as a record below).
+                    Err(Errno::EAGAIN) if l.through.is_some() => {
+                        let was = std::mem::replace(&mut sock.lock().sndbuf, usize::MAX / 4);
+                        let r = self.sendmsg(
+                            sock,
+                            SendMsg {
+                                untapped,
+                                ..SendMsg::new(rest)
+                            },
+                            &caller,
+                            None,
+                        );
+                        let mut st = sock.lock();
+                        if st.sndbuf == usize::MAX / 4 {
+                            st.sndbuf = was;
+                        }
+                        drop(st);
+                        match r {
+                            Ok(n) if n > 0 => rest = &rest[n..],
+                            r => return lane_lost(sock, rest.len(), r),
+                        }
+                    }
                     r => return lane_lost(sock, rest.len(), r),
                 }
             }
@@ -1014,13 +1148,29 @@ impl Engine {
             };
             let rec = &rest[4..4 + len];
             rest = &rest[(4 + len.next_multiple_of(4)).min(rest.len())..];
-            let mut r = self.sendmsg(sock, SendMsg::new(rec), &caller, None);
+            let mut r = self.sendmsg(
+                sock,
+                SendMsg {
+                    untapped,
+                    ..SendMsg::new(rec)
+                },
+                &caller,
+                None,
+            );
             if r == Err(Errno::EAGAIN) {
                 // The ring took the record and its writer was told it was
                 // sent: it is queued whatever the sender's wmem says (a
                 // ring holds more small records than SO_SNDBUF's skbs).
                 let was = std::mem::replace(&mut sock.lock().sndbuf, usize::MAX / 4);
-                r = self.sendmsg(sock, SendMsg::new(rec), &caller, None);
+                r = self.sendmsg(
+                    sock,
+                    SendMsg {
+                        untapped,
+                        ..SendMsg::new(rec)
+                    },
+                    &caller,
+                    None,
+                );
                 let mut st = sock.lock();
                 if st.sndbuf == usize::MAX / 4 {
                     st.sndbuf = was;
@@ -1045,7 +1195,9 @@ impl Engine {
         if self.lanes.up.load(Ordering::SeqCst) == 0 {
             return "none";
         }
-        match self.lanes.map.lock().get(&s.id) {
+        let lane = self.lanes.map.lock().get(&s.id).cloned();
+        match lane {
+            Some(l) if l.lock().through.is_some() => "through",
             Some(_) => "direct",
             None => "none",
         }

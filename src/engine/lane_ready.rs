@@ -54,6 +54,12 @@ impl Evs {
         })
     }
 
+    /// Side `i`'s eventfd (a lane through the daemon: side 1's is the
+    /// daemon's own, which its mover polls: src/engine/lane/through.rs).
+    pub fn ev_fd(&self, i: usize) -> std::os::fd::RawFd {
+        self.ev[i].as_raw_fd()
+    }
+
     /// Wakes both ends (the lane's state changed): their shared eventfds
     /// and, the wake-up no peer can take, their daemon-only ones.
     pub fn signal(&self) {

@@ -31,6 +31,9 @@ pub struct SendMsg<'a> {
     /// of up to 36544 bytes, so where the call stands decides whether these
     /// bytes begin an skb (and wait for room) or fill the one begun before.
     pub call_off: usize,
+    /// Bytes the capture taps saw already (a lane `Through` the daemon
+    /// moved them, src/engine/lane/through.rs): queued without a report.
+    pub untapped: bool,
 }
 
 impl<'a> SendMsg<'a> {

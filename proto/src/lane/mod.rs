@@ -16,6 +16,7 @@
 //! (system calls are made with `syscall`).
 
 pub mod futex;
+pub mod pump;
 pub mod ready;
 pub mod region;
 pub mod ring;

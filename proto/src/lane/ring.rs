@@ -290,6 +290,27 @@ impl<'a> Writer<'a> {
         Ok((self.tail - self.head_seen) as u32)
     }
 
+    /// The writer's own position (bytes written into the ring).
+    pub fn position(&self) -> u64 {
+        self.tail
+    }
+
+    /// The reader's position as last checked (a writer made again at
+    /// `position` goes on from it: `resumed`).
+    pub fn head_seen(&self) -> u64 {
+        self.head_seen
+    }
+
+    /// This writer, made at its tail, with `head_seen` as an earlier one
+    /// of the same ring left it (bytes still unread: without it the
+    /// reader's head would look as if it moved backwards).
+    pub fn resumed(mut self, head_seen: u64) -> Self {
+        if head_seen <= self.tail && self.tail - head_seen <= self.d.cap as u64 {
+            self.head_seen = head_seen;
+        }
+        self
+    }
+
     /// Room for bytes now.
     pub fn free(&mut self) -> Result<u32, LaneErr> {
         Ok(self.d.cap - self.queued()?)
@@ -600,6 +621,18 @@ impl<'a> Reader<'a> {
             spin,
             timeout,
         )
+    }
+
+    /// Whether the writer's end came and every byte before it was read
+    /// (the daemon's mover passes the end on then: pump.rs).
+    pub fn ended(&mut self) -> Result<bool, LaneErr> {
+        let (used, fin) = self.look()?;
+        Ok(used == 0 && fin)
+    }
+
+    /// The reader's own position (bytes read through the ring).
+    pub fn position(&self) -> u64 {
+        self.head
     }
 
     /// Reads exactly `buf.len()` stream bytes, sleeping for them; Ok(false)

@@ -736,3 +736,119 @@ fn a_signal_interrupts_a_sleeping_wait() {
         unsafe { libc::close(e) };
     }
 }
+
+/// The daemon's mover (pump.rs): end A's region (A on side A, the daemon
+/// on B) into end B's region (B on side A): every byte once, in order,
+/// each chunk seen on its way, a full destination holding the rest in
+/// the source (never dropped), the end passed on after the last byte.
+#[test]
+fn the_pump_moves_every_byte_once_in_order_and_holds_back_on_a_full_ring() {
+    use super::pump::{Pumped, pump};
+    for framing in [Framing::Stream, Framing::Record] {
+        let (_fa, ra) = direct([4096, 4096]);
+        let (_fb, rb) = direct([4096, 256]);
+        let (mut a_w, _a_r) = ra.end(Side::A, framing);
+        let (_d_wa, mut d_ra) = ra.end(Side::B, framing);
+        let (mut d_wb, _d_rb) = rb.end(Side::B, framing);
+        let (_b_w, mut b_r) = rb.end(Side::A, framing);
+        let mut sent = Vec::new();
+        let mut seen = Vec::new();
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        let mut p = 0u64;
+        for round in 0..200u64 {
+            let n = 1 + (round * 37 % 120) as usize;
+            let msg: Vec<u8> = (0..n).map(|i| pat(p + i as u64)).collect();
+            if a_w.write(&msg).is_ok() {
+                p += n as u64;
+                sent.push(msg);
+            }
+            let r = pump(&mut d_ra, &mut d_wb, framing, &mut buf, 1 << 20, |c| {
+                seen.push(c.to_vec())
+            })
+            .expect("pump");
+            assert!(!r.fin);
+            // B reads only every third round: the 256-byte ring fills.
+            if round % 3 == 0 {
+                drain_into(&mut b_r, framing, &mut got);
+            }
+        }
+        a_w.shutdown();
+        let mut last = Pumped::default();
+        for _ in 0..100 {
+            last = pump(&mut d_ra, &mut d_wb, framing, &mut buf, 1 << 20, |c| {
+                seen.push(c.to_vec())
+            })
+            .expect("pump");
+            drain_into(&mut b_r, framing, &mut got);
+            if last.fin {
+                break;
+            }
+        }
+        println!(
+            "{framing:?}: {} messages sent, {} chunks seen, last {last:?}",
+            sent.len(),
+            seen.len()
+        );
+        assert!(last.fin, "the end passed on");
+        let flat = |v: &[Vec<u8>]| v.concat();
+        assert_eq!(
+            flat(&seen),
+            flat(&sent),
+            "the taps saw every byte once, in order"
+        );
+        assert_eq!(flat(&got), flat(&sent), "B read every byte once, in order");
+        if framing == Framing::Record {
+            assert_eq!(seen, sent, "records whole");
+            assert_eq!(got, sent, "records whole");
+        }
+        let mut one = [0u8; 8];
+        match framing {
+            Framing::Stream => assert_eq!(b_r.read(&mut one, false), Ok(0)),
+            Framing::Record => assert_eq!(b_r.read_record(&mut one, false), Ok(None)),
+        }
+    }
+}
+
+fn drain_into(r: &mut Reader, framing: Framing, got: &mut Vec<Vec<u8>>) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match framing {
+            Framing::Stream => match r.read(&mut buf, false) {
+                Ok(n) if n > 0 => got.push(buf[..n].to_vec()),
+                _ => return,
+            },
+            Framing::Record => match r.read_record(&mut buf, false) {
+                Ok(Some(rec)) => got.push(buf[..rec.copied].to_vec()),
+                _ => return,
+            },
+        }
+    }
+}
+
+/// A source whose writer lies (a tail past the ring, a record length past
+/// its bytes) is the source's corruption: nothing of it reaches B.
+#[test]
+fn the_pump_reports_a_scribbled_source_and_moves_nothing_of_it() {
+    use super::pump::{PumpErr, pump};
+    for framing in [Framing::Stream, Framing::Record] {
+        let (_fa, ra) = direct([4096, 4096]);
+        let (_fb, rb) = direct([4096, 4096]);
+        let (_d_wa, mut d_ra) = ra.end(Side::B, framing);
+        let (mut d_wb, _d_rb) = rb.end(Side::B, framing);
+        ra.word(dir_word(0, OFF_TAIL))
+            .store(1 << 20, Ordering::SeqCst);
+        let mut buf = vec![0u8; 4096];
+        let mut seen = 0;
+        let r = pump(&mut d_ra, &mut d_wb, framing, &mut buf, 1 << 20, |_| {
+            seen += 1
+        });
+        println!("{framing:?}: a tail past the ring: {r:?}, {seen} chunks seen");
+        assert!(
+            matches!(r, Err(PumpErr::Source(LaneErr::Corrupt(_)))),
+            "{r:?}"
+        );
+        assert_eq!(seen, 0);
+        assert_eq!(d_wb.position(), 0, "nothing written on");
+    }
+}

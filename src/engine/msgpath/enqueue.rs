@@ -154,6 +154,12 @@ pub(crate) struct Sending<'a> {
 }
 
 impl<'a> Sending<'a> {
+    /// No tap hears of this send (its bytes were reported already: a
+    /// lane through the daemon's way down, src/engine/lane/through.rs).
+    pub(crate) fn untapped(&mut self) {
+        self.origin = None;
+    }
+
     pub(crate) fn new(
         eng: &'a Engine,
         sock: &'a Arc<Socket>,

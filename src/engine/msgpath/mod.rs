@@ -111,7 +111,10 @@ impl Engine {
     ) -> Result<Sent> {
         let cut = Cell::new(false);
         let pass = Pass::new(self, msg.rights.take(), msg.files.take(), caller)?;
-        let tx = Sending::new(self, s, pass, caller, w, Some(&cut));
+        let mut tx = Sending::new(self, s, pass, caller, w, Some(&cut));
+        if msg.untapped {
+            tx.untapped();
+        }
         // Only a stream has an out-of-band byte.
         if msg.oob && s.ty != SockType::Stream {
             return Err(Errno::EOPNOTSUPP);

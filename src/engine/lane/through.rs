@@ -1,0 +1,593 @@
+//! A lane through the daemon (issue 30 item 6, docs/LANE.md stage d): a
+//! connection a capture may see keeps a lane, and the daemon is each
+//! end's lane peer. Each end gets a region of its own (the end on side A,
+//! the daemon on side B): to the end's library it is a direct lane. The
+//! mount's mover thread waits in epoll on the daemon's eventfd of every
+//! such region (each end writes it when it publishes: the daemon's
+//! reader-waiting flag on the end's outgoing ring stays up, and its
+//! writer-waiting flag on the end's incoming ring is up while that ring
+//! is full), and moves what end A wrote into end B's incoming ring and
+//! back (`udsfs_proto::lane::pump`: the checked reader, a record only
+//! whole, a full ring holding the rest in the source: back-pressure,
+//! never a drop), reporting each chunk to the capture taps as `enqueue`
+//! does for a send through FUSE (the same `Queued`: direction, ends,
+//! the claiming process as origin, in order).
+//!
+//! Only captures: a fault rule that may select the connection, or
+//! messages a rule holds back, still keep it off any lane (the way down
+//! and every byte through FUSE). The switch is the way down's: a capture
+//! opened takes the direct lane down (its rings drained through the taps,
+//! in order) and the connection's next ask (the library asks again after
+//! a way down) gets the lane through the daemon, made only with empty
+//! queues (`eligible`): nothing lost, doubled or reordered. Its way down
+//! (a request through FUSE, the last close, a fault rule added) stops the
+//! mover for it under the lane's lock, then drains, per direction, the
+//! daemon's ring into the reader (bytes the taps saw: `untapped`) before
+//! the writer's own ring (through the taps): the order they were sent.
+//! A corrupt ring resets that connection only. The two regions are two
+//! of the mount's lanes on the payer's share (`lane_make`). When the
+//! capture closes the connection stays through the daemon (a lane back
+//! to direct is not built).
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{Ordering, fence};
+use std::sync::{Arc, OnceLock, Weak};
+
+use nix::errno::Errno;
+use parking_lot::Mutex;
+use udsfs_proto::lane::pump::{PumpErr, Pumped, pump};
+use udsfs_proto::lane::region::{OFF_READER_WAITING, OFF_WRITER_WAITING, dir_word};
+use udsfs_proto::lane::{Framing, Notify, Region, Side, State, futex};
+
+use super::Lane;
+use crate::engine::lane_ready::Evs;
+use crate::engine::log_limit::limited;
+use crate::engine::tap::{Origin, Queued};
+use crate::engine::worker::Worker;
+use crate::engine::{Caller, Engine, Result, Socket};
+
+/// Whether a connection a capture sees gets a lane through the daemon
+/// (false: today's way down, every byte through FUSE).
+pub(crate) const ON: bool = true;
+
+/// Bytes the mover moves per direction per wake-up before it looks at the
+/// other connections (a busy pair cannot keep the others waiting).
+const BUDGET: usize = 256 * 1024;
+
+/// Events the mover takes per epoll_wait.
+const EVENTS: usize = 64;
+
+/// End B's half of a lane through the daemon (end A's region is the
+/// lane's own `region`), and the mover's positions in the four rings.
+pub(crate) struct Far {
+    region: Region,
+    fd: OwnedFd,
+    evs: Evs,
+    st: Mutex<Moving>,
+}
+
+/// Where the daemon is in each end's region: `rpos[e]` read from end e's
+/// outgoing ring (ring 0), `wpos[e]`/`wseen[e]` written into its incoming
+/// ring (ring 1) and the head it last saw there; `fin[e]`: end e's end
+/// was passed on.
+#[derive(Default)]
+struct Moving {
+    rpos: [u64; 2],
+    wpos: [u64; 2],
+    wseen: [u64; 2],
+    fin: [bool; 2],
+    buf: Vec<u8>,
+}
+
+impl Far {
+    /// End B's region (caps: its outgoing ring, its incoming one), and the
+    /// daemon's flag on end A's outgoing ring (`a`, the lane's region).
+    pub(crate) fn new(a: &Region, caps: [u32; 2]) -> Result<Far> {
+        let (fd, region) = Region::create(caps).map_err(Errno::from_raw)?;
+        let evs = Evs::new()?;
+        region.set_state(State::Direct);
+        for r in [a, &region] {
+            // The daemon reads each end's outgoing ring as one that always
+            // sleeps: every publish writes its eventfd (the mover's epoll).
+            r.word(dir_word(0, OFF_READER_WAITING))
+                .store(1, Ordering::SeqCst);
+        }
+        let big = caps[0].max(caps[1]) as usize;
+        Ok(Far {
+            region,
+            fd,
+            evs,
+            st: Mutex::new(Moving {
+                buf: vec![0; big],
+                ..Moving::default()
+            }),
+        })
+    }
+
+    pub(crate) fn region(&self) -> &Region {
+        &self.region
+    }
+
+    pub(crate) fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+
+    pub(crate) fn evs(&self) -> &Evs {
+        &self.evs
+    }
+
+    /// The daemon's eventfd of each end's region (side B's).
+    fn daemon_evs(&self, a: &Evs) -> [RawFd; 2] {
+        [a.ev_fd(1), self.evs.ev_fd(1)]
+    }
+
+    /// Into the mover's epoll, each end's region under its socket's id.
+    pub(crate) fn start(&self, m: &Mover, ids: [u64; 2], a: &Evs) {
+        let Some(ep) = m.epoll() else { return };
+        for (fd, id) in self.daemon_evs(a).into_iter().zip(ids) {
+            let mut ev = libc::epoll_event {
+                events: libc::EPOLLIN as u32,
+                u64: id,
+            };
+            // SAFETY: epoll_ctl on descriptors we own, a live event.
+            unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+            // Bytes an end wrote before it was in the set.
+            futex::eventfd_signal(fd);
+        }
+        m.start();
+    }
+
+    /// The way down's start (the lane's lock held, end A's region set
+    /// `Through` and its eventfds written by the caller): end B's region
+    /// too, its end woken, and both out of the mover's epoll (each end's
+    /// library holds the eventfds too, so closing ours would not take them
+    /// out).
+    pub(crate) fn stop(&self, m: &Mover, a: &Evs) {
+        self.region.set_state(State::Through);
+        self.evs.signal();
+        let Some(ep) = m.epoll() else { return };
+        for fd in self.daemon_evs(a) {
+            // SAFETY: as in `start`.
+            unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// The mount's mover: its epoll set and thread (started at the first lane
+/// through the daemon).
+#[derive(Default)]
+pub(crate) struct Mover {
+    ep: OnceLock<Option<OwnedFd>>,
+    thread: Worker,
+}
+
+impl Mover {
+    pub(crate) fn attach(&self, eng: &Arc<Engine>) {
+        self.thread.attach(eng);
+    }
+
+    fn epoll(&self) -> Option<RawFd> {
+        self.ep
+            .get_or_init(|| {
+                // SAFETY: a new descriptor, ours alone.
+                let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+                // SAFETY: as above.
+                (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+            })
+            .as_ref()
+            .map(|f| f.as_raw_fd())
+    }
+
+    fn start(&self) {
+        self.thread.start("udsfs-lane-move", "lane mover", mover);
+    }
+}
+
+/// The mover thread: waits for any end's publish (or a read that made
+/// room where the daemon waits to write), then moves that connection's
+/// bytes both ways.
+fn mover(eng: &Weak<Engine>) {
+    let mut evs = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+    loop {
+        let Some(e) = eng.upgrade() else { return };
+        let Some(ep) = e.lanes.mover.epoll() else {
+            return;
+        };
+        drop(e);
+        // SAFETY: a live array of EVENTS events.
+        let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), EVENTS as i32, 1000) };
+        let Some(e) = eng.upgrade() else { return };
+        if n <= 0 {
+            continue;
+        }
+        let mut seen = std::collections::HashSet::new();
+        for ev in &evs[..n as usize] {
+            let id = ev.u64;
+            let lane = e.lanes.map.lock().get(&id).cloned();
+            if let Some(l) = lane
+                && seen.insert(Arc::as_ptr(&l))
+            {
+                e.through_move(&l);
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// One look of the mover at a lane through the daemon: both ends'
+    /// eventfds drained, then each direction pumped (and pumped again
+    /// after raising the daemon's writer-waiting flag on a full ring, so
+    /// that a read between the pump and the flag is not missed).
+    pub(super) fn through_move(&self, lane: &Arc<Mutex<Lane>>) {
+        let l = lane.lock();
+        let Some(far) = l.through.as_deref() else {
+            return;
+        };
+        if !l.is_up() {
+            return;
+        }
+        for fd in far.daemon_evs(&l.evs) {
+            futex::eventfd_drain(fd);
+        }
+        let mut st = far.st.lock();
+        let mut broken = None;
+        for d in 0..2 {
+            if st.fin[d] {
+                continue;
+            }
+            let mut again = true;
+            while again {
+                again = false;
+                match self.through_pump(&l, &mut st, d) {
+                    Ok(p) if p.full => {
+                        let w = l.region_of(1 - d).word(dir_word(1, OFF_WRITER_WAITING));
+                        if w.swap(1, Ordering::SeqCst) == 0 {
+                            fence(Ordering::SeqCst);
+                            again = true;
+                        }
+                    }
+                    Ok(p) => {
+                        l.region_of(1 - d)
+                            .word(dir_word(1, OFF_WRITER_WAITING))
+                            .store(0, Ordering::Relaxed);
+                        st.fin[d] |= p.fin;
+                    }
+                    Err(PumpErr::Source(_)) => broken = Some(d),
+                    Err(PumpErr::Dest(_)) => broken = Some(1 - d),
+                }
+            }
+            if broken.is_some() {
+                break;
+            }
+        }
+        drop(st);
+        if let Some(e) = broken {
+            let s = l.socks[e].clone();
+            drop(l);
+            limited!(
+                warn,
+                "socket {}: its lane through the daemon broke the protocol",
+                s.id
+            );
+            self.lane_corrupt(&s);
+        }
+    }
+
+    /// Pumps end `d`'s outgoing ring into end `1 - d`'s incoming ring,
+    /// reporting each chunk to the taps.
+    fn through_pump(
+        &self,
+        l: &Lane,
+        st: &mut Moving,
+        d: usize,
+    ) -> std::result::Result<Pumped, PumpErr> {
+        let framing = if l.record {
+            Framing::Record
+        } else {
+            Framing::Stream
+        };
+        let (src, dst) = (l.region_of(d), l.region_of(1 - d));
+        let (sev, dev) = (l.evs_of(d), l.evs_of(1 - d));
+        let (_, mut rd) = src.end_at(Side::B, framing, [st.rpos[d], st.wpos[d]]);
+        rd.set_notify(Notify::Eventfd {
+            mine: sev.ev_fd(1),
+            peer: sev.ev_fd(0),
+            hup: -1,
+        });
+        let (wr, _) = dst.end_at(Side::B, framing, [st.rpos[1 - d], st.wpos[1 - d]]);
+        let mut wr = wr.resumed(st.wseen[1 - d]);
+        wr.set_notify(Notify::Eventfd {
+            mine: dev.ev_fd(1),
+            peer: dev.ev_fd(0),
+            hup: -1,
+        });
+        let (from, to) = (&l.socks[d], &l.socks[1 - d]);
+        let origin = self.taps.any().then(|| {
+            let (tid, status) = l.claimed[d].as_ref().unwrap_or(&l.maker);
+            self.origin(&Caller::with_status(*tid, status.clone()))
+        });
+        let mut buf = std::mem::take(&mut st.buf);
+        let r = pump(&mut rd, &mut wr, framing, &mut buf, BUDGET, |chunk| {
+            if let Some(origin) = origin {
+                self.through_tapped(from, to, origin, chunk);
+            }
+        });
+        st.buf = buf;
+        st.rpos[d] = rd.position();
+        st.wpos[1 - d] = wr.position();
+        st.wseen[1 - d] = wr.head_seen();
+        r
+    }
+
+    /// A chunk moved from `from` to `to`, reported to the taps that may
+    /// see it as `enqueue` reports a send through FUSE.
+    fn through_tapped(&self, from: &Arc<Socket>, to: &Arc<Socket>, origin: Origin, data: &[u8]) {
+        let msg_id = self.taps.next_msg_id();
+        let what = (from.ty, from.id, to.id, data.len());
+        let openers = || [self.openers(from), self.openers(to)];
+        self.taps.report_queued(what, openers, |[fo, t], report| {
+            let fname = from.lock().name.clone();
+            let tname = to.lock().name.clone();
+            let fe = self.endpoint_with(from.id, from.ty, fname.as_deref(), fo);
+            let te = self.endpoint_with(to.id, to.ty, tname.as_deref(), t);
+            report(&Queued {
+                msg_id,
+                from: &fe,
+                to: &te,
+                origin,
+                creds: None,
+                sockets: &[],
+                files: &[],
+                oob: false,
+                data,
+            });
+        });
+    }
+
+    /// The way down of a lane through the daemon (the mover stopped under
+    /// the lane's lock): per direction, the bytes the daemon moved and the
+    /// reader has not read (the taps saw them) before those the writer
+    /// wrote and the daemon did not move: the order they were sent in.
+    pub(super) fn through_drain(&self, l: &Lane) {
+        for d in 0..2 {
+            self.ring_drain(l, l.region_of(1 - d), 1, d, true);
+            self.ring_drain(l, l.region_of(d), 0, d, false);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::message::RecvFlags;
+    use crate::engine::tap::{Delivered, Event, Tap};
+    use crate::engine::tests::root;
+    use crate::engine::{Config, SockType};
+    use udsfs_proto::lane::LaneErr;
+    use udsfs_proto::lane::region::OFF_TAIL;
+
+    /// A capture of everything that keeps what it was told.
+    #[derive(Default)]
+    struct Keeps(parking_lot::Mutex<Vec<(u64, u64, Vec<u8>)>>);
+
+    impl Tap for Keeps {
+        fn queued(&self, q: &Queued<'_>) {
+            self.0.lock().push((q.from.id, q.to.id, q.data.to_vec()));
+        }
+        fn delivered(&self, _: &Delivered<'_>) {}
+        fn event(&self, _: Origin, _: &Event) {}
+    }
+
+    /// `f` on the two ends' regions of `s`'s lane through the daemon.
+    fn regions<R>(e: &Engine, s: &Socket, f: impl FnOnce(&Region, &Region) -> R) -> R {
+        let lane = e.lanes.map.lock().get(&s.id).cloned().expect("a lane");
+        let l = lane.lock();
+        f(l.region_of(0), l.region_of(1))
+    }
+
+    /// The mover's look at `s`'s lane (the library's writes here wake no
+    /// eventfd: the test moves).
+    fn step(e: &Engine, s: &Socket) {
+        let lane = e.lanes.map.lock().get(&s.id).cloned().expect("a lane");
+        e.through_move(&lane);
+    }
+
+    /// Writes `msg` on `r`'s end A as the library does.
+    fn lib_write(r: &Region, framing: Framing, msg: &[u8]) {
+        let at = r.word(dir_word(0, OFF_TAIL)).load(Ordering::SeqCst) as u64;
+        let (mut w, _) = r.end_at(Side::A, framing, [at, 0]);
+        assert_eq!(w.write(msg), Ok(msg.len()));
+    }
+
+    /// Reads end A's incoming ring of `r` as the library does.
+    fn lib_read(r: &Region, framing: Framing, head: &mut u64) -> Vec<u8> {
+        let (_, mut rd) = r.end_at(Side::A, framing, [0, *head]);
+        let mut buf = vec![0u8; 4096];
+        let got = match framing {
+            Framing::Stream => rd.read(&mut buf, false),
+            Framing::Record => rd
+                .read_record(&mut buf, false)
+                .map(|r| r.map_or(0, |r| r.copied)),
+        };
+        match got {
+            Ok(n) => {
+                *head = rd.position();
+                buf[..n].to_vec()
+            }
+            Err(LaneErr::WouldBlock) => vec![],
+            Err(e) => panic!("read: {e:?}"),
+        }
+    }
+
+    /// Issue 30 item 6: a connection a capture sees gets a lane through
+    /// the daemon (lane=through): what one end writes into its own region
+    /// reaches the other end's region by the mover, each message reported
+    /// to the capture once, in order, from the right end; at its way down
+    /// the bytes left in the rings reach the reader in order (the one the
+    /// mover had moved before the writer's unmoved one) and the capture
+    /// hears of each byte once. Stream and seqpacket. (Before: the ask
+    /// was refused, EAGAIN, and every byte went through FUSE.)
+    #[test]
+    fn a_captured_connection_keeps_a_lane_through_the_daemon_its_capture_sees_each_byte_once() {
+        for ty in [SockType::Stream, SockType::Seqpacket] {
+            let framing = if ty == SockType::Stream {
+                Framing::Stream
+            } else {
+                Framing::Record
+            };
+            let e = Engine::new(Config {
+                lanes: true,
+                ..Config::small()
+            });
+            let c = root();
+            let addr = crate::engine::addr::Addr::Abstract(b"through".to_vec());
+            let srv = e.socket(ty, &c);
+            e.bind(&srv, &addr, &c).unwrap();
+            e.listen(&srv, 4, &c).unwrap();
+            let cli = e.socket(ty, &c);
+            e.connect(&cli, &addr, &c, None).unwrap();
+            let acc = e.accept(&srv, None).unwrap();
+            let tap = Arc::new(Keeps::default());
+            e.taps.attach(tap.clone());
+            let first = e.lane_join(&cli, &c, false).map(|_| ());
+            let g = e.lane_join(&acc, &c, false).map(|g| g.side);
+            println!(
+                "{ty:?}: asks under root's capture: {first:?}, {g:?}; lane={}",
+                e.lane_status(&acc)
+            );
+            assert!(g.is_ok(), "the second ask gets the lane");
+            assert_eq!(e.lane_status(&acc), "through");
+            assert_eq!(e.lane_status(&cli), "through");
+            // acc (the asker whose ask made it) is end 0.
+            let ids = [acc.id, cli.id];
+            let mut heads = [0u64; 2];
+            let mut sent: Vec<(u64, u64, Vec<u8>)> = vec![];
+            for i in 0..20u8 {
+                let msg: Vec<u8> = (0..(10 + i as usize * 7)).map(|k| i ^ k as u8).collect();
+                let (from, to) = if i % 2 == 0 { (0, 1) } else { (1, 0) };
+                regions(&e, &acc, |r0, r1| lib_write([r0, r1][from], framing, &msg));
+                step(&e, &acc);
+                let got = regions(&e, &acc, |r0, r1| {
+                    lib_read([r0, r1][to], framing, &mut heads[to])
+                });
+                assert_eq!(got, msg, "message {i}");
+                sent.push((ids[from], ids[to], msg));
+            }
+            assert_eq!(
+                *tap.0.lock(),
+                sent,
+                "the capture heard each message once, in order"
+            );
+            // Left in the rings at the way down, B reading none: the first
+            // moved into B's ring, the second still in A's.
+            let tail = [b"left-1".to_vec(), b"left-2".to_vec()];
+            regions(&e, &acc, |r0, _| lib_write(r0, framing, &tail[0]));
+            step(&e, &acc);
+            regions(&e, &acc, |r0, _| lib_write(r0, framing, &tail[1]));
+            let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
+            e.lane_down(&acc, None).unwrap();
+            let states = {
+                let l = lane.lock();
+                [0, 1].map(|i| l.region_of(i).state())
+            };
+            println!("{ty:?}: the regions' states after the way down: {states:?}");
+            assert_eq!(
+                states,
+                [Some(State::Through); 2],
+                "both ends sent to the daemon"
+            );
+            assert_eq!(e.lane_status(&acc), "none");
+            let mut got = vec![];
+            for _ in 0..2 {
+                match e.recvmsg(&cli, RecvFlags::new(4096), None) {
+                    Ok(r) => got.extend(r.data),
+                    Err(err) => panic!("recv after the way down: {err}"),
+                }
+                if got.len() == 12 {
+                    break;
+                }
+            }
+            println!(
+                "{ty:?}: read through the daemon after the way down: {:?}",
+                String::from_utf8_lossy(&got)
+            );
+            assert_eq!(got, tail.concat());
+            let heard: Vec<u8> = tap.0.lock()[sent.len()..]
+                .iter()
+                .flat_map(|m| m.2.clone())
+                .collect();
+            assert_eq!(heard, tail.concat(), "the capture heard the rest once");
+        }
+    }
+
+    /// Both rings of a direction full at the way down (the daemon's to B,
+    /// A's own): more than SO_SNDBUF, yet every byte reaches B through the
+    /// daemon, in order. (Without the way down's allowance the second
+    /// ring's drain was refused, EAGAIN, and its bytes lost.)
+    #[test]
+    fn two_full_rings_at_the_way_down_lose_nothing() {
+        let e = Engine::new(Config {
+            lanes: true,
+            ..Config::small()
+        });
+        let c = root();
+        let ty = SockType::Stream;
+        let addr = crate::engine::addr::Addr::Abstract(b"through-full".to_vec());
+        let srv = e.socket(ty, &c);
+        e.bind(&srv, &addr, &c).unwrap();
+        e.listen(&srv, 4, &c).unwrap();
+        let cli = e.socket(ty, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        e.taps.attach(Arc::new(Keeps::default()));
+        let _ = e.lane_join(&cli, &c, false);
+        e.lane_join(&acc, &c, false)
+            .expect("a lane through the daemon");
+        let mut sent = vec![];
+        let mut p = 0u64;
+        for _ in 0..64 {
+            let wrote = regions(&e, &acc, |r0, _| {
+                let at = r0.word(dir_word(0, OFF_TAIL)).load(Ordering::SeqCst) as u64;
+                let (w, _) = r0.end_at(Side::A, Framing::Stream, [at, 0]);
+                let w = w.resumed(
+                    r0.word(dir_word(0, udsfs_proto::lane::region::OFF_HEAD))
+                        .load(Ordering::SeqCst) as u64,
+                );
+                let mut w = w;
+                let chunk: Vec<u8> = (0..4096u64).map(|k| ((p + k) * 7 % 251) as u8).collect();
+                match w.write(&chunk) {
+                    Ok(n) => chunk[..n].to_vec(),
+                    Err(_) => vec![],
+                }
+            });
+            p += wrote.len() as u64;
+            sent.extend(wrote);
+            step(&e, &acc);
+        }
+        let cap = regions(&e, &acc, |r0, r1| {
+            r0.caps()[0] as usize + r1.caps()[1] as usize
+        });
+        println!(
+            "bytes in the two rings at the way down: {} (their sizes: {cap})",
+            sent.len()
+        );
+        assert_eq!(sent.len(), cap, "both rings full");
+        e.lane_down(&acc, None).unwrap();
+        let mut got = vec![];
+        while got.len() < sent.len() {
+            match e.recvmsg(&cli, RecvFlags::new(1 << 20), None) {
+                Ok(r) if !r.data.is_empty() => got.extend(r.data),
+                r => panic!(
+                    "recv after {} bytes: {:?}",
+                    got.len(),
+                    r.map(|r| r.data.len())
+                ),
+            }
+        }
+        println!(
+            "read through the daemon after the way down: {} bytes",
+            got.len()
+        );
+        assert!(got == sent, "every byte, in order");
+    }
+}
