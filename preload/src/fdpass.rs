@@ -51,6 +51,19 @@ fn read_channel(m: &Mount) -> Option<(Vec<u8>, u32)> {
 
 /// Connects to the daemon serving `m`, making sure it is the daemon that answers.
 pub fn connect(m: &Mount) -> Res<Channel> {
+    connect_saying(m, true)
+}
+
+/// `connect` for a lane's region and eventfds: a lane is udsfs's own business,
+/// so the program's descriptor limit (EMFILE, ENFILE) only leaves the pair
+/// without one, as the Bounds table says, and puts no line on the program's
+/// stderr (a program run at its limit, accept_setuid.py's accept with one free
+/// slot, printed "connect: errno 24" on the default mount, which has lanes).
+pub fn connect_for_lane(m: &Mount) -> Res<Channel> {
+    connect_saying(m, false)
+}
+
+fn connect_saying(m: &Mount, say_limit: bool) -> Res<Channel> {
     let Some((name, daemon_uid)) = channel_of(m) else {
         log::say(
             "fd channel: the mount serves no .udsfs/fdchannel name; cannot pass files (EINVAL)",
@@ -63,7 +76,7 @@ pub fn connect(m: &Mount) -> Res<Channel> {
             log::say(&format!(
                 "fd channel @{shown}: not answered by the daemon's uid {daemon_uid}: refused"
             ));
-        } else {
+        } else if say_limit || (e != libc::EMFILE && e != libc::ENFILE) {
             log::say(&format!("fd channel @{shown}: connect: errno {e}"));
         }
     })

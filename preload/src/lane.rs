@@ -324,7 +324,7 @@ fn map_grant(fd: c_int, g: &LaneGrant) -> Res<Grant> {
         tags[n] = h;
         n += 1;
     }
-    let fds = fdpass::claim(&fdpass::connect(m)?, &tags[..n], true)?;
+    let fds = fdpass::claim(&fdpass::connect_for_lane(m)?, &tags[..n], true)?;
     if fds.len() != n || (hups == [0, 0]) {
         // A daemon that gives no daemon-only eventfd: no lane (its end
         // could be kept asleep through the way down).
