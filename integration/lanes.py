@@ -95,14 +95,16 @@ def rcvtimeo():
     d.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 500000))
 
     def feed():
-        for _ in range(10):
+        for _ in range(4):
             time.sleep(0.3)
             c.send(b"w" * 15000)
 
-    threading.Thread(target=feed, daemon=True).start()
+    feeder = threading.Thread(target=feed)
+    feeder.start()
     t = time.monotonic()
     n = len(d.recv(100000, socket.MSG_WAITALL))
     say("MSG_WAITALL fed in pieces, cut by SO_RCVTIMEO:", 0 < n < 50000, "within 1.5 s:", time.monotonic() - t < 1.5)
+    feeder.join()
     guard(d, "SO_RCVTIMEO MSG_WAITALL")
 
 
