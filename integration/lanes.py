@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import struct
+import threading
 import time
 
 from lanes_lib import BIG, epoll_around_send, guard, peer, pingpong_rounds, read_available, recv_exact
@@ -87,6 +88,24 @@ def rcvtimeo():
         dt = time.monotonic() - t
         say("SO_RCVTIMEO: errno", e.errno, "after at least 0.15 s:", dt >= 0.15, "within 5 s:", dt < 5)
     guard(b, "SO_RCVTIMEO")
+    # The timeout bounds the whole MSG_WAITALL read, not each wait: fed 15000
+    # bytes every 0.3 s, a 100000-byte read with 0.5 s gives up with what came
+    # (the lane restarted the timeout per piece and read all 100000 in 3 s).
+    c, d = socket.socketpair()
+    d.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 500000))
+
+    def feed():
+        for _ in range(4):
+            time.sleep(0.3)
+            c.send(b"w" * 15000)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    t = time.monotonic()
+    n = len(d.recv(100000, socket.MSG_WAITALL))
+    say("MSG_WAITALL fed in pieces, cut by SO_RCVTIMEO:", 0 < n < 50000, "within 1.5 s:", time.monotonic() - t < 1.5)
+    feeder.join()
+    guard(d, "SO_RCVTIMEO MSG_WAITALL")
 
 
 def signals():

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# lanes.sh: the fast lane's first cut (issue 30 stage b, `udsfs mount --lanes`, off by
-# default). integration/lanes.py's scenarios on a stream socketpair run on kernel sockets
+# lanes.sh: the fast lane's first cut (issue 30 stage b, `udsfs mount --lanes`, the
+# default now). integration/lanes.py's scenarios on a stream socketpair run on kernel sockets
 # and through `udsfs run` on a mount with --lanes, and must print the same lines: a
 # 100-byte ping-pong between two processes, a 4 MiB transfer in odd-sized pieces with its
 # checksum and EOF after the writer's close, EAGAIN (MSG_DONTWAIT, O_NONBLOCK, a full
@@ -12,7 +12,7 @@
 # status file must say lane=direct while the lane carries the bytes (GUARD lines), so a
 # run where every byte went through FUSE fails. Then a peer scribbles over the whole
 # region: the other end gets ECONNRESET, within seconds, and the daemon logs it once.
-# Last, the same scenarios on a mount without --lanes: no lane, same answers.
+# Last, the same scenarios on a --no-lanes mount: no lane, same answers.
 UDSFS_MOUNT_ARGS=(--lanes)
 source "$(dirname "$0")/lib.sh"
 need_preload
@@ -52,5 +52,5 @@ grep -qx 'the capture saw the message: True' "$TMP/observed.out" || fail "a capt
 grep -qx 'GUARD after the capture lane=none' "$TMP/observed.out" || fail "the lane stayed up under a capture"
 ok "a capture opened while a lane is up: the lane goes down and the capture sees the next message"
 
-# Without --lanes: nothing laned, the same answers.
+# With --no-lanes: nothing laned, the same answers.
 lanes_unlaned compare "${CASES[@]}"

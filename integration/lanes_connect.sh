@@ -23,7 +23,7 @@
 # went through FUSE fails. Then an attack: a client run by another user scribbles over
 # its region of a connection to a root server: that connection only is reset
 # (ECONNRESET), the server's other connection goes on, a new one works, the daemon logs
-# it. Last, the same scenarios on a mount without --lanes: no lane, same answers.
+# it. Last, the same scenarios on a --no-lanes mount: no lane, same answers.
 UDSFS_MOUNT_ARGS=(--lanes --allow-other)
 source "$(dirname "$0")/lib.sh"
 need_preload
@@ -79,5 +79,5 @@ grep -q "its lane's region broke the protocol" "$LOG" || fail "the daemon did no
 proc_alive "$DAEMON_PID" || fail "the daemon died"
 ok "a client of another user that scribbles over its region: its connection only is reset, the daemon logs it"
 
-# Without --lanes: nothing laned, the same answers.
+# With --no-lanes: nothing laned, the same answers.
 lanes_unlaned compare "${CASES[@]}"

@@ -758,9 +758,9 @@ lanes_compare() {
     fi
 }
 
-# lanes_unlaned COMPARE CASE...: the same cases on a mount without --lanes (remounted
-# here): `COMPARE CASE ""` each (the script's lanes_compare), and every status file must
-# say lane=none: nothing laned, the kernel's answers.
+# lanes_unlaned COMPARE CASE...: the same cases on a `--no-lanes` mount (remounted here;
+# lanes are the mount's default): `COMPARE CASE ""` each (the script's lanes_compare),
+# and every status file must say lane=none: nothing laned, the kernel's answers.
 lanes_unlaned() {
     local compare=$1 c
     shift
@@ -769,10 +769,10 @@ lanes_unlaned() {
     for c in "$@"; do
         "$compare" "$c" ""
         if grep '^GUARD' "$TMP/$c.udsfs" | grep -v 'lane=none$'; then
-            fail "$c: a socket said it had a lane on a mount without --lanes"
+            fail "$c: a socket said it had a lane on a --no-lanes mount"
         fi
     done
-    ok "without --lanes: every status file says lane=none and every answer is the kernel's"
+    ok "with --no-lanes: every status file says lane=none and every answer is the kernel's"
 }
 
 # ---------------------------------------------------------------- clients as other users

@@ -36,6 +36,9 @@ fn timeout_of(name: &str) -> Duration {
         // each side of the routed cases, a 2 s CPU look twice: about 100 s alone.
         "adversarial_lanes2" => Duration::from_secs(300),
         "adversarial_lanes3" => Duration::from_secs(300),
+        // Every case three times (kernel, lanes, the --no-lanes remount), each with
+        // 6000 pairs made by 20 processes: 108-113 s alone at load 24 on 2 cores.
+        "lanes" => Duration::from_secs(240),
         // Each event that gives no SIGIO is waited for 0.5 s, twice per event.
         "sigio" => Duration::from_secs(240),
         // sigio.py twice (kernel, supervised), as sigio.sh.

@@ -51,13 +51,37 @@ fn read_channel(m: &Mount) -> Option<(Vec<u8>, u32)> {
 
 /// Connects to the daemon serving `m`, making sure it is the daemon that answers.
 pub fn connect(m: &Mount) -> Res<Channel> {
+    connect_saying(m, true)
+}
+
+/// `connect` for a lane's region and eventfds. A lane is udsfs's own
+/// business, which the program never asked for: when the channel cannot be
+/// had the pair goes on without one, through the daemon (as the Bounds table
+/// says), and no line goes to the program's stderr, where Linux writes none.
+/// On the default mount, which has lanes: accept_setuid.py's accept with one
+/// free slot printed "connect: errno 24" (EMFILE), and fstat_mode.py's child
+/// in a user namespace of its own "not answered by the daemon's uid 0:
+/// refused" (the daemon's uid, read before the unshare, reads as the overflow
+/// uid there), and run_xvfb.sh's namespaced xprop, which cannot reach the
+/// channel's abstract name (lanes_programs.sh ns_client). The refusal
+/// stands: the channel is still checked.
+pub fn connect_for_lane(m: &Mount) -> Res<Channel> {
+    connect_saying(m, false)
+}
+
+fn connect_saying(m: &Mount, say: bool) -> Res<Channel> {
     let Some((name, daemon_uid)) = channel_of(m) else {
-        log::say(
-            "fd channel: the mount serves no .udsfs/fdchannel name; cannot pass files (EINVAL)",
-        );
+        if say {
+            log::say(
+                "fd channel: the mount serves no .udsfs/fdchannel name; cannot pass files (EINVAL)",
+            );
+        }
         return Err(libc::EINVAL);
     };
     Client::connect(name, *daemon_uid).inspect_err(|&e| {
+        if !say {
+            return;
+        }
         let shown = String::from_utf8_lossy(name);
         if e == libc::ECONNREFUSED {
             log::say(&format!(
@@ -67,18 +91,6 @@ pub fn connect(m: &Mount) -> Res<Channel> {
             log::say(&format!("fd channel @{shown}: connect: errno {e}"));
         }
     })
-}
-
-/// Connects as `connect` does, saying nothing when it cannot: for a lane's
-/// claim (lane.rs `channel`, asked before the lane), whose failure only leaves the connection
-/// without a lane, working through the daemon as on a mount without lanes.
-/// A program in a network namespace of its own cannot reach the channel's
-/// abstract name; its output must not change because lanes are on
-/// (run_xvfb.sh's namespaced xprop printed the refusal once lanes became
-/// the mount's default: integration/lanes_programs.sh ns_client).
-pub fn connect_quiet(m: &Mount) -> Res<Channel> {
-    let (name, daemon_uid) = channel_of(m).ok_or(libc::EINVAL)?;
-    Client::connect(name, *daemon_uid)
 }
 
 /// Takes received files `tags` back as new descriptors of this process.

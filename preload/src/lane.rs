@@ -23,7 +23,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{
     fence, AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use libc::{c_int, c_void, size_t, ssize_t};
 use udsfs_proto::ioctl::{LaneEvents, LaneGrant, Op, Timeo, LANE_RECORD};
@@ -310,7 +310,7 @@ fn join(fd: c_int) -> Res<End> {
 /// (EINVAL): this process asks for no more lanes.
 fn channel() -> Res<fdpass::Channel> {
     let m = mount::get().ok_or(libc::EINVAL)?;
-    fdpass::connect_quiet(m).inspect_err(|&e| {
+    fdpass::connect_for_lane(m).inspect_err(|&e| {
         if e == libc::ECONNREFUSED || e == libc::EINVAL {
             OFF.store(true, Ordering::Relaxed);
         }
@@ -870,6 +870,10 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
         })
     };
     let mut done = 0;
+    // SO_RCVTIMEO bounds the whole call, as unix_stream_read_generic's one
+    // timeo that each wait spends: a MSG_WAITALL read fed in pieces gives
+    // up when it is spent, not a timeout after each piece.
+    let mut left = e.timeo[0];
     loop {
         busy(e).store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
@@ -893,9 +897,9 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
             Ok(k) => return Some((done + k) as ssize_t),
             Err(LaneErr::WouldBlock) if nonblocking(fd, flags) => return stop(done, libc::EAGAIN),
             Err(LaneErr::WouldBlock) => {
-                let t = e.timeo[0];
-                match r.wait_readable(0, t) {
-                    Ok(()) => {}
+                let began = Instant::now();
+                match r.wait_readable(0, left) {
+                    Ok(()) => left = left.map(|l| l.saturating_sub(began.elapsed())),
                     Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
                     Err(LaneErr::Interrupted) => return stop(done, libc::EINTR),
                     Err(LaneErr::NotDirect(_)) if done > 0 => {

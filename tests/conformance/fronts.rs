@@ -57,12 +57,18 @@ pub enum Place {
     /// A directory of the kernel's given to `udsfs run --route`: the fronts route
     /// its names into the mount.
     Route,
+    /// The mount's root, as `Mount`, on a `--no-lanes` mount made here and given
+    /// to `udsfs run --mount` (the private mount has lanes, the default): every
+    /// byte through the daemon (issue 30: "the differential scenarios pass with
+    /// lanes off too").
+    NoLanes,
 }
 
 fn label(front: Front, place: Place) -> String {
     match place {
         Place::Mount => front.name().to_string(),
         Place::Route => format!("{}_routed", front.name()),
+        Place::NoLanes => format!("{}_nolanes", front.name()),
     }
 }
 
@@ -177,11 +183,13 @@ fn exceptions(front: Front, place: Place) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Runs the child under `udsfs run --front F` and returns what it wrote, its exit
-/// and the tail of the daemon's log.
+/// Runs the child under `udsfs run --front F` (on `mount`, else on the run's
+/// private mount) and returns what it wrote, its exit and the tail of the
+/// daemon's log.
 fn run_child(
     front: Front,
     route: Option<&Path>,
+    mount: Option<&super::mount::Mount>,
     want: &str,
     dir: &Path,
 ) -> (String, String, String) {
@@ -195,9 +203,11 @@ fn run_child(
             .env("UDSFS_PRELOAD", super::programs::preload_library())
             .arg("run")
             .arg("--front")
-            .arg(front.arg())
-            .arg("--log-file")
-            .arg(&log);
+            .arg(front.arg());
+        match mount {
+            Some(m) => c.arg("--mount").arg(m.path()),
+            None => c.arg("--log-file").arg(&log),
+        };
         if let Some(r) = route {
             c.env(CHILD_ROOT, r).arg("--route").arg(r);
         }
@@ -247,13 +257,23 @@ fn run_child(
         tail(&re.join().unwrap_or_default(), 20)
     );
     let traces = std::fs::read_to_string(&out).unwrap_or_default();
-    let log = std::fs::read_to_string(&log).unwrap_or_default();
-    (traces, output, tail(&log, 40))
+    let log = match mount {
+        Some(m) => m.log_tail(40),
+        None => tail(&std::fs::read_to_string(&log).unwrap_or_default(), 40),
+    };
+    (traces, output, log)
 }
 
 fn tail(s: &str, n: usize) -> String {
     let v: Vec<&str> = s.lines().collect();
     v[v.len().saturating_sub(n)..].join("\n")
+}
+
+/// The `--no-lanes` mount `place` asks for (the daemon logging at info, as the
+/// private mount's does by default: debug would log every request).
+fn mount_for(place: Place) -> Option<super::mount::Mount> {
+    (place == Place::NoLanes)
+        .then(|| super::mount::Mount::new_logging(&["--no-lanes", "--allow-other"], "info"))
 }
 
 /// A directory for the child's traces and log, and the routed root for `place`
@@ -277,7 +297,14 @@ fn dirs(place: Place) -> (tempfile::TempDir, Option<tempfile::TempDir>) {
 pub fn show(front: Front, place: Place, want: &str) {
     super::require_root();
     let (dir, route) = dirs(place);
-    let (traces, output, _) = run_child(front, route.as_ref().map(|r| r.path()), want, dir.path());
+    let mount = mount_for(place);
+    let (traces, output, _) = run_child(
+        front,
+        route.as_ref().map(|r| r.path()),
+        mount.as_ref(),
+        want,
+        dir.path(),
+    );
     let got = parse(&traces);
     let label = label(front, place);
     for (name, f) in every().filter(|(n, _)| want == "all" || *n == want) {
@@ -306,8 +333,14 @@ pub fn check(front: Front, place: Place) {
             .map(|(n, f)| (n.to_string(), kernel::run_isolated(*f)))
             .collect::<BTreeMap<_, _>>()
     });
-    let (traces, output, log) =
-        run_child(front, route.as_ref().map(|r| r.path()), "all", dir.path());
+    let mount = mount_for(place);
+    let (traces, output, log) = run_child(
+        front,
+        route.as_ref().map(|r| r.path()),
+        mount.as_ref(),
+        "all",
+        dir.path(),
+    );
     let front_took = started.elapsed();
     let k = kernel_side.join().expect("kernel traces");
     let got = parse(&traces);

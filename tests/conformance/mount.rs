@@ -121,6 +121,11 @@ impl Mount {
     /// temporary directory above the mount point is made searchable by everyone, so
     /// that other users can reach an `--allow-other` mount.
     pub fn new_with_args(args: &[&str]) -> Mount {
+        Self::new_logging(args, "debug")
+    }
+
+    /// `new_with_args`, the daemon logging at `level` unless RUST_LOG says.
+    pub fn new_logging(args: &[&str], level: &str) -> Mount {
         use std::os::unix::fs::PermissionsExt;
         let base = tempfile::Builder::new()
             .prefix("uconf-u")
@@ -139,7 +144,7 @@ impl Mount {
             .arg(&log)
             .arg(&mnt);
         if std::env::var_os("RUST_LOG").is_none() {
-            cmd.env("RUST_LOG", "debug");
+            cmd.env("RUST_LOG", level);
         }
         let out = {
             let _spawning = super::backend::spawn_guard();

@@ -82,8 +82,12 @@ pub fn eventfd_drain(fd: i32) {
 /// Sleeps in ppoll until `fd` or `hup` is readable, at most `timeout`. Ok
 /// when one is (or on a spurious return); ETIMEDOUT, EINTR. `hup` is the
 /// end's daemon-only eventfd (written at the way down, never drained; -1:
-/// none, which ppoll skips).
+/// none, which ppoll skips). With a timeout (the socket's SO_RCVTIMEO or
+/// SO_SNDTIMEO) the sleep is an epoll_wait (`epoll_in`).
 pub fn poll_in(fd: i32, hup: i32, timeout: Option<Duration>) -> Result<(), Errno> {
+    if let Some(r) = timeout.and_then(|t| epoll_in(fd, hup, t)) {
+        return r;
+    }
     let mut p = [fd, hup].map(|fd| libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -98,4 +102,50 @@ pub fn poll_in(fd: i32, hup: i32, timeout: Option<Duration>) -> Result<(), Errno
         0 => Err(libc::ETIMEDOUT),
         _ => Ok(()),
     }
+}
+
+/// `poll_in` with a timeout, in epoll_wait: Linux ends a socket call that
+/// has a timeout with EINTR when its process is stopped and continued, no
+/// handler run (signal(7); sock_intr_errno), and epoll_wait does the same,
+/// where ppoll and futex are restarted by the kernel. (signals.sh's "recv
+/// with SO_RCVTIMEO stopped and continued" gave the bytes sent later on a
+/// lane, EINTR on Linux.) None when no epoll descriptor can be had (the
+/// program's limit): then ppoll.
+fn epoll_in(fd: i32, hup: i32, timeout: Duration) -> Option<Result<(), Errno>> {
+    // SAFETY: a new descriptor of our own, closed below.
+    let ep = unsafe { libc::syscall(libc::SYS_epoll_create1, libc::EPOLL_CLOEXEC) } as i32;
+    if ep < 0 {
+        return None;
+    }
+    for f in [fd, hup].into_iter().filter(|&f| f >= 0) {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: 0,
+        };
+        // SAFETY: a live epoll_event.
+        unsafe { libc::syscall(libc::SYS_epoll_ctl, ep, libc::EPOLL_CTL_ADD, f, &mut ev) };
+    }
+    // Whole milliseconds, rounded up (a timeout never ends early).
+    let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+    let mut out = [libc::epoll_event { events: 0, u64: 0 }; 2];
+    // SAFETY: room for 2 events; no signal mask.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_epoll_pwait,
+            ep,
+            out.as_mut_ptr(),
+            2i32,
+            ms,
+            0usize,
+            8usize,
+        )
+    };
+    let r = match r {
+        r if r < 0 => Err(errno()),
+        0 => Err(libc::ETIMEDOUT),
+        _ => Ok(()),
+    };
+    // SAFETY: ours, opened above.
+    unsafe { libc::syscall(libc::SYS_close, ep) };
+    Some(r)
 }
