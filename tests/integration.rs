@@ -23,8 +23,8 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 fn timeout_of(name: &str) -> Duration {
     match name {
         "run_cpython_multiprocessing" => Duration::from_secs(360),
-        // Three CPython suites, each on the kernel and through udsfs (lanes off): 73 s at load ~20.
-        "run_cpython_nolanes" => Duration::from_secs(240),
+        // Three CPython suites, each on the kernel and through udsfs (lanes on): 73 s at load ~20.
+        "run_cpython_lanes" => Duration::from_secs(240),
         // 30 POSTs through nginx twice (a stalled one waits 5 s), 600 connections twice: 40 s at load ~20.
         "lanes_programs" => Duration::from_secs(240),
         "adversarial_sigio" => Duration::from_secs(360),
@@ -249,9 +249,9 @@ scripts!(
     run_background,
     run_chrony,
     run_cpython_asyncio,
+    run_cpython_lanes,
     run_cpython_logging,
     run_cpython_multiprocessing,
-    run_cpython_nolanes,
     run_cpython_paths,
     run_cpython_socketserver,
     run_cpython_suite,
