@@ -15,7 +15,7 @@ import struct
 import threading
 import time
 
-from lanes_lib import BIG, epoll_around_send, guard, peer, pingpong_rounds, read_available, recv_exact
+from lanes_lib import BIG, epoll_around_send, guard, listener, peer, pingpong_rounds, read_available, recv_exact
 from lanes_lib import recv_hashed, run_case, say, scribble_regions, send_odd_pieces
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -283,8 +283,88 @@ def scribble():
     say("within 10 s:", time.monotonic() - t < 10)
 
 
+def fionread(d=None):
+    """FIONREAD (SIOCINQ) and SIOCOUTQ on each end of a connection, read
+    with recv and with read (nginx reads with recv and, when the buffer
+    came back full, asks FIONREAD how much more waits): empty, with bytes
+    queued, after a part is read, after all is read, after the peer's
+    SHUT_WR; a socketpair and an accepted connection; and on the listener."""
+    import fcntl
+    import tempfile
+    import termios
+
+    def q(s):
+        out = []
+        for req in (termios.FIONREAD, termios.TIOCOUTQ):
+            try:
+                out.append(struct.unpack("i", fcntl.ioctl(s.fileno(), req, b"\0" * 4))[0])
+            except OSError as e:
+                out.append(os.strerror(e.errno))
+        # The same through syscall(2), past the library's wrapper (under
+        # `udsfs run` the supervisor answers it): it must say the same.
+        for req in (termios.FIONREAD, termios.TIOCOUTQ):
+            n = ctypes.c_int(-7)
+            r = libc.syscall(16, s.fileno(), ctypes.c_ulong(req), ctypes.byref(n))  # SYS_ioctl
+            raw = n.value if r == 0 else os.strerror(ctypes.get_errno())
+            ours = out[len(out) - 2] if req == termios.FIONREAD else out[len(out) - 1]
+            if raw != ours:
+                out.append("syscall(SYS_ioctl, %#x) said %s" % (req, raw))
+        # SIOCOUTQ is the kernel's skb charges: only whether any is queued compares.
+        return "inq=%s outq>0=%s%s" % (
+            out[0], out[1] if isinstance(out[1], str) else out[1] > 0, "".join(" " + x for x in out[2:])
+        )
+
+    def steps(name, a, b):
+        say(name, "empty: a", q(a), "b", q(b))
+        a.send(b"x" * 1000)
+        say(name, "1000 queued: a", q(a), "b", q(b))
+        say(name, "recv 100:", len(b.recv(100)), "b", q(b))
+        say(name, "read 100:", len(os.read(b.fileno(), 100)), "b", q(b))
+        say(name, "recv 800 (full):", len(b.recv(800)), "a", q(a), "b", q(b))
+        guard(b, name + " after a full recv")
+        a.send(b"y" * 5000)
+        b.send(b"z" * 3)
+        say(name, "both ways: a", q(a), "b", q(b))
+        say(name, "read 5000:", len(os.read(b.fileno(), 5000)), "b", q(b))
+        say(name, "a recv:", a.recv(10), "a", q(a))
+        a.send(b"w" * 70)
+        a.shutdown(socket.SHUT_WR)
+        say(name, "70 then SHUT_WR: a", q(a), "b", q(b))
+        say(name, "recv 70:", len(b.recv(70)), "b", q(b), "eof:", b.recv(10))
+        a.close()
+        say(name, "after the peer's close: b", q(b))
+        b.close()
+
+    steps("pair", *socket.socketpair())
+    # The first question on ends whose lane already carries bytes: what
+    # waits in the ring counts.
+    a, b = socket.socketpair()
+    a.send(b"1")
+    say("laned: b got", b.recv(10))
+    b.send(b"2")
+    say("laned: a got", a.recv(10))
+    guard(b, "laned before FIONREAD")
+    a.send(b"v" * 3000)
+    b.send(b"u" * 7)
+    time.sleep(0.05)
+    say("laned 3000 and 7 in the rings: a", q(a), "b", q(b))
+    guard(b, "laned after FIONREAD")
+    say("laned: b got", len(b.recv(5000)), "a got", a.recv(10), "a", q(a), "b", q(b))
+    a.close()
+    b.close()
+    d = d or tempfile.mkdtemp()
+    srv, path = listener(d, "fionread.sock")
+    say("listener:", q(srv))
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(path)
+    say("listener with one waiting:", q(srv))
+    s, _ = srv.accept()
+    steps("accepted", c, s)
+    srv.close()
+
+
 if __name__ == "__main__":
     run_case(
         pingpong, big, eagain, rcvtimeo, signals, fork_end, pass_end, epoll, observed, many,
-        scribble,
+        scribble, fionread,
     )

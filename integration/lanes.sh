@@ -12,13 +12,18 @@
 # status file must say lane=direct while the lane carries the bytes (GUARD lines), so a
 # run where every byte went through FUSE fails. Then a peer scribbles over the whole
 # region: the other end gets ECONNRESET, within seconds, and the daemon logs it once.
+# FIONREAD/SIOCINQ and SIOCOUTQ on each end of a socketpair, a laned pair with bytes in
+# its rings and an accepted connection (empty, queued, partly and fully read, after
+# SHUT_WR and close) and on a listener, through ioctl(3) and through syscall(SYS_ioctl):
+# the library's syscall(3) once let the raw ioctl by, and a udsfs socket said 1 GiB
+# waited (the data file's size) and SIOCOUTQ ENOTTY.
 # Last, the same scenarios on a --no-lanes mount: no lane, same answers.
 UDSFS_MOUNT_ARGS=(--lanes)
 source "$(dirname "$0")/lib.sh"
 need_preload
 need_cmd python3 python3
 LANES=$ROOT/integration/lanes.py
-CASES=(pingpong big eagain rcvtimeo signals fork_end pass_end epoll many)
+CASES=(pingpong big eagain rcvtimeo signals fork_end pass_end epoll many fionread)
 
 # compare CASE WANT_LANE: CASE both ways; WANT_LANE: the lane= word GUARD lines must say.
 compare() { lanes_compare "$LANES" "$@"; }
@@ -32,6 +37,9 @@ compare fork_end none
 compare pass_end ""
 compare epoll direct
 compare many ""
+mkdir -p "$TMP/fionread-k" "$MNT/fionread-u"
+compare fionread "" "$TMP/fionread-k" "$MNT/fionread-u"
+grep -qx 'GUARD laned before FIONREAD lane=direct' "$TMP/fionread.udsfs" || fail "fionread: the laned pair had no lane before its FIONREAD"
 
 # The peer scribbles over the region (its own mapping, inherited by a fork).
 timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$LANES" scribble >"$TMP/scribble.out" 2>&1 || fail "scribble failed: $(cat "$TMP/scribble.out")"

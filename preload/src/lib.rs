@@ -904,7 +904,8 @@ stat_entry! {
 }
 
 /// syscall(3): a raw statx, fstat or newfstatat answers as the entry points
-/// above (a udsfs socket's data file shown as a socket); every other call
+/// above (a udsfs socket's data file shown as a socket), a raw ioctl as
+/// `ioctl` (the queue ioctls, O_ASYNC, the owner); every other call
 /// goes through as made. The x86_64 and aarch64 calling conventions pass a
 /// variadic call's integer arguments where they pass fixed ones, so six are
 /// taken (those a caller did not give are unused garbage, as for the C
@@ -925,6 +926,9 @@ pub unsafe extern "C" fn syscall(
             libc::SYS_statx => statx(a as c_int, b as Path, c as c_int, d as c_uint, e as _).into(),
             libc::SYS_fstat => fstat(a as c_int, b as _).into(),
             libc::SYS_newfstatat => fstatat(a as c_int, b as Path, c as _, d as c_int).into(),
+            // From the gadget the supervisor lets it by: a udsfs data file's
+            // FIONREAD would read the file's 1 GiB, SIOCOUTQ ENOTTY.
+            libc::SYS_ioctl => ioctl(a as c_int, b as c_ulong, c as *mut c_void).into(),
             // A close of a descriptor number moves the generation (fdgen.rs).
             _ if closes::closes(nr) => {
                 closes::syscall(nr, a, b, c, || gadget::call(nr, a, b, c, d, e, f))
