@@ -8,6 +8,7 @@
 #   - mounts udsfs on $MNT (`udsfs mount --background --log-file $LOG`), with the
 #     options in the array UDSFS_MOUNT_ARGS if the script set it before sourcing;
 #     set UDSFS_NO_MOUNT=1 before sourcing to mount later with `udsfs_mount`;
+#     UDSFS_LANES=off (tests/integration.rs's lanes_off pass) mounts with --no-lanes;
 #   - installs an EXIT trap that kills the script's background jobs, unmounts
 #     (`udsfs umount`, then the daemon's PID, then `umount -l` as a last resort),
 #     prints the daemon log if the script failed, and removes $TMP.
@@ -343,7 +344,8 @@ mounted() {
 # udsfs_mount [OPTIONS...]: mount on $MNT in the background; sets DAEMON_PID.
 # UDSFS_LANES=off (the cargo runner's lanes_off pass) adds --no-lanes unless OPTIONS
 # say --lanes or --no-lanes themselves; the EXIT trap then checks that the mount really
-# had no lanes (lanes_off_check).
+# had no lanes (lanes_off_check), unless a mount asked for --lanes (LANES_ASKED=1).
+LANES_ASKED=0
 udsfs_mount() {
     local out rc=0 lanes=()
     if [ "${UDSFS_LANES:-}" == off ]; then
@@ -658,7 +660,6 @@ run_proper() {
 # lanes_off_check: for UDSFS_LANES=off, run at exit on the mount left: a socketpair made
 # through `udsfs run` (one process, the library's front: lanes on would give it
 # lane=direct) must say lane=none in its status file. Fails if the switch was ignored.
-LANES_ASKED=0
 lanes_off_check() {
     local got
     if [ "$LANES_ASKED" == 1 ]; then
