@@ -8,6 +8,7 @@
 #   - mounts udsfs on $MNT (`udsfs mount --background --log-file $LOG`), with the
 #     options in the array UDSFS_MOUNT_ARGS if the script set it before sourcing;
 #     set UDSFS_NO_MOUNT=1 before sourcing to mount later with `udsfs_mount`;
+#     UDSFS_LANES=off (tests/integration.rs's lanes_off pass) mounts with --no-lanes;
 #   - installs an EXIT trap that kills the script's background jobs, unmounts
 #     (`udsfs umount`, then the daemon's PID, then `umount -l` as a last resort),
 #     prints the daemon log if the script failed, and removes $TMP.
@@ -341,8 +342,20 @@ mounted() {
 }
 
 # udsfs_mount [OPTIONS...]: mount on $MNT in the background; sets DAEMON_PID.
+# UDSFS_LANES=off (the cargo runner's lanes_off pass) adds --no-lanes unless OPTIONS
+# say --lanes or --no-lanes themselves; the EXIT trap then checks that the mount really
+# had no lanes (lanes_off_check), unless a mount asked for --lanes (LANES_ASKED=1).
+LANES_ASKED=0
 udsfs_mount() {
-    local out rc=0
+    local out rc=0 lanes=()
+    if [ "${UDSFS_LANES:-}" == off ]; then
+        case " $* " in
+        *" --lanes "*) LANES_ASKED=1 ;;
+        *" --no-lanes "*) ;;
+        *) lanes=(--no-lanes) ;;
+        esac
+    fi
+    set -- ${lanes[@]+"${lanes[@]}"} "$@"
     # UDSFS_THREADS (set by the cargo runner's one-thread pass) comes first,
     # so a script's own --threads still wins.
     out=$(timeout 30 "$UDSFS_BIN" mount --background --log-file "$LOG" ${UDSFS_THREADS:+--threads "$UDSFS_THREADS"} "$@" "$MNT" </dev/null) || rc=$?
@@ -399,6 +412,9 @@ _lib_cleanup() {
     disown -a
     # shellcheck disable=SC2086 # one PID per word
     [ -z "$j" ] || kill -KILL $j 2>/dev/null
+    if [ "$rc" -eq 0 ] && [ "${UDSFS_LANES:-}" == off ]; then
+        lanes_off_check || rc=1
+    fi
     udsfs_unmount
     if [ "$rc" -eq 0 ] && grep -q 'panicked' "$LOG" 2>/dev/null; then
         say "FAIL: the daemon panicked (see its log)" >&2
@@ -639,6 +655,31 @@ run_proper() {
         sleep 0.01
     done
     fail "udsfs run $1 has no udsfs run proper below it"
+}
+
+# lanes_off_check: for UDSFS_LANES=off, run at exit on the mount left: a socketpair made
+# through `udsfs run` (one process, the library's front: lanes on would give it
+# lane=direct) must say lane=none in its status file. Fails if the switch was ignored.
+lanes_off_check() {
+    local got
+    if [ "$LANES_ASKED" == 1 ]; then
+        say "UDSFS_LANES=off: not checked, the script mounted with --lanes itself"
+        return 0
+    fi
+    mounted "$MNT" || { say "FAIL: UDSFS_LANES=off: no mount left at exit to check it had no lanes" >&2; return 1; }
+    got=$(UDSFS_PRELOAD=$PRELOAD_LIB timeout 30 "$UDSFS_BIN" run --mount "$MNT" --front preload -- python3 -c '
+import os, socket
+a, b = socket.socketpair()
+a.sendall(b"x"); b.recv(1)
+link = os.readlink(f"/proc/self/fd/{a.fileno()}")
+with open(os.path.join(os.path.dirname(link), "status")) as f:
+    print(link, *[l.strip() for l in f if l.startswith("lane=")])' 2>&1) || true
+    if [[ $got == *"/.udsfs/sock/"*" lane=none" ]]; then
+        say "UDSFS_LANES=off: the mount had no lanes (a socketpair through udsfs run: $got)"
+        return 0
+    fi
+    say "FAIL: UDSFS_LANES=off but the mount has lanes, or the check could not tell (a socketpair through udsfs run said: $got)" >&2
+    return 1
 }
 
 # on_udsfs CMD...: run CMD, unmodified, through `udsfs run` on this script's mount.

@@ -84,7 +84,7 @@ fn kill_group(pgid: u32, signal: libc::c_int) {
     }
 }
 
-fn run_script(name: &str, threads: Option<&str>) {
+fn run_script(name: &str, threads: Option<&str>, lanes: Option<&str>) {
     require_root();
     let _serial = SERIAL
         .lock()
@@ -102,6 +102,7 @@ fn run_script(name: &str, threads: Option<&str>) {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("UDSFS_BIN", env!("CARGO_BIN_EXE_udsfs"))
         .env("UDSFS_THREADS", threads.unwrap_or(""))
+        .env("UDSFS_LANES", lanes.unwrap_or(""))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
@@ -158,7 +159,7 @@ macro_rules! scripts {
         $(
             #[test]
             fn $name() {
-                run_script(stringify!($name), None);
+                run_script(stringify!($name), None, None);
             }
         )*
         /// The same scripts on a daemon with one FUSE worker thread: as no
@@ -168,7 +169,7 @@ macro_rules! scripts {
             $(
                 #[test]
                 fn $name() {
-                    run_script(stringify!($name), Some("1"));
+                    run_script(stringify!($name), Some("1"), None);
                 }
             )*
         }
@@ -303,6 +304,34 @@ scripts!(
     user_shares,
     watchdog_signals,
 );
+
+/// Real-program scripts again on mounts without lanes (issue 30: they must pass with
+/// lanes off too). `UDSFS_LANES=off` makes lib.sh's `udsfs_mount` add `--no-lanes`,
+/// and its exit trap fails the script unless a socketpair made through `udsfs run` on
+/// the mount says `lane=none` (so a switch that is ignored fails here).
+mod lanes_off {
+    use super::run_script;
+
+    macro_rules! lanes_off {
+        ($($name:ident),* $(,)?) => {
+            $(
+                #[test]
+                fn $name() {
+                    run_script(stringify!($name), None, Some("off"));
+                }
+            )*
+        };
+    }
+
+    lanes_off!(
+        run_dbus,
+        run_glib_tests,
+        run_haproxy,
+        run_nginx,
+        run_node,
+        run_php_fpm,
+    );
+}
 
 /// Every `integration/*.sh` but `lib.sh` has a test above, and every test has its script:
 /// nothing is skipped silently.
