@@ -8,7 +8,8 @@
 #   - mounts udsfs on $MNT (`udsfs mount --background --log-file $LOG`), with the
 #     options in the array UDSFS_MOUNT_ARGS if the script set it before sourcing;
 #     set UDSFS_NO_MOUNT=1 before sourcing to mount later with `udsfs_mount`;
-#     UDSFS_LANES=off (tests/integration.rs's lanes_off pass) mounts with --no-lanes;
+#     UDSFS_LANES=on (tests/integration.rs's lanes_on pass) mounts with --lanes
+#     (=off: with --no-lanes);
 #   - installs an EXIT trap that kills the script's background jobs, unmounts
 #     (`udsfs umount`, then the daemon's PID, then `umount -l` as a last resort),
 #     prints the daemon log if the script failed, and removes $TMP.
@@ -342,17 +343,18 @@ mounted() {
 }
 
 # udsfs_mount [OPTIONS...]: mount on $MNT in the background; sets DAEMON_PID.
-# UDSFS_LANES=off (the cargo runner's lanes_off pass) adds --no-lanes unless OPTIONS
-# say --lanes or --no-lanes themselves; the EXIT trap then checks that the mount really
-# had no lanes (lanes_off_check), unless a mount asked for --lanes (LANES_ASKED=1).
+# UDSFS_LANES=on (the cargo runner's lanes_on pass) adds --lanes, =off --no-lanes,
+# unless OPTIONS say --lanes or --no-lanes themselves; the EXIT trap then checks that the
+# mount really had (or had no) lanes (lanes_check), unless a mount asked for the other
+# (LANES_ASKED=1).
 LANES_ASKED=0
 udsfs_mount() {
     local out rc=0 lanes=()
-    if [ "${UDSFS_LANES:-}" == off ]; then
+    if [ -n "${UDSFS_LANES:-}" ]; then
         case " $* " in
-        *" --lanes "*) LANES_ASKED=1 ;;
-        *" --no-lanes "*) ;;
-        *) lanes=(--no-lanes) ;;
+        *" --lanes "*) [ "$UDSFS_LANES" == on ] || LANES_ASKED=1 ;;
+        *" --no-lanes "*) [ "$UDSFS_LANES" == off ] || LANES_ASKED=1 ;;
+        *) [ "$UDSFS_LANES" == on ] && lanes=(--lanes) || lanes=(--no-lanes) ;;
         esac
     fi
     set -- ${lanes[@]+"${lanes[@]}"} "$@"
@@ -412,8 +414,8 @@ _lib_cleanup() {
     disown -a
     # shellcheck disable=SC2086 # one PID per word
     [ -z "$j" ] || kill -KILL $j 2>/dev/null
-    if [ "$rc" -eq 0 ] && [ "${UDSFS_LANES:-}" == off ]; then
-        lanes_off_check || rc=1
+    if [ "$rc" -eq 0 ] && [ -n "${UDSFS_LANES:-}" ]; then
+        lanes_check || rc=1
     fi
     udsfs_unmount
     if [ "$rc" -eq 0 ] && grep -q 'panicked' "$LOG" 2>/dev/null; then
@@ -657,16 +659,17 @@ run_proper() {
     fail "udsfs run $1 has no udsfs run proper below it"
 }
 
-# lanes_off_check: for UDSFS_LANES=off, run at exit on the mount left: a socketpair made
-# through `udsfs run` (one process, the library's front: lanes on would give it
-# lane=direct) must say lane=none in its status file. Fails if the switch was ignored.
-lanes_off_check() {
-    local got
+# lanes_check: for UDSFS_LANES=on|off, run at exit on the mount left: a socketpair made
+# through `udsfs run` (one process, the library's front) must say lane=direct in its
+# status file for on, lane=none for off. Fails if the switch was ignored.
+lanes_check() {
+    local got want=none
+    [ "$UDSFS_LANES" == on ] && want=direct
     if [ "$LANES_ASKED" == 1 ]; then
-        say "UDSFS_LANES=off: not checked, the script mounted with --lanes itself"
+        say "UDSFS_LANES=$UDSFS_LANES: not checked, the script mounted the other way itself"
         return 0
     fi
-    mounted "$MNT" || { say "FAIL: UDSFS_LANES=off: no mount left at exit to check it had no lanes" >&2; return 1; }
+    mounted "$MNT" || { say "FAIL: UDSFS_LANES=$UDSFS_LANES: no mount left at exit to check its lanes" >&2; return 1; }
     got=$(UDSFS_PRELOAD=$PRELOAD_LIB timeout 30 "$UDSFS_BIN" run --mount "$MNT" --front preload -- python3 -c '
 import os, socket
 a, b = socket.socketpair()
@@ -674,11 +677,11 @@ a.sendall(b"x"); b.recv(1)
 link = os.readlink(f"/proc/self/fd/{a.fileno()}")
 with open(os.path.join(os.path.dirname(link), "status")) as f:
     print(link, *[l.strip() for l in f if l.startswith("lane=")])' 2>&1) || true
-    if [[ $got == *"/.udsfs/sock/"*" lane=none" ]]; then
-        say "UDSFS_LANES=off: the mount had no lanes (a socketpair through udsfs run: $got)"
+    if [[ $got == *"/.udsfs/sock/"*" lane=$want" ]]; then
+        say "UDSFS_LANES=$UDSFS_LANES: the mount's lanes as asked (a socketpair through udsfs run: $got)"
         return 0
     fi
-    say "FAIL: UDSFS_LANES=off but the mount has lanes, or the check could not tell (a socketpair through udsfs run said: $got)" >&2
+    say "FAIL: UDSFS_LANES=$UDSFS_LANES but a socketpair through udsfs run said: $got (want lane=$want)" >&2
     return 1
 }
 
