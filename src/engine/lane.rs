@@ -120,28 +120,25 @@ impl Lane {
         self.phase == Phase::Up
     }
 
+    /// Through the daemon, end B's own half (end `e` 1's); else None: end
+    /// `e` uses the lane's region, memfd and eventfds.
+    fn far(&self, e: usize) -> Option<&through::Far> {
+        self.through.as_deref().filter(|_| e == 1)
+    }
+
     /// End `e`'s region: the lane's one, or through the daemon its own.
     pub(super) fn region_of(&self, e: usize) -> &Region {
-        match &self.through {
-            Some(far) if e == 1 => far.region(),
-            _ => &self.region,
-        }
+        self.far(e).map_or(&self.region, through::Far::region)
     }
 
     /// End `e`'s region's memfd.
     fn fd_of(&self, e: usize) -> &std::os::fd::OwnedFd {
-        match &self.through {
-            Some(far) if e == 1 => far.fd(),
-            _ => &self.fd,
-        }
+        self.far(e).map_or(&self.fd, through::Far::fd)
     }
 
     /// End `e`'s region's eventfds.
     pub(super) fn evs_of(&self, e: usize) -> &Evs {
-        match &self.through {
-            Some(far) if e == 1 => far.evs(),
-            _ => &self.evs,
-        }
+        self.far(e).map_or(&self.evs, through::Far::evs)
     }
 
     /// End `e`'s busy word (through the daemon: side A of its region).

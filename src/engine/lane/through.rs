@@ -419,6 +419,25 @@ mod tests {
         }
     }
 
+    /// An engine with lanes, root as the caller, and a connection of type
+    /// `ty` made by connect/accept at an abstract name: (engine, caller,
+    /// the connecting end, the accepted end).
+    fn laned_connection(ty: SockType) -> (Arc<Engine>, Caller, Arc<Socket>, Arc<Socket>) {
+        let e = Engine::new(Config {
+            lanes: true,
+            ..Config::small()
+        });
+        let c = root();
+        let addr = crate::engine::addr::Addr::Abstract(b"through".to_vec());
+        let srv = e.socket(ty, &c);
+        e.bind(&srv, &addr, &c).unwrap();
+        e.listen(&srv, 4, &c).unwrap();
+        let cli = e.socket(ty, &c);
+        e.connect(&cli, &addr, &c, None).unwrap();
+        let acc = e.accept(&srv, None).unwrap();
+        (e, c, cli, acc)
+    }
+
     /// Issue 30 item 6: a connection a capture sees gets a lane through
     /// the daemon (lane=through): what one end writes into its own region
     /// reaches the other end's region by the mover, each message reported
@@ -435,18 +454,7 @@ mod tests {
             } else {
                 Framing::Record
             };
-            let e = Engine::new(Config {
-                lanes: true,
-                ..Config::small()
-            });
-            let c = root();
-            let addr = crate::engine::addr::Addr::Abstract(b"through".to_vec());
-            let srv = e.socket(ty, &c);
-            e.bind(&srv, &addr, &c).unwrap();
-            e.listen(&srv, 4, &c).unwrap();
-            let cli = e.socket(ty, &c);
-            e.connect(&cli, &addr, &c, None).unwrap();
-            let acc = e.accept(&srv, None).unwrap();
+            let (e, c, cli, acc) = laned_connection(ty);
             let tap = Arc::new(Keeps::default());
             e.taps.attach(tap.clone());
             let first = e.lane_join(&cli, &c, false).map(|_| ());
@@ -526,19 +534,8 @@ mod tests {
     /// ring's drain was refused, EAGAIN, and its bytes lost.)
     #[test]
     fn two_full_rings_at_the_way_down_lose_nothing() {
-        let e = Engine::new(Config {
-            lanes: true,
-            ..Config::small()
-        });
-        let c = root();
         let ty = SockType::Stream;
-        let addr = crate::engine::addr::Addr::Abstract(b"through-full".to_vec());
-        let srv = e.socket(ty, &c);
-        e.bind(&srv, &addr, &c).unwrap();
-        e.listen(&srv, 4, &c).unwrap();
-        let cli = e.socket(ty, &c);
-        e.connect(&cli, &addr, &c, None).unwrap();
-        let acc = e.accept(&srv, None).unwrap();
+        let (e, c, cli, acc) = laned_connection(ty);
         e.taps.attach(Arc::new(Keeps::default()));
         let _ = e.lane_join(&cli, &c, false);
         e.lane_join(&acc, &c, false)
