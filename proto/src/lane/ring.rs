@@ -42,6 +42,8 @@ pub struct Dir<'a> {
     pub(super) head: &'a AtomicU32,
     pub(super) reader_waiting: &'a AtomicU32,
     pub(super) space_ev: &'a AtomicU32,
+    /// The ends of the last stream writes (region.rs `mark_word`).
+    pub(super) marks: &'a [AtomicU32],
     pub(super) data: *mut u8,
     pub(super) cap: u32,
 }
@@ -245,6 +247,8 @@ pub struct Writer<'a> {
     head_seen: u64,
     shut: bool,
     bad: Option<&'static str>,
+    /// Stream writes so far: the next mark's slot.
+    writes: usize,
 }
 
 impl<'a> Writer<'a> {
@@ -257,6 +261,7 @@ impl<'a> Writer<'a> {
             head_seen: pos,
             shut: false,
             bad: None,
+            writes: 0,
         }
     }
 
@@ -358,6 +363,10 @@ impl<'a> Writer<'a> {
                     };
                 }
                 self.d.copy_in(self.tail, &data[..n]);
+                // Where this write ends, before the tail that publishes it.
+                let slot = self.writes % self.d.marks.len();
+                self.writes = self.writes.wrapping_add(1);
+                self.d.marks[slot].store((self.tail + n as u64) as u32, Ordering::Relaxed);
                 self.publish(n as u64);
                 Ok(n)
             }
