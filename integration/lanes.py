@@ -186,6 +186,37 @@ def pass_end():
     os.waitpid(pid, 0)
 
 
+def blocked_fds():
+    """A send with a file that must wait for room, after a lane's ring was
+    filled (pass_fds.py's "blocked send with a file"): the file takes the
+    lane down, the ring's bytes land in the daemon's queue, the send blocks
+    until the reader drains them, then goes through whole (it hung: the
+    reader's drain never woke the parked sender)."""
+    a, b = socket.socketpair()
+    queued = 0
+    while True:
+        try:
+            a.send(b"f" * 1000, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            break
+        queued += 1
+
+    def drain():
+        time.sleep(0.3)
+        for _ in range(queued):
+            b.recv(1000)
+
+    t = threading.Thread(target=drain)
+    t.start()
+    r, w = os.pipe()
+    n = socket.send_fds(a, [b"after"], [w])
+    t.join()
+    os.close(w)
+    msg, got, _, _ = socket.recv_fds(b, 10, 1)
+    os.write(got[0], b"ok")
+    say("blocked send with a file:", n, msg, len(got), os.read(r, 2))
+
+
 def epoll():
     """Readiness stays the daemon's: an epoll set registered before the
     first byte, and one registered on an end whose lane already carries
@@ -365,6 +396,6 @@ def fionread(d=None):
 
 if __name__ == "__main__":
     run_case(
-        pingpong, big, eagain, rcvtimeo, signals, fork_end, pass_end, epoll, observed, many,
+        pingpong, big, eagain, rcvtimeo, signals, fork_end, pass_end, blocked_fds, epoll, observed, many,
         scribble, fionread,
     )

@@ -23,7 +23,7 @@ source "$(dirname "$0")/lib.sh"
 need_preload
 need_cmd python3 python3
 LANES=$ROOT/integration/lanes.py
-CASES=(pingpong big eagain rcvtimeo signals fork_end pass_end epoll many fionread)
+CASES=(pingpong big eagain rcvtimeo signals fork_end pass_end blocked_fds epoll many fionread)
 
 # compare CASE WANT_LANE: CASE both ways; WANT_LANE: the lane= word GUARD lines must say.
 compare() { lanes_compare "$LANES" "$@"; }
@@ -35,6 +35,7 @@ compare rcvtimeo direct
 compare signals ""
 compare fork_end none
 compare pass_end ""
+compare blocked_fds ""
 compare epoll direct
 compare many ""
 mkdir -p "$TMP/fionread-k" "$MNT/fionread-u"

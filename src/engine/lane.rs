@@ -1090,44 +1090,62 @@ impl Engine {
         let caller = Caller::with_status(*tid, st.clone());
         let sock = &l.socks[d];
         if !l.record {
-            let mut rest = &bytes[..];
-            while !rest.is_empty() {
-                match self.sendmsg(
-                    sock,
-                    SendMsg {
-                        untapped,
-                        ..SendMsg::new(rest)
-                    },
-                    &caller,
-                    None,
-                ) {
-                    Ok(n) if n > 0 => rest = &rest[n..],
-                    // Through the daemon a direction holds two rings (the
-                    // daemon's and the writer's), more than SO_SNDBUF: the
-                    // rest is queued whatever the sender's wmem says, as
-                    // its writer was told it was sent (as a record below).
-                    Err(Errno::EAGAIN) if l.through.is_some() => {
-                        let was = std::mem::replace(&mut sock.lock().sndbuf, usize::MAX / 4);
-                        let r = self.sendmsg(
-                            sock,
-                            SendMsg {
-                                untapped,
-                                ..SendMsg::new(rest)
-                            },
-                            &caller,
-                            None,
-                        );
-                        let mut st = sock.lock();
-                        if st.sndbuf == usize::MAX / 4 {
-                            st.sndbuf = was;
+            // Split where the writer's last writes ended (Linux's skbs:
+            // SIOCOUTQ counts each one's overhead); the marks are the
+            // peer's to scribble, so only those inside the unread bytes
+            // count, at most MARKS pieces.
+            let mut cuts: Vec<usize> = r
+                .marks(ring)
+                .iter()
+                .map(|m| m.load(Ordering::Relaxed).wrapping_sub(head) as usize)
+                .filter(|&at| at > 0 && at < used)
+                .collect();
+            cuts.sort_unstable();
+            cuts.dedup();
+            cuts.push(used);
+            let mut from = 0;
+            for to in cuts {
+                let mut rest = &bytes[from..to];
+                from = to;
+                while !rest.is_empty() {
+                    match self.sendmsg(
+                        sock,
+                        SendMsg {
+                            untapped,
+                            ..SendMsg::new(rest)
+                        },
+                        &caller,
+                        None,
+                    ) {
+                        Ok(n) if n > 0 => rest = &rest[n..],
+                        // The ring took the bytes and its writer was told
+                        // they were sent: the rest is queued whatever the
+                        // sender's wmem says (its pieces' overhead, and
+                        // through the daemon a direction's two rings, may
+                        // pass SO_SNDBUF; as a record below).
+                        Err(Errno::EAGAIN) => {
+                            let was = std::mem::replace(&mut sock.lock().sndbuf, usize::MAX / 4);
+                            let r = self.sendmsg(
+                                sock,
+                                SendMsg {
+                                    untapped,
+                                    ..SendMsg::new(rest)
+                                },
+                                &caller,
+                                None,
+                            );
+                            let mut st = sock.lock();
+                            if st.sndbuf == usize::MAX / 4 {
+                                st.sndbuf = was;
+                            }
+                            drop(st);
+                            match r {
+                                Ok(n) if n > 0 => rest = &rest[n..],
+                                r => return lane_lost(sock, used - to + rest.len(), r),
+                            }
                         }
-                        drop(st);
-                        match r {
-                            Ok(n) if n > 0 => rest = &rest[n..],
-                            r => return lane_lost(sock, rest.len(), r),
-                        }
+                        r => return lane_lost(sock, used - to + rest.len(), r),
                     }
-                    r => return lane_lost(sock, rest.len(), r),
                 }
             }
             return;

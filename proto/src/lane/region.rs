@@ -23,6 +23,11 @@
 //! | 64 + 256 d + 128 | head: bytes read from ring d (low 32 bits) | d's reader |
 //! | 64 + 256 d + 132 | reader_waiting: d's reader sleeps for data | d's reader |
 //! | 64 + 256 d + 136 | space_ev: futex word d's writer sleeps on | d's reader, the daemon |
+//! | 1024 + 1024 d + 4 i | mark i: the tail after one of d's last `MARKS` stream writes | d's writer |
+//!
+//! The marks are where Linux would have ended an skb: the way down queues a
+//! stream ring's unread bytes split at them (SIOCOUTQ counts each write's
+//! overhead, bufs.sh), and trusts them for nothing else.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -33,7 +38,7 @@ use super::state::State;
 use crate::{Errno, Res};
 
 pub const MAGIC: u32 = u32::from_le_bytes(*b"UDLN");
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// The header's size; the rings follow it.
 pub const HEADER: usize = 4096;
 const PAGE: usize = 4096;
@@ -56,6 +61,18 @@ pub const OFF_DATA_EV: usize = 12;
 pub const OFF_HEAD: usize = 128;
 pub const OFF_READER_WAITING: usize = 132;
 pub const OFF_SPACE_EV: usize = 136;
+
+/// How many of a stream ring's last writes' ends its header keeps.
+pub const MARKS: usize = 128;
+const MARKS_BASE: usize = 1024;
+const MARKS_SIZE: usize = 1024;
+const _: () = assert!(MARKS * 4 <= MARKS_SIZE && MARKS_BASE + 2 * MARKS_SIZE <= HEADER);
+const _: () = assert!(DIR_BASE + 2 * DIR_SIZE <= MARKS_BASE);
+
+/// The offset of mark `i` of direction `d` (`i < MARKS`).
+pub const fn mark_word(d: usize, i: usize) -> usize {
+    MARKS_BASE + MARKS_SIZE * d + 4 * i
+}
 
 /// The smallest and largest ring (bytes). Positions are published as their
 /// low 32 bits and differences must stay far below 2^31.
@@ -263,6 +280,14 @@ impl Region {
         }
     }
 
+    /// Direction `d`'s marks (`mark_word`).
+    pub fn marks(&self, d: usize) -> &[AtomicU32] {
+        let first = self.word(mark_word(d, 0)) as *const AtomicU32;
+        // SAFETY: MARKS words from mark_word(d, 0), inside the header
+        // (mark_word(1, MARKS) <= HEADER), aligned as `word`'s are.
+        unsafe { std::slice::from_raw_parts(first, MARKS) }
+    }
+
     fn dir(&self, d: usize) -> Dir<'_> {
         let data_off = HEADER + if d == 0 { 0 } else { self.caps[0] as usize };
         Dir {
@@ -274,6 +299,7 @@ impl Region {
             head: self.word(dir_word(d, OFF_HEAD)),
             reader_waiting: self.word(dir_word(d, OFF_READER_WAITING)),
             space_ev: self.word(dir_word(d, OFF_SPACE_EV)),
+            marks: self.marks(d),
             // SAFETY: data_off + cap[d] <= len (size_for).
             data: unsafe { self.base.add(data_off) },
             cap: self.caps[d],

@@ -42,6 +42,8 @@ pub struct Dir<'a> {
     pub(super) head: &'a AtomicU32,
     pub(super) reader_waiting: &'a AtomicU32,
     pub(super) space_ev: &'a AtomicU32,
+    /// The ends of the last stream writes (region.rs `mark_word`).
+    pub(super) marks: &'a [AtomicU32],
     pub(super) data: *mut u8,
     pub(super) cap: u32,
 }
@@ -177,6 +179,11 @@ fn state_of(w: &AtomicU32) -> Result<(), LaneErr> {
     }
 }
 
+/// Linux's largest AF_UNIX stream skb's payload, near enough
+/// (`UNIX_SKB_FRAGS_SZ`): a stream write goes into a ring in pieces of at
+/// most this (`Writer::stream_piece`), each whole or not at all.
+const STREAM_PIECE: usize = 32768;
+
 const fn pad4(n: u32) -> u32 {
     (n + 3) & !3
 }
@@ -240,6 +247,8 @@ pub struct Writer<'a> {
     head_seen: u64,
     shut: bool,
     bad: Option<&'static str>,
+    /// Stream writes so far: the next mark's slot.
+    writes: usize,
 }
 
 impl<'a> Writer<'a> {
@@ -252,6 +261,7 @@ impl<'a> Writer<'a> {
             head_seen: pos,
             shut: false,
             bad: None,
+            writes: 0,
         }
     }
 
@@ -311,6 +321,12 @@ impl<'a> Writer<'a> {
         self
     }
 
+    /// A stream write's piece, Linux's largest skb (about 32 KiB, at most
+    /// half of SO_SNDBUF): a write goes into the ring in whole pieces.
+    pub fn stream_piece(&self) -> usize {
+        STREAM_PIECE.min(self.d.cap as usize / 2).max(1)
+    }
+
     /// Room for bytes now.
     pub fn free(&mut self) -> Result<u32, LaneErr> {
         Ok(self.d.cap - self.queued()?)
@@ -326,7 +342,19 @@ impl<'a> Writer<'a> {
         let free = self.free()?;
         match self.framing {
             Framing::Stream => {
-                let n = data.len().min(free as usize);
+                // Linux queues a stream write as skbs of at most
+                // `stream_piece` bytes, each whole or not at all: a write
+                // that fits goes whole, a longer one as the whole pieces
+                // that fit, none: WouldBlock. (Taking the 72 bytes left of
+                // a full ring from a 1000-byte send made a reader that
+                // counts its sends read into the next message: issue 30.)
+                let piece = self.stream_piece();
+                let free = free as usize;
+                let n = if data.len() <= free {
+                    data.len()
+                } else {
+                    free - free % piece
+                };
                 if n == 0 {
                     return if data.is_empty() {
                         Ok(0)
@@ -335,6 +363,10 @@ impl<'a> Writer<'a> {
                     };
                 }
                 self.d.copy_in(self.tail, &data[..n]);
+                // Where this write ends, before the tail that publishes it.
+                let slot = self.writes % self.d.marks.len();
+                self.writes = self.writes.wrapping_add(1);
+                self.d.marks[slot].store((self.tail + n as u64) as u32, Ordering::Relaxed);
                 self.publish(n as u64);
                 Ok(n)
             }
@@ -385,14 +417,15 @@ impl<'a> Writer<'a> {
     }
 
     /// Whether a write of `want` bytes (a record: its whole size; a stream:
-    /// any byte) would not block, or the state sends the caller elsewhere.
+    /// its first piece, `stream_piece`) would not block, or the state sends
+    /// the caller elsewhere.
     pub fn writable(&mut self, want: usize) -> Result<bool, LaneErr> {
         match self.usable() {
             Err(LaneErr::NotDirect(_)) => return Ok(true),
             r => r?,
         }
         let need = match self.framing {
-            Framing::Stream => 1,
+            Framing::Stream => want.clamp(1, self.stream_piece()) as u32,
             Framing::Record => 4 + pad4(want.min((self.d.cap - 4) as usize) as u32),
         };
         Ok(self.free()? >= need)
