@@ -25,6 +25,16 @@ def lane_status(sock):
     return "none"
 
 
+
+def pinged(n, byte):
+    """A stream connection to PATH after `n` one-byte ping-pongs (both ends' lanes claimed)."""
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    for _ in range(n):
+        c.send(byte)
+        c.recv(1)
+    return c
+
 if mode == "secret_server":
     # A: the first connection (B's) echoed until EOF; the second (A's own client) gets SECRET
     l = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -45,10 +55,7 @@ if mode == "secret_server":
     sys.exit(0)
 if mode == "secret_client":
     # A's own client: 5 ping-pongs, then SECRET in full, then an ack
-    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.connect(path)
-    for _ in range(5):
-        c.send(b"p"); c.recv(1)
+    c = pinged(5, b"p")
     got = b""
     while len(got) < len(SECRET):
         got += c.recv(65536)
@@ -59,10 +66,7 @@ if mode == "keep_client":
     # B: 20 ping-pongs with A's server (a lane), closed; waits argv[3] seconds (A serves
     # its own client meanwhile), then looks through every lane region still mapped in
     # its process for A's bytes
-    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.connect(path)
-    for _ in range(20):
-        c.send(b"b"); c.recv(1)
+    c = pinged(20, b"b")
     lane = lane_status(c)
     c.close()
     say(f"B closed its connection (lane {lane})")
