@@ -12,11 +12,15 @@ import os
 import signal
 import socket
 import struct
+import sys
 import threading
 import time
 
 from lanes_lib import BIG, epoll_around_send, guard, listener, peer, pingpong_rounds, read_available, recv_exact
 from lanes_lib import recv_hashed, run_case, say, scribble_regions, send_odd_pieces
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "conformance"))
+from differential import blocked_send_with_file  # noqa: E402
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -193,28 +197,7 @@ def blocked_fds():
     until the reader drains them, then goes through whole (it hung: the
     reader's drain never woke the parked sender)."""
     a, b = socket.socketpair()
-    queued = 0
-    while True:
-        try:
-            a.send(b"f" * 1000, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            break
-        queued += 1
-
-    def drain():
-        time.sleep(0.3)
-        for _ in range(queued):
-            b.recv(1000)
-
-    t = threading.Thread(target=drain)
-    t.start()
-    r, w = os.pipe()
-    n = socket.send_fds(a, [b"after"], [w])
-    t.join()
-    os.close(w)
-    msg, got, _, _ = socket.recv_fds(b, 10, 1)
-    os.write(got[0], b"ok")
-    say("blocked send with a file:", n, msg, len(got), os.read(r, 2))
+    say("blocked send with a file:", *blocked_send_with_file(a, b))
 
 
 def epoll():

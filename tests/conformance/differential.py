@@ -6,6 +6,8 @@ import ctypes
 import errno
 import os
 import socket
+import threading
+import time
 
 
 def res(f):
@@ -80,3 +82,29 @@ class MsgHdr(ctypes.Structure):
 
 class MMsgHdr(ctypes.Structure):
     _fields_ = [("hdr", MsgHdr), ("len", ctypes.c_uint)]
+
+
+def blocked_send_with_file(a, b):
+    """a's queue filled with 1000-byte sends, then b"after" sent with a pipe's
+    write end while a thread drains b from 0.3 s on: the send must wait for
+    room, then go whole. (send_fds's count, the message, how many files came,
+    what the pipe carried from the received end)."""
+    queued, _ = fill(a, b"f" * 1000)
+
+    def drain():
+        time.sleep(0.3)
+        for _ in range(queued):
+            b.recv(1000)
+
+    t = threading.Thread(target=drain)
+    t.start()
+    r, w = os.pipe()
+    n = socket.send_fds(a, [b"after"], [w])
+    t.join()
+    os.close(w)
+    msg, got, _, _ = socket.recv_fds(b, 10, 1)
+    os.write(got[0], b"ok")
+    out = (n, msg, len(got), os.read(r, 2))
+    for fd in got + [r]:
+        os.close(fd)
+    return out

@@ -1,10 +1,10 @@
 # Passes files of every kind over AF_UNIX socketpairs and prints what the
 # receiver gets. Run on kernel sockets and through `udsfs run`: the outputs
 # must be equal (tests/conformance/programs.rs).
-import os, select, socket, stat, sys, tempfile, threading, time
+import os, select, socket, stat, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from differential import fill  # noqa: E402
+from differential import blocked_send_with_file  # noqa: E402
 
 def kind(fd):
     m = os.fstat(fd).st_mode
@@ -71,21 +71,6 @@ for ty in (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_SEQPACKET):
 # whole once the reader drains the queue.
 for ty in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
     a, b = socket.socketpair(socket.AF_UNIX, ty)
-    queued, _ = fill(a, b"f" * 1000)
-    def drain():
-        time.sleep(0.3)
-        for _ in range(queued):
-            b.recv(1000)
-    t = threading.Thread(target=drain)
-    t.start()
-    r, w = os.pipe()
-    n = socket.send_fds(a, [b"after"], [w])
-    t.join()
-    os.close(w)
-    msg, got, flags, _ = socket.recv_fds(b, 10, 1)
-    os.write(got[0], b"ok")
-    print(ty.name, "blocked send with a file:", n, msg, len(got), os.read(r, 2))
-    for fd in got + [r]:
-        os.close(fd)
+    print(ty.name, "blocked send with a file:", *blocked_send_with_file(a, b))
     a.close(); b.close()
 print("done")
