@@ -1053,6 +1053,33 @@ impl Engine {
         self.ring_drain(l, &l.region, d, d, false);
     }
 
+    /// `bytes` sent on `sock` whatever its sender's wmem says: SO_SNDBUF
+    /// lifted for the one call, put back unless set meanwhile. For bytes a
+    /// ring took, whose writer was told they were sent.
+    fn send_past_sndbuf(
+        &self,
+        sock: &Arc<Socket>,
+        bytes: &[u8],
+        untapped: bool,
+        caller: &Caller,
+    ) -> Result<usize> {
+        let was = std::mem::replace(&mut sock.lock().sndbuf, usize::MAX / 4);
+        let r = self.sendmsg(
+            sock,
+            SendMsg {
+                untapped,
+                ..SendMsg::new(bytes)
+            },
+            caller,
+            None,
+        );
+        let mut st = sock.lock();
+        if st.sndbuf == usize::MAX / 4 {
+            st.sndbuf = was;
+        }
+        r
+    }
+
     /// Ring `ring` of `r` into the queue of end `1 - d`, as sends of end
     /// `d` (`untapped`: bytes the taps saw already, on their way through
     /// the daemon: src/engine/lane/through.rs).
@@ -1124,22 +1151,7 @@ impl Engine {
                         // through the daemon a direction's two rings, may
                         // pass SO_SNDBUF; as a record below).
                         Err(Errno::EAGAIN) => {
-                            let was = std::mem::replace(&mut sock.lock().sndbuf, usize::MAX / 4);
-                            let r = self.sendmsg(
-                                sock,
-                                SendMsg {
-                                    untapped,
-                                    ..SendMsg::new(rest)
-                                },
-                                &caller,
-                                None,
-                            );
-                            let mut st = sock.lock();
-                            if st.sndbuf == usize::MAX / 4 {
-                                st.sndbuf = was;
-                            }
-                            drop(st);
-                            match r {
+                            match self.send_past_sndbuf(sock, rest, untapped, &caller) {
                                 Ok(n) if n > 0 => rest = &rest[n..],
                                 r => return lane_lost(sock, used - to + rest.len(), r),
                             }
@@ -1176,20 +1188,7 @@ impl Engine {
                 // The ring took the record and its writer was told it was
                 // sent: it is queued whatever the sender's wmem says (a
                 // ring holds more small records than SO_SNDBUF's skbs).
-                let was = std::mem::replace(&mut sock.lock().sndbuf, usize::MAX / 4);
-                r = self.sendmsg(
-                    sock,
-                    SendMsg {
-                        untapped,
-                        ..SendMsg::new(rec)
-                    },
-                    &caller,
-                    None,
-                );
-                let mut st = sock.lock();
-                if st.sndbuf == usize::MAX / 4 {
-                    st.sndbuf = was;
-                }
+                r = self.send_past_sndbuf(sock, rec, untapped, &caller);
             }
             if r != Ok(len) {
                 return lane_lost(sock, rest.len() + len, r);
