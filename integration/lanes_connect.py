@@ -23,6 +23,11 @@ import time
 from lanes_lib import BIG, guard, pingpong_rounds, recv_exact, recv_hashed, run_case, say
 from lanes_lib import listener, scribble_regions, send_odd_pieces
 
+# The ctypes structures of a msghdr, from the conformance programs' differential.py
+# (beside this file where a script copies it elsewhere, as lanes_connect.sh does).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "conformance"))
+from differential import IOVec, MsgHdr  # noqa: E402
+
 libc = ctypes.CDLL(None, use_errno=True)
 MSG_TRUNC = socket.MSG_TRUNC
 MSG_DONTWAIT = socket.MSG_DONTWAIT
@@ -332,29 +337,13 @@ def peek_waitall(d):
     guard(sb, "seqpacket after peek")
 
 
-class Iovec(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
-
-class Msghdr(ctypes.Structure):
-    _fields_ = [
-        ("name", ctypes.c_void_p),
-        ("namelen", ctypes.c_uint32),
-        ("iov", ctypes.POINTER(Iovec)),
-        ("iovlen", ctypes.c_size_t),
-        ("control", ctypes.c_void_p),
-        ("controllen", ctypes.c_size_t),
-        ("flags", ctypes.c_int),
-    ]
-
-
 def recvmsg_noname(s, sizes):
     """recvmsg(2) with no name wanted (Python's recvmsg always asks for
     one), a control buffer of 64 bytes: (count, bytes, controllen, flags)."""
     bufs = [ctypes.create_string_buffer(n) for n in sizes]
-    iov = (Iovec * len(sizes))(*[Iovec(ctypes.cast(b, ctypes.c_void_p), n) for b, n in zip(bufs, sizes)])
+    iov = (IOVec * len(sizes))(*[IOVec(ctypes.cast(b, ctypes.c_void_p), n) for b, n in zip(bufs, sizes)])
     ctl = ctypes.create_string_buffer(64)
-    h = Msghdr(None, 0, iov, len(sizes), ctypes.cast(ctl, ctypes.c_void_p), 64, 0x7777)
+    h = MsgHdr(None, 0, iov, len(sizes), ctypes.cast(ctl, ctypes.c_void_p), 64, 0x7777)
     n = libc.recvmsg(s.fileno(), ctypes.byref(h), 0)
     # Only whole buffers before the last: the count says how far.
     out, left = b"", max(n, 0)

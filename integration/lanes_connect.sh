@@ -57,8 +57,8 @@ compare parked_down ""
 # The attack: a client of another user scribbles over its region of a connection to
 # a root server.
 chmod o+rwx "$TMP"
-cp "$PROG" "$LIB_DIR/lanes_lib.py" "$TMP/"
-chmod o+r "$TMP/lanes_connect.py" "$TMP/lanes_lib.py"
+cp "$PROG" "$LIB_DIR/lanes_lib.py" "$ROOT/tests/conformance/differential.py" "$TMP/"
+chmod o+r "$TMP/lanes_connect.py" "$TMP/lanes_lib.py" "$TMP/differential.py"
 timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$PROG" victim "$MNT" >"$TMP/victim.out" 2>&1 &
 vpid=$!
 for _ in $(seq 200); do grep -q 'victim: listening' "$TMP/victim.out" && break; sleep 0.05; done
