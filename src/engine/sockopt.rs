@@ -8,7 +8,6 @@ use nix::errno::Errno;
 #[cfg(test)]
 use super::Buf;
 use super::socket::{BoundName, Conn, Socket};
-use udsfs_proto::Cred;
 use udsfs_proto::ioctl::Info;
 
 use super::{Engine, Result, SockType};
@@ -43,20 +42,12 @@ impl Engine {
         } else {
             Some(st.queue.bytes())
         };
-        let peer = st.conn.cred().map(|c| {
-            let u = c.cred;
-            Cred {
-                pid: u.pid,
-                uid: u.uid,
-                gid: u.gid,
-            }
-        });
         Info {
             ty: s.ty.number() as i32,
             listening,
             passcred: st.passcred,
             passpidfd: st.passpidfd,
-            peer,
+            peer: st.conn.cred().map(|c| c.cred),
             sndbuf: st.sndbuf as i64,
             rcvbuf: st.rcvbuf as i64,
             inq: inq.map(|n| n as i64),
