@@ -192,6 +192,29 @@ static void *storm(void *x) {
     return 0;
 }
 
+/* SIGUSR1's handler on_usr1, with SA_RESTART or without. */
+static void on_usr1_restarting(int restart) {
+    struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = restart ? SA_RESTART : 0};
+    sigaction(SIGUSR1, &sa, 0);
+}
+
+/* A thread that sends the calling thread N SIGUSR1s (1 ms apart; 0: one), the first 300 ms
+ * from now: the thread, to join. */
+static pthread_t storm_from_now(int n) {
+    main_thread = pthread_self();
+    storm_ms = n;
+    pthread_t t;
+    pthread_create(&t, 0, storm, 0);
+    return t;
+}
+
+/* FD's option OPT (SO_RCVTIMEO, SO_SNDTIMEO) at MS ms; 0: left as it is (none). */
+static void timeo_ms(int fd, int opt, int ms) {
+    if (!ms) return;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv);
+}
+
 /* A stream socketpair and a fork: the child keeps sv[1] (sv[0] closed), the parent sv[0]
  * (sv[1] closed). fork's value, -1 (said) when either call failed. */
 static pid_t forked_pair(int sv[2]) {
@@ -226,18 +249,11 @@ static int eintr(int restart, int timeo, int st) {
     }
     char b, s[64];
     /* (the timeout before the first call: one set after the lane's claim takes it down) */
-    if (timeo) {
-        struct timeval tv = {timeo / 1000, (timeo % 1000) * 1000};
-        setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    }
+    timeo_ms(sv[0], SO_RCVTIMEO, timeo);
     if (read(sv[0], &b, 1) != 1) { perror("first read"); return 2; }
-    struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = restart ? SA_RESTART : 0};
-    sigaction(SIGUSR1, &sa, 0);
-    main_thread = pthread_self();
-    storm_ms = st;
-    pthread_t t;
+    on_usr1_restarting(restart);
     double t0 = now();
-    pthread_create(&t, 0, storm, 0);
+    pthread_t t = storm_from_now(st);
     ssize_t r = recv(sv[0], &b, 1, 0);
     int e = errno;
     double took = now() - t0;
@@ -268,13 +284,9 @@ static int waitintr(const char *way, int restart) {
         struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 7};
         if (epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev) < 0) { perror("epoll_ctl"); return 2; }
     }
-    struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = restart ? SA_RESTART : 0};
-    sigaction(SIGUSR1, &sa, 0);
-    main_thread = pthread_self();
-    storm_ms = 1;
-    pthread_t t;
+    on_usr1_restarting(restart);
     double t0 = now();
-    pthread_create(&t, 0, storm, 0);
+    pthread_t t = storm_from_now(1);
     int r;
     if (!strcmp(way, "poll")) {
         struct pollfd p = {.fd = sv[0], .events = POLLIN};
@@ -317,20 +329,13 @@ static int eintrw(int restart, int timeo) {
         _exit(0);
     }
     char b = 'x', s[64];
-    if (timeo) {
-        struct timeval tv = {timeo / 1000, (timeo % 1000) * 1000};
-        setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    }
+    timeo_ms(sv[0], SO_SNDTIMEO, timeo);
     if (write(sv[0], &b, 1) != 1) { perror("first byte"); return 2; }
-    struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = restart ? SA_RESTART : 0};
-    sigaction(SIGUSR1, &sa, 0);
-    main_thread = pthread_self();
-    storm_ms = 1;
+    on_usr1_restarting(restart);
     static char big[1 << 20];
     for (int i = 1; i <= 2; i++) {
-        pthread_t t;
         double t0 = now();
-        pthread_create(&t, 0, storm, 0);
+        pthread_t t = storm_from_now(1);
         ssize_t r = write(sv[0], big, sizeof big);
         int e = errno;
         double took = now() - t0;
@@ -354,8 +359,7 @@ static int sndtimeo(void) {
     if (ch < 0) return 2;
     if (ch == 0) echo_once_then_sleep(sv[1], 4);
     char b = 'x', s[64];
-    struct timeval tv = {0, 500000};
-    setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    timeo_ms(sv[0], SO_SNDTIMEO, 500);
     if (write(sv[0], &b, 1) != 1 || read(sv[0], &b, 1) != 1) { perror("first byte"); return 2; }
     static char big[1 << 20];
     for (int i = 1; i <= 2; i++) {
@@ -378,8 +382,7 @@ static int dup2hi(const char *path) {
     limit(64);
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); return 2; }
-    struct timeval tv = {0, 200000};
-    for (int i = 0; i < 2; i++) setsockopt(sv[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    for (int i = 0; i < 2; i++) timeo_ms(sv[i], SO_RCVTIMEO, 200);
     pid_t ch = fork();
     if (ch == 0) {
         close(sv[0]);

@@ -2,7 +2,6 @@
 //! the engine's terms, and the assembly of records written in pieces.
 
 use nix::errno::Errno;
-use udsfs_proto::Cred;
 use udsfs_proto::record::{self, RecvHeader};
 
 use crate::engine::{Addr, Ucred};
@@ -11,27 +10,11 @@ pub use udsfs_proto::SCM_MAX_FD;
 pub use udsfs_proto::record::MAX_HEADER;
 
 /// A written record's header in the engine's terms.
-pub type SendHeader = record::SendHeader<Addr, Ucred>;
-
-fn ucred(c: Cred) -> Ucred {
-    Ucred {
-        pid: c.pid,
-        uid: c.uid,
-        gid: c.gid,
-    }
-}
-
-fn cred(c: Ucred) -> Cred {
-    Cred {
-        pid: c.pid,
-        uid: c.uid,
-        gid: c.gid,
-    }
-}
+pub type SendHeader = record::SendHeader<Addr>;
 
 pub fn parse_header(line: &[u8]) -> Result<SendHeader, Errno> {
     let h: record::SendHeader = record::SendHeader::parse(line).map_err(Errno::from_raw)?;
-    Ok(h.map(Addr::from, ucred))
+    Ok(h.map(Addr::from))
 }
 
 /// What a received record's header shows besides the length.
@@ -53,7 +36,7 @@ pub fn format_header(len: usize, r: &Received) -> String {
     RecvHeader {
         len,
         from: r.from.cloned().map(Into::into),
-        creds: r.creds.map(cred),
+        creds: r.creds,
         pidfd: r.pidfd,
         rights: r.rights.to_vec(),
         ctrunc: r.ctrunc,

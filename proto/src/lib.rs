@@ -80,6 +80,13 @@ pub struct Cred {
 }
 
 impl Cred {
+    /// What a message that carried no credentials shows (overflow uid/gid).
+    pub const NONE: Cred = Cred {
+        pid: 0,
+        uid: 65534,
+        gid: 65534,
+    };
+
     /// As the three u32 of a `struct ucred` (the pid's bits kept).
     pub fn to_words(self) -> [u32; 3] {
         [self.pid as u32, self.uid, self.gid]

@@ -69,21 +69,21 @@ pub fn read_record(
     Ok((h, payload))
 }
 
-/// The header of a record written. The types of its address (`A`) and
-/// credentials (`C`) are a parameter, so that the daemon reads it in its
-/// engine's terms (`SendHeader::map`).
+/// The header of a record written. The type of its address (`A`) is a
+/// parameter, so that the daemon reads it in its engine's terms
+/// (`SendHeader::map`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SendHeader<A = Addr, C = Cred> {
+pub struct SendHeader<A = Addr> {
     pub len: usize,
     pub to: Option<A>,
-    pub creds: Option<C>,
+    pub creds: Option<Cred>,
     /// Passed sockets and files (`passed`).
     pub rights: Vec<u64>,
     /// `oob=1`: the payload's last byte is out-of-band (send with MSG_OOB).
     pub oob: bool,
 }
 
-impl<A, C> Default for SendHeader<A, C> {
+impl<A> Default for SendHeader<A> {
     fn default() -> Self {
         SendHeader {
             len: 0,
@@ -95,13 +95,13 @@ impl<A, C> Default for SendHeader<A, C> {
     }
 }
 
-impl<A, C> SendHeader<A, C> {
-    /// The same header in other terms.
-    pub fn map<A2, C2>(self, addr: impl Fn(A) -> A2, cred: impl Fn(C) -> C2) -> SendHeader<A2, C2> {
+impl<A> SendHeader<A> {
+    /// The same header with the address in other terms.
+    pub fn map<A2>(self, addr: impl Fn(A) -> A2) -> SendHeader<A2> {
         SendHeader {
             len: self.len,
             to: self.to.map(addr),
-            creds: self.creds.map(cred),
+            creds: self.creds,
             rights: self.rights,
             oob: self.oob,
         }

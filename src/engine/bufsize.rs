@@ -107,7 +107,7 @@ mod tests {
             Err(Errno::EPERM)
         );
         e.set_buffer(&a, Buf::Send, 1, false, &nobody).unwrap();
-        assert_eq!(e.info(&a).sndbuf, MIN_SNDBUF);
+        assert_eq!(e.info(&a).sndbuf, MIN_SNDBUF as i64);
         // 4608 bytes of budget: a 1000-byte datagram is charged 2304 (as
         // the kernel's SIOCOUTQ shows), so the third one waits.
         e.sendmsg(&a, SendMsg::new(&[0; 1000]), &c, None).unwrap();

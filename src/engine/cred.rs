@@ -14,22 +14,9 @@ use crate::sharded::ShardedMap;
 
 use crate::procfs;
 
-/// Credentials as SCM_CREDENTIALS and SO_PEERCRED carry them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ucred {
-    pub pid: i32,
-    pub uid: u32,
-    pub gid: u32,
-}
-
-impl Ucred {
-    /// What a message that carried no credentials shows (overflow uid/gid).
-    pub const NONE: Ucred = Ucred {
-        pid: 0,
-        uid: 65534,
-        gid: 65534,
-    };
-}
+/// Credentials as SCM_CREDENTIALS and SO_PEERCRED carry them: the wire's
+/// `Cred`, which the fronts and the `msg` records carry too.
+pub use udsfs_proto::Cred as Ucred;
 
 /// Which of `ProcStatus::uids` and `gids` is the real id, and which the
 /// effective one.

@@ -82,7 +82,6 @@ pub use message::{Limit, Received, RecvFlags, RightsRoom, SendMsg, Sent};
 pub use name_key::NameKey;
 pub use sock_table::SockDir;
 pub use socket::{SockType, Socket};
-pub use sockopt::SockInfo;
 pub use urg::UrgOwner;
 pub use wait::{ThreadWaiter, Waiter, Wake};
 pub use wakeups::Wakeups;

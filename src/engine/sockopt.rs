@@ -8,24 +8,9 @@ use nix::errno::Errno;
 #[cfg(test)]
 use super::Buf;
 use super::socket::{BoundName, Conn, Socket};
-use super::{Engine, Result, SockType, Ucred};
+use udsfs_proto::ioctl::Info;
 
-/// One socket's options and queue figures, read under one lock.
-#[derive(Clone, Copy, Debug)]
-pub struct SockInfo {
-    pub ty: SockType,
-    pub listening: bool,
-    pub passcred: bool,
-    pub passpidfd: bool,
-    pub peercred: Option<Ucred>,
-    pub sndbuf: usize,
-    pub rcvbuf: usize,
-    /// SIOCINQ: unread bytes (stream, seqpacket) or the next message's size
-    /// (dgram); None on a listener (EINVAL, as unix_inq_len).
-    pub inq: Option<usize>,
-    /// SIOCOUTQ: bytes this socket has queued at receivers (sk_wmem_alloc).
-    pub outq: usize,
-}
+use super::{Engine, Result, SockType};
 
 impl Engine {
     /// getsockname(): the bound address, None when unnamed.
@@ -41,7 +26,13 @@ impl Engine {
         Ok(name)
     }
 
-    pub fn info(&self, s: &Arc<Socket>) -> SockInfo {
+    /// What getsockopt and the queue ioctls report (`Op::Info`), read under
+    /// one lock. SIOCINQ (`inq`): unread bytes (stream, seqpacket) or the
+    /// next message's size (dgram), None on a listener (EINVAL, as
+    /// unix_inq_len); SIOCOUTQ (`outq`): bytes this socket has queued at
+    /// receivers (sk_wmem_alloc). `peer` is as the daemon sees it: the
+    /// reader's view of it is src/fuse/ioctl.rs's to make.
+    pub fn info(&self, s: &Arc<Socket>) -> Info {
         let st = s.lock();
         let listening = matches!(st.conn, Conn::Listening { .. });
         let inq = if listening {
@@ -51,16 +42,17 @@ impl Engine {
         } else {
             Some(st.queue.bytes())
         };
-        SockInfo {
-            ty: s.ty,
+        Info {
+            ty: s.ty.number() as i32,
             listening,
             passcred: st.passcred,
             passpidfd: st.passpidfd,
-            peercred: st.conn.cred().map(|c| c.cred),
-            sndbuf: st.sndbuf,
-            rcvbuf: st.rcvbuf,
-            inq,
-            outq: s.wmem(),
+            peer: st.conn.cred().map(|c| c.cred),
+            sndbuf: st.sndbuf as i64,
+            rcvbuf: st.rcvbuf as i64,
+            inq: inq.map(|n| n as i64),
+            outq: s.wmem() as i64,
+            id: s.id,
         }
     }
 
@@ -237,7 +229,7 @@ mod tests {
         );
         let (a, b) = e.socketpair(SockType::Stream, &c);
         assert!(e.peer_name(&a).unwrap().is_none(), "an unnamed peer");
-        assert_eq!(e.info(&b).peercred.map(|p| p.pid), Some(1));
+        assert_eq!(e.info(&b).peer.map(|p| p.pid), Some(1));
         e.set_buffer(&a, Buf::Send, 65536, false, &c).unwrap();
         assert_eq!(e.info(&a).sndbuf, 131072);
         e.set_buffer(&a, Buf::Recv, 1, false, &c).unwrap();

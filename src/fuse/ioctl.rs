@@ -163,14 +163,6 @@ fn decode_given(ctl: &Ctl) -> Result<Option<&[u8]>, Errno> {
     }
 }
 
-fn sock_type_number(t: SockType) -> i32 {
-    match t {
-        SockType::Stream => libc::SOCK_STREAM,
-        SockType::Dgram => libc::SOCK_DGRAM,
-        SockType::Seqpacket => libc::SOCK_SEQPACKET,
-    }
-}
-
 fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Result<(), Errno> {
     let addr = decode_addr(&ctl.addr, ctl.addr_len);
     let Ok(op) = Op::try_from(ctl.op) else {
@@ -205,8 +197,8 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
             Ok(())
         }
         Op::Info => {
-            let i = eng.info(s);
-            let peer = i.peercred.map(|pc| {
+            let mut info = eng.info(s);
+            info.peer = info.peer.map(|pc| {
                 let (uid, gid) = crate::engine::userns::shown_to(c.tid, pc.uid, pc.gid);
                 udsfs_proto::Cred {
                     pid: crate::engine::pidns::to_viewer(pc.pid, c.tid),
@@ -214,18 +206,6 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
                     gid,
                 }
             });
-            let info = Info {
-                ty: sock_type_number(i.ty),
-                listening: i.listening,
-                passcred: i.passcred,
-                peer,
-                sndbuf: i.sndbuf as i64,
-                rcvbuf: i.rcvbuf as i64,
-                inq: i.inq.map(|n| n as i64),
-                outq: i.outq as i64,
-                id: s.id,
-                passpidfd: i.passpidfd,
-            };
             ctl.v = [0; NV];
             info.encode(&mut ctl.v);
             Ok(())
