@@ -221,6 +221,7 @@ scripts!(
     fault_postgres,
     fault_timed,
     faults,
+    fd_numbers,
     fstat_mode,
     given_names,
     graph,
