@@ -6,15 +6,18 @@
 # main and the restricted extra socket, ssh-add on the ssh socket; the agent killed with
 # SIGKILL (its names left behind) and the next gpg's agent binding over them; the
 # socket file removed (the agent sees it gone and shuts down), and `gpgconf --kill
-# gpg-agent` (the agent exits and removes its names). On kernel sockets, then every
-# program through `udsfs run --mount $MNT --route HOMEDIR` (the homedir holds the
+# gpg-agent` (the agent exits and removes its names); then systemd-socket-activate
+# handing S.gpg-agent to `gpg-agent --supervised` (which reads its name back; the
+# environment cleared, it runs on the supervisor's filter, not the library), a client
+# reading the greeting that names its pid, a signature, SIGTERM. On kernel sockets, then
+# every program through `udsfs run --mount $MNT --route HOMEDIR` (the homedir holds the
 # keyrings, regular files, so it stays a kernel directory and its sockets are routed):
 # the same answers, normalised for key ids, times and pids, and the same agent log.
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
 need_cmd gpg gpg gpg-agent gpg-agent gpgconf gpgconf gpg-connect-agent gpgconf
-need_cmd ssh-add openssh-client
+need_cmd ssh-add openssh-client systemd-socket-activate systemd python3 python3
 echo "a file to sign and encrypt" >"$TMP/data"
 
 # norm H: the answers with H, key ids, fingerprints, dates and pids made constant.
@@ -46,6 +49,16 @@ agent_ended() {
         echo "gpg-agent still runs after $2"
     fi
 }
+
+# GREET: python3 -c "$GREET" SOCK: the agent's greeting to a client (its line whole:
+# a close with bytes unread resets the agent's end), the client's pid as MYPID.
+GREET='import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+g = b""
+while not g.endswith(b"\n"):
+    g += s.recv(100)
+print(g.decode().strip().replace(str(os.getpid()), "MYPID"))'
 
 # idle LOG PID: waits (10 s at most) until every handler agent PID's LOG says started has
 # ended: a connection's handler ends a little after its client does.
@@ -108,6 +121,8 @@ one_run() {
         pid=$(agent_pid "$h")
         via --route "$h" -- rm "$h/S.gpg-agent"
         agent_ended "$pid" "rm S.gpg-agent"
+        grep -o "gpg-agent\[$pid\] socket file has been removed - shutting down" "$h.agent.log" ||
+            echo "the agent did not say its socket file was removed"
         ls "$h" | grep '^S\.' || echo "no socket names"
         # gpgconf --kill: KILLAGENT on the socket; the agent exits and removes its names.
         via --route "$h" -- "${g[@]}" --decrypt "$h/data.gpg" 2>&1
@@ -120,15 +135,32 @@ one_run() {
         via --route "$h" -- timeout 20 gpg-connect-agent --homedir "$h" --no-autostart 'GETINFO pid' /bye 2>&1 ||
             echo "gpg-connect-agent: status $?"
     } 2>&1 | norm "$h" >"$out"
+    # Socket activation: systemd-socket-activate binds S.gpg-agent and starts
+    # `gpg-agent --supervised` with it as fd 3 (the agent reads its name back with
+    # getsockname); a client reads the greeting, which names its pid (SO_PEERCRED).
+    run_cmd --route "$h" -- systemd-socket-activate -l "$h/S.gpg-agent" --fdname=std -E GNUPGHOME="$h" -- \
+        gpg-agent --homedir "$h" --supervised
+    start_bg ACTIVATE "${RUN_CMD[@]}" >"$h.activate.out" 2>&1
+    wait_listening "$h/S.gpg-agent"
+    {
+        via --route "$h" -- timeout 20 gpg-connect-agent --homedir "$h" --no-autostart 'GETINFO socket_name' /bye
+        via --route "$h" -- timeout 20 python3 -c "$GREET" "$h/S.gpg-agent"
+        via --route "$h" -- "${g[@]}" --yes -o "$h/data.sig" --detach-sign "$TMP/data" 2>&1
+        via --route "$h" -- "${g[@]}" --verify "$h/data.sig" "$TMP/data" 2>&1
+        pid=$(agent_pid "$h")
+        idle "$h.agent.log" "$pid"
+        stop_bg -TERM "$ACTIVATE"
+        agent_ended "$pid" "SIGTERM"
+    } 2>&1 | norm "$h" >>"$out"
     # The agent's own log: what it listened on, served and how it ended; not at which
     # descriptor (a connection that comes while another's handler ends gets the next; the
     # probes above look at one), nor when a handler ended (its last line may be cut by
     # the SIGKILL), nor how many connections in a row (a gpg that started the agent polls
-    # it until it answers), nor whether the last agent saw its names go before KILLAGENT's
-    # exit (it removes them itself; its inotify watch may be read first, on the kernel too).
-    grep -v -e SCdaemon -e 'handler .* terminated' "$h.agent.log" | cut -d' ' -f3- | norm "$h" |
+    # it until it answers), nor whether an agent saw its names go (the rm above asks;
+    # after KILLAGENT, which removes them, its inotify watch may be read first or not).
+    grep -v -e SCdaemon -e 'handler .* terminated' -e 'socket file has been removed' "$h.agent.log" | cut -d' ' -f3- | norm "$h" |
         sed -E -e 's/for fd [0-9]+/for fd N/' -e 's/request_identities \([0-9]+\)/request_identities (N)/' | uniq |
-        sed -e '${/socket file has been removed/d}' -e 's/^/agent log: /' >>"$out"
+        sed 's/^/agent log: /' >>"$out"
     show_answers "$mode" "$out" "$h.agent.log"
 }
 
