@@ -6,7 +6,8 @@
 # main and the restricted extra socket, ssh-add on the ssh socket; the agent killed with
 # SIGKILL (its names left behind) and the next gpg's agent binding over them; the
 # socket file removed (the agent sees it gone and shuts down), and `gpgconf --kill
-# gpg-agent` (the agent exits and removes its names); then systemd-socket-activate
+# gpg-agent` (the agent exits and removes its names); dirmngr started by
+# gpg-connect-agent and killed by gpgconf; then systemd-socket-activate
 # handing S.gpg-agent to `gpg-agent --supervised` (which reads its name back; the
 # environment cleared, it runs on the supervisor's filter, not the library), a client
 # reading the greeting that names its pid, a signature, SIGTERM. On kernel sockets, then
@@ -16,7 +17,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
-need_cmd gpg gpg gpg-agent gpg-agent gpgconf gpgconf gpg-connect-agent gpgconf
+need_cmd gpg gpg gpg-agent gpg-agent gpgconf gpgconf gpg-connect-agent gpgconf dirmngr dirmngr
 need_cmd ssh-add openssh-client systemd-socket-activate systemd python3 python3
 echo "a file to sign and encrypt" >"$TMP/data"
 
@@ -59,6 +60,16 @@ g = b""
 while not g.endswith(b"\n"):
     g += s.recv(100)
 print(g.decode().strip().replace(str(os.getpid()), "MYPID"))'
+
+# gone NAME: waits (10 s at most) until the socket name NAME is gone.
+gone() {
+    local i
+    for i in $(seq 1 500); do
+        [ -e "$1" ] || [ -L "$1" ] || { echo "${1##*/} gone"; return 0; }
+        sleep 0.02
+    done
+    echo "${1##*/} still there"
+}
 
 # idle LOG PID: waits (10 s at most) until every handler agent PID's LOG says started has
 # ended: a connection's handler ends a little after its client does.
@@ -134,6 +145,12 @@ one_run() {
         ls "$h" | grep '^S\.' || echo "no socket names"
         via --route "$h" -- timeout 20 gpg-connect-agent --homedir "$h" --no-autostart 'GETINFO pid' /bye 2>&1 ||
             echo "gpg-connect-agent: status $?"
+        # dirmngr, the other daemon gpg's tools start on demand (S.dirmngr).
+        via --route "$h" -- timeout 20 gpg-connect-agent --homedir "$h" --dirmngr 'GETINFO version' \
+            'GETINFO socket_name' /bye 2>&1
+        via --route "$h" -- timeout 20 gpgconf --homedir "$h" --kill dirmngr
+        echo "gpgconf --kill dirmngr: status $?"
+        gone "$h/S.dirmngr"
     } 2>&1 | norm "$h" >"$out"
     # Socket activation: systemd-socket-activate binds S.gpg-agent and starts
     # `gpg-agent --supervised` with it as fd 3 (the agent reads its name back with
