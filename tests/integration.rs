@@ -221,6 +221,7 @@ scripts!(
     fault_postgres,
     fault_timed,
     faults,
+    fd_numbers,
     fstat_mode,
     given_names,
     graph,
@@ -311,9 +312,12 @@ scripts!(
     // whose one-thread pass the same suites' other scripts make already (run_cpython_suite,
     // run_socketserver, run_cpython_asyncio on the plain mount; libuv's calls are those
     // run_node's and the pipe scripts' one-thread passes make) and CI's 60 minutes cannot
-    // hold twice.
+    // hold twice; and the programs added late (gpg-agent, git's credential cache),
+    // whose second pass is the lanes_on one below.
     once:
     run_cpython_lanes,
+    run_git_credential,
+    run_gpg_agent,
     run_libuv_tests,
 );
 
@@ -338,7 +342,9 @@ mod lanes_on {
 
     lanes_on!(
         run_dbus,
+        run_git_credential,
         run_glib_tests,
+        run_gpg_agent,
         run_haproxy,
         run_nginx,
         run_node,

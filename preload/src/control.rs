@@ -11,7 +11,7 @@ use udsfs_proto::cmsg;
 use udsfs_proto::sockopt::SCM_PIDFD;
 
 use crate::errno::Res;
-use crate::files::open_sock;
+use crate::files::{self, open_sock};
 use crate::message::{Got, Meta};
 use crate::mount::{self, Mount};
 use crate::{fdpass, log, pidfd, user};
@@ -69,7 +69,31 @@ const CONTROL_MAX: usize = 128 * 1024;
 
 /// Writes the control messages into `buf`; (bytes used, MSG_CTRUNC).
 fn put_into(m: &Mount, buf: &mut [u8], got: &Got, cloexec: bool) -> (usize, bool) {
-    control::put(&Here(m), buf, got, cloexec)
+    let (used, cut) = control::put(&Here(m), buf, got, cloexec);
+    lowest_rights(&mut buf[..used], cloexec);
+    (used, cut)
+}
+
+/// The SCM_RIGHTS descriptors written in `buf` moved to the lowest free
+/// numbers, in order (files::lowest_in_order), and written back.
+fn lowest_rights(buf: &mut [u8], cloexec: bool) {
+    let base = buf.as_ptr() as usize;
+    let Ok(msgs) = cmsg::parse(buf) else {
+        return;
+    };
+    let spans: Vec<(usize, usize)> = msgs
+        .iter()
+        .filter(|(level, ty, _)| *level == libc::SOL_SOCKET && *ty == libc::SCM_RIGHTS)
+        .map(|(_, _, p)| (p.as_ptr() as usize - base, p.len()))
+        .collect();
+    for (at, len) in spans {
+        let span = &mut buf[at..at + len];
+        let mut fds: Vec<c_int> = cmsg::ints(span).collect();
+        files::lowest_in_order(&mut fds, cloexec);
+        for (c, fd) in span.chunks_exact_mut(4).zip(fds) {
+            c.copy_from_slice(&fd.to_ne_bytes());
+        }
+    }
 }
 
 /// This process's descriptors, for udsfs_calls::control.

@@ -74,6 +74,68 @@ pub fn open_sock(m: &Mount, id: u64, nonblock: bool, cloexec: bool) -> Res<c_int
     Ok(fd)
 }
 
+/// `fd` at the lowest free descriptor number, as Linux numbers a new
+/// descriptor (fs/file.c alloc_fd): socketpair's and accept's data files
+/// are opened while the control handle that names them is held, a number
+/// below them that is free again once the handle is closed; the program
+/// would see the hole (gpg-agent's log named every connection fd 11, the
+/// kernel's fd 10). F_DUPFD takes the lowest free number atomically (a
+/// dup3 onto the handle's old number could close a file another thread
+/// just opened there); O_NONBLOCK is the file's and goes along, FD_CLOEXEC
+/// is the number's and is asked again. No round trip: the mount answers
+/// FLUSH with ENOSYS, so closing the copy's old number is the kernel's
+/// alone. With nothing free below, `fd` stays (the copy is closed).
+pub fn lowest(fd: c_int, cloexec: bool) -> c_int {
+    let low = dup_from(fd, 0, cloexec);
+    if low < 0 {
+        return fd;
+    }
+    let (keep, drop) = if low < fd { (low, fd) } else { (fd, low) };
+    close(drop);
+    keep
+}
+
+/// `fds`, new descriptors of one call, at the lowest free numbers in their
+/// order, as scm_detach_fds installs received files one get_unused_fd at a
+/// time: a recvmsg's files claimed from the fd channel are opened before
+/// its sockets, above the channel's own connection (a file then a socket
+/// came as 12 and 11, the kernel's 11 and 12). Each goes above them all
+/// first, so every number among them is free, then down (`lowest`).
+pub fn lowest_in_order(fds: &mut [c_int], cloexec: bool) {
+    if let [fd] = fds {
+        *fd = lowest(*fd, cloexec);
+        return;
+    }
+    let Some(above) = fds.iter().max().map(|&m| m.saturating_add(1)) else {
+        return;
+    };
+    for fd in fds.iter_mut() {
+        let up = dup_from(*fd, above, cloexec);
+        if up >= 0 {
+            close(*fd);
+            *fd = up;
+        }
+    }
+    for fd in fds.iter_mut() {
+        *fd = lowest(*fd, cloexec);
+    }
+}
+
+/// A copy of `fd` at the lowest free number from `min` (F_DUPFD, with
+/// FD_CLOEXEC as `cloexec` says), or -1; errno as it was.
+fn dup_from(fd: c_int, min: c_int, cloexec: bool) -> c_int {
+    let cmd = if cloexec {
+        libc::F_DUPFD_CLOEXEC
+    } else {
+        libc::F_DUPFD
+    };
+    let e = errno();
+    // SAFETY: duplicates a descriptor this library opened or installed.
+    let copy = unsafe { libc::fcntl(fd, cmd, min) };
+    set_errno(e);
+    copy
+}
+
 pub fn nonblocking(fd: c_int) -> bool {
     // SAFETY: fcntl query.
     let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };

@@ -8,7 +8,7 @@ use udsfs_proto::ioctl::{Op, ADDR_AS_GIVEN};
 use udsfs_proto::mount::type_dir;
 
 use crate::errno::{last, Res};
-use crate::files::{close, nonblocking, open_file, open_sock, read_numbers, with_handle};
+use crate::files::{close, lowest, nonblocking, open_file, open_sock, read_numbers, with_handle};
 use crate::mount::{self, Mount};
 use crate::route::put_addr;
 use crate::{ioctl, user};
@@ -33,6 +33,9 @@ pub fn pair(m: &Mount, ty: c_int, sv: &mut [c_int; 2]) -> Res<()> {
             }
         }
     })?;
+    // The handle's number, below both, is free again: the pair takes the
+    // lowest numbers, in order, as Linux's socketpair does.
+    *sv = sv.map(|fd| lowest(fd, cloexec));
     Ok(())
 }
 
@@ -64,7 +67,8 @@ pub fn accept(m: &Mount, fd: c_int, flags: c_int) -> Res<c_int> {
         nonblock: flags & libc::SOCK_NONBLOCK != 0,
         cloexec: flags & libc::SOCK_CLOEXEC != 0,
     };
-    accept::accept(&mut here, fd, !nonblocking(fd))
+    // The ticket's number, below the data file's, is free again.
+    accept::accept(&mut here, fd, !nonblocking(fd)).map(|nfd| lowest(nfd, here.cloexec))
 }
 
 /// The library's way to the mount's files: its own opens.
