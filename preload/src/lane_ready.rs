@@ -630,6 +630,24 @@ fn locked_all() -> (Held, &'static mut Vec<Reg>, &'static mut Vec<Pend>) {
     })
 }
 
+/// `locked_all`, or None after `spins` failed tries.
+fn try_locked_all(spins: u32) -> Option<(Held, &'static mut Vec<Reg>, &'static mut Vec<Pend>)> {
+    for _ in 0..spins {
+        if REGS
+            .lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            // SAFETY: the lock is ours until Held drops.
+            return Some((Held, unsafe { &mut *REGS.list.get() }, unsafe {
+                &mut *REGS.pend.get()
+            }));
+        }
+        std::hint::spin_loop();
+    }
+    None
+}
+
 fn set_pends(pend: &[Pend]) {
     PENDS.store(pend.len(), Ordering::Relaxed);
 }
@@ -667,7 +685,12 @@ pub fn closed(first: c_int, last: c_int) {
         return;
     }
     let e = errno();
-    let (_h, list, pend) = locked_all();
+    // The lock may be this very thread's (a close in a signal handler that
+    // interrupted an epoll call here): after a while the registrations are
+    // left to the lazy removal (epoll_wait, epoll_ctl), as safe, only later.
+    let Some((_h, list, pend)) = try_locked_all(1 << 16) else {
+        return;
+    };
     let mut i = 0;
     while i < list.len() {
         let fd = list[i].fd;
