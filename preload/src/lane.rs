@@ -136,6 +136,15 @@ fn held(s: &Slot) -> Option<Hold> {
     lane_hold::get(s.own.load(Ordering::Acquire))
 }
 
+/// `held` for a call on `fd`, which found slot `s` before taking its flag:
+/// None unless the slot is still `fd`'s lane (another thread's close may
+/// have freed it and a new socket taken it meanwhile, whose end the call
+/// would otherwise use for `fd`).
+fn held_for(s: &Slot, fd: c_int) -> Option<Hold> {
+    let h = held(s)?;
+    (s.fd.load(Ordering::Relaxed) == fd && s.state.load(Ordering::Acquire) == LANE).then_some(h)
+}
+
 /// Sets slot `s`'s hold (a key given by `into_key`; 0: none) and lets go
 /// of the one it had.
 fn set_own(s: &Slot, key: lane_hold::Key) {
@@ -430,7 +439,7 @@ fn map_grant(fd: c_int, g: &LaneGrant, ch: &fdpass::Channel) -> Res<Grant> {
 /// candidate) or the lane is not `Direct`.
 pub fn ready_end(fd: c_int) -> Option<ReadyEnd> {
     let s = find(fd)?;
-    let hold = held(s)?;
+    let hold = held_for(s, fd)?;
     // SAFETY: LANE was seen with Acquire: `end` is set and stays.
     let e = unsafe { (*s.end.get()).as_ref()? };
     let ino = s.ino.load(Ordering::Relaxed);
@@ -772,7 +781,7 @@ pub fn close(fd: c_int) -> Option<c_int> {
     // the C library's close, the daemon's RELEASE finishes the end.
     let w = take(&s.wtaken)?;
     // Held across the close: the slot is freed when it returns (closes.rs).
-    let h = held(s)?;
+    let h = held_for(s, fd)?;
     // SAFETY: LANE was seen with Acquire: `end` is set and stays while `w`
     // is held.
     let e = unsafe { (*s.end.get()).as_ref()? };
@@ -900,7 +909,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
     let _t = take(&s.rtaken)?;
     // The region and eventfds stay while the call uses them (a close in
     // another thread frees the slot, not them).
-    let _h = held(s)?;
+    let _h = held_for(s, fd)?;
     // SAFETY: LANE was seen with Acquire: `end` is set and stays.
     let e = unsafe { (*s.end.get()).as_ref()? };
     // MSG_TRUNC on a stream is the daemon's (Linux discards the bytes).
@@ -1005,7 +1014,7 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
     }
     let s = find(fd)?;
     let _t = take(&s.wtaken)?;
-    let _h = held(s)?;
+    let _h = held_for(s, fd)?;
     // SAFETY: as in recv.
     let e = unsafe { (*s.end.get()).as_ref()? };
     // SAFETY: `wtaken` is ours.
