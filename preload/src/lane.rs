@@ -120,15 +120,6 @@ const EMPTY: Slot = Slot {
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 /// Slots not FREE: 0 makes every look-up one load.
 static USED: AtomicUsize = AtomicUsize::new(0);
-/// Regions this process maps now (each given back with its lane's last
-/// holder: lane_hold.rs), or is about to.
-static REGIONS: AtomicUsize = AtomicUsize::new(0);
-const MAX_REGIONS: usize = lane_hold::MAX;
-
-/// A region was given back (lane_hold.rs): room for another.
-pub fn given_back() {
-    REGIONS.fetch_sub(1, Ordering::Relaxed);
-}
 
 /// A hold of slot `s`'s region and eventfds for a call's length; None: the
 /// slot was freed (the program closed the socket) under the caller.
@@ -175,16 +166,13 @@ pub fn note_pair(fds: [c_int; 2]) {
     if OFF.load(Ordering::Relaxed) {
         return;
     }
-    // Two free slots, and a mapping left to spend (they are kept: at most
-    // MAX_REGIONS per process, then pairs go without lanes).
+    // Two free slots, and a mapping left to spend (at most lane_hold::MAX
+    // at once per process, then pairs go without lanes).
     let room = TABLE
         .iter()
         .filter(|s| s.state.load(Ordering::Relaxed) == FREE)
         .count();
-    if room < 2 || REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
-        if room >= 2 {
-            REGIONS.fetch_sub(1, Ordering::Relaxed);
-        }
+    if room < 2 || !lane_hold::reserve() {
         return;
     }
     // The pair's first hold: each end's slot takes one of its own; what
@@ -192,7 +180,7 @@ pub fn note_pair(fds: [c_int; 2]) {
     let (hold, evs, hups, record) = match prepare(fds[0]) {
         Ok(r) => r,
         Err(e) => {
-            REGIONS.fetch_sub(1, Ordering::Relaxed);
+            lane_hold::unreserve();
             if e == libc::ENOPROTOOPT {
                 OFF.store(true, Ordering::Relaxed);
             }
@@ -289,7 +277,7 @@ fn slot_for(fd: c_int) -> Option<(&'static Slot, (Taken<'static>, Taken<'static>
 /// here: the daemon makes a lane only once both ends are accepted and
 /// quiet, which an accept or connect that just returned rarely finds.
 pub fn note_conn(fd: c_int) {
-    if OFF.load(Ordering::Relaxed) || REGIONS.load(Ordering::Relaxed) >= MAX_REGIONS {
+    if OFF.load(Ordering::Relaxed) || lane_hold::full() {
         return;
     }
     let Some(ino) = ino_of(fd) else { return };
@@ -307,7 +295,7 @@ pub fn note_conn(fd: c_int) {
 /// region mapped (kept for the process's life) and the end. EAGAIN: not
 /// now.
 fn join(fd: c_int) -> Res<(End, Hold)> {
-    if REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
+    if !lane_hold::reserve() {
         return Err(libc::EOPNOTSUPP);
     }
     // Arg 6: arg 5's join, saying that this library answers every poll of
@@ -340,7 +328,7 @@ fn join(fd: c_int) -> Res<(End, Hold)> {
         Ok((e, hold))
     });
     if r.is_err() {
-        REGIONS.fetch_sub(1, Ordering::Relaxed);
+        lane_hold::unreserve();
     }
     r
 }

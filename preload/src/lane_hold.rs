@@ -29,9 +29,33 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering}
 use libc::c_int;
 use udsfs_proto::lane::Region;
 
-/// Entries: as many regions as a process may map at once (lane.rs
-/// MAX_REGIONS).
+/// Entries: as many regions as a process may map at once.
 pub const MAX: usize = 256;
+
+/// Regions this process maps now, or is about to (reserved before the
+/// daemon is asked for a lane, so that it makes none this process could
+/// not hold); one is given back with each entry's last holder.
+static RESERVED: AtomicUsize = AtomicUsize::new(0);
+
+/// Reserves room for one more region: false when MAX are mapped or about
+/// to be.
+pub fn reserve() -> bool {
+    if RESERVED.fetch_add(1, Ordering::Relaxed) >= MAX {
+        RESERVED.fetch_sub(1, Ordering::Relaxed);
+        return false;
+    }
+    true
+}
+
+/// Gives back a `reserve` that made no entry.
+pub fn unreserve() {
+    RESERVED.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Whether no region could be reserved now.
+pub fn full() -> bool {
+    RESERVED.load(Ordering::Relaxed) >= MAX
+}
 
 struct Entry {
     /// generation << 32 | holders.
@@ -135,7 +159,7 @@ impl Drop for Hold {
         }
         // SAFETY: the count is 0: no reference to the region is left.
         drop(unsafe { (*e.region.get()).take() });
-        crate::lane::given_back();
+        RESERVED.fetch_sub(1, Ordering::Relaxed);
         LIVE.fetch_sub(1, Ordering::Relaxed);
         e.used.store(false, Ordering::Release);
     }
