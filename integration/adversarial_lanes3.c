@@ -25,6 +25,19 @@
  *   rlimit LIMIT          RLIMIT_NOFILE's soft limit LIMIT: socketpairs, each with a
  *                         byte each way (laned on a mount with lanes), until refused;
  *                         then opens of /dev/null until refused; every errno.
+ *   closerace ROUNDS      per round: a socketpair (a byte each way: laned), registered in
+ *                         an epoll set; threads in a blocking read, a poll (150 ms) and
+ *                         epoll_waits of that set (300 ms) on its end when the main
+ *                         thread closes that end, puts a pipe holding 'P' at its number,
+ *                         and makes 2 new socketpairs, each with 100 bytes both ways
+ *                         checked, registered in the set, and a byte 'N' left unread in
+ *                         its first end; then closes the old peer, and 400 ms later
+ *                         (the old lane's eventfds given back) makes 2 more so. The old end's read must get no byte (0
+ *                         or an error), its registration no readiness before the old
+ *                         peer's close, the set report every new end, and every 'N' and
+ *                         the 'P' be read back, and no eventfd be left once every
+ *                         socket of the round is closed. (Its poll is said: Linux's looks the
+ *                         number up again at each round and reports the pipe.)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -434,6 +447,205 @@ static int rlimit_(int lim) {
     return 0;
 }
 
+struct race {
+    int fd, ep;
+    ssize_t got;
+    int err;
+    short revents;
+    int pollr;
+    double poll_at, old_at;
+    volatile int tids[3];
+};
+
+/* waits until thread TID sleeps (its state S in /proc), at most 2 s */
+static void asleep(volatile int *tid) {
+    double t0 = now();
+    while (now() - t0 < 2) {
+        char p[64], st[256];
+        if (*tid) {
+            snprintf(p, sizeof p, "/proc/self/task/%d/stat", *tid);
+            int f = open(p, O_RDONLY);
+            ssize_t k = f < 0 ? -1 : read(f, st, sizeof st - 1);
+            if (f >= 0) close(f);
+            if (k > 0) {
+                st[k] = 0;
+                char *c = strrchr(st, ')');
+                if (c && c[1] == ' ' && c[2] == 'S') return;
+            }
+        }
+        usleep(1000);
+    }
+}
+
+static void *race_read(void *p) {
+    struct race *r = p;
+    char b[64];
+    r->tids[0] = gettid();
+    r->got = read(r->fd, b, sizeof b);
+    r->err = errno;
+    return 0;
+}
+
+static void *race_poll(void *p) {
+    struct race *r = p;
+    struct pollfd f = {.fd = r->fd, .events = POLLIN};
+    r->tids[1] = gettid();
+    r->pollr = poll(&f, 1, 150);
+    r->poll_at = now();
+    r->revents = f.revents;
+    return 0;
+}
+
+static void *race_epoll(void *p) {
+    struct race *r = p;
+    double t0 = now();
+    r->tids[2] = gettid();
+    while (now() - t0 < 0.3) {
+        struct epoll_event e[16];
+        int k = epoll_wait(r->ep, e, 16, 100);
+        for (int i = 0; i < k; i++)
+            if (e[i].data.u64 == 1000 && !r->old_at) r->old_at = now();
+        if (k > 0) usleep(20000);
+    }
+    return 0;
+}
+
+/* marks in SET (8192 numbers) this process's eventfd descriptors */
+static void eventfd_numbers(char *set) {
+    memset(set, 0, 8192);
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    char p[300], l[300];
+    while ((e = readdir(d))) {
+        snprintf(p, sizeof p, "/proc/self/fd/%s", e->d_name);
+        ssize_t k = readlink(p, l, sizeof l - 1);
+        int n = atoi(e->d_name);
+        if (k > 0 && n >= 0 && n < 8192) { l[k] = 0; set[n] = strstr(l, "eventfd") != 0; }
+    }
+    closedir(d);
+}
+
+/* a new socketpair into NW, 100 bytes each way checked (counts into LOST, BAD), registered
+ * in EP with data DATA, a byte 'N' left unread in NW[0] */
+static int race_pair(int nw[2], int ep, int data, int *lost, int *bad) {
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, nw) < 0) { perror("socketpair 2"); return -1; }
+    char out[100], in[100];
+    for (int d = 0; d < 2; d++) {
+        memset(out, 'a' + data % 26, sizeof out);
+        out[0] = '0' + d;
+        if (write(nw[d], out, sizeof out) != sizeof out) { perror("write new"); return -1; }
+        size_t got = 0;
+        while (got < sizeof in) {
+            ssize_t k = read(nw[1 - d], in + got, sizeof in - got);
+            if (k <= 0) break;
+            got += k;
+        }
+        if (got != sizeof in) *lost += sizeof in - got;
+        else if (memcmp(in, out, sizeof in)) (*bad)++;
+    }
+    struct epoll_event ne = {.events = EPOLLIN, .data.u64 = data};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, nw[0], &ne) < 0) { perror("epoll_ctl new"); return -1; }
+    char b = 'N';
+    if (write(nw[1], &b, 1) != 1) { perror("write N"); return -1; }
+    return 0;
+}
+
+static int closerace(int rounds) {
+    int stolen = 0, read_eof = 0, read_err = 0, read_stuck = 0, poll_wrong = 0, poll_late = 0, poll_none = 0;
+    int old_wrong = 0, lost = 0, bad = 0, unreported = 0, laned = 0, reused = 0, ev_reused = 0, ev_left = 0;
+    char lane[64], before[8192], after[8192];
+    for (int round = 0; round < rounds; round++) {
+        int old[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, old) < 0) { perror("socketpair"); return 2; }
+        char b = 'o';
+        if (write(old[0], &b, 1) != 1 || read(old[1], &b, 1) != 1 || write(old[1], &b, 1) != 1 || read(old[0], &b, 1) != 1) {
+            perror("ping");
+            return 2;
+        }
+        if (!strcmp(lane_of(old[0], lane, sizeof lane), "direct")) laned++;
+        int ep = epoll_create1(0);
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 1000};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, old[0], &ev) < 0) { perror("epoll_ctl"); return 2; }
+        eventfd_numbers(before);
+        struct race r = {.fd = old[0], .ep = ep, .got = -2};
+        pthread_t tr, tp, te;
+        pthread_create(&tr, 0, race_read, &r);
+        pthread_create(&tp, 0, race_poll, &r);
+        pthread_create(&te, 0, race_epoll, &r);
+        for (int i = 0; i < 3; i++) asleep(&r.tids[i]);
+        usleep(20000);
+        int oldfd = old[0];
+        close(old[0]);
+        /* the old end's number at once: a pipe holding a byte 'P' */
+        int pp[2];
+        if (pipe(pp) < 0) { perror("pipe"); return 2; }
+        if (pp[0] == oldfd) reused++;
+        if (write(pp[1], "P", 1) != 1) { perror("write P"); return 2; }
+        int nw[4][2];
+        for (int i = 0; i < 2; i++)
+            if (race_pair(nw[i], ep, 2000 + i, &lost, &bad) < 0) return 2;
+        usleep(50000);
+        double peer_closed = now();
+        close(old[1]);
+        /* the second wave once the old lane's holders let go (both ends closed, the poll and
+         * the epoll_waits over) */
+        usleep(400000);
+        for (int i = 2; i < 4; i++)
+            if (race_pair(nw[i], ep, 2000 + i, &lost, &bad) < 0) return 2;
+        eventfd_numbers(after);
+        for (int i = 0; i < 8192; i++) ev_reused += before[i] && after[i];
+        pthread_join(tp, 0);
+        pthread_join(te, 0);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 3;
+        if (pthread_timedjoin_np(tr, 0, &until) != 0) {
+            read_stuck++;
+            pthread_cancel(tr);
+            pthread_join(tr, 0);
+        }
+        if (r.got > 0) stolen++;
+        else if (r.got == 0) read_eof++;
+        else if (r.got == -1) read_err++;
+        /* a readiness of the old end's number before its peer's close is another file's (Linux's
+         * poll looks the number up again at each round: the pipe's; said, not judged) */
+        if (r.pollr > 0 && r.poll_at < peer_closed) poll_wrong++;
+        else if (r.pollr > 0) poll_late++;
+        else poll_none++;
+        if (r.old_at && r.old_at < peer_closed) old_wrong++;
+        /* every new end reported by the set (its 'N'), then read back; the pipe's 'P' too */
+        int seen[4] = {0};
+        struct epoll_event e[16];
+        int k = epoll_wait(ep, e, 16, 200);
+        for (int i = 0; i < k; i++)
+            if (e[i].data.u64 >= 2000 && e[i].data.u64 < 2004) seen[e[i].data.u64 - 2000] = 1;
+        for (int i = 0; i < 4; i++) {
+            if (!seen[i]) unreported++;
+            char c = 0;
+            if (recv(nw[i][0], &c, 1, MSG_DONTWAIT) != 1 || c != 'N') lost++;
+            close(nw[i][0]);
+            close(nw[i][1]);
+        }
+        char c = 0;
+        fcntl(pp[0], F_SETFL, O_NONBLOCK);
+        if (read(pp[0], &c, 1) != 1 || c != 'P') lost++;
+        close(pp[0]);
+        close(pp[1]);
+        close(ep);
+        /* every lane of the round closed: none of their eventfds is left */
+        eventfd_numbers(after);
+        for (int i = 0; i < 8192; i++) ev_left += after[i];
+    }
+    printf("closerace: %d rounds (%d laned; the old end's number reused at once %d times, an eventfd's number of "
+           "the old lane by a later lane %d times): the old end's read: %d got a byte, %d EOF, %d an error, %d stuck; "
+           "its poll: %d woken before its peer's close, %d after, %d nothing; its epoll registration: %d reported "
+           "before its peer's close; the new files: %d bytes lost, %d wrong, %d not reported by the set; eventfds left "
+           "at the rounds' ends: %d\n",
+           rounds, laned, reused, ev_reused, stolen, read_eof, read_err, read_stuck, poll_wrong, poll_late, poll_none,
+           old_wrong, lost, bad, unreported, ev_left);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, 0, _IOLBF, 0);
     if (argc >= 5 && !strcmp(argv[1], "server")) return server(argv[2], atoi(argv[3]), atoi(argv[4]));
@@ -444,6 +656,7 @@ int main(int argc, char **argv) {
     if (argc >= 4 && !strcmp(argv[1], "eintrw")) return eintrw(atoi(argv[2]), atoi(argv[3]));
     if (argc >= 3 && !strcmp(argv[1], "dup2hi")) return dup2hi(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "rlimit")) return rlimit_(atoi(argv[2]));
+    if (argc >= 3 && !strcmp(argv[1], "closerace")) return closerace(atoi(argv[2]));
     fprintf(stderr, "usage: see the head of adversarial_lanes3.c\n");
     return 2;
 }

@@ -42,7 +42,7 @@ mkdir -p "$TMP/fionread-k" "$MNT/fionread-u"
 compare fionread "" "$TMP/fionread-k" "$MNT/fionread-u"
 grep -qx 'GUARD laned before FIONREAD lane=direct' "$TMP/fionread.udsfs" || fail "fionread: the laned pair had no lane before its FIONREAD"
 
-# The peer scribbles over the region (its own mapping, inherited by a fork).
+# The peer scribbles over the region (its own mapping: the process holds both ends).
 timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$LANES" scribble >"$TMP/scribble.out" 2>&1 || fail "scribble failed: $(cat "$TMP/scribble.out")"
 cat "$TMP/scribble.out"
 grep -qx 'regions scribbled over: True' "$TMP/scribble.out" || fail "scribble found no region to write over"

@@ -20,10 +20,17 @@ fn around<R>(call: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Descriptor numbers `first..=last` are closed: the lane table's slots of
-/// those numbers freed (lane.rs `closed`).
+/// Descriptor numbers `first..=last` are closed: a lane's eventfd among
+/// them is the program's business now (never closed again by the library:
+/// lane_hold.rs `program_closed`, first, before any hold is let go), the
+/// lane table's slots of those numbers freed (lane.rs `closed`) and the
+/// epoll registrations of their sockets taken out (lane_ready.rs
+/// `closed`): a closed laned socket's last holders let go, and its
+/// eventfds and region are given back.
 fn gone(first: c_int, last: c_int) {
+    crate::lane_hold::program_closed(first, last);
     crate::lane::closed(first, last);
+    crate::lane_ready::closed(first, last);
 }
 
 /// Whether syscall() number `nr` closes a descriptor number.

@@ -31,6 +31,7 @@ use udsfs_proto::lane::region::busy_word;
 use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, State, Writer};
 
 use crate::errno::{len_ret, Res};
+use crate::lane_hold::{self, Hold};
 use crate::{fdpass, ioctl, log, mount, real, user};
 
 const SLOTS: usize = 64;
@@ -54,14 +55,12 @@ const JOIN_TRIES: u32 = 16;
 const REJOIN_TRIES: u32 = 64;
 
 struct End {
+    /// Valid while a hold of the slot's `own` is held (lane_hold.rs).
     region: &'static Region,
+    /// Its side; its eventfds (its own, its peer's, its daemon-only one:
+    /// lane_ready.rs) are the slot's hold's, copied into the reader's and
+    /// writer's `Notify`.
     side: usize,
-    /// This end's eventfd (its wake-up, lane_ready.rs) and the peer's.
-    ev: [c_int; 2],
-    /// This end's daemon-only eventfd (the way down's wake-up, which the
-    /// peer cannot take: it holds `ev[0]` and may drain it), slept on
-    /// beside `ev[0]`; -1: none.
-    hup: c_int,
     /// Seqpacket: the rings carry records.
     record: bool,
     /// Made by connect/accept's `join`: may ask again after a way down.
@@ -90,6 +89,11 @@ struct Slot {
     /// The descriptor generation at which `fd` was last seen to name the
     /// socket `ino` (fdgen.rs; 0: never).
     checked: AtomicU64,
+    /// The slot's hold of its end's region and eventfds (lane_hold.rs key;
+    /// 0: none), let go when the slot is freed. A call takes a hold of its
+    /// own from it (`held`) before it touches `end`'s region or eventfds,
+    /// so a close in another thread gives them back only after the call.
+    own: AtomicU64,
     end: UnsafeCell<Option<End>>,
 }
 
@@ -109,15 +113,34 @@ const EMPTY: Slot = Slot {
     record: AtomicBool::new(false),
     fresh: AtomicBool::new(false),
     checked: AtomicU64::new(0),
+    own: AtomicU64::new(0),
     end: UnsafeCell::new(None),
 };
 
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 /// Slots not FREE: 0 makes every look-up one load.
 static USED: AtomicUsize = AtomicUsize::new(0);
-/// Regions this process mapped (each is kept for its life).
-static REGIONS: AtomicUsize = AtomicUsize::new(0);
-const MAX_REGIONS: usize = 256;
+
+/// A hold of slot `s`'s region and eventfds for a call's length; None: the
+/// slot was freed (the program closed the socket) under the caller.
+fn held(s: &Slot) -> Option<Hold> {
+    lane_hold::get(s.own.load(Ordering::Acquire))
+}
+
+/// `held` for a call on `fd`, which found slot `s` before taking its flag:
+/// None unless the slot is still `fd`'s lane (another thread's close may
+/// have freed it and a new socket taken it meanwhile, whose end the call
+/// would otherwise use for `fd`).
+fn held_for(s: &Slot, fd: c_int) -> Option<Hold> {
+    let h = held(s)?;
+    (s.fd.load(Ordering::Relaxed) == fd && s.state.load(Ordering::Acquire) == LANE).then_some(h)
+}
+
+/// Sets slot `s`'s hold (a key given by `into_key`; 0: none) and lets go
+/// of the one it had.
+fn set_own(s: &Slot, key: lane_hold::Key) {
+    lane_hold::release(s.own.swap(key, Ordering::AcqRel));
+}
 /// The mount said it has no lanes: nothing is noted any more.
 static OFF: AtomicBool = AtomicBool::new(false);
 /// Slots `fresh`: 0 makes `fresh_ends` one load.
@@ -143,24 +166,28 @@ pub fn note_pair(fds: [c_int; 2]) {
     if OFF.load(Ordering::Relaxed) {
         return;
     }
-    // Two free slots, and a mapping left to spend (they are kept: at most
-    // MAX_REGIONS per process, then pairs go without lanes).
+    // Two free slots, and a mapping left to spend (at most lane_hold::MAX
+    // at once per process, then pairs go without lanes).
     let room = TABLE
         .iter()
         .filter(|s| s.state.load(Ordering::Relaxed) == FREE)
         .count();
-    if room < 2 || REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
+    if room < 2 || !lane_hold::reserve() {
         return;
     }
-    let (region, evs, hups, record) = match prepare(fds[0]) {
+    // The pair's first hold: each end's slot takes one of its own; what
+    // no slot took is given back when it goes.
+    let (hold, evs, hups, record) = match prepare(fds[0]) {
         Ok(r) => r,
         Err(e) => {
+            lane_hold::unreserve();
             if e == libc::ENOPROTOOPT {
                 OFF.store(true, Ordering::Relaxed);
             }
             return;
         }
     };
+    let region = hold.region();
     for (side, fd) in fds.into_iter().enumerate() {
         let Some(ino) = ino_of(fd) else { continue };
         let Some((s, held)) = slot_for(fd) else {
@@ -170,6 +197,7 @@ pub fn note_pair(fds: [c_int; 2]) {
         s.record.store(record, Ordering::Relaxed);
         // SAFETY: CLAIMING is ours.
         unsafe { *s.end.get() = Some(end) };
+        set_own(s, hold.clone().into_key());
         s.fd.store(fd, Ordering::Relaxed);
         s.ino.store(ino, Ordering::Relaxed);
         drop(held);
@@ -197,8 +225,6 @@ fn new_end(region: &'static Region, side: usize, record: bool, ev: [c_int; 2], h
     End {
         region,
         side,
-        ev,
-        hup,
         record,
         joined: false,
         timeo: [None, None],
@@ -251,7 +277,7 @@ fn slot_for(fd: c_int) -> Option<(&'static Slot, (Taken<'static>, Taken<'static>
 /// here: the daemon makes a lane only once both ends are accepted and
 /// quiet, which an accept or connect that just returned rarely finds.
 pub fn note_conn(fd: c_int) {
-    if OFF.load(Ordering::Relaxed) || REGIONS.load(Ordering::Relaxed) >= MAX_REGIONS {
+    if OFF.load(Ordering::Relaxed) || lane_hold::full() {
         return;
     }
     let Some(ino) = ino_of(fd) else { return };
@@ -268,8 +294,8 @@ pub fn note_conn(fd: c_int) {
 /// Asks the daemon for `fd`'s connection's lane, claiming this end: the
 /// region mapped (kept for the process's life) and the end. EAGAIN: not
 /// now.
-fn join(fd: c_int) -> Res<End> {
-    if REGIONS.fetch_add(1, Ordering::Relaxed) >= MAX_REGIONS {
+fn join(fd: c_int) -> Res<(End, Hold)> {
+    if !lane_hold::reserve() {
         return Err(libc::EOPNOTSUPP);
     }
     // Arg 6: arg 5's join, saying that this library answers every poll of
@@ -285,18 +311,24 @@ fn join(fd: c_int) -> Res<End> {
         // of the other end's was on its way through the daemon): ENOENT,
         // or EOPNOTSUPP once it left the map. As one that goes down after:
         // ask again while tries are left.
-        let (region, evs, hups) = map_grant(fd, &g, &ch).map_err(|e| match e {
+        let (hold, evs, hups) = map_grant(fd, &g, &ch).map_err(|e| match e {
             libc::ENOENT | libc::EOPNOTSUPP => libc::EAGAIN,
             e => e,
         })?;
         let side = (g.side & 1) as usize;
         let ev = [evs[side], evs[1 - side]];
-        let mut e = new_end(region, side, g.side & LANE_RECORD != 0, ev, hups[side]);
+        let mut e = new_end(
+            hold.region(),
+            side,
+            g.side & LANE_RECORD != 0,
+            ev,
+            hups[side],
+        );
         e.joined = true;
-        Ok(e)
+        Ok((e, hold))
     });
     if r.is_err() {
-        REGIONS.fetch_sub(1, Ordering::Relaxed);
+        lane_hold::unreserve();
     }
     r
 }
@@ -319,8 +351,8 @@ fn channel() -> Res<fdpass::Channel> {
 
 /// The pair's region and eventfds (`map_grant`), and whether it carries
 /// records.
-type Grant = (&'static Region, [c_int; 2], [c_int; 2]);
-fn prepare(fd: c_int) -> Res<(&'static Region, [c_int; 2], [c_int; 2], bool)> {
+type Grant = (Hold, [c_int; 2], [c_int; 2]);
+fn prepare(fd: c_int) -> Res<(Hold, [c_int; 2], [c_int; 2], bool)> {
     let ch = channel()?;
     let g = ioctl::op(fd, Op::LaneClaim, 3)?.values::<LaneGrant>();
     let (region, evs, hups) = map_grant(fd, &g, &ch)?;
@@ -331,9 +363,9 @@ fn prepare(fd: c_int) -> Res<(&'static Region, [c_int; 2], [c_int; 2], bool)> {
 /// (side 0's, side 1's; `Op::LaneClaim` arg 4) and the daemon-only
 /// eventfds of the sides this process holds (-1 for the other side of a
 /// connection: the daemon gives it to its own end's library only), placed
-/// above the program's descriptors, all claimed over the fd channel (all
-/// kept for the process's life: a lane that goes down keeps its mapping,
-/// docs/LANE.md).
+/// above the program's descriptors, all claimed over the fd channel, in
+/// the first hold of a lane_hold.rs entry (given back with the last: a lane
+/// that goes down keeps its mapping while its ends are open, docs/LANE.md).
 fn map_grant(fd: c_int, g: &LaneGrant, ch: &fdpass::Channel) -> Res<Grant> {
     let e = ioctl::op(fd, Op::LaneClaim, 4)?.values::<LaneEvents>();
     // (a tag of 0: that side's daemon-only eventfd is not ours)
@@ -377,7 +409,16 @@ fn map_grant(fd: c_int, g: &LaneGrant, ch: &fdpass::Channel) -> Res<Grant> {
             *rest.next().unwrap_or(&-1)
         }
     });
-    Ok((Box::leak(Box::new(region)), evs, hups))
+    match lane_hold::make(region, evs, hups) {
+        Ok(h) => Ok((h, evs, hups)),
+        Err(region) => {
+            drop(region);
+            high.iter()
+                .filter(|&&f| f >= 0)
+                .for_each(|&f| crate::files::close(f));
+            Err(libc::EMFILE)
+        }
+    }
 }
 
 /// What readiness on `fd`'s lane needs (lane_ready.rs): its region, side,
@@ -386,20 +427,25 @@ fn map_grant(fd: c_int, g: &LaneGrant, ch: &fdpass::Channel) -> Res<Grant> {
 /// candidate) or the lane is not `Direct`.
 pub fn ready_end(fd: c_int) -> Option<ReadyEnd> {
     let s = find(fd)?;
+    let hold = held_for(s, fd)?;
     // SAFETY: LANE was seen with Acquire: `end` is set and stays.
     let e = unsafe { (*s.end.get()).as_ref()? };
     let ino = s.ino.load(Ordering::Relaxed);
-    (e.region.state() == Some(State::Direct)).then_some(ReadyEnd {
-        region: e.region,
-        side: e.side,
-        ev: e.ev[0],
-        hup: e.hup,
+    let side = e.side;
+    (hold.region().state() == Some(State::Direct)).then(|| ReadyEnd {
+        region: hold.region(),
+        side,
+        ev: hold.ev(side),
+        hup: hold.hup(side),
         ino,
+        hold,
     })
 }
 
-/// `ready_end`'s answer.
+/// `ready_end`'s answer: `region`, `ev` and `hup` are valid while `hold`
+/// (or a clone of it) lives.
 pub struct ReadyEnd {
+    pub hold: Hold,
     pub region: &'static Region,
     pub side: usize,
     pub ev: c_int,
@@ -480,6 +526,9 @@ fn free(s: &Slot) {
     if s.fresh.swap(false, Ordering::Relaxed) {
         FRESH.fetch_sub(1, Ordering::Relaxed);
     }
+    // The slot's hold goes: the region and eventfds are given back now, or
+    // when the last call or epoll registration holding them lets go.
+    set_own(s, 0);
     s.fd.store(-1, Ordering::Relaxed);
     s.checked.store(0, Ordering::Relaxed);
     s.state.store(FREE, Ordering::Release);
@@ -521,9 +570,11 @@ fn find(fd: c_int) -> Option<&'static Slot> {
         return None;
     }
     if st == LANE {
+        let h = held(s)?;
         // SAFETY: LANE was seen with Acquire: `end` is set and stays.
-        let down = unsafe { (*s.end.get()).as_ref() }
-            .is_some_and(|e| e.joined && e.region.state() == Some(State::Through));
+        let joined = unsafe { (*s.end.get()).as_ref() }.is_some_and(|e| e.joined);
+        let down = joined && h.region().state() == Some(State::Through);
+        drop(h);
         return if down { rejoin(fd, s) } else { Some(s) };
     }
     if st == JOIN {
@@ -574,7 +625,7 @@ fn joined(fd: c_int, s: &'static Slot) -> Option<&'static Slot> {
 /// lane; true: the slot is a LANE.
 fn ask(fd: c_int, s: &'static Slot) -> bool {
     match join(fd) {
-        Ok(mut e) => {
+        Ok((mut e, hold)) => {
             // A lane up: a way down later (an observer's: a capture's gets a
             // lane through the daemon at an ask after it) has asks of its
             // own; the daemon gives a connection LANES_PER_CONN lanes at
@@ -586,6 +637,8 @@ fn ask(fd: c_int, s: &'static Slot) -> bool {
             s.record.store(e.record, Ordering::Relaxed);
             // SAFETY: CLAIMING is ours: nobody else touches `end`.
             unsafe { *s.end.get() = Some(e) };
+            // The lane before (a rejoin's, down) is let go.
+            set_own(s, hold.into_key());
             if !s.fresh.swap(true, Ordering::Relaxed) {
                 FRESH.fetch_add(1, Ordering::Release);
             }
@@ -715,6 +768,8 @@ pub fn close(fd: c_int) -> Option<c_int> {
     // lanes_programs.sh close_reuse). Another thread writing on the end:
     // the C library's close, the daemon's RELEASE finishes the end.
     let w = take(&s.wtaken)?;
+    // Held across the close: the slot is freed when it returns (closes.rs).
+    let h = held_for(s, fd)?;
     // SAFETY: LANE was seen with Acquire: `end` is set and stays while `w`
     // is held.
     let e = unsafe { (*s.end.get()).as_ref()? };
@@ -747,6 +802,7 @@ pub fn close(fd: c_int) -> Option<c_int> {
         unsafe { (*e.w.get()).shutdown() };
     }
     drop(w);
+    drop(h);
     crate::errno::set_errno(err);
     Some(r)
 }
@@ -839,6 +895,9 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
     }
     let s = find(fd)?;
     let _t = take(&s.rtaken)?;
+    // The region and eventfds stay while the call uses them (a close in
+    // another thread frees the slot, not them).
+    let _h = held_for(s, fd)?;
     // SAFETY: LANE was seen with Acquire: `end` is set and stays.
     let e = unsafe { (*s.end.get()).as_ref()? };
     // MSG_TRUNC on a stream is the daemon's (Linux discards the bytes).
@@ -903,15 +962,16 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
                     Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
                     Err(LaneErr::Interrupted) => return stop(done, libc::EINTR),
                     Err(LaneErr::NotDirect(_)) if done > 0 => {
-                        return Some(read_rest(fd, dst, done));
+                        return Some(read_rest(fd, s, dst, done));
                     }
-                    Err(LaneErr::NotDirect(_)) => return None,
+                    Err(LaneErr::NotDirect(_)) => return closed_under(fd, s),
                     Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
                     Err(_) => return stop(done, libc::EIO),
                 }
             }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
-            Err(LaneErr::NotDirect(_)) if done > 0 => return Some(read_rest(fd, dst, done)),
+            Err(LaneErr::NotDirect(_)) if done > 0 => return Some(read_rest(fd, s, dst, done)),
+            Err(LaneErr::NotDirect(_)) => return closed_under(fd, s),
             Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }
@@ -921,8 +981,9 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
 /// A MSG_WAITALL read the lane began and the daemon is to end (the lane
 /// went down under it, its bytes now in the engine's queue): the rest by
 /// reads of the data file until it is full, the end or an error.
-fn read_rest(fd: c_int, dst: &mut [u8], mut done: usize) -> ssize_t {
-    while done < dst.len() {
+fn read_rest(fd: c_int, s: &Slot, dst: &mut [u8], mut done: usize) -> ssize_t {
+    // (Not from a number the program closed under the call: `closed_under`.)
+    while done < dst.len() && closed_under(fd, s).is_none() {
         let left = &mut dst[done..];
         // SAFETY: the program's buffer, probed writable.
         let r = unsafe { crate::real::read(fd, left.as_mut_ptr().cast(), left.len()) };
@@ -941,6 +1002,7 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
     }
     let s = find(fd)?;
     let _t = take(&s.wtaken)?;
+    let _h = held_for(s, fd)?;
     // SAFETY: as in recv.
     let e = unsafe { (*s.end.get()).as_ref()? };
     // SAFETY: `wtaken` is ours.
@@ -971,7 +1033,8 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
             }
             Err(LaneErr::WouldBlock) => {}
             // The daemon takes what is left (its queue follows the ring).
-            Err(LaneErr::NotDirect(_)) if done > 0 => return Some(rest(fd, src, done, flags)),
+            Err(LaneErr::NotDirect(_)) if done > 0 => return Some(rest(fd, s, src, done, flags)),
+            Err(LaneErr::NotDirect(_)) => return closed_under(fd, s),
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
             // A record longer than the ring: the daemon's (EMSGSIZE or
             // its queue), the lane goes down.
@@ -984,18 +1047,31 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
             Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
             Err(LaneErr::Interrupted) => return stop(done, libc::EINTR),
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
-            Err(LaneErr::NotDirect(_)) if done > 0 => return Some(rest(fd, src, done, flags)),
+            Err(LaneErr::NotDirect(_)) if done > 0 => return Some(rest(fd, s, src, done, flags)),
+            Err(LaneErr::NotDirect(_)) => return closed_under(fd, s),
             Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }
     }
 }
 
+/// A call the lane began and the daemon is to end, before it moved a byte:
+/// None (the caller's call through the daemon) unless the program closed
+/// `fd` under it (another thread's close, which took the lane down): then
+/// EBADF, rather than the daemon's call on whatever file the number names
+/// now (the next connection's, whose bytes it would take).
+fn closed_under(fd: c_int, s: &Slot) -> Option<ssize_t> {
+    if ino_of(fd) == Some(s.ino.load(Ordering::Relaxed)) {
+        return None;
+    }
+    Some(len_ret(Err(libc::EBADF)))
+}
+
 /// A blocking write the lane began and the daemon is to end (the lane went
 /// down under it): the rest as a write of the data file, unless the caller
 /// asked for flags a write cannot carry (then the short count).
-fn rest(fd: c_int, src: &[u8], done: usize, flags: c_int) -> ssize_t {
-    if flags != 0 {
+fn rest(fd: c_int, s: &Slot, src: &[u8], done: usize, flags: c_int) -> ssize_t {
+    if flags != 0 || closed_under(fd, s).is_some() {
         return done as ssize_t;
     }
     let left = &src[done..];

@@ -33,7 +33,7 @@ use libc::{c_int, epoll_event, nfds_t, pollfd, sigset_t};
 use udsfs_proto::lane::{futex, ready, Region};
 
 use crate::errno::{errno, set_errno};
-use crate::{lane, real, user};
+use crate::{lane, lane_hold, real, user};
 
 /// The most entries a poll array (or fd_set) may have to be answered here.
 pub const MAX_POLL: usize = 64;
@@ -45,8 +45,12 @@ const NO_POLL: pollfd = pollfd {
     revents: 0,
 };
 
-#[derive(Clone, Copy)]
+/// A laned end as a call or a registration uses it: `hold` keeps its
+/// region mapped and its eventfds open (lane_hold.rs) as long as this
+/// lives, so no number here is closed and reused under it.
+#[derive(Clone)]
 struct Laned {
+    _hold: lane_hold::Hold,
     region: &'static Region,
     side: usize,
     ev: c_int,
@@ -60,6 +64,7 @@ fn laned(fd: c_int) -> Option<Laned> {
         return None;
     }
     lane::ready_end(fd).map(|e| Laned {
+        _hold: e.hold,
         region: e.region,
         side: e.side,
         ev: e.ev,
@@ -204,7 +209,7 @@ pub fn poll(
     }
     // SAFETY: the program's array, probed writable for n entries.
     let prog = unsafe { std::slice::from_raw_parts_mut(fds, n) };
-    let mut ends: [Option<Laned>; MAX_POLL] = [None; MAX_POLL];
+    let mut ends: [Option<Laned>; MAX_POLL] = [const { None }; MAX_POLL];
     let mut any = false;
     for (e, p) in ends.iter_mut().zip(prog.iter()) {
         *e = laned(p.fd);
@@ -302,7 +307,11 @@ fn poll_laned(
                 Some(l) => match ready::look(l.region, l.side) {
                     Some(lk) => (lk.mask & (prog[i].events as u16 as u32 | ALWAYS)) as i16,
                     None => {
-                        // Down: its data file, through the daemon, next round.
+                        // Down: its data file, through the daemon, next
+                        // round (by its number, as Linux's poll looks each
+                        // number up again at each round: a number the
+                        // program closed meanwhile is polled as what it
+                        // names now).
                         *e = None;
                         again = true;
                         0
@@ -418,7 +427,7 @@ pub fn select(
             n += 1;
         }
     }
-    let mut ends: [Option<Laned>; MAX_POLL] = [None; MAX_POLL];
+    let mut ends: [Option<Laned>; MAX_POLL] = [const { None }; MAX_POLL];
     let mut any = false;
     for i in 0..n {
         ends[i] = laned(p[i].fd);
@@ -533,8 +542,9 @@ impl SetOf {
     }
 }
 
-/// One epoll registration of a laned descriptor.
-#[derive(Clone, Copy)]
+/// One epoll registration of a laned descriptor. Its `end` holds the
+/// lane's eventfds: it is taken out of the kernel's set (`del_end`) before
+/// it is dropped, while the numbers are still its own.
 struct Reg {
     id: u32,
     epfd: c_int,
@@ -554,6 +564,10 @@ struct Reg {
     /// False once the program deleted it: its eventfd stays in the kernel's
     /// set (no epoll_ctl for a DEL and the next ADD), nothing is reported.
     live: bool,
+    /// Made before this process forked (it is the child): the kernel's
+    /// set is shared with the parent, whose registration it is, so the
+    /// child's close of the socket leaves it in the set (`closed`).
+    inherited: bool,
 }
 
 /// An epoll registration of a connect/accept end still asking for its
@@ -616,6 +630,24 @@ fn locked_all() -> (Held, &'static mut Vec<Reg>, &'static mut Vec<Pend>) {
     })
 }
 
+/// `locked_all`, or None after `spins` failed tries.
+fn try_locked_all(spins: u32) -> Option<(Held, &'static mut Vec<Reg>, &'static mut Vec<Pend>)> {
+    for _ in 0..spins {
+        if REGS
+            .lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            // SAFETY: the lock is ours until Held drops.
+            return Some((Held, unsafe { &mut *REGS.list.get() }, unsafe {
+                &mut *REGS.pend.get()
+            }));
+        }
+        std::hint::spin_loop();
+    }
+    None
+}
+
 fn set_pends(pend: &[Pend]) {
     PENDS.store(pend.len(), Ordering::Relaxed);
 }
@@ -628,8 +660,53 @@ fn set_count(list: &[Reg]) {
 /// registrations stay: the epoll sets are shared with the parent).
 pub fn forked() {
     REGS.lock.store(false, Ordering::Release);
+    // SAFETY: one thread in the child, the lock freed above.
+    unsafe { &mut *REGS.list.get() }
+        .iter_mut()
+        .for_each(|r| r.inherited = true);
     WCOUNT.iter().for_each(|c| c.store(0, Ordering::Relaxed));
     WDIRTY.iter().for_each(|d| d.store(true, Ordering::Relaxed));
+}
+
+/// The program closed descriptor numbers `first..=last` (closes.rs): the
+/// registrations of laned sockets at those numbers that no longer name
+/// their sockets are taken out now, under the table's lock, rather than at
+/// the set's next epoll_wait or epoll_ctl (Linux drops a registration with
+/// its file). Each is taken out of the kernel's set while it still holds
+/// its lane's eventfds (the daemon and the peer hold the same eventfd
+/// files, so the kernel would not drop the item when this process closes
+/// its descriptor), then lets go of them: the numbers may be given back
+/// now (lane_hold.rs), and no later EPOLL_CTL_DEL by number is made for
+/// this registration, which could take a new lane's out once a number is
+/// reused. A registration inherited across fork is the parent's too (the
+/// set is shared): only the child's hold goes.
+pub fn closed(first: c_int, last: c_int) {
+    if HELD.load(Ordering::Relaxed) == 0 && PENDS.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let e = errno();
+    // The lock may be this very thread's (a close in a signal handler that
+    // interrupted an epoll call here): after a while the registrations are
+    // left to the lazy removal (epoll_wait, epoll_ctl), as safe, only later.
+    let Some((_h, list, pend)) = try_locked_all(1 << 16) else {
+        return;
+    };
+    let mut i = 0;
+    while i < list.len() {
+        let fd = list[i].fd;
+        if fd < first || fd > last || ino_of(fd) == Some(list[i].ino) {
+            i += 1;
+            continue;
+        }
+        let r = list.swap_remove(i);
+        if !r.inherited {
+            del_end(r.epfd, &r.end);
+        }
+    }
+    set_count(list);
+    pend.retain(|p| p.fd < first || p.fd > last);
+    set_pends(pend);
+    set_errno(e);
 }
 
 /// A new epoll set took number `epfd`: registrations of an earlier set of
@@ -675,7 +752,7 @@ pub fn move_fresh() {
     lane::fresh_ends(|fd, ino| {
         let Some(end) = laned(fd) else { return };
         for h in crate::epolls::held(fd, ino) {
-            move_one(h.epfd, fd, ino, h.events, h.data, end);
+            move_one(h.epfd, fd, ino, h.events, h.data, end.clone());
         }
         let (_h, _, pend) = locked_all();
         pend.retain(|p| p.fd != fd);
@@ -709,6 +786,7 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
         set_errno(e);
         return;
     }
+    let ev = end.ev;
     list.push(Reg {
         id,
         epfd,
@@ -722,10 +800,11 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
         last: None,
         checked: 0,
         live: true,
+        inherited: false,
     });
     set_count(list);
     drop(h);
-    futex::eventfd_signal(end.ev);
+    futex::eventfd_signal(ev);
     set_errno(e);
 }
 
@@ -1028,6 +1107,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
             };
             let ino = re.ino;
             let end = Laned {
+                _hold: re.hold,
                 region: re.region,
                 side: re.side,
                 ev: re.ev,
@@ -1055,6 +1135,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 set_errno(e);
                 return Some(-1);
             }
+            let evfd = end.ev;
             list.push(Reg {
                 id,
                 epfd,
@@ -1067,9 +1148,10 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 last: None,
                 checked: gen,
                 live: true,
+                inherited: false,
             });
             set_count(list);
-            wake_sleepers(end.ev);
+            wake_sleepers(evfd);
             Some(0)
         }
         (libc::EPOLL_CTL_MOD | libc::EPOLL_CTL_DEL, None) => {
@@ -1246,7 +1328,7 @@ pub fn wait(
                 }
                 if r.armed && sleeping {
                     raise(&r.end, r.events, enter_drain(r.end.ev));
-                    entered.push((r.end, r.events));
+                    entered.push((r.end.clone(), r.events));
                 }
                 let Some(lk) = ready::look(r.end.region, r.end.side) else {
                     down.push(list.swap_remove(i));

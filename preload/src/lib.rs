@@ -26,6 +26,7 @@ mod gadget;
 use udsfs_calls::client as ioctl;
 mod iovs;
 mod lane;
+mod lane_hold;
 mod lane_ready;
 mod log;
 mod message;
