@@ -313,6 +313,7 @@ scripts!(
     // run_node's and the pipe scripts' one-thread passes make) and CI's 60 minutes cannot
     // hold twice.
     once:
+    adversarial_through,
     run_cpython_lanes,
     run_libuv_tests,
 );

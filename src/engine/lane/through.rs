@@ -13,6 +13,17 @@
 //! does for a send through FUSE (the same `Queued`: direction, ends,
 //! the claiming process as origin, in order).
 //!
+//! Fair and bounded (integration/adversarial_through.sh): each ready
+//! connection gets a turn of at most `BUDGET` bytes a direction and comes
+//! back, if it has more, after the others ready (round robin, however
+//! many connections a user floods or however big one message is); a look
+//! at a connection pumps a direction at most twice, whatever its ends
+//! write into their regions; a corrupt ring resets that connection only.
+//! The mount has no per-user CPU budget to charge the mover's time to: a
+//! user's connections are bounded by its `--user-share` of the lanes (two
+//! a connection) and each gets the same turn, so a user's share of the
+//! mover is its share of the connections ready to move.
+//!
 //! Only captures: a fault rule that may select the connection, or
 //! messages a rule holds back, still keep it off any lane (the way down
 //! and every byte through FUSE). The switch is the way down's: a capture
@@ -50,9 +61,11 @@ use crate::engine::{Caller, Engine, Result, Socket};
 /// (false: today's way down, every byte through FUSE).
 pub(crate) const ON: bool = true;
 
-/// Bytes the mover moves per direction per wake-up before it looks at the
-/// other connections (a busy pair cannot keep the others waiting).
-const BUDGET: usize = 256 * 1024;
+/// Bytes the mover moves per direction per turn of a connection before it
+/// looks at the other connections ready (a busy pair, or a user's many,
+/// cannot keep the others waiting: each ready connection gets a turn of at
+/// most this much a direction, round robin; `Engine::through_move`).
+const BUDGET: usize = 64 * 1024;
 
 /// Events the mover takes per epoll_wait.
 const EVENTS: usize = 64;
@@ -214,10 +227,16 @@ fn mover(eng: &Weak<Engine>) {
 }
 
 impl Engine {
-    /// One look of the mover at a lane through the daemon: both ends'
-    /// eventfds drained, then each direction pumped (and pumped again
-    /// after raising the daemon's writer-waiting flag on a full ring, so
-    /// that a read between the pump and the flag is not missed).
+    /// One turn of the mover at a lane through the daemon: both ends'
+    /// eventfds drained, then each direction pumped, at most `BUDGET` bytes
+    /// (and pumped once more after raising the daemon's writer-waiting flag
+    /// on a full ring, so that a read between the pump and the flag is not
+    /// missed; only once: an end that lowers the flag again, which only its
+    /// library writes besides the daemon, stalls its own connection, never
+    /// the mover). A direction whose turn was spent with bytes perhaps left
+    /// has its end's eventfd written again: the connection comes back after
+    /// the others ready now (epoll's ready list is first in, first out),
+    /// round robin, however much one connection has to move.
     pub(super) fn through_move(&self, lane: &Arc<Mutex<Lane>>) {
         let l = lane.lock();
         let Some(far) = l.through.as_deref() else {
@@ -226,38 +245,28 @@ impl Engine {
         if !l.is_up() {
             return;
         }
-        for fd in far.daemon_evs(&l.evs) {
+        let daemon_evs = far.daemon_evs(&l.evs);
+        for fd in daemon_evs {
             futex::eventfd_drain(fd);
         }
         let mut st = far.st.lock();
         let mut broken = None;
-        for d in 0..2 {
+        let mut more = [false; 2];
+        for (d, more) in more.iter_mut().enumerate() {
             if st.fin[d] {
                 continue;
             }
-            let mut again = true;
-            while again {
-                again = false;
-                match self.through_pump(&l, &mut st, d) {
-                    Ok(p) if p.full => {
-                        let w = l.region_of(1 - d).word(dir_word(1, OFF_WRITER_WAITING));
-                        if w.swap(1, Ordering::SeqCst) == 0 {
-                            fence(Ordering::SeqCst);
-                            again = true;
-                        }
-                    }
-                    Ok(p) => {
-                        l.region_of(1 - d)
-                            .word(dir_word(1, OFF_WRITER_WAITING))
-                            .store(0, Ordering::Relaxed);
-                        st.fin[d] |= p.fin;
-                    }
-                    Err(PumpErr::Source(_)) => broken = Some(d),
-                    Err(PumpErr::Dest(_)) => broken = Some(1 - d),
+            match self.through_turn(&l, &mut st, d) {
+                Ok(m) => *more = m,
+                Err(e) => {
+                    broken = Some(e);
+                    break;
                 }
             }
-            if broken.is_some() {
-                break;
+        }
+        if broken.is_none() {
+            for (fd, _) in daemon_evs.into_iter().zip(more).filter(|(_, m)| *m) {
+                futex::eventfd_signal(fd);
             }
         }
         drop(st);
@@ -271,6 +280,37 @@ impl Engine {
             );
             self.lane_corrupt(&s);
         }
+    }
+
+    /// Direction `d`'s turn (end `d`'s outgoing ring into end `1 - d`'s
+    /// incoming one): Ok(whether it was spent with bytes perhaps left),
+    /// Err(the end whose ring broke the protocol).
+    fn through_turn(
+        &self,
+        l: &Lane,
+        st: &mut Moving,
+        d: usize,
+    ) -> std::result::Result<bool, usize> {
+        let flag = l.region_of(1 - d).word(dir_word(1, OFF_WRITER_WAITING));
+        for first in [true, false] {
+            match self.through_pump(l, st, d) {
+                Ok(p) if p.full => {
+                    if first && flag.swap(1, Ordering::SeqCst) == 0 {
+                        fence(Ordering::SeqCst);
+                        continue;
+                    }
+                    return Ok(false);
+                }
+                Ok(p) => {
+                    flag.store(0, Ordering::Relaxed);
+                    st.fin[d] |= p.fin;
+                    return Ok(p.bytes >= BUDGET && !p.fin);
+                }
+                Err(PumpErr::Source(_)) => return Err(d),
+                Err(PumpErr::Dest(_)) => return Err(1 - d),
+            }
+        }
+        Ok(false)
     }
 
     /// Pumps end `d`'s outgoing ring into end `1 - d`'s incoming ring,
@@ -423,8 +463,17 @@ mod tests {
     /// `ty` made by connect/accept at an abstract name: (engine, caller,
     /// the connecting end, the accepted end).
     fn laned_connection(ty: SockType) -> (Arc<Engine>, Caller, Arc<Socket>, Arc<Socket>) {
+        laned_connection_with(ty, Config::small().sndbuf)
+    }
+
+    /// `laned_connection` with sockets whose SO_SNDBUF is `sndbuf`.
+    fn laned_connection_with(
+        ty: SockType,
+        sndbuf: usize,
+    ) -> (Arc<Engine>, Caller, Arc<Socket>, Arc<Socket>) {
         let e = Engine::new(Config {
             lanes: true,
+            sndbuf,
             ..Config::small()
         });
         let c = root();
@@ -586,5 +635,126 @@ mod tests {
             got.len()
         );
         assert!(got == sent, "every byte, in order");
+    }
+
+    /// A connection through the daemon (root's capture) with lanes asked
+    /// by both ends: (engine, the end whose ask made it (end 0), the other).
+    fn through_connection(sndbuf: usize) -> (Arc<Engine>, Arc<Socket>, Arc<Socket>) {
+        let (e, c, cli, acc) = laned_connection_with(SockType::Stream, sndbuf);
+        e.taps.attach(Arc::new(Keeps::default()));
+        let _ = e.lane_join(&cli, &c, false);
+        e.lane_join(&acc, &c, false)
+            .expect("a lane through the daemon");
+        (e, acc, cli)
+    }
+
+    /// One message past the mover's chunk per turn (a ring bigger than it:
+    /// SO_SNDBUF 2 MiB, 1 MiB written at once, as one sendall) reaches the
+    /// reader whole, by the mover thread alone: a connection whose turn
+    /// ended with bytes left comes back after the others' turns. (Before:
+    /// the mover took 256 KiB, drained the eventfd and never came back:
+    /// the reader waited for the rest for ever.)
+    #[test]
+    fn a_message_past_the_movers_turn_is_moved_in_turns_to_the_end() {
+        let (e, acc, _cli) = through_connection(2 << 20);
+        let msg: Vec<u8> = (0..(1u32 << 20)).map(|k| (k * 7 % 251) as u8).collect();
+        regions(&e, &acc, |r0, _| lib_write(r0, Framing::Stream, &msg));
+        // The library's publish: the daemon's eventfd of end 0's region.
+        let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
+        futex::eventfd_signal(lane.lock().evs.ev_fd(1));
+        let mut got = vec![];
+        let mut head = 0u64;
+        let t0 = std::time::Instant::now();
+        while got.len() < msg.len() && t0.elapsed() < std::time::Duration::from_secs(5) {
+            let more = regions(&e, &acc, |_, r1| {
+                let (_, mut rd) = r1.end_at(Side::A, Framing::Stream, [0, head]);
+                let mut buf = vec![0u8; 1 << 20];
+                match rd.read(&mut buf, false) {
+                    Ok(n) => {
+                        head = rd.position();
+                        buf.truncate(n);
+                        buf
+                    }
+                    Err(_) => vec![],
+                }
+            });
+            if more.is_empty() {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            got.extend(more);
+        }
+        println!(
+            "read by end 1 in {:?}: {} of {} bytes",
+            t0.elapsed(),
+            got.len(),
+            msg.len()
+        );
+        assert!(got == msg, "the whole message, in order");
+    }
+
+    /// An end that clears the daemon's writer-waiting word on its full
+    /// incoming ring as fast as it can (a hostile library) does not keep the
+    /// mover on its connection: a look at it ends. (Before: the mover
+    /// pumped again each time it found the word cleared, for as long as
+    /// the end kept at it, and served no other connection meanwhile.)
+    #[test]
+    fn an_end_that_clears_the_daemons_flag_does_not_hold_the_mover() {
+        let (e, acc, cli) = through_connection(Config::small().sndbuf);
+        // End 0 fills end 1's incoming ring and its own outgoing one.
+        let chunk = vec![7u8; 4096];
+        for _ in 0..256 {
+            let _ = regions(&e, &acc, |r0, _| {
+                let at = r0.word(dir_word(0, OFF_TAIL)).load(Ordering::SeqCst) as u64;
+                let (w, _) = r0.end_at(Side::A, Framing::Stream, [at, 0]);
+                let mut w = w.resumed(
+                    r0.word(dir_word(0, udsfs_proto::lane::region::OFF_HEAD))
+                        .load(Ordering::SeqCst) as u64,
+                );
+                w.write(&chunk)
+            });
+            step(&e, &acc);
+        }
+        let lane = e.lanes.map.lock().get(&cli.id).cloned().unwrap();
+        let (word, full) = {
+            let l = lane.lock();
+            let r = l.region_of(1);
+            let ring = |off| r.word(dir_word(1, off)).load(Ordering::SeqCst);
+            (
+                r.word(dir_word(1, OFF_WRITER_WAITING)) as *const std::sync::atomic::AtomicU32
+                    as usize,
+                ring(OFF_TAIL).wrapping_sub(ring(udsfs_proto::lane::region::OFF_HEAD)),
+            )
+        };
+        println!("end 1's incoming ring holds {full} bytes");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let clearer = {
+            let stop = stop.clone();
+            let lane = lane.clone();
+            std::thread::spawn(move || {
+                let _keep = lane; // the region stays mapped
+                // SAFETY: the word of a region `_keep` holds mapped.
+                let w = unsafe { &*(word as *const std::sync::atomic::AtomicU32) };
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    w.store(0, Ordering::Relaxed);
+                    n += 1;
+                }
+                n
+            })
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let e = e.clone();
+            let acc = acc.clone();
+            std::thread::spawn(move || {
+                step(&e, &acc);
+                let _ = tx.send(());
+            });
+        }
+        let ended = rx.recv_timeout(std::time::Duration::from_secs(2));
+        stop.store(true, Ordering::Relaxed);
+        let clears = clearer.join().unwrap();
+        println!("the mover's look with the flag cleared {clears} times: {ended:?}");
+        assert!(ended.is_ok(), "the mover's look at the connection ended");
     }
 }
