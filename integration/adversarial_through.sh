@@ -20,6 +20,8 @@
 #            with 1 MiB sends): A's round trips within 10x of A's alone (median) and
 #            no gap of more than a second (the mover takes a bounded chunk per
 #            connection per turn, round robin).
+#  rules     B's rule `name *` and root's that match nothing stand: A's connection keeps
+#            its lane through the daemon to the end.
 #  huge      A's own 1 MiB messages, SO_SNDBUF 2 MiB: each reaches its reader (before:
 #            the mover moved 256 KiB of it, drained the eventfd and never came back:
 #            the reader waited for the rest for ever).
@@ -129,10 +131,19 @@ cat "$TMP/flood.out" "$TMP/flood2.out"
 grep -q "B's flood: lanes lane=through$" "$TMP/flood.out" || fail "B's flood was not through the daemon: $(cat "$TMP/flood.out")"
 kill "$BSRV" "$BSEQ" 2>/dev/null || true
 
+# rules: B's own (they act on B's sockets only) and root's that match nothing stand
+# while A's ping-pong goes on: A's connection stays through the daemon (a rule that
+# cannot select it takes no lane down: issue 30's 10f)
+as_uid $B sh -c "printf 'name * latency latency=50\n' >'$U/faults'" || fail "B could not write its rule"
+printf 'socket 999999 latency latency=1\nuid 4242 latency latency=1\n' >"$U/faults"
+sleep 1
 touch "$TMP/flags/stop"
 wait $A_PID || fail "A's ping-pong failed: $(cat "$TMP/a.out")"
 cat "$TMP/a.out"
 grep -q "A at the end: lane=through" "$TMP/a.out" || fail "A's connection lost its lane through the daemon: $(cat "$TMP/a.out")"
+ok "rules: B's and root's that match nothing stood, A's connection kept its lane through the daemon"
+as_uid $B sh -c "echo clear >'$U/faults'" || fail "B could not clear its rules"
+echo clear >"$U/faults"
 say "the mover's CPU (ticks of 10 ms): A alone 2 s: $mover_alone; B's spin 3 s: $mover_spin; B's flood 3 s: $mover_flood"
 # A's round trips per window: the median and the longest gap between two of them
 python3 - "$TMP/marks" "$TMP/out/a.lat" "$mover_alone" "$mover_spin" >"$TMP/verdict" <<'EOF' || { cat "$TMP/verdict"; fail "A's round trips under B's attacks"; }
