@@ -694,9 +694,10 @@ mod tests {
 
     /// An end that clears the daemon's writer-waiting word on its full
     /// incoming ring as fast as it can (a hostile library) does not keep the
-    /// mover on its connection: a look at it ends. (Before: the mover
-    /// pumped again each time it found the word cleared, for as long as
-    /// the end kept at it, and served no other connection meanwhile.)
+    /// mover on its connection: a look at it ends. (Before, the mover
+    /// pumped again each time it found the word cleared; this test did not
+    /// catch that on a loaded 2-core machine, where the clearer and the
+    /// look seldom run at once: a guard for a machine where they do.)
     #[test]
     fn an_end_that_clears_the_daemons_flag_does_not_hold_the_mover() {
         let (e, acc, cli) = through_connection(Config::small().sndbuf);
@@ -727,6 +728,7 @@ mod tests {
         };
         println!("end 1's incoming ring holds {full} bytes");
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (started, running) = std::sync::mpsc::channel();
         let clearer = {
             let stop = stop.clone();
             let lane = lane.clone();
@@ -738,10 +740,15 @@ mod tests {
                 while !stop.load(Ordering::Relaxed) {
                     w.store(0, Ordering::Relaxed);
                     n += 1;
+                    if n == 1000 {
+                        let _ = started.send(());
+                    }
                 }
                 n
             })
         };
+        // The mover's look only once the end is at it.
+        running.recv().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         {
             let e = e.clone();
