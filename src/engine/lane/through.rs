@@ -13,16 +13,17 @@
 //! does for a send through FUSE (the same `Queued`: direction, ends,
 //! the claiming process as origin, in order).
 //!
-//! Fair and bounded (integration/adversarial_through.sh): each ready
-//! connection gets a turn of at most `BUDGET` bytes a direction and comes
-//! back, if it has more, after the others ready (round robin, however
-//! many connections a user floods or however big one message is); a look
-//! at a connection pumps a direction at most twice, whatever its ends
-//! write into their regions; a corrupt ring resets that connection only.
-//! The mount has no per-user CPU budget to charge the mover's time to: a
-//! user's connections are bounded by its `--user-share` of the lanes (two
-//! a connection) and each gets the same turn, so a user's share of the
-//! mover is its share of the connections ready to move.
+//! Fair and bounded (integration/adversarial_through.sh): the mover's
+//! turns are per user, the one each connection is charged to (its
+//! `payer`, on whose `--user-share` its two lanes are): a round gives one
+//! turn to one connection of each user with any ready (turns.rs), at most
+//! `BUDGET` bytes a direction, and a connection with more left goes behind
+//! its user's others. A user's many connections, or one big message, wait
+//! their own user's turns, not the others' users'. There is no per-user
+//! CPU budget in the mount to charge the mover's time to; the turns are
+//! how the mover's time is shared out by payer. A look at a connection
+//! pumps a direction at most twice, whatever its ends write into their
+//! regions; a corrupt ring resets that connection only.
 //!
 //! Only captures: a fault rule that may select the connection, or
 //! messages a rule holds back, still keep it off any lane (the way down
@@ -39,6 +40,8 @@
 //! of the mount's lanes on the payer's share (`lane_make`). When the
 //! capture closes the connection stays through the daemon (a lane back
 //! to direct is not built).
+
+mod turns;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{Ordering, fence};
@@ -61,10 +64,8 @@ use crate::engine::{Caller, Engine, Result, Socket};
 /// (false: today's way down, every byte through FUSE).
 pub(crate) const ON: bool = true;
 
-/// Bytes the mover moves per direction per turn of a connection before it
-/// looks at the other connections ready (a busy pair, or a user's many,
-/// cannot keep the others waiting: each ready connection gets a turn of at
-/// most this much a direction, round robin; `Engine::through_move`).
+/// Bytes the mover moves per direction in a connection's turn before the
+/// next user's turn (`mover`, `Engine::through_move`).
 const BUDGET: usize = 64 * 1024;
 
 /// Events the mover takes per epoll_wait.
@@ -73,6 +74,9 @@ const EVENTS: usize = 64;
 /// End B's half of a lane through the daemon (end A's region is the
 /// lane's own `region`), and the mover's positions in the four rings.
 pub(crate) struct Far {
+    /// The user the connection is charged to (`payer`): the mover's turns
+    /// are per such user.
+    payer: u32,
     region: Region,
     fd: OwnedFd,
     evs: Evs,
@@ -95,7 +99,7 @@ struct Moving {
 impl Far {
     /// End B's region (caps: its outgoing ring, its incoming one), and the
     /// daemon's flag on end A's outgoing ring (`a`, the lane's region).
-    pub(crate) fn new(a: &Region, caps: [u32; 2]) -> Result<Far> {
+    pub(crate) fn new(a: &Region, caps: [u32; 2], payer: u32) -> Result<Far> {
         let (fd, region) = Region::create(caps).map_err(Errno::from_raw)?;
         let evs = Evs::new()?;
         region.set_state(State::Direct);
@@ -107,6 +111,7 @@ impl Far {
         }
         let big = caps[0].max(caps[1]) as usize;
         Ok(Far {
+            payer,
             region,
             fd,
             evs,
@@ -197,30 +202,37 @@ impl Mover {
 }
 
 /// The mover thread: waits for any end's publish (or a read that made
-/// room where the daemon waits to write), then moves that connection's
-/// bytes both ways.
+/// room where the daemon waits to write), queues that connection on its
+/// payer's turns, and gives each user with a connection ready one turn a
+/// round (`turns.rs`; `Engine::through_move`: at most `BUDGET` bytes a
+/// direction); a connection with more left goes behind its user's others.
+/// While any is queued it only looks for more events, without waiting.
 fn mover(eng: &Weak<Engine>) {
     let mut evs = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+    let mut turns = turns::Turns::default();
     loop {
         let Some(e) = eng.upgrade() else { return };
         let Some(ep) = e.lanes.mover.epoll() else {
             return;
         };
         drop(e);
+        let wait = if turns.is_empty() { 1000 } else { 0 };
         // SAFETY: a live array of EVENTS events.
-        let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), EVENTS as i32, 1000) };
+        let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), EVENTS as i32, wait) };
         let Some(e) = eng.upgrade() else { return };
-        if n <= 0 {
-            continue;
-        }
-        let mut seen = std::collections::HashSet::new();
-        for ev in &evs[..n as usize] {
+        for ev in &evs[..n.max(0) as usize] {
             let id = ev.u64;
             let lane = e.lanes.map.lock().get(&id).cloned();
-            if let Some(l) = lane
-                && seen.insert(Arc::as_ptr(&l))
-            {
-                e.through_move(&l);
+            if let Some(l) = lane {
+                let payer = l.lock().through.as_ref().map(|f| f.payer);
+                if let Some(payer) = payer {
+                    turns.push(payer, Arc::as_ptr(&l) as usize, l);
+                }
+            }
+        }
+        for (payer, id, l) in turns.round() {
+            if e.through_move(&l) {
+                turns.push(payer, id, l);
             }
         }
     }
@@ -233,20 +245,18 @@ impl Engine {
     /// on a full ring, so that a read between the pump and the flag is not
     /// missed; only once: an end that lowers the flag again, which only its
     /// library writes besides the daemon, stalls its own connection, never
-    /// the mover). A direction whose turn was spent with bytes perhaps left
-    /// has its end's eventfd written again: the connection comes back after
-    /// the others ready now (epoll's ready list is first in, first out),
-    /// round robin, however much one connection has to move.
-    pub(super) fn through_move(&self, lane: &Arc<Mutex<Lane>>) {
+    /// the mover). True: a direction's turn was spent with bytes perhaps
+    /// left (the mover queues the connection again, behind its user's
+    /// others: `mover`).
+    pub(super) fn through_move(&self, lane: &Arc<Mutex<Lane>>) -> bool {
         let l = lane.lock();
         let Some(far) = l.through.as_deref() else {
-            return;
+            return false;
         };
         if !l.is_up() {
-            return;
+            return false;
         }
-        let daemon_evs = far.daemon_evs(&l.evs);
-        for fd in daemon_evs {
+        for fd in far.daemon_evs(&l.evs) {
             futex::eventfd_drain(fd);
         }
         let mut st = far.st.lock();
@@ -264,11 +274,6 @@ impl Engine {
                 }
             }
         }
-        if broken.is_none() {
-            for (fd, _) in daemon_evs.into_iter().zip(more).filter(|(_, m)| *m) {
-                futex::eventfd_signal(fd);
-            }
-        }
         drop(st);
         if let Some(e) = broken {
             let s = l.socks[e].clone();
@@ -279,7 +284,9 @@ impl Engine {
                 s.id
             );
             self.lane_corrupt(&s);
+            return false;
         }
+        more.contains(&true)
     }
 
     /// Direction `d`'s turn (end `d`'s outgoing ring into end `1 - d`'s
@@ -763,5 +770,93 @@ mod tests {
         let clears = clearer.join().unwrap();
         println!("the mover's look with the flag cleared {clears} times: {ended:?}");
         assert!(ended.is_ok(), "the mover's look at the connection ended");
+    }
+
+    /// The mover's turns are per user (the one a connection is charged
+    /// to), not per connection: B's 20 connections ready, each with a full
+    /// ring (128 KiB), then A's one with a short message: A's message is
+    /// moved after a few of B's turns, not after all of them. (Before,
+    /// round robin per connection: after every one of B's connections had
+    /// its turn, 20 of 64 KiB.)
+    #[test]
+    fn a_user_with_many_connections_gets_no_more_turns_than_one_with_one() {
+        use crate::engine::tests::user;
+        let e = Engine::new(Config {
+            lanes: true,
+            ..Config::small()
+        });
+        let tap = Arc::new(Keeps::default());
+        e.taps.attach(tap.clone());
+        let (a, b) = (user(61021), user(65534));
+        let connect = |c: &Caller, name: &[u8]| {
+            let addr = crate::engine::addr::Addr::Abstract(name.to_vec());
+            let srv = e.socket(SockType::Stream, c);
+            e.bind(&srv, &addr, c).unwrap();
+            e.listen(&srv, 64, c).unwrap();
+            move |e: &Engine, c: &Caller| {
+                let cli = e.socket(SockType::Stream, c);
+                e.connect(&cli, &addr, c, None).unwrap();
+                let acc = e.accept(&srv, None).unwrap();
+                let _ = e.lane_join(&cli, c, false);
+                e.lane_join(&acc, c, false)
+                    .expect("a lane through the daemon");
+                assert_eq!(e.lane_status(&acc), "through");
+                acc
+            }
+        };
+        let b_conn = connect(&b, b"b-many");
+        let bs: Vec<_> = (0..20).map(|_| b_conn(&e, &b)).collect();
+        let a1 = connect(&a, b"a-one")(&e, &a);
+        let full = vec![b'b'; 128 << 10];
+        for s in &bs {
+            regions(&e, s, |r0, _| lib_write(r0, Framing::Stream, &full));
+        }
+        regions(&e, &a1, |r0, _| lib_write(r0, Framing::Stream, b"A's ping"));
+        // The library's publishes: B's first, then A's (the eventfds looked
+        // up first).
+        let fds: Vec<_> = bs
+            .iter()
+            .chain([&a1])
+            .map(|s| {
+                let lane = e.lanes.map.lock().get(&s.id).cloned().unwrap();
+                lane.lock().evs.ev_fd(1)
+            })
+            .collect();
+        {
+            // The mover waits for the map at its first event meanwhile: a
+            // test thread preempted between B's writes and A's would let
+            // it serve B alone for a while.
+            let _map = e.lanes.map.lock();
+            for fd in fds {
+                futex::eventfd_signal(fd);
+            }
+        }
+        let moved = |s: &Socket| {
+            regions(&e, s, |_, r1| {
+                r1.word(dir_word(1, OFF_TAIL)).load(Ordering::SeqCst) as usize
+            })
+        };
+        let t0 = std::time::Instant::now();
+        while moved(&a1) < 8 && t0.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(moved(&a1), 8, "A's message moved");
+        // B's bytes the mover moved (and told the capture of) before A's.
+        let b_moved: usize = tap
+            .0
+            .lock()
+            .iter()
+            .take_while(|m| m.0 != a1.id)
+            .map(|m| m.2.len())
+            .sum();
+        println!(
+            "B's bytes moved before A's message: {b_moved} ({} turns of {BUDGET})",
+            b_moved.div_ceil(BUDGET)
+        );
+        assert!(
+            b_moved <= 8 * BUDGET,
+            "A waited for {b_moved} bytes of B's ({} of B's 20 connections' turns)",
+            b_moved / BUDGET
+        );
     }
 }
