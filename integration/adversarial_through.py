@@ -222,6 +222,46 @@ def b_flood():
     say(f"B's flood: {sum(moved)} bytes moved on {n} connections")
 
 
+def b_records():
+    """B's argv[3] seqpacket connections to its own listener at argv[2], SO_SNDBUF
+    argv[4] on each end, each warmed up with small records until it is through the
+    daemon, then one big record each way (a quarter of the ring SO_SNDBUF gives, at
+    most 1 MiB); holds them until argv[5] exists."""
+    path, n, sndbuf, stop = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    srv.bind(path)
+    srv.listen(64)
+    ends, lanes = [], []
+    for _ in range(n):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+        c.connect(path)
+        s, _ = srv.accept()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+        for i in range(100):
+            c.send(b"w%d" % i)
+            s.recv(16)
+            s.send(b"w%d" % i)
+            c.recv(16)
+            if lane_of(c) == lane_of(s) == "lane=through":
+                break
+        lanes.append(lane_of(c))
+        ends.append((c, s))
+    eff = ends[0][0].getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+    ring = 1 << (eff.bit_length() - 1)
+    size = min(1 << 20, ring // 4)
+    rec = b"r" * size
+    for c, s in ends:
+        c.send(rec)
+        assert s.recv(size + 1) == rec
+        s.send(rec)
+        assert c.recv(size + 1) == rec
+    say(f"B's records: {n} connections ({', '.join(sorted(set(lanes)))}), SO_SNDBUF {eff}, a record of {size} bytes each way on each")
+    open(stop + ".held", "w").close()
+    while not os.path.exists(stop):
+        time.sleep(0.05)
+
+
 def through_connection(path, ch, seq=False):
     """B's raw client end of a connection to B's server at `path` (in the mount), its
     lane asked for (Op::LaneClaim arg 5) until granted: (clone fd, number, data fd,
@@ -355,5 +395,5 @@ def take_share():
         time.sleep(0.05)
 
 
-CASES = {f.__name__: f for f in (a_huge, a_pingpong, b_server, b_flood, scribble, take_share)}
+CASES = {f.__name__: f for f in (a_huge, a_pingpong, b_records, b_server, b_flood, scribble, take_share)}
 CASES[sys.argv[1]]()

@@ -17,14 +17,18 @@
 #            connection, pumping it again each time it found the word cleared, and
 #            A's ping-pong stopped for as long as B kept at it).
 #  flood     B's 12 connections through the daemon written as fast as they go (one
-#            with 1 MiB sends): A's round trips within 10x of A's alone (median) and
-#            no gap of more than a second (the mover takes a bounded chunk per
+#            with 1 MiB sends): A's round trips within 10x of A's alone (median; or
+#            1 ms, the machine's noise) and no gap of more than a second (the mover takes a bounded chunk per
 #            connection per turn, round robin).
 #  rules     B's rule `name *` and root's that match nothing stand: A's connection keeps
 #            its lane through the daemon to the end.
 #  huge      A's own 1 MiB messages, SO_SNDBUF 2 MiB: each reaches its reader (before:
 #            the mover moved 256 KiB of it, drained the eventfd and never came back:
 #            the reader waited for the rest for ever).
+#  records   B's 24 seqpacket connections through the daemon, SO_SNDBUF 4 MiB, one 1 MiB
+#            record each way on each, held open: the daemon's anonymous memory grows by
+#            at most 16 MiB (a run: 8 MiB; before: a buffer of the ring's size per
+#            connection, each filled by its records: 48 MiB).
 #  share     B's raw through connections until refused: two of the mount's lanes and
 #            ten of the daemon's descriptors each, on B's --user-share (here 10%: 409
 #            of the 4096 lanes; the descriptors run out first); then B's next connection
@@ -162,7 +166,9 @@ bad = []
 for a, b, what in (("spin", "spin_end", "B's spin"), ("flood_on", "flood_end", "B's flood")):
     n, med, gap = window(a, b)
     print(f"A under {what}: {n} round trips, median {med * 1e6:.0f} us, longest gap {gap * 1e3:.0f} ms")
-    if med > 10 * med0 or gap > max(10 * gap0, 1.0):
+    # (a floor of 1 ms: on 2 cores that other work shares, A's own wake-ups cost that
+    # much at times; a mover that served B first costs A tens of ms and more)
+    if med > max(10 * med0, 0.001) or gap > max(10 * gap0, 1.0):
         bad.append(what)
 alone, spin = int(sys.argv[3]), int(sys.argv[4])
 # the mover for A alone took `alone` ticks in 2 s; under B's 3-s spin it may take
@@ -182,6 +188,26 @@ got=$(T=15 run_as $A a_huge "$MNT/big.sock" 2097152 5 2>&1) || fail "huge: A's 1
 say "$got"
 [[ $got == *"A's big connection: lane=through"* ]] || fail "huge: A's big connection was not through the daemon: $got"
 ok "huge: a message past the mover's chunk per turn moved in turns to its end"
+
+# records: B's seqpacket connections through the daemon with big rings (SO_SNDBUF
+# 4 MiB), one big record each way on each, held open: the daemon's own memory for
+# moving them is one buffer, not one a connection
+rss_anon() { awk '/^RssAnon/ {print $2}' "/proc/$DAEMON_PID/status"; }
+before=$(rss_anon)
+run_as $B b_records "$MNT/brec.sock" 24 4194304 "$TMP/flags/rec_stop" >"$TMP/rec.out" 2>&1 &
+REC=$!
+for _ in $(seq 3000); do [ -e "$TMP/flags/rec_stop.held" ] && break; proc_alive $REC || break; sleep 0.01; done
+[ -e "$TMP/flags/rec_stop.held" ] || fail "B's records: $(cat "$TMP/rec.out")"
+sleep 0.3
+held=$(rss_anon)
+touch "$TMP/flags/rec_stop"
+wait $REC || fail "B's records: $(cat "$TMP/rec.out")"
+cat "$TMP/rec.out"
+grep -q "connections (lane=through)" "$TMP/rec.out" || fail "B's seqpacket connections were not all through the daemon: $(cat "$TMP/rec.out")"
+say "the daemon's anonymous memory: $before kB before B's records, $held kB while B held the connections"
+[ $((held - before)) -le 16384 ] ||
+    fail "records: the daemon kept $((held - before)) kB more while B held its connections (a buffer of a ring's size per connection)"
+ok "records: the daemon's memory for B's big records through the daemon: $((held - before)) kB more"
 
 # share
 raw_as $B take_share bshare "$TMP/flags/share_go" >"$TMP/share.out" 2>&1 &

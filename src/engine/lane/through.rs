@@ -93,7 +93,6 @@ struct Moving {
     wpos: [u64; 2],
     wseen: [u64; 2],
     fin: [bool; 2],
-    buf: Vec<u8>,
 }
 
 impl Far {
@@ -109,16 +108,12 @@ impl Far {
             r.word(dir_word(0, OFF_READER_WAITING))
                 .store(1, Ordering::SeqCst);
         }
-        let big = caps[0].max(caps[1]) as usize;
         Ok(Far {
             payer,
             region,
             fd,
             evs,
-            st: Mutex::new(Moving {
-                buf: vec![0; big],
-                ..Moving::default()
-            }),
+            st: Mutex::new(Moving::default()),
         })
     }
 
@@ -172,11 +167,15 @@ impl Far {
 }
 
 /// The mount's mover: its epoll set and thread (started at the first lane
-/// through the daemon).
+/// through the daemon), and the one buffer every connection's bytes pass
+/// through (`Engine::through_pump`: a stream's chunk, a whole record), so
+/// that the daemon's memory for moving is the mount's one buffer, not one
+/// a connection (a ring's size each: SO_SNDBUF, up to wmem_max, 4 MiB here).
 #[derive(Default)]
 pub(crate) struct Mover {
     ep: OnceLock<Option<OwnedFd>>,
     thread: Worker,
+    buf: Mutex<Vec<u8>>,
 }
 
 impl Mover {
@@ -194,6 +193,15 @@ impl Mover {
             })
             .as_ref()
             .map(|f| f.as_raw_fd())
+    }
+
+    /// The buffer given back once nothing is left to move, past 1 MiB (a
+    /// big record's).
+    fn idle(&self) {
+        let mut b = self.buf.lock();
+        if b.len() > 1 << 20 {
+            *b = Vec::new();
+        }
     }
 
     fn start(&self) {
@@ -234,6 +242,9 @@ fn mover(eng: &Weak<Engine>) {
             if e.through_move(&l) {
                 turns.push(payer, id, l);
             }
+        }
+        if turns.is_empty() {
+            e.lanes.mover.idle();
         }
     }
 }
@@ -353,13 +364,29 @@ impl Engine {
             let (tid, status) = l.claimed[d].as_ref().unwrap_or(&l.maker);
             self.origin(&Caller::with_status(*tid, status.clone()))
         });
-        let mut buf = std::mem::take(&mut st.buf);
-        let r = pump(&mut rd, &mut wr, framing, &mut buf, BUDGET, |chunk| {
-            if let Some(origin) = origin {
-                self.through_tapped(from, to, origin, chunk);
-            }
-        });
-        st.buf = buf;
+        // A record whole (at most the source ring's size), a stream's
+        // bytes a chunk at a time.
+        let cap = src.caps()[0] as usize;
+        let need = if l.record { cap } else { cap.min(BUDGET) };
+        let mut buf = self.lanes.mover.buf.lock();
+        if buf.len() < need {
+            // Zeroed pages from the allocator (calloc): only the bytes a
+            // record fills are touched.
+            *buf = vec![0; need];
+        }
+        let r = pump(
+            &mut rd,
+            &mut wr,
+            framing,
+            &mut buf[..need],
+            BUDGET,
+            |chunk| {
+                if let Some(origin) = origin {
+                    self.through_tapped(from, to, origin, chunk);
+                }
+            },
+        );
+        drop(buf);
         st.rpos[d] = rd.position();
         st.wpos[1 - d] = wr.position();
         st.wseen[1 - d] = wr.head_seen();
