@@ -129,8 +129,16 @@ sleep 3
 mover_flood=$(($(mover_ticks) - t0))
 mark flood_end
 touch "$TMP/flags/flood_stop"
-wait $FL1 || fail "B's flood: $(cat "$TMP/flood.out")"
-wait $FL2 || fail "B's flood: $(cat "$TMP/flood2.out")"
+# (a flood that does not end: what its connections through the daemon hold, for the log)
+if ! ended_within $FL1 20000 || ! ended_within $FL2 20000; then
+    for d in "$U"/sock/*/; do
+        st=$(tr '\n' ' ' <"$d/status" 2>/dev/null) || continue
+        [[ $st == *lane=through* ]] && say "$d: $st"
+    done
+    fail "B's flood did not end within 20 s of its stop: $(cat "$TMP/flood.out" "$TMP/flood2.out" | tr '\n' '|')"
+fi
+wait $FL1 || fail "B's flood (11 connections) ended with status $?: $(cat "$TMP/flood.out")"
+wait $FL2 || fail "B's flood (one connection) ended with status $?: $(cat "$TMP/flood2.out")"
 cat "$TMP/flood.out" "$TMP/flood2.out"
 grep -q "B's flood: lanes lane=through$" "$TMP/flood.out" || fail "B's flood was not through the daemon: $(cat "$TMP/flood.out")"
 kill "$BSRV" "$BSEQ" 2>/dev/null || true
