@@ -315,6 +315,7 @@ scripts!(
     // hold twice; and the programs added late (gpg-agent, git's credential cache),
     // whose second pass is the lanes_on one below.
     once:
+    adversarial_through,
     run_cpython_lanes,
     run_git_credential,
     run_gpg_agent,

@@ -630,7 +630,11 @@ impl Engine {
         let (fd, region) = Region::create(caps).map_err(Errno::from_raw)?;
         let evs = Evs::new()?;
         let through = match through {
-            true => Some(Box::new(through::Far::new(&region, [caps[1], caps[0]])?)),
+            true => Some(Box::new(through::Far::new(
+                &region,
+                [caps[1], caps[0]],
+                payer,
+            )?)),
             false => None,
         };
         region.set_state(State::Direct);
