@@ -90,6 +90,161 @@ want_line() {
     [ "$got" == "$2" ] || fail "[$front] $3: '$got' $4"
 }
 
+# ---- issue 29: B's route declarations against A's plain directories on the mount.
+# Anyone may declare a route root (the xattr a `udsfs run --route /P` writes); a
+# declaration governs the declarer's own routed walks, not another user's plain
+# directories (README "What is routed"). Each case prints what B tried and what A got:
+#  decl_userns    B, root of a user namespace of its own (unshare -Ur), declares K/r and K
+#                 (first, on a mount where nothing is declared yet) where A has its plain
+#                 0700 M/K/r and a socket: A's directories stay A's, A reaches A. (Before:
+#                 M/K/r root's 0755, A's socket node dropped: ENOENT.)
+#  decl_existing  A made M/K/p (its own 0700, plain, where the kernel has root's 0755
+#                 K/p) and serves a socket there; B runs `udsfs run --route K/p` (its
+#                 declaration, its routed connect to A's name), declares /tmp and the
+#                 dirs above too, lists M/K/p and binds there: A's directories must stay
+#                 A's, as made, and A's client reach A. (Before: B's declaration made
+#                 M/tmp root's 1777, M/K/p root's 0755, A's socket node dropped: ENOENT.)
+#  decl_before    B declares K/q first; A then makes M/K/q 0700 and serves there: A's
+#                 directory is A's. (Before: A's mkdir made root's 0755 copy, A's bind
+#                 EACCES.)
+#  decl_many      B declares 60,000 paths from 60 processes one after another (pids
+#                 reused in turn): at most PER_USER (256) are taken, the rest ENOSPC,
+#                 and the mount still answers. (Held before too: the bound is per uid.)
+K=$TMP/k
+mkdir -m 755 "$K" "$K/p" "$K/q" "$K/r"
+py_file() { cat >"$TMP/$1"; chmod 644 "$TMP/$1"; }
+py_file serve.py <<'PY'
+# serve.py PATH N: binds PATH (stream), answers "A" to N connections.
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(8)
+print("listening", flush=True)
+for _ in range(int(sys.argv[2])):
+    c, _ = s.accept()
+    c.sendall(b"A")
+    c.close()
+PY
+py_file ask.py <<'PY'
+# ask.py PATH...: connects to each PATH, prints what it answers or the errno.
+import errno, socket, sys
+for p in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(p)
+        print("got", s.recv(100).decode() or "EOF", flush=True)
+    except OSError as e:
+        print("connect:", errno.errorcode.get(e.errno, e.errno), flush=True)
+PY
+py_file declare.py <<'PY'
+# declare.py PATH...: declares each PATH a route root (as `udsfs run --route` does),
+# prints the result; "many N PROCS": N paths from PROCS processes in turn, prints the
+# counts of results.
+import collections, errno, os, sys
+f = os.environ["U"] + "/dgram/clone"
+def declare(p):
+    try:
+        os.setxattr(f, "user.udsfs.route", p.encode())
+        return "0"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+if sys.argv[1] == "many":
+    n, procs = int(sys.argv[2]), int(sys.argv[3])
+    total = collections.Counter()
+    for k in range(procs):
+        r, w = os.pipe()
+        if os.fork() == 0:
+            c = collections.Counter(declare("/many/%d/%d" % (k, i)) for i in range(n // procs))
+            os.write(w, repr(dict(c)).encode())
+            os._exit(0)
+        os.close(w)
+        got = b""
+        while True:
+            b = os.read(r, 4096)
+            if not b:
+                break
+            got += b
+        os.close(r)
+        os.wait()
+        total.update(eval(got))
+    print("declared:", dict(sorted(total.items())), flush=True)
+else:
+    for p in sys.argv[1:]:
+        print("declare %s: %s" % (p, declare(p)), flush=True)
+PY
+# plain_run UID PROGRAM ARGS: PROGRAM through `udsfs run` without a route, as UID.
+plain_run() {
+    local uid=$1
+    shift
+    as_uid "$uid" env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp \
+        -- /usr/bin/python3 "$TMP/$1" "${@:2}"
+}
+# a_serves DIR N: A's server at DIR/a.sock in the background, up.
+a_serves() {
+    plain_run $A serve.py "$1/a.sock" "$2" >"$TMP/serve.$3.out" 2>&1 &
+    a_servers+=($!)
+    for _ in $(seq 500); do grep -q listening "$TMP/serve.$3.out" && return; sleep 0.02; done
+    fail "A's server at $1 did not come up: $(cat "$TMP/serve.$3.out")"
+}
+decl_failed=()
+a_servers=()
+judge() {
+    if [ "$2" = 1 ]; then ok "$1: $3"; else decl_failed+=("$1: $3"); say "FAIL: $1: $3"; fi
+}
+shown() { stat -c '%a %u' "$@" | tr '\n' ' '; }
+
+# decl_userns
+as_uid $A mkdir -p "$MNT$K/r"
+as_uid $A chmod 700 "$MNT$K/r"
+a_serves "$MNT$K/r" 1 3
+bdecl=$(as_uid $B unshare -Ur env U="$U" /usr/bin/python3 "$TMP/declare.py" "$K/r" "$K" 2>&1 | tr '\n' ' ')
+after=$(shown "$MNT$K/r")
+asked=$(plain_run $A ask.py "$MNT$K/r/a.sock" 2>&1)
+say "decl_userns: B as root of its own user namespace: $bdecl; A's M/K/r then: $after; A's client: $asked"
+judge decl_userns "$([ "$after" = "700 $A " ] && [ "$asked" = "got A" ] && echo 1)" \
+    "A's M/K/r after B's declaration from a user namespace: $after(want 700 $A), A's client: $asked"
+
+# decl_existing
+as_uid $A mkdir -p "$MNT$K/p" || true
+as_uid $A chmod 700 "$MNT$K/p" || true
+a_serves "$MNT$K/p" 2 1
+before=$(shown "$MNT/tmp" "$MNT$TMP" "$MNT$K" "$MNT$K/p")
+brun=$(as_uid $B env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp --route "$K/p" \
+    -- /usr/bin/python3 "$TMP/ask.py" "$K/p/a.sock" 2>&1 | tr '\n' ' ')
+bdecl=$(as_uid $B env U="$U" /usr/bin/python3 "$TMP/declare.py" /tmp "$TMP" "$K" "$K/p/deeper" 2>&1 | tr '\n' ' ')
+bls=$(as_uid $B ls "$MNT$K/p" 2>&1 | tr '\n' ' ') || true
+bbind=$(plain_run $B ask.py "$MNT$K/p/a.sock" 2>&1)
+after=$(shown "$MNT/tmp" "$MNT$TMP" "$MNT$K" "$MNT$K/p")
+asked=$(plain_run $A ask.py "$MNT$K/p/a.sock" 2>&1)
+say "decl_existing: A's M/tmp M/TMP M/K M/K/p before: $before; B's routed run at $K/p: $brun; B's declarations: $bdecl"
+say "  B's ls of A's M/K/p: $bls; B's plain connect to A's name: $bbind; the directories after: $after; A's client: $asked"
+judge decl_existing "$([ "$after" = "$before" ] && [ "$asked" = "got A" ] && [ "$before" = "755 $A 755 $A 755 $A 700 $A " ] && echo 1)" \
+    "A's plain directories after B's declarations: $after(made $before), A's client: $asked (want got A)"
+
+# decl_before
+bdecl=$(as_uid $B env U="$U" /usr/bin/python3 "$TMP/declare.py" "$K/q" 2>&1)
+made=$(as_uid $A mkdir -m 700 "$MNT$K/q" 2>&1 && echo made) || true
+plain_run $A serve.py "$MNT$K/q/a.sock" 1 >"$TMP/serve.2.out" 2>&1 &
+a_servers+=($!)
+for _ in $(seq 500); do grep -q listening "$TMP/serve.2.out" && break; sleep 0.02; done
+sleep 0.2
+asked=$(plain_run $A ask.py "$MNT$K/q/a.sock" 2>&1)
+after=$(shown "$MNT$K/q")
+say "decl_before: $bdecl; A's mkdir -m 700 M/K/q then: $made, $after; A's server: $(head -c 300 "$TMP/serve.2.out" | tr '\n' ' '); A's client: $asked"
+judge decl_before "$([ "$after" = "700 $A " ] && [ "$asked" = "got A" ] && echo 1)" \
+    "A's M/K/q made after B's declaration of K/q: $after(want 700 $A), A's client: $asked (want got A)"
+
+# decl_many
+many=$(as_uid $B env U="$U" /usr/bin/python3 "$TMP/declare.py" many 60000 60 2>&1)
+alive=$(stat -c %F "$U/dgram/clone" 2>&1)
+taken=$(sed -n "s/.*'0': \([0-9]*\).*/\1/p" <<<"$many")
+say "decl_many: B's 60,000 declarations: $many"
+judge decl_many "$([ -n "$taken" ] && [ "$taken" -le 256 ] && grep -q "ENOSPC" <<<"$many" && echo 1)" \
+    "B's 60,000 declarations: $many (want at most 256 taken, the rest ENOSPC); the mount after: $alive"
+kill "${a_servers[@]}" 2>/dev/null || true
+wait "${a_servers[@]}" 2>/dev/null || true
+[ ${#decl_failed[@]} -eq 0 ] || fail "issue 29 cases failed: ${decl_failed[*]}"
+
 for front in preload seccomp; do
     W=$TMP/$front
     R=$W/r # routed, world-writable: A makes its directory there

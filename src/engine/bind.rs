@@ -31,7 +31,7 @@ impl Engine {
                 if ty != SockType::Dgram {
                     self.mirror_kernel_dirs(path, caller, false);
                 } else if self.tree.under_route(path) && !self.tree.dgram_corrected(path) {
-                    self.correct_dirs(path, caller.tid, false, false);
+                    self.correct_dirs(path, caller, false, false);
                 }
                 let ino = self.tree.connect_node(path, caller)?;
                 let s = self
@@ -63,7 +63,7 @@ impl Engine {
     /// (`Tree::dgram_corrected`: no walk of the kernel's tree per message).
     fn mirror_kernel_dirs(&self, path: &[u8], caller: &Caller, make: bool) {
         if self.tree.under_route(path) {
-            self.correct_dirs(path, caller.tid, make, false);
+            self.correct_dirs(path, caller, make, false);
         }
     }
 
@@ -82,18 +82,23 @@ impl Engine {
             );
             return Err(e);
         }
-        self.correct_dirs(path, caller.tid, false, true);
+        self.correct_dirs(path, caller, false, true);
         Ok(())
     }
 
     /// The copies on tree path `path` (its last component too when `last`)
-    /// given the kernel's attributes as thread `tid` sees them (`make`:
-    /// missing ones made), each name dropped from a copy logged.
-    fn correct_dirs(&self, path: &[u8], tid: u32, make: bool, last: bool) {
-        let Some(dirs) = self.kernel_dirs(path, tid, last) else {
+    /// given the kernel's attributes as `caller`'s thread sees them (`make`:
+    /// missing ones made), as far as a declaration governs `caller`'s
+    /// requests and lets it take them (`Tree::mirror`), each name dropped
+    /// from a copy logged.
+    fn correct_dirs(&self, path: &[u8], caller: &Caller, make: bool, last: bool) {
+        if !self.tree.declared_for(path, caller.fsuid) {
+            return;
+        }
+        let Some(dirs) = self.kernel_dirs(path, caller.tid, last) else {
             return;
         };
-        for name in self.tree.mirror(path, &dirs, make) {
+        for name in self.tree.mirror(path, &dirs, make, caller.fsuid) {
             limited!(
                 info,
                 "{}: a name in a copy of a kernel directory whose owner it was not made by, removed when the copy took the kernel directory's owner ({})",
@@ -126,12 +131,15 @@ impl Engine {
     }
 
     /// mkdir(2) of `name` in tree directory `parent` by thread `tid` as
-    /// `m` asks: at a route's path (a declared route root, above or below
-    /// one: `Tree::is_route_copy`) where the kernel has a directory (as
-    /// `tid` sees it), the new one is its copy and carries its owner, group
-    /// and mode, whoever makes it (README "What is routed"), so no user can
-    /// make, and own, the copy of a kernel directory it could not write.
-    /// Elsewhere it is the maker's, as on a plain mount.
+    /// `m` asks: at a route's path (a route root, above or below one,
+    /// declared by `m.uid`, root or the mount's owner: `Tree::is_route_copy`)
+    /// where the kernel has a directory (as `tid` sees it), the new one is
+    /// its copy and carries its owner, group and mode (README "What is
+    /// routed"), so no routed program makes, and owns, the copy of a kernel
+    /// directory it could not write. Elsewhere it is the maker's, as on a
+    /// plain mount: another user's declaration does not take it (issue 29;
+    /// one it squats at a declared path is taken back by the walk of a
+    /// request the declaration governs, `Tree::mirror`).
     pub fn mkdir(&self, parent: u64, name: &[u8], m: Maker, tid: u32) -> Result<u64> {
         let kernel = self
             .tree
@@ -139,7 +147,7 @@ impl Engine {
             .filter(|_| self.tree.any_route())
             .and_then(|_| self.tree.path_of(parent))
             .map(|p| [p.as_slice(), b"/", name].concat())
-            .filter(|path| self.tree.is_route_copy(path))
+            .filter(|path| self.tree.is_route_copy(path, m.uid))
             .and_then(|path| {
                 let n = path.split(|&b| b == b'/').filter(|c| !c.is_empty()).count();
                 self.kernel_dirs(&path, tid, true).filter(|d| d.len() == n)

@@ -82,7 +82,7 @@ impl Tree {
             rename_lock: Mutex::new(()),
             nodes: Quota::new("tree nodes"),
             prefix,
-            routes: routes::Routes::default(),
+            routes: routes::Routes::new(root_uid),
         };
         // The root counts, as in tmpfs's nr_inodes.
         tree.nodes.transfer_in(root_uid, 1);
