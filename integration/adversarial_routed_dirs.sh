@@ -21,6 +21,7 @@ source "$LIB_DIR/lib_run.bash"
 attack_needs "attacks udsfs run's routes"
 A=61005
 B=61006
+C=61007
 
 # a.py R STEP...: A's side. Binds R/d/s.sock, then for each STEP waits for the file
 # f/STEP.go (beside R) and does it: "chmod:MODE" (of d), "bind" (R/d/t.sock), "drain" (prints what
@@ -107,11 +108,21 @@ want_line() {
 #  decl_before    B declares K/q first; A then makes M/K/q 0700 and serves there: A's
 #                 directory is A's. (Before: A's mkdir made root's 0755 copy, A's bind
 #                 EACCES.)
+#  decl_mode      (at the end, once root's runs below made the copies of /tmp and TMP
+#                 root's) A made M/K/am/m 0700 (plain, in A's copy of its K/am), where
+#                 the kernel's K/am/m is A's too, 0777; C (B's declarations are spent)
+#                 runs `udsfs run --route K/am/m` and connects below it, then binds in
+#                 M/K/am/m: it stays 0700 and C's bind is EACCES (another's declaration
+#                 opens no directory of A's either; it made it 0777 and C bound).
 #  decl_many      B declares 60,000 paths from 60 processes one after another (pids
 #                 reused in turn): at most PER_USER (256) are taken, the rest ENOSPC,
 #                 and the mount still answers. (Held before too: the bound is per uid.)
 K=$TMP/k
 mkdir -m 755 "$K" "$K/p" "$K/q" "$K/r"
+mkdir -m 755 "$K/am"
+mkdir -m 777 "$K/am/m"
+chown $A:$A "$K/am" "$K/am/m"
+chmod 777 "$K/am/m"
 py_file() { cat >"$TMP/$1"; chmod 644 "$TMP/$1"; }
 py_file serve.py <<'PY'
 # serve.py PATH N: binds PATH (stream), answers "A" to N connections.
@@ -293,4 +304,20 @@ SH
     [ "$got" == "A received: 2-sendto" ] || fail "[$front] 4. A's socket received '$got' (want only B's message of 2)"
     ok "[$front] 4. A's socket received only the message B was allowed to send"
 done
+# decl_mode
+# (M/K root's and A's M/K/am: the copies of root's K and A's K/am, as A's routed run
+# would have made them)
+mkdir -p "$MNT$K/am" && chown 0:0 "$MNT$K" && chown $A:$A "$MNT$K/am" && chmod 755 "$MNT$K" "$MNT$K/am"
+as_uid $A mkdir -m 700 "$MNT$K/am/m" || true
+before=$(shown "$MNT$K/am/m")
+# (as C: B's declarations are spent, decl_many)
+brun=$(as_uid $C env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp --route "$K/am/m" \
+    -- /usr/bin/python3 "$TMP/ask.py" "$K/am/m/x.sock" 2>&1 | tr '\n' ' ') || true
+after=$(shown "$MNT$K/am/m")
+cbind=$(plain_run $C serve.py "$MNT$K/am/m/c.sock" 0 2>&1 | tail -n 1) || true
+say "decl_mode: A's M/K/am/m: $before(the kernel's: $(shown "$K/am/m")); C's routed run at $K/am/m: $brun; A's M/K/am/m then: $after; C's bind in it: $cbind"
+judge decl_mode "$([ "$after" = "700 $A " ] && grep -q "Permission denied" <<<"$cbind" && echo 1)" \
+    "A's plain M/K/am/m after C's declaration and routed connect below it: $after(want 700 $A, as A made it); C's bind there: $cbind (want EACCES)"
+
+[ ${#decl_failed[@]} -eq 0 ] || fail "issue 29 cases failed: ${decl_failed[*]}"
 say "adversarial_routed_dirs: all passed"

@@ -43,8 +43,14 @@ impl Tree {
     /// a request of `uid`'s, when a declaration that governs it covers
     /// `path` (`Tree::declared_for`; else nothing changes): a copy whose
     /// owner, group or mode differ takes the kernel's (the daemon decides,
-    /// whoever made the copy) when it already has the kernel directory's
-    /// owner or `uid` may take it (`may_take`), a missing one is made with
+    /// whoever made the copy) when `uid` may take it (`may_take`), or when
+    /// it has the kernel directory's owner already and that is root or the
+    /// mount's owner, root's or the mount owner's declaration covers `path`
+    /// (a chmod of the kernel's directory counts for everyone), or the
+    /// kernel's mode grants nothing the copy's does not (`narrower`: a copy
+    /// another user's directory went stale with is shut as the kernel's
+    /// was; B's declaration opens no directory of A's that B may not take,
+    /// even where the kernel's is A's and open), a missing one is made with
     /// them when `make` (a bind), and the walk stops at a missing one
     /// otherwise, at a name that is no directory, or at another user's
     /// directory `uid` may not take.
@@ -57,6 +63,7 @@ impl Tree {
         if !self.declared_for(path, uid) {
             return dropped;
         }
+        let open = self.declared_by_privileged(path);
         let mut dir = ROOT_INO;
         let parts = path
             .split(|&b| b == b'/')
@@ -74,10 +81,16 @@ impl Tree {
                 Err(_) => break,
             };
             let Ok(a) = self.getattr(ino) else { break };
-            if a.kind != Kind::Dir || (a.uid != k.uid && !self.may_take(a.uid, &dirs[i..], uid)) {
+            if a.kind != Kind::Dir {
                 break;
             }
-            if (a.uid, a.gid, a.perm) != (k.uid, k.gid, k.mode & 0o7777) {
+            let take = self.may_take(a.uid, &dirs[i..], uid);
+            if a.uid != k.uid && !take {
+                break;
+            }
+            if (a.uid, a.gid, a.perm) != (k.uid, k.gid, k.mode & 0o7777)
+                && (take || open || self.privileged(a.uid) || narrower(k.mode, a.perm))
+            {
                 let _ = self.setattr(ino, Some(k.mode), Some(k.uid), Some(k.gid), None, None);
                 if a.uid != k.uid {
                     dropped.extend(self.drop_foreign(ino, k));
@@ -123,4 +136,12 @@ impl Tree {
         }
         dropped
     }
+}
+
+/// Whether directory mode `new` grants nothing `old` does not: no
+/// permission or set-id bit `old` lacks, and the sticky bit kept if `old`
+/// has it (it takes a right away).
+fn narrower(new: u32, old: u32) -> bool {
+    let grants = |m: u32| m & 0o6777;
+    grants(new) & !grants(old) == 0 && (old & 0o1000 == 0 || new & 0o1000 != 0)
 }

@@ -151,13 +151,21 @@ impl Tree {
     /// or the mount owner's) covers the walk of tree path `path`: a root at
     /// `path` or above it.
     pub fn declared_for(&self, path: &[u8], uid: u32) -> bool {
+        self.covered(path, |by| self.governs(by, uid))
+    }
+
+    /// Whether root's or the mount owner's declaration covers the walk of
+    /// tree path `path` (one that governs every user's requests).
+    pub fn declared_by_privileged(&self, path: &[u8]) -> bool {
+        self.covered(path, |by| by.iter().any(|&u| self.privileged(u)))
+    }
+
+    /// Whether a root at tree path `path` or above it has declarers `by`
+    /// for which `f` holds.
+    fn covered(&self, path: &[u8], f: impl Fn(&HashSet<u32>) -> bool) -> bool {
         let parts = components(path);
         let d = self.routes.inner.lock();
-        (1..=parts.len()).any(|i| {
-            d.roots
-                .get(&parts[..i].join(&b'/'))
-                .is_some_and(|by| self.governs(by, uid))
-        })
+        (1..=parts.len()).any(|i| d.roots.get(&parts[..i].join(&b'/')).is_some_and(&f))
     }
 
     /// Whether one of the declarers `by` governs `uid`'s requests.

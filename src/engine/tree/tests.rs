@@ -216,6 +216,17 @@ fn another_users_declaration_takes_no_ones_plain_directories() {
     assert!(t.is_route_copy(b"srv", b));
     t.mirror(b"srv/a/s", &kernel, false, a);
     assert_eq!(shown(srv.ino), (0o700, a));
+    // Nor does B's walk open A's /c, A's in the kernel too (0777 there,
+    // 0700 as A made it in the mount); a narrower kernel mode is taken
+    // (a copy another user's directory went stale with).
+    let c = t.mkdir(ROOT_INO, b"c", by(a, a, 0o700)).unwrap();
+    t.declare_route(b"/c", b).unwrap();
+    t.mirror(b"c/s", &[by(a, a, 0o777)], false, b);
+    assert_eq!(shown(c.ino), (0o700, a));
+    t.mirror(b"c/s", &[by(a, a, 0o1700)], false, b);
+    assert_eq!(shown(c.ino), (0o1700, a));
+    t.mirror(b"c/s", &[by(a, a, 0o700)], false, b);
+    assert_eq!(shown(c.ino), (0o1700, a));
     // Root's declaration governs everyone's: A's walk (A owns /srv/a below
     // /srv) takes /srv as root's; B's may not take a third user's /srv/a
     // where the kernel's is a fourth's.
