@@ -157,7 +157,9 @@ impl Tree {
     /// Whether root's or the mount owner's declaration covers the walk of
     /// tree path `path` (one that governs every user's requests).
     pub fn declared_by_privileged(&self, path: &[u8]) -> bool {
-        self.covered(path, |by| by.iter().any(|&u| self.privileged(u)))
+        self.covered(path, |by| {
+            by.contains(&0) || by.contains(&self.routes.owner)
+        })
     }
 
     /// Whether a root at tree path `path` or above it has declarers `by`
