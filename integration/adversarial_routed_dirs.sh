@@ -117,23 +117,35 @@ want_line() {
 #  decl_many      B declares 60,000 paths from 60 processes one after another (pids
 #                 reused in turn): at most PER_USER (256) are taken, the rest ENOSPC,
 #                 and the mount still answers. (Held before too: the bound is per uid.)
+#  decl_squat     (at the end) C made M/K/s (plain, C's 0777; C's own declarations do not
+#                 cover it) where the kernel's K/s is root's 1777 (a /tmp) and A owns
+#                 nothing on the path; A's `udsfs run --route K/s` binds K/s/a.sock, C
+#                 moves A's node aside and binds its own there: A's client must not reach
+#                 C. A's walk may not take C's directory (A has no kernel directory
+#                 there), so A's bind and connect are refused (EACCES: a squatter's DoS,
+#                 not an impersonation; before this walk refused, A bound in C's
+#                 directory and its client got C).
 K=$TMP/k
 mkdir -m 755 "$K" "$K/p" "$K/q" "$K/r"
 mkdir -m 755 "$K/am"
+mkdir -m 1777 "$K/s"
 mkdir -m 777 "$K/am/m"
 chown $A:$A "$K/am" "$K/am/m"
 chmod 777 "$K/am/m"
 py_file() { cat >"$TMP/$1"; chmod 644 "$TMP/$1"; }
 py_file serve.py <<'PY'
-# serve.py PATH N: binds PATH (stream), answers "A" to N connections.
+# serve.py PATH N [WORD]: binds PATH (stream), answers WORD ("A") to N connections.
 import socket, sys
+import os
+word = (sys.argv[3] if len(sys.argv) > 3 else "A").encode()
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o777)
 s.listen(8)
 print("listening", flush=True)
 for _ in range(int(sys.argv[2])):
     c, _ = s.accept()
-    c.sendall(b"A")
+    c.sendall(word)
     c.close()
 PY
 py_file ask.py <<'PY'
@@ -318,6 +330,24 @@ cbind=$(plain_run $C serve.py "$MNT$K/am/m/c.sock" 0 2>&1 | tail -n 1) || true
 say "decl_mode: A's M/K/am/m: $before(the kernel's: $(shown "$K/am/m")); C's routed run at $K/am/m: $brun; A's M/K/am/m then: $after; C's bind in it: $cbind"
 judge decl_mode "$([ "$after" = "700 $A " ] && grep -q "Permission denied" <<<"$cbind" && echo 1)" \
     "A's plain M/K/am/m after C's declaration and routed connect below it: $after(want 700 $A, as A made it); C's bind there: $cbind (want EACCES)"
+
+# decl_squat
+mkdir -p "$MNT$K/s" && chown $C:$C "$MNT$K/s" && chmod 777 "$MNT$K/s"
+arun() { as_uid $A env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp --route "$K/s" -- /usr/bin/python3 "$@"; }
+arun "$TMP/serve.py" "$K/s/a.sock" 1 >"$TMP/serve.6.out" 2>&1 &
+a_servers+=($!)
+for _ in $(seq 300); do grep -q "listening\|Error" "$TMP/serve.6.out" && break; sleep 0.02; done
+abind=$(tail -n 1 "$TMP/serve.6.out")
+moved=$(as_uid $C mv "$MNT$K/s/a.sock" "$MNT$K/s/aside" 2>&1 && echo moved) || true
+plain_run $C serve.py "$MNT$K/s/a.sock" 1 C >"$TMP/serve.7.out" 2>&1 &
+a_servers+=($!)
+for _ in $(seq 300); do grep -q "listening\|Error" "$TMP/serve.7.out" && break; sleep 0.02; done
+asked=$(arun "$TMP/ask.py" "$K/s/a.sock" 2>&1) || true
+say "decl_squat: C's M/K/s: $(shown "$MNT$K/s")(the kernel's: $(shown "$K/s")); A's routed bind: $abind; C's move of A's node: $moved; C's bind: $(tail -n 1 "$TMP/serve.7.out"); A's client: $asked"
+judge decl_squat "$([ "$asked" != "got C" ] && echo 1)" \
+    "A's routed client at its name in C's squatted M/K/s: $asked (want anything but C's answer)"
+kill "${a_servers[@]}" 2>/dev/null || true
+wait "${a_servers[@]}" 2>/dev/null || true
 
 [ ${#decl_failed[@]} -eq 0 ] || fail "issue 29 cases failed: ${decl_failed[*]}"
 say "adversarial_routed_dirs: all passed"

@@ -15,6 +15,15 @@ use nix::errno::Errno;
 use super::node::{Kind, Maker};
 use super::{ROOT_INO, Tree};
 
+/// What `Tree::mirror` did.
+#[derive(Debug, Default)]
+pub struct Mirrored {
+    /// The names dropped from copies whose owner changed.
+    pub dropped: Vec<Vec<u8>>,
+    /// The walk ended at another user's directory the request may not take.
+    pub foreign: bool,
+}
+
 impl Tree {
     /// The tree path of directory `ino` ("" for the root), found through
     /// its parents; None when it was removed meanwhile (or lies deeper
@@ -53,15 +62,20 @@ impl Tree {
     /// even where the kernel's is A's and open), a missing one is made with
     /// them when `make` (a bind), and the walk stops at a missing one
     /// otherwise, at a name that is no directory, or at another user's
-    /// directory `uid` may not take.
+    /// directory `uid` may not take (`Mirrored::foreign`: the request is
+    /// then refused, since that user could move names there or have bound
+    /// its own at the request's name).
     /// A copy whose owner changes loses the socket nodes and links in it
     /// that their owners could not have made in the kernel's directory
     /// (`foreign`): made there while another user held the copy, they would
     /// answer at names only the kernel directory's owner may give.
-    pub fn mirror(&self, path: &[u8], dirs: &[Maker], make: bool, uid: u32) -> Vec<Vec<u8>> {
+    pub fn mirror(&self, path: &[u8], dirs: &[Maker], make: bool, uid: u32) -> Mirrored {
         let mut dropped = Vec::new();
         if !self.declared_for(path, uid) {
-            return dropped;
+            return Mirrored {
+                dropped,
+                foreign: false,
+            };
         }
         let open = self.declared_by_privileged(path);
         let mut dir = ROOT_INO;
@@ -86,7 +100,10 @@ impl Tree {
             }
             let take = self.may_take(a.uid, &dirs[i..], uid);
             if a.uid != k.uid && !take {
-                break;
+                return Mirrored {
+                    dropped,
+                    foreign: true,
+                };
             }
             if (a.uid, a.gid, a.perm) != (k.uid, k.gid, k.mode & 0o7777)
                 && (take || open || self.privileged(a.uid) || narrower(k.mode, a.perm))
@@ -98,7 +115,10 @@ impl Tree {
             }
             dir = ino;
         }
-        dropped
+        Mirrored {
+            dropped,
+            foreign: false,
+        }
     }
 
     /// Whether a request of `uid`'s may give a directory made by `maker`

@@ -22,6 +22,7 @@ use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use super::quota::Quota;
+pub use mirror::Mirrored;
 pub use node::{Attr, Kind, Maker};
 use node::{Content, Node};
 use shards::Shard;

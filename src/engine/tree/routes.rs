@@ -202,6 +202,14 @@ impl Tree {
         false
     }
 
+    /// Forgets the correction `dgram_corrected` recorded for the name at
+    /// tree path `path` (its walk was refused: the next send walks again).
+    pub fn dgram_forget(&self, path: &[u8]) {
+        let mut parts = components(path);
+        parts.pop();
+        self.routes.inner.lock().fresh.remove(&parts.join(&b'/'));
+    }
+
     /// Whether the directory at tree path `path`, made by `uid`, is a copy
     /// of the kernel's: a route root, above one, or below one, declared by
     /// a declaration that governs `uid`'s requests (`declared_for`).

@@ -133,10 +133,14 @@ fn copies_of_kernel_directories_take_the_kernels_owner_and_mode() {
     // The kernel's: /r root's 0755, /r/adir A's 0700.
     let kernel = [by(0, 0, 0o755), by(61051, 61051, 0o700)];
     // No route declared for A: nothing changes.
-    assert!(t.mirror(b"r/adir/a.sock", &kernel, false, 61051).is_empty());
+    assert!(
+        t.mirror(b"r/adir/a.sock", &kernel, false, 61051)
+            .dropped
+            .is_empty()
+    );
     assert_eq!(t.getattr(r.ino).unwrap().uid, 61052);
     t.declare_route(b"/r", 61051).unwrap();
-    let dropped = t.mirror(b"r/adir/a.sock", &kernel, false, 61051);
+    let dropped = t.mirror(b"r/adir/a.sock", &kernel, false, 61051).dropped;
     let shown: Vec<String> = dropped
         .iter()
         .map(|n| String::from_utf8_lossy(n).into())
@@ -197,7 +201,9 @@ fn another_users_declaration_takes_no_ones_plain_directories() {
     // B declares /srv/a and walks it: B owns no kernel directory there, so
     // A's directories stay as A made them (the walk ends at A's /srv).
     t.declare_route(b"/srv/a", b).unwrap();
-    let dropped = t.mirror(b"srv/a", &kernel, true, b);
+    let done = t.mirror(b"srv/a", &kernel, true, b);
+    assert!(done.foreign);
+    let dropped = done.dropped;
     let shown = |ino| {
         let x = t.getattr(ino).unwrap();
         (x.perm, x.uid)
@@ -231,7 +237,7 @@ fn another_users_declaration_takes_no_ones_plain_directories() {
     // /srv) takes /srv as root's; B's may not take a third user's /srv/a
     // where the kernel's is a fourth's.
     t.declare_route(b"/srv/a", 0).unwrap();
-    let dropped = t.mirror(b"srv/a/s", &kernel, false, a);
+    let dropped = t.mirror(b"srv/a/s", &kernel, false, a).dropped;
     println!(
         "after A's walk under root's declaration: srv {:?}, dropped {dropped:?}",
         shown(srv.ino)
