@@ -29,9 +29,13 @@ impl Engine {
             Addr::Path(p) => {
                 let path = self.tree_path(p)?;
                 if ty != SockType::Dgram {
-                    self.mirror_kernel_dirs(path, caller, false);
-                } else if self.tree.under_route(path) && !self.tree.dgram_corrected(path) {
-                    self.correct_dirs(path, caller.tid, false, false);
+                    self.mirror_kernel_dirs(path, caller, false)?;
+                } else if self.tree.under_route(path)
+                    && !self.tree.dgram_corrected(path)
+                    && let Err(e) = self.correct_dirs(path, caller, false, false)
+                {
+                    self.tree.dgram_forget(path);
+                    return Err(e);
                 }
                 let ino = self.tree.connect_node(path, caller)?;
                 let s = self
@@ -61,10 +65,14 @@ impl Engine {
     /// directories stay their makers'). A datagram send (`find`) corrects
     /// them too, at most once a `DGRAM_FRESH` per directory
     /// (`Tree::dgram_corrected`: no walk of the kernel's tree per message).
-    fn mirror_kernel_dirs(&self, path: &[u8], caller: &Caller, make: bool) {
+    /// EACCES when the walk meets another user's directory the caller may
+    /// not take (`Tree::mirror`): that user could move names there, or
+    /// have bound its own at the caller's name.
+    fn mirror_kernel_dirs(&self, path: &[u8], caller: &Caller, make: bool) -> Result<()> {
         if self.tree.under_route(path) {
-            self.correct_dirs(path, caller.tid, make, false);
+            self.correct_dirs(path, caller, make, false)?;
         }
+        Ok(())
     }
 
     /// `udsfs run --route /P`'s declaration, by `caller`: tree path `P` is a
@@ -82,18 +90,27 @@ impl Engine {
             );
             return Err(e);
         }
-        self.correct_dirs(path, caller.tid, false, true);
+        // (another user's directory on the path is left as made; the
+        // declaration stands, and the walks of requests below refuse it)
+        let _ = self.correct_dirs(path, caller, false, true);
         Ok(())
     }
 
     /// The copies on tree path `path` (its last component too when `last`)
-    /// given the kernel's attributes as thread `tid` sees them (`make`:
-    /// missing ones made), each name dropped from a copy logged.
-    fn correct_dirs(&self, path: &[u8], tid: u32, make: bool, last: bool) {
-        let Some(dirs) = self.kernel_dirs(path, tid, last) else {
-            return;
+    /// given the kernel's attributes as `caller`'s thread sees them (`make`:
+    /// missing ones made), as far as a declaration governs `caller`'s
+    /// requests and lets it take them (`Tree::mirror`), each name dropped
+    /// from a copy logged; EACCES when the walk ended at another user's
+    /// directory the caller may not take.
+    fn correct_dirs(&self, path: &[u8], caller: &Caller, make: bool, last: bool) -> Result<()> {
+        if !self.tree.declared_for(path, caller.fsuid) {
+            return Ok(());
+        }
+        let Some(dirs) = self.kernel_dirs(path, caller.tid, last) else {
+            return Ok(());
         };
-        for name in self.tree.mirror(path, &dirs, make) {
+        let done = self.tree.mirror(path, &dirs, make, caller.fsuid);
+        for name in done.dropped {
             limited!(
                 info,
                 "{}: a name in a copy of a kernel directory whose owner it was not made by, removed when the copy took the kernel directory's owner ({})",
@@ -101,6 +118,16 @@ impl Engine {
                 String::from_utf8_lossy(&name)
             );
         }
+        if done.foreign {
+            limited!(
+                info,
+                "{}: uid {}'s request refused (EACCES): a directory on the path is another user's, made in the mount where the kernel's directory is not its, and this request may not take it (README \"What is routed\")",
+                String::from_utf8_lossy(&path[..path.len().min(256)]),
+                caller.fsuid
+            );
+            return Err(Errno::EACCES);
+        }
+        Ok(())
     }
 
     /// The kernel's directories at the prefixes of tree path `path` (its
@@ -126,12 +153,15 @@ impl Engine {
     }
 
     /// mkdir(2) of `name` in tree directory `parent` by thread `tid` as
-    /// `m` asks: at a route's path (a declared route root, above or below
-    /// one: `Tree::is_route_copy`) where the kernel has a directory (as
-    /// `tid` sees it), the new one is its copy and carries its owner, group
-    /// and mode, whoever makes it (README "What is routed"), so no user can
-    /// make, and own, the copy of a kernel directory it could not write.
-    /// Elsewhere it is the maker's, as on a plain mount.
+    /// `m` asks: at a route's path (a route root, above or below one,
+    /// declared by `m.uid`, root or the mount's owner: `Tree::is_route_copy`)
+    /// where the kernel has a directory (as `tid` sees it), the new one is
+    /// its copy and carries its owner, group and mode (README "What is
+    /// routed"), so no routed program makes, and owns, the copy of a kernel
+    /// directory it could not write. Elsewhere it is the maker's, as on a
+    /// plain mount: another user's declaration does not take it (issue 29;
+    /// one it squats at a declared path is taken back by the walk of a
+    /// request the declaration governs, `Tree::mirror`).
     pub fn mkdir(&self, parent: u64, name: &[u8], m: Maker, tid: u32) -> Result<u64> {
         let kernel = self
             .tree
@@ -139,7 +169,7 @@ impl Engine {
             .filter(|_| self.tree.any_route())
             .and_then(|_| self.tree.path_of(parent))
             .map(|p| [p.as_slice(), b"/", name].concat())
-            .filter(|path| self.tree.is_route_copy(path))
+            .filter(|path| self.tree.is_route_copy(path, m.uid))
             .and_then(|path| {
                 let n = path.split(|&b| b == b'/').filter(|c| !c.is_empty()).count();
                 self.kernel_dirs(&path, tid, true).filter(|d| d.len() == n)
@@ -167,7 +197,7 @@ impl Engine {
                 // Like unix_bind_bsd: make the node first, then find the socket
                 // already bound and take the node back.
                 let perm = 0o777 & !caller.umask();
-                self.mirror_kernel_dirs(path, caller, true);
+                self.mirror_kernel_dirs(path, caller, true)?;
                 let ino = self.tree.bind_node(path, caller, perm)?;
                 let _bind = s.bind_lock.lock();
                 if s.lock().name.is_some() {

@@ -264,8 +264,9 @@ fn reap_all() {
 /// Tells the daemon that `route` is a route root (the xattr
 /// `udsfs_proto::mount::ROUTE_XATTR` on the mount's dgram clone file, which
 /// anyone may write): the mount's directories at, above and below it are
-/// then copies of the kernel's, which the daemon gives the kernel's owners
-/// and modes (src/engine/tree/routes.rs). A route of `/` routes nothing
+/// then copies of the kernel's for this user's requests (root's and the
+/// mount owner's declarations: for everyone's), which the daemon gives the
+/// kernel's owners and modes (src/engine/tree/routes.rs, mirror.rs). A route of `/` routes nothing
 /// (`udsfs_proto::route`): nothing to declare.
 fn declare_route(mount: &Path, route: &Path) -> std::io::Result<()> {
     use std::ffi::CString;

@@ -22,6 +22,7 @@ use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use super::quota::Quota;
+pub use mirror::Mirrored;
 pub use node::{Attr, Kind, Maker};
 use node::{Content, Node};
 use shards::Shard;
@@ -82,7 +83,7 @@ impl Tree {
             rename_lock: Mutex::new(()),
             nodes: Quota::new("tree nodes"),
             prefix,
-            routes: routes::Routes::default(),
+            routes: routes::Routes::new(root_uid),
         };
         // The root counts, as in tmpfs's nr_inodes.
         tree.nodes.transfer_in(root_uid, 1);

@@ -132,7 +132,15 @@ fn copies_of_kernel_directories_take_the_kernels_owner_and_mode() {
     t.bind_node(b"r/b.sock", &b, 0o777).unwrap();
     // The kernel's: /r root's 0755, /r/adir A's 0700.
     let kernel = [by(0, 0, 0o755), by(61051, 61051, 0o700)];
-    let dropped = t.mirror(b"r/adir/a.sock", &kernel, false);
+    // No route declared for A: nothing changes.
+    assert!(
+        t.mirror(b"r/adir/a.sock", &kernel, false, 61051)
+            .dropped
+            .is_empty()
+    );
+    assert_eq!(t.getattr(r.ino).unwrap().uid, 61052);
+    t.declare_route(b"/r", 61051).unwrap();
+    let dropped = t.mirror(b"r/adir/a.sock", &kernel, false, 61051).dropped;
     let shown: Vec<String> = dropped
         .iter()
         .map(|n| String::from_utf8_lossy(n).into())
@@ -158,12 +166,14 @@ fn copies_of_kernel_directories_take_the_kernels_owner_and_mode() {
         b"r/new/deeper/s",
         &[kernel[0], by(7, 8, 0o1733), by(7, 8, 0o711)],
         false,
+        61051,
     );
     assert_eq!(t.lookup(r.ino, b"new").err(), Some(Errno::ENOENT));
     t.mirror(
         b"r/new/deeper/s",
         &[kernel[0], by(7, 8, 0o1733), by(7, 8, 0o711)],
         true,
+        61051,
     );
     let new = t.lookup(r.ino, b"new").unwrap();
     let deeper = t.lookup(new.ino, b"deeper").unwrap();
@@ -173,8 +183,71 @@ fn copies_of_kernel_directories_take_the_kernels_owner_and_mode() {
         b"r/adir/a.sock/x",
         &[kernel[0], kernel[1], by(9, 9, 0o777)],
         true,
+        61051,
     );
     assert_eq!(t.lookup(d.ino, b"a.sock").unwrap().kind, Kind::Socket);
+}
+
+#[test]
+fn another_users_declaration_takes_no_ones_plain_directories() {
+    let t = Tree::new(2, 0, 0, None);
+    let (a, b) = (61051, 61052);
+    // A's plain directories, where the kernel has root's /srv and A's
+    // /srv/a; A's socket in the first.
+    let srv = t.mkdir(ROOT_INO, b"srv", by(a, a, 0o700)).unwrap();
+    let sa = t.mkdir(srv.ino, b"a", by(a, a, 0o755)).unwrap();
+    t.bind_node(b"srv/s.sock", &user(a), 0o777).unwrap();
+    let kernel = [by(0, 0, 0o755), by(a, a, 0o711)];
+    // B declares /srv/a and walks it: B owns no kernel directory there, so
+    // A's directories stay as A made them (the walk ends at A's /srv).
+    t.declare_route(b"/srv/a", b).unwrap();
+    let done = t.mirror(b"srv/a", &kernel, true, b);
+    assert!(done.foreign);
+    let dropped = done.dropped;
+    let shown = |ino| {
+        let x = t.getattr(ino).unwrap();
+        (x.perm, x.uid)
+    };
+    println!(
+        "after B's walk: srv {:?}, srv/a {:?}, dropped {dropped:?}",
+        shown(srv.ino),
+        shown(sa.ino)
+    );
+    assert!(dropped.is_empty());
+    assert_eq!((shown(srv.ino), shown(sa.ino)), ((0o700, a), (0o755, a)));
+    // A's own requests are not governed by B's declaration: a walk of A's
+    // changes nothing, and A's mkdir is A's.
+    assert!(!t.declared_for(b"srv/a/s", a));
+    assert!(!t.is_route_copy(b"srv/x", a));
+    assert!(t.is_route_copy(b"srv", b));
+    t.mirror(b"srv/a/s", &kernel, false, a);
+    assert_eq!(shown(srv.ino), (0o700, a));
+    // Nor does B's walk open A's /c, A's in the kernel too (0777 there,
+    // 0700 as A made it in the mount); a narrower kernel mode is taken
+    // (a copy another user's directory went stale with).
+    let c = t.mkdir(ROOT_INO, b"c", by(a, a, 0o700)).unwrap();
+    t.declare_route(b"/c", b).unwrap();
+    t.mirror(b"c/s", &[by(a, a, 0o777)], false, b);
+    assert_eq!(shown(c.ino), (0o700, a));
+    t.mirror(b"c/s", &[by(a, a, 0o1700)], false, b);
+    assert_eq!(shown(c.ino), (0o1700, a));
+    t.mirror(b"c/s", &[by(a, a, 0o700)], false, b);
+    assert_eq!(shown(c.ino), (0o1700, a));
+    // Root's declaration governs everyone's: A's walk (A owns /srv/a below
+    // /srv) takes /srv as root's; B's may not take a third user's /srv/a
+    // where the kernel's is a fourth's.
+    t.declare_route(b"/srv/a", 0).unwrap();
+    let dropped = t.mirror(b"srv/a/s", &kernel, false, a).dropped;
+    println!(
+        "after A's walk under root's declaration: srv {:?}, dropped {dropped:?}",
+        shown(srv.ino)
+    );
+    assert_eq!(shown(srv.ino), (0o755, 0));
+    assert_eq!(dropped, [b"s.sock".to_vec()]);
+    t.setattr(sa.ino, Some(0o777), Some(9), Some(9), None, None)
+        .unwrap();
+    t.mirror(b"srv/a/s", &[kernel[0], by(7, 7, 0o700)], false, b);
+    assert_eq!(shown(sa.ino), (0o777, 9));
 }
 
 #[test]
@@ -182,10 +255,10 @@ fn route_roots_decide_which_directories_are_copies() {
     let t = Tree::new(2, 0, 0, None);
     // Nothing declared: a plain mount, no directory is a copy.
     assert!(!t.under_route(b"run/app/s"));
-    assert!(!t.is_route_copy(b"run"));
+    assert!(!t.is_route_copy(b"run", 61051));
     t.declare_route(b"/home/a", 61051).unwrap();
     let shown = |p: &[u8]| {
-        let (u, c) = (t.under_route(p), t.is_route_copy(p));
+        let (u, c) = (t.under_route(p), t.is_route_copy(p, 61051));
         println!(
             "{}: under a route {u}, a copy {c}",
             String::from_utf8_lossy(p)
@@ -212,7 +285,10 @@ fn route_roots_decide_which_directories_are_copies() {
     }
     assert_eq!(t.declare_route(b"/r/more", 7), Err(Errno::ENOSPC));
     assert!(t.declare_route(b"/r/0", 7).is_ok());
-    assert!(t.declare_route(b"/home/a", 7).is_ok());
+    // Another's root is one more declaration of 7's (it then governs 7's
+    // requests too).
+    assert_eq!(t.declare_route(b"/home/a", 7), Err(Errno::ENOSPC));
+    assert!(!t.is_route_copy(b"home", 7));
     assert!(t.declare_route(b"/r/more", 8).is_ok());
 }
 
