@@ -571,6 +571,56 @@ def parked_down(d):
     reap(pid, "parked_down")
 
 
+def shutdown_race(d):
+    """60 connections, each laned by a ping-pong, then the client streams
+    256 KiB and shuts down writing while the server reads (asleep on the
+    ring) to EOF, then answers: the shutdown takes the lane down, and the
+    server's read, woken by the way down, asks for a lane again at once.
+    A lane made between the shutdown's way down and the shutdown itself
+    carried no EOF: the server slept on its ring for ever (the client in
+    its recv of the answer). The server's reads have SO_RCVTIMEO 10 s, so
+    such a connection says how far it got instead of hanging."""
+    srv, path = listener(d, "shut")
+    n, size = 60, 256 * 1024
+    data = hashlib.sha256(b"shut").digest() * (size // 32)
+
+    def cl():
+        for k in range(n):
+            c = client(path)
+            pingpong_rounds(c, 20, True)
+            send_odd_pieces(c, data)
+            c.shutdown(socket.SHUT_WR)
+            if recv_exact(c, 2) != b"ok":
+                raise SystemExit("connection %d: no answer" % k)
+            c.close()
+
+    pid = child(cl)
+    stuck = []
+    for k in range(n):
+        a, _ = srv.accept()
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 10, 0))
+        pingpong_rounds(a, 20, False)
+        if k == n - 1:
+            guard(a, "shutdown_race last connection")
+        got = 0
+        try:
+            while True:
+                m = a.recv(65536)
+                if not m:
+                    break
+                got += len(m)
+        except OSError as e:
+            stuck.append("connection %d: %s after %d bytes" % (k, errno.errorcode[e.errno], got))
+            break
+        if got != size:
+            stuck.append("connection %d: EOF after %d bytes" % (k, got))
+        a.sendall(b"ok")
+        a.close()
+    if stuck:
+        os.kill(pid, 9)
+    reap(pid, "shutdown_race %d connections, wrong: %s," % (n, stuck or "none"))
+
+
 def scribbler(d):
     """Connects to the server at DIR/victim, gets a lane, then writes over
     its own mapping of the region (udsfs only, run as another user)."""
@@ -640,5 +690,5 @@ if __name__ == "__main__":
     run_case(
         pingpong, greeting, big, before_accept, close_before_accept, nonblocking,
         seqpacket_pair, seqpacket_conn, seqpacket_full, tight, peek_waitall, vectored,
-        parked, parked_timeo, gave_up, parked_down, scribbler, victim,
+        parked, shutdown_race, parked_timeo, gave_up, parked_down, scribbler, victim,
     )

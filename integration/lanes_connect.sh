@@ -18,7 +18,9 @@
 # must not see the EINTR that wakes it; a client whose library stopped asking, parked in
 # recv with SO_RCVTIMEO, must get no EINTR when the server first asks; nor one whose lane,
 # made under its recv, the server's send of a record longer than the ring takes down
-# again at once). The status files must say
+# again at once), and 60 connections whose client shuts down writing while the server
+# sleeps on the ring (its read, woken by the way down, asks again at once: a lane made
+# before the shutdown was done carried no EOF). The status files must say
 # lane=direct where the lane carries the bytes (GUARD lines), so a run where every byte
 # went through FUSE fails. Then an attack: a client run by another user scribbles over
 # its region of a connection to a root server: that connection only is reset
@@ -29,7 +31,7 @@ source "$(dirname "$0")/lib.sh"
 need_preload
 need_cmd python3 python3
 PROG=$ROOT/integration/lanes_connect.py
-CASES=(pingpong greeting big before_accept close_before_accept nonblocking seqpacket_pair seqpacket_conn seqpacket_full tight peek_waitall vectored parked parked_timeo gave_up parked_down)
+CASES=(pingpong greeting big before_accept close_before_accept nonblocking seqpacket_pair seqpacket_conn seqpacket_full tight peek_waitall vectored parked shutdown_race parked_timeo gave_up parked_down)
 mkdir -p "$TMP/k"
 
 # compare CASE WANT_LANE: CASE both ways (its names bound in $TMP/k, then in $MNT; the
@@ -50,6 +52,7 @@ compare tight direct
 compare peek_waitall direct
 compare vectored direct
 compare parked direct
+compare shutdown_race direct
 compare parked_timeo direct
 compare gave_up ""
 compare parked_down ""

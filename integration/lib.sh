@@ -77,6 +77,7 @@ as_uid() {
 ok() { printf 'ok: %s\n' "$*"; }
 fail() {
     printf 'FAIL: %s\n' "$*" >&2
+    FAIL_WHY=$*
     exit 1
 }
 
@@ -431,7 +432,8 @@ _lib_cleanup() {
     if [ "$rc" -eq 0 ]; then
         say "PASS: $SCRIPT_NAME"
     else
-        say "FAIL: $SCRIPT_NAME (status $rc)" >&2
+        # Again last (the daemon's log came between): a CI log keeps the end.
+        say "FAIL: $SCRIPT_NAME (status $rc)${FAIL_WHY:+: $FAIL_WHY}" >&2
     fi
     exit "$rc"
 }
@@ -789,15 +791,24 @@ lanes_compare() {
     # One run: a connection's lane no longer depends on the moment its ends ask (an ask
     # that meets a reader parked in the daemon makes the lane under it: docs/LANE.md),
     # so a run whose status files do not say lane=$want fails.
-    timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$prog" "$c" "${udsfs_args[@]}" >"$TMP/$c.udsfs" 2>&1 || fail "$c fails through udsfs run: $(tail -3 "$TMP/$c.udsfs")"
+    local rc=0 why bad
+    timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$prog" "$c" "${udsfs_args[@]}" >"$TMP/$c.udsfs" 2>&1 || rc=$?
+    if [ "$rc" -ne 0 ]; then
+        why="exit status $rc"
+        [ "$rc" -ne 124 ] || why="killed at 60 s, the case's timeout: a hang"
+        # The lines it printed (the GUARD lines say how far it got and its lanes).
+        fail "case $c fails through udsfs run ($why); its last lines: $(tail -5 "$TMP/$c.udsfs" | tr '\n' '|')"
+    fi
     if ! diff <($order "$TMP/$c.kernel") <(grep -v '^GUARD' "$TMP/$c.udsfs" | $order) >"$TMP/$c.diff"; then
         cat "$TMP/$c.diff" >&2
-        fail "$c: udsfs run answered differently from the kernel (< kernel, > udsfs)"
+        fail "case $c: udsfs run answered differently from the kernel (< kernel, > udsfs): $(grep '^[<>]' "$TMP/$c.diff" | head -6 | tr '\n' '|')"
     fi
     ok "$c: the same $(wc -l <"$TMP/$c.kernel") lines as the kernel: $(tr '\n' '|' <"$TMP/$c.kernel")"
     if [ -n "$want" ]; then
-        grep -q '^GUARD' "$TMP/$c.udsfs" || fail "$c: no status file was read"
-        grep '^GUARD' "$TMP/$c.udsfs" | grep -v "lane=$want\$" && fail "$c: a status file did not say lane=$want"
+        grep -q '^GUARD' "$TMP/$c.udsfs" || fail "case $c: no status file was read (no GUARD line): $(tail -3 "$TMP/$c.udsfs" | tr '\n' '|')"
+        if bad=$(grep '^GUARD' "$TMP/$c.udsfs" | grep -v "lane=$want\$"); then
+            fail "case $c: a status file did not say lane=$want: $(tr '\n' '|' <<<"$bad") (all: $(grep '^GUARD' "$TMP/$c.udsfs" | tr '\n' '|'))"
+        fi
         ok "$c: $(grep '^GUARD' "$TMP/$c.udsfs" | tr '\n' '|')"
     fi
 }

@@ -318,15 +318,25 @@ EOF2
     } >"$d/nginx.conf"
 }
 
-# laned_most PID: while PID runs (at most 10 s), the most sockets of the mount whose
-# status says lane=direct at once (sampled every 0.1 s), in LANED_MOST.
+# laned_most PID [ENOUGH]: while PID runs (at most 10 s; with ENOUGH, until PID ends or
+# ENOUGH are seen: a loaded machine may take longer than 10 s to bring them up), the most
+# sockets of the mount whose status says lane=direct at once (sampled every 0.1 s), in
+# LANED_MOST; LANED_SEEN says how many samples were taken over how long and what each
+# saw, for a failure's message.
 laned_most() {
-    local pid=$1 n
+    local pid=$1 enough=${2:-} n i=0 most=100 seen=() t0
+    t0=$(now_ms)
+    [ -z "$enough" ] || most=100000
     LANED_MOST=0
-    for _ in $(seq 1 100); do
+    while [ "$i" -lt "$most" ]; do
         kill -0 "$pid" 2>/dev/null || break
         n=$(cat "$U"/sock/*/status 2>/dev/null | grep -c '^lane=direct$' || true)
         [ "$n" -gt "$LANED_MOST" ] && LANED_MOST=$n
+        seen+=("$n")
+        i=$((i + 1))
+        [ -n "$enough" ] && [ "$LANED_MOST" -ge "$enough" ] && break
         sleep 0.1
     done
+    local from=$((i > 40 ? i - 40 : 0))
+    LANED_SEEN="$i samples over $(($(now_ms) - t0)) ms, lane=direct counts (the last 40): ${seen[*]:from}"
 }

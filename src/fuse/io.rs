@@ -221,9 +221,13 @@ impl Inner {
         if let Err((call, reply)) = ioctl::ioctl(&self.eng, sock.as_ref(), cmd, input, &c, reply) {
             self.park(Pending::Msg { fh, call, reply }, &c)
         }
-        // A message call: as in read, a lane made meanwhile goes down again.
-        if let Some(s) = sock.as_ref().filter(|_| cmd == UDSFS_IOC_MSG) {
-            let _ = self.eng.lane_down(s, None);
+        // As in read, a lane made meanwhile goes down again where the call
+        // took it down first (a message call, a shutdown: ioctl::lane_down_after).
+        if let Some(s) = sock
+            .as_ref()
+            .filter(|_| [UDSFS_IOC_CTL, UDSFS_IOC_MSG].contains(&cmd))
+        {
+            ioctl::lane_down_after(&self.eng, s, cmd, input);
         }
     }
 

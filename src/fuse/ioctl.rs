@@ -58,6 +58,47 @@ pub(super) fn ioctl(
     Ok(())
 }
 
+/// What ioctl `cmd` with `input` needs of its socket's lane (one decision,
+/// for `lane_down` before the call and `lane_down_after` after it).
+#[derive(PartialEq)]
+enum LaneNeed {
+    /// The lane's own calls: it stays up.
+    Keeps,
+    /// What only reads, or sets what the lane reads at a claim (the
+    /// timeouts) or nothing uses (kept options): the lane's too while no end
+    /// is claimed (its rings are empty then): a program's look at and set-up
+    /// of a new pair.
+    DownIfClaimed,
+    /// Any other: a message call, shutdown, connect, ...
+    Down,
+}
+
+fn lane_need(cmd: u32, input: &[u8]) -> LaneNeed {
+    if cmd == UDSFS_IOC_MSG {
+        return LaneNeed::Down;
+    }
+    let Ok(ctl) = read_struct::<Ctl>(input).map(|c| c.op) else {
+        return LaneNeed::Keeps;
+    };
+    let lane_own = [Op::LaneClaim, Op::GetTimeo, Op::GetName, Op::PeerGroups].map(|o| o as u32);
+    let reads = [
+        Op::SetTimeo,
+        Op::SetSockopt,
+        Op::Info,
+        Op::GetSockopt,
+        Op::OobOpts,
+        Op::TakeError,
+    ]
+    .map(|o| o as u32);
+    if reads.contains(&ctl) {
+        LaneNeed::DownIfClaimed
+    } else if lane_own.contains(&ctl) {
+        LaneNeed::Keeps
+    } else {
+        LaneNeed::Down
+    }
+}
+
 /// Takes `sock`'s lane down as ioctl `cmd` with `input` needs before it
 /// runs (`ioctl`): EAGAIN while the way down waits for an end's busy word,
 /// `w` woken when it is done (src/engine/lane.rs). A message call always;
@@ -73,32 +114,24 @@ pub(super) fn lane_down(
     input: &[u8],
     w: Option<&Waiter>,
 ) -> Result<(), Errno> {
-    if cmd == UDSFS_IOC_MSG {
-        return eng.lane_down(sock, w);
+    match lane_need(cmd, input) {
+        LaneNeed::Down => eng.lane_down(sock, w),
+        LaneNeed::DownIfClaimed => eng.lane_down_if_claimed(sock, w),
+        LaneNeed::Keeps => Ok(()),
     }
-    let Ok(ctl) = read_struct::<Ctl>(input).map(|c| c.op) else {
-        return Ok(());
-    };
-    let lane_own = [Op::LaneClaim, Op::GetTimeo, Op::GetName, Op::PeerGroups].map(|o| o as u32);
-    // What only reads, or sets what the lane reads at a claim (the
-    // timeouts) or nothing uses (kept options), is the lane's too while
-    // no end is claimed (its rings are empty then): a program's look at
-    // and set-up of a new pair.
-    let reads = [
-        Op::SetTimeo,
-        Op::SetSockopt,
-        Op::Info,
-        Op::GetSockopt,
-        Op::OobOpts,
-        Op::TakeError,
-    ]
-    .map(|o| o as u32);
-    if reads.contains(&ctl) {
-        eng.lane_down_if_claimed(sock, w)
-    } else if !lane_own.contains(&ctl) {
-        eng.lane_down(sock, w)
-    } else {
-        Ok(())
+}
+
+/// After ioctl `cmd` with `input` ran: a lane the other end's ask made
+/// between `lane_down` and the call goes down again where the call needed
+/// none (`LaneNeed::Down`), as a read's or write's after-check does
+/// (src/fuse/io.rs). A shutdown(SHUT_WR) whose way down let the peer's
+/// read, woken by it, ask for a new lane before the shutdown was done left
+/// that lane up without the EOF: the peer slept on its ring for ever
+/// (lanes_connect shutdown_race). Its bytes, if any, are queued ahead of
+/// nothing: the call changed no queue the lane could carry.
+pub(super) fn lane_down_after(eng: &Engine, sock: &Socket, cmd: u32, input: &[u8]) {
+    if lane_need(cmd, input) == LaneNeed::Down {
+        let _ = eng.lane_down(sock, None);
     }
 }
 
