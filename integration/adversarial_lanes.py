@@ -2,12 +2,9 @@
 # --lanes mount (docs/LANE.md), through the mount's files and the fd channel, without
 # the library: the library's own requests (Op::LaneClaim arg 3 for a pair's region,
 # the region claimed by its depot tag over the fd channel, mmap), then what a hostile
-# holder of a region may do with it. udsfs_files.py's helpers come first (with_helpers).
+# holder of a region may do with it. udsfs_files.py's helpers and lane_raw.py's requests come first (with_helpers).
 import ctypes, mmap, socket, struct, select  # noqa: E401
 
-libc = ctypes.CDLL(None, use_errno=True)
-IOC_CTL = 0xC1F05501  # udsfs_proto::ioctl::UDSFS_IOC_CTL (a 496-byte Ctl)
-OP_LANE_CLAIM = 40
 BUSY = (16, 20)  # the busy words of sides 0 and 1 (region.rs: header offset 16 + 4 side)
 
 
@@ -15,33 +12,11 @@ def say(*a):
     print(*a, flush=True)
 
 
-def lane_ctl(fd, arg):
-    """Op::LaneClaim with `arg` on data file `fd`: (tag, side, cap0, cap1) or the errno name."""
-    buf = (ctypes.c_char * 496)()
-    struct.pack_into("Ii", buf, 0, OP_LANE_CLAIM, arg)
-    if libc.ioctl(fd, ctypes.c_ulong(IOC_CTL), buf) < 0:
-        return errno.errorcode.get(ctypes.get_errno(), "?")
-    return struct.unpack_from("qqqq", buf, 16)
-
-
 def channel():
     name = open(f"{U}/fdchannel").read().strip()
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect("\0" + name)
     return s
-
-
-def claim(ch, tag):
-    """The file of depot `tag` over the fd channel: its fd, or the errno name."""
-    ch.send(b"C" + struct.pack("=Q", tag & 0xFFFFFFFFFFFFFFFF))
-    msg, anc, _, _ = ch.recvmsg(64, socket.CMSG_SPACE(4 * 4))
-    if msg[:1] == b"E":
-        return errno.errorcode.get(struct.unpack_from("i", msg, 1)[0], "?")
-    fds = []
-    for lvl, ty, data in anc:
-        if lvl == socket.SOL_SOCKET and ty == socket.SCM_RIGHTS:
-            fds += list(struct.unpack(f"{len(data) // 4}i", data))
-    return fds[0] if fds else f"no file ({msg[:1]!r})"
 
 
 def laned_pair(ch):

@@ -70,7 +70,7 @@ B=65534
 chmod o+x "$TMP"
 ulimit -n 20000 # B holds two descriptors per laned pair
 EXCEPTIONS=$LIB_DIR/adversarial_lanes_exceptions.txt
-with_helpers "$TMP/lanes.py" <"$LIB_DIR/adversarial_lanes.py"
+with_helpers "$TMP/lanes.py" lane_raw.py <"$LIB_DIR/adversarial_lanes.py"
 chmod a+r "$TMP/lanes.py"
 lanes() { # lanes UID CASE ARGS...
     local uid=$1

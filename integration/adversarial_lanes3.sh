@@ -192,7 +192,8 @@ verdict eintr "$eintr_ok" "A's blocking laned recv under SIGUSR1 (SA_RESTART, SO
 
 # pass_stall: B's 8 laned ends (busy words held up or not) passed to A, A's nonblocking reads
 cp "$LIB_DIR/adversarial_lanes3_pass.py" "$TMP/pass.py"
-chmod 644 "$TMP/pass.py"
+cp "$LIB_DIR/lane_raw.py" "$TMP/lane_raw.py"
+chmod 644 "$TMP/pass.py" "$TMP/lane_raw.py"
 # pass_run kernel|nohold|hold: sets pass_out (A's lines)
 pass_run() {
     local out=$TMP/pass.$1 sp path=$MNT/pass$1.sock

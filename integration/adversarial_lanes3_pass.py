@@ -5,9 +5,7 @@
 # laned socketpairs with the library's raw requests (Op::LaneClaim arg 3, the region claimed over the fd
 # channel), holds each region's busy word of side 0 up (hold) or not, and sends one end of each to A.
 import ctypes, errno, mmap, os, socket, struct, sys, time
-libc = ctypes.CDLL(None, use_errno=True)
-IOC_CTL = 0xC1F05501
-OP_LANE_CLAIM = 40
+from lane_raw import claim, lane_ctl, libc  # copied beside this file
 BUSY0 = 16
 def say(*a): print(*a, flush=True)
 mode, path = sys.argv[1], sys.argv[2]
@@ -109,12 +107,6 @@ if mode == "server":
     say(f"A's nonblocking reads of them: {seen}; {(time.monotonic() - t0) * 1000:.0f} ms in all, the worst {worst * 1000:.0f} ms")
     sys.exit(0)
 U = sys.argv[5]
-def lane_ctl(fd, arg):
-    buf = (ctypes.c_char * 496)()
-    struct.pack_into("Ii", buf, 0, OP_LANE_CLAIM, arg)
-    if libc.ioctl(fd, ctypes.c_ulong(IOC_CTL), buf) < 0:
-        return errno.errorcode.get(ctypes.get_errno(), "?")
-    return struct.unpack_from("qqqq", buf, 16)
 def channel():
     name = open(f"{U}/fdchannel").read().strip()
     # (by raw system calls: the library would take the abstract name for the mount's)
@@ -123,16 +115,6 @@ def channel():
     if libc.syscall(42, fd, addr, len(addr)) < 0:
         raise OSError(ctypes.get_errno(), "fd channel connect")
     return socket.socket(fileno=fd)
-def claim(ch, tag):
-    ch.send(b"C" + struct.pack("=Q", tag & 0xFFFFFFFFFFFFFFFF))
-    msg, anc, _, _ = ch.recvmsg(64, socket.CMSG_SPACE(4 * 4))
-    if msg[:1] == b"E":
-        return errno.errorcode.get(struct.unpack_from("i", msg, 1)[0], "?")
-    fds = []
-    for lvl, ty, data in anc:
-        if ty == socket.SCM_RIGHTS:
-            fds += list(struct.unpack(f"{len(data) // 4}i", data))
-    return fds[0]
 c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 c.connect(path)
 c.send(b"0")

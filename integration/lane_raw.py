@@ -1,0 +1,34 @@
+# lane_raw.py: the library's own lane requests made by hand, for the attacks on lanes
+# (adversarial_lanes.py through with_helpers, adversarial_lanes3_pass.py by import):
+# Op::LaneClaim on a socket's data file, and a region's file claimed by its depot tag
+# over the fd channel (docs/LANE.md).
+import ctypes
+import errno
+import socket
+import struct
+
+libc = ctypes.CDLL(None, use_errno=True)
+IOC_CTL = 0xC1F05501  # udsfs_proto::ioctl::UDSFS_IOC_CTL (a 496-byte Ctl)
+OP_LANE_CLAIM = 40
+
+
+def lane_ctl(fd, arg):
+    """Op::LaneClaim with `arg` on data file `fd`: (tag, side, cap0, cap1) or the errno name."""
+    buf = (ctypes.c_char * 496)()
+    struct.pack_into("Ii", buf, 0, OP_LANE_CLAIM, arg)
+    if libc.ioctl(fd, ctypes.c_ulong(IOC_CTL), buf) < 0:
+        return errno.errorcode.get(ctypes.get_errno(), "?")
+    return struct.unpack_from("qqqq", buf, 16)
+
+
+def claim(ch, tag):
+    """The file of depot `tag` over the fd channel `ch`: its fd, or the errno name."""
+    ch.send(b"C" + struct.pack("=Q", tag & 0xFFFFFFFFFFFFFFFF))
+    msg, anc, _, _ = ch.recvmsg(64, socket.CMSG_SPACE(4 * 4))
+    if msg[:1] == b"E":
+        return errno.errorcode.get(struct.unpack_from("i", msg, 1)[0], "?")
+    fds = []
+    for lvl, ty, data in anc:
+        if lvl == socket.SOL_SOCKET and ty == socket.SCM_RIGHTS:
+            fds += list(struct.unpack(f"{len(data) // 4}i", data))
+    return fds[0] if fds else f"no file ({msg[:1]!r})"
