@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# adversarial_lanes4.sh: attacks on giving a laned end's eventfds and region back with its
+# last holder (preload/src/lane_hold.rs) and on new socket descriptors moved down to the
+# lowest free number (preload/src/files.rs `lowest`), on a --allow-other --lanes mount,
+# each case first on kernel sockets (what Linux does on the same steps), then through
+# `udsfs run`; the programs are integration/adversarial_lanes4.c (see its head). Cases:
+#  sigclose     a SIGALRM handler closes (or dup2s a pipe onto) a laned end during the
+#               main thread's blocking read on it, with SA_RESTART and without: the
+#               read's result as on Linux (EINTR; restarted: EBADF or the pipe's byte).
+#  forkcall     a thread's blocking read on a laned end while the process forks and the
+#               child closes both ends and exits (or execs): the read gets the parent's
+#               next byte, the lane works after, no eventfd left once closed.
+#  churn        A's server at RLIMIT_NOFILE 256 accepts B's brief laned connections one
+#               after the other: none fails, A keeps no eventfd and as many opens as on
+#               kernel sockets (give or take the library's own 4).
+#  acceptopen   A's accepts (numbers moved down) while its other threads open pipes and
+#               make laned socketpairs: no connection's bytes wrong, no thread's number
+#               lost.
+#  emfile       accept with only one number left under RLIMIT_NOFILE: a socket at that
+#               number, as on Linux.
+# A case listed in integration/adversarial_lanes4_exceptions.txt is a known defect: it
+# must fail as listed, and the script fails once it passes (then unlist it).
+UDSFS_MOUNT_ARGS=(--allow-other --lanes)
+source "$(dirname "$0")/lib.sh"
+
+need_preload
+need_cmd gcc gcc
+A=61061
+B=61062
+chmod 755 "$TMP"
+EXCEPTIONS=$LIB_DIR/adversarial_lanes4_exceptions.txt
+failed=()
+L4=$TMP/l4
+gcc -O1 -Wall -Werror -pthread -o "$L4" "$LIB_DIR/adversarial_lanes4.c" || fail "gcc of adversarial_lanes4.c"
+chmod 755 "$L4"
+mkdir -m 1777 "$TMP/k"
+# on UID kernel|udsfs ARGS...: the program as UID on kernel sockets or through `udsfs run`.
+on() {
+    local uid=$1 where=$2 dir=$TMP/k
+    shift 2
+    [ "$where" = kernel ] || dir=$MNT
+    if [ "$where" = kernel ]; then
+        as_uid "$uid" env L4_PATH="$dir/l4.sock" timeout 30 "$L4" "$@"
+    else
+        as_uid "$uid" env L4_PATH="$dir/l4.sock" UDSFS_PRELOAD="$PRELOAD_LIB" timeout 30 "$UDSFS_BIN" run --mount "$MNT" -- "$L4" "$@"
+    fi
+}
+# same CASE ARGS...: the program's output on both, the same but for the lane's word.
+same() {
+    local c=$1
+    shift
+    k=$(on $A kernel "$@" 2>&1 || echo "status $?")
+    u=$(on $A udsfs "$@" 2>&1 || echo "status $?")
+    say "$c $*: kernel: $k"
+    say "$c $*: udsfs:  $u"
+    grep -q "lane direct" <<<"$u" || say "$c $*: no lane: $u"
+    [ "${u%lane *}" = "${k%lane *}" ]
+}
+
+# sigclose: all four must be as on Linux
+sc_ok=1 scs=()
+for args in "0 0" "0 1" "1 0" "1 1"; do
+    # shellcheck disable=SC2086 # (the arguments' words)
+    same sigclose sigclose $args || sc_ok=
+    scs+=("SA_RESTART, dup2 a pipe = $args: $u (kernel: $k)")
+done
+verdict sigclose "$sc_ok" "a SIGALRM handler closes (or dup2s a pipe onto) a laned end under the main thread's blocking read: $(printf '%s; ' "${scs[@]}")"
+
+# forkcall
+fc_ok=1 fcs=()
+for ex in 0 1; do
+    same forkcall forkcall $ex || fc_ok=
+    fcs+=("exec $ex: $u (kernel: $k)")
+done
+verdict forkcall "$fc_ok" "a thread's blocking read on a laned end across a fork whose child closes both ends: $(printf '%s; ' "${fcs[@]}")"
+
+# passclose
+same passclose passclose && pc_ok=1 || pc_ok=
+verdict passclose "$pc_ok" "three laned ends passed in one SCM_RIGHTS message and closed in the sender: $u (kernel: $k)"
+
+# emfile
+same emfile emfile 64 && em_ok=1 || em_ok=
+verdict emfile "$em_ok" "accept with one number left at RLIMIT_NOFILE 64: $u (kernel: $k)"
+
+# acceptopen
+same acceptopen acceptopen 300 && ao_ok=1 || ao_ok=
+verdict acceptopen "$ao_ok" "300 accepts while other threads open pipes and laned socketpairs: $(tr '\n' ' ' <<<"$u") (kernel: $(tr '\n' ' ' <<<"$k"))"
+
+# churn
+same churn churn 800 256 && ch_ok=1 || ch_ok=
+verdict churn "$ch_ok" "800 brief laned connections to a server at RLIMIT_NOFILE 256: $(tr '\n' ' ' <<<"$u") (kernel: $(tr '\n' ' ' <<<"$k"))"
+
+# busyclose: B holds the busy words of its laned connection's region; A closes
+cp "$LIB_DIR/adversarial_lanes4.py" "$TMP/l4.py"
+chmod 644 "$TMP/l4.py"
+py() { # py UID kernel|udsfs ARGS...
+    local uid=$1 where=$2
+    shift 2
+    if [ "$where" = kernel ]; then
+        as_uid "$uid" timeout 30 /usr/bin/python3 "$TMP/l4.py" "$@"
+    else
+        as_uid "$uid" env UDSFS_PRELOAD="$PRELOAD_LIB" timeout 30 "$UDSFS_BIN" run --mount "$MNT" -- /usr/bin/python3 "$TMP/l4.py" "$@"
+    fi
+}
+busyclose() {
+    local where=$1 d=$TMP/k out=$TMP/bc.$1 sp
+    [ "$where" = kernel ] || d=$MNT
+    rm -f "$TMP/k/flag"
+    py $A "$where" server "$d/bc.sock" "$TMP/k/flag" >"$out" 2>&1 &
+    sp=$!
+    for _ in $(seq 1000); do grep -q listening "$out" && break; sleep 0.01; done
+    grep -q listening "$out" || fail "busyclose: A's server on $where: $(cat "$out")"
+    bc_b=$(py $B "$where" client "$d/bc.sock" "$TMP/k/flag" 2>&1) || fail "busyclose: B's client on $where: $bc_b"
+    wait $sp || fail "busyclose: A's server on $where: $(cat "$out")"
+    bc_a=$(grep -v listening "$out")
+}
+busyclose kernel
+k=$bc_a
+busyclose udsfs
+say "busyclose: B: $bc_b"
+grep -q "lane direct" <<<"$bc_a" || say "busyclose: no lane: $bc_a"
+verdict busyclose "$([ "${bc_a%(lane *}" = "${k%(lane *}" ] && echo 1)" \
+    "B holds its laned connection's busy words up while A closes it: A: $bc_a (kernel: $k)"
+
+grep -i "panick" "$LOG" && fail "the daemon panicked"
+[ ${#failed[@]} -eq 0 ] || fail "$(printf '%s; ' "${failed[@]}")"
+ok "every case as expected"
