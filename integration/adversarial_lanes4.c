@@ -10,8 +10,10 @@
  *                         EBADF, or the pipe's 'P'.
  *   forkcall EXEC         a laned socketpair; a thread's blocking read on its first end;
  *                         the main thread forks, the child closes both ends and exits
- *                         (EXEC 1: execs /bin/true instead); then the parent writes 'X'
- *                         to the second end: the thread's read gets it; 20 ping-pongs
+ *                         (EXEC 1: execs /bin/true instead; EXEC 2: writes 'C' to the
+ *                         second end, which the parent claimed, and exits); then the
+ *                         parent writes 'X' to the second end (not with EXEC 2): the
+ *                         thread's read gets it (or 'C', at once); 20 ping-pongs
  *                         after; once both ends are closed, the eventfds left.
  *   churn N LIMIT         RLIMIT_NOFILE LIMIT; a server (listening on PATH $L4_PATH)
  *                         accepts N connections from a forked client, one at a time, a
@@ -28,6 +30,18 @@
  *                         hole made below; received: at the three lowest free numbers in
  *                         order (as Linux's), each carrying bytes both ways to its own
  *                         peer; once all are closed, the eventfds left.
+ *   dupover               a thread's blocking read on a laned end when the main thread
+ *                         dup2s another laned end onto its number: bytes through the
+ *                         number reach the other connection; the old read (Linux: the
+ *                         byte then written to its peer, its file still open under it).
+ *   inetd                 (L4_PATH) an accepted laned connection (a ping-pong on its
+ *                         number first) put at descriptors 0 and 1 (dup2) and closed,
+ *                         then echoed through 0 and 1: 20 ping-pongs and 64 KiB.
+ *   recvedge LIMIT HELD   RLIMIT_NOFILE LIMIT; three laned ends in one SCM_RIGHTS message,
+ *                         closed in the sender, received with exactly three numbers free:
+ *                         all three, at those numbers in order, each to its own peer;
+ *                         numbers free once all are closed (HELD 1: once the received
+ *                         ends are closed, their peers still open: the lanes are down).
  *   emfile LIMIT          RLIMIT_NOFILE LIMIT; a listener, a connection queued from a
  *                         forked child; /dev/null opened until one number is left; then
  *                         accept: its result (Linux: a socket at the last number), a
@@ -173,6 +187,7 @@ static int forkcall(int ex) {
     usleep(200000);
     pid_t ch = fork();
     if (ch == 0) {
+        if (ex == 2) _exit(write(sv[1], "C", 1) == 1 ? 0 : 1);
         close(sv[0]);
         close(sv[1]);
         if (ex) execl("/bin/true", "true", (char *)NULL);
@@ -182,7 +197,7 @@ static int forkcall(int ex) {
     waitpid(ch, &st, 0);
     usleep(200000);
     double t0 = now();
-    if (write(sv[1], "X", 1) != 1) perror("write X");
+    if (ex != 2 && write(sv[1], "X", 1) != 1) perror("write X");
     void *got;
     pthread_join(t, &got);
     double took = now() - t0;
@@ -197,7 +212,7 @@ static int forkcall(int ex) {
     usleep(100000);
     printf("child %s; the thread's read: %s %s; ping-pongs after: %d of 20; eventfds left: %d; lane %s\n",
            WIFEXITED(st) && !WEXITSTATUS(st) ? "exited 0" : "failed", (char *)got,
-           took < 1 ? "at the write" : "late", pongs, eventfds(), s);
+           took < 1 ? "in time" : "late", pongs, eventfds(), s);
     return 0;
 }
 
@@ -410,6 +425,154 @@ static int passclose(void) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- dupover */
+static int dupover(void) {
+    int p[2], q[2];
+    char s[32], b = 0;
+    laned_pair(p);
+    laned_pair(q);
+    lane_of(p[0], s, sizeof s);
+    pthread_t t;
+    pthread_create(&t, NULL, read_one, &p[0]);
+    usleep(200000);
+    int num = p[0];
+    int r = dup2(q[0], num);
+    usleep(100000);
+    /* the number names q's socket now: bytes through it reach q's peer and back */
+    int qok = write(q[1], "q", 1) == 1 && read(num, &b, 1) == 1 && b == 'q' && write(num, "Q", 1) == 1 &&
+              read(q[1], &b, 1) == 1 && b == 'Q';
+    int pw = write(p[1], "p", 1) == 1;
+    void *got;
+    pthread_join(t, &got);
+    close(num);
+    close(q[0]);
+    close(p[1]);
+    close(q[1]);
+    usleep(100000);
+    /* the old read's byte: Linux 'p' (its file is still p's); an error is the library's
+     * answer to a close under a call (closerace); only q's byte would be wrong */
+    const char *g = got;
+    printf("dup2 of another laned end onto a laned end under a blocking read: %d; through the number after: %s; "
+           "the old read: %s; p's byte written: %s; eventfds left: %d; lane %s\n",
+           r == num ? 0 : -1, qok ? "q's connection" : "wrong", strstr(g, "'q'") ? "q's byte (wrong)" : strstr(g, "'p'") ? "p's byte" : "an error",
+           pw ? "yes" : "no", eventfds(), s);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- inetd */
+static int inetd(const char *path) {
+    int l = listener(path);
+    pid_t ch = fork();
+    if (ch == 0) {
+        int c = dial(path), ok = 0;
+        static char blk[65536];
+        char b;
+        for (int i = 0; c >= 0 && i < 20; i++)
+            if (write(c, "i", 1) == 1 && read(c, &b, 1) == 1 && b == 'i') ok++;
+        memset(blk, 'y', sizeof blk);
+        size_t got = 0;
+        if (c >= 0 && write(c, blk, sizeof blk) == sizeof blk)
+            while (got < sizeof blk) {
+                ssize_t k = read(c, blk, sizeof blk - got);
+                if (k <= 0) break;
+                got += k;
+            }
+        printf("client: %d of 20 ping-pongs, %zu of 65536 bytes back\n", ok, got);
+        fflush(stdout);
+        _exit(0);
+    }
+    int c = accept(l, NULL, NULL);
+    char s[32], b;
+    /* the first ping-pong on the accepted number: the lane claimed there */
+    if (c < 0 || read(c, &b, 1) != 1 || write(c, &b, 1) != 1) { perror("inetd first"); return 2; }
+    lane_of(c, s, sizeof s);
+    int saved0 = dup(0), saved1 = dup(1);
+    dup2(c, 0);
+    dup2(c, 1);
+    close(c);
+    static char buf[65536];
+    ssize_t k;
+    long echoed = 0;
+    while ((k = read(0, buf, sizeof buf)) > 0) {
+        if (write(1, buf, k) != k) break;
+        echoed += k;
+        if (echoed >= 19 + 65536) break;
+    }
+    dup2(saved0, 0);
+    dup2(saved1, 1);
+    int st;
+    waitpid(ch, &st, 0);
+    printf("server: echoed %ld bytes through descriptors 0 and 1; lane %s\n", echoed, s);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- recvedge */
+static int recvedge(int lim, int held) {
+    int p[3][2], cs[2], r[3] = {-1, -1, -1};
+    char s[32];
+    limit(lim);
+    for (int i = 0; i < 3; i++) laned_pair(p[i]);
+    lane_of(p[0][0], s, sizeof s);
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, cs) < 0) { perror("socketpair"); return 2; }
+    union { struct cmsghdr h; char b[CMSG_SPACE(3 * sizeof(int))]; } u;
+    char x = 'x';
+    struct iovec io = {&x, 1};
+    struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(3 * sizeof(int));
+    for (int i = 0; i < 3; i++) memcpy(CMSG_DATA(c) + i * sizeof(int), &p[i][0], sizeof(int));
+    if (sendmsg(cs[0], &m, 0) != 1) { perror("sendmsg"); return 2; }
+    for (int i = 0; i < 3; i++) close(p[i][0]);
+    /* fill every number but three */
+    int fds[4096], n = 0;
+    for (;;) {
+        int f = open("/dev/null", O_RDONLY);
+        if (f < 0) break;
+        fds[n++] = f;
+    }
+    for (int i = 0; i < 3 && n; i++) close(fds[--n]);
+    int want[3], k = 0;
+    for (int i = 0; i < lim && k < 3; i++) if (fcntl(i, F_GETFD) < 0) want[k++] = i;
+    memset(u.b, 0, sizeof u.b);
+    m.msg_controllen = sizeof u.b;
+    ssize_t got = recvmsg(cs[1], &m, 0);
+    int e = errno, nr = 0;
+    c = CMSG_FIRSTHDR(&m);
+    if (got > 0 && c && c->cmsg_type == SCM_RIGHTS) {
+        nr = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        memcpy(r, CMSG_DATA(c), nr * sizeof(int));
+    }
+    int lowest = nr == 3, moved = 0;
+    for (int i = 0; i < nr; i++) lowest &= r[i] == want[i];
+    for (int i = 0; i < nr; i++) {
+        char a = (char)('A' + i), b = 0;
+        if (write(r[i], &a, 1) == 1 && read(p[i][1], &b, 1) == 1 && b == a) moved++;
+    }
+    while (n) close(fds[--n]);
+    for (int i = 0; i < nr; i++) close(r[i]);
+    if (!held) {
+        for (int i = 0; i < 3; i++) close(p[i][1]);
+        close(cs[0]);
+        close(cs[1]);
+    }
+    usleep(100000);
+    int free_after = 0, evs = eventfds();
+    for (;;) {
+        int f = open("/dev/null", O_RDONLY);
+        if (f < 0) break;
+        fds[n++] = f;
+        free_after++;
+    }
+    while (n) close(fds[--n]);
+    printf("recvmsg of three laned ends with three numbers free: %zd %s, %d received%s, at the lowest free in order: %s; "
+           "bytes to their own peers: %d; numbers free once %s: %d, eventfds held: %d; lane %s\n",
+           got, err(got, e), nr, m.msg_flags & MSG_CTRUNC ? " (MSG_CTRUNC)" : "", lowest ? "yes" : "no", moved,
+           held ? "the received ends are closed (their peers open)" : "all are closed", free_after, evs, s);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- emfile */
 static int emfile(const char *path, int lim) {
     limit(lim);
@@ -464,6 +627,9 @@ int main(int argc, char **argv) {
     if (argc >= 4 && path && !strcmp(argv[1], "churn")) return churn(path, atoi(argv[2]), atoi(argv[3]));
     if (argc >= 3 && path && !strcmp(argv[1], "acceptopen")) return acceptopen(path, atoi(argv[2]));
     if (argc >= 2 && !strcmp(argv[1], "passclose")) return passclose();
+    if (argc >= 2 && !strcmp(argv[1], "dupover")) return dupover();
+    if (argc >= 2 && path && !strcmp(argv[1], "inetd")) return inetd(path);
+    if (argc >= 3 && !strcmp(argv[1], "recvedge")) return recvedge(atoi(argv[2]), argc > 3 && atoi(argv[3]));
     if (argc >= 3 && path && !strcmp(argv[1], "emfile")) return emfile(path, atoi(argv[2]));
     fprintf(stderr, "usage: see the head of adversarial_lanes4.c (L4_PATH for churn, acceptopen, emfile)\n");
     return 2;

@@ -16,6 +16,19 @@
 #  acceptopen   A's accepts (numbers moved down) while its other threads open pipes and
 #               make laned socketpairs: no connection's bytes wrong, no thread's number
 #               lost.
+#  forkwrite    a thread's blocking read on a laned end; a forked child writes to the
+#               peer the parent claimed (the lane goes down under the read): the byte.
+#  dupover      a thread's blocking read on a laned end when another laned end is put at
+#               its number (dup2): the number then carries the other connection, and the
+#               old read gets no byte of it (Linux: the old read's file stays open under
+#               it and gets its own peer's byte).
+#  inetd        an accepted laned connection put at 0 and 1 (dup2), its number closed,
+#               echoed through 0 and 1: as on Linux.
+#  recvedge     three laned ends received in one message with exactly three numbers
+#               free (RLIMIT_NOFILE 64 and 20): all three, at those numbers in order, each
+#               to its own peer; as many numbers free as on Linux once all are closed.
+#  downheld     the same received ends closed (their lanes down), their peers open: as
+#               many numbers free as on Linux.
 #  emfile       accept with only one number left under RLIMIT_NOFILE: a socket at that
 #               number, as on Linux.
 # A case listed in integration/adversarial_lanes4_exceptions.txt is a known defect: it
@@ -77,6 +90,30 @@ verdict forkcall "$fc_ok" "a thread's blocking read on a laned end across a fork
 # passclose
 same passclose passclose && pc_ok=1 || pc_ok=
 verdict passclose "$pc_ok" "three laned ends passed in one SCM_RIGHTS message and closed in the sender: $u (kernel: $k)"
+
+# forkcall 2: the child writes to the end its parent claimed (the lane goes down under the
+# parent's thread's read)
+same forkcall forkcall 2 && fw_ok=1 || fw_ok=
+verdict forkwrite "$fw_ok" "a thread's blocking read on a laned end; a forked child writes to its peer, which the parent claimed: $u (kernel: $k)"
+
+# dupover
+same dupover dupover && do_ok=1 || do_ok=
+grep -q "q's byte" <<<"$u" && say "dupover: the old read took the other connection's byte"
+verdict dupover "$do_ok" "a thread's blocking read on a laned end when another laned end is put at its number (dup2): $u (kernel: $k)"
+
+# inetd
+same inetd inetd && in_ok=1 || in_ok=
+verdict inetd "$in_ok" "an accepted laned connection put at descriptors 0 and 1 (dup2) and its number closed: $(tr '\n' ' ' <<<"$u") (kernel: $(tr '\n' ' ' <<<"$k"))"
+
+# recvedge
+re_ok=1 res=()
+for lim in 64 20; do
+    same recvedge recvedge $lim 0 || re_ok=
+    res+=("RLIMIT_NOFILE $lim: $u (kernel: $k)")
+done
+verdict recvedge "$re_ok" "three laned ends received in one message with exactly three numbers free: $(printf '%s; ' "${res[@]}")"
+same downheld recvedge 64 1 && dh_ok=1 || dh_ok=
+verdict downheld "$dh_ok" "three laned ends passed, received and closed (their lanes down), their peers still open, at RLIMIT_NOFILE 64: $u (kernel: $k)"
 
 # emfile
 same emfile emfile 64 && em_ok=1 || em_ok=
