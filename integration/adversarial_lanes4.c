@@ -42,6 +42,10 @@
  *                         all three, at those numbers in order, each to its own peer;
  *                         numbers free once all are closed (HELD 1: once the received
  *                         ends are closed, their peers still open: the lanes are down).
+ *   evrace LIMIT PAIRS    RLIMIT_NOFILE LIMIT; PAIRS socketpairs (3 ping-pongs each, laned,
+ *                         then closed) while a thread puts /dev/null at 3/4 of LIMIT (the
+ *                         lanes' eventfds' floor) with F_DUPFD and closes it, over and
+ *                         over: eventfds left once all are closed.
  *   emfile LIMIT          RLIMIT_NOFILE LIMIT; a listener, a connection queued from a
  *                         forked child; /dev/null opened until one number is left; then
  *                         accept: its result (Linux: a socket at the last number), a
@@ -573,6 +577,50 @@ static int recvedge(int lim, int held) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- evrace */
+static volatile int ev_stop;
+static int ev_lim;
+static void *ev_closer(void *x) {
+    int null = *(int *)x, n = 0;
+    while (!ev_stop) {
+        int f = fcntl(null, F_DUPFD, ev_lim * 3 / 4);
+        if (f >= 0) { close(f); n++; }
+    }
+    return (void *)(long)n;
+}
+static int evrace(int lim, int pairs) {
+    ev_lim = lim;
+    limit(lim);
+    int null = open("/dev/null", O_RDONLY);
+    pthread_t t;
+    pthread_create(&t, NULL, ev_closer, &null);
+    char s[32] = "none";
+    int bad = 0;
+    for (int i = 0; i < pairs; i++) {
+        int sv[2];
+        char b = 0;
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { bad++; continue; }
+        struct timeval tv = {2, 0};
+        setsockopt(sv[1], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        for (int k = 0; k < 3; k++)
+            if (write(sv[0], "e", 1) != 1 || read(sv[1], &b, 1) != 1 || write(sv[1], "f", 1) != 1 ||
+                read(sv[0], &b, 1) != 1) { bad++; break; }
+        if (i == 0) lane_of(sv[0], s, sizeof s);
+        close(sv[0]);
+        close(sv[1]);
+    }
+    ev_stop = 1;
+    void *n;
+    pthread_join(t, &n);
+    close(null);
+    usleep(100000);
+    printf("%d socketpairs (3 ping-pongs each) while a thread put /dev/null at 3/4 of RLIMIT_NOFILE %d and closed it "
+           "(%s times): %d failed; eventfds left: %d; lane %s\n", pairs, lim, (long)n > 1000 ? "over 1000" : "few", bad,
+           eventfds(), s);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- emfile */
 static int emfile(const char *path, int lim) {
     limit(lim);
@@ -628,6 +676,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && path && !strcmp(argv[1], "acceptopen")) return acceptopen(path, atoi(argv[2]));
     if (argc >= 2 && !strcmp(argv[1], "passclose")) return passclose();
     if (argc >= 2 && !strcmp(argv[1], "dupover")) return dupover();
+    if (argc >= 4 && !strcmp(argv[1], "evrace")) return evrace(atoi(argv[2]), atoi(argv[3]));
     if (argc >= 2 && path && !strcmp(argv[1], "inetd")) return inetd(path);
     if (argc >= 3 && !strcmp(argv[1], "recvedge")) return recvedge(atoi(argv[2]), argc > 3 && atoi(argv[3]));
     if (argc >= 3 && path && !strcmp(argv[1], "emfile")) return emfile(path, atoi(argv[2]));

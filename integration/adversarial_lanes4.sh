@@ -29,6 +29,12 @@
 #               to its own peer; as many numbers free as on Linux once all are closed.
 #  downheld     the same received ends closed (their lanes down), their peers open: as
 #               many numbers free as on Linux.
+#  evrace       400 laned socketpairs made, pinged and closed while another thread puts
+#               /dev/null at 3/4 of RLIMIT_NOFILE 64 (where lanes put their eventfds) and
+#               closes it, over and over: no eventfd left at the end. The program's close
+#               was marked in lane_hold after the close (closes.rs), when a new lane's
+#               eventfd could already sit at that number: the library then took it for
+#               the program's and never gave it back (13 of 16 numbers left held).
 #  emfile       accept with only one number left under RLIMIT_NOFILE: a socket at that
 #               number, as on Linux.
 # A case listed in integration/adversarial_lanes4_exceptions.txt is a known defect: it
@@ -115,6 +121,11 @@ verdict recvedge "$re_ok" "three laned ends received in one message with exactly
 same downheld recvedge 64 1 && dh_ok=1 || dh_ok=
 verdict downheld "$dh_ok" "three laned ends passed, received and closed (their lanes down), their peers still open, at RLIMIT_NOFILE 64: $u (kernel: $k)"
 
+# evrace: the program closes its own files at the lanes' eventfd numbers while lanes come and go
+ev_ok=1
+same evrace evrace 64 400 || ev_ok=
+verdict evrace "$ev_ok" "laned socketpairs made and closed while another thread puts /dev/null at 3/4 of RLIMIT_NOFILE 64 and closes it: $u (kernel: $k)"
+
 # emfile
 same emfile emfile 64 && em_ok=1 || em_ok=
 verdict emfile "$em_ok" "accept with one number left at RLIMIT_NOFILE 64: $u (kernel: $k)"
@@ -124,8 +135,8 @@ same acceptopen acceptopen 300 && ao_ok=1 || ao_ok=
 verdict acceptopen "$ao_ok" "300 accepts while other threads open pipes and laned socketpairs: $(tr '\n' ' ' <<<"$u") (kernel: $(tr '\n' ' ' <<<"$k"))"
 
 # churn
-same churn churn 800 256 && ch_ok=1 || ch_ok=
-verdict churn "$ch_ok" "800 brief laned connections to a server at RLIMIT_NOFILE 256: $(tr '\n' ' ' <<<"$u") (kernel: $(tr '\n' ' ' <<<"$k"))"
+same churn churn 500 256 && ch_ok=1 || ch_ok=
+verdict churn "$ch_ok" "500 brief laned connections to a server at RLIMIT_NOFILE 256: $(tr '\n' ' ' <<<"$u") (kernel: $(tr '\n' ' ' <<<"$k"))"
 
 # busyclose: B holds the busy words of its laned connection's region; A closes
 cp "$LIB_DIR/adversarial_lanes4.py" "$TMP/l4.py"
