@@ -46,6 +46,9 @@
  *                         then closed) while a thread puts /dev/null at 3/4 of LIMIT (the
  *                         lanes' eventfds' floor) with F_DUPFD and closes it, over and
  *                         over: eventfds left once all are closed.
+ *   flags                 (L4_PATH) socketpair, accept4 and a received end (SCM_RIGHTS),
+ *                         each with and without SOCK_CLOEXEC / MSG_CMSG_CLOEXEC and
+ *                         SOCK_NONBLOCK: each descriptor's FD_CLOEXEC, O_NONBLOCK, number.
  *   emfile LIMIT          RLIMIT_NOFILE LIMIT; a listener, a connection queued from a
  *                         forked child; /dev/null opened until one number is left; then
  *                         accept: its result (Linux: a socket at the last number), a
@@ -621,6 +624,56 @@ static int evrace(int lim, int pairs) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- flags */
+static void fl(const char *what, int fd) {
+    int d = fcntl(fd, F_GETFD), f = fcntl(fd, F_GETFL);
+    printf("%s: %s%s; ", what, d >= 0 && (d & FD_CLOEXEC) ? "cloexec" : "-",
+           f >= 0 && (f & O_NONBLOCK) ? " nonblock" : "");
+}
+static int flags(const char *path) {
+    int l = listener(path);
+    for (int v = 0; v < 4; v++) {
+        int cl = v & 1 ? SOCK_CLOEXEC : 0, nb = v & 2 ? SOCK_NONBLOCK : 0;
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | cl | nb, 0, sv) < 0) { perror("socketpair"); return 2; }
+        char w[64];
+        snprintf(w, sizeof w, "socketpair %d", v);
+        fl(w, sv[0]);
+        fl(w, sv[1]);
+        int c = dial(path);
+        int a = accept4(l, NULL, NULL, cl | nb);
+        snprintf(w, sizeof w, "accept4 %d", v);
+        fl(w, a);
+        /* a received end, MSG_CMSG_CLOEXEC as v says */
+        union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+        char x = 'x';
+        struct iovec io = {&x, 1};
+        struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &a, sizeof(int));
+        int r = -1;
+        if (sendmsg(sv[0], &m, 0) == 1) {
+            memset(u.b, 0, sizeof u.b);
+            m.msg_controllen = sizeof u.b;
+            if (recvmsg(sv[1], &m, v & 1 ? MSG_CMSG_CLOEXEC : 0) == 1 && (cm = CMSG_FIRSTHDR(&m)))
+                memcpy(&r, CMSG_DATA(cm), sizeof(int));
+        }
+        snprintf(w, sizeof w, "received %d", v);
+        fl(w, r);
+        printf("numbers %d %d %d %d %d\n", sv[0], sv[1], c, a, r);
+        close(sv[0]);
+        close(sv[1]);
+        close(c);
+        close(a);
+        close(r);
+    }
+    printf("lane none\n");
+    return 0;
+}
+
 /* ---------------------------------------------------------------- emfile */
 static int emfile(const char *path, int lim) {
     limit(lim);
@@ -676,6 +729,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && path && !strcmp(argv[1], "acceptopen")) return acceptopen(path, atoi(argv[2]));
     if (argc >= 2 && !strcmp(argv[1], "passclose")) return passclose();
     if (argc >= 2 && !strcmp(argv[1], "dupover")) return dupover();
+    if (argc >= 2 && path && !strcmp(argv[1], "flags")) return flags(path);
     if (argc >= 4 && !strcmp(argv[1], "evrace")) return evrace(atoi(argv[2]), atoi(argv[3]));
     if (argc >= 2 && path && !strcmp(argv[1], "inetd")) return inetd(path);
     if (argc >= 3 && !strcmp(argv[1], "recvedge")) return recvedge(atoi(argv[2]), argc > 3 && atoi(argv[3]));

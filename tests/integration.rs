@@ -36,7 +36,7 @@ fn timeout_of(name: &str) -> Duration {
         // each side of the routed cases, a 2 s CPU look twice: about 100 s alone.
         "adversarial_lanes2" => Duration::from_secs(300),
         "adversarial_lanes3" => Duration::from_secs(300),
-        // Two 500-connection churns (kernel, lanes): about 15 s of its 40 alone.
+        // Two 400-connection churns (kernel, lanes): about 12 s of its 40 alone.
         "adversarial_lanes4" => Duration::from_secs(300),
         // Every case three times (kernel, lanes, the --no-lanes remount), each with
         // 6000 pairs made by 20 processes: 108-113 s alone at load 24 on 2 cores.
