@@ -46,6 +46,13 @@
  *                         then closed) while a thread puts /dev/null at 3/4 of LIMIT (the
  *                         lanes' eventfds' floor) with F_DUPFD and closes it, over and
  *                         over: eventfds left once all are closed.
+ *   epdup HOW             a laned end registered in an epoll set, a dup of it made, the
+ *                         registered number closed (HOW 1: a pipe then takes the number):
+ *                         epoll_wait's events for the peer's byte, the dup's read, and
+ *                         the events once the dup is closed too.
+ *   sigclosew RESTART     a laned socketpair whose peer never reads; SIGALRM at 300 ms
+ *                         whose handler (SA_RESTART when RESTART is 1) closes the first
+ *                         end under the main thread's 1 MiB write to it: its result.
  *   flags                 (L4_PATH) socketpair, accept4 and a received end (SCM_RIGHTS),
  *                         each with and without SOCK_CLOEXEC / MSG_CMSG_CLOEXEC and
  *                         SOCK_NONBLOCK: each descriptor's FD_CLOEXEC, O_NONBLOCK, number.
@@ -65,6 +72,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/time.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -674,6 +682,60 @@ static int flags(const char *path) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- epdup */
+static int epdup(int how) {
+    int sv[2];
+    char s[32], b;
+    laned_pair(sv);
+    lane_of(sv[0], s, sizeof s);
+    int e = epoll_create1(0);
+    int d = dup(sv[0]);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 42};
+    if (epoll_ctl(e, EPOLL_CTL_ADD, sv[0], &ev) < 0) { perror("epoll_ctl"); return 2; }
+    /* how 0: the registered number closed (its file open at the dup); 1: also reused by a pipe */
+    close(sv[0]);
+    int pp[2] = {-1, -1};
+    if (how == 1 && pipe(pp) < 0) return 2;
+    if (write(sv[1], "w", 1) != 1) perror("write");
+    struct epoll_event out[4];
+    int n = epoll_wait(e, out, 4, 500);
+    int got = n > 0 ? (int)out[0].data.u64 : -1;
+    ssize_t r = read(d, &b, 1);
+    /* the registration is the file's: taken out once the dup closes too */
+    close(d);
+    if (write(sv[1], "v", 1) < 0) {}
+    int n2 = epoll_wait(e, out, 4, 200);
+    printf("epoll set with a laned end registered, its number closed%s, the file open at a dup: %d event(s) (data %d) "
+           "for the peer's byte; the dup reads %zd; after the dup's close: %d event(s); lane %s\n",
+           how ? " and reused by a pipe" : "", n, got, r, n2, s);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- sigclosew */
+static int sigclosew(int restart) {
+    int sv[2];
+    char s[32];
+    laned_pair(sv);
+    lane_of(sv[0], s, sizeof s);
+    sc_fd = sv[0];
+    sc_pipe = -1;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_alrm;
+    sa.sa_flags = restart ? SA_RESTART : 0;
+    sigaction(SIGALRM, &sa, NULL);
+    static char big[1 << 20];
+    struct itimerval it = {{0, 0}, {0, 300000}};
+    double t0 = now();
+    setitimer(ITIMER_REAL, &it, NULL);
+    ssize_t r = write(sv[0], big, sizeof big);
+    int e = errno;
+    double took = now() - t0;
+    printf("write of 1 MiB, its end closed by the handler: %s %s %s; lane %s\n",
+           r < 0 ? "-1" : r == 0 ? "0" : r < (ssize_t)sizeof big ? "a part" : "all", err(r, e), about(took), s);
+    close(sv[1]);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- emfile */
 static int emfile(const char *path, int lim) {
     limit(lim);
@@ -729,6 +791,8 @@ int main(int argc, char **argv) {
     if (argc >= 3 && path && !strcmp(argv[1], "acceptopen")) return acceptopen(path, atoi(argv[2]));
     if (argc >= 2 && !strcmp(argv[1], "passclose")) return passclose();
     if (argc >= 2 && !strcmp(argv[1], "dupover")) return dupover();
+    if (argc >= 3 && !strcmp(argv[1], "epdup")) return epdup(atoi(argv[2]));
+    if (argc >= 3 && !strcmp(argv[1], "sigclosew")) return sigclosew(atoi(argv[2]));
     if (argc >= 2 && path && !strcmp(argv[1], "flags")) return flags(path);
     if (argc >= 4 && !strcmp(argv[1], "evrace")) return evrace(atoi(argv[2]), atoi(argv[3]));
     if (argc >= 2 && path && !strcmp(argv[1], "inetd")) return inetd(path);

@@ -36,6 +36,12 @@
 #               was marked in lane_hold after the close (closes.rs), when a new lane's
 #               eventfd could already sit at that number: the library then took it for
 #               the program's and never gave it back (13 of 16 numbers left held).
+#  epdup        a laned end registered in an epoll set (EPOLLIN), a dup made, the
+#               registered number closed (then reused by a pipe, or not), the peer writes:
+#               Linux reports the event (the registration is the file's, open at the
+#               dup) and drops the registration once the dup closes too.
+#  sigclosew    a SIGALRM handler closes a laned end 300 ms into the main thread's 1 MiB
+#               write to a peer that never reads, SA_RESTART or not: a part, as Linux.
 #  flags        socketpair's, accept4's and a received end's FD_CLOEXEC, O_NONBLOCK and
 #               numbers after the move down (F_DUPFD copies the file, asks FD_CLOEXEC
 #               again), with and without SOCK_CLOEXEC / MSG_CMSG_CLOEXEC, SOCK_NONBLOCK.
@@ -129,6 +135,22 @@ verdict downheld "$dh_ok" "three laned ends passed, received and closed (their l
 ev_ok=1
 same evrace evrace 64 400 || ev_ok=
 verdict evrace "$ev_ok" "laned socketpairs made and closed while another thread puts /dev/null at 3/4 of RLIMIT_NOFILE 64 and closes it: $u (kernel: $k)"
+
+# epdup: an epoll registration of a laned end whose number closes while a dup keeps its file
+ed_ok=1 eds=()
+for how in 0 1; do
+    same epdup epdup $how || ed_ok=
+    eds+=("$u (kernel: $k)")
+done
+verdict epdup "$ed_ok" "$(printf '%s; ' "${eds[@]}")"
+
+# sigclosew: a SIGALRM handler closes a laned end under the main thread's 1 MiB write
+sw_ok=1 sws=()
+for r in 0 1; do
+    same sigclosew sigclosew $r || sw_ok=
+    sws+=("SA_RESTART $r: $u (kernel: $k)")
+done
+verdict sigclosew "$sw_ok" "$(printf '%s; ' "${sws[@]}")"
 
 # flags
 same flags flags && fl_ok=1 || fl_ok=
