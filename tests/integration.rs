@@ -36,6 +36,8 @@ fn timeout_of(name: &str) -> Duration {
         // each side of the routed cases, a 2 s CPU look twice: about 100 s alone.
         "adversarial_lanes2" => Duration::from_secs(300),
         "adversarial_lanes3" => Duration::from_secs(300),
+        // Two 400-connection churns (kernel, lanes): about 12 s of its 40 alone.
+        "adversarial_lanes4" => Duration::from_secs(300),
         // Every case three times (kernel, lanes, the --no-lanes remount), each with
         // 6000 pairs made by 20 processes: 108-113 s alone at load 24 on 2 cores.
         "lanes" => Duration::from_secs(240),
@@ -315,6 +317,7 @@ scripts!(
     // tokio's tests (minutes each; their calls are the asyncio and socketserver suites' and
     // the tokio pipe scripts' in the one-thread pass), so CI stays inside its 60 minutes.
     once:
+    adversarial_lanes4,
     adversarial_through,
     run_cpython_lanes,
     run_cpython_multiprocessing,

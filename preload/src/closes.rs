@@ -20,15 +20,24 @@ fn around<R>(call: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Descriptor numbers `first..=last` are closed: a lane's eventfd among
-/// them is the program's business now (never closed again by the library:
-/// lane_hold.rs `program_closed`, first, before any hold is let go), the
+/// Descriptor numbers `first..=last` are about to be closed by the
+/// program: a lane's eventfd among them is the program's business now
+/// (never closed again by the library: lane_hold.rs `program_closed`).
+/// Before the close, not after: once a number is closed, another thread's
+/// new lane may put its eventfd there, which is the library's
+/// (adversarial_lanes4.sh evrace: marked after the close, 13 such eventfds
+/// were never given back). A close that then fails leaves at most an
+/// eventfd the library no longer closes, never closes the program's file.
+fn going(first: c_int, last: c_int) {
+    crate::lane_hold::program_closed(first, last);
+}
+
+/// Descriptor numbers `first..=last` are closed (`going` was told): the
 /// lane table's slots of those numbers freed (lane.rs `closed`) and the
 /// epoll registrations of their sockets taken out (lane_ready.rs
 /// `closed`): a closed laned socket's last holders let go, and its
 /// eventfds and region are given back.
 fn gone(first: c_int, last: c_int) {
-    crate::lane_hold::program_closed(first, last);
     crate::lane::closed(first, last);
     crate::lane_ready::closed(first, last);
 }
@@ -50,8 +59,16 @@ pub fn syscall(
     c: libc::c_long,
     call: impl FnOnce() -> libc::c_long,
 ) -> libc::c_long {
-    let r = around(call);
     let num = |x: libc::c_long| x.clamp(0, c_int::MAX as libc::c_long) as c_int;
+    match nr {
+        libc::SYS_close => going(num(a), num(a)),
+        libc::SYS_dup2 | libc::SYS_dup3 if a != b => going(num(b), num(b)),
+        libc::SYS_close_range if c & CLOSE_RANGE_CLOEXEC == 0 => {
+            going(num(a & 0xffff_ffff), num(b & 0xffff_ffff))
+        }
+        _ => {}
+    }
+    let r = around(call);
     match nr {
         libc::SYS_close => gone(num(a), num(a)),
         libc::SYS_dup2 | libc::SYS_dup3 if r >= 0 && a != b => gone(num(b), num(b)),
@@ -69,6 +86,7 @@ const CLOSE_RANGE_CLOEXEC: libc::c_long = 4;
 
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    going(fd, fd);
     let r = around(|| close_one(fd));
     gone(fd, fd);
     r
@@ -76,6 +94,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn __close(fd: c_int) -> c_int {
+    going(fd, fd);
     let r = around(|| close_one(fd));
     gone(fd, fd);
     r
@@ -96,6 +115,9 @@ fn close_one(fd: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    if old != new {
+        going(new, new);
+    }
     let r = around(|| unsafe { real::dup2(old, new) });
     if r >= 0 && old != new {
         gone(new, new);
@@ -105,6 +127,9 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    if old != new {
+        going(new, new);
+    }
     let r = around(|| unsafe { real::dup3(old, new, flags) });
     if r >= 0 {
         gone(new, new);
@@ -121,6 +146,9 @@ pub unsafe extern "C" fn fclose(f: *mut libc::FILE) -> c_int {
         // SAFETY: the caller's FILE, which fclose is about to close.
         unsafe { libc::fileno(f) }
     };
+    if fd >= 0 {
+        going(fd, fd);
+    }
     let r = around(|| unsafe { real::fclose(f) });
     if fd >= 0 {
         gone(fd, fd);
@@ -152,6 +180,10 @@ pub fn init() {
 
 #[no_mangle]
 pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    let num = |x: c_uint| x.min(c_int::MAX as c_uint) as c_int;
+    if libc::c_long::from(flags) & CLOSE_RANGE_CLOEXEC == 0 {
+        going(num(first), num(last));
+    }
     let r = around(|| match optional("close_range\0", &CLOSE_RANGE) {
         1 => {
             // SAFETY: the system call with the caller's arguments.
@@ -166,7 +198,6 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
         }
     });
     if r == 0 && libc::c_long::from(flags) & CLOSE_RANGE_CLOEXEC == 0 {
-        let num = |x: c_uint| x.min(c_int::MAX as c_uint) as c_int;
         gone(num(first), num(last));
     }
     r
@@ -174,6 +205,7 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
 
 #[no_mangle]
 pub unsafe extern "C" fn closefrom(first: c_int) {
+    going(first.max(0), c_int::MAX);
     around(|| match optional("closefrom\0", &CLOSEFROM) {
         1 => {
             // SAFETY: close_range of every number from `first` on.

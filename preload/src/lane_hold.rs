@@ -222,10 +222,11 @@ pub fn make(region: Region, ev: [c_int; 2], hup: [c_int; 2]) -> Result<Hold, Reg
     Ok(Hold { i })
 }
 
-/// The program closed (or put another file at) numbers `first..=last`
-/// (closes.rs): an eventfd of a lane among them is not the library's any
-/// more, and is not closed again when its lane is given back (it may name
-/// the program's next file by then).
+/// The program is closing (or putting another file at) numbers
+/// `first..=last` (closes.rs, before the call: a lane made once they are
+/// closed may put its own eventfds there): an eventfd of a lane among them
+/// is not the library's any more, and is not closed again when its lane is
+/// given back (it may name the program's next file by then).
 pub fn program_closed(first: c_int, last: c_int) {
     if LIVE.load(Ordering::Relaxed) == 0 {
         return;
