@@ -5,22 +5,13 @@
 # laned socketpairs with the library's raw requests (Op::LaneClaim arg 3, the region claimed over the fd
 # channel), holds each region's busy word of side 0 up (hold) or not, and sends one end of each to A.
 import ctypes, errno, mmap, os, socket, struct, sys, time
-from lane_raw import claim, lane_ctl, libc  # copied beside this file
+from lane_raw import claim, lane_ctl, lane_status, libc  # copied beside this file
 BUSY0 = 16
 def say(*a): print(*a, flush=True)
 mode, path = sys.argv[1], sys.argv[2]
 SECRET = b"A-SECRET-" * 7000
 
 
-def lane_status(sock):
-    link = os.readlink(f"/proc/self/fd/{sock.fileno()}")
-    try:
-        for line in open(link.replace("/data", "/status")):
-            if line.startswith("lane="):
-                return line.strip()[5:]
-    except OSError:
-        pass
-    return "none"
 
 
 

@@ -170,7 +170,8 @@ verdict churn "$ch_ok" "400 brief laned connections to a server at RLIMIT_NOFILE
 
 # busyclose: B holds the busy words of its laned connection's region; A closes
 cp "$LIB_DIR/adversarial_lanes4.py" "$TMP/l4.py"
-chmod 644 "$TMP/l4.py"
+cp "$LIB_DIR/lane_raw.py" "$TMP/lane_raw.py"
+chmod 644 "$TMP/l4.py" "$TMP/lane_raw.py"
 py() { # py UID kernel|udsfs ARGS...
     local uid=$1 where=$2
     shift 2

@@ -1,9 +1,10 @@
 # lane_raw.py: the library's own lane requests made by hand, for the attacks on lanes
 # (adversarial_lanes.py through with_helpers, adversarial_lanes3_pass.py by import):
 # Op::LaneClaim on a socket's data file, and a region's file claimed by its depot tag
-# over the fd channel (docs/LANE.md).
+# over the fd channel (docs/LANE.md); and a socket's lane as its status file says it.
 import ctypes
 import errno
+import os
 import socket
 import struct
 
@@ -32,3 +33,15 @@ def claim(ch, tag):
         if lvl == socket.SOL_SOCKET and ty == socket.SCM_RIGHTS:
             fds += list(struct.unpack(f"{len(data) // 4}i", data))
     return fds[0] if fds else f"no file ({msg[:1]!r})"
+
+
+def lane_status(sock):
+    """`sock`'s lane= word in its status file ("direct", "through"...), "none" for a kernel socket."""
+    link = os.readlink(f"/proc/self/fd/{sock.fileno()}")
+    try:
+        for line in open(link.replace("/data", "/status")):
+            if line.startswith("lane="):
+                return line.strip()[5:]
+    except OSError:
+        pass
+    return "none"

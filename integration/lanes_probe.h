@@ -1,0 +1,65 @@
+/* lanes_probe.h: what the lane attack programs (adversarial_lanes3.c, adversarial_lanes4.c)
+ * look at in their own process: the time, RLIMIT_NOFILE set, a descriptor's lane (its
+ * status file's lane= field) and how many eventfds the process holds. Included by both
+ * (static functions: each program is one file, built by its script with gcc). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void limit(int n) {
+    struct rlimit r;
+    getrlimit(RLIMIT_NOFILE, &r);
+    r.rlim_cur = n;
+    if (setrlimit(RLIMIT_NOFILE, &r) < 0) { perror("setrlimit"); exit(2); }
+}
+
+/* "direct", "none" (a kernel socket) or the status file's lane= value */
+static const char *lane_of(int fd, char *out, size_t n) {
+    char p[64], link[512], st[4096];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+    ssize_t k = readlink(p, link, sizeof link - 1);
+    snprintf(out, n, "none");
+    if (k <= 0) return out;
+    link[k] = 0;
+    char *d = strstr(link, "/data");
+    if (!d) return out;
+    strcpy(d, "/status");
+    int s = open(link, O_RDONLY);
+    if (s < 0) return out;
+    k = read(s, st, sizeof st - 1);
+    close(s);
+    if (k <= 0) return out;
+    st[k] = 0;
+    char *l = strstr(st, "lane=");
+    if (!l) return out;
+    l += 5;
+    size_t i = 0;
+    while (l[i] && l[i] != '\n' && l[i] != ' ' && i + 1 < n) { out[i] = l[i]; i++; }
+    out[i] = 0;
+    return out;
+}
+
+static int eventfds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+    char p[300], l[300];
+    while ((e = readdir(d))) {
+        snprintf(p, sizeof p, "/proc/self/fd/%s", e->d_name);
+        ssize_t k = readlink(p, l, sizeof l - 1);
+        if (k > 0) { l[k] = 0; if (strstr(l, "eventfd")) n++; }
+    }
+    closedir(d);
+    return n;
+}
