@@ -211,12 +211,31 @@ def b_flood():
         c.connect(path)
         s, _ = srv.accept()
         ends.append((c, s))
-        ts.append(threading.Thread(target=sink, args=(s, k)))
-        ts.append(threading.Thread(target=source, args=(c,)))
+        ts.append(threading.Thread(target=sink, args=(s, k), name=f"sink{k}"))
+        ts.append(threading.Thread(target=source, args=(c,), name=f"source{k}"))
     for t in ts:
         t.start()
     time.sleep(1.0)
     say("B's flood: lanes", " ".join(sorted(set(lane_of(c) for c, _ in ends))))
+
+    def watchdog():
+        # (a flood that does not end 10 s after its stop says what it waits for: each
+        # connection's threads still running, bytes moved, the sockets' fds and lanes,
+        # and every thread's Python stack)
+        while not os.path.exists(stop):
+            time.sleep(0.1)
+        time.sleep(10)
+        left = [t.name for t in ts if t.is_alive()]
+        if not left:
+            return
+        say(f"B's flood: 10 s after the stop, still running: {' '.join(left)}")
+        for k, (c, s) in enumerate(ends):
+            say(f"  connection {k}: moved {moved[k]}; writer fd {c.fileno()} {lane_of(c)},"
+                f" reader fd {s.fileno()} {lane_of(s)}")
+        import faulthandler
+        faulthandler.dump_traceback(all_threads=True)
+
+    threading.Thread(target=watchdog, daemon=True).start()
     for t in ts:
         t.join()
     say(f"B's flood: {sum(moved)} bytes moved on {n} connections")
