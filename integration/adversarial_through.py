@@ -187,7 +187,7 @@ def b_flood():
     srv.bind(path)
     srv.listen(64)
     moved = [0] * n
-    ends = []
+    ends, ts = [], []
 
     def sink(c, k):
         while True:
@@ -205,14 +205,32 @@ def b_flood():
             pass
         c.shutdown(socket.SHUT_WR)
 
-    ts = []
+    def watchdog():
+        # (a flood that does not end 10 s after its stop says what it waits for: its
+        # setup, each connection's threads still running, bytes moved, the sockets' fds
+        # and lanes, and every thread's Python stack)
+        while not os.path.exists(stop):
+            time.sleep(0.1)
+        time.sleep(10)
+        left = [t.name for t in ts if t.is_alive()]
+        if not left and len(ends) == n:
+            return
+        say(f"B's flood: 10 s after the stop, {len(ends)} of {n} connections made,"
+            f" still running: {' '.join(left) or '(none: the setup)'}")
+        for k, (c, s) in enumerate(ends):
+            say(f"  connection {k}: moved {moved[k]}; writer fd {c.fileno()} {lane_of(c)},"
+                f" reader fd {s.fileno()} {lane_of(s)}")
+        import faulthandler
+        faulthandler.dump_traceback(all_threads=True)
+
+    threading.Thread(target=watchdog, daemon=True).start()
     for k in range(n):
         c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         c.connect(path)
         s, _ = srv.accept()
         ends.append((c, s))
-        ts.append(threading.Thread(target=sink, args=(s, k)))
-        ts.append(threading.Thread(target=source, args=(c,)))
+        ts.append(threading.Thread(target=sink, args=(s, k), name=f"sink{k}"))
+        ts.append(threading.Thread(target=source, args=(c,), name=f"source{k}"))
     for t in ts:
         t.start()
     time.sleep(1.0)

@@ -67,6 +67,38 @@ mover_ticks() { # the mover thread's user + system clock ticks
     done
     echo 0
 }
+flood_state() { # flood_state PID...: what each task of PID's tree waits in (wchan, syscall,
+    # kernel stack), the daemon's mover thread's, and the words of each lane region the
+    # processes map (state, busy words, each direction's tail/fin/writer-waiting/head/
+    # reader-waiting and event words): a hang of B's flood explains itself
+    local p t
+    for p in $(for x in "$@"; do pstree -p "$x" | grep -o '([0-9]*)' | tr -d '()'; done); do
+        for t in /proc/"$p"/task/*; do
+            say "pid $p task ${t##*/} $(cat "$t/comm" 2>/dev/null): wchan $(cat "$t/wchan" 2>/dev/null), syscall $(cut -d' ' -f1-3 "$t/syscall" 2>/dev/null)"
+            sed 's/^/    /' "$t/stack" 2>/dev/null | head -6
+        done
+        python3 - "$p" <<'PY' || true
+import struct, sys
+pid = sys.argv[1]
+mem = open(f"/proc/{pid}/mem", "rb")
+for line in open(f"/proc/{pid}/maps"):
+    if "udsfs-lane" not in line:
+        continue
+    lo = int(line.split("-")[0], 16)
+    mem.seek(lo)
+    h = mem.read(64 + 512)
+    w = lambda off: struct.unpack_from("I", h, off)[0]  # noqa: E731
+    dirs = [" ".join(f"{n}={w(64 + 256 * d + o)}" for n, o in (("tail", 0), ("fin", 4), ("ww", 8), ("dev", 12), ("head", 128), ("rw", 132), ("sev", 136))) for d in (0, 1)]
+    print(f"    region {line.split()[0]} inode {line.split()[4]}: state {w(8)} busy {w(16)},{w(20)}; out: {dirs[0]}; in: {dirs[1]}")
+PY
+    done
+    for t in /proc/"$DAEMON_PID"/task/*; do
+        if [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-lane-move ]; then
+            say "the daemon's mover (task ${t##*/}): wchan $(cat "$t/wchan"), syscall $(cut -d' ' -f1-3 "$t/syscall")"
+            sed 's/^/    /' "$t/stack" 2>/dev/null | head -6
+        fi
+    done
+}
 mark() { echo "$1 $(python3 -c 'import time; print(f"{time.monotonic():.6f}")')" >>"$TMP/marks"; }
 
 # Root's capture of the whole mount, read to /dev/null.
@@ -135,6 +167,7 @@ if ! ended_within $FL1 20000 || ! ended_within $FL2 20000; then
         st=$(tr '\n' ' ' <"$d/status" 2>/dev/null) || continue
         [[ $st == *lane=through* ]] && say "$d: $st"
     done
+    flood_state $FL1 $FL2
     fail "B's flood did not end within 20 s of its stop: $(cat "$TMP/flood.out" "$TMP/flood2.out" | tr '\n' '|')"
 fi
 wait $FL1 || fail "B's flood (11 connections) ended with status $?: $(cat "$TMP/flood.out")"
