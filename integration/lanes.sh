@@ -27,9 +27,9 @@ CASES=(pingpong big eagain rcvtimeo signals fork_end pass_end blocked_fds epoll 
 
 # A case that hangs explains itself. The epoll case's udsfs run was killed at 60 s, right
 # after its last lines, once in the first of four full runs of this script at load (not
-# seen in 140 runs of that case alone, nor in about 1,400 more at load 20-35 here: alone,
-# after the cases before it, four at once, lanes on and off, one and many daemon threads,
-# and six full runs): cause not found. hang_state PID
+# seen in 140 runs of that case alone, nor in about 2,700 more at load 5-35 here: 1,000
+# alone on a one-thread daemon, 300 alone, 170 after the cases before it, 740 four at
+# once, 460 with --no-lanes, and 16 full runs of this script): cause not found. hang_state PID
 # says what each task of PID's tree and of the daemon waits in (wchan, syscall, kernel
 # stack; with gdb each thread's user stack, so the library's call it sleeps in), and for
 # each process of the tree its descriptors, the status file of each udsfs socket among
