@@ -86,7 +86,7 @@ chmod 755 "$TMP"
 EXCEPTIONS=$LIB_DIR/adversarial_lanes2_exceptions.txt
 failed=()
 # B's raw moves (the library's own requests, without it)
-with_helpers "$TMP/lanes.py" <"$LIB_DIR/adversarial_lanes.py"
+with_helpers "$TMP/lanes.py" lane_raw.py <"$LIB_DIR/adversarial_lanes.py"
 chmod 644 "$TMP/lanes.py"
 # (verdict CASE OK WHAT: lib.sh, against $EXCEPTIONS)
 
