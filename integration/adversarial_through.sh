@@ -77,20 +77,7 @@ flood_state() { # flood_state PID...: what each task of PID's tree waits in (wch
             say "pid $p task ${t##*/} $(cat "$t/comm" 2>/dev/null): wchan $(cat "$t/wchan" 2>/dev/null), syscall $(cut -d' ' -f1-3 "$t/syscall" 2>/dev/null)"
             sed 's/^/    /' "$t/stack" 2>/dev/null | head -6
         done
-        python3 - "$p" <<'PY' || true
-import struct, sys
-pid = sys.argv[1]
-mem = open(f"/proc/{pid}/mem", "rb")
-for line in open(f"/proc/{pid}/maps"):
-    if "udsfs-lane" not in line:
-        continue
-    lo = int(line.split("-")[0], 16)
-    mem.seek(lo)
-    h = mem.read(64 + 512)
-    w = lambda off: struct.unpack_from("I", h, off)[0]  # noqa: E731
-    dirs = [" ".join(f"{n}={w(64 + 256 * d + o)}" for n, o in (("tail", 0), ("fin", 4), ("ww", 8), ("dev", 12), ("head", 128), ("rw", 132), ("sev", 136))) for d in (0, 1)]
-    print(f"    region {line.split()[0]} inode {line.split()[4]}: state {w(8)} busy {w(16)},{w(20)}; out: {dirs[0]}; in: {dirs[1]}")
-PY
+        python3 "$LIB_DIR/lane_words.py" "$p" "    " || true
     done
     for t in /proc/"$DAEMON_PID"/task/*; do
         if [ "$(cat "$t/comm" 2>/dev/null)" = udsfs-lane-move ]; then

@@ -57,20 +57,7 @@ hang_state() {
             */.udsfs/sock/*) say "hang:     status: $(timeout 5 cat "${t%/*}/status" 2>&1 | tr '\n' ' ')" ;;
             esac
         done
-        timeout 10 python3 - "$p" <<'PY' 2>/dev/null || true
-import struct, sys
-pid = sys.argv[1]
-mem = open(f"/proc/{pid}/mem", "rb")
-for line in open(f"/proc/{pid}/maps"):
-    if "udsfs-lane" not in line:
-        continue
-    lo = int(line.split("-")[0], 16)
-    mem.seek(lo)
-    h = mem.read(64 + 512)
-    w = lambda off: struct.unpack_from("I", h, off)[0]  # noqa: E731
-    dirs = [" ".join(f"{n}={w(64 + 256 * d + o)}" for n, o in (("tail", 0), ("fin", 4), ("ww", 8), ("dev", 12), ("head", 128), ("rw", 132), ("sev", 136))) for d in (0, 1)]
-    print(f"hang: pid {pid} region {line.split()[0]} inode {line.split()[4]}: state {w(8)} busy {w(16)},{w(20)}; out: {dirs[0]}; in: {dirs[1]}")
-PY
+        timeout 10 python3 "$LIB_DIR/lane_words.py" "$p" "hang: pid $p " 2>/dev/null || true
     done
     command -v gdb >/dev/null || return 0
     for p in $(for p in $tree; do [ "$(cat "/proc/$p/comm" 2>/dev/null)" != python3 ] || echo "$p"; done | head -4); do
