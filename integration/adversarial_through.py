@@ -6,9 +6,6 @@
 # what the library never would.
 import ctypes, mmap, socket, struct  # noqa: E401
 
-libc = ctypes.CDLL(None, use_errno=True)
-IOC_CTL = 0xC1F05501  # udsfs_proto::ioctl::UDSFS_IOC_CTL (a 496-byte Ctl)
-OP_LANE_CLAIM = 40
 # region.rs: header words; a direction's words at 64 + 256 d (tail 0, fin 4,
 # writer-waiting 8, head 128, reader-waiting 132); the rings after the 4096-byte header.
 DIR = lambda d, off: 64 + 256 * d + off  # noqa: E731
@@ -19,33 +16,11 @@ def say(*a):
     os.write(1, (" ".join(str(x) for x in a) + "\n").encode())
 
 
-def lane_ctl(fd, arg):
-    """Op::LaneClaim with `arg` on data file `fd`: (tag, side, cap0, cap1) or the errno name.
-    (As adversarial_lanes.py's.)"""
-    buf = (ctypes.c_char * 496)()
-    struct.pack_into("Ii", buf, 0, OP_LANE_CLAIM, arg)
-    if libc.ioctl(fd, ctypes.c_ulong(IOC_CTL), buf) < 0:
-        return errno.errorcode.get(ctypes.get_errno(), "?")
-    return struct.unpack_from("qqqq", buf, 16)
-
-
 def channel():
     name = open(f"{U}/fdchannel").read().strip()
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect("\0" + name)
     return s
-
-
-def claim(ch, tag):
-    """The file of depot `tag` over the fd channel: its fd, or the errno name."""
-    ch.send(b"C" + struct.pack("=Q", tag & 0xFFFFFFFFFFFFFFFF))
-    msg, anc, _, _ = ch.recvmsg(64, socket.CMSG_SPACE(4 * 4))
-    if msg[:1] == b"E":
-        return errno.errorcode.get(struct.unpack_from("i", msg, 1)[0], "?")
-    for lvl, ty, data in anc:
-        if lvl == socket.SOL_SOCKET and ty == socket.SCM_RIGHTS:
-            return struct.unpack_from("i", data)[0]
-    return f"no file ({msg[:1]!r})"
 
 
 def lane_word(n):

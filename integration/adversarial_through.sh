@@ -44,7 +44,7 @@ B=65534
 chmod o+x "$TMP"
 chmod 0777 "$MNT"
 mkdir -m 0755 "$TMP/py"
-with_helpers "$TMP/py/through.py" <"$LIB_DIR/adversarial_through.py"
+with_helpers "$TMP/py/through.py" lane_raw.py <"$LIB_DIR/adversarial_through.py"
 chmod a+r "$TMP/py/through.py"
 mkdir -m 0777 "$TMP/flags" "$TMP/out"
 run_as() { # run_as UID ARGS...: through.py ARGS through `udsfs run` as UID (at $NICE)
