@@ -134,12 +134,17 @@ impl Far {
         [a.ev_fd(1), self.evs.ev_fd(1)]
     }
 
-    /// Into the mover's epoll, each end's region under its socket's id.
+    /// Into the mover's epoll, each end's region under its socket's id,
+    /// edge-triggered: an eventfd stays readable until its connection's
+    /// turn drains it, and the mover looks (epoll_wait, no wait) between
+    /// every two turns, so level-triggered each look walked every waiting
+    /// connection's eventfds again (50 redis clients: the looks cost more
+    /// than the moves). Each write of an end is a new edge: none missed.
     pub(crate) fn start(&self, m: &Mover, ids: [u64; 2], a: &Evs) {
         let Some(ep) = m.epoll() else { return };
         for (fd, id) in self.daemon_evs(a).into_iter().zip(ids) {
             let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
+                events: (libc::EPOLLIN | libc::EPOLLET) as u32,
                 u64: id,
             };
             // SAFETY: epoll_ctl on descriptors we own, a live event.
