@@ -12,13 +12,6 @@ def say(*a):
     print(*a, flush=True)
 
 
-def channel():
-    name = open(f"{U}/fdchannel").read().strip()
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.connect("\0" + name)
-    return s
-
-
 def laned_pair(ch):
     """A fresh stream pair with a lane: (pair fd, data fd of a, of b, region mmap, grant)."""
     pf, a, b = pair("stream")
@@ -49,13 +42,7 @@ def laned_connection(name):
     cf, c = clone("stream")
     ctl(cf, f"connect @{name}")
     dc = os.open(f"{U}/sock/{c}/data", os.O_RDWR | os.O_NONBLOCK)
-    g = "EAGAIN"
-    for _ in range(500):
-        g = lane_ctl(dc, 5)
-        if g != "EAGAIN":
-            break
-        time.sleep(0.01)
-    return cf, c, dc, g
+    return cf, c, dc, lane_ask(dc, 5, 500)
 
 
 def close_pair(p):

@@ -79,17 +79,8 @@
 UDSFS_MOUNT_ARGS=(--allow-other --lanes)
 source "$(dirname "$0")/lib.sh"
 
-need_preload
-need_cmd gcc gcc
-A=61061
-B=61062
-chmod 755 "$TMP"
-EXCEPTIONS=$LIB_DIR/adversarial_lanes3_exceptions.txt
-failed=()
 L3=$TMP/l3
-gcc -O1 -Wall -Werror -pthread -o "$L3" "$LIB_DIR/adversarial_lanes3.c" || fail "gcc of adversarial_lanes3.c"
-chmod 755 "$L3"
-mkdir -m 1777 "$TMP/k" # the kernel's sockets
+build_attack_c adversarial_lanes3 "$L3"
 # on UID kernel|udsfs ARGS...: the program as UID on kernel sockets or through `udsfs run`.
 on() {
     local uid=$1 where=$2

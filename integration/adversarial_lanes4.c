@@ -81,6 +81,7 @@
 #include <unistd.h>
 
 #include "lanes_probe.h"
+#include "../tests/conformance/programs/programs.h" /* send_fds, recv_fds */
 
 /* A socketpair with a byte each way (laned on a mount with lanes), or exits. */
 static void laned_pair(int sv[2]) {
@@ -353,25 +354,14 @@ static int passclose(void) {
     lane_of(p[0][0], s, sizeof s);
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, cs) < 0) { perror("socketpair"); return 2; }
     int hole = open("/dev/null", O_RDONLY);
-    union { struct cmsghdr h; char b[CMSG_SPACE(3 * sizeof(int))]; } u;
-    char x = 'x';
-    struct iovec io = {&x, 1};
-    struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(3 * sizeof(int));
-    for (int i = 0; i < 3; i++) memcpy(CMSG_DATA(c) + i * sizeof(int), &p[i][0], sizeof(int));
-    if (sendmsg(cs[0], &m, 0) != 1) { perror("sendmsg"); return 2; }
+    int ends[3] = {p[0][0], p[1][0], p[2][0]}, nr, mflags;
+    char x;
+    if (send_fds(cs[0], "x", 1, ends, 3) != 1) { perror("sendmsg"); return 2; }
     for (int i = 0; i < 3; i++) close(p[i][0]);
     close(hole);
     int want[3], k = 0;
     for (int n = 0; k < 3; n++) if (fcntl(n, F_GETFD) < 0) want[k++] = n;
-    memset(u.b, 0, sizeof u.b);
-    m.msg_controllen = sizeof u.b;
-    if (recvmsg(cs[1], &m, 0) != 1) { perror("recvmsg"); return 2; }
-    c = CMSG_FIRSTHDR(&m);
-    if (c && c->cmsg_type == SCM_RIGHTS) memcpy(r, CMSG_DATA(c), sizeof r);
+    if (recv_fds(cs[1], &x, 1, 3, r, &nr, &mflags) != 1) { perror("recvmsg"); return 2; }
     int lowest = 1, moved = 0;
     for (int i = 0; i < 3; i++) lowest &= r[i] == want[i];
     for (int i = 0; i < 3; i++) {
@@ -478,16 +468,8 @@ static int recvedge(int lim, int held) {
     for (int i = 0; i < 3; i++) laned_pair(p[i]);
     lane_of(p[0][0], s, sizeof s);
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, cs) < 0) { perror("socketpair"); return 2; }
-    union { struct cmsghdr h; char b[CMSG_SPACE(3 * sizeof(int))]; } u;
-    char x = 'x';
-    struct iovec io = {&x, 1};
-    struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(3 * sizeof(int));
-    for (int i = 0; i < 3; i++) memcpy(CMSG_DATA(c) + i * sizeof(int), &p[i][0], sizeof(int));
-    if (sendmsg(cs[0], &m, 0) != 1) { perror("sendmsg"); return 2; }
+    int ends[3] = {p[0][0], p[1][0], p[2][0]};
+    if (send_fds(cs[0], "x", 1, ends, 3) != 1) { perror("sendmsg"); return 2; }
     for (int i = 0; i < 3; i++) close(p[i][0]);
     /* fill every number but three */
     int fds[4096], n = 0;
@@ -499,15 +481,10 @@ static int recvedge(int lim, int held) {
     for (int i = 0; i < 3 && n; i++) close(fds[--n]);
     int want[3], k = 0;
     for (int i = 0; i < lim && k < 3; i++) if (fcntl(i, F_GETFD) < 0) want[k++] = i;
-    memset(u.b, 0, sizeof u.b);
-    m.msg_controllen = sizeof u.b;
-    ssize_t got = recvmsg(cs[1], &m, 0);
-    int e = errno, nr = 0;
-    c = CMSG_FIRSTHDR(&m);
-    if (got > 0 && c && c->cmsg_type == SCM_RIGHTS) {
-        nr = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        memcpy(r, CMSG_DATA(c), nr * sizeof(int));
-    }
+    int nr, mflags = 0;
+    char x;
+    ssize_t got = recv_fds(cs[1], &x, 1, 3, r, &nr, &mflags);
+    int e = errno;
     int lowest = nr == 3, moved = 0;
     for (int i = 0; i < nr; i++) lowest &= r[i] == want[i];
     for (int i = 0; i < nr; i++) {
@@ -522,17 +499,10 @@ static int recvedge(int lim, int held) {
         close(cs[1]);
     }
     usleep(100000);
-    int free_after = 0, evs = eventfds();
-    for (;;) {
-        int f = open("/dev/null", O_RDONLY);
-        if (f < 0) break;
-        fds[n++] = f;
-        free_after++;
-    }
-    while (n) close(fds[--n]);
+    int evs = eventfds(), free_after = opens_left();
     printf("recvmsg of three laned ends with three numbers free: %zd %s, %d received%s, at the lowest free in order: %s; "
            "bytes to their own peers: %d; numbers free once %s: %d, eventfds held: %d; lane %s\n",
-           got, err(got, e), nr, m.msg_flags & MSG_CTRUNC ? " (MSG_CTRUNC)" : "", lowest ? "yes" : "no", moved,
+           got, err(got, e), nr, mflags & MSG_CTRUNC ? " (MSG_CTRUNC)" : "", lowest ? "yes" : "no", moved,
            held ? "the received ends are closed (their peers open)" : "all are closed", free_after, evs, s);
     return 0;
 }
@@ -602,22 +572,9 @@ static int flags(const char *path) {
         snprintf(w, sizeof w, "accept4 %d", v);
         fl(w, a);
         /* a received end, MSG_CMSG_CLOEXEC as v says */
-        union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
-        char x = 'x';
-        struct iovec io = {&x, 1};
-        struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &a, sizeof(int));
-        int r = -1;
-        if (sendmsg(sv[0], &m, 0) == 1) {
-            memset(u.b, 0, sizeof u.b);
-            m.msg_controllen = sizeof u.b;
-            if (recvmsg(sv[1], &m, v & 1 ? MSG_CMSG_CLOEXEC : 0) == 1 && (cm = CMSG_FIRSTHDR(&m)))
-                memcpy(&r, CMSG_DATA(cm), sizeof(int));
-        }
+        int r = -1, nr, mflags;
+        char x;
+        if (send_fds(sv[0], "x", 1, &a, 1) == 1) recv_fds_flags(sv[1], &x, 1, 1, v & 1 ? MSG_CMSG_CLOEXEC : 0, &r, &nr, &mflags);
         snprintf(w, sizeof w, "received %d", v);
         fl(w, r);
         printf("numbers %d %d %d %d %d\n", sv[0], sv[1], c, a, r);

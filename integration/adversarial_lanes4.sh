@@ -52,17 +52,8 @@
 UDSFS_MOUNT_ARGS=(--allow-other --lanes)
 source "$(dirname "$0")/lib.sh"
 
-need_preload
-need_cmd gcc gcc
-A=61061
-B=61062
-chmod 755 "$TMP"
-EXCEPTIONS=$LIB_DIR/adversarial_lanes4_exceptions.txt
-failed=()
 L4=$TMP/l4
-gcc -O1 -Wall -Werror -pthread -o "$L4" "$LIB_DIR/adversarial_lanes4.c" || fail "gcc of adversarial_lanes4.c"
-chmod 755 "$L4"
-mkdir -m 1777 "$TMP/k"
+build_attack_c adversarial_lanes4 "$L4"
 # on UID kernel|udsfs ARGS...: the program as UID on kernel sockets or through `udsfs run`.
 on() {
     local uid=$1 where=$2 dir=$TMP/k
@@ -85,23 +76,26 @@ same() {
     grep -q "lane direct" <<<"$u" || say "$c $*: no lane: $u"
     [ "${u%lane *}" = "${k%lane *}" ]
 }
+# same_each CASE WHAT LABEL ARGS...: `same CASE CASE ARGS` for each ARGS (the program's
+# arguments as one word), then CASE's verdict: as on Linux with every ARGS; said as WHAT,
+# then each "LABEL ARGS: udsfs's output (kernel: the kernel's)".
+same_each() {
+    local c=$1 what=$2 label=$3 args all=1 outs=()
+    shift 3
+    for args in "$@"; do
+        # shellcheck disable=SC2086 # (the arguments' words)
+        same "$c" "$c" $args || all=
+        outs+=("$label $args: $u (kernel: $k)")
+    done
+    verdict "$c" "$all" "$what: $(printf '%s; ' "${outs[@]}")"
+}
 
 # sigclose: all four must be as on Linux
-sc_ok=1 scs=()
-for args in "0 0" "0 1" "1 0" "1 1"; do
-    # shellcheck disable=SC2086 # (the arguments' words)
-    same sigclose sigclose $args || sc_ok=
-    scs+=("SA_RESTART, dup2 a pipe = $args: $u (kernel: $k)")
-done
-verdict sigclose "$sc_ok" "a SIGALRM handler closes (or dup2s a pipe onto) a laned end under the main thread's blocking read: $(printf '%s; ' "${scs[@]}")"
+same_each sigclose "a SIGALRM handler closes (or dup2s a pipe onto) a laned end under the main thread's blocking read" \
+    "SA_RESTART, dup2 a pipe =" "0 0" "0 1" "1 0" "1 1"
 
 # forkcall
-fc_ok=1 fcs=()
-for ex in 0 1; do
-    same forkcall forkcall $ex || fc_ok=
-    fcs+=("exec $ex: $u (kernel: $k)")
-done
-verdict forkcall "$fc_ok" "a thread's blocking read on a laned end across a fork whose child closes both ends: $(printf '%s; ' "${fcs[@]}")"
+same_each forkcall "a thread's blocking read on a laned end across a fork whose child closes both ends" exec 0 1
 
 # passclose
 same passclose passclose && pc_ok=1 || pc_ok=
@@ -122,12 +116,8 @@ same inetd inetd && in_ok=1 || in_ok=
 verdict inetd "$in_ok" "an accepted laned connection put at descriptors 0 and 1 (dup2) and its number closed: $(tr '\n' ' ' <<<"$u") (kernel: $(tr '\n' ' ' <<<"$k"))"
 
 # recvedge
-re_ok=1 res=()
-for lim in 64 20; do
-    same recvedge recvedge $lim 0 || re_ok=
-    res+=("RLIMIT_NOFILE $lim: $u (kernel: $k)")
-done
-verdict recvedge "$re_ok" "three laned ends received in one message with exactly three numbers free: $(printf '%s; ' "${res[@]}")"
+same_each recvedge "three laned ends received in one message with exactly three numbers free" \
+    "RLIMIT_NOFILE, held =" "64 0" "20 0"
 same downheld recvedge 64 1 && dh_ok=1 || dh_ok=
 verdict downheld "$dh_ok" "three laned ends passed, received and closed (their lanes down), their peers still open, at RLIMIT_NOFILE 64: $u (kernel: $k)"
 
@@ -137,20 +127,11 @@ same evrace evrace 64 400 || ev_ok=
 verdict evrace "$ev_ok" "laned socketpairs made and closed while another thread puts /dev/null at 3/4 of RLIMIT_NOFILE 64 and closes it: $u (kernel: $k)"
 
 # epdup: an epoll registration of a laned end whose number closes while a dup keeps its file
-ed_ok=1 eds=()
-for how in 0 1; do
-    same epdup epdup $how || ed_ok=
-    eds+=("$u (kernel: $k)")
-done
-verdict epdup "$ed_ok" "$(printf '%s; ' "${eds[@]}")"
+same_each epdup "a laned end's epoll registration when its number closes while a dup keeps its file" \
+    "reuse the number by a pipe =" 0 1
 
 # sigclosew: a SIGALRM handler closes a laned end under the main thread's 1 MiB write
-sw_ok=1 sws=()
-for r in 0 1; do
-    same sigclosew sigclosew $r || sw_ok=
-    sws+=("SA_RESTART $r: $u (kernel: $k)")
-done
-verdict sigclosew "$sw_ok" "$(printf '%s; ' "${sws[@]}")"
+same_each sigclosew "a SIGALRM handler closes a laned end under the main thread's 1 MiB write" SA_RESTART 0 1
 
 # flags
 same flags flags && fl_ok=1 || fl_ok=

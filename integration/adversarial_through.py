@@ -16,13 +16,6 @@ def say(*a):
     os.write(1, (" ".join(str(x) for x in a) + "\n").encode())
 
 
-def channel():
-    name = open(f"{U}/fdchannel").read().strip()
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.connect("\0" + name)
-    return s
-
-
 def lane_word(n):
     try:
         return status(n, "lane")
@@ -275,12 +268,7 @@ def through_connection_once(path, ch, seq):
     cf, c = clone("seqpacket" if seq else "stream")
     ctl(cf, f"connect {path}")
     dc = os.open(f"{U}/sock/{c}/data", os.O_RDWR | os.O_NONBLOCK)
-    g = "EAGAIN"
-    for _ in range(300):
-        g = lane_ctl(dc, 5)
-        if g != "EAGAIN":
-            break
-        time.sleep(0.01)
+    g = lane_ask(dc, 5, 300)
     if isinstance(g, str):
         return cf, c, dc, g
     mfd = claim(ch, g[0])

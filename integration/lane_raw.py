@@ -1,12 +1,15 @@
 # lane_raw.py: the library's own lane requests made by hand, for the attacks on lanes
-# (adversarial_lanes.py through with_helpers, adversarial_lanes3_pass.py by import):
+# (adversarial_lanes.py and adversarial_through.py through with_helpers,
+# adversarial_lanes3_pass.py and adversarial_lanes4.py by import):
 # Op::LaneClaim on a socket's data file, and a region's file claimed by its depot tag
-# over the fd channel (docs/LANE.md); and a socket's lane as its status file says it.
+# over the fd channel (docs/LANE.md), the channel as the library connects it; and a
+# socket's lane as its status file says it.
 import ctypes
 import errno
 import os
 import socket
 import struct
+import time
 
 libc = ctypes.CDLL(None, use_errno=True)
 IOC_CTL = 0xC1F05501  # udsfs_proto::ioctl::UDSFS_IOC_CTL (a 496-byte Ctl)
@@ -20,6 +23,27 @@ def lane_ctl(fd, arg):
     if libc.ioctl(fd, ctypes.c_ulong(IOC_CTL), buf) < 0:
         return errno.errorcode.get(ctypes.get_errno(), "?")
     return struct.unpack_from("qqqq", buf, 16)
+
+
+def lane_ask(fd, arg, tries):
+    """lane_ctl(fd, arg) again every 10 ms while EAGAIN (the daemon not ready to make the
+    lane yet), `tries` times at most: the last answer."""
+    g = "EAGAIN"
+    for _ in range(tries):
+        g = lane_ctl(fd, arg)
+        if g != "EAGAIN":
+            break
+        time.sleep(0.01)
+    return g
+
+
+def channel():
+    """A connection to the mount's fd channel (its abstract name in $U/fdchannel, U the
+    mount's .udsfs directory), as the library makes it."""
+    name = open(f"{os.environ.get('U', '')}/fdchannel").read().strip()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect("\0" + name)
+    return s
 
 
 def claim(ch, tag):

@@ -648,6 +648,26 @@ need_static_gcc() {
     [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
 }
 
+# build_attack_c NAME OUT: for the attack scripts whose C program integration/NAME.c runs
+# as users A (61061) and B (61062), first on kernel sockets in $TMP/k, then through `udsfs
+# run` (adversarial_lanes3.sh, adversarial_lanes4.sh): the preload library and gcc
+# needed; NAME.c built (-Wall -Werror) into OUT, which A and B may run ($TMP opened to
+# them); $TMP/k made, open to all (sticky); verdict's EXCEPTIONS (integration/
+# NAME_exceptions.txt) and an empty `failed`.
+build_attack_c() {
+    local name=$1 out=$2
+    need_preload
+    need_cmd gcc gcc
+    A=61061
+    B=61062
+    chmod 755 "$TMP"
+    EXCEPTIONS=$LIB_DIR/${name}_exceptions.txt
+    failed=()
+    gcc -O1 -Wall -Werror -pthread -o "$out" "$LIB_DIR/$name.c" || fail "gcc of $name.c"
+    chmod 755 "$out"
+    mkdir -m 1777 "$TMP/k"
+}
+
 # run_proper PID: the pid of `udsfs run` proper below the `udsfs run` PID (its front,
 # which only waits for CMD's status: src/run/front.rs); the threads of the supervisor and
 # CMD itself are there. Waits up to 5 s for it.

@@ -132,6 +132,19 @@ expect_socket_home() {
     fi
 }
 
+# name_gone PATH: waits (10 s at most) until the socket's name PATH is gone (nothing
+# there, not even a link: through udsfs a routed name is one) after its daemon quit;
+# says "NAME gone" or "NAME still there" (NAME: PATH's last part), for the answers the
+# kernel run and the udsfs run compare (run_git_credential.sh, run_gpg_agent.sh).
+name_gone() {
+    local i
+    for i in $(seq 1 500); do
+        [ -e "$1" ] || [ -L "$1" ] || { echo "${1##*/} gone"; return 0; }
+        sleep 0.02
+    done
+    echo "${1##*/} still there"
+}
+
 # start_bg VAR CMD...: start CMD in the background in a process group of its own and
 # set VAR to its PID. `udsfs run` leaves its child running when it is killed, so the
 # script's cleanup kills each such group whole.

@@ -29,16 +29,6 @@ g() {
 ask() { printf 'protocol=https\nhost=example.org\n\n'; }
 give() { printf 'protocol=https\nhost=example.org\nusername=alice\npassword=%s\n\n' "$1"; }
 
-# gone NAME: waits (10 s at most) until the socket name NAME is gone.
-gone() {
-    local i
-    for i in $(seq 1 500); do
-        [ -e "$1" ] || [ -L "$1" ] || { echo "socket name gone"; return 0; }
-        sleep 0.02
-    done
-    echo "socket name still there: $(ls -l "$1")"
-}
-
 # one_run MODE SOCKDIR: answers in $TMP/MODE.out.
 one_run() {
     local mode=$1 sdir=$2 home=$TMP/home-$1
@@ -57,7 +47,7 @@ one_run() {
         ask | g "$home" "$c" fill
         HOME=$home via -- timeout 20 git credential-cache --socket "$sock" exit
         echo "credential-cache exit: status $?"
-        gone "$sock"
+        name_gone "$sock"
         echo "== a daemon killed: its name stays, the next one binds over it"
         # In the foreground (--debug), no timeout(1) between: its process group of its
         # own would keep the daemon from the group kill.
@@ -72,7 +62,7 @@ one_run() {
         ask | g "$home" "$c" fill
         HOME=$home via -- timeout 20 git credential-cache --socket "$sock" exit
         echo "credential-cache exit: status $?"
-        gone "$sock"
+        name_gone "$sock"
         echo "== --socket in a 0755 directory"
         mkdir -m 755 "$sdir/open"
         give s3cret | g "$home" "cache --socket $sdir/open/sock" approve
@@ -85,7 +75,7 @@ one_run() {
         ask | g "$home" --route "$home/.cache" cache fill
         HOME=$home via --route "$home/.cache" -- timeout 20 git credential-cache exit
         echo "credential-cache exit: status $?"
-        gone "$home/.cache/git/credential/socket"
+        name_gone "$home/.cache/git/credential/socket"
         echo "== 20 clients at once"
         give s3cret | g "$home" "$c" approve
         local i
@@ -96,7 +86,7 @@ one_run() {
         cat "$TMP/$mode".fill* | sort | uniq -c
         HOME=$home via -- timeout 20 git credential-cache --socket "$sock" exit
         echo "credential-cache exit: status $?"
-        gone "$sock"
+        name_gone "$sock"
     } 2>&1 | sed -e "s|$sdir|SDIR|g" -e "s|$home|HOME|g" >"$TMP/$mode.out"
     show_answers "$mode" "$TMP/$mode.out"
 }

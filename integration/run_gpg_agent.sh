@@ -61,16 +61,6 @@ while not g.endswith(b"\n"):
     g += s.recv(100)
 print(g.decode().strip().replace(str(os.getpid()), "MYPID"))'
 
-# gone NAME: waits (10 s at most) until the socket name NAME is gone.
-gone() {
-    local i
-    for i in $(seq 1 500); do
-        [ -e "$1" ] || [ -L "$1" ] || { echo "${1##*/} gone"; return 0; }
-        sleep 0.02
-    done
-    echo "${1##*/} still there"
-}
-
 # idle LOG PID: waits (10 s at most) until every handler agent PID's LOG says started has
 # ended: a connection's handler ends a little after its client does.
 idle() {
@@ -150,7 +140,7 @@ one_run() {
             'GETINFO socket_name' /bye 2>&1
         via --route "$h" -- timeout 20 gpgconf --homedir "$h" --kill dirmngr
         echo "gpgconf --kill dirmngr: status $?"
-        gone "$h/S.dirmngr"
+        name_gone "$h/S.dirmngr"
     } 2>&1 | norm "$h" >"$out"
     # Socket activation: systemd-socket-activate binds S.gpg-agent and starts
     # `gpg-agent --supervised` with it as fd 3 (the agent reads its name back with

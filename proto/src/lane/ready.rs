@@ -133,14 +133,14 @@ pub fn move_high(fd: i32) -> Result<i32, crate::Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lane::tests::direct;
     use crate::lane::{Framing, Side};
 
     /// What poll would report for end B as end A writes, fills its ring,
     /// B drains it, the words are scribbled over, and the lane goes down.
     #[test]
     fn readiness_follows_the_rings_and_the_state() {
-        let (_fd, r) = Region::create([4096, 4096]).expect("create");
-        r.set_state(State::Direct);
+        let (_fd, r) = direct([4096, 4096]);
         let (mut wa, _ra) = r.end(Side::A, Framing::Stream);
         let (_wb, mut rb) = r.end(Side::B, Framing::Stream);
         let m = |side| look(&r, side).map(|l| l.mask);
@@ -181,8 +181,7 @@ mod tests {
     /// (integration/adversarial_lanes2.sh head_lie).
     #[test]
     fn a_lie_about_an_ends_own_position_is_found_by_its_call() {
-        let (_fd, r) = Region::create([4096, 4096]).expect("create");
-        r.set_state(State::Direct);
+        let (_fd, r) = direct([4096, 4096]);
         let (mut wa, _ra) = r.end(Side::A, Framing::Stream);
         let (_wb, mut rb) = r.end(Side::B, Framing::Stream);
         let m = |side| look(&r, side).map(|l| l.mask);

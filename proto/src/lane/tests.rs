@@ -10,7 +10,9 @@ use super::region::{self, HEADER, OFF_FIN, OFF_HEAD, OFF_STATE, OFF_TAIL, dir_wo
 use super::*;
 use crate::xorshift::Rng;
 
-fn direct(caps: [u32; 2]) -> (OwnedFd, Region) {
+/// A region with rings of `caps` bytes, its lane up (State::Direct); ready.rs's
+/// tests use it too.
+pub(super) fn direct(caps: [u32; 2]) -> (OwnedFd, Region) {
     let (fd, r) = Region::create(caps).expect("create");
     r.set_state(State::Direct);
     (fd, r)

@@ -1,7 +1,8 @@
 /* What the C twins of the scenarios in this directory share: errno names,
  * passing files the way Python's socket.send_fds/recv_fds do, and where a
  * socket lives. tests/conformance/programs.rs builds each twin with
- * `gcc -static` and runs it on the kernel and through `udsfs run`. */
+ * `gcc -static` and runs it on the kernel and through `udsfs run`. The lane
+ * attack program integration/adversarial_lanes4.c passes its files with it too. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -51,10 +52,12 @@ static inline ssize_t send_fds(int s, const void *data, size_t len, const int *f
 	return sendmsg(s, &m, 0);
 }
 
-/* socket.recv_fds(s, len, maxfds): a control buffer of CMSG_LEN(maxfds
- * ints), as Python sizes it. The files land in fds (their count in *nfds),
- * the message flags in *flags. */
-static inline ssize_t recv_fds(int s, void *data, size_t len, int maxfds, int *fds, int *nfds, int *flags)
+/* socket.recv_fds(s, len, maxfds, rflags): a control buffer of
+ * CMSG_LEN(maxfds ints), as Python sizes it; rflags are recvmsg's (e.g.
+ * MSG_CMSG_CLOEXEC). The files land in fds (their count in *nfds), the
+ * message flags in *flags. */
+static inline ssize_t recv_fds_flags(int s, void *data, size_t len, int maxfds, int rflags, int *fds, int *nfds,
+				     int *flags)
 {
 	struct iovec iov = {.iov_base = data, .iov_len = len};
 	union {
@@ -69,7 +72,7 @@ static inline ssize_t recv_fds(int s, void *data, size_t len, int maxfds, int *f
 		.msg_controllen = CMSG_LEN(maxfds * sizeof(int)),
 	};
 	*nfds = 0;
-	ssize_t n = recvmsg(s, &m, 0);
+	ssize_t n = recvmsg(s, &m, rflags);
 	if (n < 0)
 		return n;
 	*flags = m.msg_flags;
@@ -81,6 +84,12 @@ static inline ssize_t recv_fds(int s, void *data, size_t len, int maxfds, int *f
 		*nfds += k;
 	}
 	return n;
+}
+
+/* socket.recv_fds(s, len, maxfds): recv_fds_flags with no flags. */
+static inline ssize_t recv_fds(int s, void *data, size_t len, int maxfds, int *fds, int *nfds, int *flags)
+{
+	return recv_fds_flags(s, data, len, maxfds, 0, fds, nfds, flags);
 }
 
 /* Ends the program on a call that must not fail. */
