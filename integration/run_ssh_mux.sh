@@ -6,14 +6,22 @@
 # SCM_RIGHTS, and the master checks its peer's uid (getpeereid), writes the remote
 # command's output straight into the passed descriptors and sends its exit status back.
 # Checked: `-O check`; a command's stdout, stderr and exit status 3; stdin from a pipe
-# and 300 KB through `cat`; 20 clients at once; a client whose stdout is a file and one
-# whose stdin is /dev/null; `-O exit` (the master ends, CTL removed); CTL a udsfs socket.
-# On kernel sockets (CTL in a plain directory), then master and clients through `udsfs
-# run --mount $MNT` (CTL in the mount), then again under `--front seccomp`: the same
-# answers as on the kernel.
+# and 300 KB through `cat`, stdin /dev/null; a client whose stdout is a file, and one
+# whose stdout and stderr are a socketpair's end (a udsfs socket passed on); 20 clients
+# at once; `-W` stdio forwarding; `-O forward -L DIR/fwd.sock` (the daemonized master
+# binds a second unix socket; a client reads sshd's banner through it) and `-O cancel`;
+# uid 65534 on a 0666 CTL, refused by the master's getpeereid; ControlPersist (the
+# first ssh forks, its child goes on as master) and `-O stop`; a client killed in its
+# session (the master closes its socket and stdout at once); `-O exit` (the master
+# ends, CTL removed). CTL and fwd.sock are udsfs sockets. On kernel sockets (CTL in a
+# plain directory), then master and clients through `udsfs run --mount $MNT` (CTL in
+# the mount; sshd on the kernel, a TCP server), then again under `--front seccomp`:
+# the same answers as on the kernel.
+UDSFS_MOUNT_ARGS=(--allow-other) # uid 65534's client
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
+chmod 755 "$TMP"
 need_cmd ssh openssh-client ssh-keygen openssh-client python3 python3
 [ -x /usr/sbin/sshd ] || fail "/usr/sbin/sshd is not installed (package openssh-server; .ci/run installs it)"
 
@@ -49,6 +57,25 @@ SSH_OPTS=(-F /dev/null -i "$TMP/key" -o UserKnownHostsFile="$TMP/known_hosts"
     -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR)
 head -c 300000 /dev/urandom >"$TMP/blob"
 
+# SOCKOUT: python3 -c "$SOCKOUT" CMD...: CMD with stdout and stderr one end of a
+# socketpair, stdin /dev/null; prints what the other end read (length, md5, its last line).
+SOCKOUT='import hashlib, socket, subprocess, sys
+a, b = socket.socketpair()
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=a, stderr=a)
+a.close()
+got = b""
+while True:
+    x = b.recv(65536)
+    if not x:
+        break
+    got += x
+print("status", p.wait(), "read", len(got), hashlib.md5(got).hexdigest(), got.split(b"\n")[-2])'
+# BANNER: python3 -c "$BANNER" SOCK: the first 8 bytes a server sends on SOCK.
+BANNER='import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+print(s.recv(8))'
+
 # norm: pids made constant.
 norm() { sed -E -e 's/pid=[0-9]+/pid=PID/'; }
 
@@ -76,10 +103,24 @@ ctl_home() {
     fi
 }
 
+# fds_more PID BEFORE OP N: waits (10 s at most) until PID holds OP N descriptors more
+# than BEFORE (OP a test(1) comparison); prints how many more it holds then.
+fds_more() {
+    local t0 n
+    t0=$(now_ms)
+    while :; do
+        n=$(($(ls "/proc/$1/fd" | wc -l) - $2))
+        [ "$n" "$3" "$4" ] && break
+        [ $(($(now_ms) - t0)) -lt 10000 ] || break
+        sleep 0.02
+    done
+    echo "$n"
+}
+
 # one_run MODE OUT DIR [FRONT]: the master with CTL at DIR/ctl and every check, on MODE's
 # sockets (FRONT: the udsfs run front); answers in $TMP/OUT.out, files in $TMP/ssh-OUT.
 one_run() {
-    local mode=$1 name=$2 dir=$3 front=() d=$TMP/ssh-$2 out=$TMP/$2.out i rc pid
+    local mode=$1 name=$2 dir=$3 front=() d=$TMP/ssh-$2 out=$TMP/$2.out i rc pid pid2
     local t0
     t0=$(now_ms)
     [ -z "${4:-}" ] || front=(--front "$4")
@@ -88,6 +129,8 @@ one_run() {
     local ctl=$dir/ctl pids=()
     # ssh CMD...: a mux client on CTL (through udsfs run with FRONT).
     mux() { via ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -S "$ctl" "$@"; }
+    run_cmd ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -S "$ctl"
+    local mux_cmd=("${RUN_CMD[@]}")
     rc=0
     via ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -M -S "$ctl" -fN -p "$PORT" root@127.0.0.1 \
         >"$d/master.out" 2>&1 || rc=$?
@@ -127,6 +170,65 @@ one_run() {
         done
 
         rc=0
+        via ${front[@]+"${front[@]}"} -- python3 -c "$SOCKOUT" timeout 30 ssh "${SSH_OPTS[@]}" -S "$ctl" x 'seq 1 20000; echo to-err >&2' || rc=$?
+        echo "stdout and stderr a socketpair: python status $rc"
+
+        rc=0
+        mux -W "127.0.0.1:$PORT" x </dev/null 2>&1 | head -c 8 || rc=$?
+        echo " <- -W 127.0.0.1:PORT (stdio forwarding): status $rc"
+
+        rc=0
+        mux -O forward -L "$dir/fwd.sock:127.0.0.1:$PORT" x 2>&1 || rc=$?
+        echo "-O forward -L DIR/fwd.sock: status $rc"
+        (expect_socket_home "$dir/fwd.sock") >"$d/guard.out" 2>&1 || echo "guard failed: $(cat "$d/guard.out")"
+        rc=0
+        via ${front[@]+"${front[@]}"} -- python3 -c "$BANNER" "$dir/fwd.sock" 2>&1 || rc=$?
+        echo "banner through the forwarded socket: status $rc"
+        rc=0
+        mux -O cancel -L "$dir/fwd.sock:127.0.0.1:$PORT" x 2>&1 || rc=$?
+        echo "-O cancel: status $rc"
+        [ -e "$dir/fwd.sock" ] && echo "fwd.sock still there" || echo "fwd.sock removed"
+
+        chmod 755 "$dir" && chmod 666 "$ctl"
+        rc=0
+        as_uid 65534 env HOME=/ "${mux_cmd[@]}" -O check -p 9 127.0.0.1 </dev/null 2>&1 | norm || rc=$?
+        echo "uid 65534 on a 0666 CTL: status $rc"
+
+        # ControlPersist: the first ssh binds CTL2, forks, and its child goes on as the
+        # master while the parent is the command's mux client.
+        rc=0
+        via ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -o ControlMaster=auto -o ControlPersist=60 \
+            -S "$dir/ctl2" -p "$PORT" root@127.0.0.1 'echo first' </dev/null 2>&1 || rc=$?
+        echo "ControlPersist first command: status $rc"
+        rc=0
+        via ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -o ControlMaster=auto -o ControlPersist=60 \
+            -S "$dir/ctl2" -p "$PORT" root@127.0.0.1 'echo second' </dev/null 2>&1 || rc=$?
+        echo "ControlPersist second command: status $rc"
+        pid2=$(via ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -S "$dir/ctl2" -O check x 2>&1 | sed -n 's/^Master running (pid=\([0-9]*\)).*/\1/p')
+        echo "ControlPersist master: ${pid2:+running}"
+        rc=0
+        via ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -S "$dir/ctl2" -O stop x 2>&1 || rc=$?
+        echo "-O stop: status $rc"
+        if [ -n "$pid2" ] && ended_within "$pid2" 10000; then echo "ControlPersist master ended"; else echo "ControlPersist master still runs 10 s after -O stop"; fi
+        [ -e "$dir/ctl2" ] && echo "CTL2 still there" || echo "CTL2 removed"
+
+        # A client killed while its command runs: the master sees its connection end
+        # and closes that socket and the passed stdout at once (stdin /dev/null it closed
+        # at its end; the passed stderr it keeps until the remote command ends).
+        local before kid more
+        before=$(ls "/proc/$pid/fd" | wc -l)
+        # (no timeout(1) here: it would put ssh in a process group of its own)
+        run_cmd ${front[@]+"${front[@]}"} -- ssh "${SSH_OPTS[@]}" -S "$ctl" x 'sleep 8'
+        setsid "${RUN_CMD[@]}" </dev/null >/dev/null 2>&1 &
+        kid=$!
+        more=$(fds_more "$pid" "$before" -ge 3)
+        echo "a client's session open: the master holds $more descriptors more than before it"
+        kill -KILL -- "-$kid"
+        wait "$kid" 2>/dev/null || true
+        more=$(fds_more "$pid" "$before" -le 1)
+        echo "that client killed: the master holds $more descriptors more than before it"
+
+        rc=0
         mux -O exit x 2>&1 | norm || rc=$?
         echo "-O exit: status $rc"
         if ended_within "$pid" 10000; then echo "master ended"; else echo "master still runs 10 s after -O exit"; fi
@@ -139,6 +241,7 @@ one_run() {
         mux -O check x 2>&1 | sed "s|$dir|DIR|" || rc=$?
         echo "-O check after exit: status $rc"
     } >>"$out" 2>&1 || true
+    cat "$d/guard.out"
     show_answers "$name" "$out" "$TMP/sshd.log"
     say "$name pass: $(($(now_ms) - t0)) ms"
 }
@@ -146,6 +249,10 @@ one_run() {
 one_run kernel kernel "$TMP/k"
 kernel_said 'command: stdout \[hi\] stderr \[err\] status 3' "the kernel run's command did not answer as meant"
 kernel_said 'master ended' "the kernel run's master did not end on -O exit"
+kernel_said 'muxclient: master hello exchange failed.*' "the kernel run's master did not refuse uid 65534"
+kernel_said "b'SSH-2.0-'" "the kernel run read no banner through the forwarded socket"
+kernel_said 'that client killed: the master holds 1 descriptors more than before it' \
+    "the kernel run's master did not close a killed client's socket and stdout at once"
 one_run udsfs udsfs "$MNT/lib"
 same_answers "ssh ControlMaster (the library)" tail -n 20 "$TMP/sshd.log"
 ok "ssh ControlMaster and its mux clients through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"
