@@ -16,7 +16,10 @@
 # ends, CTL removed). CTL and fwd.sock are udsfs sockets. On kernel sockets (CTL in a
 # plain directory), then master and clients through `udsfs run --mount $MNT` (CTL in
 # the mount; sshd on the kernel, a TCP server), then again under `--front seccomp`:
-# the same answers as on the kernel.
+# the same answers as on the kernel; and ControlPath DIR/cm-%C in a `--route` directory
+# (as ssh_config's usual ~/.ssh/cm-%C) through the library, as on the kernel. Left out
+# (commented below): a mux client in a network namespace of its own, which cannot pass
+# its stdio through udsfs (the fd channel's abstract name is in the daemon's namespace).
 UDSFS_MOUNT_ARGS=(--allow-other) # uid 65534's client
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
@@ -193,6 +196,17 @@ one_run() {
         rc=0
         as_uid 65534 env HOME=/ "${mux_cmd[@]}" -O check -p 9 127.0.0.1 </dev/null 2>&1 | norm || rc=$?
         echo "uid 65534 on a 0666 CTL: status $rc"
+        # Left out: a mux client in a network namespace of its own (`unshare -n`, as
+        # root). The kernel: "hi" and status 3. Through udsfs (the library and the
+        # seccomp front alike) its stdin, stdout and stderr cannot be passed:
+        #   udsfs-preload[N]: fd channel @udsfs-fdpass-N: not answered by the daemon's uid 0: refused
+        #   mm_send_fd: sendmsg(0): Connection refused
+        #   mux_client_request_session: send fds failed
+        # and status 255: the fd channel is an abstract name in the daemon's network
+        # namespace (README, "Differences from Linux").
+        # rc=0
+        # unshare -n "${mux_cmd[@]}" x 'echo hi; exit 3' </dev/null 2>&1 || rc=$?
+        # echo "a client in a network namespace of its own: status $rc"
 
         # ControlPersist: the first ssh binds CTL2, forks, and its child goes on as the
         # master while the parent is the command's mux client.
@@ -222,6 +236,7 @@ one_run() {
         setsid "${RUN_CMD[@]}" </dev/null >/dev/null 2>&1 &
         kid=$!
         more=$(fds_more "$pid" "$before" -ge 3)
+        [ "$more" -lt 3 ] || more="3 or more" # (4 until it has read stdin's EOF)
         echo "a client's session open: the master holds $more descriptors more than before it"
         kill -KILL -- "-$kid"
         wait "$kid" 2>/dev/null || true
@@ -246,6 +261,39 @@ one_run() {
     say "$name pass: $(($(now_ms) - t0)) ms"
 }
 
+# route_run MODE DIR [--route DIR]: ControlPath DIR/cm-%C, as ssh_config's usual
+# ~/.ssh/cm-%C, DIR a kernel directory (a --route through udsfs): the master, a command,
+# -O exit; answers appended to $TMP/route-MODE.out.
+route_run() {
+    local mode=$1 dir=$2 out=$TMP/route-$1.out rc=0 p
+    shift 2
+    UDSFS_RUN_VIA=$mode
+    mkdir -p "$dir"
+    local cm=(-S "$dir/cm-%C" -p "$PORT" root@127.0.0.1)
+    via "$@" -- timeout 30 ssh "${SSH_OPTS[@]}" -M -fN "${cm[@]}" >>"$out" 2>&1 || rc=$?
+    echo "routed master -fN: status $rc" >>"$out"
+    if [ "$mode" == udsfs ]; then
+        awk -v p="$(tree_path "$dir")/cm-" 'NR > 1 && index($8, p) == 1 { f = 1 } END { exit !f }' "$U/unix" ||
+            fail "$U/unix lists no socket bound at $dir/cm-*: $(cat "$U/unix")"
+        ! grep -q " $dir/cm-" /proc/net/unix || fail "the kernel has a socket bound at $dir/cm-*: the routed master's socket was not a udsfs socket"
+        ok "the routed master's $dir/cm-* is a udsfs socket (in $U/unix, not in /proc/net/unix)"
+    fi
+    for p in "$dir"/cm-*; do
+        [ -S "$p" ] && echo "${p##*/} is a socket" || echo "${p##*/} is no socket"
+    done >>"$out"
+    rc=0
+    via "$@" -- timeout 30 ssh "${SSH_OPTS[@]}" "${cm[@]}" 'echo hi; exit 3' >>"$out" 2>&1 </dev/null || rc=$?
+    echo "routed command: status $rc" >>"$out"
+    rc=0
+    via "$@" -- timeout 30 ssh "${SSH_OPTS[@]}" -O exit "${cm[@]}" >>"$out" 2>&1 || rc=$?
+    echo "routed -O exit: status $rc" >>"$out"
+    for p in $(seq 1 250); do
+        [ -z "$(ls "$dir")" ] && break
+        sleep 0.02
+    done
+    echo "left in the directory: [$(ls "$dir")]" >>"$out"
+}
+
 one_run kernel kernel "$TMP/k"
 kernel_said 'command: stdout \[hi\] stderr \[err\] status 3' "the kernel run's command did not answer as meant"
 kernel_said 'master ended' "the kernel run's master did not end on -O exit"
@@ -261,3 +309,10 @@ if ! diff "$TMP/kernel.out" "$TMP/seccomp.out" >&2; then
     fail "ssh ControlMaster under --front seccomp answered differently from the kernel (< kernel, > seccomp)"
 fi
 ok "ssh ControlMaster and its mux clients through udsfs run --front seccomp: the same answers as on kernel sockets"
+route_run kernel "$TMP/kernel-route"
+grep -qx "routed command: status 3" "$TMP/route-kernel.out" || fail "the kernel run's routed command did not answer as meant"
+route_run udsfs "$TMP/route" --route "$TMP/route"
+sed 's/^/    /' "$TMP/route-udsfs.out"
+diff "$TMP/route-kernel.out" "$TMP/route-udsfs.out" >&2 ||
+    fail "ssh ControlMaster with a routed ControlPath answered differently from the kernel (< kernel, > udsfs)"
+ok "ssh ControlMaster with its ControlPath in a --route directory: the same answers as on kernel sockets"
