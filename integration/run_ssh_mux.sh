@@ -5,8 +5,10 @@
 # connects to it, passes its stdin, stdout and stderr (pipes, a file, /dev/null) over
 # SCM_RIGHTS, and the master checks its peer's uid (getpeereid), writes the remote
 # command's output straight into the passed descriptors and sends its exit status back.
-# Checked: `-O check`; a command's stdout, stderr and exit status 3; stdin from a pipe
-# and 300 KB through `cat`, stdin /dev/null; a client whose stdout is a file, and one
+# Checked: `-O check`; agent forwarding (-A: an ssh-agent on a socket beside CTL, which
+# the daemonized master connects to for each session that asks; `ssh-add -l` remotely);
+# a command's stdout, stderr and exit status 3; stdin from a pipe and 300 KB through
+# `cat`, stdin /dev/null; a client whose stdout is a file, and one
 # whose stdout and stderr are a socketpair's end (a udsfs socket passed on); 20 clients
 # at once; `-W` stdio forwarding; `-O forward -L DIR/fwd.sock` (the daemonized master
 # binds a second unix socket; a client reads sshd's banner through it) and `-O cancel`;
@@ -25,7 +27,7 @@ source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
 chmod 755 "$TMP"
-need_cmd ssh openssh-client ssh-keygen openssh-client python3 python3
+need_cmd ssh openssh-client ssh-keygen openssh-client ssh-agent openssh-client ssh-add openssh-client python3 python3
 [ -x /usr/sbin/sshd ] || fail "/usr/sbin/sshd is not installed (package openssh-server; .ci/run installs it)"
 
 # The test's own sshd: root by key only, on a free port of 127.0.0.1.
@@ -134,10 +136,16 @@ one_run() {
     mux() { via ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -S "$ctl" "$@"; }
     run_cmd ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -S "$ctl"
     local mux_cmd=("${RUN_CMD[@]}")
+    # An ssh-agent holding the key, which the master forwards (-A): for a session that
+    # asks, the daemonized master connects to the agent's socket anew.
+    local agent_sock=$dir/agent.sock
+    serve AGENT "$agent_sock" "$d/agent.out" ${front[@]+"${front[@]}"} -- timeout 120 ssh-agent -D -a "$agent_sock"
+    SSH_AUTH_SOCK=$agent_sock via ${front[@]+"${front[@]}"} -- timeout 20 ssh-add "$TMP/key" >"$out" 2>&1 || true
     rc=0
-    via ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -M -S "$ctl" -fN -p "$PORT" root@127.0.0.1 \
-        >"$d/master.out" 2>&1 || rc=$?
-    echo "master -fN: status $rc $(cat "$d/master.out")" >"$out"
+    SSH_AUTH_SOCK=$agent_sock via ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -A -M -S "$ctl" -fN \
+        -p "$PORT" root@127.0.0.1 >"$d/master.out" 2>&1 || rc=$?
+    sed -i "s|$TMP|TMP|" "$out"
+    echo "master -fN: status $rc $(cat "$d/master.out")" >>"$out"
     ctl_home "$ctl"
     pid=$(mux -O check x 2>&1 | sed -n 's/^Master running (pid=\([0-9]*\)).*/\1/p')
     [ -n "$pid" ] || fail "$name: -O check named no master pid: $(mux -O check x 2>&1)"
@@ -152,6 +160,7 @@ one_run() {
         echo "command: stdout [$(cat "$d/cmd.out")] stderr [$(cat "$d/cmd.err")] status $rc"
 
         echo "stdin from a pipe: [$(printf abc | mux x cat)]"
+        echo "the agent forwarded: [$(mux -A x 'ssh-add -l | cut -d" " -f3' </dev/null 2>&1)]"
         echo "300000 bytes through cat: $(mux x cat <"$TMP/blob" | md5sum | cut -d' ' -f1) (sent $(md5sum <"$TMP/blob" | cut -d' ' -f1))"
         echo "stdin /dev/null: [$(mux x 'wc -c' </dev/null)]"
 
@@ -256,6 +265,9 @@ one_run() {
         mux -O check x 2>&1 | sed "s|$dir|DIR|" || rc=$?
         echo "-O check after exit: status $rc"
     } >>"$out" 2>&1 || true
+    kill "$AGENT" 2>/dev/null || true
+    ended_within "$AGENT" 10000 || fail "$name: ssh-agent did not end on SIGTERM"
+    reap "$AGENT"
     cat "$d/guard.out"
     show_answers "$name" "$out" "$TMP/sshd.log"
     say "$name pass: $(($(now_ms) - t0)) ms"
@@ -298,6 +310,7 @@ one_run kernel kernel "$TMP/k"
 kernel_said 'command: stdout \[hi\] stderr \[err\] status 3' "the kernel run's command did not answer as meant"
 kernel_said 'master ended' "the kernel run's master did not end on -O exit"
 kernel_said 'muxclient: master hello exchange failed.*' "the kernel run's master did not refuse uid 65534"
+kernel_said 'the agent forwarded: \[udsfs-test\]' "the kernel run's master did not forward the agent"
 kernel_said "b'SSH-2.0-'" "the kernel run read no banner through the forwarded socket"
 kernel_said 'that client killed: the master holds 1 descriptors more than before it' \
     "the kernel run's master did not close a killed client's socket and stdout at once"
