@@ -63,7 +63,9 @@ SSH_OPTS=(-F /dev/null -i "$TMP/key" -o UserKnownHostsFile="$TMP/known_hosts"
 head -c 300000 /dev/urandom >"$TMP/blob"
 
 # SOCKOUT: python3 -c "$SOCKOUT" CMD...: CMD with stdout and stderr one end of a
-# socketpair, stdin /dev/null; prints what the other end read (length, md5, its last line).
+# socketpair, stdin /dev/null; prints what the other end read: its length, lines, the
+# md5 of its lines sorted (the master writes the remote stdout and stderr as each comes,
+# so "to-err" may come before stdout's last lines, on the kernel too).
 SOCKOUT='import hashlib, socket, subprocess, sys
 a, b = socket.socketpair()
 p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=a, stderr=a)
@@ -74,7 +76,9 @@ while True:
     if not x:
         break
     got += x
-print("status", p.wait(), "read", len(got), hashlib.md5(got).hexdigest(), got.split(b"\n")[-2])'
+lines = got.split(b"\n")
+print("status", p.wait(), "read", len(got), "in", len(lines) - 1, "lines, sorted md5",
+      hashlib.md5(b"\n".join(sorted(lines))).hexdigest(), "to-err" if b"to-err" in lines else "no to-err")'
 # BANNER: python3 -c "$BANNER" SOCK: the first 8 bytes a server sends on SOCK.
 BANNER='import socket, sys
 s = socket.socket(socket.AF_UNIX)
@@ -246,6 +250,16 @@ one_run() {
         kid=$!
         more=$(fds_more "$pid" "$before" -ge 3)
         [ "$more" -lt 3 ] || more="3 or more" # (4 until it has read stdin's EOF)
+        if [ "$mode" == udsfs ]; then
+            # the mount's connections now, for the log: with UDSFS_LANES=on the
+            # library's mux connection is laned (fd passing and all).
+            say "$name: lanes of the connections while a session is open: $(cat "$U"/sock/*/status 2>/dev/null |
+                grep -o '^lane=.*' | sort | uniq -c | tr -s ' \n' ' ')" >>"$d/guard.out"
+            if [ "${UDSFS_LANES:-}" == on ] && [ "$name" == udsfs ] &&
+                ! grep -qx 'lane=direct' "$U"/sock/*/status 2>/dev/null; then
+                echo "FAIL: UDSFS_LANES=on but no connection of the mount is laned while a session is open" >>"$d/guard.out"
+            fi
+        fi
         echo "a client's session open: the master holds $more descriptors more than before it"
         kill -KILL -- "-$kid"
         wait "$kid" 2>/dev/null || true
@@ -269,6 +283,7 @@ one_run() {
     ended_within "$AGENT" 10000 || fail "$name: ssh-agent did not end on SIGTERM"
     reap "$AGENT"
     cat "$d/guard.out"
+    ! grep -q '^FAIL' "$d/guard.out" || fail "$name: $(grep '^FAIL' "$d/guard.out")"
     show_answers "$name" "$out" "$TMP/sshd.log"
     say "$name pass: $(($(now_ms) - t0)) ms"
 }
