@@ -251,14 +251,13 @@ one_run() {
         more=$(fds_more "$pid" "$before" -ge 3)
         [ "$more" -lt 3 ] || more="3 or more" # (4 until it has read stdin's EOF)
         if [ "$mode" == udsfs ]; then
-            # the mount's connections now, for the log: with UDSFS_LANES=on the
-            # library's mux connection is laned (fd passing and all).
+            # The mount's connections now, for the log: with UDSFS_LANES=on the library's
+            # mux connection is usually laned (fd passing and all), but not always: a
+            # lane is asked for, and an ask refused while the other end is parked in the
+            # daemon leaves the connection without one (docs/LANE.md, "Asks refused under
+            # load"; seen once with two runs at once at load 25).
             say "$name: lanes of the connections while a session is open: $(cat "$U"/sock/*/status 2>/dev/null |
                 grep -o '^lane=.*' | sort | uniq -c | tr -s ' \n' ' ')" >>"$d/guard.out"
-            if [ "${UDSFS_LANES:-}" == on ] && [ "$name" == udsfs ] &&
-                ! grep -qx 'lane=direct' "$U"/sock/*/status 2>/dev/null; then
-                echo "FAIL: UDSFS_LANES=on but no connection of the mount is laned while a session is open" >>"$d/guard.out"
-            fi
         fi
         echo "a client's session open: the master holds $more descriptors more than before it"
         kill -KILL -- "-$kid"
