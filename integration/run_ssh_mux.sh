@@ -112,6 +112,16 @@ ctl_home() {
     fi
 }
 
+# forget_group PID: PID (a master, not this script's child) has ended: its number is no
+# longer one for the exit trap to kill (it may be another's by then).
+forget_group() {
+    local g kept=()
+    for g in "${RUN_GROUPS[@]}"; do
+        [ "$g" == "$1" ] || kept+=("$g")
+    done
+    RUN_GROUPS=(${kept[@]+"${kept[@]}"})
+}
+
 # fds_more PID BEFORE OP N: waits (10 s at most) until PID holds OP N descriptors more
 # than BEFORE (OP a test(1) comparison); prints how many more it holds then.
 fds_more() {
@@ -233,10 +243,16 @@ one_run() {
         echo "ControlPersist second command: status $rc"
         pid2=$(via ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -S "$dir/ctl2" -O check x 2>&1 | sed -n 's/^Master running (pid=\([0-9]*\)).*/\1/p')
         echo "ControlPersist master: ${pid2:+running}"
+        [ -z "$pid2" ] || RUN_GROUPS+=("$pid2") # (ends 60 s idle; at once on a failure)
         rc=0
         via ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -S "$dir/ctl2" -O stop x 2>&1 || rc=$?
         echo "-O stop: status $rc"
-        if [ -n "$pid2" ] && ended_within "$pid2" 10000; then echo "ControlPersist master ended"; else echo "ControlPersist master still runs 10 s after -O stop"; fi
+        if [ -n "$pid2" ] && ended_within "$pid2" 10000; then
+            forget_group "$pid2"
+            echo "ControlPersist master ended"
+        else
+            echo "ControlPersist master still runs 10 s after -O stop"
+        fi
         [ -e "$dir/ctl2" ] && echo "CTL2 still there" || echo "CTL2 removed"
 
         # A client killed while its command runs: the master sees its connection end
@@ -268,7 +284,12 @@ one_run() {
         rc=0
         mux -O exit x 2>&1 | norm || rc=$?
         echo "-O exit: status $rc"
-        if ended_within "$pid" 10000; then echo "master ended"; else echo "master still runs 10 s after -O exit"; fi
+        if ended_within "$pid" 10000; then
+            forget_group "$pid"
+            echo "master ended"
+        else
+            echo "master still runs 10 s after -O exit"
+        fi
         for i in $(seq 1 250); do
             [ -e "$ctl" ] || break
             sleep 0.02
@@ -281,6 +302,7 @@ one_run() {
     kill "$AGENT" 2>/dev/null || true
     ended_within "$AGENT" 10000 || fail "$name: ssh-agent did not end on SIGTERM"
     reap "$AGENT"
+    forget_group "$AGENT"
     cat "$d/guard.out"
     ! grep -q '^FAIL' "$d/guard.out" || fail "$name: $(grep '^FAIL' "$d/guard.out")"
     show_answers "$name" "$out" "$TMP/sshd.log"
