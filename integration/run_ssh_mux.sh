@@ -52,6 +52,14 @@ SetEnv SHLVL=1
 EOF
 mkdir -p /run/sshd # privilege separation's directory
 start_bg SSHD /usr/sbin/sshd -f "$TMP/sshd_config" -D -e >"$TMP/sshd.log" 2>&1
+# At exit, before the groups: sshd's connection processes (each a session of its own,
+# which killing sshd's group leaves) are killed, so every master, daemonized where the
+# script cannot name it, loses its connection and ends, also after a failure.
+eval "$(declare -f _run_kill_groups | sed '1s/_run_kill_groups/_lib_run_kill_groups/')"
+_run_kill_groups() {
+    pkill -KILL -P "$SSHD" 2>/dev/null
+    _lib_run_kill_groups
+}
 for _ in $(seq 1 500); do
     grep -q "Server listening" "$TMP/sshd.log" && break
     proc_alive "$SSHD" || fail "sshd ended: $(cat "$TMP/sshd.log")"
@@ -153,7 +161,7 @@ one_run() {
     # An ssh-agent holding the key, which the master forwards (-A): for a session that
     # asks, the daemonized master connects to the agent's socket anew.
     local agent_sock=$dir/agent.sock
-    serve AGENT "$agent_sock" "$d/agent.out" ${front[@]+"${front[@]}"} -- timeout 120 ssh-agent -D -a "$agent_sock"
+    serve AGENT "$agent_sock" "$d/agent.out" ${front[@]+"${front[@]}"} -- ssh-agent -D -a "$agent_sock"
     SSH_AUTH_SOCK=$agent_sock via ${front[@]+"${front[@]}"} -- timeout 20 ssh-add "$TMP/key" >"$out" 2>&1 || true
     rc=0
     SSH_AUTH_SOCK=$agent_sock via ${front[@]+"${front[@]}"} -- timeout 30 ssh "${SSH_OPTS[@]}" -A -M -S "$ctl" -fN \
