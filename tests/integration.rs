@@ -324,6 +324,7 @@ scripts!(
     run_git_credential,
     run_gpg_agent,
     run_libuv_tests,
+    run_ssh_mux,
     run_tokio_tests,
 );
 
