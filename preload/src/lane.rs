@@ -32,7 +32,7 @@ use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, S
 
 use crate::errno::{len_ret, Res};
 use crate::lane_hold::{self, Hold};
-use crate::{fdpass, ioctl, log, mount, real, user};
+use crate::{fdpass, ioctl, log, mount, real, user, wait_note};
 
 const SLOTS: usize = 64;
 
@@ -960,7 +960,10 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
                 match r.wait_readable(0, left) {
                     Ok(()) => left = left.map(|l| l.saturating_sub(began.elapsed())),
                     Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
-                    Err(LaneErr::Interrupted) => return stop(done, libc::EINTR),
+                    Err(LaneErr::Interrupted) => {
+                        wait_note::interrupted(fd, e.timeo[0].is_none());
+                        return stop(done, libc::EINTR);
+                    }
                     Err(LaneErr::NotDirect(_)) if done > 0 => {
                         return Some(read_rest(fd, s, dst, done));
                     }
@@ -1045,7 +1048,10 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
         match w.wait_writable(n - done, 0, t) {
             Ok(()) => {}
             Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
-            Err(LaneErr::Interrupted) => return stop(done, libc::EINTR),
+            Err(LaneErr::Interrupted) => {
+                wait_note::interrupted(fd, t.is_none());
+                return stop(done, libc::EINTR);
+            }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
             Err(LaneErr::NotDirect(_)) if done > 0 => return Some(rest(fd, s, src, done, flags)),
             Err(LaneErr::NotDirect(_)) => return closed_under(fd, s),
