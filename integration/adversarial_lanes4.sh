@@ -44,7 +44,8 @@
 #               write to a peer that never reads, SA_RESTART or not: a part, as Linux.
 #  flags        socketpair's, accept4's and a received end's FD_CLOEXEC, O_NONBLOCK and
 #               numbers after the move down (F_DUPFD copies the file, asks FD_CLOEXEC
-#               again), with and without SOCK_CLOEXEC / MSG_CMSG_CLOEXEC, SOCK_NONBLOCK.
+#               again), with and without SOCK_CLOEXEC / MSG_CMSG_CLOEXEC, SOCK_NONBLOCK;
+#               through the library and through the supervisor (--front seccomp).
 #  emfile       accept with only one number left under RLIMIT_NOFILE: a socket at that
 #               number, as on Linux.
 # A case listed in integration/adversarial_lanes4_exceptions.txt is a known defect: it
@@ -54,7 +55,8 @@ source "$(dirname "$0")/lib.sh"
 
 L4=$TMP/l4
 build_attack_c adversarial_lanes4 "$L4"
-# on UID kernel|udsfs ARGS...: the program as UID on kernel sockets or through `udsfs run`.
+# on UID kernel|udsfs ARGS...: the program as UID on kernel sockets or through `udsfs run`
+# (its --front $FRONT when FRONT is set).
 on() {
     local uid=$1 where=$2 dir=$TMP/k
     shift 2
@@ -62,7 +64,7 @@ on() {
     if [ "$where" = kernel ]; then
         as_uid "$uid" env L4_PATH="$dir/l4.sock" timeout 30 "$L4" "$@"
     else
-        as_uid "$uid" env L4_PATH="$dir/l4.sock" UDSFS_PRELOAD="$PRELOAD_LIB" timeout 30 "$UDSFS_BIN" run --mount "$MNT" -- "$L4" "$@"
+        as_uid "$uid" env L4_PATH="$dir/l4.sock" UDSFS_PRELOAD="$PRELOAD_LIB" timeout 30 "$UDSFS_BIN" run ${FRONT:+--front "$FRONT"} --mount "$MNT" -- "$L4" "$@"
     fi
 }
 # same CASE ARGS...: the program's output on both, the same but for the lane's word.
@@ -133,9 +135,12 @@ same_each epdup "a laned end's epoll registration when its number closes while a
 # sigclosew: a SIGALRM handler closes a laned end under the main thread's 1 MiB write
 same_each sigclosew "a SIGALRM handler closes a laned end under the main thread's 1 MiB write" SA_RESTART 0 1
 
-# flags
+# flags: through the library, then the supervisor (a received socket's O_NONBLOCK comes
+# from the sender's item, proto/src/passed.rs, on both fronts)
 same flags flags && fl_ok=1 || fl_ok=
-verdict flags "$fl_ok" "FD_CLOEXEC, O_NONBLOCK and numbers of new descriptors (socketpair, accept4, SCM_RIGHTS) after the move down: $(tr '\n' ' ' <<<"$u") (kernel: $(tr '\n' ' ' <<<"$k"))"
+fl_lib=$(tr '\n' ' ' <<<"$u")
+FRONT=seccomp same flags flags || fl_ok=
+verdict flags "$fl_ok" "FD_CLOEXEC, O_NONBLOCK and numbers of new descriptors (socketpair, accept4, SCM_RIGHTS) after the move down: library: $fl_lib; supervisor: $(tr '\n' ' ' <<<"$u") (kernel: $(tr '\n' ' ' <<<"$k"))"
 
 # emfile
 same emfile emfile 64 && em_ok=1 || em_ok=

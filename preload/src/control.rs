@@ -7,8 +7,8 @@ use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd, OwnedFd};
 
 use libc::{c_int, msghdr};
 use udsfs_calls::control::{self, Passed};
-use udsfs_proto::cmsg;
 use udsfs_proto::sockopt::SCM_PIDFD;
+use udsfs_proto::{cmsg, passed};
 
 use crate::errno::Res;
 use crate::files::{self, open_sock};
@@ -101,11 +101,12 @@ struct Here<'a>(&'a Mount);
 
 impl control::Installer for Here<'_> {
     fn socket(&self, id: u64, cloexec: bool) -> Res<c_int> {
-        open_sock(self.0, id, false, cloexec)
+        let (number, nonblock) = passed::socket_of(id);
+        open_sock(self.0, number, nonblock, cloexec)
     }
 
     fn release(&self, id: u64) {
-        if let Ok(fd) = open_sock(self.0, id, true, true) {
+        if let Ok(fd) = open_sock(self.0, passed::socket_of(id).0, true, true) {
             // SAFETY: fd was just opened here.
             unsafe { libc::close(fd) };
         }
@@ -141,7 +142,9 @@ impl control::Passer for Here<'_> {
             return Err(libc::EBADF);
         }
         if mount::udsfs_fd(fd) {
-            return mount::sock_id(fd).ok_or(libc::EBADF).map(Passed::Socket);
+            return mount::sock_id(fd)
+                .ok_or(libc::EBADF)
+                .map(|n| Passed::Socket(passed::socket_item(n, fd)));
         }
         // SAFETY: open, and the program's for the length of its sendmsg.
         Ok(Passed::File(unsafe { BorrowedFd::borrow_raw(fd) }))

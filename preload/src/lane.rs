@@ -32,7 +32,7 @@ use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, S
 
 use crate::errno::{len_ret, Res};
 use crate::lane_hold::{self, Hold};
-use crate::{fdpass, ioctl, log, mount, real, user};
+use crate::{fdpass, ioctl, log, mount, real, user, wait_note};
 
 const SLOTS: usize = 64;
 
@@ -729,6 +729,15 @@ pub fn closed(first: c_int, last: c_int) {
 /// child's calls on them go through the daemon (which takes the lane down
 /// when they come). Candidates stay candidates.
 pub fn forked() {
+    // The copies the parent's running calls keep are theirs, not the
+    // child's (its close of the socket's numbers closes it for it).
+    for k in &KEPT {
+        let fd = k.swap(-1, Ordering::AcqRel);
+        if fd >= 0 {
+            // SAFETY: the parent's copy, inherited: the child's own now.
+            unsafe { libc::syscall(libc::SYS_close, fd) };
+        }
+    }
     for s in &TABLE {
         if s.state.load(Ordering::Relaxed) == LANE {
             free(s);
@@ -933,6 +942,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
     // timeo that each wait spends: a MSG_WAITALL read fed in pieces gives
     // up when it is spent, not a timeout after each piece.
     let mut left = e.timeo[0];
+    let mut kept = None;
     loop {
         busy(e).store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
@@ -956,26 +966,106 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
             Ok(k) => return Some((done + k) as ssize_t),
             Err(LaneErr::WouldBlock) if nonblocking(fd, flags) => return stop(done, libc::EAGAIN),
             Err(LaneErr::WouldBlock) => {
+                if kept.is_none() {
+                    kept = Kept::new(fd, s);
+                }
                 let began = Instant::now();
                 match r.wait_readable(0, left) {
                     Ok(()) => left = left.map(|l| l.saturating_sub(began.elapsed())),
                     Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
-                    Err(LaneErr::Interrupted) => return stop(done, libc::EINTR),
+                    Err(LaneErr::Interrupted) => {
+                        wait_note::interrupted(fd, e.timeo[0].is_none());
+                        return stop(done, libc::EINTR);
+                    }
                     Err(LaneErr::NotDirect(_)) if done > 0 => {
                         return Some(read_rest(fd, s, dst, done));
                     }
-                    Err(LaneErr::NotDirect(_)) => return closed_under(fd, s),
+                    Err(LaneErr::NotDirect(_)) => {
+                        return closed_under(fd, s)
+                            .map(|r| kept_read(&kept, flags, dst).unwrap_or(r))
+                    }
                     Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
                     Err(_) => return stop(done, libc::EIO),
                 }
             }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
             Err(LaneErr::NotDirect(_)) if done > 0 => return Some(read_rest(fd, s, dst, done)),
-            Err(LaneErr::NotDirect(_)) => return closed_under(fd, s),
+            Err(LaneErr::NotDirect(_)) => {
+                return closed_under(fd, s).map(|r| kept_read(&kept, flags, dst).unwrap_or(r))
+            }
             Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }
     }
+}
+
+/// Numbers of the `Kept` files of this process's running calls (-1: none),
+/// for a fork child to close (`forked`).
+static KEPT: [AtomicI32; 64] = [const { AtomicI32::new(-1) }; 64];
+
+/// The data file of a blocking call's end kept open for the call's length,
+/// as Linux's call holds its file (fdget): a close of the number in another
+/// thread (or a dup2 of another file onto it) then leaves the socket open
+/// under the call, which goes on and gets its peer's bytes, and the socket
+/// closes when the call ends (adversarial_lanes4.sh dupover, closerace of
+/// adversarial_lanes3.sh). A copy of the number above the program's
+/// (lane_ready's floor, close-on-exec), made only when the call is about to
+/// wait; none when no number is free there (the call is as before: EBADF
+/// once the socket closes under it).
+struct Kept {
+    fd: c_int,
+    ino: u64,
+    at: usize,
+}
+
+impl Kept {
+    fn new(fd: c_int, s: &Slot) -> Option<Kept> {
+        let ino = s.ino.load(Ordering::Relaxed);
+        let at = KEPT.iter().position(|k| {
+            k.compare_exchange(-1, -2, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        let e = crate::errno::errno();
+        let floor = udsfs_proto::lane::ready::high_floor();
+        // SAFETY: a copy of the program's descriptor, ours.
+        let d =
+            unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, floor) } as c_int;
+        crate::errno::set_errno(e);
+        if d >= 0 && ino_of(d) == Some(ino) {
+            KEPT[at].store(d, Ordering::Release);
+            return Some(Kept { fd: d, ino, at });
+        }
+        // Not the end's file any more (closed and reused before the copy):
+        // nothing to keep.
+        if d >= 0 {
+            // SAFETY: the copy just made.
+            unsafe { libc::syscall(libc::SYS_close, d) };
+        }
+        KEPT[at].store(-1, Ordering::Release);
+        None
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        KEPT[self.at].store(-1, Ordering::Release);
+        // Closed only when the number still names the end's file (a
+        // program's close_range may have taken it meanwhile and reused it).
+        if self.fd >= 0 && ino_of(self.fd) == Some(self.ino) {
+            // SAFETY: our copy (not the C library's close: closes.rs).
+            unsafe { libc::syscall(libc::SYS_close, self.fd) };
+        }
+    }
+}
+
+/// A plain read the lane began, whose number the program closed under it,
+/// and which the daemon is to end (the lane went down: the peer closed):
+/// made on the end's file the call keeps (`Kept`), as Linux's read goes on
+/// on its file; None without one (or with flags: EBADF, as before).
+fn kept_read(kept: &Option<Kept>, flags: c_int, dst: &mut [u8]) -> Option<ssize_t> {
+    let k = kept.as_ref().filter(|_| flags == 0)?;
+    // SAFETY: the program's buffer, probed writable; our copy of its file.
+    Some(unsafe { crate::real::read(k.fd, dst.as_mut_ptr().cast(), dst.len()) })
 }
 
 /// A MSG_WAITALL read the lane began and the daemon is to end (the lane
@@ -1016,6 +1106,7 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
     // open file's flags may change under us, from another process too).
     let mut nonblock: Option<bool> = None;
     let mut done = 0;
+    let mut kept = None;
     loop {
         busy(e).store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
@@ -1041,11 +1132,17 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
             Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }
+        if kept.is_none() {
+            kept = Kept::new(fd, s);
+        }
         let t = e.timeo[1];
         match w.wait_writable(n - done, 0, t) {
             Ok(()) => {}
             Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
-            Err(LaneErr::Interrupted) => return stop(done, libc::EINTR),
+            Err(LaneErr::Interrupted) => {
+                wait_note::interrupted(fd, t.is_none());
+                return stop(done, libc::EINTR);
+            }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
             Err(LaneErr::NotDirect(_)) if done > 0 => return Some(rest(fd, s, src, done, flags)),
             Err(LaneErr::NotDirect(_)) => return closed_under(fd, s),

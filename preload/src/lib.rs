@@ -44,6 +44,7 @@ mod socket;
 mod stat;
 mod urg;
 mod user;
+mod wait_note;
 
 use libc::{
     c_int, c_uint, c_ulong, c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use libc::{c_int, c_void, iovec, siginfo_t, size_t, ssize_t};
 
 use crate::errno::{errno, guarded, set_errno};
-use crate::{mount, real, user};
+use crate::{mount, real, user, wait_note};
 
 /// Signals 1..=64.
 const NSIG: usize = 65;
@@ -416,10 +416,14 @@ fn foreign_interrupting_handler() -> bool {
 }
 
 /// After an EINTR of a call that began with `marks()` (ran, no_restart): whether
-/// Linux would have restarted the call on `fd`.
+/// Linux would have restarted the call on `fd`: every handler that ran had
+/// SA_RESTART, and the socket is a udsfs one without a timeout that way, as
+/// the call noted before its wait (wait_note.rs: a handler may have closed
+/// the number since), else as the number is now.
 fn restartable(fd: c_int, dir: i32, (ran, no_restart): (u32, u32)) -> bool {
     let (ran_now, no_restart_now) = marks();
-    if no_restart_now != no_restart || !mount::udsfs_fd(fd) {
+    let noted = wait_note::take(fd);
+    if no_restart_now != no_restart || (noted.is_none() && !mount::udsfs_fd(fd)) {
         return false;
     }
     // None counted: a stop and continue (Linux restarts then), or a handler
@@ -428,7 +432,7 @@ fn restartable(fd: c_int, dir: i32, (ran, no_restart): (u32, u32)) -> bool {
         return false;
     }
     // sock_intr_errno: not with a timeout that way.
-    udsfs_calls::restart::restarts(fd, dir)
+    noted.unwrap_or_else(|| udsfs_calls::restart::restarts(fd, dir))
 }
 
 /// After an EINTR of a call that began with `marks()` (ran, _) on `fd`, a
@@ -452,6 +456,9 @@ pub fn retry<R: Ret>(fd: c_int, dir: i32, mut call: impl FnMut() -> R) -> R {
         (d == 0, (c.ran.get(), c.no_restart.get()))
     });
     loop {
+        if outer {
+            wait_note::clear();
+        }
         let r = call();
         let e = errno();
         if !r.failed()
@@ -469,7 +476,9 @@ pub fn retry<R: Ret>(fd: c_int, dir: i32, mut call: impl FnMut() -> R) -> R {
             }
             return r;
         }
-        // The restarted call starts with the program's errno, not EINTR.
+        // The restarted call starts with the program's errno, not EINTR,
+        // and is made on the number as it is now, as libc's restart is: on
+        // what a handler put there, or EBADF.
         set_errno(entry);
         mark = marks();
     }

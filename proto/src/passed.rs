@@ -1,7 +1,11 @@
 //! What a message passes, as one u64 each: a udsfs socket by its number, or
 //! a file the daemon holds by its depot tag, which has `FILE_TAG` set (the
-//! depot, src/engine/depot.rs, makes the tags). In `msg` records a list of
-//! them is `rights=ITEM,...`, a file written `file:T` (its tag without the bit).
+//! depot, src/engine/depot.rs, makes the tags). A socket whose sender's
+//! descriptor was O_NONBLOCK has `NONBLOCK_TAG` set too (`socket_item`):
+//! Linux passes the open file description, O_NONBLOCK with it, and the
+//! receiver opens the socket's data file anew, nonblocking when this says
+//! so. In `msg` records a list of them is `rights=ITEM,...`, a file written
+//! `file:T` (its tag without the bit), a nonblocking socket `nb:N`.
 
 use crate::{Res, SCM_MAX_FD};
 
@@ -12,14 +16,38 @@ pub fn is_file_tag(id: u64) -> bool {
     id & FILE_TAG != 0
 }
 
+/// Bit 62 marks a socket passed from an O_NONBLOCK descriptor.
+pub const NONBLOCK_TAG: u64 = 1 << 62;
+
+/// The item of udsfs socket `number` passed from descriptor `fd` (the
+/// sender's, or a copy sharing its file description): `NONBLOCK_TAG` when
+/// `fd` is O_NONBLOCK. Both fronts make their socket items here.
+pub fn socket_item(number: u64, fd: i32) -> u64 {
+    // SAFETY: F_GETFL only asks.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if fl >= 0 && fl & libc::O_NONBLOCK != 0 {
+        number | NONBLOCK_TAG
+    } else {
+        number
+    }
+}
+
+/// A socket item's number and whether it is to be opened nonblocking.
+pub fn socket_of(id: u64) -> (u64, bool) {
+    (id & !NONBLOCK_TAG, id & NONBLOCK_TAG != 0)
+}
+
 /// One item of `rights=`: a socket number, or `file:T`.
 pub fn parse_item(v: &str) -> Res<u64> {
-    let (n, tag) = match v.strip_prefix("file:") {
-        Some(t) => (t, FILE_TAG),
-        None => (v, 0),
+    let (n, tag) = if let Some(t) = v.strip_prefix("file:") {
+        (t, FILE_TAG)
+    } else if let Some(t) = v.strip_prefix("nb:") {
+        (t, NONBLOCK_TAG)
+    } else {
+        (v, 0)
     };
     let n = digits::<u64>(n)?;
-    if is_file_tag(n) {
+    if n & (FILE_TAG | NONBLOCK_TAG) != 0 {
         return Err(libc::EINVAL);
     }
     Ok(n | tag)
@@ -28,6 +56,8 @@ pub fn parse_item(v: &str) -> Res<u64> {
 pub fn format_item(id: u64) -> String {
     if is_file_tag(id) {
         format!("file:{}", id & !FILE_TAG)
+    } else if id & NONBLOCK_TAG != 0 {
+        format!("nb:{}", id & !NONBLOCK_TAG)
     } else {
         id.to_string()
     }
@@ -65,10 +95,20 @@ mod tests {
 
     #[test]
     fn items_round_trip() {
-        for id in [0, 7, FILE_TAG | 5, FILE_TAG, u64::MAX >> 1] {
+        for id in [
+            0,
+            7,
+            FILE_TAG | 5,
+            FILE_TAG,
+            u64::MAX >> 2,
+            NONBLOCK_TAG | 7,
+        ] {
             assert_eq!(parse_item(&format_item(id)), Ok(id));
         }
         assert_eq!(format_item(FILE_TAG | 5), "file:5");
+        assert_eq!(format_item(NONBLOCK_TAG | 5), "nb:5");
+        assert_eq!(socket_of(NONBLOCK_TAG | 5), (5, true));
+        assert_eq!(socket_of(5), (5, false));
         let ids = [3, FILE_TAG | 9, 4];
         assert_eq!(format_list(&ids), "3,file:9,4");
         assert_eq!(parse_list(&format_list(&ids)), Ok(ids.to_vec()));
@@ -88,6 +128,11 @@ mod tests {
                 "file:-2",
                 "9223372036854775813",
                 "file:9223372036854775808",
+                "nb:",
+                "nb:file:3",
+                "file:nb:3",
+                "nb:4611686018427387904",
+                "4611686018427387904",
                 "18446744073709551616",
             ],
         );

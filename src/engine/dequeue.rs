@@ -12,7 +12,7 @@ impl Engine {
     /// back and the sockets it carried are dropped.
     pub(crate) fn dequeued(&self, receiver: u64, mut m: Msg, wake: &mut Wakeups) {
         self.uncharge(&m, wake);
-        for r in self.take_rights(receiver, &mut m) {
+        for r in self.take_rights(receiver, &mut m).0 {
             wake.drop_ref(r);
         }
         // Held files close here, as fput does in the kernel.
@@ -29,13 +29,16 @@ impl Engine {
     }
 
     /// Takes the sockets a dequeued message carries out of flight.
-    pub(crate) fn take_rights(&self, receiver: u64, m: &mut Msg) -> Vec<Arc<Socket>> {
+    /// Takes the sockets a dequeued message carries out of flight, and
+    /// which of them were passed from an O_NONBLOCK descriptor.
+    pub(crate) fn take_rights(&self, receiver: u64, m: &mut Msg) -> (Vec<Arc<Socket>>, Vec<bool>) {
         if m.rights.is_empty() {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
-        let rights = std::mem::take(&mut m.rights);
+        let (rights, nonblock): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut m.rights).into_iter().unzip();
         self.gc.remove(&rights, receiver, m.rights_uid);
-        rights
+        (rights, nonblock)
     }
 
     /// Gives a dequeued message's charge back to its sender.

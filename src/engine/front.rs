@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::addr::Addr;
-use super::depot::PassedFile;
+use super::depot::{PassedFile, is_file_tag};
 use super::message::SendMsg;
 use super::socket::Socket;
 use super::{Caller, Engine, Result, Ucred};
@@ -19,6 +19,8 @@ pub struct Outgoing {
     /// SCM_CREDENTIALS in the daemon's pid namespace, checked.
     pub creds: Option<Ucred>,
     pub rights: Vec<Arc<Socket>>,
+    /// Beside `rights`: each passed from an O_NONBLOCK descriptor.
+    pub nonblock: Vec<bool>,
     pub files: Vec<PassedFile>,
 }
 
@@ -30,6 +32,7 @@ impl Outgoing {
             to,
             creds: self.creds,
             rights: Some(&mut self.rights),
+            nonblock: Some(&mut self.nonblock),
             files: Some(&mut self.files),
             oob,
             call_off: 0,
@@ -73,9 +76,15 @@ impl Engine {
     ) -> Result<Outgoing> {
         let creds = self.sender_creds(given, caller, check)?;
         let (rights, files) = self.hold_passed(ids, caller)?;
+        let nonblock = ids
+            .iter()
+            .filter(|i| !is_file_tag(**i))
+            .map(|&i| udsfs_proto::passed::socket_of(i).1)
+            .collect();
         Ok(Outgoing {
             creds,
             rights,
+            nonblock,
             files,
         })
     }

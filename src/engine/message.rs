@@ -22,6 +22,9 @@ pub struct SendMsg<'a> {
     /// SCM_CREDENTIALS as given (already checked: `Engine::prepare_send`).
     pub creds: Option<Ucred>,
     pub rights: Option<&'a mut Vec<Arc<Socket>>>,
+    /// Beside `rights`, one each: passed from an O_NONBLOCK descriptor
+    /// (udsfs_proto::passed::NONBLOCK_TAG); the receiver opens it so.
+    pub nonblock: Option<&'a mut Vec<bool>>,
     pub files: Option<&'a mut Vec<PassedFile>>,
     /// MSG_OOB: the last byte becomes the receiver's out-of-band byte
     /// (stream only; such a send never waits).
@@ -59,6 +62,13 @@ impl<'a> SendMsg<'a> {
     pub fn rights(self, rights: &'a mut Vec<Arc<Socket>>) -> SendMsg<'a> {
         SendMsg {
             rights: Some(rights),
+            ..self
+        }
+    }
+
+    pub fn nonblock(self, nonblock: &'a mut Vec<bool>) -> SendMsg<'a> {
+        SendMsg {
+            nonblock: Some(nonblock),
             ..self
         }
     }
@@ -183,6 +193,9 @@ pub struct Received {
     pub pidfd_tag: Option<u64>,
     /// Sockets received with it, each holding one reference (not delivered).
     pub rights: Vec<Arc<Socket>>,
+    /// Beside `rights`: each passed from an O_NONBLOCK descriptor (a
+    /// missing one: not).
+    pub nonblock: Vec<bool>,
     /// Other files received with it (see depot.rs; not delivered).
     pub files: Vec<PassedFile>,
     /// With `RecvFlags::deliver_to`: the received entries and file tags, in

@@ -45,8 +45,10 @@ pub struct Msg {
     pub sender: Arc<Socket>,
     pub charge: usize,
     pub charged_uid: u32,
-    /// Sockets passed with it (SCM_RIGHTS), in flight while queued.
-    pub rights: Vec<Arc<Socket>>,
+    /// Sockets passed with it (SCM_RIGHTS), in flight while queued, each
+    /// with whether it was passed from an O_NONBLOCK descriptor (in one
+    /// vector: a `Msg` is charged by its size, skb.rs SLICE_PIECE_CHARGE).
+    pub rights: Vec<(Arc<Socket>, bool)>,
     /// The user charged for those in-flight copies.
     pub rights_uid: u32,
     /// This one-byte chunk is the socket's pending out-of-band byte (Linux's

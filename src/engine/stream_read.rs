@@ -40,7 +40,7 @@ impl Engine {
             };
             let creds = m.creds.unwrap_or(Ucred::NONE);
             if !peek {
-                out.rights = self.take_rights(receiver, m);
+                (out.rights, out.nonblock) = self.take_rights(receiver, m);
                 out.files = self.take_files(m);
             }
             out.creds = st.passcred.then_some(creds);
@@ -134,7 +134,9 @@ impl Engine {
             if peek {
                 // A peek gives the chunk's passed sockets as new references
                 // (held by the caller, `recvmsg`) and stops there.
-                out.rights.extend(st.queue.msgs()[i].rights.iter().cloned());
+                let passed = &st.queue.msgs()[i].rights;
+                out.rights.extend(passed.iter().map(|(r, _)| r.clone()));
+                out.nonblock.extend(passed.iter().map(|(_, nb)| *nb));
                 st.queue.peek_off_forward(n);
                 let piece_end =
                     st.queue.msgs()[i].piece_end && n == st.queue.msgs()[i].remaining() - skip;
@@ -151,7 +153,10 @@ impl Engine {
             }
             let m = st.queue.consume(i, n);
             // Passed sockets come with the first read that touches their chunk.
-            out.rights.extend(self.take_rights(receiver, m));
+            // (A chunk that passes is read alone: `carries`.)
+            let (rights, nonblock) = self.take_rights(receiver, m);
+            out.rights.extend(rights);
+            out.nonblock.extend(nonblock);
             out.files.extend(self.take_files(m));
             out.ctrunc |= std::mem::take(&mut m.ctrunc);
             if m.remaining() > 0 {

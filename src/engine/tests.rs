@@ -693,6 +693,35 @@ fn graph_marks_dead_what_the_collector_frees_and_nothing_else() {
     assert!(!e.graph_dot().contains("DEAD"));
 }
 
+/// A socket passed from an O_NONBLOCK descriptor (its item's NONBLOCK_TAG)
+/// reaches the reader's entry number with the tag, for the front to open it
+/// nonblocking; the others without it, in order, on a stream and a dgram
+/// socket, and a peek gives the same.
+#[test]
+fn nonblock_passed_sockets_keep_their_tag() {
+    use udsfs_proto::passed::{NONBLOCK_TAG, socket_of};
+    for ty in [SockType::Stream, SockType::Dgram] {
+        let (e, c, a, b) = root_pair(ty);
+        let (p, q) = (
+            e.socket(SockType::Stream, &c),
+            e.socket(SockType::Stream, &c),
+        );
+        let ids = [p.id | NONBLOCK_TAG, q.id, p.id];
+        let mut out = e.prepare_send(None, &ids, &c, false).unwrap();
+        e.sendmsg(&a, out.msg(b"x", None, false), &c, None).unwrap();
+        let mut peeked = e.recvmsg(&b, RecvFlags::peek(10), None).unwrap();
+        let mut got = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
+        for g in [&mut peeked, &mut got] {
+            let got_ids = e.deliver_passed(&b, g, &c);
+            let nb: Vec<bool> = got_ids.iter().map(|&i| socket_of(i).1).collect();
+            println!("{ty:?}: sent {ids:x?}, received {got_ids:x?}");
+            assert_eq!(nb, [true, false, false], "{ty:?}");
+            assert!(got_ids.iter().all(|&i| e.unopened_entry(socket_of(i).0)));
+        }
+        e.put_back(out);
+    }
+}
+
 // ---- files other than udsfs sockets in flight (depot.rs), SO_PASSPIDFD
 
 /// Files ride in order among sockets, count toward the user's in-flight

@@ -146,6 +146,7 @@ fn send_segment(
             .to_opt(h.to.as_ref())
             .creds(creds)
             .rights(&mut held.out.rights)
+            .nonblock(&mut held.out.nonblock)
             .files(&mut held.out.files);
         let sent = eng.send(s, msg, caller, w)?;
         from += sent.len;
@@ -166,6 +167,7 @@ fn send_segment(
             .to_opt(h.to.as_ref())
             .creds(creds)
             .rights(&mut held.out.rights)
+            .nonblock(&mut held.out.nonblock)
             .files(&mut held.out.files)
             .oob();
         eng.sendmsg(s, msg, caller, None)?;

@@ -19,7 +19,7 @@ use std::os::fd::AsRawFd;
 use udsfs_calls::control::{self, Passed};
 use udsfs_calls::{self as calls, client, mmsg, recv};
 use udsfs_proto::ioctl::*;
-use udsfs_proto::route;
+use udsfs_proto::{passed, route};
 
 /// sizeof(struct mmsghdr): a msghdr, msg_len, padding.
 const MMSGHDR: u64 = 64;
@@ -145,7 +145,7 @@ impl control::Passer for Target<'_, '_> {
         if !self.0.ctx.dev.is_data(&f) {
             return Ok(Passed::File(f));
         }
-        daemon::dir_number(&f).map(Passed::Socket)
+        daemon::dir_number(&f).map(|n| Passed::Socket(passed::socket_item(n, f.as_raw_fd())))
     }
 
     fn channel(&self) -> Res<fdpass::Channel> {
@@ -159,13 +159,14 @@ impl control::Passer for Target<'_, '_> {
 
 impl control::Installer for Target<'_, '_> {
     fn socket(&self, id: u64, cloexec: bool) -> Res<i32> {
-        let sock = self.0.ctx.daemon.open_sock(id, false)?;
+        let (number, nonblock) = passed::socket_of(id);
+        let sock = self.0.ctx.daemon.open_sock(number, nonblock)?;
         self.0.install(&sock, None, cloexec)
     }
 
     fn release(&self, id: u64) {
         // Opening an entry adopts it; dropping it lets it go.
-        let _ = self.0.ctx.daemon.open_sock(id, false);
+        let _ = self.0.ctx.daemon.open_sock(passed::socket_of(id).0, false);
     }
 
     fn claim(&self, tags: &[u64], _cloexec: bool) -> Res<Vec<OwnedFd>> {

@@ -100,6 +100,21 @@ pub fn set_waiting(r: &Region, side: usize, input: bool, output: bool, up: bool)
 /// exec, and closes `fd`. A program that opens fewer files than the floor
 /// sees Linux's numbering. Err (and `fd` closed): no room there.
 pub fn move_high(fd: i32) -> Result<i32, crate::Errno> {
+    let floor = high_floor();
+    // SAFETY: fcntl and close on a descriptor the caller owns.
+    unsafe {
+        let n = libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, floor);
+        let e = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        libc::syscall(libc::SYS_close, fd);
+        if n < 0 { Err(e) } else { Ok(n as i32) }
+    }
+}
+
+/// The lowest number the library's own descriptors go at (`move_high`):
+/// three quarters of RLIMIT_NOFILE, at most 4096.
+pub fn high_floor() -> libc::c_long {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -114,19 +129,10 @@ pub fn move_high(fd: i32) -> Result<i32, crate::Errno> {
             &mut rl as *mut libc::rlimit,
         )
     };
-    let floor = if r < 0 {
+    if r < 0 {
         1024
     } else {
         (rl.rlim_cur / 4 * 3).min(4096) as libc::c_long
-    };
-    // SAFETY: fcntl and close on a descriptor the caller owns.
-    unsafe {
-        let n = libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, floor);
-        let e = std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO);
-        libc::syscall(libc::SYS_close, fd);
-        if n < 0 { Err(e) } else { Ok(n as i32) }
     }
 }
 

@@ -159,7 +159,7 @@ pub(super) fn message_recv(op: RecvOp<'_>) -> Result<Received> {
     };
     wake.extend(st.queue.writers().take());
     eng.uncharge(&m, wake);
-    let rights = eng.take_rights(s.id, &mut m);
+    let (rights, nonblock) = eng.take_rights(s.id, &mut m);
     let files = eng.take_files(&mut m);
     let full_len = m.data.len();
     let t = s.options.tstamp();
@@ -182,6 +182,7 @@ pub(super) fn message_recv(op: RecvOp<'_>) -> Result<Received> {
         pidfd: st.passpidfd.then(|| m.creds.unwrap_or(Ucred::NONE).pid),
         pidfd_file: m.pidfd.take().filter(|_| st.passpidfd),
         rights,
+        nonblock,
         files,
         pieces,
         ctrunc: m.ctrunc,
@@ -229,7 +230,8 @@ fn message_peek(s: &Socket, st: &mut SockState, maxlen: usize) -> Result<Receive
         pidfd: st.passpidfd.then_some(creds.pid),
         // The pin, shared: the message keeps its own.
         pidfd_file: m.pidfd.clone().filter(|_| st.passpidfd),
-        rights: m.rights.clone(),
+        rights: m.rights.iter().map(|(r, _)| r.clone()).collect(),
+        nonblock: m.rights.iter().map(|(_, nb)| *nb).collect(),
         stamp,
         ..Default::default()
     };

@@ -25,6 +25,7 @@ use crate::engine::{Caller, Engine, Result, Ucred, Waiter, Wakeups};
 /// user; they move into the queue with the first piece queued.
 pub(crate) struct Pass<'a> {
     rights: Option<&'a mut Vec<Arc<Socket>>>,
+    nonblock: Option<&'a mut Vec<bool>>,
     files: Option<&'a mut Vec<PassedFile>>,
     pub(crate) uid: u32,
     /// What the taps are told it carries (only with a tap attached).
@@ -39,6 +40,7 @@ impl<'a> Pass<'a> {
     pub(crate) fn new(
         eng: &Engine,
         rights: Option<&'a mut Vec<Arc<Socket>>>,
+        nonblock: Option<&'a mut Vec<bool>>,
         files: Option<&'a mut Vec<PassedFile>>,
         caller: &Caller,
     ) -> Result<Pass<'a>> {
@@ -47,6 +49,7 @@ impl<'a> Pass<'a> {
         if empty {
             return Ok(Pass {
                 rights: None,
+                nonblock: None,
                 files: None,
                 uid: 0,
                 tap: None,
@@ -81,6 +84,7 @@ impl<'a> Pass<'a> {
         });
         Ok(Pass {
             rights,
+            nonblock,
             files,
             uid,
             tap,
@@ -98,6 +102,9 @@ impl<'a> Pass<'a> {
         if let Some(r) = self.rights.take() {
             std::mem::take(r).into_iter().for_each(|s| wake.drop_ref(s));
         }
+        if let Some(n) = self.nonblock.take() {
+            n.clear();
+        }
         if let Some(f) = self.files.take() {
             drop(std::mem::take(f));
         }
@@ -112,8 +119,9 @@ impl<'a> Pass<'a> {
         eng: &Engine,
         receiver: u64,
         st: &mut SockState,
-    ) -> (Vec<Arc<Socket>>, Vec<PassedFile>) {
+    ) -> (Vec<(Arc<Socket>, bool)>, Vec<PassedFile>) {
         let rights = self.rights.take().map(std::mem::take).unwrap_or_default();
+        let nonblock = self.nonblock.take().map(std::mem::take).unwrap_or_default();
         let files = self.files.take().map(std::mem::take).unwrap_or_default();
         let listener = st.conn.embryo_of();
         if !rights.is_empty() {
@@ -122,7 +130,8 @@ impl<'a> Pass<'a> {
         if !files.is_empty() {
             eng.gc.add_files(files.len(), self.uid);
         }
-        (rights, files)
+        let nb = nonblock.into_iter().chain(std::iter::repeat(false));
+        (rights.into_iter().zip(nb).collect(), files)
     }
 }
 

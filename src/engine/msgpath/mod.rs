@@ -110,7 +110,13 @@ impl Engine {
         w: Option<&Waiter>,
     ) -> Result<Sent> {
         let cut = Cell::new(false);
-        let pass = Pass::new(self, msg.rights.take(), msg.files.take(), caller)?;
+        let pass = Pass::new(
+            self,
+            msg.rights.take(),
+            msg.nonblock.take(),
+            msg.files.take(),
+            caller,
+        )?;
         let mut tx = Sending::new(self, s, pass, caller, w, Some(&cut));
         if msg.untapped {
             tx.untapped();

@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use udsfs_proto::passed::NONBLOCK_TAG;
+
 use crate::engine::{Caller, Claim, Engine, Received, Socket};
 
 impl Engine {
@@ -18,6 +20,22 @@ impl Engine {
         gid: u32,
         limit: usize,
     ) -> Vec<u64> {
+        self.deliver_flagged(receiver, rights, &[], uid, gid, limit)
+    }
+
+    /// `deliver_rights`, each entry's number with NONBLOCK_TAG
+    /// (udsfs_proto::passed) where `nonblock` says it was passed from an
+    /// O_NONBLOCK descriptor: the receiver opens it nonblocking.
+    fn deliver_flagged(
+        &self,
+        receiver: &Arc<Socket>,
+        rights: Vec<Arc<Socket>>,
+        nonblock: &[bool],
+        uid: u32,
+        gid: u32,
+        limit: usize,
+    ) -> Vec<u64> {
+        let mut tagged = Vec::with_capacity(rights.len().min(limit));
         // Like file descriptors past the reader's RLIMIT_NOFILE (MSG_CTRUNC),
         // received entries past `limit` unopened ones are closed: a reader
         // that never opens them cannot make the daemon grow without bound.
@@ -46,6 +64,8 @@ impl Engine {
             let id = self.new_alias(&r, uid, gid);
             self.unopened.lock().insert(id, r);
             ids.push(id);
+            let nb = nonblock.get(i).copied().unwrap_or(false);
+            tagged.push(if nb { id | NONBLOCK_TAG } else { id });
         }
         let dead = {
             let mut st = receiver.lock();
@@ -62,7 +82,7 @@ impl Engine {
                 }
             }
         }
-        ids
+        tagged
     }
 
     /// Opening a file of `.udsfs/sock/H` adopts a received socket: the
@@ -98,12 +118,20 @@ impl Engine {
         caller: &Caller,
     ) -> Vec<u64> {
         let rights = std::mem::take(&mut got.rights);
+        let nonblock = std::mem::take(&mut got.nonblock);
         let limit = if rights.is_empty() {
             0
         } else {
             caller.nofile_limit()
         };
-        let ids = self.deliver_rights(receiver, rights, caller.fsuid, caller.fsgid, limit);
+        let ids = self.deliver_flagged(
+            receiver,
+            rights,
+            &nonblock,
+            caller.fsuid,
+            caller.fsgid,
+            limit,
+        );
         // As installing descriptors stops at the reader's RLIMIT_NOFILE
         // (MSG_CTRUNC), a reader that never claims cannot make the daemon
         // hold files without bound: past it they close here.

@@ -42,7 +42,13 @@ impl Engine {
         ids: &[u64],
         caller: &Caller,
     ) -> Result<(Vec<Arc<Socket>>, Vec<PassedFile>)> {
-        let socks: Vec<u64> = ids.iter().copied().filter(|i| !is_file_tag(*i)).collect();
+        // A socket's number without its NONBLOCK_TAG (`Engine::prepare_send`
+        // keeps that for the receiver).
+        let socks: Vec<u64> = ids
+            .iter()
+            .filter(|i| !is_file_tag(**i))
+            .map(|&i| udsfs_proto::passed::socket_of(i).0)
+            .collect();
         let tags: Vec<(usize, u64)> = ids
             .iter()
             .copied()
