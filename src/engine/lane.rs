@@ -1072,6 +1072,7 @@ impl Engine {
             sock,
             SendMsg {
                 untapped,
+                past_bound: true,
                 ..SendMsg::new(bytes)
             },
             caller,
@@ -1143,6 +1144,7 @@ impl Engine {
                         sock,
                         SendMsg {
                             untapped,
+                            past_bound: true,
                             ..SendMsg::new(rest)
                         },
                         &caller,
@@ -1183,6 +1185,7 @@ impl Engine {
                 sock,
                 SendMsg {
                     untapped,
+                    past_bound: true,
                     ..SendMsg::new(rec)
                 },
                 &caller,
@@ -1750,6 +1753,56 @@ mod tests {
         let (a, b) = (user(61021), user(65534));
         let (held, refused) = pairs_until_refused(e, &b, most);
         (a, b, held, refused)
+    }
+
+    /// A ring's bytes were told sent: its way down queues every one of
+    /// them, past the writer's share of `--max-queued-bytes` (counted),
+    /// never a hole in the stream (adversarial_lanes5.sh drain_share: B's
+    /// FIONREAD took down A's full lanes past A's share; A's bytes past it
+    /// were dropped with a log line).
+    #[test]
+    fn a_way_down_past_the_writers_queued_share_loses_no_byte() {
+        use crate::engine::tests::user;
+        use udsfs_proto::lane::{Framing, Side};
+        let e = Engine::new(crate::engine::Config {
+            lanes: true,
+            user_share_permille: 500,
+            max_queued_bytes: 64 * 1024,
+            ..crate::engine::Config::small()
+        });
+        let b = user(65534);
+        let (x, y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+        e.lane_prepare(&x, &b).unwrap();
+        let lane = e.lanes.map.lock().get(&x.id).cloned().unwrap();
+        let mut wrote = vec![];
+        {
+            let l = lane.lock();
+            let (mut w, _) = l.region.end(Side::A, Framing::Stream);
+            while let Ok(n) = w.write(&[(wrote.len() % 251) as u8; 1000]) {
+                if n == 0 {
+                    break;
+                }
+                wrote.extend(std::iter::repeat_n((wrote.len() % 251) as u8, n));
+            }
+        }
+        assert!(wrote.len() > 32 * 1024, "the ring holds past the share");
+        e.lane_down(&x, None).expect("no busy word: down at once");
+        let mut got = vec![];
+        while let Ok(r) = e.recvmsg(&y, crate::engine::RecvFlags::new(65536), None) {
+            if r.data.is_empty() {
+                break;
+            }
+            got.extend(r.data);
+        }
+        println!(
+            "wrote {} into the ring, read {} after the way down; queued now {}",
+            wrote.len(),
+            got.len(),
+            e.queued.user_used(65534)
+        );
+        assert_eq!(got.len(), wrote.len());
+        assert!(got == wrote, "the bytes in order");
+        assert_eq!(e.queued.user_used(65534), 0, "given back as read");
     }
 
     /// A connection's lane (arg 5) is on the share and the descriptor
