@@ -4,7 +4,9 @@
 #   client PATH N DIR   connects N times to PATH, writes each connection nonblocking until
 #                       it takes no more (a pattern per connection), writes the counts to
 #                       DIR/counts, then waits for DIR/done and closes.
-#   server PATH N DIR   accepts N connections, a MSG_DONTWAIT recv on each (its library's
+#   server PATH N DIR PAIRS
+#                       first fills PAIRS socketpairs of its own one way (held to the end:
+#                       its share of the queued bytes), then accepts N connections, a MSG_DONTWAIT recv on each (its library's
 #                       ask), waits for DIR/counts, asks FIONREAD on each (through the
 #                       daemon: the lane goes down, its ring's bytes into the queue), then
 #                       reads each to its count: "whole" or what it got.
@@ -64,7 +66,9 @@ def client(path, n, d):
     wait_file(f"{d}/done", 30)
 
 
-def server(path, n, d):
+def server(path, n, d, npairs):
+    held = [socket.socketpair() for _ in range(npairs)]
+    mine = sum(fill(a, i)[0] for i, (a, _) in enumerate(held))
     ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     ls.bind(path)
     os.chmod(path, 0o777)
@@ -105,6 +109,7 @@ def server(path, n, d):
             out.append(f"short({len(data)} of {counts[i]}, right up to {good}{', ' + data_err if data_err else ''})")
     open(f"{d}/done", "w").close()
     print("server:", " ".join(out))
+    print(f"server held {mine} bytes in {npairs} pairs of its own")
 
 
 def pairs(n):
@@ -134,7 +139,7 @@ role = sys.argv[1]
 if role == "client":
     client(sys.argv[2], int(sys.argv[3]), sys.argv[4])
 elif role == "server":
-    server(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    server(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]))
 elif role == "fionread":
     fionread()
 elif role == "pairs":
