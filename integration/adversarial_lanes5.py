@@ -10,6 +10,10 @@
 #                       ask), waits for DIR/counts, asks FIONREAD on each (through the
 #                       daemon: the lane goes down, its ring's bytes into the queue), then
 #                       reads each to its count: "whole" or what it got.
+#   own_fill PATH N DIR (A's server) accepts N connections (a MSG_DONTWAIT recv on each: its
+#                       library's ask), waits for DIR/counts (the client filled them),
+#                       then fills a socketpair of its own one way: what it took, and its
+#                       lane; then DIR/done. With N 0: the fill alone, at once.
 #   fionread            a socketpair with 5 bytes unread, asked FIONREAD with Python's
 #                       fcntl.ioctl (its buffer at any address: Python copies it to a char
 #                       array on its stack) and with ctypes: both counts.
@@ -112,6 +116,29 @@ def server(path, n, d, npairs):
     print(f"server held {mine} bytes in {npairs} pairs of its own")
 
 
+def own_fill(path, n, d):
+    conns = []
+    if n:
+        ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ls.bind(path)
+        os.chmod(path, 0o777)
+        ls.listen(n)
+        print("listening", flush=True)
+        for _ in range(n):
+            c, _ = ls.accept()
+            try:
+                c.recv(1, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                pass
+            conns.append(c)
+        wait_file(f"{d}/counts")
+    a, b = socket.socketpair()
+    c, w = fill(a, 0)
+    print(f"own_fill: took {c} ({w}), lane {lane_status(a)}")
+    if n:
+        open(f"{d}/done", "w").close()
+
+
 def pairs(n):
     held, lanes, why = 0, [], {}
     keep = []
@@ -140,6 +167,8 @@ if role == "client":
     client(sys.argv[2], int(sys.argv[3]), sys.argv[4])
 elif role == "server":
     server(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]))
+elif role == "own_fill":
+    own_fill(sys.argv[2], int(sys.argv[3]), sys.argv[4])
 elif role == "fionread":
     fionread()
 elif role == "pairs":

@@ -14,6 +14,10 @@
 #               kernel sockets (where the same steps give every byte). Before, the way
 #               down's sends past the bound failed ENOBUFS and the rest of the ring was
 #               dropped with a log line: a hole in root's stream that B made.
+#  ring_payer   B's client connects 8 times to A's server and fills each connection (their
+#               rings are on B's share: B made the connections, lane::payer); A's own
+#               socketpair then fills as it did before B came (its lane, its ring), not
+#               refused a lane or ENOBUFS for B's rings on A's share.
 #  fionread     B's program asks FIONREAD of its own udsfs socket with Python's fcntl.ioctl,
 #               whose buffer is a copy on Python's stack at any address (here not 4-aligned):
 #               the count, as on kernel sockets. The library read the answer as an aligned
@@ -78,6 +82,19 @@ laned=$(grep -o "lanes .*" <<<"$ds_client" | tr ',' '\n' | grep -c direct || tru
 [ "$laned" -ge 5 ] || fail "drain_share: root's connections had no lanes ($ds_client): the case tried nothing"
 verdict drain_share "$([ "$ds_server" = "$k" ] && echo 1)" \
     "B ($ds_held) takes the lanes of root's $laned full laned connections down (FIONREAD) and reads them: $ds_server (kernel: $k)"
+
+alone=$(on $A udsfs own_fill - 0 - 2>&1) || fail "ring_payer: A's fill alone: $alone"
+mkdir -m 1777 "$TMP/rp"
+on $A udsfs own_fill "$MNT/rp.sock" 8 "$TMP/rp" >"$TMP/rp_server" 2>&1 &
+sp=$!
+for _ in $(seq 1000); do grep -qs listening "$TMP/rp_server" && break; sleep 0.01; done
+grep -qs listening "$TMP/rp_server" || fail "ring_payer: A's server: $(cat "$TMP/rp_server")"
+rp_b=$(on $B udsfs client "$MNT/rp.sock" 8 "$TMP/rp" 2>&1) || fail "ring_payer: B's client: $rp_b"
+wait $sp || fail "ring_payer: A's server: $(cat "$TMP/rp_server")"
+under=$(grep own_fill: "$TMP/rp_server")
+grep -q "lanes direct" <<<"$rp_b" || fail "ring_payer: B's connections had no lanes: $rp_b"
+verdict ring_payer "$([ "$under" = "$alone" ] && echo 1)" \
+    "A's own pair after B's 8 filled connections to A's server ($rp_b): $under (before B came: $alone)"
 
 k=$(on $B kernel fionread 2>&1) || fail "fionread on kernel sockets: $k"
 u=$(on $B udsfs fionread 2>&1) || true
