@@ -29,12 +29,15 @@
 #            record each way on each, held open: the daemon's anonymous memory grows by
 #            at most 16 MiB (a run: 8 MiB; before: a buffer of the ring's size per
 #            connection, each filled by its records: 48 MiB).
+#            Each through connection's four rings (4 MiB each here) are on B's share of
+#            --max-queued-bytes (adversarial_lanes5.sh ring_bound), so the mount's bound
+#            is 16 GiB here: with the default 1 GiB, B's 10% held only some of the 24.
 #  share     B's raw through connections until refused: two of the mount's lanes and
 #            ten of the daemon's descriptors each, on B's --user-share (here 10%: 409
 #            of the 4096 lanes; the descriptors run out first); then B's next connection
 #            through the library works through FUSE (lane=none, no error) and A's new
 #            connection still gets its lane through the daemon.
-UDSFS_MOUNT_ARGS=(--allow-other --lanes --user-share 10)
+UDSFS_MOUNT_ARGS=(--allow-other --lanes --user-share 10 --max-queued-bytes 17179869184)
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 need_preload

@@ -318,6 +318,7 @@ scripts!(
     // the tokio pipe scripts' in the one-thread pass), so CI stays inside its 60 minutes.
     once:
     adversarial_lanes4,
+    adversarial_lanes5,
     adversarial_through,
     run_cpython_lanes,
     run_cpython_multiprocessing,

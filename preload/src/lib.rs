@@ -337,7 +337,7 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_i
         if req == urg::FIOASYNC
             && r == 0
             && !arg.is_null()
-            && unsafe { *(arg as *const c_int) } == 0
+            && unsafe { (arg as *const c_int).read_unaligned() } == 0
         {
             if let Some(res) = urg::fioasync_off(fd) {
                 return int_ret(res);
@@ -348,7 +348,11 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_i
         // SIOCOUTQ with ENOTTY. Only those answers cost a look at the fd.
         let suspect = match req {
             libc::FIONREAD => {
-                r == 0 && !arg.is_null() && unsafe { *(arg as *const c_int) } == UDSFS_FILE_SIZE
+                // The program's int may be at any address (Python's
+                // fcntl.ioctl copies it to a char array on its stack).
+                r == 0
+                    && !arg.is_null()
+                    && unsafe { (arg as *const c_int).read_unaligned() } == UDSFS_FILE_SIZE
             }
             libc::TIOCOUTQ => r < 0 && errno() == libc::ENOTTY,
             _ => false,

@@ -37,6 +37,7 @@ impl Outgoing {
             oob,
             call_off: 0,
             untapped: false,
+            past_bound: false,
         }
     }
 

@@ -103,6 +103,9 @@ pub(super) struct Lane {
     /// the asker's descriptor budget as a deposit's are (ChargedFd): given
     /// back when the lane is dropped and they close (last: after them).
     _fds: Charge,
+    /// Its rings' bytes on the payer's queued bytes (`lane_make`), until
+    /// the way down moves what they hold into the queues.
+    rings: Charge,
 }
 
 /// Where a lane is on its way down.
@@ -617,6 +620,21 @@ impl Engine {
         count.set(payer, regions).map_err(|_| Errno::EOPNOTSUPP)?;
         let mut fds = Charge::new(self.depot.quota.clone());
         fds.set(payer, regions * LANE_FDS).map_err(refused_errno)?;
+        // And, where other users share the mount, its rings' bytes
+        // (through the daemon: each end's region's two) on the payer's
+        // share of --max-queued-bytes: they are queued bytes the daemon's
+        // memfd keeps (each page a ring touched, read or not, for the
+        // lane's life), moved into the queues at the way down
+        // (adversarial_lanes5.sh ring_bound: B's 12 laned pairs held three
+        // times its share). Root's are on no share, as its queues; on a
+        // mount without --allow-other the bound stays the queues' alone.
+        let caps = [ring_cap(sndbuf_a), ring_cap(sndbuf_b)];
+        let mut rings = Charge::new(self.queued.clone());
+        if payer != 0 && self.cfg.max_queued_bytes != 0 && self.queued.user_limit() != u64::MAX {
+            rings
+                .set(payer, regions * (u64::from(caps[0]) + u64::from(caps[1])))
+                .map_err(|_| Errno::EOPNOTSUPP)?;
+        }
         // A few lanes in a connection's life (the way down may wait
         // BUSY_WAIT for a peer's busy word: a few times per connection, not
         // at will). More than one: a lane an end's ask made while the other
@@ -626,7 +644,6 @@ impl Engine {
         if made.iter().any(|&n| n >= most) {
             return Err(Errno::EOPNOTSUPP);
         }
-        let caps = [ring_cap(sndbuf_a), ring_cap(sndbuf_b)];
         let (fd, region) = Region::create(caps).map_err(Errno::from_raw)?;
         let evs = Evs::new()?;
         let through = match through {
@@ -652,6 +669,7 @@ impl Engine {
             joined,
             record: s.ty == SockType::Seqpacket,
             _fds: fds,
+            rings,
         })
     }
 
@@ -1013,6 +1031,9 @@ impl Engine {
         // user made a share more while they waited (adversarial_lanes2.sh
         // share_draining: 40 more past 204).
         let _ = l.count.set(0, 0);
+        // The rings' bytes become queued messages, charged as they go
+        // (past the share by their skbs' overhead at most: past_bound).
+        let _ = l.rings.set(0, 0);
         if stuck {
             limited!(
                 warn,
@@ -1072,6 +1093,7 @@ impl Engine {
             sock,
             SendMsg {
                 untapped,
+                past_bound: true,
                 ..SendMsg::new(bytes)
             },
             caller,
@@ -1143,6 +1165,7 @@ impl Engine {
                         sock,
                         SendMsg {
                             untapped,
+                            past_bound: true,
                             ..SendMsg::new(rest)
                         },
                         &caller,
@@ -1183,6 +1206,7 @@ impl Engine {
                 sock,
                 SendMsg {
                     untapped,
+                    past_bound: true,
                     ..SendMsg::new(rec)
                 },
                 &caller,
@@ -1750,6 +1774,103 @@ mod tests {
         let (a, b) = (user(61021), user(65534));
         let (held, refused) = pairs_until_refused(e, &b, most);
         (a, b, held, refused)
+    }
+
+    /// On a mount other users share, a lane's rings are on its payer's
+    /// share of `--max-queued-bytes` until its way down (adversarial_lanes5.sh
+    /// ring_bound): B's pairs are refused lanes past it, A's still get
+    /// theirs, and B's way down gives its rings' bytes back.
+    #[test]
+    fn a_lanes_rings_are_on_its_payers_queued_share() {
+        use crate::engine::tests::user;
+        let e = Engine::new(crate::engine::Config {
+            lanes: true,
+            user_share_permille: 500,
+            max_queued_bytes: 1 << 20,
+            ..crate::engine::Config::small()
+        });
+        let (a, b) = (user(61021), user(65534));
+        let (held, refused) = pairs_until_refused(&e, &b, 8);
+        let used = e.queued.user_used(65534);
+        println!(
+            "B's laned pairs: {}, then {refused}; its queued bytes {used}",
+            held.len()
+        );
+        assert_eq!((held.len(), refused), (2, Errno::EOPNOTSUPP));
+        assert_eq!(used, 2 * 2 * 131072);
+        a_still_gets_a_lane(&e, &a);
+        e.lane_down(&held[0].0, None).unwrap();
+        assert_eq!(
+            e.queued.user_used(65534),
+            2 * 131072,
+            "given back at the way down"
+        );
+        assert_eq!(fresh_lane(&e, &b), Ok(()), "room for one more");
+    }
+
+    /// A ring's bytes were told sent: its way down queues every one of
+    /// them, past `--max-queued-bytes` (counted), never a hole in the
+    /// stream (adversarial_lanes5.sh drain_share: B's FIONREAD took down
+    /// root's full lanes past the bound; the bytes past it were dropped
+    /// with a log line). No shares here (a mount without --allow-other:
+    /// the rings are on no bound), the queues filled first.
+    #[test]
+    fn a_way_down_past_the_writers_queued_share_loses_no_byte() {
+        use crate::engine::tests::user;
+        use udsfs_proto::lane::{Framing, Side};
+        let e = Engine::new(crate::engine::Config {
+            lanes: true,
+            user_share_permille: 0,
+            max_queued_bytes: 1 << 20,
+            ..crate::engine::Config::small()
+        });
+        let b = user(65534);
+        let (x, y) = e.try_socketpair(SockType::Stream, &b).unwrap();
+        e.lane_prepare(&x, &b).unwrap();
+        // The queued bytes' bound filled through the daemon.
+        let mut keep = vec![];
+        'fill: loop {
+            let (p, q) = e.try_socketpair(SockType::Stream, &b).unwrap();
+            loop {
+                match e.sendmsg(&p, SendMsg::new(&[1u8; 16384]), &b, None) {
+                    Ok(_) => {}
+                    Err(Errno::EAGAIN) => break,
+                    Err(_) => break 'fill,
+                }
+            }
+            keep.push((p, q));
+        }
+        let held = e.queued.user_used(65534);
+        let lane = e.lanes.map.lock().get(&x.id).cloned().unwrap();
+        let mut wrote = vec![];
+        {
+            let l = lane.lock();
+            let (mut w, _) = l.region.end(Side::A, Framing::Stream);
+            while let Ok(n) = w.write(&[(wrote.len() % 251) as u8; 1000]) {
+                if n == 0 {
+                    break;
+                }
+                wrote.extend(std::iter::repeat_n((wrote.len() % 251) as u8, n));
+            }
+        }
+        e.lane_down(&x, None).expect("no busy word: down at once");
+        let mut got = vec![];
+        while let Ok(r) = e.recvmsg(&y, crate::engine::RecvFlags::new(65536), None) {
+            if r.data.is_empty() {
+                break;
+            }
+            got.extend(r.data);
+        }
+        println!(
+            "B's queued bytes {held} (the bound filled), wrote {} into the ring, read {} \
+             after the way down; queued now {}",
+            wrote.len(),
+            got.len(),
+            e.queued.user_used(65534)
+        );
+        assert_eq!(got.len(), wrote.len());
+        assert!(got == wrote, "the bytes in order");
+        assert_eq!(e.queued.user_used(65534), held, "given back as read");
     }
 
     /// A connection's lane (arg 5) is on the share and the descriptor

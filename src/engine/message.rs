@@ -37,6 +37,11 @@ pub struct SendMsg<'a> {
     /// Bytes the capture taps saw already (a lane `Through` the daemon
     /// moved them, src/engine/lane/through.rs): queued without a report.
     pub untapped: bool,
+    /// Bytes a lane's ring took already, its writer told they were sent
+    /// (the way down, src/engine/lane.rs `ring_drain`): queued past
+    /// `--max-queued-bytes` and the user's share of it, and counted, as
+    /// they are queued past SO_SNDBUF; refused, they would be lost.
+    pub past_bound: bool,
 }
 
 impl<'a> SendMsg<'a> {

@@ -187,7 +187,7 @@ pub struct Engine {
     /// (src/engine/skb.rs), by sending user: each socket's SO_SNDBUF bounds
     /// one socket, this bounds them all, as a memory cgroup does the
     /// kernel's (msgpath/enqueue.rs).
-    pub queued: Quota,
+    pub queued: Arc<Quota>,
     pub gc: gc::Collector,
     /// Received sockets not yet opened, by their directory number.
     unopened: Mutex<std::collections::HashMap<u64, Arc<Socket>>>,
@@ -227,7 +227,7 @@ impl Engine {
             live: AtomicUsize::new(0),
             sockets: Quota::new("sockets"),
             aliases: Quota::new("received socket entries"),
-            queued: Quota::new("bytes queued at receivers"),
+            queued: Arc::new(Quota::new("bytes queued at receivers")),
             gc: gc::Collector::new(),
             unopened: Mutex::new(Default::default()),
             depot: rights::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),

@@ -155,6 +155,8 @@ pub(crate) struct Sending<'a> {
     pub chunk_at: usize,
     /// The user its queued bytes count for (`Engine::queued`).
     uid: u32,
+    /// Counted but never refused by `--max-queued-bytes` (`SendMsg::past_bound`).
+    pub past_bound: bool,
     /// The caller as the taps see it (only with a tap attached).
     origin: Option<Origin>,
     /// The caller as the fault rules see it (only with a rule standing:
@@ -188,6 +190,7 @@ impl<'a> Sending<'a> {
             sent: 0,
             chunk_at: 0,
             uid: caller.fsuid,
+            past_bound: false,
             origin,
             fault: eng.faults.any().then(|| eng.send_fault(caller, cut)),
         }
@@ -254,8 +257,12 @@ impl Engine {
         // (or the user's share of it) a send fails as one whose skb could
         // not be allocated does, with ENOBUFS (a stream send that queued
         // part reports that part).
-        if self.cfg.max_queued_bytes != 0 && self.queued.take(tx.uid, charge as u64).is_err() {
-            return Err(Errno::ENOBUFS);
+        if self.cfg.max_queued_bytes != 0 {
+            if tx.past_bound {
+                self.queued.transfer_in(tx.uid, charge as u64);
+            } else if self.queued.take(tx.uid, charge as u64).is_err() {
+                return Err(Errno::ENOBUFS);
+            }
         }
         if drop_passed {
             tx.pass.drop_all(wake);

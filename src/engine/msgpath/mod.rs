@@ -121,6 +121,7 @@ impl Engine {
         if msg.untapped {
             tx.untapped();
         }
+        tx.past_bound = msg.past_bound;
         // Only a stream has an out-of-band byte.
         if msg.oob && s.ty != SockType::Stream {
             return Err(Errno::EOPNOTSUPP);
