@@ -628,12 +628,19 @@ impl Engine {
         // (adversarial_lanes5.sh ring_bound: B's 12 laned pairs held three
         // times its share). Root's are on no share, as its queues; on a
         // mount without --allow-other the bound stays the queues' alone.
+        // Rings take at most half the payer's share: the other half stays
+        // for its sends through the daemon, so a user with many idle
+        // lanes (a pool of connections) still sends on its others; past
+        // it, a new connection goes through the daemon.
         let caps = [ring_cap(sndbuf_a), ring_cap(sndbuf_b)];
         let mut rings = Charge::new(self.queued.clone());
-        if payer != 0 && self.cfg.max_queued_bytes != 0 && self.queued.user_limit() != u64::MAX {
-            rings
-                .set(payer, regions * (u64::from(caps[0]) + u64::from(caps[1])))
-                .map_err(|_| Errno::EOPNOTSUPP)?;
+        let limit = self.queued.user_limit();
+        if payer != 0 && self.cfg.max_queued_bytes != 0 && limit != u64::MAX {
+            let bytes = regions * (u64::from(caps[0]) + u64::from(caps[1]));
+            if self.queued.user_used(payer) + bytes > limit / 2 {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            rings.set(payer, bytes).map_err(|_| Errno::EOPNOTSUPP)?;
         }
         // A few lanes in a connection's life (the way down may wait
         // BUSY_WAIT for a peer's busy word: a few times per connection, not
@@ -1778,7 +1785,8 @@ mod tests {
 
     /// On a mount other users share, a lane's rings are on its payer's
     /// share of `--max-queued-bytes` until its way down (adversarial_lanes5.sh
-    /// ring_bound): B's pairs are refused lanes past it, A's still get
+    /// ring_bound), at most half of it (2 MiB: a 1 MiB share, two lanes of
+    /// 256 KiB): B's pairs are refused lanes past it, A's still get
     /// theirs, and B's way down gives its rings' bytes back.
     #[test]
     fn a_lanes_rings_are_on_its_payers_queued_share() {
@@ -1786,7 +1794,7 @@ mod tests {
         let e = Engine::new(crate::engine::Config {
             lanes: true,
             user_share_permille: 500,
-            max_queued_bytes: 1 << 20,
+            max_queued_bytes: 2 << 20,
             ..crate::engine::Config::small()
         });
         let (a, b) = (user(61021), user(65534));
@@ -1806,6 +1814,26 @@ mod tests {
             "given back at the way down"
         );
         assert_eq!(fresh_lane(&e, &b), Ok(()), "room for one more");
+        // The other half stays B's for sends through the daemon: its
+        // lanes, however many, never leave it ENOBUFS on its other pairs.
+        let (more, _) = pairs_until_refused(&e, &b, 8);
+        let mut sent = 0;
+        let mut keep = vec![];
+        for _ in 0..64 {
+            if sent >= 384 * 1024 {
+                break;
+            }
+            let (p, q) = e.try_socketpair(SockType::Stream, &b).unwrap();
+            while let Ok(n) = e.sendmsg(&p, SendMsg::new(&[1u8; 16384]), &b, None) {
+                sent += n;
+            }
+            keep.push((p, q));
+        }
+        println!(
+            "B sent {sent} bytes through the daemon beside its lanes ({} more)",
+            more.len()
+        );
+        assert!(sent >= 384 * 1024);
     }
 
     /// A ring's bytes were told sent: its way down queues every one of
