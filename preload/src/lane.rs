@@ -576,7 +576,8 @@ fn give_back(s: &Slot, st: u32) {
 fn sweep() {
     for s in &TABLE {
         let st = s.state.load(Ordering::Acquire);
-        if st != CANDIDATE && st != LANE {
+        // A connect/accept end's (asks left: it rejoins) is not touched.
+        if (st != CANDIDATE && st != LANE) || s.tries.load(Ordering::Relaxed) != 0 {
             continue;
         }
         let Some(h) = held(s) else { continue };
