@@ -47,9 +47,11 @@
  *                         lanes' eventfds' floor) with F_DUPFD and closes it, over and
  *                         over: eventfds left once all are closed.
  *   epdup HOW             a laned end registered in an epoll set, a dup of it made, the
- *                         registered number closed (HOW 1: a pipe then takes the number):
+ *                         registered number closed (HOW 1: a pipe then takes the number;
+ *                         2: a pipe put at it with dup2; 3: close_range; 4: no dup, the
+ *                         file held by a forked child): an EPOLL_CTL_MOD by that number,
  *                         epoll_wait's events for the peer's byte, the dup's read, and
- *                         the events once the dup is closed too.
+ *                         the events once the dup is closed too (4: the child exited).
  *   sigclosew RESTART     a laned socketpair whose peer never reads; SIGALRM at 300 ms
  *                         whose handler (SA_RESTART when RESTART is 1) closes the first
  *                         end under the main thread's 1 MiB write to it: its result.
@@ -75,6 +77,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -595,25 +598,61 @@ static int epdup(int how) {
     laned_pair(sv);
     lane_of(sv[0], s, sizeof s);
     int e = epoll_create1(0);
-    int d = dup(sv[0]);
+    int d = -1, gate[2] = {-1, -1};
+    pid_t ch = -1;
+    if (how == 4) {
+        /* the file's other holder is a forked child (it waits on a pipe, then exits) */
+        if (pipe(gate) < 0) return 2;
+        ch = fork();
+        if (ch == 0) {
+            close(gate[1]);
+            if (read(gate[0], &b, 1) < 0) {}
+            _exit(0);
+        }
+        close(gate[0]);
+    } else {
+        d = dup(sv[0]);
+    }
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 42};
     if (epoll_ctl(e, EPOLL_CTL_ADD, sv[0], &ev) < 0) { perror("epoll_ctl"); return 2; }
-    /* how 0: the registered number closed (its file open at the dup); 1: also reused by a pipe */
-    close(sv[0]);
+    /* how 0: the registered number closed (its file open at the dup); 1: also reused by a
+     * pipe; 2: a pipe put at it (dup2); 3: closed by close_range; 4: closed, the file open
+     * in a forked child */
     int pp[2] = {-1, -1};
+    if (how >= 1 && how <= 2 && pipe(pp) < 0) return 2;
+    if (how == 2) {
+        dup2(pp[0], sv[0]);
+    } else if (how == 3) {
+        if (syscall(SYS_close_range, sv[0], sv[0], 0) < 0) perror("close_range");
+    } else {
+        close(sv[0]);
+    }
     if (how == 1 && pipe(pp) < 0) return 2;
+    /* by the closed (or reused) number, the item is not reached */
+    int del = epoll_ctl(e, EPOLL_CTL_MOD, sv[0], &ev), del_e = errno;
     if (write(sv[1], "w", 1) != 1) perror("write");
     struct epoll_event out[4];
     int n = epoll_wait(e, out, 4, 500);
     int got = n > 0 ? (int)out[0].data.u64 : -1;
-    ssize_t r = read(d, &b, 1);
-    /* the registration is the file's: taken out once the dup closes too */
-    close(d);
+    ssize_t r = -2;
+    if (how == 4) {
+        /* the child goes: the file with it */
+        close(gate[1]);
+        waitpid(ch, NULL, 0);
+        usleep(100000);
+    } else {
+        r = read(d, &b, 1);
+        /* the registration is the file's: taken out once the dup closes too */
+        close(d);
+    }
     if (write(sv[1], "v", 1) < 0) {}
     int n2 = epoll_wait(e, out, 4, 200);
-    printf("epoll set with a laned end registered, its number closed%s, the file open at a dup: %d event(s) (data %d) "
-           "for the peer's byte; the dup reads %zd; after the dup's close: %d event(s); lane %s\n",
-           how ? " and reused by a pipe" : "", n, got, r, n2, s);
+    static const char *hows[] = {"", " and reused by a pipe", " by a dup2 of a pipe onto it", " by close_range",
+                                 ""};
+    printf("epoll set with a laned end registered, its number closed%s, the file open at %s: MOD by that number %s; "
+           "%d event(s) (data %d) for the peer's byte; the dup reads %zd; after %s: %d event(s); lane %s\n",
+           hows[how], how == 4 ? "a forked child" : "a dup", err(del, del_e), n, got, r,
+           how == 4 ? "the child's exit" : "the dup's close", n2, s);
     return 0;
 }
 

@@ -37,9 +37,11 @@
 #               eventfd could already sit at that number: the library then took it for
 #               the program's and never gave it back (13 of 16 numbers left held).
 #  epdup        a laned end registered in an epoll set (EPOLLIN), a dup made, the
-#               registered number closed (then reused by a pipe, or not), the peer writes:
-#               Linux reports the event (the registration is the file's, open at the
-#               dup) and drops the registration once the dup closes too.
+#               registered number closed (then reused by a pipe, or not; or a pipe put
+#               at it with dup2; or close_range), or no dup and the file held by a
+#               forked child, the peer writes: Linux reports the event (the registration
+#               is the file's, open at the dup) and drops the registration once the dup
+#               closes too (the child exits); a MOD by the closed number: EBADF/ENOENT.
 #  sigclosew    a SIGALRM handler closes a laned end 300 ms into the main thread's 1 MiB
 #               write to a peer that never reads, SA_RESTART or not: a part, as Linux.
 #  flags        socketpair's, accept4's and a received end's FD_CLOEXEC, O_NONBLOCK and
@@ -130,7 +132,7 @@ verdict evrace "$ev_ok" "laned socketpairs made and closed while another thread 
 
 # epdup: an epoll registration of a laned end whose number closes while a dup keeps its file
 same_each epdup "a laned end's epoll registration when its number closes while a dup keeps its file" \
-    "reuse the number by a pipe =" 0 1
+    "how =" 0 1 2 3 4
 
 # sigclosew: a SIGALRM handler closes a laned end under the main thread's 1 MiB write
 same_each sigclosew "a SIGALRM handler closes a laned end under the main thread's 1 MiB write" SA_RESTART 0 1

@@ -28,8 +28,11 @@ fn around<R>(call: impl FnOnce() -> R) -> R {
 /// (adversarial_lanes4.sh evrace: marked after the close, 13 such eventfds
 /// were never given back). A close that then fails leaves at most an
 /// eventfd the library no longer closes, never closes the program's file.
+/// The epoll registrations of sockets at those numbers are told too
+/// (lane_ready.rs `closing`: whether each close is its file's last).
 fn going(first: c_int, last: c_int) {
     crate::lane_hold::program_closed(first, last);
+    crate::lane_ready::closing(first, last);
 }
 
 /// Descriptor numbers `first..=last` are closed (`going` was told): the

@@ -267,6 +267,9 @@ fn slot_for(fd: c_int) -> Option<(&'static Slot, (Taken<'static>, Taken<'static>
         }
     })?;
     USED.fetch_add(1, Ordering::Relaxed);
+    // No asks but those `note_conn` gives (an earlier socket's are not
+    // this one's: `down_for_good`).
+    s.tries.store(0, Ordering::Relaxed);
     // SAFETY: CLAIMING is ours: an old end (its region stays mapped) goes.
     unsafe { *s.end.get() = None };
     Some((s, held))
@@ -535,6 +538,57 @@ fn free(s: &Slot) {
     USED.fetch_sub(1, Ordering::Relaxed);
 }
 
+/// Whether slot `s` (in state `st`: CANDIDATE or LANE), whose region is
+/// in `state`, will never use its lane again: the daemon took it down
+/// (`Through`: a pass over SCM_RIGHTS, another holder's call, an
+/// observer's switch) or closed it, and the end has no asks left (a
+/// socketpair's end has none: it is asked once; a connect/accept end asks
+/// again while its tries last, `rejoin`).
+fn down_for_good(s: &Slot, st: u32, state: Option<State>) -> bool {
+    match state {
+        Some(State::Closed) => true,
+        Some(State::Through) => st == CANDIDATE || s.tries.load(Ordering::Relaxed) == 0,
+        _ => false,
+    }
+}
+
+/// Frees slot `s`, found in state `st` with its lane down for good: its
+/// number's calls go through the daemon as a number without a slot does,
+/// and its hold goes now, not at the socket's close, so a process that
+/// keeps such sockets open (their other ends passed away over
+/// SCM_RIGHTS) keeps no eventfds for them (adversarial_lanes4.sh
+/// downheld). Nothing notes the number again (only socketpair, connect and
+/// accept do, for a new socket). Not if another thread took the slot first.
+fn give_back(s: &Slot, st: u32) {
+    if s.state
+        .compare_exchange(st, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+    {
+        free(s);
+    }
+}
+
+/// Gives back the slots whose lanes are down for good (`give_back`),
+/// found or not by a call of their own since: a socketpair's end the
+/// program no longer calls after passing its other end away, say. Made at
+/// each close of the program's (`closed`); a slot with a direct lane costs
+/// one hold taken and let go.
+fn sweep() {
+    for s in &TABLE {
+        let st = s.state.load(Ordering::Acquire);
+        // A connect/accept end's (asks left: it rejoins) is not touched.
+        if (st != CANDIDATE && st != LANE) || s.tries.load(Ordering::Relaxed) != 0 {
+            continue;
+        }
+        let Some(h) = held(s) else { continue };
+        let state = h.region().state();
+        drop(h);
+        if down_for_good(s, st, state) {
+            give_back(s, st);
+        }
+    }
+}
+
 /// Whether `fd` still names slot `s`'s socket: a statx only when a
 /// descriptor number was closed since the last look (fdgen.rs).
 fn same_file(fd: c_int, s: &Slot) -> bool {
@@ -573,8 +627,14 @@ fn find(fd: c_int) -> Option<&'static Slot> {
         let h = held(s)?;
         // SAFETY: LANE was seen with Acquire: `end` is set and stays.
         let joined = unsafe { (*s.end.get()).as_ref() }.is_some_and(|e| e.joined);
-        let down = joined && h.region().state() == Some(State::Through);
+        let state = h.region().state();
         drop(h);
+        if down_for_good(s, LANE, state) {
+            // Through the daemon from now on, the region and eventfds given back.
+            give_back(s, LANE);
+            return None;
+        }
+        let down = joined && state == Some(State::Through);
         return if down { rejoin(fd, s) } else { Some(s) };
     }
     if st == JOIN {
@@ -723,6 +783,7 @@ pub fn closed(first: c_int, last: c_int) {
             }
         }
     }
+    sweep();
 }
 
 /// After fork, in the child: the parent keeps its claimed ends; the

@@ -548,10 +548,24 @@ impl SetOf {
 struct Reg {
     id: u32,
     epfd: c_int,
+    /// The number the program registered (Linux's item is the file and
+    /// this number: its EPOLL_CTL_MOD/DEL reach the item by this number
+    /// while it names the file).
     fd: c_int,
+    /// A number of this process that names the socket now: `fd`, or once
+    /// `fd` was closed with the file open at another number (a dup), that
+    /// one (`relocate`); -1: none here, the file held elsewhere (a forked
+    /// child's copy), kept until the lane goes down (the daemon takes it
+    /// down at the file's last close).
+    at: c_int,
+    /// An inotify watch on the socket's data file for a close of `at` in
+    /// progress (`closing`; -1: none): an IN_CLOSE event means the file's
+    /// last reference went with it (the VFS's __fput, before close
+    /// returns).
+    watch: c_int,
     /// The socket's inode (the descriptor may be closed and reused).
     ino: u64,
-    /// The descriptor generation at which `fd` was last seen to name
+    /// The descriptor generation at which `at` was last seen to name
     /// `ino` (fdgen.rs; 0: never): a statx only when it moved.
     checked: u64,
     events: u32,
@@ -568,6 +582,22 @@ struct Reg {
     /// set is shared with the parent, whose registration it is, so the
     /// child's close of the socket leaves it in the set (`closed`).
     inherited: bool,
+}
+
+impl Drop for Reg {
+    fn drop(&mut self) {
+        unwatch(&mut self.watch);
+    }
+}
+
+/// Closes a `Reg::watch` (the library's own descriptor: not the C
+/// library's close, whose wrapper is the program's).
+fn unwatch(w: &mut c_int) {
+    if *w >= 0 {
+        // SAFETY: our inotify descriptor.
+        unsafe { libc::syscall(libc::SYS_close, *w) };
+        *w = -1;
+    }
 }
 
 /// An epoll registration of a connect/accept end still asking for its
@@ -661,25 +691,89 @@ fn set_count(list: &[Reg]) {
 pub fn forked() {
     REGS.lock.store(false, Ordering::Release);
     // SAFETY: one thread in the child, the lock freed above.
-    unsafe { &mut *REGS.list.get() }
-        .iter_mut()
-        .for_each(|r| r.inherited = true);
+    unsafe { &mut *REGS.list.get() }.iter_mut().for_each(|r| {
+        r.inherited = true;
+        // A watch of a close the parent was making: its copy is the parent's.
+        unwatch(&mut r.watch);
+    });
     WCOUNT.iter().for_each(|c| c.store(0, Ordering::Relaxed));
     WDIRTY.iter().for_each(|d| d.store(true, Ordering::Relaxed));
 }
 
+/// The program is about to close descriptor numbers `first..=last`
+/// (closes.rs, before the call): each registration whose socket is open
+/// at one of them gets an inotify watch on its data file, by which
+/// `closed` learns whether that close was the file's last (Linux drops an
+/// epoll item only with its file: a dup, or a forked child's copy, keeps
+/// it).
+pub fn closing(first: c_int, last: c_int) {
+    if HELD.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let e = errno();
+    // The lock may be this very thread's (`closed`): no watch then, and
+    // `closed` looks for another number instead.
+    if let Some((_h, list, _)) = try_locked_all(1 << 16) {
+        for r in list.iter_mut() {
+            if r.at < first || r.at > last || r.inherited || !still_at(r) {
+                continue;
+            }
+            unwatch(&mut r.watch);
+            r.watch = watch(r.at);
+        }
+    }
+    set_errno(e);
+}
+
+/// An inotify descriptor watching for the close of `fd`'s file (-1: none).
+fn watch(fd: c_int) -> c_int {
+    // SAFETY: plain calls on a local path and a new descriptor of ours.
+    let w = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+    if w < 0 {
+        return -1;
+    }
+    let mut path = [0u8; 32];
+    let mut c = std::io::Cursor::new(&mut path[..]);
+    let _ = std::io::Write::write_fmt(&mut c, format_args!("/proc/self/fd/{fd}\0"));
+    let mask = libc::IN_CLOSE_WRITE | libc::IN_CLOSE_NOWRITE;
+    // SAFETY: a NUL-terminated path.
+    if unsafe { libc::inotify_add_watch(w, path.as_ptr().cast(), mask) } < 0 {
+        // SAFETY: ours.
+        unsafe { libc::syscall(libc::SYS_close, w) };
+        return -1;
+    }
+    w
+}
+
+/// Whether watch `w` (`watch`) saw its file closed; the watch is closed.
+fn last_closed(w: &mut c_int) -> Option<bool> {
+    if *w < 0 {
+        return None;
+    }
+    let mut buf = [0u64; 64];
+    // SAFETY: reads into a local buffer.
+    let n = unsafe { libc::read(*w, buf.as_mut_ptr().cast(), std::mem::size_of_val(&buf)) };
+    unwatch(w);
+    Some(n > 0)
+}
+
 /// The program closed descriptor numbers `first..=last` (closes.rs): the
-/// registrations of laned sockets at those numbers that no longer name
-/// their sockets are taken out now, under the table's lock, rather than at
+/// registrations of laned sockets open at those numbers whose files went
+/// with them are taken out now, under the table's lock, rather than at
 /// the set's next epoll_wait or epoll_ctl (Linux drops a registration with
-/// its file). Each is taken out of the kernel's set while it still holds
-/// its lane's eventfds (the daemon and the peer hold the same eventfd
-/// files, so the kernel would not drop the item when this process closes
-/// its descriptor), then lets go of them: the numbers may be given back
-/// now (lane_hold.rs), and no later EPOLL_CTL_DEL by number is made for
-/// this registration, which could take a new lane's out once a number is
-/// reused. A registration inherited across fork is the parent's too (the
-/// set is shared): only the child's hold goes.
+/// its file). A file still open (`closing`'s watch saw no last close) is
+/// kept, at another number of this process that names it (a dup: a
+/// daemon that dup2s the registered socket to 0 and 1 and closes it), or
+/// at none (a forked child's copy: kept until the lane goes down, which
+/// the daemon does at the file's last close); with no watch, kept only
+/// when another number names it. One taken out leaves the kernel's set
+/// while it still holds its lane's eventfds (the daemon and the peer hold
+/// the same eventfd files, so the kernel would not drop the item when this
+/// process closes its descriptor), then lets go of them: the numbers may
+/// be given back now (lane_hold.rs), and no later EPOLL_CTL_DEL by number
+/// is made for this registration, which could take a new lane's out once
+/// a number is reused. A registration inherited across fork is the
+/// parent's too (the set is shared): only the child's hold goes.
 pub fn closed(first: c_int, last: c_int) {
     if HELD.load(Ordering::Relaxed) == 0 && PENDS.load(Ordering::Relaxed) == 0 {
         return;
@@ -693,8 +787,29 @@ pub fn closed(first: c_int, last: c_int) {
     };
     let mut i = 0;
     while i < list.len() {
-        let fd = list[i].fd;
-        if fd < first || fd > last || ino_of(fd) == Some(list[i].ino) {
+        let r = &mut list[i];
+        if r.at < first || r.at > last {
+            i += 1;
+            continue;
+        }
+        let last_close = last_closed(&mut r.watch);
+        if ino_of(r.at) == Some(r.ino) {
+            // Not closed (the close failed, or the same file put back).
+            i += 1;
+            continue;
+        }
+        let keep = !r.inherited
+            && match last_close {
+                Some(true) => false,
+                Some(false) => {
+                    if !relocate(r) {
+                        r.at = -1;
+                    }
+                    true
+                }
+                None => relocate(r),
+            };
+        if keep {
             i += 1;
             continue;
         }
@@ -764,7 +879,7 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
     let (h, list) = locked();
     if let Some(i) = list
         .iter()
-        .position(|r| r.fd == fd && same_set(r.epfd, epfd))
+        .position(|r| r.fd == fd && r.ino == ino && same_set(r.epfd, epfd))
     {
         if list[i].live {
             return;
@@ -791,6 +906,8 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
         id,
         epfd,
         fd,
+        at: fd,
+        watch: -1,
         ino,
         events,
         data,
@@ -895,18 +1012,116 @@ pub fn after_wait(epfd: c_int, out: *mut epoll_event, r: c_int) -> Option<c_int>
 /// Whether the foreign tag of `after_wait` was said (once a process).
 static SAID_FOREIGN: AtomicBool = AtomicBool::new(false);
 
-/// Whether registration `r`'s descriptor still names its socket: a statx
-/// only when a descriptor number was closed since its last look (fdgen.rs).
+/// Whether registration `r`'s socket is still open in this process (as
+/// Linux keeps an epoll item until its file's last reference goes): `at`
+/// still names it (a statx only when a descriptor number was closed since
+/// its last look: fdgen.rs), or another number does now (`relocate`), or
+/// no number here was ever known to (`at` -1: kept until the lane goes
+/// down).
 fn still(r: &mut Reg) -> bool {
+    r.at < 0 || still_at(r) || relocate(r)
+}
+
+/// Whether `r.at` still names its socket (cached by descriptor generation).
+fn still_at(r: &mut Reg) -> bool {
     let now = crate::fdgen::now();
-    if r.checked == now {
+    if r.checked == now && r.at >= 0 {
         return true;
     }
-    let same = ino_of(r.fd) == Some(r.ino);
+    let same = r.at >= 0 && ino_of(r.at) == Some(r.ino);
     if same {
         r.checked = now;
     }
     same
+}
+
+/// Whether program number `fd` names registration `r`'s socket now (the
+/// number an EPOLL_CTL_MOD/DEL reaches it by).
+fn names(r: &mut Reg, fd: c_int) -> bool {
+    if r.fd != fd {
+        return false;
+    }
+    if r.at == fd {
+        return still_at(r);
+    }
+    ino_of(fd) == Some(r.ino)
+}
+
+/// Registration `r`'s number `at` no longer names its socket: another
+/// number of this process that does, if any (`at` set to it: true).
+fn relocate(r: &mut Reg) -> bool {
+    match number_of(r.ino, r.at) {
+        Some(n) => {
+            r.at = n;
+            r.checked = crate::fdgen::now();
+            true
+        }
+        None => false,
+    }
+}
+
+/// A descriptor number of this process, other than `not`, whose file has
+/// inode `ino`: a walk of /proc/self/fd with a statx a number (made only
+/// when a registered number was closed while its file stays open, or was
+/// closed behind the library's back). No allocation (a close may be in a
+/// signal handler).
+fn number_of(ino: u64, not: c_int) -> Option<c_int> {
+    // SAFETY: a NUL-terminated path; the directory is ours and closed below.
+    let dir = unsafe {
+        libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            c"/proc/self/fd".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    } as c_int;
+    if dir < 0 {
+        return None;
+    }
+    let mut buf = [0u64; 512];
+    let mut found = None;
+    'read: loop {
+        // SAFETY: getdents64 writes at most the buffer's size.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                dir,
+                buf.as_mut_ptr(),
+                std::mem::size_of_val(&buf),
+            )
+        };
+        if n <= 0 {
+            break;
+        }
+        let bytes = buf.as_ptr().cast::<u8>();
+        let mut off = 0usize;
+        while off + 19 < n as usize {
+            // linux_dirent64: ino 8, off 8, reclen 2, type 1, name.
+            // SAFETY: within the n bytes the kernel wrote.
+            let reclen = unsafe { std::ptr::read_unaligned(bytes.add(off + 16).cast::<u16>()) };
+            let mut num: i64 = 0;
+            let mut digits = 0;
+            let mut k = off + 19;
+            // SAFETY: the name is NUL-terminated within the record.
+            while k < off + reclen as usize && unsafe { *bytes.add(k) }.is_ascii_digit() {
+                num = num * 10 + i64::from(unsafe { *bytes.add(k) } - b'0');
+                digits += 1;
+                k += 1;
+            }
+            off += reclen.max(1) as usize;
+            if digits == 0 || digits > 9 {
+                continue;
+            }
+            let fd = num as c_int;
+            if fd != not && fd != dir && ino_of(fd) == Some(ino) {
+                found = Some(fd);
+                break 'read;
+            }
+        }
+    }
+    // SAFETY: ours.
+    unsafe { libc::syscall(libc::SYS_close, dir) };
+    found
 }
 
 fn ino_of(fd: c_int) -> Option<u64> {
@@ -962,16 +1177,21 @@ fn del_end(epfd: c_int, end: &Laned) {
 fn to_data_file(r: &Reg) {
     let e = errno();
     del_end(r.epfd, &r.end);
-    if r.live && ino_of(r.fd) == Some(r.ino) {
+    // The program's number if it still names the socket, else the one
+    // its file is open at now (the kernel's item is then keyed by that
+    // number; Linux's by the closed one).
+    let fd = [r.fd, r.at]
+        .into_iter()
+        .find(|&n| n >= 0 && ino_of(n) == Some(r.ino));
+    if let (true, Some(fd)) = (r.live, fd) {
         let events = if r.armed {
             r.events
         } else {
             libc::EPOLLONESHOT as u32
         };
-        if kernel_ctl(r.epfd, libc::EPOLL_CTL_ADD, r.fd, events, r.data) < 0 {
+        if kernel_ctl(r.epfd, libc::EPOLL_CTL_ADD, fd, events, r.data) < 0 {
             crate::log::say(&format!(
-                "fd {}: its lane went down; could not move its registration in epoll set {} back to the socket: errno {}",
-                r.fd,
+                "fd {fd}: its lane went down; could not move its registration in epoll set {} back to the socket: errno {}",
                 r.epfd,
                 errno()
             ));
@@ -1025,18 +1245,31 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
     };
     let (h, list) = locked();
     let mut set = SetOf::new(epfd);
-    let mut at = list.iter().position(|r| r.fd == fd && set.has(r.epfd));
-    if let Some(i) = at {
+    // The registration `fd` reaches: one made by that number, which still
+    // names its socket (closed with its file open at a dup, it is reached
+    // by none, as Linux's item keyed by the closed number).
+    let mut at = None;
+    let mut i = 0;
+    while i < list.len() {
+        if list[i].fd != fd || !set.has(list[i].epfd) {
+            i += 1;
+            continue;
+        }
         // The program closed the socket since (Linux drops its registration
-        // with the file): the number now names another file. Or the lane
-        // went down under a registration the program had deleted.
+        // with the file). Or the lane went down under a registration the
+        // program had deleted.
         let down = !list[i].live && ready::look(list[i].end.region, list[i].end.side).is_none();
         if down || !still(&mut list[i]) {
             let r = list.swap_remove(i);
             set_count(list);
             del_end(epfd, &r.end);
-            at = None;
+            continue;
         }
+        if names(&mut list[i], fd) {
+            at = Some(i);
+            break;
+        }
+        i += 1;
     }
     match (op, at) {
         (libc::EPOLL_CTL_ADD, Some(i)) if !list[i].live => {
@@ -1118,7 +1351,10 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 return None;
             }
             let (h, list) = locked();
-            if list.iter().any(|r| r.fd == fd && set.has(r.epfd)) {
+            if list
+                .iter()
+                .any(|r| r.fd == fd && r.ino == ino && set.has(r.epfd))
+            {
                 set_errno(libc::EEXIST);
                 return Some(-1);
             }
@@ -1140,6 +1376,8 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 id,
                 epfd,
                 fd,
+                at: fd,
+                watch: -1,
                 ino,
                 events: ev.events,
                 data: ev.u64,
@@ -1320,8 +1558,8 @@ pub fn wait(
                 r.epfd = epfd;
                 if !still(r) {
                     // The program closed the socket: Linux drops the
-                    // registration with the file (a duplicate it kept
-                    // would keep it there: a lane has none).
+                    // registration with the file (one a dup keeps open
+                    // stays: `still`).
                     let r = list.swap_remove(i);
                     del_end(epfd, &r.end);
                     continue;
