@@ -115,32 +115,23 @@ impl Listener {
         if r < 0 { Err(last()) } else { Ok(r) }
     }
 
-    /// Is a notification waiting to be received (a look, no wait)?
-    pub(super) fn pending(&self) -> bool {
+    /// Has every process under the filter gone (a look, no wait)?
+    fn hung_up(&self) -> bool {
         let mut p = libc::pollfd {
             fd: self.fd.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
         // SAFETY: polls one local pollfd without waiting.
-        unsafe { libc::poll(&mut p, 1, 0) == 1 && p.revents & libc::POLLIN != 0 }
+        let r = unsafe { libc::poll(&mut p, 1, 0) };
+        r == 1 && p.revents & libc::POLLIN == 0 && p.revents & (libc::POLLHUP | libc::POLLERR) != 0
     }
 
-    /// The next notification; None once no process uses the filter.
+    /// The next notification, waited for in RECV itself (several workers
+    /// may wait there at once: notify.rs `RECEIVERS`); None once no
+    /// process uses the filter any more. Since Linux 6.6 a RECV waiting
+    /// when the last one goes returns (ENOENT), as one made after it.
     pub(super) fn next(&self) -> Option<Result<seccomp_notif, i32>> {
-        let mut p = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: polls one local pollfd.
-        let r = unsafe { libc::poll(&mut p, 1, -1) };
-        if r < 0 {
-            return Some(Err(last()));
-        }
-        if p.revents & libc::POLLIN == 0 && p.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
-            return None;
-        }
         // SAFETY: RECV wants a zeroed struct and fills it.
         let mut n: seccomp_notif = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
@@ -151,6 +142,13 @@ impl Listener {
                 &mut n,
             )
         };
-        Some(if r < 0 { Err(last()) } else { Ok(n) })
+        if r == 0 {
+            return Some(Ok(n));
+        }
+        match last() {
+            // The caller went away before the receive, or none is left.
+            libc::ENOENT if self.hung_up() => None,
+            e => Some(Err(e)),
+        }
     }
 }
