@@ -1,7 +1,8 @@
 //! The notification pool of one listener: workers that each receive a
 //! trapped call (up to `RECEIVERS` at once, each waiting in
 //! SECCOMP_IOCTL_NOTIF_RECV itself, which returns when the last target
-//! goes: Linux 6.6), triage it and carry it out, parking in the daemon
+//! goes since Linux 6.11; on every kernel a watcher in poll for POLLHUP
+//! ends the receives then with a signal: `watch_end`), triage it and carry it out, parking in the daemon
 //! when it waits (park.rs) as the target's thread would block. A receiver
 //! carries out the calls that do not wait itself and receives the next,
 //! and leaves its place only before a call that waits: a call costs no
@@ -45,9 +46,9 @@ const RESERVE: usize = 8;
 const RECEIVERS: usize = 4;
 
 struct Pool {
-    /// Workers receiving now (at most `RECEIVERS`); the others between
-    /// calls wait on `freed` for a place.
-    receiving: Mutex<usize>,
+    /// The threads of the workers receiving now (at most `RECEIVERS`); the
+    /// others between calls wait on `freed` for a place.
+    receiving: Mutex<Vec<libc::pid_t>>,
     freed: Condvar,
     workers: AtomicUsize,
     /// Workers between calls (waiting for a place or receiving).
@@ -65,7 +66,7 @@ struct Pool {
 /// calling thread is the first worker.
 pub fn serve(listener: Arc<Listener>, ctx: Arc<Ctx>) {
     let pool = Arc::new(Pool {
-        receiving: Mutex::new(0),
+        receiving: Mutex::new(Vec::with_capacity(RECEIVERS)),
         freed: Condvar::new(),
         workers: AtomicUsize::new(1),
         idle: AtomicUsize::new(0),
@@ -73,24 +74,71 @@ pub fn serve(listener: Arc<Listener>, ctx: Arc<Ctx>) {
         done: AtomicBool::new(false),
         w: Arc::new(Waiter::new(listener, ctx)),
     });
+    let q = pool.clone();
+    let watcher = std::thread::Builder::new()
+        .name("udsfs-sv-end".into())
+        .spawn(move || watch_end(&q));
+    if watcher.is_err() {
+        // Without it the pool still ends on Linux 6.11 and later.
+        say_once("cannot start the supervisor's end watcher");
+    }
     worker(pool);
+}
+
+fn say_once(what: &str) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        super::call::say(what);
+    }
+}
+
+/// Waits for the last process under the filter to go (POLLHUP: one
+/// wake-up, at the end, none a call), then ends the pool: a receiver
+/// blocked in RECV on a kernel before 6.11 would wait there for ever (its
+/// RECV returns at the end since 6.11 only), holding its thread, the
+/// listener and the pool. Each receiver still in its place is signalled
+/// (park.rs `kick`: a no-op handler without SA_RESTART, so RECV returns
+/// EINTR and the receiver sees `done`), again every few milliseconds: a
+/// signal that came just before a receiver entered RECV did not end it.
+fn watch_end(p: &Pool) {
+    p.w.l.wait_hung_up();
+    p.done.store(true, Ordering::SeqCst);
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        {
+            let g = p.receiving.lock().unwrap_or_else(|e| e.into_inner());
+            p.freed.notify_all();
+            if g.is_empty() {
+                return;
+            }
+            for &t in g.iter() {
+                super::park::kick(t);
+            }
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(50));
+    }
 }
 
 /// A place among the receivers; false once the pool is done.
 fn enter(p: &Pool) -> bool {
     let mut g = p.receiving.lock().unwrap_or_else(|e| e.into_inner());
-    while *g >= RECEIVERS && !p.done.load(Ordering::SeqCst) {
+    while g.len() >= RECEIVERS && !p.done.load(Ordering::SeqCst) {
         g = p.freed.wait(g).unwrap_or_else(|e| e.into_inner());
     }
     if p.done.load(Ordering::SeqCst) {
         return false;
     }
-    *g += 1;
+    g.push(super::park::this_thread());
     true
 }
 
 fn leave(p: &Pool) {
-    *p.receiving.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+    let me = super::park::this_thread();
+    p.receiving
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|&t| t != me);
     if p.done.load(Ordering::SeqCst) {
         p.freed.notify_all();
     } else {
