@@ -38,12 +38,19 @@ const RESERVE: usize = 8;
 /// that under a busy program a worker done with a call receives the next
 /// without sleeping, and the daemon gets several requests at once (it
 /// reads the next without sleeping). A new notification wakes every
-/// receiver blocked in RECV and one takes it: more would be woken for
-/// nothing when the program is not busy. Counted (msgbench 1 25, load
-/// 6-12): 1: 4.6-4.8 context switches a trapped call, 2: 4.1-4.2, 4: 3.6,
-/// 8: 2.9-3.3; one receiver handing over when another call waited (before):
-/// 3.8-4.1.
-const RECEIVERS: usize = 4;
+/// receiver blocked in RECV (the kernel's wait there is not exclusive) and
+/// one takes it: each more costs a program that makes one call at a time
+/// two context switches a call. Counted (msgbench 1 25, load 6-12): 1: 4.6-4.8
+/// context switches a trapped call, 2: 4.1-4.2, 4: 3.6, 8: 2.9-3.3; one
+/// receiver handing over when another call waited (before): 3.8-4.1. A
+/// program making one call at a time (a send and a recv on a socketpair,
+/// 2,000 and 4,000 calls, release), the supervisor alone: 1: 2.0, 2:
+/// 2.7-3.0, 4: 5.0-5.3 a call. msgbench 1 20 through perf stat alternated
+/// (load 11-18), run and program: 2: 436-513 ms CPU, 39-44k switches; 4:
+/// 481-527 ms, 41-45k; scripts/bench row 2e's supervisor figure 1.80 s
+/// with either. Idle (a program asleep 10 s after its calls): no CPU and
+/// no context switch with 1 or 4.
+const RECEIVERS: usize = 2;
 
 struct Pool {
     /// The threads of the workers receiving now (at most `RECEIVERS`); the
