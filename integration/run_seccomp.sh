@@ -9,7 +9,10 @@
 # static client gets the supervisor and python3 the library. Then: a signal to a
 # program waiting in a trapped accept runs its handler and the accept goes on; a
 # program killed there leaves no supervisor thread behind; clients and supervisors
-# killed at random points leave no socket and no process.
+# killed at random points leave no socket and no process. At the end, `udsfs run` of a
+# static program (one that forks a child and exits before it, too) returns at once with
+# the program's status and its supervisor ends with the last process, also with receives
+# that stay blocked at the end as before Linux 6.11 (UDSFS_TEST_RECV_STAYS=1).
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
@@ -19,7 +22,7 @@ need_cmd go golang-go readelf binutils python3 python3 curl curl
 # The programs, built here (stdlib only: no module downloads).
 export GOCACHE=$ROOT/target/gocache GOPATH=$ROOT/target/gopath GOPROXY=off GOFLAGS= GO111MODULE=on
 (cd "$ROOT/integration/go/unixprobe" && go build -o "$TMP/unixprobe" .) || fail "go build failed"
-for prog in static_client hostile messages; do
+for prog in static_client hostile messages fork_exit; do
     gcc -static -O2 -o "$TMP/$prog" "$ROOT/integration/c/$prog.c" || fail "gcc -static $prog.c failed"
 done
 # No program interpreter: the dynamic loader, and so the preload library, never runs.
@@ -369,3 +372,32 @@ done
 wait_socket_count "$base" 5000
 ok "12 killed clients and supervisors: every process ended, the daemon is back to $base sockets"
 kill -KILL "$SINKSRV"
+
+# 6. The end: `udsfs run` of a static program returns with its status at once, and `udsfs
+#    run` proper (the supervisor) ends with the last process under the filter: the
+#    program alone, or a child it forked that outlives it by 300 ms. Also with each
+#    receive staying blocked when the last process goes, as on a kernel before 6.11
+#    (src/supervisor/notify.rs `watch_end` ends them; on this kernel RECV returns).
+for stays in 0 1; do
+    for front in "--front seccomp" ""; do
+        for ms in 0 300; do
+            what="stays=$stays front='$front' child=${ms}ms"
+            # shellcheck disable=SC2086 # $front: no word or two
+            start_bg R env UDSFS_TEST_RECV_STAYS=$stays "$UDSFS_BIN" run $front --mount "$MNT" -- "$TMP/fork_exit" "$ms" >"$TMP/end.out" 2>&1
+            # udsfs run proper, found while the run lives (a short one may end first).
+            proper=
+            while [ -z "$proper" ] && proc_alive "$R"; do
+                proper=$(cat /proc/"$R"/task/*/children 2>/dev/null | tr ' ' '\n' | grep . | head -1) || true
+            done
+            ended_within "$R" 10000 || fail "$what: udsfs run still runs 10 s after the program: $(cat "$TMP/end.out")"
+            reap "$R"
+            expect_eq "$what: the run's status" "$REAPED_STATUS" 7
+            # (bash may add its notices of section 5's killed jobs to the file.)
+            expect_eq "$what: the program's output" "$(grep -x exchanged "$TMP/end.out")" exchanged
+            [ -n "$proper" ] || { echo "  $what: returned before its udsfs run proper was seen"; continue; }
+            ended_within "$proper" 10000 || fail "$what: udsfs run proper (the supervisor) still runs 10 s after the run returned: threads $(cat /proc/"$proper"/task/*/comm 2>/dev/null | tr '\n' ' ')"
+            echo "  $what: udsfs run proper ended ${ELAPSED_MS} ms after the run returned"
+        done
+    done
+done
+ok "udsfs run of a static program (and of one whose child outlives it) returns with status 7, and its supervisor ends, with receives returning at the end and with them staying blocked"

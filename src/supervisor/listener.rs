@@ -115,32 +115,49 @@ impl Listener {
         if r < 0 { Err(last()) } else { Ok(r) }
     }
 
-    /// Is a notification waiting to be received (a look, no wait)?
-    pub(super) fn pending(&self) -> bool {
+    /// Has every process under the filter gone (a look, no wait)?
+    fn hung_up(&self) -> bool {
         let mut p = libc::pollfd {
             fd: self.fd.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
         // SAFETY: polls one local pollfd without waiting.
-        unsafe { libc::poll(&mut p, 1, 0) == 1 && p.revents & libc::POLLIN != 0 }
+        let r = unsafe { libc::poll(&mut p, 1, 0) };
+        r == 1 && p.revents & libc::POLLIN == 0 && p.revents & (libc::POLLHUP | libc::POLLERR) != 0
     }
 
-    /// The next notification; None once no process uses the filter.
+    /// Waits until every process under the filter is gone (POLLHUP, Linux
+    /// 5.8). Polled for nothing else: the kernel's wake-ups of a new
+    /// notification (EPOLLIN) and of one received (EPOLLOUT) do not wake
+    /// this poll, so it costs one wake-up, at the end.
+    pub(super) fn wait_hung_up(&self) {
+        loop {
+            let mut p = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: 0,
+                revents: 0,
+            };
+            // SAFETY: polls one local pollfd.
+            let r = unsafe { libc::poll(&mut p, 1, -1) };
+            if r == 1 && p.revents & (libc::POLLHUP | libc::POLLNVAL) != 0 {
+                return;
+            }
+            if r == 1 {
+                // POLLERR: the poll's lock interrupted; not the end.
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// The next notification, waited for in RECV itself (several workers
+    /// may wait there at once: notify.rs `RECEIVERS`); None once no
+    /// process uses the filter any more. Since Linux 6.11 (Andrei Vagin's
+    /// "seccomp: interrupt SECCOMP_IOCTL_NOTIF_RECV when all users have
+    /// exited") a RECV waiting when the last one goes returns ENOENT, as
+    /// one made after it; before, it waits on: notify.rs's end watcher then
+    /// ends it with a signal (EINTR).
     pub(super) fn next(&self) -> Option<Result<seccomp_notif, i32>> {
-        let mut p = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: polls one local pollfd.
-        let r = unsafe { libc::poll(&mut p, 1, -1) };
-        if r < 0 {
-            return Some(Err(last()));
-        }
-        if p.revents & libc::POLLIN == 0 && p.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
-            return None;
-        }
         // SAFETY: RECV wants a zeroed struct and fills it.
         let mut n: seccomp_notif = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
@@ -151,6 +168,35 @@ impl Listener {
                 &mut n,
             )
         };
-        Some(if r < 0 { Err(last()) } else { Ok(n) })
+        if r == 0 {
+            return Some(Ok(n));
+        }
+        match last() {
+            // The caller went away before the receive, or none is left.
+            libc::ENOENT if self.hung_up() && recv_stays() => Some(Err(wait_as_before_6_11())),
+            libc::ENOENT if self.hung_up() => None,
+            e => Some(Err(e)),
+        }
     }
+}
+
+/// For the tests (integration/run_seccomp_end.sh): `UDSFS_TEST_RECV_STAYS=1`
+/// makes a receive at the end wait as on a kernel before 6.11, whose RECV
+/// does not return when the last target goes.
+fn recv_stays() -> bool {
+    static STAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *STAYS.get_or_init(|| std::env::var_os("UDSFS_TEST_RECV_STAYS").is_some_and(|v| v == "1"))
+        || RECV_STAYS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// `UDSFS_TEST_RECV_STAYS` set from a test of this process.
+pub(super) static RECV_STAYS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// What RECV does at the end before Linux 6.11: waits until a signal
+/// (EINTR).
+fn wait_as_before_6_11() -> i32 {
+    // SAFETY: a poll of no descriptors: sleeps until a handled signal.
+    unsafe { libc::poll(std::ptr::null_mut(), 0, -1) };
+    libc::EINTR
 }

@@ -333,3 +333,70 @@ fn serve(listener: OwnedFd, ctx: Arc<call::Ctx>) -> Result<(), String> {
         .map(|_| ())
         .map_err(|e| format!("cannot start the supervisor: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pool ends when the last process under the filter goes, on every
+    /// kernel: with receives that stay blocked at the end, as before Linux
+    /// 6.11 (`listener::RECV_STAYS`), the end watcher (notify.rs
+    /// `watch_end`) still ends them. A child under the filter makes one
+    /// trapped call (socket, a kernel socket: continued) and exits.
+    #[test]
+    fn the_pool_ends_when_recv_stays_blocked() {
+        use std::os::unix::process::CommandExt;
+        listener::RECV_STAYS.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut sv = [0; 2];
+        // SAFETY: socketpair fills two ints.
+        let r = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                0,
+                sv.as_mut_ptr(),
+            )
+        };
+        assert_eq!(r, 0);
+        // SAFETY: fresh descriptors we own.
+        let (parent, child) = unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
+        let prog = filter::program(filter::Kind::Supervised { routed: false });
+        let chan = child.as_raw_fd();
+        let mut cmd = Command::new("python3");
+        cmd.args([
+            "-c",
+            "import socket; socket.socket(socket.AF_INET); print('made')",
+        ]);
+        // SAFETY: install makes only async-signal-safe calls.
+        unsafe { cmd.pre_exec(move || install(&prog, chan, false, false)) };
+        let helper = std::thread::spawn(move || take_listener(&parent, None));
+        let mut c = cmd.spawn().expect("python3");
+        drop(child);
+        let fd = helper.join().unwrap().expect("the listener");
+        let ctx = call::Ctx {
+            daemon: daemon::Daemon {
+                mount: "/nonexistent".into(),
+            },
+            routes: route::Routes {
+                mount: b"/nonexistent".to_vec(),
+                routes: Vec::new(),
+            },
+            dev: target::Dev { major: 0, minor: 0 },
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let l = Arc::new(listener::Listener::new(fd));
+        std::thread::spawn(move || {
+            notify::serve(l, Arc::new(ctx));
+            let _ = tx.send(());
+        });
+        let st = c.wait().unwrap();
+        println!("the child under the filter: {st}");
+        assert!(st.success());
+        let ended = rx.recv_timeout(std::time::Duration::from_secs(20));
+        println!("the pool after the child's exit, receives staying blocked: {ended:?}");
+        assert!(
+            ended.is_ok(),
+            "the pool still serves 20 s after the last target went"
+        );
+    }
+}

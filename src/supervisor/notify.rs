@@ -1,12 +1,14 @@
 //! The notification pool of one listener: workers that each receive a
-//! trapped call (one receiver at a time, so that none is left blocked in
-//! SECCOMP_IOCTL_NOTIF_RECV when the last target goes), triage it and carry
-//! it out, parking in the daemon when it waits (park.rs) as the target's
-//! thread would block. The receiver (the leader) carries out the calls that
-//! do not wait itself and receives the next, and hands the role over only
-//! before a call that waits: a call costs no wake-up of another worker. No
-//! thread is started per call: the pool grows by one worker when the one
-//! that hands the role over leaves none idle, up to `WORKERS`. At most
+//! trapped call (up to `RECEIVERS` at once, each waiting in
+//! SECCOMP_IOCTL_NOTIF_RECV itself, which returns when the last target
+//! goes since Linux 6.11; on every kernel a watcher in poll for POLLHUP
+//! ends the receives then with a signal: `watch_end`), triage it and carry it out, parking in the daemon
+//! when it waits (park.rs) as the target's thread would block. A receiver
+//! carries out the calls that do not wait itself and receives the next,
+//! and leaves its place only before a call that waits: a call costs no
+//! wake-up of another worker. No thread is started per call: the pool
+//! grows by one worker when the one that leaves its place leaves fewer
+//! than `RECEIVERS` idle, up to `WORKERS`. At most
 //! `PARKED` calls park at once, so that the rest of the workers are always
 //! there for calls that do not wait: a call that would wait past that bound
 //! is held without a thread (wait.rs) until its socket is ready, or, when
@@ -15,7 +17,7 @@
 //! descriptor installs) is in listener.rs.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use super::call::{Ctx, WOULD_WAIT};
 use super::emulate::{self, Job};
@@ -31,12 +33,32 @@ pub const WORKERS: usize = 160;
 pub const PARKED: usize = 128;
 /// Workers that never park, whatever the call.
 const RESERVE: usize = 8;
+/// Workers receiving at once, each blocked in SECCOMP_IOCTL_NOTIF_RECV
+/// (no poll first) and carrying out the calls that do not wait itself, so
+/// that under a busy program a worker done with a call receives the next
+/// without sleeping, and the daemon gets several requests at once (it
+/// reads the next without sleeping). A new notification wakes every
+/// receiver blocked in RECV (the kernel's wait there is not exclusive) and
+/// one takes it: each more costs a program that makes one call at a time
+/// two context switches a call. Counted (msgbench 1 25, load 6-12): 1: 4.6-4.8
+/// context switches a trapped call, 2: 4.1-4.2, 4: 3.6, 8: 2.9-3.3; one
+/// receiver handing over when another call waited (before): 3.8-4.1. A
+/// program making one call at a time (a send and a recv on a socketpair,
+/// 2,000 and 4,000 calls, release), the supervisor alone: 1: 2.0, 2:
+/// 2.7-3.0, 4: 5.0-5.3 a call. msgbench 1 20 through perf stat alternated
+/// (load 11-18), run and program: 2: 436-513 ms CPU, 39-44k switches; 4:
+/// 481-527 ms, 41-45k; scripts/bench row 2e's supervisor figure 1.80 s
+/// with either. Idle (a program asleep 10 s after its calls): no CPU and
+/// no context switch with 1 or 4.
+const RECEIVERS: usize = 2;
 
 struct Pool {
-    /// Held by the worker receiving: poll and RECV are made by one at a time.
-    recv: Mutex<()>,
+    /// The threads of the workers receiving now (at most `RECEIVERS`); the
+    /// others between calls wait on `freed` for a place.
+    receiving: Mutex<Vec<libc::pid_t>>,
+    freed: Condvar,
     workers: AtomicUsize,
-    /// Workers between calls (waiting for `recv` or holding it).
+    /// Workers between calls (waiting for a place or receiving).
     idle: AtomicUsize,
     /// Calls in progress that may park.
     parking: AtomicUsize,
@@ -51,26 +73,99 @@ struct Pool {
 /// calling thread is the first worker.
 pub fn serve(listener: Arc<Listener>, ctx: Arc<Ctx>) {
     let pool = Arc::new(Pool {
-        recv: Mutex::new(()),
+        receiving: Mutex::new(Vec::with_capacity(RECEIVERS)),
+        freed: Condvar::new(),
         workers: AtomicUsize::new(1),
         idle: AtomicUsize::new(0),
         parking: AtomicUsize::new(0),
         done: AtomicBool::new(false),
         w: Arc::new(Waiter::new(listener, ctx)),
     });
+    let q = pool.clone();
+    let watcher = std::thread::Builder::new()
+        .name("udsfs-sv-end".into())
+        .spawn(move || watch_end(&q));
+    if watcher.is_err() {
+        // Without it the pool still ends on Linux 6.11 and later.
+        say_once("cannot start the supervisor's end watcher");
+    }
     worker(pool);
 }
 
+fn say_once(what: &str) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        super::call::say(what);
+    }
+}
+
+/// Waits for the last process under the filter to go (POLLHUP: one
+/// wake-up, at the end, none a call), then ends the pool: a receiver
+/// blocked in RECV on a kernel before 6.11 would wait there for ever (its
+/// RECV returns at the end since 6.11 only), holding its thread, the
+/// listener and the pool. Each receiver still in its place is signalled
+/// (park.rs `kick`: a no-op handler without SA_RESTART, so RECV returns
+/// EINTR and the receiver sees `done`), again every few milliseconds: a
+/// signal that came just before a receiver entered RECV did not end it.
+fn watch_end(p: &Pool) {
+    p.w.l.wait_hung_up();
+    p.done.store(true, Ordering::SeqCst);
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        {
+            let g = p.receiving.lock().unwrap_or_else(|e| e.into_inner());
+            p.freed.notify_all();
+            if g.is_empty() {
+                return;
+            }
+            for &t in g.iter() {
+                super::park::kick(t);
+            }
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A place among the receivers; false once the pool is done.
+fn enter(p: &Pool) -> bool {
+    let mut g = p.receiving.lock().unwrap_or_else(|e| e.into_inner());
+    while g.len() >= RECEIVERS && !p.done.load(Ordering::SeqCst) {
+        g = p.freed.wait(g).unwrap_or_else(|e| e.into_inner());
+    }
+    if p.done.load(Ordering::SeqCst) {
+        return false;
+    }
+    g.push(super::park::this_thread());
+    true
+}
+
+fn leave(p: &Pool) {
+    let me = super::park::this_thread();
+    p.receiving
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|&t| t != me);
+    if p.done.load(Ordering::SeqCst) {
+        p.freed.notify_all();
+    } else {
+        p.freed.notify_one();
+    }
+}
+
 fn worker(p: Arc<Pool>) {
-    'outer: loop {
+    loop {
         p.idle.fetch_add(1, Ordering::SeqCst);
-        let g = p.recv.lock().unwrap_or_else(|e| e.into_inner());
-        // The leader: receives, and carries out the calls that do not wait
-        // one after another while it holds the role, so that a call costs
-        // no hand-over (a wake-up of the next receiver and a sleep of this
-        // one, two context switches a call); it hands the role over before
-        // a call that waits (parks), which another worker's receive must
-        // not wait for.
+        if !enter(&p) {
+            p.idle.fetch_sub(1, Ordering::SeqCst);
+            break;
+        }
+        // A receiver: receives, and carries out the calls that do not wait
+        // one after another while it holds its place, so that a call costs
+        // no hand-over (a wake-up of a worker waiting for the place and a
+        // sleep of this one, two context switches a call); it leaves its
+        // place before a call that waits (parks), which another worker's
+        // receive must not wait for.
         let job = loop {
             if p.done.load(Ordering::SeqCst) {
                 break None;
@@ -79,7 +174,7 @@ fn worker(p: Arc<Pool>) {
             let epoch = super::target::epoch();
             let n = match p.w.l.next() {
                 Some(Ok(n)) => n,
-                // ENOENT: the caller went away between poll and receive.
+                // ENOENT: the caller went away before the receive.
                 Some(Err(libc::EINTR | libc::ENOENT)) => continue,
                 Some(Err(e)) => {
                     eprintln!(
@@ -94,23 +189,17 @@ fn worker(p: Arc<Pool>) {
                     break None;
                 }
             };
-            // Another call already waits to be received: the role goes
-            // to another worker now, so that this one's round trips to the
-            // daemon do not hold the next up (under a flood of calls each
-            // round trip is slow, and they overlap); else this worker
-            // keeps it and carries the call out itself.
-            let keep = !p.w.l.pending();
-            if let Some(job) = lead(&p, &n, keep, epoch) {
+            if let Some(job) = lead(&p, &n, epoch) {
                 break Some(job);
             }
         };
         let idle = p.idle.fetch_sub(1, Ordering::SeqCst) - 1;
-        drop(g);
+        leave(&p);
         let Some((job, tried)) = job else {
-            break 'outer;
+            break;
         };
-        // This call may park: another worker takes the next one.
-        if idle == 0 {
+        // This call may park: another worker takes the place.
+        if idle < RECEIVERS {
             grow(&p);
         }
         handle(&p, job, tried);
@@ -118,13 +207,13 @@ fn worker(p: Arc<Pool>) {
     p.workers.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// What the leader does with notification `n`: answers it, or (`keep`: no
-/// other call waits to be received) carries it out when that does not wait
-/// (a receive or a send of one message ioctl that may wait tried once
-/// without parking first: `emulate::tried_on_loop`). Some: a call for
-/// `handle` once the role is handed over, and whether it was tried.
-/// `epoch`: `target::epoch()` before `n` was received.
-fn lead(p: &Arc<Pool>, n: &libc::seccomp_notif, keep: bool, epoch: u64) -> Option<(Job, bool)> {
+/// What a receiver does with notification `n`: answers it, or carries it
+/// out when that does not wait (a receive or a send of one message ioctl
+/// that may wait tried once without parking first:
+/// `emulate::tried_on_loop`). Some: a call for `handle` once the place is
+/// left, and whether it was tried. `epoch`: `target::epoch()` before `n`
+/// was received.
+fn lead(p: &Arc<Pool>, n: &libc::seccomp_notif, epoch: u64) -> Option<(Job, bool)> {
     // Calls on kernel sockets and other files are answered here.
     let triaged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         emulate::triage(&p.w.ctx, &p.w.l, n)
@@ -137,7 +226,7 @@ fn lead(p: &Arc<Pool>, n: &libc::seccomp_notif, keep: bool, epoch: u64) -> Optio
         }
     };
     job.received = epoch;
-    if !keep || job.may_wait && !emulate::tried_on_loop(&job) {
+    if job.may_wait && !emulate::tried_on_loop(&job) {
         return Some((job, false));
     }
     let id = job.id;

@@ -54,15 +54,30 @@ fn kick_signal() -> i32 {
 extern "C" fn nothing(_: libc::c_int) {}
 
 /// A handler that does nothing, without SA_RESTART: the interrupted ioctl
-/// returns EINTR instead of being made again.
+/// returns EINTR instead of being made again. Once.
 fn install_handler() {
+    static DONE: std::sync::Once = std::sync::Once::new();
     // SAFETY: a zeroed sigaction with a handler that touches nothing.
-    unsafe {
+    DONE.call_once(|| unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = nothing as extern "C" fn(libc::c_int) as usize;
         libc::sigemptyset(&mut sa.sa_mask);
         libc::sigaction(kick_signal(), &sa, std::ptr::null_mut());
-    }
+    });
+}
+
+/// Ends the ioctl (or other interruptible wait) thread `thread` of this
+/// process is in, with EINTR; nothing if it is in none (a kick that came
+/// before the thread entered its wait does not end it: kick again).
+pub(super) fn kick(thread: libc::pid_t) {
+    install_handler();
+    // SAFETY: a signal with a no-op handler to one of our threads.
+    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), thread, kick_signal()) };
+}
+
+/// The calling thread's id.
+pub(super) fn this_thread() -> libc::pid_t {
+    THREAD.with(|t| *t)
 }
 
 fn id_valid(listener: RawFd, id: u64) -> bool {
