@@ -75,7 +75,7 @@ def pair(ty):
 def channel():
     c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     with open(os.path.join(U, "fdchannel")) as f:
-        c.connect("\0" + f.read().strip())
+        c.connect("\0" + f.read().split("\n")[0])
     return c
 
 def answer(c):
@@ -259,7 +259,7 @@ udsfs_mount --allow-other
 BASE=$(daemon_fds)
 SQ_FIRST=$(field "$TMP/squat.out" first)
 SQ_LAST=$(field "$TMP/squat.out" last)
-CHAN=$(cat "$U/fdchannel")
+CHAN=$(head -n1 "$U/fdchannel")
 say "  daemon pid $DAEMON_PID; .udsfs/fdchannel names @$CHAN"
 if [ "$DAEMON_PID" -ge "$SQ_FIRST" ] && [ "$DAEMON_PID" -le "$SQ_LAST" ]; then
     [ "$CHAN" != "udsfs-fdpass-$DAEMON_PID" ] || fail "the daemon publishes the squatted name $CHAN"
@@ -444,7 +444,7 @@ ok "pid namespace: SO_PEERCRED, SCM_CREDENTIALS and F_GETOWN in the caller's nam
 cat >"$TMP/bound.py" <<'PYEOF'
 import array, os, socket, struct, sys
 c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-c.connect("\0" + open(sys.argv[1]).read().strip())
+c.connect("\0" + open(sys.argv[1]).read().split("\n")[0])
 for path in sys.argv[2:]:
     fd = os.open(path, os.O_RDONLY)
     c.sendmsg([b"D"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
@@ -500,7 +500,7 @@ ok "self-deposit: refused (EINVAL); the daemon keeps nothing"
 cat >"$TMP/stuck.py" <<'PYEOF'
 import array, os, socket, sys, time
 c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-c.connect("\0" + open(sys.argv[1]).read().strip())
+c.connect("\0" + open(sys.argv[1]).read().split("\n")[0])
 c.settimeout(3)
 if sys.argv[2] == "deposit-and-wait":
     fd = os.open(sys.argv[3], os.O_RDONLY)

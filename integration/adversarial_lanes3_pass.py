@@ -99,7 +99,7 @@ if mode == "server":
     sys.exit(0)
 U = sys.argv[5]
 def channel():
-    name = open(f"{U}/fdchannel").read().strip()
+    name = open(f"{U}/fdchannel").read().split("\n")[0]
     # (by raw system calls: the library would take the abstract name for the mount's)
     fd = libc.syscall(41, socket.AF_UNIX, socket.SOCK_SEQPACKET, 0)
     addr = struct.pack("H", socket.AF_UNIX) + b"\0" + name.encode()

@@ -40,7 +40,7 @@ def lane_ask(fd, arg, tries):
 def channel():
     """A connection to the mount's fd channel (its abstract name in $U/fdchannel, U the
     mount's .udsfs directory), as the library makes it."""
-    name = open(f"{os.environ.get('U', '')}/fdchannel").read().strip()
+    name = open(f"{os.environ.get('U', '')}/fdchannel").read().split("\n")[0]
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect("\0" + name)
     return s

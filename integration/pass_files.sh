@@ -173,3 +173,45 @@ recv_record "$mmsg" || fail "no second record"
 [[ " $REC_HEADER " != *" pidfd="* ]] || fail "record '$REC_HEADER' has pidfd= after passpidfd off"
 ok "passpidfd off: no pidfd= ($REC_HEADER)"
 expect_errno EINVAL ctl "$ctlm" "passpidfd maybe"
+
+# ---- a file passed by a program in a network namespace of its own
+# The fd channel's abstract name exists in the daemon's network namespace only: from
+# `unshare -n` (root) and `unshare -Urn` (user 61061, in a user namespace too), a pipe's
+# end passed over a udsfs socketpair through `udsfs run` (both fronts) goes by the
+# channel's path socket (the second line of .udsfs/fdchannel). Before it, each printed
+# "fd channel @udsfs-fdpass-N: not answered by the daemon's uid 0: refused" and
+# sendmsg failed ECONNREFUSED; on Linux it works.
+need_preload
+for_other_users
+[ "$(sed -n 2p "$U/fdchannel")" = "$(sed -n 2p "$U/fdchannel" | grep -E '^/.+/fdchannel$')" ] &&
+    [ -S "$(sed -n 2p "$U/fdchannel")" ] || fail ".udsfs/fdchannel names no path socket: $(tr '\n' ';' <"$U/fdchannel")"
+say ".udsfs/fdchannel: $(tr '\n' ' ' <"$U/fdchannel")"
+cat >"$TMP/netns_pass.py" <<'PY'
+import array, os, socket
+a, b = socket.socketpair()
+r, w = os.pipe()
+a.sendmsg([b"f"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [w]))])
+os.close(w)
+_, anc, _, _ = b.recvmsg(1, socket.CMSG_SPACE(4))
+got = array.array("i", anc[0][2])[0]
+os.write(got, b"through the pipe")
+os.close(got)
+print("passed a pipe:", os.read(r, 64))
+PY
+chmod 644 "$TMP/netns_pass.py"
+run_in() { env UDSFS_PRELOAD="$PRELOAD_LIB" "$@" 2>&1; }
+userns=yes
+as_uid 61061 unshare -Urn true 2>/dev/null || userns=no
+for front in preload seccomp; do
+    run=(timeout 60 "$UDSFS_BIN" run --mount "$MNT" --front "$front" -- /usr/bin/python3 "$TMP/netns_pass.py")
+    got=$(run_in unshare -n "${run[@]}") || true
+    say "root in unshare -n, $front front: $got"
+    [ "$got" = "passed a pipe: b'through the pipe'" ] || fail "unshare -n, $front front: a pipe not passed: $got"
+    if [ $userns = yes ]; then
+        got=$(as_uid 61061 env UDSFS_PRELOAD="$PRELOAD_LIB" unshare -Urn "${run[@]}" 2>&1) || true
+        say "user 61061 in unshare -Urn, $front front: $got"
+        [ "$got" = "passed a pipe: b'through the pipe'" ] || fail "unshare -Urn as 61061, $front front: a pipe not passed: $got"
+    fi
+done
+[ $userns = yes ] || say "user namespaces are closed to user 61061 here: its unshare -Urn pass not run"
+ok "a pipe passed over a udsfs socketpair from a network namespace of its own (root's unshare -n; $([ $userns = yes ] && echo "user 61061's unshare -Urn" || echo "not user 61061's unshare -Urn")), both fronts"

@@ -18,6 +18,17 @@
 //! descriptor) cannot claim as root any more (EACCES). Root's real uid may
 //! use a connection made as another euid (the supervisor's `connect_as`).
 //!
+//! An abstract name exists in one network namespace only: a program in a
+//! network namespace of its own (`unshare -n`) could not reach it. So the
+//! daemon also listens at a path, `fdchannel` (mode 0666: whoever may use
+//! the mount is checked as above) in a directory it makes itself, mode 0755:
+//! `/run/udsfs-PID` (root) or `/tmp/udsfs-PID` (another user), or, when that
+//! exists already (another user's, or a dead daemon's), the same with a
+//! random suffix: a directory the daemon did not make is never used, and
+//! nobody else can add, remove or replace a name in one it made. The path
+//! is the file's second line; the directory goes at exit (a daemon killed
+//! leaves it behind, and its path unanswered).
+//!
 //! The requests and answers are `udsfs_proto::fdchannel`'s; deposits not
 //! sent when the connection closes are closed.
 
@@ -51,13 +62,16 @@ const NAME_TRIES: usize = 8;
 
 /// The name this daemon listens on, served as `.udsfs/fdchannel`.
 static LISTENING_ON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+/// The directory of the path socket, and the socket's path.
+static LISTENING_AT: std::sync::OnceLock<(PathBuf, String)> = std::sync::OnceLock::new();
 
 /// The text of `.udsfs/fdchannel`: the channel's abstract name (without the
-/// leading NUL) and a newline, or nothing when the channel is off.
+/// leading NUL) and a newline, then its path and a newline when it has one;
+/// nothing when the channel is off.
 pub fn published_name() -> String {
     LISTENING_ON
         .get()
-        .map(|n| proto::published(n))
+        .map(|n| proto::published(n, LISTENING_AT.get().map(|(_, p)| p.as_str())))
         .unwrap_or_default()
 }
 
@@ -72,11 +86,24 @@ pub fn start(eng: Arc<Engine>) {
         );
         return;
     };
+    let mut listeners = vec![listener];
+    match bind_path() {
+        Some((dir, path, l)) => {
+            log::info!("fd channel listening at {path} too");
+            let _ = LISTENING_AT.set((dir, path));
+            listeners.push(l);
+            // SAFETY: registers a function without arguments.
+            unsafe { libc::atexit(remove_path) };
+        }
+        None => log::warn!(
+            "fd channel: no path socket: programs in another network namespace cannot pass files"
+        ),
+    }
     let _ = LISTENING_ON.set(name.clone());
     log::info!("fd channel listening on @{name}");
     let spawned = std::thread::Builder::new()
         .name("udsfs-fdchannel".into())
-        .spawn(move || serve(listener, eng));
+        .spawn(move || serve(listeners, eng));
     if let Err(e) = spawned {
         log::warn!("fd channel: cannot start its thread: {e}");
     }
@@ -137,14 +164,101 @@ fn bind_unsquatted() -> Option<(String, OwnedFd)> {
     None
 }
 
+/// The path socket in a directory of the daemon's own making (the module's
+/// comment says where): its directory, its path and its listener.
+fn bind_path() -> Option<(PathBuf, String, OwnedFd)> {
+    let base = if nix::unistd::geteuid().is_root() {
+        "/run"
+    } else {
+        "/tmp"
+    };
+    bind_path_in(base)
+}
+
+fn bind_path_in(base: &str) -> Option<(PathBuf, String, OwnedFd)> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let euid = nix::unistd::geteuid();
+    let usual = format!("{base}/udsfs-{}", std::process::id());
+    for i in 0..NAME_TRIES {
+        let dir = if i == 0 {
+            PathBuf::from(&usual)
+        } else {
+            let mut b = [0u8; 8];
+            // SAFETY: getrandom writes at most 8 bytes into b.
+            unsafe { libc::getrandom(b.as_mut_ptr().cast(), 8, 0) };
+            PathBuf::from(format!("{usual}-{:016x}", u64::from_ne_bytes(b)))
+        };
+        // mkdir makes it or fails: never one that was there (nor a link).
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                log::warn!(
+                    "fd channel: {} exists already (not made by this daemon); trying another name",
+                    dir.display()
+                );
+                continue;
+            }
+            Err(e) => {
+                log::warn!("fd channel: cannot make {}: {e}", dir.display());
+                return None;
+            }
+        }
+        let made =
+            std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir() && m.uid() == euid.as_raw());
+        if !made || std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).is_err()
+        {
+            log::warn!(
+                "fd channel: {} is not the daemon's own directory",
+                dir.display()
+            );
+            return None;
+        }
+        let path = dir.join(proto::PATH_SOCKET);
+        let Some(shown) = path.to_str().map(str::to_owned) else {
+            let _ = std::fs::remove_dir(&dir);
+            return None;
+        };
+        let bound = UnixAddr::new(&path)
+            .and_then(|a| listen_at(&a))
+            .and_then(|l| {
+                // Anyone may connect: the daemon checks who (`may_connect`).
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666))
+                    .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+                Ok(l)
+            });
+        return match bound {
+            Ok(l) => Some((dir, shown, l)),
+            Err(e) => {
+                log::warn!("fd channel {shown}: {e}");
+                let _ = std::fs::remove_file(&path);
+                let _ = std::fs::remove_dir(&dir);
+                None
+            }
+        };
+    }
+    None
+}
+
+/// At exit: the path socket and its directory go.
+extern "C" fn remove_path() {
+    if let Some((dir, path)) = LISTENING_AT.get() {
+        let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
 fn listen_on(name: &str) -> nix::Result<OwnedFd> {
+    listen_at(&UnixAddr::new_abstract(name.as_bytes())?)
+}
+
+fn listen_at(addr: &UnixAddr) -> nix::Result<OwnedFd> {
     let fd = socket(
         AddressFamily::Unix,
         SockType::SeqPacket,
-        SockFlag::SOCK_CLOEXEC,
+        SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
         None,
     )?;
-    bind(fd.as_raw_fd(), &UnixAddr::new_abstract(name.as_bytes())?)?;
+    bind(fd.as_raw_fd(), addr)?;
     // Inherited by each accepted connection; a packet sent before the accept
     // carries its sender's credentials too (Linux attaches them for an
     // embryo), so every request comes with them.
@@ -159,17 +273,44 @@ fn may_connect(eng: &Engine, uid: u32) -> bool {
     eng.cfg.allow_other || uid == 0 || uid == eng.cfg.root_uid
 }
 
-fn serve(listener: OwnedFd, eng: Arc<Engine>) {
+/// The next connection on any of `listeners` (nonblocking: a connection
+/// gone between the poll and the accept is EAGAIN, not a wait there).
+fn accept_any(listeners: &[OwnedFd], next: &mut usize) -> nix::Result<RawFd> {
+    let mut p: Vec<libc::pollfd> = listeners
+        .iter()
+        .map(|l| libc::pollfd {
+            fd: l.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: poll reads and writes the pollfds given.
+    if unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, -1) } < 0 {
+        return Err(Errno::last());
+    }
+    // Each in turn: one busy listener does not starve the other.
+    for k in 0..p.len() {
+        let i = (*next + k) % p.len();
+        if p[i].revents != 0 {
+            *next = i + 1;
+            return accept(p[i].fd);
+        }
+    }
+    Err(Errno::EAGAIN)
+}
+
+fn serve(listeners: Vec<OwnedFd>, eng: Arc<Engine>) {
     static CONN: AtomicU64 = AtomicU64::new(1);
     let refuser = Refuser::start();
     let conns = Arc::new(Quota::new("fd channel connections"));
     conns.set_max(MAX_CONNECTIONS);
     conns.set_user_share(eng.cfg.user_share_permille);
+    let mut next = 0;
     loop {
-        let conn = match accept(listener.as_raw_fd()) {
+        let conn = match accept_any(&listeners, &mut next) {
             // SAFETY: accept returned a new descriptor we own.
             Ok(fd) => unsafe { OwnedFd::from_raw_fd(fd) },
-            Err(Errno::EINTR | Errno::ECONNABORTED) => continue,
+            Err(Errno::EINTR | Errno::ECONNABORTED | Errno::EAGAIN) => continue,
             Err(e) => {
                 log::warn!("fd channel: accept: {e}");
                 std::thread::sleep(std::time::Duration::from_millis(100));
@@ -394,15 +535,18 @@ fn claim(
     Ok(None)
 }
 
-/// Is `f` a socket connected to this channel's name?
+/// Is `f` a socket connected to this channel's name or path?
 fn is_channel_client(f: &OwnedFd) -> bool {
     let Some(ours) = LISTENING_ON.get() else {
         return false;
     };
-    nix::sys::socket::getpeername::<UnixAddr>(f.as_raw_fd())
-        .ok()
-        .and_then(|a| a.as_abstract().map(|n| n == ours.as_bytes()))
-        .unwrap_or(false)
+    let Ok(a) = nix::sys::socket::getpeername::<UnixAddr>(f.as_raw_fd()) else {
+        return false;
+    };
+    a.as_abstract().is_some_and(|n| n == ours.as_bytes())
+        || LISTENING_AT
+            .get()
+            .is_some_and(|(_, p)| a.path().is_some_and(|n| n == std::path::Path::new(p)))
 }
 
 fn fd_path(f: &impl AsFd) -> PathBuf {
@@ -439,4 +583,59 @@ fn mount_dev(m: &std::path::Path) -> Option<libc::dev_t> {
     let dev = crate::procfs::mount_dev(m)?;
     let _ = DEV.set(dev);
     Some(dev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    /// Another user's directory at the usual name (made before the daemon
+    /// started, to catch its clients' files) is left alone: the channel's
+    /// path is in a directory of the daemon's own making, 0755, the socket
+    /// 0666, and a client reaches it there.
+    #[test]
+    fn the_path_socket_is_in_a_directory_of_its_own_making() {
+        let base = std::env::temp_dir().join(format!("udsfs-fdchan-test-{}", std::process::id()));
+        std::fs::create_dir(&base).unwrap();
+        let base_s = base.to_str().unwrap().to_owned();
+        let squat = base.join(format!("udsfs-{}", std::process::id()));
+        std::fs::create_dir(&squat).unwrap();
+        std::fs::set_permissions(&squat, std::fs::Permissions::from_mode(0o777)).unwrap();
+        // (another user's, when the test may give it away)
+        let _ = std::os::unix::fs::chown(&squat, Some(65534), Some(65534));
+        let (dir, path, l) = bind_path_in(&base_s).expect("a path");
+        println!("squatted {}; got {path}", squat.display());
+        assert_ne!(dir, squat, "the squatted directory was taken");
+        let (d, sq) = (dir.display().to_string(), squat.display().to_string());
+        assert!(d.starts_with(&format!("{sq}-")), "{d}");
+        assert_eq!(std::fs::read_dir(&squat).unwrap().count(), 0);
+        let d = std::fs::symlink_metadata(&dir).unwrap();
+        assert_eq!(
+            (d.mode() & 0o7777, d.uid()),
+            (0o755, nix::unistd::geteuid().as_raw())
+        );
+        let sm = std::fs::symlink_metadata(&path).unwrap();
+        assert_eq!(sm.mode() & 0o777, 0o666);
+        // SAFETY: getuid only reads.
+        let me = unsafe { libc::getuid() };
+        let c = proto::Client::connect_published(
+            &proto::Published {
+                name: b"udsfs-fdchan-test-nobody-here".to_vec(),
+                path: Some(path.clone().into_bytes()),
+            },
+            me,
+        );
+        assert!(c.is_ok(), "no fallback to the path: {:?}", c.err());
+        let a = accept(l.as_raw_fd());
+        assert!(
+            a.is_ok(),
+            "the connection did not arrive at the path: {a:?}"
+        );
+        drop(l);
+        std::fs::remove_file(&path).unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+        std::fs::remove_dir(&squat).unwrap();
+        std::fs::remove_dir(&base).unwrap();
+    }
 }

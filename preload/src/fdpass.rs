@@ -6,7 +6,7 @@
 use std::os::fd::IntoRawFd;
 
 use libc::c_int;
-use udsfs_proto::fdchannel::{self, Client};
+use udsfs_proto::fdchannel::{self, Client, Published};
 
 use crate::errno::Res;
 use crate::log;
@@ -17,17 +17,17 @@ use crate::real;
 /// by then die with it.
 pub type Channel = Client;
 
-/// The channel's abstract name and the daemon's uid, from the mount's own
-/// `.udsfs/fdchannel`: anyone can bind an abstract name first, but only the
+/// Where the channel is (its abstract name and path) and the daemon's uid,
+/// from the mount's own `.udsfs/fdchannel`: anyone can bind an abstract name first, but only the
 /// daemon answers reads of its mount (the file must be on the mount's
 /// device), and the file is owned by the daemon's uid. Read once: the
 /// mount, and so its daemon, is the process's for good.
-fn channel_of(m: &Mount) -> Option<&'static (Vec<u8>, u32)> {
-    static CH: std::sync::OnceLock<Option<(Vec<u8>, u32)>> = std::sync::OnceLock::new();
+fn channel_of(m: &Mount) -> Option<&'static (Published, u32)> {
+    static CH: std::sync::OnceLock<Option<(Published, u32)>> = std::sync::OnceLock::new();
     CH.get_or_init(|| read_channel(m)).as_ref()
 }
 
-fn read_channel(m: &Mount) -> Option<(Vec<u8>, u32)> {
+fn read_channel(m: &Mount) -> Option<(Published, u32)> {
     let path = m.ctrl_file(fdchannel::PUBLISHED_FILE);
     // SAFETY: open, fstat, read and close on a descriptor of our own.
     unsafe {
@@ -36,7 +36,7 @@ fn read_channel(m: &Mount) -> Option<(Vec<u8>, u32)> {
             return None;
         }
         let mut st: libc::stat = std::mem::zeroed();
-        let mut buf = [0u8; 128];
+        let mut buf = [0u8; 256];
         let ok = real::fstat(fd, &mut st) == 0 && m.owns_stat_dev(st.st_dev);
         let n = if ok {
             libc::read(fd, buf.as_mut_ptr().cast(), buf.len())
@@ -45,7 +45,7 @@ fn read_channel(m: &Mount) -> Option<(Vec<u8>, u32)> {
         };
         libc::close(fd);
         let text = buf.get(..usize::try_from(n).ok()?)?;
-        fdchannel::parse_published(text).map(|name| (name.to_vec(), st.st_uid))
+        fdchannel::parse_published(text).map(|p| (p, st.st_uid))
     }
 }
 
@@ -70,7 +70,7 @@ pub fn connect_for_lane(m: &Mount) -> Res<Channel> {
 }
 
 fn connect_saying(m: &Mount, say: bool) -> Res<Channel> {
-    let Some((name, daemon_uid)) = channel_of(m) else {
+    let Some((ch, daemon_uid)) = channel_of(m) else {
         if say {
             log::say(
                 "fd channel: the mount serves no .udsfs/fdchannel name; cannot pass files (EINVAL)",
@@ -78,11 +78,11 @@ fn connect_saying(m: &Mount, say: bool) -> Res<Channel> {
         }
         return Err(libc::EINVAL);
     };
-    Client::connect(name, *daemon_uid).inspect_err(|&e| {
+    Client::connect_published(ch, *daemon_uid).inspect_err(|&e| {
         if !say {
             return;
         }
-        let shown = String::from_utf8_lossy(name);
+        let shown = fdchannel::shown(ch);
         if e == libc::ECONNREFUSED {
             log::say(&format!(
                 "fd channel @{shown}: not answered by the daemon's uid {daemon_uid}: refused"

@@ -6,6 +6,12 @@
 //! abstract name, so a client trusts the name the mount serves, and checks
 //! with SO_PEERCRED that the peer has the daemon's uid.
 //!
+//! An abstract name exists in one network namespace only, so the daemon
+//! also listens at a path (`fdchannel` in a directory it made itself, which
+//! nobody else can write), published on the file's second line: a client
+//! whose abstract name is not answered by the daemon (a program in a network
+//! namespace of its own) connects there (`Client::connect_published`).
+//!
 //! One request per packet:
 //! - `DEPOSIT` with SCM_RIGHTS: the files; answer `TAGS` and one u64 tag
 //!   each, to put among a message's passed things;
@@ -41,16 +47,55 @@ pub fn channel_name(pid: u32) -> String {
     format!("udsfs-fdpass-{pid}")
 }
 
-/// The text of `.udsfs/fdchannel`: the name and a newline.
-pub fn published(name: &str) -> String {
-    format!("{name}\n")
+/// The file of the daemon's own directory that is the channel's path socket.
+pub const PATH_SOCKET: &str = "fdchannel";
+
+/// The text of `.udsfs/fdchannel`: the abstract name and a newline, then,
+/// when the daemon listens at one, the path and a newline.
+pub fn published(name: &str, path: Option<&str>) -> String {
+    match path {
+        Some(p) => format!("{name}\n{p}\n"),
+        None => format!("{name}\n"),
+    }
 }
 
-/// The name in the text of `.udsfs/fdchannel` (None: the channel is off,
-/// or the text is not a name: it must fit a sun_path after its NUL).
-pub fn parse_published(text: &[u8]) -> Option<&[u8]> {
-    let name = text.strip_suffix(b"\n")?;
-    (!name.is_empty() && name.len() < crate::addr::MAX_ABSTRACT_NAME).then_some(name)
+/// Where the channel is, as `.udsfs/fdchannel` says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Published {
+    /// The abstract name, without its leading NUL.
+    pub name: Vec<u8>,
+    /// The path socket's absolute path, if any.
+    pub path: Option<Vec<u8>>,
+}
+
+/// The text of `.udsfs/fdchannel` read (None: the channel is off, or the
+/// text is not a name, and a path, each fitting a sun_path with its NUL).
+pub fn parse_published(text: &[u8]) -> Option<Published> {
+    let text = text.strip_suffix(b"\n")?;
+    let mut lines = text.split(|b| *b == b'\n');
+    let name = lines.next()?;
+    let path = lines.next();
+    if lines.next().is_some() || name.is_empty() || name.len() >= crate::addr::MAX_ABSTRACT_NAME {
+        return None;
+    }
+    if let Some(p) = path
+        && (p.first() != Some(&b'/') || p.len() >= crate::addr::MAX_ABSTRACT_NAME || p.contains(&0))
+    {
+        return None;
+    }
+    Some(Published {
+        name: name.to_vec(),
+        path: path.map(<[u8]>::to_vec),
+    })
+}
+
+/// The channel as a message shows it: `NAME` or `NAME (or PATH)`.
+pub fn shown(p: &Published) -> String {
+    let name = String::from_utf8_lossy(&p.name);
+    match &p.path {
+        Some(path) => format!("{name} (or {})", String::from_utf8_lossy(path)),
+        None => name.into_owned(),
+    }
 }
 
 /// A packet of `kind` followed by `tags`.
@@ -116,9 +161,32 @@ impl Client {
     /// (a name someone else bound after the daemon died would not). ECONNREFUSED
     /// for another uid.
     pub fn connect(name: &[u8], daemon_uid: u32) -> Res<Client> {
-        if name.len() >= crate::addr::MAX_ABSTRACT_NAME {
+        Self::connect_to(name, true, daemon_uid)
+    }
+
+    /// `connect` at the path socket `path` (absolute).
+    pub fn connect_path(path: &[u8], daemon_uid: u32) -> Res<Client> {
+        Self::connect_to(path, false, daemon_uid)
+    }
+
+    /// The channel the mount publishes: its abstract name, or, when the
+    /// daemon does not answer there (the caller is in another network
+    /// namespace, or someone else holds the name in it), its path. The
+    /// abstract name's errno when neither answers.
+    pub fn connect_published(p: &Published, daemon_uid: u32) -> Res<Client> {
+        match (Self::connect(&p.name, daemon_uid), &p.path) {
+            (Err(libc::ECONNREFUSED), Some(path)) => {
+                Self::connect_path(path, daemon_uid).map_err(|_| libc::ECONNREFUSED)
+            }
+            (r, _) => r,
+        }
+    }
+
+    fn connect_to(name: &[u8], abstract_name: bool, daemon_uid: u32) -> Res<Client> {
+        if name.len() >= crate::addr::MAX_ABSTRACT_NAME || name.contains(&0) && !abstract_name {
             return Err(libc::EINVAL);
         }
+        let skip = usize::from(abstract_name);
         let ty = libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC;
         // SAFETY: socket makes a descriptor, which we own at once.
         let fd = check(unsafe { libc::syscall(libc::SYS_socket, libc::AF_UNIX, ty, 0) })?;
@@ -128,8 +196,9 @@ impl Client {
         let mut sa: libc::sockaddr_un = unsafe { std::mem::zeroed() };
         sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
         for (i, b) in name.iter().enumerate() {
-            sa.sun_path[i + 1] = *b as libc::c_char;
+            sa.sun_path[i + skip] = *b as libc::c_char;
         }
+        // (a path's length with its NUL, which the zeroed sun_path has)
         let len = size_of::<libc::sa_family_t>() + 1 + name.len();
         // SAFETY: connect reads `len` bytes of sa.
         check(unsafe {
@@ -303,14 +372,32 @@ mod tests {
     fn published_names_round_trip() {
         let n = channel_name(42);
         assert_eq!(n, "udsfs-fdpass-42");
-        assert_eq!(
-            parse_published(published(&n).as_bytes()),
-            Some(n.as_bytes())
-        );
+        let only = Published {
+            name: n.clone().into_bytes(),
+            path: None,
+        };
+        assert_eq!(parse_published(published(&n, None).as_bytes()), Some(only));
+        let both = Published {
+            name: n.clone().into_bytes(),
+            path: Some(b"/run/udsfs-42/fdchannel".to_vec()),
+        };
+        let text = published(&n, Some("/run/udsfs-42/fdchannel"));
+        assert_eq!(text, "udsfs-fdpass-42\n/run/udsfs-42/fdchannel\n");
+        assert_eq!(parse_published(text.as_bytes()), Some(both));
         assert_eq!(parse_published(b""), None, "the channel is off");
         assert_eq!(parse_published(b"\n"), None);
         assert_eq!(parse_published(b"name"), None, "no newline");
         assert_eq!(parse_published(&[b'n'; 200]), None);
+        assert_eq!(
+            parse_published(b"n\nrelative\n"),
+            None,
+            "a path not absolute"
+        );
+        assert_eq!(parse_published(b"n\n/p\n/q\n"), None, "a third line");
+        let mut long = b"n\n/".to_vec();
+        long.extend_from_slice(&[b'p'; 120]);
+        long.push(b'\n');
+        assert_eq!(parse_published(&long), None, "a path past sun_path");
     }
 
     /// A seqpacket listener at abstract `name`, standing for the daemon.

@@ -7,7 +7,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use udsfs_proto::fdchannel::{self, Client};
+use udsfs_proto::fdchannel::{self, Client, Published};
 
 use super::call::say;
 use super::daemon::Res;
@@ -15,10 +15,10 @@ use super::daemon::Res;
 /// One connection: deposits not passed by the time it closes die with it.
 pub type Channel = Client;
 
-/// The channel's abstract name and the daemon's uid, from the mount's
+/// Where the channel is (its abstract name and path) and the daemon's uid, from the mount's
 /// `.udsfs/fdchannel`: the file must be on the mount's device (only the
 /// daemon answers there), and its owner is the daemon's uid.
-fn read_channel(mount: &Path) -> Option<(Vec<u8>, u32)> {
+fn read_channel(mount: &Path) -> Option<(Published, u32)> {
     let root = std::fs::metadata(mount).ok()?;
     let path = mount.join(".udsfs").join(fdchannel::PUBLISHED_FILE);
     let f = std::fs::File::open(&path).ok()?;
@@ -28,20 +28,20 @@ fn read_channel(mount: &Path) -> Option<(Vec<u8>, u32)> {
     }
     let mut text = Vec::new();
     use std::io::Read;
-    f.take(128).read_to_end(&mut text).ok()?;
-    fdchannel::parse_published(&text).map(|n| (n.to_vec(), meta.uid()))
+    f.take(256).read_to_end(&mut text).ok()?;
+    fdchannel::parse_published(&text).map(|p| (p, meta.uid()))
 }
 
 pub fn connect(mount: &Path) -> Res<Channel> {
-    let Some((name, uid)) = read_channel(mount) else {
+    let Some((ch, uid)) = read_channel(mount) else {
         say("fd channel: the mount serves no .udsfs/fdchannel name; cannot pass files (EINVAL)");
         return Err(libc::EINVAL);
     };
-    Client::connect(&name, uid).inspect_err(|&e| {
+    Client::connect_published(&ch, uid).inspect_err(|&e| {
         if e == libc::ECONNREFUSED {
             say(&format!(
                 "fd channel @{}: not answered by the daemon's uid {uid}: refused",
-                String::from_utf8_lossy(&name)
+                fdchannel::shown(&ch)
             ));
         }
     })
