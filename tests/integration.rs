@@ -23,8 +23,8 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 fn timeout_of(name: &str) -> Duration {
     match name {
         "run_cpython_multiprocessing" => Duration::from_secs(360),
-        // Three CPython suites, each on the kernel and through udsfs (lanes on): 73 s at load ~20.
-        "run_cpython_lanes" => Duration::from_secs(240),
+        // Three CPython suites, each on the kernel and through udsfs (lanes off): 73 s at load ~20.
+        "run_cpython_nolanes" => Duration::from_secs(240),
         // 30 POSTs through nginx twice (a stalled one waits 5 s), 600 connections twice: 40 s at load ~20.
         "lanes_programs" => Duration::from_secs(240),
         "adversarial_sigio" => Duration::from_secs(360),
@@ -313,40 +313,39 @@ scripts!(
     // run_socketserver, run_cpython_asyncio on the plain mount; libuv's calls are those
     // run_node's and the pipe scripts' one-thread passes make) and CI's 60 minutes cannot
     // hold twice; and the programs added late (gpg-agent, git's credential cache),
-    // whose second pass is the lanes_on one below; CPython's multiprocessing suite and
+    // whose second pass is the lanes_off one below; CPython's multiprocessing suite and
     // tokio's tests (minutes each; their calls are the asyncio and socketserver suites' and
     // the tokio pipe scripts' in the one-thread pass), so CI stays inside its 60 minutes.
     once:
     adversarial_lanes4,
     adversarial_through,
-    run_cpython_lanes,
     run_cpython_multiprocessing,
+    run_cpython_nolanes,
     run_git_credential,
     run_gpg_agent,
     run_libuv_tests,
     run_tokio_tests,
 );
 
-/// Real-program scripts again on mounts with lanes (issue 30: the same results with
-/// lanes on as off; lanes are off by default until the whole suite passes with them).
-/// `UDSFS_LANES=on` makes lib.sh's `udsfs_mount` add `--lanes`, and its exit trap fails
-/// the script unless a socketpair made through `udsfs run` on the mount says
-/// `lane=direct` (so a switch that is ignored fails here).
-mod lanes_on {
+/// Real-program scripts again on mounts without lanes (issue 30: the same results with
+/// lanes off as on, the default). `UDSFS_LANES=off` makes lib.sh's `udsfs_mount` add
+/// `--no-lanes`, and its exit trap fails the script unless a socketpair made through
+/// `udsfs run` on the mount says `lane=none` (so a switch that is ignored fails here).
+mod lanes_off {
     use super::run_script;
 
-    macro_rules! lanes_on {
+    macro_rules! lanes_off {
         ($($name:ident),* $(,)?) => {
             $(
                 #[test]
                 fn $name() {
-                    run_script(stringify!($name), None, Some("on"));
+                    run_script(stringify!($name), None, Some("off"));
                 }
             )*
         };
     }
 
-    lanes_on!(
+    lanes_off!(
         run_dbus,
         run_git_credential,
         run_glib_tests,
