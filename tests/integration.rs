@@ -27,7 +27,8 @@ fn timeout_of(name: &str) -> Duration {
         "run_cpython_nolanes" => Duration::from_secs(240),
         // 30 POSTs through nginx twice (a stalled one waits 5 s), 600 connections twice: 40 s at load ~20.
         "lanes_programs" => Duration::from_secs(240),
-        "adversarial_sigio" => Duration::from_secs(360),
+        // Its flooders' 60,000 sockets made twice: over 100 s each at load ~25.
+        "adversarial_sigio" => Duration::from_secs(480),
         // Another user's 10,000 threads blocked through its supervisor.
         "adversarial_pool" => Duration::from_secs(360),
         // Another user's 32 ways down held 500 ms each (16 s on one worker), 4096 lanes.
