@@ -328,8 +328,10 @@ scripts!(
     run_tokio_tests,
 );
 
-/// Real-program scripts again on mounts without lanes (issue 30: the same results with
-/// lanes off as on, the default). `UDSFS_LANES=off` makes lib.sh's `udsfs_mount` add
+/// Real-program scripts, and the integration scripts that compare a program's results
+/// with the kernel's (lib.sh's `kernel_vs_udsfs`, `kernel_vs_fronts`: about 2 min for
+/// the twelve), again on mounts without lanes (issue 30: the same results with lanes off
+/// as on, the default). `UDSFS_LANES=off` makes lib.sh's `udsfs_mount` add
 /// `--no-lanes`, and its exit trap fails the script unless a socketpair made through
 /// `udsfs run` on the mount says `lane=none` (so a switch that is ignored fails here).
 mod lanes_off {
@@ -347,6 +349,17 @@ mod lanes_off {
     }
 
     lanes_off!(
+        abstract_netns,
+        accept_after_setuid,
+        api_diffs,
+        behaviours,
+        bufs,
+        close_order,
+        escapes,
+        fstat_mode,
+        given_names,
+        msgcalls,
+        oob_peek,
         run_dbus,
         run_git_credential,
         run_glib_tests,
@@ -355,6 +368,7 @@ mod lanes_off {
         run_nginx,
         run_node,
         run_php_fpm,
+        timeo,
     );
 }
 
