@@ -5,7 +5,7 @@
 //! `cargo test --test conformance -- --list`, or `all`): the kernel beside the files;
 //! `cargo run --example show_traces -- --front FRONT SCENARIO`: the kernel beside a
 //! front of `udsfs run` (`library`, `supervisor`, `library_routed`,
-//! `supervisor_routed`, `library_lanes`; the scenarios of `FRONT_ONLY` too).
+//! `supervisor_routed`, `library_nolanes`; the scenarios of `FRONT_ONLY` too).
 
 #[path = "../tests/conformance/main.rs"]
 mod conformance;

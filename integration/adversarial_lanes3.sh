@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # adversarial_lanes3.sh: user B (uid 61062) against user A (uid 61061) through the fast
-# lanes on a shared --allow-other --lanes mount (as they will be by default), each case first on kernel
+# lanes that are on by default on a shared --allow-other mount, each case first on kernel
 # sockets (what Linux does on the same steps), then through `udsfs run` on the mount.
 # The programs are integration/adversarial_lanes3.c (built here with gcc). Each case
 # prints what it tried and what it got:
@@ -77,7 +77,7 @@
 #               number closed, EBADF, in the runs here).
 # A case listed in integration/adversarial_lanes3_exceptions.txt is a known defect: it
 # must fail as listed, and the script fails once it passes (then unlist it).
-UDSFS_MOUNT_ARGS=(--allow-other --lanes)
+UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 
 L3=$TMP/l3

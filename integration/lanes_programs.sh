@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lanes_programs.sh: the lane defects the real programs of integration/run_*.sh found
 # once lanes were the mount's default (issue 30), each with its program, on a mount with
-# lanes (--lanes) beside the same steps on kernel sockets.
+# lanes (the default) beside the same steps on kernel sockets.
 #   nginx_post  nginx (one worker) proxying to a unix upstream (http_upstream.py),
 #               through `udsfs run`: 30 POSTs of 300 KB by curl, each answered with its
 #               size and sum (the most sockets lane=direct at once is printed). nginx
@@ -34,7 +34,7 @@
 #               (`then_some` made the guard either way), and lane::close looked at its
 #               end after the close holding no flag, when the number's next socket's
 #               `slot_for` may rewrite the slot.
-UDSFS_MOUNT_ARGS=(--allow-other --lanes) # ns_client's uid 65534
+UDSFS_MOUNT_ARGS=(--allow-other) # ns_client's uid 65534
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 need_preload

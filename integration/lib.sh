@@ -8,8 +8,8 @@
 #   - mounts udsfs on $MNT (`udsfs mount --background --log-file $LOG`), with the
 #     options in the array UDSFS_MOUNT_ARGS if the script set it before sourcing;
 #     set UDSFS_NO_MOUNT=1 before sourcing to mount later with `udsfs_mount`;
-#     UDSFS_LANES=on (tests/integration.rs's lanes_on pass) mounts with --lanes
-#     (=off: with --no-lanes);
+#     UDSFS_LANES=off (tests/integration.rs's lanes_off pass) mounts with --no-lanes
+#     (=on: with --lanes);
 #   - installs an EXIT trap that kills the script's background jobs, unmounts
 #     (`udsfs umount`, then the daemon's PID, then `umount -l` as a last resort),
 #     prints the daemon log if the script failed, and removes $TMP.
@@ -344,7 +344,7 @@ mounted() {
 }
 
 # udsfs_mount [OPTIONS...]: mount on $MNT in the background; sets DAEMON_PID.
-# UDSFS_LANES=on (the cargo runner's lanes_on pass) adds --lanes, =off --no-lanes,
+# UDSFS_LANES=off (the cargo runner's lanes_off pass) adds --no-lanes, =on --lanes,
 # unless OPTIONS say --lanes or --no-lanes themselves; the EXIT trap then checks that the
 # mount really had (or had no) lanes (lanes_check), unless a mount asked for the other
 # (LANES_ASKED=1).

@@ -3,7 +3,7 @@
 # item 6, issue 30: the same results with lanes on and off), test by test, on kernel
 # sockets and through `udsfs run`:
 #   kernel   TMPDIR a real directory ($TMP/k): the reference
-#   preload  the library (`udsfs run`'s default front), lanes on (a `--lanes` mount)
+#   preload  the library (`udsfs run`'s default front), lanes on (the mount's default)
 #   seccomp  the same with `--front seccomp` (the supervisor carries the calls)
 #   nolanes  the library again, on a `--no-lanes` mount (the first mount is unmounted)
 # Through udsfs TMPDIR is a directory in the mount and the run has `--route /tmp`: libuv's
@@ -42,7 +42,6 @@
 # pass is not the nolanes pass again.
 # Run time on a loaded 2-core machine: the build (cold) 1-2 min; the kernel pass and
 # its strace count about 25 s each, each udsfs pass about 30 s.
-UDSFS_MOUNT_ARGS=(--lanes)
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
@@ -241,7 +240,7 @@ udsfs_pass() {
 udsfs_pass preload
 udsfs_pass seccomp --front seccomp
 # The lanes guard: pipe_ping_pong (ping-pong with its echo server helper over a pipe
-# connection; a fraction of a second through udsfs) seen lane=direct on the --lanes
+# connection; a fraction of a second through udsfs) seen lane=direct on the default
 # mount, its sockets' status sampled every 10 ms while it runs.
 # Up to three runs (a loaded machine's sampling may miss one).
 laned=0
@@ -258,8 +257,8 @@ for attempt in 1 2 3; do
     [ "$laned" -lt 2 ] || break
 done
 grep -q '^ok 1 - pipe_ping_pong$' "$TMP/lanes_probe.out" || fail "pipe_ping_pong failed in the lanes probe: $(tail -5 "$TMP/lanes_probe.out")"
-[ "$laned" -ge 2 ] || fail "pipe_ping_pong's connection was never seen lane=direct on the --lanes mount (most at once: $laned)"
-ok "on the --lanes mount pipe_ping_pong's connection had its lane (lane=direct on $laned sockets at once)"
+[ "$laned" -ge 2 ] || fail "pipe_ping_pong's connection was never seen lane=direct on the default mount (most at once: $laned)"
+ok "on the default mount pipe_ping_pong's connection had its lane (lane=direct on $laned sockets at once)"
 udsfs_unmount
 udsfs_mount --no-lanes
 mkdir -m 1777 "$MNT/t"

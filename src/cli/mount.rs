@@ -200,7 +200,7 @@ fn run(a: &MountArgs, mountpoint: &Path, ready: &mut Option<File>) -> Result<(),
         user_share_permille: share,
         allow_other: a.allow_other,
         background_gc: !a.gc_manual,
-        lanes: a.lanes && !a.no_lanes,
+        lanes: !a.no_lanes,
         root_uid: uid,
         root_gid: gid,
         ..engine::Config::default()

@@ -62,16 +62,16 @@ pub struct MountArgs {
     /// sockets they could open) or `root` only.
     #[arg(long, value_name = "WHO", default_value = "users", value_parser = ["users", "root"])]
     pub capture: String,
-    /// Fast lanes (issue 30; off by default until the whole suite passes
-    /// with them): the plain bytes of a connected stream or seqpacket
-    /// socket whose ends are each used by one process running the library
-    /// go through shared memory (docs/LANE.md).
-    #[arg(long, conflicts_with = "no_lanes")]
-    pub lanes: bool,
-    /// No fast lanes (the default, said explicitly): every byte through the
-    /// daemon's FUSE requests.
+    /// No fast lanes: every byte through the daemon's FUSE requests. Without
+    /// it the plain bytes of a connected stream or seqpacket socket whose
+    /// ends are each used by one process running the library go through
+    /// shared memory (issue 30, docs/LANE.md).
     #[arg(long)]
     pub no_lanes: bool,
+    /// Lanes are the default: `--lanes` (`-o lanes`) is still taken, for
+    /// command lines and fstab entries written before.
+    #[arg(long, hide = true, conflicts_with = "no_lanes")]
+    pub lanes: bool,
     /// Run as mount(8)'s helper: in the background, printing nothing.
     #[arg(long, hide = true)]
     pub helper: bool,

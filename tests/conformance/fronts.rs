@@ -57,18 +57,18 @@ pub enum Place {
     /// A directory of the kernel's given to `udsfs run --route`: the fronts route
     /// its names into the mount.
     Route,
-    /// The mount's root, as `Mount`, on a `--lanes` mount made here and given
-    /// to `udsfs run --mount` (the private mount has none, the default): plain
-    /// bytes between two library-carried ends through shared memory (issue 30:
-    /// the scenarios give the same traces with lanes on as off).
-    Lanes,
+    /// The mount's root, as `Mount`, on a `--no-lanes` mount made here and given
+    /// to `udsfs run --mount` (the private mount has lanes, the default): every
+    /// byte through the daemon (issue 30: "the differential scenarios pass with
+    /// lanes off too").
+    NoLanes,
 }
 
 fn label(front: Front, place: Place) -> String {
     match place {
         Place::Mount => front.name().to_string(),
         Place::Route => format!("{}_routed", front.name()),
-        Place::Lanes => format!("{}_lanes", front.name()),
+        Place::NoLanes => format!("{}_nolanes", front.name()),
     }
 }
 
@@ -269,11 +269,11 @@ fn tail(s: &str, n: usize) -> String {
     v[v.len().saturating_sub(n)..].join("\n")
 }
 
-/// The `--lanes` mount `place` asks for (the daemon logging at info, as the
+/// The `--no-lanes` mount `place` asks for (the daemon logging at info, as the
 /// private mount's does by default: debug would log every request).
 fn mount_for(place: Place) -> Option<super::mount::Mount> {
-    (place == Place::Lanes)
-        .then(|| super::mount::Mount::new_logging(&["--lanes", "--allow-other"], "info"))
+    (place == Place::NoLanes)
+        .then(|| super::mount::Mount::new_logging(&["--no-lanes", "--allow-other"], "info"))
 }
 
 /// A directory for the child's traces and log, and the routed root for `place`

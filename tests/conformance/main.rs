@@ -75,7 +75,7 @@ fn program_static_inflight_limit() {
 }
 
 /// The scenario table through each front, in the mount and routed: a test each;
-/// the library also on a `--lanes` mount (the private mount has none).
+/// the library also on a `--no-lanes` mount (the private mount has lanes).
 macro_rules! fronts_tests {
     ($($name:ident: $front:ident, $place:ident;)*) => {
         $(#[test]
@@ -89,7 +89,7 @@ fronts_tests! {
     fronts_library: Library, Mount;
     fronts_supervisor: Supervisor, Mount;
     fronts_library_routed: Library, Route;
-    fronts_library_lanes: Library, Lanes;
+    fronts_library_nolanes: Library, NoLanes;
     fronts_supervisor_routed: Supervisor, Route;
 }
 
@@ -470,19 +470,22 @@ pub fn show_traces(want: &str) {
 
 /// As `show_traces`, the kernel beside a front of `udsfs run`: `front` is
 /// `library` or `supervisor`, with `_routed` for the roots under a `--route`
-/// (`_lanes`: on a `--lanes` mount).
+/// (`_nolanes`: on a `--no-lanes` mount).
 pub fn show_front_traces(front: &str, want: &str) {
     use fronts::{Front, Place};
-    let (f, place) = match (front.strip_suffix("_routed"), front.strip_suffix("_lanes")) {
+    let (f, place) = match (
+        front.strip_suffix("_routed"),
+        front.strip_suffix("_nolanes"),
+    ) {
         (Some(f), _) => (f, Place::Route),
-        (_, Some(f)) => (f, Place::Lanes),
+        (_, Some(f)) => (f, Place::NoLanes),
         _ => (front, Place::Mount),
     };
     let f = match f {
         "library" => Front::Library,
         "supervisor" => Front::Supervisor,
         _ => panic!(
-            "no front {front:?}: library, supervisor, library_routed, supervisor_routed, library_lanes"
+            "no front {front:?}: library, supervisor, library_routed, supervisor_routed, library_nolanes"
         ),
     };
     fronts::show(f, place, want);
