@@ -37,6 +37,23 @@ pub static ROOT: std::sync::OnceLock<(std::path::PathBuf, u32)> = std::sync::Onc
 /// carried the calls at all.
 pub static ON_UDSFS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// Scenarios that ended holding a udsfs socket whose status file says it has a fast
+/// lane (`lane=direct` or `lane=through`): that a front on a mount with lanes (the
+/// default, issue 30) ran the table on lanes, and one on a `--no-lanes` mount did not.
+pub static ON_LANE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Set by a front's child (`fronts::Place::Lanes`): its scenarios run in the run's own
+/// network namespace, not one each. The library reaches the daemon's fd channel (a lane's
+/// region and eventfds) by an abstract name of the run's namespace, so in a namespace of
+/// its own no scenario's connection gets a lane (docs/LANE.md, lanes_programs.sh ns_client).
+pub static SHARED_NET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether udsfs socket `n` of mount `m` has a fast lane (its status file's `lane=`).
+fn laned(m: &std::path::Path, n: u64) -> bool {
+    std::fs::read_to_string(m.join(format!(".udsfs/sock/{n}/status")))
+        .is_ok_and(|s| s.lines().any(|l| l == "lane=direct" || l == "lane=through"))
+}
+
 /// Identities (`raw_ident`) of udsfs sockets carry this bit above the socket number.
 const UDSFS_ID: u64 = 1 << 63;
 
@@ -221,6 +238,16 @@ impl Kernel {
         {
             ON_UDSFS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
+        if let Some(m) = MOUNT.get()
+            && self
+                .socks
+                .iter()
+                .flatten()
+                .filter_map(|f| udsfs_number(m, f.as_raw_fd()))
+                .any(|n| laned(m, n))
+        {
+            ON_LANE.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
         let socks = std::mem::take(&mut self.socks);
         {
             let _spawning = super::backend::spawn_guard();
@@ -340,19 +367,22 @@ impl Default for Kernel {
 pub fn run_isolated(f: fn(&mut dyn Backend)) -> Vec<(String, String)> {
     let qlen = std::fs::read_to_string("/proc/sys/net/unix/max_dgram_qlen").ok();
     std::thread::spawn(move || {
-        // SAFETY: plain syscall; affects only this thread's namespace set.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            panic!(
-                "unshare(CLONE_NEWNET) failed: {} (the kernel side needs its own network \
-                 namespace for abstract names)",
-                last_errno()
-            );
-        }
-        // A new namespace starts with the default qlen; use the host's value, which
-        // is also what udsfs defaults to.
-        if let Some(q) = qlen {
-            std::fs::write("/proc/sys/net/unix/max_dgram_qlen", q.trim())
-                .expect("set max_dgram_qlen in the new network namespace");
+        // A front's child on `Place::Lanes` stays in the run's namespace (SHARED_NET).
+        if !SHARED_NET.load(std::sync::atomic::Ordering::SeqCst) {
+            // SAFETY: plain syscall; affects only this thread's namespace set.
+            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                panic!(
+                    "unshare(CLONE_NEWNET) failed: {} (the kernel side needs its own network \
+                     namespace for abstract names)",
+                    last_errno()
+                );
+            }
+            // A new namespace starts with the default qlen; use the host's value, which
+            // is also what udsfs defaults to.
+            if let Some(q) = qlen {
+                std::fs::write("/proc/sys/net/unix/max_dgram_qlen", q.trim())
+                    .expect("set max_dgram_qlen in the new network namespace");
+            }
         }
         let mut k = Kernel::new();
         f(&mut k);

@@ -75,7 +75,8 @@ fn program_static_inflight_limit() {
 }
 
 /// The scenario table through each front, in the mount and routed: a test each;
-/// the library also on a `--no-lanes` mount (the private mount has lanes).
+/// the library also on a `--no-lanes` mount (the private mount has lanes), and with its
+/// scenarios in the run's network namespace, where they get lanes (`Place::Lanes`).
 macro_rules! fronts_tests {
     ($($name:ident: $front:ident, $place:ident;)*) => {
         $(#[test]
@@ -90,6 +91,7 @@ fronts_tests! {
     fronts_supervisor: Supervisor, Mount;
     fronts_library_routed: Library, Route;
     fronts_library_nolanes: Library, NoLanes;
+    fronts_library_lanes: Library, Lanes;
     fronts_supervisor_routed: Supervisor, Route;
 }
 
@@ -470,22 +472,23 @@ pub fn show_traces(want: &str) {
 
 /// As `show_traces`, the kernel beside a front of `udsfs run`: `front` is
 /// `library` or `supervisor`, with `_routed` for the roots under a `--route`
-/// (`_nolanes`: on a `--no-lanes` mount).
+/// (`_nolanes`: on a `--no-lanes` mount; `_lanes`: scenarios in one network namespace).
 pub fn show_front_traces(front: &str, want: &str) {
     use fronts::{Front, Place};
-    let (f, place) = match (
-        front.strip_suffix("_routed"),
-        front.strip_suffix("_nolanes"),
-    ) {
-        (Some(f), _) => (f, Place::Route),
-        (_, Some(f)) => (f, Place::NoLanes),
-        _ => (front, Place::Mount),
+    let (f, place) = if let Some(f) = front.strip_suffix("_routed") {
+        (f, Place::Route)
+    } else if let Some(f) = front.strip_suffix("_nolanes") {
+        (f, Place::NoLanes)
+    } else if let Some(f) = front.strip_suffix("_lanes") {
+        (f, Place::Lanes)
+    } else {
+        (front, Place::Mount)
     };
     let f = match f {
         "library" => Front::Library,
         "supervisor" => Front::Supervisor,
         _ => panic!(
-            "no front {front:?}: library, supervisor, library_routed, supervisor_routed, library_nolanes"
+            "no front {front:?}: library, supervisor, library_routed, supervisor_routed, library_nolanes, library_lanes"
         ),
     };
     fronts::show(f, place, want);
