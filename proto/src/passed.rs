@@ -47,7 +47,14 @@ pub fn parse_item(v: &str) -> Res<u64> {
         (v, 0)
     };
     let n = digits::<u64>(n)?;
-    if n & (FILE_TAG | NONBLOCK_TAG) != 0 {
+    // A file's tag is any 63 bits (the depot's are random: half have bit
+    // 62); only a socket's number leaves NONBLOCK_TAG's bit for the flag.
+    let reserved = if tag == FILE_TAG {
+        FILE_TAG
+    } else {
+        FILE_TAG | NONBLOCK_TAG
+    };
+    if n & reserved != 0 {
         return Err(libc::EINVAL);
     }
     Ok(n | tag)
@@ -136,6 +143,10 @@ mod tests {
                 "18446744073709551616",
             ],
         );
+        // A depot tag with bit 62 set is a file's, not a nonblocking one.
+        let high = (1u64 << 62) | 5;
+        assert_eq!(parse_item(&format!("file:{high}")), Ok(FILE_TAG | high));
+        assert_eq!(format_item(FILE_TAG | high), format!("file:{high}"));
         let many: Vec<String> = (0..254).map(|i| i.to_string()).collect();
         assert_eq!(parse_list(&many.join(",")), Err(libc::EINVAL));
         assert_eq!(parse_list(&many[..253].join(",")).map(|v| v.len()), Ok(253));
