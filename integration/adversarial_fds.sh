@@ -474,7 +474,7 @@ fi
 # ---- 11. a channel connection deposited over itself
 cat >"$TMP/cycle.py" <<'PYEOF'
 import array, os, socket, struct, sys
-name = "\0" + open(sys.argv[1]).read().strip()
+name = "\0" + open(sys.argv[1]).read().split("\n")[0]
 got = {}
 for i in range(50):
     c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
