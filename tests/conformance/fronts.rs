@@ -62,13 +62,6 @@ pub enum Place {
     /// byte through the daemon (issue 30: "the differential scenarios pass with
     /// lanes off too").
     NoLanes,
-    /// The private mount's root, as `Mount`, with the child's scenarios in the run's
-    /// own network namespace instead of one each (`kernel::SHARED_NET`): in one of
-    /// their own the library cannot reach the fd channel a lane needs, so `Mount` and
-    /// `Route` run the table without lanes (0 of 243 scenarios end on a lane) although
-    /// the mount has them. Here they do (issue 30: "every differential scenario ...
-    /// gives the same results with lanes on").
-    Lanes,
 }
 
 fn label(front: Front, place: Place) -> String {
@@ -76,7 +69,6 @@ fn label(front: Front, place: Place) -> String {
         Place::Mount => front.name().to_string(),
         Place::Route => format!("{}_routed", front.name()),
         Place::NoLanes => format!("{}_nolanes", front.name()),
-        Place::Lanes => format!("{}_lanes", front.name()),
     }
 }
 
@@ -86,9 +78,6 @@ fn exceptions_file(front: Front, place: Place) -> PathBuf {
         label(front, place)
     ))
 }
-
-/// Set (to 1) for the child of `Place::Lanes`: its scenarios share its network namespace.
-const CHILD_SHARED_NET: &str = "UCONF_FRONT_SHARED_NET";
 
 /// The one scenario the child runs (unset or "all": every one).
 const CHILD_WANT: &str = "UCONF_FRONT_WANT";
@@ -119,9 +108,6 @@ pub fn child() {
     kernel::MOUNT
         .set(PathBuf::from(mount))
         .expect("the mount is set once");
-    if std::env::var_os(CHILD_SHARED_NET).is_some() {
-        kernel::SHARED_NET.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
     let mut f = std::fs::File::create(&out).expect("create the traces file");
     let want = std::env::var(CHILD_WANT).unwrap_or_else(|_| "all".to_string());
     for (name, scenario) in every().filter(|(n, _)| want == "all" || *n == want) {
@@ -202,19 +188,15 @@ fn exceptions(front: Front, place: Place) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Runs the child under `udsfs run --front F` (on `mount`, else on the run's
-/// private mount) and returns what it wrote, its exit and the tail of the
-/// daemon's log.
-fn run_child(
-    front: Front,
-    route: Option<&Path>,
-    mount: Option<&super::mount::Mount>,
-    shared_net: bool,
-    want: &str,
-    dir: &Path,
-) -> (String, String, String) {
-    let out = dir.join("traces");
-    let log = dir.join("daemon.log");
+/// Runs the child's scenario `want` ("all": every one) under `udsfs run --front
+/// F` with its roots at `place` (on the mount `place` asks for, else on the
+/// run's private mount) and returns what it wrote, its exit and the tail of
+/// the daemon's log.
+fn run_child(front: Front, place: Place, want: &str) -> (String, String, String) {
+    let (dir, route) = dirs(place);
+    let mount = mount_for(place);
+    let out = dir.path().join("traces");
+    let log = dir.path().join("daemon.log");
     let exe = std::env::current_exe().expect("current_exe");
     let mut child = {
         let mut c = Command::new(super::mount::udsfs_binary());
@@ -224,15 +206,12 @@ fn run_child(
             .arg("run")
             .arg("--front")
             .arg(front.arg());
-        match mount {
+        match &mount {
             Some(m) => c.arg("--mount").arg(m.path()),
             None => c.arg("--log-file").arg(&log),
         };
-        if let Some(r) = route {
-            c.env(CHILD_ROOT, r).arg("--route").arg(r);
-        }
-        if shared_net {
-            c.env(CHILD_SHARED_NET, "1");
+        if let Some(r) = &route {
+            c.env(CHILD_ROOT, r.path()).arg("--route").arg(r.path());
         }
         let _spawning = super::backend::spawn_guard();
         c.arg("--")
@@ -280,7 +259,7 @@ fn run_child(
         tail(&re.join().unwrap_or_default(), 20)
     );
     let traces = std::fs::read_to_string(&out).unwrap_or_default();
-    let log = match mount {
+    let log = match &mount {
         Some(m) => m.log_tail(40),
         None => tail(&std::fs::read_to_string(&log).unwrap_or_default(), 40),
     };
@@ -319,16 +298,7 @@ fn dirs(place: Place) -> (tempfile::TempDir, Option<tempfile::TempDir>) {
 /// "all") side by side (examples/show_traces.rs).
 pub fn show(front: Front, place: Place, want: &str) {
     super::require_root();
-    let (dir, route) = dirs(place);
-    let mount = mount_for(place);
-    let (traces, output, _) = run_child(
-        front,
-        route.as_ref().map(|r| r.path()),
-        mount.as_ref(),
-        place == Place::Lanes,
-        want,
-        dir.path(),
-    );
+    let (traces, output, _) = run_child(front, place, want);
     let got = parse(&traces);
     let label = label(front, place);
     for (name, f) in every().filter(|(n, _)| want == "all" || *n == want) {
@@ -350,22 +320,13 @@ pub fn check(front: Front, place: Place) {
     super::require_root();
     let _one = ONE_CHILD.lock().unwrap_or_else(|e| e.into_inner());
     let started = Instant::now();
-    let (dir, route) = dirs(place);
     // The kernel's traces meanwhile, on this process's threads.
     let kernel_side = std::thread::spawn(|| {
         every()
             .map(|(n, f)| (n.to_string(), kernel::run_isolated(*f)))
             .collect::<BTreeMap<_, _>>()
     });
-    let mount = mount_for(place);
-    let (traces, output, log) = run_child(
-        front,
-        route.as_ref().map(|r| r.path()),
-        mount.as_ref(),
-        place == Place::Lanes,
-        "all",
-        dir.path(),
-    );
+    let (traces, output, log) = run_child(front, place, "all");
     let front_took = started.elapsed();
     let k = kernel_side.join().expect("kernel traces");
     let got = parse(&traces);
@@ -414,17 +375,17 @@ pub fn check(front: Front, place: Place) {
              carry the child's calls"
         ));
     }
-    // Lanes are the mount's default (issue 30): through the library with the scenarios
-    // in the run's network namespace (`Place::Lanes`) some must end on a lane, so a table
-    // that passes only because lanes never came up fails; on the `--no-lanes` mount none
-    // may. (`Mount` and `Route` have none: their scenarios' namespaces, see `Place::Lanes`.)
+    // Lanes are the mount's default (issue 30): through the library some scenarios must
+    // end on a lane (each scenario's network namespace reaches the fd channel by its
+    // path), so a table that passes only because lanes never came up fails; on the
+    // `--no-lanes` mount none may.
     let on_lane: usize = traces
         .lines()
         .find_map(|l| l.strip_prefix(ON_LANE_LINE))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     match (front, place) {
-        (Front::Library, Place::Lanes) if on_lane == 0 => failures.push(format!(
+        (Front::Library, Place::Mount | Place::Route) if on_lane == 0 => failures.push(format!(
             "no scenario ended holding a laned socket (status lane=direct or through): the \
              {name} ran the table without lanes, which are the mount's default"
         )),

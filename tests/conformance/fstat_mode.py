@@ -68,12 +68,7 @@ def in_child(body, *fds):
         os.write(w, ("\n".join(out) + "\n").encode())
         os._exit(0)
     os.close(w)
-    text = b""
-    while True:
-        b = os.read(r, 65536)
-        if not b:
-            break
-        text += b
+    text = b"".join(iter(lambda: os.read(r, 65536), b""))  # to EOF
     os.close(r)
     os.waitpid(pid, 0)
     for line in text.decode().splitlines():

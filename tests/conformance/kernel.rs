@@ -42,12 +42,6 @@ pub static ON_UDSFS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicU
 /// default, issue 30) ran the table on lanes, and one on a `--no-lanes` mount did not.
 pub static ON_LANE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Set by a front's child (`fronts::Place::Lanes`): its scenarios run in the run's own
-/// network namespace, not one each. The library reaches the daemon's fd channel (a lane's
-/// region and eventfds) by an abstract name of the run's namespace, so in a namespace of
-/// its own no scenario's connection gets a lane (docs/LANE.md, lanes_programs.sh ns_client).
-pub static SHARED_NET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 /// Whether udsfs socket `n` of mount `m` has a fast lane (its status file's `lane=`).
 fn laned(m: &std::path::Path, n: u64) -> bool {
     std::fs::read_to_string(m.join(format!(".udsfs/sock/{n}/status")))
@@ -367,22 +361,19 @@ impl Default for Kernel {
 pub fn run_isolated(f: fn(&mut dyn Backend)) -> Vec<(String, String)> {
     let qlen = std::fs::read_to_string("/proc/sys/net/unix/max_dgram_qlen").ok();
     std::thread::spawn(move || {
-        // A front's child on `Place::Lanes` stays in the run's namespace (SHARED_NET).
-        if !SHARED_NET.load(std::sync::atomic::Ordering::SeqCst) {
-            // SAFETY: plain syscall; affects only this thread's namespace set.
-            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-                panic!(
-                    "unshare(CLONE_NEWNET) failed: {} (the kernel side needs its own network \
-                     namespace for abstract names)",
-                    last_errno()
-                );
-            }
-            // A new namespace starts with the default qlen; use the host's value, which
-            // is also what udsfs defaults to.
-            if let Some(q) = qlen {
-                std::fs::write("/proc/sys/net/unix/max_dgram_qlen", q.trim())
-                    .expect("set max_dgram_qlen in the new network namespace");
-            }
+        // SAFETY: plain syscall; affects only this thread's namespace set.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            panic!(
+                "unshare(CLONE_NEWNET) failed: {} (the kernel side needs its own network \
+                 namespace for abstract names)",
+                last_errno()
+            );
+        }
+        // A new namespace starts with the default qlen; use the host's value, which
+        // is also what udsfs defaults to.
+        if let Some(q) = qlen {
+            std::fs::write("/proc/sys/net/unix/max_dgram_qlen", q.trim())
+                .expect("set max_dgram_qlen in the new network namespace");
         }
         let mut k = Kernel::new();
         f(&mut k);

@@ -75,8 +75,8 @@ fn program_static_inflight_limit() {
 }
 
 /// The scenario table through each front, in the mount and routed: a test each;
-/// the library also on a `--no-lanes` mount (the private mount has lanes), and with its
-/// scenarios in the run's network namespace, where they get lanes (`Place::Lanes`).
+/// the library also on a `--no-lanes` mount (the private mount has lanes, which the
+/// library's scenarios get in the mount and routed).
 macro_rules! fronts_tests {
     ($($name:ident: $front:ident, $place:ident;)*) => {
         $(#[test]
@@ -91,7 +91,6 @@ fronts_tests! {
     fronts_supervisor: Supervisor, Mount;
     fronts_library_routed: Library, Route;
     fronts_library_nolanes: Library, NoLanes;
-    fronts_library_lanes: Library, Lanes;
     fronts_supervisor_routed: Supervisor, Route;
 }
 
@@ -479,8 +478,6 @@ pub fn show_front_traces(front: &str, want: &str) {
         (f, Place::Route)
     } else if let Some(f) = front.strip_suffix("_nolanes") {
         (f, Place::NoLanes)
-    } else if let Some(f) = front.strip_suffix("_lanes") {
-        (f, Place::Lanes)
     } else {
         (front, Place::Mount)
     };
@@ -488,7 +485,7 @@ pub fn show_front_traces(front: &str, want: &str) {
         "library" => Front::Library,
         "supervisor" => Front::Supervisor,
         _ => panic!(
-            "no front {front:?}: library, supervisor, library_routed, supervisor_routed, library_nolanes, library_lanes"
+            "no front {front:?}: library, supervisor, library_routed, supervisor_routed, library_nolanes"
         ),
     };
     fronts::show(f, place, want);
