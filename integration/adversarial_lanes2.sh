@@ -78,13 +78,7 @@
 UDSFS_MOUNT_ARGS=(--allow-other --lanes --user-share 5) # (5%: B fills its share of lanes, 204, in a moment)
 source "$(dirname "$0")/lib.sh"
 
-need_preload
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
-A=61051
-B=61052
-chmod 755 "$TMP"
-EXCEPTIONS=$LIB_DIR/adversarial_lanes2_exceptions.txt
-failed=()
+attack_users adversarial_lanes2 61051 61052
 # B's raw moves (the library's own requests, without it)
 with_helpers "$TMP/lanes.py" lane_raw.py <"$LIB_DIR/adversarial_lanes.py"
 chmod 644 "$TMP/lanes.py"

@@ -34,14 +34,8 @@
 UDSFS_MOUNT_ARGS=(--allow-other --lanes --max-queued-bytes 1048576)
 source "$(dirname "$0")/lib.sh"
 
-need_preload
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
-A=61071
-B=61072
-chmod 755 "$TMP"
+attack_users adversarial_lanes5 61071 61072
 chmod 0777 "$MNT"
-EXCEPTIONS=$LIB_DIR/adversarial_lanes5_exceptions.txt
-failed=()
 mkdir -m 0755 "$TMP/py"
 with_helpers "$TMP/py/l5.py" lane_raw.py <"$LIB_DIR/adversarial_lanes5.py"
 chmod a+r "$TMP/py/l5.py"

@@ -181,12 +181,7 @@ if sys.argv[1] == "many":
             os.write(w, repr(dict(c)).encode())
             os._exit(0)
         os.close(w)
-        got = b""
-        while True:
-            b = os.read(r, 4096)
-            if not b:
-                break
-            got += b
+        got = b"".join(iter(lambda: os.read(r, 4096), b""))  # to EOF
         os.close(r)
         os.wait()
         total.update(eval(got))

@@ -648,6 +648,20 @@ need_static_gcc() {
     [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || fail "libc.a is missing (package libc6-dev; .ci/run installs it)"
 }
 
+# attack_users NAME A B: for the attack scripts whose users A and B run programs through
+# the preload library: the library and /usr/bin/python3 needed; A and B set; $TMP opened
+# to them (0755); verdict's EXCEPTIONS (integration/NAME_exceptions.txt) and an empty
+# `failed`.
+attack_users() {
+    need_preload
+    [ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is missing (package python3)"
+    A=$2
+    B=$3
+    chmod 755 "$TMP"
+    EXCEPTIONS=$LIB_DIR/${1}_exceptions.txt
+    failed=()
+}
+
 # build_attack_c NAME OUT: for the attack scripts whose C program integration/NAME.c runs
 # as users A (61061) and B (61062), first on kernel sockets in $TMP/k, then through `udsfs
 # run` (adversarial_lanes3.sh, adversarial_lanes4.sh): the preload library and gcc
@@ -656,13 +670,8 @@ need_static_gcc() {
 # NAME_exceptions.txt) and an empty `failed`.
 build_attack_c() {
     local name=$1 out=$2
-    need_preload
     need_cmd gcc gcc
-    A=61061
-    B=61062
-    chmod 755 "$TMP"
-    EXCEPTIONS=$LIB_DIR/${name}_exceptions.txt
-    failed=()
+    attack_users "$name" 61061 61062
     gcc -O1 -Wall -Werror -pthread -o "$out" "$LIB_DIR/$name.c" || fail "gcc of $name.c"
     chmod 755 "$out"
     mkdir -m 1777 "$TMP/k"

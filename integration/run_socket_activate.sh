@@ -29,12 +29,7 @@ c.settimeout(20)
 c.connect(sys.argv[1])
 c.sendall(sys.argv[2].encode())
 c.shutdown(socket.SHUT_WR)
-out = b""
-while True:
-    d = c.recv(100)
-    if not d:
-        break
-    out += d
+out = b"".join(iter(lambda: c.recv(100), b""))  # to EOF
 print("reply:", out.decode())
 EOF2
 

@@ -584,6 +584,29 @@ struct Reg {
     inherited: bool,
 }
 
+impl Reg {
+    /// A new live registration of number `fd` (laned end `end`, socket
+    /// `ino`) in set `epfd`, as the program asked (`events`, `data`).
+    fn new(id: u32, epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned) -> Reg {
+        Reg {
+            id,
+            epfd,
+            fd,
+            at: fd,
+            watch: -1,
+            ino,
+            checked: 0,
+            events,
+            data,
+            end,
+            armed: true,
+            last: None,
+            live: true,
+            inherited: false,
+        }
+    }
+}
+
 impl Drop for Reg {
     fn drop(&mut self) {
         unwatch(&mut self.watch);
@@ -902,23 +925,10 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
         return;
     }
     let ev = end.ev;
-    list.push(Reg {
-        id,
-        epfd,
-        fd,
-        at: fd,
-        watch: -1,
-        ino,
-        events,
-        data,
-        end,
-        // A one-shot the kernel disarmed keeps only its flags.
-        armed: events & libc::EPOLLONESHOT as u32 == 0 || events & !private != 0,
-        last: None,
-        checked: 0,
-        live: true,
-        inherited: false,
-    });
+    let mut reg = Reg::new(id, epfd, fd, ino, events, data, end);
+    // A one-shot the kernel disarmed keeps only its flags.
+    reg.armed = events & libc::EPOLLONESHOT as u32 == 0 || events & !private != 0;
+    list.push(reg);
     set_count(list);
     drop(h);
     futex::eventfd_signal(ev);
@@ -1372,22 +1382,9 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 return Some(-1);
             }
             let evfd = end.ev;
-            list.push(Reg {
-                id,
-                epfd,
-                fd,
-                at: fd,
-                watch: -1,
-                ino,
-                events: ev.events,
-                data: ev.u64,
-                end,
-                armed: true,
-                last: None,
-                checked: gen,
-                live: true,
-                inherited: false,
-            });
+            let mut reg = Reg::new(id, epfd, fd, ino, ev.events, ev.u64, end);
+            reg.checked = gen;
+            list.push(reg);
             set_count(list);
             wake_sleepers(evfd);
             Some(0)

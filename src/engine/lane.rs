@@ -1287,6 +1287,17 @@ mod tests {
         })
     }
 
+    /// An engine with lanes on, each user's bounds at `share_permille` of
+    /// the mount's (0: no shares) and `--max-queued-bytes` at `queued`.
+    fn lanes_engine_with(share_permille: u64, queued: u64) -> Arc<Engine> {
+        Engine::new(crate::engine::Config {
+            lanes: true,
+            user_share_permille: share_permille,
+            max_queued_bytes: queued,
+            ..crate::engine::Config::small()
+        })
+    }
+
     /// A waiter that counts its wake-ups.
     #[derive(Default)]
     struct Woken(std::sync::atomic::AtomicU32);
@@ -1372,9 +1383,7 @@ mod tests {
         };
         let (e, c) = (lanes_engine(), root());
         let (srv, addr) = listener(&e, b"lane-hup", SockType::Stream, &c);
-        let cli = e.socket(SockType::Stream, &c);
-        e.connect(&cli, &addr, &c, None).unwrap();
-        let acc = e.accept(&srv, None).unwrap();
+        let (cli, acc) = connection(&e, &srv, &addr, &c);
         assert_eq!(e.lane_join(&cli, &c, false).map(|_| ()), Err(Errno::EAGAIN));
         e.lane_join(&acc, &c, false).expect("both asked");
         e.lane_join(&cli, &c, false)
@@ -1423,9 +1432,7 @@ mod tests {
     fn a_lane_made_while_a_socket_is_released_goes_down_with_it() {
         let (e, c) = (lanes_engine(), root());
         let (srv, addr) = listener(&e, b"lane-release", SockType::Stream, &c);
-        let cli = e.socket(SockType::Stream, &c);
-        e.connect(&cli, &addr, &c, None).unwrap();
-        let acc = e.accept(&srv, None).unwrap();
+        let (cli, acc) = connection(&e, &srv, &addr, &c);
         assert_eq!(e.lane_join(&cli, &c, false).map(|_| ()), Err(Errno::EAGAIN));
         e.lane_join(&acc, &c, false).expect("both asked");
         // The client's data file released: its way down first...
@@ -1497,18 +1504,34 @@ mod tests {
         assert_eq!(lens, [3, 0, 5]);
     }
 
-    /// A poll registration for the polled-rule test: counts its wake-ups,
-    /// live (armed) until the first.
-    struct Poller(std::sync::atomic::AtomicU32);
-    impl crate::engine::Wake for Poller {
+    /// A waiter of the lane tests that counts its wake-ups, live (armed)
+    /// until the first: a poll registration (`reader` None; it rearms), or
+    /// a plain read parked in the daemon by thread `reader` (exclusive).
+    #[derive(Default)]
+    struct Waiting {
+        reader: Option<u32>,
+        woken: std::sync::atomic::AtomicU32,
+    }
+    impl Waiting {
+        fn woken(&self) -> u32 {
+            self.woken.load(Ordering::SeqCst)
+        }
+    }
+    impl crate::engine::Wake for Waiting {
         fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
+            self.woken.fetch_add(1, Ordering::SeqCst);
         }
         fn is_live(&self) -> bool {
-            self.0.load(Ordering::SeqCst) == 0
+            self.woken() == 0
         }
         fn rearms(&self) -> bool {
-            true
+            self.reader.is_none()
+        }
+        fn exclusive(&self) -> bool {
+            self.reader.is_some()
+        }
+        fn read_by(&self) -> Option<u32> {
+            self.reader
         }
     }
 
@@ -1524,13 +1547,11 @@ mod tests {
         // root()'s process is pid 1: its own thread polls as tid 1; this
         // test's thread is another process's for the rule.
         let (e, c, own, other, addr, srv) = two_processes_listening(b"lane-polled");
-        let cli = e.socket(SockType::Stream, &c);
-        e.connect(&cli, &addr, &c, None).unwrap();
-        let acc = e.accept(&srv, None).unwrap();
+        let (cli, acc) = connection(&e, &srv, &addr, &c);
         assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
         // The client's library polls through the daemon before the lane
         // (an epoll registration, armed).
-        let p = Arc::new(Poller(0.into()));
+        let p = Arc::new(Waiting::default());
         let w: crate::engine::Waiter = p.clone();
         let ready = e.lane_polled(&cli, own);
         e.poll(&cli, Some(&w));
@@ -1539,7 +1560,7 @@ mod tests {
         let g = e.lane_join(&acc, &c, true).map(|_| ());
         println!("the accepter asks (the client's registration armed): {g:?}");
         assert_eq!(g, Ok(()));
-        let woken = p.0.load(Ordering::SeqCst);
+        let woken = p.woken();
         println!("the client's registration woken at the grant: {woken} time(s)");
         assert_eq!(woken, 1);
         let ready = e.lane_polled(&cli, own);
@@ -1560,9 +1581,7 @@ mod tests {
         assert_eq!(e.lane_status(&cli), "none");
 
         // Another process polls a connection whose ends said arg 6.
-        let cli = e.socket(SockType::Stream, &c);
-        e.connect(&cli, &addr, &c, None).unwrap();
-        let acc = e.accept(&srv, None).unwrap();
+        let (cli, acc) = connection(&e, &srv, &addr, &c);
         assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
         assert!(!e.lane_polled(&cli, other));
         let g = e.lane_join(&acc, &c, true).map(|_| ());
@@ -1570,28 +1589,13 @@ mod tests {
         assert_eq!(g, Err(Errno::EOPNOTSUPP));
     }
 
-    /// A plain read parked in the daemon for the lane tests: its caller's
-    /// thread, its wake-ups counted, live until the first.
-    struct Reader(u32, std::sync::atomic::AtomicU32);
-    impl crate::engine::Wake for Reader {
-        fn wake(self: Arc<Self>) {
-            self.1.fetch_add(1, Ordering::SeqCst);
-        }
-        fn is_live(&self) -> bool {
-            self.1.load(Ordering::SeqCst) == 0
-        }
-        fn exclusive(&self) -> bool {
-            true
-        }
-        fn read_by(&self) -> Option<u32> {
-            Some(self.0)
-        }
-    }
-
     /// Parks a read of `s` by thread `tid` (nothing queued: EAGAIN, its
     /// waiter on the socket's list).
-    fn park_read(e: &Engine, s: &Arc<Socket>, tid: u32) -> Arc<Reader> {
-        let r = Arc::new(Reader(tid, 0.into()));
+    fn park_read(e: &Engine, s: &Arc<Socket>, tid: u32) -> Arc<Waiting> {
+        let r = Arc::new(Waiting {
+            reader: Some(tid),
+            ..Default::default()
+        });
         let w: crate::engine::Waiter = r.clone();
         let got = e.recvmsg(s, super::super::RecvFlags::new(100), Some(&w));
         assert_eq!(got.map(|_| ()), Err(Errno::EAGAIN));
@@ -1622,7 +1626,7 @@ mod tests {
         assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
         let r = park_read(&e, &cli, own);
         let g = e.lane_join(&acc, &c, true).map(|_| ());
-        let woken = r.1.load(Ordering::SeqCst);
+        let woken = r.woken();
         println!(
             "the accepter asks, the client's read parked: {g:?}, the read woken {woken} time(s)"
         );
@@ -1644,7 +1648,7 @@ mod tests {
         // A read of the asker's that parked after the grant's look.
         let r = park_read(&e, &acc, own);
         e.lane_after_read(&acc, own);
-        let woken = r.1.load(Ordering::SeqCst);
+        let woken = r.woken();
         println!(
             "a read parked after the grant: woken {woken} time(s), lane={}",
             e.lane_status(&acc)
@@ -1659,7 +1663,7 @@ mod tests {
             e.lane_status(&acc)
         );
         assert_eq!(e.lane_status(&acc), "none");
-        assert_eq!(r.1.load(Ordering::SeqCst), 0);
+        assert_eq!(r.woken(), 0);
 
         let (cli, acc) = conn();
         assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
@@ -1667,7 +1671,7 @@ mod tests {
         let g = e.lane_join(&acc, &c, true).map(|_| ());
         println!("another process's read of the client parked, the accepter asks: {g:?}");
         assert_eq!(g, Err(Errno::EAGAIN));
-        assert_eq!(r.1.load(Ordering::SeqCst), 0);
+        assert_eq!(r.woken(), 0);
         assert_eq!(e.lane_status(&cli), "none");
 
         // More reads of the asker's parked than a lane is made under.
@@ -1682,7 +1686,7 @@ mod tests {
             rs.len()
         );
         assert_eq!(g, Err(Errno::EAGAIN));
-        assert!(rs.iter().all(|r| r.1.load(Ordering::SeqCst) == 0));
+        assert!(rs.iter().all(|r| r.woken() == 0));
 
         // The client's library stopped asking (arg 7): its parked read
         // wakes for no lane.
@@ -1691,7 +1695,7 @@ mod tests {
         e.lane_stop(&cli, &c);
         let r = park_read(&e, &cli, own);
         let g = e.lane_join(&acc, &c, true).map(|_| ());
-        let woken = r.1.load(Ordering::SeqCst);
+        let woken = r.woken();
         println!(
             "the client stopped asking, its read parked, the accepter asks: {g:?}, woken {woken}"
         );
@@ -1703,11 +1707,7 @@ mod tests {
     /// An engine with lanes on and every per-user bound at half the mount's
     /// (`--user-share 500`), as the attack tests below need.
     fn shared_out() -> std::sync::Arc<Engine> {
-        Engine::new(crate::engine::Config {
-            lanes: true,
-            user_share_permille: 500,
-            ..crate::engine::Config::small()
-        })
+        lanes_engine_with(500, crate::engine::Config::small().max_queued_bytes)
     }
 
     /// A listener of `c`'s at abstract `name` (backlog 16), and its name.
@@ -1791,12 +1791,7 @@ mod tests {
     #[test]
     fn a_lanes_rings_are_on_its_payers_queued_share() {
         use crate::engine::tests::user;
-        let e = Engine::new(crate::engine::Config {
-            lanes: true,
-            user_share_permille: 500,
-            max_queued_bytes: 2 << 20,
-            ..crate::engine::Config::small()
-        });
+        let e = lanes_engine_with(500, 2 << 20);
         let (a, b) = (user(61021), user(65534));
         let (held, refused) = pairs_until_refused(&e, &b, 8);
         let used = e.queued.user_used(65534);
@@ -1846,12 +1841,7 @@ mod tests {
     fn a_way_down_past_the_writers_queued_share_loses_no_byte() {
         use crate::engine::tests::user;
         use udsfs_proto::lane::{Framing, Side};
-        let e = Engine::new(crate::engine::Config {
-            lanes: true,
-            user_share_permille: 0,
-            max_queued_bytes: 1 << 20,
-            ..crate::engine::Config::small()
-        });
+        let e = lanes_engine_with(0, 1 << 20);
         let b = user(65534);
         let (x, y) = e.try_socketpair(SockType::Stream, &b).unwrap();
         e.lane_prepare(&x, &b).unwrap();
@@ -2072,9 +2062,7 @@ mod tests {
         let e = lanes_engine();
         let (a, b) = (user(61021), user(65534));
         let (srv, addr) = listener(&e, b"peer-lane", SockType::Stream, &a);
-        let cli = e.socket(SockType::Stream, &b);
-        e.connect(&cli, &addr, &b, None).unwrap();
-        let acc = e.accept(&srv, None).unwrap();
+        let (cli, acc) = connection(&e, &srv, &addr, &b);
         let got = e.lane_prepare(&cli, &b).map(|_| ());
         println!("B's lane on its end of a connection to A's listener: {got:?}");
         assert_eq!(got, Err(Errno::EOPNOTSUPP));
