@@ -7,6 +7,7 @@ GUARD are udsfs's only (the socket's status file), and are left out of the
 comparison; lanes.sh checks them itself."""
 
 import ctypes
+import errno
 import hashlib
 import os
 import signal
@@ -294,6 +295,40 @@ def scribble():
     say("within 10 s:", time.monotonic() - t < 10)
 
 
+def sockopts():
+    """getsockopt of what a lane does not change, on ends whose lane carries
+    bytes (dbus asks SO_PEERCRED and SO_PEERPIDFD after its first byte):
+    the answers as the kernel's, and the lane stays (it went down at each:
+    Op::Info and Op::PeerPidfd took a claimed lane down)."""
+    a, b = socket.socketpair()
+    pingpong_pair(a, b)
+    guard(a, "sockopts before")
+    for name, opt in [("SO_TYPE", socket.SO_TYPE), ("SO_ACCEPTCONN", socket.SO_ACCEPTCONN),
+                      ("SO_PASSCRED", socket.SO_PASSCRED)]:
+        say(name, a.getsockopt(socket.SOL_SOCKET, opt))
+    pid, uid, gid = struct.unpack("3i", a.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    say("SO_PEERCRED is this process:", (pid, uid, gid) == (os.getpid(), os.getuid(), os.getgid()))
+    say("SO_SNDBUF > 0:", a.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) > 0)
+    try:
+        pidfd = a.getsockopt(socket.SOL_SOCKET, 77)  # SO_PEERPIDFD (Linux 6.5)
+        os.close(pidfd)
+        say("SO_PEERPIDFD: a pidfd")
+    except OSError as e:
+        say("SO_PEERPIDFD:", errno.errorcode[e.errno])
+    pingpong_pair(a, b)
+    guard(a, "sockopts after")
+    guard(b, "sockopts after, the peer")
+    a.close()
+    b.close()
+
+
+def pingpong_pair(a, b):
+    for i in range(3):
+        a.send(b"ping %d" % i)
+        b.send(b.recv(10))
+        say("round", i, a.recv(10))
+
+
 def fionread(d=None):
     """FIONREAD (SIOCINQ) and SIOCOUTQ on each end of a connection, read
     with recv and with read (nginx reads with recv and, when the buffer
@@ -377,5 +412,5 @@ def fionread(d=None):
 if __name__ == "__main__":
     run_case(
         pingpong, big, eagain, rcvtimeo, signals, fork_end, pass_end, blocked_fds, epoll, observed, many,
-        scribble, fionread,
+        scribble, fionread, sockopts,
     )

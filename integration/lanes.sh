@@ -23,7 +23,7 @@ source "$(dirname "$0")/lib.sh"
 need_preload
 need_cmd python3 python3
 LANES=$ROOT/integration/lanes.py
-CASES=(pingpong big eagain rcvtimeo signals fork_end pass_end blocked_fds epoll many fionread)
+CASES=(pingpong big eagain rcvtimeo signals fork_end pass_end blocked_fds epoll many fionread sockopts)
 
 # A case that hangs explains itself. The epoll case's udsfs run was killed at 60 s, right
 # after its last lines, once in the first of four full runs of this script at load (not
@@ -104,6 +104,7 @@ compare many ""
 mkdir -p "$TMP/fionread-k" "$MNT/fionread-u"
 compare fionread "" "$TMP/fionread-k" "$MNT/fionread-u"
 grep -qx 'GUARD laned before FIONREAD lane=direct' "$TMP/fionread.udsfs" || fail "fionread: the laned pair had no lane before its FIONREAD"
+compare sockopts direct
 
 # The peer scribbles over the region (its own mapping: the process holds both ends).
 timeout 60 env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- python3 "$LANES" scribble >"$TMP/scribble.out" 2>&1 || fail "scribble failed: $(cat "$TMP/scribble.out")"

@@ -24,8 +24,9 @@ pub fn bind(fd: i32, wire: &[u8], given: &[u8]) -> Res<()> {
     ctl(fd, Ctl::new(Op::Bind, 0).with_addr(wire).with_given(given)).map(|_| ())
 }
 
+/// The socket's type, settings, peer and number (its lane stays up).
 pub fn info(fd: i32) -> Res<Info> {
-    op(fd, Op::Info, 0).map(|c| c.values())
+    op(fd, Op::Info, udsfs_proto::ioctl::INFO_SETTINGS).map(|c| c.values())
 }
 
 /// The socket is a stream (its type costs a round trip: ask it only when it

@@ -279,6 +279,13 @@ pub trait CtlValues: Sized {
     fn decode(v: &[i64; NV]) -> Self;
 }
 
+/// `Op::Info`'s arg when the caller reads none of the queue figures (`inq`,
+/// `outq`): the type, settings, peer and number, which a lane does not
+/// change, so the daemon leaves the socket's lane up (getsockopt SO_TYPE or
+/// SO_PEERCRED of a connection in use; 0, the queue ioctls', takes a claimed
+/// lane down first: its bytes are in the rings).
+pub const INFO_SETTINGS: i32 = 1;
+
 /// `Op::Info`: what getsockopt and the queue ioctls report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Info {

@@ -75,7 +75,13 @@ fn ctl(fd: i32, op: Op, arg: i32) -> Res<Ctl> {
     ioctl::request(fd, Ctl::new(op, arg))
 }
 
+/// The socket's type, settings and peer (`INFO_SETTINGS`: its lane stays).
 fn info(fd: i32) -> Res<Info> {
+    ctl(fd, Op::Info, ioctl::INFO_SETTINGS).map(|c| c.values())
+}
+
+/// All of it, the queues' bytes too.
+fn info_queued(fd: i32) -> Res<Info> {
     ctl(fd, Op::Info, 0).map(|c| c.values())
 }
 
@@ -283,8 +289,8 @@ pub fn timeout(fd: i32, dir: i32) -> Res<Option<std::time::Duration>> {
 pub fn queue_ioctl(fd: i32, req: libc::c_ulong) -> Option<Res<i32>> {
     let n = match req {
         SIOCATMARK => ctl(fd, Op::AtMark, 0).map(|c| c.values::<ioctl::AtMark>().at as i64),
-        libc::FIONREAD => info(fd).map(|i| i.inq.unwrap_or(-1)),
-        libc::TIOCOUTQ => info(fd).map(|i| i.outq),
+        libc::FIONREAD => info_queued(fd).map(|i| i.inq.unwrap_or(-1)),
+        libc::TIOCOUTQ => info_queued(fd).map(|i| i.outq),
         _ => return None,
     };
     Some(n.and_then(|n| {

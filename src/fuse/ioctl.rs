@@ -77,10 +77,20 @@ fn lane_need(cmd: u32, input: &[u8]) -> LaneNeed {
     if cmd == UDSFS_IOC_MSG {
         return LaneNeed::Down;
     }
-    let Ok(ctl) = read_struct::<Ctl>(input).map(|c| c.op) else {
+    let Ok((ctl, arg)) = read_struct::<Ctl>(input).map(|c| (c.op, c.arg)) else {
         return LaneNeed::Keeps;
     };
-    let lane_own = [Op::LaneClaim, Op::GetTimeo, Op::GetName, Op::PeerGroups].map(|o| o as u32);
+    if ctl == Op::Info as u32 && arg == udsfs_proto::ioctl::INFO_SETTINGS {
+        return LaneNeed::Keeps;
+    }
+    let lane_own = [
+        Op::LaneClaim,
+        Op::GetTimeo,
+        Op::GetName,
+        Op::PeerGroups,
+        Op::PeerPidfd,
+    ]
+    .map(|o| o as u32);
     let reads = [
         Op::SetTimeo,
         Op::SetSockopt,
@@ -104,8 +114,9 @@ fn lane_need(cmd: u32, input: &[u8]) -> LaneNeed {
 /// `w` woken when it is done (src/engine/lane.rs). A message call always;
 /// of the control operations, the lane's own calls leave it up and any
 /// other takes it down first (a timeout set takes it down: the ends read
-/// theirs at the claim). Names and the peer's groups never depend on the
-/// queues: the lane's too once an end is claimed (asyncio reads both ends'
+/// theirs at the claim). Names, the peer's groups and its pidfd (fixed at
+/// connect: dbus and systemd ask SO_PEERPIDFD of each new connection) never
+/// depend on the queues: the lane's too once an end is claimed (asyncio reads both ends'
 /// names after its selector registered, and so claimed, the first).
 pub(super) fn lane_down(
     eng: &Engine,
