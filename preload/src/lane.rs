@@ -149,11 +149,14 @@ static FRESH: AtomicUsize = AtomicUsize::new(0);
 /// The inode of `fd`'s file, from the kernel's cache (AT_STATX_DONT_SYNC:
 /// an fstat of a FUSE file may be a GETATTR round trip to the daemon, which
 /// would cost what the lane saves; an inode number never changes).
-fn ino_of(fd: c_int) -> Option<u64> {
+pub(crate) fn ino_of(fd: c_int) -> Option<u64> {
     // SAFETY: statx fills the zeroed struct it is given.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
     let flags = libc::AT_EMPTY_PATH | libc::AT_STATX_DONT_SYNC;
-    let r = unsafe { libc::statx(fd, c"".as_ptr(), flags, libc::STATX_INO, &mut st) };
+    // The system call from the library's call site, not the C library's
+    // statx (which is the library's own entry, `stat_entry`: its frames
+    // overflowed hackbench -T's 16 KiB thread stacks in a debug build).
+    let r = unsafe { crate::real::statx(fd, c"".as_ptr(), flags, libc::STATX_INO, &mut st) };
     (r == 0).then_some(st.stx_ino)
 }
 

@@ -816,7 +816,7 @@ pub fn closed(first: c_int, last: c_int) {
             continue;
         }
         let last_close = last_closed(&mut r.watch);
-        if ino_of(r.at) == Some(r.ino) {
+        if crate::lane::ino_of(r.at) == Some(r.ino) {
             // Not closed (the close failed, or the same file put back).
             i += 1;
             continue;
@@ -1038,7 +1038,7 @@ fn still_at(r: &mut Reg) -> bool {
     if r.checked == now && r.at >= 0 {
         return true;
     }
-    let same = r.at >= 0 && ino_of(r.at) == Some(r.ino);
+    let same = r.at >= 0 && crate::lane::ino_of(r.at) == Some(r.ino);
     if same {
         r.checked = now;
     }
@@ -1054,7 +1054,7 @@ fn names(r: &mut Reg, fd: c_int) -> bool {
     if r.at == fd {
         return still_at(r);
     }
-    ino_of(fd) == Some(r.ino)
+    crate::lane::ino_of(fd) == Some(r.ino)
 }
 
 /// Registration `r`'s number `at` no longer names its socket: another
@@ -1123,7 +1123,7 @@ fn number_of(ino: u64, not: c_int) -> Option<c_int> {
                 continue;
             }
             let fd = num as c_int;
-            if fd != not && fd != dir && ino_of(fd) == Some(ino) {
+            if fd != not && fd != dir && crate::lane::ino_of(fd) == Some(ino) {
                 found = Some(fd);
                 break 'read;
             }
@@ -1132,14 +1132,6 @@ fn number_of(ino: u64, not: c_int) -> Option<c_int> {
     // SAFETY: ours.
     unsafe { libc::syscall(libc::SYS_close, dir) };
     found
-}
-
-fn ino_of(fd: c_int) -> Option<u64> {
-    // SAFETY: statx fills the zeroed struct it is given.
-    let mut st: libc::statx = unsafe { std::mem::zeroed() };
-    let flags = libc::AT_EMPTY_PATH | libc::AT_STATX_DONT_SYNC;
-    let r = unsafe { libc::statx(fd, c"".as_ptr(), flags, libc::STATX_INO, &mut st) };
-    (r == 0).then_some(st.stx_ino)
 }
 
 fn kernel_ctl(epfd: c_int, op: c_int, fd: c_int, events: u32, data: u64) -> c_int {
@@ -1192,7 +1184,7 @@ fn to_data_file(r: &Reg) {
     // number; Linux's by the closed one).
     let fd = [r.fd, r.at]
         .into_iter()
-        .find(|&n| n >= 0 && ino_of(n) == Some(r.ino));
+        .find(|&n| n >= 0 && crate::lane::ino_of(n) == Some(r.ino));
     if let (true, Some(fd)) = (r.live, fd) {
         let events = if r.armed {
             r.events

@@ -909,6 +909,12 @@ stat_entry! {
         |s| { stat::fix_stat64(s); routed::fix_lstat64(s, d, p) };
 }
 
+/// An ioctl request number of the daemon's (udsfs_proto::ioctl).
+fn is_daemon_request(req: libc::c_long) -> bool {
+    let req = req as u32;
+    req == udsfs_proto::ioctl::UDSFS_IOC_CTL || req == udsfs_proto::ioctl::UDSFS_IOC_MSG
+}
+
 /// syscall(3): a raw statx, fstat or newfstatat answers as the entry points
 /// above (a udsfs socket's data file shown as a socket), a raw ioctl as
 /// `ioctl` (the queue ioctls, O_ASYNC, the owner); every other call
@@ -932,6 +938,12 @@ pub unsafe extern "C" fn syscall(
             libc::SYS_statx => statx(a as c_int, b as Path, c as c_int, d as c_uint, e as _).into(),
             libc::SYS_fstat => fstat(a as c_int, b as _).into(),
             libc::SYS_newfstatat => fstatat(a as c_int, b as Path, c as _, d as c_int).into(),
+            // The library's own requests to the daemon (udsfs_proto's
+            // `control` and `message` come here) go straight to the gadget:
+            // a laned call on a thread of a small stack (hackbench -T's 16
+            // KiB, its 4 KiB buffer on it) overflowed it by the frames of
+            // `ioctl` below (debug build, at a lane's claim).
+            libc::SYS_ioctl if is_daemon_request(b) => gadget::call(nr, a, b, c, d, e, f),
             // From the gadget the supervisor lets it by: a udsfs data file's
             // FIONREAD would read the file's 1 GiB, SIOCOUTQ ENOTTY.
             libc::SYS_ioctl => ioctl(a as c_int, b as c_ulong, c as *mut c_void).into(),

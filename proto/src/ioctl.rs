@@ -674,10 +674,9 @@ pub fn control(fd: i32, ctl: &mut Ctl) -> Res<()> {
 }
 
 /// `control` of a new request, returning what came back.
-pub fn request(fd: i32, ctl: Ctl) -> Res<Ctl> {
-    let mut c = ctl;
-    control(fd, &mut c)?;
-    Ok(c)
+pub fn request(fd: i32, mut ctl: Ctl) -> Res<Ctl> {
+    control(fd, &mut ctl)?;
+    Ok(ctl)
 }
 
 /// One UDSFS_IOC_MSG on data file `fd` with `buf` (a head, then a send's
