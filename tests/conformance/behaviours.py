@@ -21,7 +21,7 @@ import stat
 import struct
 import sys
 
-from differential import IOVec, MMsgHdr, MsgHdr, res, say, where
+from differential import IOVec, MMsgHdr, MsgHdr, open_fds, res, say, where
 
 DIR = os.path.realpath(sys.argv[1])
 ROUTE = os.path.realpath(sys.argv[2])
@@ -387,10 +387,10 @@ def getsockopt_order():
         seq = [call(lambda: libc.getsockopt(fd, socket.SOL_SOCKET, 9999, val, None)),
                call(lambda: libc.getsockopt(fd, socket.SOL_SOCKET, 9999, val, ctypes.byref(neg))),
                call(lambda: libc.getsockopt(fd, socket.SOL_SOCKET, 9999, val, ctypes.byref(four)))]
-        before = len(os.listdir("/proc/self/fd"))
+        before = len(open_fds())
         seq.append(call(lambda: libc.getsockopt(fd, socket.SOL_SOCKET, 77, ctypes.c_void_p(8),
                                                 ctypes.byref(four))))
-        seq.append(f"new descriptors: {len(os.listdir('/proc/self/fd')) - before}")
+        seq.append(f"new descriptors: {len(open_fds()) - before}")
         say(f"{name} getsockopt order:", *seq)
         a.close()
         b.close()

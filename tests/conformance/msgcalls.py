@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from differential import IOVec, MMsgHdr, MsgHdr, res, say, where
+from differential import IOVec, MMsgHdr, MsgHdr, open_fds, res, say, where
 
 DGRAM, SEQ, STREAM = socket.SOCK_DGRAM, socket.SOCK_SEQPACKET, socket.SOCK_STREAM
 TYPES = (("dgram", DGRAM), ("seqpacket", SEQ), ("stream", STREAM))
@@ -398,9 +398,6 @@ def blocking():
     b.setblocking(False)
     say("O_NONBLOCK peek", res(lambda: b.recv(100, socket.MSG_PEEK)), res(lambda: b.recvmsg(100, 64)))
 
-
-def open_fds():
-    return set(int(n) for n in os.listdir("/proc/self/fd"))
 
 
 def rights_at_nofile():
