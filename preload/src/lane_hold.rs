@@ -154,7 +154,7 @@ impl Drop for Hold {
             if fd >= 0 {
                 // SAFETY: the library's own eventfd (not the C library's
                 // close, whose wrapper is the program's: closes.rs).
-                unsafe { libc::syscall(libc::SYS_close, fd) };
+                unsafe { crate::real::own_close(fd) };
             }
         }
         // SAFETY: the count is 0: no reference to the region is left.

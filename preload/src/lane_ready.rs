@@ -618,7 +618,7 @@ impl Drop for Reg {
 fn unwatch(w: &mut c_int) {
     if *w >= 0 {
         // SAFETY: our inotify descriptor.
-        unsafe { libc::syscall(libc::SYS_close, *w) };
+        unsafe { crate::real::own_close(*w) };
         *w = -1;
     }
 }
@@ -762,7 +762,7 @@ fn watch(fd: c_int) -> c_int {
     // SAFETY: a NUL-terminated path.
     if unsafe { libc::inotify_add_watch(w, path.as_ptr().cast(), mask) } < 0 {
         // SAFETY: ours.
-        unsafe { libc::syscall(libc::SYS_close, w) };
+        unsafe { crate::real::own_close(w) };
         return -1;
     }
     w
@@ -1130,7 +1130,7 @@ fn number_of(ino: u64, not: c_int) -> Option<c_int> {
         }
     }
     // SAFETY: ours.
-    unsafe { libc::syscall(libc::SYS_close, dir) };
+    unsafe { crate::real::own_close(dir) };
     found
 }
 
