@@ -16,8 +16,9 @@
 //! The table is fixed-size (no allocation on the read/write path: signal
 //! handlers call it), keyed by descriptor number and checked against the
 //! data file's inode (numbers are reused). Each end's reader and writer are
-//! used by one thread at a time: a second thread finds it taken and goes
-//! through the daemon, which takes the lane down (correct, not fast).
+//! used by one thread at a time: a second thread waits for its turn
+//! (lane_turn.rs), which a call lets go of while it sleeps for bytes or
+//! room.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{
@@ -32,6 +33,7 @@ use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, S
 
 use crate::errno::{len_ret, Res};
 use crate::lane_hold::{self, Hold};
+use crate::lane_turn::{Taken, Turn};
 use crate::{fdpass, ioctl, log, mount, real, user, wait_note};
 
 const SLOTS: usize = 64;
@@ -77,8 +79,8 @@ struct Slot {
     fd: AtomicI32,
     ino: AtomicU64,
     /// This process's reader and writer of the end, one thread each.
-    rtaken: AtomicBool,
-    wtaken: AtomicBool,
+    rtaken: Turn,
+    wtaken: Turn,
     /// JOIN: the asks left.
     tries: AtomicU32,
     /// The end carries records (set with `end`, read without it).
@@ -107,8 +109,8 @@ const EMPTY: Slot = Slot {
     state: AtomicU32::new(FREE),
     fd: AtomicI32::new(-1),
     ino: AtomicU64::new(0),
-    rtaken: AtomicBool::new(false),
-    wtaken: AtomicBool::new(false),
+    rtaken: Turn::new(),
+    wtaken: Turn::new(),
     tries: AtomicU32::new(0),
     record: AtomicBool::new(false),
     fresh: AtomicBool::new(false),
@@ -261,7 +263,7 @@ fn slot_for(fd: c_int) -> Option<(&'static Slot, (Taken<'static>, Taken<'static>
         {
             return None;
         }
-        match (take(&s.rtaken), take(&s.wtaken)) {
+        match (s.rtaken.try_take(), s.wtaken.try_take()) {
             (Some(r), Some(w)) => Some((s, (r, w))),
             _ => {
                 s.state.store(FREE, Ordering::Release);
@@ -606,16 +608,62 @@ fn same_file(fd: c_int, s: &Slot) -> bool {
     same
 }
 
-/// The slot of `fd` with a usable lane (claimed now if it was a candidate).
+/// How long a call waits for another thread's claim of its end: a claim
+/// is a round trip to the daemon (and a memfd over the fd channel).
+const CLAIM_WAIT: Duration = Duration::from_millis(200);
+
+/// The slot of `fd` with a usable lane (claimed now if it was a
+/// candidate). While another thread claims it (hackbench's twenty senders
+/// make their first writes to each socket at once), the call waits for
+/// the claim rather than go through the daemon, which would take the new
+/// lane down for good.
 fn find(fd: c_int) -> Option<&'static Slot> {
     if USED.load(Ordering::Relaxed) == 0 {
         return None;
     }
-    let s = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd)?;
-    let st = s.state.load(Ordering::Acquire);
-    if st != CANDIDATE && st != LANE && st != JOIN {
-        return None;
+    let mut until = None;
+    loop {
+        match look(fd) {
+            Look::Found(s) => return s,
+            Look::Claiming => {}
+        }
+        let end = *until.get_or_insert_with(|| Instant::now() + CLAIM_WAIT);
+        if Instant::now() >= end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_micros(20));
     }
+}
+
+enum Look {
+    Found(Option<&'static Slot>),
+    /// Another thread claims or joins the slot now.
+    Claiming,
+}
+
+fn look(fd: c_int) -> Look {
+    let Some(s) = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd) else {
+        return Look::Found(None);
+    };
+    let st = s.state.load(Ordering::Acquire);
+    if st == CLAIMING {
+        return Look::Claiming;
+    }
+    if st != CANDIDATE && st != LANE && st != JOIN {
+        return Look::Found(None);
+    }
+    match look_at(fd, s, st) {
+        // Another thread's claim or join began since the look.
+        None if s.state.load(Ordering::Acquire) == CLAIMING
+            && s.fd.load(Ordering::Relaxed) == fd =>
+        {
+            Look::Claiming
+        }
+        r => Look::Found(r),
+    }
+}
+
+fn look_at(fd: c_int, s: &'static Slot, st: u32) -> Option<&'static Slot> {
     if !same_file(fd, s) {
         // The number now names another file: the socket was closed.
         if s.state
@@ -675,7 +723,7 @@ fn joined(fd: c_int, s: &'static Slot) -> Option<&'static Slot> {
     }
     // Held while the end is written: after a way down (`rejoin`) a thread
     // that found the slot a LANE may still reach for the old one.
-    let (Some(r), Some(w)) = (take(&s.rtaken), take(&s.wtaken)) else {
+    let (Some(r), Some(w)) = (s.rtaken.try_take(), s.wtaken.try_take()) else {
         s.state.store(JOIN, Ordering::Release);
         return None;
     };
@@ -742,7 +790,7 @@ fn rejoin(fd: c_int, s: &'static Slot) -> Option<&'static Slot> {
     }
     // Held until the new end is in place: a thread that found the slot
     // before cannot take the old end meanwhile.
-    let (Some(r), Some(w)) = (take(&s.rtaken), take(&s.wtaken)) else {
+    let (Some(r), Some(w)) = (s.rtaken.try_take(), s.wtaken.try_take()) else {
         s.state.store(LANE, Ordering::Release);
         return Some(s);
     };
@@ -799,10 +847,12 @@ pub fn forked() {
         let fd = k.swap(-1, Ordering::AcqRel);
         if fd >= 0 {
             // SAFETY: the parent's copy, inherited: the child's own now.
-            unsafe { libc::syscall(libc::SYS_close, fd) };
+            unsafe { real::own_close(fd) };
         }
     }
     for s in &TABLE {
+        s.rtaken.reset();
+        s.wtaken.reset();
         if s.state.load(Ordering::Relaxed) == LANE {
             free(s);
         }
@@ -840,7 +890,7 @@ pub fn close(fd: c_int) -> Option<c_int> {
     // thread died in `direct` on a null region, run_glib_tests.sh;
     // lanes_programs.sh close_reuse). Another thread writing on the end:
     // the C library's close, the daemon's RELEASE finishes the end.
-    let w = take(&s.wtaken)?;
+    let w = s.wtaken.try_take()?;
     // Held across the close: the slot is freed when it returns (closes.rs).
     let h = held_for(s, fd)?;
     // SAFETY: LANE was seen with Acquire: `end` is set and stays while `w`
@@ -911,7 +961,7 @@ fn timeout(fd: c_int, dir: i32) -> Option<Duration> {
 fn nonblocking(fd: c_int, flags: c_int) -> bool {
     // SAFETY: F_GETFL reads the file's flags.
     flags & libc::MSG_DONTWAIT != 0
-        || unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_NONBLOCK != 0
+        || unsafe { real::own_fcntl(fd, libc::F_GETFL, 0) } & libc::O_NONBLOCK != 0
 }
 
 /// A corrupt region: the daemon resets the connection; ECONNRESET.
@@ -924,13 +974,6 @@ fn corrupt(fd: c_int, s: &Slot, why: &str) -> ssize_t {
     len_ret(Err(libc::ECONNRESET))
 }
 
-struct Taken<'a>(&'a AtomicBool);
-impl Drop for Taken<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
-}
-
 /// A write's count, or `err` when nothing was written.
 fn stop(done: usize, err: c_int) -> Option<ssize_t> {
     Some(if done > 0 {
@@ -938,18 +981,6 @@ fn stop(done: usize, err: c_int) -> Option<ssize_t> {
     } else {
         len_ret(Err(err))
     })
-}
-
-fn take(flag: &AtomicBool) -> Option<Taken<'_>> {
-    // Not `then_some(Taken(flag))`: its argument is made either way, and a
-    // Taken made for a flag another thread holds releases it when dropped
-    // (every failed take freed the holder's reader or writer; lane::close's
-    // end rewritten under it, lanes_programs.sh close_reuse).
-    if flag.swap(true, Ordering::Acquire) {
-        None
-    } else {
-        Some(Taken(flag))
-    }
 }
 
 /// A plain read/recv of up to `n` bytes on `fd`'s lane; None: not the
@@ -967,21 +998,25 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
         return None;
     }
     let s = find(fd)?;
-    let _t = take(&s.rtaken)?;
+    let t = s.rtaken.take()?;
     // The region and eventfds stay while the call uses them (a close in
     // another thread frees the slot, not them).
     let _h = held_for(s, fd)?;
-    // SAFETY: LANE was seen with Acquire: `end` is set and stays.
+    // SAFETY: LANE was seen with Acquire: `end` is set and stays while a
+    // turn is held.
     let e = unsafe { (*s.end.get()).as_ref()? };
     // MSG_TRUNC on a stream is the daemon's (Linux discards the bytes).
     if flags & libc::MSG_TRUNC != 0 && !e.record {
         return None;
     }
+    let (region, ino, record) = (
+        e.region as *const Region,
+        s.ino.load(Ordering::Relaxed),
+        e.record,
+    );
     let peek = flags & libc::MSG_PEEK != 0;
     // MSG_WAITALL means nothing to a record socket.
-    let all = flags & libc::MSG_WAITALL != 0 && !e.record;
-    // SAFETY: `rtaken` is ours.
-    let r = unsafe { &mut *e.r.get() };
+    let all = flags & libc::MSG_WAITALL != 0 && !record;
     let room = user::writable(buf.cast(), n);
     if room == 0 && n != 0 {
         return Some(len_ret(Err(libc::EFAULT)));
@@ -993,24 +1028,32 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
         // SAFETY: the program's buffer, probed writable for n bytes.
         unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) }
     };
-    // What a call that read `done` bytes returns when it stops on `err`.
-    let stop = |done: usize, err: c_int| {
-        Some(if done > 0 {
-            done as ssize_t
-        } else {
-            len_ret(Err(err))
-        })
-    };
     let mut done = 0;
     // SO_RCVTIMEO bounds the whole call, as unix_stream_read_generic's one
     // timeo that each wait spends: a MSG_WAITALL read fed in pieces gives
     // up when it is spent, not a timeout after each piece.
-    let mut left = e.timeo[0];
+    let timeo = e.timeo[0];
+    let mut left = timeo;
     let mut kept = None;
+    let mut turn = Some((t, e));
     loop {
+        // The turn again after a sleep, if the slot is still this lane's.
+        let (t, e) = match turn.take() {
+            Some(te) => te,
+            None => match retake(s, &s.rtaken, fd, region) {
+                Some(te) => te,
+                None if done > 0 => return Some(done as ssize_t),
+                // The number closed or reused under the sleep (the slot
+                // went): the call goes on on the file it keeps, as
+                // Linux's does.
+                None => return kept_read(&kept, flags, dst).or_else(|| closed_ino(fd, ino)),
+            },
+        };
+        // SAFETY: the reader is this thread's while its turn (`t`) is held.
+        let r = unsafe { &mut *e.r.get() };
         busy(e).store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        let got = if e.record {
+        let got = if record {
             // A record: its length under MSG_TRUNC, else what was copied
             // (the rest of a longer one is dropped, as Linux does).
             r.read_record(dst, peek).map(|rec| match rec {
@@ -1022,9 +1065,13 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
             r.read(&mut dst[done..], peek)
         };
         busy(e).store(0, Ordering::Release);
+        if got.is_ok() {
+            r.sleeper().pass_on(|| r.readable().unwrap_or(false));
+        }
         match got {
             Ok(k) if all && k > 0 && done + k < n => {
                 done += k;
+                turn = Some((t, e));
                 continue;
             }
             Ok(k) => return Some((done + k) as ssize_t),
@@ -1034,11 +1081,25 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
                     kept = Kept::new(fd, s);
                 }
                 let began = Instant::now();
-                match r.wait_readable(0, left) {
+                let sleeper = r.sleeper();
+                // Other threads read meanwhile: the turn goes during the
+                // sleep and is taken for each look.
+                drop(t);
+                let slept = sleeper.wait(
+                    || match retake(s, &s.rtaken, fd, region) {
+                        // SAFETY: the turn is held.
+                        Some((_t, e)) => unsafe { &mut *e.r.get() }.readable(),
+                        // Gone: the loop's retake says what to return.
+                        None => Ok(true),
+                    },
+                    0,
+                    left,
+                );
+                match slept {
                     Ok(()) => left = left.map(|l| l.saturating_sub(began.elapsed())),
                     Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
                     Err(LaneErr::Interrupted) => {
-                        wait_note::interrupted(fd, e.timeo[0].is_none());
+                        wait_note::interrupted(fd, timeo.is_none());
                         return stop(done, libc::EINTR);
                     }
                     Err(LaneErr::NotDirect(_)) if done > 0 => {
@@ -1061,6 +1122,36 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
             Err(_) => return None,
         }
     }
+}
+
+/// The turn `which` of slot `s` again, after a sleep without it, and the
+/// slot's end: None unless the slot is still `fd`'s lane of `region`
+/// (another thread's close may have freed it meanwhile and a new socket
+/// taken it, whose end a call must not use for the old one).
+fn retake<'a>(
+    s: &'a Slot,
+    which: &'a Turn,
+    fd: c_int,
+    region: *const Region,
+) -> Option<(Taken<'a>, &'a End)> {
+    let t = which.take()?;
+    let h = held_for(s, fd)?;
+    if !std::ptr::eq(h.region(), region) {
+        return None;
+    }
+    // SAFETY: LANE seen (held_for) with the turn held: `end` is set and
+    // stays.
+    let e = unsafe { (*s.end.get()).as_ref()? };
+    Some((t, e))
+}
+
+/// A call whose slot went while it slept: EBADF when `fd` no longer names
+/// the socket `ino` (closed under the call), else None (the daemon's).
+fn closed_ino(fd: c_int, ino: u64) -> Option<ssize_t> {
+    if ino_of(fd) == Some(ino) {
+        return None;
+    }
+    Some(len_ret(Err(libc::EBADF)))
 }
 
 /// Numbers of the `Kept` files of this process's running calls (-1: none),
@@ -1092,8 +1183,7 @@ impl Kept {
         let e = crate::errno::errno();
         let floor = udsfs_proto::lane::ready::high_floor();
         // SAFETY: a copy of the program's descriptor, ours.
-        let d =
-            unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, floor) } as c_int;
+        let d = unsafe { real::own_fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
         crate::errno::set_errno(e);
         if d >= 0 && ino_of(d) == Some(ino) {
             KEPT[at].store(d, Ordering::Release);
@@ -1103,7 +1193,7 @@ impl Kept {
         // nothing to keep.
         if d >= 0 {
             // SAFETY: the copy just made.
-            unsafe { libc::syscall(libc::SYS_close, d) };
+            unsafe { real::own_close(d) };
         }
         KEPT[at].store(-1, Ordering::Release);
         None
@@ -1116,8 +1206,11 @@ impl Drop for Kept {
         // Closed only when the number still names the end's file (a
         // program's close_range may have taken it meanwhile and reused it).
         if self.fd >= 0 && ino_of(self.fd) == Some(self.ino) {
-            // SAFETY: our copy (not the C library's close: closes.rs).
-            unsafe { libc::syscall(libc::SYS_close, self.fd) };
+            // SAFETY: our copy, closed from the library's call site: not a
+            // close of the program's (closes.rs), which would move the
+            // descriptor generation and send every laned call of the
+            // process to a statx (hackbench -T: a statx per message).
+            unsafe { real::own_close(self.fd) };
         }
     }
 }
@@ -1130,6 +1223,14 @@ fn kept_read(kept: &Option<Kept>, flags: c_int, dst: &mut [u8]) -> Option<ssize_
     let k = kept.as_ref().filter(|_| flags == 0)?;
     // SAFETY: the program's buffer, probed writable; our copy of its file.
     Some(unsafe { crate::real::read(k.fd, dst.as_mut_ptr().cast(), dst.len()) })
+}
+
+/// `kept_read`'s write: the rest of a blocking write whose number the
+/// program closed or reused under its sleep, on the call's file.
+fn kept_write(kept: &Option<Kept>, flags: c_int, src: &[u8]) -> Option<ssize_t> {
+    let k = kept.as_ref().filter(|_| flags == 0)?;
+    // SAFETY: the program's buffer, probed readable; our copy of its file.
+    Some(unsafe { crate::real::write(k.fd, src.as_ptr().cast(), src.len()) })
 }
 
 /// A MSG_WAITALL read the lane began and the daemon is to end (the lane
@@ -1155,12 +1256,15 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
         return None;
     }
     let s = find(fd)?;
-    let _t = take(&s.wtaken)?;
+    let t = s.wtaken.take()?;
     let _h = held_for(s, fd)?;
     // SAFETY: as in recv.
     let e = unsafe { (*s.end.get()).as_ref()? };
-    // SAFETY: `wtaken` is ours.
-    let w = unsafe { &mut *e.w.get() };
+    let (region, ino, timeo) = (
+        e.region as *const Region,
+        s.ino.load(Ordering::Relaxed),
+        e.timeo[1],
+    );
     if user::readable(buf.cast(), n) < n {
         return Some(len_ret(Err(libc::EFAULT)));
     }
@@ -1171,11 +1275,30 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
     let mut nonblock: Option<bool> = None;
     let mut done = 0;
     let mut kept = None;
+    let mut turn = Some((t, e));
     loop {
+        let (t, e) = match turn.take() {
+            Some(te) => te,
+            None => match retake(s, &s.wtaken, fd, region) {
+                Some(te) => te,
+                // As in recv: on the file the call keeps.
+                None => match kept_write(&kept, flags, &src[done..]) {
+                    Some(r) if r >= 0 => return Some((done + r as usize) as ssize_t),
+                    _ if done > 0 => return Some(done as ssize_t),
+                    Some(r) => return Some(r),
+                    None => return closed_ino(fd, ino),
+                },
+            },
+        };
+        // SAFETY: the writer is this thread's while its turn (`t`) is held.
+        let w = unsafe { &mut *e.w.get() };
         busy(e).store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let put = w.write(&src[done..]);
         busy(e).store(0, Ordering::Release);
+        if put.is_ok() {
+            w.sleeper().pass_on(|| w.writable(1).unwrap_or(false));
+        }
         match put {
             Ok(k) => {
                 done += k;
@@ -1199,12 +1322,24 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
         if kept.is_none() {
             kept = Kept::new(fd, s);
         }
-        let t = e.timeo[1];
-        match w.wait_writable(n - done, 0, t) {
+        let want = n - done;
+        let sleeper = w.sleeper();
+        // Other threads write meanwhile: the turn goes during the sleep.
+        drop(t);
+        let slept = sleeper.wait(
+            || match retake(s, &s.wtaken, fd, region) {
+                // SAFETY: the turn is held.
+                Some((_t, e)) => unsafe { &mut *e.w.get() }.writable(want),
+                None => Ok(true),
+            },
+            0,
+            timeo,
+        );
+        match slept {
             Ok(()) => {}
             Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
             Err(LaneErr::Interrupted) => {
-                wait_note::interrupted(fd, t.is_none());
+                wait_note::interrupted(fd, timeo.is_none());
                 return stop(done, libc::EINTR);
             }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
@@ -1222,10 +1357,7 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
 /// EBADF, rather than the daemon's call on whatever file the number names
 /// now (the next connection's, whose bytes it would take).
 fn closed_under(fd: c_int, s: &Slot) -> Option<ssize_t> {
-    if ino_of(fd) == Some(s.ino.load(Ordering::Relaxed)) {
-        return None;
-    }
-    Some(len_ret(Err(libc::EBADF)))
+    closed_ino(fd, s.ino.load(Ordering::Relaxed))
 }
 
 /// A blocking write the lane began and the daemon is to end (the lane went

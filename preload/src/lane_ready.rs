@@ -137,9 +137,12 @@ fn enter_drain(ev: c_int) -> bool {
     }
 }
 
-/// This thread woke from `ev`: whether it was the process's last on it.
-fn leave(ev: c_int) -> bool {
-    wslot(ev).is_none_or(|i| WCOUNT[i].fetch_sub(1, Ordering::SeqCst) == 1)
+/// This thread woke from `ev` (the waiting flags count sleepers: each
+/// lowers its own, `lower`).
+fn leave(ev: c_int) {
+    if let Some(i) = wslot(ev) {
+        WCOUNT[i].fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Raises `l`'s waiting flags for `events` after `enter` (`first`: the
@@ -289,9 +292,9 @@ fn poll_laned(
         if sleeping {
             for (i, e) in ends.iter().enumerate() {
                 if let Some(l) = e {
-                    if leave(l.ev) {
-                        lower(l, prog[i].events as u32);
-                    }
+                    // Every raise is lowered (the flags count sleepers).
+                    leave(l.ev);
+                    lower(l, prog[i].events as u32);
                 }
             }
         }
@@ -1595,9 +1598,8 @@ pub fn wait(
             SLEEPERS.fetch_sub(1, Ordering::SeqCst);
         }
         for (end, events) in &entered {
-            if leave(end.ev) {
-                lower(end, *events);
-            }
+            leave(end.ev);
+            lower(end, *events);
         }
         // The data file's events of ends whose lanes came up (moved now).
         let mut skip = [false; KMAX];

@@ -156,6 +156,9 @@ sys! {
     // back the next slot, whose close swept again, one level each
     // (hackbench -T's 16 KiB stacks overflowed at 40 pairs).
     own_close(fd: c_int) -> c_int = SYS_close;
+    // The library's copy of a program's descriptor (lane.rs `Kept`), not
+    // through its syscall() entry either.
+    own_fcntl(fd: c_int, cmd: c_int, arg: libc::c_long) -> c_int = SYS_fcntl;
     // Trapped with --route prefixes (src/supervisor/filter.rs ROUTED: a
     // routed name's node goes too, or moves along).
     unlink(path: *const libc::c_char) -> c_int = SYS_unlink;

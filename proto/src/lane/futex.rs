@@ -64,6 +64,40 @@ pub fn wake(word: &AtomicU32) {
     }
 }
 
+/// `wait` on a word of this process only (FUTEX_PRIVATE_FLAG), without a
+/// timeout: a lock's.
+pub fn wait_private(word: &AtomicU32, expected: u32) -> Result<(), Errno> {
+    // SAFETY: as in `wait`.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            0usize,
+            0usize,
+            0u32,
+        )
+    };
+    if r < 0 { Err(errno()) } else { Ok(()) }
+}
+
+/// Wakes one sleeper of `wait_private` on `word`.
+pub fn wake_one_private(word: &AtomicU32) {
+    // SAFETY: as in `wake`.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+            0usize,
+            0usize,
+            0u32,
+        );
+    }
+}
+
 /// Adds 1 to the eventfd `fd` (a peer's readiness). Errors are ignored: a
 /// full counter is readable anyway, and a closed fd is the owner's business.
 pub fn eventfd_signal(fd: i32) {

@@ -81,15 +81,20 @@ pub fn look(r: &Region, side: usize) -> Option<Look> {
 /// for: the incoming ring's reader flag for input, the outgoing ring's
 /// writer flag for output. After raising, a SeqCst fence: a look after it
 /// and the peer's publish cannot both miss each other.
+/// The flags are counts (ring.rs `wait_until`): each raise is lowered once.
 pub fn set_waiting(r: &Region, side: usize, input: bool, output: bool, up: bool) {
-    let v = u32::from(up);
+    let count = |w: &std::sync::atomic::AtomicU32| {
+        if up {
+            w.fetch_add(1, Ordering::Relaxed);
+        } else {
+            w.fetch_sub(1, Ordering::Relaxed);
+        }
+    };
     if input {
-        r.word(dir_word(1 - side, OFF_READER_WAITING))
-            .store(v, Ordering::Relaxed);
+        count(r.word(dir_word(1 - side, OFF_READER_WAITING)));
     }
     if output {
-        r.word(dir_word(side, OFF_WRITER_WAITING))
-            .store(v, Ordering::Relaxed);
+        count(r.word(dir_word(side, OFF_WRITER_WAITING)));
     }
     fence(Ordering::SeqCst);
 }

@@ -210,11 +210,15 @@ fn wait_until(
             futex::eventfd_drain(mine);
         }
         let e = ev.load(Ordering::Acquire);
-        waiting.store(1, Ordering::Relaxed);
+        // A count, not a flag: several threads of a process may sleep on
+        // one end (each its own turn between sleeps), and pollers too
+        // (ready.rs `set_waiting`); the first to wake must not lower it
+        // under the others.
+        waiting.fetch_add(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let r = ready();
         if !matches!(r, Ok(false)) {
-            waiting.store(0, Ordering::Relaxed);
+            waiting.fetch_sub(1, Ordering::Relaxed);
             return r.map(|_| ());
         }
         let left = match deadline {
@@ -222,7 +226,7 @@ fn wait_until(
             Some(d) => match d.checked_duration_since(Instant::now()) {
                 Some(l) if !l.is_zero() => Some(l),
                 _ => {
-                    waiting.store(0, Ordering::Relaxed);
+                    waiting.fetch_sub(1, Ordering::Relaxed);
                     return Err(LaneErr::TimedOut);
                 }
             },
@@ -231,9 +235,50 @@ fn wait_until(
             Notify::Futex => futex::wait(ev, e, left),
             Notify::Eventfd { mine, hup, .. } => futex::poll_in(mine, hup, left),
         };
-        waiting.store(0, Ordering::Relaxed);
+        waiting.fetch_sub(1, Ordering::Relaxed);
         if slept == Err(libc::EINTR) {
             return Err(LaneErr::Interrupted);
+        }
+    }
+}
+
+/// What a sleep on one end's direction needs, apart from its reader or
+/// writer: a thread that let go of its turn at the end (the library's
+/// lane.rs: other threads copy meanwhile) sleeps with this and looks
+/// whether to wake under the turn again (`ready`).
+#[derive(Clone, Copy)]
+pub struct Sleeper<'a> {
+    waiting: &'a AtomicU32,
+    ev: &'a AtomicU32,
+    notify: Notify,
+}
+
+impl Sleeper<'_> {
+    /// Sleeps until `ready` says so (spinning `spin` looks first), at most
+    /// `timeout`, or a signal comes (Interrupted).
+    pub fn wait(
+        self,
+        ready: impl FnMut() -> Result<bool, LaneErr>,
+        spin: u32,
+        timeout: Option<Duration>,
+    ) -> Result<(), LaneErr> {
+        wait_until(ready, self.waiting, self.ev, self.notify, spin, timeout)
+    }
+
+    /// After a call that leaves what others sleep for (bytes after a short
+    /// read, room after a write): wakes this process's other sleepers on
+    /// the end, when any (`still` asked only then). A wake-up may reach
+    /// one of them only (the first drains the eventfd), which must pass it
+    /// on rather than leave the rest asleep with their bytes or room there
+    /// (Linux wakes every sleeper of the socket).
+    pub fn pass_on(self, still: impl FnOnce() -> bool) {
+        if self.waiting.load(Ordering::Relaxed) == 0 || !still() {
+            return;
+        }
+        self.ev.fetch_add(1, Ordering::Release);
+        match self.notify {
+            Notify::Futex => futex::wake(self.ev),
+            Notify::Eventfd { mine, .. } => futex::eventfd_signal(mine),
         }
     }
 }
@@ -439,16 +484,17 @@ impl<'a> Writer<'a> {
         spin: u32,
         timeout: Option<Duration>,
     ) -> Result<(), LaneErr> {
-        let d = self.d;
-        let notify = self.notify;
-        wait_until(
-            || self.writable(want),
-            d.writer_waiting,
-            d.space_ev,
-            notify,
-            spin,
-            timeout,
-        )
+        let sleeper = self.sleeper();
+        sleeper.wait(|| self.writable(want), spin, timeout)
+    }
+
+    /// The sleep for room, without this writer (`Sleeper`).
+    pub fn sleeper(&self) -> Sleeper<'a> {
+        Sleeper {
+            waiting: self.d.writer_waiting,
+            ev: self.d.space_ev,
+            notify: self.notify,
+        }
     }
 
     /// Writes all of a stream's `data` or one record, sleeping for room.
@@ -644,16 +690,17 @@ impl<'a> Reader<'a> {
     /// Sleeps until `readable()` (spinning `spin` looks first), at most
     /// `timeout`.
     pub fn wait_readable(&mut self, spin: u32, timeout: Option<Duration>) -> Result<(), LaneErr> {
-        let d = self.d;
-        let notify = self.notify;
-        wait_until(
-            || self.readable(),
-            d.reader_waiting,
-            d.data_ev,
-            notify,
-            spin,
-            timeout,
-        )
+        let sleeper = self.sleeper();
+        sleeper.wait(|| self.readable(), spin, timeout)
+    }
+
+    /// The sleep for bytes, without this reader (`Sleeper`).
+    pub fn sleeper(&self) -> Sleeper<'a> {
+        Sleeper {
+            waiting: self.d.reader_waiting,
+            ev: self.d.data_ev,
+            notify: self.notify,
+        }
     }
 
     /// Whether the writer's end came and every byte before it was read
