@@ -3,7 +3,10 @@
 # through `udsfs run --mount $MNT` (UDSFS_RUN_VIA=kernel: on kernel sockets): processes
 # (fork) and -T threads, small -g/-l. Each run must exit 0 with hackbench's three lines,
 # its socketpairs must have been udsfs sockets (40 per group, seen in $U/unix while it
-# ran), and no socket may be left afterwards.
+# ran), and no socket may be left afterwards. With lanes on (the default), a longer -T run
+# must have every socketpair end on a direct lane at once: twenty threads write to each
+# receiver's end, and a thread that found another on the end (or claiming it) went through
+# the daemon, which took the lane down for good (40 of 44 ends had none).
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
@@ -50,7 +53,42 @@ one_run() {
     ok "no socket left in $U/unix"
 }
 
+# watch_lanes FILE: until killed, keep in FILE the largest number of the mount's sockets
+# whose status said lane=direct at one look.
+watch_lanes() {
+    local peak=0 n
+    while :; do
+        n=$(cat "$U"/sock/*/status 2>/dev/null | grep -c '^lane=direct' || true)
+        if [ "$n" -gt "$peak" ]; then
+            peak=$n
+            printf '%s\n' "$peak" >"$1"
+        fi
+        sleep 0.005
+    done
+}
+
+# lanes_run LOOPS: hackbench -T -g 1 -l LOOPS; all 40 socketpair ends direct at once.
+lanes_run() {
+    local l=$1 watcher out rc=0 peak
+    echo 0 >"$TMP/lanes"
+    watch_lanes "$TMP/lanes" &
+    watcher=$!
+    run_cmd -- hackbench -T -g 1 -l "$l"
+    out=$(timeout 120 "${RUN_CMD[@]}" 2>&1) || rc=$?
+    kill "$watcher" 2>/dev/null
+    wait "$watcher" 2>/dev/null || true
+    [ "$rc" -eq 0 ] || fail "hackbench -T -g 1 -l $l exited with status $rc: $out"
+    peak=$(cat "$TMP/lanes")
+    [ "$peak" -ge 40 ] ||
+        fail "hackbench -T -g 1 -l $l: at most $peak of its 40 socketpair ends had a direct lane at once (threads sharing an end went through the daemon)"
+    ok "hackbench -T -g 1 -l $l: $peak ends on direct lanes at once (its 40 socketpair ends), $(grep ^Time: <<<"$out")"
+    wait_socket_count 0 5000
+}
+
 one_run "" 2 50 100
 one_run -T 2 50 100
 one_run "" 1 20 4096
 one_run -T 1 20 4096
+if [ "$UDSFS_RUN_VIA" == udsfs ] && [ "${UDSFS_LANES:-}" != off ]; then
+    lanes_run 1000
+fi

@@ -609,8 +609,9 @@ fn same_file(fd: c_int, s: &Slot) -> bool {
 }
 
 /// How long a call waits for another thread's claim of its end: a claim
-/// is a round trip to the daemon (and a memfd over the fd channel).
-const CLAIM_WAIT: Duration = Duration::from_millis(200);
+/// is a round trip to the daemon (and a memfd over the fd channel), long
+/// on a loaded machine.
+const CLAIM_WAIT: Duration = Duration::from_secs(1);
 
 /// The slot of `fd` with a usable lane (claimed now if it was a
 /// candidate). While another thread claims it (hackbench's twenty senders

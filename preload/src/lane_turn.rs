@@ -124,3 +124,52 @@ impl Drop for Taken<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Turn;
+    use std::cell::UnsafeCell;
+
+    struct Shared(Turn, UnsafeCell<u64>);
+    // SAFETY: the counter is touched only under the turn.
+    unsafe impl Sync for Shared {}
+
+    #[test]
+    fn threads_take_turns_and_none_is_lost() {
+        let shared = Shared(Turn::new(), UnsafeCell::new(0));
+        let s = &shared;
+        std::thread::scope(|sc| {
+            for _ in 0..8 {
+                sc.spawn(move || {
+                    for i in 0..20_000 {
+                        let t = s.0.take().expect("another thread's turn is waited for");
+                        // SAFETY: under the turn.
+                        let v = unsafe { *s.1.get() };
+                        if i % 1000 == 0 {
+                            // A holder that sleeps: the others sleep on the word.
+                            std::thread::sleep(std::time::Duration::from_micros(50));
+                        }
+                        // SAFETY: under the turn.
+                        unsafe { *s.1.get() = v + 1 };
+                        drop(t);
+                    }
+                });
+            }
+        });
+        // SAFETY: every thread is done.
+        assert_eq!(unsafe { *s.1.get() }, 8 * 20_000);
+    }
+
+    #[test]
+    fn the_holder_is_told_not_to_wait_for_itself() {
+        let t = Turn::new();
+        let held = t.take().expect("free");
+        assert!(
+            t.take().is_none(),
+            "a signal handler on the holder's thread would wait forever"
+        );
+        assert!(t.try_take().is_none());
+        drop(held);
+        assert!(t.try_take().is_some());
+    }
+}

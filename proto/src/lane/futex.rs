@@ -26,76 +26,39 @@ fn as_ptr(ts: &Option<libc::timespec>) -> *const libc::timespec {
         .map_or(std::ptr::null(), |t| t as *const libc::timespec)
 }
 
+/// futex(2) operation `op` on `word` with `val` and a relative timeout
+/// (a null pointer: none).
+fn futex(word: &AtomicU32, op: i32, val: u32, ts: *const libc::timespec) -> Result<(), Errno> {
+    // SAFETY: `word` is a live 4-byte aligned word; the kernel only reads it
+    // and the timespec (FUTEX_WAKE reads neither).
+    let r = unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, val, ts, 0usize, 0u32) };
+    if r < 0 { Err(errno()) } else { Ok(()) }
+}
+
 /// Sleeps while `word` holds `expected`, at most `timeout`. Ok on a wake-up
 /// (or a spurious one); EAGAIN when the word no longer held `expected`,
 /// ETIMEDOUT, EINTR on a signal.
 pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> Result<(), Errno> {
     let ts = timespec(timeout);
-    let tsp = as_ptr(&ts);
-    // SAFETY: `word` is a live 4-byte aligned word; the kernel only reads it
-    // and the timespec.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            tsp,
-            0usize,
-            0u32,
-        )
-    };
-    if r < 0 { Err(errno()) } else { Ok(()) }
+    futex(word, libc::FUTEX_WAIT, expected, as_ptr(&ts))
 }
 
 /// Wakes every sleeper on `word`.
 pub fn wake(word: &AtomicU32) {
-    // SAFETY: as in `wait`; FUTEX_WAKE does not read the word.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE,
-            i32::MAX,
-            0usize,
-            0usize,
-            0u32,
-        );
-    }
+    let _ = futex(word, libc::FUTEX_WAKE, i32::MAX as u32, std::ptr::null());
 }
 
 /// `wait` on a word of this process only (FUTEX_PRIVATE_FLAG), without a
 /// timeout: a lock's.
 pub fn wait_private(word: &AtomicU32, expected: u32) -> Result<(), Errno> {
-    // SAFETY: as in `wait`.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            0usize,
-            0usize,
-            0u32,
-        )
-    };
-    if r < 0 { Err(errno()) } else { Ok(()) }
+    let op = libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG;
+    futex(word, op, expected, std::ptr::null())
 }
 
 /// Wakes one sleeper of `wait_private` on `word`.
 pub fn wake_one_private(word: &AtomicU32) {
-    // SAFETY: as in `wake`.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
-            0usize,
-            0usize,
-            0u32,
-        );
-    }
+    let op = libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG;
+    let _ = futex(word, op, 1, std::ptr::null());
 }
 
 /// Adds 1 to the eventfd `fd` (a peer's readiness). Errors are ignored: a
