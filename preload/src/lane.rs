@@ -943,6 +943,9 @@ fn fd_path(fd: c_int) -> [u8; 32] {
     p
 }
 
+/// The end's busy word, a count: a reader thread and a writer thread of
+/// the end copy at once, and the first to finish must not lower it under
+/// the other (the daemon's way down waits for 0, then drains the rings).
 fn busy(e: &End) -> &AtomicU32 {
     e.region.word(busy_word(e.side))
 }
@@ -1052,7 +1055,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
         };
         // SAFETY: the reader is this thread's while its turn (`t`) is held.
         let r = unsafe { &mut *e.r.get() };
-        busy(e).store(1, Ordering::SeqCst);
+        busy(e).fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let got = if record {
             // A record: its length under MSG_TRUNC, else what was copied
@@ -1065,7 +1068,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
         } else {
             r.read(&mut dst[done..], peek)
         };
-        busy(e).store(0, Ordering::Release);
+        busy(e).fetch_sub(1, Ordering::Release);
         if got.is_ok() {
             r.sleeper().pass_on(|| r.readable().unwrap_or(false));
         }
@@ -1293,10 +1296,10 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
         };
         // SAFETY: the writer is this thread's while its turn (`t`) is held.
         let w = unsafe { &mut *e.w.get() };
-        busy(e).store(1, Ordering::SeqCst);
+        busy(e).fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let put = w.write(&src[done..]);
-        busy(e).store(0, Ordering::Release);
+        busy(e).fetch_sub(1, Ordering::Release);
         if put.is_ok() {
             w.sleeper().pass_on(|| w.writable(1).unwrap_or(false));
         }

@@ -85,6 +85,16 @@ pub fn poll_in(fd: i32, hup: i32, timeout: Option<Duration>) -> Result<(), Errno
     if let Some(r) = timeout.and_then(|t| epoll_in(fd, hup, t)) {
         return r;
     }
+    ppoll_in(fd, hup, timeout)
+}
+
+/// `poll_in` for at most `slice`, in ppoll whatever the length: a slice
+/// of a longer sleep, not the call's timeout (ETIMEDOUT at its end).
+pub fn poll_slice(fd: i32, hup: i32, slice: Duration) -> Result<(), Errno> {
+    ppoll_in(fd, hup, Some(slice))
+}
+
+fn ppoll_in(fd: i32, hup: i32, timeout: Option<Duration>) -> Result<(), Errno> {
     let mut p = [fd, hup].map(|fd| libc::pollfd {
         fd,
         events: libc::POLLIN,

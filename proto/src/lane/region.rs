@@ -47,8 +47,9 @@ pub const OFF_MAGIC: usize = 0;
 pub const OFF_VERSION: usize = 4;
 pub const OFF_STATE: usize = 8;
 /// End `side`'s busy word (0: A, 1: B): raised (SeqCst) before it looks at
-/// the state and moves bytes, lowered after; the daemon sets the state,
-/// then waits for both to be 0 before it drains the rings.
+/// the state and moves bytes, lowered after, a count of the end's threads
+/// doing so; the daemon sets the state, then waits for both to be 0 before
+/// it drains the rings.
 pub const fn busy_word(side: usize) -> usize {
     16 + 4 * side
 }

@@ -188,8 +188,24 @@ const fn pad4(n: u32) -> u32 {
     (n + 3) & !3
 }
 
+/// How long a sleep on an end's eventfd lasts before it looks again
+/// (`wait_until`).
+const SLICE: Duration = Duration::from_millis(100);
+
 /// Sleeps until `ready` says so, the deadline passes or a signal comes:
 /// `spin` looks first, then the flag/fence/look/sleep protocol above.
+///
+///
+/// An end's readers and writers (several threads) and the program's
+/// pollers sleep on the same eventfd (Notify::Eventfd `mine`), and each drains it
+/// before it looks: a wake-up one of them drains before another's poll
+/// runs is lost to that other (a reader asleep for bytes while the end's
+/// writer, asleep for room, drained the peer's wake-up:
+/// `an_ends_reader_and_writer_asleep_at_once_both_see_their_wake_ups`).
+/// So an end's sleep on its eventfd lasts `SLICE` at most and looks again:
+/// at worst that late, never asleep for good with its bytes or room there,
+/// for a wake-up or two a second. (Without the slices: a sleep per thread,
+/// or an eventfd per half; not done.)
 fn wait_until(
     mut ready: impl FnMut() -> Result<bool, LaneErr>,
     waiting: &AtomicU32,
@@ -233,7 +249,13 @@ fn wait_until(
         };
         let slept = match notify {
             Notify::Futex => futex::wait(ev, e, left),
-            Notify::Eventfd { mine, hup, .. } => futex::poll_in(mine, hup, left),
+            // A slice of a sleep without a timeout in ppoll (which a stop
+            // and continue does not end), of one with a timeout as the
+            // timeout's own sleep (epoll_wait, which it ends: EINTR).
+            Notify::Eventfd { mine, hup, .. } => match left {
+                None => futex::poll_slice(mine, hup, SLICE),
+                Some(l) => futex::poll_in(mine, hup, Some(l.min(SLICE))),
+            },
         };
         waiting.fetch_sub(1, Ordering::Relaxed);
         if slept == Err(libc::EINTR) {

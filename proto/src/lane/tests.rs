@@ -895,3 +895,80 @@ fn a_stream_writer_marks_its_last_writes_ends() {
         "a record ring marks nothing"
     );
 }
+
+/// An end's reader and writer threads asleep at once share its eventfd:
+/// the writer (its ring full) waking first and draining the eventfd must
+/// not leave the reader asleep with a byte there for long. 500 rounds of
+/// one byte each to the sleeping reader, the writer asleep throughout.
+#[test]
+fn an_ends_reader_and_writer_asleep_at_once_both_see_their_wake_ups() {
+    const ROUNDS: u32 = 500;
+    let (_fd, r) = direct([64, 64]);
+    let (mut aw, mut ar) = r.end(Side::A, Framing::Stream);
+    let (mut bw, _) = r.end(Side::B, Framing::Stream);
+    let e = |_| unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    let f: Vec<i32> = (0..2).map(e).collect();
+    let a = Notify::Eventfd {
+        mine: f[0],
+        peer: f[1],
+        hup: -1,
+    };
+    aw.set_notify(a);
+    ar.set_notify(a);
+    bw.set_notify(Notify::Eventfd {
+        mine: f[1],
+        peer: f[0],
+        hup: -1,
+    });
+    // A's outgoing ring full: its writer sleeps for room nobody makes.
+    while aw.write(&[0u8; 16]).is_ok() {}
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        let stop = &stop;
+        s.spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match aw.wait_writable(16, 0, Some(Duration::from_millis(50))) {
+                    Ok(()) | Err(LaneErr::TimedOut) => {}
+                    Err(e) => panic!("writer: {e:?}"),
+                }
+            }
+        });
+        s.spawn(move || {
+            let mut buf = [0u8; 8];
+            for round in 0..ROUNDS {
+                loop {
+                    match ar.read(&mut buf, false) {
+                        Ok(1) => break,
+                        Ok(n) => panic!("round {round}: {n} bytes"),
+                        Err(LaneErr::WouldBlock) => {
+                            match ar.wait_readable(0, Some(Duration::from_secs(2))) {
+                                Ok(()) => {}
+                                Err(e) => panic!(
+                                    "round {round}: the reader slept on with a byte there ({e:?})"
+                                ),
+                            }
+                        }
+                        Err(e) => panic!("round {round}: {e:?}"),
+                    }
+                }
+                tx.send(round).unwrap();
+            }
+        });
+        let mut worst = Duration::ZERO;
+        for round in 0..ROUNDS {
+            let t = Instant::now();
+            assert_eq!(bw.write(&[7]), Ok(1));
+            assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(round));
+            worst = worst.max(t.elapsed());
+        }
+        println!("worst round {worst:?}");
+        // A wake-up lost slept out the reader's 2 s timeout; a slice of
+        // the sleep (ring.rs `SLICE`) finds the byte at most 100 ms late.
+        assert!(worst < Duration::from_secs(1), "a round took {worst:?}");
+        stop.store(true, Ordering::Relaxed);
+    });
+    for fd in f {
+        unsafe { libc::close(fd) };
+    }
+}
