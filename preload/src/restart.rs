@@ -94,6 +94,13 @@ impl Ret for ssize_t {
     }
 }
 
+/// Handlers run on this thread so far (the trampoline's count): a sleep
+/// that a handler ran beside, outside its system call (a lane's sleep in
+/// slices, ring.rs `SLICE`), is interrupted as Linux's would be.
+pub fn handlers_ran() -> u32 {
+    marks().0
+}
+
 /// (handlers run, of them without SA_RESTART) on this thread.
 fn marks() -> (u32, u32) {
     COUNTS.with(|c| (c.ran.get(), c.no_restart.get()))
