@@ -1225,19 +1225,33 @@ impl Drop for Kept {
 /// A plain read the lane began, whose number the program closed under it,
 /// and which the daemon is to end (the lane went down: the peer closed):
 /// made on the end's file the call keeps (`Kept`), as Linux's read goes on
-/// on its file; None without one (or with flags: EBADF, as before).
+/// on its file; None without one. A recv's flags go with it, through the
+/// library's recv on the copy (which has no lane: the daemon's).
 fn kept_read(kept: &Option<Kept>, flags: c_int, dst: &mut [u8]) -> Option<ssize_t> {
-    let k = kept.as_ref().filter(|_| flags == 0)?;
+    let k = kept.as_ref()?;
+    let (p, n) = (dst.as_mut_ptr().cast(), dst.len());
     // SAFETY: the program's buffer, probed writable; our copy of its file.
-    Some(unsafe { crate::real::read(k.fd, dst.as_mut_ptr().cast(), dst.len()) })
+    Some(unsafe {
+        match flags {
+            0 => crate::real::read(k.fd, p, n),
+            _ => crate::recv(k.fd, p, n, flags),
+        }
+    })
 }
 
-/// `kept_read`'s write: the rest of a blocking write whose number the
-/// program closed or reused under its sleep, on the call's file.
+/// `kept_read`'s write: the rest of a blocking write or send whose number
+/// the program closed or reused under its sleep, on the call's file (a
+/// send(MSG_NOSIGNAL) gave up with what the ring held, lanes_threads.sh).
 fn kept_write(kept: &Option<Kept>, flags: c_int, src: &[u8]) -> Option<ssize_t> {
-    let k = kept.as_ref().filter(|_| flags == 0)?;
+    let k = kept.as_ref()?;
+    let (p, n) = (src.as_ptr().cast(), src.len());
     // SAFETY: the program's buffer, probed readable; our copy of its file.
-    Some(unsafe { crate::real::write(k.fd, src.as_ptr().cast(), src.len()) })
+    Some(unsafe {
+        match flags {
+            0 => crate::real::write(k.fd, p, n),
+            _ => crate::send(k.fd, p, n, flags),
+        }
+    })
 }
 
 /// A MSG_WAITALL read the lane began and the daemon is to end (the lane
