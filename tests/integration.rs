@@ -239,6 +239,7 @@ scripts!(
     lanes_ready,
     lanes_services,
     lanes_syscalls,
+    lanes_threads,
     lanes_tokio_bugs,
     mount_helper,
     mount_path_escapes,
