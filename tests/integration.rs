@@ -275,6 +275,7 @@ scripts!(
     run_hackbench,
     run_haproxy,
     run_inherit,
+    run_java,
     run_lighttpd,
     run_mariadb,
     run_nginx,
