@@ -198,8 +198,6 @@ scripts!(
     adversarial_fds,
     adversarial_floods,
     adversarial_lanes,
-    adversarial_lanes2,
-    adversarial_lanes3,
     adversarial_more,
     adversarial_observers,
     adversarial_pool,
@@ -233,13 +231,11 @@ scripts!(
     isolation,
     kernel_selftests,
     lanes,
-    lanes_connect,
     lanes_live_capture,
     lanes_programs,
     lanes_ready,
     lanes_services,
     lanes_syscalls,
-    lanes_threads,
     lanes_tokio_bugs,
     mount_helper,
     mount_path_escapes,
@@ -275,7 +271,6 @@ scripts!(
     run_hackbench,
     run_haproxy,
     run_inherit,
-    run_java,
     run_lighttpd,
     run_mariadb,
     run_nginx,
@@ -319,14 +314,22 @@ scripts!(
     // whose second pass is the lanes_off one below; CPython's multiprocessing suite and
     // tokio's tests (minutes each; their calls are the asyncio and socketserver suites' and
     // the tokio pipe scripts' in the one-thread pass), so CI stays inside its 60 minutes.
+    // The lane scripts whose bytes go between the programs without the daemon's workers
+    // (a minute or more each: adversarial_lanes2/3, lanes_connect, lanes_threads), and the
+    // JVM's four runs (run_java).
     once:
+    adversarial_lanes2,
+    adversarial_lanes3,
     adversarial_lanes4,
     adversarial_lanes5,
     adversarial_through,
+    lanes_connect,
+    lanes_threads,
     run_cpython_multiprocessing,
     run_cpython_nolanes,
     run_git_credential,
     run_gpg_agent,
+    run_java,
     run_libuv_tests,
     run_ssh_mux,
     run_tokio_tests,

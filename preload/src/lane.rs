@@ -34,7 +34,7 @@ use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, S
 use crate::errno::{len_ret, Res};
 use crate::lane_hold::{self, Hold};
 use crate::lane_turn::{Taken, Turn};
-use crate::{fdpass, ioctl, log, mount, real, restart, user, wait_note};
+use crate::{fdpass, ioctl, log, mount, real, user, wait_note};
 
 const SLOTS: usize = 64;
 
@@ -1002,7 +1002,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
         return None;
     }
     // A handler run from here on interrupts a sleep of the call.
-    let ran = restart::handlers_ran();
+    let ran = wait_note::handlers_ran();
     let s = find(fd)?;
     let t = s.rtaken.take()?;
     // The region and eventfds stay while the call uses them (a close in
@@ -1093,7 +1093,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
                 drop(t);
                 let slept = sleeper.wait(
                     || match retake(s, &s.rtaken, fd, region) {
-                        _ if restart::handlers_ran() != ran => Err(LaneErr::Interrupted),
+                        _ if wait_note::handlers_ran() != ran => Err(LaneErr::Interrupted),
                         // SAFETY: the turn is held.
                         Some((_t, e)) => unsafe { &mut *e.r.get() }.readable(),
                         // Gone: the loop's retake says what to return.
@@ -1276,7 +1276,7 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
     if flags & !(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) != 0 || n == 0 {
         return None;
     }
-    let ran = restart::handlers_ran();
+    let ran = wait_note::handlers_ran();
     let s = find(fd)?;
     let t = s.wtaken.take()?;
     let _h = held_for(s, fd)?;
@@ -1351,7 +1351,7 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
         let slept = sleeper.wait(
             || match retake(s, &s.wtaken, fd, region) {
                 // A handler ran between two slices of the sleep.
-                _ if restart::handlers_ran() != ran => Err(LaneErr::Interrupted),
+                _ if wait_note::handlers_ran() != ran => Err(LaneErr::Interrupted),
                 // SAFETY: the turn is held.
                 Some((_t, e)) => unsafe { &mut *e.w.get() }.writable(want),
                 None => Ok(true),

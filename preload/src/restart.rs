@@ -55,9 +55,8 @@ static INTERRUPTING: AtomicU64 = AtomicU64::new(0);
 
 /// Per thread, in one thread-local (one TLS lookup on the fast path).
 struct Counts {
-    /// Handlers run on this thread through the trampoline.
-    ran: Cell<u32>,
-    /// Of them, those installed without SA_RESTART.
+    /// Handlers run through the trampoline (wait_note.rs counts them all)
+    /// that were installed without SA_RESTART.
     no_restart: Cell<u32>,
     /// `retry` calls in progress on this thread: an inner call (the
     /// library's own read of a data file, sendmmsg's sendmsg) leaves the
@@ -68,7 +67,6 @@ struct Counts {
 thread_local! {
     static COUNTS: Counts = const {
         Counts {
-            ran: Cell::new(0),
             no_restart: Cell::new(0),
             depth: Cell::new(0),
         }
@@ -94,16 +92,12 @@ impl Ret for ssize_t {
     }
 }
 
-/// Handlers run on this thread so far (the trampoline's count): a sleep
-/// that a handler ran beside, outside its system call (a lane's sleep in
-/// slices, ring.rs `SLICE`), is interrupted as Linux's would be.
-pub fn handlers_ran() -> u32 {
-    marks().0
-}
-
 /// (handlers run, of them without SA_RESTART) on this thread.
 fn marks() -> (u32, u32) {
-    COUNTS.with(|c| (c.ran.get(), c.no_restart.get()))
+    (
+        wait_note::handlers_ran(),
+        COUNTS.with(|c| c.no_restart.get()),
+    )
 }
 
 extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
@@ -129,8 +123,8 @@ extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
     let restarts = FLAGS[s].load(Relaxed) & libc::SA_RESTART != 0;
     // A call the handler makes decides for itself (it is not inside the
     // interrupted one).
+    wait_note::handler_ran();
     let depth = COUNTS.with(|c| {
-        c.ran.set(c.ran.get().wrapping_add(1));
         if !restarts {
             c.no_restart.set(c.no_restart.get().wrapping_add(1));
         }
@@ -458,10 +452,11 @@ fn lane_came_up(fd: c_int, (ran, _): (u32, u32)) -> bool {
 /// with EINTR.
 pub fn retry<R: Ret>(fd: c_int, dir: i32, mut call: impl FnMut() -> R) -> R {
     let entry = errno();
-    let (outer, mut mark) = COUNTS.with(|c| {
+    let (outer, no_restart) = COUNTS.with(|c| {
         let d = c.depth.replace(c.depth.get() + 1);
-        (d == 0, (c.ran.get(), c.no_restart.get()))
+        (d == 0, c.no_restart.get())
     });
+    let mut mark = (wait_note::handlers_ran(), no_restart);
     loop {
         if outer {
             wait_note::clear();

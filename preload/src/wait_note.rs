@@ -7,7 +7,11 @@
 //! after the EINTR, the number no longer tells whether it was a udsfs
 //! socket, nor its timeout: the waiting call (lane.rs's blocking read and
 //! write, which hold the end's timeouts) notes them here before returning
-//! EINTR. Async-signal-safe: a const thread-local without destructor.
+//! EINTR. Also the count of signal handlers run on the thread (restart.rs's
+//! trampoline counts them): a lane's sleep in slices (ring.rs `SLICE`) that
+//! a handler ran beside, outside its system call, is interrupted as
+//! Linux's would be. Async-signal-safe: const thread-locals without
+//! destructors.
 
 use std::cell::Cell;
 
@@ -33,4 +37,18 @@ pub fn take(fd: c_int) -> Option<bool> {
 /// Forgets any note: an outermost call starts with none.
 pub fn clear() {
     NOTE.with(|n| n.set((-1, false)));
+}
+
+thread_local! {
+    static RAN: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A handler ran on this thread (the trampoline).
+pub fn handler_ran() {
+    RAN.with(|r| r.set(r.get().wrapping_add(1)));
+}
+
+/// Handlers run on this thread so far.
+pub fn handlers_ran() -> u32 {
+    RAN.with(Cell::get)
 }
