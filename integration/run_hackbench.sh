@@ -12,18 +12,26 @@ source "$LIB_DIR/lib_run.bash"
 
 need_cmd hackbench rt-tests
 
-# watch_peak FILE: until killed, keep the largest socket count of the mount in FILE.
-watch_peak() {
-    local peak=0 n
+# watch_most FILE COUNT...: until killed, keep in FILE the largest number the command
+# COUNT printed at one look.
+watch_most() {
+    local file=$1 peak=0 n
+    shift
     while :; do
-        n=$(($(wc -l <"$U/unix") - 1))
+        n=$("$@")
         if [ "$n" -gt "$peak" ]; then
             peak=$n
-            printf '%s\n' "$peak" >"$1"
+            printf '%s\n' "$peak" >"$file"
         fi
         sleep 0.002
     done
 }
+
+# sockets_now: the mount's socket count.
+sockets_now() { echo $(($(wc -l <"$U/unix") - 1)); }
+
+# direct_now: how many of the mount's sockets say lane=direct.
+direct_now() { cat "$U"/sock/*/status 2>/dev/null | grep -c '^lane=direct' || true; }
 
 # one_run MODE_FLAG GROUPS LOOPS DATASIZE: hackbench [-T] -g GROUPS -l LOOPS -s DATASIZE.
 one_run() {
@@ -31,7 +39,7 @@ one_run() {
     [ "$flag" == -T ] && mode=threaded
     want=$((40 * g)) # 20 receivers per group, one socketpair each
     echo 0 >"$TMP/peak"
-    watch_peak "$TMP/peak" &
+    watch_most "$TMP/peak" sockets_now &
     watcher=$!
     run_cmd -- hackbench ${flag:+"$flag"} -g "$g" -l "$l" -s "$s"
     out=$(timeout 60 "${RUN_CMD[@]}" 2>&1) || rc=$?
@@ -53,25 +61,11 @@ one_run() {
     ok "no socket left in $U/unix"
 }
 
-# watch_lanes FILE: until killed, keep in FILE the largest number of the mount's sockets
-# whose status said lane=direct at one look.
-watch_lanes() {
-    local peak=0 n
-    while :; do
-        n=$(cat "$U"/sock/*/status 2>/dev/null | grep -c '^lane=direct' || true)
-        if [ "$n" -gt "$peak" ]; then
-            peak=$n
-            printf '%s\n' "$peak" >"$1"
-        fi
-        sleep 0.005
-    done
-}
-
 # lanes_run LOOPS: hackbench -T -g 1 -l LOOPS; all 40 socketpair ends direct at once.
 lanes_run() {
     local l=$1 watcher out rc=0 peak
     echo 0 >"$TMP/lanes"
-    watch_lanes "$TMP/lanes" &
+    watch_most "$TMP/lanes" direct_now &
     watcher=$!
     run_cmd -- hackbench -T -g 1 -l "$l"
     out=$(timeout 120 "${RUN_CMD[@]}" 2>&1) || rc=$?
