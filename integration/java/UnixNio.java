@@ -640,6 +640,22 @@ public class UnixNio {
         errors.add(t.getName() + " never reached " + name);
     }
 
+    // A thread named NAME running CALL, once it is blocked in the native method WHERE; R
+    // gets CALL's result or its exception's class name.
+    static Thread blockedIn(String name, String where, CompletableFuture<String> r,
+            Callable<String> call) throws Exception {
+        Thread t = new Thread(() -> {
+            try {
+                r.complete(call.call());
+            } catch (Throwable e) {
+                r.complete(e.getClass().getName());
+            }
+        }, name);
+        t.start();
+        waitIn(t, where);
+        return t;
+    }
+
     static void blocked() throws Exception {
         Path p = dir.resolve("block.sock");
         try (ServerSocketChannel ss = listen(p)) {
@@ -647,15 +663,8 @@ public class UnixNio {
             // over the descriptor and signals the reader).
             try (SocketChannel c = connect(p); SocketChannel a = ss.accept()) {
                 CompletableFuture<String> r = new CompletableFuture<>();
-                Thread t = new Thread(() -> {
-                    try {
-                        r.complete("read " + c.read(ByteBuffer.allocate(16)));
-                    } catch (Throwable e) {
-                        r.complete(e.getClass().getName());
-                    }
-                }, "blocked-reader");
-                t.start();
-                waitIn(t, "read0");
+                blockedIn("blocked-reader", "read0", r,
+                        () -> "read " + c.read(ByteBuffer.allocate(16)));
                 c.close();
                 say("read blocked, channel closed by another thread: " + r.get(10, TimeUnit.SECONDS));
                 ByteBuffer b = ByteBuffer.allocate(16);
@@ -664,31 +673,18 @@ public class UnixNio {
             // A read blocked in a thread that is interrupted.
             try (SocketChannel c = connect(p); SocketChannel a = ss.accept()) {
                 CompletableFuture<String> r = new CompletableFuture<>();
-                Thread t = new Thread(() -> {
-                    try {
-                        r.complete("read " + c.read(ByteBuffer.allocate(16)));
-                    } catch (Throwable e) {
-                        r.complete(e.getClass().getName());
-                    }
-                }, "interrupted-reader");
-                t.start();
-                waitIn(t, "read0");
+                Thread t = blockedIn("interrupted-reader", "read0", r,
+                        () -> "read " + c.read(ByteBuffer.allocate(16)));
                 t.interrupt();
                 say("read blocked, thread interrupted: " + r.get(10, TimeUnit.SECONDS) + ", channel open: " + c.isOpen());
             }
             // A write blocked on a full socket, its channel closed by another thread.
             try (SocketChannel c = connect(p); SocketChannel a = ss.accept()) {
                 CompletableFuture<String> r = new CompletableFuture<>();
-                Thread t = new Thread(() -> {
-                    try {
-                        ByteBuffer b = ByteBuffer.allocate(4 << 20);
-                        while (true) c.write(b.clear());
-                    } catch (Throwable e) {
-                        r.complete(e.getClass().getName());
-                    }
-                }, "blocked-writer");
-                t.start();
-                waitIn(t, "write0");
+                blockedIn("blocked-writer", "write0", r, () -> {
+                    ByteBuffer b = ByteBuffer.allocate(4 << 20);
+                    while (true) c.write(b.clear());
+                });
                 c.close();
                 say("write blocked, channel closed by another thread: " + r.get(10, TimeUnit.SECONDS));
                 long[] got = drain(a);
