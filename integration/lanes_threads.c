@@ -152,6 +152,15 @@ static void ping(int a, int b) {
     }
 }
 
+/* A socketpair of TYPE whose ends each made a plain call (each claims its lane). */
+static void laned_pair(int type, int sv[2]) {
+    if (socketpair(AF_UNIX, type, 0, sv)) {
+        perror("socketpair");
+        exit(2);
+    }
+    ping(sv[0], sv[1]);
+}
+
 /* ---- workers */
 
 struct worker {
@@ -300,8 +309,7 @@ static void summary(const char *what, int writers, int per, struct worker *ws, i
 static void run_stream(void) {
     enum { W = 16, PER = 2000 };
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) { perror("socketpair"); exit(2); }
-    ping(sv[0], sv[1]);
+    laned_pair(SOCK_STREAM, sv);
     struct worker ws[W] = {0}, r = {.fd = sv[1]};
     for (int i = 0; i < W; i++) { ws[i] = (struct worker){.fd = sv[0], .id = i, .per = PER}; start(&ws[i], writer); }
     start(&r, stream_reader);
@@ -320,8 +328,7 @@ static void run_stream(void) {
 static void run_seqpacket(void) {
     enum { W = 8, R = 8, PER = 2000 };
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv)) { perror("socketpair"); exit(2); }
-    ping(sv[0], sv[1]);
+    laned_pair(SOCK_SEQPACKET, sv);
     struct worker ws[W] = {0}, rs[R] = {0};
     for (int i = 0; i < R; i++) { rs[i].fd = sv[1]; start(&rs[i], record_reader); }
     for (int i = 0; i < W; i++) { ws[i] = (struct worker){.fd = sv[0], .id = i, .per = PER}; start(&ws[i], writer); }
@@ -341,8 +348,7 @@ static void run_seqpacket(void) {
 static void run_nonblock(void) {
     enum { W = 16, PER = 2000, R = 4 };
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) { perror("socketpair"); exit(2); }
-    ping(sv[0], sv[1]);
+    laned_pair(SOCK_STREAM, sv);
     fcntl(sv[1], F_SETFL, fcntl(sv[1], F_GETFL) | O_NONBLOCK);
     int level = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP};
@@ -410,8 +416,7 @@ static void run_signals(int restart) {
     sigaction(SIGUSR1, &sa, NULL);
     atomic_store(&sigs, 0);
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) { perror("socketpair"); exit(2); }
-    ping(sv[0], sv[1]);
+    laned_pair(SOCK_STREAM, sv);
     struct worker ks[W + R] = {0};
     for (int i = 0; i < W; i++) { ks[i] = (struct worker){.fd = sv[0], .id = i, .per = PER, .size = SZ}; start(&ks[i], writer); }
     for (int i = W; i < W + R; i++) { ks[i] = (struct worker){.fd = sv[1], .size = SZ, .mode = 1}; start(&ks[i], fixed_reader); }
@@ -482,8 +487,7 @@ static const char *state(struct blocked *b, char *out, size_t n) {
 static void run_close(int how) {
     const char *name = how == 0 ? "close" : how == 1 ? "dup2" : how == 2 ? "closepeer" : "closewrite";
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) { perror("socketpair"); exit(2); }
-    ping(sv[0], sv[1]);
+    laned_pair(SOCK_STREAM, sv);
     struct blocked r = {.fd = sv[0]}, w = {.fd = sv[0], .writes = how == 3 ? 2 : 1};
     pthread_create(&r.t, NULL, blocked_read, &r);
     pthread_create(&w.t, NULL, blocked_write, &w);
@@ -545,8 +549,7 @@ static void *duplex_reader(void *p) {
 static void run_duplex(void) {
     enum { BYTES = 50 };
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) { perror("socketpair"); exit(2); }
-    ping(sv[0], sv[1]);
+    laned_pair(SOCK_STREAM, sv);
     atomic_store(&duplex_got, 0);
     struct blocked w = {.fd = sv[0], .writes = 1};
     pthread_t r;
