@@ -1092,12 +1092,11 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
                 // sleep and is taken for each look.
                 drop(t);
                 let slept = sleeper.wait(
-                    || match retake(s, &s.rtaken, fd, region) {
-                        _ if wait_note::handlers_ran() != ran => Err(LaneErr::Interrupted),
-                        // SAFETY: the turn is held.
-                        Some((_t, e)) => unsafe { &mut *e.r.get() }.readable(),
-                        // Gone: the loop's retake says what to return.
-                        None => Ok(true),
+                    || {
+                        look_again(s, &s.rtaken, fd, region, ran, |e| {
+                            // SAFETY: the turn is held (look_again).
+                            unsafe { &mut *e.r.get() }.readable()
+                        })
                     },
                     0,
                     left,
@@ -1150,6 +1149,28 @@ fn retake<'a>(
     // stays.
     let e = unsafe { (*s.end.get()).as_ref()? };
     Some((t, e))
+}
+
+/// A sleeping call's look whether to wake (`ready` on its end, under the
+/// turn `which`): Interrupted once a handler ran on the thread since the
+/// call began (`ran`: between two slices of the sleep, outside the system
+/// call, which Linux's sleep would have ended); Ok(true) when the slot is
+/// no longer the call's lane (the call's own retake says what to return).
+fn look_again(
+    s: &Slot,
+    which: &Turn,
+    fd: c_int,
+    region: *const Region,
+    ran: u32,
+    ready: impl FnOnce(&End) -> Result<bool, LaneErr>,
+) -> Result<bool, LaneErr> {
+    if wait_note::handlers_ran() != ran {
+        return Err(LaneErr::Interrupted);
+    }
+    match retake(s, which, fd, region) {
+        Some((_t, e)) => ready(e),
+        None => Ok(true),
+    }
 }
 
 /// A call whose slot went while it slept: EBADF when `fd` no longer names
@@ -1349,12 +1370,11 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
         // Other threads write meanwhile: the turn goes during the sleep.
         drop(t);
         let slept = sleeper.wait(
-            || match retake(s, &s.wtaken, fd, region) {
-                // A handler ran between two slices of the sleep.
-                _ if wait_note::handlers_ran() != ran => Err(LaneErr::Interrupted),
-                // SAFETY: the turn is held.
-                Some((_t, e)) => unsafe { &mut *e.w.get() }.writable(want),
-                None => Ok(true),
+            || {
+                look_again(s, &s.wtaken, fd, region, ran, |e| {
+                    // SAFETY: the turn is held (look_again).
+                    unsafe { &mut *e.w.get() }.writable(want)
+                })
             },
             0,
             timeo,
