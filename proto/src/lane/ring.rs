@@ -195,10 +195,9 @@ const SLICE: Duration = Duration::from_millis(100);
 /// Sleeps until `ready` says so, the deadline passes or a signal comes:
 /// `spin` looks first, then the flag/fence/look/sleep protocol above.
 ///
-///
 /// An end's readers and writers (several threads) and the program's
-/// pollers sleep on the same eventfd (Notify::Eventfd `mine`), and each drains it
-/// before it looks: a wake-up one of them drains before another's poll
+/// pollers sleep on the same eventfd (Notify::Eventfd `mine`), and each
+/// drains it before it looks: a wake-up one of them drains before another's poll
 /// runs is lost to that other (a reader asleep for bytes while the end's
 /// writer, asleep for room, drained the peer's wake-up:
 /// `an_ends_reader_and_writer_asleep_at_once_both_see_their_wake_ups`).
