@@ -528,7 +528,13 @@ impl Engine {
     ) -> Result<LaneGrant> {
         let mut l = lane.lock();
         if !l.is_up() {
-            return Err(Errno::ENOENT);
+            // An asker (`give_fd`) met a way down still draining (an end's
+            // busy word was up): a lane may be made once it is out of the
+            // map, so it asks again later. ENOENT would end its asks for
+            // good and the connection would get no lane again
+            // (lanes_live_capture.sh: the capture's way down met the server
+            // mid-copy, 2 runs of 12 under load).
+            return Err(if give_fd { Errno::EAGAIN } else { Errno::ENOENT });
         }
         let side = usize::from(l.socks[0].id != s.id);
         if l.claimed[side].is_some() {
@@ -1420,6 +1426,33 @@ mod tests {
         println!("a socketpair's maker gets {pair:?}");
         assert!(pair.hup0 != 0 && pair.hup1 != 0, "both ends are its");
         drop(b);
+    }
+
+    /// An end's ask while the way down of its connection's lane waits for
+    /// the other end's busy word (a copy under way when a capture opened)
+    /// is answered EAGAIN, to be asked again, and the ask after the drain
+    /// makes the next lane. Before, ENOENT: the asker's library stopped
+    /// asking for good and the connection stayed off the lanes.
+    #[test]
+    fn an_ask_while_the_way_down_drains_is_asked_again() {
+        let (e, c) = (lanes_engine(), root());
+        let (srv, addr) = listener(&e, b"lane-draining", SockType::Stream, &c);
+        let (cli, acc) = connection(&e, &srv, &addr, &c);
+        assert_eq!(e.lane_join(&cli, &c, false).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_join(&acc, &c, false).expect("both asked");
+        e.lane_join(&cli, &c, false).expect("the client claims its end");
+        let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
+        lane.lock().busy(0).store(1, Ordering::SeqCst);
+        assert_eq!(e.lane_down(&cli, None), Err(Errno::EAGAIN), "draining");
+        let during = e.lane_join(&acc, &c, false).map(|_| ());
+        println!("an ask while the way down drains: {during:?}");
+        assert_eq!(during, Err(Errno::EAGAIN));
+        lane.lock().busy(0).store(0, Ordering::SeqCst);
+        e.lane_down(&cli, None).expect("drained once the busy word is down");
+        assert_eq!(e.lane_status(&acc), "none");
+        e.lane_join(&acc, &c, false).expect("the accepter asks again");
+        e.lane_join(&cli, &c, false).expect("and the client: a lane again");
+        assert_eq!(e.lane_status(&acc), "direct");
     }
 
     /// A lane made again between the way down at a socket's last data file
