@@ -534,7 +534,11 @@ impl Engine {
             // good and the connection would get no lane again
             // (lanes_live_capture.sh: the capture's way down met the server
             // mid-copy, 2 runs of 12 under load).
-            return Err(if give_fd { Errno::EAGAIN } else { Errno::ENOENT });
+            return Err(if give_fd {
+                Errno::EAGAIN
+            } else {
+                Errno::ENOENT
+            });
         }
         let side = usize::from(l.socks[0].id != s.id);
         if l.claimed[side].is_some() {
@@ -1440,7 +1444,8 @@ mod tests {
         let (cli, acc) = connection(&e, &srv, &addr, &c);
         assert_eq!(e.lane_join(&cli, &c, false).map(|_| ()), Err(Errno::EAGAIN));
         e.lane_join(&acc, &c, false).expect("both asked");
-        e.lane_join(&cli, &c, false).expect("the client claims its end");
+        e.lane_join(&cli, &c, false)
+            .expect("the client claims its end");
         let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
         lane.lock().busy(0).store(1, Ordering::SeqCst);
         assert_eq!(e.lane_down(&cli, None), Err(Errno::EAGAIN), "draining");
@@ -1448,10 +1453,13 @@ mod tests {
         println!("an ask while the way down drains: {during:?}");
         assert_eq!(during, Err(Errno::EAGAIN));
         lane.lock().busy(0).store(0, Ordering::SeqCst);
-        e.lane_down(&cli, None).expect("drained once the busy word is down");
+        e.lane_down(&cli, None)
+            .expect("drained once the busy word is down");
         assert_eq!(e.lane_status(&acc), "none");
-        e.lane_join(&acc, &c, false).expect("the accepter asks again");
-        e.lane_join(&cli, &c, false).expect("and the client: a lane again");
+        e.lane_join(&acc, &c, false)
+            .expect("the accepter asks again");
+        e.lane_join(&cli, &c, false)
+            .expect("and the client: a lane again");
         assert_eq!(e.lane_status(&acc), "direct");
     }
 
