@@ -1308,6 +1308,19 @@ mod tests {
         })
     }
 
+    /// A stream connection on a lanes engine whose client asked first
+    /// (EAGAIN: its peer had not) and whose accepted end asked then (the
+    /// lane is made, the accepted end's claimed): the engine, the caller,
+    /// the client and the accepted socket.
+    fn asked_connection(name: &[u8]) -> (Arc<Engine>, Caller, Arc<Socket>, Arc<Socket>) {
+        let (e, c) = (lanes_engine(), root());
+        let (srv, addr) = listener(&e, name, SockType::Stream, &c);
+        let (cli, acc) = connection(&e, &srv, &addr, &c);
+        assert_eq!(e.lane_join(&cli, &c, false).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_join(&acc, &c, false).expect("both asked");
+        (e, c, cli, acc)
+    }
+
     /// A waiter that counts its wake-ups.
     #[derive(Default)]
     struct Woken(std::sync::atomic::AtomicU32);
@@ -1391,11 +1404,7 @@ mod tests {
             let n = unsafe { libc::read(fd, (&raw mut v).cast(), 8) };
             (n == 8).then_some(v)
         };
-        let (e, c) = (lanes_engine(), root());
-        let (srv, addr) = listener(&e, b"lane-hup", SockType::Stream, &c);
-        let (cli, acc) = connection(&e, &srv, &addr, &c);
-        assert_eq!(e.lane_join(&cli, &c, false).map(|_| ()), Err(Errno::EAGAIN));
-        e.lane_join(&acc, &c, false).expect("both asked");
+        let (e, c, cli, acc) = asked_connection(b"lane-hup");
         e.lane_join(&cli, &c, false)
             .expect("the client claims its end");
         let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
@@ -1439,11 +1448,7 @@ mod tests {
     /// asking for good and the connection stayed off the lanes.
     #[test]
     fn an_ask_while_the_way_down_drains_is_asked_again() {
-        let (e, c) = (lanes_engine(), root());
-        let (srv, addr) = listener(&e, b"lane-draining", SockType::Stream, &c);
-        let (cli, acc) = connection(&e, &srv, &addr, &c);
-        assert_eq!(e.lane_join(&cli, &c, false).map(|_| ()), Err(Errno::EAGAIN));
-        e.lane_join(&acc, &c, false).expect("both asked");
+        let (e, c, cli, acc) = asked_connection(b"lane-draining");
         e.lane_join(&cli, &c, false)
             .expect("the client claims its end");
         let lane = e.lanes.map.lock().get(&acc.id).cloned().unwrap();
@@ -1471,11 +1476,7 @@ mod tests {
     /// recv: 1 EOF in 10 never).
     #[test]
     fn a_lane_made_while_a_socket_is_released_goes_down_with_it() {
-        let (e, c) = (lanes_engine(), root());
-        let (srv, addr) = listener(&e, b"lane-release", SockType::Stream, &c);
-        let (cli, acc) = connection(&e, &srv, &addr, &c);
-        assert_eq!(e.lane_join(&cli, &c, false).map(|_| ()), Err(Errno::EAGAIN));
-        e.lane_join(&acc, &c, false).expect("both asked");
+        let (e, c, cli, acc) = asked_connection(b"lane-release");
         // The client's data file released: its way down first...
         e.lane_down(&cli, None).expect("no busy word: down at once");
         // ...then the accepter, woken by it, asks again before the put.
