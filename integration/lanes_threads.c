@@ -284,6 +284,14 @@ static void start(struct worker *k, void *(*f)(void *)) {
     if (pthread_create(&k->t, NULL, f, k)) { perror("pthread_create"); exit(2); }
 }
 
+/* The writers done: join them, wait until the readers have counted TOTAL messages, then
+ * say the ends' lanes (in LI) while both are still open. */
+static void writers_done(struct worker *ws, int writers, int total, int sv[2], char *li, size_t n) {
+    for (int i = 0; i < writers; i++) pthread_join(ws[i].t, NULL);
+    wait_count(total);
+    lanes_info(sv[0], sv[1], li, n);
+}
+
 static long sum_field(struct worker *ks, int n, int which) {
     long s = 0;
     for (int i = 0; i < n; i++) s += which == 0 ? ks[i].eintr : which == 1 ? ks[i].eagain : ks[i].shortw;
@@ -314,10 +322,8 @@ static void run_stream(void) {
     for (int i = 0; i < W; i++) { ws[i] = (struct worker){.fd = sv[0], .id = i, .per = PER}; start(&ws[i], writer); }
     start(&r, stream_reader);
     atomic_store(&go, 1);
-    for (int i = 0; i < W; i++) pthread_join(ws[i].t, NULL);
-    wait_count(W * PER);
     char li[64];
-    lanes_info(sv[0], sv[1], li, sizeof li);
+    writers_done(ws, W, W * PER, sv, li, sizeof li);
     close(sv[0]);
     pthread_join(r.t, NULL);
     close(sv[1]);
@@ -333,10 +339,8 @@ static void run_seqpacket(void) {
     for (int i = 0; i < R; i++) { rs[i].fd = sv[1]; start(&rs[i], record_reader); }
     for (int i = 0; i < W; i++) { ws[i] = (struct worker){.fd = sv[0], .id = i, .per = PER}; start(&ws[i], writer); }
     atomic_store(&go, 1);
-    for (int i = 0; i < W; i++) pthread_join(ws[i].t, NULL);
-    wait_count(W * PER);
     char li[64];
-    lanes_info(sv[0], sv[1], li, sizeof li);
+    writers_done(ws, W, W * PER, sv, li, sizeof li);
     close(sv[0]);
     int eofs = 0;
     for (int i = 0; i < R; i++) { pthread_join(rs[i].t, NULL); eofs += rs[i].ret == 0; }
@@ -373,10 +377,8 @@ static void run_nonblock(void) {
         start(&ws[i], writer);
     }
     atomic_store(&go, 1);
-    for (int i = 0; i < W; i++) pthread_join(ws[i].t, NULL);
-    wait_count(W * PER);
     char li[64];
-    lanes_info(sv[0], sv[1], li, sizeof li);
+    writers_done(ws, W, W * PER, sv, li, sizeof li);
     close(sv[0]);
     struct worker rw[R];
     int eofs = 0;
@@ -424,10 +426,8 @@ static void run_signals(int restart) {
     pthread_t st;
     pthread_create(&st, NULL, sigger, &sg);
     atomic_store(&go, 1);
-    for (int i = 0; i < W; i++) pthread_join(ks[i].t, NULL);
-    wait_count(W * PER);
     char li[64];
-    lanes_info(sv[0], sv[1], li, sizeof li);
+    writers_done(ks, W, W * PER, sv, li, sizeof li);
     atomic_store(&sg.stop, 1);
     pthread_join(st, NULL);
     close(sv[0]);
