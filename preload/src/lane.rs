@@ -987,6 +987,31 @@ fn stop(done: usize, err: c_int) -> Option<ssize_t> {
     })
 }
 
+/// A laned call's start on `fd`'s end (its writer when `write`, else its
+/// reader): the handlers run so far (one run from here on interrupts a
+/// sleep of the call), the slot, the turn, the hold that keeps the region
+/// and eventfds while the call uses them (a close in another thread frees
+/// the slot, not them), the end. None: not the lane's.
+fn enter(
+    fd: c_int,
+    write: bool,
+) -> Option<(
+    u32,
+    &'static Slot,
+    crate::lane_turn::Taken<'static>,
+    Hold,
+    &'static End,
+)> {
+    let ran = wait_note::handlers_ran();
+    let s = find(fd)?;
+    let t = if write { &s.wtaken } else { &s.rtaken }.take()?;
+    let h = held_for(s, fd)?;
+    // SAFETY: LANE was seen with Acquire: `end` is set and stays while a
+    // turn is held.
+    let e = unsafe { (*s.end.get()).as_ref()? };
+    Some((ran, s, t, h, e))
+}
+
 /// A plain read/recv of up to `n` bytes on `fd`'s lane; None: not the
 /// lane's (the caller goes through the daemon). MSG_PEEK leaves the bytes
 /// (the record); MSG_WAITALL (a stream's) reads until `n` bytes, the end,
@@ -1001,16 +1026,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
     if flags & libc::MSG_PEEK != 0 && flags & libc::MSG_WAITALL != 0 {
         return None;
     }
-    // A handler run from here on interrupts a sleep of the call.
-    let ran = wait_note::handlers_ran();
-    let s = find(fd)?;
-    let t = s.rtaken.take()?;
-    // The region and eventfds stay while the call uses them (a close in
-    // another thread frees the slot, not them).
-    let _h = held_for(s, fd)?;
-    // SAFETY: LANE was seen with Acquire: `end` is set and stays while a
-    // turn is held.
-    let e = unsafe { (*s.end.get()).as_ref()? };
+    let (ran, s, t, _h, e) = enter(fd, false)?;
     // MSG_TRUNC on a stream is the daemon's (Linux discards the bytes).
     if flags & libc::MSG_TRUNC != 0 && !e.record {
         return None;
@@ -1297,12 +1313,7 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
     if flags & !(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) != 0 || n == 0 {
         return None;
     }
-    let ran = wait_note::handlers_ran();
-    let s = find(fd)?;
-    let t = s.wtaken.take()?;
-    let _h = held_for(s, fd)?;
-    // SAFETY: as in recv.
-    let e = unsafe { (*s.end.get()).as_ref()? };
+    let (ran, s, t, _h, e) = enter(fd, true)?;
     let (region, ino, timeo) = (
         e.region as *const Region,
         s.ino.load(Ordering::Relaxed),
