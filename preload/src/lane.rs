@@ -76,7 +76,6 @@ struct End {
 
 struct Slot {
     state: AtomicU32,
-    fd: AtomicI32,
     ino: AtomicU64,
     /// This process's reader and writer of the end, one thread each.
     rtaken: Turn,
@@ -107,7 +106,6 @@ unsafe impl Sync for Slot {}
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: Slot = Slot {
     state: AtomicU32::new(FREE),
-    fd: AtomicI32::new(-1),
     ino: AtomicU64::new(0),
     rtaken: Turn::new(),
     wtaken: Turn::new(),
@@ -120,6 +118,25 @@ const EMPTY: Slot = Slot {
 };
 
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
+/// Each slot's descriptor number (-1: none), apart from the slots: every
+/// laned call looks its number up here, and a scan of the slots themselves
+/// read 64 cache lines that other threads' calls write (their turns and
+/// busy counts), a few percent of hackbench -T's time.
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_FD: AtomicI32 = AtomicI32::new(-1);
+static FDS: [AtomicI32; SLOTS] = [NO_FD; SLOTS];
+
+/// Slot `s`'s descriptor number word.
+fn fd_word(s: &Slot) -> &'static AtomicI32 {
+    let i = (s as *const Slot as usize - TABLE.as_ptr() as usize) / std::mem::size_of::<Slot>();
+    &FDS[i]
+}
+
+/// The slot noted for descriptor number `fd`, in whatever state.
+fn slot_of_fd(fd: c_int) -> Option<&'static Slot> {
+    let i = FDS.iter().position(|f| f.load(Ordering::Relaxed) == fd)?;
+    Some(&TABLE[i])
+}
 /// Slots not FREE: 0 makes every look-up one load.
 static USED: AtomicUsize = AtomicUsize::new(0);
 
@@ -135,7 +152,8 @@ fn held(s: &Slot) -> Option<Hold> {
 /// would otherwise use for `fd`).
 fn held_for(s: &Slot, fd: c_int) -> Option<Hold> {
     let h = held(s)?;
-    (s.fd.load(Ordering::Relaxed) == fd && s.state.load(Ordering::Acquire) == LANE).then_some(h)
+    (fd_word(s).load(Ordering::Relaxed) == fd && s.state.load(Ordering::Acquire) == LANE)
+        .then_some(h)
 }
 
 /// Sets slot `s`'s hold (a key given by `into_key`; 0: none) and lets go
@@ -203,7 +221,7 @@ pub fn note_pair(fds: [c_int; 2]) {
         // SAFETY: CLAIMING is ours.
         unsafe { *s.end.get() = Some(end) };
         set_own(s, hold.clone().into_key());
-        s.fd.store(fd, Ordering::Relaxed);
+        fd_word(s).store(fd, Ordering::Relaxed);
         s.ino.store(ino, Ordering::Relaxed);
         drop(held);
         s.state.store(CANDIDATE, Ordering::Release);
@@ -243,8 +261,9 @@ fn new_end(region: &'static Region, side: usize, record: bool, ev: [c_int; 2], h
 /// socket at this number (socket numbers, and so inode numbers, are
 /// reused) is freed first. None: the table is full.
 fn slot_for(fd: c_int) -> Option<(&'static Slot, (Taken<'static>, Taken<'static>))> {
-    for old in &TABLE {
-        if old.fd.load(Ordering::Relaxed) == fd {
+    for (i, f) in FDS.iter().enumerate() {
+        let old = &TABLE[i];
+        if f.load(Ordering::Relaxed) == fd {
             let st = old.state.load(Ordering::Acquire);
             if (st == CANDIDATE || st == LANE || st == JOIN)
                 && old
@@ -293,7 +312,7 @@ pub fn note_conn(fd: c_int) {
         return;
     };
     s.tries.store(JOIN_TRIES, Ordering::Relaxed);
-    s.fd.store(fd, Ordering::Relaxed);
+    fd_word(s).store(fd, Ordering::Relaxed);
     s.ino.store(ino, Ordering::Relaxed);
     drop(held);
     s.state.store(JOIN, Ordering::Release);
@@ -471,7 +490,10 @@ pub fn fresh_ends(mut f: impl FnMut(c_int, u64)) {
     for s in &TABLE {
         if s.state.load(Ordering::Acquire) == LANE && s.fresh.swap(false, Ordering::AcqRel) {
             FRESH.fetch_sub(1, Ordering::Relaxed);
-            f(s.fd.load(Ordering::Relaxed), s.ino.load(Ordering::Relaxed));
+            f(
+                fd_word(s).load(Ordering::Relaxed),
+                s.ino.load(Ordering::Relaxed),
+            );
         }
     }
 }
@@ -483,7 +505,7 @@ pub fn joining(fd: c_int) -> bool {
     if USED.load(Ordering::Relaxed) == 0 || fd < 0 {
         return false;
     }
-    let Some(s) = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd) else {
+    let Some(s) = slot_of_fd(fd) else {
         return false;
     };
     let mut waited = false;
@@ -514,7 +536,7 @@ pub fn woken(fd: c_int) -> bool {
     // Another thread may be claiming the end (its own ask made the lane):
     // waited out for a while, so that the call made again finds the lane
     // rather than going to the daemon, which would take it down.
-    if let Some(s) = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd) {
+    if let Some(s) = slot_of_fd(fd) {
         for _ in 0..1000 {
             if s.state.load(Ordering::Acquire) != CLAIMING {
                 break;
@@ -537,7 +559,7 @@ fn free(s: &Slot) {
     // The slot's hold goes: the region and eventfds are given back now, or
     // when the last call or epoll registration holding them lets go.
     set_own(s, 0);
-    s.fd.store(-1, Ordering::Relaxed);
+    fd_word(s).store(-1, Ordering::Relaxed);
     s.checked.store(0, Ordering::Relaxed);
     s.state.store(FREE, Ordering::Release);
     USED.fetch_sub(1, Ordering::Relaxed);
@@ -643,7 +665,7 @@ enum Look {
 }
 
 fn look(fd: c_int) -> Look {
-    let Some(s) = TABLE.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd) else {
+    let Some(s) = slot_of_fd(fd) else {
         return Look::Found(None);
     };
     let st = s.state.load(Ordering::Acquire);
@@ -656,7 +678,7 @@ fn look(fd: c_int) -> Look {
     match look_at(fd, s, st) {
         // Another thread's claim or join began since the look.
         None if s.state.load(Ordering::Acquire) == CLAIMING
-            && s.fd.load(Ordering::Relaxed) == fd =>
+            && fd_word(s).load(Ordering::Relaxed) == fd =>
         {
             Look::Claiming
         }
@@ -817,18 +839,19 @@ pub fn closed(first: c_int, last: c_int) {
     if USED.load(Ordering::Relaxed) == 0 {
         return;
     }
-    for s in &TABLE {
-        let fd = s.fd.load(Ordering::Relaxed);
+    for (i, f) in FDS.iter().enumerate() {
+        let fd = f.load(Ordering::Relaxed);
         if fd < first || fd > last {
             continue;
         }
+        let s = &TABLE[i];
         let st = s.state.load(Ordering::Acquire);
         if (st == CANDIDATE || st == LANE || st == JOIN)
             && s.state
                 .compare_exchange(st, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
         {
-            if s.fd.load(Ordering::Relaxed) == fd {
+            if fd_word(s).load(Ordering::Relaxed) == fd {
                 free(s);
             } else {
                 s.state.store(st, Ordering::Release);
@@ -878,9 +901,10 @@ pub fn close(fd: c_int) -> Option<c_int> {
     if USED.load(Ordering::Relaxed) == 0 || fd < 0 {
         return None;
     }
-    let s = TABLE
-        .iter()
-        .find(|s| s.fd.load(Ordering::Relaxed) == fd && s.state.load(Ordering::Acquire) == LANE)?;
+    let i = FDS.iter().enumerate().position(|(i, f)| {
+        f.load(Ordering::Relaxed) == fd && TABLE[i].state.load(Ordering::Acquire) == LANE
+    })?;
+    let s = &TABLE[i];
     if ino_of(fd) != Some(s.ino.load(Ordering::Relaxed)) {
         return None;
     }
