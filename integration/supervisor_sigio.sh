@@ -8,8 +8,7 @@
 #     supervised, in a pid namespace of its own below the supervisor (`unshare --pid
 #     --fork --mount-proc` under `udsfs run`: its getpid() and getpgrp() are not its
 #     numbers in the daemon's namespace): the kernel's results. (A run whose supervisor
-#     is itself in another pid namespace has its grants refused, src/supervisor/actfor.rs:
-#     the supervisor's credentials stand in, and an owner it names is not mapped.)
+#     is itself in another pid namespace: integration/actfor_pidns.sh.)
 #  2. user B's program in a user and pid namespace of its own, made to have there
 #     the pid that user A's process V has in the daemon's namespace, names itself as
 #     the owner (F_SETOWN, FIOSETOWN, F_SETOWN_EX getpid(); SIOCSPGRP -getpgrp()):

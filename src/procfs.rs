@@ -18,6 +18,9 @@ pub struct Status {
     /// The thread group's id in each pid namespace, outermost first
     /// (`NStgid:`): the last is what the process's own getpid() returns.
     pub ns_tgid: Vec<i32>,
+    /// The thread's own id in each pid namespace, outermost first
+    /// (`NSpid:`): the last is what its own gettid() returns.
+    pub ns_pid: Vec<i32>,
     /// The process group's id in each pid namespace, outermost first
     /// (`NSpgid:`): the last is what the process's own getpgrp() returns.
     pub ns_pgid: Vec<i32>,
@@ -44,6 +47,7 @@ impl Default for Status {
             state: '?',
             tgid: 0,
             ns_tgid: Vec::new(),
+            ns_pid: Vec::new(),
             ns_pgid: Vec::new(),
             ppid: 0,
             uids: [0; 4],
@@ -87,6 +91,12 @@ impl Status {
                 "Tgid" => st.tgid = val.parse().unwrap_or(0),
                 "NStgid" => {
                     st.ns_tgid = val
+                        .split_whitespace()
+                        .filter_map(|v| v.parse().ok())
+                        .collect()
+                }
+                "NSpid" => {
+                    st.ns_pid = val
                         .split_whitespace()
                         .filter_map(|v| v.parse().ok())
                         .collect()

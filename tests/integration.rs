@@ -189,6 +189,7 @@ scripts!(
     abstract_netns,
     abstract_private,
     accept_after_setuid,
+    actfor_pidns,
     adversarial_access,
     adversarial_actfor,
     adversarial_actfor2,

@@ -20,6 +20,12 @@ fn own() -> Option<(u64, usize)> {
     })
 }
 
+/// How deep the daemon's own pid namespace is (the entries of its
+/// NStgid): a task whose NSpid has more lives in a namespace below it.
+pub fn own_depth() -> Option<usize> {
+    own().map(|(_, depth)| depth)
+}
+
 /// Where task `tid` lives, if not in the daemon's namespace: its
 /// namespace, and the depth of its NStgid.
 fn foreign_ns(tid: u32) -> Option<(u64, usize)> {

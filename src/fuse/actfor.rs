@@ -8,6 +8,13 @@
 //! caller's process tree (a descendant of its process), and only while the
 //! target stays the process it was and keeps the credentials it had: a
 //! setuid exec or a reused pid is another principal (as ptrace would judge).
+//!
+//! The thread is named by its id in the granting thread's pid namespace (as
+//! the supervisor's seccomp notifications give it). A supervisor in a
+//! namespace below the daemon's adds a pidfd of the thread it holds
+//! (`pidfd=FD`), whose `/proc/TID/fdinfo` says the thread's id here; the
+//! thread so found must still have the named id in the granter's namespace
+//! and be below the granter's process (`set`).
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -36,7 +43,11 @@ struct Grant {
     /// id never inherits a grant.
     tgid: i32,
     started: u64,
+    /// The target thread, in the daemon's pid namespace.
     target: u32,
+    /// The target as the granting thread names it, in its own pid
+    /// namespace (`target` for a granter in the daemon's).
+    named: u32,
     /// The target's fsuid and fsgid, as the requests made for it carry.
     fs: (u32, u32),
     /// The target as granted.
@@ -73,9 +84,11 @@ type Pidfds = (Arc<ChargedFd>, Arc<ChargedFd>);
 /// made again while both processes are the ones checked (their pidfds) and
 /// the target's credentials are the ones it was checked with (one read of
 /// its status). Keyed by (supervisor process, setter's fsuid, target
-/// thread).
+/// thread as the supervisor names it in its pid namespace).
 struct Checked {
     started: u64,
+    /// The target thread, in the daemon's pid namespace.
+    tid: u32,
     target: Target,
     pidfds: Pidfds,
 }
@@ -167,7 +180,8 @@ fn charged(quota: &Arc<Quota>, uid: u32, fd: Option<OwnedFd>) -> Option<ChargedF
     ChargedFd::new(quota, uid, fd?).ok()
 }
 
-/// (supervisor process, setter's fsuid, target thread).
+/// (supervisor process, setter's fsuid, target thread as the supervisor
+/// names it).
 type CheckedKey = (i32, u32, u32);
 
 static CHECKED: Mutex<Option<HashMap<CheckedKey, Checked>>> = Mutex::new(None);
@@ -359,30 +373,107 @@ fn caps_covered(tid: u32, me: &Status, target: u32, them: &Status) -> bool {
     procfs::open_ns(target, "user").is_ok_and(|ns| holder.capable_in(ns, CAP_SYS_PTRACE))
 }
 
-/// `user.udsfs.act_for` (or the security name) set to `value` by thread `tid` (fsuid `uid`): a
-/// thread id to act for, or empty / "0" to stop. Errno on refusal. The
-/// pidfds a grant keeps are charged to `uid` on `fds` (`Engine::fds`).
-pub fn set(fds: &Arc<Quota>, tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
+/// A grant's value: "TID", then "netns" (`Grant::granter_netns`) and
+/// "pidfd=FD" (a descriptor of the granting thread's that holds a pidfd of
+/// TID, for a granter below the daemon's pid namespace), in any order.
+struct Value {
+    named: u32,
+    granter_netns: bool,
+    pidfd: Option<i32>,
+}
+
+fn parse_value(value: &[u8]) -> Result<Value, i32> {
     let text = std::str::from_utf8(value).map_err(|_| libc::EINVAL)?;
     let text = text.trim_matches(|c: char| c == '\0' || c.is_whitespace());
-    let (text, granter_netns) = match text.split_once(' ') {
-        Some((t, "netns")) => (t, true),
-        Some(_) => return Err(libc::EINVAL),
-        None => (text, false),
+    let mut words = text.split(' ');
+    let named = match words.next() {
+        None | Some("") => 0,
+        Some(n) => n.parse().map_err(|_| libc::EINVAL)?,
     };
-    let target: u32 = if text.is_empty() {
-        0
-    } else {
-        text.parse().map_err(|_| libc::EINVAL)?
+    let mut v = Value {
+        named,
+        granter_netns: false,
+        pidfd: None,
     };
-    if target == 0 {
+    for w in words {
+        match (w, w.strip_prefix("pidfd=")) {
+            ("netns", _) if !v.granter_netns => v.granter_netns = true,
+            (_, Some(fd)) if v.pidfd.is_none() => {
+                v.pidfd = Some(
+                    fd.parse()
+                        .ok()
+                        .filter(|&fd: &i32| fd >= 0)
+                        .ok_or(libc::EINVAL)?,
+                )
+            }
+            _ => return Err(libc::EINVAL),
+        }
+    }
+    Ok(v)
+}
+
+/// Thread `named` of the granting thread `tid`'s pid namespace (`me` its
+/// status), by its id in the daemon's: `named` itself where the granter is
+/// in the daemon's namespace; else the thread of the pidfd at the
+/// granter's descriptor `pidfd` (its `Pid:` in /proc/TID/fdinfo, which
+/// /proc gives in the daemon's namespace). Only a hint: `set` checks that
+/// the thread found has id `named` in the granter's namespace and is below
+/// its process, as any other. No pidfd from a granter below: EXDEV, which
+/// tells the supervisor to give one (src/supervisor/actfor.rs).
+fn in_daemon_ns(tid: u32, me: &Status, named: u32, pidfd: Option<i32>) -> Result<u32, i32> {
+    let below = crate::engine::pidns::own_depth().is_some_and(|own| me.ns_pid.len() > own);
+    if !below {
+        return Ok(named);
+    }
+    let fd = pidfd.ok_or(libc::EXDEV)?;
+    // One read of its start: a pidfd's `Pid:` is its fifth line, and
+    // another file's fdinfo (an epoll set's lists every descriptor it
+    // watches) is not read on.
+    let mut info = [0u8; 512];
+    let len = std::fs::File::open(format!("/proc/{tid}/fdinfo/{fd}"))
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut info))
+        .map_err(|_| libc::EBADF)?;
+    let pid = String::from_utf8_lossy(&info[..len])
+        .lines()
+        .find_map(|l| l.strip_prefix("Pid:"))
+        .and_then(|p| p.trim().parse::<i32>().ok())
+        .ok_or(libc::EBADF)?;
+    // (-1: the thread is gone.)
+    u32::try_from(pid)
+        .ok()
+        .filter(|&p| p > 0)
+        .ok_or(libc::ESRCH)
+}
+
+/// Whether `them` is the thread that the granter of status `me` names
+/// `named` in its own pid namespace: its id at the granter's depth. With
+/// the tree check (every process below the granter's lives in the
+/// granter's pid namespace or one below it), only one thread is.
+fn named_there(me: &Status, them: &Status, named: u32) -> bool {
+    match me.ns_pid.len() {
+        0 => true, // (no NSpid: a kernel without pid namespaces)
+        depth => them.ns_pid.get(depth - 1) == Some(&(named as i32)),
+    }
+}
+
+/// `user.udsfs.act_for` (or the security name) set to `value` by thread
+/// `tid` (fsuid `uid`): a thread id to act for, in the setter's pid
+/// namespace (`Value`), or empty / "0" to stop. Errno on refusal. The
+/// pidfds a grant keeps are charged to `uid` on `fds` (`Engine::fds`).
+pub fn set(fds: &Arc<Quota>, tid: u32, uid: u32, value: &[u8]) -> Result<(), i32> {
+    let Value {
+        named,
+        granter_netns,
+        pidfd,
+    } = parse_value(value)?;
+    if named == 0 {
         let mut g = GRANTS.lock();
         let map = g.get_or_insert_with(HashMap::new);
         map.remove(&tid);
         COUNT.store(map.len(), Ordering::Relaxed);
         return Ok(());
     }
-    if let Some(gr) = checked_before(tid, uid, target, granter_netns) {
+    if let Some(gr) = checked_before(tid, uid, named, granter_netns) {
         // (Replacing the grant it took the thread's pidfd from.)
         let mut g = GRANTS.lock();
         let map = g.get_or_insert_with(HashMap::new);
@@ -390,18 +481,20 @@ pub fn set(fds: &Arc<Quota>, tid: u32, uid: u32, value: &[u8]) -> Result<(), i32
         COUNT.store(map.len(), Ordering::Relaxed);
         return Ok(());
     }
+    // (Before `GRANTS`'s lock, which every request takes.)
+    let me = Status::read(tid).map_err(|_| libc::ESRCH)?;
+    let target = in_daemon_ns(tid, &me, named, pidfd)?;
     let mut g = GRANTS.lock();
     let map = g.get_or_insert_with(HashMap::new);
     // Opened while the thread is in this request (its id cannot be taken
-    // again meanwhile): it names this thread, whose process is read next.
+    // again meanwhile): it names this thread, whose process was read.
     let thread = if map.len() < PIDFD_GRANTS {
         charged(fds, uid, thread_pidfd(tid)).map(Arc::new)
     } else {
         None
     };
-    let me = Status::read(tid).map_err(|_| libc::ESRCH)?;
     let them = Status::read(target).map_err(|_| libc::ESRCH)?;
-    if them.tgid == me.tgid || !in_tree(them.tgid, me.tgid) {
+    if them.tgid == me.tgid || !in_tree(them.tgid, me.tgid) || !named_there(&me, &them, named) {
         return Err(libc::EPERM);
     }
     // As ptrace would allow: the caller's user in each of the target's real,
@@ -433,7 +526,10 @@ pub fn set(fds: &Arc<Quota>, tid: u32, uid: u32, value: &[u8]) -> Result<(), i32
     };
     let checked = Target::of(&them, target_started);
     let again = Status::read(target).map_err(|_| libc::ESRCH)?;
-    if !checked.same(&again) || procfs::start_time(them.tgid) != Some(target_started) {
+    if !checked.same(&again)
+        || !named_there(&me, &again, named)
+        || procfs::start_time(them.tgid) != Some(target_started)
+    {
         return Err(libc::ESRCH);
     }
     // Swept again only once the map has doubled since: a sweep reads /proc
@@ -449,9 +545,10 @@ pub fn set(fds: &Arc<Quota>, tid: u32, uid: u32, value: &[u8]) -> Result<(), i32
     }
     if let Some(p) = &pidfds {
         remember(
-            (me.tgid, uid, target),
+            (me.tgid, uid, named),
             Checked {
                 started,
+                tid: target,
                 target: checked,
                 pidfds: p.clone(),
             },
@@ -463,6 +560,7 @@ pub fn set(fds: &Arc<Quota>, tid: u32, uid: u32, value: &[u8]) -> Result<(), i32
             tgid: me.tgid,
             started,
             target,
+            named,
             fs: (them.uids[3], them.gids[3]),
             checked,
             granter_netns,
@@ -487,7 +585,7 @@ pub fn set(fds: &Arc<Quota>, tid: u32, uid: u32, value: &[u8]) -> Result<(), i32
 /// Its system calls are made outside `GRANTS`'s lock, which every request
 /// of every user takes (only thread `tid`'s own requests change its grant,
 /// one at a time).
-fn checked_before(tid: u32, uid: u32, target: u32, granter_netns: bool) -> Option<Grant> {
+fn checked_before(tid: u32, uid: u32, named: u32, granter_netns: bool) -> Option<Grant> {
     let (tgid, started, prev_thread) = {
         let g = GRANTS.lock();
         let prev = g.as_ref()?.get(&tid)?;
@@ -495,11 +593,13 @@ fn checked_before(tid: u32, uid: u32, target: u32, granter_netns: bool) -> Optio
         (prev.tgid, prev.started, prev.thread.clone())
     };
     let c = CHECKED.lock();
-    let ch = c.as_ref()?.get(&(tgid, uid, target))?;
+    let ch = c.as_ref()?.get(&(tgid, uid, named))?;
     if ch.started != started {
         return None;
     }
-    let (pidfds, checked) = (ch.pidfds.clone(), ch.target);
+    // (Its pidfd alive, the thread has the ids it was checked with, in
+    // every pid namespace: `named` still names it.)
+    let (pidfds, checked, target) = (ch.pidfds.clone(), ch.target, ch.tid);
     drop(c);
     let thread = same_thread(prev_thread.as_deref(), tgid, tid);
     let now = look(&*pidfds.1, target)?;
@@ -508,6 +608,7 @@ fn checked_before(tid: u32, uid: u32, target: u32, granter_netns: bool) -> Optio
         tgid,
         started,
         target,
+        named,
         fs: (now.uids[3], now.gids[3]),
         checked,
         granter_netns,
@@ -537,8 +638,8 @@ fn pidfds_of(
             .map(|(_, ch)| ch.pidfds.0.clone());
         let t = m
             .iter()
-            .find(|((_, _, tid), ch)| {
-                (*tid, ch.target.tgid(), ch.target.started) == target && alive(&*ch.pidfds.1)
+            .find(|(_, ch)| {
+                (ch.tid, ch.target.tgid(), ch.target.started) == target && alive(&*ch.pidfds.1)
             })
             .map(|(_, ch)| ch.pidfds.1.clone());
         (s, t)
@@ -703,10 +804,11 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
     own
 }
 
-/// Who a send ioctl of thread `tid` (fsuid `uid`) that names `target` in
-/// its head (`MsgHead::act_for`) is made for: the target, only when this
-/// thread holds a grant for exactly it, or granted it before as a thread
-/// of a supervisor that `target` was checked for with this user
+/// Who a send ioctl of thread `tid` (fsuid `uid`) that names thread `named`
+/// (of its own pid namespace, as a grant names it) in its head
+/// (`MsgHead::act_for`) is made for: that thread, only when this thread
+/// holds a grant for exactly it, or granted it before as a thread of a
+/// supervisor that `named` was checked for with this user
 /// (`checked_before`: the same processes by their pidfds, the thread
 /// still the granter, the target's ids unchanged); the grant is then this
 /// thread's, as a setxattr naming it would have made it. Anything else is
@@ -714,20 +816,23 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
 /// gets no more than it had, and a supervisor refused sets the grant by
 /// setxattr (the full check) and sends again. The number is the caller's
 /// to write: it decides nothing that a grant set by the full check did not.
-pub fn caller_named(tid: u32, uid: u32, gid: u32, target: u32) -> Result<ActFor, i32> {
+pub fn caller_named(tid: u32, uid: u32, gid: u32, named: u32) -> Result<ActFor, i32> {
+    // (The grant's `target`, in the daemon's namespace, is who the
+    // request is taken as.)
     let held = GRANTS
         .lock()
         .as_ref()
         .and_then(|m| m.get(&tid))
-        .is_some_and(|gr| gr.target == target && !gr.granter_netns);
-    if !held {
+        .filter(|gr| gr.named == named && !gr.granter_netns)
+        .map(|gr| gr.target);
+    let Some(target) = held else {
         {
             // (Its system calls outside `GRANTS`'s lock.)
-            let gr = checked_before(tid, uid, target, false).ok_or(libc::EPERM)?;
+            let gr = checked_before(tid, uid, named, false).ok_or(libc::EPERM)?;
             // Checked just now, as `caller_of` would (the thread, both
             // processes, the target's ids): its answer, without asking twice.
             let who = ActFor {
-                tid: target,
+                tid: gr.target,
                 uid: gr.fs.0,
                 gid: gr.fs.1,
                 status: None,
@@ -740,7 +845,7 @@ pub fn caller_named(tid: u32, uid: u32, gid: u32, target: u32) -> Result<ActFor,
             COUNT.store(map.len(), Ordering::Relaxed);
             return Ok(who);
         }
-    }
+    };
     // The grant's checks at every request (`caller_of`): a target gone or
     // changed since it was set drops it, and the call is refused.
     let who = caller_of(tid, uid, gid);
@@ -808,6 +913,39 @@ mod tests {
         );
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    /// A grant's value: the thread, then "netns" and "pidfd=FD" in any
+    /// order, each once; anything else EINVAL.
+    #[test]
+    fn a_value_is_a_thread_then_netns_and_a_pidfd() {
+        let parsed = |v: &[u8]| parse_value(v).map(|v| (v.named, v.granter_netns, v.pidfd));
+        assert_eq!(parsed(b"12"), Ok((12, false, None)));
+        assert_eq!(parsed(b"12 netns\0"), Ok((12, true, None)));
+        assert_eq!(parsed(b"12 pidfd=7"), Ok((12, false, Some(7))));
+        assert_eq!(parsed(b"12 pidfd=7 netns"), Ok((12, true, Some(7))));
+        assert_eq!(parsed(b"12 netns pidfd=7"), Ok((12, true, Some(7))));
+        assert_eq!(parsed(b""), Ok((0, false, None)));
+        assert_eq!(parsed(b"0 netns"), Ok((0, true, None)));
+        for bad in [
+            &b"12 netns netns"[..],
+            b"12 pidfd=7 pidfd=8",
+            b"12 pidfd=-1",
+            b"12 pidfd=",
+            b"12 pidfd=x",
+            b"12  netns",
+            b"12 other",
+            b"netns",
+            b"pidfd=3",
+            b"-1",
+        ] {
+            assert_eq!(
+                parsed(bad),
+                Err(libc::EINVAL),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 
     /// The look a request takes (capget and PIDFD_GET_INFO) says what the

@@ -7,6 +7,13 @@
 //! one (queries, receives without control data) are the same whoever the
 //! daemon takes them for; a grant refused clears the one held, so that the
 //! supervisor's own credentials stand in as before.
+//!
+//! A thread is named by its id in the supervisor's pid namespace (the
+//! seccomp notification's). A supervisor in a pid namespace below the
+//! daemon's (`unshare -p` above `udsfs run`) is told so once by the
+//! daemon (EXDEV); from then on each grant also holds a pidfd of the
+//! thread, by which the daemon finds it in its own namespace
+//! (src/fuse/actfor.rs `in_daemon_ns`).
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -87,6 +94,10 @@ pub fn refused() -> Option<bool> {
 /// security module that keeps the namespace): the user name from then on.
 static NO_SECURITY_NAME: AtomicBool = AtomicBool::new(false);
 
+/// The daemon said that this supervisor's pid namespace is below its own
+/// (EXDEV): grants name their thread with a pidfd too (`grant`).
+static BELOW_DAEMON: AtomicBool = AtomicBool::new(false);
+
 /// Sets xattr `name` to `value` with `call` (setxattr on a path, fsetxattr
 /// on a descriptor), given the NUL-terminated name, the value and its
 /// length: Ok, or the errno it set.
@@ -150,22 +161,64 @@ fn anchor_set(root: &CString, name: &str, value: &[u8]) -> Option<Result<(), i32
 /// is let, it is used from then on. The user name goes on the anchor too:
 /// on the root of a mount that is not ours (sticky, another owner) the
 /// kernel refuses a user.* name to everyone but its owner.
-fn set(root: &CString, value: &[u8]) -> bool {
+/// Ok, or the errno of the refusal (EXDEV: the daemon's, see `grant`).
+fn set(root: &CString, value: &[u8]) -> Result<(), i32> {
     let set_named = |name: &str| match anchor_set(root, name, value) {
         Some(r) => r,
         None => set_as(root, name, value),
     };
     if NO_SECURITY_NAME.load(Ordering::Relaxed) {
-        return set_named(XATTR).is_ok();
+        return set_named(XATTR);
     }
-    if set_named(XATTR_SECURITY).is_ok() {
-        return true;
+    match set_named(XATTR_SECURITY) {
+        // (The kernel never says EXDEV for a setxattr: the name was let.)
+        Ok(()) => return Ok(()),
+        Err(libc::EXDEV) => return Err(libc::EXDEV),
+        Err(_) => {}
     }
-    let set = set_named(XATTR).is_ok();
-    if set {
+    let set = set_named(XATTR);
+    if set.is_ok() {
         NO_SECURITY_NAME.store(true, Ordering::Relaxed);
     }
     set
+}
+
+/// A pidfd of thread `tid` of our pid namespace (PIDFD_THREAD, Linux 6.9;
+/// before it, a thread that leads its process only).
+fn thread_pidfd(tid: i32) -> Result<std::os::fd::OwnedFd, i32> {
+    use std::os::fd::FromRawFd;
+    const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
+    for flags in [PIDFD_THREAD, 0] {
+        // SAFETY: pidfd_open takes a pid and flags; the result is ours.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, flags) };
+        if fd >= 0 {
+            // SAFETY: a fresh descriptor we own.
+            return Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) });
+        }
+    }
+    Err(std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::ESRCH))
+}
+
+/// Sets the grant for thread `tid` ("TID", then `more`: " netns" or
+/// nothing). In a pid namespace below the daemon's, `tid` is not the
+/// thread's id there: the daemon refuses a bare id with EXDEV, and the
+/// grant names a pidfd of the thread too ("pidfd=FD", held until the
+/// setxattr returned), which the daemon reads in our /proc/TID/fdinfo.
+fn grant(root: &CString, tid: i32, more: &str) -> Result<(), i32> {
+    if !BELOW_DAEMON.load(Ordering::Relaxed) {
+        match set(root, format!("{tid}{more}").as_bytes()) {
+            Err(libc::EXDEV) => BELOW_DAEMON.store(true, Ordering::Relaxed),
+            r => return r,
+        }
+    }
+    use std::os::fd::AsRawFd;
+    let pidfd = thread_pidfd(tid)?;
+    set(
+        root,
+        format!("{tid}{more} pidfd={}", pidfd.as_raw_fd()).as_bytes(),
+    )
 }
 
 impl Grant {
@@ -180,12 +233,13 @@ impl Grant {
         let Ok(root) = CString::new(mount.as_os_str().as_bytes()) else {
             return super::below_us(tid).then_some(Grant { set: false });
         };
-        if set(&root, tid.to_string().as_bytes()) {
+        let granted = grant(&root, tid, "");
+        if granted.is_ok() {
             HELD.set(true);
             return Some(Grant { set: true });
         }
         if HELD.replace(false) {
-            set(&root, b"0");
+            let _ = set(&root, b"0");
         }
         if !super::below_us(tid) {
             if !OUTSIDER_WARNED.swap(true, Ordering::Relaxed) {
@@ -195,11 +249,10 @@ impl Grant {
             }
             return None;
         }
-        let refused = std::io::Error::last_os_error();
+        let refused = std::io::Error::from_raw_os_error(granted.err().unwrap_or(libc::EIO));
         // Our credentials stand in only for our own user's thread: root's
         // run of a command that dropped to another user would otherwise
-        // lend it root's (SO_PEERCRED uid 0: integration/adversarial_root_run.sh,
-        // a run in a pid namespace of its own, where every grant is refused).
+        // lend it root's (SO_PEERCRED uid 0: integration/adversarial_root_run.sh).
         // SAFETY: geteuid has no preconditions.
         let ours = unsafe { libc::geteuid() };
         let theirs = crate::procfs::Status::read(tid as u32).map(|st| st.uids[3]);
@@ -242,7 +295,7 @@ impl SocketNetns {
         let root = CString::new(mount.as_os_str().as_bytes()).ok()?;
         let theirs = crate::procfs::ns_inode(tid as u32, "net")?;
         let entered = udsfs_calls::convert::SocketNetns::enter(k.as_raw_fd(), Some(theirs))?;
-        if !set(&root, format!("{tid} netns").as_bytes()) {
+        if grant(&root, tid, " netns").is_err() {
             return None; // (dropped: back to the thread's namespace)
         }
         Some(SocketNetns {
@@ -255,6 +308,6 @@ impl SocketNetns {
 
 impl Drop for SocketNetns {
     fn drop(&mut self) {
-        set(&self.root, self.tid.to_string().as_bytes());
+        let _ = grant(&self.root, self.tid, "");
     }
 }
