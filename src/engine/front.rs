@@ -58,7 +58,7 @@ impl Engine {
         check: bool,
     ) -> Result<Option<Ucred>> {
         let Some(c) = given else { return Ok(None) };
-        let c = caller.claimed_ids(super::pidns::sender_creds(c, caller))?;
+        let c = caller.claimed_ids(super::pidns::sender_creds(c, caller)?)?;
         if check {
             caller.check_creds(&c)?;
         }

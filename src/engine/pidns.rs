@@ -9,6 +9,9 @@
 use std::sync::OnceLock;
 
 use crate::procfs;
+use nix::errno::Errno;
+
+use super::log_limit::limited;
 
 /// The daemon's own pid namespace and its depth (entries of its NStgid).
 fn own() -> Option<(u64, usize)> {
@@ -61,16 +64,21 @@ pub fn to_viewer(pid: i32, viewer: u32) -> i32 {
 }
 
 /// A pid a sender names in its own namespace (SCM_CREDENTIALS), in the
-/// daemon's: the sender's own getpid() becomes its tgid here; any other
-/// number stays as given (check_creds then refuses it unless the sender
-/// may name others).
-pub fn from_sender(pid: i32, sender_tid: u32, sender_tgid: i32) -> i32 {
+/// daemon's: in the daemon's namespace as given (check_creds then refuses
+/// another process's unless the sender may name others); from another
+/// namespace the sender's own getpid() becomes its tgid here, and any
+/// other number is None: the daemon does not look it up in the sender's
+/// namespace (Linux's find_vpid does), and as a number of its own it would
+/// name whatever process has it here, another user's (a root of its own
+/// user and pid namespaces may name other pids of its namespace:
+/// integration/actfor_pidns.sh creds_named_child_no_grant).
+pub fn from_sender(pid: i32, sender_tid: u32, sender_tgid: i32) -> Option<i32> {
     if pid <= 0 || foreign_ns(sender_tid).is_none() {
-        return pid;
+        return Some(pid);
     }
     match procfs::Status::read(sender_tid) {
-        Ok(st) if st.ns_tgid.last() == Some(&pid) => sender_tgid,
-        _ => pid,
+        Ok(st) if st.ns_tgid.last() == Some(&pid) => Some(sender_tgid),
+        _ => None,
     }
 }
 
@@ -102,7 +110,7 @@ pub fn owner_from_task(target: i32, tid: u32, tgid: impl FnOnce() -> i32) -> Opt
         }
     } else {
         let tgid = tgid();
-        if from_sender(target, tid, tgid) == tgid {
+        if from_sender(target, tid, tgid) == Some(tgid) {
             return Some(tgid);
         }
     }
@@ -111,12 +119,20 @@ pub fn owner_from_task(target: i32, tid: u32, tgid: impl FnOnce() -> i32) -> Opt
 }
 
 /// Explicit SCM_CREDENTIALS of `caller`, with its own-namespace pid in
-/// the daemon's namespace (before check_creds compares it).
-pub fn sender_creds(c: super::Ucred, caller: &super::Caller) -> super::Ucred {
-    super::Ucred {
-        pid: from_sender(c.pid, caller.tid, caller.status().tgid),
-        ..c
-    }
+/// the daemon's namespace (before check_creds compares it). EPERM for
+/// another pid of another namespace (`from_sender`), logged: refused
+/// where Linux would translate it, never taken as a pid of the daemon's.
+pub fn sender_creds(c: super::Ucred, caller: &super::Caller) -> Result<super::Ucred, Errno> {
+    let Some(pid) = from_sender(c.pid, caller.tid, caller.status().tgid) else {
+        limited!(
+            info,
+            "thread {}: SCM_CREDENTIALS name pid {} of another pid namespace, not its own: refused (EPERM), not looked up there",
+            caller.tid,
+            c.pid
+        );
+        return Err(Errno::EPERM);
+    };
+    Ok(super::Ucred { pid, ..c })
 }
 
 impl super::Received {
@@ -141,7 +157,7 @@ mod tests {
     fn the_daemons_own_namespace_is_the_identity() {
         let me = std::process::id();
         assert_eq!(to_viewer(me as i32, me), me as i32);
-        assert_eq!(from_sender(5, me, me as i32), 5);
+        assert_eq!(from_sender(5, me, me as i32), Some(5));
         assert_eq!(to_viewer(0, me), 0);
     }
 }
