@@ -62,7 +62,9 @@ os.execvp("unshare", ["unshare", "-Urpf", "--mount-proc", sys.executable,
 PY
 cat >"$TMP/att.py" <<'PY'
 # In B's user and pid namespace (pid 1 there): grants through its own socket's data file.
-import errno, os, sys, time
+import os, sys, time
+sys.path.insert(0, os.environ["LIB"])
+from udsfs_files import err as res
 U, S = os.environ["U"], os.environ["S"]
 V, VFD = int(sys.argv[1]), int(sys.argv[2])
 X = "user.udsfs.act_for"
@@ -70,13 +72,6 @@ c = os.open(U + "/dgram/clone", os.O_RDWR)
 n = int(os.read(c, 64))
 data = os.open(f"{U}/sock/{n}/data", os.O_RDWR)
 msg = os.open(f"{U}/sock/{n}/msg", os.O_RDWR)
-
-def res(f, *a):
-    try:
-        f(*a)
-        return "OK"
-    except OSError as e:
-        return errno.errorcode.get(e.errno, str(e.errno))
 
 def grant(v):
     r = res(os.setxattr, data, X, v.encode())
@@ -115,7 +110,7 @@ os.write(w, b"g")
 os.waitpid(child, 0)
 PY
 chmod 644 "$TMP/outer.py" "$TMP/att.py"
-as_uid $B env U="$U" A=$A S="$S" /usr/bin/python3 "$TMP/outer.py" "$V" "$TMP/att.py" >"$TMP/att.out" 2>&1 &
+as_uid $B env U="$U" A=$A S="$S" LIB="$LIB_DIR" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$TMP/outer.py" "$V" "$TMP/att.py" >"$TMP/att.out" 2>&1 &
 CLIENT=$!
 wait_for "$S/sent" 20 "2. the client did not get to its sends" "$TMP/att.out"
 EXCEPTIONS=$LIB_DIR/actfor_pidns_exceptions.txt
