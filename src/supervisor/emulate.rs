@@ -441,7 +441,7 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
 fn put_in_place(c: &Call, k: &OwnedFd, new: &OwnedFd, fd: i32) -> Res<()> {
     let held = super::epolls::held(c.task.tid, k, fd);
     c.install(new, Some(fd), c.task.cloexec(fd))?;
-    super::epolls::restore(&c.task, fd, new, &held);
+    super::epolls::restore(&c.task, fd, new, k, &held);
     Ok(())
 }
 
