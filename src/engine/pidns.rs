@@ -71,7 +71,7 @@ pub fn to_viewer(pid: i32, viewer: u32) -> i32 {
 /// namespace (Linux's find_vpid does), and as a number of its own it would
 /// name whatever process has it here, another user's (a root of its own
 /// user and pid namespaces may name other pids of its namespace:
-/// integration/actfor_pidns.sh creds_named_child_no_grant).
+/// integration/actfor_pidns.sh creds_named_child_translated).
 pub fn from_sender(pid: i32, sender_tid: u32, sender_tgid: i32) -> Option<i32> {
     if pid <= 0 || foreign_ns(sender_tid).is_none() {
         return Some(pid);
