@@ -149,7 +149,8 @@ def b_server():
 def b_flood():
     """B's flood through the daemon: argv[3] connections to its own listener at argv[2],
     each written as fast as it goes (argv[4]-byte sends) and read at the other end,
-    until argv[5] exists; prints the bytes moved and the connections' lanes."""
+    until argv[5] exists; prints the bytes moved and the connections' lanes, and makes
+    argv[6] once each connection has moved bytes."""
     path, n, size, stop = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(path)
@@ -197,12 +198,32 @@ def b_flood():
         c.connect(path)
         s, _ = srv.accept()
         ends.append((c, s))
+        # Each connection's lane before its flood: each end asks at its first
+        # plain call, and bytes queued through the daemon keep a connection
+        # off any lane (its asks run out). Left to the threads, at nice 19
+        # beside a loaded machine's work, a source's first sends could come
+        # before its sink's first read (a CI run: one connection lane=none).
+        for _ in range(8):
+            c.sendall(b"h")
+            s.recv(1)
+            s.sendall(b"h")
+            c.recv(1)
+            if lane_of(c) == lane_of(s) == "lane=through":
+                break
+        say(f"B's flood: connection {k}:", lane_of(c), lane_of(s))
         ts.append(threading.Thread(target=sink, args=(s, k), name=f"sink{k}"))
         ts.append(threading.Thread(target=source, args=(c,), name=f"source{k}"))
     for t in ts:
         t.start()
-    time.sleep(1.0)
+    # The lanes looked at once every connection has moved bytes (a fixed
+    # wait was not enough at nice 19 on a loaded machine: the stop came
+    # first, and the ends were down after their shutdown); then argv[6] is
+    # made for the script's measures to start.
+    t0 = time.monotonic()
+    while min(moved) == 0 and time.monotonic() - t0 < 30:
+        time.sleep(0.05)
     say("B's flood: lanes", " ".join(sorted(set(lane_of(c) for c, _ in ends))))
+    open(sys.argv[6], "w").close()
     for t in ts:
         t.join()
     say(f"B's flood: {sum(moved)} bytes moved on {n} connections")
