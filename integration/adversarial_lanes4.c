@@ -68,6 +68,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -511,13 +512,13 @@ static int recvedge(int lim, int held) {
 }
 
 /* ---------------------------------------------------------------- evrace */
-static volatile int ev_stop;
+static volatile int ev_stop, ev_done;
 static int ev_lim;
 static void *ev_closer(void *x) {
     int null = *(int *)x, n = 0;
     while (!ev_stop) {
         int f = fcntl(null, F_DUPFD, ev_lim * 3 / 4);
-        if (f >= 0) { close(f); n++; }
+        if (f >= 0) { close(f); ev_done = ++n; }
     }
     return (void *)(long)n;
 }
@@ -543,6 +544,9 @@ static int evrace(int lim, int pairs) {
         close(sv[0]);
         close(sv[1]);
     }
+    /* (the closer's count is compared: on a loaded machine the kernel's
+     * pairs could end before the closer ran much; it runs on until 1000) */
+    while (ev_done <= 1000) sched_yield();
     ev_stop = 1;
     void *n;
     pthread_join(t, &n);
