@@ -89,6 +89,9 @@ ok "the private mount went after the last descendant"
 # §4 SIGTERM to udsfs run reaches CMD
 sleep 30 &
 kp=$!
+# (killed before the child's exec, the forked shell's own TERM trap would
+# take it: status 0, as a loaded CI run saw)
+for _ in $(seq 500); do [ "$(cat /proc/$kp/comm 2>/dev/null)" = sleep ] && break; sleep 0.01; done
 kill -TERM $kp
 reap $kp
 k=$REAPED_STATUS
