@@ -29,8 +29,11 @@ fn around<R>(call: impl FnOnce() -> R) -> R {
 /// were never given back). A close that then fails leaves at most an
 /// eventfd the library no longer closes, never closes the program's file.
 /// The epoll registrations of sockets at those numbers are told too
-/// (lane_ready.rs `closing`: whether each close is its file's last).
+/// (lane_ready.rs `closing`: whether each close is its file's last), and a
+/// laned call waiting on one of them gets a copy of its file (lane.rs
+/// `going`).
 fn going(first: c_int, last: c_int) {
+    crate::lane::going(first, last);
     crate::lane_hold::program_closed(first, last);
     crate::lane_ready::closing(first, last);
 }

@@ -33,6 +33,7 @@ use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, S
 
 use crate::errno::{len_ret, Res};
 use crate::lane_hold::{self, Hold};
+use crate::lane_spin::{self, Spin};
 use crate::lane_turn::{Taken, Turn};
 use crate::{fdpass, ioctl, log, mount, real, user, wait_note};
 
@@ -87,6 +88,10 @@ struct Slot {
     /// A connect/accept end whose lane just came up: its epoll
     /// registrations are still the data file's (`fresh_ends`).
     fresh: AtomicBool,
+    /// The looks a blocking read and a blocking write make before they
+    /// sleep (lane_spin.rs).
+    rspin: Spin,
+    wspin: Spin,
     /// The descriptor generation at which `fd` was last seen to name the
     /// socket `ino` (fdgen.rs; 0: never).
     checked: AtomicU64,
@@ -112,6 +117,8 @@ const EMPTY: Slot = Slot {
     tries: AtomicU32::new(0),
     record: AtomicBool::new(false),
     fresh: AtomicBool::new(false),
+    rspin: Spin::new(lane_spin::CALL_LOOKS),
+    wspin: Spin::new(lane_spin::CALL_LOOKS),
     checked: AtomicU64::new(0),
     own: AtomicU64::new(0),
     end: UnsafeCell::new(None),
@@ -867,8 +874,9 @@ pub fn closed(first: c_int, last: c_int) {
 pub fn forked() {
     // The copies the parent's running calls keep are theirs, not the
     // child's (its close of the socket's numbers closes it for it).
-    for k in &KEPT {
-        let fd = k.swap(-1, Ordering::AcqRel);
+    for (w, c) in WAITS.iter().zip(&COPIES) {
+        w.store(-1, Ordering::Relaxed);
+        let fd = c.swap(-1, Ordering::AcqRel);
         if fd >= 0 {
             // SAFETY: the parent's copy, inherited: the child's own now.
             unsafe { real::own_close(fd) };
@@ -1131,16 +1139,21 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
                 // Other threads read meanwhile: the turn goes during the
                 // sleep and is taken for each look.
                 drop(t);
+                let (given, mut made) = (s.rspin.looks(), 0);
+                let noted = wait_note::sleeping_on(sleeper.word());
                 let slept = sleeper.wait(
                     || {
+                        made += 1;
                         look_again(s, &s.rtaken, fd, region, ran, |e| {
                             // SAFETY: the turn is held (look_again).
                             unsafe { &mut *e.r.get() }.readable()
                         })
                     },
-                    0,
+                    given,
                     left,
                 );
+                wait_note::slept(noted);
+                s.rspin.learn(given, made);
                 match slept {
                     Ok(()) => left = left.map(|l| l.saturating_sub(began.elapsed())),
                     Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
@@ -1222,21 +1235,27 @@ fn closed_ino(fd: c_int, ino: u64) -> Option<ssize_t> {
     Some(len_ret(Err(libc::EBADF)))
 }
 
-/// Numbers of the `Kept` files of this process's running calls (-1: none),
-/// for a fork child to close (`forked`).
-static KEPT: [AtomicI32; 64] = [const { AtomicI32::new(-1) }; 64];
+/// The program's numbers that this process's running calls wait on (-1:
+/// none; -2: being taken; -3: being left), the inode each names, and the
+/// copy of its file made when the program closed the number under the call
+/// (-1: none; `going`). A fork child closes the copies (`forked`).
+static WAITS: [AtomicI32; 64] = [const { AtomicI32::new(-1) }; 64];
+static WAIT_INOS: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+static COPIES: [AtomicI32; 64] = [const { AtomicI32::new(-1) }; 64];
 
 /// The data file of a blocking call's end kept open for the call's length,
 /// as Linux's call holds its file (fdget): a close of the number in another
 /// thread (or a dup2 of another file onto it) then leaves the socket open
 /// under the call, which goes on and gets its peer's bytes, and the socket
 /// closes when the call ends (adversarial_lanes4.sh dupover, closerace of
-/// adversarial_lanes3.sh). A copy of the number above the program's
-/// (lane_ready's floor, close-on-exec), made only when the call is about to
-/// wait; none when no number is free there (the call is as before: EBADF
-/// once the socket closes under it).
+/// adversarial_lanes3.sh). The call notes the number it waits on
+/// (`WAITS`), and the program's close of it copies the file first
+/// (`going`, in the closing thread, before the close): above the
+/// program's numbers (lane_ready's floor, close-on-exec), and only then, so
+/// a wait costs no system call (a copy made at each wait, then closed, was
+/// five: half of a laned ping-pong's). None when the 64 places are taken
+/// (the call is as before: EBADF once the socket closes under it).
 struct Kept {
-    fd: c_int,
     ino: u64,
     at: usize,
 }
@@ -1244,42 +1263,78 @@ struct Kept {
 impl Kept {
     fn new(fd: c_int, s: &Slot) -> Option<Kept> {
         let ino = s.ino.load(Ordering::Relaxed);
-        let at = KEPT.iter().position(|k| {
+        let at = WAITS.iter().position(|k| {
             k.compare_exchange(-1, -2, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         })?;
-        let e = crate::errno::errno();
-        let floor = udsfs_proto::lane::ready::high_floor();
-        // SAFETY: a copy of the program's descriptor, ours.
-        let d = unsafe { real::own_fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
-        crate::errno::set_errno(e);
-        if d >= 0 && ino_of(d) == Some(ino) {
-            KEPT[at].store(d, Ordering::Release);
-            return Some(Kept { fd: d, ino, at });
-        }
-        // Not the end's file any more (closed and reused before the copy):
-        // nothing to keep.
-        if d >= 0 {
-            // SAFETY: the copy just made.
-            unsafe { real::own_close(d) };
-        }
-        KEPT[at].store(-1, Ordering::Release);
-        None
+        WAIT_INOS[at].store(ino, Ordering::Relaxed);
+        WAITS[at].store(fd, Ordering::Release);
+        fence(Ordering::SeqCst);
+        let k = Kept { ino, at };
+        // Closed and reused since the call found its slot (a close after
+        // this note copies the file first, which the drop closes): nothing
+        // to keep.
+        same_file(fd, s).then_some(k)
+    }
+
+    /// The copy made when the program closed the number, if it did.
+    fn fd(&self) -> Option<c_int> {
+        let c = COPIES[self.at].load(Ordering::Acquire);
+        (c >= 0).then_some(c)
     }
 }
 
 impl Drop for Kept {
     fn drop(&mut self) {
-        KEPT[self.at].store(-1, Ordering::Release);
+        // Left first, so that a close copying the file now takes its copy
+        // back (`going`).
+        WAITS[self.at].store(-3, Ordering::SeqCst);
+        let c = COPIES[self.at].swap(-1, Ordering::AcqRel);
         // Closed only when the number still names the end's file (a
         // program's close_range may have taken it meanwhile and reused it).
-        if self.fd >= 0 && ino_of(self.fd) == Some(self.ino) {
+        if c >= 0 && ino_of(c) == Some(self.ino) {
             // SAFETY: our copy, closed from the library's call site: not a
             // close of the program's (closes.rs), which would move the
             // descriptor generation and send every laned call of the
-            // process to a statx (hackbench -T: a statx per message).
-            unsafe { real::own_close(self.fd) };
+            // process to a statx.
+            unsafe { real::own_close(c) };
         }
+        WAITS[self.at].store(-1, Ordering::Release);
+    }
+}
+
+/// The program is about to close numbers `first..=last` (closes.rs
+/// `going`, in the closing thread): a call waiting on one of them gets a
+/// copy of its file first, which the call goes on with (`Kept`). Not a copy
+/// inside the range (close_range would close it too), nor of another file
+/// than the call's (a close past the library reused the number).
+pub fn going(first: c_int, last: c_int) {
+    for (at, w) in WAITS.iter().enumerate() {
+        let fd = w.load(Ordering::Acquire);
+        if fd < first || fd > last || fd < 0 || COPIES[at].load(Ordering::Acquire) >= 0 {
+            continue;
+        }
+        let e = crate::errno::errno();
+        let floor = udsfs_proto::lane::ready::high_floor();
+        // SAFETY: a copy of the program's descriptor, ours.
+        let d = unsafe { real::own_fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
+        let mine = d >= 0
+            && (d < first || d > last)
+            && ino_of(d) == Some(WAIT_INOS[at].load(Ordering::Relaxed))
+            && COPIES[at]
+                .compare_exchange(-1, d, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok();
+        // The call left meanwhile (its Drop took no copy): taken back.
+        let stays = mine
+            && (w.load(Ordering::SeqCst) == fd
+                || COPIES[at]
+                    .compare_exchange(d, -1, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_err());
+        if d >= 0 && !stays {
+            // SAFETY: the copy just made, not handed to any call.
+            unsafe { real::own_close(d) };
+        }
+        crate::errno::set_errno(e);
     }
 }
 
@@ -1289,13 +1344,13 @@ impl Drop for Kept {
 /// on its file; None without one. A recv's flags go with it, through the
 /// library's recv on the copy (which has no lane: the daemon's).
 fn kept_read(kept: &Option<Kept>, flags: c_int, dst: &mut [u8]) -> Option<ssize_t> {
-    let k = kept.as_ref()?;
+    let fd = kept.as_ref()?.fd()?;
     let (p, n) = (dst.as_mut_ptr().cast(), dst.len());
     // SAFETY: the program's buffer, probed writable; our copy of its file.
     Some(unsafe {
         match flags {
-            0 => crate::real::read(k.fd, p, n),
-            _ => crate::recv(k.fd, p, n, flags),
+            0 => crate::real::read(fd, p, n),
+            _ => crate::recv(fd, p, n, flags),
         }
     })
 }
@@ -1304,13 +1359,13 @@ fn kept_read(kept: &Option<Kept>, flags: c_int, dst: &mut [u8]) -> Option<ssize_
 /// the program closed or reused under its sleep, on the call's file (a
 /// send(MSG_NOSIGNAL) gave up with what the ring held, lanes_threads.sh).
 fn kept_write(kept: &Option<Kept>, flags: c_int, src: &[u8]) -> Option<ssize_t> {
-    let k = kept.as_ref()?;
+    let fd = kept.as_ref()?.fd()?;
     let (p, n) = (src.as_ptr().cast(), src.len());
     // SAFETY: the program's buffer, probed readable; our copy of its file.
     Some(unsafe {
         match flags {
-            0 => crate::real::write(k.fd, p, n),
-            _ => crate::send(k.fd, p, n, flags),
+            0 => crate::real::write(fd, p, n),
+            _ => crate::send(fd, p, n, flags),
         }
     })
 }
@@ -1404,16 +1459,21 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
         let sleeper = w.sleeper();
         // Other threads write meanwhile: the turn goes during the sleep.
         drop(t);
+        let (given, mut made) = (s.wspin.looks(), 0);
+        let noted = wait_note::sleeping_on(sleeper.word());
         let slept = sleeper.wait(
             || {
+                made += 1;
                 look_again(s, &s.wtaken, fd, region, ran, |e| {
                     // SAFETY: the turn is held (look_again).
                     unsafe { &mut *e.w.get() }.writable(want)
                 })
             },
-            0,
+            given,
             timeo,
         );
+        wait_note::slept(noted);
+        s.wspin.learn(given, made);
         match slept {
             Ok(()) => {}
             Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),

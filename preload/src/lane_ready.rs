@@ -33,6 +33,7 @@ use libc::{c_int, epoll_event, nfds_t, pollfd, sigset_t};
 use udsfs_proto::lane::{futex, ready, Region};
 
 use crate::errno::{errno, set_errno};
+use crate::lane_spin::{self, Found, Spin};
 use crate::{lane, lane_hold, real, user};
 
 /// The most entries a poll array (or fd_set) may have to be answered here.
@@ -75,6 +76,11 @@ fn laned(fd: c_int) -> Option<Laned> {
 const WANT_IN: i16 = libc::POLLIN | libc::POLLRDNORM | libc::POLLRDHUP;
 const WANT_OUT: i16 = libc::POLLOUT | libc::POLLWRNORM | libc::POLLWRBAND;
 const ALWAYS: u32 = (libc::POLLERR | libc::POLLHUP) as u32;
+
+/// The looks a poll and an epoll_wait make at their rings before they
+/// sleep (lane_spin.rs), learnt per process.
+static POLL_SPIN: Spin = Spin::new(lane_spin::POLL_LOOKS);
+static EPOLL_SPIN: Spin = Spin::new(lane_spin::POLL_LOOKS);
 
 /// Threads of this process about to sleep on each lane eventfd (by its
 /// number: kept for the process's life). Only the first drains it (a drain
@@ -261,8 +267,26 @@ fn poll_laned(
             }
             ready_now += usize::from(ready(i, l, prog));
         }
-        // Nothing ready: the flags up (and the eventfds drained) before a
-        // second look, then a sleep; a ready ring needs neither.
+        // Nothing ready: a few looks at the rings first (the peer may be
+        // writing on the other CPU: lane_spin.rs; a kernel entry's event
+        // waits for them at most), then the flags up (and the eventfds
+        // drained) before a second look, and a sleep; a ready ring needs
+        // none of it.
+        if ready_now == 0 && left(deadline) != Some(Duration::ZERO) {
+            let any = || {
+                let each = ends.iter().enumerate();
+                each.filter_map(|(i, e)| Some((i, e.as_ref()?)))
+                    .any(|(i, l)| ready(i, l, prog))
+            };
+            match lane_spin::look_for(&POLL_SPIN, any) {
+                Found::Ready => ready_now = 1,
+                Found::Handled => {
+                    set_errno(libc::EINTR);
+                    return -1;
+                }
+                Found::Nothing => {}
+            }
+        }
         let sleeping = ready_now == 0;
         if sleeping {
             for (i, e) in ends.iter().enumerate() {
@@ -1452,6 +1476,19 @@ fn pend_ctl(epfd: c_int, op: c_int, fd: c_int, ev: Option<epoll_event>) -> Optio
 
 /// What registration `r` reports for look `lk` (and its one-shot and edge
 /// state updated), or None.
+/// Whether a registration of `set` may have something to report (a look
+/// at each ring, nothing reported yet: `report` decides).
+fn any_ready(set: &mut SetOf) -> bool {
+    let (_h, list) = locked();
+    list.iter().any(|r| {
+        set.has(r.epfd)
+            && r.live
+            && r.armed
+            && ready::look(r.end.region, r.end.side)
+                .is_none_or(|lk| lk.mask & (r.events | ALWAYS) != 0)
+    })
+}
+
 fn report(r: &mut Reg, lk: ready::Look) -> Option<u32> {
     if !r.armed || !r.live {
         return None;
@@ -1511,6 +1548,8 @@ pub fn wait(
         unsafe { std::ptr::write_unaligned(out.add(i), epoll_event { events, u64: data }) };
     };
     let deadline = timeout.map(|t| Instant::now() + t);
+    // (once a call: a wake-up that brings nothing sleeps again at once)
+    let mut spun = false;
     loop {
         let mut got = 0;
         // Registrations whose lane went down, moved back to their data
@@ -1526,10 +1565,29 @@ pub fn wait(
         let mut entered: Vec<(Laned, u32)> = Vec::new();
         // Counted in SLEEPERS (`wake_sleepers`) until the sleep is over.
         let mut counted = false;
-        for pass in 0..2 {
-            if pass == 1 {
+        let mut pass = 0;
+        while pass < 2 {
+            pass += 1;
+            if pass == 2 {
                 if got > 0 {
                     break;
+                }
+                // Nothing ready: a few looks at the rings before the sleep
+                // (lane_spin.rs; the set's kernel descriptors wait for them
+                // at most), and the first look again if one is ready now.
+                if !spun && left(deadline) != Some(Duration::ZERO) {
+                    spun = true;
+                    match lane_spin::look_for(&EPOLL_SPIN, || any_ready(&mut set)) {
+                        Found::Ready => {
+                            pass = 0;
+                            continue;
+                        }
+                        Found::Handled => {
+                            set_errno(libc::EINTR);
+                            return Some(-1);
+                        }
+                        Found::Nothing => {}
+                    }
                 }
                 sleeping = true;
             }

@@ -28,6 +28,7 @@ mod iovs;
 mod lane;
 mod lane_hold;
 mod lane_ready;
+mod lane_spin;
 mod lane_turn;
 mod log;
 mod message;

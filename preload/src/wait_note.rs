@@ -10,10 +10,12 @@
 //! EINTR. Also the count of signal handlers run on the thread (restart.rs's
 //! trampoline counts them): a lane's sleep in slices (ring.rs `SLICE`) that
 //! a handler ran beside, outside its system call, is interrupted as
-//! Linux's would be. Async-signal-safe: const thread-locals without
-//! destructors.
+//! Linux's would be; and the futex word a laned call sleeps on, which the
+//! trampoline bumps (`handler_ran`). Async-signal-safe: const thread-locals
+//! without destructors.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use libc::c_int;
 
@@ -43,9 +45,35 @@ thread_local! {
     static RAN: Cell<u32> = const { Cell::new(0) };
 }
 
-/// A handler ran on this thread (the trampoline).
+thread_local! {
+    /// The futex word this thread's laned call sleeps on (0: none).
+    static SLEEP_WORD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A handler ran on this thread (the trampoline). A laned call asleep on
+/// a futex word (ring.rs `Sleeper::word`) gets the word bumped: after a
+/// handler with SA_RESTART the kernel restarts the futex sleep, which then
+/// ends at once (the word moved), and the call looks at `handlers_ran` as
+/// Linux's would have ended its wait.
 pub fn handler_ran() {
     RAN.with(|r| r.set(r.get().wrapping_add(1)));
+    let w = SLEEP_WORD.with(Cell::get);
+    if w != 0 {
+        // SAFETY: noted by `sleeping_on` from a live reference, and
+        // unnoted before the call lets go of the region that holds it.
+        unsafe { &*(w as *const AtomicU32) }.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// This thread's laned call sleeps on `word` until `slept` with what this
+/// returned (a handler's own laned call may sleep meanwhile).
+pub fn sleeping_on(word: &AtomicU32) -> usize {
+    SLEEP_WORD.with(|w| w.replace(word as *const AtomicU32 as usize))
+}
+
+/// The sleep `sleeping_on` noted is over.
+pub fn slept(before: usize) {
+    SLEEP_WORD.with(|w| w.set(before));
 }
 
 /// Handlers run on this thread so far.

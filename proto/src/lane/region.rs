@@ -18,11 +18,13 @@
 //! | 16 + 4 side | busy: the end is moving bytes (stage b's way down waits for 0) | that end |
 //! | 64 + 256 d + 0 | tail: bytes written into ring d (low 32 bits) | d's writer |
 //! | 64 + 256 d + 4 | fin: 1 once d's writer sent its last byte | d's writer |
-//! | 64 + 256 d + 8 | writer_waiting: d's writer sleeps for space | d's writer |
+//! | 64 + 256 d + 8 | writer_waiting: d's writer's pollers wait for space (eventfd) | d's writer |
 //! | 64 + 256 d + 12 | data_ev: futex word d's reader sleeps on | d's writer, the daemon |
+//! | 64 + 256 d + 16 | writer_sleeping: d's writer threads asleep on space_ev | d's writer |
 //! | 64 + 256 d + 128 | head: bytes read from ring d (low 32 bits) | d's reader |
-//! | 64 + 256 d + 132 | reader_waiting: d's reader sleeps for data | d's reader |
+//! | 64 + 256 d + 132 | reader_waiting: d's reader's pollers wait for data (eventfd) | d's reader |
 //! | 64 + 256 d + 136 | space_ev: futex word d's writer sleeps on | d's reader, the daemon |
+//! | 64 + 256 d + 140 | reader_sleeping: d's reader threads asleep on data_ev | d's reader |
 //! | 1024 + 1024 d + 4 i | mark i: the tail after one of d's last `MARKS` stream writes | d's writer |
 //!
 //! The marks are where Linux would have ended an skb: the way down queues a
@@ -38,7 +40,7 @@ use super::state::State;
 use crate::{Errno, Res};
 
 pub const MAGIC: u32 = u32::from_le_bytes(*b"UDLN");
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// The header's size; the rings follow it.
 pub const HEADER: usize = 4096;
 const PAGE: usize = 4096;
@@ -59,9 +61,11 @@ pub const OFF_TAIL: usize = 0;
 pub const OFF_FIN: usize = 4;
 pub const OFF_WRITER_WAITING: usize = 8;
 pub const OFF_DATA_EV: usize = 12;
+pub const OFF_WRITER_SLEEPING: usize = 16;
 pub const OFF_HEAD: usize = 128;
 pub const OFF_READER_WAITING: usize = 132;
 pub const OFF_SPACE_EV: usize = 136;
+pub const OFF_READER_SLEEPING: usize = 140;
 
 /// How many of a stream ring's last writes' ends its header keeps.
 pub const MARKS: usize = 128;
@@ -297,9 +301,11 @@ impl Region {
             fin: self.word(dir_word(d, OFF_FIN)),
             writer_waiting: self.word(dir_word(d, OFF_WRITER_WAITING)),
             data_ev: self.word(dir_word(d, OFF_DATA_EV)),
+            writer_sleeping: self.word(dir_word(d, OFF_WRITER_SLEEPING)),
             head: self.word(dir_word(d, OFF_HEAD)),
             reader_waiting: self.word(dir_word(d, OFF_READER_WAITING)),
             space_ev: self.word(dir_word(d, OFF_SPACE_EV)),
+            reader_sleeping: self.word(dir_word(d, OFF_READER_SLEEPING)),
             marks: self.marks(d),
             // SAFETY: data_off + cap[d] <= len (size_for).
             data: unsafe { self.base.add(data_off) },

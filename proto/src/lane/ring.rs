@@ -13,12 +13,14 @@
 //! bytes is corruption.
 //!
 //! Sleeping without lost wake-ups: a sleeper reads its event word (`data_ev`
-//! for a reader, `space_ev` for a writer), raises its waiting flag, fences
-//! (SeqCst), looks again, and sleeps on the event word with the value it
-//! read (futex) or polls its eventfd (drained before the look). The other
-//! side publishes its position, fences, and only when the flag is up bumps
-//! the event word and wakes (a system call only when someone sleeps). The
-//! daemon bumps and wakes every event word when it changes the state.
+//! for a reader, `space_ev` for a writer), raises its count (a thread's
+//! sleep: `*_sleeping`; a poller, or a sleep with a timeout: `*_waiting`),
+//! fences (SeqCst), looks again, and sleeps on the event word with the
+//! value it read (futex) or polls its eventfd (drained before the look).
+//! The other side publishes its position, fences, and only when a count is
+//! up bumps the event word and wakes that kind (a system call only when
+//! someone sleeps). The daemon bumps and wakes every event word when it
+//! changes the state.
 //!
 //! The bytes themselves are copied with plain memory copies: the peer may
 //! change them under the copy, which spoils only its own bytes.
@@ -39,9 +41,11 @@ pub struct Dir<'a> {
     pub(super) fin: &'a AtomicU32,
     pub(super) writer_waiting: &'a AtomicU32,
     pub(super) data_ev: &'a AtomicU32,
+    pub(super) writer_sleeping: &'a AtomicU32,
     pub(super) head: &'a AtomicU32,
     pub(super) reader_waiting: &'a AtomicU32,
     pub(super) space_ev: &'a AtomicU32,
+    pub(super) reader_sleeping: &'a AtomicU32,
     /// The ends of the last stream writes (region.rs `mark_word`).
     pub(super) marks: &'a [AtomicU32],
     pub(super) data: *mut u8,
@@ -52,7 +56,25 @@ pub struct Dir<'a> {
 // Writer or Reader (one per direction and end) may move to another thread.
 unsafe impl Send for Dir<'_> {}
 
-impl Dir<'_> {
+impl<'a> Dir<'a> {
+    /// The waits for this direction's bytes (its reader's).
+    fn readers(&self) -> Waits<'a> {
+        Waits {
+            pollers: self.reader_waiting,
+            sleepers: self.reader_sleeping,
+            ev: self.data_ev,
+        }
+    }
+
+    /// The waits for room in this direction's ring (its writer's).
+    fn writers(&self) -> Waits<'a> {
+        Waits {
+            pollers: self.writer_waiting,
+            sleepers: self.writer_sleeping,
+            ev: self.space_ev,
+        }
+    }
+
     /// Copies `src` into the ring at position `at`, wrapping.
     fn copy_in(&self, at: u64, src: &[u8]) {
         let pos = (at % self.cap as u64) as usize;
@@ -151,22 +173,42 @@ pub enum Notify {
     },
 }
 
+/// One kind of wait on a direction (for its bytes, or for room in it):
+/// the count of pollers waiting on the end's eventfd (a program's poll or
+/// epoll, a sleep with a timeout), the count of threads asleep on the
+/// futex word `ev`, and `ev`, bumped at each wake-up.
+#[derive(Clone, Copy)]
+struct Waits<'a> {
+    pollers: &'a AtomicU32,
+    sleepers: &'a AtomicU32,
+    ev: &'a AtomicU32,
+}
+
 impl Notify {
-    fn wake(self, ev: &AtomicU32) {
-        ev.fetch_add(1, Ordering::Release);
-        match self {
-            Notify::Futex => futex::wake(ev),
-            Notify::Eventfd { peer, .. } => futex::eventfd_signal(peer),
+    /// After a store the other end must see (a position, `fin`): the fence
+    /// of the protocol above, then a wake-up of whoever waits (`signal`:
+    /// the eventfd of the pollers, the peer's or this end's own).
+    fn wake_if_waiting(self, w: Waits, signal: impl FnOnce(Notify) -> Option<RawFd>) {
+        fence(Ordering::SeqCst);
+        let pollers = w.pollers.load(Ordering::Relaxed) != 0;
+        let sleepers = w.sleepers.load(Ordering::Relaxed) != 0;
+        if !pollers && !sleepers {
+            return;
+        }
+        w.ev.fetch_add(1, Ordering::Release);
+        if sleepers {
+            futex::wake(w.ev);
+        }
+        if let Some(fd) = signal(self).filter(|_| pollers) {
+            futex::eventfd_signal(fd);
         }
     }
 
-    /// After a store the other end must see (a position, `fin`): the fence
-    /// of the protocol above, then a wake through `ev` if the other end
-    /// says it sleeps (`waiting`).
-    fn wake_if_waiting(self, waiting: &AtomicU32, ev: &AtomicU32) {
-        fence(Ordering::SeqCst);
-        if waiting.load(Ordering::Relaxed) != 0 {
-            self.wake(ev);
+    /// The peer's eventfd (its pollers').
+    fn peer(self) -> Option<RawFd> {
+        match self {
+            Notify::Futex => None,
+            Notify::Eventfd { peer, .. } => Some(peer),
         }
     }
 }
@@ -195,20 +237,23 @@ const SLICE: Duration = Duration::from_millis(100);
 /// Sleeps until `ready` says so, the deadline passes or a signal comes:
 /// `spin` looks first, then the flag/fence/look/sleep protocol above.
 ///
-/// An end's readers and writers (several threads) and the program's
-/// pollers sleep on the same eventfd (Notify::Eventfd `mine`), and each
-/// drains it before it looks: a wake-up one of them drains before another's poll
-/// runs is lost to that other (a reader asleep for bytes while the end's
-/// writer, asleep for room, drained the peer's wake-up:
+/// A sleep without a timeout is on the futex word `ev`, counted in
+/// `sleepers`: every sleeper sees every wake-up (FUTEX_WAKE wakes them
+/// all, and a word that moved since the look ends the sleep at once).
+/// A sleep with a timeout on an end with eventfds polls the end's
+/// eventfd, counted with the pollers: Linux ends such a call with EINTR
+/// when its process is stopped and continued (signal(7)), as epoll_wait
+/// does, where a futex sleep restarts. An end's readers, writers and the
+/// program's pollers share that eventfd, and each drains it before it
+/// looks: a wake-up one of them drains before another's poll runs is lost
+/// to that other (a reader asleep for bytes while the end's writer, asleep
+/// for room, drained the peer's wake-up:
 /// `an_ends_reader_and_writer_asleep_at_once_both_see_their_wake_ups`).
-/// So an end's sleep on its eventfd lasts `SLICE` at most and looks again:
-/// at worst that late, never asleep for good with its bytes or room there,
-/// for a wake-up or two a second. (Without the slices: a sleep per thread,
-/// or an eventfd per half; not done.)
+/// So such a sleep lasts `SLICE` at most and looks again: at worst that
+/// late, never asleep for good with its bytes or room there.
 fn wait_until(
     mut ready: impl FnMut() -> Result<bool, LaneErr>,
-    waiting: &AtomicU32,
-    ev: &AtomicU32,
+    w: Waits,
     notify: Notify,
     spin: u32,
     timeout: Option<Duration>,
@@ -220,20 +265,29 @@ fn wait_until(
         std::hint::spin_loop();
     }
     let deadline = timeout.map(|t| Instant::now() + t);
+    let polled = match notify {
+        Notify::Eventfd { mine, hup, .. } if timeout.is_some() => Some((mine, hup)),
+        _ => None,
+    };
+    // A count, not a flag: several threads of a process may sleep on
+    // one end (each its own turn between sleeps), and pollers too
+    // (ready.rs `set_waiting`); the first to wake must not lower it
+    // under the others.
+    let count = if polled.is_some() {
+        w.pollers
+    } else {
+        w.sleepers
+    };
     loop {
-        if let Notify::Eventfd { mine, .. } = notify {
+        if let Some((mine, _)) = polled {
             futex::eventfd_drain(mine);
         }
-        let e = ev.load(Ordering::Acquire);
-        // A count, not a flag: several threads of a process may sleep on
-        // one end (each its own turn between sleeps), and pollers too
-        // (ready.rs `set_waiting`); the first to wake must not lower it
-        // under the others.
-        waiting.fetch_add(1, Ordering::Relaxed);
+        let e = w.ev.load(Ordering::Acquire);
+        count.fetch_add(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let r = ready();
         if !matches!(r, Ok(false)) {
-            waiting.fetch_sub(1, Ordering::Relaxed);
+            count.fetch_sub(1, Ordering::Relaxed);
             return r.map(|_| ());
         }
         let left = match deadline {
@@ -241,22 +295,16 @@ fn wait_until(
             Some(d) => match d.checked_duration_since(Instant::now()) {
                 Some(l) if !l.is_zero() => Some(l),
                 _ => {
-                    waiting.fetch_sub(1, Ordering::Relaxed);
+                    count.fetch_sub(1, Ordering::Relaxed);
                     return Err(LaneErr::TimedOut);
                 }
             },
         };
-        let slept = match notify {
-            Notify::Futex => futex::wait(ev, e, left),
-            // A slice of a sleep without a timeout in ppoll (which a stop
-            // and continue does not end), of one with a timeout as the
-            // timeout's own sleep (epoll_wait, which it ends: EINTR).
-            Notify::Eventfd { mine, hup, .. } => match left {
-                None => futex::poll_slice(mine, hup, SLICE),
-                Some(l) => futex::poll_in(mine, hup, Some(l.min(SLICE))),
-            },
+        let slept = match polled {
+            None => futex::wait(w.ev, e, left),
+            Some((mine, hup)) => futex::poll_in(mine, hup, left.map(|l| l.min(SLICE))),
         };
-        waiting.fetch_sub(1, Ordering::Relaxed);
+        count.fetch_sub(1, Ordering::Relaxed);
         if slept == Err(libc::EINTR) {
             return Err(LaneErr::Interrupted);
         }
@@ -269,12 +317,11 @@ fn wait_until(
 /// whether to wake under the turn again (`ready`).
 #[derive(Clone, Copy)]
 pub struct Sleeper<'a> {
-    waiting: &'a AtomicU32,
-    ev: &'a AtomicU32,
+    waits: Waits<'a>,
     notify: Notify,
 }
 
-impl Sleeper<'_> {
+impl<'a> Sleeper<'a> {
     /// Sleeps until `ready` says so (spinning `spin` looks first), at most
     /// `timeout`, or a signal comes (Interrupted).
     pub fn wait(
@@ -283,24 +330,33 @@ impl Sleeper<'_> {
         spin: u32,
         timeout: Option<Duration>,
     ) -> Result<(), LaneErr> {
-        wait_until(ready, self.waiting, self.ev, self.notify, spin, timeout)
+        wait_until(ready, self.waits, self.notify, spin, timeout)
+    }
+
+    /// The futex word a sleep without a timeout sleeps on: a signal
+    /// handler that ran during the sleep bumps it (the library's
+    /// trampoline), since the kernel restarts a futex sleep after a
+    /// handler with SA_RESTART, and the sleeper must look again then.
+    pub fn word(&self) -> &'a AtomicU32 {
+        self.waits.ev
     }
 
     /// After a call that leaves what others sleep for (bytes after a short
     /// read, room after a write): wakes this process's other sleepers on
-    /// the end, when any (`still` asked only then). A wake-up may reach
-    /// one of them only (the first drains the eventfd), which must pass it
-    /// on rather than leave the rest asleep with their bytes or room there
-    /// (Linux wakes every sleeper of the socket).
+    /// the end, when any (`still` asked only then). A wake-up on the
+    /// eventfd may reach one of them only (the first drains it), which must
+    /// pass it on rather than leave the rest asleep with their bytes or
+    /// room there (Linux wakes every sleeper of the socket).
     pub fn pass_on(self, still: impl FnOnce() -> bool) {
-        if self.waiting.load(Ordering::Relaxed) == 0 || !still() {
+        let w = self.waits;
+        let idle = |c: &AtomicU32| c.load(Ordering::Relaxed) == 0;
+        if idle(w.pollers) && idle(w.sleepers) || !still() {
             return;
         }
-        self.ev.fetch_add(1, Ordering::Release);
-        match self.notify {
-            Notify::Futex => futex::wake(self.ev),
-            Notify::Eventfd { mine, .. } => futex::eventfd_signal(mine),
-        }
+        self.notify.wake_if_waiting(w, |n| match n {
+            Notify::Futex => None,
+            Notify::Eventfd { mine, .. } => Some(mine),
+        });
     }
 }
 
@@ -466,8 +522,7 @@ impl<'a> Writer<'a> {
     fn publish(&mut self, n: u64) {
         self.tail += n;
         self.d.tail.store(self.tail as u32, Ordering::Release);
-        self.notify
-            .wake_if_waiting(self.d.reader_waiting, self.d.data_ev);
+        self.notify.wake_if_waiting(self.d.readers(), Notify::peer);
     }
 
     /// No more bytes from this end (shutdown(SHUT_WR), close): the reader
@@ -478,8 +533,7 @@ impl<'a> Writer<'a> {
         }
         self.shut = true;
         self.d.fin.store(1, Ordering::Release);
-        self.notify
-            .wake_if_waiting(self.d.reader_waiting, self.d.data_ev);
+        self.notify.wake_if_waiting(self.d.readers(), Notify::peer);
     }
 
     /// Whether a write of `want` bytes (a record: its whole size; a stream:
@@ -512,8 +566,7 @@ impl<'a> Writer<'a> {
     /// The sleep for room, without this writer (`Sleeper`).
     pub fn sleeper(&self) -> Sleeper<'a> {
         Sleeper {
-            waiting: self.d.writer_waiting,
-            ev: self.d.space_ev,
+            waits: self.d.writers(),
             notify: self.notify,
         }
     }
@@ -631,8 +684,7 @@ impl<'a> Reader<'a> {
     fn consume(&mut self, n: u64) {
         self.head += n;
         self.d.head.store(self.head as u32, Ordering::Release);
-        self.notify
-            .wake_if_waiting(self.d.writer_waiting, self.d.space_ev);
+        self.notify.wake_if_waiting(self.d.writers(), Notify::peer);
     }
 
     fn usable(&self) -> Result<(), LaneErr> {
@@ -718,8 +770,7 @@ impl<'a> Reader<'a> {
     /// The sleep for bytes, without this reader (`Sleeper`).
     pub fn sleeper(&self) -> Sleeper<'a> {
         Sleeper {
-            waiting: self.d.reader_waiting,
-            ev: self.d.data_ev,
+            waits: self.d.readers(),
             notify: self.notify,
         }
     }

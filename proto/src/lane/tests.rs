@@ -246,11 +246,7 @@ fn a_write_wakes_only_a_sleeping_reader() {
             rd.wait_readable(0, Some(Duration::from_secs(20))).unwrap();
             rd.read(&mut buf, false).unwrap()
         });
-        while r
-            .word(dir_word(0, region::OFF_READER_WAITING))
-            .load(Ordering::SeqCst)
-            == 0
-        {
+        while !reader_asleep(&r, 0) {
             std::thread::yield_now();
         }
         w.write(b"wake").unwrap();
@@ -719,11 +715,7 @@ fn a_signal_interrupts_a_sleeping_wait() {
                 )
             });
             let th = rx.recv().unwrap();
-            while r
-                .word(dir_word(1, region::OFF_READER_WAITING))
-                .load(Ordering::SeqCst)
-                == 0
-            {
+            while !reader_asleep(&r, 1) {
                 std::thread::yield_now();
             }
             // again until it ends: a signal that came just before the
@@ -896,6 +888,75 @@ fn a_stream_writer_marks_its_last_writes_ends() {
     );
 }
 
+/// An end's reader and writer threads asleep at once without a timeout
+/// sleep on their futex words, not on the eventfd they share with the
+/// end's pollers: the peer's wake-up for the reader reaches it, and no
+/// sleep waits out a slice (ring.rs `SLICE`). Before, each wake-up on the
+/// eventfd woke both, and the writer, draining it first, left the reader
+/// asleep for the rest of its 100 ms slice: 200 rounds of one byte to the
+/// sleeping reader, the writer asleep for room throughout, and the rounds
+/// that took a slice or more counted.
+#[test]
+fn untimed_sleeps_of_an_ends_reader_and_writer_lose_no_wake_up() {
+    const ROUNDS: u32 = 200;
+    let (_fd, r) = direct([64, 64]);
+    let (mut aw, mut ar) = r.end(Side::A, Framing::Stream);
+    let (mut bw, mut br) = r.end(Side::B, Framing::Stream);
+    let e = |_| unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    let f: Vec<i32> = (0..2).map(e).collect();
+    let a = Notify::Eventfd {
+        mine: f[0],
+        peer: f[1],
+        hup: -1,
+    };
+    aw.set_notify(a);
+    ar.set_notify(a);
+    let b = Notify::Eventfd {
+        mine: f[1],
+        peer: f[0],
+        hup: -1,
+    };
+    bw.set_notify(b);
+    br.set_notify(b);
+    while aw.write(&[0u8; 16]).is_ok() {}
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut slow = 0;
+    std::thread::scope(|s| {
+        let writer = s.spawn(move || aw.wait_writable(16, 0, None));
+        s.spawn(move || {
+            let mut buf = [0u8; 8];
+            for round in 0..ROUNDS {
+                while ar.read(&mut buf, false) == Err(LaneErr::WouldBlock) {
+                    ar.wait_readable(0, None).expect("reader");
+                }
+                tx.send(round).unwrap();
+            }
+        });
+        while !reader_asleep(&r, 1) {
+            std::thread::yield_now();
+        }
+        for round in 0..ROUNDS {
+            let t = Instant::now();
+            assert_eq!(bw.write(&[7]), Ok(1));
+            assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(round));
+            slow += usize::from(t.elapsed() >= Duration::from_millis(100));
+            // (the reader back asleep before the next byte)
+            while round + 1 < ROUNDS && !reader_asleep(&r, 1) {
+                std::thread::yield_now();
+            }
+        }
+        // Room for the writer, which wakes and ends.
+        let mut buf = [0u8; 64];
+        assert!(br.read(&mut buf, false).is_ok());
+        assert_eq!(writer.join().unwrap(), Ok(()));
+    });
+    println!("rounds of a slice or more: {slow} of {ROUNDS}");
+    assert!(slow <= 2, "{slow} of {ROUNDS} rounds waited out a slice");
+    for fd in f {
+        unsafe { libc::close(fd) };
+    }
+}
+
 /// An end's reader and writer threads asleep at once share its eventfd:
 /// the writer (its ring full) waking first and draining the eventfd must
 /// not leave the reader asleep with a byte there for long. 500 rounds of
@@ -971,4 +1032,12 @@ fn an_ends_reader_and_writer_asleep_at_once_both_see_their_wake_ups() {
     for fd in f {
         unsafe { libc::close(fd) };
     }
+}
+
+/// Whether direction `d`'s reader sleeps: a thread on the futex word, or
+/// a sleep with a timeout on the end's eventfd (counted with the pollers).
+fn reader_asleep(r: &Region, d: usize) -> bool {
+    [region::OFF_READER_SLEEPING, region::OFF_READER_WAITING]
+        .iter()
+        .any(|&off| r.word(dir_word(d, off)).load(Ordering::SeqCst) != 0)
 }

@@ -1,0 +1,168 @@
+//! How many looks a blocking laned call, a poll or an epoll_wait makes at
+//! its ends before it sleeps, learnt as it goes. On two CPUs the peer is
+//! often writing or reading on the other one, and a sleep then costs an
+//! eventfd write, a wake-up and a ppoll for what a few microseconds would
+//! have brought (lane_pingpong through `udsfs run`: ~700,000 round trips/s
+//! with 400 looks at a blocking read, ~20,000 without). But on a loaded
+//! machine the peer is often not running, and every look is a CPU taken
+//! from it: a wait whose looks were in vain halves the next waits' looks,
+//! one that found its bytes while looking doubles them, up to the most its
+//! kind of wait allows; below `FEW`, one wait in `PROBE` looks the most
+//! times (the load may have gone).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The most looks a blocking read or write makes before it sleeps (each
+/// takes the turn and looks at the ring: a few microseconds in all).
+pub const CALL_LOOKS: u32 = 400;
+/// The most a poll or an epoll_wait makes: its look at a ring is far
+/// cheaper (lane_pingpong --mode kernel-poll through `udsfs run`: with at
+/// most 400 looks, 71% of its polls slept, 25,000 round trips/s; with
+/// 4,000, ten polls of 200,000, 519,000/s).
+pub const POLL_LOOKS: u32 = 4000;
+/// Fewer looks than these find a peer's bytes too seldom to learn from.
+const FEW: u32 = 16;
+/// Below `FEW`, one wait in this many looks the most times.
+const PROBE: u32 = 32;
+
+/// The looks of one kind of wait (an end's reads, its writes, a process's
+/// polls) for its next waits.
+pub struct Spin {
+    most: u32,
+    looks: AtomicU32,
+    waits: AtomicU32,
+}
+
+impl Spin {
+    pub const fn new(most: u32) -> Spin {
+        Spin {
+            most,
+            looks: AtomicU32::new(most),
+            waits: AtomicU32::new(0),
+        }
+    }
+
+    /// The looks the next wait may make before it sleeps.
+    pub fn looks(&self) -> u32 {
+        let n = self.looks.load(Ordering::Relaxed);
+        if n >= FEW
+            || !self
+                .waits
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(PROBE)
+        {
+            return n;
+        }
+        self.most
+    }
+
+    /// A wait that was given `given` looks and made `made` (more than
+    /// given: it went on to sleep).
+    pub fn learn(&self, given: u32, made: u32) {
+        let now = self.looks.load(Ordering::Relaxed);
+        let next = if made <= given {
+            (now.max(given) * 2).clamp(FEW, self.most)
+        } else {
+            now / 2
+        };
+        // (Racing waits of other threads: any of their answers will do.)
+        self.looks.store(next, Ordering::Relaxed);
+    }
+}
+
+/// Looks with `look` up to `spin`'s looks until it says true (a poll's
+/// or an epoll_wait's look at its laned ends' rings before it sleeps);
+/// stops at a signal handler that ran meanwhile (the caller's wait is then
+/// interrupted: `Handled`), as Linux's poll would have been in its sleep.
+pub fn look_for(spin: &Spin, mut look: impl FnMut() -> bool) -> Found {
+    let given = spin.looks();
+    let ran = crate::wait_note::handlers_ran();
+    for made in 1..=given {
+        if look() {
+            spin.learn(given, made);
+            return Found::Ready;
+        }
+        if crate::wait_note::handlers_ran() != ran {
+            return Found::Handled;
+        }
+        std::hint::spin_loop();
+    }
+    spin.learn(given, given + 1);
+    Found::Nothing
+}
+
+/// What `look_for` found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Found {
+    Ready,
+    Nothing,
+    /// A signal handler ran during the looks: EINTR.
+    Handled,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOST: u32 = CALL_LOOKS;
+
+    /// A wait given the spin's looks that finds its bytes at look `found`
+    /// (None: it sleeps): the looks it was given.
+    fn wait(s: &Spin, found: Option<u32>) -> u32 {
+        let given = s.looks();
+        let made = match found {
+            Some(k) if k <= given => k,
+            _ => given + 1,
+        };
+        s.learn(given, made);
+        given
+    }
+
+    #[test]
+    fn looks_in_vain_halve_and_found_bytes_double() {
+        let s = Spin::new(MOST);
+        assert_eq!(wait(&s, None), MOST);
+        assert_eq!(s.looks.load(Ordering::Relaxed), MOST / 2);
+        // A peer that is never running in time: a wait in PROBE looks.
+        let given: Vec<u32> = (0..4 * PROBE).map(|_| wait(&s, None)).collect();
+        let spent: u32 = given[PROBE as usize..].iter().sum();
+        assert_eq!(spent, 3 * MOST, "below FEW only the probes look: {given:?}");
+        // The load goes: a probe finds the bytes, and the looks are back.
+        while wait(&s, Some(100)) != MOST {}
+        assert_eq!(s.looks(), MOST);
+        assert_eq!(wait(&s, Some(1)), MOST);
+        assert_eq!(s.looks(), MOST);
+    }
+
+    #[test]
+    fn a_look_that_finds_ends_the_looks_and_a_handler_interrupts_them() {
+        let s = Spin::new(POLL_LOOKS);
+        let mut n = 0;
+        assert_eq!(
+            look_for(&s, || {
+                n += 1;
+                n == 10
+            }),
+            Found::Ready
+        );
+        assert_eq!(n, 10);
+        let mut n = 0;
+        assert_eq!(
+            look_for(&s, || {
+                n += 1;
+                false
+            }),
+            Found::Nothing
+        );
+        assert_eq!(n, POLL_LOOKS);
+        let mut n = 0;
+        let found = look_for(&s, || {
+            n += 1;
+            if n == 5 {
+                crate::wait_note::handler_ran();
+            }
+            false
+        });
+        assert_eq!((found, n), (Found::Handled, 5));
+    }
+}
