@@ -8,7 +8,8 @@
 # (the sockets, the workers, the requests they counted); SIGTERM (--die-on-term) ends it
 # all (`udsfs run` passes SIGTERM on to uwsgi, not SIGINT). On kernel
 # sockets, then every program through `udsfs run --mount $MNT` on the mount's default
-# (lanes on): the same answers, and the four listeners udsfs sockets.
+# (lanes on): the same answers, and the four listeners udsfs sockets. Then, through udsfs,
+# a request held half sent, straight and through the router: its connections laned.
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
 
@@ -38,6 +39,41 @@ for sock in s["sockets"]:
     print("stats socket", os.path.basename(sock["name"]), sock["proto"])
 print("stats workers", len(s["workers"]), "requests", sum(w["requests"] for w in s["workers"]),
       "exceptions", sum(w["exceptions"] for w in s["workers"]))
+EOF2
+# held.py SOCK UDSFS_DIR WANT LANE: holds a request half sent on SOCK until WANT sockets
+# new to the mount (the connection's ends, and the router's to a worker) all say LANE in
+# their status (10 s at most), then sends the rest and prints the reply.
+cat >"$TMP/held.py" <<'EOF2'
+import os, socket, sys, time
+sock, u, want, lane = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+def lanes(ids):
+    out = []
+    for i in ids:
+        try:
+            st = open(os.path.join(u, "sock", i, "status")).read().split("\n")
+        except OSError:
+            continue
+        out += [l[5:] for l in st if l.startswith("lane=")]
+    return out
+before = set(os.listdir(os.path.join(u, "sock")))
+s = socket.socket(socket.AF_UNIX)
+s.connect(sock)
+s.sendall(b"POST /held HTTP/1.0\r\nContent-Length: 10\r\n\r\nhello")
+end = time.monotonic() + 10
+while True:
+    seen = lanes(set(os.listdir(os.path.join(u, "sock"))) - before)
+    if (len(seen) >= want and all(l == lane for l in seen)) or time.monotonic() > end:
+        break
+    time.sleep(0.05)
+print("held on %s: %d new sockets, lanes %s" % (os.path.basename(sock), len(seen), " ".join(sorted(set(seen)))))
+s.sendall(b"world")
+reply = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    reply += b
+print(reply.decode().split("\r\n\r\n", 1)[1], end="")
 EOF2
 head -c 300000 /dev/urandom >"$TMP/post.bin"
 
@@ -82,4 +118,28 @@ kernel_said 'many: 40 200' "the kernel run's 40 requests did not all get a 200"
 kernel_said 'stats workers 2 requests 46 exceptions 0' "the kernel run's stats do not count the 46 requests"
 kernel_said 'uwsgi exit status: 0' "uwsgi did not exit 0 on SIGTERM on the kernel"
 same_answers "uwsgi" tail -n 20 "$TMP/uwsgi-udsfs/uwsgi.log"
+
+# The lanes: a request held half sent straight to the workers (its 2 ends) and through
+# the router (4 ends: curl's connection and the router's to a worker) on the mount's
+# lanes (lane=direct; lane=none on the lanes_off pass's --no-lanes mount).
+lane=direct
+[ "${UDSFS_LANES:-}" != off ] || lane=none
+mkdir -p "$MNT/held" "$TMP/uwsgi-held"
+UDSFS_RUN_VIA=udsfs
+run_cmd -- uwsgi --plugin http,python3 --master --processes 2 --die-on-term \
+    --socket "$MNT/held/uwsgi.sock" --http "$MNT/held/front.sock" --http-socket "$MNT/held/direct.sock" \
+    --chdir "$TMP" --wsgi-file app.py --logto "$TMP/uwsgi-held/uwsgi.log"
+start_bg HELD "${RUN_CMD[@]}" >"$TMP/uwsgi-held/uwsgi.out" 2>&1
+wait_listening "$MNT/held/front.sock"
+wait_listening "$MNT/held/direct.sock"
+for hop in direct:2 front:4; do
+    got=$(via -- timeout 30 python3 "$TMP/held.py" "$MNT/held/${hop%:*}.sock" "$U" "${hop#*:}" "$lane" 2>&1) || true
+    say "$got"
+    printf '%s\n' "$got" | grep -qx "held on ${hop%:*}.sock: ${hop#*:} new sockets, lanes $lane" ||
+        fail "a request held on ${hop%:*}.sock: want its ${hop#*:} sockets lane=$lane: $got"
+    printf '%s\n' "$got" | grep -qx 'uwsgi saw POST /held?, 10 bytes, md5 fc5e038d38a57032085441e7fe7010b0' ||
+        fail "the held request on ${hop%:*}.sock did not get its answer: $got"
+done
+stop_bg -TERM "$HELD"
+ok "requests held on uwsgi's sockets: their connections (the router's to the workers too) lane=$lane"
 ok "uwsgi (master, 2 workers, http router, stats) and curl through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"
