@@ -293,6 +293,7 @@ scripts!(
     run_ssh_agent,
     run_socat_nc,
     run_supervisord,
+    run_uwsgi,
     run_xvfb,
     sigio,
     signal_send,
