@@ -324,6 +324,7 @@ scripts!(
     adversarial_lanes3,
     adversarial_lanes4,
     adversarial_lanes5,
+    adversarial_lanes6,
     adversarial_through,
     lanes_connect,
     lanes_threads,

@@ -1,0 +1,277 @@
+/* adversarial_lanes6.c: attacks on a laned end's sleeps (futex words, learnt looks),
+ * run by adversarial_lanes6.sh on kernel sockets and through `udsfs run --lanes`.
+ * Modes (each prints one line; "lane X" at its end is the lane's word, not compared):
+ *   jmpout RESTART   a SIGALRM handler siglongjmps out of the main thread's blocking read
+ *                    on a laned end (SA_RESTART or not); the end is closed: does its peer
+ *                    see EOF; both closed, five laned pairs made and closed, then a
+ *                    SIGUSR1 handler runs three times (the library's trampoline).
+ *   cancel           pthread_cancel of a thread blocked in a laned read: cancelled?
+ *   idle HOW         a thread blocked on a laned end with nothing coming (HOW: read,
+ *                    poll, epoll; pollloop, epollloop: 1 ms timeouts over and over): the
+ *                    process's CPU over 2 s after 300 ms.
+ *   hostile HOW      a thread's blocking read on a laned end; the peer (this process's
+ *                    other thread, through the region's mapping as a peer maps it)
+ *                    clears every *_sleeping word (HOW clear), sets them huge (huge), or
+ *                    bumps and FUTEX_WAKEs the futex words for 1 s (bump); then closes
+ *                    its end: the read's result, and the sleeper's CPU meanwhile. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lanes_probe.h"
+
+static void laned_pair(int sv[2]) {
+    char b;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); exit(2); }
+    if (write(sv[0], "a", 1) != 1 || read(sv[1], &b, 1) != 1 || write(sv[1], "b", 1) != 1 ||
+        read(sv[0], &b, 1) != 1) { perror("laned_pair ping"); exit(2); }
+}
+
+static double cpu_of(clockid_t c) {
+    struct timespec t;
+    clock_gettime(c, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* How many mappings of lane regions the process has. */
+static int regions(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) n += strstr(line, "udsfs-lane") != NULL;
+    if (f) fclose(f);
+    return n;
+}
+
+/* How many of the process's descriptors name a udsfs socket's data file. */
+static int data_files(void) {
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    char p[300], l[300];
+    int n = 0;
+    while (d && (e = readdir(d))) {
+        snprintf(p, sizeof p, "/proc/self/fd/%s", e->d_name);
+        ssize_t k = readlink(p, l, sizeof l - 1);
+        if (k <= 0) continue;
+        l[k] = 0;
+        n += strstr(l, "/data") != NULL;
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* ---------------------------------------------------------------- jmpout */
+static sigjmp_buf jb;
+static volatile int usr1s;
+static void on_alrm_jump(int s) { (void)s; siglongjmp(jb, 1); }
+static void on_usr1(int s) { (void)s; usr1s++; }
+
+static int jmpout(int restart) {
+    int sv[2];
+    char s[32], b = 0;
+    laned_pair(sv);
+    lane_of(sv[0], s, sizeof s);
+    struct sigaction sa = {0};
+    sa.sa_handler = on_alrm_jump;
+    sa.sa_flags = restart ? SA_RESTART : 0;
+    sigaction(SIGALRM, &sa, NULL);
+    int jumped = 0;
+    if (sigsetjmp(jb, 1) == 0) {
+        struct itimerval it = {{0, 0}, {0, 200000}};
+        setitimer(ITIMER_REAL, &it, NULL);
+        ssize_t r = read(sv[0], &b, 1);
+        printf("read returned %zd?\n", r);
+    } else {
+        jumped = 1;
+    }
+    close(sv[0]);
+    struct pollfd p = {sv[1], POLLIN, 0};
+    int n = poll(&p, 1, 1000);
+    ssize_t r = n > 0 ? read(sv[1], &b, 1) : -2;
+    const char *peer = r == 0 ? "EOF" : r == -2 ? "nothing in 1 s (its socket still open)" : "a byte?";
+    close(sv[1]);
+    for (int i = 0; i < 5; i++) {
+        int q[2];
+        laned_pair(q);
+        close(q[0]);
+        close(q[1]);
+    }
+    struct sigaction su = {0};
+    su.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &su, NULL);
+    for (int i = 0; i < 3; i++) raise(SIGUSR1);
+    usleep(100000);
+    printf("jumped out: %d; the peer after the end's close: %s; SIGUSR1 handlers after: %d; "
+           "regions mapped after: %d; eventfds after: %d; socket files after: %d; lane %s\n",
+           jumped, peer, usr1s, regions(), eventfds(), data_files(), s);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- cancel */
+static void *read_one(void *p) {
+    char b;
+    (void)!read(*(int *)p, &b, 1);
+    return NULL;
+}
+
+static int cancel(void) {
+    int sv[2];
+    char s[32];
+    laned_pair(sv);
+    lane_of(sv[0], s, sizeof s);
+    pthread_t t;
+    pthread_create(&t, NULL, read_one, &sv[0]);
+    usleep(300000);
+    double t0 = now();
+    pthread_cancel(t);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    void *r = NULL;
+    int e = pthread_timedjoin_np(t, &r, &until);
+    double took = now() - t0;
+    printf("pthread_cancel of a thread in a blocking read: %s; lane %s\n",
+           e ? "not cancelled in 2 s" : r == PTHREAD_CANCELED ? (took < 0.5 ? "cancelled at once" : "cancelled late") : "returned?", s);
+    _exit(0);
+}
+
+/* ---------------------------------------------------------------- idle */
+static int idle_fd;
+static const char *idle_how;
+static void *idle_wait(void *p) {
+    (void)p;
+    char b;
+    struct pollfd pf = {idle_fd, POLLIN, 0};
+    struct epoll_event ev = {.events = EPOLLIN}, out;
+    int ep = -1;
+    if (strstr(idle_how, "epoll")) {
+        ep = epoll_create1(0);
+        epoll_ctl(ep, EPOLL_CTL_ADD, idle_fd, &ev);
+    }
+    if (!strcmp(idle_how, "read")) (void)!read(idle_fd, &b, 1);
+    else if (!strcmp(idle_how, "poll")) poll(&pf, 1, -1);
+    else if (!strcmp(idle_how, "epoll")) epoll_wait(ep, &out, 1, -1);
+    else if (!strcmp(idle_how, "pollloop")) for (;;) poll(&pf, 1, 1);
+    else if (!strcmp(idle_how, "epollloop")) for (;;) epoll_wait(ep, &out, 1, 1);
+    return NULL;
+}
+
+static int idle(const char *how) {
+    int sv[2];
+    char s[32];
+    laned_pair(sv);
+    lane_of(sv[0], s, sizeof s);
+    idle_fd = sv[0];
+    idle_how = how;
+    pthread_t t;
+    pthread_create(&t, NULL, idle_wait, NULL);
+    usleep(300000);
+    double c0 = cpu_of(CLOCK_PROCESS_CPUTIME_ID);
+    usleep(2000000);
+    double ms = (cpu_of(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1000;
+    /* the loops' own calls cost the kernel ~10-60 ms here; a sleep ~0 */
+    int limit = strstr(how, "loop") ? 250 : 40;
+    printf("%s: CPU over 2 s %s; lane %s\n", how, ms < limit ? "low" : "high", s);
+    fprintf(stderr, "  (%s: %.1f ms of CPU over 2 s)\n", how, ms);
+    _exit(0);
+}
+
+/* ---------------------------------------------------------------- hostile */
+static int h_fd;
+static volatile ssize_t h_got = -9;
+static volatile int h_err;
+static clockid_t h_clock;
+static void *h_read(void *p) {
+    (void)p;
+    char b;
+    pthread_getcpuclockid(pthread_self(), &h_clock);
+    ssize_t r = read(h_fd, &b, 1);
+    h_err = errno;
+    h_got = r;
+    return NULL;
+}
+
+/* The header of the process's one lane region (its memfd mapped at offset 0), or NULL. */
+static volatile uint32_t *region(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    unsigned long lo, off;
+    volatile uint32_t *h = NULL;
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strstr(line, "udsfs-lane")) continue;
+        if (sscanf(line, "%lx-%*x %*s %lx", &lo, &off) == 2 && off == 0) {
+            h = (volatile uint32_t *)lo;
+            break;
+        }
+    }
+    if (f) fclose(f);
+    return h;
+}
+#define W(h, off) ((h)[(off) / 4])
+
+static void wake(volatile uint32_t *w) { syscall(SYS_futex, w, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0); }
+
+static int hostile(const char *how) {
+    int sv[2];
+    char s[32];
+    laned_pair(sv);
+    lane_of(sv[0], s, sizeof s);
+    h_fd = sv[0];
+    pthread_t t;
+    pthread_create(&t, NULL, h_read, NULL);
+    usleep(300000);
+    volatile uint32_t *h = region();
+    double c0 = cpu_of(h_clock);
+    double end = now() + 1.0;
+    while (h && now() < end) {
+        for (int d = 0; d < 2; d++) {
+            int b = 64 + 256 * d;
+            if (!strcmp(how, "clear")) W(h, b + 16) = 0, W(h, b + 140) = 0;
+            else if (!strcmp(how, "huge")) W(h, b + 16) = 0x7fffffff, W(h, b + 140) = 0x7fffffff;
+            else if (!strcmp(how, "bump")) {
+                __atomic_fetch_add(&W(h, b + 12), 1, __ATOMIC_SEQ_CST);
+                wake(&W(h, b + 12));
+                __atomic_fetch_add(&W(h, b + 136), 1, __ATOMIC_SEQ_CST);
+                wake(&W(h, b + 136));
+            }
+        }
+        if (strcmp(how, "bump")) usleep(1000);
+    }
+    if (!h) usleep(1000000);
+    double ms = (cpu_of(h_clock) - c0) * 1000;
+    double t0 = now();
+    close(sv[1]);
+    while (h_got == -9 && now() - t0 < 3) usleep(10000);
+    double took = now() - t0;
+    const char *got = h_got == 0 ? "EOF" : h_got == -9 ? "still asleep 3 s after" : "other";
+    printf("%s: the read at the peer's close: %s %s; the sleeper's CPU meanwhile %s; lane %s\n", how, got,
+           h_got == -9 ? "" : took < 0.5 ? "at once" : "late", ms < 100 ? "low" : "high", s);
+    fprintf(stderr, "  (%s: region %s, sleeper's CPU %.1f ms in 1 s, read %zd after %.3f s)\n", how,
+            h ? "mapped" : "none", ms, (ssize_t)h_got, took);
+    _exit(0);
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (argc >= 2 && !strcmp(argv[1], "cancel")) return cancel();
+    (void)limit;
+    if (argc >= 3 && !strcmp(argv[1], "jmpout")) return jmpout(atoi(argv[2]));
+    if (argc >= 3 && !strcmp(argv[1], "idle")) return idle(argv[2]);
+    if (argc >= 3 && !strcmp(argv[1], "hostile")) return hostile(argv[2]);
+    fprintf(stderr, "usage: %s jmpout 0|1 | idle read|poll|epoll|pollloop|epollloop | hostile clear|huge|bump\n", argv[0]);
+    return 2;
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# adversarial_lanes6.sh: attacks on a laned end's sleeps as built in 581c8b0 (a blocking
+# call's sleep on its direction's futex word, counted in reader_sleeping/writer_sleeping;
+# learnt looks before a sleep; a signal handler's bump of the word the thread sleeps on,
+# preload/src/wait_note.rs), on a --allow-other --lanes mount, each case first on kernel
+# sockets (what Linux does on the same steps), then through `udsfs run`; the program is
+# integration/adversarial_lanes6.c (see its head). Cases:
+#  jmpout   a SIGALRM handler siglongjmps out of a blocking laned read (SA_RESTART and
+#           not), the program closes the end: its peer must see EOF (Linux: at once),
+#           and SIGUSR1 handlers after both ends and five more lanes are gone must run
+#           (the trampoline must not bump the word of a region that is gone); no
+#           region mapped and no eventfd held after, as none on Linux.
+#  cancel   pthread_cancel of a thread blocked in a laned read (a cancellation point): the
+#           thread cancelled at once, as on Linux.
+#  idle     a thread blocked in poll or epoll_wait on a laned end with nothing
+#           coming, or polling it with 1 ms timeouts over and over: the process's CPU
+#           over 2 s as low as on Linux (the learnt looks must decay; a blocking read's
+#           sleep is measured by hostile clear and huge).
+#  hostile  the peer, through the region's mapping (the words a peer may write), clears
+#           the sleeping counts, sets them huge, or bumps and wakes the futex words for
+#           1 s under a blocking read, then closes its end: the read's EOF at once, and
+#           the sleeper's CPU low (clear, huge; bump reported, not compared: a peer's
+#           own CPU buys the sleeper's looks, as its bytes would on Linux).
+# A case listed in integration/adversarial_lanes6_exceptions.txt is a known defect: it
+# must fail as listed, and the script fails once it passes (then unlist it).
+UDSFS_MOUNT_ARGS=(--allow-other --lanes)
+source "$(dirname "$0")/lib.sh"
+
+L6=$TMP/l6
+build_attack_c adversarial_lanes6 "$L6"
+# on kernel|udsfs ARGS...: the program as A on kernel sockets or through `udsfs run`.
+on() {
+    local where=$1
+    shift
+    if [ "$where" = kernel ]; then
+        as_uid "$A" timeout 20 "$L6" "$@"
+    else
+        as_uid "$A" env UDSFS_PRELOAD="$PRELOAD_LIB" timeout 20 "$UDSFS_BIN" run --mount "$MNT" -- "$L6" "$@"
+    fi
+}
+# same_each CASE WHAT ARGS...: the program with each ARGS (its arguments as one word) on
+# both; CASE's verdict: each output as on Linux but for the lane's word, and each laned.
+same_each() {
+    local c=$1 what=$2 args all=1 outs=() k u
+    shift 2
+    for args in "$@"; do
+        # shellcheck disable=SC2086 # (the arguments' words)
+        k=$(on kernel $args 2>"$TMP/err" || echo "status $?")
+        say "$c $args: kernel: $k $(cat "$TMP/err")"
+        # shellcheck disable=SC2086
+        u=$(on udsfs $args 2>"$TMP/err" || echo "status $?")
+        say "$c $args: udsfs:  $u $(cat "$TMP/err")"
+        grep -q "lane direct" <<<"$u" || { say "$c $args: no lane"; all=; }
+        [ "${u%lane *}" = "${k%lane *}" ] || all=
+        outs+=("$args: $u (kernel: $k)")
+    done
+    verdict "$c" "$all" "$what: $(printf '%s; ' "${outs[@]}")"
+}
+
+same_each jmpout "a handler siglongjmps out of a blocking laned read, the end closed" "jmpout 0" "jmpout 1"
+same_each cancel "pthread_cancel of a thread in a blocking laned read" cancel
+same_each idle "a thread blocked on a laned end with nothing coming" \
+    "idle poll" "idle epoll" "idle pollloop" "idle epollloop"
+same_each hostile "the peer scribbles the sleeping counts under a blocking read, then closes" \
+    "hostile clear" "hostile huge"
+# bump: said, the EOF compared only
+k=$(on kernel hostile bump 2>&1 || echo "status $?")
+u=$(on udsfs hostile bump 2>&1 || echo "status $?")
+say "hostile bump: kernel: $k"
+say "hostile bump: udsfs:  $u"
+verdict hostile_bump "$(grep -q "EOF at once" <<<"$u" && grep -q "lane direct" <<<"$u" && echo 1)" \
+    "the peer bumps and wakes the futex words for 1 s under a blocking read, then closes: $u"
+
+grep -i "panick" "$LOG" && fail "the daemon panicked"
+[ ${#failed[@]} -eq 0 ] || fail "$(printf '%s; ' "${failed[@]}")"
+ok "every case as expected"
