@@ -273,10 +273,13 @@ fn poll_laned(
         // drained) before a second look, and a sleep; a ready ring needs
         // none of it.
         if ready_now == 0 && left(deadline) != Some(Duration::ZERO) {
+            let rings = ends.iter().flatten().count() as u32;
             let any = || {
                 let each = ends.iter().enumerate();
-                each.filter_map(|(i, e)| Some((i, e.as_ref()?)))
-                    .any(|(i, l)| ready(i, l, prog))
+                let found = each
+                    .filter_map(|(i, e)| Some((i, e.as_ref()?)))
+                    .any(|(i, l)| ready(i, l, prog));
+                (found, rings)
             };
             match lane_spin::look_for(&POLL_SPIN, any) {
                 Found::Ready => ready_now = 1,
@@ -1477,16 +1480,19 @@ fn pend_ctl(epfd: c_int, op: c_int, fd: c_int, ev: Option<epoll_event>) -> Optio
 /// What registration `r` reports for look `lk` (and its one-shot and edge
 /// state updated), or None.
 /// Whether a registration of `set` may have something to report (a look
-/// at each ring, nothing reported yet: `report` decides).
-fn any_ready(set: &mut SetOf) -> bool {
+/// at each ring, nothing reported yet: `report` decides), and at how many
+/// rings it looked.
+fn any_ready(set: &mut SetOf) -> (bool, u32) {
     let (_h, list) = locked();
-    list.iter().any(|r| {
-        set.has(r.epfd)
-            && r.live
-            && r.armed
-            && ready::look(r.end.region, r.end.side)
-                .is_none_or(|lk| lk.mask & (r.events | ALWAYS) != 0)
-    })
+    let mut rings = 0;
+    let found = list.iter().any(|r| {
+        if !(set.has(r.epfd) && r.live && r.armed) {
+            return false;
+        }
+        rings += 1;
+        ready::look(r.end.region, r.end.side).is_none_or(|lk| lk.mask & (r.events | ALWAYS) != 0)
+    });
+    (found, rings)
 }
 
 fn report(r: &mut Reg, lk: ready::Look) -> Option<u32> {

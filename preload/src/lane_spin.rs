@@ -70,16 +70,22 @@ impl Spin {
     }
 }
 
-/// Looks with `look` up to `spin`'s looks until it says true (a poll's
-/// or an epoll_wait's look at its laned ends' rings before it sleeps);
-/// stops at a signal handler that ran meanwhile (the caller's wait is then
-/// interrupted: `Handled`), as Linux's poll would have been in its sleep.
-pub fn look_for(spin: &Spin, mut look: impl FnMut() -> bool) -> Found {
+/// Looks with `look` until it finds something ready or has looked at
+/// `spin`'s looks' worth of rings (a poll's or an epoll_wait's look at its
+/// laned ends before it sleeps: `look` says whether one is ready and at how
+/// many rings it looked, so a server's wait over 50 connections does not
+/// look 50 times as long as a client's over one); stops at a signal handler
+/// that ran meanwhile (the caller's wait is then interrupted: `Handled`), as
+/// Linux's poll would have been in its sleep.
+pub fn look_for(spin: &Spin, mut look: impl FnMut() -> (bool, u32)) -> Found {
     let given = spin.looks();
     let ran = crate::wait_note::handlers_ran();
-    for made in 1..=given {
-        if look() {
-            spin.learn(given, made);
+    let mut made = 0u32;
+    while made < given {
+        let (ready, rings) = look();
+        made = made.saturating_add(rings.max(1));
+        if ready {
+            spin.learn(given, made.min(given));
             return Found::Ready;
         }
         if crate::wait_note::handlers_ran() != ran {
@@ -138,30 +144,32 @@ mod tests {
     fn a_look_that_finds_ends_the_looks_and_a_handler_interrupts_them() {
         let s = Spin::new(POLL_LOOKS);
         let mut n = 0;
-        assert_eq!(
-            look_for(&s, || {
-                n += 1;
-                n == 10
-            }),
-            Found::Ready
-        );
-        assert_eq!(n, 10);
+        let found = look_for(&s, || {
+            n += 1;
+            (n == 10, 1)
+        });
+        assert_eq!((found, n), (Found::Ready, 10));
         let mut n = 0;
-        assert_eq!(
-            look_for(&s, || {
-                n += 1;
-                false
-            }),
-            Found::Nothing
-        );
-        assert_eq!(n, POLL_LOOKS);
+        let found = look_for(&s, || {
+            n += 1;
+            (false, 1)
+        });
+        assert_eq!((found, n), (Found::Nothing, POLL_LOOKS));
+        // Fifty rings a look: a fiftieth of the looks (the looks halved
+        // by the look in vain before).
+        let mut n = 0;
+        let found = look_for(&s, || {
+            n += 1;
+            (false, 50)
+        });
+        assert_eq!((found, n), (Found::Nothing, POLL_LOOKS / 2 / 50));
         let mut n = 0;
         let found = look_for(&s, || {
             n += 1;
             if n == 5 {
                 crate::wait_note::handler_ran();
             }
-            false
+            (false, 1)
         });
         assert_eq!((found, n), (Found::Handled, 5));
     }
