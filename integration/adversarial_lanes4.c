@@ -87,14 +87,6 @@
 #include "lanes_probe.h"
 #include "../tests/conformance/programs/programs.h" /* send_fds, recv_fds */
 
-/* A socketpair with a byte each way (laned on a mount with lanes), or exits. */
-static void laned_pair(int sv[2]) {
-    char b;
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); exit(2); }
-    if (write(sv[0], "a", 1) != 1 || read(sv[1], &b, 1) != 1 || write(sv[1], "b", 1) != 1 ||
-        read(sv[0], &b, 1) != 1) { perror("laned_pair ping"); exit(2); }
-}
-
 static const char *err(ssize_t r, int e) { return r < 0 ? strerrorname_np(e) : "-"; }
 static const char *about(double t) { return t < 0.8 ? "at once (<0.8 s)" : t < 2 ? "at the byte (0.8-2 s)" : "late (>2 s)"; }
 
@@ -112,7 +104,7 @@ static void *late_x(void *p) {
 static int sigclose(int restart, int reuse) {
     int sv[2], pp[2];
     char s[32], b = 0;
-    laned_pair(sv);
+    laned_stream_pair(sv);
     lane_of(sv[0], s, sizeof s);
     sc_fd = sv[0];
     if (reuse) {
@@ -149,11 +141,7 @@ static void *read_one(void *p) {
 static int forkcall(int ex) {
     int sv[2];
     char s[32], b;
-    laned_pair(sv);
-    lane_of(sv[0], s, sizeof s);
-    pthread_t t;
-    pthread_create(&t, NULL, read_one, &sv[0]);
-    usleep(200000);
+    pthread_t t = thread_on_laned_pair(sv, s, read_one, 200000);
     pid_t ch = fork();
     if (ch == 0) {
         if (ex == 2) _exit(write(sv[1], "C", 1) == 1 ? 0 : 1);
@@ -354,7 +342,7 @@ static int acceptopen(const char *path, int n) {
 static int passclose(void) {
     int p[3][2], cs[2], r[3] = {-1, -1, -1};
     char s[32];
-    for (int i = 0; i < 3; i++) laned_pair(p[i]);
+    for (int i = 0; i < 3; i++) laned_stream_pair(p[i]);
     lane_of(p[0][0], s, sizeof s);
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, cs) < 0) { perror("socketpair"); return 2; }
     int hole = open("/dev/null", O_RDONLY);
@@ -387,8 +375,8 @@ static int passclose(void) {
 static int dupover(void) {
     int p[2], q[2];
     char s[32], b = 0;
-    laned_pair(p);
-    laned_pair(q);
+    laned_stream_pair(p);
+    laned_stream_pair(q);
     lane_of(p[0], s, sizeof s);
     pthread_t t;
     pthread_create(&t, NULL, read_one, &p[0]);
@@ -469,7 +457,7 @@ static int recvedge(int lim, int held) {
     int p[3][2], cs[2], r[3] = {-1, -1, -1};
     char s[32];
     limit(lim);
-    for (int i = 0; i < 3; i++) laned_pair(p[i]);
+    for (int i = 0; i < 3; i++) laned_stream_pair(p[i]);
     lane_of(p[0][0], s, sizeof s);
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, cs) < 0) { perror("socketpair"); return 2; }
     int ends[3] = {p[0][0], p[1][0], p[2][0]};
@@ -599,7 +587,7 @@ static int flags(const char *path) {
 static int epdup(int how) {
     int sv[2];
     char s[32], b;
-    laned_pair(sv);
+    laned_stream_pair(sv);
     lane_of(sv[0], s, sizeof s);
     int e = epoll_create1(0);
     int d = -1, gate[2] = {-1, -1};
@@ -664,7 +652,7 @@ static int epdup(int how) {
 static int sigclosew(int restart) {
     int sv[2];
     char s[32];
-    laned_pair(sv);
+    laned_stream_pair(sv);
     lane_of(sv[0], s, sizeof s);
     sc_fd = sv[0];
     sc_pipe = -1;

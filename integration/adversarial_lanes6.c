@@ -34,13 +34,6 @@
 
 #include "lanes_probe.h"
 
-static void laned_pair(int sv[2]) {
-    char b;
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); exit(2); }
-    if (write(sv[0], "a", 1) != 1 || read(sv[1], &b, 1) != 1 || write(sv[1], "b", 1) != 1 ||
-        read(sv[0], &b, 1) != 1) { perror("laned_pair ping"); exit(2); }
-}
-
 static double cpu_of(clockid_t c) {
     struct timespec t;
     clock_gettime(c, &t);
@@ -83,7 +76,7 @@ static void on_usr1(int s) { (void)s; usr1s++; }
 static int jmpout(int restart) {
     int sv[2];
     char s[32], b = 0;
-    laned_pair(sv);
+    laned_stream_pair(sv);
     lane_of(sv[0], s, sizeof s);
     struct sigaction sa = {0};
     sa.sa_handler = on_alrm_jump;
@@ -106,7 +99,7 @@ static int jmpout(int restart) {
     close(sv[1]);
     for (int i = 0; i < 5; i++) {
         int q[2];
-        laned_pair(q);
+        laned_stream_pair(q);
         close(q[0]);
         close(q[1]);
     }
@@ -131,11 +124,7 @@ static void *read_one(void *p) {
 static int cancel(void) {
     int sv[2];
     char s[32];
-    laned_pair(sv);
-    lane_of(sv[0], s, sizeof s);
-    pthread_t t;
-    pthread_create(&t, NULL, read_one, &sv[0]);
-    usleep(300000);
+    pthread_t t = thread_on_laned_pair(sv, s, read_one, 300000);
     double t0 = now();
     pthread_cancel(t);
     struct timespec until;
@@ -150,10 +139,9 @@ static int cancel(void) {
 }
 
 /* ---------------------------------------------------------------- idle */
-static int idle_fd;
 static const char *idle_how;
 static void *idle_wait(void *p) {
-    (void)p;
+    int idle_fd = *(int *)p;
     char b;
     struct pollfd pf = {idle_fd, POLLIN, 0};
     struct epoll_event ev = {.events = EPOLLIN}, out;
@@ -173,13 +161,8 @@ static void *idle_wait(void *p) {
 static int idle(const char *how) {
     int sv[2];
     char s[32];
-    laned_pair(sv);
-    lane_of(sv[0], s, sizeof s);
-    idle_fd = sv[0];
     idle_how = how;
-    pthread_t t;
-    pthread_create(&t, NULL, idle_wait, NULL);
-    usleep(300000);
+    thread_on_laned_pair(sv, s, idle_wait, 300000);
     double c0 = cpu_of(CLOCK_PROCESS_CPUTIME_ID);
     usleep(2000000);
     double ms = (cpu_of(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1000;
@@ -191,15 +174,13 @@ static int idle(const char *how) {
 }
 
 /* ---------------------------------------------------------------- hostile */
-static int h_fd;
 static volatile ssize_t h_got = -9;
 static volatile int h_err;
 static clockid_t h_clock;
 static void *h_read(void *p) {
-    (void)p;
     char b;
     pthread_getcpuclockid(pthread_self(), &h_clock);
-    ssize_t r = read(h_fd, &b, 1);
+    ssize_t r = read(*(int *)p, &b, 1);
     h_err = errno;
     h_got = r;
     return NULL;
@@ -228,12 +209,7 @@ static void wake(volatile uint32_t *w) { syscall(SYS_futex, w, FUTEX_WAKE, 0x7ff
 static int hostile(const char *how) {
     int sv[2];
     char s[32];
-    laned_pair(sv);
-    lane_of(sv[0], s, sizeof s);
-    h_fd = sv[0];
-    pthread_t t;
-    pthread_create(&t, NULL, h_read, NULL);
-    usleep(300000);
+    thread_on_laned_pair(sv, s, h_read, 300000);
     volatile uint32_t *h = region();
     double c0 = cpu_of(h_clock);
     double end = now() + 1.0;

@@ -1,13 +1,16 @@
-/* lanes_probe.h: what the lane attack programs (adversarial_lanes3.c, adversarial_lanes4.c)
- * look at in their own process: the time, RLIMIT_NOFILE set, a descriptor's lane (its
- * status file's lane= field) and how many eventfds the process holds. Included by both
+/* lanes_probe.h: what the lane attack programs (adversarial_lanes3.c, adversarial_lanes4.c,
+ * adversarial_lanes6.c) look at in their own process: the time, RLIMIT_NOFILE set, a
+ * descriptor's lane (its status file's lane= field) and how many eventfds the process
+ * holds; and a laned stream pair made. Included by each
  * (static functions: each program is one file, built by its script with gcc). */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,4 +65,24 @@ static int eventfds(void) {
     }
     closedir(d);
     return n;
+}
+
+/* A stream socketpair with a byte each way (laned on a mount with lanes), or exits. */
+static inline void laned_stream_pair(int sv[2]) {
+    char b;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) { perror("socketpair"); exit(2); }
+    if (write(sv[0], "a", 1) != 1 || read(sv[1], &b, 1) != 1 || write(sv[1], "b", 1) != 1 ||
+        read(sv[0], &b, 1) != 1) { perror("laned_stream_pair ping"); exit(2); }
+}
+
+/* A laned stream pair (its first end's lane written to `lane`) and a thread running
+ * fn(&sv[0]), given `settle` microseconds to block in it: the thread. */
+static inline pthread_t thread_on_laned_pair(int sv[2], char lane[32], void *(*fn)(void *),
+                                             useconds_t settle) {
+    pthread_t t;
+    laned_stream_pair(sv);
+    lane_of(sv[0], lane, 32);
+    pthread_create(&t, NULL, fn, &sv[0]);
+    usleep(settle);
+    return t;
 }

@@ -16,17 +16,7 @@ need_cmd php-cgi php8.2-cgi
 need_cmd gunicorn gunicorn
 need_cmd curl curl
 
-cat >"$TMP/app.py" <<'EOF2'
-import hashlib
-
-def app(environ, start_response):
-    body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-    out = "gunicorn saw %s %s?%s, %d bytes, md5 %s\n" % (
-        environ["REQUEST_METHOD"], environ["PATH_INFO"], environ["QUERY_STRING"],
-        len(body), hashlib.md5(body).hexdigest())
-    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(out)))])
-    return [out.encode()]
-EOF2
+sed "s/@SERVER@/gunicorn/" "$LIB_DIR/wsgi_app.py" >"$TMP/app.py"
 
 head -c 300000 /dev/urandom >"$TMP/post.bin"
 
@@ -59,7 +49,7 @@ fastcgi.server = (".php" => ((
 proxy.server = ("/app/" => (("host" => "$dir/gunicorn.sock")))
 EOF2
     run_cmd --route "$dir" -- gunicorn --chdir "$TMP" --bind "unix:$dir/gunicorn.sock" --workers 2 \
-        --worker-tmp-dir "$d" --log-file "$d/gunicorn.log" app:app
+        --worker-tmp-dir "$d" --log-file "$d/gunicorn.log" app:application
     start_bg GUNICORN "${RUN_CMD[@]}" >"$d/gunicorn.out" 2>&1
     wait_listening "$dir/gunicorn.sock"
     run_cmd --route "$dir" -- lighttpd -D -f "$d/lighttpd.conf"

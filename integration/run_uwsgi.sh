@@ -20,17 +20,7 @@ need_cmd curl curl
 [ -e /usr/lib/uwsgi/plugins/http_plugin.so ] ||
     fail "uwsgi's http plugin is not installed (package uwsgi-core; .ci/run installs it)"
 
-cat >"$TMP/app.py" <<'EOF2'
-import hashlib
-
-def application(environ, start_response):
-    body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-    out = "uwsgi saw %s %s?%s, %d bytes, md5 %s\n" % (
-        environ["REQUEST_METHOD"], environ["PATH_INFO"], environ["QUERY_STRING"],
-        len(body), hashlib.md5(body).hexdigest())
-    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(out)))])
-    return [out.encode()]
-EOF2
+sed "s/@SERVER@/uwsgi/" "$LIB_DIR/wsgi_app.py" >"$TMP/app.py"
 # The stats the runs can share: names below the run's directory, no pids or times.
 cat >"$TMP/stats.py" <<'EOF2'
 import json, os, sys
@@ -67,12 +57,7 @@ while True:
     time.sleep(0.05)
 print("held on %s: %d new sockets, lanes %s" % (os.path.basename(sock), len(seen), " ".join(sorted(set(seen)))))
 s.sendall(b"world")
-reply = b""
-while True:
-    b = s.recv(4096)
-    if not b:
-        break
-    reply += b
+reply = b"".join(iter(lambda: s.recv(4096), b""))
 print(reply.decode().split("\r\n\r\n", 1)[1], end="")
 EOF2
 head -c 300000 /dev/urandom >"$TMP/post.bin"

@@ -902,20 +902,9 @@ fn untimed_sleeps_of_an_ends_reader_and_writer_lose_no_wake_up() {
     let (_fd, r) = direct([64, 64]);
     let (mut aw, mut ar) = r.end(Side::A, Framing::Stream);
     let (mut bw, mut br) = r.end(Side::B, Framing::Stream);
-    let e = |_| unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-    let f: Vec<i32> = (0..2).map(e).collect();
-    let a = Notify::Eventfd {
-        mine: f[0],
-        peer: f[1],
-        hup: -1,
-    };
+    let (f, [a, b]) = eventfd_notifies();
     aw.set_notify(a);
     ar.set_notify(a);
-    let b = Notify::Eventfd {
-        mine: f[1],
-        peer: f[0],
-        hup: -1,
-    };
     bw.set_notify(b);
     br.set_notify(b);
     while aw.write(&[0u8; 16]).is_ok() {}
@@ -967,20 +956,10 @@ fn an_ends_reader_and_writer_asleep_at_once_both_see_their_wake_ups() {
     let (_fd, r) = direct([64, 64]);
     let (mut aw, mut ar) = r.end(Side::A, Framing::Stream);
     let (mut bw, _) = r.end(Side::B, Framing::Stream);
-    let e = |_| unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-    let f: Vec<i32> = (0..2).map(e).collect();
-    let a = Notify::Eventfd {
-        mine: f[0],
-        peer: f[1],
-        hup: -1,
-    };
+    let (f, [a, b]) = eventfd_notifies();
     aw.set_notify(a);
     ar.set_notify(a);
-    bw.set_notify(Notify::Eventfd {
-        mine: f[1],
-        peer: f[0],
-        hup: -1,
-    });
+    bw.set_notify(b);
     // A's outgoing ring full: its writer sleeps for room nobody makes.
     while aw.write(&[0u8; 16]).is_ok() {}
     let stop = std::sync::atomic::AtomicBool::new(false);
@@ -1040,4 +1019,17 @@ fn reader_asleep(r: &Region, d: usize) -> bool {
     [region::OFF_READER_SLEEPING, region::OFF_READER_WAITING]
         .iter()
         .any(|&off| r.word(dir_word(d, off)).load(Ordering::SeqCst) != 0)
+}
+
+/// Two eventfds, end A's and end B's, as the library sets them (each end's
+/// `mine`, the other's `peer`): the descriptors and each end's Notify.
+fn eventfd_notifies() -> ([i32; 2], [Notify; 2]) {
+    let e = || unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    let f = [e(), e()];
+    let n = |i: usize| Notify::Eventfd {
+        mine: f[i],
+        peer: f[1 - i],
+        hup: -1,
+    };
+    (f, [n(0), n(1)])
 }
