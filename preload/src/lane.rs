@@ -1139,21 +1139,12 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
                 // Other threads read meanwhile: the turn goes during the
                 // sleep and is taken for each look.
                 drop(t);
-                let (given, mut made) = (s.rspin.looks(), 0);
-                let noted = wait_note::sleeping_on(sleeper.word());
-                let slept = sleeper.wait(
-                    || {
-                        made += 1;
-                        look_again(s, &s.rtaken, fd, region, ran, |e| {
-                            // SAFETY: the turn is held (look_again).
-                            unsafe { &mut *e.r.get() }.readable()
-                        })
-                    },
-                    given,
-                    left,
-                );
-                wait_note::slept(noted);
-                s.rspin.learn(given, made);
+                let slept = sleep(sleeper, &s.rspin, left, || {
+                    look_again(s, &s.rtaken, fd, region, ran, |e| {
+                        // SAFETY: the turn is held (look_again).
+                        unsafe { &mut *e.r.get() }.readable()
+                    })
+                });
                 match slept {
                     Ok(()) => left = left.map(|l| l.saturating_sub(began.elapsed())),
                     Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
@@ -1202,6 +1193,30 @@ fn retake<'a>(
     // stays.
     let e = unsafe { (*s.end.get()).as_ref()? };
     Some((t, e))
+}
+
+/// A blocking call's sleep on `sleeper` until `ready`, after the looks
+/// `spin` has learnt (which it learns from), at most `timeout`; the sleep's
+/// futex word noted for the signal trampoline (wait_note.rs).
+fn sleep(
+    sleeper: udsfs_proto::lane::Sleeper,
+    spin: &Spin,
+    timeout: Option<Duration>,
+    mut ready: impl FnMut() -> Result<bool, LaneErr>,
+) -> Result<(), LaneErr> {
+    let (given, mut made) = (spin.looks(), 0);
+    let noted = wait_note::sleeping_on(sleeper.word());
+    let slept = sleeper.wait(
+        || {
+            made += 1;
+            ready()
+        },
+        given,
+        timeout,
+    );
+    wait_note::slept(noted);
+    spin.learn(given, made);
+    slept
 }
 
 /// A sleeping call's look whether to wake (`ready` on its end, under the
@@ -1459,21 +1474,12 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
         let sleeper = w.sleeper();
         // Other threads write meanwhile: the turn goes during the sleep.
         drop(t);
-        let (given, mut made) = (s.wspin.looks(), 0);
-        let noted = wait_note::sleeping_on(sleeper.word());
-        let slept = sleeper.wait(
-            || {
-                made += 1;
-                look_again(s, &s.wtaken, fd, region, ran, |e| {
-                    // SAFETY: the turn is held (look_again).
-                    unsafe { &mut *e.w.get() }.writable(want)
-                })
-            },
-            given,
-            timeo,
-        );
-        wait_note::slept(noted);
-        s.wspin.learn(given, made);
+        let slept = sleep(sleeper, &s.wspin, timeo, || {
+            look_again(s, &s.wtaken, fd, region, ran, |e| {
+                // SAFETY: the turn is held (look_again).
+                unsafe { &mut *e.w.get() }.writable(want)
+            })
+        });
         match slept {
             Ok(()) => {}
             Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
