@@ -1,10 +1,15 @@
 /* adversarial_lanes6.c: attacks on a laned end's sleeps (futex words, learnt looks),
  * run by adversarial_lanes6.sh on kernel sockets and through `udsfs run --lanes`.
  * Modes (each prints one line; "lane X" at its end is the lane's word, not compared):
- *   jmpout RESTART   a SIGALRM handler siglongjmps out of the main thread's blocking read
- *                    on a laned end (SA_RESTART or not); the end is closed: does its peer
- *                    see EOF; both closed, five laned pairs made and closed, then a
- *                    SIGUSR1 handler runs three times (the library's trampoline).
+ *   jmpout RESTART HOW  a SIGALRM handler siglongjmps out of the main thread's blocking
+ *                    read (HOW read), or write with the way full (write), on a laned end
+ *                    (SA_RESTART or not); the end is closed: does its peer get what was
+ *                    sent, then EOF; both closed, five laned pairs made and closed, then
+ *                    a SIGUSR1 handler runs three times (the library's trampoline).
+ *   nest WHERE       a SIGUSR2 handler (on the thread's stack, or on a signal stack above
+ *                    it) makes laned calls while the thread's blocking read sleeps; the
+ *                    main thread then closes the read's number and the peer sends a byte:
+ *                    does the read (which holds its file, as Linux's) get it.
  *   cancel           pthread_cancel of a thread blocked in a laned read: cancelled?
  *   idle HOW         a thread blocked on a laned end with nothing coming (HOW: read,
  *                    poll, epoll; pollloop, epollloop: 1 ms timeouts over and over): the
@@ -73,11 +78,23 @@ static volatile int usr1s;
 static void on_alrm_jump(int s) { (void)s; siglongjmp(jb, 1); }
 static void on_usr1(int s) { (void)s; usr1s++; }
 
-static int jmpout(int restart) {
+/* Fills sv[0]'s way to sv[1] without waiting: the bytes sent. */
+static long fill(int fd) {
+    static char chunk[4096];
+    long sent = 0;
+    for (;;) {
+        ssize_t k = send(fd, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (k <= 0) return sent;
+        sent += k;
+    }
+}
+
+static int jmpout(int restart, int writes) {
     int sv[2];
     char s[32], b = 0;
     laned_stream_pair(sv);
     lane_of(sv[0], s, sizeof s);
+    long sent = writes ? fill(sv[0]) : 0;
     struct sigaction sa = {0};
     sa.sa_handler = on_alrm_jump;
     sa.sa_flags = restart ? SA_RESTART : 0;
@@ -86,16 +103,24 @@ static int jmpout(int restart) {
     if (sigsetjmp(jb, 1) == 0) {
         struct itimerval it = {{0, 0}, {0, 200000}};
         setitimer(ITIMER_REAL, &it, NULL);
-        ssize_t r = read(sv[0], &b, 1);
-        printf("read returned %zd?\n", r);
+        ssize_t r = writes ? write(sv[0], "w", 1) : read(sv[0], &b, 1);
+        printf("the call returned %zd?\n", r);
     } else {
         jumped = 1;
     }
     close(sv[0]);
-    struct pollfd p = {sv[1], POLLIN, 0};
-    int n = poll(&p, 1, 1000);
-    ssize_t r = n > 0 ? read(sv[1], &b, 1) : -2;
-    const char *peer = r == 0 ? "EOF" : r == -2 ? "nothing in 1 s (its socket still open)" : "a byte?";
+    /* The peer reads what was sent, then must see EOF. */
+    long got = 0;
+    ssize_t r;
+    char buf[4096];
+    for (;;) {
+        struct pollfd p = {sv[1], POLLIN, 0};
+        if (poll(&p, 1, 1000) <= 0) { r = -2; break; }
+        r = read(sv[1], buf, sizeof buf);
+        if (r <= 0) break;
+        got += r;
+    }
+    const char *peer = r == 0 ? "EOF" : r == -2 ? "nothing in 1 s (its socket still open)" : "an error";
     close(sv[1]);
     for (int i = 0; i < 5; i++) {
         int q[2];
@@ -108,9 +133,71 @@ static int jmpout(int restart) {
     sigaction(SIGUSR1, &su, NULL);
     for (int i = 0; i < 3; i++) raise(SIGUSR1);
     usleep(100000);
-    printf("jumped out: %d; the peer after the end's close: %s; SIGUSR1 handlers after: %d; "
+    printf("jumped out: %d; the peer after the end's close: %s, %s; SIGUSR1 handlers after: %d; "
            "regions mapped after: %d; eventfds after: %d; socket files after: %d; lane %s\n",
-           jumped, peer, usr1s, regions(), eventfds(), data_files(), s);
+           jumped, got == sent ? "all that was sent" : "not what was sent", peer, usr1s,
+           regions(), eventfds(), data_files(), s);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ nest */
+static int nest_a[2], nest_b[2];
+static volatile int nest_said = -1;
+/* While the thread's read on nest_a sleeps: laned calls of the handler's own. */
+static void on_usr2_calls(int s) {
+    (void)s;
+    char b = 0;
+    nest_said = write(nest_b[0], "n", 1) == 1 && read(nest_b[1], &b, 1) == 1 && b == 'n';
+}
+
+static char *nest_stack;
+static void *nest_reader(void *p) {
+    (void)p;
+    if (nest_stack) {
+        stack_t st = {.ss_sp = nest_stack, .ss_size = 1 << 16, .ss_flags = 0};
+        sigaltstack(&st, NULL);
+    }
+    char b = 0;
+    ssize_t r = read(nest_a[0], &b, 1);
+    return (void *)(long)(r == 1 && b == 'y');
+}
+
+/* nest same|alt: a handler (on the thread's stack, or on a signal stack above it: in
+ * the main thread's frame) makes laned calls while the thread's read sleeps; then the
+ * main thread closes the read's number and its peer sends a byte: Linux's read holds its
+ * file, and gets the byte; the peer sees EOF once the read is over. */
+static int nest(int alt) {
+    char s[32], stack[1 << 16];
+    nest_stack = alt ? stack : NULL;
+    laned_stream_pair(nest_a);
+    laned_stream_pair(nest_b);
+    lane_of(nest_a[0], s, sizeof s);
+    struct sigaction sa = {0};
+    sa.sa_handler = on_usr2_calls;
+    sa.sa_flags = SA_RESTART | (alt ? SA_ONSTACK : 0);
+    sigaction(SIGUSR2, &sa, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, nest_reader, NULL);
+    usleep(200000);
+    pthread_kill(t, SIGUSR2);
+    usleep(200000);
+    close(nest_a[0]);
+    int sent = write(nest_a[1], "y", 1) == 1;
+    void *got = NULL;
+    pthread_join(t, &got);
+    struct pollfd p = {nest_a[1], POLLIN, 0};
+    char b;
+    int eof = poll(&p, 1, 1000) == 1 && read(nest_a[1], &b, 1) == 0;
+    close(nest_a[1]);
+    close(nest_b[0]);
+    close(nest_b[1]);
+    usleep(100000);
+    printf("the handler's calls: %s; the byte sent after the close: %s; the read: %s; the "
+           "peer after it: %s; regions mapped after: %d; eventfds after: %d; socket files "
+           "after: %d; lane %s\n",
+           nest_said == 1 ? "ok" : "failed", sent ? "sent" : "failed",
+           got ? "got it" : "failed", eof ? "EOF" : "no EOF", regions(), eventfds(),
+           data_files(), s);
     return 0;
 }
 
@@ -245,9 +332,10 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc >= 2 && !strcmp(argv[1], "cancel")) return cancel();
     (void)limit;
-    if (argc >= 3 && !strcmp(argv[1], "jmpout")) return jmpout(atoi(argv[2]));
+    if (argc >= 4 && !strcmp(argv[1], "jmpout")) return jmpout(atoi(argv[2]), !strcmp(argv[3], "write"));
+    if (argc >= 3 && !strcmp(argv[1], "nest")) return nest(!strcmp(argv[2], "alt"));
     if (argc >= 3 && !strcmp(argv[1], "idle")) return idle(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "hostile")) return hostile(argv[2]);
-    fprintf(stderr, "usage: %s jmpout 0|1 | idle read|poll|epoll|pollloop|epollloop | hostile clear|huge|bump\n", argv[0]);
+    fprintf(stderr, "usage: %s jmpout 0|1 read|write | nest same|alt | idle read|poll|epoll|pollloop|epollloop | hostile clear|huge|bump\n", argv[0]);
     return 2;
 }

@@ -5,11 +5,16 @@
 # preload/src/wait_note.rs), on a --allow-other --lanes mount, each case first on kernel
 # sockets (what Linux does on the same steps), then through `udsfs run`; the program is
 # integration/adversarial_lanes6.c (see its head). Cases:
-#  jmpout   a SIGALRM handler siglongjmps out of a blocking laned read (SA_RESTART and
-#           not), the program closes the end: its peer must see EOF (Linux: at once),
+#  jmpout   a SIGALRM handler siglongjmps out of a blocking laned read or write (SA_RESTART
+#           and not), the program closes the end: its peer must get what was sent, then
+#           EOF (Linux: at once),
 #           and SIGUSR1 handlers after both ends and five more lanes are gone must run
 #           (the trampoline must not bump the word of a region that is gone); no
 #           region mapped and no eventfd held after, as none on Linux.
+#  nest     a handler makes laned calls while its thread's read sleeps (on the thread's
+#           stack, or on a signal stack above it), then the read's number is closed and
+#           its peer sends a byte: the read gets it, as Linux's holds its file (the
+#           library must not take the sleep for one jumped out of and let go of it).
 #  cancel   pthread_cancel of a thread blocked in a laned read (a cancellation point): the
 #           thread cancelled at once, as on Linux.
 #  idle     a thread blocked in poll or epoll_wait on a laned end with nothing
@@ -57,7 +62,9 @@ same_each() {
     verdict "$c" "$all" "$what: $(printf '%s; ' "${outs[@]}")"
 }
 
-same_each jmpout "a handler siglongjmps out of a blocking laned read, the end closed" "jmpout 0" "jmpout 1"
+same_each jmpout "a handler siglongjmps out of a blocking laned call, the end closed" \
+    "jmpout 0 read" "jmpout 1 read" "jmpout 0 write" "jmpout 1 write"
+same_each nest "a handler's laned calls while its thread's read sleeps" "nest same" "nest alt"
 same_each cancel "pthread_cancel of a thread in a blocking laned read" cancel
 same_each idle "a thread blocked on a laned end with nothing coming" \
     "idle poll" "idle epoll" "idle pollloop" "idle epollloop"

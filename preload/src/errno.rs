@@ -31,6 +31,22 @@ thread_local! {
     static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+/// What the calls in progress on this thread (a signal handler's to be)
+/// left: (depth, errno at the outermost's entry). The handler's calls
+/// start from none, as after a jump out of it.
+pub fn handler_enters() -> (u32, c_int) {
+    (
+        DEPTH.with(|d| d.replace(0)),
+        ERRNO_AT_ENTRY.with(|e| e.get()),
+    )
+}
+
+/// The handler returned: the interrupted calls' state back.
+pub fn handler_left((depth, at_entry): (u32, c_int)) {
+    DEPTH.with(|d| d.set(depth));
+    ERRNO_AT_ENTRY.with(|e| e.set(at_entry));
+}
+
 /// After a successful udsfs call: errno as the program left it.
 pub fn restore_errno() {
     set_errno(ERRNO_AT_ENTRY.with(|e| e.get()));

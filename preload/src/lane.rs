@@ -35,7 +35,7 @@ use crate::errno::{len_ret, Res};
 use crate::lane_hold::{self, Hold};
 use crate::lane_spin::{self, Spin};
 use crate::lane_turn::{Taken, Turn};
-use crate::{fdpass, ioctl, log, mount, real, user, wait_note};
+use crate::{fdpass, ioctl, log, mount, real, user, wait_note, wait_record};
 
 const SLOTS: usize = 64;
 
@@ -1034,6 +1034,7 @@ fn enter(
     Hold,
     &'static End,
 )> {
+    wait_record::reap(undo_sleep);
     let ran = wait_note::handlers_ran();
     let s = find(fd)?;
     let t = if write { &s.wtaken } else { &s.rtaken }.take()?;
@@ -1058,7 +1059,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
     if flags & libc::MSG_PEEK != 0 && flags & libc::MSG_WAITALL != 0 {
         return None;
     }
-    let (ran, s, t, _h, e) = enter(fd, false)?;
+    let (ran, s, t, held, e) = enter(fd, false)?;
     // MSG_TRUNC on a stream is the daemon's (Linux discards the bytes).
     if flags & libc::MSG_TRUNC != 0 && !e.record {
         return None;
@@ -1139,7 +1140,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
                 // Other threads read meanwhile: the turn goes during the
                 // sleep and is taken for each look.
                 drop(t);
-                let slept = sleep(sleeper, &s.rspin, left, || {
+                let slept = sleep(sleeper, &s.rspin, left, (&held, &kept), || {
                     look_again(s, &s.rtaken, fd, region, ran, |e| {
                         // SAFETY: the turn is held (look_again).
                         unsafe { &mut *e.r.get() }.readable()
@@ -1197,26 +1198,53 @@ fn retake<'a>(
 
 /// A blocking call's sleep on `sleeper` until `ready`, after the looks
 /// `spin` has learnt (which it learns from), at most `timeout`; the sleep's
-/// futex word noted for the signal trampoline (wait_note.rs).
+/// futex word noted for the signal trampoline (wait_note.rs), and the
+/// call's `hold` of its region and note of its file (`kept`) recorded for a
+/// handler's jump out of the sleep (wait_record.rs).
 fn sleep(
     sleeper: udsfs_proto::lane::Sleeper,
     spin: &Spin,
     timeout: Option<Duration>,
+    (hold, kept): (&Hold, &Option<Kept>),
     mut ready: impl FnMut() -> Result<bool, LaneErr>,
 ) -> Result<(), LaneErr> {
     let (given, mut made) = (spin.looks(), 0);
     let noted = wait_note::sleeping_on(sleeper.word());
-    let slept = sleeper.wait(
-        || {
+    let undo = wait_record::Undo {
+        hold: hold.key(),
+        kept: kept.as_ref().map(|k| (k.at, k.ino)),
+        word: noted,
+    };
+    let slept = wait_record::recorded(undo, undo_sleep, |raised| {
+        let looks = || {
             made += 1;
             ready()
-        },
-        given,
-        timeout,
-    );
+        };
+        match raised {
+            Some(raised) => sleeper.wait_marked(looks, given, timeout, raised),
+            None => sleeper.wait(looks, given, timeout),
+        }
+    });
     wait_note::slept(noted);
     spin.learn(given, made);
     slept
+}
+
+/// Undoes a sleep that a signal handler jumped out of (wait_record.rs): the
+/// count of sleepers it raised (`raised`, 0: none) lowered, the futex word
+/// noted before it noted again, its note of its file left, its hold of the
+/// region let go (last: the count lives in the region).
+fn undo_sleep(u: wait_record::Undo, raised: usize) {
+    if raised != 0 {
+        // SAFETY: a count in the region, which the sleep's hold (let go
+        // below) keeps mapped.
+        unsafe { &*(raised as *const AtomicU32) }.fetch_sub(1, Ordering::Relaxed);
+    }
+    wait_note::slept(u.word);
+    if let Some((at, ino)) = u.kept {
+        leave_kept(at, ino);
+    }
+    lane_hold::release(u.hold);
 }
 
 /// A sleeping call's look whether to wake (`ready` on its end, under the
@@ -1301,21 +1329,27 @@ impl Kept {
 
 impl Drop for Kept {
     fn drop(&mut self) {
-        // Left first, so that a close copying the file now takes its copy
-        // back (`going`).
-        WAITS[self.at].store(-3, Ordering::SeqCst);
-        let c = COPIES[self.at].swap(-1, Ordering::AcqRel);
-        // Closed only when the number still names the end's file (a
-        // program's close_range may have taken it meanwhile and reused it).
-        if c >= 0 && ino_of(c) == Some(self.ino) {
-            // SAFETY: our copy, closed from the library's call site: not a
-            // close of the program's (closes.rs), which would move the
-            // descriptor generation and send every laned call of the
-            // process to a statx.
-            unsafe { real::own_close(c) };
-        }
-        WAITS[self.at].store(-1, Ordering::Release);
+        leave_kept(self.at, self.ino);
     }
+}
+
+/// A call's note of its file at `at` (`Kept`) left, and the copy made when
+/// the program closed the number closed.
+fn leave_kept(at: usize, ino: u64) {
+    // Left first, so that a close copying the file now takes its copy
+    // back (`going`).
+    WAITS[at].store(-3, Ordering::SeqCst);
+    let c = COPIES[at].swap(-1, Ordering::AcqRel);
+    // Closed only when the number still names the end's file (a
+    // program's close_range may have taken it meanwhile and reused it).
+    if c >= 0 && ino_of(c) == Some(ino) {
+        // SAFETY: our copy, closed from the library's call site: not a
+        // close of the program's (closes.rs), which would move the
+        // descriptor generation and send every laned call of the
+        // process to a statx.
+        unsafe { real::own_close(c) };
+    }
+    WAITS[at].store(-1, Ordering::Release);
 }
 
 /// The program is about to close numbers `first..=last` (closes.rs
@@ -1324,6 +1358,7 @@ impl Drop for Kept {
 /// inside the range (close_range would close it too), nor of another file
 /// than the call's (a close past the library reused the number).
 pub fn going(first: c_int, last: c_int) {
+    wait_record::reap(undo_sleep);
     for (at, w) in WAITS.iter().enumerate() {
         let fd = w.load(Ordering::Acquire);
         if fd < first || fd > last || fd < 0 || COPIES[at].load(Ordering::Acquire) >= 0 {
@@ -1407,7 +1442,7 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
     if flags & !(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) != 0 || n == 0 {
         return None;
     }
-    let (ran, s, t, _h, e) = enter(fd, true)?;
+    let (ran, s, t, held, e) = enter(fd, true)?;
     let (region, ino, timeo) = (
         e.region as *const Region,
         s.ino.load(Ordering::Relaxed),
@@ -1474,7 +1509,7 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
         let sleeper = w.sleeper();
         // Other threads write meanwhile: the turn goes during the sleep.
         drop(t);
-        let slept = sleep(sleeper, &s.wspin, timeo, || {
+        let slept = sleep(sleeper, &s.wspin, timeo, (&held, &kept), || {
             look_again(s, &s.wtaken, fd, region, ran, |e| {
                 // SAFETY: the turn is held (look_again).
                 unsafe { &mut *e.w.get() }.writable(want)

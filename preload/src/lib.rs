@@ -47,6 +47,7 @@ mod stat;
 mod urg;
 mod user;
 mod wait_note;
+mod wait_record;
 
 use libc::{
     c_int, c_uint, c_ulong, c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,

@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use libc::{c_int, c_void, iovec, siginfo_t, size_t, ssize_t};
 
-use crate::errno::{errno, guarded, set_errno};
-use crate::{mount, real, user, wait_note};
+use crate::errno::{errno, guarded, handler_enters, handler_left, set_errno};
+use crate::{mount, real, user, wait_note, wait_record};
 
 /// Signals 1..=64.
 const NSIG: usize = 65;
@@ -134,6 +134,10 @@ extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
         COUNTS.with(|c| c.depth.set(depth));
         return;
     }
+    // The handler's calls are outermost calls of their own, as the depth
+    // above; a handler that jumps out leaves both at the outside.
+    let calls = handler_enters();
+    wait_record::handler_runs(ctx);
     // SAFETY: the program's handler. The trampoline is installed with
     // SA_SIGINFO, so the kernel gave all three arguments; a handler of one
     // argument (no SA_SIGINFO) ignores the other two, as C calls go.
@@ -141,6 +145,8 @@ extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
         let f: extern "C" fn(c_int, *mut siginfo_t, *mut c_void) = std::mem::transmute(h);
         f(sig, info, ctx);
     }
+    wait_record::handler_returned();
+    handler_left(calls);
     COUNTS.with(|c| c.depth.set(depth));
 }
 

@@ -25,6 +25,7 @@
 //! The bytes themselves are copied with plain memory copies: the peer may
 //! change them under the copy, which spoils only its own bytes.
 
+use std::cell::Cell;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 use std::time::{Duration, Instant};
@@ -257,6 +258,7 @@ fn wait_until(
     notify: Notify,
     spin: u32,
     timeout: Option<Duration>,
+    raised: Option<&Cell<usize>>,
 ) -> Result<(), LaneErr> {
     for _ in 0..spin {
         if ready()? {
@@ -284,9 +286,23 @@ fn wait_until(
         }
         let e = w.ev.load(Ordering::Acquire);
         count.fetch_add(1, Ordering::Relaxed);
+        // Marked after the raise and unmarked before the lowering: a
+        // jump out of a handler between the two leaves the count raised
+        // (wake-ups to spare), never lowered twice (a lost one).
+        let mark = |on: bool| {
+            if let Some(m) = raised {
+                m.set(if on {
+                    count as *const AtomicU32 as usize
+                } else {
+                    0
+                });
+            }
+        };
+        mark(true);
         fence(Ordering::SeqCst);
         let r = ready();
         if !matches!(r, Ok(false)) {
+            mark(false);
             count.fetch_sub(1, Ordering::Relaxed);
             return r.map(|_| ());
         }
@@ -295,6 +311,7 @@ fn wait_until(
             Some(d) => match d.checked_duration_since(Instant::now()) {
                 Some(l) if !l.is_zero() => Some(l),
                 _ => {
+                    mark(false);
                     count.fetch_sub(1, Ordering::Relaxed);
                     return Err(LaneErr::TimedOut);
                 }
@@ -304,6 +321,7 @@ fn wait_until(
             None => futex::wait(w.ev, e, left),
             Some((mine, hup)) => futex::poll_in(mine, hup, left.map(|l| l.min(SLICE))),
         };
+        mark(false);
         count.fetch_sub(1, Ordering::Relaxed);
         if slept == Err(libc::EINTR) {
             return Err(LaneErr::Interrupted);
@@ -330,7 +348,21 @@ impl<'a> Sleeper<'a> {
         spin: u32,
         timeout: Option<Duration>,
     ) -> Result<(), LaneErr> {
-        wait_until(ready, self.waits, self.notify, spin, timeout)
+        wait_until(ready, self.waits, self.notify, spin, timeout, None)
+    }
+
+    /// `wait`, with `raised` set to the address of the count of sleepers
+    /// this sleep raised, while raised (0 otherwise): a program that jumps
+    /// out of the sleep from a signal handler skips its lowering, which
+    /// the library then makes (preload/src/wait_record.rs).
+    pub fn wait_marked(
+        self,
+        ready: impl FnMut() -> Result<bool, LaneErr>,
+        spin: u32,
+        timeout: Option<Duration>,
+        raised: &Cell<usize>,
+    ) -> Result<(), LaneErr> {
+        wait_until(ready, self.waits, self.notify, spin, timeout, Some(raised))
     }
 
     /// The futex word a sleep without a timeout sleeps on: a signal

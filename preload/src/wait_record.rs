@@ -1,0 +1,227 @@
+//! The laned sleeps in progress on this thread, for a program whose signal
+//! handler leaves one by siglongjmp (a timeout made of alarm() and a jump:
+//! read() is async-signal-safe, so POSIX lets a handler jump out of it).
+//! Linux's read is one system call, and a jump leaves nothing behind. A
+//! laned read sleeps in the library holding its lane's region (lane_hold.rs),
+//! the note that keeps its file (lane.rs `Kept`), the futex word noted for
+//! the trampoline (wait_note.rs) and a raised count of sleepers; a jump
+//! skips their drops, and the program's close of the socket then left it
+//! open (its peer never saw EOF), with a region and four eventfds. Each
+//! sleep is recorded here with what undoes it, and the thread's next laned
+//! call or close undoes the sleeps it is not nested in (`reap`).
+//!
+//! Nested or left? While a sleep lives, its thread runs only signal
+//! handlers: below the sleep on the same stack, or on the signal stack.
+//! The trampoline (restart.rs) notes its own stack pointer into each sleep
+//! on its stack (the highest: the outermost handler's), the thread's
+//! signal stack from the ucontext the kernel gives it, and counts the
+//! handlers begun and not returned. Code on the same stack above the
+//! sleep's frame, or above that handler's while a handler begun since has
+//! not returned (the library's own calls from inside the sleep are below
+//! the sleep's frame too), is past a jump, unless the thread runs on its
+//! signal stack (asked of the kernel then: one system call a jump). A
+//! jump taken in the few instructions around the sleep's system call that
+//! make or end a record, or during the looks before it (a turn held),
+//! is not undone. Async-signal-safe: const thread-locals of Cells.
+
+use std::cell::Cell;
+
+/// What undoes one sleep, for the library to do (lane.rs `undo_sleep`).
+#[derive(Clone, Copy)]
+pub struct Undo {
+    /// The key of the call's hold of its region (lane_hold.rs).
+    pub hold: u64,
+    /// The call's note of its file (lane.rs `Kept`): its place and inode.
+    pub kept: Option<(usize, u64)>,
+    /// The futex word noted before the sleep's (wait_note.rs).
+    pub word: usize,
+}
+
+struct Sleep {
+    /// A stack pointer of the sleeping call (0: not a sleep, or one being
+    /// made or ended).
+    sp: Cell<usize>,
+    /// Whether the sleep was made on the thread's signal stack.
+    alt: Cell<bool>,
+    /// The highest stack pointer of a handler run since on the sleep's
+    /// stack, below it (0: none).
+    hsp: Cell<usize>,
+    /// The thread's handlers in progress (`Sleeps::inside`) when it began.
+    inside: Cell<u32>,
+    undo: Cell<Undo>,
+    /// The count of sleepers the sleep raised, while raised (ring.rs
+    /// `wait_marked`; 0: none).
+    raised: Cell<usize>,
+}
+
+impl Sleep {
+    const fn new() -> Sleep {
+        Sleep {
+            sp: Cell::new(0),
+            alt: Cell::new(false),
+            hsp: Cell::new(0),
+            inside: Cell::new(0),
+            undo: Cell::new(Undo {
+                hold: 0,
+                kept: None,
+                word: 0,
+            }),
+            raised: Cell::new(0),
+        }
+    }
+}
+
+/// Sleeps nested in handlers that sleep, recorded (deeper ones are not).
+const DEPTH: usize = 8;
+
+struct Sleeps {
+    n: Cell<usize>,
+    at: [Sleep; DEPTH],
+    /// The thread's signal stack, as the trampoline last saw it
+    /// (start, end; 0, 0: none).
+    alt: Cell<(usize, usize)>,
+    /// The program's handlers begun and not returned on the thread (one
+    /// jumped out of never returns: counted, the count is compared only).
+    inside: Cell<u32>,
+}
+
+thread_local! {
+    static SLEEPS: Sleeps = const {
+        Sleeps {
+            n: Cell::new(0),
+            at: [const { Sleep::new() }; DEPTH],
+            alt: Cell::new((0, 0)),
+            inside: Cell::new(0),
+        }
+    };
+}
+
+/// An address in the caller's frame: its stack pointer, near enough.
+#[inline(never)]
+fn stack_pointer() -> usize {
+    let here = 0u8;
+    std::hint::black_box(&here) as *const u8 as usize
+}
+
+fn within((start, end): (usize, usize), sp: usize) -> bool {
+    start <= sp && sp < end
+}
+
+/// Whether the thread runs on its signal stack (asked of the kernel).
+fn on_signal_stack() -> bool {
+    // SAFETY: a query; `old` is written by the kernel.
+    unsafe {
+        let mut old: libc::stack_t = std::mem::zeroed();
+        libc::sigaltstack(std::ptr::null(), &mut old) == 0 && old.ss_flags & libc::SS_ONSTACK != 0
+    }
+}
+
+/// Runs `sleep` recorded with `undo` (given where to mark its raised count
+/// of sleepers; None when DEPTH sleeps are recorded already). Sleeps left
+/// above it (jumped out of by a handler nested in it that returned since)
+/// are undone by `undo_with` when it ends.
+pub fn recorded<R>(
+    undo: Undo,
+    undo_with: fn(Undo, usize),
+    sleep: impl FnOnce(Option<&Cell<usize>>) -> R,
+) -> R {
+    SLEEPS.with(|s| {
+        let n = s.n.get();
+        let Some(r) = s.at.get(n) else {
+            return sleep(None);
+        };
+        s.n.set(n + 1);
+        r.undo.set(undo);
+        r.hsp.set(0);
+        r.inside.set(s.inside.get());
+        r.raised.set(0);
+        let sp = stack_pointer();
+        r.alt.set(within(s.alt.get(), sp));
+        // Last: a record without its stack pointer is never undone.
+        r.sp.set(sp);
+        let out = sleep(Some(&r.raised));
+        for above in (n + 1..s.n.get().min(DEPTH)).rev() {
+            let a = &s.at[above];
+            if a.sp.replace(0) != 0 {
+                undo_with(a.undo.get(), a.raised.replace(0));
+            }
+        }
+        r.sp.set(0);
+        s.n.set(n);
+        out
+    })
+}
+
+/// The program's signal handler runs on this thread (the trampoline,
+/// before it; `ctx` the kernel's ucontext): its stack pointer noted into
+/// the sleeps it is nested in.
+pub fn handler_runs(ctx: *const libc::c_void) {
+    let tsp = stack_pointer();
+    SLEEPS.with(|s| {
+        s.inside.set(s.inside.get().wrapping_add(1));
+        if !ctx.is_null() {
+            // SAFETY: the ucontext the kernel gave an SA_SIGINFO handler;
+            // its uc_stack is the thread's signal stack.
+            let st = unsafe { (*(ctx as *const libc::ucontext_t)).uc_stack };
+            s.alt.set(if st.ss_flags & libc::SS_DISABLE != 0 {
+                (0, 0)
+            } else {
+                let start = st.ss_sp as usize;
+                (start, start.saturating_add(st.ss_size))
+            });
+        }
+        let n = s.n.get();
+        if n == 0 {
+            return;
+        }
+        let alt = within(s.alt.get(), tsp);
+        for r in &s.at[..n.min(DEPTH)] {
+            let sp = r.sp.get();
+            if sp != 0 && r.alt.get() == alt && tsp < sp && tsp > r.hsp.get() {
+                r.hsp.set(tsp);
+            }
+        }
+    })
+}
+
+/// The program's handler returned (`handler_runs`).
+pub fn handler_returned() {
+    SLEEPS.with(|s| s.inside.set(s.inside.get().wrapping_sub(1)));
+}
+
+/// The library is called on this thread: the recorded sleeps it is not
+/// nested in (a handler jumped out of them) undone by `undo_with`, the
+/// latest first. A thread-local look when there are none.
+pub fn reap(undo_with: fn(Undo, usize)) {
+    SLEEPS.with(|s| {
+        if s.n.get() == 0 {
+            return;
+        }
+        let here = stack_pointer();
+        let mut on_alt = None;
+        while let Some(top) = s.n.get().checked_sub(1) {
+            let Some(r) = s.at.get(top) else {
+                return;
+            };
+            let sp = r.sp.get();
+            // Being made or ended under this handler: nested in it.
+            if sp == 0 {
+                return;
+            }
+            // Below the sleep's frame: the library's own calls from the
+            // sleep, unless a handler begun since has not returned and
+            // this is above its frame (a jump out of it).
+            let handler = r.hsp.get();
+            let jumped = handler != 0 && here >= handler && s.inside.get() != r.inside.get();
+            if here < sp && !jumped {
+                return;
+            }
+            if *on_alt.get_or_insert_with(on_signal_stack) && !r.alt.get() {
+                return;
+            }
+            r.sp.set(0);
+            undo_with(r.undo.get(), r.raised.replace(0));
+            s.n.set(top);
+        }
+    })
+}
