@@ -4,7 +4,7 @@
 //! socketpair. Prints `RESULT round_trips_per_s N` and
 //! `RESULT cpu_us_per_round_trip N` (both processes' user+system time).
 //!
-//!     lane_pingpong --mode futex|eventfd|eventfd-level|kernel|kernel-poll|kernel-epoll [--iters N] [--spin S]
+//!     lane_pingpong --mode futex|eventfd|eventfd-level|kernel|kernel-timeo|kernel-poll|kernel-epoll [--iters N] [--spin S]
 //!     lane_pingpong --mode connect --path P [--iters N]
 //!
 //! kernel: a socketpair, fork, write/read (through `udsfs run`, the library
@@ -259,7 +259,7 @@ fn connected(path: &str) -> [i32; 2] {
     }
 }
 
-fn kernel(iters: usize, how: Wait, path: Option<&str>) -> f64 {
+fn kernel(iters: usize, how: Wait, path: Option<&str>, timeo: bool) -> f64 {
     let mut sv = [0i32; 2];
     if let Some(p) = path {
         sv = connected(p);
@@ -267,6 +267,26 @@ fn kernel(iters: usize, how: Wait, path: Option<&str>) -> f64 {
         // SAFETY: fills two fds.
         let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) };
         assert_eq!(rc, 0, "socketpair");
+    }
+    if timeo {
+        // A receive timeout on both ends (servers set one), never reached.
+        let tv = libc::timeval {
+            tv_sec: 30,
+            tv_usec: 0,
+        };
+        for fd in sv {
+            // SAFETY: a live timeval of the size given.
+            let rc = unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVTIMEO,
+                    (&tv as *const libc::timeval).cast(),
+                    std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+                )
+            };
+            assert_eq!(rc, 0, "SO_RCVTIMEO");
+        }
     }
     let io = |fd: i32, buf: &mut [u8], write: bool| {
         let mut done = 0;
@@ -320,17 +340,19 @@ fn main() {
         "futex" => lane(iters, spin, Wake::Futex),
         "eventfd" => lane(iters, spin, Wake::Eventfd),
         "eventfd-level" => lane(iters, spin, Wake::Level),
-        "kernel" => kernel(iters, Wait::Read, None),
-        "kernel-poll" => kernel(iters, Wait::Poll, None),
-        "kernel-epoll" => kernel(iters, Wait::Epoll, None),
+        "kernel" => kernel(iters, Wait::Read, None, false),
+        "kernel-timeo" => kernel(iters, Wait::Read, None, true),
+        "kernel-poll" => kernel(iters, Wait::Poll, None, false),
+        "kernel-epoll" => kernel(iters, Wait::Epoll, None, false),
         "connect" => kernel(
             iters,
             Wait::Read,
             Some(&arg(&args, "--path").expect("--path")),
+            false,
         ),
         m => {
             eprintln!(
-                "unknown --mode {m} (futex, eventfd, eventfd-level, kernel, kernel-poll, kernel-epoll, connect)"
+                "unknown --mode {m} (futex, eventfd, eventfd-level, kernel, kernel-timeo, kernel-poll, kernel-epoll, connect)"
             );
             std::process::exit(2);
         }

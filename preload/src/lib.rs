@@ -846,6 +846,8 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 /// calls (found with dlsym, which takes locks and allocates).
 extern "C" fn init() {
     real::resolve_all();
+    // The lane code's closes of its own descriptors: not the program's.
+    udsfs_proto::lane::own_fd::close_with(real::own_close);
     closes::init();
     gadget::init();
     restart::init_faults();

@@ -152,7 +152,6 @@ fn epoll_in(fd: i32, hup: i32, timeout: Duration) -> Option<Result<(), Errno>> {
         0 => Err(libc::ETIMEDOUT),
         _ => Ok(()),
     };
-    // SAFETY: ours, opened above.
-    unsafe { libc::syscall(libc::SYS_close, ep) };
+    super::own_fd::close(ep);
     Some(r)
 }

@@ -16,6 +16,7 @@
 //! (system calls are made with `syscall`).
 
 pub mod futex;
+pub mod own_fd;
 pub mod pump;
 pub mod ready;
 pub mod region;

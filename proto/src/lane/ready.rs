@@ -112,7 +112,7 @@ pub fn move_high(fd: i32) -> Result<i32, crate::Errno> {
         let e = std::io::Error::last_os_error()
             .raw_os_error()
             .unwrap_or(libc::EIO);
-        libc::syscall(libc::SYS_close, fd);
+        super::own_fd::close(fd);
         if n < 0 { Err(e) } else { Ok(n as i32) }
     }
 }
