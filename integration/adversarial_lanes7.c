@@ -6,7 +6,8 @@
  * or ppoll, the kernel's read), so the jump leaves the sleep itself.
  * Modes (each prints one line; "lane X" at its end is the lane's word, not compared):
  *   loop HOW       300 rounds, each on a fresh laned pair: a SIGALRM handler jumps out of
- *                  the blocking read (HOW sleep: once the read sleeps; race: a timer 1-400
+ *                  the blocking read (HOW sleep: once the read sleeps; write: a write with
+ *                  the way full, once it sleeps, the peer's bytes then checked too; race: a timer 1-400
  *                  us after the read began, RACE_US to change, landing anywhere in the
  *                  call), the end closed: does every round's peer see EOF at once; what is
  *                  left at the end (race: where each leaking round's jump landed, on
@@ -226,9 +227,10 @@ static void place(unsigned long a, char *out, size_t n) {
         snprintf(out, n, "0x%lx", a);
 }
 
-static int loop(int race) {
+static int loop(int race, int writes) {
     const int rounds = 300;
     int jumped = 0, eofs = 0, direct = 0, first_bad = -1, asleep = 0, mapped = 0;
+    static long sent; /* kept over the jump */
     char s[32], left[200];
     sigjmp_buf jb;
     alrm_to = &jb;
@@ -253,14 +255,16 @@ static int loop(int race) {
             } else {
                 kick_me(SIGALRM);
             }
-            ssize_t r = read(sv[0], &b, 1);
+            sent = writes ? fill(sv[0]) : 0;
+            ssize_t r = writes ? write(sv[0], "w", 1) : read(sv[0], &b, 1);
             printf("round %d: the read returned %zd?\n", i, r);
         } else {
             jumped++;
             asleep += a_sleep(kicked_in);
         }
         close(sv[0]);
-        int eof = !strcmp(peer_sees(sv[1], 0.5, NULL), "EOF");
+        long got = 0;
+        int eof = !strcmp(peer_sees(sv[1], 0.5, &got), "EOF") && got == sent;
         eofs += eof;
         if (!eof && first_bad < 0) first_bad = i;
         close(sv[1]);
@@ -282,7 +286,7 @@ static int loop(int race) {
     }
     usleep(100000);
     left_over(left, sizeof left);
-    printf("jumped out: %d of %d; the peer's EOF at once: %d of %d; %s; lane %s\n", jumped,
+    printf("jumped out: %d of %d; the peer's bytes, then EOF at once: %d of %d; %s; lane %s\n", jumped,
            rounds, eofs, rounds, left, direct == rounds ? "direct" : direct ? "partly" : s);
     if (first_bad >= 0 || direct != rounds)
         fprintf(stderr, "  (first round without EOF: %d; laned pairs: %d)\n", first_bad, direct);
@@ -602,13 +606,13 @@ static int single(const char *how) {
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     (void)limit;
-    if (argc >= 3 && !strcmp(argv[1], "loop")) return loop(!strcmp(argv[2], "race"));
+    if (argc >= 3 && !strcmp(argv[1], "loop")) return loop(!strcmp(argv[2], "race"), !strcmp(argv[2], "write"));
     if (argc >= 3 && !strcmp(argv[1], "nested")) return nested(!strcmp(argv[2], "out"));
     if (argc >= 2 && !strcmp(argv[1], "threads")) return threads();
     if (argc >= 2 && !strcmp(argv[1], "deep")) return deep();
     if (argc >= 3 && !strcmp(argv[1], "handoff")) return handoff(!strcmp(argv[2], "park"));
     if (argc >= 3 && !strcmp(argv[1], "single")) return single(argv[2]);
-    fprintf(stderr, "usage: %s loop sleep|race | nested handler|out | threads | handoff exit|park | deep | "
+    fprintf(stderr, "usage: %s loop sleep|write|race | nested handler|out | threads | handoff exit|park | deep | "
                     "single poll|epoll|pollagain|epollagain|recvmsg|sendmsg\n", argv[0]);
     return 2;
 }

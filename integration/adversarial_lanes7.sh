@@ -7,7 +7,8 @@
 # by stack pointers and a count of handlers in progress); a poll's and an epoll_wait's
 # hold of their ends during a sleep (preload/src/lane_ready.rs) is not recorded. Cases:
 #  loop     300 fresh laned pairs in one process, a jump out of each one's blocking read
-#           (once it sleeps; or a timer landing anywhere in the call), the end closed:
+#           or write with the way full (once it sleeps; or, loop_race, a read with a timer
+#           landing anywhere in the call), the end closed:
 #           every peer's EOF at once (a leak of the 64 waits slots or of the bounded lane
 #           regions shows after ~64 rounds), no region, eventfd or data file left.
 #  nested   a SIGALRM handler's own blocking read, jumped out of by a SIGUSR1 handler into
@@ -63,7 +64,8 @@ same_each() {
     verdict "$c" "$all" "$what: $(printf '%s; ' "${outs[@]}")"
 }
 
-same_each loop "300 jumps out of blocking laned reads, one fresh pair each" "loop sleep"
+same_each loop "300 jumps out of blocking laned reads (writes), one fresh pair each" \
+    "loop sleep" "loop write"
 same_each loop_race "300 jumps by a timer landing anywhere in a blocking laned read" "loop race"
 same_each nested "a handler's blocking read jumped out of, into the handler or main" \
     "nested handler" "nested out"
