@@ -325,6 +325,7 @@ scripts!(
     adversarial_lanes4,
     adversarial_lanes5,
     adversarial_lanes6,
+    adversarial_lanes7,
     adversarial_through,
     lanes_connect,
     lanes_threads,
