@@ -1024,16 +1024,25 @@ fn stop(done: usize, err: c_int) -> Option<ssize_t> {
 /// sleep of the call), the slot, the turn, the hold that keeps the region
 /// and eventfds while the call uses them (a close in another thread frees
 /// the slot, not them), the end. None: not the lane's.
-fn enter(
-    fd: c_int,
-    write: bool,
-) -> Option<(
+type Entered = (
     u32,
     &'static Slot,
     crate::lane_turn::Taken<'static>,
     Hold,
     &'static End,
-)> {
+);
+
+/// An entered call's (`Entered`) with the key of its hold in place of the
+/// hold, which its caller keeps.
+type Laned = (
+    u32,
+    &'static Slot,
+    crate::lane_turn::Taken<'static>,
+    lane_hold::Key,
+    &'static End,
+);
+
+fn enter(fd: c_int, write: bool) -> Option<Entered> {
     wait_record::reap(undo_sleep);
     let ran = wait_note::handlers_ran();
     let s = find(fd)?;
@@ -1060,15 +1069,34 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
         return None;
     }
     let (ran, s, t, held, e) = enter(fd, false)?;
+    let undo = wait_record::Undo {
+        hold: held.key(),
+        turn: &s.rtaken as *const Turn as usize,
+        kept: None,
+        word: wait_note::sleep_word(),
+    };
+    let r = wait_record::recorded(undo, undo_sleep, |rec| {
+        recv_laned(fd, (buf, n), flags, (ran, s, t, held.key(), e), rec)
+    });
+    // After the record's end: a jump out of the call lets go of it once.
+    drop(held);
+    r
+}
+
+/// Entered (`enter`) `fd`'s end for a recv of up to `n` bytes at `buf`,
+/// the call recorded (`rec`: wait_record.rs) for a handler's jump out of it.
+fn recv_laned(
+    fd: c_int,
+    (buf, n): (*mut c_void, size_t),
+    flags: c_int,
+    (ran, s, t, key, e): Laned,
+    rec: &wait_record::Rec,
+) -> Option<ssize_t> {
     // MSG_TRUNC on a stream is the daemon's (Linux discards the bytes).
     if flags & libc::MSG_TRUNC != 0 && !e.record {
         return None;
     }
-    let (region, ino, record) = (
-        e.region as *const Region,
-        s.ino.load(Ordering::Relaxed),
-        e.record,
-    );
+    let (ino, record) = (s.ino.load(Ordering::Relaxed), e.record);
     let peek = flags & libc::MSG_PEEK != 0;
     // MSG_WAITALL means nothing to a record socket.
     let all = flags & libc::MSG_WAITALL != 0 && !record;
@@ -1095,7 +1123,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
         // The turn again after a sleep, if the slot is still this lane's.
         let (t, e) = match turn.take() {
             Some(te) => te,
-            None => match retake(s, &s.rtaken, fd, region) {
+            None => match retake(s, &s.rtaken, fd, key) {
                 Some(te) => te,
                 None if done > 0 => return Some(done as ssize_t),
                 // The number closed or reused under the sleep (the slot
@@ -1133,15 +1161,15 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
             Err(LaneErr::WouldBlock) if nonblocking(fd, flags) => return stop(done, libc::EAGAIN),
             Err(LaneErr::WouldBlock) => {
                 if kept.is_none() {
-                    kept = Kept::new(fd, s);
+                    kept = Kept::new(fd, s, rec);
                 }
                 let began = Instant::now();
                 let sleeper = r.sleeper();
                 // Other threads read meanwhile: the turn goes during the
                 // sleep and is taken for each look.
                 drop(t);
-                let slept = sleep(sleeper, &s.rspin, left, (&held, &kept), || {
-                    look_again(s, &s.rtaken, fd, region, ran, |e| {
+                let slept = sleep(sleeper, &s.rspin, left, rec, || {
+                    look_again(s, &s.rtaken, fd, key, ran, |e| {
                         // SAFETY: the turn is held (look_again).
                         unsafe { &mut *e.r.get() }.readable()
                     })
@@ -1176,64 +1204,61 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
 }
 
 /// The turn `which` of slot `s` again, after a sleep without it, and the
-/// slot's end: None unless the slot is still `fd`'s lane of `region`
-/// (another thread's close may have freed it meanwhile and a new socket
-/// taken it, whose end a call must not use for the old one).
+/// slot's end: None unless the slot is still `fd`'s lane of the region the
+/// call holds (`key`: another thread's close may have freed the slot
+/// meanwhile and a new socket taken it, whose end a call must not use for
+/// the old one). No hold of its own: the call's keeps the region (a look
+/// costs no count, and a handler's jump out of one leaks none).
 fn retake<'a>(
     s: &'a Slot,
     which: &'a Turn,
     fd: c_int,
-    region: *const Region,
+    key: lane_hold::Key,
 ) -> Option<(Taken<'a>, &'a End)> {
     let t = which.take()?;
-    let h = held_for(s, fd)?;
-    if !std::ptr::eq(h.region(), region) {
+    let still = s.own.load(Ordering::Acquire) == key
+        && fd_word(s).load(Ordering::Relaxed) == fd
+        && s.state.load(Ordering::Acquire) == LANE;
+    if !still {
         return None;
     }
-    // SAFETY: LANE seen (held_for) with the turn held: `end` is set and
-    // stays.
+    // SAFETY: LANE seen with the turn held: `end` is set and stays; its
+    // region is the one the call holds.
     let e = unsafe { (*s.end.get()).as_ref()? };
     Some((t, e))
 }
 
 /// A blocking call's sleep on `sleeper` until `ready`, after the looks
 /// `spin` has learnt (which it learns from), at most `timeout`; the sleep's
-/// futex word noted for the signal trampoline (wait_note.rs), and the
-/// call's `hold` of its region and note of its file (`kept`) recorded for a
-/// handler's jump out of the sleep (wait_record.rs).
+/// futex word noted for the signal trampoline (wait_note.rs), the count of
+/// sleepers it raises marked in the call's record (`rec`: wait_record.rs).
 fn sleep(
     sleeper: udsfs_proto::lane::Sleeper,
     spin: &Spin,
     timeout: Option<Duration>,
-    (hold, kept): (&Hold, &Option<Kept>),
+    rec: &wait_record::Rec,
     mut ready: impl FnMut() -> Result<bool, LaneErr>,
 ) -> Result<(), LaneErr> {
     let (given, mut made) = (spin.looks(), 0);
     let noted = wait_note::sleeping_on(sleeper.word());
-    let undo = wait_record::Undo {
-        hold: hold.key(),
-        kept: kept.as_ref().map(|k| (k.at, k.ino)),
-        word: noted,
+    let looks = || {
+        made += 1;
+        ready()
     };
-    let slept = wait_record::recorded(undo, undo_sleep, |raised| {
-        let looks = || {
-            made += 1;
-            ready()
-        };
-        match raised {
-            Some(raised) => sleeper.wait_marked(looks, given, timeout, raised),
-            None => sleeper.wait(looks, given, timeout),
-        }
-    });
+    let slept = match rec.raised() {
+        Some(raised) => sleeper.wait_marked(looks, given, timeout, raised),
+        None => sleeper.wait(looks, given, timeout),
+    };
     wait_note::slept(noted);
     spin.learn(given, made);
     slept
 }
 
-/// Undoes a sleep that a signal handler jumped out of (wait_record.rs): the
-/// count of sleepers it raised (`raised`, 0: none) lowered, the futex word
-/// noted before it noted again, its note of its file left, its hold of the
-/// region let go (last: the count lives in the region).
+/// Undoes a laned call that a signal handler jumped out of
+/// (wait_record.rs): the count of sleepers its sleep raised (`raised`, 0:
+/// none) lowered, the futex word noted before it noted again, its turn let
+/// go if held, its note of its file left, its hold of the region let go
+/// (last: the count lives in the region).
 fn undo_sleep(u: wait_record::Undo, raised: usize) {
     if raised != 0 {
         // SAFETY: a count in the region, which the sleep's hold (let go
@@ -1241,6 +1266,10 @@ fn undo_sleep(u: wait_record::Undo, raised: usize) {
         unsafe { &*(raised as *const AtomicU32) }.fetch_sub(1, Ordering::Relaxed);
     }
     wait_note::slept(u.word);
+    if u.turn != 0 {
+        // SAFETY: a turn of a slot of the lane table, a static.
+        unsafe { &*(u.turn as *const Turn) }.let_go_if_mine();
+    }
     if let Some((at, ino)) = u.kept {
         leave_kept(at, ino);
     }
@@ -1256,14 +1285,14 @@ fn look_again(
     s: &Slot,
     which: &Turn,
     fd: c_int,
-    region: *const Region,
+    key: lane_hold::Key,
     ran: u32,
     ready: impl FnOnce(&End) -> Result<bool, LaneErr>,
 ) -> Result<bool, LaneErr> {
     if wait_note::handlers_ran() != ran {
         return Err(LaneErr::Interrupted);
     }
-    match retake(s, which, fd, region) {
+    match retake(s, which, fd, key) {
         Some((_t, e)) => ready(e),
         None => Ok(true),
     }
@@ -1298,22 +1327,25 @@ static COPIES: [AtomicI32; 64] = [const { AtomicI32::new(-1) }; 64];
 /// a wait costs no system call (a copy made at each wait, then closed, was
 /// five: half of a laned ping-pong's). None when the 64 places are taken
 /// (the call is as before: EBADF once the socket closes under it).
-struct Kept {
+struct Kept<'a> {
     ino: u64,
     at: usize,
+    /// The call's record, which names the place while it is the call's.
+    rec: &'a wait_record::Rec<'a>,
 }
 
-impl Kept {
-    fn new(fd: c_int, s: &Slot) -> Option<Kept> {
+impl<'a> Kept<'a> {
+    fn new(fd: c_int, s: &Slot, rec: &'a wait_record::Rec<'a>) -> Option<Kept<'a>> {
         let ino = s.ino.load(Ordering::Relaxed);
         let at = WAITS.iter().position(|k| {
             k.compare_exchange(-1, -2, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         })?;
+        rec.kept(Some((at, ino)));
         WAIT_INOS[at].store(ino, Ordering::Relaxed);
         WAITS[at].store(fd, Ordering::Release);
         fence(Ordering::SeqCst);
-        let k = Kept { ino, at };
+        let k = Kept { ino, at, rec };
         // Closed and reused since the call found its slot (a close after
         // this note copies the file first, which the drop closes): nothing
         // to keep.
@@ -1327,8 +1359,12 @@ impl Kept {
     }
 }
 
-impl Drop for Kept {
+impl Drop for Kept<'_> {
     fn drop(&mut self) {
+        // The record first: a jump between the two leaves the place taken
+        // (a note that a close of the number copies the file for), never
+        // let go twice (another call's by then).
+        self.rec.kept(None);
         leave_kept(self.at, self.ino);
     }
 }
@@ -1443,11 +1479,30 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
         return None;
     }
     let (ran, s, t, held, e) = enter(fd, true)?;
-    let (region, ino, timeo) = (
-        e.region as *const Region,
-        s.ino.load(Ordering::Relaxed),
-        e.timeo[1],
-    );
+    let undo = wait_record::Undo {
+        hold: held.key(),
+        turn: &s.wtaken as *const Turn as usize,
+        kept: None,
+        word: wait_note::sleep_word(),
+    };
+    let r = wait_record::recorded(undo, undo_sleep, |rec| {
+        send_laned(fd, (buf, n), flags, (ran, s, t, held.key(), e), rec)
+    });
+    // After the record's end: a jump out of the call lets go of it once.
+    drop(held);
+    r
+}
+
+/// Entered (`enter`) `fd`'s end for a send of the `n` bytes at `buf`, the
+/// call recorded (`rec`: wait_record.rs) for a handler's jump out of it.
+fn send_laned(
+    fd: c_int,
+    (buf, n): (*const c_void, size_t),
+    flags: c_int,
+    (ran, s, t, key, e): Laned,
+    rec: &wait_record::Rec,
+) -> Option<ssize_t> {
+    let (ino, timeo) = (s.ino.load(Ordering::Relaxed), e.timeo[1]);
     if user::readable(buf.cast(), n) < n {
         return Some(len_ret(Err(libc::EFAULT)));
     }
@@ -1462,7 +1517,7 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
     loop {
         let (t, e) = match turn.take() {
             Some(te) => te,
-            None => match retake(s, &s.wtaken, fd, region) {
+            None => match retake(s, &s.wtaken, fd, key) {
                 Some(te) => te,
                 // As in recv: on the file the call keeps.
                 None => match kept_write(&kept, flags, &src[done..]) {
@@ -1503,14 +1558,14 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
             Err(_) => return None,
         }
         if kept.is_none() {
-            kept = Kept::new(fd, s);
+            kept = Kept::new(fd, s, rec);
         }
         let want = n - done;
         let sleeper = w.sleeper();
         // Other threads write meanwhile: the turn goes during the sleep.
         drop(t);
-        let slept = sleep(sleeper, &s.wspin, timeo, (&held, &kept), || {
-            look_again(s, &s.wtaken, fd, region, ran, |e| {
+        let slept = sleep(sleeper, &s.wspin, timeo, rec, || {
+            look_again(s, &s.wtaken, fd, key, ran, |e| {
                 // SAFETY: the turn is held (look_again).
                 unsafe { &mut *e.w.get() }.writable(want)
             })

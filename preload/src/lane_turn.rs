@@ -87,6 +87,17 @@ impl Turn {
 }
 
 impl Turn {
+    /// Lets go of the turn if this thread holds it: a signal handler
+    /// jumped out of a look that held it (wait_record.rs), whose `Taken`
+    /// is never dropped.
+    pub fn let_go_if_mine(&self) {
+        if self.word.load(Ordering::Relaxed) & !SLEPT_ON == me()
+            && self.word.swap(0, Ordering::Release) & SLEPT_ON != 0
+        {
+            futex::wake_one_private(&self.word);
+        }
+    }
+
     /// After fork, in the child: a turn another thread of the parent
     /// held is nobody's (that thread is not in the child).
     pub fn reset(&self) {

@@ -71,6 +71,11 @@ pub fn sleeping_on(word: &AtomicU32) -> usize {
     SLEEP_WORD.with(|w| w.replace(word as *const AtomicU32 as usize))
 }
 
+/// The futex word noted now (0: none).
+pub fn sleep_word() -> usize {
+    SLEEP_WORD.with(Cell::get)
+}
+
 /// The sleep `sleeping_on` noted is over.
 pub fn slept(before: usize) {
     SLEEP_WORD.with(|w| w.set(before));

@@ -1,28 +1,34 @@
-//! The laned sleeps in progress on this thread, for a program whose signal
+//! The laned calls in progress on this thread, for a program whose signal
 //! handler leaves one by siglongjmp (a timeout made of alarm() and a jump:
 //! read() is async-signal-safe, so POSIX lets a handler jump out of it).
 //! Linux's read is one system call, and a jump leaves nothing behind. A
-//! laned read sleeps in the library holding its lane's region (lane_hold.rs),
+//! laned read or write runs in the library holding its lane's region
+//! (lane_hold.rs), its turn at the end (lane_turn.rs), and while it sleeps
 //! the note that keeps its file (lane.rs `Kept`), the futex word noted for
 //! the trampoline (wait_note.rs) and a raised count of sleepers; a jump
 //! skips their drops, and the program's close of the socket then left it
-//! open (its peer never saw EOF), with a region and four eventfds. Each
-//! sleep is recorded here with what undoes it, and the thread's next laned
-//! call or close undoes the sleeps it is not nested in (`reap`).
+//! open (its peer never saw EOF), with a region and four eventfds, and the
+//! end's turn taken for good. Each call is recorded here with what undoes
+//! it, and the thread's next laned call or close undoes the calls it is not
+//! nested in (`reap`).
 //!
-//! Nested or left? While a sleep lives, its thread runs only signal
-//! handlers: below the sleep on the same stack, or on the signal stack.
-//! The trampoline (restart.rs) notes its own stack pointer into each sleep
-//! on its stack (the highest: the outermost handler's), the thread's
-//! signal stack from the ucontext the kernel gives it, and counts the
-//! handlers begun and not returned. Code on the same stack above the
-//! sleep's frame, or above that handler's while a handler begun since has
-//! not returned (the library's own calls from inside the sleep are below
-//! the sleep's frame too), is past a jump, unless the thread runs on its
-//! signal stack (asked of the kernel then: one system call a jump). A
-//! jump taken in the few instructions around the sleep's system call that
-//! make or end a record, or during the looks before it (a turn held),
-//! is not undone. Async-signal-safe: const thread-locals of Cells.
+//! Nested or left? While a call lives, its thread runs only the call's own
+//! code and signal handlers: below the call on the same stack, or on the
+//! signal stack. The trampoline (restart.rs) notes its own stack pointer
+//! into each call on its stack (the highest: the outermost handler's), the
+//! thread's signal stack from the ucontext the kernel gives it, and counts
+//! the handlers begun and not returned. Code on the same stack above the
+//! call's frame, or above that handler's while a handler begun since has
+//! not returned (the library's own calls from inside the call are below the
+//! call's frame too), is past a jump, unless the thread runs on its signal
+//! stack (asked of the kernel then: one system call a jump). Not undone: a
+//! jump in the few instructions before a call's record is made or after it
+//! ends (`enter`'s look-up of the end), nor the undo of a thread that makes
+//! no laned call or close after its jump (another thread's close of the
+//! socket keeps it open), nor one from a call deeper on the stack than the
+//! jumped-out-of call's first frames without the trampoline's handler mark
+//! (adversarial_lanes7 `handoff`, `deep`). Async-signal-safe: const
+//! thread-locals of Cells.
 
 use std::cell::Cell;
 
@@ -31,6 +37,9 @@ use std::cell::Cell;
 pub struct Undo {
     /// The key of the call's hold of its region (lane_hold.rs).
     pub hold: u64,
+    /// The turn the sleep's looks take (lane_turn.rs; 0: none), let go if
+    /// the thread holds it.
+    pub turn: usize,
     /// The call's note of its file (lane.rs `Kept`): its place and inode.
     pub kept: Option<(usize, u64)>,
     /// The futex word noted before the sleep's (wait_note.rs).
@@ -63,6 +72,7 @@ impl Sleep {
             inside: Cell::new(0),
             undo: Cell::new(Undo {
                 hold: 0,
+                turn: 0,
                 kept: None,
                 word: 0,
             }),
@@ -116,19 +126,35 @@ fn on_signal_stack() -> bool {
     }
 }
 
-/// Runs `sleep` recorded with `undo` (given where to mark its raised count
-/// of sleepers; None when DEPTH sleeps are recorded already). Sleeps left
-/// above it (jumped out of by a handler nested in it that returned since)
-/// are undone by `undo_with` when it ends.
-pub fn recorded<R>(
-    undo: Undo,
-    undo_with: fn(Undo, usize),
-    sleep: impl FnOnce(Option<&Cell<usize>>) -> R,
-) -> R {
+/// A laned call's record, for the call to add to (None: not recorded,
+/// DEPTH calls were already).
+pub struct Rec<'a>(Option<&'a Sleep>);
+
+impl Rec<'_> {
+    /// Where the call's sleep marks the count of sleepers it raised.
+    pub fn raised(&self) -> Option<&Cell<usize>> {
+        self.0.map(|r| &r.raised)
+    }
+
+    /// The call's note of its file (lane.rs `Kept`) made: its place.
+    pub fn kept(&self, kept: Option<(usize, u64)>) {
+        if let Some(r) = self.0 {
+            let mut u = r.undo.get();
+            u.kept = kept;
+            r.undo.set(u);
+        }
+    }
+}
+
+/// Runs laned call `call` recorded with `undo` (what it holds from its
+/// start; the call adds to it). Calls left above it (jumped out of by a
+/// handler nested in it that returned since) are undone by `undo_with` when
+/// it ends.
+pub fn recorded<R>(undo: Undo, undo_with: fn(Undo, usize), call: impl FnOnce(&Rec) -> R) -> R {
     SLEEPS.with(|s| {
         let n = s.n.get();
         let Some(r) = s.at.get(n) else {
-            return sleep(None);
+            return call(&Rec(None));
         };
         s.n.set(n + 1);
         r.undo.set(undo);
@@ -139,7 +165,7 @@ pub fn recorded<R>(
         r.alt.set(within(s.alt.get(), sp));
         // Last: a record without its stack pointer is never undone.
         r.sp.set(sp);
-        let out = sleep(Some(&r.raised));
+        let out = call(&Rec(Some(r)));
         for above in (n + 1..s.n.get().min(DEPTH)).rev() {
             let a = &s.at[above];
             if a.sp.replace(0) != 0 {
