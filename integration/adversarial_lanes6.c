@@ -45,32 +45,7 @@ static double cpu_of(clockid_t c) {
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* How many mappings of lane regions the process has. */
-static int regions(void) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[512];
-    int n = 0;
-    while (f && fgets(line, sizeof line, f)) n += strstr(line, "udsfs-lane") != NULL;
-    if (f) fclose(f);
-    return n;
-}
 
-/* How many of the process's descriptors name a udsfs socket's data file. */
-static int data_files(void) {
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    char p[300], l[300];
-    int n = 0;
-    while (d && (e = readdir(d))) {
-        snprintf(p, sizeof p, "/proc/self/fd/%s", e->d_name);
-        ssize_t k = readlink(p, l, sizeof l - 1);
-        if (k <= 0) continue;
-        l[k] = 0;
-        n += strstr(l, "/data") != NULL;
-    }
-    if (d) closedir(d);
-    return n;
-}
 
 /* ---------------------------------------------------------------- jmpout */
 static sigjmp_buf jb;
@@ -78,16 +53,6 @@ static volatile int usr1s;
 static void on_alrm_jump(int s) { (void)s; siglongjmp(jb, 1); }
 static void on_usr1(int s) { (void)s; usr1s++; }
 
-/* Fills sv[0]'s way to sv[1] without waiting: the bytes sent. */
-static long fill(int fd) {
-    static char chunk[4096];
-    long sent = 0;
-    for (;;) {
-        ssize_t k = send(fd, chunk, sizeof chunk, MSG_DONTWAIT);
-        if (k <= 0) return sent;
-        sent += k;
-    }
-}
 
 static int jmpout(int restart, int writes) {
     int sv[2];

@@ -33,46 +33,19 @@ source "$(dirname "$0")/lib.sh"
 
 L6=$TMP/l6
 build_attack_c adversarial_lanes6 "$L6"
-# on kernel|udsfs ARGS...: the program as A on kernel sockets or through `udsfs run`.
-on() {
-    local where=$1
-    shift
-    if [ "$where" = kernel ]; then
-        as_uid "$A" timeout 20 "$L6" "$@"
-    else
-        as_uid "$A" env UDSFS_PRELOAD="$PRELOAD_LIB" timeout 20 "$UDSFS_BIN" run --mount "$MNT" -- "$L6" "$@"
-    fi
-}
-# same_each CASE WHAT ARGS...: the program with each ARGS (its arguments as one word) on
-# both; CASE's verdict: each output as on Linux but for the lane's word, and each laned.
-same_each() {
-    local c=$1 what=$2 args all=1 outs=() k u
-    shift 2
-    for args in "$@"; do
-        # shellcheck disable=SC2086 # (the arguments' words)
-        k=$(on kernel $args 2>"$TMP/err" || echo "status $?")
-        say "$c $args: kernel: $k $(cat "$TMP/err")"
-        # shellcheck disable=SC2086
-        u=$(on udsfs $args 2>"$TMP/err" || echo "status $?")
-        say "$c $args: udsfs:  $u $(cat "$TMP/err")"
-        grep -q "lane direct" <<<"$u" || { say "$c $args: no lane"; all=; }
-        [ "${u%lane *}" = "${k%lane *}" ] || all=
-        outs+=("$args: $u (kernel: $k)")
-    done
-    verdict "$c" "$all" "$what: $(printf '%s; ' "${outs[@]}")"
-}
+ATTACK=$L6
 
-same_each jmpout "a handler siglongjmps out of a blocking laned call, the end closed" \
+attack_each jmpout "a handler siglongjmps out of a blocking laned call, the end closed" \
     "jmpout 0 read" "jmpout 1 read" "jmpout 0 write" "jmpout 1 write"
-same_each nest "a handler's laned calls while its thread's read sleeps" "nest same" "nest alt"
-same_each cancel "pthread_cancel of a thread in a blocking laned read" cancel
-same_each idle "a thread blocked on a laned end with nothing coming" \
+attack_each nest "a handler's laned calls while its thread's read sleeps" "nest same" "nest alt"
+attack_each cancel "pthread_cancel of a thread in a blocking laned read" cancel
+attack_each idle "a thread blocked on a laned end with nothing coming" \
     "idle poll" "idle epoll" "idle pollloop" "idle epollloop"
-same_each hostile "the peer scribbles the sleeping counts under a blocking read, then closes" \
+attack_each hostile "the peer scribbles the sleeping counts under a blocking read, then closes" \
     "hostile clear" "hostile huge"
 # bump: said, the EOF compared only
-k=$(on kernel hostile bump 2>&1 || echo "status $?")
-u=$(on udsfs hostile bump 2>&1 || echo "status $?")
+k=$(attack_on kernel hostile bump 2>&1 || echo "status $?")
+u=$(attack_on udsfs hostile bump 2>&1 || echo "status $?")
 say "hostile bump: kernel: $k"
 say "hostile bump: udsfs:  $u"
 verdict hostile_bump "$(grep -q "EOF at once" <<<"$u" && grep -q "lane direct" <<<"$u" && echo 1)" \

@@ -57,32 +57,7 @@
 
 static pid_t tid(void) { return (pid_t)syscall(SYS_gettid); }
 
-/* How many mappings of lane regions the process has. */
-static int regions(void) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[512];
-    int n = 0;
-    while (f && fgets(line, sizeof line, f)) n += strstr(line, "udsfs-lane") != NULL;
-    if (f) fclose(f);
-    return n;
-}
 
-/* How many of the process's descriptors name a udsfs socket's data file. */
-static int data_files(void) {
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    char p[300], l[300];
-    int n = 0;
-    while (d && (e = readdir(d))) {
-        snprintf(p, sizeof p, "/proc/self/fd/%s", e->d_name);
-        ssize_t k = readlink(p, l, sizeof l - 1);
-        if (k <= 0) continue;
-        l[k] = 0;
-        n += strstr(l, "/data") != NULL;
-    }
-    if (d) closedir(d);
-    return n;
-}
 
 static void left_over(char *out, size_t n) {
     snprintf(out, n, "regions mapped after: %d; eventfds after: %d; socket files after: %d",
@@ -194,16 +169,6 @@ static const char *peer_sees(int fd, double wait, long *got) {
     }
 }
 
-/* Fills fd's way to its peer without waiting: the bytes sent. */
-static long fill(int fd) {
-    static char chunk[4096];
-    long sent = 0;
-    for (;;) {
-        ssize_t k = send(fd, chunk, sizeof chunk, MSG_DONTWAIT);
-        if (k <= 0) return sent;
-        sent += k;
-    }
-}
 
 /* ------------------------------------------------------------ loop */
 /* Where the last SIGALRM landed (its instruction pointer), for loop race's report. */
@@ -506,15 +471,21 @@ static int deep_close(int level, int fd) {
     return r + frame[sizeof frame - 1] - frame[0];
 }
 
+/* The main thread set to jump to `jb` from SIGALRM (kick_me sends it once asleep), and a
+ * laned pair made (its first end's lane written to `lane`). */
+static void jumping_pair(sigjmp_buf *jb, int sv[2], char lane[32]) {
+    alrm_to = jb;
+    handle(SIGALRM, on_alrm_jump, SA_RESTART);
+    start_kicker();
+    laned_stream_pair(sv);
+    lane_of(sv[0], lane, 32);
+}
+
 static int deep(void) {
     int sv[2], q[2];
     char s[32], b, left[200];
     sigjmp_buf jb;
-    alrm_to = &jb;
-    handle(SIGALRM, on_alrm_jump, SA_RESTART);
-    start_kicker();
-    laned_stream_pair(sv);
-    lane_of(sv[0], s, sizeof s);
+    jumping_pair(&jb, sv, s);
     int jumped = 0;
     if (sigsetjmp(jb, 1) == 0) {
         kick_me(SIGALRM);
@@ -549,11 +520,7 @@ static int single(const char *how) {
     char s[32], b, left[200];
     long sent = 0, got = 0;
     sigjmp_buf jb;
-    alrm_to = &jb;
-    handle(SIGALRM, on_alrm_jump, SA_RESTART);
-    start_kicker();
-    laned_stream_pair(sv);
-    lane_of(sv[0], s, sizeof s);
+    jumping_pair(&jb, sv, s);
     int writes = !strcmp(how, "sendmsg"), again = strstr(how, "again") != NULL;
     if (writes) sent = fill(sv[0]);
     if (!strncmp(how, "epoll", 5)) {

@@ -35,54 +35,27 @@ source "$(dirname "$0")/lib.sh"
 
 L7=$TMP/l7
 build_attack_c adversarial_lanes7 "$L7"
-# on kernel|udsfs ARGS...: the program as A on kernel sockets or through `udsfs run`.
-on() {
-    local where=$1
-    shift
-    if [ "$where" = kernel ]; then
-        as_uid "$A" timeout 20 "$L7" "$@"
-    else
-        as_uid "$A" env UDSFS_PRELOAD="$PRELOAD_LIB" timeout 20 "$UDSFS_BIN" run --mount "$MNT" -- "$L7" "$@"
-    fi
-}
-# same_each CASE WHAT ARGS...: the program with each ARGS (its arguments as one word) on
-# both; CASE's verdict: each output as on Linux but for the lane's word, and each laned.
-same_each() {
-    local c=$1 what=$2 args all=1 outs=() k u
-    shift 2
-    for args in "$@"; do
-        # shellcheck disable=SC2086 # (the arguments' words)
-        k=$(on kernel $args 2>"$TMP/err" || echo "status $?")
-        say "$c $args: kernel: $k $(cat "$TMP/err")"
-        # shellcheck disable=SC2086
-        u=$(on udsfs $args 2>"$TMP/err" || echo "status $?")
-        say "$c $args: udsfs:  $u $(cat "$TMP/err")"
-        grep -q "lane direct" <<<"$u" || { say "$c $args: no lane"; all=; }
-        [ "${u%lane *}" = "${k%lane *}" ] || all=
-        outs+=("$args: $u (kernel: $k)")
-    done
-    verdict "$c" "$all" "$what: $(printf '%s; ' "${outs[@]}")"
-}
+ATTACK=$L7
 
-same_each loop "300 jumps out of blocking laned reads (writes), one fresh pair each" \
+attack_each loop "300 jumps out of blocking laned reads (writes), one fresh pair each" \
     "loop sleep" "loop write"
 # loop_race: said, not judged: how many of its rounds leak depends on where the timers
 # land (a few of 300, or none), so neither a pass nor a failure is certain.
-k=$(on kernel loop race 2>/dev/null || echo "status $?")
-u=$(on udsfs loop race 2>/dev/null || echo "status $?")
+k=$(attack_on kernel loop race 2>/dev/null || echo "status $?")
+u=$(attack_on udsfs loop race 2>/dev/null || echo "status $?")
 say "loop_race (said, not judged: a known defect, see the exceptions file): kernel: $k"
 say "loop_race (said, not judged): udsfs:  $u"
-same_each nested "a handler's blocking read jumped out of, into the handler or main" \
+attack_each nested "a handler's blocking read jumped out of, into the handler or main" \
     "nested handler" "nested out"
-same_each threads "two threads jump out of their reads beside a laned ping-pong" threads
-same_each handoff "a thread jumps out of its read, then ends or parks; another closes the end" \
+attack_each threads "two threads jump out of their reads beside a laned ping-pong" threads
+attack_each handoff "a thread jumps out of its read, then ends or parks; another closes the end" \
     "handoff exit" "handoff park"
-same_each deep "the end closed 8 calls deep after the jump" deep
-same_each poll "a jump out of a blocking poll or epoll_wait on a laned end" \
+attack_each deep "the end closed 8 calls deep after the jump" deep
+attack_each poll "a jump out of a blocking poll or epoll_wait on a laned end" \
     "single poll" "single epoll"
-same_each poll_again "the end kept after a jump out of its poll or epoll_wait: a byte, then a wait" \
+attack_each poll_again "the end kept after a jump out of its poll or epoll_wait: a byte, then a wait" \
     "single pollagain" "single epollagain"
-same_each msg "a jump out of a blocking recvmsg or sendmsg on a laned end" \
+attack_each msg "a jump out of a blocking recvmsg or sendmsg on a laned end" \
     "single recvmsg" "single sendmsg"
 
 grep -i "panick" "$LOG" && fail "the daemon panicked"

@@ -1,7 +1,8 @@
 /* lanes_probe.h: what the lane attack programs (adversarial_lanes3.c, adversarial_lanes4.c,
- * adversarial_lanes6.c) look at in their own process: the time, RLIMIT_NOFILE set, a
+ * adversarial_lanes6.c, adversarial_lanes7.c) look at in their own process: the time, RLIMIT_NOFILE set, a
  * descriptor's lane (its status file's lane= field) and how many eventfds the process
- * holds; and a laned stream pair made. Included by each
+ * holds, its udsfs data files and lane mappings; a socket's way filled; and a laned stream
+ * pair made. Included by each
  * (static functions: each program is one file, built by its script with gcc). */
 #include <dirent.h>
 #include <fcntl.h>
@@ -53,18 +54,45 @@ static const char *lane_of(int fd, char *out, size_t n) {
     return out;
 }
 
-static int eventfds(void) {
+/* How many of the process's descriptors link to a name with `what` in it. */
+static inline int fds_naming(const char *what) {
     DIR *d = opendir("/proc/self/fd");
     struct dirent *e;
     int n = 0;
     char p[300], l[300];
-    while ((e = readdir(d))) {
+    while (d && (e = readdir(d))) {
         snprintf(p, sizeof p, "/proc/self/fd/%s", e->d_name);
         ssize_t k = readlink(p, l, sizeof l - 1);
-        if (k > 0) { l[k] = 0; if (strstr(l, "eventfd")) n++; }
+        if (k > 0) { l[k] = 0; if (strstr(l, what)) n++; }
     }
-    closedir(d);
+    if (d) closedir(d);
     return n;
+}
+
+static inline int eventfds(void) { return fds_naming("eventfd"); }
+
+/* How many of the process's descriptors name a udsfs socket's data file. */
+static inline int data_files(void) { return fds_naming("/data"); }
+
+/* How many mappings of lane regions the process has. */
+static inline int regions(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) n += strstr(line, "udsfs-lane") != NULL;
+    if (f) fclose(f);
+    return n;
+}
+
+/* Fills fd's way to its peer without waiting: the bytes sent. */
+static inline long fill(int fd) {
+    static char chunk[4096];
+    long sent = 0;
+    for (;;) {
+        ssize_t k = send(fd, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (k <= 0) return sent;
+        sent += k;
+    }
 }
 
 /* A stream socketpair with a byte each way (laned on a mount with lanes), or exits. */

@@ -677,6 +677,38 @@ build_attack_c() {
     mkdir -m 1777 "$TMP/k"
 }
 
+# attack_on kernel|udsfs ARGS...: the attack program $ATTACK (build_attack_c's OUT) as A on
+# kernel sockets or through `udsfs run` on $MNT, 20 s at most.
+attack_on() {
+    local where=$1
+    shift
+    if [ "$where" = kernel ]; then
+        as_uid "$A" timeout 20 "$ATTACK" "$@"
+    else
+        as_uid "$A" env UDSFS_PRELOAD="$PRELOAD_LIB" timeout 20 "$UDSFS_BIN" run --mount "$MNT" -- "$ATTACK" "$@"
+    fi
+}
+
+# attack_each CASE WHAT ARGS...: `attack_on` with each ARGS (the program's arguments as one
+# word) on both; CASE's verdict: each output as on Linux but for the lane's word, and each
+# laned (adversarial_lanes6.sh, adversarial_lanes7.sh).
+attack_each() {
+    local c=$1 what=$2 args all=1 outs=() k u
+    shift 2
+    for args in "$@"; do
+        # shellcheck disable=SC2086 # (the arguments' words)
+        k=$(attack_on kernel $args 2>"$TMP/err" || echo "status $?")
+        say "$c $args: kernel: $k $(cat "$TMP/err")"
+        # shellcheck disable=SC2086
+        u=$(attack_on udsfs $args 2>"$TMP/err" || echo "status $?")
+        say "$c $args: udsfs:  $u $(cat "$TMP/err")"
+        grep -q "lane direct" <<<"$u" || { say "$c $args: no lane"; all=; }
+        [ "${u%lane *}" = "${k%lane *}" ] || all=
+        outs+=("$args: $u (kernel: $k)")
+    done
+    verdict "$c" "$all" "$what: $(printf '%s; ' "${outs[@]}")"
+}
+
 # run_proper PID: the pid of `udsfs run` proper below the `udsfs run` PID (its front,
 # which only waits for CMD's status: src/run/front.rs); the threads of the supervisor and
 # CMD itself are there. Waits up to 5 s for it.

@@ -1032,6 +1032,29 @@ type Entered = (
     &'static End,
 );
 
+/// A laned read (a write when `write`) on `fd`'s end: `call` with the end
+/// entered (`enter`; None: not the lane's), recorded for a handler's jump
+/// out of it (wait_record.rs).
+fn recorded_call(
+    fd: c_int,
+    write: bool,
+    call: impl FnOnce(Laned, &wait_record::Rec) -> Option<ssize_t>,
+) -> Option<ssize_t> {
+    let (ran, s, t, held, e) = enter(fd, write)?;
+    let undo = wait_record::Undo {
+        hold: held.key(),
+        turn: if write { &s.wtaken } else { &s.rtaken } as *const Turn as usize,
+        kept: None,
+        word: wait_note::sleep_word(),
+    };
+    let r = wait_record::recorded(undo, undo_sleep, |rec| {
+        call((ran, s, t, held.key(), e), rec)
+    });
+    // After the record's end: a jump out of the call lets go of it once.
+    drop(held);
+    r
+}
+
 /// An entered call's (`Entered`) with the key of its hold in place of the
 /// hold, which its caller keeps.
 type Laned = (
@@ -1068,19 +1091,9 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
     if flags & libc::MSG_PEEK != 0 && flags & libc::MSG_WAITALL != 0 {
         return None;
     }
-    let (ran, s, t, held, e) = enter(fd, false)?;
-    let undo = wait_record::Undo {
-        hold: held.key(),
-        turn: &s.rtaken as *const Turn as usize,
-        kept: None,
-        word: wait_note::sleep_word(),
-    };
-    let r = wait_record::recorded(undo, undo_sleep, |rec| {
-        recv_laned(fd, (buf, n), flags, (ran, s, t, held.key(), e), rec)
-    });
-    // After the record's end: a jump out of the call lets go of it once.
-    drop(held);
-    r
+    recorded_call(fd, false, |laned, rec| {
+        recv_laned(fd, (buf, n), flags, laned, rec)
+    })
 }
 
 /// Entered (`enter`) `fd`'s end for a recv of up to `n` bytes at `buf`,
@@ -1478,19 +1491,9 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
     if flags & !(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) != 0 || n == 0 {
         return None;
     }
-    let (ran, s, t, held, e) = enter(fd, true)?;
-    let undo = wait_record::Undo {
-        hold: held.key(),
-        turn: &s.wtaken as *const Turn as usize,
-        kept: None,
-        word: wait_note::sleep_word(),
-    };
-    let r = wait_record::recorded(undo, undo_sleep, |rec| {
-        send_laned(fd, (buf, n), flags, (ran, s, t, held.key(), e), rec)
-    });
-    // After the record's end: a jump out of the call lets go of it once.
-    drop(held);
-    r
+    recorded_call(fd, true, |laned, rec| {
+        send_laned(fd, (buf, n), flags, laned, rec)
+    })
 }
 
 /// Entered (`enter`) `fd`'s end for a send of the `n` bytes at `buf`, the
