@@ -293,6 +293,7 @@ scripts!(
     run_ssh_agent,
     run_socat_nc,
     run_supervisord,
+    run_tmux,
     run_uwsgi,
     run_xvfb,
     sigio,
@@ -379,6 +380,7 @@ mod lanes_off {
         run_nginx,
         run_node,
         run_php_fpm,
+        run_tmux,
         timeo,
     );
 }
