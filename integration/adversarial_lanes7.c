@@ -471,6 +471,8 @@ static int deep_close(int level, int fd) {
     return r + frame[sizeof frame - 1] - frame[0];
 }
 
+static void *peer_sees_in_thread(void *fd) { return (void *)peer_sees(*(int *)fd, 1, NULL); }
+
 /* The main thread set to jump to `jb` from SIGALRM (kick_me sends it once asleep), and a
  * laned pair made (its first end's lane written to `lane`). */
 static void jumping_pair(sigjmp_buf *jb, int sv[2], char lane[32]) {
@@ -494,7 +496,12 @@ static int deep(void) {
         jumped = 1;
     }
     int closed = deep_close(8, sv[0]) == 0;
-    const char *after_deep = peer_sees(sv[1], 1, NULL);
+    /* Looked at from another thread: a call of this thread's own would undo the read. */
+    pthread_t t;
+    void *seen = NULL;
+    pthread_create(&t, NULL, peer_sees_in_thread, &sv[1]);
+    pthread_join(t, &seen);
+    const char *after_deep = seen;
     laned_stream_pair(q);
     close(q[0]);
     close(q[1]);

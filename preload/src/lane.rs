@@ -1041,12 +1041,12 @@ fn recorded_call(
     call: impl FnOnce(Laned, &wait_record::Rec) -> Option<ssize_t>,
 ) -> Option<ssize_t> {
     let (ran, s, t, held, e) = enter(fd, write)?;
-    let undo = wait_record::Undo {
+    let undo = wait_record::Undo::Call(wait_record::Call {
         hold: held.key(),
         turn: if write { &s.wtaken } else { &s.rtaken } as *const Turn as usize,
         kept: None,
         word: wait_note::sleep_word(),
-    };
+    });
     let r = wait_record::recorded(undo, undo_sleep, |rec| {
         call((ran, s, t, held.key(), e), rec)
     });
@@ -1066,7 +1066,7 @@ type Laned = (
 );
 
 fn enter(fd: c_int, write: bool) -> Option<Entered> {
-    wait_record::reap(undo_sleep);
+    wait_record::reap();
     let ran = wait_note::handlers_ran();
     let s = find(fd)?;
     let t = if write { &s.wtaken } else { &s.rtaken }.take()?;
@@ -1273,6 +1273,9 @@ fn sleep(
 /// go if held, its note of its file left, its hold of the region let go
 /// (last: the count lives in the region).
 fn undo_sleep(u: wait_record::Undo, raised: usize) {
+    let wait_record::Undo::Call(u) = u else {
+        return;
+    };
     if raised != 0 {
         // SAFETY: a count in the region, which the sleep's hold (let go
         // below) keeps mapped.
@@ -1407,7 +1410,7 @@ fn leave_kept(at: usize, ino: u64) {
 /// inside the range (close_range would close it too), nor of another file
 /// than the call's (a close past the library reused the number).
 pub fn going(first: c_int, last: c_int) {
-    wait_record::reap(undo_sleep);
+    wait_record::reap();
     for (at, w) in WAITS.iter().enumerate() {
         let fd = w.load(Ordering::Acquire);
         if fd < first || fd > last || fd < 0 || COPIES[at].load(Ordering::Acquire) >= 0 {

@@ -34,7 +34,7 @@ use udsfs_proto::lane::{futex, ready, Region};
 
 use crate::errno::{errno, set_errno};
 use crate::lane_spin::{self, Found, Spin};
-use crate::{lane, lane_hold, real, user};
+use crate::{lane, lane_hold, real, user, wait_record};
 
 /// The most entries a poll array (or fd_set) may have to be answered here.
 pub const MAX_POLL: usize = 64;
@@ -168,15 +168,58 @@ fn raise(l: &Laned, events: u32, first: bool) {
 }
 
 fn lower(l: &Laned, events: u32) {
-    let ev = events as i16;
-    ready::set_waiting(
-        l.region,
-        l.side,
-        ev & WANT_IN != 0,
-        ev & WANT_OUT != 0,
-        false,
-    );
+    lower_at(l.region, l.side, events);
 }
+
+fn lower_at(region: &Region, side: usize, events: u32) {
+    let ev = events as i16;
+    ready::set_waiting(region, side, ev & WANT_IN != 0, ev & WANT_OUT != 0, false);
+}
+
+/// What a wait records of an end it raised (wait_record.rs), with the key
+/// of its hold of it when `held` (else recorded by `held`).
+fn wait_end(l: &Laned, events: u32, held: bool) -> wait_record::WaitEnd {
+    wait_record::WaitEnd {
+        hold: if held { l._hold.key() } else { 0 },
+        ev: l.ev,
+        region: l.region as *const Region as usize,
+        side: l.side as u8,
+        events,
+    }
+}
+
+/// Undoes a poll or epoll_wait that a handler jumped out of
+/// (wait_record.rs): uncounted from the epoll sleepers, each raised end's
+/// count on its eventfd and waiting flags lowered, as its own end would
+/// have (else every later wait on the end is never its eventfd's first
+/// sleeper, never drains it, and spins), then its holds let go.
+fn undo_wait(u: wait_record::Undo, _: usize) {
+    let wait_record::Undo::Wait(w) = u else {
+        return;
+    };
+    if w.counted {
+        SLEEPERS.fetch_sub(1, Ordering::SeqCst);
+    }
+    for e in &w.ends[..w.n.min(wait_record::WAIT_ENDS)] {
+        leave(e.ev);
+        // SAFETY: kept mapped by the wait's hold of the end, which the
+        // jump leaked.
+        lower_at(
+            unsafe { &*(e.region as *const Region) },
+            e.side as usize,
+            e.events,
+        );
+    }
+    let ends = w.ends[..w.n.min(wait_record::WAIT_ENDS)]
+        .iter()
+        .map(|e| e.hold);
+    for key in ends.chain(w.holds).filter(|&k| k != 0) {
+        lane_hold::release(key);
+    }
+}
+
+/// A wait with nothing of its own recorded yet.
+const WAIT: wait_record::Undo = wait_record::Undo::Wait(wait_record::Wait::NONE);
 
 /// The time left until `deadline` (None: none; zero once past).
 fn left(deadline: Option<Instant>) -> Option<Duration> {
@@ -199,6 +242,7 @@ pub fn poll(
     timeout: Option<Duration>,
     sigmask: *const sigset_t,
 ) -> Option<c_int> {
+    wait_record::reap();
     if HELD.load(Ordering::Relaxed) != 0 && n > 0 {
         let bytes = (n as usize).saturating_mul(std::mem::size_of::<pollfd>());
         if user::readable(fds.cast(), bytes) == bytes {
@@ -227,15 +271,20 @@ pub fn poll(
     if !any {
         return None;
     }
-    Some(poll_laned(prog, &mut ends[..n], timeout, sigmask))
+    Some(wait_record::recorded(WAIT, undo_wait, |rec| {
+        poll_laned(prog, &mut ends[..n], (timeout, sigmask), rec)
+    }))
 }
 
 fn poll_laned(
     prog: &mut [pollfd],
     ends: &mut [Option<Laned>],
-    timeout: Option<Duration>,
-    sigmask: *const sigset_t,
+    (timeout, sigmask): (Option<Duration>, *const sigset_t),
+    rec: &wait_record::Rec,
 ) -> c_int {
+    for l in ends.iter().flatten() {
+        rec.held(l._hold.key(), true);
+    }
     let n = prog.len();
     let deadline = timeout.map(|t| Instant::now() + t);
     // The program's entries (a laned one's the end's eventfd), then each
@@ -295,6 +344,7 @@ fn poll_laned(
             for (i, e) in ends.iter().enumerate() {
                 let Some(l) = e else { continue };
                 raise(l, prog[i].events as u32, enter(l.ev));
+                rec.raised_end(wait_end(l, prog[i].events as u32, false));
                 ready_now += usize::from(ready(i, l, prog));
             }
         }
@@ -317,6 +367,7 @@ fn poll_laned(
         };
         let err = errno();
         if sleeping {
+            rec.lowering();
             for (i, e) in ends.iter().enumerate() {
                 if let Some(l) = e {
                     // Every raise is lowered (the flags count sleepers).
@@ -342,7 +393,9 @@ fn poll_laned(
                         // number up again at each round: a number the
                         // program closed meanwhile is polled as what it
                         // names now).
-                        *e = None;
+                        if let Some(l) = e.take() {
+                            rec.held(l._hold.key(), false);
+                        }
                         again = true;
                         0
                     }
@@ -417,6 +470,7 @@ pub fn select(
     sigmask: *const sigset_t,
     tv: *mut libc::timeval,
 ) -> Option<c_int> {
+    wait_record::reap();
     if !lane::any() || nfds <= 0 || nfds as usize > libc::FD_SETSIZE {
         return None;
     }
@@ -467,7 +521,9 @@ pub fn select(
         return None;
     }
     let start = Instant::now();
-    let got = poll_laned(&mut p[..n], &mut ends[..n], timeout, sigmask);
+    let got = wait_record::recorded(WAIT, undo_wait, |rec| {
+        poll_laned(&mut p[..n], &mut ends[..n], (timeout, sigmask), rec)
+    });
     if got < 0 {
         return Some(-1);
     }
@@ -1531,6 +1587,19 @@ pub fn wait(
     timeout: Option<Duration>,
     sigmask: *const sigset_t,
 ) -> Option<c_int> {
+    wait_record::reap();
+    wait_record::recorded(WAIT, undo_wait, |rec| {
+        wait_recorded(epfd, (out, max), (timeout, sigmask), rec)
+    })
+}
+
+/// `wait`, recorded (`rec`) for a handler's jump out of its sleep.
+fn wait_recorded(
+    epfd: c_int,
+    (out, max): (*mut epoll_event, c_int),
+    (timeout, sigmask): (Option<Duration>, *const sigset_t),
+    rec: &wait_record::Rec,
+) -> Option<c_int> {
     move_fresh();
     if HELD.load(Ordering::Relaxed) == 0 || max <= 0 {
         return None;
@@ -1600,6 +1669,7 @@ pub fn wait(
             let (_h, list) = locked();
             if sleeping && !counted {
                 SLEEPERS.fetch_add(1, Ordering::SeqCst);
+                rec.counted(true);
                 counted = true;
             }
             let mut i = 0;
@@ -1623,6 +1693,7 @@ pub fn wait(
                 if r.armed && sleeping {
                     raise(&r.end, r.events, enter_drain(r.end.ev));
                     entered.push((r.end.clone(), r.events));
+                    rec.raised_end(wait_end(&r.end, r.events, true));
                 }
                 let Some(lk) = ready::look(r.end.region, r.end.side) else {
                     down.push(list.swap_remove(i));
@@ -1658,9 +1729,11 @@ pub fn wait(
             unsafe { real::epoll_pwait(epfd, k.as_mut_ptr(), kmax as c_int, ms, sigmask) }
         };
         let err = errno();
+        rec.counted(false);
         if counted {
             SLEEPERS.fetch_sub(1, Ordering::SeqCst);
         }
+        rec.lowering();
         for (end, events) in &entered {
             leave(end.ev);
             lower(end, *events);

@@ -9,8 +9,9 @@
 //! skips their drops, and the program's close of the socket then left it
 //! open (its peer never saw EOF), with a region and four eventfds, and the
 //! end's turn taken for good. Each call is recorded here with what undoes
-//! it, and the thread's next laned call or close undoes the calls it is not
-//! nested in (`reap`).
+//! it, and the thread's next laned call, poll or close undoes the calls it
+//! is not nested in (`reap`). A poll or epoll_wait likewise (its holds, its
+//! ends' waiting flags and counts: lane_ready.rs `undo_wait`).
 //!
 //! Nested or left? While a call lives, its thread runs only the call's own
 //! code and signal handlers: below the call on the same stack, or on the
@@ -32,18 +33,74 @@
 
 use std::cell::Cell;
 
-/// What undoes one sleep, for the library to do (lane.rs `undo_sleep`).
+/// What undoes a laned read or write (lane.rs `undo_sleep`).
 #[derive(Clone, Copy)]
-pub struct Undo {
+pub struct Call {
     /// The key of the call's hold of its region (lane_hold.rs).
     pub hold: u64,
-    /// The turn the sleep's looks take (lane_turn.rs; 0: none), let go if
-    /// the thread holds it.
+    /// The turn the call takes (lane_turn.rs; 0: none), let go if the
+    /// thread holds it.
     pub turn: usize,
     /// The call's note of its file (lane.rs `Kept`): its place and inode.
     pub kept: Option<(usize, u64)>,
-    /// The futex word noted before the sleep's (wait_note.rs).
+    /// The futex word noted before the call's sleep (wait_note.rs).
     pub word: usize,
+}
+
+/// A laned end a poll or epoll_wait raised its waiting flags on (and
+/// counted itself on its eventfd) for its sleep: lane_ready.rs.
+#[derive(Clone, Copy)]
+pub struct WaitEnd {
+    /// The key of the wait's hold of the end let go with it (0: the
+    /// wait's `holds` has it).
+    pub hold: u64,
+    pub ev: i32,
+    /// The end's region: kept mapped by the wait's hold, which a jump
+    /// leaks.
+    pub region: usize,
+    pub side: u8,
+    pub events: u32,
+}
+
+/// The ends of a wait recorded; one past them is not undone.
+pub const WAIT_ENDS: usize = 4;
+
+/// What undoes a poll's or epoll_wait's sleep (lane_ready.rs `undo_wait`).
+#[derive(Clone, Copy)]
+pub struct Wait {
+    pub ends: [WaitEnd; WAIT_ENDS],
+    /// Ends raised (at most WAIT_ENDS of them recorded).
+    pub n: usize,
+    /// Counted among the process's epoll sleepers.
+    pub counted: bool,
+    /// The keys of the wait's holds of its ends (poll's; 0: none).
+    pub holds: [u64; WAIT_ENDS],
+}
+
+/// Who undoes a recorded call (given what it recorded, and the count of
+/// sleepers its sleep raised).
+pub type UndoWith = fn(Undo, usize);
+
+/// What undoes one recorded call.
+#[derive(Clone, Copy)]
+pub enum Undo {
+    Call(Call),
+    Wait(Wait),
+}
+
+impl Wait {
+    pub const NONE: Wait = Wait {
+        ends: [WaitEnd {
+            hold: 0,
+            ev: -1,
+            region: 0,
+            side: 0,
+            events: 0,
+        }; WAIT_ENDS],
+        n: 0,
+        counted: false,
+        holds: [0; WAIT_ENDS],
+    };
 }
 
 struct Sleep {
@@ -58,6 +115,8 @@ struct Sleep {
     /// The thread's handlers in progress (`Sleeps::inside`) when it began.
     inside: Cell<u32>,
     undo: Cell<Undo>,
+    /// Who undoes it (`recorded`'s `undo_with`).
+    undo_with: Cell<Option<UndoWith>>,
     /// The count of sleepers the sleep raised, while raised (ring.rs
     /// `wait_marked`; 0: none).
     raised: Cell<usize>,
@@ -70,12 +129,8 @@ impl Sleep {
             alt: Cell::new(false),
             hsp: Cell::new(0),
             inside: Cell::new(0),
-            undo: Cell::new(Undo {
-                hold: 0,
-                turn: 0,
-                kept: None,
-                word: 0,
-            }),
+            undo: Cell::new(Undo::Wait(Wait::NONE)),
+            undo_with: Cell::new(None),
             raised: Cell::new(0),
         }
     }
@@ -136,13 +191,66 @@ impl Rec<'_> {
         self.0.map(|r| &r.raised)
     }
 
-    /// The call's note of its file (lane.rs `Kept`) made: its place.
-    pub fn kept(&self, kept: Option<(usize, u64)>) {
+    fn change(&self, f: impl FnOnce(&mut Undo)) {
         if let Some(r) = self.0 {
             let mut u = r.undo.get();
-            u.kept = kept;
+            f(&mut u);
             r.undo.set(u);
         }
+    }
+
+    /// The call's note of its file (lane.rs `Kept`) made: its place.
+    pub fn kept(&self, kept: Option<(usize, u64)>) {
+        self.change(|u| {
+            if let Undo::Call(c) = u {
+                c.kept = kept;
+            }
+        });
+    }
+
+    /// A wait raised the flags of `end` (after the raise).
+    pub fn raised_end(&self, end: WaitEnd) {
+        self.change(|u| {
+            if let Undo::Wait(w) = u {
+                if let Some(e) = w.ends.get_mut(w.n) {
+                    *e = end;
+                }
+                w.n += 1;
+            }
+        });
+    }
+
+    /// A wait lowers its ends' flags (before the first lowering: a jump
+    /// in the middle leaves the rest raised, never lowers one twice).
+    pub fn lowering(&self) {
+        self.change(|u| {
+            if let Undo::Wait(w) = u {
+                w.n = 0;
+            }
+        });
+    }
+
+    /// A wait holds an end (`key`: lane_hold.rs), or lets go of it
+    /// (`held` false: before it does).
+    pub fn held(&self, key: u64, held: bool) {
+        self.change(|u| {
+            if let Undo::Wait(w) = u {
+                let (from, to) = if held { (0, key) } else { (key, 0) };
+                if let Some(k) = w.holds.iter_mut().find(|k| **k == from) {
+                    *k = to;
+                }
+            }
+        });
+    }
+
+    /// A wait counted itself among the epoll sleepers (after), or is to
+    /// uncount itself (before).
+    pub fn counted(&self, counted: bool) {
+        self.change(|u| {
+            if let Undo::Wait(w) = u {
+                w.counted = counted;
+            }
+        });
     }
 }
 
@@ -150,7 +258,7 @@ impl Rec<'_> {
 /// start; the call adds to it). Calls left above it (jumped out of by a
 /// handler nested in it that returned since) are undone by `undo_with` when
 /// it ends.
-pub fn recorded<R>(undo: Undo, undo_with: fn(Undo, usize), call: impl FnOnce(&Rec) -> R) -> R {
+pub fn recorded<R>(undo: Undo, undo_with: UndoWith, call: impl FnOnce(&Rec) -> R) -> R {
     SLEEPS.with(|s| {
         let n = s.n.get();
         let Some(r) = s.at.get(n) else {
@@ -158,6 +266,7 @@ pub fn recorded<R>(undo: Undo, undo_with: fn(Undo, usize), call: impl FnOnce(&Re
         };
         s.n.set(n + 1);
         r.undo.set(undo);
+        r.undo_with.set(Some(undo_with));
         r.hsp.set(0);
         r.inside.set(s.inside.get());
         r.raised.set(0);
@@ -167,10 +276,7 @@ pub fn recorded<R>(undo: Undo, undo_with: fn(Undo, usize), call: impl FnOnce(&Re
         r.sp.set(sp);
         let out = call(&Rec(Some(r)));
         for above in (n + 1..s.n.get().min(DEPTH)).rev() {
-            let a = &s.at[above];
-            if a.sp.replace(0) != 0 {
-                undo_with(a.undo.get(), a.raised.replace(0));
-            }
+            undo_one(&s.at[above]);
         }
         r.sp.set(0);
         s.n.set(n);
@@ -215,10 +321,19 @@ pub fn handler_returned() {
     SLEEPS.with(|s| s.inside.set(s.inside.get().wrapping_sub(1)));
 }
 
-/// The library is called on this thread: the recorded sleeps it is not
-/// nested in (a handler jumped out of them) undone by `undo_with`, the
-/// latest first. A thread-local look when there are none.
-pub fn reap(undo_with: fn(Undo, usize)) {
+/// Undoes record `r` (it is left) by its `undo_with`.
+fn undo_one(r: &Sleep) {
+    if r.sp.replace(0) != 0 {
+        if let Some(f) = r.undo_with.get() {
+            f(r.undo.get(), r.raised.replace(0));
+        }
+    }
+}
+
+/// The library is called on this thread: the recorded calls it is not
+/// nested in (a handler jumped out of them) undone, the latest first. A
+/// thread-local look when there are none.
+pub fn reap() {
     SLEEPS.with(|s| {
         if s.n.get() == 0 {
             return;
@@ -245,8 +360,7 @@ pub fn reap(undo_with: fn(Undo, usize)) {
             if *on_alt.get_or_insert_with(on_signal_stack) && !r.alt.get() {
                 return;
             }
-            r.sp.set(0);
-            undo_with(r.undo.get(), r.raised.replace(0));
+            undo_one(r);
             s.n.set(top);
         }
     })
