@@ -18,6 +18,15 @@ pub fn op(fd: i32, op: Op, arg: i32) -> Res<Ctl> {
     ctl(fd, Ctl::new(op, arg))
 }
 
+/// `op`'s values, read as the op's struct: the control block (560 bytes)
+/// stays in this frame, not one copy in the caller's per temporary (the
+/// debug build's frames: a thread of a 16 KiB stack claims a lane too,
+/// hackbench -T's).
+pub fn op_values<T: CtlValues>(fd: i32, op: Op, arg: i32) -> Res<T> {
+    let c = ctl(fd, Ctl::new(op, arg))?;
+    Ok(c.values())
+}
+
 /// bind() of `wire`, which the program gave as sun_path `given` (empty for
 /// an abstract name or autobind): the daemon reports `given` back, as Linux.
 pub fn bind(fd: i32, wire: &[u8], given: &[u8]) -> Res<()> {

@@ -340,7 +340,7 @@ fn join(fd: c_int) -> Res<(End, Hold)> {
     // The fd channel first (`channel`): a library that cannot claim the
     // region asks for no lane.
     let r = channel().and_then(|ch| {
-        let g = ioctl::op(fd, Op::LaneClaim, 6)?.values::<LaneGrant>();
+        let g = ioctl::op_values::<LaneGrant>(fd, Op::LaneClaim, 6)?;
         // The lane went down before its eventfds were asked for (a call
         // of the other end's was on its way through the daemon): ENOENT,
         // or EOPNOTSUPP once it left the map. As one that goes down after:
@@ -388,7 +388,7 @@ fn channel() -> Res<fdpass::Channel> {
 type Grant = (Hold, [c_int; 2], [c_int; 2]);
 fn prepare(fd: c_int) -> Res<(Hold, [c_int; 2], [c_int; 2], bool)> {
     let ch = channel()?;
-    let g = ioctl::op(fd, Op::LaneClaim, 3)?.values::<LaneGrant>();
+    let g = ioctl::op_values::<LaneGrant>(fd, Op::LaneClaim, 3)?;
     let (region, evs, hups) = map_grant(fd, &g, &ch)?;
     Ok((region, evs, hups, g.side & LANE_RECORD != 0))
 }
@@ -401,7 +401,7 @@ fn prepare(fd: c_int) -> Res<(Hold, [c_int; 2], [c_int; 2], bool)> {
 /// the first hold of a lane_hold.rs entry (given back with the last: a lane
 /// that goes down keeps its mapping while its ends are open, docs/LANE.md).
 fn map_grant(fd: c_int, g: &LaneGrant, ch: &fdpass::Channel) -> Res<Grant> {
-    let e = ioctl::op(fd, Op::LaneClaim, 4)?.values::<LaneEvents>();
+    let e = ioctl::op_values::<LaneEvents>(fd, Op::LaneClaim, 4)?;
     // (a tag of 0: that side's daemon-only eventfd is not ours)
     let hups = [e.hup0, e.hup1];
     let mut tags = [g.tag, e.tag0, e.tag1, 0, 0];
@@ -831,7 +831,7 @@ fn rejoin(fd: c_int, s: &'static Slot) -> Option<&'static Slot> {
 
 /// Claims `fd`'s end for this process: its side.
 fn claim(fd: c_int) -> Res<usize> {
-    let g = ioctl::op(fd, Op::LaneClaim, 0)?.values::<LaneGrant>();
+    let g = ioctl::op_values::<LaneGrant>(fd, Op::LaneClaim, 0)?;
     Ok(g.side as usize)
 }
 
@@ -986,7 +986,7 @@ fn busy(e: &End) -> &AtomicU32 {
 /// claim); None: none.
 /// A zero timeout that reads 0 (a negative one set) is no wait at all.
 fn timeout(fd: c_int, dir: i32) -> Option<Duration> {
-    let t = ioctl::op(fd, Op::GetTimeo, dir).ok()?.values::<Timeo>();
+    let t = ioctl::op_values::<Timeo>(fd, Op::GetTimeo, dir).ok()?;
     if t.zero {
         return Some(Duration::ZERO);
     }
@@ -1032,25 +1032,24 @@ type Entered = (
     &'static End,
 );
 
-/// A laned read (a write when `write`) on `fd`'s end: `call` with the end
-/// entered (`enter`; None: not the lane's), recorded for a handler's jump
-/// out of it (wait_record.rs).
+/// A laned read (a write when `write`) on an entered end (`enter`, made
+/// by the caller: its claim of a lane is deep enough on a 16 KiB stack):
+/// `call`, recorded for a handler's jump out of it (wait_record.rs).
 fn recorded_call(
-    fd: c_int,
+    (ran, s, t, held, e): Entered,
     write: bool,
     call: impl FnOnce(Laned, &wait_record::Rec) -> Option<ssize_t>,
 ) -> Option<ssize_t> {
-    let (ran, s, t, held, e) = enter(fd, write)?;
     let undo = wait_record::Undo::Call(wait_record::Call {
         hold: held.key(),
         turn: if write { &s.wtaken } else { &s.rtaken } as *const Turn as usize,
         kept: None,
         word: wait_note::sleep_word(),
     });
-    let r = wait_record::recorded(undo, undo_sleep, |rec| {
-        call((ran, s, t, held.key(), e), rec)
-    });
+    let rec = wait_record::begin(undo, undo_sleep);
+    let r = call((ran, s, t, held.key(), e), &rec);
     // After the record's end: a jump out of the call lets go of it once.
+    drop(rec);
     drop(held);
     r
 }
@@ -1091,7 +1090,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
     if flags & libc::MSG_PEEK != 0 && flags & libc::MSG_WAITALL != 0 {
         return None;
     }
-    recorded_call(fd, false, |laned, rec| {
+    recorded_call(enter(fd, false)?, false, |laned, rec| {
         recv_laned(fd, (buf, n), flags, laned, rec)
     })
 }
@@ -1347,11 +1346,11 @@ struct Kept<'a> {
     ino: u64,
     at: usize,
     /// The call's record, which names the place while it is the call's.
-    rec: &'a wait_record::Rec<'a>,
+    rec: &'a wait_record::Rec,
 }
 
 impl<'a> Kept<'a> {
-    fn new(fd: c_int, s: &Slot, rec: &'a wait_record::Rec<'a>) -> Option<Kept<'a>> {
+    fn new(fd: c_int, s: &Slot, rec: &'a wait_record::Rec) -> Option<Kept<'a>> {
         let ino = s.ino.load(Ordering::Relaxed);
         let at = WAITS.iter().position(|k| {
             k.compare_exchange(-1, -2, Ordering::AcqRel, Ordering::Relaxed)
@@ -1494,7 +1493,7 @@ pub fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> Option<ss
     if flags & !(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) != 0 || n == 0 {
         return None;
     }
-    recorded_call(fd, true, |laned, rec| {
+    recorded_call(enter(fd, true)?, true, |laned, rec| {
         send_laned(fd, (buf, n), flags, laned, rec)
     })
 }

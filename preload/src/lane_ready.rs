@@ -184,7 +184,7 @@ fn wait_end(l: &Laned, events: u32, held: bool) -> wait_record::WaitEnd {
         ev: l.ev,
         region: l.region as *const Region as usize,
         side: l.side as u8,
-        events,
+        events: events as u16,
     }
 }
 
@@ -207,7 +207,7 @@ fn undo_wait(u: wait_record::Undo, _: usize) {
         lower_at(
             unsafe { &*(e.region as *const Region) },
             e.side as usize,
-            e.events,
+            u32::from(e.events),
         );
     }
     let ends = w.ends[..w.n.min(wait_record::WAIT_ENDS)]
@@ -262,7 +262,25 @@ pub fn poll(
     }
     // SAFETY: the program's array, probed writable for n entries.
     let prog = unsafe { std::slice::from_raw_parts_mut(fds, n) };
-    let mut ends: [Option<Laned>; MAX_POLL] = [const { None }; MAX_POLL];
+    // A few entries (most polls) on a small frame: a thread of a 16 KiB
+    // stack polls too (hackbench -T's, with the debug build's frames).
+    if n <= SMALL_POLL {
+        poll_of::<SMALL_POLL, { 2 * SMALL_POLL }>(prog, (timeout, sigmask))
+    } else {
+        poll_of::<MAX_POLL, { 2 * MAX_POLL }>(prog, (timeout, sigmask))
+    }
+}
+
+/// Poll arrays of at most this many entries take the small frame.
+const SMALL_POLL: usize = 8;
+
+/// `poll` of `prog` (at most N entries; K = 2 N): None without a laned end.
+fn poll_of<const N: usize, const K: usize>(
+    prog: &mut [pollfd],
+    (timeout, sigmask): (Option<Duration>, *const sigset_t),
+) -> Option<c_int> {
+    let n = prog.len();
+    let mut ends: [Option<Laned>; N] = [const { None }; N];
     let mut any = false;
     for (e, p) in ends.iter_mut().zip(prog.iter()) {
         *e = laned(p.fd);
@@ -271,12 +289,18 @@ pub fn poll(
     if !any {
         return None;
     }
-    Some(wait_record::recorded(WAIT, undo_wait, |rec| {
-        poll_laned(prog, &mut ends[..n], (timeout, sigmask), rec)
-    }))
+    let rec = wait_record::begin(WAIT, undo_wait);
+    Some(poll_laned::<K>(
+        prog,
+        &mut ends[..n],
+        (timeout, sigmask),
+        &rec,
+    ))
 }
 
-fn poll_laned(
+/// The poll of `prog` with its laned `ends` (K: room for twice as many
+/// entries: each end's daemon-only eventfd beside it).
+fn poll_laned<const K: usize>(
     prog: &mut [pollfd],
     ends: &mut [Option<Laned>],
     (timeout, sigmask): (Option<Duration>, *const sigset_t),
@@ -290,7 +314,7 @@ fn poll_laned(
     // The program's entries (a laned one's the end's eventfd), then each
     // laned end's daemon-only eventfd: the way down wakes the sleep even
     // when the peer took the first one's wake-up.
-    let mut k = [NO_POLL; 2 * MAX_POLL];
+    let mut k = [NO_POLL; K];
     // Set when a lane went down under the last round: its socket is polled
     // again through the daemon, at once if something else was ready.
     let mut had = 0;
@@ -521,9 +545,9 @@ pub fn select(
         return None;
     }
     let start = Instant::now();
-    let got = wait_record::recorded(WAIT, undo_wait, |rec| {
-        poll_laned(&mut p[..n], &mut ends[..n], (timeout, sigmask), rec)
-    });
+    let rec = wait_record::begin(WAIT, undo_wait);
+    let got = poll_laned::<{ 2 * MAX_POLL }>(&mut p[..n], &mut ends[..n], (timeout, sigmask), &rec);
+    drop(rec);
     if got < 0 {
         return Some(-1);
     }
@@ -1588,9 +1612,8 @@ pub fn wait(
     sigmask: *const sigset_t,
 ) -> Option<c_int> {
     wait_record::reap();
-    wait_record::recorded(WAIT, undo_wait, |rec| {
-        wait_recorded(epfd, (out, max), (timeout, sigmask), rec)
-    })
+    let rec = wait_record::begin(WAIT, undo_wait);
+    wait_recorded(epfd, (out, max), (timeout, sigmask), &rec)
 }
 
 /// `wait`, recorded (`rec`) for a handler's jump out of its sleep.

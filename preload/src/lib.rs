@@ -849,6 +849,7 @@ extern "C" fn init() {
     // The lane code's closes of its own descriptors: not the program's.
     udsfs_proto::lane::own_fd::close_with(real::own_close);
     closes::init();
+    wait_record::init();
     gadget::init();
     restart::init_faults();
     exec::init();

@@ -32,6 +32,7 @@
 //! thread-locals of Cells.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// What undoes a laned read or write (lane.rs `undo_sleep`).
 #[derive(Clone, Copy)]
@@ -54,16 +55,19 @@ pub struct WaitEnd {
     /// The key of the wait's hold of the end let go with it (0: the
     /// wait's `holds` has it).
     pub hold: u64,
-    pub ev: i32,
     /// The end's region: kept mapped by the wait's hold, which a jump
     /// leaks.
     pub region: usize,
+    pub ev: i32,
+    /// The poll events whose flags it raised (those of a poll: 16 bits).
+    pub events: u16,
     pub side: u8,
-    pub events: u32,
 }
 
-/// The ends of a wait recorded; one past them is not undone.
-pub const WAIT_ENDS: usize = 4;
+/// The ends of a wait recorded; one past them is not undone. Few: the
+/// records are thread-locals, which the C library places in each thread's
+/// stack (hackbench -T's 16 KiB ones: `footprint` below).
+pub const WAIT_ENDS: usize = 2;
 
 /// What undoes a poll's or epoll_wait's sleep (lane_ready.rs `undo_wait`).
 #[derive(Clone, Copy)]
@@ -136,8 +140,9 @@ impl Sleep {
     }
 }
 
-/// Sleeps nested in handlers that sleep, recorded (deeper ones are not).
-const DEPTH: usize = 8;
+/// Calls nested in handlers that make laned calls, recorded (deeper ones
+/// are not).
+const DEPTH: usize = 4;
 
 struct Sleeps {
     n: Cell<usize>,
@@ -148,6 +153,8 @@ struct Sleeps {
     /// The program's handlers begun and not returned on the thread (one
     /// jumped out of never returns: counted, the count is compared only).
     inside: Cell<u32>,
+    /// Whether the thread's exit undoes its calls left (`init`).
+    exit_noted: Cell<bool>,
 }
 
 thread_local! {
@@ -157,6 +164,7 @@ thread_local! {
             at: [const { Sleep::new() }; DEPTH],
             alt: Cell::new((0, 0)),
             inside: Cell::new(0),
+            exit_noted: Cell::new(false),
         }
     };
 }
@@ -181,18 +189,26 @@ fn on_signal_stack() -> bool {
     }
 }
 
-/// A laned call's record, for the call to add to (None: not recorded,
-/// DEPTH calls were already).
-pub struct Rec<'a>(Option<&'a Sleep>);
+/// A laned call's record, for the call to add to, ended when dropped (when
+/// the call returns or unwinds: its own drops ran). Made by `begin`; a
+/// thread's own (not Send: its thread-locals).
+pub struct Rec {
+    /// The record (None: not recorded, DEPTH calls were already).
+    r: Option<&'static Sleep>,
+    s: &'static Sleeps,
+    /// The thread's records below it.
+    n: usize,
+    _thread: std::marker::PhantomData<*const ()>,
+}
 
-impl Rec<'_> {
+impl Rec {
     /// Where the call's sleep marks the count of sleepers it raised.
     pub fn raised(&self) -> Option<&Cell<usize>> {
-        self.0.map(|r| &r.raised)
+        self.r.map(|r| &r.raised)
     }
 
     fn change(&self, f: impl FnOnce(&mut Undo)) {
-        if let Some(r) = self.0 {
+        if let Some(r) = self.r {
             let mut u = r.undo.get();
             f(&mut u);
             r.undo.set(u);
@@ -254,33 +270,81 @@ impl Rec<'_> {
     }
 }
 
-/// Runs laned call `call` recorded with `undo` (what it holds from its
-/// start; the call adds to it). Calls left above it (jumped out of by a
-/// handler nested in it that returned since) are undone by `undo_with` when
-/// it ends.
-pub fn recorded<R>(undo: Undo, undo_with: UndoWith, call: impl FnOnce(&Rec) -> R) -> R {
-    SLEEPS.with(|s| {
-        let n = s.n.get();
-        let Some(r) = s.at.get(n) else {
-            return call(&Rec(None));
+/// A laned call begins, recorded with `undo` (what it holds from its start;
+/// the call adds to it through the record) and undone by `undo_with` if a
+/// handler jumps out of it. No closure: the call's frames stay as deep as
+/// without (hackbench -T's threads run on 16 KiB stacks).
+pub fn begin(undo: Undo, undo_with: UndoWith) -> Rec {
+    // SAFETY: the thread's own thread-local, which outlives every Rec made
+    // on the thread (Rec is not Send and lives on the thread's stack).
+    let s: &'static Sleeps = SLEEPS.with(|s| unsafe { &*(s as *const Sleeps) });
+    let n = s.n.get();
+    let Some(r) = s.at.get(n) else {
+        return Rec {
+            r: None,
+            s,
+            n,
+            _thread: std::marker::PhantomData,
         };
-        s.n.set(n + 1);
-        r.undo.set(undo);
-        r.undo_with.set(Some(undo_with));
-        r.hsp.set(0);
-        r.inside.set(s.inside.get());
-        r.raised.set(0);
-        let sp = stack_pointer();
-        r.alt.set(within(s.alt.get(), sp));
-        // Last: a record without its stack pointer is never undone.
-        r.sp.set(sp);
-        let out = call(&Rec(Some(r)));
-        for above in (n + 1..s.n.get().min(DEPTH)).rev() {
-            undo_one(&s.at[above]);
+    };
+    s.n.set(n + 1);
+    r.undo.set(undo);
+    r.undo_with.set(Some(undo_with));
+    r.hsp.set(0);
+    r.inside.set(s.inside.get());
+    r.raised.set(0);
+    let sp = stack_pointer();
+    r.alt.set(within(s.alt.get(), sp));
+    // Last: a record without its stack pointer is never undone.
+    r.sp.set(sp);
+    Rec {
+        r: Some(r),
+        s,
+        n,
+        _thread: std::marker::PhantomData,
+    }
+}
+
+impl Drop for Rec {
+    fn drop(&mut self) {
+        let Some(r) = self.r else {
+            return;
+        };
+        // Calls left above it (jumped out of by a handler nested in it
+        // that returned since) are over too.
+        for above in (self.n + 1..self.s.n.get().min(DEPTH)).rev() {
+            undo_one(&self.s.at[above]);
         }
         r.sp.set(0);
-        s.n.set(n);
-        out
+        self.s.n.set(self.n);
+    }
+}
+
+/// The key whose destructor undoes a thread's calls left at its exit
+/// (`init`; u32::MAX: none).
+static EXIT_KEY: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// Made at the library's start (not in a handler): a thread that jumped out
+/// of a laned call and then ends makes no call to undo it from, while
+/// another thread may close the socket (adversarial_lanes7 `handoff`).
+pub fn init() {
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: a new key with our destructor.
+    if unsafe { libc::pthread_key_create(&mut key, Some(at_thread_exit)) } == 0 {
+        EXIT_KEY.store(key, Ordering::Relaxed);
+    }
+}
+
+/// A thread with recorded calls ends: they were jumped out of (or left by
+/// pthread_exit in a handler): undone, the latest first.
+extern "C" fn at_thread_exit(_: *mut libc::c_void) {
+    SLEEPS.with(|s| {
+        while let Some(top) = s.n.get().checked_sub(1) {
+            if let Some(r) = s.at.get(top) {
+                undo_one(r);
+            }
+            s.n.set(top);
+        }
     })
 }
 
@@ -305,6 +369,17 @@ pub fn handler_runs(ctx: *const libc::c_void) {
         let n = s.n.get();
         if n == 0 {
             return;
+        }
+        // A handler inside a laned call may jump out of it: the thread's
+        // end undoes what is left (once a thread; glibc's first keys live
+        // in the thread's own block: no allocation).
+        if !s.exit_noted.replace(true) {
+            let key = EXIT_KEY.load(Ordering::Relaxed);
+            if key != u32::MAX {
+                // SAFETY: a key made by `init`; a non-null value makes
+                // glibc run its destructor at the thread's exit.
+                unsafe { libc::pthread_setspecific(key, std::ptr::dangling::<libc::c_void>()) };
+            }
         }
         let alt = within(s.alt.get(), tsp);
         for r in &s.at[..n.min(DEPTH)] {
@@ -364,4 +439,17 @@ pub fn reap() {
             s.n.set(top);
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The records are thread-locals, in the static TLS block the C library
+    /// carves out of every thread's stack: a thread of a 16 KiB stack
+    /// (hackbench -T, its 4 KiB buffer on it, the debug build's frames)
+    /// overflowed once they took 1.8 KiB.
+    #[test]
+    fn footprint() {
+        let size = std::mem::size_of::<super::Sleeps>();
+        assert!(size <= 640, "wait_record's thread-locals take {size} bytes");
+    }
 }
