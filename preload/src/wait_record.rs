@@ -119,7 +119,7 @@ struct Sleep {
     /// The thread's handlers in progress (`Sleeps::inside`) when it began.
     inside: Cell<u32>,
     undo: Cell<Undo>,
-    /// Who undoes it (`recorded`'s `undo_with`).
+    /// Who undoes it (`begin`'s `undo_with`).
     undo_with: Cell<Option<UndoWith>>,
     /// The count of sleepers the sleep raised, while raised (ring.rs
     /// `wait_marked`; 0: none).
@@ -424,9 +424,9 @@ pub fn reap() {
             if sp == 0 {
                 return;
             }
-            // Below the sleep's frame: the library's own calls from the
-            // sleep, unless a handler begun since has not returned and
-            // this is above its frame (a jump out of it).
+            // Below the call's frame: the library's own calls from inside
+            // it, unless a handler begun since has not returned and this is
+            // above that handler's frame (a jump out of it).
             let handler = r.hsp.get();
             let jumped = handler != 0 && here >= handler && s.inside.get() != r.inside.get();
             if here < sp && !jumped {
