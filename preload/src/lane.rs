@@ -1046,7 +1046,7 @@ fn recorded_call(
         kept: None,
         word: wait_note::sleep_word(),
     });
-    let rec = wait_record::begin(undo, undo_sleep);
+    let rec = wait_record::begin(undo, undo_call);
     let r = call((ran, s, t, held.key(), e), &rec);
     // After the record's end: a jump out of the call lets go of it once.
     drop(rec);
@@ -1271,7 +1271,7 @@ fn sleep(
 /// none) lowered, the futex word noted before it noted again, its turn let
 /// go if held, its note of its file left, its hold of the region let go
 /// (last: the count lives in the region).
-fn undo_sleep(u: wait_record::Undo, raised: usize) {
+fn undo_call(u: wait_record::Undo, raised: usize) {
     let wait_record::Undo::Call(u) = u else {
         return;
     };

@@ -107,7 +107,7 @@ impl Wait {
     };
 }
 
-struct Sleep {
+struct Record {
     /// A stack pointer of the sleeping call (0: not a sleep, or one being
     /// made or ended).
     sp: Cell<usize>,
@@ -116,7 +116,7 @@ struct Sleep {
     /// The highest stack pointer of a handler run since on the sleep's
     /// stack, below it (0: none).
     hsp: Cell<usize>,
-    /// The thread's handlers in progress (`Sleeps::inside`) when it began.
+    /// The thread's handlers in progress (`Records::inside`) when it began.
     inside: Cell<u32>,
     undo: Cell<Undo>,
     /// Who undoes it (`begin`'s `undo_with`).
@@ -126,9 +126,9 @@ struct Sleep {
     raised: Cell<usize>,
 }
 
-impl Sleep {
-    const fn new() -> Sleep {
-        Sleep {
+impl Record {
+    const fn new() -> Record {
+        Record {
             sp: Cell::new(0),
             alt: Cell::new(false),
             hsp: Cell::new(0),
@@ -144,9 +144,9 @@ impl Sleep {
 /// are not).
 const DEPTH: usize = 4;
 
-struct Sleeps {
+struct Records {
     n: Cell<usize>,
-    at: [Sleep; DEPTH],
+    at: [Record; DEPTH],
     /// The thread's signal stack, as the trampoline last saw it
     /// (start, end; 0, 0: none).
     alt: Cell<(usize, usize)>,
@@ -158,10 +158,10 @@ struct Sleeps {
 }
 
 thread_local! {
-    static SLEEPS: Sleeps = const {
-        Sleeps {
+    static RECORDS: Records = const {
+        Records {
             n: Cell::new(0),
-            at: [const { Sleep::new() }; DEPTH],
+            at: [const { Record::new() }; DEPTH],
             alt: Cell::new((0, 0)),
             inside: Cell::new(0),
             exit_noted: Cell::new(false),
@@ -194,8 +194,8 @@ fn on_signal_stack() -> bool {
 /// thread's own (not Send: its thread-locals).
 pub struct Rec {
     /// The record (None: not recorded, DEPTH calls were already).
-    r: Option<&'static Sleep>,
-    s: &'static Sleeps,
+    r: Option<&'static Record>,
+    s: &'static Records,
     /// The thread's records below it.
     n: usize,
     _thread: std::marker::PhantomData<*const ()>,
@@ -277,7 +277,7 @@ impl Rec {
 pub fn begin(undo: Undo, undo_with: UndoWith) -> Rec {
     // SAFETY: the thread's own thread-local, which outlives every Rec made
     // on the thread (Rec is not Send and lives on the thread's stack).
-    let s: &'static Sleeps = SLEEPS.with(|s| unsafe { &*(s as *const Sleeps) });
+    let s: &'static Records = RECORDS.with(|s| unsafe { &*(s as *const Records) });
     let n = s.n.get();
     let Some(r) = s.at.get(n) else {
         return Rec {
@@ -338,7 +338,7 @@ pub fn init() {
 /// A thread with recorded calls ends: they were jumped out of (or left by
 /// pthread_exit in a handler): undone, the latest first.
 extern "C" fn at_thread_exit(_: *mut libc::c_void) {
-    SLEEPS.with(|s| {
+    RECORDS.with(|s| {
         while let Some(top) = s.n.get().checked_sub(1) {
             if let Some(r) = s.at.get(top) {
                 undo_one(r);
@@ -353,7 +353,7 @@ extern "C" fn at_thread_exit(_: *mut libc::c_void) {
 /// the sleeps it is nested in.
 pub fn handler_runs(ctx: *const libc::c_void) {
     let tsp = stack_pointer();
-    SLEEPS.with(|s| {
+    RECORDS.with(|s| {
         s.inside.set(s.inside.get().wrapping_add(1));
         if !ctx.is_null() {
             // SAFETY: the ucontext the kernel gave an SA_SIGINFO handler;
@@ -393,11 +393,11 @@ pub fn handler_runs(ctx: *const libc::c_void) {
 
 /// The program's handler returned (`handler_runs`).
 pub fn handler_returned() {
-    SLEEPS.with(|s| s.inside.set(s.inside.get().wrapping_sub(1)));
+    RECORDS.with(|s| s.inside.set(s.inside.get().wrapping_sub(1)));
 }
 
 /// Undoes record `r` (it is left) by its `undo_with`.
-fn undo_one(r: &Sleep) {
+fn undo_one(r: &Record) {
     if r.sp.replace(0) != 0 {
         if let Some(f) = r.undo_with.get() {
             f(r.undo.get(), r.raised.replace(0));
@@ -409,7 +409,7 @@ fn undo_one(r: &Sleep) {
 /// nested in (a handler jumped out of them) undone, the latest first. A
 /// thread-local look when there are none.
 pub fn reap() {
-    SLEEPS.with(|s| {
+    RECORDS.with(|s| {
         if s.n.get() == 0 {
             return;
         }
@@ -449,7 +449,7 @@ mod tests {
     /// overflowed once they took 1.8 KiB.
     #[test]
     fn footprint() {
-        let size = std::mem::size_of::<super::Sleeps>();
+        let size = std::mem::size_of::<super::Records>();
         assert!(size <= 640, "wait_record's thread-locals take {size} bytes");
     }
 }
