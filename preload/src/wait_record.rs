@@ -34,7 +34,7 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// What undoes a laned read or write (lane.rs `undo_sleep`).
+/// What undoes a laned read or write (lane.rs `undo_call`).
 #[derive(Clone, Copy)]
 pub struct Call {
     /// The key of the call's hold of its region (lane_hold.rs).
