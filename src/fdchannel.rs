@@ -372,7 +372,9 @@ fn serve_connection(eng: &Engine, conn: &ChargedFd, uid: u32, id: u64) {
         // request first, then make room only for what the user may still
         // deposit, so that many connections cannot take the daemon's
         // descriptors even for a moment (the rest close, MSG_CTRUNC).
-        if !wait_readable(conn) {
+        // At its end, it reserves nothing: room taken here for a closed
+        // connection would refuse the user's next one for a moment.
+        if !wait_readable(conn) || recv::at_end(conn.as_raw_fd()) {
             return;
         }
         let room = reserve_up_to(&eng.depot.quota, uid, MAX_FDS as u64);

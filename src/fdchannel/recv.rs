@@ -26,6 +26,22 @@ fn control_room(nfds: usize) -> usize {
     }
 }
 
+/// Whether the connection on `fd` has ended (or holds an empty request, which
+/// ends it too): a peek with no room for files, which installs none.
+pub(super) fn at_end(fd: RawFd) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: one byte into a live local.
+    let n = unsafe {
+        libc::recv(
+            fd,
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n == 0
+}
+
 /// A nonblocking recvmsg on `fd` into `buf`, with room for `nfds` files.
 pub(super) fn recv(fd: RawFd, buf: &mut [u8], nfds: usize) -> Result<Request, Errno> {
     // u64s: aligned for cmsghdr.
