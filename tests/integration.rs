@@ -133,6 +133,7 @@ fn run_script(name: &str, threads: Option<&str>, lanes: Option<&str>) {
     // Nothing of the script may outlive it (a reader left in the background, say).
     kill_group(pgid, libc::SIGKILL);
     let secs = started.elapsed().as_secs_f64();
+    note_time(name, threads, lanes, secs);
 
     output.seek(SeekFrom::Start(0)).expect("rewind the output");
     let mut bytes = Vec::new();
@@ -152,6 +153,24 @@ fn run_script(name: &str, threads: Option<&str>, lanes: Option<&str>) {
         panic!(
             "integration/{name}.sh: FAIL ({how}, {secs:.1}s)\n----- output -----\n{text}----- end -----"
         );
+    }
+}
+
+/// Where each script's run time is added (`.ci/run` empties it first and prints
+/// the slowest at the end: the whole run must stay under 60 minutes).
+const TIMES: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/integration-times.txt");
+
+fn note_time(name: &str, threads: Option<&str>, lanes: Option<&str>, secs: f64) {
+    use std::io::Write;
+    let threads = threads.map_or(String::new(), |t| format!(" threads={t}"));
+    let lanes = lanes.map_or(String::new(), |l| format!(" lanes={l}"));
+    let line = format!("{secs:.1} {name}{threads}{lanes}\n");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(TIMES);
+    if let Ok(mut f) = file {
+        let _ = f.write_all(line.as_bytes());
     }
 }
 
