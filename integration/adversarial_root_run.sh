@@ -28,9 +28,11 @@
 #     directory nor remove root's empty directory there;
 #  7. the directories a routed bind makes below the mount are made as B: B's symlink
 #     in the mount does not lead root's mkdir into root's 0700 directory;
-#  8. root's run in a pid namespace of its own (its grants name B's thread with a pidfd
-#     since integration/actfor_pidns.sh's fix; before, they were refused): B's connection
-#     does not carry root's credentials (SO_PEERCRED uid 0).
+#  8. root's run in a pid namespace of its own, its command dropping to B: B's send and
+#     connect to root's server carry B's uid (SCM_CREDENTIALS, SO_PEERCRED) as on the
+#     kernel while the daemon grants the supervisor's act-for; on a daemon that refuses
+#     it (no CAP_SYS_PTRACE to read the pidfd the grant names), the supervisor says so
+#     and B's calls are refused: never root's credentials (uid 0).
 #  4. B's own routed bind in a directory of B's still works, the link B's (it was
 #     root's, which B could not remove from a sticky directory).
 UDSFS_MOUNT_ARGS=(--allow-other)
@@ -221,45 +223,162 @@ say "   root's 0700 directory now holds: $(ls -lA "$SECRET" | tail -n +2 | tr '\
 [ ! -e "$SECRET/sub" ] || fail "7. root's mkdir followed B's symlink in the mount: $(ls -ld "$SECRET/sub")"
 ok "7. no directory made in root's directory through B's symlink in the mount"
 
-# 8. where the daemon refuses the supervisor's act-for grant, the supervisor's own
-# credentials must not stand in for another user's program: root's run in a pid
-# namespace of its own (the thread ids it names are not the daemon's, so every grant is
-# refused) of a command that drops to B. B's connect to root's udsfs server must not
-# show the server SO_PEERCRED uid 0 (it did: B passed for root).
+# 8. a grant the daemon refuses for another user's thread: the supervisor's own (root's)
+# credentials must not stand in for B's program (src/supervisor/actfor.rs `Grant::new`).
+# Root's run in a pid namespace of its own names B's thread with a pidfd, whose
+# /proc/TID/fdinfo the daemon reads (src/fuse/actfor.rs `in_daemon_ns`): a ptrace-mode
+# read, which a root daemon without CAP_SYS_PTRACE (a capability bounding set that lacks
+# it, as systemd's CapabilityBoundingSet= or a container's default set leave it) may not
+# make of root's supervisor. So every grant of that run is refused (EBADF), B's included.
+# One program (pid namespace of its own, started as root) connects to root's server, drops
+# to B, sends on that connection and connects again: what the server sees of B (the
+# send's SCM_CREDENTIALS, the second connection's SO_PEERCRED) is compared
+#  8a. on kernel sockets: B's uid for both (the reference);
+#  8b. through root's seccomp run on the script's daemon (all capabilities): the grants
+#      hold (integration/actfor_pidns.sh), B's uid for both, as on the kernel;
+#  8c. the same on a daemon without CAP_SYS_PTRACE: the supervisor must say that the
+#      daemon refused to let it act for B's thread (else the part is vacuous, as it was
+#      once pid namespaces got grants), and B's send and connect must be refused or carry
+#      B's uid: never uid 0 (root's supervisor's; B passed for root).
 cat >"$TMP/peer_server.py" <<'PY'
-import os, socket, struct, sys
+# peer_server.py PATH READY DONE: root's server; per connection, in order, its SO_PEERCRED
+# uid and what came on it: "scm uid N" (the SCM_CREDENTIALS of the first message) or
+# "closed" (nothing sent). Stops once DONE exists and no connection waits.
+import os, socket, struct, sys, time
+path, ready, done = sys.argv[1:4]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(sys.argv[1])
+s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+s.bind(path)
+os.chmod(path, 0o777)
 s.listen(8)
-open(sys.argv[2], "w").close()
-s.settimeout(60)
-try:
-    c, _ = s.accept()
-    pid, uid, gid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-    print("peer uid", uid, flush=True)
-except OSError as e:
-    print("accept", e, flush=True)
+open(ready, "w").close()
+s.settimeout(0.05)
+deadline = time.monotonic() + 30
+n = 0
+while time.monotonic() < deadline:
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        if os.path.exists(done):
+            break
+        continue
+    n += 1
+    _, uid, _ = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    print(f"conn {n} peer uid {uid}", flush=True)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    c.settimeout(10)
+    try:
+        data, anc, _, _ = c.recvmsg(16, socket.CMSG_SPACE(12))
+    except OSError as e:
+        print(f"conn {n} recv {e}", flush=True)
+        continue
+    scm = [struct.unpack("3i", d[:12])[1] for lvl, typ, d in anc
+           if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS]
+    print(f"conn {n} scm uid {scm[0]}" if data and scm else f"conn {n} closed" if not data
+          else f"conn {n} data without SCM_CREDENTIALS", flush=True)
+else:
+    print("timed out", flush=True)
 PY
-chmod 644 "$TMP/peer_server.py"
-rm -f "$TMP/srv.ready"
-env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- \
-    /usr/bin/python3 "$TMP/peer_server.py" "$MNT/rootsrv" "$TMP/srv.ready" >"$TMP/srv.out" 2>&1 &
-SRV=$!
-wait_for "$TMP/srv.ready" 10 "8. root's server did not start" "$TMP/srv.out"
-chmod 777 "$MNT/rootsrv"
-cout=$(unshare --pid --fork --mount-proc env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp -- \
-    setpriv --reuid="$B" --regid="$B" --clear-groups /usr/bin/python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+cat >"$TMP/peer_client.py" <<'PY'
+# peer_client.py PATH DONE B: as root, connects to PATH; as B (all ids), sends on that
+# connection, then connects again; says what each gave, and makes DONE.
+import os, socket, sys
+path, done, b = sys.argv[1], sys.argv[2], int(sys.argv[3])
+first = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+first.connect(path)
+os.setgroups([])
+os.setresgid(b, b, b)
+os.setresuid(b, b, b)
+print("ids", os.getresuid(), flush=True)
 try:
-    s.connect(sys.argv[1]); print("connected", flush=True)
+    first.send(b"x")
+    print("send sent", flush=True)
+except OSError as e:
+    print("send errno", e.errno, flush=True)
+first.close()
+second = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    second.connect(path)
+    print("connect connected", flush=True)
 except OSError as e:
     print("connect errno", e.errno, flush=True)
-' "$MNT/rootsrv" 2>&1) || true
-grep -q "^connected" <<<"$cout" && sleep 1
-kill "$SRV" 2>/dev/null || true
-wait "$SRV" 2>/dev/null || true
-say "8. B's connect from root's run in a pid namespace: $cout"
-say "   root's server saw: $(cat "$TMP/srv.out")"
-! grep -q "^peer uid 0$" "$TMP/srv.out" || fail "8. B's connection from root's run in a pid namespace carried root's credentials (SO_PEERCRED uid 0)"
-ok "8. root's run in a pid namespace does not lend B root's credentials: $(head -1 <<<"$cout")"
+second.close()
+open(done, "w").close()
+PY
+chmod 644 "$TMP/peer_server.py" "$TMP/peer_client.py"
+DONE8=$TMP/done8 # where B makes its DONE files
+mkdir -m 1777 "$DONE8"
+
+# peer_case NAME SERVER_DIR RUN...: root's server at SERVER_DIR/srv (on the kernel, or
+# through root's `udsfs run` when SERVER_DIR is in the mount), and the client in a pid
+# namespace of its own through RUN... (nothing: the kernel). Leaves the server's lines in
+# $TMP/NAME.srv, the client's in $TMP/NAME.out, its stderr in $TMP/NAME.err.
+peer_case() {
+    local name=$1 dir=$2 srv
+    shift 2
+    local done=$DONE8/$name
+    rm -f "$TMP/$name.ready"
+    if [ "$#" -gt 0 ]; then
+        env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- /usr/bin/python3 \
+            "$TMP/peer_server.py" "$dir/srv" "$TMP/$name.ready" "$done" >"$TMP/$name.srv" 2>&1 &
+    else
+        /usr/bin/python3 "$TMP/peer_server.py" "$dir/srv" "$TMP/$name.ready" "$done" >"$TMP/$name.srv" 2>&1 &
+    fi
+    srv=$!
+    wait_for "$TMP/$name.ready" 10 "8. $name: root's server did not start" "$TMP/$name.srv"
+    timeout 60 unshare --pid --fork --mount-proc "$@" /usr/bin/python3 "$TMP/peer_client.py" "$dir/srv" \
+        "$done" "$B" >"$TMP/$name.out" 2>"$TMP/$name.err" ||
+        fail "8. $name: the client failed: $(cat "$TMP/$name.out" "$TMP/$name.err")"
+    wait "$srv" || fail "8. $name: root's server failed: $(cat "$TMP/$name.srv")"
+    say "8. $name: client: $(paste -sd';' "$TMP/$name.out"); root's server: $(paste -sd';' "$TMP/$name.srv")"
+    [ -s "$TMP/$name.err" ] && say "   its stderr: $(cat "$TMP/$name.err")"
+    grep -qx "ids ($B, $B, $B)" "$TMP/$name.out" || fail "8. $name: the client did not become $B"
+    grep -qx "conn 1 peer uid 0" "$TMP/$name.srv" || fail "8. $name: root's own connection did not reach the server"
+    ! grep -q "timed out" "$TMP/$name.srv" || fail "8. $name: the client's DONE never came"
+}
+RUN_SECCOMP=(env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp --)
+# What the server sees of B (send, connect), in order.
+seen_of_b() { grep -v '^conn 1 peer uid' "$TMP/$1.srv"; }
+
+# 8a.
+mkdir -m 755 "$TMP/ksrv"
+peer_case kernel "$TMP/ksrv"
+printf 'conn 1 scm uid %s\nconn 2 peer uid %s\nconn 2 closed\n' "$B" "$B" | cmp -s - <(seen_of_b kernel) ||
+    fail "8a. the kernel's server did not see B's uid for B's send and connect: $(seen_of_b kernel | paste -sd';')"
+ok "8a. kernel: B's send and connect carry uid $B"
+
+# 8b.
+peer_case granted "$MNT" "${RUN_SECCOMP[@]}"
+! grep -q "does not let the supervisor act for" "$TMP/granted.err" ||
+    fail "8b. the daemon refused a grant: $(cat "$TMP/granted.err")"
+[ "$(seen_of_b granted)" == "$(seen_of_b kernel)" ] ||
+    fail "8b. through root's run in a pid namespace, root's server saw '$(seen_of_b granted | paste -sd';')' of B, the kernel's '$(seen_of_b kernel | paste -sd';')'"
+ok "8b. root's run in a pid namespace, grants held: B's send and connect carry uid $B, as on the kernel"
+
+# 8c.
+udsfs_unmount
+UDSFS_MOUNT_VIA=(setpriv --bounding-set=-sys_ptrace)
+udsfs_mount --allow-other
+UDSFS_MOUNT_VIA=()
+cap_eff=$(awk '/^CapEff:/ {print $2}' "/proc/$DAEMON_PID/status")
+((0x${cap_eff:-0} >> 19 & 1)) && fail "8c. the daemon kept CAP_SYS_PTRACE (bit 19): CapEff $cap_eff"
+peer_case refused "$MNT" "${RUN_SECCOMP[@]}"
+grep -q "the daemon does not let the supervisor act for thread [0-9]* (.*), whose user is not the supervisor's (uid $B)" "$TMP/refused.err" ||
+    fail "8c. the supervisor did not say that the daemon refused to let it act for B's thread (the part would prove nothing): $(cat "$TMP/refused.err")"
+got=$(seen_of_b refused | paste -sd';')
+! grep -qE '^conn [0-9]+ (scm|peer) uid 0$' <(seen_of_b refused) ||
+    fail "8c. with the grant refused, B's calls reached root's server as uid 0 (root's supervisor's credentials): $got"
+# B's send: refused, or B's uid (never sent without credentials either).
+send=$(grep '^send ' "$TMP/refused.out") || true
+case "$send" in
+"send sent") grep -qx "conn 1 scm uid $B" "$TMP/refused.srv" || fail "8c. B's send went through, the server saw: $got" ;;
+"send errno "*) grep -qx "conn 1 closed" "$TMP/refused.srv" || fail "8c. B's send failed ($send), yet the server saw: $got" ;;
+*) fail "8c. no word of B's send: $(cat "$TMP/refused.out")" ;;
+esac
+conn=$(grep '^connect ' "$TMP/refused.out") || true
+case "$conn" in
+"connect connected") grep -qx "conn 2 peer uid $B" "$TMP/refused.srv" || fail "8c. B's connect went through, the server saw: $got" ;;
+"connect errno "*) ! grep -q '^conn 2 ' "$TMP/refused.srv" || fail "8c. B's connect failed ($conn), yet the server saw: $got" ;;
+*) fail "8c. no word of B's connect: $(cat "$TMP/refused.out")" ;;
+esac
+ok "8c. a daemon without CAP_SYS_PTRACE refused root's run in a pid namespace B's grant; B's $send, $conn; root's server saw of B: '$got' (the kernel: uid $B), never uid 0"

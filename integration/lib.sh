@@ -7,6 +7,9 @@
 #     daemon log $LOG;
 #   - mounts udsfs on $MNT (`udsfs mount --background --log-file $LOG`), with the
 #     options in the array UDSFS_MOUNT_ARGS if the script set it before sourcing;
+#     a later udsfs_mount starts the daemon through the command in the array
+#     UDSFS_MOUNT_VIA if set (e.g. setpriv --bounding-set=-sys_ptrace: a daemon with
+#     fewer capabilities);
 #     set UDSFS_NO_MOUNT=1 before sourcing to mount later with `udsfs_mount`;
 #     UDSFS_LANES=off (tests/integration.rs's lanes_off pass) mounts with --no-lanes
 #     (=on: with --lanes);
@@ -343,7 +346,8 @@ mounted() {
     awk -v m="$1" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo
 }
 
-# udsfs_mount [OPTIONS...]: mount on $MNT in the background; sets DAEMON_PID.
+# udsfs_mount [OPTIONS...]: mount on $MNT in the background (through UDSFS_MOUNT_VIA's
+# command, if set); sets DAEMON_PID.
 # UDSFS_LANES=off (the cargo runner's lanes_off pass) adds --no-lanes, =on --lanes,
 # unless OPTIONS say --lanes or --no-lanes themselves; the EXIT trap then checks that the
 # mount really had (or had no) lanes (lanes_check), unless a mount asked for the other
@@ -361,7 +365,7 @@ udsfs_mount() {
     set -- ${lanes[@]+"${lanes[@]}"} "$@"
     # UDSFS_THREADS (set by the cargo runner's one-thread pass) comes first,
     # so a script's own --threads still wins.
-    out=$(timeout 30 "$UDSFS_BIN" mount --background --log-file "$LOG" ${UDSFS_THREADS:+--threads "$UDSFS_THREADS"} "$@" "$MNT" </dev/null) || rc=$?
+    out=$(timeout 30 ${UDSFS_MOUNT_VIA[@]+"${UDSFS_MOUNT_VIA[@]}"} "$UDSFS_BIN" mount --background --log-file "$LOG" ${UDSFS_THREADS:+--threads "$UDSFS_THREADS"} "$@" "$MNT" </dev/null) || rc=$?
     [ "$rc" -eq 0 ] || fail "udsfs mount --background $* $MNT exited with status $rc: $out"
     DAEMON_PID=$(printf '%s\n' "$out" | tail -n1 | tr -d '[:space:]')
     [[ $DAEMON_PID =~ ^[0-9]+$ ]] || fail "udsfs mount --background printed '$out', want the daemon PID"
