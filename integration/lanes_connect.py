@@ -14,6 +14,7 @@ import errno
 import hashlib
 import os
 import queue
+import select
 import socket
 import struct
 import sys
@@ -621,6 +622,39 @@ def shutdown_race(d):
     reap(pid, "shutdown_race %d connections, wrong: %s," % (n, stuck or "none"))
 
 
+def sockopt_epoll(d):
+    """A client that waits in epoll (registered before its lane) and asks
+    getsockopt between round trips, as uwsgi's router asks SO_ERROR after
+    each connect: SO_ERROR (five times) leaves the lane up; SO_RCVTIMEO set
+    takes it down, and the lane made again must carry the epoll registration
+    too (its move back to the data file took the new lane down for good)."""
+    srv, path = listener(d, "so")
+
+    def cl():
+        c = client(path)
+        ep = select.epoll()
+        ep.register(c.fileno(), select.EPOLLIN)
+
+        def wait():
+            return bool(ep.poll(10))
+
+        bad = pingpong_rounds(c, 100, True, wait=wait)
+        errs = []
+        for _ in range(5):
+            errs.append(c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
+            bad += pingpong_rounds(c, 20, True, wait=wait)
+        guard(c, "sockopt_epoll client after SO_ERROR")
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 30, 0))
+        bad += pingpong_rounds(c, 200, True, wait=wait)
+        guard(c, "sockopt_epoll client after SO_RCVTIMEO")
+        say("sockopt_epoll client: SO_ERROR", errs, "wrong:", bad)
+
+    pid = child(cl)
+    a, _ = srv.accept()
+    bad = pingpong_rounds(a, 400, False)
+    reap(pid, "sockopt_epoll 400 round trips, wrong: %d," % bad)
+
+
 def scribbler(d):
     """Connects to the server at DIR/victim, gets a lane, then writes over
     its own mapping of the region (udsfs only, run as another user)."""
@@ -690,5 +724,5 @@ if __name__ == "__main__":
     run_case(
         pingpong, greeting, big, before_accept, close_before_accept, nonblocking,
         seqpacket_pair, seqpacket_conn, seqpacket_full, tight, peek_waitall, vectored,
-        parked, shutdown_race, parked_timeo, gave_up, parked_down, scribbler, victim,
+        parked, shutdown_race, parked_timeo, gave_up, parked_down, sockopt_epoll, scribbler, victim,
     )

@@ -31,7 +31,7 @@ source "$(dirname "$0")/lib.sh"
 need_preload
 need_cmd python3 python3
 PROG=$ROOT/integration/lanes_connect.py
-CASES=(pingpong greeting big before_accept close_before_accept nonblocking seqpacket_pair seqpacket_conn seqpacket_full tight peek_waitall vectored parked shutdown_race parked_timeo gave_up parked_down)
+CASES=(pingpong greeting big before_accept close_before_accept nonblocking seqpacket_pair seqpacket_conn seqpacket_full tight peek_waitall vectored parked shutdown_race parked_timeo gave_up parked_down sockopt_epoll)
 mkdir -p "$TMP/k"
 
 # compare CASE WANT_LANE: CASE both ways (its names bound in $TMP/k, then in $MNT; the
@@ -56,6 +56,7 @@ compare shutdown_race direct
 compare parked_timeo direct
 compare gave_up ""
 compare parked_down ""
+compare sockopt_epoll direct
 
 # The attack: a client of another user scribbles over its region of a connection to
 # a root server.

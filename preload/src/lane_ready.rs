@@ -999,6 +999,7 @@ pub fn epoll_made(epfd: c_int) {
 pub fn move_fresh() {
     lane::fresh_ends(|fd, ino| {
         let Some(end) = laned(fd) else { return };
+        repoint(fd, ino, &end);
         for h in crate::epolls::held(fd, ino) {
             move_one(h.epfd, fd, ino, h.events, h.data, end.clone());
         }
@@ -1006,6 +1007,43 @@ pub fn move_fresh() {
         pend.retain(|p| p.fd != fd);
         set_pends(pend);
     });
+}
+
+/// The registrations of `fd` (the socket `ino`) still on an earlier lane
+/// of it, which went down and came up again before the program's next
+/// epoll call (a timeout set, say): onto `end`, the new lane's eventfds.
+/// Back on the data file instead (`wait`'s way down), their next poll would
+/// take the new lane down for good (the polled rule). The old lane's hold
+/// keeps its eventfds open until here: the new ones are other numbers.
+fn repoint(fd: c_int, ino: u64, end: &Laned) {
+    let e = errno();
+    let (h, list) = locked();
+    let mut i = 0;
+    let mut back = Vec::new();
+    let mut moved = false;
+    while i < list.len() {
+        let r = &mut list[i];
+        if !r.live || r.fd != fd || r.ino != ino || r.end.ev == end.ev {
+            i += 1;
+            continue;
+        }
+        del_end(r.epfd, &r.end);
+        if add_end(r.epfd, end, TAG | u64::from(r.id)) < 0 {
+            back.push(list.swap_remove(i));
+            continue;
+        }
+        r.end = end.clone();
+        moved = true;
+        i += 1;
+    }
+    set_count(list);
+    drop(h);
+    back.iter().for_each(to_data_file);
+    if moved {
+        // A thread asleep on the set looks at the new ring.
+        futex::eventfd_signal(end.ev);
+    }
+    set_errno(e);
 }
 
 fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned) {

@@ -291,6 +291,13 @@ fn eligible(s: &Arc<Socket>) -> Result<(Arc<Socket>, usize)> {
         || peek_off
         || s.polled.load(Ordering::Acquire)
     {
+        log::debug!(
+            "socket {}: no lane for good (passcred {}, shut {}, peek_off {peek_off}, polled {})",
+            s.id,
+            st.may_passcred(),
+            st.shutdown,
+            s.polled.load(Ordering::Acquire)
+        );
         return Err(Errno::EOPNOTSUPP);
     }
     // What waits of the end's asker (a poll registration, a plain read)
@@ -304,12 +311,13 @@ fn eligible(s: &Arc<Socket>) -> Result<(Arc<Socket>, usize)> {
             !(read && reads.get() > READS_UNDER_LANE) && goes_on(w, asker)
         })
     };
-    let quiet = st.queue.bytes() == 0
-        && st.queue.msgs().is_empty()
-        && st.err.is_none()
-        && !waits(st.queue.readers())
-        && !waits(st.queue.writers());
+    let queued = st.queue.bytes() != 0 || !st.queue.msgs().is_empty() || st.err.is_some();
+    let quiet = !queued && !waits(st.queue.readers()) && !waits(st.queue.writers());
     if !quiet {
+        log::debug!(
+            "socket {}: no lane yet (queued {queued}, someone waits in the daemon; asker {asker})",
+            s.id
+        );
         return Err(Errno::EAGAIN);
     }
     Ok((peer, st.sndbuf))
@@ -479,14 +487,23 @@ impl Engine {
                 Some(l) => l.clone(),
                 None => {
                     s.lane_asked.store(true, Ordering::Release);
-                    let l = self.lane_insert(&mut map, s, c, true)?;
+                    let l = self.lane_insert(&mut map, s, c, true).inspect_err(|e| {
+                        log::debug!("socket {}: lane asked by thread {}: {e}", s.id, c.tid)
+                    })?;
                     drop(map);
                     self.lane_wake(&l);
                     l
                 }
             }
         };
-        self.claim_end(&lane, s, c, true)
+        let got = self.claim_end(&lane, s, c, true);
+        log::debug!(
+            "socket {}: lane asked by thread {} (polls its own: {mine}): {:?}",
+            s.id,
+            c.tid,
+            got.as_ref().map(|_| ())
+        );
+        got
     }
 
     /// `Op::LaneClaim` arg 7: the library of the caller's process stops
@@ -617,6 +634,11 @@ impl Engine {
             return Err(Errno::EOPNOTSUPP);
         }
         if joined && !peer.lane_asked.load(Ordering::Acquire) {
+            log::debug!(
+                "socket {}: no lane yet (its peer {} has not asked)",
+                s.id,
+                peer.id
+            );
             return Err(Errno::EAGAIN);
         }
         // One of the mount's lanes and the daemon's five descriptors, on
@@ -696,9 +718,18 @@ impl Engine {
     /// the way down waits for an end's busy word (`lane_end`), on no
     /// request's thread: `w`, if given, is woken when it is done (or reset
     /// at `BUSY_WAIT`), and the request that needs it parks until then.
+    #[track_caller]
     pub fn lane_down(&self, s: &Socket, w: Option<&Waiter>) -> Result<()> {
         match self.lane_of(s) {
-            Some(lane) => self.lane_end(&lane, true, w),
+            Some(lane) => {
+                // Which request took it down (RUST_LOG=udsfs::engine::lane=debug).
+                log::debug!(
+                    "socket {}: lane down at {}",
+                    s.id,
+                    std::panic::Location::caller()
+                );
+                self.lane_end(&lane, true, w)
+            }
             None => Ok(()),
         }
     }
@@ -712,6 +743,7 @@ impl Engine {
 
     /// As `lane_down`, for a request that only reads the socket's state:
     /// while neither end is claimed (the rings are empty) the lane stays.
+    #[track_caller]
     pub fn lane_down_if_claimed(&self, s: &Socket, w: Option<&Waiter>) -> Result<()> {
         let Some(lane) = self.lane_of(s) else {
             return Ok(());
@@ -723,6 +755,11 @@ impl Engine {
         if unclaimed {
             return Ok(());
         }
+        log::debug!(
+            "socket {}: lane down at {}",
+            s.id,
+            std::panic::Location::caller()
+        );
         self.lane_end(&lane, true, w)
     }
 

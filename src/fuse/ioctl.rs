@@ -83,12 +83,17 @@ fn lane_need(cmd: u32, input: &[u8]) -> LaneNeed {
     if ctl == Op::Info as u32 && arg == udsfs_proto::ioctl::INFO_SETTINGS {
         return LaneNeed::Keeps;
     }
+    // SO_ERROR too: a connection's pending error is set only with its lane
+    // down (a close, a reset), so a laned end's is none (uwsgi's router asks
+    // it after each connect: it took the new lane down, and the lane made
+    // again was lost to the epoll set's move back to the data file).
     let lane_own = [
         Op::LaneClaim,
         Op::GetTimeo,
         Op::GetName,
         Op::PeerGroups,
         Op::PeerPidfd,
+        Op::TakeError,
     ]
     .map(|o| o as u32);
     let reads = [
@@ -97,7 +102,6 @@ fn lane_need(cmd: u32, input: &[u8]) -> LaneNeed {
         Op::Info,
         Op::GetSockopt,
         Op::OobOpts,
-        Op::TakeError,
     ]
     .map(|o| o as u32);
     if reads.contains(&ctl) {
