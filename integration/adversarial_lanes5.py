@@ -61,6 +61,10 @@ def client(path, n, d):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(path)
         conns.append(s)
+    # Filled once the server accepted each (and asked for its lane): a
+    # connection filled before, through the daemon, gets no lane (its
+    # bytes queued), and the case would try nothing on it (load ~20).
+    wait_file(f"{d}/accepted", 30)
     got = [fill(s, i) for i, s in enumerate(conns)]
     lanes = [lane_status(s) for s in conns]
     with open(f"{d}/counts.tmp", "w") as f:
@@ -86,6 +90,7 @@ def server(path, n, d, npairs):
         except BlockingIOError:
             first.append(b"")
         conns.append(c)
+    open(f"{d}/accepted", "w").close()
     wait_file(f"{d}/counts")
     counts = [int(x) for x in open(f"{d}/counts").read().split()]
     # every lane down first (each ring's bytes into the engine's queue), then the reads
@@ -131,6 +136,7 @@ def own_fill(path, n, d):
             except BlockingIOError:
                 pass
             conns.append(c)
+        open(f"{d}/accepted", "w").close()
         wait_file(f"{d}/counts")
     a, b = socket.socketpair()
     c, w = fill(a, 0)

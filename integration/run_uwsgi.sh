@@ -45,13 +45,24 @@ def lanes(ids):
             continue
         out += [l[5:] for l in st if l.startswith("lane=")]
     return out
-before = set(os.listdir(os.path.join(u, "sock")))
+# Socket numbers are reused as soon as a socket is released (the last hop's may go
+# after this listing): a socket is its number and its directory's inode, which is not.
+def listing():
+    d = os.path.join(u, "sock")
+    out = set()
+    for i in os.listdir(d):
+        try:
+            out.add((i, os.lstat(os.path.join(d, i)).st_ino))
+        except OSError:
+            pass
+    return out
+before = listing()
 s = socket.socket(socket.AF_UNIX)
 s.connect(sock)
 s.sendall(b"POST /held HTTP/1.0\r\nContent-Length: 10\r\n\r\nhello")
 end = time.monotonic() + 10
 while True:
-    seen = lanes(set(os.listdir(os.path.join(u, "sock"))) - before)
+    seen = lanes({i for i, _ in listing() - before})
     if (len(seen) >= want and all(l == lane for l in seen)) or time.monotonic() > end:
         break
     time.sleep(0.05)
@@ -121,6 +132,7 @@ for hop in direct:2 front:4; do
     got=$(via -- timeout 30 python3 "$TMP/held.py" "$MNT/held/${hop%:*}.sock" "$U" "${hop#*:}" "$lane" 2>&1) || true
     say "$got"
     printf '%s\n' "$got" | grep -qx "held on ${hop%:*}.sock: ${hop#*:} new sockets, lanes $lane" ||
+        { tail -n 30 "$TMP/uwsgi-held/uwsgi.log" | sed 's/^/   uwsgi.log| /' >&2; false; } ||
         fail "a request held on ${hop%:*}.sock: want its ${hop#*:} sockets lane=$lane: $got"
     printf '%s\n' "$got" | grep -qx 'uwsgi saw POST /held?, 10 bytes, md5 fc5e038d38a57032085441e7fe7010b0' ||
         fail "the held request on ${hop%:*}.sock did not get its answer: $got"
