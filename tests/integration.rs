@@ -219,6 +219,7 @@ scripts!(
     adversarial_floods,
     adversarial_lanes,
     adversarial_more,
+    adversarial_netns_caps,
     adversarial_observers,
     adversarial_pool,
     adversarial_root_run,

@@ -17,6 +17,15 @@ pub fn of_thread(tid: u32) -> Option<NetNs> {
     crate::procfs::ns_inode(tid, "net")
 }
 
+/// Whether thread `tid`, whose namespace link the daemon may not read
+/// (`procfs::ns_link`: EACCES), is in the daemon's namespace: by its
+/// `/proc/<tid>/net/unix` entry, one per namespace, readable by anyone.
+pub fn is_daemons(tid: u32) -> bool {
+    static OWN: OnceLock<Option<u64>> = OnceLock::new();
+    let own = *OWN.get_or_init(|| crate::procfs::net_unix_inode("self"));
+    own.is_some() && crate::procfs::net_unix_inode(&tid.to_string()) == own
+}
+
 /// Opens the held /proc descriptor now, so that it does not show up as a
 /// new descriptor of the daemon on the first abstract name.
 pub fn prepare() {
@@ -54,5 +63,7 @@ mod tests {
         assert_eq!(of_thread(tid), Some(own()));
         assert_ne!(own(), 0);
         assert_eq!(of_thread(0), None);
+        assert!(is_daemons(tid));
+        assert!(!is_daemons(0));
     }
 }
