@@ -15,7 +15,8 @@
 #   2. a daemon with every capability: the kernel's answers;
 #   3. a daemon without CAP_SYS_PTRACE: the kernel's answers (a namespace it cannot read
 #      finds no names: the prober's own connect within its namespace may be refused),
-#      and root's and B's processes in the host's namespace still find their names.
+#      and root's and B's processes in the host's namespace still find their names (root's
+#      through the supervisor too).
 # shellcheck disable=SC2034 # read by lib.sh
 UDSFS_NO_MOUNT=1
 source "$(dirname "$0")/lib.sh"
@@ -215,6 +216,12 @@ say "the daemon: ${why#*] }"
 got=$(on_fs udsfs "${PROBE[@]}" connect "$NAME" "$MNT" "$S" 2>&1 | grep -v -e "^where:" -e "^done$") || true
 [ "$got" == "connect: ok" ] ||
     fail "3. root's client in the host's namespace does not reach root's server: $got"
+# The same client carried by the supervisor (its act-for grants name threads the daemon
+# cannot read either).
+got=$(env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" --front seccomp -- \
+    "${PROBE[@]}" connect "$NAME" "$MNT" "$S" 2>&1 | grep -v -e "^where:" -e "^done$") || true
+[ "$got" == "connect: ok" ] ||
+    fail "3. root's client through the supervisor in the host's namespace does not reach root's server: $got"
 stop_host_server noptrace
 "${AS_B[@]}" env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- \
     "${PROBE[@]}" serve "$NAME-b" "$MNT" "$S" >"$TMP/b.srv" 2>&1 &

@@ -778,8 +778,13 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
     };
     if same && let Some(status) = target {
         // Read now: where the granting thread is for this request.
+        // One the daemon may not read (no CAP_SYS_PTRACE) is the daemon's
+        // only when its /proc/TID/net says so (as Caller::netns).
         let netns = granter_netns.then(|| {
-            crate::engine::netns::of_thread(tid).unwrap_or_else(crate::engine::netns::unknown)
+            use crate::engine::netns;
+            netns::of_thread(tid)
+                .or_else(|| netns::is_daemons(tid).then(netns::own))
+                .unwrap_or_else(netns::unknown)
         });
         return ActFor {
             tid: who.0,
