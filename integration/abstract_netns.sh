@@ -37,16 +37,19 @@ read -r NS_B NS_L <"$TMP/ns-ready"
     fail "unshare -n did not give a namespace of its own"
 ok "@both is bound in two namespaces at once, on one mount"
 
-# From the host: only the host's names; `.udsfs/abstract/` lists every namespace's,
-# each name once, and `.udsfs/unix` every socket.
+# From the host: only the host's names, in `.udsfs/abstract/` and `.udsfs/unix` too (as
+# /proc/net/unix shows only the reader's namespace's sockets: another namespace's names,
+# a container's, are not the host's to list).
 [ -e "$U/abstract/host-only" ] || fail "the host does not find @host-only"
 exec {c_fd}<>"$U/stream/clone"
 read -r _ <&"$c_fd"
 expect_errno ECONNREFUSED ctl "$c_fd" "connect @ns-only"
 expect_errno ENOENT cat "$U/abstract/ns-only"
-ls "$U/abstract" | grep -qx ns-only || fail ".udsfs/abstract/ does not list @ns-only"
+! ls "$U/abstract" | grep -qx ns-only || fail ".udsfs/abstract/ lists the other namespace's @ns-only to the host"
+ls "$U/abstract" | grep -qx host-only || fail ".udsfs/abstract/ does not list the host's @host-only"
 expect_eq "how often .udsfs/abstract/ lists @both" "$(ls "$U/abstract" | grep -cx both)" 1
-expect_eq "sockets bound at @both in .udsfs/unix" "$(awk '$8 == "@both"' "$U/unix" | wc -l)" 2
+expect_eq "sockets bound at @both in .udsfs/unix" "$(awk '$8 == "@both"' "$U/unix" | wc -l)" 1
+expect_eq "sockets bound at @ns-only in .udsfs/unix" "$(awk '$8 == "@ns-only"' "$U/unix" | wc -l)" 0
 # A datagram to @both from the host reaches the host's socket only.
 new_sock S dgram
 expect_ok ctl "$S_FD" "connect @both"
@@ -61,6 +64,10 @@ in_ns bash -c '
     [ -e "$1/abstract/ns-only" ] || fail "@ns-only not found in its own namespace"
     [ ! -e "$1/abstract/host-only" ] || fail "@host-only found from another namespace"
     [ ! -e "$1/abstract/${2#@}" ] || fail "the host autobind $2 found from another namespace"
+    ls "$1/abstract" | grep -qx ns-only || fail ".udsfs/abstract/ does not list its @ns-only"
+    ! ls "$1/abstract" | grep -qx host-only || fail ".udsfs/abstract/ lists the host'"'"'s @host-only"
+    [ "$(awk "\$8 == \"@ns-only\"" "$1/unix" | wc -l)" = 1 ] || fail ".udsfs/unix does not show its @ns-only"
+    [ "$(awk "\$8 == \"@host-only\"" "$1/unix" | wc -l)" = 0 ] || fail ".udsfs/unix shows the host'"'"'s @host-only"
     exec 3<>"$1/stream/clone"; read -r _ <&3
     echo "connect @ns-only" >&3 || fail "connect @ns-only from its own namespace"
     exec 5<>"$1/stream/clone"; read -r _ <&5

@@ -111,12 +111,14 @@ impl Engine {
         out
     }
 
-    /// Every socket as Linux's /proc/net/unix prints it.
-    pub fn proc_net_unix(&self) -> String {
+    /// Every socket of network namespace `ns` (the reader's) as Linux's
+    /// /proc/net/unix prints it: another namespace's sockets and names are
+    /// not the reader's to see (a container's, say).
+    pub fn proc_net_unix(&self, ns: super::netns::NetNs) -> String {
         let mut out = String::from("Num       RefCount Protocol Flags    Type St Inode Path\n");
         for (id, dir) in self.dirs() {
             let s = &dir.sock;
-            if s.id != id {
+            if s.id != id || s.netns != ns {
                 continue;
             }
             let st = s.lock();
@@ -160,8 +162,12 @@ impl Engine {
         out
     }
 
-    /// Bound abstract names, for `.udsfs/abstract/`.
-    pub fn abstract_names(&self) -> Vec<(super::netns::NetNs, SockType, Vec<u8>, Arc<Socket>)> {
-        self.names.abstract_names()
+    /// The abstract names bound in network namespace `ns` (the reader's),
+    /// for `.udsfs/abstract/`.
+    pub fn abstract_names(&self, ns: super::netns::NetNs) -> Vec<(SockType, Vec<u8>, Arc<Socket>)> {
+        let all = self.names.abstract_names().into_iter();
+        all.filter(|(n, ..)| *n == ns)
+            .map(|(_, t, name, s)| (t, name, s))
+            .collect()
     }
 }

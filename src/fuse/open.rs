@@ -268,7 +268,10 @@ impl Inner {
                 }
                 (fh, ctl_open_flags())
             }),
-            Node::Ctrl(Ctrl::Unix) => i.snapshot(i.eng.proc_net_unix(), &c).map(|fh| (fh, direct)),
+            Node::Ctrl(Ctrl::Unix) => {
+                let text = i.eng.proc_net_unix(c.netns());
+                i.snapshot(text, &c).map(|fh| (fh, direct))
+            }
             Node::Ctrl(Ctrl::Capture) => {
                 i.open_capture(None, &c).map(|fh| (fh, socket_open_flags()))
             }

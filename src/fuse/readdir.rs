@@ -152,7 +152,7 @@ impl Inner {
             Node::Ctrl(Ctrl::AbstractDir) => {
                 let mut out = dots_after(node.ino(), Node::Ctrl(Ctrl::Root).ino(), 0);
                 let mut first: HashMap<Vec<u8>, u64> = HashMap::new();
-                for (_, _, name, s) in self.eng.abstract_names() {
+                for (_, name, s) in self.eng.abstract_names(c.netns()) {
                     let Some(shown) = listed_name(&name) else {
                         log::info!(
                             "abstract name {} cannot be a directory entry: not listed",
