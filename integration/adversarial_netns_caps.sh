@@ -10,7 +10,8 @@
 # of its own (B's own user and network namespace; one root made, B inside; root inside
 # one) then: (a) connects to @NAME (kernel: ECONNREFUSED), (b) binds @NAME (kernel: ok,
 # its own namespace), (c) looks up .udsfs/abstract/NAME (kernel: /proc/net/unix has no
-# @NAME), and holds @NAME-squat while the host binds it (kernel: ok).
+# @NAME; nor do .udsfs/abstract/, .udsfs/unix and, to a reader other than root,
+# .udsfs/graph), and holds @NAME-squat while the host binds it (kernel: ok).
 #   1. the kernel's answers;
 #   2. a daemon with every capability: the kernel's answers;
 #   3. a daemon without CAP_SYS_PTRACE: the kernel's answers (a namespace it cannot read
@@ -66,9 +67,16 @@ def found(n):
 
 
 def listed(n):
-    if on_udsfs():
-        return "yes" if n in os.listdir(f"{mnt}/.udsfs/abstract") else "no"
-    return found(n)
+    """Whether this namespace's listings show @n: the mount's .udsfs/abstract/,
+    .udsfs/unix and (a reader other than root: GRAPH_SCOPED) .udsfs/graph; or
+    /proc/net/unix."""
+    if not on_udsfs():
+        return found(n)
+    shows = n in os.listdir(f"{mnt}/.udsfs/abstract")
+    shows |= any(l.split()[-1:] == [f"@{n}"] for l in open(f"{mnt}/.udsfs/unix"))
+    if os.environ.get("GRAPH_SCOPED"):
+        shows |= f"@{n}" in open(f"{mnt}/.udsfs/graph").read()
+    return "yes" if shows else "no"
 
 
 print("where:", "udsfs" if on_udsfs() else "kernel", flush=True)
@@ -86,13 +94,13 @@ elif mode == "bind":
 elif mode == "probe":
     print("connect to the host's name:", res(lambda: stream().connect("\0" + name)))
     print("the host's name found:", found(name))
+    print("the listings show the host's name:", listed(name))
     mine = stream()
     print("bind the host's name:", res(lambda: mine.bind("\0" + name)))
     own = stream()
     print("bind a name of its own:", res(lambda: own.bind("\0" + name + "-own")))
     own.listen(4)
     print("note own connect:", res(lambda: stream().connect("\0" + name + "-own")))
-    print("note listing shows the host's name:", listed(name))
     sq = stream()
     print("bind @NAME-squat:", res(lambda: sq.bind("\0" + name + "-squat")), flush=True)
     open(f"{tmp}/held", "w").close()
@@ -116,8 +124,8 @@ AS_B=(setpriv --reuid="$B" --regid="$B" --clear-groups)
 PROBERS=(b-userns b-netns root-netns)
 prober() {
     case $1 in
-    b-userns) "${AS_B[@]}" unshare -rn "${@:2}" ;;
-    b-netns) unshare -n "${AS_B[@]}" "${@:2}" ;;
+    b-userns) "${AS_B[@]}" unshare -rn env GRAPH_SCOPED=1 "${@:2}" ;;
+    b-netns) unshare -n "${AS_B[@]}" env GRAPH_SCOPED=1 "${@:2}" ;;
     root-netns) unshare -n "${@:2}" ;;
     esac
 }
@@ -166,7 +174,8 @@ for who in "${PROBERS[@]}"; do
     [ "$(note "kernel-$who" "own connect")" == ok ] || fail "1. $who: the kernel refused the prober's own name"
 done
 stop_host_server kernel
-printf '%s\n' "connect to the host's name: ECONNREFUSED" "the host's name found: no" "bind the host's name: ok" \
+printf '%s\n' "connect to the host's name: ECONNREFUSED" "the host's name found: no" \
+    "the listings show the host's name: no" "bind the host's name: ok" \
     "bind a name of its own: ok" "bind @NAME-squat: ok" "the host: bind: ok" |
     cmp -s - <(answers kernel-b-userns) || fail "1. the kernel's answers are not the expected ones: $(answers kernel-b-userns | paste -sd';')"
 ok "1. kernel: from a network namespace of its own, the host's @$NAME is out of reach and free to bind"
@@ -189,7 +198,7 @@ for who in "${PROBERS[@]}"; do
     [ "$(note "full-$who" "own connect")" == ok ] || fail "2. $who: its own name refused it: $(note "full-$who" "own connect")"
 done
 stop_host_server full
-ok "2. a daemon with every capability: the kernel's answers for ${PROBERS[*]}; listing .udsfs/abstract/ shows the host's name: $(note full-b-userns "listing shows the host's name") (every namespace's, by design)"
+ok "2. a daemon with every capability: the kernel's answers for ${PROBERS[*]} (.udsfs/abstract/, .udsfs/unix and B's .udsfs/graph do not list the host's name)"
 
 # 3. A daemon without CAP_SYS_PTRACE.
 udsfs_unmount

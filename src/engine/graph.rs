@@ -28,12 +28,15 @@ fn quoted(s: &str) -> String {
 
 impl Engine {
     pub fn graph_dot(&self) -> String {
-        self.graph_dot_for(true)
+        self.graph_dot_for(true, None)
     }
 
     /// The graph; `flight`: with what is in flight and the collector's
     /// verdict, which Linux shows no user (only root reads them here).
-    pub fn graph_dot_for(&self, flight: bool) -> String {
+    /// `ns`: only the sockets of that network namespace (a reader other
+    /// than root: as `.udsfs/unix`, another namespace's are not its to see).
+    pub fn graph_dot_for(&self, flight: bool, ns: Option<super::netns::NetNs>) -> String {
+        let shown = |s: &Socket| ns.is_none_or(|ns| s.netns == ns);
         let view = self.gc.view();
         let mut out = String::from(
             "digraph udsfs {\n  rankdir=LR;\n  node [shape=box, style=rounded, fontname=\"monospace\"];\n",
@@ -43,7 +46,7 @@ impl Engine {
         for (id, dir) in self.dirs() {
             let s = &dir.sock;
             // Received entries are further names of a socket listed under its own number.
-            if s.id != id {
+            if s.id != id || !shown(s) {
                 continue;
             }
             seen.insert(id);
@@ -78,7 +81,10 @@ impl Engine {
             }
             let _ = writeln!(out, "  s{id} [{attrs}];");
             let (peer, pending) = match &st.conn {
-                Conn::Listening { pending, .. } => (None, pending.iter().map(|e| e.id).collect()),
+                Conn::Listening { pending, .. } => {
+                    let shown = pending.iter().filter(|e| shown(e));
+                    (None, shown.map(|e| e.id).collect())
+                }
                 Conn::Connected { peer, .. } => (Some(peer.clone()), Vec::new()),
                 Conn::Unconnected { .. } | Conn::Closed => (None, Vec::new()),
             };
@@ -90,7 +96,7 @@ impl Engine {
                     "  s{id} -> s{e} [label=\"pending\", style=dashed, arrowhead=odiamond];"
                 );
             }
-            if let Some(peer) = peer {
+            if let Some(peer) = peer.filter(|p| shown(p)) {
                 let mutual = Socket::peer(&peer.lock()).is_some_and(|p| p.id == id);
                 if !mutual {
                     let _ = writeln!(edges, "  s{id} -> s{} [label=\"peer\"];", peer.id);

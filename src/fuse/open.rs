@@ -279,7 +279,11 @@ impl Inner {
                 .open_capture(Some(generation), &c)
                 .map(|fh| (fh, socket_open_flags())),
             Node::Ctrl(Ctrl::Graph) => i
-                .snapshot(i.eng.graph_dot_for(c.is_root()), &c)
+                .snapshot(
+                    i.eng
+                        .graph_dot_for(c.is_root(), (!c.is_root()).then(|| c.netns())),
+                    &c,
+                )
                 .map(|fh| (fh, direct)),
             Node::Ctrl(Ctrl::FdChannel) => i
                 .snapshot(crate::fdchannel::published_name(), &c)
