@@ -251,6 +251,38 @@ pub fn open_ns(tid: u32, kind: &str) -> io::Result<std::os::fd::OwnedFd> {
     std::fs::File::open(format!("/proc/{tid}/ns/{kind}")).map(Into::into)
 }
 
+/// `/proc/<tid>/ns/<kind>` opened on the held /proc descriptor (O_CLOEXEC),
+/// with the inode it names: a descriptor that keeps the namespace, and so
+/// its number, alive. Fails as `ns_link` does.
+pub fn hold_ns(tid: u32, kind: &str) -> io::Result<(std::os::fd::OwnedFd, u64)> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    if tid == 0 {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    let path = std::ffi::CString::new(format!("{tid}/ns/{kind}"))?;
+    let dir = proc_dir().ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+    // SAFETY: openat reads a NUL-terminated path and makes a descriptor.
+    let raw = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes into st, a stat it is given.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((fd, st.st_ino))
+}
+
 /// One line of a user namespace's `uid_map` or `gid_map`: `count` ids from
 /// `inside` (in the namespace) are `outside` and on (in the reader's
 /// namespace, here the daemon's).

@@ -220,6 +220,7 @@ scripts!(
     adversarial_lanes,
     adversarial_more,
     adversarial_netns_caps,
+    adversarial_netns_reuse,
     adversarial_observers,
     adversarial_pool,
     adversarial_root_run,

@@ -109,7 +109,7 @@ impl Engine {
             .dir(other.id)
             .map_or((caller.fsuid, caller.fsgid), |d| (d.uid, d.gid));
         // Made in the client's socket's namespace (unix_create1(sock_net(sk))).
-        let embryo = self.new_socket_for(s.ty, (uid, gid), caller.fsuid, s.netns, true)?;
+        let embryo = self.new_socket_for(s.ty, (uid, gid), caller.fsuid, s.netns_held(), true)?;
         embryo.refs.store(1, Ordering::Release);
         let client_cred = caller.peer_creds();
         let client_pin = self.pin_peer(client_cred);

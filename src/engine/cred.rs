@@ -192,6 +192,10 @@ pub struct Caller {
     pub unique: u64,
     status: OnceLock<ProcStatus>,
     netns: OnceLock<NetNs>,
+    /// The thread `netns` is read from (the caller's own unless a "netns"
+    /// grant names the granter's; 0: a number given alone, tests): the
+    /// namespace a new socket's pin opens (netns_pin.rs).
+    netns_of: u32,
     userns: OnceLock<Option<UserNs>>,
     /// Under an act-for grant: the target's credentials as checked for
     /// this request (`with_checked`).
@@ -207,6 +211,7 @@ impl Caller {
             unique: 0,
             status: OnceLock::new(),
             netns: OnceLock::new(),
+            netns_of: tid,
             userns: OnceLock::new(),
             checked: None,
         }
@@ -298,11 +303,23 @@ impl Caller {
         })
     }
 
-    /// A caller in network namespace `ns` (tests; a supervisor's "netns"
-    /// act-for grant, src/fuse/actfor.rs).
+    /// A caller in network namespace `ns`, a number with no thread behind
+    /// it (tests): its sockets hold no namespace open.
     pub fn in_netns(self, ns: NetNs) -> Caller {
+        self.in_netns_of(ns, 0)
+    }
+
+    /// A caller in network namespace `ns`, which thread `tid` is in (a
+    /// supervisor's "netns" act-for grant, src/fuse/actfor.rs: the granter).
+    pub fn in_netns_of(mut self, ns: NetNs, tid: u32) -> Caller {
         let _ = self.netns.set(ns);
+        self.netns_of = tid;
         self
+    }
+
+    /// The thread the caller's network namespace is read from (0: none).
+    pub fn netns_thread(&self) -> u32 {
+        self.netns_of
     }
 
     /// The caller's network namespace, read once, when it makes a socket

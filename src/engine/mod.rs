@@ -27,6 +27,7 @@ mod msgpath;
 mod name_key;
 mod name_table;
 pub mod netns;
+mod netns_pin;
 mod observe;
 mod oob;
 mod peer_close;
@@ -87,6 +88,7 @@ pub use wait::{ThreadWaiter, Waiter, Wake};
 pub use wakeups::Wakeups;
 
 use name_table::NameTable;
+use netns_pin::Pin as NetnsPin;
 use quota::Quota;
 use sock_table::SockTable;
 use tree::Tree;
@@ -195,6 +197,9 @@ pub struct Engine {
     pub depot: rights::Depot,
     /// Pidfds of senders and peers, made while they surely live.
     pub pins: pins::Pins,
+    /// The network namespaces sockets are filed under, held open while
+    /// they live (netns_pin.rs).
+    netns_pins: netns_pin::NetnsPins,
     /// Observers of every message and connection event (tap.rs).
     pub taps: tap::Taps,
     /// The fault rules (src/fault/), asked where a message is queued, a
@@ -232,6 +237,7 @@ impl Engine {
             unopened: Mutex::new(Default::default()),
             depot: rights::Depot::new(Arc::new(quota::Quota::new("descriptors held for clients"))),
             pins: pins::Pins::default(),
+            netns_pins: Default::default(),
             taps: tap::Taps::default(),
             faults: crate::fault::Rules::default(),
             delays: Default::default(),
@@ -273,18 +279,45 @@ impl Engine {
     /// The socket is made in the caller's network namespace (one readlinkat
     /// of `/proc/<tid>/ns/net`, netns.rs).
     fn new_socket(&self, ty: SockType, caller: &Caller, checked: bool) -> Result<Arc<Socket>> {
-        let (uid, ns) = (caller.fsuid, caller.netns());
+        let uid = caller.fsuid;
+        let ns = self.pin_netns(caller, checked)?;
         self.new_socket_for(ty, (uid, caller.fsgid), uid, ns, checked)
     }
 
+    /// The caller's network namespace for a new socket, held open while
+    /// the socket lives (netns_pin.rs). A caller whose namespace is no
+    /// longer the one read (gone meanwhile) gets an unknown one: its call
+    /// is moot, and the number may be another namespace's by now. Past the
+    /// descriptor quota: ENFILE (`checked`), else unknown as well.
+    fn pin_netns(
+        &self,
+        caller: &Caller,
+        checked: bool,
+    ) -> Result<(netns::NetNs, Option<NetnsPin>)> {
+        let ns = caller.netns();
+        let tid = caller.netns_thread();
+        match self
+            .netns_pins
+            .pin(&self.depot.quota, ns, tid, caller.fsuid)
+        {
+            Ok(pin) => Ok((ns, pin)),
+            Err(Errno::ESRCH) => Ok((netns::unknown(), None)),
+            Err(_) if checked => Err(Errno::ENFILE),
+            Err(e) => {
+                log::warn!("network namespace {ns} not held open ({e}): its socket is filed apart");
+                Ok((netns::unknown(), None))
+            }
+        }
+    }
+
     /// `new_socket` owned by `owner` (uid, gid), counted against `charged`,
-    /// made in network namespace `ns`.
+    /// made in network namespace `ns` (with its pin, if it needs one).
     pub(super) fn new_socket_for(
         &self,
         ty: SockType,
         (uid, gid): (u32, u32),
         charged: u32,
-        ns: netns::NetNs,
+        (ns, pin): (netns::NetNs, Option<NetnsPin>),
         checked: bool,
     ) -> Result<Arc<Socket>> {
         if !checked {
@@ -301,7 +334,7 @@ impl Engine {
         let (_, SockDir { sock, .. }) = self.socks.insert(|id| SockDir {
             sock: Arc::new(
                 Socket::new(id, generation, ty, defaults)
-                    .in_netns(ns)
+                    .in_netns(ns, pin)
                     .owned_by(uid, gid),
             ),
             uid,

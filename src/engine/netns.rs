@@ -38,8 +38,17 @@ pub fn prepare() {
 /// Filing it in the daemon's would let a process in any network namespace
 /// reach (and squat) that namespace's abstract names; alone, it finds none.
 pub fn unknown() -> NetNs {
-    static NEXT: AtomicU64 = AtomicU64::new(1 << 63);
+    static NEXT: AtomicU64 = AtomicU64::new(UNKNOWN_FIRST);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Where `unknown`'s numbers start: far above any nsfs inode (32 bits).
+const UNKNOWN_FIRST: NetNs = 1 << 63;
+
+/// Whether `ns` is one of `unknown`'s numbers, which no namespace has and
+/// none is ever given twice.
+pub fn is_unknown(ns: NetNs) -> bool {
+    ns >= UNKNOWN_FIRST
 }
 
 /// The daemon's own namespace: where a caller that vanished before its

@@ -488,6 +488,10 @@ pub struct Socket {
     /// or sends to are looked up there, whichever namespace the thread that
     /// binds, connects or sends is in by then.
     pub netns: super::netns::NetNs,
+    /// `netns` held open while the socket lives, so that its number goes
+    /// to no other namespace (src/engine/netns_pin.rs); None: the daemon's
+    /// namespace, an unknown one, or a number given alone (tests).
+    netns_pin: Option<super::netns_pin::Pin>,
     /// Extra `.udsfs/sock/H` entries that refer to this socket: a lock of
     /// their own (taken with no other inside it), so that who may open the
     /// socket can be asked while another socket's state is locked
@@ -529,9 +533,19 @@ pub struct SockDefaults {
 }
 
 impl Socket {
-    /// The socket, made in network namespace `ns`.
-    pub fn in_netns(self, ns: super::netns::NetNs) -> Socket {
-        Socket { netns: ns, ..self }
+    /// The socket, made in network namespace `ns`, which `pin` holds open.
+    pub fn in_netns(self, ns: super::netns::NetNs, pin: Option<super::netns_pin::Pin>) -> Socket {
+        Socket {
+            netns: ns,
+            netns_pin: pin,
+            ..self
+        }
+    }
+
+    /// Its network namespace, and that namespace held open once more (for
+    /// a socket made in the same namespace: an accept's embryo).
+    pub(crate) fn netns_held(&self) -> (super::netns::NetNs, Option<super::netns_pin::Pin>) {
+        (self.netns, self.netns_pin.clone())
     }
 
     /// Its inode owned by (`uid`, `gid`), the creator's.
@@ -577,6 +591,7 @@ impl Socket {
             options: Default::default(),
             capture_proto: Mutex::new(None),
             netns: 0,
+            netns_pin: None,
             aliases: Mutex::new(Vec::new()),
             last_opener: AtomicU32::new(u32::MAX),
             polled: AtomicBool::new(false),

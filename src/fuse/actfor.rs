@@ -711,8 +711,9 @@ pub struct ActFor {
     /// (engine::cred's `with_checked`): its status, if an operation reads
     /// it, carries them.
     pub checked: Option<CheckedCreds>,
-    /// Under a "netns" grant, the granting thread's network namespace.
-    pub netns: Option<crate::engine::netns::NetNs>,
+    /// Under a "netns" grant, the granting thread's network namespace, and
+    /// that thread (whose namespace a new socket holds open).
+    pub netns: Option<(crate::engine::netns::NetNs, u32)>,
 }
 
 /// The (thread, fsuid, fsgid) a request of thread `tid` is made for, and
@@ -782,9 +783,10 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
         // only when its /proc/TID/net says so (as Caller::netns).
         let netns = granter_netns.then(|| {
             use crate::engine::netns;
-            netns::of_thread(tid)
+            let ns = netns::of_thread(tid)
                 .or_else(|| netns::is_daemons(tid).then(netns::own))
-                .unwrap_or_else(netns::unknown)
+                .unwrap_or_else(netns::unknown);
+            (ns, tid)
         });
         return ActFor {
             tid: who.0,
@@ -904,7 +906,11 @@ mod tests {
         assert!(caller_of(me, 0, 0).netns.is_none());
         set(&fds(), me, 0, format!("{pid} netns").as_bytes()).unwrap();
         let own_ns = crate::engine::netns::of_thread(me);
-        assert_eq!(caller_of(me, 0, 0).netns, own_ns, "the granter's namespace");
+        assert_eq!(
+            caller_of(me, 0, 0).netns,
+            own_ns.map(|ns| (ns, me)),
+            "the granter's namespace, and the granter"
+        );
         assert_eq!(
             set(&fds(), me, 0, format!("{pid} x").as_bytes()),
             Err(libc::EINVAL)

@@ -39,8 +39,8 @@ fn caller(req: &Request) -> Caller {
 
 fn caller_as(req: &Request, who: actfor::ActFor) -> Caller {
     let mut c = Caller::again(who.tid, who.uid, who.gid, who.status).with_checked(who.checked);
-    if let Some(ns) = who.netns {
-        c = c.in_netns(ns);
+    if let Some((ns, granter)) = who.netns {
+        c = c.in_netns_of(ns, granter);
     }
     c.unique = req.unique().0;
     c

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# adversarial_netns_reuse.sh: a socket keeps its network namespace alive, so that the
+# namespace's number never goes to another namespace while the socket lives. Linux's
+# socket holds a reference on its namespace (sock_net); a namespace is known by its nsfs
+# inode number, and the kernel gives a freed number to the next new namespace at once
+# (the lowest free one). A daemon that kept only the number let a later namespace with
+# the same number find (and collide with) the names of sockets made in the freed one.
+#
+# B (uid 61008), in a network namespace of its own (unshare -rn), binds @NAME, listens,
+# and hands the listener over SCM_RIGHTS to root's holder in the host's namespace; then
+# B's namespace has no process left. New namespaces come one after another (C, uid 61009,
+# five times `unshare -rn`; root once `unshare -n`), and each connects to @NAME (kernel:
+# ECONNREFUSED) and binds @NAME (kernel: ok). The holder then counts the connections
+# waiting at the listener it holds (kernel: 0) and closes it.
+#   1. the kernel: the answers, and whether a freed namespace's number goes to the next
+#      namespace (it does when nothing holds the namespace; said, not asserted);
+#   2. udsfs: the kernel's answers.
+# shellcheck disable=SC2034 # read by lib.sh
+UDSFS_MOUNT_ARGS=(--allow-other)
+source "$(dirname "$0")/lib.sh"
+need_preload
+need_cmd python3 python3 unshare util-linux setpriv util-linux
+for_other_users signs
+B=61008
+C=61009
+NAME=netns-reuse-$$
+TRIES=(c1 c2 c3 c4 c5 root)
+
+cat >"$TMP/reuse.py" <<'EOF'
+import errno, os, socket, subprocess, sys, time
+
+mode, name, tmp = sys.argv[1:4]
+
+
+def res(f):
+    try:
+        r = f()
+        return "ok" if r is None else r
+    except OSError as e:
+        return errno.errorcode[e.errno]
+
+
+def on_udsfs():
+    a, b = socket.socketpair()
+    return "/.udsfs/sock/" in os.readlink(f"/proc/self/fd/{a.fileno()}")
+
+
+def stream():
+    return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+
+
+def wait_for(path):
+    for _ in range(600):
+        if os.path.exists(path):
+            return
+        time.sleep(0.05)
+    sys.exit(f"{path} never came")
+
+
+print("where:", "udsfs" if on_udsfs() else "kernel", flush=True)
+if mode == "hold":  # root, host namespace: B's listener, made in B's namespace
+    b_uid = sys.argv[4]
+    mine, theirs = socket.socketpair()
+    child = subprocess.Popen(
+        ["setpriv", f"--reuid={b_uid}", f"--regid={b_uid}", "--clear-groups",
+         "unshare", "-rn", "/usr/bin/python3", __file__, "listen", name, tmp,
+         str(theirs.fileno())],
+        pass_fds=[theirs.fileno()])
+    theirs.close()
+    msg, fds, _, _ = socket.recv_fds(mine, 64, 1)
+    if child.wait() != 0 or len(fds) != 1:
+        sys.exit(f"B's listener never came: status {child.returncode}, {len(fds)} files")
+    held = socket.socket(fileno=fds[0])
+    print("note B's namespace:", msg.decode())
+    print("held listener's name:", res(lambda: held.getsockname()[1:].decode()))
+    print("held listener listens:", held.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
+    # B's namespace has no process left: give the kernel time to free it (cleanup_net
+    # runs later, from a work queue: about 70 ms here).
+    time.sleep(0.5)
+    open(f"{tmp}/held", "w").close()
+    wait_for(f"{tmp}/release")
+    held.setblocking(False)
+    waiting = 0
+    while res(lambda: held.accept() and None) == "ok":
+        waiting += 1
+    print("connections waiting at the held listener:", waiting)
+    held.close()
+elif mode == "listen":  # B in its own namespace: @name, handed over, then exit
+    to_holder = socket.socket(fileno=int(sys.argv[4]))
+    s = stream()
+    s.bind("\0" + name)
+    s.listen(8)
+    socket.send_fds(to_holder, [os.readlink("/proc/self/ns/net").encode()], [s.fileno()])
+elif mode == "probe":  # a new namespace
+    print("note namespace:", os.readlink("/proc/self/ns/net"))
+    print("connect:", res(lambda: stream().connect("\0" + name)))
+    s = stream()
+    print("bind:", res(lambda: s.bind("\0" + name)))
+elif mode == "where":  # a namespace with nothing held: its number
+    print("note namespace:", os.readlink("/proc/self/ns/net"))
+print("done", flush=True)
+EOF
+
+PY=(/usr/bin/python3 "$TMP/reuse.py")
+# on_fs KIND: the command line that runs the script on kernel sockets (KIND kernel) or
+# through `udsfs run` on $MNT, into the array RUN (setpriv and unshare run it in turn).
+on_fs() {
+    RUN=("${PY[@]}")
+    [ "$1" == kernel ] || RUN=(env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- "${PY[@]}")
+}
+# in_new_ns WHO CMD...: CMD in a new network namespace: C's own (c*), or root's.
+in_new_ns() {
+    case $1 in
+    c*) as_uid "$C" unshare -rn "${@:2}" ;;
+    root) unshare -n "${@:2}" ;;
+    esac
+}
+note() { sed -n "s/^note $2: //p" "$TMP/$1.out"; }
+# answers FILE: the lines compared with the kernel's (where:, note and done lines left out).
+answers() { grep -v -e 'where: ' -e ': note ' -e '^note ' -e 'done$' "$1"; }
+
+# attack KIND: B's listener held, B's namespace gone, then each new namespace's answers
+# (prefixed with who made it), then the holder's, into $TMP/KIND.out.
+attack() {
+    local kind=$1 holder who
+    rm -f "$S/held" "$S/release"
+    on_fs "$kind"
+    "${RUN[@]}" hold "$NAME" "$S" "$B" >"$TMP/$kind.hold" 2>&1 &
+    holder=$!
+    wait_for "$S/held" 20 "$kind: the holder never got B's listener" "$TMP/$kind.hold"
+    [ "$kind" == kernel ] || say "the daemon holds open, with B's listener alive: $(daemon_netns | paste -sd' ' | grep . || echo none)"
+    : >"$TMP/$kind.out"
+    for who in "${TRIES[@]}"; do
+        in_new_ns "$who" "${RUN[@]}" probe "$NAME" "$S" >"$TMP/$kind-$who.out" 2>&1 ||
+            fail "$kind: the try in $who's namespace failed: $(cat "$TMP/$kind-$who.out")"
+        tail -1 "$TMP/$kind-$who.out" | grep -qx "done" ||
+            fail "$kind: the try in $who's namespace did not finish: $(cat "$TMP/$kind-$who.out")"
+        sed "s/^/$who: /" "$TMP/$kind-$who.out" >>"$TMP/$kind.out"
+        sleep 0.3
+    done
+    let_go "$S/release" "$holder" "$kind: the holder failed" "$TMP/$kind.hold"
+    tail -1 "$TMP/$kind.hold" | grep -qx "done" || fail "$kind: the holder did not finish: $(cat "$TMP/$kind.hold")"
+    grep -qx "where: $kind" "$TMP/$kind.hold" || fail "$kind: the holder did not use $kind sockets"
+    [ "$(grep -c "^[a-z0-9]*: where: $kind$" "$TMP/$kind.out")" == "${#TRIES[@]}" ] ||
+        fail "$kind: a try did not use $kind sockets: $(grep 'where:' "$TMP/$kind.out" | paste -sd';')"
+    cat "$TMP/$kind.hold" >>"$TMP/$kind.out"
+}
+# daemon_netns: the network namespaces the daemon holds descriptors of.
+daemon_netns() { find "/proc/$DAEMON_PID/fd" -type l -lname 'net:*' -printf '%l\n' 2>/dev/null | sort -u; }
+
+# reused KIND: which tries' namespaces got the number of B's gone one (said, not asserted).
+reused() {
+    local old who
+    old=$(sed -n "s/^note B's namespace: //p" "$TMP/$1.out")
+    who=$(awk -v old="$old" '$2 == "note" && $4 == old { sub(":", "", $1); print $1 }' "$TMP/$1.out" | paste -sd' ')
+    echo "new namespaces with the number of B's ($old): ${who:-none}"
+}
+
+# 1. The kernel. First, without a socket: a freed namespace's number goes to the next.
+as_uid "$B" unshare -rn "${PY[@]}" where - - >"$TMP/free-b.out"
+sleep 0.3
+in_new_ns c0 "${PY[@]}" where - - >"$TMP/free-c.out"
+if [ "$(note free-b namespace)" == "$(note free-c namespace)" ]; then
+    say "the kernel gives a freed namespace's number to the next one: yes ($(note free-b namespace))"
+else
+    say "the kernel gives a freed namespace's number to the next one: no ($(note free-b namespace), then $(note free-c namespace))"
+fi
+attack kernel
+printf '%s\n' "${TRIES[@]}" | while read -r who; do
+    printf '%s\n' "$who: connect: ECONNREFUSED" "$who: bind: ok"
+done | cat - <(printf '%s\n' "held listener's name: $NAME" "held listener listens: 1" \
+    "connections waiting at the held listener: 0") | cmp -s - <(answers "$TMP/kernel.out") ||
+    fail "1. the kernel's answers are not the expected ones: $(answers "$TMP/kernel.out" | paste -sd';')"
+ok "1. kernel: B's listener held past its namespace; in each new namespace (${TRIES[*]}) @$NAME is refused and free to bind; $(reused kernel)"
+
+# 2. udsfs.
+attack udsfs
+if ! diff <(answers "$TMP/kernel.out") <(answers "$TMP/udsfs.out") >"$TMP/diff"; then
+    cat "$TMP/diff" >&2
+    fail "2. udsfs answered differently from the kernel (< kernel, > udsfs); $(reused udsfs)"
+fi
+ok "2. udsfs: the kernel's answers; $(reused udsfs)"
+# Once the sockets are gone, so are the namespaces held for them (closed in the background).
+for _ in $(seq 100); do [ -z "$(daemon_netns)" ] && break; sleep 0.05; done
+[ -z "$(daemon_netns)" ] || fail "2. the daemon still holds $(daemon_netns | paste -sd' ') with every socket closed"
+ok "2. the daemon holds no network namespace once the sockets are closed"
