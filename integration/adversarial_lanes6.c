@@ -225,6 +225,51 @@ static int idle(const char *how) {
     _exit(0);
 }
 
+/* ---------------------------------------------------------------- altstack */
+/* Two threads share one sigaltstack and a fatal SA_ONSTACK SIGSEGV handler (as
+ * varnishd's THR_Init does), with a laned pair open; each loops epoll_ctl on
+ * its own set: ADD and DEL with a NULL event (Linux ignores a DEL's) of a pipe
+ * and of the laned end, and a MOD with NULL (EFAULT). Linux raises no signal;
+ * the library's probes of the program's memory must not either (a fault of its
+ * own runs on the shared stack: two at once resumed each in the other's
+ * context, and varnishd's child died). */
+static stack_t alt_stack;
+static int alt_end;
+static void alt_fatal(int s) { (void)s; write(2, "SIGSEGV in the program\n", 23); _exit(3); }
+static void *alt_loop(void *arg) {
+    int ep = epoll_create1(0), p[2], efault = 0;
+    (void)arg;
+    if (sigaltstack(&alt_stack, NULL)) { perror("sigaltstack"); exit(2); }
+    if (pipe(p)) { perror("pipe"); exit(2); }
+    for (int i = 0; i < 20000; i++) {
+        int fd = i % 2 ? p[0] : alt_end;
+        struct epoll_event ev = { .events = EPOLLIN };
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) { perror("add"); exit(2); }
+        if (epoll_ctl(ep, EPOLL_CTL_MOD, fd, NULL) == -1 && errno == EFAULT) efault++;
+        if (epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL)) { perror("del"); exit(2); }
+    }
+    return (void *)(long)efault;
+}
+
+static int altstack(void) {
+    int sv[2];
+    char s[32];
+    void *r[2];
+    pthread_t t[2];
+    struct sigaction sa = { .sa_handler = alt_fatal, .sa_flags = SA_ONSTACK };
+    laned_stream_pair(sv);
+    alt_end = sv[0];
+    alt_stack.ss_size = 1 << 16;
+    alt_stack.ss_sp = malloc(alt_stack.ss_size);
+    sigaction(SIGSEGV, &sa, NULL);
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, alt_loop, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], &r[i]);
+    printf("two threads on one signal stack: no signal; MOD with NULL: EFAULT %s; lane %s\n",
+           r[0] == (void *)20000L && r[1] == (void *)20000L ? "each time" : "not always",
+           lane_of(sv[0], s, sizeof s));
+    return 0;
+}
+
 /* ---------------------------------------------------------------- hostile */
 static volatile ssize_t h_got = -9;
 static volatile int h_err;
@@ -301,6 +346,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "nest")) return nest(!strcmp(argv[2], "alt"));
     if (argc >= 3 && !strcmp(argv[1], "idle")) return idle(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "hostile")) return hostile(argv[2]);
-    fprintf(stderr, "usage: %s jmpout 0|1 read|write | nest same|alt | idle read|poll|epoll|pollloop|epollloop | hostile clear|huge|bump\n", argv[0]);
+    if (argc >= 2 && !strcmp(argv[1], "altstack")) return altstack();
+    fprintf(stderr, "usage: %s jmpout 0|1 read|write | nest same|alt | idle read|poll|epoll|pollloop|epollloop | hostile clear|huge|bump | altstack\n", argv[0]);
     return 2;
 }

@@ -1529,7 +1529,12 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
             wake_sleepers(evfd);
             Some(0)
         }
-        (libc::EPOLL_CTL_MOD | libc::EPOLL_CTL_DEL, None) => {
+        (libc::EPOLL_CTL_DEL, None) => {
+            drop(h);
+            // Linux ignores a DEL's event (NULL, most often): never read.
+            pend_ctl(epfd, op, fd, None)
+        }
+        (libc::EPOLL_CTL_MOD, None) => {
             drop(h);
             pend_ctl(epfd, op, fd, read_event())
         }

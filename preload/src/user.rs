@@ -118,6 +118,14 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) -> Res<()> {
     if n == 0 {
         return Ok(());
     }
+    if in_page_zero(dst as usize) || in_page_zero(src as usize) {
+        // EFAULT without the fault: a fault is handled on the program's
+        // SIGSEGV stack, which may be one sigaltstack its threads share
+        // (varnishd's: two threads faulting at once each resumed in the
+        // other's context). NULL (epoll_ctl, poll, msghdr fields) is the
+        // common bad pointer.
+        return Err(libc::EFAULT);
+    }
     // SAFETY: a fault ends the copy at the fix-up.
     match unsafe { udsfs_user_copy(dst, src, n) } {
         0 => Ok(()),
@@ -155,6 +163,12 @@ pub fn write_from(dst: *mut u8, src: &[u8]) -> Res<()> {
 
 const PAGE: usize = 4096;
 
+/// Whether `at` is in the first page, which is never mapped for a program
+/// (vm.mmap_min_addr is larger): a sure EFAULT.
+fn in_page_zero(at: usize) -> bool {
+    at < PAGE
+}
+
 /// How many of the `n` bytes at the program's `at` can be read (a page is
 /// readable whole or not at all): a byte of each page is read.
 pub fn readable(at: *const u8, n: usize) -> usize {
@@ -180,7 +194,7 @@ pub fn writable(at: *mut u8, n: usize) -> usize {
     let end = start.saturating_add(n);
     while p < end {
         // SAFETY: a fault ends the probe at the fix-up.
-        if unsafe { udsfs_user_probe_write(p as *mut u8) } != 0 {
+        if in_page_zero(p) || unsafe { udsfs_user_probe_write(p as *mut u8) } != 0 {
             return p - start;
         }
         p = (p / PAGE + 1) * PAGE;
