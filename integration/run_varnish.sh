@@ -88,10 +88,10 @@ one_run() {
     local mode=$1 dir=$2 d=$TMP/varnish-$1 out=$TMP/$1.out
     UDSFS_RUN_VIA=$mode
     mkdir -p "$d" "$dir"
-    local listener=$dir/varnish.sock backend=$dir/backend.sock
+    local listener=$dir/varnish.sock backend_sock=$dir/backend.sock
     cat >"$d/default.vcl" <<EOF2
 vcl 4.1;
-backend default { .path = "$backend"; }
+backend default { .path = "$backend_sock"; }
 sub vcl_recv {
     if (req.url == "/count") { return (pass); }
 }
@@ -101,7 +101,7 @@ sub vcl_deliver {
 EOF2
     # umask 022: the backend's socket is 0755, which the vcache child may not connect
     # to until it is made 0666 below.
-    serve BACKEND "$backend" "$d/backend.out" -- python3 "$TMP/backend.py" "$backend"
+    serve BACKEND "$backend_sock" "$d/backend.out" -- python3 "$TMP/backend.py" "$backend_sock"
     # backend_local_error_holddown=0: varnish tries the backend again at once after a
     # failed connect (10 s later by default).
     run_cmd -- varnishd -F -n "$d/work" -a "$listener,user=varnish,group=varnish,mode=660" \
@@ -109,7 +109,7 @@ EOF2
     start_bg VARNISHD "${RUN_CMD[@]}" >"$d/varnishd.out" 2>&1
     wait_listening "$listener"
     expect_socket_home "$listener"
-    expect_socket_home "$backend"
+    expect_socket_home "$backend_sock"
     # the child accepts on the listener, and has the VCL: its acceptor has started
     # (else varnishd says why and stops it)
     varnish_up "$d" || fail "$mode: varnishd's child did not start: $(tail -8 "$d/varnishd.out")"
@@ -138,7 +138,7 @@ EOF2
     {
         # The backend's socket is 0755 and root's: the vcache child may not connect.
         show_body=0 ask http://v/denied
-        via -- chmod 666 "$backend"
+        via -- chmod 666 "$backend_sock"
         ask http://v/a
         ask http://v/a
         ask --data-binary @"$TMP/post.bin" http://v/post
@@ -165,6 +165,12 @@ EOF2
     } >"$out" 2>&1 || true
     exit_status "$out" varnishd "$VARNISHD" 15000 "$d/varnishd.out"
     show_answers "$mode" "$out" "$d/varnishd.out" "$d/backend.out"
+    # A child that died (the manager starts another) fails the run, whatever the
+    # answers: its panic says where.
+    ! grep -q '^Error: Child ([0-9]*) died' "$d/varnishd.out" ||
+        fail "$mode: varnishd's child died (the manager restarted it): $(grep -A 12 -m 1 '^Error: Child ([0-9]*) Panic' "$d/varnishd.out")"
+    ! grep -qx 'many: [0-9]* curl exit 124' "$out" ||
+        fail "$mode: of the 40 requests 4 at a time, some curl hung 20 s (exit 124; answers above)"
 }
 
 one_run kernel "$TMP/k"

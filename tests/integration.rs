@@ -295,6 +295,7 @@ scripts!(
     run_supervisord,
     run_tmux,
     run_uwsgi,
+    run_varnish,
     run_xvfb,
     sigio,
     signal_send,
