@@ -136,6 +136,8 @@ EOF2
         varnishstat -n "$d/work" -t 2 -1 "${args[@]}" | awk '{ print "counter", $1, $2 }'
     }
     {
+        # -a's user=, group= and mode=: the manager chowned and chmodded its socket
+        echo "listener: $(stat -c '%A %U:%G' "$listener")"
         # The backend's socket is 0755 and root's: the vcache child may not connect.
         show_body=0 ask http://v/denied
         via -- chmod 666 "$backend_sock"
@@ -166,11 +168,15 @@ EOF2
     exit_status "$out" varnishd "$VARNISHD" 15000 "$d/varnishd.out"
     show_answers "$mode" "$out" "$d/varnishd.out" "$d/backend.out"
     # A child that died (the manager starts another) fails the run, whatever the
-    # answers: its panic says where.
+    # answers: its panic says where. (Through udsfs, seen: SIGSEGV in the cache-epoll
+    # thread, at udsfs_user_copy_fixup or in the library's .bss: varnish gives all its
+    # threads one sigaltstack and its SIGSEGV handler SA_ONSTACK, and the library's
+    # probe of epoll_ctl(EPOLL_CTL_DEL, fd, NULL)'s event faults on purpose; two
+    # threads' faults at once share that stack.)
     ! grep -q '^Error: Child ([0-9]*) died' "$d/varnishd.out" ||
         fail "$mode: varnishd's child died (the manager restarted it): $(grep -A 12 -m 1 '^Error: Child ([0-9]*) Panic' "$d/varnishd.out")"
-    ! grep -qx 'many: [0-9]* curl exit 124' "$out" ||
-        fail "$mode: of the 40 requests 4 at a time, some curl hung 20 s (exit 124; answers above)"
+    ! grep -Eq '(curl exit|curl failed:) 124$' "$out" ||
+        fail "$mode: a curl to varnishd hung 20 s (exit 124; answers above)"
 }
 
 one_run kernel "$TMP/k"
@@ -185,6 +191,7 @@ kernel_said 'backend saw 42 requests before this one' "the kernel run's backend 
 kernel_said 'backend saw GET /a, its request 44' "the kernel run's ban did not make varnish fetch /a again"
 kernel_said 'FetchError *b backend default: fail errno 111 (Connection refused)' "the kernel run's last fetch was not refused"
 kernel_said 'counter MAIN.cache_hit 2' "the kernel run's varnish did not count 2 hits"
+kernel_said 'listener: srw-rw---- varnish:varnish' "the kernel run's listener is not varnish's, mode 0660"
 kernel_said 'varnishd exit status: 0' "varnishd did not exit 0 on SIGTERM on the kernel"
 same_answers "varnish" tail -n 20 "$TMP/varnish-udsfs/varnishd.out"
 ok "varnishd (manager, vcache child), its backend and curl through udsfs run: the same $(wc -l <"$TMP/udsfs.out") answers as on kernel sockets"
