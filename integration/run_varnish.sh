@@ -174,7 +174,8 @@ EOF2
     # probe of epoll_ctl(EPOLL_CTL_DEL, fd, NULL)'s event faults on purpose; two
     # threads' faults at once share that stack.)
     ! grep -q '^Error: Child ([0-9]*) died' "$d/varnishd.out" ||
-        fail "$mode: varnishd's child died (the manager restarted it): $(grep -A 12 -m 1 '^Error: Child ([0-9]*) Panic' "$d/varnishd.out")"
+        fail "$mode: varnishd's child died (the manager restarted it):
+$(sed -n '/^Error: Child ([0-9]*) died/,$p' "$d/varnishd.out" | head -24)"
     ! grep -Eq '(curl exit|curl failed:) 124$' "$out" ||
         fail "$mode: a curl to varnishd hung 20 s (exit 124; answers above)"
 }
