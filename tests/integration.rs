@@ -316,6 +316,7 @@ scripts!(
     run_supervisord,
     run_tmux,
     run_uwsgi,
+    run_varnish,
     run_xvfb,
     sigio,
     signal_send,
