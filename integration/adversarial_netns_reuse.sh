@@ -15,8 +15,21 @@
 #   1. the kernel: the answers, and whether a freed namespace's number goes to the next
 #      namespace (it does when nothing holds the namespace; said, not asserted);
 #   2. udsfs: the kernel's answers.
+#   3. a flood of namespaces: the daemon holds one descriptor per namespace it files sockets
+#      under, charged to the user whose socket opened it (RLIMIT_NOFILE 1024 here: 512 held
+#      for clients, 256 per user). C (one process) forks 400 children, each in a user and
+#      network namespace of its own (unshare(CLONE_NEWUSER|CLONE_NEWNET)), each making one
+#      socketpair and keeping it (sleeping). Linux has no such bound (all 400 made on the
+#      kernel); udsfs refuses C's socketpair in a new namespace with ENFILE past C's share
+#      (each child costs two: its namespace, and its pidfd, pinned as its pair's peer),
+#      while one in a namespace C already holds is made, the daemon stays under its bound,
+#      and B's socketpair in a new namespace of its own and in the host's is made. Once
+#      C's children exit, the daemon's descriptors are back where they were.
 # shellcheck disable=SC2034 # read by lib.sh
 UDSFS_MOUNT_ARGS=(--allow-other)
+# The daemon's descriptor bound (3.): a quarter and 256 more stay its own.
+LIMIT=1024
+ulimit -n $LIMIT
 source "$(dirname "$0")/lib.sh"
 need_preload
 need_cmd python3 python3 unshare util-linux setpriv util-linux
@@ -184,3 +197,155 @@ ok "2. udsfs: the kernel's answers; $(reused udsfs)"
 for _ in $(seq 100); do [ -z "$(daemon_netns)" ] && break; sleep 0.05; done
 [ -z "$(daemon_netns)" ] || fail "2. the daemon still holds $(daemon_netns | paste -sd' ') with every socket closed"
 ok "2. the daemon holds no network namespace once the sockets are closed"
+
+# 3. A flood of namespaces, C's own, each with a socketpair kept open by a sleeping child.
+FLOOD=400
+SHARE=$(((LIMIT - LIMIT / 4 - 256) / 2))
+cat >"$TMP/flood.py" <<'EOF'
+import ctypes, errno, os, socket, sys, time
+
+CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+libc = ctypes.CDLL(None, use_errno=True)
+mode, sign_dir = sys.argv[1:3]
+kept = []  # the sockets a child holds while it sleeps
+
+
+def res(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+
+
+def pair():
+    kept.extend(socket.socketpair())
+
+
+def into_new_ns():  # as `unshare -rn`: root of a user namespace of its own
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+        return "unshare: " + errno.errorcode[ctypes.get_errno()]
+    for f, line in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        with open(f"/proc/self/{f}", "w") as m:
+            m.write(line)
+    return None
+
+
+a, b = socket.socketpair()
+print("where:", "udsfs" if "/.udsfs/sock/" in os.readlink(f"/proc/self/fd/{a.fileno()}") else "kernel", flush=True)
+if mode == "probe":  # one socketpair where the caller is
+    print("socketpair:", res(pair))
+    sys.exit(0)
+release_r, release_w = os.pipe()  # EOF in each child once the holder lets go
+ask_r, ask_w = os.pipe()  # to the first child: one more socketpair, in its namespace
+answers, first_refused, first_reports = {}, None, None
+for i in range(int(sys.argv[3])):
+    rep_r, rep_w = os.pipe()
+    if os.fork() == 0:
+        os.close(release_w), os.close(ask_w), os.close(rep_r)
+        r = into_new_ns() or res(pair)
+        os.write(rep_w, r.encode())
+        if r == "ok":
+            if i == 0 and os.read(ask_r, 1):
+                os.write(rep_w, res(pair).encode())
+            os.read(release_r, 1)
+        os._exit(0)
+    os.close(rep_w)
+    r = os.read(rep_r, 100).decode() or "the child died"
+    if r.startswith("unshare") or r == "the child died":
+        sys.exit(f"namespace {i}: {r}")
+    answers[r] = answers.get(r, 0) + 1
+    if r != "ok" and first_refused is None:
+        first_refused = i
+    if i == 0:
+        first_reports = rep_r
+    else:
+        os.close(rep_r)
+print("answers:", " ".join(f"{k} {v}" for k, v in sorted(answers.items())))
+print("first refused:", first_refused)
+os.write(ask_w, b"x")
+print("again in the first namespace:", os.read(first_reports, 100).decode() or "the child died", flush=True)
+open(f"{sign_dir}/flooded", "w").close()
+while not os.path.exists(f"{sign_dir}/release"):
+    time.sleep(0.05)
+os.close(release_w)
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+print("done", flush=True)
+EOF
+FL=(/usr/bin/python3 "$TMP/flood.py")
+field() { sed -n "s/^$2: //p" "$TMP/$1"; }
+daemon_fds() { find "/proc/$DAEMON_PID/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+
+# flood_on KIND: the command line that runs flood.py on KIND sockets, into FLOOD_RUN.
+flood_on() {
+    FLOOD_RUN=("${FL[@]}")
+    [ "$1" == kernel ] || FLOOD_RUN=(env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- "${FL[@]}")
+}
+# probe_b KIND WHERE: B's socketpair on KIND sockets, in a new namespace of its own (new)
+# or the host's; its answer.
+probe_b() {
+    local out=$TMP/probe-$1-$2.out
+    flood_on "$1"
+    case $2 in
+    new) as_uid "$B" unshare -rn "${FLOOD_RUN[@]}" probe - >"$out" 2>&1 ;;
+    host) as_uid "$B" "${FLOOD_RUN[@]}" probe - >"$out" 2>&1 ;;
+    esac || fail "3. $1: B's probe in the $2 namespace failed: $(cat "$out")"
+    grep -qx "where: $1" "$out" || fail "3. $1: B's probe did not use $1 sockets: $(cat "$out")"
+    field "probe-$1-$2.out" socketpair
+}
+
+# flood KIND: C's flood on KIND sockets; B probes while C holds; then C lets go.
+flood() {
+    local kind=$1 out=$TMP/flood-$1.out holder
+    rm -f "$S/flooded" "$S/release"
+    flood_on "$kind"
+    as_uid "$C" "${FLOOD_RUN[@]}" flood "$S" "$FLOOD" >"$out" 2>&1 &
+    holder=$!
+    wait_for "$S/flooded" 30 "3. $kind: C's flood never ended" "$out"
+    grep -qx "where: $kind" "$out" || fail "3. $kind: C's flood did not use $kind sockets: $(cat "$out")"
+    if [ "$kind" == udsfs ]; then
+        PINNED=$(daemon_netns | wc -l)
+        FLOODED_FDS=$(daemon_fds)
+        PIDFDS=$(find "/proc/$DAEMON_PID/fd" -type l -lname 'anon_inode:*pidfd*' 2>/dev/null | wc -l)
+    fi
+    B_NEW=$(probe_b "$kind" new)
+    B_HOST=$(probe_b "$kind" host)
+    let_go "$S/release" "$holder" "3. $kind: C's flood failed" "$out"
+    tail -1 "$out" | grep -qx "done" || fail "3. $kind: C's flood did not finish: $(cat "$out")"
+    say "3. $kind: C's $FLOOD namespaces: $(field "flood-$kind.out" answers), first refused: $(field "flood-$kind.out" 'first refused'); again in the first one: $(field "flood-$kind.out" 'again in the first namespace'); B in a new namespace: $B_NEW, in the host's: $B_HOST"
+}
+
+flood kernel
+if [ "$(field flood-kernel.out answers)" != "ok $FLOOD" ] || [ "$B_NEW $B_HOST" != "ok ok" ] ||
+    [ "$(field flood-kernel.out 'again in the first namespace')" != ok ]; then
+    fail "3. the kernel refused a socketpair: $(cat "$TMP/flood-kernel.out")"
+fi
+ok "3. kernel: no bound on the namespaces one user's sockets live in ($FLOOD of $FLOOD)"
+
+BASE_FDS=$(daemon_fds)
+flood udsfs
+say "3. udsfs: the daemon held $FLOODED_FDS descriptors with C's flood held ($BASE_FDS before), $PINNED of them network namespaces, $PIDFDS pidfds (a socketpair's maker is pinned as its peer: one per child); bound: $((LIMIT - LIMIT / 4 - 256)) of RLIMIT_NOFILE $LIMIT for clients, $SHARE per user"
+FIRST=$(field flood-udsfs.out 'first refused')
+ANSWERS=$(field flood-udsfs.out answers)
+[ "$FIRST" != None ] || fail "3. udsfs: C was never refused: the bound did not hold ($ANSWERS)"
+[ "$ANSWERS" == "ENFILE $((FLOOD - FIRST)) ok $FIRST" ] ||
+    fail "3. udsfs: C's answers are not $FIRST made, then ENFILE for each later one: $ANSWERS"
+[ "$FIRST" -le "$SHARE" ] || fail "3. udsfs: C held $FIRST namespaces, past its share of $SHARE"
+[ "$PINNED" -le "$SHARE" ] || fail "3. udsfs: the daemon held $PINNED namespaces for C, past its share of $SHARE"
+# All the daemon holds for clients then is C's: its share, not more.
+[ $((FLOODED_FDS - BASE_FDS)) -le "$SHARE" ] ||
+    fail "3. udsfs: the daemon held $((FLOODED_FDS - BASE_FDS)) descriptors more for C, past its share of $SHARE"
+[ "$(field flood-udsfs.out 'again in the first namespace')" == ok ] ||
+    fail "3. udsfs: C's socketpair in a namespace it holds was refused: $(field flood-udsfs.out 'again in the first namespace')"
+[ "$B_NEW $B_HOST" == "ok ok" ] ||
+    fail "3. udsfs: B was refused while C held its share: in a new namespace $B_NEW, in the host's $B_HOST"
+ok "3. udsfs: C refused (ENFILE, udsfs's own bound) in each new namespace past its $FIRST; again in one it holds: made; B's made in a new namespace and the host's"
+for _ in $(seq 100); do [ "$(daemon_fds)" -le "$BASE_FDS" ] && break; sleep 0.05; done
+[ "$(daemon_fds)" -le "$BASE_FDS" ] ||
+    fail "3. udsfs: the daemon holds $(daemon_fds) descriptors 5 s after C's flood ended, $BASE_FDS before ($(daemon_netns | wc -l) namespaces)"
+ok "3. udsfs: once C's children exit the daemon holds $(daemon_fds) descriptors, as before ($BASE_FDS)"
