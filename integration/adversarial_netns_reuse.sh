@@ -39,35 +39,17 @@ C=61009
 NAME=netns-reuse-$$
 TRIES=(c1 c2 c3 c4 c5 root)
 
-cat >"$TMP/reuse.py" <<'EOF'
-import errno, os, socket, subprocess, sys, time
+# The probe and ns_probe_lib.py in a directory its other users may list (an import
+# reads the directory).
+install -d -m 755 "$TMP/py"
+install -m 644 "$LIB_DIR/ns_probe_lib.py" "$TMP/py/"
+cat >"$TMP/py/reuse.py" <<'EOF'
+import os, socket, subprocess, sys, time
+
+from ns_probe_lib import on_udsfs, res, stream, wait_for
 
 mode, name, tmp = sys.argv[1:4]
 
-
-def res(f):
-    try:
-        r = f()
-        return "ok" if r is None else r
-    except OSError as e:
-        return errno.errorcode[e.errno]
-
-
-def on_udsfs():
-    a, b = socket.socketpair()
-    return "/.udsfs/sock/" in os.readlink(f"/proc/self/fd/{a.fileno()}")
-
-
-def stream():
-    return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-
-
-def wait_for(path):
-    for _ in range(600):
-        if os.path.exists(path):
-            return
-        time.sleep(0.05)
-    sys.exit(f"{path} never came")
 
 
 print("where:", "udsfs" if on_udsfs() else "kernel", flush=True)
@@ -114,7 +96,7 @@ elif mode == "where":  # a namespace with nothing held: its number
 print("done", flush=True)
 EOF
 
-PY=(/usr/bin/python3 "$TMP/reuse.py")
+PY=(/usr/bin/python3 "$TMP/py/reuse.py")
 # on_fs KIND: the command line that runs the script on kernel sockets (KIND kernel) or
 # through `udsfs run` on $MNT, into the array RUN (setpriv and unshare run it in turn).
 on_fs() {

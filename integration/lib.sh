@@ -376,6 +376,20 @@ udsfs_mount() {
 
 # udsfs_unmount: udsfs umount, then the daemon's PID, then umount -l; quiet and
 # best-effort (the cleanup path uses it).
+# udsfs_mount_noptrace [OPTIONS...]: `udsfs_mount` of a daemon started without
+# CAP_SYS_PTRACE (what a hardened unit's CapabilityBoundingSet leaves: it may not read
+# /proc/TID/ns or fdinfo of another user's process or of one with capabilities it lacks);
+# fails if the daemon kept it.
+udsfs_mount_noptrace() {
+    UDSFS_MOUNT_VIA=(setpriv --bounding-set=-sys_ptrace)
+    udsfs_mount "$@"
+    UDSFS_MOUNT_VIA=()
+    local cap_eff
+    cap_eff=$(awk '/^CapEff:/ {print $2}' "/proc/$DAEMON_PID/status")
+    ((0x${cap_eff:-0} >> 19 & 1)) && fail "the daemon kept CAP_SYS_PTRACE (bit 19): CapEff $cap_eff"
+    return 0
+}
+
 udsfs_unmount() {
     if mounted "$MNT"; then
         timeout 10 "$UDSFS_BIN" umount "$MNT" >/dev/null 2>&1 || true
