@@ -183,21 +183,15 @@ ok "2. the daemon holds no network namespace once the sockets are closed"
 # 3. A flood of namespaces, C's own, each with a socketpair kept open by a sleeping child.
 FLOOD=400
 SHARE=$(((LIMIT - LIMIT / 4 - 256) / 2))
-cat >"$TMP/flood.py" <<'EOF'
+cat >"$TMP/py/flood.py" <<'EOF'
 import ctypes, errno, os, socket, sys, time
+
+from ns_probe_lib import res
 
 CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
 libc = ctypes.CDLL(None, use_errno=True)
 mode, sign_dir = sys.argv[1:3]
 kept = []  # the sockets a child holds while it sleeps
-
-
-def res(f):
-    try:
-        f()
-        return "ok"
-    except OSError as e:
-        return errno.errorcode[e.errno]
 
 
 def pair():
@@ -259,7 +253,7 @@ while True:
         break
 print("done", flush=True)
 EOF
-FL=(/usr/bin/python3 "$TMP/flood.py")
+FL=(/usr/bin/python3 "$TMP/py/flood.py")
 field() { sed -n "s/^$2: //p" "$TMP/$1"; }
 daemon_fds() { find "/proc/$DAEMON_PID/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 
