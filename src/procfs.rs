@@ -245,20 +245,11 @@ pub fn prepare() {
     let _ = proc_dir();
 }
 
-/// `/proc/<tid>/ns/<kind>` opened (an nsfs descriptor, for the NS_GET_*
-/// ioctls).
+/// `/proc/<tid>/ns/<kind>` opened on the held /proc descriptor (O_CLOEXEC):
+/// an nsfs descriptor, for the NS_GET_* ioctls, which keeps the namespace
+/// (and so its number) alive while it is open.
 pub fn open_ns(tid: u32, kind: &str) -> io::Result<std::os::fd::OwnedFd> {
-    std::fs::File::open(format!("/proc/{tid}/ns/{kind}")).map(Into::into)
-}
-
-/// `/proc/<tid>/ns/<kind>` opened on the held /proc descriptor (O_CLOEXEC),
-/// with the inode it names: a descriptor that keeps the namespace, and so
-/// its number, alive. Fails as `ns_link` does.
-pub fn hold_ns(tid: u32, kind: &str) -> io::Result<(std::os::fd::OwnedFd, u64)> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    if tid == 0 {
-        return Err(io::Error::from_raw_os_error(libc::ESRCH));
-    }
     let path = std::ffi::CString::new(format!("{tid}/ns/{kind}"))?;
     let dir = proc_dir().ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
     // SAFETY: openat reads a NUL-terminated path and makes a descriptor.
@@ -273,7 +264,13 @@ pub fn hold_ns(tid: u32, kind: &str) -> io::Result<(std::os::fd::OwnedFd, u64)> 
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a new descriptor nobody else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// `open_ns`, with the inode it names (the namespace's number).
+pub fn hold_ns(tid: u32, kind: &str) -> io::Result<(std::os::fd::OwnedFd, u64)> {
+    use std::os::fd::AsRawFd;
+    let fd = open_ns(tid, kind)?;
     // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fstat writes into st, a stat it is given.

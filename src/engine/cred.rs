@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use nix::errno::Errno;
 use std::time::{Duration, Instant};
 
-use super::log_limit::{LogLimit, limited};
+use super::log_limit::LogLimit;
 use super::netns::{self, NetNs};
 use super::userns::{self, Holder, UserNs};
 use crate::sharded::ShardedMap;
@@ -335,21 +335,9 @@ impl Caller {
             }
             match procfs::ns_link(self.tid, "net") {
                 Ok(ns) => ns,
-                // Alive, but the daemon may not look: filed in the daemon's
-                // namespace only when it is there (fail closed), else it
-                // would reach (and squat) the daemon's namespace's names.
+                // Alive, but the daemon may not look.
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
-                    if netns::is_daemons(self.tid) {
-                        return netns::own();
-                    }
-                    limited!(
-                        warn,
-                        "the daemon may not read /proc/{}/ns/net ({e}: CAP_SYS_PTRACE missing?) \
-                         and the thread is not in the daemon's network namespace: \
-                         its netns is unknown, it finds no abstract names",
-                        self.tid
-                    );
-                    netns::unknown()
+                    netns::of_unreadable(self.tid)
                 }
                 Err(_) => {
                     log::info!(

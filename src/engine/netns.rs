@@ -17,10 +17,27 @@ pub fn of_thread(tid: u32) -> Option<NetNs> {
     crate::procfs::ns_inode(tid, "net")
 }
 
-/// Whether thread `tid`, whose namespace link the daemon may not read
-/// (`procfs::ns_link`: EACCES), is in the daemon's namespace: by its
-/// `/proc/<tid>/net/unix` entry, one per namespace, readable by anyone.
-pub fn is_daemons(tid: u32) -> bool {
+/// The namespace of thread `tid`, whose namespace link the daemon may not
+/// read (`procfs::ns_link`: EACCES without CAP_SYS_PTRACE): the daemon's
+/// when the thread is there (`is_daemons`), else an unknown one (fail
+/// closed: filed in the daemon's, it would reach and squat that
+/// namespace's names).
+pub fn of_unreadable(tid: u32) -> NetNs {
+    if is_daemons(tid) {
+        return own();
+    }
+    super::log_limit::limited!(
+        warn,
+        "the daemon may not read /proc/{tid}/ns/net (CAP_SYS_PTRACE missing?) and the \
+         thread is not in the daemon's network namespace: its netns is unknown, it \
+         finds no abstract names"
+    );
+    unknown()
+}
+
+/// Whether thread `tid` is in the daemon's namespace, by its
+/// `/proc/<tid>/net/unix` entry: one per namespace, readable by anyone.
+fn is_daemons(tid: u32) -> bool {
     static OWN: OnceLock<Option<u64>> = OnceLock::new();
     let own = *OWN.get_or_init(|| crate::procfs::net_unix_inode("self"));
     own.is_some() && crate::procfs::net_unix_inode(&tid.to_string()) == own

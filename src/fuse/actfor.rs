@@ -779,13 +779,11 @@ pub fn caller_of(tid: u32, uid: u32, gid: u32) -> ActFor {
     };
     if same && let Some(status) = target {
         // Read now: where the granting thread is for this request.
-        // One the daemon may not read (no CAP_SYS_PTRACE) is the daemon's
-        // only when its /proc/TID/net says so (as Caller::netns).
+        // One the daemon may not read (no CAP_SYS_PTRACE, or gone) is
+        // decided as Caller::netns decides it.
         let netns = granter_netns.then(|| {
             use crate::engine::netns;
-            let ns = netns::of_thread(tid)
-                .or_else(|| netns::is_daemons(tid).then(netns::own))
-                .unwrap_or_else(netns::unknown);
+            let ns = netns::of_thread(tid).unwrap_or_else(|| netns::of_unreadable(tid));
             (ns, tid)
         });
         return ActFor {
