@@ -2,7 +2,9 @@
 //! checking that one is still pending, replying to it and installing
 //! descriptors in its caller.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::cell::RefCell;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use libc::{seccomp_notif, seccomp_notif_addfd, seccomp_notif_resp};
 
@@ -29,6 +31,15 @@ const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1;
 
 pub struct Listener {
     fd: OwnedFd,
+    /// This listener among all of the process's (a receiver's epoll set is
+    /// kept per listener: a descriptor number can name another one later).
+    serial: u64,
+}
+
+thread_local! {
+    /// The calling receiver's epoll set holding one listener (its serial)
+    /// with EPOLLEXCLUSIVE: `Listener::wait_turn`.
+    static TURN: RefCell<Option<(u64, OwnedFd)>> = const { RefCell::new(None) };
 }
 
 fn last() -> i32 {
@@ -52,7 +63,11 @@ impl Listener {
                 SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
             )
         };
-        Listener { fd }
+        static SERIAL: AtomicU64 = AtomicU64::new(0);
+        Listener {
+            fd,
+            serial: SERIAL.fetch_add(1, Ordering::Relaxed),
+        }
     }
 
     /// For the park watcher (park.rs), while a call holds the listener.
@@ -166,14 +181,68 @@ impl Listener {
         }
     }
 
-    /// The next notification, waited for in RECV itself (several workers
-    /// may wait there at once: notify.rs `RECEIVERS`); None once no
+    /// Waits until a notification may be there, in an epoll set of the
+    /// calling receiver's own that holds the listener with EPOLLEXCLUSIVE:
+    /// a new notification wakes one such receiver, where RECV's own wait
+    /// wakes every receiver in it (notify.rs `RECEIVERS`). Ok also at the
+    /// end (EPOLLHUP: RECV says it) and when no set could be made (RECV
+    /// waits then); Err(EINTR) for a signal (notify.rs's end watcher).
+    /// Another receiver may take the notification first: RECV then waits
+    /// for the next one, as before.
+    fn wait_turn(&self) -> Result<(), i32> {
+        TURN.with(|turn| {
+            let mut turn = turn.borrow_mut();
+            if turn.as_ref().map(|t| t.0) != Some(self.serial) {
+                *turn = self.turn_set().map(|set| (self.serial, set));
+            }
+            let Some((_, set)) = turn.as_ref() else {
+                return Ok(());
+            };
+            let mut ev = libc::epoll_event { events: 0, u64: 0 };
+            // SAFETY: waits for one event into a local struct.
+            if unsafe { libc::epoll_wait(set.as_raw_fd(), &mut ev, 1, -1) } < 0 {
+                return Err(last());
+            }
+            Ok(())
+        })
+    }
+
+    /// A new epoll set holding the listener, readable exclusively.
+    fn turn_set(&self) -> Option<OwnedFd> {
+        // SAFETY: makes a descriptor that we own at once.
+        let set = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if set < 0 {
+            return None;
+        }
+        // SAFETY: `set` is ours and open.
+        let set = unsafe { OwnedFd::from_raw_fd(set) };
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLEXCLUSIVE) as u32,
+            u64: 0,
+        };
+        // SAFETY: adds the listener to our set, reading a local struct.
+        let r = unsafe {
+            libc::epoll_ctl(
+                set.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                self.fd.as_raw_fd(),
+                &mut ev,
+            )
+        };
+        (r == 0).then_some(set)
+    }
+
+    /// The next notification, waited for in the receiver's turn
+    /// (`wait_turn`), then in RECV; None once no
     /// process uses the filter any more. Since Linux 6.11 (Andrei Vagin's
     /// "seccomp: interrupt SECCOMP_IOCTL_NOTIF_RECV when all users have
     /// exited") a RECV waiting when the last one goes returns ENOENT, as
     /// one made after it; before, it waits on: notify.rs's end watcher then
     /// ends it with a signal (EINTR).
     pub(super) fn next(&self) -> Option<Result<seccomp_notif, i32>> {
+        if let Err(e) = self.wait_turn() {
+            return Some(Err(e));
+        }
         // SAFETY: RECV wants a zeroed struct and fills it.
         let mut n: seccomp_notif = unsafe { std::mem::zeroed() };
         // SAFETY: as above.

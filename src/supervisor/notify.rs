@@ -1,6 +1,6 @@
 //! The notification pool of one listener: workers that each receive a
-//! trapped call (up to `RECEIVERS` at once, each waiting in
-//! SECCOMP_IOCTL_NOTIF_RECV itself, which returns when the last target
+//! trapped call (up to `RECEIVERS` at once, each waiting for its turn and
+//! then in SECCOMP_IOCTL_NOTIF_RECV, which returns when the last target
 //! goes since Linux 6.11; on every kernel a watcher in poll for POLLHUP
 //! ends the receives then with a signal: `watch_end`), triage it and carry it out, parking in the daemon
 //! when it waits (park.rs) as the target's thread would block. A receiver
@@ -33,24 +33,24 @@ pub const WORKERS: usize = 160;
 pub const PARKED: usize = 128;
 /// Workers that never park, whatever the call.
 const RESERVE: usize = 8;
-/// Workers receiving at once, each blocked in SECCOMP_IOCTL_NOTIF_RECV
-/// (no poll first) and carrying out the calls that do not wait itself, so
-/// that under a busy program a worker done with a call receives the next
-/// without sleeping, and the daemon gets several requests at once (it
-/// reads the next without sleeping). A new notification wakes every
-/// receiver blocked in RECV (the kernel's wait there is not exclusive) and
-/// one takes it: each more costs a program that makes one call at a time
-/// two context switches a call. Counted (msgbench 1 25, load 6-12): 1: 4.6-4.8
-/// context switches a trapped call, 2: 4.1-4.2, 4: 3.6, 8: 2.9-3.3; one
-/// receiver handing over when another call waited (before): 3.8-4.1. A
-/// program making one call at a time (a send and a recv on a socketpair,
-/// 2,000 and 4,000 calls, release), the supervisor alone: 1: 2.0, 2:
-/// 2.7-3.0, 4: 5.0-5.3 a call. msgbench 1 20 through perf stat alternated
-/// (load 11-18), run and program: 2: 436-513 ms CPU, 39-44k switches; 4:
-/// 481-527 ms, 41-45k; scripts/bench row 2e's supervisor figure 1.80 s
-/// with either. Idle (a program asleep 10 s after its calls): no CPU and
-/// no context switch with 1 or 4.
-const RECEIVERS: usize = 2;
+/// Workers receiving at once, each carrying out the calls that do not
+/// wait itself, so that under a busy program a worker done with a call
+/// receives the next without sleeping, and the daemon gets several
+/// requests at once (it reads the next without sleeping). Each waits in an
+/// epoll set of its own holding the listener with EPOLLEXCLUSIVE
+/// (listener.rs `wait_turn`): a new notification wakes one of them. In
+/// RECV itself every receiver woke for each notification and all but one
+/// slept again: two context switches a call for each receiver more.
+/// Counted with `perf stat`, the program and the daemon (load 7-14, 6 runs
+/// alternated, medians), msgbench 1 20 (20 senders, 20 receivers): 2 in
+/// RECV: 0.85 s, 916 ms CPU, the daemon 22k context switches; 8 in RECV:
+/// 0.45-0.69 s, 777 ms, 8k; 8 in their turn: 0.64 s, 774 ms, 10k (the
+/// library: 0.33 s, 281 ms, 9k). A ping-pong of two processes whose
+/// receives wait (2,000 round trips): 2 in RECV 43-50k switches in the
+/// program, 8 in RECV 91-96k, 8 in their turn 44-46k. A program making
+/// one call at a time that never waits keeps one worker (the pool grows
+/// only when a call parks).
+const RECEIVERS: usize = 8;
 
 struct Pool {
     /// The threads of the workers receiving now (at most `RECEIVERS`); the
