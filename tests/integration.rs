@@ -335,7 +335,7 @@ scripts!(
     // whose one-thread pass the same suites' other scripts make already (run_cpython_suite,
     // run_socketserver, run_cpython_asyncio on the plain mount; libuv's calls are those
     // run_node's and the pipe scripts' one-thread passes make) and CI's 60 minutes cannot
-    // hold twice; and the programs added late (gpg-agent, git's credential cache),
+    // hold twice; and the programs added late (gpg-agent, git's credential cache, slapd),
     // whose second pass is the lanes_off one below; CPython's multiprocessing suite and
     // tokio's tests (minutes each; their calls are the asyncio and socketserver suites' and
     // the tokio pipe scripts' in the one-thread pass), so CI stays inside its 60 minutes.
@@ -358,6 +358,7 @@ scripts!(
     run_gpg_agent,
     run_java,
     run_libuv_tests,
+    run_slapd,
     run_ssh_mux,
     run_tokio_tests,
 );
@@ -402,6 +403,7 @@ mod lanes_off {
         run_nginx,
         run_node,
         run_php_fpm,
+        run_slapd,
         run_tmux,
         timeo,
     );
