@@ -35,9 +35,7 @@
 UDSFS_MOUNT_ARGS=(--allow-other --lanes)
 source "$(dirname "$0")/lib.sh"
 
-L6=$TMP/l6
-build_attack_c adversarial_lanes6 "$L6"
-ATTACK=$L6
+build_attack_c adversarial_lanes6 "$TMP/l6"
 
 attack_each jmpout "a handler siglongjmps out of a blocking laned call, the end closed" \
     "jmpout 0 read" "jmpout 1 read" "jmpout 0 write" "jmpout 1 write"

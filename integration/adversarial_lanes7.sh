@@ -33,9 +33,7 @@
 UDSFS_MOUNT_ARGS=(--allow-other --lanes)
 source "$(dirname "$0")/lib.sh"
 
-L7=$TMP/l7
-build_attack_c adversarial_lanes7 "$L7"
-ATTACK=$L7
+build_attack_c adversarial_lanes7 "$TMP/l7"
 
 attack_each loop "300 jumps out of blocking laned reads (writes), one fresh pair each" \
     "loop sleep" "loop write"

@@ -6,7 +6,7 @@ GET PATH answers "upstream saw PATH"; a POST to a path ending in /echo answers i
 whole, any other POST "N bytes, sum S" of its body. Without CONNECTIONS it serves
 connections on threads until killed; with CONNECTIONS it serves that many, one after the
 other (keep-alive: a connection may carry several requests), prints "served N
-connections" and exits."""
+connections" and exits. run_varnish.sh's backend imports Handler and ThreadingServer."""
 
 import http.server
 import socketserver
@@ -15,6 +15,7 @@ import sys
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    content_type = "application/octet-stream"
 
     def address_string(self):
         return "unix"  # a unix peer has no host address
@@ -24,7 +25,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def reply(self, body):
         self.send_response(200)
-        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Type", self.content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -56,4 +57,5 @@ def main():
     print("served", connections, "connections", flush=True)
 
 
-main()
+if __name__ == "__main__":
+    main()

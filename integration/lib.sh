@@ -682,10 +682,10 @@ attack_users() {
 
 # build_attack_c NAME OUT: for the attack scripts whose C program integration/NAME.c runs
 # as users A (61061) and B (61062), first on kernel sockets in $TMP/k, then through `udsfs
-# run` (adversarial_lanes3.sh, adversarial_lanes4.sh): the preload library and gcc
+# run` (adversarial_lanes3.sh, 4, 6, 7): the preload library and gcc
 # needed; NAME.c built (-Wall -Werror) into OUT, which A and B may run ($TMP opened to
-# them); $TMP/k made, open to all (sticky); verdict's EXCEPTIONS (integration/
-# NAME_exceptions.txt) and an empty `failed`.
+# them) and set as ATTACK, the program `attack_on` runs; $TMP/k made, open to all
+# (sticky); verdict's EXCEPTIONS (integration/NAME_exceptions.txt) and an empty `failed`.
 build_attack_c() {
     local name=$1 out=$2
     need_cmd gcc gcc
@@ -693,6 +693,7 @@ build_attack_c() {
     gcc -O1 -Wall -Werror -pthread -o "$out" "$LIB_DIR/$name.c" || fail "gcc of $name.c"
     chmod 755 "$out"
     mkdir -m 1777 "$TMP/k"
+    ATTACK=$out
 }
 
 # attack_on kernel|udsfs ARGS...: the attack program $ATTACK (build_attack_c's OUT) as A on

@@ -31,41 +31,32 @@ id vcache >/dev/null 2>&1 || fail "the user vcache is missing (the varnish packa
 chmod 755 "$TMP"
 head -c 300000 /dev/urandom >"$TMP/post.bin"
 
-# backend.py SOCK: an HTTP/1.1 server on SOCK; a GET says which request it was of those
-# it saw, GET /count how many it saw before, a POST the length and md5 of its body.
+# backend.py SOCK: an HTTP/1.1 server on SOCK (http_upstream.py's, with PYTHONPATH=$LIB_DIR);
+# a GET says which request it was of those it saw, GET /count how many it saw before, a
+# POST the length and md5 of its body.
 cat >"$TMP/backend.py" <<'EOF2'
-import hashlib, http.server, socketserver, sys, threading
+import hashlib, sys, threading
+from http_upstream import Handler, ThreadingServer
 seen, lock = [0], threading.Lock()
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def address_string(self):
-        return "unix"
-    def log_message(self, *a):
-        pass
+class Backend(Handler):
+    content_type = "text/plain"
     def count(self):
         with lock:
             seen[0] += 1
             return seen[0]
-    def reply(self, text):
-        body = text.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    def say(self, text):
+        self.reply(text.encode())
     def do_GET(self):
         n = self.count()
         if self.path == "/count":
-            self.reply("backend saw %d requests before this one\n" % (n - 1))
+            self.say("backend saw %d requests before this one\n" % (n - 1))
         else:
-            self.reply("backend saw GET %s, its request %d\n" % (self.path, n))
+            self.say("backend saw GET %s, its request %d\n" % (self.path, n))
     def do_POST(self):
         self.count()
         body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.reply("backend saw POST %s, %d bytes, md5 %s\n" % (self.path, len(body), hashlib.md5(body).hexdigest()))
-class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-Server(sys.argv[1], Handler).serve_forever()
+        self.say("backend saw POST %s, %d bytes, md5 %s\n" % (self.path, len(body), hashlib.md5(body).hexdigest()))
+ThreadingServer(sys.argv[1], Backend).serve_forever()
 EOF2
 
 # The counters that do not depend on timing (keep-alive reuse of backend connections
@@ -101,7 +92,7 @@ sub vcl_deliver {
 EOF2
     # umask 022: the backend's socket is 0755, which the vcache child may not connect
     # to until it is made 0666 below.
-    serve BACKEND "$backend_sock" "$d/backend.out" -- python3 "$TMP/backend.py" "$backend_sock"
+    serve BACKEND "$backend_sock" "$d/backend.out" -- env PYTHONPATH="$LIB_DIR" python3 "$TMP/backend.py" "$backend_sock"
     # backend_local_error_holddown=0: varnish tries the backend again at once after a
     # failed connect (10 s later by default).
     run_cmd -- varnishd -F -n "$d/work" -a "$listener,user=varnish,group=varnish,mode=660" \

@@ -228,14 +228,17 @@ fn ctl_parse_random_bytes() {
     });
 }
 
-/// The lines `WORD ARG` for each argument: with the command it means, or EINVAL.
+/// The lines `WORD ARG` for each argument: each of a command's spellings with the
+/// command it means, or EINVAL.
 fn word_cases(
     word: &'static [u8],
-    good: &[(&'static [u8], Command)],
+    good: &[(Command, &[&'static [u8]])],
     bad: &[&'static [u8]],
 ) -> impl Strategy<Value = Case> + use<> {
-    let mut args: Vec<(&'static [u8], Result<Command, Errno>)> =
-        good.iter().map(|(a, c)| (*a, Ok(c.clone()))).collect();
+    let mut args: Vec<(&'static [u8], Result<Command, Errno>)> = good
+        .iter()
+        .flat_map(|(c, spellings)| spellings.iter().map(|&a| (a, Ok(c.clone()))))
+        .collect();
     args.extend(bad.iter().map(|&a| (a, Err(Errno::EINVAL))));
     prop::sample::select(args).prop_map(move |(a, want)| case(cat(&[word, b" ", a]), want))
 }
@@ -314,22 +317,17 @@ fn ctl_case() -> impl Strategy<Value = Case> {
     let shutdown = word_cases(
         b"shutdown",
         &[
-            (b"rd", Command::Shutdown(RCV_SHUTDOWN)),
-            (b"0", Command::Shutdown(RCV_SHUTDOWN)),
-            (b"wr", Command::Shutdown(SEND_SHUTDOWN)),
-            (b"1", Command::Shutdown(SEND_SHUTDOWN)),
-            (b"rdwr", Command::Shutdown(SHUTDOWN_MASK)),
-            (b"2", Command::Shutdown(SHUTDOWN_MASK)),
+            (Command::Shutdown(RCV_SHUTDOWN), &[b"rd", b"0"]),
+            (Command::Shutdown(SEND_SHUTDOWN), &[b"wr", b"1"]),
+            (Command::Shutdown(SHUTDOWN_MASK), &[b"rdwr", b"2"]),
         ],
         &[b"", b"3", b"RD", b"rd wr", b"wrrd"],
     );
     let passcred = word_cases(
         b"passcred",
         &[
-            (b"on", Command::Passcred(true)),
-            (b"1", Command::Passcred(true)),
-            (b"off", Command::Passcred(false)),
-            (b"0", Command::Passcred(false)),
+            (Command::Passcred(true), &[b"on", b"1"]),
+            (Command::Passcred(false), &[b"off", b"0"]),
         ],
         &[b"", b"yes", b"ON", b"on off"],
     );

@@ -14,14 +14,13 @@
 //! The daemon's own namespace needs no pin (the daemon is in it), nor does
 //! an unknown one (`netns::unknown`: a number never given twice).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use nix::errno::Errno;
-use parking_lot::Mutex;
 
 use super::fds::ChargedFd;
 use super::netns::{self, NetNs};
+use super::pins::PinTable;
 use super::quota::Quota;
 
 /// A network namespace held open for one socket (shared by all of its
@@ -30,11 +29,8 @@ pub type Pin = Arc<ChargedFd>;
 
 #[derive(Default)]
 pub struct NetnsPins {
-    /// The open namespaces, by number; an entry whose pin is gone is swept
-    /// later or replaced.
-    by_ns: Mutex<HashMap<NetNs, Weak<ChargedFd>>>,
-    /// Entries at the last sweep of dead ones.
-    swept: Mutex<usize>,
+    /// The open namespaces, by number.
+    by_ns: PinTable<NetNs>,
 }
 
 impl NetnsPins {
@@ -54,49 +50,36 @@ impl NetnsPins {
         if ns == netns::own() || netns::is_unknown(ns) {
             return Ok(None);
         }
-        let mut map = self.by_ns.lock();
+        let entry = self.by_ns.entry(ns);
         // A live pin holds the namespace with this number: the same one.
-        if let Some(p) = map.get(&ns).and_then(Weak::upgrade) {
+        if let Some(p) = entry.held() {
             return Ok(Some(p));
         }
         if tid == 0 {
             return Ok(None);
         }
-        // Charge first: a refused charge opens no descriptor at all.
-        quota.take(uid, 1).map_err(super::fds::refused_errno)?;
-        quota.give(uid, 1);
-        let fd = match crate::procfs::hold_ns(tid, "net") {
-            Ok((fd, ino)) if ino == ns => fd,
-            Ok((_, ino)) => {
-                log::debug!("thread {tid}: namespace {ino} now, {ns} when read");
-                return Err(Errno::ESRCH);
-            }
-            Err(e) => {
-                log::debug!("/proc/{tid}/ns/net: {e}");
-                return Err(match e.raw_os_error() {
-                    Some(libc::EMFILE | libc::ENFILE) => Errno::ENFILE,
-                    _ => Errno::ESRCH,
-                });
-            }
-        };
-        let pin = Arc::new(ChargedFd::new(quota, uid, fd)?);
-        map.insert(ns, Arc::downgrade(&pin));
-        let mut swept = self.swept.lock();
-        if map.len() > 2 * *swept + 64 {
-            map.retain(|_, w| w.strong_count() > 0);
-            *swept = map.len();
-        }
-        Ok(Some(pin))
+        entry
+            .open(quota, uid, || match crate::procfs::hold_ns(tid, "net") {
+                Ok((fd, ino)) if ino == ns => Ok(fd),
+                Ok((_, ino)) => {
+                    log::debug!("thread {tid}: namespace {ino} now, {ns} when read");
+                    Err(Errno::ESRCH)
+                }
+                Err(e) => {
+                    log::debug!("/proc/{tid}/ns/net: {e}");
+                    Err(match e.raw_os_error() {
+                        Some(libc::EMFILE | libc::ENFILE) => Errno::ENFILE,
+                        _ => Errno::ESRCH,
+                    })
+                }
+            })
+            .map(Some)
     }
 
     /// Namespaces held open (tests).
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.by_ns
-            .lock()
-            .values()
-            .filter(|w| w.strong_count() > 0)
-            .count()
+        self.by_ns.count_held()
     }
 
     #[cfg(test)]

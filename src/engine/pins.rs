@@ -6,11 +6,12 @@
 //! one descriptor per sending process, charged to that process's user.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::{Arc, Weak};
 
 use nix::errno::Errno;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::fds::ChargedFd;
 use super::quota::Quota;
@@ -19,11 +20,88 @@ use crate::pidfd::alive;
 /// A pidfd of one process, shared by what refers to it.
 pub type Pin = Arc<ChargedFd>;
 
+/// Descriptors held open while anything refers to them, one per key (a
+/// process here, a network namespace in netns_pin.rs), each charged to the
+/// user whose request opened it.
+pub struct PinTable<K> {
+    entries: Mutex<Entries<K>>,
+}
+
+struct Entries<K> {
+    /// By key; an entry whose pin is gone is swept later or replaced.
+    by_key: HashMap<K, Weak<ChargedFd>>,
+    /// Entries at the last sweep of dead ones.
+    swept: usize,
+}
+
+impl<K> Default for PinTable<K> {
+    fn default() -> Self {
+        PinTable {
+            entries: Mutex::new(Entries {
+                by_key: HashMap::new(),
+                swept: 0,
+            }),
+        }
+    }
+}
+
+impl<K: Eq + Hash> PinTable<K> {
+    /// `key`'s entry, the table locked until it is dropped or opened: a
+    /// second caller for the same key waits, then finds the first's pin.
+    pub fn entry(&self, key: K) -> PinEntry<'_, K> {
+        PinEntry {
+            entries: self.entries.lock(),
+            key,
+        }
+    }
+
+    /// Keys with a pin held (tests).
+    pub fn count_held(&self) -> usize {
+        let entries = self.entries.lock();
+        entries
+            .by_key
+            .values()
+            .filter(|w| w.strong_count() > 0)
+            .count()
+    }
+}
+
+pub struct PinEntry<'a, K> {
+    entries: MutexGuard<'a, Entries<K>>,
+    key: K,
+}
+
+impl<K: Eq + Hash> PinEntry<'_, K> {
+    /// The pin held under the key, if any still is.
+    pub fn held(&self) -> Option<Pin> {
+        self.entries.by_key.get(&self.key).and_then(Weak::upgrade)
+    }
+
+    /// A new pin under the key: the descriptor `open` makes, charged to
+    /// `uid`. The charge is asked first: a refused one opens nothing
+    /// (ENFILE/ETOOMANYREFS).
+    pub fn open(
+        mut self,
+        quota: &Arc<Quota>,
+        uid: u32,
+        open: impl FnOnce() -> Result<OwnedFd, Errno>,
+    ) -> Result<Pin, Errno> {
+        quota.take(uid, 1).map_err(super::fds::refused_errno)?;
+        quota.give(uid, 1);
+        let pin = Arc::new(ChargedFd::new(quota, uid, open()?)?);
+        let entries = &mut *self.entries;
+        entries.by_key.insert(self.key, Arc::downgrade(&pin));
+        if entries.by_key.len() > 2 * entries.swept + 64 {
+            entries.by_key.retain(|_, w| w.strong_count() > 0);
+            entries.swept = entries.by_key.len();
+        }
+        Ok(pin)
+    }
+}
+
 #[derive(Default)]
 pub struct Pins {
-    by_pid: Mutex<HashMap<i32, Weak<ChargedFd>>>,
-    /// Entries at the last sweep of dead ones.
-    swept: Mutex<usize>,
+    by_pid: PinTable<i32>,
 }
 
 impl Pins {
@@ -34,41 +112,28 @@ impl Pins {
         if pid <= 0 {
             return Err(Errno::ESRCH);
         }
-        let mut map = self.by_pid.lock();
-        if let Some(p) = map.get(&pid).and_then(Weak::upgrade)
+        let entry = self.by_pid.entry(pid);
+        if let Some(p) = entry.held()
             && alive(&p)
         {
             return Ok(p);
         }
-        // Charge first: a refused charge makes no descriptor at all.
-        quota.take(uid, 1).map_err(super::fds::refused_errno)?;
-        quota.give(uid, 1);
-        // SAFETY: pidfd_open only makes a descriptor, which we then own.
-        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if raw < 0 {
-            let e = Errno::last();
-            log::debug!("pidfd_open({pid}): {e}");
-            return Err(if e == Errno::EMFILE { Errno::ENFILE } else { e });
-        }
-        // SAFETY: a new descriptor nobody else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
-        let pin = Arc::new(ChargedFd::new(quota, uid, fd)?);
-        map.insert(pid, Arc::downgrade(&pin));
-        let mut swept = self.swept.lock();
-        if map.len() > 2 * *swept + 64 {
-            map.retain(|_, w| w.strong_count() > 0);
-            *swept = map.len();
-        }
-        Ok(pin)
+        entry.open(quota, uid, || {
+            // SAFETY: pidfd_open only makes a descriptor, which we then own.
+            let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            if raw < 0 {
+                let e = Errno::last();
+                log::debug!("pidfd_open({pid}): {e}");
+                return Err(if e == Errno::EMFILE { Errno::ENFILE } else { e });
+            }
+            // SAFETY: a new descriptor nobody else owns.
+            Ok(unsafe { OwnedFd::from_raw_fd(raw as i32) })
+        })
     }
 
     /// Pids with a pin held (tests).
     pub fn len(&self) -> usize {
-        self.by_pid
-            .lock()
-            .values()
-            .filter(|w| w.strong_count() > 0)
-            .count()
+        self.by_pid.count_held()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -270,22 +270,13 @@ impl Drop for Signaller {
 impl Signaller {
     /// Forks a signaller for `uid` (the daemon must be root).
     fn fork(uid: u32) -> nix::Result<Signaller> {
-        let mut fds = [0; 2];
-        // SAFETY: socketpair writes two descriptors into `fds`.
-        let r = unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        };
-        if r < 0 {
-            return Err(nix::errno::Errno::last());
-        }
-        // SAFETY: both are fresh descriptors we own.
-        let (ours, theirs) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+        let (ours, theirs) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )?;
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
         // SAFETY: the child calls only async-signal-safe functions (raw

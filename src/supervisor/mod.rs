@@ -55,6 +55,18 @@ fn last() -> std::io::Error {
     std::io::Error::last_os_error()
 }
 
+/// The channel between `udsfs run` and the process it starts under the
+/// filter (the child's end passes the seccomp listener back).
+fn stream_pair() -> nix::Result<(OwnedFd, OwnedFd)> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+    socketpair(
+        AddressFamily::Unix,
+        SockType::Stream,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+}
+
 /// Makes `cmd` start under the filter (`library`: CMD carries the preload
 /// library, `filter::Kind::Library`). Call `Setup::start` once `cmd` is
 /// spawned (or failed to).
@@ -66,21 +78,7 @@ pub fn prepare(
 ) -> Result<Setup, String> {
     use std::os::unix::process::CommandExt;
     let ctx = context(mount, routes)?;
-    let mut sv = [0; 2];
-    // SAFETY: socketpair fills two ints.
-    if unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-            sv.as_mut_ptr(),
-        )
-    } < 0
-    {
-        return Err(format!("socketpair: {}", last()));
-    }
-    // SAFETY: fresh descriptors we own.
-    let (parent, child) = unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
+    let (parent, child) = stream_pair().map_err(|e| format!("socketpair: {e}"))?;
     let routed = !routes.is_empty();
     let prog = filter::program(if library {
         filter::Kind::Library { routed }
@@ -347,19 +345,7 @@ mod tests {
     fn the_pool_ends_when_recv_stays_blocked() {
         use std::os::unix::process::CommandExt;
         listener::RECV_STAYS.store(true, std::sync::atomic::Ordering::Relaxed);
-        let mut sv = [0; 2];
-        // SAFETY: socketpair fills two ints.
-        let r = unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-                0,
-                sv.as_mut_ptr(),
-            )
-        };
-        assert_eq!(r, 0);
-        // SAFETY: fresh descriptors we own.
-        let (parent, child) = unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
+        let (parent, child) = stream_pair().unwrap();
         let prog = filter::program(filter::Kind::Supervised { routed: false });
         let chan = child.as_raw_fd();
         let mut cmd = Command::new("python3");

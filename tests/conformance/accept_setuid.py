@@ -15,7 +15,7 @@ import socket
 import sys
 import time
 
-from differential import become, res, say, where
+from differential import Child, become, res, say, where
 
 DIR = os.path.realpath(sys.argv[1])
 NOBODY = 65534
@@ -108,19 +108,13 @@ def run(name, ty):
     l.listen(8)
     first = client(path, ty, b"one")
     r, w = os.pipe()
-    out_r, out_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
+
+    def work(out):
         os.close(r)
-        os.close(out_r)
-        try:
-            lines = worker(l, name, ty, w)
-        except Exception as e:  # noqa: BLE001 (reported, then compared)
-            lines = [f"{name}: worker failed: {e!r}"]
-        os.write(out_w, ("\n".join(lines) + "\n").encode())
-        os._exit(0)
+        out.extend(worker(l, name, ty, w))
+
+    child = Child(work, broke=lambda e: f"{name}: worker failed: {e!r}")
     os.close(w)
-    os.close(out_w)
     l.close()
     first.settimeout(5)
     answers = [res(lambda: first.recv(16).decode())]
@@ -137,15 +131,10 @@ def run(name, ty):
             keep.append(client(path, ty, b"four"))
         elif step == b"f":
             keep.append(client(path, ty, b"five"))
-    text = b""
-    while chunk := os.read(out_r, 65536):
-        text += chunk
-    os.waitpid(pid, 0)
+    child.say_lines()
     for c in keep:
         c.settimeout(5)
         answers.append(res(lambda c=c: c.recv(16).decode()))
-    for line in text.decode().splitlines():
-        say(line)
     say(f"{name}: the clients heard: {' '.join(answers)}")
     first.close()
     for c in keep:

@@ -47,6 +47,35 @@ def open_fds():
     return out
 
 
+class Child:
+    """body(out) in a forked child: the lines it appends to `out` come back through
+    a pipe (if it raises: broke(e)'s line after those). The parent does what it
+    likes meanwhile; say_lines then reads them to the end, reaps the child and says
+    them in order."""
+
+    def __init__(self, body, broke=lambda e: f"child broke: {e!r}"):
+        r, w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(r)
+            out = []
+            try:
+                body(out)
+            except Exception as e:  # noqa: BLE001 - the line says what broke
+                out.append(broke(e))
+            os.write(w, ("\n".join(out) + "\n").encode())
+            os._exit(0)
+        os.close(w)
+        self.r = r
+
+    def say_lines(self):
+        text = b"".join(iter(lambda: os.read(self.r, 65536), b""))  # to EOF
+        os.close(self.r)
+        os.waitpid(self.pid, 0)
+        for line in text.decode().splitlines():
+            say(line)
+
+
 def become(uid):
     """This process as user and group `uid` alone (no other groups), for good: a
     root process dropping to another user, as servers' workers do."""

@@ -15,7 +15,7 @@ import socket
 import stat
 import sys
 
-from differential import become, res, say, where
+from differential import Child, become, res, say, where
 
 DIR = os.path.realpath(sys.argv[1])
 NOBODY = 65534
@@ -51,28 +51,6 @@ def send_fd(ch, fd):
 def recv_fd(ch):
     _, anc, _, _ = ch.recvmsg(1, socket.CMSG_SPACE(4))
     return array.array("i", anc[0][2])[0]
-
-
-def in_child(body, *fds):
-    """body() in a forked child, its lines printed here in order; `fds` stay
-    open in it (the parent keeps its own)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        out = []
-        try:
-            body(out)
-        except Exception as e:  # noqa: BLE001 - the line says what broke
-            out.append(f"child broke: {e!r}")
-        os.write(w, ("\n".join(out) + "\n").encode())
-        os._exit(0)
-    os.close(w)
-    text = b"".join(iter(lambda: os.read(r, 65536), b""))  # to EOF
-    os.close(r)
-    os.waitpid(pid, 0)
-    for line in text.decode().splitlines():
-        say(line)
 
 
 where()
@@ -127,7 +105,7 @@ def nobody_receives(out):
 
 
 send_fd(ch_a, p.fileno())
-in_child(nobody_receives)
+Child(nobody_receives).say_lines()
 say("root reads what nobody sent:", q.recv(64))
 say("root's end after nobody's tries:", st(p.fileno()))
 
@@ -146,7 +124,7 @@ def nobody_accepts(out):
     out.append(f"its fchmod 0700: {res(lambda: os.fchmod(a.fileno(), 0o700))} {st(a.fileno())}")
 
 
-in_child(nobody_accepts)
+Child(nobody_accepts).say_lines()
 say("the connecting end, root's:", st(c.fileno()))
 say("the listener:", st(l.fileno()))
 
@@ -171,6 +149,6 @@ def userns_root(out):
 
 
 send_fd(ch_a, r1.fileno())
-in_child(userns_root)
+Child(userns_root).say_lines()
 say("root's socket after the userns tries:", st(r1.fileno()))
 say("done")

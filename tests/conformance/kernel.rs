@@ -593,18 +593,7 @@ impl Backend for Kernel {
     // ---- names / permissions ----
 
     fn raw_passcred(&mut self, s: Sock, on: bool) -> Res<()> {
-        let fd = self.fd(s)?;
-        let v: libc::c_int = on.into();
-        // SAFETY: v is a valid int option value.
-        cvt(unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_PASSCRED,
-                (&v as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        })
+        set_int_opt(self.fd(s)?, libc::SO_PASSCRED, on.into())
     }
 
     fn raw_dup(&mut self, s: Sock) -> Res<Sock> {
@@ -678,20 +667,7 @@ impl Backend for Kernel {
     // ---- credentials, rights and GC ----
 
     fn raw_get_passcred(&mut self, s: Sock) -> Res<bool> {
-        let fd = self.fd(s)?;
-        let mut v: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: v is an int of `len` bytes.
-        cvt(unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_PASSCRED,
-                (&mut v as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        })?;
-        Ok(v != 0)
+        Ok(get_int_opt(self.fd(s)?, libc::SO_PASSCRED)? != 0)
     }
 
     fn raw_peercred(&mut self, s: Sock) -> Res<Option<Ucred>> {
@@ -892,29 +868,8 @@ impl Backend for Kernel {
                 done(cvt(unsafe { libc::fchown(fd, *u, *g) }))
             }
             FdCall::SndbufForce(n) => {
-                let int = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-                // SAFETY: n is an int option value.
-                cvt(unsafe {
-                    libc::setsockopt(
-                        fd,
-                        libc::SOL_SOCKET,
-                        libc::SO_SNDBUFFORCE,
-                        (n as *const i32).cast(),
-                        int,
-                    )
-                })?;
-                let (mut v, mut len): (libc::c_int, libc::socklen_t) = (0, int);
-                // SAFETY: v is an int of `len` bytes.
-                cvt(unsafe {
-                    libc::getsockopt(
-                        fd,
-                        libc::SOL_SOCKET,
-                        libc::SO_SNDBUF,
-                        (&mut v as *mut libc::c_int).cast(),
-                        &mut len,
-                    )
-                })?;
-                Ok(v.to_string())
+                set_int_opt(fd, libc::SO_SNDBUFFORCE, *n)?;
+                Ok(get_int_opt(fd, libc::SO_SNDBUF)?.to_string())
             }
         }
     }
@@ -1302,6 +1257,37 @@ unsafe impl Send for SendableMsg {}
 struct KJob {
     call: Blocker<Res<KOut>>,
     sock: Sock,
+}
+
+/// setsockopt(SOL_SOCKET, `opt`) with an int value.
+fn set_int_opt(fd: libc::c_int, opt: libc::c_int, v: libc::c_int) -> Res<()> {
+    let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: v is an int of `len` bytes.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&v as *const libc::c_int).cast(),
+            len,
+        )
+    })
+}
+
+/// getsockopt(SOL_SOCKET, `opt`) of an int option.
+fn get_int_opt(fd: libc::c_int, opt: libc::c_int) -> Res<libc::c_int> {
+    let (mut v, mut len) = (0, std::mem::size_of::<libc::c_int>() as libc::socklen_t);
+    // SAFETY: v is an int of `len` bytes.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(v)
 }
 
 fn set_nonblock(fd: libc::c_int, on: bool) -> Res<()> {
