@@ -78,10 +78,14 @@ serve() {
     wait_listening "$_sock"
 }
 
-# kernel_has_socket PATH: /proc/net/unix lists a kernel socket bound at exactly PATH.
+# kernel_has_socket PATH [ready]: /proc/net/unix lists a kernel socket bound at exactly
+# PATH; with "ready", only once it can be reached: a listening one (Flags __SO_ACCEPTCON)
+# or a datagram one (Type 0002). A server binds, often does more (opens a database),
+# then listens: a client started at the bind alone is refused (ECONNREFUSED).
 kernel_has_socket() {
-    awk -v p="$1" 'NR > 1 && $8 == p { f = 1 } END { exit !f }' /proc/net/unix
+    awk -v p="$1" -v ready="${2:-}" "$SOCKET_LISTED" /proc/net/unix
 }
+SOCKET_LISTED='NR > 1 && $8 == p && (ready == "" || $4 == "00010000" || $5 == "0002") { f = 1 } END { exit !f }'
 
 # tree_path PATH: the name a socket bound at PATH has in the mount: PATH below $MNT, or
 # a routed PATH at the same path below the mount root; $U/unix shows it without the
@@ -93,23 +97,25 @@ tree_path() {
     esac
 }
 
-# udsfs_has_socket PATH: $U/unix lists a udsfs socket bound at PATH.
+# udsfs_has_socket PATH [ready]: $U/unix lists a udsfs socket bound at PATH (the same
+# columns as /proc/net/unix; "ready" as kernel_has_socket).
 udsfs_has_socket() {
-    awk -v p="$(tree_path "$1")" 'NR > 1 && $8 == p { f = 1 } END { exit !f }' "$U/unix"
+    awk -v p="$(tree_path "$1")" -v ready="${2:-}" "$SOCKET_LISTED" "$U/unix"
 }
 
-# wait_listening PATH [MS]: wait until a socket bound at PATH is listed where the
-# chosen mode puts it (udsfs: $U/unix, kernel: /proc/net/unix); fails after MS ms.
+# wait_listening PATH [MS]: wait until a socket bound at PATH, listening (or a datagram
+# one), is listed where the chosen mode puts it (udsfs: $U/unix, kernel: /proc/net/unix);
+# fails after MS ms.
 wait_listening() {
     local path=$1 limit=${2:-20000} start
     start=$(now_ms)
     while :; do
         if [ "$UDSFS_RUN_VIA" == udsfs ]; then
-            udsfs_has_socket "$path" && return 0
+            udsfs_has_socket "$path" ready && return 0
             ! kernel_has_socket "$path" ||
                 fail "a kernel socket is bound at $path (in /proc/net/unix), not a udsfs socket: the program escaped udsfs run"
         else
-            kernel_has_socket "$path" && return 0
+            kernel_has_socket "$path" ready && return 0
         fi
         [ $(($(now_ms) - start)) -le "$limit" ] ||
             fail "no socket bound at $path in $([ "$UDSFS_RUN_VIA" == udsfs ] && echo "$U/unix" || echo /proc/net/unix) after $limit ms"
