@@ -601,6 +601,37 @@ socket_generation() {
     echo $(((ino & ((1 << 56) - 1)) >> 4))
 }
 
+# unix_sockets_used OUT CMD...: runs CMD (on kernel sockets) under strace, its calls in
+# OUT, and prints how many AF_UNIX sockets it used, the number a udsfs mount would make
+# for them: two a socketpair, one a socket(AF_UNIX, ...) later bound, connected or sent
+# from with an address (the library converts a socket to udsfs's at that first use: one
+# made and dropped unused never reaches the mount), one an accepted connection. The
+# run_*_tests scripts' guard: through udsfs the mount must make about as many.
+unix_sockets_used() {
+    local out=$1
+    shift
+    timeout -k 5 120 strace -f -qq -e signal=none \
+        -e trace=socket,socketpair,bind,connect,sendto,sendmsg,accept,accept4 \
+        -o "$out" "$@" >/dev/null 2>&1 || true
+    awk '
+        # a call strace shows in two pieces (a line of another thread between) made whole
+        / <unfinished \.\.\.>$/ { sub(/ <unfinished \.\.\.>$/, ""); part[$1] = $0; next }
+        /^[0-9]+ +<\.\.\. [a-z0-9]+ resumed>/ { p = $1; sub(/^[0-9]+ +<\.\.\. [a-z0-9]+ resumed>/, ""); $0 = part[p] $0 }
+        { sub(/^[0-9]+ +/, "") }
+        /^socketpair\(AF_UNIX,/ && / = 0$/ { n += 2 }
+        /^socket\(/ && $NF ~ /^[0-9]+$/ { ux[$NF] = /^socket\(AF_UNIX,/; fresh[$NF] = ux[$NF] }
+        /^(bind|connect|sendto|sendmsg)\([0-9]+,/ && (!/ = -1 E[A-Z]+ / || /EINPROGRESS|EAGAIN/) {
+            fd = $0; sub(/^[a-z]+\(/, "", fd); sub(/,.*/, "", fd)
+            if (fresh[fd]) { n++; fresh[fd] = 0 }
+        }
+        /^accept4?\([0-9]+,/ && $NF ~ /^[0-9]+$/ {
+            fd = $0; sub(/^accept4?\(/, "", fd); sub(/,.*/, "", fd)
+            if (ux[fd]) n++
+            ux[$NF] = 0
+        }
+        END { print n + 0 }' "$out"
+}
+
 socket_count() {
     printf '%s\n' $(($(wc -l <"$U/unix") - 1))
 }

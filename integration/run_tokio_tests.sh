@@ -159,33 +159,12 @@ run_binary() {
 }
 
 # The kernel pass, then the count: each binary again under strace, the AF_UNIX sockets
-# it used in KSOCKS[T]: two a socketpair, one a socket(AF_UNIX, ...) later bound,
-# connected or sent from with an address (the library converts a socket to udsfs's at
-# that first use: one made and dropped unused never reaches the mount, as
-# uds_socket::assert_usage's three), one an accepted connection.
+# it used in KSOCKS[T] (lib.sh's unix_sockets_used; uds_socket::assert_usage's three
+# sockets, made and dropped unused, are not counted).
 declare -A KSOCKS
 for t in "${TESTS[@]}"; do
     run_binary kernel "$t" "$TMP/k"
-    TMPDIR=$TMP/k timeout -k 5 120 strace -f -qq -e signal=none \
-        -e trace=socket,socketpair,bind,connect,sendto,sendmsg,accept,accept4 \
-        -o "$TMP/strace.$t" "${BIN[$t]}" --exact $(cat "$TMP/$t.list") --test-threads 2 >/dev/null 2>&1 || true
-    KSOCKS[$t]=$(awk '
-        # a call strace shows in two pieces (a line of another thread between) made whole
-        / <unfinished \.\.\.>$/ { sub(/ <unfinished \.\.\.>$/, ""); part[$1] = $0; next }
-        /^[0-9]+ +<\.\.\. [a-z0-9]+ resumed>/ { p = $1; sub(/^[0-9]+ +<\.\.\. [a-z0-9]+ resumed>/, ""); $0 = part[p] $0 }
-        { sub(/^[0-9]+ +/, "") }
-        /^socketpair\(AF_UNIX,/ && / = 0$/ { n += 2 }
-        /^socket\(/ && $NF ~ /^[0-9]+$/ { ux[$NF] = /^socket\(AF_UNIX,/; fresh[$NF] = ux[$NF] }
-        /^(bind|connect|sendto|sendmsg)\([0-9]+,/ && (!/ = -1 E[A-Z]+ / || /EINPROGRESS|EAGAIN/) {
-            fd = $0; sub(/^[a-z]+\(/, "", fd); sub(/,.*/, "", fd)
-            if (fresh[fd]) { n++; fresh[fd] = 0 }
-        }
-        /^accept4?\([0-9]+,/ && $NF ~ /^[0-9]+$/ {
-            fd = $0; sub(/^accept4?\(/, "", fd); sub(/,.*/, "", fd)
-            if (ux[fd]) n++
-            ux[$NF] = 0
-        }
-        END { print n + 0 }' "$TMP/strace.$t")
+    KSOCKS[$t]=$(TMPDIR=$TMP/k unix_sockets_used "$TMP/strace.$t" "${BIN[$t]}" --exact $(cat "$TMP/$t.list") --test-threads 2)
     say "kernel: $t: $(grep -c ' ok$' "$TMP/kernel.$t.res") of $(wc -l <"$TMP/kernel.$t.res") passed; AF_UNIX sockets used: ${KSOCKS[$t]}"
 done
 

@@ -295,6 +295,7 @@ scripts!(
     run_lighttpd,
     run_mariadb,
     run_nginx,
+    run_nix_tests,
     run_node,
     run_php_fpm,
     run_postgres,
