@@ -111,8 +111,13 @@ fn receive(r: &mut Reader, buf: &mut [u8], spin: u32, wake: Wake, mine: i32) {
 
 fn lane(iters: usize, spin: u32, wake: Wake) -> f64 {
     let eventfd = wake == Wake::Eventfd;
-    let cap = udsfs_proto::lane::region::cap_for_sndbuf(212_992);
+    // As a lane the daemon makes for the default SO_SNDBUF: each write
+    // charged against it as Linux charges the sender, the rings sized for it.
+    let sndbuf = 212_992;
+    let cap = udsfs_proto::lane::region::ring_bytes_for(sndbuf as usize, Framing::Stream)
+        .next_power_of_two() as u32;
     let (_fd, region) = Region::create([cap, cap]).expect("lane region");
+    let region = region.with_budgets([sndbuf, sndbuf], Framing::Stream);
     region.set_state(State::Direct);
     let efd = |_| {
         // SAFETY: a new eventfd.

@@ -6,6 +6,7 @@
 import ctypes, mmap, socket, struct, select  # noqa: E401
 
 BUSY = (16, 20)  # the busy words of sides 0 and 1 (region.rs: header offset 16 + 4 side)
+HEADER = 3 * 4096  # the region's header (region.rs HEADER, version 4); the rings follow
 
 
 def say(*a):
@@ -23,7 +24,7 @@ def laned_pair(ch):
     mfd = claim(ch, g[0])
     if isinstance(mfd, str):
         raise OSError(f"claim of the region: {mfd}")
-    m = mmap.mmap(mfd, 4096 + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    m = mmap.mmap(mfd, HEADER + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
     os.close(mfd)
     return pf, a, b, da, db, m, g
 
@@ -185,7 +186,7 @@ def scribble():
         def scrib():
             i = 0
             while not stop[0]:
-                m[4096 + (i * 7919) % cap0] = i & 0xFF
+                m[HEADER + (i * 7919) % cap0] = i & 0xFF
                 i += 1
 
         t = threading.Thread(target=scrib)
@@ -241,7 +242,7 @@ def client_lanes():
         got.append("lane" if not isinstance(g, str) else g)
         if not isinstance(g, str):
             mfd = claim(ch, g[0])
-            m = mmap.mmap(mfd, 4096 + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            m = mmap.mmap(mfd, HEADER + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             struct.pack_into("I", m, BUSY[0], 1)
             held.append(m)
         held += [cf, dc]
@@ -307,7 +308,7 @@ def charge():
     for _ in range(n):
         p = laned_pair(ch)
         m, cap0 = p[5], p[6][2]
-        m[4096:4096 + cap0] = b"q" * cap0
+        m[HEADER:HEADER + cap0] = b"q" * cap0
         struct.pack_into("I", m, 64, cap0)
         try:
             os.read(p[3], 16)
@@ -507,7 +508,7 @@ def head_lie():
     if isinstance(g, str):
         raise OSError(f"lane: {g}")
     mfd = claim(ch, g[0])
-    m = mmap.mmap(mfd, 4096 + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    m = mmap.mmap(mfd, HEADER + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
     time.sleep(settle)
     side = g[1]
     tail = struct.unpack_from("I", m, 64 + 256 * side)[0]

@@ -119,7 +119,8 @@ for _ in range(k):
     if isinstance(g, str):
         raise OSError(f"lane: {g}")
     mfd = claim(ch, g[0])
-    m = mmap.mmap(mfd, 4096 + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    m = mmap.mmap(mfd, 3 * 4096 + g[2] + g[3],  # the header: region.rs HEADER
+                  mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
     if sys.argv[4] == "hold":
         struct.pack_into("I", m, BUSY0, 1)
     held.append((pf, da, m))

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # adversarial_lanes5.sh: user B (uid 61072) against user A (uid 61071) and the daemon, on a
-# --allow-other --lanes mount with a small --max-queued-bytes (1 MiB: 512 KiB a user, the
-# default --user-share 50), now that lanes are on by default. The programs are
+# --allow-other --lanes mount with a small --max-queued-bytes (2 MiB: 1 MiB a user, the
+# default --user-share 50, of which a user's rings may take half: one stream lane's two
+# rings of 262144, which hold what SO_SNDBUF's charges let in), now that lanes are on by
+# default. The programs are
 # integration/adversarial_lanes5.py (with lane_raw.py's helpers). Cases:
 #  drain_share  B's server first fills socketpairs of its own (B's share of the queued
-#               bytes, 512 KiB: laned, their rings are on it), then root's client writes 6
+#               bytes, 1 MiB: laned, their rings are on it), then root's client writes 6
 #               connections to it full (nonblocking, until a send takes no more): laned,
-#               131072 bytes a ring, 768 KiB, on no share (root's rings are on none, as its
+#               212992 bytes each, 1.2 MiB, on no share (root's rings are on none, as its
 #               queues), every byte told sent. B's server then asks FIONREAD on each
 #               (through the daemon: the lane goes down and its ring's bytes go into the
-#               engine's queue as root's sends, past the mount's 1 MiB with B's share),
+#               engine's queue as root's sends, past the mount's 2 MiB with B's share),
 #               then reads each to the count root wrote: every byte, in order, as on
 #               kernel sockets (where the same steps give every byte). Before, the way
 #               down's sends past the bound failed ENOBUFS and the rest of the ring was
@@ -25,13 +27,13 @@
 #               panicked ("misaligned pointer dereference") and aborted.
 #  ring_bound   B's program makes 12 socketpairs and fills each one way until a send takes
 #               no more: the bytes B holds unread stay within B's share of
-#               --max-queued-bytes (512 KiB) and one pair's more (a send may pass it by its
-#               last piece), as they do through the daemon (adversarial_exhaust.sh §4).
+#               --max-queued-bytes (1 MiB) and one pair's rings more (a send may pass it by
+#               its last piece), as they do through the daemon (adversarial_exhaust.sh §4).
 #               Before, the rings were on no bound but the lanes' count: B's 12 laned
-#               pairs held 1572864 bytes (131072 a ring).
+#               pairs held 1572864 bytes (131072 a ring then).
 # A case listed in integration/adversarial_lanes5_exceptions.txt is a known defect: it
 # must fail as listed, and the script fails once it passes (then unlist it).
-UDSFS_MOUNT_ARGS=(--allow-other --lanes --max-queued-bytes 1048576)
+UDSFS_MOUNT_ARGS=(--allow-other --lanes --max-queued-bytes 2097152)
 source "$(dirname "$0")/lib.sh"
 
 attack_users adversarial_lanes5 61071 61072
@@ -97,7 +99,7 @@ verdict fionread "$([ "$u" = "$k" ] && echo 1)" "Python's fcntl.ioctl(FIONREAD) 
 rb=$(on $B udsfs pairs 12 2>&1) || fail "ring_bound: B's pairs: $rb"
 held=$(sed -n 's/.* hold \([0-9]*\) bytes.*/\1/p' <<<"$rb")
 [ -n "$held" ] || fail "ring_bound: B's pairs said: $rb"
-bound=$((524288 + 262144))
+bound=$((1048576 + 524288))
 verdict ring_bound "$([ "$held" -le $bound ] && echo 1)" \
     "B's 12 socketpairs filled: $rb; B's share of --max-queued-bytes and a pair's more: $bound"
 

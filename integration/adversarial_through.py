@@ -7,8 +7,11 @@
 import ctypes, mmap, socket, struct  # noqa: E401
 
 # region.rs: header words; a direction's words at 64 + 256 d (tail 0, fin 4,
-# writer-waiting 8, head 128, reader-waiting 132); the rings after the 4096-byte header.
+# writer-waiting 8, head 128, reader-waiting 132); direction d's marks at 4096 + 4096 d;
+# the rings after the header (HEADER, three pages: region version 4).
 DIR = lambda d, off: 64 + 256 * d + off  # noqa: E731
+HEADER = 3 * 4096
+MARKS0 = 4096
 TAIL, FIN, WW, HEAD, RW = 0, 4, 8, 128, 132
 
 
@@ -293,7 +296,7 @@ def through_connection_once(path, ch, seq):
     if isinstance(g, str):
         return cf, c, dc, g
     mfd = claim(ch, g[0])
-    m = mmap.mmap(mfd, 4096 + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    m = mmap.mmap(mfd, HEADER + g[2] + g[3], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
     os.close(mfd)
     evs = lane_ctl(dc, 4)
     dev = claim(ch, evs[1]) if not isinstance(evs, str) else evs
@@ -323,8 +326,8 @@ def scribble():
         "head of B's incoming ring backwards": lambda m, caps: struct.pack_into("I", m, DIR(1, HEAD), (head(m) - caps[1] * 2) & 0xFFFFFFFF),
         "the header's magic, version and state": lambda m, caps: m.__setitem__(slice(0, 16), b"\xff" * 16),
         "the busy word held up": lambda m, caps: struct.pack_into("I", m, 16, 1),
-        "the fin word and marks": lambda m, caps: (struct.pack_into("I", m, DIR(0, FIN), 0xFFFFFFFF), m.__setitem__(slice(1024, 2048), b"\xee" * 1024)),
-        "the ring's bytes and a tail within it": lambda m, caps: (m.__setitem__(slice(4096, 4096 + 512), b"\x7f" * 512), struct.pack_into("I", m, DIR(0, TAIL), 512)),
+        "the fin word and marks": lambda m, caps: (struct.pack_into("I", m, DIR(0, FIN), 0xFFFFFFFF), m.__setitem__(slice(MARKS0, MARKS0 + 4096), b"\xee" * 4096)),
+        "the ring's bytes and a tail within it": lambda m, caps: (m.__setitem__(slice(HEADER, HEADER + 512), b"\x7f" * 512), struct.pack_into("I", m, DIR(0, TAIL), 512)),
     }
     for name, scrib in list(cases.items()) + [("a record's length past the ring (seqpacket)", None)]:
         seq = scrib is None
@@ -337,7 +340,7 @@ def scribble():
         time.sleep(0.4)  # the server writes, the mover moves into B's ring
         if seq:
             t = struct.unpack_from("I", m, DIR(0, TAIL))[0]
-            at = 4096 + t % caps[0]
+            at = HEADER + t % caps[0]
             struct.pack_into("I", m, at, caps[0] * 4)
             struct.pack_into("I", m, DIR(0, TAIL), t + 8)
         else:

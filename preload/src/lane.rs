@@ -417,7 +417,15 @@ fn map_grant(fd: c_int, g: &LaneGrant, ch: &fdpass::Channel) -> Res<Grant> {
         fds.iter().for_each(|&f| crate::files::close(f));
         return Err(libc::EIO);
     }
-    let region = Region::map(fds[0], [g.cap0 as u32, g.cap1 as u32]);
+    // Each ring's writer charged against its SO_SNDBUF as Linux's sender.
+    let framing = if g.side & LANE_RECORD != 0 {
+        Framing::Record
+    } else {
+        Framing::Stream
+    };
+    let budgets = [g.sndbuf0, g.sndbuf1].map(|b| b.clamp(0, u32::MAX as i64) as u32);
+    let region = Region::map(fds[0], [g.cap0 as u32, g.cap1 as u32])
+        .map(|r| r.with_budgets(budgets, framing));
     crate::files::close(fds[0]);
     let mut high = [Ok(-1); 4];
     for (h, &f) in high.iter_mut().zip(&fds[1..]) {

@@ -436,8 +436,10 @@ values! {
     /// `Op::AcceptTicket`: the ticket, a random number (never 0).
     AcceptTicket { ticket: u64 }
     /// `Op::LaneClaim`: the region's depot tag, this end's side (0: A,
-    /// which writes ring 0) and the two rings' capacities.
-    LaneGrant { tag: u64, side: i32, cap0: i32, cap1: i32 }
+    /// which writes ring 0), the two rings' capacities and their writers'
+    /// SO_SNDBUF, which each ring's writes are charged against (0: none,
+    /// the ring bounds them; region.rs `with_budgets`).
+    LaneGrant { tag: u64, side: i32, cap0: i32, cap1: i32, sndbuf0: i64, sndbuf1: i64 }
     /// `Op::LaneClaim` arg 4: the depot tags of the lane's two eventfds
     /// (end A's, end B's), each the end's wake-up for poll and epoll, which
     /// its peer writes; then of the two ends' daemon-only eventfds (written

@@ -46,6 +46,7 @@ pub mod mount;
 pub mod passed;
 pub mod record;
 pub mod route;
+pub mod skb;
 pub mod sockopt;
 pub mod socktype;
 pub mod sysctl;

@@ -24,8 +24,11 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use parking_lot::{Condvar, Mutex};
 use udsfs_proto::ioctl::{LANE_RECORD, LaneEvents, LaneGrant};
-use udsfs_proto::lane::State;
-use udsfs_proto::lane::region::{OFF_HEAD, OFF_TAIL, Region, busy_word, cap_for_sndbuf, dir_word};
+use udsfs_proto::lane::region::{
+    MAX_CAP, MIN_CAP, OFF_HEAD, OFF_TAIL, Region, busy_word, cap_for_sndbuf, dir_word,
+    ring_bytes_for,
+};
+use udsfs_proto::lane::{Framing, State};
 
 use super::cred::ProcStatus;
 use super::fds::{ChargedFd, refused_errno};
@@ -155,13 +158,17 @@ impl Lane {
     /// The grant of side `side` of this lane, `tag` its memfd's depot tag.
     /// Through the daemon each end is side A of a region of its own.
     fn grant(&self, tag: u64, side: usize) -> LaneGrant {
-        let [cap0, cap1] = self.region_of(side).caps();
+        let region = self.region_of(side);
+        let [cap0, cap1] = region.caps();
+        let [sndbuf0, sndbuf1] = region.budgets().map_or([0, 0], |(b, _)| b);
         let side = if self.through.is_some() { 0 } else { side };
         LaneGrant {
             tag,
             side: side_word(side, self.record),
             cap0: cap0 as i32,
             cap1: cap1 as i32,
+            sndbuf0: sndbuf0 as i64,
+            sndbuf1: sndbuf1 as i64,
         }
     }
 }
@@ -250,8 +257,15 @@ fn drainer(eng: &Weak<Engine>) {
 
 /// A ring's capacity for a sender's SO_SNDBUF: a power of two (the ends
 /// publish only the low 32 bits of their positions, which then still name
-/// the offset), at most the buffer.
-fn ring_cap(sndbuf: usize) -> u32 {
+/// the offset). A direct lane's writer is charged as Linux charges the
+/// sender (`charged`: the rings' framing; region.rs `with_budgets`), and
+/// its ring holds all that lets in (`ring_bytes_for`); through the daemon
+/// (uncharged) the ring is the bound, at most the buffer.
+fn ring_cap(sndbuf: usize, charged: Option<Framing>) -> u32 {
+    if let Some(framing) = charged {
+        let want = ring_bytes_for(sndbuf, framing).next_power_of_two();
+        return want.clamp(MIN_CAP as usize, MAX_CAP as usize) as u32;
+    }
     let c = cap_for_sndbuf(sndbuf.min(u32::MAX as usize) as u32);
     if c.is_power_of_two() {
         c
@@ -664,7 +678,12 @@ impl Engine {
         // for its sends through the daemon, so a user with many idle
         // lanes (a pool of connections) still sends on its others; past
         // it, a new connection goes through the daemon.
-        let caps = [ring_cap(sndbuf_a), ring_cap(sndbuf_b)];
+        let framing = match s.ty {
+            SockType::Seqpacket => Framing::Record,
+            _ => Framing::Stream,
+        };
+        let charged = (!through).then_some(framing);
+        let caps = [ring_cap(sndbuf_a, charged), ring_cap(sndbuf_b, charged)];
         let mut rings = Charge::new(self.queued.clone());
         let limit = self.queued.user_limit();
         if payer != 0 && self.cfg.max_queued_bytes != 0 && limit != u64::MAX {
@@ -683,7 +702,12 @@ impl Engine {
         if made.iter().any(|&n| n >= most) {
             return Err(Errno::EOPNOTSUPP);
         }
-        let (fd, region) = Region::create(caps).map_err(Errno::from_raw)?;
+        let (fd, mut region) = Region::create(caps).map_err(Errno::from_raw)?;
+        if !through {
+            // SO_SNDBUF fits an int (bufsize.rs).
+            let budget = |b: usize| b.min(i32::MAX as usize) as u32;
+            region = region.with_budgets([budget(sndbuf_a), budget(sndbuf_b)], framing);
+        }
         let evs = Evs::new()?;
         let through = match through {
             true => Some(Box::new(through::Far::new(
@@ -1864,13 +1888,16 @@ mod tests {
 
     /// On a mount other users share, a lane's rings are on its payer's
     /// share of `--max-queued-bytes` until its way down (adversarial_lanes5.sh
-    /// ring_bound), at most half of it (2 MiB: a 1 MiB share, two lanes of
-    /// 256 KiB): B's pairs are refused lanes past it, A's still get
-    /// theirs, and B's way down gives its rings' bytes back.
+    /// ring_bound), at most half of it (4 MiB: a 2 MiB share, two lanes of
+    /// 512 KiB: two rings that hold what SO_SNDBUF's charges let in): B's
+    /// pairs are refused lanes past it, A's still get theirs, and B's way
+    /// down gives its rings' bytes back.
     #[test]
     fn a_lanes_rings_are_on_its_payers_queued_share() {
         use crate::engine::tests::user;
-        let e = lanes_engine_with(500, 2 << 20);
+        let ring = u64::from(ring_cap(212992, Some(Framing::Stream)));
+        assert_eq!(ring, 262144);
+        let e = lanes_engine_with(500, 4 << 20);
         let (a, b) = (user(61021), user(65534));
         let (held, refused) = pairs_until_refused(&e, &b, 8);
         let used = e.queued.user_used(65534);
@@ -1879,12 +1906,12 @@ mod tests {
             held.len()
         );
         assert_eq!((held.len(), refused), (2, Errno::EOPNOTSUPP));
-        assert_eq!(used, 2 * 2 * 131072);
+        assert_eq!(used, 2 * 2 * ring);
         a_still_gets_a_lane(&e, &a);
         e.lane_down(&held[0].0, None).unwrap();
         assert_eq!(
             e.queued.user_used(65534),
-            2 * 131072,
+            2 * ring,
             "given back at the way down"
         );
         assert_eq!(fresh_lane(&e, &b), Ok(()), "room for one more");

@@ -19,8 +19,10 @@
 use std::sync::atomic::{Ordering, fence};
 
 use super::region::{
-    OFF_FIN, OFF_HEAD, OFF_READER_WAITING, OFF_TAIL, OFF_WRITER_WAITING, Region, dir_word,
+    OFF_FIN, OFF_HEAD, OFF_READER_WAITING, OFF_TAIL, OFF_WRITER_WAITING, OFF_WRITES, Region,
+    dir_word,
 };
+use super::ring::unread_charge;
 use super::state::State;
 
 /// poll(2)'s bits as Linux's unix_poll gives them for a connected stream.
@@ -65,9 +67,7 @@ pub fn look(r: &Region, side: usize) -> Option<Look> {
     if fin == 1 {
         mask |= IN | RDHUP;
     }
-    // unix_writable(): writable while at most a quarter of the sender's
-    // budget is in flight (the ring is the budget).
-    if queued > cap_out || u64::from(queued) * 4 <= u64::from(cap_out) {
+    if queued > cap_out || writable(r, side, (tail_out, head_out), cap_out) {
         mask |= OUT;
     }
     Some(Look {
@@ -75,6 +75,24 @@ pub fn look(r: &Region, side: usize) -> Option<Look> {
         tail_in,
         head_out,
     })
+}
+
+/// unix_writable(): writable while at most a quarter of the sender's
+/// budget is in flight: its unread writes' charges against its SO_SNDBUF
+/// (region.rs `with_budgets`), or else its ring's bytes against the ring.
+/// Marks that are no writes (a peer's scribbles) say writable: the write
+/// finds them (ring.rs `would_block`).
+fn writable(r: &Region, side: usize, (tail, head): (u32, u32), cap: u32) -> bool {
+    let queued = tail.wrapping_sub(head);
+    match r.budgets() {
+        Some((sndbufs, framing)) if sndbufs[side] != 0 && queued != 0 => {
+            let writes = r.word(dir_word(side, OFF_WRITES)).load(Ordering::Acquire);
+            let sndbuf = sndbufs[side] as usize;
+            unread_charge(r.marks(side), writes, (tail, head), framing, sndbuf)
+                .is_none_or(|(charge, _)| charge * 4 <= sndbuf)
+        }
+        _ => u64::from(queued) * 4 <= u64::from(cap),
+    }
 }
 
 /// Raises (or lowers) end `side`'s waiting flags for what a poller waits

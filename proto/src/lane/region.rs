@@ -21,15 +21,22 @@
 //! | 64 + 256 d + 8 | writer_waiting: d's writer's pollers wait for space (eventfd) | d's writer |
 //! | 64 + 256 d + 12 | data_ev: futex word d's reader sleeps on | d's writer, the daemon |
 //! | 64 + 256 d + 16 | writer_sleeping: d's writer threads asleep on space_ev | d's writer |
+//! | 64 + 256 d + 20 | writes: d's writes so far, each the next mark's (low 32 bits) | d's writer |
 //! | 64 + 256 d + 128 | head: bytes read from ring d (low 32 bits) | d's reader |
 //! | 64 + 256 d + 132 | reader_waiting: d's reader's pollers wait for data (eventfd) | d's reader |
 //! | 64 + 256 d + 136 | space_ev: futex word d's writer sleeps on | d's reader, the daemon |
 //! | 64 + 256 d + 140 | reader_sleeping: d's reader threads asleep on data_ev | d's reader |
-//! | 1024 + 1024 d + 4 i | mark i: the tail after one of d's last `MARKS` stream writes | d's writer |
+//! | 4096 + 4096 d + 4 i | mark i: the tail after write i (mod `MARKS`) of d's last ones | d's writer |
 //!
 //! The marks are where Linux would have ended an skb: the way down queues a
 //! stream ring's unread bytes split at them (SIOCOUTQ counts each write's
-//! overhead, bufs.sh), and trusts them for nothing else.
+//! overhead, bufs.sh), and trusts them for nothing else. A ring whose
+//! writer is charged as Linux charges its sender (`with_budgets`: each
+//! write's skb truesize against SO_SNDBUF, given back once the write is
+//! read whole) finds its unread writes' charges from them (ring.rs
+//! `unread_charge`), records too; a peer that scribbles them spoils only
+//! its own connection (the writer finds them corrupt, or is charged
+//! wrongly while bytes are unread; never once the ring is empty).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -40,9 +47,10 @@ use super::state::State;
 use crate::{Errno, Res};
 
 pub const MAGIC: u32 = u32::from_le_bytes(*b"UDLN");
-pub const VERSION: u32 = 3;
+/// 4: the header is three pages, 1024 marks a direction, the writes word.
+pub const VERSION: u32 = 4;
 /// The header's size; the rings follow it.
-pub const HEADER: usize = 4096;
+pub const HEADER: usize = 3 * 4096;
 const PAGE: usize = 4096;
 
 pub const OFF_MAGIC: usize = 0;
@@ -62,15 +70,20 @@ pub const OFF_FIN: usize = 4;
 pub const OFF_WRITER_WAITING: usize = 8;
 pub const OFF_DATA_EV: usize = 12;
 pub const OFF_WRITER_SLEEPING: usize = 16;
+pub const OFF_WRITES: usize = 20;
 pub const OFF_HEAD: usize = 128;
 pub const OFF_READER_WAITING: usize = 132;
 pub const OFF_SPACE_EV: usize = 136;
 pub const OFF_READER_SLEEPING: usize = 140;
 
-/// How many of a stream ring's last writes' ends its header keeps.
-pub const MARKS: usize = 128;
-const MARKS_BASE: usize = 1024;
-const MARKS_SIZE: usize = 1024;
+/// How many of a ring's last writes' ends its header keeps (a power of
+/// two: a write's slot is its count's low 32 bits modulo it). A charged
+/// writer has at most `MARKS - 1` writes unread (Linux's 212992 bytes of
+/// SO_SNDBUF hold at most 278 skbs).
+pub const MARKS: usize = 1024;
+const MARKS_BASE: usize = 4096;
+const MARKS_SIZE: usize = 4096;
+const _: () = assert!(MARKS.is_power_of_two());
 const _: () = assert!(MARKS * 4 <= MARKS_SIZE && MARKS_BASE + 2 * MARKS_SIZE <= HEADER);
 const _: () = assert!(DIR_BASE + 2 * DIR_SIZE <= MARKS_BASE);
 
@@ -102,6 +115,20 @@ pub fn cap_for_sndbuf(sndbuf: u32) -> u32 {
     sndbuf.clamp(MIN_CAP, MAX_CAP).next_multiple_of(4)
 }
 
+/// The bytes a ring must hold for a writer charged against `sndbuf`
+/// (`with_budgets`): Linux takes a write while less than SO_SNDBUF is
+/// charged, and a write's bytes are never more than its charge, so the
+/// ring holds less than `sndbuf` bytes before the last write plus that
+/// write's: a stream chunk (`stream_chunk_max`), or a whole record (at
+/// most `message_max`, with its header and padding).
+pub fn ring_bytes_for(sndbuf: usize, framing: Framing) -> usize {
+    let last = match framing {
+        Framing::Stream => crate::skb::stream_chunk_max(sndbuf),
+        Framing::Record => 4 + crate::skb::message_max(sndbuf).next_multiple_of(4),
+    };
+    sndbuf + last
+}
+
 /// The region's size for two ring capacities (checked ones).
 fn size_for(caps: [u32; 2]) -> Res<usize> {
     for c in caps {
@@ -126,6 +153,9 @@ pub struct Region {
     base: *mut u8,
     len: usize,
     caps: [u32; 2],
+    /// Each ring's writer's SO_SNDBUF, its charges' bound, and the rings'
+    /// framing (`with_budgets`); None: bounded by the ring alone.
+    budgets: Option<([u32; 2], Framing)>,
 }
 
 // SAFETY: the region is only accessed through atomics and raw copies whose
@@ -227,11 +257,28 @@ impl Region {
             base: base as *mut u8,
             len,
             caps,
+            budgets: None,
         })
     }
 
     pub fn caps(&self) -> [u32; 2] {
         self.caps
+    }
+
+    /// This mapping with ring d's writer charged as Linux charges a sender
+    /// with SO_SNDBUF `sndbufs[d]` (0: that ring is bounded by its size
+    /// alone), the rings framed as `framing`. Given by the daemon with the
+    /// fd, as the capacities are; never read from the region. The rings
+    /// must hold what such a sender may have queued (`ring_cap_for`).
+    pub fn with_budgets(mut self, sndbufs: [u32; 2], framing: Framing) -> Region {
+        self.budgets = Some((sndbufs, framing));
+        self
+    }
+
+    /// The budgets `with_budgets` gave: ring d's writer's SO_SNDBUF (0:
+    /// none) and the framing.
+    pub fn budgets(&self) -> Option<([u32; 2], Framing)> {
+        self.budgets
     }
 
     /// The region's bytes (for tests that play the adversary).
@@ -306,7 +353,9 @@ impl Region {
             reader_waiting: self.word(dir_word(d, OFF_READER_WAITING)),
             space_ev: self.word(dir_word(d, OFF_SPACE_EV)),
             reader_sleeping: self.word(dir_word(d, OFF_READER_SLEEPING)),
+            writes: self.word(dir_word(d, OFF_WRITES)),
             marks: self.marks(d),
+            budget: self.budgets.map_or(0, |(b, _)| b[d]),
             // SAFETY: data_off + cap[d] <= len (size_for).
             data: unsafe { self.base.add(data_off) },
             cap: self.caps[d],

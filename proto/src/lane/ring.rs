@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use super::futex;
 use super::state::State;
 use crate::Errno;
+use crate::skb::{message_max, message_truesize, stream_chunk_max, stream_truesize};
 
 /// The region's words and ring for one direction.
 #[derive(Clone, Copy)]
@@ -47,8 +48,13 @@ pub struct Dir<'a> {
     pub(super) reader_waiting: &'a AtomicU32,
     pub(super) space_ev: &'a AtomicU32,
     pub(super) reader_sleeping: &'a AtomicU32,
-    /// The ends of the last stream writes (region.rs `mark_word`).
+    /// The writer's count of writes (low 32 bits), each the next mark's.
+    pub(super) writes: &'a AtomicU32,
+    /// The ends of the last writes (region.rs `mark_word`).
     pub(super) marks: &'a [AtomicU32],
+    /// The writer's SO_SNDBUF, which its unread writes' charges are held
+    /// to (region.rs `with_budgets`); 0: the ring's size alone bounds it.
+    pub(super) budget: u32,
     pub(super) data: *mut u8,
     pub(super) cap: u32,
 }
@@ -392,6 +398,59 @@ impl<'a> Sleeper<'a> {
     }
 }
 
+/// What a ring's unread writes are charged (Linux's skb truesize each, as
+/// its sender's budget counts them until the reader took the skb whole)
+/// and how many they are, from the marks (`writes` of them made, the last
+/// ending at `tail`; the reader at `head`, all low 32 bits). A write's
+/// bytes run from the previous write's mark to its own (a fresh ring's
+/// marks are 0: the first write's start). None: the marks are no such
+/// writes (a peer scribbled them): a stream write larger than the sender's
+/// largest skb, a record not 4-aligned or larger than its largest message,
+/// or more unread writes than the marks keep. The writer trusts it with
+/// nothing but its own charge (it checks the ring's room itself); poll's
+/// look (ready.rs) uses it as advice. Walks back from the newest write.
+pub(super) fn unread_charge(
+    marks: &[AtomicU32],
+    writes: u32,
+    (tail, head): (u32, u32),
+    framing: Framing,
+    sndbuf: usize,
+) -> Option<(usize, usize)> {
+    let slot = |i: u32| &marks[i as usize % marks.len()];
+    let largest = match framing {
+        Framing::Stream => stream_chunk_max(sndbuf),
+        Framing::Record => 4 + message_max(sndbuf).next_multiple_of(4),
+    };
+    let mut end = tail;
+    let mut charge = 0;
+    for k in 0..marks.len() as u32 - 1 {
+        if end == head {
+            return Some((charge, k as usize));
+        }
+        let i = writes.wrapping_sub(1 + k);
+        if slot(i).load(Ordering::Relaxed) != end {
+            return None;
+        }
+        let start = slot(i.wrapping_sub(1)).load(Ordering::Relaxed);
+        let size = end.wrapping_sub(start) as usize;
+        if size == 0 || size > largest {
+            return None;
+        }
+        charge += match framing {
+            Framing::Stream => stream_truesize(size),
+            Framing::Record if size < 4 || !size.is_multiple_of(4) => return None,
+            Framing::Record => message_truesize(size - 4),
+        };
+        // A write that began at or before the head is the oldest unread.
+        let from_head = start.wrapping_sub(head);
+        if from_head == 0 || from_head > end.wrapping_sub(head) {
+            return Some((charge, k as usize + 1));
+        }
+        end = start;
+    }
+    None
+}
+
 /// The writing half of one end.
 pub struct Writer<'a> {
     d: Dir<'a>,
@@ -401,8 +460,8 @@ pub struct Writer<'a> {
     head_seen: u64,
     shut: bool,
     bad: Option<&'static str>,
-    /// Stream writes so far: the next mark's slot.
-    writes: usize,
+    /// Writes so far: the next mark's slot.
+    writes: u32,
 }
 
 impl<'a> Writer<'a> {
@@ -487,13 +546,18 @@ impl<'a> Writer<'a> {
     }
 
     /// Writes: for a stream as many of `data`'s bytes as fit (WouldBlock if
-    /// none does), for records `data` whole as one record or nothing.
+    /// none does), for records `data` whole as one record or nothing. A
+    /// charged writer (`Dir::budget`) writes while its unread writes are
+    /// charged less than its SO_SNDBUF, as Linux's sender allocates skbs.
     pub fn write(&mut self, data: &[u8]) -> Result<usize, LaneErr> {
         self.usable()?;
         if self.shut {
             return Err(LaneErr::Shut);
         }
         let free = self.free()?;
+        if self.d.budget != 0 {
+            return self.write_charged(data, free as usize);
+        }
         match self.framing {
             Framing::Stream => {
                 // Linux queues a stream write as skbs of at most
@@ -517,10 +581,7 @@ impl<'a> Writer<'a> {
                     };
                 }
                 self.d.copy_in(self.tail, &data[..n]);
-                // Where this write ends, before the tail that publishes it.
-                let slot = self.writes % self.d.marks.len();
-                self.writes = self.writes.wrapping_add(1);
-                self.d.marks[slot].store((self.tail + n as u64) as u32, Ordering::Relaxed);
+                self.mark(self.tail + n as u64);
                 self.publish(n as u64);
                 Ok(n)
             }
@@ -541,12 +602,104 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// WouldBlock, unless the region's tail word is not our tail: only we
-    /// write it, so the peer lied there (poll's look at the region's words
-    /// then says writable while we are full: ready.rs).
+    /// Where a write ends (`end`), before the tail that publishes it.
+    fn mark(&mut self, end: u64) {
+        let slot = self.writes as usize % self.d.marks.len();
+        self.writes = self.writes.wrapping_add(1);
+        self.d.marks[slot].store(end as u32, Ordering::Relaxed);
+        self.d.writes.store(self.writes, Ordering::Relaxed);
+    }
+
+    /// What the unread writes are charged against the writer's SO_SNDBUF
+    /// (Linux's sk_wmem_alloc; 0 for a writer without one).
+    pub fn charge(&mut self) -> Result<usize, LaneErr> {
+        self.queued()?;
+        if self.d.budget == 0 {
+            return Ok(0);
+        }
+        Ok(self.charged()?.0)
+    }
+
+    /// What the unread writes are charged and how many they are (the
+    /// reader's head as `queued` last checked it); Corrupt when the marks
+    /// are not ours.
+    fn charged(&mut self) -> Result<(usize, usize), LaneErr> {
+        let at = (self.tail as u32, self.head_seen as u32);
+        let sndbuf = self.d.budget as usize;
+        unread_charge(self.d.marks, self.writes, at, self.framing, sndbuf)
+            .ok_or_else(|| self.corrupt("write marks"))
+    }
+
+    /// A charged writer's most unread writes: the marks keep one more, the
+    /// oldest one's start (`unread_charge`).
+    fn most_unread(&self) -> usize {
+        self.d.marks.len() - 1
+    }
+
+    /// `write` for a charged writer, `free` bytes of room in the ring
+    /// (which, sized by `ring_bytes_for`, holds whatever the charges let
+    /// in: checked all the same). A stream write goes as skbs cut from its
+    /// start, each taken while the charge is below SO_SNDBUF
+    /// (unix_stream_sendmsg's sock_alloc_send_pskb), a record whole while
+    /// it is (unix_dgram_sendmsg), and longer than SO_SNDBUF allows:
+    /// TooBig (the daemon's EMSGSIZE).
+    fn write_charged(&mut self, data: &[u8], free: usize) -> Result<usize, LaneErr> {
+        let sndbuf = self.d.budget as usize;
+        let (mut charge, mut unread) = self.charged()?;
+        let most = self.most_unread();
+        let room = |charge: usize, unread: usize| charge < sndbuf && unread < most;
+        match self.framing {
+            Framing::Stream => {
+                let chunk = stream_chunk_max(sndbuf);
+                let mut n = 0;
+                while n < data.len() && room(charge, unread) {
+                    let c = (data.len() - n).min(chunk);
+                    if n + c > free {
+                        break;
+                    }
+                    self.d.copy_in(self.tail + n as u64, &data[n..n + c]);
+                    n += c;
+                    self.mark(self.tail + n as u64);
+                    charge += stream_truesize(c);
+                    unread += 1;
+                }
+                if n == 0 {
+                    return if data.is_empty() {
+                        Ok(0)
+                    } else {
+                        Err(self.would_block())
+                    };
+                }
+                self.publish(n as u64);
+                Ok(n)
+            }
+            Framing::Record => {
+                if data.len() > message_max(sndbuf).min((self.d.cap - 4) as usize) {
+                    return Err(LaneErr::TooBig);
+                }
+                let len = data.len() as u32;
+                let need = 4 + pad4(len);
+                if !room(charge, unread) || need as usize > free {
+                    return Err(self.would_block());
+                }
+                self.d.record_word(self.tail).store(len, Ordering::Relaxed);
+                self.d.copy_in(self.tail + 4, data);
+                self.mark(self.tail + need as u64);
+                self.publish(need as u64);
+                Ok(data.len())
+            }
+        }
+    }
+
+    /// WouldBlock, unless the region's tail or writes word is not ours:
+    /// only we write them, so the peer lied there (poll's look at the
+    /// region's words then says writable while we are full: ready.rs).
     fn would_block(&mut self) -> LaneErr {
         if self.d.tail.load(Ordering::Relaxed) != self.tail as u32 {
             return self.corrupt("tail word not the writer's");
+        }
+        if self.d.budget != 0 && self.d.writes.load(Ordering::Relaxed) != self.writes {
+            return self.corrupt("writes word not the writer's");
         }
         LaneErr::WouldBlock
     }
@@ -580,7 +733,14 @@ impl<'a> Writer<'a> {
             Framing::Stream => want.clamp(1, self.stream_piece()) as u32,
             Framing::Record => 4 + pad4(want.min((self.d.cap - 4) as usize) as u32),
         };
-        Ok(self.free()? >= need)
+        let room = self.free()? >= need;
+        if self.d.budget == 0 || !room {
+            return Ok(room);
+        }
+        // unix_writable: a sender asleep for room is woken (sock_wfree's
+        // write_space) once at most a quarter of its budget is charged.
+        let (charge, unread) = self.charged()?;
+        Ok(charge * 4 <= self.d.budget as usize && unread < self.most_unread())
     }
 
     /// Sleeps until `writable(want)` (spinning `spin` looks first), at most

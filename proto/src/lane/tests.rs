@@ -1033,3 +1033,200 @@ fn eventfd_notifies() -> ([i32; 2], [Notify; 2]) {
     };
     (f, [n(0), n(1)])
 }
+
+/// A region whose writers are charged as Linux's senders (`with_budgets`),
+/// both with SO_SNDBUF `sndbuf`, rings sized as the daemon sizes them.
+fn charged(sndbuf: u32, framing: Framing) -> (OwnedFd, Region) {
+    let bytes = region::ring_bytes_for(sndbuf as usize, framing).next_power_of_two() as u32;
+    let (fd, r) = Region::create([bytes, bytes]).expect("create");
+    r.set_state(State::Direct);
+    (fd, r.with_budgets([sndbuf, sndbuf], framing))
+}
+
+/// The kernel's counts (tests/conformance's stream_backpressure_by_size and
+/// blocking scenarios, measured): 278 sends of 100 bytes fill the default
+/// 212992, 44 of 4096 stream bytes, 26 records of 4096; a write's charge
+/// comes back when it is read whole, not before; a sleeping writer is
+/// writable again at a quarter.
+#[test]
+fn a_charged_writer_takes_what_linux_takes() {
+    for (framing, size, linux) in [
+        (Framing::Stream, 100, 278),
+        (Framing::Stream, 4096, 44),
+        (Framing::Record, 100, 278),
+        (Framing::Record, 4096, 26),
+    ] {
+        let (_fd, r) = charged(212992, framing);
+        let (mut w, _) = r.end(Side::A, framing);
+        let (_, mut rd) = r.end(Side::B, framing);
+        let data = vec![7u8; size];
+        let mut n = 0;
+        while w.write(&data) == Ok(size) {
+            n += 1;
+        }
+        println!(
+            "{framing:?} writes of {size}: {n} taken, charged {:?}",
+            w.charge()
+        );
+        assert_eq!(n, linux, "{framing:?} {size}");
+        assert_eq!(w.write(&data), Err(LaneErr::WouldBlock));
+        assert!(!w.writable(size).unwrap());
+        let mut buf = vec![0u8; size];
+        if framing == Framing::Stream {
+            // Part of the first write read: its skb is still queued.
+            assert_eq!(rd.read(&mut buf[..size - 1], false), Ok(size - 1));
+            assert_eq!(w.write(&data), Err(LaneErr::WouldBlock));
+            assert_eq!(rd.read(&mut buf[..1], false), Ok(1));
+        } else {
+            assert_eq!(rd.read_record(&mut buf, false).unwrap().unwrap().len, size);
+        }
+        // The first write read whole: one more goes.
+        assert_eq!(w.write(&data), Ok(size));
+        assert_eq!(w.write(&data), Err(LaneErr::WouldBlock));
+        // Writable (unix_writable) only once at most a quarter is charged.
+        let mut read = 0;
+        while w.charge().unwrap() * 4 > 212992 {
+            assert!(!w.writable(1).unwrap());
+            match framing {
+                Framing::Stream => rd.read(&mut buf, false).map(|_| ()).unwrap(),
+                Framing::Record => rd.read_record(&mut buf, false).map(|_| ()).unwrap(),
+            }
+            read += 1;
+        }
+        println!("  writable again after {read} more reads");
+        assert!(w.writable(1).unwrap());
+        assert_eq!(
+            super::ready::look(&r, 0).unwrap().mask & super::ready::OUT,
+            super::ready::OUT,
+            "poll says so too"
+        );
+    }
+    // A stream write is cut into skbs of stream_chunk_max, each taken while
+    // less than SO_SNDBUF is charged: a 300000-byte write on an empty ring
+    // takes 219264 (Linux: blocking_stream_write_drain_all's 6 skbs).
+    let (_fd, r) = charged(212992, Framing::Stream);
+    let (mut w, _) = r.end(Side::A, Framing::Stream);
+    assert_eq!(w.write(&vec![1u8; 300000]), Ok(219264));
+    // A record longer than SO_SNDBUF allows is the daemon's (EMSGSIZE).
+    let (_fd, r) = charged(4608, Framing::Record);
+    let (mut w, _) = r.end(Side::A, Framing::Record);
+    assert_eq!(w.write(&[0; 4577]), Err(LaneErr::TooBig));
+    assert_eq!(w.write(&[0; 4576]), Ok(4576));
+}
+
+/// Rings sized by `ring_bytes_for` never fill before the charges say so:
+/// whatever the write sizes, a writer is refused only with its budget
+/// spent, and every byte reads back in order.
+#[test]
+fn a_charged_ring_holds_whatever_the_budget_lets_in() {
+    let mut rng = Rng(30);
+    for sndbuf in [4608u32, 20000, 212992, 425984] {
+        for framing in [Framing::Stream, Framing::Record] {
+            let (_fd, r) = charged(sndbuf, framing);
+            let (mut w, _) = r.end(Side::A, framing);
+            let (_, mut rd) = r.end(Side::B, framing);
+            let most = match framing {
+                Framing::Stream => 3 * sndbuf as usize,
+                Framing::Record => crate::skb::message_max(sndbuf as usize),
+            };
+            let mut sent = VecDeque::new();
+            for round in 0..200 {
+                let len = match rng.below(3) {
+                    0 => rng.below(200) as usize,
+                    _ => rng.below(most as u64 + 1) as usize,
+                };
+                let data: Vec<u8> = (0..len).map(|i| (i + round) as u8).collect();
+                match w.write(&data) {
+                    Ok(n) => sent.extend(std::iter::once(data[..n].to_vec())),
+                    Err(LaneErr::WouldBlock) => {
+                        let c = w.charge().unwrap();
+                        assert!(c >= sndbuf as usize, "{framing:?} {sndbuf}: refused at {c}");
+                    }
+                    Err(e) => panic!("{framing:?} {sndbuf}: {e:?}"),
+                }
+                // Read some now and then, to wrap the ring.
+                while rng.below(3) == 0 {
+                    let Some(want) = sent.pop_front() else { break };
+                    let mut buf = vec![0u8; want.len()];
+                    match framing {
+                        Framing::Stream => assert!(rd.read_exact(&mut buf, 0).unwrap()),
+                        Framing::Record => {
+                            let got = rd.read_record(&mut buf, false).unwrap().unwrap();
+                            assert_eq!(got.len, want.len());
+                        }
+                    }
+                    assert_eq!(buf, want);
+                }
+            }
+        }
+    }
+}
+
+/// A peer that scribbles a charged writer's marks or writes word: the
+/// writer finds it (Corrupt) or is charged wrongly while bytes are unread;
+/// once they are read it writes again; nothing strays or hangs, and poll's
+/// look never says not writable where the write then finds corruption.
+#[test]
+fn a_peer_scribbling_a_charged_writers_marks_spoils_only_that_connection() {
+    for framing in [Framing::Stream, Framing::Record] {
+        // The first, the oldest unread's start, one between, the newest.
+        let slots = [0usize, 1, 20, 42, 43, region::MARKS - 1];
+        for (i, k) in slots.iter().flat_map(|&i| (0..8u32).map(move |k| (i, k))) {
+            let (_fd, r) = charged(212992, framing);
+            let (mut w, _) = r.end(Side::A, framing);
+            let (_, mut rd) = r.end(Side::B, framing);
+            // Full (44 stream writes of 4000, 26 records), the first
+            // stream write read but a byte.
+            while w.write(&[3; 4000]).is_ok() {}
+            let mut buf = [0u8; 4000];
+            if framing == Framing::Stream {
+                assert_eq!(rd.read(&mut buf[..3999], false), Ok(3999));
+            }
+            let (word, old) = if k == 7 {
+                let wd = r.word(dir_word(0, region::OFF_WRITES));
+                (wd, wd.load(Ordering::SeqCst))
+            } else {
+                let m = &r.marks(0)[i];
+                (m, m.load(Ordering::SeqCst))
+            };
+            let v = [
+                0,
+                1,
+                4,
+                u32::MAX,
+                old.wrapping_add(4),
+                old.wrapping_sub(4),
+                1 << 20,
+                9,
+            ][k as usize];
+            word.store(v, Ordering::SeqCst);
+            let poll_out = super::ready::look(&r, 0).unwrap().mask & super::ready::OUT != 0;
+            let t = Instant::now();
+            let wrote = w.write(&[4; 100]);
+            let charge = w.charge();
+            assert!(t.elapsed() < Duration::from_secs(1));
+            if poll_out {
+                // Poll said writable: the write goes, or finds the lie.
+                assert!(
+                    !matches!(wrote, Err(LaneErr::WouldBlock)),
+                    "{framing:?} slot {i} value {v}: poll says writable, write blocks"
+                );
+            }
+            if matches!(wrote, Err(LaneErr::Corrupt(_))) {
+                continue;
+            }
+            // Not found: the reader takes everything, and the writer
+            // then owes nothing, whatever the marks say.
+            while match framing {
+                Framing::Stream => rd.read(&mut buf, false).is_ok_and(|n| n > 0),
+                Framing::Record => rd.read_record(&mut buf, false).is_ok_and(|g| g.is_some()),
+            } {}
+            assert_eq!(
+                w.charge(),
+                Ok(0),
+                "{framing:?} slot {i} value {v} (charged {charge:?})"
+            );
+            assert_eq!(w.write(&[5; 10]), Ok(10));
+        }
+    }
+}

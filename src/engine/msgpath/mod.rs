@@ -272,7 +272,7 @@ impl Engine {
     /// (`udsfs_proto::record::MAX_DGRAM`) it is ENOBUFS. Nothing is queued
     /// either way.
     fn message_fits(&self, sndbuf: usize, len: usize) -> Result<()> {
-        if len > sndbuf.saturating_sub(32) {
+        if len > udsfs_proto::skb::message_max(sndbuf) {
             return Err(Errno::EMSGSIZE);
         }
         if len > MAX_DGRAM {

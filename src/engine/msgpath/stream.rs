@@ -6,7 +6,7 @@ use nix::errno::Errno;
 use super::enqueue::Sending;
 use super::{ProtoOps, RecvOp, SendOp};
 use crate::engine::message::{Piece, Received};
-use crate::engine::skb::{STREAM_SKB_MAX, stream_truesize};
+use crate::engine::skb::{stream_chunk_max, stream_truesize};
 use crate::engine::socket::{Conn, RCV_SHUTDOWN, SEND_SHUTDOWN, SockState, Socket};
 use crate::engine::{Engine, Result, Wakeups};
 
@@ -58,7 +58,7 @@ impl ProtoOps for Stream {
         // unix_stream_sendmsg: at most half the send buffer per skb, and at
         // most one page of head plus 32 KiB of fragments. The call's skbs
         // are cut from its start (`call_off`), whatever ioctls carry it.
-        let max_chunk = (sndbuf >> 1).saturating_sub(64).clamp(1, STREAM_SKB_MAX);
+        let max_chunk = stream_chunk_max(sndbuf);
         let mut sent = 0;
         let mut wake = Wakeups::new();
         while sent < data.len() {
