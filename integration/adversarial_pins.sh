@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# adversarial_pins.sh: user B (uid 61082) against user A (uid 61081) through the daemon's
+# pins (src/engine/pins.rs: one pidfd per live process, shared by whatever refers to it,
+# charged to the user whose request opened it), on an --allow-other mount whose daemon
+# runs with RLIMIT_NOFILE 1024 (clients' descriptors: 512, src/engine/fds.rs) and
+# --user-share 5 (25 descriptors a user). The programs are integration/adversarial_pins.py.
+# Cases:
+#  payer  B's server accepts and keeps every connection; 40 short-lived processes of A
+#         each connect to it and exit (their sockets closed). A then makes a socketpair of
+#         its own, passes a pipe end over it (SCM_RIGHTS) and asks SO_PEERPIDFD: as on
+#         kernel sockets ("pass ok peerpidfd ok"), and as A's probe got before B's server
+#         came. A connect pins the connecting process, charged to A, and B's accepted
+#         sockets keep the pins after A's processes are gone: A stays charged for what
+#         only B holds, past its share, and A's own passing is refused (ETOOMANYREFS) and
+#         its SO_PEERPIDFD says ENODATA until B lets go. On Linux a file is charged to
+#         whoever holds it; here one user can spend another's share.
+#  freed  the same probe after B's server exits: as before (the charge comes back).
+# A case listed in integration/adversarial_pins_exceptions.txt is a known defect: it must
+# fail as listed, and the script fails once it passes (then unlist it).
+UDSFS_NO_MOUNT=1
+source "$(dirname "$0")/lib.sh"
+
+attack_users adversarial_pins 61081 61082
+mkdir -m 0755 "$TMP/py"
+cp "$LIB_DIR/adversarial_pins.py" "$TMP/py/pins.py"
+chmod a+r "$TMP/py/pins.py"
+mkdir -m 1777 "$TMP/k"
+ulimit -n 1024
+udsfs_mount --allow-other --user-share 5
+chmod 0777 "$MNT"
+
+# on UID kernel|udsfs ARGS...: pins.py ARGS as UID on kernel sockets or through `udsfs run`.
+on() {
+    local uid=$1 where=$2
+    shift 2
+    if [ "$where" = kernel ]; then
+        as_uid "$uid" timeout 30 python3 "$TMP/py/pins.py" "$@"
+    else
+        as_uid "$uid" env UDSFS_PRELOAD="$PRELOAD_LIB" timeout 30 "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/py/pins.py" "$@"
+    fi
+}
+
+# payer WHERE: A's probe before, while and after B holds A's 40 connections; sets
+# p_before, p_held, p_after.
+payer() {
+    local where=$1 d=$TMP/k sp out=$TMP/hold.$1
+    [ "$where" = kernel ] || d=$MNT
+    p_before=$(on $A "$where" probe 2>>"$TMP/probe.err")
+    on $B "$where" hold "$d/hold.sock" "$TMP/stop.$where" >"$out" 2>&1 &
+    sp=$!
+    for _ in $(seq 1000); do grep -qs listening "$out" && break; sleep 0.01; done
+    grep -q listening "$out" || fail "payer: B's server on $where: $(cat "$out")"
+    on $A "$where" clients "$d/hold.sock" 40 >/dev/null || fail "payer: A's clients on $where"
+    p_held=$(on $A "$where" probe 2>>"$TMP/probe.err")
+    touch "$TMP/stop.$where"
+    wait $sp || fail "payer: B's server on $where: $(cat "$out")"
+    grep -q "held 40" "$out" || fail "payer: B's server on $where held not 40: $(cat "$out")"
+    sleep 0.2 # the closer threads give the charges back
+    p_after=$(on $A "$where" probe 2>>"$TMP/probe.err")
+    say "payer on $where: before: $p_before; B holding: $p_held; after: $p_after"
+}
+payer kernel
+k_held=$p_held
+payer udsfs
+[ "$p_before" = "$k_held" ] || fail "payer: A's probe through udsfs before B came: $p_before (kernel: $k_held): the case tries nothing"
+verdict payer "$([ "$p_held" = "$k_held" ] && echo 1)" \
+    "A's socketpair while B keeps 40 connections of A's exited processes: $p_held (kernel: $k_held)"
+verdict freed "$([ "$p_after" = "$k_held" ] && echo 1)" \
+    "A's socketpair after B's server exits: $p_after (kernel: $k_held)"
+
+[ ${#failed[@]} -eq 0 ] || fail "${failed[*]}"
+say "PASS"
