@@ -1,4 +1,4 @@
-import array, errno, os, socket, sys, time
+import array, errno, os, socket, struct, sys, time
 mode = sys.argv[1]
 SO_PEERPIDFD = 77
 
@@ -45,3 +45,71 @@ elif mode == "probe":
     def peer_pidfd():
         b.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD, 4)
     print("probe: pass", try_(pass_file), "peerpidfd", try_(peer_pidfd), flush=True)
+elif mode == "reader":
+    # In a pid namespace of its own (pid 1's child): a client of this namespace connects
+    # and exits; once the script says its pid is reused, accept and read SO_PEERCRED.
+    path, signs = sys.argv[2], sys.argv[3]
+    def sign(name, text):
+        with open(f"{signs}/{name}.new", "w") as f:
+            f.write(text)
+        os.rename(f"{signs}/{name}.new", f"{signs}/{name}")
+    def global_pid():
+        return int(os.readlink("/proc/self"))  # /proc is the daemon's: its pid there
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path); s.listen(4)
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(path)
+        os.write(w, str(global_pid()).encode())
+        os._exit(0)
+    os.close(w)
+    dead = int(os.read(r, 32))
+    os.waitpid(child, 0)
+    sign("dead", f"{global_pid()} {dead}")
+    for _ in range(3000):
+        if os.path.exists(f"{signs}/reused"):
+            break
+        time.sleep(0.01)
+    new = open(f"{signs}/reused").read().strip()
+    conn, _ = s.accept()
+    pid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+    what = {child: "the dead client's", int(new or -1): "the new process's", 0: "0"}
+    print("peercred:", what.get(pid, f"another: {pid}"), flush=True)
+elif mode == "reuser":
+    # Root, outside: gives the dead client's pid (in the daemon's namespace) to a new
+    # process of the reader's namespace (ns_last_pid, then a fork there).
+    import ctypes, signal
+    signs = sys.argv[2]
+    for _ in range(3000):
+        if os.path.exists(f"{signs}/dead"):
+            break
+        time.sleep(0.01)
+    reader, dead = map(int, open(f"{signs}/dead").read().split())
+    fd = os.open(f"/proc/{reader}/ns/pid", os.O_RDONLY)
+    if ctypes.CDLL(None, use_errno=True).setns(fd, 0x20000000) != 0:
+        sys.exit(f"setns: {ctypes.get_errno()}")
+    new = None
+    for _ in range(300):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(dead - 1))
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(30)
+            os._exit(0)
+        if pid == dead:
+            new = pid
+            break
+        os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)
+    nspid = ""
+    if new:
+        st = open(f"/proc/{new}/status").read()
+        nspid = [l for l in st.splitlines() if l.startswith("NStgid:")][0].split()[-1]
+    with open(f"{signs}/reused.new", "w") as f:
+        f.write(nspid)
+    os.rename(f"{signs}/reused.new", f"{signs}/reused")
+    print("reused:", bool(new), flush=True)
+    time.sleep(3)
+    if new:
+        os.kill(new, signal.SIGKILL); os.waitpid(new, 0)

@@ -15,6 +15,11 @@
 #         its SO_PEERPIDFD says ENODATA until B lets go. On Linux a file is charged to
 #         whoever holds it; here one user can spend another's share.
 #  freed  the same probe after B's server exits: as before (the charge comes back).
+#  reuse  B's reader in a pid namespace of its own (unshare -Urpf) listens; a client of
+#         that namespace connects and exits; root (outside) gives the client's pid to a
+#         new process of the namespace (ns_last_pid, setns, fork); the reader then accepts
+#         and reads SO_PEERCRED: the dead client's pid, as on kernel sockets, not the new
+#         process's.
 # A case listed in integration/adversarial_pins_exceptions.txt is a known defect: it must
 # fail as listed, and the script fails once it passes (then unlist it).
 UDSFS_NO_MOUNT=1
@@ -67,6 +72,30 @@ verdict payer "$([ "$p_held" = "$k_held" ] && echo 1)" \
     "A's socketpair while B keeps 40 connections of A's exited processes: $p_held (kernel: $k_held)"
 verdict freed "$([ "$p_after" = "$k_held" ] && echo 1)" \
     "A's socketpair after B's server exits: $p_after (kernel: $k_held)"
+
+# reuse WHERE: B's reader in a pid namespace of its own (unshare -Urpf) on WHERE, root's
+# reuser outside; sets reuse_got.
+reuse() {
+    local where=$1 d=$TMP/k signs=$TMP/signs.$1 rp
+    [ "$where" = kernel ] || d=$MNT
+    mkdir -m 1777 "$signs"
+    if [ "$where" = kernel ]; then
+        as_uid $B timeout 40 unshare -Urpf python3 "$TMP/py/pins.py" reader "$d/r.sock" "$signs" >"$TMP/reader.$where" 2>&1 &
+    else
+        as_uid $B env UDSFS_PRELOAD="$PRELOAD_LIB" timeout 40 unshare -Urpf "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/py/pins.py" reader "$d/r.sock" "$signs" >"$TMP/reader.$where" 2>&1 &
+    fi
+    rp=$!
+    python3 "$TMP/py/pins.py" reuser "$signs" >"$TMP/reuser.$where" 2>&1 || fail "reuse: root's reuser on $where: $(cat "$TMP/reuser.$where")"
+    wait $rp || fail "reuse: B's reader on $where: $(cat "$TMP/reader.$where")"
+    grep -q "reused: True" "$TMP/reuser.$where" || fail "reuse: the dead client's pid did not recur on $where: the case tried nothing"
+    reuse_got=$(grep peercred: "$TMP/reader.$where")
+    say "reuse on $where: $reuse_got"
+}
+reuse kernel
+k=$reuse_got
+reuse udsfs
+verdict reuse "$([ "$reuse_got" = "$k" ] && echo 1)" \
+    "SO_PEERCRED of a dead client whose pid a new process of the reader's namespace took: $reuse_got (kernel: $k)"
 
 [ ${#failed[@]} -eq 0 ] || fail "${failed[*]}"
 say "PASS"
