@@ -113,3 +113,42 @@ elif mode == "reuser":
     time.sleep(3)
     if new:
         os.kill(new, signal.SIGKILL); os.waitpid(new, 0)
+elif mode == "churn":
+    # A: rounds of W processes alive at once, each with a socketpair of its own (a pin
+    # each) and SO_PEERPIDFD asked; the first round stays until the script's sign.
+    rounds, width, signs = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    got = {}
+    for rnd in range(rounds):
+        r, w = os.pipe()
+        go_r, go_w = os.pipe()
+        kids = []
+        for _ in range(width):
+            pid = os.fork()
+            if pid == 0:
+                os.close(r); os.close(go_w)
+                a, b = socket.socketpair()
+                res = try_(lambda: b.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD, 4))
+                os.write(w, (res + "\n").encode())
+                os.read(go_r, 1)
+                os._exit(0)
+            kids.append(pid)
+        os.close(w); os.close(go_r)
+        text = b""
+        while text.count(b"\n") < width:
+            more = os.read(r, 4096)
+            if not more:
+                break
+            text += more
+        for res in text.decode().split():
+            got[res] = got.get(res, 0) + 1
+        if rnd == 0:
+            open(f"{signs}/full", "w").close()
+            for _ in range(3000):
+                if os.path.exists(f"{signs}/probed"):
+                    break
+                time.sleep(0.01)
+        os.close(go_w)
+        for pid in kids:
+            os.waitpid(pid, 0)
+        os.close(r)
+    print("churn:", " ".join(f"{k}={v}" for k, v in sorted(got.items())), flush=True)
