@@ -91,7 +91,7 @@ elif mode == "reuser":
     if ctypes.CDLL(None, use_errno=True).setns(fd, 0x20000000) != 0:
         sys.exit(f"setns: {ctypes.get_errno()}")
     new = None
-    for _ in range(300):
+    for _ in range(3000):
         with open("/proc/sys/kernel/ns_last_pid", "w") as f:
             f.write(str(dead - 1))
         pid = os.fork()

@@ -24,7 +24,7 @@
 #         of its own (and asking SO_PEERPIDFD, claimed over a channel connection each):
 #         past A's share they get ENODATA/ETOOMANYREFS, the daemon's descriptors stay
 #         within A's share of the count before and come back to it after, B's probe works
-#         meanwhile, and the daemon's log gets at most 40 warnings. Before, each refused
+#         meanwhile, and the daemon's log gets a handful of warnings a second. Before, each refused
 #         channel connection logged its own line (src/fdchannel.rs): 2040 in 3 s.
 # A case listed in integration/adversarial_pins_exceptions.txt is a known defect: it must
 # fail as listed, and the script fails once it passes (then unlist it).
@@ -120,13 +120,16 @@ touch "$TMP/signs.churn/probed"
 wait $cp || fail "churn: A's processes: $(tail -3 "$TMP/churn.err")"
 churned=$(cat "$TMP/churn.out")
 for _ in $(seq 100); do [ "$(fds)" -le $((base + 2)) ] && break; sleep 0.05; done
+secs=$(((($(now_ms) - t0) + 999) / 1000))
 after=$(fds)
 new_warns=$(($(grep -c "WARN" "$LOG" || true) - warns))
 say "churn: $churned in $(($(now_ms) - t0)) ms; daemon descriptors: $base before, $during with 200 alive, $after after; B's probe meanwhile: $b_probe; $new_warns warnings logged"
 kill -0 "$DAEMON_PID" || fail "churn: the daemon is gone"
 [[ $churned == *"ok="* ]] || fail "churn: no process of A got its pidfd: $churned: the case tried nothing"
-verdict churn "$([ "$after" -le $((base + 2)) ] && [ "$during" -le $((base + 30)) ] && [ "$b_probe" = "probe: pass ok peerpidfd ok" ] && [ "$new_warns" -le 40 ] && echo 1)" \
-    "2000 of A's processes pinned, 200 at once: daemon descriptors $base, $during, $after; B: $b_probe; $new_warns warnings"
+# A holds at most its share (25), and the daemon's own reads come and go (a few more);
+# each refusal's call site logs at most a line a second (log_limit.rs), a handful of sites.
+verdict churn "$([ "$after" -le $((base + 2)) ] && [ "$during" -le $((base + 40)) ] && [ "$b_probe" = "probe: pass ok peerpidfd ok" ] && [ "$new_warns" -le $((8 * secs + 8)) ] && echo 1)" \
+    "2000 of A's processes pinned, 200 at once: daemon descriptors $base, $during, $after; B: $b_probe; $new_warns warnings in $secs s"
 
 [ ${#failed[@]} -eq 0 ] || fail "${failed[*]}"
 say "PASS"
