@@ -322,12 +322,15 @@ fn serve(listeners: Vec<OwnedFd>, eng: Arc<Engine>) {
         let uid = match getsockopt(&conn, sockopt::PeerCredentials) {
             Ok(c) => c.uid(),
             Err(e) => {
-                log::info!("fd channel {id}: SO_PEERCRED: {e}");
+                limited!(info, "fd channel {id}: SO_PEERCRED: {e}");
                 continue;
             }
         };
         if !may_connect(&eng, uid) {
-            log::warn!("fd channel {id}: uid {uid} may not use this mount: refused (EACCES)");
+            limited!(
+                warn,
+                "fd channel {id}: uid {uid} may not use this mount: refused (EACCES)"
+            );
             refuser.refuse(conn, Errno::EACCES);
             continue;
         }
@@ -341,7 +344,10 @@ fn serve(listeners: Vec<OwnedFd>, eng: Arc<Engine>) {
             Ok(c) => c,
             Err((e, conn)) => {
                 conns.give(uid, 1);
-                log::warn!("fd channel {id}: uid {uid}: no descriptor left for it ({e})");
+                limited!(
+                    warn,
+                    "fd channel {id}: uid {uid}: no descriptor left for it ({e})"
+                );
                 refuser.refuse(conn, e);
                 continue;
             }
@@ -353,7 +359,10 @@ fn serve(listeners: Vec<OwnedFd>, eng: Arc<Engine>) {
                 serve_connection(&eng, &conn, uid, id);
                 let dropped = eng.depot.connection_closed(id);
                 if dropped > 0 {
-                    log::info!("fd channel {id}: {dropped} deposited files never sent, closed");
+                    limited!(
+                        info,
+                        "fd channel {id}: {dropped} deposited files never sent, closed"
+                    );
                 }
                 drop(conn);
                 conns2.give(uid, 1);
@@ -405,7 +414,8 @@ fn serve_connection(eng: &Engine, conn: &ChargedFd, uid: u32, id: u64) {
                 Err(Errno::EACCES)
             }
             proto::DEPOSIT if truncated => {
-                log::info!(
+                limited!(
+                    info,
                     "fd channel {id}: uid {uid}: files past its share closed (ETOOMANYREFS)"
                 );
                 Err(Errno::ETOOMANYREFS)
@@ -413,7 +423,7 @@ fn serve_connection(eng: &Engine, conn: &ChargedFd, uid: u32, id: u64) {
             proto::DEPOSIT => deposit(eng, id, uid, fds),
             proto::CLAIM => claim(eng, uid, &proto::tags_of(&buf[..n]), conn, id),
             other => {
-                log::info!("fd channel {id}: unknown request {other:#x}");
+                limited!(info, "fd channel {id}: unknown request {other:#x}");
                 Err(Errno::EINVAL)
             }
         };
@@ -476,7 +486,8 @@ fn deposit(eng: &Engine, id: u64, uid: u32, fds: Vec<OwnedFd>) -> Result<Option<
     // One sendmsg's worth waits per connection: a client cannot make the
     // daemon hold files that are not in flight without bound.
     if eng.depot.deposits_of(id) + fds.len() > MAX_FDS {
-        log::info!(
+        limited!(
+            info,
             "fd channel {id}: more than {MAX_FDS} files deposited and not sent (ETOOMANYREFS)"
         );
         return Err(Errno::ETOOMANYREFS);
@@ -484,7 +495,8 @@ fn deposit(eng: &Engine, id: u64, uid: u32, fds: Vec<OwnedFd>) -> Result<Option<
     if let Some(f) = fds.iter().find(|f| own_mount_file(eng, f)) {
         // The library passes this mount's sockets by number; any other file
         // of the mount held here would keep the mount busy from inside.
-        log::info!(
+        limited!(
+            info,
             "fd channel {id}: {} is a file of this mount, not a socket's data file: refused (EINVAL)",
             fd_path(f).display()
         );
@@ -494,7 +506,10 @@ fn deposit(eng: &Engine, id: u64, uid: u32, fds: Vec<OwnedFd>) -> Result<Option<
         // Held here, a connection to this channel never reads as closed: its
         // thread, slot and descriptors would stay for good (a cycle that
         // Linux's collector would break).
-        log::info!("fd channel {id}: a connection to the channel itself: refused (EINVAL)");
+        limited!(
+            info,
+            "fd channel {id}: a connection to the channel itself: refused (EINVAL)"
+        );
         return Err(Errno::EINVAL);
     }
     let mut tags = Vec::with_capacity(fds.len());
@@ -504,7 +519,7 @@ fn deposit(eng: &Engine, id: u64, uid: u32, fds: Vec<OwnedFd>) -> Result<Option<
             Err(e) => {
                 // All or none: the ones taken already close too.
                 drop(eng.depot.take_deposits(&tags, uid));
-                log::info!("fd channel {id}: uid {uid}: deposit refused ({e})");
+                limited!(info, "fd channel {id}: uid {uid}: deposit refused ({e})");
                 return Err(e);
             }
         }
@@ -524,13 +539,20 @@ fn claim(
         return Err(Errno::EINVAL);
     }
     let files = eng.depot.claim(tags, uid).inspect_err(|_| {
-        log::info!("fd channel {id}: claim of files not received for uid {uid} (EBADF)")
+        limited!(
+            info,
+            "fd channel {id}: claim of files not received for uid {uid} (EBADF)"
+        )
     })?;
     let raw: Vec<RawFd> = files.iter().map(|f| f.as_raw_fd()).collect();
     let iov = [std::io::IoSlice::new(&[proto::FILES])];
     let cmsg = [ControlMessage::ScmRights(&raw)];
     if let Err(e) = sendmsg::<()>(conn.as_raw_fd(), &iov, &cmsg, MsgFlags::MSG_NOSIGNAL, None) {
-        log::info!("fd channel {id}: handing {} files back: {e}", raw.len());
+        limited!(
+            info,
+            "fd channel {id}: handing {} files back: {e}",
+            raw.len()
+        );
     }
     // Our copies close here; the receiver has its own now.
     drop(files);

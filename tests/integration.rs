@@ -222,6 +222,7 @@ scripts!(
     adversarial_netns_caps,
     adversarial_netns_reuse,
     adversarial_observers,
+    adversarial_pins,
     adversarial_pool,
     adversarial_root_run,
     adversarial_routed_dirs,
