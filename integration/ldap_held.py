@@ -7,6 +7,8 @@
 # to LANES_OUT (the udsfs run's guard, not compared).
 import os, socket, sys, time
 
+from udsfs_socks import lanes, sockets
+
 sock_path = sys.argv[1]
 udsfs_dir, want_lane, lanes_out = (sys.argv[2:5] + [None] * 3)[:3]
 
@@ -64,29 +66,7 @@ def op_fields(msg):
     return tag, fields
 
 
-def sockets():
-    d = os.path.join(udsfs_dir, "sock")
-    out = set()
-    for i in os.listdir(d):
-        try:
-            out.add((i, os.lstat(os.path.join(d, i)).st_ino))
-        except OSError:
-            pass
-    return out
-
-
-def lanes(ids):
-    out = []
-    for i in ids:
-        try:
-            st = open(os.path.join(udsfs_dir, "sock", i, "status")).read().split("\n")
-        except OSError:
-            continue
-        out += [l[5:] for l in st if l.startswith("lane=")]
-    return out
-
-
-before = sockets() if udsfs_dir else set()
+before = sockets(udsfs_dir) if udsfs_dir else set()
 s = socket.socket(socket.AF_UNIX)
 s.connect(sock_path)
 # the empty initial response: the client asks for the identity the server sees
@@ -97,7 +77,7 @@ print("raw bind: op 0x%02x result %d" % (tag, fields[0][1][0]))
 if udsfs_dir:
     end = time.monotonic() + 2
     while True:
-        seen = lanes({i for i, _ in sockets() - before})
+        seen = lanes(udsfs_dir, {i for i, _ in sockets(udsfs_dir) - before})
         if (len(seen) >= 2 and all(l == want_lane for l in seen)) or time.monotonic() > end:
             break
         time.sleep(0.05)

@@ -601,6 +601,27 @@ socket_generation() {
     echo $(((ino & ((1 << 56) - 1)) >> 4))
 }
 
+# copy_if_changed SRC DST: a copy that keeps DST's time when nothing changed (a warm
+# build then rebuilds nothing).
+copy_if_changed() { cmp -s "$1" "$2" || cp "$1" "$2"; }
+
+# pinned_crates NAME DIR TARGET: the run_*_tests scripts' harness crate, integration/NAME's
+# Cargo.toml and Cargo.lock (which pin the crate whose own tests the script runs), set up
+# at DIR to build into TARGET with no flags of the machine's, and its packages fetched:
+# `cargo metadata` in $TMP/metadata.json, its time in build_ms.
+pinned_crates() {
+    local name=$1 dir=$2
+    mkdir -p "$dir/src"
+    copy_if_changed "$LIB_DIR/$name/Cargo.toml" "$dir/Cargo.toml"
+    copy_if_changed "$LIB_DIR/$name/Cargo.lock" "$dir/Cargo.lock"
+    [ -f "$dir/src/lib.rs" ] || : >"$dir/src/lib.rs"
+    export CARGO_TARGET_DIR=$3 CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
+    unset RUSTFLAGS CARGO_BUILD_TARGET CARGO_ENCODED_RUSTFLAGS
+    timed build_ms cargo metadata --manifest-path "$dir/Cargo.toml" --locked --format-version 1 \
+        >"$TMP/metadata.json" 2>"$TMP/metadata.err" ||
+        fail "cargo metadata (fetching the crates $name pins) failed: $(tail -5 "$TMP/metadata.err")"
+}
+
 # unix_sockets_used OUT CMD...: runs CMD (on kernel sockets) under strace, its calls in
 # OUT, and prints how many AF_UNIX sockets it used, the number a udsfs mount would make
 # for them: two a socketpair, one a socket(AF_UNIX, ...) later bound, connected or sent

@@ -41,17 +41,7 @@ MODULES=(sys::test_socket:: sys::test_sockopt::)
 
 # ---------------------------------------------------------------- the build
 NIX_DIR=${UDSFS_NIX_DIR:-$ROOT/target/nix-tests}
-mkdir -p "$NIX_DIR/harness/src"
-# copy_if_changed SRC DST: a copy that keeps DST's time when nothing changed (a warm
-# build then rebuilds nothing).
-copy_if_changed() { cmp -s "$1" "$2" || cp "$1" "$2"; }
-copy_if_changed "$LIB_DIR/nix_tests/Cargo.toml" "$NIX_DIR/harness/Cargo.toml"
-copy_if_changed "$LIB_DIR/nix_tests/Cargo.lock" "$NIX_DIR/harness/Cargo.lock"
-[ -f "$NIX_DIR/harness/src/lib.rs" ] || : >"$NIX_DIR/harness/src/lib.rs"
-export CARGO_TARGET_DIR=$NIX_DIR/target CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
-unset RUSTFLAGS CARGO_BUILD_TARGET CARGO_ENCODED_RUSTFLAGS
-timed build_ms cargo metadata --manifest-path "$NIX_DIR/harness/Cargo.toml" --locked --format-version 1 \
-    >"$TMP/metadata.json" 2>"$TMP/metadata.err" || fail "cargo metadata (fetching the pinned nix crate) failed: $(tail -5 "$TMP/metadata.err")"
+pinned_crates nix_tests "$NIX_DIR/harness" "$NIX_DIR/target"
 NIX_SRC=$(python3 -c '
 import json, os, sys
 print(next(os.path.dirname(q["manifest_path"]) for q in json.load(open(sys.argv[1]))["packages"] if q["name"] == "nix"))' "$TMP/metadata.json")

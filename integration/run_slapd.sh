@@ -32,7 +32,7 @@ need_cmd setpriv util-linux
 
 # uid 61001 reaches the sockets below $TMP and the raw client there.
 chmod 755 "$TMP"
-cp "$LIB_DIR/ldap_held.py" "$TMP/"
+cp "$LIB_DIR/ldap_held.py" "$LIB_DIR/udsfs_socks.py" "$TMP/"
 head -c 200000 /dev/urandom >"$TMP/big.bin"
 head -c 300000 /dev/urandom >"$TMP/big3.bin"
 BIG_MD5=$(md5sum <"$TMP/big.bin" | cut -d' ' -f1)

@@ -55,18 +55,9 @@ declare -A FILTER=([net_panic]=unix [rt_handle_block_on]=unix [tcp_accept_ready]
 
 # ---------------------------------------------------------------- the build
 TOKIO_DIR=${UDSFS_TOKIO_DIR:-$ROOT/target/tokio-tests}
-mkdir -p "$TOKIO_DIR/tests" "$TOKIO_DIR/src"
-# copy_if_changed SRC DST: a copy that keeps DST's time when nothing changed (a warm
-# build then rebuilds nothing).
-copy_if_changed() { cmp -s "$1" "$2" || cp "$1" "$2"; }
-copy_if_changed "$LIB_DIR/tokio_tests/Cargo.toml" "$TOKIO_DIR/Cargo.toml"
-copy_if_changed "$LIB_DIR/tokio_tests/Cargo.lock" "$TOKIO_DIR/Cargo.lock"
+pinned_crates tokio_tests "$TOKIO_DIR" "$TOKIO_DIR/target"
+mkdir -p "$TOKIO_DIR/tests"
 copy_if_changed "$LIB_DIR/tokio_tests/udsfs_probe.rs" "$TOKIO_DIR/tests/udsfs_probe.rs"
-[ -f "$TOKIO_DIR/src/lib.rs" ] || : >"$TOKIO_DIR/src/lib.rs"
-export CARGO_TARGET_DIR=$TOKIO_DIR/target CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
-unset RUSTFLAGS CARGO_BUILD_TARGET CARGO_ENCODED_RUSTFLAGS
-timed build_ms cargo metadata --manifest-path "$TOKIO_DIR/Cargo.toml" --locked --format-version 1 \
-    >"$TMP/metadata.json" 2>"$TMP/metadata.err" || fail "cargo metadata (fetching the pinned tokio crate) failed: $(tail -5 "$TMP/metadata.err")"
 read -r TOKIO_SRC MIO_SRC < <(python3 -c '
 import json, os, sys
 p = {q["name"]: os.path.dirname(q["manifest_path"]) for q in json.load(open(sys.argv[1]))["packages"]}

@@ -33,36 +33,18 @@ EOF2
 # held.py SOCK UDSFS_DIR WANT LANE: holds a request half sent on SOCK until WANT sockets
 # new to the mount (the connection's ends, and the router's to a worker) all say LANE in
 # their status (10 s at most), then sends the rest and prints the reply.
+cp "$LIB_DIR/udsfs_socks.py" "$TMP/"
 cat >"$TMP/held.py" <<'EOF2'
 import os, socket, sys, time
+from udsfs_socks import lanes, sockets
 sock, u, want, lane = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-def lanes(ids):
-    out = []
-    for i in ids:
-        try:
-            st = open(os.path.join(u, "sock", i, "status")).read().split("\n")
-        except OSError:
-            continue
-        out += [l[5:] for l in st if l.startswith("lane=")]
-    return out
-# Socket numbers are reused as soon as a socket is released (the last hop's may go
-# after this listing): a socket is its number and its directory's inode, which is not.
-def listing():
-    d = os.path.join(u, "sock")
-    out = set()
-    for i in os.listdir(d):
-        try:
-            out.add((i, os.lstat(os.path.join(d, i)).st_ino))
-        except OSError:
-            pass
-    return out
-before = listing()
+before = sockets(u)
 s = socket.socket(socket.AF_UNIX)
 s.connect(sock)
 s.sendall(b"POST /held HTTP/1.0\r\nContent-Length: 10\r\n\r\nhello")
 end = time.monotonic() + 10
 while True:
-    seen = lanes({i for i, _ in listing() - before})
+    seen = lanes(u, {i for i, _ in sockets(u) - before})
     if (len(seen) >= want and all(l == lane for l in seen)) or time.monotonic() > end:
         break
     time.sleep(0.05)
