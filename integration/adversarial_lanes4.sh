@@ -161,13 +161,7 @@ cp "$LIB_DIR/adversarial_lanes4.py" "$TMP/l4.py"
 cp "$LIB_DIR/lane_raw.py" "$TMP/lane_raw.py"
 chmod 644 "$TMP/l4.py" "$TMP/lane_raw.py"
 py() { # py UID kernel|udsfs ARGS...
-    local uid=$1 where=$2
-    shift 2
-    if [ "$where" = kernel ]; then
-        as_uid "$uid" timeout 30 /usr/bin/python3 "$TMP/l4.py" "$@"
-    else
-        as_uid "$uid" env UDSFS_PRELOAD="$PRELOAD_LIB" timeout 30 "$UDSFS_BIN" run --mount "$MNT" -- /usr/bin/python3 "$TMP/l4.py" "$@"
-    fi
+    as_uid_on "$1" "$2" 30 /usr/bin/python3 "$TMP/l4.py" "${@:3}"
 }
 busyclose() {
     local where=$1 d=$TMP/k out=$TMP/bc.$1 sp

@@ -44,13 +44,7 @@ chmod a+r "$TMP/py/l5.py"
 mkdir -m 1777 "$TMP/k"
 # on UID kernel|udsfs ARGS...: l5.py ARGS as UID on kernel sockets or through `udsfs run`.
 on() {
-    local uid=$1 where=$2
-    shift 2
-    if [ "$where" = kernel ]; then
-        as_uid "$uid" timeout 40 python3 "$TMP/py/l5.py" "$@"
-    else
-        as_uid "$uid" env UDSFS_PRELOAD="$PRELOAD_LIB" timeout 40 "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/py/l5.py" "$@"
-    fi
+    as_uid_on "$1" "$2" 40 python3 "$TMP/py/l5.py" "${@:3}"
 }
 
 # drain_share WHERE: A's client and B's server on WHERE; sets ds_client, ds_server.

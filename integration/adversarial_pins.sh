@@ -42,13 +42,7 @@ chmod 0777 "$MNT"
 
 # on UID kernel|udsfs ARGS...: pins.py ARGS as UID on kernel sockets or through `udsfs run`.
 on() {
-    local uid=$1 where=$2
-    shift 2
-    if [ "$where" = kernel ]; then
-        as_uid "$uid" timeout 30 python3 "$TMP/py/pins.py" "$@"
-    else
-        as_uid "$uid" env UDSFS_PRELOAD="$PRELOAD_LIB" timeout 30 "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/py/pins.py" "$@"
-    fi
+    as_uid_on "$1" "$2" 30 python3 "$TMP/py/pins.py" "${@:3}"
 }
 
 # payer WHERE: A's probe before, while and after B holds A's 40 connections; sets

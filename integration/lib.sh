@@ -748,16 +748,24 @@ build_attack_c() {
     ATTACK=$out
 }
 
+# as_uid_on UID kernel|udsfs SECONDS CMD...: CMD as UID on kernel sockets or through
+# `udsfs run` on $MNT, SECONDS at most.
+as_uid_on() {
+    local uid=$1 where=$2 secs=$3
+    shift 3
+    if [ "$where" = kernel ]; then
+        as_uid "$uid" timeout "$secs" "$@"
+    else
+        as_uid "$uid" env UDSFS_PRELOAD="$PRELOAD_LIB" timeout "$secs" "$UDSFS_BIN" run --mount "$MNT" -- "$@"
+    fi
+}
+
 # attack_on kernel|udsfs ARGS...: the attack program $ATTACK (build_attack_c's OUT) as A on
 # kernel sockets or through `udsfs run` on $MNT, 20 s at most.
 attack_on() {
     local where=$1
     shift
-    if [ "$where" = kernel ]; then
-        as_uid "$A" timeout 20 "$ATTACK" "$@"
-    else
-        as_uid "$A" env UDSFS_PRELOAD="$PRELOAD_LIB" timeout 20 "$UDSFS_BIN" run --mount "$MNT" -- "$ATTACK" "$@"
-    fi
+    as_uid_on "$A" "$where" 20 "$ATTACK" "$@"
 }
 
 # attack_each CASE WHAT ARGS...: `attack_on` with each ARGS (the program's arguments as one
