@@ -156,46 +156,19 @@ udsfs_pass nolanes
 UDSFS_LANES=off lanes_check || fail "the --no-lanes mount's socketpairs had lanes"
 
 # ---------------------------------------------------------------- test by test
-python3 - "$TMP" "$TMP/listed" "${PASSES[@]}" <<'EOF'
+PYTHONPATH=$LIB_DIR python3 - "$TMP" "$TMP/listed" "${PASSES[@]}" <<'EOF'
 import sys
+from suite_verdict import listed_lines, verdict
 tmp, listed, passes = sys.argv[1], sys.argv[2], sys.argv[3:]
 
 def results(p):
     return dict(l.split() for l in open(f"{tmp}/{p}.res"))
 
-listed = [(set(p.split(",")), e) for p, e in (l.split() for l in open(listed))]
-k = results("kernel")
-passed = sorted(t for t, s in k.items() if s == "ok")
-counts = {s: sum(v == s for v in k.values()) for s in ("ok", "FAILED", "skipped", "ignored", "none")}
-print(f"kernel: {len(k)} run: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
-bad = []
-if len(passed) < 70:
-    bad.append(f"kernel: only {len(passed)} tests passed")
-for t, s in sorted(k.items()):
-    if s != "ok":
-        print(f"    kernel: {t}: {s}")
-for p in passes:
-    u = results(p)
-    mine = {e for ps, e in listed if p in ps}
-    got = [t for t in passed if u.get(t) == "ok"]
-    print(f"{p}: {len(got)} of {len(passed)} kernel passes pass through udsfs; {len(mine)} listed for {p}")
-    for t in passed:
-        st = u.get(t, "none")
-        if st == "ok":
-            continue
-        if t in mine:
-            print(f"    {p}: {t}: {st} (listed)")
-            continue
-        bad.append(f"{p}: {t} passes on the kernel, {st} through udsfs, not listed")
-        out = open(f"{tmp}/{p}.out", errors="replace").read()
-        at = out.find(f"test {t} ... ")
-        print(f"--- {p}: {t}:\n    " + "\n    ".join(out[at:].splitlines()[:14] if at >= 0 else ["(no output)"]), file=sys.stderr)
-    for e in sorted(mine):
-        if e not in k:
-            bad.append(f"{p}: listed {e} did not run on the kernel (remove or rename the line)")
-        elif u.get(e) == "ok":
-            bad.append(f"{p}: listed {e} passes now (remove the line, or {p} from it)")
-if bad:
-    sys.exit("FAIL: " + "\n      ".join(bad))
+def failure_lines(p, t):
+    out = open(f"{tmp}/{p}.out", errors="replace").read()
+    at = out.find(f"test {t} ... ")
+    return out[at:].splitlines()[:14] if at >= 0 else ["(no output)"]
+
+verdict(results("kernel"), {p: results(p) for p in passes}, listed_lines(listed), failure_lines)
 EOF
 ok "nix's socket tests: every kernel pass passes through udsfs (preload on lanes, seccomp, preload without lanes), or is listed"

@@ -200,8 +200,9 @@ ok "on the --lanes mount the probe's UnixStream pair and connection had lanes (l
 # seccomp, lanes (or *); BINARY the test file, NAME the test as libtest names it, or *
 # for every test of the file (stale only when all of them pass).
 exceptions_listed "$EXCEPTIONS" preload seccomp lanes >"$TMP/listed" || exit 1
-python3 - "$TMP" "$TMP/listed" "${TESTS[@]}" <<'EOF'
+PYTHONPATH=$LIB_DIR python3 - "$TMP" "$TMP/listed" "${TESTS[@]}" <<'EOF'
 import sys
+from suite_verdict import listed_lines, verdict
 tmp, listed, tests = sys.argv[1], sys.argv[2], sys.argv[3:]
 
 def results(p):
@@ -212,42 +213,12 @@ def results(p):
             r[f"{t}::{name}"] = st
     return r
 
-listed = [(set(p.split(",")), e) for p, e in (l.split() for l in open(listed))]
+def failure_lines(p, t):
+    b, name = t.split("::", 1)
+    out = open(f"{tmp}/{p}.{b}.out", errors="replace").read()
+    at = out.find(f"---- {name} stdout ----")
+    return out[at:].splitlines()[:14] if at >= 0 else ["(no output of its own)"]
 
-k = results("kernel")
-passed = sorted(t for t, s in k.items() if s == "ok")
-print(f"kernel: {len(passed)} passed, {sum(s == 'FAILED' for s in k.values())} failed, "
-      f"{sum(s == 'ignored' for s in k.values())} ignored of {len(k)}")
-bad = []
-if len(passed) < 70:
-    bad.append(f"kernel: only {len(passed)} tests passed")
-for t, s in sorted(k.items()):
-    if s != "ok":
-        print(f"    kernel: {t}: {s}")
-for p in ("preload", "seccomp", "lanes"):
-    u = results(p)
-    mine = {e for ps, e in listed if p in ps}
-    covers = lambda t: t in mine or f"{t.split('::')[0]}::*" in mine
-    got = [t for t in passed if u.get(t) == "ok"]
-    print(f"{p}: {len(got)} of {len(passed)} kernel passes pass through udsfs; {len(mine)} listed for {p}")
-    for t in passed:
-        st = u.get(t, "none")
-        if st == "ok":
-            continue
-        if covers(t):
-            print(f"    {p}: {t}: {st} (listed)")
-            continue
-        bad.append(f"{p}: {t} passes on the kernel, {st} through udsfs, not listed")
-        b, name = t.split("::", 1)
-        out = open(f"{tmp}/{p}.{b}.out", errors="replace").read()
-        at = out.find(f"---- {name} stdout ----")
-        print(f"--- {p}: {t}:\n    " + "\n    ".join(out[at:].splitlines()[:14] if at >= 0 else ["(no output of its own)"]), file=sys.stderr)
-    for e in sorted(mine):
-        hit = [t for t in k if t == e or (e.endswith("::*") and t.startswith(e[:-1]))]
-        if not hit:
-            bad.append(f"{p}: listed {e} ran neither there nor on the kernel (remove or rename the line)")
-        elif all(u.get(t) == "ok" for t in hit):
-            bad.append(f"{p}: listed {e} passes now (remove the line, or {p} from it)")
-if bad:
-    sys.exit("FAIL: " + "\n      ".join(bad))
+verdict(results("kernel"), {p: results(p) for p in ("preload", "seccomp", "lanes")},
+        listed_lines(listed), failure_lines)
 EOF
