@@ -456,7 +456,7 @@ pub fn poll_came_up(fds: *const pollfd, n: nfds_t, r: c_int) -> bool {
     let prog = unsafe { std::slice::from_raw_parts(fds, n as usize) };
     let mut up = false;
     for p in prog {
-        if p.revents != 0 && lane::joining(p.fd) && laned(p.fd).is_some() {
+        if p.revents != 0 && laned(p.fd).is_some() {
             up = true;
         }
     }
@@ -475,7 +475,7 @@ pub fn select_came_up(nfds: c_int, sets: [*mut libc::fd_set; 3]) -> bool {
         let set = sets
             .iter()
             .any(|&s| !s.is_null() && unsafe { libc::FD_ISSET(fd, s) });
-        if set && lane::joining(fd) && laned(fd).is_some() {
+        if set && laned(fd).is_some() {
             up = true;
         }
     }
@@ -692,6 +692,10 @@ struct Reg {
     /// set is shared with the parent, whose registration it is, so the
     /// child's close of the socket leaves it in the set (`closed`).
     inherited: bool,
+    /// Moved from its data file when the lane came up (`move_fresh`): a
+    /// kernel event with its data in its set is the data file's, from
+    /// before the move (`after_wait` leaves it out).
+    moved: bool,
 }
 
 impl Reg {
@@ -713,6 +717,7 @@ impl Reg {
             last: None,
             live: true,
             inherited: false,
+            moved: false,
         }
     }
 }
@@ -1069,11 +1074,13 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
     if events & libc::EPOLLEXCLUSIVE as u32 != 0 || add_end(epfd, &end, tag) < 0 {
         drop(h);
         kernel_ctl(epfd, libc::EPOLL_CTL_ADD, fd, events, data);
+        poll_down(fd);
         set_errno(e);
         return;
     }
     let ev = end.ev;
     let mut reg = Reg::new(id, epfd, fd, ino, events, data, end);
+    reg.moved = true;
     // A one-shot the kernel disarmed keeps only its flags.
     reg.armed = events & libc::EPOLLONESHOT as u32 == 0 || events & !private != 0;
     list.push(reg);
@@ -1090,12 +1097,17 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
 /// of an end not yet claimed is told "ready": the end is claimed here and
 /// its registration moved; the ring is looked at by the next wait).
 fn drop_kernel(epfd: c_int, data: u64) -> bool {
-    if is_tag(data) && HELD.load(Ordering::Relaxed) != 0 {
+    if HELD.load(Ordering::Relaxed) != 0 {
         let (_h, list) = locked();
-        if let Some(r) = list
-            .iter()
-            .find(|r| r.id == data as u32 && same_set(r.epfd, epfd))
-        {
+        let tag = is_tag(data);
+        if let Some(r) = list.iter().find(|r| {
+            same_set(r.epfd, epfd)
+                && if tag {
+                    r.id == data as u32
+                } else {
+                    r.moved && r.live && r.data == data
+                }
+        }) {
             dirty(r.end.ev);
             return true;
         }
@@ -1113,14 +1125,16 @@ fn drop_kernel(epfd: c_int, data: u64) -> bool {
             None => return false,
         }
     };
-    if !lane::joining(fd) {
-        // Laned or given up: nothing more to learn from its events.
+    // Laned (here, or claimed by another thread: this one was asleep in
+    // the kernel on the data file, whose poll the daemon answered
+    // "ready") or given up.
+    let up = laned(fd).is_some();
+    if !up && !lane::joining(fd) {
         let (_h, _, pend) = locked_all();
         pend.retain(|p| p.fd != fd);
         set_pends(pend);
         return false;
     }
-    let up = laned(fd).is_some();
     if up {
         move_fresh();
     }
@@ -1142,6 +1156,10 @@ pub fn after_wait(epfd: c_int, out: *mut epoll_event, r: c_int) -> Option<c_int>
     if r <= 0 {
         return Some(r);
     }
+    // Registrations still on their data files in the kernel's set while
+    // another thread claimed their ends move now (`moved`: their events
+    // here are left out, the next wait looks at the rings).
+    move_fresh();
     let ours = HELD.load(Ordering::Relaxed) != 0 || PENDS.load(Ordering::Relaxed) != 0;
     let mut kept = 0;
     let mut foreign = false;
@@ -1339,7 +1357,9 @@ fn to_data_file(r: &Reg) {
         } else {
             libc::EPOLLONESHOT as u32
         };
-        if kernel_ctl(r.epfd, libc::EPOLL_CTL_ADD, fd, events, r.data) < 0 {
+        let added = kernel_ctl(r.epfd, libc::EPOLL_CTL_ADD, fd, events, r.data);
+        poll_down(fd);
+        if added < 0 {
             crate::log::say(&format!(
                 "fd {fd}: its lane went down; could not move its registration in epoll set {} back to the socket: errno {}",
                 r.epfd,
@@ -1348,6 +1368,23 @@ fn to_data_file(r: &Reg) {
         }
     }
     set_errno(e);
+}
+
+/// A registration of `fd` stays on its data file (it could not move to the
+/// lane, or went back): a second poll of it by this thread takes a lane
+/// still up down (src/engine/lane.rs `lane_polled`: the daemon answers
+/// the first poll of a thread after the claim "ready", as one its library
+/// takes over), so that the kernel's set hears of its bytes through the
+/// daemon. The kernel's ADD was the first.
+fn poll_down(fd: c_int) {
+    let mut p = pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let zero = timespec(Duration::ZERO);
+    // SAFETY: one pollfd and a timespec on the stack; no signal mask.
+    unsafe { libc::syscall(libc::SYS_ppoll, &mut p, 1, &zero, std::ptr::null::<u8>(), 0) };
 }
 
 /// An epoll set with registrations here, itself waited on (in poll,
@@ -1804,9 +1841,11 @@ fn wait_recorded(
             leave(end.ev);
             lower(end, *events);
         }
-        // The data file's events of ends whose lanes came up (moved now).
+        // The data file's events of ends whose lanes came up (moved now;
+        // one another thread claimed while this one slept: `after_wait`).
         let mut skip = [false; KMAX];
-        if r > 0 && PENDS.load(Ordering::Relaxed) != 0 {
+        if r > 0 {
+            move_fresh();
             for (s, e) in skip.iter_mut().zip(&k[..r as usize]) {
                 let data = e.u64;
                 *s = !is_tag(data) && drop_kernel(epfd, data);

@@ -91,6 +91,10 @@ pub(super) struct Lane {
     waiters: Vec<Waiter>,
     /// Each end's wake-up for poll and epoll (lane_ready.rs).
     pub(super) evs: Evs,
+    /// Per end, the threads of its claimer's process whose poll of the
+    /// data file after the claim was answered "ready" (`lane_polled`):
+    /// a second one takes the lane down.
+    told: [Vec<u32>; 2],
     /// Made by connect/accept (arg 5/6: an asker holds one end), not a
     /// socketpair (arg 3: its maker holds both).
     joined: bool,
@@ -705,6 +709,7 @@ impl Engine {
             phase: Phase::Up,
             waiters: Vec::new(),
             evs,
+            told: [Vec::new(), Vec::new()],
             joined,
             record: s.ty == SockType::Seqpacket,
             _fds: fds,
@@ -864,15 +869,19 @@ impl Engine {
 
     /// A poll of `s` through the daemon (a FUSE POLL by thread `tid`:
     /// poll, select, epoll_ctl, epoll_wait's look). By a holder whose
-    /// library does not answer it from the ring (lane_ready.rs), or of an
-    /// end its library claimed (which moved what it polls to the lane's
-    /// eventfd, so a FUSE POLL is one it could not answer): a kernel epoll
-    /// set holding the data file would not hear of the ring's bytes, so the
-    /// socket has no lane from now on. By the process whose library said
-    /// its polls are its own (`polls_mine`), before it claimed its end: no
-    /// mark; true when the lane is up (the library has yet to claim it: the
-    /// poll is answered "ready" without a registration, and the library's
-    /// wrapper, seeing the end ready, claims it and looks at the ring).
+    /// library does not answer it from the ring (lane_ready.rs): a kernel
+    /// epoll set holding the data file would not hear of the ring's bytes,
+    /// so the socket has no lane from now on. By the process whose library
+    /// said its polls are its own (`polls_mine`): no mark without a lane;
+    /// with one up, true (answered "ready": the poller returns to its
+    /// library's wrapper, which claims the end if it has yet to, moves its
+    /// registrations to the lane's eventfd and looks at the ring). After
+    /// the claim that holds once per thread (`told`): a thread asleep in
+    /// the kernel on the data file when another thread claimed (slapd's
+    /// listener in epoll_wait while a worker reads) polls once more at the
+    /// grant's wake-up; a second poll is one the library did not take over
+    /// (a raw epoll_wait, a registration it could not move), which would
+    /// not hear of the ring's bytes: the lane goes down, as before.
     pub fn lane_polled(&self, s: &Socket, tid: u32) -> bool {
         if !self.cfg.lanes {
             return false;
@@ -882,12 +891,33 @@ impl Engine {
             match self.lane_claimed(s) {
                 None => return false,
                 Some(false) => return true,
+                Some(true) if self.first_told(s, tid) => return true,
                 Some(true) => {}
             }
         }
         s.polled.store(true, Ordering::Release);
         self.lane_down_by_poll(s, tid, mine, "poll");
         false
+    }
+
+    /// Whether thread `tid`'s poll of `s`'s claimed end is its first since
+    /// the claim (noted now; at most `WOKEN_KEPT` threads, then none is).
+    fn first_told(&self, s: &Socket, tid: u32) -> bool {
+        let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
+            return false;
+        };
+        let mut l = lane.lock();
+        let side = usize::from(l.socks[0].id != s.id);
+        let told = &mut l.told[side];
+        if told.contains(&tid) || told.len() >= WOKEN_KEPT {
+            return false;
+        }
+        told.push(tid);
+        log::debug!(
+            "socket {}: a poll of thread {tid} after the claim answered ready",
+            s.id
+        );
+        true
     }
 
     /// The polled rule's way down, with a debug line saying whose poll
