@@ -252,7 +252,15 @@ pub fn poll(
             }
         }
     }
-    if !lane::any() || n == 0 || n as usize > MAX_POLL {
+    if !lane::any() || n == 0 {
+        return None;
+    }
+    if n as usize > MAX_POLL {
+        let bytes = (n as usize).saturating_mul(std::mem::size_of::<pollfd>());
+        if user::readable(fds.cast(), bytes) == bytes {
+            // SAFETY: probed readable for n entries.
+            left_polled((0..n as usize).map(|i| unsafe { (*fds.add(i)).fd }));
+        }
         return None;
     }
     let n = n as usize;
@@ -268,6 +276,17 @@ pub fn poll(
         poll_of::<SMALL_POLL, { 2 * SMALL_POLL }>(prog, (timeout, sigmask))
     } else {
         poll_of::<MAX_POLL, { 2 * MAX_POLL }>(prog, (timeout, sigmask))
+    }
+}
+
+/// The laned ones of descriptors `fds`, which the C library's poll or
+/// select is to poll through their data files (too many for the lane's
+/// way): their lanes go down first (`lane::left_polled`).
+fn left_polled(fds: impl Iterator<Item = c_int>) {
+    for fd in fds {
+        if laned(fd).is_some() {
+            lane::left_polled(fd);
+        }
     }
 }
 
@@ -525,6 +544,7 @@ pub fn select(
         if ev != 0 {
             nested(fd);
             if n == MAX_POLL {
+                left_polled((0..nfds).filter(|&fd| sets.iter().any(|&s| isset(s, fd))));
                 return None;
             }
             p[n] = pollfd {
@@ -693,8 +713,9 @@ struct Reg {
     /// child's close of the socket leaves it in the set (`closed`).
     inherited: bool,
     /// Moved from its data file when the lane came up (`move_fresh`): a
-    /// kernel event with its data in its set is the data file's, from
-    /// before the move (`after_wait` leaves it out).
+    /// kernel event with its data in its set, of a kernel wait that began
+    /// before the move (`id` not below the `REGS.next` of that moment), is
+    /// the data file's (`drop_kernel` leaves it out).
     moved: bool,
 }
 
@@ -994,13 +1015,15 @@ pub fn epoll_made(epfd: c_int) {
 /// of another thread, another epoll set) was woken by the daemon at the
 /// grant (src/engine/lane.rs `lane_pollers`, `lane_after_poll` for one
 /// that registered while the lane was being made) and polls the data file
-/// again: before this process claimed the end it is told "ready" and its
-/// wrapper claims the end and looks at the ring (`poll_came_up`,
-/// `drop_kernel`); after, the daemon takes the lane down, moves the ring's
-/// bytes into its queue and answers from there. Either way the bytes are
-/// seen. A registration that cannot move (the eventfd's ADD refused: the
-/// same end twice in one set) goes back to the data file, whose next poll
-/// takes the lane down (correct, not fast).
+/// again: it is told "ready" (after this process claimed the end, once
+/// per thread) and its wrapper claims the end, moves the registration and
+/// looks at the ring (`poll_came_up`, `after_wait`, `drop_kernel`); a poll
+/// the library does not take over (a thread's second after the claim)
+/// takes the lane down, the ring's bytes moved into the daemon's queue,
+/// answered from there. Either way the bytes are seen. A registration
+/// that cannot move (the eventfd's ADD refused: the same end twice in one
+/// set) goes back to the data file after the library took the lane down
+/// (`lane::left_polled`: correct, not fast).
 pub fn move_fresh() {
     lane::fresh_ends(|fd, ino| {
         let Some(end) = laned(fd) else { return };
@@ -1073,8 +1096,8 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
         (libc::EPOLLONESHOT | libc::EPOLLET | libc::EPOLLWAKEUP | libc::EPOLLEXCLUSIVE) as u32;
     if events & libc::EPOLLEXCLUSIVE as u32 != 0 || add_end(epfd, &end, tag) < 0 {
         drop(h);
+        lane::left_polled(fd);
         kernel_ctl(epfd, libc::EPOLL_CTL_ADD, fd, events, data);
-        poll_down(fd);
         set_errno(e);
         return;
     }
@@ -1094,9 +1117,11 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
 /// what the program gets: a lane's tag (a thread in the C library's call
 /// when a registration moved: its ring is looked at by the next wait), or
 /// the data file's event of an end whose lane came up (its library's poll
-/// of an end not yet claimed is told "ready": the end is claimed here and
-/// its registration moved; the ring is looked at by the next wait).
-fn drop_kernel(epfd: c_int, data: u64) -> bool {
+/// of the end is told "ready": the end is claimed here, or was by another
+/// thread while this one slept in a kernel wait that began before `from`
+/// (`REGS.next` then), and its registration moved; the ring is looked at
+/// by the next wait).
+fn drop_kernel(epfd: c_int, data: u64, from: u32) -> bool {
     if HELD.load(Ordering::Relaxed) != 0 {
         let (_h, list) = locked();
         let tag = is_tag(data);
@@ -1105,7 +1130,7 @@ fn drop_kernel(epfd: c_int, data: u64) -> bool {
                 && if tag {
                     r.id == data as u32
                 } else {
-                    r.moved && r.live && r.data == data
+                    r.moved && r.live && r.data == data && r.id >= from
                 }
         }) {
             dirty(r.end.ev);
@@ -1166,7 +1191,7 @@ pub fn after_wait(epfd: c_int, out: *mut epoll_event, r: c_int) -> Option<c_int>
     for i in 0..r as usize {
         // SAFETY: the kernel wrote r entries at out.
         let e = unsafe { std::ptr::read_unaligned(out.add(i)) };
-        if ours && drop_kernel(epfd, e.u64) {
+        if ours && drop_kernel(epfd, e.u64, WAIT_FROM.get()) {
             continue;
         }
         if is_tag(e.u64) {
@@ -1357,9 +1382,11 @@ fn to_data_file(r: &Reg) {
         } else {
             libc::EPOLLONESHOT as u32
         };
-        let added = kernel_ctl(r.epfd, libc::EPOLL_CTL_ADD, fd, events, r.data);
-        poll_down(fd);
-        if added < 0 {
+        if ready::look(r.end.region, r.end.side).is_some() {
+            // Still up (a nested set's): down before the kernel polls it.
+            lane::left_polled(fd);
+        }
+        if kernel_ctl(r.epfd, libc::EPOLL_CTL_ADD, fd, events, r.data) < 0 {
             crate::log::say(&format!(
                 "fd {fd}: its lane went down; could not move its registration in epoll set {} back to the socket: errno {}",
                 r.epfd,
@@ -1368,23 +1395,6 @@ fn to_data_file(r: &Reg) {
         }
     }
     set_errno(e);
-}
-
-/// A registration of `fd` stays on its data file (it could not move to the
-/// lane, or went back): a second poll of it by this thread takes a lane
-/// still up down (src/engine/lane.rs `lane_polled`: the daemon answers
-/// the first poll of a thread after the claim "ready", as one its library
-/// takes over), so that the kernel's set hears of its bytes through the
-/// daemon. The kernel's ADD was the first.
-fn poll_down(fd: c_int) {
-    let mut p = pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let zero = timespec(Duration::ZERO);
-    // SAFETY: one pollfd and a timespec on the stack; no signal mask.
-    unsafe { libc::syscall(libc::SYS_ppoll, &mut p, 1, &zero, std::ptr::null::<u8>(), 0) };
 }
 
 /// An epoll set with registrations here, itself waited on (in poll,
@@ -1471,6 +1481,8 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 let r = list.swap_remove(i);
                 set_count(list);
                 del_end(epfd, &r.end);
+                drop(h);
+                lane::left_polled(fd);
                 return None;
             }
             rearm(&mut list[i], ev);
@@ -1535,6 +1547,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
             };
             let ev = read_event()?;
             if ev.events & libc::EPOLLEXCLUSIVE as u32 != 0 {
+                lane::left_polled(fd);
                 return None;
             }
             let (h, list) = locked();
@@ -1553,6 +1566,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 if e == libc::EEXIST {
                     // The same end twice in one set (a duplicate): the
                     // daemon's way (the lane goes down).
+                    lane::left_polled(fd);
                     return None;
                 }
                 set_errno(e);
@@ -1692,8 +1706,15 @@ pub fn wait(
     sigmask: *const sigset_t,
 ) -> Option<c_int> {
     wait_record::reap();
+    WAIT_FROM.set(REGS.next.load(Ordering::Relaxed));
     let rec = wait_record::begin(WAIT, undo_wait);
     wait_recorded(epfd, (out, max), (timeout, sigmask), &rec)
+}
+
+thread_local! {
+    /// `REGS.next` when this thread's last `wait` began: the C library's
+    /// epoll_wait that may follow began after it (`after_wait`).
+    static WAIT_FROM: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// `wait`, recorded (`rec`) for a handler's jump out of its sleep.
@@ -1822,6 +1843,8 @@ fn wait_recorded(
         };
         let mut k = [epoll_event { events: 0, u64: 0 }; KMAX];
         let kmax = (max - got).min(KMAX);
+        // Registrations moved from now on may have data-file events here.
+        let from = REGS.next.load(Ordering::Relaxed);
         let r = if kmax == 0 {
             0
         } else {
@@ -1848,7 +1871,7 @@ fn wait_recorded(
             move_fresh();
             for (s, e) in skip.iter_mut().zip(&k[..r as usize]) {
                 let data = e.u64;
-                *s = !is_tag(data) && drop_kernel(epfd, data);
+                *s = !is_tag(data) && drop_kernel(epfd, data, from);
                 moved |= *s;
             }
         }

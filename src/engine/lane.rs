@@ -900,6 +900,21 @@ impl Engine {
         false
     }
 
+    /// `Op::LaneClaim` arg 9: the library of thread `tid` left a
+    /// registration of `s` on its data file in a kernel set (it could not
+    /// move it to the lane: EPOLLEXCLUSIVE, the same end twice in one set,
+    /// a nested set, more than 64 poll entries), whose first poll after
+    /// the claim `lane_polled` would answer "ready": the polled rule's way
+    /// down now.
+    pub fn lane_left_polled(&self, s: &Socket, tid: u32) {
+        if !self.cfg.lanes {
+            return;
+        }
+        s.polled.store(true, Ordering::Release);
+        let mine = s.polls_mine.load(Ordering::Acquire);
+        self.lane_down_by_poll(s, tid, mine, "registration left on its data file");
+    }
+
     /// Whether thread `tid`'s poll of `s`'s claimed end is its first since
     /// the claim (noted now; at most `WOKEN_KEPT` threads, then none is).
     fn first_told(&self, s: &Socket, tid: u32) -> bool {
@@ -1647,10 +1662,12 @@ mod tests {
     /// The polled rule (docs/LANE.md "Programs that poll"): a FUSE POLL by
     /// the process whose library asked with arg 6 neither forbids the
     /// connection's lane nor holds it back (its armed registration is
-    /// woken at the grant; before its end's claim it is told "ready"); the
-    /// same process's poll after the claim, or any other process's poll,
-    /// takes the lane down for good (a second user's poll of a socket it
-    /// holds keeps the old rule).
+    /// woken at the grant; before its end's claim it is told "ready", and
+    /// after it once per thread: a thread asleep in the kernel when another
+    /// claimed); a thread's second poll after the claim, a registration
+    /// its library says it left on the data file (arg 9), or any other
+    /// process's poll, takes the lane down for good (a second user's poll
+    /// of a socket it holds keeps the old rule).
     #[test]
     fn a_poll_by_the_asking_library_leaves_the_lane_one_by_another_process_ends_it() {
         // root()'s process is pid 1: its own thread polls as tid 1; this
@@ -1683,11 +1700,37 @@ mod tests {
             .expect("the client claims its end");
         let ready = e.lane_polled(&cli, own);
         println!(
-            "its poll after the claim (one it could not answer): ready {ready}, lane={}",
+            "its first poll after the claim (a sleeper the grant woke): ready {ready}, lane={}",
+            e.lane_status(&cli)
+        );
+        assert!(ready);
+        assert_eq!(e.lane_status(&cli), "direct");
+        let ready = e.lane_polled(&cli, own);
+        println!(
+            "the same thread's second (one its library did not take over): ready {ready}, lane={}",
             e.lane_status(&cli)
         );
         assert!(!ready);
         assert_eq!(e.lane_status(&cli), "none");
+
+        // A registration the library left on the data file of its claimed end.
+        let (cli, acc) = connection(&e, &srv, &addr, &c);
+        assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_join(&acc, &c, true).expect("the accepter asks");
+        e.lane_join(&cli, &c, true)
+            .expect("the client claims its end");
+        assert_eq!(e.lane_status(&cli), "direct");
+        e.lane_left_polled(&cli, own);
+        println!(
+            "arg 9 of the client's library: lane={}",
+            e.lane_status(&cli)
+        );
+        assert_eq!(e.lane_status(&cli), "none");
+        assert!(!e.lane_polled(&cli, own));
+        assert_eq!(
+            e.lane_join(&cli, &c, true).map(|_| ()),
+            Err(Errno::EOPNOTSUPP)
+        );
 
         // Another process polls a connection whose ends said arg 6.
         let (cli, acc) = connection(&e, &srv, &addr, &c);
