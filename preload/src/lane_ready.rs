@@ -746,7 +746,20 @@ impl Reg {
 impl Drop for Reg {
     fn drop(&mut self) {
         unwatch(&mut self.watch);
+        let at = GONE_AT.fetch_add(1, Ordering::Relaxed) as usize % GONE.len();
+        GONE[at].store(self.id, Ordering::Relaxed);
     }
+}
+
+/// The ids of the registrations dropped last: a tag of one may still come
+/// out of a C library's epoll_wait that collected it before its eventfd
+/// left the set (a connection closed by another thread meanwhile). Such a
+/// tag is this process's, stale, not a foreign set's (`after_wait`).
+static GONE: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
+static GONE_AT: AtomicU32 = AtomicU32::new(0);
+
+fn gone(id: u32) -> bool {
+    GONE.iter().any(|g| g.load(Ordering::Relaxed) == id)
 }
 
 /// Closes a `Reg::watch` (the library's own descriptor: not the C
@@ -1176,7 +1189,8 @@ fn drop_kernel(epfd: c_int, data: u64, from: u32) -> bool {
 /// process's library, or its registration is gone) is left out too, and
 /// when nothing else came the call returns 0 (as at a timeout: the program
 /// waits again) rather than waiting here again on an eventfd that is not
-/// this process's to drain.
+/// this process's to drain. One of a registration this process dropped
+/// meanwhile (`gone`) is left out as the others: the wait goes on.
 pub fn after_wait(epfd: c_int, out: *mut epoll_event, r: c_int) -> Option<c_int> {
     if r <= 0 {
         return Some(r);
@@ -1195,7 +1209,7 @@ pub fn after_wait(epfd: c_int, out: *mut epoll_event, r: c_int) -> Option<c_int>
             continue;
         }
         if is_tag(e.u64) {
-            foreign = true;
+            foreign |= !gone(e.u64 as u32);
             continue;
         }
         // SAFETY: kept <= i < r.
