@@ -1039,6 +1039,8 @@ pub fn epoll_made(epfd: c_int) {
 /// (`lane::left_polled`: correct, not fast).
 pub fn move_fresh() {
     lane::fresh_ends(|fd, ino| {
+        MOVING.fetch_add(1, Ordering::SeqCst);
+        let _moving = Moving;
         let Some(end) = laned(fd) else { return };
         repoint(fd, ino, &end);
         for h in crate::epolls::held(fd, ino) {
@@ -1048,6 +1050,34 @@ pub fn move_fresh() {
         pend.retain(|p| p.fd != fd);
         set_pends(pend);
     });
+}
+
+/// Ends whose registrations a thread is moving (`move_fresh`): their
+/// fresh mark is taken, their data files may still be in the sets.
+static MOVING: AtomicU32 = AtomicU32::new(0);
+
+/// Counted in `MOVING` until dropped.
+struct Moving;
+
+impl Drop for Moving {
+    fn drop(&mut self) {
+        MOVING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `move_fresh`, then the moves other threads are making are let finish
+/// (10 ms at most): after a kernel wait, so that a data file's event of an
+/// end they claimed is known as moved (`drop_kernel`) rather than
+/// reported; before a wait, so that it does not poll the data file again
+/// (a second poll of the thread takes the lane down: src/engine/lane.rs
+/// `lane_polled`); before an epoll_ctl, so that the program's change is
+/// not made on the data file after the mover read its events.
+fn moves_done() {
+    move_fresh();
+    let until = Instant::now() + Duration::from_millis(10);
+    while MOVING.load(Ordering::SeqCst) != 0 && Instant::now() < until {
+        std::thread::yield_now();
+    }
 }
 
 /// The registrations of `fd` (the socket `ino`) still on an earlier lane
@@ -1198,7 +1228,7 @@ pub fn after_wait(epfd: c_int, out: *mut epoll_event, r: c_int) -> Option<c_int>
     // Registrations still on their data files in the kernel's set while
     // another thread claimed their ends move now (`moved`: their events
     // here are left out, the next wait looks at the rings).
-    move_fresh();
+    moves_done();
     let ours = HELD.load(Ordering::Relaxed) != 0 || PENDS.load(Ordering::Relaxed) != 0;
     let mut kept = 0;
     let mut foreign = false;
@@ -1447,7 +1477,9 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
     if HELD.load(Ordering::Relaxed) == 0 && !lane::any() {
         return None;
     }
-    move_fresh();
+    // (another thread's move read the registration's events from fdinfo:
+    // a MOD of the data file meanwhile would be lost)
+    moves_done();
     let read_event = || -> Option<epoll_event> {
         let size = std::mem::size_of::<epoll_event>();
         (user::readable(event.cast(), size) == size)
@@ -1738,7 +1770,7 @@ fn wait_recorded(
     (timeout, sigmask): (Option<Duration>, *const sigset_t),
     rec: &wait_record::Rec,
 ) -> Option<c_int> {
-    move_fresh();
+    moves_done();
     if HELD.load(Ordering::Relaxed) == 0 || max <= 0 {
         return None;
     }
@@ -1882,7 +1914,7 @@ fn wait_recorded(
         // one another thread claimed while this one slept: `after_wait`).
         let mut skip = [false; KMAX];
         if r > 0 {
-            move_fresh();
+            moves_done();
             for (s, e) in skip.iter_mut().zip(&k[..r as usize]) {
                 let data = e.u64;
                 *s = !is_tag(data) && drop_kernel(epfd, data, from);
