@@ -1,7 +1,7 @@
 /* lanes_threads.c: the programs of lanes_threads.sh, the same binary on kernel sockets and
  * through `udsfs run` (lanes on). Several threads of one process share one end of a
  * socketpair (no SO_SNDBUF: a setsockopt but the timeouts takes a socketpair's lane
- * down, docs/LANE.md; the rings are 128 KiB). `lanes_threads SCENARIO REPS` runs SCENARIO REPS times; each run prints
+ * down, docs/LANE.md; the rings are 128 KiB). `lanes_threads SCENARIO REPS [DIR]` runs SCENARIO REPS times (a listener is bound in DIR, /tmp by default); each run prints
  *   "SCENARIO: ..."   the summary, which must be the same on the kernel and on udsfs;
  *   "info: ..."       counts that may differ (EINTRs, EAGAINs, the ends' lane= field).
  * Scenarios:
@@ -31,6 +31,12 @@
  *   fork        3 writer threads and 2 reader threads run while the main thread forks;
  *               the child writes 500 messages and reads some (its calls go through the
  *               daemon), the parent's threads go on: every message exactly once.
+ *   sleeper_epoll, sleeper_epollet, sleeper_poll
+ *               a connect/accept pair in one process: thread L asleep in epoll_wait (level,
+ *               EPOLLET) or poll() on the accepted end from before any lane while thread W
+ *               writes a greeting (W's first call on it), then 20 requests of the client's:
+ *               each wakes L, which hands it to W (a nonblocking peek: nothing there is a
+ *               spurious wake-up), W reads it and replies.
  * Each run has an alarm: a hang prints "TIMEOUT" and exits 3. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -45,6 +51,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -657,10 +664,147 @@ static void run_fork(void) {
     printf("info: before the fork: %s; the child read %d messages\n", li, child_read);
 }
 
+/* ---- sleeper: a thread asleep in the kernel on an accepted end while another claims it */
+
+#define SROUNDS 20
+#define SLEN 100
+static int s_conn, s_cl, s_ep, s_how; /* s_how: 0 epoll level, 1 EPOLLET, 2 poll() */
+static int s_req[2], s_done[2];       /* L -> W "readable", W -> L "request read" (pipes) */
+static int s_wakes, s_in, s_spurious, s_replies;
+
+static uint8_t spay(int round, int i, int dir) { return (uint8_t)(round * 7 + i * 13 + dir * 101); }
+
+static void xfer(int fd, void *b, int n, int rd) {
+    for (int got = 0; got < n;) {
+        ssize_t k = rd ? read(fd, (char *)b + got, n - got) : write(fd, (char *)b + got, n - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) { perror(rd ? "sleeper read" : "sleeper write"); exit(2); }
+        got += k;
+    }
+}
+
+/* L: asleep in epoll_wait (or poll) on the accepted end from before any lane; each wake-up
+ * hands the end to W and, once W read the request, sleeps again: W's reply then asks for
+ * the lane and claims it while L sleeps (slapd's listener and worker). */
+static void *sleeper_l(void *p) {
+    (void)p;
+    for (int r = 0; r < SROUNDS; r++) {
+        int n, in;
+        if (s_how == 2) {
+            struct pollfd f = {.fd = s_conn, .events = POLLIN};
+            n = poll(&f, 1, -1);
+            in = n == 1 && (f.revents & POLLIN);
+        } else {
+            struct epoll_event e;
+            n = epoll_wait(s_ep, &e, 1, -1);
+            in = n == 1 && e.data.u64 == 42 && (e.events & EPOLLIN);
+        }
+        if (n < 0 && errno == EINTR) { r--; continue; }
+        if (n != 1) { printf("sleeper: L's wait returned %d\n", n); exit(2); }
+        s_wakes++;
+        s_in += in;
+        char c = 'r', d;
+        xfer(s_req[1], &c, 1, 0);
+        xfer(s_done[0], &d, 1, 1);
+        if (d == 's') r--; /* spurious: nothing there */
+    }
+    return NULL;
+}
+
+/* W: each request L said was there (a nonblocking peek first: nothing there is a spurious
+ * wake-up), then its reply. */
+static void *sleeper_w(void *p) {
+    (void)p;
+    uint8_t b[SLEN];
+    for (int r = 1; r <= SROUNDS; r++) {
+        char c;
+        xfer(s_req[0], &c, 1, 1);
+        ssize_t k = recv(s_conn, b, 1, MSG_DONTWAIT | MSG_PEEK);
+        if (k < 0 && errno == EAGAIN) {
+            s_spurious++;
+            r--;
+            xfer(s_done[1], "s", 1, 0);
+            continue;
+        }
+        xfer(s_conn, b, SLEN, 1);
+        xfer(s_done[1], "d", 1, 0);
+        int ok = 1;
+        for (int i = 0; i < SLEN; i++) ok &= b[i] == spay(r, i, 0);
+        for (int i = 0; i < SLEN; i++) b[i] = spay(r, i, 1) ^ (uint8_t)!ok;
+        xfer(s_conn, b, SLEN, 0);
+    }
+    return NULL;
+}
+
+static void request(int r) {
+    uint8_t b[SLEN];
+    for (int i = 0; i < SLEN; i++) b[i] = spay(r, i, 0);
+    xfer(s_cl, b, SLEN, 0);
+}
+
+/* The client: reads each reply, then sends the next request (the first is sent before). */
+static void *sleeper_c(void *p) {
+    (void)p;
+    uint8_t b[SLEN];
+    for (int r = 1; r <= SROUNDS; r++) {
+        if (r > 1) request(r);
+        xfer(s_cl, b, SLEN, 1);
+        int ok = 1;
+        for (int i = 0; i < SLEN; i++) ok &= b[i] == spay(r, i, 1);
+        s_replies += ok;
+        atomic_store(&progress, r);
+    }
+    return NULL;
+}
+
+static const char *bind_dir = "/tmp";
+
+static void run_sleeper(int how) {
+    char path[108];
+    snprintf(path, sizeof path, "%s/sleeper.%d", bind_dir, getpid());
+    unlink(path);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    strcpy(a.sun_path, path);
+    int srv = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (srv < 0 || bind(srv, (struct sockaddr *)&a, sizeof a) || listen(srv, 4)) { perror("sleeper listen"); exit(2); }
+    s_cl = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (s_cl < 0 || connect(s_cl, (struct sockaddr *)&a, sizeof a)) { perror("sleeper connect"); exit(2); }
+    s_conn = accept(srv, NULL, NULL);
+    if (s_conn < 0) { perror("sleeper accept"); exit(2); }
+    close(srv);
+    unlink(path);
+    s_how = how;
+    s_wakes = s_in = s_spurious = s_replies = 0;
+    if (pipe(s_req) || pipe(s_done)) { perror("pipe"); exit(2); }
+    /* The client's first request before the server's first call: the client asks first
+     * and its bytes wait in the daemon, so the lane comes at W's reply. */
+    request(1);
+    s_ep = epoll_create1(0);
+    struct epoll_event e = {.events = EPOLLIN | (how == 1 ? EPOLLET : 0), .data.u64 = 42};
+    if (how != 2 && epoll_ctl(s_ep, EPOLL_CTL_ADD, s_conn, &e)) { perror("epoll_ctl"); exit(2); }
+    pthread_t l, w, c;
+    pthread_create(&w, NULL, sleeper_w, NULL);
+    pthread_create(&l, NULL, sleeper_l, NULL);
+    pthread_create(&c, NULL, sleeper_c, NULL);
+    pthread_join(c, NULL);
+    pthread_join(w, NULL);
+    pthread_join(l, NULL);
+    char li[80];
+    lanes_info(s_conn, s_cl, li, sizeof li);
+    printf("%s: %d of %d replies right, L woke %d times (%d readable), %d spurious\n", scenario, s_replies,
+           SROUNDS, s_wakes, s_in, s_spurious);
+    printf("info: %s\n", li);
+    close(s_ep);
+    close(s_conn);
+    close(s_cl);
+    for (int i = 0; i < 2; i++) close(s_req[i]), close(s_done[i]);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: %s SCENARIO [REPS]\n", argv[0]); return 2; }
     scenario = argv[1];
     int reps = argc > 2 ? atoi(argv[2]) : 1;
+    if (argc > 3) bind_dir = argv[3];
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGALRM, on_alarm);
@@ -680,6 +824,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(scenario, "closewrite")) run_close(3);
         else if (!strcmp(scenario, "fork")) run_fork();
         else if (!strcmp(scenario, "duplex")) run_duplex();
+        else if (!strcmp(scenario, "sleeper_epoll")) run_sleeper(0);
+        else if (!strcmp(scenario, "sleeper_epollet")) run_sleeper(1);
+        else if (!strcmp(scenario, "sleeper_poll")) run_sleeper(2);
         else { fprintf(stderr, "unknown scenario %s\n", scenario); return 2; }
         alarm(0);
     }

@@ -513,6 +513,16 @@ pub fn fresh_ends(mut f: impl FnMut(c_int, u64)) {
     }
 }
 
+/// A registration of laned `fd` stays on its data file in a kernel set
+/// (lane_ready.rs could not move it to the lane): the daemon takes the
+/// lane down (`Op::LaneClaim` arg 9), as the kernel's set would not hear of
+/// the ring's bytes. Its first poll after the claim would be answered
+/// "ready" instead, as one of a thread the library wakes and moves
+/// (src/engine/lane.rs `lane_polled`).
+pub fn left_polled(fd: c_int) {
+    let _ = ioctl::op(fd, Op::LaneClaim, 9);
+}
+
 /// Whether `fd` is a connect/accept end still asking for its lane (JOIN),
 /// or one another thread was asking for (CLAIMING, waited out for a
 /// while) that has it now.

@@ -252,7 +252,15 @@ pub fn poll(
             }
         }
     }
-    if !lane::any() || n == 0 || n as usize > MAX_POLL {
+    if !lane::any() || n == 0 {
+        return None;
+    }
+    if n as usize > MAX_POLL {
+        let bytes = (n as usize).saturating_mul(std::mem::size_of::<pollfd>());
+        if user::readable(fds.cast(), bytes) == bytes {
+            // SAFETY: probed readable for n entries.
+            left_polled((0..n as usize).map(|i| unsafe { (*fds.add(i)).fd }));
+        }
         return None;
     }
     let n = n as usize;
@@ -268,6 +276,17 @@ pub fn poll(
         poll_of::<SMALL_POLL, { 2 * SMALL_POLL }>(prog, (timeout, sigmask))
     } else {
         poll_of::<MAX_POLL, { 2 * MAX_POLL }>(prog, (timeout, sigmask))
+    }
+}
+
+/// The laned ones of descriptors `fds`, which the C library's poll or
+/// select is to poll through their data files (too many for the lane's
+/// way): their lanes go down first (`lane::left_polled`).
+fn left_polled(fds: impl Iterator<Item = c_int>) {
+    for fd in fds {
+        if laned(fd).is_some() {
+            lane::left_polled(fd);
+        }
     }
 }
 
@@ -456,7 +475,7 @@ pub fn poll_came_up(fds: *const pollfd, n: nfds_t, r: c_int) -> bool {
     let prog = unsafe { std::slice::from_raw_parts(fds, n as usize) };
     let mut up = false;
     for p in prog {
-        if p.revents != 0 && lane::joining(p.fd) && laned(p.fd).is_some() {
+        if p.revents != 0 && laned(p.fd).is_some() {
             up = true;
         }
     }
@@ -475,7 +494,7 @@ pub fn select_came_up(nfds: c_int, sets: [*mut libc::fd_set; 3]) -> bool {
         let set = sets
             .iter()
             .any(|&s| !s.is_null() && unsafe { libc::FD_ISSET(fd, s) });
-        if set && lane::joining(fd) && laned(fd).is_some() {
+        if set && laned(fd).is_some() {
             up = true;
         }
     }
@@ -525,6 +544,7 @@ pub fn select(
         if ev != 0 {
             nested(fd);
             if n == MAX_POLL {
+                left_polled((0..nfds).filter(|&fd| sets.iter().any(|&s| isset(s, fd))));
                 return None;
             }
             p[n] = pollfd {
@@ -692,6 +712,11 @@ struct Reg {
     /// set is shared with the parent, whose registration it is, so the
     /// child's close of the socket leaves it in the set (`closed`).
     inherited: bool,
+    /// Moved from its data file when the lane came up (`move_fresh`): a
+    /// kernel event with its data in its set, of a kernel wait that began
+    /// before the move (`id` not below the `REGS.next` of that moment), is
+    /// the data file's (`drop_kernel` leaves it out).
+    moved: bool,
 }
 
 impl Reg {
@@ -713,6 +738,7 @@ impl Reg {
             last: None,
             live: true,
             inherited: false,
+            moved: false,
         }
     }
 }
@@ -720,7 +746,20 @@ impl Reg {
 impl Drop for Reg {
     fn drop(&mut self) {
         unwatch(&mut self.watch);
+        let at = GONE_AT.fetch_add(1, Ordering::Relaxed) as usize % GONE.len();
+        GONE[at].store(self.id, Ordering::Relaxed);
     }
+}
+
+/// The ids of the registrations dropped last: a tag of one may still come
+/// out of a C library's epoll_wait that collected it before its eventfd
+/// left the set (a connection closed by another thread meanwhile). Such a
+/// tag is this process's, stale, not a foreign set's (`after_wait`).
+static GONE: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
+static GONE_AT: AtomicU32 = AtomicU32::new(0);
+
+fn gone(id: u32) -> bool {
+    GONE.iter().any(|g| g.load(Ordering::Relaxed) == id)
 }
 
 /// Closes a `Reg::watch` (the library's own descriptor: not the C
@@ -989,15 +1028,19 @@ pub fn epoll_made(epfd: c_int) {
 /// of another thread, another epoll set) was woken by the daemon at the
 /// grant (src/engine/lane.rs `lane_pollers`, `lane_after_poll` for one
 /// that registered while the lane was being made) and polls the data file
-/// again: before this process claimed the end it is told "ready" and its
-/// wrapper claims the end and looks at the ring (`poll_came_up`,
-/// `drop_kernel`); after, the daemon takes the lane down, moves the ring's
-/// bytes into its queue and answers from there. Either way the bytes are
-/// seen. A registration that cannot move (the eventfd's ADD refused: the
-/// same end twice in one set) goes back to the data file, whose next poll
-/// takes the lane down (correct, not fast).
+/// again: it is told "ready" (after this process claimed the end, once
+/// per thread) and its wrapper claims the end, moves the registration and
+/// looks at the ring (`poll_came_up`, `after_wait`, `drop_kernel`); a poll
+/// the library does not take over (a thread's second after the claim)
+/// takes the lane down, the ring's bytes moved into the daemon's queue,
+/// answered from there. Either way the bytes are seen. A registration
+/// that cannot move (the eventfd's ADD refused: the same end twice in one
+/// set) goes back to the data file after the library took the lane down
+/// (`lane::left_polled`: correct, not fast).
 pub fn move_fresh() {
     lane::fresh_ends(|fd, ino| {
+        MOVING.fetch_add(1, Ordering::SeqCst);
+        let _moving = Moving;
         let Some(end) = laned(fd) else { return };
         repoint(fd, ino, &end);
         for h in crate::epolls::held(fd, ino) {
@@ -1007,6 +1050,34 @@ pub fn move_fresh() {
         pend.retain(|p| p.fd != fd);
         set_pends(pend);
     });
+}
+
+/// Ends whose registrations a thread is moving (`move_fresh`): their
+/// fresh mark is taken, their data files may still be in the sets.
+static MOVING: AtomicU32 = AtomicU32::new(0);
+
+/// Counted in `MOVING` until dropped.
+struct Moving;
+
+impl Drop for Moving {
+    fn drop(&mut self) {
+        MOVING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `move_fresh`, then the moves other threads are making are let finish
+/// (10 ms at most): after a kernel wait, so that a data file's event of an
+/// end they claimed is known as moved (`drop_kernel`) rather than
+/// reported; before a wait, so that it does not poll the data file again
+/// (a second poll of the thread takes the lane down: src/engine/lane.rs
+/// `lane_polled`); before an epoll_ctl, so that the program's change is
+/// not made on the data file after the mover read its events.
+fn moves_done() {
+    move_fresh();
+    let until = Instant::now() + Duration::from_millis(10);
+    while MOVING.load(Ordering::SeqCst) != 0 && Instant::now() < until {
+        std::thread::yield_now();
+    }
 }
 
 /// The registrations of `fd` (the socket `ino`) still on an earlier lane
@@ -1068,12 +1139,14 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
         (libc::EPOLLONESHOT | libc::EPOLLET | libc::EPOLLWAKEUP | libc::EPOLLEXCLUSIVE) as u32;
     if events & libc::EPOLLEXCLUSIVE as u32 != 0 || add_end(epfd, &end, tag) < 0 {
         drop(h);
+        lane::left_polled(fd);
         kernel_ctl(epfd, libc::EPOLL_CTL_ADD, fd, events, data);
         set_errno(e);
         return;
     }
     let ev = end.ev;
     let mut reg = Reg::new(id, epfd, fd, ino, events, data, end);
+    reg.moved = true;
     // A one-shot the kernel disarmed keeps only its flags.
     reg.armed = events & libc::EPOLLONESHOT as u32 == 0 || events & !private != 0;
     list.push(reg);
@@ -1087,15 +1160,22 @@ fn move_one(epfd: c_int, fd: c_int, ino: u64, events: u32, data: u64, end: Laned
 /// what the program gets: a lane's tag (a thread in the C library's call
 /// when a registration moved: its ring is looked at by the next wait), or
 /// the data file's event of an end whose lane came up (its library's poll
-/// of an end not yet claimed is told "ready": the end is claimed here and
-/// its registration moved; the ring is looked at by the next wait).
-fn drop_kernel(epfd: c_int, data: u64) -> bool {
-    if is_tag(data) && HELD.load(Ordering::Relaxed) != 0 {
+/// of the end is told "ready": the end is claimed here, or was by another
+/// thread while this one slept in a kernel wait that began before `from`
+/// (`REGS.next` then), and its registration moved; the ring is looked at
+/// by the next wait).
+fn drop_kernel(epfd: c_int, data: u64, from: u32) -> bool {
+    if HELD.load(Ordering::Relaxed) != 0 {
         let (_h, list) = locked();
-        if let Some(r) = list
-            .iter()
-            .find(|r| r.id == data as u32 && same_set(r.epfd, epfd))
-        {
+        let tag = is_tag(data);
+        if let Some(r) = list.iter().find(|r| {
+            same_set(r.epfd, epfd)
+                && if tag {
+                    r.id == data as u32
+                } else {
+                    r.moved && r.live && r.data == data && r.id >= from
+                }
+        }) {
             dirty(r.end.ev);
             return true;
         }
@@ -1113,14 +1193,16 @@ fn drop_kernel(epfd: c_int, data: u64) -> bool {
             None => return false,
         }
     };
-    if !lane::joining(fd) {
-        // Laned or given up: nothing more to learn from its events.
+    // Laned (here, or claimed by another thread: this one was asleep in
+    // the kernel on the data file, whose poll the daemon answered
+    // "ready") or given up.
+    let up = laned(fd).is_some();
+    if !up && !lane::joining(fd) {
         let (_h, _, pend) = locked_all();
         pend.retain(|p| p.fd != fd);
         set_pends(pend);
         return false;
     }
-    let up = laned(fd).is_some();
     if up {
         move_fresh();
     }
@@ -1137,22 +1219,27 @@ fn drop_kernel(epfd: c_int, data: u64) -> bool {
 /// process's library, or its registration is gone) is left out too, and
 /// when nothing else came the call returns 0 (as at a timeout: the program
 /// waits again) rather than waiting here again on an eventfd that is not
-/// this process's to drain.
+/// this process's to drain. One of a registration this process dropped
+/// meanwhile (`gone`) is left out as the others: the wait goes on.
 pub fn after_wait(epfd: c_int, out: *mut epoll_event, r: c_int) -> Option<c_int> {
     if r <= 0 {
         return Some(r);
     }
+    // Registrations still on their data files in the kernel's set while
+    // another thread claimed their ends move now (`moved`: their events
+    // here are left out, the next wait looks at the rings).
+    moves_done();
     let ours = HELD.load(Ordering::Relaxed) != 0 || PENDS.load(Ordering::Relaxed) != 0;
     let mut kept = 0;
     let mut foreign = false;
     for i in 0..r as usize {
         // SAFETY: the kernel wrote r entries at out.
         let e = unsafe { std::ptr::read_unaligned(out.add(i)) };
-        if ours && drop_kernel(epfd, e.u64) {
+        if ours && drop_kernel(epfd, e.u64, WAIT_FROM.get()) {
             continue;
         }
         if is_tag(e.u64) {
-            foreign = true;
+            foreign |= !gone(e.u64 as u32);
             continue;
         }
         // SAFETY: kept <= i < r.
@@ -1339,6 +1426,10 @@ fn to_data_file(r: &Reg) {
         } else {
             libc::EPOLLONESHOT as u32
         };
+        if ready::look(r.end.region, r.end.side).is_some() {
+            // Still up (a nested set's): down before the kernel polls it.
+            lane::left_polled(fd);
+        }
         if kernel_ctl(r.epfd, libc::EPOLL_CTL_ADD, fd, events, r.data) < 0 {
             crate::log::say(&format!(
                 "fd {fd}: its lane went down; could not move its registration in epoll set {} back to the socket: errno {}",
@@ -1386,7 +1477,9 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
     if HELD.load(Ordering::Relaxed) == 0 && !lane::any() {
         return None;
     }
-    move_fresh();
+    // (another thread's move read the registration's events from fdinfo:
+    // a MOD of the data file meanwhile would be lost)
+    moves_done();
     let read_event = || -> Option<epoll_event> {
         let size = std::mem::size_of::<epoll_event>();
         (user::readable(event.cast(), size) == size)
@@ -1434,6 +1527,8 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 let r = list.swap_remove(i);
                 set_count(list);
                 del_end(epfd, &r.end);
+                drop(h);
+                lane::left_polled(fd);
                 return None;
             }
             rearm(&mut list[i], ev);
@@ -1498,6 +1593,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
             };
             let ev = read_event()?;
             if ev.events & libc::EPOLLEXCLUSIVE as u32 != 0 {
+                lane::left_polled(fd);
                 return None;
             }
             let (h, list) = locked();
@@ -1516,6 +1612,7 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
                 if e == libc::EEXIST {
                     // The same end twice in one set (a duplicate): the
                     // daemon's way (the lane goes down).
+                    lane::left_polled(fd);
                     return None;
                 }
                 set_errno(e);
@@ -1655,8 +1752,15 @@ pub fn wait(
     sigmask: *const sigset_t,
 ) -> Option<c_int> {
     wait_record::reap();
+    WAIT_FROM.set(REGS.next.load(Ordering::Relaxed));
     let rec = wait_record::begin(WAIT, undo_wait);
     wait_recorded(epfd, (out, max), (timeout, sigmask), &rec)
+}
+
+thread_local! {
+    /// `REGS.next` when this thread's last `wait` began: the C library's
+    /// epoll_wait that may follow began after it (`after_wait`).
+    static WAIT_FROM: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// `wait`, recorded (`rec`) for a handler's jump out of its sleep.
@@ -1666,7 +1770,7 @@ fn wait_recorded(
     (timeout, sigmask): (Option<Duration>, *const sigset_t),
     rec: &wait_record::Rec,
 ) -> Option<c_int> {
-    move_fresh();
+    moves_done();
     if HELD.load(Ordering::Relaxed) == 0 || max <= 0 {
         return None;
     }
@@ -1785,6 +1889,8 @@ fn wait_recorded(
         };
         let mut k = [epoll_event { events: 0, u64: 0 }; KMAX];
         let kmax = (max - got).min(KMAX);
+        // Registrations moved from now on may have data-file events here.
+        let from = REGS.next.load(Ordering::Relaxed);
         let r = if kmax == 0 {
             0
         } else {
@@ -1804,12 +1910,14 @@ fn wait_recorded(
             leave(end.ev);
             lower(end, *events);
         }
-        // The data file's events of ends whose lanes came up (moved now).
+        // The data file's events of ends whose lanes came up (moved now;
+        // one another thread claimed while this one slept: `after_wait`).
         let mut skip = [false; KMAX];
-        if r > 0 && PENDS.load(Ordering::Relaxed) != 0 {
+        if r > 0 {
+            moves_done();
             for (s, e) in skip.iter_mut().zip(&k[..r as usize]) {
                 let data = e.u64;
-                *s = !is_tag(data) && drop_kernel(epfd, data);
+                *s = !is_tag(data) && drop_kernel(epfd, data, from);
                 moved |= *s;
             }
         }

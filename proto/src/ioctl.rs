@@ -172,7 +172,11 @@ pub enum Op {
     /// waits for its ask, nor wakes its reads. `arg` 8, after an EINTR no
     /// signal handler explains: Ok if it was the daemon's, a read of the
     /// calling thread answered so when the lane came up under it (the
-    /// library makes the call again), else ENOENT. ENOPROTOOPT: the mount has
+    /// library makes the call again), else ENOENT. `arg` 9: a registration
+    /// of this end stays on its data file in a kernel poll or epoll set
+    /// (one the library could not move to the lane): the lane goes down and
+    /// the socket gets none again, as at a poll the library does not answer.
+    /// ENOPROTOOPT: the mount has
     /// no lanes; EOPNOTSUPP: this socket has none. A grant's `side` has
     /// `LANE_RECORD` set for a seqpacket connection (records on the rings).
     LaneClaim = 40,

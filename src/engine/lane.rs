@@ -94,6 +94,10 @@ pub(super) struct Lane {
     waiters: Vec<Waiter>,
     /// Each end's wake-up for poll and epoll (lane_ready.rs).
     pub(super) evs: Evs,
+    /// Per end, the threads of its claimer's process whose poll of the
+    /// data file after the claim was answered "ready" (`lane_polled`):
+    /// a second one takes the lane down.
+    told: [Vec<u32>; 2],
     /// Made by connect/accept (arg 5/6: an asker holds one end), not a
     /// socketpair (arg 3: its maker holds both).
     joined: bool,
@@ -729,6 +733,7 @@ impl Engine {
             phase: Phase::Up,
             waiters: Vec::new(),
             evs,
+            told: [Vec::new(), Vec::new()],
             joined,
             record: s.ty == SockType::Seqpacket,
             _fds: fds,
@@ -888,15 +893,19 @@ impl Engine {
 
     /// A poll of `s` through the daemon (a FUSE POLL by thread `tid`:
     /// poll, select, epoll_ctl, epoll_wait's look). By a holder whose
-    /// library does not answer it from the ring (lane_ready.rs), or of an
-    /// end its library claimed (which moved what it polls to the lane's
-    /// eventfd, so a FUSE POLL is one it could not answer): a kernel epoll
-    /// set holding the data file would not hear of the ring's bytes, so the
-    /// socket has no lane from now on. By the process whose library said
-    /// its polls are its own (`polls_mine`), before it claimed its end: no
-    /// mark; true when the lane is up (the library has yet to claim it: the
-    /// poll is answered "ready" without a registration, and the library's
-    /// wrapper, seeing the end ready, claims it and looks at the ring).
+    /// library does not answer it from the ring (lane_ready.rs): a kernel
+    /// epoll set holding the data file would not hear of the ring's bytes,
+    /// so the socket has no lane from now on. By the process whose library
+    /// said its polls are its own (`polls_mine`): no mark without a lane;
+    /// with one up, true (answered "ready": the poller returns to its
+    /// library's wrapper, which claims the end if it has yet to, moves its
+    /// registrations to the lane's eventfd and looks at the ring). After
+    /// the claim that holds once per thread (`told`): a thread asleep in
+    /// the kernel on the data file when another thread claimed (slapd's
+    /// listener in epoll_wait while a worker reads) polls once more at the
+    /// grant's wake-up; a second poll is one the library did not take over
+    /// (a raw epoll_wait, a registration it could not move), which would
+    /// not hear of the ring's bytes: the lane goes down, as before.
     pub fn lane_polled(&self, s: &Socket, tid: u32) -> bool {
         if !self.cfg.lanes {
             return false;
@@ -906,12 +915,48 @@ impl Engine {
             match self.lane_claimed(s) {
                 None => return false,
                 Some(false) => return true,
+                Some(true) if self.first_told(s, tid) => return true,
                 Some(true) => {}
             }
         }
         s.polled.store(true, Ordering::Release);
         self.lane_down_by_poll(s, tid, mine, "poll");
         false
+    }
+
+    /// `Op::LaneClaim` arg 9: the library of thread `tid` left a
+    /// registration of `s` on its data file in a kernel set (it could not
+    /// move it to the lane: EPOLLEXCLUSIVE, the same end twice in one set,
+    /// a nested set, more than 64 poll entries), whose first poll after
+    /// the claim `lane_polled` would answer "ready": the polled rule's way
+    /// down now.
+    pub fn lane_left_polled(&self, s: &Socket, tid: u32) {
+        if !self.cfg.lanes {
+            return;
+        }
+        s.polled.store(true, Ordering::Release);
+        let mine = s.polls_mine.load(Ordering::Acquire);
+        self.lane_down_by_poll(s, tid, mine, "registration left on its data file");
+    }
+
+    /// Whether thread `tid`'s poll of `s`'s claimed end is its first since
+    /// the claim (noted now; at most `WOKEN_KEPT` threads, then none is).
+    fn first_told(&self, s: &Socket, tid: u32) -> bool {
+        let Some(lane) = self.lanes.map.lock().get(&s.id).cloned() else {
+            return false;
+        };
+        let mut l = lane.lock();
+        let side = usize::from(l.socks[0].id != s.id);
+        let told = &mut l.told[side];
+        if told.contains(&tid) || told.len() >= WOKEN_KEPT {
+            return false;
+        }
+        told.push(tid);
+        log::debug!(
+            "socket {}: a poll of thread {tid} after the claim answered ready",
+            s.id
+        );
+        true
     }
 
     /// The polled rule's way down, with a debug line saying whose poll
@@ -1641,10 +1686,12 @@ mod tests {
     /// The polled rule (docs/LANE.md "Programs that poll"): a FUSE POLL by
     /// the process whose library asked with arg 6 neither forbids the
     /// connection's lane nor holds it back (its armed registration is
-    /// woken at the grant; before its end's claim it is told "ready"); the
-    /// same process's poll after the claim, or any other process's poll,
-    /// takes the lane down for good (a second user's poll of a socket it
-    /// holds keeps the old rule).
+    /// woken at the grant; before its end's claim it is told "ready", and
+    /// after it once per thread: a thread asleep in the kernel when another
+    /// claimed); a thread's second poll after the claim, a registration
+    /// its library says it left on the data file (arg 9), or any other
+    /// process's poll, takes the lane down for good (a second user's poll
+    /// of a socket it holds keeps the old rule).
     #[test]
     fn a_poll_by_the_asking_library_leaves_the_lane_one_by_another_process_ends_it() {
         // root()'s process is pid 1: its own thread polls as tid 1; this
@@ -1677,11 +1724,37 @@ mod tests {
             .expect("the client claims its end");
         let ready = e.lane_polled(&cli, own);
         println!(
-            "its poll after the claim (one it could not answer): ready {ready}, lane={}",
+            "its first poll after the claim (a sleeper the grant woke): ready {ready}, lane={}",
+            e.lane_status(&cli)
+        );
+        assert!(ready);
+        assert_eq!(e.lane_status(&cli), "direct");
+        let ready = e.lane_polled(&cli, own);
+        println!(
+            "the same thread's second (one its library did not take over): ready {ready}, lane={}",
             e.lane_status(&cli)
         );
         assert!(!ready);
         assert_eq!(e.lane_status(&cli), "none");
+
+        // A registration the library left on the data file of its claimed end.
+        let (cli, acc) = connection(&e, &srv, &addr, &c);
+        assert_eq!(e.lane_join(&cli, &c, true).map(|_| ()), Err(Errno::EAGAIN));
+        e.lane_join(&acc, &c, true).expect("the accepter asks");
+        e.lane_join(&cli, &c, true)
+            .expect("the client claims its end");
+        assert_eq!(e.lane_status(&cli), "direct");
+        e.lane_left_polled(&cli, own);
+        println!(
+            "arg 9 of the client's library: lane={}",
+            e.lane_status(&cli)
+        );
+        assert_eq!(e.lane_status(&cli), "none");
+        assert!(!e.lane_polled(&cli, own));
+        assert_eq!(
+            e.lane_join(&cli, &c, true).map(|_| ()),
+            Err(Errno::EOPNOTSUPP)
+        );
 
         // Another process polls a connection whose ends said arg 6.
         let (cli, acc) = connection(&e, &srv, &addr, &c);

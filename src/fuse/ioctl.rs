@@ -315,6 +315,10 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
             Ok(())
         }
         Op::LaneClaim if ctl.arg == 8 => eng.lane_woke(s, c),
+        Op::LaneClaim if ctl.arg == 9 => {
+            eng.lane_left_polled(s, c.tid);
+            Ok(())
+        }
         Op::LaneClaim if ctl.arg == 5 || ctl.arg == 6 => eng
             .lane_join(s, c, ctl.arg == 6)
             .map(|g| g.encode(&mut ctl.v)),

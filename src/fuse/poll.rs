@@ -23,8 +23,10 @@ impl Inner {
         let f = self.files.get(fh).ok_or(Errno::EBADF)?;
         // A laned socket's readiness is its library's (src/engine/lane.rs's
         // polled rule): a poll the library does not answer takes the lane
-        // down; its own poll of an end it has yet to claim is told "ready",
-        // and its wrapper claims the end and looks. The poll registers all
+        // down; its own poll of an end it has yet to claim (or once per
+        // thread after the claim: a sleeper the grant woke) is told "ready",
+        // and its wrapper claims the end, moves the registration and looks
+        // at the ring. The poll registers all
         // the same: an epoll set may keep the data file (the library moves
         // a registration only at its next epoll call), and when the lane
         // goes down before that call (nginx's readv of the request body),
