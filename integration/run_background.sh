@@ -6,7 +6,8 @@
 #     ends, nothing of `udsfs run` is left;
 #  2. CMD's status (exit 7) comes back while a descendant of its still runs;
 #  3. a private mount stays up while a descendant runs and goes after it;
-#  4. SIGTERM to `udsfs run` still reaches CMD (status 143).
+#  4. SIGTERM to `udsfs run` still reaches CMD (status 143), and so do SIGQUIT, SIGINT,
+#     SIGUSR1, SIGUSR2, SIGHUP and SIGWINCH a process sends it.
 # Each is compared with the same command on kernel sockets (the program alone).
 source "$(dirname "$0")/lib.sh"
 need_preload
@@ -102,4 +103,30 @@ kill -TERM $up
 reap $up
 expect_eq "status of CMD after SIGTERM to udsfs run (kernel vs udsfs)" "$REAPED_STATUS" "$k"
 pkill -f "sleep 30" || true
+# The other signals a process sends to `udsfs run` reach CMD too (nginx's and php-fpm's
+# graceful stop is SIGQUIT, a reload SIGHUP or SIGUSR2, a log reopen SIGUSR1): CMD's
+# handler exits with the signal's number, on the kernel and through udsfs run.
+cat >"$TMP/exit_on.py" <<'EOF2'
+import signal, sys, time
+signal.signal(getattr(signal, sys.argv[1]), lambda n, f: sys.exit(n))
+open(sys.argv[2], "w").close()
+time.sleep(30)
+EOF2
+for sig in SIGQUIT SIGINT SIGUSR1 SIGUSR2 SIGHUP SIGWINCH; do
+    for via in kernel udsfs; do
+        rm -f "$TMP/ready"
+        if [ $via = kernel ]; then
+            python3 "$TMP/exit_on.py" $sig "$TMP/ready" &
+        else
+            "$UDSFS_BIN" run --mount "$MNT" -- python3 "$TMP/exit_on.py" $sig "$TMP/ready" &
+        fi
+        p=$!
+        for _ in $(seq 500); do [ -e "$TMP/ready" ] && break; sleep 0.01; done
+        kill -s $sig $p
+        ended_within $p 5000 || { kill -KILL $p; fail "$sig to $via's CMD: still running after 5 s"; }
+        reap $p
+        eval "st_$via=$REAPED_STATUS"
+    done
+    expect_eq "status after $sig to CMD (kernel) and to udsfs run" "$st_udsfs" "$st_kernel"
+done
 ok "udsfs run returns with CMD and leaves the rest to the background"

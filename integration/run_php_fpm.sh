@@ -103,8 +103,9 @@ EOF2
     sed 's/^/    /' "$out"
     kill -QUIT "$NGINX" 2>/dev/null || true
     kill -QUIT "$PHPFPM" 2>/dev/null || true
-    ended_within "$NGINX" 10000 || true
-    ended_within "$PHPFPM" 10000 || true
+    # (SIGQUIT is their graceful stop; sent to `udsfs run`, it reaches the program)
+    ended_within "$NGINX" 10000 || fail "$mode: nginx did not end within 10 s of its SIGQUIT"
+    ended_within "$PHPFPM" 10000 || fail "$mode: php-fpm did not end within 10 s of its SIGQUIT"
     kill -- -"$NGINX" 2>/dev/null || true
     kill -- -"$PHPFPM" 2>/dev/null || true
     wait "$NGINX" "$PHPFPM" 2>/dev/null || true

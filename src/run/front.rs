@@ -9,27 +9,30 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The pipe's write end in `udsfs run` proper (-1: no front, or reported).
 static REPORT: AtomicI32 = AtomicI32::new(-1);
-/// `udsfs run` proper, as the front knows it: where SIGTERM and SIGHUP go.
+/// `udsfs run` proper, as the front knows it: where the signals sent to the
+/// front go (forward.rs), on to CMD.
 static PROPER: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn forward(sig: libc::c_int) {
+extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     let pid = PROPER.load(Ordering::Relaxed);
-    if pid > 0 {
+    // SAFETY: the kernel's siginfo for this signal (SA_SIGINFO).
+    if pid > 0 && super::forward::sent_by_a_process(unsafe { (*info).si_code }) {
         // SAFETY: kill is async-signal-safe.
         unsafe { libc::kill(pid, sig) };
     }
 }
 
-extern "C" fn ignore(_: libc::c_int) {}
-
-fn handle(sig: libc::c_int, handler: extern "C" fn(libc::c_int)) {
-    // SAFETY: a zeroed sigaction with a handler and SA_RESTART is valid; the
-    // handlers only call kill.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = handler as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigaction(sig, &sa, std::ptr::null_mut());
+/// The front's handler of each signal `udsfs run` passes on.
+fn handle_forwarded() {
+    for sig in super::forward::FORWARDED {
+        // SAFETY: a zeroed sigaction with an SA_SIGINFO handler and
+        // SA_RESTART is valid; the handler only calls kill.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = forward as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART | libc::SA_SIGINFO;
+            libc::sigaction(sig as libc::c_int, &sa, std::ptr::null_mut());
+        }
     }
 }
 
@@ -74,13 +77,9 @@ pub fn split() {
             // SAFETY: the write end is the child's.
             unsafe { libc::close(w) };
             PROPER.store(pid, Ordering::Relaxed);
-            // As `udsfs run` did: SIGTERM and SIGHUP go to CMD (through
-            // `udsfs run` proper); SIGINT and SIGQUIT from a terminal reach
-            // CMD's process group anyway.
-            handle(libc::SIGTERM, forward);
-            handle(libc::SIGHUP, forward);
-            handle(libc::SIGINT, ignore);
-            handle(libc::SIGQUIT, ignore);
+            // Signals sent to the front go to CMD through `udsfs run`
+            // proper; the terminal's reach CMD's process group anyway.
+            handle_forwarded();
             std::process::exit(wait_for_report(r, pid));
         }
     }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use clap::Args;
-use nix::sys::signal::{SigSet, Signal};
 
+mod forward;
 mod front;
 
 /// The library's file name, looked for next to the udsfs binary.
@@ -423,18 +423,9 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
     let routes = OsString::from(std::ffi::OsStr::from_bytes(&routes.join(&b':')));
     // SAFETY: prctl on this process only; orphans of CMD come to us.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    // udsfs run must outlive CMD to unmount: it takes these signals on a
-    // thread (SIGTERM and SIGHUP passed on to CMD; SIGINT and SIGQUIT from a
-    // terminal reach CMD's process group anyway) and CMD gets them unblocked.
-    let mut signals = SigSet::empty();
-    for sig in [
-        Signal::SIGINT,
-        Signal::SIGQUIT,
-        Signal::SIGTERM,
-        Signal::SIGHUP,
-    ] {
-        signals.add(sig);
-    }
+    // udsfs run must outlive CMD to unmount: it takes the signals it passes on
+    // on a thread (forward.rs) and CMD gets them unblocked.
+    let signals = forward::set();
     let _ = signals.thread_block();
     let mut cmd = Command::new(&a.cmd[0]);
     cmd.args(&a.cmd[1..])
@@ -526,16 +517,7 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
         _ => {}
     }
     if let Ok(c) = &child {
-        let pid = nix::unistd::Pid::from_raw(c.id() as i32);
-        let _ = std::thread::Builder::new()
-            .name("udsfs-run-signals".into())
-            .spawn(move || {
-                while let Ok(sig) = signals.wait() {
-                    if matches!(sig, Signal::SIGTERM | Signal::SIGHUP) {
-                        let _ = nix::sys::signal::kill(pid, sig);
-                    }
-                }
-            });
+        forward::to_child(c.id() as i32);
     }
     let mut child = match child {
         Ok(c) => c,
