@@ -33,10 +33,15 @@ pub(super) fn sent_by_a_process(si_code: i32) -> bool {
 }
 
 /// On a thread of `udsfs run` proper, with `set()` blocked in every thread:
-/// passes each signal sent to it on to CMD (`pid`, our child), by a pidfd
-/// taken now, so that none reaches another process that took CMD's number
-/// once CMD was reaped.
-pub(super) fn to_child(pid: libc::pid_t) {
+/// passes each signal the front (`front`, what the caller started) passes on
+/// to CMD (`pid`, our child), by a pidfd taken now, so that none reaches
+/// another process that took CMD's number once CMD was reaped. With a front,
+/// one another process sent to proper itself is not passed on: it was sent
+/// to the process group the three share (`kill -- -PGID`, a service
+/// manager's stop of every process), which reached CMD already, and the
+/// front passes on its own copy; so CMD gets such a signal twice, where
+/// alone it would get it once (a targeted kill of the front, once).
+pub(super) fn to_child(pid: libc::pid_t, front: Option<libc::pid_t>) {
     // SAFETY: pidfd_open of our own unreaped child; the descriptor is ours.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as i32) });
@@ -49,6 +54,10 @@ pub(super) fn to_child(pid: libc::pid_t) {
                 let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
                 let sig = unsafe { libc::sigwaitinfo(set.as_ref(), &mut info) };
                 if sig < 0 || !sent_by_a_process(info.si_code) {
+                    continue;
+                }
+                // SAFETY: si_pid of a signal a process sent (SI_USER, SI_QUEUE, SI_TKILL).
+                if front.is_some_and(|f| unsafe { info.si_pid() } != f) {
                     continue;
                 }
                 match &pidfd {

@@ -12,6 +12,13 @@ static REPORT: AtomicI32 = AtomicI32::new(-1);
 /// `udsfs run` proper, as the front knows it: where the signals sent to the
 /// front go (forward.rs), on to CMD.
 static PROPER: AtomicI32 = AtomicI32::new(0);
+/// The front, as `udsfs run` proper knows it (0: no front).
+static FRONT: AtomicI32 = AtomicI32::new(0);
+
+/// The front's pid in `udsfs run` proper; None without a front.
+pub fn pid() -> Option<libc::pid_t> {
+    Some(FRONT.load(Ordering::Relaxed)).filter(|&p| p > 0)
+}
 
 extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     let pid = PROPER.load(Ordering::Relaxed);
@@ -72,6 +79,7 @@ pub fn split() {
                 }
             }
             REPORT.store(w, Ordering::Relaxed);
+            FRONT.store(front, Ordering::Relaxed);
         }
         pid => {
             // SAFETY: the write end is the child's.

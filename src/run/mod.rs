@@ -517,7 +517,7 @@ fn run_in(mount: &Path, lib: &Path, a: &RunArgs) -> i32 {
         _ => {}
     }
     if let Ok(c) = &child {
-        forward::to_child(c.id() as i32);
+        forward::to_child(c.id() as i32, front::pid());
     }
     let mut child = match child {
         Ok(c) => c,
