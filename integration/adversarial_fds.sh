@@ -357,8 +357,10 @@ ok "connection flood: user $B still connects ($(cat "$TMP/c2"))"
 release_holders
 
 # ---- 7. pid reuse against SO_PEERPIDFD
+cp "$LIB_DIR/pid_reuse.py" "$TMP/"
 cat >"$TMP/reuse.py" <<'PYEOF'
 import os, signal, socket, sys, time
+from pid_reuse import fork_with_pid
 path = os.path.join(sys.argv[1], "reuse.sock")
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 srv.bind(path)
@@ -369,20 +371,7 @@ if child == 0:
     c.connect(path)
     os._exit(0)
 os.waitpid(child, 0)
-# Make the next pid the dead client's, as a busy machine would in time.
-reuser = None
-for attempt in range(200):
-    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-        f.write(str(child - 1))
-    pid = os.fork()
-    if pid == 0:
-        time.sleep(30)
-        os._exit(0)
-    if pid == child:
-        reuser = pid
-        break
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
+reuser = fork_with_pid(child, 200)
 print("client", child, "exited; new process with its pid:", reuser is not None, flush=True)
 conn, _ = srv.accept()
 fd = conn.getsockopt(socket.SOL_SOCKET, 77)

@@ -1,4 +1,6 @@
 import array, errno, os, socket, struct, sys, time
+
+from pid_reuse import fork_with_pid
 mode = sys.argv[1]
 SO_PEERPIDFD = 77
 
@@ -90,18 +92,7 @@ elif mode == "reuser":
     fd = os.open(f"/proc/{reader}/ns/pid", os.O_RDONLY)
     if ctypes.CDLL(None, use_errno=True).setns(fd, 0x20000000) != 0:
         sys.exit(f"setns: {ctypes.get_errno()}")
-    new = None
-    for _ in range(3000):
-        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-            f.write(str(dead - 1))
-        pid = os.fork()
-        if pid == 0:
-            time.sleep(30)
-            os._exit(0)
-        if pid == dead:
-            new = pid
-            break
-        os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)
+    new = fork_with_pid(dead, 3000)
     nspid = ""
     if new:
         st = open(f"/proc/{new}/status").read()

@@ -34,7 +34,8 @@ source "$(dirname "$0")/lib.sh"
 attack_users adversarial_pins 61081 61082
 mkdir -m 0755 "$TMP/py"
 cp "$LIB_DIR/adversarial_pins.py" "$TMP/py/pins.py"
-chmod a+r "$TMP/py/pins.py"
+cp "$LIB_DIR/pid_reuse.py" "$TMP/py/"
+chmod a+r "$TMP/py/pins.py" "$TMP/py/pid_reuse.py"
 mkdir -m 1777 "$TMP/k"
 ulimit -n 1024
 udsfs_mount --allow-other --user-share 5
