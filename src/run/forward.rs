@@ -42,8 +42,9 @@ pub(super) fn sent_by_a_process(si_code: i32) -> bool {
 /// front passes on its own copy; so CMD gets such a signal twice, where
 /// alone it would get it once (a targeted kill of the front, once).
 pub(super) fn to_child(pid: libc::pid_t, front: Option<libc::pid_t>) {
-    // SAFETY: pidfd_open of our own unreaped child; the descriptor is ours.
+    // SAFETY: pidfd_open of our own unreaped child.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a new descriptor, ours alone.
     let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as i32) });
     let set = set();
     let _ = std::thread::Builder::new()
