@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Weak};
 
 use nix::errno::Errno;
@@ -119,15 +119,10 @@ impl Pins {
             return Ok(p);
         }
         entry.open(quota, uid, || {
-            // SAFETY: pidfd_open only makes a descriptor, which we then own.
-            let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-            if raw < 0 {
-                let e = Errno::last();
+            crate::pidfd::open(pid, 0).map_err(|e| {
                 log::debug!("pidfd_open({pid}): {e}");
-                return Err(if e == Errno::EMFILE { Errno::ENFILE } else { e });
-            }
-            // SAFETY: a new descriptor nobody else owns.
-            Ok(unsafe { OwnedFd::from_raw_fd(raw as i32) })
+                if e == Errno::EMFILE { Errno::ENFILE } else { e }
+            })
         })
     }
 

@@ -19,7 +19,7 @@
 //! the daemon's thread).
 
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -80,14 +80,13 @@ impl UrgOwner {
     /// it reaches the process looked at.
     fn send_to_process(self, sig: Signal) {
         let pid = self.target;
-        // SAFETY: pidfd_open of a number; no memory involved.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd < 0 {
-            log::debug!("{sig} to {pid}: {}", nix::errno::Errno::last().desc());
-            return;
-        }
-        // SAFETY: a fresh descriptor we own.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+        let pidfd = match crate::pidfd::open(pid, 0) {
+            Ok(fd) => fd,
+            Err(e) => {
+                log::debug!("{sig} to {pid}: {}", e.desc());
+                return;
+            }
+        };
         if self.started.is_some() && crate::procfs::start_time(pid) != self.started {
             limited!(
                 info,
@@ -103,18 +102,8 @@ impl UrgOwner {
             );
             return;
         }
-        // SAFETY: a signal through our own pidfd; no memory involved.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                pidfd.as_raw_fd(),
-                sig as libc::c_int,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            )
-        };
-        if r < 0 {
-            log::debug!("{sig} to {pid}: {}", nix::errno::Errno::last().desc());
+        if let Err(e) = crate::pidfd::send_signal(&pidfd, sig as libc::c_int) {
+            log::debug!("{sig} to {pid}: {}", e.desc());
         }
     }
 }
@@ -249,16 +238,7 @@ struct Signaller {
 impl Drop for Signaller {
     fn drop(&mut self) {
         if let Some(fd) = &self.pidfd {
-            // SAFETY: a signal through our own pidfd; no memory involved.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_pidfd_send_signal,
-                    fd.as_raw_fd(),
-                    libc::SIGKILL,
-                    std::ptr::null::<libc::siginfo_t>(),
-                    0,
-                );
-            }
+            let _ = crate::pidfd::send_signal(fd, libc::SIGKILL);
         }
         // SAFETY: reaps our own child (ECHILD if someone else did).
         unsafe {
@@ -290,12 +270,8 @@ impl Signaller {
             unsafe { child(theirs.as_raw_fd(), parent, uid) }
         }
         drop(theirs);
-        // SAFETY: pidfd_open of our own unreaped child.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        let pidfd = (pidfd >= 0).then(|| {
-            // SAFETY: a fresh descriptor we own.
-            unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) }
-        });
+        // (Our own child, unreaped: its number is its own now.)
+        let pidfd = crate::pidfd::open(pid, 0).ok();
         Ok(Signaller {
             pid,
             pidfd,

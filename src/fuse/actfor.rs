@@ -17,7 +17,7 @@
 //! and be below the granter's process (`set`).
 
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -28,6 +28,7 @@ use crate::engine::cred::{self, CheckedCreds};
 use crate::engine::fds::ChargedFd;
 use crate::engine::quota::Quota;
 use crate::engine::userns;
+use crate::pidfd::alive;
 use crate::procfs::{self, Status};
 
 pub const XATTR: &str = "user.udsfs.act_for";
@@ -188,19 +189,12 @@ static CHECKED: Mutex<Option<HashMap<CheckedKey, Checked>>> = Mutex::new(None);
 
 /// A pidfd of process `pid`.
 fn pidfd(pid: i32) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open returns a new descriptor we own.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    // SAFETY: as above.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    crate::pidfd::open(pid, 0).ok()
 }
 
 /// A pidfd of thread `tid` alone (PIDFD_THREAD, Linux 6.9).
 fn thread_pidfd(tid: u32) -> Option<OwnedFd> {
-    const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
-    // SAFETY: pidfd_open returns a new descriptor we own.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid as i32, PIDFD_THREAD) };
-    // SAFETY: as above.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    crate::pidfd::open(tid as i32, crate::pidfd::PIDFD_THREAD).ok()
 }
 
 /// Is thread `tid` of process `tgid` the one granted: its own pidfd alive
@@ -227,22 +221,6 @@ fn exited(pidfd: &impl AsRawFd) -> bool {
     // SAFETY: one pollfd of ours; no wait.
     let r = unsafe { libc::poll(&mut p, 1, 0) };
     r == 1 && p.revents & libc::POLLIN != 0
-}
-
-/// Is the process of `pidfd` still there (a zombie too, as its /proc entry
-/// and start time stay until it is reaped)?
-fn alive(pidfd: &impl AsRawFd) -> bool {
-    // SAFETY: signal 0 only checks; no memory is passed.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pidfd.as_raw_fd(),
-            0,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        )
-    };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 static GRANTS: Mutex<Option<HashMap<u32, Grant>>> = Mutex::new(None);

@@ -5,8 +5,6 @@
 //! terminal sends (^C, ^\, a window change, a hang-up: si_code SI_KERNEL)
 //! reached CMD's process group, ours, already.
 
-use std::os::fd::{FromRawFd, OwnedFd};
-
 use nix::sys::signal::{SigSet, Signal};
 
 pub(super) const FORWARDED: [Signal; 7] = [
@@ -42,10 +40,8 @@ pub(super) fn sent_by_a_process(si_code: i32) -> bool {
 /// front passes on its own copy; so CMD gets such a signal twice, where
 /// alone it would get it once (a targeted kill of the front, once).
 pub(super) fn to_child(pid: libc::pid_t, front: Option<libc::pid_t>) {
-    // SAFETY: pidfd_open of our own unreaped child.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    // SAFETY: a new descriptor, ours alone.
-    let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as i32) });
+    // (Our own child, unreaped: its number is its own now.)
+    let pidfd = crate::pidfd::open(pid, 0).ok();
     let set = set();
     let _ = std::thread::Builder::new()
         .name("udsfs-run-signals".into())
@@ -62,16 +58,9 @@ pub(super) fn to_child(pid: libc::pid_t, front: Option<libc::pid_t>) {
                     continue;
                 }
                 match &pidfd {
-                    // SAFETY: a signal to CMD through its pidfd, no siginfo.
-                    Some(fd) => unsafe {
-                        libc::syscall(
-                            libc::SYS_pidfd_send_signal,
-                            std::os::fd::AsRawFd::as_raw_fd(fd),
-                            sig,
-                            std::ptr::null::<libc::siginfo_t>(),
-                            0,
-                        );
-                    },
+                    Some(fd) => {
+                        let _ = crate::pidfd::send_signal(fd, sig);
+                    }
                     // SAFETY: kill of our child (no pidfd: a kernel before 5.3).
                     None => unsafe {
                         libc::kill(pid, sig);

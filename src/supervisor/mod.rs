@@ -284,13 +284,8 @@ fn take_listener(chan: &OwnedFd, expect: Option<(i32, &OwnedFd)>) -> Result<Owne
         Some((_, pidfd)) => pidfd,
         None => {
             // CMD, our child: its pid stays its own until we reap it.
-            // SAFETY: pidfd_open returns a descriptor we own.
-            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-            if fd < 0 {
-                return Err(format!("pidfd_open: {}", last()));
-            }
-            // SAFETY: a new descriptor of ours.
-            opened = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+            opened = crate::pidfd::open(pid, 0)
+                .map_err(|e| format!("pidfd_open: {}", std::io::Error::from(e)))?;
             &opened
         }
     };
