@@ -1713,29 +1713,26 @@ mod tests {
         let woken = p.woken();
         println!("the client's registration woken at the grant: {woken} time(s)");
         assert_eq!(woken, 1);
-        let ready = e.lane_polled(&cli, own);
-        println!(
-            "its poll again, its end not claimed yet: told ready {ready}, lane={}",
-            e.lane_status(&cli)
-        );
-        assert!(ready);
-        assert_eq!(e.lane_status(&cli), "direct");
+        // The client's poll: what it is told and what becomes of the lane.
+        let polled = |when: &str, ready: bool, lane: &str| {
+            let got = e.lane_polled(&cli, own);
+            let now = e.lane_status(&cli);
+            println!("{when}: told ready {got}, lane={now}");
+            assert_eq!((got, now), (ready, lane), "{when}");
+        };
+        polled("its poll again, its end not claimed yet", true, "direct");
         e.lane_join(&cli, &c, true)
             .expect("the client claims its end");
-        let ready = e.lane_polled(&cli, own);
-        println!(
-            "its first poll after the claim (a sleeper the grant woke): ready {ready}, lane={}",
-            e.lane_status(&cli)
+        polled(
+            "its first poll after the claim (a sleeper the grant woke)",
+            true,
+            "direct",
         );
-        assert!(ready);
-        assert_eq!(e.lane_status(&cli), "direct");
-        let ready = e.lane_polled(&cli, own);
-        println!(
-            "the same thread's second (one its library did not take over): ready {ready}, lane={}",
-            e.lane_status(&cli)
+        polled(
+            "the same thread's second (one its library did not take over)",
+            false,
+            "none",
         );
-        assert!(!ready);
-        assert_eq!(e.lane_status(&cli), "none");
 
         // A registration the library left on the data file of its claimed end.
         let (cli, acc) = connection(&e, &srv, &addr, &c);
