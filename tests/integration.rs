@@ -48,6 +48,8 @@ fn timeout_of(name: &str) -> Duration {
         "supervisor_sigio" => Duration::from_secs(360),
         // Four runs (root's pool and the www-data pool, kernel and udsfs).
         "run_php_fpm" => Duration::from_secs(240),
+        // Three runs of Dovecot and its clients (kernel, library, seccomp): 41 s at load ~10.
+        "run_dovecot" => Duration::from_secs(240),
         // Go's net and syscall tests built (a cold Go cache compiles them), then seven
         // passes: the kernel's three, four through udsfs (TestSplice waits 10 s in one).
         "run_go_tests" => Duration::from_secs(180),
@@ -334,8 +336,8 @@ scripts!(
     // whose one-thread pass the same suites' other scripts make already (run_cpython_suite,
     // run_socketserver, run_cpython_asyncio on the plain mount; libuv's calls are those
     // run_node's and the pipe scripts' one-thread passes make) and CI's 60 minutes cannot
-    // hold twice; and the programs added late (gpg-agent, git's credential cache, slapd),
-    // whose second pass is the lanes_off one below; CPython's multiprocessing suite and
+    // hold twice; and the programs added late (gpg-agent, git's credential cache, slapd,
+    // Dovecot), whose second pass is the lanes_off one below; CPython's multiprocessing suite and
     // tokio's tests (minutes each; their calls are the asyncio and socketserver suites' and
     // the tokio pipe scripts' in the one-thread pass), so CI stays inside its 60 minutes.
     // The lane scripts whose bytes go between the programs without the daemon's workers
@@ -358,6 +360,7 @@ scripts!(
     lanes_threads,
     run_cpython_multiprocessing,
     run_cpython_nolanes,
+    run_dovecot,
     run_git_credential,
     run_gpg_agent,
     run_java,
@@ -402,6 +405,7 @@ mod lanes_off {
         msgcalls,
         oob_peek,
         run_dbus,
+        run_dovecot,
         run_git_credential,
         run_glib_tests,
         run_gpg_agent,

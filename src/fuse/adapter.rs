@@ -63,7 +63,7 @@ fn attr(res: Result<FileAttr, Errno>, reply: ReplyAttr) {
 
 fn entry(res: Result<Entry, Errno>, reply: ReplyEntry) {
     match res {
-        Ok(e) => reply.entry(&TTL, &e.attr, Generation(e.generation)),
+        Ok(e) => reply.entry_of_node(INodeNo(e.node), &TTL, &e.attr, Generation(e.generation)),
         Err(e) => reply.error(ferr(e)),
     }
 }

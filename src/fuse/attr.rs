@@ -38,6 +38,9 @@ pub fn synthetic(ino: u64, kind: FileType, perm: u32, uid: u32, gid: u32, size: 
 
 /// What a lookup (or a request that makes a node) answers.
 pub struct Entry {
+    /// Its node's number (the kernel's node id), which `attr.ino` is
+    /// too except for a socket's data file (`attr_of`).
+    pub node: u64,
     pub attr: FileAttr,
     /// FUSE generation (see `Inner::generation`).
     pub generation: u64,
@@ -111,8 +114,12 @@ impl Inner {
                     .dir_by_generation(generation)
                     .ok_or(Errno::ENOENT)?;
                 let (perm, uid, gid) = self.data_owner(id, &d);
+                // The socket's inode number, as sockfs gives each socket one:
+                // its own directory's, whichever entry (a passed copy's
+                // .udsfs/sock/H) this is, so every descriptor of the socket
+                // fstats one st_ino (Dovecot checks a passed connection by it).
                 synthetic(
-                    node.ino(),
+                    Node::Sock(d.sock.generation, SockFile::Data).ino(),
                     FileType::RegularFile,
                     perm,
                     uid,

@@ -99,6 +99,7 @@ impl Inner {
         let p = Node::from_ino(parent).ok_or(Errno::ENOENT)?;
         let n = self.lookup_node(p, name, c)?;
         Ok(Entry {
+            node: n.ino(),
             attr: self.attr_of(n)?,
             generation: self.generation(n),
         })

@@ -20,6 +20,7 @@ impl Inner {
     /// The entry of a new tree node.
     fn entry(&self, a: tree::Attr) -> Result<Entry, Errno> {
         Ok(Entry {
+            node: a.ino,
             attr: self.attr_of(Node::Tree(a.ino))?,
             generation: 0,
         })

@@ -151,4 +151,38 @@ def userns_root(out):
 send_fd(ch_a, r1.fileno())
 Child(userns_root).say_lines()
 say("root's socket after the userns tries:", st(r1.fileno()))
+
+# 5. One inode number per socket: a passed socket's descriptor fstats its sender's
+# st_ino, in the same process and in another (Dovecot's imap checks a connection
+# imap-login passed it so), as a dup's does; a pair's two ends, an accepted socket,
+# its connecting peer and the listener each have their own.
+def ino(fd):
+    return os.fstat(fd).st_ino
+
+
+i1, i2 = socket.socketpair()
+send_fd(ch_a, i1.fileno())
+got = recv_fd(ch_b)
+say("passed: the sender's st_ino:", ino(got) == ino(i1.fileno()))
+say("dup: the same st_ino:", ino(os.dup(i1.fileno())) == ino(i1.fileno()))
+say("the pair's ends differ:", ino(i1.fileno()) != ino(i2.fileno()))
+sent = ino(i2.fileno())
+
+
+def other_receives(out):
+    become(NOBODY)
+    fd = recv_fd(ch_b)
+    out.append(f"passed to another process: the sender's st_ino: {ino(fd) == sent}")
+
+
+send_fd(ch_a, i2.fileno())
+Child(other_receives).say_lines()
+l5 = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+l5.bind(f"{DIR}/l5.sock")
+l5.listen(1)
+c5 = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c5.connect(f"{DIR}/l5.sock")
+a5, _ = l5.accept()
+inos = {ino(l5.fileno()), ino(c5.fileno()), ino(a5.fileno())}
+say("listener, connecting and accepted: three st_ino:", len(inos) == 3)
 say("done")

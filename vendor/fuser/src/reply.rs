@@ -243,6 +243,26 @@ impl ReplyEntry {
         ));
     }
 
+    /// Reply to a request with the given entry, whose node id `node` is not
+    /// the inode number its attributes report (`attr.ino`, what stat shows),
+    /// as libfuse's `use_ino` answers: several nodes may then report one
+    /// inode number.
+    pub fn entry_of_node(
+        self,
+        node: INodeNo,
+        ttl: &Duration,
+        attr: &FileAttr,
+        generation: Generation,
+    ) {
+        self.reply.send_ll(&ll::ResponseStruct::new_entry(
+            node,
+            generation,
+            &attr.into(),
+            *ttl,
+            *ttl,
+        ));
+    }
+
     /// Reply to a request with the given entry.
     ///
     /// Use this function instead of `ReplyEntry::entry` if the
