@@ -286,16 +286,22 @@ kernel_said() {
     grep -qx -- "$1" "$TMP/kernel.out" || fail "$2"
 }
 
-# same_answers WHAT [CMD [ARGS...]]: the scripts that run one program set twice (one_run
-# kernel, one_run udsfs) compare the runs' answers, $TMP/kernel.out and $TMP/udsfs.out;
-# on a difference it prints the diff and CMD's output (the udsfs run's logs) and fails.
+# same_answers [--run NAME] WHAT [CMD [ARGS...]]: the scripts that run one program set
+# twice (one_run kernel, one_run udsfs) compare the runs' answers, $TMP/kernel.out and
+# $TMP/udsfs.out (or $TMP/NAME.out: a script with more runs than two); on a difference it
+# prints the diff and CMD's output (the udsfs run's logs) and fails.
 same_answers() {
+    local run=udsfs
+    if [ "$1" = --run ]; then
+        run=$2
+        shift 2
+    fi
     local what=$1
     shift
-    if ! diff "$TMP/kernel.out" "$TMP/udsfs.out" >"$TMP/diff"; then
+    if ! diff "$TMP/kernel.out" "$TMP/$run.out" >"$TMP/diff"; then
         cat "$TMP/diff" >&2
         [ $# -eq 0 ] || "$@" >&2
-        fail "$what through udsfs run answered differently from the kernel (< kernel, > udsfs)"
+        fail "$what's $run run answered differently from the kernel (< kernel, > $run)"
     fi
 }
 

@@ -142,11 +142,7 @@ EOF2
 
 # same_as_kernel_run NAME: run NAME's answers are the kernel run's.
 same_as_kernel_run() {
-    if ! diff "$TMP/kernel.out" "$TMP/$1.out" >"$TMP/diff"; then
-        cat "$TMP/diff" >&2
-        tail -n 20 "$TMP/dovecot-$1/dovecot.log" >&2
-        fail "dovecot's $1 run answered differently from the kernel (< kernel, > $1)"
-    fi
+    same_answers --run "$1" dovecot tail -n 20 "$TMP/dovecot-$1/dovecot.log"
     ok "dovecot and its clients, $1 run: the same $(wc -l <"$TMP/$1.out") answers as on kernel sockets"
 }
 
