@@ -7,8 +7,8 @@
 # accepted socket) name the server's own uid. Clients of the same uid then share memory:
 # the server and client pass memfd pools over the socket (SCM_RIGHTS) and the server
 # hands the client an srbchannel (a ring buffer in a memfd, and its eventfd wakeups).
-# Clients: pactl info, list, load-module and unload-module, stat; pacat --playback of one
-# of random frames to the null sink while parec records its monitor (the sound
+# Clients: pactl info, list, load-module and unload-module, stat; pacat --playback of
+# 0.6 s of random frames to the null sink while parec records its monitor (the sound
 # found in the recording: integration/pa_sound.py), with shm on and then off (a client
 # config with `enable-shm = no`: the audio then travels in the socket's bytes), paplay of
 # a WAV; 6 clients at once; pactl info as uid 61002 and as root (refused: their
@@ -16,7 +16,7 @@
 # and the server's log shows whom it let in and what memory it negotiated. Three runs:
 # on kernel sockets, then the server and every client through `udsfs run` with the
 # socket in the mount, then the same under `--front seccomp`: the same answers each time
-# (volatile parts: pids, indexes of clients, the cookie, the sinks' states).
+# (volatile parts: client indexes, the cookie, the sinks' states, stat's counts).
 UDSFS_MOUNT_ARGS=(--allow-other) # the server and its clients run as uid 61001
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
