@@ -50,6 +50,9 @@ fn timeout_of(name: &str) -> Duration {
         "run_php_fpm" => Duration::from_secs(240),
         // Three runs of Dovecot and its clients (kernel, library, seccomp): 41 s at load ~10.
         "run_dovecot" => Duration::from_secs(240),
+        // Three runs of PulseAudio and its clients (kernel, library, seccomp), each with
+        // 3 s of sound played in real time: 38 s alone on 2 cores.
+        "run_pulseaudio" => Duration::from_secs(180),
         // Go's net and syscall tests built (a cold Go cache compiles them), then seven
         // passes: the kernel's three, four through udsfs (TestSplice waits 10 s in one).
         "run_go_tests" => Duration::from_secs(180),
@@ -337,7 +340,7 @@ scripts!(
     // run_socketserver, run_cpython_asyncio on the plain mount; libuv's calls are those
     // run_node's and the pipe scripts' one-thread passes make) and CI's 60 minutes cannot
     // hold twice; and the programs added late (gpg-agent, git's credential cache, slapd,
-    // Dovecot), whose second pass is the lanes_off one below; CPython's multiprocessing suite and
+    // Dovecot, PulseAudio), whose second pass is the lanes_off one below; CPython's multiprocessing suite and
     // tokio's tests (minutes each; their calls are the asyncio and socketserver suites' and
     // the tokio pipe scripts' in the one-thread pass), so CI stays inside its 60 minutes.
     // The lane scripts whose bytes go between the programs without the daemon's workers
@@ -365,6 +368,7 @@ scripts!(
     run_gpg_agent,
     run_java,
     run_libuv_tests,
+    run_pulseaudio,
     run_slapd,
     run_ssh_mux,
     run_tokio_tests,
@@ -413,6 +417,7 @@ mod lanes_off {
         run_nginx,
         run_node,
         run_php_fpm,
+        run_pulseaudio,
         run_slapd,
         run_tmux,
         timeo,

@@ -37,9 +37,10 @@ pub const FLAG_OPTS: [i32; 6] = [
     libc::SO_PASSSEC,
 ];
 
-/// Every option AF_UNIX only keeps: the flags, SO_RCVLOWAT and SO_LINGER
-/// (two ints: l_onoff, l_linger).
-pub const KEPT: [i32; 8] = [
+/// Every option AF_UNIX only keeps: the flags, SO_RCVLOWAT, SO_LINGER (two
+/// ints: l_onoff, l_linger) and SO_PRIORITY (sk_priority, which AF_UNIX
+/// never reads; PulseAudio sets it on its sockets).
+pub const KEPT: [i32; 9] = [
     FLAG_OPTS[0],
     FLAG_OPTS[1],
     FLAG_OPTS[2],
@@ -48,6 +49,7 @@ pub const KEPT: [i32; 8] = [
     FLAG_OPTS[5],
     libc::SO_RCVLOWAT,
     libc::SO_LINGER,
+    libc::SO_PRIORITY,
 ];
 
 /// What a new socket reads for kept option `name`: sk_rcvlowat is 1.
@@ -325,7 +327,7 @@ mod tests {
         assert_eq!(set(-1, libc::SO_SNDBUF, &[1, 0]), Err(libc::EINVAL));
         assert_eq!(set(-1, libc::SO_RCVTIMEO, &[0; 8]), Err(libc::EINVAL));
         assert_eq!(set(-1, libc::SO_LINGER, &[0; 4]), Err(libc::EINVAL));
-        assert_eq!(set(-1, libc::SO_PRIORITY, &[0; 4]), Err(libc::ENOPROTOOPT));
+        assert_eq!(set(-1, libc::SO_MARK, &[0; 4]), Err(libc::ENOPROTOOPT));
         assert_eq!(get(-1, libc::SO_SNDBUFFORCE), Err(libc::ENOPROTOOPT));
         assert_eq!(get(-1, SO_PEERPIDFD), Err(libc::ENOPROTOOPT));
         assert_eq!(get(-1, libc::SO_DOMAIN), Ok(int(libc::AF_UNIX as i64)));
@@ -336,9 +338,9 @@ mod tests {
 
     #[test]
     fn only_a_refusal_linux_does_not_make_is_said() {
-        // SO_PRIORITY: Linux sets it, udsfs does not.
-        assert!(refusal_worth_saying(libc::SO_PRIORITY, true));
-        assert!(refusal_worth_saying(libc::SO_PRIORITY, false));
+        // SO_MARK: Linux sets it, udsfs does not.
+        assert!(refusal_worth_saying(libc::SO_MARK, true));
+        assert!(refusal_worth_saying(libc::SO_MARK, false));
         for name in [0, -1, LAST_KNOWN + 1, 999, i32::MAX, i32::MIN] {
             assert!(!refusal_worth_saying(name, true), "setsockopt {name}");
             assert!(!refusal_worth_saying(name, false), "getsockopt {name}");

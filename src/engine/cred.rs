@@ -457,6 +457,14 @@ impl Caller {
         self.holder().is_some_and(|h| h.capable(12))
     }
 
+    /// CAP_NET_RAW (bit 13) or CAP_NET_ADMIN in the daemon's user namespace,
+    /// which an SO_PRIORITY outside 0..=6 needs. Linux asks the owner of the
+    /// socket's network namespace; the daemon's stands for it here.
+    pub fn has_cap_net_raw_or_admin(&self) -> bool {
+        self.holder()
+            .is_some_and(|h| h.capable(13) || h.capable(12))
+    }
+
     pub fn umask(&self) -> u32 {
         self.status().umask
     }

@@ -1,6 +1,6 @@
 //! The SOL_SOCKET options Linux keeps on every socket but AF_UNIX never acts
 //! on (SO_REUSEADDR, SO_KEEPALIVE, SO_BROADCAST, SO_DONTROUTE, SO_NO_CHECK,
-//! SO_PASSSEC, SO_LINGER, SO_RCVLOWAT): set and read back as sock_setsockopt
+//! SO_PASSSEC, SO_LINGER, SO_RCVLOWAT, SO_PRIORITY): set and read back as sock_setsockopt
 //! and sk_getsockopt do (measured on the kernel here,
 //! tests/conformance/api_diffs.py), on the socket itself so that a dup, a
 //! child and a receiver of it see them. Atomics: no lock is taken.
@@ -25,6 +25,8 @@ pub struct Options {
     rcvlowat: AtomicI32,
     /// SOCK_LINGER in bit 63, sk_lingertime (jiffies) below it.
     linger: AtomicU64,
+    /// sk_priority: 0 unless set.
+    priority: AtomicI32,
     /// SO_TIMESTAMP and its kin (`udsfs_proto::sockopt::Tstamp`): the one
     /// word a send reads to stamp a message queued here.
     tstamp: AtomicU32,
@@ -36,6 +38,7 @@ impl Default for Options {
             flags: AtomicU32::new(0),
             rcvlowat: AtomicI32::new(1),
             linger: AtomicU64::new(0),
+            priority: AtomicI32::new(0),
             tstamp: AtomicU32::new(0),
         }
     }
@@ -47,7 +50,18 @@ fn flag_bit(opt: i32) -> Option<u32> {
     FLAG_OPTS.iter().position(|&o| o == opt).map(|i| 1 << i)
 }
 
+/// TC_PRIO_BESTEFFORT..=TC_PRIO_INTERACTIVE: the SO_PRIORITY values any
+/// caller may set (sk_set_prio_allowed); others need CAP_NET_RAW or
+/// CAP_NET_ADMIN.
+const UNPRIVILEGED_PRIORITY: std::ops::RangeInclusive<i32> = 0..=6;
+
 impl Options {
+    /// Whether setting `opt` to `a` needs CAP_NET_RAW or CAP_NET_ADMIN (the
+    /// caller checks: this file knows no callers).
+    pub fn needs_net_cap(opt: i32, a: i32) -> bool {
+        opt == libc::SO_PRIORITY && !UNPRIVILEGED_PRIORITY.contains(&a)
+    }
+
     /// Whether this file keeps `opt`.
     pub fn knows(opt: i32) -> bool {
         udsfs_proto::sockopt::KEPT.contains(&opt) || TSTAMP_OPTS.contains(&opt)
@@ -92,6 +106,10 @@ impl Options {
                 self.rcvlowat.store(v, Ordering::Relaxed);
                 Ok(())
             }
+            libc::SO_PRIORITY => {
+                self.priority.store(a, Ordering::Relaxed);
+                Ok(())
+            }
             libc::SO_LINGER => {
                 let old = self.linger.load(Ordering::Relaxed);
                 let new = if a == 0 {
@@ -124,6 +142,7 @@ impl Options {
         }
         match opt {
             libc::SO_RCVLOWAT => Ok((self.rcvlowat.load(Ordering::Relaxed), 0)),
+            libc::SO_PRIORITY => Ok((self.priority.load(Ordering::Relaxed), 0)),
             libc::SO_LINGER => {
                 let l = self.linger.load(Ordering::Relaxed);
                 // sk_lingertime / HZ, truncated to the int of struct linger.
@@ -162,6 +181,12 @@ mod tests {
         assert_eq!(o.get(libc::SO_LINGER), Ok((1, -1752346657)));
         o.set(libc::SO_LINGER, 3, i32::MAX).unwrap();
         assert_eq!(o.get(libc::SO_LINGER), Ok((1, i32::MAX)));
-        assert_eq!(o.set(libc::SO_PRIORITY, 1, 0), Err(Errno::ENOPROTOOPT));
+        assert_eq!(o.get(libc::SO_PRIORITY), Ok((0, 0)));
+        o.set(libc::SO_PRIORITY, -1, 0).unwrap();
+        assert_eq!(o.get(libc::SO_PRIORITY), Ok((-1, 0)));
+        assert!(Options::needs_net_cap(libc::SO_PRIORITY, 7));
+        assert!(!Options::needs_net_cap(libc::SO_PRIORITY, 6));
+        assert!(!Options::needs_net_cap(libc::SO_RCVLOWAT, 7));
+        assert_eq!(o.set(libc::SO_MARK, 1, 0), Err(Errno::ENOPROTOOPT));
     }
 }

@@ -12,6 +12,7 @@ use nix::errno::Errno;
 use super::park::deferring_wakeups;
 use super::reply::IoctlReply;
 use crate::engine::socket::BoundName;
+use crate::engine::sockflags::Options;
 use crate::engine::timeo::Direction;
 use crate::engine::{
     Addr, Buf, Caller, Engine, Limit, RecvFlags, RightsRoom, SockType, Socket, Ucred, Waiter,
@@ -335,6 +336,9 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
         }
         Op::SetSockopt => {
             let o: Sockopt = ctl.values();
+            if Options::needs_net_cap(ctl.arg, o.a) && !c.has_cap_net_raw_or_admin() {
+                return Err(Errno::EPERM);
+            }
             s.options.set(ctl.arg, o.a, o.b)
         }
         Op::GetSockopt => s

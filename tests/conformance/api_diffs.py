@@ -76,8 +76,38 @@ def options():
             for v in (1 << 20, 1 << 22, (1 << 22) + 1, 1 << 25, -5, 1, 2**31 - 1):
                 seq += [setopt(a, opt, v), getopt(a, back)]
             say(f"{name} SO_{oname}BUFFORCE:", *seq, "get:", getopt(a, opt))
+        seq = [getopt(a, socket.SO_PRIORITY)]
+        for v in (6, 0, 7, -1, 1000, 3):
+            seq += [setopt(a, socket.SO_PRIORITY, v), getopt(a, socket.SO_PRIORITY)]
+        say(f"{name} SO_PRIORITY:", *seq, "peer:", getopt(b, socket.SO_PRIORITY), "short:",
+            res(lambda: a.setsockopt(SOL, socket.SO_PRIORITY, b"\1\0")))
         a.close()
         b.close()
+    # SO_PRIORITY past 6 needs CAP_NET_RAW or CAP_NET_ADMIN (PulseAudio sets 6 on
+    # its sockets); an accepted socket starts at 0 whatever its listener's.
+    def priority_without_caps():
+        a, _ = socket.socketpair()
+        a.setsockopt(SOL, socket.SO_PRIORITY, 2)
+        drop_caps(CAP_NET_RAW, CAP_NET_ADMIN)
+        seq = []
+        for v in (6, 7, -1, 0):
+            seq += [setopt(a, socket.SO_PRIORITY, v), getopt(a, socket.SO_PRIORITY)]
+        return [" ".join(map(str, seq))]
+
+    for line in child_lines(priority_without_caps):
+        say("SO_PRIORITY without CAP_NET_RAW, CAP_NET_ADMIN:", line)
+    lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lst.bind(os.path.join(DIR, "prio.sock"))
+    lst.listen()
+    lst.setsockopt(SOL, socket.SO_PRIORITY, 5)
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.setsockopt(SOL, socket.SO_PRIORITY, 4)
+    c.connect(os.path.join(DIR, "prio.sock"))
+    acc = lst.accept()[0]
+    say("SO_PRIORITY listener, client, accepted:", getopt(lst, socket.SO_PRIORITY),
+        getopt(c, socket.SO_PRIORITY), getopt(acc, socket.SO_PRIORITY))
+    for s in (lst, c, acc):
+        s.close()
     # Options are the socket's: a dup, a child and a receiver of the socket
     # see them, and a kernel socket's go with it when it becomes a udsfs one.
     a, b = socket.socketpair()
@@ -485,7 +515,7 @@ def netns_in_program():
     outer.close()
 
 
-CAP_SETGID, CAP_SETUID, CAP_SYS_ADMIN = 6, 7, 21
+CAP_SETGID, CAP_SETUID, CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN = 6, 7, 12, 13, 21
 
 
 def drop_caps(*caps):
