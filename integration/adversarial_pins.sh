@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # adversarial_pins.sh: user B (uid 61082) against user A (uid 61081) through the daemon's
-# pins (src/engine/pins.rs: one pidfd per live process, shared by whatever refers to it,
-# charged to the user whose request opened it), on an --allow-other mount whose daemon
+# pins (src/engine/pins.rs: one pidfd per live process and holding user, shared by what
+# that user's sockets and received files refer to, charged to it), on an --allow-other
+# mount whose daemon
 # runs with RLIMIT_NOFILE 1024 (clients' descriptors: 512, src/engine/fds.rs) and
 # --user-share 5 (25 descriptors a user). The programs are integration/adversarial_pins.py.
 # Cases:
@@ -9,17 +10,17 @@
 #         each connect to it and exit (their sockets closed). A then makes a socketpair of
 #         its own, passes a pipe end over it (SCM_RIGHTS) and asks SO_PEERPIDFD: as on
 #         kernel sockets ("pass ok peerpidfd ok"), and as A's probe got before B's server
-#         came. A connect pins the connecting process, charged to A, and B's accepted
-#         sockets keep the pins after A's processes are gone: A stays charged for what
-#         only B holds, past its share, and A's own passing is refused (ETOOMANYREFS) and
-#         its SO_PEERPIDFD says ENODATA until B lets go. On Linux a file is charged to
-#         whoever holds it; here one user can spend another's share.
+#         came. A connect pins the connecting process, charged to A; B's accept makes
+#         the pin B's (as Linux charges a file to whoever holds it). Before, B's accepted
+#         sockets kept A's charge after A's processes were gone: A's own passing was
+#         refused (ETOOMANYREFS) and its SO_PEERPIDFD said ENODATA until B let go.
 #  freed  the same probe after B's server exits: as before (the charge comes back).
 #  reuse  B's reader in a pid namespace of its own (unshare -Urpf) listens; a client of
 #         that namespace connects and exits; root (outside) gives the client's pid to a
 #         new process of the namespace (ns_last_pid, setns, fork); the reader then accepts
 #         and reads SO_PEERCRED: the dead client's pid, as on kernel sockets, not the new
-#         process's.
+#         process's (src/engine/pidns.rs: the pid's namespace and number there are read
+#         when it is pinned, not at the read).
 #  churn  2000 short-lived processes of A, 200 alive at once, each pinned by a socketpair
 #         of its own (and asking SO_PEERPIDFD, claimed over a channel connection each):
 #         past A's share they get ENODATA/ETOOMANYREFS, the daemon's descriptors stay

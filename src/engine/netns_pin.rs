@@ -10,7 +10,8 @@
 //! The descriptor is charged, on the daemon's descriptor quota, to the user
 //! whose socket opened it (one user could otherwise make the daemon hold a
 //! descriptor for each of countless namespaces of its own); it stays that
-//! user's while other users' sockets share it, as a pidfd pin does (pins.rs).
+//! user's while other users' sockets share it, an accepted embryo's too
+//! (a pidfd pin follows its holder instead, pins.rs).
 //! The daemon's own namespace needs no pin (the daemon is in it), nor does
 //! an unknown one (`netns::unknown`: a number never given twice).
 
@@ -52,7 +53,7 @@ impl NetnsPins {
         }
         let entry = self.by_ns.entry(ns);
         // A live pin holds the namespace with this number: the same one.
-        if let Some(p) = entry.held() {
+        if let Some((p, ())) = entry.held() {
             return Ok(Some(p));
         }
         if tid == 0 {
@@ -60,7 +61,7 @@ impl NetnsPins {
         }
         entry
             .open(quota, uid, || match crate::procfs::hold_ns(tid, "net") {
-                Ok((fd, ino)) if ino == ns => Ok(fd),
+                Ok((fd, ino)) if ino == ns => Ok((fd, ())),
                 Ok((_, ino)) => {
                     log::debug!("thread {tid}: namespace {ino} now, {ns} when read");
                     Err(Errno::ESRCH)
@@ -73,7 +74,7 @@ impl NetnsPins {
                     })
                 }
             })
-            .map(Some)
+            .map(|(pin, ())| Some(pin))
     }
 
     /// Namespaces held open (tests).

@@ -102,9 +102,28 @@ impl SockState {
 #[derive(Clone, Debug)]
 pub struct PeerCred {
     pub cred: Ucred,
+    /// Where `cred.pid` lives, read when it was pinned: what a reader in
+    /// another pid namespace is shown (src/engine/pidns.rs `shown`).
+    pub seen: super::pidns::PidSeen,
+    /// Charged to the user charged for the socket (`Engine::pin_to_holder`).
     pub pin: Option<super::pins::Pin>,
     /// The process's supplementary groups then (SO_PEERGROUPS).
     pub groups: std::sync::Arc<[u32]>,
+}
+
+impl PeerCred {
+    /// SO_PEERCRED as task `viewer` sees it (its pid and user namespaces),
+    /// translated as Linux translates the peer's own pid: from where it
+    /// lived when pinned, not from whatever has its number now.
+    pub fn shown_to(&self, viewer: u32) -> super::Ucred {
+        let c = self.cred;
+        let (uid, gid) = super::userns::shown_to(viewer, c.uid, c.gid);
+        super::Ucred {
+            pid: super::pidns::shown(c.pid, || self.seen, viewer),
+            uid,
+            gid,
+        }
+    }
 }
 
 /// What the socket is connected to, with what each state owns: a state

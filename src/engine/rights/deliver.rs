@@ -154,7 +154,15 @@ impl Engine {
                 Some((f.slot, tag))
             })
             .collect();
-        got.pidfd_tag = got.pidfd_file.take().map(|fd| {
+        // The sender's pin, the reader's to keep now (src/engine/pins.rs).
+        let pid = got.pidfd.unwrap_or(0);
+        let pidfd = got.pidfd_file.take().and_then(|pin| {
+            let got = self
+                .pins
+                .for_holder(&self.depot.quota, (pid, None), &pin, caller.fsuid);
+            got.ok()
+        });
+        got.pidfd_tag = pidfd.map(|fd| {
             self.depot
                 .keep_received_pidfd(receiver.id, caller.fsuid, fd)
         });
