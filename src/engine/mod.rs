@@ -463,6 +463,24 @@ impl Engine {
         }
     }
 
+    /// `s`'s network namespace pin charged to `holder`, who accepted it, as
+    /// its socket's charge is (src/engine/netns_pin.rs `for_holder`); only a
+    /// full mount leaves it on its opener.
+    fn netns_to_holder(&self, s: &Arc<Socket>, holder: u32) {
+        let q = &self.depot.quota;
+        s.repin_netns(|pin| {
+            let copy = self.netns_pins.for_holder(q, s.netns, pin, holder);
+            copy.inspect_err(|e| {
+                log::warn!(
+                    "socket {}: its namespace's descriptor stays uid {}'s ({e})",
+                    s.id,
+                    pin.uid()
+                )
+            })
+            .ok()
+        });
+    }
+
     /// SO_PEERCRED of `s` as task `viewer` sees it (read outside the
     /// socket's lock: it may read /proc).
     pub fn peer_cred_shown(&self, s: &Arc<Socket>, viewer: u32) -> Option<Ucred> {
@@ -523,6 +541,7 @@ impl Engine {
             && d.sock.id == id
         {
             self.pin_to_holder(&d.sock);
+            self.netns_to_holder(&d.sock, uid);
         }
     }
 

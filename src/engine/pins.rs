@@ -112,15 +112,23 @@ impl<K: Eq + Hash, T: Clone> PinEntry<'_, K, T> {
 }
 
 /// A copy of `pin`'s descriptor charged to `uid` (ENFILE/ETOOMANYREFS past
-/// the quota, nothing opened then).
-pub fn dup_for(quota: &Arc<Quota>, pin: &Pin, uid: u32) -> Result<Pin, Errno> {
-    quota.take(uid, 1).map_err(super::fds::refused_errno)?;
+/// the quota, nothing opened then), within its share or past it (`within`).
+pub fn dup_for(quota: &Arc<Quota>, pin: &Pin, uid: u32, within: bool) -> Result<Pin, Errno> {
+    let refused = super::fds::refused_errno;
+    match within {
+        true => quota.take(uid, 1).map_err(refused)?,
+        false => quota.take_past_share(uid, 1).map_err(refused)?,
+    }
     quota.give(uid, 1);
     let fd = pin.as_fd().try_clone_to_owned().map_err(|e| {
         log::debug!("dup of a pin: {e}");
         Errno::ENFILE
     })?;
-    Ok(Arc::new(ChargedFd::new(quota, uid, fd)?))
+    let copy = match within {
+        true => ChargedFd::new(quota, uid, fd),
+        false => ChargedFd::past_share(quota, uid, fd),
+    };
+    Ok(Arc::new(copy?))
 }
 
 /// Pidfds by process (its pid then) and paying user.
@@ -181,7 +189,7 @@ impl Pins {
         if let Some((h, _)) = held.as_ref().filter(|_| live) {
             return Ok(h.clone());
         }
-        let copy = dup_for(quota, pin, holder)?;
+        let copy = dup_for(quota, pin, holder, true)?;
         if let Some(seen) = seen.filter(|_| live && held.is_none()) {
             entry.fill(&copy, seen);
         }
