@@ -470,14 +470,8 @@ impl Engine {
         let q = &self.depot.quota;
         s.repin_netns(|pin| {
             let copy = self.netns_pins.for_holder(q, s.netns, pin, holder);
-            copy.inspect_err(|e| {
-                log::warn!(
-                    "socket {}: its namespace's descriptor stays uid {}'s ({e})",
-                    s.id,
-                    pin.uid()
-                )
-            })
-            .ok()
+            // (The quota's refusal is logged, limited, where it is made.)
+            copy.ok()
         });
     }
 
