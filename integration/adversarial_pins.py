@@ -2,7 +2,7 @@ import array, errno, os, socket, struct, sys, time
 
 from pid_reuse import fork_with_pid
 mode = sys.argv[1]
-SO_PEERPIDFD = 77
+SO_PASSPIDFD, SO_PEERPIDFD = 76, 77
 
 def try_(f):
     try:
@@ -11,10 +11,13 @@ def try_(f):
     except OSError as e:
         return errno.errorcode.get(e.errno, str(e.errno))
 
-if mode == "hold":
-    # B: accept every connection and keep it until the file sys.argv[3] appears.
+if mode in ("hold", "holdpass"):
+    # B: accept every connection and keep it, unread, until the file sys.argv[3] appears
+    # (holdpass: with SO_PASSPIDFD, which accepted sockets inherit).
     path, stop = sys.argv[2], sys.argv[3]
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if mode == "holdpass":
+        s.setsockopt(socket.SOL_SOCKET, SO_PASSPIDFD, 1)
     s.bind(path); os.chmod(path, 0o777); s.listen(256); s.settimeout(0.1)
     print("listening", flush=True)
     held = []
@@ -24,17 +27,31 @@ if mode == "hold":
         except socket.timeout:
             pass
     print("held", len(held), flush=True)
-elif mode == "clients":
-    # A: N short-lived processes, each connects and exits.
+elif mode in ("clients", "nsclients", "senders"):
+    # A: N short-lived processes, each connects (nsclients: from a user and network
+    # namespace of its own; senders: and sends a byte) and exits.
     path, n = sys.argv[2], int(sys.argv[3])
+    refused = 0
     for _ in range(n):
         pid = os.fork()
         if pid == 0:
+            if mode == "nsclients":
+                import ctypes
+                CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+                if ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWUSER | CLONE_NEWNET):
+                    os.write(2, f"unshare: {ctypes.get_errno()}\n".encode())
+                    os._exit(1)
             c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            c.connect(path)
+            if try_(lambda: c.connect(path)) != "ok":
+                os._exit(2)
+            if mode == "senders" and try_(lambda: c.send(b"x")) != "ok":
+                os._exit(2)
             os._exit(0)
-        os.waitpid(pid, 0)
-    print("clients", n, flush=True)
+        status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if status not in (0, 2):
+            sys.exit(f"{mode}: a client failed")
+        refused += status == 2
+    print(f"{mode}: {n - refused} of {n} done", flush=True)
 elif mode == "probe":
     # A: its own socketpair: pass a pipe end, ask SO_PEERPIDFD.
     a, b = socket.socketpair()

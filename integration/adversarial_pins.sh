@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # adversarial_pins.sh: user B (uid 61082) against user A (uid 61081) through the daemon's
-# pins (src/engine/pins.rs: one pidfd per live process, shared by whatever refers to it,
-# charged to the user whose request opened it), on an --allow-other mount whose daemon
+# pins (src/engine/pins.rs: one pidfd per live process and holding user, shared by what
+# that user's sockets and received files refer to, charged to it), on an --allow-other
+# mount whose daemon
 # runs with RLIMIT_NOFILE 1024 (clients' descriptors: 512, src/engine/fds.rs) and
 # --user-share 5 (25 descriptors a user). The programs are integration/adversarial_pins.py.
 # Cases:
@@ -9,17 +10,27 @@
 #         each connect to it and exit (their sockets closed). A then makes a socketpair of
 #         its own, passes a pipe end over it (SCM_RIGHTS) and asks SO_PEERPIDFD: as on
 #         kernel sockets ("pass ok peerpidfd ok"), and as A's probe got before B's server
-#         came. A connect pins the connecting process, charged to A, and B's accepted
-#         sockets keep the pins after A's processes are gone: A stays charged for what
-#         only B holds, past its share, and A's own passing is refused (ETOOMANYREFS) and
-#         its SO_PEERPIDFD says ENODATA until B lets go. On Linux a file is charged to
-#         whoever holds it; here one user can spend another's share.
-#  freed  the same probe after B's server exits: as before (the charge comes back).
+#         came. A connect pins the connecting process, charged to A; B's accept makes
+#         the pin B's (as Linux charges a file to whoever holds it). Before, B's accepted
+#         sockets kept A's charge after A's processes were gone: A's own passing was
+#         refused (ETOOMANYREFS) and its SO_PEERPIDFD said ENODATA until B let go.
+#  payer.freed  the same probe after B's server exits: as before (the charge comes back).
+#  dodge  while B keeps those 40 connections, the daemon holds at most B's share (25) of
+#         pins more: each copy is charged to B, past its share B's SO_PEERPIDFD says
+#         ENODATA; none is charged to nobody.
+#  payer_netns  as payer, each of A's processes in a user and network namespace of its
+#         own (src/engine/netns_pin.rs: a descriptor per namespace): B's accept makes the
+#         namespace's pin B's, and a closed socket that B's peer keeps holds none. Before,
+#         A's 26th process could not make a socket (ENFILE).
+#  queued as payer, each of A's processes also sends a byte; B's server has SO_PASSPIDFD
+#         and reads nothing: each message holds its sender's pin, charged to the sender.
+#         Listed (see the exceptions file).
 #  reuse  B's reader in a pid namespace of its own (unshare -Urpf) listens; a client of
 #         that namespace connects and exits; root (outside) gives the client's pid to a
 #         new process of the namespace (ns_last_pid, setns, fork); the reader then accepts
 #         and reads SO_PEERCRED: the dead client's pid, as on kernel sockets, not the new
-#         process's.
+#         process's (src/engine/pidns.rs: the pid's namespace and number there are read
+#         when it is pinned, not at the read).
 #  churn  2000 short-lived processes of A, 200 alive at once, each pinned by a socketpair
 #         of its own (and asking SO_PEERPIDFD, claimed over a channel connection each):
 #         past A's share they get ENODATA/ETOOMANYREFS, the daemon's descriptors stay
@@ -46,33 +57,53 @@ on() {
     as_uid_on "$1" "$2" 30 python3 "$TMP/py/pins.py" "${@:3}"
 }
 
-# payer WHERE: A's probe before, while and after B holds A's 40 connections; sets
-# p_before, p_held, p_after.
-payer() {
-    local where=$1 d=$TMP/k sp out=$TMP/hold.$1
+# held_by_b WHERE SERVER CLIENTS: A's probe before, while B's SERVER (pins.py hold or
+# holdpass) keeps what 40 exited processes of A's CLIENTS (pins.py clients, nsclients or
+# senders) made, and after B's server exits; sets p_before, p_held, p_after and, on udsfs,
+# fds_held (the daemon's descriptors while B holds them).
+held_by_b() {
+    local where=$1 server=$2 clients=$3 d=$TMP/k sp out=$TMP/held.$1.$2.$3
+    local stop=$TMP/stop.$1.$2.$3 sock=held.$2.$3.sock
     [ "$where" = kernel ] || d=$MNT
     p_before=$(on $A "$where" probe 2>>"$TMP/probe.err")
-    on $B "$where" hold "$d/hold.sock" "$TMP/stop.$where" >"$out" 2>&1 &
+    on $B "$where" "$server" "$d/$sock" "$stop" >"$out" 2>&1 &
     sp=$!
     for _ in $(seq 1000); do grep -qs listening "$out" && break; sleep 0.01; done
-    grep -q listening "$out" || fail "payer: B's server on $where: $(cat "$out")"
-    on $A "$where" clients "$d/hold.sock" 40 >/dev/null || fail "payer: A's clients on $where"
+    grep -q listening "$out" || fail "$clients: B's server on $where: $(cat "$out")"
+    on $A "$where" "$clients" "$d/$sock" 40 >"$out.clients" 2>&1 ||
+        fail "$clients: A's clients on $where: $(cat "$out.clients")"
+    [ "$where" = kernel ] || fds_held=$(fds)
     p_held=$(on $A "$where" probe 2>>"$TMP/probe.err")
-    touch "$TMP/stop.$where"
-    wait $sp || fail "payer: B's server on $where: $(cat "$out")"
-    grep -q "held 40" "$out" || fail "payer: B's server on $where held not 40: $(cat "$out")"
+    touch "$stop"
+    wait $sp || fail "$clients: B's server on $where: $(cat "$out")"
+    p_done=$(cat "$out.clients")
+    [[ $p_done != *" 40 of 40 done" ]] || grep -q "held 40" "$out" || fail "$clients: B's server on $where held not 40: $(cat "$out")"
     sleep 0.2 # the closer threads give the charges back
     p_after=$(on $A "$where" probe 2>>"$TMP/probe.err")
-    say "payer on $where: before: $p_before; B holding: $p_held; after: $p_after"
+    say "$clients on $where: $p_done; A's probe before: $p_before; B holding: $p_held; after: $p_after"
 }
-payer kernel
-k_held=$p_held
-payer udsfs
-[ "$p_before" = "$k_held" ] || fail "payer: A's probe through udsfs before B came: $p_before (kernel: $k_held): the case tries nothing"
-verdict payer "$([ "$p_held" = "$k_held" ] && echo 1)" \
-    "A's socketpair while B keeps 40 connections of A's exited processes: $p_held (kernel: $k_held)"
-verdict freed "$([ "$p_after" = "$k_held" ] && echo 1)" \
-    "A's socketpair after B's server exits: $p_after (kernel: $k_held)"
+fds() { find "/proc/$DAEMON_PID/fd" -mindepth 1 | wc -l; }
+
+# case CASE SERVER CLIENTS: held_by_b on both; CASE's verdict: A's probe while B holds as
+# on the kernel; CASE.freed: after B lets go.
+case_held() {
+    local c=$1
+    held_by_b kernel "$2" "$3"
+    k_held=$p_held k_done=$p_done
+    held_by_b udsfs "$2" "$3"
+    [ "$p_before" = "$k_held" ] || fail "$c: A's probe through udsfs before B came: $p_before (kernel: $k_held): the case tries nothing"
+    verdict "$c" "$([ "$p_held" = "$k_held" ] && [ "$p_done" = "$k_done" ] && echo 1)" \
+        "A's socketpair while B keeps what 40 of A's exited processes made: $p_held; $p_done (kernel: $k_held; $k_done)"
+    verdict "$c.freed" "$([ "$p_after" = "$k_held" ] && echo 1)" \
+        "A's socketpair after B's server exits: $p_after (kernel: $k_held)"
+}
+base_fds=$(fds)
+case_held payer hold clients
+# dodge: the copies B's sockets keep are charged to B (its share: 25), none to nobody.
+verdict dodge "$([ "$fds_held" -le $((base_fds + 25 + 4)) ] && echo 1)" \
+    "the daemon's descriptors while B keeps 40 of A's connections: $fds_held ($base_fds before; B's share 25)"
+case_held payer_netns hold nsclients
+case_held queued holdpass senders
 
 # reuse WHERE: B's reader in a pid namespace of its own (unshare -Urpf) on WHERE, root's
 # reuser outside; sets reuse_got.
@@ -99,7 +130,6 @@ verdict reuse "$([ "$reuse_got" = "$k" ] && echo 1)" \
     "SO_PEERCRED of a dead client whose pid a new process of the reader's namespace took: $reuse_got (kernel: $k)"
 
 # churn: A's 2000 short-lived processes, 200 alive at once, each pinned by a socketpair.
-fds() { find "/proc/$DAEMON_PID/fd" -mindepth 1 | wc -l; }
 on $A udsfs probe >/dev/null 2>>"$TMP/probe.err"
 sleep 0.3
 base=$(fds)

@@ -11,9 +11,6 @@ use super::socket::{Conn, PeerCred, RCV_SHUTDOWN, SEND_SHUTDOWN, SockType, Socke
 use super::tap::Event;
 use super::{Addr, Caller, Engine, Result, Waiter, Wakeups};
 
-/// The connecting process's SO_PEERCRED, its pin and its groups.
-type ClientCred = (super::Ucred, Option<super::pins::Pin>, Arc<[u32]>);
-
 impl Engine {
     pub fn listen(&self, s: &Arc<Socket>, backlog: i64, caller: &Caller) -> Result<()> {
         if s.ty == SockType::Dgram {
@@ -24,8 +21,8 @@ impl Engine {
         } else {
             backlog as usize
         };
-        let cred = caller.peer_creds();
-        let pin = self.pin_peer(cred);
+        let payer = self.dir(s.id).map_or(caller.fsuid, |d| d.charged);
+        let cred = self.peer_cred(caller, payer);
         let mut wake = Wakeups::new();
         {
             let mut st = s.lock();
@@ -33,11 +30,6 @@ impl Engine {
                 return Err(Errno::EINVAL);
             }
             // Listening again takes the caller's credentials again.
-            let cred = PeerCred {
-                cred,
-                pin,
-                groups: caller.peer_groups(),
-            };
             match &mut st.conn {
                 Conn::Connected { .. } | Conn::Closed => return Err(Errno::EINVAL),
                 Conn::Listening {
@@ -111,12 +103,14 @@ impl Engine {
         // Made in the client's socket's namespace (unix_create1(sock_net(sk))).
         let embryo = self.new_socket_for(s.ty, (uid, gid), caller.fsuid, s.netns_held(), true)?;
         embryo.refs.store(1, Ordering::Release);
-        let client_cred = caller.peer_creds();
-        let client_pin = self.pin_peer(client_cred);
-        let client = (client_cred, client_pin, caller.peer_groups());
+        let client = self.peer_cred(caller, caller.fsuid);
         let res = self.stream_connect(s, &other, &embryo, client, w);
         match res {
-            Ok(()) => self.tap_connected(s, &other, Some(&embryo), caller),
+            Ok(()) => {
+                // The listener's pin, kept now by the client's socket.
+                self.pin_to_holder(s);
+                self.tap_connected(s, &other, Some(&embryo), caller)
+            }
             Err(_) => self.put(&embryo),
         }
         res
@@ -127,7 +121,7 @@ impl Engine {
         s: &Arc<Socket>,
         other: &Arc<Socket>,
         embryo: &Arc<Socket>,
-        (client_cred, client_pin, client_groups): ClientCred,
+        client: PeerCred,
         w: Option<&Waiter>,
     ) -> Result<()> {
         // unix_stream_connect checks the target first (refused, full), then
@@ -152,11 +146,7 @@ impl Engine {
                 let mut et = embryo.lock();
                 et.conn = Conn::Connected {
                     peer: s.clone(),
-                    cred: Some(PeerCred {
-                        cred: client_cred,
-                        pin: client_pin,
-                        groups: client_groups,
-                    }),
+                    cred: Some(client),
                     peer_gone: false,
                     listener: Some(other.id),
                 };

@@ -63,6 +63,16 @@ impl ChargedFd {
         })
     }
 
+    /// As `new`, past `uid`'s share (`Quota::take_past_share`).
+    pub fn past_share(quota: &Arc<Quota>, uid: u32, fd: OwnedFd) -> Result<ChargedFd, Errno> {
+        quota.take_past_share(uid, 1).map_err(refused_errno)?;
+        Ok(ChargedFd {
+            fd: Some(fd),
+            quota: quota.clone(),
+            uid,
+        })
+    }
+
     /// Moves the charge to `uid` (a received file is the receiver's); on
     /// refusal nothing changes.
     pub fn recharge(&mut self, uid: u32) -> Result<(), Errno> {

@@ -28,7 +28,7 @@ impl Engine {
         let state = s.state_name(&st);
         let passcred = st.passcred as u8;
         let passpidfd = st.passpidfd as u8;
-        let peer_cred = st.conn.cred().map(|c| c.cred);
+        let peer_cred = st.conn.cred().cloned();
         let (msgs, bytes, sndbuf, rcvbuf) = (
             st.queue.msgs().len(),
             st.queue.bytes(),
@@ -47,13 +47,10 @@ impl Engine {
         // Mapped for the viewer outside the socket's lock (it reads /proc).
         let peercred = peer_cred
             .map(|c| match viewer {
-                Some(v) => {
-                    let (uid, gid) = super::userns::shown_to(v, c.uid, c.gid);
-                    (super::pidns::to_viewer(c.pid, v), uid, gid)
-                }
-                None => (c.pid, c.uid, c.gid),
+                Some(v) => c.shown_to(v),
+                None => c.cred,
             })
-            .map(|(pid, uid, gid)| format!("{pid}:{uid}:{gid}"))
+            .map(|c| format!("{}:{}:{}", c.pid, c.uid, c.gid))
             .unwrap_or_default();
         // SIOCINQ as the socket API answers it (empty on a listener: EINVAL).
         let inq = self.info(s).inq.map(|n| n.to_string()).unwrap_or_default();

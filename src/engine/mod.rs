@@ -392,27 +392,94 @@ impl Engine {
         caller: &Caller,
     ) -> (Arc<Socket>, Arc<Socket>) {
         // socketpair() sets SO_PEERCRED on both ends, whatever the type.
-        let cred = caller.peer_creds();
-        let pin = self.pin_peer(cred);
+        let cred = self.peer_cred(caller, caller.fsuid);
         // Two fresh sockets, distinct by construction: one lock at a time.
         for (s, peer) in [(&a, &b), (&b, &a)] {
             let mut st = s.lock();
-            let cred = socket::PeerCred {
-                cred,
-                pin: pin.clone(),
-                groups: caller.peer_groups(),
-            };
-            st.conn = socket::Conn::connected(peer.clone(), Some(cred));
+            st.conn = socket::Conn::connected(peer.clone(), Some(cred.clone()));
             s.paired.store(true, Ordering::Release);
         }
         (a, b)
     }
 
-    /// Pins the process of SO_PEERCRED credentials while it makes its
-    /// request; past the descriptor quota SO_PEERPIDFD will say ENODATA,
-    /// never name another process.
-    fn pin_peer(&self, cred: Ucred) -> Option<pins::Pin> {
-        self.pins.pin(&self.depot.quota, cred.pid, cred.uid).ok()
+    /// The caller's SO_PEERCRED for a socket charged to `payer`, its process
+    /// pinned on `payer` while it makes its request; past the descriptor
+    /// quota SO_PEERPIDFD will say ENODATA, never name another process.
+    fn peer_cred(&self, caller: &Caller, payer: u32) -> socket::PeerCred {
+        let cred = caller.peer_creds();
+        let (pin, seen) = match self.pins.pin(&self.depot.quota, cred.pid, payer) {
+            Ok((pin, seen)) => (Some(pin), seen),
+            // Read anyway: the caller is in its request.
+            Err(_) => (None, pidns::seen(cred.pid)),
+        };
+        socket::PeerCred {
+            cred,
+            seen,
+            pin,
+            groups: caller.peer_groups(),
+        }
+    }
+
+    /// `pin`, of peer `cred`, charged to `holder`, the user whose socket or
+    /// received file keeps it (src/engine/pins.rs `for_holder`); None past
+    /// the holder's share (its SO_PEERPIDFD says ENODATA).
+    pub(crate) fn pin_for(&self, cred: &socket::PeerCred, holder: u32) -> Option<pins::Pin> {
+        let pin = cred.pin.as_ref()?;
+        self.pins
+            .for_holder(
+                &self.depot.quota,
+                (cred.cred.pid, Some(cred.seen)),
+                pin,
+                holder,
+            )
+            .ok()
+    }
+
+    /// The pin in `s`'s SO_PEERCRED charged to whoever the socket is
+    /// charged to, once another user's socket keeps it (accept, connect).
+    pub(crate) fn pin_to_holder(&self, s: &Arc<Socket>) {
+        let Some(holder) = self.dir(s.id).map(|d| d.charged) else {
+            return;
+        };
+        let Some(cred) = s.lock().conn.cred().cloned() else {
+            return;
+        };
+        if cred.pin.as_ref().is_none_or(|p| p.uid() == holder) {
+            return;
+        }
+        // Made outside the socket's lock; put only where the same pin still is.
+        let pin = self.pin_for(&cred, holder);
+        let mut st = s.lock();
+        let now = match &mut st.conn {
+            socket::Conn::Connected { cred: Some(c), .. }
+            | socket::Conn::Unconnected { cred: Some(c) } => c,
+            socket::Conn::Listening { cred: c, .. } => c,
+            _ => return,
+        };
+        if let (Some(a), Some(b)) = (&now.pin, &cred.pin)
+            && Arc::ptr_eq(a, b)
+        {
+            now.pin = pin;
+        }
+    }
+
+    /// `s`'s network namespace pin charged to `holder`, who accepted it, as
+    /// its socket's charge is (src/engine/netns_pin.rs `for_holder`); only a
+    /// full mount leaves it on its opener.
+    fn netns_to_holder(&self, s: &Arc<Socket>, holder: u32) {
+        let q = &self.depot.quota;
+        s.repin_netns(|pin| {
+            let copy = self.netns_pins.for_holder(q, s.netns, pin, holder);
+            // (The quota's refusal is logged, limited, where it is made.)
+            copy.ok()
+        });
+    }
+
+    /// SO_PEERCRED of `s` as task `viewer` sees it (read outside the
+    /// socket's lock: it may read /proc).
+    pub fn peer_cred_shown(&self, s: &Arc<Socket>, viewer: u32) -> Option<Ucred> {
+        let cred = s.lock().conn.cred().cloned()?;
+        Some(cred.shown_to(viewer))
     }
 
     /// SO_PEERPIDFD: the pinned peer as a pidfd tag to claim over the fd
@@ -425,7 +492,8 @@ impl Engine {
     }
 
     pub fn peer_pidfd(&self, s: &Arc<Socket>, caller: &Caller) -> Result<u64> {
-        let pin = s.lock().conn.cred().and_then(|c| c.pin.clone());
+        let cred = s.lock().conn.cred().cloned();
+        let pin = cred.and_then(|c| self.pin_for(&c, caller.fsuid));
         let pin = pin.ok_or(Errno::ENODATA)?;
         Ok(self.depot.keep_received_pidfd(s.id, caller.fsuid, pin))
     }
@@ -463,6 +531,12 @@ impl Engine {
             d.charged = uid;
             d.gid = gid;
         });
+        if let Some(d) = self.dir(id)
+            && d.sock.id == id
+        {
+            self.pin_to_holder(&d.sock);
+            self.netns_to_holder(&d.sock, uid);
+        }
     }
 
     fn remove_dir(&self, id: u64) {

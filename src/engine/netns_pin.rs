@@ -8,9 +8,12 @@
 //! closed when the last of them is freed (the `Pin` each holds).
 //!
 //! The descriptor is charged, on the daemon's descriptor quota, to the user
-//! whose socket opened it (one user could otherwise make the daemon hold a
-//! descriptor for each of countless namespaces of its own); it stays that
-//! user's while other users' sockets share it, as a pidfd pin does (pins.rs).
+//! whose socket holds it (one user could otherwise make the daemon hold a
+//! descriptor for each of countless namespaces of its own): one per
+//! namespace and holding user, as a pidfd pin (pins.rs). An accepted
+//! connection's, made in its client's namespace, becomes the acceptor's, as
+//! the socket's own charge does (so that B's server keeping the connections
+//! of A's namespaces does not hold A's share).
 //! The daemon's own namespace needs no pin (the daemon is in it), nor does
 //! an unknown one (`netns::unknown`: a number never given twice).
 
@@ -20,7 +23,7 @@ use nix::errno::Errno;
 
 use super::fds::ChargedFd;
 use super::netns::{self, NetNs};
-use super::pins::PinTable;
+use super::pins::{PinTable, dup_for};
 use super::quota::Quota;
 
 /// A network namespace held open for one socket (shared by all of its
@@ -29,8 +32,8 @@ pub type Pin = Arc<ChargedFd>;
 
 #[derive(Default)]
 pub struct NetnsPins {
-    /// The open namespaces, by number.
-    by_ns: PinTable<NetNs>,
+    /// The open namespaces, by number and paying user.
+    by_ns: PinTable<(NetNs, u32)>,
 }
 
 impl NetnsPins {
@@ -50,9 +53,9 @@ impl NetnsPins {
         if ns == netns::own() || netns::is_unknown(ns) {
             return Ok(None);
         }
-        let entry = self.by_ns.entry(ns);
+        let entry = self.by_ns.entry((ns, uid));
         // A live pin holds the namespace with this number: the same one.
-        if let Some(p) = entry.held() {
+        if let Some((p, ())) = entry.held() {
             return Ok(Some(p));
         }
         if tid == 0 {
@@ -60,7 +63,7 @@ impl NetnsPins {
         }
         entry
             .open(quota, uid, || match crate::procfs::hold_ns(tid, "net") {
-                Ok((fd, ino)) if ino == ns => Ok(fd),
+                Ok((fd, ino)) if ino == ns => Ok((fd, ())),
                 Ok((_, ino)) => {
                     log::debug!("thread {tid}: namespace {ino} now, {ns} when read");
                     Err(Errno::ESRCH)
@@ -73,7 +76,32 @@ impl NetnsPins {
                     })
                 }
             })
-            .map(Some)
+            .map(|(pin, ())| Some(pin))
+    }
+
+    /// `pin`, of namespace `ns`, charged to `holder`, the user whose socket
+    /// keeps it (accept): itself when already theirs, else the holder's own
+    /// pin of it (a live pin holds the namespace: the same one), else a copy
+    /// charged to the holder, past its share if need be (the socket's own
+    /// charge moves so at accept: a refusal would leave it on the client).
+    /// ENFILE: the mount's total is held.
+    pub fn for_holder(
+        &self,
+        quota: &Arc<Quota>,
+        ns: NetNs,
+        pin: &Pin,
+        holder: u32,
+    ) -> Result<Pin, Errno> {
+        if pin.uid() == holder {
+            return Ok(pin.clone());
+        }
+        let entry = self.by_ns.entry((ns, holder));
+        if let Some((held, ())) = entry.held() {
+            return Ok(held);
+        }
+        let copy = dup_for(quota, pin, holder, false)?;
+        entry.fill(&copy, ());
+        Ok(copy)
     }
 
     /// Namespaces held open (tests).
@@ -125,9 +153,17 @@ mod tests {
             return;
         };
         let a = pins.pin(&q, ns, tid, 1000).unwrap().unwrap();
-        let b = pins.pin(&q, ns, 0, 1001).unwrap().unwrap();
+        let b = pins.pin(&q, ns, 0, 1000).unwrap().unwrap();
         assert!(Arc::ptr_eq(&a, &b), "the namespace's sockets share one");
         assert_eq!((q.used(), q.user_used(1000)), (1, 1));
+        // Another user's socket keeping it (accept): its own copy, shared.
+        let c = pins.for_holder(&q, ns, &a, 1001).unwrap();
+        assert!(!Arc::ptr_eq(&a, &c));
+        let d = pins.pin(&q, ns, 0, 1001).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&pins.for_holder(&q, ns, &b, 1001).unwrap(), &d));
+        assert!(Arc::ptr_eq(&c, &d));
+        assert_eq!((q.used(), q.user_used(1001)), (2, 1));
+        drop((c, d));
         drop(go);
         // The thread is gone; the pin still names its namespace.
         let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&*a));

@@ -40,27 +40,69 @@ fn foreign_ns(tid: u32) -> Option<(u64, usize)> {
     Some((ns, procfs::Status::read(tid).ok()?.ns_tgid.len()))
 }
 
-/// Pid `pid` of the daemon's namespace as task `viewer` sees it: itself in
-/// the daemon's namespace; else its number in the viewer's namespace, or 0
-/// where the viewer cannot see it (a process outside its container), as
-/// Linux gives. Fails closed: what cannot be read is 0.
-pub fn to_viewer(pid: i32, viewer: u32) -> i32 {
+/// Where a process's pid lives, taken while the process surely lived (when
+/// it was pinned, src/engine/pins.rs): what its number shows as to a reader
+/// in another pid namespace, even after the number names another process
+/// (Linux translates the peer's own `struct pid`, whose numbers outlive it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PidSeen {
+    /// In the daemon's namespace: 0 to a reader in any other.
+    Own,
+    /// In namespace `ns`, `depth` entries of NStgid deep, where it is `there`.
+    In { ns: u64, depth: usize, there: i32 },
+    /// Not read (gone, or past the descriptor quota before it was pinned): 0
+    /// to a reader in another namespace (fails closed).
+    Unknown,
+}
+
+/// Where process `pid` of the daemon's namespace lives now: one lookup of
+/// its namespace link, and its status only for one in another namespace.
+/// The caller makes sure it read the process it meant (a pidfd alive after).
+pub fn seen(pid: i32) -> PidSeen {
+    let (Some((own_ns, _)), Some(ns)) = (own(), procfs::pid_ns(pid as u32)) else {
+        return PidSeen::Unknown;
+    };
+    if ns == own_ns {
+        return PidSeen::Own;
+    }
+    match procfs::Status::read(pid as u32) {
+        Ok(st) => PidSeen::In {
+            ns,
+            depth: st.ns_tgid.len(),
+            there: st.ns_tgid.last().copied().unwrap_or(0),
+        },
+        Err(_) => PidSeen::Unknown,
+    }
+}
+
+/// Pid `pid` of the daemon's namespace, of a process that lives where `seen`
+/// says, as task `viewer` sees it: itself in the daemon's namespace; else its
+/// number in the viewer's namespace, or 0 where the viewer cannot see it (a
+/// process outside its container), as Linux gives. `seen` is asked only for
+/// a viewer in another namespace.
+pub fn shown(pid: i32, seen: impl FnOnce() -> PidSeen, viewer: u32) -> i32 {
     if pid <= 0 {
         return pid;
     }
     let Some((ns, depth)) = foreign_ns(viewer) else {
         return pid;
     };
-    let Ok(st) = procfs::Status::read(pid as u32) else {
-        return 0;
-    };
     // Only a process of the viewer's own namespace is translated; one in a
     // namespace nested below it shows as 0 (a conservative answer).
-    if st.ns_tgid.len() == depth && procfs::pid_ns(pid as u32) == Some(ns) {
-        st.ns_tgid.last().copied().unwrap_or(0)
-    } else {
-        0
+    match seen() {
+        PidSeen::In {
+            ns: n,
+            depth: d,
+            there,
+        } if n == ns && d == depth => there,
+        _ => 0,
     }
+}
+
+/// `shown` for a pid read now: whatever process has the number at this
+/// moment (F_GETOWN's owner, which names a number, not a process).
+pub fn to_viewer(pid: i32, viewer: u32) -> i32 {
+    shown(pid, || seen(pid), viewer)
 }
 
 /// A pid a sender names in its own namespace (SCM_CREDENTIALS), in the
@@ -159,5 +201,8 @@ mod tests {
         assert_eq!(to_viewer(me as i32, me), me as i32);
         assert_eq!(from_sender(5, me, me as i32), Some(5));
         assert_eq!(to_viewer(0, me), 0);
+        let unread = || -> PidSeen { panic!("read for a viewer of the daemon's namespace") };
+        assert_eq!(shown(5, unread, me), 5);
+        assert_eq!(seen(me as i32), PidSeen::Own);
     }
 }

@@ -79,6 +79,16 @@ impl Quota {
 
     /// Takes `n` for `uid`, or refuses and logs why.
     pub fn take(&self, uid: u32, n: u64) -> Result<(), Refused> {
+        self.take_within(uid, n, true)
+    }
+
+    /// `take` whatever `uid`'s share (what follows a socket it took over, as
+    /// the socket's own charge does at accept): refused only past the total.
+    pub fn take_past_share(&self, uid: u32, n: u64) -> Result<(), Refused> {
+        self.take_within(uid, n, false)
+    }
+
+    fn take_within(&self, uid: u32, n: u64, share: bool) -> Result<(), Refused> {
         if n == 0 {
             return Ok(());
         }
@@ -89,7 +99,7 @@ impl Quota {
         }
         let mut users = self.by_user.shard(&uid);
         let mine = users.entry(uid).or_insert(0);
-        if uid != 0 && mine.saturating_add(n) > self.user_limit() {
+        if share && uid != 0 && mine.saturating_add(n) > self.user_limit() {
             let held = *mine;
             if held == 0 {
                 users.remove(&uid);
@@ -245,6 +255,18 @@ mod tests {
         q.take(2, 5).unwrap();
         q.transfer(1, 2, 5);
         assert_eq!((q.user_used(1), q.user_used(2), q.used()), (0, 10, 10));
+    }
+
+    #[test]
+    fn past_the_share_only_the_total_refuses() {
+        let q = Quota::new("descriptors");
+        q.set_max(4);
+        q.set_user_share(250);
+        q.take(1, 1).unwrap();
+        assert_eq!(q.take(1, 1), Err(Refused::UserShare));
+        q.take_past_share(1, 3).unwrap();
+        assert_eq!(q.take_past_share(2, 1), Err(Refused::Full));
+        assert_eq!((q.user_used(1), q.used()), (4, 4));
     }
 
     #[test]

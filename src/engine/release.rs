@@ -98,6 +98,11 @@ impl Engine {
             self.fault_forget(s);
         }
         self.remove_dir(s.id);
+        // Its names are gone: nothing is looked up under its namespace's
+        // number now. A peer that keeps this struct (B's accepted socket,
+        // a queued message's sender) keeps no descriptor charged to this
+        // socket's user with it (adversarial_pins.sh payer_netns).
+        s.unpin_netns();
         self.live.fetch_sub(1, Ordering::Relaxed);
         log::debug!("socket {} released", s.id);
         self.finish(wake);

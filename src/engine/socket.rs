@@ -102,9 +102,28 @@ impl SockState {
 #[derive(Clone, Debug)]
 pub struct PeerCred {
     pub cred: Ucred,
+    /// Where `cred.pid` lives, read when it was pinned: what a reader in
+    /// another pid namespace is shown (src/engine/pidns.rs `shown`).
+    pub seen: super::pidns::PidSeen,
+    /// Charged to the user charged for the socket (`Engine::pin_to_holder`).
     pub pin: Option<super::pins::Pin>,
     /// The process's supplementary groups then (SO_PEERGROUPS).
     pub groups: std::sync::Arc<[u32]>,
+}
+
+impl PeerCred {
+    /// SO_PEERCRED as task `viewer` sees it (its pid and user namespaces),
+    /// translated as Linux translates the peer's own pid: from where it
+    /// lived when pinned, not from whatever has its number now.
+    pub fn shown_to(&self, viewer: u32) -> super::Ucred {
+        let c = self.cred;
+        let (uid, gid) = super::userns::shown_to(viewer, c.uid, c.gid);
+        super::Ucred {
+            pid: super::pidns::shown(c.pid, || self.seen, viewer),
+            uid,
+            gid,
+        }
+    }
 }
 
 /// What the socket is connected to, with what each state owns: a state
@@ -490,8 +509,9 @@ pub struct Socket {
     pub netns: super::netns::NetNs,
     /// `netns` held open while the socket lives, so that its number goes
     /// to no other namespace (src/engine/netns_pin.rs); None: the daemon's
-    /// namespace, an unknown one, or a number given alone (tests).
-    netns_pin: Option<super::netns_pin::Pin>,
+    /// namespace, an unknown one, or a number given alone (tests). Charged
+    /// to the socket's user (replaced at accept: `Engine::set_owner`).
+    netns_pin: Mutex<Option<super::netns_pin::Pin>>,
     /// Extra `.udsfs/sock/H` entries that refer to this socket: a lock of
     /// their own (taken with no other inside it), so that who may open the
     /// socket can be asked while another socket's state is locked
@@ -537,7 +557,7 @@ impl Socket {
     pub fn in_netns(self, ns: super::netns::NetNs, pin: Option<super::netns_pin::Pin>) -> Socket {
         Socket {
             netns: ns,
-            netns_pin: pin,
+            netns_pin: Mutex::new(pin),
             ..self
         }
     }
@@ -545,7 +565,23 @@ impl Socket {
     /// Its network namespace, and that namespace held open once more (for
     /// a socket made in the same namespace: an accept's embryo).
     pub(crate) fn netns_held(&self) -> (super::netns::NetNs, Option<super::netns_pin::Pin>) {
-        (self.netns, self.netns_pin.clone())
+        (self.netns, self.netns_pin.lock().clone())
+    }
+
+    /// Its namespace no longer held for it (released).
+    pub(crate) fn unpin_netns(&self) {
+        self.netns_pin.lock().take();
+    }
+
+    /// Its namespace's pin made `f`'s (the same namespace, another payer).
+    pub(crate) fn repin_netns(
+        &self,
+        f: impl FnOnce(&super::netns_pin::Pin) -> Option<super::netns_pin::Pin>,
+    ) {
+        let mut pin = self.netns_pin.lock();
+        if let Some(new) = pin.as_ref().and_then(f) {
+            *pin = Some(new);
+        }
     }
 
     /// Its inode owned by (`uid`, `gid`), the creator's.
@@ -591,7 +627,7 @@ impl Socket {
             options: Default::default(),
             capture_proto: Mutex::new(None),
             netns: 0,
-            netns_pin: None,
+            netns_pin: Mutex::new(None),
             aliases: Mutex::new(Vec::new()),
             last_opener: AtomicU32::new(u32::MAX),
             polled: AtomicBool::new(false),

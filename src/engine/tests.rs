@@ -1001,3 +1001,50 @@ fn peer_groups_are_taken_with_the_peer_credentials() {
     let (p, _q) = e.socketpair(SockType::Stream, &c);
     assert!(e.peer_groups(&p).unwrap().is_empty());
 }
+
+/// A received SCM_PIDFD is the reader's to pay for (src/engine/pins.rs
+/// `for_holder`): its own copy of the sender's pin, one per process; past
+/// its share no pidfd and MSG_CTRUNC (Linux's scm_pidfd_recv), neither the
+/// sender's pin left on the sender nor a pid for the library to open.
+#[test]
+fn a_received_pidfd_is_the_readers_and_past_its_share_is_cut() {
+    let as_ = |uid: u32, tgid: u32| {
+        let st = ProcStatus {
+            tgid: tgid as i32,
+            uids: [uid; 4],
+            gids: [uid; 4],
+            umask: 0o022,
+            groups: vec![],
+            cap_eff: 0,
+            ..Default::default()
+        };
+        Caller::with_status(nix::unistd::gettid().as_raw() as u32, st)
+    };
+    let mut child = crate::procfs::sleeping_child(5);
+    let e = engine();
+    let q = e.depot.quota.clone();
+    let reader = as_(1001, std::process::id());
+    let round = |sender: &Caller, cut: bool| {
+        let (a, b) = e.socketpair(SockType::Dgram, sender);
+        e.set_passpidfd(&b, true);
+        send(&e, &a, sender, b"1").unwrap();
+        if cut {
+            // Room for 10 more, no share for a user but root.
+            q.set_max(q.used() + 10);
+            q.set_user_share(1);
+        }
+        let mut got = e.recvmsg(&b, RecvFlags::new(10), None).unwrap();
+        e.deliver_passed(&b, &mut got, &reader);
+        (got, a, b)
+    };
+    let (got, a, b) = round(&as_(1000, std::process::id()), false);
+    assert!(got.pidfd_tag.is_some() && !got.ctrunc);
+    assert_eq!((q.user_used(1000), q.user_used(1001)), (1, 1));
+    // Another process's, with no room left for uid 1001: cut.
+    let (got, c, d) = round(&as_(1000, child.id()), true);
+    assert_eq!((q.user_used(1000), q.user_used(1001)), (2, 1));
+    assert_eq!((got.pidfd, got.pidfd_tag, got.ctrunc), (None, None, true));
+    put_all(&e, &[&a, &b, &c, &d]);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

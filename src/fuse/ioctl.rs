@@ -247,14 +247,7 @@ fn control(eng: &Arc<Engine>, s: &Arc<Socket>, ctl: &mut Ctl, c: &Caller) -> Res
         }
         Op::Info => {
             let mut info = eng.info(s);
-            info.peer = info.peer.map(|pc| {
-                let (uid, gid) = crate::engine::userns::shown_to(c.tid, pc.uid, pc.gid);
-                udsfs_proto::Cred {
-                    pid: crate::engine::pidns::to_viewer(pc.pid, c.tid),
-                    uid,
-                    gid,
-                }
-            });
+            info.peer = eng.peer_cred_shown(s, c.tid);
             ctl.v = [0; NV];
             info.encode(&mut ctl.v);
             Ok(())

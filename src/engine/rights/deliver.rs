@@ -154,7 +154,21 @@ impl Engine {
                 Some((f.slot, tag))
             })
             .collect();
-        got.pidfd_tag = got.pidfd_file.take().map(|fd| {
+        // The sender's pin, the reader's to keep now (src/engine/pins.rs).
+        // Past the reader's share no SCM_PIDFD and MSG_CTRUNC, as Linux's
+        // scm_pidfd_recv when no descriptor can be installed (the library's
+        // pidfd made from the pid could name whoever reused it).
+        let pid = got.pidfd.unwrap_or(0);
+        let pidfd = got.pidfd_file.take().and_then(|pin| {
+            let mine = self
+                .pins
+                .for_holder(&self.depot.quota, (pid, None), &pin, caller.fsuid);
+            if mine.is_err() {
+                (got.pidfd, got.ctrunc) = (None, true);
+            }
+            mine.ok()
+        });
+        got.pidfd_tag = pidfd.map(|fd| {
             self.depot
                 .keep_received_pidfd(receiver.id, caller.fsuid, fd)
         });

@@ -27,7 +27,7 @@ impl Engine {
             return Ok(None);
         }
         match self.pins.pin(&self.depot.quota, cr.pid, cr.uid) {
-            Ok(p) => Ok(Some(p)),
+            Ok((p, _)) => Ok(Some(p)),
             Err(Errno::ENFILE | Errno::ETOOMANYREFS) => Err(Errno::ENOBUFS),
             // Gone already (forged credentials of an exited pid): no pidfd.
             Err(_) => Ok(None),
