@@ -1430,7 +1430,10 @@ fn to_data_file(r: &Reg) {
             // Still up (a nested set's): down before the kernel polls it.
             lane::left_polled(fd);
         }
-        if kernel_ctl(r.epfd, libc::EPOLL_CTL_ADD, fd, events, r.data) < 0 {
+        // EBADF: another thread closed the descriptor or the set since the
+        // look above, which ends the registration on Linux too.
+        if kernel_ctl(r.epfd, libc::EPOLL_CTL_ADD, fd, events, r.data) < 0 && errno() != libc::EBADF
+        {
             crate::log::say(&format!(
                 "fd {fd}: its lane went down; could not move its registration in epoll set {} back to the socket: errno {}",
                 r.epfd,
