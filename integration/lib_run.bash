@@ -67,6 +67,31 @@ via() {
     "${RUN_CMD[@]}"
 }
 
+# v CMD...: CMD on this run's sockets (`via` with the run's options, RUN_OPTS, which a
+# script's one_run sets), 20 s at most.
+v() { via ${RUN_OPTS[@]+"${RUN_OPTS[@]}"} -- timeout 20 "$@"; }
+
+# ask WHAT CMD...: CMD's output (stderr too) through `v`, then WHAT and its exit status.
+ask() {
+    local what=$1 rc=0
+    shift
+    v "$@" 2>&1 || rc=$?
+    echo "$what: exit $rc"
+}
+
+# session_left SID SECONDS: "processes left: " and the commands of session SID's processes
+# (start_bg's setsid: a server and all it forked), waiting up to SECONDS for them to go
+# (a server's helpers end when they see its end, a moment after it); "none" when gone.
+session_left() {
+    local sid=$1 left i
+    for i in $(seq 1 $(($2 * 50))); do
+        left=$(ps -e -o sid=,comm= | awk -v s="$sid" '$1 == s { print $2 }' | sort | tr '\n' ' ')
+        [ -n "$left" ] || break
+        sleep 0.02
+    done
+    echo "processes left: ${left:-none}"
+}
+
 # serve VAR SOCK LOG [--route DIR]... -- CMD [ARGS...]: starts CMD on the chosen sockets
 # as start_bg does (VAR set to its PID; its output in LOG) and waits until it listens at
 # SOCK (wait_listening).

@@ -90,15 +90,6 @@ EOF2
     wait_listening "$d/run/auth-userdb"
     expect_socket_home "$dir/imap"
     expect_socket_home "$d/run/auth-userdb"
-    # v CMD...: CMD on this run's sockets, 20 s at most.
-    v() { via ${RUN_OPTS[@]+"${RUN_OPTS[@]}"} -- timeout 20 "$@"; }
-    # ask WHAT CMD...: CMD's output (stderr too), then WHAT and its exit status.
-    ask() {
-        local what=$1 rc=0
-        shift
-        v "$@" 2>&1 || rc=$?
-        echo "$what: exit $rc"
-    }
     local as61001=(setpriv --reuid=61001 --regid=61001 --clear-groups)
     local as61002=(setpriv --reuid=61002 --regid=61002 --clear-groups)
     {
@@ -128,15 +119,8 @@ EOF2
         ask "stop" doveadm "${conf[@]}" stop
     } 2>&1 | sed -e "s#$d#D#g; s#$dir#S#g" -e 's/<[0-9]\+>/<PID>/g; s/\b[0-9a-f]\{32\}\b/GUID/g' >"$out" || true
     exit_status "$out" dovecot "$DOVECOT" 15000 "$d/dovecot.out"
-    # every process of dovecot's session (start_bg's setsid) gone: log and stats end
-    # when they see the master's end, a moment after it (10 s at most).
-    local left i
-    for i in $(seq 1 500); do
-        left=$(ps -e -o sid=,comm= | awk -v s="$DOVECOT" '$1 == s { print $2 }' | sort | tr '\n' ' ')
-        [ -n "$left" ] || break
-        sleep 0.02
-    done
-    echo "processes left: ${left:-none}" >>"$out"
+    # every process of dovecot's session gone (log and stats end after the master).
+    session_left "$DOVECOT" 10 >>"$out"
     show_answers "$name" "$out" "$d/dovecot.out" "$d/dovecot.log"
 }
 

@@ -61,15 +61,6 @@ EOF2
     start_bg PULSE "${RUN_CMD[@]}" >"$d/pulse.log" 2>&1
     wait_listening "$sock"
     expect_socket_home "$sock"
-    # v CMD...: CMD on this run's sockets, 20 s at most.
-    v() { via ${RUN_OPTS[@]+"${RUN_OPTS[@]}"} -- timeout 20 "$@"; }
-    # ask WHAT CMD...: CMD's output (stderr too), then WHAT and its exit status.
-    ask() {
-        local what=$1 rc=0
-        shift
-        v "$@" 2>&1 || rc=$?
-        echo "$what: exit $rc"
-    }
     local raw=(--raw --format=s16le --rate=44100 --channels=2)
     # sound WHAT [ENV...]: parec records the null sink's monitor while pacat plays
     # play.raw to the null sink (both as 61001, with ENV), then what was heard.
@@ -157,14 +148,7 @@ EOF2
         echo "no SHM negotiated: $(grep -c 'Negotiated SHM: no' "$l")"
         echo "srbchannel enabled: $(grep -c 'Client enabled srbchannel' "$l")"
         echo "access denied: $(grep -c 'Denied access to client with invalid authentication data' "$l")"
-        # every process of the session (start_bg's setsid) gone.
-        local left i
-        for i in $(seq 1 250); do
-            left=$(ps -e -o sid=,comm= | awk -v s="$PULSE" '$1 == s { print $2 }' | sort | tr '\n' ' ')
-            [ -n "$left" ] || break
-            sleep 0.02
-        done
-        echo "processes left: ${left:-none}"
+        session_left "$PULSE" 5
         echo "socket after exit: $(name_gone "$sock")"
     } >>"$out"
     show_answers "$name" "$out" "$d/pulse.log"

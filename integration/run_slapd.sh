@@ -134,8 +134,6 @@ EOF2
     start_bg SLAPD "${RUN_CMD[@]}" >"$d/slapd.out" 2>&1
     wait_listening "$sock"
     expect_socket_home "$sock"
-    # v CMD...: CMD on this run's sockets, 20 s at most.
-    v() { via ${RUN_OPTS[@]+"${RUN_OPTS[@]}"} -- timeout 20 "$@"; }
     # slapd binds its socket, opens the database, then listens: until then a connect is
     # refused (on the kernel too), so wait for an answer (20 s at most).
     local i up=
@@ -144,13 +142,6 @@ EOF2
         sleep 0.1
     done
     [ -n "$up" ] || fail "$name: slapd did not answer on $url in 20 s: $(tail -5 "$d/slapd.out")"
-    # ask WHAT CMD...: CMD's output (stderr too), then WHAT and its exit status.
-    ask() {
-        local what=$1 rc=0
-        shift
-        v "$@" 2>&1 || rc=$?
-        echo "$what: exit $rc"
-    }
     as61001=(setpriv --reuid=61001 --regid=61001 --clear-groups)
     as61001g=(setpriv --reuid=61001 --regid=61002 --clear-groups)
     local admin=(-x -H "$url" -D "cn=admin,$BASE" -w secret) ext=(-Y EXTERNAL -Q -H "$url")

@@ -48,8 +48,19 @@ pub(super) fn root_pair(ty: SockType) -> (Arc<Engine>, Caller, Arc<Socket>, Arc<
 
 /// An unprivileged caller whose ids are all `uid`.
 pub(super) fn user(uid: u32) -> Caller {
+    user_in(1, 1, uid)
+}
+
+/// A descriptor to pass: one end of a kernel socket pair.
+pub(super) fn pipe_end() -> std::os::fd::OwnedFd {
+    std::os::unix::net::UnixStream::pair().unwrap().0.into()
+}
+
+/// An unprivileged caller whose ids are all `uid`, thread `tid` of process
+/// `tgid`.
+pub(super) fn user_in(tid: u32, tgid: i32, uid: u32) -> Caller {
     let st = ProcStatus {
-        tgid: 1,
+        tgid,
         uids: [uid; 4],
         gids: [uid; 4],
         umask: 0o022,
@@ -57,12 +68,7 @@ pub(super) fn user(uid: u32) -> Caller {
         cap_eff: 0,
         ..Default::default()
     };
-    Caller::with_status(1, st)
-}
-
-/// A descriptor to pass: one end of a kernel socket pair.
-pub(super) fn pipe_end() -> std::os::fd::OwnedFd {
-    std::os::unix::net::UnixStream::pair().unwrap().0.into()
+    Caller::with_status(tid, st)
 }
 
 fn abs(n: &str) -> Addr {
@@ -1008,18 +1014,8 @@ fn peer_groups_are_taken_with_the_peer_credentials() {
 /// sender's pin left on the sender nor a pid for the library to open.
 #[test]
 fn a_received_pidfd_is_the_readers_and_past_its_share_is_cut() {
-    let as_ = |uid: u32, tgid: u32| {
-        let st = ProcStatus {
-            tgid: tgid as i32,
-            uids: [uid; 4],
-            gids: [uid; 4],
-            umask: 0o022,
-            groups: vec![],
-            cap_eff: 0,
-            ..Default::default()
-        };
-        Caller::with_status(nix::unistd::gettid().as_raw() as u32, st)
-    };
+    let as_ =
+        |uid: u32, tgid: u32| user_in(nix::unistd::gettid().as_raw() as u32, tgid as i32, uid);
     let mut child = crate::procfs::sleeping_child(5);
     let e = engine();
     let q = e.depot.quota.clone();
