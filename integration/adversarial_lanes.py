@@ -6,7 +6,7 @@
 import ctypes, mmap, socket, struct, select  # noqa: E401
 
 BUSY = (16, 20)  # the busy words of sides 0 and 1 (region.rs: header offset 16 + 4 side)
-HEADER = 3 * 4096  # the region's header (region.rs HEADER, version 4); the rings follow
+HEADER = 3 * 4096  # the region's header (region.rs HEADER, version 5); the rings follow
 
 
 def say(*a):

@@ -7,12 +7,13 @@
 import ctypes, mmap, socket, struct  # noqa: E401
 
 # region.rs: header words; a direction's words at 64 + 256 d (tail 0, fin 4,
-# writer-waiting 8, head 128, reader-waiting 132); direction d's marks at 4096 + 4096 d;
-# the rings after the header (HEADER, three pages: region version 4).
+# writer-waiting 8, writes 20, ledger 24 (8 bytes), head 128, reader-waiting 132);
+# direction d's marks at 4096 + 4096 d;
+# the rings after the header (HEADER, three pages: region version 5).
 DIR = lambda d, off: 64 + 256 * d + off  # noqa: E731
 HEADER = 3 * 4096
 MARKS0 = 4096
-TAIL, FIN, WW, HEAD, RW = 0, 4, 8, 128, 132
+TAIL, FIN, WW, WRITES, LEDGER, HEAD, RW = 0, 4, 8, 20, 24, 128, 132
 
 
 def say(*a):
@@ -327,6 +328,7 @@ def scribble():
         "the header's magic, version and state": lambda m, caps: m.__setitem__(slice(0, 16), b"\xff" * 16),
         "the busy word held up": lambda m, caps: struct.pack_into("I", m, 16, 1),
         "the fin word and marks": lambda m, caps: (struct.pack_into("I", m, DIR(0, FIN), 0xFFFFFFFF), m.__setitem__(slice(MARKS0, MARKS0 + 4096), b"\xee" * 4096)),
+        "the writes and ledger words": lambda m, caps: struct.pack_into("<IQ", m, DIR(0, WRITES), 0xFFFFFFFF, 0xFFFFFFFF_00000007),
         "the ring's bytes and a tail within it": lambda m, caps: (m.__setitem__(slice(HEADER, HEADER + 512), b"\x7f" * 512), struct.pack_into("I", m, DIR(0, TAIL), 512)),
     }
     for name, scrib in list(cases.items()) + [("a record's length past the ring (seqpacket)", None)]:

@@ -8,9 +8,10 @@
 # at it are compared with those before B came.
 #  scribble  B's raw connections to its own server (the region mapped as the library
 #            maps it): each field of B's own region written over (its rings' positions,
-#            the header's words, the busy word, the fin word and marks, a seqpacket
-#            record's length), the daemon woken: B's connection alone is reset (or just
-#            stalls: only B's bytes), the daemon logs it and answers on.
+#            the header's words, the busy word, the fin word and marks, the writes and
+#            ledger words, a seqpacket record's length), the daemon woken: B's
+#            connection alone is reset (or just stalls: only B's bytes), the daemon
+#            logs it and answers on.
 #  spin      B's incoming ring full, B clears the daemon's writer-waiting word on it as
 #            fast as it can: the mover must not spin on B's connection (its CPU stays
 #            bounded) and A's round trips go on (before: the mover looped on B's

@@ -95,6 +95,8 @@ pub struct Wait {
     pub waitall: bool,
     /// A later ioctl of the same call: the timeout left (MSGF_CONT).
     pub cont: Option<u64>,
+    /// A send that already waited or queued part (MSGF_RESUMED).
+    pub resumed: bool,
 }
 
 fn wait_flags(h: &mut MsgHead, wait: Option<Wait>) {
@@ -106,6 +108,9 @@ fn wait_flags(h: &mut MsgHead, wait: Option<Wait>) {
         if let Some(left) = w.cont {
             h.flags |= MSGF_CONT;
             h.timeo_left = left;
+        }
+        if w.resumed {
+            h.flags |= MSGF_RESUMED;
         }
     }
 }

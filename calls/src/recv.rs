@@ -80,6 +80,7 @@ pub fn rest(
             wait: (waitall && !nonblock).then_some(Wait {
                 waitall: true,
                 cont: Some(got.timeo_left),
+                ..Wait::default()
             }),
             ..Ask::default()
         };

@@ -32,6 +32,7 @@ use udsfs_proto::lane::region::busy_word;
 use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, State, Writer};
 
 use crate::errno::{len_ret, Res};
+use crate::iovs::Iovs;
 use crate::lane_hold::{self, Hold};
 use crate::lane_spin::{self, Spin};
 use crate::lane_turn::{Taken, Turn};
@@ -1535,6 +1536,8 @@ fn send_laned(
     // open file's flags may change under us, from another process too).
     let mut nonblock: Option<bool> = None;
     let mut done = 0;
+    // Found the ring full: as Linux's sender asleep in sock_alloc_send_pskb.
+    let mut waited = false;
     let mut kept = None;
     let mut turn = Some((t, e));
     loop {
@@ -1570,9 +1573,11 @@ fn send_laned(
             Err(LaneErr::WouldBlock) if *nonblock.get_or_insert_with(|| nonblocking(fd, flags)) => {
                 return stop(done, libc::EAGAIN)
             }
-            Err(LaneErr::WouldBlock) => {}
+            Err(LaneErr::WouldBlock) => waited = true,
             // The daemon takes what is left (its queue follows the ring).
-            Err(LaneErr::NotDirect(_)) if done > 0 => return Some(rest(fd, s, src, done, flags)),
+            Err(LaneErr::NotDirect(_)) if done > 0 || waited => {
+                return resumed(fd, s, src, done, flags)
+            }
             Err(LaneErr::NotDirect(_)) => return closed_under(fd, s),
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
             // A record longer than the ring: the daemon's (EMSGSIZE or
@@ -1601,8 +1606,7 @@ fn send_laned(
                 return stop(done, libc::EINTR);
             }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
-            Err(LaneErr::NotDirect(_)) if done > 0 => return Some(rest(fd, s, src, done, flags)),
-            Err(LaneErr::NotDirect(_)) => return closed_under(fd, s),
+            Err(LaneErr::NotDirect(_)) => return resumed(fd, s, src, done, flags),
             Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }
@@ -1619,20 +1623,37 @@ fn closed_under(fd: c_int, s: &Slot) -> Option<ssize_t> {
 }
 
 /// A blocking write the lane began and the daemon is to end (the lane went
-/// down under it): the rest as a write of the data file, unless the caller
-/// asked for flags a write cannot carry (then the short count).
-fn rest(fd: c_int, s: &Slot, src: &[u8], done: usize, flags: c_int) -> ssize_t {
-    if flags != 0 || closed_under(fd, s).is_some() {
-        return done as ssize_t;
+/// down under it) once the call is past its start: it queued bytes
+/// (`done`) or waited for room. Linux's sender is then inside its loop,
+/// where sock_alloc_send_pskb reports a pending error before the shutdown
+/// (a reader that closed with bytes unread: ECONNRESET, which the call
+/// takes, then EPIPE), and raises no SIGPIPE once bytes went: the rest goes
+/// as MSG ioctls that say so (`msg::send_resumed`). The count, or the
+/// error when nothing went. A record end's call: the daemon's (None), as a
+/// record goes whole or not at all.
+fn resumed(fd: c_int, s: &Slot, src: &[u8], done: usize, flags: c_int) -> Option<ssize_t> {
+    if let Some(r) = closed_under(fd, s) {
+        return Some(if done > 0 { done as ssize_t } else { r });
+    }
+    if s.record.load(Ordering::Relaxed) {
+        return (done > 0).then_some(done as ssize_t);
     }
     let left = &src[done..];
-    // SAFETY: the program's buffer, probed readable.
-    let r = unsafe { crate::real::write(fd, left.as_ptr().cast(), left.len()) };
-    if r < 0 {
-        done as ssize_t
+    let iov = libc::iovec {
+        iov_base: left.as_ptr() as *mut c_void,
+        iov_len: left.len(),
+    };
+    let flags = if done > 0 {
+        flags | libc::MSG_NOSIGNAL
     } else {
-        (done + r as usize) as ssize_t
-    }
+        flags
+    };
+    let sent = crate::msg::send_resumed(fd, Iovs::new(&iov, 1), flags);
+    Some(match sent {
+        Ok(n) => (done + n) as ssize_t,
+        Err(_) if done > 0 => done as ssize_t,
+        Err(e) => len_ret(Err(e)),
+    })
 }
 
 /// Whether the region says `State::Direct` (tests and status only).

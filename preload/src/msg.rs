@@ -83,6 +83,24 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
     ioctl::send_pieces(&p, len, 0, &meta.extras(), flags, || ioctl::is_stream(fd))
 }
 
+/// The rest of a blocking stream send a lane began (lane.rs `resumed`),
+/// which already queued bytes or waited for room: MSG ioctls that wait in
+/// the daemon and say so (MSGF_RESUMED), a MSG_ROOM piece each.
+pub fn send_resumed(fd: c_int, data: Iovs, flags: c_int) -> Res<usize> {
+    let len = data.len();
+    let wait = Wait {
+        resumed: true,
+        ..Wait::default()
+    };
+    let p = Pieces {
+        fd,
+        data,
+        wait: Some(wait),
+    };
+    let x = ioctl::Extras::default();
+    ioctl::send_pieces(&p, len, 0, &x, flags, || true)
+}
+
 /// The library's pieces of a send (udsfs_calls::client::send_pieces): the
 /// program's bytes copied into the buffer on the stack; bytes that cannot
 /// be read are EFAULT, or what went before (a stream's earlier pieces), as

@@ -546,6 +546,12 @@ pub const MSGF_CONT: u32 = 64;
 /// whole, EFAULT when the first does not, leaving it queued, as Linux copies
 /// a stream an skb at a time.
 pub const MSGF_LIMIT: u32 = 128;
+/// send (in): the rest of a blocking stream send that already queued bytes
+/// or waited for room (a lane's write the way down woke, preload lane.rs
+/// `resumed`): Linux's sender is then inside its loop, where
+/// sock_alloc_send_pskb reports a pending error (a reader that closed with
+/// bytes unread: ECONNRESET) before the shutdown's EPIPE.
+pub const MSGF_RESUMED: u32 = 256;
 /// `timeo_left` of a socket without a timeout.
 pub const TIMEO_NONE: u64 = u64::MAX;
 /// recv: the message does not fit MSG_ROOM; nothing was taken.

@@ -38,6 +38,7 @@ impl Outgoing {
             call_off: 0,
             untapped: false,
             past_bound: false,
+            resumed: false,
         }
     }
 

@@ -42,6 +42,9 @@ pub struct SendMsg<'a> {
     /// `--max-queued-bytes` and the user's share of it, and counted, as
     /// they are queued past SO_SNDBUF; refused, they would be lost.
     pub past_bound: bool,
+    /// The rest of a call that already waited for room or queued part
+    /// (MSGF_RESUMED): as a waiter, it reports a pending error first.
+    pub resumed: bool,
 }
 
 impl<'a> SendMsg<'a> {
@@ -91,6 +94,10 @@ impl<'a> SendMsg<'a> {
 
     pub fn call_off(self, call_off: usize) -> SendMsg<'a> {
         SendMsg { call_off, ..self }
+    }
+
+    pub fn resumed(self, resumed: bool) -> SendMsg<'a> {
+        SendMsg { resumed, ..self }
     }
 }
 

@@ -587,7 +587,12 @@ fn send(at: MsgCtx<'_>, call: &mut MsgCall) -> Result<Vec<u8>, Errno> {
             })?;
         call.checked = true;
         let off = head.skip as usize + call.sent;
-        let res = eng.send(s, out.msg(data, to.as_ref(), oob).call_off(off), c, w);
+        let resumed = head.flags & MSGF_RESUMED != 0;
+        let msg = out
+            .msg(data, to.as_ref(), oob)
+            .call_off(off)
+            .resumed(resumed);
+        let res = eng.send(s, msg, c, w);
         eng.put_back(out);
         match res {
             Ok(sent) => {

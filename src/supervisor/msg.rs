@@ -404,7 +404,11 @@ fn recv_one(c: &Call, s: &OwnedFd, dest: Dest, flags: i32) -> Res<i64> {
                 0 => None,
                 _ => Some(left_of(s, start)?),
             };
-            let wait = Some(daemon::Wait { waitall, cont });
+            let wait = Some(daemon::Wait {
+                waitall,
+                cont,
+                ..daemon::Wait::default()
+            });
             daemon::recv(s, &Ask { wait, ..ask })
         })
         .map_err(|stop| stop_errno(stop, s, 0))??

@@ -19,10 +19,10 @@
 use std::sync::atomic::{Ordering, fence};
 
 use super::region::{
-    OFF_FIN, OFF_HEAD, OFF_READER_WAITING, OFF_TAIL, OFF_WRITER_WAITING, OFF_WRITES, Region,
-    dir_word,
+    OFF_FIN, OFF_HEAD, OFF_LEDGER, OFF_READER_WAITING, OFF_TAIL, OFF_WRITER_WAITING, OFF_WRITES,
+    Region, dir_word,
 };
-use super::ring::unread_charge;
+use super::ring::{Ledger, credit, most_unread};
 use super::state::State;
 
 /// poll(2)'s bits as Linux's unix_poll gives them for a connected stream.
@@ -79,17 +79,24 @@ pub fn look(r: &Region, side: usize) -> Option<Look> {
 
 /// unix_writable(): writable while at most a quarter of the sender's
 /// budget is in flight: its unread writes' charges against its SO_SNDBUF
-/// (region.rs `with_budgets`), or else its ring's bytes against the ring.
-/// Marks that are no writes (a peer's scribbles) say writable: the write
-/// finds them (ring.rs `would_block`).
+/// (region.rs `with_budgets`: the writer's published ledger, with what the
+/// reader passed since it looked given back, ring.rs `credit`; stored
+/// nowhere: the writer's own look does), or else its ring's bytes against
+/// the ring. A ledger or marks that are no writes (a peer's scribbles) say
+/// writable: the write finds them (ring.rs `would_block`). As the writer,
+/// not writable with as many writes unread as the marks can tell.
 fn writable(r: &Region, side: usize, (tail, head): (u32, u32), cap: u32) -> bool {
     let queued = tail.wrapping_sub(head);
     match r.budgets() {
         Some((sndbufs, framing)) if sndbufs[side] != 0 && queued != 0 => {
             let writes = r.word(dir_word(side, OFF_WRITES)).load(Ordering::Acquire);
+            let ledger = r.word64(dir_word(side, OFF_LEDGER)).load(Ordering::Acquire);
             let sndbuf = sndbufs[side] as usize;
-            unread_charge(r.marks(side), writes, (tail, head), framing, sndbuf)
-                .is_none_or(|(charge, _)| charge * 4 <= sndbuf)
+            let l = Ledger::from_word(ledger);
+            credit(r.marks(side), writes, l, (tail, head), framing, sndbuf).is_none_or(|l| {
+                l.charge as usize * 4 <= sndbuf
+                    && (writes.wrapping_sub(l.at) as usize) < most_unread(r.marks(side))
+            })
         }
         _ => u64::from(queued) * 4 <= u64::from(cap),
     }

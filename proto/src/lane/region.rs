@@ -22,6 +22,7 @@
 //! | 64 + 256 d + 12 | data_ev: futex word d's reader sleeps on | d's writer, the daemon |
 //! | 64 + 256 d + 16 | writer_sleeping: d's writer threads asleep on space_ev | d's writer |
 //! | 64 + 256 d + 20 | writes: d's writes so far, each the next mark's (low 32 bits) | d's writer |
+//! | 64 + 256 d + 24 | ledger (8 bytes): d's charged writer's oldest write not given back and what it owes (ring.rs `Ledger`) | d's writer |
 //! | 64 + 256 d + 128 | head: bytes read from ring d (low 32 bits) | d's reader |
 //! | 64 + 256 d + 132 | reader_waiting: d's reader's pollers wait for data (eventfd) | d's reader |
 //! | 64 + 256 d + 136 | space_ev: futex word d's writer sleeps on | d's reader, the daemon |
@@ -33,13 +34,15 @@
 //! overhead, bufs.sh), and trusts them for nothing else. A ring whose
 //! writer is charged as Linux charges its sender (`with_budgets`: each
 //! write's skb truesize against SO_SNDBUF, given back once the write is
-//! read whole) finds its unread writes' charges from them (ring.rs
-//! `unread_charge`), records too; a peer that scribbles them spoils only
-//! its own connection (the writer finds them corrupt, or is charged
-//! wrongly while bytes are unread; never once the ring is empty).
+//! read whole) keeps a running charge, the ledger, and gives a write's
+//! charge back when the reader has passed its mark (ring.rs `credit`:
+//! each mark looked at once), records too; a peer that scribbles the
+//! marks or the ledger spoils only its own connection (the writer finds
+//! them corrupt, or is charged wrongly while bytes are unread; never once
+//! the ring is empty).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::futex;
 use super::ring::{Dir, Framing, Reader, Writer};
@@ -47,8 +50,9 @@ use super::state::State;
 use crate::{Errno, Res};
 
 pub const MAGIC: u32 = u32::from_le_bytes(*b"UDLN");
-/// 4: the header is three pages, 1024 marks a direction, the writes word.
-pub const VERSION: u32 = 4;
+/// 5: the header is three pages, 1024 marks a direction, the writes word,
+/// the ledger.
+pub const VERSION: u32 = 5;
 /// The header's size; the rings follow it.
 pub const HEADER: usize = 3 * 4096;
 const PAGE: usize = 4096;
@@ -71,6 +75,8 @@ pub const OFF_WRITER_WAITING: usize = 8;
 pub const OFF_DATA_EV: usize = 12;
 pub const OFF_WRITER_SLEEPING: usize = 16;
 pub const OFF_WRITES: usize = 20;
+/// 8 bytes, 8-aligned: poll reads the ledger's two halves at once.
+pub const OFF_LEDGER: usize = 24;
 pub const OFF_HEAD: usize = 128;
 pub const OFF_READER_WAITING: usize = 132;
 pub const OFF_SPACE_EV: usize = 136;
@@ -86,6 +92,7 @@ const MARKS_SIZE: usize = 4096;
 const _: () = assert!(MARKS.is_power_of_two());
 const _: () = assert!(MARKS * 4 <= MARKS_SIZE && MARKS_BASE + 2 * MARKS_SIZE <= HEADER);
 const _: () = assert!(DIR_BASE + 2 * DIR_SIZE <= MARKS_BASE);
+const _: () = assert!((DIR_BASE + OFF_LEDGER).is_multiple_of(8) && DIR_SIZE.is_multiple_of(8));
 
 /// The offset of mark `i` of direction `d` (`i < MARKS`).
 pub const fn mark_word(d: usize, i: usize) -> usize {
@@ -300,6 +307,17 @@ impl Region {
         unsafe { &*(self.base.add(off) as *const AtomicU32) }
     }
 
+    /// The 8-byte header word at byte `off` (a multiple of 8 below HEADER).
+    pub fn word64(&self, off: usize) -> &AtomicU64 {
+        assert!(
+            off.is_multiple_of(8) && off + 8 <= HEADER,
+            "header word64 {off}"
+        );
+        // SAFETY: in the mapping (page-aligned), 8-aligned; AtomicU64 has
+        // u64's layout.
+        unsafe { &*(self.base.add(off) as *const AtomicU64) }
+    }
+
     /// A raw pointer to byte `off` of the region (tests scribble through it).
     pub fn byte_ptr(&self, off: usize) -> *mut u8 {
         assert!(off < self.len, "region byte {off} of {}", self.len);
@@ -354,6 +372,7 @@ impl Region {
             space_ev: self.word(dir_word(d, OFF_SPACE_EV)),
             reader_sleeping: self.word(dir_word(d, OFF_READER_SLEEPING)),
             writes: self.word(dir_word(d, OFF_WRITES)),
+            ledger: self.word64(dir_word(d, OFF_LEDGER)),
             marks: self.marks(d),
             budget: self.budgets.map_or(0, |(b, _)| b[d]),
             // SAFETY: data_off + cap[d] <= len (size_for).

@@ -27,7 +27,7 @@
 
 use std::cell::Cell;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU32, Ordering, fence};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 use std::time::{Duration, Instant};
 
 use super::futex;
@@ -52,6 +52,8 @@ pub struct Dir<'a> {
     pub(super) writes: &'a AtomicU32,
     /// The ends of the last writes (region.rs `mark_word`).
     pub(super) marks: &'a [AtomicU32],
+    /// The charged writer's ledger as it published it (`Ledger::word`).
+    pub(super) ledger: &'a AtomicU64,
     /// The writer's SO_SNDBUF, which its unread writes' charges are held
     /// to (region.rs `with_budgets`); 0: the ring's size alone bounds it.
     pub(super) budget: u32,
@@ -398,57 +400,110 @@ impl<'a> Sleeper<'a> {
     }
 }
 
-/// What a ring's unread writes are charged (Linux's skb truesize each, as
-/// its sender's budget counts them until the reader took the skb whole)
-/// and how many they are, from the marks (`writes` of them made, the last
-/// ending at `tail`; the reader at `head`, all low 32 bits). A write's
-/// bytes run from the previous write's mark to its own (a fresh ring's
-/// marks are 0: the first write's start). None: the marks are no such
-/// writes (a peer scribbled them): a stream write larger than the sender's
-/// largest skb, a record not 4-aligned or larger than its largest message,
-/// or more unread writes than the marks keep. The writer trusts it with
-/// nothing but its own charge (it checks the ring's room itself); poll's
-/// look (ready.rs) uses it as advice. Walks back from the newest write.
-pub(super) fn unread_charge(
+/// A charged writer's running account of what its unread writes cost it
+/// (Linux's sk_wmem_alloc): `at`, the oldest write whose charge is not
+/// given back yet (its count's low 32 bits; it starts at the mark before
+/// its own), and `charge`, what the writes from it on are charged. The
+/// writer keeps its own and publishes it (one 64-bit word, region.rs
+/// `OFF_LEDGER`) for poll's look, which reads both halves at once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Ledger {
+    pub(super) at: u32,
+    pub(super) charge: u32,
+}
+
+impl Ledger {
+    pub(super) fn word(self) -> u64 {
+        u64::from(self.at) | u64::from(self.charge) << 32
+    }
+
+    pub(super) fn from_word(w: u64) -> Ledger {
+        Ledger {
+            at: w as u32,
+            charge: (w >> 32) as u32,
+        }
+    }
+}
+
+/// The charge of one write of `size` ring bytes (a record's: with its
+/// header and padding): Linux's skb truesize. None: no write a sender
+/// with this budget makes (`largest`: `largest_write`), a peer's scribble.
+pub(super) fn write_truesize(size: usize, framing: Framing, largest: usize) -> Option<u32> {
+    if size == 0 || size > largest {
+        return None;
+    }
+    let t = match framing {
+        Framing::Stream => stream_truesize(size),
+        Framing::Record if size < 4 || !size.is_multiple_of(4) => return None,
+        Framing::Record => message_truesize(size - 4),
+    };
+    u32::try_from(t).ok()
+}
+
+/// The most ring bytes one write of a sender with SO_SNDBUF `sndbuf`
+/// takes: a stream chunk, or a whole record with its header and padding.
+pub(super) fn largest_write(framing: Framing, sndbuf: usize) -> usize {
+    match framing {
+        Framing::Stream => stream_chunk_max(sndbuf),
+        Framing::Record => 4 + message_max(sndbuf).next_multiple_of(4),
+    }
+}
+
+/// A charged writer's most unread writes (poll's look holds it to them
+/// too, ready.rs): the marks keep one more, the oldest one's start.
+pub(super) fn most_unread(marks: &[AtomicU32]) -> usize {
+    marks.len() - 1
+}
+
+/// `l` with the charges of the writes the reader has passed whole given
+/// back: a walk forward from `l.at` over the marks (`writes` of them made,
+/// the last ending at `tail`; the reader at `head`, all low 32 bits) that
+/// stops at the first write not read whole, so that each write's mark is
+/// looked at once however many stay unread. An empty ring owes nothing
+/// (no mark looked at). None: the ledger or the marks are no such writes
+/// (a peer scribbled them): a ledger more writes behind than the marks
+/// keep, a write that does not end after its start and at or before the
+/// tail, one no write of the sender's (`write_truesize`), or more charge
+/// given back than was owed. The writer trusts it with nothing but its
+/// own charge (it checks the ring's room itself); poll's look (ready.rs)
+/// uses it as advice on the published ledger, storing nothing.
+pub(super) fn credit(
     marks: &[AtomicU32],
     writes: u32,
+    mut l: Ledger,
     (tail, head): (u32, u32),
     framing: Framing,
     sndbuf: usize,
-) -> Option<(usize, usize)> {
-    let slot = |i: u32| &marks[i as usize % marks.len()];
-    let largest = match framing {
-        Framing::Stream => stream_chunk_max(sndbuf),
-        Framing::Record => 4 + message_max(sndbuf).next_multiple_of(4),
-    };
-    let mut end = tail;
-    let mut charge = 0;
-    for k in 0..marks.len() as u32 - 1 {
-        if end == head {
-            return Some((charge, k as usize));
-        }
-        let i = writes.wrapping_sub(1 + k);
-        if slot(i).load(Ordering::Relaxed) != end {
-            return None;
-        }
-        let start = slot(i.wrapping_sub(1)).load(Ordering::Relaxed);
-        let size = end.wrapping_sub(start) as usize;
-        if size == 0 || size > largest {
-            return None;
-        }
-        charge += match framing {
-            Framing::Stream => stream_truesize(size),
-            Framing::Record if size < 4 || !size.is_multiple_of(4) => return None,
-            Framing::Record => message_truesize(size - 4),
-        };
-        // A write that began at or before the head is the oldest unread.
-        let from_head = start.wrapping_sub(head);
-        if from_head == 0 || from_head > end.wrapping_sub(head) {
-            return Some((charge, k as usize + 1));
-        }
-        end = start;
+) -> Option<Ledger> {
+    if writes.wrapping_sub(l.at) as usize > most_unread(marks) {
+        return None;
     }
-    None
+    if tail == head {
+        return Some(Ledger {
+            at: writes,
+            charge: 0,
+        });
+    }
+    let mark = |i: u32| marks[i as usize % marks.len()].load(Ordering::Relaxed);
+    let largest = largest_write(framing, sndbuf);
+    // Positions as distances back from the tail: a read one is at least
+    // `unread` back.
+    let unread = tail.wrapping_sub(head);
+    let mut start = tail.wrapping_sub(mark(l.at.wrapping_sub(1)));
+    while l.at != writes {
+        let end = tail.wrapping_sub(mark(l.at));
+        if end >= start {
+            return None;
+        }
+        if end < unread {
+            break;
+        }
+        let t = write_truesize((start - end) as usize, framing, largest)?;
+        l.charge = l.charge.checked_sub(t)?;
+        l.at = l.at.wrapping_add(1);
+        start = end;
+    }
+    Some(l)
 }
 
 /// The writing half of one end.
@@ -462,6 +517,8 @@ pub struct Writer<'a> {
     bad: Option<&'static str>,
     /// Writes so far: the next mark's slot.
     writes: u32,
+    /// A charged writer's own ledger, which it publishes (`Dir::ledger`).
+    ledger: Ledger,
 }
 
 impl<'a> Writer<'a> {
@@ -475,6 +532,7 @@ impl<'a> Writer<'a> {
             shut: false,
             bad: None,
             writes: 0,
+            ledger: Ledger::default(),
         }
     }
 
@@ -621,19 +679,36 @@ impl<'a> Writer<'a> {
     }
 
     /// What the unread writes are charged and how many they are (the
-    /// reader's head as `queued` last checked it); Corrupt when the marks
-    /// are not ours.
+    /// reader's head as `queued` last checked it): the ledger with what
+    /// the reader passed since given back (`credit`), published when it
+    /// moved; Corrupt when the marks are not ours.
     fn charged(&mut self) -> Result<(usize, usize), LaneErr> {
         let at = (self.tail as u32, self.head_seen as u32);
         let sndbuf = self.d.budget as usize;
-        unread_charge(self.d.marks, self.writes, at, self.framing, sndbuf)
-            .ok_or_else(|| self.corrupt("write marks"))
+        let l = credit(
+            self.d.marks,
+            self.writes,
+            self.ledger,
+            at,
+            self.framing,
+            sndbuf,
+        )
+        .ok_or_else(|| self.corrupt("write marks"))?;
+        if l != self.ledger {
+            self.ledger = l;
+            self.d.ledger.store(l.word(), Ordering::Relaxed);
+        }
+        Ok((l.charge as usize, self.writes.wrapping_sub(l.at) as usize))
     }
 
-    /// A charged writer's most unread writes: the marks keep one more, the
-    /// oldest one's start (`unread_charge`).
-    fn most_unread(&self) -> usize {
-        self.d.marks.len() - 1
+    /// A charged write of `size` ring bytes, just marked: its charge on
+    /// the ledger, published before the tail that publishes the write.
+    fn owe(&mut self, size: usize) {
+        let largest = largest_write(self.framing, self.d.budget as usize);
+        // write_charged's writes are within `largest`: never 0 here.
+        let t = write_truesize(size, self.framing, largest).unwrap_or(0);
+        self.ledger.charge = self.ledger.charge.saturating_add(t);
+        self.d.ledger.store(self.ledger.word(), Ordering::Relaxed);
     }
 
     /// `write` for a charged writer, `free` bytes of room in the ring
@@ -646,7 +721,7 @@ impl<'a> Writer<'a> {
     fn write_charged(&mut self, data: &[u8], free: usize) -> Result<usize, LaneErr> {
         let sndbuf = self.d.budget as usize;
         let (mut charge, mut unread) = self.charged()?;
-        let most = self.most_unread();
+        let most = most_unread(self.d.marks);
         let room = |charge: usize, unread: usize| charge < sndbuf && unread < most;
         match self.framing {
             Framing::Stream => {
@@ -660,7 +735,8 @@ impl<'a> Writer<'a> {
                     self.d.copy_in(self.tail + n as u64, &data[n..n + c]);
                     n += c;
                     self.mark(self.tail + n as u64);
-                    charge += stream_truesize(c);
+                    self.owe(c);
+                    charge = self.ledger.charge as usize;
                     unread += 1;
                 }
                 if n == 0 {
@@ -685,14 +761,15 @@ impl<'a> Writer<'a> {
                 self.d.record_word(self.tail).store(len, Ordering::Relaxed);
                 self.d.copy_in(self.tail + 4, data);
                 self.mark(self.tail + need as u64);
+                self.owe(need as usize);
                 self.publish(need as u64);
                 Ok(data.len())
             }
         }
     }
 
-    /// WouldBlock, unless the region's tail or writes word is not ours:
-    /// only we write them, so the peer lied there (poll's look at the
+    /// WouldBlock, unless the region's tail, writes or ledger word is not
+    /// ours: only we write them, so the peer lied there (poll's look at the
     /// region's words then says writable while we are full: ready.rs).
     fn would_block(&mut self) -> LaneErr {
         if self.d.tail.load(Ordering::Relaxed) != self.tail as u32 {
@@ -700,6 +777,9 @@ impl<'a> Writer<'a> {
         }
         if self.d.budget != 0 && self.d.writes.load(Ordering::Relaxed) != self.writes {
             return self.corrupt("writes word not the writer's");
+        }
+        if self.d.budget != 0 && self.d.ledger.load(Ordering::Relaxed) != self.ledger.word() {
+            return self.corrupt("ledger word not the writer's");
         }
         LaneErr::WouldBlock
     }
@@ -740,7 +820,7 @@ impl<'a> Writer<'a> {
         // unix_writable: a sender asleep for room is woken (sock_wfree's
         // write_space) once at most a quarter of its budget is charged.
         let (charge, unread) = self.charged()?;
-        Ok(charge * 4 <= self.d.budget as usize && unread < self.most_unread())
+        Ok(charge * 4 <= self.d.budget as usize && unread < most_unread(self.d.marks))
     }
 
     /// Sleeps until `writable(want)` (spinning `spin` looks first), at most

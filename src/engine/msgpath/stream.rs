@@ -31,10 +31,11 @@ impl ProtoOps for Stream {
                 });
             }
             let peer = Socket::peer(&st).cloned().ok_or(Errno::ENOTCONN)?;
-            // A writer that already waited for room is inside
-            // sock_alloc_send_pskb, which reports a pending error (a reader
-            // that closed with data unread: ECONNRESET) before the shutdown.
-            if w.is_some()
+            // A writer that already waited for room (here, or in a lane's
+            // ring: `resumed`) is inside sock_alloc_send_pskb, which reports
+            // a pending error (a reader that closed with data unread:
+            // ECONNRESET) before the shutdown.
+            if (w.is_some() || msg.resumed)
                 && let Some(e) = st.err.take()
             {
                 return Err(e);
