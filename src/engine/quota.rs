@@ -208,6 +208,14 @@ mod tests {
     use super::*;
     use crate::engine::{RecvFlags, SendMsg};
 
+    /// A quota of `max` with each user's share `permille`/1000 of it.
+    fn quota(what: &'static str, max: u64, permille: u64) -> Quota {
+        let q = Quota::new(what);
+        q.set_max(max);
+        q.set_user_share(permille);
+        q
+    }
+
     #[test]
     fn total_then_shares() {
         let q = Quota::new("things");
@@ -232,9 +240,7 @@ mod tests {
 
     #[test]
     fn charge_grows_shrinks_moves_and_goes() {
-        let q = Arc::new(Quota::new("bytes"));
-        q.set_max(100);
-        q.set_user_share(500);
+        let q = Arc::new(quota("bytes", 100, 500));
         let mut c = Charge::new(q.clone());
         c.set(7, 40).unwrap();
         assert_eq!(c.set(7, 60), Err(Refused::UserShare));
@@ -248,9 +254,7 @@ mod tests {
 
     #[test]
     fn transfer_moves_without_refusal() {
-        let q = Quota::new("nodes");
-        q.set_max(10);
-        q.set_user_share(500);
+        let q = quota("nodes", 10, 500);
         q.take(1, 5).unwrap();
         q.take(2, 5).unwrap();
         q.transfer(1, 2, 5);
@@ -259,9 +263,7 @@ mod tests {
 
     #[test]
     fn past_the_share_only_the_total_refuses() {
-        let q = Quota::new("descriptors");
-        q.set_max(4);
-        q.set_user_share(250);
+        let q = quota("descriptors", 4, 250);
         q.take(1, 1).unwrap();
         assert_eq!(q.take(1, 1), Err(Refused::UserShare));
         q.take_past_share(1, 3).unwrap();
