@@ -1545,6 +1545,10 @@ fn send_laned(
             Some(te) => te,
             None => match retake(s, &s.wtaken, fd, key) {
                 Some(te) => te,
+                // The lane went down while the call slept (another
+                // thread saw it first): the daemon takes the rest, as
+                // when the sleep itself saw it (NotDirect below).
+                None if closed_under(fd, s).is_none() => return resumed(fd, s, src, done, flags),
                 // As in recv: on the file the call keeps.
                 None => match kept_write(&kept, flags, &src[done..]) {
                     Some(r) if r >= 0 => return Some((done + r as usize) as ssize_t),
