@@ -454,38 +454,48 @@ while got < n:
             got += 1
 PY
 N=10
-# hup_run MODE [WAY]: A's server (waiting in epoll, or WAY poll or block) and B's N
-# connections, B draining A's eventfd at each close (MODE drain) or not (nodrain);
-# sets late (ms from B's close to A's EOF, each connection), missed (how many came
-# later than 1 s, or never) and laned.
-hup_run() {
+declare -A hup_server hup_client
+# hup_start MODE [WAY]: starts A's server (waiting in epoll, or WAY poll or block) and
+# B's N connections, B draining A's eventfd at each close (MODE drain) or not (nodrain).
+hup_start() {
+    local run=$1${2:-}
     as_uid $A env UDSFS_PRELOAD="$PRELOAD_LIB" "$UDSFS_BIN" run --mount "$MNT" -- \
-        /usr/bin/python3 "$TMP/epoll_server.py" "hup$1${2:-}$$" $N "${2:-epoll}" >"$TMP/hs.out" 2>&1 &
-    local hs_pid=$!
-    for _ in $(seq 1000); do grep -q listening "$TMP/hs.out" && break; sleep 0.01; done
-    as_uid $B env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" hup_drain "hup$1${2:-}$$" $N 1 "$1" >"$TMP/hc.out" 2>&1 ||
-        fail "B's client: $(cat "$TMP/hc.out")"
-    for _ in $(seq 30); do [ "$(grep -c '^eof' "$TMP/hs.out")" -ge $N ] && break; sleep 0.1; done
-    kill $hs_pid 2>/dev/null || true
-    wait $hs_pid 2>/dev/null || true
-    say "B ($1 ${2:-epoll}): $(tr '\n' '|' <"$TMP/hc.out")"
-    say "A: $(tr '\n' '|' <"$TMP/hs.out")"
+        /usr/bin/python3 "$TMP/epoll_server.py" "hup$run$$" $N "${2:-epoll}" >"$TMP/hs.$run.out" 2>&1 &
+    hup_server[$run]=$!
+    for _ in $(seq 1000); do grep -q listening "$TMP/hs.$run.out" && break; sleep 0.01; done
+    as_uid $B env MNT="$MNT" U="$U" python3 "$TMP/lanes.py" hup_drain "hup$run$$" $N 1 "$1" >"$TMP/hc.$run.out" 2>&1 &
+    hup_client[$run]=$!
+}
+# hup_end MODE [WAY]: waits for hup_start's run to end; sets late (ms from B's close to
+# A's EOF, each connection), missed (how many came later than 1 s, or never) and laned.
+hup_end() {
+    local run=$1${2:-}
+    local hs=$TMP/hs.$run.out hc=$TMP/hc.$run.out
+    wait "${hup_client[$run]}" || fail "B's client: $(cat "$hc")"
+    for _ in $(seq 30); do [ "$(grep -c '^eof' "$hs")" -ge $N ] && break; sleep 0.1; done
+    kill "${hup_server[$run]}" 2>/dev/null || true
+    wait "${hup_server[$run]}" 2>/dev/null || true
+    say "B ($1 ${2:-epoll}): $(tr '\n' '|' <"$hc")"
+    say "A: $(tr '\n' '|' <"$hs")"
     late=$(awk '/^closed/ { c[$2] = $3 } /^eof/ { e[$2] = $3 } END {
         for (i = 1; i <= '$N'; i++) printf "%s ", (i in e) ? sprintf("%.0f", (e[i] - c[i]) * 1000) : "never"
-    }' "$TMP/hc.out" "$TMP/hs.out")
+    }' "$hc" "$hs")
     missed=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "never" || $i > 1000) n++ } END { print n + 0 }' <<<"$late")
-    laned=$(grep -c "lane direct, A's eventfd: yes" "$TMP/hc.out" || true)
+    laned=$(grep -c "lane direct, A's eventfd: yes" "$hc" || true)
 }
 # Without B's drain A sees each EOF at once (else the failure below is not B's doing).
-hup_run nodrain
+hup_start nodrain
+hup_end nodrain
 [ "$missed" = 0 ] && [ "$laned" = $N ] ||
     fail "hup_drained: without B's drain: $laned of $N laned, A saw each EOF after (ms): $late"
 ok "hup_drained: B's $N laned connections closed without a drain: A saw each EOF after (ms): $late"
 # (A waiting in epoll, in poll, and in a blocking recv on each connection: each
-# sleeps on its end's eventfd, which B holds)
+# sleeps on its end's eventfd, which B holds. The three runs at once: each its own
+# server, connections and eventfds; their 2.5 s a connection is nearly all sleep.)
 hups=() hup_ok=1
+for way in epoll poll block; do hup_start drain $way; done
 for way in epoll poll block; do
-    hup_run drain $way
+    hup_end drain $way
     hups+=("A in $way: $laned of $N laned, each EOF after (ms): $late($missed later than 1 s or never)")
     [ "$missed" = 0 ] && [ "$laned" = $N ] || hup_ok=
 done

@@ -9,7 +9,7 @@
 #     checked: B's member 1 SIGIO, A's none) and the daemon lives.
 #  2. a flood: B's 60,000 O_ASYNC sockets (4 processes of 7,500 socketpairs), owned in
 #     turn by B's flooder, B's group of part 1, A's process, A's group, the daemon and
-#     init, four messages on each. SIGIO is coalesced per owner and at most 4096 owners
+#     init, four messages on each (the same sockets first without O_ASYNC: the baseline). SIGIO is coalesced per owner and at most 4096 owners
 #     (256 of one user) wait for theirs, so: the daemon starts no thread per socket
 #     or owner (at most 4 more, FUSE workers), B has at most one signaller, the log
 #     grows by at most 5 lines a second,
@@ -83,36 +83,40 @@ grep -q "SIGIO to $AP not sent" "$LOG" || fail "no log line said B's SIGIO to A'
 ok "B's SIGIO reach B's processes only, as on the kernel; the daemon lives; $(($(wc -l <"$LOG") - before)) log lines"
 
 # 2. A flood of 60,000 O_ASYNC sockets.
-# flood.py MODE K PAIRS: PAIRS socketpairs, both ends O_ASYNC (MODE async) or not (plain),
-# the ends owned in turn by this process and by each of $OWNERS; writes $S/flood.MODE.K.ready, waits for $S/go.MODE, then two
-# rounds of a message each way on every pair, each read back; prints the SIGIO it got.
+# flood.py K PAIRS: PAIRS socketpairs, made once for both floods: first without O_ASYNC
+# (plain), then both ends O_ASYNC (async), owned in turn by this process and by each of
+# $OWNERS. For each MODE: writes $S/flood.MODE.K.ready, waits for $S/go.MODE, then two
+# rounds of a message each way on every pair, each read back; writes the SIGIO it got
+# in those rounds to $S/flood.MODE.K.done.
 cat >"$TMP/flood.py" <<'PY'
 import fcntl, os, resource, signal, socket, sys, time
-mode, k, n, S = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), os.environ["S"]
+k, n, S = int(sys.argv[1]), int(sys.argv[2]), os.environ["S"]
 got = [0]
 signal.signal(signal.SIGIO, lambda *_: got.__setitem__(0, got[0] + 1))
 _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 owners = [0] + [int(o) for o in os.environ["OWNERS"].split()]
-pairs = []
-for i in range(n):
-    a, b = socket.socketpair()
-    for j, s in enumerate((a, b)):
-        if mode == "async":
-            own = owners[(2 * i + j) % len(owners)] or os.getpid()
-            fcntl.fcntl(s, fcntl.F_SETOWN, own)
-            fcntl.fcntl(s, fcntl.F_SETFL, fcntl.fcntl(s, fcntl.F_GETFL) | os.O_ASYNC)
-    pairs.append((a, b))
+pairs = [socket.socketpair() for _ in range(n)]
 assert "/.udsfs/" in os.readlink(f"/proc/self/fd/{pairs[0][0].fileno()}"), "not udsfs sockets"
-open(f"{S}/flood.{mode}.{k}.ready", "w").close()
-while not os.path.exists(f"{S}/go.{mode}"):
-    time.sleep(0.05)
-for _ in range(2):
-    for a, b in pairs:
-        a.send(b"x")
-        b.send(b"y")
-        assert b.recv(1) == b"x" and a.recv(1) == b"y"
-print(got[0], flush=True)
+def flood(mode):
+    open(f"{S}/flood.{mode}.{k}.ready", "w").close()
+    while not os.path.exists(f"{S}/go.{mode}"):
+        time.sleep(0.05)
+    got[0] = 0
+    for _ in range(2):
+        for a, b in pairs:
+            a.send(b"x")
+            b.send(b"y")
+            assert b.recv(1) == b"x" and a.recv(1) == b"y"
+    open(f"{S}/flood.{mode}.{k}.tmp", "w").write(f"{got[0]}\n")
+    os.rename(f"{S}/flood.{mode}.{k}.tmp", f"{S}/flood.{mode}.{k}.done")
+flood("plain")
+for i, pair in enumerate(pairs):
+    for j, s in enumerate(pair):
+        own = owners[(2 * i + j) % len(owners)] or os.getpid()
+        fcntl.fcntl(s, fcntl.F_SETOWN, own)
+        fcntl.fcntl(s, fcntl.F_SETFL, fcntl.fcntl(s, fcntl.F_GETFL) | os.O_ASYNC)
+flood("async")
 # The daemon's SIGIO may come after the last message: no default action at exit.
 signal.signal(signal.SIGIO, signal.SIG_IGN)
 os._exit(0)
@@ -120,23 +124,33 @@ PY
 chmod 644 "$TMP/flood.py"
 cpu() { awk '{print $14 + $15}' "/proc/$DAEMON_PID/stat"; }
 threads() { awk '/^Threads:/ {print $2}' "/proc/$DAEMON_PID/status"; }
-PAIRS=${SIGIO_FLOOD_PAIRS:-7500}
-for mode in plain async; do
-    pids=()
+# flood_done MODE: waits until every flooder has done MODE's rounds; fails if one ended first.
+flood_done() {
+    local k
     for k in 0 1 2 3; do
-        OWNERS="-$G $AP -$GA $DAEMON_PID 1" as_uid $B "${lib_env[@]}" /usr/bin/python3 "$TMP/flood.py" $mode $k "$PAIRS" >"$TMP/flood.$mode.$k" 2>&1 &
-        pids+=($!)
+        until [ -e "$S/flood.$1.$k.done" ]; do
+            kill -0 "${pids[k]}" 2>/dev/null || fail "B's flooder $k ($1) failed: $(cat "$TMP/flood.$k")"
+            sleep 0.05
+        done
     done
+}
+PAIRS=${SIGIO_FLOOD_PAIRS:-7500}
+pids=()
+for k in 0 1 2 3; do
+    OWNERS="-$G $AP -$GA $DAEMON_PID 1" as_uid $B "${lib_env[@]}" /usr/bin/python3 "$TMP/flood.py" $k "$PAIRS" >"$TMP/flood.$k" 2>&1 &
+    pids+=($!)
+done
+for mode in plain async; do
     # 7,500 pairs each, four flooders on 2 cores: 50-85 s at load ~15 (lanes on or off
     # alike), past 100 s at load ~25; a hang still ends here or at the runner's timeout.
-    for k in 0 1 2 3; do wait_for "$S/flood.$mode.$k.ready" 240 "B's flooder $k ($mode) did not make its sockets" "$TMP/flood.$mode.$k"; done
+    for k in 0 1 2 3; do wait_for "$S/flood.$mode.$k.ready" 240 "B's flooder $k ($mode) did not make its sockets" "$TMP/flood.$k"; done
     t0=$(cpu) threads0=$(threads) log0=$(wc -l <"$LOG")
     touch "$S/go.$mode"
-    timed took wait "${pids[@]}" || fail "a flooder ($mode) failed: $(cat "$TMP"/flood.$mode.*)"
+    timed took flood_done $mode
     printf -v "cpu_$mode" %s $(($(cpu) - t0))
     lines=$(($(wc -l <"$LOG") - log0))
     threads1=$(threads)
-    sigs=$(cat "$TMP"/flood.$mode.* | paste -sd+ | bc)
+    sigs=$(cat "$S"/flood.$mode.*.done | paste -sd+ | bc)
     signallers=$(pgrep -u $B -P "$DAEMON_PID" -x udsfs-sigurg | wc -l || true)
     cpu_now=cpu_$mode
     say "$mode: $((4 * PAIRS * 2)) sockets, $((4 * PAIRS * 4)) messages in ${took} ms; the daemon's CPU ${!cpu_now} ticks; threads $threads0 -> $threads1; B's signallers $signallers; log +$lines lines; SIGIO to B's flooders $sigs"
@@ -145,6 +159,7 @@ for mode in plain async; do
     [ "$signallers" -le 1 ] || fail "B has $signallers signallers"
     [ $((lines * 1000)) -le $((5 * took + 10000)) ] || fail "B's $mode flood wrote $lines log lines: $(tail -3 "$LOG")"
 done
+for k in 0 1 2 3; do wait "${pids[k]}" || fail "B's flooder $k failed: $(cat "$TMP/flood.$k")"; done
 [ "$sigs" -ge 1 ] || fail "B's flooders got no SIGIO"
 python3 -c "import sys; a, b = map(int, sys.argv[1:]); sys.exit(0 if b <= 3 * max(a, 10) else 1)" "$cpu_plain" "$cpu_async" ||
     fail "the daemon's CPU for B's O_ASYNC flood, $cpu_async ticks, is past 3x that without O_ASYNC, $cpu_plain"

@@ -2,7 +2,11 @@
 once on kernel sockets and once through `udsfs run` (integration/sigio.sh); the
 two outputs must be equal line by line. Usage: sigio.py DIR (DIR: where to bind
 names). SIGIO is blocked and taken with sigtimedwait after each event: a line
-says whether the event gave one (a standard signal coalesces, so 0 or 1)."""
+says whether the event gave one (a standard signal coalesces, so 0 or 1).
+Each scenario (a socket's run of events) runs at once in a child of its own, in
+a process group of its own, so their waits overlap: every SIGIO here goes to
+that child or its group, so none can reach another scenario, and the lines are
+said in the scenarios' order."""
 
 import fcntl
 import os
@@ -13,7 +17,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "conformance"))
-from differential import fill, say, where  # noqa: E402
+from differential import Child, fill, say, where  # noqa: E402
 
 FIOASYNC = 0x5452
 FIOSETOWN = 0x8901
@@ -26,6 +30,11 @@ TYPES = (("stream", socket.SOCK_STREAM), ("seqpacket", socket.SOCK_SEQPACKET),
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGIO])
 # A group of its own: SIGIO to the group (SIOCSPGRP) reaches no runner.
 os.setpgid(0, 0)
+lines = []  # this scenario's results (a child's: Child sends them back)
+
+
+def report(*a):
+    lines.append(" ".join(str(x) for x in a))
 
 
 def sigio():
@@ -58,7 +67,7 @@ def arm(s, how="fcntl"):
 
 def event(name, what, f):
     f()
-    say(name, what, "sigio", sigio())
+    report(name, what, "sigio", sigio())
 
 
 def armed_pair(ty):
@@ -69,11 +78,11 @@ def armed_pair(ty):
     return a, b
 
 
-def pair_events(name, ty):
+def pair_sequence(name, ty):
     a, b = socket.socketpair(socket.AF_UNIX, ty)
     b.setblocking(False)
     arm(a)
-    say(name, "armed", "sigio", sigio())
+    report(name, "armed", "sigio", sigio())
     event(name, "first message", lambda: b.send(b"x"))
     event(name, "second message, the first unread", lambda: b.send(b"y"))
     event(name, "reads one", lambda: a.recv(1))
@@ -81,14 +90,14 @@ def pair_events(name, ty):
     event(name, "own send", lambda: a.send(b"z"))
     event(name, "peer reads own send", lambda: b.recv(10))
     sent, _ = fill(a, b"q" * 1000)
-    say(name, "own sends until EAGAIN", sent > 10, "sigio", sigio())
+    report(name, "own sends until EAGAIN", sent > 10, "sigio", sigio())
     got = 0
     try:
         while got < 5000:
             got += len(b.recv(1000))
     except BlockingIOError:
         pass
-    say(name, "peer reads 5 of them", "sigio", sigio())
+    report(name, "peer reads 5 of them", "sigio", sigio())
     def drain():
         try:
             while True:
@@ -102,21 +111,32 @@ def pair_events(name, ty):
     event(name, "peer shut wr", lambda: b.shutdown(socket.SHUT_WR))
     event(name, "peer close", b.close)
     a.close()
+
+
+def pair_shut_rdwr(name, ty):
     a, b = armed_pair(ty)
     event(name, "peer shut rdwr", lambda: b.shutdown(socket.SHUT_RDWR))
     event(name, "then peer close", b.close)
     a.close()
+
+
+def pair_close_first(name, ty):
     a, b = armed_pair(ty)
     event(name, "peer close, nothing before", b.close)
     a.close()
-    for how in ("ioctl", "group", "tid", "pgrp_ex"):
-        a, b = socket.socketpair(socket.AF_UNIX, ty)
-        arm(a, how)
-        event(name, f"owner by {how}: message", lambda: b.send(b"x"))
-        fcntl.ioctl(a, FIOASYNC, struct.pack("i", 0))
-        event(name, f"owner by {how}: FIOASYNC off, message", lambda: b.send(b"x"))
-        a.close()
-        b.close()
+
+
+def pair_owner_by(name, ty, how):
+    a, b = socket.socketpair(socket.AF_UNIX, ty)
+    arm(a, how)
+    event(name, f"owner by {how}: message", lambda: b.send(b"x"))
+    fcntl.ioctl(a, FIOASYNC, struct.pack("i", 0))
+    event(name, f"owner by {how}: FIOASYNC off, message", lambda: b.send(b"x"))
+    a.close()
+    b.close()
+
+
+def pair_async_off(name, ty):
     a, b = socket.socketpair(socket.AF_UNIX, ty)
     arm(a)
     fcntl.fcntl(a, fcntl.F_SETFL, fcntl.fcntl(a, fcntl.F_GETFL) & ~os.O_ASYNC)
@@ -165,10 +185,28 @@ def dgram_bound_events():
     os.unlink(p)
 
 
+def scenario(body, *args):
+    """body(*args) started in a child of its own process group (SIGIO to the
+    group, SIOCSPGRP's, reaches that child alone)."""
+    def run(out):
+        global lines
+        lines = out
+        os.setpgid(0, 0)
+        body(*args)
+    return Child(run)
+
+
 where()
+scenarios = []
 for name, ty in TYPES:
-    pair_events(name, ty)
+    scenarios += [scenario(pair_sequence, name, ty), scenario(pair_shut_rdwr, name, ty),
+                  scenario(pair_close_first, name, ty)]
+    scenarios += [scenario(pair_owner_by, name, ty, how)
+                  for how in ("ioctl", "group", "tid", "pgrp_ex")]
+    scenarios.append(scenario(pair_async_off, name, ty))
     if ty != socket.SOCK_DGRAM:
-        listener_events(name, ty)
-dgram_bound_events()
+        scenarios.append(scenario(listener_events, name, ty))
+scenarios.append(scenario(dgram_bound_events))
+for child in scenarios:
+    child.say_lines()
 say("done")

@@ -29,12 +29,14 @@ mkdir -m 1777 "$RUNTMP"
 # ---- 1. sigio.py supervised in a pid namespace of its own
 PROG=$ROOT/integration/sigio.py
 mkdir -p "$TMP/k"
-python3 "$PROG" "$TMP/k" >"$TMP/kernel.out" 2>"$TMP/kernel.err" ||
-    fail "1. sigio.py fails on kernel sockets: $(tail -3 "$TMP/kernel.err")"
-ok "1. kernel: $(grep -c ' sigio [1-9]' "$TMP/kernel.out") events of $(wc -l <"$TMP/kernel.out") gave a SIGIO"
+# The kernel's run and the supervised one at once: each signals only its own processes.
+python3 "$PROG" "$TMP/k" >"$TMP/kernel.out" 2>"$TMP/kernel.err" &
+kernel_run=$!
 UDSFS_PRELOAD="$PRELOAD_LIB" timeout 200 "$UDSFS_BIN" run --front seccomp --mount "$MNT" -- \
     unshare --pid --fork --mount-proc python3 "$PROG" "$MNT" >"$TMP/sup.out" 2>"$TMP/sup.err" ||
     fail "1. sigio.py fails supervised in a pid namespace: $(tail -3 "$TMP/sup.err")"
+wait $kernel_run || fail "1. sigio.py fails on kernel sockets: $(tail -3 "$TMP/kernel.err")"
+ok "1. kernel: $(grep -c ' sigio [1-9]' "$TMP/kernel.out") events of $(wc -l <"$TMP/kernel.out") gave a SIGIO"
 grep -qx 'where: udsfs' "$TMP/sup.out" || fail "1. the supervised run did not use udsfs sockets"
 if ! diff <(grep -v '^where: ' "$TMP/kernel.out") <(grep -v '^where: ' "$TMP/sup.out") >"$TMP/diff"; then
     cat "$TMP/diff" >&2
@@ -107,8 +109,11 @@ compare() {
 }
 
 # ---- 2. B in a user+pid namespace of its own, its pid there V
-in_own_ns as_uid $B >"$TMP/ns_kernel.out" 2>&1 || fail "2. B's namespace on the kernel: $(cat "$TMP/ns_kernel.out")"
+# (each part's kernel run and supervised run at once: each in a process group of its own)
+in_own_ns as_uid $B >"$TMP/ns_kernel.out" 2>&1 &
+kernel_run=$!
 in_own_ns sup >"$TMP/ns_udsfs.out" 2>&1 || fail "2. B's namespace supervised: $(cat "$TMP/ns_udsfs.out")"
+wait $kernel_run || fail "2. B's namespace on the kernel: $(cat "$TMP/ns_kernel.out")"
 for f in ns_kernel ns_udsfs; do
     say "2. $f: $(paste -sd';' "$TMP/$f.out")"
     grep -qx "pid $V" "$TMP/$f.out" || fail "2. B's program did not get pid $V in its namespace ($f): $(head -1 "$TMP/$f.out")"
@@ -121,8 +126,10 @@ ok "2. B's owner 'itself' (pid $V in its namespace) gets its SIGIO as on the ker
 
 # ---- 3. B names A's process and group from the daemon's namespace
 before=$(wc -l <"$LOG")
-as_uid $B /usr/bin/python3 "$TMP/owner.py" "$V" >"$TMP/a_kernel.out" 2>&1 || fail "3. kernel: $(cat "$TMP/a_kernel.out")"
+as_uid $B /usr/bin/python3 "$TMP/owner.py" "$V" >"$TMP/a_kernel.out" 2>&1 &
+kernel_run=$!
 sup /usr/bin/python3 "$TMP/owner.py" "$V" >"$TMP/a_udsfs.out" 2>&1 || fail "3. supervised: $(cat "$TMP/a_udsfs.out")"
+wait $kernel_run || fail "3. kernel: $(cat "$TMP/a_kernel.out")"
 for f in a_kernel a_udsfs; do say "3. $f: $(paste -sd';' "$TMP/$f.out")"; done
 compare 3 "$TMP/a_kernel.out" "$TMP/a_udsfs.out"
 sleep 0.5

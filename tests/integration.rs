@@ -27,14 +27,15 @@ fn timeout_of(name: &str) -> Duration {
         "run_cpython_nolanes" => Duration::from_secs(240),
         // 30 POSTs through nginx twice (a stalled one waits 5 s), 600 connections twice: 40 s at load ~20.
         "lanes_programs" => Duration::from_secs(240),
-        // Its flooders' 60,000 sockets made twice: over 100 s each at load ~25.
-        "adversarial_sigio" => Duration::from_secs(480),
+        // Its flooders' 60,000 sockets (made once, for both floods): over 100 s at load ~25.
+        "adversarial_sigio" => Duration::from_secs(360),
         // Another user's 10,000 threads blocked through its supervisor.
         "adversarial_pool" => Duration::from_secs(360),
         // Another user's 32 ways down held 500 ms each (16 s on one worker), 4096 lanes.
         "adversarial_lanes" => Duration::from_secs(240),
-        // Ten connections closed 1.5 s apart twice (hup_drained), four `udsfs run`s
-        // each side of the routed cases, a 2 s CPU look twice: about 100 s alone.
+        // Ten connections closed 1.5-2.5 s apart twice (hup_drained: its three drained
+        // runs at once), four `udsfs run`s each side of the routed cases, a 2 s CPU look
+        // twice: about 60 s alone.
         "adversarial_lanes2" => Duration::from_secs(300),
         "adversarial_lanes3" => Duration::from_secs(300),
         // Two 400-connection churns (kernel, lanes): about 12 s of its 40 alone.
@@ -42,10 +43,6 @@ fn timeout_of(name: &str) -> Duration {
         // Every case three times (kernel, lanes, the --no-lanes remount), each with
         // 6000 pairs made by 20 processes: 108-113 s alone at load 24 on 2 cores.
         "lanes" => Duration::from_secs(240),
-        // Each event that gives no SIGIO is waited for 0.5 s, twice per event.
-        "sigio" => Duration::from_secs(240),
-        // sigio.py twice (kernel, supervised), as sigio.sh.
-        "supervisor_sigio" => Duration::from_secs(360),
         // Four runs (root's pool and the www-data pool, kernel and udsfs).
         "run_php_fpm" => Duration::from_secs(240),
         // Three runs of Dovecot and its clients (kernel, library, seccomp): 41 s at load ~10.
@@ -345,8 +342,8 @@ scripts!(
     // the tokio pipe scripts' in the one-thread pass), so CI stays inside its 60 minutes.
     // The lane scripts whose bytes go between the programs without the daemon's workers
     // (a minute or more each: adversarial_lanes2/3, lanes_connect, lanes_threads), and the
-    // JVM's four runs (run_java). The SIGIO scripts (80-110 s each, nearly all of it the
-    // waits for a signal that must not come, 0.2-0.5 s a case on each side): the request
+    // JVM's four runs (run_java). The SIGIO scripts (15-50 s each, most of it the waits
+    // for a signal that must not come, 0.2-0.5 s a case, the cases at once): the request
     // that queues an event sends its SIGIO in its own thread (through the setter's
     // signaller process, src/engine/urg.rs, which needs no FUSE worker), so one worker
     // has nothing to block.
