@@ -14,7 +14,7 @@
 #     or owner (at most 4 more, FUSE workers), B has at most one signaller, the log
 #     grows by at most 5 lines a second,
 #     and the daemon's CPU time for the flood stays within 3x of the same flood without
-#     O_ASYNC (both printed). Takes some 3 minutes (SIGIO_FLOOD_PAIRS=N for fewer).
+#     O_ASYNC (both printed). Takes about a minute (SIGIO_FLOOD_PAIRS=N for fewer).
 UDSFS_MOUNT_ARGS=(--allow-other)
 source "$(dirname "$0")/lib.sh"
 
