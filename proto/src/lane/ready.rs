@@ -169,16 +169,14 @@ pub fn high_floor() -> libc::c_long {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lane::tests::direct;
-    use crate::lane::{Framing, Side};
+    use crate::lane::tests::{a_to_b, direct};
 
     /// What poll would report for end B as end A writes, fills its ring,
     /// B drains it, the words are scribbled over, and the lane goes down.
     #[test]
     fn readiness_follows_the_rings_and_the_state() {
         let (_fd, r) = direct([4096, 4096]);
-        let (mut wa, _ra) = r.end(Side::A, Framing::Stream);
-        let (_wb, mut rb) = r.end(Side::B, Framing::Stream);
+        let (mut wa, mut rb) = a_to_b(&r);
         let m = |side| look(&r, side).map(|l| l.mask);
         println!("fresh: A {:?} B {:?}", m(0), m(1));
         assert_eq!(m(1), Some(OUT));
@@ -218,8 +216,7 @@ mod tests {
     #[test]
     fn a_lie_about_an_ends_own_position_is_found_by_its_call() {
         let (_fd, r) = direct([4096, 4096]);
-        let (mut wa, _ra) = r.end(Side::A, Framing::Stream);
-        let (_wb, mut rb) = r.end(Side::B, Framing::Stream);
+        let (mut wa, mut rb) = a_to_b(&r);
         let m = |side| look(&r, side).map(|l| l.mask);
         r.word(dir_word(0, OFF_HEAD))
             .store(u32::MAX, Ordering::SeqCst);

@@ -18,6 +18,14 @@ pub(super) fn direct(caps: [u32; 2]) -> (OwnedFd, Region) {
     (fd, r)
 }
 
+/// End A's writer and end B's reader of a stream lane: A's bytes to B
+/// (ready.rs's tests use it too).
+pub(super) fn a_to_b(r: &Region) -> (Writer<'_>, Reader<'_>) {
+    let (w, _) = r.end(Side::A, Framing::Stream);
+    let (_, rd) = r.end(Side::B, Framing::Stream);
+    (w, rd)
+}
+
 /// The byte at stream position `p` in the pattern tests.
 fn pat(p: u64) -> u8 {
     (p ^ (p >> 8) ^ (p >> 16)).wrapping_mul(31) as u8
@@ -206,8 +214,7 @@ fn records_match_a_model() {
 #[test]
 fn end_of_stream_after_the_bytes_and_nothing_after_it() {
     let (_fd, r) = direct([64, 64]);
-    let (mut w, _) = r.end(Side::A, Framing::Stream);
-    let (_, mut rd) = r.end(Side::B, Framing::Stream);
+    let (mut w, mut rd) = a_to_b(&r);
     w.write(b"last").unwrap();
     w.shutdown();
     assert_eq!(w.write(b"x"), Err(LaneErr::Shut));
@@ -225,8 +232,7 @@ fn end_of_stream_after_the_bytes_and_nothing_after_it() {
 #[test]
 fn a_write_wakes_only_a_sleeping_reader() {
     let (_fd, r) = direct([4096, 4096]);
-    let (mut w, _) = r.end(Side::A, Framing::Stream);
-    let (_, mut rd) = r.end(Side::B, Framing::Stream);
+    let (mut w, mut rd) = a_to_b(&r);
     let ev = r.word(dir_word(0, region::OFF_DATA_EV));
     let ev0 = ev.load(Ordering::SeqCst);
     w.write(b"abc").unwrap();
@@ -293,8 +299,7 @@ fn threads_move_a_pattern_through_a_small_ring() {
     const TOTAL: u64 = 4 << 20;
     for efd in [false, true] {
         let (_fd, r) = direct([100, 100]);
-        let (mut w, _) = r.end(Side::A, Framing::Stream);
-        let (_, mut rd) = r.end(Side::B, Framing::Stream);
+        let (mut w, mut rd) = a_to_b(&r);
         let fds = efd.then(|| {
             let e = |_| unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
             let f: Vec<i32> = (0..2).map(e).collect();
