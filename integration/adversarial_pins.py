@@ -1,3 +1,4 @@
+# adversarial_pins.sh's programs; udsfs_files.py's helpers come first (with_helpers).
 import array, errno, os, socket, struct, sys, time
 
 from pid_reuse import fork_with_pid
@@ -141,13 +142,7 @@ elif mode == "churn":
                 os._exit(0)
             kids.append(pid)
         os.close(w); os.close(go_r)
-        text = b""
-        while text.count(b"\n") < width:
-            more = os.read(r, 4096)
-            if not more:
-                break
-            text += more
-        for res in text.decode().split():
+        for res in lines_from(r, width).split():
             got[res] = got.get(res, 0) + 1
         if rnd == 0:
             open(f"{signs}/full", "w").close()

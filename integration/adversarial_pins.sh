@@ -44,7 +44,7 @@ source "$(dirname "$0")/lib.sh"
 
 attack_users adversarial_pins 61081 61082
 mkdir -m 0755 "$TMP/py"
-cp "$LIB_DIR/adversarial_pins.py" "$TMP/py/pins.py"
+with_helpers "$TMP/py/pins.py" <"$LIB_DIR/adversarial_pins.py"
 cp "$LIB_DIR/pid_reuse.py" "$TMP/py/"
 chmod a+r "$TMP/py/pins.py" "$TMP/py/pid_reuse.py"
 mkdir -m 1777 "$TMP/k"

@@ -105,6 +105,18 @@ def drain(fd):
         out += d
 
 
+def lines_from(fd, n):
+    """The first `n` lines through the pipe `fd` (fewer when its writers all close
+    first), as text: the one line each of n children writes."""
+    text = b""
+    while text.count(b"\n") < n:
+        more = os.read(fd, 4096)
+        if not more:
+            break
+        text += more
+    return text.decode()
+
+
 def fill_bytes(fd, chunk):
     """Writes `chunk` to the non-blocking `fd` until EAGAIN or another error: the bytes
     written and that error's errno name (None at EAGAIN)."""

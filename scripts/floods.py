@@ -29,7 +29,7 @@ U = os.path.join(MNT, ".udsfs")
 os.environ.update(MNT=MNT, U=U)
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "integration")]
-from udsfs_files import opn, pair  # noqa: E402
+from udsfs_files import lines_from, opn, pair  # noqa: E402
 
 stop = False
 
@@ -90,13 +90,7 @@ def captures(count):
             os._exit(0)
         kids.append(pid)
     os.close(w)
-    lines = b""
-    while lines.count(b"\n") < procs:
-        chunk = os.read(r, 4096)
-        if not chunk:
-            break
-        lines += chunk
-    got = [line.split() for line in lines.decode().splitlines()]
+    got = [line.split() for line in lines_from(r, procs).splitlines()]
     held = sum(int(g[0]) for g in got)
     refused = sorted({g[1] for g in got if g[1] != "-"})
     # The opens' own load passes before the measurement starts.
