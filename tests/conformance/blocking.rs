@@ -257,6 +257,24 @@ pub fn seqpacket_read_signal(b: &mut dyn Backend) {
 
 // ------------------------------------------------------------ write on full
 
+/// A socketpair of `ty` whose first end's queue is full (`fill`) and a write
+/// of `data` started on it: blocked.
+fn blocked_write_on_full(b: &mut dyn Backend, ty: Ty, data: Vec<u8>) -> (Sock, Sock, Job) {
+    let (x, y) = b.pair(ty);
+    fill(b, x, 4096);
+    let j = b.start(Blocking::Send(x, data));
+    (x, y, j)
+}
+
+/// The reader `y` closes under the write `j` on `x`; then `x` writes again and
+/// reads twice.
+fn reader_closes_under_write(b: &mut dyn Backend, (x, y, j): (Sock, Sock, Job)) {
+    b.close(y);
+    b.join(j);
+    b.send(x, b"more");
+    b.recv_times(x, 100, 2);
+}
+
 /// A big write queues what the budget takes and blocks; a small read does not
 /// free enough to wake it (the writer wakes at 3/4 free); a signal ends it with
 /// the count of what it queued.
@@ -290,10 +308,7 @@ pub fn stream_write_partial_reader_closes(b: &mut dyn Backend) {
     ignore_sigpipe();
     let (x, y) = b.pair(Stream);
     let j = b.start(Blocking::Send(x, pattern(BIG)));
-    b.close(y);
-    b.join(j);
-    b.send(x, b"more");
-    b.recv_times(x, 100, 2);
+    reader_closes_under_write(b, (x, y, j));
 }
 
 /// The queue is full before the write starts and the reader closes with all
@@ -302,21 +317,14 @@ pub fn stream_write_partial_reader_closes(b: &mut dyn Backend) {
 /// the next write gets EPIPE and a read sees EOF, no second ECONNRESET.
 pub fn stream_write_full_reader_closes(b: &mut dyn Backend) {
     ignore_sigpipe();
-    let (x, y) = b.pair(Stream);
-    fill(b, x, 4096);
-    let j = b.start(Blocking::Send(x, pattern(4096)));
-    b.close(y);
-    b.join(j);
-    b.send(x, b"more");
-    b.recv_times(x, 100, 2);
+    let (x, y, j) = blocked_write_on_full(b, Stream, pattern(4096));
+    reader_closes_under_write(b, (x, y, j));
 }
 
 /// The reader shuts its reading side: the blocked writer gets EPIPE.
 pub fn stream_write_full_reader_shut_rd(b: &mut dyn Backend) {
     ignore_sigpipe();
-    let (x, y) = b.pair(Stream);
-    fill(b, x, 4096);
-    let j = b.start(Blocking::Send(x, pattern(4096)));
+    let (_, y, j) = blocked_write_on_full(b, Stream, pattern(4096));
     b.shutdown(y, How::Rd);
     b.join(j);
     drain_bytes(b, y);
@@ -365,9 +373,7 @@ pub fn dgram_write_full_signal(b: &mut dyn Backend) {
 /// Seqpacket is bounded by the sender's budget: one read does not wake the
 /// writer, draining all does.
 pub fn seqpacket_write_full_drain(b: &mut dyn Backend) {
-    let (x, y) = b.pair(Seqpacket);
-    fill(b, x, 4096);
-    let j = b.start(Blocking::Send(x, b"late".to_vec()));
+    let (_, y, j) = blocked_write_on_full(b, Seqpacket, b"late".to_vec());
     b.recv(y, 8192);
     b.still_blocked(j);
     let (mut got, _) = drain_raw(b, y, 8192);
@@ -380,18 +386,14 @@ pub fn seqpacket_write_full_drain(b: &mut dyn Backend) {
 
 pub fn seqpacket_write_full_peer_closes(b: &mut dyn Backend) {
     ignore_sigpipe();
-    let (x, y) = b.pair(Seqpacket);
-    fill(b, x, 4096);
-    let j = b.start(Blocking::Send(x, b"late".to_vec()));
+    let (x, y, j) = blocked_write_on_full(b, Seqpacket, b"late".to_vec());
     b.close(y);
     b.join(j);
     b.send(x, b"again");
 }
 
 pub fn seqpacket_write_full_signal(b: &mut dyn Backend) {
-    let (x, y) = b.pair(Seqpacket);
-    fill(b, x, 4096);
-    let j = b.start(Blocking::Send(x, b"never".to_vec()));
+    let (_, y, j) = blocked_write_on_full(b, Seqpacket, b"never".to_vec());
     b.signal(j);
     b.join(j);
     drain_msgs(b, y);
