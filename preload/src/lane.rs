@@ -1199,7 +1199,8 @@ fn recv_laned(
                 // Other threads read meanwhile: the turn goes during the
                 // sleep and is taken for each look.
                 drop(t);
-                let slept = sleep(sleeper, &s.rspin, left, rec, || {
+                let peer = Some((e.region, e.side));
+                let slept = sleep(sleeper, &s.rspin, peer, left, rec, || {
                     look_again(s, &s.rtaken, fd, key, ran, |e| {
                         // SAFETY: the turn is held (look_again).
                         unsafe { &mut *e.r.get() }.readable()
@@ -1266,22 +1267,43 @@ fn retake<'a>(
 fn sleep(
     sleeper: udsfs_proto::lane::Sleeper,
     spin: &Spin,
+    peer: Option<(&Region, usize)>,
     timeout: Option<Duration>,
     rec: &wait_record::Rec,
     mut ready: impl FnMut() -> Result<bool, LaneErr>,
 ) -> Result<(), LaneErr> {
-    let (given, mut made) = (spin.looks(), 0);
     let noted = wait_note::sleeping_on(sleeper.word());
-    let looks = || {
-        made += 1;
-        ready()
-    };
-    let slept = match rec.raised() {
-        Some(raised) => sleeper.wait_marked(looks, given, timeout, raised),
-        None => sleeper.wait(looks, given, timeout),
+    // The looks first (a handler that ran meanwhile: the sleep below
+    // sees it, as before), then the sleep.
+    let mut failed = None;
+    let found = lane_spin::look_for(spin, || {
+        let (ready, peers_wait) = match ready() {
+            Ok(r) => (
+                r,
+                peer.is_some_and(|(r, side)| udsfs_proto::lane::ready::peer_waits(r, side)),
+            ),
+            Err(e) => {
+                failed = Some(e);
+                (true, false)
+            }
+        };
+        lane_spin::Seen {
+            ready,
+            rings: 1,
+            peers_wait,
+        }
+    });
+    let slept = if let Some(e) = failed {
+        Err(e)
+    } else if found == lane_spin::Found::Ready {
+        Ok(())
+    } else {
+        match rec.raised() {
+            Some(raised) => sleeper.wait_marked(ready, 0, timeout, raised),
+            None => sleeper.wait(ready, 0, timeout),
+        }
     };
     wait_note::slept(noted);
-    spin.learn(given, made);
     slept
 }
 
@@ -1596,7 +1618,7 @@ fn send_laned(
         let sleeper = w.sleeper();
         // Other threads write meanwhile: the turn goes during the sleep.
         drop(t);
-        let slept = sleep(sleeper, &s.wspin, timeo, rec, || {
+        let slept = sleep(sleeper, &s.wspin, None, timeo, rec, || {
             look_again(s, &s.wtaken, fd, key, ran, |e| {
                 // SAFETY: the turn is held (look_again).
                 unsafe { &mut *e.w.get() }.writable(want)

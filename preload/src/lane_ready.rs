@@ -368,10 +368,18 @@ fn poll_laned<const K: usize>(
             let rings = ends.iter().flatten().count() as u32;
             let any = || {
                 let each = ends.iter().enumerate();
+                let mut peers_wait = true;
                 let found = each
                     .filter_map(|(i, e)| Some((i, e.as_ref()?)))
-                    .any(|(i, l)| ready(i, l, prog));
-                (found, rings)
+                    .any(|(i, l)| {
+                        peers_wait &= ready::peer_waits(l.region, l.side);
+                        ready(i, l, prog)
+                    });
+                lane_spin::Seen {
+                    ready: found,
+                    rings,
+                    peers_wait,
+                }
             };
             match lane_spin::look_for(&POLL_SPIN, any) {
                 Found::Ready => ready_now = 1,
@@ -1705,17 +1713,23 @@ fn pend_ctl(epfd: c_int, op: c_int, fd: c_int, ev: Option<epoll_event>) -> Optio
 /// Whether a registration of `set` may have something to report (a look
 /// at each ring, nothing reported yet: `report` decides), and at how many
 /// rings it looked.
-fn any_ready(set: &mut SetOf) -> (bool, u32) {
+fn any_ready(set: &mut SetOf) -> lane_spin::Seen {
     let (_h, list) = locked();
     let mut rings = 0;
+    let mut peers_wait = true;
     let found = list.iter().any(|r| {
         if !(set.has(r.epfd) && r.live && r.armed) {
             return false;
         }
         rings += 1;
+        peers_wait &= ready::peer_waits(r.end.region, r.end.side);
         ready::look(r.end.region, r.end.side).is_none_or(|lk| lk.mask & (r.events | ALWAYS) != 0)
     });
-    (found, rings)
+    lane_spin::Seen {
+        ready: found,
+        rings,
+        peers_wait: peers_wait && rings > 0,
+    }
 }
 
 fn report(r: &mut Reg, lk: ready::Look) -> Option<u32> {

@@ -8,9 +8,13 @@
 //! from it: a wait whose looks were in vain halves the next waits' looks,
 //! one that found its bytes while looking doubles them, up to the most its
 //! kind of wait allows; below `FEW`, one wait in `PROBE` looks the most
-//! times (the load may have gone).
+//! times (the load may have gone). And whatever their count, the looks
+//! last at most about what a sleep would cost (`RUN_TIME`), a little
+//! longer, yielding, while the peer is still to run (`WAKE_TIME`): a
+//! peer that takes longer is better waited for asleep, its CPU free.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 /// The most looks a blocking read or write makes before it sleeps (each
 /// takes the turn and looks at the ring: a few microseconds in all).
@@ -20,6 +24,33 @@ pub const CALL_LOOKS: u32 = 400;
 /// most 400 looks, 71% of its polls slept, 25,000 round trips/s; with
 /// 4,000, ten polls of 200,000, 519,000/s).
 pub const POLL_LOOKS: u32 = 4000;
+/// The longest a wait looks while a peer it waits for runs: about what the
+/// sleep and wake-up it would spare cost (a futex wake-up reaches a
+/// sleeper of another process in ~6 us here, median). Longer looks only
+/// take a CPU a runnable program wants: pgbench -S -c 2 -j 2 (four
+/// programs on two CPUs) on lanes went from 0.83x the kernel's rate with
+/// looks bounded by count alone (up to ~50 us at a poll) to ~1.0x.
+const RUN_TIME: Duration = Duration::from_micros(3);
+/// The longest a wait looks while every peer it waits for waits itself
+/// (ready.rs `peer_waits`: asleep, or woken by this end and not running
+/// yet), yielding the CPU at each look: long enough for a peer woken on
+/// the other CPU to run (its flags go down, and the looks go on as
+/// `RUN_TIME`'s), so a ping-pong that slept once comes back to looks;
+/// short enough that a peer waiting for this CPU gets it.
+const WAKE_TIME: Duration = Duration::from_micros(10);
+/// How many looks between two looks at the clock (while every peer waits:
+/// each look, which yields).
+const CLOCK_EVERY: u32 = 16;
+
+/// What one look found.
+pub struct Seen {
+    pub ready: bool,
+    /// At how many rings it looked.
+    pub rings: u32,
+    /// Every peer it looked for waits (ready.rs `peer_waits`).
+    pub peers_wait: bool,
+}
+
 /// Fewer looks than these find a peer's bytes too seldom to learn from.
 const FEW: u32 = 16;
 /// Below `FEW`, one wait in this many looks the most times.
@@ -76,22 +107,44 @@ impl Spin {
 /// many rings it looked, so a server's wait over 50 connections does not
 /// look 50 times as long as a client's over one); stops at a signal handler
 /// that ran meanwhile (the caller's wait is then interrupted: `Handled`), as
-/// Linux's poll would have been in its sleep.
-pub fn look_for(spin: &Spin, mut look: impl FnMut() -> (bool, u32)) -> Found {
+/// Linux's poll would have been in its sleep; and after `RUN_TIME` looking
+/// while a peer runs, or `WAKE_TIME` while every peer waits (the time
+/// counted from the last change between the two).
+pub fn look_for(spin: &Spin, look: impl FnMut() -> Seen) -> Found {
+    look_within(spin, look, [RUN_TIME, WAKE_TIME])
+}
+
+/// `look_for` with its two times (`most[0]` while a peer runs, `most[1]`
+/// while every peer waits).
+fn look_within(spin: &Spin, mut look: impl FnMut() -> Seen, most: [Duration; 2]) -> Found {
     let given = spin.looks();
     let ran = crate::wait_note::handlers_ran();
     let mut made = 0u32;
+    let (mut since, mut waiting, mut looks) = (Instant::now(), false, 0u32);
     while made < given {
-        let (ready, rings) = look();
-        made = made.saturating_add(rings.max(1));
-        if ready {
+        let seen = look();
+        made = made.saturating_add(seen.rings.max(1));
+        if seen.ready {
             spin.learn(given, made.min(given));
             return Found::Ready;
         }
         if crate::wait_note::handlers_ran() != ran {
             return Found::Handled;
         }
-        std::hint::spin_loop();
+        looks += 1;
+        if seen.peers_wait != waiting {
+            (since, waiting) = (Instant::now(), seen.peers_wait);
+        } else if (waiting || looks.is_multiple_of(CLOCK_EVERY))
+            && since.elapsed() > most[usize::from(waiting)]
+        {
+            break;
+        }
+        if waiting {
+            // SAFETY: no arguments.
+            unsafe { libc::sched_yield() };
+        } else {
+            std::hint::spin_loop();
+        }
     }
     spin.learn(given, given + 1);
     Found::Nothing
@@ -111,6 +164,8 @@ mod tests {
     use super::*;
 
     const MOST: u32 = CALL_LOOKS;
+    /// Looks bounded by their count alone.
+    const UNTIMED: [Duration; 2] = [Duration::MAX, Duration::MAX];
 
     /// A wait given the spin's looks that finds its bytes at look `found`
     /// (None: it sleeps): the looks it was given.
@@ -144,33 +199,90 @@ mod tests {
     fn a_look_that_finds_ends_the_looks_and_a_handler_interrupts_them() {
         let s = Spin::new(POLL_LOOKS);
         let mut n = 0;
-        let found = look_for(&s, || {
-            n += 1;
-            (n == 10, 1)
-        });
+        let found = look_within(
+            &s,
+            || {
+                n += 1;
+                Seen {
+                    ready: n == 10,
+                    rings: 1,
+                    peers_wait: false,
+                }
+            },
+            UNTIMED,
+        );
         assert_eq!((found, n), (Found::Ready, 10));
         let mut n = 0;
-        let found = look_for(&s, || {
-            n += 1;
-            (false, 1)
-        });
+        let found = look_within(
+            &s,
+            || {
+                n += 1;
+                Seen {
+                    ready: false,
+                    rings: 1,
+                    peers_wait: false,
+                }
+            },
+            UNTIMED,
+        );
         assert_eq!((found, n), (Found::Nothing, POLL_LOOKS));
         // Fifty rings a look: a fiftieth of the looks (the looks halved
         // by the look in vain before).
         let mut n = 0;
-        let found = look_for(&s, || {
-            n += 1;
-            (false, 50)
-        });
+        let found = look_within(
+            &s,
+            || {
+                n += 1;
+                Seen {
+                    ready: false,
+                    rings: 50,
+                    peers_wait: false,
+                }
+            },
+            UNTIMED,
+        );
         assert_eq!((found, n), (Found::Nothing, POLL_LOOKS / 2 / 50));
         let mut n = 0;
-        let found = look_for(&s, || {
-            n += 1;
-            if n == 5 {
-                crate::wait_note::handler_ran();
-            }
-            (false, 1)
-        });
+        let found = look_within(
+            &s,
+            || {
+                n += 1;
+                if n == 5 {
+                    crate::wait_note::handler_ran();
+                }
+                Seen {
+                    ready: false,
+                    rings: 1,
+                    peers_wait: false,
+                }
+            },
+            UNTIMED,
+        );
         assert_eq!((found, n), (Found::Handled, 5));
+    }
+
+    /// Looks that would go on for seconds by their count end by the clock,
+    /// a peer running or waiting; one waiting yields at each look.
+    #[test]
+    fn looks_end_by_the_clock_whatever_their_count() {
+        for peers_wait in [false, true] {
+            let s = Spin::new(u32::MAX / 2);
+            let mut n = 0u32;
+            let began = Instant::now();
+            let found = look_for(&s, || {
+                n += 1;
+                Seen {
+                    ready: false,
+                    rings: 1,
+                    peers_wait,
+                }
+            });
+            println!(
+                "peers waiting {peers_wait}: {n} looks in {:?}",
+                began.elapsed()
+            );
+            assert_eq!(found, Found::Nothing);
+            assert!(n < u32::MAX / 4, "{n} looks: not ended by the clock");
+        }
     }
 }

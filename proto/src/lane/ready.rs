@@ -19,8 +19,8 @@
 use std::sync::atomic::{Ordering, fence};
 
 use super::region::{
-    OFF_FIN, OFF_HEAD, OFF_LEDGER, OFF_READER_WAITING, OFF_TAIL, OFF_WRITER_WAITING, OFF_WRITES,
-    Region, dir_word,
+    OFF_FIN, OFF_HEAD, OFF_LEDGER, OFF_READER_SLEEPING, OFF_READER_WAITING, OFF_TAIL,
+    OFF_WRITER_WAITING, OFF_WRITES, Region, dir_word,
 };
 use super::ring::{Ledger, credit, most_unread};
 use super::state::State;
@@ -100,6 +100,16 @@ fn writable(r: &Region, side: usize, (tail, head): (u32, u32), cap: u32) -> bool
         }
         _ => u64::from(queued) * 4 <= u64::from(cap),
     }
+}
+
+/// Whether end `side`'s peer has a reader waiting for this end's bytes
+/// (its flags on the outgoing ring up): asleep in a read, a poll or an
+/// epoll_wait, or woken and not running yet, so not writing this end's
+/// bytes now (unless another of its threads is). Advice for how long to
+/// look before a sleep: the words are the peer's.
+pub fn peer_waits(r: &Region, side: usize) -> bool {
+    let up = |off| r.word(dir_word(side, off)).load(Ordering::Relaxed) != 0;
+    up(OFF_READER_WAITING) || up(OFF_READER_SLEEPING)
 }
 
 /// Raises (or lowers) end `side`'s waiting flags for what a poller waits
@@ -205,6 +215,22 @@ mod tests {
         assert_eq!(m(1), Some(IN | OUT), "not a ring: read and write find it");
         r.set_state(State::Through);
         assert_eq!(look(&r, 1), None, "down: the daemon answers");
+    }
+
+    /// An end's peer waits while its reader's flags on the end's outgoing
+    /// ring are up: a poller's (`set_waiting`) or a sleeping reader's.
+    #[test]
+    fn a_peer_waits_while_its_reader_flags_are_up() {
+        let (_fd, r) = direct([4096, 4096]);
+        assert!(!peer_waits(&r, 0) && !peer_waits(&r, 1));
+        set_waiting(&r, 1, true, false, true);
+        assert!(peer_waits(&r, 0), "B polls for A's bytes");
+        assert!(!peer_waits(&r, 1), "A waits for nothing");
+        set_waiting(&r, 1, true, false, false);
+        assert!(!peer_waits(&r, 0));
+        r.word(dir_word(1, OFF_READER_SLEEPING))
+            .store(1, Ordering::SeqCst);
+        assert!(peer_waits(&r, 1), "A's reader asleep for B's bytes");
     }
 
     /// A peer that writes an end's own published position (its reader's
