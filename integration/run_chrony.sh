@@ -11,7 +11,9 @@
 # as uid 61001 (it cannot bind its reply socket in root's 0700 directory: refused); a
 # clean stop on SIGTERM. Three runs: on kernel sockets, then chronyd and every chronyc
 # through `udsfs run --mount $MNT --route DIR`, then the same under `--front seccomp`:
-# the same answers, the daemon's socket a udsfs socket and no chronyc socket left behind.
+# the same answers, the daemon's socket a udsfs socket and no chronyc socket left behind;
+# then a chronyc killed (SIGKILL) while chronyd is stopped: its name stays, a socket no
+# one holds (sendto: ECONNREFUSED), and chronyd, let go on, answers the next chronyc.
 UDSFS_MOUNT_ARGS=(--allow-other) # the chronyc of uid 61001 must reach the mount
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
@@ -32,6 +34,17 @@ for what, call in (("bind", lambda s: s.bind(sys.argv[1] + "/probe.sock")),
         print(what, "done")
     except OSError as e:
         print(what, e.strerror)
+'
+
+# SEND_LEFT DIR: a datagram to each chronyc.*.sock in DIR: its errno.
+SEND_LEFT='
+import glob, socket, sys
+for name in glob.glob(sys.argv[1] + "/chronyc.*.sock"):
+    try:
+        socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"x", name)
+        print("sent")
+    except OSError as e:
+        print(e.strerror)
 '
 
 # one_run NAME MODE [RUN OPTIONS...]: chronyd with its socket in $TMP/run on MODE's
@@ -107,14 +120,26 @@ EOF2
         # command packets received: on a loaded machine a chronyc that retries counts twice)
         v "${c[@]}" -c serverstats | cut -d, -f1,2,4
         echo "left in the socket directory: $(cd "$dir" && echo *)"
-    } 2>&1 | sed -e "s#$d#D#g" >"$out" || true
+        # a chronyc killed while chronyd is stopped leaves its bound name behind; chronyd,
+        # let go on, sends its reply to that name (no one there) and goes on answering
+        local chronyd_pid
+        chronyd_pid=$(ps -e -o pid=,sid=,comm= | awk -v s="$CHRONYD" '$2 == s && $3 == "chronyd" { print $1 }')
+        kill -STOP "$chronyd_pid"
+        ask "chronyc killed waiting for a stopped chronyd" timeout -s KILL 1 "${c[@]}" tracking
+        echo "left: $(cd "$dir" && echo *)"
+        echo "the name left is a socket: $(for f in "$dir"/chronyc.*; do [ -S "$f" ] && echo yes || echo no; done)"
+        ask "sendto the name left" /usr/bin/python3 -c "$SEND_LEFT" "$dir"
+        kill -CONT "$chronyd_pid"
+        tracking
+    } 2>&1 | sed -e "s#$d#D#g; s#chronyc\.[0-9]*\.sock#chronyc.PID.sock#g" \
+        -e '/ Killed  /d' >"$out" || true # bash's word on a killed child (udsfs run exits 137)
     kill -TERM "$CHRONYD" 2>/dev/null || true
     ended_within "$CHRONYD" 10000 || fail "$name: chronyd did not exit on SIGTERM"
     reap "$CHRONYD"
     {
         echo "chronyd exit status: $REAPED_STATUS"
         echo "left after the stop: $(cd "$dir" && echo *)"
-    } >>"$out"
+    } | sed "s#chronyc\.[0-9]*\.sock#chronyc.PID.sock#g" >>"$out"
     show_answers "$name" "$out" "$d"/*.out
 }
 
@@ -128,6 +153,8 @@ kernel_said 'makestep: exit 1' "the kernel run's makestep did not fail under -x"
 kernel_said '6 chronyc at once: exits 0 0 0 0 0 0; answers: 6 7F7F0101,9,Normal' "the kernel run's 6 chronyc did not all get tracking"
 kernel_said 'tracking as uid 61001: exit 1' "the kernel run's chronyc as uid 61001 was not refused"
 kernel_said 'bind Permission denied' "the kernel run's uid 61001 could bind in root's 0700 directory"
+kernel_said 'left: chronyc.PID.sock chronyd.sock' "the kernel run's killed chronyc left no name behind"
+kernel_said 'Connection refused' "the kernel run's sendto the name a killed chronyc left was not refused"
 kernel_said 'chronyd exit status: 0' "the kernel run's chronyd did not exit 0 on SIGTERM"
 for run in udsfs seccomp; do
     t0=$(now_ms)
