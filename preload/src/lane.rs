@@ -1538,6 +1538,9 @@ fn send_laned(
     let mut done = 0;
     // Found the ring full: as Linux's sender asleep in sock_alloc_send_pskb.
     let mut waited = false;
+    // Its sleep for room timed out: the write that follows is its last look
+    // (`ParkTable::expire` in the daemon does the same).
+    let mut timed_out = false;
     let mut kept = None;
     let mut turn = Some((t, e));
     loop {
@@ -1570,10 +1573,13 @@ fn send_laned(
         match put {
             Ok(k) => {
                 done += k;
+                // The next piece waits SO_SNDTIMEO afresh, as Linux's next skb.
+                timed_out = false;
                 if done == n || *nonblock.get_or_insert_with(|| nonblocking(fd, flags)) {
                     return Some(done as ssize_t);
                 }
             }
+            Err(LaneErr::WouldBlock) if timed_out => return stop(done, libc::EAGAIN),
             Err(LaneErr::WouldBlock) if *nonblock.get_or_insert_with(|| nonblocking(fd, flags)) => {
                 return stop(done, libc::EAGAIN)
             }
@@ -1604,7 +1610,10 @@ fn send_laned(
         });
         match slept {
             Ok(()) => {}
-            Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
+            // Linux's sender whose timeout ran out looks once more and takes
+            // the room there, though too little to have woken it
+            // (sock_alloc_send_pskb): one more write.
+            Err(LaneErr::TimedOut) => timed_out = true,
             Err(LaneErr::Interrupted) => {
                 wait_note::interrupted(fd, timeo.is_none());
                 return stop(done, libc::EINTR);
