@@ -113,6 +113,44 @@ def rcvtimeo():
     guard(d, "SO_RCVTIMEO MSG_WAITALL")
 
 
+def sndtimeo():
+    """SO_SNDTIMEO bounds a wait for room from its first sleep, as Linux's one
+    timeout per skb: a write asleep in a full ring whose lane goes down under it
+    (at 1.2 s the reader passes a file, which takes the lane down) waits in the
+    daemon only what is left, and a 2 s timeout ends at 2 s (it ended at 3.2 s:
+    the daemon's wait began anew)."""
+    a, b = socket.socketpair()
+    # Set after a claim, a timeout takes the lane down (docs/LANE.md).
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 2, 0))
+
+    def reader(b):
+        b.send(b"1")
+        b.recv(10)
+        time.sleep(1.2)
+        r, w = os.pipe()
+        socket.send_fds(b, [b"f"], [w])
+        time.sleep(2)
+
+    pid = peer(a, b, reader)
+    a.recv(10)
+    a.send(b"2")
+    filled = 0
+    while True:
+        try:
+            filled += a.send(b"x" * 4096, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            break
+    guard(a, "sndtimeo: a full ring")
+    t = time.monotonic()
+    try:
+        a.send(b"y" * 100)
+        say("sndtimeo: the write went")
+    except BlockingIOError as e:
+        dt = time.monotonic() - t
+        say("sndtimeo: filled", filled, "then errno", e.errno, "after at least 1.5 s:", dt >= 1.5, "within 2.7 s:", dt < 2.7)
+    os.waitpid(pid, 0)
+
+
 def signals():
     for restart in (True, False):
         a, b = socket.socketpair()
@@ -411,6 +449,6 @@ def fionread(d=None):
 
 if __name__ == "__main__":
     run_case(
-        pingpong, big, eagain, rcvtimeo, signals, fork_end, pass_end, blocked_fds, epoll, observed, many,
+        pingpong, big, eagain, rcvtimeo, sndtimeo, signals, fork_end, pass_end, blocked_fds, epoll, observed, many,
         scribble, fionread, sockopts,
     )

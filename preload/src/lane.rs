@@ -1541,6 +1541,11 @@ fn send_laned(
     // Its sleep for room timed out: the write that follows is its last look
     // (`ParkTable::expire` in the daemon does the same).
     let mut timed_out = false;
+    // When its wait for room gives up under SO_SNDTIMEO: one timeout from its
+    // first sleep since it last wrote, as Linux's sender has one per skb
+    // however often it wakes; the daemon gets what is left of it when the
+    // lane goes down under the wait (`resumed`).
+    let mut wait_ends: Option<Instant> = None;
     let mut kept = None;
     let mut turn = Some((t, e));
     loop {
@@ -1551,7 +1556,9 @@ fn send_laned(
                 // The lane went down while the call slept (another
                 // thread saw it first): the daemon takes the rest, as
                 // when the sleep itself saw it (NotDirect below).
-                None if closed_under(fd, s).is_none() => return resumed(fd, s, src, done, flags),
+                None if closed_under(fd, s).is_none() => {
+                    return resumed(fd, s, src, done, flags, left(wait_ends));
+                }
                 // As in recv: on the file the call keeps.
                 None => match kept_write(&kept, flags, &src[done..]) {
                     Some(r) if r >= 0 => return Some((done + r as usize) as ssize_t),
@@ -1575,6 +1582,7 @@ fn send_laned(
                 done += k;
                 // The next piece waits SO_SNDTIMEO afresh, as Linux's next skb.
                 timed_out = false;
+                wait_ends = None;
                 if done == n || *nonblock.get_or_insert_with(|| nonblocking(fd, flags)) {
                     return Some(done as ssize_t);
                 }
@@ -1586,7 +1594,7 @@ fn send_laned(
             Err(LaneErr::WouldBlock) => waited = true,
             // The daemon takes what is left (its queue follows the ring).
             Err(LaneErr::NotDirect(_)) if done > 0 || waited => {
-                return resumed(fd, s, src, done, flags)
+                return resumed(fd, s, src, done, flags, left(wait_ends))
             }
             Err(LaneErr::NotDirect(_)) => return closed_under(fd, s),
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
@@ -1602,7 +1610,9 @@ fn send_laned(
         let sleeper = w.sleeper();
         // Other threads write meanwhile: the turn goes during the sleep.
         drop(t);
-        let slept = sleep(sleeper, &s.wspin, timeo, rec, || {
+        let limit =
+            timeo.and_then(|t| left(Some(*wait_ends.get_or_insert_with(|| Instant::now() + t))));
+        let slept = sleep(sleeper, &s.wspin, limit, rec, || {
             look_again(s, &s.wtaken, fd, key, ran, |e| {
                 // SAFETY: the turn is held (look_again).
                 unsafe { &mut *e.w.get() }.writable(want)
@@ -1619,11 +1629,16 @@ fn send_laned(
                 return stop(done, libc::EINTR);
             }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
-            Err(LaneErr::NotDirect(_)) => return resumed(fd, s, src, done, flags),
+            Err(LaneErr::NotDirect(_)) => return resumed(fd, s, src, done, flags, left(wait_ends)),
             Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }
     }
+}
+
+/// The time left until `deadline` (None: none; zero once past).
+pub(crate) fn left(deadline: Option<Instant>) -> Option<Duration> {
+    deadline.map(|d| d.saturating_duration_since(Instant::now()))
 }
 
 /// A call the lane began and the daemon is to end, before it moved a byte:
@@ -1641,10 +1656,18 @@ fn closed_under(fd: c_int, s: &Slot) -> Option<ssize_t> {
 /// where sock_alloc_send_pskb reports a pending error before the shutdown
 /// (a reader that closed with bytes unread: ECONNRESET, which the call
 /// takes, then EPIPE), and raises no SIGPIPE once bytes went: the rest goes
-/// as MSG ioctls that say so (`msg::send_resumed`). The count, or the
-/// error when nothing went. A record end's call: the daemon's (None), as a
-/// record goes whole or not at all.
-fn resumed(fd: c_int, s: &Slot, src: &[u8], done: usize, flags: c_int) -> Option<ssize_t> {
+/// as MSG ioctls that say so (`msg::send_resumed`), the first waiting at
+/// most `timeo_left`, what its sleep in the ring left of SO_SNDTIMEO. The count,
+/// or the error when nothing went. A record end's call: the daemon's
+/// (None), as a record goes whole or not at all.
+fn resumed(
+    fd: c_int,
+    s: &Slot,
+    src: &[u8],
+    done: usize,
+    flags: c_int,
+    timeo_left: Option<Duration>,
+) -> Option<ssize_t> {
     if let Some(r) = closed_under(fd, s) {
         return Some(if done > 0 { done as ssize_t } else { r });
     }
@@ -1661,7 +1684,7 @@ fn resumed(fd: c_int, s: &Slot, src: &[u8], done: usize, flags: c_int) -> Option
     } else {
         flags
     };
-    let sent = crate::msg::send_resumed(fd, Iovs::new(&iov, 1), flags);
+    let sent = crate::msg::send_resumed(fd, Iovs::new(&iov, 1), flags, timeo_left);
     Some(match sent {
         Ok(n) => (done + n) as ssize_t,
         Err(_) if done > 0 => done as ssize_t,
