@@ -8,12 +8,14 @@ comparison; lanes.sh checks them itself."""
 
 import ctypes
 import errno
+import fcntl
 import hashlib
 import os
 import signal
 import socket
 import struct
 import sys
+import termios
 import threading
 import time
 
@@ -149,6 +151,42 @@ def sndtimeo():
         dt = time.monotonic() - t
         say("sndtimeo: filled", filled, "then errno", e.errno, "after at least 1.5 s:", dt >= 1.5, "within 2.7 s:", dt < 2.7)
     os.waitpid(pid, 0)
+
+
+def rcvtimeo_down():
+    """SO_RCVTIMEO is one timeout for the whole receive (unix_stream_read_generic):
+    a recv asleep in the ring whose lane goes down under it (at 1.2 s the writer asks
+    FIONREAD, which takes the lane down) waits in the daemon only what is left, and a
+    2 s timeout ends at 2 s, a MSG_WAITALL one too, with the 10 bytes that came at
+    0.3 s (they ended at 2.9 s and 3.2 s: the daemon's wait began anew)."""
+    for flags in (0, socket.MSG_WAITALL):
+        a, b = socket.socketpair()
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 2, 0))
+
+        def writer(b):
+            b.send(b"1")
+            b.recv(10)
+            if flags:
+                time.sleep(0.3)
+                b.send(b"p" * 10)
+            time.sleep(0.9 if flags else 1.2)
+            fcntl.ioctl(b.fileno(), termios.FIONREAD, b"\0" * 4)
+            time.sleep(5)
+
+        pid = peer(a, b, writer)
+        a.recv(10)
+        a.send(b"2")
+        guard(a, f"rcvtimeo_down {flags}: before the recv")
+        t = time.monotonic()
+        try:
+            got = len(a.recv(100, flags))
+        except BlockingIOError as e:
+            got = errno.errorcode[e.errno]
+        dt = time.monotonic() - t
+        say("rcvtimeo_down flags", flags, "recv:", got, "after at least 1.5 s:", dt >= 1.5, "within 2.7 s:", dt < 2.7)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        a.close()
 
 
 def signals():
@@ -449,6 +487,6 @@ def fionread(d=None):
 
 if __name__ == "__main__":
     run_case(
-        pingpong, big, eagain, rcvtimeo, sndtimeo, signals, fork_end, pass_end, blocked_fds, epoll, observed, many,
+        pingpong, big, eagain, rcvtimeo, rcvtimeo_down, sndtimeo, signals, fork_end, pass_end, blocked_fds, epoll, observed, many,
         scribble, fionread, sockopts,
     )

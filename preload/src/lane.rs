@@ -27,7 +27,7 @@ use std::sync::atomic::{
 use std::time::{Duration, Instant};
 
 use libc::{c_int, c_void, size_t, ssize_t};
-use udsfs_proto::ioctl::{LaneEvents, LaneGrant, Op, Timeo, LANE_RECORD};
+use udsfs_proto::ioctl::{LaneEvents, LaneGrant, Op, Timeo, LANE_RECORD, MSG_ROOM, TIMEO_NONE};
 use udsfs_proto::lane::region::busy_word;
 use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, State, Writer};
 
@@ -1205,12 +1205,16 @@ fn recv_laned(
                         unsafe { &mut *e.r.get() }.readable()
                     })
                 });
+                left = left.map(|l| l.saturating_sub(began.elapsed()));
                 match slept {
-                    Ok(()) => left = left.map(|l| l.saturating_sub(began.elapsed())),
+                    Ok(()) => {}
                     Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
                     Err(LaneErr::Interrupted) => {
                         wait_note::interrupted(fd, timeo.is_none());
                         return stop(done, libc::EINTR);
+                    }
+                    Err(LaneErr::NotDirect(_)) if left.is_some() && !record => {
+                        return Some(recv_rest(fd, s, dst, done, (all, peek), left));
                     }
                     Err(LaneErr::NotDirect(_)) if done > 0 => {
                         return Some(read_rest(fd, s, dst, done));
@@ -1224,6 +1228,10 @@ fn recv_laned(
                 }
             }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
+            // After a sleep: the daemon waits only what is left.
+            Err(LaneErr::NotDirect(_)) if left != timeo && !record => {
+                return Some(recv_rest(fd, s, dst, done, (all, peek), left))
+            }
             Err(LaneErr::NotDirect(_)) if done > 0 => return Some(read_rest(fd, s, dst, done)),
             Err(LaneErr::NotDirect(_)) => {
                 return closed_under(fd, s).map(|r| kept_read(&kept, flags, dst).unwrap_or(r))
@@ -1488,6 +1496,59 @@ fn kept_write(kept: &Option<Kept>, flags: c_int, src: &[u8]) -> Option<ssize_t> 
             _ => crate::send(fd, p, n, flags),
         }
     })
+}
+
+/// The rest of a blocking stream receive under SO_RCVTIMEO that slept in
+/// the ring and the lane went down under (`done` bytes in `dst` already;
+/// `(all, peek)`: MSG_WAITALL, MSG_PEEK): MSG ioctls that wait in the daemon
+/// only what its sleeps left of the timeout (`timeo_left`, MSGF_CONT), as
+/// unix_stream_read_generic has one timeo for the call, until `dst` is full
+/// with MSG_WAITALL, else one. The count, or the error when nothing came.
+fn recv_rest(
+    fd: c_int,
+    s: &Slot,
+    dst: &mut [u8],
+    mut done: usize,
+    (all, peek): (bool, bool),
+    timeo_left: Option<Duration>,
+) -> ssize_t {
+    let mut cont = timeo_left.map_or(TIMEO_NONE, |l| {
+        l.as_nanos().min(u128::from(TIMEO_NONE - 1)) as u64
+    });
+    let mut buf = ioctl::MsgBuf::new();
+    // (Not from a number the program closed under the call: `closed_under`.)
+    while done < dst.len() && closed_under(fd, s).is_none() {
+        let ask = ioctl::Ask {
+            want: (dst.len() - done).min(MSG_ROOM),
+            peek,
+            waitall: all,
+            wait: Some(ioctl::Wait {
+                waitall: all,
+                cont: Some(cont),
+                ..ioctl::Wait::default()
+            }),
+            ..ioctl::Ask::default()
+        };
+        match ioctl::recv(fd, &mut buf, &ask) {
+            Ok(g) if g.len > 0 => {
+                dst[done..done + g.len].copy_from_slice(buf.payload(g.len));
+                done += g.len;
+                cont = g.timeo_left;
+                if !all {
+                    break;
+                }
+            }
+            Ok(_) => break,
+            Err(e) if done == 0 => {
+                if e == libc::EINTR {
+                    wait_note::interrupted(fd, timeo_left.is_none());
+                }
+                return len_ret(Err(e));
+            }
+            Err(_) => break,
+        }
+    }
+    done as ssize_t
 }
 
 /// A MSG_WAITALL read the lane began and the daemon is to end (the lane
