@@ -8,12 +8,14 @@ comparison; lanes.sh checks them itself."""
 
 import ctypes
 import errno
+import fcntl
 import hashlib
 import os
 import signal
 import socket
 import struct
 import sys
+import termios
 import threading
 import time
 
@@ -111,6 +113,80 @@ def rcvtimeo():
     say("MSG_WAITALL fed in pieces, cut by SO_RCVTIMEO:", 0 < n < 50000, "within 1.5 s:", time.monotonic() - t < 1.5)
     feeder.join()
     guard(d, "SO_RCVTIMEO MSG_WAITALL")
+
+
+def sndtimeo():
+    """SO_SNDTIMEO bounds a wait for room from its first sleep, as Linux's one
+    timeout per skb: a write asleep in a full ring whose lane goes down under it
+    (at 1.2 s the reader passes a file, which takes the lane down) waits in the
+    daemon only what is left, and a 2 s timeout ends at 2 s (it ended at 3.2 s:
+    the daemon's wait began anew)."""
+    a, b = socket.socketpair()
+    # Set after a claim, a timeout takes the lane down (docs/LANE.md).
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 2, 0))
+
+    def reader(b):
+        b.send(b"1")
+        b.recv(10)
+        time.sleep(1.2)
+        r, w = os.pipe()
+        socket.send_fds(b, [b"f"], [w])
+        time.sleep(2)
+
+    pid = peer(a, b, reader)
+    a.recv(10)
+    a.send(b"2")
+    filled = 0
+    while True:
+        try:
+            filled += a.send(b"x" * 4096, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            break
+    guard(a, "sndtimeo: a full ring")
+    t = time.monotonic()
+    try:
+        a.send(b"y" * 100)
+        say("sndtimeo: the write went")
+    except BlockingIOError as e:
+        dt = time.monotonic() - t
+        say("sndtimeo: filled", filled, "then errno", e.errno, "after at least 1.5 s:", dt >= 1.5, "within 2.7 s:", dt < 2.7)
+    os.waitpid(pid, 0)
+
+
+def rcvtimeo_down():
+    """SO_RCVTIMEO is one timeout for the whole receive (unix_stream_read_generic):
+    a recv asleep in the ring whose lane goes down under it (at 1.2 s the writer asks
+    FIONREAD, which takes the lane down) waits in the daemon only what is left, and a
+    2 s timeout ends at 2 s, a MSG_WAITALL one too, with the 10 bytes that came at
+    0.3 s (they ended at 2.9 s and 3.2 s: the daemon's wait began anew)."""
+    for flags in (0, socket.MSG_WAITALL):
+        a, b = socket.socketpair()
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 2, 0))
+
+        def writer(b):
+            b.send(b"1")
+            b.recv(10)
+            if flags:
+                time.sleep(0.3)
+                b.send(b"p" * 10)
+            time.sleep(0.9 if flags else 1.2)
+            fcntl.ioctl(b.fileno(), termios.FIONREAD, b"\0" * 4)
+            time.sleep(5)
+
+        pid = peer(a, b, writer)
+        a.recv(10)
+        a.send(b"2")
+        guard(a, f"rcvtimeo_down {flags}: before the recv")
+        t = time.monotonic()
+        try:
+            got = len(a.recv(100, flags))
+        except BlockingIOError as e:
+            got = errno.errorcode[e.errno]
+        dt = time.monotonic() - t
+        say("rcvtimeo_down flags", flags, "recv:", got, "after at least 1.5 s:", dt >= 1.5, "within 2.7 s:", dt < 2.7)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        a.close()
 
 
 def signals():
@@ -411,6 +487,6 @@ def fionread(d=None):
 
 if __name__ == "__main__":
     run_case(
-        pingpong, big, eagain, rcvtimeo, signals, fork_end, pass_end, blocked_fds, epoll, observed, many,
+        pingpong, big, eagain, rcvtimeo, rcvtimeo_down, sndtimeo, signals, fork_end, pass_end, blocked_fds, epoll, observed, many,
         scribble, fionread, sockopts,
     )

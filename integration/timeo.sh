@@ -29,3 +29,20 @@ read: EAGAIN
 waited: True
 bad: EINVAL
 cleared 0"
+
+# A write asleep for room whose SO_SNDTIMEO runs out looks once more and takes the room
+# a reader made, too little to have woken it (Linux's sock_alloc_send_pskb):
+# sndtimeo_held.py on kernel sockets and through both fronts, with 130 calls asleep
+# first, so that under the supervisor the writes wait as held calls
+# (src/supervisor/wait.rs; they answered EAGAIN there before their last look).
+HELD=$ROOT/integration/sndtimeo_held.py
+timeout 60 python3 "$HELD" >"$TMP/held.kernel" 2>&1 || fail "sndtimeo_held.py fails on kernel sockets: $(tail -3 "$TMP/held.kernel")"
+grep -qx 'seqpacket filled [0-9]* send: 4096 after at least 1.5 s: True' "$TMP/held.kernel" ||
+    fail "the kernel's timed-out record did not go: $(cat "$TMP/held.kernel")"
+for front in preload seccomp; do
+    UDSFS_PRELOAD=$PRELOAD_LIB timeout 60 "$UDSFS_BIN" run --front "$front" --mount "$MNT" -- \
+        python3 "$HELD" >"$TMP/held.$front" 2>&1 || fail "sndtimeo_held.py fails through the $front front: $(tail -3 "$TMP/held.$front")"
+    diff "$TMP/held.kernel" "$TMP/held.$front" >&2 ||
+        fail "a timed-out write through the $front front answered differently from the kernel (< kernel, > $front)"
+    ok "$front front: a timed-out write takes the room there, as the kernel's: $(tr '\n' '|' <"$TMP/held.$front")"
+done

@@ -963,3 +963,43 @@ fn deadlines_end_parked_requests() {
         inner.release(fh);
     }
 }
+
+/// A write whose SO_SNDTIMEO runs out gets a last look, as Linux's sender
+/// (sock_alloc_send_pskb): room a read made, too little to wake it (a
+/// quarter of the budget), takes more of it, and a write that got further
+/// waits its timeout afresh, as Linux waits per skb; a last look that gets
+/// nowhere answers the count.
+#[test]
+fn a_timed_out_write_looks_once_more() {
+    use std::time::{Duration, Instant};
+    let (eng, inner, pair, ids) = pair_without_mount(SockType::Stream);
+    let a_ctl = open(&inner, sock_node(&eng, ids[0], SockFile::Ctl));
+    let a = open(&inner, sock_node(&eng, ids[0], SockFile::Data));
+    let b = open(&inner, sock_node(&eng, ids[1], SockFile::Data));
+    ctl(&inner, a_ctl, "sndtimeo 60000\n");
+    let later = Instant::now() + Duration::from_secs(61);
+    let big = vec![7u8; 4 << 20];
+    let writer = Slot::default();
+    inner.write(a, &big, 0, caller(FAKE_TID + 3), writer.sink());
+    let first = inner.parks.next_deadline().expect("the writer's deadline");
+    // 64 KiB read: room for skbs, not a quarter of the budget free.
+    let reader = Slot::default();
+    inner.read(b, 0, 1 << 16, 0, caller(FAKE_TID + 4), reader.sink());
+    assert!(matches!(reader.take(), Some(Answer::Data(d)) if d.len() == 1 << 16));
+    assert!(writer.take().is_none(), "not woken by that room");
+
+    assert_eq!(inner.parks.expire(later), 1);
+    assert!(writer.take().is_none(), "it got further: it waits again");
+    let again = inner.parks.next_deadline().expect("a fresh deadline");
+    assert!(again > first && again < later, "60 s from its last look");
+
+    assert_eq!(inner.parks.expire(later), 1);
+    match writer.take() {
+        Some(Answer::Written(n)) => assert!(n > 0 && n < big.len(), "partial: {n}"),
+        x => panic!("the writer: {x:?}"),
+    }
+    assert_eq!(inner.parks.len(), 0, "nothing left parked");
+    for fh in [a, b, a_ctl, pair] {
+        inner.release(fh);
+    }
+}

@@ -27,7 +27,7 @@ use std::sync::atomic::{
 use std::time::{Duration, Instant};
 
 use libc::{c_int, c_void, size_t, ssize_t};
-use udsfs_proto::ioctl::{LaneEvents, LaneGrant, Op, Timeo, LANE_RECORD};
+use udsfs_proto::ioctl::{LaneEvents, LaneGrant, Op, Timeo, LANE_RECORD, MSG_ROOM, TIMEO_NONE};
 use udsfs_proto::lane::region::busy_word;
 use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, State, Writer};
 
@@ -1206,12 +1206,16 @@ fn recv_laned(
                         unsafe { &mut *e.r.get() }.readable()
                     })
                 });
+                left = left.map(|l| l.saturating_sub(began.elapsed()));
                 match slept {
-                    Ok(()) => left = left.map(|l| l.saturating_sub(began.elapsed())),
+                    Ok(()) => {}
                     Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
                     Err(LaneErr::Interrupted) => {
                         wait_note::interrupted(fd, timeo.is_none());
                         return stop(done, libc::EINTR);
+                    }
+                    Err(LaneErr::NotDirect(_)) if left.is_some() && !record => {
+                        return Some(recv_rest(fd, s, dst, done, (all, peek), left));
                     }
                     Err(LaneErr::NotDirect(_)) if done > 0 => {
                         return Some(read_rest(fd, s, dst, done));
@@ -1225,6 +1229,10 @@ fn recv_laned(
                 }
             }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
+            // After a sleep: the daemon waits only what is left.
+            Err(LaneErr::NotDirect(_)) if left != timeo && !record => {
+                return Some(recv_rest(fd, s, dst, done, (all, peek), left))
+            }
             Err(LaneErr::NotDirect(_)) if done > 0 => return Some(read_rest(fd, s, dst, done)),
             Err(LaneErr::NotDirect(_)) => {
                 return closed_under(fd, s).map(|r| kept_read(&kept, flags, dst).unwrap_or(r))
@@ -1512,6 +1520,59 @@ fn kept_write(kept: &Option<Kept>, flags: c_int, src: &[u8]) -> Option<ssize_t> 
     })
 }
 
+/// The rest of a blocking stream receive under SO_RCVTIMEO that slept in
+/// the ring and the lane went down under (`done` bytes in `dst` already;
+/// `(all, peek)`: MSG_WAITALL, MSG_PEEK): MSG ioctls that wait in the daemon
+/// only what its sleeps left of the timeout (`timeo_left`, MSGF_CONT), as
+/// unix_stream_read_generic has one timeo for the call, until `dst` is full
+/// with MSG_WAITALL, else one. The count, or the error when nothing came.
+fn recv_rest(
+    fd: c_int,
+    s: &Slot,
+    dst: &mut [u8],
+    mut done: usize,
+    (all, peek): (bool, bool),
+    timeo_left: Option<Duration>,
+) -> ssize_t {
+    let mut cont = timeo_left.map_or(TIMEO_NONE, |l| {
+        l.as_nanos().min(u128::from(TIMEO_NONE - 1)) as u64
+    });
+    let mut buf = ioctl::MsgBuf::new();
+    // (Not from a number the program closed under the call: `closed_under`.)
+    while done < dst.len() && closed_under(fd, s).is_none() {
+        let ask = ioctl::Ask {
+            want: (dst.len() - done).min(MSG_ROOM),
+            peek,
+            waitall: all,
+            wait: Some(ioctl::Wait {
+                waitall: all,
+                cont: Some(cont),
+                ..ioctl::Wait::default()
+            }),
+            ..ioctl::Ask::default()
+        };
+        match ioctl::recv(fd, &mut buf, &ask) {
+            Ok(g) if g.len > 0 => {
+                dst[done..done + g.len].copy_from_slice(buf.payload(g.len));
+                done += g.len;
+                cont = g.timeo_left;
+                if !all {
+                    break;
+                }
+            }
+            Ok(_) => break,
+            Err(e) if done == 0 => {
+                if e == libc::EINTR {
+                    wait_note::interrupted(fd, timeo_left.is_none());
+                }
+                return len_ret(Err(e));
+            }
+            Err(_) => break,
+        }
+    }
+    done as ssize_t
+}
+
 /// A MSG_WAITALL read the lane began and the daemon is to end (the lane
 /// went down under it, its bytes now in the engine's queue): the rest by
 /// reads of the data file until it is full, the end or an error.
@@ -1560,6 +1621,14 @@ fn send_laned(
     let mut done = 0;
     // Found the ring full: as Linux's sender asleep in sock_alloc_send_pskb.
     let mut waited = false;
+    // Its sleep for room timed out: the write that follows is its last look
+    // (`ParkTable::expire` in the daemon does the same).
+    let mut timed_out = false;
+    // When its wait for room gives up under SO_SNDTIMEO: one timeout from its
+    // first sleep since it last wrote, as Linux's sender has one per skb
+    // however often it wakes; the daemon gets what is left of it when the
+    // lane goes down under the wait (`resumed`).
+    let mut wait_ends: Option<Instant> = None;
     let mut kept = None;
     let mut turn = Some((t, e));
     loop {
@@ -1570,7 +1639,9 @@ fn send_laned(
                 // The lane went down while the call slept (another
                 // thread saw it first): the daemon takes the rest, as
                 // when the sleep itself saw it (NotDirect below).
-                None if closed_under(fd, s).is_none() => return resumed(fd, s, src, done, flags),
+                None if closed_under(fd, s).is_none() => {
+                    return resumed(fd, s, src, done, flags, left(wait_ends));
+                }
                 // As in recv: on the file the call keeps.
                 None => match kept_write(&kept, flags, &src[done..]) {
                     Some(r) if r >= 0 => return Some((done + r as usize) as ssize_t),
@@ -1592,17 +1663,21 @@ fn send_laned(
         match put {
             Ok(k) => {
                 done += k;
+                // The next piece waits SO_SNDTIMEO afresh, as Linux's next skb.
+                timed_out = false;
+                wait_ends = None;
                 if done == n || *nonblock.get_or_insert_with(|| nonblocking(fd, flags)) {
                     return Some(done as ssize_t);
                 }
             }
+            Err(LaneErr::WouldBlock) if timed_out => return stop(done, libc::EAGAIN),
             Err(LaneErr::WouldBlock) if *nonblock.get_or_insert_with(|| nonblocking(fd, flags)) => {
                 return stop(done, libc::EAGAIN)
             }
             Err(LaneErr::WouldBlock) => waited = true,
             // The daemon takes what is left (its queue follows the ring).
             Err(LaneErr::NotDirect(_)) if done > 0 || waited => {
-                return resumed(fd, s, src, done, flags)
+                return resumed(fd, s, src, done, flags, left(wait_ends))
             }
             Err(LaneErr::NotDirect(_)) => return closed_under(fd, s),
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
@@ -1618,7 +1693,9 @@ fn send_laned(
         let sleeper = w.sleeper();
         // Other threads write meanwhile: the turn goes during the sleep.
         drop(t);
-        let slept = sleep(sleeper, &s.wspin, None, timeo, rec, || {
+        let limit =
+            timeo.and_then(|t| left(Some(*wait_ends.get_or_insert_with(|| Instant::now() + t))));
+        let slept = sleep(sleeper, &s.wspin, None, limit, rec, || {
             look_again(s, &s.wtaken, fd, key, ran, |e| {
                 // SAFETY: the turn is held (look_again).
                 unsafe { &mut *e.w.get() }.writable(want)
@@ -1626,17 +1703,25 @@ fn send_laned(
         });
         match slept {
             Ok(()) => {}
-            Err(LaneErr::TimedOut) => return stop(done, libc::EAGAIN),
+            // Linux's sender whose timeout ran out looks once more and takes
+            // the room there, though too little to have woken it
+            // (sock_alloc_send_pskb): one more write.
+            Err(LaneErr::TimedOut) => timed_out = true,
             Err(LaneErr::Interrupted) => {
                 wait_note::interrupted(fd, timeo.is_none());
                 return stop(done, libc::EINTR);
             }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
-            Err(LaneErr::NotDirect(_)) => return resumed(fd, s, src, done, flags),
+            Err(LaneErr::NotDirect(_)) => return resumed(fd, s, src, done, flags, left(wait_ends)),
             Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }
     }
+}
+
+/// The time left until `deadline` (None: none; zero once past).
+pub(crate) fn left(deadline: Option<Instant>) -> Option<Duration> {
+    deadline.map(|d| d.saturating_duration_since(Instant::now()))
 }
 
 /// A call the lane began and the daemon is to end, before it moved a byte:
@@ -1654,10 +1739,18 @@ fn closed_under(fd: c_int, s: &Slot) -> Option<ssize_t> {
 /// where sock_alloc_send_pskb reports a pending error before the shutdown
 /// (a reader that closed with bytes unread: ECONNRESET, which the call
 /// takes, then EPIPE), and raises no SIGPIPE once bytes went: the rest goes
-/// as MSG ioctls that say so (`msg::send_resumed`). The count, or the
-/// error when nothing went. A record end's call: the daemon's (None), as a
-/// record goes whole or not at all.
-fn resumed(fd: c_int, s: &Slot, src: &[u8], done: usize, flags: c_int) -> Option<ssize_t> {
+/// as MSG ioctls that say so (`msg::send_resumed`), the first waiting at
+/// most `timeo_left`, what its sleep in the ring left of SO_SNDTIMEO. The count,
+/// or the error when nothing went. A record end's call: the daemon's
+/// (None), as a record goes whole or not at all.
+fn resumed(
+    fd: c_int,
+    s: &Slot,
+    src: &[u8],
+    done: usize,
+    flags: c_int,
+    timeo_left: Option<Duration>,
+) -> Option<ssize_t> {
     if let Some(r) = closed_under(fd, s) {
         return Some(if done > 0 { done as ssize_t } else { r });
     }
@@ -1674,7 +1767,7 @@ fn resumed(fd: c_int, s: &Slot, src: &[u8], done: usize, flags: c_int) -> Option
     } else {
         flags
     };
-    let sent = crate::msg::send_resumed(fd, Iovs::new(&iov, 1), flags);
+    let sent = crate::msg::send_resumed(fd, Iovs::new(&iov, 1), flags, timeo_left);
     Some(match sent {
         Ok(n) => (done + n) as ssize_t,
         Err(_) if done > 0 => done as ssize_t,

@@ -33,6 +33,7 @@ use libc::{c_int, epoll_event, nfds_t, pollfd, sigset_t};
 use udsfs_proto::lane::{futex, ready, Region};
 
 use crate::errno::{errno, set_errno};
+use crate::lane::left;
 use crate::lane_spin::{self, Found, Spin};
 use crate::{lane, lane_hold, real, user, wait_record};
 
@@ -220,11 +221,6 @@ fn undo_wait(u: wait_record::Undo, _: usize) {
 
 /// A wait with nothing of its own recorded yet.
 const WAIT: wait_record::Undo = wait_record::Undo::Wait(wait_record::Wait::NONE);
-
-/// The time left until `deadline` (None: none; zero once past).
-fn left(deadline: Option<Instant>) -> Option<Duration> {
-    deadline.map(|d| d.saturating_duration_since(Instant::now()))
-}
 
 fn timespec(d: Duration) -> libc::timespec {
     libc::timespec {

@@ -10,6 +10,8 @@
 //! buffers are on the stack and what is found once is found in the
 //! library's constructor.
 
+use std::time::Duration;
+
 use libc::{c_int, msghdr};
 use udsfs_proto::ioctl::*;
 use udsfs_proto::record::MAX_IO;
@@ -79,14 +81,18 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
         fd,
         data,
         wait: (!nonblock).then_some(Wait::default()),
+        first_cont: None,
     };
     ioctl::send_pieces(&p, len, 0, &meta.extras(), flags, || ioctl::is_stream(fd))
 }
 
 /// The rest of a blocking stream send a lane began (lane.rs `resumed`),
 /// which already queued bytes or waited for room: MSG ioctls that wait in
-/// the daemon and say so (MSGF_RESUMED), a MSG_ROOM piece each.
-pub fn send_resumed(fd: c_int, data: Iovs, flags: c_int) -> Res<usize> {
+/// the daemon and say so (MSGF_RESUMED), a MSG_ROOM piece each. The first
+/// goes on with the wait for room the ring began, at most `left` (what
+/// that sleep left of SO_SNDTIMEO: MSGF_CONT); the later ones wait afresh,
+/// as Linux's sender per skb.
+pub fn send_resumed(fd: c_int, data: Iovs, flags: c_int, left: Option<Duration>) -> Res<usize> {
     let len = data.len();
     let wait = Wait {
         resumed: true,
@@ -96,6 +102,7 @@ pub fn send_resumed(fd: c_int, data: Iovs, flags: c_int) -> Res<usize> {
         fd,
         data,
         wait: Some(wait),
+        first_cont: left.map(|l| l.as_nanos().min(u128::from(u64::MAX - 1)) as u64),
     };
     let x = ioctl::Extras::default();
     ioctl::send_pieces(&p, len, 0, &x, flags, || true)
@@ -109,11 +116,20 @@ struct Pieces {
     fd: c_int,
     data: Iovs,
     wait: Option<Wait>,
+    /// The timeout left for the first piece's wait (ns, MSGF_CONT).
+    first_cont: Option<u64>,
 }
 
 impl ioctl::Pieces for Pieces {
     fn piece(&self, buf: &mut MsgBuf, p: ioctl::Piece) -> Res<usize> {
-        ioctl::send(self.fd, buf, &p, self.wait, |b| {
+        let wait = match self.wait {
+            Some(w) if p.at == 0 && self.first_cont.is_some() => Some(Wait {
+                cont: self.first_cont,
+                ..w
+            }),
+            w => w,
+        };
+        ioctl::send(self.fd, buf, &p, wait, |b| {
             self.data.read_at(p.at, b).map(|_| ())
         })
     }

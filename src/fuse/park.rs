@@ -91,8 +91,14 @@ pub struct Parked<P: Park> {
     exclusive: bool,
     /// A plain read of a data file (`Park::plain_read`).
     plain_read: bool,
-    /// When the request gives up with EAGAIN (its socket's timeout).
-    deadline: Option<Instant>,
+    /// When the request gives up with EAGAIN (its socket's timeout), at
+    /// most `limit` after it parked or last got further (`kick`). Changed
+    /// only under `ParkTable::deadlines`' lock.
+    deadline: Mutex<Option<Instant>>,
+    limit: Option<Duration>,
+    /// Its deadline passed: the attempt under way is its last look unless
+    /// it gets further (`ParkTable::expire`).
+    due: AtomicBool,
     owner: Weak<ParkTable<P>>,
 }
 
@@ -172,6 +178,7 @@ impl<P: Park> Parked<P> {
                     return;
                 };
                 table.retries.fetch_add(1, Ordering::Relaxed);
+                let held = p.held_bytes();
                 let outcome = deferring_wakeups(|| table.retry.attempt(p, &self.caller(), self));
                 match outcome {
                     Outcome::Done => {
@@ -180,7 +187,22 @@ impl<P: Park> Parked<P> {
                         table.remove(self.id);
                         return;
                     }
-                    Outcome::Blocked(p) => *slot = Some(p),
+                    // A send that got further (queued bytes) waits its
+                    // timeout afresh, as Linux's sender waits per skb
+                    // (sock_alloc_send_pskb takes sock_sndtimeo each time).
+                    Outcome::Blocked(p) if p.held_bytes() < held => {
+                        *slot = Some(p);
+                        table.rearm(self);
+                    }
+                    Outcome::Blocked(p) => {
+                        *slot = Some(p);
+                        if self.due.load(Ordering::SeqCst) && !self.kicked.load(Ordering::SeqCst) {
+                            drop(slot);
+                            log::debug!("request of thread {} timed out: EAGAIN", self.tid);
+                            table.interrupt(self, Errno::EAGAIN);
+                            return;
+                        }
+                    }
                 }
             }
             drop(slot);
@@ -279,8 +301,11 @@ impl<P: Park> ParkTable<P> {
 
     fn remove(&self, id: u64) {
         if let Some(p) = self.requests.remove(&id) {
-            if let Some(at) = p.deadline {
-                self.deadlines.lock().remove(&(at, id));
+            if p.limit.is_some() {
+                let mut d = self.deadlines.lock();
+                if let Some(at) = p.deadline.lock().take() {
+                    d.remove(&(at, id));
+                }
             }
             if p.unique != 0 {
                 self.by_unique.remove(&p.unique);
@@ -336,18 +361,14 @@ impl<P: Park> ParkTable<P> {
             done: AtomicBool::new(false),
             exclusive,
             plain_read,
-            deadline: limit.map(|l| Instant::now() + l),
+            deadline: Mutex::new(None),
+            limit,
+            due: AtomicBool::new(false),
             owner: Arc::downgrade(self),
         });
         self.requests.insert(id, parked.clone());
         self.count.fetch_add(1, Ordering::SeqCst);
-        if let Some(at) = parked.deadline {
-            let mut d = self.deadlines.lock();
-            d.insert((at, id), parked.clone());
-            if d.keys().next() == Some(&(at, id)) {
-                self.alarm.ring();
-            }
-        }
+        self.rearm(&parked);
         if c.unique != 0 {
             let mut early = self.early.lock();
             self.by_unique.insert(c.unique, parked.clone());
@@ -426,17 +447,44 @@ impl<P: Park> ParkTable<P> {
         mine.len()
     }
 
-    /// Answers EAGAIN to every request whose deadline is `now` or past;
-    /// returns how many there were.
+    /// Sets `p`'s deadline to its timeout from now (none without one), as
+    /// it parks and whenever it gets further.
+    fn rearm(&self, p: &Arc<Parked<P>>) {
+        let Some(limit) = p.limit else { return };
+        let at = Instant::now() + limit;
+        let mut d = self.deadlines.lock();
+        if p.done.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Some(old) = p.deadline.lock().replace(at) {
+            d.remove(&(old, p.id));
+        }
+        p.due.store(false, Ordering::SeqCst);
+        d.insert((at, p.id), p.clone());
+        if d.keys().next() == Some(&(at, p.id)) {
+            self.alarm.ring();
+        }
+    }
+
+    /// Gives every request whose deadline is `now` or past a last look, as
+    /// Linux's sleeper whose timeout ran out tries once more (a sender
+    /// finds the room that is there though too little to wake it,
+    /// sock_alloc_send_pskb; unix_wait_for_peer's caller retries): EAGAIN,
+    /// or what a send got out, unless it completes or gets further (a send
+    /// then waits afresh: `kick`). Returns how many there were.
     pub fn expire(&self, now: Instant) -> usize {
         let due: Vec<Arc<Parked<P>>> = {
             let mut d = self.deadlines.lock();
             let later = d.split_off(&(now, u64::MAX));
-            std::mem::replace(&mut *d, later).into_values().collect()
+            let due: Vec<_> = std::mem::replace(&mut *d, later).into_values().collect();
+            for p in &due {
+                *p.deadline.lock() = None;
+                p.due.store(true, Ordering::SeqCst);
+            }
+            due
         };
         for p in &due {
-            log::debug!("request of thread {} timed out: EAGAIN", p.tid);
-            self.interrupt(p, Errno::EAGAIN);
+            p.kick();
         }
         due.len()
     }

@@ -1,5 +1,6 @@
 //! The watchdog: answers EAGAIN (or what a write got out) to parked requests
-//! whose socket timeout (SO_RCVTIMEO / SO_SNDTIMEO) ran out. It sleeps until
+//! whose socket timeout (SO_RCVTIMEO / SO_SNDTIMEO) ran out, after a last
+//! look (`ParkTable::expire`). It sleeps until
 //! the soonest deadline, and is woken when a sooner one is parked, so it costs
 //! nothing while requests wait without one.
 //!

@@ -10,8 +10,8 @@
 //! the held calls are also looked at as park.rs looks at parked ones: the
 //! notification gone (the thread killed), a signal for the thread (ended
 //! -ERESTARTSYS, or EINTR when the socket has a timeout that way), or the
-//! socket's SO_RCVTIMEO/SO_SNDTIMEO past (EAGAIN, or the bytes a send
-//! sent).
+//! socket's SO_RCVTIMEO/SO_SNDTIMEO past (after a last try: EAGAIN, or
+//! the bytes a send sent).
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -37,6 +37,29 @@ struct Held {
     /// 0: waits to receive (EPOLLIN); 1: to send (EPOLLOUT).
     dir: i32,
     deadline: Option<Instant>,
+    /// The socket's timeout, which a send that got further waits afresh.
+    limit: Option<Duration>,
+}
+
+impl Held {
+    /// The try that sent up to `resume`: a send that got further waits its
+    /// timeout afresh, as park.rs's `rearm` (Linux waits per skb).
+    fn sent_to(&mut self, resume: usize) {
+        if resume > self.job.resume {
+            self.deadline = self.limit.map(|l| Instant::now() + l);
+        }
+        self.job.resume = resume;
+    }
+
+    /// What a call whose timeout ran out answers: the bytes a send sent, or
+    /// EAGAIN.
+    fn timed_out(&self) -> Reply {
+        if self.job.resume > 0 {
+            Reply::Value(self.job.resume as i64)
+        } else {
+            Reply::Errno(libc::EAGAIN)
+        }
+    }
 }
 
 pub struct Waiter {
@@ -119,17 +142,17 @@ impl Waiter {
         let fd = Task::open(job.tid)
             .and_then(|t| t.get_fd(job.args[0] as i32))
             .ok();
-        let deadline = fd
+        let limit = fd
             .as_ref()
             .and_then(|f| super::opts::timeout(f, dir))
-            .filter(|d| !d.is_zero())
-            .map(|d| Instant::now() + d);
+            .filter(|d| !d.is_zero());
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         let held = Held {
             job,
             fd,
             dir,
-            deadline,
+            deadline: limit.map(|d| Instant::now() + d),
+            limit,
         };
         self.keep(ep, key, held, libc::EPOLL_CTL_ADD);
     }
@@ -220,10 +243,26 @@ fn retry(p: &Waiter, ep: i32, key: u64, mut h: Held) {
     let id = h.job.id;
     match run(p, h.job.clone(), true) {
         Reply::Errno(super::call::WOULD_WAIT) => {}
-        Reply::Resume(n) => h.job.resume = n,
+        Reply::Resume(n) => h.sent_to(n),
         r => return finish(p, id, r),
     }
     p.keep(ep, key, h, libc::EPOLL_CTL_MOD);
+}
+
+/// A held call whose timeout ran out tries once more, as park.rs's
+/// `expire` (Linux's sender takes the room there, though too little to
+/// have woken it): done, or further (a send then waits afresh), or EAGAIN
+/// or the bytes a send sent.
+fn last_look(p: &Waiter, ep: i32, key: u64, mut h: Held) {
+    let id = h.job.id;
+    match run(p, h.job.clone(), true) {
+        Reply::Resume(n) if n > h.job.resume => {
+            h.sent_to(n);
+            p.keep(ep, key, h, libc::EPOLL_CTL_MOD);
+        }
+        Reply::Errno(super::call::WOULD_WAIT) | Reply::Resume(_) => finish(p, id, h.timed_out()),
+        r => finish(p, id, r),
+    }
 }
 
 /// One tick's looks: at most `LOOKS` held calls, from where the last
@@ -252,12 +291,7 @@ fn look(p: &Waiter, ep: i32) {
             continue;
         }
         if h.deadline.is_some_and(|d| now >= d) {
-            let r = if h.job.resume > 0 {
-                Reply::Value(h.job.resume as i64)
-            } else {
-                Reply::Errno(libc::EAGAIN)
-            };
-            finish(p, h.job.id, r);
+            last_look(p, ep, k, h);
             continue;
         }
         if h.fd.is_none() || h.job.nr == libc::SYS_connect {

@@ -375,6 +375,8 @@ pub trait Backend {
     // ---- names / permissions ----
     /// SO_PASSCRED on or off (setsockopt / ctl `passcred on|off`).
     fn raw_passcred(&mut self, s: Sock, on: bool) -> Res<()>;
+    /// SO_SNDTIMEO of `ms` milliseconds (setsockopt / ctl `sndtimeo MS`).
+    fn raw_sndtimeo(&mut self, s: Sock, ms: u32) -> Res<()>;
     /// A second handle on the same socket (dup(2) / opening `.udsfs/sock/N/ctl` again).
     fn raw_dup(&mut self, s: Sock) -> Res<Sock>;
     /// Close one handle of a socket that has another handle still open (no wait for
@@ -648,6 +650,13 @@ pub trait Backend {
         let v = if on { "on" } else { "off" };
         self.trace()
             .push(format!("passcred({}, {v})", sock_s(s)), unit(&r));
+        Out(r)
+    }
+
+    fn sndtimeo(&mut self, s: Sock, ms: u32) -> Out<()> {
+        let r = self.raw_sndtimeo(s, ms);
+        self.trace()
+            .push(format!("sndtimeo({}, {ms} ms)", sock_s(s)), unit(&r));
         Out(r)
     }
 

@@ -330,6 +330,44 @@ pub fn stream_write_full_reader_shut_rd(b: &mut dyn Backend) {
     drain_bytes(b, y);
 }
 
+/// SO_SNDTIMEO of a write asleep for room (the `*_timeout_finds_room` scenarios):
+/// longer than the 2 s in which the harness under `udsfs run` takes a call asleep
+/// in a lane (not parked in the daemon) for blocked.
+const TIMEO_MS: u32 = 3000;
+
+/// A write asleep on a full stream; the reader takes 64 KiB, room for the write's
+/// two skbs but too little to wake it (unix_writable: a quarter of the budget).
+/// When SO_SNDTIMEO runs out the writer looks once more (sock_alloc_send_pskb) and
+/// goes: its count, not EAGAIN. udsfs gave EAGAIN there through every front, with
+/// lanes and without, until the daemon's watchdog and the lane's writer gave the
+/// timed-out wait that last look.
+pub fn stream_write_timeout_finds_room(b: &mut dyn Backend) {
+    let (x, y) = b.pair(Stream);
+    b.sndtimeo(x, TIMEO_MS);
+    let mut sent = fill(b, x, 4096);
+    let late = pattern(60_000);
+    let j = b.start(Blocking::Send(x, late.clone()));
+    let first = b.recv(y, 1 << 16).ok().unwrap_or_default();
+    if let Some(Done::Count(n)) = b.join(j).ok() {
+        sent.extend_from_slice(&late[..n.min(late.len())]);
+    }
+    let got = [first, drain_bytes(b, y)].concat();
+    b.trace()
+        .push("received == sent".to_string(), (got == sent).to_string());
+}
+
+/// The same with records: a record asleep on a full seqpacket socket goes at its
+/// SO_SNDTIMEO into the room one record read left (too little to wake it).
+pub fn seqpacket_write_timeout_finds_room(b: &mut dyn Backend) {
+    let (x, y) = b.pair(Seqpacket);
+    b.sndtimeo(x, TIMEO_MS);
+    fill(b, x, 4096);
+    let j = b.start(Blocking::Send(x, b"late".to_vec()));
+    b.recv(y, 4096);
+    b.join(j);
+    drain_msgs(b, y);
+}
+
 /// A signal to a write that queued nothing: EINTR, and nothing of it arrives.
 pub fn stream_write_full_signal(b: &mut dyn Backend) {
     let (x, y) = b.pair(Stream);

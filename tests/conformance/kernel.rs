@@ -596,6 +596,24 @@ impl Backend for Kernel {
         set_int_opt(self.fd(s)?, libc::SO_PASSCRED, on.into())
     }
 
+    fn raw_sndtimeo(&mut self, s: Sock, ms: u32) -> Res<()> {
+        let tv = libc::timeval {
+            tv_sec: (ms / 1000).into(),
+            tv_usec: ((ms % 1000) * 1000).into(),
+        };
+        let len = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
+        // SAFETY: tv is a timeval of `len` bytes.
+        cvt(unsafe {
+            libc::setsockopt(
+                self.fd(s)?,
+                libc::SOL_SOCKET,
+                libc::SO_SNDTIMEO,
+                (&tv as *const libc::timeval).cast(),
+                len,
+            )
+        })
+    }
+
     fn raw_dup(&mut self, s: Sock) -> Res<Sock> {
         let fd = self.fd(s)?;
         // SAFETY: plain syscall.

@@ -424,6 +424,10 @@ impl Backend for Udsfs {
         self.cmd(s, format!("passcred {v}"))
     }
 
+    fn raw_sndtimeo(&mut self, s: Sock, ms: u32) -> Res<()> {
+        self.cmd(s, format!("sndtimeo {ms}"))
+    }
+
     /// Opens `.udsfs/sock/N/ctl` again: another handle on the same socket.
     fn raw_dup(&mut self, s: Sock) -> Res<Sock> {
         let n = self.sock(s)?.n.clone();
