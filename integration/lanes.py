@@ -19,7 +19,7 @@ import termios
 import threading
 import time
 
-from lanes_lib import BIG, epoll_around_send, guard, listener, peer, pingpong_rounds, read_available, recv_exact
+from lanes_lib import BIG, epoll_around_send, fill_socket, guard, listener, peer, pingpong_rounds, read_available, recv_exact
 from lanes_lib import recv_hashed, run_case, say, scribble_regions, send_odd_pieces
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "conformance"))
@@ -136,12 +136,7 @@ def sndtimeo():
     pid = peer(a, b, reader)
     a.recv(10)
     a.send(b"2")
-    filled = 0
-    while True:
-        try:
-            filled += a.send(b"x" * 4096, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            break
+    filled = fill_socket(a)
     guard(a, "sndtimeo: a full ring")
     t = time.monotonic()
     try:

@@ -58,6 +58,16 @@ def listener(d, name, ty=socket.SOCK_STREAM):
     return srv, path
 
 
+def fill_socket(s, chunk=b"x" * 4096):
+    """Sends `chunk` on `s` with MSG_DONTWAIT until EAGAIN: the bytes that went."""
+    filled = 0
+    while True:
+        try:
+            filled += s.send(chunk, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return filled
+
+
 def recv_exact(s, n):
     """n bytes from stream socket s, or fewer where it reached EOF first."""
     out = b""

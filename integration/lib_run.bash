@@ -231,6 +231,18 @@ exit_status() {
     echo "$what exit status: $REAPED_STATUS" >>"$out"
 }
 
+# exits PID...: waits for each background PID in turn; EXITS gets their exit statuses,
+# space-separated (not an echo: a $(...) subshell cannot wait for this shell's children).
+exits() {
+    local p n out=()
+    for p in "$@"; do
+        n=0
+        wait "$p" || n=$?
+        out+=("$n")
+    done
+    EXITS="${out[*]}"
+}
+
 # parked_threads PID: how many threads of the supervisor (`udsfs run` proper PID) sleep
 # in a FUSE request, parked in the daemon.
 parked_threads() {

@@ -100,17 +100,13 @@ EOF2
         ask "local stratum 9" "${c[@]}" local stratum 9
         tracking
         # 6 chronyc at once, each with its own reply socket
-        local pids=() p rcs=()
+        local pids=() p
         for p in 1 2 3 4 5 6; do
             tracking >"$d/many$p.out" 2>&1 &
             pids+=($!)
         done
-        for p in "${pids[@]}"; do
-            n=0
-            wait "$p" || n=$?
-            rcs+=("$n")
-        done
-        echo "6 chronyc at once: exits ${rcs[*]}; answers: $(cat "$d"/many?.out | sort | uniq -c | sed 's/^ *//')"
+        exits "${pids[@]}"
+        echo "6 chronyc at once: exits $EXITS; answers: $(cat "$d"/many?.out | sort | uniq -c | sed 's/^ *//')"
         # uid 61001 may not bind its reply socket in root's 0700 directory
         ask "tracking as uid 61001" setpriv --reuid=61001 --regid=61001 --clear-groups "${c[@]}" tracking
         # why: its bind beside the daemon's socket, and a send to it, are refused

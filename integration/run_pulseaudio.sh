@@ -107,7 +107,7 @@ EOF2
         ask "paplay" "${as61001[@]}" paplay -d null "$TMP/play.wav"
         ask "stat" "${as61001[@]}" pactl stat
         # 6 clients at once: three infos, three playbacks (one without shm).
-        local pids=() p n=0 rcs=()
+        local pids=() p
         for p in 1 2 3; do
             v "${as61001[@]}" pactl info >"$d/many$p.out" 2>&1 &
             pids+=($!)
@@ -118,12 +118,8 @@ EOF2
         pids+=($!)
         v "${as61001[@]}" paplay -d null "$TMP/play.wav" >"$d/many6.out" 2>&1 &
         pids+=($!)
-        for p in "${pids[@]}"; do
-            n=0
-            wait "$p" || n=$?
-            rcs+=("$n")
-        done
-        echo "6 clients at once: exits ${rcs[*]}; infos alike: $(grep -h '^Server Version' "$d"/many[123].out | uniq -c | sed 's/^ *//')"
+        exits "${pids[@]}"
+        echo "6 clients at once: exits $EXITS; infos alike: $(grep -h '^Server Version' "$d"/many[123].out | uniq -c | sed 's/^ *//')"
         # refused: their credentials are not the server's uid (auth-cookie-enabled=0).
         ask "info as 61002" "${as61002[@]}" pactl info
         ask "info as root" "${asroot[@]}" pactl info

@@ -13,18 +13,15 @@ import sys
 import threading
 import time
 
+from lanes_lib import fill_socket
+
 BLOCKERS = int(sys.argv[1]) if len(sys.argv) > 1 else 130
 
 
 def case(ty, name, size, drain):
     a, b = socket.socketpair(socket.AF_UNIX, ty)
     a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 2, 0))
-    filled = 0
-    while True:
-        try:
-            filled += a.send(b"x" * 4096, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            break
+    filled = fill_socket(a)
 
     def reader():
         time.sleep(0.5)

@@ -900,6 +900,16 @@ fn pair_without_mount(ty: SockType) -> (Arc<Engine>, Arc<Inner>, u64, Vec<u64>) 
     (eng, inner, pair, ids)
 }
 
+/// `pair_without_mount` of a stream pair with its first socket's ctl and
+/// data files and its second's data file open.
+fn stream_pair_opened() -> (Arc<Engine>, Arc<Inner>, u64, [u64; 3]) {
+    let (eng, inner, pair, ids) = pair_without_mount(SockType::Stream);
+    let a_ctl = open(&inner, sock_node(&eng, ids[0], SockFile::Ctl));
+    let a = open(&inner, sock_node(&eng, ids[0], SockFile::Data));
+    let b = open(&inner, sock_node(&eng, ids[1], SockFile::Data));
+    (eng, inner, pair, [a_ctl, a, b])
+}
+
 fn ctl_write(inner: &Inner, fh: u64, data: &[u8]) {
     let a = now(|r| inner.write(fh, data, 0, caller(FAKE_TID), r));
     assert_eq!(a, Answer::Written(data.len()));
@@ -911,10 +921,7 @@ fn ctl_write(inner: &Inner, fh: u64, data: &[u8]) {
 #[test]
 fn deadlines_end_parked_requests() {
     use std::time::{Duration, Instant};
-    let (eng, inner, pair, ids) = pair_without_mount(SockType::Stream);
-    let a_ctl = open(&inner, sock_node(&eng, ids[0], SockFile::Ctl));
-    let a = open(&inner, sock_node(&eng, ids[0], SockFile::Data));
-    let b = open(&inner, sock_node(&eng, ids[1], SockFile::Data));
+    let (_eng, inner, pair, [a_ctl, a, b]) = stream_pair_opened();
     ctl(&inner, a_ctl, "rcvtimeo 60000\n");
     ctl(&inner, a_ctl, "sndtimeo 60000\n");
     let later = Instant::now() + Duration::from_secs(61);
@@ -972,10 +979,7 @@ fn deadlines_end_parked_requests() {
 #[test]
 fn a_timed_out_write_looks_once_more() {
     use std::time::{Duration, Instant};
-    let (eng, inner, pair, ids) = pair_without_mount(SockType::Stream);
-    let a_ctl = open(&inner, sock_node(&eng, ids[0], SockFile::Ctl));
-    let a = open(&inner, sock_node(&eng, ids[0], SockFile::Data));
-    let b = open(&inner, sock_node(&eng, ids[1], SockFile::Data));
+    let (_eng, inner, pair, [a_ctl, a, b]) = stream_pair_opened();
     ctl(&inner, a_ctl, "sndtimeo 60000\n");
     let later = Instant::now() + Duration::from_secs(61);
     let big = vec![7u8; 4 << 20];

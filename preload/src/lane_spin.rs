@@ -195,70 +195,38 @@ mod tests {
         assert_eq!(s.looks(), MOST);
     }
 
+    /// `look_within`, bounded by count alone, with a look that finds at
+    /// look `found` (None: never), looks at `rings` rings and runs a
+    /// signal handler at look `handler`: what it found, after how many.
+    fn looked(s: &Spin, found: Option<u32>, rings: u32, handler: Option<u32>) -> (Found, u32) {
+        let mut n = 0;
+        let look = || {
+            n += 1;
+            if Some(n) == handler {
+                crate::wait_note::handler_ran();
+            }
+            Seen {
+                ready: Some(n) == found,
+                rings,
+                peers_wait: false,
+            }
+        };
+        let found = look_within(s, look, UNTIMED);
+        (found, n)
+    }
+
     #[test]
     fn a_look_that_finds_ends_the_looks_and_a_handler_interrupts_them() {
         let s = Spin::new(POLL_LOOKS);
-        let mut n = 0;
-        let found = look_within(
-            &s,
-            || {
-                n += 1;
-                Seen {
-                    ready: n == 10,
-                    rings: 1,
-                    peers_wait: false,
-                }
-            },
-            UNTIMED,
-        );
-        assert_eq!((found, n), (Found::Ready, 10));
-        let mut n = 0;
-        let found = look_within(
-            &s,
-            || {
-                n += 1;
-                Seen {
-                    ready: false,
-                    rings: 1,
-                    peers_wait: false,
-                }
-            },
-            UNTIMED,
-        );
-        assert_eq!((found, n), (Found::Nothing, POLL_LOOKS));
+        assert_eq!(looked(&s, Some(10), 1, None), (Found::Ready, 10));
+        assert_eq!(looked(&s, None, 1, None), (Found::Nothing, POLL_LOOKS));
         // Fifty rings a look: a fiftieth of the looks (the looks halved
         // by the look in vain before).
-        let mut n = 0;
-        let found = look_within(
-            &s,
-            || {
-                n += 1;
-                Seen {
-                    ready: false,
-                    rings: 50,
-                    peers_wait: false,
-                }
-            },
-            UNTIMED,
+        assert_eq!(
+            looked(&s, None, 50, None),
+            (Found::Nothing, POLL_LOOKS / 2 / 50)
         );
-        assert_eq!((found, n), (Found::Nothing, POLL_LOOKS / 2 / 50));
-        let mut n = 0;
-        let found = look_within(
-            &s,
-            || {
-                n += 1;
-                if n == 5 {
-                    crate::wait_note::handler_ran();
-                }
-                Seen {
-                    ready: false,
-                    rings: 1,
-                    peers_wait: false,
-                }
-            },
-            UNTIMED,
-        );
-        assert_eq!((found, n), (Found::Handled, 5));
+        assert_eq!(looked(&s, None, 1, Some(5)), (Found::Handled, 5));
     }
 
     /// Looks that would go on for seconds by their count end by the clock,
