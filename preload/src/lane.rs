@@ -1199,8 +1199,7 @@ fn recv_laned(
                 // Other threads read meanwhile: the turn goes during the
                 // sleep and is taken for each look.
                 drop(t);
-                let peer = Some((e.region, e.side));
-                let slept = sleep(sleeper, &s.rspin, peer, left, rec, || {
+                let slept = sleep(sleeper, &s.rspin, left, rec, || {
                     look_again(s, &s.rtaken, fd, key, ran, |e| {
                         // SAFETY: the turn is held (look_again).
                         unsafe { &mut *e.r.get() }.readable()
@@ -1275,7 +1274,6 @@ fn retake<'a>(
 fn sleep(
     sleeper: udsfs_proto::lane::Sleeper,
     spin: &Spin,
-    peer: Option<(&Region, usize)>,
     timeout: Option<Duration>,
     rec: &wait_record::Rec,
     mut ready: impl FnMut() -> Result<bool, LaneErr>,
@@ -1284,21 +1282,15 @@ fn sleep(
     // The looks first (a handler that ran meanwhile: the sleep below
     // sees it, as before), then the sleep.
     let mut failed = None;
-    let found = lane_spin::look_for(spin, || {
-        let (ready, peers_wait) = match ready() {
-            Ok(r) => (
-                r,
-                peer.is_some_and(|(r, side)| udsfs_proto::lane::ready::peer_waits(r, side)),
-            ),
-            Err(e) => {
-                failed = Some(e);
-                (true, false)
-            }
-        };
+    let found = lane_spin::look_for_call(spin, || {
+        let ready = ready().unwrap_or_else(|e| {
+            failed = Some(e);
+            true
+        });
         lane_spin::Seen {
             ready,
             rings: 1,
-            peers_wait,
+            peers_wait: false,
         }
     });
     let slept = if let Some(e) = failed {
@@ -1695,7 +1687,7 @@ fn send_laned(
         drop(t);
         let limit =
             timeo.and_then(|t| left(Some(*wait_ends.get_or_insert_with(|| Instant::now() + t))));
-        let slept = sleep(sleeper, &s.wspin, None, limit, rec, || {
+        let slept = sleep(sleeper, &s.wspin, limit, rec, || {
             look_again(s, &s.wtaken, fd, key, ran, |e| {
                 // SAFETY: the turn is held (look_again).
                 unsafe { &mut *e.w.get() }.writable(want)
