@@ -27,7 +27,7 @@ use std::sync::atomic::{
 use std::time::{Duration, Instant};
 
 use libc::{c_int, c_void, size_t, ssize_t};
-use udsfs_proto::ioctl::{LaneEvents, LaneGrant, Op, Timeo, LANE_RECORD, MSG_ROOM, TIMEO_NONE};
+use udsfs_proto::ioctl::{timeo_left_ns, LaneEvents, LaneGrant, Op, Timeo, LANE_RECORD, MSG_ROOM};
 use udsfs_proto::lane::region::busy_word;
 use udsfs_proto::lane::{ready, Framing, LaneErr, Notify, Reader, Region, Side, State, Writer};
 
@@ -1526,9 +1526,7 @@ fn recv_rest(
     (all, peek): (bool, bool),
     timeo_left: Option<Duration>,
 ) -> ssize_t {
-    let mut cont = timeo_left.map_or(TIMEO_NONE, |l| {
-        l.as_nanos().min(u128::from(TIMEO_NONE - 1)) as u64
-    });
+    let mut cont = timeo_left_ns(timeo_left);
     let mut buf = ioctl::MsgBuf::new();
     // (Not from a number the program closed under the call: `closed_under`.)
     while done < dst.len() && closed_under(fd, s).is_none() {

@@ -102,7 +102,7 @@ pub fn send_resumed(fd: c_int, data: Iovs, flags: c_int, left: Option<Duration>)
         fd,
         data,
         wait: Some(wait),
-        first_cont: left.map(|l| l.as_nanos().min(u128::from(u64::MAX - 1)) as u64),
+        first_cont: left.map(|l| timeo_left_ns(Some(l))),
     };
     let x = ioctl::Extras::default();
     ioctl::send_pieces(&p, len, 0, &x, flags, || true)

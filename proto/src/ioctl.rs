@@ -554,6 +554,19 @@ pub const MSGF_LIMIT: u32 = 128;
 pub const MSGF_RESUMED: u32 = 256;
 /// `timeo_left` of a socket without a timeout.
 pub const TIMEO_NONE: u64 = u64::MAX;
+
+/// `timeo_left` for what is left of a timeout (None: no timeout): ns, held
+/// below TIMEO_NONE.
+pub fn timeo_left_ns(left: Option<std::time::Duration>) -> u64 {
+    left.map_or(TIMEO_NONE, |l| {
+        l.as_nanos().min(u128::from(TIMEO_NONE - 1)) as u64
+    })
+}
+
+/// What `timeo_left` says is left (None: no timeout).
+pub fn timeo_left_of(ns: u64) -> Option<std::time::Duration> {
+    (ns != TIMEO_NONE).then(|| std::time::Duration::from_nanos(ns))
+}
 /// recv: the message does not fit MSG_ROOM; nothing was taken.
 pub const STATUS_TOO_BIG: u32 = 1;
 

@@ -427,9 +427,8 @@ impl MsgCall {
     /// timeout, for the next ioctl of the call.
     fn answer(&self, reply: IoctlReply, mut out: Vec<u8>) {
         if let Ok(mut h) = read_struct::<MsgHead>(&out) {
-            h.timeo_left = self.limit.map_or(TIMEO_NONE, |l| {
-                l.saturating_sub(self.started.elapsed()).as_nanos() as u64
-            });
+            h.timeo_left =
+                timeo_left_ns(self.limit.map(|l| l.saturating_sub(self.started.elapsed())));
             out[..HSIZE].copy_from_slice(as_bytes(&h));
         }
         reply.ioctl(out)
@@ -495,7 +494,7 @@ fn start_message(
 ) -> Result<(), Blocked> {
     let h = call.head();
     call.limit = if h.flags & MSGF_CONT != 0 {
-        (h.timeo_left != TIMEO_NONE).then(|| Duration::from_nanos(h.timeo_left))
+        timeo_left_of(h.timeo_left)
     } else {
         s.timeouts.limit(call.direction())
     };

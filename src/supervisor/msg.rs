@@ -531,7 +531,7 @@ fn left_of(s: &OwnedFd, start: std::time::Instant) -> Res<u64> {
             if left.is_zero() {
                 return Err(libc::EAGAIN);
             }
-            Ok(left.as_nanos().min(u64::MAX as u128 - 1) as u64)
+            Ok(timeo_left_ns(Some(left)))
         }
     }
 }
