@@ -877,7 +877,16 @@ pub fn closed(first: c_int, last: c_int) {
                 .compare_exchange(st, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
         {
-            if fd_word(s).load(Ordering::Relaxed) == fd {
+            // The number may name a new socket already: once the close
+            // returned, another thread's accept or connect can take it and
+            // note its connection here before this runs (memcached: a
+            // worker's close, the listener's accept), and that slot is not
+            // the closed file's to free (its end would never ask, and the
+            // epoll_ctl that would have asked polls it through the daemon
+            // first: no lane for good, run_memcached.sh).
+            if fd_word(s).load(Ordering::Relaxed) == fd
+                && ino_of(fd) != Some(s.ino.load(Ordering::Relaxed))
+            {
                 free(s);
             } else {
                 s.state.store(st, Ordering::Release);
@@ -1925,6 +1934,28 @@ pub fn recvmsg(fd: c_int, m: *mut libc::msghdr, flags: c_int) -> Option<ssize_t>
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::AsRawFd;
+
+    /// A close's `closed` that runs after the number was taken again (by
+    /// another thread's accept, which noted its connection) leaves the new
+    /// socket's slot: a file that still has the slot's inode at the number
+    /// is not the one closed.
+    #[test]
+    fn a_close_leaves_the_slot_of_the_file_that_took_its_number() {
+        let f = std::fs::File::open("/proc/self/exe").unwrap();
+        let fd = f.as_raw_fd();
+        super::note_conn(fd);
+        assert!(super::joining(fd), "note_conn gave fd {fd} no slot");
+        super::closed(fd, fd);
+        assert!(
+            super::joining(fd),
+            "closed() freed the slot of the file fd {fd} still names"
+        );
+        drop(f);
+        super::closed(fd, fd);
+        assert!(!super::joining(fd), "the slot of closed fd {fd} stayed");
+    }
+
     #[test]
     fn fd_paths_are_the_proc_links() {
         for fd in [0, 7, 10, 4095, i32::MAX] {

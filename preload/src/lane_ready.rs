@@ -783,6 +783,9 @@ fn unwatch(w: &mut c_int) {
 struct Pend {
     epfd: c_int,
     fd: c_int,
+    /// The socket's inode: `closed` keeps the registration of a new socket
+    /// that took the number before it ran.
+    ino: Option<u64>,
     data: u64,
 }
 
@@ -995,7 +998,7 @@ pub fn closed(first: c_int, last: c_int) {
         }
     }
     set_count(list);
-    pend.retain(|p| p.fd < first || p.fd > last);
+    pend.retain(|p| p.fd < first || p.fd > last || crate::lane::ino_of(p.fd) == p.ino);
     set_pends(pend);
     set_errno(e);
 }
@@ -1694,10 +1697,21 @@ fn pend_ctl(epfd: c_int, op: c_int, fd: c_int, ev: Option<epoll_event>) -> Optio
         return Some(r);
     }
     let e = errno();
+    let noting = op != libc::EPOLL_CTL_DEL && joining;
+    let ino = if noting {
+        crate::lane::ino_of(fd)
+    } else {
+        None
+    };
     let (_h, _, pend) = locked_all();
     pend.retain(|p| !(p.fd == fd && same_set(p.epfd, epfd)));
-    if op != libc::EPOLL_CTL_DEL && joining && pend.len() < MAX_PENDS {
-        pend.push(Pend { epfd, fd, data });
+    if noting && pend.len() < MAX_PENDS {
+        pend.push(Pend {
+            epfd,
+            fd,
+            ino,
+            data,
+        });
     }
     set_pends(pend);
     set_errno(e);

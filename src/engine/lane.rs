@@ -919,7 +919,12 @@ impl Engine {
                 Some(true) => {}
             }
         }
-        s.polled.store(true, Ordering::Release);
+        if !s.polled.swap(true, Ordering::AcqRel) {
+            log::debug!(
+                "socket {}: polled by thread {tid} (its library's process: {mine}): no lane from now on",
+                s.id
+            );
+        }
         self.lane_down_by_poll(s, tid, mine, "poll");
         false
     }
