@@ -846,14 +846,23 @@ unix_has() {
 # given_names.sh, api_diffs.sh).
 kernel_vs_udsfs() {
     local prog=$1 route=${2:-}
-    local kernel_args=("$TMP/k") udsfs_args=("$MNT") run_args=(--mount "$MNT") limit=()
+    local kernel_args=("$TMP/k")
+    [ -z "$route" ] || kernel_args+=("$TMP/rk")
+    kernel_run "$prog" "${kernel_args[@]}"
+    udsfs_same_as_kernel_run "$prog" "$route"
+}
+
+# udsfs_same_as_kernel_run PROG [ROUTE]: kernel_vs_udsfs's second half: PROG through
+# `udsfs run` (into $TMP/udsfs.out) gave $TMP/kernel.out's answers, which a
+# kernel_run made.
+udsfs_same_as_kernel_run() {
+    local prog=$1 route=${2:-}
+    local udsfs_args=("$MNT") run_args=(--mount "$MNT") limit=()
     if [ -n "$route" ]; then
-        kernel_args+=("$TMP/rk")
         udsfs_args+=("$route")
         run_args+=(--route "$route")
         limit=(timeout 120)
     fi
-    kernel_run "$prog" "${kernel_args[@]}"
     UDSFS_PRELOAD=$PRELOAD_LIB "${limit[@]}" "$UDSFS_BIN" run "${run_args[@]}" -- \
         python3 "$prog" "${udsfs_args[@]}" >"$TMP/udsfs.out" 2>"$TMP/udsfs.err" ||
         fail "the program fails through udsfs run: $(tail -3 "$TMP/udsfs.err")"
