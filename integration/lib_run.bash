@@ -380,19 +380,36 @@ EOF2
     } >"$d/nginx.conf"
 }
 
-# laned_most PID [ENOUGH]: while PID runs (at most 10 s; with ENOUGH, until PID ends or
-# ENOUGH are seen: a loaded machine may take longer than 10 s to bring them up), the most
-# sockets of the mount whose status says lane=direct at once (sampled every 0.1 s), in
-# LANED_MOST; LANED_SEEN says how many samples were taken over how long and what each
-# saw, for a failure's message.
+# laned_now [NAME]: how many sockets of the mount say lane=direct in their status now;
+# with NAME, only those whose local or peer address ends in NAME (a server's connections,
+# not the socketpairs its programs make for themselves: libmosquitto's one a client).
+laned_now() {
+    if [ -z "${1:-}" ]; then
+        cat "$U"/sock/*/status 2>/dev/null | grep -c '^lane=direct$' || true
+        return
+    fi
+    awk -v n="$1" '
+        function counted() { if (laned && named) c++; laned = 0; named = 0 }
+        FNR == 1 && NR > 1 { counted() }
+        $0 == "lane=direct" { laned = 1 }
+        /^(local|peer)=/ && length($0) >= length(n) && substr($0, length($0) - length(n) + 1) == n { named = 1 }
+        END { if (NR > 0) counted(); print c + 0 }
+    ' "$U"/sock/*/status 2>/dev/null || true
+}
+
+# laned_most PID [ENOUGH [NAME]]: while PID runs (at most 10 s; with ENOUGH, until PID
+# ends or ENOUGH are seen: a loaded machine may take longer than 10 s to bring them up),
+# the most sockets of the mount whose status says lane=direct at once (`laned_now NAME`,
+# sampled every 0.1 s), in LANED_MOST; LANED_SEEN says how many samples were taken over
+# how long and what each saw, for a failure's message.
 laned_most() {
-    local pid=$1 enough=${2:-} n i=0 most=100 seen=() t0
+    local pid=$1 enough=${2:-} name=${3:-} n i=0 most=100 seen=() t0
     t0=$(now_ms)
     [ -z "$enough" ] || most=100000
     LANED_MOST=0
     while [ "$i" -lt "$most" ]; do
         kill -0 "$pid" 2>/dev/null || break
-        n=$(cat "$U"/sock/*/status 2>/dev/null | grep -c '^lane=direct$' || true)
+        n=$(laned_now "$name")
         [ "$n" -gt "$LANED_MOST" ] && LANED_MOST=$n
         seen+=("$n")
         i=$((i + 1))
