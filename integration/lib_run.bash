@@ -190,8 +190,17 @@ start_bg() {
 _run_kill_groups() {
     local g
     for g in ${RUN_GROUPS[@]+"${RUN_GROUPS[@]}"}; do
-        kill -KILL -- "-$g" 2>/dev/null
+        kill_session "$g"
     done
+}
+# kill_session SID: SIGKILL to every process of session SID (start_bg's setsid), its
+# process group and any other: through `udsfs run` the program is no session leader, and
+# a `timeout` there makes a process group of its own.
+# (Under set -e too: a session already gone is no failure.)
+kill_session() {
+    kill -KILL -- "-$1" 2>/dev/null || true
+    # shellcheck disable=SC2046 # one PID a word
+    kill -KILL $(ps -e -o sid=,pid= | awk -v s="$1" '$1 == s { print $2 }') 2>/dev/null || true
 }
 # lib.sh's cleanup reads the script's status from $?: keep it across the kill (set +e, or
 # a failing step here would end the trap before the unmount).

@@ -93,6 +93,9 @@ EOF
     }
     local p
     {
+        # The programs started in this block (a subshell: the script's exit trap does
+        # not know them) go with it when a step fails.
+        trap '_block_status=$?; set +e; [ $_block_status -eq 0 ] || _run_kill_groups' EXIT
         echo "socket: $(stat -c '%A %u:%g' "$sock")"
         echo "-- retained"
         pub -t r/a -m hello -r
@@ -145,10 +148,8 @@ EOF
         sub_bg WATCH "$d/will.out" "will/ready ready" -t 'will/#' -v -C 2
         sub -t will/ready -C 1 --will-topic will/clean --will-payload "clean never sent" --will-qos 1
         sub_bg WILLING "$d/willing.out" "ready" -t will/ready -C 9 --will-topic will/killed --will-payload "killed, will sent" --will-qos 1
-        # Every process of its session: through udsfs, `timeout` is no session
-        # leader and makes a process group of its own. (bash says so on stderr:
-        # that line is dropped below.)
-        kill -KILL $(ps -e -o sid=,pid= | awk -v s="$WILLING" '$1 == s { print $2 }')
+        # (bash says so on stderr: that line is dropped below)
+        kill_session "$WILLING"
         ended "$WILLING" "client killed"
         ended "$WATCH" "will watcher" "$d/will.out"
         cat "$d/will.out"
