@@ -13,7 +13,7 @@ import select
 import socket
 import time
 
-from lanes_lib import guard, peer, pingpong_rounds, recv_exact, run_case, say
+from lanes_lib import guard, listener, peer, pingpong_rounds, recv_exact, run_case, say
 
 ROUNDS = 400
 
@@ -542,8 +542,46 @@ def slots():
         os.close(fd)
 
 
+def add_again(d):
+    """An accepted socket registered (EPOLLIN) before its lane, then
+    registered again in the same set, as mosquitto does to wait for
+    EPOLLOUT (ADD, and MOD when ADD says EEXIST): EEXIST, as Linux says for
+    a descriptor already in the set, though that second ADD is the server
+    end's ask that brings its lane up; then MOD reports what is there, and
+    20 messages through the set. Before, the second ADD said 0 and
+    registered the lane's eventfd beside the data file left in the kernel's
+    set: the next wait polled the data file, which took the lane down, and
+    the library's move back to the data file failed with EEXIST (said on
+    stderr)."""
+    srv, path = listener(d, "again")
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    a, _ = srv.accept()
+    ep = select.epoll()
+    # (The server end's first ask: the client has not asked yet, no lane.)
+    ep.register(a, select.EPOLLIN)
+    # (The client's first ask: the lane is made, the client's end claimed.)
+    c.send(b"hello")
+    try:
+        ep.register(a, select.EPOLLIN | select.EPOLLOUT)
+        say("added again: no error")
+    except OSError as e:
+        say("added again:", e.errno)
+    ep.modify(a, select.EPOLLIN | select.EPOLLOUT)
+    say("after MOD:", [(fd == a.fileno(), ev) for fd, ev in ep.poll(1)], a.recv(10))
+    ep.modify(a, select.EPOLLIN)
+    wrong = 0
+    for i in range(20):
+        c.send(b"%02d" % i)
+        evs = ep.poll(5)
+        wrong += evs != [(a.fileno(), select.EPOLLIN)] or a.recv(10) != b"%02d" % i
+    say("20 messages through the set, wrong:", wrong)
+    guard(a, "add_again server end")
+    guard(c, "add_again client end")
+
+
 if __name__ == "__main__":
     run_case(
         asyncio_pair, nested, pollers, threads, reused, pingpong, levels, pollout, hup,
-        down_under_poll, mixed, closes, del_add, wake_add, slots,
+        down_under_poll, mixed, closes, del_add, wake_add, slots, add_again,
     )

@@ -20,7 +20,11 @@
 # thread asleep in epoll_wait woken by another's ADD of a ready laned socket and by its MOD
 # (the ADD woke none before), and 100 socketpairs made one after another, each closed once the
 # next is made and its numbers taken by other files: each gets its lane (a close frees its
-# slots in the library's table of 64; before, the closed pairs' slots stayed taken). The socket's status file must say lane=direct after the polls (GUARD
+# slots in the library's table of 64; before, the closed pairs' slots stayed taken), and an
+# accepted socket registered before its lane and added again to the same set (mosquitto's
+# way to wait for EPOLLOUT): EEXIST as on Linux, though that ADD brings its lane up (before,
+# it registered the lane beside the data file left in the set, whose next poll took the
+# lane down). The socket's status file must say lane=direct after the polls (GUARD
 # lines): a run where the polls went to the daemon (which takes the lane down) fails.
 UDSFS_MOUNT_ARGS=(--lanes)
 source "$(dirname "$0")/lib.sh"
@@ -32,3 +36,6 @@ for c in pingpong levels pollout hup down_under_poll mixed reused threads poller
     closes del_add wake_add slots; do
     lanes_compare "$PY" "$c" direct
 done
+# A connection's (connect/accept): a listener at DIR/again.
+mkdir -p "$TMP/k"
+lanes_compare "$PY" add_again direct "$TMP/k" "$MNT"

@@ -190,8 +190,17 @@ start_bg() {
 _run_kill_groups() {
     local g
     for g in ${RUN_GROUPS[@]+"${RUN_GROUPS[@]}"}; do
-        kill -KILL -- "-$g" 2>/dev/null
+        kill_session "$g"
     done
+}
+# kill_session SID: SIGKILL to every process of session SID (start_bg's setsid), its
+# process group and any other: through `udsfs run` the program is no session leader, and
+# a `timeout` there makes a process group of its own.
+# (Under set -e too: a session already gone is no failure.)
+kill_session() {
+    kill -KILL -- "-$1" 2>/dev/null || true
+    # shellcheck disable=SC2046 # one PID a word
+    kill -KILL $(ps -e -o sid=,pid= | awk -v s="$1" '$1 == s { print $2 }') 2>/dev/null || true
 }
 # lib.sh's cleanup reads the script's status from $?: keep it across the kill (set +e, or
 # a failing step here would end the trap before the unmount).
@@ -380,19 +389,36 @@ EOF2
     } >"$d/nginx.conf"
 }
 
-# laned_most PID [ENOUGH]: while PID runs (at most 10 s; with ENOUGH, until PID ends or
-# ENOUGH are seen: a loaded machine may take longer than 10 s to bring them up), the most
-# sockets of the mount whose status says lane=direct at once (sampled every 0.1 s), in
-# LANED_MOST; LANED_SEEN says how many samples were taken over how long and what each
-# saw, for a failure's message.
+# laned_now [NAME]: how many sockets of the mount say lane=direct in their status now;
+# with NAME, only those whose local or peer address ends in NAME (a server's connections,
+# not the socketpairs its programs make for themselves: libmosquitto's one a client).
+laned_now() {
+    if [ -z "${1:-}" ]; then
+        cat "$U"/sock/*/status 2>/dev/null | grep -c '^lane=direct$' || true
+        return
+    fi
+    awk -v n="$1" '
+        function counted() { if (laned && named) c++; laned = 0; named = 0 }
+        FNR == 1 && NR > 1 { counted() }
+        $0 == "lane=direct" { laned = 1 }
+        /^(local|peer)=/ && length($0) >= length(n) && substr($0, length($0) - length(n) + 1) == n { named = 1 }
+        END { if (NR > 0) counted(); print c + 0 }
+    ' "$U"/sock/*/status 2>/dev/null || true
+}
+
+# laned_most PID [ENOUGH [NAME]]: while PID runs (at most 10 s; with ENOUGH, until PID
+# ends or ENOUGH are seen: a loaded machine may take longer than 10 s to bring them up),
+# the most sockets of the mount whose status says lane=direct at once (`laned_now NAME`,
+# sampled every 0.1 s), in LANED_MOST; LANED_SEEN says how many samples were taken over
+# how long and what each saw, for a failure's message.
 laned_most() {
-    local pid=$1 enough=${2:-} n i=0 most=100 seen=() t0
+    local pid=$1 enough=${2:-} name=${3:-} n i=0 most=100 seen=() t0
     t0=$(now_ms)
     [ -z "$enough" ] || most=100000
     LANED_MOST=0
     while [ "$i" -lt "$most" ]; do
         kill -0 "$pid" 2>/dev/null || break
-        n=$(cat "$U"/sock/*/status 2>/dev/null | grep -c '^lane=direct$' || true)
+        n=$(laned_now "$name")
         [ "$n" -gt "$LANED_MOST" ] && LANED_MOST=$n
         seen+=("$n")
         i=$((i + 1))

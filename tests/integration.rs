@@ -47,6 +47,9 @@ fn timeout_of(name: &str) -> Duration {
         "run_php_fpm" => Duration::from_secs(240),
         // Three runs of Dovecot and its clients (kernel, library, seccomp): 41 s at load ~10.
         "run_dovecot" => Duration::from_secs(240),
+        // Three runs of mosquitto and its 40 clients (kernel, library, seccomp), each
+        // client its own `udsfs run`: 85 s at load ~20.
+        "run_mosquitto" => Duration::from_secs(240),
         // Three runs of PulseAudio and its clients (kernel, library, seccomp), each with
         // 3 s of sound played in real time: 38 s alone on 2 cores.
         "run_pulseaudio" => Duration::from_secs(180),
@@ -338,7 +341,7 @@ scripts!(
     // run_socketserver, run_cpython_asyncio on the plain mount; libuv's calls are those
     // run_node's and the pipe scripts' one-thread passes make) and CI's 60 minutes cannot
     // hold twice; and the programs added late (gpg-agent, git's credential cache, slapd,
-    // Dovecot, PulseAudio), whose second pass is the lanes_off one below; CPython's multiprocessing suite and
+    // Dovecot, PulseAudio, mosquitto), whose second pass is the lanes_off one below; CPython's multiprocessing suite and
     // tokio's tests (minutes each; their calls are the asyncio and socketserver suites' and
     // the tokio pipe scripts' in the one-thread pass), so CI stays inside its 60 minutes.
     // The lane scripts whose bytes go between the programs without the daemon's workers
@@ -366,6 +369,7 @@ scripts!(
     run_gpg_agent,
     run_java,
     run_libuv_tests,
+    run_mosquitto,
     run_pulseaudio,
     run_slapd,
     run_ssh_mux,
@@ -414,6 +418,7 @@ mod lanes_off {
         run_gpg_agent,
         run_haproxy,
         run_memcached,
+        run_mosquitto,
         run_nginx,
         run_node,
         run_php_fpm,

@@ -1593,6 +1593,12 @@ pub fn ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> Option
             let Some(re) = lane::ready_end(fd) else {
                 return pend_ctl(epfd, op, fd, read_event());
             };
+            // `ready_end` may have brought the lane up just now (a JOIN end's
+            // ask): the data file's registrations, this set's too, move onto
+            // it first, so that an ADD of a descriptor already in the set is
+            // EEXIST as on Linux (mosquitto's ADD, then MOD on EEXIST), not a
+            // second registration beside the data file left in the set.
+            moves_done();
             let ino = re.ino;
             let end = Laned {
                 _hold: re.hold,
