@@ -184,6 +184,74 @@ def rcvtimeo_down():
         a.close()
 
 
+class Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class Msghdr(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32), ("iov", ctypes.POINTER(Iovec)),
+        ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+        ("flags", ctypes.c_int),
+    ]
+
+
+def recvmsg_unnamed(s, n, room, flags):
+    """recvmsg(2) as C programs make it (haproxy's): no msg_name (Python's
+    socket.recvmsg always passes one), `room` bytes of control buffer. The bytes
+    and the descriptors that came."""
+    buf = ctypes.create_string_buffer(n)
+    ctl = ctypes.create_string_buffer(room)
+    iov = Iovec(ctypes.cast(buf, ctypes.c_void_p), n)
+    m = Msghdr(None, 0, ctypes.pointer(iov), 1, ctypes.cast(ctl, ctypes.c_void_p), room, 0)
+    r = libc.recvmsg(s.fileno(), ctypes.byref(m), flags)
+    if r < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    fds, off, raw = [], 0, ctl.raw[: m.controllen]
+    while off + 16 <= len(raw):
+        clen, level, kind = struct.unpack_from("Qii", raw, off)
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds += struct.unpack_from(f"{(clen - 16) // 4}i", raw, off + 16)
+        off += (clen + 7) & ~7
+    return buf.raw[:r], fds
+
+
+def rights_down():
+    """A recvmsg with room for control messages and SO_RCVTIMEO, asleep in the ring,
+    whose lane goes down under it because the peer sends a descriptor (SCM_RIGHTS takes
+    the lane down): it gets the bytes and the descriptor, as haproxy's `-x` takes its
+    listeners from the old process (a 1 s SO_RCVTIMEO, no msg_name). The lane once
+    finished such a call with a plain receive through the daemon, without control room,
+    which dropped the descriptor (haproxy: "expecting 2 got 0")."""
+    for flags in (0, socket.MSG_WAITALL):
+        a, b = socket.socketpair()
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 2, 0))
+        r, w = os.pipe()
+        os.write(w, b"through the pipe")
+        os.close(w)
+
+        def writer(b):
+            b.send(b"1")
+            b.recv(10)
+            time.sleep(0.3)
+            b.sendmsg([b"x" * 12], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", r))])
+            time.sleep(5)
+
+        pid = peer(a, b, writer)
+        os.close(r)
+        a.recv(10)
+        a.send(b"2")
+        guard(a, f"rights_down {flags}: before the recvmsg")
+        data, fds = recvmsg_unnamed(a, 12, socket.CMSG_SPACE(4 * 4), flags)
+        say("rights_down flags", flags, "recvmsg:", len(data), "bytes,", len(fds), "descriptors")
+        for fd in fds:
+            say("rights_down flags", flags, "the descriptor reads:", os.read(fd, 100))
+            os.close(fd)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        a.close()
+
+
 def signals():
     for restart in (True, False):
         a, b = socket.socketpair()
@@ -482,6 +550,6 @@ def fionread(d=None):
 
 if __name__ == "__main__":
     run_case(
-        pingpong, big, eagain, rcvtimeo, rcvtimeo_down, sndtimeo, signals, fork_end, pass_end, blocked_fds, epoll, observed, many,
+        pingpong, big, eagain, rcvtimeo, rcvtimeo_down, rights_down, sndtimeo, signals, fork_end, pass_end, blocked_fds, epoll, observed, many,
         scribble, fionread, sockopts,
     )

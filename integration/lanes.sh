@@ -5,7 +5,9 @@
 # 100-byte ping-pong between two processes, a 4 MiB transfer in odd-sized pieces with its
 # checksum and EOF after the writer's close, EAGAIN (MSG_DONTWAIT, O_NONBLOCK, a full
 # ring), SO_RCVTIMEO, SO_RCVTIMEO and SO_SNDTIMEO of a call asleep in the ring whose lane
-# goes down under it (it waits in the daemon what its sleep left), a signal during a blocking recv with and without SA_RESTART, a fork
+# goes down under it (it waits in the daemon what its sleep left), a recvmsg with
+# control room and SO_RCVTIMEO asleep in the ring when the peer's SCM_RIGHTS takes the lane down
+# (it gets the descriptor), a signal during a blocking recv with and without SA_RESTART, a fork
 # of an end whose child writes (the lane goes down, the bytes stay in order) and an end
 # passed over SCM_RIGHTS mid-stream (the receiver reads every byte in order), epoll and
 # select registered before the first byte and on an end whose lane carries one, 6000 pairs
@@ -24,7 +26,7 @@ source "$(dirname "$0")/lib.sh"
 need_preload
 need_cmd python3 python3
 LANES=$ROOT/integration/lanes.py
-CASES=(pingpong big eagain rcvtimeo rcvtimeo_down sndtimeo signals fork_end pass_end blocked_fds epoll many fionread sockopts)
+CASES=(pingpong big eagain rcvtimeo rcvtimeo_down rights_down sndtimeo signals fork_end pass_end blocked_fds epoll many fionread sockopts)
 
 # A case that hangs explains itself. The epoll case's udsfs run was killed at 60 s, right
 # after its last lines, once in the first of four full runs of this script at load (not
@@ -97,6 +99,7 @@ compare big direct
 compare eagain direct
 compare rcvtimeo direct
 compare rcvtimeo_down direct
+compare rights_down direct
 compare sndtimeo direct
 compare signals ""
 compare fork_end none

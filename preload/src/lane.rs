@@ -36,6 +36,7 @@ use crate::iovs::Iovs;
 use crate::lane_hold::{self, Hold};
 use crate::lane_spin::{self, Spin};
 use crate::lane_turn::{Taken, Turn};
+use crate::msg::Handed;
 use crate::{fdpass, ioctl, log, mount, real, user, wait_note, wait_record};
 
 const SLOTS: usize = 64;
@@ -1110,6 +1111,22 @@ fn enter(fd: c_int, write: bool) -> Option<Entered> {
 /// a signal or the timeout, as unix_stream_read_generic does; MSG_TRUNC
 /// (a record's) returns the record's length.
 pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssize_t> {
+    recv_with(fd, buf, n, flags, Rest::Here)
+}
+
+/// Who finishes a laned receive whose lane went down under it: the lane's
+/// own receive through the daemon (`recv_rest`, `read_rest`: bytes only),
+/// or the caller (`Rest::Caller`, a recvmsg with room for control
+/// messages: the message that took the lane down may carry descriptors or
+/// credentials, which only the caller's msghdr can take), told there how
+/// far the call got.
+#[derive(Clone, Copy)]
+enum Rest<'a> {
+    Here,
+    Caller(&'a std::cell::Cell<Option<Handed>>),
+}
+
+fn recv_with(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int, rest: Rest) -> Option<ssize_t> {
     let known = libc::MSG_DONTWAIT | libc::MSG_TRUNC | libc::MSG_PEEK | libc::MSG_WAITALL;
     if flags & !known != 0 {
         return None;
@@ -1119,7 +1136,7 @@ pub fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> Option<ssiz
         return None;
     }
     recorded_call(enter(fd, false)?, false, |laned, rec| {
-        recv_laned(fd, (buf, n), flags, laned, rec)
+        recv_laned(fd, (buf, n), flags, rest, laned, rec)
     })
 }
 
@@ -1129,6 +1146,7 @@ fn recv_laned(
     fd: c_int,
     (buf, n): (*mut c_void, size_t),
     flags: c_int,
+    rest: Rest,
     (ran, s, t, key, e): Laned,
     rec: &wait_record::Rec,
 ) -> Option<ssize_t> {
@@ -1222,6 +1240,9 @@ fn recv_laned(
                         wait_note::interrupted(fd, timeo.is_none());
                         return stop(done, libc::EINTR);
                     }
+                    Err(LaneErr::NotDirect(_)) if handed(rest, fd, s, done, left) => {
+                        return Some(done as ssize_t);
+                    }
                     Err(LaneErr::NotDirect(_)) if left.is_some() && !record => {
                         return Some(recv_rest(fd, s, dst, done, (all, peek), left));
                     }
@@ -1237,6 +1258,9 @@ fn recv_laned(
                 }
             }
             Err(LaneErr::Corrupt(why)) => return Some(corrupt(fd, s, why)),
+            Err(LaneErr::NotDirect(_)) if handed(rest, fd, s, done, left) => {
+                return Some(done as ssize_t)
+            }
             // After a sleep: the daemon waits only what is left.
             Err(LaneErr::NotDirect(_)) if left != timeo && !record => {
                 return Some(recv_rest(fd, s, dst, done, (all, peek), left))
@@ -1248,6 +1272,20 @@ fn recv_laned(
             Err(_) if done > 0 => return Some(done as ssize_t),
             Err(_) => return None,
         }
+    }
+}
+
+/// Whether the receive whose lane went down under it after `done` bytes,
+/// `left` of its timeout, is its caller's to finish (`Rest::Caller`,
+/// told so): not when the program closed the number under the call
+/// (`closed_under` answers that).
+fn handed(rest: Rest, fd: c_int, s: &Slot, done: usize, left: Option<Duration>) -> bool {
+    match rest {
+        Rest::Caller(to) if closed_under(fd, s).is_none() => {
+            to.set(Some(Handed { done, left }));
+            true
+        }
+        _ => false,
     }
 }
 
@@ -1868,10 +1906,16 @@ fn vectored(
 /// waits as read does), the next ones with what is there without waiting.
 /// None: not the lane's.
 pub fn readv(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> Option<ssize_t> {
-    readv_flags(fd, iov, cnt, 0)
+    readv_flags(fd, iov, cnt, 0, Rest::Here)
 }
 
-fn readv_flags(fd: c_int, iov: *const libc::iovec, cnt: c_int, flags: c_int) -> Option<ssize_t> {
+fn readv_flags(
+    fd: c_int,
+    iov: *const libc::iovec,
+    cnt: c_int,
+    flags: c_int,
+    rest: Rest,
+) -> Option<ssize_t> {
     // A peek or a wait for all across buffers is the daemon's.
     if flags & !libc::MSG_DONTWAIT != 0 {
         return None;
@@ -1883,7 +1927,19 @@ fn readv_flags(fd: c_int, iov: *const libc::iovec, cnt: c_int, flags: c_int) -> 
         } else {
             libc::MSG_DONTWAIT
         };
-        match recv(fd, one.iov_base, one.iov_len, f) {
+        let got = recv_with(fd, one.iov_base, one.iov_len, f, rest);
+        // Handed to the caller: it finishes the call after the bytes of
+        // this buffer and the ones before.
+        if let Rest::Caller(to) = rest {
+            if let Some(h) = to.get() {
+                to.set(Some(Handed {
+                    done: total + h.done,
+                    ..h
+                }));
+                return Step::Stop(None);
+            }
+        }
+        match got {
             None if total == 0 => Step::Stop(None),
             None => Step::Stop(Some(total as ssize_t)),
             Some(r) if r <= 0 => Step::Stop(Some(if total == 0 { r } else { total as ssize_t })),
@@ -1910,7 +1966,16 @@ pub fn sendmsg(fd: c_int, m: *const libc::msghdr, flags: c_int) -> Option<ssize_
 /// recvmsg reports the peer's address) and flags at most MSG_DONTWAIT: its
 /// iovecs as readv's; no control message comes on a lane that is up (one
 /// sent takes it down first), so msg_controllen and msg_flags say none.
-pub fn recvmsg(fd: c_int, m: *mut libc::msghdr, flags: c_int) -> Option<ssize_t> {
+/// None: not the lane's, or, when `handed` is set, the lane went down
+/// under a call with room for control messages, which the caller finishes
+/// through the daemon from there (the message that took the lane down
+/// may carry descriptors: haproxy's `-x` lost its listeners).
+pub fn recvmsg(
+    fd: c_int,
+    m: *mut libc::msghdr,
+    flags: c_int,
+    handed: &std::cell::Cell<Option<Handed>>,
+) -> Option<ssize_t> {
     if USED.load(Ordering::Relaxed) == 0 {
         return None;
     }
@@ -1918,7 +1983,12 @@ pub fn recvmsg(fd: c_int, m: *mut libc::msghdr, flags: c_int) -> Option<ssize_t>
     if !h.msg_name.is_null() {
         return None;
     }
-    let r = readv_flags(fd, h.msg_iov, h.msg_iovlen as c_int, flags)?;
+    let rest = if h.msg_control.is_null() || h.msg_controllen == 0 {
+        Rest::Here
+    } else {
+        Rest::Caller(handed)
+    };
+    let r = readv_flags(fd, h.msg_iov, h.msg_iovlen as c_int, flags, rest)?;
     if r >= 0 {
         let at = m.cast::<u8>();
         let ctl = at.wrapping_add(std::mem::offset_of!(libc::msghdr, msg_controllen));

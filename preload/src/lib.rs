@@ -594,7 +594,8 @@ pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut mmsghdr, n: c_uint, flags: 
 #[no_mangle]
 pub unsafe extern "C" fn recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssize_t {
     restart::recv(fd, -1, || {
-        if let Some(r) = lane::recvmsg(fd, m, flags) {
+        let handed = std::cell::Cell::new(None);
+        if let Some(r) = lane::recvmsg(fd, m, flags, &handed) {
             return r;
         }
         let r = unsafe { real::recvmsg(fd, m, flags) };
@@ -607,7 +608,7 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, m: *mut msghdr, flags: c_int) -> ssi
             Ok(h) => h,
             Err(e) => return len_ret(Err(e)),
         };
-        let r = msg::recv(mnt, fd, &mut h, flags, true).and_then(|n| {
+        let r = msg::recv_from(mnt, fd, &mut h, flags, true, handed.get()).and_then(|n| {
             let at = m.cast::<u8>();
             let field = |off: usize| at.wrapping_add(off);
             if !h.msg_name.is_null() {

@@ -164,10 +164,43 @@ fn recv_once(m: &Mount, fd: c_int, dst: Iovs, flags: c_int, at: usize, ask: Ask)
 /// (recvmsg, recvmmsg), so even a plain receive goes through the ioctl,
 /// which tells MSG_TRUNC and MSG_CTRUNC; recv and recvfrom read the file.
 pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) -> Res<usize> {
+    recv_from(m, fd, msg, flags, report, None)
+}
+
+/// A laned receive handed to its caller (lane.rs `Rest::Caller`): `done`
+/// bytes already in the buffers, `left` what its sleeps left of
+/// SO_RCVTIMEO (None: no timeout).
+#[derive(Clone, Copy, Debug)]
+pub struct Handed {
+    pub done: usize,
+    pub left: Option<Duration>,
+}
+
+/// `recv`, going on from where a laned receive left it (`handed`: the
+/// lane went down under it, lane.rs `Rest::Caller`): its bytes already in
+/// the buffers, the daemon's wait bounded by what its sleeps left of
+/// SO_RCVTIMEO (MSGF_CONT) and taken only if MSG_WAITALL asks for more,
+/// its count added to the result; an error after those bytes returns
+/// them, as a receive that copied some does.
+pub fn recv_from(
+    m: &Mount,
+    fd: c_int,
+    msg: &mut msghdr,
+    flags: c_int,
+    report: bool,
+    handed: Option<Handed>,
+) -> Res<usize> {
     let held = IovCopy::of_msg(msg.msg_iov, msg.msg_iovlen)?;
     let dst = held.iovs();
-    let mut want = dst.len();
-    let plain = !report
+    let (done, cont) = handed.map_or((0, None), |h| {
+        (
+            h.done.min(dst.len()),
+            h.left.map(|l| timeo_left_ns(Some(l))),
+        )
+    });
+    let mut want = dst.len() - done;
+    let plain = handed.is_none()
+        && !report
         && msg.msg_name.is_null()
         && (msg.msg_control.is_null() || msg.msg_controllen == 0)
         && flags & !(libc::MSG_CMSG_CLOEXEC | libc::MSG_NOSIGNAL) == 0
@@ -195,12 +228,17 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
     // EFAULT when that is the first. A datagram is taken and lost with
     // EFAULT, as on Linux. One probe a page of what one ioctl can bring.
     let probed = want.min(MSG_ROOM);
-    let ok = dst.writable_at(0, probed);
+    let ok = dst.writable_at(done, probed);
     let writable = (ok < probed && ioctl::is_stream(fd)).then_some(ok);
+    // After bytes the lane gave, only MSG_WAITALL waits for more.
+    let wait = !nonblock && (done == 0 || flags & libc::MSG_WAITALL != 0);
     let first = Ask {
         want,
         room: control,
-        wait: (!nonblock).then_some(Wait::default()),
+        wait: wait.then_some(Wait {
+            cont,
+            ..Wait::default()
+        }),
         writable,
         ..Ask::default()
     };
@@ -208,7 +246,15 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
     if let Some(w) = writable {
         want = w;
     }
-    let mut got = recv_once(m, fd, dst, flags, 0, first)?;
+    let mut got = match recv_once(m, fd, dst, flags, done, first) {
+        Ok(got) => got,
+        Err(_) if done > 0 => {
+            msg.msg_controllen = 0;
+            msg.msg_flags = echoed;
+            return Ok(done);
+        }
+        Err(e) => return Err(e),
+    };
     let is_stream = || ioctl::is_stream(fd);
     let stream = udsfs_calls::recv::rest(
         &mut got,
@@ -220,7 +266,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
             // A stream's later piece likewise stops before what the buffers
             // cannot take.
             let probed = ask.want.min(MSG_ROOM);
-            let ok = dst.writable_at(at, probed);
+            let ok = dst.writable_at(done + at, probed);
             let writable = (ok < probed && stream).then_some(ok);
             if writable == Some(0) {
                 return None;
@@ -230,7 +276,7 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
                 writable,
                 ..ask
             };
-            Some(recv_once(m, fd, dst, flags, at, ask))
+            Some(recv_once(m, fd, dst, flags, done + at, ask))
         },
     );
     let (ret, out_flags) = udsfs_calls::recv::report(&got, flags, stream, || Ok(is_stream()))?;
@@ -254,5 +300,5 @@ pub fn recv(m: &Mount, fd: c_int, msg: &mut msghdr, flags: c_int, report: bool) 
     let (used, cut) = put_control(m, msg, &got, flags & libc::MSG_CMSG_CLOEXEC != 0);
     msg.msg_controllen = used;
     msg.msg_flags = out_flags | if cut { libc::MSG_CTRUNC } else { 0 };
-    Ok(ret)
+    Ok(done + ret)
 }
