@@ -71,6 +71,11 @@ pub fn rest(
         if !(s || peek && got.len < got.full_len) {
             break;
         }
+        // A stream receive ends with the chunk that passed files
+        // (unix_stream_read_generic: `if (scm.fp) break`).
+        if s && !peek && (!got.rights.is_empty() || got.ctrunc) {
+            break;
+        }
         let waitall = s && !peek && flags & libc::MSG_WAITALL != 0;
         let ask = Ask {
             want: want - got.len,
@@ -156,6 +161,31 @@ mod tests {
         assert_eq!(n, 20000);
         let (_, asks) = run(65536, 65536, libc::MSG_WAITALL, true);
         assert!(asks.iter().all(|a| a.2), "MSG_WAITALL waits for the rest");
+    }
+
+    #[test]
+    fn a_stream_receive_ends_with_the_piece_that_passed_files() {
+        for (rights, ctrunc) in [(vec![7], false), (vec![], true)] {
+            let mut g = got(MSG_ROOM, MSG_ROOM);
+            (g.rights, g.ctrunc) = (rights.clone(), ctrunc);
+            let mut asks = 0;
+            rest(
+                &mut g,
+                4 * MSG_ROOM,
+                libc::MSG_WAITALL,
+                false,
+                || true,
+                |_, _, _| {
+                    asks += 1;
+                    Some(Ok(got(MSG_ROOM, MSG_ROOM)))
+                },
+            );
+            assert_eq!(
+                (g.len, asks),
+                (MSG_ROOM, 0),
+                "rights {rights:?}, ctrunc {ctrunc}"
+            );
+        }
     }
 
     #[test]

@@ -152,6 +152,13 @@ pub struct RecvFlags<'a> {
     /// With `deliver_to`: the sender's pidfd is not handed over, only its
     /// pid (the `msg` file's records carry `pidfd=` as a number).
     pub pid_only: bool,
+    /// A stream read that goes on with a receive begun earlier (a
+    /// MSG_WAITALL's rest, after a wait): the sender credentials of its
+    /// first chunk (`Received::sender`). With SO_PASSCRED or SO_PASSPIDFD
+    /// on a chunk of another sender ends it before its first byte, as
+    /// unix_stream_read_generic never glues two senders' bytes; the first
+    /// chunk's name and pidfd are not taken again.
+    pub after: Option<Option<Ucred>>,
     /// A stream reader whose buffers can take only `writable` of the
     /// `asked` bytes of its call: the read stops before a chunk it cannot
     /// copy whole, EFAULT when that is the first, as unix_stream_read_generic
@@ -215,6 +222,10 @@ pub struct Received {
     pub passed: Vec<u64>,
     /// Passed references dropped at the reader (MSG_CTRUNC).
     pub ctrunc: bool,
+    /// A stream read: its first chunk's sender credentials as queued (not
+    /// translated for the reader), which its rest goes on from
+    /// (`RecvFlags::after`). None: nothing was read.
+    pub sender: Option<Option<Ucred>>,
     /// The receive timestamp (ns since the epoch) and the reader's
     /// timestamp state when it read, which say what control messages it
     /// gets (dgram and seqpacket with SO_TIMESTAMP on).

@@ -5,22 +5,22 @@
 
 use nix::errno::Errno;
 
-use super::message::{Limit, Piece, Received};
+use super::message::{Piece, Received, RecvFlags};
 use super::socket::{RCV_SHUTDOWN, SockState};
 use super::{Engine, Result, Ucred, Wakeups};
 
 impl Engine {
-    /// Up to `maxlen` bytes from the queue; `peek` leaves them queued (only
-    /// SO_PEEK_OFF moves). EAGAIN when nothing is readable.
+    /// Up to `f.len` bytes from the queue; `f.peek` leaves them queued (only
+    /// SO_PEEK_OFF moves); `f.limit`, `f.after` as RecvFlags says. EAGAIN
+    /// when nothing is readable.
     pub(crate) fn stream_read(
         &self,
         receiver: u64,
         st: &mut SockState,
-        maxlen: usize,
-        peek: bool,
-        limit: Option<Limit>,
+        f: &RecvFlags<'_>,
         wake: &mut Wakeups,
     ) -> Result<Received> {
+        let (maxlen, peek, limit) = (f.len, f.peek, f.limit);
         if !st.conn.is_connected() {
             return Err(Errno::EINVAL);
         }
@@ -51,7 +51,7 @@ impl Engine {
         } else {
             0
         };
-        let mut first_creds: Option<Option<Ucred>> = None;
+        let mut first_creds: Option<Option<Ucred>> = f.after;
         let mut at = (!st.queue.msgs().is_empty()).then_some(0);
         // With passcred or passpidfd on, one read never spans two senders.
         let span_check = st.may_passcred();
@@ -172,6 +172,7 @@ impl Engine {
             at = (!st.queue.msgs().is_empty()).then_some(0);
         }
         out.full_len = out.data.len();
+        out.sender = first_creds;
         if st.passcred {
             out.creds = Some(first_creds.flatten().unwrap_or(Ucred::NONE));
         }

@@ -382,6 +382,14 @@ fn timeo_direction(arg: i32) -> Result<Direction, Errno> {
 
 const HSIZE: usize = std::mem::size_of::<MsgHead>();
 
+/// A MSG_WAITALL receive's answer so far (head, then the data), and its
+/// first chunk's sender as queued (what its rest goes on from:
+/// `RecvFlags::after`).
+struct SoFar {
+    out: Vec<u8>,
+    sender: Option<Ucred>,
+}
+
 /// One UDSFS_IOC_MSG call in progress: what the caller gave, and what a
 /// blocking call got done before it parked (it is retried from there).
 pub struct MsgCall {
@@ -391,8 +399,8 @@ pub struct MsgCall {
     checked: bool,
     /// A stream send: bytes queued so far (passed sockets go with the first).
     sent: usize,
-    /// A MSG_WAITALL receive: the answer so far (head, then the data).
-    got: Option<Vec<u8>>,
+    /// A MSG_WAITALL receive: what it got before it parked.
+    got: Option<Box<SoFar>>,
     /// The most it waits: the socket's timeout, or what an earlier ioctl of
     /// the same call left of it (MSGF_CONT).
     limit: Option<Duration>,
@@ -474,7 +482,7 @@ impl MsgCall {
     pub(super) fn end(mut self, err: Errno, reply: IoctlReply) {
         let mut h = self.head();
         if let Some(got) = self.got.take() {
-            return self.answer(reply, got);
+            return self.answer(reply, got.out);
         }
         if h.op == MSGOP_SEND && self.sent > 0 {
             h.len = self.sent as u32;
@@ -618,10 +626,13 @@ fn recv(at: MsgCtx<'_>, call: &mut MsgCall) -> Result<Vec<u8>, Errno> {
         && head.flags & (MSGF_PEEK | MSGF_OOB) == 0
         && s.ty == SockType::Stream;
     if !waitall {
-        return recv_once(eng, s, head, c, w);
+        return recv_once(eng, s, head, c, w, None).map(|(out, _)| out);
     }
     let want = (head.len as usize).min(MSG_ROOM);
-    let mut acc = call.got.take();
+    let (mut acc, mut first) = match call.got.take() {
+        Some(g) => (Some(g.out), g.sender),
+        None => (None, None),
+    };
     loop {
         let have = acc.as_ref().map_or(0, |a| a.len() - HSIZE);
         if acc.is_some() && have >= want {
@@ -629,25 +640,39 @@ fn recv(at: MsgCtx<'_>, call: &mut MsgCall) -> Result<Vec<u8>, Errno> {
         }
         let mut h = head;
         h.len = (want - have) as u32;
-        match recv_once(eng, s, h, c, w) {
-            Ok(piece) => {
+        let after = acc.is_some().then_some(first);
+        match recv_once(eng, s, h, c, w, after) {
+            Ok((piece, sender)) => {
+                let ph: MsgHead = read_struct(&piece)?;
                 let eof = piece.len() == HSIZE;
+                // The chunk that passes files ends the receive short of its
+                // size (unix_stream_read_generic: `if (scm.fp) break`).
+                let passed = ph.nrights > 0 || ph.flags & MSGF_CTRUNC != 0;
                 match &mut acc {
-                    None => acc = Some(piece),
+                    None => {
+                        acc = Some(piece);
+                        first = sender.flatten();
+                    }
                     Some(a) => {
                         a.extend_from_slice(&piece[HSIZE..]);
                         let mut ah: MsgHead = read_struct(a)?;
                         ah.len = (a.len() - HSIZE) as u32;
                         ah.full_len = ah.len;
+                        if passed {
+                            with_later_rights(&mut ah, &ph);
+                        }
                         a[..HSIZE].copy_from_slice(as_bytes(&ah));
                     }
                 }
-                if eof {
+                if eof || passed {
                     break;
                 }
             }
-            Err(Errno::EAGAIN) if acc.is_some() && call.blocks() => {
-                call.got = acc;
+            Err(Errno::EAGAIN)
+                if call.blocks()
+                    && let Some(out) = acc =>
+            {
+                call.got = Some(Box::new(SoFar { out, sender: first }));
                 return Err(Errno::EAGAIN);
             }
             Err(_) if acc.is_some() => break,
@@ -657,14 +682,39 @@ fn recv(at: MsgCtx<'_>, call: &mut MsgCall) -> Result<Vec<u8>, Errno> {
     Ok(acc.expect("the loop ends with a piece"))
 }
 
-/// One receive: at most MSG_ROOM bytes of one message or of the stream.
+/// The head `ah` of a MSG_WAITALL receive whose later piece `ph` passed
+/// files (the first passed none, or the receive had ended there): the
+/// piece's entries and tags, its MSG_CTRUNC, and the first piece's pidfd
+/// tag after them (with no room left, the library falls back to the pid).
+fn with_later_rights(ah: &mut MsgHead, ph: &MsgHead) {
+    let pidfd_tag = (ah.has_creds & HAS_PIDFD_FILE != 0)
+        .then(|| ah.rights.get(ah.nrights as usize).copied())
+        .flatten();
+    let n = (ph.nrights as usize).min(MAX_RIGHTS);
+    ah.nrights = n as u32;
+    ah.rights = [0; MAX_RIGHTS];
+    ah.rights[..n].copy_from_slice(&ph.rights[..n]);
+    ah.flags |= ph.flags & MSGF_CTRUNC;
+    ah.has_creds &= !HAS_PIDFD_FILE;
+    if let Some(tag) = pidfd_tag
+        && n < MAX_RIGHTS
+    {
+        ah.rights[n] = tag;
+        ah.has_creds |= HAS_PIDFD_FILE;
+    }
+}
+
+/// One receive: at most MSG_ROOM bytes of one message or of the stream;
+/// `after`: it goes on with a stream receive whose first chunk came from
+/// that sender (`RecvFlags::after`). With the stream's first chunk's sender.
 fn recv_once(
     eng: &Arc<Engine>,
     s: &Arc<Socket>,
     mut head: MsgHead,
     c: &Caller,
     w: Option<&Waiter>,
-) -> Result<Vec<u8>, Errno> {
+    after: Option<Option<Ucred>>,
+) -> Result<(Vec<u8>, Option<Option<Ucred>>), Errno> {
     let asked = head.len as usize;
     let want = asked.min(MSG_ROOM);
     let peek = head.flags & MSGF_PEEK != 0;
@@ -673,7 +723,7 @@ fn recv_once(
     // the `msg` file, so that nothing is taken here.
     if !peek && !oob && asked > MSG_ROOM && eng.next_message_len(s).is_some_and(|n| n > MSG_ROOM) {
         head.status = STATUS_TOO_BIG;
-        return Ok(as_bytes(&head).to_vec());
+        return Ok((as_bytes(&head).to_vec(), None));
     }
     let room = (head.flags & MSGF_ROOM != 0).then(|| RightsRoom {
         without_creds: rights_room(head.nrights as usize, false),
@@ -691,6 +741,7 @@ fn recv_once(
             writable: head.writable as usize,
             asked,
         }),
+        after,
         ..RecvFlags::default()
     };
     let mut got = eng.recvmsg(s, flags, w)?;
@@ -727,7 +778,7 @@ fn recv_once(
     }
     let mut out = as_bytes(&head).to_vec();
     out.extend_from_slice(&got.data);
-    Ok(out)
+    Ok((out, got.sender))
 }
 
 #[cfg(test)]

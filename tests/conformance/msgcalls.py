@@ -400,6 +400,67 @@ def blocking():
 
 
 
+def rights_of(anc):
+    return [x for lvl, t, v in anc if lvl == socket.SOL_SOCKET and t == socket.SCM_RIGHTS
+            for x in array.array("i", v[: len(v) - len(v) % 4])]
+
+
+def waitall_glue():
+    """A stream MSG_WAITALL recvmsg that waits for its rest: unix_stream_read_generic
+    glues the chunks that come, the passed files of the one that brings them
+    included, and ends with that chunk; with SO_PASSCRED it never glues two
+    senders' chunks (it ends short at the second sender's)."""
+    def got(s, n, flags=socket.MSG_WAITALL):
+        data, anc, fl, _ = s.recvmsg(n, socket.CMSG_SPACE(8) + socket.CMSG_SPACE(12), flags)
+        fds = rights_of(anc)
+        for fd in fds:
+            os.close(fd)
+        creds = [struct.unpack("iII", v[:12])[0] == os.getpid() for lvl, t, v in anc
+                 if t == socket.SCM_CREDENTIALS]
+        return data, len(fds), flagnames(fl), creds
+
+    def later(sec, f):
+        t = threading.Timer(sec, f)
+        t.start()
+        return t
+
+    r, w = os.pipe()
+    a, b = pair(STREAM)
+    rcvtimeo(b, 3)
+    a.send(b"plain")
+    t = later(0.3, lambda: socket.send_fds(a, [b"x" * 7], [r]))
+    say("waitall: rights in the chunk that completes it", got(b, 12))
+    t.join()
+    # The chunk that passes ends the receive, short of MSG_WAITALL's size.
+    socket.send_fds(a, [b"abc"], [r])
+    t = later(0.3, lambda: a.send(b"later"))
+    say("waitall: rights in the first chunk", got(b, 8))
+    t.join()
+    say("waitall: then", got(b, 5))
+    # Queued before the call: the same.
+    a.send(b"plain")
+    socket.send_fds(a, [b"y" * 7], [r])
+    a.send(b"after")
+    say("waitall: queued, rights in the second chunk", got(b, 17))
+    say("waitall: queued, then", got(b, 5))
+    # With SO_PASSCRED, another sender's chunk (root names its parent's pid) ends it.
+    b.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    other = struct.pack("iII", os.getppid(), os.getuid(), os.getgid())
+    a.send(b"mine")
+    t = later(0.3, lambda: a.sendmsg([b"them"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, other)]))
+    say("waitall: passcred, another sender's chunk comes", got(b, 8))
+    t.join()
+    say("waitall: passcred, then", got(b, 8, 0))
+    a.send(b"mine")
+    res(lambda: a.sendmsg([b"them"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, other)]))
+    say("waitall: passcred, queued", got(b, 8))
+    say("waitall: passcred, queued, then", got(b, 8, 0))
+    for f in (a, b):
+        f.close()
+    os.close(r)
+    os.close(w)
+
+
 def rights_at_nofile():
     """Two sockets and a pipe received with two descriptor slots left: whatever
     is installed comes back in SCM_RIGHTS and the rest is closed (MSG_CTRUNC),
@@ -446,7 +507,7 @@ def main():
     where()
     sys.setswitchinterval(0.001)
     for section in (big_peek, truncation, zero_length, rights, rights_at_nofile, sizes,
-                    libc_mmsg, epipe_count, blocking):
+                    libc_mmsg, epipe_count, blocking, waitall_glue):
         # A section that fails says so and the rest still run.
         try:
             section()

@@ -136,8 +136,7 @@ impl ProtoOps for Stream {
         if op.f.oob {
             return recv_oob(op.st, op.f.peek);
         }
-        op.eng
-            .stream_read(op.s.id, op.st, op.f.len, op.f.peek, op.f.limit, op.wake)
+        op.eng.stream_read(op.s.id, op.st, op.f, op.wake)
     }
 }
 
