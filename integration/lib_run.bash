@@ -428,3 +428,27 @@ laned_most() {
     local from=$((i > 40 ? i - 40 : 0))
     LANED_SEEN="$i samples over $(($(now_ms) - t0)) ms, lane=direct counts (the last 40): ${seen[*]:from}"
 }
+
+# timed_run NAME MODE DIR [RUN OPTIONS...]: the script's `one_run` with these arguments,
+# and how long it took (said).
+timed_run() {
+    local t0
+    t0=$(now_ms)
+    one_run "$@"
+    say "$1 run: $(($(now_ms) - t0)) ms"
+}
+
+# udsfs_runs SUBDIR: after the script's kernel run, its `one_run` through `udsfs run` in
+# $MNT/SUBDIR (the library; lanes as the mount has them) and through `--front seccomp`
+# in $MNT/seccomp (no lanes), each compared with the kernel run (the script's
+# `same_as_kernel_run NAME`) and its lanes counted (its `lanes_seen NAME on|off`).
+udsfs_runs() {
+    local lanes=on
+    [ "${UDSFS_LANES:-on}" != off ] || lanes=off
+    timed_run udsfs udsfs "$MNT/$1"
+    same_as_kernel_run udsfs
+    lanes_seen udsfs "$lanes"
+    timed_run seccomp udsfs "$MNT/seccomp" --front seccomp
+    same_as_kernel_run seccomp
+    lanes_seen seccomp off
+}

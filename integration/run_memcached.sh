@@ -135,9 +135,7 @@ same_as_kernel_run() {
     ok "memcached and its clients, $1 run: the same $(wc -l <"$TMP/$1.out") answers as on kernel sockets"
 }
 
-t0=$(now_ms)
-one_run kernel kernel "$TMP/k"
-say "kernel run: $(($(now_ms) - t0)) ms"
+timed_run kernel kernel "$TMP/k"
 kernel_said 'memccp: exit 0' "the kernel run's memccp failed"
 kernel_said 'memccat blob: equal' "the kernel run's memccat did not give back the file memccp stored"
 kernel_said 'big read back: equal' "the kernel run's 900 KB value did not come back equal"
@@ -146,15 +144,4 @@ kernel_said 'memcstat as 61002: exit 1' "the kernel run's memcstat as uid 61002 
 kernel_said '.*SYSTEM ERROR(Permission denied).*' "the kernel run's uid 61002 was not refused with EACCES"
 kernel_said 'processes left: none' "the kernel run left processes"
 
-lanes=on
-[ "${UDSFS_LANES:-on}" != off ] || lanes=off
-t0=$(now_ms)
-one_run udsfs udsfs "$MNT/mc"
-say "udsfs run: $(($(now_ms) - t0)) ms"
-same_as_kernel_run udsfs
-lanes_seen udsfs "$lanes"
-t0=$(now_ms)
-one_run seccomp udsfs "$MNT/seccomp" --front seccomp
-say "seccomp run: $(($(now_ms) - t0)) ms"
-same_as_kernel_run seccomp
-lanes_seen seccomp off
+udsfs_runs mc

@@ -215,9 +215,7 @@ same_as_kernel_run() {
     ok "mosquitto and its clients, $1 run: the same $(wc -l <"$TMP/$1.out") answers as on kernel sockets"
 }
 
-t0=$(now_ms)
-one_run kernel kernel "$TMP/k"
-say "kernel run: $(($(now_ms) - t0)) ms"
+timed_run kernel kernel "$TMP/k"
 kernel_said 'r/b 1 world' "the kernel run's retained r/a was not cleared"
 kernel_said 'q/2 q2 sent with qos 2' "the kernel run's QoS 2 message did not come with QoS 2"
 kernel_said 'lines after ready: 500, equal to seq 1 500: yes' "the kernel run's 500 lines did not all come in order"
@@ -228,15 +226,4 @@ kernel_said 'mosquitto after SIGTERM: exit 0' "the kernel run's mosquitto did no
 kernel_said "mosquitto's errors and warnings: " "the kernel run's mosquitto logged errors or warnings"
 kernel_said 'processes left: none' "the kernel run left processes"
 
-lanes=on
-[ "${UDSFS_LANES:-on}" != off ] || lanes=off
-t0=$(now_ms)
-one_run udsfs udsfs "$MNT/mq"
-say "udsfs run: $(($(now_ms) - t0)) ms"
-same_as_kernel_run udsfs
-lanes_seen udsfs "$lanes"
-t0=$(now_ms)
-one_run seccomp udsfs "$MNT/seccomp" --front seccomp
-say "seccomp run: $(($(now_ms) - t0)) ms"
-same_as_kernel_run seccomp
-lanes_seen seccomp off
+udsfs_runs mq
