@@ -438,17 +438,40 @@ timed_run() {
     say "$1 run: $(($(now_ms) - t0)) ms"
 }
 
-# udsfs_runs SUBDIR: after the script's kernel run, its `one_run` through `udsfs run` in
-# $MNT/SUBDIR (the library; lanes as the mount has them) and through `--front seccomp`
-# in $MNT/seccomp (no lanes), each compared with the kernel run (the script's
-# `same_as_kernel_run NAME`) and its lanes counted (its `lanes_seen NAME on|off`).
+# lanes_seen FILE NAME WANT N WHAT: run NAME's held connections had lanes (WANT on: at
+# least N sockets, both ends of each of WHAT, said lane=direct at once) or had none
+# (WANT off: a --no-lanes mount, or programs under --front seccomp, which the library
+# does not carry). FILE holds the script's count: LANED_MOST LANED_SEEN (laned_most).
+lanes_seen() {
+    local file=$1 name=$2 want=$3 n=$4 what=$5 most seen
+    read -r most seen <"$file"
+    if [ "$want" == off ]; then
+        [ "$most" -eq 0 ] || fail "$name run without lanes: $most sockets said lane=direct"
+        ok "$name run: no socket said lane=direct"
+    else
+        [ "$most" -ge "$n" ] || fail "$name run: at most $most sockets said lane=direct while $what were held open (want $n: both ends of each); $seen"
+        ok "$name run: $what had lanes ($most sockets said lane=direct at once)"
+    fi
+}
+
+# udsfs_runs PROG SUBDIR N WHAT: after the script's kernel run, its `one_run` through
+# `udsfs run` in $MNT/SUBDIR (the library; lanes as the mount has them) and through
+# `--front seccomp` in $MNT/seccomp (no lanes): each run NAME's answers ($TMP/NAME.out)
+# the kernel run's, with the server PROG's log $TMP/SUBDIR-NAME/PROG.log shown on a
+# difference, and its lanes counted (`lanes_seen`: the count in $TMP/SUBDIR-NAME/laned,
+# N sockets of WHAT).
 udsfs_runs() {
-    local lanes=on
+    local prog=$1 sub=$2 n=$3 what=$4 lanes=on name
     [ "${UDSFS_LANES:-on}" != off ] || lanes=off
-    timed_run udsfs udsfs "$MNT/$1"
-    same_as_kernel_run udsfs
-    lanes_seen udsfs "$lanes"
-    timed_run seccomp udsfs "$MNT/seccomp" --front seccomp
-    same_as_kernel_run seccomp
-    lanes_seen seccomp off
+    for name in udsfs seccomp; do
+        if [ "$name" == udsfs ]; then
+            timed_run udsfs udsfs "$MNT/$sub"
+        else
+            timed_run seccomp udsfs "$MNT/seccomp" --front seccomp
+            lanes=off
+        fi
+        same_answers --run "$name" "$prog" tail -n 20 "$TMP/$sub-$name/$prog.log"
+        ok "$prog and its clients, $name run: the same $(wc -l <"$TMP/$name.out") answers as on kernel sockets"
+        lanes_seen "$TMP/$sub-$name/laned" "$name" "$lanes" "$n" "$what"
+    done
 }

@@ -115,26 +115,6 @@ one_run() {
     show_answers "$name" "$out" "$d/memcached.log" "$d/many.out"
 }
 
-# lanes_seen NAME WANT: run NAME's 20 connections had lanes (WANT on: at least 40 sockets,
-# both ends of each, said lane=direct at once) or had none (WANT off: a --no-lanes mount,
-# or programs under --front seccomp, which the library does not carry).
-lanes_seen() {
-    local most seen
-    read -r most seen <"$TMP/mc-$1/laned"
-    if [ "$2" == off ]; then
-        [ "$most" -eq 0 ] || fail "$1 run on a --no-lanes mount: $most sockets said lane=direct"
-        ok "$1 run: no socket said lane=direct"
-    else
-        [ "$most" -ge 40 ] || fail "$1 run: at most $most sockets said lane=direct while memcached's 20 connections were held open (want 40: both ends of each); $seen"
-        ok "$1 run: memcached's 20 connections had lanes ($most sockets said lane=direct at once)"
-    fi
-}
-
-same_as_kernel_run() {
-    same_answers --run "$1" "memcached" tail -n 20 "$TMP/mc-$1/memcached.log"
-    ok "memcached and its clients, $1 run: the same $(wc -l <"$TMP/$1.out") answers as on kernel sockets"
-}
-
 timed_run kernel kernel "$TMP/k"
 kernel_said 'memccp: exit 0' "the kernel run's memccp failed"
 kernel_said 'memccat blob: equal' "the kernel run's memccat did not give back the file memccp stored"
@@ -144,4 +124,4 @@ kernel_said 'memcstat as 61002: exit 1' "the kernel run's memcstat as uid 61002 
 kernel_said '.*SYSTEM ERROR(Permission denied).*' "the kernel run's uid 61002 was not refused with EACCES"
 kernel_said 'processes left: none' "the kernel run left processes"
 
-udsfs_runs mc
+udsfs_runs memcached mc 40 "memcached's 20 connections"

@@ -194,27 +194,6 @@ EOF
     say "$name run: the 500 lines took $(cat "$d/n.ms" 2>/dev/null || echo ?) ms"
 }
 
-# lanes_seen NAME WANT: run NAME's held subscribers had lanes (WANT on: at least
-# 2*$HELD sockets, both ends of each connection, said lane=direct at once) or had none
-# (WANT off: a --no-lanes mount, or programs under --front seccomp, which the library
-# does not carry).
-lanes_seen() {
-    local most seen
-    read -r most seen <"$TMP/mq-$1/laned"
-    if [ "$2" == off ]; then
-        [ "$most" -eq 0 ] || fail "$1 run without lanes: $most sockets said lane=direct"
-        ok "$1 run: no socket said lane=direct"
-    else
-        [ "$most" -ge $((2 * HELD)) ] || fail "$1 run: at most $most sockets said lane=direct while $HELD subscribers were held open (want $((2 * HELD)): both ends of each); $seen"
-        ok "$1 run: the $HELD subscribers' connections had lanes ($most sockets said lane=direct at once)"
-    fi
-}
-
-same_as_kernel_run() {
-    same_answers --run "$1" "mosquitto" tail -n 20 "$TMP/mq-$1/mosquitto.log"
-    ok "mosquitto and its clients, $1 run: the same $(wc -l <"$TMP/$1.out") answers as on kernel sockets"
-}
-
 timed_run kernel kernel "$TMP/k"
 kernel_said 'r/b 1 world' "the kernel run's retained r/a was not cleared"
 kernel_said 'q/2 q2 sent with qos 2' "the kernel run's QoS 2 message did not come with QoS 2"
@@ -226,4 +205,4 @@ kernel_said 'mosquitto after SIGTERM: exit 0' "the kernel run's mosquitto did no
 kernel_said "mosquitto's errors and warnings: " "the kernel run's mosquitto logged errors or warnings"
 kernel_said 'processes left: none' "the kernel run left processes"
 
-udsfs_runs mq
+udsfs_runs mosquitto mq $((2 * HELD)) "the $HELD subscribers' connections"
