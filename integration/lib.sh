@@ -852,12 +852,13 @@ kernel_vs_udsfs() {
     udsfs_same_as_kernel_run "$prog" "$route"
 }
 
-# udsfs_same_as_kernel_run PROG [ROUTE]: kernel_vs_udsfs's second half: PROG through
-# `udsfs run` (into $TMP/udsfs.out) gave $TMP/kernel.out's answers, which a
-# kernel_run made.
+# udsfs_same_as_kernel_run PROG [ROUTE [RUN OPTION...]]: kernel_vs_udsfs's second half:
+# PROG through `udsfs run` with the RUN OPTIONs (into $TMP/udsfs.out) gave
+# $TMP/kernel.out's answers, which a kernel_run made.
 udsfs_same_as_kernel_run() {
     local prog=$1 route=${2:-}
-    local udsfs_args=("$MNT") run_args=(--mount "$MNT") limit=()
+    shift $(($# < 2 ? $# : 2))
+    local udsfs_args=("$MNT") run_args=(--mount "$MNT" "$@") limit=()
     if [ -n "$route" ]; then
         udsfs_args+=("$route")
         run_args+=(--route "$route")
@@ -868,7 +869,7 @@ udsfs_same_as_kernel_run() {
         fail "the program fails through udsfs run: $(tail -3 "$TMP/udsfs.err")"
     tail -1 "$TMP/udsfs.out" | grep -qx done || fail "udsfs run did not finish"
     grep -qx 'where: kernel' "$TMP/kernel.out" || fail "the kernel run did not use kernel sockets"
-    same_as_kernel "$TMP/udsfs.out" "$TMP/udsfs.err" "udsfs run"
+    same_as_kernel "$TMP/udsfs.out" "$TMP/udsfs.err" "udsfs run${*:+ $*}"
 }
 
 # kernel_run PROG DIR...: the Python program PROG run on kernel sockets with its

@@ -3,10 +3,13 @@
 # names or control, MSG_PEEK of datagrams larger than one ioctl, MSG_TRUNC, passed
 # sockets with no or little control room, 16 KiB and larger messages, 1024 iovecs,
 # zero-length I/O, recvmmsg's timeout and the error it leaves after datagrams, sendmmsg's counts, a stream send cut off by
-# the peer, blocking receives and timeouts): tests/conformance/msgcalls.py runs on
-# kernel sockets and through `udsfs run`; both outputs must be equal.
+# the peer, blocking receives and timeouts, MSG_WAITALL's glue): tests/conformance/msgcalls.py
+# runs on kernel sockets, through `udsfs run` (the library) and through `udsfs run
+# --front seccomp` (the supervisor: a write of nothing is trapped and sent, as Linux
+# sends it, where the data file would answer 0); the outputs must be equal.
 source "$(dirname "$0")/lib.sh"
 kernel_vs_udsfs "$ROOT/tests/conformance/msgcalls.py"
+udsfs_same_as_kernel_run "$ROOT/tests/conformance/msgcalls.py" "" --front seccomp
 
 # The message ioctl itself (proto/src/ioctl.rs): a receive with MSGF_WAIT parks
 # in the daemon (the park table counts it) until a message comes; without it EAGAIN

@@ -282,6 +282,13 @@ pub fn program(kind: Kind) -> Vec<sock_filter> {
             To::Skip(1 + FCNTLS.len()),
         );
         a.trap_if_arg_in(OFF_ARG1, FCNTLS.iter().map(|&c| c as u32));
+        // write of nothing: Linux sends it on a socket (a zero-length
+        // datagram; EPIPE at a closed peer), where FUSE answers 0 and passes
+        // nothing on. The count's low word only: the supervisor lets a
+        // longer one run (emulate.rs `triage`).
+        a.jump(JEQ_K, libc::SYS_write as u32, To::Next, To::Skip(2));
+        a.stmt(LD_W_ABS, OFF_ARG2);
+        a.jump(JEQ_K, 0, To::Trap, To::Allow);
     }
     a.jump(JEQ_K, libc::SYS_ioctl as u32, To::Next, To::Allow);
     a.trap_if_arg_in(OFF_ARG1, IOCTLS.iter().copied());
@@ -392,9 +399,29 @@ mod tests {
             assert_eq!(x86(&with_routes, nr), libc::SECCOMP_RET_USER_NOTIF);
             assert_eq!(x86(&p, nr), libc::SECCOMP_RET_USER_NOTIF);
         }
-        for nr in [libc::SYS_read, libc::SYS_write, libc::SYS_ioctl, 0, 1000] {
+        for nr in [libc::SYS_read, libc::SYS_ioctl, 0, 1000] {
             assert_eq!(x86(&p, nr), libc::SECCOMP_RET_ALLOW);
         }
+        // write: of nothing only (the count, args[2]).
+        let write = |prog: &[sock_filter], count: u32| {
+            run(
+                prog,
+                &Data {
+                    arch: AUDIT_ARCH_X86_64,
+                    nr: libc::SYS_write as u32,
+                    req: 0,
+                    ip: 0x7f12_3456_7000,
+                    arg2: count,
+                    arg3: 0,
+                },
+            )
+        };
+        assert_eq!(write(&p, 0), libc::SECCOMP_RET_USER_NOTIF);
+        for count in [1, 100, u32::MAX] {
+            assert_eq!(write(&p, count), libc::SECCOMP_RET_ALLOW, "count {count}");
+        }
+        let lib = program(Kind::Library { routed: false });
+        assert_eq!(write(&lib, 0), libc::SECCOMP_RET_ALLOW);
         assert_eq!(
             eval(&p, AUDIT_ARCH_X86_64, X32_BIT | libc::SYS_connect as u32),
             libc::SECCOMP_RET_ALLOW
