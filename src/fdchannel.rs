@@ -6,7 +6,8 @@
 //! suffix. Anyone may bind an abstract name, so the name a client trusts is
 //! the one the mount itself serves in `.udsfs/fdchannel` (only this daemon
 //! answers reads of its mount); clients also check with SO_PEERCRED that the
-//! peer has the daemon's uid. The daemon takes the client's uid from
+//! peer has the daemon's uid, and its pid where that uid cannot tell
+//! (`Client::connect`). The daemon takes the client's uid from
 //! SO_PEERCRED and serves only users that may use the mount; every
 //! connection and deposit is a descriptor of the daemon, charged to that
 //! user (src/engine/fds.rs). Each request must also come from that uid, or

@@ -119,6 +119,18 @@ fn close_one(fd: c_int) -> c_int {
     })
 }
 
+/// A copy at the lowest free number: a connect/accept end's lane note
+/// follows it as at dup2 (`lane::duped`).
+#[no_mangle]
+pub unsafe extern "C" fn dup(old: c_int) -> c_int {
+    // SAFETY: the program's call.
+    let r = unsafe { real::dup(old) };
+    if r >= 0 {
+        crate::lane::duped(old, r);
+    }
+    r
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
     if old != new {
@@ -127,6 +139,7 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
     let r = around(|| unsafe { real::dup2(old, new) });
     if r >= 0 && old != new {
         gone(new, new);
+        crate::lane::duped(old, new);
     }
     r
 }
@@ -139,6 +152,7 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
     let r = around(|| unsafe { real::dup3(old, new, flags) });
     if r >= 0 {
         gone(new, new);
+        crate::lane::duped(old, new);
     }
     r
 }

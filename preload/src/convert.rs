@@ -30,7 +30,8 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
         return last();
     }
     let carried = Carried::of(fd);
-    let held = epolls::held(fd, kernel_ino(fd)?);
+    let kernel = file_id(fd)?;
+    let held = epolls::held(fd, kernel.1);
     let sigio = urg::carry_of(fd);
     let clone = m.ctrl_file(&format!("{name}/clone"));
     // The daemon makes the socket in the network namespace of the thread
@@ -48,6 +49,14 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     } else {
         0
     };
+    // Another thread may have closed `fd` while the daemon made the socket,
+    // and a new file taken the number: it stays, and this call fails as
+    // one made after that close would (Linux's connect and bind work on
+    // the file they took at their start and put nothing at the number).
+    if file_id(fd) != Ok(kernel) {
+        close(new);
+        return Err(libc::EBADF);
+    }
     // SAFETY: dup3 replaces the program's kernel socket with the udsfs file.
     let r = unsafe { libc::dup3(new, fd, cloexec) };
     close(new);
@@ -59,13 +68,13 @@ pub fn convert(m: &Mount, fd: c_int) -> Res<()> {
     carried.apply(fd)
 }
 
-/// The inode of descriptor `fd`.
-fn kernel_ino(fd: c_int) -> Res<u64> {
+/// The device and inode of descriptor `fd`'s file.
+fn file_id(fd: c_int) -> Res<(u64, u64)> {
     // SAFETY: zeroed storage fstat fills.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: st is a local stat.
     if unsafe { real::fstat(fd, &mut st) } < 0 {
         return last();
     }
-    Ok(st.st_ino)
+    Ok((st.st_dev, st.st_ino))
 }

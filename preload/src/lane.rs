@@ -85,6 +85,9 @@ struct Slot {
     wtaken: Turn,
     /// JOIN: the asks left.
     tries: AtomicU32,
+    /// JOIN: the program's latest copy of the end's number (-1: none),
+    /// where the note moves when that number is closed (`duped`).
+    copy: AtomicI32,
     /// The end carries records (set with `end`, read without it).
     record: AtomicBool,
     /// A connect/accept end whose lane just came up: its epoll
@@ -117,6 +120,7 @@ const EMPTY: Slot = Slot {
     rtaken: Turn::new(),
     wtaken: Turn::new(),
     tries: AtomicU32::new(0),
+    copy: AtomicI32::new(-1),
     record: AtomicBool::new(false),
     fresh: AtomicBool::new(false),
     rspin: Spin::new(lane_spin::CALL_LOOKS),
@@ -177,7 +181,10 @@ static FRESH: AtomicUsize = AtomicUsize::new(0);
 
 /// The inode of `fd`'s file, from the kernel's cache (AT_STATX_DONT_SYNC:
 /// an fstat of a FUSE file may be a GETATTR round trip to the daemon, which
-/// would cost what the lane saves; an inode number never changes).
+/// would cost what the lane saves; an inode number never changes). None
+/// for a file of another filesystem: a number another thread's open took
+/// between a close and the close's bookkeeping may name a file with the
+/// same inode number elsewhere, which must not pass for the socket.
 pub(crate) fn ino_of(fd: c_int) -> Option<u64> {
     // SAFETY: statx fills the zeroed struct it is given.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
@@ -186,7 +193,8 @@ pub(crate) fn ino_of(fd: c_int) -> Option<u64> {
     // statx (which is the library's own entry, `stat_entry`: its frames
     // overflowed hackbench -T's 16 KiB thread stacks in a debug build).
     let r = unsafe { crate::real::statx(fd, c"".as_ptr(), flags, libc::STATX_INO, &mut st) };
-    (r == 0).then_some(st.stx_ino)
+    let ours = crate::mount::get().is_none_or(|m| m.owns_dev(st.stx_dev_major, st.stx_dev_minor));
+    (r == 0 && ours).then_some(st.stx_ino)
 }
 
 /// socketpair made `fds`, udsfs stream sockets: the daemon makes their
@@ -525,6 +533,17 @@ pub fn left_polled(fd: c_int) {
     let _ = ioctl::op(fd, Op::LaneClaim, 9);
 }
 
+/// Whether `fd` is an end that still has or asks for a lane (JOIN, LANE,
+/// CLAIMING), one between two lanes included: not given up (its slot
+/// freed). No system call.
+pub fn in_play(fd: c_int) -> bool {
+    if USED.load(Ordering::Relaxed) == 0 || fd < 0 {
+        return false;
+    }
+    slot_of_fd(fd)
+        .is_some_and(|s| matches!(s.state.load(Ordering::Acquire), JOIN | LANE | CLAIMING))
+}
+
 /// Whether `fd` is a connect/accept end still asking for its lane (JOIN),
 /// or one another thread was asking for (CLAIMING, waited out for a
 /// while) that has it now.
@@ -587,6 +606,7 @@ fn free(s: &Slot) {
     // when the last call or epoll registration holding them lets go.
     set_own(s, 0);
     fd_word(s).store(-1, Ordering::Relaxed);
+    s.copy.store(-1, Ordering::Relaxed);
     s.checked.store(0, Ordering::Relaxed);
     s.state.store(FREE, Ordering::Release);
     USED.fetch_sub(1, Ordering::Relaxed);
@@ -885,16 +905,49 @@ pub fn closed(first: c_int, last: c_int) {
             // the closed file's to free (its end would never ask, and the
             // epoll_ctl that would have asked polls it through the daemon
             // first: no lane for good, run_memcached.sh).
-            if fd_word(s).load(Ordering::Relaxed) == fd
-                && ino_of(fd) != Some(s.ino.load(Ordering::Relaxed))
-            {
-                free(s);
+            let ino = s.ino.load(Ordering::Relaxed);
+            if fd_word(s).load(Ordering::Relaxed) == fd && ino_of(fd) != Some(ino) {
+                if st == JOIN && moved(s, ino) {
+                    s.state.store(JOIN, Ordering::Release);
+                } else {
+                    free(s);
+                }
             } else {
                 s.state.store(st, Ordering::Release);
             }
         }
     }
     sweep();
+}
+
+/// The program copied descriptor `old` to `new` (fcntl F_DUPFD, dup,
+/// dup2, dup3): a connect/accept end still asking for its lane (JOIN) notes the
+/// copy, where its note moves if `old` is closed (`moved`). Postfix's
+/// servers and qmgr move each connection above 127 so (F_DUPFD, then
+/// close): the copy's first poll reached the daemon as that of a number
+/// the library never noted, which ruled the lane out for good (the polled
+/// rule, docs/LANE.md "Programs that poll"). A laned end's copy is left
+/// alone: its calls go through the daemon, which takes the lane down.
+pub fn duped(old: c_int, new: c_int) {
+    if USED.load(Ordering::Relaxed) == 0 || old < 0 || new < 0 || old == new {
+        return;
+    }
+    if let Some(s) = slot_of_fd(old).filter(|s| s.state.load(Ordering::Acquire) == JOIN) {
+        s.copy.store(new, Ordering::Relaxed);
+    }
+}
+
+/// JOIN slot `s` (CLAIMING, ours), of socket `ino`, whose number was
+/// closed: its note moved to the program's copy (`duped`) if that still
+/// names the socket and has no slot of its own.
+fn moved(s: &Slot, ino: u64) -> bool {
+    let to = s.copy.swap(-1, Ordering::Relaxed);
+    if to < 0 || ino_of(to) != Some(ino) || FDS.iter().any(|f| f.load(Ordering::Relaxed) == to) {
+        return false;
+    }
+    fd_word(s).store(to, Ordering::Relaxed);
+    s.checked.store(0, Ordering::Relaxed);
+    true
 }
 
 /// After fork, in the child: the parent keeps its claimed ends; the
@@ -994,7 +1047,7 @@ pub fn close(fd: c_int) -> Option<c_int> {
 
 /// "/proc/self/fd/N\0" on the stack (close is async-signal-safe: no
 /// allocation).
-fn fd_path(fd: c_int) -> [u8; 32] {
+pub(crate) fn fd_path(fd: c_int) -> [u8; 32] {
     let mut p = [0u8; 32];
     let head = b"/proc/self/fd/";
     let mut buf = [0u8; 10];
@@ -1105,6 +1158,28 @@ fn enter(fd: c_int, write: bool) -> Option<Entered> {
     Some((ran, s, t, h, e))
 }
 
+/// FIONREAD (SIOCINQ) on `fd`'s stream lane: the bytes its incoming ring
+/// holds (Linux's unix_inq_len), from the ring's positions. Through the
+/// daemon the question takes the lane down (its queue is counted there),
+/// and Postfix asks it before each read: its connections kept a lane for
+/// a moment only. None: not the lane's (a lane going down, a ring found
+/// corrupt: the daemon answers and sees to it), or a seqpacket lane's
+/// (Linux sums every queued record's bytes, which the ring's positions,
+/// counting headers and padding, do not say).
+pub fn inq(fd: c_int) -> Option<c_int> {
+    let (_ran, _s, _t, _held, e) = enter(fd, false)?;
+    if e.record {
+        return None;
+    }
+    // SAFETY: the reader is this thread's while its turn (`_t`) is held.
+    let r = unsafe { &mut *e.r.get() };
+    busy(e).fetch_add(1, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    let n = r.available();
+    busy(e).fetch_sub(1, Ordering::Release);
+    c_int::try_from(n.ok()?).ok()
+}
+
 /// A plain read/recv of up to `n` bytes on `fd`'s lane; None: not the
 /// lane's (the caller goes through the daemon). MSG_PEEK leaves the bytes
 /// (the record); MSG_WAITALL (a stream's) reads until `n` bytes, the end,
@@ -1183,6 +1258,18 @@ fn recv_laned(
             Some(te) => te,
             None => match retake(s, &s.rtaken, fd, key) {
                 Some(te) => te,
+                // A MSG_WAITALL read fed in part whose lane went down while
+                // it slept, seen first by another thread of the end (which
+                // may have asked for the next lane already): the rest as
+                // when the sleep itself sees the way down (a number closed
+                // under it ends it with what came). Returned here, the
+                // program got a short count Linux never gives.
+                None if done > 0 && all && handed(rest, fd, s, done, left) => {
+                    return Some(done as ssize_t);
+                }
+                None if done > 0 && all && open_under(fd, s) => {
+                    return Some(recv_rest(fd, s, dst, done, (all, peek), left));
+                }
                 None if done > 0 => return Some(done as ssize_t),
                 // The number closed or reused under the sleep (the slot
                 // went): the call goes on on the file it keeps, as
@@ -1246,6 +1333,9 @@ fn recv_laned(
                     Err(LaneErr::NotDirect(_)) if left.is_some() && !record => {
                         return Some(recv_rest(fd, s, dst, done, (all, peek), left));
                     }
+                    Err(LaneErr::NotDirect(_)) if left.is_some() && open_under(fd, s) => {
+                        return record_rest(fd, dst, flags, left);
+                    }
                     Err(LaneErr::NotDirect(_)) if done > 0 => {
                         return Some(read_rest(fd, s, dst, done));
                     }
@@ -1264,6 +1354,9 @@ fn recv_laned(
             // After a sleep: the daemon waits only what is left.
             Err(LaneErr::NotDirect(_)) if left != timeo && !record => {
                 return Some(recv_rest(fd, s, dst, done, (all, peek), left))
+            }
+            Err(LaneErr::NotDirect(_)) if left != timeo && open_under(fd, s) => {
+                return record_rest(fd, dst, flags, left)
             }
             Err(LaneErr::NotDirect(_)) if done > 0 => return Some(read_rest(fd, s, dst, done)),
             Err(LaneErr::NotDirect(_)) => {
@@ -1598,6 +1691,11 @@ fn recv_rest(
                 }
             }
             Ok(_) => break,
+            Err(libc::EINTR) if all && !peek => match rest_on_new_lane(fd, &mut dst[done..]) {
+                Some(Ok(0)) | Some(Err(_)) => break,
+                Some(Ok(n)) => done += n,
+                None => {}
+            },
             Err(e) if done == 0 => {
                 if e == libc::EINTR {
                     wait_note::interrupted(fd, timeo_left.is_none());
@@ -1610,6 +1708,33 @@ fn recv_rest(
     done as ssize_t
 }
 
+/// The record a blocking receive under SO_RCVTIMEO slept for in the ring
+/// when the lane went down under it: the daemon's receive (`msg::recv_from`,
+/// which takes a record larger than one ioctl through the `msg` file too),
+/// waiting only what the sleeps left (`left`, MSGF_CONT), as
+/// unix_dgram_recvmsg has one timeo for the call. None: no mount (the
+/// caller's call through the daemon).
+fn record_rest(fd: c_int, dst: &mut [u8], flags: c_int, left: Option<Duration>) -> Option<ssize_t> {
+    let m = mount::get()?;
+    let mut iov = libc::iovec {
+        iov_base: dst.as_mut_ptr().cast(),
+        iov_len: dst.len(),
+    };
+    // SAFETY: a zeroed msghdr is empty: no name, no control room.
+    let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+    h.msg_iov = &mut iov;
+    h.msg_iovlen = 1;
+    let handed = Handed { done: 0, left };
+    Some(len_ret(crate::msg::recv_from(
+        m,
+        fd,
+        &mut h,
+        flags,
+        false,
+        Some(handed),
+    )))
+}
+
 /// A MSG_WAITALL read the lane began and the daemon is to end (the lane
 /// went down under it, its bytes now in the engine's queue): the rest by
 /// reads of the data file until it is full, the end or an error.
@@ -1619,12 +1744,40 @@ fn read_rest(fd: c_int, s: &Slot, dst: &mut [u8], mut done: usize) -> ssize_t {
         let left = &mut dst[done..];
         // SAFETY: the program's buffer, probed writable.
         let r = unsafe { crate::real::read(fd, left.as_mut_ptr().cast(), left.len()) };
+        if r < 0 && crate::errno::errno() == libc::EINTR {
+            match rest_on_new_lane(fd, left) {
+                Some(Ok(0)) | Some(Err(_)) => break,
+                Some(Ok(n)) => done += n,
+                None => {}
+            }
+            continue;
+        }
         if r <= 0 {
             break;
         }
         done += r as usize;
     }
     done as ssize_t
+}
+
+/// After an EINTR of a MSG_WAITALL rest parked in the daemon: when it was
+/// the daemon's kick because the connection's lane came up again under it
+/// (another thread of the end asked), the rest through the new lane, all
+/// of `left` or the end (None: no lane after all, the daemon again).
+/// Ended there, the program got a short count, which MSG_WAITALL never
+/// gives but at a signal, the end or an error.
+fn rest_on_new_lane(fd: c_int, left: &mut [u8]) -> Option<Result<usize, ()>> {
+    if !woken(fd) {
+        return Some(Err(()));
+    }
+    let n = recv_with(
+        fd,
+        left.as_mut_ptr().cast(),
+        left.len(),
+        libc::MSG_WAITALL,
+        Rest::Here,
+    )?;
+    Some(usize::try_from(n).map_err(|_| ()))
 }
 
 /// A plain write/send of `n` bytes on `fd`'s lane; None: not the lane's.
@@ -1770,6 +1923,11 @@ fn closed_under(fd: c_int, s: &Slot) -> Option<ssize_t> {
     closed_ino(fd, s.ino.load(Ordering::Relaxed))
 }
 
+/// Whether `fd` still names the socket of slot `s` (`closed_under`'s no).
+fn open_under(fd: c_int, s: &Slot) -> bool {
+    closed_under(fd, s).is_none()
+}
+
 /// A blocking write the lane began and the daemon is to end (the lane went
 /// down under it) once the call is past its start: it queued bytes
 /// (`done`) or waited for room. Linux's sender is then inside its loop,
@@ -1792,7 +1950,17 @@ fn resumed(
         return Some(if done > 0 { done as ssize_t } else { r });
     }
     if s.record.load(Ordering::Relaxed) {
-        return (done > 0).then_some(done as ssize_t);
+        // Nothing of a record went (it goes whole). One that waited under
+        // SO_SNDTIMEO waits only what the ring's sleep left, as
+        // unix_dgram_sendmsg's one timeo; one larger than an ioctl goes
+        // through the `msg` file, which waits a whole timeout.
+        return match timeo_left {
+            _ if done > 0 => Some(done as ssize_t),
+            Some(left) if src.len() <= MSG_ROOM => Some(len_ret(crate::msg::send_record_waited(
+                fd, src, flags, left,
+            ))),
+            _ => None,
+        };
     }
     let left = &src[done..];
     let iov = libc::iovec {

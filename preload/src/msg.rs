@@ -93,9 +93,35 @@ pub fn send(m: &Mount, fd: c_int, data: Iovs, meta: Meta, flags: c_int) -> Res<u
 /// that sleep left of SO_SNDTIMEO: MSGF_CONT); the later ones wait afresh,
 /// as Linux's sender per skb.
 pub fn send_resumed(fd: c_int, data: Iovs, flags: c_int, left: Option<Duration>) -> Res<usize> {
+    send_waited(fd, data, flags, left, true)
+}
+
+/// A record (at most MSG_ROOM bytes) a lane's writer slept in the full
+/// ring for under SO_SNDTIMEO when the lane went down under the sleep
+/// (lane.rs `resumed`): one MSG ioctl that waits at most `left`, what that
+/// sleep left of the timeout (MSGF_CONT). Nothing of it went: no resumed
+/// send (MSGF_RESUMED is a stream's), no SIGPIPE (a record's EPIPE raises
+/// none, as the daemon's write of the data file).
+pub fn send_record_waited(fd: c_int, data: &[u8], flags: c_int, left: Duration) -> Res<usize> {
+    let iov = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    send_waited(fd, Iovs::new(&iov, 1), flags, Some(left), false)
+}
+
+/// A blocking send the lane slept for: MSG ioctls whose first waits at
+/// most `left` (MSGF_CONT), said to be a stream send's rest when `resumed`.
+fn send_waited(
+    fd: c_int,
+    data: Iovs,
+    flags: c_int,
+    left: Option<Duration>,
+    resumed: bool,
+) -> Res<usize> {
     let len = data.len();
     let wait = Wait {
-        resumed: true,
+        resumed,
         ..Wait::default()
     };
     let p = Pieces {
@@ -105,7 +131,7 @@ pub fn send_resumed(fd: c_int, data: Iovs, flags: c_int, left: Option<Duration>)
         first_cont: left.map(|l| timeo_left_ns(Some(l))),
     };
     let x = ioctl::Extras::default();
-    ioctl::send_pieces(&p, len, 0, &x, flags, || true)
+    ioctl::send_pieces(&p, len, 0, &x, flags, || resumed)
 }
 
 /// The library's pieces of a send (udsfs_calls::client::send_pieces): the

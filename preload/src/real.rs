@@ -90,6 +90,7 @@ real! {
     write(fd: c_int, b: *const c_void, n: size_t) -> ssize_t;
     // fdgen.rs: the closes of descriptor numbers.
     close(fd: c_int) -> c_int;
+    dup(old: c_int) -> c_int;
     dup2(old: c_int, new: c_int) -> c_int;
     dup3(old: c_int, new: c_int, flags: c_int) -> c_int;
     fclose(f: *mut libc::FILE) -> c_int;

@@ -79,6 +79,9 @@ fn fcntl_impl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
     };
     // SAFETY: the caller's arguments, as fcntl(2) takes them.
     let r = crate::files::fcntl_result(cmd, unsafe { real::fcntl(fd, cmd, arg) }, &mut udsfs);
+    if r >= 0 && matches!(cmd, libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) {
+        crate::lane::duped(fd, r);
+    }
     if r < 0 || !sigio::FCNTLS.contains(&cmd) {
         return r;
     }

@@ -61,7 +61,7 @@ pub fn handler_ran() {
     if w != 0 {
         // SAFETY: noted by `sleeping_on` from a live reference, and
         // unnoted before the call lets go of the region that holds it.
-        unsafe { &*(w as *const AtomicU32) }.fetch_add(1, Ordering::Relaxed);
+        unsafe { &*(w as *const AtomicU32) }.fetch_add(udsfs_proto::lane::BUMP, Ordering::Relaxed);
     }
 }
 

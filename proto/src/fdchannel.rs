@@ -4,13 +4,18 @@
 //! (`channel_name`, or one with a random suffix when that is taken), which
 //! it publishes in its mount's `.udsfs/fdchannel`. Anyone may bind an
 //! abstract name, so a client trusts the name the mount serves, and checks
-//! with SO_PEERCRED that the peer has the daemon's uid.
+//! with SO_PEERCRED that the peer has the daemon's uid (and, in a user
+//! namespace that maps neither the daemon's uid nor the peer's, where both
+//! read as the overflow uid, the daemon's pid).
 //!
 //! An abstract name exists in one network namespace only, so the daemon
 //! also listens at a path (`fdchannel` in a directory it made itself, which
 //! nobody else can write), published on the file's second line: a client
 //! whose abstract name is not answered by the daemon (a program in a network
-//! namespace of its own) connects there (`Client::connect_published`).
+//! namespace of its own, or one whose check refused who answers there)
+//! connects there (`Client::connect_published`). Nobody else can have a
+//! socket at that path, so there the uid is checked and no pid (a client in
+//! a pid namespace of its own sees none: `unshare -Urnpf`).
 //!
 //! One request per packet:
 //! - `DEPOSIT` with SCM_RIGHTS: the files; answer `TAGS` and one u64 tag
@@ -45,6 +50,42 @@ pub const PUBLISHED_FILE: &str = "fdchannel";
 /// (as in the mount source `udsfs:PID`).
 pub fn channel_name(pid: u32) -> String {
     format!("udsfs-fdpass-{pid}")
+}
+
+/// The daemon's pid in a channel name it published (`channel_name`, or
+/// that with a random suffix).
+pub fn channel_pid(name: &[u8]) -> Option<u32> {
+    let rest = name.strip_prefix(b"udsfs-fdpass-")?;
+    let digits = rest.split(|b| *b == b'-').next()?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// The uid that users of another user namespace read as (`kernel.overflowuid`):
+/// every uid not mapped in the caller's own reads as this one.
+fn overflow_uid() -> u32 {
+    let mut buf = [0u8; 16];
+    // SAFETY: open, read into a local buffer and close, by system call.
+    let n = unsafe {
+        let fd = libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            c"/proc/sys/kernel/overflowuid".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return 65534;
+        }
+        let n = libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len());
+        libc::syscall(libc::SYS_close, fd);
+        n
+    };
+    let text = buf
+        .get(..usize::try_from(n).unwrap_or(0))
+        .unwrap_or_default();
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(65534)
 }
 
 /// The file of the daemon's own directory that is the channel's path socket.
@@ -159,14 +200,19 @@ pub struct Client(OwnedFd);
 impl Client {
     /// Connects to abstract `name` and makes sure the peer has `daemon_uid`
     /// (a name someone else bound after the daemon died would not). ECONNREFUSED
-    /// for another uid.
+    /// for another uid. Where the daemon's uid is not mapped (the caller is
+    /// in a user namespace of its own), it reads as the overflow uid, as does
+    /// every other user's there: the peer must then also be the process
+    /// whose pid the name carries (`channel_pid`), as the caller sees it
+    /// (0 where it cannot: refused).
     pub fn connect(name: &[u8], daemon_uid: u32) -> Res<Client> {
-        Self::connect_to(name, true, daemon_uid)
+        Self::connect_to(name, true, daemon_uid, channel_pid(name))
     }
 
-    /// `connect` at the path socket `path` (absolute).
+    /// `connect` at the daemon's path socket `path` (absolute), which only
+    /// the daemon can have made: its uid is checked, not its pid.
     pub fn connect_path(path: &[u8], daemon_uid: u32) -> Res<Client> {
-        Self::connect_to(path, false, daemon_uid)
+        Self::connect_to(path, false, daemon_uid, None)
     }
 
     /// The channel the mount publishes: its abstract name, or, when the
@@ -182,7 +228,12 @@ impl Client {
         }
     }
 
-    fn connect_to(name: &[u8], abstract_name: bool, daemon_uid: u32) -> Res<Client> {
+    fn connect_to(
+        name: &[u8],
+        abstract_name: bool,
+        daemon_uid: u32,
+        daemon_pid: Option<u32>,
+    ) -> Res<Client> {
         if name.len() >= crate::addr::MAX_ABSTRACT_NAME || name.contains(&0) && !abstract_name {
             return Err(libc::EINVAL);
         }
@@ -209,14 +260,16 @@ impl Client {
                 len as libc::socklen_t,
             )
         })?;
-        if c.peer_uid()? != daemon_uid {
+        let (uid, pid) = c.peer()?;
+        let unsure = abstract_name && uid == overflow_uid();
+        if uid != daemon_uid || (unsure && Some(pid) != daemon_pid) {
             return Err(libc::ECONNREFUSED);
         }
         Ok(c)
     }
 
-    /// The uid of the process that answers (SO_PEERCRED).
-    pub fn peer_uid(&self) -> Res<u32> {
+    /// The uid and pid of the process that answers (SO_PEERCRED).
+    fn peer(&self) -> Res<(u32, u32)> {
         // SAFETY: a zeroed ucred is valid; getsockopt writes at most its size.
         let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
         let mut len = size_of::<libc::ucred>() as libc::socklen_t;
@@ -231,7 +284,7 @@ impl Client {
                 &mut len as *mut libc::socklen_t,
             )
         })?;
-        Ok(cred.uid)
+        Ok((cred.uid, cred.pid as u32))
     }
 
     fn send(&self, bytes: &[u8], fds: &[RawFd]) -> Res<()> {
@@ -372,6 +425,10 @@ mod tests {
     fn published_names_round_trip() {
         let n = channel_name(42);
         assert_eq!(n, "udsfs-fdpass-42");
+        assert_eq!(channel_pid(n.as_bytes()), Some(42));
+        assert_eq!(channel_pid(b"udsfs-fdpass-42-00ff00ff00ff00ff"), Some(42));
+        assert_eq!(channel_pid(b"udsfs-fdpass-"), None);
+        assert_eq!(channel_pid(b"someone-else-42"), None);
         let only = Published {
             name: n.clone().into_bytes(),
             path: None,

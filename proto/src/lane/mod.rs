@@ -27,5 +27,5 @@ pub mod state;
 mod tests;
 
 pub use region::{Region, Side};
-pub use ring::{Framing, LaneErr, Notify, Reader, Record, Sleeper, Writer};
+pub use ring::{BUMP, Framing, LaneErr, Notify, Reader, Record, Sleeper, Writer};
 pub use state::State;

@@ -19,13 +19,13 @@
 //! | 64 + 256 d + 0 | tail: bytes written into ring d (low 32 bits) | d's writer |
 //! | 64 + 256 d + 4 | fin: 1 once d's writer sent its last byte | d's writer |
 //! | 64 + 256 d + 8 | writer_waiting: d's writer's pollers wait for space (eventfd) | d's writer |
-//! | 64 + 256 d + 12 | data_ev: futex word d's reader sleeps on | d's writer, the daemon |
+//! | 64 + 256 d + 12 | data_ev: futex word d's reader sleeps on (bit 0: armed) | d's reader arms it; d's writer, the daemon bump it |
 //! | 64 + 256 d + 16 | writer_sleeping: d's writer threads asleep on space_ev | d's writer |
 //! | 64 + 256 d + 20 | writes: d's writes so far, each the next mark's (low 32 bits) | d's writer |
 //! | 64 + 256 d + 24 | ledger (8 bytes): d's charged writer's oldest write not given back and what it owes (ring.rs `Ledger`) | d's writer |
 //! | 64 + 256 d + 128 | head: bytes read from ring d (low 32 bits) | d's reader |
 //! | 64 + 256 d + 132 | reader_waiting: d's reader's pollers wait for data (eventfd) | d's reader |
-//! | 64 + 256 d + 136 | space_ev: futex word d's writer sleeps on | d's reader, the daemon |
+//! | 64 + 256 d + 136 | space_ev: futex word d's writer sleeps on (bit 0: armed) | d's writer arms it; d's reader, the daemon bump it |
 //! | 64 + 256 d + 140 | reader_sleeping: d's reader threads asleep on data_ev | d's reader |
 //! | 4096 + 4096 d + 4 i | mark i: the tail after write i (mod `MARKS`) of d's last ones | d's writer |
 //!
@@ -51,8 +51,9 @@ use crate::{Errno, Res};
 
 pub const MAGIC: u32 = u32::from_le_bytes(*b"UDLN");
 /// 5: the header is three pages, 1024 marks a direction, the writes word,
-/// the ledger.
-pub const VERSION: u32 = 5;
+/// the ledger; 6: the event words' low bit is a sleeper's arm (ring.rs
+/// `ARMED`), bumps add 2.
+pub const VERSION: u32 = 6;
 /// The header's size; the rings follow it.
 pub const HEADER: usize = 3 * 4096;
 const PAGE: usize = 4096;
@@ -344,7 +345,7 @@ impl Region {
         for d in 0..2 {
             for off in [OFF_DATA_EV, OFF_SPACE_EV] {
                 let w = self.word(dir_word(d, off));
-                w.fetch_add(1, Ordering::SeqCst);
+                w.fetch_add(super::ring::BUMP, Ordering::SeqCst);
                 futex::wake(w);
             }
         }

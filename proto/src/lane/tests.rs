@@ -260,8 +260,36 @@ fn a_write_wakes_only_a_sleeping_reader() {
     });
     assert_eq!(
         ev.load(Ordering::SeqCst),
-        ev0 + 1,
+        ev0 + super::BUMP,
         "one wake-up for one sleeper"
+    );
+}
+
+/// A reader woken and not running yet (its count still up) costs the
+/// writes after the waking one nothing: the first disarmed the word as it
+/// bumped it; the reader arms it again only when it goes back to sleep.
+/// (Every write bumped it and made a FUTEX_WAKE before.)
+#[test]
+fn a_woken_sleeper_costs_the_writes_after_the_first_no_wake_up() {
+    let (_fd, r) = direct([4096, 4096]);
+    let (mut w, _rd) = a_to_b(&r);
+    let ev = r.word(dir_word(0, region::OFF_DATA_EV));
+    // A reader's sleep as wait_until makes it: its count, then the arm.
+    r.word(dir_word(0, region::OFF_READER_SLEEPING))
+        .fetch_add(1, Ordering::SeqCst);
+    let armed = ev.fetch_or(ring::ARMED, Ordering::SeqCst) | ring::ARMED;
+    let mut seen = vec![armed];
+    for _ in 0..3 {
+        w.write(b"x").unwrap();
+        seen.push(ev.load(Ordering::SeqCst));
+    }
+    println!("data_ev: armed, then after each of 3 writes: {seen:?}");
+    assert_ne!(seen[1], armed, "the first write wakes the sleeper");
+    assert_eq!(seen[1] & ring::ARMED, 0, "and disarms the word");
+    assert_eq!(
+        seen[2..],
+        [seen[1], seen[1]],
+        "no wake-up for the next writes"
     );
 }
 
