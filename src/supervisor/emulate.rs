@@ -4,6 +4,7 @@
 //! library (preload/src/lib.rs) on a copy of the target's descriptor.
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
 
 use libc::seccomp_notif;
 
@@ -44,14 +45,18 @@ pub struct Job {
     /// the bytes it sent (`resume`).
     pub try_first: bool,
     pub resume: usize,
-    /// The trapped thread and the copy of its descriptor that triage
-    /// looked at, for the first attempt only: a clone goes without them
-    /// (a call held or tried again looks anew).
-    pub got: Option<(Task, OwnedFd)>,
-    /// `target::epoch()` before the notification was received
-    /// (`Task::names_trapped`); 0: none read.
-    pub received: u64,
-    /// That copy's O_NONBLOCK as triage read it (with `got` only): the
+    /// The trapped thread as triage opened it, for the first attempt only
+    /// (a clone holds no pidfd: 10,000 held calls would hold 10,000).
+    pub task: Option<Task>,
+    /// The copy of its descriptor that triage looked at. A udsfs socket's
+    /// copy serves every attempt, clones too: the call goes on with the
+    /// file it named, as Linux's holds the file it took at its start, even
+    /// once another thread closed the number and a new file took it
+    /// (integration/adversarial_close_race.sh, held_reuse.c). Any other
+    /// copy serves the first attempt only (a kernel socket an attempt
+    /// converted is looked at anew).
+    pub copy: Option<Arc<OwnedFd>>,
+    /// That copy's O_NONBLOCK as triage read it (with `task` only): the
     /// first attempt does not ask again.
     nonblock: Option<bool>,
 }
@@ -60,7 +65,8 @@ impl Clone for Job {
     fn clone(&self) -> Job {
         Job {
             addr: self.addr.clone(),
-            got: None,
+            task: None,
+            copy: self.copy.clone().filter(|_| self.udsfs),
             nonblock: None,
             ..*self
         }
@@ -108,8 +114,10 @@ fn may_wait(nonblock: bool, nr: i64, args: &[u64; 6]) -> bool {
 }
 
 /// Decides a call on the spot when it is not udsfs work.
-pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply> {
+pub fn triage(ctx: &Ctx, l: &Listener, n: &seccomp_notif) -> Result<Job, Reply> {
     let (nr, args, tid) = (n.data.nr as i64, n.data.args, n.pid as i32);
+    // What is read of `tid` is its call's (pending.rs).
+    let _call = super::pending::Bound::triage(l.raw(), n.id, tid);
     // write of nothing (filter.rs traps it in a supervised tree) is a send
     // of nothing, as Linux's sock_write_iter makes it: the kernel's file
     // (not a udsfs socket) runs the write itself, as any sendto's.
@@ -118,8 +126,9 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
         libc::SYS_write => return Err(Reply::Continue),
         _ => (nr, args),
     };
-    let job = |udsfs, addr, got: Option<(Task, OwnedFd)>| {
+    let job = |udsfs, addr, got: Option<(Task, Arc<OwnedFd>)>| {
         let nonblock = got.as_ref().map(|g| nonblocking(&g.1));
+        let (task, copy) = got.unzip();
         Job {
             id: n.id,
             tid,
@@ -130,8 +139,8 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
             may_wait: may_wait(nonblock == Some(true), nr, &args),
             try_first: try_first(nr, &args),
             resume: 0,
-            got,
-            received: 0,
+            task,
+            copy,
             nonblock,
         }
     };
@@ -197,7 +206,7 @@ pub fn triage(ctx: &Ctx, _l: &Listener, n: &seccomp_notif) -> Result<Job, Reply>
     // A copy of the descriptor tells what it is without /proc (and serves
     // the first attempt).
     let got = match Task::open(tid).and_then(|t| Ok((t.get_fd(args[0] as i32)?, t))) {
-        Ok((fd, t)) => Some((t, fd)),
+        Ok((fd, t)) => Some((t, Arc::new(fd))),
         // The supervisor out of descriptors cannot tell what it is.
         Err(libc::EMFILE | libc::ENFILE) => return Err(Reply::Errno(libc::ENOBUFS)),
         Err(_) => None,
@@ -291,22 +300,21 @@ fn names_its_thread(job: &Job) -> bool {
 
 /// Carries out a udsfs call; the reply goes back after a validity check.
 pub fn perform(ctx: &Ctx, l: &Listener, mut job: Job, on_loop: bool) -> Reply {
+    let _call = super::pending::Bound::call(l.raw(), job.id, job.tid);
     // Triage's copy, which it found a udsfs data file (`job.udsfs`), is
     // that file still: not asked again.
-    let known_data = job.udsfs && job.got.is_some();
+    let known_data = job.udsfs && job.copy.is_some();
     let nonblock = job.nonblock.take().filter(|_| known_data);
-    let (task, got) = match job.got.take() {
-        Some((t, fd)) => (t, Some(fd)),
-        None => match Task::open(job.tid) {
-            Ok(t) => (t, None),
-            Err(_) => return Reply::Errno(libc::ESRCH),
-        },
+    let got = job.copy.take();
+    let task = match job.task.take().map_or_else(|| Task::open(job.tid), Ok) {
+        Ok(t) => t,
+        Err(_) => return Reply::Errno(libc::ESRCH),
     };
-    // The pidfd names the trapped thread only while the call is pending:
-    // asked of the listener, unless triage's copy came through a thread
-    // pidfd kept from before the receive, which says so already.
-    let proven = got.is_some() && task.names_trapped(job.received);
-    if !proven && !l.valid(job.id) {
+    // The pidfd and the copy are the trapped thread's only while the call
+    // is pending. A thread pidfd kept from before the notification proves
+    // nothing: another thread's exec takes the trapped leader's id over,
+    // and its pidfd with it (pending.rs).
+    if !l.valid(job.id) {
         return Reply::Errno(libc::EINTR);
     }
     // The daemon takes this thread's requests as the target's (its pid,
@@ -342,14 +350,14 @@ pub fn perform(ctx: &Ctx, l: &Listener, mut job: Job, on_loop: bool) -> Reply {
         return value(socketpair(&c, a));
     }
     let fd = a[0] as i32;
-    let own = match got.map_or_else(|| c.task.get_fd(fd), Ok) {
+    let own = match got.map_or_else(|| c.task.get_fd(fd).map(Arc::new), Ok) {
         Ok(own) => own,
         // The supervisor out of descriptors: not the kernel's call to make.
         Err(libc::EMFILE | libc::ENFILE) => return Reply::Errno(libc::ENOBUFS),
         Err(_) => return Reply::Continue,
     };
-    // What the descriptor is now decides (another thread's dup2 since
-    // triage, or an attempt on the loop that made it udsfs already).
+    // A copy taken now: what the descriptor is now decides (an attempt on
+    // the loop that made it udsfs already).
     let is_data = known_data || ctx.dev.is_data(&own);
     let r = if is_data && job.nr == libc::SYS_fcntl {
         super::fcntl::fcntl(&own, c.task.tid, a)
@@ -358,7 +366,7 @@ pub fn perform(ctx: &Ctx, l: &Listener, mut job: Job, on_loop: bool) -> Reply {
     } else if job.udsfs {
         Reply::Continue
     } else {
-        kernel_socket(&c, &job, fd, own)
+        kernel_socket(&c, &job, fd, &own)
     };
     match r {
         Reply::Errno(WOULD_WAIT) if c.sent.get() > 0 => Reply::Resume(c.sent.get()),
@@ -383,7 +391,7 @@ fn socketpair(c: &Call, a: [u64; 6]) -> Res<i64> {
 
 /// bind, connect or a send with an address that makes kernel socket `k`
 /// (the target's `fd`) a udsfs socket, put at the same number.
-fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
+fn kernel_socket(c: &Call, job: &Job, fd: i32, k: &OwnedFd) -> Reply {
     let Some(addr) = job.addr.as_deref() else {
         return Reply::Continue;
     };
@@ -392,7 +400,7 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
     }
     let route = classify(c.ctx, c.task.tid, addr);
     let a = job.args;
-    let new = match convert(&c.ctx.daemon, &k, c.task.tid) {
+    let new = match convert(&c.ctx.daemon, k, c.task.tid) {
         Ok(n) => n,
         Err(e) => return Reply::Errno(e),
     };
@@ -406,7 +414,7 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
             // The target keeps its kernel socket.
             return Reply::Errno(e);
         }
-        return match put_in_place(c, &k, &new, fd) {
+        return match put_in_place(c, k, &new, fd) {
             Ok(()) => Reply::Value(0),
             Err(e) => Reply::Errno(e),
         };
@@ -431,13 +439,13 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
         if r == Err(WOULD_WAIT) {
             return Reply::Errno(WOULD_WAIT);
         }
-        if let Err(e) = put_in_place(c, &k, &new, fd) {
+        if let Err(e) = put_in_place(c, k, &new, fd) {
             return Reply::Errno(e);
         }
         return value(r.map(|_| 0));
     }
     // A send to a routed name: the socket becomes udsfs, then sends.
-    if let Err(e) = put_in_place(c, &k, &new, fd) {
+    if let Err(e) = put_in_place(c, k, &new, fd) {
         return Reply::Errno(e);
     }
     value(super::msg::send(c, &new, job.nr, a))
@@ -447,6 +455,13 @@ fn kernel_socket(c: &Call, job: &Job, fd: i32, k: OwnedFd) -> Reply {
 /// place, with its FD_CLOEXEC and its places in the target's epoll sets
 /// (udsfs_calls::convert::held).
 fn put_in_place(c: &Call, k: &OwnedFd, new: &OwnedFd, fd: i32) -> Res<()> {
+    // Another thread of the target may have closed `fd` while the daemon
+    // made the socket, and a new file taken the number: it stays, and the
+    // call fails as one made after that close would (Linux's bind and
+    // connect put nothing at the number).
+    if !c.task.holds(fd, k) {
+        return Err(libc::EBADF);
+    }
     let held = super::epolls::held(c.task.tid, k, fd);
     c.install(new, Some(fd), c.task.cloexec(fd))?;
     super::epolls::restore(&c.task, fd, new, k, &held);

@@ -3,7 +3,7 @@
 //! descriptors in its caller.
 
 use std::cell::RefCell;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use libc::{seccomp_notif, seccomp_notif_addfd, seccomp_notif_resp};
@@ -40,6 +40,13 @@ thread_local! {
     /// The calling receiver's epoll set holding one listener (its serial)
     /// with EPOLLEXCLUSIVE: `Listener::wait_turn`.
     static TURN: RefCell<Option<(u64, OwnedFd)>> = const { RefCell::new(None) };
+}
+
+/// Is notification `id` of listener `fd` still pending?
+pub fn id_valid(fd: RawFd, id: u64) -> bool {
+    let mut id = id;
+    // SAFETY: the ioctl reads one u64.
+    unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _, &mut id) == 0 }
 }
 
 fn last() -> i32 {
@@ -79,15 +86,7 @@ impl Listener {
     /// interrupted)? Checked before acting on what was read and before
     /// replying.
     pub fn valid(&self, id: u64) -> bool {
-        let mut id = id;
-        // SAFETY: the ioctl reads one u64.
-        unsafe {
-            libc::ioctl(
-                self.fd.as_raw_fd(),
-                libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _,
-                &mut id,
-            ) == 0
-        }
+        id_valid(self.fd.as_raw_fd(), id)
     }
 
     pub fn reply(&self, id: u64, r: &Reply) {

@@ -1,8 +1,14 @@
 //! The target's memory, read and written with process_vm_readv/writev.
 //! Every argument is copied once into the supervisor and then validated:
 //! nothing is read twice, as another thread of the target may change it.
+//! The thread id may have stopped naming the trapped thread (an exec by
+//! another thread, a reused id): a read counts only when its call is
+//! still pending after it, and a write is made only right after a look
+//! that it is (pending.rs).
 
 use libc::{c_void, iovec, pid_t};
+
+use super::pending;
 
 /// Most bytes one call copies (a send's payload is cut to this): one past
 /// the largest datagram, which is then refused as on Linux.
@@ -31,6 +37,7 @@ pub fn read(pid: pid_t, addr: u64, len: usize) -> Result<Vec<u8>, i32> {
     if n != len as isize {
         return Err(libc::EFAULT);
     }
+    pending::check_read(pid)?;
     Ok(buf)
 }
 
@@ -50,6 +57,7 @@ pub fn write(pid: pid_t, addr: u64, data: &[u8]) -> Result<(), i32> {
         iov_base: addr as *mut c_void,
         iov_len: data.len(),
     };
+    pending::check(pid)?;
     // SAFETY: `local` is read only; the kernel checks the remote side.
     let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
     if n != data.len() as isize {
@@ -153,6 +161,7 @@ pub fn gather(pid: pid_t, iov: &[(u64, usize)], limit: usize) -> Result<Vec<u8>,
     if n != total as isize {
         return Err(libc::EFAULT);
     }
+    pending::check_read(pid)?;
     Ok(buf)
 }
 
@@ -197,6 +206,10 @@ pub fn writable_prefix(pid: pid_t, iov: &[(u64, usize)], limit: usize) -> usize 
             iov_len: 1,
         })
         .collect();
+    // Nothing written back (none of it counts) once the call is gone.
+    if !pending::still(pid) {
+        return 0;
+    }
     let mut good = 0;
     for (l, r) in local.chunks(1024).zip(remote.chunks(1024)) {
         // SAFETY: `local` points into `bytes`; the kernel checks the remote side.
@@ -235,6 +248,7 @@ pub fn scatter(pid: pid_t, iov: &[(u64, usize)], data: &[u8]) -> Result<(), i32>
         iov_base: data.as_ptr() as *mut c_void,
         iov_len: total,
     };
+    pending::check(pid)?;
     // SAFETY: `local` is read only; the kernel checks the remote side.
     let n =
         unsafe { libc::process_vm_writev(pid, &local, 1, remote.as_ptr(), remote.len() as _, 0) };

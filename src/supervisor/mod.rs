@@ -25,6 +25,7 @@ mod msg;
 mod notify;
 mod opts;
 mod park;
+mod pending;
 mod pidfd;
 mod record;
 mod routed;

@@ -170,8 +170,6 @@ fn worker(p: Arc<Pool>) {
             if p.done.load(Ordering::SeqCst) {
                 break None;
             }
-            // Before the receive (target.rs `Task::names_trapped`).
-            let epoch = super::target::epoch();
             let n = match p.w.l.next() {
                 Some(Ok(n)) => n,
                 // ENOENT: the caller went away before the receive.
@@ -189,7 +187,7 @@ fn worker(p: Arc<Pool>) {
                     break None;
                 }
             };
-            if let Some(job) = lead(&p, &n, epoch) {
+            if let Some(job) = lead(&p, &n) {
                 break Some(job);
             }
         };
@@ -211,27 +209,25 @@ fn worker(p: Arc<Pool>) {
 /// out when that does not wait (a receive or a send of one message ioctl
 /// that may wait tried once without parking first:
 /// `emulate::tried_on_loop`). Some: a call for `handle` once the place is
-/// left, and whether it was tried. `epoch`: `target::epoch()` before `n`
-/// was received.
-fn lead(p: &Arc<Pool>, n: &libc::seccomp_notif, epoch: u64) -> Option<(Job, bool)> {
+/// left, and whether it was tried.
+fn lead(p: &Arc<Pool>, n: &libc::seccomp_notif) -> Option<(Job, bool)> {
     // Calls on kernel sockets and other files are answered here.
     let triaged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         emulate::triage(&p.w.ctx, &p.w.l, n)
     }));
-    let mut job = match triaged.unwrap_or(Err(Reply::Errno(libc::EIO))) {
+    let job = match triaged.unwrap_or(Err(Reply::Errno(libc::EIO))) {
         Ok(job) => job,
         Err(r) => {
             p.w.l.reply(n.id, &r);
             return None;
         }
     };
-    job.received = epoch;
     if job.may_wait && !emulate::tried_on_loop(&job) {
         return Some((job, false));
     }
     let id = job.id;
-    // What goes on is a clone: without triage's pidfd and copy, which the
-    // attempt takes.
+    // What goes on is a clone (with the copy of a udsfs socket only:
+    // emulate.rs `Job::copy`).
     let mut rest = job.clone();
     match run(&p.w, job, true) {
         Reply::Errno(WOULD_WAIT) => Some((rest, true)),
@@ -294,7 +290,7 @@ fn handle(p: &Arc<Pool>, job: Job, tried: bool) {
         attempt(p, job);
         return;
     }
-    // (Without the copy: a queued call looks anew.)
+    // (A clone: what triage read for the first attempt goes.)
     let job = job.clone();
     p.w.queued
         .lock()
@@ -309,8 +305,8 @@ fn handle(p: &Arc<Pool>, job: Job, tried: bool) {
 /// The call tried without parking: done, or held where it waits (wait.rs).
 fn attempt(p: &Arc<Pool>, job: Job) {
     let id = job.id;
-    // What is held is a clone: without triage's pidfd and copy, which the
-    // attempt takes (a held call costs one descriptor, wait.rs's own).
+    // What is held is a clone (a held call costs one descriptor: its
+    // udsfs socket's copy, or wait.rs's own).
     let mut held = job.clone();
     match run(&p.w, job, true) {
         Reply::Errno(WOULD_WAIT) => p.w.hold(held),

@@ -80,16 +80,10 @@ pub(super) fn this_thread() -> libc::pid_t {
     THREAD.with(|t| *t)
 }
 
-fn id_valid(listener: RawFd, id: u64) -> bool {
-    let mut id = id;
-    // SAFETY: the ioctl reads one u64.
-    unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _, &mut id) == 0 }
-}
-
 /// Should the wait of `e` end: the notification gone, or a signal for its
 /// thread (deliver.rs: a process's signal ends one thread's wait).
 fn must_end(e: &Entry) -> bool {
-    !id_valid(e.listener, e.id) || super::deliver::signal_for(e.target)
+    !super::listener::id_valid(e.listener, e.id) || super::deliver::signal_for(e.target)
 }
 
 fn watcher() {

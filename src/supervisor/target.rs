@@ -2,11 +2,9 @@
 //! through pidfd_getfd, their flags, whether one is a udsfs socket) and
 //! its process.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use libc::pid_t;
@@ -19,34 +17,23 @@ pub struct Task {
     pidfd: Arc<OwnedFd>,
     /// A pidfd of the thread itself (PIDFD_THREAD), kept in `PIDFDS`.
     thread: bool,
-    /// Taken from `PIDFDS`, where it was kept at this `epoch`.
-    kept_at: Option<u64>,
-    /// A copy was taken through that kept pidfd (its thread lived then).
-    served: Cell<bool>,
 }
 
 /// Thread pidfds kept between calls (a pidfd_open and a close a trapped
 /// call less), by thread id. Only PIDFD_THREAD ones: a thread's pidfd
-/// names that thread alone, and once it exited no other, whoever gets its
-/// id since (pidfd_getfd then fails ESRCH, and `get_fd` opens anew). A
-/// thread-group pidfd would still name a living process after the thread
-/// whose id it was kept under exited: never kept.
-static PIDFDS: Mutex<Option<HashMap<pid_t, KeptPidfd>>> = Mutex::new(None);
-/// A kept thread pidfd and the `EPOCH` it was kept at.
-type KeptPidfd = (Arc<OwnedFd>, u64);
-/// Counts the pidfds kept in `PIDFDS`: one kept before a notification was
-/// received has a number below what `epoch` said before the receive.
-static EPOCH: AtomicU64 = AtomicU64::new(0);
-
-/// What to read before receiving a notification, for `Task::names_trapped`.
-pub fn epoch() -> u64 {
-    EPOCH.load(Ordering::SeqCst)
-}
+/// names that thread alone, and once it exited no other thread that gets
+/// its id since (pidfd_getfd then fails ESRCH, and `get_fd` opens anew) —
+/// but for the exec'ing thread, which takes the leader's id and its pidfd
+/// (de_thread), so a kept pidfd is no proof that its thread trapped: the
+/// listener's validity check is. A thread-group pidfd would still name a
+/// living process after the thread whose id it was kept under exited:
+/// never kept.
+static PIDFDS: Mutex<Option<HashMap<pid_t, Arc<OwnedFd>>>> = Mutex::new(None);
 /// Most thread pidfds kept (descriptors of the supervisor): past it the
 /// map starts again.
 const PIDFDS_KEPT: usize = 256;
 
-fn kept(tid: pid_t) -> Option<KeptPidfd> {
+fn kept(tid: pid_t) -> Option<Arc<OwnedFd>> {
     let g = PIDFDS.lock().unwrap_or_else(|e| e.into_inner());
     g.as_ref()?.get(&tid).cloned()
 }
@@ -57,8 +44,7 @@ fn keep(tid: pid_t, fd: &Arc<OwnedFd>) {
     if m.len() >= PIDFDS_KEPT && !m.contains_key(&tid) {
         m.clear();
     }
-    let at = EPOCH.fetch_add(1, Ordering::SeqCst);
-    m.insert(tid, (fd.clone(), at));
+    m.insert(tid, fd.clone());
 }
 
 /// `fd`, kept for `tid`, names a thread that exited: dropped (if still
@@ -66,7 +52,7 @@ fn keep(tid: pid_t, fd: &Arc<OwnedFd>) {
 fn forget(tid: pid_t, fd: &Arc<OwnedFd>) {
     let mut g = PIDFDS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(m) = g.as_mut()
-        && m.get(&tid).is_some_and(|k| Arc::ptr_eq(&k.0, fd))
+        && m.get(&tid).is_some_and(|k| Arc::ptr_eq(k, fd))
     {
         m.remove(&tid);
     }
@@ -156,13 +142,11 @@ impl Task {
     /// A kept thread pidfd (`PIDFDS`) serves as is: `get_fd` finds out
     /// whether its thread exited.
     pub fn open(tid: pid_t) -> Result<Task, i32> {
-        if let Some((pidfd, at)) = kept(tid) {
+        if let Some(pidfd) = kept(tid) {
             return Ok(Task {
                 tid,
                 pidfd,
                 thread: true,
-                kept_at: Some(at),
-                served: Cell::new(false),
             });
         }
         Task::open_new(tid)
@@ -185,28 +169,7 @@ impl Task {
         if thread {
             keep(tid, &pidfd);
         }
-        Ok(Task {
-            tid,
-            pidfd,
-            thread,
-            kept_at: None,
-            served: Cell::new(false),
-        })
-    }
-
-    /// Does this task's thread id still name the thread that trapped a
-    /// notification received after `epoch()` said `received`, without
-    /// asking the listener (SECCOMP_IOCTL_NOTIF_ID_VALID, an ioctl a call)?
-    /// Yes when a copy was taken (since the receive) through a thread pidfd
-    /// kept before it: that thread lived from before the receive until
-    /// the copy, and two living threads never share an id, so it is the
-    /// one that had the notification's id at the receive: the trapped one,
-    /// and the id still its own. (A pidfd kept after the receive may be of
-    /// a thread that took the id of a trapped thread killed meanwhile: not
-    /// taken as proof.) As after ID_VALID, the thread may be killed
-    /// afterwards; the id then names a thread only once pids came round.
-    pub fn names_trapped(&self, received: u64) -> bool {
-        self.thread && self.served.get() && self.kept_at.is_some_and(|at| at < received)
+        Ok(Task { tid, pidfd, thread })
     }
 
     /// A copy of the target's descriptor `fd` (same open file). A kept
@@ -218,10 +181,6 @@ impl Task {
                 forget(self.tid, &self.pidfd);
                 let fresh = Task::open_new(self.tid)?;
                 self.getfd(&fresh.pidfd, fd)
-            }
-            Ok(copy) => {
-                self.served.set(true);
-                Ok(copy)
             }
             r => r,
         }
@@ -243,6 +202,25 @@ impl Task {
         }
         // SAFETY: as above.
         Ok(unsafe { OwnedFd::from_raw_fd(r as i32) })
+    }
+
+    /// Is the target's `fd` still the file `ours` (a copy of it we hold, so
+    /// its inode is not given to another file)? Looked at through
+    /// /proc/TID/fd; checked with the listener afterwards, as every look at
+    /// the target by thread id.
+    pub fn holds(&self, fd: i32, ours: &OwnedFd) -> bool {
+        use std::os::fd::AsRawFd;
+        let id = |st: &libc::stat| (st.st_dev, st.st_ino);
+        let Ok(link) = CString::new(format!("/proc/{}/fd/{fd}", self.tid)) else {
+            return false;
+        };
+        // SAFETY: stat and fstat fill zeroed structs; the path is NUL-terminated.
+        unsafe {
+            let (mut theirs, mut mine): (libc::stat, libc::stat) = std::mem::zeroed();
+            libc::stat(link.as_ptr(), &mut theirs) == 0
+                && libc::fstat(ours.as_raw_fd(), &mut mine) == 0
+                && id(&theirs) == id(&mine)
+        }
     }
 
     /// FD_CLOEXEC of the target's `fd`.
@@ -305,32 +283,47 @@ mod tests {
         (child, i)
     }
 
-    /// Only a copy taken through a thread pidfd kept before the receive
-    /// stands for the listener's validity check: not one kept after it
-    /// (its thread may have taken a killed trapped thread's id), not one
-    /// opened anew because the kept one's thread exited, not one that
-    /// took no copy.
+    /// Why a kept thread pidfd proves nothing about the trapped thread
+    /// (emulate.rs `perform` asks the listener every call): when another
+    /// thread execs, it takes the leader's id and the leader's pidfd names
+    /// it, so a copy through the pidfd kept for the leader succeeds and is
+    /// the new image's.
     #[test]
-    fn only_a_pidfd_kept_before_the_receive_names_the_trapped_thread() {
-        let (mut child, _) = sleeper();
+    fn a_kept_leader_pidfd_names_the_thread_that_exec_d_in_its_place() {
+        let (r, _w) = std::io::pipe().unwrap();
+        let stdin_ino = ino(&r);
+        // The leader sleeps; a second thread execs `sleep` half a second on.
+        let mut child = Command::new("python3")
+            .args([
+                "-c",
+                "import os, threading, time\n\
+                 threading.Thread(target=lambda: (time.sleep(0.5), os.execv('/bin/sleep', ['sleep', '20']))).start()\n\
+                 time.sleep(20)",
+            ])
+            .stdin(Stdio::from(r))
+            .spawn()
+            .unwrap();
         let pid = child.id() as pid_t;
-        let before = epoch();
         let t = Task::open(pid).unwrap();
-        t.get_fd(0).unwrap();
-        let kept_after = t.names_trapped(before);
-        let received = epoch();
-        let t = Task::open(pid).unwrap();
-        let no_copy = t.names_trapped(received);
-        t.get_fd(0).unwrap();
-        let kept_before = t.names_trapped(received);
+        assert_eq!(t.get_fd(0).map(|f| ino(&f)), Ok(stdin_ino));
+        let exe = || std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+        for _ in 0..100 {
+            if exe().ends_with("sleep") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let exec_d = exe().ends_with("sleep");
+        let through_kept = t.get_fd(0).map(|f| ino(&f));
+        println!("exec'd: {exec_d}; stdin through the pidfd kept for the leader: {through_kept:?}");
         child.kill().unwrap();
         child.wait().unwrap();
-        let gone = Task::open(pid).and_then(|t| t.get_fd(0).map(|_| t.names_trapped(received)));
-        println!(
-            "kept after the receive: {kept_after}, no copy: {no_copy}, kept before: {kept_before}, its thread gone: {gone:?}"
+        assert!(exec_d, "the second thread exec'd");
+        assert_eq!(
+            through_kept,
+            Ok(stdin_ino),
+            "the kept pidfd serves the new image"
         );
-        assert!(!kept_after && !no_copy && kept_before);
-        assert!(!matches!(gone, Ok(true)));
     }
 
     /// A thread pidfd kept for a thread id does not reach the process that

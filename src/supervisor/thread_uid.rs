@@ -68,6 +68,8 @@ impl FsCreds {
             return Ok(FsCreds { back: None });
         }
         let st = crate::procfs::Status::read(tid as u32).map_err(|_| libc::ESRCH)?;
+        // The trapped thread's own, not those of an image that took its id.
+        super::pending::check(tid).map_err(|_| libc::ESRCH)?;
         let (uid, gid) = (st.uids[3], st.gids[3]);
         // SAFETY: the raw calls below change this thread only; a query
         // (setfs*(-1)) returns the current value.

@@ -32,8 +32,9 @@ const LOOKS: usize = 128;
 
 struct Held {
     job: Job,
-    /// Our copy of the target's descriptor, in the epoll set.
-    fd: Option<OwnedFd>,
+    /// Our copy of the target's descriptor, in the epoll set: the job's own
+    /// for a udsfs socket (emulate.rs `Job::copy`), the one tried again.
+    fd: Option<Arc<OwnedFd>>,
     /// 0: waits to receive (EPOLLIN); 1: to send (EPOLLOUT).
     dir: i32,
     deadline: Option<Instant>,
@@ -139,9 +140,13 @@ impl Waiter {
             return;
         };
         let dir = dir_of(job.nr);
-        let fd = Task::open(job.tid)
-            .and_then(|t| t.get_fd(job.args[0] as i32))
-            .ok();
+        let fd = match &job.copy {
+            Some(copy) => Some(copy.clone()),
+            None => Task::open(job.tid)
+                .and_then(|t| t.get_fd(job.args[0] as i32))
+                .ok()
+                .map(Arc::new),
+        };
         let limit = fd
             .as_ref()
             .and_then(|f| super::opts::timeout(f, dir))
@@ -198,7 +203,13 @@ pub(super) fn ended(p: &Waiter, job: &Job) -> Option<Reply> {
     if job.resume > 0 {
         return Some(Reply::Value(job.resume as i64));
     }
-    let e = match Task::open(job.tid).and_then(|t| t.get_fd(job.args[0] as i32)) {
+    let copy = match &job.copy {
+        Some(copy) => Ok(copy.clone()),
+        None => Task::open(job.tid)
+            .and_then(|t| t.get_fd(job.args[0] as i32))
+            .map(Arc::new),
+    };
+    let e = match copy {
         Ok(fd) => stop_errno(Stop::Signal, &fd, dir_of(job.nr)),
         Err(_) => errno_of(Stop::Signal),
     };

@@ -109,6 +109,25 @@ pub const BAD_SOCK: Sock = usize::MAX;
 /// Ok value, or an errno name such as "ENOENT" (harness problems start with "HARNESS").
 pub type Res<T> = Result<T, String>;
 
+/// What ended a run of non-blocking calls (`sends_until_error`, `recvs_until_empty`).
+pub enum Stop {
+    /// A call failed with this errno name.
+    Err(String),
+    Eof,
+    /// The most calls asked for were made.
+    Cap,
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Stop::Err(e) => write!(f, "ERR {e}"),
+            Stop::Eof => write!(f, "EOF"),
+            Stop::Cap => write!(f, "no end"),
+        }
+    }
+}
+
 /// Result of a recorded operation. Unlike `Result` it is not `must_use`: scenarios
 /// record far more operations than they inspect.
 #[derive(Debug)]
@@ -544,6 +563,39 @@ pub trait Backend {
         for _ in 0..times {
             self.accept(l);
         }
+    }
+
+    /// Non-blocking sends of `data` until the first error, `cap` at most: the bytes
+    /// each took and what stopped them. Not recorded (a caller sums the run up).
+    fn sends_until_error(&mut self, s: Sock, data: &[u8], cap: usize) -> (Vec<usize>, Stop) {
+        let mut took = Vec::new();
+        for _ in 0..cap {
+            match self.raw_send(s, data) {
+                Ok(k) => took.push(k),
+                Err(e) => return (took, Stop::Err(e)),
+            }
+        }
+        (took, Stop::Cap)
+    }
+
+    /// Non-blocking receives of up to `bufsize` bytes until the first error or EOF,
+    /// `cap` at most: what each returned (EOF's empty one too) and what stopped them.
+    /// Not recorded (a caller sums the run up).
+    fn recvs_until_empty(&mut self, s: Sock, bufsize: usize, cap: usize) -> (Vec<Vec<u8>>, Stop) {
+        let mut got = Vec::new();
+        for _ in 0..cap {
+            match self.raw_recv(s, bufsize) {
+                Ok(d) => {
+                    let eof = d.is_empty();
+                    got.push(d);
+                    if eof {
+                        return (got, Stop::Eof);
+                    }
+                }
+                Err(e) => return (got, Stop::Err(e)),
+            }
+        }
+        (got, Stop::Cap)
     }
 
     /// Whether each of `ids` is still alive, in order.

@@ -19,20 +19,8 @@ const BIG: usize = 300_000;
 /// Non-blocking receives until the first error or EOF; what they returned, not
 /// recorded.
 fn drain_raw(b: &mut dyn Backend, s: Sock, bufsize: usize) -> (Vec<Vec<u8>>, String) {
-    let mut got = Vec::new();
-    for _ in 0..100_000 {
-        match b.raw_recv(s, bufsize) {
-            Ok(d) => {
-                let eof = d.is_empty();
-                got.push(d);
-                if eof {
-                    return (got, "EOF".to_string());
-                }
-            }
-            Err(e) => return (got, format!("ERR {e}")),
-        }
-    }
-    (got, "no end".to_string())
+    let (got, stop) = b.recvs_until_empty(s, bufsize, 100_000);
+    (got, stop.to_string())
 }
 
 /// Drains a stream and records the bytes as one payload (length and hash), and
@@ -60,18 +48,12 @@ fn drain_msgs(b: &mut dyn Backend, s: Sock) {
 /// Non-blocking sends of `chunk` bytes until EAGAIN; records how many fit.
 fn fill(b: &mut dyn Backend, s: Sock, chunk: usize) -> Vec<u8> {
     let data = pattern(chunk);
-    let (mut n, mut sent) = (0usize, Vec::new());
-    let end = loop {
-        match b.raw_send(s, &data) {
-            Ok(k) => {
-                n += 1;
-                sent.extend_from_slice(&data[..k]);
-            }
-            Err(e) => break e,
-        }
-        if n > 100_000 {
-            break "no EAGAIN".to_string();
-        }
+    let (took, stop) = b.sends_until_error(s, &data, 100_001);
+    let n = took.len();
+    let sent: Vec<u8> = took.iter().flat_map(|&k| &data[..k]).copied().collect();
+    let end = match stop {
+        Stop::Err(e) => e,
+        _ => "no EAGAIN".to_string(),
     };
     b.trace().push(
         format!("send(s{s}, {chunk} bytes) until full"),
@@ -621,9 +603,7 @@ pub fn rights_parked_send(b: &mut dyn Backend) {
     let j = b.start(Blocking::SendMsg(c, SendMsg::new(b"abc").rights(&[x])));
     b.recv(r, 100);
     b.join(j);
-    for _ in 0..10 {
-        b.recv(r, 100);
-    }
+    b.recv_times(r, 100, 10);
     if let Some(m) = b.recvmsg(r, 100).ok()
         && let Some(&got) = m.rights.first()
     {

@@ -87,9 +87,7 @@ pub fn qlen_limit(b: &mut dyn Backend) {
     b.recv(s0, 100);
     b.send(s1, b"m12");
     b.send(s1, b"m13");
-    for _ in 0..12 {
-        b.recv(s0, 100);
-    }
+    b.recv_times(s0, 100, 12);
 }
 
 /// The queue limit is shared by all senders, connected or not.
@@ -120,9 +118,7 @@ pub fn mutual_pair_no_qlen(b: &mut dyn Backend) {
     for i in 0..40 {
         b.send(s1, format!("m{i}").as_bytes());
     }
-    for _ in 0..41 {
-        b.recv(s0, 100);
-    }
+    b.recv_times(s0, 100, 41);
 }
 
 /// The same for a socketpair.

@@ -357,6 +357,23 @@ impl Default for Kernel {
     }
 }
 
+/// Gives this thread a descriptor table of its own, holding none of the test
+/// process's descriptors. unshare copies the table, as a fork does: the copy
+/// is made and emptied under the spawn guard, so it never holds the parent's
+/// end of a pipe that a guarded spawn waits to see closed.
+fn private_descriptor_table() {
+    let _spawning = super::backend::spawn_guard();
+    // SAFETY: plain syscalls; they change only this thread's table.
+    unsafe {
+        if libc::unshare(libc::CLONE_FILES) != 0 {
+            panic!("unshare(CLONE_FILES): {}", last_errno());
+        }
+        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
+            panic!("close_range: {}", last_errno());
+        }
+    }
+}
+
 /// Run `f` on a fresh thread inside a new network namespace and return its trace.
 pub fn run_isolated(f: fn(&mut dyn Backend)) -> Vec<(String, String)> {
     let qlen = std::fs::read_to_string("/proc/sys/net/unix/max_dgram_qlen").ok();
@@ -368,6 +385,15 @@ pub fn run_isolated(f: fn(&mut dyn Backend)) -> Vec<(String, String)> {
                  namespace for abstract names)",
                 last_errno()
             );
+        }
+        // In the test process the scenario's descriptors go into a table of this
+        // thread's own: a fork by another test thread (a spawn, gcc, a mount)
+        // copies its caller's table until its exec, and held a socket this
+        // scenario closed open (a stale name then answered connect). Under
+        // `udsfs run` the fronts reach descriptors through the process, and the
+        // child runs nothing alongside: it keeps the one table.
+        if MOUNT.get().is_none() {
+            private_descriptor_table();
         }
         // A new namespace starts with the default qlen; use the host's value, which
         // is also what udsfs defaults to.

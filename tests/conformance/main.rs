@@ -523,6 +523,62 @@ fn kernel_vs_kernel_selfcheck() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A fork in another test thread copies that thread's descriptor table until its
+/// exec. The kernel side's sockets must not be in it: a scenario's close is the
+/// last close there, or the oracle itself is wrong (a closed socket's stale name
+/// still answered connect, and the front "differed" from it).
+#[test]
+fn kernel_side_closes_despite_forks_elsewhere() {
+    use std::os::unix::process::CommandExt;
+    require_root();
+    let f: Scenario = path_names::bind_stale_node_after_close;
+    let want = kernel::run_isolated(f);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Several threads, each child sleeping a moment before its exec: a fork then
+    // falls inside a scenario socket's short life often.
+    let forkers: Vec<_> = (0..4)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut forks = 0;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let mut c = std::process::Command::new("true");
+                    // SAFETY: the child only sleeps (a raw call) before its exec.
+                    unsafe {
+                        c.pre_exec(|| {
+                            libc::usleep(5_000);
+                            Ok(())
+                        });
+                    }
+                    c.status().expect("run true");
+                    forks += 1;
+                }
+                forks
+            })
+        })
+        .collect();
+    let mut failures = Vec::new();
+    let runs = 500;
+    for run in 0..runs {
+        let got = kernel::run_isolated(f);
+        if got != want {
+            failures.push(format!(
+                "run {run}:\n{}",
+                side_by_side("alone", &want, "forks", &got)
+            ));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let forks: usize = forkers.into_iter().map(|t| t.join().expect("forker")).sum();
+    assert!(forks > 0, "the forking thread never forked");
+    assert!(
+        failures.is_empty(),
+        "{} of {runs} kernel runs differ while another thread forks:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 /// The harness's own normalisation, checked without any backend.
 #[test]
 fn harness_normalisation() {

@@ -168,14 +168,21 @@ pub fn pidfds() {
 fn build_static(name: &str, dir: &Path) -> PathBuf {
     let src = program(&format!("{name}.c"));
     let out = dir.join(name);
-    let built = Command::new("gcc")
-        .args(["-static", "-O1", "-Wall", "-Werror", "-pthread", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("gcc: {e}: install gcc and libc6-dev (static libc; .ci/run lists them)")
-        });
+    // Only the start holds the guard (the fork's copy of every descriptor lasts
+    // until gcc's exec), not the build.
+    let gcc = {
+        let _spawning = super::backend::spawn_guard();
+        Command::new("gcc")
+            .args(["-static", "-O1", "-Wall", "-Werror", "-pthread", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+    };
+    let built = gcc.and_then(|c| c.wait_with_output()).unwrap_or_else(|e| {
+        panic!("gcc: {e}: install gcc and libc6-dev (static libc; .ci/run lists them)")
+    });
     assert!(
         built.status.success(),
         "gcc -static {}:\n{}",

@@ -30,24 +30,14 @@ fn conn(b: &mut dyn Backend, ty: Ty) -> (Sock, Sock, Sock) {
 /// recorded as one line: the number of sends that succeeded, the bytes they took,
 /// and the error that stopped them.
 fn send_until_error(b: &mut dyn Backend, s: Sock, chunk: usize, cap: usize) {
-    let data = pattern(chunk);
-    let (mut n, mut bytes, mut short) = (0usize, 0usize, 0usize);
-    let mut end = format!("no error after {cap} sends");
-    for _ in 0..cap {
-        match b.raw_send(s, &data) {
-            Ok(k) => {
-                n += 1;
-                bytes += k;
-                if k != chunk {
-                    short += 1;
-                }
-            }
-            Err(e) => {
-                end = format!("then ERR {e}");
-                break;
-            }
-        }
-    }
+    let (took, stop) = b.sends_until_error(s, &pattern(chunk), cap);
+    let n = took.len();
+    let bytes: usize = took.iter().sum();
+    let short = took.iter().filter(|&&k| k != chunk).count();
+    let end = match stop {
+        Stop::Cap => format!("no error after {cap} sends"),
+        stop => format!("then {stop}"),
+    };
     b.trace().push(
         format!("send(s{s}, {chunk} bytes) repeatedly"),
         format!("ok {n} sends, {bytes} bytes, {short} short, {end}"),
@@ -58,27 +48,16 @@ fn send_until_error(b: &mut dyn Backend, s: Sock, chunk: usize, cap: usize) {
 /// recorded as one line: how many receives returned data, the bytes, and what
 /// stopped them.
 fn recv_until_empty(b: &mut dyn Backend, s: Sock, bufsize: usize, cap: usize) {
-    let (mut n, mut bytes) = (0usize, 0usize);
-    let mut end = format!("no end after {cap} receives");
-    for _ in 0..cap {
-        match b.raw_recv(s, bufsize) {
-            Ok(d) if d.is_empty() => {
-                end = "then EOF".to_string();
-                break;
-            }
-            Ok(d) => {
-                n += 1;
-                bytes += d.len();
-            }
-            Err(e) => {
-                end = format!("then ERR {e}");
-                break;
-            }
-        }
-    }
+    let (got, stop) = b.recvs_until_empty(s, bufsize, cap);
+    let data: Vec<usize> = got.iter().map(Vec::len).filter(|&n| n > 0).collect();
+    let bytes: usize = data.iter().sum();
+    let end = match stop {
+        Stop::Cap => format!("no end after {cap} receives"),
+        stop => format!("then {stop}"),
+    };
     b.trace().push(
         format!("recv(s{s}, {bufsize}) repeatedly"),
-        format!("ok {n} receives, {bytes} bytes, {end}"),
+        format!("ok {} receives, {bytes} bytes, {end}", data.len()),
     );
 }
 
