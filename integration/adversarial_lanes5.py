@@ -7,7 +7,7 @@
 #   server PATH N DIR PAIRS
 #                       first fills PAIRS socketpairs of its own one way (held to the end:
 #                       its share of the queued bytes), then accepts N connections, a MSG_DONTWAIT recv on each (its library's
-#                       ask), waits for DIR/counts, asks FIONREAD on each (through the
+#                       ask), waits for DIR/counts, asks SIOCOUTQ on each (through the
 #                       daemon: the lane goes down, its ring's bytes into the queue), then
 #                       reads each to its count: "whole" or what it got.
 #   own_fill PATH N DIR (A's server) accepts N connections (a MSG_DONTWAIT recv on each: its
@@ -96,7 +96,7 @@ def server(path, n, d, npairs):
     # every lane down first (each ring's bytes into the engine's queue), then the reads
     for c in conns:
         b = ctypes.c_int(0)
-        libc.ioctl(c.fileno(), ctypes.c_ulong(termios.FIONREAD), ctypes.byref(b))
+        libc.ioctl(c.fileno(), ctypes.c_ulong(termios.TIOCOUTQ), ctypes.byref(b))
     out = []
     for i, c in enumerate(conns):
         c.settimeout(2)

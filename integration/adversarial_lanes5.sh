@@ -9,7 +9,7 @@
 #               bytes, 1 MiB: laned, their rings are on it), then root's client writes 6
 #               connections to it full (nonblocking, until a send takes no more): laned,
 #               212992 bytes each, 1.2 MiB, on no share (root's rings are on none, as its
-#               queues), every byte told sent. B's server then asks FIONREAD on each
+#               queues), every byte told sent. B's server then asks SIOCOUTQ on each
 #               (through the daemon: the lane goes down and its ring's bytes go into the
 #               engine's queue as root's sends, past the mount's 2 MiB with B's share),
 #               then reads each to the count root wrote: every byte, in order, as on
@@ -71,7 +71,7 @@ drain_share udsfs
 laned=$(grep -o "lanes .*" <<<"$ds_client" | tr ',' '\n' | grep -c direct || true)
 [ "$laned" -ge 5 ] || fail "drain_share: root's connections had no lanes ($ds_client): the case tried nothing"
 verdict drain_share "$([ "$ds_server" = "$k" ] && echo 1)" \
-    "B ($ds_held) takes the lanes of root's $laned full laned connections down (FIONREAD) and reads them: $ds_server (kernel: $k)"
+    "B ($ds_held) takes the lanes of root's $laned full laned connections down (SIOCOUTQ) and reads them: $ds_server (kernel: $k)"
 
 alone=$(on $A udsfs own_fill - 0 - 2>&1) || fail "ring_payer: A's fill alone: $alone"
 mkdir -m 1777 "$TMP/rp"

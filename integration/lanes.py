@@ -6,11 +6,13 @@ Run on kernel sockets and through `udsfs run` on a mount with --lanes
 GUARD are udsfs's only (the socket's status file), and are left out of the
 comparison; lanes.sh checks them itself."""
 
+import contextlib
 import ctypes
 import errno
 import fcntl
 import hashlib
 import os
+import select
 import signal
 import socket
 import struct
@@ -115,6 +117,47 @@ def rcvtimeo():
     guard(d, "SO_RCVTIMEO MSG_WAITALL")
 
 
+def handshaken(a, b, then):
+    """`peer` whose child first trades a byte each way with `a` (both ends claim
+    their lane) and then runs then(b); returns the child's pid once `a`'s side of
+    the trade is done."""
+
+    def child(b):
+        b.send(b"1")
+        b.recv(10)
+        then(b)
+
+    pid = peer(a, b, child)
+    a.recv(10)
+    a.send(b"2")
+    return pid
+
+
+def parted(pid, a):
+    """The end of a case: `handshaken`'s child killed and reaped, `a` closed."""
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    a.close()
+
+
+def passing_a_pipe(a, b, linger):
+    """`handshaken` whose child, 0.3 s after the trade, sends 12 bytes with the read
+    end of a pipe that holds "through the pipe" (SCM_RIGHTS: the lane goes down),
+    then lingers `linger` s."""
+    r, w = os.pipe()
+    os.write(w, b"through the pipe")
+    os.close(w)
+
+    def then(b):
+        time.sleep(0.3)
+        b.sendmsg([b"x" * 12], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", r))])
+        time.sleep(linger)
+
+    pid = handshaken(a, b, then)
+    os.close(r)
+    return pid
+
+
 def sndtimeo():
     """SO_SNDTIMEO bounds a wait for room from its first sleep, as Linux's one
     timeout per skb: a write asleep in a full ring whose lane goes down under it
@@ -126,16 +169,12 @@ def sndtimeo():
     a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 2, 0))
 
     def reader(b):
-        b.send(b"1")
-        b.recv(10)
         time.sleep(1.2)
         r, w = os.pipe()
         socket.send_fds(b, [b"f"], [w])
         time.sleep(2)
 
-    pid = peer(a, b, reader)
-    a.recv(10)
-    a.send(b"2")
+    pid = handshaken(a, b, reader)
     filled = fill_socket(a)
     guard(a, "sndtimeo: a full ring")
     t = time.monotonic()
@@ -151,7 +190,7 @@ def sndtimeo():
 def rcvtimeo_down():
     """SO_RCVTIMEO is one timeout for the whole receive (unix_stream_read_generic):
     a recv asleep in the ring whose lane goes down under it (at 1.2 s the writer asks
-    FIONREAD, which takes the lane down) waits in the daemon only what is left, and a
+    SIOCOUTQ, which takes the lane down) waits in the daemon only what is left, and a
     2 s timeout ends at 2 s, a MSG_WAITALL one too, with the 10 bytes that came at
     0.3 s (they ended at 2.9 s and 3.2 s: the daemon's wait began anew)."""
     for flags in (0, socket.MSG_WAITALL):
@@ -159,18 +198,14 @@ def rcvtimeo_down():
         a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 2, 0))
 
         def writer(b):
-            b.send(b"1")
-            b.recv(10)
             if flags:
                 time.sleep(0.3)
                 b.send(b"p" * 10)
             time.sleep(0.9 if flags else 1.2)
-            fcntl.ioctl(b.fileno(), termios.FIONREAD, b"\0" * 4)
+            fcntl.ioctl(b.fileno(), termios.TIOCOUTQ, b"\0" * 4)
             time.sleep(5)
 
-        pid = peer(a, b, writer)
-        a.recv(10)
-        a.send(b"2")
+        pid = handshaken(a, b, writer)
         guard(a, f"rcvtimeo_down {flags}: before the recv")
         t = time.monotonic()
         try:
@@ -179,9 +214,7 @@ def rcvtimeo_down():
             got = errno.errorcode[e.errno]
         dt = time.monotonic() - t
         say("rcvtimeo_down flags", flags, "recv:", got, "after at least 1.5 s:", dt >= 1.5, "within 2.7 s:", dt < 2.7)
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        a.close()
+        parted(pid, a)
 
 
 class Iovec(ctypes.Structure):
@@ -226,30 +259,196 @@ def rights_down():
     for flags in (0, socket.MSG_WAITALL):
         a, b = socket.socketpair()
         a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 2, 0))
-        r, w = os.pipe()
-        os.write(w, b"through the pipe")
-        os.close(w)
-
-        def writer(b):
-            b.send(b"1")
-            b.recv(10)
-            time.sleep(0.3)
-            b.sendmsg([b"x" * 12], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", r))])
-            time.sleep(5)
-
-        pid = peer(a, b, writer)
-        os.close(r)
-        a.recv(10)
-        a.send(b"2")
+        pid = passing_a_pipe(a, b, 5)
         guard(a, f"rights_down {flags}: before the recvmsg")
         data, fds = recvmsg_unnamed(a, 12, socket.CMSG_SPACE(4 * 4), flags)
         say("rights_down flags", flags, "recvmsg:", len(data), "bytes,", len(fds), "descriptors")
         for fd in fds:
             say("rights_down flags", flags, "the descriptor reads:", os.read(fd, 100))
             os.close(fd)
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        parted(pid, a)
+
+
+def seq_timed(call):
+    """`call()`, cut by an alarm at 8 s (a call that waits forever says so):
+    what it gave (a length, or the errno's name) and how long it took."""
+    t = time.monotonic()
+    signal.alarm(8)
+    try:
+        got = call()
+    except OSError as e:
+        got = errno.errorcode.get(e.errno, str(e))
+    finally:
+        signal.alarm(0)
+    return got, time.monotonic() - t
+
+
+def seq_down():
+    """A blocking seqpacket recv or send asleep in the ring whose lane goes down
+    under it goes on through the daemon at once, as the stream case does, and
+    keeps one timeout for the whole call, as unix_dgram_recvmsg's and
+    sock_alloc_send_pskb's one timeo. A recv gets the record with SCM_RIGHTS
+    that took the lane down as soon as it is queued, with a 5 s SO_RCVTIMEO and
+    without one (and a recvmsg with control room, the daemon's from its
+    start, gets the record with its descriptor); a send
+    asleep in a full ring goes as soon as the reader, having sent a
+    descriptor, drains it (SO_SNDTIMEO 5 s, and none). With a 1.5 s timeout
+    and the lane taken down at 1.2 s by something that brings no record or
+    room (SIOCOUTQ, a descriptor the other way), a recv and a send give EAGAIN
+    at 1.5 s (they waited a whole timeout again in the daemon: 2.7 s). An
+    alarm cuts each call at 8 s, so one that waits forever says so."""
+
+    def hung(*_):
+        raise TimeoutError("hung")
+
+    signal.signal(signal.SIGALRM, hung)
+    for timeo, room in ((5, False), (None, False), (5, True), (None, True)):
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        if timeo:
+            a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", timeo, 0))
+        pid = passing_a_pipe(a, b, 10)
+        what = f"seq_down recv timeo {timeo} control room {room}:"
+        guard(a, f"{what} before the recv")
+        fds = []
+
+        def recv():
+            if not room:
+                return len(a.recv(100))
+            data, got_fds = recvmsg_unnamed(a, 100, socket.CMSG_SPACE(4 * 4), 0)
+            fds.extend(got_fds)
+            return f"{len(data)} bytes, {len(got_fds)} descriptors"
+
+        got, dt = seq_timed(recv)
+        say(what, "got", got, "within 2 s:", dt < 2)
+        for fd in fds:
+            say(what, "the descriptor reads:", os.read(fd, 100))
+            os.close(fd)
+        parted(pid, a)
+    for timeo in (5, None):
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        if timeo:
+            a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", timeo, 0))
+
+        def reader(b):
+            time.sleep(0.3)
+            socket.send_fds(b, [b"f"], [os.pipe()[1]])
+            time.sleep(0.2)
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    b.recv(70000, socket.MSG_DONTWAIT)
+            time.sleep(10)
+
+        pid = handshaken(a, b, reader)
+        filled = fill_socket(a, b"r" * 1000)
+        what = f"seq_down send timeo {timeo}:"
+        guard(a, f"{what} a full ring")
+        got, dt = seq_timed(lambda: a.send(b"s" * 1000))
+        say(what, "filled some:", filled > 0, "sent", got, "after at least 0.4 s:", dt >= 0.4, "within 2 s:", dt < 2)
+        parted(pid, a)
+    # One timeout for the call: the lane goes down at 1.2 s, nothing comes.
+    for way in ("recv", "send"):
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        opt = socket.SO_RCVTIMEO if way == "recv" else socket.SO_SNDTIMEO
+        a.setsockopt(socket.SOL_SOCKET, opt, struct.pack("ll", 1, 500000))
+
+        def downer(b):
+            time.sleep(1.2)
+            if way == "recv":
+                fcntl.ioctl(b.fileno(), termios.TIOCOUTQ, b"\0" * 4)
+            else:
+                socket.send_fds(b, [b"f"], [os.pipe()[1]])
+            time.sleep(10)
+
+        pid = handshaken(a, b, downer)
+        if way == "send":
+            fill_socket(a, b"r" * 1000)
+        what = f"seq_down {way} timeo 1.5 s, the lane down at 1.2 s:"
+        guard(a, f"{what} before the {way}")
+        call = (lambda: len(a.recv(100))) if way == "recv" else (lambda: a.send(b"s" * 1000))
+        got, dt = seq_timed(call)
+        say(what, "got", got, "after at least 1.3 s:", dt >= 1.3, "within 2.2 s:", dt < 2.2)
+        parted(pid, a)
+
+
+def waitall_down():
+    """A stream recv with MSG_WAITALL under SO_RCVTIMEO asleep in the ring
+    whose lane goes down after it copied bytes (SIOCOUTQ right after a send,
+    so bytes may be in the ring then too) goes on through the daemon with the
+    time left: every byte once, in order. With 1.2 s, bytes at 0.1 s and 0.9 s
+    (the lane down then) and at 1 s, it returns those 40 at 1.2 s (a daemon
+    wait begun anew would end at 2.1 s); with 3 s, 100000 bytes (several
+    ioctls' worth) fed around the way down all come, well before 3 s. (A
+    recvmsg with MSG_WAITALL is the daemon's from its start.)"""
+    big = hashlib.sha256(b"waitall").digest() * 3125
+    cases = (
+        ("cut", 1.2, 100, [(0.1, b"A" * 10), (0.8, b"B" * 10), (0, None), (0.1, b"C" * 20)]),
+        ("big", 3, len(big), [(0.1, big[:30000]), (0, None), (0.1, big[30000:50000]), (0.1, big[50000:])]),
+    )
+    for name, timeo, n, steps in cases:
+        a, b = socket.socketpair()
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", int(timeo), int(timeo % 1 * 1e6)))
+
+        def writer(b):
+            for at, data in steps:
+                time.sleep(at)
+                if data is None:
+                    fcntl.ioctl(b.fileno(), termios.TIOCOUTQ, b"\0" * 4)
+                else:
+                    b.sendall(data)
+            time.sleep(10)
+
+        pid = handshaken(a, b, writer)
+        what = f"waitall_down {name}:"
+        guard(a, f"{what} before the recv")
+        t = time.monotonic()
+        got = a.recv(n, socket.MSG_WAITALL)
+        dt = time.monotonic() - t
+        sent = b"".join(d for _, d in steps if d is not None)
+        # cut ends at its timeout, big well before.
+        in_time = timeo - 0.2 <= dt < timeo + 0.45 if name == "cut" else dt < timeo - 0.4
+        say(what, "got", len(got), "the bytes sent, in order:", got == sent[: len(got)], "in time:", in_time)
+        parted(pid, a)
+
+
+def waitall_rejoin(d=None):
+    """A MSG_WAITALL recv asleep in the ring after part of its bytes while
+    another thread of the same process takes the lane down (SIOCOUTQ) and at
+    once asks for the next one (a poll of the end): without a timeout the
+    rest waited in the daemon, which the new lane's coming up kicked out
+    (EINTR), and the program got the part alone (4 of 10 bytes, every
+    time). Linux's MSG_WAITALL returns short only at a signal, the end or an
+    error: every round must give all 10 bytes."""
+    import tempfile
+
+    short = []
+    srv, path = listener(d or tempfile.mkdtemp(), "rejoin")
+    for i in range(10):
+        b = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        b.connect(path)
+        a, _ = srv.accept()
+        b.send(b"x")
+        a.recv(1)
+        a.send(b"y")
+        b.recv(1)
+        if i == 0:
+            guard(a, "waitall_rejoin before the recv")
+        got = []
+        t = threading.Thread(target=lambda: got.append(a.recv(10, socket.MSG_WAITALL)), daemon=True)
+        t.start()
+        b.send(b"1234")
+        time.sleep(0.05)
+        fcntl.ioctl(a.fileno(), termios.TIOCOUTQ, b"\0" * 4)
+        p = select.poll()
+        p.register(a, select.POLLOUT)
+        p.poll(100)
+        time.sleep(0.05)
+        b.send(b"567890")
+        t.join(5)
+        if got != [b"1234567890"]:
+            short.append((i, got))
         a.close()
+        b.close()
+    say("waitall_rejoin: rounds short or wrong:", short)
 
 
 def signals():
@@ -537,6 +736,24 @@ def fionread(d=None):
     say("laned: b got", len(b.recv(5000)), "a got", a.recv(10), "a", q(a), "b", q(b))
     a.close()
     b.close()
+    # FIONREAD alone on a stream is the ring's to answer: the lane stays
+    # (Postfix asks it before each read; through the daemon it took the lane
+    # down). A seqpacket socket's sums its records (the daemon's answer).
+    for ty, sends in ((socket.SOCK_STREAM, (b"t" * 1234, b"u" * 66)), (socket.SOCK_SEQPACKET, (b"r" * 5, b"s" * 9))):
+        a, b = socket.socketpair(socket.AF_UNIX, ty)
+        a.send(b"1")
+        b.recv(10)
+        b.send(b"2")
+        a.recv(10)
+        for m in sends:
+            a.send(m)
+        time.sleep(0.05)
+        n = struct.unpack("i", fcntl.ioctl(b.fileno(), termios.FIONREAD, b"\0" * 4))[0]
+        say("FIONREAD alone, type", ty, "after sends of", [len(m) for m in sends], ":", n)
+        guard(b, "after FIONREAD alone type %d" % ty)
+        say("then recv:", len(b.recv(5000)), "FIONREAD:", struct.unpack("i", fcntl.ioctl(b.fileno(), termios.FIONREAD, b"\0" * 4))[0])
+        a.close()
+        b.close()
     d = d or tempfile.mkdtemp()
     srv, path = listener(d, "fionread.sock")
     say("listener:", q(srv))
@@ -550,6 +767,6 @@ def fionread(d=None):
 
 if __name__ == "__main__":
     run_case(
-        pingpong, big, eagain, rcvtimeo, rcvtimeo_down, rights_down, sndtimeo, signals, fork_end, pass_end, blocked_fds, epoll, observed, many,
+        pingpong, big, eagain, rcvtimeo, rcvtimeo_down, rights_down, seq_down, waitall_down, waitall_rejoin, sndtimeo, signals, fork_end, pass_end, blocked_fds, epoll, observed, many,
         scribble, fionread, sockopts,
     )

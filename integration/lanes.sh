@@ -7,8 +7,11 @@
 # ring), SO_RCVTIMEO, SO_RCVTIMEO and SO_SNDTIMEO of a call asleep in the ring whose lane
 # goes down under it (it waits in the daemon what its sleep left), a recvmsg with
 # control room and SO_RCVTIMEO asleep in the ring when the peer's SCM_RIGHTS takes the lane down
-# (it gets the descriptor), a signal during a blocking recv with and without SA_RESTART, a fork
-# of an end whose child writes (the lane goes down, the bytes stay in order) and an end
+# (it gets the descriptor), a seqpacket recv and send asleep in the ring whose lane goes down
+# (they go on through the daemon at once, and wait there only what their sleep left of the
+# timeout), a stream MSG_WAITALL recv under SO_RCVTIMEO whose lane goes down after it copied
+# bytes (every byte once, in order, ended by its one timeout), a signal during a blocking
+# recv with and without SA_RESTART, a fork of an end whose child writes (the lane goes down, the bytes stay in order) and an end
 # passed over SCM_RIGHTS mid-stream (the receiver reads every byte in order), epoll and
 # select registered before the first byte and on an end whose lane carries one, 6000 pairs
 # made by 20 processes that each hold their 300 until they end (past a process's 256 regions; the daemon's 4096 lanes may be reached). The socket's
@@ -19,14 +22,16 @@
 # its rings and an accepted connection (empty, queued, partly and fully read, after
 # SHUT_WR and close) and on a listener, through ioctl(3) and through syscall(SYS_ioctl):
 # the library's syscall(3) once let the raw ioctl by, and a udsfs socket said 1 GiB
-# waited (the data file's size) and SIOCOUTQ ENOTTY.
+# waited (the data file's size) and SIOCOUTQ ENOTTY. FIONREAD alone on a laned stream
+# pair leaves the lane up (the ring answers it; through the daemon it took the lane
+# down, and Postfix asks it before each read); a seqpacket pair's sums its records.
 # Last, the same scenarios on a --no-lanes mount: no lane, same answers.
 UDSFS_MOUNT_ARGS=(--lanes)
 source "$(dirname "$0")/lib.sh"
 need_preload
 need_cmd python3 python3
 LANES=$ROOT/integration/lanes.py
-CASES=(pingpong big eagain rcvtimeo rcvtimeo_down rights_down sndtimeo signals fork_end pass_end blocked_fds epoll many fionread sockopts)
+CASES=(pingpong big eagain rcvtimeo rcvtimeo_down rights_down seq_down waitall_down waitall_rejoin sndtimeo signals fork_end pass_end blocked_fds epoll many fionread sockopts)
 
 # A case that hangs explains itself. The epoll case's udsfs run was killed at 60 s, right
 # after its last lines, once in the first of four full runs of this script at load (not
@@ -100,6 +105,10 @@ compare eagain direct
 compare rcvtimeo direct
 compare rcvtimeo_down direct
 compare rights_down direct
+compare seq_down direct
+compare waitall_down direct
+mkdir -p "$TMP/rejoin-k" "$MNT/rejoin-u"
+compare waitall_rejoin direct "$TMP/rejoin-k" "$MNT/rejoin-u"
 compare sndtimeo direct
 compare signals ""
 compare fork_end none
@@ -110,6 +119,8 @@ compare many ""
 mkdir -p "$TMP/fionread-k" "$MNT/fionread-u"
 compare fionread "" "$TMP/fionread-k" "$MNT/fionread-u"
 grep -qx 'GUARD laned before FIONREAD lane=direct' "$TMP/fionread.udsfs" || fail "fionread: the laned pair had no lane before its FIONREAD"
+grep -qx "GUARD after FIONREAD alone type 1 lane=direct" "$TMP/fionread.udsfs" ||
+    fail "fionread: FIONREAD took the lane of a stream pair down (the ring's positions answer it)"
 compare sockopts direct
 
 # The peer scribbles over the region (its own mapping: the process holds both ends).

@@ -8,9 +8,12 @@ with GUARD are udsfs's only (the socket's status file, `lane=direct` while
 the ring carries the bytes), left out of the comparison and checked by the
 script."""
 
+import array
+import fcntl
 import os
 import select
 import socket
+import termios
 import time
 
 from lanes_lib import guard, listener, peer, pingpong_rounds, recv_exact, run_case, say
@@ -580,8 +583,144 @@ def add_again(d):
     guard(c, "add_again client end")
 
 
+def moved_up(d):
+    """A connection whose ends move to other numbers before any call and
+    then wait in poll and epoll before each read and write, as Postfix's
+    servers and qmgr do (fcntl F_DUPFD above 127, then close: the accepted
+    end here; the connecting one by dup2). Before, the library knew the
+    ends by their old numbers only: the first poll of each new number
+    reached the daemon as a poll the library does not answer, and the
+    connection had no lane for good."""
+    srv, path = listener(d, "moved")
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    a, _ = srv.accept()
+    old = a.detach()
+    up = fcntl.fcntl(old, fcntl.F_DUPFD, 128)
+    os.close(old)
+    a = socket.socket(fileno=up)
+    old = c.detach()
+    os.dup2(old, 150)
+    os.close(old)
+    c = socket.socket(fileno=150)
+    say("moved to:", a.fileno() >= 128, c.fileno())
+    ep = select.epoll()
+    ep.register(a, select.EPOLLIN)
+    out = select.poll()
+    out.register(c, select.POLLOUT)
+    wrong = 0
+    for i in range(20):
+        wrong += out.poll(5000) != [(c.fileno(), select.POLLOUT)]
+        c.send(b"%02d" % i)
+        wrong += ep.poll(5) != [(a.fileno(), select.EPOLLIN)]
+        m = a.recv(10)
+        a.send(m)
+        wrong += not wait_readable("poll", c, None) or c.recv(10) != b"%02d" % i
+    say("20 round trips, each call after a poll, wrong:", wrong)
+    guard(a, "moved_up accepted end")
+    guard(c, "moved_up connecting end")
+
+
+def moved_dup(d):
+    """`moved_up` with both ends moved by the C library's dup(), then the
+    old numbers closed (a shell's redirection, a daemon's std descriptors):
+    the lane's note must follow the copy as it does at dup2."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    srv, path = listener(d, "dup")
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    a, _ = srv.accept()
+    ends = []
+    for s in (a, c):
+        old = s.detach()
+        new = libc.dup(old)
+        os.close(old)
+        ends.append(socket.socket(fileno=new))
+    a, c = ends
+    ep = select.epoll()
+    ep.register(a, select.EPOLLIN)
+    wrong = 0
+    for i in range(20):
+        c.send(b"%02d" % i)
+        wrong += ep.poll(5) != [(a.fileno(), select.EPOLLIN)]
+        a.send(a.recv(10))
+        wrong += not wait_readable("poll", c, None) or c.recv(10) != b"%02d" % i
+    say("20 round trips after dup, each call after a poll, wrong:", wrong)
+    guard(a, "moved_dup accepted end")
+    guard(c, "moved_dup connecting end")
+
+
+def nread(s):
+    """FIONREAD of s: the bytes it has to read."""
+    n = array.array("i", [0])
+    fcntl.ioctl(s.fileno(), termios.FIONREAD, n)
+    return n[0]
+
+
+def outq(s):
+    """SIOCOUTQ of s: what it sent that is unread (a udsfs socket's query
+    takes its lane down: the writes' charges are counted in the daemon)."""
+    n = array.array("i", [0])
+    fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, n)
+    return n[0]
+
+
+def down_rejoin(d, mode="poll"):
+    """A laned connection between two processes; one waits in poll for
+    the other's bytes while the other takes the lane down (SIOCOUTQ) and
+    asks for another (a poll of its own end), then writes 0.5 s later, as
+    Postfix's qmgr and local did. The poller must wake at the bytes. Before,
+    its poll, on the data file once the lane went down, was told "readable"
+    by the daemon when the second lane came up (the polled rule's answer to
+    the library's own poll), and the program got it: FIONREAD said 0 and
+    Postfix's local closed the connection as ended (qmgr: EPIPE)."""
+    srv, path = listener(d, "rejoin-" + mode)
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    a, _ = srv.accept()
+    srv.close()
+    pid = os.fork()
+    if pid == 0:
+        c.close()
+        ep = None
+        if mode not in ("poll", "select"):
+            flags = {"et": select.EPOLLET, "oneshot": select.EPOLLONESHOT}.get(mode, 0)
+            ep = select.epoll()
+            ep.register(a, select.EPOLLIN | flags)
+        a.send(b"hi")
+        wait_readable(mode, a, ep)
+        a.recv(10)
+        r = wait_readable(mode, a, ep)
+        say("server:", mode, "said readable:", r, "with bytes:", nread(a), a.recv(10))
+        a.close()
+        os._exit(0)
+    a.close()
+    wait_readable("poll", c, None)
+    c.recv(10)
+    c.send(b"go")
+    time.sleep(0.3)
+    outq(c)
+    p = select.poll()
+    p.register(c, select.POLLOUT)
+    p.poll(1000)
+    time.sleep(0.5)
+    c.send(b"late")
+    os.waitpid(pid, 0)
+
+
+def down_rejoin_waits(d):
+    """`down_rejoin` with the server waiting in select and in epoll_wait
+    (level, edge-triggered, one-shot), its set registered before the
+    first byte."""
+    for mode in ["select", "epoll", "et", "oneshot"]:
+        down_rejoin(d, mode)
+
+
 if __name__ == "__main__":
     run_case(
         asyncio_pair, nested, pollers, threads, reused, pingpong, levels, pollout, hup,
-        down_under_poll, mixed, closes, del_add, wake_add, slots, add_again,
+        down_under_poll, mixed, closes, del_add, wake_add, slots, add_again, moved_up,
+        moved_dup, down_rejoin, down_rejoin_waits,
     )

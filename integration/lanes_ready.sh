@@ -39,3 +39,7 @@ done
 # A connection's (connect/accept): a listener at DIR/again.
 mkdir -p "$TMP/k"
 lanes_compare "$PY" add_again direct "$TMP/k" "$MNT"
+lanes_compare "$PY" moved_up direct "$TMP/k" "$MNT"
+lanes_compare "$PY" moved_dup direct "$TMP/k" "$MNT"
+lanes_compare "$PY" down_rejoin "" "$TMP/k" "$MNT"
+lanes_compare "$PY" down_rejoin_waits "" "$TMP/k" "$MNT"

@@ -229,6 +229,23 @@ expect_eq() {
     ok "$1 = '$3'"
 }
 
+# answer_is WHAT WANT FRONT CMD...: CMD through `udsfs run --front FRONT` on the mount (60 s
+# at most) answers exactly WANT and exits 0: ok; else the answer is said and FAILS counted
+# (the caller fails once all its cases ran). The daemon is continued after it: a program
+# that stops it (SIGSTOP, to hold a request in flight) may fail before it does.
+answer_is() {
+    local what=$1 want=$2 front=$3 got rc=0
+    shift 3
+    got=$(timeout 60 "$UDSFS_BIN" run --front "$front" --mount "$MNT" -- "$@" 2>&1) || rc=$?
+    kill -CONT "$DAEMON_PID"
+    if [ "$got" = "$want" ] && [ "$rc" -eq 0 ]; then
+        ok "$what: $got"
+    else
+        say "FAILED: $what: $got (status $rc)"
+        FAILS=$((FAILS + 1))
+    fi
+}
+
 # py CODE [ARGS...]: run python3 with the helpers of udsfs_files.py (err, status,
 # clone, pair, ctl, fill, fill_bytes, in_thread; M = mount, U = M/.udsfs) and the modules it
 # imports (os, sys, errno, stat, fcntl, signal, threading, time). $PY_PRELUDE is its

@@ -67,6 +67,24 @@ via() {
     "${RUN_CMD[@]}"
 }
 
+# run_on MODE [RUN OPTIONS...]: a script's one_run runs its programs on MODE's sockets
+# (UDSFS_RUN_VIA: udsfs or kernel), through udsfs with the RUN OPTIONS (RUN_OPTS, as
+# run_cmd takes them: --route DIR, --front FRONT), which `v` and `run_has_lanes` read.
+run_on() {
+    UDSFS_RUN_VIA=$1
+    shift
+    RUN_OPTS=("$@")
+}
+
+# dirs_of UID DIR...: each DIR made (with its parents) and owned by user and group UID:
+# the directories a program run as UID (setpriv) writes in or binds its socket in.
+dirs_of() {
+    local uid=$1
+    shift
+    mkdir -p "$@"
+    chown "$uid:$uid" "$@"
+}
+
 # v CMD...: CMD on this run's sockets (`via` with the run's options, RUN_OPTS, which a
 # script's one_run sets), 20 s at most.
 v() { via ${RUN_OPTS[@]+"${RUN_OPTS[@]}"} -- timeout 20 "$@"; }
@@ -406,6 +424,28 @@ laned_now() {
     ' "$U"/sock/*/status 2>/dev/null || true
 }
 
+# run_has_lanes: this run's connections may get lanes: the mount has them (not
+# UDSFS_LANES=off, --no-lanes) and its programs run under the library, which carries
+# them, not under --front seccomp (in RUN_OPTS, set by run_on).
+run_has_lanes() {
+    [ "${UDSFS_LANES:-on}" != off ] && [[ " ${RUN_OPTS[*]-} " != *" seccomp "* ]]
+}
+
+# held_lanes FILE PID N [NAME]: the count lanes_seen reads from FILE, of the sockets
+# (whose address ends in NAME, as laned_now) that say lane=direct while PID holds its
+# connections: the most at once until N are seen (laned_most) where the run has lanes,
+# else one look (none may come up; waiting for them would only take time).
+held_lanes() {
+    local file=$1 pid=$2 n=$3 name=${4:-}
+    if run_has_lanes; then
+        laned_most "$pid" "$n" "$name"
+    else
+        LANED_MOST=$(laned_now "$name")
+        LANED_SEEN="one look"
+    fi
+    echo "$LANED_MOST $LANED_SEEN" >"$file"
+}
+
 # laned_most PID [ENOUGH [NAME]]: while PID runs (at most 10 s; with ENOUGH, until PID
 # ends or ENOUGH are seen: a loaded machine may take longer than 10 s to bring them up),
 # the most sockets of the mount whose status says lane=direct at once (`laned_now NAME`,
@@ -438,19 +478,36 @@ timed_run() {
     say "$1 run: $(($(now_ms) - t0)) ms"
 }
 
-# lanes_seen FILE NAME WANT N WHAT: run NAME's held connections had lanes (WANT on: at
-# least N sockets, both ends of each of WHAT, said lane=direct at once) or had none
-# (WANT off: a --no-lanes mount, or programs under --front seccomp, which the library
-# does not carry). FILE holds the script's count: LANED_MOST LANED_SEEN (laned_most).
+# runs_through_fronts LABEL DIR LOG WHAT: the library's (udsfs) and the supervisor's
+# (seccomp) runs, each `timed_run` with its directory $TMP/DIR-NAME, its answers and the
+# last 30 lines of its LOG compared with the kernel run's, and its lanes counted
+# (`lanes_seen` on DIR-NAME/laned, both ends of WHAT).
+runs_through_fronts() {
+    local label=$1 dir=$2 log=$3 what=$4 name
+    for name in udsfs seccomp; do
+        if [ "$name" == udsfs ]; then
+            timed_run udsfs udsfs
+        else
+            timed_run seccomp udsfs --front seccomp
+        fi
+        same_answers --run "$name" "$label" tail -n 30 "$TMP/$dir-$name/$log"
+        ok "$label and its clients, $name run: the same $(wc -l <"$TMP/$name.out") answers as on kernel sockets"
+        lanes_seen "$TMP/$dir-$name/laned" "$name" 2 "$what"
+    done
+}
+
+# lanes_seen FILE NAME N WHAT: run NAME's held connections had lanes where the run has
+# them (run_has_lanes: at least N sockets, both ends of each of WHAT, said lane=direct at
+# once), else none. FILE holds the script's count: LANED_MOST LANED_SEEN (held_lanes).
 lanes_seen() {
-    local file=$1 name=$2 want=$3 n=$4 what=$5 most seen
+    local file=$1 name=$2 n=$3 what=$4 most seen
     read -r most seen <"$file"
-    if [ "$want" == off ]; then
-        [ "$most" -eq 0 ] || fail "$name run without lanes: $most sockets said lane=direct"
-        ok "$name run: no socket said lane=direct"
-    else
+    if run_has_lanes; then
         [ "$most" -ge "$n" ] || fail "$name run: at most $most sockets said lane=direct while $what were held open (want $n: both ends of each); $seen"
         ok "$name run: $what had lanes ($most sockets said lane=direct at once)"
+    else
+        [ "$most" -eq 0 ] || fail "$name run without lanes: $most sockets said lane=direct"
+        ok "$name run: no socket said lane=direct"
     fi
 }
 
@@ -461,17 +518,15 @@ lanes_seen() {
 # difference, and its lanes counted (`lanes_seen`: the count in $TMP/SUBDIR-NAME/laned,
 # N sockets of WHAT).
 udsfs_runs() {
-    local prog=$1 sub=$2 n=$3 what=$4 lanes=on name
-    [ "${UDSFS_LANES:-on}" != off ] || lanes=off
+    local prog=$1 sub=$2 n=$3 what=$4 name
     for name in udsfs seccomp; do
         if [ "$name" == udsfs ]; then
             timed_run udsfs udsfs "$MNT/$sub"
         else
             timed_run seccomp udsfs "$MNT/seccomp" --front seccomp
-            lanes=off
         fi
         same_answers --run "$name" "$prog" tail -n 20 "$TMP/$sub-$name/$prog.log"
         ok "$prog and its clients, $name run: the same $(wc -l <"$TMP/$name.out") answers as on kernel sockets"
-        lanes_seen "$TMP/$sub-$name/laned" "$name" "$lanes" "$n" "$what"
+        lanes_seen "$TMP/$sub-$name/laned" "$name" "$n" "$what"
     done
 }

@@ -52,9 +52,7 @@ for name in glob.glob(sys.argv[1] + "/chronyc.*.sock"):
 # RUN OPTIONS); answers in $TMP/NAME.out.
 one_run() {
     local name=$1 mode=$2 dir=$TMP/run d=$TMP/chrony-$1 out=$TMP/$1.out
-    shift 2
-    UDSFS_RUN_VIA=$mode
-    RUN_OPTS=(--route "$dir" "$@")
+    run_on "$mode" --route "$dir" "${@:3}"
     rm -rf "$dir"
     mkdir -p "$d" "$dir"
     chmod 700 "$dir" # chronyd refuses a socket directory that others may enter

@@ -38,9 +38,7 @@ cp "$LIB_DIR/imap_unix.py" "$TMP/"
 # go to $TMP/NAME.out.
 one_run() {
     local name=$1 mode=$2 dir=$3 d=$TMP/dovecot-$1 out=$TMP/$1.out
-    shift 3
-    RUN_OPTS=("$@")
-    UDSFS_RUN_VIA=$mode
+    run_on "$mode" "${@:4}"
     [ "$mode" == kernel ] || RUN_OPTS+=(--route "$d/run")
     mkdir -p "$d/run" "$d/state" "$d/mail" "$dir"
     chown 61001:61001 "$d/mail"

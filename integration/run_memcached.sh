@@ -46,12 +46,9 @@ STABLE_STATS='version|total_connections|rejected_connections|cmd_get|cmd_set|cmd
 # (into D/laned) while they are held open.
 one_run() {
     local name=$1 mode=$2 dir=$3 d=$TMP/mc-$1 out=$TMP/$1.out
-    shift 3
-    RUN_OPTS=("$@")
-    UDSFS_RUN_VIA=$mode
+    run_on "$mode" "${@:4}"
     local sock=$dir/mc.sock
-    mkdir -p "$d" "$dir"
-    chown 61001:61001 "$d" "$dir"
+    dirs_of 61001 "$d" "$dir"
     local as61001=(setpriv --reuid=61001 --regid=61001 --clear-groups)
     local as61002=(setpriv --reuid=61002 --regid=61002 --clear-groups)
     run_cmd ${RUN_OPTS[@]+"${RUN_OPTS[@]}"} -- "${as61001[@]}" memcached -s "$sock" -a 0700 -t 2 -c 256 -m 64
@@ -84,17 +81,9 @@ one_run() {
             sleep 0.02
         done
         if [ "$mode" == udsfs ]; then
-            # both ends of each of the 20 connections, once their lanes are up (the
-            # library's; a supervised program has none: one look); the block's a
-            # subshell: the count goes out in a file.
-            case "${UDSFS_LANES:-on} ${RUN_OPTS[*]}" in
-            off* | *seccomp*)
-                LANED_MOST=$(cat "$U"/sock/*/status 2>/dev/null | grep -c '^lane=direct$' || true)
-                LANED_SEEN="one look"
-                ;;
-            *) laned_most "$MANY" 40 ;;
-            esac
-            echo "$LANED_MOST $LANED_SEEN" >"$d/laned"
+            # both ends of each of the 20 connections (the block's a subshell: the
+            # count goes out in a file)
+            held_lanes "$d/laned" "$MANY" 40
         fi
         touch "$d/release"
         local rc=0

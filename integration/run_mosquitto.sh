@@ -40,12 +40,9 @@ HELD=10
 # subscribers' connections (into D/laned) while they are held open.
 one_run() {
     local name=$1 mode=$2 dir=$3 d=$TMP/mq-$1 out=$TMP/$1.out
-    shift 3
-    RUN_OPTS=("$@")
-    UDSFS_RUN_VIA=$mode
+    run_on "$mode" "${@:4}"
     local sock=$dir/mqtt.sock
-    mkdir -p "$d" "$dir"
-    chown 61001:61001 "$d" "$dir"
+    dirs_of 61001 "$d" "$dir"
     cat >"$d/mosquitto.conf" <<EOF
 listener 0 $sock
 allow_anonymous true
@@ -166,17 +163,9 @@ EOF
         done
         if [ "$mode" == udsfs ]; then
             # both ends of each connection (the sockets named mqtt.sock: each client's
-            # libmosquitto has a socketpair of its own too), once their lanes are up
-            # (the library's; a supervised program has none: one look); the block's a
-            # subshell: the count goes out in a file.
-            case "${UDSFS_LANES:-on} ${RUN_OPTS[*]}" in
-            off* | *seccomp*)
-                LANED_MOST=$(laned_now /mqtt.sock)
-                LANED_SEEN="one look"
-                ;;
-            *) laned_most "${held[0]}" $((2 * HELD)) /mqtt.sock ;;
-            esac
-            echo "$LANED_MOST $LANED_SEEN" >"$d/laned"
+            # libmosquitto has a socketpair of its own too; the block's a subshell: the
+            # count goes out in a file)
+            held_lanes "$d/laned" "${held[0]}" $((2 * HELD)) /mqtt.sock
         fi
         pub -t hold/go -q 1 -m go
         for i in $(seq 1 "$HELD"); do

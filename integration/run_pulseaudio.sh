@@ -35,13 +35,10 @@ chmod 644 "$TMP/play.raw" "$TMP/play.wav"
 # the RUN OPTIONS); the answers go to $TMP/NAME.out.
 one_run() {
     local name=$1 mode=$2 dir=$3 d=$TMP/pa-$1 out=$TMP/$1.out
-    shift 3
-    RUN_OPTS=("$@")
-    UDSFS_RUN_VIA=$mode
+    run_on "$mode" "${@:4}"
     local sock=$dir/native
-    mkdir -p "$d/home" "$d/home2" "$d/rec" "$dir"
-    chown 61001:61001 "$d/home" "$d/rec" "$dir"
-    chown 61002:61002 "$d/home2"
+    dirs_of 61001 "$d/home" "$d/rec" "$dir"
+    dirs_of 61002 "$d/home2"
     cat >"$d/config.pa" <<EOF2
 load-module module-null-sink sink_name=null
 load-module module-native-protocol-unix socket=$sock auth-anonymous=0 auth-cookie-enabled=0

@@ -100,9 +100,7 @@ EOF2
 # --front); the answers go to $TMP/NAME.out.
 one_run() {
     local name=$1 mode=$2 dir=$3 d=$TMP/slapd-$1 out=$TMP/$1.out
-    shift 3
-    RUN_OPTS=("$@")
-    UDSFS_RUN_VIA=$mode
+    run_on "$mode" "${@:4}"
     mkdir -p "$d/db" "$dir"
     local sock=$dir/ldapi url
     url=ldapi://$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$sock")
@@ -211,6 +209,14 @@ LANE=direct
 [ "${UDSFS_LANES:-}" != off ] || LANE=none
 
 one_run kernel kernel "$TMP/k"
+# slapd itself died at its SIGTERM once in a CI run on kernel sockets (status 139, no
+# udsfs in that run): the kernel's answers are the oracle, so such a run is made once
+# more, said; a second such death fails below.
+if ! grep -qx 'slapd exit status: 0' "$TMP/kernel.out"; then
+    say "the kernel run's $(grep -m1 'slapd exit status' "$TMP/kernel.out"): the kernel run once more"
+    rm -rf "$TMP/slapd-kernel" "$TMP/k"
+    one_run kernel kernel "$TMP/k"
+fi
 kernel_said 'socket: srwxrwxrwx root:root' "the kernel run's ldapi socket is not 0777"
 kernel_said 'ldapadd tree: exit 0' "the kernel run's ldapadd failed"
 kernel_said "dn:$(peer_dn 0 0)" "the kernel run's root is not root's peercred identity"

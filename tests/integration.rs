@@ -40,6 +40,8 @@ fn timeout_of(name: &str) -> Duration {
         "adversarial_lanes3" => Duration::from_secs(300),
         // Two 400-connection churns (kernel, lanes): about 12 s of its 40 alone.
         "adversarial_lanes4" => Duration::from_secs(300),
+        // Nine cases twice (kernel, lanes), each with 1000 ways down in a row: 70 s alone.
+        "adversarial_lanes8" => Duration::from_secs(240),
         // Every case three times (kernel, lanes, the --no-lanes remount), each with
         // 6000 pairs made by 20 processes: 108-113 s alone at load 24 on 2 cores.
         "lanes" => Duration::from_secs(240),
@@ -50,9 +52,15 @@ fn timeout_of(name: &str) -> Duration {
         // Three runs of mosquitto and its 40 clients (kernel, library, seccomp), each
         // client its own `udsfs run`: 85 s at load ~20.
         "run_mosquitto" => Duration::from_secs(240),
+        // Three Postfix instances (kernel, library, seccomp), each mail through
+        // sendmail's postdrop, smtpd or LMTP, `postfix stop` waiting up to 5 s: 30 s alone.
+        "run_postfix" => Duration::from_secs(180),
         // Three runs of PulseAudio and its clients (kernel, library, seccomp), each with
         // 3 s of sound played in real time: 38 s alone on 2 cores.
         "run_pulseaudio" => Duration::from_secs(180),
+        // Three runs of gunicorn's three instances (kernel, library, seccomp), each
+        // arbiter and re-exec'd arbiter booting Python and its workers: 48 s alone.
+        "run_gunicorn" => Duration::from_secs(180),
         // Go's net and syscall tests built (a cold Go cache compiles them), then seven
         // passes: the kernel's three, four through udsfs (TestSplice waits 10 s in one).
         "run_go_tests" => Duration::from_secs(180),
@@ -220,6 +228,7 @@ scripts!(
     adversarial_capture,
     adversarial_efault,
     adversarial_exhaust,
+    adversarial_fdpath,
     adversarial_fds,
     adversarial_floods,
     adversarial_lanes,
@@ -257,7 +266,6 @@ scripts!(
     hostile_files,
     isolation,
     kernel_selftests,
-    lanes,
     lanes_live_capture,
     lanes_programs,
     lanes_ready,
@@ -341,7 +349,7 @@ scripts!(
     // run_socketserver, run_cpython_asyncio on the plain mount; libuv's calls are those
     // run_node's and the pipe scripts' one-thread passes make) and CI's 60 minutes cannot
     // hold twice; and the programs added late (gpg-agent, git's credential cache, slapd,
-    // Dovecot, PulseAudio, mosquitto), whose second pass is the lanes_off one below; CPython's multiprocessing suite and
+    // Dovecot, PulseAudio, mosquitto, Postfix, Apache httpd, gunicorn), whose second pass is the lanes_off one below; CPython's multiprocessing suite and
     // tokio's tests (minutes each; their calls are the asyncio and socketserver suites' and
     // the tokio pipe scripts' in the one-thread pass), so CI stays inside its 60 minutes.
     // The lane scripts whose bytes go between the programs without the daemon's workers
@@ -350,26 +358,37 @@ scripts!(
     // for a signal that must not come, 0.2-0.5 s a case, the cases at once): the request
     // that queues an event sends its SIGIO in its own thread (through the setter's
     // signaller process, src/engine/urg.rs, which needs no FUSE worker), so one worker
-    // has nothing to block.
+    // has nothing to block. lanes.sh (100 s a pass: its three runs, kernel, lanes and
+    // --no-lanes; its daemon cases park as timeo.sh's, whose one-thread pass stays) and
+    // the supervisor's race scripts (adversarial_close_race/exec_race: one call held in
+    // a stopped daemon, a thread count changes nothing), so CI stays inside its 60 minutes
+    // (57.4 min with them twice, a local run of 48a4c78).
     once:
+    adversarial_close_race,
+    adversarial_exec_race,
     adversarial_lanes2,
     adversarial_lanes3,
     adversarial_lanes4,
     adversarial_lanes5,
     adversarial_lanes6,
     adversarial_lanes7,
+    adversarial_lanes8,
     adversarial_sigio,
     adversarial_through,
+    lanes,
     lanes_connect,
     lanes_threads,
+    run_apache,
     run_cpython_multiprocessing,
     run_cpython_nolanes,
     run_dovecot,
     run_git_credential,
     run_gpg_agent,
+    run_gunicorn,
     run_java,
     run_libuv_tests,
     run_mosquitto,
+    run_postfix,
     run_pulseaudio,
     run_slapd,
     run_ssh_mux,
@@ -410,18 +429,21 @@ mod lanes_off {
         given_names,
         msgcalls,
         oob_peek,
+        run_apache,
         run_chrony,
         run_dbus,
         run_dovecot,
         run_git_credential,
         run_glib_tests,
         run_gpg_agent,
+        run_gunicorn,
         run_haproxy,
         run_memcached,
         run_mosquitto,
         run_nginx,
         run_node,
         run_php_fpm,
+        run_postfix,
         run_pulseaudio,
         run_slapd,
         run_tmux,
