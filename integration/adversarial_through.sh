@@ -37,7 +37,10 @@
 #            ten of the daemon's descriptors each, on B's --user-share (here 10%: 409
 #            of the 4096 lanes; the descriptors run out first); then B's next connection
 #            through the library works through FUSE (lane=none, no error) and A's new
-#            connection still gets its lane through the daemon.
+#            connection still gets its lane through the daemon. The first connection's
+#            accept handle read again keeps its lane (a control handle moves no bytes;
+#            before, such a read took the lane down, and so did the first read's end
+#            when the accepter's ask made the lane before it: "then lane=none", 1 in 10).
 UDSFS_MOUNT_ARGS=(--allow-other --lanes --user-share 10 --max-queued-bytes 17179869184)
 source "$(dirname "$0")/lib.sh"
 source "$LIB_DIR/lib_run.bash"
@@ -251,6 +254,8 @@ cat "$TMP/share.out"
 # refused at B's share of the lanes (EOPNOTSUPP) or, first, of the daemon's descriptors
 # (ETOOMANYREFS: ten a connection through the daemon); the library takes either as "no
 # lane" and goes on through FUSE
+grep -q "^B's first connection after its accept handle's read again: lane=through$" "$TMP/share.out" ||
+    fail "a read of B's accept handle took its connection's lane down: $(cat "$TMP/share.out")"
 n=$(sed -n "s/^B's through connections: \([0-9]*\), then the accepter's ask: \(EOPNOTSUPP\|ETOOMANYREFS\) .*/\1/p" "$TMP/share.out")
 [ -n "$n" ] && [ "$n" -ge 20 ] && [ "$n" -le 204 ] ||
     fail "B's through connections were not bounded by B's share (409 of the 4096 lanes: 204 connections of two): $(cat "$TMP/share.out")"

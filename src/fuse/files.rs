@@ -164,6 +164,18 @@ fn read_at(text: &[u8], offset: u64, size: u32) -> Vec<u8> {
 }
 
 impl OpenFile {
+    /// The socket whose bytes this file moves (a data or msg file): its
+    /// lane matters to the file's reads and close. A control handle (an
+    /// accept's among them) or a snapshot moves none, and its read may end
+    /// after the other end's ask made the lane (adversarial_through.sh
+    /// share: an accept handle's read took the new lane down under it).
+    pub fn byte_sock(&self) -> Option<&Arc<Socket>> {
+        match self.kind {
+            FileKind::Data | FileKind::Msg(..) => self.sock.as_ref(),
+            _ => None,
+        }
+    }
+
     pub fn new(sock: Option<Arc<Socket>>, kind: FileKind) -> OpenFile {
         OpenFile {
             sock,

@@ -138,7 +138,7 @@ impl Inner {
             };
             // Its socket's lane (if it has one) is taken down first: its
             // bytes go through the daemon from here on.
-            if let Some(s) = &f.sock
+            if let Some(s) = f.byte_sock()
                 && self.eng.lane_down(s, None).is_err()
             {
                 let p = parker(&c);
@@ -155,7 +155,7 @@ impl Inner {
             // A lane made meanwhile (the other end's join): this read, if
             // it parked, goes on through the ring if it is the asker's, else
             // the lane goes down again (src/engine/lane.rs).
-            if let Some(s) = &f.sock {
+            if let Some(s) = f.byte_sock() {
                 self.eng.lane_after_read(s, c.tid);
             }
         })

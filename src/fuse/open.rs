@@ -411,7 +411,7 @@ impl Inner {
                 // The socket is let go after the ring's bytes are queued:
                 // at once, or when a way down that waits for a busy word is
                 // done (`PutAfterLane`).
-                if matches!(f.kind, FileKind::Data | FileKind::Msg(..)) {
+                if f.byte_sock().is_some() {
                     let w: Waiter = Arc::new(PutAfterLane(self.eng.clone(), s.clone()));
                     if self.eng.lane_down(s, Some(&w)).is_err() {
                         return;
