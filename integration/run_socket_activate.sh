@@ -54,7 +54,7 @@ one_run() {
     grep '^server:' "$d/fd3.out" >>"$out" || echo "fd 3 server said nothing: $(tail -3 "$d/fd3.out")" >>"$out"
     grep -c '^Spawned cat' "$d/inetd.out" | sed 's/^/inetd children spawned: /' >>"$out"
     ! grep -q 'input file is output file' "$d/inetd.out" || echo "cat: input file is output file" >>"$out"
-    kill -- -"$INETD" 2>/dev/null || true
+    kill_session "$INETD" # through udsfs run, timeout is a process group of its own
     wait "$INETD" 2>/dev/null || true
     show_answers "$mode" "$out" "$d"/*.out
 }
